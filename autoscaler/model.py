@@ -1,0 +1,112 @@
+"""The data the adapter's parts hand each other: what a source saw, and what the policies decided.
+
+Sources produce `RuntimeSnapshot`s; the pure policies (aggregation, recommendation, smoothing, ranking) turn
+them into a `RuntimeView`; the API and the deletion-cost writer only read views. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from autoscaler.names import ServedMetric
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class RuntimeKey:
+    """A ModelMesh runtime is one Deployment in one namespace."""
+
+    namespace: str
+    deployment: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.deployment}"
+
+
+@dataclass(frozen=True, slots=True)
+class PodSample:
+    """The newest good signals of one pod, as its exporter (or Prometheus) reported them.
+
+    `sampled_at` is the Unix time the signals describe: the exporter's own
+    `last_success_timestamp_seconds{collector="modelmesh"}` when it reports one, else the time of the scrape.
+    It is None when no good data was ever read for the pod. A signal is None when the pod does not report
+    it (no GPU, no model loaded for `lru_age_s`). Values are already validated: finite and non-negative.
+    """
+
+    name: str
+    ready: bool = True
+    sampled_at: float | None = None
+    gpu_busy: float | None = None
+    requests_per_second: float | None = None
+    queue_delay_s: float | None = None
+    cache_misses_per_second: float | None = None
+    lru_age_s: float | None = None
+    cache_used_ratio: float | None = None
+    models_loaded: float | None = None
+    # Creation time, for the ReplicaSet's "newest first" tie-break (simulator and scenario tests).
+    created_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeSnapshot:
+    """Everything one refresh learned about one runtime.
+
+    `pods` holds every pod discovery knows, Ready or not, with its last good sample (possibly old or None);
+    freshness is judged by the policies against the refresh clock, not by the source. `source_ok` is False
+    when the backend as a whole failed for this refresh (Prometheus down, discovery broken): then nothing may
+    be lowered. `replicas` is the Deployment's current `spec.replicas` when known.
+    """
+
+    key: RuntimeKey
+    pods: tuple[PodSample, ...]
+    taken_at: float
+    source_ok: bool = True
+    replicas: int | None = None
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PodView:
+    """How one pod entered the decision: shown in /debug/runtimes and used for deletion costs."""
+
+    name: str
+    ready: bool
+    fresh: bool
+    age_s: float | None
+    gpu_busy: float | None
+    requests_per_second: float | None
+    queue_delay_s: float | None
+    lru_age_s: float | None
+    cache_used_ratio: float | None
+    weight: float  # this pod's share of the power-mean sum of its request rate (0..1), 0 when not counted
+    need: float | None = None
+    deletion_cost: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServedValue:
+    """One served series: the smoothed value, or None when it is unknown (the API answers 503)."""
+
+    value: float | None
+    raw: float | None
+    timestamp: float | None  # time of the oldest sample used
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeView:
+    """What the API serves for a runtime, and why: the product of one refresh."""
+
+    key: RuntimeKey
+    refreshed_at: float
+    window_s: float
+    ready_pods: int
+    fresh_pods: int
+    coverage: float
+    complete: bool  # every Ready pod had fresh data and the source was up: values may fall
+    known: bool  # coverage and source good enough to serve at all; else 503
+    values: dict[ServedMetric, ServedValue]
+    proposals: dict[str, int | None]
+    winner: str | None
+    pods: tuple[PodView, ...]
+    reason: str = ""  # why values are held or unknown, for logs and /debug
+    consecutive_misses: int = 0
+    current_replicas: int | None = None

@@ -1,0 +1,46 @@
+"""The metric names the adapter serves through external.metrics.k8s.io (DESIGN §4).
+
+These are the only places the served names are spelled; the API, the refresher and the manifests' HPA refer
+to them through this module.
+"""
+
+from enum import StrEnum
+from typing import Final
+
+
+class ServedMetric(StrEnum):
+    """One series the adapter serves per runtime."""
+
+    DESIRED_REPLICAS = "modelmesh_desired_replicas"
+    GPU_BUSY = "modelmesh_gpu_busy"
+    REQUEST_LOAD = "modelmesh_request_load"
+    CACHE_PRESSURE = "modelmesh_cache_pressure"
+
+
+API_GROUP: Final = "external.metrics.k8s.io"
+API_VERSION: Final = "v1beta1"
+GROUP_VERSION: Final = f"{API_GROUP}/{API_VERSION}"
+
+# Selector keys that name a runtime (DESIGN §4) and the Deployment name prefix ModelMesh uses.
+SELECTOR_DEPLOYMENT: Final = "deployment"
+SELECTOR_SERVINGRUNTIME: Final = "servingruntime"
+SERVINGRUNTIME_DEPLOYMENT_PREFIX: Final = "modelmesh-serving-"
+
+DELETION_COST_ANNOTATION: Final = "controller.kubernetes.io/pod-deletion-cost"
+POLICY_ANNOTATION_PREFIX: Final = "autoscaler.modelmesh.io/"
+
+
+def lookup_metric(name: str) -> ServedMetric | None:
+    """Find a served metric by name, ignoring case: the HPA's client lower-cases metric names."""
+    try:
+        return ServedMetric(name.lower())
+    except ValueError:
+        return None
+
+
+def runtime_labels(deployment: str) -> dict[str, str]:
+    """The `metricLabels` of a served item: never null, servingruntime only where the name implies one."""
+    labels = {SELECTOR_DEPLOYMENT: deployment}
+    if deployment.startswith(SERVINGRUNTIME_DEPLOYMENT_PREFIX):
+        labels[SELECTOR_SERVINGRUNTIME] = deployment.removeprefix(SERVINGRUNTIME_DEPLOYMENT_PREFIX)
+    return labels

@@ -1,0 +1,89 @@
+"""Per-collector health: did the last collection work, when did one last work, and why it failed.
+
+Every collector reports through one `CollectorHealth` so the three self-metrics of DESIGN §3 are produced in
+one place and a failure is logged once per outage, not once per scrape.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from exporter import names
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _State:
+    success: bool = False
+    last_success: float | None = None
+    failing_since_reason: str | None = None
+    errors: Counter[str] = field(default_factory=Counter)
+
+
+class CollectorHealth(Collector):
+    """Records outcomes of each named collector and publishes them as self-metrics."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._states: dict[str, _State] = {}
+
+    def register(self, collector: str) -> None:
+        """Make a collector's series appear (success 0) before its first attempt."""
+        self._states.setdefault(collector, _State())
+
+    def succeeded(self, collector: str) -> None:
+        state = self._states.setdefault(collector, _State())
+        if state.failing_since_reason is not None:
+            log.info("%s collector recovered", collector)
+        state.success = True
+        state.last_success = self._clock()
+        state.failing_since_reason = None
+
+    def failed(self, collector: str, reason: str, detail: str) -> None:
+        """Count a failure; log it only when the outage starts or its reason changes."""
+        state = self._states.setdefault(collector, _State())
+        state.success = False
+        state.errors[reason] += 1
+        if state.failing_since_reason != reason:
+            log.warning("%s collector failed (%s): %s; keeping last good values", collector, reason, detail)
+            state.failing_since_reason = reason
+
+    def is_healthy(self, collector: str) -> bool:
+        state = self._states.get(collector)
+        return state is not None and state.success
+
+    def last_success(self, collector: str) -> float | None:
+        state = self._states.get(collector)
+        return None if state is None else state.last_success
+
+    def collect(self) -> Iterable[Metric]:
+        success = GaugeMetricFamily(
+            names.COLLECTOR_SUCCESS, "1 if the last collection by this collector worked, else 0.",
+            labels=["collector"],
+        )
+        last = GaugeMetricFamily(
+            names.LAST_SUCCESS_TIMESTAMP,
+            "Unix time of the last successful collection; it does not move while collection fails.",
+            labels=["collector"],
+        )
+        errors = CounterMetricFamily(
+            names.SCRAPE_ERRORS_TOTAL, "Failed collections by collector and reason.",
+            labels=["collector", "reason"],
+        )
+        for collector, state in sorted(self._states.items()):
+            success.add_metric([collector], 1.0 if state.success else 0.0)
+            if state.last_success is not None:
+                last.add_metric([collector], state.last_success)
+            for reason, count in sorted(state.errors.items()):
+                errors.add_metric([collector, reason], float(count))
+        yield success
+        yield last
+        yield errors

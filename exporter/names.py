@@ -1,0 +1,48 @@
+"""Every metric name the project reads from ModelMesh or publishes per pod (DESIGN §2 and §3).
+
+Names live here and nowhere else: the exporter publishes them, the adapter's sources read them, the demo's
+ModelMesh stand-in serves the ModelMesh ones. Changing a name here changes the contract in DESIGN.md.
+"""
+
+from typing import Final
+
+# ---- ModelMesh's own metrics, as served by the `mm` container on :2112/metrics (DESIGN §2) ----
+MM_INVOKE_MODEL_MS: Final = "modelmesh_invoke_model_milliseconds"
+MM_QUEUE_DELAY_MS: Final = "modelmesh_req_queue_delay_milliseconds"
+MM_CACHE_MISS_MS: Final = "modelmesh_cache_miss_milliseconds"
+MM_LOAD_MODEL_MS: Final = "modelmesh_loadmodel_milliseconds"
+MM_LRU_AGE_S: Final = "modelmesh_instance_lru_age_seconds"
+MM_CAPACITY_BYTES: Final = "modelmesh_instance_capacity_bytes"
+MM_USED_BYTES: Final = "modelmesh_instance_used_bytes"
+MM_MODELS_TOTAL: Final = "modelmesh_instance_models_total"
+
+# ---- What the exporter publishes per pod (DESIGN §3) ----
+GPU_BUSY_RATIO: Final = "modelmesh_pod_gpu_busy_ratio"
+GPU_MEMORY_USED_BYTES: Final = "modelmesh_pod_gpu_memory_used_bytes"
+GPU_MEMORY_TOTAL_BYTES: Final = "modelmesh_pod_gpu_memory_total_bytes"
+REQUESTS_TOTAL: Final = "modelmesh_pod_requests_total"
+REQUESTS_PER_SECOND: Final = "modelmesh_pod_requests_per_second"
+QUEUE_DELAY_SECONDS: Final = "modelmesh_pod_queue_delay_seconds"
+CACHE_MISSES_PER_SECOND: Final = "modelmesh_pod_cache_misses_per_second"
+LRU_AGE_SECONDS: Final = "modelmesh_pod_lru_age_seconds"
+CACHE_USED_RATIO: Final = "modelmesh_pod_cache_used_ratio"
+CACHE_CAPACITY_BYTES: Final = "modelmesh_pod_cache_capacity_bytes"
+MODELS_LOADED: Final = "modelmesh_pod_models_loaded"
+
+# ---- The exporter's report on itself ----
+COLLECTOR_SUCCESS: Final = "modelmesh_exporter_collector_success"
+LAST_SUCCESS_TIMESTAMP: Final = "modelmesh_exporter_last_success_timestamp_seconds"
+SCRAPE_ERRORS_TOTAL: Final = "modelmesh_exporter_scrape_errors_total"
+
+# Label values of `collector` and `reason`.
+COLLECTOR_GPU: Final = "gpu"
+COLLECTOR_MODELMESH: Final = "modelmesh"
+REASON_CONNECT: Final = "connect"
+REASON_TIMEOUT: Final = "timeout"
+REASON_PARSE: Final = "parse"
+REASON_TLS: Final = "tls"
+REASON_HTTP: Final = "http"
+REASON_NVML: Final = "nvml"
+
+# DCGM exporter's GPU utilisation (percent), for the adapter's `--gpu-source dcgm`.
+DCGM_GPU_UTIL: Final = "DCGM_FI_DEV_GPU_UTIL"
