@@ -1,0 +1,70 @@
+"""The two seams of the data path: where pods are found, and where their signals are read.
+
+`PodDiscovery` says which runtimes exist and which pods (Ready or not, with their addresses) belong to each:
+from a static targets file or from the Kubernetes API. `MetricSource` turns that inventory into one
+`RuntimeSnapshot` per runtime each refresh: by scraping exporters, or by querying Prometheus.
+
+Rules every implementation keeps (DESIGN §6):
+- `collect()` never raises. A backend failure is reported as `source_ok=False` on the snapshots it affects
+  and is logged by the source; it is never turned into zero load.
+- A pod whose read failed keeps its last good `PodSample` (with its old `sampled_at`), so the policies can
+  see that it is stale rather than idle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from autoscaler.model import RuntimeKey, RuntimeSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class PodTarget:
+    """A pod discovery knows of, and where its exporter answers."""
+
+    name: str
+    ready: bool
+    url: str | None  # the exporter's /metrics URL; None when the pod has no IP yet
+    created_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeInventory:
+    """One runtime as discovery sees it right now."""
+
+    key: RuntimeKey
+    pods: tuple[PodTarget, ...]
+    replicas: int | None = None
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+class PodDiscovery(Protocol):
+    """Keeps an up-to-date inventory of runtimes and their pods."""
+
+    @property
+    def healthy(self) -> bool:
+        """False while the inventory may be out of date (API unreachable, watch broken)."""
+        ...
+
+    async def start(self) -> None:
+        """Begin discovery (load a file, start watches); returns once a first inventory exists or failed."""
+        ...
+
+    def inventory(self) -> dict[RuntimeKey, RuntimeInventory]:
+        """The current inventory; cheap, no I/O."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class MetricSource(Protocol):
+    """Reads per-pod signals for every runtime the discovery knows."""
+
+    name: str
+
+    async def collect(self, now: float) -> list[RuntimeSnapshot]:
+        """One snapshot per runtime in the inventory; never raises."""
+        ...
+
+    async def close(self) -> None: ...
