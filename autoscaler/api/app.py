@@ -1,0 +1,78 @@
+"""Assembles the adapter's HTTP API: routes, error rendering and request self-metrics.
+
+Authentication and authorization plug in as middlewares ahead of the handlers (see `autoscaler.api.auth`);
+the `--insecure-dev` mode runs without them on loopback only.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
+from prometheus_client.aiohttp import make_aiohttp_handler
+
+from autoscaler.api import handlers
+from autoscaler.api.status import ApiError, status_response
+from autoscaler.names import GROUP_VERSION
+from autoscaler.refresher import Refresher
+from autoscaler.selfmetrics import AdapterMetrics
+
+log = logging.getLogger(__name__)
+
+EXTERNAL_METRIC_ROUTE = f"/apis/{GROUP_VERSION}/namespaces/{{namespace}}/{{metric}}"
+
+
+@web.middleware
+async def status_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every error leaves as a Kubernetes `Status`; internal detail goes to the log, not the client."""
+    try:
+        return await handler(request)
+    except ApiError as error:
+        return status_response(error.code, error.message)
+    except web.HTTPException as error:
+        if error.status < 400:
+            raise
+        message = {404: f"the server could not find the requested resource {request.path!r}",
+                   405: f"method {request.method} is not allowed on {request.path!r}"}.get(
+            error.status, error.reason)
+        return status_response(error.status, message)
+    except Exception:
+        log.exception("internal error serving %s %s", request.method, request.path)
+        return status_response(500, "internal error; see the adapter's log")
+
+
+def request_metrics(metrics: AdapterMetrics) -> Middleware:
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        started = time.perf_counter()
+        response = await handler(request)
+        route = request.match_info.route.resource
+        path = route.canonical if route is not None else "unmatched"
+        metrics.requests.labels(path, str(response.status)).inc()
+        metrics.request_seconds.labels(path).observe(time.perf_counter() - started)
+        return response
+
+    return middleware
+
+
+def build_api_app(
+    refresher: Refresher, metrics: AdapterMetrics, auth_middlewares: list[Middleware] | None = None
+) -> web.Application:
+    app = web.Application(
+        middlewares=[request_metrics(metrics), status_errors, *(auth_middlewares or [])],
+    )
+    app[handlers.REFRESHER_KEY] = refresher
+    app[handlers.METRICS_KEY] = metrics
+    router = app.router
+    router.add_get("/apis", handlers.api_group_list)
+    router.add_get("/apis/external.metrics.k8s.io", handlers.api_group)
+    router.add_get(f"/apis/{GROUP_VERSION}", handlers.api_resource_list)
+    router.add_get(EXTERNAL_METRIC_ROUTE, handlers.external_metric)
+    router.add_get("/version", handlers.version)
+    router.add_get("/healthz", handlers.healthz)
+    router.add_get("/livez", handlers.healthz)
+    router.add_get("/readyz", handlers.readyz)
+    router.add_get("/metrics", make_aiohttp_handler(metrics.registry))
+    return app

@@ -1,0 +1,95 @@
+"""Request handlers. They read the refresh loop's views and never do I/O of their own."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from aiohttp import web
+
+from autoscaler.api import documents
+from autoscaler.api.quantity import milli_quantity
+from autoscaler.api.selector import SelectorError, deployment_from_selector
+from autoscaler.api.status import ApiError
+from autoscaler.model import RuntimeKey, RuntimeView
+from autoscaler.names import GROUP_VERSION, ServedMetric, lookup_metric, runtime_labels
+from autoscaler.refresher import Refresher
+from autoscaler.selfmetrics import AdapterMetrics
+
+REFRESHER_KEY: web.AppKey[Refresher] = web.AppKey("refresher", Refresher)
+METRICS_KEY: web.AppKey[AdapterMetrics] = web.AppKey("metrics", AdapterMetrics)
+
+
+def rfc3339(timestamp: float) -> str:
+    return datetime.datetime.fromtimestamp(timestamp, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def runtime_view(request: web.Request, namespace: str, deployment: str) -> RuntimeView:
+    refresher = request.app[REFRESHER_KEY]
+    view = refresher.views.get(RuntimeKey(namespace, deployment))
+    if view is not None:
+        return view
+    if not refresher.ready:
+        raise ApiError(503, "the adapter has not completed its first refresh yet; try again shortly")
+    raise ApiError(404, f"runtime {namespace}/{deployment} is not known to the adapter (no such Deployment "
+                        "with ModelMesh pods, or not in its targets)")
+
+
+def served_item(request: web.Request, view: RuntimeView, metric: ServedMetric) -> dict[str, Any]:
+    served = view.values.get(metric)
+    if not view.known or served is None or served.value is None or served.timestamp is None:
+        raise ApiError(503, f"{metric.value} for runtime {view.key} is unknown right now: "
+                            f"{view.reason or 'no fresh data'}; the HPA holds its current replicas")
+    request.app[METRICS_KEY].freshness.observe(max(0.0, view.refreshed_at - served.timestamp))
+    return {
+        "metricName": metric.value,
+        "metricLabels": runtime_labels(view.key.deployment),
+        "timestamp": rfc3339(served.timestamp),
+        "window": round(view.window_s),
+        "value": milli_quantity(served.value),
+    }
+
+
+async def external_metric(request: web.Request) -> web.Response:
+    namespace, name = request.match_info["namespace"], request.match_info["metric"]
+    metric = lookup_metric(name)
+    if metric is None:
+        raise ApiError(404, f"external metric {name!r} is not served; available: "
+                            + ", ".join(m.value for m in ServedMetric))
+    try:
+        deployment = deployment_from_selector(request.query.get("labelSelector"))
+    except SelectorError as error:
+        raise ApiError(400, str(error)) from error
+    item = served_item(request, runtime_view(request, namespace, deployment), metric)
+    return web.json_response({
+        "kind": "ExternalMetricValueList",
+        "apiVersion": GROUP_VERSION,
+        "metadata": {},
+        "items": [item],
+    })
+
+
+async def api_group_list(request: web.Request) -> web.Response:
+    return web.json_response(documents.api_group_list())
+
+
+async def api_group(request: web.Request) -> web.Response:
+    return web.json_response(documents.api_group())
+
+
+async def api_resource_list(request: web.Request) -> web.Response:
+    return web.json_response(documents.api_resource_list())
+
+
+async def version(request: web.Request) -> web.Response:
+    return web.json_response(documents.version_info())
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+async def readyz(request: web.Request) -> web.Response:
+    if not request.app[REFRESHER_KEY].ready:
+        raise ApiError(503, "waiting for the first refresh")
+    return web.Response(text="ok")

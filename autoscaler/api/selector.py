@@ -1,0 +1,68 @@
+"""Reading the runtime out of the HPA's `labelSelector` (DESIGN §4).
+
+The HPA sends `metric.selector` as a label selector string. It must name exactly one runtime, by
+`deployment=<name>` or `servingruntime=<name>`; `==` and a one-value `in (...)` mean the same. Anything else
+is answered with a 400 that says what to write instead.
+"""
+
+from __future__ import annotations
+
+import re
+
+from autoscaler.names import SELECTOR_DEPLOYMENT, SELECTOR_SERVINGRUNTIME, SERVINGRUNTIME_DEPLOYMENT_PREFIX
+
+HELP = (
+    f"labelSelector must name one runtime: '{SELECTOR_DEPLOYMENT}=<Deployment name>' or "
+    f"'{SELECTOR_SERVINGRUNTIME}=<ServingRuntime name>'"
+)
+# A label value: empty or up to 63 characters, alphanumeric at both ends, '-', '_', '.' inside.
+_VALUE = r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
+_EQUALITY = re.compile(rf"^\s*([A-Za-z0-9./_-]+)\s*(==|=)\s*({_VALUE})\s*$")
+_IN = re.compile(rf"^\s*([A-Za-z0-9./_-]+)\s+in\s*\(\s*({_VALUE})\s*\)\s*$")
+_MAX_SELECTOR_LENGTH = 1024
+
+
+class SelectorError(ValueError):
+    """The selector does not name exactly one runtime."""
+
+
+def _split_requirements(selector: str) -> list[str]:
+    """Split on commas outside parentheses, as `k8s.io/apimachinery/pkg/labels` does."""
+    parts, depth, current = [], 0, []
+    for char in selector:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        if char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return parts
+
+
+def deployment_from_selector(selector: str | None) -> str:
+    """The runtime Deployment the selector names."""
+    if selector is None or not selector.strip():
+        raise SelectorError(f"missing labelSelector; {HELP}")
+    if len(selector) > _MAX_SELECTOR_LENGTH:
+        raise SelectorError(f"labelSelector is longer than {_MAX_SELECTOR_LENGTH} characters; {HELP}")
+    deployments: set[str] = set()
+    for requirement in _split_requirements(selector):
+        match = _EQUALITY.match(requirement) or _IN.match(requirement)
+        if match is None:
+            raise SelectorError(f"unsupported requirement {requirement.strip()!r} in labelSelector; {HELP}")
+        key, value = match.group(1), match.group(match.lastindex or 2)
+        if not value:
+            raise SelectorError(f"empty value for {key!r} in labelSelector; {HELP}")
+        if key == SELECTOR_DEPLOYMENT:
+            deployments.add(value)
+        elif key == SELECTOR_SERVINGRUNTIME:
+            deployments.add(SERVINGRUNTIME_DEPLOYMENT_PREFIX + value)
+        else:
+            raise SelectorError(f"unknown label {key!r} in labelSelector; {HELP}")
+    if len(deployments) != 1:
+        raise SelectorError(f"labelSelector names {len(deployments)} different runtimes; {HELP}")
+    return deployments.pop()

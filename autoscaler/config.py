@@ -1,0 +1,241 @@
+"""Scaling policies from the config file and from runtime annotations (DESIGN §6).
+
+Precedence, broadest first, each layer replacing single fields of the one before:
+
+1. the built-in defaults of `RuntimePolicy`;
+2. the base the caller passes (global CLI flags: `PolicyBook(defaults=RuntimePolicy(...))`);
+3. the config file's `defaults:`;
+4. the config file's `runtimes:` entry for the Deployment;
+5. `autoscaler.modelmesh.io/<key-with-dashes>` annotations on the Deployment.
+
+The file is the operator's deliberate setup, so anything wrong in it (unknown key, bad value, range) raises a
+`ConfigError` naming the file and the key, and the adapter does not start. Annotations are edited per
+Deployment by many hands, so a bad one is ignored with a warning (logged once per distinct value): a typo on
+one Deployment must not stop the adapter serving every other runtime.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import math
+import os
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import fields, replace
+from typing import Final
+
+import yaml
+
+from autoscaler.model import RuntimeKey
+from autoscaler.names import POLICY_ANNOTATION_PREFIX
+from autoscaler.policy import RuntimePolicy
+
+log = logging.getLogger(__name__)
+
+
+class ConfigError(Exception):
+    """The config file (or a policy built by the caller) cannot be used; the message says where and why."""
+
+
+_HINTS: Final = typing.get_type_hints(RuntimePolicy)
+_FIELDS: Final = tuple(f.name for f in fields(RuntimePolicy))
+
+
+def _kind(name: str) -> tuple[type, bool]:
+    """(int or float, whether None is allowed) of a policy field, read from its annotation."""
+    hint = _HINTS[name]
+    args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    base = next(a for a in args if a is not type(None))
+    return base, type(None) in args
+
+
+_NULL_WORDS: Final = frozenset({"", "null", "none", "~"})
+
+
+def parse_field(name: str, raw: object) -> float | int | None:
+    """Parse one policy value from YAML or an annotation string; ValueError says what was expected.
+
+    Numbers may be given as strings ("120", "1e3": YAML 1.1 reads the latter as text). None, `null` or
+    an empty string clears an optional field (`target_rps_per_pod`, `max_replicas`).
+    """
+    if name not in _HINTS:
+        raise ValueError(f"unknown key {name!r}{_suggest(name)}")
+    base, optional = _kind(name)
+    if isinstance(raw, str) and raw.strip().lower() in _NULL_WORDS:
+        raw = None
+    if raw is None:
+        if optional:
+            return None
+        raise ValueError(f"{name} may not be null")
+    if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
+        raise ValueError(f"{name} must be a {'whole number' if base is int else 'number'}, got {raw!r}")
+    try:
+        if base is int:
+            if isinstance(raw, float):
+                raise ValueError
+            return int(raw)
+        value = float(raw)
+    except ValueError:
+        kind = "whole number" if base is int else "number"
+        raise ValueError(f"{name} must be a {kind}, got {raw!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {raw!r}")
+    return value
+
+
+def _suggest(name: str) -> str:
+    close = difflib.get_close_matches(name, _FIELDS, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _positive(x: float | None) -> bool:
+    return x is not None and x > 0.0
+
+
+def _ratio(x: float | None) -> bool:
+    return x is not None and 0.0 < x <= 1.0
+
+
+_CHECKS: Final[tuple[tuple[str, Callable[[RuntimePolicy], bool], str], ...]] = (
+    ("skew_order", lambda p: 1.0 <= p.skew_order < math.inf, "must be >= 1"),
+    ("target_gpu_busy", lambda p: _ratio(p.target_gpu_busy), "must be in (0, 1]"),
+    (
+        "target_rps_per_pod",
+        lambda p: p.target_rps_per_pod is None or _positive(p.target_rps_per_pod),
+        "must be > 0 or null",
+    ),
+    ("target_queue_delay_s", lambda p: _positive(p.target_queue_delay_s), "must be > 0 seconds"),
+    ("queue_drain_s", lambda p: _positive(p.queue_drain_s), "must be > 0 seconds"),
+    ("target_lru_age_s", lambda p: _positive(p.target_lru_age_s), "must be > 0 seconds"),
+    ("cache_full_ratio", lambda p: _ratio(p.cache_full_ratio), "must be in (0, 1]"),
+    ("cache_pressure_cap", lambda p: _positive(p.cache_pressure_cap), "must be > 0"),
+    ("scale_down_tau_s", lambda p: p.scale_down_tau_s >= 0.0, "must be >= 0 seconds (0: fall at once)"),
+    ("min_replicas", lambda p: p.min_replicas >= 1, "must be >= 1"),
+    (
+        "max_replicas",
+        lambda p: p.max_replicas is None or p.max_replicas >= p.min_replicas,
+        "must be null or >= min_replicas",
+    ),
+    ("max_staleness_s", lambda p: _positive(p.max_staleness_s), "must be > 0 seconds"),
+    ("min_coverage", lambda p: _ratio(p.min_coverage), "must be in (0, 1]"),
+    ("need_weight_requests", lambda p: p.need_weight_requests >= 0.0, "must be >= 0"),
+    ("need_weight_gpu", lambda p: p.need_weight_gpu >= 0.0, "must be >= 0"),
+)
+
+
+def check_policy(policy: RuntimePolicy) -> None:
+    """Raise ValueError naming the first field out of range (NaN and inf are out of every range)."""
+    for name in _FIELDS:
+        value = getattr(policy, name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{name} must be finite, got {value!r}")
+    for name, ok, rule in _CHECKS:
+        if not ok(policy):
+            raise ValueError(f"{name} {rule}, got {getattr(policy, name)!r}")
+
+
+def apply_overrides(policy: RuntimePolicy, overrides: Mapping[str, object]) -> RuntimePolicy:
+    """`policy` with the given fields replaced (parsed and range-checked); ValueError on the first bad one."""
+    changes = {name: parse_field(name, raw) for name, raw in overrides.items()}
+    result = replace(policy, **changes)  # type: ignore[arg-type]  # parse_field typed each value by field
+    check_policy(result)
+    return result
+
+
+class PolicyBook:
+    """The policy of every runtime: defaults, per-runtime entries, then the Deployment's annotations."""
+
+    __slots__ = ("_cache", "defaults", "runtimes")
+
+    _CACHE_LIMIT: Final = 10_000
+
+    def __init__(
+        self,
+        defaults: RuntimePolicy | None = None,
+        runtimes: Mapping[RuntimeKey, RuntimePolicy] | None = None,
+    ) -> None:
+        self.defaults = defaults if defaults is not None else RuntimePolicy()
+        self.runtimes: dict[RuntimeKey, RuntimePolicy] = dict(runtimes or {})
+        for where, policy in [("defaults", self.defaults), *((str(k), p) for k, p in self.runtimes.items())]:
+            try:
+                check_policy(policy)
+            except ValueError as exc:
+                raise ConfigError(f"policy for {where}: {exc}") from exc
+        self._cache: dict[tuple[RuntimeKey, tuple[tuple[str, str], ...]], RuntimePolicy] = {}
+
+    def policy_for(self, key: RuntimeKey, annotations: Mapping[str, str] | None = None) -> RuntimePolicy:
+        """The policy of one runtime; cheap to call every refresh (results are cached by annotation set)."""
+        ours = tuple(
+            sorted((k, v) for k, v in (annotations or {}).items() if k.startswith(POLICY_ANNOTATION_PREFIX))
+        )
+        cache_key = (key, ours)
+        cached = self._cache.get(cache_key)
+        if cached is not None:
+            return cached
+        policy = self.runtimes.get(key, self.defaults)
+        for annotation, raw in ours:
+            name = annotation.removeprefix(POLICY_ANNOTATION_PREFIX).replace("-", "_")
+            try:
+                policy = apply_overrides(policy, {name: raw})
+            except ValueError as exc:
+                log.warning("runtime %s: ignoring annotation %s=%r: %s", key, annotation, raw, exc)
+        if len(self._cache) >= self._CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[cache_key] = policy
+        return policy
+
+
+def parse_policy_book(document: object, source: str, base: RuntimePolicy | None = None) -> PolicyBook:
+    """Build a PolicyBook from a parsed config document; `source` names it in errors (the file path)."""
+    if document is None:
+        document = {}
+    if not isinstance(document, Mapping):
+        raise ConfigError(f"{source}: expected a mapping with 'defaults' and 'runtimes', got {document!r}")
+    unknown = sorted(set(document) - {"defaults", "runtimes"}, key=str)
+    if unknown:
+        raise ConfigError(f"{source}: unknown top-level key {unknown[0]!r} (expected 'defaults', 'runtimes')")
+    defaults = _layer(base or RuntimePolicy(), document.get("defaults"), source, "defaults")
+    runtimes: dict[RuntimeKey, RuntimePolicy] = {}
+    entries = document.get("runtimes") or []
+    if not isinstance(entries, list):
+        raise ConfigError(f"{source}: runtimes: expected a list of {{namespace, deployment, ...}}")
+    for i, entry in enumerate(entries):
+        where = f"runtimes[{i}]"
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"{source}: {where}: expected a mapping, got {entry!r}")
+        overrides = dict(entry)
+        namespace, deployment = overrides.pop("namespace", None), overrides.pop("deployment", None)
+        for name, value in (("namespace", namespace), ("deployment", deployment)):
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"{source}: {where}: {name} must be a non-empty string, got {value!r}")
+        key = RuntimeKey(str(namespace), str(deployment))
+        if key in runtimes:
+            raise ConfigError(f"{source}: {where}: runtime {key} is listed twice")
+        runtimes[key] = _layer(defaults, overrides, source, f"{where} ({key})")
+    return PolicyBook(defaults=defaults, runtimes=runtimes)
+
+
+def _layer(policy: RuntimePolicy, overrides: object, source: str, where: str) -> RuntimePolicy:
+    if overrides is None:
+        return policy
+    if not isinstance(overrides, Mapping):
+        raise ConfigError(f"{source}: {where}: expected a mapping of policy keys, got {overrides!r}")
+    try:
+        return apply_overrides(policy, {str(k): v for k, v in overrides.items()})
+    except ValueError as exc:
+        raise ConfigError(f"{source}: {where}: {exc}") from exc
+
+
+def load_policy_book(path: str | os.PathLike[str], base: RuntimePolicy | None = None) -> PolicyBook:
+    """Read the YAML config file of DESIGN §6 (`defaults:` and `runtimes:`)."""
+    source = os.fspath(path)
+    try:
+        with open(source, encoding="utf-8") as fh:
+            document = yaml.safe_load(fh)
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read config file: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
+    return parse_policy_book(document, source, base)

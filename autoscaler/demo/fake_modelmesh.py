@@ -1,0 +1,215 @@
+"""A stand-in for a ModelMesh runtime container's `/metrics`, driven by the caller.
+
+It serves the metric names, types, labels and histogram buckets of ModelMesh's own Prometheus exporter
+(`Metrics.PrometheusMetrics` in kserve/modelmesh: millisecond histograms with `method` and `code` labels on
+the invoke histogram, unlabelled queue-delay / cache-miss / load histograms, and the `modelmesh_instance_*`
+gauges), so the exporter is exercised against the real shape, including the quirks DESIGN §2 lists: an
+empty pod reads LRU age 0, and a container restart resets the counters.
+
+Counters are integrated from the current rates each time they are read, so a caller sets a request rate
+and the histogram counts grow at exactly that rate. The demo and the tests drive it in-process
+(`FakeModelMesh.update`) or over HTTP (`POST /control` with a JSON object of `ModelMeshLoad` fields,
+`POST /reset` to simulate a restart) when it runs as its own process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+from prometheus_client.aiohttp import make_aiohttp_handler
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from autoscaler.certs import generate_self_signed, server_context
+from exporter import names
+
+log = logging.getLogger(__name__)
+
+# ModelMesh's MS_TIME_BUCKETS.
+MS_TIME_BUCKETS: tuple[float, ...] = (
+    0.5, 1, 2, 5, 10, 20, 50, 75, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 60000, 120000, 300000,
+)
+GIB = 1024**3
+
+
+@dataclass(frozen=True, slots=True)
+class ModelMeshLoad:
+    """What the caller drives: the rates and cache state the fake reports from now on."""
+
+    requests_per_second: float = 0.0
+    latency_ms: float = 20.0
+    queue_delay_ms: float = 0.0
+    cache_misses_per_second: float = 0.0
+    load_time_ms: float = 2000.0
+    capacity_bytes: float = 16 * GIB
+    cache_used_ratio: float = 0.5
+    lru_age_s: float = 900.0
+    models_loaded: int = 8
+
+
+@dataclass(slots=True)
+class _Histogram:
+    count: float = 0.0
+    total: float = 0.0
+
+    def observe_rate(self, per_second: float, value_ms: float, seconds: float) -> None:
+        observations = per_second * seconds
+        self.count += observations
+        self.total += observations * value_ms
+
+
+class FakeModelMesh(Collector):
+    """The state of one fake ModelMesh container: current load and the counters it has accumulated."""
+
+    def __init__(self, load: ModelMeshLoad | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self.load = load or ModelMeshLoad()
+        self._last = clock()
+        self._invoke = _Histogram()
+        self._queue = _Histogram()
+        self._cache_miss = _Histogram()
+        self._load_model = _Histogram()
+        # Observed latencies per histogram, so buckets stay consistent when the caller changes a latency.
+        self._bucket_counts: dict[str, list[float]] = {}
+        self.restarts = 0
+
+    def update(self, **changes: float) -> ModelMeshLoad:
+        """Change the load from now on; counters so far are kept."""
+        self._advance()
+        self.load = dataclasses.replace(self.load, **changes)  # type: ignore[arg-type]
+        return self.load
+
+    def reset_counters(self) -> None:
+        """Behave like a restarted container: every counter starts again from zero."""
+        self._advance()
+        self._invoke, self._queue = _Histogram(), _Histogram()
+        self._cache_miss, self._load_model = _Histogram(), _Histogram()
+        self._bucket_counts.clear()
+        self.restarts += 1
+
+    def _advance(self) -> None:
+        now = self._clock()
+        elapsed = max(0.0, now - self._last)
+        self._last = now
+        load = self.load
+        for key, histogram, rate, value in (
+            (names.MM_INVOKE_MODEL_MS, self._invoke, load.requests_per_second, load.latency_ms),
+            (names.MM_QUEUE_DELAY_MS, self._queue, load.requests_per_second, load.queue_delay_ms),
+            (names.MM_CACHE_MISS_MS, self._cache_miss, load.cache_misses_per_second, load.load_time_ms),
+            (names.MM_LOAD_MODEL_MS, self._load_model, load.cache_misses_per_second, load.load_time_ms),
+        ):
+            histogram.observe_rate(rate, value, elapsed)
+            buckets = self._bucket_counts.setdefault(key, [0.0] * len(MS_TIME_BUCKETS))
+            for index, bound in enumerate(MS_TIME_BUCKETS):
+                if value <= bound:
+                    buckets[index] += rate * elapsed
+
+    def _histogram(self, name: str, help_text: str, histogram: _Histogram, labels: dict[str, str]) -> Metric:
+        family = HistogramMetricFamily(name, help_text, labels=list(labels))
+        counts = self._bucket_counts.get(name, [0.0] * len(MS_TIME_BUCKETS))
+        buckets = [(_format_bound(bound), math.floor(c)) for bound, c in zip(MS_TIME_BUCKETS, counts, strict=True)]
+        buckets.append(("+Inf", math.floor(histogram.count)))
+        family.add_metric(list(labels.values()), buckets, sum_value=histogram.total)
+        return family
+
+    def collect(self) -> Iterable[Metric]:
+        self._advance()
+        load = self.load
+        yield self._histogram(
+            names.MM_INVOKE_MODEL_MS, "Internal model server inference request time", self._invoke,
+            {"method": "ModelInfer", "code": "OK"},
+        )
+        yield self._histogram(names.MM_QUEUE_DELAY_MS, "Time spent in inference request queue", self._queue, {})
+        yield self._histogram(names.MM_CACHE_MISS_MS, "Cache miss delay", self._cache_miss, {})
+        yield self._histogram(names.MM_LOAD_MODEL_MS, "Time taken to load model", self._load_model, {})
+        empty = load.models_loaded <= 0
+        for name, help_text, value in (
+            (names.MM_LRU_AGE_S, "Last used age of least recently used model in pod (secs ago)",
+             0.0 if empty else load.lru_age_s),
+            (names.MM_CAPACITY_BYTES, "Effective model capacity of pod excluding unload buffer",
+             load.capacity_bytes),
+            (names.MM_USED_BYTES, "Amount of capacity currently in use by loaded models",
+             0.0 if empty else load.capacity_bytes * load.cache_used_ratio),
+            (names.MM_MODELS_TOTAL, "Number of model copies loaded in pod", float(max(0, load.models_loaded))),
+        ):
+            yield GaugeMetricFamily(name, help_text, value=value)
+
+
+def _format_bound(bound: float) -> str:
+    return repr(float(bound))
+
+
+_FAKE_KEY: web.AppKey[FakeModelMesh] = web.AppKey("fake_modelmesh", FakeModelMesh)
+
+
+async def _control(request: web.Request) -> web.Response:
+    fake = request.app[_FAKE_KEY]
+    try:
+        changes = await request.json()
+        if not isinstance(changes, dict):
+            raise TypeError("expected a JSON object")
+        fake.update(**changes)
+    except (ValueError, TypeError) as error:
+        return web.json_response({"error": str(error)}, status=400)
+    return web.json_response(dataclasses.asdict(fake.load))
+
+
+async def _reset(request: web.Request) -> web.Response:
+    request.app[_FAKE_KEY].reset_counters()
+    return web.json_response({"restarts": request.app[_FAKE_KEY].restarts})
+
+
+def build_app(fake: FakeModelMesh) -> web.Application:
+    """The fake's HTTP surface: ModelMesh's `/metrics`, plus the controls the demo and tests use."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(fake)
+    app = web.Application()
+    app[_FAKE_KEY] = fake
+    app.router.add_get("/metrics", make_aiohttp_handler(registry, disable_compression=True))
+    app.router.add_post("/control", _control)
+    app.router.add_post("/reset", _reset)
+    return app
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run one fake ModelMesh container as a process (https with a self-signed certificate by default)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m autoscaler.demo.fake_modelmesh",
+        description="Serve ModelMesh-shaped /metrics whose load is set with POST /control.",
+    )
+    parser.add_argument("--listen", default="127.0.0.1:2112", help="HOST:PORT (default %(default)s)")
+    parser.add_argument("--http", action="store_true", help="serve plain http instead of ModelMesh's https")
+    parser.add_argument("--cert-dir", type=Path, help="where to write the self-signed certificate (https)")
+    parser.add_argument("--rps", type=float, default=0.0, help="initial requests per second")
+    args = parser.parse_args(argv)
+    host, _, port = args.listen.rpartition(":")
+    fake = FakeModelMesh(ModelMeshLoad(requests_per_second=args.rps))
+    ssl_context = None
+    if not args.http:
+        directory = args.cert_dir or Path(f"/tmp/fake-modelmesh-{port}")
+        files = generate_self_signed(directory, "fake-modelmesh", [host, "localhost"])
+        ssl_context = server_context(files.cert_file, files.key_file)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    web.run_app(build_app(fake), host=host, port=int(port), ssl_context=ssl_context, print=None,
+                handle_signals=True)
+
+
+async def serve(fake: FakeModelMesh, host: str, port: int) -> web.AppRunner:
+    """Start the fake in the running event loop (plain http); the caller cleans up the runner."""
+    runner = web.AppRunner(build_app(fake), handle_signals=False)
+    await runner.setup()
+    await web.TCPSite(runner, host, port).start()
+    return runner
+
+
+if __name__ == "__main__":
+    main()

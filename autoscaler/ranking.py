@@ -1,0 +1,141 @@
+"""Which pod to remove first: need per pod, turned into coarse pod-deletion costs (DESIGN §7).
+
+The need of a pod is a weighted sum of terms, each scaled to 0..1 within the runtime, with the weights
+normalised so that need is 0..1 too:
+
+    need_i = (w_r · r_i / max r  +  w_g · b_i) / (w_r + w_g)
+
+A term is anything with a `name` and a `scores(pods)` method (`NeedTerm`), so the third term of §7 — the
+share of models that only this pod served in the last `target_lru_age` — plugs in beside the two here once
+the exporter reports per-pod model sets, without touching the combination or the bucketing.
+
+A pod that lacks a term's signal scores None for that term, and None counts as 0: a pod we cannot see is
+not protected by that term (it is removed earlier rather than kept on a guess). Not-Ready pods get no need
+and no cost: the ReplicaSet removes them first anyway.
+
+Costs are coarse so that they change rarely and are cheap to write: `bucket = min(9, floor(10 · need))`,
+`cost = bucket * COST_SPACING`. The spacing of 100 leaves room for an operator's hand-set costs between our
+buckets and makes the buckets readable in `kubectl get pods -o yaml`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+from autoscaler.model import PodSample
+from autoscaler.policy import RuntimePolicy
+
+COST_BUCKETS: Final = 10
+COST_SPACING: Final = 100
+
+_INF: Final = math.inf
+
+
+class NeedTerm(Protocol):
+    """One reason to keep a pod, scored per pod within its runtime."""
+
+    @property
+    def name(self) -> str: ...
+
+    def scores(self, pods: Sequence[PodSample]) -> Sequence[float | None]:
+        """One score in 0..1 per pod (same order), or None where the pod lacks this signal."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RequestShareTerm:
+    """`r_i / max r`: the busiest pod scores 1. All idle: every pod scores 0 (none is needed for load)."""
+
+    name: str = "requests"
+
+    def scores(self, pods: Sequence[PodSample]) -> list[float | None]:
+        rates = [
+            r if (r := pod.requests_per_second) is not None and 0.0 <= r < _INF else None for pod in pods
+        ]
+        top = 0.0
+        for r in rates:
+            if r is not None and r > top:
+                top = r
+        if top == 0.0:
+            return [None if r is None else 0.0 for r in rates]
+        return [None if r is None else r / top for r in rates]
+
+
+@dataclass(frozen=True, slots=True)
+class GpuBusyTerm:
+    """`b_i`, already a 0..1 ratio (clamped: a reading above 1 is a full GPU, not more)."""
+
+    name: str = "gpu"
+
+    def scores(self, pods: Sequence[PodSample]) -> list[float | None]:
+        return [
+            (b if b <= 1.0 else 1.0) if (b := pod.gpu_busy) is not None and 0.0 <= b < _INF else None
+            for pod in pods
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedTerm:
+    term: NeedTerm
+    weight: float
+
+
+def default_terms(policy: RuntimePolicy) -> tuple[WeightedTerm, ...]:
+    """The two terms §7 defines today, weighted by the policy."""
+    return (
+        WeightedTerm(RequestShareTerm(), policy.need_weight_requests),
+        WeightedTerm(GpuBusyTerm(), policy.need_weight_gpu),
+    )
+
+
+def pod_needs(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) -> list[float | None]:
+    """Need (0..1) of every Ready pod; None for pods that are not Ready.
+
+    Terms see only the Ready pods, so `max r` is taken among the pods that can actually be kept. Weights are
+    normalised by their sum; with no positive weight every Ready pod needs 0.
+    """
+    ready = [pod for pod in pods if pod.ready]
+    sums = [0.0] * len(ready)
+    total_weight = 0.0
+    for wt in terms:
+        w = wt.weight
+        if not w > 0.0:
+            continue
+        total_weight += w
+        sums = [s if x is None else s + w * x for s, x in zip(sums, wt.term.scores(ready), strict=True)]
+    scale = 1.0 / total_weight if total_weight > 0.0 else 0.0
+    ready_needs = [v if (v := s * scale) <= 1.0 else 1.0 for s in sums]
+    if len(ready) == len(pods):
+        return list(ready_needs)
+    it = iter(ready_needs)
+    return [next(it) if pod.ready else None for pod in pods]
+
+
+def cost_of(need: float) -> int:
+    """The deletion cost of a need in 0..1: one of 10 buckets, `COST_SPACING` apart, least needed lowest."""
+    bucket = int(need * COST_BUCKETS) if need > 0.0 else 0  # int() floors non-negative values; NaN → 0
+    return (bucket if bucket < COST_BUCKETS else COST_BUCKETS - 1) * COST_SPACING
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """Needs and deletion costs per pod, in the pods' order; None for pods that are not Ready."""
+
+    needs: tuple[float | None, ...]
+    costs: tuple[int | None, ...]
+
+
+def rank_pods(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) -> Ranking:
+    """Needs and costs of one runtime's pods."""
+    needs = pod_needs(pods, terms)
+    return Ranking(needs=tuple(needs), costs=tuple(None if need is None else cost_of(need) for need in needs))
+
+
+def removal_order(pods: Sequence[PodSample], needs: Sequence[float | None]) -> list[str]:
+    """Ready pods' names, least needed first; equal needs by name, so the order is stable across refreshes."""
+    return [
+        name for _, name in sorted((n, p.name) for p, n in zip(pods, needs, strict=True) if n is not None)
+    ]

@@ -1,0 +1,114 @@
+"""The refresh loop: read every runtime from the source, decide, and publish the views the API serves.
+
+Handlers only read `Refresher.views`; an HPA request never waits on a scrape or on Prometheus. Decisions are
+pure functions (`autoscaler.decision.decide`) of the snapshot, the policy and the memory of the previous
+refresh; this module only schedules them and keeps that memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+
+from autoscaler.config import PolicyBook
+from autoscaler.decision import RuntimeMemory, decide
+from autoscaler.model import RuntimeKey, RuntimeView
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.base import MetricSource
+
+log = logging.getLogger(__name__)
+
+RefreshListener = Callable[[dict[RuntimeKey, RuntimeView]], Awaitable[None]]
+
+
+
+class Refresher:
+    def __init__(
+        self,
+        source: MetricSource,
+        policies: PolicyBook,
+        metrics: AdapterMetrics,
+        *,
+        interval_s: float = 15.0,
+        window_s: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.source = source
+        self.policies = policies
+        self.metrics = metrics
+        self.interval_s = interval_s
+        self.window_s = window_s
+        self._clock = clock
+        self._memory: dict[RuntimeKey, RuntimeMemory] = {}
+        self.views: dict[RuntimeKey, RuntimeView] = {}
+        self.refreshes = 0
+        self.listeners: list[RefreshListener] = []
+        self._reported_errors: dict[str, int] = {}
+
+    @property
+    def ready(self) -> bool:
+        """True once a first refresh has completed, whatever it found."""
+        return self.refreshes > 0
+
+    async def refresh_once(self) -> None:
+        started = time.perf_counter()
+        now = self._clock()
+        snapshots = await self.source.collect(now)
+        views: dict[RuntimeKey, RuntimeView] = {}
+        for snapshot in snapshots:
+            policy = self.policies.policy_for(snapshot.key, snapshot.annotations)
+            view, memory = decide(snapshot, policy, self._memory.get(snapshot.key), now, self.window_s)
+            views[snapshot.key] = view
+            self._memory[snapshot.key] = memory
+            self._log_transition(self.views.get(snapshot.key), view)
+            self._publish(view)
+        for gone in set(self._memory) - set(views):
+            del self._memory[gone]
+            self.metrics.consecutive_misses.remove(gone.namespace, gone.deployment)
+            self.metrics.runtime_known.remove(gone.namespace, gone.deployment)
+        self.views = views
+        self.refreshes += 1
+        self._count_source_errors()
+        self.metrics.refresh_seconds.observe(time.perf_counter() - started)
+        for listener in self.listeners:
+            try:
+                await listener(views)
+            except Exception:
+                log.exception("refresh listener failed; metrics serving is unaffected")
+
+    def _log_transition(self, before: RuntimeView | None, after: RuntimeView) -> None:
+        if before is None or before.known != after.known or before.complete != after.complete:
+            level = logging.INFO if after.complete else logging.WARNING
+            log.log(level, "runtime %s: %d/%d ready pods fresh; %s", after.key, after.fresh_pods,
+                    after.ready_pods, after.reason or "serving")
+
+    def _publish(self, view: RuntimeView) -> None:
+        labels = (view.key.namespace, view.key.deployment)
+        self.metrics.consecutive_misses.labels(*labels).set(view.consecutive_misses)
+        self.metrics.runtime_known.labels(*labels).set(1 if view.known else 0)
+        for metric, served in view.values.items():
+            if served.value is not None:
+                self.metrics.served_value.labels(*labels, metric.value).set(served.value)
+
+    def _count_source_errors(self) -> None:
+        errors = getattr(self.source, "errors", None)
+        if not isinstance(errors, dict):
+            return
+        for reason, total in errors.items():
+            new = int(total) - self._reported_errors.get(reason, 0)
+            if new > 0:
+                self.metrics.source_errors.labels(self.source.name, reason).inc(new)
+                self._reported_errors[reason] = int(total)
+
+    async def run(self) -> None:
+        """Refresh every `interval_s` until cancelled; a failed refresh is logged and retried next time."""
+        while True:
+            started = self._clock()
+            try:
+                await self.refresh_once()
+            except Exception:
+                log.exception("refresh failed; serving the previous values")
+            await asyncio.sleep(max(0.0, self.interval_s - (self._clock() - started)))

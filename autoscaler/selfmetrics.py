@@ -1,0 +1,58 @@
+"""The adapter's report on itself, served at `/metrics` from its own registry.
+
+Modelled on custom-metrics-apiserver (request counts and latency, a freshness histogram of what was served)
+and node_exporter (per-source errors and refresh duration), plus what only this adapter knows: how many
+refreshes in a row a runtime has been missing data.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+class AdapterMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "modelmesh_autoscaler_api_requests_total",
+            "API requests by route and HTTP status code.",
+            ["path", "code"], registry=self.registry,
+        )
+        self.request_seconds = Histogram(
+            "modelmesh_autoscaler_api_request_duration_seconds",
+            "API request latency by route.",
+            ["path"], registry=self.registry,
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
+        )
+        self.freshness = Histogram(
+            "modelmesh_autoscaler_metric_freshness_seconds",
+            "Age of the oldest sample behind each served value, at the time it was served.",
+            registry=self.registry,
+            buckets=(1, 5, 10, 15, 30, 45, 60, 120, 300),
+        )
+        self.refresh_seconds = Histogram(
+            "modelmesh_autoscaler_refresh_duration_seconds",
+            "Duration of one refresh: read every runtime's pods and decide.",
+            registry=self.registry,
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30),
+        )
+        self.source_errors = Counter(
+            "modelmesh_autoscaler_source_errors_total",
+            "Failed reads from the metrics source by source and reason.",
+            ["source", "reason"], registry=self.registry,
+        )
+        self.consecutive_misses = Gauge(
+            "modelmesh_autoscaler_runtime_consecutive_misses",
+            "Refreshes in a row in which a runtime lacked fresh data for some Ready pod or the source was down.",
+            ["namespace", "deployment"], registry=self.registry,
+        )
+        self.runtime_known = Gauge(
+            "modelmesh_autoscaler_runtime_values_known",
+            "1 when the runtime's values are served, 0 while the API answers 503 for it.",
+            ["namespace", "deployment"], registry=self.registry,
+        )
+        self.served_value = Gauge(
+            "modelmesh_autoscaler_served_value",
+            "The value served for each runtime and metric, after smoothing.",
+            ["namespace", "deployment", "metric"], registry=self.registry,
+        )

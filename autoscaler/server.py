@@ -1,0 +1,135 @@
+"""The composition root of `modelmesh-autoscaler serve`: builds discovery, source, policies, the refresh
+loop and the API from the settings, and runs them in one event loop.
+
+Start-up mistakes (missing files, contradictory flags) stop the process with one clear line; everything
+that can fail later (Kubernetes, exporters, Prometheus) is handled where it happens and never stops serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import ipaddress
+import logging
+import socket
+import ssl
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+
+from autoscaler.api.app import build_api_app
+from autoscaler.certs import self_signed_server_context, server_context
+from autoscaler.config import PolicyBook, load_policy_book
+from autoscaler.policy import RuntimePolicy
+from autoscaler.refresher import Refresher
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.settings import ServeSettings
+from autoscaler.sources.base import MetricSource, PodDiscovery
+from autoscaler.sources.scrape import ScrapeSource
+from autoscaler.sources.targets import StaticTargetsDiscovery
+
+log = logging.getLogger(__name__)
+
+
+class StartupError(Exception):
+    """A configuration problem found before serving; the message says what to change."""
+
+
+def policy_book(settings: ServeSettings) -> PolicyBook:
+    """Built-in defaults, then the config file, then flags that set a field for every runtime."""
+    overrides = {
+        "skew_order": settings.skew_order,
+        "scale_down_tau_s": settings.scale_down_tau_s,
+        "max_staleness_s": settings.max_staleness_s or 3 * settings.refresh_interval_s,
+        "min_coverage": settings.min_coverage,
+    }
+    base = dataclasses.replace(RuntimePolicy(), **{k: v for k, v in overrides.items() if v is not None})
+    if settings.config is None:
+        return PolicyBook(defaults=base)
+    return load_policy_book(settings.config, base=base)
+
+
+def build_discovery(settings: ServeSettings) -> PodDiscovery:
+    if settings.targets is not None:
+        return StaticTargetsDiscovery(settings.targets)
+    from autoscaler.sources.kube_pods import KubePodDiscovery, kube_configuration
+
+    return KubePodDiscovery(
+        kube_configuration(settings.kubeconfig),
+        namespaces=settings.namespaces,
+        exporter_port=settings.exporter_port,
+    )
+
+
+def build_source(settings: ServeSettings, discovery: PodDiscovery) -> MetricSource:
+    if settings.source == "prometheus":
+        if not settings.prometheus_url:
+            raise StartupError("--source prometheus needs --prometheus-url")
+        from autoscaler.sources.prometheus import PrometheusSource
+
+        return PrometheusSource(discovery, settings.prometheus_url, gpu_source=settings.gpu_source)
+    if settings.gpu_source == "dcgm":
+        raise StartupError("--gpu-source dcgm reads DCGM_FI_DEV_GPU_UTIL from Prometheus: use --source prometheus")
+    return ScrapeSource(discovery, timeout_s=settings.scrape_timeout_s, concurrency=settings.scrape_concurrency)
+
+
+def tls_context(settings: ServeSettings) -> ssl.SSLContext:
+    if settings.tls_cert_file and settings.tls_private_key_file:
+        return server_context(settings.tls_cert_file, settings.tls_private_key_file)
+    if settings.tls_cert_file or settings.tls_private_key_file:
+        raise StartupError("--tls-cert-file and --tls-private-key-file go together")
+    log.info("no --tls-cert-file given: serving with a generated self-signed certificate")
+    return self_signed_server_context("modelmesh-autoscaler", [settings.listen_host, "localhost",
+                                                               socket.gethostname()])
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+async def build_app(settings: ServeSettings) -> web.Application:
+    metrics = AdapterMetrics()
+    policies = policy_book(settings)
+    discovery = build_discovery(settings)
+    source = build_source(settings, discovery)
+    refresher = Refresher(
+        source, policies, metrics, interval_s=settings.refresh_interval_s, window_s=settings.window_s
+    )
+    if settings.insecure_dev:
+        auth_middlewares = []
+    else:
+        from autoscaler.api.auth import build_auth_middlewares
+
+        auth_middlewares = await build_auth_middlewares(settings)
+    app = build_api_app(refresher, metrics, auth_middlewares)
+
+    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
+        await discovery.start()
+        task = asyncio.create_task(refresher.run())
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await source.close()
+        await discovery.close()
+
+    app.cleanup_ctx.append(lifecycle)
+    return app
+
+
+def serve(settings: ServeSettings) -> None:
+    host = settings.listen_host
+    if settings.insecure_dev:
+        if not _is_loopback(host):
+            log.warning("--insecure-dev binds loopback only: ignoring host %s, listening on 127.0.0.1", host)
+            host = "127.0.0.1"
+        log.warning("INSECURE DEV MODE: no authentication or authorization; never use this in a cluster")
+    context = tls_context(settings)
+    log.info("serving external.metrics.k8s.io on https://%s:%d (source %s, refresh every %.0f s)",
+             host, settings.listen_port, settings.source, settings.refresh_interval_s)
+    web.run_app(build_app(settings), host=host, port=settings.listen_port, ssl_context=context,
+                print=None, access_log=None)

@@ -1,0 +1,72 @@
+"""Up fast, down slow, hold on gaps: the adapter's own scale-down rail (DESIGN §6).
+
+A served series rises at once (under-provisioning costs latency now) and falls exponentially towards a lower
+target with time constant `tau`: `value = target + (prev - target) · exp(-dt / tau)`, so an HPA without a
+`behavior` section still scales down gently. While a step is incomplete (a Ready pod stale or missing, the
+source down, or the signal absent) the value may rise but never fall.
+
+A hold also restarts the decay clock: time spent without full data earns no decay, so when data returns the
+value falls from where it was held, as if the gap had not happened, rather than dropping by the decay the gap
+would have allowed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Final
+
+
+@dataclass(frozen=True, slots=True)
+class SmoothState:
+    """The served value of one series and when it was last stepped."""
+
+    value: float
+    updated_at: float
+
+
+DESIRED_REPLICAS_SETTLE: Final = 0.1
+"""For the replica series, a fall ends once within this many pods of its target.
+
+An exponential never reaches its target, and the served replica count is the smoothed value rounded *up*
+(`ceil`, so that a fraction of demand still gets its pod), so without a settle band the last pod of every
+scale-down would stay forever. With 0.1, a fall of one pod completes after `tau · ln 10 ≈ 2.3 tau`
+(about 11.5 minutes at the default 300 s), in line with the shipped HPA's own 600 s stabilization window
+plus one pod per 300 s.
+"""
+
+
+def smooth(
+    state: SmoothState | None,
+    target: float | None,
+    now: float,
+    tau: float,
+    may_fall: bool,
+    settle: float = 0.0,
+) -> SmoothState | None:
+    """Step one series to `now` towards `target`.
+
+    - no state yet: start at the target (None stays None);
+    - `target` None (unknown this step): hold the value, restart the decay clock;
+    - `target` at or above the value: rise at once;
+    - below, and `may_fall` False: hold (clock restarted);
+    - below, and `may_fall`: decay with time constant `tau` (`tau <= 0`: fall at once); once the remaining
+      gap is at most `settle`, land on the target.
+
+    A clock that steps backwards gives `dt = 0`: no decay, never a jump.
+    """
+    if state is None:
+        return None if target is None else SmoothState(target, now)
+    if target is None or (target < state.value and not may_fall):
+        return SmoothState(state.value, max(now, state.updated_at))
+    if target >= state.value:
+        return SmoothState(target, now)
+    dt = now - state.updated_at
+    if dt <= 0.0:
+        return state
+    gap = state.value - target
+    if tau > 0.0:
+        gap *= math.exp(-dt / tau)
+    if gap <= settle:
+        return SmoothState(target, now)
+    return SmoothState(min(state.value, target + gap), now)

@@ -1,0 +1,83 @@
+"""Turns one exporter's `/metrics` text into a `PodSample`.
+
+Shared by every reader of exporter output (the scrape source; the demo's table), so the meaning of each
+exporter series is decided once. Invalid values (NaN, infinities, negatives) leave the signal absent: a
+garbled number must never read as "idle".
+"""
+
+from __future__ import annotations
+
+import math
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from autoscaler.model import PodSample
+from exporter import names
+
+
+class ExpositionError(ValueError):
+    """The text is not Prometheus exposition from our exporter."""
+
+
+_SCALARS = {
+    names.REQUESTS_PER_SECOND: "requests_per_second",
+    names.QUEUE_DELAY_SECONDS: "queue_delay_s",
+    names.CACHE_MISSES_PER_SECOND: "cache_misses_per_second",
+    names.LRU_AGE_SECONDS: "lru_age_s",
+    names.CACHE_USED_RATIO: "cache_used_ratio",
+    names.MODELS_LOADED: "models_loaded",
+}
+
+
+def _valid(value: float) -> bool:
+    return math.isfinite(value) and value >= 0
+
+
+def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float) -> PodSample:
+    """Read the signals of one pod.
+
+    `sampled_at` is the exporter's own last good ModelMesh collection time when it reports one (a failing
+    exporter keeps serving old values with an old timestamp, which is how staleness is noticed), capped at
+    the scrape time so a pod clock running ahead cannot make data look fresher than it is.
+    """
+    if not text.endswith("\n"):
+        raise ExpositionError("truncated exposition (no final newline)")
+    values: dict[str, float] = {}
+    gpu_busy: list[float] = []
+    modelmesh_ok_at: float | None = None
+    seen_exporter = False
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == names.GPU_BUSY_RATIO:
+                    seen_exporter = True
+                    if _valid(sample.value):
+                        gpu_busy.append(min(1.0, sample.value))
+                elif sample.name in _SCALARS:
+                    seen_exporter = True
+                    if _valid(sample.value):
+                        values[_SCALARS[sample.name]] = sample.value
+                elif (
+                    sample.name == names.LAST_SUCCESS_TIMESTAMP
+                    and sample.labels.get("collector") == names.COLLECTOR_MODELMESH
+                ):
+                    seen_exporter = True
+                    if _valid(sample.value):
+                        modelmesh_ok_at = sample.value
+                elif sample.name == names.COLLECTOR_SUCCESS:
+                    seen_exporter = True
+    except (ValueError, TypeError, IndexError, KeyError) as error:
+        raise ExpositionError(f"unparseable exposition: {error}") from error
+    if not seen_exporter:
+        raise ExpositionError("no modelmesh exporter metrics in the response")
+    if modelmesh_ok_at is None or "requests_per_second" not in values:
+        # No ModelMesh collection yet, or only one (a rate needs two): no load data to offer yet. Reporting
+        # the pod as fresh without a rate would let it count as idle.
+        return PodSample(name=pod, ready=ready, sampled_at=None)
+    return PodSample(
+        name=pod,
+        ready=ready,
+        sampled_at=min(modelmesh_ok_at, scraped_at),
+        gpu_busy=sum(gpu_busy) / len(gpu_busy) if gpu_busy else None,
+        **values,
+    )

@@ -1,0 +1,93 @@
+"""Static discovery from a targets file, for running without Kubernetes (the demo, local tests).
+
+```yaml
+runtimes:
+  - namespace: default
+    deployment: modelmesh-serving-demo
+    pods:
+      - {name: demo-0, url: "http://127.0.0.1:9187/metrics"}
+```
+Every listed pod counts as Ready. The file is read once at start; a mistake in it stops start-up with a
+message that names the file and the entry.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from autoscaler.model import RuntimeKey
+from autoscaler.sources.base import PodTarget, RuntimeInventory
+
+
+class TargetsFileError(ValueError):
+    """The targets file is missing or malformed."""
+
+
+def _text(entry: dict[str, Any], key: str, where: str) -> str:
+    value = entry.get(key)
+    if not isinstance(value, str) or not value:
+        raise TargetsFileError(f"{where}: '{key}' must be a non-empty string")
+    return value
+
+
+def load_targets(path: Path) -> dict[RuntimeKey, RuntimeInventory]:
+    try:
+        document = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise TargetsFileError(f"cannot read targets file {path}: {error.strerror}") from error
+    except yaml.YAMLError as error:
+        raise TargetsFileError(f"targets file {path} is not valid YAML: {error}") from error
+    if not isinstance(document, dict) or not isinstance(document.get("runtimes"), list):
+        raise TargetsFileError(f"{path}: expected a mapping with a 'runtimes' list")
+    inventory: dict[RuntimeKey, RuntimeInventory] = {}
+    for index, entry in enumerate(document["runtimes"]):
+        where = f"{path}: runtimes[{index}]"
+        if not isinstance(entry, dict):
+            raise TargetsFileError(f"{where} must be a mapping")
+        key = RuntimeKey(_text(entry, "namespace", where), _text(entry, "deployment", where))
+        if key in inventory:
+            raise TargetsFileError(f"{where}: runtime {key} is listed twice")
+        pods_entry = entry.get("pods")
+        if not isinstance(pods_entry, list):
+            raise TargetsFileError(f"{where}: 'pods' must be a list")
+        pods = []
+        for pod_index, pod in enumerate(pods_entry):
+            pod_where = f"{where}.pods[{pod_index}]"
+            if not isinstance(pod, dict):
+                raise TargetsFileError(f"{pod_where} must be a mapping with 'name' and 'url'")
+            url = _text(pod, "url", pod_where)
+            if not url.startswith(("http://", "https://")):
+                raise TargetsFileError(f"{pod_where}: url must start with http:// or https://, got {url!r}")
+            pods.append(PodTarget(name=_text(pod, "name", pod_where), ready=True, url=url))
+        annotations = entry.get("annotations") or {}
+        if not isinstance(annotations, dict):
+            raise TargetsFileError(f"{where}: 'annotations' must be a mapping")
+        inventory[key] = RuntimeInventory(
+            key=key, pods=tuple(pods), replicas=len(pods),
+            annotations={str(k): str(v) for k, v in annotations.items()},
+        )
+    return inventory
+
+
+class StaticTargetsDiscovery:
+    """A `PodDiscovery` over a fixed inventory read from a targets file."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._inventory: dict[RuntimeKey, RuntimeInventory] = {}
+
+    @property
+    def healthy(self) -> bool:
+        return True
+
+    async def start(self) -> None:
+        self._inventory = load_targets(self._path)
+
+    def inventory(self) -> dict[RuntimeKey, RuntimeInventory]:
+        return self._inventory
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,106 @@
+"""How much CPU one refresh's decisions cost at the scale DESIGN §8 names: 10,000 pods in 100 runtimes.
+
+Builds the snapshots in memory (no I/O: the sources' cost is theirs), then runs `decide` for every runtime
+as the refresh loop does, carrying the smoothing memory from one refresh to the next. Prints the median CPU
+time per full refresh and the peak memory one refresh allocates. Plain script, no asserts:
+
+    python bench/bench_refresh.py [--runtimes 100] [--pods 100] [--runs 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+import tracemalloc
+
+from autoscaler.decision import RuntimeMemory, decide
+from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
+from autoscaler.policy import RuntimePolicy
+
+REFRESH_S = 15.0
+
+
+def build_snapshots(runtimes: int, pods: int, now: float, seed: int = 7) -> list[RuntimeSnapshot]:
+    """Skewed, realistic-looking pods: a few hot, many idle, some stale, a few not Ready."""
+    rng = random.Random(seed)
+    snapshots = []
+    for r in range(runtimes):
+        samples = []
+        for i in range(pods):
+            hot = rng.random() < 0.2
+            samples.append(
+                PodSample(
+                    name=f"modelmesh-serving-rt{r}-{i:05d}",
+                    ready=rng.random() > 0.02,
+                    sampled_at=now - rng.uniform(0.0, 60.0 if rng.random() < 0.03 else 20.0),
+                    gpu_busy=rng.uniform(0.6, 1.0) if hot else rng.uniform(0.0, 0.3),
+                    requests_per_second=rng.uniform(50.0, 200.0) if hot else rng.uniform(0.0, 20.0),
+                    queue_delay_s=rng.uniform(0.0, 0.2) if hot else 0.0,
+                    cache_misses_per_second=rng.uniform(0.0, 2.0),
+                    lru_age_s=rng.uniform(60.0, 3600.0),
+                    cache_used_ratio=rng.uniform(0.7, 1.0),
+                    models_loaded=float(rng.randint(1, 40)),
+                )
+            )
+        snapshots.append(
+            RuntimeSnapshot(
+                key=RuntimeKey("bench", f"modelmesh-serving-rt{r}"),
+                pods=tuple(samples),
+                taken_at=now,
+                replicas=pods,
+            )
+        )
+    return snapshots
+
+
+def refresh(
+    snapshots: list[RuntimeSnapshot],
+    policy: RuntimePolicy,
+    memory: dict[RuntimeKey, RuntimeMemory],
+    now: float,
+) -> None:
+    for snapshot in snapshots:
+        _, memory[snapshot.key] = decide(snapshot, policy, memory.get(snapshot.key), now, 30.0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runtimes", type=int, default=100)
+    parser.add_argument("--pods", type=int, default=100, help="pods per runtime")
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+
+    now = 1_700_000_000.0
+    snapshots = build_snapshots(args.runtimes, args.pods, now)
+    policy = RuntimePolicy(target_rps_per_pod=120.0)
+    memory: dict[RuntimeKey, RuntimeMemory] = {}
+    refresh(snapshots, policy, memory, now)  # warm-up: first memory, imports, caches
+
+    cpu = []
+    for run in range(args.runs):
+        t = now + REFRESH_S * (run + 1)
+        started = time.process_time()
+        refresh(snapshots, policy, memory, t)
+        cpu.append(time.process_time() - started)
+
+    tracemalloc.start()
+    refresh(snapshots, policy, memory, now + REFRESH_S * (args.runs + 1))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+
+    total = args.runtimes * args.pods
+    median = statistics.median(cpu)
+    print(f"pods: {total} in {args.runtimes} runtimes; runs: {args.runs}")
+    print(
+        f"cpu per full refresh: median {median * 1e3:.1f} ms, min {min(cpu) * 1e3:.1f} ms, "
+        f"max {max(cpu) * 1e3:.1f} ms ({median / total * 1e6:.2f} µs per pod)"
+    )
+    print(f"peak memory allocated during one refresh (tracemalloc): {peak / 2**20:.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,312 @@
+"""The one module that calls `pynvml`: GPU enumeration, utilization, memory, and NVML's errors made ours.
+
+Nothing else in the project imports `pynvml`. Every `pynvml.NVMLError` (and an `OSError` from loading the
+library) leaves this module as one of these, with the NVML error chained as `__cause__` and its code kept:
+
+    NvmlError            any NVML failure; `.code` is the NVML return code (None when there was none)
+    ├── NvmlUnavailable  NVML cannot be used at all: library missing, driver not loaded, init failed,
+    │                    not initialised, no permission. Retry `NvmlSession.open()` later.
+    ├── GpuLost          one GPU stopped answering (GPU_IS_LOST, RESET_REQUIRED, GPU_NOT_FOUND).
+    │                    Other GPUs may still work; a new session re-enumerates.
+    └── NotSupported     this device or driver lacks the query (NOT_SUPPORTED, FUNCTION_NOT_FOUND), e.g.
+                         utilization of a MIG device. Not an outage: use a fallback or leave the series out.
+
+Two NVML answers are not errors here: NOT_FOUND from `nvmlDeviceGetSamples` means "no sample newer than the
+timestamp you gave" and INSUFFICIENT_SIZE means more samples arrived between pynvml's sizing call and its
+fetch; both return no samples, and the next call (same `since_us`) picks them up.
+
+MIG: a GPU in MIG mode reports no utilization, and what a workload owns is a MIG device, so enumeration
+returns the MIG devices of such a GPU (labelled `"<gpu>/<mig>"`) instead of the GPU itself. NVML keeps one
+process-wide state, so sessions are cheap wrappers: `nvmlInit` and `nvmlShutdown` are reference counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import pynvml
+
+_UNAVAILABLE_CODES: Final = frozenset({
+    pynvml.NVML_ERROR_UNINITIALIZED,
+    pynvml.NVML_ERROR_NO_PERMISSION,
+    pynvml.NVML_ERROR_DRIVER_NOT_LOADED,
+    pynvml.NVML_ERROR_LIBRARY_NOT_FOUND,
+    pynvml.NVML_ERROR_OPERATING_SYSTEM,
+    pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH,
+})
+_LOST_CODES: Final = frozenset({
+    pynvml.NVML_ERROR_GPU_IS_LOST,
+    pynvml.NVML_ERROR_RESET_REQUIRED,
+    pynvml.NVML_ERROR_GPU_NOT_FOUND,
+})
+_NOT_SUPPORTED_CODES: Final = frozenset({
+    pynvml.NVML_ERROR_NOT_SUPPORTED,
+    pynvml.NVML_ERROR_FUNCTION_NOT_FOUND,
+})
+# nvmlDeviceGetSamples: "nothing newer than lastSeenTimeStamp" and "more arrived while pynvml was sizing".
+_NO_NEW_SAMPLE_CODES: Final = frozenset({
+    pynvml.NVML_ERROR_NOT_FOUND,
+    pynvml.NVML_ERROR_INSUFFICIENT_SIZE,
+})
+
+# Which member of the nvmlValue_t union holds a sample, by the value type NVML reports.
+_VALUE_FIELDS: Final = {
+    pynvml.NVML_VALUE_TYPE_DOUBLE: "dVal",
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_INT: "uiVal",
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG: "ulVal",
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: "ullVal",
+    pynvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG: "sllVal",
+    pynvml.NVML_VALUE_TYPE_SIGNED_INT: "siVal",
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_SHORT: "usVal",
+}
+
+
+class NvmlError(Exception):
+    """An NVML call failed; `code` is NVML's return code, None when the failure had none (an OSError)."""
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class NvmlUnavailable(NvmlError):
+    """NVML cannot be used at all right now (no library, no driver, init failed): no GPU is visible."""
+
+
+class GpuLost(NvmlError):
+    """A GPU stopped answering; the others may still work."""
+
+
+class NotSupported(NvmlError):
+    """The device or driver does not offer this query; use a fallback or leave the value out."""
+
+
+def _translate(error: Exception, operation: str) -> NvmlError:
+    """Map a pynvml error (or OSError) to our hierarchy, keeping the code; the caller chains the cause."""
+    if isinstance(error, pynvml.NVMLError):
+        code = int(error.value)
+        message = f"{operation}: {error} (NVML code {code})"
+        if code in _LOST_CODES:
+            return GpuLost(message, code)
+        if code in _NOT_SUPPORTED_CODES:
+            return NotSupported(message, code)
+        if code in _UNAVAILABLE_CODES:
+            return NvmlUnavailable(message, code)
+        return NvmlError(message, code)
+    return NvmlUnavailable(f"{operation}: {error}")
+
+
+@contextmanager
+def _calling(operation: str) -> Iterator[None]:
+    try:
+        yield
+    except (pynvml.NVMLError, OSError) as error:
+        raise _translate(error, operation) from error
+
+
+@dataclass(frozen=True)
+class Device:
+    """One GPU, or one MIG device of a GPU in MIG mode, as NVML enumerates it."""
+
+    index: int
+    """NVML index of the (parent) GPU. Within a container this is the index among the GPUs it can see."""
+    uuid: str
+    name: str
+    mig_index: int | None = None
+    """Index of the MIG device within its parent GPU; None for a whole GPU."""
+    parent_uuid: str | None = None
+    handle: Any = field(default=None, repr=False, compare=False)
+    """pynvml's opaque `c_nvmlDevice_t`; valid only within the session that enumerated it."""
+
+    @property
+    def label(self) -> str:
+        """Value of the `gpu` label: `"0"` for a GPU, `"0/1"` for MIG device 1 of GPU 0."""
+        return str(self.index) if self.mig_index is None else f"{self.index}/{self.mig_index}"
+
+    @property
+    def is_mig(self) -> bool:
+        return self.mig_index is not None
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """The devices a session could enumerate, and the GPUs that failed while being enumerated."""
+
+    devices: tuple[Device, ...]
+    failures: tuple[NvmlError, ...] = ()
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The devices chosen by `--gpu-uuids`, and configured UUIDs no visible device has."""
+
+    devices: tuple[Device, ...]
+    missing: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class UtilizationSample:
+    timestamp_us: int
+    """NVML's CPU timestamp of the sample, microseconds since the Unix epoch."""
+    percent: float
+    """Share of the sample period in which a kernel ran, 0..100."""
+
+
+@dataclass(frozen=True)
+class MemoryInfo:
+    used_bytes: int
+    """`used` of nvmlMemory_t v1 (= total - free): memory a new model cannot have, driver reserve included."""
+    total_bytes: int
+
+
+def select_devices(devices: Sequence[Device], uuids: Sequence[str] | None) -> Selection:
+    """Keep the devices named by UUID (a GPU's UUID selects all its MIG devices); None or empty keeps all.
+
+    UUIDs compare case-insensitively and without surrounding spaces, as people paste them from
+    `nvidia-smi -L`. A configured UUID that matches nothing is reported so the caller can call it an outage.
+    """
+    wanted = [u.strip().lower() for u in uuids or () if u.strip()]
+    if not wanted:
+        return Selection(tuple(devices))
+    chosen = tuple(
+        d for d in devices
+        if d.uuid.lower() in wanted or (d.parent_uuid is not None and d.parent_uuid.lower() in wanted)
+    )
+    seen = {d.uuid.lower() for d in devices} | {d.parent_uuid.lower() for d in devices if d.parent_uuid}
+    missing = tuple(u for u in wanted if u not in seen)
+    return Selection(chosen, missing)
+
+
+class NvmlSession:
+    """An initialised NVML: open with `NvmlSession.open()`, close (or use as a context manager) when done."""
+
+    def __init__(self) -> None:
+        """Use `open()`; the constructor does not initialise NVML."""
+        self._open = False
+
+    @classmethod
+    def open(cls) -> NvmlSession:
+        """Load the library and call `nvmlInit` (`nvmlInitWithFlags(0)`); every failure is NvmlUnavailable.
+
+        Flag 0, not NVML_INIT_FLAG_NO_GPUS: a sidecar with no GPU should learn so here, as a failure it
+        retries, rather than from an empty device list.
+        """
+        try:
+            pynvml.nvmlInit()
+        except (pynvml.NVMLError, OSError) as error:
+            translated = _translate(error, "nvmlInit")
+            raise NvmlUnavailable(str(translated), translated.code) from error
+        session = cls()
+        session._open = True
+        return session
+
+    def close(self) -> None:
+        """Call `nvmlShutdown` once; later calls do nothing. Shutdown errors are ignored: we are leaving."""
+        if not self._open:
+            return
+        self._open = False
+        with suppress(pynvml.NVMLError, OSError):
+            pynvml.nvmlShutdown()
+
+    def __enter__(self) -> NvmlSession:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def driver_version(self) -> str:
+        with _calling("nvmlSystemGetDriverVersion"):
+            return str(pynvml.nvmlSystemGetDriverVersion())
+
+    def inventory(self) -> Inventory:
+        """Enumerate every visible GPU, or its MIG devices when it is in MIG mode.
+
+        A GPU that fails while being enumerated is left out and reported in `failures`, so one lost GPU
+        does not hide the others. Failing to count GPUs at all raises.
+        """
+        with _calling("nvmlDeviceGetCount"):
+            count = int(pynvml.nvmlDeviceGetCount())
+        devices: list[Device] = []
+        failures: list[NvmlError] = []
+        for index in range(count):
+            try:
+                devices.extend(self._enumerate_gpu(index))
+            except NvmlUnavailable:
+                raise  # NVML itself went away: the whole session is useless
+            except NvmlError as error:
+                failures.append(error)
+        return Inventory(tuple(devices), tuple(failures))
+
+    def _enumerate_gpu(self, index: int) -> list[Device]:
+        with _calling(f"GPU {index}: nvmlDeviceGetHandleByIndex"):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        with _calling(f"GPU {index}: nvmlDeviceGetUUID"):
+            uuid = str(pynvml.nvmlDeviceGetUUID(handle))
+        with _calling(f"GPU {index}: nvmlDeviceGetName"):
+            name = str(pynvml.nvmlDeviceGetName(handle))
+        if not self._mig_enabled(handle, index):
+            return [Device(index, uuid, name, handle=handle)]
+        with _calling(f"GPU {index}: nvmlDeviceGetMaxMigDeviceCount"):
+            slots = int(pynvml.nvmlDeviceGetMaxMigDeviceCount(handle))
+        migs: list[Device] = []
+        for mig_index in range(slots):
+            try:
+                mig_handle = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, mig_index)
+            except pynvml.NVMLError as error:
+                if int(error.value) == pynvml.NVML_ERROR_NOT_FOUND:
+                    continue  # an empty slot: no MIG device was created there
+                raise _translate(error, f"GPU {index}: nvmlDeviceGetMigDeviceHandleByIndex") from error
+            with _calling(f"GPU {index} MIG {mig_index}: nvmlDeviceGetUUID"):
+                mig_uuid = str(pynvml.nvmlDeviceGetUUID(mig_handle))
+            with _calling(f"GPU {index} MIG {mig_index}: nvmlDeviceGetName"):
+                mig_name = str(pynvml.nvmlDeviceGetName(mig_handle))
+            migs.append(Device(index, mig_uuid, mig_name, mig_index, uuid, mig_handle))
+        return migs
+
+    @staticmethod
+    def _mig_enabled(handle: Any, index: int) -> bool:
+        """True when MIG is on; GPUs and drivers without MIG answer NOT_SUPPORTED or lack the function."""
+        try:
+            with _calling(f"GPU {index}: nvmlDeviceGetMigMode"):
+                current, _pending = pynvml.nvmlDeviceGetMigMode(handle)
+        except NotSupported:
+            return False
+        return bool(current == pynvml.NVML_DEVICE_MIG_ENABLE)
+
+    def utilization_samples(self, device: Device, since_us: int) -> list[UtilizationSample]:
+        """GPU-utilization samples newer than `since_us`, oldest first (`nvmlDeviceGetSamples`).
+
+        NVML keeps a ring buffer of samples taken every 1/6 s to 1 s depending on the product; `since_us=0`
+        returns the whole buffer. Raises NotSupported where the device has no samples (MIG devices, some
+        vGPUs), so the caller can fall back to `utilization_rate`.
+        """
+        try:
+            value_type, samples = pynvml.nvmlDeviceGetSamples(
+                device.handle, pynvml.NVML_GPU_UTILIZATION_SAMPLES, since_us,
+            )
+        except pynvml.NVMLError as error:
+            if int(error.value) in _NO_NEW_SAMPLE_CODES:
+                return []
+            raise _translate(error, f"GPU {device.label}: nvmlDeviceGetSamples") from error
+        value_field = _VALUE_FIELDS.get(int(value_type))
+        if value_field is None:
+            raise NotSupported(f"GPU {device.label}: nvmlDeviceGetSamples: unknown value type {value_type}")
+        result = [
+            UtilizationSample(int(s.timeStamp), float(getattr(s.sampleValue, value_field))) for s in samples
+        ]
+        result.sort(key=lambda s: s.timestamp_us)
+        return result
+
+    def utilization_rate(self, device: Device) -> float:
+        """Percent of the last sample period in which a kernel ran (`nvmlDeviceGetUtilizationRates().gpu`)."""
+        with _calling(f"GPU {device.label}: nvmlDeviceGetUtilizationRates"):
+            return float(pynvml.nvmlDeviceGetUtilizationRates(device.handle).gpu)
+
+    def memory(self, device: Device) -> MemoryInfo:
+        """Memory of the GPU or MIG device (`nvmlDeviceGetMemoryInfo`, v1 struct: total, free, used)."""
+        with _calling(f"GPU {device.label}: nvmlDeviceGetMemoryInfo"):
+            info = pynvml.nvmlDeviceGetMemoryInfo(device.handle)
+        return MemoryInfo(used_bytes=int(info.used), total_bytes=int(info.total))

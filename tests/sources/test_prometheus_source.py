@@ -1,0 +1,419 @@
+"""`PrometheusSource` against a real Prometheus (and, for the HTTP failure modes, a tiny misbehaving server).
+
+Most tests backfill data with promtool so Prometheus answers at once; one lets it scrape an exporter-format
+server, to check the `honor_labels` path end to end (it costs the ~6 s until the first scrape lands).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import socket
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from prometheus_client.aiohttp import make_aiohttp_handler
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import CollectorRegistry
+from pytest_aiohttp import AiohttpServer
+
+from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
+from autoscaler.sources import prometheus as source_module
+from autoscaler.sources.prometheus import GpuSource, PrometheusSource
+from exporter import names
+from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text
+from tests.sources.static_discovery import StaticDiscovery
+
+NOW = time.time()
+SCRAPED_BEFORE = NOW - 40.0  # an older scrape: the newest one must win
+SCRAPED = NOW - 10.0  # well inside the 5-minute lookback of instant queries
+
+TRITON = RuntimeKey("team-a", "modelmesh-serving-triton")
+MLSERVER = RuntimeKey("team-b", "modelmesh-serving-mlserver")
+
+StartPrometheus = Callable[[Iterable[Sample]], Awaitable[PrometheusServer]]
+MakeSource = Callable[..., PrometheusSource]
+
+
+def exporter_series(
+    namespace: str,
+    pod: str,
+    at: float,
+    values: Mapping[str, float],
+    *,
+    gpus: Sequence[float] = (),
+    dcgm_percent: Sequence[float] = (),
+    last_success: float | None = None,
+) -> list[Sample]:
+    """One scrape of one pod's exporter as Prometheus stores it (target labels added, namespace/pod set)."""
+    labels = {"namespace": namespace, "pod": pod, "job": "modelmesh-exporter", "instance": f"{pod}:9187"}
+    samples = [Sample(name, labels, value, at) for name, value in values.items()]
+    samples += [
+        Sample(names.GPU_BUSY_RATIO, labels | {"gpu": str(i), "uuid": f"GPU-{i}"}, busy, at)
+        for i, busy in enumerate(gpus)
+    ]
+    samples += [
+        Sample(names.DCGM_GPU_UTIL, labels | {"gpu": str(i), "job": "dcgm"}, percent, at)
+        for i, percent in enumerate(dcgm_percent)
+    ]
+    if last_success is not None:
+        modelmesh = labels | {"collector": names.COLLECTOR_MODELMESH}
+        samples.append(Sample(names.LAST_SUCCESS_TIMESTAMP, modelmesh, last_success, at))
+        # The GPU collector's freshness must not count: it is older here, and would otherwise win the min.
+        samples.append(Sample(names.LAST_SUCCESS_TIMESTAMP, labels | {"collector": "gpu"}, at - 3600, at))
+    return samples
+
+
+def signals(
+    rps: float, queue: float, misses: float, cache: float, models: float, lru: float | None = None
+) -> dict[str, float]:
+    values = {
+        names.REQUESTS_PER_SECOND: rps,
+        names.QUEUE_DELAY_SECONDS: queue,
+        names.CACHE_MISSES_PER_SECOND: misses,
+        names.CACHE_USED_RATIO: cache,
+        names.MODELS_LOADED: models,
+    }
+    if lru is not None:
+        values[names.LRU_AGE_SECONDS] = lru
+    return values
+
+
+def cluster_samples(at: float = SCRAPED) -> list[Sample]:
+    """Two runtimes in two namespaces, sharing a pod name, plus an unrelated pod and an older scrape."""
+    return [
+        # An older scrape of team-a/a-1 with other values: instant queries must return the newer one.
+        *exporter_series("team-a", "a-1", SCRAPED_BEFORE, signals(1, 1, 1, 0.1, 1, lru=1), gpus=[0.9, 0.9],
+                         dcgm_percent=[90, 90], last_success=SCRAPED_BEFORE),
+        *exporter_series("team-a", "a-1", at, signals(12.5, 0.02, 0.1, 0.95, 7, lru=300), gpus=[0.2, 0.4],
+                         dcgm_percent=[50, 70], last_success=at - 3),
+        # No model loaded: no LRU series. Exporter clock ahead of Prometheus: the scrape time wins the min.
+        *exporter_series("team-a", "a-2", at, signals(3, 0, 0, 0.4, 0), gpus=[0.1], dcgm_percent=[10],
+                         last_success=at + 100),
+        *exporter_series("team-b", "a-1", at, signals(99, 0.5, 2, 0.99, 3, lru=42), gpus=[1.0],
+                         last_success=at - 1),
+        # An exporter that does not report its own freshness: the scrape time of its request rate is used.
+        *exporter_series("team-b", "b-2", at, {names.REQUESTS_PER_SECOND: 5}),
+        *exporter_series("team-c", "zzz", at, signals(1000, 9, 9, 1, 9, lru=9), gpus=[1.0], last_success=at),
+    ]
+
+
+def discovery() -> StaticDiscovery:
+    return StaticDiscovery.of(
+        {(TRITON.namespace, TRITON.deployment): ["a-1", "a-2", "a-3"],
+         (MLSERVER.namespace, MLSERVER.deployment): ["a-1", "b-2"]},
+        not_ready=["a-3"],
+    )
+
+
+def by_pod(snapshots: list[RuntimeSnapshot]) -> dict[tuple[str, str], PodSample]:
+    return {(s.key.namespace, pod.name): pod for s in snapshots for pod in s.pods}
+
+
+@pytest.fixture
+def dead_url() -> Iterator[str]:
+    """A URL nothing answers: its port is bound but not listening, so connections are refused at once."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+@pytest.fixture
+async def start_prometheus(tmp_path: Path) -> AsyncIterator[StartPrometheus]:
+    """Backfill samples into a fresh TSDB and start a Prometheus on it; all are stopped at the end."""
+    servers: list[PrometheusServer] = []
+
+    async def start(samples: Iterable[Sample]) -> PrometheusServer:
+        workdir = tmp_path / f"prometheus-{len(servers)}"
+        tsdb = create_blocks(openmetrics_text(samples), workdir / "tsdb")
+        server = PrometheusServer(tsdb_dir=tsdb, workdir=workdir)
+        servers.append(server)
+        await server.start()
+        return server
+
+    yield start
+    for server in servers:
+        await server.close()
+
+
+@pytest.fixture
+async def make_source() -> AsyncIterator[MakeSource]:
+    sources: list[PrometheusSource] = []
+
+    def make(url: str, disc: StaticDiscovery | None = None, **options: object) -> PrometheusSource:
+        source = PrometheusSource(disc or discovery(), url, **options)  # type: ignore[arg-type]
+        sources.append(source)
+        return source
+
+    yield make
+    for source in sources:
+        await source.close()
+
+
+async def query_requests(prom: PrometheusServer) -> float:
+    """How many instant queries Prometheus has answered, from its own self-metrics."""
+    status, body = await prom.get("/metrics")
+    assert status == 200
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(body.decode())
+        if family.name == "prometheus_http_requests"
+        for sample in family.samples
+        if sample.name.endswith("_total") and sample.labels.get("handler") == "/api/v1/query"
+    )
+
+
+# ---- against a real Prometheus ----
+
+
+@pytest.mark.slow
+async def test_values_per_pod_come_out_right(
+    start_prometheus: StartPrometheus, make_source: MakeSource
+) -> None:
+    prom = await start_prometheus(cluster_samples())
+    source = make_source(prom.url)
+
+    snapshots = await source.collect(NOW)
+
+    assert [s.key for s in snapshots] == [TRITON, MLSERVER]
+    assert all(s.source_ok and s.taken_at == NOW for s in snapshots)
+    pods = by_pod(snapshots)
+    a1 = pods["team-a", "a-1"]
+    assert a1.sampled_at == pytest.approx(SCRAPED - 3, abs=1e-3)  # the exporter's own, older than the scrape
+    assert a1.gpu_busy == pytest.approx(0.3)  # mean over its two GPUs, from the newest scrape
+    assert replace(a1, sampled_at=None, gpu_busy=None) == PodSample(
+        name="a-1", ready=True, requests_per_second=12.5, queue_delay_s=0.02, cache_misses_per_second=0.1,
+        lru_age_s=300, cache_used_ratio=0.95, models_loaded=7,
+    )
+    a2 = pods["team-a", "a-2"]
+    assert a2.sampled_at == pytest.approx(SCRAPED, abs=1e-3)  # min(exporter's clock, scrape time)
+    assert (a2.gpu_busy, a2.requests_per_second, a2.lru_age_s, a2.models_loaded) == (0.1, 3, None, 0)
+    assert pods["team-a", "a-3"] == PodSample(name="a-3", ready=False)  # never seen: no data, not zeros
+    b1 = pods["team-b", "a-1"]  # same pod name, other namespace: not mixed up
+    assert (b1.requests_per_second, b1.lru_age_s) == (99, 42)
+    assert b1.sampled_at == pytest.approx(SCRAPED - 1, abs=1e-3)
+    b2 = pods["team-b", "b-2"]
+    assert b2.sampled_at == pytest.approx(SCRAPED, abs=1e-3)
+    assert (b2.requests_per_second, b2.gpu_busy, b2.queue_delay_s) == (5, None, None)
+    assert source.errors == {}
+
+
+@pytest.mark.slow
+async def test_dcgm_mode_reads_percent_as_a_ratio(
+    start_prometheus: StartPrometheus, make_source: MakeSource
+) -> None:
+    prom = await start_prometheus(cluster_samples())
+    gpu_source: GpuSource = "dcgm"
+    source = make_source(prom.url, gpu_source=gpu_source)
+
+    pods = by_pod(await source.collect(NOW))
+
+    assert pods["team-a", "a-1"].gpu_busy == pytest.approx(0.6)  # (50 + 70) / 2 / 100, not the exporter's 0.3
+    assert pods["team-a", "a-2"].gpu_busy == pytest.approx(0.1)
+    assert pods["team-b", "a-1"].gpu_busy is None  # no DCGM series for it
+    assert pods["team-a", "a-1"].requests_per_second == 12.5
+
+
+@pytest.mark.slow
+async def test_nan_or_negative_series_is_absent_not_zero(
+    start_prometheus: StartPrometheus, make_source: MakeSource, caplog: pytest.LogCaptureFixture
+) -> None:
+    bad = signals(rps=math.nan, queue=-0.5, misses=0.2, cache=0.5, models=2, lru=math.inf)
+    prom = await start_prometheus(
+        exporter_series("team-a", "a-1", SCRAPED, bad, gpus=[0.5], last_success=SCRAPED)
+    )
+    source = make_source(prom.url, StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1"]}))
+
+    with caplog.at_level(logging.WARNING, logger=source_module.__name__):
+        (snapshot,) = await source.collect(NOW)
+        await source.collect(NOW + 15)
+
+    assert snapshot.source_ok
+    (pod,) = snapshot.pods
+    assert (pod.requests_per_second, pod.queue_delay_s, pod.lru_age_s) == (None, None, None)
+    assert (pod.cache_misses_per_second, pod.cache_used_ratio, pod.gpu_busy) == (0.2, 0.5, 0.5)
+    assert source.errors["garbage"] == 6  # three series, two refreshes
+    assert len(caplog.records) == 3  # logged once per pod and signal, not per refresh
+
+
+@pytest.mark.slow
+async def test_dead_prometheus_holds_last_good_samples_and_recovers(
+    start_prometheus: StartPrometheus, make_source: MakeSource, caplog: pytest.LogCaptureFixture
+) -> None:
+    prom = await start_prometheus(cluster_samples())
+    source = make_source(prom.url)
+    good = await source.collect(NOW)
+
+    await prom.kill()
+    with caplog.at_level(logging.INFO, logger=source_module.__name__):
+        held = [await source.collect(NOW + 15 * i) for i in (1, 2, 3)]
+        # While it is down, newer data arrives (as if backfilled by a remote-write replay).
+        newer = [s for s in cluster_samples(at=NOW - 2) if s.labels["pod"] == "a-2"]
+        create_blocks(openmetrics_text(newer), prom.tsdb_dir)
+        await prom.start()
+        back = await source.collect(NOW + 60)
+
+    for snapshots in held:
+        assert all(not s.source_ok for s in snapshots)
+        assert by_pod(snapshots) == by_pod(good)  # last good samples, old sampled_at: stale, never zero
+    assert source.errors["connect"] == 3
+    assert all(s.source_ok for s in back)
+    assert by_pod(back)["team-a", "a-2"].sampled_at == pytest.approx(NOW - 2, abs=1e-3)
+    assert by_pod(back)["team-a", "a-1"] == by_pod(good)["team-a", "a-1"]
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "connect" in warnings[0].getMessage()  # once per outage, from any logger
+    assert any("answers again" in r.getMessage() for r in caplog.records)
+    assert source.outage_since is None
+
+
+@pytest.mark.slow
+async def test_one_query_per_signal_per_refresh(
+    start_prometheus: StartPrometheus, make_source: MakeSource
+) -> None:
+    prom = await start_prometheus(cluster_samples())
+    source = make_source(prom.url)
+
+    before = await query_requests(prom)
+    await source.collect(NOW)
+    await source.collect(NOW + 15)
+    after = await query_requests(prom)
+
+    # Two runtimes, five pods, two refreshes: still one query per signal per refresh.
+    assert after - before == 2 * len(source.queries) == 16
+
+
+@pytest.mark.slow
+async def test_no_series_for_any_known_pod_is_an_outage(
+    start_prometheus: StartPrometheus, make_source: MakeSource
+) -> None:
+    other = exporter_series("elsewhere", "x-1", SCRAPED, signals(1, 0, 0, 0.5, 1), last_success=SCRAPED)
+    prom = await start_prometheus(other)
+    source = make_source(prom.url)
+
+    snapshots = await source.collect(NOW)
+
+    assert all(not s.source_ok for s in snapshots)
+    assert source.errors["empty"] == 1
+    assert all(pod == PodSample(name=pod.name, ready=pod.ready) for s in snapshots for pod in s.pods)
+
+
+@pytest.mark.slow
+async def test_scraped_exporter_series_are_joined_by_their_own_labels(
+    aiohttp_server: AiohttpServer, tmp_path: Path, make_source: MakeSource
+) -> None:
+    class PodCollector:
+        """Exporter-format series that name their pod themselves, as when Prometheus honors labels."""
+
+        def collect(self) -> Iterable[Metric]:
+            for name, value in signals(7, 0.01, 0, 0.5, 2, lru=60).items():
+                family = GaugeMetricFamily(name, "test", labels=["namespace", "pod"])
+                family.add_metric(["team-a", "a-1"], value)
+                yield family
+            labels = ["namespace", "pod", "collector"]
+            last = GaugeMetricFamily(names.LAST_SUCCESS_TIMESTAMP, "test", labels=labels)
+            last.add_metric(["team-a", "a-1", names.COLLECTOR_MODELMESH], time.time() - 1)
+            yield last
+
+    registry = CollectorRegistry()
+    registry.register(PodCollector())
+    app = web.Application()
+    app.router.add_get("/metrics", make_aiohttp_handler(registry))
+    exporter = await aiohttp_server(app)
+    async with PrometheusServer([str(exporter.make_url("/metrics"))], workdir=tmp_path) as prom:
+        await prom.wait_for(names.REQUESTS_PER_SECOND, timeout=20)
+        source = make_source(prom.url, StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1"]}))
+        before = time.time()
+        (snapshot,) = await source.collect(before)
+
+    (pod,) = snapshot.pods
+    assert snapshot.source_ok
+    assert (pod.requests_per_second, pod.lru_age_s, pod.models_loaded) == (7, 60, 2)
+    assert pod.sampled_at is not None and before - 5 < pod.sampled_at < before
+
+
+# ---- failure modes that need no Prometheus ----
+
+
+async def test_dead_url_fails_fast(make_source: MakeSource, dead_url: str) -> None:
+    source = make_source(dead_url, timeout_s=5.0)
+
+    started = time.monotonic()
+    snapshots = await source.collect(NOW)
+
+    assert time.monotonic() - started < 2.0
+    assert all(not s.source_ok for s in snapshots)
+    assert all(pod == PodSample(name=pod.name, ready=pod.ready) for s in snapshots for pod in s.pods)
+    assert source.errors["connect"] == 1
+    assert source.last_error is not None and isinstance(source.last_error.__cause__, Exception)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "reason"),
+    [
+        pytest.param(503, "Service Unavailable", "http", id="http-5xx"),
+        pytest.param(200, "<html>a proxy login page</html>", "parse", id="not-json"),
+        pytest.param(200, '{"data": {"result": "oops"}}', "parse", id="not-a-vector"),
+        pytest.param(200, '{"data": {"result": [{"value": 1}]}}', "parse", id="bad-item"),
+    ],
+)
+async def test_bad_answers_are_an_outage_not_an_exception(
+    aiohttp_server: AiohttpServer, make_source: MakeSource, status: int, body: str, reason: str
+) -> None:
+    async def answer(request: web.Request) -> web.Response:
+        return web.Response(status=status, text=body, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_get("/api/v1/query", answer)
+    server = await aiohttp_server(app)
+    source = make_source(str(server.make_url("")))
+
+    snapshots = await source.collect(NOW)
+
+    assert all(not s.source_ok for s in snapshots)
+    assert source.errors == {reason: 1}
+
+
+async def test_slow_prometheus_times_out(aiohttp_server: AiohttpServer, make_source: MakeSource) -> None:
+    release = asyncio.Event()
+
+    async def stall(request: web.Request) -> web.Response:
+        await release.wait()
+        return web.Response(text="{}")
+
+    app = web.Application()
+    app.router.add_get("/api/v1/query", stall)
+    server = await aiohttp_server(app)
+    source = make_source(str(server.make_url("")), timeout_s=0.2)
+
+    started = time.monotonic()
+    snapshots = await source.collect(NOW)
+    release.set()
+
+    assert time.monotonic() - started < 1.5
+    assert all(not s.source_ok for s in snapshots)
+    assert source.errors == {"timeout": 1}
+
+
+async def test_unhealthy_discovery_marks_snapshots_not_ok(
+    aiohttp_server: AiohttpServer, make_source: MakeSource
+) -> None:
+    async def answer(request: web.Request) -> web.Response:
+        return web.json_response({"status": "success", "data": {"resultType": "vector", "result": []}})
+
+    app = web.Application()
+    app.router.add_get("/api/v1/query", answer)
+    server = await aiohttp_server(app)
+    disc = StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1"]}, not_ready=["a-1"])
+    disc.healthy = False
+    source = make_source(str(server.make_url("")), disc)
+
+    (snapshot,) = await source.collect(NOW)
+
+    assert not snapshot.source_ok
+    assert source.errors == {}  # Prometheus itself was fine: no Ready pod, so an empty answer is no outage

@@ -1,0 +1,97 @@
+"""Real processes for end-to-end tests: started with this interpreter, awaited until they answer, and
+always stopped, so no test leaves a stray server behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+_INSECURE = ssl.create_default_context()
+_INSECURE.check_hostname = False
+_INSECURE.verify_mode = ssl.CERT_NONE
+
+
+def http_get(url: str, timeout: float = 2.0) -> tuple[int, str]:
+    """GET a URL (https without verification: test servers are self-signed); (status, body)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout, context=_INSECURE) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def http_post_json(url: str, body: str, timeout: float = 2.0) -> int:
+    request = urllib.request.Request(url, data=body.encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout, context=_INSECURE) as response:
+        status: int = response.status
+        return status
+
+
+def wait_until_answers(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args} exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            http_get(url, timeout=1.0)
+            return
+        except (OSError, urllib.error.URLError):
+            time.sleep(0.1)
+    raise TimeoutError(f"{url} did not answer within {timeout} s:\n{log.read_text()}")
+
+
+@contextmanager
+def running(module_args: list[str], ready_url: str, log: Path,
+            env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """Run `python -m <module_args>` until the block ends; its output goes to `log`."""
+    with open(log, "ab") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", *module_args], stdout=output, stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+        )
+    try:
+        wait_until_answers(ready_url, process, log)
+        yield process
+    finally:
+        stop(process)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def poll(check: object, timeout: float, interval: float = 0.25) -> object:
+    """Call `check()` until it returns something truthy; return that, or raise with the last value."""
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while time.monotonic() < deadline:
+        last = check()  # type: ignore[operator]
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s; last value {last!r}")
