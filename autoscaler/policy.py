@@ -46,7 +46,7 @@ class RuntimePolicy:
     """The recommendation never goes above this; None: no cap besides the HPA's own maxReplicas."""
 
     max_staleness_s: float = 45.0
-    """A pod whose newest sample is older than this is missing (default 3 × the 15 s refresh interval)."""
+    """A pod whose newest sample is older than this is missing (default 3 x the 15 s refresh interval)."""
 
     min_coverage: float = 0.5
     """Fraction of Ready pods that must have fresh data, else the value is unknown and the API answers 503."""

@@ -52,9 +52,7 @@ class RequestShareTerm:
     name: str = "requests"
 
     def scores(self, pods: Sequence[PodSample]) -> list[float | None]:
-        rates = [
-            r if (r := pod.requests_per_second) is not None and 0.0 <= r < _INF else None for pod in pods
-        ]
+        rates = [r if (r := pod.requests_per_second) is not None and 0.0 <= r < _INF else None for pod in pods]
         top = 0.0
         for r in rates:
             if r is not None and r > top:
@@ -72,8 +70,7 @@ class GpuBusyTerm:
 
     def scores(self, pods: Sequence[PodSample]) -> list[float | None]:
         return [
-            (b if b <= 1.0 else 1.0) if (b := pod.gpu_busy) is not None and 0.0 <= b < _INF else None
-            for pod in pods
+            (b if b <= 1.0 else 1.0) if (b := pod.gpu_busy) is not None and 0.0 <= b < _INF else None for pod in pods
         ]
 
 
@@ -129,13 +126,15 @@ class Ranking:
 
 
 def rank_pods(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) -> Ranking:
-    """Needs and costs of one runtime's pods."""
+    """Needs and costs of one runtime's pods (`cost_of`, inlined: this runs per pod per refresh)."""
     needs = pod_needs(pods, terms)
-    return Ranking(needs=tuple(needs), costs=tuple(None if need is None else cost_of(need) for need in needs))
+    top = COST_BUCKETS - 1
+    costs = tuple(
+        None if need is None else (b if (b := int(need * COST_BUCKETS)) < top else top) * COST_SPACING for need in needs
+    )
+    return Ranking(needs=tuple(needs), costs=costs)
 
 
 def removal_order(pods: Sequence[PodSample], needs: Sequence[float | None]) -> list[str]:
     """Ready pods' names, least needed first; equal needs by name, so the order is stable across refreshes."""
-    return [
-        name for _, name in sorted((n, p.name) for p, n in zip(pods, needs, strict=True) if n is not None)
-    ]
+    return [name for _, name in sorted((n, p.name) for p, n in zip(pods, needs, strict=True) if n is not None)]

@@ -12,7 +12,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-
 from autoscaler.config import PolicyBook
 from autoscaler.decision import RuntimeMemory, decide
 from autoscaler.model import RuntimeKey, RuntimeView

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import ipaddress
 import logging
 import socket
@@ -20,7 +19,7 @@ from aiohttp import web
 
 from autoscaler.api.app import build_api_app
 from autoscaler.certs import self_signed_server_context, server_context
-from autoscaler.config import PolicyBook, load_policy_book
+from autoscaler.config import PolicyBook, apply_overrides, load_policy_book
 from autoscaler.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
@@ -38,13 +37,13 @@ class StartupError(Exception):
 
 def policy_book(settings: ServeSettings) -> PolicyBook:
     """Built-in defaults, then the config file, then flags that set a field for every runtime."""
-    overrides = {
+    overrides: dict[str, object] = {
         "skew_order": settings.skew_order,
         "scale_down_tau_s": settings.scale_down_tau_s,
         "max_staleness_s": settings.max_staleness_s or 3 * settings.refresh_interval_s,
         "min_coverage": settings.min_coverage,
     }
-    base = dataclasses.replace(RuntimePolicy(), **{k: v for k, v in overrides.items() if v is not None})
+    base = apply_overrides(RuntimePolicy(), {k: v for k, v in overrides.items() if v is not None})
     if settings.config is None:
         return PolicyBook(defaults=base)
     return load_policy_book(settings.config, base=base)

@@ -33,6 +33,7 @@ MODELS_LOADED: Final = "modelmesh_pod_models_loaded"
 COLLECTOR_SUCCESS: Final = "modelmesh_exporter_collector_success"
 LAST_SUCCESS_TIMESTAMP: Final = "modelmesh_exporter_last_success_timestamp_seconds"
 SCRAPE_ERRORS_TOTAL: Final = "modelmesh_exporter_scrape_errors_total"
+COLLECTOR_DURATION_SECONDS: Final = "modelmesh_exporter_collector_duration_seconds"
 
 # Label values of `collector` and `reason`.
 COLLECTOR_GPU: Final = "gpu"
@@ -43,6 +44,7 @@ REASON_PARSE: Final = "parse"
 REASON_TLS: Final = "tls"
 REASON_HTTP: Final = "http"
 REASON_NVML: Final = "nvml"
+REASON_INTERNAL: Final = "internal"
 
 # DCGM exporter's GPU utilisation (percent), for the adapter's `--gpu-source dcgm`.
 DCGM_GPU_UTIL: Final = "DCGM_FI_DEV_GPU_UTIL"

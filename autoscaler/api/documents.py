@@ -45,7 +45,7 @@ def api_resource_list() -> dict[str, Any]:
 
 
 def version_info() -> dict[str, str]:
-    major, minor, *_ = (__version__.split(".") + ["0", "0"])
+    major, minor, *_ = [*__version__.split("."), "0", "0"]
     return {
         "major": major,
         "minor": minor,

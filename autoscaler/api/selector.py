@@ -28,7 +28,9 @@ class SelectorError(ValueError):
 
 def _split_requirements(selector: str) -> list[str]:
     """Split on commas outside parentheses, as `k8s.io/apimachinery/pkg/labels` does."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in selector:
         if char == "(":
             depth += 1

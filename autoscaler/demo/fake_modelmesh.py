@@ -10,18 +10,31 @@ Counters are integrated from the current rates each time they are read, so a cal
 and the histogram counts grow at exactly that rate. The demo and the tests drive it in-process
 (`FakeModelMesh.update`) or over HTTP (`POST /control` with a JSON object of `ModelMeshLoad` fields,
 `POST /reset` to simulate a restart) when it runs as its own process.
+
+Faults, for testing what a scraper does with a broken ModelMesh: `FakeModelMesh.set_fault(...)` or
+`POST /control {"fault": "...", "fault_delay_s": 5}`; `"fault": null` heals it. Counters keep counting
+through a fault, as a real container's would:
+
+- `garbage`: 200 with an HTML page instead of metrics
+- `truncated`: a complete HTTP answer whose body stops mid-line (a proxy or writer that gave up)
+- `cut`: the connection drops halfway through a body whose Content-Length promised more
+- `slow`: the answer comes after `fault_delay_s` seconds (default 5)
+- `error`: HTTP 500
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from ssl import SSLContext
+from typing import Final
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry
@@ -39,6 +52,9 @@ MS_TIME_BUCKETS: tuple[float, ...] = (
     0.5, 1, 2, 5, 10, 20, 50, 75, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 60000, 120000, 300000,
 )
 GIB = 1024**3
+
+FAULTS: Final = frozenset({"garbage", "truncated", "cut", "slow", "error"})
+"""Fault modes of the fake's `/metrics` (see the module docstring)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +97,17 @@ class FakeModelMesh(Collector):
         # Observed latencies per histogram, so buckets stay consistent when the caller changes a latency.
         self._bucket_counts: dict[str, list[float]] = {}
         self.restarts = 0
+        self.fault: str | None = None
+        self.fault_delay_s = 5.0
+        self.scrapes = 0
+
+    def set_fault(self, fault: str | None, delay_s: float | None = None) -> None:
+        """Break `/metrics` in one of the `FAULTS` ways from now on; None serves good metrics again."""
+        if fault is not None and fault not in FAULTS:
+            raise ValueError(f"unknown fault {fault!r}; one of {', '.join(sorted(FAULTS))} or null")
+        self.fault = fault
+        if delay_s is not None:
+            self.fault_delay_s = float(delay_s)
 
     def update(self, **changes: float) -> ModelMeshLoad:
         """Change the load from now on; counters so far are kept."""
@@ -157,10 +184,49 @@ async def _control(request: web.Request) -> web.Response:
         changes = await request.json()
         if not isinstance(changes, dict):
             raise TypeError("expected a JSON object")
+        if "fault" in changes or "fault_delay_s" in changes:
+            fake.set_fault(changes.pop("fault", fake.fault), changes.pop("fault_delay_s", None))
         fake.update(**changes)
     except (ValueError, TypeError) as error:
         return web.json_response({"error": str(error)}, status=400)
-    return web.json_response(dataclasses.asdict(fake.load))
+    return web.json_response({**dataclasses.asdict(fake.load), "fault": fake.fault})
+
+
+def _metrics_handler(registry: CollectorRegistry) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """ModelMesh's `/metrics`, broken in the way the fake's current fault says."""
+    render = make_aiohttp_handler(registry, disable_compression=True)
+
+    async def metrics(request: web.Request) -> web.StreamResponse:
+        fake = request.app[_FAKE_KEY]
+        fake.scrapes += 1
+        fault = fake.fault
+        if fault == "slow":
+            # Sleep in steps, ending early once the client gave up, so shutting the fake down never waits.
+            deadline = time.monotonic() + fake.fault_delay_s
+            while time.monotonic() < deadline and request.transport is not None:
+                await asyncio.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+        if fault == "error":
+            return web.Response(status=500, text="java.lang.IllegalStateException: not ready\n")
+        if fault == "garbage":
+            return web.Response(text="<html><body><h1>502 Bad Gateway</h1></body></html>\n",
+                                content_type="text/html")
+        response = await render(request)
+        payload = response.body if isinstance(response, web.Response) else None
+        body = bytes(payload) if isinstance(payload, bytes | bytearray) else b""
+        if fault == "truncated":
+            return web.Response(body=body[: len(body) // 2], content_type="text/plain")
+        if fault == "cut":
+            stream = web.StreamResponse()
+            stream.content_type = "text/plain"
+            stream.content_length = len(body)
+            await stream.prepare(request)
+            await stream.write(body[: len(body) // 2])
+            if request.transport is not None:
+                request.transport.close()
+            return stream
+        return response
+
+    return metrics
 
 
 async def _reset(request: web.Request) -> web.Response:
@@ -174,7 +240,7 @@ def build_app(fake: FakeModelMesh) -> web.Application:
     registry.register(fake)
     app = web.Application()
     app[_FAKE_KEY] = fake
-    app.router.add_get("/metrics", make_aiohttp_handler(registry, disable_compression=True))
+    app.router.add_get("/metrics", _metrics_handler(registry))
     app.router.add_post("/control", _control)
     app.router.add_post("/reset", _reset)
     return app
@@ -203,11 +269,14 @@ def main(argv: list[str] | None = None) -> None:
                 handle_signals=True)
 
 
-async def serve(fake: FakeModelMesh, host: str, port: int) -> web.AppRunner:
-    """Start the fake in the running event loop (plain http); the caller cleans up the runner."""
-    runner = web.AppRunner(build_app(fake), handle_signals=False)
+async def serve(
+    fake: FakeModelMesh, host: str, port: int, *, ssl_context: SSLContext | None = None
+) -> web.AppRunner:
+    """Start the fake in the running event loop (plain http, or https with `ssl_context`); the caller cleans
+    up the runner. Port 0 picks a free port: read it from `runner.addresses`."""
+    runner = web.AppRunner(build_app(fake), handle_signals=False, shutdown_timeout=1.0)
     await runner.setup()
-    await web.TCPSite(runner, host, port).start()
+    await web.TCPSite(runner, host, port, ssl_context=ssl_context, shutdown_timeout=1.0).start()
     return runner
 
 

@@ -125,6 +125,14 @@ def _timed_out(error: requests.exceptions.RequestException) -> bool:
     return isinstance(reason, urllib3.exceptions.ReadTimeoutError)
 
 
+def _older(sample: PodSample, previous: PodSample | None) -> bool:
+    """True when `sample` describes an earlier time than the one we hold (a restarted Prometheus that lost
+    recent data answers with older samples): a source never moves a pod's data back in time."""
+    if previous is None or previous.sampled_at is None or sample.sampled_at is None:
+        return False
+    return sample.sampled_at < previous.sampled_at
+
+
 def _valid(raw: str) -> float | None:
     """A sample value as the policies may use it: finite and non-negative, else None."""
     try:
@@ -325,10 +333,7 @@ class PrometheusSource:
             ref = (runtime.key.namespace, target.name)
             previous = self._last.get(ref)
             sample = self._read_pod(ref, answers) if ref in seen else None
-            if sample is not None and (
-                previous is None or previous.sampled_at is None or sample.sampled_at is None
-                or sample.sampled_at >= previous.sampled_at
-            ):
+            if sample is not None and not _older(sample, previous):
                 self._last[ref] = sample
             else:  # not seen, garbage freshness, or older than what we had: hold the last good sample
                 sample = previous or PodSample(name=target.name)

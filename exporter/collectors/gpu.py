@@ -115,6 +115,7 @@ class GpuCollector(Collector):
         self._standing_problems: tuple[str, ...] = ()
         self._reconnect_at = -math.inf
         self._retry_delay_s = retry_initial_s
+        self._last_unexpected: str | None = None
         # What collect() serves: replaced whole, never mutated, so a scrape needs no lock.
         self._readings: tuple[GpuReading, ...] = ()
         health.register(names.COLLECTOR_GPU)
@@ -182,12 +183,26 @@ class GpuCollector(Collector):
             raise ValueError(f"interval_s must be positive, not {interval_s}")
         try:
             while True:
-                outcome = await asyncio.to_thread(self._measure)
+                try:
+                    outcome = await asyncio.to_thread(self._measure)
+                except Exception as error:  # a bug or a surprise from ctypes must not end GPU metrics
+                    outcome = self._after_unexpected(error)
                 if outcome is not None:
                     self._apply(outcome)
                 await asyncio.sleep(interval_s)
         finally:
             self.close()
+
+    def _after_unexpected(self, error: Exception) -> _Outcome:
+        """Log an unexpected error (with traceback, once per kind), drop NVML and retry it with backoff."""
+        detail = f"unexpected {type(error).__name__}: {error}"
+        if detail != self._last_unexpected:
+            log.exception("GPU sampling failed: %s", detail)
+            self._last_unexpected = detail
+        with self._lock:
+            self._disconnect()
+            self._schedule_reconnect(self._clock())
+        return _Outcome((), (detail,))
 
     def close(self) -> None:
         """Shut NVML down and stop serving GPU series; waits for a pass in flight. Safe to call twice."""

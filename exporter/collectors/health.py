@@ -1,7 +1,9 @@
 """Per-collector health: did the last collection work, when did one last work, and why it failed.
 
-Every collector reports through one `CollectorHealth` so the three self-metrics of DESIGN §3 are produced in
-one place and a failure is logged once per outage, not once per scrape.
+Every collector reports through one `CollectorHealth` so the self-metrics of DESIGN §3 are produced in one
+place and a failure is logged once per outage, not once per scrape. Besides DESIGN's three series it publishes
+how long each collector's last attempt took (node_exporter's `scrape_collector_duration_seconds`): a
+ModelMesh that answers ever closer to the timeout shows there before it starts failing.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class _State:
     last_success: float | None = None
     failing_since_reason: str | None = None
     errors: Counter[str] = field(default_factory=Counter)
+    duration_s: float | None = None
 
 
 class CollectorHealth(Collector):
@@ -56,6 +59,10 @@ class CollectorHealth(Collector):
             log.warning("%s collector failed (%s): %s; keeping last good values", collector, reason, detail)
             state.failing_since_reason = reason
 
+    def observe_duration(self, collector: str, seconds: float) -> None:
+        """Record how long the collector's last attempt took, successful or not."""
+        self._states.setdefault(collector, _State()).duration_s = seconds
+
     def is_healthy(self, collector: str) -> bool:
         state = self._states.get(collector)
         return state is not None and state.success
@@ -78,12 +85,20 @@ class CollectorHealth(Collector):
             names.SCRAPE_ERRORS_TOTAL, "Failed collections by collector and reason.",
             labels=["collector", "reason"],
         )
+        duration = GaugeMetricFamily(
+            names.COLLECTOR_DURATION_SECONDS,
+            "Seconds the last collection attempt took, successful or not (background work, not this scrape).",
+            labels=["collector"],
+        )
         for collector, state in sorted(self._states.items()):
             success.add_metric([collector], 1.0 if state.success else 0.0)
             if state.last_success is not None:
                 last.add_metric([collector], state.last_success)
             for reason, count in sorted(state.errors.items()):
                 errors.add_metric([collector, reason], float(count))
+            if state.duration_s is not None:
+                duration.add_metric([collector], state.duration_s)
         yield success
         yield last
         yield errors
+        yield duration

@@ -1,8 +1,14 @@
 """Reads the local ModelMesh container's `/metrics` and turns its counters into per-pod load signals.
 
 ModelMesh reports cumulative histograms; the autoscaler needs rates over a window. Each scrape's counters
-are folded into running totals that survive a ModelMesh restart (a counter that went down was reset: what
-it reads now is all new), and rates are the change of those totals across the last `load_window_s`.
+are folded into running totals that survive a ModelMesh restart, and rates are the change of those totals
+across the last `load_window_s`.
+
+Counters are followed **per series** (name and labels), the way Prometheus's `rate()` does, not as one sum:
+a series that went down was reset (the container restarted, what it reads now is all new); a series that
+vanished (a truncated body, per-model series of an unloaded model) adds nothing and is remembered, so it
+does not count twice when it comes back; a new series counts in full. Comparing sums instead would read a
+vanished series as a restart and count the whole history again as new load.
 
 A scrape that fails or is garbled changes nothing: the last good values stay published and the health
 timestamp stays where it was, so consumers can see the data is old instead of seeing zero load.
@@ -12,11 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import ssl
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Final
 
 import aiohttp
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -27,6 +35,24 @@ from exporter import names
 from exporter.collectors.health import CollectorHealth
 
 log = logging.getLogger(__name__)
+
+# The counters the exporter follows, by the field name used in readings and totals.
+REQUESTS: Final = "requests"
+QUEUE_COUNT: Final = "queue_count"
+QUEUE_SUM_MS: Final = "queue_sum_ms"
+CACHE_MISSES: Final = "cache_misses"
+COUNTER_FIELDS: Final = (REQUESTS, QUEUE_COUNT, QUEUE_SUM_MS, CACHE_MISSES)
+
+_COUNTER_SAMPLES: Final = {
+    f"{names.MM_INVOKE_MODEL_MS}_count": REQUESTS,
+    f"{names.MM_QUEUE_DELAY_MS}_count": QUEUE_COUNT,
+    f"{names.MM_QUEUE_DELAY_MS}_sum": QUEUE_SUM_MS,
+    f"{names.MM_CACHE_MISS_MS}_count": CACHE_MISSES,
+}
+_REQUIRED_GAUGES: Final = (names.MM_CAPACITY_BYTES, names.MM_USED_BYTES, names.MM_MODELS_TOTAL, names.MM_LRU_AGE_S)
+
+Labels = tuple[tuple[str, str], ...]
+"""A series' labels, sorted, as a hashable key."""
 
 
 class ScrapeFailure(Exception):
@@ -39,45 +65,39 @@ class ScrapeFailure(Exception):
 
 @dataclass(frozen=True, slots=True)
 class ModelMeshReading:
-    """The raw values of one good scrape: cumulative counters and instantaneous gauges."""
+    """The raw values of one good scrape: cumulative counters per series, and instantaneous gauges."""
 
-    requests: float
-    queue_count: float
-    queue_sum_ms: float
-    cache_misses: float
+    counters: Mapping[str, Mapping[Labels, float]]
+    """Field (`REQUESTS`, ...) → series labels → cumulative value, as ModelMesh reported it."""
     lru_age_s: float
     capacity_bytes: float
     used_bytes: float
     models_loaded: float
 
-
-_COUNTERS = ("requests", "queue_count", "queue_sum_ms", "cache_misses")
-_REQUIRED_GAUGES = (names.MM_CAPACITY_BYTES, names.MM_USED_BYTES, names.MM_MODELS_TOTAL, names.MM_LRU_AGE_S)
+    def total(self, field: str) -> float:
+        """The field summed over its series (ModelMesh's own, reset-prone count)."""
+        return sum(self.counters.get(field, {}).values())
 
 
 def parse_modelmesh(text: str) -> ModelMeshReading:
     """Extract what the exporter needs from ModelMesh's exposition text.
 
-    The invoke histogram is summed over its `method`/`code` series; a histogram without any series yet (no
-    request since start) counts as zero. The instance gauges are always present in real ModelMesh output,
-    so their absence means a truncated or foreign body, reported as a parse failure.
+    A histogram without any series yet (no request since start: the invoke histogram is labelled, so it
+    has no series before its first observation) counts as zero. The instance gauges are always present in
+    real ModelMesh output, so their absence means a truncated or foreign body: a parse failure. So are a
+    body that does not end in a newline (cut off mid-line) and negative, NaN or infinite values.
     """
     if not text.endswith("\n"):
         raise ScrapeFailure(names.REASON_PARSE, "body does not end with a newline (truncated?)")
-    sums: dict[str, float] = {}
+    counters: dict[str, dict[Labels, float]] = {field: {} for field in COUNTER_FIELDS}
     gauges: dict[str, float] = {}
-    wanted_sums = {
-        f"{names.MM_INVOKE_MODEL_MS}_count": "requests",
-        f"{names.MM_QUEUE_DELAY_MS}_count": "queue_count",
-        f"{names.MM_QUEUE_DELAY_MS}_sum": "queue_sum_ms",
-        f"{names.MM_CACHE_MISS_MS}_count": "cache_misses",
-    }
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
-                key = wanted_sums.get(sample.name)
-                if key is not None:
-                    sums[key] = sums.get(key, 0.0) + _checked(sample.name, sample.value)
+                field = _COUNTER_SAMPLES.get(sample.name)
+                if field is not None:
+                    key = tuple(sorted(sample.labels.items()))
+                    counters[field][key] = _checked(sample.name, sample.value)
                 elif sample.name in _REQUIRED_GAUGES:
                     gauges[sample.name] = _checked(sample.name, sample.value)
     except ScrapeFailure:
@@ -88,10 +108,7 @@ def parse_modelmesh(text: str) -> ModelMeshReading:
     if missing:
         raise ScrapeFailure(names.REASON_PARSE, f"ModelMesh output lacks {', '.join(missing)}")
     return ModelMeshReading(
-        requests=sums.get("requests", 0.0),
-        queue_count=sums.get("queue_count", 0.0),
-        queue_sum_ms=sums.get("queue_sum_ms", 0.0),
-        cache_misses=sums.get("cache_misses", 0.0),
+        counters=counters,
         lru_age_s=gauges[names.MM_LRU_AGE_S],
         capacity_bytes=gauges[names.MM_CAPACITY_BYTES],
         used_bytes=gauges[names.MM_USED_BYTES],
@@ -100,79 +117,112 @@ def parse_modelmesh(text: str) -> ModelMeshReading:
 
 
 def _checked(name: str, value: float) -> float:
-    if value != value or value in (float("inf"), float("-inf")) or value < 0:
+    if not math.isfinite(value) or value < 0:
         raise ScrapeFailure(names.REASON_PARSE, f"{name} has invalid value {value}")
     return float(value)
 
 
 @dataclass(frozen=True, slots=True)
-class _Totals:
-    """Reset-absorbing cumulative counters at one point in time."""
+class Totals:
+    """Reset-absorbing cumulative counters (field → total) at one monotonic time."""
 
     at: float
-    requests: float
-    queue_count: float
-    queue_sum_ms: float
-    cache_misses: float
+    values: Mapping[str, float]
+
+    def __getitem__(self, field: str) -> float:
+        return self.values.get(field, 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """The windowed signals, over `elapsed_s` seconds ending at the latest reading."""
+
+    requests_per_second: float
+    queue_delay_s: float
+    cache_misses_per_second: float
+    elapsed_s: float
 
 
 class CounterWindow:
-    """Running totals across counter resets, and rates over a trailing window."""
+    """Running totals across counter resets, and rates over a trailing window.
 
-    def __init__(self, window_s: float) -> None:
+    The first reading is the baseline: totals start at ModelMesh's own counts, so `requests_total` reads
+    like ModelMesh's counter until the first restart and keeps growing after it.
+    """
+
+    def __init__(self, window_s: float, forget_after_s: float = 3600.0) -> None:
+        """`forget_after_s`: how long a vanished series is remembered (bounds memory under label churn)."""
         self.window_s = window_s
-        self._history: deque[_Totals] = deque()
-        self._last_raw: ModelMeshReading | None = None
+        self._forget_after_s = forget_after_s
+        self._history: deque[Totals] = deque()
+        self._last: dict[tuple[str, Labels], tuple[float, float]] = {}  # series → (value, seen at)
         self.resets = 0
 
     def add(self, reading: ModelMeshReading, at: float) -> None:
+        """Fold in one reading taken at monotonic time `at` (seconds)."""
         previous = self._history[-1] if self._history else None
-        last_raw = self._last_raw
-        if previous is None or last_raw is None:
-            totals = _Totals(at, reading.requests, reading.queue_count, reading.queue_sum_ms, reading.cache_misses)
-        else:
-            reset = any(getattr(reading, field) < getattr(last_raw, field) for field in _COUNTERS)
-            if reset:
-                self.resets += 1
-                log.info("ModelMesh counters went down: container restarted; counting on from the reset")
-            deltas = {
-                field: getattr(reading, field) if reset else getattr(reading, field) - getattr(last_raw, field)
-                for field in _COUNTERS
-            }
-            totals = _Totals(
-                at,
-                previous.requests + deltas["requests"],
-                previous.queue_count + deltas["queue_count"],
-                previous.queue_sum_ms + deltas["queue_sum_ms"],
-                previous.cache_misses + deltas["cache_misses"],
+        reset_series = 0
+        values: dict[str, float] = {}
+        for field in COUNTER_FIELDS:
+            increase = 0.0
+            for labels, value in reading.counters.get(field, {}).items():
+                key = (field, labels)
+                last = self._last.get(key)
+                if last is None:
+                    increase += value  # new series: all of it happened since it appeared
+                elif value >= last[0]:
+                    increase += value - last[0]
+                else:
+                    increase += value  # reset: counting started again from zero
+                    reset_series += 1
+                self._last[key] = (value, at)
+            values[field] = increase if previous is None else previous[field] + increase
+        if previous is not None and reset_series:
+            self.resets += 1
+            log.info(
+                "%d ModelMesh counter series went down: the container restarted; counting on from the reset",
+                reset_series,
             )
-        self._last_raw = reading
-        self._history.append(totals)
+        self._history.append(Totals(at, values))
         # Keep one point at or before the window start so the rate covers the whole window.
         while len(self._history) > 2 and self._history[1].at <= at - self.window_s:
             self._history.popleft()
+        stale = [key for key, (_, seen) in self._last.items() if seen < at - self._forget_after_s]
+        for key in stale:
+            del self._last[key]
 
     @property
-    def latest(self) -> _Totals | None:
+    def latest(self) -> Totals | None:
         return self._history[-1] if self._history else None
 
-    def rates(self) -> tuple[float, float, float] | None:
-        """(requests/s, mean queue delay s, cache misses/s) over the window; None before two readings."""
+    def rates(self) -> Rates | None:
+        """Rates over the window (or the time since the first reading, if shorter); None before two readings.
+
+        Mean queue delay is Δsum / Δcount of the queue histogram: the mean over the requests queued in the
+        window, 0 when none was.
+        """
         if len(self._history) < 2:
             return None
         first, last = self._history[0], self._history[-1]
         elapsed = last.at - first.at
         if elapsed <= 0:
             return None
-        requests = (last.requests - first.requests) / elapsed
-        queued = last.queue_count - first.queue_count
-        queue_delay_s = (last.queue_sum_ms - first.queue_sum_ms) / queued / 1000.0 if queued > 0 else 0.0
-        misses = (last.cache_misses - first.cache_misses) / elapsed
-        return requests, queue_delay_s, misses
+        queued = last[QUEUE_COUNT] - first[QUEUE_COUNT]
+        queue_delay_s = (last[QUEUE_SUM_MS] - first[QUEUE_SUM_MS]) / queued / 1000.0 if queued > 0 else 0.0
+        return Rates(
+            requests_per_second=(last[REQUESTS] - first[REQUESTS]) / elapsed,
+            queue_delay_s=queue_delay_s,
+            cache_misses_per_second=(last[CACHE_MISSES] - first[CACHE_MISSES]) / elapsed,
+            elapsed_s=elapsed,
+        )
 
 
 class ModelMeshCollector(Collector):
-    """Scrapes ModelMesh in the background and publishes the §3 load and cache metrics."""
+    """Scrapes ModelMesh in the background and publishes the §3 load and cache metrics.
+
+    `clock` is monotonic time for the rate windows and the loop (a wall-clock step must not bend a rate);
+    the health timestamps use the wall clock of `health`.
+    """
 
     def __init__(
         self,
@@ -182,7 +232,7 @@ class ModelMeshCollector(Collector):
         ssl_context: ssl.SSLContext | bool = True,
         timeout_s: float = 2.0,
         load_window_s: float = 30.0,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._health = health
         self._url = url
@@ -193,43 +243,69 @@ class ModelMeshCollector(Collector):
         self._reading: ModelMeshReading | None = None
         health.register(names.COLLECTOR_MODELMESH)
 
-    async def scrape_once(self, session: aiohttp.ClientSession) -> None:
+    @property
+    def window(self) -> CounterWindow:
+        return self._window
+
+    async def scrape_once(self, session: aiohttp.ClientSession) -> bool:
         """One scrape; on failure the previous values stay and the failure is counted by reason."""
+        started = time.perf_counter()
         try:
-            text = await self._fetch(session)
-            reading = parse_modelmesh(text)
+            text, at = await self._fetch(session)
+            self.ingest(text, at)
         except ScrapeFailure as failure:
             self._health.failed(names.COLLECTOR_MODELMESH, failure.reason, f"{self._url}: {failure}")
-            return
-        self._window.add(reading, self._clock())
-        self._reading = reading
+            return False
+        finally:
+            self._health.observe_duration(names.COLLECTOR_MODELMESH, time.perf_counter() - started)
         self._health.succeeded(names.COLLECTOR_MODELMESH)
+        return True
 
-    async def _fetch(self, session: aiohttp.ClientSession) -> str:
-        try:
-            async with session.get(self._url, ssl=self._ssl, timeout=self._timeout) as response:
-                if response.status != 200:
-                    raise ScrapeFailure(names.REASON_HTTP, f"HTTP {response.status}")
-                return await response.text()
-        except TimeoutError as error:
-            raise ScrapeFailure(names.REASON_TIMEOUT, f"no answer within {self._timeout.total} s") from error
-        except (aiohttp.ClientSSLError, ssl.SSLError) as error:
-            raise ScrapeFailure(names.REASON_TLS, str(error)) from error
-        except aiohttp.ClientConnectionError as error:
-            if isinstance(error, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError):
+    def ingest(self, text: str, at: float) -> None:
+        """Parse one body read at monotonic time `at` and fold it in; raises ScrapeFailure, changing nothing."""
+        reading = parse_modelmesh(text)
+        self._window.add(reading, at)
+        self._reading = reading
+
+    async def _fetch(self, session: aiohttp.ClientSession) -> tuple[str, float]:
+        """The body and the time its counters were read (when the response headers arrived).
+
+        A server that hangs up before answering on a reused keep-alive connection is retried once at once:
+        that is the server closing an idle connection as we sent, not an outage.
+        """
+        for attempt in (1, 2):
+            try:
+                async with session.get(self._url, ssl=self._ssl, timeout=self._timeout) as response:
+                    at = self._clock()
+                    if response.status != 200:
+                        raise ScrapeFailure(names.REASON_HTTP, f"HTTP {response.status}")
+                    return await response.text(), at
+            except TimeoutError as error:
+                raise ScrapeFailure(names.REASON_TIMEOUT, f"no answer within {self._timeout.total} s") from error
+            except (aiohttp.ClientSSLError, ssl.SSLError) as error:
+                raise ScrapeFailure(names.REASON_TLS, str(error)) from error
+            except aiohttp.ServerDisconnectedError as error:
+                if attempt == 1:
+                    continue
+                raise ScrapeFailure(names.REASON_CONNECT, f"server closed the connection: {error}") from error
+            except aiohttp.ClientPayloadError as error:
                 raise ScrapeFailure(names.REASON_PARSE, f"incomplete body: {error}") from error
-            raise ScrapeFailure(names.REASON_CONNECT, str(error)) from error
-        except aiohttp.ClientPayloadError as error:
-            raise ScrapeFailure(names.REASON_PARSE, f"incomplete body: {error}") from error
-        except (aiohttp.ClientError, UnicodeDecodeError) as error:
-            raise ScrapeFailure(names.REASON_PARSE, str(error)) from error
+            except aiohttp.ClientConnectionError as error:
+                raise ScrapeFailure(names.REASON_CONNECT, str(error)) from error
+            except (aiohttp.ClientError, UnicodeDecodeError) as error:
+                raise ScrapeFailure(names.REASON_PARSE, str(error)) from error
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def run(self, interval_s: float) -> None:
-        """Scrape every `interval_s` until cancelled."""
+        """Scrape every `interval_s` until cancelled; an unexpected error is logged and the loop goes on."""
         async with aiohttp.ClientSession() as session:
             while True:
                 started = self._clock()
-                await self.scrape_once(session)
+                try:
+                    await self.scrape_once(session)
+                except Exception as error:  # a bug must not stop collection for good
+                    log.exception("ModelMesh scrape failed unexpectedly")
+                    self._health.failed(names.COLLECTOR_MODELMESH, names.REASON_INTERNAL, repr(error))
                 await asyncio.sleep(max(0.0, interval_s - (self._clock() - started)))
 
     def collect(self) -> Iterable[Metric]:
@@ -238,22 +314,22 @@ class ModelMeshCollector(Collector):
             return
         yield CounterMetricFamily(
             names.REQUESTS_TOTAL, "Inference requests that ran in this pod; ModelMesh restarts are absorbed.",
-            value=totals.requests,
+            value=totals[REQUESTS],
         )
         if rates is not None:
-            requests_per_second, queue_delay_s, misses_per_second = rates
             yield GaugeMetricFamily(
                 names.REQUESTS_PER_SECOND, "Requests per second that ran in this pod, over the load window.",
-                value=requests_per_second,
+                value=rates.requests_per_second,
             )
             yield GaugeMetricFamily(
                 names.QUEUE_DELAY_SECONDS, "Mean request queue delay over the load window, in seconds.",
-                value=queue_delay_s,
+                value=rates.queue_delay_s,
             )
             yield GaugeMetricFamily(
                 names.CACHE_MISSES_PER_SECOND, "Model cache misses per second over the load window.",
-                value=misses_per_second,
+                value=rates.cache_misses_per_second,
             )
+        # ModelMesh reads 0 when no model is loaded (DESIGN §2): no LRU, so no series.
         if reading.models_loaded > 0 and reading.lru_age_s > 0:
             yield GaugeMetricFamily(
                 names.LRU_AGE_SECONDS, "Seconds since this pod's least recently used model was last used.",

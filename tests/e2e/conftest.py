@@ -2,61 +2,110 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+import json
+import subprocess
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.support.kubectl import write_kubeconfig
-from tests.support.processes import free_port, http_post_json, running
+from tests.support.kubectl import get_raw, write_kubeconfig
+from tests.support.processes import free_port, http_post_json, running, stop
 
 DEPLOYMENT = "modelmesh-serving-demo"
 
 
 @dataclass
 class DataPath:
-    modelmesh_url: str
-    exporter_url: str
+    modelmesh_urls: list[str]
+    exporter_urls: list[str]
     adapter_url: str
     kubeconfig: Path
     log_dir: Path
+    exporters: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
-    def set_load(self, **load: float) -> None:
-        import json
+    @property
+    def modelmesh_url(self) -> str:
+        return self.modelmesh_urls[0]
 
-        http_post_json(self.modelmesh_url.replace("/metrics", "/control"), json.dumps(load))
+    @property
+    def exporter_url(self) -> str:
+        return self.exporter_urls[0]
+
+    def set_load(self, pod: int = 0, **load: float) -> None:
+        http_post_json(self.modelmesh_urls[pod].replace("/metrics", "/control"), json.dumps(load))
+
+    def kill_exporter(self, pod: int) -> None:
+        stop(self.exporters[pod])
 
     def metric_path(self, metric: str, selector: str = f"deployment%3D{DEPLOYMENT}") -> str:
         return f"/apis/external.metrics.k8s.io/v1beta1/namespaces/default/{metric}?labelSelector={selector}"
 
+    def served(self, metric: str) -> tuple[int, float | str]:
+        """What kubectl reads: (0, value) or (exit code, kubectl's error text)."""
+        code, body = get_raw(self.kubeconfig, self.metric_path(metric))
+        if code != 0:
+            return code, str(body)
+        value: str = body["items"][0]["value"]
+        return 0, int(value.removesuffix("m")) / 1000 if value.endswith("m") else float(value)
+
+    def value(self, metric: str) -> float | None:
+        code, value = self.served(metric)
+        return value if code == 0 and isinstance(value, float) else None
+
+
+@contextmanager
+def data_path_running(
+    workdir: Path, pods: int = 1, rps: float = 50.0, adapter_args: Sequence[str] = (),
+    policy: dict[str, object] | None = None,
+) -> Iterator[DataPath]:
+    """`pods` fake ModelMesh containers (https), one exporter each, and one adapter scraping them."""
+    adapter_port = free_port()
+    with ExitStack() as stack:
+        modelmesh_urls, exporter_urls, exporters = [], [], []
+        for index in range(pods):
+            mm_port, exporter_port = free_port(), free_port()
+            modelmesh_url = f"https://127.0.0.1:{mm_port}/metrics"
+            exporter_url = f"http://127.0.0.1:{exporter_port}/metrics"
+            cert_dir = workdir / f"mm-tls-{index}"
+            stack.enter_context(running(
+                ["autoscaler.demo.fake_modelmesh", "--listen", f"127.0.0.1:{mm_port}", "--rps", str(rps),
+                 "--cert-dir", str(cert_dir)],
+                modelmesh_url, workdir / f"modelmesh-{index}.log",
+            ))
+            exporters.append(stack.enter_context(running(
+                ["exporter.cli", "--listen", f"127.0.0.1:{exporter_port}", "--modelmesh-url", modelmesh_url,
+                 "--modelmesh-ca-file", str(cert_dir / "tls.crt"), "--no-gpu",
+                 "--modelmesh-interval", "0.5", "--load-window", "3"],
+                exporter_url, workdir / f"exporter-{index}.log",
+            )))
+            modelmesh_urls.append(modelmesh_url)
+            exporter_urls.append(exporter_url)
+        targets = workdir / "targets.yaml"
+        targets.write_text(yaml.safe_dump({"runtimes": [{
+            "namespace": "default", "deployment": DEPLOYMENT,
+            "pods": [{"name": f"pod-{i}", "url": url} for i, url in enumerate(exporter_urls)],
+        }]}))
+        config_args: list[str] = []
+        if policy is not None:
+            (workdir / "policy.yaml").write_text(yaml.safe_dump({"defaults": policy}))
+            config_args = ["--config", str(workdir / "policy.yaml")]
+        stack.enter_context(running(
+            ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{adapter_port}",
+             "--targets", str(targets), "--refresh-interval", "1", "--window", "3", *config_args,
+             *adapter_args],
+            f"https://127.0.0.1:{adapter_port}/healthz", workdir / "adapter.log",
+        ))
+        yield DataPath(
+            modelmesh_urls, exporter_urls, f"https://127.0.0.1:{adapter_port}",
+            write_kubeconfig(workdir / "kubeconfig", f"https://127.0.0.1:{adapter_port}"), workdir, exporters,
+        )
+
 
 @pytest.fixture(scope="module")
 def data_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DataPath]:
-    workdir = tmp_path_factory.mktemp("data-path")
-    mm_port, exporter_port, adapter_port = free_port(), free_port(), free_port()
-    modelmesh_url = f"https://127.0.0.1:{mm_port}/metrics"
-    exporter_url = f"http://127.0.0.1:{exporter_port}/metrics"
-    targets = workdir / "targets.yaml"
-    targets.write_text(yaml.safe_dump({"runtimes": [{
-        "namespace": "default", "deployment": DEPLOYMENT, "pods": [{"name": "pod-0", "url": exporter_url}],
-    }]}))
-    with running(
-        ["autoscaler.demo.fake_modelmesh", "--listen", f"127.0.0.1:{mm_port}", "--rps", "50",
-         "--cert-dir", str(workdir / "mm-tls")],
-        modelmesh_url, workdir / "modelmesh.log",
-    ), running(
-        ["exporter.cli", "--listen", f"127.0.0.1:{exporter_port}", "--modelmesh-url", modelmesh_url,
-         "--modelmesh-ca-file", str(workdir / "mm-tls" / "tls.crt"), "--no-gpu",
-         "--modelmesh-interval", "0.5", "--load-window", "3"],
-        exporter_url, workdir / "exporter.log",
-    ), running(
-        ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{adapter_port}",
-         "--targets", str(targets), "--refresh-interval", "1", "--window", "3", "--scale-down-tau", "1"],
-        f"https://127.0.0.1:{adapter_port}/healthz", workdir / "adapter.log",
-    ):
-        yield DataPath(
-            modelmesh_url, exporter_url, f"https://127.0.0.1:{adapter_port}",
-            write_kubeconfig(workdir / "kubeconfig", f"https://127.0.0.1:{adapter_port}"), workdir,
-        )
+    with data_path_running(tmp_path_factory.mktemp("data-path"), adapter_args=["--scale-down-tau", "1"]) as path:
+        yield path

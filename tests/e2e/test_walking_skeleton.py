@@ -15,11 +15,7 @@ pytestmark = pytest.mark.slow
 
 
 def served_value(data_path: DataPath, metric: str) -> float | None:
-    code, body = get_raw(data_path.kubeconfig, data_path.metric_path(metric))
-    if code != 0:
-        return None
-    value: str = body["items"][0]["value"]
-    return int(value.removesuffix("m")) / 1000 if value.endswith("m") else float(value)
+    return data_path.value(metric)
 
 
 def near(actual: float | None, expected: float, tolerance: float = 0.2) -> bool:
@@ -56,7 +52,7 @@ def test_metric_names_match_case_insensitively(data_path: DataPath) -> None:
 
 def test_servingruntime_selector_names_the_same_runtime(data_path: DataPath) -> None:
     path = data_path.metric_path("modelmesh_request_load", selector="servingruntime%3Ddemo")
-    code, body = poll(lambda: (lambda r: r if r[0] == 0 else None)(get_raw(data_path.kubeconfig, path)),
+    _, body = poll(lambda: (lambda r: r if r[0] == 0 else None)(get_raw(data_path.kubeconfig, path)),
                       timeout=30)  # type: ignore[misc]
     assert body["items"][0]["metricLabels"]["servingruntime"] == "demo"
 

@@ -13,6 +13,9 @@ Two ways to give it data:
   `namespace`/`pod` labels). The first scraped sample lands only about 6 s after start (the discovery
   manager's 5 s throttle, not configurable in 2.42), so wait with `wait_for()`, never with a fixed sleep.
 
+Both on one TSDB work only if every backfilled timestamp is in the past: at start the head refuses samples
+older than the newest block's end, so one future sample makes every scrape "out of bounds" (even `up`).
+
 `stop()`/`kill()` and `start()` again reuse the same port and TSDB, to test a dead Prometheus coming back.
 The process's output goes to `prometheus.log` in the work directory (pass pytest's `tmp_path` as `workdir`
 to keep it after a failure); errors raised here quote its tail. Every process still running when the
@@ -107,7 +110,7 @@ def create_blocks(openmetrics: str, tsdb_dir: str | Path, *, promtool: str = PRO
     """Backfill OpenMetrics text (with timestamps, ending `# EOF`) into TSDB blocks under `tsdb_dir`.
 
     Runs `promtool tsdb create-blocks-from openmetrics FILE DIR`; start `PrometheusServer(tsdb_dir=...)` on
-    the directory afterwards (blocks added to a running server are only picked up at its next reload).
+    the directory afterwards (a running server picks up new blocks only at its next reload, about a minute).
     Returns the directory. Raises `PrometheusTestError` with promtool's output when it refuses the text.
     """
     target = Path(tsdb_dir)

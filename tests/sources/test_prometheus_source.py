@@ -30,9 +30,8 @@ from exporter import names
 from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text
 from tests.sources.static_discovery import StaticDiscovery
 
-NOW = time.time()
-SCRAPED_BEFORE = NOW - 40.0  # an older scrape: the newest one must win
-SCRAPED = NOW - 10.0  # well inside the 5-minute lookback of instant queries
+AGE_S = 10.0  # how old the newest backfilled scrape is: well inside instant queries' 5-minute lookback
+OLDER_AGE_S = 40.0  # an older scrape, whose values the newest one must hide
 
 TRITON = RuntimeKey("team-a", "modelmesh-serving-triton")
 MLSERVER = RuntimeKey("team-b", "modelmesh-serving-mlserver")
@@ -85,12 +84,13 @@ def signals(
     return values
 
 
-def cluster_samples(at: float = SCRAPED) -> list[Sample]:
+def cluster_samples(now: float, age_s: float = AGE_S) -> list[Sample]:
     """Two runtimes in two namespaces, sharing a pod name, plus an unrelated pod and an older scrape."""
+    at, before = now - age_s, now - OLDER_AGE_S
     return [
         # An older scrape of team-a/a-1 with other values: instant queries must return the newer one.
-        *exporter_series("team-a", "a-1", SCRAPED_BEFORE, signals(1, 1, 1, 0.1, 1, lru=1), gpus=[0.9, 0.9],
-                         dcgm_percent=[90, 90], last_success=SCRAPED_BEFORE),
+        *exporter_series("team-a", "a-1", before, signals(1, 1, 1, 0.1, 1, lru=1), gpus=[0.9, 0.9],
+                         dcgm_percent=[90, 90], last_success=before),
         *exporter_series("team-a", "a-1", at, signals(12.5, 0.02, 0.1, 0.95, 7, lru=300), gpus=[0.2, 0.4],
                          dcgm_percent=[50, 70], last_success=at - 3),
         # No model loaded: no LRU series. Exporter clock ahead of Prometheus: the scrape time wins the min.
@@ -122,6 +122,12 @@ def dead_url() -> Iterator[str]:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+@pytest.fixture
+def now() -> float:
+    """The test's wall clock, read when it starts: backfilled data must be recent at query time."""
+    return time.time()
 
 
 @pytest.fixture
@@ -174,45 +180,46 @@ async def query_requests(prom: PrometheusServer) -> float:
 
 @pytest.mark.slow
 async def test_values_per_pod_come_out_right(
-    start_prometheus: StartPrometheus, make_source: MakeSource
+    start_prometheus: StartPrometheus, make_source: MakeSource, now: float
 ) -> None:
-    prom = await start_prometheus(cluster_samples())
+    prom = await start_prometheus(cluster_samples(now))
     source = make_source(prom.url)
+    scraped = now - AGE_S
 
-    snapshots = await source.collect(NOW)
+    snapshots = await source.collect(now)
 
     assert [s.key for s in snapshots] == [TRITON, MLSERVER]
-    assert all(s.source_ok and s.taken_at == NOW for s in snapshots)
+    assert all(s.source_ok and s.taken_at == now for s in snapshots)
     pods = by_pod(snapshots)
     a1 = pods["team-a", "a-1"]
-    assert a1.sampled_at == pytest.approx(SCRAPED - 3, abs=1e-3)  # the exporter's own, older than the scrape
+    assert a1.sampled_at == pytest.approx(scraped - 3, abs=1e-3)  # the exporter's own, older than the scrape
     assert a1.gpu_busy == pytest.approx(0.3)  # mean over its two GPUs, from the newest scrape
     assert replace(a1, sampled_at=None, gpu_busy=None) == PodSample(
         name="a-1", ready=True, requests_per_second=12.5, queue_delay_s=0.02, cache_misses_per_second=0.1,
         lru_age_s=300, cache_used_ratio=0.95, models_loaded=7,
     )
     a2 = pods["team-a", "a-2"]
-    assert a2.sampled_at == pytest.approx(SCRAPED, abs=1e-3)  # min(exporter's clock, scrape time)
+    assert a2.sampled_at == pytest.approx(scraped, abs=1e-3)  # min(exporter's clock, scrape time)
     assert (a2.gpu_busy, a2.requests_per_second, a2.lru_age_s, a2.models_loaded) == (0.1, 3, None, 0)
     assert pods["team-a", "a-3"] == PodSample(name="a-3", ready=False)  # never seen: no data, not zeros
     b1 = pods["team-b", "a-1"]  # same pod name, other namespace: not mixed up
     assert (b1.requests_per_second, b1.lru_age_s) == (99, 42)
-    assert b1.sampled_at == pytest.approx(SCRAPED - 1, abs=1e-3)
+    assert b1.sampled_at == pytest.approx(scraped - 1, abs=1e-3)
     b2 = pods["team-b", "b-2"]
-    assert b2.sampled_at == pytest.approx(SCRAPED, abs=1e-3)
+    assert b2.sampled_at == pytest.approx(scraped, abs=1e-3)
     assert (b2.requests_per_second, b2.gpu_busy, b2.queue_delay_s) == (5, None, None)
     assert source.errors == {}
 
 
 @pytest.mark.slow
 async def test_dcgm_mode_reads_percent_as_a_ratio(
-    start_prometheus: StartPrometheus, make_source: MakeSource
+    start_prometheus: StartPrometheus, make_source: MakeSource, now: float
 ) -> None:
-    prom = await start_prometheus(cluster_samples())
+    prom = await start_prometheus(cluster_samples(now))
     gpu_source: GpuSource = "dcgm"
     source = make_source(prom.url, gpu_source=gpu_source)
 
-    pods = by_pod(await source.collect(NOW))
+    pods = by_pod(await source.collect(now))
 
     assert pods["team-a", "a-1"].gpu_busy == pytest.approx(0.6)  # (50 + 70) / 2 / 100, not the exporter's 0.3
     assert pods["team-a", "a-2"].gpu_busy == pytest.approx(0.1)
@@ -222,17 +229,16 @@ async def test_dcgm_mode_reads_percent_as_a_ratio(
 
 @pytest.mark.slow
 async def test_nan_or_negative_series_is_absent_not_zero(
-    start_prometheus: StartPrometheus, make_source: MakeSource, caplog: pytest.LogCaptureFixture
+    start_prometheus: StartPrometheus, make_source: MakeSource, caplog: pytest.LogCaptureFixture, now: float
 ) -> None:
     bad = signals(rps=math.nan, queue=-0.5, misses=0.2, cache=0.5, models=2, lru=math.inf)
-    prom = await start_prometheus(
-        exporter_series("team-a", "a-1", SCRAPED, bad, gpus=[0.5], last_success=SCRAPED)
-    )
+    at = now - AGE_S
+    prom = await start_prometheus(exporter_series("team-a", "a-1", at, bad, gpus=[0.5], last_success=at))
     source = make_source(prom.url, StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1"]}))
 
     with caplog.at_level(logging.WARNING, logger=source_module.__name__):
-        (snapshot,) = await source.collect(NOW)
-        await source.collect(NOW + 15)
+        (snapshot,) = await source.collect(now)
+        await source.collect(now + 15)
 
     assert snapshot.source_ok
     (pod,) = snapshot.pods
@@ -244,27 +250,27 @@ async def test_nan_or_negative_series_is_absent_not_zero(
 
 @pytest.mark.slow
 async def test_dead_prometheus_holds_last_good_samples_and_recovers(
-    start_prometheus: StartPrometheus, make_source: MakeSource, caplog: pytest.LogCaptureFixture
+    start_prometheus: StartPrometheus, make_source: MakeSource, caplog: pytest.LogCaptureFixture, now: float
 ) -> None:
-    prom = await start_prometheus(cluster_samples())
+    prom = await start_prometheus(cluster_samples(now))
     source = make_source(prom.url)
-    good = await source.collect(NOW)
+    good = await source.collect(now)
 
     await prom.kill()
     with caplog.at_level(logging.INFO, logger=source_module.__name__):
-        held = [await source.collect(NOW + 15 * i) for i in (1, 2, 3)]
+        held = [await source.collect(now + 15 * i) for i in (1, 2, 3)]
         # While it is down, newer data arrives (as if backfilled by a remote-write replay).
-        newer = [s for s in cluster_samples(at=NOW - 2) if s.labels["pod"] == "a-2"]
+        newer = [s for s in cluster_samples(now, age_s=2) if s.labels["pod"] == "a-2"]
         create_blocks(openmetrics_text(newer), prom.tsdb_dir)
         await prom.start()
-        back = await source.collect(NOW + 60)
+        back = await source.collect(now + 60)
 
     for snapshots in held:
         assert all(not s.source_ok for s in snapshots)
         assert by_pod(snapshots) == by_pod(good)  # last good samples, old sampled_at: stale, never zero
     assert source.errors["connect"] == 3
     assert all(s.source_ok for s in back)
-    assert by_pod(back)["team-a", "a-2"].sampled_at == pytest.approx(NOW - 2, abs=1e-3)
+    assert by_pod(back)["team-a", "a-2"].sampled_at == pytest.approx(now - 2, abs=1e-3)
     assert by_pod(back)["team-a", "a-1"] == by_pod(good)["team-a", "a-1"]
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1 and "connect" in warnings[0].getMessage()  # once per outage, from any logger
@@ -274,14 +280,14 @@ async def test_dead_prometheus_holds_last_good_samples_and_recovers(
 
 @pytest.mark.slow
 async def test_one_query_per_signal_per_refresh(
-    start_prometheus: StartPrometheus, make_source: MakeSource
+    start_prometheus: StartPrometheus, make_source: MakeSource, now: float
 ) -> None:
-    prom = await start_prometheus(cluster_samples())
+    prom = await start_prometheus(cluster_samples(now))
     source = make_source(prom.url)
 
     before = await query_requests(prom)
-    await source.collect(NOW)
-    await source.collect(NOW + 15)
+    await source.collect(now)
+    await source.collect(now + 15)
     after = await query_requests(prom)
 
     # Two runtimes, five pods, two refreshes: still one query per signal per refresh.
@@ -290,13 +296,14 @@ async def test_one_query_per_signal_per_refresh(
 
 @pytest.mark.slow
 async def test_no_series_for_any_known_pod_is_an_outage(
-    start_prometheus: StartPrometheus, make_source: MakeSource
+    start_prometheus: StartPrometheus, make_source: MakeSource, now: float
 ) -> None:
-    other = exporter_series("elsewhere", "x-1", SCRAPED, signals(1, 0, 0, 0.5, 1), last_success=SCRAPED)
+    scraped = now - AGE_S
+    other = exporter_series("elsewhere", "x-1", scraped, signals(1, 0, 0, 0.5, 1), last_success=scraped)
     prom = await start_prometheus(other)
     source = make_source(prom.url)
 
-    snapshots = await source.collect(NOW)
+    snapshots = await source.collect(now)
 
     assert all(not s.source_ok for s in snapshots)
     assert source.errors["empty"] == 1
@@ -340,11 +347,11 @@ async def test_scraped_exporter_series_are_joined_by_their_own_labels(
 # ---- failure modes that need no Prometheus ----
 
 
-async def test_dead_url_fails_fast(make_source: MakeSource, dead_url: str) -> None:
+async def test_dead_url_fails_fast(make_source: MakeSource, dead_url: str, now: float) -> None:
     source = make_source(dead_url, timeout_s=5.0)
 
     started = time.monotonic()
-    snapshots = await source.collect(NOW)
+    snapshots = await source.collect(now)
 
     assert time.monotonic() - started < 2.0
     assert all(not s.source_ok for s in snapshots)
@@ -363,7 +370,7 @@ async def test_dead_url_fails_fast(make_source: MakeSource, dead_url: str) -> No
     ],
 )
 async def test_bad_answers_are_an_outage_not_an_exception(
-    aiohttp_server: AiohttpServer, make_source: MakeSource, status: int, body: str, reason: str
+    aiohttp_server: AiohttpServer, make_source: MakeSource, status: int, body: str, reason: str, now: float
 ) -> None:
     async def answer(request: web.Request) -> web.Response:
         return web.Response(status=status, text=body, content_type="application/json")
@@ -373,13 +380,15 @@ async def test_bad_answers_are_an_outage_not_an_exception(
     server = await aiohttp_server(app)
     source = make_source(str(server.make_url("")))
 
-    snapshots = await source.collect(NOW)
+    snapshots = await source.collect(now)
 
     assert all(not s.source_ok for s in snapshots)
     assert source.errors == {reason: 1}
 
 
-async def test_slow_prometheus_times_out(aiohttp_server: AiohttpServer, make_source: MakeSource) -> None:
+async def test_slow_prometheus_times_out(
+    aiohttp_server: AiohttpServer, make_source: MakeSource, now: float
+) -> None:
     release = asyncio.Event()
 
     async def stall(request: web.Request) -> web.Response:
@@ -392,7 +401,7 @@ async def test_slow_prometheus_times_out(aiohttp_server: AiohttpServer, make_sou
     source = make_source(str(server.make_url("")), timeout_s=0.2)
 
     started = time.monotonic()
-    snapshots = await source.collect(NOW)
+    snapshots = await source.collect(now)
     release.set()
 
     assert time.monotonic() - started < 1.5
@@ -401,7 +410,7 @@ async def test_slow_prometheus_times_out(aiohttp_server: AiohttpServer, make_sou
 
 
 async def test_unhealthy_discovery_marks_snapshots_not_ok(
-    aiohttp_server: AiohttpServer, make_source: MakeSource
+    aiohttp_server: AiohttpServer, make_source: MakeSource, now: float
 ) -> None:
     async def answer(request: web.Request) -> web.Response:
         return web.json_response({"status": "success", "data": {"resultType": "vector", "result": []}})
@@ -413,7 +422,45 @@ async def test_unhealthy_discovery_marks_snapshots_not_ok(
     disc.healthy = False
     source = make_source(str(server.make_url("")), disc)
 
-    (snapshot,) = await source.collect(NOW)
+    (snapshot,) = await source.collect(now)
 
     assert not snapshot.source_ok
     assert source.errors == {}  # Prometheus itself was fine: no Ready pod, so an empty answer is no outage
+
+
+async def test_pod_missing_from_an_answer_keeps_its_last_good_sample(
+    aiohttp_server: AiohttpServer, make_source: MakeSource, now: float
+) -> None:
+    """Prometheus answers, but one pod's series are gone (its scrape failed): hold, never zero, never go back."""
+    answers: dict[str, list[dict[str, object]]] = {}
+
+    async def query(request: web.Request) -> web.Response:
+        result = answers.get(request.query["query"], [])
+        return web.json_response({"status": "success", "data": {"resultType": "vector", "result": result}})
+
+    def series(pod: str, value: float) -> dict[str, object]:
+        return {"metric": {"namespace": TRITON.namespace, "pod": pod}, "value": [now, repr(value)]}
+
+    app = web.Application()
+    app.router.add_get("/api/v1/query", query)
+    server = await aiohttp_server(app)
+    source = make_source(
+        str(server.make_url("")), StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1", "a-2"]})
+    )
+    freshness, _gpu, rps, *_ = source.queries
+
+    answers[freshness] = [series("a-1", now - 5), series("a-2", now - 5)]
+    answers[rps] = [series("a-1", 40.0), series("a-2", 2.0)]
+    (first,) = await source.collect(now)
+    answers[freshness] = [series("a-2", now)]  # a-1 vanished
+    answers[rps] = [series("a-2", 3.0)]
+    (second,) = await source.collect(now + 15)
+    answers[freshness] = [series("a-1", now - 60), series("a-2", now)]  # a-1 back, but older than we hold
+    answers[rps] = [series("a-1", 0.0), series("a-2", 3.0)]
+    (third,) = await source.collect(now + 30)
+
+    assert first.pods[0].requests_per_second == 40.0
+    assert second.source_ok and third.source_ok
+    assert second.pods[0] == first.pods[0] == third.pods[0]  # stale by its own sampled_at, not idle
+    assert (second.pods[1].requests_per_second, second.pods[1].sampled_at) == (3.0, now)
+    assert source.errors == {}

@@ -1,0 +1,125 @@
+"""Wall time of one full scrape-source refresh against 500 local exporters.
+
+One aiohttp server answers for all 500 pods (a path per pod) with exporter output of realistic size, so the
+figure is the adapter's own cost: concurrency bound, HTTP client, parsing. Goal: well inside one 15 s
+refresh interval. Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import statistics
+import time
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from autoscaler.model import RuntimeKey
+from autoscaler.sources.base import PodTarget, RuntimeInventory
+from autoscaler.sources.scrape import ScrapeSource
+from exporter import names
+
+PODS = 500
+RUNTIMES = 10
+ROUNDS = 5
+
+
+class _Inventory:
+    def __init__(self, inventory: dict[RuntimeKey, RuntimeInventory]) -> None:
+        self._inventory = inventory
+
+    @property
+    def healthy(self) -> bool:
+        return True
+
+    async def start(self) -> None:
+        return None
+
+    def inventory(self) -> dict[RuntimeKey, RuntimeInventory]:
+        return self._inventory
+
+    async def close(self) -> None:
+        return None
+
+
+def exporter_text(pod: int) -> bytes:
+    """What one exporter with 8 GPUs serves."""
+
+    class Families:
+        def collect(self) -> list[GaugeMetricFamily | CounterMetricFamily]:
+            now = time.time()
+            busy = GaugeMetricFamily(names.GPU_BUSY_RATIO, "busy", labels=["gpu", "uuid"])
+            used = GaugeMetricFamily(names.GPU_MEMORY_USED_BYTES, "used", labels=["gpu", "uuid"])
+            for gpu in range(8):
+                busy.add_metric([str(gpu), f"GPU-{pod}-{gpu}"], (pod % 10) / 10)
+                used.add_metric([str(gpu), f"GPU-{pod}-{gpu}"], 1e9)
+            success = GaugeMetricFamily(names.COLLECTOR_SUCCESS, "ok", labels=["collector"])
+            success.add_metric(["modelmesh"], 1)
+            success.add_metric(["gpu"], 1)
+            last = GaugeMetricFamily(names.LAST_SUCCESS_TIMESTAMP, "ts", labels=["collector"])
+            last.add_metric(["modelmesh"], now)
+            return [
+                busy, used, success, last,
+                CounterMetricFamily(names.REQUESTS_TOTAL, "n", value=1000.0 * pod),
+                GaugeMetricFamily(names.REQUESTS_PER_SECOND, "r", value=float(pod % 50)),
+                GaugeMetricFamily(names.QUEUE_DELAY_SECONDS, "q", value=0.01),
+                GaugeMetricFamily(names.CACHE_MISSES_PER_SECOND, "m", value=0.1),
+                GaugeMetricFamily(names.LRU_AGE_SECONDS, "a", value=600.0),
+                GaugeMetricFamily(names.CACHE_USED_RATIO, "c", value=0.7),
+                GaugeMetricFamily(names.CACHE_CAPACITY_BYTES, "cap", value=1.6e10),
+                GaugeMetricFamily(names.MODELS_LOADED, "l", value=12.0),
+            ]
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Families())  # type: ignore[arg-type]
+    return generate_latest(registry)
+
+
+async def main() -> None:
+    # Bodies are rendered up front so the figures are the adapter's cost, not the stand-in server's.
+    bodies = {runtime * 1000 + i: exporter_text(runtime * 1000 + i)
+              for runtime in range(RUNTIMES) for i in range(PODS // RUNTIMES)}
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(body=bodies[int(request.match_info["pod"])], content_type="text/plain",
+                            charset="utf-8")
+
+    app = web.Application()
+    app.router.add_get("/pod/{pod}/metrics", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    inventory = {}
+    for runtime in range(RUNTIMES):
+        key = RuntimeKey("bench", f"modelmesh-serving-rt{runtime}")
+        pods = tuple(
+            PodTarget(f"rt{runtime}-pod{i}", True, f"http://127.0.0.1:{port}/pod/{runtime * 1000 + i}/metrics")
+            for i in range(PODS // RUNTIMES)
+        )
+        inventory[key] = RuntimeInventory(key, pods)
+    source = ScrapeSource(_Inventory(inventory), timeout_s=10, concurrency=64)
+    walls, cpus = [], []
+    for _ in range(ROUNDS):
+        wall, cpu = time.perf_counter(), time.process_time()
+        snapshots = await source.collect(time.time())
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+        fresh = sum(1 for s in snapshots for p in s.pods if p.sampled_at is not None)
+        assert fresh == PODS, f"only {fresh} of {PODS} pods scraped"
+    await source.close()
+    await runner.cleanup()
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"scrape source, {PODS} exporters (8 GPUs each) over loopback, concurrency 64, {ROUNDS} rounds")
+    print(f"  wall per full refresh: median {statistics.median(walls) * 1000:.0f} ms, "
+          f"max {max(walls) * 1000:.0f} ms (goal: well inside 15 s)")
+    print(f"  CPU per refresh (adapter client plus the in-process stand-in server): "
+          f"median {statistics.median(cpus) * 1000:.0f} ms")
+    print(f"  peak RSS of the benchmark process: {peak_mib:.0f} MiB")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,59 @@
+"""The brain seen through the HTTPS API with kubectl: fast up, slow down, hold on gaps, 503 when blind."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import data_path_running
+from tests.support.processes import poll
+
+pytestmark = pytest.mark.slow
+
+POLICY = {"target_rps_per_pod": 100, "min_coverage": 0.5}
+
+
+def test_load_step_up_is_served_at_once_and_step_down_slowly(tmp_path: Path) -> None:
+    with data_path_running(tmp_path, pods=2, rps=50, policy={**POLICY, "scale_down_tau_s": 10}) as path:
+        poll(lambda: path.value("modelmesh_desired_replicas") == 1.0, timeout=30)
+
+        path.set_load(pod=0, requests_per_second=400)
+        # M2(400, 50) x 2 pods = 570 req/s: six pods of 100 (a plain mean would say five).
+        poll(lambda: (path.value("modelmesh_desired_replicas") or 0) >= 6, timeout=15)
+        peak = path.value("modelmesh_request_load")
+        assert peak is not None and peak > 500
+
+        path.set_load(pod=0, requests_per_second=50)
+        time.sleep(5)  # past the exporters' 3 s load window: their raw rates are back to 50 req/s
+        first = path.value("modelmesh_request_load")
+        time.sleep(3)
+        second = path.value("modelmesh_request_load")
+        assert first is not None and second is not None
+        assert 200 < second < first < peak, (peak, first, second)
+        assert (path.value("modelmesh_desired_replicas") or 0) > 1
+
+
+def test_missing_exporter_holds_the_value_and_no_data_answers_503(tmp_path: Path) -> None:
+    with data_path_running(
+        tmp_path, pods=2, rps=100, policy={**POLICY, "scale_down_tau_s": 1},
+        adapter_args=["--max-staleness", "3"],
+    ) as path:
+        poll(lambda: 180 < (path.value("modelmesh_request_load") or 0) < 220, timeout=30)
+
+        path.kill_exporter(1)
+        time.sleep(4)  # pod-1's last sample is now older than --max-staleness
+        path.set_load(pod=0, requests_per_second=10)
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            held = path.value("modelmesh_request_load")
+            assert held is not None and held >= 180, f"value fell to {held} while a pod's data was missing"
+            time.sleep(1)
+
+        path.kill_exporter(0)
+        code, message = poll(lambda: (lambda r: r if r[0] != 0 else None)(path.served("modelmesh_request_load")),
+                             timeout=15)  # type: ignore[misc]
+        assert "ServiceUnavailable" in str(message) or "503" in str(message)
+        code, message = path.served("modelmesh_desired_replicas")
+        assert code != 0, "desired replicas must not be served without data"
