@@ -189,7 +189,7 @@ def aggregate(pods: Sequence[PodSample], policy: RuntimePolicy, now: float) -> A
     oldest: float | None = None
     room = full = False
     global_lru = 0.0
-    for raw in pods:
+    for i, raw in enumerate(pods):
         pod = clean_sample(raw)
         cleaned.append(pod)
         t = pod.sampled_at
@@ -203,17 +203,20 @@ def aggregate(pods: Sequence[PodSample], policy: RuntimePolicy, now: float) -> A
         fresh.append(True)
         if oldest is None or t < oldest:
             oldest = t
-        if pod.gpu_busy is not None:
-            gpu.append(pod.gpu_busy)
+        b = pod.gpu_busy
+        if b is not None:
+            gpu.append(b)
         r = pod.requests_per_second
         if r is not None:
             rps.append(r)
-            rps_at.append(len(cleaned) - 1)
+            rps_at.append(i)
         q = pod.queue_delay_s
         if q is not None:
             queue_sum += q
             if queue_max is None or q > queue_max:
                 queue_max = q
+        if room:
+            continue  # one pod with room settles the cache question for the runtime
         state = _cache_state(pod, full_ratio)
         if state == _ROOM:
             room = True

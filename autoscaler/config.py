@@ -86,7 +86,8 @@ def parse_field(name: str, raw: object) -> float | int | None:
 
 
 def _suggest(name: str) -> str:
-    close = difflib.get_close_matches(name, _FIELDS, n=1)
+    """A hint for a misspelt key: a field the name starts, else the closest spelling."""
+    close = [f for f in _FIELDS if f.startswith(name)] or difflib.get_close_matches(name, _FIELDS, n=1, cutoff=0.5)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
@@ -167,9 +168,7 @@ class PolicyBook:
 
     def policy_for(self, key: RuntimeKey, annotations: Mapping[str, str] | None = None) -> RuntimePolicy:
         """The policy of one runtime; cheap to call every refresh (results are cached by annotation set)."""
-        ours = tuple(
-            sorted((k, v) for k, v in (annotations or {}).items() if k.startswith(POLICY_ANNOTATION_PREFIX))
-        )
+        ours = tuple(sorted((k, v) for k, v in (annotations or {}).items() if k.startswith(POLICY_ANNOTATION_PREFIX)))
         cache_key = (key, ours)
         cached = self._cache.get(cache_key)
         if cached is not None:

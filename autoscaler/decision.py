@@ -17,6 +17,9 @@ term of the recommendation: pods we cannot see add no invented load, and the hol
 sum from lowering anything while they are missing. A signal that no fresh pod reports (no GPU anywhere, say)
 makes that one metric unknown and that term propose nothing; the other metrics are still served.
 `modelmesh_desired_replicas` is served as the smoothed recommendation rounded up (see `smoothing`).
+
+Pods are ranked (§7) on every refresh, known or not, from each Ready pod's last good sample, so /debug can
+always show them; whoever writes deletion costs should act only on known views.
 """
 
 from __future__ import annotations
@@ -173,7 +176,7 @@ def decide(
         served: float | None = None
         if target is not None and state is not None:
             served = float(ceil_pods(state.value)) if metric is ServedMetric.DESIRED_REPLICAS else state.value
-        values[metric] = ServedValue(value=served, raw=raw[metric], timestamp=agg.oldest_sample_at)
+        values[metric] = ServedValue(value=served, raw=target, timestamp=agg.oldest_sample_at)
 
     ranking = rank_pods(agg.pods, default_terms(policy))
     pods = _pod_views(agg, ranking, now)

@@ -2,7 +2,8 @@
 
 Modelled on custom-metrics-apiserver (request counts and latency, a freshness histogram of what was served)
 and node_exporter (per-source errors and refresh duration), plus what only this adapter knows: how many
-refreshes in a row a runtime has been missing data.
+refreshes in a row a runtime has been missing data, and how its authentication and authorization fare (a
+rising `error` count means the Kubernetes API is failing the adapter's reviews: HPA requests get errors).
 """
 
 from __future__ import annotations
@@ -55,4 +56,40 @@ class AdapterMetrics:
             "modelmesh_autoscaler_served_value",
             "The value served for each runtime and metric, after smoothing.",
             ["namespace", "deployment", "metric"], registry=self.registry,
+        )
+        self.authentications = Counter(
+            "modelmesh_autoscaler_authentications_total",
+            "Authentication outcomes of protected requests by method (requestheader, x509, token, none) and result "
+            "(success, failure).",
+            ["method", "result"], registry=self.registry,
+        )
+        self.authorizations = Counter(
+            "modelmesh_autoscaler_authorization_decisions_total",
+            "Authorization decisions by decision (allowed, denied, error) and whether the cache answered.",
+            ["decision", "cached"], registry=self.registry,
+        )
+        self.kube_api_seconds = Histogram(
+            "modelmesh_autoscaler_kube_api_request_duration_seconds",
+            "Kubernetes API calls made for authentication and authorization, by call and outcome "
+            "(ok, error, timeout).",
+            ["call", "outcome"], registry=self.registry,
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+        )
+        # Deletion costs and leader election (DESIGN §7).
+        self.pod_deletion_cost = Gauge(
+            "modelmesh_autoscaler_pod_deletion_cost",
+            "The controller.kubernetes.io/pod-deletion-cost this replica last wrote on a pod (the leader only).",
+            ["namespace", "pod"], registry=self.registry,
+        )
+        self.deletion_cost_patches = Counter(
+            "modelmesh_autoscaler_deletion_cost_patches_total",
+            "Deletion-cost patches by result: ok, not_found (pod gone), retried (409, 429, 5xx or no answer; "
+            "retried with backoff), failed (refused; tried again at the 5-minute refresh).",
+            ["result"], registry=self.registry,
+        )
+        self.leader = Gauge(
+            "modelmesh_autoscaler_leader",
+            "1 while this replica writes deletion costs (it holds the leader Lease, or leader election is off), "
+            "else 0.",
+            registry=self.registry,
         )

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from autoscaler.actuation import deletion_cost_context
 from autoscaler.api.app import build_api_app
 from autoscaler.certs import self_signed_server_context, server_context
 from autoscaler.config import PolicyBook, apply_overrides, load_policy_book
@@ -90,7 +91,8 @@ def _is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
-async def build_app(settings: ServeSettings) -> web.Application:
+async def build_app(settings: ServeSettings, tls: ssl.SSLContext | None = None) -> web.Application:
+    """The API application. `tls` is the serving context: authentication adds the client CAs to it."""
     metrics = AdapterMetrics()
     policies = policy_book(settings)
     discovery = build_discovery(settings)
@@ -99,12 +101,13 @@ async def build_app(settings: ServeSettings) -> web.Application:
         source, policies, metrics, interval_s=settings.refresh_interval_s, window_s=settings.window_s
     )
     if settings.insecure_dev:
-        auth_middlewares = []
+        app = build_api_app(refresher, metrics)
     else:
-        from autoscaler.api.auth import build_auth_middlewares
+        from autoscaler.api.auth import build_api_security
 
-        auth_middlewares = await build_auth_middlewares(settings)
-    app = build_api_app(refresher, metrics, auth_middlewares)
+        security = await build_api_security(settings, tls, metrics)
+        app = build_api_app(refresher, metrics, security.middlewares)
+        app.on_cleanup.append(security.close)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         await discovery.start()
@@ -117,6 +120,8 @@ async def build_app(settings: ServeSettings) -> web.Application:
         await discovery.close()
 
     app.cleanup_ctx.append(lifecycle)
+    # After the refresh loop: started once it runs, stopped (Lease released) before it stops.
+    app.cleanup_ctx.append(deletion_cost_context(settings, refresher, metrics))
     return app
 
 
@@ -130,5 +135,5 @@ def serve(settings: ServeSettings) -> None:
     context = tls_context(settings)
     log.info("serving external.metrics.k8s.io on https://%s:%d (source %s, refresh every %.0f s)",
              host, settings.listen_port, settings.source, settings.refresh_interval_s)
-    web.run_app(build_app(settings), host=host, port=settings.listen_port, ssl_context=context,
+    web.run_app(build_app(settings, context), host=host, port=settings.listen_port, ssl_context=context,
                 print=None, access_log=None)

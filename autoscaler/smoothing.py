@@ -64,9 +64,7 @@ def smooth(
     dt = now - state.updated_at
     if dt <= 0.0:
         return state
-    gap = state.value - target
-    if tau > 0.0:
-        gap *= math.exp(-dt / tau)
+    gap = (state.value - target) * math.exp(-dt / tau) if tau > 0.0 else 0.0
     if gap <= settle:
         return SmoothState(target, now)
     return SmoothState(min(state.value, target + gap), now)

@@ -61,7 +61,10 @@ def exporter_text(pod: int) -> bytes:
             last = GaugeMetricFamily(names.LAST_SUCCESS_TIMESTAMP, "ts", labels=["collector"])
             last.add_metric(["modelmesh"], now)
             return [
-                busy, used, success, last,
+                busy,
+                used,
+                success,
+                last,
                 CounterMetricFamily(names.REQUESTS_TOTAL, "n", value=1000.0 * pod),
                 GaugeMetricFamily(names.REQUESTS_PER_SECOND, "r", value=float(pod % 50)),
                 GaugeMetricFamily(names.QUEUE_DELAY_SECONDS, "q", value=0.01),
@@ -79,12 +82,14 @@ def exporter_text(pod: int) -> bytes:
 
 async def main() -> None:
     # Bodies are rendered up front so the figures are the adapter's cost, not the stand-in server's.
-    bodies = {runtime * 1000 + i: exporter_text(runtime * 1000 + i)
-              for runtime in range(RUNTIMES) for i in range(PODS // RUNTIMES)}
+    bodies = {
+        runtime * 1000 + i: exporter_text(runtime * 1000 + i)
+        for runtime in range(RUNTIMES)
+        for i in range(PODS // RUNTIMES)
+    }
 
     async def handler(request: web.Request) -> web.Response:
-        return web.Response(body=bodies[int(request.match_info["pod"])], content_type="text/plain",
-                            charset="utf-8")
+        return web.Response(body=bodies[int(request.match_info["pod"])], content_type="text/plain", charset="utf-8")
 
     app = web.Application()
     app.router.add_get("/pod/{pod}/metrics", handler)
@@ -114,10 +119,14 @@ async def main() -> None:
     await runner.cleanup()
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"scrape source, {PODS} exporters (8 GPUs each) over loopback, concurrency 64, {ROUNDS} rounds")
-    print(f"  wall per full refresh: median {statistics.median(walls) * 1000:.0f} ms, "
-          f"max {max(walls) * 1000:.0f} ms (goal: well inside 15 s)")
-    print(f"  CPU per refresh (adapter client plus the in-process stand-in server): "
-          f"median {statistics.median(cpus) * 1000:.0f} ms")
+    print(
+        f"  wall per full refresh: median {statistics.median(walls) * 1000:.0f} ms, "
+        f"max {max(walls) * 1000:.0f} ms (goal: well inside 15 s)"
+    )
+    print(
+        f"  CPU per refresh (adapter client plus the in-process stand-in server): "
+        f"median {statistics.median(cpus) * 1000:.0f} ms"
+    )
     print(f"  peak RSS of the benchmark process: {peak_mib:.0f} MiB")
 
 

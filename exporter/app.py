@@ -1,16 +1,20 @@
 """The exporter's HTTP surface and the background loops that feed it.
 
 Collection happens in background tasks; a Prometheus scrape only renders the last values, so a slow
-ModelMesh or GPU driver never makes `/metrics` slow.
+ModelMesh or GPU driver never makes `/metrics` slow. `/metrics` is prometheus_client's own aiohttp handler
+on our own registry: one `generate_latest` per scrape, content negotiation (OpenMetrics for Prometheus) and
+gzip when the scraper asks for it, as with the library's reference server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry
@@ -24,6 +28,10 @@ from exporter.settings import ExporterSettings
 log = logging.getLogger(__name__)
 
 HEALTH_KEY: web.AppKey[CollectorHealth] = web.AppKey("health", CollectorHealth)
+REGISTRY_KEY: web.AppKey[CollectorRegistry] = web.AppKey("registry", CollectorRegistry)
+
+Loop = Callable[[], Coroutine[Any, Any, None]]
+"""Starts one background loop; called when the app starts, so an app that never runs leaves no coroutine."""
 
 
 def modelmesh_ssl(settings: ExporterSettings) -> ssl.SSLContext | bool:
@@ -36,6 +44,7 @@ def modelmesh_ssl(settings: ExporterSettings) -> ssl.SSLContext | bool:
 
 
 def build_app(settings: ExporterSettings) -> web.Application:
+    """The exporter: ModelMesh collector, GPU collector unless `--no-gpu`, self-metrics, and their loops."""
     registry = CollectorRegistry(auto_describe=False)
     health = CollectorHealth()
     modelmesh = ModelMeshCollector(
@@ -46,18 +55,27 @@ def build_app(settings: ExporterSettings) -> web.Application:
         load_window_s=settings.load_window_s,
     )
     registry.register(modelmesh)
-    loops = [modelmesh.run(settings.modelmesh_interval_s)]
+    loops: list[Loop] = [functools.partial(modelmesh.run, settings.modelmesh_interval_s)]
     health.register(names.COLLECTOR_GPU)
     if settings.gpu_enabled:
+        # Imported here so a CPU-only exporter (`--no-gpu`) never loads pynvml.
         from exporter.collectors.gpu import GpuCollector
 
         gpu = GpuCollector(health, window_s=settings.gpu_window_s, uuids=settings.gpu_uuids or None)
         registry.register(gpu)
-        loops.append(gpu.run(settings.gpu_interval_s))
+        loops.append(functools.partial(gpu.run, settings.gpu_interval_s))
     registry.register(health)
+    return metrics_app(registry, health, loops)
+
+
+def metrics_app(registry: CollectorRegistry, health: CollectorHealth, loops: Sequence[Loop] = ()) -> web.Application:
+    """Serve `registry` at /metrics and liveness at /healthz, running `loops` while the app runs.
+
+    Split from `build_app` so the benchmark serves exactly this surface over registries it fills itself.
+    """
 
     async def background(app: web.Application) -> AsyncIterator[None]:
-        tasks = [asyncio.create_task(loop) for loop in loops]
+        tasks = [asyncio.create_task(loop()) for loop in loops]
         yield
         for task in tasks:
             task.cancel()
@@ -66,12 +84,23 @@ def build_app(settings: ExporterSettings) -> web.Application:
                 await task
 
     async def healthz(request: web.Request) -> web.Response:
-        # Alive as long as it serves; a failing collector is reported in /metrics, not by restarting the pod.
+        # Alive as long as it serves; a failing collector is reported in /metrics, not by restarting the
+        # pod: a restart would not fix ModelMesh or the GPU, and would lose the counters we carry.
         return web.Response(text="ok\n")
 
     app = web.Application()
     app[HEALTH_KEY] = health
+    app[REGISTRY_KEY] = registry
     app.router.add_get("/metrics", make_aiohttp_handler(registry))
     app.router.add_get("/healthz", healthz)
     app.cleanup_ctx.append(background)
     return app
+
+
+def run(app: web.Application, host: str, port: int, *, access_log: bool = False) -> None:
+    """Serve until SIGTERM/SIGINT. No access log by default: Prometheus scrapes every few seconds forever,
+    and formatting a log line per scrape would cost more than rendering the metrics."""
+    web.run_app(
+        app, host=host, port=port, print=None,
+        access_log=logging.getLogger("aiohttp.access") if access_log else None,
+    )

@@ -176,7 +176,7 @@ def select_devices(devices: Sequence[Device], uuids: Sequence[str] | None) -> Se
         if d.uuid.lower() in wanted or (d.parent_uuid is not None and d.parent_uuid.lower() in wanted)
     )
     seen = {d.uuid.lower() for d in devices} | {d.parent_uuid.lower() for d in devices if d.parent_uuid}
-    missing = tuple(u for u in wanted if u not in seen)
+    missing = tuple(u.strip() for u in uuids or () if u.strip() and u.strip().lower() not in seen)
     return Selection(chosen, missing)
 
 

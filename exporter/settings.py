@@ -1,153 +1,226 @@
 """The exporter's settings: one typed field per flag, each flag with an `EXPORTER_*` environment twin.
 
 Sidecars are configured from a pod spec, where environment variables are easier to template than
-arguments; both work and a flag wins over its variable.
+arguments; both work and a flag wins over its variable. A variable is checked exactly like its flag, and a
+bad value of either is an argparse error (exit status 2) that names the flag or the variable, never a
+traceback at start-up or a silently ignored setting.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import ssl
+import urllib.parse
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Final
+
+ENV_PREFIX: Final = "EXPORTER_"
+LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 @dataclass(frozen=True, slots=True)
 class ExporterSettings:
+    """What the exporter runs with; the defaults are what a ModelMesh runtime pod needs."""
+
     listen_host: str = "0.0.0.0"
+    """Address for /metrics and /healthz: all interfaces, so Prometheus and the adapter reach the pod."""
     listen_port: int = 9187
+    """9187: the exporter's port in the manifests and the adapter's `--exporter-port` default."""
     modelmesh_url: str = "https://127.0.0.1:2112/metrics"
+    """ModelMesh serves its metrics on :2112 over https by default, and the `mm` container shares our
+    network namespace, so 127.0.0.1."""
     modelmesh_insecure: bool = False
+    """Skip certificate verification: never by default, ModelMesh's self-signed certificate needs a CA file."""
     modelmesh_ca_file: Path | None = None
     modelmesh_timeout_s: float = 2.0
+    """Seconds one ModelMesh scrape may take: ModelMesh answers in milliseconds, so 2 s is a hung container,
+    and it stays well inside the 5 s interval."""
     modelmesh_interval_s: float = 5.0
+    """Seconds between ModelMesh scrapes: six points per 30 s load window, at negligible cost."""
     load_window_s: float = 30.0
+    """Seconds over which rates are computed: two HPA sync periods, smooth enough not to chase noise."""
     gpu_enabled: bool = True
     gpu_uuids: tuple[str, ...] = ()
+    """GPUs to report; empty means every GPU visible to the sidecar."""
     gpu_window_s: float = 10.0
+    """Seconds of NVML utilization samples averaged into the busy ratio (DESIGN §3 `gpu_window`)."""
     gpu_interval_s: float = 1.0
+    """Seconds between NVML reads; NVML's sample buffer covers several seconds, so none is missed."""
     log_level: str = "INFO"
 
 
-def _env(name: str, default: str | None) -> str | None:
-    return os.environ.get(f"EXPORTER_{name}", default)
+# ---- converters: each takes the flag's or the variable's text and raises ArgumentTypeError ----
 
 
-def _env_flag(name: str) -> bool:
-    return (_env(name, "") or "").strip().lower() in {"1", "true", "yes", "on"}
-
-
-def _host_port(value: str) -> tuple[str, int]:
-    host, sep, port = value.rpartition(":")
+def host_port(value: str) -> tuple[str, int]:
+    host, sep, port = value.strip().rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
         raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
-def _positive(value: str) -> float:
+def seconds(value: str) -> float:
     try:
         number = float(value)
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {value!r}") from error
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0, got {value}")
+    if not (math.isfinite(number) and number > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds greater than 0, got {value!r}")
     return number
 
 
+def metrics_url(value: str) -> str:
+    parsed = urllib.parse.urlsplit(value.strip())
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {value!r}")
+    return value.strip()
+
+
+def ca_file(value: str) -> Path:
+    """A readable PEM bundle: checked now, so a wrong path fails at start-up and not at every scrape."""
+    path = Path(value)
+    try:
+        ssl.create_default_context(cafile=str(path))
+    except (OSError, ssl.SSLError) as error:
+        raise argparse.ArgumentTypeError(f"cannot use {value!r} as a CA bundle: {error}") from error
+    return path
+
+
+def boolean(value: str) -> bool:
+    text = value.strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("", "0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+
+
+def log_level(value: str) -> str:
+    level = value.strip().upper()
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(LOG_LEVELS)}, got {value!r}")
+    return level
+
+
+def uuid_list(value: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class _Option:
+    flag: str
+    convert: Callable[[str], Any]
+    help: str
+    default_text: str
+    metavar: str | None = None
+    switch: bool = False  # a flag without a value; its variable takes true/false
+
+    @property
+    def dest(self) -> str:
+        return self.flag.removeprefix("--").replace("-", "_")
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.dest.upper()
+
+
+_D: Final = ExporterSettings()
+_OPTIONS: Final = (
+    _Option("--listen", host_port, "address to serve /metrics and /healthz on",
+            f"{_D.listen_host}:{_D.listen_port}", "HOST:PORT"),
+    _Option("--modelmesh-url", metrics_url,
+            "the local ModelMesh container's metrics URL; ModelMesh serves https by default", _D.modelmesh_url,
+            "URL"),
+    _Option("--modelmesh-insecure", boolean, "do not verify ModelMesh's https certificate; prefer "
+            "--modelmesh-ca-file", "off", switch=True),
+    _Option("--modelmesh-ca-file", ca_file, "PEM CA bundle that signs ModelMesh's https certificate",
+            "the system's CAs", "FILE"),
+    _Option("--modelmesh-timeout", seconds, "seconds to wait for one ModelMesh scrape before counting a "
+            "timeout and keeping the last values", f"{_D.modelmesh_timeout_s:g} s"),
+    _Option("--modelmesh-interval", seconds, "seconds between ModelMesh scrapes",
+            f"{_D.modelmesh_interval_s:g} s"),
+    _Option("--load-window", seconds, "seconds over which requests/s, mean queue delay and cache misses/s "
+            "are computed; at least --modelmesh-interval", f"{_D.load_window_s:g} s"),
+    _Option("--no-gpu", boolean, "turn the GPU collector off (CPU-only runtimes)", "GPU on", switch=True),
+    _Option("--gpu-uuids", uuid_list, "comma-separated GPU UUIDs to report (a GPU's UUID includes its MIG "
+            "devices)", "every GPU visible to this container", "UUID,..."),
+    _Option("--gpu-window", seconds, "seconds of NVML utilization samples averaged into the busy ratio",
+            f"{_D.gpu_window_s:g} s"),
+    _Option("--gpu-interval", seconds, "seconds between NVML reads (in the background, never inside a "
+            "scrape)", f"{_D.gpu_interval_s:g} s"),
+    _Option("--log-level", log_level, f"log level: {', '.join(LOG_LEVELS)}", _D.log_level, "LEVEL"),
+)
+_BY_DEST: Final = {option.dest: option for option in _OPTIONS}
+_GROUPS: Final = {"--modelmesh": "ModelMesh", "--load": "ModelMesh", "--gpu": "GPU (NVML)", "--no-gpu": "GPU (NVML)"}
+
+
 def build_parser() -> argparse.ArgumentParser:
-    defaults = ExporterSettings()
+    """The `modelmesh-exporter` parser. Defaults are None here: `parse_settings` fills in each unset flag
+    from its variable, then from `ExporterSettings`, so `--help` shows the real default, not the environment."""
     parser = argparse.ArgumentParser(
         prog="modelmesh-exporter",
         description=(
             "Per-pod sidecar for KServe ModelMesh runtimes: samples the GPU through NVML and the local "
-            "ModelMesh container's own metrics, and publishes per-pod load, queue and cache metrics in the "
-            "Prometheus text format at /metrics (health at /healthz). Every flag can also be set with the "
-            "environment variable shown in brackets; a flag wins over its variable."
+            "ModelMesh container's own metrics in the background, and publishes per-pod load, queue and "
+            "cache metrics in the Prometheus text format at /metrics (liveness at /healthz). Durations are "
+            "in seconds. Every flag can also be set with the environment variable shown with it; a flag "
+            "wins over its variable; switches take true/false in their variable."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument(
-        "--listen", type=_host_port, default=_env("LISTEN", f"{defaults.listen_host}:{defaults.listen_port}"),
-        help="HOST:PORT to serve /metrics and /healthz on [EXPORTER_LISTEN]",
-    )
-    mm = parser.add_argument_group("ModelMesh")
-    mm.add_argument(
-        "--modelmesh-url", default=_env("MODELMESH_URL", defaults.modelmesh_url),
-        help="the local ModelMesh container's metrics URL (https by default in ModelMesh) [EXPORTER_MODELMESH_URL]",
-    )
-    tls = mm.add_mutually_exclusive_group()
-    tls.add_argument(
-        "--modelmesh-insecure", action="store_true", default=_env_flag("MODELMESH_INSECURE"),
-        help="do not verify ModelMesh's https certificate (it is self-signed by default) "
-        "[EXPORTER_MODELMESH_INSECURE=true]",
-    )
-    tls.add_argument(
-        "--modelmesh-ca-file", type=Path, default=_env("MODELMESH_CA_FILE", None),
-        help="CA bundle that signs ModelMesh's https certificate [EXPORTER_MODELMESH_CA_FILE]",
-    )
-    mm.add_argument(
-        "--modelmesh-timeout", type=_positive, default=_env("MODELMESH_TIMEOUT", str(defaults.modelmesh_timeout_s)),
-        help="seconds to wait for one ModelMesh scrape before counting a timeout [EXPORTER_MODELMESH_TIMEOUT]",
-    )
-    mm.add_argument(
-        "--modelmesh-interval", type=_positive,
-        default=_env("MODELMESH_INTERVAL", str(defaults.modelmesh_interval_s)),
-        help="seconds between ModelMesh scrapes [EXPORTER_MODELMESH_INTERVAL]",
-    )
-    mm.add_argument(
-        "--load-window", type=_positive, default=_env("LOAD_WINDOW", str(defaults.load_window_s)),
-        help="seconds over which request rate, queue delay and cache-miss rate are computed [EXPORTER_LOAD_WINDOW]",
-    )
-    gpu = parser.add_argument_group("GPU (NVML)")
-    gpu.add_argument(
-        "--no-gpu", action="store_true", default=_env_flag("NO_GPU"),
-        help="turn the GPU collector off (CPU-only runtimes) [EXPORTER_NO_GPU=true]",
-    )
-    gpu.add_argument(
-        "--gpu-uuids", default=_env("GPU_UUIDS", ""),
-        help="comma-separated GPU UUIDs to report; empty = every GPU visible to this container "
-        "[EXPORTER_GPU_UUIDS]",
-    )
-    gpu.add_argument(
-        "--gpu-window", type=_positive, default=_env("GPU_WINDOW", str(defaults.gpu_window_s)),
-        help="seconds of NVML utilization samples averaged into the busy ratio [EXPORTER_GPU_WINDOW]",
-    )
-    gpu.add_argument(
-        "--gpu-interval", type=_positive, default=_env("GPU_INTERVAL", str(defaults.gpu_interval_s)),
-        help="seconds between NVML reads, done in the background, never inside a scrape [EXPORTER_GPU_INTERVAL]",
-    )
-    parser.add_argument(
-        "--log-level", default=_env("LOG_LEVEL", defaults.log_level),
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level [EXPORTER_LOG_LEVEL]",
-    )
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for option in _OPTIONS:
+        title = next((t for prefix, t in _GROUPS.items() if option.flag.startswith(prefix)), None)
+        target: argparse.ArgumentParser | argparse._ArgumentGroup = parser
+        if title is not None:
+            target = groups.setdefault(title, parser.add_argument_group(title))
+        help_text = f"{option.help} (default: {option.default_text}; env {option.env})"
+        if option.switch:
+            target.add_argument(option.flag, action="store_true", default=None, help=help_text)
+        else:
+            metavar = option.metavar or ("SECONDS" if option.convert is seconds else None)
+            target.add_argument(option.flag, type=option.convert, default=None, metavar=metavar, help=help_text)
     return parser
 
 
-def parse_settings(argv: list[str] | None = None) -> ExporterSettings:
+def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> ExporterSettings:
+    """Flags, then `EXPORTER_*` variables, then defaults; a bad value exits with status 2 and says why."""
     parser = build_parser()
-    args = parser.parse_args(argv)
-    # Environment defaults bypass argparse's type conversion; convert them the same way here.
-    listen = args.listen if isinstance(args.listen, tuple) else _host_port(args.listen)
-    try:
-        timeout, interval, window = (
-            _positive(str(args.modelmesh_timeout)), _positive(str(args.modelmesh_interval)),
-            _positive(str(args.load_window)),
-        )
-        gpu_window, gpu_interval = _positive(str(args.gpu_window)), _positive(str(args.gpu_interval))
-    except argparse.ArgumentTypeError as error:
-        parser.error(str(error))
+    args = vars(parser.parse_args(argv))
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for dest, option in _BY_DEST.items():
+        if args[dest] is not None:
+            values[dest] = args[dest]
+        elif (raw := env.get(option.env)) is not None:
+            try:
+                values[dest] = option.convert(raw)
+            except argparse.ArgumentTypeError as error:
+                parser.error(f"environment variable {option.env}: {error}")
+    if values.get("modelmesh_insecure") and values.get("modelmesh_ca_file") is not None:
+        parser.error("--modelmesh-insecure and --modelmesh-ca-file (or their EXPORTER_ variables) contradict "
+                     "each other: verify with the CA file, or not at all")
+    listen = values.get("listen", (_D.listen_host, _D.listen_port))
+    interval = values.get("modelmesh_interval", _D.modelmesh_interval_s)
+    window = values.get("load_window", _D.load_window_s)
+    if window < interval:
+        parser.error(f"--load-window ({window:g} s) must be at least --modelmesh-interval ({interval:g} s): "
+                     "a rate needs two scrapes inside its window")
     return ExporterSettings(
         listen_host=listen[0],
         listen_port=listen[1],
-        modelmesh_url=args.modelmesh_url,
-        modelmesh_insecure=bool(args.modelmesh_insecure),
-        modelmesh_ca_file=Path(args.modelmesh_ca_file) if args.modelmesh_ca_file else None,
-        modelmesh_timeout_s=timeout,
+        modelmesh_url=values.get("modelmesh_url", _D.modelmesh_url),
+        modelmesh_insecure=bool(values.get("modelmesh_insecure", _D.modelmesh_insecure)),
+        modelmesh_ca_file=values.get("modelmesh_ca_file", _D.modelmesh_ca_file),
+        modelmesh_timeout_s=values.get("modelmesh_timeout", _D.modelmesh_timeout_s),
         modelmesh_interval_s=interval,
         load_window_s=window,
-        gpu_enabled=not args.no_gpu,
-        gpu_uuids=tuple(u.strip() for u in str(args.gpu_uuids).split(",") if u.strip()),
-        gpu_window_s=gpu_window,
-        gpu_interval_s=gpu_interval,
-        log_level=args.log_level,
+        gpu_enabled=not values.get("no_gpu", not _D.gpu_enabled),
+        gpu_uuids=values.get("gpu_uuids", _D.gpu_uuids),
+        gpu_window_s=values.get("gpu_window", _D.gpu_window_s),
+        gpu_interval_s=values.get("gpu_interval", _D.gpu_interval_s),
+        log_level=values.get("log_level", _D.log_level),
     )

@@ -1,7 +1,9 @@
 """Assembles the adapter's HTTP API: routes, error rendering and request self-metrics.
 
 Authentication and authorization plug in as middlewares ahead of the handlers (see `autoscaler.api.auth`);
-the `--insecure-dev` mode runs without them on loopback only.
+the `--insecure-dev` mode runs without them on loopback only. Middlewares run outermost first: request
+self-metrics see every answer, `status_errors` turns every error (the gate's 401/403/500 included) into a
+`Status`, and the gate runs before any handler.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 from prometheus_client.aiohttp import make_aiohttp_handler
 
-from autoscaler.api import handlers
+from autoscaler.api import handlers, runtimes
+from autoscaler.api.openapi import openapi_v2
 from autoscaler.api.status import ApiError, status_response
 from autoscaler.names import GROUP_VERSION
 from autoscaler.refresher import Refresher
@@ -71,6 +74,9 @@ def build_api_app(
     router.add_get(f"/apis/{GROUP_VERSION}", handlers.api_resource_list)
     router.add_get(EXTERNAL_METRIC_ROUTE, handlers.external_metric)
     router.add_get("/version", handlers.version)
+    router.add_get("/openapi/v2", openapi_v2)
+    router.add_get(runtimes.KEDA_ROUTE, runtimes.keda_runtime)
+    router.add_get(runtimes.DEBUG_ROUTE, runtimes.debug_runtime)
     router.add_get("/healthz", handlers.healthz)
     router.add_get("/livez", handlers.healthz)
     router.add_get("/readyz", handlers.readyz)

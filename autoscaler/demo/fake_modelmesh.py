@@ -276,7 +276,7 @@ async def serve(
     up the runner. Port 0 picks a free port: read it from `runner.addresses`."""
     runner = web.AppRunner(build_app(fake), handle_signals=False, shutdown_timeout=1.0)
     await runner.setup()
-    await web.TCPSite(runner, host, port, ssl_context=ssl_context, shutdown_timeout=1.0).start()
+    await web.TCPSite(runner, host, port, ssl_context=ssl_context).start()
     return runner
 
 

@@ -8,10 +8,12 @@ device has no samples we fall back to `nvmlDeviceGetUtilizationRates`, read once
 
 No GPU is a state, not a crash. Without a library, with init failing, or with no GPU visible, there are no
 GPU series and `collector_success{collector="gpu"}` is 0; a lost GPU drops its own series (the others stay)
-and also counts as a failure. Each failed pass adds to `scrape_errors_total{reason="nvml"}` and the outage
-is logged once (CollectorHealth). NVML is re-initialised, which re-enumerates the GPUs, after 1 s, then
-2, 4, ... up to 30 s between tries, so a GPU that comes back (driver reload, device plugin) is found again
-without spending CPU on a node that has none.
+and also counts as a failure. A MIG device has memory series but no busy ratio (NVML measures no
+utilization per MIG device), which is reported as a failure too, so a dashboard shows why busy is missing.
+Each failed try adds to `scrape_errors_total{reason="nvml"}` (`internal` for a bug) and the outage is logged
+once (CollectorHealth). NVML is re-initialised, which re-enumerates the GPUs, after 1 s, then 2, 4, ... up
+to 30 s between tries (while NVML is down, the passes in between try nothing and count nothing), so a GPU
+that comes back (driver reload, device plugin) is found again without spending CPU on a node that has none.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -70,6 +72,9 @@ class _Outcome:
 
     readings: tuple[GpuReading, ...]
     problems: tuple[str, ...]
+    duration_s: float | None = None
+    """How long the NVML work took (health's collector_duration_seconds)."""
+    reason: str = names.REASON_NVML
 
 
 class GpuCollector(Collector):
@@ -202,7 +207,7 @@ class GpuCollector(Collector):
         with self._lock:
             self._disconnect()
             self._schedule_reconnect(self._clock())
-        return _Outcome((), (detail,))
+        return _Outcome((), (detail,), reason=names.REASON_INTERNAL)
 
     def close(self) -> None:
         """Shut NVML down and stop serving GPU series; waits for a pass in flight. Safe to call twice."""
@@ -214,8 +219,10 @@ class GpuCollector(Collector):
 
     def _apply(self, outcome: _Outcome) -> None:
         self._readings = outcome.readings
+        if outcome.duration_s is not None:
+            self._health.observe_duration(names.COLLECTOR_GPU, outcome.duration_s)
         if outcome.problems:
-            self._health.failed(names.COLLECTOR_GPU, names.REASON_NVML, "; ".join(outcome.problems))
+            self._health.failed(names.COLLECTOR_GPU, outcome.reason, "; ".join(outcome.problems))
         else:
             self._health.succeeded(names.COLLECTOR_GPU)
 
@@ -223,14 +230,19 @@ class GpuCollector(Collector):
         """One pass; None when NVML is down and its next try is not due (nothing was attempted)."""
         with self._lock:
             now = self._clock()
-            if self._session is None or now >= self._reconnect_at:
-                if now < self._reconnect_at:
-                    return None
-                failure = self._connect()
-                if failure is not None:
-                    self._schedule_reconnect(now)
-                    return _Outcome((), (failure,))
-            return self._read_devices(now)
+            if self._session is None and now < self._reconnect_at:
+                return None
+            started = time.perf_counter()
+            outcome = self._connect_and_read(now)
+            return replace(outcome, duration_s=time.perf_counter() - started)
+
+    def _connect_and_read(self, now: float) -> _Outcome:
+        if self._session is None or now >= self._reconnect_at:
+            failure = self._connect()
+            if failure is not None:
+                self._schedule_reconnect(now)
+                return _Outcome((), (failure,))
+        return self._read_devices(now)
 
     def _connect(self) -> str | None:
         """(Re-)initialise NVML and choose the devices; returns why it failed, or None."""

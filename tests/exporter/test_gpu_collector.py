@@ -182,12 +182,13 @@ def test_a_configured_gpu_that_is_not_visible_is_a_failure(
     collector.close()
 
 
-def test_a_scrape_never_calls_nvml(fake: FakeNvml, collector: GpuCollector) -> None:
+def test_a_scrape_never_calls_nvml(fake: FakeNvml, collector: GpuCollector, health: CollectorHealth) -> None:
     collector.sample_once()
     before = fake.calls()
     for _ in range(5):
-        scrape(collector)
+        _, series = scrape(collector, health)
     assert fake.calls() == before
+    assert 0 < series[(names.COLLECTOR_DURATION_SECONDS, (("collector", names.COLLECTOR_GPU),))] < 1
 
 
 # ---- no GPU, lost GPU, recovery ----
@@ -461,6 +462,9 @@ async def test_an_unexpected_error_is_logged_once_and_sampling_goes_on(
     assert attempts == 4
     assert len([r for r in caplog.records if r.exc_info]) == 1
     assert health.is_healthy(names.COLLECTOR_GPU)
+    _, series = scrape(health)
+    internal = (("collector", names.COLLECTOR_GPU), ("reason", names.REASON_INTERNAL))
+    assert series[(names.SCRAPE_ERRORS_TOTAL, internal)] == 3
 
 
 def test_a_sampling_pass_costs_far_below_one_percent_of_a_core(

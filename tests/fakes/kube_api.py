@@ -48,12 +48,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import copy
 import itertools
 import json
 import re
 import signal
+import ssl
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -738,9 +740,15 @@ class FakeKubeApi:
         *,
         git_version: str = "v1.31.0",
         require_token: str | None = None,
+        tls: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.host = host
+        self.tls = tls
+        """Serve https with a certificate from a throwaway CA (`ca_pem`). kubectl (client-go) sends credentials
+        only over TLS, so a test that checks kubectl's token needs it; the Python clients send tokens either way."""
+        self.ca_pem: bytes | None = None
+        self._ssl: ssl.SSLContext | None = None
         self._port = port
         self.git_version = git_version
         self.require_token = require_token
@@ -782,7 +790,9 @@ class FakeKubeApi:
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self._port)
+        if self.tls and self._ssl is None:
+            self._ssl = self._make_tls()
+        site = web.TCPSite(runner, self.host, self._port, ssl_context=self._ssl)
         await site.start()
         self._runner = runner
         self._port = runner.addresses[0][1]
@@ -811,15 +821,21 @@ class FakeKubeApi:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self._port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self._port}"
 
     def write_kubeconfig(self, path: str | Path, token: str = "test-token", namespace: str = "default") -> Path:
-        """A kubeconfig pointing at this server over http with a bearer token, for clients and kubectl."""
+        """A kubeconfig pointing at this server with a bearer token, for the Python clients and kubectl.
+
+        Over plain http kubectl sends no credentials at all (client-go reads the user's auth only for TLS
+        transports); start the fake with `tls=True` when kubectl's token matters."""
         target = Path(path)
+        cluster: JSON = {"server": self.url}
+        if self.ca_pem is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(self.ca_pem).decode()
         document = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "fake", "cluster": cluster}],
             "users": [{"name": "fake-user", "user": {"token": token}}],
             "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake-user", "namespace": namespace}}],
             "current-context": "fake",
@@ -827,6 +843,16 @@ class FakeKubeApi:
         }
         target.write_text(yaml.safe_dump(document, sort_keys=False))
         return target
+
+    def _make_tls(self) -> ssl.SSLContext:
+        import trustme  # a test dependency; imported only when TLS is asked for
+
+        authority = trustme.CA()
+        certificate = authority.issue_cert(self.host, "localhost")
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        certificate.configure_cert(context)
+        self.ca_pem = authority.cert_pem.bytes()
+        return context
 
     # ---- test controls: faults ---------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ KEY = RuntimeKey("ml", "modelmesh-serving-triton")
 
 # Property tests stay fast and deterministic enough for CI on a loaded machine: no deadline (a shared
 # 2-core box stalls now and then), a moderate number of examples.
-PROPERTIES = settings(max_examples=150, deadline=None)
+PROPERTIES = settings(max_examples=100, deadline=None)
 
 
 def pod(

@@ -79,9 +79,7 @@ def test_power_mean_lies_between_mean_and_max(values: list[float], p: float) -> 
 
 @PROPERTIES
 @given(values=loads, p=orders, index=st.integers(min_value=0), bump=st.floats(min_value=0.0, max_value=1e3))
-def test_power_mean_never_falls_when_one_input_rises(
-    values: list[float], p: float, index: int, bump: float
-) -> None:
+def test_power_mean_never_falls_when_one_input_rises(values: list[float], p: float, index: int, bump: float) -> None:
     raised = list(values)
     raised[index % len(values)] += bump
     assert power_mean(raised, p) >= power_mean(values, p) * (1 - 1e-12)
@@ -225,9 +223,8 @@ def test_aggregate(case: AggCase) -> None:
     agg = aggregate(case.pods, case.policy, NOW)
     for name, expected in case.expected.items():
         actual = getattr(agg, name)
-        if isinstance(expected, float):
-            assert actual == pytest.approx(expected, rel=1e-12), name
-        elif isinstance(expected, tuple) and expected and isinstance(expected[0], float):
+        numeric = isinstance(expected, float) or (isinstance(expected, tuple) and isinstance(expected[0], float))
+        if numeric:
             assert actual == pytest.approx(expected, rel=1e-12), name
         else:
             assert actual == expected, name

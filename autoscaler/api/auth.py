@@ -1,0 +1,136 @@
+"""The API's gate: authenticate, then authorize, then serve; and the composition of the parts that do it.
+
+Order and answers follow kube-apiserver's filter chain:
+- paths in `--authorization-always-allow-paths` (health, `/metrics`; a trailing `*` matches a prefix) are
+  served with no authentication at all, so probes and Prometheus never depend on the Kubernetes API;
+- no accepted credentials: 401 `Unauthorized`;
+- the SubjectAccessReview denies: 403 `Forbidden`, with kube's message (`User "u" cannot list resource ...`);
+- the review cannot be made (API down or slower than its deadline): 500 `InternalError`, never allowed.
+Authorization happens before routing decides anything, so a caller without rights cannot learn which
+runtimes or metrics exist.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
+
+from autoscaler.api import authconfig
+from autoscaler.api.authn import (
+    Authenticator,
+    ClientCertificateAuthenticator,
+    RequestHeaderAuthenticator,
+    TokenAuthenticator,
+    Unauthenticated,
+    UnionAuthenticator,
+)
+from autoscaler.api.authz import AuthorizationFailed, Authorizer, SubjectAccessReviewAuthorizer
+from autoscaler.api.client_certs import ClientCertificateInspector, trust_client_certificates
+from autoscaler.api.identity import ResourceAttributes, describe, request_attributes
+from autoscaler.api.kube import DEFAULT_TIMEOUT_S, KubeAuthApi, load_configuration
+from autoscaler.api.status import ApiError
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.settings import ServeSettings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class AlwaysAllowPaths:
+    exact: frozenset[str]
+    prefixes: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, paths: Iterable[str]) -> AlwaysAllowPaths:
+        paths = list(paths)
+        return cls(frozenset(p for p in paths if not p.endswith("*")),
+                   tuple(p[:-1] for p in paths if p.endswith("*")))
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and (path in self.exact or path.startswith(self.prefixes))
+
+
+def auth_middleware(authenticator: UnionAuthenticator, authorizer: Authorizer, always_allow: AlwaysAllowPaths,
+                    metrics: AdapterMetrics) -> Middleware:
+    unauthenticated = metrics.authentications.labels("none", "failure")
+    decisions = {(decision, cached): metrics.authorizations.labels(decision, cached)
+                 for decision in ("allowed", "denied") for cached in ("true", "false")}
+    errors = metrics.authorizations.labels("error", "false")
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path in always_allow:
+            return await handler(request)
+        try:
+            user, method = await authenticator.authenticate(request)
+        except Unauthenticated as error:
+            unauthenticated.inc()
+            log.debug("401 for %s %s: %s", request.method, request.path, error)
+            raise ApiError(401, "Unauthorized") from None
+        metrics.authentications.labels(method, "success").inc()
+        attributes = request_attributes(request.method, request.path)
+        try:
+            decision = await authorizer.authorize(user, attributes)
+        except AuthorizationFailed as error:
+            errors.inc()
+            log.warning("cannot authorize %s %s for %r: %s", request.method, request.path, user.name, error)
+            raise ApiError(500, "Internal error occurred: the request could not be authorized right now "
+                                "(Kubernetes API unavailable); try again later") from None
+        decisions["allowed" if decision.allowed else "denied", "true" if decision.cached else "false"].inc()
+        if not decision.allowed:
+            target = (f"{attributes.resource}.{attributes.group} is forbidden: "
+                      if isinstance(attributes, ResourceAttributes) else "forbidden: ")
+            reason = f": {decision.reason}" if decision.reason else ""
+            raise ApiError(403, f'{target}User "{user.name}" cannot {describe(attributes)}{reason}')
+        return await handler(request)
+
+    return middleware
+
+
+@dataclass
+class ApiSecurity:
+    """The middlewares to install, and what to close when the server stops."""
+
+    middlewares: list[Middleware]
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    async def close(self, app: web.Application | None = None) -> None:
+        for close in self.closers:
+            await close()
+
+
+async def build_api_security(settings: ServeSettings, tls: ssl.SSLContext | None, metrics: AdapterMetrics,
+                             *, kube_timeout_s: float = DEFAULT_TIMEOUT_S) -> ApiSecurity:
+    """Connect to the Kubernetes API, learn the front-proxy settings, make `tls` ask for client certificates.
+
+    Raises `ValueError` subclasses (`KubeConfigError`, `AuthConfigError`) for start-up mistakes.
+    """
+    kube = KubeAuthApi(await load_configuration(settings.kubeconfig), metrics, kube_timeout_s)
+    try:
+        config = await authconfig.resolve(settings, kube)
+    except BaseException:
+        await kube.close()
+        raise
+    if tls is not None:
+        trust_client_certificates(tls, config.requestheader_ca, config.client_ca)
+    inspector = ClientCertificateInspector(config.requestheader_ca, config.client_ca)
+    authenticators: list[Authenticator] = []
+    if config.requestheader_ca is not None:
+        authenticators.append(RequestHeaderAuthenticator(inspector, config.rules))
+    if config.client_ca is not None:
+        authenticators.append(ClientCertificateAuthenticator(inspector))
+    authenticators.append(TokenAuthenticator(kube))
+    log.info("authentication from %s: %s; allowed front-proxy names: %s; open paths: %s", config.source,
+             ", ".join(a.method for a in authenticators),
+             ", ".join(sorted(config.rules.allowed_names)) or "any",
+             ", ".join(settings.authorization_always_allow_paths) or "none")
+    if config.requestheader_ca is None:
+        log.warning("no requestheader CA: requests through the aggregation layer (the HPA) cannot authenticate")
+    middleware = auth_middleware(UnionAuthenticator(authenticators), SubjectAccessReviewAuthorizer(kube),
+                                 AlwaysAllowPaths.parse(settings.authorization_always_allow_paths), metrics)
+    return ApiSecurity([middleware], [kube.close])

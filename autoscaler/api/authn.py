@@ -1,0 +1,170 @@
+"""Authentication as Kubernetes extension API servers do it (`k8s.io/apiserver/pkg/authentication`).
+
+Three authenticators, tried in kube's order; the first that recognizes the request decides:
+
+1. **requestheader** (the aggregator): the client certificate was issued by the requestheader CA and its CN
+   is in `--requestheader-allowed-names` (empty list: any CN). Only then is the user read from the
+   username headers (`X-Remote-User`), groups from the group headers (`X-Remote-Group`, every value), extra
+   fields from the prefixed headers (`X-Remote-Extra-<key>`, key lower-cased and percent-decoded) and the
+   UID from the uid headers where configured. A front-proxy certificate with a CN not allowed is an error; a
+   request without a certificate from that CA never has its identity headers read.
+2. **x509**: a client certificate issued by `--client-ca-file`: user = CN, groups = O values.
+3. **token**: `Authorization: Bearer <token>`, checked with a TokenReview; answers (yes and no) are cached for
+   `token_ttl_s` under the token's SHA-256 so a busy client costs one review per TTL.
+
+Every authenticated user gets the `system:authenticated` group, as kube's `AuthenticatedGroupAdder` does.
+No authenticator recognizing the request, or every one that tried failing, is `Unauthenticated` (401);
+anonymous access is off. A TokenReview the API server cannot answer is also a 401, as in kube.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from time import monotonic
+from typing import Protocol
+from urllib.parse import unquote
+
+from aiohttp import web
+from cachetools import TTLCache
+
+from autoscaler.api.client_certs import ClientCertificateInspector
+from autoscaler.api.identity import UserInfo
+from autoscaler.api.kube import KubeApiError, TokenReviewResult
+
+log = logging.getLogger(__name__)
+
+AUTHENTICATED_GROUP = "system:authenticated"
+
+
+class AuthenticationError(Exception):
+    """Credentials were presented but are not valid, or could not be checked."""
+
+
+class Unauthenticated(Exception):
+    """No authenticator accepted the request; the reasons are for the log only."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeaderRules:
+    """The `--requestheader-*` settings (or their values from the extension-apiserver-authentication ConfigMap)."""
+
+    allowed_names: frozenset[str] = frozenset()
+    username_headers: tuple[str, ...] = ("X-Remote-User",)
+    group_headers: tuple[str, ...] = ("X-Remote-Group",)
+    extra_headers_prefixes: tuple[str, ...] = ("X-Remote-Extra-",)
+    uid_headers: tuple[str, ...] = ()
+
+
+class Authenticator(Protocol):
+    method: str
+
+    async def authenticate(self, request: web.Request) -> UserInfo | None:
+        """The user, or None when the request carries no credentials of this kind; AuthenticationError when
+        it carries some that are not good."""
+        ...
+
+
+def _values(request: web.Request, headers: Sequence[str]) -> list[str]:
+    return [value for header in headers for value in request.headers.getall(header, ()) if value]
+
+
+class RequestHeaderAuthenticator:
+    method = "requestheader"
+
+    def __init__(self, inspector: ClientCertificateInspector, rules: RequestHeaderRules) -> None:
+        self._inspector = inspector
+        self._rules = rules
+        self._prefixes = tuple(prefix.lower() for prefix in rules.extra_headers_prefixes)
+
+    async def authenticate(self, request: web.Request) -> UserInfo | None:
+        certificate = self._inspector.inspect(request)
+        if certificate is None or not certificate.from_requestheader_ca:
+            return None
+        allowed = self._rules.allowed_names
+        if allowed and certificate.common_name not in allowed:
+            raise AuthenticationError(f"front-proxy certificate CN {certificate.common_name!r} is not in "
+                                      "--requestheader-allowed-names")
+        names = _values(request, self._rules.username_headers)
+        if not names:
+            return None
+        extra: dict[str, list[str]] = {}
+        for header, value in request.headers.items():
+            lowered = header.lower()
+            for prefix in self._prefixes:
+                if lowered.startswith(prefix) and len(lowered) > len(prefix) and value:
+                    extra.setdefault(unquote(lowered[len(prefix):]), []).append(value)
+        uids = _values(request, self._rules.uid_headers)
+        return UserInfo(
+            name=names[0],
+            uid=uids[0] if uids else "",
+            groups=tuple(_values(request, self._rules.group_headers)),
+            extra=tuple(sorted((key, tuple(values)) for key, values in extra.items())),
+        )
+
+
+class ClientCertificateAuthenticator:
+    method = "x509"
+
+    def __init__(self, inspector: ClientCertificateInspector) -> None:
+        self._inspector = inspector
+
+    async def authenticate(self, request: web.Request) -> UserInfo | None:
+        certificate = self._inspector.inspect(request)
+        if certificate is None or not certificate.from_client_ca or not certificate.common_name:
+            return None
+        return UserInfo(name=certificate.common_name, groups=certificate.organizations)
+
+
+class TokenReviewer(Protocol):
+    async def review_token(self, token: str) -> TokenReviewResult: ...
+
+
+class TokenAuthenticator:
+    method = "token"
+
+    def __init__(self, reviewer: TokenReviewer, ttl_s: float = 10.0, cache_size: int = 4096,
+                 timer: Callable[[], float] = monotonic) -> None:
+        self._reviewer = reviewer
+        self._cache: TTLCache[bytes, TokenReviewResult] = TTLCache(cache_size, ttl_s, timer=timer)
+
+    async def authenticate(self, request: web.Request) -> UserInfo | None:
+        scheme, _, token = request.headers.get("Authorization", "").strip().partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            return None
+        key = hashlib.sha256(token.encode()).digest()
+        result = self._cache.get(key)
+        if result is None:
+            try:
+                result = await self._reviewer.review_token(token)
+            except KubeApiError as error:
+                raise AuthenticationError(f"TokenReview failed: {error}") from error
+            self._cache[key] = result
+        if not result.authenticated:
+            raise AuthenticationError(f"invalid bearer token: {result.error or 'not authenticated'}")
+        return UserInfo(result.username, result.uid, result.groups, result.extra)
+
+
+class UnionAuthenticator:
+    """Kube's union: the first authenticator to return a user wins; errors are collected, not fatal."""
+
+    def __init__(self, authenticators: Sequence[Authenticator]) -> None:
+        self.authenticators = tuple(authenticators)
+
+    async def authenticate(self, request: web.Request) -> tuple[UserInfo, str]:
+        """(user, method); `Unauthenticated` when no authenticator accepted the request."""
+        errors: list[str] = []
+        for authenticator in self.authenticators:
+            try:
+                user = await authenticator.authenticate(request)
+            except AuthenticationError as error:
+                errors.append(f"{authenticator.method}: {error}")
+                continue
+            if user is not None:
+                if AUTHENTICATED_GROUP not in user.groups:
+                    user = replace(user, groups=(*user.groups, AUTHENTICATED_GROUP))
+                return user, authenticator.method
+        raise Unauthenticated("; ".join(errors) or "no credentials")

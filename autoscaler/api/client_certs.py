@@ -1,0 +1,126 @@
+"""Which CA issued a client's certificate, and whom the certificate names.
+
+The serving TLS context trusts the requestheader (front-proxy) CA and the client CA together, so a completed
+handshake only says "some trusted CA"; it cannot say which. Identity headers must only be believed from the
+front proxy, so each authenticator checks the peer's leaf itself: its issuer name matches a certificate of
+*its* CA bundle and that CA's key verifies the leaf's signature (`verify_directly_issued_by`). Validity dates
+and the chain were already checked by OpenSSL during the handshake. A leaf signed by an intermediate of the
+bundle is not accepted: kube-apiserver's front-proxy certificate is issued directly by the front-proxy CA.
+
+Parsing and checking a certificate costs tens of microseconds, so results are cached by the leaf's DER
+bytes (the handshake re-verifies dates on every connection).
+"""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass
+
+from aiohttp import web
+from cachetools import LRUCache
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+
+class CertificateBundleError(ValueError):
+    """A CA bundle holds no certificate, or something that is not one."""
+
+
+@dataclass(frozen=True, slots=True)
+class CertificateAuthorities:
+    """The CAs one authenticator trusts (a PEM bundle may hold several, e.g. during CA rotation)."""
+
+    certificates: tuple[x509.Certificate, ...]
+    pem: str
+
+    @classmethod
+    def from_pem(cls, pem: str | bytes, source: str) -> CertificateAuthorities:
+        data = pem.encode() if isinstance(pem, str) else pem
+        try:
+            certificates = tuple(x509.load_pem_x509_certificates(data))
+        except ValueError as error:
+            raise CertificateBundleError(f"{source}: not a PEM certificate bundle ({error})") from error
+        if not certificates:
+            raise CertificateBundleError(f"{source}: not a PEM certificate bundle (no certificate in it)")
+        return cls(certificates, data.decode("ascii", "replace"))
+
+    def issued(self, leaf: x509.Certificate) -> bool:
+        """True when one of these CAs signed `leaf` directly and the leaf may be used for client auth."""
+        if not _client_auth_allowed(leaf):
+            return False
+        for ca in self.certificates:
+            try:
+                leaf.verify_directly_issued_by(ca)
+            except (ValueError, TypeError, InvalidSignature):
+                continue
+            return True
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class ClientCertificate:
+    """What the authenticators need from a verified peer certificate."""
+
+    common_name: str
+    organizations: tuple[str, ...]
+    from_requestheader_ca: bool
+    from_client_ca: bool
+
+
+def trust_client_certificates(context: ssl.SSLContext, *bundles: CertificateAuthorities | None) -> None:
+    """Ask every client for a certificate (optional: bearer tokens need none) and verify any it sends against
+    these CAs; a certificate from any other CA fails the handshake."""
+    present = [bundle for bundle in bundles if bundle is not None]
+    for bundle in present:
+        context.load_verify_locations(cadata=bundle.pem)
+    if present:
+        context.verify_mode = ssl.CERT_OPTIONAL
+
+
+def _client_auth_allowed(leaf: x509.Certificate) -> bool:
+    try:
+        usage = leaf.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    except x509.ExtensionNotFound:
+        return True
+    return ExtendedKeyUsageOID.CLIENT_AUTH in usage or ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE in usage
+
+
+def _attribute(name: x509.Name, oid: x509.ObjectIdentifier) -> list[str]:
+    return [str(attribute.value) for attribute in name.get_attributes_for_oid(oid)]
+
+
+class ClientCertificateInspector:
+    """Reads the peer's certificate off a request and classifies it against the two CA bundles."""
+
+    def __init__(self, requestheader_ca: CertificateAuthorities | None, client_ca: CertificateAuthorities | None,
+                 cache_size: int = 1024) -> None:
+        self.requestheader_ca = requestheader_ca
+        self.client_ca = client_ca
+        self._cache: LRUCache[bytes, ClientCertificate | None] = LRUCache(maxsize=cache_size)
+
+    def inspect(self, request: web.Request) -> ClientCertificate | None:
+        """The verified client certificate of this request's connection, or None when there is none."""
+        transport = request.transport
+        ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
+        if not isinstance(ssl_object, ssl.SSLObject | ssl.SSLSocket):
+            return None
+        der = ssl_object.getpeercert(binary_form=True)
+        return self.classify(der) if der else None
+
+    def classify(self, der: bytes) -> ClientCertificate | None:
+        if der in self._cache:
+            return self._cache[der]
+        try:
+            leaf = x509.load_der_x509_certificate(der)
+        except ValueError:
+            result = None
+        else:
+            result = ClientCertificate(
+                common_name=next(iter(_attribute(leaf.subject, NameOID.COMMON_NAME)), ""),
+                organizations=tuple(_attribute(leaf.subject, NameOID.ORGANIZATION_NAME)),
+                from_requestheader_ca=self.requestheader_ca is not None and self.requestheader_ca.issued(leaf),
+                from_client_ca=self.client_ca is not None and self.client_ca.issued(leaf),
+            )
+        self._cache[der] = result
+        return result

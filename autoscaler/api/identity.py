@@ -1,0 +1,115 @@
+"""Who is asking, and what they ask for: the two inputs of every authorization decision.
+
+`request_attributes` reads a request the way kube-apiserver's `RequestInfoFactory` does
+(`k8s.io/apiserver/pkg/endpoints/request/requestinfo.go`), so a SubjectAccessReview from this adapter carries
+the same attributes the aggregator already authorized: `GET /apis/external.metrics.k8s.io/v1beta1/
+namespaces/NS/METRIC` is verb **list** on resource METRIC (a collection: there is no name), exactly what the
+built-in `system:controller:horizontal-pod-autoscaler` role grants. Paths outside `/api` and `/apis` are
+non-resource requests (verb = lower-cased HTTP method), except this adapter's two runtime endpoints, which
+are resources of its group so that they can be granted per namespace with a Role:
+
+- `/keda/v1/namespaces/NS/runtimes/DEPLOYMENT` is `get` on `runtimes` named DEPLOYMENT in NS;
+- `/debug/runtimes/NS/DEPLOYMENT` is `get` on `runtimes/debug` (subresource `debug`), so the values can be
+  granted to KEDA without the per-pod internals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from autoscaler.names import API_GROUP, API_VERSION
+
+RUNTIMES_RESOURCE = "runtimes"
+DEBUG_SUBRESOURCE = "debug"
+
+# kube-apiserver's mapping of HTTP methods to resource verbs (`GET` depends on whether a name is given).
+_RESOURCE_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
+_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+
+
+@dataclass(frozen=True, slots=True)
+class UserInfo:
+    """An authenticated user, as `k8s.io/apiserver/pkg/authentication/user.Info`. Hashable: a cache key."""
+
+    name: str
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()  # sorted (key, values) pairs
+
+    def extra_dict(self) -> dict[str, list[str]]:
+        return {key: list(values) for key, values in self.extra}
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceAttributes:
+    verb: str
+    group: str
+    version: str
+    resource: str
+    namespace: str = ""
+    name: str = ""
+    subresource: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NonResourceAttributes:
+    verb: str
+    path: str
+
+
+Attributes = ResourceAttributes | NonResourceAttributes
+
+
+def _resource_verb(method: str, name: str) -> str:
+    if method in ("GET", "HEAD"):
+        return "get" if name else "list"
+    if method == "DELETE":
+        return "delete" if name else "deletecollection"
+    return _RESOURCE_VERBS.get(method, method.lower())
+
+
+def _api_attributes(method: str, parts: list[str]) -> Attributes | None:
+    """`/apis/GROUP/VERSION/...` or `/api/VERSION/...` as kube parses them; None when not a resource path."""
+    if parts[0] == "apis" and len(parts) >= 4:
+        group, version, rest = parts[1], parts[2], parts[3:]
+    elif parts[0] == "api" and len(parts) >= 3:
+        group, version, rest = "", parts[1], parts[2:]
+    else:
+        return None
+    namespace = ""
+    if rest[0] == "namespaces" and len(rest) > 1:
+        namespace = rest[1]
+        if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
+            rest = rest[2:]
+    resource = rest[0]
+    name = rest[1] if len(rest) >= 2 else ""
+    subresource = rest[2] if len(rest) >= 3 else ""
+    if group == API_GROUP:
+        resource = resource.lower()  # served metric names match case-insensitively (DESIGN §4)
+    return ResourceAttributes(_resource_verb(method, name), group, version, resource, namespace, name, subresource)
+
+
+def request_attributes(method: str, path: str) -> Attributes:
+    """The authorization attributes of a request (`path` already percent-decoded, as aiohttp routes it)."""
+    method = method.upper()
+    parts = [part for part in path.split("/") if part]
+    if parts:
+        attributes = _api_attributes(method, parts)
+        if attributes is not None:
+            return attributes
+        if len(parts) == 6 and parts[:3] == ["keda", "v1", "namespaces"] and parts[4] == RUNTIMES_RESOURCE:
+            return ResourceAttributes(_resource_verb(method, parts[5]), API_GROUP, API_VERSION,
+                                      RUNTIMES_RESOURCE, parts[3], parts[5])
+        if len(parts) == 4 and parts[:2] == ["debug", RUNTIMES_RESOURCE]:
+            return ResourceAttributes(_resource_verb(method, parts[3]), API_GROUP, API_VERSION,
+                                      RUNTIMES_RESOURCE, parts[2], parts[3], DEBUG_SUBRESOURCE)
+    return NonResourceAttributes(method.lower(), path)
+
+
+def describe(attributes: Attributes) -> str:
+    """The object of kube's forbidden message: `list resource "m" in API group "g" in the namespace "ns"`."""
+    if isinstance(attributes, NonResourceAttributes):
+        return f'{attributes.verb} path "{attributes.path}"'
+    resource = attributes.resource + (f"/{attributes.subresource}" if attributes.subresource else "")
+    text = f'{attributes.verb} resource "{resource}" in API group "{attributes.group}"'
+    return text + (f' in the namespace "{attributes.namespace}"' if attributes.namespace else "")

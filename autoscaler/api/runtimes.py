@@ -1,0 +1,92 @@
+"""Two JSON views of one runtime, read from the refresh loop's cache like every handler.
+
+- `/keda/v1/namespaces/{ns}/runtimes/{deployment}`: for KEDA's `metrics-api` scaler, where KEDA owns the
+  cluster's one external-metrics APIService. A flat object, so a `valueLocation` is just the metric name
+  (`modelmesh_desired_replicas`); values are the numbers the external-metrics API serves (same smoothing,
+  same milli-unit rounding), `null` for one that is unknown while the others are served, and the whole
+  answer is a 503 `Status` while the runtime is unknown, as for the HPA. KEDA reads numbers or quantity
+  strings; numbers keep the object usable by any other JSON consumer.
+- `/debug/runtimes/{ns}/{deployment}`: every field of the `RuntimeView` (per-pod inputs, freshness, weights,
+  need and deletion cost, each signal's proposal and the winner, the hold reason), field names as in
+  `autoscaler.model`, so the explanation never lags behind the model. Served even while the runtime is
+  unknown: that is when it is most needed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from typing import Any
+
+from aiohttp import web
+
+from autoscaler.api.handlers import METRICS_KEY, rfc3339, runtime_view
+from autoscaler.api.status import ApiError
+from autoscaler.model import RuntimeView
+from autoscaler.names import ServedMetric, runtime_labels
+
+KEDA_ROUTE = "/keda/v1/namespaces/{namespace}/runtimes/{deployment}"
+DEBUG_ROUTE = "/debug/runtimes/{namespace}/{deployment}"
+
+
+def jsonable(value: Any) -> Any:
+    """Dataclasses, enums, mappings and sequences as JSON values; NaN and infinities as null."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return jsonable(value.value)
+    if isinstance(value, dict):
+        return {str(jsonable(key)): jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def keda_values(view: RuntimeView) -> tuple[dict[str, Any], float | None]:
+    """The KEDA document for a known runtime, and the time of the oldest sample behind its values."""
+    values: dict[str, Any] = {
+        "namespace": view.key.namespace,
+        "deployment": view.key.deployment,
+        "labels": runtime_labels(view.key.deployment),
+    }
+    timestamps = []
+    for metric in ServedMetric:
+        served = view.values.get(metric)
+        value = served.value if served is not None else None
+        if value is None or not math.isfinite(value) or value < 0:
+            values[metric.value] = None
+            continue
+        values[metric.value] = round(value, 3)
+        if served is not None and served.timestamp is not None:
+            timestamps.append(served.timestamp)
+    oldest = min(timestamps) if timestamps else None
+    values["timestamp"] = rfc3339(oldest) if oldest is not None else None
+    values["window"] = round(view.window_s)
+    return values, oldest
+
+
+async def keda_runtime(request: web.Request) -> web.Response:
+    view = runtime_view(request, request.match_info["namespace"], request.match_info["deployment"])
+    if not view.known:
+        raise ApiError(503, f"values of runtime {view.key} are unknown right now: "
+                            f"{view.reason or 'no fresh data'}; scalers should hold")
+    document, oldest = keda_values(view)
+    if oldest is None:
+        raise ApiError(503, f"no value of runtime {view.key} is known right now; scalers should hold")
+    request.app[METRICS_KEY].freshness.observe(max(0.0, view.refreshed_at - oldest))
+    return web.json_response(document)
+
+
+def explanation(view: RuntimeView) -> dict[str, Any]:
+    document: dict[str, Any] = jsonable(view)
+    document["key"] = {"namespace": view.key.namespace, "deployment": view.key.deployment}
+    document["refreshed"] = rfc3339(view.refreshed_at)
+    return document
+
+
+async def debug_runtime(request: web.Request) -> web.Response:
+    view = runtime_view(request, request.match_info["namespace"], request.match_info["deployment"])
+    return web.json_response(explanation(view))

@@ -1,0 +1,308 @@
+"""Writes `controller.kubernetes.io/pod-deletion-cost` on runtime pods so that, when the HPA lowers the
+replicas, the ReplicaSet removes the least-needed pod first (DESIGN §7). The costs themselves come from the
+pure ranking (`autoscaler.ranking`, through `RuntimeView.pods`); this module only decides when to write them
+and does the writing.
+
+When a pod is written (`plan_patches`, pure):
+- only Ready pods with fresh data in a runtime whose values are known: a cost computed from stale or missing
+  data is not worth a write, and the ReplicaSet removes not-Ready pods first anyway;
+- the first time this replica sees it while leading (another leader may have written something else);
+- when its cost bucket changed, at most once per `min_interval_s` (a minute) per pod, so a pod whose need hovers
+  at a bucket edge cannot flood the API;
+- at once, whatever the minute says, for a runtime whose served recommendation newly fell below its current
+  replicas (or fell further, or lost a pod meanwhile): the costs must be right before the HPA acts;
+- again every `max_interval_s` (5 minutes) even when unchanged, to repair hand edits and lost writes.
+
+How (`DeletionCostWriter`): the refresh loop hands each refresh's views over through a one-slot mailbox (the
+newest views replace older ones; `on_refresh` never waits), and the writer's own task plans and patches. A pass
+writes at most `batch_size` pods, urgent ones first, with `concurrency` requests in flight and at most `qps` a
+second, and stops early when newer views arrive, so a slow API server delays only this task: never a refresh,
+never an HPA request. 404 means the pod is gone (normal: it was just removed); 409, 429 and 5xx (and no answer)
+are retried with exponential backoff and jitter, honouring `Retry-After`; other refusals (403: missing RBAC)
+wait for the 5-minute refresh. Writes happen only while `may_write()` (leadership) holds; losing it forgets
+what was written, so a new term starts by writing every pod once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from autoscaler.kube_client import KubeApiError
+from autoscaler.model import RuntimeKey, RuntimeView
+from autoscaler.names import DELETION_COST_ANNOTATION, ServedMetric
+from autoscaler.selfmetrics import AdapterMetrics
+
+log = logging.getLogger(__name__)
+
+PodId = tuple[str, str]  # (namespace, pod name)
+
+
+class PodAnnotator(Protocol):
+    """What the writer needs from Kubernetes (`autoscaler.kube_client.KubeClient` has it)."""
+
+    async def patch_pod_annotations(self, namespace: str, name: str, annotations: Mapping[str, str]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class WriterSettings:
+    min_interval_s: float = 60.0
+    """A changed cost is written at most this often per pod (seconds), except before a scale-down."""
+    max_interval_s: float = 300.0
+    """Every pod is written at least this often (seconds), changed or not."""
+    backoff_base_s: float = 1.0
+    """First retry delay after a retryable failure; doubles with each further failure."""
+    backoff_cap_s: float = 60.0
+    """Longest retry delay: no more than one attempt a minute at a pod the API keeps refusing."""
+    qps: float | None = 20.0
+    """Patches per second at most, over all pods (None: unlimited); gentle on a shared API server."""
+    concurrency: int = 4
+    """Patches in flight at once."""
+    batch_size: int = 256
+    """Patches per pass before newer views are looked at: bounds how long an urgent write can wait."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class PodPatch:
+    """One wanted write. Sorted: urgent (0) before new or changed (1) before periodic refreshes (2)."""
+
+    priority: int
+    namespace: str
+    pod: str
+    cost: int
+
+
+@dataclass(slots=True)
+class PodRecord:
+    """What this replica last wrote on a pod, and when it may try again after a failure."""
+
+    cost: int | None = None
+    written_at: float = -math.inf
+    failures: int = 0
+    retry_at: float = -math.inf
+
+
+def plan_patches(
+    views: Mapping[RuntimeKey, RuntimeView],
+    records: Mapping[PodId, PodRecord],
+    urgent: set[RuntimeKey],
+    now: float,
+    settings: WriterSettings,
+) -> list[PodPatch]:
+    """The writes due at `now`, in the order to make them (see the module docstring for the rules)."""
+    patches: list[PodPatch] = []
+    for key, view in views.items():
+        if not view.known:
+            continue
+        hurry = key in urgent
+        for pod in view.pods:
+            cost = pod.deletion_cost
+            if cost is None or not pod.ready or not pod.fresh:
+                continue
+            record = records.get((key.namespace, pod.name))
+            if record is not None and record.retry_at > now:
+                continue
+            if record is None or record.cost is None:
+                priority = 0 if hurry else 1
+            elif record.cost != cost:
+                if not (hurry or now - record.written_at >= settings.min_interval_s):
+                    continue
+                priority = 0 if hurry else 1
+            elif now - record.written_at >= settings.max_interval_s:
+                priority = 2
+            else:
+                continue
+            patches.append(PodPatch(priority, key.namespace, pod.name, cost))
+    patches.sort()
+    return patches
+
+
+def _below_current(view: RuntimeView) -> tuple[float, int] | None:
+    """(served desired replicas, current replicas) while the first is below the second, else None."""
+    served = view.values.get(ServedMetric.DESIRED_REPLICAS)
+    desired = served.value if served is not None else None
+    current = view.current_replicas
+    if desired is None or current is None or not desired < current:
+        return None
+    return desired, current
+
+
+class DeletionCostWriter:
+    """Keeps pod-deletion costs on the pods in step with the ranking; run `run()` as its own task."""
+
+    def __init__(
+        self,
+        client: PodAnnotator,
+        metrics: AdapterMetrics,
+        *,
+        settings: WriterSettings | None = None,
+        may_write: Callable[[], bool] = lambda: True,
+        clock: Callable[[], float] = time.monotonic,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self._client = client
+        self._metrics = metrics
+        self.settings = settings or WriterSettings()
+        self._may_write = may_write
+        self._clock = clock
+        self._rand = rand
+        self._latest: Mapping[RuntimeKey, RuntimeView] | None = None
+        self._generation = 0
+        self._wake = asyncio.Event()
+        self.records: dict[PodId, PodRecord] = {}
+        self._scale_downs: dict[RuntimeKey, tuple[float, int]] = {}
+        self._next_slot = 0.0
+        self._last_error: int | str | None = None
+
+    async def on_refresh(self, views: Mapping[RuntimeKey, RuntimeView]) -> None:
+        """The refresh loop's listener: hand the views over and return at once."""
+        self.offer(views)
+
+    def offer(self, views: Mapping[RuntimeKey, RuntimeView]) -> None:
+        """Put the newest views in the mailbox (replacing any not yet planned) and wake the writer."""
+        self._latest = views
+        self._generation += 1
+        self._wake.set()
+
+    def wake(self) -> None:
+        """Plan again now (leadership changed)."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Plan and write whenever views arrive or a retry falls due, until cancelled."""
+        while True:
+            try:
+                async with asyncio.timeout(self._next_retry_in()):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            try:
+                await self.sync()
+            except Exception:
+                log.exception("deletion-cost pass failed; trying again at the next refresh")
+
+    async def sync(self) -> int:
+        """Plan against the newest views and write what is due now; returns the number of patches sent."""
+        views = self._latest
+        if views is None:
+            return 0
+        if not self._may_write():
+            self._forget()
+            return 0
+        now = self._clock()
+        self._drop_vanished(views)
+        patches = plan_patches(views, self.records, self._urgent(views), now, self.settings)
+        return await self._write(patches[: self.settings.batch_size], self._generation)
+
+    def _urgent(self, views: Mapping[RuntimeKey, RuntimeView]) -> set[RuntimeKey]:
+        urgent = set()
+        for key, view in views.items():
+            pair = _below_current(view) if view.known else None
+            if pair is None:
+                self._scale_downs.pop(key, None)
+            elif self._scale_downs.get(key) != pair:
+                self._scale_downs[key] = pair
+                urgent.add(key)
+                log.info("runtime %s: recommendation %g is below %d replicas; writing deletion costs now",
+                         key, *pair)
+        return urgent
+
+    async def _write(self, patches: list[PodPatch], generation: int) -> int:
+        slots = asyncio.Semaphore(self.settings.concurrency)
+        tasks: list[asyncio.Task[None]] = []
+
+        async def one(patch: PodPatch) -> None:
+            try:
+                await self._patch(patch)
+            finally:
+                slots.release()
+
+        for patch in patches:
+            await slots.acquire()
+            if generation != self._generation or not self._may_write():
+                slots.release()
+                break
+            await self._pace()
+            tasks.append(asyncio.create_task(one(patch)))
+        await asyncio.gather(*tasks)
+        return len(tasks)
+
+    async def _pace(self) -> None:
+        """At most `qps` patches a second, spread evenly (real time: this is about load, not policy)."""
+        if self.settings.qps is None:
+            return
+        now = time.monotonic()
+        wait = self._next_slot - now
+        self._next_slot = max(now, self._next_slot) + 1.0 / self.settings.qps
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+    async def _patch(self, patch: PodPatch) -> None:
+        pod = (patch.namespace, patch.pod)
+        record = self.records.setdefault(pod, PodRecord())
+        try:
+            await self._client.patch_pod_annotations(
+                patch.namespace, patch.pod, {DELETION_COST_ANNOTATION: str(patch.cost)}
+            )
+        except KubeApiError as error:
+            self._failed(pod, record, error)
+            return
+        record.cost, record.written_at = patch.cost, self._clock()
+        record.failures, record.retry_at = 0, -math.inf
+        self._last_error = None
+        self._metrics.deletion_cost_patches.labels("ok").inc()
+        self._metrics.pod_deletion_cost.labels(*pod).set(patch.cost)
+
+    def _failed(self, pod: PodId, record: PodRecord, error: KubeApiError) -> None:
+        now = self._clock()
+        if error.status == 404:
+            log.debug("pod %s/%s is gone; no deletion cost to write", *pod)
+            self._metrics.deletion_cost_patches.labels("not_found").inc()
+            self._remove_series(pod, record)
+            self.records[pod] = PodRecord(retry_at=now + self.settings.min_interval_s)
+            return
+        record.failures += 1
+        if error.retryable:
+            delay = min(self.settings.backoff_cap_s, self.settings.backoff_base_s * 2.0 ** (record.failures - 1))
+            delay = delay / 2 + delay / 2 * self._rand()  # "equal jitter": replicas and pods spread out
+            record.retry_at = now + max(delay, error.retry_after_s or 0.0)
+            result = "retried"
+        else:
+            record.retry_at = now + self.settings.max_interval_s
+            result = "failed"
+        self._metrics.deletion_cost_patches.labels(result).inc()
+        kind = error.status if error.status is not None else "no answer"
+        level = logging.WARNING if kind != self._last_error else logging.DEBUG
+        self._last_error = kind
+        log.log(level, "deletion cost of pod %s/%s not written (%s, next try in %.0f s): %s",
+                *pod, result, record.retry_at - now, error)
+
+    def _next_retry_in(self) -> float | None:
+        due = [r.retry_at for r in self.records.values() if r.failures]
+        return max(0.0, min(due) - self._clock()) if due else None
+
+    def _drop_vanished(self, views: Mapping[RuntimeKey, RuntimeView]) -> None:
+        present = {(key.namespace, pod.name) for key, view in views.items() for pod in view.pods}
+        for pod in [pod for pod in self.records if pod not in present]:
+            self._remove_series(pod, self.records.pop(pod))
+        for key in [key for key in self._scale_downs if key not in views]:
+            del self._scale_downs[key]
+
+    def _forget(self) -> None:
+        for pod, record in self.records.items():
+            self._remove_series(pod, record)
+        self.records.clear()
+        self._scale_downs.clear()
+
+    def _remove_series(self, pod: PodId, record: PodRecord) -> None:
+        if record.cost is not None:
+            with contextlib.suppress(KeyError):  # already gone: nothing to remove
+                self._metrics.pod_deletion_cost.remove(*pod)

@@ -1,0 +1,172 @@
+"""The Kubernetes API calls the adapter makes to act on the cluster: patch a pod's annotations, and read,
+create and replace a `coordination.k8s.io/v1` Lease.
+
+Everything goes through `kubernetes.aio` (its configuration loading, authentication, token refresh and TLS), on
+the adapter's own event loop: no threads, and a slow API server only ever delays the task that asked. Requests
+are built with the generic `ApiClient.param_serialize` / `call_api` and carry the JSON we wrote, because the
+generated Lease model serializes MicroTime with `datetime.isoformat()`, which writes `+00:00` and drops the
+fraction when the microseconds are 0; the API server parses MicroTime with Go's fixed six-digit layout.
+
+Errors: every failure leaves this module as a `KubeApiError` with the HTTP status (None when no answer came:
+connection refused, timeout, TLS), the server's message and any `Retry-After`, the library's exception chained.
+A configuration that cannot be loaded is a `KubeConfigError`. Library exceptions never leak past here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import aiohttp
+from kubernetes.aio import client, config
+from kubernetes.aio.client.exceptions import OpenApiException
+from kubernetes.aio.config.config_exception import ConfigException
+
+JSON = dict[str, Any]
+
+MERGE_PATCH: Final = "application/merge-patch+json"
+_SERVICE_HOST_ENV: Final = "KUBERNETES_SERVICE_HOST"
+_SERVICE_ACCOUNT_NAMESPACE: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+_POD: Final = "/api/v1/namespaces/{namespace}/pods/{name}"
+_LEASES: Final = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+_LEASE: Final = _LEASES + "/{name}"
+
+
+class KubeConfigError(ValueError):
+    """No usable connection settings: the kubeconfig is missing or broken, or we are not in a cluster."""
+
+
+class KubeApiError(Exception):
+    """A Kubernetes API request failed; `status` is None when the server never answered."""
+
+    def __init__(self, message: str, status: int | None = None, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after_s = retry_after_s
+
+    @property
+    def retryable(self) -> bool:
+        """Worth trying again later: no answer, a conflict, throttling or a server-side failure."""
+        return self.status is None or self.status in (409, 429) or self.status >= 500
+
+
+def in_cluster() -> bool:
+    """True inside a pod: the kubelet sets the API server's address in every container's environment."""
+    return bool(os.environ.get(_SERVICE_HOST_ENV))
+
+
+class KubeClient:
+    """A handful of typed calls over one `kubernetes.aio` API client; `close()` when done."""
+
+    def __init__(self, api: client.ApiClient, *, default_namespace: str = "default", timeout_s: float = 5.0) -> None:
+        self._api = api
+        self.default_namespace = default_namespace
+        """The namespace this process runs in (in a cluster) or its kubeconfig context's: where a Lease goes."""
+        self._timeout_s = timeout_s
+
+    @classmethod
+    async def connect(cls, kubeconfig: Path | None, *, user_agent: str, timeout_s: float = 5.0) -> KubeClient:
+        """From `kubeconfig` when given; else the in-cluster service account; else the default kubeconfig
+        (`$KUBECONFIG` or `~/.kube/config`). Raises `KubeConfigError` when none of them works."""
+        configuration = client.Configuration()
+        try:
+            if kubeconfig is None and in_cluster():
+                config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+                namespace = _read_text(_SERVICE_ACCOUNT_NAMESPACE) or "default"
+            else:
+                path = str(kubeconfig) if kubeconfig is not None else None
+                await config.load_kube_config(  # type: ignore[no-untyped-call]
+                    config_file=path, client_configuration=configuration, persist_config=False
+                )
+                namespace = _context_namespace(path)
+        except (ConfigException, OSError, ValueError, TypeError, KeyError) as error:
+            where = str(kubeconfig) if kubeconfig is not None else "the default kubeconfig or in-cluster settings"
+            raise KubeConfigError(f"cannot load Kubernetes connection settings from {where}: {error}") from error
+        api = client.ApiClient(configuration)
+        api.user_agent = user_agent
+        return cls(api, default_namespace=namespace, timeout_s=timeout_s)
+
+    async def close(self) -> None:
+        await self._api.close()  # type: ignore[no-untyped-call]
+
+    async def patch_pod_annotations(self, namespace: str, name: str, annotations: Mapping[str, str]) -> None:
+        """Merge-patch annotations onto a pod (RFC 7386: keys not named are left alone)."""
+        body = {"metadata": {"annotations": dict(annotations)}}
+        await self._request("PATCH", _POD, {"namespace": namespace, "name": name}, body, MERGE_PATCH)
+
+    async def get_lease(self, namespace: str, name: str) -> JSON | None:
+        """The Lease as the server has it, or None when it does not exist."""
+        try:
+            return await self._request("GET", _LEASE, {"namespace": namespace, "name": name})
+        except KubeApiError as error:
+            if error.status == 404:
+                return None
+            raise
+
+    async def create_lease(self, namespace: str, lease: JSON) -> JSON:
+        """POST a new Lease; 409 AlreadyExists when another replica was faster."""
+        return await self._request("POST", _LEASES, {"namespace": namespace}, lease)
+
+    async def replace_lease(self, namespace: str, name: str, lease: JSON) -> JSON:
+        """PUT a Lease; its `metadata.resourceVersion` makes it conditional (409 Conflict when stale)."""
+        return await self._request("PUT", _LEASE, {"namespace": namespace, "name": name}, lease)
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        path_params: Mapping[str, str],
+        body: JSON | None = None,
+        content_type: str = "application/json",
+    ) -> JSON:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        try:
+            serialized = await self._api.param_serialize(
+                method=method, resource_path=path, path_params=dict(path_params), header_params=headers,
+                body=body, auth_settings=["BearerToken"],
+            )
+            response = await self._api.call_api(*serialized, _request_timeout=self._timeout_s)
+            raw = await response.read()  # type: ignore[no-untyped-call]
+            status = int(response.status)
+            retry_after = response.headers.get("Retry-After")
+        except (aiohttp.ClientError, TimeoutError, OSError, OpenApiException, ConfigException) as error:
+            raise KubeApiError(f"{method} {path.format(**path_params)}: no answer: {error!r}") from error
+        document = _parse(raw)
+        if status >= 400:
+            message = document.get("message") if isinstance(document.get("message"), str) else raw[:200].decode(
+                "utf-8", "replace")
+            raise KubeApiError(f"{method} {path.format(**path_params)}: {status} {message}", status,
+                               _seconds(retry_after))
+        return document
+
+
+def _parse(raw: bytes) -> JSON:
+    try:
+        document = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return document if isinstance(document, dict) else {}
+
+
+def _seconds(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date: rare from the API server; the caller's own backoff applies
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _context_namespace(path: str | None) -> str:
+    """The namespace of the kubeconfig's current context, as kubectl would use it."""
+    _, active = config.list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
+    namespace = ((active or {}).get("context") or {}).get("namespace")
+    return namespace if isinstance(namespace, str) and namespace else "default"

@@ -1,0 +1,252 @@
+"""Leader election on a `coordination.k8s.io/v1` Lease, so that of several adapter replicas only one writes
+pod-deletion costs (DESIGN §7). Every replica keeps serving metrics; leadership only gates writes.
+
+The algorithm is client-go's `leaderelection` package, so that it behaves the way operators know:
+
+- Every `retry_period` (plus up to 1.2 x retry_period of jitter while waiting to acquire) a replica reads the
+  Lease. A Lease held by someone else counts as expired once its record (holder, renewTime, ...) has not
+  changed for `leaseDurationSeconds` **as measured by this replica's own monotonic clock** from when it first
+  saw that record: clocks of different machines are never compared. An expired or empty Lease is taken with a
+  conditional PUT (its resourceVersion), so of two replicas racing for it exactly one succeeds (the other gets
+  409 Conflict); `leaseTransitions` counts the changes of holder.
+- The leader renews every `retry_period`. If it cannot renew within `renew_deadline` it stops leading; since
+  `renew_deadline < lease_duration`, it has stopped before any other replica may take over. A renewal that
+  finds another holder ends leadership at once (client-go waits for the deadline; writing on is never right).
+- When the leader dies, a follower takes over within about one lease duration (plus one retry period) of the
+  last renewal. On a clean shutdown the leader releases the Lease (empty holder, 1 s duration), so a follower
+  takes over at its next retry.
+
+`LeaseElector.run()` does all of it until cancelled; `try_acquire_or_renew()` and `release()` are the single
+steps, for tests with an injected clock. Listeners hear every change of `is_leader`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final, Protocol
+
+from autoscaler.kube_client import JSON, KubeApiError
+
+log = logging.getLogger(__name__)
+
+JITTER_FACTOR: Final = 1.2  # client-go's JitterFactor for acquire retries
+
+
+class LeaseStore(Protocol):
+    """The Lease calls the elector needs (`autoscaler.kube_client.KubeClient` has them)."""
+
+    async def get_lease(self, namespace: str, name: str) -> JSON | None: ...
+
+    async def create_lease(self, namespace: str, lease: JSON) -> JSON: ...
+
+    async def replace_lease(self, namespace: str, name: str, lease: JSON) -> JSON: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseConfig:
+    """Which Lease, who we are, and the three durations of client-go (seconds)."""
+
+    namespace: str
+    name: str
+    identity: str
+    lease_duration_s: float = 15.0
+    """How long followers wait, after the record last changed, before taking the Lease over."""
+    renew_deadline_s: float = 10.0
+    """How long the leader keeps trying to renew before it gives leadership up."""
+    retry_period_s: float = 2.0
+    """Time between attempts to acquire or renew."""
+
+    def __post_init__(self) -> None:
+        if not self.identity:
+            raise ValueError("leader election needs a non-empty identity")
+        if not self.retry_period_s > 0:
+            raise ValueError("--leader-elect-retry-period must be greater than 0")
+        if not self.lease_duration_s > self.renew_deadline_s:
+            raise ValueError("--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline")
+        if not self.renew_deadline_s > JITTER_FACTOR * self.retry_period_s:
+            raise ValueError("--leader-elect-renew-deadline must be greater than 1.2 x --leader-elect-retry-period")
+
+
+def micro_time(moment: float) -> str:
+    """Kubernetes MicroTime: RFC 3339 in UTC with exactly six fractional digits."""
+    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaseElector:
+    """Acquires, renews and releases one Lease; `is_leader` says whether this replica may write now."""
+
+    def __init__(
+        self,
+        store: LeaseStore,
+        lease: LeaseConfig,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Any] = asyncio.sleep,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self._store = store
+        self.config = lease
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._sleep = sleep
+        self._rand = rand
+        self._leader = False
+        self._observed: JSON | None = None  # the last Lease spec we read or wrote
+        self._observed_at = -math.inf  # our monotonic time when that spec last changed
+        self._listeners: list[Callable[[bool], None]] = []
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leader
+
+    @property
+    def holder(self) -> str | None:
+        """The holder named in the Lease as last seen (None: never read, or empty)."""
+        return (self._observed or {}).get("holderIdentity") or None
+
+    def add_listener(self, callback: Callable[[bool], None]) -> None:
+        """Call `callback(is_leader)` on every change of leadership, from the elector's task."""
+        self._listeners.append(callback)
+
+    async def run(self) -> None:
+        """Acquire, lead until renewal fails, repeat; release the Lease when cancelled while leading."""
+        try:
+            while True:
+                await self._acquire()
+                self._set_leader(True)
+                await self._renew()
+                self._set_leader(False)
+        except asyncio.CancelledError:
+            if self._leader:
+                await self.release()
+            raise
+
+    async def try_acquire_or_renew(self) -> bool:
+        """One attempt: take the Lease if it is free or expired, renew it if it is ours. True on success."""
+        cfg = self.config
+        now, wall = self._clock(), micro_time(self._wall_clock())
+        try:
+            lease = await self._store.get_lease(cfg.namespace, cfg.name)
+            if lease is None:
+                spec = self._spec(acquire_time=wall, renew_time=wall, transitions=0)
+                body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                        "metadata": {"name": cfg.name, "namespace": cfg.namespace}, "spec": spec}
+                self._observe(await self._store.create_lease(cfg.namespace, body), now)
+                return True
+            spec = lease.get("spec") or {}
+            self._observe(lease, now)
+            holder = spec.get("holderIdentity") or ""
+            if holder and holder != cfg.identity and not self._expired(now):
+                return False
+            ours = holder == cfg.identity
+            transitions = int(spec.get("leaseTransitions") or 0)
+            new_spec = self._spec(
+                acquire_time=(spec.get("acquireTime") or wall) if ours else wall,
+                renew_time=wall,
+                transitions=transitions if ours else transitions + 1,
+            )
+            self._observe(await self._store.replace_lease(cfg.namespace, cfg.name, {**lease, "spec": new_spec}), now)
+            return True
+        except KubeApiError as error:
+            level = logging.DEBUG if error.status == 409 else logging.WARNING
+            log.log(level, "lease %s/%s: attempt failed: %s", cfg.namespace, cfg.name, error)
+            return False
+
+    async def release(self) -> bool:
+        """Give the Lease up (empty holder, 1 s duration) so a follower takes over at once; True on success."""
+        cfg = self.config
+        self._set_leader(False)
+        try:
+            lease = await self._store.get_lease(cfg.namespace, cfg.name)
+            if lease is None or (lease.get("spec") or {}).get("holderIdentity") != cfg.identity:
+                return False
+            spec = lease.get("spec") or {}
+            wall = micro_time(self._wall_clock())
+            released = {"leaseDurationSeconds": 1, "acquireTime": wall, "renewTime": wall,
+                        "leaseTransitions": int(spec.get("leaseTransitions") or 0)}
+            await self._store.replace_lease(cfg.namespace, cfg.name, {**lease, "spec": released})
+        except KubeApiError as error:
+            log.warning("lease %s/%s: release failed, followers take over when it expires: %s",
+                        cfg.namespace, cfg.name, error)
+            return False
+        log.info("lease %s/%s released by %s", cfg.namespace, cfg.name, cfg.identity)
+        return True
+
+    def _spec(self, *, acquire_time: str, renew_time: str, transitions: int) -> JSON:
+        return {
+            "holderIdentity": self.config.identity,
+            "leaseDurationSeconds": max(1, math.ceil(self.config.lease_duration_s)),
+            "acquireTime": acquire_time,
+            "renewTime": renew_time,
+            "leaseTransitions": transitions,
+        }
+
+    def _observe(self, lease: JSON, now: float) -> None:
+        spec = lease.get("spec") or {}
+        if spec != self._observed:
+            self._observed = spec
+            self._observed_at = now
+
+    def _expired(self, now: float) -> bool:
+        duration = float((self._observed or {}).get("leaseDurationSeconds") or 0)
+        return self._observed_at + duration <= now
+
+    def _taken_by_other(self, now: float) -> bool:
+        holder = self.holder
+        return holder is not None and holder != self.config.identity and not self._expired(now)
+
+    async def _acquire(self) -> None:
+        cfg = self.config
+        log.info("lease %s/%s: %s trying to acquire", cfg.namespace, cfg.name, cfg.identity)
+        while True:
+            if await self._attempt(cfg.renew_deadline_s):
+                return
+            await self._sleep(cfg.retry_period_s * (1.0 + JITTER_FACTOR * self._rand()))
+
+    async def _renew(self) -> None:
+        """Renew every retry period; return when leadership is lost."""
+        cfg = self.config
+        last_renewed = self._clock()
+        while True:
+            await self._sleep(cfg.retry_period_s)
+            remaining = cfg.renew_deadline_s - (self._clock() - last_renewed)
+            if remaining > 0 and await self._attempt(remaining):
+                last_renewed = self._clock()
+                continue
+            now = self._clock()
+            if self._taken_by_other(now):
+                log.warning("lease %s/%s: now held by %s; stopping writes", cfg.namespace, cfg.name, self.holder)
+                return
+            if now - last_renewed >= cfg.renew_deadline_s:
+                log.warning("lease %s/%s: not renewed within %.1f s; stopping writes", cfg.namespace, cfg.name,
+                            cfg.renew_deadline_s)
+                return
+
+    async def _attempt(self, timeout_s: float) -> bool:
+        try:
+            async with asyncio.timeout(timeout_s):
+                return await self.try_acquire_or_renew()
+        except TimeoutError:
+            log.warning("lease %s/%s: no answer within %.1f s", self.config.namespace, self.config.name, timeout_s)
+            return False
+
+    def _set_leader(self, leader: bool) -> None:
+        if leader == self._leader:
+            return
+        self._leader = leader
+        cfg = self.config
+        log.info("lease %s/%s: %s %s", cfg.namespace, cfg.name, cfg.identity,
+                 "became the leader" if leader else "stopped leading")
+        for listener in self._listeners:
+            try:
+                listener(leader)
+            except Exception:
+                log.exception("leadership listener failed")

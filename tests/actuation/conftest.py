@@ -1,0 +1,90 @@
+"""Fixtures for the deletion-cost and leader-election tests: the shared fake Kubernetes API, a real client
+pointed at it, a clock the test steps, and small builders of the views the refresh loop hands the writer."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+
+import pytest
+
+from autoscaler.kube_client import KubeClient
+from autoscaler.model import PodView, RuntimeKey, RuntimeView, ServedValue
+from autoscaler.names import ServedMetric
+from tests.fakes.kube_api import FakeKubeApi
+
+KEY = RuntimeKey("ml", "modelmesh-serving-triton")
+
+
+class SteppedClock:
+    """A monotonic clock that moves only when the test says so."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> SteppedClock:
+    return SteppedClock()
+
+
+@pytest.fixture
+async def kube() -> AsyncIterator[FakeKubeApi]:
+    async with FakeKubeApi() as kube:
+        yield kube
+
+
+@pytest.fixture
+def kubeconfig(kube: FakeKubeApi, tmp_path: Path) -> Path:
+    return kube.write_kubeconfig(tmp_path / "kubeconfig", namespace="ml")
+
+
+@pytest.fixture
+async def kube_client(kubeconfig: Path) -> AsyncIterator[KubeClient]:
+    client = await KubeClient.connect(kubeconfig, user_agent="modelmesh-autoscaler/test", timeout_s=2.0)
+    yield client
+    await client.close()
+
+
+def pod_view(name: str, cost: int | None, *, ready: bool = True, fresh: bool = True) -> PodView:
+    """A pod as the ranking left it: only what the writer reads is meaningful."""
+    return PodView(
+        name=name, ready=ready, fresh=fresh, age_s=1.0, gpu_busy=None, requests_per_second=None,
+        queue_delay_s=None, lru_age_s=None, cache_used_ratio=None, weight=0.0,
+        need=None if cost is None else cost / 1000, deletion_cost=cost,
+    )
+
+
+def runtime_view(
+    pods: Iterable[PodView],
+    *,
+    key: RuntimeKey = KEY,
+    desired: float | None = None,
+    current: int | None = None,
+    known: bool = True,
+) -> RuntimeView:
+    """A view with the given pods; `desired` is the served modelmesh_desired_replicas."""
+    pods = tuple(pods)
+    return RuntimeView(
+        key=key, refreshed_at=0.0, window_s=30.0, ready_pods=len(pods), fresh_pods=len(pods), coverage=1.0,
+        complete=known, known=known,
+        values={ServedMetric.DESIRED_REPLICAS: ServedValue(desired, desired, 0.0)},
+        proposals={}, winner=None, pods=pods, current_replicas=current,
+    )
+
+
+def views_of(costs: dict[str, int], **kwargs: object) -> dict[RuntimeKey, RuntimeView]:
+    """`{pod: cost}` as the views of one runtime."""
+    view = runtime_view((pod_view(name, cost) for name, cost in costs.items()), **kwargs)  # type: ignore[arg-type]
+    return {view.key: view}
+
+
+def add_pods(kube: FakeKubeApi, names: Iterable[str], namespace: str = KEY.namespace) -> None:
+    for name in names:
+        kube.add_pod(namespace, name, labels={"modelmesh-service": "modelmesh-serving", "name": KEY.deployment})

@@ -1,0 +1,105 @@
+"""A secured API on a real TLS port, backed by the shared fake Kubernetes API."""
+
+from __future__ import annotations
+
+import json
+import ssl
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import trustme
+from pytest_aiohttp import AiohttpServer
+
+from autoscaler.api.app import build_api_app
+from autoscaler.api.auth import ApiSecurity, build_api_security
+from autoscaler.refresher import Refresher
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.settings import ServeSettings
+from tests.api.builders import KEY, Pki, refresher_with, runtime_view
+from tests.fakes.kube_api import FakeKubeApi
+
+
+@pytest.fixture(scope="session")
+def pki() -> Pki:
+    return Pki()
+
+
+@pytest.fixture
+async def kube() -> AsyncIterator[FakeKubeApi]:
+    async with FakeKubeApi() as fake:
+        yield fake
+
+
+@dataclass
+class SecuredApi:
+    """The adapter's API behind its real gate; `get` speaks TLS with an optional client certificate."""
+
+    url: str
+    pki: Pki
+    kube: FakeKubeApi
+    metrics: AdapterMetrics
+    refresher: Refresher
+    security: ApiSecurity
+    _contexts: dict[int, ssl.SSLContext] = field(default_factory=dict)
+
+    def context(self, leaf: trustme.LeafCert | None) -> ssl.SSLContext:
+        key = id(leaf)
+        if key not in self._contexts:
+            self._contexts[key] = self.pki.client_context(leaf)
+        return self._contexts[key]
+
+    async def get(self, path: str, *, cert: trustme.LeafCert | None = None, headers: dict[str, str] | None = None,
+                  token: str | None = None) -> tuple[int, Any]:
+        all_headers = dict(headers or {})
+        if token is not None:
+            all_headers["Authorization"] = f"Bearer {token}"
+        connector = aiohttp.TCPConnector(ssl=self.context(cert))
+        async with aiohttp.ClientSession(connector=connector) as session, \
+                session.get(self.url + path, headers=all_headers) as response:
+            body = await response.read()
+            try:
+                return response.status, json.loads(body)
+            except ValueError:
+                return response.status, body.decode()
+
+
+@pytest.fixture
+def settings_for(pki: Pki, tmp_path: Path, kube: FakeKubeApi) -> Callable[..., ServeSettings]:
+    def make(*, files: bool = True, **overrides: Any) -> ServeSettings:
+        requestheader, client = pki.write_cas(tmp_path)
+        base: dict[str, Any] = {"kubeconfig": kube.write_kubeconfig(tmp_path / "kubeconfig"),
+                                "requestheader_allowed_names": ("front-proxy-client",)}
+        if files:
+            base.update(requestheader_client_ca_file=requestheader, client_ca_file=client)
+        return ServeSettings(**{**base, **overrides})
+
+    return make
+
+
+@pytest.fixture
+async def secured(
+    pki: Pki, kube: FakeKubeApi, aiohttp_server: AiohttpServer, settings_for: Callable[..., ServeSettings]
+) -> AsyncIterator[SecuredApi]:
+    metrics = AdapterMetrics()
+    refresher = refresher_with(runtime_view(KEY), metrics=metrics)
+    tls = pki.server_context()
+    security = await build_api_security(settings_for(), tls, metrics, kube_timeout_s=0.5)
+    server = await aiohttp_server(build_api_app(refresher, metrics, security.middlewares), ssl=tls)
+    try:
+        yield SecuredApi(f"https://127.0.0.1:{server.port}", pki, kube, metrics, refresher, security)
+    finally:
+        await security.close()
+
+
+@pytest.fixture
+def metric_path() -> Iterator[Callable[..., str]]:
+    def make(metric: str = "modelmesh_desired_replicas", namespace: str = KEY.namespace,
+             deployment: str = KEY.deployment) -> str:
+        return (f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/{metric}"
+                f"?labelSelector=deployment%3D{deployment}")
+
+    yield make

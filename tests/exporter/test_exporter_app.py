@@ -1,0 +1,238 @@
+"""The exporter app in-process (real HTTP, real background loop) and its settings.
+
+`promtool check metrics` must be clean on what the exporter serves in every state a pod goes through:
+before any data, healthy, and with ModelMesh gone (last values kept). GPU states are the GPU collector's
+tests; here the exporter runs with `--no-gpu`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from autoscaler.certs import CertificateFiles, generate_self_signed, server_context
+from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
+from exporter import names
+from exporter.app import REGISTRY_KEY, build_app
+from exporter.settings import ExporterSettings, build_parser, parse_settings, seconds
+from tests.fakes.prometheus import PROMTOOL_BIN
+
+AiohttpClient = Callable[[web.Application], Awaitable[TestClient[web.Request, web.Application]]]
+
+
+def promtool_findings(text: str) -> tuple[int, str]:
+    """(exit status, findings) of `promtool check metrics` on exposition text."""
+    done = subprocess.run([PROMTOOL_BIN, "check", "metrics"], input=text, capture_output=True, text=True,
+                          timeout=30, check=False)
+    return done.returncode, (done.stdout + done.stderr).strip()
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text) for s in family.samples
+    }
+
+
+@pytest.fixture(scope="module")
+def modelmesh_cert(tmp_path_factory: pytest.TempPathFactory) -> CertificateFiles:
+    return generate_self_signed(tmp_path_factory.mktemp("mm-tls"), "fake-modelmesh", ["127.0.0.1", "localhost"])
+
+
+@dataclass
+class Served:
+    fake: FakeModelMesh
+    runner: web.AppRunner
+    url: str
+
+
+@pytest.fixture
+async def modelmesh(modelmesh_cert: CertificateFiles) -> AsyncIterator[Served]:
+    # A high rate, so the fake's whole-number counts read as the exact rate even over 50 ms.
+    fake = FakeModelMesh(ModelMeshLoad(requests_per_second=1000.0))
+    runner = await serve(fake, "127.0.0.1", 0, ssl_context=server_context(modelmesh_cert.cert_file,
+                                                                          modelmesh_cert.key_file))
+    served = Served(fake, runner, f"https://127.0.0.1:{runner.addresses[0][1]}/metrics")
+    yield served
+    await served.runner.cleanup()
+
+
+def exporter_settings(url: str, ca_file: Path) -> ExporterSettings:
+    return ExporterSettings(
+        listen_host="127.0.0.1", listen_port=0, modelmesh_url=url, modelmesh_ca_file=ca_file,
+        modelmesh_interval_s=0.05, load_window_s=0.5, gpu_enabled=False,
+    )
+
+
+async def poll_metrics(client: TestClient[web.Request, web.Application], predicate: Callable[[str], bool],
+                       timeout_s: float = 5.0) -> str:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        response = await client.get("/metrics")
+        assert response.status == 200
+        text = await response.text()
+        if predicate(text):
+            return text
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not met in {timeout_s} s; last /metrics:\n{text}")
+        await asyncio.sleep(0.05)
+
+
+def success_is(value: float) -> Callable[[str], bool]:
+    key = (names.COLLECTOR_SUCCESS, (("collector", names.COLLECTOR_MODELMESH),))
+    return lambda text: samples(text).get(key) == value
+
+
+async def test_healthz_answers_ok(aiohttp_client: AiohttpClient, modelmesh: Served,
+                                  modelmesh_cert: CertificateFiles) -> None:
+    client = await aiohttp_client(build_app(exporter_settings(modelmesh.url, modelmesh_cert.cert_file)))
+    response = await client.get("/healthz")
+    assert response.status == 200
+    assert await response.text() == "ok\n"
+
+
+async def test_promtool_is_clean_in_every_modelmesh_state(
+    aiohttp_client: AiohttpClient, modelmesh: Served, modelmesh_cert: CertificateFiles,
+) -> None:
+    app = build_app(exporter_settings(modelmesh.url, modelmesh_cert.cert_file))
+    before_any_scrape = generate_latest(app[REGISTRY_KEY]).decode()
+    assert promtool_findings(before_any_scrape) == (0, "")
+    assert names.REQUESTS_TOTAL not in before_any_scrape  # no data is no series, never a zero
+
+    client = await aiohttp_client(app)
+    healthy = await poll_metrics(client, lambda t: names.REQUESTS_PER_SECOND in t and success_is(1.0)(t))
+    assert promtool_findings(healthy) == (0, "")
+    rate = samples(healthy)[(names.REQUESTS_PER_SECOND, ())]
+    assert rate == pytest.approx(1000.0, rel=0.1)
+
+    await modelmesh.runner.cleanup()  # ModelMesh goes away
+    down = await poll_metrics(client, success_is(0.0))
+    assert promtool_findings(down) == (0, "")
+    down_samples = samples(down)
+    assert down_samples[(names.SCRAPE_ERRORS_TOTAL, (("collector", "modelmesh"), ("reason", "connect")))] >= 1
+    assert (names.REQUESTS_PER_SECOND, ()) in down_samples  # the last good value is still served
+
+
+async def test_promtool_is_clean_when_modelmesh_was_never_reachable(aiohttp_client: AiohttpClient,
+                                                                    modelmesh_cert: CertificateFiles) -> None:
+    client = await aiohttp_client(build_app(exporter_settings("https://127.0.0.1:1/metrics",
+                                                              modelmesh_cert.cert_file)))
+    never = await poll_metrics(client, lambda t: 'reason="connect"' in t)
+    assert promtool_findings(never) == (0, "")
+    assert names.REQUESTS_TOTAL not in never
+    assert success_is(0.0)(never)
+
+
+async def test_metrics_are_gzipped_when_the_scraper_asks(aiohttp_client: AiohttpClient, modelmesh: Served,
+                                                         modelmesh_cert: CertificateFiles) -> None:
+    client = await aiohttp_client(build_app(exporter_settings(modelmesh.url, modelmesh_cert.cert_file)))
+    response = await client.get("/metrics", headers={"Accept-Encoding": "gzip"})
+    assert response.headers.get("Content-Encoding") == "gzip"
+    assert names.COLLECTOR_SUCCESS in await response.text()
+
+
+# ---- settings: every flag has an EXPORTER_* twin ----
+
+# One value per flag, as a flag argument and as its variable's value, and what it must set.
+FLAG_CASES: list[tuple[str, str, str, Any]] = [
+    ("--listen", "127.0.0.1:9999", "listen_port", 9999),
+    ("--modelmesh-url", "http://10.0.0.1:2112/metrics", "modelmesh_url", "http://10.0.0.1:2112/metrics"),
+    ("--modelmesh-insecure", "true", "modelmesh_insecure", True),
+    ("--modelmesh-timeout", "0.5", "modelmesh_timeout_s", 0.5),
+    ("--modelmesh-interval", "2", "modelmesh_interval_s", 2.0),
+    ("--load-window", "60", "load_window_s", 60.0),
+    ("--no-gpu", "true", "gpu_enabled", False),
+    ("--gpu-uuids", "GPU-a, GPU-b", "gpu_uuids", ("GPU-a", "GPU-b")),
+    ("--gpu-window", "20", "gpu_window_s", 20.0),
+    ("--gpu-interval", "0.5", "gpu_interval_s", 0.5),
+    ("--log-level", "debug", "log_level", "DEBUG"),
+]
+
+
+def env_name(flag: str) -> str:
+    return "EXPORTER_" + flag.removeprefix("--").replace("-", "_").upper()
+
+
+def test_every_flag_is_covered_here_and_documents_its_variable() -> None:
+    parser = build_parser()
+    flags = {s for action in parser._actions for s in action.option_strings if s.startswith("--")} - {"--help"}
+    assert flags == {case[0] for case in FLAG_CASES} | {"--modelmesh-ca-file"}
+    help_text = parser.format_help()
+    for flag in flags:
+        assert env_name(flag) in help_text
+
+
+@pytest.mark.parametrize(("flag", "value", "field", "expected"), FLAG_CASES, ids=[c[0] for c in FLAG_CASES])
+def test_each_flag_and_its_variable_set_the_same_field(flag: str, value: str, field: str, expected: Any) -> None:
+    switch = flag in ("--modelmesh-insecure", "--no-gpu")
+    from_flag = parse_settings([flag] if switch else [flag, value], environ={})
+    from_env = parse_settings([], environ={env_name(flag): value})
+    assert getattr(from_flag, field) == expected
+    assert getattr(from_env, field) == expected
+    assert getattr(parse_settings([], environ={}), field) != expected  # the case changes a default
+
+
+def test_ca_file_from_its_variable(modelmesh_cert: CertificateFiles) -> None:
+    settings = parse_settings([], environ={"EXPORTER_MODELMESH_CA_FILE": str(modelmesh_cert.cert_file)})
+    assert settings.modelmesh_ca_file == modelmesh_cert.cert_file
+
+
+def test_a_flag_wins_over_its_variable() -> None:
+    settings = parse_settings(["--modelmesh-timeout", "1.5"], environ={"EXPORTER_MODELMESH_TIMEOUT": "9"})
+    assert settings.modelmesh_timeout_s == 1.5
+
+
+def test_defaults_are_the_documented_ones() -> None:
+    assert parse_settings([], environ={}) == ExporterSettings()
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "says"),
+    [
+        (["--modelmesh-timeout", "0"], {}, "--modelmesh-timeout"),
+        (["--modelmesh-interval", "nan"], {}, "--modelmesh-interval"),
+        (["--listen", "9187"], {}, "HOST:PORT"),
+        (["--modelmesh-url", "127.0.0.1:2112/metrics"], {}, "http:// or https://"),
+        (["--modelmesh-ca-file", "/does/not/exist"], {}, "CA bundle"),
+        (["--log-level", "loud"], {}, "--log-level"),
+        (["--bogus"], {}, "unrecognized arguments"),
+        ([], {"EXPORTER_MODELMESH_TIMEOUT": "soon"}, "EXPORTER_MODELMESH_TIMEOUT"),
+        ([], {"EXPORTER_NO_GPU": "maybe"}, "EXPORTER_NO_GPU"),
+        (["--load-window", "1"], {}, "--load-window"),
+    ],
+)
+def test_bad_settings_are_usage_errors_that_say_which(
+    argv: list[str], environ: dict[str, str], says: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        parse_settings(argv, environ=environ)
+    assert exit_.value.code == 2
+    assert says in capsys.readouterr().err
+
+
+def test_insecure_and_a_ca_file_contradict_even_across_flag_and_variable(
+    modelmesh_cert: CertificateFiles, capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        parse_settings(["--modelmesh-insecure"], environ={"EXPORTER_MODELMESH_CA_FILE": str(modelmesh_cert.cert_file)})
+    assert exit_.value.code == 2
+    assert "contradict" in capsys.readouterr().err
+
+
+def test_seconds_are_finite_and_positive() -> None:
+    for text in ("inf", "-1", "0", "nan", "1s"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            seconds(text)
+    assert seconds("0.25") == 0.25

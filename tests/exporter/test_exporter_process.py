@@ -1,0 +1,159 @@
+"""The exporter as a real process: its command line, its environment twins, and a real Prometheus reading it.
+
+The Prometheus test is the data path a cluster runs: ModelMesh stand-in (its own process, https, self-signed)
+→ `modelmesh-exporter` (its own process, verifying with the CA file) → Prometheus 2.x scraping every
+second → values read back through Prometheus's HTTP API.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from exporter import names
+from tests.fakes.prometheus import PrometheusServer, QueryResult
+from tests.support.processes import free_port, http_get, http_post_json, poll, running
+
+
+def exporter_command() -> list[str]:
+    """The installed `modelmesh-exporter` script (next to this interpreter first), else `python -m`."""
+    beside = Path(sys.executable).with_name("modelmesh-exporter")
+    script = str(beside) if beside.exists() else shutil.which("modelmesh-exporter")
+    return [script] if script else [sys.executable, "-m", "exporter.cli"]
+
+
+def test_help_explains_units_and_defaults() -> None:
+    done = subprocess.run([*exporter_command(), "--help"], capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())  # argparse wraps lines
+    assert "seconds" in text
+    assert "default: 2 s" in text  # --modelmesh-timeout
+    assert "default: 30 s" in text  # --load-window
+    for variable in ("EXPORTER_LISTEN", "EXPORTER_MODELMESH_URL", "EXPORTER_NO_GPU", "EXPORTER_LOAD_WINDOW"):
+        assert variable in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "says"),
+    [
+        (["--modelmesh-timeout", "-1"], {}, "argument --modelmesh-timeout"),
+        (["--listen", "nowhere"], {}, "HOST:PORT"),
+        ([], {"EXPORTER_LISTEN": "nowhere"}, "EXPORTER_LISTEN"),
+    ],
+)
+def test_bad_flag_or_variable_exits_2_with_a_clear_error(argv: list[str], env: dict[str, str], says: str) -> None:
+    done = subprocess.run([*exporter_command(), *argv], capture_output=True, text=True, timeout=30, check=False,
+                          env={"PATH": "/usr/bin:/bin", **env})
+    assert done.returncode == 2
+    assert "modelmesh-exporter: error:" in done.stderr
+    assert says in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_listen_address_from_its_environment_variable(tmp_path: Path) -> None:
+    port = free_port()
+    env = {
+        "EXPORTER_LISTEN": f"127.0.0.1:{port}",
+        "EXPORTER_NO_GPU": "true",
+        "EXPORTER_MODELMESH_URL": "http://127.0.0.1:1/metrics",
+    }
+    with running(["exporter.cli"], f"http://127.0.0.1:{port}/healthz", tmp_path / "exporter.log", env=env):
+        assert http_get(f"http://127.0.0.1:{port}/healthz") == (200, "ok\n")
+        status, body = http_get(f"http://127.0.0.1:{port}/metrics")
+        assert status == 200
+        assert f'{names.COLLECTOR_SUCCESS}{{collector="gpu"}} 0.0' in body
+
+
+@dataclass
+class DataPath:
+    modelmesh_url: str
+    exporter_url: str
+    exporter_target: str
+
+    def set_load(self, **load: float | str | None) -> None:
+        http_post_json(self.modelmesh_url.replace("/metrics", "/control"), json.dumps(load))
+
+
+@pytest.fixture
+def data_path(tmp_path: Path) -> Iterator[DataPath]:
+    mm_port, exporter_port = free_port(), free_port()
+    modelmesh_url = f"https://127.0.0.1:{mm_port}/metrics"
+    exporter_target = f"127.0.0.1:{exporter_port}"
+    with running(
+        ["autoscaler.demo.fake_modelmesh", "--listen", f"127.0.0.1:{mm_port}", "--rps", "40",
+         "--cert-dir", str(tmp_path / "mm-tls")],
+        modelmesh_url, tmp_path / "modelmesh.log",
+    ), running(
+        ["exporter.cli", "--listen", exporter_target, "--modelmesh-url", modelmesh_url,
+         "--modelmesh-ca-file", str(tmp_path / "mm-tls" / "tls.crt"), "--no-gpu",
+         "--modelmesh-interval", "0.5", "--load-window", "3"],
+        f"http://{exporter_target}/healthz", tmp_path / "exporter.log",
+    ):
+        yield DataPath(modelmesh_url, f"http://{exporter_target}/metrics", exporter_target)
+
+
+def single_value(result: QueryResult) -> float | None:
+    return float(result[0]["value"][1]) if len(result) == 1 else None
+
+
+def near(expected: float, tolerance: float = 0.1) -> Callable[[QueryResult], bool]:
+    """A predicate for `wait_for`: one series, within `tolerance` (relative) of `expected`."""
+
+    def check(result: QueryResult) -> bool:
+        value = single_value(result)
+        return value is not None and abs(value - expected) <= tolerance * expected
+
+    return check
+
+
+@pytest.mark.slow
+async def test_prometheus_reads_the_modelmesh_request_rate_through_the_exporter(
+    data_path: DataPath, tmp_path: Path,
+) -> None:
+    async with PrometheusServer([data_path.exporter_target], workdir=tmp_path / "prometheus") as prometheus:
+        await prometheus.wait_for(names.REQUESTS_PER_SECOND, near(40.0), timeout=30)
+        success = await prometheus.wait_for(f'{names.COLLECTOR_SUCCESS}{{collector="modelmesh"}}')
+        assert single_value(success) == 1.0
+
+        data_path.set_load(requests_per_second=120)
+        await prometheus.wait_for(names.REQUESTS_PER_SECOND, near(120.0), timeout=20)
+        # The counter Prometheus stores gives the same rate through PromQL's own rate().
+        await prometheus.wait_for(f"rate({names.REQUESTS_TOTAL}[4s])", near(120.0, 0.15), timeout=10)
+
+        data_path.set_load(fault="garbage")
+        await prometheus.wait_for(
+            f'{names.COLLECTOR_SUCCESS}{{collector="modelmesh"}} == 0', timeout=10,
+        )
+        # Prometheus still sees the last good rate, not a zero.
+        kept = await prometheus.query(names.REQUESTS_PER_SECOND)
+        assert near(120.0)(kept)
+        errors = await prometheus.query(f'{names.SCRAPE_ERRORS_TOTAL}{{collector="modelmesh",reason="parse"}}')
+        assert (single_value(errors) or 0.0) >= 1.0
+
+
+def test_a_modelmesh_restart_does_not_set_the_total_back(data_path: DataPath) -> None:
+    def total() -> float | None:
+        _, body = http_get(data_path.exporter_url)
+        for line in body.splitlines():
+            if line.startswith(f"{names.REQUESTS_TOTAL} "):
+                return float(line.split()[1])
+        return None
+
+    poll(lambda: total() is not None, timeout=10)
+    before = total() or 0.0
+    http_post_json(data_path.modelmesh_url.replace("/metrics", "/reset"), "{}")  # the mm container restarts
+    seen: list[float] = []
+
+    def grown() -> bool:
+        seen.append(total() or 0.0)
+        return seen[-1] > before + 20
+
+    poll(grown, timeout=10, interval=0.05)
+    assert min(seen) >= before  # it went on counting from where it was, never back towards zero

@@ -1,0 +1,476 @@
+"""The ModelMesh collector against the ModelMesh stand-in served over https, with a stepped clock.
+
+The fake and the collector share one fake monotonic clock, so the fake's counters grow by exactly
+rate times step between scrapes and every rate below is exact. Faults are the fake's own (`set_fault`), a
+server that is gone, and a certificate that does not verify; each must keep the last good values, report
+success 0 with the timestamp where it was, count the reason, and heal on the next good scrape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+
+import aiohttp
+import pytest
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+
+from autoscaler.certs import CertificateFiles, generate_self_signed, server_context
+from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
+from exporter import names
+from exporter.collectors.health import CollectorHealth
+from exporter.collectors.modelmesh import (
+    QUEUE_SUM_MS,
+    REQUESTS,
+    CounterWindow,
+    ModelMeshCollector,
+    ScrapeFailure,
+    parse_modelmesh,
+)
+
+INTERVAL_S = 5.0
+WINDOW_S = 30.0
+EPOCH = 1_800_000_000.0
+MODELMESH_FAMILIES = (
+    names.REQUESTS_TOTAL, names.REQUESTS_PER_SECOND, names.QUEUE_DELAY_SECONDS, names.CACHE_MISSES_PER_SECOND,
+    names.LRU_AGE_SECONDS, names.CACHE_USED_RATIO, names.CACHE_CAPACITY_BYTES, names.MODELS_LOADED,
+)
+
+
+@dataclass
+class SteppedClock:
+    """Monotonic seconds that move only when a test says so."""
+
+    now: float = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@dataclass(frozen=True)
+class Certificates:
+    modelmesh: CertificateFiles
+    stranger: CertificateFiles
+    """Another self-signed certificate: one the exporter was not told to trust."""
+
+
+@pytest.fixture(scope="module")
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
+    root = tmp_path_factory.mktemp("certs")
+    hosts = ["127.0.0.1", "localhost"]
+    return Certificates(
+        generate_self_signed(root / "modelmesh", "fake-modelmesh", hosts),
+        generate_self_signed(root / "stranger", "someone-else", hosts),
+    )
+
+
+@dataclass
+class Rig:
+    """A fake ModelMesh on https, a collector that trusts its CA, and the registry both publish to."""
+
+    clock: SteppedClock
+    fake: FakeModelMesh
+    certificates: Certificates
+    session: aiohttp.ClientSession
+    timeout_s: float = 2.0
+    port: int = 0
+    runner: web.AppRunner | None = None
+    health: CollectorHealth = field(init=False)
+    collector: ModelMeshCollector = field(init=False)
+    registry: CollectorRegistry = field(init=False)
+    snapshot: dict[str, float | None] = field(default_factory=dict)
+    """What was served after the last good scrape of `prime`."""
+    snapshot_last_success: float | None = None
+
+    async def start(self) -> None:
+        """Serve the fake on a free port, then build the collector that reads it."""
+        await self.start_server()
+        clock = self.clock
+        self.health = CollectorHealth(clock=lambda: EPOCH + clock.now)
+        context = ssl.create_default_context(cafile=str(self.certificates.modelmesh.cert_file))
+        self.collector = ModelMeshCollector(
+            self.health, f"https://127.0.0.1:{self.port}/metrics", ssl_context=context,
+            timeout_s=self.timeout_s, load_window_s=WINDOW_S, clock=clock,
+        )
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(self.collector)
+        self.registry.register(self.health)
+
+    async def start_server(self, cert: CertificateFiles | None = None) -> None:
+        """(Re)start the fake's server on the same port, with the given certificate (default: trusted)."""
+        files = cert or self.certificates.modelmesh
+        self.runner = await serve(
+            self.fake, "127.0.0.1", self.port, ssl_context=server_context(files.cert_file, files.key_file)
+        )
+        self.port = self.runner.addresses[0][1]
+
+    async def stop_server(self) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()
+            self.runner = None
+
+    async def step(self, seconds: float = INTERVAL_S) -> bool:
+        """Let `seconds` pass, then scrape once."""
+        self.clock.advance(seconds)
+        return await self.collector.scrape_once(self.session)
+
+    def value(self, name: str, **labels: str) -> float | None:
+        return self.registry.get_sample_value(name, labels)
+
+    def modelmesh_values(self) -> dict[str, float | None]:
+        return {name: self.value(name) for name in MODELMESH_FAMILIES}
+
+    def success(self) -> float | None:
+        return self.value(names.COLLECTOR_SUCCESS, collector=names.COLLECTOR_MODELMESH)
+
+    def last_success(self) -> float | None:
+        return self.value(names.LAST_SUCCESS_TIMESTAMP, collector=names.COLLECTOR_MODELMESH)
+
+    def errors(self, reason: str) -> float:
+        return self.value(names.SCRAPE_ERRORS_TOTAL, collector=names.COLLECTOR_MODELMESH, reason=reason) or 0.0
+
+
+RigFactory = Callable[..., Awaitable[Rig]]
+
+
+@pytest.fixture
+async def rig_factory(certificates: Certificates) -> AsyncIterator[RigFactory]:
+    """Builds rigs (a fake at 40 requests/s by default); stops their servers afterwards."""
+    rigs: list[Rig] = []
+    async with aiohttp.ClientSession() as session:
+
+        async def build(*, timeout_s: float = 2.0, load: ModelMeshLoad | None = None) -> Rig:
+            clock = SteppedClock()
+            fake = FakeModelMesh(load or ModelMeshLoad(requests_per_second=40.0), clock=clock)
+            rig = Rig(clock, fake, certificates, session, timeout_s=timeout_s)
+            rigs.append(rig)
+            await rig.start()
+            return rig
+
+        yield build
+        for rig in rigs:
+            await rig.stop_server()
+
+
+@pytest.fixture
+async def rig(rig_factory: RigFactory) -> Rig:
+    return await rig_factory()
+
+
+# ---- the §3 metrics ----
+
+
+async def test_first_scrape_publishes_totals_and_gauges_but_no_rate_yet(rig: Rig) -> None:
+    assert rig.modelmesh_values() == dict.fromkeys(MODELMESH_FAMILIES)  # nothing before the first scrape
+    assert rig.success() == 0.0
+
+    assert await rig.step()
+
+    assert rig.value(names.REQUESTS_TOTAL) == 200.0  # 5 s at 40/s since the fake started
+    assert rig.value(names.REQUESTS_PER_SECOND) is None  # a rate needs two readings
+    assert rig.value(names.MODELS_LOADED) == 8.0
+    assert rig.success() == 1.0
+    assert rig.last_success() == EPOCH + rig.clock.now
+
+
+async def test_rates_follow_the_modelmesh_load(rig: Rig) -> None:
+    rig.fake.update(requests_per_second=40.0, queue_delay_ms=30.0, cache_misses_per_second=2.0)
+    for _ in range(4):
+        await rig.step()
+
+    assert rig.value(names.REQUESTS_PER_SECOND) == pytest.approx(40.0)
+    assert rig.value(names.QUEUE_DELAY_SECONDS) == pytest.approx(0.030)
+    assert rig.value(names.CACHE_MISSES_PER_SECOND) == pytest.approx(2.0)
+
+
+async def test_rates_cover_only_the_load_window(rig: Rig) -> None:
+    for _ in range(12):  # 60 s at 40/s
+        await rig.step()
+    rig.fake.update(requests_per_second=100.0, queue_delay_ms=50.0)
+    for _ in range(3):
+        await rig.step()
+    assert 40.0 < (rig.value(names.REQUESTS_PER_SECOND) or 0.0) < 100.0  # 15 s of each in the window
+
+    for _ in range(3):
+        await rig.step()
+    assert rig.value(names.REQUESTS_PER_SECOND) == pytest.approx(100.0)  # the old load has left the window
+    assert rig.value(names.QUEUE_DELAY_SECONDS) == pytest.approx(0.050)
+
+
+async def test_no_requests_in_the_window_reads_zero_load_and_zero_queue_delay(rig: Rig) -> None:
+    rig.fake.update(requests_per_second=0.0, queue_delay_ms=80.0)
+    for _ in range(3):
+        await rig.step()
+    assert rig.value(names.REQUESTS_PER_SECOND) == 0.0
+    assert rig.value(names.QUEUE_DELAY_SECONDS) == 0.0
+
+
+async def test_requests_total_keeps_counting_across_a_modelmesh_restart(rig: Rig) -> None:
+    for _ in range(3):
+        await rig.step()
+    before = rig.value(names.REQUESTS_TOTAL)
+    assert before == 600.0
+
+    rig.clock.advance(2.0)
+    rig.fake.reset_counters()  # the mm container restarts: its counters start again from 0
+    await rig.step(3.0)
+
+    assert rig.value(names.REQUESTS_TOTAL) == 600.0 + 120.0  # 3 s at 40/s since the restart
+    rate = rig.value(names.REQUESTS_PER_SECOND)
+    assert rate is not None and 0.0 < rate <= 40.0  # never negative, never zero load
+    assert rig.collector.window.resets == 1
+
+    for _ in range(7):
+        await rig.step()
+    assert rig.value(names.REQUESTS_PER_SECOND) == pytest.approx(40.0)
+    assert rig.collector.window.resets == 1
+
+
+async def test_lru_age_is_absent_when_no_model_is_loaded(rig: Rig) -> None:
+    await rig.step()
+    assert rig.value(names.LRU_AGE_SECONDS) == 900.0
+
+    rig.fake.update(models_loaded=0)  # ModelMesh then reports an LRU age of 0
+    await rig.step()
+
+    assert rig.value(names.LRU_AGE_SECONDS) is None
+    assert rig.value(names.MODELS_LOADED) == 0.0
+    assert rig.value(names.CACHE_USED_RATIO) == 0.0
+
+
+async def test_cache_ratio_capacity_and_models_loaded_are_modelmesh_s(rig: Rig) -> None:
+    rig.fake.update(capacity_bytes=8 * 2**30, cache_used_ratio=0.75, models_loaded=12, lru_age_s=321.0)
+    await rig.step()
+
+    assert rig.value(names.CACHE_USED_RATIO) == pytest.approx(0.75)
+    assert rig.value(names.CACHE_CAPACITY_BYTES) == 8 * 2**30
+    assert rig.value(names.MODELS_LOADED) == 12.0
+    assert rig.value(names.LRU_AGE_SECONDS) == 321.0
+
+
+# ---- faults keep the last good data ----
+
+
+async def prime(rig: Rig) -> None:
+    """Three good scrapes, then remember what is served."""
+    for _ in range(3):
+        assert await rig.step()
+    rig.snapshot = rig.modelmesh_values()
+    rig.snapshot_last_success = rig.last_success()
+    assert rig.snapshot[names.REQUESTS_PER_SECOND] == pytest.approx(40.0)
+
+
+async def assert_fault_keeps_last_good_values(rig: Rig, reason: str, fault_steps: int = 2) -> None:
+    """After `rig` was broken: values as before, success 0, timestamp kept, `reason` counted."""
+    for _ in range(fault_steps):
+        assert not await rig.step()
+    assert rig.success() == 0.0
+    assert rig.errors(reason) == fault_steps
+    assert rig.modelmesh_values() == rig.snapshot
+    assert rig.last_success() == rig.snapshot_last_success
+
+
+async def assert_recovers(rig: Rig) -> None:
+    assert await rig.step()
+    assert rig.success() == 1.0
+    assert rig.last_success() == EPOCH + rig.clock.now
+    total = rig.value(names.REQUESTS_TOTAL)
+    assert total is not None and total > (rig.snapshot[names.REQUESTS_TOTAL] or 0.0)
+    # The requests made during the outage were counted, not lost: the rate over the window is still 40/s.
+    assert rig.value(names.REQUESTS_PER_SECOND) == pytest.approx(40.0)
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        pytest.param("garbage", names.REASON_PARSE, id="garbage-body"),
+        pytest.param("truncated", names.REASON_PARSE, id="body-cut-mid-line"),
+        pytest.param("cut", names.REASON_PARSE, id="connection-dropped-mid-body"),
+        pytest.param("error", names.REASON_HTTP, id="http-500"),
+    ],
+)
+async def test_broken_modelmesh_answer_keeps_the_last_good_values(rig: Rig, fault: str, reason: str) -> None:
+    await prime(rig)
+    rig.fake.set_fault(fault)
+    await assert_fault_keeps_last_good_values(rig, reason)
+    rig.fake.set_fault(None)
+    await assert_recovers(rig)
+
+
+async def test_slow_modelmesh_times_out_and_keeps_the_last_good_values(rig_factory: RigFactory) -> None:
+    rig = await rig_factory(timeout_s=0.2)
+    await prime(rig)
+    rig.fake.set_fault("slow", delay_s=5.0)
+    await assert_fault_keeps_last_good_values(rig, names.REASON_TIMEOUT, fault_steps=1)
+    duration = rig.value(names.COLLECTOR_DURATION_SECONDS, collector=names.COLLECTOR_MODELMESH)
+    assert duration is not None and 0.2 <= duration < 1.0
+    rig.fake.set_fault(None)
+    await assert_recovers(rig)
+
+
+async def test_unreachable_modelmesh_keeps_the_last_good_values(rig: Rig) -> None:
+    await prime(rig)
+    await rig.stop_server()  # the mm container is gone; its port refuses connections
+    await assert_fault_keeps_last_good_values(rig, names.REASON_CONNECT)
+    await rig.start_server()  # same port, same counters: the container is back
+    await assert_recovers(rig)
+
+
+async def test_certificate_that_does_not_verify_keeps_the_last_good_values(rig: Rig) -> None:
+    await prime(rig)
+    await rig.stop_server()
+    await rig.start_server(cert=rig.certificates.stranger)  # a certificate our CA file did not sign
+    await assert_fault_keeps_last_good_values(rig, names.REASON_TLS)
+    await rig.stop_server()
+    await rig.start_server()
+    await assert_recovers(rig)
+
+
+async def test_wrong_ca_file_is_a_tls_error_from_the_first_scrape(certificates: Certificates) -> None:
+    clock = SteppedClock()
+    fake = FakeModelMesh(clock=clock)
+    files = certificates.modelmesh
+    runner = await serve(fake, "127.0.0.1", 0, ssl_context=server_context(files.cert_file, files.key_file))
+    try:
+        health = CollectorHealth()
+        collector = ModelMeshCollector(
+            health, f"https://127.0.0.1:{runner.addresses[0][1]}/metrics",
+            ssl_context=ssl.create_default_context(cafile=str(certificates.stranger.cert_file)), clock=clock,
+        )
+        async with aiohttp.ClientSession() as session:
+            assert not await collector.scrape_once(session)
+        assert list(collector.collect()) == []  # no data yet, and none invented
+        assert not health.is_healthy(names.COLLECTOR_MODELMESH)
+        assert health.last_success(names.COLLECTOR_MODELMESH) is None
+    finally:
+        await runner.cleanup()
+
+
+async def test_an_outage_is_logged_once_not_at_every_scrape(rig: Rig, caplog: pytest.LogCaptureFixture) -> None:
+    await prime(rig)
+    rig.fake.set_fault("garbage")
+    with caplog.at_level("WARNING", logger="exporter.collectors.health"):
+        for _ in range(4):
+            await rig.step()
+    assert len([r for r in caplog.records if "modelmesh collector failed" in r.getMessage()]) == 1
+
+
+async def test_an_unexpected_error_is_counted_and_the_loop_goes_on(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken(text: str, at: float) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(rig.collector, "ingest", broken)
+    with caplog.at_level("ERROR", logger="exporter.collectors.modelmesh"):
+        task = asyncio.create_task(rig.collector.run(0.01))
+        try:
+            while rig.errors(names.REASON_INTERNAL) < 2:
+                await asyncio.sleep(0.01)
+            assert not task.done()
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+    assert rig.success() == 0.0
+
+
+# ---- parsing ----
+
+GOOD_GAUGES = (
+    f"{names.MM_LRU_AGE_S} 10.0\n{names.MM_CAPACITY_BYTES} 100.0\n"
+    f"{names.MM_USED_BYTES} 50.0\n{names.MM_MODELS_TOTAL} 2.0\n"
+)
+
+
+def invoke_series(**counts: float) -> str:
+    """The invoke histogram's `_count` per `code` label (a labelled histogram, as in ModelMesh)."""
+    lines = [f"# TYPE {names.MM_INVOKE_MODEL_MS} histogram"]
+    for code, count in counts.items():
+        labels = f'method="ModelInfer",code="{code}"'
+        lines.append(f'{names.MM_INVOKE_MODEL_MS}_bucket{{{labels},le="+Inf"}} {count}')
+        lines.append(f"{names.MM_INVOKE_MODEL_MS}_count{{{labels}}} {count}")
+        lines.append(f"{names.MM_INVOKE_MODEL_MS}_sum{{{labels}}} {count * 20}")
+    return "\n".join(lines) + "\n" + GOOD_GAUGES
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param("<html><body>502 Bad Gateway</body></html>\n", id="html"),
+        pytest.param('{"status": "ok"}\n', id="json"),
+        pytest.param("\x00\x01\x02binary\n", id="binary"),
+        pytest.param("", id="empty"),
+        pytest.param(invoke_series(OK=5.0)[:-30], id="cut-mid-line"),
+        pytest.param(invoke_series(OK=5.0).replace(f"{names.MM_MODELS_TOTAL} 2.0\n", ""), id="cut-at-a-line"),
+        pytest.param(invoke_series(OK=-5.0), id="negative-counter"),
+        pytest.param(invoke_series(OK=float("nan")), id="nan-counter"),
+        pytest.param(GOOD_GAUGES.replace("10.0", "+Inf"), id="infinite-gauge"),
+    ],
+)
+def test_unusable_bodies_are_parse_failures(body: str) -> None:
+    with pytest.raises(ScrapeFailure) as failure:
+        parse_modelmesh(body)
+    assert failure.value.reason == names.REASON_PARSE
+
+
+def test_a_modelmesh_that_never_served_a_request_reads_zero_requests() -> None:
+    reading = parse_modelmesh(GOOD_GAUGES)  # the labelled invoke histogram has no series yet
+    assert reading.total(REQUESTS) == 0.0
+    assert reading.models_loaded == 2.0
+
+
+def test_the_fakes_own_output_parses_as_modelmesh_output() -> None:
+    clock = SteppedClock()
+    fake = FakeModelMesh(ModelMeshLoad(requests_per_second=10.0, queue_delay_ms=4.0), clock=clock)
+    clock.advance(10.0)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(fake)
+    from prometheus_client import generate_latest
+
+    reading = parse_modelmesh(generate_latest(registry).decode())
+    assert reading.total(REQUESTS) == 100.0
+    assert reading.total(QUEUE_SUM_MS) == 400.0
+
+
+# ---- counter arithmetic ----
+
+
+def window_after(*bodies: str, window_s: float = WINDOW_S) -> Iterator[CounterWindow]:
+    window = CounterWindow(window_s)
+    for index, body in enumerate(bodies):
+        window.add(parse_modelmesh(body), at=10.0 * index)
+        yield window
+
+
+def test_a_series_that_vanishes_and_returns_is_not_a_restart() -> None:
+    *_, window = window_after(
+        invoke_series(OK=100.0, NOT_FOUND=50.0),
+        invoke_series(OK=110.0),  # NOT_FOUND missing from this body
+        invoke_series(OK=120.0, NOT_FOUND=55.0),
+    )
+    assert window.resets == 0
+    assert window.latest is not None
+    assert window.latest[REQUESTS] == 175.0  # 150 at the start, +10, +10 +5: nothing counted twice
+
+
+def test_a_new_series_counts_in_full() -> None:
+    *_, window = window_after(invoke_series(OK=100.0), invoke_series(OK=110.0, UNAVAILABLE=3.0))
+    assert window.latest is not None
+    assert window.latest[REQUESTS] == 113.0
+
+
+def test_a_counter_that_goes_down_was_reset() -> None:
+    states = list(window_after(invoke_series(OK=100.0), invoke_series(OK=130.0), invoke_series(OK=4.0)))
+    window = states[-1]
+    assert window.resets == 1
+    assert window.latest is not None
+    assert window.latest[REQUESTS] == 134.0
+    rates = window.rates()
+    assert rates is not None and rates.requests_per_second == pytest.approx(34.0 / 20.0)
