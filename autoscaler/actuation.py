@@ -118,8 +118,8 @@ async def start_actuator(
             writer.wake()  # a new term starts by writing every pod; a lost one stops at once
 
         elector.add_listener(leadership_changed)
-        log.info("writing pod-deletion costs while holding Lease %s/%s as %s", elector.config.namespace,
-                 elector.config.name, identity)
+        log.info("pod-deletion costs are written only while holding Lease %s/%s; identity %s",
+                 elector.config.namespace, elector.config.name, identity)
     else:
         log.info("writing pod-deletion costs (leader election off: run one replica only)")
     actuator = DeletionCostActuator(kube, writer, elector, refresher, metrics)

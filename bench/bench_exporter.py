@@ -193,9 +193,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def child(args: list[str], env: dict[str, str], ready_port: int | None = None) -> Iterator[subprocess.Popen[str]]:
+def child(
+    args: list[str], env: dict[str, str], ready_port: int | None = None, quiet: bool = False,
+) -> Iterator[subprocess.Popen[str]]:
+    """Run `python ARGS` (stdout piped) until the block ends; wait for `ready_port` to serve /metrics."""
     process = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, text=True,
-                               env={**os.environ, **env})
+                               stderr=subprocess.DEVNULL if quiet else None, env={**os.environ, **env})
     try:
         if ready_port is not None:
             deadline = time.monotonic() + 30
@@ -275,7 +278,8 @@ def compare(servers: list[Server], scrapes: int, fresh: bool, block: int = 100) 
         rows.append((median, tail, cpu))
         print(f"    {server.name:<34} {median * 1e3:>9.3f} {tail * 1e3:>8.3f} {cpu * 1e3:>13.3f}")
     (m0, t0, c0), (m1, t1, c1) = rows
-    print(f"    {'ratio exporter / reference':<34} {m0 / m1:>9.2f} {t0 / t1:>8.2f} {c0 / c1 if c1 else float('nan'):>13.2f}")
+    cpu_ratio = c0 / c1 if c1 else float("nan")
+    print(f"    {'ratio exporter / reference':<34} {m0 / m1:>9.2f} {t0 / t1:>8.2f} {cpu_ratio:>13.2f}")
 
 
 def fake_gpus(workdir: Path, gpus: int) -> dict[str, str]:
@@ -331,8 +335,8 @@ def main() -> None:
             plain.close()
             samples = len([line for line in text.splitlines() if line and not line.startswith(b"#")])
             print(f"  GPU families from: {started['gpus']}")
-            print(f"  body: {len(text)} bytes in the text format, {len(gzip.compress(text))} gzipped, {samples} samples;"
-                  f" generate_latest alone: {started['render_ms']:.3f} ms CPU")
+            print(f"  body: {len(text)} bytes in the text format, {len(gzip.compress(text))} gzipped, "
+                  f"{samples} samples; generate_latest alone: {started['render_ms']:.3f} ms CPU")
             servers = [
                 Server("exporter (aiohttp, metrics_app)", ports["exporter"], exporter_process.pid),
                 Server("reference (start_http_server)", ports["reference"], reference_process.pid),
@@ -344,15 +348,15 @@ def main() -> None:
         port = free_port()
         cert_dir = workdir / "mm-tls"
         with child(["-m", "autoscaler.demo.fake_modelmesh", "--listen", f"127.0.0.1:{port}", "--rps", "180",
-                    "--cert-dir", str(cert_dir)], {}):
+                    "--cert-dir", str(cert_dir)], {}, quiet=True):
             deadline = time.monotonic() + 20
             while not (cert_dir / "tls.crt").exists() and time.monotonic() < deadline:
                 time.sleep(0.1)
             time.sleep(0.5)
             for gpu in (["off"] + (["on"] if env else [])):
-                with child([script, "--background", f"https://127.0.0.1:{port}/metrics", str(cert_dir / "tls.crt"),
-                            gpu, "--background-seconds", str(options.background_seconds)],
-                           env if gpu == "on" else {}) as process:
+                url, ca = f"https://127.0.0.1:{port}/metrics", str(cert_dir / "tls.crt")
+                with child([script, "--background", url, ca, gpu, "--background-seconds",
+                            str(options.background_seconds)], env if gpu == "on" else {}) as process:
                     out, _ = process.communicate(timeout=options.background_seconds + 60)
                 result = json.loads(out.strip().splitlines()[-1])
                 share = result["cpu_s"] / result["wall_s"] * 100

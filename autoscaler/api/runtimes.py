@@ -59,7 +59,7 @@ def keda_values(view: RuntimeView) -> tuple[dict[str, Any], float | None]:
         if value is None or not math.isfinite(value) or value < 0:
             values[metric.value] = None
             continue
-        values[metric.value] = round(value, 3)
+        values[metric.value] = round(value * 1000) / 1000  # exactly the quantity the HPA is served
         if served is not None and served.timestamp is not None:
             timestamps.append(served.timestamp)
     oldest = min(timestamps) if timestamps else None

@@ -353,12 +353,13 @@ def parse_field_selector(text: str | None) -> list[tuple[tuple[str, ...], bool, 
     """Equality field selectors on the few fields the real server indexes for these kinds."""
     requirements: list[tuple[tuple[str, ...], bool, str]] = []
     for term in _split_terms(text or ""):
-        negate = "!=" in term
-        key, value = re.split(r"!=|==?", term, maxsplit=1) if ("=" in term) else (term, "")
-        key = key.strip()
-        if key not in _FIELD_PATHS or ("=" not in term):
-            raise ApiError.bad_request(f'"{key}" is not a known field selector: only "{key}" fields are indexed')
-        requirements.append((_FIELD_PATHS[key], negate, value.strip()))
+        match = re.fullmatch(r"([^=!]+?)\s*(==|!=|=)\s*(.*)", term)
+        if match is None:
+            raise ApiError.bad_request(f"invalid selector: '{text}'; can't understand '{term}'")
+        key, operator, value = match.groups()
+        if key not in _FIELD_PATHS:
+            raise ApiError.bad_request(f"field label not supported: {key}")
+        requirements.append((_FIELD_PATHS[key], operator == "!=", value))
     return requirements
 
 
@@ -555,6 +556,9 @@ class RecordedRequest:
     namespace: str | None = None
     name: str | None = None
     status: int | None = None  # the answer's status code; 200 for a watch stream once it started
+
+
+_RECORD: Final = web.RequestKey("fake_kube_record", RecordedRequest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1351,6 +1355,7 @@ class FakeKubeApi:
             name=parsed[2] if parsed else None,
         )
         self.requests.append(record)
+        request[_RECORD] = record
         try:
             for entry in self.delays:
                 if entry.applies(request.method, request.path):
@@ -1364,7 +1369,7 @@ class FakeKubeApi:
             self._authenticate(request)
             response: web.StreamResponse = await handler(request)
         except ApiError as error:
-            response = web.json_response(error.status(), status=error.code, headers=error.headers)
+            response = _json_response(error.status(), status=error.code, headers=error.headers)
         record.status = response.status
         return response
 
@@ -1400,7 +1405,7 @@ class FakeKubeApi:
         if discovery is not None:
             if request.method != "GET":
                 raise _method_not_allowed()
-            return web.json_response(discovery)
+            return _json_response(discovery)
         parsed = _parse_path(path)
         if parsed is None:
             raise ApiError(404, "the server could not find the requested resource", "NotFound")
@@ -1422,23 +1427,23 @@ class FakeKubeApi:
             if request.method == "GET":
                 if _truthy(request.query.get("watch")):
                     return await self._watch(request, rtype, namespace)
-                return web.json_response(self._list(rtype, namespace, request))
+                return _json_response(self._list(rtype, namespace, request))
             if request.method == "POST":
-                return web.json_response(self._post(rtype, ns, await _json_body(request)), status=201)
+                return _json_response(self._post(rtype, ns, await _json_body(request)), status=201)
             raise _method_not_allowed()
         key = (ns, name)
         if request.method == "GET":
             obj = self._objects[rtype].get(key)
             if obj is None:
                 raise ApiError.not_found(rtype, name)
-            return web.json_response(self._render(rtype, obj))
+            return _json_response(self._render(rtype, obj))
         if request.method == "PUT":
             result, created = self._put(rtype, key, await _json_body(request))
-            return web.json_response(result, status=201 if created else 200)
+            return _json_response(result, status=201 if created else 200)
         if request.method == "PATCH":
-            return web.json_response(self._patch(rtype, key, request.content_type, await request.read()))
+            return _json_response(self._patch(rtype, key, request.content_type, await request.read()))
         if request.method == "DELETE":
-            return web.json_response(self._delete(rtype, key))
+            return _json_response(self._delete(rtype, key))
         raise _method_not_allowed()
 
     def _list(self, rtype: ResourceType, namespace: str | None, request: web.Request) -> JSON:
@@ -1504,6 +1509,7 @@ class FakeKubeApi:
         response.enable_chunked_encoding()
         try:
             await response.prepare(request)
+            request[_RECORD].status = response.status
             for line in initial:
                 await response.write(json.dumps(line).encode() + b"\n")
             if expired:
@@ -1699,7 +1705,7 @@ class FakeKubeApi:
             "spec": spec,
             "status": status,
         }
-        return web.json_response(answer, status=201)
+        return _json_response(answer, status=201)
 
     def _decide(self, spec: JSON) -> tuple[bool, str]:
         if self.authorizer is not None:
@@ -1743,7 +1749,7 @@ class FakeKubeApi:
             "spec": spec,
             "status": status,
         }
-        return web.json_response(answer, status=201)
+        return _json_response(answer, status=201)
 
     def _discovery(self, path: str) -> JSON | None:
         if path == "/version":
@@ -1900,6 +1906,11 @@ async def _json_body(request: web.Request) -> Any:
         return json.loads(raw) if raw else None
     except ValueError as error:
         raise ApiError.bad_request(f"couldn't get version/kind; json parse error: {error}") from None
+
+
+def _json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
+    """JSON as the API server sends it: `Content-Type: application/json`, no charset parameter."""
+    return web.Response(body=json.dumps(body).encode(), status=status, headers=headers, content_type="application/json")
 
 
 def _method_not_allowed() -> ApiError:

@@ -1,0 +1,198 @@
+"""What the API's security costs: the adapter's external-metric endpoint over TLS with authentication and
+authorization on, against a bare aiohttp handler returning the same bytes over the same TLS setup.
+
+Both servers run in their own process with the same serving certificate and the same client-certificate
+verification; the load generator (one process, aiohttp with keep-alive connections) presents the
+aggregator's front-proxy certificate and `X-Remote-User`, as kube-apiserver does. The secured server asks a
+fake Kubernetes API for the SubjectAccessReview once; afterwards the cache answers (the steady state of an
+HPA polling every 15 s is one review per TTL). Runs alternate between the servers and each server's best run
+is kept, so a noisy neighbour hurts both alike. Plain script, no asserts:
+
+    python bench/bench_api.py [--seconds 3] [--concurrency 16] [--rounds 2]
+
+On a machine with few cores the load generator competes with the server for CPU; the ratio stays fair,
+the absolute figures are a floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import ssl
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # the fake Kubernetes API and the view builders live in tests/
+
+import aiohttp  # noqa: E402
+import trustme  # noqa: E402
+from aiohttp import web  # noqa: E402
+
+HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
+HEADERS = {"X-Remote-User": HPA_USER, "X-Remote-Group": "system:serviceaccounts"}
+ROUTE = "/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/{metric}"
+
+
+def server_tls(workdir: Path) -> ssl.SSLContext:
+    from autoscaler.api.client_certs import CertificateAuthorities, trust_client_certificates
+    from autoscaler.certs import server_context
+
+    context = server_context(workdir / "server.pem", workdir / "server.pem")
+    ca = CertificateAuthorities.from_pem((workdir / "front-proxy-ca.pem").read_bytes(), "bench")
+    trust_client_certificates(context, ca)
+    return context
+
+
+async def _listen(app: web.Application, tls: ssl.SSLContext, ports: multiprocessing.Queue[int]) -> None:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls).start()
+    ports.put(runner.addresses[0][1])
+    await asyncio.Event().wait()  # until the parent terminates this process
+
+
+async def _serve_secured(workdir: Path, ports: multiprocessing.Queue[int]) -> None:
+    from autoscaler.api.app import build_api_app
+    from autoscaler.api.auth import build_api_security
+    from autoscaler.names import API_GROUP
+    from autoscaler.selfmetrics import AdapterMetrics
+    from autoscaler.settings import ServeSettings
+    from tests.api.builders import refresher_with, runtime_view
+    from tests.fakes.kube_api import FakeKubeApi
+
+    async with FakeKubeApi() as kube:
+        kube.allow(user=HPA_USER, verb="list", group=API_GROUP)
+        settings = ServeSettings(kubeconfig=kube.write_kubeconfig(workdir / "kube.yaml"),
+                                 requestheader_client_ca_file=workdir / "front-proxy-ca.pem",
+                                 requestheader_allowed_names=("front-proxy-client",))
+        tls, metrics = server_tls(workdir), AdapterMetrics()
+        security = await build_api_security(settings, tls, metrics)
+        view = runtime_view(now=time.time())
+        await _listen(build_api_app(refresher_with(view, metrics=metrics), metrics, security.middlewares), tls, ports)
+
+
+async def _serve_bare(workdir: Path, body: bytes, ports: multiprocessing.Queue[int]) -> None:
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(body=body, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_get(ROUTE, handler)
+    await _listen(app, server_tls(workdir), ports)
+
+
+def serve_secured(workdir: Path, ports: multiprocessing.Queue[int]) -> None:
+    asyncio.run(_serve_secured(workdir, ports))
+
+
+def serve_bare(workdir: Path, body: bytes, ports: multiprocessing.Queue[int]) -> None:
+    asyncio.run(_serve_bare(workdir, body, ports))
+
+
+@dataclass
+class Run:
+    requests: int
+    seconds: float
+    latencies: list[float]
+
+    @property
+    def throughput(self) -> float:
+        return self.requests / self.seconds
+
+    def percentile(self, q: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def load(url: str, context: ssl.SSLContext, seconds: float, concurrency: int) -> Run:
+    latencies: list[float] = []
+    connector = aiohttp.TCPConnector(ssl=context, limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        deadline = time.perf_counter() + seconds
+
+        async def worker() -> None:
+            while time.perf_counter() < deadline:
+                started = time.perf_counter()
+                async with session.get(url, headers=HEADERS) as response:
+                    await response.read()
+                    if response.status != 200:
+                        raise RuntimeError(f"{url}: {response.status} {await response.text()}")
+                latencies.append(time.perf_counter() - started)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return Run(len(latencies), time.perf_counter() - started, latencies)
+
+
+def start(target: object, *args: object) -> tuple[multiprocessing.process.BaseProcess, int]:
+    spawn = multiprocessing.get_context("spawn")
+    ports: multiprocessing.Queue[int] = spawn.Queue()
+    process = spawn.Process(target=target, args=(*args, ports), daemon=True)  # type: ignore[arg-type]
+    process.start()
+    return process, ports.get(timeout=60)
+
+
+async def measure(args: argparse.Namespace, workdir: Path, client: ssl.SSLContext) -> dict[str, Run]:
+    from tests.api.builders import DEPLOYMENT, NAMESPACE
+
+    path = (f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}/modelmesh_desired_replicas"
+            f"?labelSelector=deployment%3D{DEPLOYMENT}")
+    secured, secured_port = start(serve_secured, workdir)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client)) as session, \
+            session.get(f"https://127.0.0.1:{secured_port}{path}", headers=HEADERS) as response:
+        body = await response.read()
+        if response.status != 200:
+            raise RuntimeError(f"secured server answered {response.status}: {body!r}")
+    bare, bare_port = start(serve_bare, workdir, body)
+    urls = {"bare aiohttp handler": f"https://127.0.0.1:{bare_port}{path}",
+            "adapter, auth on": f"https://127.0.0.1:{secured_port}{path}"}
+    best: dict[str, Run] = {}
+    try:
+        for name, url in urls.items():
+            await load(url, client, 0.5, args.concurrency)  # warm-up: connections, caches
+        for _ in range(args.rounds):
+            for name, url in urls.items():
+                run = await load(url, client, args.seconds, args.concurrency)
+                if name not in best or run.throughput > best[name].throughput:
+                    best[name] = run
+    finally:
+        for process in (secured, bare):
+            process.terminate()
+            process.join(5)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--seconds", type=float, default=3.0, help="length of one measured run")
+    parser.add_argument("--concurrency", type=int, default=16, help="keep-alive connections")
+    parser.add_argument("--rounds", type=int, default=2, help="measured runs per server (best is kept)")
+    args = parser.parse_args()
+    server_ca, proxy_ca = trustme.CA(), trustme.CA()
+    with tempfile.TemporaryDirectory(prefix="bench-api-") as directory:
+        workdir = Path(directory)
+        server_ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(workdir / "server.pem"))
+        proxy_ca.cert_pem.write_to_path(str(workdir / "front-proxy-ca.pem"))
+        client = ssl.create_default_context()
+        server_ca.configure_trust(client)
+        proxy_ca.issue_cert(common_name="front-proxy-client").configure_cert(client)
+        runs = asyncio.run(measure(args, workdir, client))
+    print(f"GET .../modelmesh_desired_replicas over TLS 1.3, {args.concurrency} keep-alive connections, "
+          f"best of {args.rounds} x {args.seconds:g} s")
+    print(f"{'server':<24}{'requests/s':>12}{'p50 ms':>10}{'p99 ms':>10}")
+    for name, run in runs.items():
+        print(f"{name:<24}{run.throughput:>12.0f}{run.percentile(0.5) * 1000:>10.2f}"
+              f"{run.percentile(0.99) * 1000:>10.2f}")
+    bare, secured = runs["bare aiohttp handler"], runs["adapter, auth on"]
+    print(f"ratio (adapter / bare): {secured.throughput / bare.throughput:.0%} of the bare handler's throughput; "
+          f"median latency x{statistics.median(secured.latencies) / statistics.median(bare.latencies):.2f}")
+
+
+if __name__ == "__main__":
+    main()

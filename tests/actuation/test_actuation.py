@@ -1,0 +1,153 @@
+"""How `serve` settings turn into writing (or not writing) deletion costs: off means no Kubernetes calls at
+all, a targets file without a kubeconfig means metrics only, and with a kubeconfig the refresh loop's views
+reach the pods, through the elected leader when election is on."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from autoscaler import __version__
+from autoscaler.actuation import DeletionCostActuator, start_actuator
+from autoscaler.config import PolicyBook
+from autoscaler.kube_client import KubeConfigError
+from autoscaler.model import PodSample, RuntimeSnapshot
+from autoscaler.names import DELETION_COST_ANNOTATION
+from autoscaler.refresher import Refresher
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.settings import ServeSettings
+from tests.actuation.conftest import KEY, add_pods
+from tests.fakes.kube_api import FakeKubeApi
+
+PODS = {"pod-busy": 90.0, "pod-some": 30.0, "pod-idle": 0.0}
+SHORT_LEASE = {"leader_elect_lease_duration_s": 1.0, "leader_elect_renew_deadline_s": 0.6,
+               "leader_elect_retry_period_s": 0.1}
+
+
+class SnapshotSource:
+    """A metric source that reports the same fresh load every refresh (no exporters needed)."""
+
+    name = "test"
+
+    async def collect(self, now: float) -> list[RuntimeSnapshot]:
+        pods = tuple(PodSample(name, sampled_at=now - 1, requests_per_second=rps) for name, rps in PODS.items())
+        return [RuntimeSnapshot(KEY, pods, taken_at=now, replicas=len(pods))]
+
+    async def close(self) -> None:
+        return None
+
+
+@pytest.fixture
+def refresher() -> Refresher:
+    return Refresher(SnapshotSource(), PolicyBook(), AdapterMetrics())
+
+
+@pytest.fixture(autouse=True)
+def outside_a_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+
+
+@pytest.fixture
+async def stopper() -> AsyncIterator[list[DeletionCostActuator]]:
+    started: list[DeletionCostActuator] = []
+    yield started
+    for actuator in started:
+        await actuator.stop()
+
+
+async def wait_for(condition: Callable[[], object], timeout: float = 5.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.02)
+
+
+def written(kube: FakeKubeApi) -> dict[str, str | None]:
+    return {pod: kube.pod_annotations(KEY.namespace, pod).get(DELETION_COST_ANNOTATION) for pod in PODS}
+
+
+async def test_deletion_cost_off_makes_no_kubernetes_calls(
+    kube: FakeKubeApi, kubeconfig: Path, refresher: Refresher, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    settings = ServeSettings(deletion_cost=False, kubeconfig=kubeconfig, leader_elect=True)
+
+    assert await start_actuator(settings, refresher, refresher.metrics) is None
+    await refresher.refresh_once()
+
+    assert kube.requests == []
+    assert refresher.listeners == []
+    assert "--deletion-cost=off" in caplog.text
+
+
+async def test_targets_without_kubeconfig_outside_a_cluster_serve_metrics_only(
+    refresher: Refresher, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    settings = ServeSettings(targets=tmp_path / "targets.yaml", kubeconfig=None)
+
+    assert await start_actuator(settings, refresher, refresher.metrics) is None
+
+    [record] = [r for r in caplog.records if "deletion costs cannot be written" in r.getMessage()]
+    assert record.levelno == logging.WARNING
+
+
+async def test_an_unloadable_kubeconfig_stops_start_up(refresher: Refresher, tmp_path: Path) -> None:
+    settings = ServeSettings(kubeconfig=tmp_path / "missing")
+
+    with pytest.raises(KubeConfigError):
+        await start_actuator(settings, refresher, refresher.metrics)
+
+
+async def test_contradictory_lease_durations_stop_start_up(kubeconfig: Path, refresher: Refresher) -> None:
+    settings = ServeSettings(kubeconfig=kubeconfig, leader_elect=True, leader_elect_lease_duration_s=5,
+                             leader_elect_renew_deadline_s=10)
+
+    with pytest.raises(ValueError, match="lease-duration"):
+        await start_actuator(settings, refresher, refresher.metrics)
+
+
+async def test_outside_a_cluster_leader_election_defaults_off_and_this_replica_writes(
+    kube: FakeKubeApi, kubeconfig: Path, refresher: Refresher, stopper: list[DeletionCostActuator]
+) -> None:
+    add_pods(kube, PODS)
+    actuator = await start_actuator(ServeSettings(kubeconfig=kubeconfig), refresher, refresher.metrics)
+    assert actuator is not None
+    stopper.append(actuator)
+
+    await refresher.refresh_once()
+    await wait_for(lambda: all(written(kube).values()))
+
+    assert written(kube) == {"pod-busy": "500", "pod-some": "100", "pod-idle": "0"}
+    assert not any(request.resource == "leases" for request in kube.requests)
+    assert refresher.metrics.registry.get_sample_value("modelmesh_autoscaler_leader") == 1
+
+
+async def test_the_elected_leader_writes_and_releases_the_lease_on_shutdown(
+    kube: FakeKubeApi, kubeconfig: Path, refresher: Refresher
+) -> None:
+    add_pods(kube, PODS)
+    settings = ServeSettings(kubeconfig=kubeconfig, leader_elect=True, **SHORT_LEASE)  # type: ignore[arg-type]
+    actuator = await start_actuator(settings, refresher, refresher.metrics, identity="replica-1")
+    assert actuator is not None and actuator.elector is not None
+    try:
+        await wait_for(lambda: actuator.elector is not None and actuator.elector.is_leader)
+        started = time.monotonic()
+        await refresher.refresh_once()
+        assert time.monotonic() - started < 0.5
+        await wait_for(lambda: all(written(kube).values()))
+        lease = kube.get("leases", "ml", "modelmesh-autoscaler")  # the kubeconfig context's namespace
+        assert lease is not None and lease["spec"]["holderIdentity"] == "replica-1"
+        assert refresher.metrics.registry.get_sample_value("modelmesh_autoscaler_leader") == 1
+        assert {r.headers["User-Agent"] for r in kube.requests if r.method == "PATCH"} == {
+            f"modelmesh-autoscaler/{__version__} (replica-1)"}
+    finally:
+        await actuator.stop()
+
+    lease = kube.get("leases", "ml", "modelmesh-autoscaler")
+    assert lease is not None and not lease["spec"].get("holderIdentity")
+    assert refresher.listeners == []
+    assert refresher.metrics.registry.get_sample_value("modelmesh_autoscaler_leader") == 0

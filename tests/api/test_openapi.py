@@ -1,0 +1,70 @@
+"""`/openapi/v2` is valid Swagger 2.0 and describes exactly the paths the app routes."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from autoscaler.api.app import build_api_app
+from autoscaler.api.openapi import document, document_bytes
+from autoscaler.names import ServedMetric
+from tests.api.builders import refresher_with
+
+
+def refs(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref":
+                yield value
+            else:
+                yield from refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from refs(item)
+
+
+def test_the_document_is_valid_swagger_2() -> None:
+    validator = pytest.importorskip("openapi_spec_validator")
+    from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
+
+    validator.validate(document(), cls=validator.OpenAPIV2SpecValidator)
+    broken = copy.deepcopy(document())
+    del broken["paths"]["/apis"]["get"]["responses"]["200"]["description"]
+    with pytest.raises(OpenAPIValidationError):  # the validator is not a no-op
+        validator.validate(broken, cls=validator.OpenAPIV2SpecValidator)
+
+
+def test_structure_without_a_validator() -> None:
+    spec = json.loads(document_bytes())
+    assert spec["swagger"] == "2.0"
+    assert {"title", "version"} <= set(spec["info"])
+    for target in refs(spec):
+        assert target.startswith("#/definitions/") and target.removeprefix("#/definitions/") in spec["definitions"]
+    operation_ids = [op["operationId"] for item in spec["paths"].values() for method, op in item.items()
+                     if method != "parameters"]
+    assert len(operation_ids) == len(set(operation_ids))
+    for path, item in spec["paths"].items():
+        declared = {p["name"] for p in item.get("parameters", []) if p["in"] == "path"}
+        assert declared == set(re.findall(r"{(\w+)}", path)), path
+        for code, response in item["get"]["responses"].items():
+            if code != "200":
+                assert response["schema"] == {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.Status"}
+
+
+def test_every_route_is_documented_and_nothing_else() -> None:
+    refresher = refresher_with()
+    app = build_api_app(refresher, refresher.metrics)
+    routed = {resource.canonical for resource in app.router.resources()}
+    assert routed == set(document()["paths"])
+
+
+def test_the_metric_parameter_names_every_served_metric() -> None:
+    [item] = [v for k, v in document()["paths"].items() if k.endswith("{metric}")]
+    metric = next(p for p in item["parameters"] if p["name"] == "metric")
+    assert all(m.value in metric["description"] for m in ServedMetric)
+    assert item["get"]["x-kubernetes-action"] == "list"

@@ -1,0 +1,103 @@
+"""Properties of the parsers that see raw client input: label selectors, metric names, request attributes."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autoscaler.api.identity import NonResourceAttributes, ResourceAttributes, request_attributes
+from autoscaler.api.selector import SelectorError, deployment_from_selector
+from autoscaler.names import API_GROUP, SERVINGRUNTIME_DEPLOYMENT_PREFIX, ServedMetric, lookup_metric
+
+PROPERTIES = settings(max_examples=200, deadline=None)
+LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+label_values = st.from_regex(LABEL_VALUE, fullmatch=True)
+spaces = st.sampled_from(["", " ", "  ", "\t"])
+anything = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=80)
+selector_like = st.lists(
+    st.one_of(anything, st.sampled_from(["deployment", "servingruntime", "=", "==", "!=", ",", "(", ")", " in ",
+                                         " notin ", "app", "x", "-", ".", "_"]), label_values),
+    max_size=12).map("".join)
+
+
+@PROPERTIES
+@given(value=label_values, before=spaces, after=spaces, operator=st.sampled_from(["=", "=="]))
+def test_an_equality_on_deployment_names_that_deployment(value: str, before: str, after: str, operator: str) -> None:
+    assert deployment_from_selector(f"{before}deployment{before}{operator}{after}{value}{after}") == value
+
+
+@PROPERTIES
+@given(value=label_values, inner=spaces)
+def test_a_one_value_set_means_the_same(value: str, inner: str) -> None:
+    assert deployment_from_selector(f"deployment in ({inner}{value}{inner})") == value
+    assert deployment_from_selector(f"servingruntime in ({value})") == SERVINGRUNTIME_DEPLOYMENT_PREFIX + value
+
+
+@PROPERTIES
+@given(value=label_values)
+def test_both_keys_naming_the_same_runtime_agree(value: str) -> None:
+    selector = f"servingruntime={value},deployment={SERVINGRUNTIME_DEPLOYMENT_PREFIX}{value}"
+    assert deployment_from_selector(selector) == SERVINGRUNTIME_DEPLOYMENT_PREFIX + value
+
+
+@PROPERTIES
+@given(first=label_values, second=label_values)
+def test_two_different_runtimes_are_refused(first: str, second: str) -> None:
+    if first == second:
+        return
+    with pytest.raises(SelectorError, match="2 different runtimes"):
+        deployment_from_selector(f"deployment={first},deployment={second}")
+
+
+@PROPERTIES
+@given(selector=st.one_of(anything, selector_like))
+def test_any_text_names_one_valid_deployment_or_is_a_selector_error(selector: str) -> None:
+    try:
+        deployment = deployment_from_selector(selector)
+    except SelectorError as error:
+        assert "labelSelector" in str(error)
+        return
+    name = deployment.removeprefix(SERVINGRUNTIME_DEPLOYMENT_PREFIX)
+    assert LABEL_VALUE.match(name) or LABEL_VALUE.match(deployment)
+
+
+@PROPERTIES
+@given(key=st.from_regex(r"^[a-z][a-z0-9]{0,10}$", fullmatch=True), value=label_values)
+def test_any_other_label_is_refused_with_help(key: str, value: str) -> None:
+    if key in ("deployment", "servingruntime"):
+        return
+    with pytest.raises(SelectorError, match="deployment=<Deployment name>"):
+        deployment_from_selector(f"{key}={value}")
+
+
+@PROPERTIES
+@given(metric=st.sampled_from(list(ServedMetric)), flips=st.lists(st.booleans(), min_size=40, max_size=40))
+def test_metric_names_match_in_any_case(metric: ServedMetric, flips: list[bool]) -> None:
+    name = "".join(c.upper() if flip else c for c, flip in zip(metric.value, flips, strict=False))
+    assert lookup_metric(name) is metric
+
+
+@PROPERTIES
+@given(name=anything)
+def test_any_other_metric_name_is_unknown(name: str) -> None:
+    found = lookup_metric(name)
+    assert found is None or name.lower() == found.value
+
+
+@PROPERTIES
+@given(method=st.sampled_from(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "BREW"]),
+       segments=st.lists(st.one_of(anything, st.sampled_from(["apis", "api", API_GROUP, "v1beta1", "namespaces",
+                                                               "keda", "v1", "runtimes", "debug"])), max_size=8))
+def test_every_request_has_attributes(method: str, segments: list[str]) -> None:
+    path = "/" + "/".join(segments)
+    attributes = request_attributes(method, path)
+    if isinstance(attributes, NonResourceAttributes):
+        assert attributes.path == path and attributes.verb == method.lower()
+    else:
+        assert isinstance(attributes, ResourceAttributes) and attributes.resource
+        if attributes.group == API_GROUP:
+            assert attributes.resource == attributes.resource.lower()

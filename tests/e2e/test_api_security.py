@@ -1,0 +1,193 @@
+"""The adapter as a cluster would run it: TLS, the aggregator's front-proxy certificate, client certificates,
+bearer tokens and SubjectAccessReviews, all real processes (fake ModelMesh, exporter, fake Kubernetes API,
+adapter) and the real kubectl with kubeconfigs holding trustme certificates.
+
+kubectl cannot send `X-Remote-User` (its `--as` sends `Impersonate-User`, which this server, like every
+delegated-auth extension server, does not honour), so the front-proxy cases use a Python client with the
+proxy's certificate, as the aggregator does.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import subprocess
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+import yaml
+
+from tests.support.kubectl import KUBECTL, get_raw, write_kubeconfig
+from tests.support.processes import free_port, poll, running
+
+pytestmark = pytest.mark.slow
+
+NAMESPACE, DEPLOYMENT = "default", "modelmesh-serving-demo"
+METRIC = (f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}/modelmesh_request_load"
+          f"?labelSelector=deployment%3D{DEPLOYMENT}")
+HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Cluster:
+    url: str
+    workdir: Path
+    server_ca: trustme.CA
+    proxy: trustme.LeafCert
+    rogue_proxy: trustme.LeafCert
+    alice: trustme.LeafCert
+    bob: trustme.LeafCert
+    stranger: trustme.LeafCert
+
+    def kubeconfig(self, name: str, leaf: trustme.LeafCert | None = None, token: str | None = None) -> Path:
+        return write_kubeconfig(
+            self.workdir / f"kubeconfig-{name}", self.url, token=token, ca_pem=self.server_ca.cert_pem.bytes(),
+            client_cert_pem=leaf.cert_chain_pems[0].bytes() if leaf else None,
+            client_key_pem=leaf.private_key_pem.bytes() if leaf else None)
+
+    def https_get(self, path: str, leaf: trustme.LeafCert | None, headers: dict[str, str]) -> tuple[int, Any]:
+        """A client like the aggregator: TLS with a client certificate and identity headers."""
+        context = ssl.create_default_context()
+        self.server_ca.configure_trust(context)
+        if leaf is not None:
+            leaf.configure_cert(context)
+        request = urllib.request.Request(self.url + path, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=5, context=context) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+
+def kubectl_raw(kubeconfig: Path, path: str, *args: str) -> subprocess.CompletedProcess[str]:
+    with tempfile.TemporaryDirectory() as cache:
+        return subprocess.run([KUBECTL, "--kubeconfig", str(kubeconfig), "--cache-dir", cache, *args,
+                               "get", "--raw", path], capture_output=True, text=True, timeout=20)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    workdir = tmp_path_factory.mktemp("secured")
+    server_ca, proxy_ca, client_ca, other_ca = trustme.CA(), trustme.CA(), trustme.CA(), trustme.CA()
+    server_ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(
+        str(workdir / "tls.pem"))
+    proxy_ca.cert_pem.write_to_path(str(workdir / "front-proxy-ca.crt"))
+    client_ca.cert_pem.write_to_path(str(workdir / "client-ca.crt"))
+    (workdir / "state.yaml").write_text(yaml.safe_dump({
+        "tokens": {"carol-token": {"user": "carol", "groups": ["devs"]}},
+        "allow": [{"user": "alice"}, {"user": "carol"},
+                  {"user": HPA_USER, "verb": "list", "group": "external.metrics.k8s.io"}],
+    }))
+    kube_port, mm_port, exporter_port, adapter_port = free_port(), free_port(), free_port(), free_port()
+    mm_url, exporter_url = f"https://127.0.0.1:{mm_port}/metrics", f"http://127.0.0.1:{exporter_port}/metrics"
+    (workdir / "targets.yaml").write_text(yaml.safe_dump({"runtimes": [{
+        "namespace": NAMESPACE, "deployment": DEPLOYMENT, "pods": [{"name": "pod-0", "url": exporter_url}]}]}))
+    env = {"PYTHONPATH": str(REPO)}
+    with running(["tests.fakes.kube_api", "--port", str(kube_port), "--state", str(workdir / "state.yaml"),
+                  "--kubeconfig", str(workdir / "kube.yaml")],
+                 f"http://127.0.0.1:{kube_port}/healthz", workdir / "kube.log", env), \
+         running(["autoscaler.demo.fake_modelmesh", "--listen", f"127.0.0.1:{mm_port}", "--rps", "40",
+                  "--cert-dir", str(workdir / "mm-tls")], mm_url, workdir / "modelmesh.log"), \
+         running(["exporter.cli", "--listen", f"127.0.0.1:{exporter_port}", "--modelmesh-url", mm_url,
+                  "--modelmesh-ca-file", str(workdir / "mm-tls" / "tls.crt"), "--no-gpu",
+                  "--modelmesh-interval", "0.5", "--load-window", "3"], exporter_url, workdir / "exporter.log"), \
+         running(["autoscaler.cli", "serve", "--listen", f"127.0.0.1:{adapter_port}",
+                  "--targets", str(workdir / "targets.yaml"), "--kubeconfig", str(workdir / "kube.yaml"),
+                  "--tls-cert-file", str(workdir / "tls.pem"), "--tls-private-key-file", str(workdir / "tls.pem"),
+                  "--requestheader-client-ca-file", str(workdir / "front-proxy-ca.crt"),
+                  "--requestheader-allowed-names", "front-proxy-client",
+                  "--client-ca-file", str(workdir / "client-ca.crt"),
+                  "--refresh-interval", "1", "--window", "3"],
+                 f"https://127.0.0.1:{adapter_port}/healthz", workdir / "adapter.log"):
+        yield Cluster(
+            f"https://127.0.0.1:{adapter_port}", workdir, server_ca,
+            proxy=proxy_ca.issue_cert(common_name="front-proxy-client"),
+            rogue_proxy=proxy_ca.issue_cert(common_name="someone-else"),
+            alice=client_ca.issue_cert(common_name="alice", organization_name="analysts"),
+            bob=client_ca.issue_cert(common_name="bob"),
+            stranger=other_ca.issue_cert(common_name="alice"),
+        )
+
+
+def test_an_allowed_client_certificate_user_reads_the_metric_with_kubectl(cluster: Cluster) -> None:
+    kubeconfig = cluster.kubeconfig("alice", cluster.alice)
+    code, body = poll(lambda: (lambda r: r if r[0] == 0 else None)(get_raw(kubeconfig, METRIC)),  # type: ignore[misc]
+                      timeout=30)
+    assert body["kind"] == "ExternalMetricValueList"
+    assert body["items"][0]["value"].endswith("m")
+    assert get_raw(kubeconfig, "/apis/external.metrics.k8s.io/v1beta1")[0] == 0
+
+
+def test_a_denied_user_gets_403_from_kubectl(cluster: Cluster) -> None:
+    result = kubectl_raw(cluster.kubeconfig("bob", cluster.bob), METRIC)
+    assert result.returncode != 0
+    assert "Forbidden" in result.stderr or "forbidden" in result.stderr, result.stderr
+
+
+def test_impersonation_headers_from_kubectl_are_not_an_identity(cluster: Cluster) -> None:
+    result = kubectl_raw(cluster.kubeconfig("bob", cluster.bob), METRIC, "--as", "alice")
+    assert result.returncode != 0
+    assert 'User "bob"' in result.stderr or "forbidden" in result.stderr.lower(), result.stderr
+
+
+def test_no_certificate_and_an_unknown_token_is_401(cluster: Cluster) -> None:
+    result = kubectl_raw(cluster.kubeconfig("nobody", token="not-a-token"), METRIC)
+    assert result.returncode != 0
+    assert "Unauthorized" in result.stderr, result.stderr
+
+
+def test_a_reviewed_bearer_token_is_accepted(cluster: Cluster) -> None:
+    assert poll(lambda: get_raw(cluster.kubeconfig("carol", token="carol-token"), METRIC)[0] == 0, timeout=30)
+
+
+def test_a_certificate_from_another_ca_is_rejected_in_the_handshake(cluster: Cluster) -> None:
+    result = kubectl_raw(cluster.kubeconfig("stranger", cluster.stranger), METRIC)
+    assert result.returncode != 0
+    # TLS 1.3: the server refuses the certificate after the client thinks the handshake is done; Go reports
+    # the closed connection ("EOF") or the alert, depending on timing. Never an HTTP answer.
+    assert any(word in result.stderr.lower() for word in ("eof", "certificate", "tls")), result.stderr
+    assert "Status" not in result.stderr and "Unauthorized" not in result.stderr
+
+
+def test_the_front_proxy_certificate_alone_names_no_user(cluster: Cluster) -> None:
+    result = kubectl_raw(cluster.kubeconfig("proxy", cluster.proxy), METRIC)
+    assert result.returncode != 0
+    assert "Unauthorized" in result.stderr, result.stderr
+
+
+def test_the_aggregator_passes_the_hpa_identity(cluster: Cluster) -> None:
+    headers = {"X-Remote-User": HPA_USER, "X-Remote-Group": "system:serviceaccounts"}
+    status, body = poll(lambda: (lambda r: r if r[0] == 200 else None)(  # type: ignore[misc]
+        cluster.https_get(METRIC, cluster.proxy, headers)), timeout=30)
+    assert body["items"][0]["metricName"] == "modelmesh_request_load"
+    status, body = cluster.https_get(METRIC, cluster.proxy, {"X-Remote-User": "mallory"})
+    assert (status, body["kind"], body["reason"]) == (403, "Status", "Forbidden")
+
+
+def test_a_proxy_certificate_with_a_cn_not_allowed_is_401(cluster: Cluster) -> None:
+    status, body = cluster.https_get(METRIC, cluster.rogue_proxy, {"X-Remote-User": HPA_USER})
+    assert (status, body["reason"]) == (401, "Unauthorized")
+
+
+def test_identity_headers_from_a_client_certificate_user_are_not_trusted(cluster: Cluster) -> None:
+    status, body = cluster.https_get(METRIC, cluster.bob, {"X-Remote-User": "alice", "X-Remote-Group": "admins"})
+    assert (status, body["reason"]) == (403, "Forbidden")
+    assert 'User "bob"' in body["message"]
+    status, body = cluster.https_get(METRIC, None, {"X-Remote-User": "alice"})
+    assert (status, body["reason"]) == (401, "Unauthorized")
+
+
+def test_health_needs_no_credentials(cluster: Cluster) -> None:
+    for path in ("/healthz", "/livez", "/metrics"):
+        context = ssl.create_default_context()
+        cluster.server_ca.configure_trust(context)
+        with urllib.request.urlopen(cluster.url + path, timeout=5, context=context) as response:
+            assert response.status == 200

@@ -1,0 +1,116 @@
+"""What the manifest tests share: where things are, building kustomizations, and reading PromQL.
+
+Everything here runs offline: `kubectl kustomize` needs no cluster, and PromQL is read with a small lexer
+that is enough to pull metric names out of the expressions this project ships (string literals, label
+matchers, grouping clauses and ranges removed; what is left and not called like a function is a name).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+MANIFESTS = REPO / "manifests"
+BASE = MANIFESTS / "base"
+EXAMPLES = MANIFESTS / "examples"
+PROMETHEUS = EXAMPLES / "prometheus"
+GRAFANA = EXAMPLES / "grafana"
+CERT_MANAGER = EXAMPLES / "cert-manager"
+KUSTOMIZATIONS = (BASE, EXAMPLES, CERT_MANAGER, PROMETHEUS)
+
+KUBECTL = "/usr/bin/kubectl"
+PROMTOOL = "/usr/bin/promtool"
+
+Object = dict[str, Any]
+
+
+@functools.cache
+def _build(directory: Path) -> str:
+    done = subprocess.run(
+        [KUBECTL, "kustomize", str(directory)], capture_output=True, text=True, timeout=60, check=False
+    )
+    if done.returncode != 0:
+        raise AssertionError(f"kubectl kustomize {directory.relative_to(REPO)} failed:\n{done.stderr}")
+    return done.stdout
+
+
+def kustomize(directory: Path) -> list[Object]:
+    """The objects `kubectl kustomize DIR` renders (a fresh copy each call: tests may change them)."""
+    return [doc for doc in yaml.safe_load_all(_build(directory)) if doc is not None]
+
+
+def find(objects: list[Object], kind: str, name: str | None = None) -> Object:
+    """The one object of this kind (and name); fails the test when there is not exactly one."""
+    matches = [o for o in objects if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)]
+    assert len(matches) == 1, f"expected one {kind} {name or ''}, found {len(matches)}"
+    return matches[0]
+
+
+def container(pod_spec: Object, name: str) -> Object:
+    matches = [c for c in pod_spec["containers"] if c["name"] == name]
+    assert len(matches) == 1, f"expected one container {name!r}, found {[c['name'] for c in pod_spec['containers']]}"
+    return matches[0]
+
+
+def load_yaml(path: Path) -> Any:
+    return yaml.safe_load(path.read_text())
+
+
+def commented_yaml(path: Path, marker: str) -> Any:
+    """The YAML written as a comment block in `path`: the `#` lines after the line containing `marker`, with
+    their `#` in the same column, uncommented (keeps commented alternatives honest)."""
+    lines = path.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if marker in line)
+    column = lines[start].index("#")
+    block: list[str] = []
+    for line in lines[start + 1:]:
+        if len(line) <= column or line[column] != "#" or line[:column].strip():
+            break
+        text = line[column + 1:]
+        block.append(text[1:] if text.startswith(" ") else text)
+    # Only the lines from the first YAML line on: prose lines before it end with a full stop or colon.
+    first = next(i for i, line in enumerate(block) if line.lstrip().startswith("- ") or re.match(r"^\w+:", line))
+    return yaml.safe_load("\n".join(block[first:]))
+
+
+# ---- PromQL ----
+
+# Words of PromQL that are not metric names when they are not followed by "(".
+_KEYWORDS = frozenset({"and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring",
+                       "group_left", "group_right", "inf", "nan", "atan2"})
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
+_MATCHERS = re.compile(r"\{[^{}]*\}")
+_RANGE = re.compile(r"\[[^\]]*\]")
+_GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)")
+_IDENTIFIER = re.compile(r"(?<![\w.:])([A-Za-z_:][\w:]*)(\s*\()?")
+_LABEL_VALUE = re.compile(r'\b(\w+)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')
+
+
+def metric_names(expr: str) -> set[str]:
+    """Metric names an expression selects (`foo`, `foo{...}`, `foo[5m]`), not functions, labels or numbers."""
+    text = _STRING.sub('""', expr)
+    text = _MATCHERS.sub("", text)
+    text = _RANGE.sub("", text)
+    text = _GROUPING.sub("", text)
+    found: set[str] = set()
+    for match in _IDENTIFIER.finditer(text):
+        word, call = match.group(1), match.group(2)
+        if call or word.lower() in _KEYWORDS or re.fullmatch(r"\d.*", word):
+            continue
+        found.add(word)
+    return found
+
+
+def label_matchers(expr: str) -> list[tuple[str, str, str]]:
+    """(label, operator, value) of every label matcher in the expression."""
+    return [(m.group(1), m.group(2), m.group(3)) for m in _LABEL_VALUE.finditer(expr)]
+
+
+def run(command: list[str], cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)

@@ -1,0 +1,466 @@
+"""The Kubernetes manifests: they build offline, are valid objects, and agree with the code they run.
+
+Drift is the enemy here: a renamed flag, metric, port or selector key breaks a cluster install without
+breaking any unit test. So the manifests are read back and checked against the real argparse parsers, the
+served metric names, the selector parser, the policy loader and the image's user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from autoscaler.api.selector import deployment_from_selector
+from autoscaler.cli import build_parser as autoscaler_parser
+from autoscaler.config import parse_policy_book
+from autoscaler.names import API_GROUP, API_VERSION, SERVINGRUNTIME_DEPLOYMENT_PREFIX, ServedMetric
+from autoscaler.policy import RuntimePolicy
+from autoscaler.settings import ServeSettings, settings_from_args
+from exporter.settings import ExporterSettings, parse_settings
+from tests.manifests.support import (
+    BASE,
+    CERT_MANAGER,
+    EXAMPLES,
+    KUSTOMIZATIONS,
+    REPO,
+    Object,
+    commented_yaml,
+    container,
+    find,
+    kustomize,
+    load_yaml,
+)
+
+NAMESPACE = "modelmesh-autoscaler"
+ADAPTER = "adapter"
+SIDECAR = "autoscaler-exporter"
+# Kubernetes minor versions the objects must be valid for (the oldest supported and a recent one).
+KUBERNETES_VERSIONS = ("1.27.0", "1.33.0")
+# What the NVIDIA container runtime reads from a container's environment; the only non-EXPORTER_ variables.
+NVIDIA_RUNTIME_ENV = frozenset({"NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES"})
+
+
+def adapter_deployment(directory: Path = BASE) -> Object:
+    return find(kustomize(directory), "Deployment", "modelmesh-autoscaler")
+
+
+def runtime_objects() -> tuple[Object, Object]:
+    """The example ServingRuntime (sidecar patched in) and its HPA."""
+    objects = kustomize(EXAMPLES)
+    return find(objects, "ServingRuntime"), find(objects, "HorizontalPodAutoscaler")
+
+
+def parse_or_fail(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse like the container will; an unknown or malformed flag fails the test with argparse's message."""
+    errors = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(errors):
+            return parser.parse_args(argv)
+    except SystemExit:
+        pytest.fail(f"{parser.prog} rejects {argv}:\n{errors.getvalue()}")
+
+
+def expand_env_references(args: list[str], env: list[Object]) -> list[str]:
+    """Replace `$(VAR)` as the kubelet does; every reference must name a variable the container defines."""
+    defined = {item["name"]: f"<{item['name']}>" for item in env}
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        assert name in defined, f"argument refers to $({name}), which the container does not define"
+        return defined[name]
+
+    return [re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", replace, arg) for arg in args]
+
+
+def serve_settings(deployment: Object) -> ServeSettings:
+    adapter = container(deployment["spec"]["template"]["spec"], ADAPTER)
+    assert adapter["command"] == ["modelmesh-autoscaler"]
+    argv = expand_env_references(adapter["args"], adapter.get("env", []))
+    args = parse_or_fail(autoscaler_parser(), argv)
+    assert args.command == "serve"
+    return settings_from_args(args)
+
+
+def mount_paths(pod_spec: Object, container_spec: Object) -> dict[str, Object]:
+    """Mount path -> volume, for one container."""
+    volumes = {v["name"]: v for v in pod_spec.get("volumes", [])}
+    return {m["mountPath"]: volumes[m["name"]] for m in container_spec.get("volumeMounts", [])}
+
+
+def mounted_from(path: Path, mounts: dict[str, Object]) -> Object:
+    """The volume a file path lies in; fails the test when no mount holds it."""
+    for mount_path, volume in mounts.items():
+        if path.is_relative_to(mount_path):
+            return volume
+    pytest.fail(f"{path} is on no mounted volume (mounts: {sorted(mounts)})")
+
+
+class _EnvironReads(dict[str, str]):
+    """A stand-in for os.environ that records which variables are looked up."""
+
+    def __init__(self, base: dict[str, str]) -> None:
+        super().__init__(base)
+        self.read: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> str:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+def exporter_env_twins(monkeypatch: pytest.MonkeyPatch) -> set[str]:
+    """The EXPORTER_* variables the exporter looks up when it reads its settings: its flags' twins."""
+    environ = _EnvironReads({k: v for k, v in os.environ.items() if not k.startswith("EXPORTER_")})
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "environ", environ)
+        parse_settings([])
+    return {name for name in environ.read if name.startswith("EXPORTER_")}
+
+
+def exporter_settings(sidecar: Object, monkeypatch: pytest.MonkeyPatch) -> ExporterSettings:
+    """The settings the sidecar starts with: its environment and its args, read by the exporter itself."""
+    assert sidecar["command"] == ["modelmesh-exporter"]
+    for name in [n for n in os.environ if n.startswith("EXPORTER_")]:
+        monkeypatch.delenv(name)
+    for item in sidecar.get("env", []):
+        monkeypatch.setenv(item["name"], item["value"])
+    argv = sidecar.get("args", [])
+    errors = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(errors):
+            return parse_settings(argv)
+    except SystemExit:
+        pytest.fail(f"modelmesh-exporter rejects the sidecar's args {argv} or environment:\n{errors.getvalue()}")
+
+
+# ---- every kustomization ----
+
+
+@pytest.mark.parametrize("directory", KUSTOMIZATIONS, ids=lambda d: str(d.relative_to(REPO)))
+def test_kustomization_builds_offline_into_named_objects(directory: Path) -> None:
+    objects = kustomize(directory)
+    assert objects
+    for obj in objects:
+        assert obj.get("apiVersion") and obj.get("kind"), obj
+        assert obj.get("metadata", {}).get("name"), obj
+
+
+@pytest.mark.parametrize("directory", KUSTOMIZATIONS, ids=lambda d: str(d.relative_to(REPO)))
+def test_each_file_holds_one_object_and_is_listed(directory: Path) -> None:
+    kustomization = load_yaml(directory / "kustomization.yaml")
+    listed = {r for r in kustomization.get("resources", []) if not r.startswith("..")}
+    patches = {p["path"] for p in kustomization.get("patches", [])}
+    on_disk = {p.name for p in directory.glob("*.yaml")} - {"kustomization.yaml"}
+    objects = {name for name in on_disk if isinstance(load_yaml(directory / name), dict)
+               and "kind" in load_yaml(directory / name)}
+    assert objects == listed, "every object file in the folder is a resource, and only those"
+    assert patches <= on_disk
+    for name in listed:
+        text = (directory / name).read_text()
+        assert len([d for d in text.split("\n---") if d.strip()]) == 1, f"{name}: one object per file"
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+@pytest.mark.parametrize("directory", (BASE, EXAMPLES, CERT_MANAGER), ids=lambda d: str(d.relative_to(REPO)))
+def test_objects_are_valid_for_kubernetes(directory: Path, version: str) -> None:
+    checked = 0
+    for obj in kustomize(directory):
+        if obj["kind"] == "ServingRuntime":
+            # A CRD, but its containers are core Containers: validate them inside a Pod.
+            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "check"},
+                   "spec": {"containers": obj["spec"]["containers"]}}
+            kubernetes_validate.validate(pod, version, strict=True)
+            checked += 1
+            continue
+        try:
+            kubernetes_validate.validate(obj, version, strict=True)
+            checked += 1
+        except kubernetes_validate.SchemaNotFoundError:
+            assert obj["apiVersion"].split("/")[0] in {"monitoring.coreos.com", "cert-manager.io"}, obj["kind"]
+    assert checked
+
+
+# ---- the base ----
+
+
+def test_base_objects_are_in_the_adapter_namespace_except_the_auth_reader_binding() -> None:
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "APIService"}
+    for obj in kustomize(BASE):
+        namespace = obj["metadata"].get("namespace")
+        if obj["kind"] in cluster_scoped:
+            assert namespace is None, obj["metadata"]["name"]
+        elif obj["kind"] == "RoleBinding" and obj["roleRef"]["name"] == "extension-apiserver-authentication-reader":
+            assert namespace == "kube-system"
+        else:
+            assert namespace == NAMESPACE, f"{obj['kind']} {obj['metadata']['name']}"
+    assert find(kustomize(BASE), "Namespace")["metadata"]["name"] == NAMESPACE
+
+
+def test_api_service_registers_the_served_group_through_the_service() -> None:
+    objects = kustomize(BASE)
+    api_service = find(objects, "APIService")
+    spec = api_service["spec"]
+    assert api_service["metadata"]["name"] == f"{API_VERSION}.{API_GROUP}"
+    assert (spec["group"], spec["version"]) == (API_GROUP, API_VERSION)
+    assert (spec["groupPriorityMinimum"], spec["versionPriority"]) == (100, 100)
+    assert spec["insecureSkipTLSVerify"] is True and "caBundle" not in spec
+
+    service = find(objects, "Service", spec["service"]["name"])
+    assert service["metadata"]["namespace"] == spec["service"]["namespace"]
+    (port,) = [p for p in service["spec"]["ports"] if p["port"] == spec["service"]["port"]]
+    assert port["port"] == 443
+
+    deployment = find(objects, "Deployment")
+    pod = deployment["spec"]["template"]
+    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    adapter = container(pod["spec"], ADAPTER)
+    (container_port,) = [p for p in adapter["ports"] if p["name"] == port["targetPort"]]
+    assert container_port["containerPort"] == serve_settings(deployment).listen_port == 6443
+
+
+def test_rbac_grants_what_the_adapter_calls_to_its_service_account() -> None:
+    objects = kustomize(BASE)
+    account = find(objects, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"]
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
+    find(objects, "ServiceAccount", account)
+
+    def granted(rules: list[Object]) -> set[tuple[str, str, str]]:
+        return {(group, resource, verb) for rule in rules for group in rule["apiGroups"]
+                for resource in rule["resources"] for verb in rule["verbs"]}
+
+    bindings = [o for o in objects if o["kind"] in {"ClusterRoleBinding", "RoleBinding"}]
+    for binding in bindings:
+        assert binding["subjects"] == [subject], binding["metadata"]["name"]
+    roles_bound = {(b["kind"], b["roleRef"]["kind"], b["roleRef"]["name"], b["metadata"].get("namespace"))
+                   for b in bindings}
+    cluster_role = find(objects, "ClusterRole")
+    assert {
+        ("ClusterRoleBinding", "ClusterRole", cluster_role["metadata"]["name"], None),
+        ("ClusterRoleBinding", "ClusterRole", "system:auth-delegator", None),
+        ("RoleBinding", "Role", "extension-apiserver-authentication-reader", "kube-system"),
+    } <= roles_bound
+    assert {
+        ("", "pods", "list"), ("", "pods", "watch"), ("", "pods", "patch"),
+        ("apps", "deployments", "list"), ("apps", "deployments", "watch"),
+        ("authentication.k8s.io", "tokenreviews", "create"),
+        ("authorization.k8s.io", "subjectaccessreviews", "create"),
+    } <= granted(cluster_role["rules"])
+
+    lease_role = find(objects, "Role")
+    assert lease_role["metadata"]["namespace"] == NAMESPACE
+    assert ("RoleBinding", "Role", lease_role["metadata"]["name"], NAMESPACE) in roles_bound
+    assert {("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "update")} <= granted(
+        lease_role["rules"]
+    )
+
+
+def test_adapter_command_line_parses_with_the_real_cli() -> None:
+    deployment = adapter_deployment()
+    settings = serve_settings(deployment)
+    pod_spec = deployment["spec"]["template"]["spec"]
+    mounts = mount_paths(pod_spec, container(pod_spec, ADAPTER))
+
+    assert (settings.listen_host, settings.listen_port) == ("0.0.0.0", 6443)
+    assert settings.leader_elect is True and settings.deletion_cost
+    assert settings.leader_elect_namespace == "<POD_NAMESPACE>"
+    assert not settings.insecure_dev and settings.targets is None
+    assert settings.config is not None
+    assert mounted_from(settings.config, mounts)["configMap"]["name"] == "modelmesh-autoscaler-policy"
+
+
+def test_cert_manager_overlay_serves_its_certificate_and_verifies_it() -> None:
+    objects = kustomize(CERT_MANAGER)
+    deployment = find(objects, "Deployment")
+    settings = serve_settings(deployment)
+    pod_spec = deployment["spec"]["template"]["spec"]
+    mounts = mount_paths(pod_spec, container(pod_spec, ADAPTER))
+    assert settings.tls_cert_file is not None and settings.tls_private_key_file is not None
+    secrets = {mounted_from(path, mounts)["secret"]["secretName"]
+               for path in (settings.tls_cert_file, settings.tls_private_key_file)}
+    serving = find(objects, "Certificate", "modelmesh-autoscaler-serving")
+    assert secrets == {serving["spec"]["secretName"]}
+    service = find(objects, "Service")
+    assert f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc" in serving["spec"]["dnsNames"]
+
+    api_service = find(objects, "APIService")
+    assert "insecureSkipTLSVerify" not in api_service["spec"]
+    ca_namespace, ca_name = api_service["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].split("/")
+    ca = find(objects, "Certificate", ca_name)
+    assert ca["metadata"]["namespace"] == ca_namespace and ca["spec"]["isCA"] is True
+    issuer = find(objects, "Issuer", serving["spec"]["issuerRef"]["name"])
+    assert issuer["spec"]["ca"]["secretName"] == ca["spec"]["secretName"]
+
+
+def test_adapter_probes_use_health_paths_open_without_authentication() -> None:
+    adapter = container(adapter_deployment()["spec"]["template"]["spec"], ADAPTER)
+    open_paths = ServeSettings().authorization_always_allow_paths
+    port_names = {p["name"] for p in adapter["ports"]}
+    for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/livez")):
+        http_get = adapter[probe]["httpGet"]
+        assert (http_get["path"], http_get["scheme"]) == (path, "HTTPS")
+        assert http_get["path"] in open_paths and http_get["port"] in port_names
+
+
+def test_adapter_runs_unprivileged_with_a_read_only_root_and_a_writable_tmp() -> None:
+    deployment = adapter_deployment()
+    pod_spec = deployment["spec"]["template"]["spec"]
+    adapter = container(pod_spec, ADAPTER)
+    assert pod_spec["securityContext"]["runAsNonRoot"] is True
+    assert adapter["securityContext"] == {
+        "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]},
+    }
+    assert adapter["resources"]["requests"] and adapter["resources"]["limits"]
+    # The generated self-signed certificate goes to tempfile's directory, /tmp.
+    tmp = mount_paths(pod_spec, adapter).get("/tmp")
+    assert tmp is not None and "emptyDir" in tmp
+    # The image's numeric user is the one the manifests run as.
+    dockerfile = (REPO / "Dockerfile").read_text()
+    user = re.findall(r"^USER\s+(\d+)(?::(\d+))?\s*$", dockerfile, re.MULTILINE)
+    assert user[-1] == (str(pod_spec["securityContext"]["runAsUser"]), str(pod_spec["securityContext"]["runAsGroup"]))
+    assert adapter["image"] == "ghcr.io/modelmesh-autoscaler/modelmesh-autoscaler:0.1.0"
+
+
+def test_image_commands_are_the_package_scripts() -> None:
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    sidecar = container(runtime_objects()[0]["spec"], SIDECAR)
+    adapter = container(adapter_deployment()["spec"]["template"]["spec"], ADAPTER)
+    assert {adapter["command"][0], sidecar["command"][0]} <= set(scripts)
+    assert sidecar["image"] == adapter["image"]
+
+
+def test_two_replicas_survive_a_voluntary_disruption() -> None:
+    objects = kustomize(BASE)
+    deployment = find(objects, "Deployment")
+    budget = find(objects, "PodDisruptionBudget")
+    assert deployment["spec"]["replicas"] == 2
+    assert 1 <= budget["spec"]["minAvailable"] < deployment["spec"]["replicas"]
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert budget["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert deployment["spec"]["selector"]["matchLabels"].items() <= labels.items()
+
+
+def test_policy_config_map_is_the_built_in_defaults_and_loads() -> None:
+    config_map = find(kustomize(BASE), "ConfigMap", "modelmesh-autoscaler-policy")
+    (key,) = config_map["data"]
+    settings = serve_settings(adapter_deployment())
+    assert settings.config is not None and settings.config.name == key
+    book = parse_policy_book(yaml.safe_load(config_map["data"][key]), key)
+    assert book.defaults == RuntimePolicy()
+    assert book.runtimes == {}
+    # The commented example entry is a valid policy too.
+    source = BASE / "config-map-policy.yaml"
+    example = commented_yaml(source, "for example:")
+    parsed = parse_policy_book(example, str(source))
+    assert [key.deployment for key in parsed.runtimes] == ["modelmesh-serving-triton"]
+
+
+# ---- the example runtime and its HPA ----
+
+
+def label_selector(match_labels: dict[str, str]) -> str:
+    """The `labelSelector` the HPA sends for a metric selector (what the adapter parses)."""
+    return ",".join(f"{key}={value}" for key, value in sorted(match_labels.items()))
+
+
+def test_hpa_adopts_the_served_recommendation_for_its_own_runtime() -> None:
+    runtime, hpa = runtime_objects()
+    spec = hpa["spec"]
+    target = spec["scaleTargetRef"]
+    assert (hpa["apiVersion"], target["kind"]) == ("autoscaling/v2", "Deployment")
+    assert target["name"] == SERVINGRUNTIME_DEPLOYMENT_PREFIX + runtime["metadata"]["name"]
+    assert hpa["metadata"]["name"] != target["name"], "modelmesh-serving owns an HPA named like the Deployment"
+    assert hpa["metadata"]["namespace"] == runtime["metadata"]["namespace"]
+
+    (metric,) = spec["metrics"]
+    assert metric["type"] == "External"
+    assert metric["external"]["metric"]["name"] == ServedMetric.DESIRED_REPLICAS
+    assert metric["external"]["target"] == {"type": "AverageValue", "averageValue": "1"}
+    selector = label_selector(metric["external"]["metric"]["selector"]["matchLabels"])
+    assert deployment_from_selector(selector) == target["name"]
+
+
+def test_hpa_alternative_in_comments_is_a_valid_gpu_busy_metric() -> None:
+    _, hpa = runtime_objects()
+    (alternative,) = commented_yaml(EXAMPLES / "hpa-triton.yaml", "Alternative:")
+    assert alternative["external"]["metric"]["name"] == ServedMetric.GPU_BUSY
+    assert alternative["external"]["target"] == {"type": "Value", "value": "800m"}
+    selector = label_selector(alternative["external"]["metric"]["selector"]["matchLabels"])
+    assert deployment_from_selector(selector) == hpa["spec"]["scaleTargetRef"]["name"]
+    # It is a valid metric spec: swap it in and validate the HPA.
+    hpa["spec"]["metrics"] = [alternative]
+    for version in KUBERNETES_VERSIONS:
+        kubernetes_validate.validate(hpa, version, strict=True)
+
+
+def test_hpa_scales_down_slowly_and_up_at_default_speed() -> None:
+    behavior = runtime_objects()[1]["spec"]["behavior"]
+    assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 600
+    assert behavior["scaleDown"]["policies"] == [{"type": "Pods", "value": 1, "periodSeconds": 300}]
+    # The HPA's documented default scale-up behaviour.
+    assert behavior["scaleUp"] == {
+        "stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+        "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15},
+                     {"type": "Pods", "value": 4, "periodSeconds": 15}],
+    }
+
+
+def test_runtime_leaves_replicas_to_an_external_autoscaler() -> None:
+    runtime, _ = runtime_objects()
+    assert runtime["metadata"]["annotations"]["serving.kserve.io/autoscalerClass"] == "external"
+    assert runtime["spec"]["multiModel"] is True
+
+
+# ---- the exporter sidecar ----
+
+
+def test_sidecar_environment_is_exporter_flags_or_nvidia_runtime_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    sidecar = container(runtime_objects()[0]["spec"], SIDECAR)
+    twins = exporter_env_twins(monkeypatch)
+    for item in sidecar["env"]:
+        name = item["name"]
+        assert "valueFrom" not in item, name
+        if name in NVIDIA_RUNTIME_ENV:
+            continue
+        assert name.startswith("EXPORTER_"), f"{name}: the sidecar is configured through EXPORTER_* only"
+        assert name in twins, f"{name} is no exporter flag's twin (known: {sorted(twins)})"
+
+    settings = exporter_settings(sidecar, monkeypatch)
+    assert settings.modelmesh_insecure, "ModelMesh serves a self-signed certificate"
+    assert settings.modelmesh_url == "https://127.0.0.1:2112/metrics"
+    assert settings.gpu_enabled and settings.gpu_uuids == ()
+    (port,) = sidecar["ports"]
+    assert settings.listen_port == port["containerPort"] == serve_settings(adapter_deployment()).exporter_port
+    assert sidecar["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": port["name"]}
+
+
+def test_sidecar_patch_is_what_the_example_runtime_runs() -> None:
+    (operation,) = load_yaml(EXAMPLES / "exporter-sidecar-patch.yaml")
+    assert (operation["op"], operation["path"]) == ("add", "/spec/containers/-")
+    assert container(runtime_objects()[0]["spec"], SIDECAR) == operation["value"]
+
+
+def test_sidecar_obeys_modelmesh_rules_for_extra_containers() -> None:
+    # From modelmesh-serving's ServingRuntime validation: reserved names, ports and managed fields.
+    sidecar = container(runtime_objects()[0]["spec"], SIDECAR)
+    assert sidecar["name"] not in {"mm", "rest-proxy", "puller"} and not sidecar["name"].startswith("mm-")
+    assert "readinessProbe" not in sidecar and "lifecycle" not in sidecar
+    for port in sidecar["ports"]:
+        assert port["name"] not in {"grpc", "http", "prometheus"} and not port["name"].startswith("mm-")
+        assert port["containerPort"] not in {8080, 8085, 8089, 8090}
+        assert not 11881 <= port["containerPort"] < 11900
+    assert sidecar["securityContext"]["runAsNonRoot"] is True
+    assert sidecar["securityContext"]["readOnlyRootFilesystem"] is True
+

@@ -1,0 +1,407 @@
+"""Monitoring: the Prometheus scrape config, rules, PodMonitors and the Grafana dashboard.
+
+promtool checks the config and the rules and runs the rules' unit tests; every PromQL expression is parsed
+by promtool and then run against a real Prometheus holding what the scrape config would store from the real
+exporter and adapter code (see `series.py`): each dashboard panel must find data there. Metric and label
+names in the expressions are checked against `exporter/names.py`, the adapter's self-metrics and the served
+metric names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import yaml
+from prometheus_client.metrics_core import Metric
+
+from autoscaler.api.app import EXTERNAL_METRIC_ROUTE
+from autoscaler.demo.fake_modelmesh import ModelMeshLoad
+from autoscaler.names import ServedMetric
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.settings import ServeSettings
+from exporter import names
+from exporter.settings import ExporterSettings
+from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text
+from tests.manifests.series import ExporterPod, adapter_step, pod_discovery_labels, relabel, samples_of
+from tests.manifests.support import (
+    BASE,
+    EXAMPLES,
+    GRAFANA,
+    PROMETHEUS,
+    PROMTOOL,
+    container,
+    find,
+    kustomize,
+    label_matchers,
+    load_yaml,
+    metric_names,
+    run,
+)
+
+DASHBOARD = GRAFANA / "modelmesh-autoscaler.json"
+EXPORTER_JOB = "modelmesh-exporter"
+ADAPTER_JOB = "modelmesh-autoscaler"
+# Labels modelmesh-serving puts on every runtime pod (DESIGN §4: `modelmesh-service`, `name`).
+RUNTIME_POD_LABELS = {"modelmesh-service": "modelmesh-serving", "name": "modelmesh-serving-triton",
+                      "app.kubernetes.io/managed-by": "modelmesh-controller"}
+# kube-state-metrics series ModelMeshRuntimeAtMaxReplicas reads; nothing else may come from outside.
+KUBE_STATE_METRICS = frozenset({"kube_horizontalpodautoscaler_status_desired_replicas",
+                                "kube_horizontalpodautoscaler_spec_max_replicas",
+                                "kube_horizontalpodautoscaler_info"})
+PROMETHEUS_OWN = frozenset({"up"})
+# Grafana variables, as the test data has them.
+RUNTIME_NAMESPACE = "modelmesh-serving"
+RUNTIME_DEPLOYMENT = "modelmesh-serving-triton"
+GRAFANA_VARIABLES = {"namespace": RUNTIME_NAMESPACE, "deployment": RUNTIME_DEPLOYMENT, "__rate_interval": "1m"}
+
+
+def scrape_jobs() -> dict[str, dict[str, Any]]:
+    config = load_yaml(PROMETHEUS / "scrape-config.yaml")
+    return {job["job_name"]: job for job in config["scrape_configs"]}
+
+
+def rule_groups() -> list[dict[str, Any]]:
+    groups: list[dict[str, Any]] = load_yaml(PROMETHEUS / "rules.yaml")["groups"]
+    return groups
+
+
+def rules() -> list[dict[str, Any]]:
+    return [rule for group in rule_groups() for rule in group["rules"]]
+
+
+def dashboard() -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(DASHBOARD.read_text())
+    return document
+
+
+def panels() -> list[dict[str, Any]]:
+    return [p for p in dashboard()["panels"] if p["type"] != "row"]
+
+
+def grafana(expr: str) -> str:
+    """A dashboard expression with its Grafana variables filled in, as Grafana sends it."""
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        assert name in GRAFANA_VARIABLES, f"unknown dashboard variable ${name} in {expr}"
+        return GRAFANA_VARIABLES[name]
+
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", value, expr)
+
+
+def dashboard_queries() -> list[tuple[str, str]]:
+    """(where, PromQL) of every panel target, variables filled in."""
+    return [(f"panel {p['title']!r} {t['refId']}", grafana(t["expr"])) for p in panels() for t in p["targets"]]
+
+
+def variable_queries() -> list[tuple[str, str, str]]:
+    """(variable, selector, label) of each `label_values(selector, label)` template variable."""
+    found = []
+    for variable in dashboard()["templating"]["list"]:
+        if variable["type"] != "query":
+            continue
+        match = re.fullmatch(r"label_values\((.+),\s*(\w+)\)", variable["query"].strip())
+        assert match, f"variable {variable['name']}: expected label_values(selector, label)"
+        found.append((variable["name"], grafana(match.group(1)), match.group(2)))
+    return found
+
+
+def every_expression() -> list[tuple[str, str]]:
+    from_rules = [(rule.get("alert") or rule["record"], rule["expr"]) for rule in rules()]
+    from_variables = [(f"variable {name}", selector) for name, selector, _ in variable_queries()]
+    return from_rules + dashboard_queries() + from_variables
+
+
+def family_sample_names(family: Metric) -> set[str]:
+    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"), "gauge": ("",),
+                "summary": ("_count", "_sum", "")}[family.type]
+    return {family.name + suffix for suffix in suffixes}
+
+
+def known_metric_names() -> set[str]:
+    exported = {value for value in vars(names).values() if isinstance(value, str) and "_" in value}
+    adapter = {n for family in AdapterMetrics().registry.collect() for n in family_sample_names(family)}
+    recorded = {rule["record"] for rule in rules() if "record" in rule}
+    return exported | adapter | recorded | KUBE_STATE_METRICS | PROMETHEUS_OWN
+
+
+# ---- promtool ----
+
+
+# Fields of a kubernetes_sd_config (Prometheus 2.x); Debian's promtool is built without Kubernetes discovery.
+KUBERNETES_SD_FIELDS = frozenset({"role", "namespaces", "selectors", "api_server", "kubeconfig_file",
+                                  "attach_metadata", "basic_auth", "authorization", "oauth2", "tls_config",
+                                  "proxy_url", "follow_redirects", "enable_http2"})
+
+
+def test_scrape_config_with_the_rules_passes_promtool(tmp_path: Path) -> None:
+    # Debian's Prometheus has no Kubernetes service discovery, so promtool refuses kubernetes_sd_configs:
+    # check those blocks here, and let promtool check everything else (relabel rules, TLS, rule files)
+    # with a static target in their place.
+    config = load_yaml(PROMETHEUS / "scrape-config.yaml")
+    for job in config["scrape_configs"]:
+        (discovery,) = job.pop("kubernetes_sd_configs")
+        assert set(discovery) <= KUBERNETES_SD_FIELDS, f"{job['job_name']}: {sorted(discovery)}"
+        assert discovery["role"] == "pod"
+        assert set(discovery.get("namespaces", {})) <= {"names", "own_namespace"}
+        job["static_configs"] = [{"targets": ["127.0.0.1:9187"]}]
+    config["rule_files"] = [str(PROMETHEUS / "rules.yaml")]
+    wrapped = tmp_path / "prometheus.yml"
+    wrapped.write_text(yaml.safe_dump(config))
+    done = run([PROMTOOL, "check", "config", str(wrapped)])
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_rules_pass_promtool_check_and_their_unit_tests() -> None:
+    checked = run([PROMTOOL, "check", "rules", "rules.yaml"], cwd=PROMETHEUS)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    tested = run([PROMTOOL, "test", "rules", "rules_test.yaml"], cwd=PROMETHEUS)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+def test_every_rule_has_a_unit_test() -> None:
+    tests = load_yaml(PROMETHEUS / "rules_test.yaml")["tests"]
+    alerts_tested = {case["alertname"] for test in tests for case in test.get("alert_rule_test", [])
+                     if case.get("exp_alerts")}
+    exprs_tested = {case["expr"] for test in tests for case in test.get("promql_expr_test", [])}
+    assert {rule["alert"] for rule in rules() if "alert" in rule} <= alerts_tested, "each alert seen firing"
+    assert {rule["record"] for rule in rules() if "record" in rule} <= exprs_tested
+
+
+def test_every_expression_parses(tmp_path: Path) -> None:
+    # promtool parses every expression of a rules file: wrap the dashboard's into one.
+    wrapped = {"groups": [{"name": "parse-check", "rules": [
+        {"record": f"check:expr_{index}", "expr": expr} for index, (_, expr) in enumerate(every_expression())
+    ]}]}
+    path = tmp_path / "expressions.yaml"
+    path.write_text(yaml.safe_dump(wrapped))
+    done = run([PROMTOOL, "check", "rules", str(path)])
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_prometheus_rule_object_carries_the_rules_file() -> None:
+    prometheus_rule = find(kustomize(PROMETHEUS), "PrometheusRule")
+    assert prometheus_rule["spec"]["groups"] == rule_groups()
+
+
+# ---- names and labels ----
+
+
+def test_metric_names_in_rules_and_dashboard_exist() -> None:
+    known = known_metric_names()
+    for where, expr in every_expression():
+        found = metric_names(expr)
+        assert found, f"{where}: no metric name found in {expr!r}"
+        assert found <= known, f"{where}: unknown metric {sorted(found - known)} in {expr!r}"
+
+
+def test_label_values_in_expressions_are_ones_the_code_produces() -> None:
+    jobs = set(scrape_jobs())
+    for where, expr in every_expression():
+        for label, operator, value in label_matchers(expr):
+            if label == "job":
+                assert (operator, value) in {("=", job) for job in jobs}, f"{where}: job {value!r}"
+            elif label == "metric":
+                assert value in set(ServedMetric), f"{where}: {value!r} is not a served metric"
+            elif label == "collector":
+                assert value in {names.COLLECTOR_GPU, names.COLLECTOR_MODELMESH}, f"{where}: collector {value!r}"
+            elif label == "path":
+                assert operator == "=~" and re.fullmatch(value, EXTERNAL_METRIC_ROUTE), f"{where}: path {value!r}"
+
+
+def test_scrape_config_targets_exporters_and_adapter_only() -> None:
+    jobs = scrape_jobs()
+    assert set(jobs) == {EXPORTER_JOB, ADAPTER_JOB}
+    runtime = find(kustomize(EXAMPLES), "ServingRuntime")
+    sidecar = container(runtime["spec"], "autoscaler-exporter")
+    (sidecar_port,) = sidecar["ports"]
+    exporter = jobs[EXPORTER_JOB]
+
+    def discovered(port_name: str, port: int, pod_labels: dict[str, str] = RUNTIME_POD_LABELS) -> dict[str, str]:
+        return pod_discovery_labels(RUNTIME_NAMESPACE, "modelmesh-serving-triton-0", pod_labels, port_name, port,
+                                    "10.0.0.1")
+
+    target = relabel(exporter, discovered(sidecar_port["name"], sidecar_port["containerPort"]))
+    assert target == {"job": EXPORTER_JOB, "namespace": RUNTIME_NAMESPACE, "pod": "modelmesh-serving-triton-0",
+                      "deployment": RUNTIME_DEPLOYMENT, "instance": f"10.0.0.1:{sidecar_port['containerPort']}"}
+    assert relabel(exporter, discovered("prometheus", 2112)) is None, "ModelMesh's own port is not ours"
+    assert relabel(exporter, discovered(sidecar_port["name"], 9187, {"app": "web"})) is None, "only ModelMesh pods"
+    assert exporter.get("honor_labels", False) is False
+    assert sidecar_port["containerPort"] == ExporterSettings().listen_port == ServeSettings().exporter_port
+
+    deployment = find(kustomize(BASE), "Deployment")
+    pod = deployment["spec"]["template"]
+    (https,) = container(pod["spec"], "adapter")["ports"]
+    adapter_target = relabel(jobs[ADAPTER_JOB], pod_discovery_labels(
+        deployment["metadata"]["namespace"], "modelmesh-autoscaler-0", pod["metadata"]["labels"], https["name"],
+        https["containerPort"], "10.0.0.9"))
+    assert adapter_target is not None and adapter_target["job"] == ADAPTER_JOB
+    assert jobs[ADAPTER_JOB]["honor_labels"] is True, "per-runtime series keep the runtime's namespace"
+    assert jobs[ADAPTER_JOB]["scheme"] == "https"
+
+
+def test_pod_monitors_match_the_scrape_config() -> None:
+    objects = kustomize(PROMETHEUS)
+    runtime = find(kustomize(EXAMPLES), "ServingRuntime")
+    sidecar = container(runtime["spec"], "autoscaler-exporter")
+    adapter = container(find(kustomize(BASE), "Deployment")["spec"]["template"]["spec"], "adapter")
+    jobs = scrape_jobs()
+    for monitor_name, job, ports in ((EXPORTER_JOB, EXPORTER_JOB, sidecar["ports"]),
+                                     (ADAPTER_JOB, ADAPTER_JOB, adapter["ports"])):
+        (endpoint,) = find(objects, "PodMonitor", monitor_name)["spec"]["podMetricsEndpoints"]
+        assert endpoint["port"] in {p["name"] for p in ports}
+        assert endpoint.get("honorLabels", False) == jobs[job].get("honor_labels", False)
+        assert endpoint.get("scheme", "http") == jobs[job].get("scheme", "http")
+        relabelled = {r["targetLabel"]: r for r in endpoint["relabelings"]}
+        assert relabelled["job"]["replacement"] == job
+        # The operator adds namespace and pod itself; the rest must be relabelled like the scrape config.
+        wanted = {r["target_label"] for r in jobs[job]["relabel_configs"] if "target_label" in r}
+        assert wanted - {"namespace", "pod"} <= set(relabelled), f"{monitor_name}: missing labels"
+
+
+# ---- the dashboard ----
+
+
+def test_dashboard_layout_is_consistent() -> None:
+    document = dashboard()
+    ids = [p["id"] for p in document["panels"]]
+    assert len(ids) == len(set(ids))
+    taken: set[tuple[int, int]] = set()
+    for panel in document["panels"]:
+        grid = panel["gridPos"]
+        assert grid["x"] + grid["w"] <= 24, panel["title"]
+        cells = {(x, y) for x in range(grid["x"], grid["x"] + grid["w"])
+                 for y in range(grid["y"], grid["y"] + grid["h"])}
+        assert not cells & taken, f"panel {panel['title']!r} overlaps another"
+        taken |= cells
+        if panel["type"] != "row":
+            refs = [t["refId"] for t in panel["targets"]]
+            assert len(refs) == len(set(refs)) and panel["datasource"]["uid"] == "${datasource}"
+    variables = [v["name"] for v in document["templating"]["list"]]
+    assert variables == ["datasource", "namespace", "deployment"]
+
+
+# ---- a real Prometheus ----
+
+
+def stored_series(now: float) -> Iterator[Sample]:
+    """Five minutes of what Prometheus stores from two runtime pods' exporters and two adapter replicas."""
+    jobs = scrape_jobs()
+    runtime = find(kustomize(EXAMPLES), "ServingRuntime")
+    (port,) = container(runtime["spec"], "autoscaler-exporter")["ports"]
+    deployment = find(kustomize(BASE), "Deployment")
+    (https,) = container(deployment["spec"]["template"]["spec"], "adapter")["ports"]
+    start = now - 300.0
+    pods = {}
+    for index, (rps, busy) in enumerate(((380.0, 0.9), (40.0, 0.2))):
+        name = f"{RUNTIME_DEPLOYMENT}-{index}"
+        labels = {**RUNTIME_POD_LABELS, "name": RUNTIME_DEPLOYMENT}
+        target = relabel(jobs[EXPORTER_JOB], pod_discovery_labels(
+            RUNTIME_NAMESPACE, name, labels, port["name"], port["containerPort"], f"10.0.0.{index + 1}"))
+        assert target is not None
+        load = ModelMeshLoad(requests_per_second=rps, queue_delay_ms=30.0 * (1 - index), cache_misses_per_second=1.0)
+        pods[name] = (ExporterPod(load, busy, f"GPU-{index}", start), target)
+    replicas = []
+    for index in range(2):
+        target = relabel(jobs[ADAPTER_JOB], pod_discovery_labels(
+            deployment["metadata"]["namespace"], f"modelmesh-autoscaler-{index}",
+            deployment["spec"]["template"]["metadata"]["labels"], https["name"], https["containerPort"],
+            f"10.0.1.{index + 1}"))
+        assert target is not None
+        replicas.append((AdapterMetrics(), target))
+    served = {ServedMetric.DESIRED_REPLICAS: 3.2, ServedMetric.GPU_BUSY: 0.72, ServedMetric.REQUEST_LOAD: 540.0,
+              ServedMetric.CACHE_PRESSURE: 0.0}
+    honor_exporter = bool(jobs[EXPORTER_JOB].get("honor_labels", False))
+    honor_adapter = bool(jobs[ADAPTER_JOB].get("honor_labels", False))
+    for step in range(1, 21):
+        at = start + 15.0 * step
+        for pod, target in pods.values():
+            pod.step(at)
+            yield from samples_of(pod.registry, target, honor_exporter, at)
+        for metrics, target in replicas:
+            adapter_step(metrics, RUNTIME_NAMESPACE, RUNTIME_DEPLOYMENT, list(pods), served.__getitem__)
+            yield from samples_of(metrics.registry, target, honor_adapter, at)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def prometheus(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[PrometheusServer]:
+    workdir = tmp_path_factory.mktemp("prometheus")
+    now = time.time()
+    tsdb = create_blocks(openmetrics_text(stored_series(now)), workdir / "tsdb")
+    async with PrometheusServer(tsdb_dir=tsdb, workdir=workdir) as server:
+        yield server
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_every_dashboard_panel_finds_data(prometheus: PrometheusServer) -> None:
+    empty = [f"{where}: {expr}" for where, expr in dashboard_queries() if not await prometheus.query(expr)]
+    assert not empty, "queries that find nothing in what the scrape config stores:\n" + "\n".join(empty)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_dashboard_variables_list_the_runtime(prometheus: PrometheusServer) -> None:
+    for name, selector, label in variable_queries():
+        values = {series["metric"].get(label) for series in await prometheus.query(selector)}
+        assert GRAFANA_VARIABLES[name] in values, f"variable {name}: {selector} gives {values}"
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_every_rule_expression_runs_on_a_real_prometheus(prometheus: PrometheusServer) -> None:
+    for rule in rules():
+        await prometheus.query(rule["expr"])  # raises on any error
+
+
+# ---- Grafana's own schema ----
+
+GRAFANA_PACKAGES = ("@grafana/schema@13.2.3", "typescript@7.0.2")
+GRAFANA_CHECK = """\
+import type {Dashboard} from "@grafana/schema";
+import type {FieldConfig, Options} from \
+"@grafana/schema/dist/esm/raw/composable/timeseries/panelcfg/x/TimeSeriesPanelCfg_types.gen";
+// JSON has no enums: accept each string enum member by its value.
+type Json<T> = T extends string ? `${T}` : T extends number | boolean | null | undefined ? T
+  : T extends (infer U)[] ? Json<U>[] : T extends object ? {[K in keyof T]: Json<T[K]>} : T;
+export const dashboard: Json<Dashboard> = %s;
+export const options: Json<Options>[] = %s;
+export const custom: Json<FieldConfig>[] = %s;
+"""
+
+
+def grafana_schema_dir() -> Path:
+    """`@grafana/schema` and TypeScript from npm, installed once into the user's cache."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "modelmesh-autoscaler" / "grafana"
+    tsc = cache / "node_modules" / ".bin" / "tsc"
+    if tsc.exists():
+        return cache
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm is not installed: the dashboard is not type-checked against @grafana/schema")
+    cache.mkdir(parents=True, exist_ok=True)
+    done = run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache), *GRAFANA_PACKAGES],
+               timeout=180)
+    if done.returncode != 0 or not tsc.exists():
+        pytest.skip(f"npm could not install {' '.join(GRAFANA_PACKAGES)}:\n{done.stderr[-2000:]}")
+    return cache
+
+
+@pytest.mark.slow
+def test_dashboard_type_checks_against_grafana_schema() -> None:
+    cache = grafana_schema_dir()
+    document = dashboard()
+    series = [p for p in document["panels"] if p["type"] == "timeseries"]
+    source = GRAFANA_CHECK % (json.dumps(document), json.dumps([p["options"] for p in series]),
+                              json.dumps([p["fieldConfig"]["defaults"].get("custom", {}) for p in series]))
+    check = cache / "check.ts"
+    check.write_text(source)
+    done = run([str(cache / "node_modules" / ".bin" / "tsc"), "--noEmit", "--strict", "--skipLibCheck",
+                "--moduleResolution", "bundler", "--module", "esnext", "--target", "es2020", str(check)],
+               cwd=cache, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
