@@ -1,17 +1,7 @@
 """Writes `controller.kubernetes.io/pod-deletion-cost` on runtime pods so that, when the HPA lowers the
-replicas, the ReplicaSet removes the least-needed pod first (DESIGN §7). The costs themselves come from the
-pure ranking (`autoscaler.ranking`, through `RuntimeView.pods`); this module only decides when to write them
-and does the writing.
-
-When a pod is written (`plan_patches`, pure):
-- only Ready pods with fresh data in a runtime whose values are known: a cost computed from stale or missing
-  data is not worth a write, and the ReplicaSet removes not-Ready pods first anyway;
-- the first time this replica sees it while leading (another leader may have written something else);
-- when its cost bucket changed, at most once per `min_interval_s` (a minute) per pod, so a pod whose need hovers
-  at a bucket edge cannot flood the API;
-- at once, whatever the minute says, for a runtime whose served recommendation newly fell below its current
-  replicas (or fell further, or lost a pod meanwhile): the costs must be right before the HPA acts;
-- again every `max_interval_s` (5 minutes) even when unchanged, to repair hand edits and lost writes.
+replicas, the ReplicaSet removes the least-needed pod first (DESIGN §7). The costs come from the pure ranking
+(`autoscaler.ranking`, through `RuntimeView.pods`); when each pod is due is decided by the pure
+`autoscaler.deletion_cost_plan`; this module does the writing.
 
 How (`DeletionCostWriter`): the refresh loop hands each refresh's views over through a one-slot mailbox (the
 newest views replace older ones; `on_refresh` never waits), and the writer's own task plans and patches. A pass
@@ -35,14 +25,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from autoscaler.deletion_cost_plan import PodId, PodPatch, PodRecord, plan_patches, scale_down_pending
 from autoscaler.kube_client import KubeApiError
 from autoscaler.model import RuntimeKey, RuntimeView
-from autoscaler.names import DELETION_COST_ANNOTATION, ServedMetric
+from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
-
-PodId = tuple[str, str]  # (namespace, pod name)
 
 
 class PodAnnotator(Protocol):
@@ -67,71 +56,6 @@ class WriterSettings:
     """Patches in flight at once."""
     batch_size: int = 256
     """Patches per pass before newer views are looked at: bounds how long an urgent write can wait."""
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class PodPatch:
-    """One wanted write. Sorted: urgent (0) before new or changed (1) before periodic refreshes (2)."""
-
-    priority: int
-    namespace: str
-    pod: str
-    cost: int
-
-
-@dataclass(slots=True)
-class PodRecord:
-    """What this replica last wrote on a pod, and when it may try again after a failure."""
-
-    cost: int | None = None
-    written_at: float = -math.inf
-    failures: int = 0
-    retry_at: float = -math.inf
-
-
-def plan_patches(
-    views: Mapping[RuntimeKey, RuntimeView],
-    records: Mapping[PodId, PodRecord],
-    urgent: set[RuntimeKey],
-    now: float,
-    settings: WriterSettings,
-) -> list[PodPatch]:
-    """The writes due at `now`, in the order to make them (see the module docstring for the rules)."""
-    patches: list[PodPatch] = []
-    for key, view in views.items():
-        if not view.known:
-            continue
-        hurry = key in urgent
-        for pod in view.pods:
-            cost = pod.deletion_cost
-            if cost is None or not pod.ready or not pod.fresh:
-                continue
-            record = records.get((key.namespace, pod.name))
-            if record is not None and record.retry_at > now:
-                continue
-            if record is None or record.cost is None:
-                priority = 0 if hurry else 1
-            elif record.cost != cost:
-                if not (hurry or now - record.written_at >= settings.min_interval_s):
-                    continue
-                priority = 0 if hurry else 1
-            elif now - record.written_at >= settings.max_interval_s:
-                priority = 2
-            else:
-                continue
-            patches.append(PodPatch(priority, key.namespace, pod.name, cost))
-    patches.sort()
-    return patches
-
-
-def _below_current(view: RuntimeView) -> tuple[float, int] | None:
-    """(served desired replicas, current replicas) while the first is below the second, else None."""
-    served = view.values.get(ServedMetric.DESIRED_REPLICAS)
-    desired = served.value if served is not None else None
-    current = view.current_replicas
-    if desired is None or current is None or not desired < current:
-        return None
-    return desired, current
 
 
 class DeletionCostWriter:
@@ -199,13 +123,19 @@ class DeletionCostWriter:
             return 0
         now = self._clock()
         self._drop_vanished(views)
-        patches = plan_patches(views, self.records, self._urgent(views), now, self.settings)
-        return await self._write(patches[: self.settings.batch_size], self._generation)
+        patches = plan_patches(views, self.records, self._urgent(views), now,
+                               min_interval_s=self.settings.min_interval_s,
+                               max_interval_s=self.settings.max_interval_s)
+        sent = await self._write(patches[: self.settings.batch_size], self._generation)
+        for patch in patches[sent:]:
+            if patch.priority == 0:  # cut off by the batch or by newer views: still urgent next pass
+                self._scale_downs.pop(patch.runtime, None)
+        return sent
 
     def _urgent(self, views: Mapping[RuntimeKey, RuntimeView]) -> set[RuntimeKey]:
         urgent = set()
         for key, view in views.items():
-            pair = _below_current(view) if view.known else None
+            pair = scale_down_pending(view) if view.known else None
             if pair is None:
                 self._scale_downs.pop(key, None)
             elif self._scale_downs.get(key) != pair:

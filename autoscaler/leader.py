@@ -27,10 +27,10 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 from autoscaler.kube_client import JSON, KubeApiError
 
@@ -89,7 +89,7 @@ class LeaseElector:
         *,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], Any] = asyncio.sleep,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rand: Callable[[], float] = random.random,
     ) -> None:
         self._store = store
@@ -117,7 +117,7 @@ class LeaseElector:
         self._listeners.append(callback)
 
     async def run(self) -> None:
-        """Acquire, lead until renewal fails, repeat; release the Lease when cancelled while leading."""
+        """Acquire, lead until renewal fails, repeat; when cancelled, release the Lease if this replica holds it."""
         try:
             while True:
                 await self._acquire()
@@ -125,8 +125,7 @@ class LeaseElector:
                 await self._renew()
                 self._set_leader(False)
         except asyncio.CancelledError:
-            if self._leader:
-                await self.release()
+            await self.release()  # also when cancelled mid-acquire: a write may have landed; release checks
             raise
 
     async def try_acquire_or_renew(self) -> bool:

@@ -13,6 +13,7 @@ import time
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
+from prometheus_client import Counter, Histogram
 from prometheus_client.aiohttp import make_aiohttp_handler
 
 from autoscaler.api import handlers, runtimes
@@ -47,14 +48,27 @@ async def status_errors(request: web.Request, handler: Handler) -> web.StreamRes
 
 
 def request_metrics(metrics: AdapterMetrics) -> Middleware:
+    """Count and time every request by route (not raw path: bounded cardinality) and status code.
+
+    Labelled children are looked up once per (route, code) and kept: `labels()` takes a lock and validates
+    on every call, which costs as much as the rest of a cached request."""
+    counters: dict[tuple[str, int], Counter] = {}
+    timers: dict[str, Histogram] = {}
+
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         started = time.perf_counter()
         response = await handler(request)
         route = request.match_info.route.resource
         path = route.canonical if route is not None else "unmatched"
-        metrics.requests.labels(path, str(response.status)).inc()
-        metrics.request_seconds.labels(path).observe(time.perf_counter() - started)
+        counter = counters.get((path, response.status))
+        if counter is None:
+            counter = counters[path, response.status] = metrics.requests.labels(path, str(response.status))
+        timer = timers.get(path)
+        if timer is None:
+            timer = timers[path] = metrics.request_seconds.labels(path)
+        counter.inc()
+        timer.observe(time.perf_counter() - started)
         return response
 
     return middleware

@@ -58,6 +58,8 @@ class AlwaysAllowPaths:
 def auth_middleware(authenticator: UnionAuthenticator, authorizer: Authorizer, always_allow: AlwaysAllowPaths,
                     metrics: AdapterMetrics) -> Middleware:
     unauthenticated = metrics.authentications.labels("none", "failure")
+    authenticated = {a.method: metrics.authentications.labels(a.method, "success")
+                     for a in authenticator.authenticators}
     decisions = {(decision, cached): metrics.authorizations.labels(decision, cached)
                  for decision in ("allowed", "denied") for cached in ("true", "false")}
     errors = metrics.authorizations.labels("error", "false")
@@ -72,7 +74,7 @@ def auth_middleware(authenticator: UnionAuthenticator, authorizer: Authorizer, a
             unauthenticated.inc()
             log.debug("401 for %s %s: %s", request.method, request.path, error)
             raise ApiError(401, "Unauthorized") from None
-        metrics.authentications.labels(method, "success").inc()
+        authenticated[method].inc()
         attributes = request_attributes(request.method, request.path)
         try:
             decision = await authorizer.authorize(user, attributes)

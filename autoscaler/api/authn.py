@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from time import monotonic
 from typing import Protocol
 from urllib.parse import unquote
@@ -93,9 +93,12 @@ class RequestHeaderAuthenticator:
         extra: dict[str, list[str]] = {}
         for header, value in request.headers.items():
             lowered = header.lower()
+            if not lowered.startswith(self._prefixes):
+                continue
             for prefix in self._prefixes:
                 if lowered.startswith(prefix) and len(lowered) > len(prefix) and value:
                     extra.setdefault(unquote(lowered[len(prefix):]), []).append(value)
+                    break
         uids = _values(request, self._rules.uid_headers)
         return UserInfo(
             name=names[0],
@@ -165,6 +168,6 @@ class UnionAuthenticator:
                 continue
             if user is not None:
                 if AUTHENTICATED_GROUP not in user.groups:
-                    user = replace(user, groups=(*user.groups, AUTHENTICATED_GROUP))
+                    user = UserInfo(user.name, user.uid, (*user.groups, AUTHENTICATED_GROUP), user.extra)
                 return user, authenticator.method
         raise Unauthenticated("; ".join(errors) or "no credentials")

@@ -109,8 +109,10 @@ class ClientCertificateInspector:
         return self.classify(der) if der else None
 
     def classify(self, der: bytes) -> ClientCertificate | None:
-        if der in self._cache:
+        try:
             return self._cache[der]
+        except KeyError:
+            pass
         try:
             leaf = x509.load_der_x509_certificate(der)
         except ValueError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 from typing import Any
 
 from aiohttp import web
@@ -21,7 +22,13 @@ METRICS_KEY: web.AppKey[AdapterMetrics] = web.AppKey("metrics", AdapterMetrics)
 
 
 def rfc3339(timestamp: float) -> str:
-    return datetime.datetime.fromtimestamp(timestamp, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _rfc3339_seconds(int(timestamp))
+
+
+@functools.lru_cache(maxsize=4096)
+def _rfc3339_seconds(seconds: int) -> str:
+    """Whole seconds, as metav1.Time serializes; cached because every runtime's values share a few stamps."""
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def runtime_view(request: web.Request, namespace: str, deployment: str) -> RuntimeView:

@@ -7,6 +7,7 @@ is answered with a 400 that says what to write instead.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from autoscaler.names import SELECTOR_DEPLOYMENT, SELECTOR_SERVINGRUNTIME, SERVINGRUNTIME_DEPLOYMENT_PREFIX
@@ -28,6 +29,8 @@ class SelectorError(ValueError):
 
 def _split_requirements(selector: str) -> list[str]:
     """Split on commas outside parentheses, as `k8s.io/apimachinery/pkg/labels` does."""
+    if "(" not in selector:
+        return selector.split(",")
     parts: list[str] = []
     current: list[str] = []
     depth = 0
@@ -45,8 +48,10 @@ def _split_requirements(selector: str) -> list[str]:
     return parts
 
 
+@functools.lru_cache(maxsize=1024)
 def deployment_from_selector(selector: str | None) -> str:
-    """The runtime Deployment the selector names."""
+    """The runtime Deployment the selector names. Cached: an HPA sends the same selector every sync, and the
+    answer depends on nothing else (refusals raise, so they are not cached)."""
     if selector is None or not selector.strip():
         raise SelectorError(f"missing labelSelector; {HELP}")
     if len(selector) > _MAX_SELECTOR_LENGTH:

@@ -141,6 +141,24 @@ async def test_costs_are_written_at_once_when_the_recommendation_falls_below_the
     assert costs_in(kube, "pod-b") == {"pod-b": "100"}
 
 
+async def test_a_failed_write_before_a_scale_down_is_retried_without_waiting_for_the_minute(
+    kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock
+) -> None:
+    add_pods(kube, ["pod-a", "pod-b"])
+    writer, _ = make_writer(kube_client, clock)
+    writer.offer(views_of({"pod-a": 500, "pod-b": 100}, desired=2, current=2))
+    await writer.sync()
+
+    clock.advance(15)
+    kube.fail("/pods/pod-b$", 500)
+    writer.offer(views_of({"pod-a": 500, "pod-b": 0}, desired=1, current=2))
+    await writer.sync()
+    assert costs_in(kube, "pod-b") == {"pod-b": "100"}
+    clock.advance(1)  # the backoff, 44 s before the minute is over
+    assert await writer.sync() == 1
+    assert costs_in(kube, "pod-b") == {"pod-b": "0"}
+
+
 async def test_pods_that_are_not_ready_or_not_fresh_and_unknown_runtimes_are_left_alone(
     kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock
 ) -> None:

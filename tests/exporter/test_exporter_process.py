@@ -8,6 +8,7 @@ second → values read back through Prometheus's HTTP API.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -49,8 +50,9 @@ def test_help_explains_units_and_defaults() -> None:
     ],
 )
 def test_bad_flag_or_variable_exits_2_with_a_clear_error(argv: list[str], env: dict[str, str], says: str) -> None:
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("EXPORTER_")}
     done = subprocess.run([*exporter_command(), *argv], capture_output=True, text=True, timeout=30, check=False,
-                          env={"PATH": "/usr/bin:/bin", **env})
+                          env={**inherited, **env})
     assert done.returncode == 2
     assert "modelmesh-exporter: error:" in done.stderr
     assert says in done.stderr

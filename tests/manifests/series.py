@@ -68,9 +68,8 @@ def relabel(job: Mapping[str, Any], discovered: Labels) -> Labels | None:
         if (action == "keep" and match is None) or (action == "drop" and match is not None):
             return None
         if action == "replace" and match is not None:
-            groups = (match.group(0), *match.groups())
-            replacement = re.sub(r"\$\{?(\d+)\}?", lambda m: groups[int(m.group(1))] or "",
-                                 rule.get("replacement", "$1"))
+            # Go's $1 / ${1} as Python's \g<1>; an unmatched group expands to nothing in both.
+            replacement = match.expand(re.sub(r"\$\{?(\d+)\}?", r"\\g<\1>", rule.get("replacement", "$1")))
             if replacement:
                 labels[rule["target_label"]] = replacement
             else:
@@ -142,11 +141,14 @@ class ExporterPod:
         for collector in (self.collector, _GpuFamilies(uuid, gpu_busy), self.health):
             self.registry.register(collector)
 
-    def step(self, now: float) -> None:
-        """ModelMesh runs until `now`, then the exporter reads it once."""
+    def step(self, now: float, *, modelmesh_fails: bool = False) -> None:
+        """ModelMesh runs until `now`, then the exporter reads it once (or fails to, keeping its values)."""
         self.clock.now = now
-        self.collector.ingest(generate_latest(self._mm_registry).decode(), now)
-        self.health.succeeded(names.COLLECTOR_MODELMESH)
+        if modelmesh_fails:
+            self.health.failed(names.COLLECTOR_MODELMESH, names.REASON_TIMEOUT, "no answer (test)")
+        else:
+            self.collector.ingest(generate_latest(self._mm_registry).decode(), now)
+            self.health.succeeded(names.COLLECTOR_MODELMESH)
         self.health.succeeded(names.COLLECTOR_GPU)
 
 

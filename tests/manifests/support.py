@@ -53,7 +53,7 @@ def find(objects: list[Object], kind: str, name: str | None = None) -> Object:
 
 
 def container(pod_spec: Object, name: str) -> Object:
-    matches = [c for c in pod_spec["containers"] if c["name"] == name]
+    matches: list[Object] = [c for c in pod_spec["containers"] if c["name"] == name]
     assert len(matches) == 1, f"expected one container {name!r}, found {[c['name'] for c in pod_spec['containers']]}"
     return matches[0]
 

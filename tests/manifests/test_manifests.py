@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fnmatch
 import io
 import os
 import re
@@ -16,7 +17,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-import kubernetes_validate
+import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
 
@@ -112,13 +113,18 @@ class _EnvironReads(dict[str, str]):
         super().__init__(base)
         self.read: set[str] = set()
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         self.read.add(key)
         return super().get(key, default)
 
     def __getitem__(self, key: str) -> str:
         self.read.add(key)
         return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self.read.add(key)
+        return super().__contains__(key)
 
 
 def exporter_env_twins(monkeypatch: pytest.MonkeyPatch) -> set[str]:
@@ -339,6 +345,21 @@ def test_image_commands_are_the_package_scripts() -> None:
     adapter = container(adapter_deployment()["spec"]["template"]["spec"], ADAPTER)
     assert {adapter["command"][0], sidecar["command"][0]} <= set(scripts)
     assert sidecar["image"] == adapter["image"]
+
+
+def test_image_build_copies_everything_pip_install_needs() -> None:
+    # The Dockerfile copies sources one by one (no .dockerignore needed): a new package must be added there.
+    dockerfile = (REPO / "Dockerfile").read_text()
+    build_stage = dockerfile.split("\nFROM ")[1]
+    copied = {src.rstrip("/") for line in re.findall(r"^COPY\s+(?!--from)(.+)$", build_stage, re.MULTILINE)
+              for src in line.split()[:-1]}
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert {"pyproject.toml", project["project"]["readme"]} <= copied
+    patterns = project["tool"]["setuptools"]["packages"]["find"]["include"]
+    packages = {p.name for p in REPO.iterdir() if (p / "__init__.py").exists()
+                and any(fnmatch.fnmatch(p.name, pattern) for pattern in patterns)}
+    assert packages and packages <= copied, f"packages not copied into the image: {sorted(packages - copied)}"
+    assert re.search(r'^RUN pip install .*\s\.\s*$', build_stage, re.MULTILINE)
 
 
 def test_two_replicas_survive_a_voluntary_disruption() -> None:

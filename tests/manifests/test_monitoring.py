@@ -323,8 +323,8 @@ def stored_series(now: float) -> Iterator[Sample]:
     honor_adapter = bool(jobs[ADAPTER_JOB].get("honor_labels", False))
     for step in range(1, 21):
         at = start + 15.0 * step
-        for pod, target in pods.values():
-            pod.step(at)
+        for index, (pod, target) in enumerate(pods.values()):
+            pod.step(at, modelmesh_fails=(index, step) == (1, 2))
             yield from samples_of(pod.registry, target, honor_exporter, at)
         for metrics, target in replicas:
             adapter_step(metrics, RUNTIME_NAMESPACE, RUNTIME_DEPLOYMENT, list(pods), served.__getitem__)

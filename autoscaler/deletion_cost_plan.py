@@ -1,0 +1,98 @@
+"""When to write a pod's `controller.kubernetes.io/pod-deletion-cost` (DESIGN §7): pure, so the rules can be
+read and tested apart from the I/O of `autoscaler.deletion_cost`, which calls `plan_patches` every pass.
+
+A pod is written:
+- only Ready pods with fresh data in a runtime whose values are known: a cost computed from stale or missing
+  data is not worth a write, and the ReplicaSet removes not-Ready pods first anyway;
+- the first time this replica sees it while leading (another leader may have written something else);
+- when its cost bucket changed, at most once per `min_interval_s` (a minute) per pod, so a pod whose need hovers
+  at a bucket edge cannot flood the API;
+- at once, whatever the minute says, in an `urgent` runtime: the writer marks one so when its served
+  recommendation newly falls below its current replicas (or falls further, or a pod went meanwhile), as the
+  costs must be right before the HPA acts (`scale_down_pending` gives the pair it compares);
+- again every `max_interval_s` (5 minutes) even when unchanged, to repair hand edits and lost writes;
+- after a failed write, when its backoff has passed (a retry continues a write that was due; the minute counts
+  from the last write that succeeded).
+
+Patches come out sorted: urgent ones first, then new, changed and retried ones, then periodic refreshes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from autoscaler.model import RuntimeKey, RuntimeView
+from autoscaler.names import ServedMetric
+
+PodId = tuple[str, str]  # (namespace, pod name)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class PodPatch:
+    """One wanted write. Sorted: urgent (0) before new, changed or retried (1) before periodic refreshes (2)."""
+
+    priority: int
+    namespace: str
+    pod: str
+    cost: int
+    runtime: RuntimeKey = field(compare=False)
+
+
+@dataclass(slots=True)
+class PodRecord:
+    """What this replica last wrote on a pod, and when it may try again after a failure."""
+
+    cost: int | None = None
+    written_at: float = -math.inf
+    failures: int = 0
+    retry_at: float = -math.inf
+
+
+def plan_patches(
+    views: Mapping[RuntimeKey, RuntimeView],
+    records: Mapping[PodId, PodRecord],
+    urgent: set[RuntimeKey],
+    now: float,
+    *,
+    min_interval_s: float = 60.0,
+    max_interval_s: float = 300.0,
+) -> list[PodPatch]:
+    """The writes due at `now`, in the order to make them. `urgent` runtimes are about to be scaled down;
+    a changed cost waits `min_interval_s` after the pod's last write, an unchanged one `max_interval_s`."""
+    patches: list[PodPatch] = []
+    for key, view in views.items():
+        if not view.known:
+            continue
+        hurry = key in urgent
+        for pod in view.pods:
+            cost = pod.deletion_cost
+            if cost is None or not pod.ready or not pod.fresh:
+                continue
+            record = records.get((key.namespace, pod.name))
+            if record is not None and record.retry_at > now:
+                continue
+            if record is None or record.cost is None or record.failures:
+                priority = 0 if hurry else 1  # never written, or a write that failed and is due again
+            elif record.cost != cost:
+                if not (hurry or now - record.written_at >= min_interval_s):
+                    continue
+                priority = 0 if hurry else 1
+            elif now - record.written_at >= max_interval_s:
+                priority = 2
+            else:
+                continue
+            patches.append(PodPatch(priority, key.namespace, pod.name, cost, key))
+    patches.sort()
+    return patches
+
+
+def scale_down_pending(view: RuntimeView) -> tuple[float, int] | None:
+    """(served desired replicas, current replicas) while the first is below the second, else None."""
+    served = view.values.get(ServedMetric.DESIRED_REPLICAS)
+    desired = served.value if served is not None else None
+    current = view.current_replicas
+    if desired is None or current is None or not desired < current:
+        return None
+    return desired, current
