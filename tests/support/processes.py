@@ -50,7 +50,7 @@ def wait_until_answers(url: str, process: subprocess.Popen[bytes], log: Path, ti
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"{process.args} exited with {process.returncode}:\n{log.read_text()}")
+            raise RuntimeError(f"{process.args!r} exited with {process.returncode}:\n{log.read_text()}")
         try:
             http_get(url, timeout=1.0)
             return
