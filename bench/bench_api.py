@@ -20,8 +20,8 @@ import argparse
 import asyncio
 import multiprocessing
 import os
-import ssl
 import shutil
+import ssl
 import subprocess
 import sys
 import tempfile

@@ -82,6 +82,7 @@ def build_api_app(
     )
     app[handlers.REFRESHER_KEY] = refresher
     app[handlers.METRICS_KEY] = metrics
+    app[handlers.RENDERED_KEY] = handlers.RenderedValues()
     router = app.router
     router.add_get("/apis", handlers.api_group_list)
     router.add_get("/apis/external.metrics.k8s.io", handlers.api_group)

@@ -52,7 +52,7 @@ class AlwaysAllowPaths:
                    tuple(p[:-1] for p in paths if p.endswith("*")))
 
     def __contains__(self, path: object) -> bool:
-        return isinstance(path, str) and (path in self.exact or path.startswith(self.prefixes))
+        return path in self.exact or (bool(self.prefixes) and isinstance(path, str) and path.startswith(self.prefixes))
 
 
 def auth_middleware(authenticator: UnionAuthenticator, authorizer: Authorizer, always_allow: AlwaysAllowPaths,

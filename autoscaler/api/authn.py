@@ -12,7 +12,8 @@ Three authenticators, tried in kube's order; the first that recognizes the reque
 3. **token**: `Authorization: Bearer <token>`, checked with a TokenReview; answers (yes and no) are cached for
    `token_ttl_s` under the token's SHA-256 so a busy client costs one review per TTL.
 
-Every authenticated user gets the `system:authenticated` group, as kube's `AuthenticatedGroupAdder` does.
+Every authenticated user gets the `system:authenticated` group, as kube's `AuthenticatedGroupAdder` does
+(each authenticator adds it: `authenticated_groups`).
 No authenticator recognizing the request, or every one that tried failing, is `Unauthenticated` (401);
 anonymous access is off. A TokenReview the API server cannot answer is also a 401, as in kube.
 """
@@ -67,6 +68,11 @@ class Authenticator(Protocol):
         ...
 
 
+def authenticated_groups(groups: Sequence[str]) -> tuple[str, ...]:
+    """Every authenticated user is in `system:authenticated` (kube's `AuthenticatedGroupAdder`)."""
+    return tuple(groups) if AUTHENTICATED_GROUP in groups else (*groups, AUTHENTICATED_GROUP)
+
+
 def _values(request: web.Request, headers: Sequence[str]) -> list[str]:
     return [value for header in headers for value in request.headers.getall(header, ()) if value]
 
@@ -99,12 +105,12 @@ class RequestHeaderAuthenticator:
                 if lowered.startswith(prefix) and len(lowered) > len(prefix) and value:
                     extra.setdefault(unquote(lowered[len(prefix):]), []).append(value)
                     break
-        uids = _values(request, self._rules.uid_headers)
+        uids = _values(request, self._rules.uid_headers) if self._rules.uid_headers else ()
         return UserInfo(
-            name=names[0],
-            uid=uids[0] if uids else "",
-            groups=tuple(_values(request, self._rules.group_headers)),
-            extra=tuple(sorted((key, tuple(values)) for key, values in extra.items())),
+            names[0],
+            uids[0] if uids else "",
+            authenticated_groups(_values(request, self._rules.group_headers)),
+            tuple(sorted((key, tuple(values)) for key, values in extra.items())) if extra else (),
         )
 
 
@@ -118,7 +124,7 @@ class ClientCertificateAuthenticator:
         certificate = self._inspector.inspect(request)
         if certificate is None or not certificate.from_client_ca or not certificate.common_name:
             return None
-        return UserInfo(name=certificate.common_name, groups=certificate.organizations)
+        return UserInfo(certificate.common_name, "", authenticated_groups(certificate.organizations))
 
 
 class TokenReviewer(Protocol):
@@ -148,7 +154,7 @@ class TokenAuthenticator:
             self._cache[key] = result
         if not result.authenticated:
             raise AuthenticationError(f"invalid bearer token: {result.error or 'not authenticated'}")
-        return UserInfo(result.username, result.uid, result.groups, result.extra)
+        return UserInfo(result.username, result.uid, authenticated_groups(result.groups), result.extra)
 
 
 class UnionAuthenticator:
@@ -167,7 +173,5 @@ class UnionAuthenticator:
                 errors.append(f"{authenticator.method}: {error}")
                 continue
             if user is not None:
-                if AUTHENTICATED_GROUP not in user.groups:
-                    user = UserInfo(user.name, user.uid, (*user.groups, AUTHENTICATED_GROUP), user.extra)
                 return user, authenticator.method
         raise Unauthenticated("; ".join(errors) or "no credentials")

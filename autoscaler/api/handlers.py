@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import datetime
 import functools
+import json
 from typing import Any
 
 from aiohttp import web
+from cachetools import LRUCache
 
 from autoscaler.api import documents
 from autoscaler.api.quantity import milli_quantity
@@ -42,19 +44,43 @@ def runtime_view(request: web.Request, namespace: str, deployment: str) -> Runti
                         "with ModelMesh pods, or not in its targets)")
 
 
-def served_item(request: web.Request, view: RuntimeView, metric: ServedMetric) -> dict[str, Any]:
+def served_item(view: RuntimeView, metric: ServedMetric) -> tuple[dict[str, Any], float]:
+    """One ExternalMetricValue and the age of the oldest sample behind it; 503 while it is unknown."""
     served = view.values.get(metric)
     if not view.known or served is None or served.value is None or served.timestamp is None:
         raise ApiError(503, f"{metric.value} for runtime {view.key} is unknown right now: "
                             f"{view.reason or 'no fresh data'}; the HPA holds its current replicas")
-    request.app[METRICS_KEY].freshness.observe(max(0.0, view.refreshed_at - served.timestamp))
-    return {
+    item = {
         "metricName": metric.value,
         "metricLabels": runtime_labels(view.key.deployment),
         "timestamp": rfc3339(served.timestamp),
         "window": round(view.window_s),
         "value": milli_quantity(served.value),
     }
+    return item, max(0.0, view.refreshed_at - served.timestamp)
+
+
+class RenderedValues:
+    """The serialized answer per runtime and metric, made again only when the refresh loop publishes a new
+    view (views are immutable and replaced whole): an HPA request then costs a lookup, not a JSON encoding."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._cache: LRUCache[tuple[RuntimeKey, ServedMetric], tuple[RuntimeView, bytes, float]] = LRUCache(size)
+
+    def body(self, view: RuntimeView, metric: ServedMetric) -> tuple[bytes, float]:
+        """(ExternalMetricValueList JSON, age of its oldest sample in seconds)."""
+        key = (view.key, metric)
+        entry = self._cache.get(key)
+        if entry is not None and entry[0] is view:
+            return entry[1], entry[2]
+        item, age = served_item(view, metric)
+        body = json.dumps({"kind": "ExternalMetricValueList", "apiVersion": GROUP_VERSION, "metadata": {},
+                           "items": [item]}).encode()
+        self._cache[key] = (view, body, age)
+        return body, age
+
+
+RENDERED_KEY: web.AppKey[RenderedValues] = web.AppKey("rendered", RenderedValues)
 
 
 async def external_metric(request: web.Request) -> web.Response:
@@ -67,13 +93,9 @@ async def external_metric(request: web.Request) -> web.Response:
         deployment = deployment_from_selector(request.query.get("labelSelector"))
     except SelectorError as error:
         raise ApiError(400, str(error)) from error
-    item = served_item(request, runtime_view(request, namespace, deployment), metric)
-    return web.json_response({
-        "kind": "ExternalMetricValueList",
-        "apiVersion": GROUP_VERSION,
-        "metadata": {},
-        "items": [item],
-    })
+    body, age = request.app[RENDERED_KEY].body(runtime_view(request, namespace, deployment), metric)
+    request.app[METRICS_KEY].freshness.observe(age)
+    return web.Response(body=body, content_type="application/json", charset="utf-8")
 
 
 async def api_group_list(request: web.Request) -> web.Response:

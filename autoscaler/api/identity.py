@@ -15,7 +15,8 @@ are resources of its group so that they can be granted per namespace with a Role
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from typing import NamedTuple
 
 from autoscaler.names import API_GROUP, API_VERSION
 
@@ -27,9 +28,11 @@ _RESOURCE_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 
 
-@dataclass(frozen=True, slots=True)
-class UserInfo:
-    """An authenticated user, as `k8s.io/apiserver/pkg/authentication/user.Info`. Hashable: a cache key."""
+class UserInfo(NamedTuple):
+    """An authenticated user, as `k8s.io/apiserver/pkg/authentication/user.Info`.
+
+    Named tuples (not dataclasses) for the identity and the attributes: together they are the authorization
+    cache key of every request, and tuples build, hash and compare in C."""
 
     name: str
     uid: str = ""
@@ -40,8 +43,7 @@ class UserInfo:
         return {key: list(values) for key, values in self.extra}
 
 
-@dataclass(frozen=True, slots=True)
-class ResourceAttributes:
+class ResourceAttributes(NamedTuple):
     verb: str
     group: str
     version: str
@@ -51,8 +53,7 @@ class ResourceAttributes:
     subresource: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class NonResourceAttributes:
+class NonResourceAttributes(NamedTuple):
     verb: str
     path: str
 
@@ -89,8 +90,10 @@ def _api_attributes(method: str, parts: list[str]) -> Attributes | None:
     return ResourceAttributes(_resource_verb(method, name), group, version, resource, namespace, name, subresource)
 
 
+@functools.lru_cache(maxsize=1024)
 def request_attributes(method: str, path: str) -> Attributes:
-    """The authorization attributes of a request (`path` already percent-decoded, as aiohttp routes it)."""
+    """The authorization attributes of a request (`path` already percent-decoded, as aiohttp routes it).
+    Cached: a pure function of its arguments, and HPAs ask for the same few paths over and over."""
     method = method.upper()
     parts = [part for part in path.split("/") if part]
     if parts:

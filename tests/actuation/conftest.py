@@ -79,9 +79,11 @@ def runtime_view(
     )
 
 
-def views_of(costs: dict[str, int], **kwargs: object) -> dict[RuntimeKey, RuntimeView]:
+def views_of(
+    costs: dict[str, int], *, desired: float | None = None, current: int | None = None
+) -> dict[RuntimeKey, RuntimeView]:
     """`{pod: cost}` as the views of one runtime."""
-    view = runtime_view((pod_view(name, cost) for name, cost in costs.items()), **kwargs)  # type: ignore[arg-type]
+    view = runtime_view((pod_view(name, cost) for name, cost in costs.items()), desired=desired, current=current)
     return {view.key: view}
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -20,11 +21,16 @@ FAST = WriterSettings(qps=None)
 
 
 def make_writer(
-    kube_client: KubeClient, clock: SteppedClock, *, settings: WriterSettings = FAST, **kwargs: object
+    kube_client: KubeClient,
+    clock: SteppedClock,
+    *,
+    settings: WriterSettings = FAST,
+    may_write: Callable[[], bool] = lambda: True,
 ) -> tuple[DeletionCostWriter, AdapterMetrics]:
+    """A writer on the stepped clock whose backoff jitter is always at its top (`rand` = 1)."""
     metrics = AdapterMetrics()
     writer = DeletionCostWriter(kube_client, metrics, settings=settings, clock=clock, rand=lambda: 1.0,
-                                **kwargs)  # type: ignore[arg-type]
+                                may_write=may_write)
     return writer, metrics
 
 

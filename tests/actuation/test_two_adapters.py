@@ -170,7 +170,7 @@ async def test_two_adapters_one_lease_exactly_one_writes_and_the_other_takes_ove
         await leader.stop(signal.SIGKILL)
         killed = time.monotonic()
         took_over = await wait_for(lambda: holder(kube) == follower.identity, 10, "the follower takes over")
-        assert took_over - killed <= LEASE_S + 2.2 * RETRY_S + 1.0
+        assert took_over - killed <= LEASE_S + 2 * 2.2 * RETRY_S + 1.0  # see test_leader for the bound
         await wait_for(lambda: len(pod_writers(kube, mark)) == len(LOAD), 5, "the new leader writes every pod")
         assert all(follower.user_agent in ua for agents in pod_writers(kube, mark).values() for ua in agents)
 
