@@ -161,6 +161,8 @@ def ab_load(url: str, client_pem: Path, seconds: float, concurrency: int) -> Run
     failed = int(fields.get("Non-2xx responses", "0")) + int(fields["Failed requests"].split()[0])
     if failed:
         raise RuntimeError(f"{url}: {failed} requests failed or were not 2xx")
+    if int(fields.get("Keep-Alive requests", "0")) < 0.99 * int(fields["Complete requests"]):
+        raise RuntimeError(f"{url}: connections were not kept alive; the figures would measure handshakes")
     return Run(int(fields["Complete requests"]), float(fields["Time taken for tests"].split()[0]),
                float(table["50"]) / 1000, float(table["99"]) / 1000)
 

@@ -75,7 +75,7 @@ def auth_middleware(authenticator: UnionAuthenticator, authorizer: Authorizer, a
             log.debug("401 for %s %s: %s", request.method, request.path, error)
             raise ApiError(401, "Unauthorized") from None
         authenticated[method].inc()
-        attributes = request_attributes(request.method, request.path)
+        attributes = request_attributes(request.method, request.rel_url.raw_path)
         try:
             decision = await authorizer.authorize(user, attributes)
         except AuthorizationFailed as error:

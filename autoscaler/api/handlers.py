@@ -8,7 +8,6 @@ import json
 from typing import Any
 
 from aiohttp import web
-from cachetools import LRUCache
 
 from autoscaler.api import documents
 from autoscaler.api.quantity import milli_quantity
@@ -62,10 +61,13 @@ def served_item(view: RuntimeView, metric: ServedMetric) -> tuple[dict[str, Any]
 
 class RenderedValues:
     """The serialized answer per runtime and metric, made again only when the refresh loop publishes a new
-    view (views are immutable and replaced whole): an HPA request then costs a lookup, not a JSON encoding."""
+    view (views are immutable and replaced whole): an HPA request then costs a lookup, not a JSON encoding.
+    Keys come only from served views, so the dict stays as small as the fleet; `limit` only bounds what
+    runtimes that disappeared leave behind."""
 
-    def __init__(self, size: int = 4096) -> None:
-        self._cache: LRUCache[tuple[RuntimeKey, ServedMetric], tuple[RuntimeView, bytes, float]] = LRUCache(size)
+    def __init__(self, limit: int = 4096) -> None:
+        self._cache: dict[tuple[RuntimeKey, ServedMetric], tuple[RuntimeView, bytes, float]] = {}
+        self._limit = limit
 
     def body(self, view: RuntimeView, metric: ServedMetric) -> tuple[bytes, float]:
         """(ExternalMetricValueList JSON, age of its oldest sample in seconds)."""
@@ -76,6 +78,8 @@ class RenderedValues:
         item, age = served_item(view, metric)
         body = json.dumps({"kind": "ExternalMetricValueList", "apiVersion": GROUP_VERSION, "metadata": {},
                            "items": [item]}).encode()
+        if len(self._cache) >= self._limit:
+            self._cache.clear()
         self._cache[key] = (view, body, age)
         return body, age
 

@@ -6,7 +6,8 @@ the same attributes the aggregator already authorized: `GET /apis/external.metri
 namespaces/NS/METRIC` is verb **list** on resource METRIC (a collection: there is no name), exactly what the
 built-in `system:controller:horizontal-pod-autoscaler` role grants. Paths outside `/api` and `/apis` are
 non-resource requests (verb = lower-cased HTTP method), except this adapter's two runtime endpoints, which
-are resources of its group so that they can be granted per namespace with a Role:
+are resources of its group so that they can be granted per namespace with a Role (a path with an empty
+segment is always a non-resource request):
 
 - `/keda/v1/namespaces/NS/runtimes/DEPLOYMENT` is `get` on `runtimes` named DEPLOYMENT in NS;
 - `/debug/runtimes/NS/DEPLOYMENT` is `get` on `runtimes/debug` (subresource `debug`), so the values can be
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import functools
 from typing import NamedTuple
+from urllib.parse import unquote
 
 from autoscaler.names import API_GROUP, API_VERSION
 
@@ -91,12 +93,16 @@ def _api_attributes(method: str, parts: list[str]) -> Attributes | None:
 
 
 @functools.lru_cache(maxsize=1024)
-def request_attributes(method: str, path: str) -> Attributes:
-    """The authorization attributes of a request (`path` already percent-decoded, as aiohttp routes it).
-    Cached: a pure function of its arguments, and HPAs ask for the same few paths over and over."""
+def request_attributes(method: str, raw_path: str) -> Attributes:
+    """The authorization attributes of a request, from its path as sent (percent-encoded, no query).
+
+    Segments are split before they are decoded, as aiohttp's router does, so an encoded `/` (`%2F`) stays
+    inside its segment and the attributes name exactly what the handler will serve. Cached: a pure function
+    of its arguments, and HPAs ask for the same few paths over and over."""
     method = method.upper()
-    parts = [part for part in path.split("/") if part]
-    if parts:
+    trimmed = raw_path.strip("/")
+    parts = [unquote(part) for part in trimmed.split("/")] if trimmed else []
+    if parts and "" not in parts:
         attributes = _api_attributes(method, parts)
         if attributes is not None:
             return attributes
@@ -106,7 +112,7 @@ def request_attributes(method: str, path: str) -> Attributes:
         if len(parts) == 4 and parts[:2] == ["debug", RUNTIMES_RESOURCE]:
             return ResourceAttributes(_resource_verb(method, parts[3]), API_GROUP, API_VERSION,
                                       RUNTIMES_RESOURCE, parts[2], parts[3], DEBUG_SUBRESOURCE)
-    return NonResourceAttributes(method.lower(), path)
+    return NonResourceAttributes(method.lower(), unquote(raw_path))
 
 
 def describe(attributes: Attributes) -> str:

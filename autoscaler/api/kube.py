@@ -118,7 +118,7 @@ class KubeAuthApi:
         except TimeoutError as error:
             outcome = "timeout"
             raise KubeApiError(f"{name}: no answer within {self.timeout_s:g} s") from error
-        except (aiohttp.ClientError, OSError, ValueError) as error:
+        except (aiohttp.ClientError, OSError, ValueError, TypeError) as error:
             raise KubeApiError(f"{name}: {type(error).__name__}: {error}") from error
         finally:
             if self._metrics is not None:

@@ -217,3 +217,12 @@ async def test_self_metrics_count_decisions(secured: SecuredApi, metric_path: Ca
     assert 'modelmesh_autoscaler_authentications_total{method="none",result="failure"} 1.0' in text
     assert 'modelmesh_autoscaler_kube_api_request_duration_seconds_count{call="subjectaccessreview",' \
            'outcome="ok"} 1.0' in text
+
+
+async def test_the_reviewed_namespace_is_the_one_the_router_serves(secured: SecuredApi) -> None:
+    secured.kube.allow(user="hpa")
+    path = ("/apis/external.metrics.k8s.io/v1beta1/namespaces/ml%2Fother/modelmesh_gpu_busy"
+            f"?labelSelector=deployment%3D{KEY.deployment}")
+    status, body = await secured.get(path, cert=secured.pki.proxy, headers={"X-Remote-User": "hpa"})
+    assert status == 404, body  # authorized for namespace "ml/other", which serves nothing
+    assert secured.kube.access_reviews[0]["resourceAttributes"]["namespace"] == "ml/other"

@@ -57,9 +57,10 @@ async def test_config_map_settings_admit_the_front_proxy(
                                   ssl=tls)
     url = f"https://127.0.0.1:{server.port}/debug/runtimes/{KEY.namespace}/{KEY.deployment}"
     try:
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=pki.client_context(pki.rogue_proxy))) as s:
-            async with s.get(url, headers={"X-Remote-User": "hpa", "X-Remote-Uid": "u-1"}) as response:
-                assert response.status == 200  # empty allowed names: any CN from the requestheader CA
+        connector = aiohttp.TCPConnector(ssl=pki.client_context(pki.rogue_proxy))
+        async with aiohttp.ClientSession(connector=connector) as session, \
+                session.get(url, headers={"X-Remote-User": "hpa", "X-Remote-Uid": "u-1"}) as response:
+            assert response.status == 200  # empty allowed names: any CN from the requestheader CA
     finally:
         await security.close()
     assert kube.access_reviews[0]["uid"] == "u-1"

@@ -55,7 +55,7 @@ async def client(aiohttp_client: Callable[..., Awaitable[Client]]) -> Client:
     return await aiohttp_client(build_api_app(refresher, refresher.metrics, [gate]))
 
 
-text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30)
+text = st.text(alphabet=st.characters(codec="utf-8"), max_size=30)
 segment = st.one_of(
     text,
     st.sampled_from(["apis", "external.metrics.k8s.io", "v1beta1", "namespaces", KEY.namespace, KEY.deployment,

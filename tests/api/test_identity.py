@@ -45,10 +45,17 @@ G, V = "external.metrics.k8s.io", "v1beta1"
          NonResourceAttributes("get", "/keda/v1/namespaces/ml/runtimes/rt/extra")),
         ("GET", "/debug/runtimes/ml/rt", ResourceAttributes("get", G, V, "runtimes", "ml", "rt", "debug")),
         ("GET", "/debug/runtimes/ml", NonResourceAttributes("get", "/debug/runtimes/ml")),
+        ("GET", f"/apis/{G}/{V}/namespaces/ml%2Fx/modelmesh_gpu_busy",
+         ResourceAttributes("list", G, V, "modelmesh_gpu_busy", "ml/x")),
+        ("GET", f"/apis/{G}/{V}/namespaces/ml/%6Dodelmesh_gpu_busy",
+         ResourceAttributes("list", G, V, "modelmesh_gpu_busy", "ml")),
+        ("GET", f"/apis/{G}//namespaces/ml/m", NonResourceAttributes("get", f"/apis/{G}//namespaces/ml/m")),
+        ("GET", "/open%20api", NonResourceAttributes("get", "/open api")),
     ],
     ids=["metric", "metric upper case", "head", "named", "post", "delete", "namespace", "core group",
          "group version", "group", "apis", "root", "non-resource put", "keda", "keda too long", "debug",
-         "debug too short"],
+         "debug too short", "encoded slash stays in its segment", "encoded letters", "empty segment",
+         "decoded non-resource path"],
 )
 def test_request_attributes(method: str, path: str, expected: Attributes) -> None:
     assert request_attributes(method, path) == expected

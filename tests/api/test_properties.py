@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import quote, unquote
 
 import pytest
 from hypothesis import given, settings
@@ -17,7 +18,7 @@ LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 
 label_values = st.from_regex(LABEL_VALUE, fullmatch=True)
 spaces = st.sampled_from(["", " ", "  ", "\t"])
-anything = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=80)
+anything = st.text(alphabet=st.characters(codec="utf-8"), max_size=80)
 selector_like = st.lists(
     st.one_of(anything, st.sampled_from(["deployment", "servingruntime", "=", "==", "!=", ",", "(", ")", " in ",
                                          " notin ", "app", "x", "-", ".", "_"]), label_values),
@@ -93,10 +94,10 @@ def test_any_other_metric_name_is_unknown(name: str) -> None:
        segments=st.lists(st.one_of(anything, st.sampled_from(["apis", "api", API_GROUP, "v1beta1", "namespaces",
                                                                "keda", "v1", "runtimes", "debug"])), max_size=8))
 def test_every_request_has_attributes(method: str, segments: list[str]) -> None:
-    path = "/" + "/".join(segments)
+    path = "/" + "/".join(quote(segment, safe="") for segment in segments)
     attributes = request_attributes(method, path)
     if isinstance(attributes, NonResourceAttributes):
-        assert attributes.path == path and attributes.verb == method.lower()
+        assert attributes.path == unquote(path) and attributes.verb == method.lower()
     else:
         assert isinstance(attributes, ResourceAttributes) and attributes.resource
         if attributes.group == API_GROUP:

@@ -32,7 +32,8 @@ async def get(client: Client, path: str) -> tuple[int, Any]:
 
 
 def metric_url(metric: str, deployment: str = KEY.deployment, namespace: str = KEY.namespace) -> str:
-    return f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/{metric}?labelSelector=deployment={deployment}"
+    return (f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/{metric}"
+            f"?labelSelector=deployment={deployment}")
 
 
 @pytest.mark.parametrize("metric", list(ServedMetric))
@@ -116,3 +117,15 @@ def test_non_finite_numbers_become_null() -> None:
     assert jsonable({"a": float("nan"), "b": (1.0, float("inf"))}) == {"a": None, "b": [1.0, None]}
     assert explanation(runtime_view(now=NOW))["refreshed"] == "2023-11-14T22:13:20Z"
 
+
+
+async def test_a_new_refresh_is_served_at_once_not_a_cached_answer(aiohttp_client: ClientFactory) -> None:
+    refresher = refresher_with(runtime_view(KEY))
+    client = await aiohttp_client(build_api_app(refresher, refresher.metrics))
+    _, before = await get(client, metric_url(ServedMetric.REQUEST_LOAD.value))
+    old = refresher.views[KEY]
+    served = old.values[ServedMetric.REQUEST_LOAD]
+    refresher.views = {KEY: dataclasses.replace(old, values={
+        **old.values, ServedMetric.REQUEST_LOAD: dataclasses.replace(served, value=(served.value or 0) + 1)})}
+    _, after = await get(client, metric_url(ServedMetric.REQUEST_LOAD.value))
+    assert int(after["items"][0]["value"][:-1]) == int(before["items"][0]["value"][:-1]) + 1000

@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,10 +117,22 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         )
 
 
+def first_success(attempt: Callable[[], tuple[int, Any]], success: int) -> Any:
+    """Retry `attempt` until its status is `success` (the first refresh takes a moment); the body."""
+    answers: list[Any] = []
+
+    def check() -> bool:
+        status, body = attempt()
+        answers.append(body)
+        return status == success
+
+    poll(check, timeout=30)
+    return answers[-1]
+
+
 def test_an_allowed_client_certificate_user_reads_the_metric_with_kubectl(cluster: Cluster) -> None:
     kubeconfig = cluster.kubeconfig("alice", cluster.alice)
-    code, body = poll(lambda: (lambda r: r if r[0] == 0 else None)(get_raw(kubeconfig, METRIC)),  # type: ignore[misc]
-                      timeout=30)
+    body = first_success(lambda: get_raw(kubeconfig, METRIC), 0)
     assert body["kind"] == "ExternalMetricValueList"
     assert body["items"][0]["value"].endswith("m")
     assert get_raw(kubeconfig, "/apis/external.metrics.k8s.io/v1beta1")[0] == 0
@@ -152,9 +164,9 @@ def test_a_certificate_from_another_ca_is_rejected_in_the_handshake(cluster: Clu
     result = kubectl_raw(cluster.kubeconfig("stranger", cluster.stranger), METRIC)
     assert result.returncode != 0
     # TLS 1.3: the server refuses the certificate after the client thinks the handshake is done; Go reports
-    # the closed connection ("EOF") or the alert, depending on timing. Never an HTTP answer.
-    assert any(word in result.stderr.lower() for word in ("eof", "certificate", "tls")), result.stderr
-    assert "Status" not in result.stderr and "Unauthorized" not in result.stderr
+    # the alert, a closed connection ("EOF") or a reset, depending on timing. Never an HTTP answer.
+    assert "Unable to connect to the server" in result.stderr, result.stderr
+    assert "Unauthorized" not in result.stderr and "Forbidden" not in result.stderr
 
 
 def test_the_front_proxy_certificate_alone_names_no_user(cluster: Cluster) -> None:
@@ -165,8 +177,7 @@ def test_the_front_proxy_certificate_alone_names_no_user(cluster: Cluster) -> No
 
 def test_the_aggregator_passes_the_hpa_identity(cluster: Cluster) -> None:
     headers = {"X-Remote-User": HPA_USER, "X-Remote-Group": "system:serviceaccounts"}
-    status, body = poll(lambda: (lambda r: r if r[0] == 200 else None)(  # type: ignore[misc]
-        cluster.https_get(METRIC, cluster.proxy, headers)), timeout=30)
+    body = first_success(lambda: cluster.https_get(METRIC, cluster.proxy, headers), 200)
     assert body["items"][0]["metricName"] == "modelmesh_request_load"
     status, body = cluster.https_get(METRIC, cluster.proxy, {"X-Remote-User": "mallory"})
     assert (status, body["kind"], body["reason"]) == (403, "Status", "Forbidden")
