@@ -15,28 +15,25 @@ A configuration that cannot be loaded is a `KubeConfigError`. Library exceptions
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
 import aiohttp
-from kubernetes.aio import client, config
+from kubernetes.aio import client
 from kubernetes.aio.client.exceptions import OpenApiException
 from kubernetes.aio.config.config_exception import ConfigException
+
+from autoscaler.kube_config import KubeConfigError, in_cluster, load_kube_settings
+
+__all__ = ["JSON", "KubeApiError", "KubeClient", "KubeConfigError", "in_cluster"]
 
 JSON = dict[str, Any]
 
 MERGE_PATCH: Final = "application/merge-patch+json"
-_SERVICE_HOST_ENV: Final = "KUBERNETES_SERVICE_HOST"
-_SERVICE_ACCOUNT_NAMESPACE: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 _POD: Final = "/api/v1/namespaces/{namespace}/pods/{name}"
 _LEASES: Final = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
 _LEASE: Final = _LEASES + "/{name}"
-
-
-class KubeConfigError(ValueError):
-    """No usable connection settings: the kubeconfig is missing or broken, or we are not in a cluster."""
 
 
 class KubeApiError(Exception):
@@ -53,11 +50,6 @@ class KubeApiError(Exception):
         return self.status is None or self.status in (409, 429) or self.status >= 500
 
 
-def in_cluster() -> bool:
-    """True inside a pod: the kubelet sets the API server's address in every container's environment."""
-    return bool(os.environ.get(_SERVICE_HOST_ENV))
-
-
 class KubeClient:
     """A handful of typed calls over one `kubernetes.aio` API client; `close()` when done."""
 
@@ -71,23 +63,10 @@ class KubeClient:
     async def connect(cls, kubeconfig: Path | None, *, user_agent: str, timeout_s: float = 5.0) -> KubeClient:
         """From `kubeconfig` when given; else the in-cluster service account; else the default kubeconfig
         (`$KUBECONFIG` or `~/.kube/config`). Raises `KubeConfigError` when none of them works."""
-        configuration = client.Configuration()
-        try:
-            if kubeconfig is None and in_cluster():
-                config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-                namespace = _read_text(_SERVICE_ACCOUNT_NAMESPACE) or "default"
-            else:
-                path = str(kubeconfig) if kubeconfig is not None else None
-                await config.load_kube_config(  # type: ignore[no-untyped-call]
-                    config_file=path, client_configuration=configuration, persist_config=False
-                )
-                namespace = _context_namespace(path)
-        except (ConfigException, OSError, ValueError, TypeError, KeyError) as error:
-            where = str(kubeconfig) if kubeconfig is not None else "the default kubeconfig or in-cluster settings"
-            raise KubeConfigError(f"cannot load Kubernetes connection settings from {where}: {error}") from error
-        api = client.ApiClient(configuration)
+        settings = await load_kube_settings(kubeconfig)
+        api = client.ApiClient(settings.configuration)
         api.user_agent = user_agent
-        return cls(api, default_namespace=namespace, timeout_s=timeout_s)
+        return cls(api, default_namespace=settings.namespace, timeout_s=timeout_s)
 
     async def close(self) -> None:
         await self._api.close()  # type: ignore[no-untyped-call]
@@ -156,17 +135,3 @@ def _seconds(value: str | None) -> float | None:
         return float(value) if value is not None else None
     except ValueError:
         return None  # an HTTP date: rare from the API server; the caller's own backoff applies
-
-
-def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_text().strip() or None
-    except OSError:
-        return None
-
-
-def _context_namespace(path: str | None) -> str:
-    """The namespace of the kubeconfig's current context, as kubectl would use it."""
-    _, active = config.list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
-    namespace = ((active or {}).get("context") or {}).get("namespace")
-    return namespace if isinstance(namespace, str) and namespace else "default"

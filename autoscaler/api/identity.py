@@ -2,9 +2,11 @@
 
 `request_attributes` reads a request the way kube-apiserver's `RequestInfoFactory` does
 (`k8s.io/apiserver/pkg/endpoints/request/requestinfo.go`), so a SubjectAccessReview from this adapter carries
-the same attributes the aggregator already authorized: `GET /apis/external.metrics.k8s.io/v1beta1/
-namespaces/NS/METRIC` is verb **list** on resource METRIC (a collection: there is no name), exactly what the
-built-in `system:controller:horizontal-pod-autoscaler` role grants. Paths outside `/api` and `/apis` are
+the same resource attributes the aggregator already saw. One deliberate difference, set by the contract
+(DESIGN §4): reading an external metric, `GET /apis/external.metrics.k8s.io/v1beta1/namespaces/NS/METRIC`,
+is verb **get** on resource METRIC, where kube's parser would say `list` because the path names no object.
+A metric value is one read, not a collection, and the built-in `system:controller:horizontal-pod-autoscaler`
+role grants both verbs, so the HPA is allowed either way. Paths outside `/api` and `/apis` are
 non-resource requests (verb = lower-cased HTTP method), except this adapter's two runtime endpoints, which
 are resources of its group so that they can be granted per namespace with a Role (a path with an empty
 segment is always a non-resource request):
@@ -87,9 +89,12 @@ def _api_attributes(method: str, parts: list[str]) -> Attributes | None:
     resource = rest[0]
     name = rest[1] if len(rest) >= 2 else ""
     subresource = rest[2] if len(rest) >= 3 else ""
+    verb = _resource_verb(method, name)
     if group == API_GROUP:
         resource = resource.lower()  # served metric names match case-insensitively (DESIGN §4)
-    return ResourceAttributes(_resource_verb(method, name), group, version, resource, namespace, name, subresource)
+        if verb == "list" and namespace:
+            verb = "get"  # one metric value is read, not listed (DESIGN §4)
+    return ResourceAttributes(verb, group, version, resource, namespace, name, subresource)
 
 
 @functools.lru_cache(maxsize=1024)

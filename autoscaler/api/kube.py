@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -20,10 +19,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import aiohttp
-from kubernetes.aio import client, config
+from kubernetes.aio import client
 from kubernetes.aio.client.exceptions import OpenApiException
-from kubernetes.aio.config.config_exception import ConfigException
 
+from autoscaler.kube_config import KubeConfigError, load_kube_settings
 from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
@@ -32,10 +31,6 @@ T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 2.0
 """Per call. A SubjectAccessReview normally takes milliseconds; two seconds tolerates a busy API server while
 keeping an HPA request (whose client gives up after tens of seconds) well inside its own deadline."""
-
-
-class KubeConfigError(ValueError):
-    """No usable Kubernetes client configuration (no kubeconfig, not in a cluster, unreadable file)."""
 
 
 class KubeApiError(Exception):
@@ -68,24 +63,15 @@ class AccessReviewResult:
 
 
 async def load_configuration(kubeconfig: Path | None) -> client.Configuration:
-    """From `--kubeconfig`; else the in-cluster service account; else the default kubeconfig (`$KUBECONFIG`,
-    `~/.kube/config`), the order `autoscaler.kube_client` uses. KubeConfigError when none works."""
-    configuration = client.Configuration()
+    """The shared connection settings (`autoscaler.kube_config`), with a hint fit for this use on failure."""
     try:
-        if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        else:
-            await config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=str(kubeconfig) if kubeconfig is not None else None,
-                client_configuration=configuration, persist_config=False)
-    except (ConfigException, OSError, ValueError, TypeError, KeyError) as error:
-        where = str(kubeconfig) if kubeconfig is not None else "the in-cluster settings or the default kubeconfig"
+        settings = await load_kube_settings(kubeconfig)
+    except KubeConfigError as error:
         raise KubeConfigError(
-            f"authentication and authorization need the Kubernetes API, but no connection settings could be "
-            f"loaded from {where} ({error}); pass --kubeconfig, run in a cluster, or use --insecure-dev for a "
-            "local demo") from error
-    configuration.retries = None
-    return configuration
+            f"authentication and authorization need the Kubernetes API: {error}; pass --kubeconfig, run in a "
+            "cluster, or use --insecure-dev for a local demo") from error
+    settings.configuration.retries = None
+    return settings.configuration
 
 
 class KubeAuthApi:

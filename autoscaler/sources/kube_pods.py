@@ -42,13 +42,13 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from os import PathLike, fspath
+from os import PathLike
 from typing import Any, Final
 
 import aiohttp
-from kubernetes.aio import config as kube_config
 from kubernetes.aio.client import ApiClient, AppsV1Api, Configuration, CoreV1Api
 
+from autoscaler.kube_config import KubeConfigError, load_kube_settings
 from autoscaler.model import RuntimeKey
 from autoscaler.sources.base import PodTarget, RuntimeInventory
 
@@ -87,25 +87,12 @@ ClientFactory = Callable[[], "ApiClient | Awaitable[ApiClient]"]
 async def load_configuration(
     kubeconfig: str | PathLike[str] | None = None, context: str | None = None
 ) -> Configuration:
-    """Client settings from a kubeconfig file, or from the pod's service account when `kubeconfig` is None.
-
-    Kept here so the CLI never touches the library: a missing or broken config is a `KubeDiscoveryError`.
-    """
-    configuration = Configuration()
+    """The shared connection settings (`autoscaler.kube_config`); a missing or broken config is a
+    `KubeDiscoveryError`, so discovery's callers handle one error type."""
     try:
-        if kubeconfig is not None:
-            await kube_config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=fspath(kubeconfig),
-                context=context,
-                client_configuration=configuration,
-                persist_config=False,
-            )
-        else:
-            kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    except Exception as error:
-        source = kubeconfig or "the in-cluster service account"
-        raise KubeDiscoveryError(f"cannot load Kubernetes client configuration from {source}: {error}") from error
-    return configuration
+        return (await load_kube_settings(kubeconfig, context)).configuration
+    except KubeConfigError as error:
+        raise KubeDiscoveryError(f"pod discovery: {error}") from error
 
 
 def kube_configuration(kubeconfig: str | PathLike[str] | None = None, context: str | None = None) -> ClientFactory:

@@ -29,7 +29,7 @@ def assert_status(body: Any, code: int, reason: str) -> None:
 
 async def test_front_proxy_with_an_allowed_user_gets_the_metric(
         secured: SecuredApi, metric_path: Callable[..., str]) -> None:
-    secured.kube.allow(user=HPA["X-Remote-User"], verb="list", group="external.metrics.k8s.io")
+    secured.kube.allow(user=HPA["X-Remote-User"], verb="get", group="external.metrics.k8s.io")
     status, body = await secured.get(metric_path(), cert=secured.pki.proxy, headers=HPA)
     assert status == 200, body
     assert body["kind"] == "ExternalMetricValueList"
@@ -37,7 +37,7 @@ async def test_front_proxy_with_an_allowed_user_gets_the_metric(
     assert spec["user"] == HPA["X-Remote-User"]
     assert spec["groups"] == ["system:serviceaccounts", "system:authenticated"]
     assert spec["resourceAttributes"] == {
-        "verb": "list", "group": "external.metrics.k8s.io", "version": "v1beta1",
+        "verb": "get", "group": "external.metrics.k8s.io", "version": "v1beta1",
         "resource": "modelmesh_desired_replicas", "namespace": KEY.namespace,
     }
 
@@ -47,7 +47,7 @@ async def test_a_denied_user_gets_403_with_kubes_message(
     status, body = await secured.get(metric_path(), cert=secured.pki.proxy, headers={"X-Remote-User": "bob"})
     assert status == 403
     assert_status(body, 403, "Forbidden")
-    assert 'User "bob" cannot list resource "modelmesh_desired_replicas" in API group ' \
+    assert 'User "bob" cannot get resource "modelmesh_desired_replicas" in API group ' \
            f'"external.metrics.k8s.io" in the namespace "{KEY.namespace}"' in body["message"]
 
 

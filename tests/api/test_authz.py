@@ -11,7 +11,7 @@ from autoscaler.api.authz import AuthorizationFailed, SubjectAccessReviewAuthori
 from autoscaler.api.identity import NonResourceAttributes, ResourceAttributes, UserInfo
 from autoscaler.api.kube import AccessReviewResult, KubeApiError
 
-ATTRIBUTES = ResourceAttributes("list", "external.metrics.k8s.io", "v1beta1", "modelmesh_gpu_busy", "ml")
+ATTRIBUTES = ResourceAttributes("get", "external.metrics.k8s.io", "v1beta1", "modelmesh_gpu_busy", "ml")
 USER = UserInfo("hpa", groups=("system:authenticated",))
 
 
@@ -74,7 +74,7 @@ async def test_denials_have_their_own_ttl() -> None:
         (UserInfo("hpa", groups=("system:authenticated", "x")), ATTRIBUTES),
         (UserInfo("hpa", uid="1", groups=("system:authenticated",)), ATTRIBUTES),
         (UserInfo("hpa", groups=("system:authenticated",), extra=(("k", ("v",)),)), ATTRIBUTES),
-        (USER, ResourceAttributes("list", "external.metrics.k8s.io", "v1beta1", "modelmesh_gpu_busy", "other")),
+        (USER, ResourceAttributes("get", "external.metrics.k8s.io", "v1beta1", "modelmesh_gpu_busy", "other")),
         (USER, NonResourceAttributes("get", "/apis")),
     ],
     ids=["groups", "uid", "extra", "namespace", "non-resource"],

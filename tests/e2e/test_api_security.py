@@ -84,7 +84,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     (workdir / "state.yaml").write_text(yaml.safe_dump({
         "tokens": {"carol-token": {"user": "carol", "groups": ["devs"]}},
         "allow": [{"user": "alice"}, {"user": "carol"},
-                  {"user": HPA_USER, "verb": "list", "group": "external.metrics.k8s.io"}],
+                  {"user": HPA_USER, "verb": "get", "group": "external.metrics.k8s.io"}],
     }))
     kube_port, mm_port, exporter_port, adapter_port = free_port(), free_port(), free_port(), free_port()
     mm_url, exporter_url = f"https://127.0.0.1:{mm_port}/metrics", f"http://127.0.0.1:{exporter_port}/metrics"

@@ -1,0 +1,73 @@
+"""Where the adapter's Kubernetes connection settings come from, decided once for every client it builds.
+
+Order, as kubectl and client-go's in-cluster convention have it: `--kubeconfig` when given; else the pod's
+service account when running in a cluster; else the default kubeconfig (`$KUBECONFIG`, `~/.kube/config`).
+Authentication, pod discovery and the deletion-cost writer all load their settings here, so they cannot
+disagree about which cluster they talk to. A failure is a `KubeConfigError` (a `ValueError`: the CLI reports
+it in one line at start-up); the library's exception is chained.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from os import PathLike, fspath
+from pathlib import Path
+from typing import Final
+
+from kubernetes.aio import client, config
+from kubernetes.aio.config.config_exception import ConfigException
+
+_SERVICE_HOST_ENV: Final = "KUBERNETES_SERVICE_HOST"
+_SERVICE_ACCOUNT_NAMESPACE: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+class KubeConfigError(ValueError):
+    """No usable connection settings: the kubeconfig is missing or broken, or we are not in a cluster."""
+
+
+def in_cluster() -> bool:
+    """True inside a pod: the kubelet sets the API server's address in every container's environment."""
+    return bool(os.environ.get(_SERVICE_HOST_ENV))
+
+
+@dataclass(frozen=True, slots=True)
+class KubeSettings:
+    configuration: client.Configuration
+    namespace: str
+    """This process's namespace (in a cluster) or its kubeconfig context's: where its own objects go."""
+
+
+async def load_kube_settings(
+    kubeconfig: str | PathLike[str] | None = None, context: str | None = None
+) -> KubeSettings:
+    configuration = client.Configuration()
+    try:
+        if kubeconfig is None and in_cluster():
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            namespace = _read_text(_SERVICE_ACCOUNT_NAMESPACE) or "default"
+        else:
+            path = fspath(kubeconfig) if kubeconfig is not None else None
+            await config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=path, context=context, client_configuration=configuration, persist_config=False
+            )
+            namespace = _context_namespace(path, context)
+    except (ConfigException, OSError, ValueError, TypeError, KeyError) as error:
+        where = fspath(kubeconfig) if kubeconfig is not None else "the in-cluster settings or the default kubeconfig"
+        raise KubeConfigError(f"cannot load Kubernetes connection settings from {where}: {error}") from error
+    return KubeSettings(configuration, namespace)
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _context_namespace(path: str | None, context: str | None) -> str:
+    """The namespace of the kubeconfig's chosen context, as kubectl would use it."""
+    contexts, active = config.list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
+    chosen = next((c for c in contexts or [] if c.get("name") == context), active) if context else active
+    namespace = ((chosen or {}).get("context") or {}).get("namespace")
+    return namespace if isinstance(namespace, str) and namespace else "default"
