@@ -5,6 +5,8 @@ normalised so that need is 0..1 too:
 
     need_i = (w_r · r_i / max r  +  w_g · b_i) / (w_r + w_g)
 
+(a term that no Ready pod reports, such as GPU busy on a CPU runtime, drops out of the sum and its weight).
+
 A term is anything with a `name` and a `scores(pods)` method (`NeedTerm`), so the third term of §7 — the
 share of models that only this pod served in the last `target_lru_age` — plugs in beside the two here once
 the exporter reports per-pod model sets, without touching the combination or the bucketing.
@@ -92,7 +94,8 @@ def pod_needs(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) -> list[
     """Need (0..1) of every Ready pod; None for pods that are not Ready.
 
     Terms see only the Ready pods, so `max r` is taken among the pods that can actually be kept. Weights are
-    normalised by their sum; with no positive weight every Ready pod needs 0.
+    normalised by the sum over the terms some Ready pod reports: on a runtime without GPUs the request share
+    alone spans 0..1, so its pods use all ten cost buckets. With no positive weight every Ready pod needs 0.
     """
     ready = [pod for pod in pods if pod.ready]
     sums = [0.0] * len(ready)
@@ -101,8 +104,11 @@ def pod_needs(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) -> list[
         w = wt.weight
         if not w > 0.0:
             continue
+        scores = wt.term.scores(ready)
+        if all(x is None for x in scores):
+            continue
         total_weight += w
-        sums = [s if x is None else s + w * x for s, x in zip(sums, wt.term.scores(ready), strict=True)]
+        sums = [s if x is None else s + w * x for s, x in zip(sums, scores, strict=True)]
     scale = 1.0 / total_weight if total_weight > 0.0 else 0.0
     ready_needs = [v if (v := s * scale) <= 1.0 else 1.0 for s in sums]
     if len(ready) == len(pods):

@@ -121,7 +121,8 @@ async def test_outside_a_cluster_leader_election_defaults_off_and_this_replica_w
     await refresher.refresh_once()
     await wait_for(lambda: all(written(kube).values()))
 
-    assert written(kube) == {"pod-busy": "500", "pod-some": "100", "pod-idle": "0"}
+    # Request share alone (no GPUs): 90/90 -> bucket 9, 30/90 -> bucket 3, idle -> 0.
+    assert written(kube) == {"pod-busy": "900", "pod-some": "300", "pod-idle": "0"}
     assert not any(request.resource == "leases" for request in kube.requests)
     assert refresher.metrics.registry.get_sample_value("modelmesh_autoscaler_leader") == 1
 

@@ -164,7 +164,7 @@ async def test_two_adapters_one_lease_exactly_one_writes_and_the_other_takes_ove
         assert any(follower.user_agent in r.headers.get("User-Agent", "") for r in kube.requests
                    if r.resource == "leases"), "the follower is alive and watching the Lease"
         assert {pod: kube.pod_annotations(KEY.namespace, pod)[DELETION_COST_ANNOTATION] for pod in LOAD} == {
-            "pod-busy": "500", "pod-some": "100", "pod-idle": "0"}
+            "pod-busy": "900", "pod-some": "300", "pod-idle": "0"}
 
         mark = len(kube.requests)
         await leader.stop(signal.SIGKILL)

@@ -68,7 +68,7 @@ NEED_CASES = [
     NeedCase("missing_gpu_counts_as_zero", (pod("a", rps=10.0), pod("b", gpu=0.6, rps=5.0)), [0.5, 0.55]),
     NeedCase("no_signals_need_nothing", (pod("a", age=None), pod("b", gpu=1.0, rps=1.0)), [0.0, 1.0]),
     NeedCase("nan_and_negative_signals_count_as_zero", (pod("a", gpu=float("nan"), rps=-1.0),), [0.0]),
-    NeedCase("gpu_above_one_is_a_full_gpu", (pod("a", gpu=1.7),), [0.5]),
+    NeedCase("gpu_above_one_is_a_full_gpu", (pod("a", gpu=1.7),), [1.0]),
     NeedCase(
         "weights_are_normalised",
         (pod("a", gpu=1.0, rps=0.0), pod("b", gpu=0.0, rps=10.0)),
@@ -119,3 +119,14 @@ def test_a_third_term_plugs_in_beside_the_others() -> None:
 
 def test_term_names_say_what_they_score() -> None:
     assert [t.term.name for t in TERMS] == [RequestShareTerm().name, GpuBusyTerm().name] == ["requests", "gpu"]
+
+
+def test_a_runtime_without_gpus_uses_every_cost_bucket() -> None:
+    from autoscaler.model import PodSample
+    from autoscaler.policy import RuntimePolicy
+    from autoscaler.ranking import default_terms, rank_pods
+
+    pods = [PodSample(name=f"p{i}", sampled_at=0.0, requests_per_second=rate) for i, rate in enumerate((0, 50, 100))]
+    ranking = rank_pods(pods, default_terms(RuntimePolicy()))
+    assert ranking.needs == (0.0, 0.5, 1.0)
+    assert ranking.costs == (0, 500, 900)
