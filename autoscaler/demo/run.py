@@ -202,17 +202,30 @@ class Demo:
         print("\ndemo finished: every process stopped.")
 
 
+async def _run_until_signalled(demo: Demo) -> int:
+    """Run the demo; Ctrl-C or SIGTERM (even where the shell set SIGINT to be ignored, as it does for
+    background jobs) cancels it, and cancelling stops every process it started."""
+    task = asyncio.current_task()
+    assert task is not None
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, task.cancel)
+    try:
+        await demo.run()
+    except asyncio.CancelledError:
+        print("\ninterrupted: every process stopped.")
+        return 130
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+    return 0
+
+
 def run_demo(args: argparse.Namespace) -> int:
     if args.pods < 1 or args.duration <= 0 or args.interval <= 0:
         print("demo: --pods, --duration and --interval must be positive", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="modelmesh-demo-") as directory:
-        demo = Demo(args.pods, args.duration, args.interval, Path(directory))
-        try:
-            asyncio.run(demo.run())
-        except KeyboardInterrupt:
-            print("\ninterrupted: every process stopped.")
-            return 130
-    return 0
+        return asyncio.run(_run_until_signalled(Demo(args.pods, args.duration, args.interval, Path(directory))))
 
 

@@ -1,0 +1,51 @@
+"""`modelmesh-autoscaler demo` as a new user runs it: it shows the served values and leaves nothing behind."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+DEMO = [sys.executable, "-m", "autoscaler.cli", "demo"]
+
+
+def workdir_of(output: str) -> str:
+    match = re.search(r"logs in (\S+)/processes\.log", output)
+    assert match, output
+    return match.group(1)
+
+
+def processes_using(workdir: str) -> str:
+    return subprocess.run(["pgrep", "-af", workdir], capture_output=True, text=True).stdout.strip()
+
+
+def test_demo_prints_what_the_adapter_serves_and_stops_everything() -> None:
+    result = subprocess.run([*DEMO, "--duration", "10", "--interval", "2"], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "demo finished" in result.stdout
+    served = re.findall(r"request_load=([0-9.]+)", result.stdout)
+    assert served, f"the adapter never served a value:\n{result.stdout}"
+    assert float(served[-1]) > 0
+    assert "an HPA on the average would want" in result.stdout
+    assert processes_using(workdir_of(result.stdout)) == ""
+
+
+def test_sigterm_stops_the_demo_and_every_process_it_started() -> None:
+    demo = subprocess.Popen([*DEMO, "--duration", "120"], stdout=subprocess.PIPE, text=True)
+    assert demo.stdout is not None
+    first_line = demo.stdout.readline()
+    workdir = workdir_of(first_line)
+    time.sleep(3)
+    assert processes_using(workdir), "the exporters and the adapter should be running"
+    demo.send_signal(signal.SIGTERM)
+    rest, _ = demo.communicate(timeout=30)
+    assert demo.returncode == 130
+    assert "interrupted: every process stopped." in rest
+    assert processes_using(workdir) == ""
