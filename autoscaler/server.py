@@ -133,7 +133,11 @@ def serve(settings: ServeSettings) -> None:
             host = "127.0.0.1"
         log.warning("INSECURE DEV MODE: no authentication or authorization; never use this in a cluster")
     context = tls_context(settings)
-    log.info("serving external.metrics.k8s.io on https://%s:%d (source %s, refresh every %.0f s)",
-             host, settings.listen_port, settings.source, settings.refresh_interval_s)
+
+    def announce(_: str) -> None:
+        # run_app calls this once the socket listens, after every start-up step has succeeded.
+        log.info("serving external.metrics.k8s.io on https://%s:%d (source %s, refresh every %.0f s)",
+                 host, settings.listen_port, settings.source, settings.refresh_interval_s)
+
     web.run_app(build_app(settings, context), host=host, port=settings.listen_port, ssl_context=context,
-                print=None, access_log=None)
+                print=announce, access_log=None)
