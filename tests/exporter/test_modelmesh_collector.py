@@ -22,14 +22,9 @@ from autoscaler.certs import CertificateFiles, generate_self_signed, server_cont
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
 from exporter import names
 from exporter.collectors.health import CollectorHealth
-from exporter.collectors.modelmesh import (
-    QUEUE_SUM_MS,
-    REQUESTS,
-    CounterWindow,
-    ModelMeshCollector,
-    ScrapeFailure,
-    parse_modelmesh,
-)
+from exporter.collectors.modelmesh import ModelMeshCollector
+from exporter.counters import CounterWindow
+from exporter.modelmesh_text import QUEUE_SUM_MS, REQUESTS, ScrapeFailure, parse_modelmesh
 
 INTERVAL_S = 5.0
 WINDOW_S = 30.0

@@ -25,7 +25,8 @@ from pytest_aiohttp import AiohttpServer
 
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.sources import prometheus as source_module
-from autoscaler.sources.prometheus import GpuSource, PrometheusSource
+from autoscaler.sources.prometheus import PrometheusSource
+from autoscaler.sources.prometheus_queries import GpuSource
 from exporter import names
 from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text
 from tests.sources.static_discovery import StaticDiscovery

@@ -1,0 +1,154 @@
+"""What pod discovery reads from pods and Deployments, and how it joins them into an inventory.
+
+Pure functions of the API's raw JSON (see `kube_api`), so a malformed field can never break discovery:
+it reads as absent. A runtime is a Deployment (DESIGN §4); its pods are the ones its selector
+(`spec.selector.matchLabels`; ModelMesh uses `modelmesh-service` and `name`) matches in its namespace.
+
+A pod is Ready when its `Ready` condition is True and it is not terminating (no `deletionTimestamp`): the
+ReplicaSet counts a terminating pod as gone, so must we. Its exporter is `http://<podIP>:<exporter_port>/metrics`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from autoscaler.model import RuntimeKey
+from autoscaler.sources.base import PodTarget, RuntimeInventory
+from autoscaler.sources.kube_api import JSON
+
+MODELMESH_SERVICE_LABEL: Final = "modelmesh-service"
+"""The label modelmesh-controller puts on runtime Deployments and their pods."""
+MODELMESH_NAME_LABEL: Final = "name"
+"""ModelMesh pods carry `name=<Deployment name>`: the selector used when a Deployment cannot be read."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodRecord:
+    """The six fields of a pod that discovery uses."""
+
+    name: str
+    namespace: str
+    labels: Mapping[str, str]
+    ready: bool
+    ip: str | None
+    created_at: float | None
+
+
+@dataclass(slots=True)
+class RuntimeRecord:
+    """What the last Deployment read said about one runtime."""
+
+    key: RuntimeKey
+    selector: dict[str, str]
+    replicas: int | None = None
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+def parse_pod(obj: Any) -> PodRecord | None:
+    """The fields discovery needs, or None for an object that is not a usable pod."""
+    metadata = _mapping(_mapping(obj).get("metadata"))
+    status = _mapping(_mapping(obj).get("status"))
+    name, namespace = metadata.get("name"), metadata.get("namespace")
+    if not isinstance(name, str) or not isinstance(namespace, str):
+        return None
+    labels = {str(k): str(v) for k, v in _mapping(metadata.get("labels")).items()}
+    terminating = metadata.get("deletionTimestamp") is not None
+    conditions = status.get("conditions")
+    ready = (
+        not terminating
+        and isinstance(conditions, list)
+        and any(_mapping(c).get("type") == "Ready" and _mapping(c).get("status") == "True" for c in conditions)
+    )
+    ip = status.get("podIP")
+    return PodRecord(
+        name,
+        namespace,
+        labels,
+        ready,
+        ip if isinstance(ip, str) and ip else None,
+        _parse_time(metadata.get("creationTimestamp")),
+    )
+
+
+def deployment_key(deployment: Any) -> RuntimeKey | None:
+    """The runtime a listed Deployment is, or None when it lacks a name or namespace."""
+    metadata = _mapping(_mapping(deployment).get("metadata"))
+    name, namespace = metadata.get("name"), metadata.get("namespace")
+    if isinstance(name, str) and isinstance(namespace, str):
+        return RuntimeKey(namespace, name)
+    return None
+
+
+def parse_deployment(deployment: JSON, key: RuntimeKey) -> RuntimeRecord:
+    """Selector, replicas and annotations of runtime `key` from its Deployment."""
+    metadata = _mapping(deployment.get("metadata"))
+    spec = _mapping(deployment.get("spec"))
+    match_labels = _mapping(_mapping(spec.get("selector")).get("matchLabels"))
+    selector = {str(k): str(v) for k, v in match_labels.items()} or fallback_selector(key)
+    replicas = spec.get("replicas", 1)  # the API defaults an unset replicas to 1
+    annotations = {str(k): str(v) for k, v in _mapping(metadata.get("annotations")).items()}
+    return RuntimeRecord(key, selector, replicas if isinstance(replicas, int) else None, annotations)
+
+
+def fallback_selector(key: RuntimeKey) -> dict[str, str]:
+    """Without a readable `matchLabels`, select ModelMesh's own pod label for the Deployment (never all pods)."""
+    return {MODELMESH_NAME_LABEL: key.deployment}
+
+
+def runtime_table(runtimes: Mapping[RuntimeKey, RuntimeRecord]) -> dict[RuntimeKey, tuple[Any, ...]]:
+    """The runtimes as comparable values: equal tables mean a Deployment read changed nothing."""
+    return {
+        key: (tuple(sorted(r.selector.items())), r.replicas, tuple(sorted(r.annotations.items())))
+        for key, r in runtimes.items()
+    }
+
+
+def build_inventory(
+    runtimes: Mapping[RuntimeKey, RuntimeRecord], pods: Iterable[PodRecord], exporter_port: int
+) -> dict[RuntimeKey, RuntimeInventory]:
+    """Every runtime with the pods its selector matches in its namespace, both in name order."""
+    by_namespace: dict[str, list[PodRecord]] = {}
+    for pod in pods:
+        by_namespace.setdefault(pod.namespace, []).append(pod)
+    result: dict[RuntimeKey, RuntimeInventory] = {}
+    for key in sorted(runtimes):
+        runtime = runtimes[key]
+        targets = sorted(
+            (
+                _target(pod, exporter_port)
+                for pod in by_namespace.get(key.namespace, ())
+                if _selects(runtime.selector, pod)
+            ),
+            key=lambda target: target.name,
+        )
+        result[key] = RuntimeInventory(key, tuple(targets), runtime.replicas, dict(runtime.annotations))
+    return result
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """`value` if it is a JSON object, else empty: a malformed field must not break discovery."""
+    return value if isinstance(value, dict) else {}
+
+
+def _parse_time(value: Any) -> float | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        return None
+
+
+def _selects(selector: Mapping[str, str], pod: PodRecord) -> bool:
+    return all(pod.labels.get(key) == value for key, value in selector.items())
+
+
+def _target(pod: PodRecord, exporter_port: int) -> PodTarget:
+    url = None
+    if pod.ip:
+        host = f"[{pod.ip}]" if ":" in pod.ip else pod.ip
+        url = f"http://{host}:{exporter_port}/metrics"
+    return PodTarget(pod.name, pod.ready, url, pod.created_at)

@@ -1,0 +1,128 @@
+"""Running totals of ModelMesh's counters across restarts, and the load rates over a trailing window.
+
+ModelMesh reports cumulative histograms; the autoscaler needs rates over a window. Each scrape's counters
+are folded into running totals that survive a ModelMesh restart, and rates are the change of those totals
+across the last `load_window_s`.
+
+Counters are followed **per series** (name and labels), the way Prometheus's `rate()` does, not as one sum:
+a series that went down was reset (the container restarted, what it reads now is all new); a series that
+vanished (a truncated body, per-model series of an unloaded model) adds nothing and is remembered, so it
+does not count twice when it comes back; a new series counts in full. Comparing sums instead would read a
+vanished series as a restart and count the whole history again as new load.
+
+Logs go to the ModelMesh collector's logger (`exporter.collectors.modelmesh`), the one operators filter on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from exporter.modelmesh_text import (
+    CACHE_MISSES,
+    COUNTER_FIELDS,
+    QUEUE_COUNT,
+    QUEUE_SUM_MS,
+    REQUESTS,
+    Labels,
+    ModelMeshReading,
+)
+
+log = logging.getLogger("exporter.collectors.modelmesh")
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """Reset-absorbing cumulative counters (field → total) at one monotonic time."""
+
+    at: float
+    values: Mapping[str, float]
+
+    def __getitem__(self, field: str) -> float:
+        return self.values.get(field, 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """The windowed signals, over `elapsed_s` seconds ending at the latest reading."""
+
+    requests_per_second: float
+    queue_delay_s: float
+    cache_misses_per_second: float
+    elapsed_s: float
+
+
+class CounterWindow:
+    """Running totals across counter resets, and rates over a trailing window.
+
+    The first reading is the baseline: totals start at ModelMesh's own counts, so `requests_total` reads
+    like ModelMesh's counter until the first restart and keeps growing after it.
+    """
+
+    def __init__(self, window_s: float, forget_after_s: float = 3600.0) -> None:
+        """`forget_after_s`: how long a vanished series is remembered (bounds memory under label churn)."""
+        self.window_s = window_s
+        self._forget_after_s = forget_after_s
+        self._history: deque[Totals] = deque()
+        self._last: dict[tuple[str, Labels], tuple[float, float]] = {}  # series → (value, seen at)
+        self.resets = 0
+
+    def add(self, reading: ModelMeshReading, at: float) -> None:
+        """Fold in one reading taken at monotonic time `at` (seconds)."""
+        previous = self._history[-1] if self._history else None
+        reset_series = 0
+        values: dict[str, float] = {}
+        for field in COUNTER_FIELDS:
+            increase = 0.0
+            for labels, value in reading.counters.get(field, {}).items():
+                key = (field, labels)
+                last = self._last.get(key)
+                if last is None:
+                    increase += value  # new series: all of it happened since it appeared
+                elif value >= last[0]:
+                    increase += value - last[0]
+                else:
+                    increase += value  # reset: counting started again from zero
+                    reset_series += 1
+                self._last[key] = (value, at)
+            values[field] = increase if previous is None else previous[field] + increase
+        if previous is not None and reset_series:
+            self.resets += 1
+            log.info(
+                "%d ModelMesh counter series went down: the container restarted; counting on from the reset",
+                reset_series,
+            )
+        self._history.append(Totals(at, values))
+        # Keep one point at or before the window start so the rate covers the whole window.
+        while len(self._history) > 2 and self._history[1].at <= at - self.window_s:
+            self._history.popleft()
+        stale = [key for key, (_, seen) in self._last.items() if seen < at - self._forget_after_s]
+        for key in stale:
+            del self._last[key]
+
+    @property
+    def latest(self) -> Totals | None:
+        return self._history[-1] if self._history else None
+
+    def rates(self) -> Rates | None:
+        """Rates over the window (or the time since the first reading, if shorter); None before two readings.
+
+        Mean queue delay is Δsum / Δcount of the queue histogram: the mean over the requests queued in the
+        window, 0 when none was.
+        """
+        if len(self._history) < 2:
+            return None
+        first, last = self._history[0], self._history[-1]
+        elapsed = last.at - first.at
+        if elapsed <= 0:
+            return None
+        queued = last[QUEUE_COUNT] - first[QUEUE_COUNT]
+        queue_delay_s = (last[QUEUE_SUM_MS] - first[QUEUE_SUM_MS]) / queued / 1000.0 if queued > 0 else 0.0
+        return Rates(
+            requests_per_second=(last[REQUESTS] - first[REQUESTS]) / elapsed,
+            queue_delay_s=queue_delay_s,
+            cache_misses_per_second=(last[CACHE_MISSES] - first[CACHE_MISSES]) / elapsed,
+            elapsed_s=elapsed,
+        )

@@ -1,0 +1,89 @@
+"""`BusyWindow`: how busy each GPU was over the last `window_s` seconds, from NVML's own utilization samples.
+
+Busy is the mean of the samples (`nvmlDeviceGetSamples`, one every 1/6 s to 1 s depending on the GPU) whose
+timestamps fall in the window: every sample the driver took counts once, whatever the caller's timing.
+Where a device has no samples, or NVML stamps them with a clock too far from ours to window them, the
+driver's latest `nvmlDeviceGetUtilizationRates` reading stands in, read once per pass. Histories are kept
+by UUID, across passes and across NVML re-initialisation.
+
+Logs go to the GPU collector's logger (`exporter.collectors.gpu`), the one operators filter on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Final
+
+from exporter import nvml
+
+log = logging.getLogger("exporter.collectors.gpu")
+
+_MAX_CLOCK_SKEW_S: Final = 60.0
+"""NVML stamps samples with the host's wall clock; beyond this difference from ours we cannot window
+them and use utilization rates instead."""
+_MAX_SAMPLES: Final = 10_000
+"""Bound on a GPU's kept samples whatever NVML's rate (60 at 6 Hz over the default 10 s window)."""
+
+
+@dataclass
+class _History:
+    """Recent utilization of one device, by UUID, kept across passes (and across re-initialisation)."""
+
+    samples: deque[tuple[int, float]] = field(default_factory=lambda: deque(maxlen=_MAX_SAMPLES))
+    """(timestamp µs, percent) in the order received."""
+    last_seen_us: int = 0
+    """Newest NVML sample timestamp received; nvmlDeviceGetSamples returns only newer ones."""
+    use_rates: bool = False
+    """The device has no usable samples: read nvmlDeviceGetUtilizationRates each pass instead."""
+
+
+class BusyWindow:
+    """Per-device utilization history, and the busy ratio it gives over a trailing window."""
+
+    def __init__(self, window_s: float) -> None:
+        """`window_s`: seconds of NVML samples averaged into busy (positive)."""
+        self._window_s = window_s
+        self._histories: dict[str, _History] = {}
+
+    def keep_only(self, uuids: Iterable[str]) -> None:
+        """Forget the history of every device not in `uuids` (no longer chosen or visible)."""
+        wanted = set(uuids)
+        self._histories = {uuid: h for uuid, h in self._histories.items() if uuid in wanted}
+
+    def busy_ratio(self, session: nvml.NvmlSession, device: nvml.Device, now: float) -> float:
+        """Mean utilization over the window, 0..1; raises NotSupported when neither NVML query works."""
+        history = self._histories.setdefault(device.uuid, _History())
+        now_us = round(now * 1_000_000)
+        cutoff_us = now_us - round(self._window_s * 1_000_000)
+        if not history.use_rates:
+            try:
+                samples = session.utilization_samples(device, history.last_seen_us)
+            except nvml.NotSupported:
+                log.info("GPU %s %s has no utilization samples; reading utilization rates", device.label,
+                         device.uuid)
+                history.use_rates = True
+                samples = []
+            if samples:
+                newest = samples[-1].timestamp_us
+                if abs(newest - now_us) > _MAX_CLOCK_SKEW_S * 1_000_000:
+                    log.warning(
+                        "GPU %s: NVML sample time %.0f s from ours; reading utilization rates instead",
+                        device.label, (newest - now_us) / 1_000_000,
+                    )
+                    history.use_rates = True
+                    history.samples.clear()
+                else:
+                    history.last_seen_us = max(history.last_seen_us, newest)
+                    history.samples.extend((s.timestamp_us, s.percent) for s in samples)
+        in_window = [(t, p) for t, p in history.samples if t > cutoff_us]
+        if history.use_rates or not in_window:
+            # Rates mode, or samples stopped coming: the driver's latest reading stands in for the window.
+            reading = (now_us, session.utilization_rate(device))
+            in_window.append(reading)
+        history.samples.clear()
+        history.samples.extend(in_window)
+        mean = sum(p for _t, p in in_window) / len(in_window)
+        return min(1.0, max(0.0, mean / 100.0))

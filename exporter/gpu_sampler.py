@@ -1,0 +1,204 @@
+"""`GpuSampler`: one NVML pass at a time over the chosen GPUs, with NVML's lifecycle and re-init backoff.
+
+This is the worker-thread side of the GPU collector: everything here may block on the driver, and is
+guarded by one lock so that one pass runs at a time. A pass returns a `PassOutcome` (the readings to serve
+and what went wrong) for the collector to publish on the event loop.
+
+NVML is initialised on the first pass, which chooses the devices (`--gpu-uuids`, or every visible GPU).
+Without a library, with init failing, or with no GPU visible a pass returns the problem and no readings;
+a lost GPU is dropped (the others stay) and a MIG device has no busy ratio, each reported as a problem.
+NVML is re-initialised, which re-enumerates the GPUs, after 1 s, then 2, 4, ... up to 30 s between tries
+(while NVML is down the passes in between try nothing: `measure()` returns None), so a GPU that comes
+back (driver reload, device plugin) is found again without spending CPU on a node that has none.
+
+Logs go to the GPU collector's logger (`exporter.collectors.gpu`), the one operators filter on.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from exporter import names, nvml
+from exporter.gpu_busy import BusyWindow
+
+log = logging.getLogger("exporter.collectors.gpu")
+
+
+@dataclass(frozen=True)
+class GpuReading:
+    """What one pass learnt about one GPU or MIG device; None where NVML could not say."""
+
+    label: str
+    uuid: str
+    busy_ratio: float | None
+    memory_used_bytes: int | None
+    memory_total_bytes: int | None
+
+
+@dataclass(frozen=True)
+class PassOutcome:
+    """One pass's result, applied on the caller's thread: readings to serve and what went wrong."""
+
+    readings: tuple[GpuReading, ...]
+    problems: tuple[str, ...]
+    duration_s: float | None = None
+    """How long the NVML work took (health's collector_duration_seconds)."""
+    reason: str = names.REASON_NVML
+
+
+class GpuSampler:
+    """NVML session, device choice and re-initialisation backoff; `measure()` is one pass, thread-safe."""
+
+    def __init__(
+        self,
+        *,
+        window_s: float,
+        uuids: Sequence[str],
+        clock: Callable[[], float],
+        retry_initial_s: float,
+        retry_max_s: float,
+        open_nvml: Callable[[], nvml.NvmlSession],
+    ) -> None:
+        """Configure; touches no NVML until the first `measure()`. The settings are `GpuCollector`'s."""
+        self._uuids = tuple(uuids)
+        self._clock = clock
+        self._retry_initial_s = retry_initial_s
+        self._retry_max_s = retry_max_s
+        self._open_nvml = open_nvml
+        # NVML state: used only under _lock, by one pass at a time.
+        self._lock = threading.Lock()
+        self._session: nvml.NvmlSession | None = None
+        self._devices: tuple[nvml.Device, ...] = ()
+        self._busy = BusyWindow(window_s)
+        self._standing_problems: tuple[str, ...] = ()
+        self._reconnect_at = -math.inf
+        self._retry_delay_s = retry_initial_s
+
+    def measure(self) -> PassOutcome | None:
+        """One pass; None when NVML is down and its next try is not due (nothing was attempted)."""
+        with self._lock:
+            now = self._clock()
+            if self._session is None and now < self._reconnect_at:
+                return None
+            started = time.perf_counter()
+            outcome = self._connect_and_read(now)
+            return replace(outcome, duration_s=time.perf_counter() - started)
+
+    def restart_later(self) -> None:
+        """Drop NVML after an unexpected error, and try it again after the backoff."""
+        with self._lock:
+            self._disconnect()
+            self._schedule_reconnect(self._clock())
+
+    def close(self) -> None:
+        """Shut NVML down; waits for a pass in flight. A later pass starts NVML again at once."""
+        with self._lock:
+            self._disconnect()
+            self._devices = ()
+            self._reconnect_at = -math.inf
+
+    def _connect_and_read(self, now: float) -> PassOutcome:
+        if self._session is None or now >= self._reconnect_at:
+            failure = self._connect()
+            if failure is not None:
+                self._schedule_reconnect(now)
+                return PassOutcome((), (failure,))
+        return self._read_devices(now)
+
+    def _connect(self) -> str | None:
+        """(Re-)initialise NVML and choose the devices; returns why it failed, or None."""
+        self._disconnect()
+        try:
+            session = self._open_nvml()
+        except nvml.NvmlError as error:
+            return str(error)
+        try:
+            inventory = session.inventory()
+            driver = session.driver_version()
+        except nvml.NvmlError as error:
+            session.close()
+            return str(error)
+        selection = nvml.select_devices(inventory.devices, self._uuids)
+        problems = [f"configured GPU {uuid} is not visible" for uuid in selection.missing]
+        if not self._uuids or selection.missing:
+            problems.extend(str(failure) for failure in inventory.failures)
+        if not selection.devices and not problems:
+            problems.append("NVML sees no GPU")
+        self._session = session
+        self._devices = selection.devices
+        self._standing_problems = tuple(problems)
+        self._reconnect_at = math.inf
+        self._busy.keep_only(device.uuid for device in selection.devices)
+        log.info(
+            "NVML initialised (driver %s): sampling %s", driver,
+            ", ".join(f"GPU {d.label} {d.uuid} ({d.name})" for d in selection.devices) or "no GPU",
+        )
+        return None
+
+    def _disconnect(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def _schedule_reconnect(self, now: float) -> None:
+        self._reconnect_at = now + self._retry_delay_s
+        self._retry_delay_s = min(self._retry_delay_s * 2, self._retry_max_s)
+
+    def _read_devices(self, now: float) -> PassOutcome:
+        """Read every chosen device; a lost one is dropped until the next re-initialisation."""
+        assert self._session is not None
+        readings: list[GpuReading] = []
+        problems = list(self._standing_problems)
+        lost: list[str] = []
+        for device in self._devices:
+            try:
+                reading, unsupported = self._read_device(self._session, device, now)
+            except nvml.NvmlUnavailable as error:
+                # NVML itself is gone (driver unloaded, uninitialised under us): start over.
+                self._disconnect()
+                self._schedule_reconnect(now)
+                return PassOutcome((), (str(error),))
+            except nvml.NvmlError as error:
+                lost.append(device.uuid)
+                problems.append(str(error))
+                continue
+            readings.append(reading)
+            problems.extend(unsupported)
+        if lost:
+            self._devices = tuple(d for d in self._devices if d.uuid not in lost)
+            self._standing_problems += tuple(f"GPU {uuid} dropped until NVML re-initialises" for uuid in lost)
+        if self._standing_problems:
+            if self._reconnect_at == math.inf:
+                self._schedule_reconnect(now)
+        else:
+            self._retry_delay_s = self._retry_initial_s  # NVML and every chosen GPU answer again
+        return PassOutcome(tuple(readings), tuple(problems))
+
+    def _read_device(
+        self, session: nvml.NvmlSession, device: nvml.Device, now: float,
+    ) -> tuple[GpuReading, list[str]]:
+        """Busy and memory of one device; an unsupported value is None plus a problem, other errors raise."""
+        unsupported: list[str] = []
+        try:
+            busy = self._busy.busy_ratio(session, device, now)
+        except nvml.NotSupported as error:
+            busy = None
+            unsupported.append(f"no utilization for GPU {device.label} {device.uuid}: {error}")
+        try:
+            memory: nvml.MemoryInfo | None = session.memory(device)
+        except nvml.NotSupported as error:
+            memory = None
+            unsupported.append(f"no memory info for GPU {device.label} {device.uuid}: {error}")
+        reading = GpuReading(
+            label=device.label,
+            uuid=device.uuid,
+            busy_ratio=busy,
+            memory_used_bytes=None if memory is None else memory.used_bytes,
+            memory_total_bytes=None if memory is None else memory.total_bytes,
+        )
+        return reading, unsupported

@@ -1,0 +1,103 @@
+"""Reads ModelMesh's `/metrics` exposition into the raw values the exporter works from.
+
+ModelMesh reports cumulative histograms and a few instance gauges; `parse_modelmesh` keeps the counters the
+exporter follows, per series (name and labels), and the gauges, and rejects a body that cannot be trusted:
+cut off, foreign, or carrying negative, NaN or infinite values. It is pure (text in, `ModelMeshReading` or
+`ScrapeFailure` out), so the collector's fetch loop and the tests share it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from exporter import names
+
+# The counters the exporter follows, by the field name used in readings and totals.
+REQUESTS: Final = "requests"
+QUEUE_COUNT: Final = "queue_count"
+QUEUE_SUM_MS: Final = "queue_sum_ms"
+CACHE_MISSES: Final = "cache_misses"
+COUNTER_FIELDS: Final = (REQUESTS, QUEUE_COUNT, QUEUE_SUM_MS, CACHE_MISSES)
+
+_COUNTER_SAMPLES: Final = {
+    f"{names.MM_INVOKE_MODEL_MS}_count": REQUESTS,
+    f"{names.MM_QUEUE_DELAY_MS}_count": QUEUE_COUNT,
+    f"{names.MM_QUEUE_DELAY_MS}_sum": QUEUE_SUM_MS,
+    f"{names.MM_CACHE_MISS_MS}_count": CACHE_MISSES,
+}
+_REQUIRED_GAUGES: Final = (names.MM_CAPACITY_BYTES, names.MM_USED_BYTES, names.MM_MODELS_TOTAL, names.MM_LRU_AGE_S)
+
+Labels = tuple[tuple[str, str], ...]
+"""A series' labels, sorted, as a hashable key."""
+
+
+class ScrapeFailure(Exception):
+    """A ModelMesh scrape that produced no usable data; `reason` is the error-counter label."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class ModelMeshReading:
+    """The raw values of one good scrape: cumulative counters per series, and instantaneous gauges."""
+
+    counters: Mapping[str, Mapping[Labels, float]]
+    """Field (`REQUESTS`, ...) → series labels → cumulative value, as ModelMesh reported it."""
+    lru_age_s: float
+    capacity_bytes: float
+    used_bytes: float
+    models_loaded: float
+
+    def total(self, field: str) -> float:
+        """The field summed over its series (ModelMesh's own, reset-prone count)."""
+        return sum(self.counters.get(field, {}).values())
+
+
+def parse_modelmesh(text: str) -> ModelMeshReading:
+    """Extract what the exporter needs from ModelMesh's exposition text.
+
+    A histogram without any series yet (no request since start: the invoke histogram is labelled, so it
+    has no series before its first observation) counts as zero. The instance gauges are always present in
+    real ModelMesh output, so their absence means a truncated or foreign body: a parse failure. So are a
+    body that does not end in a newline (cut off mid-line) and negative, NaN or infinite values.
+    """
+    if not text.endswith("\n"):
+        raise ScrapeFailure(names.REASON_PARSE, "body does not end with a newline (truncated?)")
+    counters: dict[str, dict[Labels, float]] = {field: {} for field in COUNTER_FIELDS}
+    gauges: dict[str, float] = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                field = _COUNTER_SAMPLES.get(sample.name)
+                if field is not None:
+                    key = tuple(sorted(sample.labels.items()))
+                    counters[field][key] = _checked(sample.name, sample.value)
+                elif sample.name in _REQUIRED_GAUGES:
+                    gauges[sample.name] = _checked(sample.name, sample.value)
+    except ScrapeFailure:
+        raise
+    except (ValueError, TypeError, IndexError, KeyError) as error:
+        raise ScrapeFailure(names.REASON_PARSE, f"unparseable exposition: {error}") from error
+    missing = [name for name in _REQUIRED_GAUGES if name not in gauges]
+    if missing:
+        raise ScrapeFailure(names.REASON_PARSE, f"ModelMesh output lacks {', '.join(missing)}")
+    return ModelMeshReading(
+        counters=counters,
+        lru_age_s=gauges[names.MM_LRU_AGE_S],
+        capacity_bytes=gauges[names.MM_CAPACITY_BYTES],
+        used_bytes=gauges[names.MM_USED_BYTES],
+        models_loaded=gauges[names.MM_MODELS_TOTAL],
+    )
+
+
+def _checked(name: str, value: float) -> float:
+    if not math.isfinite(value) or value < 0:
+        raise ScrapeFailure(names.REASON_PARSE, f"{name} has invalid value {value}")
+    return float(value)
