@@ -170,14 +170,28 @@ class Demo:
                 return float(line.split()[1])
         return None
 
+    async def deletion_costs(self, session: aiohttp.ClientSession) -> dict[str, int]:
+        """The pod-deletion cost the adapter ranks each pod at, from its `/debug` explanation."""
+        url = f"https://127.0.0.1:{self.adapter_port}/debug/runtimes/{NAMESPACE}/{DEPLOYMENT}"
+        try:
+            async with session.get(url, ssl=False, timeout=aiohttp.ClientTimeout(total=2)) as response:
+                body = await response.json() if response.status == 200 else {}
+        except (aiohttp.ClientError, TimeoutError, ValueError):
+            return {}
+        return {pod["name"]: pod["deletion_cost"] for pod in body.get("pods", [])
+                if pod.get("deletion_cost") is not None}
+
     async def report(self, session: aiohttp.ClientSession, elapsed: float, phase: Phase) -> None:
         rates = await asyncio.gather(*(self.exporter_rps(session, pod) for pod in self.pods))
         served = {m: await self.served(session, m) for m in ServedMetric}
+        costs = await self.deletion_costs(session)
         print(f"\n[{elapsed:4.0f}s] {phase.title}")
-        print("  pod      true req/s   exporter req/s")
+        print("  pod      true req/s   exporter req/s   deletion cost")
         for pod, rate in zip(self.pods, rates, strict=True):
             shown = "   -" if rate is None else f"{rate:8.1f}"
-            print(f"  {pod.name:8} {pod.fake.load.requests_per_second:10.0f}   {shown}")
+            cost = costs.get(pod.name)
+            print(f"  {pod.name:8} {pod.fake.load.requests_per_second:10.0f}   {shown}"
+                  f"         {'-' if cost is None else cost:>6}")
         known = [r for r in rates if r is not None]
         if known:
             average_wants = math.ceil(sum(known) / TARGET_RPS_PER_POD - 1e-9)
@@ -186,6 +200,12 @@ class Demo:
         print(f"  adapter serves: request_load={served[ServedMetric.REQUEST_LOAD]}  "
               f"desired_replicas={served[ServedMetric.DESIRED_REPLICAS]}  "
               f"cache_pressure={served[ServedMetric.CACHE_PRESSURE]}  gpu_busy={served[ServedMetric.GPU_BUSY]}")
+        if costs and min(costs.values()) < max(costs.values()):
+            cheapest, dearest = min(costs.values()), max(costs.values())
+            first = [name for name, cost in sorted(costs.items()) if cost == cheapest]
+            last = [name for name, cost in sorted(costs.items()) if cost == dearest]
+            print(f"  on scale-down the ReplicaSet removes {', '.join(first)} first (deletion cost {cheapest}), "
+                  f"{', '.join(last)} last ({dearest})")
         sys.stdout.flush()
 
     async def run(self) -> None:

@@ -34,6 +34,7 @@ def test_demo_prints_what_the_adapter_serves_and_stops_everything() -> None:
     assert served, f"the adapter never served a value:\n{result.stdout}"
     assert float(served[-1]) > 0
     assert "an HPA on the average would want" in result.stdout
+    assert "deletion cost" in result.stdout
     assert processes_using(workdir_of(result.stdout)) == ""
 
 
