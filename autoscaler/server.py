@@ -50,13 +50,16 @@ def policy_book(settings: ServeSettings) -> PolicyBook:
     return load_policy_book(settings.config, base=base)
 
 
-def build_discovery(settings: ServeSettings) -> PodDiscovery:
+def build_discovery(settings: ServeSettings, policies: PolicyBook) -> PodDiscovery:
+    """The targets file, or the Kubernetes API: every ModelMesh runtime Deployment it finds, plus the
+    runtimes the config file names (served even before their Deployment exists)."""
     if settings.targets is not None:
         return StaticTargetsDiscovery(settings.targets)
     from autoscaler.sources.kube_pods import KubePodDiscovery, kube_configuration
 
     return KubePodDiscovery(
         kube_configuration(settings.kubeconfig),
+        runtimes=list(policies.runtimes),
         namespaces=settings.namespaces,
         exporter_port=settings.exporter_port,
     )
@@ -95,7 +98,7 @@ async def build_app(settings: ServeSettings, tls: ssl.SSLContext | None = None) 
     """The API application. `tls` is the serving context: authentication adds the client CAs to it."""
     metrics = AdapterMetrics()
     policies = policy_book(settings)
-    discovery = build_discovery(settings)
+    discovery = build_discovery(settings, policies)
     source = build_source(settings, discovery)
     refresher = Refresher(
         source, policies, metrics, interval_s=settings.refresh_interval_s, window_s=settings.window_s
