@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from autoscaler.backoff import exponential_delay
 from autoscaler.deletion_cost_plan import PodId, PodPatch, PodRecord, plan_patches, scale_down_pending
 from autoscaler.kube_client import KubeApiError
 from autoscaler.model import RuntimeKey, RuntimeView
@@ -201,7 +202,7 @@ class DeletionCostWriter:
             return
         record.failures += 1
         if error.retryable:
-            delay = min(self.settings.backoff_cap_s, self.settings.backoff_base_s * 2.0 ** (record.failures - 1))
+            delay = exponential_delay(record.failures, self.settings.backoff_base_s, self.settings.backoff_cap_s)
             delay = delay / 2 + delay / 2 * self._rand()  # "equal jitter": replicas and pods spread out
             record.retry_at = now + max(delay, error.retry_after_s or 0.0)
             result = "retried"

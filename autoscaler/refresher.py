@@ -93,10 +93,7 @@ class Refresher:
                 self.metrics.served_value.labels(*labels, metric.value).set(served.value)
 
     def _count_source_errors(self) -> None:
-        errors = getattr(self.source, "errors", None)
-        if not isinstance(errors, dict):
-            return
-        for reason, total in errors.items():
+        for reason, total in self.source.errors.items():
             new = int(total) - self._reported_errors.get(reason, 0)
             if new > 0:
                 self.metrics.source_errors.labels(self.source.name, reason).inc(new)

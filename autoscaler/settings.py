@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from exporter.settings import host_port
+
 
 @dataclass(frozen=True, slots=True)
 class ServeSettings:
@@ -55,13 +57,6 @@ class ServeSettings:
     leader_elect_namespace: str | None = None
     leader_elect_lease_name: str = "modelmesh-autoscaler"
     log_level: str = "INFO"
-
-
-def host_port(value: str) -> tuple[str, int]:
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
-    return host.strip("[]") or "0.0.0.0", int(port)
 
 
 def positive(value: str) -> float:

@@ -13,6 +13,7 @@ Rules every implementation keeps (DESIGN §6):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -62,6 +63,11 @@ class MetricSource(Protocol):
     """Reads per-pod signals for every runtime the discovery knows."""
 
     name: str
+
+    @property
+    def errors(self) -> Mapping[str, int]:
+        """Failed reads so far, by reason; the refresher exports it as a self-metric."""
+        ...
 
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
         """One snapshot per runtime in the inventory; never raises."""

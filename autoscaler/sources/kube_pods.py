@@ -35,6 +35,7 @@ from typing import Final
 
 from kubernetes.aio.client import ApiClient, Configuration
 
+from autoscaler.backoff import exponential_delay
 from autoscaler.kube_config import KubeConfigError, load_kube_settings
 from autoscaler.model import RuntimeKey
 from autoscaler.sources.base import RuntimeInventory
@@ -238,7 +239,7 @@ class KubePodDiscovery:
     # ---- plumbing ----------------------------------------------------------------------------------------
 
     def _backoff(self, failures: int) -> float:
-        base = min(self._backoff_max_s, self._backoff_initial_s * 2.0 ** min(failures - 1, 30))
+        base = exponential_delay(failures, self._backoff_initial_s, self._backoff_max_s)
         return float(base * (0.8 + 0.4 * random.random()))
 
     def _client(self) -> ApiClient:

@@ -33,6 +33,7 @@ class SnapshotSource:
     """A metric source that reports the same fresh load every refresh (no exporters needed)."""
 
     name = "test"
+    errors: dict[str, int] = {}
 
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
         pods = tuple(PodSample(name, sampled_at=now - 1, requests_per_second=rps) for name, rps in PODS.items())

@@ -27,6 +27,7 @@ class StaticSource:
     """A metric source that is never asked: the tests set the refresher's views directly."""
 
     name = "static"
+    errors: dict[str, int] = {}
 
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
         return []
