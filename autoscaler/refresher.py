@@ -1,7 +1,7 @@
 """The refresh loop: read every runtime from the source, decide, and publish the views the API serves.
 
 Handlers only read `Refresher.views`; an HPA request never waits on a scrape or on Prometheus. Decisions are
-pure functions (`autoscaler.decision.decide`) of the snapshot, the policy and the memory of the previous
+pure functions (`autoscaler.policies.decision.decide`) of the snapshot, the policy and the memory of the previous
 refresh; this module only schedules them and keeps that memory.
 """
 
@@ -12,9 +12,9 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from autoscaler.config import PolicyBook
-from autoscaler.decision import RuntimeMemory, decide
 from autoscaler.model import RuntimeKey, RuntimeView
+from autoscaler.policies.config import PolicyBook
+from autoscaler.policies.decision import RuntimeMemory, decide
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.base import MetricSource
 

@@ -17,11 +17,11 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from autoscaler.actuation import deletion_cost_context
+from autoscaler.actuation.actuator import deletion_cost_context
 from autoscaler.api.app import build_api_app
-from autoscaler.certs import self_signed_server_context, server_context
-from autoscaler.config import PolicyBook, apply_overrides, load_policy_book
-from autoscaler.policy import RuntimePolicy
+from autoscaler.api.certs import self_signed_server_context, server_context
+from autoscaler.policies.config import PolicyBook, apply_overrides, load_policy_book
+from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings

@@ -44,8 +44,8 @@ SERVER_CPU, CLIENT_CPU = 0, 1
 
 
 def server_tls(workdir: Path) -> ssl.SSLContext:
+    from autoscaler.api.certs import server_context
     from autoscaler.api.client_certs import CertificateAuthorities, trust_client_certificates
-    from autoscaler.certs import server_context
 
     context = server_context(workdir / "server.pem", workdir / "server.pem")
     ca = CertificateAuthorities.from_pem((workdir / "front-proxy-ca.pem").read_bytes(), "bench")

@@ -15,9 +15,9 @@ import statistics
 import time
 import tracemalloc
 
-from autoscaler.decision import RuntimeMemory, decide
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot, RuntimeView
-from autoscaler.policy import RuntimePolicy
+from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.policy import RuntimePolicy
 
 REFRESH_S = 15.0
 

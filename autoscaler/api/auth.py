@@ -32,8 +32,8 @@ from autoscaler.api.authn import (
 from autoscaler.api.authz import AuthorizationFailed, Authorizer, SubjectAccessReviewAuthorizer
 from autoscaler.api.client_certs import ClientCertificateInspector, trust_client_certificates
 from autoscaler.api.identity import ResourceAttributes, describe, request_attributes
-from autoscaler.api.kube import DEFAULT_TIMEOUT_S, KubeAuthApi, load_configuration
 from autoscaler.api.status import ApiError
+from autoscaler.kube.reviews import DEFAULT_TIMEOUT_S, KubeAuthApi, load_configuration
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
 

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from autoscaler.api.authn import RequestHeaderRules
 from autoscaler.api.client_certs import CertificateAuthorities, CertificateBundleError
-from autoscaler.api.kube import KubeApiError, KubeAuthApi
+from autoscaler.kube.errors import KubeApiError
+from autoscaler.kube.reviews import KubeAuthApi
 from autoscaler.settings import ServeSettings
 
 log = logging.getLogger(__name__)

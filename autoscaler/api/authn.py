@@ -33,7 +33,8 @@ from cachetools import TTLCache
 
 from autoscaler.api.client_certs import ClientCertificateInspector
 from autoscaler.api.identity import UserInfo
-from autoscaler.api.kube import KubeApiError, TokenReviewResult
+from autoscaler.kube.errors import KubeApiError
+from autoscaler.kube.reviews import TokenReviewResult
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,8 @@ from typing import Any, Protocol
 from cachetools import TTLCache
 
 from autoscaler.api.identity import Attributes, NonResourceAttributes, UserInfo
-from autoscaler.api.kube import AccessReviewResult, KubeApiError
+from autoscaler.kube.errors import KubeApiError
+from autoscaler.kube.reviews import AccessReviewResult
 
 
 class AuthorizationFailed(Exception):

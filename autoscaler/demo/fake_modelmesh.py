@@ -42,7 +42,7 @@ from prometheus_client.aiohttp import make_aiohttp_handler
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from autoscaler.certs import generate_self_signed, server_context
+from autoscaler.api.certs import generate_self_signed, server_context
 from exporter import names
 
 log = logging.getLogger(__name__)

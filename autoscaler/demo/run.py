@@ -26,7 +26,7 @@ import aiohttp
 import yaml
 from aiohttp import web
 
-from autoscaler.certs import generate_self_signed, server_context
+from autoscaler.api.certs import generate_self_signed, server_context
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, build_app
 from autoscaler.names import GROUP_VERSION, ServedMetric
 

@@ -1,0 +1,10 @@
+"""Where the data comes from: pod discovery and metric sources.
+
+- `base`: the `PodDiscovery` and `MetricSource` interfaces.
+- `targets`: pods from a static targets file; `kube_pods`, `kube_watch`, `kube_deployments`, `kube_objects`:
+  pods and runtimes from the Kubernetes API (list + watch, through `autoscaler.kube`).
+- `scrape`: the exporters scraped directly; `exposition` reads their text format into `PodSample`s.
+- `prometheus`, `prometheus_queries`: the same signals queried from Prometheus (or DCGM's series).
+
+May import `kube`, `policies` (for types), `model`, `names`; never `api` or `actuation`.
+"""

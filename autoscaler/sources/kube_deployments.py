@@ -19,8 +19,9 @@ from typing import Any
 
 from kubernetes.aio.client import ApiClient, AppsV1Api
 
+from autoscaler.kube.errors import KubeApiError
+from autoscaler.kube.raw import Scope, read_json, scope_name
 from autoscaler.model import RuntimeKey
-from autoscaler.sources.kube_api import KubeApiStatusError, KubeDiscoveryError, Scope, read_json, scope_name
 from autoscaler.sources.kube_objects import (
     RuntimeRecord,
     deployment_key,
@@ -48,7 +49,7 @@ class DeploymentResync:
         backoff: Callable[[int], float],
         on_change: Callable[[], None],
     ) -> None:
-        """`client` returns the started API client (it raises `KubeDiscoveryError` when there is none).
+        """`client` returns the started API client (it raises `KubeApiError` when there is none).
 
         `static` runtimes are read by name; with `discover`, Deployments labelled `label_selector` are listed
         in `namespaces` (None: all namespaces). `request_timeout_s` bounds each read; after a failure the next
@@ -80,7 +81,7 @@ class DeploymentResync:
             try:
                 await self._refresh()
             except Exception as error:
-                if not isinstance(error, KubeDiscoveryError):
+                if not isinstance(error, KubeApiError):
                     log.exception("Kubernetes discovery: unexpected error reading runtime Deployments")
                 failures += 1
                 if self.ok or failures == 1:
@@ -127,8 +128,8 @@ class DeploymentResync:
         )
         try:
             document = await read_json(call, what)
-        except KubeApiStatusError as error:
-            if error.code != 404:
+        except KubeApiError as error:
+            if error.status != 404:
                 raise
             if key not in self._missing:
                 self._missing.add(key)

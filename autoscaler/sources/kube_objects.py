@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
+from autoscaler.kube.raw import JSON
 from autoscaler.model import RuntimeKey
 from autoscaler.sources.base import PodTarget, RuntimeInventory
-from autoscaler.sources.kube_api import JSON
 
 MODELMESH_SERVICE_LABEL: Final = "modelmesh-service"
 """The label modelmesh-controller puts on runtime Deployments and their pods."""

@@ -13,12 +13,12 @@ While a watch or the Deployment read is broken `healthy` is False: the inventory
 the metric source marks its snapshots `source_ok=False`, so nothing is lowered on stale knowledge (DESIGN §6).
 
 The client is `kubernetes.aio` (native asyncio: cancellable, no thread per watch), configured from a kubeconfig
-or the in-cluster service account by `load_configuration`; responses are read as raw JSON (`kube_api`).
+or the in-cluster service account by `load_configuration`; responses are read as raw JSON (`autoscaler.kube.raw`).
 
-Errors: every failure of the library or the API surfaces as `KubeDiscoveryError` (defined in `kube_api`,
-exported here with its subclasses `KubeApiStatusError` and `WatchExpiredError`). The background loops catch
+Errors: every failure of the library or the API surfaces as `KubeApiError` (`autoscaler.kube.errors`,
+re-exported here with its subclass `WatchExpiredError`). The background loops catch
 them and keep going (an unexpected exception is logged with its traceback and retried too: discovery must
-not stop silently). `load_configuration()` and `start()` raise `KubeDiscoveryError` only for a client that
+not stop silently). `load_configuration()` and `start()` raise `KubeApiError` only for a client that
 cannot be configured or created; `inventory()` and `close()` never raise.
 """
 
@@ -35,17 +35,12 @@ from typing import Final
 
 from kubernetes.aio.client import ApiClient, Configuration
 
-from autoscaler.backoff import exponential_delay
-from autoscaler.kube_config import KubeConfigError, load_kube_settings
+from autoscaler.kube.backoff import exponential_delay
+from autoscaler.kube.config import load_kube_settings
+from autoscaler.kube.errors import KubeApiError, KubeConfigError, WatchExpiredError
+from autoscaler.kube.raw import Scope, describe
 from autoscaler.model import RuntimeKey
 from autoscaler.sources.base import RuntimeInventory
-from autoscaler.sources.kube_api import (
-    KubeApiStatusError,
-    KubeDiscoveryError,
-    Scope,
-    WatchExpiredError,
-    describe,
-)
 from autoscaler.sources.kube_deployments import DeploymentResync
 from autoscaler.sources.kube_objects import (
     MODELMESH_NAME_LABEL,
@@ -59,8 +54,7 @@ __all__ = [
     "MODELMESH_NAME_LABEL",
     "MODELMESH_SERVICE_LABEL",
     "ClientFactory",
-    "KubeApiStatusError",
-    "KubeDiscoveryError",
+    "KubeApiError",
     "KubePodDiscovery",
     "WatchExpiredError",
     "kube_configuration",
@@ -79,18 +73,18 @@ ClientFactory = Callable[[], "ApiClient | Awaitable[ApiClient]"]
 async def load_configuration(
     kubeconfig: str | PathLike[str] | None = None, context: str | None = None
 ) -> Configuration:
-    """The shared connection settings (`autoscaler.kube_config`); a missing or broken config is a
-    `KubeDiscoveryError`, so discovery's callers handle one error type."""
+    """The shared connection settings (`autoscaler.kube.config`); a missing or broken config is a
+    `KubeApiError`, so discovery's callers handle one error type."""
     try:
         return (await load_kube_settings(kubeconfig, context)).configuration
     except KubeConfigError as error:
-        raise KubeDiscoveryError(f"pod discovery: {error}") from error
+        raise KubeApiError(f"pod discovery: {error}") from error
 
 
 def kube_configuration(kubeconfig: str | PathLike[str] | None = None, context: str | None = None) -> ClientFactory:
     """What to connect with, for `KubePodDiscovery(kube_configuration(path))`: a factory that loads the kubeconfig
     (or the in-cluster settings when `kubeconfig` is None) when discovery starts, so building the app stays
-    synchronous and a broken config surfaces from `start()` as a `KubeDiscoveryError`."""
+    synchronous and a broken config surfaces from `start()` as a `KubeApiError`."""
 
     async def create() -> ApiClient:
         return ApiClient(await load_configuration(kubeconfig, context))
@@ -194,10 +188,10 @@ class KubePodDiscovery:
         try:
             made = self._client_factory()
             self._api = await made if inspect.isawaitable(made) else made
-        except KubeDiscoveryError:
+        except KubeApiError:
             raise
         except Exception as error:
-            raise KubeDiscoveryError(f"cannot create the Kubernetes client: {describe(error)}") from error
+            raise KubeApiError(f"cannot create the Kubernetes client: {describe(error)}") from error
         for watch in self._watches:
             watch.ok = False
         self._deployments.ok = False
@@ -244,7 +238,7 @@ class KubePodDiscovery:
 
     def _client(self) -> ApiClient:
         if self._api is None:
-            raise KubeDiscoveryError("discovery is not started")
+            raise KubeApiError("discovery is not started")
         return self._api
 
     def _changed(self) -> None:

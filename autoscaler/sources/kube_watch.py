@@ -21,10 +21,9 @@ from typing import Any
 
 from kubernetes.aio.client import ApiClient, CoreV1Api
 
-from autoscaler.sources.kube_api import (
-    KubeDiscoveryError,
+from autoscaler.kube.errors import KubeApiError, WatchExpiredError
+from autoscaler.kube.raw import (
     Scope,
-    WatchExpiredError,
     describe,
     read_body,
     read_json,
@@ -53,7 +52,7 @@ class PodWatch:
         backoff: Callable[[int], float],
         on_change: Callable[[], None],
     ) -> None:
-        """`client` returns the started API client (it raises `KubeDiscoveryError` when there is none).
+        """`client` returns the started API client (it raises `KubeApiError` when there is none).
 
         `request_timeout_s` bounds the list; `watch_timeout_s` is the server-side `timeoutSeconds` of one
         watch request, which the client-side limit exceeds by `request_timeout_s`. `backoff(n)` is the pause
@@ -96,7 +95,7 @@ class PodWatch:
                 if expiries > 1:  # expired again right after a fresh list: do not hammer the API server
                     await asyncio.sleep(self._backoff(expiries - 1))
             except Exception as error:
-                if not isinstance(error, KubeDiscoveryError):
+                if not isinstance(error, KubeApiError):
                     log.exception(
                         "Kubernetes discovery: unexpected error in the pod watch of %s", scope_name(self.scope)
                     )
@@ -138,7 +137,7 @@ class PodWatch:
         self._on_change()
         version = (document.get("metadata") or {}).get("resourceVersion")
         if not isinstance(version, str) or not version:
-            raise KubeDiscoveryError(f"list pods in {scope_name(self.scope)}: the answer has no resourceVersion")
+            raise KubeApiError(f"list pods in {scope_name(self.scope)}: the answer has no resourceVersion")
         return version
 
     async def _watch(self, resource_version: str) -> str:
@@ -160,7 +159,7 @@ class PodWatch:
             else:
                 response = await core.list_namespaced_pod_without_preload_content(self.scope, **options)
         except Exception as error:
-            raise KubeDiscoveryError(f"{what}: {describe(error)}") from error
+            raise KubeApiError(f"{what}: {describe(error)}") from error
         try:
             if response.status >= 300:
                 body = await read_body(response, what)
@@ -170,7 +169,7 @@ class PodWatch:
                 try:
                     line = await response.content.readline()
                 except Exception as error:
-                    raise KubeDiscoveryError(f"{what}: stream broken: {describe(error)}") from error
+                    raise KubeApiError(f"{what}: stream broken: {describe(error)}") from error
                 if not line:
                     return resource_version
                 if not line.strip():
@@ -184,13 +183,13 @@ class PodWatch:
         try:
             event = json.loads(line)
         except ValueError as error:
-            raise KubeDiscoveryError(f"{what}: undecodable event: {line[:200]!r}") from error
+            raise KubeApiError(f"{what}: undecodable event: {line[:200]!r}") from error
         if not isinstance(event, dict):
-            raise KubeDiscoveryError(f"{what}: unexpected event: {line[:200]!r}")
+            raise KubeApiError(f"{what}: unexpected event: {line[:200]!r}")
         kind = event.get("type")
         obj = event.get("object")
         if not isinstance(obj, dict):
-            raise KubeDiscoveryError(f"{what}: event without object: {line[:200]!r}")
+            raise KubeApiError(f"{what}: event without object: {line[:200]!r}")
         if kind == "ERROR":
             raise status_error(what, int(obj.get("code") or 500), obj)
         version = (obj.get("metadata") or {}).get("resourceVersion")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.kube_client import KubeClient
+from autoscaler.kube.client import KubeClient
 from autoscaler.model import PodView, RuntimeKey, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
 from tests.fakes.kube_api import FakeKubeApi

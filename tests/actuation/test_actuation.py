@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from autoscaler import __version__
-from autoscaler.actuation import DeletionCostActuator, start_actuator
-from autoscaler.config import PolicyBook
-from autoscaler.kube_client import KubeConfigError
+from autoscaler.actuation.actuator import DeletionCostActuator, start_actuator
+from autoscaler.kube.errors import KubeConfigError
 from autoscaler.model import PodSample, RuntimeSnapshot
 from autoscaler.names import DELETION_COST_ANNOTATION
+from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings

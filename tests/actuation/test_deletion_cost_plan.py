@@ -1,4 +1,4 @@
-"""When a pod's deletion cost is due, one row per rule of `autoscaler.deletion_cost_plan`."""
+"""When a pod's deletion cost is due, one row per rule of `autoscaler.actuation.deletion_cost_plan`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from autoscaler.deletion_cost_plan import PodPatch, PodRecord, plan_patches, scale_down_pending
+from autoscaler.actuation.deletion_cost_plan import PodPatch, PodRecord, plan_patches, scale_down_pending
 from autoscaler.model import PodView
 from tests.actuation.conftest import KEY, pod_view, runtime_view
 

@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 import pytest
 
-from autoscaler.deletion_cost import DeletionCostWriter, WriterSettings
-from autoscaler.kube_client import KubeClient
+from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
+from autoscaler.kube.client import KubeClient
 from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.selfmetrics import AdapterMetrics
 from tests.actuation.conftest import KEY, SteppedClock, add_pods, pod_view, runtime_view, views_of

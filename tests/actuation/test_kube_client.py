@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.kube_client import KubeApiError, KubeClient, KubeConfigError, in_cluster
+from autoscaler.kube.client import KubeClient, in_cluster
+from autoscaler.kube.errors import KubeApiError, KubeConfigError
 from autoscaler.names import DELETION_COST_ANNOTATION
 from tests.fakes.kube_api import FakeKubeApi
 from tests.support.processes import free_port

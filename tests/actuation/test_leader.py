@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from autoscaler.kube_client import JSON, KubeApiError, KubeClient
-from autoscaler.leader import LeaseConfig, LeaseElector, micro_time
+from autoscaler.actuation.leader import LeaseConfig, LeaseElector, micro_time
+from autoscaler.kube.client import JSON, KubeClient
+from autoscaler.kube.errors import KubeApiError
 from tests.actuation.conftest import SteppedClock
 from tests.fakes.kube_api import FakeKubeApi
 

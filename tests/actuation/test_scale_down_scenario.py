@@ -9,12 +9,12 @@ from datetime import datetime
 
 import pytest
 
-from autoscaler.decision import RuntimeMemory, decide
-from autoscaler.deletion_cost import DeletionCostWriter, WriterSettings
-from autoscaler.kube_client import KubeClient
+from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
+from autoscaler.kube.client import KubeClient
 from autoscaler.model import PodSample, RuntimeSnapshot, RuntimeView
 from autoscaler.names import DELETION_COST_ANNOTATION, ServedMetric
-from autoscaler.policy import RuntimePolicy
+from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.simulation.replicaset import ReplicaPod, pods_to_remove, removal_order
 from tests.actuation.conftest import KEY, SteppedClock

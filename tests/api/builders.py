@@ -9,10 +9,10 @@ from pathlib import Path
 
 import trustme
 
-from autoscaler.config import PolicyBook
-from autoscaler.decision import decide
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot, RuntimeView
-from autoscaler.policy import RuntimePolicy
+from autoscaler.policies.config import PolicyBook
+from autoscaler.policies.decision import decide
+from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 

@@ -14,7 +14,8 @@ from autoscaler.api import authconfig
 from autoscaler.api.app import build_api_app
 from autoscaler.api.auth import build_api_security
 from autoscaler.api.authconfig import AuthConfigError, from_config_map, resolve
-from autoscaler.api.kube import KubeAuthApi, KubeConfigError, load_configuration
+from autoscaler.kube.errors import KubeConfigError
+from autoscaler.kube.reviews import KubeAuthApi, load_configuration
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
 from tests.api.builders import KEY, Pki, refresher_with, runtime_view

@@ -9,7 +9,8 @@ import pytest
 
 from autoscaler.api.authz import AuthorizationFailed, SubjectAccessReviewAuthorizer
 from autoscaler.api.identity import NonResourceAttributes, ResourceAttributes, UserInfo
-from autoscaler.api.kube import AccessReviewResult, KubeApiError
+from autoscaler.kube.errors import KubeApiError
+from autoscaler.kube.reviews import AccessReviewResult
 
 ATTRIBUTES = ResourceAttributes("get", "external.metrics.k8s.io", "v1beta1", "modelmesh_gpu_busy", "ml")
 USER = UserInfo("hpa", groups=("system:authenticated",))

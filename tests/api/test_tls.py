@@ -11,8 +11,8 @@ import pytest
 import trustme
 from cryptography import x509
 
+from autoscaler.api.certs import generate_self_signed, self_signed_server_context, server_context
 from autoscaler.api.client_certs import CertificateAuthorities, trust_client_certificates
-from autoscaler.certs import generate_self_signed, self_signed_server_context, server_context
 
 
 async def handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> str:

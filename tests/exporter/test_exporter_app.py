@@ -21,7 +21,7 @@ from aiohttp.test_utils import TestClient
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from autoscaler.certs import CertificateFiles, generate_self_signed, server_context
+from autoscaler.api.certs import CertificateFiles, generate_self_signed, server_context
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
 from exporter import names
 from exporter.app import REGISTRY_KEY, build_app

@@ -18,7 +18,7 @@ import pytest
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from autoscaler.certs import CertificateFiles, generate_self_signed, server_context
+from autoscaler.api.certs import CertificateFiles, generate_self_signed, server_context
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
 from exporter import names
 from exporter.collectors.health import CollectorHealth

@@ -23,9 +23,9 @@ import yaml
 
 from autoscaler.api.selector import deployment_from_selector
 from autoscaler.cli import build_parser as autoscaler_parser
-from autoscaler.config import parse_policy_book
 from autoscaler.names import API_GROUP, API_VERSION, SERVINGRUNTIME_DEPLOYMENT_PREFIX, ServedMetric
-from autoscaler.policy import RuntimePolicy
+from autoscaler.policies.config import parse_policy_book
+from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.settings import ServeSettings, settings_from_args
 from exporter.settings import ExporterSettings, parse_settings
 from tests.manifests.support import (

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.aggregation import aggregate, clean, clean_sample, is_fresh, power_mean
 from autoscaler.model import PodSample
-from autoscaler.policy import RuntimePolicy
+from autoscaler.policies.aggregation import aggregate, clean, clean_sample, is_fresh, power_mean
+from autoscaler.policies.policy import RuntimePolicy
 from tests.policies.builders import NOW, PROPERTIES, pod, pods_with
 
 NAN = math.nan

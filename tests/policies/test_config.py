@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.config import ConfigError, PolicyBook, load_policy_book
 from autoscaler.model import RuntimeKey
-from autoscaler.policy import RuntimePolicy
+from autoscaler.policies.config import ConfigError, PolicyBook, load_policy_book
+from autoscaler.policies.policy import RuntimePolicy
 
 TRITON = RuntimeKey("default", "modelmesh-serving-triton")
 OTHER = RuntimeKey("default", "modelmesh-serving-mlserver")
@@ -110,7 +110,7 @@ def test_a_bad_annotation_is_ignored_with_a_warning(
 ) -> None:
     book = PolicyBook(defaults=RuntimePolicy(max_replicas=10))
     annotations = {PREFIX + annotation: value, PREFIX + "target-lru-age-s": "900"}
-    with caplog.at_level(logging.WARNING, logger="autoscaler.config"):
+    with caplog.at_level(logging.WARNING, logger="autoscaler.policies.config"):
         policy = book.policy_for(TRITON, annotations)
     assert policy == RuntimePolicy(max_replicas=10, target_lru_age_s=900.0)  # the good one still applies
     [record] = caplog.records
@@ -120,7 +120,7 @@ def test_a_bad_annotation_is_ignored_with_a_warning(
 
 def test_a_bad_annotation_is_warned_about_once_not_every_refresh(caplog: pytest.LogCaptureFixture) -> None:
     book = PolicyBook()
-    with caplog.at_level(logging.WARNING, logger="autoscaler.config"):
+    with caplog.at_level(logging.WARNING, logger="autoscaler.policies.config"):
         for _ in range(5):
             book.policy_for(TRITON, {PREFIX + "skew-order": "high"})
     assert len(caplog.records) == 1

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.decision import RuntimeMemory, decide
 from autoscaler.model import PodSample, PodView, RuntimeView
 from autoscaler.names import ServedMetric
-from autoscaler.policy import RuntimePolicy
-from autoscaler.smoothing import SmoothState
+from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.smoothing import SmoothState
 from tests.policies.builders import KEY, NOW, PROPERTIES, pod, pods_with, snapshot
 
 DESIRED = ServedMetric.DESIRED_REPLICAS

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from autoscaler.model import PodSample
-from autoscaler.policy import RuntimePolicy
-from autoscaler.ranking import (
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.ranking import (
     COST_SPACING,
     GpuBusyTerm,
     RequestShareTerm,
@@ -123,8 +123,8 @@ def test_term_names_say_what_they_score() -> None:
 
 def test_a_runtime_without_gpus_uses_every_cost_bucket() -> None:
     from autoscaler.model import PodSample
-    from autoscaler.policy import RuntimePolicy
-    from autoscaler.ranking import default_terms, rank_pods
+    from autoscaler.policies.policy import RuntimePolicy
+    from autoscaler.policies.ranking import default_terms, rank_pods
 
     pods = [PodSample(name=f"p{i}", sampled_at=0.0, requests_per_second=rate) for i, rate in enumerate((0, 50, 100))]
     ranking = rank_pods(pods, default_terms(RuntimePolicy()))

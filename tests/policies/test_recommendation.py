@@ -9,9 +9,9 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from autoscaler.aggregation import Aggregate, aggregate, power_mean
-from autoscaler.policy import RuntimePolicy
-from autoscaler.recommendation import PROPOSAL_LIMIT, ceil_pods, recommend
+from autoscaler.policies.aggregation import Aggregate, aggregate, power_mean
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.recommendation import PROPOSAL_LIMIT, ceil_pods, recommend
 from tests.policies.builders import NOW, PROPERTIES, pods_with
 
 

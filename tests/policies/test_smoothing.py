@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, smooth
+from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, smooth
 from tests.policies.builders import PROPERTIES
 
 TAU = 300.0

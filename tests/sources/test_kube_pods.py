@@ -19,7 +19,7 @@ from kubernetes.aio.client import ApiClient, Configuration
 from autoscaler.model import RuntimeKey
 from autoscaler.sources.base import PodTarget, RuntimeInventory
 from autoscaler.sources.kube_pods import (
-    KubeDiscoveryError,
+    KubeApiError,
     KubePodDiscovery,
     kube_configuration,
     load_configuration,
@@ -328,11 +328,11 @@ async def test_kube_configuration_loads_a_kubeconfig_and_sends_its_token(kube: F
 async def test_a_broken_kubeconfig_is_a_discovery_error(tmp_path: Path) -> None:
     missing = tmp_path / "missing"
 
-    with pytest.raises(KubeDiscoveryError) as raised:
+    with pytest.raises(KubeApiError) as raised:
         await load_configuration(missing)
     assert raised.value.__cause__ is not None
     subject = KubePodDiscovery(kube_configuration(missing), runtimes=[TRITON])
-    with pytest.raises(KubeDiscoveryError):
+    with pytest.raises(KubeApiError):
         await subject.start()
     await subject.close()
 

@@ -22,7 +22,8 @@ import aiohttp
 from kubernetes.aio import client
 from kubernetes.aio.client.exceptions import OpenApiException
 
-from autoscaler.kube_config import KubeConfigError, load_kube_settings
+from autoscaler.kube.config import load_kube_settings
+from autoscaler.kube.errors import KubeApiError, KubeConfigError
 from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
@@ -31,14 +32,6 @@ T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 2.0
 """Per call. A SubjectAccessReview normally takes milliseconds; two seconds tolerates a busy API server while
 keeping an HPA request (whose client gives up after tens of seconds) well inside its own deadline."""
-
-
-class KubeApiError(Exception):
-    """A Kubernetes API call failed or timed out; `status` is the HTTP status when the server answered."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +56,7 @@ class AccessReviewResult:
 
 
 async def load_configuration(kubeconfig: Path | None) -> client.Configuration:
-    """The shared connection settings (`autoscaler.kube_config`), with a hint fit for this use on failure."""
+    """The shared connection settings (`autoscaler.kube.config`), with a hint fit for this use on failure."""
     try:
         settings = await load_kube_settings(kubeconfig)
     except KubeConfigError as error:
@@ -100,7 +93,7 @@ class KubeAuthApi:
         except OpenApiException as error:
             status = getattr(error, "status", None)
             raise KubeApiError(f"{name}: the API server answered {status} {getattr(error, 'reason', '')}",
-                               status) from error
+                               status, str(getattr(error, "reason", "") or "")) from error
         except TimeoutError as error:
             outcome = "timeout"
             raise KubeApiError(f"{name}: no answer within {self.timeout_s:g} s") from error

@@ -24,7 +24,8 @@ from kubernetes.aio import client
 from kubernetes.aio.client.exceptions import OpenApiException
 from kubernetes.aio.config.config_exception import ConfigException
 
-from autoscaler.kube_config import KubeConfigError, in_cluster, load_kube_settings
+from autoscaler.kube.config import in_cluster, load_kube_settings
+from autoscaler.kube.errors import KubeApiError, KubeConfigError
 
 __all__ = ["JSON", "KubeApiError", "KubeClient", "KubeConfigError", "in_cluster"]
 
@@ -34,20 +35,6 @@ MERGE_PATCH: Final = "application/merge-patch+json"
 _POD: Final = "/api/v1/namespaces/{namespace}/pods/{name}"
 _LEASES: Final = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
 _LEASE: Final = _LEASES + "/{name}"
-
-
-class KubeApiError(Exception):
-    """A Kubernetes API request failed; `status` is None when the server never answered."""
-
-    def __init__(self, message: str, status: int | None = None, retry_after_s: float | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.retry_after_s = retry_after_s
-
-    @property
-    def retryable(self) -> bool:
-        """Worth trying again later: no answer, a conflict, throttling or a server-side failure."""
-        return self.status is None or self.status in (409, 429) or self.status >= 500
 
 
 class KubeClient:
@@ -117,7 +104,8 @@ class KubeClient:
         if status >= 400:
             message = document.get("message") if isinstance(document.get("message"), str) else raw[:200].decode(
                 "utf-8", "replace")
-            raise KubeApiError(f"{method} {path.format(**path_params)}: {status} {message}", status,
+            reason = str(document.get("reason") or "")
+            raise KubeApiError(f"{method} {path.format(**path_params)}: {status} {message}", status, reason,
                                _seconds(retry_after))
         return document
 

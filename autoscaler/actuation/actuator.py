@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from aiohttp import web
 
 from autoscaler import __version__
-from autoscaler.deletion_cost import DeletionCostWriter
-from autoscaler.kube_client import KubeClient, KubeConfigError, in_cluster
-from autoscaler.leader import LeaseConfig, LeaseElector
+from autoscaler.actuation.deletion_cost import DeletionCostWriter
+from autoscaler.actuation.leader import LeaseConfig, LeaseElector
+from autoscaler.kube.client import KubeClient, KubeConfigError, in_cluster
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 from autoscaler.model import PodSample
-from autoscaler.policy import RuntimePolicy
+from autoscaler.policies.policy import RuntimePolicy
 
 COST_BUCKETS: Final = 10
 COST_SPACING: Final = 100

@@ -18,12 +18,10 @@ from typing import Final
 from kubernetes.aio import client, config
 from kubernetes.aio.config.config_exception import ConfigException
 
+from autoscaler.kube.errors import KubeConfigError
+
 _SERVICE_HOST_ENV: Final = "KUBERNETES_SERVICE_HOST"
 _SERVICE_ACCOUNT_NAMESPACE: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-
-
-class KubeConfigError(ValueError):
-    """No usable connection settings: the kubeconfig is missing or broken, or we are not in a cluster."""
 
 
 def in_cluster() -> bool:

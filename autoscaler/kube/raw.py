@@ -1,13 +1,12 @@
-"""Raw calls to the Kubernetes API for pod discovery: one JSON answer or one of discovery's errors.
+"""Raw JSON calls to the Kubernetes API: one decoded answer, or a `KubeApiError`.
 
 Discovery calls the `kubernetes.aio` methods `*_without_preload_content` and reads the body as raw JSON
 rather than the generated pydantic models: a watch is a stream the models cannot express, a list of 10,000
 pods is far cheaper to read as dicts, and a field a newer server adds can never fail validation here.
 
-Errors: every failure of the library or the API surfaces from discovery as `KubeDiscoveryError` (the library
-exception chained as `__cause__`); `KubeApiStatusError` carries the HTTP code and the Status `reason`;
-`WatchExpiredError` is the 410 that means "list again". This module is where the library's exceptions and
-the API's error Status objects become those.
+Errors: every failure of the library or the API surfaces as `KubeApiError` (`autoscaler.kube.errors`, the
+library exception chained as `__cause__`) with the HTTP status and the Status `reason`; `WatchExpiredError`
+is the 410 that means "list again".
 """
 
 from __future__ import annotations
@@ -18,37 +17,22 @@ from typing import Any
 
 import aiohttp
 
+from autoscaler.kube.errors import KubeApiError, WatchExpiredError
+
 JSON = dict[str, Any]
 
 Scope = str | None
 """Where one list or watch looks: a namespace, or None for all namespaces."""
 
 
-class KubeDiscoveryError(Exception):
-    """A call to the Kubernetes API failed; the library's exception, if any, is chained as `__cause__`."""
-
-
-class KubeApiStatusError(KubeDiscoveryError):
-    """The API server answered with an error Status (`code` is the HTTP status, `reason` the Status reason)."""
-
-    def __init__(self, message: str, code: int, reason: str = "") -> None:
-        super().__init__(message)
-        self.code = code
-        self.reason = reason
-
-
-class WatchExpiredError(KubeApiStatusError):
-    """410: the resourceVersion to resume from is no longer retained; only a fresh list recovers."""
-
-
 async def read_json(call: Callable[[], Awaitable[aiohttp.ClientResponse]], what: str) -> JSON:
-    """Make a raw API call and decode its JSON body; every failure becomes a `KubeDiscoveryError`.
+    """Make a raw API call and decode its JSON body; every failure becomes a `KubeApiError`.
 
     The call is made inside the guard: the generated methods validate their arguments when called."""
     try:
         response = await call()
     except Exception as error:
-        raise KubeDiscoveryError(f"{what}: {describe(error)}") from error
+        raise KubeApiError(f"{what}: {describe(error)}") from error
     try:
         body = await read_body(response, what)
     finally:
@@ -56,7 +40,7 @@ async def read_json(call: Callable[[], Awaitable[aiohttp.ClientResponse]], what:
     if response.status >= 300:
         raise status_error(what, response.status, body)
     if not isinstance(body, dict):
-        raise KubeDiscoveryError(f"{what}: the answer is not a JSON object")
+        raise KubeApiError(f"{what}: the answer is not a JSON object")
     return body
 
 
@@ -65,16 +49,16 @@ async def read_body(response: aiohttp.ClientResponse, what: str) -> Any:
     try:
         raw = await response.read()
     except Exception as error:
-        raise KubeDiscoveryError(f"{what}: reading the answer failed: {describe(error)}") from error
+        raise KubeApiError(f"{what}: reading the answer failed: {describe(error)}") from error
     try:
         return json.loads(raw) if raw else None
     except ValueError as error:
         if response.status >= 300:
             return raw.decode("utf-8", "replace")
-        raise KubeDiscoveryError(f"{what}: the answer is not JSON") from error
+        raise KubeApiError(f"{what}: the answer is not JSON") from error
 
 
-def status_error(what: str, code: int, body: Any) -> KubeApiStatusError:
+def status_error(what: str, code: int, body: Any) -> KubeApiError:
     """The error for a failed answer, from its Status object when there is one."""
     reason = ""
     message = ""
@@ -87,7 +71,7 @@ def status_error(what: str, code: int, body: Any) -> KubeApiStatusError:
     text = f"{what}: {code} {reason}: {message}".rstrip(": ")
     if code == 410:
         return WatchExpiredError(text, code, reason)
-    return KubeApiStatusError(text, code, reason)
+    return KubeApiError(text, code, reason)
 
 
 def describe(error: BaseException) -> str:

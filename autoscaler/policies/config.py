@@ -27,10 +27,11 @@ from dataclasses import fields, replace
 from typing import Final
 
 import yaml
+from cachetools import LRUCache
 
 from autoscaler.model import RuntimeKey
 from autoscaler.names import POLICY_ANNOTATION_PREFIX
-from autoscaler.policy import RuntimePolicy
+from autoscaler.policies.policy import RuntimePolicy
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +151,8 @@ class PolicyBook:
 
     __slots__ = ("_cache", "defaults", "runtimes")
 
-    _CACHE_LIMIT: Final = 10_000
+    _CACHE_LIMIT: Final = 100_000
+    """Runtime and annotation-set pairs kept; far above any fleet, so a refresh never recomputes a policy."""
 
     def __init__(
         self,
@@ -164,7 +166,8 @@ class PolicyBook:
                 check_policy(policy)
             except ValueError as exc:
                 raise ConfigError(f"policy for {where}: {exc}") from exc
-        self._cache: dict[tuple[RuntimeKey, tuple[tuple[str, str], ...]], RuntimePolicy] = {}
+        self._cache: LRUCache[tuple[RuntimeKey, tuple[tuple[str, str], ...]], RuntimePolicy] = LRUCache(
+            self._CACHE_LIMIT)
 
     def policy_for(self, key: RuntimeKey, annotations: Mapping[str, str] | None = None) -> RuntimePolicy:
         """The policy of one runtime; cheap to call every refresh (results are cached by annotation set)."""
@@ -180,8 +183,6 @@ class PolicyBook:
                 policy = apply_overrides(policy, {name: raw})
             except ValueError as exc:
                 log.warning("runtime %s: ignoring annotation %s=%r: %s", key, annotation, raw, exc)
-        if len(self._cache) >= self._CACHE_LIMIT:
-            self._cache.clear()
         self._cache[cache_key] = policy
         return policy
 

@@ -1,7 +1,7 @@
 """Writes `controller.kubernetes.io/pod-deletion-cost` on runtime pods so that, when the HPA lowers the
 replicas, the ReplicaSet removes the least-needed pod first (DESIGN §7). The costs come from the pure ranking
-(`autoscaler.ranking`, through `RuntimeView.pods`); when each pod is due is decided by the pure
-`autoscaler.deletion_cost_plan`; this module does the writing.
+(`autoscaler.policies.ranking`, through `RuntimeView.pods`); when each pod is due is decided by the pure
+`autoscaler.actuation.deletion_cost_plan`; this module does the writing.
 
 How (`DeletionCostWriter`): the refresh loop hands each refresh's views over through a one-slot mailbox (the
 newest views replace older ones; `on_refresh` never waits), and the writer's own task plans and patches. A pass
@@ -25,9 +25,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from autoscaler.backoff import exponential_delay
-from autoscaler.deletion_cost_plan import PodId, PodPatch, PodRecord, plan_patches, scale_down_pending
-from autoscaler.kube_client import KubeApiError
+from autoscaler.actuation.deletion_cost_plan import PodId, PodPatch, PodRecord, plan_patches, scale_down_pending
+from autoscaler.kube.backoff import exponential_delay
+from autoscaler.kube.client import KubeApiError
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.selfmetrics import AdapterMetrics
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 
 class PodAnnotator(Protocol):
-    """What the writer needs from Kubernetes (`autoscaler.kube_client.KubeClient` has it)."""
+    """What the writer needs from Kubernetes (`autoscaler.kube.client.KubeClient` has it)."""
 
     async def patch_pod_annotations(self, namespace: str, name: str, annotations: Mapping[str, str]) -> None: ...
 

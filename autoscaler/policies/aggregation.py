@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from autoscaler.model import PodSample
-from autoscaler.policy import RuntimePolicy
+from autoscaler.policies.policy import RuntimePolicy
 
 _INF = math.inf
 

@@ -2,7 +2,7 @@
 
 Defaults here are the built-in defaults of DESIGN §6. A config file (`--config`) replaces them for all or
 some runtimes, and `autoscaler.modelmesh.io/<key-with-dashes>` annotations on a runtime's Deployment
-override single fields (see `autoscaler.config`).
+override single fields (see `autoscaler.policies.config`).
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ import math
 from dataclasses import dataclass
 from typing import Final
 
-from autoscaler.aggregation import Aggregate
-from autoscaler.policy import RuntimePolicy
+from autoscaler.policies.aggregation import Aggregate
+from autoscaler.policies.policy import RuntimePolicy
 
 GPU: Final = "gpu"
 REQUESTS: Final = "requests"

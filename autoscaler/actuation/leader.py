@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final, Protocol
 
-from autoscaler.kube_client import JSON, KubeApiError
+from autoscaler.kube.client import JSON, KubeApiError
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ JITTER_FACTOR: Final = 1.2  # client-go's JitterFactor for acquire retries
 
 
 class LeaseStore(Protocol):
-    """The Lease calls the elector needs (`autoscaler.kube_client.KubeClient` has them)."""
+    """The Lease calls the elector needs (`autoscaler.kube.client.KubeClient` has them)."""
 
     async def get_lease(self, namespace: str, name: str) -> JSON | None: ...
 

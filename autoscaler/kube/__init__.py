@@ -1,0 +1,13 @@
+"""The one layer over the Kubernetes API (`kubernetes.aio`): connection settings, one error hierarchy, raw
+JSON calls, patches, Leases and access reviews.
+
+- `config`: where connection settings come from (`--kubeconfig`, in-cluster, default kubeconfig).
+- `errors`: `KubeConfigError`, `KubeApiError` (status, reason, Retry-After), `WatchExpiredError`.
+- `raw`: raw JSON reads for lists and watches; the API's error Status objects become `KubeApiError`.
+- `client`: typed writes: pod annotation merge patches and Lease get/create/replace.
+- `reviews`: TokenReview, SubjectAccessReview and the authentication ConfigMap.
+- `backoff`: the capped, jittered exponential backoff every caller retries with.
+
+Library exceptions never leave this package. May import `autoscaler.model`, `autoscaler.names` and
+`autoscaler.selfmetrics`; never `sources`, `api`, `actuation` or `policies`.
+"""

@@ -1,0 +1,12 @@
+"""Pure decisions: every function here is a function of a snapshot, a policy and a clock, and does no I/O.
+
+- `aggregation`: per-signal freshness, the skew-aware power mean, cache pressure.
+- `recommendation`: desired replicas from the aggregates (capacity, queue and cache terms, bounds).
+- `smoothing`: up at once, down exponentially, held while data is missing.
+- `ranking`: each pod's need and its deletion-cost bucket.
+- `decision`: composes the above into the `RuntimeView` the API serves.
+- `policy`, `config`: the per-runtime settings, from the config file and Deployment annotations.
+
+May import only `autoscaler.model`, `autoscaler.names` and the standard library (and each other): never
+`kube`, `sources`, `api` or `actuation`. `tests/test_architecture.py` enforces it.
+"""
