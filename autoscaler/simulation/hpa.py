@@ -1,0 +1,331 @@
+"""The HorizontalPodAutoscaler as Kubernetes documents it (autoscaling/v2), one sync at a time.
+
+One model of the HPA, shared by the simulator, the demo and the tests, so that what we claim about "the HPA"
+is checked against the Kubernetes documentation's worked examples once (tests/simulation/test_hpa.py). It
+follows the documented algorithm and the controller it describes (`pkg/controller/podautoscaler`):
+
+- every `sync_period_s` (15 s), each metric proposes `ceil(ratio * pods)`, where `ratio = current / target`,
+  unless the ratio is within `tolerance` (0.1) of 1, when it proposes the current replicas;
+- `External` metrics: a `Value` target scales by `value / target` over the Ready pods; an `AverageValue`
+  target divides the value by the current replicas, i.e. proposes `ceil(value / target)`;
+- per-pod metrics (`Pods`, `Resource` utilization): the mean over pods with metrics; pods without a metric
+  count as using the target on a scale-down and nothing on a scale-up, not-yet-Ready pods count as using
+  nothing on a scale-up, and the whole proposal is dropped if that reverses its direction;
+- the largest proposal over all metrics wins; if some metric fails and the rest would scale down, nothing
+  happens (an HPA scales up on what it can read, never down on a partial view);
+- `behavior`: the scale-up window takes the lowest, the scale-down window the highest recommendation seen
+  within it; then the policies limit the change per period (`selectPolicy` Max, Min or Disabled), counted
+  from the replicas at the start of each policy's period; then `minReplicas`/`maxReplicas`.
+
+Pure apart from its own memory (recommendations and scale events, as the controller keeps them); the caller
+passes the time and the metric readings, so the demo can read a real API and the simulator a simulated one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+SYNC_PERIOD_S: Final = 15.0
+TOLERANCE: Final = 0.1
+DOWNSCALE_STABILIZATION_S: Final = 300
+"""`--horizontal-pod-autoscaler-downscale-stabilization`: the scale-down window when behavior names none."""
+
+PolicyType = Literal["Pods", "Percent"]
+SelectPolicy = Literal["Max", "Min", "Disabled"]
+TargetType = Literal["Value", "AverageValue", "Utilization"]
+MetricKind = Literal["External", "Pods", "Resource"]
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingPolicy:
+    type: PolicyType
+    value: int
+    period_s: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingRules:
+    stabilization_window_s: int
+    select_policy: SelectPolicy
+    policies: tuple[ScalingPolicy, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Behavior:
+    scale_up: ScalingRules
+    scale_down: ScalingRules
+
+
+DEFAULT_SCALE_UP: Final = ScalingRules(0, "Max", (ScalingPolicy("Pods", 4, 15), ScalingPolicy("Percent", 100, 15)))
+DEFAULT_SCALE_DOWN: Final = ScalingRules(DOWNSCALE_STABILIZATION_S, "Max", (ScalingPolicy("Percent", 100, 15),))
+DEFAULT_BEHAVIOR: Final = Behavior(DEFAULT_SCALE_UP, DEFAULT_SCALE_DOWN)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """One entry of `spec.metrics`: which metric, and the target it is held at."""
+
+    name: str
+    kind: MetricKind
+    target_type: TargetType
+    target: float  # the value, average value, or utilization in percent
+
+    def describe(self) -> str:
+        unit = "%" if self.target_type == "Utilization" else ""
+        return f"{self.kind} {self.name} {self.target_type} {self.target:g}{unit}"
+
+
+@dataclass(frozen=True, slots=True)
+class HpaSpec:
+    metrics: tuple[MetricSpec, ...]
+    min_replicas: int = 1
+    max_replicas: int = 10
+    behavior: Behavior = DEFAULT_BEHAVIOR
+    tolerance: float = TOLERANCE
+
+
+@dataclass(frozen=True, slots=True)
+class HpaPod:
+    """A pod of the scale target as the HPA sees it."""
+
+    name: str
+    ready: bool
+
+
+MetricReading = float | Mapping[str, float] | None
+"""An External metric's value, a per-pod metric's values by pod name, or None when the read failed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleDecision:
+    """The outcome of one sync: the replicas to set, and why, in words a person reads."""
+
+    current: int
+    desired: int
+    proposals: dict[str, int | None]  # per metric name; None: the metric could not be read
+    metric: str | None  # the metric whose proposal won
+    limited_by: str | None  # "scaleUp window", "scaleDown window", "scaleUp policy", "minReplicas", ...
+    reason: str
+
+    @property
+    def changed(self) -> bool:
+        return self.desired != self.current
+
+
+@dataclass
+class _Event:
+    at: float
+    change: int  # pods added (scale-up) or removed (scale-down), positive
+
+
+@dataclass
+class HorizontalPodAutoscaler:
+    """One HPA object with the controller's memory of it."""
+
+    spec: HpaSpec
+    _recommendations: list[tuple[float, int]] = field(default_factory=list)
+    _ups: list[_Event] = field(default_factory=list)
+    _downs: list[_Event] = field(default_factory=list)
+
+    def sync(self, now: float, current: int, pods: Sequence[HpaPod],
+             readings: Mapping[str, MetricReading]) -> ScaleDecision:
+        """One reconcile at `now` with `current` = the scale target's `spec.replicas`; records the scale."""
+        spec = self.spec
+        proposals: dict[str, int | None] = {}
+        if current > spec.max_replicas:
+            return self._act(now, current, spec.max_replicas, proposals, None, "maxReplicas",
+                             "current replicas above maxReplicas")
+        if current < spec.min_replicas:
+            return self._act(now, current, spec.min_replicas, proposals, None, "minReplicas",
+                             "current replicas below minReplicas")
+        best, best_metric = 0, None
+        for metric in spec.metrics:
+            proposal = propose(metric, readings.get(metric.name), current, pods, spec.tolerance)
+            proposals[metric.name] = proposal
+            if proposal is not None and (best_metric is None or proposal > best):
+                best, best_metric = proposal, metric.name
+        failed = sum(1 for p in proposals.values() if p is None)
+        if failed == len(spec.metrics) or (failed and best < current):
+            return ScaleDecision(current, current, proposals, None, None,
+                                 f"{failed} of {len(spec.metrics)} metrics unreadable: no scale-down, holding")
+        stabilized, window = self._stabilize(now, current, best)
+        desired, limit = self._limit(now, current, stabilized)
+        return self._act(now, current, desired, proposals, best_metric, limit or window,
+                         _why(current, best, best_metric, stabilized, window, desired, limit))
+
+    def _act(self, now: float, current: int, desired: int, proposals: dict[str, int | None],
+             metric: str | None, limited_by: str | None, reason: str) -> ScaleDecision:
+        if desired > current:
+            self._ups.append(_Event(now, desired - current))
+        elif desired < current:
+            self._downs.append(_Event(now, current - desired))
+        return ScaleDecision(current, desired, proposals, metric, limited_by, reason)
+
+    def _stabilize(self, now: float, current: int, desired: int) -> tuple[int, str | None]:
+        """Bring the recommendation inside the windows; remember the raw one (the controller's order)."""
+        up_cut = now - self.spec.behavior.scale_up.stabilization_window_s
+        down_cut = now - self.spec.behavior.scale_down.stabilization_window_s
+        up, down = desired, desired
+        kept = []
+        for at, recommendation in self._recommendations:
+            if at > up_cut:
+                up = min(up, recommendation)
+            if at > down_cut:
+                down = max(down, recommendation)
+            if at > up_cut or at > down_cut:
+                kept.append((at, recommendation))
+        kept.append((now, desired))
+        self._recommendations = kept
+        result = max(current, up)
+        result = min(result, down)
+        window = None
+        if result < desired:
+            window = "scaleUp window"
+        elif result > desired:
+            window = "scaleDown window"
+        return result, window
+
+    def _limit(self, now: float, current: int, desired: int) -> tuple[int, str | None]:
+        spec = self.spec
+        if desired > current:
+            limit = max(current, _rate_limit(current, now, self._ups, self._downs, spec.behavior.scale_up, up=True))
+            ceiling, why = (limit, "scaleUp policy") if spec.max_replicas > limit else (spec.max_replicas,
+                                                                                          "maxReplicas")
+            return (ceiling, why) if desired > ceiling else (desired, None)
+        if desired < current:
+            limit = min(current, _rate_limit(current, now, self._ups, self._downs, spec.behavior.scale_down,
+                                             up=False))
+            floor, why = (limit, "scaleDown policy") if limit > spec.min_replicas else (spec.min_replicas,
+                                                                                        "minReplicas")
+            return (floor, why) if desired < floor else (desired, None)
+        return desired, None
+
+
+def _changed_within(events: Sequence[_Event], now: float, period_s: int) -> int:
+    return sum(e.change for e in events if e.at > now - period_s)
+
+
+def _rate_limit(current: int, now: float, ups: Sequence[_Event], downs: Sequence[_Event], rules: ScalingRules,
+                up: bool) -> int:
+    """The furthest the policies let replicas move from `current` now (controller's calculate*Limit)."""
+    if rules.select_policy == "Disabled" or not rules.policies:
+        return current
+    proposals = []
+    for policy in rules.policies:
+        start = current - _changed_within(ups, now, policy.period_s) + _changed_within(downs, now, policy.period_s)
+        if up:
+            proposals.append(start + policy.value if policy.type == "Pods"
+                             else math.ceil(start * (1 + policy.value / 100)))
+        else:
+            proposals.append(start - policy.value if policy.type == "Pods"
+                             else int(start * (1 - policy.value / 100)))
+    # Max picks the biggest change: the highest limit up, the lowest limit down; Min the reverse.
+    biggest = rules.select_policy == "Max"
+    return max(proposals) if biggest == up else min(proposals)
+
+
+def propose(metric: MetricSpec, reading: MetricReading, current: int, pods: Sequence[HpaPod],
+            tolerance: float = TOLERANCE) -> int | None:
+    """The replicas one metric proposes, or None when it cannot be read."""
+    if reading is None:
+        return None
+    ready = sum(1 for p in pods if p.ready)
+    if isinstance(reading, (int, float)):
+        if metric.kind != "External" or not math.isfinite(reading):
+            return None
+        if metric.target_type == "AverageValue":
+            if current == 0:
+                return math.ceil(reading / metric.target)
+            ratio = reading / (metric.target * current)
+            return current if abs(1.0 - ratio) <= tolerance else math.ceil(reading / metric.target)
+        ratio = reading / metric.target
+        if current == 0:
+            return math.ceil(ratio)
+        return current if abs(1.0 - ratio) <= tolerance else math.ceil(ratio * ready)
+    return _per_pod(metric.target, reading, current, pods, tolerance)
+
+
+def _per_pod(target: float, values: Mapping[str, float], current: int, pods: Sequence[HpaPod],
+             tolerance: float) -> int | None:
+    """The controller's plain per-pod calculation, with its missing-metric and not-ready rules."""
+    metrics = {p.name: values[p.name] for p in pods if p.ready and p.name in values}
+    unready = [p.name for p in pods if not p.ready]
+    missing = [p.name for p in pods if p.ready and p.name not in values]
+    if not metrics:
+        return None
+    ratio = sum(metrics.values()) / len(metrics) / target
+    up_with_unready = bool(unready) and ratio > 1.0
+    if not up_with_unready and not missing:
+        return current if abs(1.0 - ratio) <= tolerance else math.ceil(ratio * len(metrics))
+    for name in missing:
+        metrics[name] = target if ratio < 1.0 else 0.0
+    if up_with_unready:
+        for name in unready:
+            metrics[name] = 0.0
+    new_ratio = sum(metrics.values()) / len(metrics) / target
+    if abs(1.0 - new_ratio) <= tolerance or (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
+        return current
+    replicas = math.ceil(new_ratio * len(metrics))
+    if (new_ratio < 1.0 and replicas > current) or (new_ratio > 1.0 and replicas < current):
+        return current
+    return replicas
+
+
+def _why(current: int, proposed: int, metric: str | None, stabilized: int, window: str | None, desired: int,
+         limit: str | None) -> str:
+    if desired == current and proposed == current:
+        return f"{metric} proposes {proposed}: within tolerance or at target"
+    text = f"{metric} proposes {proposed}"
+    if window:
+        text += f"; {window} holds {stabilized}"
+    if limit:
+        text += f"; {limit} allows {desired}"
+    if desired != current:
+        text += f"; {'scale up' if desired > current else 'scale down'} {current} -> {desired}"
+    return text
+
+
+def _rules(raw: Any, default: ScalingRules, where: str) -> ScalingRules:
+    """API defaulting: fields left out of a scaling rule take the default rule's values."""
+    if raw is None:
+        return default
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where}: expected a mapping, got {raw!r}")
+    policies = default.policies
+    if raw.get("policies") is not None:
+        policies = tuple(
+            ScalingPolicy(str(p["type"]), int(p["value"]), int(p["periodSeconds"]))  # type: ignore[arg-type]
+            for p in raw["policies"]
+        )
+        for p in policies:
+            if p.type not in ("Pods", "Percent") or p.value <= 0 or not 0 < p.period_s <= 1800:
+                raise ValueError(f"{where}: bad policy {p}")
+    select = str(raw.get("selectPolicy", default.select_policy))
+    if select not in ("Max", "Min", "Disabled"):
+        raise ValueError(f"{where}: selectPolicy must be Max, Min or Disabled, got {select!r}")
+    window = int(raw.get("stabilizationWindowSeconds", default.stabilization_window_s))
+    if not 0 <= window <= 3600:
+        raise ValueError(f"{where}: stabilizationWindowSeconds must be 0..3600, got {window}")
+    return ScalingRules(window, select, policies)  # type: ignore[arg-type]
+
+
+def behavior_from_manifest(document: Mapping[str, Any]) -> Behavior:
+    """The `spec.behavior` of an HPA manifest (or a bare behavior mapping), with Kubernetes' defaults."""
+    raw = document.get("spec", {}).get("behavior") if "spec" in document else document.get("behavior", document)
+    if raw is None:
+        return DEFAULT_BEHAVIOR
+    return Behavior(_rules(raw.get("scaleUp"), DEFAULT_SCALE_UP, "behavior.scaleUp"),
+                    _rules(raw.get("scaleDown"), DEFAULT_SCALE_DOWN, "behavior.scaleDown"))
+
+
+def describe_behavior(behavior: Behavior) -> str:
+    """One line per direction, as `kubectl describe hpa` would make a person read it."""
+    lines = []
+    for name, rules in (("scaleUp", behavior.scale_up), ("scaleDown", behavior.scale_down)):
+        policies = ", ".join(f"{p.value}{'%' if p.type == 'Percent' else ' pods'} per {p.period_s}s"
+                             for p in rules.policies)
+        lines.append(f"{name}: window {rules.stabilization_window_s}s, {rules.select_policy} of [{policies}]")
+    return "; ".join(lines)

@@ -1,0 +1,181 @@
+"""The HPA model against the Kubernetes documentation's own examples (Horizontal Pod Autoscaling, "Algorithm
+details", "Configurable scaling behavior", and the HorizontalPodAutoscaler walkthrough). Every expected number
+below is the documentation's, or worked by hand from its rules in the comment beside it."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+import yaml
+
+from autoscaler.simulation.hpa import (
+    DEFAULT_BEHAVIOR,
+    Behavior,
+    HorizontalPodAutoscaler,
+    HpaPod,
+    HpaSpec,
+    MetricSpec,
+    ScalingPolicy,
+    ScalingRules,
+    behavior_from_manifest,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+PER_POD = MetricSpec("requests", "Pods", "AverageValue", 100.0)  # 100m per pod, as in the docs
+CPU = MetricSpec("cpu", "Resource", "Utilization", 50.0)
+DESIRED = MetricSpec("modelmesh_desired_replicas", "External", "AverageValue", 1.0)
+BUSY = MetricSpec("modelmesh_gpu_busy", "External", "Value", 0.8)
+
+
+def pods(n: int, unready: int = 0) -> list[HpaPod]:
+    return [HpaPod(f"p{i}", ready=i >= unready) for i in range(n)]
+
+
+def even(n: int, value: float) -> dict[str, float]:
+    return {f"p{i}": value for i in range(n)}
+
+
+@pytest.mark.parametrize(("per_pod", "expected"), [
+    (200.0, 8),  # "200m against 100m: the number of replicas will be doubled"
+    (50.0, 2),  # "50m: you'll halve the number of replicas"
+    (108.0, 4),  # ratio 1.08, within the 0.1 tolerance: no change
+    (92.0, 4),  # ratio 0.92, within tolerance
+    (115.0, 5),  # ratio 1.15: ceil(4 * 1.15) = ceil(4.6) = 5
+])
+def test_replica_formula_and_tolerance(per_pod: float, expected: int) -> None:
+    hpa = HorizontalPodAutoscaler(HpaSpec((PER_POD,), min_replicas=1, max_replicas=20))
+    assert hpa.sync(0.0, 4, pods(4), {"requests": even(4, per_pod)}).desired == expected
+
+
+def test_walkthrough_305_percent_cpu_on_one_pod_ends_at_seven_replicas() -> None:
+    # php-apache: CPU at 305% of a 50% target on one pod -> ceil(305/50) = 7 replicas. The default scale-up
+    # policy (max of +4 pods and +100% per 15 s) first allows 1 + 4 = 5, then 7 a period later.
+    hpa = HorizontalPodAutoscaler(HpaSpec((CPU,), min_replicas=1, max_replicas=10))
+    first = hpa.sync(0.0, 1, pods(1), {"cpu": even(1, 305.0)})
+    assert (first.proposals["cpu"], first.desired, first.limited_by) == (7, 5, "scaleUp policy")
+    # The same load over 5 pods is 61% each: ceil(5 * 61 / 50) = ceil(6.1) = 7. Within the first period the
+    # 4 pods added at t=0 still count, so nothing more yet; a period later, 7.
+    assert hpa.sync(10.0, 5, pods(5), {"cpu": even(5, 61.0)}).desired == 5
+    assert hpa.sync(15.0, 5, pods(5), {"cpu": even(5, 61.0)}).desired == 7
+
+
+def test_scale_down_policies_example_80_to_10() -> None:
+    # "scaleDown: policies: Pods 4 per 60s, Percent 10 per 60s": from 80 replicas to 10, the first step removes
+    # 8; at 72, 10% is 7.2, rounded up to 8; below 40 the Pods policy (4 at a time) is the larger change.
+    behavior = Behavior(DEFAULT_BEHAVIOR.scale_up,
+                        ScalingRules(0, "Max", (ScalingPolicy("Pods", 4, 60), ScalingPolicy("Percent", 10, 60))))
+    hpa = HorizontalPodAutoscaler(HpaSpec((DESIRED,), min_replicas=1, max_replicas=100, behavior=behavior))
+    replicas, seen = 80, [80]
+    for minute in range(12):
+        replicas = hpa.sync(60.0 * minute, replicas, pods(replicas), {DESIRED.name: 10.0}).desired
+        seen.append(replicas)
+    assert seen[:9] == [80, 72, 64, 57, 51, 45, 40, 36, 32]
+    assert seen[9:] == [28, 24, 20, 16]  # 4 at a time below 40
+
+
+def test_a_second_sync_within_the_period_counts_the_pods_already_removed() -> None:
+    behavior = Behavior(DEFAULT_BEHAVIOR.scale_up, ScalingRules(0, "Max", (ScalingPolicy("Percent", 10, 60),)))
+    hpa = HorizontalPodAutoscaler(HpaSpec((DESIRED,), min_replicas=1, max_replicas=100, behavior=behavior))
+    assert hpa.sync(0.0, 80, pods(80), {DESIRED.name: 10.0}).desired == 72
+    assert hpa.sync(15.0, 72, pods(72), {DESIRED.name: 10.0}).desired == 72  # 10% of the 80 at period start
+    assert hpa.sync(60.0, 72, pods(72), {DESIRED.name: 10.0}).desired == 64
+
+
+def test_scale_down_stabilization_window_uses_the_highest_recommendation_of_the_window() -> None:
+    # The default: 300 s scale-down window, 100% per 15 s.
+    hpa = HorizontalPodAutoscaler(HpaSpec((DESIRED,), min_replicas=1, max_replicas=20))
+    replicas = 10
+    history = []
+    for t in range(0, 400, 15):
+        value = 10.0 if t < 60 else 4.0
+        decision = hpa.sync(float(t), replicas, pods(replicas), {DESIRED.name: value})
+        replicas = decision.desired
+        history.append((t, replicas))
+    # 10 was last recommended at t=45; it leaves the window (t > now - 300) at t=345.
+    assert all(r == 10 for t, r in history if t < 345)
+    assert dict(history)[345] == 4
+
+
+def test_one_pod_per_period_policy_like_the_shipped_manifest() -> None:
+    behavior = behavior_from_manifest(yaml.safe_load((ROOT / "manifests/examples/hpa-triton.yaml").read_text()))
+    down = behavior.scale_down
+    hpa = HorizontalPodAutoscaler(HpaSpec((DESIRED,), min_replicas=1, max_replicas=20, behavior=behavior))
+    replicas, changes = 5, []
+    for t in range(0, 3000, 15):
+        value = 5.0 if t == 0 else 1.0  # 5 recommended at t=0, then 1
+        new = hpa.sync(float(t), replicas, pods(replicas), {DESIRED.name: value}).desired
+        if new != replicas:
+            changes.append((t, new))
+        replicas = new
+    assert down.policies == (ScalingPolicy("Pods", 1, 300),)
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(changes)]
+    assert [r for _, r in changes] == [4, 3, 2, 1]
+    assert changes[0][0] == down.stabilization_window_s  # the t=0 recommendation leaves the window
+    assert all(gap >= 300 for gap in gaps)
+
+
+def test_select_policy_min_takes_the_smaller_change_and_disabled_stops_scaling_down() -> None:
+    # Docs: "to ensure that no more than 5 pods are removed per minute, add a second policy of 5 pods and
+    # selectPolicy Min". From 100 pods: 10% is 10, 5 pods is 5 -> remove 5.
+    rules = ScalingRules(0, "Min", (ScalingPolicy("Percent", 10, 60), ScalingPolicy("Pods", 5, 60)))
+    hpa = HorizontalPodAutoscaler(HpaSpec((DESIRED,), max_replicas=200,
+                                          behavior=Behavior(DEFAULT_BEHAVIOR.scale_up, rules)))
+    assert hpa.sync(0.0, 100, pods(100), {DESIRED.name: 10.0}).desired == 95
+    disabled = Behavior(DEFAULT_BEHAVIOR.scale_up, ScalingRules(0, "Disabled", rules.policies))
+    hpa = HorizontalPodAutoscaler(HpaSpec((DESIRED,), max_replicas=200, behavior=disabled))
+    assert hpa.sync(0.0, 100, pods(100), {DESIRED.name: 10.0}).desired == 100
+    assert hpa.sync(15.0, 100, pods(100), {DESIRED.name: 150.0}).desired == 150  # scale-up still allowed
+
+
+def test_external_value_and_average_value_targets() -> None:
+    hpa = HorizontalPodAutoscaler(HpaSpec((BUSY,), max_replicas=20))
+    # Value: ratio 1.2 / 0.8 = 1.5 over the 4 Ready pods -> 6 (a starting pod does not count).
+    assert hpa.sync(0.0, 5, pods(5, unready=1), {BUSY.name: 1.2}).proposals[BUSY.name] == 6
+    hpa = HorizontalPodAutoscaler(HpaSpec((DESIRED,), max_replicas=20))
+    # AverageValue 1: the value divided by the 4 replicas is 1.5 per pod -> ceil(6 / 1) = 6.
+    assert hpa.sync(0.0, 4, pods(4), {DESIRED.name: 6.0}).desired == 6
+    # Within tolerance of the current 10 replicas: 10.5 / 10 = 1.05 -> hold.
+    assert hpa.sync(15.0, 10, pods(10), {DESIRED.name: 10.5}).desired == 10
+
+
+def test_the_largest_proposal_wins_and_a_failed_metric_blocks_only_scale_down() -> None:
+    hpa = HorizontalPodAutoscaler(HpaSpec((DESIRED, BUSY), max_replicas=20))
+    both = hpa.sync(0.0, 4, pods(4), {DESIRED.name: 6.0, BUSY.name: 1.6})  # 6 and ceil(2 * 4) = 8
+    assert (both.desired, both.metric) == (8, BUSY.name)
+    hpa = HorizontalPodAutoscaler(HpaSpec((DESIRED, BUSY), max_replicas=20, behavior=Behavior(
+        DEFAULT_BEHAVIOR.scale_up, ScalingRules(0, "Max", DEFAULT_BEHAVIOR.scale_down.policies))))
+    held = hpa.sync(0.0, 8, pods(8), {DESIRED.name: 2.0, BUSY.name: None})
+    assert held.desired == 8 and "no scale-down" in held.reason
+    up = hpa.sync(15.0, 8, pods(8), {DESIRED.name: 12.0, BUSY.name: None})
+    assert up.desired == 12
+    assert hpa.sync(30.0, 12, pods(12), {}).desired == 12  # nothing readable: hold
+
+
+def test_missing_and_unready_pods_are_counted_conservatively() -> None:
+    hpa = HorizontalPodAutoscaler(HpaSpec((PER_POD,), max_replicas=20))
+    # 3 of 4 pods report 50 against 100 (ratio 0.5, a scale-down); the missing one counts as at target:
+    # (50 + 50 + 50 + 100) / 4 = 62.5 -> ceil(0.625 * 4) = 3, not the 2 the three alone would give.
+    three = {"p0": 50.0, "p1": 50.0, "p2": 50.0}
+    assert hpa.sync(0.0, 4, pods(4), {PER_POD.name: three}).proposals[PER_POD.name] == 3
+    # 2 Ready pods at 200 (ratio 2) and 2 starting pods: those count as 0 -> (200 + 200) / 4 = 100: hold at 4.
+    hot = {"p2": 200.0, "p3": 200.0}
+    assert hpa.sync(15.0, 4, pods(4, unready=2), {PER_POD.name: hot}).proposals[PER_POD.name] == 4
+
+
+def test_replicas_stay_within_min_and_max() -> None:
+    hpa = HorizontalPodAutoscaler(HpaSpec((DESIRED,), min_replicas=2, max_replicas=6))
+    up = hpa.sync(0.0, 4, pods(4), {DESIRED.name: 40.0})
+    assert (up.desired, up.limited_by) == (6, "maxReplicas")
+    assert hpa.sync(1000.0, 6, pods(6), {DESIRED.name: 0.0}).desired == 2
+
+
+def test_manifest_behavior_fills_left_out_fields_with_kubernetes_defaults() -> None:
+    behavior = behavior_from_manifest({"spec": {"behavior": {"scaleDown": {"policies": [
+        {"type": "Pods", "value": 2, "periodSeconds": 120}]}}}})
+    assert behavior.scale_up == DEFAULT_BEHAVIOR.scale_up
+    assert behavior.scale_down == ScalingRules(300, "Max", (ScalingPolicy("Pods", 2, 120),))
+    assert behavior_from_manifest({"spec": {}}) == DEFAULT_BEHAVIOR
+    with pytest.raises(ValueError, match="selectPolicy"):
+        behavior_from_manifest({"behavior": {"scaleUp": {"selectPolicy": "Fastest"}}})
