@@ -32,6 +32,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "the adapter, and print what the adapter serves every few seconds. No cluster needed.",
     )
     add_demo_arguments(demo)
+    from autoscaler.simulation.cli import add_simulate_arguments
+
+    simulate = commands.add_parser(
+        "simulate", help="replay a request trace through the decision code and an HPA; compare policies",
+        description="Replay a per-model request trace (or a synthetic one) on a simulated ModelMesh runtime "
+                    "under fixed replicas, an HPA on mean utilization, and the skew-aware adapter; write "
+                    "report.json, report.md and timeline.png.",
+    )
+    add_simulate_arguments(simulate)
     return parser
 
 
@@ -53,6 +62,10 @@ def main(argv: list[str] | None = None) -> None:
         from autoscaler.demo.run import run_demo
 
         sys.exit(run_demo(args))
+    elif args.command == "simulate":
+        from autoscaler.simulation.cli import run_simulate
+
+        sys.exit(run_simulate(args))
 
 
 if __name__ == "__main__":

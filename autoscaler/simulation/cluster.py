@@ -1,0 +1,319 @@
+"""A simulated ModelMesh runtime: pods with a request capacity and an LRU model cache.
+
+Load is a fluid. At the start of each bucket (and whenever pods come or go) every model's request rate is
+routed the way ModelMesh routes requests: to the least busy pods that hold a copy (spread to equalise
+them), a model held nowhere is loaded on the least busy pod (a *cold load*: its requests wait the load time)
+evicting that pod's least recently used copy, and a model whose copies are all busy gets another copy on
+the least busy pod without one. Every tick each Ready pod serves up to `pod_rps * tick` requests; the rest
+queues. A request is *delayed* when it waits in the queue longer than the SLO (counted exactly for a
+linearly growing or draining queue) or waits for a cold load.
+
+New pods become Ready after the start-up delay with an empty cache; removed pods lose their models, and
+their queued requests go to the least busy remaining pod (ModelMesh retries them), so no request is lost.
+
+Each pod keeps the windows its exporter averages over (GPU busy over 10 s, request rate and queue delay
+over 30 s) and reports them as the `PodSample` the adapter's decision code reads.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+
+from autoscaler.model import PodSample
+from autoscaler.simulation.replicaset import ReplicaPod, pods_to_remove
+
+COPY_BUSY: float = 0.8
+"""A model gets another copy when every pod holding it is busier than this (share of capacity)..."""
+COPY_MIN_SHARE: float = 0.02
+"""... and each copy of it carries at least this share of a pod: a busy pod alone does not copy a cold model.
+Copies that take no requests age in the LRU and are evicted first, as ModelMesh drops unused copies."""
+BACKLOG_HORIZON_S: float = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterShape:
+    pod_rps: float = 20.0  # requests per second one pod serves at 100% busy
+    cache_models: int = 100  # model copies one pod holds
+    load_time_s: float = 10.0
+    startup_delay_s: float = 30.0
+    slo_queue_s: float = 0.1
+    gpu_window_s: float = 10.0
+    load_window_s: float = 30.0
+
+
+@dataclass(slots=True, eq=False)
+class SimPod:
+    """One runtime pod; compared and hashed by identity."""
+
+    name: str
+    created_at: float
+    ready_at: float
+    ready: bool = False
+    cache: OrderedDict[int, float] = field(default_factory=OrderedDict)  # model -> last used, LRU first
+    rate: float = 0.0  # requests per second routed here in the current bucket
+    backlog: float = 0.0  # requests queued
+    deletion_cost: int = 0
+    busy: deque[float] = field(default_factory=deque)
+    served: deque[float] = field(default_factory=deque)
+    queue: deque[float] = field(default_factory=deque)
+
+
+@dataclass(slots=True)
+class TickStats:
+    delayed: float = 0.0
+    cold_loads: int = 0
+    overloaded: bool = False
+
+
+class Cluster:
+    """The pods of one runtime and the models on them."""
+
+    def __init__(self, shape: ClusterShape, replicas: int, tick_s: float, start_s: float = 0.0) -> None:
+        self.shape = shape
+        self.tick_s = tick_s
+        self.pods: list[SimPod] = []
+        self.holders: dict[int, list[SimPod]] = {}
+        self._serial = 0
+        self._gpu_ticks = max(1, round(shape.gpu_window_s / tick_s))
+        self._load_ticks = max(1, round(shape.load_window_s / tick_s))
+        self.arrived = 0.0
+        self.served = 0.0
+        self.cold_loads = 0
+        self.copy_loads = 0
+        self.delayed = 0.0
+        self.orphan = 0.0  # requests that arrived while no pod was Ready
+        self._unrouted = 0.0  # request rate of the bucket while no pod is Ready
+        self._copying: dict[tuple[int, str], float] = {}  # (model, pod) -> when the extra copy is loaded
+        self._pending = TickStats()
+        for _ in range(replicas):
+            pod = self._new_pod(start_s, start_s)
+            pod.ready = True
+
+    # -- pods -------------------------------------------------------------------------------------------
+
+    def _new_pod(self, now: float, ready_at: float) -> SimPod:
+        pod = SimPod(f"pod-{self._serial}", created_at=now, ready_at=ready_at)
+        pod.busy, pod.served, pod.queue = deque(maxlen=self._gpu_ticks), deque(maxlen=self._load_ticks), deque(
+            maxlen=self._load_ticks)
+        self._serial += 1
+        self.pods.append(pod)
+        return pod
+
+    @property
+    def replicas(self) -> int:
+        return len(self.pods)
+
+    def ready_pods(self) -> list[SimPod]:
+        return [p for p in self.pods if p.ready]
+
+    def promote(self, now: float) -> bool:
+        """Make pods whose start-up delay has passed Ready; True when any did."""
+        changed = False
+        for pod in self.pods:
+            if not pod.ready and pod.ready_at <= now:
+                pod.ready = True
+                changed = True
+        return changed
+
+    def settle(self, now: float) -> bool:
+        """Finish copy loads and start-ups due by `now`; True when routing must be redone."""
+        changed = self.promote(now)
+        if self._copying:
+            by_name = {p.name: p for p in self.pods}
+            for key, due in list(self._copying.items()):
+                if due <= now:
+                    del self._copying[key]
+                    pod = by_name.get(key[1])
+                    if pod is not None and key[0] not in pod.cache:
+                        self._load(pod, key[0], now)
+                        self.copy_loads += 1
+                        changed = True
+        return changed
+
+    def scale_to(self, replicas: int, now: float) -> list[str]:
+        """Add pods (Ready after the start-up delay) or remove them in the ReplicaSet's order; removed names."""
+        if replicas > len(self.pods):
+            for _ in range(replicas - len(self.pods)):
+                self._new_pod(now, now + self.shape.startup_delay_s)
+            return []
+        view = [ReplicaPod(p.name, p.ready, p.deletion_cost, p.created_at) for p in self.pods]
+        gone = {r.name for r in pods_to_remove(view, len(self.pods) - replicas)}
+        removed = [p for p in self.pods if p.name in gone]
+        self.pods = [p for p in self.pods if p.name not in gone]
+        for pod in removed:
+            for model in pod.cache:
+                holders = self.holders[model]
+                holders.remove(pod)
+                if not holders:
+                    del self.holders[model]
+            if pod.backlog:
+                self._requeue(pod.backlog)
+        return sorted(gone)
+
+    def _requeue(self, requests: float) -> None:
+        ready = self.ready_pods()
+        if ready:
+            min(ready, key=lambda p: p.rate + p.backlog).backlog += requests
+        else:
+            self.orphan += requests
+
+    # -- routing ----------------------------------------------------------------------------------------
+
+    def _load(self, pod: SimPod, model: int, now: float) -> None:
+        cache = pod.cache
+        if len(cache) >= self.shape.cache_models:
+            evicted, _ = cache.popitem(last=False)
+            holders = self.holders[evicted]
+            holders.remove(pod)
+            if not holders:
+                del self.holders[evicted]
+        cache[model] = now
+        self.holders.setdefault(model, []).append(pod)
+
+    def route(self, now: float, models: list[int], rates: list[float], remaining_s: float) -> None:
+        """Spread the bucket's rates over the Ready pods; cold-load models no pod holds."""
+        ready = self.ready_pods()
+        for pod in self.pods:
+            # While routing, a queue counts as load it would take BACKLOG_HORIZON_S to drain: the least busy
+            # pod is the one with the least work ahead, as ModelMesh judges by requests in flight.
+            pod.rate = pod.backlog / BACKLOG_HORIZON_S
+        self._unrouted = 0.0 if ready else sum(rates)
+        if not ready:
+            return
+        if self.orphan:
+            orphan, self.orphan = self.orphan, 0.0
+            self._requeue(orphan)
+        capacity = self.shape.pod_rps
+        busy_at = COPY_BUSY * capacity
+        load_wait = min(self.shape.load_time_s, remaining_s)
+        holders_of = self.holders
+        loading: set[SimPod] = set()  # at most one copy starts loading per pod per routing
+        for rate, model in sorted(zip(rates, models, strict=True), reverse=True):
+            holders = holders_of.get(model)
+            if holders is None:
+                target = min(ready, key=_rate)
+                self._load(target, model, now)
+                self.cold_loads += 1
+                self._pending.cold_loads += 1
+                self._pending.delayed += rate * load_wait
+                target.rate += rate
+                continue
+            if len(holders) == 1:
+                pod = holders[0]
+                pod.rate += rate
+                pod.cache[model] = now
+                pod.cache.move_to_end(model)
+            else:
+                for pod in _fill(holders, rate):  # only copies that took requests count as used
+                    pod.cache[model] = now
+                    pod.cache.move_to_end(model)
+            if (rate > COPY_MIN_SHARE * capacity * len(holders) and len(holders) < len(ready)
+                    and min(h.rate for h in holders) > busy_at):
+                spare = min((p for p in ready if model not in p.cache and p not in loading), key=_rate,
+                            default=None)
+                if spare is not None and spare.rate < busy_at and (model, spare.name) not in self._copying:
+                    # The copy takes requests once loaded: `settle` re-routes then.
+                    self._copying[(model, spare.name)] = now + self.shape.load_time_s
+                    loading.add(spare)
+        for pod in self.pods:
+            pod.rate = max(0.0, pod.rate - pod.backlog / BACKLOG_HORIZON_S)
+
+    # -- time -------------------------------------------------------------------------------------------
+
+    def step(self, now: float) -> TickStats:
+        """Serve one tick; returns what happened in it (including cold loads since the last step)."""
+        stats, self._pending = self._pending, TickStats()
+        t = self.tick_s
+        mu = self.shape.pod_rps
+        threshold = mu * self.shape.slo_queue_s
+        capacity = mu * t
+        for pod in self.pods:
+            if not pod.ready:
+                continue
+            a = pod.rate
+            b0 = pod.backlog
+            arrivals = a * t
+            b1 = b0 + arrivals - capacity
+            if b1 < 0.0:
+                b1 = 0.0
+            served = b0 + arrivals - b1
+            delayed = arrivals * _over_threshold(b0, a - mu, t, threshold) if arrivals else 0.0
+            pod.backlog = b1
+            self.arrived += arrivals
+            self.served += served
+            stats.delayed += delayed
+            if b1 > threshold:
+                stats.overloaded = True
+            pod.busy.append(served / capacity)
+            pod.served.append(served / t)
+            pod.queue.append((b0 + b1) / 2.0 / mu)
+        if self._unrouted:  # no Ready pod: the requests wait for one, all delayed
+            waiting = self._unrouted * t
+            self.arrived += waiting
+            self.orphan += waiting
+            stats.delayed += waiting
+            stats.overloaded = True
+        self.delayed += stats.delayed
+        return stats
+
+    def samples(self, now: float) -> tuple[PodSample, ...]:
+        """Every pod as its exporter reports it now (not-Ready pods with no data)."""
+        out = []
+        cache_models = self.shape.cache_models
+        for pod in self.pods:
+            if not pod.ready:
+                out.append(PodSample(pod.name, ready=False, created_at=pod.created_at))
+                continue
+            lru = now - next(iter(pod.cache.values())) if pod.cache else None
+            out.append(PodSample(
+                pod.name, ready=True, sampled_at=now,
+                gpu_busy=_mean(pod.busy), requests_per_second=_mean(pod.served), queue_delay_s=_mean(pod.queue),
+                lru_age_s=lru, cache_used_ratio=len(pod.cache) / cache_models, models_loaded=float(len(pod.cache)),
+                created_at=pod.created_at,
+            ))
+        return tuple(out)
+
+    def queued(self) -> float:
+        return sum(p.backlog for p in self.pods) + self.orphan
+
+
+def _rate(pod: SimPod) -> float:
+    return pod.rate
+
+
+def _mean(values: deque[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _fill(holders: list[SimPod], rate: float) -> list[SimPod]:
+    """Water-fill `rate` over the holders, the least busy first until they are level; the pods that took some."""
+    pods = sorted(holders, key=_rate)
+    total = 0.0
+    level = 0.0
+    k = 0
+    for k, pod in enumerate(pods, start=1):
+        total += pod.rate
+        level = (total + rate) / k
+        if k == len(pods) or level <= pods[k].rate:
+            break
+    took = pods[:k]
+    for pod in took:
+        pod.rate = level if level > pod.rate else pod.rate
+    return took
+
+
+def _over_threshold(b0: float, slope: float, t: float, threshold: float) -> float:
+    """Share of a tick in which a queue starting at `b0` and changing at `slope` per second exceeds
+    `threshold` (the queue is floored at 0, which only matters below the threshold)."""
+    if slope > 0.0:
+        if b0 >= threshold:
+            return 1.0
+        cross = (threshold - b0) / slope
+        return 0.0 if cross >= t else 1.0 - cross / t
+    if b0 <= threshold:
+        return 0.0
+    if slope == 0.0:
+        return 1.0
+    cross = (b0 - threshold) / -slope
+    return 1.0 if cross >= t else cross / t

@@ -1,0 +1,138 @@
+"""Replay a trace on a simulated runtime under one policy, on a simulated clock.
+
+Time moves in ticks (default 5 s). At the start of each bucket of the trace the arrivals are routed; every
+tick pods become Ready when their start-up delay is over, the policy is asked at every HPA sync (15 s), the
+replicas change at once (new pods start, removed pods go in the ReplicaSet's order), and the pods serve.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from autoscaler.simulation.cluster import Cluster, ClusterShape
+from autoscaler.simulation.hpa import SYNC_PERIOD_S
+from autoscaler.simulation.policies import SimPolicy
+from autoscaler.simulation.trace import Bucket, Trace
+
+Progress = Callable[[int, int], None]
+"""Called with (buckets done, buckets in all)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleEvent:
+    at_s: float
+    before: int
+    after: int
+    reason: str
+    removed: tuple[str, ...] = ()
+
+
+@dataclass
+class Timeline:
+    """One point per bucket: load, and per policy replicas, delayed requests and cold loads."""
+
+    t_s: list[float] = field(default_factory=list)
+    replicas: list[int] = field(default_factory=list)
+    delayed: list[float] = field(default_factory=list)
+    cold_loads: list[int] = field(default_factory=list)
+
+
+@dataclass
+class PolicyResult:
+    name: str
+    description: str
+    pod_hours: float
+    overloaded_seconds: float
+    delayed_requests: float
+    requests: float
+    served: float
+    cold_loads: int
+    copy_loads: int
+    scale_events: int
+    peak_replicas: int
+    terms: dict[str, int]
+    events: list[ScaleEvent]
+    timeline: Timeline
+    wall_s: float = 0.0
+
+    @property
+    def delayed_ratio(self) -> float:
+        return self.delayed_requests / self.requests if self.requests else 0.0
+
+
+def simulate(buckets: Sequence[Bucket], bucket_s: float, tick_s: float, shape: ClusterShape, policy: SimPolicy,
+             initial_replicas: int, progress: Progress | None = None) -> PolicyResult:
+    """Run one policy over the whole trace and drain what is still queued at the end."""
+    cluster = Cluster(shape, initial_replicas, tick_s)
+    ticks = max(1, round(bucket_s / tick_s))
+    timeline = Timeline()
+    events: list[ScaleEvent] = []
+    pod_seconds = overloaded = 0.0
+    peak = cluster.replicas
+    next_sync = 0.0
+    total = len(buckets)
+    for index, bucket in enumerate(buckets):
+        start = index * bucket_s
+        cluster.route(start, bucket.models, bucket.rates, bucket_s)
+        delayed_here = 0.0
+        cold_here = 0
+        for k in range(ticks):
+            now = start + k * tick_s
+            if cluster.settle(now):
+                cluster.route(now, bucket.models, bucket.rates, bucket_s - k * tick_s)
+            if now >= next_sync:
+                next_sync = now + SYNC_PERIOD_S
+                outcome = policy.sync(now, cluster)
+                if outcome.desired != cluster.replicas:
+                    before = cluster.replicas
+                    removed = cluster.scale_to(outcome.desired, now)
+                    events.append(ScaleEvent(now, before, outcome.desired, outcome.reason, tuple(removed)))
+                    if removed:
+                        cluster.route(now, bucket.models, bucket.rates, bucket_s - k * tick_s)
+            pod_seconds += cluster.replicas * tick_s
+            peak = max(peak, cluster.replicas)
+            stats = cluster.step(now)
+            delayed_here += stats.delayed
+            cold_here += stats.cold_loads
+            if stats.overloaded:
+                overloaded += tick_s
+        timeline.t_s.append(start)
+        timeline.replicas.append(cluster.replicas)
+        timeline.delayed.append(delayed_here)
+        timeline.cold_loads.append(cold_here)
+        if progress is not None:
+            progress(index + 1, total)
+    served = cluster.served + cluster.queued()  # what is still queued at the end is served after it
+    return PolicyResult(
+        name=policy.name, description=policy.describe(), pod_hours=pod_seconds / 3600.0,
+        overloaded_seconds=overloaded, delayed_requests=cluster.delayed, requests=cluster.arrived, served=served,
+        cold_loads=cluster.cold_loads, copy_loads=cluster.copy_loads, scale_events=len(events), peak_replicas=peak,
+        terms=dict(policy.terms), events=events, timeline=timeline,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Oracle:
+    pod_hours: float
+    cache_pod_hours: float
+    peak_rps: float
+
+
+def oracle(trace: Trace, shape: ClusterShape, target_lru_age_s: float) -> Oracle:
+    """Perfect foresight: every pod at full capacity each interval (`pod_hours`), and also enough pods to hold
+    every model used within the last `target_lru_age_s` (`cache_pod_hours`)."""
+    rate = trace.rate_per_interval()
+    need = np.ceil(rate / shape.pod_rps - 1e-9)
+    used_at = np.zeros((trace.intervals, len(trace.models)), dtype=bool)
+    used_at[trace.slot[trace.requests > 0], trace.model[trace.requests > 0]] = True
+    lookback = max(1, math.ceil(target_lru_age_s / trace.interval_s))
+    cumulative = np.cumsum(used_at, axis=0, dtype=np.int32)
+    shifted = np.vstack([np.zeros((lookback, len(trace.models)), dtype=np.int32), cumulative[:-lookback]])
+    recent = ((cumulative - shifted[: trace.intervals]) > 0).sum(axis=1)
+    cache_need = np.maximum(need, np.ceil(recent / shape.cache_models))
+    hours = trace.interval_s / 3600.0
+    return Oracle(float(need.sum() * hours), float(cache_need.sum() * hours), float(rate.max(initial=0.0)))

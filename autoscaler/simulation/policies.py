@@ -1,0 +1,140 @@
+"""The scaling policies the simulator compares (DESIGN §9), each asked at every HPA sync.
+
+- `fixed`: the replicas the peak needs, never changed: ModelMesh without an autoscaler.
+- `mean-hpa`: an HPA on the mean per-pod GPU busy (Resource-style utilization target, 80%), default behavior,
+  default pod choice (no deletion costs, so the ReplicaSet removes the newest pod): the built-in ModelMesh HPA.
+- `skew-aware`: our served `modelmesh_desired_replicas` (AverageValue 1) with the shipped HPA behavior and our
+  deletion costs. The pods' signals go through `autoscaler.policies.decision.decide`, the code the adapter
+  serves, with the simulated clock: nothing of it is re-implemented here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Final, Protocol
+
+from autoscaler.model import RuntimeKey, RuntimeSnapshot, RuntimeView
+from autoscaler.names import ServedMetric
+from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.simulation.cluster import Cluster
+from autoscaler.simulation.hpa import (
+    DEFAULT_BEHAVIOR,
+    Behavior,
+    HorizontalPodAutoscaler,
+    HpaPod,
+    HpaSpec,
+    MetricSpec,
+    ScaleDecision,
+)
+
+POLICY_NAMES: Final = ("fixed", "mean-hpa", "skew-aware")
+KEY: Final = RuntimeKey("simulated", "modelmesh-serving-simulated")
+MEAN_TARGET_PERCENT: Final = 80.0
+DESIRED_METRIC: Final = MetricSpec(ServedMetric.DESIRED_REPLICAS.value, "External", "AverageValue", 1.0)
+GPU_METRIC: Final = MetricSpec("gpu", "Resource", "Utilization", MEAN_TARGET_PERCENT)
+
+
+def run_decide(snapshot: RuntimeSnapshot, policy: RuntimePolicy, memory: RuntimeMemory | None,
+               now: float, window_s: float) -> tuple[RuntimeView, RuntimeMemory]:
+    """The one call into the adapter's decision code; a change of its signature is fixed here only."""
+    return decide(snapshot, policy, memory, now, window_s)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncOutcome:
+    desired: int
+    reason: str
+    term: str | None = None  # which term of the recommendation decided (skew-aware only)
+
+
+class SimPolicy(Protocol):
+    name: str
+    terms: Counter[str]
+
+    def sync(self, now: float, cluster: Cluster) -> SyncOutcome: ...
+
+    def describe(self) -> str: ...
+
+
+@dataclass
+class FixedPolicy:
+    replicas: int
+    name: str = "fixed"
+    terms: Counter[str] = field(default_factory=Counter)
+
+    def sync(self, now: float, cluster: Cluster) -> SyncOutcome:
+        return SyncOutcome(self.replicas, "fixed replicas")
+
+    def describe(self) -> str:
+        return f"fixed: {self.replicas} replicas (the peak's need at 80% busy)"
+
+
+def _hpa_pods(cluster: Cluster) -> list[HpaPod]:
+    return [HpaPod(p.name, p.ready) for p in cluster.pods]
+
+
+@dataclass
+class MeanHpaPolicy:
+    min_replicas: int
+    max_replicas: int
+    name: str = "mean-hpa"
+    terms: Counter[str] = field(default_factory=Counter)
+    hpa: HorizontalPodAutoscaler = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.hpa = HorizontalPodAutoscaler(HpaSpec((GPU_METRIC,), self.min_replicas, self.max_replicas))
+
+    def sync(self, now: float, cluster: Cluster) -> SyncOutcome:
+        values = {s.name: 100.0 * (s.gpu_busy or 0.0) for s in cluster.samples(now) if s.ready}
+        decision = self.hpa.sync(now, cluster.replicas, _hpa_pods(cluster), {GPU_METRIC.name: values})
+        return SyncOutcome(decision.desired, decision.reason)
+
+    def describe(self) -> str:
+        return (f"mean-hpa: HPA on mean GPU busy at {MEAN_TARGET_PERCENT:g}%, default behavior, newest pod removed "
+                f"first; replicas {self.min_replicas}..{self.max_replicas}")
+
+
+@dataclass
+class SkewAwarePolicy:
+    policy: RuntimePolicy
+    min_replicas: int
+    max_replicas: int
+    behavior: Behavior = DEFAULT_BEHAVIOR
+    window_s: float = 30.0
+    name: str = "skew-aware"
+    terms: Counter[str] = field(default_factory=Counter)
+    hpa: HorizontalPodAutoscaler = field(init=False)
+    memory: RuntimeMemory | None = None
+    last_view: RuntimeView | None = None
+
+    def __post_init__(self) -> None:
+        self.hpa = HorizontalPodAutoscaler(HpaSpec((DESIRED_METRIC,), self.min_replicas, self.max_replicas,
+                                                   self.behavior))
+
+    def refresh(self, now: float, cluster: Cluster) -> RuntimeView:
+        """One adapter refresh: decide, and write the deletion costs onto the pods (the leader's job)."""
+        snapshot = RuntimeSnapshot(KEY, cluster.samples(now), taken_at=now, replicas=cluster.replicas)
+        view, self.memory = run_decide(snapshot, self.policy, self.memory, now, self.window_s)
+        costs = {p.name: p.deletion_cost for p in view.pods}
+        for pod in cluster.pods:
+            cost = costs.get(pod.name)
+            pod.deletion_cost = cost if cost is not None else 0
+        if view.winner is not None:
+            self.terms[view.winner] += 1
+        self.last_view = view
+        return view
+
+    def sync(self, now: float, cluster: Cluster) -> SyncOutcome:
+        view = self.refresh(now, cluster)
+        served = view.values[ServedMetric.DESIRED_REPLICAS].value
+        decision: ScaleDecision = self.hpa.sync(now, cluster.replicas, _hpa_pods(cluster),
+                                                {DESIRED_METRIC.name: served})
+        return SyncOutcome(decision.desired, decision.reason, view.winner)
+
+    def describe(self) -> str:
+        p = self.policy
+        return (f"skew-aware: modelmesh_desired_replicas (skew_order {p.skew_order:g}, target_gpu_busy "
+                f"{p.target_gpu_busy:g}, scale_down_tau_s {p.scale_down_tau_s:g}), deletion costs, replicas "
+                f"{self.min_replicas}..{self.max_replicas}")

@@ -1,0 +1,175 @@
+"""What a simulation run leaves behind: `report.json`, `report.md` (the table also printed), `timeline.png`.
+
+The plot uses matplotlib, imported only here and only when a plot is drawn, so the adapter itself never
+loads it (it is the `simulate` extra: `pip install modelmesh-autoscaler[simulate]`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from autoscaler.simulation.engine import Oracle, PolicyResult
+
+BASELINE = "mean-hpa"
+
+
+class ProgressBar:
+    """A one-line bar on stderr per policy, redrawn at most every 2%."""
+
+    def __init__(self, label: str, stream: TextIO | None = None, width: int = 30) -> None:
+        self.label, self.stream, self.width = label, stream or sys.stderr, width
+        self._shown = -1
+        self._started = time.perf_counter()
+
+    def __call__(self, done: int, total: int) -> None:
+        percent = 100 * done // max(1, total)
+        if done < total and (percent // 2 == self._shown // 2 or not self.stream.isatty()):
+            return  # a log file gets only the finished bar
+        self._shown = percent
+        filled = self.width * done // max(1, total)
+        elapsed = time.perf_counter() - self._started
+        self.stream.write(f"\r{self.label:<11} [{'#' * filled}{'.' * (self.width - filled)}] {percent:3d}% "
+                          f"{elapsed:5.1f}s")
+        if done >= total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def _ratio(value: float, base: float) -> float | None:
+    return round(value / base, 3) if base else None
+
+
+def policy_entry(result: PolicyResult, baseline: PolicyResult | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "description": result.description,
+        "pod_hours": round(result.pod_hours, 3),
+        "overloaded_seconds": round(result.overloaded_seconds, 1),
+        "delayed_requests": round(result.delayed_requests),
+        "delayed_ratio": round(result.delayed_ratio, 6),
+        "cold_loads": result.cold_loads,
+        "copy_loads": result.copy_loads,
+        "scale_events": result.scale_events,
+        "peak_replicas": result.peak_replicas,
+        "requests": round(result.requests),
+        "terms": dict(sorted(result.terms.items())),
+        "wall_seconds": round(result.wall_s, 2),
+    }
+    if baseline is not None and baseline is not result:
+        entry[f"vs_{BASELINE}"] = {
+            "pod_hours": _ratio(result.pod_hours, baseline.pod_hours),
+            "delayed_requests": _ratio(result.delayed_requests, baseline.delayed_requests),
+            "cold_loads": _ratio(result.cold_loads, baseline.cold_loads),
+        }
+    return entry
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    trace: Mapping[str, Any]
+    cluster: Mapping[str, Any]
+    oracle: Oracle
+
+
+def build_report(info: RunInfo, results: Sequence[PolicyResult]) -> dict[str, Any]:
+    baseline = next((r for r in results if r.name == BASELINE), None)
+    return {
+        "trace": dict(info.trace),
+        "cluster": dict(info.cluster),
+        "oracle_pod_hours": round(info.oracle.pod_hours, 3),
+        "cache_oracle_pod_hours": round(info.oracle.cache_pod_hours, 3),
+        "policies": {r.name: policy_entry(r, baseline) for r in results},
+    }
+
+
+def table(report: Mapping[str, Any]) -> str:
+    """The comparison as a Markdown table (ratios against mean-hpa where it ran)."""
+    rows = ["| policy | pod-hours | x oracle | delayed | delayed ratio | cold loads | overloaded s | scale events |"
+            " vs mean-hpa: pod-hours / delayed / cold loads |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    oracle = report["oracle_pod_hours"]
+    for name, p in report["policies"].items():
+        vs = p.get(f"vs_{BASELINE}")
+        versus = "—" if vs is None else " / ".join("n/a" if v is None else f"{v:g}x" for v in vs.values())
+        times = p["pod_hours"] / oracle if oracle else 0.0
+        rows.append(f"| {name} | {p['pod_hours']:.1f} | {times:.2f} | {p['delayed_requests']} | "
+                    f"{p['delayed_ratio']:.4f} | {p['cold_loads']} | {p['overloaded_seconds']:g} | "
+                    f"{p['scale_events']} | {versus} |")
+    return "\n".join(rows)
+
+
+def markdown(report: Mapping[str, Any]) -> str:
+    trace, cluster = report["trace"], report["cluster"]
+    lines = [
+        "# Simulation report",
+        "",
+        f"Trace: {trace['source']}: {trace['models']} models, {trace['hours']:.2f} h in {trace['interval_s']:g} s "
+        f"intervals, {trace['requests']} requests. Cluster: {cluster['pod_rps']:g} req/s per pod, "
+        f"{cluster['cache_models']} model copies per pod, load {cluster['load_time_s']:g} s, start-up "
+        f"{cluster['startup_delay_s']:g} s, replicas {cluster['min_replicas']}..{cluster['max_replicas']}, "
+        f"queueing SLO {cluster['slo_queue_ms']:g} ms.",
+        "",
+        f"Oracle pod-hours: {report['oracle_pod_hours']:.1f} (every pod at full capacity); with the cache: "
+        f"{report['cache_oracle_pod_hours']:.1f}.",
+        "",
+        table(report),
+        "",
+    ]
+    for name, p in report["policies"].items():
+        lines.append(f"- **{name}**: {p['description']}")
+        if p["terms"]:
+            terms = ", ".join(f"{k} {v}" for k, v in sorted(p["terms"].items(), key=lambda kv: -kv[1]))
+            lines.append(f"  - term that decided the recommendation, per refresh: {terms}")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(out: Path, report: Mapping[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    (out / "report.md").write_text(markdown(report))
+
+
+def _downsample(values: Sequence[float], group: int, how: str) -> list[float]:
+    out = []
+    for i in range(0, len(values), group):
+        chunk = values[i:i + group]
+        out.append(max(chunk) if how == "max" else sum(chunk))
+    return out
+
+
+def plot_timeline(path: Path, load_t_s: Sequence[float], load_rps: Sequence[float],
+                  results: Sequence[PolicyResult]) -> None:
+    """Load, replicas per policy, delayed requests and cold loads over time, in four panels."""
+    import logging
+
+    import matplotlib
+
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # font cache chatter is not ours to log
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(4, 1, figsize=(11, 10), sharex=True, constrained_layout=True)
+    hours = [t / 3600.0 for t in load_t_s]
+    axes[0].plot(hours, load_rps, color="black", linewidth=0.8)
+    axes[0].set_ylabel("load (req/s)")
+    for result in results:
+        tl = result.timeline
+        group = max(1, len(tl.t_s) // 600)
+        t = [x / 3600.0 for x in tl.t_s[::group]]
+        axes[1].step(t, _downsample(tl.replicas, group, "max"), where="post", label=result.name, linewidth=1)
+        axes[2].plot(t, _downsample(tl.delayed, group, "sum"), label=result.name, linewidth=0.8)
+        axes[3].plot(t, _downsample(tl.cold_loads, group, "sum"), label=result.name, linewidth=0.8)
+    axes[1].set_ylabel("replicas")
+    axes[2].set_ylabel("delayed requests")
+    axes[3].set_ylabel("cold loads")
+    axes[3].set_xlabel("hours")
+    axes[1].legend(loc="upper right", fontsize="small")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)

@@ -1,0 +1,238 @@
+"""Request traces: the CSV users bring (`timestamp_s,model,requests`) and a synthetic generator.
+
+A trace row says how many requests arrived for one model in the interval starting at `timestamp_s`. The
+interval (1 s to 10 min) is inferred as the smallest gap between distinct timestamps, and every timestamp
+must sit on that grid. The simulator replays a trace in *buckets*: the trace's own intervals when they are
+at least one tick long (requests spread evenly within each), else ticks that add several intervals up.
+
+The generator draws the shapes the shipped defaults are tuned on (DESIGN §9): Zipf popularity (a few hot
+models, a long tail), a daily cycle, bursts on random models (a cold model turning hot is exactly the skew
+a plain mean hides), and churn (models that appear and go quiet). It is seeded, so a run repeats exactly.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+HEADER: Final = ("timestamp_s", "model", "requests")
+MIN_INTERVAL_S: Final = 1.0
+MAX_INTERVAL_S: Final = 600.0
+SHAPES: Final = ("mixed", "steady", "diurnal", "bursty", "heavy-tailed", "churn")
+
+
+class TraceError(ValueError):
+    """The trace cannot be used; the message names the file, the line and what to fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """Rows as arrays: interval index from `start_s`, model index into `models`, and requests."""
+
+    models: tuple[str, ...]
+    start_s: float
+    interval_s: float
+    intervals: int
+    slot: np.ndarray  # int64 interval index of each row
+    model: np.ndarray  # int64 model index of each row
+    requests: np.ndarray  # float64 requests of each row
+
+    @property
+    def duration_s(self) -> float:
+        return self.intervals * self.interval_s
+
+    @property
+    def total_requests(self) -> float:
+        return float(self.requests.sum())
+
+    def rate_per_interval(self) -> np.ndarray:
+        """Total requests per second in each interval."""
+        return np.bincount(self.slot, weights=self.requests, minlength=self.intervals) / self.interval_s
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    """What arrives in one bucket: per model with requests, the rate in requests per second."""
+
+    models: list[int]
+    rates: list[float]
+
+
+def buckets(trace: Trace, tick_s: float) -> tuple[float, list[Bucket]]:
+    """(bucket length in seconds, buckets in time order) for replay with ticks of `tick_s`."""
+    ratio = trace.interval_s / tick_s
+    if ratio >= 1.0:
+        if abs(ratio - round(ratio)) > 1e-9:
+            raise TraceError(f"the trace interval ({trace.interval_s:g} s) is not a multiple of --tick "
+                             f"({tick_s:g} s); choose a --tick that divides it")
+        length, group = trace.interval_s, 1
+    else:
+        inverse = tick_s / trace.interval_s
+        if abs(inverse - round(inverse)) > 1e-9:
+            raise TraceError(f"--tick ({tick_s:g} s) is not a multiple of the trace interval "
+                             f"({trace.interval_s:g} s); choose a --tick that it divides")
+        length, group = tick_s, round(inverse)
+    count = math.ceil(trace.intervals / group)
+    slot = trace.slot // group
+    key = slot * len(trace.models) + trace.model
+    order = np.argsort(key, kind="stable")
+    uniq, first = np.unique(key[order], return_index=True)
+    sums = np.add.reduceat(trace.requests[order], first) if len(first) else np.zeros(0)
+    out_slot = (uniq // len(trace.models)).tolist() if len(uniq) else []
+    out_model = (uniq % len(trace.models)).tolist() if len(uniq) else []
+    rates = (sums / length).tolist()
+    result = [Bucket([], []) for _ in range(count)]
+    for s, m, r in zip(out_slot, out_model, rates, strict=True):
+        if r > 0.0:
+            result[s].models.append(m)
+            result[s].rates.append(r)
+    return length, result
+
+
+def _number(text: str, what: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise TraceError(f"{where}: {what} must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise TraceError(f"{where}: {what} must be finite, got {text!r}")
+    return value
+
+
+def read_csv(path: str | os.PathLike[str]) -> Trace:
+    """Read and check a trace file; TraceError names the first problem."""
+    name = os.fspath(path)
+    try:
+        with open(name, newline="", encoding="utf-8") as fh:
+            return _parse(csv.reader(fh), name)
+    except OSError as exc:
+        raise TraceError(f"{name}: cannot read trace: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise TraceError(f"{name}: not UTF-8 text ({exc.reason})") from exc
+
+
+def _parse(rows: Iterable[list[str]], name: str) -> Trace:
+    it = iter(rows)
+    header = next(it, None)
+    if header is None or tuple(h.strip() for h in header) != HEADER:
+        raise TraceError(f"{name}: line 1: expected the header {','.join(HEADER)}, got {','.join(header or [])!r}")
+    times: list[float] = []
+    names: list[str] = []
+    counts: list[float] = []
+    for line, row in enumerate(it, start=2):
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        where = f"{name}: line {line}"
+        if len(row) != 3:
+            raise TraceError(f"{where}: expected 3 fields (timestamp_s,model,requests), got {len(row)}")
+        t = _number(row[0], "timestamp_s", where)
+        model = row[1].strip()
+        if not model:
+            raise TraceError(f"{where}: model is empty")
+        r = _number(row[2], "requests", where)
+        if r < 0:
+            raise TraceError(f"{where}: requests must be >= 0, got {row[2]!r}")
+        times.append(t)
+        names.append(model)
+        counts.append(r)
+    if not times:
+        raise TraceError(f"{name}: no rows after the header")
+    return from_rows(times, names, counts, name)
+
+
+def from_rows(times: list[float], names: list[str], counts: list[float], name: str = "trace") -> Trace:
+    """A Trace from parallel lists; infers and checks the interval."""
+    t = np.asarray(times, dtype=np.float64)
+    distinct = np.unique(t)
+    gaps = np.diff(distinct)
+    interval = float(gaps.min()) if len(gaps) else 60.0
+    if not MIN_INTERVAL_S - 1e-9 <= interval <= MAX_INTERVAL_S + 1e-9:
+        raise TraceError(f"{name}: timestamps are {interval:g} s apart; intervals must be 1 s to 10 min")
+    start = float(distinct[0])
+    position = (t - start) / interval
+    slot = np.rint(position).astype(np.int64)
+    off = np.abs(position - slot) > 1e-6
+    if off.any():
+        bad = int(np.argmax(off))
+        raise TraceError(f"{name}: line {bad + 2}: timestamp {times[bad]:g} is not on the {interval:g} s grid "
+                         f"starting at {start:g}")
+    index: dict[str, int] = {}
+    model = np.fromiter((index.setdefault(n, len(index)) for n in names), dtype=np.int64, count=len(names))
+    key = slot * len(index) + model
+    uniq, repeats = np.unique(key, return_counts=True)
+    if (repeats > 1).any():
+        dup = int(np.flatnonzero(key == uniq[int(np.argmax(repeats > 1))])[1])
+        raise TraceError(f"{name}: line {dup + 2}: model {names[dup]!r} at {times[dup]:g} is listed twice")
+    return Trace(tuple(index), start, interval, int(slot.max()) + 1, slot, model,
+                 np.asarray(counts, dtype=np.float64))
+
+
+def write_csv(trace: Trace, path: str | os.PathLike[str]) -> None:
+    """Write a trace in the format `read_csv` reads (rows with requests only)."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        out = csv.writer(fh)
+        out.writerow(HEADER)
+        for s, m, r in zip(trace.slot.tolist(), trace.model.tolist(), trace.requests.tolist(), strict=True):
+            if r > 0:
+                out.writerow((f"{trace.start_s + s * trace.interval_s:g}", trace.models[m], f"{r:g}"))
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """What the generator draws: each knob 0 turns that feature off."""
+
+    zipf_s: float = 1.1  # popularity of the model of rank k is proportional to 1 / k^s
+    daily_amplitude: float = 0.6  # total rate swings by ±this fraction over 24 h (peak in the afternoon)
+    bursts_per_hour: float = 2.0  # a random model suddenly gets `burst_share` of the mean rate
+    burst_share: float = 0.25
+    burst_minutes: tuple[float, float] = (3.0, 12.0)
+    churn: float = 0.2  # fraction of models that appear and go quiet within the trace
+
+
+SHAPE_PRESETS: Final[dict[str, Shape]] = {
+    "mixed": Shape(),
+    "steady": Shape(daily_amplitude=0.0, bursts_per_hour=0.0, churn=0.0),
+    "diurnal": Shape(daily_amplitude=0.7, bursts_per_hour=0.0, churn=0.0),
+    "bursty": Shape(daily_amplitude=0.0, bursts_per_hour=6.0, burst_share=0.4, churn=0.0),
+    "heavy-tailed": Shape(zipf_s=1.6, daily_amplitude=0.3, bursts_per_hour=0.0, churn=0.0),
+    "churn": Shape(daily_amplitude=0.3, bursts_per_hour=0.0, churn=0.8),
+}
+
+
+def synthetic(models: int = 500, hours: float = 24.0, mean_rps: float = 150.0, shape: str | Shape = "mixed",
+              seed: int = 0, interval_s: float = 60.0) -> Trace:
+    """A seeded synthetic trace; `mean_rps` is the mean total request rate before bursts."""
+    if models < 1 or hours <= 0 or mean_rps <= 0:
+        raise TraceError("--models, --hours and the request rate must be positive")
+    spec = SHAPE_PRESETS[shape] if isinstance(shape, str) else shape
+    rng = np.random.default_rng(seed)
+    steps = max(1, round(hours * 3600 / interval_s))
+    t = np.arange(steps) * interval_s
+    weight = 1.0 / np.arange(1, models + 1) ** spec.zipf_s
+    rng.shuffle(weight)
+    alive = np.ones((steps, models), dtype=bool)
+    churners = rng.random(models) < spec.churn
+    duration = steps * interval_s
+    for m in np.flatnonzero(churners):
+        begin = rng.uniform(-0.5, 1.0) * duration
+        end = begin + rng.exponential(0.4 * duration)
+        alive[:, m] = (t >= begin) & (t < end)
+    share = alive * weight
+    share /= np.maximum(share.sum(axis=1, keepdims=True), 1e-12)
+    cycle = 1.0 + spec.daily_amplitude * np.sin(2 * np.pi * (t / 86400.0 - 0.375))
+    rate = share * (mean_rps * cycle)[:, None]
+    for _ in range(rng.poisson(spec.bursts_per_hour * hours)):
+        burst_model = int(rng.integers(models))
+        first = int(rng.integers(steps))
+        length = max(1, round(rng.uniform(*spec.burst_minutes) * 60 / interval_s))
+        rate[first:first + length, burst_model] += spec.burst_share * mean_rps
+    counts = rng.poisson(rate * interval_s)
+    slot, model = np.nonzero(counts)
+    return Trace(tuple(f"model-{i:04d}" for i in range(models)), 0.0, interval_s, steps,
+                 slot.astype(np.int64), model.astype(np.int64), counts[slot, model].astype(np.float64))
