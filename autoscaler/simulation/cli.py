@@ -8,25 +8,20 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 
 from autoscaler.policies.config import ConfigError, load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.simulation.cluster import ClusterShape
-from autoscaler.simulation.engine import PolicyResult, oracle, simulate
 from autoscaler.simulation.hpa import Behavior, behavior_from_manifest
-from autoscaler.simulation.policies import (
-    POLICY_NAMES,
-    FixedPolicy,
-    MeanHpaPolicy,
-    SimPolicy,
-    SkewAwarePolicy,
-)
-from autoscaler.simulation.report import ProgressBar, RunInfo, build_report, plot_timeline, table, write_report
+from autoscaler.simulation.shapes import SHAPES
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
-from autoscaler.simulation.trace import SHAPES, Trace, TraceError, buckets, read_csv, synthetic
+
+if TYPE_CHECKING:
+    from autoscaler.simulation.trace import Trace
+
+POLICY_NAMES: Final = ("fixed", "mean-hpa", "skew-aware")
 
 
 def _positive(value: str) -> float:
@@ -110,6 +105,8 @@ def _behavior(path: Path | None) -> Behavior:
 
 
 def _load_trace(args: argparse.Namespace) -> tuple[Trace, str]:
+    from autoscaler.simulation.trace import read_csv, synthetic
+
     if args.trace is not None:
         return read_csv(args.trace), str(args.trace)
     trace = synthetic(models=args.models, hours=args.hours, mean_rps=args.rps, shape=args.shape, seed=args.seed)
@@ -118,6 +115,13 @@ def _load_trace(args: argparse.Namespace) -> tuple[Trace, str]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Do the whole run and write the files; returns the report."""
+    # numpy and matplotlib come with the `simulate` extra; the adapter's own commands never import them.
+    from autoscaler.simulation.cluster import ClusterShape
+    from autoscaler.simulation.engine import PolicyResult, oracle, simulate
+    from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy
+    from autoscaler.simulation.report import ProgressBar, RunInfo, build_report, plot_timeline, write_report
+    from autoscaler.simulation.trace import buckets
+
     policy = RuntimePolicy()
     if args.config is not None:
         policy = load_policy_book(args.config).defaults
@@ -171,9 +175,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def run_simulate(args: argparse.Namespace) -> int:
     try:
         report = run(args)
-    except (TraceError, ConfigError, ValueError) as error:
+    except ModuleNotFoundError as error:
+        if error.name not in ("numpy", "matplotlib"):
+            raise
+        print(f"simulate: needs {error.name}: pip install 'modelmesh-autoscaler[simulate]'", file=sys.stderr)
+        return 2
+    except (ConfigError, ValueError) as error:  # TraceError is a ValueError
         print(f"simulate: {error}", file=sys.stderr)
         return 2
+    from autoscaler.simulation.report import table
+
     print(table(report))
     print(f"\nreport: {args.out / 'report.md'}, {args.out / 'report.json'}"
           + ("" if args.no_plot else f", {args.out / 'timeline.png'}"))

@@ -189,7 +189,9 @@ class Cluster:
         load_wait = min(self.shape.load_time_s, remaining_s)
         holders_of = self.holders
         loading: set[SimPod] = set()  # at most one copy starts loading per pod per routing
-        for rate, model in sorted(zip(rates, models, strict=True), reverse=True):
+        # Models with one copy cannot go elsewhere; models with several spread around them. Routing the
+        # quiet ones first lets the hot ones fill the gaps, as per-request least-busy routing does.
+        for rate, model in sorted(zip(rates, models, strict=True)):
             holders = holders_of.get(model)
             if holders is None:
                 target = min(ready, key=_rate)

@@ -29,7 +29,6 @@ from autoscaler.simulation.hpa import (
     ScaleDecision,
 )
 
-POLICY_NAMES: Final = ("fixed", "mean-hpa", "skew-aware")
 KEY: Final = RuntimeKey("simulated", "modelmesh-serving-simulated")
 MEAN_TARGET_PERCENT: Final = 80.0
 DESIRED_METRIC: Final = MetricSpec(ServedMetric.DESIRED_REPLICAS.value, "External", "AverageValue", 1.0)
