@@ -86,8 +86,8 @@ class Cluster:
         self._unrouted = 0.0  # request rate of the bucket while no pod is Ready
         self._copying: dict[tuple[int, str], float] = {}  # (model, pod) -> when the extra copy is loaded
         self._pending = TickStats()
-        for _ in range(replicas):
-            pod = self._new_pod(start_s, start_s)
+        for i in range(replicas):  # running since before the trace, the first oldest
+            pod = self._new_pod(start_s - shape.startup_delay_s - (replicas - i), start_s)
             pod.ready = True
 
     # -- pods -------------------------------------------------------------------------------------------
@@ -200,8 +200,8 @@ class Cluster:
                 self._pending.cold_loads += 1
                 self._pending.delayed += rate * load_wait
                 target.rate += rate
-                continue
-            if len(holders) == 1:
+                holders = holders_of[model]
+            elif len(holders) == 1:
                 pod = holders[0]
                 pod.rate += rate
                 pod.cache[model] = now
@@ -264,8 +264,8 @@ class Cluster:
         out = []
         cache_models = self.shape.cache_models
         for pod in self.pods:
-            if not pod.ready:
-                out.append(PodSample(pod.name, ready=False, created_at=pod.created_at))
+            if not pod.ready or not pod.served:  # not Ready, or Ready but not yet scraped: no data
+                out.append(PodSample(pod.name, ready=pod.ready, created_at=pod.created_at))
                 continue
             lru = now - next(iter(pod.cache.values())) if pod.cache else None
             out.append(PodSample(

@@ -73,7 +73,7 @@ def simulate(buckets: Sequence[Bucket], bucket_s: float, tick_s: float, shape: C
     events: list[ScaleEvent] = []
     pod_seconds = overloaded = 0.0
     peak = cluster.replicas
-    next_sync = 0.0
+    next_sync = SYNC_PERIOD_S  # the first sync finds a window of data, as an HPA running for a while would
     total = len(buckets)
     for index, bucket in enumerate(buckets):
         start = index * bucket_s

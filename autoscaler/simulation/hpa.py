@@ -39,7 +39,7 @@ TargetType = Literal["Value", "AverageValue", "Utilization"]
 MetricKind = Literal["External", "Pods", "Resource"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, order=True)
 class ScalingPolicy:
     type: PolicyType
     value: int
@@ -59,7 +59,7 @@ class Behavior:
     scale_down: ScalingRules
 
 
-DEFAULT_SCALE_UP: Final = ScalingRules(0, "Max", (ScalingPolicy("Pods", 4, 15), ScalingPolicy("Percent", 100, 15)))
+DEFAULT_SCALE_UP: Final = ScalingRules(0, "Max", (ScalingPolicy("Percent", 100, 15), ScalingPolicy("Pods", 4, 15)))
 DEFAULT_SCALE_DOWN: Final = ScalingRules(DOWNSCALE_STABILIZATION_S, "Max", (ScalingPolicy("Percent", 100, 15),))
 DEFAULT_BEHAVIOR: Final = Behavior(DEFAULT_SCALE_UP, DEFAULT_SCALE_DOWN)
 
@@ -296,10 +296,10 @@ def _rules(raw: Any, default: ScalingRules, where: str) -> ScalingRules:
         raise ValueError(f"{where}: expected a mapping, got {raw!r}")
     policies = default.policies
     if raw.get("policies") is not None:
-        policies = tuple(
+        policies = tuple(sorted(  # the order of policies means nothing; sorted, equal rules compare equal
             ScalingPolicy(str(p["type"]), int(p["value"]), int(p["periodSeconds"]))  # type: ignore[arg-type]
             for p in raw["policies"]
-        )
+        ))
         for p in policies:
             if p.type not in ("Pods", "Percent") or p.value <= 0 or not 0 < p.period_s <= 1800:
                 raise ValueError(f"{where}: bad policy {p}")

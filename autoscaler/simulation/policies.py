@@ -46,6 +46,7 @@ class SyncOutcome:
     desired: int
     reason: str
     term: str | None = None  # which term of the recommendation decided (skew-aware only)
+    proposed: int | None = None  # what the HPA's metric proposed, before its behavior
 
 
 class SimPolicy(Protocol):
@@ -64,7 +65,7 @@ class FixedPolicy:
     terms: Counter[str] = field(default_factory=Counter)
 
     def sync(self, now: float, cluster: Cluster) -> SyncOutcome:
-        return SyncOutcome(self.replicas, "fixed replicas")
+        return SyncOutcome(self.replicas, "fixed replicas", proposed=self.replicas)
 
     def describe(self) -> str:
         return f"fixed: {self.replicas} replicas (the peak's need at 80% busy)"
@@ -88,7 +89,7 @@ class MeanHpaPolicy:
     def sync(self, now: float, cluster: Cluster) -> SyncOutcome:
         values = {s.name: 100.0 * (s.gpu_busy or 0.0) for s in cluster.samples(now) if s.ready}
         decision = self.hpa.sync(now, cluster.replicas, _hpa_pods(cluster), {GPU_METRIC.name: values})
-        return SyncOutcome(decision.desired, decision.reason)
+        return SyncOutcome(decision.desired, decision.reason, proposed=decision.proposals[GPU_METRIC.name])
 
     def describe(self) -> str:
         return (f"mean-hpa: HPA on mean GPU busy at {MEAN_TARGET_PERCENT:g}%, default behavior, newest pod removed "
@@ -130,7 +131,7 @@ class SkewAwarePolicy:
         served = view.values[ServedMetric.DESIRED_REPLICAS].value
         decision: ScaleDecision = self.hpa.sync(now, cluster.replicas, _hpa_pods(cluster),
                                                 {DESIRED_METRIC.name: served})
-        return SyncOutcome(decision.desired, decision.reason, view.winner)
+        return SyncOutcome(decision.desired, decision.reason, view.winner, decision.proposals[DESIRED_METRIC.name])
 
     def describe(self) -> str:
         p = self.policy

@@ -1,0 +1,87 @@
+"""The simulated ModelMesh runtime: queues, the LRU cache, copies, pods that start and go. Numbers by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from autoscaler.simulation.cluster import Cluster, ClusterShape
+
+SHAPE = ClusterShape(pod_rps=10.0, cache_models=2, load_time_s=10.0, startup_delay_s=30.0, slo_queue_s=0.1)
+
+
+def test_a_pod_over_capacity_queues_and_delays_what_waits_past_the_slo() -> None:
+    cluster = Cluster(SHAPE, 1, tick_s=5.0)
+    cluster.route(0.0, [0], [15.0], 60.0)
+    first = cluster.step(0.0)
+    # The model was held nowhere: one cold load, and the 15 req/s of its 10 s load wait: 150 requests.
+    # The queue then grows at 15 - 10 = 5 req/s and passes the SLO threshold (10 req/s x 0.1 s = 1 request)
+    # after 0.2 s: 96% of the tick's 75 arrivals wait too long, 72 requests. 25 are left queued.
+    assert (first.cold_loads, first.delayed) == (1, pytest.approx(150.0 + 72.0))
+    assert cluster.pods[0].backlog == pytest.approx(25.0)
+    second = cluster.step(5.0)
+    assert second.delayed == pytest.approx(75.0) and second.overloaded  # over the threshold all along
+    cluster.route(10.0, [0], [5.0], 50.0)
+    third = cluster.step(10.0)
+    # Draining at 5 req/s from 50 queued: above the threshold for the whole tick; 25 left.
+    assert third.delayed == pytest.approx(25.0)
+    assert cluster.pods[0].backlog == pytest.approx(25.0)
+    assert (cluster.arrived, cluster.served) == (pytest.approx(175.0), pytest.approx(150.0))
+
+
+def test_a_full_cache_evicts_the_least_recently_used_model() -> None:
+    cluster = Cluster(SHAPE, 1, tick_s=5.0)
+    pod = cluster.pods[0]
+    cluster.route(0.0, [0, 1], [1.0, 2.0], 60.0)
+    cluster.route(60.0, [1], [2.0], 60.0)  # model 1 used again, model 0 not
+    cluster.route(120.0, [2], [1.0], 60.0)
+    assert list(pod.cache) == [1, 2] and 0 not in cluster.holders
+    cluster.route(180.0, [0], [1.0], 60.0)  # back: a cold load again, evicting model 1 (last used at 60)
+    assert list(pod.cache) == [2, 0]
+    assert cluster.cold_loads == 4
+
+
+def test_requests_go_to_the_least_busy_copy_and_hot_models_get_another_copy() -> None:
+    cluster = Cluster(ClusterShape(pod_rps=20.0, load_time_s=10.0), 3, tick_s=5.0)
+    cluster.route(0.0, [7, 8], [4.0, 30.0], 60.0)
+    hot = cluster.holders[8][0]
+    quiet = cluster.holders[7][0]
+    assert hot is not quiet  # the hot model was placed on a pod less busy than the quiet model's
+    assert (hot.rate, cluster.copy_loads) == (30.0, 0)
+    assert not cluster.settle(5.0)  # the copy is still loading
+    assert cluster.settle(10.0) and cluster.copy_loads == 1
+    cluster.route(10.0, [7, 8], [4.0, 30.0], 50.0)
+    copies = cluster.holders[8]
+    assert len(copies) == 2 and quiet not in copies  # the copy went to the idle pod, not the quiet one
+    assert sorted(p.rate for p in copies) == [15.0, 15.0]
+
+
+def test_new_pods_start_empty_after_the_delay_and_removed_pods_lose_their_models() -> None:
+    cluster = Cluster(SHAPE, 1, tick_s=5.0)
+    cluster.route(0.0, [0], [5.0], 60.0)
+    assert cluster.scale_to(2, 0.0) == []
+    new = cluster.pods[1]
+    assert not new.ready and not cluster.settle(29.0)
+    assert cluster.settle(30.0) and new.ready and not new.cache
+    # Both Ready, same cost: the ReplicaSet removes the newest, which holds nothing; then the old one's model
+    # is gone with it when it goes too.
+    assert cluster.scale_to(1, 40.0) == ["pod-1"]
+    cluster.scale_to(2, 50.0)
+    cluster.pods[0].deletion_cost, cluster.pods[1].deletion_cost = 0, 100
+    cluster.settle(80.0)
+    assert cluster.scale_to(1, 80.0) == ["pod-0"]
+    cluster.route(80.0, [0], [5.0], 40.0)
+    assert cluster.cold_loads == 2
+
+
+def test_not_ready_pods_go_first_and_queued_requests_move_to_a_remaining_pod() -> None:
+    cluster = Cluster(SHAPE, 2, tick_s=5.0)
+    cluster.route(0.0, [0], [30.0], 60.0)
+    cluster.step(0.0)
+    busy = cluster.holders[0][0]
+    queued = busy.backlog
+    assert queued > 0
+    cluster.scale_to(3, 5.0)  # one starting pod
+    assert cluster.scale_to(2, 5.0) == ["pod-2"]  # not Ready: removed first, whatever its cost
+    busy.deletion_cost = -1
+    cluster.scale_to(1, 5.0)
+    assert cluster.pods[0].backlog == pytest.approx(queued)  # nothing lost

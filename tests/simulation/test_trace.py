@@ -1,0 +1,80 @@
+"""Traces as users bring them (CSV) and as the generator draws them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autoscaler.simulation.trace import TraceError, buckets, from_rows, read_csv, synthetic, write_csv
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_a_csv_trace_is_read_with_its_interval_inferred(tmp_path: Path) -> None:
+    trace = read_csv(write(tmp_path / "t.csv", "timestamp_s,model,requests\n"
+                           "1000,resnet,120\n1000,bert,6\n1060,resnet,60\n1180,bert,3\n"))
+    assert trace.models == ("resnet", "bert")
+    assert (trace.interval_s, trace.intervals, trace.total_requests) == (60.0, 4, 189.0)
+    # 126 requests in the first minute, 60 in the second, none in the third, 3 in the fourth.
+    assert trace.rate_per_interval().tolist() == [2.1, 1.0, 0.0, 0.05]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("time,model,requests\n0,a,1\n", "line 1: expected the header timestamp_s,model,requests"),
+    ("timestamp_s,model,requests\n0,a,1\n60,a,-2\n", "line 3: requests must be >= 0"),
+    ("timestamp_s,model,requests\n0,a,nan\n", "line 2: requests must be finite"),
+    ("timestamp_s,model,requests\n0,a,1\n60,a\n", "line 3: expected 3 fields"),
+    ("timestamp_s,model,requests\n0,a,1\n60,b,1\n90,b,1\n130,a,1\n", "line 5: timestamp 130 is not on the 30 s grid"),
+    ("timestamp_s,model,requests\n0,a,1\n60,a,1\n0,a,4\n", "line 4: model 'a' at 0 is listed twice"),
+    ("timestamp_s,model,requests\n0,a,1\n1200,a,1\n", "intervals must be 1 s to 10 min"),
+    ("timestamp_s,model,requests\n0,,1\n", "line 2: model is empty"),
+    ("timestamp_s,model,requests\n", "no rows after the header"),
+])
+def test_bad_traces_are_refused_with_the_line_and_the_fix(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(TraceError, match=message):
+        read_csv(write(tmp_path / "bad.csv", text))
+
+
+def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(TraceError, match="cannot read trace"):
+        read_csv(tmp_path / "nope.csv")
+
+
+def test_minute_intervals_spread_over_ticks_and_second_intervals_add_up() -> None:
+    minute = from_rows([0.0, 0.0, 60.0], ["a", "b", "a"], [120.0, 30.0, 60.0])
+    length, parts = buckets(minute, 5.0)
+    assert length == 60.0
+    assert [(b.models, b.rates) for b in parts] == [([0, 1], [2.0, 0.5]), ([0], [1.0])]
+    seconds = from_rows([0.0, 1.0, 2.0, 5.0], ["a"] * 4, [1.0, 2.0, 3.0, 10.0])
+    length, parts = buckets(seconds, 5.0)
+    assert length == 5.0
+    assert [b.rates for b in parts] == [[6.0 / 5], [10.0 / 5]]
+    with pytest.raises(TraceError, match="not a multiple of --tick"):
+        buckets(from_rows([0.0, 7.0], ["a", "a"], [1.0, 1.0]), 5.0)
+
+
+def test_csv_round_trip(tmp_path: Path) -> None:
+    trace = synthetic(models=20, hours=0.5, seed=3)
+    write_csv(trace, tmp_path / "t.csv")
+    again = read_csv(tmp_path / "t.csv")
+    assert again.total_requests == trace.total_requests
+    assert again.interval_s == trace.interval_s
+    assert np.allclose(again.rate_per_interval(), trace.rate_per_interval()[: again.intervals])
+
+
+def test_the_generator_repeats_for_a_seed_and_draws_the_shapes_it_names() -> None:
+    a, b = synthetic(models=50, hours=2, seed=7), synthetic(models=50, hours=2, seed=7)
+    assert a.total_requests == b.total_requests and np.array_equal(a.model, b.model)
+    assert synthetic(models=50, hours=2, seed=8).total_requests != a.total_requests
+    day_steady = synthetic(models=50, hours=24, shape="steady", seed=1).rate_per_interval()
+    day_cycle = synthetic(models=50, hours=24, shape="diurnal", seed=1).rate_per_interval()
+    assert day_steady.max() / day_steady.min() < 1.5  # Poisson noise only
+    assert day_cycle.max() / day_cycle.min() > 4  # 1.7 / 0.3 at the extremes
+    heavy = synthetic(models=200, hours=1, shape="heavy-tailed", seed=1)
+    top = np.bincount(heavy.model, weights=heavy.requests).max() / heavy.total_requests
+    assert top > 0.3  # with s = 1.6 the hottest of 200 models takes about 40% of requests
