@@ -1,0 +1,74 @@
+"""`modelmesh-autoscaler simulate` as a user runs it: files written, the table printed, the plot opens."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib.image
+
+SIMULATE = [sys.executable, "-m", "autoscaler.cli", "simulate"]
+POLICIES = ("fixed", "mean-hpa", "skew-aware")
+
+
+def test_a_small_synthetic_run_writes_the_report_the_table_and_the_plot(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--synthetic", "--models", "30", "--hours", "1", "--rps", "60",
+                             "--out", str(out), "--seed", "4"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["oracle_pod_hours"] > 0
+    assert report["cache_oracle_pod_hours"] >= report["oracle_pod_hours"]
+    assert list(report["policies"]) == list(POLICIES)
+    for name in POLICIES:
+        entry = report["policies"][name]
+        for key in ("pod_hours", "overloaded_seconds", "delayed_requests", "delayed_ratio", "cold_loads",
+                    "scale_events", "requests", "terms"):
+            assert key in entry, (name, key)
+        assert entry["requests"] == report["trace"]["requests"]
+    assert report["policies"]["fixed"]["scale_events"] == 0
+    assert sum(report["policies"]["skew-aware"]["terms"].values()) > 0
+    assert "vs_mean-hpa" in report["policies"]["skew-aware"]
+    for name in POLICIES:
+        assert f"| {name} |" in result.stdout
+        assert f"| {name} |" in (out / "report.md").read_text()
+    image = matplotlib.image.imread(out / "timeline.png")
+    assert image.shape[0] > 400 and image.shape[1] > 400
+    assert "100%" in result.stderr  # the progress bar finished for each policy
+    assert result.stderr.count("100%") == 3
+
+
+def test_a_csv_trace_and_a_policy_subset(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.csv"
+    rows = ["timestamp_s,model,requests"]
+    rows += [f"{60 * m},model-{i},{30 * (i + 1)}" for m in range(20) for i in range(5)]
+    trace.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(out), "--policies", "mean-hpa,skew-aware",
+                             "--no-plot", "--quiet"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert list(report["policies"]) == ["mean-hpa", "skew-aware"]
+    assert report["trace"]["requests"] == 20 * 30 * (1 + 2 + 3 + 4 + 5)
+    assert not (out / "timeline.png").exists()
+
+
+def test_bad_input_is_a_clear_error_and_writes_nothing(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp_s,model,requests\n0,a,1\n60,a,lots\n")
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(out)], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2
+    assert f"simulate: {trace}: line 3: requests must be a number, got 'lots'" in result.stderr
+    assert not out.exists()
+    behavior = tmp_path / "hpa.yaml"
+    behavior.write_text("behavior:\n  scaleDown:\n    selectPolicy: Slowest\n")
+    result = subprocess.run([*SIMULATE, "--synthetic", "--hours", "0.1", "--out", str(out), "--hpa-behavior",
+                             str(behavior)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "selectPolicy must be Max, Min or Disabled" in result.stderr
+    result = subprocess.run([*SIMULATE, "--synthetic", "--out", str(out), "--policies", "fixed,magic"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "unknown policy 'magic'" in result.stderr
