@@ -1,162 +1,130 @@
-"""`modelmesh-autoscaler demo`: the whole data path on one machine, in about a minute.
+"""`modelmesh-autoscaler demo`: the whole loop on one machine, in about a minute.
 
 Fake ModelMesh containers (https, like the real ones) run in this process with load that changes by phase;
 one real `modelmesh-exporter` process per pod reads them; one real `modelmesh-autoscaler serve` process
-scrapes the exporters and serves the external metrics API. Every few seconds the demo prints, side by side,
-what each pod is doing, what the adapter serves, and what an HPA on the plain average would have asked for.
+scrapes the exporters and serves the external metrics API. The HPA is the documented one
+(`autoscaler.simulation.hpa`, the model the simulator uses): it reads `modelmesh_desired_replicas` from the
+adapter's real API, and the demo really starts and stops pods, removing the one with the lowest deletion
+cost as the ReplicaSet would. Time is compressed: the shipped behavior's 600 s window and one pod per 300 s
+become seconds, so a person sees replicas follow the hot model up and come down slowly.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import math
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
-import yaml
-from aiohttp import web
 
-from autoscaler.api.certs import generate_self_signed, server_context
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, build_app
+from autoscaler.demo.fleet import DEPLOYMENT, NAMESPACE, DemoFleet, DemoPod
 from autoscaler.names import GROUP_VERSION, ServedMetric
+from autoscaler.simulation.hpa import (
+    Behavior,
+    HorizontalPodAutoscaler,
+    HpaPod,
+    HpaSpec,
+    MetricSpec,
+    ScalingPolicy,
+    ScalingRules,
+    describe_behavior,
+)
+from autoscaler.simulation.replicaset import ReplicaPod, pods_to_remove
 
-NAMESPACE = "default"
-DEPLOYMENT = "modelmesh-serving-demo"
 TARGET_RPS_PER_POD = 100.0
+SCALE_DOWN_TAU_S = 5.0
+HPA_SYNC_S = 2.0
+DESIRED = MetricSpec(ServedMetric.DESIRED_REPLICAS.value, "External", "AverageValue", 1.0)
+DEMO_BEHAVIOR = Behavior(
+    scale_up=ScalingRules(0, "Max", (ScalingPolicy("Percent", 100, 2), ScalingPolicy("Pods", 4, 2))),
+    scale_down=ScalingRules(10, "Min", (ScalingPolicy("Pods", 1, 5),)),
+)
+"""The shipped behavior (window 600 s, 1 pod per 300 s; scale-up 100% or 4 pods per 15 s), compressed."""
 
 
 @dataclass(frozen=True)
 class Phase:
     starts_at: float  # fraction of the demo's duration
     title: str
-    rps: tuple[float, ...]
+    background_per_pod: float  # req/s per initial pod, spread over every Ready pod
+    hot: float  # req/s of one hot model, all on the oldest pod
 
 
 PHASES = (
-    Phase(0.0, "even load: every pod serves 60 req/s", (60, 60, 60, 60)),
-    Phase(0.25, "a hot model lands on pod 0: 380 req/s there, the rest stay at 40",
-          (380, 40, 40, 40)),
-    Phase(0.6, "traffic drops to 15 req/s per pod: the adapter lowers its answer slowly", (15, 15, 15, 15)),
+    Phase(0.0, "even load: 90 req/s per pod (target 100)", 90, 0),
+    Phase(0.2, "a hot model lands on the oldest pod: +300 req/s there", 90, 300),
+    Phase(0.5, "traffic drops: the HPA brings pods down slowly, least-needed first", 10, 30),
 )
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration", type=float, default=60.0, help="seconds to run (default 60)")
-    parser.add_argument("--pods", type=int, default=4, help="fake ModelMesh pods (default 4)")
+    parser.add_argument("--pods", type=int, default=4, help="fake ModelMesh pods at the start (default 4)")
+    parser.add_argument("--max-pods", type=int, default=None, help="the HPA's maxReplicas (default 2 x --pods)")
     parser.add_argument("--interval", type=float, default=3.0, help="seconds between printed tables (default 3)")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@dataclass
-class DemoPod:
-    name: str
-    fake: FakeModelMesh
-    modelmesh_port: int
-    exporter_port: int
-
-
 class Demo:
-    def __init__(self, pods: int, duration: float, interval: float, workdir: Path) -> None:
-        self.duration, self.interval, self.workdir = duration, interval, workdir
-        self.pods = [
-            DemoPod(f"demo-{i}", FakeModelMesh(ModelMeshLoad(requests_per_second=0.0, models_loaded=6)),
-                    free_port(), free_port())
-            for i in range(pods)
-        ]
-        self.adapter_port = free_port()
-        self.processes: list[subprocess.Popen[bytes]] = []
+    def __init__(self, pods: int, duration: float, interval: float, workdir: Path, max_pods: int | None = None
+                 ) -> None:
+        self.initial, self.duration, self.interval = pods, duration, interval
+        self.spec = HpaSpec((DESIRED,), min_replicas=min(2, pods), max_replicas=max_pods or 2 * pods,
+                            behavior=DEMO_BEHAVIOR)
+        # In a cluster the adapter reads the HPA's bounds (DESIGN §6); here they are handed to it.
+        self.fleet = DemoFleet(workdir, {"target_rps_per_pod": TARGET_RPS_PER_POD,
+                                         "scale_down_tau_s": SCALE_DOWN_TAU_S,
+                                         "min_replicas": self.spec.min_replicas,
+                                         "max_replicas": self.spec.max_replicas})
+        self.hpa = HorizontalPodAutoscaler(self.spec)
+        self.started = time.monotonic()
+        self.phase = PHASES[0]
 
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        certs = generate_self_signed(self.workdir / "modelmesh-tls", "fake-modelmesh", ["127.0.0.1"])
-        tls = server_context(certs.cert_file, certs.key_file)
-        runners = []
-        try:
-            for pod in self.pods:
-                runner = web.AppRunner(build_app(pod.fake), handle_signals=False, access_log=None)
-                await runner.setup()
-                await web.TCPSite(runner, "127.0.0.1", pod.modelmesh_port, ssl_context=tls).start()
-                runners.append(runner)
-            self._start_processes(certs.cert_file)
-            yield
-        finally:
-            self._stop_processes()
-            for runner in runners:
-                await runner.cleanup()
+    @property
+    def workdir(self) -> Path:
+        return self.fleet.workdir
 
-    def _start_processes(self, modelmesh_ca: Path) -> None:
-        log = open(self.workdir / "processes.log", "ab")  # noqa: SIM115 - closed with the processes
-        for pod in self.pods:
-            self.processes.append(subprocess.Popen(
-                [sys.executable, "-m", "exporter.cli", "--listen", f"127.0.0.1:{pod.exporter_port}",
-                 "--modelmesh-url", f"https://127.0.0.1:{pod.modelmesh_port}/metrics",
-                 "--modelmesh-ca-file", str(modelmesh_ca), "--no-gpu",
-                 "--modelmesh-interval", "1", "--load-window", "6"],
-                stdout=log, stderr=log,
-            ))
-        targets = {"runtimes": [{
-            "namespace": NAMESPACE, "deployment": DEPLOYMENT,
-            "pods": [{"name": p.name, "url": f"http://127.0.0.1:{p.exporter_port}/metrics"} for p in self.pods],
-        }]}
-        (self.workdir / "targets.yaml").write_text(yaml.safe_dump(targets))
-        policy = {"defaults": {"target_rps_per_pod": TARGET_RPS_PER_POD, "scale_down_tau_s": 20}}
-        (self.workdir / "policy.yaml").write_text(yaml.safe_dump(policy))
-        self.processes.append(subprocess.Popen(
-            [sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev",
-             "--listen", f"127.0.0.1:{self.adapter_port}", "--targets", str(self.workdir / "targets.yaml"),
-             "--config", str(self.workdir / "policy.yaml"), "--refresh-interval", "2", "--window", "6"],
-            stdout=log, stderr=log,
-        ))
-
-    def _stop_processes(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in self.processes:
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
 
     def apply_phase(self, elapsed: float) -> Phase:
-        phase = [p for p in PHASES if elapsed >= p.starts_at * self.duration][-1]
-        for index, pod in enumerate(self.pods):
-            rps = phase.rps[index % len(phase.rps)]
+        self.phase = phase = [p for p in PHASES if elapsed >= p.starts_at * self.duration][-1]
+        ready = [p for p in self.fleet.pods if p.ready]
+        for pod in self.fleet.pods:
+            rps = 0.0
+            if pod.ready:
+                rps = phase.background_per_pod * self.initial / len(ready)
+                if pod is ready[0]:
+                    rps += phase.hot
             if pod.fake.load.requests_per_second != rps:
-                pod.fake.update(requests_per_second=rps, queue_delay_ms=80.0 if rps > 300 else 2.0)
+                pod.fake.update(requests_per_second=rps, queue_delay_ms=80.0 if rps > 1.2 * TARGET_RPS_PER_POD
+                                else 2.0)
         return phase
 
-    async def served(self, session: aiohttp.ClientSession, metric: ServedMetric) -> str:
-        url = (f"https://127.0.0.1:{self.adapter_port}/apis/{GROUP_VERSION}/namespaces/{NAMESPACE}/"
-               f"{metric.value}?labelSelector=deployment%3D{DEPLOYMENT}")
+    def _url(self, path: str) -> str:
+        return f"https://127.0.0.1:{self.fleet.adapter_port}{path}"
+
+    async def served(self, session: aiohttp.ClientSession, metric: ServedMetric) -> tuple[str, float | None]:
+        """(what to print, the value or None when the API did not serve one)."""
+        url = self._url(f"/apis/{GROUP_VERSION}/namespaces/{NAMESPACE}/{metric.value}"
+                        f"?labelSelector=deployment%3D{DEPLOYMENT}")
         try:
             async with session.get(url, ssl=False, timeout=aiohttp.ClientTimeout(total=2)) as response:
                 body = await response.json()
         except (aiohttp.ClientError, TimeoutError, ValueError):
-            return "starting"
+            return "starting", None
         if response.status == 503 and metric is ServedMetric.GPU_BUSY:
-            return "n/a (no GPU on the fake pods)"
+            return "n/a (no GPU on the fake pods)", None
         if response.status != 200:
-            return f"{response.status} {body.get('reason', '')}"
-        value = str(body["items"][0]["value"])
-        return f"{int(value.removesuffix('m')) / 1000:g}" if value.endswith("m") else value
+            return f"{response.status} {body.get('reason', '')}", None
+        raw = str(body["items"][0]["value"])
+        value = int(raw.removesuffix("m")) / 1000 if raw.endswith("m") else float(raw)
+        return f"{value:g}", value
 
     async def exporter_rps(self, session: aiohttp.ClientSession, pod: DemoPod) -> float | None:
         try:
@@ -172,26 +140,54 @@ class Demo:
 
     async def deletion_costs(self, session: aiohttp.ClientSession) -> dict[str, int]:
         """The pod-deletion cost the adapter ranks each pod at, from its `/debug` explanation."""
-        url = f"https://127.0.0.1:{self.adapter_port}/debug/runtimes/{NAMESPACE}/{DEPLOYMENT}"
         try:
-            async with session.get(url, ssl=False, timeout=aiohttp.ClientTimeout(total=2)) as response:
+            async with session.get(self._url(f"/debug/runtimes/{NAMESPACE}/{DEPLOYMENT}"), ssl=False,
+                                   timeout=aiohttp.ClientTimeout(total=2)) as response:
                 body = await response.json() if response.status == 200 else {}
         except (aiohttp.ClientError, TimeoutError, ValueError):
             return {}
         return {pod["name"]: pod["deletion_cost"] for pod in body.get("pods", [])
                 if pod.get("deletion_cost") is not None}
 
-    async def report(self, session: aiohttp.ClientSession, elapsed: float, phase: Phase) -> None:
-        rates = await asyncio.gather(*(self.exporter_rps(session, pod) for pod in self.pods))
-        served = {m: await self.served(session, m) for m in ServedMetric}
+    async def autoscale(self, session: aiohttp.ClientSession) -> None:
+        """The HPA controller: every sync, read the metric, decide, and act on the replicas."""
+        while True:
+            await asyncio.sleep(HPA_SYNC_S)
+            _, desired = await self.served(session, ServedMetric.DESIRED_REPLICAS)
+            pods = self.fleet.pods
+            decision = self.hpa.sync(self.elapsed(), len(pods), [HpaPod(p.name, p.ready) for p in pods],
+                                     {DESIRED.name: desired})
+            if not decision.changed:
+                continue
+            removed: list[str] = []
+            if decision.desired > decision.current:
+                for _ in range(decision.desired - decision.current):
+                    await self.fleet.add_pod()
+            else:
+                costs = await self.deletion_costs(session)
+                view = [ReplicaPod(p.name, p.ready, costs.get(p.name, 0), p.created_at) for p in pods]
+                for gone in pods_to_remove(view, decision.current - decision.desired):
+                    removed.append(f"{gone.name} (deletion cost {gone.deletion_cost})")
+                    await self.fleet.remove_pod(gone.name)
+            what = f"; removed {', '.join(removed)}" if removed else ""
+            print(f"\n[{self.elapsed():4.0f}s] HPA: {decision.reason}{what}")
+            sys.stdout.flush()
+
+    async def report(self, session: aiohttp.ClientSession) -> None:
+        pods = list(self.fleet.pods)
+        rates = await asyncio.gather(*(self.exporter_rps(session, pod) for pod in pods))
+        served = {m: (await self.served(session, m))[0] for m in ServedMetric}
         costs = await self.deletion_costs(session)
-        print(f"\n[{elapsed:4.0f}s] {phase.title}")
+        ready = sum(1 for p in pods if p.ready)
+        print(f"\n[{self.elapsed():4.0f}s] {self.phase.title}")
+        print(f"  replicas {len(pods)} ({ready} ready)")
         print("  pod      true req/s   exporter req/s   deletion cost")
-        for pod, rate in zip(self.pods, rates, strict=True):
+        for pod, rate in zip(pods, rates, strict=True):
             shown = "   -" if rate is None else f"{rate:8.1f}"
             cost = costs.get(pod.name)
+            state = "" if pod.ready else "  (starting)"
             print(f"  {pod.name:8} {pod.fake.load.requests_per_second:10.0f}   {shown}"
-                  f"         {'-' if cost is None else cost:>6}")
+                  f"         {'-' if cost is None else cost:>6}{state}")
         known = [r for r in rates if r is not None]
         if known:
             average_wants = math.ceil(sum(known) / TARGET_RPS_PER_POD - 1e-9)
@@ -208,17 +204,34 @@ class Demo:
                   f"{', '.join(last)} last ({dearest})")
         sys.stdout.flush()
 
+    def describe_policy(self) -> str:
+        return (f"policy: HPA on {DESIRED.describe()}, replicas {self.spec.min_replicas}..{self.spec.max_replicas}, "
+                f"sync every {HPA_SYNC_S:g} s; behavior {describe_behavior(DEMO_BEHAVIOR)} (the shipped 600 s "
+                f"window and 1 pod per 300 s, compressed for the demo); adapter target_rps_per_pod "
+                f"{TARGET_RPS_PER_POD:g}, scale_down_tau_s {SCALE_DOWN_TAU_S:g}; the ReplicaSet removes the pod "
+                f"with the lowest deletion cost")
+
     async def run(self) -> None:
-        started = time.monotonic()
-        async with self.running(), aiohttp.ClientSession() as session:
-            print(f"demo: {len(self.pods)} fake ModelMesh pods, {len(self.pods)} exporters, adapter on "
-                  f"https://127.0.0.1:{self.adapter_port} (logs in {self.workdir}/processes.log)")
-            print(f"try: curl -sk 'https://127.0.0.1:{self.adapter_port}/apis/{GROUP_VERSION}/namespaces/"
+        async with self.fleet.running(self.initial), aiohttp.ClientSession() as session:
+            self.started = time.monotonic()
+            print(f"demo: {self.initial} fake ModelMesh pods, {self.initial} exporters, adapter on "
+                  f"https://127.0.0.1:{self.fleet.adapter_port} (logs in {self.workdir}/processes.log)")
+            print(self.describe_policy())
+            print(f"try: curl -sk 'https://127.0.0.1:{self.fleet.adapter_port}/apis/{GROUP_VERSION}/namespaces/"
                   f"{NAMESPACE}/modelmesh_desired_replicas?labelSelector=deployment%3D{DEPLOYMENT}'")
-            while (elapsed := time.monotonic() - started) < self.duration:
-                phase = self.apply_phase(elapsed)
-                await asyncio.sleep(min(self.interval, max(0.0, self.duration - elapsed)))
-                await self.report(session, time.monotonic() - started, phase)
+            sys.stdout.flush()
+            hpa = asyncio.create_task(self.autoscale(session))
+            try:
+                next_report = self.interval
+                while (elapsed := self.elapsed()) < self.duration:
+                    self.apply_phase(elapsed)
+                    await asyncio.sleep(min(0.5, max(0.0, self.duration - elapsed)))
+                    if self.elapsed() >= next_report:
+                        next_report += self.interval
+                        await self.report(session)
+            finally:
+                hpa.cancel()
+                await asyncio.gather(hpa, return_exceptions=True)
         print("\ndemo finished: every process stopped.")
 
 
@@ -242,10 +255,11 @@ async def _run_until_signalled(demo: Demo) -> int:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    if args.pods < 1 or args.duration <= 0 or args.interval <= 0:
-        print("demo: --pods, --duration and --interval must be positive", file=sys.stderr)
+    if args.pods < 1 or args.duration <= 0 or args.interval <= 0 or (args.max_pods is not None
+                                                                       and args.max_pods < args.pods):
+        print("demo: --pods, --duration and --interval must be positive, --max-pods at least --pods",
+              file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="modelmesh-demo-") as directory:
-        return asyncio.run(_run_until_signalled(Demo(args.pods, args.duration, args.interval, Path(directory))))
-
-
+        demo = Demo(args.pods, args.duration, args.interval, Path(directory), args.max_pods)
+        return asyncio.run(_run_until_signalled(demo))

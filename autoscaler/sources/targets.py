@@ -7,12 +7,14 @@ runtimes:
     pods:
       - {name: demo-0, url: "http://127.0.0.1:9187/metrics"}
 ```
-Every listed pod counts as Ready. The file is read once at start; a mistake in it stops start-up with a
-message that names the file and the entry.
+Every listed pod counts as Ready. A mistake in the file at start stops start-up with a message that names
+the file and the entry. The file is read again when it changes (the demo adds and removes pods this way);
+a broken edit is logged and the last good inventory kept.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,8 @@ import yaml
 
 from autoscaler.model import RuntimeKey
 from autoscaler.sources.base import PodTarget, RuntimeInventory
+
+log = logging.getLogger(__name__)
 
 
 class TargetsFileError(ValueError):
@@ -78,15 +82,32 @@ class StaticTargetsDiscovery:
     def __init__(self, path: Path) -> None:
         self._path = path
         self._inventory: dict[RuntimeKey, RuntimeInventory] = {}
+        self._stamp: tuple[int, int] | None = None
 
     @property
     def healthy(self) -> bool:
         return True
 
+    def _file_stamp(self) -> tuple[int, int] | None:
+        try:
+            stat = self._path.stat()
+        except OSError:
+            return None
+        return stat.st_mtime_ns, stat.st_size
+
     async def start(self) -> None:
+        self._stamp = self._file_stamp()
         self._inventory = load_targets(self._path)
 
     def inventory(self) -> dict[RuntimeKey, RuntimeInventory]:
+        """The inventory, read again first if the file changed since (one `stat` per call otherwise)."""
+        stamp = self._file_stamp()
+        if stamp is not None and stamp != self._stamp:
+            self._stamp = stamp
+            try:
+                self._inventory = load_targets(self._path)
+            except TargetsFileError as error:
+                log.warning("targets file changed but cannot be used; keeping the last good one: %s", error)
         return self._inventory
 
     async def close(self) -> None:

@@ -38,6 +38,24 @@ def test_demo_prints_what_the_adapter_serves_and_stops_everything() -> None:
     assert processes_using(workdir_of(result.stdout)) == ""
 
 
+def test_replicas_follow_the_hot_model_up_and_come_down_slowly_least_needed_first() -> None:
+    result = subprocess.run([*DEMO, "--duration", "40", "--interval", "4"], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "policy: HPA on External modelmesh_desired_replicas AverageValue 1" in out
+    replicas = [int(n) for n in re.findall(r"replicas (\d+) \(", out)]
+    assert replicas[0] == 4
+    assert max(replicas) > 4, out  # up with the hot model
+    ups = re.findall(r"HPA: modelmesh_desired_replicas proposes (\d+).*scale up (\d+) -> (\d+)", out)
+    downs = re.findall(r"HPA: .*scale down (\d+) -> (\d+); removed (demo-\d+) \(deletion cost (\d+)\)", out)
+    assert ups, out
+    assert downs, out  # and down again once the traffic drops
+    assert all(int(after) == int(before) - 1 for before, after, _, _ in downs)  # one pod at a time
+    assert all(name != "demo-0" for _, _, name, _ in downs)  # never the pod with the hot model
+    assert processes_using(workdir_of(out)) == ""
+
+
 def test_sigterm_stops_the_demo_and_every_process_it_started() -> None:
     demo = subprocess.Popen([*DEMO, "--duration", "120"], stdout=subprocess.PIPE, text=True)
     assert demo.stdout is not None

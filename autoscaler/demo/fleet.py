@@ -1,0 +1,164 @@
+"""The demo's runtime: fake ModelMesh pods that really come and go, each with a real exporter process, and
+one real adapter process that finds them through a targets file it re-reads when it changes.
+
+A new pod is "Ready" once its exporter answers; only then is it written into the targets file, as a
+Kubernetes Endpoints object would list it. A removed pod leaves the targets file first, then stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from ssl import SSLContext
+from typing import IO
+
+import aiohttp
+import yaml
+from aiohttp import web
+
+from autoscaler.api.certs import generate_self_signed, server_context
+from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, build_app
+
+NAMESPACE = "default"
+DEPLOYMENT = "modelmesh-serving-demo"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass(eq=False)
+class DemoPod:
+    name: str
+    fake: FakeModelMesh
+    modelmesh_port: int
+    exporter_port: int
+    created_at: float
+    ready: bool = False
+    runner: web.AppRunner | None = None
+    process: subprocess.Popen[bytes] | None = None
+
+
+@dataclass
+class DemoFleet:
+    workdir: Path
+    policy: dict[str, object]
+    adapter_port: int = field(default_factory=free_port)
+    pods: list[DemoPod] = field(default_factory=list)
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    _serial: int = 0
+    _tls: SSLContext | None = None
+    _ca: Path | None = None
+    _log: IO[bytes] | None = None
+    _starting: set[asyncio.Task[None]] = field(default_factory=set)
+
+    @contextlib.asynccontextmanager
+    async def running(self, initial_pods: int) -> AsyncIterator[None]:
+        certs = generate_self_signed(self.workdir / "modelmesh-tls", "fake-modelmesh", ["127.0.0.1"])
+        self._tls, self._ca = server_context(certs.cert_file, certs.key_file), certs.cert_file
+        self._log = open(self.workdir / "processes.log", "ab")  # noqa: SIM115 - closed in finally
+        try:
+            for _ in range(initial_pods):
+                pod = await self.add_pod(wait=False)
+                pod.ready = True  # running before the demo began
+            self._write_targets()
+            self._start_adapter()
+            yield
+        finally:
+            for task in self._starting:
+                task.cancel()
+            for pod in list(self.pods):
+                await self._stop_pod(pod)
+            self._stop(self.processes)
+            self._log.close()
+
+    def _write_targets(self) -> None:
+        ready = [p for p in self.pods if p.ready]
+        targets = {"runtimes": [{
+            "namespace": NAMESPACE, "deployment": DEPLOYMENT,
+            "pods": [{"name": p.name, "url": f"http://127.0.0.1:{p.exporter_port}/metrics"} for p in ready],
+        }]}
+        path = self.workdir / "targets.yaml"
+        staged = path.with_suffix(".tmp")
+        staged.write_text(yaml.safe_dump(targets))
+        staged.replace(path)  # atomic: the adapter never reads half a file
+
+    def _start_adapter(self) -> None:
+        (self.workdir / "policy.yaml").write_text(yaml.safe_dump({"defaults": self.policy}))
+        self.processes.append(subprocess.Popen(
+            [sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev",
+             "--listen", f"127.0.0.1:{self.adapter_port}", "--targets", str(self.workdir / "targets.yaml"),
+             "--config", str(self.workdir / "policy.yaml"), "--refresh-interval", "1", "--window", "6"],
+            stdout=self._log, stderr=self._log,
+        ))
+
+    async def add_pod(self, wait: bool = True) -> DemoPod:
+        """Start a fake ModelMesh and its exporter; it joins the targets once its exporter answers."""
+        pod = DemoPod(f"demo-{self._serial}", FakeModelMesh(ModelMeshLoad(requests_per_second=0.0, models_loaded=6)),
+                      free_port(), free_port(), created_at=time.time())
+        self._serial += 1
+        pod.runner = web.AppRunner(build_app(pod.fake), handle_signals=False, access_log=None)
+        await pod.runner.setup()
+        await web.TCPSite(pod.runner, "127.0.0.1", pod.modelmesh_port, ssl_context=self._tls).start()
+        pod.process = subprocess.Popen(
+            [sys.executable, "-m", "exporter.cli", "--listen", f"127.0.0.1:{pod.exporter_port}",
+             "--modelmesh-url", f"https://127.0.0.1:{pod.modelmesh_port}/metrics",
+             "--modelmesh-ca-file", str(self._ca), "--no-gpu", "--modelmesh-interval", "1", "--load-window", "6"],
+            stdout=self._log, stderr=self._log,
+        )
+        self.processes.append(pod.process)
+        self.pods.append(pod)
+        if wait:
+            task = asyncio.create_task(self._become_ready(pod))
+            self._starting.add(task)
+            task.add_done_callback(self._starting.discard)
+        return pod
+
+    async def _become_ready(self, pod: DemoPod) -> None:
+        async with aiohttp.ClientSession() as session:
+            while pod in self.pods:
+                try:
+                    async with session.get(f"http://127.0.0.1:{pod.exporter_port}/metrics",
+                                           timeout=aiohttp.ClientTimeout(total=1)) as response:
+                        if response.status == 200:
+                            pod.ready = True
+                            self._write_targets()
+                            return
+                except (aiohttp.ClientError, TimeoutError):
+                    pass
+                await asyncio.sleep(0.2)
+
+    async def remove_pod(self, name: str) -> None:
+        pod = next(p for p in self.pods if p.name == name)
+        await self._stop_pod(pod)
+        self._write_targets()
+
+    async def _stop_pod(self, pod: DemoPod) -> None:
+        self.pods.remove(pod)
+        if pod.process is not None:
+            self._stop([pod.process])
+        if pod.runner is not None:
+            await pod.runner.cleanup()
+
+    @staticmethod
+    def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
+        for process in processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
