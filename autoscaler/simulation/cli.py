@@ -113,6 +113,19 @@ def _load_trace(args: argparse.Namespace) -> tuple[Trace, str]:
     return trace, f"synthetic ({args.shape}, seed {args.seed})"
 
 
+def sizing(peak_rps: float, first_rps: float, pod_rps: float, min_replicas: int, max_replicas: int | None,
+           busy: float = 0.8) -> tuple[int, int, int]:
+    """(fixed replicas: the peak at `busy`; maxReplicas: twice what the peak needs at full capacity unless
+    given; the autoscaled policies' starting replicas: what the first bucket needs at `busy`)."""
+    peak_need = max(1, math.ceil(peak_rps / pod_rps - 1e-9))
+    fixed = max(min_replicas, math.ceil(peak_rps / (pod_rps * busy) - 1e-9))
+    maximum = max_replicas or max(min_replicas + 1, 2 * peak_need)
+    if maximum < min_replicas:
+        raise ValueError(f"--max-replicas ({maximum}) is below --min-replicas ({min_replicas})")
+    start = min(maximum, max(min_replicas, math.ceil(first_rps / (pod_rps * busy) - 1e-9)))
+    return fixed, maximum, start
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Do the whole run and write the files; returns the report."""
     # numpy and matplotlib come with the `simulate` extra; the adapter's own commands never import them.
@@ -131,13 +144,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                          startup_delay_s=args.startup_delay, slo_queue_s=args.slo_queue_ms / 1000.0)
     bucket_s, arrivals = buckets(trace, args.tick)
     best = oracle(trace, shape, policy.target_lru_age_s)
-    peak_need = max(1, math.ceil(best.peak_rps / shape.pod_rps - 1e-9))
-    fixed = max(args.min_replicas, math.ceil(best.peak_rps / (shape.pod_rps * policy.target_gpu_busy) - 1e-9))
-    maximum = args.max_replicas or max(args.min_replicas + 1, 2 * peak_need)
-    if maximum < args.min_replicas:
-        raise ValueError(f"--max-replicas ({maximum}) is below --min-replicas ({args.min_replicas})")
     first = sum(arrivals[0].rates) if arrivals else 0.0
-    start = min(maximum, max(args.min_replicas, math.ceil(first / (shape.pod_rps * policy.target_gpu_busy))))
+    fixed, maximum, start = sizing(best.peak_rps, first, shape.pod_rps, args.min_replicas, args.max_replicas)
     # The adapter takes bounds it is not given from the HPA (DESIGN §6); here the HPA is the simulated one.
     ours = replace(policy, min_replicas=max(policy.min_replicas, args.min_replicas),
                    max_replicas=policy.max_replicas or maximum)

@@ -3,10 +3,10 @@
 Load is a fluid. At the start of each bucket (and whenever pods come or go) every model's request rate is
 routed the way ModelMesh routes requests: to the least busy pods that hold a copy (spread to equalise
 them), a model held nowhere is loaded on the least busy pod (a *cold load*: its requests wait the load time)
-evicting that pod's least recently used copy, and a model whose copies are all busy gets another copy on
-the least busy pod without one. Every tick each Ready pod serves up to `pod_rps * tick` requests; the rest
-queues. A request is *delayed* when it waits in the queue longer than the SLO (counted exactly for a
-linearly growing or draining queue) or waits for a cold load.
+evicting that pod's least recently used copy, and a model whose copies are all busy gets more copies on the
+least busy pods without one (as many as bring each copy under the busy mark). Every tick each Ready pod
+serves up to `pod_rps * tick` requests; the rest queues. A request is *delayed* when it waits in the queue
+longer than the SLO (counted exactly for a linearly growing or draining queue) or waits for a cold load.
 
 New pods become Ready after the start-up delay with an empty cache; removed pods lose their models, and
 their queued requests go to the least busy remaining pod (ModelMesh retries them), so no request is lost.
@@ -17,6 +17,7 @@ over 30 s) and reports them as the `PodSample` the adapter's decision code reads
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
@@ -212,14 +213,32 @@ class Cluster:
                     pod.cache.move_to_end(model)
             if (rate > COPY_MIN_SHARE * capacity * len(holders) and len(holders) < len(ready)
                     and min(h.rate for h in holders) > busy_at):
-                spare = min((p for p in ready if model not in p.cache and p not in loading), key=_rate,
-                            default=None)
-                if spare is not None and spare.rate < busy_at and (model, spare.name) not in self._copying:
-                    # The copy takes requests once loaded: `settle` re-routes then.
+                # Enough new copies that each would carry under the busy mark; they take requests once
+                # loaded (`settle` re-routes then). At most one copy starts loading per pod per routing.
+                wanted = max(1, math.ceil(rate / busy_at) - len(holders)) - self._loading_copies(model)
+                spares = sorted((p for p in ready if model not in p.cache and p not in loading
+                                 and p.rate < busy_at and (model, p.name) not in self._copying), key=_rate)
+                for spare in spares[:max(0, wanted)]:
                     self._copying[(model, spare.name)] = now + self.shape.load_time_s
                     loading.add(spare)
         for pod in self.pods:
             pod.rate = max(0.0, pod.rate - pod.backlog / BACKLOG_HORIZON_S)
+
+    def _loading_copies(self, model: int) -> int:
+        return sum(1 for m, _ in self._copying if m == model) if self._copying else 0
+
+    def warm(self, now: float, models: list[int], rates: list[float]) -> None:
+        """Start as a runtime that has served this load for a while: its models (and copies of the hot
+        ones) already loaded, nothing queued, and none of those loads counted."""
+        for _ in range(4):  # each round may start copies; load them at once and route again
+            self.route(now, models, rates, 0.0)
+            for model, name in list(self._copying):
+                pod = next((p for p in self.pods if p.name == name), None)
+                if pod is not None and model not in pod.cache:
+                    self._load(pod, model, now)
+            self._copying.clear()
+        self.cold_loads = self.copy_loads = 0
+        self._pending = TickStats()
 
     # -- time -------------------------------------------------------------------------------------------
 

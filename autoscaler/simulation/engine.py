@@ -1,5 +1,8 @@
 """Replay a trace on a simulated runtime under one policy, on a simulated clock.
 
+The runtime starts warm (the first interval's models already loaded), as one that has been serving for a
+while: cold loads then measure what scaling does, not the first start of every model.
+
 Time moves in ticks (default 5 s). At the start of each bucket of the trace the arrivals are routed; every
 tick pods become Ready when their start-up delay is over, the policy is asked at every HPA sync (15 s), the
 replicas change at once (new pods start, removed pods go in the ReplicaSet's order), and the pods serve.
@@ -75,6 +78,8 @@ def simulate(buckets: Sequence[Bucket], bucket_s: float, tick_s: float, shape: C
     peak = cluster.replicas
     next_sync = SYNC_PERIOD_S  # the first sync finds a window of data, as an HPA running for a while would
     total = len(buckets)
+    if buckets:
+        cluster.warm(0.0, buckets[0].models, buckets[0].rates)
     for index, bucket in enumerate(buckets):
         start = index * bucket_s
         cluster.route(start, bucket.models, bucket.rates, bucket_s)
