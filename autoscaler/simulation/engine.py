@@ -125,11 +125,13 @@ class Oracle:
     pod_hours: float
     cache_pod_hours: float
     peak_rps: float
+    first_loads: int  # models first requested after the warm start: cold loads no policy avoids
 
 
-def oracle(trace: Trace, shape: ClusterShape, target_lru_age_s: float) -> Oracle:
+def oracle(trace: Trace, shape: ClusterShape, target_lru_age_s: float, warm_s: float = 0.0) -> Oracle:
     """Perfect foresight: every pod at full capacity each interval (`pod_hours`), and also enough pods to hold
-    every model used within the last `target_lru_age_s` (`cache_pod_hours`)."""
+    every model used within the last `target_lru_age_s` (`cache_pod_hours`); `warm_s` is the stretch at the
+    start whose models are already loaded (the first bucket)."""
     rate = trace.rate_per_interval()
     need = np.ceil(rate / shape.pod_rps - 1e-9)
     used_at = np.zeros((trace.intervals, len(trace.models)), dtype=bool)
@@ -140,4 +142,9 @@ def oracle(trace: Trace, shape: ClusterShape, target_lru_age_s: float) -> Oracle
     recent = ((cumulative - shifted[: trace.intervals]) > 0).sum(axis=1)
     cache_need = np.maximum(need, np.ceil(recent / shape.cache_models))
     hours = trace.interval_s / 3600.0
-    return Oracle(float(need.sum() * hours), float(cache_need.sum() * hours), float(rate.max(initial=0.0)))
+    used = trace.requests > 0
+    first = np.full(len(trace.models), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, trace.model[used], trace.slot[used])
+    warm_slots = max(1, round(warm_s / trace.interval_s))
+    late = int(((first >= warm_slots) & (first < np.iinfo(np.int64).max)).sum())
+    return Oracle(float(need.sum() * hours), float(cache_need.sum() * hours), float(rate.max(initial=0.0)), late)

@@ -83,6 +83,7 @@ def build_report(info: RunInfo, results: Sequence[PolicyResult]) -> dict[str, An
         "cluster": dict(info.cluster),
         "oracle_pod_hours": round(info.oracle.pod_hours, 3),
         "cache_oracle_pod_hours": round(info.oracle.cache_pod_hours, 3),
+        "unavoidable_cold_loads": info.oracle.first_loads,
         "policies": {r.name: policy_entry(r, baseline) for r in results},
     }
 
@@ -115,7 +116,8 @@ def markdown(report: Mapping[str, Any]) -> str:
         f"queueing SLO {cluster['slo_queue_ms']:g} ms.",
         "",
         f"Oracle pod-hours: {report['oracle_pod_hours']:.1f} (every pod at full capacity); with the cache: "
-        f"{report['cache_oracle_pod_hours']:.1f}.",
+        f"{report['cache_oracle_pod_hours']:.1f}. Cold loads no policy avoids (models first requested after "
+        f"the warm start): {report['unavoidable_cold_loads']}.",
         "",
         table(report),
         "",

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.simulation.cluster import Cluster, ClusterShape
-from autoscaler.simulation.engine import PolicyResult, simulate
+from autoscaler.simulation.engine import PolicyResult, oracle, simulate
 from autoscaler.simulation.hpa import behavior_from_manifest
 from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
@@ -111,3 +111,13 @@ def test_the_shipped_behavior_is_what_the_manifests_ship() -> None:
     assert manifests
     for path in manifests:
         assert behavior_from_manifest(yaml.safe_load(path.read_text())) == SHIPPED_BEHAVIOR, path
+
+
+def test_the_oracle_counts_full_pods_per_interval_and_the_loads_no_policy_avoids() -> None:
+    # Per minute: 126, 60, 0 and 3 requests, i.e. 2.1, 1, 0 and 0.05 req/s; pods of 1 req/s need 3, 1, 0, 1.
+    trace = from_rows([0.0, 0.0, 60.0, 180.0], ["a", "b", "c", "d"], [120.0, 6.0, 60.0, 3.0])
+    best = oracle(trace, ClusterShape(pod_rps=1.0, cache_models=1), target_lru_age_s=120.0, warm_s=60.0)
+    assert best.pod_hours == (3 + 1 + 0 + 1) / 60
+    # With one model per pod, the models used in the last 2 minutes: 2, 3, 1 (c), 1 (d) pods.
+    assert best.cache_pod_hours == (3 + 3 + 1 + 1) / 60
+    assert best.first_loads == 2  # c and d appear after the first minute, which starts loaded
