@@ -5,8 +5,8 @@ one real `modelmesh-exporter` process per pod reads them; one real `modelmesh-au
 scrapes the exporters and serves the external metrics API. The HPA is the documented one
 (`autoscaler.simulation.hpa`, the model the simulator uses): it reads `modelmesh_desired_replicas` from the
 adapter's real API, and the demo really starts and stops pods, removing the one with the lowest deletion
-cost as the ReplicaSet would. Time is compressed: the shipped behavior's 600 s window and one pod per 300 s
-become seconds, so a person sees replicas follow the hot model up and come down slowly.
+cost as the ReplicaSet would. Time is compressed: the adapter's scale-down time constant (300 s shipped, the
+one slow-down rail) is 5 s here, so a person sees replicas follow the hot model up and come down slowly.
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ HPA_SYNC_S = 2.0
 DESIRED = MetricSpec(ServedMetric.DESIRED_REPLICAS.value, "External", "AverageValue", 1.0)
 DEMO_BEHAVIOR = Behavior(
     scale_up=ScalingRules(0, "Max", (ScalingPolicy("Percent", 100, 2), ScalingPolicy("Pods", 4, 2))),
-    scale_down=ScalingRules(10, "Min", (ScalingPolicy("Pods", 1, 5),)),
+    scale_down=ScalingRules(0, "Max", (ScalingPolicy("Percent", 100, 2),)),
 )
-"""The shipped behavior (window 600 s, 1 pod per 300 s; scale-up 100% or 4 pods per 15 s), compressed."""
+"""The shipped behavior (no scale-down window of its own; 100% or 4 pods per 15 s up), periods compressed."""
 
 
 @dataclass(frozen=True)
@@ -206,10 +206,10 @@ class Demo:
 
     def describe_policy(self) -> str:
         return (f"policy: HPA on {DESIRED.describe()}, replicas {self.spec.min_replicas}..{self.spec.max_replicas}, "
-                f"sync every {HPA_SYNC_S:g} s; behavior {describe_behavior(DEMO_BEHAVIOR)} (the shipped 600 s "
-                f"window and 1 pod per 300 s, compressed for the demo); adapter target_rps_per_pod "
-                f"{TARGET_RPS_PER_POD:g}, scale_down_tau_s {SCALE_DOWN_TAU_S:g}; the ReplicaSet removes the pod "
-                f"with the lowest deletion cost")
+                f"sync every {HPA_SYNC_S:g} s; behavior {describe_behavior(DEMO_BEHAVIOR)} (the shipped one, "
+                f"periods compressed); adapter target_rps_per_pod {TARGET_RPS_PER_POD:g}, scale_down_tau_s "
+                f"{SCALE_DOWN_TAU_S:g} (300 shipped, compressed): the one slow-down rail; the ReplicaSet removes "
+                f"the pod with the lowest deletion cost")
 
     async def run(self) -> None:
         async with self.fleet.running(self.initial), aiohttp.ClientSession() as session:

@@ -12,5 +12,6 @@ from autoscaler.simulation.hpa import DEFAULT_SCALE_UP, Behavior, ScalingPolicy,
 
 SHIPPED_BEHAVIOR: Final = Behavior(
     scale_up=DEFAULT_SCALE_UP,
-    scale_down=ScalingRules(600, "Min", (ScalingPolicy("Pods", 1, 300),)),
+    # One slow-down rail, the adapter's (scale_down_tau_s): chosen with bench/simulate_shapes.py (README).
+    scale_down=ScalingRules(0, "Max", (ScalingPolicy("Percent", 100, 15),)),
 )

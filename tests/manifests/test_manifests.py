@@ -426,10 +426,13 @@ def test_hpa_alternative_in_comments_is_a_valid_gpu_busy_metric() -> None:
         kubernetes_validate.validate(hpa, version, strict=True)
 
 
-def test_hpa_scales_down_slowly_and_up_at_default_speed() -> None:
+def test_hpa_leaves_slow_scale_down_to_the_adapter_and_scales_up_at_default_speed() -> None:
     behavior = runtime_objects()[1]["spec"]["behavior"]
-    assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 600
-    assert behavior["scaleDown"]["policies"] == [{"type": "Pods", "value": 1, "periodSeconds": 300}]
+    # One slow-down rail (the adapter's scale_down_tau_s), chosen with the simulator: no second one here.
+    assert behavior["scaleDown"] == {
+        "stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+        "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}],
+    }
     # The HPA's documented default scale-up behaviour.
     assert behavior["scaleUp"] == {
         "stabilizationWindowSeconds": 0, "selectPolicy": "Max",

@@ -5,10 +5,8 @@ below is the documentation's, or worked by hand from its rules in the comment be
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import pytest
-import yaml
 
 from autoscaler.simulation.hpa import (
     DEFAULT_BEHAVIOR,
@@ -22,7 +20,6 @@ from autoscaler.simulation.hpa import (
     behavior_from_manifest,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 PER_POD = MetricSpec("requests", "Pods", "AverageValue", 100.0)  # 100m per pod, as in the docs
 CPU = MetricSpec("cpu", "Resource", "Utilization", 50.0)
 DESIRED = MetricSpec("modelmesh_desired_replicas", "External", "AverageValue", 1.0)
@@ -98,8 +95,10 @@ def test_scale_down_stabilization_window_uses_the_highest_recommendation_of_the_
     assert dict(history)[345] == 4
 
 
-def test_one_pod_per_period_policy_like_the_shipped_manifest() -> None:
-    behavior = behavior_from_manifest(yaml.safe_load((ROOT / "manifests/examples/hpa-triton.yaml").read_text()))
+def test_a_policy_limiting_scale_down_to_one_pod_per_period() -> None:
+    behavior = behavior_from_manifest({"behavior": {"scaleDown": {
+        "stabilizationWindowSeconds": 600, "selectPolicy": "Min",
+        "policies": [{"type": "Pods", "value": 1, "periodSeconds": 300}]}}})
     down = behavior.scale_down
     hpa = HorizontalPodAutoscaler(HpaSpec((DESIRED,), min_replicas=1, max_replicas=20, behavior=behavior))
     replicas, changes = 5, []
