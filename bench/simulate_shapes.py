@@ -26,7 +26,7 @@ from autoscaler.simulation.cli import sizing
 from autoscaler.simulation.cluster import ClusterShape
 from autoscaler.simulation.engine import PolicyResult, oracle, simulate
 from autoscaler.simulation.hpa import Behavior, ScalingPolicy, ScalingRules
-from autoscaler.simulation.policies import MeanHpaPolicy, SkewAwarePolicy
+from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SkewAwarePolicy
 from autoscaler.simulation.shapes import SHAPES
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
 from autoscaler.simulation.trace import buckets, synthetic
@@ -59,9 +59,9 @@ def run_shape(shape_name: str, seed: int, args: argparse.Namespace, variants: li
     shape = ClusterShape(pod_rps=args.pod_rps, cache_models=args.cache_models)
     bucket_s, arrivals = buckets(trace, 5.0)
     best = oracle(trace, shape, 600.0, bucket_s)
-    _, maximum, start = sizing(best.peak_rps, sum(arrivals[0].rates), shape.pod_rps, MIN_REPLICAS, None)
+    fixed, maximum, start = sizing(best.peak_rps, sum(arrivals[0].rates), shape.pod_rps, MIN_REPLICAS, None)
     base = simulate(arrivals, bucket_s, 5.0, shape, MeanHpaPolicy(MIN_REPLICAS, maximum), start)
-    results = []
+    results = [simulate(arrivals, bucket_s, 5.0, shape, FixedPolicy(fixed), fixed)] if args.fixed else []
     for v in variants:
         policy = replace(v.policy, min_replicas=MIN_REPLICAS, max_replicas=maximum)
         results.append(simulate(arrivals, bucket_s, 5.0, shape, SkewAwarePolicy(policy, MIN_REPLICAS, maximum,
@@ -79,8 +79,9 @@ def main() -> None:
     parser.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
     parser.add_argument("--shapes", default=",".join(SHAPES))
     parser.add_argument("--variant", action="append", default=[], help="name:key=value,... (repeatable)")
+    parser.add_argument("--fixed", action="store_true", help="also the fixed policy (replicas for the peak)")
     args = parser.parse_args()
-    variants = [parse_variant(v) for v in args.variant] or [parse_variant("shipped:")]
+    variants = [parse_variant(v) for v in args.variant] or [parse_variant("skew-aware:")]
     print("| shape | seed | policy | pod-hours | x oracle | delayed ratio | cold loads | "
           "vs mean-hpa: pod-hours / delayed / avoidable cold | goal |")
     print("|---|---:|---|---:|---:|---:|---:|---|---|")
@@ -90,7 +91,8 @@ def main() -> None:
             base, results, oracle_hours, floor = run_shape(shape_name, seed, args, variants)
             print(f"| {shape_name} | {seed} | mean-hpa | {base.pod_hours:.1f} | {base.pod_hours / oracle_hours:.2f} | "
                   f"{base.delayed_ratio:.4f} | {base.cold_loads} | — | |")
-            for v, r in zip(variants, results, strict=True):
+            names = (["fixed"] if args.fixed else []) + [v.name for v in variants]
+            for name, r in zip(names, results, strict=True):
                 ph = r.pod_hours / base.pod_hours
                 de = r.delayed_requests / base.delayed_requests if base.delayed_requests else 0.0
                 # Cold loads beyond the unavoidable ones (models first requested after the start).
@@ -100,7 +102,7 @@ def main() -> None:
                 # the delay part of the goal counts as met if the variant is not worse.
                 quiet = base.delayed_ratio < 0.001 and r.delayed_requests <= base.delayed_requests * 1.05
                 ok = ph <= GOAL["pod_hours"] and (de <= GOAL["delayed"] or quiet) and co <= GOAL["cold"]
-                print(f"| {shape_name} | {seed} | {v.name} | {r.pod_hours:.1f} | {r.pod_hours / oracle_hours:.2f} | "
+                print(f"| {shape_name} | {seed} | {name} | {r.pod_hours:.1f} | {r.pod_hours / oracle_hours:.2f} | "
                       f"{r.delayed_ratio:.4f} | {r.cold_loads} | {ph:.2f}x / {de:.3f}x / {co:.3f}x | "
                       f"{'met' if ok else 'missed'} |", flush=True)
     print(f"\n{time.perf_counter() - started:.0f} s")

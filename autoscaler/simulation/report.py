@@ -45,7 +45,7 @@ def _ratio(value: float, base: float) -> float | None:
     return round(value / base, 3) if base else None
 
 
-def policy_entry(result: PolicyResult, baseline: PolicyResult | None) -> dict[str, Any]:
+def policy_entry(result: PolicyResult, baseline: PolicyResult | None, unavoidable: int = 0) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "description": result.description,
         "pod_hours": round(result.pod_hours, 3),
@@ -53,6 +53,7 @@ def policy_entry(result: PolicyResult, baseline: PolicyResult | None) -> dict[st
         "delayed_requests": round(result.delayed_requests),
         "delayed_ratio": round(result.delayed_ratio, 6),
         "cold_loads": result.cold_loads,
+        "avoidable_cold_loads": max(0, result.cold_loads - unavoidable),
         "copy_loads": result.copy_loads,
         "scale_events": result.scale_events,
         "peak_replicas": result.peak_replicas,
@@ -84,7 +85,7 @@ def build_report(info: RunInfo, results: Sequence[PolicyResult]) -> dict[str, An
         "oracle_pod_hours": round(info.oracle.pod_hours, 3),
         "cache_oracle_pod_hours": round(info.oracle.cache_pod_hours, 3),
         "unavoidable_cold_loads": info.oracle.first_loads,
-        "policies": {r.name: policy_entry(r, baseline) for r in results},
+        "policies": {r.name: policy_entry(r, baseline, info.oracle.first_loads) for r in results},
     }
 
 
