@@ -1,5 +1,5 @@
 """Writes `controller.kubernetes.io/pod-deletion-cost` on runtime pods so that, when the HPA lowers the
-replicas, the ReplicaSet removes the least-needed pod first (DESIGN §7). The costs come from the pure ranking
+replicas, the ReplicaSet removes the least-needed pod first (docs/design.md). The costs come from the pure ranking
 (`autoscaler.ranking`, through `RuntimeView.pods`); when each pod is due is decided by the pure
 `autoscaler.deletion_cost_plan`; this module does the writing.
 

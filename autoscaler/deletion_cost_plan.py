@@ -1,4 +1,4 @@
-"""When to write a pod's `controller.kubernetes.io/pod-deletion-cost` (DESIGN §7): pure, so the rules can be
+"""When to write a pod's `controller.kubernetes.io/pod-deletion-cost` (docs/design.md): pure, so the rules can be
 read and tested apart from the I/O of `autoscaler.deletion_cost`, which calls `plan_patches` every pass.
 
 A pod is written:
