@@ -9,7 +9,7 @@ import pytest
 
 from autoscaler.kube_client import KubeApiError, KubeClient, KubeConfigError, in_cluster
 from autoscaler.names import DELETION_COST_ANNOTATION
-from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.kube import FakeKubeApi
 from tests.support.processes import free_port
 
 

@@ -15,7 +15,7 @@ import pytest
 from autoscaler.kube_client import JSON, KubeApiError, KubeClient
 from autoscaler.leader import LeaseConfig, LeaseElector, micro_time
 from tests.actuation.conftest import SteppedClock
-from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.kube import FakeKubeApi
 
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 

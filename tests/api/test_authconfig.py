@@ -18,7 +18,7 @@ from autoscaler.api.kube import KubeAuthApi, KubeConfigError, load_configuration
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
 from tests.api.builders import KEY, Pki, refresher_with, runtime_view
-from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.kube import FakeKubeApi
 
 
 async def kube_api(settings: ServeSettings) -> KubeAuthApi:
