@@ -32,8 +32,9 @@ def long_flags(parser: argparse.ArgumentParser) -> set[str]:
     return {s for action in parser._actions for s in action.option_strings if s.startswith("--")} - {"--help"}
 
 
-@pytest.mark.parametrize("parser", [exporter_parser(), subcommand("serve"), subcommand("demo")],
-                         ids=["modelmesh-exporter", "serve", "demo"])
+@pytest.mark.parametrize("parser", [exporter_parser(), subcommand("serve"), subcommand("demo"),
+                                    subcommand("simulate")],
+                         ids=["modelmesh-exporter", "serve", "demo", "simulate"])
 def test_configuration_lists_every_flag(parser: argparse.ArgumentParser) -> None:
     missing = sorted(flag for flag in long_flags(parser) if f"| `{flag}` |" not in CONFIGURATION)
     assert not missing, f"docs/configuration.md has no table row for {missing}"

@@ -76,7 +76,7 @@ class Demo:
         self.initial, self.duration, self.interval = pods, duration, interval
         self.spec = HpaSpec((DESIRED,), min_replicas=min(2, pods), max_replicas=max_pods or 2 * pods,
                             behavior=DEMO_BEHAVIOR)
-        # In a cluster the adapter reads the HPA's bounds (DESIGN §6); here they are handed to it.
+        # In a cluster the adapter reads the HPA's bounds (docs/design.md); here they are handed to it.
         self.fleet = DemoFleet(workdir, {"target_rps_per_pod": TARGET_RPS_PER_POD,
                                          "scale_down_tau_s": SCALE_DOWN_TAU_S,
                                          "min_replicas": self.spec.min_replicas,

@@ -1,4 +1,4 @@
-"""`modelmesh-autoscaler simulate`: replay a trace under each policy and write the report (DESIGN §9)."""
+"""`modelmesh-autoscaler simulate`: replay a trace under each policy and write the report (docs/design.md)."""
 
 from __future__ import annotations
 
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     best = oracle(trace, shape, policy.target_lru_age_s, bucket_s)
     first = sum(arrivals[0].rates) if arrivals else 0.0
     fixed, maximum, start = sizing(best.peak_rps, first, shape.pod_rps, args.min_replicas, args.max_replicas)
-    # The adapter takes bounds it is not given from the HPA (DESIGN §6); here the HPA is the simulated one.
+    # The adapter takes bounds it is not given from the HPA (docs/design.md); here the HPA is the simulated one.
     ours = replace(policy, min_replicas=max(policy.min_replicas, args.min_replicas),
                    max_replicas=policy.max_replicas or maximum)
     makers: dict[str, tuple[SimPolicy, int]] = {

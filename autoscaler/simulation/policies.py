@@ -1,4 +1,4 @@
-"""The scaling policies the simulator compares (DESIGN §9), each asked at every HPA sync.
+"""The scaling policies the simulator compares (docs/design.md), each asked at every HPA sync.
 
 - `fixed`: the replicas the peak needs, never changed: ModelMesh without an autoscaler.
 - `mean-hpa`: an HPA on the mean per-pod GPU busy (Resource-style utilization target, 80%), default behavior,

@@ -5,7 +5,7 @@ interval (1 s to 10 min) is inferred as the smallest gap between distinct timest
 must sit on that grid. The simulator replays a trace in *buckets*: the trace's own intervals when they are
 at least one tick long (requests spread evenly within each), else ticks that add several intervals up.
 
-The generator draws the shapes the shipped defaults are tuned on (DESIGN §9): Zipf popularity (a few hot
+The generator draws the shapes the shipped defaults are tuned on (docs/design.md): Zipf popularity (a few hot
 models, a long tail), a daily cycle, bursts on random models (a cold model turning hot is exactly the skew
 a plain mean hides), and churn (models that appear and go quiet). It is seeded, so a run repeats exactly.
 """
