@@ -33,8 +33,8 @@ from autoscaler.simulation.hpa import (
     MetricSpec,
     ScalingPolicy,
     ScalingRules,
-    describe_behavior,
 )
+from autoscaler.simulation.hpa_manifest import describe_behavior
 from autoscaler.simulation.replicaset import ReplicaPod, pods_to_remove
 
 TARGET_RPS_PER_POD = 100.0

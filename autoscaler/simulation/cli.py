@@ -14,7 +14,8 @@ import yaml
 
 from autoscaler.policies.config import ConfigError, load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.simulation.hpa import Behavior, behavior_from_manifest
+from autoscaler.simulation.hpa import Behavior
+from autoscaler.simulation.hpa_manifest import behavior_from_manifest
 from autoscaler.simulation.shapes import SHAPES
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
 

@@ -22,6 +22,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from autoscaler.model import PodSample
+from autoscaler.simulation.fluid import share_over_threshold, water_fill
 from autoscaler.simulation.replicaset import ReplicaPod, pods_to_remove
 
 COPY_BUSY: float = 0.8
@@ -208,7 +209,7 @@ class Cluster:
                 pod.cache[model] = now
                 pod.cache.move_to_end(model)
             else:
-                for pod in _fill(holders, rate):  # only copies that took requests count as used
+                for pod in water_fill(holders, rate):  # only copies that took requests count as used
                     pod.cache[model] = now
                     pod.cache.move_to_end(model)
             if (rate > COPY_MIN_SHARE * capacity * len(holders) and len(holders) < len(ready)
@@ -259,7 +260,7 @@ class Cluster:
             if b1 < 0.0:
                 b1 = 0.0
             served = b0 + arrivals - b1
-            delayed = arrivals * _over_threshold(b0, a - mu, t, threshold) if arrivals else 0.0
+            delayed = arrivals * share_over_threshold(b0, a - mu, t, threshold) if arrivals else 0.0
             pod.backlog = b1
             self.arrived += arrivals
             self.served += served
@@ -305,36 +306,3 @@ def _rate(pod: SimPod) -> float:
 
 def _mean(values: deque[float]) -> float:
     return sum(values) / len(values) if values else 0.0
-
-
-def _fill(holders: list[SimPod], rate: float) -> list[SimPod]:
-    """Water-fill `rate` over the holders, the least busy first until they are level; the pods that took some."""
-    pods = sorted(holders, key=_rate)
-    total = 0.0
-    level = 0.0
-    k = 0
-    for k, pod in enumerate(pods, start=1):
-        total += pod.rate
-        level = (total + rate) / k
-        if k == len(pods) or level <= pods[k].rate:
-            break
-    took = pods[:k]
-    for pod in took:
-        pod.rate = level if level > pod.rate else pod.rate
-    return took
-
-
-def _over_threshold(b0: float, slope: float, t: float, threshold: float) -> float:
-    """Share of a tick in which a queue starting at `b0` and changing at `slope` per second exceeds
-    `threshold` (the queue is floored at 0, which only matters below the threshold)."""
-    if slope > 0.0:
-        if b0 >= threshold:
-            return 1.0
-        cross = (threshold - b0) / slope
-        return 0.0 if cross >= t else 1.0 - cross / t
-    if b0 <= threshold:
-        return 0.0
-    if slope == 0.0:
-        return 1.0
-    cross = (b0 - threshold) / -slope
-    return 1.0 if cross >= t else cross / t

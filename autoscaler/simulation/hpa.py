@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 SYNC_PERIOD_S: Final = 15.0
 TOLERANCE: Final = 0.1
@@ -286,46 +286,3 @@ def _why(current: int, proposed: int, metric: str | None, stabilized: int, windo
     if desired != current:
         text += f"; {'scale up' if desired > current else 'scale down'} {current} -> {desired}"
     return text
-
-
-def _rules(raw: Any, default: ScalingRules, where: str) -> ScalingRules:
-    """API defaulting: fields left out of a scaling rule take the default rule's values."""
-    if raw is None:
-        return default
-    if not isinstance(raw, Mapping):
-        raise ValueError(f"{where}: expected a mapping, got {raw!r}")
-    policies = default.policies
-    if raw.get("policies") is not None:
-        policies = tuple(sorted(  # the order of policies means nothing; sorted, equal rules compare equal
-            ScalingPolicy(str(p["type"]), int(p["value"]), int(p["periodSeconds"]))  # type: ignore[arg-type]
-            for p in raw["policies"]
-        ))
-        for p in policies:
-            if p.type not in ("Pods", "Percent") or p.value <= 0 or not 0 < p.period_s <= 1800:
-                raise ValueError(f"{where}: bad policy {p}")
-    select = str(raw.get("selectPolicy", default.select_policy))
-    if select not in ("Max", "Min", "Disabled"):
-        raise ValueError(f"{where}: selectPolicy must be Max, Min or Disabled, got {select!r}")
-    window = int(raw.get("stabilizationWindowSeconds", default.stabilization_window_s))
-    if not 0 <= window <= 3600:
-        raise ValueError(f"{where}: stabilizationWindowSeconds must be 0..3600, got {window}")
-    return ScalingRules(window, select, policies)  # type: ignore[arg-type]
-
-
-def behavior_from_manifest(document: Mapping[str, Any]) -> Behavior:
-    """The `spec.behavior` of an HPA manifest (or a bare behavior mapping), with Kubernetes' defaults."""
-    raw = document.get("spec", {}).get("behavior") if "spec" in document else document.get("behavior", document)
-    if raw is None:
-        return DEFAULT_BEHAVIOR
-    return Behavior(_rules(raw.get("scaleUp"), DEFAULT_SCALE_UP, "behavior.scaleUp"),
-                    _rules(raw.get("scaleDown"), DEFAULT_SCALE_DOWN, "behavior.scaleDown"))
-
-
-def describe_behavior(behavior: Behavior) -> str:
-    """One line per direction, as `kubectl describe hpa` would make a person read it."""
-    lines = []
-    for name, rules in (("scaleUp", behavior.scale_up), ("scaleDown", behavior.scale_down)):
-        policies = ", ".join(f"{p.value}{'%' if p.type == 'Percent' else ' pods'} per {p.period_s}s"
-                             for p in rules.policies)
-        lines.append(f"{name}: window {rules.stabilization_window_s}s, {rules.select_policy} of [{policies}]")
-    return "; ".join(lines)

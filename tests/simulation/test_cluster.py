@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autoscaler.simulation.cluster import Cluster, ClusterShape
+from autoscaler.simulation.fluid import share_over_threshold, water_fill
 
 SHAPE = ClusterShape(pod_rps=10.0, cache_models=2, load_time_s=10.0, startup_delay_s=30.0, slo_queue_s=0.1)
 
@@ -85,3 +91,32 @@ def test_not_ready_pods_go_first_and_queued_requests_move_to_a_remaining_pod() -
     busy.deletion_cost = -1
     cluster.scale_to(1, 5.0)
     assert cluster.pods[0].backlog == pytest.approx(queued)  # nothing lost
+
+
+@dataclass
+class Loaded:
+    rate: float
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0.0, 100.0), min_size=1, max_size=8), st.floats(0.0, 200.0))
+def test_water_fill_places_the_whole_rate_and_never_on_a_busier_copy(rates: list[float], rate: float) -> None:
+    pods = [Loaded(r) for r in rates]
+    took = water_fill(pods, rate)
+    assert math.isclose(sum(p.rate for p in pods), sum(rates) + rate, rel_tol=1e-9, abs_tol=1e-9)
+    level = max(p.rate for p in took)
+    for pod, before in zip(pods, rates, strict=True):
+        assert pod.rate >= before
+        if pod not in took:
+            assert pod.rate == before and before >= level - 1e-9  # only copies already at or above the level
+
+
+@pytest.mark.parametrize(("b0", "slope", "share"), [
+    (0.0, 5.0, 0.96),  # grows past 1 request after 0.2 s of a 5 s tick
+    (3.0, 5.0, 1.0),  # above all along
+    (0.5, -1.0, 0.0),  # below all along
+    (3.0, -1.0, 0.4),  # drains to the threshold after 2 s
+    (3.0, 0.0, 1.0),
+])
+def test_share_of_a_tick_a_queue_spends_over_the_threshold(b0: float, slope: float, share: float) -> None:
+    assert share_over_threshold(b0, slope, 5.0, 1.0) == pytest.approx(share)

@@ -17,8 +17,8 @@ from autoscaler.simulation.hpa import (
     MetricSpec,
     ScalingPolicy,
     ScalingRules,
-    behavior_from_manifest,
 )
+from autoscaler.simulation.hpa_manifest import behavior_from_manifest
 
 PER_POD = MetricSpec("requests", "Pods", "AverageValue", 100.0)  # 100m per pod, as in the docs
 CPU = MetricSpec("cpu", "Resource", "Utilization", 50.0)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.simulation.cluster import Cluster, ClusterShape
 from autoscaler.simulation.engine import PolicyResult, oracle, simulate
-from autoscaler.simulation.hpa import behavior_from_manifest
+from autoscaler.simulation.hpa_manifest import behavior_from_manifest
 from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
 from autoscaler.simulation.trace import Trace, buckets, from_rows, synthetic
