@@ -1,0 +1,57 @@
+"""How long `modelmesh-autoscaler simulate` takes: a day of trace for 500 models (the issue's budget: under
+a minute on one core), per policy, plus generating the trace and drawing the plot. Plain script, no asserts:
+
+    python bench/bench_simulate.py [--models 500] [--hours 24]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.simulation.cli import sizing
+from autoscaler.simulation.cluster import ClusterShape
+from autoscaler.simulation.engine import oracle, simulate
+from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy
+from autoscaler.simulation.report import plot_timeline
+from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
+from autoscaler.simulation.trace import buckets, synthetic
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", type=int, default=500)
+    parser.add_argument("--hours", type=float, default=24.0)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    trace = synthetic(models=args.models, hours=args.hours)
+    bucket_s, arrivals = buckets(trace, 5.0)
+    shape = ClusterShape()
+    best = oracle(trace, shape, 600.0, bucket_s)
+    fixed, maximum, start = sizing(best.peak_rps, sum(arrivals[0].rates), shape.pod_rps, 2, None)
+    prepared = time.perf_counter() - started
+    print(f"trace: {args.models} models, {args.hours:g} h, {len(trace.slot)} rows, "
+          f"{trace.total_requests:.0f} requests; generated and bucketed in {prepared:.2f} s")
+    policies: list[tuple[SimPolicy, int]] = [
+        (FixedPolicy(fixed), fixed), (MeanHpaPolicy(2, maximum), start),
+        (SkewAwarePolicy(RuntimePolicy(min_replicas=2, max_replicas=maximum), 2, maximum, SHIPPED_BEHAVIOR), start),
+    ]
+    results = []
+    for policy, initial in policies:
+        t0 = time.perf_counter()
+        results.append(simulate(arrivals, bucket_s, 5.0, shape, policy, initial))
+        print(f"{policy.name:<11} {time.perf_counter() - t0:6.2f} s")
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as directory:
+        rates = trace.rate_per_interval()
+        plot_timeline(Path(directory) / "timeline.png", [trace.interval_s * i for i in range(len(rates))],
+                      rates.tolist(), results)
+    print(f"plot        {time.perf_counter() - t0:6.2f} s")
+    print(f"total       {time.perf_counter() - started:6.2f} s")
+
+
+if __name__ == "__main__":
+    main()
