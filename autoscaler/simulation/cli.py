@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     first = sum(arrivals[0].rates) if arrivals else 0.0
     fixed, maximum, start = sizing(best.peak_rps, first, shape.pod_rps, args.min_replicas, args.max_replicas)
     # The adapter takes bounds it is not given from the HPA (docs/design.md); here the HPA is the simulated one.
-    ours = replace(policy, min_replicas=max(policy.min_replicas, args.min_replicas),
+    ours = replace(policy, min_replicas=max(policy.min_replicas or 1, args.min_replicas),
                    max_replicas=policy.max_replicas or maximum)
     makers: dict[str, tuple[SimPolicy, int]] = {
         "fixed": (FixedPolicy(fixed), fixed),
