@@ -69,6 +69,16 @@ def positive(value: str) -> float:
     return number
 
 
+def at_least_one(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from error
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return number
+
+
 def fraction(value: str) -> float:
     number = positive(value)
     if number > 1:
@@ -121,8 +131,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--exporter-port", type=int, default=d.exporter_port,
                         help="port of the exporter sidecar on each pod (default 9187)")
     source.add_argument("--scrape-timeout", type=positive, default=d.scrape_timeout_s,
-                        help="seconds to wait for one exporter (default 5)")
-    source.add_argument("--scrape-concurrency", type=int, default=d.scrape_concurrency,
+                        help="seconds to wait for one exporter (default 5); a whole refresh of every exporter "
+                             "ends after --refresh-interval, and a connection not made within 1 s is a timeout")
+    source.add_argument("--scrape-concurrency", type=at_least_one, default=d.scrape_concurrency,
                         help="exporters scraped at once (default 64)")
     source.add_argument("--namespaces", type=csv, default=d.namespaces,
                         help="comma list of namespaces to discover runtimes in; empty: all")
