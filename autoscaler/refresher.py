@@ -63,11 +63,9 @@ class Refresher:
             views[snapshot.key] = view
             self._memory[snapshot.key] = memory
             self._log_transition(self.views.get(snapshot.key), view)
-            self._publish(view)
         for gone in set(self._memory) - set(views):
             del self._memory[gone]
-            self.metrics.consecutive_misses.remove(gone.namespace, gone.deployment)
-            self.metrics.runtime_known.remove(gone.namespace, gone.deployment)
+        self.metrics.publish_runtimes(views.values())  # and removes the series of runtimes and values gone
         self.views = views
         self.refreshes += 1
         self._count_source_errors()
@@ -83,14 +81,6 @@ class Refresher:
             level = logging.INFO if after.complete else logging.WARNING
             log.log(level, "runtime %s: %d/%d ready pods fresh; %s", after.key, after.fresh_pods,
                     after.ready_pods, after.reason or "serving")
-
-    def _publish(self, view: RuntimeView) -> None:
-        labels = (view.key.namespace, view.key.deployment)
-        self.metrics.consecutive_misses.labels(*labels).set(view.consecutive_misses)
-        self.metrics.runtime_known.labels(*labels).set(1 if view.known else 0)
-        for metric, served in view.values.items():
-            if served.value is not None:
-                self.metrics.served_value.labels(*labels, metric.value).set(served.value)
 
     def _count_source_errors(self) -> None:
         for reason, total in self.source.errors.items():

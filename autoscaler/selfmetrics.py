@@ -8,7 +8,11 @@ rising `error` count means the Kubernetes API is failing the adapter's reviews: 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from autoscaler.model import RuntimeView
 
 
 class AdapterMetrics:
@@ -87,9 +91,33 @@ class AdapterMetrics:
             "retried with backoff), failed (refused; tried again at the 5-minute refresh).",
             ["result"], registry=self.registry,
         )
+        self._runtime_series: dict[Gauge, set[tuple[str, ...]]] = {
+            self.consecutive_misses: set(), self.runtime_known: set(), self.served_value: set(),
+        }
         self.leader = Gauge(
             "modelmesh_autoscaler_leader",
             "1 while this replica writes deletion costs (it holds the leader Lease, or leader election is off), "
             "else 0.",
             registry=self.registry,
         )
+
+    def publish_runtimes(self, views: Iterable[RuntimeView]) -> None:
+        """Set every per-runtime series from this refresh's views, and remove the series this refresh did not
+        set: a runtime that disappeared leaves nothing, and a value that is unknown (the runtime answers 503,
+        or the signal has no data) is absent rather than its last number going stale forever."""
+        current: dict[Gauge, dict[tuple[str, ...], float]] = {gauge: {} for gauge in self._runtime_series}
+        for view in views:
+            labels: tuple[str, ...] = (view.key.namespace, view.key.deployment)
+            current[self.consecutive_misses][labels] = view.consecutive_misses
+            current[self.runtime_known][labels] = 1 if view.known else 0
+            if not view.known:
+                continue
+            for metric, served in view.values.items():
+                if served.value is not None:
+                    current[self.served_value][(*labels, metric.value)] = served.value
+        for gauge, previous in self._runtime_series.items():
+            for series, value in current[gauge].items():
+                gauge.labels(*series).set(value)
+            for series in previous - current[gauge].keys():
+                gauge.remove(*series)
+            self._runtime_series[gauge] = set(current[gauge])

@@ -74,7 +74,8 @@ def build_source(settings: ServeSettings, discovery: PodDiscovery) -> MetricSour
         return PrometheusSource(discovery, settings.prometheus_url, gpu_source=settings.gpu_source)
     if settings.gpu_source == "dcgm":
         raise StartupError("--gpu-source dcgm reads DCGM_FI_DEV_GPU_UTIL from Prometheus: use --source prometheus")
-    return ScrapeSource(discovery, timeout_s=settings.scrape_timeout_s, concurrency=settings.scrape_concurrency)
+    return ScrapeSource(discovery, timeout_s=settings.scrape_timeout_s, concurrency=settings.scrape_concurrency,
+                        deadline_s=settings.refresh_interval_s)
 
 
 def tls_context(settings: ServeSettings) -> ssl.SSLContext:

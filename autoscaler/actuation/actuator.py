@@ -27,7 +27,7 @@ from aiohttp import web
 
 from autoscaler import __version__
 from autoscaler.actuation.deletion_cost import DeletionCostWriter
-from autoscaler.actuation.leader import LeaseConfig, LeaseElector
+from autoscaler.actuation.leader import DEFAULT_CLIENT_TIMEOUT_S, LeaseConfig, LeaseElector, client_timeout_s
 from autoscaler.kube.client import KubeClient, KubeConfigError, in_cluster
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
@@ -85,9 +85,13 @@ async def start_actuator(
                     "names no Kubernetes API; serving metrics only")
         return None
     identity = identity or leader_identity()
+    electing = settings.leader_elect if settings.leader_elect is not None else in_cluster()
+    timeout_s = DEFAULT_CLIENT_TIMEOUT_S
+    if electing:  # no call may outlive the leader's term by more than the safety margin allows
+        timeout_s = client_timeout_s(settings.leader_elect_lease_duration_s, settings.leader_elect_renew_deadline_s)
     try:
         kube = await KubeClient.connect(
-            settings.kubeconfig, user_agent=f"modelmesh-autoscaler/{__version__} ({identity})"
+            settings.kubeconfig, user_agent=f"modelmesh-autoscaler/{__version__} ({identity})", timeout_s=timeout_s
         )
     except KubeConfigError as error:
         if settings.kubeconfig is not None:
@@ -95,7 +99,7 @@ async def start_actuator(
         log.warning("pod-deletion costs are not written (serving metrics only): %s", error)
         return None
     elector: LeaseElector | None = None
-    if settings.leader_elect if settings.leader_elect is not None else in_cluster():
+    if electing:
         try:
             lease = LeaseConfig(
                 namespace=settings.leader_elect_namespace or kube.default_namespace,
@@ -115,7 +119,9 @@ async def start_actuator(
 
         def leadership_changed(leading: bool) -> None:
             metrics.leader.set(1 if leading else 0)
-            writer.wake()  # a new term starts by writing every pod; a lost one stops at once
+            if not leading:
+                writer.drop_pending()  # writes still queued or in flight belong to a term that is over
+            writer.wake()  # a new term starts by writing every pod
 
         elector.add_listener(leadership_changed)
         log.info("pod-deletion costs are written only while holding Lease %s/%s; identity %s",

@@ -85,6 +85,7 @@ class DeletionCostWriter:
         self._scale_downs: dict[RuntimeKey, tuple[float, int]] = {}
         self._next_slot = 0.0
         self._last_error: int | str | None = None
+        self._in_flight: set[asyncio.Task[None]] = set()
 
     async def on_refresh(self, views: Mapping[RuntimeKey, RuntimeView]) -> None:
         """The refresh loop's listener: hand the views over and return at once."""
@@ -99,6 +100,11 @@ class DeletionCostWriter:
     def wake(self) -> None:
         """Plan again now (leadership changed)."""
         self._wake.set()
+
+    def drop_pending(self) -> None:
+        """Leadership is lost: cancel the patches in flight; the pass sends no more (`may_write` is false)."""
+        for task in list(self._in_flight):
+            task.cancel()
 
     async def run(self) -> None:
         """Plan and write whenever views arrive or a retry falls due, until cancelled."""
@@ -158,12 +164,18 @@ class DeletionCostWriter:
 
         for patch in patches:
             await slots.acquire()
+            await self._pace()
+            # Checked after every wait, just before sending: leadership may have ended meanwhile.
             if generation != self._generation or not self._may_write():
                 slots.release()
                 break
-            await self._pace()
-            tasks.append(asyncio.create_task(one(patch)))
-        await asyncio.gather(*tasks)
+            task = asyncio.create_task(one(patch))
+            self._in_flight.add(task)
+            task.add_done_callback(self._in_flight.discard)
+            tasks.append(task)
+        for outcome in await asyncio.gather(*tasks, return_exceptions=True):
+            if isinstance(outcome, Exception):  # a bug; a cancelled patch (leadership lost) is simply dropped
+                raise outcome
         return len(tasks)
 
     async def _pace(self) -> None:

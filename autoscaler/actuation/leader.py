@@ -12,6 +12,15 @@ The algorithm is client-go's `leaderelection` package, so that it behaves the wa
 - The leader renews every `retry_period`. If it cannot renew within `renew_deadline` it stops leading; since
   `renew_deadline < lease_duration`, it has stopped before any other replica may take over. A renewal that
   finds another holder ends leadership at once (client-go waits for the deadline; writing on is never right).
+
+The safety margin is `lease_duration - renew_deadline`, and every delay is counted against it, never for it:
+- the leader's deadline runs from when its last successful attempt *started* (its write may have landed at
+  any moment after that; a slow answer must not extend its term), and `is_leader` turns false at that
+  deadline by the clock, whenever the loop gets to notice;
+- a follower stamps a record it reads with the time the read *returned* (the record may have changed just
+  before the server answered);
+- every Kubernetes call has a client timeout shorter than the margin (`client_timeout_s`), so a write the
+  old leader sent just before its deadline has finished or been abandoned before anyone may take over.
 - When the leader dies, a follower takes over within about one lease duration (plus one retry period) of the
   last renewal. On a clean shutdown the leader releases the Lease (empty holder, 1 s duration), so a follower
   takes over at its next retry.
@@ -37,6 +46,16 @@ from autoscaler.kube.client import JSON, KubeApiError
 log = logging.getLogger(__name__)
 
 JITTER_FACTOR: Final = 1.2  # client-go's JitterFactor for acquire retries
+DEFAULT_CLIENT_TIMEOUT_S: Final = 5.0
+
+
+def client_timeout_s(lease_duration_s: float, renew_deadline_s: float,
+                     default_s: float = DEFAULT_CLIENT_TIMEOUT_S) -> float:
+    """The timeout for every Kubernetes call of an elected replica: at most half the safety margin
+    `lease_duration - renew_deadline` (2.5 s at the defaults 15 and 10), so that no call the old leader made
+    is still in flight when a follower may take over."""
+    margin = lease_duration_s - renew_deadline_s
+    return min(default_s, margin / 2) if margin > 0 else default_s
 
 
 class LeaseStore(Protocol):
@@ -99,13 +118,15 @@ class LeaseElector:
         self._sleep = sleep
         self._rand = rand
         self._leader = False
+        self._lead_until = -math.inf  # our monotonic time when the current term ends unless renewed
         self._observed: JSON | None = None  # the last Lease spec we read or wrote
         self._observed_at = -math.inf  # our monotonic time when that spec last changed
         self._listeners: list[Callable[[bool], None]] = []
 
     @property
     def is_leader(self) -> bool:
-        return self._leader
+        """True while this replica leads: turns false at the renew deadline even before the loop notices."""
+        return self._leader and self._clock() < self._lead_until
 
     @property
     def holder(self) -> str | None:
@@ -120,9 +141,10 @@ class LeaseElector:
         """Acquire, lead until renewal fails, repeat; when cancelled, release the Lease if this replica holds it."""
         try:
             while True:
-                await self._acquire()
+                acquired_from = await self._acquire()
+                self._lead_until = acquired_from + self.config.renew_deadline_s
                 self._set_leader(True)
-                await self._renew()
+                await self._renew(acquired_from)
                 self._set_leader(False)
         except asyncio.CancelledError:
             await self.release()  # also when cancelled mid-acquire: a write may have landed; release checks
@@ -131,14 +153,15 @@ class LeaseElector:
     async def try_acquire_or_renew(self) -> bool:
         """One attempt: take the Lease if it is free or expired, renew it if it is ours. True on success."""
         cfg = self.config
-        now, wall = self._clock(), micro_time(self._wall_clock())
+        wall = micro_time(self._wall_clock())
         try:
             lease = await self._store.get_lease(cfg.namespace, cfg.name)
+            now = self._clock()  # after the read: the record may have changed until the server answered
             if lease is None:
                 spec = self._spec(acquire_time=wall, renew_time=wall, transitions=0)
                 body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                         "metadata": {"name": cfg.name, "namespace": cfg.namespace}, "spec": spec}
-                self._observe(await self._store.create_lease(cfg.namespace, body), now)
+                self._observe(await self._store.create_lease(cfg.namespace, body), self._clock())
                 return True
             spec = lease.get("spec") or {}
             self._observe(lease, now)
@@ -152,7 +175,8 @@ class LeaseElector:
                 renew_time=wall,
                 transitions=transitions if ours else transitions + 1,
             )
-            self._observe(await self._store.replace_lease(cfg.namespace, cfg.name, {**lease, "spec": new_spec}), now)
+            written = await self._store.replace_lease(cfg.namespace, cfg.name, {**lease, "spec": new_spec})
+            self._observe(written, self._clock())
             return True
         except KubeApiError as error:
             level = logging.DEBUG if error.status == 409 else logging.WARNING
@@ -202,23 +226,27 @@ class LeaseElector:
         holder = self.holder
         return holder is not None and holder != self.config.identity and not self._expired(now)
 
-    async def _acquire(self) -> None:
+    async def _acquire(self) -> float:
+        """Try until the Lease is ours; returns when the successful attempt started."""
         cfg = self.config
         log.info("lease %s/%s: %s trying to acquire", cfg.namespace, cfg.name, cfg.identity)
         while True:
+            started = self._clock()
             if await self._attempt(cfg.renew_deadline_s):
-                return
+                return started
             await self._sleep(cfg.retry_period_s * (1.0 + JITTER_FACTOR * self._rand()))
 
-    async def _renew(self) -> None:
-        """Renew every retry period; return when leadership is lost."""
+    async def _renew(self, last_renewed: float) -> None:
+        """Renew every retry period; return when leadership is lost. `last_renewed` and every later renewal
+        count from when the successful attempt started."""
         cfg = self.config
-        last_renewed = self._clock()
         while True:
             await self._sleep(cfg.retry_period_s)
-            remaining = cfg.renew_deadline_s - (self._clock() - last_renewed)
+            started = self._clock()
+            remaining = cfg.renew_deadline_s - (started - last_renewed)
             if remaining > 0 and await self._attempt(remaining):
-                last_renewed = self._clock()
+                last_renewed = started
+                self._lead_until = started + cfg.renew_deadline_s
                 continue
             now = self._clock()
             if self._taken_by_other(now):

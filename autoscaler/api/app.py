@@ -17,6 +17,7 @@ from prometheus_client import Counter, Histogram
 from prometheus_client.aiohttp import make_aiohttp_handler
 
 from autoscaler.api import handlers, runtimes
+from autoscaler.api.client_errors import install_client_error_filter
 from autoscaler.api.openapi import openapi_v2
 from autoscaler.api.status import ApiError, status_response
 from autoscaler.names import GROUP_VERSION
@@ -77,6 +78,7 @@ def request_metrics(metrics: AdapterMetrics) -> Middleware:
 def build_api_app(
     refresher: Refresher, metrics: AdapterMetrics, auth_middlewares: list[Middleware] | None = None
 ) -> web.Application:
+    install_client_error_filter()  # malformed requests: one short WARNING per interval, not a traceback each
     app = web.Application(
         middlewares=[request_metrics(metrics), status_errors, *(auth_middlewares or [])],
     )

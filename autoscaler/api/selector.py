@@ -18,8 +18,10 @@ HELP = (
 )
 # A label value: empty or up to 63 characters, alphanumeric at both ends, '-', '_', '.' inside.
 _VALUE = r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
-_EQUALITY = re.compile(rf"^\s*([A-Za-z0-9./_-]+)\s*(==|=)\s*({_VALUE})\s*$")
-_IN = re.compile(rf"^\s*([A-Za-z0-9./_-]+)\s+in\s*\(\s*({_VALUE})\s*\)\s*$")
+# Whitespace is blanks and tabs only, and the whole requirement must match (`fullmatch`, not `$`, which also
+# matches before a final newline): `deployment=x\n` is refused, not read as `deployment=x`.
+_EQUALITY = re.compile(rf"[ \t]*([A-Za-z0-9./_-]+)[ \t]*(==|=)[ \t]*({_VALUE})[ \t]*")
+_IN = re.compile(rf"[ \t]*([A-Za-z0-9./_-]+)[ \t]+in[ \t]*\([ \t]*({_VALUE})[ \t]*\)[ \t]*")
 _MAX_SELECTOR_LENGTH = 1024
 
 
@@ -58,7 +60,7 @@ def deployment_from_selector(selector: str | None) -> str:
         raise SelectorError(f"labelSelector is longer than {_MAX_SELECTOR_LENGTH} characters; {HELP}")
     deployments: set[str] = set()
     for requirement in _split_requirements(selector):
-        match = _EQUALITY.match(requirement) or _IN.match(requirement)
+        match = _EQUALITY.fullmatch(requirement) or _IN.fullmatch(requirement)
         if match is None:
             raise SelectorError(f"unsupported requirement {requirement.strip()!r} in labelSelector; {HELP}")
         key, value = match.group(1), match.group(match.lastindex or 2)

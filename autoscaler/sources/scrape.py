@@ -1,14 +1,21 @@
 """The default source: scrape every pod's exporter directly, no Prometheus needed.
 
-All pods of all runtimes are scraped concurrently, bounded by `concurrency` so a 10,000-pod fleet does not
-open 10,000 sockets at once, and each scrape has its own timeout so one hung pod cannot delay a refresh.
-A pod whose scrape fails keeps its last good sample: the policies see it growing stale, never idle.
+Every cost of a refresh is bounded, whatever the pods do:
+- at most `concurrency` scrapes at once, so a 10,000-pod fleet does not open 10,000 sockets;
+- per scrape a short connect timeout, the per-pod timeout and a cap on the bytes read (`scrape_fetch`);
+- a deadline for the whole refresh: scrapes still running when it passes are cancelled and count as
+  timeouts, so a lost node's black-holed pods cannot stretch a refresh past `max_staleness`;
+- pods that failed are retried with backoff and go after the others (`scrape_retry`), so a crowd of dead
+  pods cannot starve a healthy one.
+A pod whose scrape fails (or is skipped) keeps its last good sample: the policies see it growing stale,
+never idle.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -19,8 +26,19 @@ import aiohttp
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.sources.base import PodDiscovery, PodTarget, RuntimeInventory
 from autoscaler.sources.exposition import ExpositionError, parse_exporter_text
+from autoscaler.sources.scrape_fetch import (
+    CONNECT_TIMEOUT_S,
+    MAX_BODY_BYTES,
+    FetchError,
+    fetch_exposition,
+    scrape_timeout,
+)
+from autoscaler.sources.scrape_retry import ScrapeRetries
+from exporter import names
 
 log = logging.getLogger(__name__)
+
+_PodKey = tuple[RuntimeKey, str]
 
 
 class ScrapeSource:
@@ -32,36 +50,56 @@ class ScrapeSource:
         *,
         timeout_s: float = 5.0,
         concurrency: int = 64,
+        deadline_s: float = 15.0,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        retries: ScrapeRetries | None = None,
+        ssl_context: ssl.SSLContext | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"--scrape-concurrency must be at least 1, got {concurrency}")
         self._discovery = discovery
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._timeout = scrape_timeout(timeout_s, connect_timeout_s)
+        self._deadline_s = deadline_s
+        self._max_body_bytes = max_body_bytes
         self._limit = asyncio.Semaphore(concurrency)
         self._concurrency = concurrency
+        self._ssl: ssl.SSLContext | bool = ssl_context if ssl_context is not None else True
         self._clock = clock
         self._session: aiohttp.ClientSession | None = None
-        self._last_good: dict[tuple[RuntimeKey, str], PodSample] = {}
-        self._failing: set[tuple[RuntimeKey, str]] = set()
+        self._last_good: dict[_PodKey, PodSample] = {}
+        self._retries = retries or ScrapeRetries()
         self.errors: Counter[str] = Counter()
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self._concurrency, ttl_dns_cache=300)
+            connector = aiohttp.TCPConnector(limit=self._concurrency, ttl_dns_cache=300, ssl=self._ssl)
             self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
         return self._session
 
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
         inventory = self._discovery.inventory()
         source_ok = self._discovery.healthy
-        jobs = [
-            self._pod_sample(runtime.key, pod) for runtime in inventory.values() for pod in runtime.pods
-        ]
-        samples = await asyncio.gather(*jobs)
-        by_runtime: dict[RuntimeKey, list[PodSample]] = {key: [] for key in inventory}
-        for key_and_sample in samples:
-            key, sample = key_and_sample
-            by_runtime[key].append(sample)
+        pods = [(runtime.key, pod) for runtime in inventory.values() for pod in runtime.pods]
+        samples = {(key, pod.name): self._fallback(key, pod) for key, pod in pods}
+        due = [(key, pod) for key, pod in pods
+               if pod.url is not None and pod.ready and self._retries.due((key, pod.name), now)]
+        # Pods not failing first: the semaphore admits waiters in order.
+        due.sort(key=lambda entry: self._retries.failures((entry[0], entry[1].name)))
+        tasks = [asyncio.create_task(self._pod_sample(key, pod, now)) for key, pod in due]
+        if tasks:
+            done, pending = await asyncio.wait(tasks, timeout=self._deadline_s)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            for task in done:
+                key, sample = task.result()
+                samples[key, sample.name] = sample
         self._forget_vanished(inventory)
+        by_runtime: dict[RuntimeKey, list[PodSample]] = {key: [] for key in inventory}
+        for key, pod in pods:
+            by_runtime[key].append(samples[key, pod.name])
         return [
             RuntimeSnapshot(
                 key=key,
@@ -74,68 +112,54 @@ class ScrapeSource:
             for key, runtime in inventory.items()
         ]
 
-    async def _pod_sample(self, key: RuntimeKey, pod: PodTarget) -> tuple[RuntimeKey, PodSample]:
+    def _fallback(self, key: RuntimeKey, pod: PodTarget) -> PodSample:
         remembered = self._last_good.get((key, pod.name))
         if remembered is None:
-            fallback = PodSample(name=pod.name, ready=pod.ready, created_at=pod.created_at)
-        else:
-            fallback = _with_readiness(remembered, pod)
-        if pod.url is None or not pod.ready:
-            return key, fallback
+            return PodSample(name=pod.name, ready=pod.ready, created_at=pod.created_at)
+        return _with_readiness(remembered, pod)
+
+    async def _pod_sample(self, key: RuntimeKey, pod: PodTarget, now: float) -> tuple[RuntimeKey, PodSample]:
         async with self._limit:
             try:
-                sample = await self._scrape(pod, key)
-            except _PodScrapeError as error:
-                self.errors[error.reason] += 1
-                if (key, pod.name) not in self._failing:
-                    self._failing.add((key, pod.name))
-                    log.warning("scrape of %s/%s failed (%s): %s; holding its last good sample",
-                                key, pod.name, error.reason, error)
-                return key, fallback
-        if (key, pod.name) in self._failing:
-            self._failing.discard((key, pod.name))
+                sample = await self._scrape(pod)
+            except FetchError as error:
+                self._failed(key, pod, error.reason, str(error), now)
+                return key, self._fallback(key, pod)
+            except asyncio.CancelledError:
+                self._failed(key, pod, names.REASON_TIMEOUT,
+                             f"{pod.url}: no answer before the refresh deadline of {self._deadline_s:g} s", now)
+                raise
+        if self._retries.succeeded((key, pod.name)):
             log.info("scrape of %s/%s recovered", key, pod.name)
-        if sample.sampled_at is None and remembered is not None:
-            return key, fallback
+        if sample.sampled_at is None and (key, pod.name) in self._last_good:
+            return key, self._fallback(key, pod)
         self._last_good[(key, pod.name)] = sample
         return key, sample
 
-    async def _scrape(self, pod: PodTarget, key: RuntimeKey) -> PodSample:
+    def _failed(self, key: RuntimeKey, pod: PodTarget, reason: str, detail: str, now: float) -> None:
+        self.errors[reason] += 1
+        if self._retries.failed((key, pod.name), now) == 1:
+            log.warning("scrape of %s/%s failed (%s): %s; holding its last good sample, retrying with backoff",
+                        key, pod.name, reason, detail)
+
+    async def _scrape(self, pod: PodTarget) -> PodSample:
         assert pod.url is not None
-        try:
-            async with self._client().get(pod.url) as response:
-                if response.status != 200:
-                    raise _PodScrapeError("http", f"HTTP {response.status} from {pod.url}")
-                text = await response.text()
-        except TimeoutError as error:
-            raise _PodScrapeError("timeout", f"no answer from {pod.url} in {self._timeout.total} s") from error
-        except aiohttp.ClientPayloadError as error:
-            raise _PodScrapeError("parse", f"incomplete body from {pod.url}: {error}") from error
-        except aiohttp.ClientError as error:
-            raise _PodScrapeError("connect", f"{pod.url}: {error}") from error
-        except UnicodeDecodeError as error:
-            raise _PodScrapeError("parse", f"{pod.url}: {error}") from error
+        text = await fetch_exposition(self._client(), pod.url, max_bytes=self._max_body_bytes)
         try:
             sample = parse_exporter_text(text, pod.name, pod.ready, self._clock())
         except ExpositionError as error:
-            raise _PodScrapeError("parse", f"{pod.url}: {error}") from error
+            raise FetchError(names.REASON_PARSE, f"{pod.url}: {error}") from error
         return replace(sample, created_at=pod.created_at)
 
     def _forget_vanished(self, inventory: dict[RuntimeKey, RuntimeInventory]) -> None:
         known = {(key, pod.name) for key, runtime in inventory.items() for pod in runtime.pods}
         for entry in [entry for entry in self._last_good if entry not in known]:
             del self._last_good[entry]
-        self._failing &= known
+        self._retries.forget_all_but(known)
 
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
-
-
-class _PodScrapeError(Exception):
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(detail)
-        self.reason = reason
 
 
 def _with_readiness(sample: PodSample, pod: PodTarget) -> PodSample:

@@ -57,7 +57,7 @@ def load_targets(path: Path) -> dict[RuntimeKey, RuntimeInventory]:
         pods_entry = entry.get("pods")
         if not isinstance(pods_entry, list):
             raise TargetsFileError(f"{where}: 'pods' must be a list")
-        pods = []
+        pods: list[PodTarget] = []
         for pod_index, pod in enumerate(pods_entry):
             pod_where = f"{where}.pods[{pod_index}]"
             if not isinstance(pod, dict):
@@ -65,7 +65,10 @@ def load_targets(path: Path) -> dict[RuntimeKey, RuntimeInventory]:
             url = _text(pod, "url", pod_where)
             if not url.startswith(("http://", "https://")):
                 raise TargetsFileError(f"{pod_where}: url must start with http:// or https://, got {url!r}")
-            pods.append(PodTarget(name=_text(pod, "name", pod_where), ready=True, url=url))
+            name = _text(pod, "name", pod_where)
+            if any(existing.name == name for existing in pods):
+                raise TargetsFileError(f"{pod_where}: pod {name!r} is listed twice in runtime {key}")
+            pods.append(PodTarget(name=name, ready=True, url=url))
         annotations = entry.get("annotations") or {}
         if not isinstance(annotations, dict):
             raise TargetsFileError(f"{where}: 'annotations' must be a mapping")

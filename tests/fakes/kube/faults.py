@@ -8,6 +8,7 @@ failure answers even an unauthenticated request, as an overloaded real server wo
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ class RecordedRequest:
     namespace: str | None = None
     name: str | None = None
     status: int | None = None  # the answer's status code; 200 for a watch stream once it started
+    answered: int | None = None  # the order in which the fake produced its answers: the order writes took effect
 
 
 RECORD: Final = web.RequestKey("fake_kube_record", RecordedRequest)
@@ -103,6 +105,7 @@ class FaultInjection:
     def __init__(self) -> None:
         super().__init__()
         self.requests: list[RecordedRequest] = []
+        self._answers = itertools.count()
         self.faults: list[Fault] = []
         self.delays: list[Delay] = []
 
@@ -135,6 +138,10 @@ class FaultInjection:
     def clear_faults(self) -> None:
         self.faults.clear()
         self.delays.clear()
+
+    def _answered(self, record: RecordedRequest, status: int) -> None:
+        record.status = status
+        record.answered = next(self._answers)
 
     def clear_requests(self) -> None:
         self.requests.clear()

@@ -155,7 +155,7 @@ class FakeKubeApi(ClusterControls, AuthReviews, ObjectWrites, FaultInjection):
             response: web.StreamResponse = await handler(request)
         except ApiError as error:
             response = json_response(error.status(), status=error.code, headers=error.headers)
-        record.status = response.status
+        self._answered(record, response.status)
         return response
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:

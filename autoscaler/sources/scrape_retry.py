@@ -1,0 +1,59 @@
+"""Which pods the scrape source tries this refresh, and in what order.
+
+A pod whose exporter failed is tried again only after an exponential backoff (`kube.backoff`), so a lost
+node's black-holed pods cost a connect timeout now and then instead of one every refresh; and pods that are
+not failing go first, so with the concurrency bound and the refresh deadline (`scrape.ScrapeSource`) a crowd
+of dead pods cannot keep a healthy one from being read. Times are the refresh's own clock (`collect(now)`),
+so tests step it instead of sleeping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+
+from autoscaler.kube.backoff import exponential_delay
+
+BACKOFF_INITIAL_S = 5.0
+"""A pod that failed once is retried at the next refresh (15 s) anyway; only a streak spaces the tries."""
+BACKOFF_MAX_S = 60.0
+"""A pod that comes back is read again within a minute: four default refreshes, inside `max_staleness`
+for the runtime's other pods, and short next to the scale-down time constant."""
+
+
+@dataclass(slots=True)
+class _Streak:
+    failures: int
+    retry_at: float
+
+
+class ScrapeRetries:
+    """Failure streaks per pod (any hashable key), the time each failing pod is due again."""
+
+    def __init__(self, initial_s: float = BACKOFF_INITIAL_S, max_s: float = BACKOFF_MAX_S) -> None:
+        self._initial_s = initial_s
+        self._max_s = max_s
+        self._streaks: dict[Hashable, _Streak] = {}
+
+    def due(self, pod: Hashable, now: float) -> bool:
+        streak = self._streaks.get(pod)
+        return streak is None or now >= streak.retry_at
+
+    def failures(self, pod: Hashable) -> int:
+        streak = self._streaks.get(pod)
+        return 0 if streak is None else streak.failures
+
+    def failed(self, pod: Hashable, now: float) -> int:
+        """Record a failure at `now`; the streak length, 1 for a pod that was fine."""
+        failures = self.failures(pod) + 1
+        self._streaks[pod] = _Streak(failures, now + exponential_delay(failures, self._initial_s, self._max_s))
+        return failures
+
+    def succeeded(self, pod: Hashable) -> bool:
+        """Record a success; True when it ends a failure streak."""
+        return self._streaks.pop(pod, None) is not None
+
+    def forget_all_but(self, known: Iterable[Hashable]) -> None:
+        keep = set(known)
+        for pod in [pod for pod in self._streaks if pod not in keep]:
+            del self._streaks[pod]

@@ -1,0 +1,83 @@
+"""Backoff of failing pods and the byte cap, in-process: a local aiohttp server plays the exporters and the
+refresh clock is stepped, not slept."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+from pytest_aiohttp import AiohttpServer
+
+from autoscaler.model import RuntimeKey
+from autoscaler.sources.base import PodTarget, RuntimeInventory
+from autoscaler.sources.scrape import ScrapeSource
+from autoscaler.sources.scrape_retry import ScrapeRetries
+from tests.sources.static_discovery import StaticDiscovery
+
+KEY = RuntimeKey("default", "modelmesh-serving-demo")
+
+
+def test_a_failing_pod_waits_5_10_20_40_then_60_s() -> None:
+    retries = ScrapeRetries()
+    now = 1000.0
+    waits = []
+    for _ in range(6):
+        retries.failed("pod", now)
+        wait = 0.0
+        while not retries.due("pod", now + wait):
+            wait += 0.5
+        waits.append(wait)
+        now += wait
+    assert waits == [5, 10, 20, 40, 60, 60]
+    assert retries.succeeded("pod") and retries.due("pod", now)
+    assert not retries.succeeded("pod")
+
+
+@pytest.fixture
+async def exporters(aiohttp_server: AiohttpServer) -> AsyncIterator[tuple[str, Counter[str]]]:
+    hits: Counter[str] = Counter()
+
+    async def broken(request: web.Request) -> web.Response:
+        hits[request.match_info["pod"]] += 1
+        return web.Response(status=500)
+
+    async def declared_huge(request: web.Request) -> web.Response:
+        hits["huge"] += 1
+        return web.Response(body=b"# x\n" * 300_000)
+
+    app = web.Application()
+    app.router.add_get("/huge/metrics", declared_huge)
+    app.router.add_get("/{pod}/metrics", broken)
+    server = await aiohttp_server(app)
+    yield str(server.make_url("")), hits
+
+
+def inventory(base: str, *pods: str) -> StaticDiscovery:
+    return StaticDiscovery([RuntimeInventory(KEY, tuple(
+        PodTarget(name=pod, ready=True, url=f"{base}/{pod}/metrics") for pod in pods))])
+
+
+async def test_a_failing_pod_is_skipped_until_its_backoff_passes(exporters: tuple[str, Counter[str]]) -> None:
+    base, hits = exporters
+    source = ScrapeSource(inventory(base, "dead"), timeout_s=2)
+    try:
+        for now in range(1000, 1031):  # one refresh a second for 30 s: due at 1000, 1005, 1015
+            await source.collect(float(now))
+    finally:
+        await source.close()
+    assert hits["dead"] == 3
+    assert source.errors["http"] == 3
+
+
+async def test_a_body_over_the_cap_is_refused_unread(exporters: tuple[str, Counter[str]]) -> None:
+    base, hits = exporters
+    source = ScrapeSource(inventory(base, "huge"), timeout_s=2)
+    try:
+        (snapshot,) = await source.collect(1000.0)
+    finally:
+        await source.close()
+    assert hits["huge"] == 1
+    assert source.errors == {"too_large": 1}
+    assert snapshot.pods[0].sampled_at is None
