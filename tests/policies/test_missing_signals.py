@@ -53,8 +53,8 @@ def hot_runtime(now: float, **drop: tuple[int, ...]) -> tuple[PodSample, ...]:
     return tuple(pods)
 
 
-def run(policy: RuntimePolicy, steps: list[tuple[PodSample, ...]] | None = None, **drop: tuple[int, ...]) -> list[RuntimeView]:
-    """Serve the hot runtime once, then `steps` refreshes (15 s apart) with `drop` applied."""
+def run(policy: RuntimePolicy, **drop: tuple[int, ...]) -> list[RuntimeView]:
+    """Serve the hot runtime once, then 5 refreshes (15 s apart) with `drop` applied."""
     memory: RuntimeMemory | None = None
     views = []
     for i in range(6):
@@ -74,10 +74,12 @@ def test_gpu_series_vanishing_on_every_pod_keeps_the_replicas() -> None:
 
 
 def test_hot_pod_losing_gpu_rate_and_queue_keeps_the_replicas() -> None:
-    pods = lambda now: (  # noqa: E731
-        pod("hot", gpu=0.9, rps=200.0, queue=0.3, cache=0.5, models=3.0, now=now),
-        *(pod(f"cold-{i}", gpu=0.9, rps=20.0, queue=0.0, cache=0.5, models=3.0, now=now) for i in range(3)),
-    )
+    def pods(now: float) -> tuple[PodSample, ...]:
+        return (
+            pod("hot", gpu=0.9, rps=200.0, queue=0.3, cache=0.5, models=3.0, now=now),
+            *(pod(f"cold-{i}", gpu=0.9, rps=20.0, queue=0.0, cache=0.5, models=3.0, now=now) for i in range(3)),
+        )
+
     policy = replace(FAST, target_rps_per_pod=50.0)
     first, memory = decide(snapshot(pods(NOW)), policy, None, NOW, WINDOW)
     # requests: M_2 = sqrt((200² + 3·20²)/4) = sqrt(10300) = 101.49; 4·101.49/50 = 8.12 -> 9
