@@ -1,9 +1,9 @@
-"""Skew-aware aggregation: per-pod signals of one runtime → the runtime values of DESIGN §5.
+"""Skew-aware aggregation: per-pod signals of one runtime → the runtime values of docs/design.md (Aggregation).
 
 ModelMesh spreads load unevenly on purpose, so the runtime value of a per-pod signal is the power mean
 `M_p(x) = (Σ x_i^p / n)^(1/p)`: the common value when load is even, inside `[mean, max]`, rising with skew,
 and *falling* when idle pods are added (`n * M_p` grows like `n^(1-1/p)`), which is what gives the
-recommendation a fixed point (§6).
+recommendation a fixed point (docs/design.md, Recommendation).
 
 Freshness is per pod and per signal (§6): the GPU signal has its own timestamp, the load and cache signals
 share the ModelMesh collector's. A signal counts on a pod when the pod is Ready, the signal's timestamp is
@@ -160,8 +160,12 @@ class Aggregate:
     """The runtime values of one refresh, with enough per-pod detail to explain them.
 
     Per-pod tuples follow the order of the pods given to `aggregate`. `n` counts the Ready pods with fresh
+<<<<<<< HEAD
     load data (the ModelMesh collector); each signal's own count is in `signals`: pods we cannot see never
     add invented load.
+=======
+    data: it is the `n` of docs/design.md, so pods we cannot see never add invented load.
+>>>>>>> main
     """
 
     pods: tuple[PodSample, ...]  # the input pods with invalid signals made absent
@@ -170,11 +174,19 @@ class Aggregate:
     ready: int
     n: int
     coverage: float  # n / ready; 0 when no pod is Ready (nothing to judge by: unknown, never "idle")
+<<<<<<< HEAD
     gpu_busy: float | None  # M_p(b) over pods with the GPU fresh; None when none has
     request_rate: float | None  # M_p(r) per pod; None when no pod has a fresh request rate
     queue_delay_sum_s: float  # Σ q_i over pods with the queue fresh
     queue_delay_max_s: float | None  # max q_i; None when no pod has a fresh queue delay
     cache_pressure: float | None  # §5; 0 when some pod has room; None when no fresh pod reports its cache
+=======
+    gpu_busy: float | None  # M_p(b) over fresh pods reporting GPU busy; None when none does
+    request_rate: float | None  # M_p(r) per pod; None when no fresh pod reports a request rate
+    queue_delay_sum_s: float  # Σ q_i over fresh pods
+    queue_delay_max_s: float | None  # max q_i; None when no fresh pod reports a queue delay
+    cache_pressure: float | None  # 0 when some pod has room; None when no fresh pod reports its cache
+>>>>>>> main
     cache_full: bool  # no fresh pod has room and at least one is known full
     oldest_sample_at: float | None  # oldest timestamp among the signals used: honest freshness
     queue_excess_s: float = 0.0  # Σ max(0, q_i - target_queue_delay_s): the backlog beyond the target
@@ -184,6 +196,7 @@ class Aggregate:
 
     @property
     def request_load(self) -> float | None:
+<<<<<<< HEAD
         """`n_r * M_p(r)`: the effective request rate of the runtime (DESIGN §4)."""
         if self.request_rate is None:
             return None
@@ -195,6 +208,10 @@ class Aggregate:
         if found is not None:
             return found
         return SignalStats(fresh=self.n, missing=self.ready - self.n, coverage=self.coverage)
+=======
+        """`n * M_p(r)`: the effective request rate of the runtime (docs/design.md)."""
+        return None if self.request_rate is None else self.n * self.request_rate
+>>>>>>> main
 
 
 _ROOM, _FULL, _UNKNOWN = 0, 1, 2
@@ -205,7 +222,7 @@ def _cache_state(pod: PodSample, full_ratio: float) -> int:
 
     Room: cache use below the ratio, or no model held (`models_loaded == 0`, or no LRU age — the exporter
     leaves it out when nothing is loaded — and no model count saying otherwise; an LRU age of 0 is ModelMesh's
-    own "no LRU", §2). Unknown: the pod does not say enough (no cache use, or a model count without an age);
+    own "no LRU"). Unknown: the pod does not say enough (no cache use, or a model count without an age);
     an unknown pod neither gives the runtime room nor proves it full.
     """
     c = pod.cache_used_ratio
@@ -229,9 +246,14 @@ def _fresh_time(t: float | None, now: float, max_staleness_s: float) -> bool:
     return t is not None and -_INF < t < _INF and now - t <= max_staleness_s
 
 
+<<<<<<< HEAD
 def gpu_time(pod: PodSample) -> float | None:
     """When the pod's GPU reading was taken: its own stamp, else the pod's one stamp (sources that know one)."""
     return pod.gpu_sampled_at if pod.gpu_sampled_at is not None else pod.sampled_at
+=======
+def aggregate(pods: Sequence[PodSample], policy: RuntimePolicy, now: float) -> Aggregate:
+    """Aggregate the pods of one runtime at time `now` (docs/design.md, Aggregation).
+>>>>>>> main
 
 
 def _reports(pod: PodSample) -> tuple[bool, bool, bool, bool]:

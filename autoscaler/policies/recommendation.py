@@ -1,4 +1,4 @@
-"""The replica recommendation of DESIGN §6: one proposal per term, the largest wins, within the bounds.
+"""The replica recommendation (docs/design.md, Recommendation; DESIGN §6): one proposal per term, the largest wins.
 
     D       = max( n_b * M_p(b) / target_gpu_busy,
                    n_r * M_p(r) / target_rps_per_pod )            (capacity demand in pods, unrounded)
