@@ -160,12 +160,8 @@ class Aggregate:
     """The runtime values of one refresh, with enough per-pod detail to explain them.
 
     Per-pod tuples follow the order of the pods given to `aggregate`. `n` counts the Ready pods with fresh
-<<<<<<< HEAD
     load data (the ModelMesh collector); each signal's own count is in `signals`: pods we cannot see never
     add invented load.
-=======
-    data: it is the `n` of docs/design.md, so pods we cannot see never add invented load.
->>>>>>> main
     """
 
     pods: tuple[PodSample, ...]  # the input pods with invalid signals made absent
@@ -174,19 +170,11 @@ class Aggregate:
     ready: int
     n: int
     coverage: float  # n / ready; 0 when no pod is Ready (nothing to judge by: unknown, never "idle")
-<<<<<<< HEAD
     gpu_busy: float | None  # M_p(b) over pods with the GPU fresh; None when none has
     request_rate: float | None  # M_p(r) per pod; None when no pod has a fresh request rate
     queue_delay_sum_s: float  # Σ q_i over pods with the queue fresh
     queue_delay_max_s: float | None  # max q_i; None when no pod has a fresh queue delay
     cache_pressure: float | None  # §5; 0 when some pod has room; None when no fresh pod reports its cache
-=======
-    gpu_busy: float | None  # M_p(b) over fresh pods reporting GPU busy; None when none does
-    request_rate: float | None  # M_p(r) per pod; None when no fresh pod reports a request rate
-    queue_delay_sum_s: float  # Σ q_i over fresh pods
-    queue_delay_max_s: float | None  # max q_i; None when no fresh pod reports a queue delay
-    cache_pressure: float | None  # 0 when some pod has room; None when no fresh pod reports its cache
->>>>>>> main
     cache_full: bool  # no fresh pod has room and at least one is known full
     oldest_sample_at: float | None  # oldest timestamp among the signals used: honest freshness
     queue_excess_s: float = 0.0  # Σ max(0, q_i - target_queue_delay_s): the backlog beyond the target
@@ -196,8 +184,7 @@ class Aggregate:
 
     @property
     def request_load(self) -> float | None:
-<<<<<<< HEAD
-        """`n_r * M_p(r)`: the effective request rate of the runtime (DESIGN §4)."""
+        """`n_r * M_p(r)`: the effective request rate of the runtime (docs/design.md)."""
         if self.request_rate is None:
             return None
         return self.stats(SIGNAL_REQUESTS).fresh * self.request_rate
@@ -208,10 +195,6 @@ class Aggregate:
         if found is not None:
             return found
         return SignalStats(fresh=self.n, missing=self.ready - self.n, coverage=self.coverage)
-=======
-        """`n * M_p(r)`: the effective request rate of the runtime (docs/design.md)."""
-        return None if self.request_rate is None else self.n * self.request_rate
->>>>>>> main
 
 
 _ROOM, _FULL, _UNKNOWN = 0, 1, 2
@@ -246,14 +229,9 @@ def _fresh_time(t: float | None, now: float, max_staleness_s: float) -> bool:
     return t is not None and -_INF < t < _INF and now - t <= max_staleness_s
 
 
-<<<<<<< HEAD
 def gpu_time(pod: PodSample) -> float | None:
     """When the pod's GPU reading was taken: its own stamp, else the pod's one stamp (sources that know one)."""
     return pod.gpu_sampled_at if pod.gpu_sampled_at is not None else pod.sampled_at
-=======
-def aggregate(pods: Sequence[PodSample], policy: RuntimePolicy, now: float) -> Aggregate:
-    """Aggregate the pods of one runtime at time `now` (docs/design.md, Aggregation).
->>>>>>> main
 
 
 def _reports(pod: PodSample) -> tuple[bool, bool, bool, bool]:

@@ -56,8 +56,7 @@ class RuntimePolicy:
     """Weight of a pod's request share (r_i / max r) in its need, for choosing the pod to remove (docs/design.md)."""
 
     need_weight_gpu: float = 0.5
-<<<<<<< HEAD
-    """Weight of a pod's GPU busy ratio in its need (§7)."""
+    """Weight of a pod's GPU busy ratio in its need (docs/design.md, Choosing the pod to remove)."""
 
 
 def lower_bound(policy: RuntimePolicy) -> int:
@@ -80,6 +79,3 @@ def with_hpa_bounds(policy: RuntimePolicy, hpa_min: int | None, hpa_max: int | N
     if (low, high) == (policy.min_replicas, policy.max_replicas):
         return policy
     return replace(policy, min_replicas=low, max_replicas=high)
-=======
-    """Weight of a pod's GPU busy ratio in its need (docs/design.md, Choosing the pod to remove)."""
->>>>>>> main
