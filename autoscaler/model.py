@@ -26,15 +26,20 @@ class RuntimeKey:
 class PodSample:
     """The newest good signals of one pod, as its exporter (or Prometheus) reported them.
 
-    `sampled_at` is the Unix time the signals describe: the exporter's own
-    `last_success_timestamp_seconds{collector="modelmesh"}` when it reports one, else the time of the scrape.
-    It is None when no good data was ever read for the pod. A signal is None when the pod does not report
-    it (no GPU, no model loaded for `lru_age_s`). Values are already validated: finite and non-negative.
+    Freshness is per signal (DESIGN §6): `sampled_at` is the Unix time the load and cache signals describe
+    (the exporter's own `last_success_timestamp_seconds{collector="modelmesh"}` when it reports one, else the
+    time of the scrape); `gpu_sampled_at` is the time of `gpu_busy` (the exporter's `collector="gpu"`
+    timestamp, or the DCGM series' own sample time). A GPU collector can fail or hang while the ModelMesh one
+    works, so one timestamp for both would let an old GPU reading pass as fresh. `gpu_sampled_at` None with a
+    `gpu_busy` means the source knows only one time for the pod: `sampled_at` then stands for both.
+    A time is None when no good data was ever read. A signal is None when the pod does not report it (no
+    GPU, no model loaded for `lru_age_s`). Values are already validated: finite and non-negative.
     """
 
     name: str
     ready: bool = True
     sampled_at: float | None = None
+    gpu_sampled_at: float | None = None
     gpu_busy: float | None = None
     requests_per_second: float | None = None
     queue_delay_s: float | None = None
@@ -80,6 +85,10 @@ class PodView:
     weight: float  # this pod's share of the power-mean sum of its request rate (0..1), 0 when not counted
     need: float | None = None
     deletion_cost: int | None = None
+    # Per signal ("gpu", "requests", "queue", "cache"): "fresh", "stale" (its timestamp is too old),
+    # "missing" (absent while other pods report it or the runtime reported it before) or "none" (the
+    # runtime has no such signal). A Ready pod with a stale or missing signal holds the values that use it.
+    signals: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,3 +119,11 @@ class RuntimeView:
     reason: str = ""  # why values are held or unknown, for logs and /debug
     consecutive_misses: int = 0
     current_replicas: int | None = None
+    # Per signal: the fraction of Ready pods on which it is fresh (DESIGN §6: coverage and 503 per signal).
+    signal_coverage: dict[str, float] = field(default_factory=dict)
+    # Value or term → why it may not fall this refresh (or keeps its last proposal), for /debug.
+    held: dict[str, str] = field(default_factory=dict)
+    # Configuration problems the operator should fix (e.g. no capacity signal: which setting to add).
+    warnings: tuple[str, ...] = ()
+    # The replica bounds applied: (lower, upper); upper None is no cap.
+    bounds: tuple[int, int | None] = (1, None)

@@ -15,12 +15,15 @@ from collections.abc import Awaitable, Callable
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.policy import with_hpa_bounds
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.base import MetricSource
 
 log = logging.getLogger(__name__)
 
 RefreshListener = Callable[[dict[RuntimeKey, RuntimeView]], Awaitable[None]]
+HpaBounds = Callable[[RuntimeKey], tuple[int | None, int | None]]
+"""(minReplicas, maxReplicas) of the HPA that scales a runtime, (None, None) when none does."""
 
 
 
@@ -46,6 +49,8 @@ class Refresher:
         self.refreshes = 0
         self.listeners: list[RefreshListener] = []
         self._reported_errors: dict[str, int] = {}
+        self.hpa_bounds: HpaBounds | None = None
+        """Set in cluster mode: the HPAs' bounds fill in what the config leaves unset (docs/design.md, Bounds)."""
 
     @property
     def ready(self) -> bool:
@@ -59,6 +64,8 @@ class Refresher:
         views: dict[RuntimeKey, RuntimeView] = {}
         for snapshot in snapshots:
             policy = self.policies.policy_for(snapshot.key, snapshot.annotations)
+            if self.hpa_bounds is not None:
+                policy = with_hpa_bounds(policy, *self.hpa_bounds(snapshot.key))
             view, memory = decide(snapshot, policy, self._memory.get(snapshot.key), now, self.window_s)
             views[snapshot.key] = view
             self._memory[snapshot.key] = memory

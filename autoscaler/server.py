@@ -14,6 +14,7 @@ import logging
 import socket
 import ssl
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
@@ -28,6 +29,9 @@ from autoscaler.settings import ServeSettings
 from autoscaler.sources.base import MetricSource, PodDiscovery
 from autoscaler.sources.scrape import ScrapeSource
 from autoscaler.sources.targets import StaticTargetsDiscovery
+
+if TYPE_CHECKING:
+    from autoscaler.sources.kube_hpas import HpaWatch
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +67,16 @@ def build_discovery(settings: ServeSettings, policies: PolicyBook) -> PodDiscove
         namespaces=settings.namespaces,
         exporter_port=settings.exporter_port,
     )
+
+
+def build_hpa_watch(settings: ServeSettings) -> HpaWatch | None:
+    """In cluster mode, the HPAs of the watched namespaces, for their replica bounds (docs/design.md, Bounds)."""
+    if settings.targets is not None:
+        return None
+    from autoscaler.sources.kube_hpas import HpaWatch
+    from autoscaler.sources.kube_pods import kube_configuration
+
+    return HpaWatch(kube_configuration(settings.kubeconfig), settings.namespaces)
 
 
 def build_source(settings: ServeSettings, discovery: PodDiscovery) -> MetricSource:
@@ -113,13 +127,21 @@ async def build_app(settings: ServeSettings, tls: ssl.SSLContext | None = None) 
         app = build_api_app(refresher, metrics, security.middlewares)
         app.on_cleanup.append(security.close)
 
+    hpas = build_hpa_watch(settings)
+    if hpas is not None:
+        refresher.hpa_bounds = hpas.bounds
+
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         await discovery.start()
+        if hpas is not None:
+            await hpas.start()
         task = asyncio.create_task(refresher.run())
         yield
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+        if hpas is not None:
+            await hpas.close()
         await source.close()
         await discovery.close()
 

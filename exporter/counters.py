@@ -58,7 +58,9 @@ class CounterWindow:
     """Running totals across counter resets, and rates over a trailing window.
 
     The first reading is the baseline: totals start at ModelMesh's own counts, so `requests_total` reads
-    like ModelMesh's counter until the first restart and keeps growing after it.
+    like ModelMesh's counter until the first restart and keeps growing after it. After a gap between
+    readings longer than the window, or a counter reset, the window starts again at that reading, and no
+    rate is given until a second reading falls inside it.
     """
 
     def __init__(self, window_s: float, forget_after_s: float = 3600.0) -> None:
@@ -68,6 +70,8 @@ class CounterWindow:
         self._history: deque[Totals] = deque()
         self._last: dict[tuple[str, Labels], tuple[float, float]] = {}  # series → (value, seen at)
         self.resets = 0
+        self.restarts = 0
+        """Times the rate window started again (after a gap longer than the window, or a counter reset)."""
 
     def add(self, reading: ModelMeshReading, at: float) -> None:
         """Fold in one reading taken at monotonic time `at` (seconds)."""
@@ -94,6 +98,16 @@ class CounterWindow:
                 "%d ModelMesh counter series went down: the container restarted; counting on from the reset",
                 reset_series,
             )
+        gap = previous is not None and at - previous.at > self.window_s
+        if previous is not None and (reset_series or gap):
+            # A rate across a gap would average the gap in (low load right after a saturation); one across a
+            # reset mixes two containers' counts. Start the window again from this reading: no rate until
+            # the next one (docs/design.md, Missing data). The running totals go on counting.
+            self._history.clear()
+            self.restarts += 1
+            if gap:
+                log.info("no ModelMesh reading for %.0f s (load window %.0f s): rates start again",
+                         at - previous.at, self.window_s)
         self._history.append(Totals(at, values))
         # Keep one point at or before the window start so the rate covers the whole window.
         while len(self._history) > 2 and self._history[1].at <= at - self.window_s:

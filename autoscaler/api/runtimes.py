@@ -6,8 +6,9 @@
   same milli-unit rounding), `null` for one that is unknown while the others are served, and the whole
   answer is a 503 `Status` while the runtime is unknown, as for the HPA. KEDA reads numbers or quantity
   strings; numbers keep the object usable by any other JSON consumer.
-- `/debug/runtimes/{ns}/{deployment}`: every field of the `RuntimeView` (per-pod inputs, freshness, weights,
-  need and deletion cost, each signal's proposal and the winner, the hold reason), field names as in
+- `/debug/runtimes/{ns}/{deployment}`: every field of the `RuntimeView` (per-pod inputs, which signals are
+  fresh on each pod, weights, need and deletion cost, each term's proposal and the winner, per-signal
+  coverage, what is held and why, warnings such as a missing capacity signal), field names as in
   `autoscaler.model`, so the explanation never lags behind the model. Served even while the runtime is
   unknown: that is when it is most needed.
 """
@@ -81,7 +82,12 @@ async def keda_runtime(request: web.Request) -> web.Response:
 
 
 def explanation(view: RuntimeView) -> dict[str, Any]:
+    """The /debug document: the view as JSON, each pod's signal states as an object
+    (`{"gpu": "fresh", "requests": "missing", ...}`), with `held` (why a value or term may not fall) and
+    `warnings` (a missing setting, such as no capacity signal) as the view carries them."""
     document: dict[str, Any] = jsonable(view)
+    for pod, shown in zip(view.pods, document["pods"], strict=True):
+        shown["signals"] = dict(pod.signals)
     document["key"] = {"namespace": view.key.namespace, "deployment": view.key.deployment}
     document["refreshed"] = rfc3339(view.refreshed_at)
     return document

@@ -5,16 +5,21 @@ ModelMesh spreads load unevenly on purpose, so the runtime value of a per-pod si
 and *falling* when idle pods are added (`n * M_p` grows like `n^(1-1/p)`), which is what gives the
 recommendation a fixed point (docs/design.md, Recommendation).
 
-Only Ready pods with fresh data count. A signal that is NaN, infinite or negative is treated as *absent*,
-never as zero: a garbled reading must not look like an idle pod. Everything here is a pure function of the
+Freshness is per pod and per signal (§6): the GPU signal has its own timestamp, the load and cache signals
+share the ModelMesh collector's. A signal counts on a pod when the pod is Ready, the signal's timestamp is
+fresh and the pod reports it. Where it does not, on a pod that should have it (other fresh pods report it,
+or the runtime reported it before: `expected`), the signal is *missing* there, and the decision holds every
+value that uses it. A signal that is NaN, infinite or negative is treated as *absent*, never as zero: a
+garbled reading must not look like an idle pod. Everything here is a pure function of the
 pods, the policy and the `now` the caller passes in.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Final
 
 from autoscaler.model import PodSample
 from autoscaler.policies.policy import RuntimePolicy
@@ -33,9 +38,10 @@ def clean_sample(pod: PodSample) -> PodSample:
     """The pod with every invalid signal made absent; the same object when all are valid (the usual case).
 
     Sources promise validated values; this is the policies' own guard, kept cheap because it runs per pod
-    per refresh. A non-finite `sampled_at` becomes None: such a pod has no usable data.
+    per refresh. A non-finite `sampled_at` (or `gpu_sampled_at`) becomes None: no usable data of that kind.
     """
     t = pod.sampled_at
+    g = pod.gpu_sampled_at
     b = pod.gpu_busy
     r = pod.requests_per_second
     q = pod.queue_delay_s
@@ -45,6 +51,7 @@ def clean_sample(pod: PodSample) -> PodSample:
     k = pod.models_loaded
     if (
         (t is None or -_INF < t < _INF)
+        and (g is None or -_INF < g < _INF)
         and (b is None or 0.0 <= b < _INF)
         and (r is None or 0.0 <= r < _INF)
         and (q is None or 0.0 <= q < _INF)
@@ -57,6 +64,7 @@ def clean_sample(pod: PodSample) -> PodSample:
     return replace(
         pod,
         sampled_at=t if t is not None and -_INF < t < _INF else None,
+        gpu_sampled_at=g if g is not None and -_INF < g < _INF else None,
         gpu_busy=clean(b),
         requests_per_second=clean(r),
         queue_delay_s=clean(q),
@@ -113,32 +121,80 @@ def power_mean(values: Sequence[float], p: float) -> float:
     return min(top, max(mean, top * scaled))
 
 
+SIGNAL_GPU: Final = "gpu"
+SIGNAL_REQUESTS: Final = "requests"
+SIGNAL_QUEUE: Final = "queue"
+SIGNAL_CACHE: Final = "cache"
+SIGNALS: Final = (SIGNAL_GPU, SIGNAL_REQUESTS, SIGNAL_QUEUE, SIGNAL_CACHE)
+"""The per-pod signals whose freshness is judged one by one (§6)."""
+
+FRESH: Final = "fresh"
+STALE: Final = "stale"
+MISSING: Final = "missing"
+NONE: Final = "none"
+"""A signal's state on one pod: fresh; stale (its timestamp too old or never read); missing (absent while
+expected); none (the runtime has no such signal). Not-Ready pods are always "none": they are left out."""
+
+
+@dataclass(frozen=True, slots=True)
+class SignalStats:
+    """How well one signal is covered this refresh: the counts behind its coverage and hold rules."""
+
+    fresh: int  # Ready pods on which it is fresh: the `n` of the values and terms that use it
+    missing: int  # Ready pods on which it is stale or absent although expected
+    coverage: float  # fresh / Ready pods (0 when no pod is Ready)
+
+    @property
+    def present(self) -> bool:
+        """Some Ready pod has it fresh, or should have: the signal belongs to this runtime."""
+        return self.fresh + self.missing > 0
+
+    @property
+    def complete(self) -> bool:
+        """No Ready pod misses it: values that use it may fall."""
+        return self.missing == 0
+
+
 @dataclass(frozen=True, slots=True)
 class Aggregate:
     """The runtime values of one refresh, with enough per-pod detail to explain them.
 
     Per-pod tuples follow the order of the pods given to `aggregate`. `n` counts the Ready pods with fresh
-    data: it is the `n` of docs/design.md, so pods we cannot see never add invented load.
+    load data (the ModelMesh collector); each signal's own count is in `signals`: pods we cannot see never
+    add invented load.
     """
 
     pods: tuple[PodSample, ...]  # the input pods with invalid signals made absent
-    fresh: tuple[bool, ...]  # Ready and fresh: this pod's signals were used
+    fresh: tuple[bool, ...]  # Ready with fresh load data (the ModelMesh collector)
     weights: tuple[float, ...]  # share of Σ r_i^p (0..1); 0 for pods not used or without a request rate
     ready: int
     n: int
     coverage: float  # n / ready; 0 when no pod is Ready (nothing to judge by: unknown, never "idle")
-    gpu_busy: float | None  # M_p(b) over fresh pods reporting GPU busy; None when none does
-    request_rate: float | None  # M_p(r) per pod; None when no fresh pod reports a request rate
-    queue_delay_sum_s: float  # Σ q_i over fresh pods
-    queue_delay_max_s: float | None  # max q_i; None when no fresh pod reports a queue delay
-    cache_pressure: float | None  # 0 when some pod has room; None when no fresh pod reports its cache
+    gpu_busy: float | None  # M_p(b) over pods with the GPU fresh; None when none has
+    request_rate: float | None  # M_p(r) per pod; None when no pod has a fresh request rate
+    queue_delay_sum_s: float  # Σ q_i over pods with the queue fresh
+    queue_delay_max_s: float | None  # max q_i; None when no pod has a fresh queue delay
+    cache_pressure: float | None  # §5; 0 when some pod has room; None when no fresh pod reports its cache
     cache_full: bool  # no fresh pod has room and at least one is known full
-    oldest_sample_at: float | None  # oldest `sampled_at` among the fresh pods: honest freshness
+    oldest_sample_at: float | None  # oldest timestamp among the signals used: honest freshness
+    queue_excess_s: float = 0.0  # Σ max(0, q_i - target_queue_delay_s): the backlog beyond the target
+    saturated: int = 0  # pods with q_i > target_queue_delay_s
+    signals: Mapping[str, SignalStats] = field(default_factory=dict)
+    pod_signals: tuple[tuple[tuple[str, str], ...], ...] = ()  # per pod: (signal, state) for each signal
 
     @property
     def request_load(self) -> float | None:
-        """`n * M_p(r)`: the effective request rate of the runtime (docs/design.md)."""
-        return None if self.request_rate is None else self.n * self.request_rate
+        """`n_r * M_p(r)`: the effective request rate of the runtime (docs/design.md)."""
+        if self.request_rate is None:
+            return None
+        return self.stats(SIGNAL_REQUESTS).fresh * self.request_rate
+
+    def stats(self, signal: str) -> SignalStats:
+        """The coverage of one signal; an aggregate built without per-signal detail counts `n` for all."""
+        found = self.signals.get(signal)
+        if found is not None:
+            return found
+        return SignalStats(fresh=self.n, missing=self.ready - self.n, coverage=self.coverage)
 
 
 _ROOM, _FULL, _UNKNOWN = 0, 1, 2
@@ -165,57 +221,119 @@ def _cache_state(pod: PodSample, full_ratio: float) -> int:
 
 
 def is_fresh(pod: PodSample, now: float, max_staleness_s: float) -> bool:
-    """A pod is fresh when it has a sample no older than `max_staleness_s` (future stamps count as fresh)."""
-    t = pod.sampled_at
+    """A pod's load data is fresh when no older than `max_staleness_s` (future stamps count as fresh)."""
+    return _fresh_time(pod.sampled_at, now, max_staleness_s)
+
+
+def _fresh_time(t: float | None, now: float, max_staleness_s: float) -> bool:
     return t is not None and -_INF < t < _INF and now - t <= max_staleness_s
 
 
-def aggregate(pods: Sequence[PodSample], policy: RuntimePolicy, now: float) -> Aggregate:
-    """Aggregate the pods of one runtime at time `now` (docs/design.md, Aggregation).
+def gpu_time(pod: PodSample) -> float | None:
+    """When the pod's GPU reading was taken: its own stamp, else the pod's one stamp (sources that know one)."""
+    return pod.gpu_sampled_at if pod.gpu_sampled_at is not None else pod.sampled_at
 
-    One pass over the pods with the signals in locals: this runs for every pod of every runtime each refresh.
+
+def _reports(pod: PodSample) -> tuple[bool, bool, bool, bool]:
+    """Whether the pod reports each of SIGNALS at all (whatever its age)."""
+    cache = pod.cache_used_ratio is not None or pod.models_loaded is not None or pod.lru_age_s is not None
+    return (
+        pod.gpu_busy is not None,
+        pod.requests_per_second is not None,
+        pod.queue_delay_s is not None,
+        cache,
+    )
+
+
+def aggregate(
+    pods: Sequence[PodSample],
+    policy: RuntimePolicy,
+    now: float,
+    seen: Collection[str] = frozenset(),
+) -> Aggregate:
+    """Aggregate the pods of one runtime at time `now` (DESIGN §5), judging freshness per signal (§6).
+
+    `seen`: the signals the runtime reported at an earlier refresh (the decision's memory). A signal in it
+    that no pod reports now is missing everywhere, not gone: its values are held, never lowered.
     """
     p = policy.skew_order
     max_stale = policy.max_staleness_s
     full_ratio = policy.cache_full_ratio
-    cleaned: list[PodSample] = []
-    fresh: list[bool] = []
+    target_q = policy.target_queue_delay_s
+    cleaned = [clean_sample(raw) for raw in pods]
+    # First pass: which signal is fresh on which Ready pod, so "expected" is known before states are given.
+    usable: list[tuple[bool, bool, bool, bool]] = []
+    load_fresh: list[bool] = []
+    expected = [s in seen for s in SIGNALS]
+    for pod in cleaned:
+        if not pod.ready:
+            usable.append((False, False, False, False))
+            load_fresh.append(False)
+            continue
+        load_ok = _fresh_time(pod.sampled_at, now, max_stale)
+        gpu_ok = _fresh_time(gpu_time(pod), now, max_stale)
+        has = _reports(pod)
+        use = (gpu_ok and has[0], load_ok and has[1], load_ok and has[2], load_ok and has[3])
+        usable.append(use)
+        load_fresh.append(load_ok)
+        for k in range(4):
+            expected[k] = expected[k] or use[k]
+
+    ready = n = 0
+    fresh_count = [0, 0, 0, 0]
+    missing_count = [0, 0, 0, 0]
+    pod_states: list[tuple[tuple[str, str], ...]] = []
     gpu: list[float] = []
     rps: list[float] = []
-    rps_at: list[int] = []  # index of each rate in `rps` among the pods, for the weights
-    ready = n = 0
-    queue_sum = 0.0
+    rps_at: list[int] = []
+    queue_sum = excess = 0.0
+    saturated = 0
     queue_max: float | None = None
     oldest: float | None = None
     room = full = False
     global_lru = 0.0
-    for i, raw in enumerate(pods):
-        pod = clean_sample(raw)
-        cleaned.append(pod)
-        t = pod.sampled_at
-        if not pod.ready or t is None or now - t > max_stale:
-            fresh.append(False)
-            if pod.ready:
-                ready += 1
+    for i, pod in enumerate(cleaned):
+        use = usable[i]
+        if not pod.ready:
+            pod_states.append(tuple((s, NONE) for s in SIGNALS))
             continue
         ready += 1
-        n += 1
-        fresh.append(True)
-        if oldest is None or t < oldest:
-            oldest = t
-        b = pod.gpu_busy
-        if b is not None:
+        if load_fresh[i]:
+            n += 1
+        states = []
+        for k, signal in enumerate(SIGNALS):
+            if use[k]:
+                fresh_count[k] += 1
+                states.append((signal, FRESH))
+            elif expected[k]:
+                missing_count[k] += 1
+                t = gpu_time(pod) if k == 0 else pod.sampled_at
+                states.append((signal, MISSING if _fresh_time(t, now, max_stale) else STALE))
+            else:
+                states.append((signal, NONE))
+        pod_states.append(tuple(states))
+        if use[0]:
+            b = pod.gpu_busy
+            assert b is not None
             gpu.append(b)
-        r = pod.requests_per_second
-        if r is not None:
+            oldest = _older(oldest, gpu_time(pod))
+        if use[1] or use[2] or use[3]:
+            oldest = _older(oldest, pod.sampled_at)
+        if use[1]:
+            r = pod.requests_per_second
+            assert r is not None
             rps.append(r)
             rps_at.append(i)
-        q = pod.queue_delay_s
-        if q is not None:
+        if use[2]:
+            q = pod.queue_delay_s
+            assert q is not None
             queue_sum += q
+            if q > target_q:
+                excess += q - target_q
+                saturated += 1
             if queue_max is None or q > queue_max:
                 queue_max = q
-        if room:
+        if not use[3] or room:
             continue  # one pod with room settles the cache question for the runtime
         state = _cache_state(pod, full_ratio)
         if state == _ROOM:
@@ -232,9 +350,15 @@ def aggregate(pods: Sequence[PodSample], policy: RuntimePolicy, now: float) -> A
         pressure = policy.target_lru_age_s / global_lru
     else:
         pressure = None
+    signals = {
+        s: SignalStats(
+            fresh=fresh_count[k], missing=missing_count[k], coverage=fresh_count[k] / ready if ready else 0.0
+        )
+        for k, s in enumerate(SIGNALS)
+    }
     return Aggregate(
         pods=tuple(cleaned),
-        fresh=tuple(fresh),
+        fresh=tuple(load_fresh),
         weights=_request_weights(len(cleaned), rps, rps_at, p),
         ready=ready,
         n=n,
@@ -246,7 +370,17 @@ def aggregate(pods: Sequence[PodSample], policy: RuntimePolicy, now: float) -> A
         cache_pressure=pressure,
         cache_full=pressure is not None and pressure > 0.0,
         oldest_sample_at=oldest,
+        queue_excess_s=excess,
+        saturated=saturated,
+        signals=signals,
+        pod_signals=tuple(pod_states),
     )
+
+
+def _older(oldest: float | None, t: float | None) -> float | None:
+    if t is None:
+        return oldest
+    return t if oldest is None or t < oldest else oldest
 
 
 def _request_weights(count: int, rates: Sequence[float], at: Sequence[int], p: float) -> tuple[float, ...]:

@@ -4,19 +4,26 @@ This is the composition the refresh loop calls per runtime: aggregate, recommend
 rules, rank (docs/design.md). It is pure: `now` comes from the caller, and the smoothing memory is passed in
 and handed back, never kept here.
 
-Rules, in order:
+Rules, in order (freshness is per pod and per signal, see `aggregation`):
 - **unknown** (`known=False`, every value None, the API answers 503 and the HPA holds): the source is down,
-  no pod is Ready, or fewer than `min_coverage` of the Ready pods have fresh data. The memory keeps its
+  no pod is Ready, or fewer than `min_coverage` of the Ready pods have fresh load data. The memory keeps its
   values (the decay clock is restarted, see `smoothing`) so that served values resume from where they were.
-- **incomplete** (known, but some Ready pod is stale or missing): values are computed from the fresh pods
-  and may rise, but never fall.
+- **a signal under coverage** (fresh on fewer than `min_coverage` of the Ready pods, or on none although
+  the runtime reported it before): the values that use it are unknown (503 for that metric), their memory
+  is kept, and the term that reads it keeps its last proposal.
+- **a signal missing on some Ready pod** (stale, or absent while others report it): the values that use it
+  may rise but not fall, and so may the term that reads it. `modelmesh_desired_replicas` uses every signal
+  of its terms, so it falls only when all of them are complete.
 - **complete**: values rise at once and fall with time constant `scale_down_tau_s`.
 
-`n` is the number of Ready pods with fresh data, for `modelmesh_request_load = n * M_p(r)` and for every
-term of the recommendation: pods we cannot see add no invented load, and the hold rule stops the smaller
-sum from lowering anything while they are missing. A signal that no fresh pod reports (no GPU anywhere, say)
-makes that one metric unknown and that term propose nothing; the other metrics are still served.
-`modelmesh_desired_replicas` is served as the smoothed recommendation rounded up (see `smoothing`).
+Each value's `n` is the number of Ready pods with its signal fresh: pods we cannot see add no invented
+load, and the hold rule stops the smaller sum from lowering anything while they are missing. A signal the
+runtime never had (no GPU anywhere, say) makes that one metric unknown and that term propose nothing; the
+other metrics are still served. While neither capacity term can propose, the recommendation never falls
+below the Ready pods, and the view carries a warning naming the setting to add (logged once per runtime).
+The recommendation and the smoothing state stay within the bounds (`min_replicas`/`max_replicas`, with the
+HPA's filled in by the caller: `policy.with_hpa_bounds`). `modelmesh_desired_replicas` is served as the
+smoothed recommendation rounded up (see `smoothing`).
 
 Pods are ranked on every refresh, known or not, from each Ready pod's last good sample, so /debug can
 always show them; whoever writes deletion costs should act only on known views.
@@ -24,16 +31,35 @@ always show them; whoever writes deletion costs should act only on known views.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Final
 
 from autoscaler.model import PodView, RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
-from autoscaler.policies.aggregation import Aggregate, aggregate
-from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.aggregation import (
+    SIGNAL_CACHE,
+    SIGNAL_GPU,
+    SIGNAL_QUEUE,
+    SIGNAL_REQUESTS,
+    SIGNALS,
+    Aggregate,
+    aggregate,
+)
+from autoscaler.policies.policy import RuntimePolicy, lower_bound
 from autoscaler.policies.ranking import Ranking, default_terms, rank_pods
-from autoscaler.policies.recommendation import ceil_pods, recommend
+from autoscaler.policies.recommendation import NO_CAPACITY_SETTING, SIGNAL_OF, Recommendation, ceil_pods, recommend
 from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, smooth
+
+log = logging.getLogger(__name__)
+
+VALUE_SIGNAL: Final = {
+    ServedMetric.GPU_BUSY: SIGNAL_GPU,
+    ServedMetric.REQUEST_LOAD: SIGNAL_REQUESTS,
+    ServedMetric.CACHE_PRESSURE: SIGNAL_CACHE,
+}
+"""The one signal each served value other than the replica count uses."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,13 +69,17 @@ class RuntimeMemory:
     smoothed: Mapping[ServedMetric, SmoothState] = field(default_factory=dict)
     consecutive_misses: int = 0  # refreshes in a row that were not complete
     known: bool = False  # whether the last view was served at all
+    proposals: Mapping[str, int] = field(default_factory=dict)  # each term's last proposal, for holds
+    seen: frozenset[str] = frozenset()  # signals the runtime has reported: absent now means missing
+    warned_no_capacity: bool = False  # the no-capacity warning was logged for this runtime
 
 
 def _pod_views(agg: Aggregate, ranking: Ranking, now: float) -> tuple[PodView, ...]:
     """One PodView per pod, in the snapshot's order."""
     views = []
-    for pod, fresh, weight, need, cost in zip(
-        agg.pods, agg.fresh, agg.weights, ranking.needs, ranking.costs, strict=True
+    states = agg.pod_signals or ((),) * len(agg.pods)
+    for pod, fresh, weight, need, cost, signals in zip(
+        agg.pods, agg.fresh, agg.weights, ranking.needs, ranking.costs, states, strict=True
     ):
         sampled_at = pod.sampled_at
         views.append(PodView(
@@ -65,6 +95,7 @@ def _pod_views(agg: Aggregate, ranking: Ranking, now: float) -> tuple[PodView, .
             weight=weight,
             need=need,
             deletion_cost=cost,
+            signals=signals,
         ))
     return tuple(views)
 
@@ -78,8 +109,25 @@ def _raw_values(agg: Aggregate, desired: int) -> dict[ServedMetric, float | None
     }
 
 
+def _desired_signals(agg: Aggregate, policy: RuntimePolicy) -> list[str]:
+    """The signals the replica recommendation reads: those of its terms that belong to the runtime."""
+    used = [SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_CACHE]
+    if policy.target_rps_per_pod is not None:
+        used.append(SIGNAL_REQUESTS)
+    return [s for s in used if agg.stats(s).present]
+
+
+def _no_capacity_warning(key: object) -> str:
+    return (
+        f"runtime {key}: no capacity signal (no pod reports a GPU and {NO_CAPACITY_SETTING} is not set); "
+        f"the recommendation never falls below the Ready pods. Set {NO_CAPACITY_SETTING} (config file or "
+        f"annotation autoscaler.modelmesh.io/{NO_CAPACITY_SETTING.replace('_', '-')}) to let it scale down"
+    )
+
+
 def _reason(
-    snapshot: RuntimeSnapshot, agg: Aggregate, policy: RuntimePolicy, known: bool, memory: RuntimeMemory
+    snapshot: RuntimeSnapshot, agg: Aggregate, policy: RuntimePolicy, known: bool, memory: RuntimeMemory,
+    held: Mapping[str, str],
 ) -> str:
     """Why values are unknown or held, in words for logs and /debug; empty when nothing is wrong."""
     if not snapshot.source_ok:
@@ -97,18 +145,29 @@ def _reason(
         parts.append("data back after an unknown spell; values resume from where they were held")
     if missing:
         parts.append(f"{missing} of {agg.ready} ready pods stale; holding values (may rise, not fall)")
+    for signal in SIGNALS:
+        stats = agg.stats(signal)
+        # Load signals share the stale pods counted above; say only what those do not explain.
+        extra = stats.missing if signal == SIGNAL_GPU else stats.missing - missing
+        if stats.present and extra > 0:
+            parts.append(f"{signal} missing on {stats.missing} of {agg.ready} ready pods; holding what uses it")
+    parts.extend(f"{what} held: {why}" for what, why in held.items())
     absent = [
         what
-        for what, value in (
-            ("GPU busy", agg.gpu_busy),
-            ("request rate", agg.request_rate),
-            ("cache state", agg.cache_pressure),
-        )
-        if value is None
+        for what, signal in (("GPU busy", SIGNAL_GPU), ("request rate", SIGNAL_REQUESTS), ("cache state", SIGNAL_CACHE))
+        if not agg.stats(signal).present
     ]
     if absent:
         parts.append("no fresh pod reports " + ", ".join(absent))
     return "; ".join(parts)
+
+
+def _served(
+    metric: ServedMetric, target: float | None, state: SmoothState | None,
+) -> float | None:
+    if target is None or state is None:
+        return None
+    return float(ceil_pods(state.value)) if metric is ServedMetric.DESIRED_REPLICAS else state.value
 
 
 def decide(
@@ -120,25 +179,46 @@ def decide(
 ) -> tuple[RuntimeView, RuntimeMemory]:
     """Decide one runtime for the refresh at `now`; `window_s` is the aggregation window the API reports."""
     memory = memory or RuntimeMemory()
-    agg = aggregate(snapshot.pods, policy, now)
-    rec = recommend(agg, policy)
+    agg = aggregate(snapshot.pods, policy, now, memory.seen)
+    rec = recommend(agg, policy, memory.proposals)
     known = snapshot.source_ok and agg.ready > 0 and agg.coverage >= policy.min_coverage
-    complete = known and agg.n == agg.ready
+    desired_signals = _desired_signals(agg, policy)
+    desired_complete = known and agg.n == agg.ready and all(agg.stats(s).complete for s in desired_signals)
+    complete = desired_complete and all(agg.stats(s).complete for s in SIGNALS if agg.stats(s).present)
 
     raw = _raw_values(agg, rec.desired)
     tau = policy.scale_down_tau_s
     smoothed: dict[ServedMetric, SmoothState] = {}
     values: dict[ServedMetric, ServedValue] = {}
+    held: dict[str, str] = {f"{term} proposal": why for term, why in rec.held.items()}
     for metric in ServedMetric:
-        target = raw[metric] if known else None
+        signal = VALUE_SIGNAL.get(metric)
+        if signal is None:
+            usable, may_fall = known, desired_complete
+        else:
+            stats = agg.stats(signal)
+            usable = known and stats.fresh > 0 and stats.coverage >= policy.min_coverage
+            may_fall = usable and stats.complete and agg.n == agg.ready
+            if known and stats.present and not usable:
+                held[metric.value] = (f"{signal} fresh on {stats.fresh} of {agg.ready} ready pods "
+                                      f"(< {policy.min_coverage:.0%}); unknown (503), memory kept")
+        target = raw[metric] if usable else None
         settle = DESIRED_REPLICAS_SETTLE if metric is ServedMetric.DESIRED_REPLICAS else 0.0
-        state = smooth(memory.smoothed.get(metric), target, now, tau, complete, settle)
+        state = smooth(memory.smoothed.get(metric), target, now, tau, may_fall, settle)
+        if metric is ServedMetric.DESIRED_REPLICAS and state is not None:
+            state = _capped(state, policy)
+        if usable and not may_fall and state is not None and target is not None and target < state.value:
+            held.setdefault(metric.value, "data missing on some ready pod; may rise, not fall")
         if state is not None:
             smoothed[metric] = state
-        served: float | None = None
-        if target is not None and state is not None:
-            served = float(ceil_pods(state.value)) if metric is ServedMetric.DESIRED_REPLICAS else state.value
-        values[metric] = ServedValue(value=served, raw=target, timestamp=agg.oldest_sample_at)
+        values[metric] = ServedValue(value=_served(metric, target, state), raw=target,
+                                     timestamp=agg.oldest_sample_at)
+
+    warnings: tuple[str, ...] = ()
+    if known and rec.no_capacity:
+        warnings = (_no_capacity_warning(snapshot.key),)
+        if not memory.warned_no_capacity:
+            log.warning("%s", warnings[0])
 
     ranking = rank_pods(agg.pods, default_terms(policy))
     pods = _pod_views(agg, ranking, now)
@@ -155,9 +235,35 @@ def decide(
         proposals=rec.proposals,
         winner=rec.winner if known else None,
         pods=pods,
-        reason=_reason(snapshot, agg, policy, known, memory),
+        reason=_reason(snapshot, agg, policy, known, memory, held),
         consecutive_misses=0 if complete else memory.consecutive_misses + 1,
         current_replicas=snapshot.replicas,
+        signal_coverage={s: agg.stats(s).coverage for s in SIGNALS if agg.stats(s).present},
+        held=held,
+        warnings=warnings,
+        bounds=(lower_bound(policy), policy.max_replicas),
     )
-    next_memory = RuntimeMemory(smoothed=smoothed, consecutive_misses=view.consecutive_misses, known=known)
+    next_memory = RuntimeMemory(
+        smoothed=smoothed,
+        consecutive_misses=view.consecutive_misses,
+        known=known,
+        proposals=_remembered(rec, memory) if known else memory.proposals,
+        seen=memory.seen | {s for s in SIGNALS if agg.stats(s).fresh > 0},
+        warned_no_capacity=memory.warned_no_capacity or bool(warnings),
+    )
     return view, next_memory
+
+
+def _remembered(rec: Recommendation, memory: RuntimeMemory) -> dict[str, int]:
+    """The term proposals to hold next time: this refresh's (after holds), for the terms that proposed."""
+    del memory
+    return {term: value for term in SIGNAL_OF if (value := rec.proposals.get(term)) is not None}
+
+
+def _capped(state: SmoothState, policy: RuntimePolicy) -> SmoothState:
+    """The replica smoothing state never rises above the upper bound (§6: a fall from far above the cap
+    would otherwise take `tau * ln(value / cap)` before the HPA sees any change)."""
+    cap = policy.max_replicas
+    if cap is None or state.value <= cap:
+        return state
+    return SmoothState(float(cap), state.updated_at)

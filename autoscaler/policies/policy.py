@@ -7,7 +7,7 @@ override single fields (see `autoscaler.policies.config`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +39,12 @@ class RuntimePolicy:
     scale_down_tau_s: float = 300.0
     """Time constant (seconds) of the exponential fall of served values; rises are served at once."""
 
-    min_replicas: int = 1
-    """The recommendation never goes below this."""
+    min_replicas: int | None = None
+    """The recommendation never goes below this; None: the minReplicas of the runtime's HPA, else 1."""
 
     max_replicas: int | None = None
-    """The recommendation never goes above this; None: no cap besides the HPA's own maxReplicas."""
+    """The recommendation (and its smoothing state) never goes above this; None: the maxReplicas of the
+    runtime's HPA, read from the cluster, else no cap. A value the HPA would cut anyway is never served."""
 
     max_staleness_s: float = 45.0
     """A pod whose newest sample is older than this is missing (default 3 x the 15 s refresh interval)."""
@@ -56,3 +57,25 @@ class RuntimePolicy:
 
     need_weight_gpu: float = 0.5
     """Weight of a pod's GPU busy ratio in its need (docs/design.md, Choosing the pod to remove)."""
+
+
+def lower_bound(policy: RuntimePolicy) -> int:
+    """The replica floor: `min_replicas`, else 1 (the HPA's `minReplicas` is merged in by `with_hpa_bounds`)."""
+    return policy.min_replicas if policy.min_replicas is not None else 1
+
+
+def with_hpa_bounds(policy: RuntimePolicy, hpa_min: int | None, hpa_max: int | None) -> RuntimePolicy:
+    """The policy with the HPA's `minReplicas`/`maxReplicas` filling bounds the config leaves unset (§6).
+
+    The config (or annotation) wins where it sets a bound. An HPA bound that contradicts a configured one
+    (HPA max below the configured min) is dropped: the operator's explicit setting stands.
+    """
+    low = policy.min_replicas if policy.min_replicas is not None else hpa_min
+    high = policy.max_replicas if policy.max_replicas is not None else hpa_max
+    if low is not None and low < 1:
+        low = None
+    if high is not None and high < (low if low is not None else 1):
+        high = policy.max_replicas
+    if (low, high) == (policy.min_replicas, policy.max_replicas):
+        return policy
+    return replace(policy, min_replicas=low, max_replicas=high)

@@ -1,35 +1,53 @@
-"""The replica recommendation (docs/design.md, Recommendation): one proposal per signal, the largest wins, capped.
+"""The replica recommendation (docs/design.md, Recommendation; DESIGN §6): one proposal per term, the largest wins.
 
-    desired = max( min_replicas,
-                   ceil(n * M_p(b) / target_gpu_busy),
-                   ceil(n * M_p(r) / target_rps_per_pod)            if target_rps_per_pod is set,
-                   n + ceil(Σ q_i / queue_drain_s)                   while some q_i > target_queue_delay_s,
-                   ceil(n * min(cache_pressure_cap, pressure))       while every cache is full )
-    desired = min(desired, max_replicas)
+    D       = max( n_b * M_p(b) / target_gpu_busy,
+                   n_r * M_p(r) / target_rps_per_pod )            (capacity demand in pods, unrounded)
+    desired = max( lower bound,
+                   ceil(D),
+                   ceil(D' + Σ max(0, q_i - target_queue_delay_s) / queue_drain_s)  while some q_i > target,
+                   ceil(n_c * min(cache_pressure_cap, pressure))                      while every cache is full,
+                   Ready pods                                        while no capacity term can propose )
+    desired = min(desired, upper bound)
 
-Every term is bounded by real demand: the power-mean terms grow like `n^(1-1/p)` as idle pods are added, so
-"replicas := desired" has a fixed point; the queue term adds the backlog in pods; the cache term is capped.
+`D'` is `D` when a capacity term proposes, else the number of saturated pods. Every term is bounded by
+demand, never by the current pods: the power-mean terms grow like `n^(1-1/p)` as idle pods are added and the
+queue term adds only the *excess* backlog on top of the demand (queued requests stay on their pod; new pods
+cannot take them), so iterating `n := desired` reaches a fixed point. (The earlier `n + ceil(Σq/drain)`
+asked for one more pod at every step while any queue persisted.)
+
+Missing data (§6): a term whose signal is missing on some Ready pod may rise but not fall (it is at least its
+`held` proposal from the last refresh); a term whose signal is absent everywhere, or covered on fewer than
+`min_coverage` of the Ready pods, keeps its held proposal unchanged.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Final
 
-from autoscaler.policies.aggregation import Aggregate
-from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.aggregation import SIGNAL_CACHE, SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_REQUESTS, Aggregate
+from autoscaler.policies.policy import RuntimePolicy, lower_bound
 
 GPU: Final = "gpu"
 REQUESTS: Final = "requests"
 QUEUE: Final = "queue"
 CACHE: Final = "cache"
+READY_PODS: Final = "ready_pods"
+"""The floor while no capacity term (GPU or requests) can propose: the Ready pods, never fewer."""
 MIN_REPLICAS: Final = "min_replicas"
 MAX_REPLICAS: Final = "max_replicas"
 """`winner` when the cap decided; it is not a proposal."""
 
-TERMS: Final = (GPU, REQUESTS, QUEUE, CACHE, MIN_REPLICAS)
+TERMS: Final = (GPU, REQUESTS, QUEUE, CACHE, READY_PODS, MIN_REPLICAS)
 """Proposal keys, in the order that breaks ties for `winner`: a signal beats the floor it equals."""
+
+SIGNAL_OF: Final = {GPU: SIGNAL_GPU, REQUESTS: SIGNAL_REQUESTS, QUEUE: SIGNAL_QUEUE, CACHE: SIGNAL_CACHE}
+"""The signal each term reads; the queue term's anchor also reads the capacity signals."""
+
+NO_CAPACITY_SETTING: Final = "target_rps_per_pod"
+"""The setting that gives a runtime without GPUs a capacity signal."""
 
 PROPOSAL_LIMIT: Final = 1_000_000
 """No proposal exceeds this many pods, so absurd (but finite) inputs cannot overflow an integer quantity."""
@@ -46,29 +64,78 @@ def ceil_pods(x: float) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Recommendation:
-    """The recommended replica count, every term's proposal (None: no proposal) and which term decided."""
+    """The recommended replica count, every term's proposal (None: no proposal) and which term decided.
+
+    `held` names the terms whose proposal comes (at least partly) from the last refresh, with why; `raw`
+    are this refresh's own proposals before holds, which the decision remembers only where they are sound.
+    """
 
     desired: int
     proposals: dict[str, int | None]
     winner: str  # one of TERMS, or MAX_REPLICAS when the cap cut the winner down
+    held: dict[str, str] = field(default_factory=dict)
+    no_capacity: bool = False  # neither the GPU nor the request term could propose
 
 
-def recommend(agg: Aggregate, policy: RuntimePolicy) -> Recommendation:
-    """Apply the recommendation rules to one aggregate. `n` is the number of Ready pods with fresh data."""
-    n = agg.n
-    proposals: dict[str, int | None] = dict.fromkeys(TERMS)
+def _hold(
+    term: str, computed: float | None, agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int],
+    why: dict[str, str],
+) -> float | None:
+    """A term's proposal under the missing-data rules (§6), unrounded where computed this refresh."""
+    stats = agg.stats(SIGNAL_OF[term])
+    last = held.get(term)
+    if stats.complete and stats.fresh > 0:
+        return computed
+    if not stats.present and last is None:
+        return computed  # the runtime has no such signal (and never had one in memory)
+    if stats.fresh == 0 or stats.coverage < policy.min_coverage:
+        if last is not None:
+            why[term] = (f"{SIGNAL_OF[term]} fresh on {stats.fresh} of {agg.ready} ready pods; "
+                         f"keeping the last proposal {last}")
+        return None if last is None else float(last)
+    if last is not None and (computed is None or computed < last):
+        why[term] = f"{SIGNAL_OF[term]} missing on {stats.missing} ready pods; may rise, not fall below {last}"
+        return float(last)
+    return computed
+
+
+def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | None = None) -> Recommendation:
+    """Apply §6 to one aggregate; `held` are the last refresh's proposals (the decision's memory)."""
+    held = held or {}
+    why: dict[str, str] = {}
+    gpu_stats, rps_stats = agg.stats(SIGNAL_GPU), agg.stats(SIGNAL_REQUESTS)
+    gpu_demand: float | None = None
     if agg.gpu_busy is not None:
-        proposals[GPU] = ceil_pods(n * agg.gpu_busy / policy.target_gpu_busy)
+        gpu_demand = gpu_stats.fresh * agg.gpu_busy / policy.target_gpu_busy
+    rps_demand: float | None = None
     if policy.target_rps_per_pod is not None and agg.request_rate is not None:
-        proposals[REQUESTS] = ceil_pods(n * agg.request_rate / policy.target_rps_per_pod)
-    if agg.queue_delay_max_s is not None and agg.queue_delay_max_s > policy.target_queue_delay_s:
-        proposals[QUEUE] = min(PROPOSAL_LIMIT, n + ceil_pods(agg.queue_delay_sum_s / policy.queue_drain_s))
+        rps_demand = rps_stats.fresh * agg.request_rate / policy.target_rps_per_pod
+    gpu = _hold(GPU, gpu_demand, agg, policy, held, why)
+    rps = _hold(REQUESTS, rps_demand, agg, policy, held, why) if policy.target_rps_per_pod is not None else None
+    capacity = [d for d in (gpu, rps) if d is not None]
+    demand = max(capacity) if capacity else None
+
+    queue: float | None = None
+    if agg.saturated > 0:
+        anchor = demand if demand is not None else float(agg.saturated)
+        queue = anchor + agg.queue_excess_s / policy.queue_drain_s
+    queue = _hold(QUEUE, queue, agg, policy, held, why)
+
+    cache: float | None = None
     if agg.cache_full and agg.cache_pressure is not None:
-        proposals[CACHE] = ceil_pods(n * min(policy.cache_pressure_cap, agg.cache_pressure))
-    proposals[MIN_REPLICAS] = policy.min_replicas
+        cache = agg.stats(SIGNAL_CACHE).fresh * min(policy.cache_pressure_cap, agg.cache_pressure)
+    cache = _hold(CACHE, cache, agg, policy, held, why)
+
+    proposals: dict[str, int | None] = dict.fromkeys(TERMS)
+    for term, value in ((GPU, gpu), (REQUESTS, rps), (QUEUE, queue), (CACHE, cache)):
+        proposals[term] = None if value is None else ceil_pods(value)
+    no_capacity = demand is None
+    if no_capacity:
+        proposals[READY_PODS] = agg.ready
+    proposals[MIN_REPLICAS] = lower_bound(policy)
 
     desired = max(v for v in proposals.values() if v is not None)
     winner = next(t for t in TERMS if proposals[t] == desired)
     if policy.max_replicas is not None and desired > policy.max_replicas:
         winner, desired = MAX_REPLICAS, policy.max_replicas
-    return Recommendation(desired=desired, proposals=proposals, winner=winner)
+    return Recommendation(desired=desired, proposals=proposals, winner=winner, held=why, no_capacity=no_capacity)

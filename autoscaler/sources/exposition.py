@@ -37,14 +37,16 @@ def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float) -> 
     """Read the signals of one pod.
 
     `sampled_at` is the exporter's own last good ModelMesh collection time when it reports one (a failing
-    exporter keeps serving old values with an old timestamp, which is how staleness is noticed), capped at
-    the scrape time so a pod clock running ahead cannot make data look fresher than it is.
+    exporter keeps serving old values with an old timestamp, which is how staleness is noticed), and
+    `gpu_sampled_at` its last good GPU collection time; both capped at the scrape time so a pod clock
+    running ahead cannot make data look fresher than it is.
     """
     if not text.endswith("\n"):
         raise ExpositionError("truncated exposition (no final newline)")
     values: dict[str, float] = {}
     gpu_busy: list[float] = []
     modelmesh_ok_at: float | None = None
+    gpu_ok_at: float | None = None
     seen_exporter = False
     try:
         for family in text_string_to_metric_families(text):
@@ -57,27 +59,32 @@ def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float) -> 
                     seen_exporter = True
                     if _valid(sample.value):
                         values[_SCALARS[sample.name]] = sample.value
-                elif (
-                    sample.name == names.LAST_SUCCESS_TIMESTAMP
-                    and sample.labels.get("collector") == names.COLLECTOR_MODELMESH
-                ):
+                elif sample.name == names.LAST_SUCCESS_TIMESTAMP:
                     seen_exporter = True
-                    if _valid(sample.value):
+                    collector = sample.labels.get("collector")
+                    if _valid(sample.value) and collector == names.COLLECTOR_MODELMESH:
                         modelmesh_ok_at = sample.value
+                    elif _valid(sample.value) and collector == names.COLLECTOR_GPU:
+                        gpu_ok_at = sample.value
                 elif sample.name == names.COLLECTOR_SUCCESS:
                     seen_exporter = True
     except (ValueError, TypeError, IndexError, KeyError) as error:
         raise ExpositionError(f"unparseable exposition: {error}") from error
     if not seen_exporter:
         raise ExpositionError("no modelmesh exporter metrics in the response")
+    # The GPU signal has its own freshness (the GPU collector can fail or hang while ModelMesh's works):
+    # without a GPU timestamp, GPU series cannot be judged fresh, so they are left out.
+    gpu = sum(gpu_busy) / len(gpu_busy) if gpu_busy and gpu_ok_at is not None else None
+    gpu_at = min(gpu_ok_at, scraped_at) if gpu is not None and gpu_ok_at is not None else None
     if modelmesh_ok_at is None or "requests_per_second" not in values:
         # No ModelMesh collection yet, or only one (a rate needs two): no load data to offer yet. Reporting
         # the pod as fresh without a rate would let it count as idle.
-        return PodSample(name=pod, ready=ready, sampled_at=None)
+        return PodSample(name=pod, ready=ready, sampled_at=None, gpu_busy=gpu, gpu_sampled_at=gpu_at)
     return PodSample(
         name=pod,
         ready=ready,
         sampled_at=min(modelmesh_ok_at, scraped_at),
-        gpu_busy=sum(gpu_busy) / len(gpu_busy) if gpu_busy else None,
+        gpu_sampled_at=gpu_at,
+        gpu_busy=gpu,
         **values,
     )

@@ -33,6 +33,7 @@ from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.sources.base import PodDiscovery, RuntimeInventory
 from autoscaler.sources.prometheus_queries import (
     FRESHNESS,
+    GPU_FRESHNESS,
     REASON_EMPTY,
     REASON_GARBAGE,
     GpuSource,
@@ -196,6 +197,7 @@ class PrometheusSource:
         return PodSample(
             name=ref[1],
             sampled_at=fields[FRESHNESS],
+            gpu_sampled_at=fields[GPU_FRESHNESS] if fields["gpu_busy"] is not None else None,
             gpu_busy=fields["gpu_busy"],
             requests_per_second=fields["requests_per_second"],
             queue_delay_s=fields["queue_delay_s"],

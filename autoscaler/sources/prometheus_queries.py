@@ -1,6 +1,6 @@
 """What `PrometheusSource` asks Prometheus, how it asks, and how it checks the answers (docs/design.md).
 
-**One instant query per signal for all runtimes at once** (eight queries, whatever the number of runtimes
+**One instant query per signal for all runtimes at once** (nine queries, whatever the number of runtimes
 or pods), aggregated `by (namespace, pod)`: `build_queries` writes them, `PrometheusReader` runs them
 concurrently and indexes each answer's raw values by (namespace, pod).
 
@@ -8,7 +8,8 @@ Freshness. An instant query stamps every result with the *evaluation* time, not 
 found (which may be up to the 5-minute lookback old), so the freshness query asks `timestamp()` for the
 scrape time and takes, per pod, the minimum of that and the exporter's own
 `modelmesh_exporter_last_success_timestamp_seconds{collector="modelmesh"}`; a pod whose exporter reports no
-such series falls back to the scrape time of its request rate.
+such series falls back to the scrape time of its request rate. The GPU signal has its own freshness query:
+the exporter's `collector="gpu"` timestamp (same minimum), or with DCGM the series' own sample times.
 
 Errors: every failure of the library or of an answer's shape is a `PrometheusSourceError` with one of the
 REASON_* values (the library's exception chained as its cause), and fails the whole round: partial answers
@@ -53,7 +54,11 @@ Answers = dict[str, dict[PodRef, str]]
 """One round's raw values: signal field → (namespace, pod) → the value as Prometheus wrote it."""
 
 FRESHNESS: Final = "sampled_at"
-"""The field of the freshness query: when the pod's signals were sampled."""
+"""The field of the freshness query: when the pod's load and cache signals were sampled."""
+
+GPU_FRESHNESS: Final = "gpu_sampled_at"
+"""The field of the GPU freshness query: when the pod's GPU busy was sampled (its own clock, docs/design.md:
+the GPU collector can fail or hang while the ModelMesh one works)."""
 
 
 class PrometheusSourceError(Exception):
@@ -84,10 +89,17 @@ def build_queries(
     """
     by = f"{namespace_label}, {pod_label}"
     last_success = f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_MODELMESH}"}}'
+    gpu_success = f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_GPU}"}}'
     if gpu_source == "dcgm":
         gpu = f"avg by ({by}) ({names.DCGM_GPU_UTIL}) / 100"
+        gpu_freshness = f"min by ({by}) (timestamp({names.DCGM_GPU_UTIL}))"  # the series' own sample times
     else:
         gpu = f"avg by ({by}) ({names.GPU_BUSY_RATIO})"
+        gpu_freshness = (
+            f"min by ({by}) ("
+            f'label_replace({gpu_success}, "freshness", "reported", "", "")'
+            f' or label_replace(timestamp({gpu_success}), "freshness", "scraped", "", ""))'
+        )
     freshness = (
         f"min by ({by}) ("
         f'label_replace({last_success}, "freshness", "reported", "", "")'
@@ -103,6 +115,7 @@ def build_queries(
         SignalQuery("lru_age_s", f"max by ({by}) ({names.LRU_AGE_SECONDS})"),
         SignalQuery("cache_used_ratio", f"max by ({by}) ({names.CACHE_USED_RATIO})"),
         SignalQuery("models_loaded", f"max by ({by}) ({names.MODELS_LOADED})"),
+        SignalQuery(GPU_FRESHNESS, gpu_freshness),
     )
 
 

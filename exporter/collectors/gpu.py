@@ -30,6 +30,11 @@ from exporter.gpu_sampler import GpuReading, GpuSampler, PassOutcome
 
 log = logging.getLogger(__name__)
 
+OVERRUN_INTERVALS = 5
+OVERRUN_MIN_S = 5.0
+"""A pass running longer than max(5 intervals, 5 s) has hung: nvmlInit without persistence mode can take a
+few seconds legitimately, a GPU falling off the bus blocks for much longer."""
+
 
 class GpuCollector(Collector):
     """Samples NVML in a background loop and serves `modelmesh_pod_gpu_*` series from the last pass."""
@@ -134,17 +139,35 @@ class GpuCollector(Collector):
         """
         if not interval_s > 0:
             raise ValueError(f"interval_s must be positive, not {interval_s}")
+        overrun_s = max(OVERRUN_INTERVALS * interval_s, OVERRUN_MIN_S)
         try:
             while True:
-                try:
-                    outcome = await asyncio.to_thread(self._sampler.measure)
-                except Exception as error:  # a bug or a surprise from ctypes must not end GPU metrics
-                    outcome = self._after_unexpected(error)
+                outcome = await self._one_pass(overrun_s)
                 if outcome is not None:
                     self._apply(outcome)
                 await asyncio.sleep(interval_s)
         finally:
             self.close()
+
+    async def _one_pass(self, overrun_s: float) -> PassOutcome | None:
+        """One NVML pass in a worker thread. A pass still running after `overrun_s` (a hung driver call)
+        stops the GPU series at once and counts a timeout, so the GPU reads as missing, not as the last good
+        value with a success timestamp that merely ages (docs/design.md, Missing data); the loop then waits
+        for the pass (a thread cannot be cancelled) instead of piling more passes onto a stuck driver."""
+        task = asyncio.ensure_future(asyncio.to_thread(self._sampler.measure))
+        try:
+            done, _ = await asyncio.wait({task}, timeout=overrun_s)
+            if not done:
+                self._readings = ()
+                self._health.failed(
+                    names.COLLECTOR_GPU, names.REASON_TIMEOUT, f"NVML pass still running after {overrun_s:.0f} s"
+                )
+            return await task
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        except Exception as error:  # a bug or a surprise from ctypes must not end GPU metrics
+            return self._after_unexpected(error)
 
     def _after_unexpected(self, error: Exception) -> PassOutcome:
         """Log an unexpected error (with traceback, once per kind), drop NVML and retry it with backoff."""

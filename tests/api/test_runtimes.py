@@ -11,8 +11,10 @@ from aiohttp.test_utils import TestClient
 
 from autoscaler.api.app import build_api_app
 from autoscaler.api.runtimes import explanation, jsonable, keda_values
-from autoscaler.model import RuntimeKey, ServedValue
+from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot, ServedValue
 from autoscaler.names import ServedMetric
+from autoscaler.policies.decision import decide
+from autoscaler.policies.policy import RuntimePolicy
 from tests.api.builders import KEY, NOW, refresher_with, runtime_view
 
 STALE = RuntimeKey(KEY.namespace, "modelmesh-serving-stale")
@@ -105,6 +107,23 @@ async def test_the_explanation_shows_pods_proposals_and_winner(client: Client) -
     hottest = max(body["pods"], key=lambda pod: pod["gpu_busy"])
     assert set(hottest) >= {"name", "ready", "fresh", "age_s", "weight", "need", "deletion_cost"}
     assert body["refreshed"].endswith("Z")
+
+
+def test_the_explanation_shows_per_pod_signals_holds_and_the_no_capacity_warning() -> None:
+    def cpu_pods(now: float, hot_rate: float | None) -> tuple[PodSample, ...]:
+        return (
+            PodSample("cpu-0", sampled_at=now - 1, requests_per_second=hot_rate, queue_delay_s=0.3),
+            PodSample("cpu-1", sampled_at=now - 1, requests_per_second=5.0, queue_delay_s=0.0),
+        )
+
+    _, memory = decide(RuntimeSnapshot(KEY, cpu_pods(NOW, 50.0), NOW), RuntimePolicy(), None, NOW, 30.0)
+    view, _ = decide(RuntimeSnapshot(KEY, cpu_pods(NOW + 15, None), NOW + 15), RuntimePolicy(), memory,
+                     NOW + 15, 30.0)
+    body = explanation(view)
+    assert body["pods"][0]["signals"] == {"gpu": "none", "requests": "missing", "queue": "fresh", "cache": "none"}
+    assert body["signal_coverage"] == {"requests": 0.5, "queue": 1.0}
+    assert any("target_rps_per_pod" in warning for warning in body["warnings"])
+    assert body["proposals"]["ready_pods"] == 2  # the CPU runtime keeps its Ready pods
 
 
 async def test_the_explanation_is_served_while_values_are_unknown(client: Client) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.fakes.nvml import FakeNvml
 from tests.support.kubectl import get_raw, write_kubeconfig
 from tests.support.processes import free_port, http_post_json, running, stop
 
@@ -26,6 +27,9 @@ class DataPath:
     kubeconfig: Path
     log_dir: Path
     exporters: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    gpus: list[FakeNvml] = field(default_factory=list)
+    exporter_commands: list[tuple[list[str], dict[str, str]]] = field(default_factory=list)
+    stack: ExitStack | None = None
 
     @property
     def modelmesh_url(self) -> str:
@@ -40,6 +44,21 @@ class DataPath:
 
     def kill_exporter(self, pod: int) -> None:
         stop(self.exporters[pod])
+
+    def restart_exporter(self, pod: int) -> None:
+        """Stop a pod's exporter and start a new one on the same port: no history, no rates at first."""
+        stop(self.exporters[pod])
+        assert self.stack is not None
+        args, env = self.exporter_commands[pod]
+        self.exporters[pod] = self.stack.enter_context(running(
+            args, self.exporter_urls[pod], self.log_dir / f"exporter-{pod}.log", env=env))
+
+    def reset_counters(self, pod: int) -> None:
+        """The pod's ModelMesh container restarts: its counters start again from zero."""
+        http_post_json(self.modelmesh_urls[pod].replace("/metrics", "/reset"), "{}")
+
+    def adapter_log(self) -> str:
+        return (self.log_dir / "adapter.log").read_text(errors="replace")
 
     def metric_path(self, metric: str, selector: str = f"deployment%3D{DEPLOYMENT}") -> str:
         return f"/apis/external.metrics.k8s.io/v1beta1/namespaces/default/{metric}?labelSelector={selector}"
@@ -60,12 +79,15 @@ class DataPath:
 @contextmanager
 def data_path_running(
     workdir: Path, pods: int = 1, rps: float = 50.0, adapter_args: Sequence[str] = (),
-    policy: dict[str, object] | None = None,
+    policy: dict[str, object] | None = None, gpus: Sequence[FakeNvml] | None = None,
 ) -> Iterator[DataPath]:
-    """`pods` fake ModelMesh containers (https), one exporter each, and one adapter scraping them."""
+    """`pods` fake ModelMesh containers (https), one exporter each, and one adapter scraping them.
+
+    `gpus`: one fake NVML per pod, loaded by that pod's exporter (else the exporters run with `--no-gpu`)."""
     adapter_port = free_port()
     with ExitStack() as stack:
         modelmesh_urls, exporter_urls, exporters = [], [], []
+        commands: list[tuple[list[str], dict[str, str]]] = []
         for index in range(pods):
             mm_port, exporter_port = free_port(), free_port()
             modelmesh_url = f"https://127.0.0.1:{mm_port}/metrics"
@@ -76,11 +98,14 @@ def data_path_running(
                  "--cert-dir", str(cert_dir)],
                 modelmesh_url, workdir / f"modelmesh-{index}.log",
             ))
+            gpu_args = ["--no-gpu"] if gpus is None else ["--gpu-window", "1", "--gpu-interval", "0.2"]
+            env = {} if gpus is None else gpus[index].env()
+            args = ["exporter.cli", "--listen", f"127.0.0.1:{exporter_port}", "--modelmesh-url", modelmesh_url,
+                    "--modelmesh-ca-file", str(cert_dir / "tls.crt"), *gpu_args,
+                    "--modelmesh-interval", "0.5", "--load-window", "3"]
+            commands.append((args, env))
             exporters.append(stack.enter_context(running(
-                ["exporter.cli", "--listen", f"127.0.0.1:{exporter_port}", "--modelmesh-url", modelmesh_url,
-                 "--modelmesh-ca-file", str(cert_dir / "tls.crt"), "--no-gpu",
-                 "--modelmesh-interval", "0.5", "--load-window", "3"],
-                exporter_url, workdir / f"exporter-{index}.log",
+                args, exporter_url, workdir / f"exporter-{index}.log", env=env,
             )))
             modelmesh_urls.append(modelmesh_url)
             exporter_urls.append(exporter_url)
@@ -102,6 +127,7 @@ def data_path_running(
         yield DataPath(
             modelmesh_urls, exporter_urls, f"https://127.0.0.1:{adapter_port}",
             write_kubeconfig(workdir / "kubeconfig", f"https://127.0.0.1:{adapter_port}"), workdir, exporters,
+            list(gpus or ()), commands, stack,
         )
 
 

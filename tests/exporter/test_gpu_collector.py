@@ -514,3 +514,52 @@ def test_samples_come_back_oldest_first_with_microsecond_timestamps(fake: FakeNv
         assert samples[0].timestamp_us == round((START - 29) * 1_000_000)
         assert session.utilization_samples(device, samples[-1].timestamp_us) == []  # NVML: NOT_FOUND
         assert session.driver_version() == "550.54.15"
+
+
+async def test_a_hung_nvml_pass_stops_the_gpu_series_and_counts_a_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """NVML stops answering mid-pass (a GPU falling off the bus): the last good busy ratio must not stay on
+    /metrics with a success flag, or the adapter would read an old GPU as current."""
+    import threading
+
+    from exporter.collectors import gpu as gpu_module
+
+    fake = FakeNvml.create(tmp_path, gpus=1)
+    fake.set_gpu(0, util=90)
+    fake.install(monkeypatch)
+    monkeypatch.setattr(gpu_module, "OVERRUN_MIN_S", 0.2)
+    health = CollectorHealth()
+    collector = GpuCollector(health, window_s=2.0)
+    release = threading.Event()
+    real_measure = collector._sampler.measure
+    hang = False
+
+    def measure() -> object:
+        if hang:
+            release.wait(10.0)  # the driver call that does not return
+        return real_measure()
+
+    monkeypatch.setattr(collector._sampler, "measure", measure)
+    task = asyncio.create_task(collector.run(interval_s=0.01))
+    try:
+        async with asyncio.timeout(5.0):
+            while not collector.readings:
+                await asyncio.sleep(0.01)
+        assert health.is_healthy(names.COLLECTOR_GPU)
+        hang = True
+        async with asyncio.timeout(5.0):
+            while collector.readings:
+                await asyncio.sleep(0.01)
+        assert not health.is_healthy(names.COLLECTOR_GPU)
+        assert busy(collector) == {}
+        release.set()  # the driver answers again: sampling resumes
+        hang = False
+        async with asyncio.timeout(5.0):
+            while not collector.readings:
+                await asyncio.sleep(0.01)
+    finally:
+        release.set()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task

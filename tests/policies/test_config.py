@@ -26,7 +26,7 @@ defaults:
   cache_full_ratio: 0.9
   cache_pressure_cap: 1.2
   scale_down_tau_s: 300
-  min_replicas: 1
+  min_replicas: null
   max_replicas: null
 runtimes:
   - {namespace: default, deployment: modelmesh-serving-triton, target_rps_per_pod: 120}
@@ -90,7 +90,7 @@ def test_annotation_null_clears_an_optional_field() -> None:
         ("skew-order", "0.5", "skew_order must be >= 1"),
         ("target-gpu-busy", "80", "target_gpu_busy must be in (0, 1]"),
         ("scale-down-tau-s", "nan", "must be finite"),
-        ("min-replicas", "null", "may not be null"),
+        ("skew-order", "null", "may not be null"),
         ("min-replicas", "50", "max_replicas must be null or >= min_replicas"),
         ("target-rps-per-pdo", "10", "unknown key 'target_rps_per_pdo' (did you mean 'target_rps_per_pod'?)"),
     ],

@@ -225,10 +225,12 @@ def test_pod_views_explain_each_pod() -> None:
         weight=1.0,
         need=by_name["hot"].need,
         deletion_cost=900,
+        signals=(("gpu", "fresh"), ("requests", "fresh"), ("queue", "none"), ("cache", "none")),
     )
     assert by_name["hot"].need == pytest.approx(0.95)
     assert (by_name["idle"].need, by_name["idle"].deletion_cost) == (0.0, 0)
     assert (by_name["old"].fresh, by_name["old"].age_s, by_name["old"].weight) == (False, 100.0, 0.0)
+    assert dict(by_name["old"].signals) == {"gpu": "stale", "requests": "stale", "queue": "none", "cache": "none"}
     assert by_name["starting"] == PodView(
         name="starting",
         ready=False,
@@ -240,6 +242,7 @@ def test_pod_views_explain_each_pod() -> None:
         lru_age_s=None,
         cache_used_ratio=None,
         weight=0.0,
+        signals=(("gpu", "none"), ("requests", "none"), ("queue", "none"), ("cache", "none")),
     )
 
 

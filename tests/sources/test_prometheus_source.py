@@ -65,8 +65,9 @@ def exporter_series(
     if last_success is not None:
         modelmesh = labels | {"collector": names.COLLECTOR_MODELMESH}
         samples.append(Sample(names.LAST_SUCCESS_TIMESTAMP, modelmesh, last_success, at))
-        # The GPU collector's freshness must not count: it is older here, and would otherwise win the min.
-        samples.append(Sample(names.LAST_SUCCESS_TIMESTAMP, labels | {"collector": "gpu"}, at - 3600, at))
+        # The GPU collector's freshness is the GPU signal's own, not the load signals': it is older here, and
+        # would otherwise win the load freshness min.
+        samples.append(Sample(names.LAST_SUCCESS_TIMESTAMP, labels | {"collector": "gpu"}, at - 10, at))
     return samples
 
 
@@ -195,7 +196,8 @@ async def test_values_per_pod_come_out_right(
     a1 = pods["team-a", "a-1"]
     assert a1.sampled_at == pytest.approx(scraped - 3, abs=1e-3)  # the exporter's own, older than the scrape
     assert a1.gpu_busy == pytest.approx(0.3)  # mean over its two GPUs, from the newest scrape
-    assert replace(a1, sampled_at=None, gpu_busy=None) == PodSample(
+    assert a1.gpu_sampled_at == pytest.approx(scraped - 10, abs=1e-3)  # the GPU collector's own clock
+    assert replace(a1, sampled_at=None, gpu_busy=None, gpu_sampled_at=None) == PodSample(
         name="a-1", ready=True, requests_per_second=12.5, queue_delay_s=0.02, cache_misses_per_second=0.1,
         lru_age_s=300, cache_used_ratio=0.95, models_loaded=7,
     )
@@ -292,7 +294,7 @@ async def test_one_query_per_signal_per_refresh(
     after = await query_requests(prom)
 
     # Two runtimes, five pods, two refreshes: still one query per signal per refresh.
-    assert after - before == 2 * len(source.queries) == 16
+    assert after - before == 2 * len(source.queries) == 18
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Final
 
 from tests.fakes.kube.patches import merge_patch
-from tests.fakes.kube.resources import DEPLOYMENTS, PODS
+from tests.fakes.kube.resources import DEPLOYMENTS, HORIZONTAL_POD_AUTOSCALERS, PODS
 from tests.fakes.kube.store import ObjectStore
 from tests.fakes.kube.wire import JSON, rfc3339, timestamp
 from tests.fakes.kube.workloads import set_pod_ready
@@ -86,6 +86,52 @@ class ClusterControls(ObjectStore):
 
     def delete_deployment(self, namespace: str, name: str) -> JSON:
         return self._delete(DEPLOYMENTS, (namespace, name))
+
+    # ---- HorizontalPodAutoscalers ----------------------------------------------------------------------------
+
+    def add_hpa(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        max_replicas: int,
+        min_replicas: int | None = None,
+        target: tuple[str, str] | None = None,
+        metric_selector: Mapping[str, str] | None = None,
+    ) -> JSON:
+        """An autoscaling/v2 HPA as `kubectl apply` stores it. `target` is the scaleTargetRef (kind, name):
+        a Deployment (`apps/v1`) or a RuntimeScale (`autoscaler.modelmesh.io/v1alpha1`); `metric_selector` the
+        matchLabels of one External `modelmesh_desired_replicas` metric. `min_replicas` None leaves the field
+        out, as the API's default of 1 means."""
+        kind, target_name = target if target is not None else ("Deployment", name)
+        api_version = "apps/v1" if kind == "Deployment" else "autoscaler.modelmesh.io/v1alpha1"
+        spec: JSON = {
+            "scaleTargetRef": {"apiVersion": api_version, "kind": kind, "name": target_name},
+            "maxReplicas": max_replicas,
+        }
+        if min_replicas is not None:
+            spec["minReplicas"] = min_replicas
+        if metric_selector is not None:
+            spec["metrics"] = [{
+                "type": "External",
+                "external": {
+                    "metric": {
+                        "name": "modelmesh_desired_replicas",
+                        "selector": {"matchLabels": dict(metric_selector)},
+                    },
+                    "target": {"type": "AverageValue", "averageValue": "1"},
+                },
+            }]
+        return self._create(HORIZONTAL_POD_AUTOSCALERS, {"metadata": {"name": name, "namespace": namespace},
+                                                         "spec": spec})
+
+    def set_hpa_bounds(self, namespace: str, name: str, *, max_replicas: int, min_replicas: int | None = None) -> JSON:
+        def change(obj: JSON) -> None:
+            obj["spec"]["maxReplicas"] = max_replicas
+            if min_replicas is not None:
+                obj["spec"]["minReplicas"] = min_replicas
+
+        return self.update_object("horizontalpodautoscalers", namespace, name, change)
 
     # ---- pods ------------------------------------------------------------------------------------------------
 

@@ -70,6 +70,16 @@ DEPLOYMENTS: Final = ResourceType(
 LEASES: Final = ResourceType(
     "coordination.k8s.io", "v1", "leases", "Lease", "lease", unconditional_update=False, create_on_update=True
 )
+HORIZONTAL_POD_AUTOSCALERS: Final = ResourceType(
+    "autoscaling",
+    "v2",
+    "horizontalpodautoscalers",
+    "HorizontalPodAutoscaler",
+    "horizontalpodautoscaler",
+    short_names=("hpa",),
+    status_subresource=True,
+    categories=("all",),
+)
 SUBJECT_ACCESS_REVIEWS: Final = ResourceType(
     "authorization.k8s.io",
     "v1",
@@ -91,7 +101,9 @@ TOKEN_REVIEWS: Final = ResourceType(
     stored=False,
 )
 
-RESOURCE_TYPES: Final = (PODS, CONFIGMAPS, DEPLOYMENTS, LEASES, SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS)
+RESOURCE_TYPES: Final = (
+    PODS, CONFIGMAPS, DEPLOYMENTS, HORIZONTAL_POD_AUTOSCALERS, LEASES, SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS,
+)
 """Every served type, in discovery order."""
 
 _BY_PATH: Final = {(t.group, t.version, t.plural): t for t in RESOURCE_TYPES}

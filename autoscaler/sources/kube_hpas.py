@@ -1,0 +1,277 @@
+"""`HpaWatch`: the replica bounds of each runtime, read from the `autoscaling/v2` HPAs that scale it.
+
+docs/design.md (Bounds): without `min_replicas`/`max_replicas` in the config, the recommendation is clamped
+to the `minReplicas`/`maxReplicas` of the HPA that scales the runtime, so a value the HPA would cut anyway is
+never served above its cap (and the smoothing state never climbs past it). The HPAs of the watched
+namespaces are listed, then watched (resumed from the last resourceVersion; re-listed after 410 Expired;
+capped backoff on errors), as the pod watch does.
+
+An HPA scales a runtime when:
+- its `scaleTargetRef` is the runtime's Deployment (`kind: Deployment`, `name: <deployment>`), or a
+  `RuntimeScale` (docs/design.md, RuntimeScale bridge) named after the ServingRuntime, which means the
+  Deployment `modelmesh-serving-<name>`;
+- or one of its external metrics selects the runtime: `deployment=<name>` or `servingruntime=<name>`.
+
+While the HPAs cannot be read, the bounds stay as last seen: a lost watch must not lift a cap. When two
+HPAs claim one runtime (a misconfiguration), the tighter bounds apply and a warning says so once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Final
+
+from kubernetes.aio.client import ApiClient, AutoscalingV2Api
+
+from autoscaler.kube.errors import KubeApiError, WatchExpiredError
+from autoscaler.kube.raw import Scope, describe, read_body, read_json, scope_name, status_error
+from autoscaler.model import RuntimeKey
+
+log = logging.getLogger("autoscaler.sources.kube_hpas")
+
+RUNTIME_SCALE_KIND: Final = "RuntimeScale"
+SERVING_RUNTIME_PREFIX: Final = "modelmesh-serving-"
+"""The Deployment of ServingRuntime `<name>` is `modelmesh-serving-<name>` (docs/design.md)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HpaBounds:
+    """One HPA's bounds and the runtimes it scales."""
+
+    namespace: str
+    name: str
+    min_replicas: int
+    max_replicas: int
+    runtimes: tuple[RuntimeKey, ...]
+
+
+def _deployment_of(labels: Mapping[str, Any]) -> str | None:
+    deployment = labels.get("deployment")
+    if isinstance(deployment, str) and deployment:
+        return deployment
+    runtime = labels.get("servingruntime")
+    if isinstance(runtime, str) and runtime:
+        return SERVING_RUNTIME_PREFIX + runtime
+    return None
+
+
+def parse_hpa(obj: Mapping[str, Any]) -> HpaBounds | None:
+    """The bounds of one HPA object as the API serves it; None when it is malformed or scales no runtime."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    namespace, name = meta.get("namespace"), meta.get("name")
+    if not isinstance(namespace, str) or not isinstance(name, str) or not isinstance(spec, Mapping):
+        return None
+    high = spec.get("maxReplicas")
+    low = spec.get("minReplicas", 1)  # the API's default
+    if not isinstance(high, int) or isinstance(high, bool) or high < 1:
+        return None
+    if not isinstance(low, int) or isinstance(low, bool) or low < 1:
+        low = 1
+    deployments: list[str] = []
+    target = spec.get("scaleTargetRef") or {}
+    if isinstance(target, Mapping) and isinstance(target.get("name"), str):
+        if target.get("kind") == "Deployment":
+            deployments.append(target["name"])
+        elif target.get("kind") == RUNTIME_SCALE_KIND:
+            deployments.append(SERVING_RUNTIME_PREFIX + target["name"])
+    for metric in spec.get("metrics") or ():
+        if not isinstance(metric, Mapping) or metric.get("type") != "External":
+            continue
+        selector = ((metric.get("external") or {}).get("metric") or {}).get("selector") or {}
+        labels = selector.get("matchLabels") if isinstance(selector, Mapping) else None
+        found = _deployment_of(labels) if isinstance(labels, Mapping) else None
+        if found is not None:
+            deployments.append(found)
+    if not deployments:
+        return None
+    keys = tuple(dict.fromkeys(RuntimeKey(namespace, d) for d in deployments))
+    return HpaBounds(namespace, name, min(low, high), high, keys)
+
+
+def bounds_by_runtime(hpas: Iterable[HpaBounds], warned: set[RuntimeKey] | None = None) -> dict[
+        RuntimeKey, tuple[int, int]]:
+    """(minReplicas, maxReplicas) per runtime; two HPAs on one runtime give the tighter bounds, with a
+    warning (once per runtime when `warned` is kept by the caller)."""
+    result: dict[RuntimeKey, tuple[int, int]] = {}
+    owners: dict[RuntimeKey, list[str]] = {}
+    for hpa in sorted(hpas, key=lambda h: (h.namespace, h.name)):
+        for key in hpa.runtimes:
+            owners.setdefault(key, []).append(hpa.name)
+            if key in result:
+                low, high = result[key]
+                result[key] = (max(low, hpa.min_replicas), min(high, hpa.max_replicas))
+            else:
+                result[key] = (hpa.min_replicas, hpa.max_replicas)
+    for key, names in owners.items():
+        if len(names) > 1 and (warned is None or key not in warned):
+            log.warning("runtime %s is scaled by %d HPAs (%s); using the tighter bounds", key, len(names),
+                        ", ".join(names))
+            if warned is not None:
+                warned.add(key)
+    return result
+
+
+class HpaWatch:
+    """Lists then watches the HPAs of the given namespaces (None: all); `bounds(key)` answers from memory."""
+
+    def __init__(
+        self,
+        client: Callable[[], ApiClient | Awaitable[ApiClient]],
+        namespaces: Sequence[str] | None,
+        *,
+        request_timeout_s: float = 10.0,
+        watch_timeout_s: int = 60,
+        backoff: Callable[[int], float] = lambda n: min(30.0, 0.5 * 2 ** (n - 1)),
+    ) -> None:
+        self._factory = client
+        self._api: ApiClient | None = None
+        self._scopes: tuple[Scope, ...] = tuple(dict.fromkeys(namespaces)) if namespaces else (None,)
+        self._request_timeout_s = request_timeout_s
+        self._watch_timeout_s = watch_timeout_s
+        self._backoff = backoff
+        self._hpas: dict[Scope, dict[tuple[str, str], HpaBounds]] = {scope: {} for scope in self._scopes}
+        self._table: dict[RuntimeKey, tuple[int, int]] = {}
+        self._warned: set[RuntimeKey] = set()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.ok = False
+        """False until every scope was listed, and while a watch is failing (bounds stay as last seen)."""
+        self._ok: dict[Scope, bool] = dict.fromkeys(self._scopes, False)
+
+    def bounds(self, key: RuntimeKey) -> tuple[int | None, int | None]:
+        """The (minReplicas, maxReplicas) of the HPA scaling `key`, or (None, None) when none does."""
+        found = self._table.get(key)
+        return (None, None) if found is None else found
+
+    async def start(self) -> None:
+        """Create the client and start one list + watch loop per namespace; returns at once (bounds fill in
+        as the lists arrive: until then the config's bounds, or none, apply)."""
+        if self._tasks:
+            return
+        made = self._factory()
+        self._api = await made if inspect.isawaitable(made) else made
+        for scope in self._scopes:
+            self._tasks.append(asyncio.create_task(self._run(scope), name=f"kube-hpas-{scope or 'all'}"))
+
+    async def close(self) -> None:
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._api is not None:
+            api, self._api = self._api, None
+            with contextlib.suppress(Exception):
+                await api.close()  # type: ignore[no-untyped-call]
+
+    def _client(self) -> ApiClient:
+        if self._api is None:
+            raise KubeApiError("the HPA watch is not started")
+        return self._api
+
+    async def _run(self, scope: Scope) -> None:
+        version: str | None = None
+        failures = 0
+        while True:
+            try:
+                if version is None:
+                    version = await self._relist(scope)
+                version = await self._watch(scope, version)
+                failures = 0
+            except WatchExpiredError:
+                version = None
+            except Exception as error:
+                if not isinstance(error, KubeApiError):
+                    log.exception("HPA watch of %s: unexpected error", scope_name(scope))
+                elif self._ok[scope] or failures == 0:
+                    log.warning("HPA watch of %s failing, keeping the bounds last seen: %s", scope_name(scope), error)
+                failures += 1
+                self._set_ok(scope, False)
+                await asyncio.sleep(self._backoff(failures))
+
+    def _set_ok(self, scope: Scope, ok: bool) -> None:
+        self._ok[scope] = ok
+        self.ok = all(self._ok.values())
+
+    def _rebuild(self) -> None:
+        table = bounds_by_runtime((h for hpas in self._hpas.values() for h in hpas.values()), self._warned)
+        if table != self._table:
+            log.info("HPA bounds: %s", {str(k): v for k, v in sorted(table.items())} or "none")
+        self._table = table
+
+    def _api_call(self, scope: Scope, **options: Any) -> Any:
+        api = AutoscalingV2Api(self._client())
+        if scope is None:
+            return partial(api.list_horizontal_pod_autoscaler_for_all_namespaces_without_preload_content, **options)
+        return partial(api.list_namespaced_horizontal_pod_autoscaler_without_preload_content, scope, **options)
+
+    async def _relist(self, scope: Scope) -> str:
+        what = f"list HPAs in {scope_name(scope)}"
+        document = await read_json(self._api_call(scope, _request_timeout=self._request_timeout_s), what)
+        hpas: dict[tuple[str, str], HpaBounds] = {}
+        for item in document.get("items") or []:
+            parsed = parse_hpa(item) if isinstance(item, Mapping) else None
+            if parsed is not None:
+                hpas[(parsed.namespace, parsed.name)] = parsed
+        self._hpas[scope] = hpas
+        self._rebuild()
+        self._set_ok(scope, True)
+        version = (document.get("metadata") or {}).get("resourceVersion")
+        if not isinstance(version, str) or not version:
+            raise KubeApiError(f"{what}: the answer has no resourceVersion")
+        return version
+
+    async def _watch(self, scope: Scope, version: str) -> str:
+        what = f"watch HPAs in {scope_name(scope)}"
+        call = self._api_call(
+            scope, resource_version=version, allow_watch_bookmarks=True, watch=True,
+            timeout_seconds=self._watch_timeout_s,
+            _request_timeout=float(self._watch_timeout_s) + self._request_timeout_s,
+        )
+        try:
+            response = await call()
+        except Exception as error:
+            raise KubeApiError(f"{what}: {describe(error)}") from error
+        try:
+            if response.status >= 300:
+                raise status_error(what, response.status, await read_body(response, what))
+            while True:
+                try:
+                    line = await response.content.readline()
+                except Exception as error:
+                    raise KubeApiError(f"{what}: stream broken: {describe(error)}") from error
+                if not line:
+                    return version
+                if line.strip():
+                    version = self._apply(scope, line, what) or version
+        finally:
+            response.release()
+
+    def _apply(self, scope: Scope, line: bytes, what: str) -> str | None:
+        try:
+            event = json.loads(line)
+        except ValueError as error:
+            raise KubeApiError(f"{what}: undecodable event: {line[:200]!r}") from error
+        obj = event.get("object") if isinstance(event, dict) else None
+        if not isinstance(obj, dict):
+            raise KubeApiError(f"{what}: unexpected event: {line[:200]!r}")
+        kind = event.get("type")
+        if kind == "ERROR":
+            raise status_error(what, int(obj.get("code") or 500), obj)
+        meta = obj.get("metadata") or {}
+        version = meta.get("resourceVersion")
+        if kind != "BOOKMARK":
+            ref = (str(meta.get("namespace")), str(meta.get("name")))
+            parsed = parse_hpa(obj)
+            if kind == "DELETED" or parsed is None:
+                self._hpas[scope].pop(ref, None)
+            else:
+                self._hpas[scope][ref] = parsed
+            self._rebuild()
+        return version if isinstance(version, str) else None
