@@ -56,6 +56,8 @@ class ServeSettings:
     leader_elect_retry_period_s: float = 2.0
     leader_elect_namespace: str | None = None
     leader_elect_lease_name: str = "modelmesh-autoscaler"
+    # The replica bridge (DESIGN §10): None is on when runtimes are discovered in Kubernetes (no --targets).
+    bridge: bool | None = None
     log_level: str = "INFO"
 
 
@@ -156,6 +158,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     act.add_argument("--leader-elect-namespace", help="namespace of the Lease (default: the pod's namespace)")
     act.add_argument("--leader-elect-lease-name", default=d.leader_elect_lease_name,
                      help="name of the Lease (default modelmesh-autoscaler)")
+    act.add_argument("--bridge", choices=["on", "off"],
+                     help="carry each RuntimeScale's spec.replicas (set by the HPA) to its ServingRuntime and report "
+                          "the runtime Deployment in its status, as the leader (default: on when runtimes are "
+                          "discovered in Kubernetes, off with --targets)")
 
 
 def settings_from_args(args: argparse.Namespace) -> ServeSettings:
@@ -196,5 +202,6 @@ def settings_from_args(args: argparse.Namespace) -> ServeSettings:
         leader_elect_retry_period_s=args.leader_elect_retry_period,
         leader_elect_namespace=args.leader_elect_namespace,
         leader_elect_lease_name=args.leader_elect_lease_name,
+        bridge=None if args.bridge is None else args.bridge == "on",
         log_level=args.log_level,
     )
