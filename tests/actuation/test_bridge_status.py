@@ -1,0 +1,115 @@
+"""What the replica bridge reports on a RuntimeScale, decided from what it read (DESIGN §10)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from autoscaler.actuation.bridge_status import deployment_name, desired_status, selector_string, verdict
+
+JSON = dict[str, Any]
+
+
+def scale(replicas: int | None = 3, runtime: str = "triton", generation: int = 2, status: JSON | None = None) -> JSON:
+    spec: JSON = {"servingRuntime": runtime}
+    if replicas is not None:
+        spec["replicas"] = replicas
+    return {"metadata": {"namespace": "ml", "name": "triton", "generation": generation}, "spec": spec,
+            "status": status or {}}
+
+
+RUNTIME: JSON = {"metadata": {"name": "triton", "annotations": {"maxLoadingConcurrency": "2"}}, "spec": {}}
+DEPLOYMENT: JSON = {
+    "metadata": {"name": "modelmesh-serving-triton"},
+    "spec": {"replicas": 3, "selector": {"matchLabels": {"name": "modelmesh-serving-triton",
+                                                          "modelmesh-service": "modelmesh-serving"}}},
+    "status": {"replicas": 4},
+}
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ({"matchLabels": {"name": "modelmesh-serving-triton", "modelmesh-service": "modelmesh-serving"}},
+         "modelmesh-service=modelmesh-serving,name=modelmesh-serving-triton"),
+        ({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["b", "a"]},
+                               {"key": "canary", "operator": "DoesNotExist"},
+                               {"key": "gpu", "operator": "Exists"}]},
+         "!canary,gpu,tier in (a,b)"),
+        ({"matchLabels": {"app": "x"}, "matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["dev"]}]},
+         "app=x,env notin (dev)"),
+        (None, ""),
+        ({}, ""),
+    ],
+    ids=["match-labels-sorted", "expressions", "both", "none", "empty"],
+)
+def test_selector_is_written_as_the_label_selector_string(selector: JSON | None, expected: str) -> None:
+    assert selector_string(selector) == expected
+
+
+@pytest.mark.parametrize(
+    ("case", "runtime", "deployment", "cluster", "reason"),
+    [
+        ("bridged", RUNTIME, DEPLOYMENT, False, "Bridged"),
+        ("runtime missing", None, None, False, "ServingRuntimeNotFound"),
+        ("cluster runtime", None, None, True, "ClusterServingRuntime"),
+        ("class hpa", {"metadata": {"annotations": {"serving.kserve.io/autoscalerClass": "hpa"}}}, DEPLOYMENT,
+         False, "AutoscalerClassConflict"),
+        ("class external", {"metadata": {"annotations": {"serving.kserve.io/autoscalerClass": "external"}}},
+         DEPLOYMENT, False, "AutoscalerClassConflict"),
+        ("class none is fine", {"metadata": {"annotations": {"serving.kserve.io/autoscalerClass": "none"}}},
+         DEPLOYMENT, False, "Bridged"),
+        ("deployment missing", RUNTIME, None, False, "DeploymentNotFound"),
+    ],
+)
+def test_ready_condition_says_why(
+    case: str, runtime: JSON | None, deployment: JSON | None, cluster: bool, reason: str
+) -> None:
+    outcome = verdict(scale(), runtime, deployment, cluster_runtime=cluster)
+
+    assert (outcome.reason, outcome.ready) == (reason, reason == "Bridged")
+
+
+def test_a_scale_without_a_runtime_name_is_invalid() -> None:
+    assert verdict(scale(runtime=""), None, None).reason == "InvalidSpec"
+
+
+def test_a_scale_without_replicas_is_not_ready() -> None:
+    assert verdict(scale(replicas=None), RUNTIME, DEPLOYMENT).reason == "NoReplicas"
+
+
+def test_status_mirrors_the_deployment() -> None:
+    status = desired_status(scale(), DEPLOYMENT, verdict(scale(), RUNTIME, DEPLOYMENT), "2026-01-01T00:00:00Z")
+
+    assert status["replicas"] == 4  # pods that exist, as the Deployment's own scale subresource says
+    assert status["selector"] == "modelmesh-service=modelmesh-serving,name=modelmesh-serving-triton"
+    assert status["observedGeneration"] == 2
+    [ready] = status["conditions"]
+    assert ready["type"] == "Ready" and ready["status"] == "True" and ready["reason"] == "Bridged"
+    assert "modelmesh-serving-triton has 4 replicas" in ready["message"]
+
+
+def test_an_unchanged_condition_keeps_its_transition_time() -> None:
+    before = desired_status(scale(), DEPLOYMENT, verdict(scale(), RUNTIME, DEPLOYMENT), "2026-01-01T00:00:00Z")
+    again = scale(status=before)
+
+    after = desired_status(again, DEPLOYMENT, verdict(again, RUNTIME, DEPLOYMENT), "2026-01-01T01:00:00Z")
+
+    assert after == before  # nothing to write
+
+
+def test_a_changed_condition_gets_a_new_transition_time() -> None:
+    before = desired_status(scale(), DEPLOYMENT, verdict(scale(), RUNTIME, DEPLOYMENT), "2026-01-01T00:00:00Z")
+    again = scale(status=before)
+
+    after = desired_status(again, None, verdict(again, RUNTIME, None), "2026-01-01T01:00:00Z")
+
+    [ready] = after["conditions"]
+    assert (ready["status"], ready["lastTransitionTime"]) == ("False", "2026-01-01T01:00:00Z")
+    assert after["selector"] == before["selector"]  # a Deployment gone for a moment keeps the HPA's selector
+
+
+def test_the_deployment_name_follows_modelmesh_serving_unless_given() -> None:
+    assert deployment_name(scale()) == "modelmesh-serving-triton"
+    assert deployment_name({"spec": {"servingRuntime": "t", "deployment": "mm-t"}}) == "mm-t"
