@@ -1,5 +1,5 @@
-"""Wires the acting side of `serve` from its settings: whether pod-deletion costs are written (DESIGN §7) and
-whether the replica bridge runs (DESIGN §10), the Kubernetes connection, leader election, the writer and the
+"""Wires the acting side of `serve` from its settings: whether pod-deletion costs are written and whether the
+replica bridge runs (docs/design.md), the Kubernetes connection, leader election, the writer and the
 bridge, started and stopped with the app. Both act only under the same Lease.
 
 The rules, so that an adapter never writes where nobody asked it to:

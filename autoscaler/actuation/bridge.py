@@ -1,4 +1,4 @@
-"""The replica bridge (DESIGN §10): the HPA scales a `RuntimeScale`; the adapter's leader carries its
+"""The replica bridge (docs/design.md): the HPA scales a `RuntimeScale`; the adapter's leader carries its
 `spec.replicas` to `ServingRuntime.spec.replicas`, which every modelmesh-serving release applies to the runtime
 Deployment, and reports the Deployment back in the RuntimeScale's `status` (replicas, selector, conditions).
 

@@ -1,4 +1,4 @@
-"""What the replica bridge writes, decided without I/O (DESIGN §10): the RuntimeScale's `status` (replicas,
+"""What the replica bridge writes, decided without I/O (docs/design.md): the RuntimeScale's `status` (replicas,
 selector, conditions) from what was read, and which ServingRuntime replicas to ask for.
 
 The HPA reads a RuntimeScale through its `scale` subresource: `spec.replicas` is what the HPA sets,

@@ -1,5 +1,5 @@
 """The Kubernetes API calls the adapter makes to act on the cluster: patch a pod's annotations; read, create
-and replace a `coordination.k8s.io/v1` Lease; and, for the replica bridge (DESIGN §10), read ServingRuntimes,
+and replace a `coordination.k8s.io/v1` Lease; and, for the replica bridge (docs/design.md), read ServingRuntimes,
 their Deployments and RuntimeScales, merge-patch `ServingRuntime.spec.replicas` and a RuntimeScale's `status`.
 
 Everything goes through `kubernetes.aio` (its configuration loading, authentication, token refresh and TLS), on
