@@ -1,4 +1,4 @@
-"""What the replica bridge reports on a RuntimeScale, decided from what it read (DESIGN §10)."""
+"""What the replica bridge reports on a RuntimeScale, decided from what it read (docs/design.md)."""
 
 from __future__ import annotations
 
