@@ -25,8 +25,8 @@ from aiohttp.typedefs import Handler
 from tests.fakes.kube.cluster import ClusterControls
 from tests.fakes.kube.discovery import discovery_document
 from tests.fakes.kube.faults import FaultInjection
-from tests.fakes.kube.resources import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS, parse_path
 from tests.fakes.kube.kserve import KServeControls
+from tests.fakes.kube.resources import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS, parse_path
 from tests.fakes.kube.reviews import AuthReviews
 from tests.fakes.kube.subresources import Subresources
 from tests.fakes.kube.wire import JSON, ApiError, json_body, json_response, truthy
