@@ -186,7 +186,8 @@ class ReplicaBridge:
                         RUNTIME_SCALES, namespace, name, {"spec": {"replicas": adopted}})
                     writes += 1
                     log.info("RuntimeScale %s/%s: spec.replicas adopted from the runtime: %d", *key, adopted)
-            elif replicas_of(runtime) != wanted:
+                    wanted = adopted
+            if wanted is not None and replicas_of(runtime) != wanted:
                 await self._client.merge_patch_custom(
                     SERVING_RUNTIMES, namespace, str(runtime_name), {"spec": {"replicas": wanted}})
                 writes += 1
