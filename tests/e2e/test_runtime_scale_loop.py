@@ -175,7 +175,8 @@ async def test_load_scales_the_runtime_through_the_runtime_scale_and_the_idle_po
             kube.fail(r"/servingruntimes/", status=503, times=None, method="PATCH")
             first = await asyncio.to_thread(stack.enter_context, running(
                 adapter_args, f"{adapter}/healthz", tmp_path / "adapter-1.log"))
-            scale = await eventually(lambda: (kube.get("runtimescales", NS, RUNTIME).get("status") or {}).get("selector"))
+            scale = await eventually(
+                lambda: (kube.get("runtimescales", NS, RUNTIME).get("status") or {}).get("selector"))
             assert scale == "modelmesh-service=modelmesh-serving,name=modelmesh-serving-triton"
             assert kube.get("runtimescales", NS, RUNTIME)["spec"]["replicas"] == 1  # adopted, nothing moved
 

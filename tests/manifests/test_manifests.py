@@ -438,7 +438,8 @@ def test_hpa_alternative_in_comments_is_a_valid_gpu_busy_metric() -> None:
     assert alternative["external"]["metric"]["name"] == ServedMetric.GPU_BUSY
     assert alternative["external"]["target"] == {"type": "Value", "value": "800m"}
     selector = label_selector(alternative["external"]["metric"]["selector"]["matchLabels"])
-    assert deployment_from_selector(selector) == SERVINGRUNTIME_DEPLOYMENT_PREFIX + hpa["spec"]["scaleTargetRef"]["name"]
+    runtime_scale = hpa["spec"]["scaleTargetRef"]["name"]
+    assert deployment_from_selector(selector) == SERVINGRUNTIME_DEPLOYMENT_PREFIX + runtime_scale
     # It is a valid metric spec: swap it in and validate the HPA.
     hpa["spec"]["metrics"] = [alternative]
     for version in KUBERNETES_VERSIONS:
