@@ -71,7 +71,9 @@ def build_source(settings: ServeSettings, discovery: PodDiscovery) -> MetricSour
             raise StartupError("--source prometheus needs --prometheus-url")
         from autoscaler.sources.prometheus import PrometheusSource
 
-        return PrometheusSource(discovery, settings.prometheus_url, gpu_source=settings.gpu_source)
+        return PrometheusSource(discovery, settings.prometheus_url, gpu_source=settings.gpu_source,
+                                dcgm_namespace_label=settings.dcgm_namespace_label,
+                                dcgm_pod_label=settings.dcgm_pod_label)
     if settings.gpu_source == "dcgm":
         raise StartupError("--gpu-source dcgm reads DCGM_FI_DEV_GPU_UTIL from Prometheus: use --source prometheus")
     return ScrapeSource(discovery, timeout_s=settings.scrape_timeout_s, concurrency=settings.scrape_concurrency)

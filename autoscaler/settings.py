@@ -49,6 +49,8 @@ class ServeSettings:
     targets: Path | None = None
     prometheus_url: str | None = None
     gpu_source: Literal["exporter", "dcgm"] = "exporter"
+    dcgm_namespace_label: str = "namespace"
+    dcgm_pod_label: str = "pod"
     exporter_port: int = 9187
     scrape_timeout_s: float = 5.0
     scrape_concurrency: int = 64
@@ -232,6 +234,11 @@ _OPTIONS: Final = (
     _Option("--gpu-source", choice("exporter", "dcgm"), "GPU busy from the exporter sidecar, or from NVIDIA's "
             "DCGM exporter (DCGM_FI_DEV_GPU_UTIL, needs --source prometheus)", _D.gpu_source,
             "{exporter,dcgm}", _SOURCE),
+    _Option("--dcgm-pod-label", text, "label naming the pod on DCGM's series in Prometheus: exported_pod where "
+            "Prometheus does not honor the DCGM exporter's labels", _D.dcgm_pod_label, "LABEL", _SOURCE),
+    _Option("--dcgm-namespace-label", text, "label naming the pod's namespace on DCGM's series in Prometheus: "
+            "exported_namespace where Prometheus does not honor the DCGM exporter's labels",
+            _D.dcgm_namespace_label, "LABEL", _SOURCE),
     _Option("--exporter-port", port, "TCP port of the exporter sidecar on each runtime pod",
             str(_D.exporter_port), "PORT", _SOURCE),
     _Option("--scrape-timeout", positive, "seconds to wait for one exporter before keeping its last sample",
@@ -353,6 +360,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
         targets=v.get("targets", _D.targets),
         prometheus_url=v.get("prometheus_url", _D.prometheus_url),
         gpu_source=v.get("gpu_source", _D.gpu_source),
+        dcgm_namespace_label=v.get("dcgm_namespace_label", _D.dcgm_namespace_label),
+        dcgm_pod_label=v.get("dcgm_pod_label", _D.dcgm_pod_label),
         exporter_port=v.get("exporter_port", _D.exporter_port),
         scrape_timeout_s=v.get("scrape_timeout", _D.scrape_timeout_s),
         scrape_concurrency=v.get("scrape_concurrency", _D.scrape_concurrency),

@@ -73,8 +73,21 @@ class SignalQuery:
     promql: str
 
 
+def _relabel(selector: str, *moves: tuple[str, str]) -> str:
+    """`selector` with each (source, target) label copied to `target` by `label_replace` (none when equal)."""
+    for source, target in moves:
+        if source != target:
+            selector = f'label_replace({selector}, "{target}", "$1", "{source}", "(.*)")'
+    return selector
+
+
 def build_queries(
-    gpu_source: GpuSource = "exporter", *, namespace_label: str = "namespace", pod_label: str = "pod"
+    gpu_source: GpuSource = "exporter",
+    *,
+    namespace_label: str = "namespace",
+    pod_label: str = "pod",
+    dcgm_namespace_label: str = "namespace",
+    dcgm_pod_label: str = "pod",
 ) -> tuple[SignalQuery, ...]:
     """The instant queries of one refresh, one per signal, each covering every pod Prometheus knows.
 
@@ -85,7 +98,8 @@ def build_queries(
     by = f"{namespace_label}, {pod_label}"
     last_success = f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_MODELMESH}"}}'
     if gpu_source == "dcgm":
-        gpu = f"avg by ({by}) ({names.DCGM_GPU_UTIL}) / 100"
+        dcgm = _relabel(names.DCGM_GPU_UTIL, (dcgm_namespace_label, namespace_label), (dcgm_pod_label, pod_label))
+        gpu = f"avg by ({by}) ({dcgm}) / 100"
     else:
         gpu = f"avg by ({by}) ({names.GPU_BUSY_RATIO})"
     freshness = (
