@@ -19,6 +19,7 @@ from aiohttp import web
 
 from autoscaler.actuation.actuator import deletion_cost_context
 from autoscaler.api.app import build_api_app
+from autoscaler.api.cert_reload import certificate_reload_context
 from autoscaler.api.certs import self_signed_server_context, server_context
 from autoscaler.policies.config import PolicyBook, apply_overrides, load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
@@ -125,6 +126,9 @@ async def build_app(settings: ServeSettings, tls: ssl.SSLContext | None = None) 
         await discovery.close()
 
     app.cleanup_ctx.append(lifecycle)
+    if tls is not None and settings.tls_cert_file and settings.tls_private_key_file:
+        # cert-manager renews the serving certificate in place: serve the new one without a restart.
+        app.cleanup_ctx.append(certificate_reload_context(tls, settings.tls_cert_file, settings.tls_private_key_file))
     # After the refresh loop: started once it runs, stopped (Lease released) before it stops.
     app.cleanup_ctx.append(deletion_cost_context(settings, refresher, metrics))
     return app
