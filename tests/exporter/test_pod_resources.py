@@ -4,6 +4,9 @@ over gRPC on a unix socket, its answer encoded by the `protobuf` library from th
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,8 @@ from exporter.pod_resources import (
     list_pod_resources,
     pod_gpu_ids,
 )
+from tests.fakes.nvml import FakeNvml, default_uuid
+from tests.support.processes import free_port, http_get, running
 
 F = descriptor_pb2.FieldDescriptorProto
 
@@ -51,11 +56,11 @@ def kubelet_messages() -> dict[str, Any]:
             for name in ("ListPodResourcesResponse",)}
 
 
-def node_answer() -> bytes:
+def node_answer(ours_ids: tuple[str, ...] = ("GPU-aaaa", "GPU-bbbb")) -> bytes:
     response = kubelet_messages()["ListPodResourcesResponse"]()
     ours = response.pod_resources.add(name="modelmesh-serving-triton-5d9c-abcde", namespace="modelmesh-serving")
     mm = ours.containers.add(name="triton", cpu_ids=[2, 3])
-    device = mm.devices.add(resource_name="nvidia.com/gpu", device_ids=["GPU-aaaa", "GPU-bbbb"])
+    device = mm.devices.add(resource_name="nvidia.com/gpu", device_ids=list(ours_ids))
     device.topology.nodes.add(ID=0)
     ours.containers.add(name="autoscaler-exporter")  # the sidecar requests nothing
     other = response.pod_resources.add(name="training-0", namespace="research")
@@ -70,8 +75,13 @@ def node_answer() -> bytes:
 
 @pytest.fixture
 async def kubelet(tmp_path: Path) -> AsyncIterator[str]:
-    socket = str(tmp_path / "kubelet.sock")
-    answer = node_answer()
+    async with fake_kubelet(tmp_path / "kubelet.sock", node_answer()) as socket:
+        yield socket
+
+
+@contextlib.asynccontextmanager
+async def fake_kubelet(path: Path, answer: bytes) -> AsyncIterator[str]:
+    socket = str(path)
 
     async def list_pods(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
         return answer
@@ -108,3 +118,28 @@ def test_a_truncated_answer_is_an_error_not_a_wrong_answer() -> None:
 
 def test_the_method_is_the_kubelets() -> None:
     assert LIST_METHOD == "/v1.PodResourcesLister/List"
+
+
+@pytest.mark.slow
+async def test_the_exporter_reports_only_the_gpus_the_kubelet_gave_its_pod(tmp_path: Path) -> None:
+    nvml = FakeNvml.create(tmp_path, gpus=3)  # the node's three GPUs are all visible to the sidecar
+    for index in range(3):
+        nvml.set_gpu(index, util=10 * (index + 1))
+    port = free_port()
+    mine = (default_uuid(1), default_uuid(2))
+    async with fake_kubelet(tmp_path / "kubelet.sock", node_answer(mine)) as socket:
+        env = {**nvml.env(), "EXPORTER_GPU_POD_NAME": "modelmesh-serving-triton-5d9c-abcde",
+               "EXPORTER_GPU_POD_NAMESPACE": "modelmesh-serving"}
+        with contextlib.ExitStack() as stack:
+            await asyncio.to_thread(stack.enter_context, running(
+                ["exporter.cli", "--listen", f"127.0.0.1:{port}", "--modelmesh-url", "http://127.0.0.1:9/metrics",
+                 "--gpu-pod-resources-socket", socket], f"http://127.0.0.1:{port}/healthz",
+                tmp_path / "exporter.log", env=env))
+            text = ""
+            async with asyncio.timeout(20):
+                while "modelmesh_pod_gpu_busy_ratio{" not in text:
+                    _, text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{port}/metrics")
+                    await asyncio.sleep(0.2)
+
+    reported = set(re.findall(r'modelmesh_pod_gpu_busy_ratio\{[^}]*uuid="([^"]+)"', text))
+    assert reported == set(mine)
