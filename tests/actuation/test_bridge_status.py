@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from autoscaler.actuation.bridge_status import deployment_name, desired_status, selector_string, verdict
+from tests.fakes.kube import parse_label_selector
 
 JSON = dict[str, Any]
 
@@ -113,3 +116,48 @@ def test_a_changed_condition_gets_a_new_transition_time() -> None:
 def test_the_deployment_name_follows_modelmesh_serving_unless_given() -> None:
     assert deployment_name(scale()) == "modelmesh-serving-triton"
     assert deployment_name({"spec": {"servingRuntime": "t", "deployment": "mm-t"}}) == "mm-t"
+
+
+# ---- the selector string selects exactly what the LabelSelector selects ----
+
+_KEYS = st.sampled_from(["name", "modelmesh-service", "app.kubernetes.io/name", "tier"])
+_VALUES = st.sampled_from(["a", "b", "modelmesh-serving", "x-1"])
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """`metav1.LabelSelector` semantics, written from the API reference."""
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = expression["key"], expression["operator"], expression.get("values") or []
+        if operator == "In" and labels.get(key) not in values:
+            return False
+        if operator == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if operator == "Exists" and key not in labels:
+            return False
+        if operator == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+_EXPRESSIONS = st.one_of(
+    st.builds(lambda k, o, v: {"key": k, "operator": o, "values": v}, _KEYS, st.sampled_from(["In", "NotIn"]),
+              st.lists(_VALUES, min_size=1, max_size=3, unique=True)),
+    st.builds(lambda k, o: {"key": k, "operator": o}, _KEYS, st.sampled_from(["Exists", "DoesNotExist"])),
+)
+
+
+@given(
+    match_labels=st.dictionaries(_KEYS, _VALUES, max_size=3),
+    expressions=st.lists(_EXPRESSIONS, max_size=3),
+    labels=st.dictionaries(_KEYS, _VALUES, max_size=4),
+)
+def test_the_status_selector_selects_the_same_pods_as_the_deployments_selector(
+    match_labels: dict[str, str], expressions: list[dict[str, Any]], labels: dict[str, str]
+) -> None:
+    selector: dict[str, Any] = {"matchLabels": match_labels, "matchExpressions": expressions}
+    text = selector_string(selector)
+    parsed = parse_label_selector(text)  # the fake API server's parser, after Kubernetes' labels.Parse
+
+    assert all(r.matches(labels) for r in parsed) == _selects(selector, labels)
