@@ -127,7 +127,8 @@ async def start_actuator(
         elector = LeaseElector(kube, lease)
     may_write: Callable[[], bool] = (lambda: elector.is_leader) if elector is not None else (lambda: True)
     writer = DeletionCostWriter(kube, metrics, may_write=may_write) if settings.deletion_cost else None
-    bridge = ReplicaBridge(kube, namespaces=settings.namespaces, may_write=may_write) if bridge_on else None
+    bridge = ReplicaBridge(kube, namespaces=settings.namespaces, metrics=metrics, may_write=may_write) \
+        if bridge_on else None
     acting = " and ".join(part for part, on in (("pod-deletion costs are written", writer is not None),
                                                 ("RuntimeScales are bridged", bridge is not None)) if on)
     if elector is not None:

@@ -21,6 +21,7 @@ in the cluster, so a new leader (or a restarted adapter) simply carries on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -42,6 +43,7 @@ from autoscaler.actuation.bridge_status import (
 from autoscaler.kube.backoff import exponential_delay
 from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
+from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +92,7 @@ class ReplicaBridge:
         *,
         namespaces: Sequence[str] = (),
         settings: BridgeSettings | None = None,
+        metrics: AdapterMetrics | None = None,
         may_write: Callable[[], bool] = lambda: True,
         clock: Callable[[], float] = time.monotonic,
         rand: Callable[[], float] = random.random,
@@ -98,6 +101,7 @@ class ReplicaBridge:
         self._client = client
         self.scopes: tuple[str | None, ...] = tuple(namespaces) or (None,)
         self.settings = settings or BridgeSettings()
+        self._metrics = metrics
         self._may_write = may_write
         self._clock = clock
         self._rand = rand
@@ -128,7 +132,8 @@ class ReplicaBridge:
         """One pass over every RuntimeScale; returns the number of writes made."""
         if not self._may_write():
             self._retries.clear()
-            self._reasons.clear()
+            for key in list(self._reasons):
+                self._forget(key)
             return 0
         writes = 0
         seen: set[ScaleId] = set()
@@ -151,9 +156,28 @@ class ReplicaBridge:
                     return writes
                 writes += await self._reconcile_guarded(key, scale)
         for key in [key for key in self._reasons if key not in seen]:
-            self._reasons.pop(key)
+            self._forget(key)
             self._retries.pop(key, None)
         return writes
+
+    def _forget(self, key: ScaleId) -> None:
+        self._reasons.pop(key, None)
+        if self._metrics is not None:
+            with contextlib.suppress(KeyError):
+                self._metrics.runtime_scale_ready.remove(*key)
+
+    async def _patch(self, write: str, resource: CustomResource, namespace: str, name: str, patch: JSON,
+                     subresource: str | None = None) -> JSON:
+        """One merge patch, counted by what it writes and how it ended."""
+        try:
+            result = await self._client.merge_patch_custom(resource, namespace, name, patch, subresource=subresource)
+        except KubeApiError as error:
+            if self._metrics is not None:
+                self._metrics.bridge_writes.labels(write, "retried" if error.retryable else "failed").inc()
+            raise
+        if self._metrics is not None:
+            self._metrics.bridge_writes.labels(write, "ok").inc()
+        return result
 
     async def _reconcile_guarded(self, key: ScaleId, scale: JSON) -> int:
         try:
@@ -182,14 +206,14 @@ class ReplicaBridge:
             if wanted is None:
                 adopted = replicas_of(runtime) if replicas_of(runtime) is not None else replicas_of(deployment)
                 if adopted is not None:
-                    scale = await self._client.merge_patch_custom(
-                        RUNTIME_SCALES, namespace, name, {"spec": {"replicas": adopted}})
+                    scale = await self._patch("runtimescale_replicas", RUNTIME_SCALES, namespace, name,
+                                              {"spec": {"replicas": adopted}})
                     writes += 1
                     log.info("RuntimeScale %s/%s: spec.replicas adopted from the runtime: %d", *key, adopted)
                     wanted = adopted
             if wanted is not None and replicas_of(runtime) != wanted:
-                await self._client.merge_patch_custom(
-                    SERVING_RUNTIMES, namespace, str(runtime_name), {"spec": {"replicas": wanted}})
+                await self._patch("servingruntime_replicas", SERVING_RUNTIMES, namespace, str(runtime_name),
+                                  {"spec": {"replicas": wanted}})
                 writes += 1
                 log.info("RuntimeScale %s/%s: ServingRuntime %s spec.replicas %s -> %d",
                          namespace, name, runtime_name, replicas_of(runtime), wanted)
@@ -198,11 +222,13 @@ class ReplicaBridge:
             level = logging.INFO if outcome.ready else logging.WARNING
             log.log(level, "RuntimeScale %s/%s: %s: %s", namespace, name, outcome.reason, outcome.message)
             self._reasons[key] = outcome.reason
+        if self._metrics is not None:
+            self._metrics.runtime_scale_ready.labels(namespace, name).set(1 if outcome.ready else 0)
         status = desired_status(scale, deployment, outcome, _rfc3339_now())
         old = scale.get("status") or {}
         if {field: old.get(field) for field in status} != status:
-            await self._client.merge_patch_custom(RUNTIME_SCALES, namespace, name, {"status": status},
-                                                  subresource="status")
+            await self._patch("runtimescale_status", RUNTIME_SCALES, namespace, name, {"status": status},
+                              subresource="status")
             writes += 1
         return writes
 

@@ -14,6 +14,7 @@ import pytest
 from autoscaler.actuation.bridge import BridgeSettings, ReplicaBridge
 from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
 from autoscaler.kube.client import KubeClient
+from autoscaler.selfmetrics import AdapterMetrics
 from tests.actuation.conftest import SteppedClock
 from tests.fakes.kube import FakeKubeApi
 
@@ -28,8 +29,18 @@ def ready(kube: FakeKubeApi, name: str = "triton") -> dict[str, Any]:
 
 
 @pytest.fixture
-def bridge(kube_client: KubeClient, clock: SteppedClock) -> ReplicaBridge:
-    return ReplicaBridge(kube_client, namespaces=[NS], clock=clock, rand=lambda: 1.0)
+def metrics() -> AdapterMetrics:
+    return AdapterMetrics()
+
+
+@pytest.fixture
+def bridge(kube_client: KubeClient, clock: SteppedClock, metrics: AdapterMetrics) -> ReplicaBridge:
+    return ReplicaBridge(kube_client, namespaces=[NS], clock=clock, rand=lambda: 1.0, metrics=metrics)
+
+
+def sample(metrics: AdapterMetrics, name: str, **labels: str) -> float | None:
+    value = metrics.registry.get_sample_value(name, labels)
+    return value
 
 
 @pytest.fixture
@@ -51,6 +62,26 @@ async def test_the_hpas_replicas_reach_the_serving_runtime(
     status = kube.get("runtimescales", NS, "triton")["status"]
     assert (status["replicas"], status["selector"]) == (2, SELECTOR)  # the pods that exist now
     assert (ready(kube)["status"], ready(kube)["reason"]) == ("True", "Bridged")
+
+
+async def test_the_bridge_reports_its_writes_and_readiness(
+    kube: FakeKubeApi, bridge: ReplicaBridge, runtime: list[str], metrics: AdapterMetrics, clock: SteppedClock
+) -> None:
+    kube.add_runtime_scale(NS, "triton", replicas=5)
+    kube.fail(r"/servingruntimes/triton$", status=503, times=1, method="PATCH")
+
+    await bridge.sync()
+    clock.advance(1.0)
+    await bridge.sync()
+
+    total = "modelmesh_autoscaler_bridge_writes_total"
+    assert sample(metrics, total, write="servingruntime_replicas", result="retried") == 1
+    assert sample(metrics, total, write="servingruntime_replicas", result="ok") == 1
+    assert sample(metrics, total, write="runtimescale_status", result="ok") == 1
+    assert sample(metrics, "modelmesh_autoscaler_runtime_scale_ready", namespace=NS, runtimescale="triton") == 1
+    kube.delete_object("runtimescales", NS, "triton")
+    await bridge.sync()
+    assert sample(metrics, "modelmesh_autoscaler_runtime_scale_ready", namespace=NS, runtimescale="triton") is None
 
 
 async def test_a_second_pass_with_nothing_changed_writes_nothing(
