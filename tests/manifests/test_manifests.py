@@ -377,7 +377,9 @@ def test_image_build_copies_everything_pip_install_needs() -> None:
     packages = {p.name for p in REPO.iterdir() if (p / "__init__.py").exists()
                 and any(fnmatch.fnmatch(p.name, pattern) for pattern in patterns)}
     assert packages and packages <= copied, f"packages not copied into the image: {sorted(packages - copied)}"
-    assert re.search(r'^RUN pip install .*\s\.\s*$', build_stage, re.MULTILINE)
+    assert re.search(r'^RUN pip install .*\s"?\.(\[[\w,-]+\])?"?\s*$', build_stage, re.MULTILINE)
+    extras = re.findall(r'^RUN pip install .*\s"?\.\[([\w,-]+)\]', build_stage, re.MULTILINE)
+    assert set(",".join(extras).split(",") if extras else []) <= set(project["project"]["optional-dependencies"])
 
 
 def test_two_replicas_survive_a_voluntary_disruption() -> None:
