@@ -8,7 +8,9 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY exporter ./exporter
 COPY autoscaler ./autoscaler
-RUN pip install --no-cache-dir --root-user-action=ignore --prefix=/install .
+# The pod-resources extra (grpcio) lets the sidecar ask the kubelet for its own GPUs when that opt-in patch is
+# applied (manifests/examples/exporter-pod-resources-patch.yaml).
+RUN pip install --no-cache-dir --root-user-action=ignore --prefix=/install ".[pod-resources]"
 
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 \

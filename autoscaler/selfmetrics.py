@@ -91,9 +91,26 @@ class AdapterMetrics:
             "retried with backoff), failed (refused; tried again at the 5-minute refresh).",
             ["result"], registry=self.registry,
         )
+<<<<<<< HEAD
         self._runtime_series: dict[Gauge, set[tuple[str, ...]]] = {
             self.consecutive_misses: set(), self.runtime_known: set(), self.served_value: set(),
         }
+=======
+        # The RuntimeScale bridge (docs/design.md, The RuntimeScale bridge).
+        self.bridge_writes = Counter(
+            "modelmesh_autoscaler_bridge_writes_total",
+            "Writes of the RuntimeScale bridge by what was written (servingruntime_replicas, "
+            "runtimescale_replicas, runtimescale_status) and result: ok, retried (409, 429, 5xx or no answer; "
+            "retried with backoff), failed (refused; tried again at the next resync).",
+            ["write", "result"], registry=self.registry,
+        )
+        self.runtime_scale_ready = Gauge(
+            "modelmesh_autoscaler_runtime_scale_ready",
+            "1 while the bridge carries a RuntimeScale's replicas to its ServingRuntime (its Ready condition is "
+            "True), else 0 (the leader only).",
+            ["namespace", "runtimescale"], registry=self.registry,
+        )
+>>>>>>> i11
         self.leader = Gauge(
             "modelmesh_autoscaler_leader",
             "1 while this replica writes deletion costs (it holds the leader Lease, or leader election is off), "

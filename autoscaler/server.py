@@ -20,6 +20,7 @@ from aiohttp import web
 
 from autoscaler.actuation.actuator import deletion_cost_context
 from autoscaler.api.app import build_api_app
+from autoscaler.api.cert_reload import certificate_reload_context
 from autoscaler.api.certs import self_signed_server_context, server_context
 from autoscaler.policies.config import PolicyBook, apply_overrides, load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
@@ -85,7 +86,9 @@ def build_source(settings: ServeSettings, discovery: PodDiscovery) -> MetricSour
             raise StartupError("--source prometheus needs --prometheus-url")
         from autoscaler.sources.prometheus import PrometheusSource
 
-        return PrometheusSource(discovery, settings.prometheus_url, gpu_source=settings.gpu_source)
+        return PrometheusSource(discovery, settings.prometheus_url, gpu_source=settings.gpu_source,
+                                dcgm_namespace_label=settings.dcgm_namespace_label,
+                                dcgm_pod_label=settings.dcgm_pod_label)
     if settings.gpu_source == "dcgm":
         raise StartupError("--gpu-source dcgm reads DCGM_FI_DEV_GPU_UTIL from Prometheus: use --source prometheus")
     return ScrapeSource(discovery, timeout_s=settings.scrape_timeout_s, concurrency=settings.scrape_concurrency,
@@ -146,6 +149,9 @@ async def build_app(settings: ServeSettings, tls: ssl.SSLContext | None = None) 
         await discovery.close()
 
     app.cleanup_ctx.append(lifecycle)
+    if tls is not None and settings.tls_cert_file and settings.tls_private_key_file:
+        # cert-manager renews the serving certificate in place: serve the new one without a restart.
+        app.cleanup_ctx.append(certificate_reload_context(tls, settings.tls_cert_file, settings.tls_private_key_file))
     # After the refresh loop: started once it runs, stopped (Lease released) before it stops.
     app.cleanup_ctx.append(deletion_cost_context(settings, refresher, metrics))
     return app

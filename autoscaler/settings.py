@@ -49,6 +49,8 @@ class ServeSettings:
     targets: Path | None = None
     prometheus_url: str | None = None
     gpu_source: Literal["exporter", "dcgm"] = "exporter"
+    dcgm_namespace_label: str = "namespace"
+    dcgm_pod_label: str = "pod"
     exporter_port: int = 9187
     scrape_timeout_s: float = 5.0
     scrape_concurrency: int = 64
@@ -69,6 +71,9 @@ class ServeSettings:
     leader_elect_retry_period_s: float = 2.0
     leader_elect_namespace: str | None = None
     leader_elect_lease_name: str = "modelmesh-autoscaler"
+    # The replica bridge (docs/design.md, "The RuntimeScale bridge"): None is on when runtimes are discovered
+    # in Kubernetes (no --targets), off otherwise.
+    bridge: bool | None = None
     log_level: str = "INFO"
 
 
@@ -229,6 +234,11 @@ _OPTIONS: Final = (
     _Option("--gpu-source", choice("exporter", "dcgm"), "GPU busy from the exporter sidecar, or from NVIDIA's "
             "DCGM exporter (DCGM_FI_DEV_GPU_UTIL, needs --source prometheus)", _D.gpu_source,
             "{exporter,dcgm}", _SOURCE),
+    _Option("--dcgm-pod-label", text, "label naming the pod on DCGM's series in Prometheus: exported_pod where "
+            "Prometheus does not honor the DCGM exporter's labels", _D.dcgm_pod_label, "LABEL", _SOURCE),
+    _Option("--dcgm-namespace-label", text, "label naming the pod's namespace on DCGM's series in Prometheus: "
+            "exported_namespace where Prometheus does not honor the DCGM exporter's labels",
+            _D.dcgm_namespace_label, "LABEL", _SOURCE),
     _Option("--exporter-port", port, "TCP port of the exporter sidecar on each runtime pod",
             str(_D.exporter_port), "PORT", _SOURCE),
     _Option("--scrape-timeout", positive, "seconds to wait for one exporter before keeping its last sample",
@@ -266,6 +276,9 @@ _OPTIONS: Final = (
     _Option("--leader-elect-namespace", text, "namespace of the Lease",
             "the adapter's own namespace", "NAMESPACE", _ACT),
     _Option("--leader-elect-lease-name", text, "name of the Lease", _D.leader_elect_lease_name, "NAME", _ACT),
+    _Option("--bridge", choice("on", "off"), "as the leader, copy each RuntimeScale's spec.replicas (set by the "
+            "HPA) into its ServingRuntime and report the runtime Deployment in the RuntimeScale's status",
+            "on when runtimes are discovered in Kubernetes, off with --targets", "{on,off}", _ACT),
 )
 _BY_DEST: Final = {option.dest: option for option in _OPTIONS}
 
@@ -324,6 +337,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
     host, listen_port = v.get("listen", (_D.listen_host, _D.listen_port))
     deletion_cost = v.get("deletion_cost")
     leader_elect = v.get("leader_elect")
+    bridge = v.get("bridge")
     return ServeSettings(
         listen_host=host,
         listen_port=listen_port,
@@ -346,6 +360,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
         targets=v.get("targets", _D.targets),
         prometheus_url=v.get("prometheus_url", _D.prometheus_url),
         gpu_source=v.get("gpu_source", _D.gpu_source),
+        dcgm_namespace_label=v.get("dcgm_namespace_label", _D.dcgm_namespace_label),
+        dcgm_pod_label=v.get("dcgm_pod_label", _D.dcgm_pod_label),
         exporter_port=v.get("exporter_port", _D.exporter_port),
         scrape_timeout_s=v.get("scrape_timeout", _D.scrape_timeout_s),
         scrape_concurrency=v.get("scrape_concurrency", _D.scrape_concurrency),
@@ -364,5 +380,6 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
         leader_elect_retry_period_s=v.get("leader_elect_retry_period", _D.leader_elect_retry_period_s),
         leader_elect_namespace=v.get("leader_elect_namespace", _D.leader_elect_namespace),
         leader_elect_lease_name=v.get("leader_elect_lease_name", _D.leader_elect_lease_name),
+        bridge=_D.bridge if bridge is None else bridge == "on",
         log_level=v.get("log_level", _D.log_level),
     )

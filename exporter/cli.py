@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
+import sys
 
 from exporter.app import build_app, run
-from exporter.settings import parse_settings
+from exporter.pod_resources import PodResourcesError, list_pod_resources, pod_gpu_ids
+from exporter.settings import ExporterSettings, parse_settings
 
 log = logging.getLogger("exporter")
 
@@ -26,11 +30,35 @@ def main(argv: list[str] | None = None) -> None:
         settings.listen_host, settings.listen_port, settings.modelmesh_url, settings.modelmesh_interval_s,
         tls, settings.modelmesh_timeout_s, settings.load_window_s, "on" if settings.gpu_enabled else "off",
     )
+    if settings.pod_resources_socket is not None and settings.gpu_enabled:
+        settings = own_gpus(settings)
     if settings.modelmesh_insecure and settings.modelmesh_url.startswith("https"):
         log.warning("--modelmesh-insecure: ModelMesh's certificate is not verified")
     # The access log only at DEBUG: one line per scrape otherwise fills the pod's log for nothing.
     run(build_app(settings), settings.listen_host, settings.listen_port,
         access_log=settings.log_level == "DEBUG")
+
+
+def own_gpus(settings: ExporterSettings) -> ExporterSettings:
+    """The settings with `gpu_uuids` set to the GPUs the kubelet allocated to this pod (the GPU collector off
+    when it has none). The kubelet allocates devices before any container starts, so one question suffices; a
+    kubelet that cannot answer stops the start (exit 2) rather than report other pods' GPUs."""
+    assert settings.pod_resources_socket is not None and settings.pod_name and settings.pod_namespace
+    try:
+        pods = asyncio.run(list_pod_resources(str(settings.pod_resources_socket)))
+    except PodResourcesError as error:
+        log.error("cannot start: %s", error)
+        sys.exit(2)
+    ids = pod_gpu_ids(pods, settings.pod_namespace, settings.pod_name)
+    if ids is None:
+        log.error("cannot start: the kubelet lists no pod %s/%s (check --gpu-pod-name and --gpu-pod-namespace)",
+                  settings.pod_namespace, settings.pod_name)
+        sys.exit(2)
+    if not ids:
+        log.info("the kubelet gave pod %s/%s no GPU: GPU collector off", settings.pod_namespace, settings.pod_name)
+        return dataclasses.replace(settings, gpu_enabled=False)
+    log.info("reporting the GPUs the kubelet gave this pod: %s", ", ".join(ids))
+    return dataclasses.replace(settings, gpu_uuids=ids)
 
 
 if __name__ == "__main__":

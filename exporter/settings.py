@@ -46,6 +46,11 @@ class ExporterSettings:
     gpu_enabled: bool = True
     gpu_uuids: tuple[str, ...] = ()
     """GPUs to report; empty means every GPU visible to the sidecar."""
+    pod_resources_socket: Path | None = None
+    """The kubelet's PodResources socket: report only the GPUs the kubelet allocated to this pod (off: None)."""
+    pod_name: str | None = None
+    pod_namespace: str | None = None
+    """This pod, as the PodResources API names it (the downward API's metadata.name and metadata.namespace)."""
     gpu_window_s: float = 10.0
     """Seconds of NVML utilization samples averaged into the busy ratio (`gpu_window` in docs/design.md)."""
     gpu_interval_s: float = 1.0
@@ -148,6 +153,13 @@ _OPTIONS: Final = (
     _Option("--no-gpu", boolean, "turn the GPU collector off (CPU-only runtimes)", "GPU on", switch=True),
     _Option("--gpu-uuids", uuid_list, "comma-separated GPU UUIDs to report (a GPU's UUID includes its MIG "
             "devices)", "every GPU visible to this container", "UUID,..."),
+    _Option("--gpu-pod-resources-socket", Path, "the kubelet's PodResources socket (hostPath "
+            "/var/lib/kubelet/pod-resources/kubelet.sock): report only the GPUs the kubelet gave this pod; needs "
+            "--gpu-pod-name and --gpu-pod-namespace and the grpcio package", "off", "SOCKET"),
+    _Option("--gpu-pod-name", str, "this pod's name, for --gpu-pod-resources-socket (downward API "
+            "metadata.name)", "none", "NAME"),
+    _Option("--gpu-pod-namespace", str, "this pod's namespace, for --gpu-pod-resources-socket (downward API "
+            "metadata.namespace)", "none", "NAMESPACE"),
     _Option("--gpu-window", seconds, "seconds of NVML utilization samples averaged into the busy ratio",
             f"{_D.gpu_window_s:g} s"),
     _Option("--gpu-interval", seconds, "seconds between NVML reads (in the background, never inside a "
@@ -203,6 +215,12 @@ def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | N
     if values.get("modelmesh_insecure") and values.get("modelmesh_ca_file") is not None:
         parser.error("--modelmesh-insecure and --modelmesh-ca-file (or their EXPORTER_ variables) contradict "
                      "each other: verify with the CA file, or not at all")
+    if values.get("gpu_pod_resources_socket") is not None:
+        if not (values.get("gpu_pod_name") and values.get("gpu_pod_namespace")):
+            parser.error("--gpu-pod-resources-socket needs --gpu-pod-name and --gpu-pod-namespace (or their "
+                         "EXPORTER_ variables, from the downward API): they name this pod to the kubelet")
+        if values.get("gpu_uuids"):
+            parser.error("--gpu-pod-resources-socket and --gpu-uuids both choose the GPUs: use one")
     listen = values.get("listen", (_D.listen_host, _D.listen_port))
     interval = values.get("modelmesh_interval", _D.modelmesh_interval_s)
     window = values.get("load_window", _D.load_window_s)
@@ -220,6 +238,9 @@ def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | N
         load_window_s=window,
         gpu_enabled=not values.get("no_gpu", not _D.gpu_enabled),
         gpu_uuids=values.get("gpu_uuids", _D.gpu_uuids),
+        pod_resources_socket=values.get("gpu_pod_resources_socket", _D.pod_resources_socket),
+        pod_name=values.get("gpu_pod_name", _D.pod_name),
+        pod_namespace=values.get("gpu_pod_namespace", _D.pod_namespace),
         gpu_window_s=values.get("gpu_window", _D.gpu_window_s),
         gpu_interval_s=values.get("gpu_interval", _D.gpu_interval_s),
         log_level=values.get("log_level", _D.log_level),

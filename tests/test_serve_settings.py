@@ -49,6 +49,9 @@ FLAG_CASES: list[tuple[str, str, str, Any]] = [
     ("--leader-elect-retry-period", "4", "leader_elect_retry_period_s", 4.0),
     ("--leader-elect-namespace", "ops", "leader_elect_namespace", "ops"),
     ("--leader-elect-lease-name", "my-lease", "leader_elect_lease_name", "my-lease"),
+    ("--bridge", "off", "bridge", False),
+    ("--dcgm-pod-label", "exported_pod", "dcgm_pod_label", "exported_pod"),
+    ("--dcgm-namespace-label", "exported_namespace", "dcgm_namespace_label", "exported_namespace"),
 ]
 SWITCHES = {"--insecure-dev"}
 

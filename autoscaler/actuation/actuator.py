@@ -1,8 +1,10 @@
-"""Wires the acting side of `serve` from its settings: whether pod-deletion costs are written at all, the
-Kubernetes connection, leader election and the writer, started and stopped with the app (docs/design.md).
+"""Wires the acting side of `serve` from its settings: whether pod-deletion costs are written and whether the
+replica bridge runs (docs/design.md), the Kubernetes connection, leader election, the writer and the
+bridge, started and stopped with the app. Both act only under the same Lease.
 
 The rules, so that an adapter never writes where nobody asked it to:
-- `--deletion-cost=off`: nothing here runs and the adapter makes no Kubernetes writes at all.
+- `--deletion-cost=off` and the bridge off: nothing here runs and the adapter makes no Kubernetes writes at all.
+- `--bridge` defaults to on when runtimes are discovered in Kubernetes (no `--targets`), off otherwise.
 - Where to write: the `--kubeconfig` when one is given; else, in a cluster, the pod's service account; else,
   when pods are discovered in Kubernetes (no `--targets`), the default kubeconfig. With `--targets`, no
   `--kubeconfig` and no cluster there is nowhere to write: one log line at start, then metrics only. (A
@@ -26,6 +28,8 @@ from dataclasses import dataclass, field
 from aiohttp import web
 
 from autoscaler import __version__
+from autoscaler.actuation.bridge import ReplicaBridge
+from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
 from autoscaler.actuation.deletion_cost import DeletionCostWriter
 from autoscaler.actuation.leader import DEFAULT_CLIENT_TIMEOUT_S, LeaseConfig, LeaseElector, client_timeout_s
 from autoscaler.kube.client import KubeClient, KubeConfigError, in_cluster
@@ -44,18 +48,25 @@ def leader_identity() -> str:
 
 @dataclass
 class DeletionCostActuator:
-    """The running writer (and elector): started by `start_actuator`, stopped by `stop()`."""
+    """The running writer, bridge and elector: started by `start_actuator`, stopped by `stop()`."""
 
     kube: KubeClient
-    writer: DeletionCostWriter
+    writer: DeletionCostWriter | None
     elector: LeaseElector | None
     refresher: Refresher
     metrics: AdapterMetrics
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    bridge: ReplicaBridge | None = None
 
     def start(self) -> None:
-        self.refresher.listeners.append(self.writer.on_refresh)
-        self.tasks.append(asyncio.create_task(self.writer.run(), name="deletion-cost-writer"))
+        if self.writer is not None:
+            self.refresher.listeners.append(self.writer.on_refresh)
+            self.tasks.append(asyncio.create_task(self.writer.run(), name="deletion-cost-writer"))
+        if self.bridge is not None:
+            self.tasks.append(asyncio.create_task(self.bridge.run(), name="replica-bridge"))
+            for scope in self.bridge.scopes:
+                watch = RuntimeScaleWatch(self.kube, scope, self.bridge.wake)
+                self.tasks.append(asyncio.create_task(watch.run(), name=f"runtimescale-watch-{scope or 'all'}"))
         if self.elector is not None:
             self.tasks.append(asyncio.create_task(self.elector.run(), name="leader-election"))
         else:
@@ -63,8 +74,9 @@ class DeletionCostActuator:
 
     async def stop(self) -> None:
         """Stop writing first, then give the Lease up (the elector releases it when cancelled), then close."""
-        with contextlib.suppress(ValueError):
-            self.refresher.listeners.remove(self.writer.on_refresh)
+        if self.writer is not None:
+            with contextlib.suppress(ValueError):
+                self.refresher.listeners.remove(self.writer.on_refresh)
         for task in self.tasks:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -76,14 +88,18 @@ class DeletionCostActuator:
 async def start_actuator(
     settings: ServeSettings, refresher: Refresher, metrics: AdapterMetrics, *, identity: str | None = None
 ) -> DeletionCostActuator | None:
-    """Start writing deletion costs as the settings say, or return None (after saying why in the log)."""
-    if not settings.deletion_cost:
-        log.info("--deletion-cost=off: pod-deletion costs are not written; serving metrics only")
+    """Start writing deletion costs and bridging replicas as the settings say, or return None (after saying why
+    in the log)."""
+    bridge_on = settings.bridge if settings.bridge is not None else settings.targets is None
+    if not settings.deletion_cost and not bridge_on:
+        log.info("--deletion-cost=off and the replica bridge off: no Kubernetes writes; serving metrics only")
         return None
     if settings.kubeconfig is None and settings.targets is not None and not in_cluster():
         log.warning("pod-deletion costs cannot be written: --targets without --kubeconfig outside a cluster "
                     "names no Kubernetes API; serving metrics only")
         return None
+    if not settings.deletion_cost:
+        log.info("--deletion-cost=off: pod-deletion costs are not written")
     identity = identity or leader_identity()
     electing = settings.leader_elect if settings.leader_elect is not None else in_cluster()
     timeout_s = DEFAULT_CLIENT_TIMEOUT_S
@@ -114,21 +130,31 @@ async def start_actuator(
             raise
         elector = LeaseElector(kube, lease)
     may_write: Callable[[], bool] = (lambda: elector.is_leader) if elector is not None else (lambda: True)
-    writer = DeletionCostWriter(kube, metrics, may_write=may_write)
+    writer = DeletionCostWriter(kube, metrics, may_write=may_write) if settings.deletion_cost else None
+    bridge = ReplicaBridge(kube, namespaces=settings.namespaces, metrics=metrics, may_write=may_write) \
+        if bridge_on else None
+    acting = " and ".join(part for part, on in (("pod-deletion costs are written", writer is not None),
+                                                ("RuntimeScales are bridged", bridge is not None)) if on)
     if elector is not None:
 
         def leadership_changed(leading: bool) -> None:
             metrics.leader.set(1 if leading else 0)
+<<<<<<< HEAD
             if not leading:
                 writer.drop_pending()  # writes still queued or in flight belong to a term that is over
             writer.wake()  # a new term starts by writing every pod
+=======
+            for part in (writer, bridge):  # a new term starts by writing everything; a lost one stops at once
+                if part is not None:
+                    part.wake()
+>>>>>>> i11
 
         elector.add_listener(leadership_changed)
-        log.info("pod-deletion costs are written only while holding Lease %s/%s; identity %s",
-                 elector.config.namespace, elector.config.name, identity)
+        log.info("%s only while holding Lease %s/%s; identity %s",
+                 acting, elector.config.namespace, elector.config.name, identity)
     else:
-        log.info("writing pod-deletion costs (leader election off: run one replica only)")
-    actuator = DeletionCostActuator(kube, writer, elector, refresher, metrics)
+        log.info("%s (leader election off: run one replica only)", acting)
+    actuator = DeletionCostActuator(kube, writer, elector, refresher, metrics, bridge=bridge)
     actuator.start()
     return actuator
 

@@ -12,6 +12,8 @@ runtimes or metrics exist.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import ssl
 from collections.abc import Awaitable, Callable, Iterable
@@ -30,6 +32,7 @@ from autoscaler.api.authn import (
     UnionAuthenticator,
 )
 from autoscaler.api.authz import AuthorizationFailed, Authorizer, SubjectAccessReviewAuthorizer
+from autoscaler.api.ca_reload import ClientCaReloader
 from autoscaler.api.client_certs import ClientCertificateInspector, trust_client_certificates
 from autoscaler.api.identity import ResourceAttributes, describe, request_attributes
 from autoscaler.api.status import ApiError
@@ -100,6 +103,8 @@ class ApiSecurity:
 
     middlewares: list[Middleware]
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    reload_client_cas: Callable[[], Awaitable[bool]] | None = None
+    """Re-read the client CAs now (they are also re-read every minute); True when they changed."""
 
     async def close(self, app: web.Application | None = None) -> None:
         for close in self.closers:
@@ -135,4 +140,12 @@ async def build_api_security(settings: ServeSettings, tls: ssl.SSLContext | None
         log.warning("no requestheader CA: requests through the aggregation layer (the HPA) cannot authenticate")
     middleware = auth_middleware(UnionAuthenticator(authenticators), SubjectAccessReviewAuthorizer(kube),
                                  AlwaysAllowPaths.parse(settings.authorization_always_allow_paths), metrics)
-    return ApiSecurity([middleware], [kube.close])
+    reloader = ClientCaReloader(settings, kube, tls, inspector, config)
+    reloading = asyncio.create_task(reloader.run(), name="client-ca-reload")
+
+    async def stop_reloading() -> None:
+        reloading.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reloading
+
+    return ApiSecurity([middleware], [stop_reloading, kube.close], reloader.check)

@@ -99,6 +99,13 @@ class ClientCertificateInspector:
         self.client_ca = client_ca
         self._cache: LRUCache[bytes, ClientCertificate | None] = LRUCache(maxsize=cache_size)
 
+    def replace(self, requestheader_ca: CertificateAuthorities | None,
+                client_ca: CertificateAuthorities | None) -> None:
+        """Swap the CA bundles (a CA reload); certificates classified under the old ones are forgotten."""
+        self.requestheader_ca = requestheader_ca
+        self.client_ca = client_ca
+        self._cache.clear()
+
     def inspect(self, request: web.Request) -> ClientCertificate | None:
         """The verified client certificate of this request's connection, or None when there is none."""
         transport = request.transport

@@ -1,5 +1,6 @@
-"""The Kubernetes API calls the adapter makes to act on the cluster: patch a pod's annotations, and read,
-create and replace a `coordination.k8s.io/v1` Lease.
+"""The Kubernetes API calls the adapter makes to act on the cluster: patch a pod's annotations; read, create
+and replace a `coordination.k8s.io/v1` Lease; and, for the replica bridge (docs/design.md), read ServingRuntimes,
+their Deployments and RuntimeScales, merge-patch `ServingRuntime.spec.replicas` and a RuntimeScale's `status`.
 
 Everything goes through `kubernetes.aio` (its configuration loading, authentication, token refresh and TLS), on
 the adapter's own event loop: no threads, and a slow API server only ever delays the task that asked. Requests
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -26,8 +29,9 @@ from kubernetes.aio.config.config_exception import ConfigException
 
 from autoscaler.kube.config import in_cluster, load_kube_settings
 from autoscaler.kube.errors import KubeApiError, KubeConfigError
+from autoscaler.kube.raw import read_json
 
-__all__ = ["JSON", "KubeApiError", "KubeClient", "KubeConfigError", "in_cluster"]
+__all__ = ["JSON", "CustomResource", "KubeApiError", "KubeClient", "KubeConfigError", "in_cluster"]
 
 JSON = dict[str, Any]
 
@@ -35,6 +39,18 @@ MERGE_PATCH: Final = "application/merge-patch+json"
 _POD: Final = "/api/v1/namespaces/{namespace}/pods/{name}"
 _LEASES: Final = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
 _LEASE: Final = _LEASES + "/{name}"
+_DEPLOYMENT: Final = "/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
+_NAMESPACED: Final = "/apis/{group}/{version}/namespaces/{namespace}/{plural}"
+_CLUSTER: Final = "/apis/{group}/{version}/{plural}"
+
+
+@dataclass(frozen=True, slots=True)
+class CustomResource:
+    """Where a custom resource type is served: `/apis/{group}/{version}/[namespaces/{ns}/]{plural}`."""
+
+    group: str
+    version: str
+    plural: str
 
 
 class KubeClient:
@@ -80,6 +96,72 @@ class KubeClient:
         """PUT a Lease; its `metadata.resourceVersion` makes it conditional (409 Conflict when stale)."""
         return await self._request("PUT", _LEASE, {"namespace": namespace, "name": name}, lease)
 
+    async def get_deployment(self, namespace: str, name: str) -> JSON | None:
+        """An `apps/v1` Deployment, or None when it does not exist."""
+        return await self._get_or_none(_DEPLOYMENT, {"namespace": namespace, "name": name})
+
+    async def get_custom(self, resource: CustomResource, namespace: str | None, name: str) -> JSON | None:
+        """One custom object (cluster-scoped when `namespace` is None), or None when it does not exist."""
+        path, params = _custom_path(resource, namespace)
+        return await self._get_or_none(path + "/{name}", {**params, "name": name})
+
+    async def list_custom(self, resource: CustomResource, namespace: str | None) -> JSON:
+        """Every object of a namespaced custom resource in `namespace` (None: all namespaces), as the raw list."""
+        api = client.CustomObjectsApi(self._api)
+        if namespace is None:
+            call = partial(api.list_custom_object_for_all_namespaces_without_preload_content, resource.group,
+                           resource.version, resource.plural, _request_timeout=self._timeout_s)
+        else:
+            call = partial(api.list_namespaced_custom_object_without_preload_content, resource.group,
+                           resource.version, namespace, resource.plural, _request_timeout=self._timeout_s)
+        where = f"namespace {namespace}" if namespace is not None else "all namespaces"
+        return await read_json(call, f"list {resource.plural}.{resource.group} in {where}")
+
+    async def watch_custom(
+        self, resource: CustomResource, namespace: str | None, resource_version: str, timeout_s: int
+    ) -> aiohttp.ClientResponse:
+        """Open a watch from `resource_version`: the caller reads JSON lines from `.content` and releases it.
+
+        Ends cleanly after `timeout_s` (server side). A failure to open is a `KubeApiError`."""
+        api = client.CustomObjectsApi(self._api)
+        options: dict[str, Any] = {"resource_version": resource_version, "watch": True, "allow_watch_bookmarks": True,
+                   "timeout_seconds": timeout_s, "_request_timeout": float(timeout_s) + self._timeout_s}
+        what = f"watch {resource.plural}.{resource.group}"
+        try:
+            if namespace is None:
+                response = await api.list_custom_object_for_all_namespaces_without_preload_content(
+                    resource.group, resource.version, resource.plural, **options)
+            else:
+                response = await api.list_namespaced_custom_object_without_preload_content(
+                    resource.group, resource.version, namespace, resource.plural, **options)
+        except Exception as error:
+            raise KubeApiError(f"{what}: no answer: {error!r}") from error
+        if response.status >= 300:
+            try:
+                raw = await response.read()
+            finally:
+                response.release()
+            document = _parse(raw)
+            raise KubeApiError(f"{what}: {response.status} {document.get('message', '')}", response.status,
+                               str(document.get("reason") or ""))
+        return response
+
+    async def merge_patch_custom(
+        self, resource: CustomResource, namespace: str, name: str, patch: JSON, *, subresource: str | None = None
+    ) -> JSON:
+        """RFC 7386 merge patch of a namespaced custom object, or of its `status`/`scale` subresource."""
+        path, params = _custom_path(resource, namespace)
+        path += "/{name}" + (f"/{subresource}" if subresource else "")
+        return await self._request("PATCH", path, {**params, "name": name}, patch, MERGE_PATCH)
+
+    async def _get_or_none(self, path: str, params: Mapping[str, str]) -> JSON | None:
+        try:
+            return await self._request("GET", path, params)
+        except KubeApiError as error:
+            if error.status == 404:
+                return None
+            raise
+
     async def _request(
         self,
         method: str,
@@ -108,6 +190,13 @@ class KubeClient:
             raise KubeApiError(f"{method} {path.format(**path_params)}: {status} {message}", status, reason,
                                _seconds(retry_after))
         return document
+
+
+def _custom_path(resource: CustomResource, namespace: str | None) -> tuple[str, dict[str, str]]:
+    params = {"group": resource.group, "version": resource.version, "plural": resource.plural}
+    if namespace is None:
+        return _CLUSTER, params
+    return _NAMESPACED, {**params, "namespace": namespace}
 
 
 def _parse(raw: bytes) -> JSON:

@@ -74,6 +74,8 @@ class PrometheusSource:
         retry: Retry | None = None,
         namespace_label: str = "namespace",
         pod_label: str = "pod",
+        dcgm_namespace_label: str = "namespace",
+        dcgm_pod_label: str = "pod",
         on_error: Callable[[str], None] | None = None,
     ) -> None:
         """`url` is Prometheus's base URL (no `/api/v1`); `timeout_s` bounds each HTTP request.
@@ -83,7 +85,9 @@ class PrometheusSource:
         once after 0.1 s and never a timeout (a slow Prometheus does not get faster), so a dead backend
         costs a refresh at most about 2 * `timeout_s`. `verify` is False, True or a CA bundle path;
         `headers` (e.g. Authorization) go with every request. `namespace_label`/`pod_label` name the labels
-        Prometheus puts on the exporters' series (a PodMonitor's defaults). `on_error(reason)` is called
+        Prometheus puts on the exporters' series (a PodMonitor's defaults); `dcgm_namespace_label`/
+        `dcgm_pod_label` those that name the pod on DCGM's series (`exported_pod` where Prometheus does not
+        honour the DCGM exporter's labels). `on_error(reason)` is called
         for every counted error (self-metrics). The discovery stays the caller's to close.
         """
         self._discovery = discovery
@@ -92,7 +96,8 @@ class PrometheusSource:
         self._on_error = on_error
         self._ns_label = namespace_label
         self._pod_label = pod_label
-        self._signals = build_queries(gpu_source, namespace_label=namespace_label, pod_label=pod_label)
+        self._signals = build_queries(gpu_source, namespace_label=namespace_label, pod_label=pod_label,
+                                      dcgm_namespace_label=dcgm_namespace_label, dcgm_pod_label=dcgm_pod_label)
         self._reader = PrometheusReader(
             self._url,
             self._signals,

@@ -78,8 +78,21 @@ class SignalQuery:
     promql: str
 
 
+def _relabel(selector: str, *moves: tuple[str, str]) -> str:
+    """`selector` with each (source, target) label copied to `target` by `label_replace` (none when equal)."""
+    for source, target in moves:
+        if source != target:
+            selector = f'label_replace({selector}, "{target}", "$1", "{source}", "(.*)")'
+    return selector
+
+
 def build_queries(
-    gpu_source: GpuSource = "exporter", *, namespace_label: str = "namespace", pod_label: str = "pod"
+    gpu_source: GpuSource = "exporter",
+    *,
+    namespace_label: str = "namespace",
+    pod_label: str = "pod",
+    dcgm_namespace_label: str = "namespace",
+    dcgm_pod_label: str = "pod",
 ) -> tuple[SignalQuery, ...]:
     """The instant queries of one refresh, one per signal, each covering every pod Prometheus knows.
 
@@ -91,8 +104,13 @@ def build_queries(
     last_success = f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_MODELMESH}"}}'
     gpu_success = f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_GPU}"}}'
     if gpu_source == "dcgm":
+<<<<<<< HEAD
         gpu = f"avg by ({by}) ({names.DCGM_GPU_UTIL}) / 100"
         gpu_freshness = f"min by ({by}) (timestamp({names.DCGM_GPU_UTIL}))"  # the series' own sample times
+=======
+        dcgm = _relabel(names.DCGM_GPU_UTIL, (dcgm_namespace_label, namespace_label), (dcgm_pod_label, pod_label))
+        gpu = f"avg by ({by}) ({dcgm}) / 100"
+>>>>>>> i11
     else:
         gpu = f"avg by ({by}) ({names.GPU_BUSY_RATIO})"
         gpu_freshness = (

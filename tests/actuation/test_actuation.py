@@ -71,11 +71,11 @@ def written(kube: FakeKubeApi) -> dict[str, str | None]:
     return {pod: kube.pod_annotations(KEY.namespace, pod).get(DELETION_COST_ANNOTATION) for pod in PODS}
 
 
-async def test_deletion_cost_off_makes_no_kubernetes_calls(
+async def test_deletion_cost_and_bridge_off_make_no_kubernetes_calls(
     kube: FakeKubeApi, kubeconfig: Path, refresher: Refresher, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
-    settings = ServeSettings(deletion_cost=False, kubeconfig=kubeconfig, leader_elect=True)
+    settings = ServeSettings(deletion_cost=False, bridge=False, kubeconfig=kubeconfig, leader_elect=True)
 
     assert await start_actuator(settings, refresher, refresher.metrics) is None
     await refresher.refresh_once()

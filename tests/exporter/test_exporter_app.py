@@ -159,6 +159,8 @@ FLAG_CASES: list[tuple[str, str, str, Any]] = [
     ("--load-window", "60", "load_window_s", 60.0),
     ("--no-gpu", "true", "gpu_enabled", False),
     ("--gpu-uuids", "GPU-a, GPU-b", "gpu_uuids", ("GPU-a", "GPU-b")),
+    ("--gpu-pod-name", "triton-0", "pod_name", "triton-0"),
+    ("--gpu-pod-namespace", "ml", "pod_namespace", "ml"),
     ("--gpu-window", "20", "gpu_window_s", 20.0),
     ("--gpu-interval", "0.5", "gpu_interval_s", 0.5),
     ("--log-level", "debug", "log_level", "DEBUG"),
@@ -172,7 +174,7 @@ def env_name(flag: str) -> str:
 def test_every_flag_is_covered_here_and_documents_its_variable() -> None:
     parser = build_parser()
     flags = {s for action in parser._actions for s in action.option_strings if s.startswith("--")} - {"--help"}
-    assert flags == {case[0] for case in FLAG_CASES} | {"--modelmesh-ca-file"}
+    assert flags == {case[0] for case in FLAG_CASES} | {"--modelmesh-ca-file", "--gpu-pod-resources-socket"}
     help_text = parser.format_help()
     for flag in flags:
         assert env_name(flag) in help_text
@@ -240,3 +242,17 @@ def test_seconds_are_finite_and_positive() -> None:
         with pytest.raises(argparse.ArgumentTypeError):
             seconds(text)
     assert seconds("0.25") == 0.25
+
+
+def test_pod_resources_socket_needs_the_pods_name_and_excludes_gpu_uuids(capsys: pytest.CaptureFixture[str]) -> None:
+    socket = ["--gpu-pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock"]
+    settings = parse_settings([*socket, "--gpu-pod-name", "p", "--gpu-pod-namespace", "ns"], environ={})
+    assert str(settings.pod_resources_socket).endswith("kubelet.sock")
+
+    with pytest.raises(SystemExit) as missing:
+        parse_settings(socket, environ={})
+    assert missing.value.code == 2 and "needs --gpu-pod-name" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parse_settings([*socket, "--gpu-pod-name", "p", "--gpu-pod-namespace", "ns", "--gpu-uuids", "GPU-a"],
+                       environ={})
+    assert "use one" in capsys.readouterr().err

@@ -17,6 +17,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
@@ -32,6 +33,7 @@ from tests.manifests.support import (
     BASE,
     CERT_MANAGER,
     EXAMPLES,
+    KEDA,
     KUSTOMIZATIONS,
     REPO,
     Object,
@@ -45,8 +47,9 @@ from tests.manifests.support import (
 NAMESPACE = "modelmesh-autoscaler"
 ADAPTER = "adapter"
 SIDECAR = "autoscaler-exporter"
-# Kubernetes minor versions the objects must be valid for (the oldest supported and a recent one).
-KUBERNETES_VERSIONS = ("1.27.0", "1.33.0")
+# Kubernetes minor versions the objects must be valid for (the oldest supported and a recent one). 1.30 is the
+# first with admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (base/validating-admission-policy.yaml).
+KUBERNETES_VERSIONS = ("1.30.0", "1.33.0")
 # What the NVIDIA container runtime reads from a container's environment; the only non-EXPORTER_ variables.
 NVIDIA_RUNTIME_ENV = frozenset({"NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES"})
 
@@ -172,7 +175,7 @@ def test_each_file_holds_one_object_and_is_listed(directory: Path) -> None:
     on_disk = {p.name for p in directory.glob("*.yaml")} - {"kustomization.yaml"}
     objects = {name for name in on_disk if isinstance(load_yaml(directory / name), dict)
                and "kind" in load_yaml(directory / name)}
-    assert objects == listed, "every object file in the folder is a resource, and only those"
+    assert objects - patches == listed, "every object file in the folder is a resource, and only those"
     assert patches <= on_disk
     for name in listed:
         text = (directory / name).read_text()
@@ -180,7 +183,7 @@ def test_each_file_holds_one_object_and_is_listed(directory: Path) -> None:
 
 
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
-@pytest.mark.parametrize("directory", (BASE, EXAMPLES, CERT_MANAGER), ids=lambda d: str(d.relative_to(REPO)))
+@pytest.mark.parametrize("directory", (BASE, EXAMPLES, CERT_MANAGER, KEDA), ids=lambda d: str(d.relative_to(REPO)))
 def test_objects_are_valid_for_kubernetes(directory: Path, version: str) -> None:
     checked = 0
     for obj in kustomize(directory):
@@ -191,25 +194,48 @@ def test_objects_are_valid_for_kubernetes(directory: Path, version: str) -> None
             kubernetes_validate.validate(pod, version, strict=True)
             checked += 1
             continue
+        if obj["apiVersion"].startswith("autoscaler.modelmesh.io/"):
+            validate_runtime_scale(obj)  # the project's own CRD: its schema is in the base
+            checked += 1
+            continue
         try:
             kubernetes_validate.validate(obj, version, strict=True)
             checked += 1
         except kubernetes_validate.SchemaNotFoundError:
-            assert obj["apiVersion"].split("/")[0] in {"monitoring.coreos.com", "cert-manager.io"}, obj["kind"]
+            foreign = {"monitoring.coreos.com", "cert-manager.io", "keda.sh"}
+            assert obj["apiVersion"].split("/")[0] in foreign, obj["kind"]
     assert checked
+
+
+def validate_runtime_scale(obj: Object) -> None:
+    """A RuntimeScale against the CRD's structural schema, unknown fields refused (as the API server prunes
+    them, a misspelt field would silently vanish)."""
+    crd = find(kustomize(BASE), "CustomResourceDefinition", "runtimescales.autoscaler.modelmesh.io")
+    [version] = [v for v in crd["spec"]["versions"] if obj["apiVersion"].endswith("/" + v["name"])]
+
+    def closed(schema: Object) -> Object:
+        if schema.get("type") == "object" and "properties" in schema:
+            return {**schema, "additionalProperties": False,
+                    "properties": {k: closed(v) for k, v in schema["properties"].items()}}
+        return schema
+
+    jsonschema.validate(obj, closed(version["schema"]["openAPIV3Schema"]))
 
 
 # ---- the base ----
 
 
-def test_base_objects_are_in_the_adapter_namespace_except_the_auth_reader_binding() -> None:
-    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "APIService"}
+def test_base_objects_are_in_the_adapter_namespace_except_the_auth_reader_and_runtime_writes() -> None:
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "APIService", "CustomResourceDefinition",
+                      "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
     for obj in kustomize(BASE):
         namespace = obj["metadata"].get("namespace")
         if obj["kind"] in cluster_scoped:
             assert namespace is None, obj["metadata"]["name"]
         elif obj["kind"] == "RoleBinding" and obj["roleRef"]["name"] == "extension-apiserver-authentication-reader":
             assert namespace == "kube-system"
+        elif obj["metadata"]["name"] == "modelmesh-autoscaler-runtimes":
+            assert namespace == "modelmesh-serving"  # writes only where the runtimes are
         else:
             assert namespace == NAMESPACE, f"{obj['kind']} {obj['metadata']['name']}"
     assert find(kustomize(BASE), "Namespace")["metadata"]["name"] == NAMESPACE
@@ -237,40 +263,32 @@ def test_api_service_registers_the_served_group_through_the_service() -> None:
     assert container_port["containerPort"] == serve_settings(deployment).listen_port == 6443
 
 
-def test_rbac_grants_what_the_adapter_calls_to_its_service_account() -> None:
+def test_the_hpa_controller_may_read_external_metrics() -> None:
     objects = kustomize(BASE)
-    account = find(objects, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"]
-    subject = {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
-    find(objects, "ServiceAccount", account)
+    binding = find(objects, "ClusterRoleBinding", "modelmesh-autoscaler:hpa-external-metrics")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "horizontal-pod-autoscaler",
+                                    "namespace": "kube-system"}]
+    role = find(objects, "ClusterRole", binding["roleRef"]["name"])
+    assert {"apiGroups": ["external.metrics.k8s.io"], "resources": ["*"], "verbs": ["get", "list", "watch"]} in (
+        role["rules"])
 
-    def granted(rules: list[Object]) -> set[tuple[str, str, str]]:
-        return {(group, resource, verb) for rule in rules for group in rule["apiGroups"]
-                for resource in rule["resources"] for verb in rule["verbs"]}
 
-    bindings = [o for o in objects if o["kind"] in {"ClusterRoleBinding", "RoleBinding"}]
-    for binding in bindings:
-        assert binding["subjects"] == [subject], binding["metadata"]["name"]
-    roles_bound = {(b["kind"], b["roleRef"]["kind"], b["roleRef"]["name"], b["metadata"].get("namespace"))
-                   for b in bindings}
-    cluster_role = find(objects, "ClusterRole")
-    assert {
-        ("ClusterRoleBinding", "ClusterRole", cluster_role["metadata"]["name"], None),
-        ("ClusterRoleBinding", "ClusterRole", "system:auth-delegator", None),
-        ("RoleBinding", "Role", "extension-apiserver-authentication-reader", "kube-system"),
-    } <= roles_bound
-    assert {
-        ("", "pods", "list"), ("", "pods", "watch"), ("", "pods", "patch"),
-        ("apps", "deployments", "list"), ("apps", "deployments", "watch"),
-        ("authentication.k8s.io", "tokenreviews", "create"),
-        ("authorization.k8s.io", "subjectaccessreviews", "create"),
-    } <= granted(cluster_role["rules"])
+def test_the_runtime_scale_crd_serves_the_scale_subresource_the_hpa_needs() -> None:
+    crd = find(kustomize(BASE), "CustomResourceDefinition", "runtimescales.autoscaler.modelmesh.io")
+    [version] = crd["spec"]["versions"]
+    assert crd["spec"]["scope"] == "Namespaced" and version["name"] == "v1alpha1"
+    assert version["subresources"] == {
+        "status": {},
+        "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
+                  "labelSelectorPath": ".status.selector"},
+    }
+    status = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
+    assert status["selector"]["type"] == "string"  # the HPA reads a selector string, not a LabelSelector
 
-    lease_role = find(objects, "Role")
-    assert lease_role["metadata"]["namespace"] == NAMESPACE
-    assert ("RoleBinding", "Role", lease_role["metadata"]["name"], NAMESPACE) in roles_bound
-    assert {("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "update")} <= granted(
-        lease_role["rules"]
-    )
+
+def test_the_adapter_runs_the_bridge() -> None:
+    settings = serve_settings(adapter_deployment())
+    assert settings.bridge is True
 
 
 def test_adapter_command_line_parses_with_the_real_cli() -> None:
@@ -359,7 +377,9 @@ def test_image_build_copies_everything_pip_install_needs() -> None:
     packages = {p.name for p in REPO.iterdir() if (p / "__init__.py").exists()
                 and any(fnmatch.fnmatch(p.name, pattern) for pattern in patterns)}
     assert packages and packages <= copied, f"packages not copied into the image: {sorted(packages - copied)}"
-    assert re.search(r'^RUN pip install .*\s\.\s*$', build_stage, re.MULTILINE)
+    assert re.search(r'^RUN pip install .*\s"?\.(\[[\w,-]+\])?"?\s*$', build_stage, re.MULTILINE)
+    extras = re.findall(r'^RUN pip install .*\s"?\.\[([\w,-]+)\]', build_stage, re.MULTILINE)
+    assert set(",".join(extras).split(",") if extras else []) <= set(project["project"]["optional-dependencies"])
 
 
 def test_two_replicas_survive_a_voluntary_disruption() -> None:
@@ -400,17 +420,20 @@ def test_hpa_adopts_the_served_recommendation_for_its_own_runtime() -> None:
     runtime, hpa = runtime_objects()
     spec = hpa["spec"]
     target = spec["scaleTargetRef"]
-    assert (hpa["apiVersion"], target["kind"]) == ("autoscaling/v2", "Deployment")
-    assert target["name"] == SERVINGRUNTIME_DEPLOYMENT_PREFIX + runtime["metadata"]["name"]
-    assert hpa["metadata"]["name"] != target["name"], "modelmesh-serving owns an HPA named like the Deployment"
-    assert hpa["metadata"]["namespace"] == runtime["metadata"]["namespace"]
+    assert (hpa["apiVersion"], target["apiVersion"], target["kind"]) == (
+        "autoscaling/v2", "autoscaler.modelmesh.io/v1alpha1", "RuntimeScale")
+    runtime_scale = find(kustomize(EXAMPLES), "RuntimeScale", target["name"])
+    assert runtime_scale["spec"] == {"servingRuntime": runtime["metadata"]["name"]}  # replicas: adopted
+    deployment = SERVINGRUNTIME_DEPLOYMENT_PREFIX + runtime["metadata"]["name"]
+    assert hpa["metadata"]["name"] != deployment, "modelmesh-serving owns an HPA named like the Deployment"
+    assert hpa["metadata"]["namespace"] == runtime["metadata"]["namespace"] == runtime_scale["metadata"]["namespace"]
 
     (metric,) = spec["metrics"]
     assert metric["type"] == "External"
     assert metric["external"]["metric"]["name"] == ServedMetric.DESIRED_REPLICAS
     assert metric["external"]["target"] == {"type": "AverageValue", "averageValue": "1"}
     selector = label_selector(metric["external"]["metric"]["selector"]["matchLabels"])
-    assert deployment_from_selector(selector) == target["name"]
+    assert deployment_from_selector(selector) == deployment
 
 
 def test_hpa_alternative_in_comments_is_a_valid_gpu_busy_metric() -> None:
@@ -419,7 +442,8 @@ def test_hpa_alternative_in_comments_is_a_valid_gpu_busy_metric() -> None:
     assert alternative["external"]["metric"]["name"] == ServedMetric.GPU_BUSY
     assert alternative["external"]["target"] == {"type": "Value", "value": "800m"}
     selector = label_selector(alternative["external"]["metric"]["selector"]["matchLabels"])
-    assert deployment_from_selector(selector) == hpa["spec"]["scaleTargetRef"]["name"]
+    runtime_scale = hpa["spec"]["scaleTargetRef"]["name"]
+    assert deployment_from_selector(selector) == SERVINGRUNTIME_DEPLOYMENT_PREFIX + runtime_scale
     # It is a valid metric spec: swap it in and validate the HPA.
     hpa["spec"]["metrics"] = [alternative]
     for version in KUBERNETES_VERSIONS:
@@ -441,9 +465,12 @@ def test_hpa_leaves_slow_scale_down_to_the_adapter_and_scales_up_at_default_spee
     }
 
 
-def test_runtime_leaves_replicas_to_an_external_autoscaler() -> None:
+def test_runtime_has_no_autoscaler_class_so_its_spec_replicas_rule() -> None:
     runtime, _ = runtime_objects()
-    assert runtime["metadata"]["annotations"]["serving.kserve.io/autoscalerClass"] == "external"
+    # Class hpa makes modelmesh-serving ignore spec.replicas and add its own HPA; other classes are rejected by
+    # its webhook. Only no class lets the bridge's spec.replicas reach the Deployment.
+    assert "serving.kserve.io/autoscalerClass" not in runtime["metadata"].get("annotations", {})
+    assert "replicas" not in runtime["spec"]  # the bridge owns it: GitOps must not set it
     assert runtime["spec"]["multiModel"] is True
 
 

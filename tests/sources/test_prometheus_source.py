@@ -467,3 +467,28 @@ async def test_pod_missing_from_an_answer_keeps_its_last_good_sample(
     assert second.pods[0] == first.pods[0] == third.pods[0]  # stale by its own sampled_at, not idle
     assert (second.pods[1].requests_per_second, second.pods[1].sampled_at) == (3.0, now)
     assert source.errors == {}
+
+
+@pytest.mark.slow
+async def test_dcgm_series_scraped_without_honor_labels_name_the_pod_in_exported_pod(
+    start_prometheus: StartPrometheus, make_source: MakeSource, now: float
+) -> None:
+    at = now - AGE_S
+    dcgm_exporter = {"namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-7x2k", "job": "dcgm"}
+    samples = [
+        *exporter_series("team-a", "a-1", at, signals(12.5, 0.02, 300, 0.95, 7), gpus=[0.3], last_success=at),
+        # Prometheus kept the DCGM exporter's own pod in `pod` and moved the GPU's pod to `exported_pod`.
+        Sample(names.DCGM_GPU_UTIL, dcgm_exporter | {"gpu": "0", "exported_namespace": "team-a",
+                                                     "exported_pod": "a-1"}, 40, at),
+        Sample(names.DCGM_GPU_UTIL, dcgm_exporter | {"gpu": "1", "exported_namespace": "team-a",
+                                                     "exported_pod": "a-1"}, 80, at),
+        Sample(names.DCGM_GPU_UTIL, dcgm_exporter | {"gpu": "2"}, 100, at),  # a GPU no pod holds
+    ]
+    prom = await start_prometheus(samples)
+    source = make_source(prom.url, gpu_source="dcgm", dcgm_pod_label="exported_pod",
+                         dcgm_namespace_label="exported_namespace")
+
+    pods = by_pod(await source.collect(now))
+
+    assert pods["team-a", "a-1"].gpu_busy == pytest.approx(0.6)  # (40 + 80) / 2 / 100, the idle GPU left out
+    assert pods["team-a", "a-1"].requests_per_second == 12.5

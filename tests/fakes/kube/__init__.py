@@ -24,7 +24,9 @@ Where things live (each module imports only those above it):
 - `writes.py`: `ObjectWrites`: POST / PUT / PATCH with preconditions, status subresource and validation.
 - `reviews.py`: `AuthReviews`: bearer tokens, TokenReview, SubjectAccessReview with `AccessRule`s, the
   authentication ConfigMap.
+- `subresources.py`: `Subresources`: the `status` and `scale` (autoscaling/v1 `Scale`) subresources.
 - `cluster.py`: `ClusterControls`: test controls for Deployments, pods and ModelMesh runtimes.
+- `kserve.py`: `KServeControls`: test controls for ServingRuntimes, ClusterServingRuntimes, RuntimeScales.
 - `server.py`: `FakeKubeApi` (the mixins above put together), lifecycle, TLS, middleware, routing, process
   mode and `main`.
 
@@ -54,10 +56,14 @@ Kept as the real server does it (checked against kubernetes/apiserver sources):
   answers 201. An unknown token gets `status: {user: {}, error: ...}`: `authenticated` is omitted, as Go's
   `omitempty` drops a false bool. Authenticated users get the `system:authenticated` group added.
 - `/version`, `/api`, `/apis` and per-group-version APIResourceLists, enough for `kubectl get`.
+- Custom resources: KServe's `servingruntimes` and `clusterservingruntimes` (no subresources, as
+  modelmesh-serving installs them) and the adapter's `runtimescales` with `status` and `scale`: GET/PUT/PATCH
+  of `autoscaling/v1` `Scale`, 500 when the spec replicas path is empty (see `subresources.py`).
 
 Not modelled: admission, defaulting beyond what tests read, server-side apply (415), protobuf, managed fields,
 pagination (`limit` is ignored: allowed by the API), graceful deletion through the API (DELETE removes at once:
-there is no kubelet; `delete_pod(..., graceful=True)` shows a terminating pod instead), subresources (404).
+there is no kubelet; `delete_pod(..., graceful=True)` shows a terminating pod instead), subresources other than
+`status` and `scale` (404).
 Strategic merge knows the merge keys of the lists tests touch (containers, conditions, ...); other lists are
 replaced.
 
@@ -75,11 +81,14 @@ from tests.fakes.kube.patches import (
     strategic_merge_patch,
 )
 from tests.fakes.kube.resources import (
+    CLUSTER_SERVING_RUNTIMES,
     CONFIGMAPS,
     DEPLOYMENTS,
     LEASES,
     PODS,
     RESOURCE_TYPES,
+    RUNTIME_SCALES,
+    SERVING_RUNTIMES,
     SUBJECT_ACCESS_REVIEWS,
     TOKEN_REVIEWS,
     ResourceType,
@@ -91,6 +100,7 @@ from tests.fakes.kube.workloads import POD_DELETION_COST
 
 __all__ = [
     "AUTH_CONFIGMAP",
+    "CLUSTER_SERVING_RUNTIMES",
     "CONFIGMAPS",
     "DEPLOYMENTS",
     "JSON",
@@ -100,6 +110,8 @@ __all__ = [
     "PODS",
     "POD_DELETION_COST",
     "RESOURCE_TYPES",
+    "RUNTIME_SCALES",
+    "SERVING_RUNTIMES",
     "STRATEGIC_MERGE_PATCH",
     "SUBJECT_ACCESS_REVIEWS",
     "TOKEN_REVIEWS",

@@ -46,7 +46,12 @@ def discovery_document(path: str, *, git_version: str, server_address: str) -> J
                 "kind": "APIResourceList",
                 "apiVersion": "v1",
                 "groupVersion": group_version,
-                "resources": [_api_resource(t) for t in RESOURCE_TYPES if t.api_version == group_version],
+                "resources": [
+                    entry
+                    for t in RESOURCE_TYPES
+                    if t.api_version == group_version
+                    for entry in (_api_resource(t), *_subresources(t))
+                ],
             }
     return None
 
@@ -70,3 +75,20 @@ def _api_resource(rtype: ResourceType) -> JSON:
     if rtype.categories:
         resource["categories"] = list(rtype.categories)
     return resource
+
+
+def _subresources(rtype: ResourceType) -> list[JSON]:
+    """`runtimescales/status` and `runtimescales/scale` entries, as the server lists them after the resource."""
+    entries: list[JSON] = []
+    for sub in rtype.subresources:
+        entry: JSON = {
+            "name": f"{rtype.plural}/{sub}",
+            "singularName": "",
+            "namespaced": rtype.namespaced,
+            "kind": rtype.kind,
+            "verbs": ["get", "patch", "update"],
+        }
+        if sub == "scale":
+            entry.update({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+        entries.append(entry)
+    return entries

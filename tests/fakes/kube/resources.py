@@ -16,6 +16,15 @@ from tests.fakes.kube.wire import JSON
 
 
 @dataclass(frozen=True, slots=True)
+class ScalePaths:
+    """A CRD's `subresources.scale`: dotted paths (no arrays) into the custom object, as the CRD spells them."""
+
+    spec_replicas: str = ".spec.replicas"
+    status_replicas: str = ".status.replicas"
+    label_selector: str | None = ".status.selector"
+
+
+@dataclass(frozen=True, slots=True)
 class ResourceType:
     """One served resource, with the registry-strategy flags that change how writes behave."""
 
@@ -33,6 +42,12 @@ class ResourceType:
     stored: bool = True  # reviews are create-only and never stored
     tracks_generation: bool = False  # metadata.generation starts at 1 and counts changes of `spec`
     categories: tuple[str, ...] = ()  # discovery categories: "all" puts the kind in `kubectl get all`
+    scale: ScalePaths | None = None  # a CRD's `scale` subresource (autoscaling/v1 Scale), None: not served
+
+    @property
+    def subresources(self) -> tuple[str, ...]:
+        """The subresources served under `.../{name}/`: `status` and `scale` where the type has them."""
+        return (("status",) if self.status_subresource else ()) + (("scale",) if self.scale else ())
 
     @property
     def api_version(self) -> str:
@@ -101,8 +116,48 @@ TOKEN_REVIEWS: Final = ResourceType(
     stored=False,
 )
 
+<<<<<<< HEAD
 RESOURCE_TYPES: Final = (
     PODS, CONFIGMAPS, DEPLOYMENTS, HORIZONTAL_POD_AUTOSCALERS, LEASES, SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS,
+=======
+# KServe's runtimes, as modelmesh-serving installs their CRDs (config/crd/bases): no subresources at all.
+SERVING_RUNTIMES: Final = ResourceType(
+    "serving.kserve.io", "v1alpha1", "servingruntimes", "ServingRuntime", "servingruntime", tracks_generation=True
+)
+CLUSTER_SERVING_RUNTIMES: Final = ResourceType(
+    "serving.kserve.io",
+    "v1alpha1",
+    "clusterservingruntimes",
+    "ClusterServingRuntime",
+    "clusterservingruntime",
+    namespaced=False,
+    tracks_generation=True,
+)
+# The adapter's own CRD (manifests/base/custom-resource-definition-runtimescales.yaml): status and scale.
+RUNTIME_SCALES: Final = ResourceType(
+    "autoscaler.modelmesh.io",
+    "v1alpha1",
+    "runtimescales",
+    "RuntimeScale",
+    "runtimescale",
+    short_names=("rts",),
+    status_subresource=True,
+    tracks_generation=True,
+    categories=("modelmesh",),
+    scale=ScalePaths(),
+)
+
+RESOURCE_TYPES: Final = (
+    PODS,
+    CONFIGMAPS,
+    DEPLOYMENTS,
+    LEASES,
+    SUBJECT_ACCESS_REVIEWS,
+    TOKEN_REVIEWS,
+    SERVING_RUNTIMES,
+    CLUSTER_SERVING_RUNTIMES,
+    RUNTIME_SCALES,
+>>>>>>> i11
 )
 """Every served type, in discovery order."""
 

@@ -25,13 +25,14 @@ from aiohttp.typedefs import Handler
 from tests.fakes.kube.cluster import ClusterControls
 from tests.fakes.kube.discovery import discovery_document
 from tests.fakes.kube.faults import FaultInjection
+from tests.fakes.kube.kserve import KServeControls
 from tests.fakes.kube.resources import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS, parse_path
 from tests.fakes.kube.reviews import AuthReviews
+from tests.fakes.kube.subresources import Subresources
 from tests.fakes.kube.wire import JSON, ApiError, json_body, json_response, truthy
-from tests.fakes.kube.writes import ObjectWrites
 
 
-class FakeKubeApi(ClusterControls, AuthReviews, ObjectWrites, FaultInjection):
+class FakeKubeApi(ClusterControls, KServeControls, AuthReviews, Subresources, FaultInjection):
     """A fake kube-apiserver on 127.0.0.1. Use as `async with FakeKubeApi() as kube:` and point clients at
     `kube.url` (or at `kube.write_kubeconfig(path)`).
 
@@ -172,6 +173,10 @@ class FakeKubeApi(ClusterControls, AuthReviews, ObjectWrites, FaultInjection):
             raise ApiError.no_such_path()
         rtype, namespace, name, subresource = parsed
         if subresource is not None:
+            if not rtype.namespaced or namespace is not None:
+                key = (namespace or "", name or "")
+                return json_response(self._subresource(request.method, rtype, key, subresource,
+                                                       await request.read(), request.content_type))
             raise ApiError.no_such_path()
         if rtype is SUBJECT_ACCESS_REVIEWS and name is None and request.method == "POST":
             return self._subject_access_review(await json_body(request))

@@ -1,0 +1,145 @@
+"""What the replica bridge writes, decided without I/O (docs/design.md): the RuntimeScale's `status` (replicas,
+selector, conditions) from what was read, and which ServingRuntime replicas to ask for.
+
+The HPA reads a RuntimeScale through its `scale` subresource: `spec.replicas` is what the HPA sets,
+`status.replicas` is the current size it divides metrics by, and `status.selector` (a label selector *string*,
+as `autoscaling/v1` `Scale.status.selector` is) finds the pods; without a selector the HPA refuses to act
+("selector is required"). So the status mirrors the runtime Deployment: its `status.replicas` (pods that exist,
+as the Deployment's own scale subresource reports) and its `spec.selector` written out.
+
+`Ready` explains, in the words a user reads in `kubectl describe runtimescale`, why the bridge does or does not
+move the runtime. Conditions keep their `lastTransitionTime` while their status stays the same, as
+`meta.SetStatusCondition` does, so a status that did not change is not written again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from autoscaler.kube.client import CustomResource
+from autoscaler.names import SERVINGRUNTIME_DEPLOYMENT_PREFIX
+
+JSON = dict[str, Any]
+
+RUNTIME_SCALES: Final = CustomResource("autoscaler.modelmesh.io", "v1alpha1", "runtimescales")
+SERVING_RUNTIMES: Final = CustomResource("serving.kserve.io", "v1alpha1", "servingruntimes")
+CLUSTER_SERVING_RUNTIMES: Final = CustomResource("serving.kserve.io", "v1alpha1", "clusterservingruntimes")
+AUTOSCALER_CLASS_ANNOTATION: Final = "serving.kserve.io/autoscalerClass"
+CLASS_NONE: Final = "none"
+"""The only class that leaves replicas to `spec.replicas` (modelmesh-serving's `AutoscalerClassNone`)."""
+
+READY: Final = "Ready"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The `Ready` condition's status, reason and message."""
+
+    ready: bool
+    reason: str
+    message: str
+
+
+def deployment_name(scale: Mapping[str, Any]) -> str:
+    """The runtime Deployment: `spec.deployment` when set, else modelmesh-serving's `modelmesh-serving-<name>`."""
+    spec = scale.get("spec") or {}
+    named = spec.get("deployment")
+    if isinstance(named, str) and named:
+        return named
+    return SERVINGRUNTIME_DEPLOYMENT_PREFIX + str(spec.get("servingRuntime") or "")
+
+
+def selector_string(selector: Mapping[str, Any] | None) -> str:
+    """A `metav1.LabelSelector` written as the string `labels.Parse` reads (what `Scale.status.selector` holds):
+    `a=b,c in (d,e),!f`. Keys sorted, as `metav1.LabelSelectorAsSelector` sorts them."""
+    if not selector:
+        return ""
+    parts = [(key, f"{key}={value}") for key, value in (selector.get("matchLabels") or {}).items()]
+    for expression in selector.get("matchExpressions") or []:
+        key, operator = expression.get("key", ""), expression.get("operator", "")
+        values = ",".join(sorted(str(v) for v in expression.get("values") or []))
+        text = {"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})", "Exists": key,
+                "DoesNotExist": f"!{key}"}.get(operator)
+        if text is not None:
+            parts.append((key, text))
+    return ",".join(text for _, text in sorted(parts))
+
+
+def autoscaler_class(runtime: Mapping[str, Any]) -> str | None:
+    """The ServingRuntime's `serving.kserve.io/autoscalerClass`, or None when it has none (or `none`)."""
+    value = ((runtime.get("metadata") or {}).get("annotations") or {}).get(AUTOSCALER_CLASS_ANNOTATION)
+    return None if value is None or value == CLASS_NONE else str(value)
+
+
+def replicas_of(obj: Mapping[str, Any] | None, part: str = "spec") -> int | None:
+    """`<part>.replicas` when it is a non-negative integer."""
+    value = ((obj or {}).get(part) or {}).get("replicas")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def verdict(
+    scale: Mapping[str, Any],
+    runtime: Mapping[str, Any] | None,
+    deployment: Mapping[str, Any] | None,
+    *,
+    cluster_runtime: bool = False,
+) -> Verdict:
+    """Why the bridge can or cannot scale the RuntimeScale's runtime."""
+    spec = scale.get("spec") or {}
+    name = spec.get("servingRuntime")
+    namespace = (scale.get("metadata") or {}).get("namespace", "")
+    if not isinstance(name, str) or not name:
+        return Verdict(False, "InvalidSpec", "spec.servingRuntime must name a ServingRuntime in this namespace")
+    if runtime is None and cluster_runtime:
+        return Verdict(False, "ClusterServingRuntime",
+                       f"{name} is a ClusterServingRuntime: one spec.replicas is shared by the Deployments of every "
+                       "namespace, so it cannot be scaled per namespace; create a namespaced ServingRuntime")
+    if runtime is None:
+        return Verdict(False, "ServingRuntimeNotFound", f"ServingRuntime {namespace}/{name} does not exist")
+    klass = autoscaler_class(runtime)
+    if klass is not None:
+        return Verdict(False, "AutoscalerClassConflict",
+                       f"ServingRuntime {name} has {AUTOSCALER_CLASS_ANNOTATION}={klass}: modelmesh-serving then "
+                       "ignores spec.replicas (class hpa adds its own HPA; other classes are rejected); remove the "
+                       "annotation")
+    wanted = replicas_of(scale)
+    if wanted is None:
+        return Verdict(False, "NoReplicas", "spec.replicas is not set yet")
+    if deployment is None:
+        return Verdict(False, "DeploymentNotFound",
+                       f"ServingRuntime {name} has spec.replicas {wanted}, but Deployment {deployment_name(scale)} "
+                       "does not exist (yet): is the modelmesh-serving controller running and the runtime enabled?")
+    return Verdict(True, "Bridged",
+                   f"ServingRuntime {name} spec.replicas follows this RuntimeScale ({wanted}); Deployment "
+                   f"{deployment_name(scale)} has {replicas_of(deployment, 'status') or 0} replicas")
+
+
+def desired_status(
+    scale: Mapping[str, Any], deployment: Mapping[str, Any] | None, outcome: Verdict, now: str
+) -> JSON:
+    """The RuntimeScale's whole `status` as it should be; `now` is an RFC 3339 time for a changed condition."""
+    old = scale.get("status") or {}
+    condition: JSON = {"type": READY, "status": "True" if outcome.ready else "False", "reason": outcome.reason,
+                 "message": outcome.message, "lastTransitionTime": now}
+    generation = (scale.get("metadata") or {}).get("generation")
+    if isinstance(generation, int):
+        condition["observedGeneration"] = generation
+    previous = _find(old.get("conditions") or [], READY)
+    if previous is not None and previous.get("status") == condition["status"] and previous.get("lastTransitionTime"):
+        condition["lastTransitionTime"] = previous["lastTransitionTime"]
+    status: JSON = {
+        "replicas": replicas_of(deployment, "status") or 0,
+        "selector": selector_string((deployment or {}).get("spec", {}).get("selector")),
+        "conditions": [condition, *(c for c in old.get("conditions") or [] if c.get("type") != READY)],
+    }
+    if isinstance(generation, int):
+        status["observedGeneration"] = generation
+    if deployment is None and isinstance(old.get("selector"), str) and old["selector"]:
+        status["selector"] = old["selector"]  # a Deployment gone for a moment does not blind the HPA
+    return status
+
+
+def _find(conditions: Sequence[Mapping[str, Any]], kind: str) -> Mapping[str, Any] | None:
+    return next((c for c in conditions if isinstance(c, Mapping) and c.get("type") == kind), None)

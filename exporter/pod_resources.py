@@ -1,0 +1,160 @@
+"""The GPUs the kubelet allocated to this pod, from the kubelet's PodResources API, as NVIDIA's dcgm-exporter
+attributes GPUs to pods.
+
+Why: the sidecar requests no GPU, so it is given sight of the node's GPUs (`NVIDIA_VISIBLE_DEVICES=all`); on a
+node shared by several GPU pods it would then report GPUs that belong to other pods. The kubelet knows which
+device IDs it gave each container: `v1.PodResourcesLister/List` on the unix socket
+`/var/lib/kubelet/pod-resources/kubelet.sock` (GA since Kubernetes 1.28). The NVIDIA device plugin's device IDs
+are GPU UUIDs (`GPU-...`, or `MIG-...` for MIG devices) with its default `DEVICE_ID_STRATEGY=uuid`; those are
+exactly what `--gpu-uuids` takes.
+
+The call is gRPC (a new, optional dependency: `grpcio`, the `pod-resources` extra, imported only when the flag
+is on). The answer is decoded here from the protobuf wire format, field numbers as in the kubelet's
+`pkg/apis/podresources/v1/api.proto`, so no generated code or `protobuf` runtime is needed:
+
+    ListPodResourcesResponse { repeated PodResources pod_resources = 1; }
+    PodResources             { string name = 1; string namespace = 2; repeated ContainerResources containers = 3; }
+    ContainerResources       { string name = 1; repeated ContainerDevices devices = 2; ... }
+    ContainerDevices         { string resource_name = 1; repeated string device_ids = 2; ... }
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+LIST_METHOD: Final = "/v1.PodResourcesLister/List"
+DEFAULT_SOCKET: Final = "/var/lib/kubelet/pod-resources/kubelet.sock"
+GPU_RESOURCE_PREFIX: Final = "nvidia.com/"
+"""`nvidia.com/gpu`, and the MIG resources `nvidia.com/mig-1g.10gb` etc. of the mixed MIG strategy."""
+
+
+class PodResourcesError(Exception):
+    """The kubelet could not be asked, or its answer could not be read; the message says which."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerDevices:
+    container: str
+    resource_name: str
+    device_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PodDevices:
+    namespace: str
+    name: str
+    devices: tuple[ContainerDevices, ...]
+
+
+def decode_list_response(data: bytes) -> list[PodDevices]:
+    """Decode a `ListPodResourcesResponse`; a malformed message raises `PodResourcesError`."""
+    pods = []
+    for field, value in _fields(data):
+        if field == 1 and isinstance(value, bytes):
+            pods.append(_pod(value))
+    return pods
+
+
+def pod_gpu_ids(pods: Sequence[PodDevices], namespace: str, name: str,
+                prefix: str = GPU_RESOURCE_PREFIX) -> tuple[str, ...] | None:
+    """The GPU device IDs of every container of one pod, in order; None when the kubelet lists no such pod."""
+    for pod in pods:
+        if (pod.namespace, pod.name) == (namespace, name):
+            ids = [i for d in pod.devices if d.resource_name.startswith(prefix) for i in d.device_ids]
+            return tuple(dict.fromkeys(ids))
+    return None
+
+
+async def list_pod_resources(socket_path: str, timeout_s: float = 5.0) -> list[PodDevices]:
+    """Ask the kubelet on `socket_path` for every pod's devices."""
+    try:
+        import grpc
+    except ImportError as error:  # pragma: no cover - depends on the installation
+        raise PodResourcesError("the kubelet PodResources API needs grpcio: pip install "
+                                "'modelmesh-autoscaler[pod-resources]'") from error
+    try:
+        async with grpc.aio.insecure_channel(f"unix://{socket_path}") as channel:
+            call = channel.unary_unary(LIST_METHOD, request_serializer=lambda _: b"",
+                                       response_deserializer=lambda raw: raw)
+            answer = await call(None, timeout=timeout_s)
+    except grpc.RpcError as error:
+        raise PodResourcesError(f"kubelet PodResources API at {socket_path}: {error.code().name}: "
+                                f"{error.details()}") from error
+    return decode_list_response(answer)
+
+
+def _pod(data: bytes) -> PodDevices:
+    name = namespace = ""
+    devices: list[ContainerDevices] = []
+    for field, value in _fields(data):
+        if field == 1 and isinstance(value, bytes):
+            name = _text(value)
+        elif field == 2 and isinstance(value, bytes):
+            namespace = _text(value)
+        elif field == 3 and isinstance(value, bytes):
+            devices.extend(_container(value))
+    return PodDevices(namespace, name, tuple(devices))
+
+
+def _container(data: bytes) -> list[ContainerDevices]:
+    name = ""
+    raw_devices: list[bytes] = []
+    for field, value in _fields(data):
+        if field == 1 and isinstance(value, bytes):
+            name = _text(value)
+        elif field == 2 and isinstance(value, bytes):
+            raw_devices.append(value)
+    found = []
+    for raw in raw_devices:
+        resource, ids = "", []
+        for field, value in _fields(raw):
+            if field == 1 and isinstance(value, bytes):
+                resource = _text(value)
+            elif field == 2 and isinstance(value, bytes):
+                ids.append(_text(value))
+        found.append(ContainerDevices(name, resource, tuple(ids)))
+    return found
+
+
+def _fields(data: bytes) -> Iterator[tuple[int, int | bytes]]:
+    """(field number, value) pairs of one message: varints as int, length-delimited as bytes; fixed-width
+    fields are skipped (none of the fields read here is one)."""
+    position = 0
+    while position < len(data):
+        key, position = _varint(data, position)
+        field, wire_type = key >> 3, key & 7
+        if wire_type == 0:
+            value, position = _varint(data, position)
+            yield field, value
+        elif wire_type == 2:
+            length, position = _varint(data, position)
+            if position + length > len(data):
+                raise PodResourcesError("truncated PodResources message")
+            yield field, data[position:position + length]
+            position += length
+        elif wire_type in (1, 5):
+            position += 8 if wire_type == 1 else 4
+        else:
+            raise PodResourcesError(f"unsupported protobuf wire type {wire_type} in a PodResources message")
+
+
+def _varint(data: bytes, position: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if position >= len(data) or shift > 63:
+            raise PodResourcesError("truncated varint in a PodResources message")
+        byte = data[position]
+        position += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, position
+        shift += 7
+
+
+def _text(value: bytes) -> str:
+    try:
+        return value.decode()
+    except UnicodeDecodeError as error:
+        raise PodResourcesError("a PodResources string is not UTF-8") from error

@@ -1,0 +1,191 @@
+"""The replica bridge against the fake Kubernetes API: what the HPA writes to a RuntimeScale reaches
+`ServingRuntime.spec.replicas` with a merge patch, the RuntimeScale reports the runtime Deployment, and every
+reason not to act is said in its Ready condition (docs/design.md, "The RuntimeScale bridge")."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from autoscaler.actuation.bridge import BridgeSettings, ReplicaBridge
+from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
+from autoscaler.kube.client import KubeClient
+from autoscaler.selfmetrics import AdapterMetrics
+from tests.actuation.conftest import SteppedClock
+from tests.fakes.kube import FakeKubeApi
+
+NS = "ml"
+DEPLOYMENT = "modelmesh-serving-triton"
+SELECTOR = "modelmesh-service=modelmesh-serving,name=modelmesh-serving-triton"
+
+
+def ready(kube: FakeKubeApi, name: str = "triton") -> dict[str, Any]:
+    [condition] = [c for c in kube.get("runtimescales", NS, name)["status"]["conditions"] if c["type"] == "Ready"]
+    return condition  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def metrics() -> AdapterMetrics:
+    return AdapterMetrics()
+
+
+@pytest.fixture
+def bridge(kube_client: KubeClient, clock: SteppedClock, metrics: AdapterMetrics) -> ReplicaBridge:
+    return ReplicaBridge(kube_client, namespaces=[NS], clock=clock, rand=lambda: 1.0, metrics=metrics)
+
+
+def sample(metrics: AdapterMetrics, name: str, **labels: str) -> float | None:
+    value = metrics.registry.get_sample_value(name, labels)
+    return value
+
+
+@pytest.fixture
+def runtime(kube: FakeKubeApi) -> list[str]:
+    kube.add_serving_runtime(NS, "triton", replicas=2)
+    return kube.add_modelmesh_runtime(NS, DEPLOYMENT, replicas=2)
+
+
+async def test_the_hpas_replicas_reach_the_serving_runtime(
+    kube: FakeKubeApi, bridge: ReplicaBridge, runtime: list[str]
+) -> None:
+    kube.add_runtime_scale(NS, "triton", replicas=5)
+
+    await bridge.sync()
+
+    assert kube.serving_runtime_replicas(NS, "triton") == 5
+    [patch] = [p for p in kube.patches if p.resource == "servingruntimes"]
+    assert (patch.content_type, patch.body) == ("application/merge-patch+json", {"spec": {"replicas": 5}})
+    status = kube.get("runtimescales", NS, "triton")["status"]
+    assert (status["replicas"], status["selector"]) == (2, SELECTOR)  # the pods that exist now
+    assert (ready(kube)["status"], ready(kube)["reason"]) == ("True", "Bridged")
+
+
+async def test_the_bridge_reports_its_writes_and_readiness(
+    kube: FakeKubeApi, bridge: ReplicaBridge, runtime: list[str], metrics: AdapterMetrics, clock: SteppedClock
+) -> None:
+    kube.add_runtime_scale(NS, "triton", replicas=5)
+    kube.fail(r"/servingruntimes/triton$", status=503, times=1, method="PATCH")
+
+    await bridge.sync()
+    clock.advance(1.0)
+    await bridge.sync()
+
+    total = "modelmesh_autoscaler_bridge_writes_total"
+    assert sample(metrics, total, write="servingruntime_replicas", result="retried") == 1
+    assert sample(metrics, total, write="servingruntime_replicas", result="ok") == 1
+    assert sample(metrics, total, write="runtimescale_status", result="ok") == 1
+    assert sample(metrics, "modelmesh_autoscaler_runtime_scale_ready", namespace=NS, runtimescale="triton") == 1
+    kube.delete_object("runtimescales", NS, "triton")
+    await bridge.sync()
+    assert sample(metrics, "modelmesh_autoscaler_runtime_scale_ready", namespace=NS, runtimescale="triton") is None
+
+
+async def test_a_second_pass_with_nothing_changed_writes_nothing(
+    kube: FakeKubeApi, bridge: ReplicaBridge, runtime: list[str]
+) -> None:
+    kube.add_runtime_scale(NS, "triton", replicas=5)
+    await bridge.sync()
+    kube.clear_requests()
+
+    assert await bridge.sync() == 0
+
+    assert [r.method for r in kube.requests if r.method != "GET"] == []
+
+
+async def test_a_new_runtime_scale_adopts_the_runtimes_replicas(
+    kube: FakeKubeApi, bridge: ReplicaBridge, runtime: list[str]
+) -> None:
+    kube.add_runtime_scale(NS, "triton")
+
+    await bridge.sync()
+
+    assert kube.get("runtimescales", NS, "triton")["spec"]["replicas"] == 2
+    assert kube.serving_runtime_replicas(NS, "triton") == 2
+    assert not [p for p in kube.patches if p.resource == "servingruntimes"]
+
+
+async def test_without_replicas_on_the_runtime_the_deployments_are_adopted(
+    kube: FakeKubeApi, bridge: ReplicaBridge
+) -> None:
+    kube.add_serving_runtime(NS, "triton")  # modelmesh-serving's podsPerRuntime decides
+    kube.add_modelmesh_runtime(NS, DEPLOYMENT, replicas=3)
+    kube.add_runtime_scale(NS, "triton")
+
+    await bridge.sync()
+
+    assert kube.get("runtimescales", NS, "triton")["spec"]["replicas"] == 3
+    assert kube.serving_runtime_replicas(NS, "triton") == 3
+
+
+@pytest.mark.parametrize(
+    ("case", "setup", "reason"),
+    [
+        ("no runtime", lambda kube: None, "ServingRuntimeNotFound"),
+        ("cluster runtime", lambda kube: kube.add_cluster_serving_runtime("triton"), "ClusterServingRuntime"),
+        ("autoscaler class", lambda kube: kube.add_serving_runtime(
+            NS, "triton", replicas=2, annotations={"serving.kserve.io/autoscalerClass": "hpa"}),
+         "AutoscalerClassConflict"),
+        ("no deployment", lambda kube: kube.add_serving_runtime(NS, "triton", replicas=2), "DeploymentNotFound"),
+    ],
+)
+async def test_what_stops_the_bridge_is_said_in_the_ready_condition(
+    kube: FakeKubeApi, bridge: ReplicaBridge, case: str, setup: Callable[[FakeKubeApi], object], reason: str
+) -> None:
+    setup(kube)
+    kube.add_runtime_scale(NS, "triton", replicas=5)
+
+    await bridge.sync()
+
+    assert (ready(kube)["status"], ready(kube)["reason"]) == ("False", reason)
+    if reason != "DeploymentNotFound":  # the controller creates the Deployment from the runtime's replicas
+        assert kube.serving_runtime_replicas(NS, "triton") in (None, 2)
+
+
+async def test_failed_writes_are_retried_with_backoff(
+    kube: FakeKubeApi, bridge: ReplicaBridge, runtime: list[str], clock: SteppedClock
+) -> None:
+    kube.add_runtime_scale(NS, "triton", replicas=5)
+    kube.fail(r"/servingruntimes/triton$", status=503, times=1, method="PATCH")
+
+    await bridge.sync()
+    assert kube.serving_runtime_replicas(NS, "triton") == 2
+    await bridge.sync()  # not due yet: the backoff holds it
+    assert len([p for p in kube.patches if p.resource == "servingruntimes"]) == 1
+    clock.advance(1.0)
+    await bridge.sync()
+
+    assert kube.serving_runtime_replicas(NS, "triton") == 5
+
+
+async def test_only_the_leader_writes(kube: FakeKubeApi, kube_client: KubeClient, runtime: list[str]) -> None:
+    kube.add_runtime_scale(NS, "triton", replicas=5)
+    follower = ReplicaBridge(kube_client, namespaces=[NS], may_write=lambda: False)
+
+    assert await follower.sync() == 0
+
+    assert kube.requests == []
+
+
+async def test_a_scale_write_reaches_the_runtime_within_a_round_trip(
+    kube: FakeKubeApi, kube_client: KubeClient, runtime: list[str]
+) -> None:
+    kube.add_runtime_scale(NS, "triton", replicas=2)
+    bridge = ReplicaBridge(kube_client, settings=BridgeSettings(resync_interval_s=3600.0))
+    tasks = [asyncio.create_task(bridge.run()), asyncio.create_task(RuntimeScaleWatch(kube_client, None,
+                                                                                      bridge.wake).run())]
+    try:
+        await kube.wait_for_watches(1, "runtimescales")
+        kube.update_object("runtimescales", NS, "triton", lambda o: o["spec"].update(replicas=4))
+        async with asyncio.timeout(5):
+            while kube.serving_runtime_replicas(NS, "triton") != 4:
+                await asyncio.sleep(0.02)
+    finally:
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+

@@ -1,0 +1,163 @@
+"""What the replica bridge reports on a RuntimeScale, decided from what it read (docs/design.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from autoscaler.actuation.bridge_status import deployment_name, desired_status, selector_string, verdict
+from tests.fakes.kube import parse_label_selector
+
+JSON = dict[str, Any]
+
+
+def scale(replicas: int | None = 3, runtime: str = "triton", generation: int = 2, status: JSON | None = None) -> JSON:
+    spec: JSON = {"servingRuntime": runtime}
+    if replicas is not None:
+        spec["replicas"] = replicas
+    return {"metadata": {"namespace": "ml", "name": "triton", "generation": generation}, "spec": spec,
+            "status": status or {}}
+
+
+RUNTIME: JSON = {"metadata": {"name": "triton", "annotations": {"maxLoadingConcurrency": "2"}}, "spec": {}}
+DEPLOYMENT: JSON = {
+    "metadata": {"name": "modelmesh-serving-triton"},
+    "spec": {"replicas": 3, "selector": {"matchLabels": {"name": "modelmesh-serving-triton",
+                                                          "modelmesh-service": "modelmesh-serving"}}},
+    "status": {"replicas": 4},
+}
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ({"matchLabels": {"name": "modelmesh-serving-triton", "modelmesh-service": "modelmesh-serving"}},
+         "modelmesh-service=modelmesh-serving,name=modelmesh-serving-triton"),
+        ({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["b", "a"]},
+                               {"key": "canary", "operator": "DoesNotExist"},
+                               {"key": "gpu", "operator": "Exists"}]},
+         "!canary,gpu,tier in (a,b)"),
+        ({"matchLabels": {"app": "x"}, "matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["dev"]}]},
+         "app=x,env notin (dev)"),
+        (None, ""),
+        ({}, ""),
+    ],
+    ids=["match-labels-sorted", "expressions", "both", "none", "empty"],
+)
+def test_selector_is_written_as_the_label_selector_string(selector: JSON | None, expected: str) -> None:
+    assert selector_string(selector) == expected
+
+
+@pytest.mark.parametrize(
+    ("case", "runtime", "deployment", "cluster", "reason"),
+    [
+        ("bridged", RUNTIME, DEPLOYMENT, False, "Bridged"),
+        ("runtime missing", None, None, False, "ServingRuntimeNotFound"),
+        ("cluster runtime", None, None, True, "ClusterServingRuntime"),
+        ("class hpa", {"metadata": {"annotations": {"serving.kserve.io/autoscalerClass": "hpa"}}}, DEPLOYMENT,
+         False, "AutoscalerClassConflict"),
+        ("class external", {"metadata": {"annotations": {"serving.kserve.io/autoscalerClass": "external"}}},
+         DEPLOYMENT, False, "AutoscalerClassConflict"),
+        ("class none is fine", {"metadata": {"annotations": {"serving.kserve.io/autoscalerClass": "none"}}},
+         DEPLOYMENT, False, "Bridged"),
+        ("deployment missing", RUNTIME, None, False, "DeploymentNotFound"),
+    ],
+)
+def test_ready_condition_says_why(
+    case: str, runtime: JSON | None, deployment: JSON | None, cluster: bool, reason: str
+) -> None:
+    outcome = verdict(scale(), runtime, deployment, cluster_runtime=cluster)
+
+    assert (outcome.reason, outcome.ready) == (reason, reason == "Bridged")
+
+
+def test_a_scale_without_a_runtime_name_is_invalid() -> None:
+    assert verdict(scale(runtime=""), None, None).reason == "InvalidSpec"
+
+
+def test_a_scale_without_replicas_is_not_ready() -> None:
+    assert verdict(scale(replicas=None), RUNTIME, DEPLOYMENT).reason == "NoReplicas"
+
+
+def test_status_mirrors_the_deployment() -> None:
+    status = desired_status(scale(), DEPLOYMENT, verdict(scale(), RUNTIME, DEPLOYMENT), "2026-01-01T00:00:00Z")
+
+    assert status["replicas"] == 4  # pods that exist, as the Deployment's own scale subresource says
+    assert status["selector"] == "modelmesh-service=modelmesh-serving,name=modelmesh-serving-triton"
+    assert status["observedGeneration"] == 2
+    [ready] = status["conditions"]
+    assert ready["type"] == "Ready" and ready["status"] == "True" and ready["reason"] == "Bridged"
+    assert "modelmesh-serving-triton has 4 replicas" in ready["message"]
+
+
+def test_an_unchanged_condition_keeps_its_transition_time() -> None:
+    before = desired_status(scale(), DEPLOYMENT, verdict(scale(), RUNTIME, DEPLOYMENT), "2026-01-01T00:00:00Z")
+    again = scale(status=before)
+
+    after = desired_status(again, DEPLOYMENT, verdict(again, RUNTIME, DEPLOYMENT), "2026-01-01T01:00:00Z")
+
+    assert after == before  # nothing to write
+
+
+def test_a_changed_condition_gets_a_new_transition_time() -> None:
+    before = desired_status(scale(), DEPLOYMENT, verdict(scale(), RUNTIME, DEPLOYMENT), "2026-01-01T00:00:00Z")
+    again = scale(status=before)
+
+    after = desired_status(again, None, verdict(again, RUNTIME, None), "2026-01-01T01:00:00Z")
+
+    [ready] = after["conditions"]
+    assert (ready["status"], ready["lastTransitionTime"]) == ("False", "2026-01-01T01:00:00Z")
+    assert after["selector"] == before["selector"]  # a Deployment gone for a moment keeps the HPA's selector
+
+
+def test_the_deployment_name_follows_modelmesh_serving_unless_given() -> None:
+    assert deployment_name(scale()) == "modelmesh-serving-triton"
+    assert deployment_name({"spec": {"servingRuntime": "t", "deployment": "mm-t"}}) == "mm-t"
+
+
+# ---- the selector string selects exactly what the LabelSelector selects ----
+
+_KEYS = st.sampled_from(["name", "modelmesh-service", "app.kubernetes.io/name", "tier"])
+_VALUES = st.sampled_from(["a", "b", "modelmesh-serving", "x-1"])
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """`metav1.LabelSelector` semantics, written from the API reference."""
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = expression["key"], expression["operator"], expression.get("values") or []
+        if operator == "In" and labels.get(key) not in values:
+            return False
+        if operator == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if operator == "Exists" and key not in labels:
+            return False
+        if operator == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+_EXPRESSIONS = st.one_of(
+    st.builds(lambda k, o, v: {"key": k, "operator": o, "values": v}, _KEYS, st.sampled_from(["In", "NotIn"]),
+              st.lists(_VALUES, min_size=1, max_size=3, unique=True)),
+    st.builds(lambda k, o: {"key": k, "operator": o}, _KEYS, st.sampled_from(["Exists", "DoesNotExist"])),
+)
+
+
+@given(
+    match_labels=st.dictionaries(_KEYS, _VALUES, max_size=3),
+    expressions=st.lists(_EXPRESSIONS, max_size=3),
+    labels=st.dictionaries(_KEYS, _VALUES, max_size=4),
+)
+def test_the_status_selector_selects_the_same_pods_as_the_deployments_selector(
+    match_labels: dict[str, str], expressions: list[dict[str, Any]], labels: dict[str, str]
+) -> None:
+    selector: dict[str, Any] = {"matchLabels": match_labels, "matchExpressions": expressions}
+    text = selector_string(selector)
+    parsed = parse_label_selector(text)  # the fake API server's parser, after Kubernetes' labels.Parse
+
+    assert all(r.matches(labels) for r in parsed) == _selects(selector, labels)

@@ -1,0 +1,91 @@
+"""The front-proxy CA rotated in `kube-system/extension-apiserver-authentication` (or in the CA file) is
+honoured without restarting the adapter: the aggregator's certificate from the new CA authenticates, and one
+from a CA dropped from the bundle stops authenticating."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+import aiohttp
+import pytest
+import trustme
+from pytest_aiohttp import AiohttpServer
+
+from autoscaler.api.app import build_api_app
+from autoscaler.api.auth import ApiSecurity, build_api_security
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.settings import ServeSettings
+from tests.api.builders import KEY, PROXY_CN, Pki, refresher_with, runtime_view
+from tests.fakes.kube import FakeKubeApi
+
+
+@dataclass
+class Served:
+    url: str
+    security: ApiSecurity
+
+    async def status_as(self, pki: Pki, leaf: trustme.LeafCert) -> int | str:
+        """The answer to the aggregator's kind of request, or the TLS failure when the handshake fails."""
+        try:
+            connector = aiohttp.TCPConnector(ssl=pki.client_context(leaf))
+            async with aiohttp.ClientSession(connector=connector) as session, \
+                    session.get(self.url, headers={"X-Remote-User": "hpa"}) as response:
+                return response.status
+        except aiohttp.ClientConnectionError as error:
+            return type(error).__name__
+
+    async def reload(self) -> bool:
+        assert self.security.reload_client_cas is not None
+        return await self.security.reload_client_cas()
+
+
+def bundle(*cas: trustme.CA) -> str:
+    return "".join(ca.cert_pem.bytes().decode() for ca in cas)
+
+
+@pytest.fixture
+async def served(pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings],
+                 aiohttp_server: AiohttpServer) -> AsyncIterator[Served]:
+    kube.set_authentication_config(requestheader_client_ca=bundle(pki.front_proxy_ca), allowed_names=[PROXY_CN])
+    kube.allow(user="hpa")
+    metrics, tls = AdapterMetrics(), pki.server_context()
+    security = await build_api_security(settings_for(files=False), tls, metrics)
+    server = await aiohttp_server(build_api_app(refresher_with(runtime_view()), metrics, security.middlewares),
+                                  ssl=tls)
+    yield Served(f"https://127.0.0.1:{server.port}/debug/runtimes/{KEY.namespace}/{KEY.deployment}", security)
+    await security.close()
+
+
+async def test_a_rotated_front_proxy_ca_is_honoured_without_a_restart(
+    served: Served, pki: Pki, kube: FakeKubeApi
+) -> None:
+    new_ca = trustme.CA()
+    new_proxy = new_ca.issue_cert(common_name=PROXY_CN)
+    assert await served.status_as(pki, pki.proxy) == 200
+    assert await served.status_as(pki, new_proxy) != 200  # not trusted yet
+    assert not await served.reload()  # nothing changed
+
+    # Mid-rotation the cluster publishes both CAs; then only the new one.
+    kube.set_authentication_config(requestheader_client_ca=bundle(pki.front_proxy_ca, new_ca),
+                                   allowed_names=[PROXY_CN])
+    assert await served.reload()
+    assert (await served.status_as(pki, pki.proxy), await served.status_as(pki, new_proxy)) == (200, 200)
+
+    kube.set_authentication_config(requestheader_client_ca=bundle(new_ca), allowed_names=[PROXY_CN])
+    assert await served.reload()
+    assert await served.status_as(pki, new_proxy) == 200
+    assert await served.status_as(pki, pki.proxy) == 401  # the dropped CA no longer authenticates
+
+
+async def test_an_unreadable_or_broken_source_keeps_the_current_cas(
+    served: Served, pki: Pki, kube: FakeKubeApi, caplog: pytest.LogCaptureFixture
+) -> None:
+    kube.set_authentication_config(requestheader_client_ca="not a certificate", allowed_names=[PROXY_CN])
+
+    assert not await served.reload()
+
+    assert await served.status_as(pki, pki.proxy) == 200
+    assert "keeping the current ones" in caplog.text
+
+

@@ -1,0 +1,145 @@
+"""The GPUs of this pod from the kubelet's PodResources API: a fake kubelet serves `v1.PodResourcesLister/List`
+over gRPC on a unix socket, its answer encoded by the `protobuf` library from the kubelet's message definitions
+(an encoder independent of the exporter's own decoder)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from exporter.pod_resources import (
+    LIST_METHOD,
+    PodResourcesError,
+    decode_list_response,
+    list_pod_resources,
+    pod_gpu_ids,
+)
+from tests.fakes.nvml import FakeNvml, default_uuid
+from tests.support.processes import free_port, http_get, running
+
+F = descriptor_pb2.FieldDescriptorProto
+
+
+def kubelet_messages() -> dict[str, Any]:
+    """The kubelet's podresources v1 messages (pkg/apis/podresources/v1/api.proto), the fields read here plus
+    the ones around them, so unknown fields are exercised too."""
+    proto = descriptor_pb2.FileDescriptorProto(name="podresources_v1_test.proto", package="v1", syntax="proto3")
+
+    def message(name: str, *fields: tuple[str, int, int, str | None, bool]) -> None:
+        described = proto.message_type.add(name=name)
+        for field_name, number, kind, type_name, repeated in fields:
+            field = described.field.add(name=field_name, number=number, type=kind,
+                                        label=F.LABEL_REPEATED if repeated else F.LABEL_OPTIONAL)
+            if type_name:
+                field.type_name = type_name
+
+    message("NUMANode", ("ID", 1, F.TYPE_INT64, None, False))
+    message("TopologyInfo", ("nodes", 1, F.TYPE_MESSAGE, ".v1.NUMANode", True))
+    message("ContainerDevices", ("resource_name", 1, F.TYPE_STRING, None, False),
+            ("device_ids", 2, F.TYPE_STRING, None, True), ("topology", 3, F.TYPE_MESSAGE, ".v1.TopologyInfo", False))
+    message("ContainerResources", ("name", 1, F.TYPE_STRING, None, False),
+            ("devices", 2, F.TYPE_MESSAGE, ".v1.ContainerDevices", True), ("cpu_ids", 3, F.TYPE_INT64, None, True))
+    message("PodResources", ("name", 1, F.TYPE_STRING, None, False), ("namespace", 2, F.TYPE_STRING, None, False),
+            ("containers", 3, F.TYPE_MESSAGE, ".v1.ContainerResources", True))
+    message("ListPodResourcesResponse", ("pod_resources", 1, F.TYPE_MESSAGE, ".v1.PodResources", True))
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    return {name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"v1.{name}"))
+            for name in ("ListPodResourcesResponse",)}
+
+
+def node_answer(ours_ids: tuple[str, ...] = ("GPU-aaaa", "GPU-bbbb")) -> bytes:
+    response = kubelet_messages()["ListPodResourcesResponse"]()
+    ours = response.pod_resources.add(name="modelmesh-serving-triton-5d9c-abcde", namespace="modelmesh-serving")
+    mm = ours.containers.add(name="triton", cpu_ids=[2, 3])
+    device = mm.devices.add(resource_name="nvidia.com/gpu", device_ids=list(ours_ids))
+    device.topology.nodes.add(ID=0)
+    ours.containers.add(name="autoscaler-exporter")  # the sidecar requests nothing
+    other = response.pod_resources.add(name="training-0", namespace="research")
+    other.containers.add(name="trainer").devices.add(resource_name="nvidia.com/gpu", device_ids=["GPU-cccc"])
+    mig = response.pod_resources.add(name="small-0", namespace="modelmesh-serving")
+    mig.containers.add(name="mm").devices.add(resource_name="nvidia.com/mig-1g.10gb", device_ids=["MIG-dddd"])
+    nic = response.pod_resources.add(name="net-0", namespace="modelmesh-serving")
+    nic.containers.add(name="c").devices.add(resource_name="example.com/nic", device_ids=["nic0"])
+    data: bytes = response.SerializeToString()
+    return data
+
+
+@pytest.fixture
+async def kubelet(tmp_path: Path) -> AsyncIterator[str]:
+    async with fake_kubelet(tmp_path / "kubelet.sock", node_answer()) as socket:
+        yield socket
+
+
+@contextlib.asynccontextmanager
+async def fake_kubelet(path: Path, answer: bytes) -> AsyncIterator[str]:
+    socket = str(path)
+
+    async def list_pods(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        return answer
+
+    handler = grpc.method_handlers_generic_handler("v1.PodResourcesLister", {
+        "List": grpc.unary_unary_rpc_method_handler(list_pods, request_deserializer=lambda raw: raw,
+                                                    response_serializer=lambda raw: raw)})
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers((handler,))
+    server.add_insecure_port(f"unix://{socket}")
+    await server.start()
+    yield socket
+    await server.stop(None)
+
+
+async def test_the_pods_own_gpus_are_its_containers_device_ids(kubelet: str) -> None:
+    pods = await list_pod_resources(kubelet)
+
+    assert pod_gpu_ids(pods, "modelmesh-serving", "modelmesh-serving-triton-5d9c-abcde") == ("GPU-aaaa", "GPU-bbbb")
+    assert pod_gpu_ids(pods, "modelmesh-serving", "small-0") == ("MIG-dddd",)  # a MIG device of the mixed strategy
+    assert pod_gpu_ids(pods, "modelmesh-serving", "net-0") == ()  # devices, but no GPU
+    assert pod_gpu_ids(pods, "modelmesh-serving", "not-on-this-node") is None
+
+
+async def test_no_kubelet_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(PodResourcesError, match="UNAVAILABLE"):
+        await list_pod_resources(str(tmp_path / "missing.sock"), timeout_s=1.0)
+
+
+def test_a_truncated_answer_is_an_error_not_a_wrong_answer() -> None:
+    with pytest.raises(PodResourcesError, match="truncated"):
+        decode_list_response(node_answer()[:-3])
+
+
+def test_the_method_is_the_kubelets() -> None:
+    assert LIST_METHOD == "/v1.PodResourcesLister/List"
+
+
+@pytest.mark.slow
+async def test_the_exporter_reports_only_the_gpus_the_kubelet_gave_its_pod(tmp_path: Path) -> None:
+    nvml = FakeNvml.create(tmp_path, gpus=3)  # the node's three GPUs are all visible to the sidecar
+    for index in range(3):
+        nvml.set_gpu(index, util=10 * (index + 1))
+    port = free_port()
+    mine = (default_uuid(1), default_uuid(2))
+    async with fake_kubelet(tmp_path / "kubelet.sock", node_answer(mine)) as socket:
+        env = {**nvml.env(), "EXPORTER_GPU_POD_NAME": "modelmesh-serving-triton-5d9c-abcde",
+               "EXPORTER_GPU_POD_NAMESPACE": "modelmesh-serving"}
+        with contextlib.ExitStack() as stack:
+            await asyncio.to_thread(stack.enter_context, running(
+                ["exporter.cli", "--listen", f"127.0.0.1:{port}", "--modelmesh-url", "http://127.0.0.1:9/metrics",
+                 "--gpu-pod-resources-socket", socket], f"http://127.0.0.1:{port}/healthz",
+                tmp_path / "exporter.log", env=env))
+            text = ""
+            async with asyncio.timeout(20):
+                while "modelmesh_pod_gpu_busy_ratio{" not in text:
+                    _, text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{port}/metrics")
+                    await asyncio.sleep(0.2)
+
+    reported = set(re.findall(r'modelmesh_pod_gpu_busy_ratio\{[^}]*uuid="([^"]+)"', text))
+    assert reported == set(mine)

@@ -1,0 +1,158 @@
+"""The ValidatingAdmissionPolicy's CEL, compiled and evaluated with a CEL implementation (cel-python) against
+the writes it must allow and refuse, the way the API server evaluates it: `object` is the object after the
+patch, `oldObject` before it, `request` the admission request; the policy applies when every matchCondition is
+true and denies when any validation is false."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import celpy
+import pytest
+import yaml
+
+from tests.fakes.kube.patches import merge_patch
+from tests.manifests.support import BASE, EXAMPLES, find, kustomize
+
+ADAPTER = "system:serviceaccount:modelmesh-autoscaler:modelmesh-autoscaler"
+COST = "controller.kubernetes.io/pod-deletion-cost"
+# KServe's ServingRuntimeSpec as modelmesh-serving installs it (config/crd/bases/serving.kserve.io_servingruntimes
+# .yaml, copied from KServe v0.12): every field but `replicas` must be frozen for the adapter.
+SERVING_RUNTIME_SPEC_FIELDS = (
+    "affinity", "annotations", "builtInAdapter", "containers", "disabled", "grpcDataEndpoint", "grpcEndpoint",
+    "httpDataEndpoint", "imagePullSecrets", "labels", "multiModel", "nodeSelector", "protocolVersions", "replicas",
+    "storageHelper", "supportedModelFormats", "tolerations", "volumes",
+)
+
+POD: dict[str, Any] = {
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "modelmesh-serving-triton-5d9c8b7f6-abcde", "namespace": "modelmesh-serving",
+                 "labels": {"modelmesh-service": "modelmesh-serving", "name": "modelmesh-serving-triton"},
+                 "annotations": {"prometheus.io/scrape": "true"},
+                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "x", "uid": "1"}]},
+    "spec": {"containers": [{"name": "mm", "image": "kserve/modelmesh:v0.12.0"}], "nodeName": "gpu-1"},
+}
+
+
+def policy() -> dict[str, Any]:
+    return find(kustomize(BASE), "ValidatingAdmissionPolicy")
+
+
+def serving_runtime() -> dict[str, Any]:
+    return find(kustomize(EXAMPLES), "ServingRuntime")
+
+
+def program(expression: str) -> celpy.Runner:
+    environment = celpy.Environment()
+    return environment.program(environment.compile(expression))
+
+
+def admitted(old: dict[str, Any] | None, new: dict[str, Any] | None, *, user: str = ADAPTER,
+             operation: str = "UPDATE") -> bool:
+    """What the API server decides for this write under the shipped policy."""
+    spec = policy()["spec"]
+    target = new or old
+    assert target is not None
+    resource = "pods" if target["kind"] == "Pod" else "servingruntimes"
+    activation = {
+        "object": celpy.json_to_cel(new),
+        "oldObject": celpy.json_to_cel(old),
+        "request": celpy.json_to_cel({"operation": operation, "userInfo": {"username": user},
+                                      "resource": {"group": "", "version": "v1", "resource": resource}}),
+    }
+    if not all(program(c["expression"]).evaluate(activation) for c in spec["matchConditions"]):
+        return True  # not the adapter: the policy does not apply
+    for validation in spec["validations"]:
+        try:
+            if not program(validation["expression"]).evaluate(activation):
+                return False
+        except celpy.CELEvalError:
+            return False  # an evaluation error fails closed (failurePolicy: Fail)
+    return True
+
+
+def patched(obj: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = merge_patch(copy.deepcopy(obj), patch)
+    return result
+
+
+def test_every_expression_compiles() -> None:
+    spec = policy()["spec"]
+    for entry in [*spec["matchConditions"], *spec["validations"]]:
+        program(entry["expression"])
+    assert spec["failurePolicy"] == "Fail"
+    binding = find(kustomize(BASE), "ValidatingAdmissionPolicyBinding")
+    assert (binding["spec"]["policyName"], binding["spec"]["validationActions"]) == (
+        policy()["metadata"]["name"], ["Deny"])
+
+
+@pytest.mark.parametrize(("case", "patch"), [
+    ("first cost", {"metadata": {"annotations": {COST: "300"}}}),
+    ("cost changed", {"metadata": {"annotations": {COST: "-100"}}}),
+])
+def test_the_adapter_may_write_the_deletion_cost(case: str, patch: dict[str, Any]) -> None:
+    old = patched(POD, {"metadata": {"annotations": {COST: "900"}}}) if case == "cost changed" else POD
+    assert admitted(old, patched(old, patch))
+
+
+@pytest.mark.parametrize(("case", "patch"), [
+    ("another annotation", {"metadata": {"annotations": {"example.com/x": "1"}}}),
+    ("an annotation changed", {"metadata": {"annotations": {"prometheus.io/scrape": "false"}}}),
+    ("an annotation removed", {"metadata": {"annotations": {"prometheus.io/scrape": None}}}),
+    ("a label", {"metadata": {"labels": {"name": "other"}}}),
+    ("labels removed", {"metadata": {"labels": None}}),
+    ("owner references", {"metadata": {"ownerReferences": None}}),
+    ("finalizers", {"metadata": {"finalizers": ["example.com/keep"]}}),
+    ("the spec", {"spec": {"activeDeadlineSeconds": 1}}),
+])
+def test_the_adapter_may_change_nothing_else_on_a_pod(case: str, patch: dict[str, Any]) -> None:
+    assert not admitted(POD, patched(POD, {"metadata": {"annotations": {COST: "100"}}, **patch}))
+
+
+def test_the_adapter_may_set_a_serving_runtimes_replicas() -> None:
+    runtime = serving_runtime()
+    scaled = patched(runtime, {"spec": {"replicas": 4}})
+
+    assert admitted(runtime, scaled)
+    assert admitted(scaled, patched(scaled, {"spec": {"replicas": 2}}))
+
+
+@pytest.mark.parametrize("field", [f for f in SERVING_RUNTIME_SPEC_FIELDS if f != "replicas"])
+def test_every_other_serving_runtime_field_is_frozen(field: str) -> None:
+    runtime = serving_runtime()
+    changed = patched(runtime, {"spec": {"replicas": 3, field: {"changed": True}}})
+
+    assert not admitted(runtime, changed)
+    if field in runtime["spec"]:
+        assert not admitted(runtime, patched(runtime, {"spec": {field: None}}))  # removing it too
+
+
+@pytest.mark.parametrize(("case", "patch"), [
+    ("the autoscaler class", {"metadata": {"annotations": {"serving.kserve.io/autoscalerClass": "hpa"}}}),
+    ("a label", {"metadata": {"labels": {"team": "x"}}}),
+])
+def test_the_adapter_may_not_touch_a_serving_runtimes_metadata(case: str, patch: dict[str, Any]) -> None:
+    runtime = serving_runtime()
+    assert not admitted(runtime, patched(runtime, patch))
+
+
+def test_the_policy_names_every_field_of_the_serving_runtime_schema() -> None:
+    expression = policy()["spec"]["validations"][2]["expression"]
+    named = {f for f in SERVING_RUNTIME_SPEC_FIELDS if f"object.spec.{f})" in expression}
+    assert named == set(SERVING_RUNTIME_SPEC_FIELDS) - {"replicas"}
+
+
+@pytest.mark.parametrize("operation", ["CREATE", "DELETE"])
+def test_the_adapter_may_not_create_or_delete(operation: str) -> None:
+    new, old = (POD, None) if operation == "CREATE" else (None, POD)
+    assert not admitted(old, new, operation=operation)
+
+
+def test_other_users_are_not_restricted() -> None:
+    assert admitted(POD, patched(POD, {"metadata": {"labels": {"name": "x"}}}), user="kubernetes-admin")
+
+
+def test_the_policy_file_is_one_yaml_document() -> None:
+    text = (BASE / "validating-admission-policy.yaml").read_text()
+    assert len([d for d in yaml.safe_load_all(text) if d]) == 1

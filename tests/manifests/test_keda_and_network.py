@@ -1,0 +1,97 @@
+"""The KEDA overlay and the exporter's NetworkPolicy, checked against the code that serves and scrapes:
+the path KEDA reads is one the adapter serves and authorizes as the overlay grants, the value it reads is a key
+of that document, and the policy admits the port the adapter and Prometheus scrape, from their pods only."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from autoscaler.api.identity import ResourceAttributes, request_attributes
+from autoscaler.api.runtimes import KEDA_ROUTE
+from autoscaler.names import ServedMetric
+from tests.manifests.support import BASE, EXAMPLES, KEDA, Object, container, find, kustomize
+from tests.manifests.test_manifests import adapter_deployment, serve_settings
+
+
+def trigger() -> Object:
+    scaled = find(kustomize(KEDA), "ScaledObject")
+    [metrics_api] = scaled["spec"]["triggers"]
+    assert metrics_api["type"] == "metrics-api"
+    return metrics_api  # type: ignore[no-any-return]
+
+
+def test_keda_overlay_is_the_base_without_the_api_service() -> None:
+    base = {(o["kind"], o["metadata"]["name"]) for o in kustomize(BASE)}
+    overlay = {(o["kind"], o["metadata"]["name"]) for o in kustomize(KEDA)}
+
+    assert base - overlay == {("APIService", "v1beta1.external.metrics.k8s.io")}
+    assert not [o for o in kustomize(KEDA) if o["kind"] == "APIService"]
+
+
+def test_scaled_object_scales_the_runtime_scale_of_the_example_runtime() -> None:
+    scaled = find(kustomize(KEDA), "ScaledObject")
+    runtime_scale = find(kustomize(EXAMPLES), "RuntimeScale")
+
+    assert scaled["spec"]["scaleTargetRef"] == {"apiVersion": "autoscaler.modelmesh.io/v1alpha1",
+                                                "kind": "RuntimeScale", "name": runtime_scale["metadata"]["name"]}
+    assert scaled["metadata"]["namespace"] == runtime_scale["metadata"]["namespace"]
+    assert scaled["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["name"] != "modelmesh-serving-triton"
+
+
+def test_trigger_reads_the_adapters_keda_document_through_its_service() -> None:
+    metadata = trigger()["metadata"]
+    url = urlsplit(metadata["url"])
+    service = find(kustomize(BASE), "Service", "modelmesh-autoscaler")
+
+    assert url.scheme == "https"
+    assert url.hostname == f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc"
+    assert url.port in [p["port"] for p in service["spec"]["ports"]]
+    namespace, deployment = url.path.split("/")[4], url.path.split("/")[6]
+    assert url.path == KEDA_ROUTE.format(namespace=namespace, deployment=deployment)
+    assert metadata["valueLocation"] == ServedMetric.DESIRED_REPLICAS  # a key of the flat document
+    assert (trigger()["metricType"], metadata["targetValue"]) == ("AverageValue", "1")
+
+
+def test_kedas_token_is_authorized_for_exactly_what_the_adapter_checks() -> None:
+    objects = kustomize(KEDA)
+    url = urlsplit(trigger()["metadata"]["url"])
+    attributes = request_attributes("GET", url.path)
+    assert isinstance(attributes, ResourceAttributes)
+
+    auth = find(objects, "TriggerAuthentication", trigger()["authenticationRef"]["name"])
+    [token] = auth["spec"]["secretTargetRef"]
+    secret = find(objects, "Secret", token["name"])
+    assert (token["parameter"], token["key"]) == ("token", "token")
+    assert secret["type"] == "kubernetes.io/service-account-token"
+    account = secret["metadata"]["annotations"]["kubernetes.io/service-account.name"]
+    binding = find(objects, "RoleBinding", "modelmesh-autoscaler-keda-reader")
+    assert binding["metadata"]["namespace"] == attributes.namespace == auth["metadata"]["namespace"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account,
+                                    "namespace": secret["metadata"]["namespace"]}]
+    role = find(objects, "ClusterRole", binding["roleRef"]["name"])
+    assert role["rules"] == [{"apiGroups": [attributes.group], "resources": [attributes.resource],
+                              "verbs": [attributes.verb]}]
+
+
+def test_network_policy_admits_the_exporter_port_from_the_adapter_and_prometheus_only() -> None:
+    examples = kustomize(EXAMPLES)
+    policy = find(examples, "NetworkPolicy")
+    runtime = find(examples, "ServingRuntime")
+    sidecar = container(runtime["spec"], "autoscaler-exporter")
+    adapter = adapter_deployment()
+    [rule] = policy["spec"]["ingress"]
+
+    exporter_port = serve_settings(adapter).exporter_port
+    assert [p["containerPort"] for p in sidecar["ports"]] == [exporter_port] == [p["port"] for p in rule["ports"]]
+    assert policy["metadata"]["namespace"] == runtime["metadata"]["namespace"]
+    # It selects the pods modelmesh-serving's own `modelmesh-runtimes` policy selects (its runtime pod labels).
+    assert policy["spec"]["podSelector"] == {
+        "matchLabels": {"app.kubernetes.io/managed-by": "modelmesh-controller"},
+        "matchExpressions": [{"key": "modelmesh-service", "operator": "Exists"}],
+    }
+    adapter_peer, prometheus_peer = rule["from"]
+    pod_labels = adapter["spec"]["template"]["metadata"]["labels"]
+    assert adapter_peer["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert adapter_peer["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": adapter["metadata"]["namespace"]}
+    assert prometheus_peer["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "prometheus"}
