@@ -91,11 +91,9 @@ class AdapterMetrics:
             "retried with backoff), failed (refused; tried again at the 5-minute refresh).",
             ["result"], registry=self.registry,
         )
-<<<<<<< HEAD
         self._runtime_series: dict[Gauge, set[tuple[str, ...]]] = {
             self.consecutive_misses: set(), self.runtime_known: set(), self.served_value: set(),
         }
-=======
         # The RuntimeScale bridge (docs/design.md, The RuntimeScale bridge).
         self.bridge_writes = Counter(
             "modelmesh_autoscaler_bridge_writes_total",
@@ -110,7 +108,6 @@ class AdapterMetrics:
             "True), else 0 (the leader only).",
             ["namespace", "runtimescale"], registry=self.registry,
         )
->>>>>>> i11
         self.leader = Gauge(
             "modelmesh_autoscaler_leader",
             "1 while this replica writes deletion costs (it holds the leader Lease, or leader election is off), "

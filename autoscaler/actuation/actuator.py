@@ -139,15 +139,11 @@ async def start_actuator(
 
         def leadership_changed(leading: bool) -> None:
             metrics.leader.set(1 if leading else 0)
-<<<<<<< HEAD
-            if not leading:
+            if not leading and writer is not None:
                 writer.drop_pending()  # writes still queued or in flight belong to a term that is over
-            writer.wake()  # a new term starts by writing every pod
-=======
             for part in (writer, bridge):  # a new term starts by writing everything; a lost one stops at once
                 if part is not None:
                     part.wake()
->>>>>>> i11
 
         elector.add_listener(leadership_changed)
         log.info("%s only while holding Lease %s/%s; identity %s",

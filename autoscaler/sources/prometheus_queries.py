@@ -104,13 +104,9 @@ def build_queries(
     last_success = f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_MODELMESH}"}}'
     gpu_success = f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_GPU}"}}'
     if gpu_source == "dcgm":
-<<<<<<< HEAD
-        gpu = f"avg by ({by}) ({names.DCGM_GPU_UTIL}) / 100"
-        gpu_freshness = f"min by ({by}) (timestamp({names.DCGM_GPU_UTIL}))"  # the series' own sample times
-=======
         dcgm = _relabel(names.DCGM_GPU_UTIL, (dcgm_namespace_label, namespace_label), (dcgm_pod_label, pod_label))
         gpu = f"avg by ({by}) ({dcgm}) / 100"
->>>>>>> i11
+        gpu_freshness = f"min by ({by}) (timestamp({dcgm}))"  # the series' own sample times
     else:
         gpu = f"avg by ({by}) ({names.GPU_BUSY_RATIO})"
         gpu_freshness = (

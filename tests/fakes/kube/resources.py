@@ -116,10 +116,6 @@ TOKEN_REVIEWS: Final = ResourceType(
     stored=False,
 )
 
-<<<<<<< HEAD
-RESOURCE_TYPES: Final = (
-    PODS, CONFIGMAPS, DEPLOYMENTS, HORIZONTAL_POD_AUTOSCALERS, LEASES, SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS,
-=======
 # KServe's runtimes, as modelmesh-serving installs their CRDs (config/crd/bases): no subresources at all.
 SERVING_RUNTIMES: Final = ResourceType(
     "serving.kserve.io", "v1alpha1", "servingruntimes", "ServingRuntime", "servingruntime", tracks_generation=True
@@ -151,13 +147,13 @@ RESOURCE_TYPES: Final = (
     PODS,
     CONFIGMAPS,
     DEPLOYMENTS,
+    HORIZONTAL_POD_AUTOSCALERS,
     LEASES,
     SUBJECT_ACCESS_REVIEWS,
     TOKEN_REVIEWS,
     SERVING_RUNTIMES,
     CLUSTER_SERVING_RUNTIMES,
     RUNTIME_SCALES,
->>>>>>> i11
 )
 """Every served type, in discovery order."""
 
