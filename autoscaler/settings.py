@@ -57,6 +57,16 @@ class ServeSettings:
     leader_elect_namespace: str | None = None
     leader_elect_lease_name: str = "modelmesh-autoscaler"
     log_level: str = "INFO"
+    # Serving (autoscaler.workers, autoscaler.api.connections).
+    workers: int = 1
+    max_connections: int = 1000
+    header_read_timeout_s: float = 10.0
+    keepalive_timeout_s: float = 60.0
+    # Review caches and bounds (autoscaler.api.authn, autoscaler.api.authz), kube's delegated-auth defaults.
+    token_cache_ttl_s: float = 10.0
+    authorized_cache_ttl_s: float = 10.0
+    unauthorized_cache_ttl_s: float = 10.0
+    max_in_flight_reviews: int = 32
 
 
 def positive(value: str) -> float:
@@ -73,6 +83,26 @@ def fraction(value: str) -> float:
     number = positive(value)
     if number > 1:
         raise argparse.ArgumentTypeError(f"must be in (0, 1], got {value}")
+    return number
+
+
+def duration(value: str) -> float:
+    """Seconds, as a number or a Go duration of one unit as kube's flags take it (`10s`, `2m`, `500ms`)."""
+    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    text = value.strip()
+    for suffix in ("ms", "s", "m", "h"):
+        if text.endswith(suffix) and text[: -len(suffix)].replace(".", "", 1).isdigit():
+            return positive(text[: -len(suffix)]) * units[suffix]
+    return positive(text)
+
+
+def count(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from error
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return number
 
 
@@ -109,6 +139,29 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                      help="paths served without authentication (default /healthz,/livez,/readyz,/metrics)")
     tls.add_argument("--kubeconfig", type=Path,
                      help="kubeconfig for the Kubernetes API; in-cluster configuration when omitted")
+
+    tls.add_argument("--authentication-token-webhook-cache-ttl", type=duration, default=d.token_cache_ttl_s,
+                     help="how long TokenReview answers are cached (default 10s)")
+    tls.add_argument("--authorization-webhook-cache-authorized-ttl", type=duration,
+                     default=d.authorized_cache_ttl_s, help="how long allowed SubjectAccessReviews are cached "
+                                                             "(default 10s)")
+    tls.add_argument("--authorization-webhook-cache-unauthorized-ttl", type=duration,
+                     default=d.unauthorized_cache_ttl_s, help="how long denied SubjectAccessReviews are cached "
+                                                               "(default 10s)")
+    tls.add_argument("--max-in-flight-reviews", type=count, default=d.max_in_flight_reviews,
+                     help="TokenReviews and SubjectAccessReviews in flight at once, each kind, per serving "
+                          "process; requests beyond it are refused (401, 500) rather than queued (default 32)")
+
+    serving = parser.add_argument_group("serving")
+    serving.add_argument("--workers", type=int, default=d.workers,
+                         help="serving processes sharing the port (SO_REUSEPORT), fed by one refresh process; "
+                              "0 runs everything in one process (default 1)")
+    serving.add_argument("--max-connections", type=count, default=d.max_connections,
+                         help="open connections per serving process; more are closed at once (default 1000)")
+    serving.add_argument("--header-read-timeout", type=duration, default=d.header_read_timeout_s,
+                         help="time for the TLS handshake and for each request's headers (default 10s)")
+    serving.add_argument("--keepalive-timeout", type=duration, default=d.keepalive_timeout_s,
+                         help="idle time before a kept-alive connection is closed (default 60s)")
 
     source = parser.add_argument_group("metrics source")
     source.add_argument("--source", choices=["scrape", "prometheus"], default=d.source,
@@ -197,4 +250,12 @@ def settings_from_args(args: argparse.Namespace) -> ServeSettings:
         leader_elect_namespace=args.leader_elect_namespace,
         leader_elect_lease_name=args.leader_elect_lease_name,
         log_level=args.log_level,
+        workers=args.workers,
+        max_connections=args.max_connections,
+        header_read_timeout_s=args.header_read_timeout,
+        keepalive_timeout_s=args.keepalive_timeout,
+        token_cache_ttl_s=args.authentication_token_webhook_cache_ttl,
+        authorized_cache_ttl_s=args.authorization_webhook_cache_authorized_ttl,
+        unauthorized_cache_ttl_s=args.authorization_webhook_cache_unauthorized_ttl,
+        max_in_flight_reviews=args.max_in_flight_reviews,
     )
