@@ -28,10 +28,11 @@ import ssl
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
@@ -63,7 +64,7 @@ def connection_limits(settings: ServeSettings) -> ConnectionLimits:
 async def serve_until_stopped(app: web.Application, host: str, port: int, tls: ssl.SSLContext | None,
                               limits: ConnectionLimits, *, reuse_port: bool = False,
                               on_ready: Callable[[], None] | None = None,
-                              until: Awaitable[object] | None = None) -> None:
+                              until: asyncio.Future[None] | None = None) -> None:
     """Serve `app` until SIGTERM or SIGINT (or `until` completes), then clean it up (its cleanup contexts run:
     the refresh loop stops, the Lease is released)."""
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
@@ -76,9 +77,9 @@ async def serve_until_stopped(app: web.Application, host: str, port: int, tls: s
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-        waiters = [asyncio.ensure_future(stop.wait())]
+        waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(stop.wait())]
         if until is not None:
-            waiters.append(asyncio.ensure_future(until))
+            waiters.append(until)
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         for waiter in waiters:
             waiter.cancel()
@@ -182,8 +183,13 @@ class WorkerPool:
         """Waits until some worker process ends, and returns it."""
         loop = asyncio.get_running_loop()
         ended: asyncio.Future[BaseProcess] = loop.create_future()
+
+        def exited(process: BaseProcess) -> None:
+            if not ended.done():
+                ended.set_result(process)
+
         for process in self.processes:
-            loop.add_reader(process.sentinel, lambda p=process: ended.done() or ended.set_result(p))
+            loop.add_reader(process.sentinel, exited, process)
         try:
             return await ended
         finally:

@@ -70,8 +70,8 @@ class StatusRequestHandler(RequestHandler):
                   str(exc)[:200] if exc is not None else message)
         if request.writer.output_size > 0:
             raise ConnectionError("response already started; closing the connection")
-        response = web.Response(body=json.dumps(status_body(code, text)).encode(), status=code, content_type="application/json",
-                                charset="utf-8")
+        response = web.Response(body=json.dumps(status_body(code, text)).encode(), status=code,
+                                content_type="application/json", charset="utf-8")
         response.force_close()
         return response
 
@@ -186,7 +186,9 @@ class _GuardedConnection(asyncio.Protocol):
 
     # Delegation to aiohttp's handler.
     def eof_received(self) -> bool | None:
-        return self._handler.eof_received() if self._handler is not None else None
+        if self._handler is not None:
+            self._handler.eof_received()
+        return None
 
     def pause_writing(self) -> None:
         if self._handler is not None:
@@ -239,6 +241,6 @@ class GuardedSite(web.BaseSite):
 
     @property
     def port(self) -> int:
-        assert self._server is not None
-        sockets = self._server.sockets  # type: ignore[union-attr]
-        return int(sockets[0].getsockname()[1])
+        server = self._server
+        assert isinstance(server, asyncio.Server)
+        return int(server.sockets[0].getsockname()[1])

@@ -12,14 +12,7 @@ from aiohttp import web
 from autoscaler.api import documents
 from autoscaler.api.quantity import milli_quantity
 from autoscaler.api.selector import SelectorError, deployment_from_selector
-from autoscaler.api.snapshot import (
-    METRIC_INDEX,
-    METRICS_AT,
-    SNAPSHOT_KEY,
-    Answer,
-    RuntimeAnswers,
-    error_answer,
-)
+from autoscaler.api.snapshot import METRIC_INDEX, SNAPSHOT_KEY, Answer, RuntimeAnswers, error_answer
 from autoscaler.api.status import ApiError
 from autoscaler.model import RuntimeView
 from autoscaler.names import GROUP_VERSION, ServedMetric, lookup_metric, runtime_labels
@@ -86,7 +79,7 @@ async def external_metric(request: web.Request) -> web.Response:
     except SelectorError as error:
         raise ApiError(400, str(error)) from error
     answers = runtime_answers(request, namespace, deployment)
-    return respond(request, answers[METRICS_AT][METRIC_INDEX[metric]])
+    return respond(request, answers.metrics[METRIC_INDEX[metric]])
 
 
 async def api_group_list(request: web.Request) -> web.Response:

@@ -23,7 +23,7 @@ from typing import Any
 from aiohttp import web
 
 from autoscaler.api.handlers import respond, rfc3339, runtime_answers
-from autoscaler.api.snapshot import DEBUG_AT, KEDA_AT, Answer, error_answer
+from autoscaler.api.snapshot import Answer, error_answer
 from autoscaler.model import RuntimeView
 from autoscaler.names import ServedMetric, runtime_labels
 
@@ -82,7 +82,7 @@ def keda_answer(view: RuntimeView) -> Answer:
 
 async def keda_runtime(request: web.Request) -> web.Response:
     answers = runtime_answers(request, request.match_info["namespace"], request.match_info["deployment"])
-    return respond(request, answers[KEDA_AT])
+    return respond(request, answers.keda)
 
 
 def explanation(view: RuntimeView) -> dict[str, Any]:
@@ -94,4 +94,4 @@ def explanation(view: RuntimeView) -> dict[str, Any]:
 
 async def debug_runtime(request: web.Request) -> web.Response:
     answers = runtime_answers(request, request.match_info["namespace"], request.match_info["deployment"])
-    return web.Response(body=answers[DEBUG_AT], content_type="application/json", charset="utf-8")
+    return web.Response(body=answers.debug, content_type="application/json", charset="utf-8")

@@ -53,14 +53,14 @@ def refresh_families(metrics: AdapterMetrics) -> FamilyFilter:
 
 def render_refresh_metrics(metrics: AdapterMetrics) -> bytes:
     """The refresh process's part of `/metrics`, sent with each snapshot."""
-    return generate_latest(refresh_families(metrics))  # type: ignore[arg-type]
+    return generate_latest(refresh_families(metrics))
 
 
 def worker_metrics_handler(metrics: AdapterMetrics, snapshots: SnapshotStore) -> Handler:
     own = serving_families(metrics)
 
     async def handler(request: web.Request) -> web.Response:
-        body = generate_latest(own) + snapshots.current.refresh_metrics  # type: ignore[arg-type]
+        body = generate_latest(own) + snapshots.current.refresh_metrics
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     return handler

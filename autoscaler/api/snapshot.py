@@ -1,13 +1,13 @@
 """Every answer the API can give about the runtimes, rendered to bytes once per refresh.
 
 The refresh (discovery, scrape or Prometheus, decisions, actuation) produces `RuntimeView`s;
-`autoscaler.api.render` turns them into a `ServingSnapshot`, defined here: for each runtime, the finished HTTP answer (status, JSON bytes, freshness) for
-each served metric, for the KEDA endpoint and for `/debug`. A request then costs a dict lookup and a write,
+`autoscaler.api.render` turns them into a `ServingSnapshot`, defined here: for each runtime, the finished
+HTTP answer (status, JSON bytes, freshness) for each served metric, for the KEDA endpoint and for `/debug`. A request then costs a dict lookup and a write,
 never a JSON encoding, and never waits on the refresh. A snapshot is immutable and replaced whole, so a
 reader sees either the previous refresh or the next, never a mix.
 
 Snapshots travel between processes (`autoscaler.workers`) as a pickle of plain tuples, dicts, bytes and
-numbers: no classes to call on unpickling, so a serving worker swaps in a 5,000-runtime snapshot in
+numbers: unpickling runs no Python code, so a serving worker swaps in a 5,000-runtime snapshot in
 milliseconds.
 
 Two stores serve an app: `SnapshotHolder` (a worker: the snapshot arrives from the refresh process) and
@@ -34,14 +34,10 @@ Answer = tuple[int, bytes, float | None]
 
 
 class RuntimeAnswers(NamedTuple):
-    """Built as a named tuple; arrives in a worker as a plain tuple, so readers index it by position."""
 
     metrics: tuple[Answer, ...]  # in `METRICS` order
     keda: Answer
     debug: bytes
-
-
-METRICS_AT, KEDA_AT, DEBUG_AT = 0, 1, 2
 
 
 class ServingSnapshot(NamedTuple):
@@ -58,16 +54,17 @@ def error_answer(code: int, message: str) -> Answer:
 
 
 def encode(snapshot: ServingSnapshot) -> bytes:
-    """Plain tuples on the wire: unpickling calls no constructor."""
-    plain = {key: (tuple(answers[METRICS_AT]), answers[KEDA_AT], answers[DEBUG_AT])
-             for key, answers in snapshot.runtimes.items()}
+    """Plain tuples on the wire: unpickling calls no Python code."""
+    plain = {key: tuple(answers) for key, answers in snapshot.runtimes.items()}
     return pickle.dumps((snapshot.ready, plain, snapshot.refresh_metrics), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def decode(blob: bytes) -> ServingSnapshot:
     """The inverse of `encode`. Only ever fed by our own refresh process over a private pipe."""
-    ready, plain, refresh_metrics = pickle.loads(blob)  # noqa: S301 - our own child's pipe, never the network
-    return ServingSnapshot(bool(ready), plain, bytes(refresh_metrics))
+    ready, plain, refresh_metrics = pickle.loads(blob)
+    make = RuntimeAnswers._make
+    return ServingSnapshot(bool(ready), {key: make(answers) for key, answers in plain.items()},
+                           bytes(refresh_metrics))
 
 
 class SnapshotStore(Protocol):

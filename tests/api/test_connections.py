@@ -15,7 +15,7 @@ from aiohttp import web
 
 from autoscaler.api.app import build_api_app
 from autoscaler.api.connections import ConnectionLimits, GuardedSite
-from tests.api.builders import DEPLOYMENT, NAMESPACE, KEY, Pki, refresher_with, runtime_view
+from tests.api.builders import DEPLOYMENT, KEY, NAMESPACE, Pki, refresher_with, runtime_view
 
 METRIC = (f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}/modelmesh_desired_replicas"
           f"?labelSelector=deployment%3D{DEPLOYMENT}")
