@@ -2,9 +2,9 @@
 
 The refresh (discovery, scrape or Prometheus, decisions, actuation) produces `RuntimeView`s;
 `autoscaler.api.render` turns them into a `ServingSnapshot`, defined here: for each runtime, the finished
-HTTP answer (status, JSON bytes, freshness) for each served metric, for the KEDA endpoint and for `/debug`. A request then costs a dict lookup and a write,
-never a JSON encoding, and never waits on the refresh. A snapshot is immutable and replaced whole, so a
-reader sees either the previous refresh or the next, never a mix.
+HTTP answer (status, JSON bytes, freshness) for each served metric, for the KEDA endpoint and for `/debug`.
+A request then costs a dict lookup and a write, never a JSON encoding, and never waits on the refresh. A
+snapshot is immutable and replaced whole, so a reader sees either the previous refresh or the next.
 
 Snapshots travel between processes (`autoscaler.workers`) as a pickle of plain tuples, dicts, bytes and
 numbers: unpickling runs no Python code, so a serving worker swaps in a 5,000-runtime snapshot in
