@@ -8,10 +8,12 @@ import sys
 
 from autoscaler import __version__
 
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
 
 def build_parser() -> argparse.ArgumentParser:
     from autoscaler.demo.run import add_demo_arguments
-    from autoscaler.settings import add_serve_arguments
+    from autoscaler.settings import SERVE_DESCRIPTION, add_serve_arguments
 
     parser = argparse.ArgumentParser(
         prog="modelmesh-autoscaler",
@@ -21,9 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = commands.add_parser(
         "serve", help="run the external.metrics.k8s.io API server",
-        description="Serve modelmesh_desired_replicas, modelmesh_gpu_busy, modelmesh_request_load and "
-                    "modelmesh_cache_pressure per runtime through external.metrics.k8s.io/v1beta1 over HTTPS.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=SERVE_DESCRIPTION,
     )
     add_serve_arguments(serve)
     demo = commands.add_parser(
@@ -37,21 +37,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=getattr(args, "log_level", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
     if args.command == "serve":
-        from autoscaler.server import StartupError, serve
-        from autoscaler.settings import settings_from_args
+        from autoscaler.settings import SettingsError, settings_from_args
 
         try:
-            serve(settings_from_args(args))
+            settings = settings_from_args(args)
+        except SettingsError as error:
+            # As argparse reports a bad flag: one line, exit status 2 (no usage: the flag was not the problem).
+            print(f"modelmesh-autoscaler serve: error: {error}", file=sys.stderr)
+            sys.exit(2)
+        logging.basicConfig(level=settings.log_level, format=LOG_FORMAT)
+        from autoscaler.server import StartupError, serve
+
+        try:
+            serve(settings)
         except (StartupError, OSError, ValueError) as error:
             logging.getLogger("autoscaler").error("cannot start: %s", error)
             sys.exit(2)
     elif args.command == "demo":
         from autoscaler.demo.run import run_demo
 
+        logging.basicConfig(level="INFO", format=LOG_FORMAT)
         sys.exit(run_demo(args))
 
 

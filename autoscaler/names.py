@@ -1,4 +1,4 @@
-"""The metric names the adapter serves through external.metrics.k8s.io (DESIGN §4).
+"""The metric names the adapter serves through external.metrics.k8s.io (docs/design.md, What the adapter serves).
 
 These are the only places the served names are spelled; the API, the refresher and the manifests' HPA refer
 to them through this module.
@@ -21,7 +21,7 @@ API_GROUP: Final = "external.metrics.k8s.io"
 API_VERSION: Final = "v1beta1"
 GROUP_VERSION: Final = f"{API_GROUP}/{API_VERSION}"
 
-# Selector keys that name a runtime (DESIGN §4) and the Deployment name prefix ModelMesh uses.
+# Selector keys that name a runtime (docs/design.md) and the Deployment name prefix ModelMesh uses.
 SELECTOR_DEPLOYMENT: Final = "deployment"
 SELECTOR_SERVINGRUNTIME: Final = "servingruntime"
 SERVINGRUNTIME_DEPLOYMENT_PREFIX: Final = "modelmesh-serving-"

@@ -75,7 +75,7 @@ class AdapterMetrics:
             ["call", "outcome"], registry=self.registry,
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
         )
-        # Deletion costs and leader election (DESIGN §7).
+        # Deletion costs and leader election (docs/design.md, Choosing the pod to remove).
         self.pod_deletion_cost = Gauge(
             "modelmesh_autoscaler_pod_deletion_cost",
             "The controller.kubernetes.io/pod-deletion-cost this replica last wrote on a pod (the leader only).",

@@ -1,18 +1,31 @@
-"""Settings of `modelmesh-autoscaler serve`: one typed field per flag.
+"""Settings of `modelmesh-autoscaler serve`: one typed field per flag, each flag with an `AUTOSCALER_*`
+environment twin.
 
 Flag names follow the Kubernetes extension-apiserver conventions where one exists (`--tls-cert-file`,
 `--requestheader-*`, `--client-ca-file`, `--kubeconfig`, `--leader-elect*`) so operators can carry over what
 they know from metrics-server and prometheus-adapter.
+
+Every flag `--some-flag` can also be set with the variable `AUTOSCALER_SOME_FLAG`, as the exporter's flags
+have `EXPORTER_*` twins: a pod spec templates variables more easily than arguments. A flag wins over its
+variable; a variable is checked by the same converter as its flag, and a bad value is a `SettingsError` that
+names the variable (the CLI prints it in one line and exits with status 2), never a silently ignored setting.
+docs/configuration.md lists every flag and variable.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Final, Literal
 
-from exporter.settings import host_port
+from exporter.settings import boolean, host_port, metrics_url
+
+ENV_PREFIX: Final = "AUTOSCALER_"
+LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,7 +33,7 @@ class ServeSettings:
     listen_host: str = "0.0.0.0"
     listen_port: int = 6443
     insecure_dev: bool = False
-    # TLS and authentication (DESIGN §4).
+    # TLS and authentication (docs/design.md, "What the adapter serves").
     tls_cert_file: Path | None = None
     tls_private_key_file: Path | None = None
     requestheader_client_ca_file: Path | None = None
@@ -48,7 +61,7 @@ class ServeSettings:
     scale_down_tau_s: float | None = None
     max_staleness_s: float | None = None
     min_coverage: float | None = None
-    # Acting on pods (DESIGN §7).
+    # Acting on pods (docs/design.md, "Choosing the pod to remove").
     deletion_cost: bool = True
     leader_elect: bool | None = None
     leader_elect_lease_duration_s: float = 15.0
@@ -69,193 +82,346 @@ class ServeSettings:
     max_in_flight_reviews: int = 32
 
 
-def positive(value: str) -> float:
+class SettingsError(ValueError):
+    """An `AUTOSCALER_*` variable holds a value its flag would refuse; the message names the variable."""
+
+
+# ---- converters: each takes the flag's or the variable's text and raises ArgumentTypeError ----
+
+
+def _number(value: str) -> float:
     try:
         number = float(value)
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from error
+    if not math.isfinite(number):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {value!r}")
+    return number
+
+
+def positive(value: str) -> float:
+    """A finite number greater than 0 (seconds, most of the time)."""
+    number = _number(value)
     if not number > 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0, got {value}")
+        raise argparse.ArgumentTypeError(f"must be greater than 0, got {value!r}")
+    return number
+
+
+def order(value: str) -> float:
+    """A power-mean order: a finite number of at least 1."""
+    number = _number(value)
+    if not number >= 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value!r}")
     return number
 
 
 def fraction(value: str) -> float:
+    """A ratio in (0, 1]."""
     number = positive(value)
     if number > 1:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {value}")
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {value!r}")
+    return number
+
+
+def count(value: str) -> int:
+    """A whole number of at least 1."""
+    try:
+        number = int(value.strip())
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from error
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value!r}")
+    return number
+
+
+def workers(value: str) -> int:
+    """0 (everything in one process) or more serving processes."""
+    try:
+        number = int(value.strip())
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from error
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value!r}")
     return number
 
 
 def duration(value: str) -> float:
     """Seconds, as a number or a Go duration of one unit as kube's flags take it (`10s`, `2m`, `500ms`)."""
     units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-    text = value.strip()
+    stripped = value.strip()
     for suffix in ("ms", "s", "m", "h"):
-        if text.endswith(suffix) and text[: -len(suffix)].replace(".", "", 1).isdigit():
-            return positive(text[: -len(suffix)]) * units[suffix]
-    return positive(text)
+        if stripped.endswith(suffix) and stripped[: -len(suffix)].replace(".", "", 1).isdigit():
+            return positive(stripped[: -len(suffix)]) * units[suffix]
+    return positive(stripped)
 
 
-def count(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from error
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+def port(value: str) -> int:
+    number = count(value)
+    if number > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port in 1..65535, got {value!r}")
     return number
 
 
+def file_path(value: str) -> Path:
+    """A path, not checked here (the component that reads it says what is wrong); never empty."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("expected a file path, got an empty value")
+    return Path(value.strip())
+
+
+def text(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("expected a value, got an empty one")
+    return value.strip()
+
+
 def csv(value: str) -> tuple[str, ...]:
+    """A comma-separated list; blanks around items are dropped, and an empty value is an empty list."""
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
+def choice(*allowed: str, upper: bool = False) -> Callable[[str], str]:
+    """One of `allowed`, in any letter case."""
+
+    def convert(value: str) -> str:
+        normal = value.strip().upper() if upper else value.strip().lower()
+        if normal not in allowed:
+            raise argparse.ArgumentTypeError(f"expected one of {', '.join(allowed)}, got {value!r}")
+        return normal
+
+    return convert
+
+
+@dataclass(frozen=True, slots=True)
+class _Option:
+    flag: str
+    convert: Callable[[str], Any]
+    help: str
+    default_text: str
+    metavar: str | None = None
+    group: str | None = None
+    switch: bool = False  # a flag without a value; its variable takes true/false
+
+    @property
+    def dest(self) -> str:
+        return self.flag.removeprefix("--").replace("-", "_")
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.dest.upper()
+
+
+_D: Final = ServeSettings()
+_TLS: Final = "TLS and authentication"
+_SOURCE: Final = "metrics source"
+_DECIDE: Final = "decisions"
+_ACT: Final = "pod deletion cost and leader election"
+_SERVING: Final = "serving"
+
+
+def _listed(values: tuple[str, ...]) -> str:
+    return ",".join(values) if values else "empty"
+
+
+_OPTIONS: Final = (
+    _Option("--listen", host_port, "address of the HTTPS API", f"{_D.listen_host}:{_D.listen_port}", "HOST:PORT"),
+    _Option("--insecure-dev", boolean, "local development only: no authentication or authorization, "
+            "binds 127.0.0.1 only; never in a cluster", "off", switch=True),
+    _Option("--log-level", choice(*LOG_LEVELS, upper=True), f"log level: {', '.join(LOG_LEVELS)}",
+            _D.log_level, "LEVEL"),
+    # TLS and authentication.
+    _Option("--tls-cert-file", file_path, "serving certificate (PEM); goes with --tls-private-key-file",
+            "a generated self-signed certificate", "FILE", _TLS),
+    _Option("--tls-private-key-file", file_path, "private key of --tls-cert-file (PEM)", "none", "FILE", _TLS),
+    _Option("--requestheader-client-ca-file", file_path, "CA (PEM) that signs the aggregator's front-proxy "
+            "client certificate", "read from kube-system/extension-apiserver-authentication in a cluster",
+            "FILE", _TLS),
+    _Option("--requestheader-allowed-names", csv, "comma list of front-proxy certificate CNs allowed to pass "
+            "identity headers; empty: any CN the CA signed", _listed(_D.requestheader_allowed_names),
+            "NAME,...", _TLS),
+    _Option("--requestheader-username-headers", csv, "comma list of headers carrying the user name",
+            _listed(_D.requestheader_username_headers), "HEADER,...", _TLS),
+    _Option("--requestheader-group-headers", csv, "comma list of headers carrying the groups",
+            _listed(_D.requestheader_group_headers), "HEADER,...", _TLS),
+    _Option("--requestheader-extra-headers-prefix", csv, "comma list of header prefixes carrying extra user "
+            "info", _listed(_D.requestheader_extra_headers_prefix), "PREFIX,...", _TLS),
+    _Option("--client-ca-file", file_path, "CA (PEM) for client certificates: CN is the user, O the groups",
+            "read from kube-system/extension-apiserver-authentication in a cluster", "FILE", _TLS),
+    _Option("--authorization-always-allow-paths", csv, "comma list of paths served without authentication "
+            "or authorization", _listed(_D.authorization_always_allow_paths), "PATH,...", _TLS),
+    _Option("--authentication-token-webhook-cache-ttl", duration, "how long TokenReview answers (accepted "
+            "and rejected) are cached", f"{_D.token_cache_ttl_s:g} s", "DURATION", _TLS),
+    _Option("--authorization-webhook-cache-authorized-ttl", duration, "how long allowed SubjectAccessReview "
+            "answers are cached; keys in use are reviewed again in the background before they expire",
+            f"{_D.authorized_cache_ttl_s:g} s", "DURATION", _TLS),
+    _Option("--authorization-webhook-cache-unauthorized-ttl", duration, "how long denied SubjectAccessReview "
+            "answers are cached", f"{_D.unauthorized_cache_ttl_s:g} s", "DURATION", _TLS),
+    _Option("--max-in-flight-reviews", count, "TokenReviews, and SubjectAccessReviews, in flight at once per "
+            "serving process; a request that would start one more TokenReview gets 401, SubjectAccessReviews "
+            "wait their turn", str(_D.max_in_flight_reviews), "N", _TLS),
+    _Option("--kubeconfig", file_path, "kubeconfig for the Kubernetes API",
+            "in-cluster service account, else $KUBECONFIG or ~/.kube/config", "FILE", _TLS),
+    # Serving.
+    _Option("--workers", workers, "serving processes sharing the port (SO_REUSEPORT), fed pre-rendered answers "
+            "by one refresh process; 0 runs refresh and serving in one process", str(_D.workers), "N", _SERVING),
+    _Option("--max-connections", count, "open connections per serving process; more are closed as they are "
+            "accepted, before any TLS handshake", str(_D.max_connections), "N", _SERVING),
+    _Option("--header-read-timeout", duration, "time allowed for the TLS handshake and for each request's "
+            "headers", f"{_D.header_read_timeout_s:g} s", "DURATION", _SERVING),
+    _Option("--keepalive-timeout", duration, "idle time before a kept-alive connection is closed",
+            f"{_D.keepalive_timeout_s:g} s", "DURATION", _SERVING),
+    # Where the data comes from.
+    _Option("--source", choice("scrape", "prometheus"), "scrape every exporter sidecar directly (no "
+            "Prometheus needed) or query Prometheus", _D.source, "{scrape,prometheus}", _SOURCE),
+    _Option("--targets", file_path, "static runtimes and exporter URLs (YAML) instead of discovering pods in "
+            "Kubernetes", "discover in Kubernetes", "FILE", _SOURCE),
+    _Option("--prometheus-url", metrics_url, "Prometheus (or Thanos, Mimir) base URL; required by --source "
+            "prometheus", "none", "URL", _SOURCE),
+    _Option("--gpu-source", choice("exporter", "dcgm"), "GPU busy from the exporter sidecar, or from NVIDIA's "
+            "DCGM exporter (DCGM_FI_DEV_GPU_UTIL, needs --source prometheus)", _D.gpu_source,
+            "{exporter,dcgm}", _SOURCE),
+    _Option("--exporter-port", port, "TCP port of the exporter sidecar on each runtime pod",
+            str(_D.exporter_port), "PORT", _SOURCE),
+    _Option("--scrape-timeout", positive, "seconds to wait for one exporter before keeping its last sample",
+            f"{_D.scrape_timeout_s:g} s", "SECONDS", _SOURCE),
+    _Option("--scrape-concurrency", count, "number of exporters scraped at once",
+            str(_D.scrape_concurrency), "N", _SOURCE),
+    _Option("--namespaces", csv, "comma list of namespaces to discover runtimes in; empty: all",
+            "all namespaces", "NAMESPACE,...", _SOURCE),
+    # Decisions.
+    _Option("--refresh-interval", positive, "seconds between refreshes (read, aggregate, decide)",
+            f"{_D.refresh_interval_s:g} s, the HPA's sync period", "SECONDS", _DECIDE),
+    _Option("--window", positive, "aggregation window reported to the HPA, in seconds: the exporters' load "
+            "window", f"{_D.window_s:g} s", "SECONDS", _DECIDE),
+    _Option("--config", file_path, "policy YAML (`defaults:` and `runtimes:`, docs/configuration.md)",
+            "built-in policy defaults", "FILE", _DECIDE),
+    _Option("--skew-order", order, "power-mean order p over pods, at least 1 (1: plain mean); policy key "
+            "skew_order for every runtime the config file or an annotation leaves unset", "2", "P", _DECIDE),
+    _Option("--scale-down-tau", positive, "seconds: time constant of the served values' fall; policy key "
+            "scale_down_tau_s, as for --skew-order", "300 s", "SECONDS", _DECIDE),
+    _Option("--max-staleness", positive, "seconds after which a pod's signal counts as missing; policy key "
+            "max_staleness_s, as for --skew-order", "3 x --refresh-interval", "SECONDS", _DECIDE),
+    _Option("--min-coverage", fraction, "ratio in (0, 1] of Ready pods with fresh data needed to serve a "
+            "value (else 503); policy key min_coverage, as for --skew-order", "0.5", "RATIO", _DECIDE),
+    # Acting on pods.
+    _Option("--deletion-cost", choice("on", "off"), "write controller.kubernetes.io/pod-deletion-cost on "
+            "runtime pods", "on", "{on,off}", _ACT),
+    _Option("--leader-elect", choice("true", "false"), "elect one writer of deletion costs through a Lease",
+            "true in a cluster, false outside", "{true,false}", _ACT),
+    _Option("--leader-elect-lease-duration", positive, "seconds a leader's Lease lasts",
+            f"{_D.leader_elect_lease_duration_s:g} s", "SECONDS", _ACT),
+    _Option("--leader-elect-renew-deadline", positive, "seconds the leader keeps trying to renew before "
+            "giving up", f"{_D.leader_elect_renew_deadline_s:g} s", "SECONDS", _ACT),
+    _Option("--leader-elect-retry-period", positive, "seconds between attempts to acquire or renew",
+            f"{_D.leader_elect_retry_period_s:g} s", "SECONDS", _ACT),
+    _Option("--leader-elect-namespace", text, "namespace of the Lease",
+            "the adapter's own namespace", "NAMESPACE", _ACT),
+    _Option("--leader-elect-lease-name", text, "name of the Lease", _D.leader_elect_lease_name, "NAME", _ACT),
+)
+_BY_DEST: Final = {option.dest: option for option in _OPTIONS}
+
+SERVE_DESCRIPTION: Final = (
+    "Serve modelmesh_desired_replicas, modelmesh_gpu_busy, modelmesh_request_load and modelmesh_cache_pressure "
+    "per runtime through external.metrics.k8s.io/v1beta1 over HTTPS. Every flag can also be set with the "
+    "environment variable shown with it (AUTOSCALER_ and the flag's name); a flag wins over its variable; "
+    "--insecure-dev's variable takes true/false. Durations are in seconds. docs/configuration.md in the "
+    "repository describes every flag, variable and policy key."
+)
+
+
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    d = ServeSettings()
-    parser.add_argument("--listen", type=host_port, default=(d.listen_host, d.listen_port),
-                        help="HOST:PORT for the HTTPS API (default 0.0.0.0:6443)")
-    parser.add_argument("--insecure-dev", action="store_true",
-                        help="local development only: no authentication or authorization, binds 127.0.0.1 only")
-    parser.add_argument("--log-level", default=d.log_level, choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-
-    tls = parser.add_argument_group("TLS and authentication")
-    tls.add_argument("--tls-cert-file", type=Path, help="serving certificate (PEM); self-signed when omitted")
-    tls.add_argument("--tls-private-key-file", type=Path, help="key of --tls-cert-file (PEM)")
-    tls.add_argument("--requestheader-client-ca-file", type=Path,
-                     help="CA that signs the aggregator's front-proxy client certificate; in a cluster, read "
-                          "from kube-system/extension-apiserver-authentication when omitted")
-    tls.add_argument("--requestheader-allowed-names", type=csv, default=d.requestheader_allowed_names,
-                     help="comma list of front-proxy certificate CNs allowed to pass identity headers; empty: any")
-    tls.add_argument("--requestheader-username-headers", type=csv, default=d.requestheader_username_headers,
-                     help="headers carrying the user name (default X-Remote-User)")
-    tls.add_argument("--requestheader-group-headers", type=csv, default=d.requestheader_group_headers,
-                     help="headers carrying groups (default X-Remote-Group)")
-    tls.add_argument("--requestheader-extra-headers-prefix", type=csv,
-                     default=d.requestheader_extra_headers_prefix,
-                     help="header prefixes carrying extra user info (default X-Remote-Extra-)")
-    tls.add_argument("--client-ca-file", type=Path,
-                     help="CA for client certificates: CN is the user, O the groups")
-    tls.add_argument("--authorization-always-allow-paths", type=csv, default=d.authorization_always_allow_paths,
-                     help="paths served without authentication (default /healthz,/livez,/readyz,/metrics)")
-    tls.add_argument("--kubeconfig", type=Path,
-                     help="kubeconfig for the Kubernetes API; in-cluster configuration when omitted")
-
-    tls.add_argument("--authentication-token-webhook-cache-ttl", type=duration, default=d.token_cache_ttl_s,
-                     help="how long TokenReview answers are cached (default 10s)")
-    tls.add_argument("--authorization-webhook-cache-authorized-ttl", type=duration,
-                     default=d.authorized_cache_ttl_s, help="how long allowed SubjectAccessReviews are cached "
-                                                             "(default 10s)")
-    tls.add_argument("--authorization-webhook-cache-unauthorized-ttl", type=duration,
-                     default=d.unauthorized_cache_ttl_s, help="how long denied SubjectAccessReviews are cached "
-                                                               "(default 10s)")
-    tls.add_argument("--max-in-flight-reviews", type=count, default=d.max_in_flight_reviews,
-                     help="TokenReviews and SubjectAccessReviews in flight at once, each kind, per serving "
-                          "process; requests beyond it are refused (401, 500) rather than queued (default 32)")
-
-    serving = parser.add_argument_group("serving")
-    serving.add_argument("--workers", type=int, default=d.workers,
-                         help="serving processes sharing the port (SO_REUSEPORT), fed by one refresh process; "
-                              "0 runs everything in one process (default 1)")
-    serving.add_argument("--max-connections", type=count, default=d.max_connections,
-                         help="open connections per serving process; more are closed at once (default 1000)")
-    serving.add_argument("--header-read-timeout", type=duration, default=d.header_read_timeout_s,
-                         help="time for the TLS handshake and for each request's headers (default 10s)")
-    serving.add_argument("--keepalive-timeout", type=duration, default=d.keepalive_timeout_s,
-                         help="idle time before a kept-alive connection is closed (default 60s)")
-
-    source = parser.add_argument_group("metrics source")
-    source.add_argument("--source", choices=["scrape", "prometheus"], default=d.source,
-                        help="scrape every exporter directly (default, no Prometheus needed) or query Prometheus")
-    source.add_argument("--targets", type=Path,
-                        help="static runtimes and exporter URLs (YAML) instead of discovering pods in Kubernetes")
-    source.add_argument("--prometheus-url", help="Prometheus (or Thanos/Mimir) base URL for --source prometheus")
-    source.add_argument("--gpu-source", choices=["exporter", "dcgm"], default=d.gpu_source,
-                        help="GPU busy from our exporter or from NVIDIA's DCGM exporter (prometheus source)")
-    source.add_argument("--exporter-port", type=int, default=d.exporter_port,
-                        help="port of the exporter sidecar on each pod (default 9187)")
-    source.add_argument("--scrape-timeout", type=positive, default=d.scrape_timeout_s,
-                        help="seconds to wait for one exporter (default 5)")
-    source.add_argument("--scrape-concurrency", type=int, default=d.scrape_concurrency,
-                        help="exporters scraped at once (default 64)")
-    source.add_argument("--namespaces", type=csv, default=d.namespaces,
-                        help="comma list of namespaces to discover runtimes in; empty: all")
-
-    decide = parser.add_argument_group("decisions")
-    decide.add_argument("--refresh-interval", type=positive, default=d.refresh_interval_s,
-                        help="seconds between refreshes (default 15, the HPA's sync period)")
-    decide.add_argument("--window", type=positive, default=d.window_s,
-                        help="aggregation window reported to the HPA, in seconds: the exporters' load window "
-                             "(default 30)")
-    decide.add_argument("--config", type=Path, help="policy YAML (DESIGN §6): defaults and per-runtime targets")
-    decide.add_argument("--skew-order", type=positive, help="power-mean order p over pods (default 2)")
-    decide.add_argument("--scale-down-tau", type=positive,
-                        help="seconds: time constant of the served values' fall (default 300)")
-    decide.add_argument("--max-staleness", type=positive,
-                        help="seconds after which a pod's data is missing (default 3 x refresh interval)")
-    decide.add_argument("--min-coverage", type=fraction,
-                        help="fraction of Ready pods with fresh data needed to serve at all (default 0.5)")
-
-    act = parser.add_argument_group("pod deletion cost and leader election")
-    act.add_argument("--deletion-cost", choices=["on", "off"], default="on",
-                     help="write controller.kubernetes.io/pod-deletion-cost on runtime pods (default on)")
-    act.add_argument("--leader-elect", choices=["true", "false"],
-                     help="elect one writer through a Lease (default: true in a cluster, false otherwise)")
-    act.add_argument("--leader-elect-lease-duration", type=positive, default=d.leader_elect_lease_duration_s,
-                     help="seconds a leader's lease lasts (default 15)")
-    act.add_argument("--leader-elect-renew-deadline", type=positive, default=d.leader_elect_renew_deadline_s,
-                     help="seconds the leader keeps trying to renew before giving up (default 10)")
-    act.add_argument("--leader-elect-retry-period", type=positive, default=d.leader_elect_retry_period_s,
-                     help="seconds between attempts to acquire or renew (default 2)")
-    act.add_argument("--leader-elect-namespace", help="namespace of the Lease (default: the pod's namespace)")
-    act.add_argument("--leader-elect-lease-name", default=d.leader_elect_lease_name,
-                     help="name of the Lease (default modelmesh-autoscaler)")
+    """Add every `serve` flag. Defaults are None here: `settings_from_args` fills in each unset flag from
+    its variable, then from `ServeSettings`, so `--help` shows the real default, not the environment."""
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for option in _OPTIONS:
+        target: argparse.ArgumentParser | argparse._ArgumentGroup = parser
+        if option.group is not None:
+            target = groups.setdefault(option.group, parser.add_argument_group(option.group))
+        help_text = f"{option.help} (default: {option.default_text}; env {option.env})"
+        if option.switch:
+            target.add_argument(option.flag, action="store_true", default=None, help=help_text)
+        else:
+            target.add_argument(option.flag, type=option.convert, default=None, metavar=option.metavar,
+                                help=help_text)
 
 
-def settings_from_args(args: argparse.Namespace) -> ServeSettings:
-    host, port = args.listen
+def env_variables() -> tuple[str, ...]:
+    """Every `AUTOSCALER_*` variable `serve` reads, in the order of its flags."""
+    return tuple(option.env for option in _OPTIONS)
+
+
+def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Each flag's value: the flag when given, else its variable when set, else absent from the result.
+
+    Raises SettingsError naming the first variable whose value its flag's converter refuses.
+    """
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for dest, option in _BY_DEST.items():
+        given = getattr(args, dest, None)
+        if given is not None:
+            values[dest] = given
+        elif (raw := env.get(option.env)) is not None:
+            try:
+                values[dest] = option.convert(raw)
+            except argparse.ArgumentTypeError as error:
+                raise SettingsError(f"environment variable {option.env}: {error}") from None
+    return values
+
+
+def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> ServeSettings:
+    """Flags, then `AUTOSCALER_*` variables (from `environ`, default `os.environ`), then defaults."""
+    v = resolve(args, environ)
+    host, listen_port = v.get("listen", (_D.listen_host, _D.listen_port))
+    deletion_cost = v.get("deletion_cost")
+    leader_elect = v.get("leader_elect")
     return ServeSettings(
         listen_host=host,
-        listen_port=port,
-        insecure_dev=args.insecure_dev,
-        tls_cert_file=args.tls_cert_file,
-        tls_private_key_file=args.tls_private_key_file,
-        requestheader_client_ca_file=args.requestheader_client_ca_file,
-        requestheader_allowed_names=args.requestheader_allowed_names,
-        requestheader_username_headers=args.requestheader_username_headers,
-        requestheader_group_headers=args.requestheader_group_headers,
-        requestheader_extra_headers_prefix=args.requestheader_extra_headers_prefix,
-        client_ca_file=args.client_ca_file,
-        authorization_always_allow_paths=args.authorization_always_allow_paths,
-        kubeconfig=args.kubeconfig,
-        source=args.source,
-        targets=args.targets,
-        prometheus_url=args.prometheus_url,
-        gpu_source=args.gpu_source,
-        exporter_port=args.exporter_port,
-        scrape_timeout_s=args.scrape_timeout,
-        scrape_concurrency=args.scrape_concurrency,
-        namespaces=args.namespaces,
-        refresh_interval_s=args.refresh_interval,
-        window_s=args.window,
-        config=args.config,
-        skew_order=args.skew_order,
-        scale_down_tau_s=args.scale_down_tau,
-        max_staleness_s=args.max_staleness,
-        min_coverage=args.min_coverage,
-        deletion_cost=args.deletion_cost == "on",
-        leader_elect=None if args.leader_elect is None else args.leader_elect == "true",
-        leader_elect_lease_duration_s=args.leader_elect_lease_duration,
-        leader_elect_renew_deadline_s=args.leader_elect_renew_deadline,
-        leader_elect_retry_period_s=args.leader_elect_retry_period,
-        leader_elect_namespace=args.leader_elect_namespace,
-        leader_elect_lease_name=args.leader_elect_lease_name,
-        log_level=args.log_level,
-        workers=args.workers,
-        max_connections=args.max_connections,
-        header_read_timeout_s=args.header_read_timeout,
-        keepalive_timeout_s=args.keepalive_timeout,
-        token_cache_ttl_s=args.authentication_token_webhook_cache_ttl,
-        authorized_cache_ttl_s=args.authorization_webhook_cache_authorized_ttl,
-        unauthorized_cache_ttl_s=args.authorization_webhook_cache_unauthorized_ttl,
-        max_in_flight_reviews=args.max_in_flight_reviews,
+        listen_port=listen_port,
+        insecure_dev=bool(v.get("insecure_dev", _D.insecure_dev)),
+        tls_cert_file=v.get("tls_cert_file", _D.tls_cert_file),
+        tls_private_key_file=v.get("tls_private_key_file", _D.tls_private_key_file),
+        requestheader_client_ca_file=v.get("requestheader_client_ca_file", _D.requestheader_client_ca_file),
+        requestheader_allowed_names=v.get("requestheader_allowed_names", _D.requestheader_allowed_names),
+        requestheader_username_headers=v.get("requestheader_username_headers", _D.requestheader_username_headers),
+        requestheader_group_headers=v.get("requestheader_group_headers", _D.requestheader_group_headers),
+        requestheader_extra_headers_prefix=v.get(
+            "requestheader_extra_headers_prefix", _D.requestheader_extra_headers_prefix
+        ),
+        client_ca_file=v.get("client_ca_file", _D.client_ca_file),
+        authorization_always_allow_paths=v.get(
+            "authorization_always_allow_paths", _D.authorization_always_allow_paths
+        ),
+        kubeconfig=v.get("kubeconfig", _D.kubeconfig),
+        source=v.get("source", _D.source),
+        targets=v.get("targets", _D.targets),
+        prometheus_url=v.get("prometheus_url", _D.prometheus_url),
+        gpu_source=v.get("gpu_source", _D.gpu_source),
+        exporter_port=v.get("exporter_port", _D.exporter_port),
+        scrape_timeout_s=v.get("scrape_timeout", _D.scrape_timeout_s),
+        scrape_concurrency=v.get("scrape_concurrency", _D.scrape_concurrency),
+        namespaces=v.get("namespaces", _D.namespaces),
+        refresh_interval_s=v.get("refresh_interval", _D.refresh_interval_s),
+        window_s=v.get("window", _D.window_s),
+        config=v.get("config", _D.config),
+        skew_order=v.get("skew_order", _D.skew_order),
+        scale_down_tau_s=v.get("scale_down_tau", _D.scale_down_tau_s),
+        max_staleness_s=v.get("max_staleness", _D.max_staleness_s),
+        min_coverage=v.get("min_coverage", _D.min_coverage),
+        deletion_cost=_D.deletion_cost if deletion_cost is None else deletion_cost == "on",
+        workers=v.get("workers", _D.workers),
+        max_connections=v.get("max_connections", _D.max_connections),
+        header_read_timeout_s=v.get("header_read_timeout", _D.header_read_timeout_s),
+        keepalive_timeout_s=v.get("keepalive_timeout", _D.keepalive_timeout_s),
+        token_cache_ttl_s=v.get("authentication_token_webhook_cache_ttl", _D.token_cache_ttl_s),
+        authorized_cache_ttl_s=v.get("authorization_webhook_cache_authorized_ttl", _D.authorized_cache_ttl_s),
+        unauthorized_cache_ttl_s=v.get("authorization_webhook_cache_unauthorized_ttl", _D.unauthorized_cache_ttl_s),
+        max_in_flight_reviews=v.get("max_in_flight_reviews", _D.max_in_flight_reviews),
+        leader_elect=_D.leader_elect if leader_elect is None else leader_elect == "true",
+        leader_elect_lease_duration_s=v.get("leader_elect_lease_duration", _D.leader_elect_lease_duration_s),
+        leader_elect_renew_deadline_s=v.get("leader_elect_renew_deadline", _D.leader_elect_renew_deadline_s),
+        leader_elect_retry_period_s=v.get("leader_elect_retry_period", _D.leader_elect_retry_period_s),
+        leader_elect_namespace=v.get("leader_elect_namespace", _D.leader_elect_namespace),
+        leader_elect_lease_name=v.get("leader_elect_lease_name", _D.leader_elect_lease_name),
+        log_level=v.get("log_level", _D.log_level),
     )

@@ -68,7 +68,7 @@ async def _serve_secured(workdir: Path, ports: multiprocessing.Queue[int]) -> No
     from autoscaler.selfmetrics import AdapterMetrics
     from autoscaler.settings import ServeSettings
     from tests.api.builders import refresher_with, runtime_view
-    from tests.fakes.kube_api import FakeKubeApi
+    from tests.fakes.kube import FakeKubeApi
 
     async with FakeKubeApi() as kube:
         kube.allow(user=HPA_USER, verb="get", group=API_GROUP)

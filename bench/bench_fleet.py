@@ -120,7 +120,7 @@ def serve_fleet(pods: int, ports: multiprocessing.Queue[int]) -> None:
 def serve_kube(workdir: Path, ports: multiprocessing.Queue[int]) -> None:
     async def run() -> None:
         from autoscaler.names import API_GROUP
-        from tests.fakes.kube_api import FakeKubeApi
+        from tests.fakes.kube import FakeKubeApi
 
         async with FakeKubeApi() as kube:
             kube.allow(user=HPA_USER, verb="get", group=API_GROUP)

@@ -1,12 +1,12 @@
-"""Every metric name the project reads from ModelMesh or publishes per pod (DESIGN §2 and §3).
+"""Every metric name the project reads from ModelMesh or publishes per pod (docs/design.md).
 
 Names live here and nowhere else: the exporter publishes them, the adapter's sources read them, the demo's
-ModelMesh stand-in serves the ModelMesh ones. Changing a name here changes the contract in DESIGN.md.
+ModelMesh stand-in serves the ModelMesh ones. Changing a name here changes the contract in docs/design.md.
 """
 
 from typing import Final
 
-# ---- ModelMesh's own metrics, as served by the `mm` container on :2112/metrics (DESIGN §2) ----
+# ---- ModelMesh's own metrics, as served by the `mm` container on :2112/metrics (docs/design.md) ----
 MM_INVOKE_MODEL_MS: Final = "modelmesh_invoke_model_milliseconds"
 MM_QUEUE_DELAY_MS: Final = "modelmesh_req_queue_delay_milliseconds"
 MM_CACHE_MISS_MS: Final = "modelmesh_cache_miss_milliseconds"
@@ -16,7 +16,7 @@ MM_CAPACITY_BYTES: Final = "modelmesh_instance_capacity_bytes"
 MM_USED_BYTES: Final = "modelmesh_instance_used_bytes"
 MM_MODELS_TOTAL: Final = "modelmesh_instance_models_total"
 
-# ---- What the exporter publishes per pod (DESIGN §3) ----
+# ---- What the exporter publishes per pod (docs/design.md) ----
 GPU_BUSY_RATIO: Final = "modelmesh_pod_gpu_busy_ratio"
 GPU_MEMORY_USED_BYTES: Final = "modelmesh_pod_gpu_memory_used_bytes"
 GPU_MEMORY_TOTAL_BYTES: Final = "modelmesh_pod_gpu_memory_total_bytes"

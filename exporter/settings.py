@@ -47,7 +47,7 @@ class ExporterSettings:
     gpu_uuids: tuple[str, ...] = ()
     """GPUs to report; empty means every GPU visible to the sidecar."""
     gpu_window_s: float = 10.0
-    """Seconds of NVML utilization samples averaged into the busy ratio (DESIGN §3 `gpu_window`)."""
+    """Seconds of NVML utilization samples averaged into the busy ratio (`gpu_window` in docs/design.md)."""
     gpu_interval_s: float = 1.0
     """Seconds between NVML reads; NVML's sample buffer covers several seconds, so none is missed."""
     log_level: str = "INFO"

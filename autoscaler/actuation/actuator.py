@@ -1,5 +1,5 @@
 """Wires the acting side of `serve` from its settings: whether pod-deletion costs are written at all, the
-Kubernetes connection, leader election and the writer, started and stopped with the app (DESIGN §7).
+Kubernetes connection, leader election and the writer, started and stopped with the app (docs/design.md).
 
 The rules, so that an adapter never writes where nobody asked it to:
 - `--deletion-cost=off`: nothing here runs and the adapter makes no Kubernetes writes at all.

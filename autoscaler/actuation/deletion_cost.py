@@ -1,7 +1,7 @@
 """Writes `controller.kubernetes.io/pod-deletion-cost` on runtime pods so that, when the HPA lowers the
-replicas, the ReplicaSet removes the least-needed pod first (DESIGN §7). The costs come from the pure ranking
-(`autoscaler.policies.ranking`, through `RuntimeView.pods`); when each pod is due is decided by the pure
-`autoscaler.actuation.deletion_cost_plan`; this module does the writing.
+replicas, the ReplicaSet removes the least-needed pod first (docs/design.md, "Choosing the pod to remove"). The
+costs come from the pure ranking (`autoscaler.policies.ranking`, through `RuntimeView.pods`); when each pod is due
+is decided by the pure `autoscaler.actuation.deletion_cost_plan`; this module does the writing.
 
 How (`DeletionCostWriter`): the refresh loop hands each refresh's views over through a one-slot mailbox (the
 newest views replace older ones; `on_refresh` never waits), and the writer's own task plans and patches. A pass

@@ -1,5 +1,5 @@
-"""When to write a pod's `controller.kubernetes.io/pod-deletion-cost` (DESIGN §7): pure, so the rules can be
-read and tested apart from the I/O of `autoscaler.actuation.deletion_cost`, which calls `plan_patches` every pass.
+"""When to write a pod's `controller.kubernetes.io/pod-deletion-cost` (docs/design.md): pure, so the rules can
+be read and tested apart from the I/O of `autoscaler.actuation.deletion_cost`, which calls `plan_patches` every pass.
 
 A pod is written:
 - only Ready pods with fresh data in a runtime whose values are known: a cost computed from stale or missing

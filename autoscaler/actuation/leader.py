@@ -1,5 +1,5 @@
 """Leader election on a `coordination.k8s.io/v1` Lease, so that of several adapter replicas only one writes
-pod-deletion costs (DESIGN §7). Every replica keeps serving metrics; leadership only gates writes.
+pod-deletion costs (docs/design.md). Every replica keeps serving metrics; leadership only gates writes.
 
 The algorithm is client-go's `leaderelection` package, so that it behaves the way operators know:
 

@@ -3,7 +3,7 @@
 `request_attributes` reads a request the way kube-apiserver's `RequestInfoFactory` does
 (`k8s.io/apiserver/pkg/endpoints/request/requestinfo.go`), so a SubjectAccessReview from this adapter carries
 the same resource attributes the aggregator already saw. One deliberate difference, set by the contract
-(DESIGN §4): reading an external metric, `GET /apis/external.metrics.k8s.io/v1beta1/namespaces/NS/METRIC`,
+(docs/design.md): reading an external metric, `GET /apis/external.metrics.k8s.io/v1beta1/namespaces/NS/METRIC`,
 is verb **get** on resource METRIC, where kube's parser would say `list` because the path names no object.
 A metric value is one read, not a collection, and the built-in `system:controller:horizontal-pod-autoscaler`
 role grants both verbs, so the HPA is allowed either way. Paths outside `/api` and `/apis` are
@@ -91,9 +91,9 @@ def _api_attributes(method: str, parts: list[str]) -> Attributes | None:
     subresource = rest[2] if len(rest) >= 3 else ""
     verb = _resource_verb(method, name)
     if group == API_GROUP:
-        resource = resource.lower()  # served metric names match case-insensitively (DESIGN §4)
+        resource = resource.lower()  # served metric names match case-insensitively (docs/design.md)
         if verb == "list" and namespace:
-            verb = "get"  # one metric value is read, not listed (DESIGN §4)
+            verb = "get"  # one metric value is read, not listed (docs/design.md)
     return ResourceAttributes(verb, group, version, resource, namespace, name, subresource)
 
 

@@ -1,4 +1,4 @@
-"""Reading the runtime out of the HPA's `labelSelector` (DESIGN §4).
+"""Reading the runtime out of the HPA's `labelSelector` (docs/design.md, What the adapter serves).
 
 The HPA sends `metric.selector` as a label selector string. It must name exactly one runtime, by
 `deployment=<name>` or `servingruntime=<name>`; `==` and a one-value `in (...)` mean the same. Anything else

@@ -3,7 +3,7 @@
 It serves the metric names, types, labels and histogram buckets of ModelMesh's own Prometheus exporter
 (`Metrics.PrometheusMetrics` in kserve/modelmesh: millisecond histograms with `method` and `code` labels on
 the invoke histogram, unlabelled queue-delay / cache-miss / load histograms, and the `modelmesh_instance_*`
-gauges), so the exporter is exercised against the real shape, including the quirks DESIGN §2 lists: an
+gauges), so the exporter is exercised against the real shape, including the quirks docs/design.md lists: an
 empty pod reads LRU age 0, and a container restart resets the counters.
 
 Counters are integrated from the current rates each time they are read, so a caller sets a request rate

@@ -1,9 +1,9 @@
-"""Skew-aware aggregation: per-pod signals of one runtime → the runtime values of DESIGN §5.
+"""Skew-aware aggregation: per-pod signals of one runtime → the runtime values of docs/design.md (Aggregation).
 
 ModelMesh spreads load unevenly on purpose, so the runtime value of a per-pod signal is the power mean
 `M_p(x) = (Σ x_i^p / n)^(1/p)`: the common value when load is even, inside `[mean, max]`, rising with skew,
 and *falling* when idle pods are added (`n * M_p` grows like `n^(1-1/p)`), which is what gives the
-recommendation a fixed point (§6).
+recommendation a fixed point (docs/design.md, Recommendation).
 
 Only Ready pods with fresh data count. A signal that is NaN, infinite or negative is treated as *absent*,
 never as zero: a garbled reading must not look like an idle pod. Everything here is a pure function of the
@@ -118,7 +118,7 @@ class Aggregate:
     """The runtime values of one refresh, with enough per-pod detail to explain them.
 
     Per-pod tuples follow the order of the pods given to `aggregate`. `n` counts the Ready pods with fresh
-    data: it is the `n` of §5 and §6, so pods we cannot see never add invented load.
+    data: it is the `n` of docs/design.md, so pods we cannot see never add invented load.
     """
 
     pods: tuple[PodSample, ...]  # the input pods with invalid signals made absent
@@ -131,13 +131,13 @@ class Aggregate:
     request_rate: float | None  # M_p(r) per pod; None when no fresh pod reports a request rate
     queue_delay_sum_s: float  # Σ q_i over fresh pods
     queue_delay_max_s: float | None  # max q_i; None when no fresh pod reports a queue delay
-    cache_pressure: float | None  # §5; 0 when some pod has room; None when no fresh pod reports its cache
+    cache_pressure: float | None  # 0 when some pod has room; None when no fresh pod reports its cache
     cache_full: bool  # no fresh pod has room and at least one is known full
     oldest_sample_at: float | None  # oldest `sampled_at` among the fresh pods: honest freshness
 
     @property
     def request_load(self) -> float | None:
-        """`n * M_p(r)`: the effective request rate of the runtime (DESIGN §4)."""
+        """`n * M_p(r)`: the effective request rate of the runtime (docs/design.md)."""
         return None if self.request_rate is None else self.n * self.request_rate
 
 
@@ -149,7 +149,7 @@ def _cache_state(pod: PodSample, full_ratio: float) -> int:
 
     Room: cache use below the ratio, or no model held (`models_loaded == 0`, or no LRU age — the exporter
     leaves it out when nothing is loaded — and no model count saying otherwise; an LRU age of 0 is ModelMesh's
-    own "no LRU", §2). Unknown: the pod does not say enough (no cache use, or a model count without an age);
+    own "no LRU"). Unknown: the pod does not say enough (no cache use, or a model count without an age);
     an unknown pod neither gives the runtime room nor proves it full.
     """
     c = pod.cache_used_ratio
@@ -171,7 +171,7 @@ def is_fresh(pod: PodSample, now: float, max_staleness_s: float) -> bool:
 
 
 def aggregate(pods: Sequence[PodSample], policy: RuntimePolicy, now: float) -> Aggregate:
-    """Aggregate the pods of one runtime at time `now` (DESIGN §5).
+    """Aggregate the pods of one runtime at time `now` (docs/design.md, Aggregation).
 
     One pass over the pods with the signals in locals: this runs for every pod of every runtime each refresh.
     """

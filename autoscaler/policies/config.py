@@ -1,4 +1,4 @@
-"""Scaling policies from the config file and from runtime annotations (DESIGN §6).
+"""Scaling policies from the config file and from runtime annotations (docs/configuration.md, Policy).
 
 Precedence, broadest first, each layer replacing single fields of the one before:
 
@@ -229,7 +229,7 @@ def _layer(policy: RuntimePolicy, overrides: object, source: str, where: str) ->
 
 
 def load_policy_book(path: str | os.PathLike[str], base: RuntimePolicy | None = None) -> PolicyBook:
-    """Read the YAML config file of DESIGN §6 (`defaults:` and `runtimes:`)."""
+    """Read the YAML config file (`defaults:` and `runtimes:`, docs/configuration.md, Policy)."""
     source = os.fspath(path)
     try:
         with open(source, encoding="utf-8") as fh:

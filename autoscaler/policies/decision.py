@@ -1,7 +1,7 @@
 """One runtime, one refresh: snapshot + policy + memory → the view the API serves, and the next memory.
 
-This is the composition the refresh loop calls per runtime: aggregate (§5), recommend (§6), smooth with the
-hold rules (§6), rank (§7). It is pure: `now` comes from the caller, and the smoothing memory is passed in
+This is the composition the refresh loop calls per runtime: aggregate, recommend, smooth with the hold
+rules, rank (docs/design.md). It is pure: `now` comes from the caller, and the smoothing memory is passed in
 and handed back, never kept here.
 
 Rules, in order:
@@ -18,7 +18,7 @@ sum from lowering anything while they are missing. A signal that no fresh pod re
 makes that one metric unknown and that term propose nothing; the other metrics are still served.
 `modelmesh_desired_replicas` is served as the smoothed recommendation rounded up (see `smoothing`).
 
-Pods are ranked (§7) on every refresh, known or not, from each Ready pod's last good sample, so /debug can
+Pods are ranked on every refresh, known or not, from each Ready pod's last good sample, so /debug can
 always show them; whoever writes deletion costs should act only on known views.
 """
 

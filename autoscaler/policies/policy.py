@@ -1,6 +1,6 @@
-"""Per-runtime scaling policy: the targets and limits of DESIGN §6, one typed field each.
+"""Per-runtime scaling policy: the targets and limits of docs/configuration.md (Policy), one typed field each.
 
-Defaults here are the built-in defaults of DESIGN §6. A config file (`--config`) replaces them for all or
+Defaults here are the built-in defaults docs/configuration.md lists. A config file (`--config`) replaces them for all or
 some runtimes, and `autoscaler.modelmesh.io/<key-with-dashes>` annotations on a runtime's Deployment
 override single fields (see `autoscaler.policies.config`).
 """
@@ -52,7 +52,7 @@ class RuntimePolicy:
     """Fraction of Ready pods that must have fresh data, else the value is unknown and the API answers 503."""
 
     need_weight_requests: float = 0.5
-    """Weight of a pod's request share (r_i / max r) in its need, for choosing the pod to remove (§7)."""
+    """Weight of a pod's request share (r_i / max r) in its need, for choosing the pod to remove (docs/design.md)."""
 
     need_weight_gpu: float = 0.5
-    """Weight of a pod's GPU busy ratio in its need (§7)."""
+    """Weight of a pod's GPU busy ratio in its need (docs/design.md, Choosing the pod to remove)."""

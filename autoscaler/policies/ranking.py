@@ -1,4 +1,4 @@
-"""Which pod to remove first: need per pod, turned into coarse pod-deletion costs (DESIGN §7).
+"""Which pod to remove first: need per pod, turned into coarse pod-deletion costs (docs/design.md).
 
 The need of a pod is a weighted sum of terms, each scaled to 0..1 within the runtime, with the weights
 normalised so that need is 0..1 too:
@@ -7,7 +7,7 @@ normalised so that need is 0..1 too:
 
 (a term that no Ready pod reports, such as GPU busy on a CPU runtime, drops out of the sum and its weight).
 
-A term is anything with a `name` and a `scores(pods)` method (`NeedTerm`), so the third term of §7 — the
+A term is anything with a `name` and a `scores(pods)` method (`NeedTerm`), so the third term of docs/design.md — the
 share of models that only this pod served in the last `target_lru_age` — plugs in beside the two here once
 the exporter reports per-pod model sets, without touching the combination or the bucketing.
 
@@ -83,7 +83,7 @@ class WeightedTerm:
 
 
 def default_terms(policy: RuntimePolicy) -> tuple[WeightedTerm, ...]:
-    """The two terms §7 defines today, weighted by the policy."""
+    """The two terms docs/design.md defines today, weighted by the policy."""
     return (
         WeightedTerm(RequestShareTerm(), policy.need_weight_requests),
         WeightedTerm(GpuBusyTerm(), policy.need_weight_gpu),

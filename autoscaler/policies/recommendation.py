@@ -1,4 +1,4 @@
-"""The replica recommendation of DESIGN §6: one proposal per signal, the largest wins, capped.
+"""The replica recommendation (docs/design.md, Recommendation): one proposal per signal, the largest wins, capped.
 
     desired = max( min_replicas,
                    ceil(n * M_p(b) / target_gpu_busy),
@@ -54,7 +54,7 @@ class Recommendation:
 
 
 def recommend(agg: Aggregate, policy: RuntimePolicy) -> Recommendation:
-    """Apply §6 to one aggregate. `n` is the number of Ready pods with fresh data."""
+    """Apply the recommendation rules to one aggregate. `n` is the number of Ready pods with fresh data."""
     n = agg.n
     proposals: dict[str, int | None] = dict.fromkeys(TERMS)
     if agg.gpu_busy is not None:

@@ -1,4 +1,4 @@
-"""Up fast, down slow, hold on gaps: the adapter's own scale-down rail (DESIGN §6).
+"""Up fast, down slow, hold on gaps: the adapter's own scale-down rail (docs/design.md, Slow scale-down).
 
 A served series rises at once (under-provisioning costs latency now) and falls exponentially towards a lower
 target with time constant `tau`: `value = target + (prev - target) · exp(-dt / tau)`, so an HPA without a

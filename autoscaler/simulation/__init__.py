@@ -1,1 +1,1 @@
-"""The simulator (DESIGN §9): a simulated runtime replayed through the same policies the adapter serves."""
+"""The simulator (docs/design.md): a simulated runtime replayed through the same policies the adapter serves."""

@@ -1,4 +1,4 @@
-"""Which pods a ReplicaSet removes when its replicas are lowered, in the order DESIGN §9 documents:
+"""Which pods a ReplicaSet removes when its replicas are lowered, in the order docs/design.md documents:
 not Ready first, then the lowest `controller.kubernetes.io/pod-deletion-cost`, then the newest.
 
 This is the part of the ReplicaSet controller's ranking (`getPodsToDelete`, `controller.ActivePodsWithRanks`)

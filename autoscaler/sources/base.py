@@ -4,7 +4,7 @@
 from a static targets file or from the Kubernetes API. `MetricSource` turns that inventory into one
 `RuntimeSnapshot` per runtime each refresh: by scraping exporters, or by querying Prometheus.
 
-Rules every implementation keeps (DESIGN §6):
+Rules every implementation keeps (docs/design.md, Missing data):
 - `collect()` never raises. A backend failure is reported as `source_ok=False` on the snapshots it affects
   and is logged by the source; it is never turned into zero load.
 - A pod whose read failed keeps its last good `PodSample` (with its old `sampled_at`), so the policies can

@@ -1,10 +1,10 @@
 """`DeploymentResync`: pod discovery's runtime table, re-read from the runtimes' Deployments on a timer.
 
-A runtime is a Deployment (DESIGN §4). The table holds the configured runtimes (always, even before or
+A runtime is a Deployment (docs/design.md). The table holds the configured runtimes (always, even before or
 without their Deployment) and, when discovering, every Deployment with the runtime label in the watched
 namespaces, each with its `spec.replicas`, policy annotations and pod selector. Deployments change rarely
 and carry no load, so they are re-read every resync interval instead of watched. The table is replaced only
-when every read worked; while reads fail it stays as last read and `ok` is False (DESIGN §6).
+when every read worked; while reads fail it stays as last read and `ok` is False (docs/design.md, Missing data).
 
 Logs go to pod discovery's logger (`autoscaler.sources.kube_pods`), the one operators filter on.
 """

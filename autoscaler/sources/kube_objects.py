@@ -1,7 +1,7 @@
 """What pod discovery reads from pods and Deployments, and how it joins them into an inventory.
 
-Pure functions of the API's raw JSON (see `kube_api`), so a malformed field can never break discovery:
-it reads as absent. A runtime is a Deployment (DESIGN §4); its pods are the ones its selector
+Pure functions of the API's raw JSON (see `autoscaler.kube.raw`), so a malformed field can never break discovery:
+it reads as absent. A runtime is a Deployment (docs/design.md); its pods are the ones its selector
 (`spec.selector.matchLabels`; ModelMesh uses `modelmesh-service` and `name`) matches in its namespace.
 
 A pod is Ready when its `Ready` condition is True and it is not terminating (no `deletionTimestamp`): the

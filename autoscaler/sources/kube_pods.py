@@ -1,6 +1,6 @@
 """Pod discovery from the Kubernetes API: which ModelMesh runtimes exist, and where their pods' exporters answer.
 
-A runtime is a Deployment (DESIGN §4). Runtimes come from the configuration (`RuntimeKey`s given at
+A runtime is a Deployment (docs/design.md). Runtimes come from the configuration (`RuntimeKey`s given at
 construction) and, when asked, from Deployments labelled `modelmesh-service` in all namespaces or a namespace
 list. This module puts the parts together behind the `PodDiscovery` interface:
 
@@ -10,7 +10,7 @@ list. This module puts the parts together behind the `PodDiscovery` interface:
 - `kube_objects` reads pods and Deployments from the API's JSON and joins them into the inventory.
 
 While a watch or the Deployment read is broken `healthy` is False: the inventory is kept as last seen, and
-the metric source marks its snapshots `source_ok=False`, so nothing is lowered on stale knowledge (DESIGN §6).
+the metric source marks its snapshots `source_ok=False`, so nothing is lowered on stale knowledge (docs/design.md).
 
 The client is `kubernetes.aio` (native asyncio: cancellable, no thread per watch), configured from a kubeconfig
 or the in-cluster service account by `load_configuration`; responses are read as raw JSON (`autoscaler.kube.raw`).

@@ -5,7 +5,7 @@ An HPA request never waits on the API, and 10,000 pods cost one list and one str
 pod or per runtime. A watch that ends is resumed from the last resourceVersion seen; one the server no longer
 retains (410 Expired, as an ERROR event or a status) is replaced by a fresh list. Any other failure is
 retried with the owner's capped, jittered backoff, and while the watch is broken `ok` is False and `pods`
-stay as last seen, so nothing is lowered on stale knowledge (DESIGN §6).
+stay as last seen, so nothing is lowered on stale knowledge (docs/design.md, Missing data).
 
 Logs go to pod discovery's logger (`autoscaler.sources.kube_pods`), the one operators filter on.
 """

@@ -1,4 +1,4 @@
-"""`PrometheusSource`: every runtime's per-pod signals, read from Prometheus (DESIGN §3, §6, §8).
+"""`PrometheusSource`: every runtime's per-pod signals, read from Prometheus (docs/design.md).
 
 Where a cluster outgrows direct scraping, Prometheus (or Thanos, Mimir) already holds the exporters' series.
 Each refresh asks it one instant query per signal for all runtimes at once (`prometheus_queries`: the PromQL,

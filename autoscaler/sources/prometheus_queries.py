@@ -1,4 +1,4 @@
-"""What `PrometheusSource` asks Prometheus, how it asks, and how it checks the answers (DESIGN §3, §8).
+"""What `PrometheusSource` asks Prometheus, how it asks, and how it checks the answers (docs/design.md).
 
 **One instant query per signal for all runtimes at once** (eight queries, whatever the number of runtimes
 or pods), aggregated `by (namespace, pod)`: `build_queries` writes them, `PrometheusReader` runs them
@@ -79,7 +79,7 @@ def build_queries(
     """The instant queries of one refresh, one per signal, each covering every pod Prometheus knows.
 
     Non-GPU signals use `max by` only to collapse duplicate series (a pod scraped by two jobs) and to drop
-    labels we do not join on; GPU busy is the mean over a pod's GPUs (DESIGN §5). NaN survives `avg`/`max`
+    labels we do not join on; GPU busy is the mean over a pod's GPUs (docs/design.md). NaN survives `avg`/`max`
     of a single series, so garbage still reaches the validation in Python and is counted there.
     """
     by = f"{namespace_label}, {pod_label}"

@@ -1,4 +1,4 @@
-"""GPU busy ratio and memory per GPU (DESIGN §3), sampled from NVML in the background, served from memory.
+"""GPU busy ratio and memory per GPU (docs/design.md), sampled from NVML in the background, served from memory.
 
 A background loop (`run`) asks a `GpuSampler` (`exporter.gpu_sampler`) for one NVML pass a second;
 `collect()` only formats the last pass, so a scrape never waits on the driver and scraping more often costs
@@ -47,7 +47,7 @@ class GpuCollector(Collector):
     ) -> None:
         """Configure; touches no NVML until the first `sample_once`.
 
-        window_s: seconds of NVML samples averaged into busy (DESIGN `gpu_window`): long enough to smooth
+        window_s: seconds of NVML samples averaged into busy (`gpu_window`, docs/design.md): long enough to smooth
           a bursty inference load, short next to the adapter's 15 s refresh.
         uuids: `--gpu-uuids`; a GPU UUID selects its MIG devices too. None or empty: every visible GPU.
         clock: Unix time in seconds; must agree with NVML's sample timestamps (the wall clock).

@@ -1,7 +1,7 @@
 """Per-collector health: did the last collection work, when did one last work, and why it failed.
 
-Every collector reports through one `CollectorHealth` so the self-metrics of DESIGN §3 are produced in one
-place and a failure is logged once per outage, not once per scrape. Besides DESIGN's three series it publishes
+Every collector reports through one `CollectorHealth` so the self-metrics in docs/design.md are produced in one
+place and a failure is logged once per outage, not once per scrape. Besides success, freshness and errors it publishes
 how long each collector's last attempt took (node_exporter's `scrape_collector_duration_seconds`): a
 ModelMesh that answers ever closer to the timeout shows there before it starts failing.
 """

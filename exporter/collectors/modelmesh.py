@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 
 class ModelMeshCollector(Collector):
-    """Scrapes ModelMesh in the background and publishes the §3 load and cache metrics.
+    """Scrapes ModelMesh in the background and publishes the per-pod load and cache metrics.
 
     `clock` is monotonic time for the rate windows and the loop (a wall-clock step must not bend a rate);
     the health timestamps use the wall clock of `health`.
@@ -140,7 +140,7 @@ class ModelMeshCollector(Collector):
                 names.CACHE_MISSES_PER_SECOND, "Model cache misses per second over the load window.",
                 value=rates.cache_misses_per_second,
             )
-        # ModelMesh reads 0 when no model is loaded (DESIGN §2): no LRU, so no series.
+        # ModelMesh reads 0 when no model is loaded (docs/design.md): no LRU, so no series.
         if reading.models_loaded > 0 and reading.lru_age_s > 0:
             yield GaugeMetricFamily(
                 names.LRU_AGE_SECONDS, "Seconds since this pod's least recently used model was last used.",

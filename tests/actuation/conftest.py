@@ -11,7 +11,7 @@ import pytest
 from autoscaler.kube.client import KubeClient
 from autoscaler.model import PodView, RuntimeKey, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
-from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.kube import FakeKubeApi
 
 KEY = RuntimeKey("ml", "modelmesh-serving-triton")
 

@@ -22,7 +22,7 @@ from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
 from tests.actuation.conftest import KEY, add_pods
-from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.kube import FakeKubeApi
 
 PODS = {"pod-busy": 90.0, "pod-some": 30.0, "pod-idle": 0.0}
 SHORT_LEASE = {"leader_elect_lease_duration_s": 1.0, "leader_elect_renew_deadline_s": 0.6,

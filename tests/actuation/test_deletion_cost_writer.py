@@ -15,7 +15,7 @@ from autoscaler.kube.client import KubeClient
 from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.selfmetrics import AdapterMetrics
 from tests.actuation.conftest import KEY, SteppedClock, add_pods, pod_view, runtime_view, views_of
-from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.kube import FakeKubeApi
 
 FAST = WriterSettings(qps=None)
 

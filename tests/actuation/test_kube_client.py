@@ -10,7 +10,7 @@ import pytest
 from autoscaler.kube.client import KubeClient, in_cluster
 from autoscaler.kube.errors import KubeApiError, KubeConfigError
 from autoscaler.names import DELETION_COST_ANNOTATION
-from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.kube import FakeKubeApi
 from tests.support.processes import free_port
 
 

@@ -16,7 +16,7 @@ from autoscaler.actuation.leader import LeaseConfig, LeaseElector, micro_time
 from autoscaler.kube.client import JSON, KubeClient
 from autoscaler.kube.errors import KubeApiError
 from tests.actuation.conftest import SteppedClock
-from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.kube import FakeKubeApi
 
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 

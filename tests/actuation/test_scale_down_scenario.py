@@ -18,7 +18,7 @@ from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.simulation.replicaset import ReplicaPod, pods_to_remove, removal_order
 from tests.actuation.conftest import KEY, SteppedClock
-from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.kube import FakeKubeApi
 
 T0 = 1_700_000_000.0
 CREATED = {"pod-a": T0 - 3000, "pod-b": T0 - 2000, "pod-idle": T0 - 1000, "pod-hot": T0 - 60}

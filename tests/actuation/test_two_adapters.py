@@ -21,7 +21,7 @@ from aiohttp import web
 from autoscaler.names import DELETION_COST_ANNOTATION
 from exporter import names
 from tests.actuation.conftest import KEY, add_pods
-from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.kube import FakeKubeApi
 from tests.support.processes import free_port
 
 pytestmark = pytest.mark.slow

@@ -19,7 +19,7 @@ from autoscaler.kube.reviews import KubeAuthApi, load_configuration
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
 from tests.api.builders import KEY, Pki, refresher_with, runtime_view
-from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.kube import FakeKubeApi
 
 
 async def kube_api(settings: ServeSettings) -> KubeAuthApi:

@@ -91,7 +91,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     (workdir / "targets.yaml").write_text(yaml.safe_dump({"runtimes": [{
         "namespace": NAMESPACE, "deployment": DEPLOYMENT, "pods": [{"name": "pod-0", "url": exporter_url}]}]}))
     env = {"PYTHONPATH": str(REPO)}
-    with running(["tests.fakes.kube_api", "--port", str(kube_port), "--state", str(workdir / "state.yaml"),
+    with running(["tests.fakes.kube", "--port", str(kube_port), "--state", str(workdir / "state.yaml"),
                   "--kubeconfig", str(workdir / "kube.yaml")],
                  f"http://127.0.0.1:{kube_port}/healthz", workdir / "kube.log", env), \
          running(["autoscaler.demo.fake_modelmesh", "--listen", f"127.0.0.1:{mm_port}", "--rps", "40",

@@ -17,7 +17,7 @@ from aiohttp import web
 
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
 from autoscaler.names import DELETION_COST_ANNOTATION
-from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.kube import FakeKubeApi
 from tests.support.kubectl import get_raw, write_kubeconfig
 from tests.support.processes import free_port, running
 

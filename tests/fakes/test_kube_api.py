@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.kube import FakeKubeApi
 
 NS = "default"
 RUNTIME = "modelmesh-serving-triton"
@@ -597,7 +597,7 @@ async def test_runs_as_a_process_from_a_state_file(tmp_path: Path) -> None:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "tests.fakes.kube_api",
+        "tests.fakes.kube",
         "--port",
         "0",
         "--state",

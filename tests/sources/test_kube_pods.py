@@ -24,7 +24,7 @@ from autoscaler.sources.kube_pods import (
     kube_configuration,
     load_configuration,
 )
-from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.kube import FakeKubeApi
 
 NS = "modelmesh-serving"
 TRITON = RuntimeKey(NS, "modelmesh-serving-triton")

@@ -21,7 +21,7 @@ from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
 from autoscaler.model import RuntimeKey, RuntimeSnapshot
 from autoscaler.sources.kube_pods import KubePodDiscovery
 from autoscaler.sources.scrape import ScrapeSource
-from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.kube import FakeKubeApi
 from tests.support.processes import free_port, running
 
 pytestmark = pytest.mark.slow

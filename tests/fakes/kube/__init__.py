@@ -1,0 +1,122 @@
+"""A fake Kubernetes API server that speaks the real wire format, shared by every test that needs one.
+
+No kube-apiserver runs where the tests run, yet the adapter talks to one in several ways: it discovers runtime
+Deployments and watches their pods, writes `pod-deletion-cost` annotations with merge patches, elects a leader
+with a `coordination.k8s.io/v1` Lease, authorizes HPA requests with SubjectAccessReviews and reads the
+aggregator's front-proxy settings from `kube-system/extension-apiserver-authentication`. This package is one
+aiohttp server on 127.0.0.1 that answers those calls with the JSON the real server sends, so the real
+`kubernetes` client, `kubernetes.aio` and `kubectl` can be pointed at it unchanged, and tests can break it on
+purpose (failures, slow answers, expired watches, an outage). Tests import `FakeKubeApi` from here; scripts
+run it as a process with `python -m tests.fakes.kube --port N --state FILE.yaml [--kubeconfig OUT]`.
+
+Where things live (each module imports only those above it):
+
+- `wire.py`: the wire format: `Status` objects and `ApiError`, label and field selectors, RFC 3339 times,
+  JSON bodies and responses.
+- `resources.py`: `ResourceType` and `RESOURCE_TYPES`, the one table of served kinds, and URL path parsing.
+  Adding a kind starts (and often ends) with a row there.
+- `discovery.py`: `/version`, `/api`, `/apis` and APIResourceLists, derived from the table.
+- `patches.py`: merge patch (RFC 7386), strategic merge patch and JSON patch (RFC 6902).
+- `faults.py`: recording of requests (`RecordedRequest`, `RecordedPatch`), injected failures and delays.
+- `workloads.py`: what the kubelet and controllers would write (pod conditions, Deployment status) and pod
+  validation of the deletion cost.
+- `store.py`: `ObjectStore`: objects, the resourceVersion counter, event history, watchers, list and watch.
+- `writes.py`: `ObjectWrites`: POST / PUT / PATCH with preconditions, status subresource and validation.
+- `reviews.py`: `AuthReviews`: bearer tokens, TokenReview, SubjectAccessReview with `AccessRule`s, the
+  authentication ConfigMap.
+- `cluster.py`: `ClusterControls`: test controls for Deployments, pods and ModelMesh runtimes.
+- `server.py`: `FakeKubeApi` (the mixins above put together), lifecycle, TLS, middleware, routing, process
+  mode and `main`.
+
+Kept as the real server does it (checked against kubernetes/apiserver sources):
+
+- Errors are `Status` objects (`kind: Status, apiVersion: v1, metadata: {}, status: Failure, message, reason,
+  code, details`) with the real reasons and messages: NotFound, AlreadyExists, Conflict ("the object has been
+  modified; ..."), Invalid (422, "X is invalid: field: Invalid value: ...: detail"), Expired (410),
+  UnsupportedMediaType (415), TooManyRequests (429 with `Retry-After` and `details.retryAfterSeconds`).
+- One resourceVersion counter for all objects, like etcd's revision. Lists carry it in `metadata`; list items
+  carry no `kind`/`apiVersion`; single objects and watch events do. Empty `labels`/`annotations` are omitted.
+- Watches stream JSON lines `{"type": ..., "object": ...}` (HTTP 200, chunked): resourceVersion ""/"0"/absent
+  sends synthetic ADDED events for the current state first; a version sends every later event; a version older
+  than the retained history gets one ERROR event carrying a 410 `Expired` Status ("too old resource version:
+  R (oldest)") and the stream ends. A label-selected watcher sees an object that stops matching as DELETED and
+  one that starts matching as ADDED. BOOKMARKs only when `allowWatchBookmarks` is set. `timeoutSeconds` ends
+  the stream cleanly. `watch` is parsed like the server's bool conversion: anything but "", "0", "false"
+  (any case) is true, so `kubernetes_asyncio`'s `watch=True` works.
+- PATCH accepts `application/merge-patch+json` (RFC 7386), `application/strategic-merge-patch+json` and
+  `application/json-patch+json` (RFC 6902); anything else is 415. A `metadata.resourceVersion` in the patch is a
+  precondition (409 when stale). Writes to the main resource keep `status` (it is a subresource). A no-op
+  write does not bump resourceVersion and emits no event. `controller.kubernetes.io/pod-deletion-cost` must
+  parse as a 32-bit integer (422), and annotation values must be strings (400), as in pod validation.
+- Leases: PUT with a stale resourceVersion is 409 Conflict, PUT without one is 422 (leases do not allow
+  unconditional updates), PUT of a missing Lease creates it, POST of an existing name is 409 AlreadyExists.
+- SubjectAccessReview and TokenReview are validated like the server does and echoed with a `status`; creation
+  answers 201. An unknown token gets `status: {user: {}, error: ...}`: `authenticated` is omitted, as Go's
+  `omitempty` drops a false bool. Authenticated users get the `system:authenticated` group added.
+- `/version`, `/api`, `/apis` and per-group-version APIResourceLists, enough for `kubectl get`.
+
+Not modelled: admission, defaulting beyond what tests read, server-side apply (415), protobuf, managed fields,
+pagination (`limit` is ignored: allowed by the API), graceful deletion through the API (DELETE removes at once:
+there is no kubelet; `delete_pod(..., graceful=True)` shows a terminating pod instead), subresources (404).
+Strategic merge knows the merge keys of the lists tests touch (containers, conditions, ...); other lists are
+replaced.
+
+Forcing a client through the 410 path: `kube.end_watches(); <some change>; kube.compact()`: the client resumes
+from a version that is no longer retained.
+"""
+
+from tests.fakes.kube.faults import Delay, Fault, RecordedPatch, RecordedRequest
+from tests.fakes.kube.patches import (
+    JSON_PATCH,
+    MERGE_PATCH,
+    STRATEGIC_MERGE_PATCH,
+    json_patch,
+    merge_patch,
+    strategic_merge_patch,
+)
+from tests.fakes.kube.resources import (
+    CONFIGMAPS,
+    DEPLOYMENTS,
+    LEASES,
+    PODS,
+    RESOURCE_TYPES,
+    SUBJECT_ACCESS_REVIEWS,
+    TOKEN_REVIEWS,
+    ResourceType,
+)
+from tests.fakes.kube.reviews import AUTH_CONFIGMAP, AccessRule, Authorizer
+from tests.fakes.kube.server import FakeKubeApi, main
+from tests.fakes.kube.wire import JSON, ApiError, parse_field_selector, parse_label_selector, status_object
+from tests.fakes.kube.workloads import POD_DELETION_COST
+
+__all__ = [
+    "AUTH_CONFIGMAP",
+    "CONFIGMAPS",
+    "DEPLOYMENTS",
+    "JSON",
+    "JSON_PATCH",
+    "LEASES",
+    "MERGE_PATCH",
+    "PODS",
+    "POD_DELETION_COST",
+    "RESOURCE_TYPES",
+    "STRATEGIC_MERGE_PATCH",
+    "SUBJECT_ACCESS_REVIEWS",
+    "TOKEN_REVIEWS",
+    "AccessRule",
+    "ApiError",
+    "Authorizer",
+    "Delay",
+    "FakeKubeApi",
+    "Fault",
+    "RecordedPatch",
+    "RecordedRequest",
+    "ResourceType",
+    "json_patch",
+    "main",
+    "merge_patch",
+    "parse_field_selector",
+    "parse_label_selector",
+    "status_object",
+    "strategic_merge_patch",
+]

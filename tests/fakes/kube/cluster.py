@@ -1,0 +1,208 @@
+"""Test controls that stand in for the kubelet and the controllers: Deployments, pods and ModelMesh runtimes.
+
+Objects made here go through the store like any write, so watching clients see the same events they would
+see from a cluster. What the missing components would fill in (pod conditions, container statuses, a
+Deployment's status) comes from `workloads.py`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Final
+
+from tests.fakes.kube.patches import merge_patch
+from tests.fakes.kube.resources import DEPLOYMENTS, PODS
+from tests.fakes.kube.store import ObjectStore
+from tests.fakes.kube.wire import JSON, rfc3339, timestamp
+from tests.fakes.kube.workloads import set_pod_ready
+
+RUNTIME_SERVICE_LABEL: Final = "modelmesh-service"
+
+
+class ClusterControls(ObjectStore):
+    """Synchronous test controls for workloads; call them from the loop the server runs on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ip_counter = itertools.count(10)
+
+    # ---- Deployments -----------------------------------------------------------------------------------------
+
+    def add_deployment(
+        self,
+        namespace: str,
+        name: str,
+        replicas: int = 1,
+        labels: Mapping[str, str] | None = None,
+        selector: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+    ) -> JSON:
+        """An apps/v1 Deployment; `selector` (matchLabels) defaults to `{"app": name}`, `labels` to the selector.
+
+        Its `status` is computed from the pods its selector matches whenever it is read.
+        """
+        match_labels = dict(selector) if selector is not None else {"app": name}
+        obj: JSON = {
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "generation": 1,
+                "labels": dict(labels) if labels is not None else dict(match_labels),
+                "annotations": {"deployment.kubernetes.io/revision": "1", **(annotations or {})},
+            },
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": match_labels},
+                "template": {
+                    "metadata": {"creationTimestamp": None, "labels": dict(match_labels)},
+                    "spec": {"containers": [{"name": "main", "image": "registry.example/fake:latest"}]},
+                },
+                "strategy": {
+                    "type": "RollingUpdate",
+                    "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
+                },
+                "revisionHistoryLimit": 10,
+                "progressDeadlineSeconds": 600,
+            },
+        }
+        return self._create(DEPLOYMENTS, obj)
+
+    def set_replicas(self, namespace: str, name: str, replicas: int) -> JSON:
+        def change(obj: JSON) -> None:
+            obj["spec"]["replicas"] = replicas
+
+        return self.update_object("deployments", namespace, name, change)
+
+    def set_deployment_annotations(self, namespace: str, name: str, annotations: Mapping[str, str | None]) -> JSON:
+        """Merge annotations into a Deployment (None removes one)."""
+
+        def change(obj: JSON) -> None:
+            merged = merge_patch(obj["metadata"].get("annotations") or {}, dict(annotations))
+            obj["metadata"]["annotations"] = merged
+
+        return self.update_object("deployments", namespace, name, change)
+
+    def delete_deployment(self, namespace: str, name: str) -> JSON:
+        return self._delete(DEPLOYMENTS, (namespace, name))
+
+    # ---- pods ------------------------------------------------------------------------------------------------
+
+    def add_pod(
+        self,
+        namespace: str,
+        name: str,
+        labels: Mapping[str, str] | None = None,
+        ip: str | None = None,
+        ready: bool = True,
+        created: float | datetime | None = None,
+        annotations: Mapping[str, str] | None = None,
+        phase: str = "Running",
+        node: str = "node-1",
+    ) -> JSON:
+        """A pod as the kubelet reports it. A Running pod with no `ip` gets the next 10.244.0.x; a Pending one
+        has no IP. `created` is a Unix time or datetime (default: now)."""
+        now = self.clock()
+        created_at = timestamp(created, now)
+        if ip is None and phase == "Running":
+            number = next(self._ip_counter)
+            ip = f"10.244.{number // 250}.{number % 250 + 2}"
+        status: JSON = {"phase": phase, "hostIP": "192.168.0.10", "startTime": rfc3339(created_at)}
+        if ip:
+            status["podIP"] = ip
+            status["podIPs"] = [{"ip": ip}]
+        obj: JSON = {
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": dict(labels or {}),
+                "annotations": dict(annotations or {}),
+            },
+            "spec": {
+                "containers": [{"name": "main", "image": "registry.example/fake:latest"}],
+                "nodeName": node,
+                "restartPolicy": "Always",
+                "schedulerName": "default-scheduler",
+            },
+            "status": status,
+        }
+        set_pod_ready(obj, ready and phase == "Running", created_at)
+        return self._create(PODS, obj, created_at=created_at)
+
+    def set_ready(self, namespace: str, name: str, ready: bool) -> JSON:
+        """Flip the pod's Ready and ContainersReady conditions (a readiness probe passing or failing)."""
+        now = self.clock()
+        return self.update_object("pods", namespace, name, lambda obj: set_pod_ready(obj, ready, now))
+
+    def set_pod_ip(self, namespace: str, name: str, ip: str | None) -> JSON:
+        def change(obj: JSON) -> None:
+            if ip:
+                obj["status"]["podIP"] = ip
+                obj["status"]["podIPs"] = [{"ip": ip}]
+            else:
+                obj["status"].pop("podIP", None)
+                obj["status"].pop("podIPs", None)
+
+        return self.update_object("pods", namespace, name, change)
+
+    def set_pod_phase(self, namespace: str, name: str, phase: str) -> JSON:
+        def change(obj: JSON) -> None:
+            obj["status"]["phase"] = phase
+            if phase in ("Succeeded", "Failed"):
+                set_pod_ready(obj, False, self.clock())
+
+        return self.update_object("pods", namespace, name, change)
+
+    def delete_pod(self, namespace: str, name: str, graceful: bool = False) -> JSON:
+        """Remove a pod (DELETED event). `graceful`: only mark it terminating (deletionTimestamp set, MODIFIED),
+        as the API does while the kubelet stops it; a second call removes it."""
+        key = (namespace, name)
+        existing = self._objects[PODS].get(key)
+        if existing is None:
+            raise KeyError(f"pods {namespace}/{name}")
+        if graceful and "deletionTimestamp" not in existing["metadata"]:
+            moment = self.clock() + 30
+
+            def terminate(obj: JSON) -> None:
+                obj["metadata"]["deletionTimestamp"] = rfc3339(moment)
+                obj["metadata"]["deletionGracePeriodSeconds"] = 30
+
+            return self.update_object("pods", namespace, name, terminate)
+        return self._delete(PODS, key)
+
+    def pod_annotations(self, namespace: str, name: str) -> dict[str, str]:
+        pod = self._objects[PODS].get((namespace, name))
+        if pod is None:
+            raise KeyError(f"pods {namespace}/{name}")
+        return dict(pod["metadata"].get("annotations") or {})
+
+    # ---- ModelMesh runtimes ----------------------------------------------------------------------------------
+
+    def add_modelmesh_runtime(
+        self,
+        namespace: str,
+        deployment: str,
+        replicas: int = 2,
+        ready_pods: int | None = None,
+        annotations: Mapping[str, str] | None = None,
+        service: str = "modelmesh-serving",
+    ) -> list[str]:
+        """A ModelMesh runtime as modelmesh-controller lays it out: a Deployment selecting
+        `modelmesh-service=<service>, name=<deployment>` and `replicas` pods, the first `ready_pods` Ready.
+        Returns the pod names (ReplicaSet-style `<deployment>-<hash>-<suffix>`)."""
+        selector = {RUNTIME_SERVICE_LABEL: service, "name": deployment}
+        labels = {**selector, "app.kubernetes.io/managed-by": "modelmesh-controller"}
+        self.add_deployment(namespace, deployment, replicas, labels=labels, selector=selector, annotations=annotations)
+        ready = replicas if ready_pods is None else ready_pods
+        names = []
+        for index in range(replicas):
+            pod_name = f"{deployment}-5d9c8b7f6-{self._suffix()}"
+            self.add_pod(
+                namespace,
+                pod_name,
+                labels={**selector, "pod-template-hash": "5d9c8b7f6"},
+                ready=index < ready,
+            )
+            names.append(pod_name)
+        return names

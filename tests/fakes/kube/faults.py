@@ -1,0 +1,205 @@
+"""What tests do to the fake's traffic: record every request, inject failures and slow answers.
+
+`FaultInjection` keeps `requests` (every request with its answer's status) and the injected `faults` and
+`delays`; the server's middleware calls `_record` first and `_inject` before authentication, so an injected
+failure answers even an unauthenticated request, as an overloaded real server would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Final
+
+from aiohttp import web
+
+from tests.fakes.kube.resources import parse_path
+from tests.fakes.kube.wire import JSON, REASONS, ApiError
+
+
+@dataclass(slots=True)
+class RecordedRequest:
+    """One request the fake received, as tests assert on it."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: Any  # parsed JSON when the body is JSON, else the text, else None
+    content_type: str = ""
+    resource: str | None = None  # plural of the addressed resource, when the path names one
+    namespace: str | None = None
+    name: str | None = None
+    status: int | None = None  # the answer's status code; 200 for a watch stream once it started
+
+
+RECORD: Final = web.RequestKey("fake_kube_record", RecordedRequest)
+"""Where a request carries its own record, so a handler can fill in the status early (watch streams)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedPatch:
+    """A PATCH request, for tests about annotation writers."""
+
+    resource: str
+    namespace: str | None
+    name: str
+    content_type: str
+    body: Any
+    status: int | None
+
+
+@dataclass(slots=True)
+class Fault:
+    """An injected failure; `hits` counts the requests it answered."""
+
+    pattern: re.Pattern[str]
+    status: int
+    times: int | None
+    method: str | None
+    message: str | None
+    retry_after: int
+    hits: int = 0
+
+    def applies(self, method: str, path: str) -> bool:
+        if self.times is not None and self.hits >= self.times:
+            return False
+        return (self.method is None or self.method == method) and self.pattern.search(path) is not None
+
+
+@dataclass(slots=True)
+class Delay:
+    """An injected slow answer."""
+
+    pattern: re.Pattern[str]
+    seconds: float
+    times: int | None
+    method: str | None
+    hits: int = 0
+
+    def applies(self, method: str, path: str) -> bool:
+        if self.times is not None and self.hits >= self.times:
+            return False
+        return (self.method is None or self.method == method) and self.pattern.search(path) is not None
+
+
+_DEFAULT_MESSAGES: Final = {
+    401: "Unauthorized",
+    403: "forbidden: the fake API server was told to refuse this request",
+    404: "the server could not find the requested resource",
+    409: "the server reported a conflict",
+    429: "Too many requests, please try again later.",
+    500: "Internal error occurred: injected failure",
+    503: "the server is currently unable to handle the request",
+    504: "Timeout: request did not complete within requested timeout - context deadline exceeded",
+}
+
+
+class FaultInjection:
+    """Request recording and the fault/delay test controls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[RecordedRequest] = []
+        self.faults: list[Fault] = []
+        self.delays: list[Delay] = []
+
+    # ---- test controls ---------------------------------------------------------------------------------------
+
+    def fail(
+        self,
+        path_regex: str,
+        status: int = 500,
+        times: int | None = 1,
+        method: str | None = None,
+        message: str | None = None,
+        retry_after: int = 1,
+    ) -> Fault:
+        """Answer the next `times` matching requests (None: until `clear_faults()`) with a Status of `status`.
+
+        `path_regex` is searched in the path (no query). 429 answers carry `Retry-After: retry_after` and
+        `details.retryAfterSeconds`, as the server's max-in-flight filter writes them.
+        """
+        fault = Fault(re.compile(path_regex), status, times, method.upper() if method else None, message, retry_after)
+        self.faults.append(fault)
+        return fault
+
+    def delay(self, path_regex: str, seconds: float, times: int | None = None, method: str | None = None) -> Delay:
+        """Hold matching requests for `seconds` before answering (None `times`: until `clear_faults()`)."""
+        entry = Delay(re.compile(path_regex), seconds, times, method.upper() if method else None)
+        self.delays.append(entry)
+        return entry
+
+    def clear_faults(self) -> None:
+        self.faults.clear()
+        self.delays.clear()
+
+    def clear_requests(self) -> None:
+        self.requests.clear()
+
+    @property
+    def patches(self) -> list[RecordedPatch]:
+        """Every PATCH received, in order."""
+        return [
+            RecordedPatch(r.resource or "", r.namespace, r.name or "", r.content_type, r.body, r.status)
+            for r in self.requests
+            if r.method == "PATCH"
+        ]
+
+    # ---- internals: called by the server's middleware ----------------------------------------------------------
+
+    async def _record(self, request: web.Request) -> RecordedRequest:
+        """Append the request to `requests` (its status is filled in once answered) and attach it as RECORD."""
+        raw = await request.read()
+        content_type = request.content_type if raw else ""
+        body: Any = None
+        if raw:
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                body = raw.decode("utf-8", "replace")
+        parsed = parse_path(request.path)
+        record = RecordedRequest(
+            method=request.method,
+            path=request.path,
+            query={key: value for key, value in request.query.items()},
+            headers={key: value for key, value in request.headers.items()},
+            body=body,
+            content_type=content_type,
+            resource=parsed[0].plural if parsed else None,
+            namespace=parsed[1] if parsed else None,
+            name=parsed[2] if parsed else None,
+        )
+        self.requests.append(record)
+        request[RECORD] = record
+        return record
+
+    async def _inject(self, request: web.Request) -> None:
+        """Hold the request for the first matching delay, then raise the first matching fault's error."""
+        for entry in self.delays:
+            if entry.applies(request.method, request.path):
+                entry.hits += 1
+                await asyncio.sleep(entry.seconds)
+                break
+        for fault in self.faults:
+            if fault.applies(request.method, request.path):
+                fault.hits += 1
+                raise _fault_error(fault)
+
+
+def _fault_error(fault: Fault) -> ApiError:
+    message = fault.message or _DEFAULT_MESSAGES.get(fault.status, f"injected failure ({fault.status})")
+    if fault.status == 429:
+        return ApiError(
+            429,
+            message,
+            "TooManyRequests",
+            {"retryAfterSeconds": fault.retry_after},
+            {"Retry-After": str(fault.retry_after)},
+        )
+    details: JSON | None = None
+    if fault.status == 500:
+        details = {"causes": [{"message": "injected failure"}]}
+    return ApiError(fault.status, message, REASONS.get(fault.status, "Unknown"), details)

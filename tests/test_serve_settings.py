@@ -1,0 +1,182 @@
+"""`modelmesh-autoscaler serve` settings: every flag has an `AUTOSCALER_*` twin, checked like the flag."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autoscaler import cli
+from autoscaler.settings import ServeSettings, SettingsError, env_variables, settings_from_args
+
+# (flag, value, field, expected): each changes a default, so each proves its flag and its variable work.
+FLAG_CASES: list[tuple[str, str, str, Any]] = [
+    ("--listen", "127.0.0.1:7443", "listen_port", 7443),
+    ("--insecure-dev", "true", "insecure_dev", True),
+    ("--log-level", "debug", "log_level", "DEBUG"),
+    ("--tls-cert-file", "/tls/tls.crt", "tls_cert_file", Path("/tls/tls.crt")),
+    ("--tls-private-key-file", "/tls/tls.key", "tls_private_key_file", Path("/tls/tls.key")),
+    ("--requestheader-client-ca-file", "/ca/front.crt", "requestheader_client_ca_file", Path("/ca/front.crt")),
+    ("--requestheader-allowed-names", "front-proxy-client, aggregator", "requestheader_allowed_names",
+     ("front-proxy-client", "aggregator")),
+    ("--requestheader-username-headers", "X-User", "requestheader_username_headers", ("X-User",)),
+    ("--requestheader-group-headers", "X-Group,X-Team", "requestheader_group_headers", ("X-Group", "X-Team")),
+    ("--requestheader-extra-headers-prefix", "X-Extra-", "requestheader_extra_headers_prefix", ("X-Extra-",)),
+    ("--client-ca-file", "/ca/client.crt", "client_ca_file", Path("/ca/client.crt")),
+    ("--authorization-always-allow-paths", "/healthz", "authorization_always_allow_paths", ("/healthz",)),
+    ("--kubeconfig", "/home/me/.kube/config", "kubeconfig", Path("/home/me/.kube/config")),
+    ("--source", "prometheus", "source", "prometheus"),
+    ("--targets", "targets.yaml", "targets", Path("targets.yaml")),
+    ("--prometheus-url", "http://prometheus:9090", "prometheus_url", "http://prometheus:9090"),
+    ("--gpu-source", "dcgm", "gpu_source", "dcgm"),
+    ("--exporter-port", "9188", "exporter_port", 9188),
+    ("--scrape-timeout", "2.5", "scrape_timeout_s", 2.5),
+    ("--scrape-concurrency", "16", "scrape_concurrency", 16),
+    ("--namespaces", "a, b", "namespaces", ("a", "b")),
+    ("--refresh-interval", "30", "refresh_interval_s", 30.0),
+    ("--window", "60", "window_s", 60.0),
+    ("--config", "/etc/policy.yaml", "config", Path("/etc/policy.yaml")),
+    ("--skew-order", "3", "skew_order", 3.0),
+    ("--scale-down-tau", "120", "scale_down_tau_s", 120.0),
+    ("--max-staleness", "90", "max_staleness_s", 90.0),
+    ("--min-coverage", "0.75", "min_coverage", 0.75),
+    ("--deletion-cost", "off", "deletion_cost", False),
+    ("--leader-elect", "false", "leader_elect", False),
+    ("--leader-elect-lease-duration", "30", "leader_elect_lease_duration_s", 30.0),
+    ("--leader-elect-renew-deadline", "20", "leader_elect_renew_deadline_s", 20.0),
+    ("--leader-elect-retry-period", "4", "leader_elect_retry_period_s", 4.0),
+    ("--leader-elect-namespace", "ops", "leader_elect_namespace", "ops"),
+    ("--leader-elect-lease-name", "my-lease", "leader_elect_lease_name", "my-lease"),
+    ("--workers", "4", "workers", 4),
+    ("--max-connections", "500", "max_connections", 500),
+    ("--header-read-timeout", "5s", "header_read_timeout_s", 5.0),
+    ("--keepalive-timeout", "2m", "keepalive_timeout_s", 120.0),
+    ("--authentication-token-webhook-cache-ttl", "30s", "token_cache_ttl_s", 30.0),
+    ("--authorization-webhook-cache-authorized-ttl", "500ms", "authorized_cache_ttl_s", 0.5),
+    ("--authorization-webhook-cache-unauthorized-ttl", "20", "unauthorized_cache_ttl_s", 20.0),
+    ("--max-in-flight-reviews", "8", "max_in_flight_reviews", 8),
+]
+SWITCHES = {"--insecure-dev"}
+
+
+def env_name(flag: str) -> str:
+    return "AUTOSCALER_" + flag.removeprefix("--").replace("-", "_").upper()
+
+
+def serve_parser() -> argparse.ArgumentParser:
+    parser = cli.build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    serve: argparse.ArgumentParser = subparsers.choices["serve"]
+    return serve
+
+
+def settings(argv: list[str], environ: dict[str, str]) -> ServeSettings:
+    return settings_from_args(cli.build_parser().parse_args(["serve", *argv]), environ)
+
+
+def test_every_flag_is_covered_here_and_its_help_names_its_variable() -> None:
+    parser = serve_parser()
+    flags = {s for action in parser._actions for s in action.option_strings if s.startswith("--")} - {"--help"}
+    assert flags == {case[0] for case in FLAG_CASES}
+    assert set(env_variables()) == {env_name(flag) for flag in flags}
+    help_text = " ".join(parser.format_help().split())  # unwrapped: long variable names may break lines
+    for flag in flags:
+        assert f"env {env_name(flag)}" in help_text
+    for action in parser._actions:
+        if action.option_strings[0] != "-h":
+            assert "(default: " in (action.help or ""), action.option_strings
+
+
+def test_no_flags_and_no_variables_give_the_defaults() -> None:
+    assert settings([], environ={}) == ServeSettings()
+
+
+@pytest.mark.parametrize(("flag", "value", "field", "expected"), FLAG_CASES, ids=[c[0] for c in FLAG_CASES])
+def test_each_flag_and_its_variable_set_the_same_field(flag: str, value: str, field: str, expected: Any) -> None:
+    from_flag = settings([flag] if flag in SWITCHES else [flag, value], environ={})
+    from_env = settings([], environ={env_name(flag): value})
+    assert getattr(from_flag, field) == expected
+    assert getattr(from_env, field) == expected
+    assert getattr(ServeSettings(), field) != expected  # the case changes a default
+
+
+def test_a_flag_wins_over_its_variable() -> None:
+    environ = {"AUTOSCALER_LISTEN": "127.0.0.1:1111", "AUTOSCALER_REFRESH_INTERVAL": "60",
+               "AUTOSCALER_DELETION_COST": "off", "AUTOSCALER_LEADER_ELECT": "true"}
+    result = settings(["--listen", "127.0.0.1:2222", "--refresh-interval", "5", "--deletion-cost", "on",
+                       "--leader-elect", "false"], environ)
+    assert (result.listen_host, result.listen_port) == ("127.0.0.1", 2222)
+    assert result.refresh_interval_s == 5.0
+    assert result.deletion_cost is True
+    assert result.leader_elect is False
+
+
+def test_variables_and_flags_mix() -> None:
+    result = settings(["--source", "prometheus"], {"AUTOSCALER_PROMETHEUS_URL": "https://thanos.example:443"})
+    assert result.source == "prometheus"
+    assert result.prometheus_url == "https://thanos.example:443"
+
+
+def test_the_insecure_dev_variable_takes_false_too() -> None:
+    assert settings([], {"AUTOSCALER_INSECURE_DEV": "false"}).insecure_dev is False
+    assert settings([], {"AUTOSCALER_INSECURE_DEV": "1"}).insecure_dev is True
+
+
+def test_an_empty_list_variable_means_an_empty_list() -> None:
+    assert settings([], {"AUTOSCALER_NAMESPACES": ""}).namespaces == ()
+
+
+def test_variables_of_other_programs_are_ignored() -> None:
+    assert settings([], {"EXPORTER_LISTEN": "nonsense", "AUTOSCALER": "x", "LISTEN": "y"}) == ServeSettings()
+
+
+BAD_VARIABLES = [
+    ("AUTOSCALER_LISTEN", "6443", "HOST:PORT"),
+    ("AUTOSCALER_REFRESH_INTERVAL", "soon", "number"),
+    ("AUTOSCALER_SCRAPE_TIMEOUT", "-1", "greater than 0"),
+    ("AUTOSCALER_MIN_COVERAGE", "1.5", "(0, 1]"),
+    ("AUTOSCALER_SKEW_ORDER", "0.5", "at least 1"),
+    ("AUTOSCALER_SCRAPE_CONCURRENCY", "0", "at least 1"),
+    ("AUTOSCALER_EXPORTER_PORT", "70000", "1..65535"),
+    ("AUTOSCALER_SOURCE", "graphite", "scrape, prometheus"),
+    ("AUTOSCALER_PROMETHEUS_URL", "prometheus:9090", "http"),
+    ("AUTOSCALER_DELETION_COST", "maybe", "on, off"),
+    ("AUTOSCALER_INSECURE_DEV", "sometimes", "true or false"),
+    ("AUTOSCALER_CONFIG", "", "file path"),
+    ("AUTOSCALER_LOG_LEVEL", "LOUD", "DEBUG"),
+]
+
+
+@pytest.mark.parametrize(("variable", "value", "says"), BAD_VARIABLES, ids=[c[0] for c in BAD_VARIABLES])
+def test_a_bad_variable_is_a_settings_error_naming_it(variable: str, value: str, says: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        settings([], {variable: value})
+    assert variable in str(caught.value)
+    assert says in str(caught.value)
+
+
+def test_a_flag_hides_its_bad_variable() -> None:
+    assert settings(["--listen", "127.0.0.1:7443"], {"AUTOSCALER_LISTEN": "garbage"}).listen_port == 7443
+
+
+def test_the_cli_reports_a_bad_variable_in_one_line_and_exits_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("AUTOSCALER_REFRESH_INTERVAL", "fast")
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["serve", "--insecure-dev"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith("modelmesh-autoscaler serve: error: environment variable AUTOSCALER_REFRESH_INTERVAL: ")
+    assert "'fast'" in err
+    assert "Traceback" not in err
+
+
+def test_a_bad_flag_is_still_argparse_s_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["serve", "--min-coverage", "2"])
+    assert exited.value.code == 2
+    assert "argument --min-coverage: must be in (0, 1]" in capsys.readouterr().err
