@@ -274,7 +274,8 @@ async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client
     targets = workdir / f"targets-{runtimes}.yaml"
     targets.write_text(yaml.safe_dump({"runtimes": [
         {"namespace": NAMESPACE, "deployment": deployment(r),
-         "pods": [{"name": f"rt{r}-pod{i}", "url": f"http://127.0.0.1:{fleet_port}/pod/{r * PODS_PER_RUNTIME + i}/metrics"}
+         "pods": [{"name": f"rt{r}-pod{i}",
+                   "url": f"http://127.0.0.1:{fleet_port}/pod/{r * PODS_PER_RUNTIME + i}/metrics"}
                   for i in range(PODS_PER_RUNTIME)]} for r in range(runtimes)]}))
     port = free_port()
     base = f"https://127.0.0.1:{port}"
@@ -293,7 +294,7 @@ async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client
         bare, bare_port = start(serve_bare, workdir, body)
         bases = {"bare": f"https://127.0.0.1:{bare_port}", "adapter": base}
         results = {name: {"load": Sample(), "hpa": Sample()} for name in bases}
-        for name, url in bases.items():  # warm-up: connections, caches, code paths
+        for url in bases.values():  # warm-up: connections, caches, code paths
             await load(urls(url, runtimes), client, 1.0, args.concurrency, Sample())
         for _ in range(args.rounds):
             for name, url in bases.items():
