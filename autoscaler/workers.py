@@ -197,8 +197,8 @@ class WorkerPool:
                 loop.remove_reader(process.sentinel)
 
     def stop(self) -> None:
-        for pipe in self.pipes:
-            pipe.close()  # a worker still reading sees end of file
+        """SIGTERM first (a worker stops serving quietly), then close the pipes (one that missed the signal
+        sees end of file and goes too)."""
         for process in self.processes:
             if process.is_alive():
                 process.terminate()
@@ -207,6 +207,8 @@ class WorkerPool:
             if process.is_alive():
                 process.kill()
                 process.join()
+        for pipe in self.pipes:
+            pipe.close()
 
 
 def serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | None) -> int:

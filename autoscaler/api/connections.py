@@ -4,7 +4,9 @@ Each open TLS connection costs a few hundred KB (asyncio's TLS buffers, aiohttp'
 keeps every connection open runs out of memory under a few thousand slow or idle ones and is OOM-killed.
 Here, as Go's `http.Server` does for kube-apiserver and other extension API servers:
 
-- **A bound on open connections** per serving process (`--max-connections`). A connection over the bound is
+- **A bound on open connections** per serving process (`--max-connections`). At the bound, a new connection
+  takes the place of the one that has waited longest for its request headers (a slow or idle client), so
+  slow clients cannot lock others out; when every open connection is busy with a request, the new one is
   closed the moment it is accepted, before any TLS handshake, so refusing costs next to nothing.
 - **A TLS handshake and header read timeout** (`--header-read-timeout`): the handshake, and then the complete
   header block of each request, must arrive within it, counted from the connection's start or from the first
@@ -42,8 +44,9 @@ _HEADER_END = b"\r\n\r\n"
 
 @dataclass(frozen=True, slots=True)
 class ConnectionLimits:
-    max_connections: int = 1000
-    """Per serving process. About 300 KB each at most: 1,000 stay well inside the shipped 512 MiB limit."""
+    max_connections: int = 500
+    """Per serving process. About 300 KB each at most (asyncio's TLS buffers): 500 add about 150 MiB, well
+    inside the shipped 512 MiB limit. The aggregator keeps a handful of connections open."""
     header_read_timeout_s: float = 10.0
     """For the TLS handshake, and for each request's headers. An HPA's request arrives in milliseconds."""
     keepalive_timeout_s: float = 60.0
@@ -85,6 +88,9 @@ class ConnectionGuard:
         self.limits = limits
         self.open = 0
         self.refused = 0
+        self.evicted = 0
+        self.waiting: dict[_GuardedConnection, None] = {}
+        """Open connections waiting for request headers, longest-waiting first (dicts keep insertion order)."""
         self._handler_kwargs: dict[str, Any] = {
             "keepalive_timeout": limits.keepalive_timeout_s,
             "max_line_size": limits.max_line_size,
@@ -115,9 +121,12 @@ class _GuardedConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         guard = self._guard
         if guard.open >= guard.limits.max_connections:
-            guard.refused += 1
-            transport.abort()  # type: ignore[attr-defined]
-            return
+            if not guard.waiting:
+                guard.refused += 1
+                transport.abort()  # type: ignore[attr-defined]
+                return
+            guard.evicted += 1
+            next(iter(guard.waiting)).abort()
         guard.open += 1
         self._counted = True
         self._transport = transport
@@ -154,8 +163,18 @@ class _GuardedConnection(asyncio.Protocol):
     # Header timing.
     def _awaiting(self, since: float) -> None:
         self._awaiting_since = since
+        self._guard.waiting[self] = None
         if self._timer is None:
             self._timer = self._loop.call_at(since + self._guard.limits.header_read_timeout_s, self._check)
+
+    def abort(self) -> None:
+        """Close at once (evicted, or its headers too slow); `connection_lost` releases its place."""
+        self._guard.waiting.pop(self, None)
+        self._awaiting_since = None
+        if self._transport is not None:
+            self._transport.abort()  # type: ignore[attr-defined]
+        else:
+            self._release()
 
     def _check(self) -> None:
         self._timer = None
@@ -165,8 +184,7 @@ class _GuardedConnection(asyncio.Protocol):
         deadline = since + self._guard.limits.header_read_timeout_s
         if self._loop.time() >= deadline:
             log.debug("closing a connection whose request headers did not arrive in time")
-            if self._transport is not None:
-                self._transport.abort()  # type: ignore[attr-defined]
+            self.abort()
             return
         self._timer = self._loop.call_at(deadline, self._check)
 
@@ -175,7 +193,12 @@ class _GuardedConnection(asyncio.Protocol):
         end = seen.rfind(_HEADER_END)
         if end >= 0:
             # Headers complete; whatever follows the last header block starts the next request's clock.
-            self._awaiting_since = self._loop.time() if end + len(_HEADER_END) < len(seen) else None
+            if end + len(_HEADER_END) < len(seen):
+                self._guard.waiting.pop(self, None)  # a new request starts: to the back of the line
+                self._awaiting(self._loop.time())
+            else:
+                self._awaiting_since = None
+                self._guard.waiting.pop(self, None)
         elif self._awaiting_since is None:
             self._awaiting(self._loop.time())
         self._tail = seen[-3:]
@@ -208,6 +231,7 @@ class _GuardedConnection(asyncio.Protocol):
             self._timer.cancel()
             self._timer = None
         self._awaiting_since = None
+        self._guard.waiting.pop(self, None)
         if self._counted:
             self._counted = False
             self._guard.open -= 1
