@@ -72,7 +72,7 @@ class ServeSettings:
     log_level: str = "INFO"
     # Serving (autoscaler.workers, autoscaler.api.connections).
     workers: int = 1
-    max_connections: int = 500
+    max_connections: int = 256
     header_read_timeout_s: float = 10.0
     keepalive_timeout_s: float = 60.0
     # Review caches and bounds (autoscaler.api.authn, autoscaler.api.authz), kube's delegated-auth defaults.

@@ -94,16 +94,22 @@ async def run(args: argparse.Namespace, pid: int, port: int) -> None:
     counters = {"opened": 0, "refused": 0, "probes ok": 0, "probes failed": 0}
     until = time.monotonic() + args.seconds
     print(f"adapter RSS before: {rss_mib(pid):.0f} MiB")
-    tasks = [asyncio.create_task(probe(f"https://127.0.0.1:{port}", until, counters))]
+    peak = 0.0
+
+    async def monitor() -> None:
+        nonlocal peak
+        while time.monotonic() < until:
+            await asyncio.sleep(3)
+            rss = rss_mib(pid)
+            peak = max(peak, rss)
+            print(f"  t={args.seconds - (until - time.monotonic()):4.0f} s  RSS {rss:6.0f} MiB  {counters}",
+                  flush=True)
+
+    tasks = [asyncio.create_task(probe(f"https://127.0.0.1:{port}", until, counters)),
+             asyncio.create_task(monitor())]
     for _ in range(args.slow):
         tasks.append(asyncio.create_task(slow_client(port, until, counters)))
         await asyncio.sleep(0.002)
-    peak = 0.0
-    while time.monotonic() < until:
-        await asyncio.sleep(3)
-        rss = rss_mib(pid)
-        peak = max(peak, rss)
-        print(f"  t={args.seconds - (until - time.monotonic()):4.0f} s  RSS {rss:6.0f} MiB  {counters}", flush=True)
     await asyncio.gather(*tasks, return_exceptions=True)
     print(f"peak RSS {peak:.0f} MiB with {args.slow} slow clients; {counters}")
 

@@ -23,6 +23,7 @@ before the handshake possible; aiohttp's request handler then runs unchanged on 
 from __future__ import annotations
 
 import asyncio
+import asyncio.sslproto
 import json
 import logging
 import socket
@@ -40,12 +41,16 @@ from autoscaler.api.status import status_body
 log = logging.getLogger(__name__)
 
 _HEADER_END = b"\r\n\r\n"
+TLS_READ_BUFFER = 32 * 1024
+"""asyncio allocates a read buffer of `SSLProtocol.max_size` (256 KiB) for every TLS connection, handshaking or
+not: most of what an open connection costs, and under connection churn freed memory is not returned to the
+system quickly. Requests to this API are a few hundred bytes, so a serving process reads in 32 KiB chunks."""
 
 
 @dataclass(frozen=True, slots=True)
 class ConnectionLimits:
-    max_connections: int = 500
-    """Per serving process. About 300 KB each at most (asyncio's TLS buffers): 500 add about 150 MiB, well
+    max_connections: int = 256
+    """Per serving process. About 300 KB each at most (asyncio's TLS buffers): 256 add about 80 MiB, well
     inside the shipped 512 MiB limit. The aggregator keeps a handful of connections open."""
     header_read_timeout_s: float = 10.0
     """For the TLS handshake, and for each request's headers. An HPA's request arrives in milliseconds."""
@@ -256,6 +261,7 @@ class GuardedSite(web.BaseSite):
 
     async def start(self) -> None:
         await super().start()
+        asyncio.sslproto.SSLProtocol.max_size = TLS_READ_BUFFER  # this process serves small requests only
         server = self._runner.server
         assert server is not None
         self.guard = ConnectionGuard(server, self._tls, self._limits)
