@@ -64,9 +64,9 @@ def connection_limits(settings: ServeSettings) -> ConnectionLimits:
 async def serve_until_stopped(app: web.Application, host: str, port: int, tls: ssl.SSLContext | None,
                               limits: ConnectionLimits, *, reuse_port: bool = False,
                               on_ready: Callable[[], None] | None = None,
-                              until: asyncio.Future[None] | None = None) -> None:
+                              until: asyncio.Future[None] | None = None) -> bool:
     """Serve `app` until SIGTERM or SIGINT (or `until` completes), then clean it up (its cleanup contexts run:
-    the refresh loop stops, the Lease is released)."""
+    the refresh loop stops, the Lease is released). True when a signal stopped it."""
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     try:
@@ -83,6 +83,7 @@ async def serve_until_stopped(app: web.Application, host: str, port: int, tls: s
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         for waiter in waiters:
             waiter.cancel()
+        return stop.is_set()
     finally:
         await runner.cleanup()
 
@@ -118,15 +119,15 @@ async def _worker(settings: ServeSettings, cert_file: Path, key_file: Path, pipe
         return 2
     receiving = asyncio.ensure_future(_receive_snapshots(pipe, holder))
     try:
-        await serve_until_stopped(app, _host(settings), settings.listen_port, tls, connection_limits(settings),
-                                  reuse_port=True, on_ready=lambda: pipe.send_bytes(READY), until=receiving)
+        signalled = await serve_until_stopped(
+            app, _host(settings), settings.listen_port, tls, connection_limits(settings), reuse_port=True,
+            on_ready=lambda: pipe.send_bytes(READY), until=receiving)
     except OSError as error:
         pipe.send_bytes(FAILED + f"cannot listen on {_host(settings)}:{settings.listen_port}: {error}".encode())
         return 2
-    if receiving.done() and not receiving.cancelled():
+    if not signalled:
         log.error("the refresh process has gone; stopping so that Kubernetes restarts the pod")
         return 1
-    receiving.cancel()
     return 0
 
 
@@ -197,18 +198,18 @@ class WorkerPool:
                 loop.remove_reader(process.sentinel)
 
     def stop(self) -> None:
-        """SIGTERM first (a worker stops serving quietly), then close the pipes (one that missed the signal
-        sees end of file and goes too)."""
+        """SIGTERM first (a worker stops serving quietly), then close the pipes (its reading thread ends; one
+        that missed the signal sees end of file and goes too), then wait."""
         for process in self.processes:
             if process.is_alive():
                 process.terminate()
+        for pipe in self.pipes:
+            pipe.close()
         for process in self.processes:
             process.join(10)
             if process.is_alive():
                 process.kill()
                 process.join()
-        for pipe in self.pipes:
-            pipe.close()
 
 
 def serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | None) -> int:

@@ -107,3 +107,27 @@ def test_a_port_in_use_stops_start_up_in_one_line(tmp_path: Path, targets: Path)
     assert "cannot start: cannot listen on 127.0.0.1" in result.stderr
     assert "Traceback" not in result.stderr
     assert time.monotonic() - started < 30
+
+
+def test_metrics_of_a_worker_hold_its_own_series_and_the_refresh_processes_each_once(
+        adapter: tuple[subprocess.Popen[bytes], str]) -> None:
+    _, url = adapter
+    http_get(url + "/healthz")
+    status, text = http_get(url + "/metrics")
+    assert status == 200
+    types = [line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")]
+    assert len(types) == len(set(types)), "a family appears twice"
+    assert "modelmesh_autoscaler_api_requests_total" in types  # the worker's own
+    assert "modelmesh_autoscaler_refresh_duration_seconds" in types  # the refresh process's
+    count = next(line for line in text.splitlines()
+                 if line.startswith("modelmesh_autoscaler_refresh_duration_seconds_count"))
+    assert float(count.split()[1]) >= 1
+
+
+def test_sigterm_stops_every_process_quietly(adapter: tuple[subprocess.Popen[bytes], str], tmp_path: Path) -> None:
+    process, _ = adapter
+    workers = children(process.pid)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=8) == 0
+    poll(lambda: not any(alive(pid) for pid in workers), timeout=5)
+    assert "ERROR" not in (tmp_path / "adapter.log").read_text()
