@@ -158,18 +158,49 @@ async def build_app(settings: ServeSettings, tls: ssl.SSLContext | None = None) 
 
 
 def serve(settings: ServeSettings) -> None:
-    host = settings.listen_host
+    """`--workers N` (default 1): the refresh here, serving in N processes (`autoscaler.workers`);
+    `--workers 0`: everything in this process."""
+    if settings.workers < 0:
+        raise StartupError("--workers must be 0 (one process) or more")
     if settings.insecure_dev:
-        if not _is_loopback(host):
-            log.warning("--insecure-dev binds loopback only: ignoring host %s, listening on 127.0.0.1", host)
-            host = "127.0.0.1"
+        if not _is_loopback(settings.listen_host):
+            log.warning("--insecure-dev binds loopback only: ignoring host %s, listening on 127.0.0.1",
+                        settings.listen_host)
         log.warning("INSECURE DEV MODE: no authentication or authorization; never use this in a cluster")
+    if settings.workers == 0:
+        serve_in_process(settings)
+        return
+    from autoscaler.workers import WorkerStartError, serve_with_workers
+
+    if bool(settings.tls_cert_file) != bool(settings.tls_private_key_file):
+        raise StartupError("--tls-cert-file and --tls-private-key-file go together")
+    if settings.tls_cert_file and settings.tls_private_key_file:
+        tls_context(settings)  # a bad certificate or key stops start-up here, once
+        files = (settings.tls_cert_file, settings.tls_private_key_file)
+    else:
+        log.info("no --tls-cert-file given: serving with a generated self-signed certificate")
+        files = None
+    try:
+        code = serve_with_workers(settings, files)
+    except WorkerStartError as error:
+        raise StartupError(str(error)) from error
+    if code:
+        raise SystemExit(code)
+
+
+def serve_in_process(settings: ServeSettings) -> None:
+    from autoscaler.workers import connection_limits, serve_until_stopped
+
+    host = "127.0.0.1" if settings.insecure_dev else settings.listen_host
     context = tls_context(settings)
 
-    def announce(_: str) -> None:
-        # run_app calls this once the socket listens, after every start-up step has succeeded.
-        log.info("serving external.metrics.k8s.io on https://%s:%d (source %s, refresh every %.0f s)",
+    def announce() -> None:
+        log.info("serving external.metrics.k8s.io on https://%s:%d (one process; source %s, refresh every %.0f s)",
                  host, settings.listen_port, settings.source, settings.refresh_interval_s)
 
-    web.run_app(build_app(settings, context), host=host, port=settings.listen_port, ssl_context=context,
-                print=announce, access_log=None)
+    async def run() -> None:
+        app = await build_app(settings, context)
+        await serve_until_stopped(app, host, settings.listen_port, context, connection_limits(settings),
+                                  on_ready=announce)
+
+    asyncio.run(run())

@@ -75,6 +75,16 @@ class ServeSettings:
     # in Kubernetes (no --targets), off otherwise.
     bridge: bool | None = None
     log_level: str = "INFO"
+    # Serving (autoscaler.workers, autoscaler.api.connections).
+    workers: int = 1
+    max_connections: int = 256
+    header_read_timeout_s: float = 10.0
+    keepalive_timeout_s: float = 60.0
+    # Review caches and bounds (autoscaler.api.authn, autoscaler.api.authz), kube's delegated-auth defaults.
+    token_cache_ttl_s: float = 10.0
+    authorized_cache_ttl_s: float = 10.0
+    unauthorized_cache_ttl_s: float = 10.0
+    max_in_flight_reviews: int = 32
 
 
 class SettingsError(ValueError):
@@ -127,6 +137,27 @@ def count(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value!r}")
     return number
+
+
+def workers(value: str) -> int:
+    """0 (everything in one process) or more serving processes."""
+    try:
+        number = int(value.strip())
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from error
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value!r}")
+    return number
+
+
+def duration(value: str) -> float:
+    """Seconds, as a number or a Go duration of one unit as kube's flags take it (`10s`, `2m`, `500ms`)."""
+    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    stripped = value.strip()
+    for suffix in ("ms", "s", "m", "h"):
+        if stripped.endswith(suffix) and stripped[: -len(suffix)].replace(".", "", 1).isdigit():
+            return positive(stripped[: -len(suffix)]) * units[suffix]
+    return positive(stripped)
 
 
 def port(value: str) -> int:
@@ -190,6 +221,7 @@ _TLS: Final = "TLS and authentication"
 _SOURCE: Final = "metrics source"
 _DECIDE: Final = "decisions"
 _ACT: Final = "pod deletion cost and leader election"
+_SERVING: Final = "serving"
 
 
 def _listed(values: tuple[str, ...]) -> str:
@@ -222,8 +254,27 @@ _OPTIONS: Final = (
             "read from kube-system/extension-apiserver-authentication in a cluster", "FILE", _TLS),
     _Option("--authorization-always-allow-paths", csv, "comma list of paths served without authentication "
             "or authorization", _listed(_D.authorization_always_allow_paths), "PATH,...", _TLS),
+    _Option("--authentication-token-webhook-cache-ttl", duration, "how long TokenReview answers (accepted "
+            "and rejected) are cached", f"{_D.token_cache_ttl_s:g} s", "DURATION", _TLS),
+    _Option("--authorization-webhook-cache-authorized-ttl", duration, "how long allowed SubjectAccessReview "
+            "answers are cached; keys in use are reviewed again in the background before they expire",
+            f"{_D.authorized_cache_ttl_s:g} s", "DURATION", _TLS),
+    _Option("--authorization-webhook-cache-unauthorized-ttl", duration, "how long denied SubjectAccessReview "
+            "answers are cached", f"{_D.unauthorized_cache_ttl_s:g} s", "DURATION", _TLS),
+    _Option("--max-in-flight-reviews", count, "TokenReviews, and SubjectAccessReviews, in flight at once per "
+            "serving process; a request that would start one more TokenReview gets 401, SubjectAccessReviews "
+            "wait their turn", str(_D.max_in_flight_reviews), "N", _TLS),
     _Option("--kubeconfig", file_path, "kubeconfig for the Kubernetes API",
             "in-cluster service account, else $KUBECONFIG or ~/.kube/config", "FILE", _TLS),
+    # Serving.
+    _Option("--workers", workers, "serving processes sharing the port (SO_REUSEPORT), fed pre-rendered answers "
+            "by one refresh process; 0 runs refresh and serving in one process", str(_D.workers), "N", _SERVING),
+    _Option("--max-connections", count, "open connections per serving process; more are closed as they are "
+            "accepted, before any TLS handshake", str(_D.max_connections), "N", _SERVING),
+    _Option("--header-read-timeout", duration, "time allowed for the TLS handshake and for each request's "
+            "headers", f"{_D.header_read_timeout_s:g} s", "DURATION", _SERVING),
+    _Option("--keepalive-timeout", duration, "idle time before a kept-alive connection is closed",
+            f"{_D.keepalive_timeout_s:g} s", "DURATION", _SERVING),
     # Where the data comes from.
     _Option("--source", choice("scrape", "prometheus"), "scrape every exporter sidecar directly (no "
             "Prometheus needed) or query Prometheus", _D.source, "{scrape,prometheus}", _SOURCE),
@@ -374,6 +425,14 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
         max_staleness_s=v.get("max_staleness", _D.max_staleness_s),
         min_coverage=v.get("min_coverage", _D.min_coverage),
         deletion_cost=_D.deletion_cost if deletion_cost is None else deletion_cost == "on",
+        workers=v.get("workers", _D.workers),
+        max_connections=v.get("max_connections", _D.max_connections),
+        header_read_timeout_s=v.get("header_read_timeout", _D.header_read_timeout_s),
+        keepalive_timeout_s=v.get("keepalive_timeout", _D.keepalive_timeout_s),
+        token_cache_ttl_s=v.get("authentication_token_webhook_cache_ttl", _D.token_cache_ttl_s),
+        authorized_cache_ttl_s=v.get("authorization_webhook_cache_authorized_ttl", _D.authorized_cache_ttl_s),
+        unauthorized_cache_ttl_s=v.get("authorization_webhook_cache_unauthorized_ttl", _D.unauthorized_cache_ttl_s),
+        max_in_flight_reviews=v.get("max_in_flight_reviews", _D.max_in_flight_reviews),
         leader_elect=_D.leader_elect if leader_elect is None else leader_elect == "true",
         leader_elect_lease_duration_s=v.get("leader_elect_lease_duration", _D.leader_elect_lease_duration_s),
         leader_elect_renew_deadline_s=v.get("leader_elect_renew_deadline", _D.leader_elect_renew_deadline_s),

@@ -19,6 +19,9 @@ from prometheus_client.aiohttp import make_aiohttp_handler
 from autoscaler.api import handlers, runtimes
 from autoscaler.api.client_errors import install_client_error_filter
 from autoscaler.api.openapi import openapi_v2
+from autoscaler.api.render import RefresherSnapshots
+from autoscaler.api.selfmetrics_split import worker_metrics_handler
+from autoscaler.api.snapshot import SNAPSHOT_KEY, SnapshotStore
 from autoscaler.api.status import ApiError, status_response
 from autoscaler.names import GROUP_VERSION
 from autoscaler.refresher import Refresher
@@ -76,15 +79,21 @@ def request_metrics(metrics: AdapterMetrics) -> Middleware:
 
 
 def build_api_app(
-    refresher: Refresher, metrics: AdapterMetrics, auth_middlewares: list[Middleware] | None = None
+    source: Refresher | SnapshotStore, metrics: AdapterMetrics, auth_middlewares: list[Middleware] | None = None
 ) -> web.Application:
+    """The API over the refresh's answers: an in-process `Refresher` (one process does everything), or a
+    store that a serving worker fills with the snapshots the refresh process sends."""
     install_client_error_filter()  # malformed requests: one short WARNING per interval, not a traceback each
     app = web.Application(
         middlewares=[request_metrics(metrics), status_errors, *(auth_middlewares or [])],
     )
-    app[handlers.REFRESHER_KEY] = refresher
+    if isinstance(source, Refresher):
+        app[SNAPSHOT_KEY] = RefresherSnapshots(source)
+        metrics_handler = make_aiohttp_handler(metrics.registry)
+    else:
+        app[SNAPSHOT_KEY] = source
+        metrics_handler = worker_metrics_handler(metrics, source)
     app[handlers.METRICS_KEY] = metrics
-    app[handlers.RENDERED_KEY] = handlers.RenderedValues()
     router = app.router
     router.add_get("/apis", handlers.api_group_list)
     router.add_get("/apis/external.metrics.k8s.io", handlers.api_group)
@@ -97,5 +106,5 @@ def build_api_app(
     router.add_get("/healthz", handlers.healthz)
     router.add_get("/livez", handlers.healthz)
     router.add_get("/readyz", handlers.readyz)
-    router.add_get("/metrics", make_aiohttp_handler(metrics.registry))
+    router.add_get("/metrics", metrics_handler)
     return app

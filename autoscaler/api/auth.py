@@ -117,7 +117,8 @@ async def build_api_security(settings: ServeSettings, tls: ssl.SSLContext | None
 
     Raises `ValueError` subclasses (`KubeConfigError`, `AuthConfigError`) for start-up mistakes.
     """
-    kube = KubeAuthApi(await load_configuration(settings.kubeconfig), metrics, kube_timeout_s)
+    kube = KubeAuthApi(await load_configuration(settings.kubeconfig), metrics, kube_timeout_s,
+                       max_connections=settings.max_in_flight_reviews)
     try:
         config = await authconfig.resolve(settings, kube)
     except BaseException:
@@ -131,14 +132,22 @@ async def build_api_security(settings: ServeSettings, tls: ssl.SSLContext | None
         authenticators.append(RequestHeaderAuthenticator(inspector, config.rules))
     if config.client_ca is not None:
         authenticators.append(ClientCertificateAuthenticator(inspector))
-    authenticators.append(TokenAuthenticator(kube))
+    authenticators.append(TokenAuthenticator(kube, settings.token_cache_ttl_s,
+                                             max_in_flight=settings.max_in_flight_reviews))
     log.info("authentication from %s: %s; allowed front-proxy names: %s; open paths: %s", config.source,
              ", ".join(a.method for a in authenticators),
              ", ".join(sorted(config.rules.allowed_names)) or "any",
              ", ".join(settings.authorization_always_allow_paths) or "none")
     if config.requestheader_ca is None:
         log.warning("no requestheader CA: requests through the aggregation layer (the HPA) cannot authenticate")
-    middleware = auth_middleware(UnionAuthenticator(authenticators), SubjectAccessReviewAuthorizer(kube),
+    elif not config.rules.allowed_names:
+        log.warning("requestheader allowed names are empty: any client certificate from the front-proxy CA may "
+                    "assert any user in X-Remote-User; set --requestheader-allowed-names (usually "
+                    "front-proxy-client)")
+    authorizer = SubjectAccessReviewAuthorizer(
+        kube, allowed_ttl_s=settings.authorized_cache_ttl_s, denied_ttl_s=settings.unauthorized_cache_ttl_s,
+        max_in_flight=settings.max_in_flight_reviews)
+    middleware = auth_middleware(UnionAuthenticator(authenticators), authorizer,
                                  AlwaysAllowPaths.parse(settings.authorization_always_allow_paths), metrics)
     reloader = ClientCaReloader(settings, kube, tls, inspector, config)
     reloading = asyncio.create_task(reloader.run(), name="client-ca-reload")

@@ -10,7 +10,11 @@ Three authenticators, tried in kube's order; the first that recognizes the reque
    request without a certificate from that CA never has its identity headers read.
 2. **x509**: a client certificate issued by `--client-ca-file`: user = CN, groups = O values.
 3. **token**: `Authorization: Bearer <token>`, checked with a TokenReview; answers (yes and no) are cached for
-   `token_ttl_s` under the token's SHA-256 so a busy client costs one review per TTL.
+   `--authentication-token-webhook-cache-ttl` under the token's SHA-256 so a busy client costs one review per
+   TTL. Concurrent requests with the same token share one review, and at most `max_in_flight` reviews run at
+   once: a request that would start one more is refused (401) at once, so a client sending random tokens
+   cannot multiply TokenReviews against the API server. Rejected tokens are cached apart from accepted
+   ones, so such a flood cannot evict the answers of real clients.
 
 Every authenticated user gets the `system:authenticated` group, as kube's `AuthenticatedGroupAdder` does
 (each authenticator adds it: `authenticated_groups`).
@@ -20,6 +24,7 @@ anonymous access is off. A TokenReview the API server cannot answer is also a 40
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
@@ -135,10 +140,13 @@ class TokenReviewer(Protocol):
 class TokenAuthenticator:
     method = "token"
 
-    def __init__(self, reviewer: TokenReviewer, ttl_s: float = 10.0, cache_size: int = 4096,
-                 timer: Callable[[], float] = monotonic) -> None:
+    def __init__(self, reviewer: TokenReviewer, ttl_s: float = 10.0, cache_size: int = 16_384,
+                 timer: Callable[[], float] = monotonic, max_in_flight: int = 32) -> None:
         self._reviewer = reviewer
-        self._cache: TTLCache[bytes, TokenReviewResult] = TTLCache(cache_size, ttl_s, timer=timer)
+        self._accepted: TTLCache[bytes, TokenReviewResult] = TTLCache(cache_size, ttl_s, timer=timer)
+        self._rejected: TTLCache[bytes, TokenReviewResult] = TTLCache(cache_size, ttl_s, timer=timer)
+        self._in_flight: dict[bytes, asyncio.Task[TokenReviewResult]] = {}
+        self._max_in_flight = max_in_flight
 
     async def authenticate(self, request: web.Request) -> UserInfo | None:
         scheme, _, token = request.headers.get("Authorization", "").strip().partition(" ")
@@ -146,16 +154,30 @@ class TokenAuthenticator:
         if scheme.lower() != "bearer" or not token:
             return None
         key = hashlib.sha256(token.encode()).digest()
-        result = self._cache.get(key)
-        if result is None:
-            try:
-                result = await self._reviewer.review_token(token)
-            except KubeApiError as error:
-                raise AuthenticationError(f"TokenReview failed: {error}") from error
-            self._cache[key] = result
+        result = self._accepted.get(key) or self._rejected.get(key) or await self._review(key, token)
         if not result.authenticated:
             raise AuthenticationError(f"invalid bearer token: {result.error or 'not authenticated'}")
         return UserInfo(result.username, result.uid, authenticated_groups(result.groups), result.extra)
+
+    async def _review(self, key: bytes, token: str) -> TokenReviewResult:
+        task = self._in_flight.get(key)
+        if task is None:
+            if len(self._in_flight) >= self._max_in_flight:
+                raise AuthenticationError(f"{self._max_in_flight} TokenReviews already in flight; not starting "
+                                          "another")
+            task = asyncio.create_task(self._call(key, token))
+            self._in_flight[key] = task
+            task.add_done_callback(lambda _: self._in_flight.pop(key, None))
+        # shield: one caller giving up (client gone) must not cancel the review the others wait for
+        return await asyncio.shield(task)
+
+    async def _call(self, key: bytes, token: str) -> TokenReviewResult:
+        try:
+            result = await self._reviewer.review_token(token)
+        except KubeApiError as error:
+            raise AuthenticationError(f"TokenReview failed: {error}") from error
+        (self._accepted if result.authenticated else self._rejected)[key] = result
+        return result
 
 
 class UnionAuthenticator:

@@ -4,7 +4,11 @@ Every protected request is one SubjectAccessReview for its attributes (`autoscal
 HPA, `list` on `external.metrics.k8s.io/<metric>` in the namespace. Answers are cached (kube's delegated
 authorizer does the same, 10 s each way) under the whole subject (user, uid, groups, extra) and the whole
 attribute set, so a change of either is a new review. Concurrent requests with the same key share one
-review instead of stampeding the API server when the cache expires.
+review instead of stampeding the API server when the cache expires, and at most `max_in_flight` reviews run at
+once (the others wait their turn within the review deadline). A key still in use is reviewed again in the
+background once `refresh_ahead` of its TTL has passed, so an HPA polling every 15 s keeps finding its answer
+cached instead of waiting on the API server every TTL. Caches are sized for the fleet (an HPA per runtime
+asks for four metrics: 5,000 runtimes are 20,000 keys).
 
 A review that fails (API server down, slow past the deadline, answering 5xx) is never "allowed" and never
 cached: it raises `AuthorizationFailed`, which the API answers with a 500 `InternalError` Status, the code
@@ -69,38 +73,57 @@ CacheKey = tuple[UserInfo, Attributes]
 
 class SubjectAccessReviewAuthorizer:
     def __init__(self, reviewer: AccessReviewer, *, allowed_ttl_s: float = 10.0, denied_ttl_s: float = 10.0,
-                 cache_size: int = 10_000, timer: Callable[[], float] = monotonic) -> None:
+                 cache_size: int = 65_536, timer: Callable[[], float] = monotonic, max_in_flight: int = 32,
+                 refresh_ahead: float = 0.7) -> None:
         self._reviewer = reviewer
-        self._allowed: TTLCache[CacheKey, Decision] = TTLCache(cache_size, allowed_ttl_s, timer=timer)
-        self._denied: TTLCache[CacheKey, Decision] = TTLCache(cache_size, denied_ttl_s, timer=timer)
+        self._timer = timer
+        self._allowed: TTLCache[CacheKey, tuple[Decision, float]] = TTLCache(cache_size, allowed_ttl_s, timer=timer)
+        self._denied: TTLCache[CacheKey, tuple[Decision, float]] = TTLCache(cache_size, denied_ttl_s, timer=timer)
+        self._refresh_after = (allowed_ttl_s * refresh_ahead, denied_ttl_s * refresh_ahead)
         self._in_flight: dict[CacheKey, asyncio.Task[Decision]] = {}
+        self._slots = asyncio.Semaphore(max_in_flight)
 
     async def authorize(self, user: UserInfo, attributes: Attributes) -> Decision:
         key = (user, attributes)
-        try:
-            return self._allowed[key]  # one lookup on the hot path (`get` is two)
-        except KeyError:
-            pass
-        try:
-            return self._denied[key]
-        except KeyError:
-            pass
+        entry = self._allowed.get(key)
+        if entry is not None:
+            self._refresh_if_due(key, entry[1], self._refresh_after[0])
+            return entry[0]
+        entry = self._denied.get(key)
+        if entry is not None:
+            self._refresh_if_due(key, entry[1], self._refresh_after[1])
+            return entry[0]
+        # shield: one caller giving up (client gone) must not cancel the review the others wait for
+        return await asyncio.shield(self._start(key))
+
+    def _refresh_if_due(self, key: CacheKey, stored_at: float, after_s: float) -> None:
+        if self._timer() - stored_at >= after_s and key not in self._in_flight:
+            task = self._start(key)
+            task.add_done_callback(_consume)  # nobody awaits a refresh: a failure only leaves the old answer
+
+    def _start(self, key: CacheKey) -> asyncio.Task[Decision]:
         task = self._in_flight.get(key)
         if task is None:
             task = asyncio.create_task(self._review(key))
             self._in_flight[key] = task
             task.add_done_callback(lambda _: self._in_flight.pop(key, None))
-        # shield: one caller giving up (client gone) must not cancel the review the others wait for
-        return await asyncio.shield(task)
+        return task
 
     async def _review(self, key: CacheKey) -> Decision:
         user, attributes = key
-        try:
-            result = await self._reviewer.review_access(access_review_spec(user, attributes))
-        except KubeApiError as error:
-            raise AuthorizationFailed(f"SubjectAccessReview failed: {error}") from error
+        async with self._slots:
+            try:
+                result = await self._reviewer.review_access(access_review_spec(user, attributes))
+            except KubeApiError as error:
+                raise AuthorizationFailed(f"SubjectAccessReview failed: {error}") from error
         if result.allowed and result.denied:
             raise AuthorizationFailed("SubjectAccessReview answered both allowed and denied")
-        decision = Decision(result.allowed, result.reason, cached=True)
-        (self._allowed if result.allowed else self._denied)[key] = decision
+        entry = (Decision(result.allowed, result.reason, cached=True), self._timer())
+        (self._allowed if result.allowed else self._denied)[key] = entry
+        (self._denied if result.allowed else self._allowed).pop(key, None)
         return Decision(result.allowed, result.reason)
+
+
+def _consume(task: asyncio.Task[Decision]) -> None:
+    if not task.cancelled():
+        task.exception()

@@ -1,24 +1,23 @@
-"""Request handlers. They read the refresh loop's views and never do I/O of their own."""
+"""Request handlers. They read the current `ServingSnapshot` and never do I/O or encode JSON of their own:
+every runtime's answers were rendered when the refresh published them (`autoscaler.api.render`)."""
 
 from __future__ import annotations
 
 import datetime
 import functools
 import json
-from typing import Any
 
 from aiohttp import web
 
 from autoscaler.api import documents
 from autoscaler.api.quantity import milli_quantity
 from autoscaler.api.selector import SelectorError, deployment_from_selector
+from autoscaler.api.snapshot import METRIC_INDEX, SNAPSHOT_KEY, Answer, RuntimeAnswers, error_answer
 from autoscaler.api.status import ApiError
-from autoscaler.model import RuntimeKey, RuntimeView
+from autoscaler.model import RuntimeView
 from autoscaler.names import GROUP_VERSION, ServedMetric, lookup_metric, runtime_labels
-from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 
-REFRESHER_KEY: web.AppKey[Refresher] = web.AppKey("refresher", Refresher)
 METRICS_KEY: web.AppKey[AdapterMetrics] = web.AppKey("metrics", AdapterMetrics)
 
 
@@ -32,23 +31,12 @@ def _rfc3339_seconds(seconds: int) -> str:
     return datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def runtime_view(request: web.Request, namespace: str, deployment: str) -> RuntimeView:
-    refresher = request.app[REFRESHER_KEY]
-    view = refresher.views.get(RuntimeKey(namespace, deployment))
-    if view is not None:
-        return view
-    if not refresher.ready:
-        raise ApiError(503, "the adapter has not completed its first refresh yet; try again shortly")
-    raise ApiError(404, f"runtime {namespace}/{deployment} is not known to the adapter (no such Deployment "
-                        "with ModelMesh pods, or not in its targets)")
-
-
-def served_item(view: RuntimeView, metric: ServedMetric) -> tuple[dict[str, Any], float]:
-    """One ExternalMetricValue and the age of the oldest sample behind it; 503 while it is unknown."""
+def metric_answer(view: RuntimeView, metric: ServedMetric) -> Answer:
+    """The ExternalMetricValueList of one runtime and metric, or the 503 while it is unknown."""
     served = view.values.get(metric)
     if not view.known or served is None or served.value is None or served.timestamp is None:
-        raise ApiError(503, f"{metric.value} for runtime {view.key} is unknown right now: "
-                            f"{view.reason or 'no fresh data'}; the HPA holds its current replicas")
+        return error_answer(503, f"{metric.value} for runtime {view.key} is unknown right now: "
+                                 f"{view.reason or 'no fresh data'}; the HPA holds its current replicas")
     item = {
         "metricName": metric.value,
         "metricLabels": runtime_labels(view.key.deployment),
@@ -56,35 +44,28 @@ def served_item(view: RuntimeView, metric: ServedMetric) -> tuple[dict[str, Any]
         "window": round(view.window_s),
         "value": milli_quantity(served.value),
     }
-    return item, max(0.0, view.refreshed_at - served.timestamp)
+    body = json.dumps({"kind": "ExternalMetricValueList", "apiVersion": GROUP_VERSION, "metadata": {},
+                       "items": [item]}).encode()
+    return 200, body, max(0.0, view.refreshed_at - served.timestamp)
 
 
-class RenderedValues:
-    """The serialized answer per runtime and metric, made again only when the refresh loop publishes a new
-    view (views are immutable and replaced whole): an HPA request then costs a lookup, not a JSON encoding.
-    Keys come only from served views, so the dict stays as small as the fleet; `limit` only bounds what
-    runtimes that disappeared leave behind."""
-
-    def __init__(self, limit: int = 4096) -> None:
-        self._cache: dict[tuple[RuntimeKey, ServedMetric], tuple[RuntimeView, bytes, float]] = {}
-        self._limit = limit
-
-    def body(self, view: RuntimeView, metric: ServedMetric) -> tuple[bytes, float]:
-        """(ExternalMetricValueList JSON, age of its oldest sample in seconds)."""
-        key = (view.key, metric)
-        entry = self._cache.get(key)
-        if entry is not None and entry[0] is view:
-            return entry[1], entry[2]
-        item, age = served_item(view, metric)
-        body = json.dumps({"kind": "ExternalMetricValueList", "apiVersion": GROUP_VERSION, "metadata": {},
-                           "items": [item]}).encode()
-        if len(self._cache) >= self._limit:
-            self._cache.clear()
-        self._cache[key] = (view, body, age)
-        return body, age
+def runtime_answers(request: web.Request, namespace: str, deployment: str) -> RuntimeAnswers:
+    snapshot = request.app[SNAPSHOT_KEY].current
+    answers = snapshot.runtimes.get((namespace, deployment))
+    if answers is not None:
+        return answers
+    if not snapshot.ready:
+        raise ApiError(503, "the adapter has not completed its first refresh yet; try again shortly")
+    raise ApiError(404, f"runtime {namespace}/{deployment} is not known to the adapter (no such Deployment "
+                        "with ModelMesh pods, or not in its targets)")
 
 
-RENDERED_KEY: web.AppKey[RenderedValues] = web.AppKey("rendered", RenderedValues)
+def respond(request: web.Request, answer: Answer) -> web.Response:
+    """A pre-rendered answer; the freshness of what a 200 serves is observed as it is served."""
+    status, body, age = answer
+    if age is not None:
+        request.app[METRICS_KEY].freshness.observe(age)
+    return web.Response(body=body, status=status, content_type="application/json", charset="utf-8")
 
 
 async def external_metric(request: web.Request) -> web.Response:
@@ -97,9 +78,8 @@ async def external_metric(request: web.Request) -> web.Response:
         deployment = deployment_from_selector(request.query.get("labelSelector"))
     except SelectorError as error:
         raise ApiError(400, str(error)) from error
-    body, age = request.app[RENDERED_KEY].body(runtime_view(request, namespace, deployment), metric)
-    request.app[METRICS_KEY].freshness.observe(age)
-    return web.Response(body=body, content_type="application/json", charset="utf-8")
+    answers = runtime_answers(request, namespace, deployment)
+    return respond(request, answers.metrics[METRIC_INDEX[metric]])
 
 
 async def api_group_list(request: web.Request) -> web.Response:
@@ -123,6 +103,6 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    if not request.app[REFRESHER_KEY].ready:
+    if not request.app[SNAPSHOT_KEY].current.ready:
         raise ApiError(503, "waiting for the first refresh")
     return web.Response(text="ok")

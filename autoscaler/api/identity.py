@@ -97,7 +97,7 @@ def _api_attributes(method: str, parts: list[str]) -> Attributes | None:
     return ResourceAttributes(verb, group, version, resource, namespace, name, subresource)
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=65_536)  # every runtime x metric path of a large fleet, each under 1 KB
 def request_attributes(method: str, raw_path: str) -> Attributes:
     """The authorization attributes of a request, from its path as sent (percent-encoded, no query).
 

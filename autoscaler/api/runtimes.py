@@ -1,4 +1,4 @@
-"""Two JSON views of one runtime, read from the refresh loop's cache like every handler.
+"""Two JSON views of one runtime, rendered once per refresh into the serving snapshot like every answer.
 
 - `/keda/v1/namespaces/{ns}/runtimes/{deployment}`: for KEDA's `metrics-api` scaler, where KEDA owns the
   cluster's one external-metrics APIService. A flat object, so a `valueLocation` is just the metric name
@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 import math
 from typing import Any
 
 from aiohttp import web
 
-from autoscaler.api.handlers import METRICS_KEY, rfc3339, runtime_view
-from autoscaler.api.status import ApiError
+from autoscaler.api.handlers import respond, rfc3339, runtime_answers
+from autoscaler.api.snapshot import Answer, error_answer
 from autoscaler.model import RuntimeView
 from autoscaler.names import ServedMetric, runtime_labels
 
@@ -69,16 +70,20 @@ def keda_values(view: RuntimeView) -> tuple[dict[str, Any], float | None]:
     return values, oldest
 
 
-async def keda_runtime(request: web.Request) -> web.Response:
-    view = runtime_view(request, request.match_info["namespace"], request.match_info["deployment"])
+def keda_answer(view: RuntimeView) -> Answer:
+    """The KEDA endpoint's answer for a runtime: its values, or the 503 while they are unknown."""
     if not view.known:
-        raise ApiError(503, f"values of runtime {view.key} are unknown right now: "
-                            f"{view.reason or 'no fresh data'}; scalers should hold")
+        return error_answer(503, f"values of runtime {view.key} are unknown right now: "
+                                 f"{view.reason or 'no fresh data'}; scalers should hold")
     document, oldest = keda_values(view)
     if oldest is None:
-        raise ApiError(503, f"no value of runtime {view.key} is known right now; scalers should hold")
-    request.app[METRICS_KEY].freshness.observe(max(0.0, view.refreshed_at - oldest))
-    return web.json_response(document)
+        return error_answer(503, f"no value of runtime {view.key} is known right now; scalers should hold")
+    return 200, json.dumps(document).encode(), max(0.0, view.refreshed_at - oldest)
+
+
+async def keda_runtime(request: web.Request) -> web.Response:
+    answers = runtime_answers(request, request.match_info["namespace"], request.match_info["deployment"])
+    return respond(request, answers.keda)
 
 
 def explanation(view: RuntimeView) -> dict[str, Any]:
@@ -94,5 +99,5 @@ def explanation(view: RuntimeView) -> dict[str, Any]:
 
 
 async def debug_runtime(request: web.Request) -> web.Response:
-    view = runtime_view(request, request.match_info["namespace"], request.match_info["deployment"])
-    return web.json_response(explanation(view))
+    answers = runtime_answers(request, request.match_info["namespace"], request.match_info["deployment"])
+    return web.Response(body=answers.debug, content_type="application/json", charset="utf-8")

@@ -18,6 +18,7 @@ REASONS = {
     405: "MethodNotAllowed",
     406: "NotAcceptable",
     429: "TooManyRequests",
+    431: "RequestHeaderFieldsTooLarge",
     500: "InternalError",
     503: "ServiceUnavailable",
 }

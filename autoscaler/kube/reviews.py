@@ -1,34 +1,37 @@
 """The three Kubernetes API calls authentication and authorization need: TokenReview, SubjectAccessReview and
 reading the `kube-system/extension-apiserver-authentication` ConfigMap.
 
-Uses `kubernetes.aio` (the official client's asyncio flavour) so a slow API server never blocks the event
-loop, with no client retries and a hard deadline per call: an HPA request waiting on authorization should get
-an answer (possibly an error) in seconds, not pile up behind a dead API server. Every library or transport
-exception is turned into `KubeApiError` here, with the cause chained; configuration problems at start-up
-become `KubeConfigError`, a `ValueError` the CLI reports in one line.
+A lean client: one `aiohttp` session with the connection settings `autoscaler.kube.config` loads (CA, client
+certificate, bearer token, refreshed by the in-cluster hook), JSON in and out, no generated models. These
+calls sit on the path of HPA requests whose answer is not cached yet, so they should cost one round trip and
+little else: the generated client builds and validates pydantic models and reads `~/.netrc` on every call.
+No client retries and a hard deadline per call: an HPA request waiting on authorization gets an answer
+(possibly an error) in seconds rather than piling up behind a dead API server. Every transport failure and
+error answer becomes `KubeApiError` (cause chained, status and Status `reason` kept); configuration problems
+at start-up become `KubeConfigError`, a `ValueError` the CLI reports in one line.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import ssl
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import aiohttp
 from kubernetes.aio import client
-from kubernetes.aio.client.exceptions import OpenApiException
 
 from autoscaler.kube.config import load_kube_settings
 from autoscaler.kube.errors import KubeApiError, KubeConfigError
+from autoscaler.kube.raw import describe, status_error
 from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 2.0
 """Per call. A SubjectAccessReview normally takes milliseconds; two seconds tolerates a busy API server while
 keeping an HPA request (whose client gives up after tens of seconds) well inside its own deadline."""
@@ -67,78 +70,114 @@ async def load_configuration(kubeconfig: Path | None) -> client.Configuration:
     return settings.configuration
 
 
+def _tls_context(configuration: client.Configuration) -> ssl.SSLContext:
+    """The same trust and client certificate the generated client would use."""
+    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert,
+                                         cadata=getattr(configuration, "ca_cert_data", None))
+    if configuration.cert_file:
+        context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
+    if not configuration.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
+ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+
+
 class KubeAuthApi:
     """TokenReview, SubjectAccessReview and ConfigMap reads with a deadline; errors as `KubeApiError`."""
 
     def __init__(self, configuration: client.Configuration, metrics: AdapterMetrics | None = None,
-                 timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        self._api = client.ApiClient(configuration)
-        self._authn = client.AuthenticationV1Api(self._api)
-        self._authz = client.AuthorizationV1Api(self._api)
-        self._core = client.CoreV1Api(self._api)
+                 timeout_s: float = DEFAULT_TIMEOUT_S, max_connections: int = 32) -> None:
+        self._configuration = configuration
+        self._base = str(configuration.host).rstrip("/")
+        self._tls = _tls_context(configuration) if self._base.startswith("https") else None
+        self._max_connections = max_connections
+        self._session: aiohttp.ClientSession | None = None
         self._metrics = metrics
         self.timeout_s = timeout_s
 
-    async def close(self) -> None:
-        await self._api.close()  # type: ignore[no-untyped-call]
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            connector = aiohttp.TCPConnector(ssl=self._tls if self._tls is not None else False,
+                                             limit=self._max_connections)
+            self._session = aiohttp.ClientSession(connector=connector, trust_env=False,
+                                                  headers={"Accept": "application/json",
+                                                           "User-Agent": "modelmesh-autoscaler"})
+        return self._session
 
-    async def _call(self, name: str, make: Callable[[float], Awaitable[T]]) -> T:
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def _call(self, name: str, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         started = time.perf_counter()
         outcome = "error"
         try:
             async with asyncio.timeout(self.timeout_s):
-                result = await make(float(self.timeout_s))
+                headers = {"Content-Type": "application/json"} if body is not None else {}
+                authorization = await self._configuration.get_api_key_with_prefix("authorization")
+                if authorization:
+                    headers["Authorization"] = authorization
+                async with self._client().request(
+                        method, self._base + path, headers=headers,
+                        data=json.dumps(body).encode() if body is not None else None) as response:
+                    raw = await response.read()
+            try:
+                answer = json.loads(raw) if raw else None
+            except ValueError:
+                answer = raw.decode("utf-8", "replace")
+            if response.status >= 300:
+                raise status_error(name, response.status, answer)
+            if not isinstance(answer, dict):
+                raise KubeApiError(f"{name}: the answer is not a JSON object", response.status)
             outcome = "ok"
-            return result
-        except OpenApiException as error:
-            status = getattr(error, "status", None)
-            raise KubeApiError(f"{name}: the API server answered {status} {getattr(error, 'reason', '')}",
-                               status, str(getattr(error, "reason", "") or "")) from error
+            return answer
         except TimeoutError as error:
             outcome = "timeout"
             raise KubeApiError(f"{name}: no answer within {self.timeout_s:g} s") from error
-        except (aiohttp.ClientError, OSError, ValueError, TypeError) as error:
-            raise KubeApiError(f"{name}: {type(error).__name__}: {error}") from error
+        except (aiohttp.ClientError, OSError, ValueError) as error:
+            raise KubeApiError(f"{name}: {describe(error)}") from error
         finally:
             if self._metrics is not None:
                 self._metrics.kube_api_seconds.labels(name, outcome).observe(time.perf_counter() - started)
 
     async def review_token(self, token: str) -> TokenReviewResult:
-        body = client.V1TokenReview(spec=client.V1TokenReviewSpec(token=token))
-        review = await self._call(
-            "tokenreview", lambda timeout: self._authn.create_token_review(body, _request_timeout=timeout))
-        status = review.status
-        user = status.user if status is not None else None
-        if status is None or not status.authenticated or user is None or not user.username:
-            return TokenReviewResult(False, error=(status.error if status is not None else "") or "")
-        extra = tuple(sorted((key, tuple(values)) for key, values in (user.extra or {}).items()))
-        return TokenReviewResult(True, user.username, user.uid or "", tuple(user.groups or ()), extra)
+        review = await self._call("tokenreview", "POST", TOKEN_REVIEWS, {
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}})
+        status = review.get("status")
+        if not isinstance(status, dict):
+            return TokenReviewResult(False, error="answered without a status")
+        user = status.get("user")
+        if not status.get("authenticated") or not isinstance(user, dict) or not user.get("username"):
+            return TokenReviewResult(False, error=str(status.get("error") or ""))
+        extra = user.get("extra") or {}
+        return TokenReviewResult(
+            True, str(user["username"]), str(user.get("uid") or ""),
+            tuple(str(group) for group in user.get("groups") or ()),
+            tuple(sorted((str(key), tuple(str(v) for v in values or ())) for key, values in extra.items()))
+            if isinstance(extra, dict) else (),
+        )
 
     async def review_access(self, spec: dict[str, Any]) -> AccessReviewResult:
         """`spec` is a SubjectAccessReview spec in wire form (camelCase keys)."""
-        try:
-            body = client.V1SubjectAccessReview.from_dict({"spec": spec})
-        except ValueError as error:  # pydantic's ValidationError
-            raise KubeApiError(f"subjectaccessreview: cannot build a review: {error}") from error
-        if body is None:
-            raise KubeApiError("subjectaccessreview: cannot build a review")
-        review = await self._call(
-            "subjectaccessreview",
-            lambda timeout: self._authz.create_subject_access_review(body, _request_timeout=timeout))
-        status = review.status
-        if status is None:
+        review = await self._call("subjectaccessreview", "POST", ACCESS_REVIEWS, {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec})
+        status = review.get("status")
+        if not isinstance(status, dict):
             raise KubeApiError("subjectaccessreview: answered without a status")
-        return AccessReviewResult(bool(status.allowed), bool(status.denied), status.reason or "",
-                                  status.evaluation_error or "")
+        return AccessReviewResult(bool(status.get("allowed")), bool(status.get("denied")),
+                                  str(status.get("reason") or ""), str(status.get("evaluationError") or ""))
 
     async def read_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
         """The ConfigMap's `data`, or None when it does not exist."""
         try:
-            config_map = await self._call(
-                "configmap",
-                lambda timeout: self._core.read_namespaced_config_map(name, namespace, _request_timeout=timeout))
+            config_map = await self._call("configmap", "GET", f"/api/v1/namespaces/{namespace}/configmaps/{name}")
         except KubeApiError as error:
             if error.status == 404:
                 return None
             raise
-        return dict(config_map.data or {})
+        data = config_map.get("data") or {}
+        return {str(key): str(value) for key, value in data.items()} if isinstance(data, dict) else {}

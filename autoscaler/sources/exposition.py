@@ -8,10 +8,12 @@ garbled number must never read as "idle".
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.model import PodSample
+from autoscaler.sources.exporter_text import Sample, fast_samples
 from exporter import names
 
 
@@ -33,6 +35,19 @@ def _valid(value: float) -> bool:
     return math.isfinite(value) and value >= 0
 
 
+def library_samples(text: str) -> Iterator[Sample]:
+    """Every sample, read by `prometheus_client`'s parser: the reference reading of any exposition."""
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            yield sample.name, sample.labels, sample.value
+
+
+def exporter_samples(text: str) -> Iterable[Sample]:
+    """The exporter's own format read fast (`autoscaler.sources.exporter_text`), else by the library."""
+    fast = fast_samples(text)
+    return fast if fast is not None else library_samples(text)
+
+
 def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float) -> PodSample:
     """Read the signals of one pod.
 
@@ -49,25 +64,24 @@ def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float) -> 
     gpu_ok_at: float | None = None
     seen_exporter = False
     try:
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.name == names.GPU_BUSY_RATIO:
-                    seen_exporter = True
-                    if _valid(sample.value):
-                        gpu_busy.append(min(1.0, sample.value))
-                elif sample.name in _SCALARS:
-                    seen_exporter = True
-                    if _valid(sample.value):
-                        values[_SCALARS[sample.name]] = sample.value
-                elif sample.name == names.LAST_SUCCESS_TIMESTAMP:
-                    seen_exporter = True
-                    collector = sample.labels.get("collector")
-                    if _valid(sample.value) and collector == names.COLLECTOR_MODELMESH:
-                        modelmesh_ok_at = sample.value
-                    elif _valid(sample.value) and collector == names.COLLECTOR_GPU:
-                        gpu_ok_at = sample.value
-                elif sample.name == names.COLLECTOR_SUCCESS:
-                    seen_exporter = True
+        for name, labels, value in exporter_samples(text):
+            if name == names.GPU_BUSY_RATIO:
+                seen_exporter = True
+                if _valid(value):
+                    gpu_busy.append(min(1.0, value))
+            elif name in _SCALARS:
+                seen_exporter = True
+                if _valid(value):
+                    values[_SCALARS[name]] = value
+            elif name == names.LAST_SUCCESS_TIMESTAMP:
+                seen_exporter = True
+                collector = labels.get("collector")
+                if _valid(value) and collector == names.COLLECTOR_MODELMESH:
+                    modelmesh_ok_at = value
+                elif _valid(value) and collector == names.COLLECTOR_GPU:
+                    gpu_ok_at = value
+            elif name == names.COLLECTOR_SUCCESS:
+                seen_exporter = True
     except (ValueError, TypeError, IndexError, KeyError) as error:
         raise ExpositionError(f"unparseable exposition: {error}") from error
     if not seen_exporter:

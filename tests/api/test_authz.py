@@ -118,3 +118,35 @@ async def test_an_answer_both_allowed_and_denied_is_an_error() -> None:
 async def test_an_evaluation_error_does_not_change_a_denial_into_an_error() -> None:
     authz = authorizer(ScriptedReviewer(AccessReviewResult(False, evaluation_error="role x not found")), Clock())
     assert not (await authz.authorize(USER, ATTRIBUTES)).allowed
+
+
+async def test_a_key_in_use_is_reviewed_again_in_the_background_before_its_answer_expires() -> None:
+    clock, reviewer = Clock(), ScriptedReviewer(AccessReviewResult(True))
+    authz = authorizer(reviewer, clock)
+    await authz.authorize(USER, ATTRIBUTES)
+    clock.now = 8.0  # past 70% of the 10 s TTL: answered from the cache, refreshed behind it
+    reviewer.gate.clear()
+    assert (await authz.authorize(USER, ATTRIBUTES)).cached
+    await asyncio.sleep(0)
+    assert len(reviewer.specs) == 2
+    reviewer.gate.set()
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    clock.now = 12.0  # the first answer has expired; the refreshed one has not
+    assert (await authz.authorize(USER, ATTRIBUTES)).cached
+    assert len(reviewer.specs) == 2
+
+
+async def test_a_failed_background_review_leaves_the_cached_answer_until_it_expires() -> None:
+    clock = Clock()
+    reviewer = ScriptedReviewer(AccessReviewResult(True), KubeApiError("API server down"))
+    authz = authorizer(reviewer, clock)
+    await authz.authorize(USER, ATTRIBUTES)
+    clock.now = 8.0
+    assert (await authz.authorize(USER, ATTRIBUTES)).allowed
+    await asyncio.sleep(0)
+    clock.now = 9.0
+    assert (await authz.authorize(USER, ATTRIBUTES)).cached
+    clock.now = 10.5
+    with pytest.raises(AuthorizationFailed):
+        await authz.authorize(USER, ATTRIBUTES)

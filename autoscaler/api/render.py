@@ -1,0 +1,56 @@
+"""Renders the refresh's `RuntimeView`s into a `ServingSnapshot` (`autoscaler.api.snapshot`): every answer
+the API can give about a runtime, as bytes, made once per refresh instead of once per request.
+
+Rendering happens where the refresh runs: in the refresh process when serving runs in worker processes
+(`autoscaler.workers`), else in the one process, lazily when a request first finds the refresher's views
+replaced (`RefresherSnapshots`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from autoscaler.api import runtimes
+from autoscaler.api.handlers import metric_answer
+from autoscaler.api.snapshot import EMPTY, METRICS, RuntimeAnswers, ServingSnapshot
+from autoscaler.model import RuntimeKey, RuntimeView
+from autoscaler.refresher import Refresher
+
+
+def render_runtime(view: RuntimeView) -> RuntimeAnswers:
+    return RuntimeAnswers(
+        tuple(metric_answer(view, metric) for metric in METRICS),
+        runtimes.keda_answer(view),
+        json.dumps(runtimes.explanation(view)).encode(),
+    )
+
+
+def render_snapshot(views: Mapping[RuntimeKey, RuntimeView], ready: bool,
+                    refresh_metrics: bytes = b"") -> ServingSnapshot:
+    return ServingSnapshot(
+        ready,
+        {(key.namespace, key.deployment): render_runtime(view) for key, view in views.items()},
+        refresh_metrics,
+    )
+
+
+class RefresherSnapshots:
+    """The one-process mode: renders the refresher's views again whenever it has published new ones.
+
+    The refresher replaces its `views` dict whole on each refresh, so an identity check per request tells
+    whether the snapshot is current."""
+
+    def __init__(self, refresher: Refresher) -> None:
+        self._refresher = refresher
+        self._views: object = None
+        self._ready = False
+        self._snapshot = EMPTY
+
+    @property
+    def current(self) -> ServingSnapshot:
+        refresher = self._refresher
+        if refresher.views is not self._views or refresher.ready != self._ready:
+            self._views, self._ready = refresher.views, refresher.ready
+            self._snapshot = render_snapshot(refresher.views, refresher.ready)
+        return self._snapshot

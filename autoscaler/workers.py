@@ -1,0 +1,296 @@
+"""`serve` as processes: one refresh process, N serving workers on one port.
+
+The refresh (discovery, scrape or Prometheus, decisions, deletion costs and leader election) runs in the
+process started by the CLI. After each refresh it renders every answer (`autoscaler.api.render`) and sends the
+pickled `ServingSnapshot` to each serving worker over its own pipe; a worker swaps it in with one assignment.
+So an HPA request never waits on a scrape, a parse or a decision, and the serving processes only look up bytes.
+
+Workers listen on the same port with `SO_REUSEPORT` (the kernel spreads connections across them), each with
+its own authentication, review caches and connection limits. Either side ending is seen by the other: the
+refresh process watches every worker's process sentinel and stops everything (exit 1) when one dies; a
+worker reading end-of-file on its pipe (the refresh process died) exits 1. Kubernetes then restarts the pod,
+rather than letting it serve values that no longer change.
+
+Start-up mistakes found in a worker (authentication settings, a port in use) reach the refresh process as one
+line and end `serve` with the usual "cannot start: ..." and exit code 2. `--workers 0` keeps everything in one
+process (`autoscaler.server.serve_in_process`): for tests, the demo and debugging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+import signal
+import socket
+import ssl
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from autoscaler.api.app import build_api_app
+from autoscaler.api.certs import generate_self_signed, server_context
+from autoscaler.api.connections import ConnectionLimits, GuardedSite
+from autoscaler.api.render import render_snapshot
+from autoscaler.api.selfmetrics_split import render_refresh_metrics
+from autoscaler.api.snapshot import SnapshotHolder, decode, encode
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.settings import ServeSettings
+
+log = logging.getLogger(__name__)
+
+READY, FAILED = b"ready", b"error:"
+START_TIMEOUT_S = 60.0
+
+
+class WorkerStartError(Exception):
+    """A serving worker could not start; the message is the worker's one line."""
+
+
+def connection_limits(settings: ServeSettings) -> ConnectionLimits:
+    return ConnectionLimits(max_connections=settings.max_connections,
+                            header_read_timeout_s=settings.header_read_timeout_s,
+                            keepalive_timeout_s=settings.keepalive_timeout_s)
+
+
+async def serve_until_stopped(app: web.Application, host: str, port: int, tls: ssl.SSLContext | None,
+                              limits: ConnectionLimits, *, reuse_port: bool = False,
+                              on_ready: Callable[[], None] | None = None,
+                              until: asyncio.Future[None] | None = None) -> bool:
+    """Serve `app` until SIGTERM or SIGINT (or `until` completes), then clean it up (its cleanup contexts run:
+    the refresh loop stops, the Lease is released). True when a signal stopped it."""
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    try:
+        await GuardedSite(runner, host, port, tls=tls, limits=limits, reuse_port=reuse_port).start()
+        if on_ready is not None:
+            on_ready()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(stop.wait())]
+        if until is not None:
+            waiters.append(until)
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in waiters:
+            waiter.cancel()
+        return stop.is_set()
+    finally:
+        await runner.cleanup()
+
+
+# The serving worker.
+
+def worker_main(settings: ServeSettings, cert_file: Path, key_file: Path, pipe: Connection, index: int) -> None:
+    """Entry point of a serving worker process (spawned: nothing inherited but these arguments)."""
+    logging.basicConfig(level=settings.log_level,
+                        format=f"%(asctime)s %(levelname)s %(name)s[worker {index}]: %(message)s")
+    try:
+        code = asyncio.run(_worker(settings, cert_file, key_file, pipe))
+    except KeyboardInterrupt:
+        code = 0
+    sys.exit(code)
+
+
+async def _worker(settings: ServeSettings, cert_file: Path, key_file: Path, pipe: Connection) -> int:
+    metrics = AdapterMetrics()
+    holder = SnapshotHolder()
+    try:
+        tls = server_context(cert_file, key_file)
+        if settings.insecure_dev:
+            app = build_api_app(holder, metrics)
+        else:
+            from autoscaler.api.auth import build_api_security
+
+            security = await build_api_security(settings, tls, metrics)
+            app = build_api_app(holder, metrics, security.middlewares)
+            app.on_cleanup.append(security.close)
+    except (OSError, ValueError) as error:
+        pipe.send_bytes(FAILED + str(error).encode())
+        return 2
+    receiving = asyncio.ensure_future(_receive_snapshots(pipe, holder))
+    try:
+        signalled = await serve_until_stopped(
+            app, _host(settings), settings.listen_port, tls, connection_limits(settings), reuse_port=True,
+            on_ready=lambda: pipe.send_bytes(READY), until=receiving)
+    except OSError as error:
+        pipe.send_bytes(FAILED + f"cannot listen on {_host(settings)}:{settings.listen_port}: {error}".encode())
+        return 2
+    if not signalled:
+        log.error("the refresh process has gone; stopping so that Kubernetes restarts the pod")
+        return 1
+    return 0
+
+
+async def _receive_snapshots(pipe: Connection, holder: SnapshotHolder) -> None:
+    """Swap in each snapshot as it arrives; returns when the refresh process has gone (end of file)."""
+    while True:
+        try:
+            blob = await asyncio.to_thread(pipe.recv_bytes)
+        except (EOFError, OSError):
+            return
+        holder.current = decode(blob)
+
+
+def _host(settings: ServeSettings) -> str:
+    return "127.0.0.1" if settings.insecure_dev else settings.listen_host
+
+
+# The refresh process.
+
+class WorkerPool:
+    """The serving workers, their pipes, and what the refresh process sends them."""
+
+    def __init__(self, settings: ServeSettings, cert_file: Path, key_file: Path) -> None:
+        spawn = multiprocessing.get_context("spawn")
+        self.processes: list[BaseProcess] = []
+        self.pipes: list[Connection] = []
+        for index in range(settings.workers):
+            ours, theirs = spawn.Pipe(duplex=True)
+            process = spawn.Process(target=worker_main, args=(settings, cert_file, key_file, theirs, index),
+                                    name=f"serving-worker-{index}", daemon=True)
+            process.start()
+            theirs.close()
+            self.processes.append(process)
+            self.pipes.append(ours)
+
+    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Block until every worker listens; `WorkerStartError` with the first failure's line."""
+        deadline = time.monotonic() + timeout_s
+        for process, pipe in zip(self.processes, self.pipes, strict=True):
+            left = max(0.0, deadline - time.monotonic())
+            if not pipe.poll(left):
+                raise WorkerStartError(f"serving worker {process.name} did not start within {timeout_s:g} s")
+            try:
+                message = pipe.recv_bytes()
+            except EOFError:
+                raise WorkerStartError(f"serving worker {process.name} exited while starting") from None
+            if message.startswith(FAILED):
+                raise WorkerStartError(message[len(FAILED):].decode(errors="replace"))
+
+    async def send(self, blob: bytes) -> None:
+        await asyncio.gather(*(asyncio.to_thread(pipe.send_bytes, blob) for pipe in self.pipes))
+
+    async def first_exit(self) -> BaseProcess:
+        """Waits until some worker process ends, and returns it."""
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[BaseProcess] = loop.create_future()
+
+        def exited(process: BaseProcess) -> None:
+            if not ended.done():
+                ended.set_result(process)
+
+        for process in self.processes:
+            loop.add_reader(process.sentinel, exited, process)
+        try:
+            return await ended
+        finally:
+            for process in self.processes:
+                loop.remove_reader(process.sentinel)
+
+    def stop(self) -> None:
+        """SIGTERM first (a worker stops serving quietly), then close the pipes (its reading thread ends; one
+        that missed the signal sees end of file and goes too), then wait."""
+        for process in self.processes:
+            if process.is_alive():
+                process.terminate()
+        for pipe in self.pipes:
+            pipe.close()
+        for process in self.processes:
+            process.join(10)
+            if process.is_alive():
+                process.kill()
+                process.join()
+
+
+def serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | None) -> int:
+    """Run the refresh here and `settings.workers` serving processes; the process exit code."""
+    with tempfile.TemporaryDirectory(prefix="mm-autoscaler-cert-") as directory:
+        if tls_files is None:
+            files = generate_self_signed(Path(directory), "modelmesh-autoscaler",
+                                         [_host(settings), "localhost", socket.gethostname()])
+            tls_files = (files.cert_file, files.key_file)
+        _check_port_free(_host(settings), settings.listen_port)
+        pool = WorkerPool(settings, *tls_files)
+        try:
+            pool.wait_ready()
+            log.info("serving external.metrics.k8s.io on https://%s:%d with %d worker process%s (source %s, "
+                     "refresh every %.0f s)", _host(settings), settings.listen_port, settings.workers,
+                     "" if settings.workers == 1 else "es", settings.source, settings.refresh_interval_s)
+            return asyncio.run(_refresh_process(settings, pool))
+        finally:
+            pool.stop()
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Workers bind with SO_REUSEPORT, which would silently share a port with another process of this user
+    doing the same (a second adapter): bind once without it first, so a port in use is a start-up error."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise WorkerStartError(f"cannot listen on {host}:{port}: {error.strerror}") from error
+
+
+async def _refresh_process(settings: ServeSettings, pool: WorkerPool) -> int:
+    from autoscaler.actuation.actuator import start_actuator
+    from autoscaler.refresher import Refresher
+    from autoscaler.server import build_discovery, build_source, policy_book
+
+    metrics = AdapterMetrics()
+    policies = policy_book(settings)
+    discovery = build_discovery(settings, policies)
+    source = build_source(settings, discovery)
+    refresher = Refresher(source, policies, metrics, interval_s=settings.refresh_interval_s,
+                          window_s=settings.window_s)
+
+    async def publish(views: object) -> None:
+        started = time.perf_counter()
+        snapshot = render_snapshot(refresher.views, refresher.ready, render_refresh_metrics(metrics))
+        blob = encode(snapshot)
+        await pool.send(blob)
+        log.debug("snapshot of %d runtimes (%d bytes) rendered and sent in %.3f s", len(snapshot.runtimes),
+                  len(blob), time.perf_counter() - started)
+
+    refresher.listeners.append(publish)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await discovery.start()
+    actuator = await start_actuator(settings, refresher, metrics)
+    refreshing = asyncio.ensure_future(refresher.run())
+    exited = asyncio.ensure_future(pool.first_exit())
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait([refreshing, exited, stopping], return_when=asyncio.FIRST_COMPLETED)
+        code = 0
+        if exited.done():
+            process = exited.result()
+            log.error("serving worker %s exited with code %s; stopping so that Kubernetes restarts the pod",
+                      process.name, process.exitcode)
+            code = 1
+        elif refreshing.done():
+            log.error("the refresh loop ended: %r; stopping", refreshing.exception())
+            code = 1
+        return code
+    finally:
+        for task in (refreshing, exited, stopping):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if actuator is not None:
+            await actuator.stop()
+        await source.close()
+        await discovery.close()

@@ -1,0 +1,141 @@
+"""Memory of the adapter under slow connections: `--slow` clients each open a TLS connection, send part of a
+request's headers and dribble one byte every 2 s, reconnecting whenever the adapter closes them, for
+`--seconds`; meanwhile a probe asks `/healthz` every second. Prints the adapter's RSS (refresh process and
+serving workers together) every few seconds, and how many probes were answered. Plain script, no asserts:
+
+    python bench/bench_connections.py [--slow 2500] [--seconds 30] [--workers 1]
+
+The shipped memory limit is 512 MiB; before connection limits, 1,450 idle TLS connections passed it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+import yaml  # noqa: E402
+
+from bench.bench_fleet import free_port  # noqa: E402
+
+INSECURE = ssl.create_default_context()
+INSECURE.check_hostname = False
+INSECURE.verify_mode = ssl.CERT_NONE
+
+
+def rss_mib(pid: int) -> float:
+    """RSS of `pid` and its children, MiB."""
+    total = 0
+    pids = [pid] + [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _parent(p) == pid]
+    for one in pids:
+        try:
+            for line in Path(f"/proc/{one}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total / 1024
+
+
+def _parent(entry: Path) -> int:
+    try:
+        return int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+async def slow_client(port: int, until: float, counters: dict[str, int]) -> None:
+    while time.monotonic() < until:
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection("127.0.0.1", port, ssl=INSECURE), 20)
+        except (OSError, TimeoutError, ssl.SSLError):
+            counters["refused"] += 1
+            await asyncio.sleep(0.5)
+            continue
+        counters["opened"] += 1
+        try:
+            writer.write(b"GET /healthz HTTP/1.1\r\nHost: adapter\r\n")
+            while time.monotonic() < until and not reader.at_eof():
+                await asyncio.sleep(2)
+                writer.write(b"X")
+                await writer.drain()
+        except (OSError, ssl.SSLError):
+            pass
+        finally:
+            writer.close()
+
+
+async def probe(url: str, until: float, counters: dict[str, int]) -> None:
+    while time.monotonic() < until:
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(
+                "127.0.0.1", int(url.rsplit(":", 1)[1]), ssl=INSECURE), 5)
+            writer.write(b"GET /healthz HTTP/1.1\r\nHost: adapter\r\nConnection: close\r\n\r\n")
+            answer = await asyncio.wait_for(reader.read(), 5)
+            writer.close()
+            counters["probes ok" if answer.startswith(b"HTTP/1.1 200") else "probes failed"] += 1
+        except (OSError, TimeoutError, ssl.SSLError):
+            counters["probes failed"] += 1
+        await asyncio.sleep(1)
+
+
+async def run(args: argparse.Namespace, pid: int, port: int) -> None:
+    counters = {"opened": 0, "refused": 0, "probes ok": 0, "probes failed": 0}
+    until = time.monotonic() + args.seconds
+    print(f"adapter RSS before: {rss_mib(pid):.0f} MiB")
+    peak = 0.0
+
+    async def monitor() -> None:
+        nonlocal peak
+        while time.monotonic() < until:
+            await asyncio.sleep(3)
+            rss = rss_mib(pid)
+            peak = max(peak, rss)
+            print(f"  t={args.seconds - (until - time.monotonic()):4.0f} s  RSS {rss:6.0f} MiB  {counters}",
+                  flush=True)
+
+    tasks = [asyncio.create_task(probe(f"https://127.0.0.1:{port}", until, counters)),
+             asyncio.create_task(monitor())]
+    for _ in range(args.slow):
+        tasks.append(asyncio.create_task(slow_client(port, until, counters)))
+        await asyncio.sleep(0.002)
+    await asyncio.gather(*tasks, return_exceptions=True)
+    print(f"peak RSS {peak:.0f} MiB with {args.slow} slow clients; {counters}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--slow", type=int, default=2500)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args()
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="bench-connections-") as directory:
+        targets = Path(directory) / "targets.yaml"
+        targets.write_text(yaml.safe_dump({"runtimes": [{"namespace": "bench", "deployment": "rt",
+                                                          "pods": [{"name": "p", "url": "http://127.0.0.1:9/m"}]}]}))
+        adapter = subprocess.Popen(
+            [sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}",
+             "--targets", str(targets), "--workers", str(args.workers), "--deletion-cost", "off",
+             "--log-level", "ERROR"], env={**os.environ, "PYTHONPATH": str(REPO)})
+        try:
+            time.sleep(4)
+            asyncio.run(run(args, adapter.pid, port))
+        finally:
+            adapter.terminate()
+            adapter.wait(20)
+
+
+if __name__ == "__main__":
+    main()

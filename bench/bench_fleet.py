@@ -1,0 +1,364 @@
+"""What an HPA feels at fleet size: the real adapter (`modelmesh-autoscaler serve`, auth on, refresh running)
+serving 10 to 5,000 runtimes, against a bare aiohttp TLS handler returning the same bytes.
+
+For each fleet size: one process serves every pod's exporter output (2 pods a runtime, the exporter's own
+series with a fresh collection timestamp on every scrape); one process runs the fake Kubernetes API that
+answers the adapter's SubjectAccessReviews; the adapter runs as a real process with TLS, the front-proxy CA
+and `--requestheader-allowed-names`, scraping the fleet every `--refresh-interval` seconds. Clients present
+the aggregator's front-proxy certificate (trustme) and `X-Remote-User`, as kube-apiserver does, and ask for
+every runtime x metric in turn. Two clients, rounds interleaved between the adapter and the bare handler:
+
+- load: `--concurrency` keep-alive connections, one request in flight on each, for `--seconds`;
+- HPA pace: one HPA per runtime asking for its 4 metrics every 15 s (runtimes x 4 / 15 requests a second,
+  open loop over 16 connections like the aggregator's), for `--hpa-seconds`.
+
+Prints p50/p99 and throughput as a ratio to the bare handler, and the adapter's time per refresh (its own
+self-metric). The load generator is one Python process: on a small machine it shares the cores with the
+servers, so absolute figures are a floor; the ratio is the figure to read. Plain script, no asserts:
+
+    python bench/bench_fleet.py --runtimes 10,1000 [--seconds 4] [--hpa-seconds 8] [--rounds 2] [--workers 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import os
+import random
+import re
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # the fake Kubernetes API lives in tests/
+
+import aiohttp  # noqa: E402
+import trustme  # noqa: E402
+import yaml  # noqa: E402
+from aiohttp import web  # noqa: E402
+
+HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
+HEADERS = {"X-Remote-User": HPA_USER, "X-Remote-Group": "system:serviceaccounts"}
+METRICS = ("modelmesh_desired_replicas", "modelmesh_gpu_busy", "modelmesh_request_load", "modelmesh_cache_pressure")
+NAMESPACE = "bench"
+PODS_PER_RUNTIME = 2
+STAMP = b"1234567890.5"
+HPA_PERIOD_S = 15.0
+HPA_CONNECTIONS = 16
+
+
+def deployment(runtime: int) -> str:
+    return f"modelmesh-serving-rt{runtime}"
+
+
+def metric_path(runtime: int, metric: str) -> str:
+    return (f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}/{metric}"
+            f"?labelSelector=deployment%3D{deployment(runtime)}")
+
+
+# Processes: the exporter fleet, the fake Kubernetes API, the bare handler.
+
+def exporter_template(pod: int) -> tuple[bytes, bytes]:
+    """One exporter's output (1 GPU), split where its collection timestamp goes."""
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    from exporter import names
+
+    class Families:
+        def collect(self) -> list[GaugeMetricFamily | CounterMetricFamily]:
+            busy = GaugeMetricFamily(names.GPU_BUSY_RATIO, "busy", labels=["gpu", "uuid"])
+            busy.add_metric(["0", f"GPU-{pod}"], (pod % 10) / 10)
+            used = GaugeMetricFamily(names.GPU_MEMORY_USED_BYTES, "used", labels=["gpu", "uuid"])
+            used.add_metric(["0", f"GPU-{pod}"], 1e9)
+            success = GaugeMetricFamily(names.COLLECTOR_SUCCESS, "ok", labels=["collector"])
+            success.add_metric(["modelmesh"], 1)
+            success.add_metric(["gpu"], 1)
+            last = GaugeMetricFamily(names.LAST_SUCCESS_TIMESTAMP, "ts", labels=["collector"])
+            last.add_metric(["modelmesh"], float(STAMP))
+            # Only the first stamp (ModelMesh's) is rewritten per response; the GPU collector's is set far ahead
+            # so that its signal always counts fresh in the benchmark.
+            last.add_metric(["gpu"], 4e9)
+            return [busy, used, success, last,
+                    CounterMetricFamily(names.REQUESTS_TOTAL, "n", value=1000.0 * pod),
+                    GaugeMetricFamily(names.REQUESTS_PER_SECOND, "r", value=float(pod % 50)),
+                    GaugeMetricFamily(names.QUEUE_DELAY_SECONDS, "q", value=0.01),
+                    GaugeMetricFamily(names.CACHE_MISSES_PER_SECOND, "m", value=0.1),
+                    GaugeMetricFamily(names.LRU_AGE_SECONDS, "a", value=600.0),
+                    GaugeMetricFamily(names.CACHE_USED_RATIO, "c", value=0.7),
+                    GaugeMetricFamily(names.CACHE_CAPACITY_BYTES, "cap", value=1.6e10),
+                    GaugeMetricFamily(names.MODELS_LOADED, "l", value=12.0)]
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Families())  # type: ignore[arg-type]
+    from prometheus_client.utils import floatToGoString
+
+    before, found, after = generate_latest(registry).partition(floatToGoString(float(STAMP)).encode())
+    if not found:
+        raise RuntimeError("the timestamp placeholder is not in the exporter text")
+    return before, after
+
+
+def serve_fleet(pods: int, ports: multiprocessing.Queue[int]) -> None:
+    templates = [exporter_template(pod) for pod in range(pods)]
+
+    async def handler(request: web.Request) -> web.Response:
+        before, after = templates[int(request.match_info["pod"])]
+        return web.Response(body=before + repr(time.time()).encode() + after, content_type="text/plain")
+
+    app = web.Application()
+    app.router.add_get("/pod/{pod}/metrics", handler)
+    asyncio.run(_listen(app, None, ports))
+
+
+def serve_kube(workdir: Path, ports: multiprocessing.Queue[int]) -> None:
+    async def run() -> None:
+        from autoscaler.names import API_GROUP
+        from tests.fakes.kube import FakeKubeApi
+
+        async with FakeKubeApi() as kube:
+            kube.allow(user=HPA_USER, verb="get", group=API_GROUP)
+            kube.write_kubeconfig(workdir / "kubeconfig")
+            ports.put(kube.port)
+            await asyncio.Event().wait()
+
+    asyncio.run(run())
+
+
+def serve_bare(workdir: Path, body: bytes, ports: multiprocessing.Queue[int]) -> None:
+    from autoscaler.api.certs import server_context
+    from autoscaler.api.client_certs import CertificateAuthorities, trust_client_certificates
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(body=body, content_type="application/json")
+
+    tls = server_context(workdir / "server.pem", workdir / "server.pem")
+    trust_client_certificates(tls, CertificateAuthorities.from_pem((workdir / "front-proxy-ca.pem").read_bytes(),
+                                                                   "bench"))
+    app = web.Application()
+    app.router.add_get("/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/{metric}", handler)
+    asyncio.run(_listen(app, tls, ports))
+
+
+async def _listen(app: web.Application, tls: ssl.SSLContext | None, ports: multiprocessing.Queue[int]) -> None:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls, backlog=4096).start()
+    ports.put(runner.addresses[0][1])
+    await asyncio.Event().wait()
+
+
+def start(target: object, *args: object) -> tuple[multiprocessing.process.BaseProcess, int]:
+    spawn = multiprocessing.get_context("spawn")
+    ports: multiprocessing.Queue[int] = spawn.Queue()
+    process = spawn.Process(target=target, args=(*args, ports), daemon=True)  # type: ignore[arg-type]
+    process.start()
+    return process, ports.get(timeout=120)
+
+
+# Clients.
+
+@dataclass
+class Sample:
+    latencies: list[float] = field(default_factory=list)
+    throughputs: list[float] = field(default_factory=list)
+    errors: int = 0
+
+    def percentile(self, q: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def urls(base: str, runtimes: int) -> list[str]:
+    paths = [base + metric_path(runtime, metric) for runtime in range(runtimes) for metric in METRICS]
+    random.Random(1).shuffle(paths)
+    return paths
+
+
+async def load(targets: list[str], client: ssl.SSLContext, seconds: float, concurrency: int, into: Sample) -> None:
+    connector = aiohttp.TCPConnector(ssl=client, limit=concurrency)
+    count = 0
+    async with aiohttp.ClientSession(connector=connector) as session:
+        deadline = time.perf_counter() + seconds
+
+        async def worker(offset: int) -> None:
+            nonlocal count
+            index = offset
+            while time.perf_counter() < deadline:
+                started = time.perf_counter()
+                async with session.get(targets[index % len(targets)], headers=HEADERS) as response:
+                    await response.read()
+                    if response.status != 200:
+                        into.errors += 1
+                into.latencies.append(time.perf_counter() - started)
+                count += 1
+                index += concurrency
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(i) for i in range(concurrency)))
+        into.throughputs.append(count / (time.perf_counter() - started))
+
+
+async def hpa_pace(targets: list[str], client: ssl.SSLContext, seconds: float, into: Sample) -> None:
+    """Open loop: request i is sent at i / rate whatever happened to the others, as independent HPAs do."""
+    rate = len(targets) / HPA_PERIOD_S
+    connector = aiohttp.TCPConnector(ssl=client, limit=HPA_CONNECTIONS)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def one(url: str) -> None:
+            started = time.perf_counter()
+            async with session.get(url, headers=HEADERS) as response:
+                await response.read()
+                if response.status != 200:
+                    into.errors += 1
+            into.latencies.append(time.perf_counter() - started)
+
+        tasks = []
+        began = time.perf_counter()
+        total = max(1, int(rate * seconds))
+        for i in range(total):
+            delay = began + i / rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one(targets[i % len(targets)])))
+        await asyncio.gather(*tasks)
+
+
+# One fleet size.
+
+def refresh_seconds(base: str, client: ssl.SSLContext) -> float:
+    with urllib.request.urlopen(base + "/metrics", context=client, timeout=10) as response:
+        text = response.read().decode()
+    total = re.search(r"^modelmesh_autoscaler_refresh_duration_seconds_sum (\S+)$", text, re.M)
+    count = re.search(r"^modelmesh_autoscaler_refresh_duration_seconds_count (\S+)$", text, re.M)
+    if total is None or count is None or float(count.group(1)) == 0:
+        return float("nan")
+    return float(total.group(1)) / float(count.group(1))
+
+
+async def wait_served(url: str, client: ssl.SSLContext, timeout_s: float) -> bytes:
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client)) as session:
+        while time.monotonic() < deadline:
+            try:
+                async with session.get(url, headers=HEADERS) as response:
+                    body = await response.read()
+                    if response.status == 200:
+                        return body
+                    last = f"{response.status} {body[:200]!r}"
+            except aiohttp.ClientError as error:
+                last = str(error)
+            await asyncio.sleep(0.5)
+    raise RuntimeError(f"{url} not served within {timeout_s:g} s: {last}")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client: ssl.SSLContext) -> dict[str, object]:
+    pods = runtimes * PODS_PER_RUNTIME
+    fleet, fleet_port = start(serve_fleet, pods)
+    kube, _ = start(serve_kube, workdir)
+    targets = workdir / f"targets-{runtimes}.yaml"
+    targets.write_text(yaml.safe_dump({"runtimes": [
+        {"namespace": NAMESPACE, "deployment": deployment(r),
+         "pods": [{"name": f"rt{r}-pod{i}",
+                   "url": f"http://127.0.0.1:{fleet_port}/pod/{r * PODS_PER_RUNTIME + i}/metrics"}
+                  for i in range(PODS_PER_RUNTIME)]} for r in range(runtimes)]}))
+    port = free_port()
+    base = f"https://127.0.0.1:{port}"
+    log = open(workdir / f"adapter-{runtimes}.log", "wb")  # noqa: SIM115
+    adapter = subprocess.Popen(
+        [sys.executable, "-m", "autoscaler.cli", "serve", "--listen", f"127.0.0.1:{port}",
+         "--tls-cert-file", str(workdir / "server.pem"), "--tls-private-key-file", str(workdir / "server.pem"),
+         "--requestheader-client-ca-file", str(workdir / "front-proxy-ca.pem"),
+         "--requestheader-allowed-names", "front-proxy-client", "--kubeconfig", str(workdir / "kubeconfig"),
+         "--targets", str(targets), "--refresh-interval", str(args.refresh_interval), "--workers",
+         str(args.workers), "--deletion-cost", "off", "--log-level", "WARNING"],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)})
+    bare = None
+    try:
+        body = await wait_served(base + metric_path(runtimes - 1, METRICS[0]), client, 120 + runtimes / 20)
+        bare, bare_port = start(serve_bare, workdir, body)
+        bases = {"bare": f"https://127.0.0.1:{bare_port}", "adapter": base}
+        results = {name: {"load": Sample(), "hpa": Sample()} for name in bases}
+        for url in bases.values():  # warm-up: connections, caches, code paths
+            await load(urls(url, runtimes), client, 1.0, args.concurrency, Sample())
+        for _ in range(args.rounds):
+            for name, url in bases.items():
+                await load(urls(url, runtimes), client, args.seconds, args.concurrency, results[name]["load"])
+                await hpa_pace(urls(url, runtimes), client, args.hpa_seconds, results[name]["hpa"])
+        per_refresh = refresh_seconds(base, client)
+    finally:
+        adapter.terminate()
+        adapter.wait(20)
+        log.close()
+        for process in (fleet, kube, bare):
+            if process is not None:
+                process.terminate()
+                process.join(5)
+    return {"runtimes": runtimes, "pods": pods, "results": results, "refresh_s": per_refresh}
+
+
+def report(row: dict[str, object]) -> str:
+    results = row["results"]
+    assert isinstance(results, dict)
+    bare, adapter = results["bare"], results["adapter"]
+    ratio = statistics.median(adapter["load"].throughputs) / statistics.median(bare["load"].throughputs)
+    errors = adapter["load"].errors + adapter["hpa"].errors
+    return (f"| {row['runtimes']:,} ({row['pods']:,}) | {ratio:.2f} "
+            f"| {adapter['load'].percentile(0.5) * 1000:.1f} / {adapter['load'].percentile(0.99) * 1000:.1f} ms "
+            f"| {bare['load'].percentile(0.5) * 1000:.1f} / {bare['load'].percentile(0.99) * 1000:.1f} ms "
+            f"| {adapter['hpa'].percentile(0.5) * 1000:.1f} / {adapter['hpa'].percentile(0.99) * 1000:.1f} ms "
+            f"({len(adapter['hpa'].latencies)}) "
+            f"| {bare['hpa'].percentile(0.5) * 1000:.1f} / {bare['hpa'].percentile(0.99) * 1000:.1f} ms "
+            f"| {row['refresh_s']:.3f} s | {errors} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--runtimes", default="10,100,1000,5000", help="comma list of fleet sizes")
+    parser.add_argument("--seconds", type=float, default=4.0, help="length of one load run")
+    parser.add_argument("--hpa-seconds", type=float, default=8.0, help="length of one HPA-paced run")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds per server")
+    parser.add_argument("--concurrency", type=int, default=16, help="keep-alive connections of the load run")
+    parser.add_argument("--workers", type=int, default=1, help="the adapter's --workers")
+    parser.add_argument("--refresh-interval", type=float, default=5.0,
+                        help="the adapter's refresh interval: short, so refreshes run during the rounds")
+    args = parser.parse_args()
+    server_ca, proxy_ca = trustme.CA(), trustme.CA()
+    print(f"adapter --workers {args.workers}, refresh every {args.refresh_interval:g} s, auth on (front-proxy "
+          f"certificate + SubjectAccessReview); load: {args.concurrency} connections x {args.seconds:g} s; HPA "
+          f"pace: runtimes x 4 / 15 s for {args.hpa_seconds:g} s; {args.rounds} interleaved rounds")
+    print("| runtimes (pods) | throughput vs bare | adapter p50 / p99 under load | bare p50 / p99 under load "
+          "| adapter p50 / p99 at HPA pace (requests) | bare p50 / p99 at HPA pace | time per refresh | errors |")
+    print("|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="bench-fleet-") as directory:
+        workdir = Path(directory)
+        server_ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(workdir / "server.pem"))
+        proxy_ca.cert_pem.write_to_path(str(workdir / "front-proxy-ca.pem"))
+        proxy = proxy_ca.issue_cert(common_name="front-proxy-client")
+        client = ssl.create_default_context()
+        server_ca.configure_trust(client)
+        proxy.configure_cert(client)
+        for runtimes in (int(part) for part in args.runtimes.split(",") if part.strip()):
+            print(report(asyncio.run(measure(args, runtimes, workdir, client))), flush=True)
+
+
+if __name__ == "__main__":
+    main()

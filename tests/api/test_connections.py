@@ -1,0 +1,135 @@
+"""Connections cannot exhaust memory, and unparseable requests get a `Status` (issue 14): the adapter's API
+behind its guarded listener, over real TLS sockets, with short limits so the tests run in a second."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+from aiohttp import web
+
+from autoscaler.api.app import build_api_app
+from autoscaler.api.connections import ConnectionLimits, GuardedSite
+from tests.api.builders import DEPLOYMENT, KEY, NAMESPACE, Pki, refresher_with, runtime_view
+
+METRIC = (f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}/modelmesh_desired_replicas"
+          f"?labelSelector=deployment%3D{DEPLOYMENT}")
+LIMITS = ConnectionLimits(max_connections=5, header_read_timeout_s=0.5, keepalive_timeout_s=0.5)
+
+
+@dataclass
+class Listener:
+    port: int
+    client: ssl.SSLContext
+
+    async def open(self, tls: bool = True) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        return await asyncio.open_connection("127.0.0.1", self.port, ssl=self.client if tls else None)
+
+    async def request(self, head: bytes) -> tuple[int, dict[str, object] | bytes]:
+        """Send raw request bytes; (status, JSON body or raw bytes)."""
+        reader, writer = await self.open()
+        writer.write(head)
+        await writer.drain()
+        raw = await asyncio.wait_for(reader.read(), 5)
+        writer.close()
+        status_line, _, rest = raw.partition(b"\r\n")
+        body = rest.partition(b"\r\n\r\n")[2]
+        try:
+            return int(status_line.split()[1]), json.loads(body)
+        except ValueError:
+            return int(status_line.split()[1]), body
+
+
+@pytest.fixture
+async def listener(pki: Pki) -> AsyncIterator[Listener]:
+    refresher = refresher_with(runtime_view(KEY))
+    runner = web.AppRunner(build_api_app(refresher, refresher.metrics), access_log=None)
+    await runner.setup()
+    site = GuardedSite(runner, "127.0.0.1", 0, tls=pki.server_context(), limits=LIMITS)
+    await site.start()
+    try:
+        yield Listener(site.port, pki.client_context())
+    finally:
+        await runner.cleanup()
+
+
+def get(path: str, *headers: str) -> bytes:
+    lines = [f"GET {path} HTTP/1.1", "Host: adapter", "Connection: close", *headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+async def test_a_request_is_served_through_the_guarded_listener(listener: Listener) -> None:
+    status, body = await listener.request(get(METRIC))
+    assert status == 200
+    assert isinstance(body, dict) and body["kind"] == "ExternalMetricValueList"
+
+
+async def test_a_url_over_the_limit_gets_a_431_status(listener: Listener) -> None:
+    status, body = await listener.request(get(METRIC + "&pad=" + "a" * 9000))
+    assert status == 431
+    assert isinstance(body, dict)
+    assert (body["kind"], body["code"], body["reason"]) == ("Status", 431, "RequestHeaderFieldsTooLarge")
+
+
+async def test_a_header_over_the_limit_gets_a_431_status(listener: Listener) -> None:
+    status, body = await listener.request(get(METRIC, "X-Padding: " + "b" * 9000))
+    assert status == 431
+    assert isinstance(body, dict) and body["kind"] == "Status"
+
+
+async def test_a_malformed_request_gets_a_400_status(listener: Listener) -> None:
+    status, body = await listener.request(b"GET /healthz HTTP/1.1\r\nHost: x\r\nBroken header line\r\n\r\n")
+    assert status == 400
+    assert isinstance(body, dict) and (body["kind"], body["code"]) == ("Status", 400)
+
+
+async def test_a_client_sending_headers_slowly_is_disconnected(listener: Listener) -> None:
+    reader, writer = await listener.open()
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+    await writer.drain()
+    started = time.monotonic()
+    for _ in range(10):  # keep dribbling: each byte arrives well inside any per-read timeout
+        await asyncio.sleep(0.1)
+        if reader.at_eof():
+            break
+        writer.write(b"X")
+    assert await asyncio.wait_for(reader.read(), 5) == b""
+    assert time.monotonic() - started < 2
+    writer.close()
+
+
+async def test_a_connection_that_never_sends_is_closed(listener: Listener) -> None:
+    reader, writer = await listener.open()
+    assert await asyncio.wait_for(reader.read(), 5) == b""
+    writer.close()
+
+
+async def test_an_idle_kept_alive_connection_is_closed(listener: Listener) -> None:
+    reader, writer = await listener.open()
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    await writer.drain()
+    assert (await reader.readline()).startswith(b"HTTP/1.1 200")
+    await asyncio.wait_for(reader.read(), 5)  # the rest, then end of file once idle
+    assert reader.at_eof()
+    writer.close()
+
+
+async def test_at_the_bound_slow_clients_make_room_for_a_client_that_sends_its_request(
+        listener: Listener) -> None:
+    held = []
+    for _ in range(LIMITS.max_connections):
+        reader, writer = await listener.open()
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # and never the end of the headers
+        await writer.drain()
+        held.append((reader, writer))
+    status, _ = await listener.request(get(METRIC))
+    assert status == 200
+    oldest_reader, _ = held[0]
+    assert await asyncio.wait_for(oldest_reader.read(), 1) == b""  # the longest-waiting one made room
+    for _, writer in held:
+        writer.close()

@@ -1,0 +1,133 @@
+"""`serve --workers N`: serving processes fed by the refresh process, and a crash of either side ends the pod
+(issue 12). Real processes; the one runtime's exporter is absent, which is all these tests need."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.support.processes import free_port, http_get, poll, running
+
+pytestmark = pytest.mark.slow
+
+RUNTIME = "/keda/v1/namespaces/default/runtimes/modelmesh-serving-demo"
+
+
+def children(pid: int) -> list[int]:
+    """The serving workers of the adapter `pid` (not multiprocessing's resource tracker)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                command = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == pid and b"resource_tracker" not in command:
+                found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.fixture
+def targets(tmp_path: Path) -> Path:
+    path = tmp_path / "targets.yaml"
+    path.write_text(yaml.safe_dump({"runtimes": [{
+        "namespace": "default", "deployment": "modelmesh-serving-demo",
+        "pods": [{"name": "pod-0", "url": f"http://127.0.0.1:{free_port()}/metrics"}]}]}))
+    return path
+
+
+@pytest.fixture
+def adapter(tmp_path: Path, targets: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    port = free_port()
+    url = f"https://127.0.0.1:{port}"
+    with running(["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}", "--targets",
+                  str(targets), "--refresh-interval", "1", "--workers", "2", "--deletion-cost", "off"],
+                 url + "/healthz", tmp_path / "adapter.log") as process:
+        poll(lambda: all(http_get(url + "/readyz")[0] == 200 for _ in range(10)), timeout=10)  # both have one
+        yield process, url
+
+
+def test_every_worker_serves_the_refresh_processes_snapshot(
+        adapter: tuple[subprocess.Popen[bytes], str]) -> None:
+    process, url = adapter
+    assert len(children(process.pid)) == 2
+    # 503 for the known runtime (its exporter is absent), 404 for one nobody knows: the snapshot arrived.
+    for _ in range(20):  # connections spread over both workers
+        assert http_get(url + RUNTIME)[0] == 503
+        assert http_get(url + "/keda/v1/namespaces/default/runtimes/nobody")[0] == 404
+    assert http_get(url + "/readyz")[0] == 200
+
+
+def test_a_worker_that_dies_ends_the_adapter(adapter: tuple[subprocess.Popen[bytes], str]) -> None:
+    process, _ = adapter
+    worker = children(process.pid)[0]
+    os.kill(worker, signal.SIGKILL)
+    assert process.wait(timeout=15) == 1
+
+
+def test_workers_end_when_the_refresh_process_dies(adapter: tuple[subprocess.Popen[bytes], str]) -> None:
+    process, url = adapter
+    workers = [pid for pid in children(process.pid) if alive(pid)]
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=5)
+    poll(lambda: not any(alive(pid) for pid in workers), timeout=15)
+    with pytest.raises(OSError):
+        http_get(url + "/healthz", timeout=1)
+
+
+def test_a_port_in_use_stops_start_up_in_one_line(tmp_path: Path, targets: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        started = time.monotonic()
+        result = subprocess.run(
+            [sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}",
+             "--targets", str(targets), "--workers", "2", "--deletion-cost", "off"],
+            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "cannot start: cannot listen on 127.0.0.1" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert time.monotonic() - started < 30
+
+
+def test_metrics_of_a_worker_hold_its_own_series_and_the_refresh_processes_each_once(
+        adapter: tuple[subprocess.Popen[bytes], str]) -> None:
+    _, url = adapter
+    http_get(url + "/healthz")
+    status, text = http_get(url + "/metrics")
+    assert status == 200
+    types = [line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")]
+    assert len(types) == len(set(types)), "a family appears twice"
+    assert "modelmesh_autoscaler_api_requests_total" in types  # the worker's own
+    assert "modelmesh_autoscaler_refresh_duration_seconds" in types  # the refresh process's
+    count = next(line for line in text.splitlines()
+                 if line.startswith("modelmesh_autoscaler_refresh_duration_seconds_count"))
+    assert float(count.split()[1]) >= 1
+
+
+def test_sigterm_stops_every_process_quietly(adapter: tuple[subprocess.Popen[bytes], str], tmp_path: Path) -> None:
+    process, _ = adapter
+    workers = children(process.pid)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=8) == 0
+    poll(lambda: not any(alive(pid) for pid in workers), timeout=5)
+    assert "ERROR" not in (tmp_path / "adapter.log").read_text()
