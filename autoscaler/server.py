@@ -112,15 +112,41 @@ def _is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
+class RefreshStack:
+    """Everything behind the answers: discovery, the metric source, the HPA watch and the refresh loop.
+
+    Built the same way whether the refresh shares its process with serving (`--workers 0`) or runs apart
+    from the serving workers, so that both start and stop the same parts in the same order.
+    """
+
+    def __init__(self, settings: ServeSettings) -> None:
+        self.metrics = AdapterMetrics()
+        policies = policy_book(settings)
+        self.discovery = build_discovery(settings, policies)
+        self.source = build_source(settings, self.discovery)
+        self.refresher = Refresher(self.source, policies, self.metrics, interval_s=settings.refresh_interval_s,
+                                   window_s=settings.window_s)
+        self.hpas = build_hpa_watch(settings)
+        if self.hpas is not None:
+            self.refresher.hpa_bounds = self.hpas.bounds
+
+    async def start(self) -> None:
+        """Discovery and the HPA watch; the caller runs `refresher.run()` once they are started."""
+        await self.discovery.start()
+        if self.hpas is not None:
+            await self.hpas.start()
+
+    async def close(self) -> None:
+        if self.hpas is not None:
+            await self.hpas.close()
+        await self.source.close()
+        await self.discovery.close()
+
+
 async def build_app(settings: ServeSettings, tls: ssl.SSLContext | None = None) -> web.Application:
     """The API application. `tls` is the serving context: authentication adds the client CAs to it."""
-    metrics = AdapterMetrics()
-    policies = policy_book(settings)
-    discovery = build_discovery(settings, policies)
-    source = build_source(settings, discovery)
-    refresher = Refresher(
-        source, policies, metrics, interval_s=settings.refresh_interval_s, window_s=settings.window_s
-    )
+    stack = RefreshStack(settings)
+    refresher, metrics = stack.refresher, stack.metrics
     if settings.insecure_dev:
         app = build_api_app(refresher, metrics)
     else:
@@ -130,23 +156,14 @@ async def build_app(settings: ServeSettings, tls: ssl.SSLContext | None = None) 
         app = build_api_app(refresher, metrics, security.middlewares)
         app.on_cleanup.append(security.close)
 
-    hpas = build_hpa_watch(settings)
-    if hpas is not None:
-        refresher.hpa_bounds = hpas.bounds
-
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        await discovery.start()
-        if hpas is not None:
-            await hpas.start()
+        await stack.start()
         task = asyncio.create_task(refresher.run())
         yield
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        if hpas is not None:
-            await hpas.close()
-        await source.close()
-        await discovery.close()
+        await stack.close()
 
     app.cleanup_ctx.append(lifecycle)
     if tls is not None and settings.tls_cert_file and settings.tls_private_key_file:

@@ -245,15 +245,10 @@ def _check_port_free(host: str, port: int) -> None:
 
 async def _refresh_process(settings: ServeSettings, pool: WorkerPool) -> int:
     from autoscaler.actuation.actuator import start_actuator
-    from autoscaler.refresher import Refresher
-    from autoscaler.server import build_discovery, build_source, policy_book
+    from autoscaler.server import RefreshStack
 
-    metrics = AdapterMetrics()
-    policies = policy_book(settings)
-    discovery = build_discovery(settings, policies)
-    source = build_source(settings, discovery)
-    refresher = Refresher(source, policies, metrics, interval_s=settings.refresh_interval_s,
-                          window_s=settings.window_s)
+    stack = RefreshStack(settings)
+    refresher, metrics = stack.refresher, stack.metrics
 
     async def publish(views: object) -> None:
         started = time.perf_counter()
@@ -268,7 +263,7 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    await discovery.start()
+    await stack.start()
     actuator = await start_actuator(settings, refresher, metrics)
     refreshing = asyncio.ensure_future(refresher.run())
     exited = asyncio.ensure_future(pool.first_exit())
@@ -292,5 +287,4 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool) -> int:
                 await task
         if actuator is not None:
             await actuator.stop()
-        await source.close()
-        await discovery.close()
+        await stack.close()

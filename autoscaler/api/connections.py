@@ -13,8 +13,8 @@ Here, as Go's `http.Server` does for kube-apiserver and other extension API serv
   byte of a request. A slow-header client ("slowloris") is disconnected.
 - **An idle keep-alive timeout** (`--keepalive-timeout`): aiohttp closes a connection idle between requests.
 - **Oversized request lines or headers** are refused with a Kubernetes `Status`, 431 `RequestHeaderFieldsTooLarge`
-  (as Go answers for headers over its limit), and any other unparseable request with a 400 `Status`, logged in
-  one line at DEBUG level, never with the request or a traceback.
+  (as Go answers for headers over its limit), and any other unparseable request with a 400 `Status`, logged
+  once per interval in one short WARNING line, never with the request or a traceback (`client_errors.py`).
 
 TLS is negotiated here (`loop.start_tls`) rather than by the server socket, which is what makes refusing
 before the handshake possible; aiohttp's request handler then runs unchanged on the TLS transport.
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
-from aiohttp.http_exceptions import BadHttpMessage, LineTooLong
+from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
@@ -74,8 +74,13 @@ class StatusRequestHandler(RequestHandler):
             code, text = 400, "malformed HTTP request"
         else:
             code, text = status, "internal error; see the adapter's log"
-        log.debug("answered %d to an unparseable request from %s: %s", code, request.remote,
-                  str(exc)[:200] if exc is not None else message)
+        if isinstance(exc, HttpProcessingError) and code < 500:
+            # aiohttp's own wording and logger: the client-error filter (api/client_errors.py) turns it
+            # into one short WARNING per interval, without the request's bytes or a traceback.
+            self.log_exception("Error handling request from %s", request.remote, exc_info=exc)
+        else:
+            log.error("answered %d to a request from %s: %s", code, request.remote,
+                      str(exc)[:200] if exc is not None else message)
         if request.writer.output_size > 0:
             raise ConnectionError("response already started; closing the connection")
         response = web.Response(body=json.dumps(status_body(code, text)).encode(), status=code,
