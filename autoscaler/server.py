@@ -91,8 +91,11 @@ def build_source(settings: ServeSettings, discovery: PodDiscovery) -> MetricSour
                                 dcgm_pod_label=settings.dcgm_pod_label)
     if settings.gpu_source == "dcgm":
         raise StartupError("--gpu-source dcgm reads DCGM_FI_DEV_GPU_UTIL from Prometheus: use --source prometheus")
+    exporter_tls = None
+    if settings.exporter_ca_file is not None:  # https exporter URLs signed by the cluster's own CA
+        exporter_tls = ssl.create_default_context(cafile=str(settings.exporter_ca_file))
     return ScrapeSource(discovery, timeout_s=settings.scrape_timeout_s, concurrency=settings.scrape_concurrency,
-                        deadline_s=settings.refresh_interval_s)
+                        deadline_s=settings.refresh_interval_s, ssl_context=exporter_tls)
 
 
 def tls_context(settings: ServeSettings) -> ssl.SSLContext:
@@ -177,6 +180,9 @@ async def build_app(settings: ServeSettings, tls: ssl.SSLContext | None = None) 
 def serve(settings: ServeSettings) -> None:
     """`--workers N` (default 1): the refresh here, serving in N processes (`autoscaler.workers`);
     `--workers 0`: everything in this process."""
+    from autoscaler.preflight import check_startup
+
+    check_startup(settings)  # before any worker, bind or "serving" line
     if settings.workers < 0:
         raise StartupError("--workers must be 0 (one process) or more")
     if settings.insecure_dev:

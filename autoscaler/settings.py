@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from exporter.settings import boolean, host_port, metrics_url
+from exporter.settings import boolean, ca_file, host_port, metrics_url
 
 ENV_PREFIX: Final = "AUTOSCALER_"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -54,6 +54,7 @@ class ServeSettings:
     exporter_port: int = 9187
     scrape_timeout_s: float = 5.0
     scrape_concurrency: int = 64
+    exporter_ca_file: Path | None = None
     namespaces: tuple[str, ...] = ()
     # Decisions.
     refresh_interval_s: float = 15.0
@@ -296,6 +297,8 @@ _OPTIONS: Final = (
             f"{_D.scrape_timeout_s:g} s", "SECONDS", _SOURCE),
     _Option("--scrape-concurrency", count, "number of exporters scraped at once",
             str(_D.scrape_concurrency), "N", _SOURCE),
+    _Option("--exporter-ca-file", ca_file, "CA bundle (PEM) that signs the exporters' certificates, trusted "
+            "for https exporter URLs instead of the system CAs", "the system CAs", "FILE", _SOURCE),
     _Option("--namespaces", csv, "comma list of namespaces to discover runtimes in; empty: all",
             "all namespaces", "NAMESPACE,...", _SOURCE),
     # Decisions.
@@ -416,6 +419,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
         exporter_port=v.get("exporter_port", _D.exporter_port),
         scrape_timeout_s=v.get("scrape_timeout", _D.scrape_timeout_s),
         scrape_concurrency=v.get("scrape_concurrency", _D.scrape_concurrency),
+        exporter_ca_file=v.get("exporter_ca_file", _D.exporter_ca_file),
         namespaces=v.get("namespaces", _D.namespaces),
         refresh_interval_s=v.get("refresh_interval", _D.refresh_interval_s),
         window_s=v.get("window", _D.window_s),
