@@ -49,6 +49,7 @@ def check_startup(settings: ServeSettings) -> None:
             raise PreflightError(f"--targets: {error}") from error
     if needs_kubernetes(settings):
         _check_kube_settings(settings)
+    _check_port(settings)
 
 
 def needs_kubernetes(settings: ServeSettings) -> bool:
@@ -77,6 +78,22 @@ def _check_kube_settings(settings: ServeSettings) -> None:
             fix = ("authentication and authorization need the Kubernetes API: pass --kubeconfig FILE or run in "
                    "a cluster (a local demo without Kubernetes: --insecure-dev)")
         raise PreflightError(f"{detail}; {fix}") from error
+
+
+def _check_port(settings: ServeSettings) -> None:
+    """A port in use, found before the refresh side starts (with `--workers 0` it would otherwise start, and
+    the Lease be taken, before the bind fails)."""
+    from autoscaler.workers import WorkerStartError
+    from autoscaler.workers import _check_port_free as check_port_free
+
+    host = "127.0.0.1" if settings.insecure_dev else settings.listen_host
+    if settings.listen_port == 0:
+        return
+    try:
+        check_port_free(host, settings.listen_port)
+    except WorkerStartError as error:
+        raise PreflightError(f"{error}; choose another port with --listen, or stop the process that holds "
+                             "it") from error
 
 
 @contextmanager

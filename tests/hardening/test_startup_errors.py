@@ -7,6 +7,7 @@ served first. Every case runs in both serving modes: the default (a refresh proc
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -95,6 +96,18 @@ def test_a_policy_file_with_a_mistake_is_one_line_naming_the_file_and_the_fix(
                                      *mode]))
     assert f"cannot start: --config {policy}: {says}" in line
     assert "fix the file (docs/configuration.md, Policy) or leave --config out" in line
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_port_in_use_is_one_line_before_anything_starts(tmp_path: Path, mode: list[str]) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        line = one_line(serve(tmp_path, ["--insecure-dev", "--targets", targets(tmp_path), *mode,
+                                         "--listen", f"127.0.0.1:{port}"]))
+    assert f"cannot start: cannot listen on 127.0.0.1:{port}: Address already in use" in line
+    assert "choose another port with --listen" in line
 
 
 @pytest.mark.parametrize("mode", MODES)
