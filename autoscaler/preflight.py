@@ -47,7 +47,7 @@ def check_startup(settings: ServeSettings) -> None:
             load_targets(settings.targets)
         except TargetsFileError as error:
             raise PreflightError(f"--targets: {error}") from error
-    if needs_kubernetes(settings):
+    if needs_kubernetes(settings) or settings.kubeconfig is not None:  # a file given must be usable
         _check_kube_settings(settings)
     _check_port(settings)
 

@@ -81,6 +81,17 @@ def test_a_kubeconfig_that_is_not_there_is_named(tmp_path: Path, mode: list[str]
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_a_broken_kubeconfig_is_named_even_where_only_deletion_costs_would_use_it(
+        tmp_path: Path, mode: list[str]) -> None:
+    kubeconfig = tmp_path / "kubeconfig.yaml"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    line = one_line(serve(tmp_path, ["--insecure-dev", "--targets", targets(tmp_path), "--kubeconfig",
+                                     str(kubeconfig), *mode]))
+    assert f"cannot start: cannot load Kubernetes connection settings from {kubeconfig}" in line
+    assert "fix or replace the file given with --kubeconfig" in line
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(("case", "says"), [
     ("missing", "cannot read config file: No such file or directory"),
     ("not-yaml", "not valid YAML"),
