@@ -86,12 +86,7 @@ class KubeClient:
 
     async def get_lease(self, namespace: str, name: str) -> JSON | None:
         """The Lease as the server has it, or None when it does not exist."""
-        try:
-            return await self._request("GET", _LEASE, {"namespace": namespace, "name": name})
-        except KubeApiError as error:
-            if error.status == 404:
-                return None
-            raise
+        return await self._get_or_none(_LEASE, {"namespace": namespace, "name": name})
 
     async def create_lease(self, namespace: str, lease: JSON) -> JSON:
         """POST a new Lease; 409 AlreadyExists when another replica was faster."""
