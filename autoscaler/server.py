@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from autoscaler.actuation.actuator import deletion_cost_context
-from autoscaler.api.app import build_api_app
+from autoscaler.api.app import build_served_app
 from autoscaler.api.cert_reload import certificate_reload_context
 from autoscaler.api.certs import self_signed_server_context, server_context
 from autoscaler.policies.config import PolicyBook, apply_overrides, load_policy_book
@@ -150,14 +150,7 @@ async def build_app(settings: ServeSettings, tls: ssl.SSLContext | None = None) 
     """The API application. `tls` is the serving context: authentication adds the client CAs to it."""
     stack = RefreshStack(settings)
     refresher, metrics = stack.refresher, stack.metrics
-    if settings.insecure_dev:
-        app = build_api_app(refresher, metrics)
-    else:
-        from autoscaler.api.auth import build_api_security
-
-        security = await build_api_security(settings, tls, metrics)
-        app = build_api_app(refresher, metrics, security.middlewares)
-        app.on_cleanup.append(security.close)
+    app = await build_served_app(refresher, metrics, settings, tls)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         await stack.start()

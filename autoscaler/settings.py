@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from exporter.env_flags import EnvFlag, EnvFlagError, resolve_flags
 from exporter.settings import boolean, ca_file, host_port, metrics_url
 
 ENV_PREFIX: Final = "AUTOSCALER_"
@@ -198,23 +199,9 @@ def choice(*allowed: str, upper: bool = False) -> Callable[[str], str]:
     return convert
 
 
-@dataclass(frozen=True, slots=True)
-class _Option:
-    flag: str
-    convert: Callable[[str], Any]
-    help: str
-    default_text: str
-    metavar: str | None = None
-    group: str | None = None
-    switch: bool = False  # a flag without a value; its variable takes true/false
-
-    @property
-    def dest(self) -> str:
-        return self.flag.removeprefix("--").replace("-", "_")
-
-    @property
-    def env(self) -> str:
-        return ENV_PREFIX + self.dest.upper()
+class _Option(EnvFlag):
+    __slots__ = ()
+    env_prefix = ENV_PREFIX
 
 
 _D: Final = ServeSettings()
@@ -371,18 +358,10 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) 
 
     Raises SettingsError naming the first variable whose value its flag's converter refuses.
     """
-    env = os.environ if environ is None else environ
-    values: dict[str, Any] = {}
-    for dest, option in _BY_DEST.items():
-        given = getattr(args, dest, None)
-        if given is not None:
-            values[dest] = given
-        elif (raw := env.get(option.env)) is not None:
-            try:
-                values[dest] = option.convert(raw)
-            except argparse.ArgumentTypeError as error:
-                raise SettingsError(f"environment variable {option.env}: {error}") from None
-    return values
+    try:
+        return resolve_flags(_BY_DEST.values(), vars(args), os.environ if environ is None else environ)
+    except EnvFlagError as error:
+        raise SettingsError(str(error)) from None
 
 
 def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> ServeSettings:
