@@ -105,6 +105,7 @@ class SkewAwarePolicy:
     max_replicas: int
     behavior: Behavior = DEFAULT_BEHAVIOR
     window_s: float = 30.0
+    deletion_costs: bool = True  # False: as the adapter's `--deletion-cost off`, the ReplicaSet removes the newest
     name: str = "skew-aware"
     terms: Counter[str] = field(default_factory=Counter)
     hpa: HorizontalPodAutoscaler = field(init=False)
@@ -119,7 +120,7 @@ class SkewAwarePolicy:
         """One adapter refresh: decide, and write the deletion costs onto the pods (the leader's job)."""
         snapshot = RuntimeSnapshot(KEY, cluster.samples(now), taken_at=now, replicas=cluster.replicas)
         view, self.memory = run_decide(snapshot, self.policy, self.memory, now, self.window_s)
-        costs = {p.name: p.deletion_cost for p in view.pods}
+        costs = {p.name: p.deletion_cost for p in view.pods} if self.deletion_costs else {}
         for pod in cluster.pods:
             cost = costs.get(pod.name)
             pod.deletion_cost = cost if cost is not None else 0
