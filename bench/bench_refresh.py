@@ -8,6 +8,7 @@ process) is the figure to compare across machines. Plain script, no asserts:
 
     python bench/bench_refresh.py [--runtimes 100] [--pods 100] [--runs 7]
     python bench/bench_refresh.py --runtimes 1000 --pods 10
+    python bench/bench_refresh.py --runtimes 5000 --pods 2 --render   # also every answer, rendered to bytes
 """
 
 from __future__ import annotations
@@ -84,11 +85,32 @@ def plain_loop(snapshots: list[RuntimeSnapshot]) -> float:
     return total
 
 
+def render(views: dict[RuntimeKey, RuntimeView], runs: int) -> None:
+    """What the refresh process does next: every answer of every runtime as bytes, pickled for the workers."""
+    from autoscaler.api.render import render_snapshot
+    from autoscaler.api.runtimes import debug_body
+    from autoscaler.api.snapshot import encode
+
+    whole, debug = [], []
+    for _ in range(runs):
+        started = time.process_time()
+        blob = encode(render_snapshot(views, True))
+        whole.append(time.process_time() - started)
+        started = time.process_time()
+        for view in views.values():
+            debug_body(view)
+        debug.append(time.process_time() - started)
+    print(f"render every answer and encode the snapshot: median {statistics.median(whole) * 1e3:.1f} ms "
+          f"({len(blob) / 2**20:.1f} MiB), of which /debug documents {statistics.median(debug) * 1e3:.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runtimes", type=int, default=100)
     parser.add_argument("--pods", type=int, default=100, help="pods per runtime")
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--render", action="store_true",
+                        help="also time rendering the views into the serving snapshot, as the refresh does")
     args = parser.parse_args()
 
     now = 1_700_000_000.0
@@ -110,6 +132,9 @@ def main() -> None:
         started = time.process_time()
         views = refresh(snapshots, policy, memory, t)
         cpu.append(time.process_time() - started)
+
+    if args.render:
+        render(views, args.runs)
 
     # Like the refresher, the previous refresh's views stay alive until the new ones replace them.
     tracemalloc.start()
