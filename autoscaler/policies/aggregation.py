@@ -254,7 +254,8 @@ def aggregate(
     max_stale = policy.max_staleness_s
     full_ratio = policy.cache_full_ratio
     target_q = policy.target_queue_delay_s
-    cleaned: list[PodSample] = []
+    cleaned: list[PodSample] | None = None  # made at the first pod that needs cleaning (rarely)
+    inf, minus_inf = _INF, -_INF
     codes: list[int] = []
     load_fresh: list[bool] = []
     ready = n = 0
@@ -279,20 +280,23 @@ def aggregate(
         k = pod.models_loaded
         m = pod.cache_misses_per_second
         if not (  # the check of `clean_sample`, inlined: a valid pod (the usual case) is kept as it is
-            (t is None or -_INF < t < _INF)
-            and (g is None or -_INF < g < _INF)
-            and (b is None or 0.0 <= b < _INF)
-            and (r is None or 0.0 <= r < _INF)
-            and (q is None or 0.0 <= q < _INF)
-            and (m is None or 0.0 <= m < _INF)
-            and (a is None or 0.0 <= a < _INF)
-            and (c is None or 0.0 <= c < _INF)
-            and (k is None or 0.0 <= k < _INF)
+            (t is None or minus_inf < t < inf)
+            and (g is None or minus_inf < g < inf)
+            and (b is None or 0.0 <= b < inf)
+            and (r is None or 0.0 <= r < inf)
+            and (q is None or 0.0 <= q < inf)
+            and (m is None or 0.0 <= m < inf)
+            and (a is None or 0.0 <= a < inf)
+            and (c is None or 0.0 <= c < inf)
+            and (k is None or 0.0 <= k < inf)
         ):
+            if cleaned is None:
+                cleaned = list(pods[:i])
             pod = clean_sample(pod)
             t, g, b, r, q = pod.sampled_at, pod.gpu_sampled_at, pod.gpu_busy, pod.requests_per_second, pod.queue_delay_s
             a, c, k = pod.lru_age_s, pod.cache_used_ratio, pod.models_loaded
-        cleaned.append(pod)
+        if cleaned is not None:
+            cleaned.append(pod)
         if not pod.ready:
             codes.append(_NOT_READY)
             load_fresh.append(False)
@@ -361,9 +365,9 @@ def aggregate(
     }
     states = _states(expected)
     return Aggregate(
-        pods=tuple(cleaned),
+        pods=tuple(cleaned) if cleaned is not None else pods if type(pods) is tuple else tuple(pods),
         fresh=tuple(load_fresh),
-        weights=_request_weights(len(cleaned), rps, rps_at, p),
+        weights=_request_weights(len(pods), rps, rps_at, p),
         ready=ready,
         n=n,
         coverage=n / ready if ready else 0.0,
@@ -413,9 +417,8 @@ def _request_weights(count: int, rates: Sequence[float], at: Sequence[int], p: f
 
     When every counted rate is 0 the load is even, so the counted pods share equally.
     """
-    weights = [0.0] * count
     if not rates:
-        return tuple(weights)
+        return (0.0,) * count
     top = max(rates)
     if top == 0.0:
         shares = [1.0 / len(rates)] * len(rates)
@@ -423,6 +426,9 @@ def _request_weights(count: int, rates: Sequence[float], at: Sequence[int], p: f
         powers = [(r / top) ** p for r in rates]
         total = math.fsum(powers)
         shares = [x / total for x in powers]
+    if len(shares) == count:  # every pod counted (the usual case): `at` is 0, 1, 2, ...
+        return tuple(shares)
+    weights = [0.0] * count
     for i, share in zip(at, shares, strict=True):
         weights[i] = share
     return tuple(weights)
