@@ -16,6 +16,7 @@ pods, the policy and the `now` the caller passes in.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -354,13 +355,11 @@ def aggregate(
     else:
         pressure = None
     fresh_count = (fresh_g, fresh_r, fresh_q, fresh_c)
-    expected = tuple(fresh_count[j] > 0 or s in seen for j, s in enumerate(SIGNALS))
+    expected = (fresh_g > 0 or SIGNAL_GPU in seen, fresh_r > 0 or SIGNAL_REQUESTS in seen,
+                fresh_q > 0 or SIGNAL_QUEUE in seen, fresh_c > 0 or SIGNAL_CACHE in seen)
+    # A Ready pod on which an expected signal is not fresh misses it.
     signals = {
-        s: SignalStats(
-            fresh=fresh_count[j],
-            missing=ready - fresh_count[j] if expected[j] else 0,  # a Ready pod without it fresh misses it
-            coverage=fresh_count[j] / ready if ready else 0.0,
-        )
+        s: _signal_stats(fresh_count[j], ready - fresh_count[j] if expected[j] else 0, ready)
         for j, s in enumerate(SIGNALS)
     }
     states = _states(expected)
@@ -383,6 +382,13 @@ def aggregate(
         signals=signals,
         pod_signals=tuple([states[code] for code in codes]),
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _signal_stats(fresh: int, missing: int, ready: int) -> SignalStats:
+    """Shared, immutable stats: a runtime's counts repeat from refresh to refresh, and building four of them
+    per runtime cost more than the rest of its aggregation."""
+    return SignalStats(fresh=fresh, missing=missing, coverage=fresh / ready if ready else 0.0)
 
 
 _NOT_READY: Final = 64
