@@ -14,6 +14,7 @@ process) is the figure to compare across machines. Plain script, no asserts:
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import time
@@ -145,7 +146,8 @@ def main() -> None:
 
     total = args.runtimes * args.pods
     median = statistics.median(cpu)
-    print(f"pods: {total} in {args.runtimes} runtimes; runs: {args.runs}")
+    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"pods: {total} in {args.runtimes} runtimes; runs: {args.runs}; load average {load}")
     print(
         f"cpu per full refresh: median {median * 1e3:.1f} ms, min {min(cpu) * 1e3:.1f} ms, "
         f"max {max(cpu) * 1e3:.1f} ms ({median / total * 1e6:.2f} µs per pod)"
