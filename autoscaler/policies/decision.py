@@ -34,10 +34,10 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Final
 
-from autoscaler.model import PodView, RuntimeSnapshot, RuntimeView, ServedValue
+from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
 from autoscaler.policies.aggregation import (
     SIGNAL_CACHE,
@@ -49,8 +49,9 @@ from autoscaler.policies.aggregation import (
     SignalStats,
     aggregate,
 )
+from autoscaler.policies.podviews import pod_views
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
-from autoscaler.policies.ranking import Ranking, WeightedTerm, default_terms, rank_pods
+from autoscaler.policies.ranking import WeightedTerm, default_terms, rank_pods
 from autoscaler.policies.recommendation import NO_CAPACITY_SETTING, SIGNAL_OF, Recommendation, ceil_pods, recommend
 from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, smooth
 
@@ -80,52 +81,6 @@ _NO_MEMORY: Final = RuntimeMemory()
 """A runtime's memory before its first refresh (immutable, so one object serves every runtime)."""
 
 _METRICS: Final = tuple(ServedMetric)
-
-
-_POD_VIEW_FIELDS: Final = (
-    "name", "ready", "fresh", "age_s", "gpu_busy", "requests_per_second", "queue_delay_s", "lru_age_s",
-    "cache_used_ratio", "weight", "need", "deletion_cost", "signals",
-)
-if tuple(f.name for f in fields(PodView)) != _POD_VIEW_FIELDS:  # pragma: no cover - a model change
-    raise ImportError("PodView's fields changed: update _POD_VIEW_FIELDS and _pod_views in policies/decision.py")
-(
-    _set_name, _set_ready, _set_fresh, _set_age, _set_gpu, _set_rps, _set_queue, _set_lru, _set_cache,
-    _set_weight, _set_need, _set_cost, _set_signals,
-) = (getattr(PodView, name).__set__ for name in _POD_VIEW_FIELDS)
-
-
-def _pod_views(agg: Aggregate, ranking: Ranking, now: float) -> tuple[PodView, ...]:
-    """One PodView per pod, in the snapshot's order: ordinary frozen `PodView`s, built through their slots.
-
-    A frozen dataclass's `__init__` sets each field through `object.__setattr__`, about 2 µs for PodView's 13
-    fields: at 10,000 pods, more than all the rest of a pod's decision. Writing the slots directly (what
-    `object.__setattr__` ends up doing) costs half. Every field is set; the check above fails at import if
-    `PodView` gains or reorders one, and tests compare the result with `PodView(...)` field by field.
-    """
-    new = object.__new__
-    views: list[PodView] = []
-    append = views.append
-    states = agg.pod_signals or ((),) * len(agg.pods)
-    for pod, fresh, weight, need, cost, signals in zip(
-        agg.pods, agg.fresh, agg.weights, ranking.needs, ranking.costs, states, strict=True
-    ):
-        t = pod.sampled_at
-        view = new(PodView)
-        _set_name(view, pod.name)
-        _set_ready(view, pod.ready)
-        _set_fresh(view, fresh)
-        _set_age(view, None if t is None else (age if (age := now - t) > 0.0 else 0.0))
-        _set_gpu(view, pod.gpu_busy)
-        _set_rps(view, pod.requests_per_second)
-        _set_queue(view, pod.queue_delay_s)
-        _set_lru(view, pod.lru_age_s)
-        _set_cache(view, pod.cache_used_ratio)
-        _set_weight(view, weight)
-        _set_need(view, need)
-        _set_cost(view, cost)
-        _set_signals(view, signals)
-        append(view)
-    return tuple(views)
 
 
 def _raw_values(agg: Aggregate, desired: int) -> dict[ServedMetric, float | None]:
@@ -250,7 +205,7 @@ def decide(
             log.warning("%s", warnings[0])
 
     ranking = rank_pods(agg.pods, _terms(policy))
-    pods = _pod_views(agg, ranking, now)
+    pods = pod_views(agg, ranking, now)
     view = RuntimeView(
         key=snapshot.key,
         refreshed_at=now,

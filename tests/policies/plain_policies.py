@@ -1,6 +1,6 @@
 """The policies' previous, plain implementation of the per-pod work, kept as the oracle of the fast one.
 
-`autoscaler.policies.aggregation.aggregate` and `autoscaler.policies.decision._pod_views` were rewritten for
+`autoscaler.policies.aggregation.aggregate` and `autoscaler.policies.podviews.pod_views` were rewritten for
 speed (one pass over the pods, shared state tuples, PodViews built through their slots); these are the
 versions they replaced, line for line, so that `test_fast_path.py` can check on random pods that both give the
 same results. Shared helpers that did not change are imported, not copied.

@@ -18,6 +18,7 @@ from autoscaler.model import PodSample
 from autoscaler.policies import decision
 from autoscaler.policies.aggregation import SIGNALS, aggregate
 from autoscaler.policies.decision import decide
+from autoscaler.policies.podviews import pod_views
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.ranking import default_terms, rank_pods
 from tests.policies.builders import NOW, PROPERTIES, snapshot
@@ -77,7 +78,7 @@ def test_fast_pod_views_equal_the_plain_ones(pods: tuple[PodSample, ...], policy
                                              seen: frozenset[str]) -> None:
     agg = aggregate(pods, policy, NOW, seen)
     ranking = rank_pods(agg.pods, default_terms(policy))
-    assert decision._pod_views(agg, ranking, NOW) == plain_pod_views(agg, ranking, NOW)
+    assert pod_views(agg, ranking, NOW) == plain_pod_views(agg, ranking, NOW)
 
 
 @PROPERTIES
@@ -90,7 +91,7 @@ def test_fast_decisions_equal_the_plain_ones_refresh_after_refresh(
         now = NOW + 15.0 * i  # pods stay stamped at NOW: they age by 15 s a refresh
         fast_view, fast = decide(snapshot(pods, now=now, source_ok=source_ok), policy, fast, now, 30.0)
         with mock.patch.object(decision, "aggregate", plain_aggregate), \
-                mock.patch.object(decision, "_pod_views", plain_pod_views), \
+                mock.patch.object(decision, "pod_views", plain_pod_views), \
                 mock.patch.object(decision, "_terms", default_terms):
             plain_view, plain = decide(snapshot(pods, now=now, source_ok=source_ok), policy, plain, now, 30.0)
         assert fast_view == plain_view
