@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -40,21 +40,26 @@ class Cluster:
     kube: FakeKubeApi
     hot: FakeModelMesh
     kubeconfig: Path
+    served: list[float | None] = field(default_factory=list)
 
     def desired(self) -> float | None:
+        """What kubectl reads now (None: an error); every reading is kept for failure messages."""
         code, body = get_raw(self.kubeconfig, DESIRED)
-        if code != 0:
-            return None
-        value: str = body["items"][0]["value"]
-        return int(value.removesuffix("m")) / 1000 if value.endswith("m") else float(value)
+        value: float | None = None
+        if code == 0:
+            text: str = body["items"][0]["value"]
+            value = int(text.removesuffix("m")) / 1000 if text.endswith("m") else float(text)
+        self.served.append(value)
+        return value
 
 
-async def eventually(check: Callable[[], bool], timeout: float) -> float:
-    """Seconds until `check()` held; fails after `timeout`."""
+async def eventually(cluster: Cluster, check: Callable[[float | None], bool], timeout: float) -> float:
+    """Seconds until `check(desired)` held; fails after `timeout` with the last values served."""
     started = time.monotonic()
-    async with asyncio.timeout(timeout):
-        while not await asyncio.to_thread(check):
-            await asyncio.sleep(0.3)
+    while not check(await asyncio.to_thread(cluster.desired)):
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"not met within {timeout} s; served lately: {cluster.served[-10:]}")
+        await asyncio.sleep(0.3)
     return time.monotonic() - started
 
 
@@ -94,10 +99,10 @@ async def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
 
 async def test_served_desired_is_clamped_to_the_hpa_max_and_falls_below_it_promptly(cluster: Cluster) -> None:
     # M2(2000, 0) × 2 pods = 2828 req/s at 100 per pod: 28.3, so 29 pods; the HPA's max is 100.
-    await eventually(lambda: cluster.desired() == 29.0, timeout=40)
+    await eventually(cluster, lambda served: served == 29.0, timeout=40)
 
     cluster.kube.set_hpa_bounds(NS, "triton", max_replicas=3)
-    await eventually(lambda: cluster.desired() == 3.0, timeout=10)
+    await eventually(cluster, lambda served: served == 3.0, timeout=10)
     deadline = time.monotonic() + 3
     while time.monotonic() < deadline:  # still 29 pods of demand: the cap holds
         assert await asyncio.to_thread(cluster.desired) == 3.0
@@ -107,5 +112,5 @@ async def test_served_desired_is_clamped_to_the_hpa_max_and_falls_below_it_promp
     # Demand falls to 0 (the lower bound: 1 pod) within the exporter's 3 s load window. From the cap, the
     # served value is below 3 once 1 + 2·exp(-t/15) ≤ 2: t = 15 ln 2 ≈ 10 s. From the uncapped 28.3 it would
     # take 15 ln 27.3 ≈ 50 s, all of it served as 3 by an HPA that cannot go above its max anyway.
-    took = await eventually(lambda: (cluster.desired() or 3.0) < 3.0, timeout=30)
+    took = await eventually(cluster, lambda served: (served or 3.0) < 3.0, timeout=30)
     assert took < 25, took
