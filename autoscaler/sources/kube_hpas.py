@@ -241,6 +241,7 @@ class HpaWatch:
         try:
             if response.status >= 300:
                 raise status_error(what, response.status, await read_body(response, what))
+            self._set_ok(scope, True)  # resumed after a failure: the bounds are current again
             while True:
                 try:
                     line = await response.content.readline()

@@ -59,7 +59,7 @@ def test_gpu_series_vanishing_on_every_pod_hold_desired_and_gpu_busy(tmp_path: P
     """Was: the view stayed "complete" without the GPU and desired decayed 5 → 4 → 3 → 2."""
     gpus = fake_gpus(tmp_path, [90, 90, 90, 90])
     with data_path_running(tmp_path, pods=4, rps=50, gpus=gpus, policy={"scale_down_tau_s": 0}) as path:
-        # 4 pods × 0.9 / 0.8 = 4.5 pods: 5.
+        # 4 pods x 0.9 / 0.8 = 4.5 pods: 5.
         poll(lambda: path.value("modelmesh_desired_replicas") == 5.0, timeout=40)
         busy = poll(lambda: path.value("modelmesh_gpu_busy"), timeout=10)
         assert isinstance(busy, float) and 0.85 <= busy <= 0.95
@@ -81,7 +81,7 @@ def test_hot_pod_losing_its_gpu_rate_and_queue_series_keeps_desired(tmp_path: Pa
     gpus = fake_gpus(tmp_path, [90, 10, 10, 10])
     with data_path_running(tmp_path, pods=4, rps=50, gpus=gpus, policy={"scale_down_tau_s": 0}) as path:
         path.set_load(pod=0, queue_delay_ms=200)
-        # GPU: M2(0.9, 0.1, 0.1, 0.1) = sqrt(0.84 / 4) = 0.458; × 4 pods / 0.8 = 2.29 pods.
+        # GPU: M2(0.9, 0.1, 0.1, 0.1) = sqrt(0.84 / 4) = 0.458; x 4 pods / 0.8 = 2.29 pods.
         # Queue: 2.29 + (0.2 - 0.05) / 15 = 2.30 pods. Desired 3; no request target, so no request term.
         poll(lambda: path.value("modelmesh_desired_replicas") == 3.0, timeout=40)
 
@@ -96,7 +96,7 @@ def test_hot_pod_losing_its_gpu_rate_and_queue_series_keeps_desired(tmp_path: Pa
         path.restart_exporter(0)
         path.reset_counters(0)
 
-        # Without the holds: GPU 3 × 0.1 / 0.8 = 0.375 pods, queue 0.375 + 0.01: desired 1.
+        # Without the holds: GPU 3 x 0.1 / 0.8 = 0.375 pods, queue 0.375 + 0.01: desired 1.
         desired = served_over(path, "modelmesh_desired_replicas", 10)
         assert desired and all(isinstance(v, float) and v >= 3.0 for v in desired), desired
         pods = {pod["name"]: pod for pod in debug_runtime(path)["pods"]}  # type: ignore[attr-defined]
@@ -117,7 +117,7 @@ async def test_exporter_restart_in_prometheus_mode_does_not_lower_values(tmp_pat
                   for i, url in enumerate(path.exporter_urls)}
         async with PrometheusServer(path.exporter_urls, port=port, target_labels=labels,
                                     workdir=tmp_path / "prometheus"):
-            # 2 pods × 130 req/s = 260 req/s at 100 per pod: 2.6 pods, 3.
+            # 2 pods x 130 req/s = 260 req/s at 100 per pod: 2.6 pods, 3.
             await until(lambda: path.value("modelmesh_desired_replicas") == 3.0, timeout=60)
             load = path.value("modelmesh_request_load")
             assert load is not None and 240 < load < 280
@@ -156,8 +156,8 @@ def test_constant_queue_on_one_pod_with_idle_pods_added_settles(tmp_path: Path) 
         for count in range(1, pods + 1):
             document["runtimes"][0]["pods"] = every[:count]
             targets.write_text(yaml.safe_dump(document))
-            poll(lambda c=count: debug_runtime(path).get("fresh_pods") == c, timeout=20)  # type: ignore[misc]
-            # n pods, one at 30 req/s: D = n × 30/sqrt(n) / 100 = 0.3 sqrt(n) ≤ 0.74 for n ≤ 6;
+            poll(lambda c=count: debug_runtime(path).get("fresh_pods") == c, timeout=20)
+            # n pods, one at 30 req/s: D = n x 30/sqrt(n) / 100 = 0.3 sqrt(n) ≤ 0.74 for n ≤ 6;
             # queue term D + (0.2 - 0.05) / 15 ≤ 0.75: one pod at every step.
             time.sleep(1.5)
             desired = served_over(path, "modelmesh_desired_replicas", 2)
