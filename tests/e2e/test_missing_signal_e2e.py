@@ -37,6 +37,11 @@ def served_over(path: DataPath, metric: str, seconds: float) -> list[float | str
     return seen
 
 
+def unknown(served: float | str) -> bool:
+    """kubectl's error for a 503: the value is unknown and the HPA holds (the other errors are failures)."""
+    return isinstance(served, str) and "ServiceUnavailable" in served
+
+
 def fake_gpus(tmp_path: Path, utilization: list[int]) -> list[FakeNvml]:
     gpus = []
     for index, util in enumerate(utilization):
@@ -72,12 +77,13 @@ def test_gpu_series_vanishing_on_every_pod_hold_desired_and_gpu_busy(tmp_path: P
         desired = served_over(path, "modelmesh_desired_replicas", 6)
         assert desired and all(value == 5.0 for value in desired), desired
         for value in served_over(path, "modelmesh_gpu_busy", 3):
-            # Unknown (kubectl fails on the 503: the HPA holds) or the held value; never lower.
-            assert isinstance(value, str) or value >= busy - 0.01, value
+            # Unknown (503: the HPA holds) or the held value; never lower.
+            assert unknown(value) or (isinstance(value, float) and value >= busy - 0.01), value
 
 
 def test_hot_pod_losing_its_gpu_rate_and_queue_series_keeps_desired(tmp_path: Path) -> None:
-    """Was: with tau 0, desired fell 5 → 1 in one refresh when the hot pod's series went missing."""
+    """Was: with tau 0, desired fell to 1 in one refresh when the hot pod's series went missing (5 → 1 in the
+    issue's example; here 3 → 1)."""
     gpus = fake_gpus(tmp_path, [90, 10, 10, 10])
     with data_path_running(tmp_path, pods=4, rps=50, gpus=gpus, policy={"scale_down_tau_s": 0}) as path:
         path.set_load(pod=0, queue_delay_ms=200)
@@ -134,7 +140,7 @@ async def test_exporter_restart_in_prometheus_mode_does_not_lower_values(tmp_pat
             desired = await asyncio.to_thread(served_over, path, "modelmesh_desired_replicas", 10)
             assert desired and all(isinstance(v, float) and v >= 3.0 for v in desired), desired
             for value in await asyncio.to_thread(served_over, path, "modelmesh_request_load", 3):
-                assert isinstance(value, str) or value >= 240, value
+                assert unknown(value) or (isinstance(value, float) and value >= 240), value
 
 
 async def until(check: Callable[[], object], timeout: float) -> None:
