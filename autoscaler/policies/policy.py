@@ -58,7 +58,7 @@ class RuntimePolicy:
     need_weight_gpu: float = 0.5
     """Weight of a pod's GPU busy ratio in its need (docs/design.md, Choosing the pod to remove)."""
 
-    need_weight_cache: float = 0.0
+    need_weight_cache: float = 2.0
     """Weight of a pod's cache fill (ModelMesh's used / capacity) in its need: keeps the pods that hold models."""
 
 

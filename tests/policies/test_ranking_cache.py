@@ -24,11 +24,11 @@ THREE = (
 
 
 def test_without_the_cache_term_the_old_quiet_pod_goes_first() -> None:
-    # Shipped weights (requests 0.5, gpu 0.5, cache 0); max r = 20:
+    # Weights requests 0.5, gpu 0.5, cache 0 (before the term); max r = 20:
     #   old-quiet: 0.5 x 2/20 + 0.5 x 0.1 = 0.10 -> bucket 1 -> 100
     #   new:       0.5 x 10/20 + 0.5 x 0.5 = 0.50 -> bucket 5 -> 500
     #   busy:      0.5 x 1 + 0.5 x 0.9 = 0.95 -> bucket 9 -> 900
-    ranking = rank_pods(THREE, default_terms(RuntimePolicy()))
+    ranking = rank_pods(THREE, default_terms(RuntimePolicy(need_weight_cache=0.0)))
     assert ranking.needs == pytest.approx((0.10, 0.50, 0.95))
     assert ranking.costs == (100, 500, 900)
     assert removal_order(THREE, ranking.needs) == ["old-quiet", "new", "busy"]
@@ -42,6 +42,17 @@ def test_with_cache_weight_one_the_nearly_empty_new_pod_goes_first() -> None:
     ranking = rank_pods(THREE, default_terms(RuntimePolicy(need_weight_cache=1.0)))
     assert ranking.needs == pytest.approx((0.55, 0.30, 0.975))
     assert ranking.costs == (500, 300, 900)
+    assert removal_order(THREE, ranking.needs) == ["new", "old-quiet", "busy"]
+
+
+def test_shipped_weights_keep_the_full_caches_and_remove_the_new_pod() -> None:
+    # Shipped weights 0.5, 0.5, 2 (sum 3):
+    #   old-quiet: (0.05 + 0.05 + 2 x 1.0) / 3 = 2.1 / 3  = 0.70  -> 700
+    #   new:       (0.25 + 0.25 + 2 x 0.1) / 3 = 0.7 / 3  = 0.233 -> 200
+    #   busy:      (0.50 + 0.45 + 2 x 1.0) / 3 = 2.95 / 3 = 0.983 -> 900
+    ranking = rank_pods(THREE, default_terms(RuntimePolicy()))
+    assert ranking.needs == pytest.approx((0.70, 0.7 / 3, 2.95 / 3))
+    assert ranking.costs == (700, 200, 900)
     assert removal_order(THREE, ranking.needs) == ["new", "old-quiet", "busy"]
 
 
