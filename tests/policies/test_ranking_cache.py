@@ -56,6 +56,19 @@ def test_shipped_weights_keep_the_full_caches_and_remove_the_new_pod() -> None:
     assert removal_order(THREE, ranking.needs) == ["new", "old-quiet", "busy"]
 
 
+def test_among_equally_full_caches_request_share_and_gpu_still_decide() -> None:
+    # Shipped weights 0.5, 0.5, 2 (sum 3), every cache full; max r = 20:
+    #   idle: (0 + 0 + 2) / 3           = 0.667 -> 600
+    #   half: (0.25 + 0.25 + 2) / 3     = 0.833 -> 800
+    #   hot:  (0.5 + 0.5 + 2) / 3       = 1.0   -> 900
+    pods = (pod("hot", rps=20.0, gpu=1.0, cache=1.0), pod("idle", rps=0.0, gpu=0.0, cache=1.0),
+            pod("half", rps=10.0, gpu=0.5, cache=1.0))
+    ranking = rank_pods(pods, default_terms(RuntimePolicy()))
+    assert ranking.needs == pytest.approx((1.0, 2 / 3, 2.5 / 3))
+    assert ranking.costs == (900, 600, 800)
+    assert removal_order(pods, ranking.needs) == ["idle", "half", "hot"]
+
+
 def test_a_pod_without_a_cache_reading_is_not_protected_by_the_term() -> None:
     # Weights 0.5, 0.5, 3 (sum 4); b reports no cache fill, which counts as 0:
     #   a: (0.5 x 1 + 0.5 x 0.2 + 3 x 0.5) / 4 = 2.1 / 4 = 0.525
