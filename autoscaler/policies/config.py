@@ -124,6 +124,7 @@ _CHECKS: Final[tuple[tuple[str, Callable[[RuntimePolicy], bool], str], ...]] = (
     ("min_coverage", lambda p: _ratio(p.min_coverage), "must be in (0, 1]"),
     ("need_weight_requests", lambda p: p.need_weight_requests >= 0.0, "must be >= 0"),
     ("need_weight_gpu", lambda p: p.need_weight_gpu >= 0.0, "must be >= 0"),
+    ("need_weight_cache", lambda p: p.need_weight_cache >= 0.0, "must be >= 0"),
 )
 
 

@@ -59,6 +59,9 @@ class RuntimePolicy:
     need_weight_gpu: float = 0.5
     """Weight of a pod's GPU busy ratio in its need (docs/design.md, Choosing the pod to remove)."""
 
+    need_weight_cache: float = 2.0
+    """Weight of a pod's cache fill (ModelMesh's used / capacity) in its need: keeps the pods that hold models."""
+
 
 def lower_bound(policy: RuntimePolicy) -> int:
     """The replica floor: `min_replicas`, else 1 (the HPA's `minReplicas` is merged in by `with_hpa_bounds`)."""

@@ -3,13 +3,16 @@
 The need of a pod is a weighted sum of terms, each scaled to 0..1 within the runtime, with the weights
 normalised so that need is 0..1 too:
 
-    need_i = (w_r · r_i / max r  +  w_g · b_i) / (w_r + w_g)
+    need_i = (w_r · r_i / max r  +  w_g · b_i  +  w_c · c_i) / (w_r + w_g + w_c)
 
 (a term that no Ready pod reports, such as GPU busy on a CPU runtime, drops out of the sum and its weight).
+`c_i` is the pod's cache fill (ModelMesh's used / capacity): what removing the pod would throw away. Request
+share and GPU busy alone rank an old quiet pod, which holds the only copies of the quiet models, below a
+new pod with a nearly empty cache; its removal turns every later request for those models into a cold load.
 
-A term is anything with a `name` and a `scores(pods)` method (`NeedTerm`), so the third term of docs/design.md — the
-share of models that only this pod served in the last `target_lru_age` — plugs in beside the two here once
-the exporter reports per-pod model sets, without touching the combination or the bucketing.
+A term is anything with a `name` and a `scores(pods)` method (`NeedTerm`), so the term of docs/design.md — the
+share of models that only this pod served in the last `target_lru_age` — plugs in beside these once the
+exporter reports per-pod model sets, without touching the combination or the bucketing.
 
 A pod that lacks a term's signal scores None for that term, and None counts as 0: a pod we cannot see is
 not protected by that term (it is removed earlier rather than kept on a guess). Not-Ready pods get no need
@@ -77,16 +80,36 @@ class GpuBusyTerm:
 
 
 @dataclass(frozen=True, slots=True)
+class CacheFillTerm:
+    """`c_i`, the share of the pod's model cache in use (0..1, clamped), as ModelMesh reports it.
+
+    A proxy for the models removing the pod would lose: a full cache holds many models, some of them perhaps
+    nowhere else; a pod that just started holds few, and those it does hold were copied there because other
+    pods had them. The raw ratio rather than `c_i / max c`, so that pods whose caches are all nearly empty
+    (a fresh runtime) are not told apart by a handful of models.
+    """
+
+    name: str = "cache"
+
+    def scores(self, pods: Sequence[PodSample]) -> list[float | None]:
+        return [
+            (c if c <= 1.0 else 1.0) if (c := pod.cache_used_ratio) is not None and 0.0 <= c < _INF else None
+            for pod in pods
+        ]
+
+
+@dataclass(frozen=True, slots=True)
 class WeightedTerm:
     term: NeedTerm
     weight: float
 
 
 def default_terms(policy: RuntimePolicy) -> tuple[WeightedTerm, ...]:
-    """The two terms docs/design.md defines today, weighted by the policy."""
+    """The terms docs/design.md defines today, weighted by the policy (a weight of 0 leaves a term out)."""
     return (
         WeightedTerm(RequestShareTerm(), policy.need_weight_requests),
         WeightedTerm(GpuBusyTerm(), policy.need_weight_gpu),
+        WeightedTerm(CacheFillTerm(), policy.need_weight_cache),
     )
 
 

@@ -11,6 +11,7 @@ from autoscaler.model import PodSample
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.ranking import (
     COST_SPACING,
+    CacheFillTerm,
     GpuBusyTerm,
     RequestShareTerm,
     WeightedTerm,
@@ -118,7 +119,8 @@ def test_a_third_term_plugs_in_beside_the_others() -> None:
 
 
 def test_term_names_say_what_they_score() -> None:
-    assert [t.term.name for t in TERMS] == [RequestShareTerm().name, GpuBusyTerm().name] == ["requests", "gpu"]
+    assert [t.term.name for t in TERMS] == [RequestShareTerm().name, GpuBusyTerm().name, CacheFillTerm().name]
+    assert [t.term.name for t in TERMS] == ["requests", "gpu", "cache"]
 
 
 def test_a_runtime_without_gpus_uses_every_cost_bucket() -> None:

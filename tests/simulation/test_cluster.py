@@ -125,3 +125,25 @@ def test_water_fill_places_the_whole_rate_and_never_on_a_busier_copy(rates: list
 ])
 def test_share_of_a_tick_a_queue_spends_over_the_threshold(b0: float, slope: float, share: float) -> None:
     assert share_over_threshold(b0, slope, 5.0, 1.0) == pytest.approx(share)
+
+
+def test_pods_report_cache_fill_and_lru_age_as_modelmesh_does() -> None:
+    # ModelMesh publishes the share of its cache in use and the age of its least recently used model; the
+    # ranking's cache term reads the first. Two models of room per pod.
+    cluster = Cluster(SHAPE, 2, tick_s=5.0)
+    old, other = cluster.pods
+    cluster.route(0.0, [0, 1], [1.0, 2.0], 60.0)
+    cluster.route(60.0, [1], [2.0], 60.0)  # model 1 used again at 60, model 0 last at 0
+    cluster.step(60.0)
+    cluster.scale_to(3, 60.0)
+    cluster.settle(90.0)
+    cluster.step(90.0)
+    new = cluster.pods[2]
+    by_name = {s.name: s for s in cluster.samples(100.0)}
+    assert {p.name: len(p.cache) for p in (old, other, new)} == {old.name: 1, other.name: 1, new.name: 0}
+    held = {name: cluster.holders[m][0].name for m, name in ((0, "m0"), (1, "m1"))}
+    m0, m1 = by_name[held["m0"]], by_name[held["m1"]]
+    assert (m0.cache_used_ratio, m0.models_loaded, m0.lru_age_s) == (0.5, 1.0, 100.0)  # one of two slots; used at 0
+    assert (m1.cache_used_ratio, m1.lru_age_s) == (0.5, 40.0)  # used at 60
+    empty = by_name[new.name]
+    assert (empty.cache_used_ratio, empty.models_loaded, empty.lru_age_s) == (0.0, 0.0, None)  # nothing loaded yet
