@@ -16,7 +16,7 @@ from tests.e2e.conftest import data_path_running
 from tests.fakes.nvml import FakeNvml
 from tests.hardening.adapter import adapter_running
 from tests.support.kubectl import get_raw, write_kubeconfig
-from tests.support.processes import poll
+from tests.support.processes import http_get, poll
 
 pytestmark = pytest.mark.slow
 
@@ -77,3 +77,8 @@ def test_adapter_restarted_while_the_hot_pods_exporter_is_down_serves_nothing_lo
             assert seen[-1]["modelmesh_gpu_busy"] is None, seen
             assert any(s["modelmesh_desired_replicas"] is None for s in seen[:3]), "warm-up answers 503 first"
             assert "warming up" in restarted.log_text()
+            # Why, for whoever looks: /debug names the pod and what it lacks; the self-metric says "warming up".
+            code, debug = get_raw(kubeconfig, "/debug/runtimes/default/modelmesh-serving-demo")
+            assert code == 0 and "3 of 4 ready pods fresh (pod-0: gpu stale" in debug["warming_up"], debug
+            gauge = 'modelmesh_autoscaler_runtime_warming_up{deployment="modelmesh-serving-demo",namespace="default"}'
+            assert f"{gauge} 1.0" in http_get(f"{restarted.url}/metrics")[1]
