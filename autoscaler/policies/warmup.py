@@ -17,13 +17,14 @@ So, for a runtime with no memory (docs/design.md, Missing data):
   served: the API answers 503 as for too little coverage, and the HPA, for which a failing metric means
   "no scale-down", holds.
 - **After the grace period** (`warmup_grace_s`, default `max_staleness_s`: a pod not fresh by then would
-  count as stale with memory too) `modelmesh_desired_replicas` is served, never below the current replicas
-  and never below what it served since (it may rise, not fall), so the HPA can scale up; the other values
-  stay 503 until every Ready pod is fresh, because without memory the only number for them is what the
-  fresh pods alone show, which is lower than the truth when the missing pod is the hot one.
+  count as stale with memory too) the runtime is served from the pods that are fresh, with the usual
+  coverage rule, and its memory starts: `modelmesh_desired_replicas` is never below the current replicas
+  (the seed, held while a pod is missing: it may rise, not fall), so the HPA, which takes the largest of its
+  metrics, never scales down; the other values are what the fresh pods alone show, and from then on may rise
+  but not fall until every Ready pod is fresh.
 
-Once the runtime is complete it is warm: its memory is kept from then on and the usual rules apply. Pure:
-the caller keeps the `WarmUp` state and passes `now`.
+A runtime that is complete, or past its grace period, is warm: its memory is kept from then on and the
+usual rules apply. Pure: the caller keeps the `WarmUp` state and passes `now`.
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ class WarmUp:
     """A runtime not yet warm: since when, and what its unserved refreshes must carry to the next one."""
 
     since: float
-    held_desired: float | None = None  # the replica series served since the grace period ended (may rise only)
     misses: int = 0  # refreshes in a row that were not complete
     warned_no_capacity: bool = False  # the no-capacity warning was logged for this runtime
 
@@ -65,10 +65,9 @@ def replica_floor(snapshot: RuntimeSnapshot) -> int:
 
 
 def seed_memory(floor: int, warm: WarmUp, now: float) -> RuntimeMemory:
-    """The memory a runtime without one starts from: the replica series at what runs (or at what was served
-    since the grace period, if more), nothing else. `known=True`: the seed is not "data back after a gap"."""
-    start = max(float(floor), warm.held_desired or 0.0)
-    smoothed = {_DESIRED: SmoothState(start, now)} if start > 0.0 else {}
+    """The memory a runtime without one starts from: the replica series at what runs, nothing else.
+    `known=True`: the seed is not "data back after a gap"."""
+    smoothed = {_DESIRED: SmoothState(float(floor), now)} if floor > 0 else {}
     return RuntimeMemory(smoothed=smoothed, consecutive_misses=warm.misses, known=True,
                          warned_no_capacity=warm.warned_no_capacity)
 
@@ -95,19 +94,15 @@ def decide_remembering(
     if view.complete:
         return view, seeded, None
     left = grace_s(policy) - (now - warm.since)
-    state = replace(warm, misses=view.consecutive_misses, warned_no_capacity=seeded.warned_no_capacity)
     if left > 0.0:
         why = (f"warming up: the adapter has no memory of this runtime and {_unseen(view)}; served once every "
                f"ready pod is fresh, or in {left:.0f} s (warmup_grace_s) with {_DESIRED.value} not below the "
                f"current {floor} replicas")
-        return _served_only(view, why, ()), None, state
-    series = seeded.smoothed.get(_DESIRED)
-    if series is not None:
-        state = replace(state, held_desired=series.value)
-    why = (f"warming up: grace period over and {_unseen(view)}; {_DESIRED.value} served, not below the current "
-           f"{floor} replicas and never falling; the other values stay unknown (503) until every ready pod is "
-           "fresh (without memory only the fresh pods' share of the load is known)")
-    return _served_only(view, why, (_DESIRED,)), None, state
+        state = replace(warm, misses=view.consecutive_misses, warned_no_capacity=seeded.warned_no_capacity)
+        return _unserved(view, why), None, state
+    note = (f"warm-up grace period over with {_unseen(view)}: values from the fresh pods, {_DESIRED.value} "
+            f"not below the current {floor} replicas")
+    return replace(view, reason="; ".join(part for part in (note, view.reason) if part)), seeded, None
 
 
 def _unseen(view: RuntimeView) -> str:
@@ -126,19 +121,10 @@ def _unseen(view: RuntimeView) -> str:
     return f"{view.fresh_pods} of {view.ready_pods} ready pods fresh" + (f" ({shown})" if shown else "")
 
 
-def _served_only(view: RuntimeView, why: str, served: tuple[ServedMetric, ...]) -> RuntimeView:
-    """The view with every value but `served` unknown (503); not known at all when nothing is served."""
-    values = {
-        metric: value if metric in served else ServedValue(None, value.raw, value.timestamp)
-        for metric, value in view.values.items()
-    }
-    known = view.known and any(values[m].value is not None for m in served if m in values)
-    held = dict(view.held)
-    for metric in ServedMetric:
-        if metric not in served:
-            held[metric.value] = "warming up: unknown (503) until every ready pod is fresh"
-    reason = "; ".join(part for part in (why, view.reason) if part)
-    if view.known and not known:
-        reason += "; values unknown (503), HPA holds"
-    return replace(view, values=values, known=known, complete=False, winner=view.winner if known else None,
-                   held=held, reason=reason, warming_up=why)
+def _unserved(view: RuntimeView, why: str) -> RuntimeView:
+    """The view with every value unknown: the API answers 503, as for too little coverage."""
+    values = {metric: ServedValue(None, value.raw, value.timestamp) for metric, value in view.values.items()}
+    held = {**view.held, **{metric.value: "warming up: unknown (503) until every ready pod is fresh"
+                            for metric in ServedMetric}}
+    return replace(view, values=values, known=False, complete=False, winner=None, held=held,
+                   reason=f"{why}; values unknown (503), HPA holds", warming_up=why)

@@ -69,13 +69,15 @@ def test_restart_with_the_hot_pods_exporter_down_answers_503_and_says_why() -> N
     assert "(503), HPA holds" in view.reason
 
 
-def test_after_the_grace_period_only_the_recommendation_is_served_never_below_what_runs() -> None:
+def test_after_the_grace_period_the_fresh_pods_are_served_and_the_recommendation_never_below_what_runs() -> None:
     down = [(NOW + t, snapshot(hot_runtime(NOW + t, hot_age=None), now=NOW + t)) for t in (0.0, 15.0, 30.0, 45.0)]
-    views = [view for view, _, _ in restart(down)]
+    out = restart(down)
+    views = [view for view, _, _ in out]
     assert [served(v)[DESIRED] for v in views] == [None, None, 4.0, 4.0]  # the cold pods alone would say 1
-    assert [served(v)[LOAD] for v in views] == [None] * 4
-    assert [served(v)[GPU] for v in views] == [None] * 4
-    assert views[2].known and "grace period over" in views[2].warming_up
+    assert [served(v)[LOAD] for v in views] == [None, None, 60.0, 60.0]  # 3 x 20: the fresh pods, then held
+    assert [round(served(v)[GPU] or 0, 3) for v in views] == [0, 0, 0.2, 0.2]
+    assert "warm-up grace period over with 3 of 4 ready pods fresh (pod-0" in views[2].reason
+    assert views[2].warming_up == "" and out[2][1] is not None and out[2][2] is None
     assert views[3].consecutive_misses == 4
 
 
@@ -131,7 +133,7 @@ def test_no_ready_pod_after_a_restart_stays_unknown_past_the_grace_period() -> N
     idle = tuple(replace(p, ready=False) for p in hot_runtime(NOW))
     out = restart([(NOW + t, RuntimeSnapshot(KEY, idle, NOW + t, replicas=4)) for t in (0.0, 60.0)])
     assert [served(v)[DESIRED] for v, _, _ in out] == [None, None]
-    assert "no pod is ready" in out[1][0].warming_up
+    assert "no pod is ready" in out[0][0].warming_up and "no ready pods" in out[1][0].reason
 
 
 # --- the promise, for any pods: after a restart nothing served is below what runs --------------------------
@@ -185,11 +187,9 @@ def test_after_a_restart_the_served_recommendation_is_never_below_what_runs(
         desired = view.values[DESIRED].value
         if desired is not None:
             assert desired >= min(runs, cap if cap is not None else math.inf), (view.reason, runs)
-        if not view.complete:
-            # Not every Ready pod fresh: only the recommendation may be served, and only after the grace.
-            assert all(view.values[m].value is None for m in ServedMetric if m is not DESIRED), view.reason
-            if now - NOW < grace:
-                assert desired is None, view.reason
-            assert memory is None and warm is not None
+        if not view.complete and now - NOW < grace:
+            # Warming up: nothing is served until every Ready pod is fresh or the grace period is over.
+            assert all(value.value is None for value in view.values.values()), view.reason
+            assert memory is None and warm is not None and view.warming_up
         else:
-            assert memory is not None and warm is None
+            assert memory is not None and warm is None and not view.warming_up
