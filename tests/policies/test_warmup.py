@@ -193,3 +193,19 @@ def test_after_a_restart_the_served_recommendation_is_never_below_what_runs(
             assert memory is None and warm is not None and view.warming_up
         else:
             assert memory is not None and warm is None and not view.warming_up
+
+
+def test_what_runs_is_the_deployments_replicas_else_the_ready_pods() -> None:
+    """Cluster mode knows the Deployment's `spec.replicas` (6 here, two pods still starting); without it
+    the Ready pods count (3 of the 4: one is not Ready)."""
+    cold = tuple(p for p in hot_runtime(NOW) if p.name != "pod-0")
+    [(six, _, _)] = restart([(NOW, RuntimeSnapshot(KEY, cold, NOW, replicas=6))])
+    starting = (*cold, replace(cold[0], name="pod-9", ready=False))
+    [(three, _, _)] = restart([(NOW, RuntimeSnapshot(KEY, starting, NOW, replicas=None))])
+    assert served(six)[DESIRED] == 6.0 and served(three)[DESIRED] == 3.0  # the cold pods alone: 1
+
+
+def test_what_runs_above_max_replicas_is_served_at_the_cap() -> None:
+    cold = tuple(p for p in hot_runtime(NOW) if p.name != "pod-0")
+    [(view, _, _)] = restart([(NOW, RuntimeSnapshot(KEY, cold, NOW, replicas=8))], replace(POLICY, max_replicas=5))
+    assert served(view)[DESIRED] == 5.0
