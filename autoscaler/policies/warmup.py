@@ -7,7 +7,7 @@ alone show (desired 3 -> 2 at once), and with every pod fresh the recommendation
 once, skipping the slow fall (`scale_down_tau_s`) it was half-way through. The shipped HPA has no scale-down
 window of its own, so either lowers what runs.
 
-So, for a runtime with no memory (docs/design.md, Missing data):
+So, for a runtime with no memory (docs/design.md, After a restart: warming up):
 
 - **Seeded at what runs.** The replica series starts from the runtime's current replicas (the Deployment's
   `spec.replicas`; in a targets file, its listed pods; else its Ready pods): the HPA adopts the
@@ -53,7 +53,7 @@ class WarmUp:
 
 
 def grace_s(policy: RuntimePolicy) -> float:
-    """Seconds a runtime with no memory waits for every Ready pod before its recommendation is served."""
+    """Seconds a runtime with no memory waits for every Ready pod to be fresh before it is served anyway."""
     return policy.max_staleness_s if policy.warmup_grace_s is None else policy.warmup_grace_s
 
 
