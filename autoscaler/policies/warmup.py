@@ -3,9 +3,9 @@
 The hold rules of `decision` ("missing data never lowers a value") work from the memory of earlier refreshes.
 An adapter that starts (a restart, a rolling update, a new replica, an OOM kill) has none: with the hot pod's
 exporter down and the other pods fresh above `min_coverage`, the first refresh would serve what the cold pods
-alone show (desired 3 -> 2 at once), and with every pod fresh the recommendation would drop to its target at
-once, skipping the slow fall (`scale_down_tau_s`) it was half-way through. The shipped HPA has no scale-down
-window of its own, so either lowers what runs.
+alone show (desired 3 -> 2, request load 307.9 -> 60 at once), and with every pod fresh the recommendation
+would drop to its target at once, skipping the slow fall (`scale_down_tau_s`) it was half-way through. The
+shipped HPA has no scale-down window of its own, so either lowers what runs.
 
 So, for a runtime with no memory (docs/design.md, After a restart: warming up):
 
@@ -17,14 +17,17 @@ So, for a runtime with no memory (docs/design.md, After a restart: warming up):
   served: the API answers 503 as for too little coverage, and the HPA, for which a failing metric means
   "no scale-down", holds.
 - **After the grace period** (`warmup_grace_s`, default `max_staleness_s`: a pod not fresh by then would
-  count as stale with memory too) the runtime is served from the pods that are fresh, with the usual
-  coverage rule, and its memory starts: `modelmesh_desired_replicas` is never below the current replicas
-  (the seed, held while a pod is missing: it may rise, not fall), so the HPA, which takes the largest of its
-  metrics, never scales down; the other values are what the fresh pods alone show, and from then on may rise
-  but not fall until every Ready pod is fresh.
+  count as stale with memory too) the runtime's memory starts: `modelmesh_desired_replicas` is served, never
+  below the current replicas (the seed, held while a pod is missing: it may rise, not fall), so the HPA,
+  which takes the largest of its metrics, never scales down.
+- **A value is served first from every Ready pod.** A value the runtime has no memory of (request load, GPU
+  busy, cache pressure) stays unknown (503, naming the pods and the signal they lack) while some Ready pod
+  lacks its signal: what the fresh pods alone show may be far below the truth when the missing pod is the
+  hot one. Once every Ready pod has the signal fresh the value is served and remembered, and the hold rules
+  apply from then on. This holds for any value without memory, also one a warm runtime starts to report.
 
-A runtime that is complete, or past its grace period, is warm: its memory is kept from then on and the
-usual rules apply. Pure: the caller keeps the `WarmUp` state and passes `now`.
+A runtime that is complete, or past its grace period, is warm: its memory is kept from then on. Pure: the
+caller keeps the `WarmUp` state and passes `now`.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from dataclasses import dataclass, replace
 from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
 from autoscaler.policies.aggregation import FRESH, NONE
-from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.decision import VALUE_SIGNAL, RuntimeMemory, decide
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.smoothing import SmoothState
 
@@ -81,16 +84,19 @@ def decide_remembering(
     window_s: float,
 ) -> tuple[RuntimeView, RuntimeMemory | None, WarmUp | None]:
     """`decision.decide` for a runtime with memory; for one without, the warm-up rules of this module.
+    Either way a value without memory is served only from every Ready pod (`whole_or_unknown`).
 
     Returns the view to serve, the memory to keep (None while warming up: nothing was served from it) and the
     warm-up state to keep (None once warm).
     """
     if memory is not None:
         view, kept = decide(snapshot, policy, memory, now, window_s)
+        view, kept = whole_or_unknown(view, kept, memory)
         return view, kept, None
     warm = warm or WarmUp(since=now)
     floor = replica_floor(snapshot)
-    view, seeded = decide(snapshot, policy, seed_memory(floor, warm, now), now, window_s)
+    seed = seed_memory(floor, warm, now)
+    view, seeded = decide(snapshot, policy, seed, now, window_s)
     if view.complete:
         return view, seeded, None
     left = grace_s(policy) - (now - warm.since)
@@ -100,9 +106,44 @@ def decide_remembering(
                f"current {floor} replicas")
         state = replace(warm, misses=view.consecutive_misses, warned_no_capacity=seeded.warned_no_capacity)
         return _unserved(view, why), None, state
-    note = (f"warm-up grace period over with {_unseen(view)}: values from the fresh pods, {_DESIRED.value} "
-            f"not below the current {floor} replicas")
-    return replace(view, reason="; ".join(part for part in (note, view.reason) if part)), seeded, None
+    note = (f"warm-up grace period over with {_unseen(view)}: {_DESIRED.value} not below the current {floor} "
+            "replicas")
+    view, seeded = whole_or_unknown(replace(view, reason="; ".join(p for p in (note, view.reason) if p)),
+                                    seeded, seed)
+    return view, seeded, None
+
+
+def whole_or_unknown(
+    view: RuntimeView, kept: RuntimeMemory, before: RuntimeMemory,
+) -> tuple[RuntimeView, RuntimeMemory]:
+    """A value the runtime had no memory of (`before`) is served only when every Ready pod has its signal
+    fresh; else it is unknown (503, as for too little coverage: `held` and the reason name the pods and the
+    signal) and stays out of the memory, so that the next refresh judges it the same way."""
+    withheld: dict[str, str] = {}
+    for metric, signal in VALUE_SIGNAL.items():
+        served = view.values.get(metric)
+        if metric in before.smoothed or served is None or served.value is None:
+            continue
+        lacking = [pod.name for pod in view.pods if pod.ready and dict(pod.signals).get(signal, NONE) != FRESH]
+        if lacking:
+            withheld[metric.value] = (
+                f"no memory of this value yet and {signal} not fresh on {_named(lacking)}; unknown (503) until "
+                "every ready pod has it fresh")
+    if not withheld:
+        return view, kept
+    values = {metric: ServedValue(None, value.raw, value.timestamp) if metric.value in withheld else value
+              for metric, value in view.values.items()}
+    smoothed = {metric: state for metric, state in kept.smoothed.items() if metric.value not in withheld}
+    why = "; ".join(f"{what} held: {reason}" for what, reason in withheld.items())
+    reason = "; ".join(part for part in (view.reason, why) if part)
+    return (replace(view, values=values, held={**view.held, **withheld}, reason=reason, warming_up=why),
+            replace(kept, smoothed=smoothed))
+
+
+def _named(names: list[str]) -> str:
+    """`pod-0, pod-1, pod-2 and 4 more`: a few names, the rest counted."""
+    shown = ", ".join(names[:_SHOWN_PODS])
+    return shown + (f" and {len(names) - _SHOWN_PODS} more" if len(names) > _SHOWN_PODS else "")
 
 
 def _unseen(view: RuntimeView) -> str:

@@ -20,11 +20,12 @@ from autoscaler.names import ServedMetric
 from autoscaler.policies.decision import RuntimeMemory, decide
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.warmup import WarmUp, decide_remembering, grace_s
-from tests.policies.builders import KEY, NOW, PROPERTIES, pod, snapshot
+from tests.policies.builders import KEY, NOW, PROPERTIES, pod, pods_with, snapshot
 
 DESIRED = ServedMetric.DESIRED_REPLICAS
 GPU = ServedMetric.GPU_BUSY
 LOAD = ServedMetric.REQUEST_LOAD
+CACHE = ServedMetric.CACHE_PRESSURE
 WINDOW = 30.0
 POLICY = RuntimePolicy(target_rps_per_pod=150.0, warmup_grace_s=30.0)
 
@@ -69,16 +70,39 @@ def test_restart_with_the_hot_pods_exporter_down_answers_503_and_says_why() -> N
     assert "(503), HPA holds" in view.reason
 
 
-def test_after_the_grace_period_the_fresh_pods_are_served_and_the_recommendation_never_below_what_runs() -> None:
+def test_after_the_grace_period_only_the_recommendation_is_served_never_below_what_runs() -> None:
+    """The cold pods alone would say desired 1, request load 60 (3 x 20) and GPU busy 0.2: all below what was
+    served before the restart (3, 307.9, 0.482). Past the grace period the recommendation is served at the
+    four that run; the values pod-0 lacks stay unknown (503), naming it."""
     down = [(NOW + t, snapshot(hot_runtime(NOW + t, hot_age=None), now=NOW + t)) for t in (0.0, 15.0, 30.0, 45.0)]
     out = restart(down)
     views = [view for view, _, _ in out]
-    assert [served(v)[DESIRED] for v in views] == [None, None, 4.0, 4.0]  # the cold pods alone would say 1
-    assert [served(v)[LOAD] for v in views] == [None, None, 60.0, 60.0]  # 3 x 20: the fresh pods, then held
-    assert [round(served(v)[GPU] or 0, 3) for v in views] == [0, 0, 0.2, 0.2]
-    assert "warm-up grace period over with 3 of 4 ready pods fresh (pod-0" in views[2].reason
-    assert views[2].warming_up == "" and out[2][1] is not None and out[2][2] is None
+    assert [served(v)[DESIRED] for v in views] == [None, None, 4.0, 4.0]
+    assert [served(v)[LOAD] for v in views] == [None, None, None, None]
+    assert [served(v)[GPU] for v in views] == [None, None, None, None]
+    assert [served(v)[CACHE] for v in views] == [None, None, None, None]
+    assert views[2].known and "warm-up grace period over with 3 of 4 ready pods fresh (pod-0" in views[2].reason
+    assert ("modelmesh_request_load held: no memory of this value yet and requests not fresh on pod-0; "
+            "unknown (503)") in views[2].reason
+    assert "modelmesh_gpu_busy held: no memory of this value yet and gpu not fresh on pod-0" in views[2].reason
+    assert "requests not fresh on pod-0" in views[3].warming_up  # /debug and the self-metric: still warming up
+    kept = out[3][1]
+    assert kept is not None and set(kept.smoothed) == {DESIRED} and out[3][2] is None
     assert views[3].consecutive_misses == 4
+
+
+def test_the_hot_pod_back_after_the_grace_period_serves_the_values_and_then_holds_them() -> None:
+    """Once pod-0 is fresh again the values are served in full (307.9 and 0.482) and remembered; when its
+    exporter goes down again the usual hold keeps them (the cold pods' 60 may not lower 307.9)."""
+    steps = [(NOW + t, snapshot(hot_runtime(NOW + t, hot_age=None), now=NOW + t)) for t in (0.0, 30.0)]
+    steps.append((NOW + 45.0, snapshot(hot_runtime(NOW + 45.0), now=NOW + 45.0)))
+    steps.append((NOW + 105.0, snapshot(hot_runtime(NOW + 105.0, hot_age=100.0), now=NOW + 105.0)))
+    views = [view for view, _, _ in restart(steps)]
+    assert [round(served(v)[LOAD] or 0, 3) for v in views] == [0, 0, 307.896, 307.896]
+    assert [round(served(v)[GPU] or 0, 3) for v in views] == [0, 0, 0.482, 0.482]
+    assert [served(v)[DESIRED] for v in views] == [None, 4.0, 4.0, 4.0]
+    assert views[2].warming_up == "" and views[3].warming_up == ""
+    assert "1 of 4 ready pods stale; holding values (may rise, not fall)" in views[3].reason
 
 
 def test_after_the_grace_period_a_rise_is_served_and_then_held() -> None:
@@ -117,11 +141,27 @@ def test_a_restart_with_every_pod_fresh_serves_at_once_but_never_below_what_runs
     assert served(view)[DESIRED] == 4.0 and served(view)[LOAD] == 60.0 and warm is None and memory is not None
 
 
-def test_a_runtime_with_memory_is_decided_as_before() -> None:
-    snap = snapshot(hot_runtime(NOW, hot_age=None))
-    memory = RuntimeMemory()
-    expected, expected_memory = decide(snap, POLICY, memory, NOW, WINDOW)
-    assert decide_remembering(snap, POLICY, memory, None, NOW, WINDOW) == (expected, expected_memory, None)
+def test_a_runtime_with_memory_of_every_value_is_decided_as_before() -> None:
+    _, memory = decide(snapshot(hot_runtime(NOW)), POLICY, None, NOW, WINDOW)
+    snap = snapshot(hot_runtime(NOW + 15.0, hot_age=None), now=NOW + 15.0)
+    expected, expected_memory = decide(snap, POLICY, memory, NOW + 15.0, WINDOW)
+    assert decide_remembering(snap, POLICY, memory, None, NOW + 15.0, WINDOW) == (expected, expected_memory, None)
+    assert round(served(expected)[LOAD] or 0, 3) == 307.896  # held
+
+
+def test_a_warm_runtime_serves_a_new_value_only_once_every_ready_pod_reports_it() -> None:
+    """The GPU collector rolled out to two of four pods (0.6 and 0.2 busy): their GPU busy alone,
+    sqrt((0.36 + 0.04) / 2) = 0.447, says nothing of the other two: unknown until all four report it; then
+    sqrt((0.36 + 3 x 0.04) / 4) = 0.346."""
+    _, memory = decide(snapshot(pods_with(rps=[20.0] * 4)), POLICY, None, NOW, WINDOW)
+    half = snapshot(pods_with(rps=[20.0] * 4, gpu=[0.6, 0.2, None, None]))
+    view, kept, _ = decide_remembering(half, POLICY, memory, None, NOW, WINDOW)
+    assert served(view)[GPU] is None and served(view)[LOAD] == 80.0 and served(view)[DESIRED] is not None
+    assert "gpu not fresh on pod-2, pod-3; unknown (503)" in view.held[GPU.value]
+    assert kept is not None and GPU not in kept.smoothed
+    whole = snapshot(pods_with(rps=[20.0] * 4, gpu=[0.6, 0.2, 0.2, 0.2]))
+    view, kept, _ = decide_remembering(whole, POLICY, kept, None, NOW + 15.0, WINDOW)
+    assert round(served(view)[GPU] or 0, 3) == 0.346 and view.warming_up == ""
 
 
 def test_the_grace_period_defaults_to_max_staleness() -> None:
@@ -136,19 +176,20 @@ def test_no_ready_pod_after_a_restart_stays_unknown_past_the_grace_period() -> N
     assert "no pod is ready" in out[0][0].warming_up and "no ready pods" in out[1][0].reason
 
 
-# --- the promise, for any pods: after a restart nothing served is below what runs --------------------------
+# --- the promises, for any pods: after a restart nothing served is below what runs or what was served ------
 
 AGES = st.sampled_from([None, 1.0, 20.0, 600.0])  # never read, fresh, fresh, stale (max_staleness 45 s)
+FRESH_AGES = st.sampled_from([1.0, 20.0])
 SIGNAL = st.one_of(st.none(), st.floats(min_value=0.0, max_value=2.0))
-PODS = st.lists(
-    st.builds(lambda ready, age, gpu_age, gpu, rps, queue: (ready, age, gpu_age, gpu, rps, queue),
-              st.booleans(), AGES, AGES, SIGNAL, st.one_of(st.none(), st.floats(0.0, 500.0)), SIGNAL),
-    min_size=0, max_size=6,
-)
+RATE = st.one_of(st.none(), st.floats(0.0, 500.0))
+Pod = tuple[bool, float | None, float | None, float | None, float | None, float | None]
+PODS = st.lists(st.tuples(st.booleans(), AGES, AGES, SIGNAL, RATE, SIGNAL), min_size=0, max_size=6)
+FRESH_PODS = st.lists(st.tuples(st.booleans(), FRESH_AGES, st.one_of(st.none(), FRESH_AGES), SIGNAL, RATE, SIGNAL),
+                      min_size=1, max_size=6)
+VALUES = (GPU, LOAD, CACHE)
 
 
-def build(pods: list[tuple[bool, float | None, float | None, float | None, float | None, float | None]],
-          now: float, replicas: int | None) -> RuntimeSnapshot:
+def build(pods: list[Pod], now: float, replicas: int | None) -> RuntimeSnapshot:
     samples = tuple(
         PodSample(name=f"pod-{i}", ready=ready, sampled_at=None if age is None else now - age,
                   gpu_sampled_at=None if gpu_age is None else now - gpu_age, gpu_busy=gpu,
@@ -159,6 +200,18 @@ def build(pods: list[tuple[bool, float | None, float | None, float | None, float
     return RuntimeSnapshot(KEY, samples, now, replicas=replicas)
 
 
+def whole(pods: list[Pod], metric: ServedMetric) -> bool:
+    """Every Ready pod has the value's signal fresh (max_staleness_s 45): GPU busy by its own stamp (else the
+    pod's), request load and cache pressure by the pod's stamp (every pod here reports its cache)."""
+    def fresh(age: float | None) -> bool:
+        return age is not None and age <= 45.0
+    return all(
+        fresh(gpu_age if gpu_age is not None else age) and gpu is not None if metric is GPU
+        else fresh(age) and (rps is not None if metric is LOAD else True)
+        for ready, age, gpu_age, gpu, rps, _ in pods if ready
+    )
+
+
 @PROPERTIES
 @given(
     steps=st.lists(st.tuples(PODS, st.one_of(st.none(), st.integers(0, 12))), min_size=1, max_size=5),
@@ -167,20 +220,23 @@ def build(pods: list[tuple[bool, float | None, float | None, float | None, float
     cap=st.one_of(st.none(), st.integers(1, 12)),
     rps_target=st.one_of(st.none(), st.just(100.0)),
 )
-def test_after_a_restart_the_served_recommendation_is_never_below_what_runs(
-    steps: list[tuple[list[tuple[bool, float | None, float | None, float | None, float | None, float | None]],
-                      int | None]],
-    grace: float, tau: float, cap: int | None, rps_target: float | None,
+def test_after_a_restart_the_recommendation_is_never_below_what_runs_and_a_value_is_served_only_whole(
+    steps: list[tuple[list[Pod], int | None]], grace: float, tau: float, cap: int | None, rps_target: float | None,
 ) -> None:
     policy = RuntimePolicy(warmup_grace_s=grace, scale_down_tau_s=tau, max_replicas=cap,
                            target_rps_per_pod=rps_target)
     memory: RuntimeMemory | None = None
     warm: WarmUp | None = None
+    remembered: set[ServedMetric] = set()  # values served once: from then on the usual holds apply
     for k, (pods, replicas) in enumerate(steps):
         now = NOW + 15.0 * k
         snap = build(pods, now, replicas)
         had_memory = memory is not None
         view, memory, warm = decide_remembering(snap, policy, memory, warm, now, WINDOW)
+        for metric in VALUES:
+            if view.values[metric].value is not None and metric not in remembered:
+                assert whole(pods, metric), (metric, view.reason)
+                remembered.add(metric)
         if had_memory:
             continue  # warm: the usual rules (tests/policies/test_missing_signals.py)
         runs = replicas if replicas is not None else sum(p.ready for p in snap.pods)
@@ -192,7 +248,40 @@ def test_after_a_restart_the_served_recommendation_is_never_below_what_runs(
             assert all(value.value is None for value in view.values.values()), view.reason
             assert memory is None and warm is not None and view.warming_up
         else:
-            assert memory is not None and warm is None and not view.warming_up
+            assert memory is not None and warm is None
+
+
+@PROPERTIES
+@given(
+    pods=FRESH_PODS,
+    down=st.lists(st.sets(st.integers(0, 5)), min_size=1, max_size=5),
+    grace=st.sampled_from([0.0, 20.0, 1000.0]),
+    tau=st.sampled_from([0.0, 300.0]),
+    cap=st.one_of(st.none(), st.integers(1, 12)),
+    rps_target=st.one_of(st.none(), st.just(100.0)),
+)
+def test_an_adapter_restarted_while_exporters_are_down_serves_nothing_lower_than_before(
+    pods: list[Pod], down: list[set[int]], grace: float, tau: float, cap: int | None, rps_target: float | None,
+) -> None:
+    """The issue's acceptance, for any pods: before the restart every pod was fresh and the HPA had adopted
+    the recommendation; the restarted adapter sees the same pods with any exporters down, refresh after
+    refresh. Whatever it serves is at least what was served before."""
+    policy = RuntimePolicy(warmup_grace_s=grace, scale_down_tau_s=tau, max_replicas=cap,
+                           target_rps_per_pod=rps_target)
+    before, _ = decide(build(pods, NOW, None), policy, None, NOW, WINDOW)
+    runs = before.values[DESIRED].value
+    memory: RuntimeMemory | None = None
+    warm: WarmUp | None = None
+    for k, dead in enumerate(down):
+        now = NOW + 100.0 + 15.0 * k
+        seen = [(ready, None, None, *rest) if i in dead else (ready, age, gpu_age, *rest)
+                for i, (ready, age, gpu_age, *rest) in enumerate(pods)]
+        snap = build(seen, now, None if runs is None else int(runs))  # type: ignore[arg-type]
+        view, memory, warm = decide_remembering(snap, policy, memory, warm, now, WINDOW)
+        for metric, value in view.values.items():
+            was = before.values[metric].value
+            if value.value is not None and was is not None:
+                assert value.value >= was, (metric, was, value.value, view.reason)
 
 
 def test_what_runs_is_the_deployments_replicas_else_the_ready_pods() -> None:
