@@ -78,11 +78,24 @@ def test_adapter_restarted_while_the_hot_pods_exporter_is_down_serves_nothing_lo
             gauge = 'modelmesh_autoscaler_runtime_warming_up{deployment="modelmesh-serving-demo",namespace="default"}'
             assert f"{gauge} 1.0" in http_get(f"{restarted.url}/metrics")[1]
 
-            # Past the grace period the runtime is served from its fresh pods, the recommendation never below
-            # what runs (the 4 listed pods) and held there while the hot pod is missing.
+            # Past the grace period the recommendation is served, never below what runs (the 4 listed pods) and
+            # held there while the hot pod is missing; request load and GPU busy, which the cold pods alone would
+            # put at 60 req/s and 0.2, stay unknown (the HPA holds) and say which pod lacks what.
             poll(lambda: read(kubeconfig, "modelmesh_desired_replicas") is not None, timeout=GRACE_S + 10)
             for _ in range(5):
-                assert read(kubeconfig, "modelmesh_desired_replicas") == 4.0
+                now = {metric: read(kubeconfig, metric) for metric in VALUES}
+                seen.append(now)
+                assert now["modelmesh_desired_replicas"] == 4.0, seen
+                for metric, value in now.items():
+                    assert value is None or value >= (before[metric] or 0), (metric, before, seen)
                 time.sleep(0.5)
-            assert 55 < (read(kubeconfig, "modelmesh_request_load") or 0) < 65  # 3 x 20 req/s: the cold pods
+            assert seen[-1]["modelmesh_request_load"] is None and seen[-1]["modelmesh_gpu_busy"] is None, seen
+            code, why = get_raw(kubeconfig, PATH.format("modelmesh_request_load"))
+            assert code != 0 and "requests not fresh on pod-0" in str(why), why
+            assert f"{gauge} 1.0" in http_get(f"{restarted.url}/metrics")[1]
+
+            # The hot pod's exporter back: every Ready pod fresh, the values are served in full and remembered.
+            path.restart_exporter(0)
+            poll(lambda: (read(kubeconfig, "modelmesh_request_load") or 0) > 290, timeout=30)
+            assert 0.4 < (read(kubeconfig, "modelmesh_gpu_busy") or 0) < 0.55
             assert f"{gauge} 0.0" in http_get(f"{restarted.url}/metrics")[1]
