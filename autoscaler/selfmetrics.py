@@ -59,8 +59,8 @@ class AdapterMetrics:
         self.runtime_warming_up = Gauge(
             "modelmesh_autoscaler_runtime_warming_up",
             "1 while the adapter has no memory of a runtime (it just started, or the runtime is new) and answers "
-            "503 while it waits for every Ready pod to be fresh, at most warmup_grace_s (/debug says which pods "
-            "lack what), else 0.",
+            "503 while it waits for every Ready pod to be fresh (at most warmup_grace_s), or of some of its values, "
+            "unknown (503) until every Ready pod has their signal fresh (/debug says which pods lack what); else 0.",
             ["namespace", "deployment"], registry=self.registry,
         )
         self.served_value = Gauge(

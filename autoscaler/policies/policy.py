@@ -54,8 +54,8 @@ class RuntimePolicy:
 
     warmup_grace_s: float | None = None
     """Seconds a runtime the adapter has no memory of (it just started, or the runtime is new) waits for every
-    Ready pod to be fresh before it is served from its fresh pods anyway, the recommendation never below the
-    current replicas;
+    Ready pod to be fresh before its recommendation is served anyway, never below the current replicas (each
+    other value only once every Ready pod has its signal fresh);
     None: `max_staleness_s` (a pod not fresh by then would count as stale with memory too). See `warmup`."""
 
     need_weight_requests: float = 0.5
