@@ -53,6 +53,13 @@ async def test_the_loop_warms_up_a_runtime_it_has_no_memory_of_and_says_so() -> 
     view = refresher.views[KEY]
     assert not view.known and "pod-0" in view.warming_up and gauge(metrics) == 1.0
 
+    clock[0] += 30.0  # the grace period over, pod-0 still down: the recommendation only, at the 4 that run
+    await refresher.refresh_once()
+    view = refresher.views[KEY]
+    assert view.known and view.values[ServedMetric.DESIRED_REPLICAS].value == 4.0
+    assert view.values[ServedMetric.REQUEST_LOAD].value is None  # 3 x 20 from the others, below 4 x 20
+    assert "requests not fresh on pod-0" in view.warming_up and gauge(metrics) == 1.0
+
     clock[0] += 15.0
     source.down = set()  # the exporter is back: warm, served in full, never below the 4 replicas that run
     await refresher.refresh_once()
