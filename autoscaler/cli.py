@@ -56,12 +56,15 @@ def main(argv: list[str] | None = None) -> None:
             print(f"modelmesh-autoscaler serve: error: {error}", file=sys.stderr)
             sys.exit(2)
         logging.basicConfig(level=settings.log_level, format=LOG_FORMAT)
+        from autoscaler.preflight import PreflightError
         from autoscaler.server import StartupError, serve
 
         try:
             serve(settings)
-        except (StartupError, OSError, ValueError) as error:
-            logging.getLogger("autoscaler").error("cannot start: %s", error)
+        except (StartupError, PreflightError, OSError, ValueError) as error:
+            # One line naming the fix; the traceback only for whoever asked for DEBUG.
+            logging.getLogger("autoscaler").error("cannot start: %s", error,
+                                                  exc_info=settings.log_level == "DEBUG")
             sys.exit(2)
     elif args.command == "demo":
         from autoscaler.demo.run import run_demo

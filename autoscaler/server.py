@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from autoscaler.actuation.actuator import deletion_cost_context
-from autoscaler.api.app import build_api_app
+from autoscaler.api.app import build_served_app
 from autoscaler.api.cert_reload import certificate_reload_context
 from autoscaler.api.certs import self_signed_server_context, server_context
 from autoscaler.policies.config import PolicyBook, apply_overrides, load_policy_book
@@ -91,8 +91,11 @@ def build_source(settings: ServeSettings, discovery: PodDiscovery) -> MetricSour
                                 dcgm_pod_label=settings.dcgm_pod_label)
     if settings.gpu_source == "dcgm":
         raise StartupError("--gpu-source dcgm reads DCGM_FI_DEV_GPU_UTIL from Prometheus: use --source prometheus")
+    exporter_tls = None
+    if settings.exporter_ca_file is not None:  # https exporter URLs signed by the cluster's own CA
+        exporter_tls = ssl.create_default_context(cafile=str(settings.exporter_ca_file))
     return ScrapeSource(discovery, timeout_s=settings.scrape_timeout_s, concurrency=settings.scrape_concurrency,
-                        deadline_s=settings.refresh_interval_s)
+                        deadline_s=settings.refresh_interval_s, ssl_context=exporter_tls)
 
 
 def tls_context(settings: ServeSettings) -> ssl.SSLContext:
@@ -147,14 +150,7 @@ async def build_app(settings: ServeSettings, tls: ssl.SSLContext | None = None) 
     """The API application. `tls` is the serving context: authentication adds the client CAs to it."""
     stack = RefreshStack(settings)
     refresher, metrics = stack.refresher, stack.metrics
-    if settings.insecure_dev:
-        app = build_api_app(refresher, metrics)
-    else:
-        from autoscaler.api.auth import build_api_security
-
-        security = await build_api_security(settings, tls, metrics)
-        app = build_api_app(refresher, metrics, security.middlewares)
-        app.on_cleanup.append(security.close)
+    app = await build_served_app(refresher, metrics, settings, tls)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         await stack.start()
@@ -177,6 +173,9 @@ async def build_app(settings: ServeSettings, tls: ssl.SSLContext | None = None) 
 def serve(settings: ServeSettings) -> None:
     """`--workers N` (default 1): the refresh here, serving in N processes (`autoscaler.workers`);
     `--workers 0`: everything in this process."""
+    from autoscaler.preflight import check_startup
+
+    check_startup(settings)  # before any worker, bind or "serving" line
     if settings.workers < 0:
         raise StartupError("--workers must be 0 (one process) or more")
     if settings.insecure_dev:

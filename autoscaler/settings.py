@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from exporter.settings import boolean, host_port, metrics_url
+from exporter.env_flags import EnvFlag, EnvFlagError, resolve_flags
+from exporter.settings import boolean, ca_file, host_port, metrics_url
 
 ENV_PREFIX: Final = "AUTOSCALER_"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -54,6 +55,7 @@ class ServeSettings:
     exporter_port: int = 9187
     scrape_timeout_s: float = 5.0
     scrape_concurrency: int = 64
+    exporter_ca_file: Path | None = None
     namespaces: tuple[str, ...] = ()
     # Decisions.
     refresh_interval_s: float = 15.0
@@ -197,23 +199,9 @@ def choice(*allowed: str, upper: bool = False) -> Callable[[str], str]:
     return convert
 
 
-@dataclass(frozen=True, slots=True)
-class _Option:
-    flag: str
-    convert: Callable[[str], Any]
-    help: str
-    default_text: str
-    metavar: str | None = None
-    group: str | None = None
-    switch: bool = False  # a flag without a value; its variable takes true/false
-
-    @property
-    def dest(self) -> str:
-        return self.flag.removeprefix("--").replace("-", "_")
-
-    @property
-    def env(self) -> str:
-        return ENV_PREFIX + self.dest.upper()
+class _Option(EnvFlag):
+    __slots__ = ()
+    env_prefix = ENV_PREFIX
 
 
 _D: Final = ServeSettings()
@@ -296,6 +284,8 @@ _OPTIONS: Final = (
             f"{_D.scrape_timeout_s:g} s", "SECONDS", _SOURCE),
     _Option("--scrape-concurrency", count, "number of exporters scraped at once",
             str(_D.scrape_concurrency), "N", _SOURCE),
+    _Option("--exporter-ca-file", ca_file, "CA bundle (PEM) that signs the exporters' certificates, trusted "
+            "for https exporter URLs instead of the system CAs", "the system CAs", "FILE", _SOURCE),
     _Option("--namespaces", csv, "comma list of namespaces to discover runtimes in; empty: all",
             "all namespaces", "NAMESPACE,...", _SOURCE),
     # Decisions.
@@ -368,18 +358,10 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str] | None = None) 
 
     Raises SettingsError naming the first variable whose value its flag's converter refuses.
     """
-    env = os.environ if environ is None else environ
-    values: dict[str, Any] = {}
-    for dest, option in _BY_DEST.items():
-        given = getattr(args, dest, None)
-        if given is not None:
-            values[dest] = given
-        elif (raw := env.get(option.env)) is not None:
-            try:
-                values[dest] = option.convert(raw)
-            except argparse.ArgumentTypeError as error:
-                raise SettingsError(f"environment variable {option.env}: {error}") from None
-    return values
+    try:
+        return resolve_flags(_BY_DEST.values(), vars(args), os.environ if environ is None else environ)
+    except EnvFlagError as error:
+        raise SettingsError(str(error)) from None
 
 
 def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> ServeSettings:
@@ -416,6 +398,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
         exporter_port=v.get("exporter_port", _D.exporter_port),
         scrape_timeout_s=v.get("scrape_timeout", _D.scrape_timeout_s),
         scrape_concurrency=v.get("scrape_concurrency", _D.scrape_concurrency),
+        exporter_ca_file=v.get("exporter_ca_file", _D.exporter_ca_file),
         namespaces=v.get("namespaces", _D.namespaces),
         refresh_interval_s=v.get("refresh_interval", _D.refresh_interval_s),
         window_s=v.get("window", _D.window_s),

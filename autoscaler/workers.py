@@ -36,7 +36,7 @@ from typing import Any
 
 from aiohttp import web
 
-from autoscaler.api.app import build_api_app
+from autoscaler.api.app import build_served_app
 from autoscaler.api.certs import generate_self_signed, server_context
 from autoscaler.api.connections import ConnectionLimits, GuardedSite
 from autoscaler.api.render import render_snapshot
@@ -106,14 +106,7 @@ async def _worker(settings: ServeSettings, cert_file: Path, key_file: Path, pipe
     holder = SnapshotHolder()
     try:
         tls = server_context(cert_file, key_file)
-        if settings.insecure_dev:
-            app = build_api_app(holder, metrics)
-        else:
-            from autoscaler.api.auth import build_api_security
-
-            security = await build_api_security(settings, tls, metrics)
-            app = build_api_app(holder, metrics, security.middlewares)
-            app.on_cleanup.append(security.close)
+        app = await build_served_app(holder, metrics, settings, tls)
     except (OSError, ValueError) as error:
         pipe.send_bytes(FAILED + str(error).encode())
         return 2

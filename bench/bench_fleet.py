@@ -358,6 +358,12 @@ def main() -> None:
         proxy.configure_cert(client)
         for runtimes in (int(part) for part in args.runtimes.split(",") if part.strip()):
             print(report(asyncio.run(measure(args, runtimes, workdir, client))), flush=True)
+    print(f"machine: {os.cpu_count()} cores, load average {load_average()} at the end (other work on the same "
+          "cores moves every figure; compare ratios)")
+
+
+def load_average() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 if __name__ == "__main__":

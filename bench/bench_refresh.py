@@ -2,14 +2,19 @@
 
 Builds the snapshots in memory (no I/O: the sources' cost is theirs), then runs `decide` for every runtime
 as the refresh loop does, carrying the smoothing memory from one refresh to the next. Prints the median CPU
-time per full refresh and the peak memory one refresh allocates. Plain script, no asserts:
+time per full refresh and the peak memory one refresh allocates. The machine's speed and load move the
+absolute figure; the ratio to a plain loop that only reads every pod's fields (run interleaved, in the same
+process) is the figure to compare across machines. Plain script, no asserts:
 
     python bench/bench_refresh.py [--runtimes 100] [--pods 100] [--runs 7]
+    python bench/bench_refresh.py --runtimes 1000 --pods 10
+    python bench/bench_refresh.py --runtimes 5000 --pods 2 --render   # also every answer, rendered to bytes
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import time
@@ -68,11 +73,45 @@ def refresh(
     return views
 
 
+def plain_loop(snapshots: list[RuntimeSnapshot]) -> float:
+    """The floor of any per-pod decision in Python: read each pod's name, readiness and signals once."""
+    total = 0.0
+    for snapshot in snapshots:
+        for pod in snapshot.pods:
+            _ = pod.name, pod.ready, pod.sampled_at, pod.gpu_sampled_at, pod.cache_misses_per_second
+            for x in (pod.gpu_busy, pod.requests_per_second, pod.queue_delay_s, pod.lru_age_s,
+                      pod.cache_used_ratio, pod.models_loaded):
+                if x is not None:
+                    total += x
+    return total
+
+
+def render(views: dict[RuntimeKey, RuntimeView], runs: int) -> None:
+    """What the refresh process does next: every answer of every runtime as bytes, pickled for the workers."""
+    from autoscaler.api.render import render_snapshot
+    from autoscaler.api.runtimes import debug_body
+    from autoscaler.api.snapshot import encode
+
+    whole, debug = [], []
+    for _ in range(runs):
+        started = time.process_time()
+        blob = encode(render_snapshot(views, True))
+        whole.append(time.process_time() - started)
+        started = time.process_time()
+        for view in views.values():
+            debug_body(view)
+        debug.append(time.process_time() - started)
+    print(f"render every answer and encode the snapshot: median {statistics.median(whole) * 1e3:.1f} ms "
+          f"({len(blob) / 2**20:.1f} MiB), of which /debug documents {statistics.median(debug) * 1e3:.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runtimes", type=int, default=100)
     parser.add_argument("--pods", type=int, default=100, help="pods per runtime")
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--render", action="store_true",
+                        help="also time rendering the views into the serving snapshot, as the refresh does")
     args = parser.parse_args()
 
     now = 1_700_000_000.0
@@ -85,11 +124,18 @@ def main() -> None:
     views = refresh(snapshots, policy, memory, now)  # warm-up: first memory, imports, caches
 
     cpu = []
+    plain = []
     for run in range(args.runs):
         t = now + REFRESH_S * (run + 1)
         started = time.process_time()
+        plain_loop(snapshots)
+        plain.append(time.process_time() - started)
+        started = time.process_time()
         views = refresh(snapshots, policy, memory, t)
         cpu.append(time.process_time() - started)
+
+    if args.render:
+        render(views, args.runs)
 
     # Like the refresher, the previous refresh's views stay alive until the new ones replace them.
     tracemalloc.start()
@@ -100,11 +146,14 @@ def main() -> None:
 
     total = args.runtimes * args.pods
     median = statistics.median(cpu)
-    print(f"pods: {total} in {args.runtimes} runtimes; runs: {args.runs}")
+    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"pods: {total} in {args.runtimes} runtimes; runs: {args.runs}; load average {load}")
     print(
         f"cpu per full refresh: median {median * 1e3:.1f} ms, min {min(cpu) * 1e3:.1f} ms, "
         f"max {max(cpu) * 1e3:.1f} ms ({median / total * 1e6:.2f} µs per pod)"
     )
+    print(f"plain loop over the same pods: median {statistics.median(plain) * 1e3:.2f} ms; "
+          f"refresh / plain loop: {median / statistics.median(plain):.1f}x")
     print(f"snapshots in memory: {snapshot_bytes / 2**20:.1f} MiB")
     print(
         f"one refresh (tracemalloc): peak {peak / 2**20:.1f} MiB allocated, "

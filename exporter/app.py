@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import socket
 import ssl
 import zlib
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
@@ -26,6 +27,7 @@ from prometheus_client.aiohttp import make_aiohttp_handler
 from exporter import names
 from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
+from exporter.listen import bind_listeners
 from exporter.settings import ExporterSettings
 
 log = logging.getLogger(__name__)
@@ -59,8 +61,10 @@ def build_app(settings: ExporterSettings) -> web.Application:
     )
     registry.register(modelmesh)
     loops: list[Loop] = [functools.partial(modelmesh.run, settings.modelmesh_interval_s)]
-    health.register(names.COLLECTOR_GPU)
     if settings.gpu_enabled:
+        # `--no-gpu` publishes no GPU collector at all: a `collector="gpu"` success of 0 on every CPU-only pod
+        # would read as a failing collector (dashboards, alerts) where there is nothing to collect.
+        health.register(names.COLLECTOR_GPU)
         # Imported here so a CPU-only exporter (`--no-gpu`) never loads pynvml.
         from exporter.collectors.gpu import GpuCollector
 
@@ -124,10 +128,12 @@ def metrics_app(registry: CollectorRegistry, health: CollectorHealth, loops: Seq
     return app
 
 
-def run(app: web.Application, host: str, port: int, *, access_log: bool = False) -> None:
-    """Serve until SIGTERM/SIGINT. No access log by default: Prometheus scrapes every few seconds forever,
+def run(app: web.Application, host: str, port: int, *, access_log: bool = False,
+        sockets: Sequence[socket.socket] | None = None) -> None:
+    """Serve until SIGTERM/SIGINT on `sockets` (bound by `exporter.listen` before anything else started), or
+    on `host:port` bound here. No access log by default: Prometheus scrapes every few seconds forever,
     and formatting a log line per scrape would cost more than rendering the metrics."""
     web.run_app(
-        app, host=host, port=port, print=None,
+        app, sock=list(sockets) if sockets is not None else bind_listeners(host, port), print=None,
         access_log=logging.getLogger("aiohttp.access") if access_log else None,
     )

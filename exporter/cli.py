@@ -8,6 +8,7 @@ import logging
 import sys
 
 from exporter.app import build_app, run
+from exporter.listen import ListenError, bind_listeners, bound_port
 from exporter.pod_resources import PodResourcesError, list_pod_resources, pod_gpu_ids
 from exporter.settings import ExporterSettings, parse_settings
 
@@ -24,19 +25,26 @@ def main(argv: list[str] | None = None) -> None:
         else f"trusting {settings.modelmesh_ca_file}" if settings.modelmesh_ca_file
         else "trusting the system CAs"
     )
+    if settings.pod_resources_socket is not None and settings.gpu_enabled:
+        settings = own_gpus(settings)
+    try:
+        # Bound before any collector starts or "serving" is said: a busy port is one line and nothing else.
+        sockets = bind_listeners(settings.listen_host, settings.listen_port)
+    except ListenError as error:
+        log.error("cannot start: %s (choose a free port with --listen or EXPORTER_LISTEN)", error,
+                  exc_info=settings.log_level == "DEBUG")
+        sys.exit(2)
     log.info(
         "serving on %s:%d; reading ModelMesh at %s every %g s (%s; timeout %g s; load window %g s); "
         "GPU collector %s",
-        settings.listen_host, settings.listen_port, settings.modelmesh_url, settings.modelmesh_interval_s,
+        settings.listen_host, bound_port(sockets), settings.modelmesh_url, settings.modelmesh_interval_s,
         tls, settings.modelmesh_timeout_s, settings.load_window_s, "on" if settings.gpu_enabled else "off",
     )
-    if settings.pod_resources_socket is not None and settings.gpu_enabled:
-        settings = own_gpus(settings)
     if settings.modelmesh_insecure and settings.modelmesh_url.startswith("https"):
         log.warning("--modelmesh-insecure: ModelMesh's certificate is not verified")
     # The access log only at DEBUG: one line per scrape otherwise fills the pod's log for nothing.
     run(build_app(settings), settings.listen_host, settings.listen_port,
-        access_log=settings.log_level == "DEBUG")
+        access_log=settings.log_level == "DEBUG", sockets=sockets)
 
 
 def own_gpus(settings: ExporterSettings) -> ExporterSettings:

@@ -13,10 +13,12 @@ import math
 import os
 import ssl
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
+
+from exporter.env_flags import EnvFlag, EnvFlagError, resolve_flags
 
 ENV_PREFIX: Final = "EXPORTER_"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -115,22 +117,9 @@ def uuid_list(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-@dataclass(frozen=True, slots=True)
-class _Option:
-    flag: str
-    convert: Callable[[str], Any]
-    help: str
-    default_text: str
-    metavar: str | None = None
-    switch: bool = False  # a flag without a value; its variable takes true/false
-
-    @property
-    def dest(self) -> str:
-        return self.flag.removeprefix("--").replace("-", "_")
-
-    @property
-    def env(self) -> str:
-        return ENV_PREFIX + self.dest.upper()
+class _Option(EnvFlag):
+    __slots__ = ()
+    env_prefix = ENV_PREFIX
 
 
 _D: Final = ExporterSettings()
@@ -202,16 +191,10 @@ def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | N
     """Flags, then `EXPORTER_*` variables, then defaults; a bad value exits with status 2 and says why."""
     parser = build_parser()
     args = vars(parser.parse_args(argv))
-    env = os.environ if environ is None else environ
-    values: dict[str, Any] = {}
-    for dest, option in _BY_DEST.items():
-        if args[dest] is not None:
-            values[dest] = args[dest]
-        elif (raw := env.get(option.env)) is not None:
-            try:
-                values[dest] = option.convert(raw)
-            except argparse.ArgumentTypeError as error:
-                parser.error(f"environment variable {option.env}: {error}")
+    try:
+        values = resolve_flags(_BY_DEST.values(), args, os.environ if environ is None else environ)
+    except EnvFlagError as error:
+        parser.error(str(error))
     if values.get("modelmesh_insecure") and values.get("modelmesh_ca_file") is not None:
         parser.error("--modelmesh-insecure and --modelmesh-ca-file (or their EXPORTER_ variables) contradict "
                      "each other: verify with the CA file, or not at all")

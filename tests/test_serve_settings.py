@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+import certifi
 import pytest
 
 from autoscaler import cli
@@ -34,6 +35,7 @@ FLAG_CASES: list[tuple[str, str, str, Any]] = [
     ("--exporter-port", "9188", "exporter_port", 9188),
     ("--scrape-timeout", "2.5", "scrape_timeout_s", 2.5),
     ("--scrape-concurrency", "16", "scrape_concurrency", 16),
+    ("--exporter-ca-file", certifi.where(), "exporter_ca_file", Path(certifi.where())),  # checked: a real bundle
     ("--namespaces", "a, b", "namespaces", ("a", "b")),
     ("--refresh-interval", "30", "refresh_interval_s", 30.0),
     ("--window", "60", "window_s", 60.0),

@@ -40,7 +40,7 @@ from autoscaler.actuation.bridge_status import (
     replicas_of,
     verdict,
 )
-from autoscaler.kube.backoff import exponential_delay
+from autoscaler.kube.backoff import retry_delay
 from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.selfmetrics import AdapterMetrics
@@ -245,9 +245,8 @@ class ReplicaBridge:
         retry.failures += 1
         now = self._clock()
         if error.retryable:
-            delay = exponential_delay(retry.failures, self.settings.backoff_base_s, self.settings.backoff_cap_s)
-            delay = delay / 2 + delay / 2 * self._rand()
-            retry.retry_at = now + max(delay, error.retry_after_s or 0.0)
+            retry.retry_at = now + retry_delay(retry.failures, self.settings.backoff_base_s,
+                                               self.settings.backoff_cap_s, self._rand(), error.retry_after_s)
         else:
             retry.retry_at = now + self.settings.resync_interval_s
         self._warn(f"RuntimeScale {key[0]}/{key[1]} not reconciled (next try in {retry.retry_at - now:.0f} s): "

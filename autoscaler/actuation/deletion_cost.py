@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from autoscaler.actuation.deletion_cost_plan import PodId, PodPatch, PodRecord, plan_patches, scale_down_pending
-from autoscaler.kube.backoff import exponential_delay
+from autoscaler.kube.backoff import retry_delay
 from autoscaler.kube.client import KubeApiError
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.names import DELETION_COST_ANNOTATION
@@ -214,9 +214,8 @@ class DeletionCostWriter:
             return
         record.failures += 1
         if error.retryable:
-            delay = exponential_delay(record.failures, self.settings.backoff_base_s, self.settings.backoff_cap_s)
-            delay = delay / 2 + delay / 2 * self._rand()  # "equal jitter": replicas and pods spread out
-            record.retry_at = now + max(delay, error.retry_after_s or 0.0)
+            record.retry_at = now + retry_delay(record.failures, self.settings.backoff_base_s,
+                                                self.settings.backoff_cap_s, self._rand(), error.retry_after_s)
             result = "retried"
         else:
             record.retry_at = now + self.settings.max_interval_s

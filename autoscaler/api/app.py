@@ -9,6 +9,7 @@ self-metrics see every answer, `status_errors` turns every error (the gate's 401
 from __future__ import annotations
 
 import logging
+import ssl
 import time
 
 from aiohttp import web
@@ -26,6 +27,7 @@ from autoscaler.api.status import ApiError, status_response
 from autoscaler.names import GROUP_VERSION
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.settings import ServeSettings
 
 log = logging.getLogger(__name__)
 
@@ -107,4 +109,20 @@ def build_api_app(
     router.add_get("/livez", handlers.healthz)
     router.add_get("/readyz", handlers.readyz)
     router.add_get("/metrics", metrics_handler)
+    return app
+
+
+async def build_served_app(
+    source: Refresher | SnapshotStore, metrics: AdapterMetrics, settings: ServeSettings, tls: ssl.SSLContext | None
+) -> web.Application:
+    """`build_api_app` as `serve` runs it, in one process or in each worker: behind authentication and
+    authorization (their Kubernetes clients close with the app; `tls` learns the client CAs), or open with
+    `--insecure-dev`. Start-up mistakes are `ValueError`s (`KubeConfigError`, `AuthConfigError`)."""
+    if settings.insecure_dev:
+        return build_api_app(source, metrics)
+    from autoscaler.api.auth import build_api_security  # only secured serving needs the Kubernetes client
+
+    security = await build_api_security(settings, tls, metrics)
+    app = build_api_app(source, metrics, security.middlewares)
+    app.on_cleanup.append(security.close)
     return app

@@ -8,7 +8,6 @@ replaced (`RefresherSnapshots`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
 from autoscaler.api import runtimes
@@ -22,7 +21,7 @@ def render_runtime(view: RuntimeView) -> RuntimeAnswers:
     return RuntimeAnswers(
         tuple(metric_answer(view, metric) for metric in METRICS),
         runtimes.keda_answer(view),
-        json.dumps(runtimes.explanation(view)).encode(),
+        runtimes.debug_body(view),
     )
 
 

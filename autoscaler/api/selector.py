@@ -50,10 +50,17 @@ def _split_requirements(selector: str) -> list[str]:
     return parts
 
 
-@functools.lru_cache(maxsize=1024)
+SELECTOR_CACHE_SIZE = 65_536
+"""Selectors whose answer is kept: one per runtime an HPA scales (its metrics share it), so a fleet of up to
+65,536 runtimes never parses a selector twice; a bigger one only parses again. Each entry is a selector of at
+most 1 KiB (longer ones are refused, and refusals are not cached) and a name: 70 MiB at the very worst, a
+few MiB for real selectors (`deployment=<name>`, under 100 bytes)."""
+
+
+@functools.lru_cache(maxsize=SELECTOR_CACHE_SIZE)
 def deployment_from_selector(selector: str | None) -> str:
-    """The runtime Deployment the selector names. Cached: an HPA sends the same selector every sync, and the
-    answer depends on nothing else (refusals raise, so they are not cached)."""
+    """The runtime Deployment the selector names. Cached (`SELECTOR_CACHE_SIZE`): an HPA sends the same
+    selector every sync, and the answer depends on nothing else (refusals raise, so they are not cached)."""
     if selector is None or not selector.strip():
         raise SelectorError(f"missing labelSelector; {HELP}")
     if len(selector) > _MAX_SELECTOR_LENGTH:

@@ -1,9 +1,11 @@
 """The one layer over the Kubernetes API (`kubernetes.aio`): connection settings, one error hierarchy, raw
-JSON calls, patches, Leases and access reviews.
+JSON calls, list + watch, patches, Leases and access reviews.
 
 - `config`: where connection settings come from (`--kubeconfig`, in-cluster, default kubeconfig).
 - `errors`: `KubeConfigError`, `KubeApiError` (status, reason, Retry-After), `WatchExpiredError`.
 - `raw`: raw JSON reads for lists and watches; the API's error Status objects become `KubeApiError`.
+- `list_watch`: `ListWatch`, one resource kept current by list + watch (resume, relist after 410, backoff).
+- `session`: `KubeSession`, the API client a group of loops shares, and those loops' tasks.
 - `client`: typed writes: pod annotation merge patches and Lease get/create/replace.
 - `reviews`: TokenReview, SubjectAccessReview and the authentication ConfigMap.
 - `backoff`: the capped, jittered exponential backoff every caller retries with.

@@ -29,7 +29,7 @@ from kubernetes.aio.config.config_exception import ConfigException
 
 from autoscaler.kube.config import in_cluster, load_kube_settings
 from autoscaler.kube.errors import KubeApiError, KubeConfigError
-from autoscaler.kube.raw import read_json
+from autoscaler.kube.raw import Endpoint, read_json, scope_name
 
 __all__ = ["JSON", "CustomResource", "KubeApiError", "KubeClient", "KubeConfigError", "in_cluster"]
 
@@ -71,6 +71,11 @@ class KubeClient:
         api.user_agent = user_agent
         return cls(api, default_namespace=settings.namespace, timeout_s=timeout_s)
 
+    @property
+    def request_timeout_s(self) -> float:
+        """How long one call may take (seconds); a watch stream is allowed this on top of its own timeout."""
+        return self._timeout_s
+
     async def close(self) -> None:
         await self._api.close()  # type: ignore[no-untyped-call]
 
@@ -81,12 +86,7 @@ class KubeClient:
 
     async def get_lease(self, namespace: str, name: str) -> JSON | None:
         """The Lease as the server has it, or None when it does not exist."""
-        try:
-            return await self._request("GET", _LEASE, {"namespace": namespace, "name": name})
-        except KubeApiError as error:
-            if error.status == 404:
-                return None
-            raise
+        return await self._get_or_none(_LEASE, {"namespace": namespace, "name": name})
 
     async def create_lease(self, namespace: str, lease: JSON) -> JSON:
         """POST a new Lease; 409 AlreadyExists when another replica was faster."""
@@ -107,44 +107,18 @@ class KubeClient:
 
     async def list_custom(self, resource: CustomResource, namespace: str | None) -> JSON:
         """Every object of a namespaced custom resource in `namespace` (None: all namespaces), as the raw list."""
+        call = partial(self.custom_endpoint(resource, namespace), _request_timeout=self._timeout_s)
+        return await read_json(call, f"list {resource.plural}.{resource.group} in {scope_name(namespace)}")
+
+    def custom_endpoint(self, resource: CustomResource, namespace: str | None) -> Endpoint:
+        """The raw list method of a namespaced custom resource in `namespace` (None: all namespaces): it lists,
+        or watches with `watch=True` (`autoscaler.kube.list_watch.ListWatch` follows it)."""
         api = client.CustomObjectsApi(self._api)
         if namespace is None:
-            call = partial(api.list_custom_object_for_all_namespaces_without_preload_content, resource.group,
-                           resource.version, resource.plural, _request_timeout=self._timeout_s)
-        else:
-            call = partial(api.list_namespaced_custom_object_without_preload_content, resource.group,
-                           resource.version, namespace, resource.plural, _request_timeout=self._timeout_s)
-        where = f"namespace {namespace}" if namespace is not None else "all namespaces"
-        return await read_json(call, f"list {resource.plural}.{resource.group} in {where}")
-
-    async def watch_custom(
-        self, resource: CustomResource, namespace: str | None, resource_version: str, timeout_s: int
-    ) -> aiohttp.ClientResponse:
-        """Open a watch from `resource_version`: the caller reads JSON lines from `.content` and releases it.
-
-        Ends cleanly after `timeout_s` (server side). A failure to open is a `KubeApiError`."""
-        api = client.CustomObjectsApi(self._api)
-        options: dict[str, Any] = {"resource_version": resource_version, "watch": True, "allow_watch_bookmarks": True,
-                   "timeout_seconds": timeout_s, "_request_timeout": float(timeout_s) + self._timeout_s}
-        what = f"watch {resource.plural}.{resource.group}"
-        try:
-            if namespace is None:
-                response = await api.list_custom_object_for_all_namespaces_without_preload_content(
-                    resource.group, resource.version, resource.plural, **options)
-            else:
-                response = await api.list_namespaced_custom_object_without_preload_content(
-                    resource.group, resource.version, namespace, resource.plural, **options)
-        except Exception as error:
-            raise KubeApiError(f"{what}: no answer: {error!r}") from error
-        if response.status >= 300:
-            try:
-                raw = await response.read()
-            finally:
-                response.release()
-            document = _parse(raw)
-            raise KubeApiError(f"{what}: {response.status} {document.get('message', '')}", response.status,
-                               str(document.get("reason") or ""))
-        return response
+            return partial(api.list_custom_object_for_all_namespaces_without_preload_content, resource.group,
+                           resource.version, resource.plural)
+        return partial(api.list_namespaced_custom_object_without_preload_content, resource.group,
+                       resource.version, namespace, resource.plural)
 
     async def merge_patch_custom(
         self, resource: CustomResource, namespace: str, name: str, patch: JSON, *, subresource: str | None = None

@@ -24,6 +24,10 @@ JSON = dict[str, Any]
 Scope = str | None
 """Where one list or watch looks: a namespace, or None for all namespaces."""
 
+Endpoint = Callable[..., Awaitable[aiohttp.ClientResponse]]
+"""A generated `list_*_without_preload_content` method bound to its resource and scope: with the list options
+it lists; with `watch=True` it opens a watch stream (`autoscaler.kube.list_watch`)."""
+
 
 async def read_json(call: Callable[[], Awaitable[aiohttp.ClientResponse]], what: str) -> JSON:
     """Make a raw API call and decode its JSON body; every failure becomes a `KubeApiError`.
@@ -42,6 +46,22 @@ async def read_json(call: Callable[[], Awaitable[aiohttp.ClientResponse]], what:
     if not isinstance(body, dict):
         raise KubeApiError(f"{what}: the answer is not a JSON object")
     return body
+
+
+async def open_stream(call: Callable[[], Awaitable[aiohttp.ClientResponse]], what: str) -> aiohttp.ClientResponse:
+    """Open a streaming call (a watch): the response, its status checked, for the caller to read and release.
+
+    A refused or failed request is a `KubeApiError`; a 410 status is a `WatchExpiredError`."""
+    try:
+        response = await call()
+    except Exception as error:
+        raise KubeApiError(f"{what}: {describe(error)}") from error
+    if response.status >= 300:
+        try:
+            raise status_error(what, response.status, await read_body(response, what))
+        finally:
+            response.release()
+    return response
 
 
 async def read_body(response: aiohttp.ClientResponse, what: str) -> Any:

@@ -16,6 +16,7 @@ pods, the policy and the `now` the caller passes in.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -234,17 +235,6 @@ def gpu_time(pod: PodSample) -> float | None:
     return pod.gpu_sampled_at if pod.gpu_sampled_at is not None else pod.sampled_at
 
 
-def _reports(pod: PodSample) -> tuple[bool, bool, bool, bool]:
-    """Whether the pod reports each of SIGNALS at all (whatever its age)."""
-    cache = pod.cache_used_ratio is not None or pod.models_loaded is not None or pod.lru_age_s is not None
-    return (
-        pod.gpu_busy is not None,
-        pod.requests_per_second is not None,
-        pod.queue_delay_s is not None,
-        cache,
-    )
-
-
 def aggregate(
     pods: Sequence[PodSample],
     policy: RuntimePolicy,
@@ -255,34 +245,22 @@ def aggregate(
 
     `seen`: the signals the runtime reported at an earlier refresh (the decision's memory). A signal in it
     that no pod reports now is missing everywhere, not gone: its values are held, never lowered.
+
+    One pass over the pods, reading each field once and allocating nothing per pod but what the result
+    holds (this runs for every pod on every refresh: 10,000 pods must cost milliseconds). Whether a signal
+    is *expected* depends on all pods, so each Ready pod's signal states are first kept as a small code
+    (`_state_code`) and turned into shared state tuples (`_states`) once the pass is over.
     """
     p = policy.skew_order
     max_stale = policy.max_staleness_s
     full_ratio = policy.cache_full_ratio
     target_q = policy.target_queue_delay_s
-    cleaned = [clean_sample(raw) for raw in pods]
-    # First pass: which signal is fresh on which Ready pod, so "expected" is known before states are given.
-    usable: list[tuple[bool, bool, bool, bool]] = []
+    cleaned: list[PodSample] | None = None  # made at the first pod that needs cleaning (rarely)
+    inf, minus_inf = _INF, -_INF
+    codes: list[int] = []
     load_fresh: list[bool] = []
-    expected = [s in seen for s in SIGNALS]
-    for pod in cleaned:
-        if not pod.ready:
-            usable.append((False, False, False, False))
-            load_fresh.append(False)
-            continue
-        load_ok = _fresh_time(pod.sampled_at, now, max_stale)
-        gpu_ok = _fresh_time(gpu_time(pod), now, max_stale)
-        has = _reports(pod)
-        use = (gpu_ok and has[0], load_ok and has[1], load_ok and has[2], load_ok and has[3])
-        usable.append(use)
-        load_fresh.append(load_ok)
-        for k in range(4):
-            expected[k] = expected[k] or use[k]
-
     ready = n = 0
-    fresh_count = [0, 0, 0, 0]
-    missing_count = [0, 0, 0, 0]
-    pod_states: list[tuple[tuple[str, str], ...]] = []
+    fresh_g = fresh_r = fresh_q = fresh_c = 0
     gpu: list[float] = []
     rps: list[float] = []
     rps_at: list[int] = []
@@ -292,55 +270,81 @@ def aggregate(
     oldest: float | None = None
     room = full = False
     global_lru = 0.0
-    for i, pod in enumerate(cleaned):
-        use = usable[i]
+    for i, pod in enumerate(pods):
+        t = pod.sampled_at
+        g = pod.gpu_sampled_at
+        b = pod.gpu_busy
+        r = pod.requests_per_second
+        q = pod.queue_delay_s
+        a = pod.lru_age_s
+        c = pod.cache_used_ratio
+        k = pod.models_loaded
+        m = pod.cache_misses_per_second
+        if not (  # the check of `clean_sample`, inlined: a valid pod (the usual case) is kept as it is
+            (t is None or minus_inf < t < inf)
+            and (g is None or minus_inf < g < inf)
+            and (b is None or 0.0 <= b < inf)
+            and (r is None or 0.0 <= r < inf)
+            and (q is None or 0.0 <= q < inf)
+            and (m is None or 0.0 <= m < inf)
+            and (a is None or 0.0 <= a < inf)
+            and (c is None or 0.0 <= c < inf)
+            and (k is None or 0.0 <= k < inf)
+        ):
+            if cleaned is None:
+                cleaned = list(pods[:i])
+            pod = clean_sample(pod)
+            t, g, b, r, q = pod.sampled_at, pod.gpu_sampled_at, pod.gpu_busy, pod.requests_per_second, pod.queue_delay_s
+            a, c, k = pod.lru_age_s, pod.cache_used_ratio, pod.models_loaded
+        if cleaned is not None:
+            cleaned.append(pod)
         if not pod.ready:
-            pod_states.append(tuple((s, NONE) for s in SIGNALS))
+            codes.append(_NOT_READY)
+            load_fresh.append(False)
             continue
         ready += 1
-        if load_fresh[i]:
+        load_ok = t is not None and now - t <= max_stale
+        gt = g if g is not None else t  # `gpu_time`
+        gpu_ok = gt is not None and now - gt <= max_stale
+        load_fresh.append(load_ok)
+        use_g = gpu_ok and b is not None
+        if load_ok:
             n += 1
-        states = []
-        for k, signal in enumerate(SIGNALS):
-            if use[k]:
-                fresh_count[k] += 1
-                states.append((signal, FRESH))
-            elif expected[k]:
-                missing_count[k] += 1
-                t = gpu_time(pod) if k == 0 else pod.sampled_at
-                states.append((signal, MISSING if _fresh_time(t, now, max_stale) else STALE))
-            else:
-                states.append((signal, NONE))
-        pod_states.append(tuple(states))
-        if use[0]:
-            b = pod.gpu_busy
-            assert b is not None
-            gpu.append(b)
-            oldest = _older(oldest, gpu_time(pod))
-        if use[1] or use[2] or use[3]:
-            oldest = _older(oldest, pod.sampled_at)
-        if use[1]:
-            r = pod.requests_per_second
-            assert r is not None
-            rps.append(r)
+            use_r = r is not None
+            use_q = q is not None
+            use_c = c is not None or k is not None or a is not None
+        else:
+            use_r = use_q = use_c = False
+        codes.append(use_g | use_r << 1 | use_q << 2 | use_c << 3 | gpu_ok << 4 | load_ok << 5)
+        if use_g:
+            fresh_g += 1
+            gpu.append(b)  # type: ignore[arg-type]  # use_g: b is not None
+            if oldest is None or gt < oldest:  # type: ignore[operator]  # use_g: gt is not None
+                oldest = gt
+        if (use_r or use_q or use_c) and (oldest is None or t < oldest):  # type: ignore[operator]  # load_ok
+            oldest = t
+        if use_r:
+            fresh_r += 1
+            rps.append(r)  # type: ignore[arg-type]
             rps_at.append(i)
-        if use[2]:
-            q = pod.queue_delay_s
-            assert q is not None
-            queue_sum += q
-            if q > target_q:
-                excess += q - target_q
+        if use_q:
+            fresh_q += 1
+            queue_sum += q  # type: ignore[operator]
+            if q > target_q:  # type: ignore[operator]
+                excess += q - target_q  # type: ignore[operator]
                 saturated += 1
-            if queue_max is None or q > queue_max:
+            if queue_max is None or q > queue_max:  # type: ignore[operator]
                 queue_max = q
-        if not use[3] or room:
+        if not use_c:
+            continue
+        fresh_c += 1
+        if room:
             continue  # one pod with room settles the cache question for the runtime
         state = _cache_state(pod, full_ratio)
         if state == _ROOM:
             room = True
         else:
             full = full or state == _FULL
-            a = pod.lru_age_s
             if a is not None and a > global_lru:
                 global_lru = a
     pressure: float | None
@@ -350,16 +354,19 @@ def aggregate(
         pressure = policy.target_lru_age_s / global_lru
     else:
         pressure = None
+    fresh_count = (fresh_g, fresh_r, fresh_q, fresh_c)
+    expected = (fresh_g > 0 or SIGNAL_GPU in seen, fresh_r > 0 or SIGNAL_REQUESTS in seen,
+                fresh_q > 0 or SIGNAL_QUEUE in seen, fresh_c > 0 or SIGNAL_CACHE in seen)
+    # A Ready pod on which an expected signal is not fresh misses it.
     signals = {
-        s: SignalStats(
-            fresh=fresh_count[k], missing=missing_count[k], coverage=fresh_count[k] / ready if ready else 0.0
-        )
-        for k, s in enumerate(SIGNALS)
+        s: _signal_stats(fresh_count[j], ready - fresh_count[j] if expected[j] else 0, ready)
+        for j, s in enumerate(SIGNALS)
     }
+    states = _states(expected)
     return Aggregate(
-        pods=tuple(cleaned),
+        pods=tuple(cleaned) if cleaned is not None else pods if type(pods) is tuple else tuple(pods),
         fresh=tuple(load_fresh),
-        weights=_request_weights(len(cleaned), rps, rps_at, p),
+        weights=_request_weights(len(pods), rps, rps_at, p),
         ready=ready,
         n=n,
         coverage=n / ready if ready else 0.0,
@@ -373,14 +380,42 @@ def aggregate(
         queue_excess_s=excess,
         saturated=saturated,
         signals=signals,
-        pod_signals=tuple(pod_states),
+        pod_signals=tuple([states[code] for code in codes]),
     )
 
 
-def _older(oldest: float | None, t: float | None) -> float | None:
-    if t is None:
-        return oldest
-    return t if oldest is None or t < oldest else oldest
+@functools.lru_cache(maxsize=4096)
+def _signal_stats(fresh: int, missing: int, ready: int) -> SignalStats:
+    """Shared, immutable stats: a runtime's counts repeat from refresh to refresh, and building four of them
+    per runtime cost more than the rest of its aggregation."""
+    return SignalStats(fresh=fresh, missing=missing, coverage=fresh / ready if ready else 0.0)
+
+
+_NOT_READY: Final = 64
+"""The state code of a pod that is not Ready: every signal "none". Other codes (`aggregate`) hold, per
+signal of SIGNALS, whether it is used (bits 0-3), and whether the GPU (bit 4) and the load (bit 5)
+timestamps are fresh."""
+
+_STATE_TABLES: dict[tuple[bool, ...], tuple[tuple[tuple[str, str], ...], ...]] = {}
+"""State code → (signal, state) pairs, per `expected` mask (16 masks x 65 codes at most, built on first use)."""
+
+
+def _states(expected: tuple[bool, ...]) -> tuple[tuple[tuple[str, str], ...], ...]:
+    """Every pod's possible signal states for one `expected` mask, indexed by state code."""
+    table = _STATE_TABLES.get(expected)
+    if table is None:
+        rows = []
+        for code in range(_NOT_READY + 1):
+            if code == _NOT_READY:
+                rows.append(tuple((s, NONE) for s in SIGNALS))
+                continue
+            time_ok = (bool(code & 16), bool(code & 32), bool(code & 32), bool(code & 32))
+            rows.append(tuple(
+                (s, FRESH if code >> j & 1 else (MISSING if time_ok[j] else STALE) if expected[j] else NONE)
+                for j, s in enumerate(SIGNALS)
+            ))
+        table = _STATE_TABLES[expected] = tuple(rows)
+    return table
 
 
 def _request_weights(count: int, rates: Sequence[float], at: Sequence[int], p: float) -> tuple[float, ...]:
@@ -388,9 +423,8 @@ def _request_weights(count: int, rates: Sequence[float], at: Sequence[int], p: f
 
     When every counted rate is 0 the load is even, so the counted pods share equally.
     """
-    weights = [0.0] * count
     if not rates:
-        return tuple(weights)
+        return (0.0,) * count
     top = max(rates)
     if top == 0.0:
         shares = [1.0 / len(rates)] * len(rates)
@@ -398,6 +432,9 @@ def _request_weights(count: int, rates: Sequence[float], at: Sequence[int], p: f
         powers = [(r / top) ** p for r in rates]
         total = math.fsum(powers)
         shares = [x / total for x in powers]
+    if len(shares) == count:  # every pod counted (the usual case): `at` is 0, 1, 2, ...
+        return tuple(shares)
+    weights = [0.0] * count
     for i, share in zip(at, shares, strict=True):
         weights[i] = share
     return tuple(weights)

@@ -31,12 +31,13 @@ always show them; whoever writes deletion costs should act only on known views.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from autoscaler.model import PodView, RuntimeSnapshot, RuntimeView, ServedValue
+from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
 from autoscaler.policies.aggregation import (
     SIGNAL_CACHE,
@@ -45,10 +46,12 @@ from autoscaler.policies.aggregation import (
     SIGNAL_REQUESTS,
     SIGNALS,
     Aggregate,
+    SignalStats,
     aggregate,
 )
+from autoscaler.policies.podviews import pod_views
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
-from autoscaler.policies.ranking import Ranking, default_terms, rank_pods
+from autoscaler.policies.ranking import WeightedTerm, default_terms, rank_pods
 from autoscaler.policies.recommendation import NO_CAPACITY_SETTING, SIGNAL_OF, Recommendation, ceil_pods, recommend
 from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, smooth
 
@@ -74,30 +77,10 @@ class RuntimeMemory:
     warned_no_capacity: bool = False  # the no-capacity warning was logged for this runtime
 
 
-def _pod_views(agg: Aggregate, ranking: Ranking, now: float) -> tuple[PodView, ...]:
-    """One PodView per pod, in the snapshot's order."""
-    views = []
-    states = agg.pod_signals or ((),) * len(agg.pods)
-    for pod, fresh, weight, need, cost, signals in zip(
-        agg.pods, agg.fresh, agg.weights, ranking.needs, ranking.costs, states, strict=True
-    ):
-        sampled_at = pod.sampled_at
-        views.append(PodView(
-            name=pod.name,
-            ready=pod.ready,
-            fresh=fresh,
-            age_s=None if sampled_at is None else max(0.0, now - sampled_at),
-            gpu_busy=pod.gpu_busy,
-            requests_per_second=pod.requests_per_second,
-            queue_delay_s=pod.queue_delay_s,
-            lru_age_s=pod.lru_age_s,
-            cache_used_ratio=pod.cache_used_ratio,
-            weight=weight,
-            need=need,
-            deletion_cost=cost,
-            signals=signals,
-        ))
-    return tuple(views)
+_NO_MEMORY: Final = RuntimeMemory()
+"""A runtime's memory before its first refresh (immutable, so one object serves every runtime)."""
+
+_METRICS: Final = tuple(ServedMetric)
 
 
 def _raw_values(agg: Aggregate, desired: int) -> dict[ServedMetric, float | None]:
@@ -178,25 +161,26 @@ def decide(
     window_s: float,
 ) -> tuple[RuntimeView, RuntimeMemory]:
     """Decide one runtime for the refresh at `now`; `window_s` is the aggregation window the API reports."""
-    memory = memory or RuntimeMemory()
+    memory = memory or _NO_MEMORY
     agg = aggregate(snapshot.pods, policy, now, memory.seen)
     rec = recommend(agg, policy, memory.proposals)
     known = snapshot.source_ok and agg.ready > 0 and agg.coverage >= policy.min_coverage
+    by_signal = {s: agg.stats(s) for s in SIGNALS}
     desired_signals = _desired_signals(agg, policy)
-    desired_complete = known and agg.n == agg.ready and all(agg.stats(s).complete for s in desired_signals)
-    complete = desired_complete and all(agg.stats(s).complete for s in SIGNALS if agg.stats(s).present)
+    desired_complete = known and agg.n == agg.ready and all(by_signal[s].complete for s in desired_signals)
+    complete = desired_complete and all(st.complete for st in by_signal.values() if st.present)
 
     raw = _raw_values(agg, rec.desired)
     tau = policy.scale_down_tau_s
     smoothed: dict[ServedMetric, SmoothState] = {}
     values: dict[ServedMetric, ServedValue] = {}
     held: dict[str, str] = {f"{term} proposal": why for term, why in rec.held.items()}
-    for metric in ServedMetric:
+    for metric in _METRICS:
         signal = VALUE_SIGNAL.get(metric)
         if signal is None:
             usable, may_fall = known, desired_complete
         else:
-            stats = agg.stats(signal)
+            stats = by_signal[signal]
             usable = known and stats.fresh > 0 and stats.coverage >= policy.min_coverage
             may_fall = usable and stats.complete and agg.n == agg.ready
             if known and stats.present and not usable:
@@ -220,8 +204,8 @@ def decide(
         if not memory.warned_no_capacity:
             log.warning("%s", warnings[0])
 
-    ranking = rank_pods(agg.pods, default_terms(policy))
-    pods = _pod_views(agg, ranking, now)
+    ranking = rank_pods(agg.pods, _terms(policy))
+    pods = pod_views(agg, ranking, now)
     view = RuntimeView(
         key=snapshot.key,
         refreshed_at=now,
@@ -238,7 +222,7 @@ def decide(
         reason=_reason(snapshot, agg, policy, known, memory, held),
         consecutive_misses=0 if complete else memory.consecutive_misses + 1,
         current_replicas=snapshot.replicas,
-        signal_coverage={s: agg.stats(s).coverage for s in SIGNALS if agg.stats(s).present},
+        signal_coverage={s: st.coverage for s, st in by_signal.items() if st.present},
         held=held,
         warnings=warnings,
         bounds=(lower_bound(policy), policy.max_replicas),
@@ -248,10 +232,24 @@ def decide(
         consecutive_misses=view.consecutive_misses,
         known=known,
         proposals=_remembered(rec, memory) if known else memory.proposals,
-        seen=memory.seen | {s for s in SIGNALS if agg.stats(s).fresh > 0},
+        seen=_seen(memory.seen, by_signal),
         warned_no_capacity=memory.warned_no_capacity or bool(warnings),
     )
     return view, next_memory
+
+
+def _seen(before: frozenset[str], by_signal: Mapping[str, SignalStats]) -> frozenset[str]:
+    """The signals reported so far: the same set (object) once no new one appears, as on most refreshes."""
+    now_fresh = {s for s, st in by_signal.items() if st.fresh > 0}
+    return before if now_fresh <= before else before | now_fresh
+
+
+@functools.lru_cache(maxsize=65_536)
+def _terms(policy: RuntimePolicy) -> tuple[WeightedTerm, ...]:
+    """The ranking terms of a policy, made once per distinct policy rather than once per runtime and
+    refresh (`default_terms` depends on the policy alone). Sized for one policy per runtime (HPA bounds
+    make them differ) of a 65,536-runtime fleet, well under 1 KiB each; more only cost rebuilding."""
+    return default_terms(policy)
 
 
 def _remembered(rec: Recommendation, memory: RuntimeMemory) -> dict[str, int]:

@@ -7,6 +7,7 @@ override single fields (see `autoscaler.policies.config`).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 
@@ -70,11 +71,15 @@ def lower_bound(policy: RuntimePolicy) -> int:
     return policy.min_replicas if policy.min_replicas is not None else 1
 
 
+@functools.lru_cache(maxsize=65_536)
 def with_hpa_bounds(policy: RuntimePolicy, hpa_min: int | None, hpa_max: int | None) -> RuntimePolicy:
     """The policy with the HPA's `minReplicas`/`maxReplicas` filling bounds the config leaves unset (§6).
 
     The config (or annotation) wins where it sets a bound. An HPA bound that contradicts a configured one
     (HPA max below the configured min) is dropped: the operator's explicit setting stands.
+
+    Cached (a pure function of immutable values, called for every runtime on every refresh, and `replace`
+    costs more than the lookup): one entry per runtime of a 65,536-runtime fleet, under 1 KiB each.
     """
     low = policy.min_replicas if policy.min_replicas is not None else hpa_min
     high = policy.max_replicas if policy.max_replicas is not None else hpa_max

@@ -14,6 +14,7 @@ import yaml
 
 from autoscaler.policies.config import ConfigError, load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.settings import count, positive
 from autoscaler.simulation.hpa import Behavior
 from autoscaler.simulation.hpa_manifest import behavior_from_manifest
 from autoscaler.simulation.shapes import SHAPES
@@ -23,26 +24,6 @@ if TYPE_CHECKING:
     from autoscaler.simulation.trace import Trace
 
 POLICY_NAMES: Final = ("fixed", "mean-hpa", "skew-aware")
-
-
-def _positive(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
-    if not number > 0 or not math.isfinite(number):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {value}")
-    return number
-
-
-def _count(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return number
 
 
 def _policies(value: str) -> tuple[str, ...]:
@@ -66,23 +47,23 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                         help="HPA manifest (or a YAML with `behavior:`) for skew-aware; default: the shipped one")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic trace (default 0)")
     synth = parser.add_argument_group("synthetic trace")
-    synth.add_argument("--models", type=_count, default=500, help="models (default 500)")
-    synth.add_argument("--hours", type=_positive, default=24.0, help="hours (default 24)")
-    synth.add_argument("--rps", type=_positive, default=150.0, help="mean total requests per second (default 150)")
+    synth.add_argument("--models", type=count, default=500, help="models (default 500)")
+    synth.add_argument("--hours", type=positive, default=24.0, help="hours (default 24)")
+    synth.add_argument("--rps", type=positive, default=150.0, help="mean total requests per second (default 150)")
     synth.add_argument("--shape", choices=SHAPES, default="mixed",
                        help="popularity and time shape (default mixed: Zipf, daily cycle, bursts, churn)")
     shape = parser.add_argument_group("cluster")
-    shape.add_argument("--pod-rps", type=_positive, default=20.0,
+    shape.add_argument("--pod-rps", type=positive, default=20.0,
                        help="requests per second one pod serves at 100%% busy (default 20)")
-    shape.add_argument("--cache-models", type=_count, default=100, help="model copies one pod holds (default 100)")
-    shape.add_argument("--load-time", type=_positive, default=10.0, help="seconds to load a model (default 10)")
-    shape.add_argument("--startup-delay", type=_positive, default=30.0,
+    shape.add_argument("--cache-models", type=count, default=100, help="model copies one pod holds (default 100)")
+    shape.add_argument("--load-time", type=positive, default=10.0, help="seconds to load a model (default 10)")
+    shape.add_argument("--startup-delay", type=positive, default=30.0,
                        help="seconds until a new pod is Ready (default 30)")
-    shape.add_argument("--min-replicas", type=_count, default=2, help="HPA minReplicas (default 2)")
-    shape.add_argument("--max-replicas", type=_count, default=None,
+    shape.add_argument("--min-replicas", type=count, default=2, help="HPA minReplicas (default 2)")
+    shape.add_argument("--max-replicas", type=count, default=None,
                        help="HPA maxReplicas (default: twice what the trace's peak needs)")
-    shape.add_argument("--tick", type=_positive, default=5.0, help="simulation step in seconds (default 5)")
-    shape.add_argument("--slo-queue-ms", type=_positive, default=100.0,
+    shape.add_argument("--tick", type=positive, default=5.0, help="simulation step in seconds (default 5)")
+    shape.add_argument("--slo-queue-ms", type=positive, default=100.0,
                        help="a request waiting longer than this in a queue is delayed (default 100)")
     parser.add_argument("--no-plot", action="store_true", help="skip timeline.png")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

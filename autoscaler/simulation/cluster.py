@@ -83,6 +83,8 @@ class Cluster:
         self.served = 0.0
         self.cold_loads = 0
         self.copy_loads = 0
+        self.cold_loads_after_removal = 0  # cold loads of models whose only copy left with a removed pod
+        self._lost: set[int] = set()  # models whose last copy a scale-down removed, not requested since
         self.delayed = 0.0
         self.orphan = 0.0  # requests that arrived while no pod was Ready
         self._unrouted = 0.0  # request rate of the bucket while no pod is Ready
@@ -149,6 +151,7 @@ class Cluster:
                 holders.remove(pod)
                 if not holders:
                     del self.holders[model]
+                    self._lost.add(model)
             if pod.backlog:
                 self._requeue(pod.backlog)
         return sorted(gone)
@@ -200,6 +203,9 @@ class Cluster:
                 self._load(target, model, now)
                 self.cold_loads += 1
                 self._pending.cold_loads += 1
+                if model in self._lost:
+                    self._lost.discard(model)
+                    self.cold_loads_after_removal += 1
                 self._pending.delayed += rate * load_wait
                 target.rate += rate
                 holders = holders_of[model]
@@ -238,7 +244,7 @@ class Cluster:
                 if pod is not None and model not in pod.cache:
                     self._load(pod, model, now)
             self._copying.clear()
-        self.cold_loads = self.copy_loads = 0
+        self.cold_loads = self.copy_loads = self.cold_loads_after_removal = 0
         self._pending = TickStats()
 
     # -- time -------------------------------------------------------------------------------------------

@@ -55,6 +55,7 @@ class PolicyResult:
     served: float
     cold_loads: int
     copy_loads: int
+    cold_loads_after_removal: int  # of `cold_loads`: models whose only copy left with a pod a scale-down removed
     scale_events: int
     peak_replicas: int
     terms: dict[str, int]
@@ -115,7 +116,8 @@ def simulate(buckets: Sequence[Bucket], bucket_s: float, tick_s: float, shape: C
     return PolicyResult(
         name=policy.name, description=policy.describe(), pod_hours=pod_seconds / 3600.0,
         overloaded_seconds=overloaded, delayed_requests=cluster.delayed, requests=cluster.arrived, served=served,
-        cold_loads=cluster.cold_loads, copy_loads=cluster.copy_loads, scale_events=len(events), peak_replicas=peak,
+        cold_loads=cluster.cold_loads, copy_loads=cluster.copy_loads,
+        cold_loads_after_removal=cluster.cold_loads_after_removal, scale_events=len(events), peak_replicas=peak,
         terms=dict(policy.terms), events=events, timeline=timeline,
     )
 

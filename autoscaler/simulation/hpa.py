@@ -18,7 +18,8 @@ follows the documented algorithm and the controller it describes (`pkg/controlle
   from the replicas at the start of each policy's period; then `minReplicas`/`maxReplicas`.
 
 Pure apart from its own memory (recommendations and scale events, as the controller keeps them); the caller
-passes the time and the metric readings, so the demo can read a real API and the simulator a simulated one.
+passes the time and the metric readings, so the demo can read a real API, the simulator a simulated one, and
+the closed-loop test (`tests/support/hpa_step.py`) the real metrics API and a scale subresource.
 """
 
 from __future__ import annotations
@@ -132,15 +133,25 @@ class HorizontalPodAutoscaler:
 
     def sync(self, now: float, current: int, pods: Sequence[HpaPod],
              readings: Mapping[str, MetricReading]) -> ScaleDecision:
-        """One reconcile at `now` with `current` = the scale target's `spec.replicas`; records the scale."""
+        """One reconcile at `now` with `current` = the scale target's `spec.replicas`; records the scale as
+        done (the simulator and the demo scale at once)."""
+        decision = self.recommend(now, current, pods, readings)
+        self.record_scale(now, decision)
+        return decision
+
+    def recommend(self, now: float, current: int, pods: Sequence[HpaPod],
+                  readings: Mapping[str, MetricReading]) -> ScaleDecision:
+        """The decision of one reconcile, without recording a scale: a caller that writes the scale through
+        an API records it with `record_scale` only once the write worked, as the controller does (its
+        recommendation history is kept either way)."""
         spec = self.spec
         proposals: dict[str, int | None] = {}
         if current > spec.max_replicas:
-            return self._act(now, current, spec.max_replicas, proposals, None, "maxReplicas",
-                             "current replicas above maxReplicas")
+            return ScaleDecision(current, spec.max_replicas, proposals, None, "maxReplicas",
+                                 "current replicas above maxReplicas")
         if current < spec.min_replicas:
-            return self._act(now, current, spec.min_replicas, proposals, None, "minReplicas",
-                             "current replicas below minReplicas")
+            return ScaleDecision(current, spec.min_replicas, proposals, None, "minReplicas",
+                                 "current replicas below minReplicas")
         best, best_metric = 0, None
         for metric in spec.metrics:
             proposal = propose(metric, readings.get(metric.name), current, pods, spec.tolerance)
@@ -153,16 +164,15 @@ class HorizontalPodAutoscaler:
                                  f"{failed} of {len(spec.metrics)} metrics unreadable: no scale-down, holding")
         stabilized, window = self._stabilize(now, current, best)
         desired, limit = self._limit(now, current, stabilized)
-        return self._act(now, current, desired, proposals, best_metric, limit or window,
-                         _why(current, best, best_metric, stabilized, window, desired, limit))
+        return ScaleDecision(current, desired, proposals, best_metric, limit or window,
+                             _why(current, best, best_metric, stabilized, window, desired, limit))
 
-    def _act(self, now: float, current: int, desired: int, proposals: dict[str, int | None],
-             metric: str | None, limited_by: str | None, reason: str) -> ScaleDecision:
-        if desired > current:
-            self._ups.append(_Event(now, desired - current))
-        elif desired < current:
-            self._downs.append(_Event(now, current - desired))
-        return ScaleDecision(current, desired, proposals, metric, limited_by, reason)
+    def record_scale(self, now: float, decision: ScaleDecision) -> None:
+        """Remember a scale that happened at `now`: the behavior policies count it within their periods."""
+        if decision.desired > decision.current:
+            self._ups.append(_Event(now, decision.desired - decision.current))
+        elif decision.desired < decision.current:
+            self._downs.append(_Event(now, decision.current - decision.desired))
 
     def _stabilize(self, now: float, current: int, desired: int) -> tuple[int, str | None]:
         """Bring the recommendation inside the windows; remember the raw one (the controller's order)."""

@@ -87,7 +87,9 @@ class MeanHpaPolicy:
         self.hpa = HorizontalPodAutoscaler(HpaSpec((GPU_METRIC,), self.min_replicas, self.max_replicas))
 
     def sync(self, now: float, cluster: Cluster) -> SyncOutcome:
-        values = {s.name: 100.0 * (s.gpu_busy or 0.0) for s in cluster.samples(now) if s.ready}
+        # A Ready pod not scraped yet has no metric: the HPA counts it as missing (at the target on a
+        # scale-down, idle on a scale-up), not as an idle pod.
+        values = {s.name: 100.0 * s.gpu_busy for s in cluster.samples(now) if s.ready and s.gpu_busy is not None}
         decision = self.hpa.sync(now, cluster.replicas, _hpa_pods(cluster), {GPU_METRIC.name: values})
         return SyncOutcome(decision.desired, decision.reason, proposed=decision.proposals[GPU_METRIC.name])
 
@@ -103,6 +105,7 @@ class SkewAwarePolicy:
     max_replicas: int
     behavior: Behavior = DEFAULT_BEHAVIOR
     window_s: float = 30.0
+    deletion_costs: bool = True  # False: as the adapter's `--deletion-cost off`, the ReplicaSet removes the newest
     name: str = "skew-aware"
     terms: Counter[str] = field(default_factory=Counter)
     hpa: HorizontalPodAutoscaler = field(init=False)
@@ -117,7 +120,7 @@ class SkewAwarePolicy:
         """One adapter refresh: decide, and write the deletion costs onto the pods (the leader's job)."""
         snapshot = RuntimeSnapshot(KEY, cluster.samples(now), taken_at=now, replicas=cluster.replicas)
         view, self.memory = run_decide(snapshot, self.policy, self.memory, now, self.window_s)
-        costs = {p.name: p.deletion_cost for p in view.pods}
+        costs = {p.name: p.deletion_cost for p in view.pods} if self.deletion_costs else {}
         for pod in cluster.pods:
             cost = costs.get(pod.name)
             pod.deletion_cost = cost if cost is not None else 0

@@ -55,6 +55,7 @@ def policy_entry(result: PolicyResult, baseline: PolicyResult | None, unavoidabl
         "cold_loads": result.cold_loads,
         "avoidable_cold_loads": max(0, result.cold_loads - unavoidable),
         "copy_loads": result.copy_loads,
+        "cold_loads_after_removal": result.cold_loads_after_removal,
         "scale_events": result.scale_events,
         "peak_replicas": result.peak_replicas,
         "requests": round(result.requests),

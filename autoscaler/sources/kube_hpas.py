@@ -4,7 +4,7 @@ docs/design.md (Bounds): without `min_replicas`/`max_replicas` in the config, th
 to the `minReplicas`/`maxReplicas` of the HPA that scales the runtime, so a value the HPA would cut anyway is
 never served above its cap (and the smoothing state never climbs past it). The HPAs of the watched
 namespaces are listed, then watched (resumed from the last resourceVersion; re-listed after 410 Expired;
-capped backoff on errors), as the pod watch does.
+capped backoff on errors) by the same `autoscaler.kube.list_watch.ListWatch` as the pods.
 
 An HPA scales a runtime when:
 - its `scaleTargetRef` is the runtime's Deployment (`kind: Deployment`, `name: <deployment>`), or a
@@ -18,20 +18,19 @@ HPAs claim one runtime (a misconfiguration), the tighter bounds apply and a warn
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import inspect
-import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
 
-from kubernetes.aio.client import ApiClient, AutoscalingV2Api
+import aiohttp
+from kubernetes.aio.client import AutoscalingV2Api
 
-from autoscaler.kube.errors import KubeApiError, WatchExpiredError
-from autoscaler.kube.raw import Scope, describe, read_body, read_json, scope_name, status_error
+from autoscaler.kube.errors import KubeApiError
+from autoscaler.kube.list_watch import ListWatch
+from autoscaler.kube.raw import JSON, Scope, scope_name
+from autoscaler.kube.session import ClientFactory, KubeSession
 from autoscaler.model import RuntimeKey
 
 log = logging.getLogger("autoscaler.sources.kube_hpas")
@@ -124,26 +123,31 @@ class HpaWatch:
 
     def __init__(
         self,
-        client: Callable[[], ApiClient | Awaitable[ApiClient]],
+        client: ClientFactory,
         namespaces: Sequence[str] | None,
         *,
         request_timeout_s: float = 10.0,
         watch_timeout_s: int = 60,
         backoff: Callable[[int], float] = lambda n: min(30.0, 0.5 * 2 ** (n - 1)),
     ) -> None:
-        self._factory = client
-        self._api: ApiClient | None = None
+        self._session = KubeSession(client, "the HPA watch")
         self._scopes: tuple[Scope, ...] = tuple(dict.fromkeys(namespaces)) if namespaces else (None,)
-        self._request_timeout_s = request_timeout_s
-        self._watch_timeout_s = watch_timeout_s
-        self._backoff = backoff
         self._hpas: dict[Scope, dict[tuple[str, str], HpaBounds]] = {scope: {} for scope in self._scopes}
         self._table: dict[RuntimeKey, tuple[int, int]] = {}
         self._warned: set[RuntimeKey] = set()
-        self._tasks: list[asyncio.Task[None]] = []
         self.ok = False
         """False until every scope was listed, and while a watch is failing (bounds stay as last seen)."""
         self._ok: dict[Scope, bool] = dict.fromkeys(self._scopes, False)
+        self._loops = tuple(
+            ListWatch(
+                partial(self._endpoint, scope), "HPAs", scope,
+                on_list=partial(self._replace, scope), on_event=partial(self._apply, scope),
+                on_synced=partial(self._set_ok, scope, True), on_failure=partial(self._failed, scope),
+                backoff=backoff, request_timeout_s=request_timeout_s, watch_timeout_s=watch_timeout_s,
+                log=log, name=f"HPA watch of {scope_name(scope)}",
+            )
+            for scope in self._scopes
+        )
 
     def bounds(self, key: RuntimeKey) -> tuple[int | None, int | None]:
         """The (minReplicas, maxReplicas) of the HPA scaling `key`, or (None, None) when none does."""
@@ -153,47 +157,25 @@ class HpaWatch:
     async def start(self) -> None:
         """Create the client and start one list + watch loop per namespace; returns at once (bounds fill in
         as the lists arrive: until then the config's bounds, or none, apply)."""
-        if self._tasks:
+        if self._session.running:
             return
-        made = self._factory()
-        self._api = await made if inspect.isawaitable(made) else made
-        for scope in self._scopes:
-            self._tasks.append(asyncio.create_task(self._run(scope), name=f"kube-hpas-{scope or 'all'}"))
+        await self._session.open()
+        for loop in self._loops:
+            self._session.spawn(loop.run(), f"kube-hpas-{loop.scope or 'all'}")
 
     async def close(self) -> None:
-        tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if self._api is not None:
-            api, self._api = self._api, None
-            with contextlib.suppress(Exception):
-                await api.close()  # type: ignore[no-untyped-call]
+        await self._session.close()
 
-    def _client(self) -> ApiClient:
-        if self._api is None:
-            raise KubeApiError("the HPA watch is not started")
-        return self._api
+    def _endpoint(self, scope: Scope, **options: Any) -> Awaitable[aiohttp.ClientResponse]:
+        api = AutoscalingV2Api(self._session.client())
+        if scope is None:
+            return api.list_horizontal_pod_autoscaler_for_all_namespaces_without_preload_content(**options)
+        return api.list_namespaced_horizontal_pod_autoscaler_without_preload_content(scope, **options)
 
-    async def _run(self, scope: Scope) -> None:
-        version: str | None = None
-        failures = 0
-        while True:
-            try:
-                if version is None:
-                    version = await self._relist(scope)
-                version = await self._watch(scope, version)
-                failures = 0
-            except WatchExpiredError:
-                version = None
-            except Exception as error:
-                if not isinstance(error, KubeApiError):
-                    log.exception("HPA watch of %s: unexpected error", scope_name(scope))
-                elif self._ok[scope] or failures == 0:
-                    log.warning("HPA watch of %s failing, keeping the bounds last seen: %s", scope_name(scope), error)
-                failures += 1
-                self._set_ok(scope, False)
-                await asyncio.sleep(self._backoff(failures))
+    def _failed(self, scope: Scope, error: Exception, failures: int) -> None:
+        if isinstance(error, KubeApiError) and (self._ok[scope] or failures == 1):
+            log.warning("HPA watch of %s failing, keeping the bounds last seen: %s", scope_name(scope), error)
+        self._set_ok(scope, False)
 
     def _set_ok(self, scope: Scope, ok: bool) -> None:
         self._ok[scope] = ok
@@ -205,73 +187,21 @@ class HpaWatch:
             log.info("HPA bounds: %s", {str(k): v for k, v in sorted(table.items())} or "none")
         self._table = table
 
-    def _api_call(self, scope: Scope, **options: Any) -> Any:
-        api = AutoscalingV2Api(self._client())
-        if scope is None:
-            return partial(api.list_horizontal_pod_autoscaler_for_all_namespaces_without_preload_content, **options)
-        return partial(api.list_namespaced_horizontal_pod_autoscaler_without_preload_content, scope, **options)
-
-    async def _relist(self, scope: Scope) -> str:
-        what = f"list HPAs in {scope_name(scope)}"
-        document = await read_json(self._api_call(scope, _request_timeout=self._request_timeout_s), what)
+    def _replace(self, scope: Scope, items: list[JSON]) -> None:
         hpas: dict[tuple[str, str], HpaBounds] = {}
-        for item in document.get("items") or []:
-            parsed = parse_hpa(item) if isinstance(item, Mapping) else None
+        for item in items:
+            parsed = parse_hpa(item)
             if parsed is not None:
                 hpas[(parsed.namespace, parsed.name)] = parsed
         self._hpas[scope] = hpas
         self._rebuild()
-        self._set_ok(scope, True)
-        version = (document.get("metadata") or {}).get("resourceVersion")
-        if not isinstance(version, str) or not version:
-            raise KubeApiError(f"{what}: the answer has no resourceVersion")
-        return version
 
-    async def _watch(self, scope: Scope, version: str) -> str:
-        what = f"watch HPAs in {scope_name(scope)}"
-        call = self._api_call(
-            scope, resource_version=version, allow_watch_bookmarks=True, watch=True,
-            timeout_seconds=self._watch_timeout_s,
-            _request_timeout=float(self._watch_timeout_s) + self._request_timeout_s,
-        )
-        try:
-            response = await call()
-        except Exception as error:
-            raise KubeApiError(f"{what}: {describe(error)}") from error
-        try:
-            if response.status >= 300:
-                raise status_error(what, response.status, await read_body(response, what))
-            while True:
-                try:
-                    line = await response.content.readline()
-                except Exception as error:
-                    raise KubeApiError(f"{what}: stream broken: {describe(error)}") from error
-                if not line:
-                    return version
-                if line.strip():
-                    version = self._apply(scope, line, what) or version
-        finally:
-            response.release()
-
-    def _apply(self, scope: Scope, line: bytes, what: str) -> str | None:
-        try:
-            event = json.loads(line)
-        except ValueError as error:
-            raise KubeApiError(f"{what}: undecodable event: {line[:200]!r}") from error
-        obj = event.get("object") if isinstance(event, dict) else None
-        if not isinstance(obj, dict):
-            raise KubeApiError(f"{what}: unexpected event: {line[:200]!r}")
-        kind = event.get("type")
-        if kind == "ERROR":
-            raise status_error(what, int(obj.get("code") or 500), obj)
+    def _apply(self, scope: Scope, kind: str, obj: JSON) -> None:
         meta = obj.get("metadata") or {}
-        version = meta.get("resourceVersion")
-        if kind != "BOOKMARK":
-            ref = (str(meta.get("namespace")), str(meta.get("name")))
-            parsed = parse_hpa(obj)
-            if kind == "DELETED" or parsed is None:
-                self._hpas[scope].pop(ref, None)
-            else:
-                self._hpas[scope][ref] = parsed
-            self._rebuild()
-        return version if isinstance(version, str) else None
+        ref = (str(meta.get("namespace")), str(meta.get("name")))
+        parsed = parse_hpa(obj)
+        if kind == "DELETED" or parsed is None:
+            self._hpas[scope].pop(ref, None)
+        else:
+            self._hpas[scope][ref] = parsed
+        self._rebuild()

@@ -25,20 +25,18 @@ cannot be configured or created; `inventory()` and `close()` never raise.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import inspect
 import logging
-import random
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from os import PathLike
 from typing import Final
 
 from kubernetes.aio.client import ApiClient, Configuration
 
-from autoscaler.kube.backoff import exponential_delay
+from autoscaler.kube.backoff import spread_delay
 from autoscaler.kube.config import load_kube_settings
 from autoscaler.kube.errors import KubeApiError, KubeConfigError, WatchExpiredError
-from autoscaler.kube.raw import Scope, describe
+from autoscaler.kube.raw import Scope
+from autoscaler.kube.session import ClientFactory, KubeSession
 from autoscaler.model import RuntimeKey
 from autoscaler.sources.base import RuntimeInventory
 from autoscaler.sources.kube_deployments import DeploymentResync
@@ -64,10 +62,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_EXPORTER_PORT: Final = 9187
-
-
-ClientFactory = Callable[[], "ApiClient | Awaitable[ApiClient]"]
-"""Makes the API client when discovery starts; may be async (loading a kubeconfig is)."""
 
 
 async def load_configuration(
@@ -133,7 +127,8 @@ class KubePodDiscovery:
         static = tuple(dict.fromkeys(runtimes))
         if not static and not discover:
             raise ValueError("nothing to discover: give runtimes, or discover=True")
-        self._client_factory = _client_factory(client) if isinstance(client, Configuration) else client
+        self._session = KubeSession(_client_factory(client) if isinstance(client, Configuration) else client,
+                                    "discovery")
         watched = tuple(dict.fromkeys(namespaces)) if namespaces else None
         self._exporter_port = exporter_port
         self._backoff_initial_s = backoff_initial_s
@@ -147,7 +142,7 @@ class KubePodDiscovery:
             scopes = tuple(sorted({*(watched or ()), *(key.namespace for key in static)}))
 
         self._deployments = DeploymentResync(
-            self._client,
+            self._session.client,
             static=static,
             discover=discover,
             namespaces=watched,
@@ -160,7 +155,7 @@ class KubePodDiscovery:
         self._watches = tuple(
             PodWatch(
                 scope,
-                self._client,
+                self._session.client,
                 label_selector=pod_label_selector,
                 request_timeout_s=float(request_timeout_s),
                 watch_timeout_s=int(watch_timeout_s),
@@ -169,8 +164,6 @@ class KubePodDiscovery:
             )
             for scope in scopes
         )
-        self._api: ApiClient | None = None
-        self._tasks: list[asyncio.Task[None]] = []
         self._version = 0
         self._cache: tuple[int, dict[RuntimeKey, RuntimeInventory]] | None = None
 
@@ -179,31 +172,25 @@ class KubePodDiscovery:
     @property
     def healthy(self) -> bool:
         """False until the first list, and while any watch or the Deployment read is failing."""
-        return bool(self._tasks) and self._deployments.ok and all(watch.ok for watch in self._watches)
+        return self._session.running and self._deployments.ok and all(watch.ok for watch in self._watches)
 
     async def start(self) -> None:
         """Start the watch and resync loops; return after their first attempt (or `start_timeout_s`)."""
-        if self._tasks:
+        if self._session.running:
             return
-        try:
-            made = self._client_factory()
-            self._api = await made if inspect.isawaitable(made) else made
-        except KubeApiError:
-            raise
-        except Exception as error:
-            raise KubeApiError(f"cannot create the Kubernetes client: {describe(error)}") from error
+        await self._session.open()
         for watch in self._watches:
             watch.ok = False
         self._deployments.ok = False
         first_attempts: list[asyncio.Event] = []
         resync_done = asyncio.Event()
         first_attempts.append(resync_done)
-        self._tasks.append(asyncio.create_task(self._deployments.run(resync_done), name="kube-discovery-deployments"))
+        self._session.spawn(self._deployments.run(resync_done), "kube-discovery-deployments")
         for watch in self._watches:
             done = asyncio.Event()
             first_attempts.append(done)
             name = f"kube-discovery-pods-{watch.scope or 'all-namespaces'}"
-            self._tasks.append(asyncio.create_task(watch.run(done), name=name))
+            self._session.spawn(watch.run(done), name)
         try:
             async with asyncio.timeout(self._start_timeout_s):
                 await asyncio.gather(*(event.wait() for event in first_attempts))
@@ -221,25 +208,12 @@ class KubePodDiscovery:
 
     async def close(self) -> None:
         """Stop every loop and close the client; safe to call twice."""
-        tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if self._api is not None:
-            api, self._api = self._api, None
-            with contextlib.suppress(Exception):
-                await api.close()  # type: ignore[no-untyped-call]
+        await self._session.close()
 
     # ---- plumbing ----------------------------------------------------------------------------------------
 
     def _backoff(self, failures: int) -> float:
-        base = exponential_delay(failures, self._backoff_initial_s, self._backoff_max_s)
-        return float(base * (0.8 + 0.4 * random.random()))
-
-    def _client(self) -> ApiClient:
-        if self._api is None:
-            raise KubeApiError("discovery is not started")
-        return self._api
+        return spread_delay(failures, self._backoff_initial_s, self._backoff_max_s)
 
     def _changed(self) -> None:
         self._version += 1

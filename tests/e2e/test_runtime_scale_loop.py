@@ -1,6 +1,7 @@
 """The whole scaling loop of a modelmesh-serving runtime, with real processes and the fake Kubernetes API:
 
-    fake ModelMesh pods -> exporters -> the adapter (metrics API) -> HPA step (tests/support/hpa_step.py)
+    fake ModelMesh pods -> exporters -> the adapter (metrics API) -> HPA (autoscaler/simulation/hpa.py,
+      driven by tests/support/hpa_step.py)
       -> RuntimeScale scale subresource -> the adapter's bridge -> ServingRuntime.spec.replicas
       -> modelmesh-serving stand-in -> Deployment.spec.replicas -> ReplicaSet stand-in -> pods
 
@@ -26,7 +27,8 @@ import aiohttp
 import pytest
 
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
-from autoscaler.names import DELETION_COST_ANNOTATION
+from autoscaler.names import DELETION_COST_ANNOTATION, ServedMetric
+from autoscaler.simulation.hpa import DEFAULT_SCALE_UP, Behavior, HpaSpec, MetricSpec, ScalingPolicy, ScalingRules
 from autoscaler.simulation.replicaset import ReplicaPod, pods_to_remove
 from tests.fakes.kube import FakeKubeApi
 from tests.support.hpa_step import HpaStep
@@ -40,6 +42,11 @@ DEPLOYMENT = "modelmesh-serving-triton"
 SELECTOR = {"modelmesh-service": "modelmesh-serving", "name": DEPLOYMENT}
 SLOTS = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
 T = TypeVar("T")
+DOWN_WINDOW_S = 30
+# The documented HPA, quickened for a test: one pod removed per 10 s after a 30 s scale-down window.
+HPA_SPEC = HpaSpec(
+    (MetricSpec(ServedMetric.DESIRED_REPLICAS.value, "External", "AverageValue", 1.0),), min_replicas=1, max_replicas=3,
+    behavior=Behavior(DEFAULT_SCALE_UP, ScalingRules(DOWN_WINDOW_S, "Max", (ScalingPolicy("Pods", 1, 10),))))
 
 
 async def eventually(check: Callable[[], T], timeout: float = 30.0, what: str = "") -> T:
@@ -146,8 +153,7 @@ async def test_load_scales_the_runtime_through_the_runtime_scale_and_the_idle_po
         kube.add_runtime_scale(NS, RUNTIME)  # no replicas: the bridge adopts the runtime's
         cluster.replica_set()
         hpa = HpaStep(f"{kube.url}/apis/autoscaler.modelmesh.io/v1alpha1/namespaces/{NS}/runtimescales/"
-                      f"{RUNTIME}/scale", metric_reader(adapter, session), max_replicas=3,
-                      down_window_s=30.0, down_pods=1, down_period_s=10.0)
+                      f"{RUNTIME}/scale", metric_reader(adapter, session), HPA_SPEC)
         adapter_args = ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{adapter_port}",
                         "--kubeconfig", str(kubeconfig), "--namespaces", NS, "--exporter-port", str(exporter_port),
                         "--refresh-interval", "1", "--window", "3", "--scale-down-tau", "1",
@@ -209,7 +215,7 @@ async def test_load_scales_the_runtime_through_the_runtime_scale_and_the_idle_po
 
             assert cluster.removed == [0]  # the idle pod, not the newest
             [(down_at, _)] = [(t, r) for t, r in cluster.history if r == 2]
-            assert down_at - lowered_at >= hpa.down_window_s - 1  # slowly: after the stabilization window
+            assert down_at - lowered_at >= DOWN_WINDOW_S - 1  # slowly: after the stabilization window
             assert [replicas for _, replicas in cluster.history] == [3, 2]
             scale_object = kube.get("runtimescales", NS, RUNTIME)
             assert scale_object["spec"]["replicas"] == 2 == kube.serving_runtime_replicas(NS, RUNTIME)

@@ -53,8 +53,12 @@ def test_missing_exporter_holds_the_value_and_no_data_answers_503(tmp_path: Path
             time.sleep(1)
 
         path.kill_exporter(0)
-        code, message = poll(lambda: (lambda r: r if r[0] != 0 else None)(path.served("modelmesh_request_load")),
-                             timeout=15)  # type: ignore[misc]
+
+        def refused() -> tuple[int, float | str] | None:
+            answer = path.served("modelmesh_request_load")
+            return answer if answer[0] != 0 else None
+
+        code, message = poll(refused, timeout=15)
         assert "ServiceUnavailable" in str(message) or "503" in str(message)
         code, message = path.served("modelmesh_desired_replicas")
         assert code != 0, "desired replicas must not be served without data"

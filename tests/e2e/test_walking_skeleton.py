@@ -52,8 +52,12 @@ def test_metric_names_match_case_insensitively(data_path: DataPath) -> None:
 
 def test_servingruntime_selector_names_the_same_runtime(data_path: DataPath) -> None:
     path = data_path.metric_path("modelmesh_request_load", selector="servingruntime%3Ddemo")
-    _, body = poll(lambda: (lambda r: r if r[0] == 0 else None)(get_raw(data_path.kubeconfig, path)),
-                      timeout=30)  # type: ignore[misc]
+
+    def served() -> tuple[int, Any] | None:
+        answer = get_raw(data_path.kubeconfig, path)
+        return answer if answer[0] == 0 else None
+
+    _, body = poll(served, timeout=30)
     assert body["items"][0]["metricLabels"]["servingruntime"] == "demo"
 
 

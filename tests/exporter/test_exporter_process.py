@@ -70,7 +70,8 @@ def test_listen_address_from_its_environment_variable(tmp_path: Path) -> None:
         assert http_get(f"http://127.0.0.1:{port}/healthz") == (200, "ok\n")
         status, body = http_get(f"http://127.0.0.1:{port}/metrics")
         assert status == 200
-        assert f'{names.COLLECTOR_SUCCESS}{{collector="gpu"}} 0.0' in body
+        assert 'collector="gpu"' not in body  # EXPORTER_NO_GPU: no GPU collector at all
+        assert f'{names.COLLECTOR_SUCCESS}{{collector="modelmesh"}}' in body
 
 
 @dataclass

@@ -77,6 +77,11 @@ def test_new_pods_start_empty_after_the_delay_and_removed_pods_lose_their_models
     assert cluster.scale_to(1, 80.0) == ["pod-0"]
     cluster.route(80.0, [0], [5.0], 40.0)
     assert cluster.cold_loads == 2
+    assert cluster.cold_loads_after_removal == 1  # the second: its only copy left with the removed pod
+    cluster.scale_to(2, 90.0)
+    cluster.settle(120.0)
+    cluster.route(120.0, [0, 1], [5.0, 1.0], 60.0)  # model 1 was never loaded: a first load, not a lost one
+    assert (cluster.cold_loads, cluster.cold_loads_after_removal) == (3, 1)
 
 
 def test_not_ready_pods_go_first_and_queued_requests_move_to_a_remaining_pod() -> None:

@@ -80,6 +80,19 @@ def test_a_second_sync_within_the_period_counts_the_pods_already_removed() -> No
     assert hpa.sync(60.0, 72, pods(72), {DESIRED.name: 10.0}).desired == 64
 
 
+def test_a_scale_that_was_not_written_does_not_count_against_the_period() -> None:
+    # The controller records a scale event only after its update of the scale subresource worked: a failed
+    # write (409 conflict) leaves the next sync free to try the same step again.
+    behavior = Behavior(DEFAULT_BEHAVIOR.scale_up, ScalingRules(0, "Max", (ScalingPolicy("Pods", 1, 60),)))
+    hpa = HorizontalPodAutoscaler(HpaSpec((DESIRED,), min_replicas=1, max_replicas=10, behavior=behavior))
+    assert hpa.recommend(0.0, 5, pods(5), {DESIRED.name: 2.0}).desired == 4  # the write fails: not recorded
+    written = hpa.recommend(15.0, 5, pods(5), {DESIRED.name: 2.0})
+    assert written.desired == 4
+    hpa.record_scale(15.0, written)
+    assert hpa.recommend(30.0, 4, pods(4), {DESIRED.name: 2.0}).desired == 4  # one pod per 60 s: wait
+    assert hpa.recommend(76.0, 4, pods(4), {DESIRED.name: 2.0}).desired == 3
+
+
 def test_scale_down_stabilization_window_uses_the_highest_recommendation_of_the_window() -> None:
     # The default: 300 s scale-down window, 100% per 15 s.
     hpa = HorizontalPodAutoscaler(HpaSpec((DESIRED,), min_replicas=1, max_replicas=20))

@@ -121,3 +121,32 @@ def test_the_oracle_counts_full_pods_per_interval_and_the_loads_no_policy_avoids
     # With one model per pod, the models used in the last 2 minutes: 2, 3, 1 (c), 1 (d) pods.
     assert best.cache_pod_hours == (3 + 3 + 1 + 1) / 60
     assert best.first_loads == 2  # c and d appear after the first minute, which starts loaded
+
+
+def test_mean_hpa_counts_a_just_ready_pod_without_metrics_as_missing_not_idle() -> None:
+    # Four pods at 75% busy and two that just became Ready and have not been scraped yet. The HPA has no metric
+    # for those two: on a scale-down it counts them at the target (4 x 75% + 2 x 80%) / 6 = 76.7%, within the
+    # tolerance of 80%: it holds 6. Read as idle pods, the mean would be 50% and it would drop to 4 at once.
+    cluster = even_cluster(4, 0.75 * SHAPE.pod_rps)
+    cluster.scale_to(6, 40.0)
+    assert cluster.promote(40.0 + SHAPE.startup_delay_s)
+    mean = MeanHpaPolicy(2, 12)
+    outcome = mean.sync(40.0 + SHAPE.startup_delay_s, cluster)
+    assert outcome.proposed == 6 and outcome.desired == 6, outcome
+
+
+def test_skew_aware_without_deletion_costs_leaves_the_pods_to_the_replica_sets_newest_first() -> None:
+    # One hot pod and three idle ones: with costs the idle pods rank lowest; without (the adapter's
+    # `--deletion-cost off`) every pod keeps cost 0 and a scale-down by one removes the newest, pod-3.
+    cluster = Cluster(SHAPE, 4, tick_s=5.0)
+    cluster.route(0.0, [0], [15.0], 60.0)
+    for k in range(8):
+        cluster.step(5.0 * k)
+    policy = RuntimePolicy(min_replicas=2, max_replicas=12)
+    ranked = SkewAwarePolicy(policy, 2, 12, SHIPPED_BEHAVIOR)
+    ranked.refresh(40.0, cluster)
+    hot = cluster.holders[0][0]
+    assert hot.deletion_cost > max(p.deletion_cost for p in cluster.pods if p is not hot)
+    SkewAwarePolicy(policy, 2, 12, SHIPPED_BEHAVIOR, deletion_costs=False).refresh(45.0, cluster)
+    assert {p.deletion_cost for p in cluster.pods} == {0}
+    assert cluster.scale_to(3, 45.0) == ["pod-3"]

@@ -12,9 +12,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def free_port() -> int:
@@ -85,12 +88,12 @@ def stop(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
-def poll(check: object, timeout: float, interval: float = 0.25) -> object:
+def poll(check: Callable[[], T | None], timeout: float, interval: float = 0.25) -> T:
     """Call `check()` until it returns something truthy; return that, or raise with the last value."""
     deadline = time.monotonic() + timeout
-    last: object = None
+    last: T | None = None
     while time.monotonic() < deadline:
-        last = check()  # type: ignore[operator]
+        last = check()
         if last:
             return last
         time.sleep(interval)

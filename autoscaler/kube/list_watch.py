@@ -1,0 +1,165 @@
+"""`ListWatch`: one resource of one scope kept current by list + watch, as client-go's reflector does it
+(`tools/cache/reflector.go`). Pod discovery, the HPA bounds and the RuntimeScale wake-ups all run on it.
+
+- List, then watch from the list's `resourceVersion` with `allowWatchBookmarks`: a BOOKMARK only moves the
+  version on. The server ends each watch after `timeoutSeconds`; the next one resumes from the newest version
+  seen, without listing again.
+- 410 Expired (an ERROR event in the stream, or the status of the request): that version is gone, so list
+  again, now a consistent read (no `resourceVersion`), as the reflector does once it saw "expired". When a
+  fresh list's version expires straight away again, wait `backoff(n)` before the next list, so a compacting
+  server is not hammered.
+- Any other failure: wait `backoff(n)` (the n-th failure in a row; reset once a watch ran to its end) and
+  resume the watch from the last version seen, or list when there was none yet.
+
+`list_from_cache` makes the first list `resourceVersion=0`, served from the API server's watch cache (cheap for
+10,000 pods), as the reflector's first list is. The error texts name `list|watch <resource> in <scope>`.
+
+What the objects mean stays with the owner, told through four callbacks: `on_list(items)` replaces its copy
+with the listed objects, `on_event(type, object)` folds one ADDED/MODIFIED/DELETED event in, `on_synced()`
+says the copy is current (a list arrived, a watch opened), `on_failure(error, n)` says it is not (the owner
+logs and flags that its own way). Failures are `KubeApiError`s; anything else is logged with its traceback
+and retried too: a watch must never stop silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+from autoscaler.kube.errors import KubeApiError, WatchExpiredError
+from autoscaler.kube.raw import JSON, Endpoint, Scope, describe, open_stream, read_json, scope_name, status_error
+
+
+def _nothing() -> None:
+    return None
+
+
+def _ignore(error: Exception, failures: int) -> None:
+    return None
+
+
+class ListWatch:
+    """Lists then watches `resource` in `scope` forever (`run`), through `endpoint`."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        resource: str,
+        scope: Scope,
+        *,
+        on_list: Callable[[list[JSON]], None],
+        on_event: Callable[[str, JSON], None],
+        on_synced: Callable[[], None] = _nothing,
+        on_failure: Callable[[Exception, int], None] = _ignore,
+        backoff: Callable[[int], float],
+        request_timeout_s: float,
+        watch_timeout_s: int,
+        filters: Mapping[str, Any] | None = None,
+        list_from_cache: bool = False,
+        log: logging.Logger,
+        name: str,
+    ) -> None:
+        """`endpoint` is the generated list method of the resource in the scope (`autoscaler.kube.raw.Endpoint`);
+        `filters` (e.g. `label_selector`) go with every list and watch.
+
+        `request_timeout_s` bounds a list; `watch_timeout_s` is the server-side `timeoutSeconds` of one watch,
+        which the client-side limit exceeds by `request_timeout_s`: it only catches a server that stopped
+        talking. `name` is how `log` calls this loop (expiries at INFO, unexpected errors with a traceback)."""
+        self.resource = resource
+        self.scope = scope
+        self._endpoint = endpoint
+        self._on_list = on_list
+        self._on_event = on_event
+        self._on_synced = on_synced
+        self._on_failure = on_failure
+        self._backoff = backoff
+        self._request_timeout_s = request_timeout_s
+        self._watch_timeout_s = watch_timeout_s
+        self._filters = dict(filters or {})
+        self._list_from_cache = list_from_cache
+        self._log = log
+        self._name = name
+
+    async def run(self) -> None:
+        """List then watch until cancelled: resume after a clean end, list again after 410, back off on errors."""
+        version: str | None = None
+        consistent = not self._list_from_cache
+        failures = expiries = 0
+        while True:
+            try:
+                if version is None:
+                    version = await self._list(consistent)
+                version = await self._watch(version)
+                failures = expiries = 0
+            except WatchExpiredError as error:
+                self._log.info("%s expired (%s); listing again", self._name, error)
+                version = None
+                consistent = True
+                expiries += 1
+                if expiries > 1:  # expired again right after a fresh list: do not hammer the API server
+                    await asyncio.sleep(self._backoff(expiries - 1))
+            except Exception as error:
+                if not isinstance(error, KubeApiError):
+                    self._log.exception("%s: unexpected error", self._name)
+                failures += 1
+                self._on_failure(error, failures)
+                await asyncio.sleep(self._backoff(failures))
+
+    async def _list(self, consistent: bool) -> str:
+        """Hand a fresh list to `on_list`; returns its resourceVersion to watch from."""
+        what = f"list {self.resource} in {scope_name(self.scope)}"
+        options: dict[str, Any] = {**self._filters, "_request_timeout": self._request_timeout_s}
+        if not consistent:
+            options["resource_version"] = "0"
+        document = await read_json(partial(self._endpoint, **options), what)
+        items = document.get("items")
+        self._on_list([item for item in items if isinstance(item, dict)] if isinstance(items, list) else [])
+        version = (document.get("metadata") or {}).get("resourceVersion")
+        if not isinstance(version, str) or not version:
+            raise KubeApiError(f"{what}: the answer has no resourceVersion")
+        self._on_synced()
+        return version
+
+    async def _watch(self, version: str) -> str:
+        """Follow one watch request until the server ends it; returns the newest resourceVersion seen."""
+        what = f"watch {self.resource} in {scope_name(self.scope)}"
+        call = partial(
+            self._endpoint, **self._filters, resource_version=version, allow_watch_bookmarks=True, watch=True,
+            timeout_seconds=self._watch_timeout_s,
+            _request_timeout=float(self._watch_timeout_s) + self._request_timeout_s,
+        )
+        response = await open_stream(call, what)
+        try:
+            self._on_synced()
+            while True:
+                try:
+                    line = await response.content.readline()
+                except Exception as error:
+                    raise KubeApiError(f"{what}: stream broken: {describe(error)}") from error
+                if not line:
+                    return version
+                if line.strip():
+                    version = self._apply(line, what) or version
+        finally:
+            response.release()
+
+    def _apply(self, line: bytes, what: str) -> str | None:
+        """Hand one event to `on_event` (BOOKMARKs only move the version); returns its resourceVersion."""
+        try:
+            event = json.loads(line)
+        except ValueError as error:
+            raise KubeApiError(f"{what}: undecodable event: {line[:200]!r}") from error
+        obj = event.get("object") if isinstance(event, dict) else None
+        if not isinstance(obj, dict):
+            raise KubeApiError(f"{what}: unexpected event: {line[:200]!r}")
+        kind = event.get("type")
+        if kind == "ERROR":
+            raise status_error(what, int(obj.get("code") or 500), obj)
+        if kind != "BOOKMARK":
+            self._on_event(str(kind), obj)
+        seen = (obj.get("metadata") or {}).get("resourceVersion")
+        return seen if isinstance(seen, str) and seen else None

@@ -1,0 +1,116 @@
+"""Start-up checks of `serve`, run before anything binds, logs "serving" or starts a worker.
+
+The mistakes a new user makes first (a policy file that is missing or wrong, no Kubernetes connection
+settings outside a cluster, a targets file that cannot be read) would otherwise surface deep inside the
+refresh loop, after the serving workers had started, as a traceback. Checked here, each is one
+`PreflightError` whose message says what was wrong and what to do; the CLI prints it as one
+"cannot start: ..." line and exits with status 2 (the traceback only at `--log-level DEBUG`).
+
+Nothing here is kept: the parts that need the file or the connection load them again when they start, so a
+check can never disagree with what runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from autoscaler.kube.config import load_kube_settings
+from autoscaler.kube.errors import KubeConfigError
+from autoscaler.policies.config import ConfigError, load_policy_book
+from autoscaler.settings import ServeSettings
+from autoscaler.sources.targets import TargetsFileError, load_targets
+
+_KUBE_LIBRARY_LOGGER = "kubernetes.aio.config.kube_config"
+"""Logs "Config not found: PATH" as a WARNING of its own before failing: folded into our one line instead."""
+
+
+class PreflightError(Exception):
+    """A start-up mistake; the message (one line: YAML errors span several) names the setting to change."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.split()))
+
+
+def check_startup(settings: ServeSettings) -> None:
+    """Raise `PreflightError` for the first mistake that would stop `serve` later."""
+    if settings.config is not None:
+        try:
+            load_policy_book(settings.config)
+        except ConfigError as error:
+            raise PreflightError(f"--config {error}; fix the file (docs/configuration.md, Policy) or leave "
+                                 "--config out for the built-in defaults") from error
+    if settings.targets is not None:
+        try:
+            load_targets(settings.targets)
+        except TargetsFileError as error:
+            raise PreflightError(f"--targets: {error}") from error
+    if needs_kubernetes(settings) or settings.kubeconfig is not None:  # a file given must be usable
+        _check_kube_settings(settings)
+    _check_port(settings)
+
+
+def needs_kubernetes(settings: ServeSettings) -> bool:
+    """Pods are discovered in Kubernetes without `--targets`; authentication always asks the Kubernetes API
+    (TokenReview, SubjectAccessReview), so only `--insecure-dev --targets FILE` runs without it."""
+    return settings.targets is None or not settings.insecure_dev
+
+
+def _check_kube_settings(settings: ServeSettings) -> None:
+    notes: list[str] = []
+    try:
+        with _library_warnings_into(notes):
+            asyncio.run(load_kube_settings(settings.kubeconfig))
+    except KubeConfigError as error:
+        # "Config not found: PATH" says more than the parse error the library raises after it.
+        detail = f"no Kubernetes connection settings ({'; '.join(notes)})" if notes else str(error)
+        if settings.kubeconfig is not None:
+            fix = "fix or replace the file given with --kubeconfig"
+        elif settings.insecure_dev:
+            fix = ("--insecure-dev still discovers runtime pods in Kubernetes: pass --kubeconfig FILE, or list "
+                   "the runtimes and their exporter URLs with --targets FILE")
+        elif settings.targets is None:
+            fix = ("pod discovery, authentication and authorization need the Kubernetes API: pass --kubeconfig "
+                   "FILE or run in a cluster (a local demo without Kubernetes: --insecure-dev --targets FILE)")
+        else:
+            fix = ("authentication and authorization need the Kubernetes API: pass --kubeconfig FILE or run in "
+                   "a cluster (a local demo without Kubernetes: --insecure-dev)")
+        raise PreflightError(f"{detail}; {fix}") from error
+
+
+def _check_port(settings: ServeSettings) -> None:
+    """A port in use, found before the refresh side starts (with `--workers 0` it would otherwise start, and
+    the Lease be taken, before the bind fails)."""
+    from autoscaler.workers import WorkerStartError
+    from autoscaler.workers import _check_port_free as check_port_free
+
+    host = "127.0.0.1" if settings.insecure_dev else settings.listen_host
+    if settings.listen_port == 0:
+        return
+    try:
+        check_port_free(host, settings.listen_port)
+    except WorkerStartError as error:
+        raise PreflightError(f"{error}; choose another port with --listen, or stop the process that holds "
+                             "it") from error
+
+
+@contextmanager
+def _library_warnings_into(notes: list[str]) -> Iterator[None]:
+    """Collect what the Kubernetes library logs while loading, instead of letting it print a line of its own."""
+    logger = logging.getLogger(_KUBE_LIBRARY_LOGGER)
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            notes.append(record.getMessage())
+
+    handler = Collect(logging.WARNING)
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate

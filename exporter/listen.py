@@ -1,0 +1,54 @@
+"""Binding the exporter's port before anything else starts.
+
+aiohttp's `run_app` binds only after the app's background loops have started, so a port in use surfaced as
+a traceback after a "serving" line and a first ModelMesh scrape. Binding first, the way asyncio's
+`create_server` does (every address the host resolves to, `SO_REUSEADDR`, IPv6 sockets IPv6-only), makes a
+busy port one `ListenError` before any other work, and lets the CLI say "serving" only once it is true.
+"""
+
+from __future__ import annotations
+
+import socket
+
+BACKLOG = 128
+
+
+class ListenError(OSError):
+    """The port cannot be bound; the message says which address and why."""
+
+
+def bind_listeners(host: str, port: int) -> list[socket.socket]:
+    """Listening sockets for `host:port` (every address `host` resolves to), ready for `web.run_app(sock=...)`."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as error:
+        raise ListenError(f"cannot listen on {host}:{port}: {error.strerror}") from error
+    sockets: list[socket.socket] = []
+    seen: set[tuple[int, object]] = set()
+    try:
+        for family, kind, proto, _, address in infos:
+            if (family, address) in seen:
+                continue
+            seen.add((family, address))
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(address)
+            except OSError as error:
+                raise ListenError(f"cannot listen on {host}:{port}: {error.strerror or error}") from error
+            sock.listen(BACKLOG)
+            sock.setblocking(False)
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
+
+
+def bound_port(sockets: list[socket.socket]) -> int:
+    """The port actually bound (port 0 asks the kernel for one)."""
+    port: int = sockets[0].getsockname()[1]
+    return port

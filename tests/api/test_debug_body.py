@@ -1,0 +1,64 @@
+"""The /debug bytes rendered each refresh are exactly `json.dumps(explanation(view))`, however they are made.
+
+`debug_body` skips `jsonable`'s per-value inspection where `json.dumps` writes a value the same way, and takes
+the generic path when it cannot (a NaN, an infinity): the bytes a user fetches must not depend on which.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from autoscaler.api.runtimes import debug_body, explanation
+from autoscaler.model import PodSample, RuntimeSnapshot, ServedValue
+from autoscaler.names import ServedMetric
+from autoscaler.policies.decision import decide
+from autoscaler.policies.policy import RuntimePolicy
+from tests.api.builders import KEY, NOW
+from tests.policies.builders import PROPERTIES
+
+reading = st.one_of(st.none(), st.floats(min_value=0.0, max_value=1e3), st.sampled_from([math.nan, -1.0]))
+
+
+@st.composite
+def pods(draw: st.DrawFn) -> PodSample:
+    age = draw(st.one_of(st.none(), st.floats(min_value=-5.0, max_value=100.0)))
+    return PodSample(
+        name=draw(st.text(max_size=8)),  # any text: quotes, backslashes, non-ASCII must be escaped alike
+        ready=draw(st.booleans()),
+        sampled_at=None if age is None else NOW - age,
+        gpu_busy=draw(reading),
+        requests_per_second=draw(reading),
+        queue_delay_s=draw(reading),
+        lru_age_s=draw(reading),
+        cache_used_ratio=draw(reading),
+    )
+
+
+@PROPERTIES
+@given(steps=st.lists(st.lists(pods(), max_size=6).map(tuple), min_size=1, max_size=3),
+       rps_target=st.sampled_from([None, 40.0]))
+def test_debug_bytes_are_the_explanation_as_json(steps: list[tuple[PodSample, ...]],
+                                                  rps_target: float | None) -> None:
+    memory = None
+    policy = RuntimePolicy(target_rps_per_pod=rps_target)
+    for i, pods_now in enumerate(steps):
+        now = NOW + 15.0 * i
+        view, memory = decide(RuntimeSnapshot(KEY, pods_now, now), policy, memory, now, 30.0)
+        assert debug_body(view) == json.dumps(explanation(view)).encode()
+
+
+def test_a_non_finite_number_is_null_in_the_debug_bytes_too() -> None:
+    view, _ = decide(RuntimeSnapshot(KEY, (PodSample("p", sampled_at=NOW, gpu_busy=0.5),), NOW),
+                     RuntimePolicy(), None, NOW, 30.0)
+    odd = dataclasses.replace(view, coverage=math.nan,
+                              values={**view.values, ServedMetric.GPU_BUSY: ServedValue(math.inf, 0.5, NOW)})
+    body = debug_body(odd)
+    assert body == json.dumps(explanation(odd)).encode()
+    document = json.loads(body)
+    assert document["coverage"] is None
+    assert document["values"]["modelmesh_gpu_busy"] == {"value": None, "raw": 0.5, "timestamp": NOW}

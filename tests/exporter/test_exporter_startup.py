@@ -1,0 +1,66 @@
+"""The exporter process at start: a busy port is one line and nothing else (no "serving" before the port is
+bound, no collection, no traceback unless at DEBUG), and `--no-gpu` publishes no GPU collector at all."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+from exporter import names
+from tests.exporter.test_exporter_process import exporter_command
+from tests.support.processes import free_port, http_get, running
+
+
+def start_on_busy_port(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXPORTER_")}
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        return subprocess.run(
+            [*exporter_command(), "--listen", f"127.0.0.1:{port}", "--no-gpu",
+             "--modelmesh-url", "http://127.0.0.1:1/metrics", *args],
+            capture_output=True, text=True, timeout=30, env=env)
+
+
+def test_a_busy_port_is_one_line_and_no_serving_line() -> None:
+    result = start_on_busy_port()
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr  # nothing collected, nothing said to be served
+    assert "cannot start: cannot listen on 127.0.0.1:" in lines[0]
+    assert "Address already in use" in lines[0] and "--listen" in lines[0]
+    assert "serving" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_traceback_of_a_busy_port_only_at_debug_level() -> None:
+    result = start_on_busy_port("--log-level", "DEBUG")
+    assert result.returncode == 2
+    assert "cannot start: cannot listen on 127.0.0.1:" in result.stderr
+    assert "Traceback" in result.stderr
+    assert "serving on" not in result.stderr
+
+
+def test_serving_is_said_once_bound_with_the_port_it_got(tmp_path: Path) -> None:
+    port = free_port()
+    log = tmp_path / "exporter.log"
+    with running(["exporter.cli", "--listen", f"127.0.0.1:{port}", "--no-gpu",
+                  "--modelmesh-url", "http://127.0.0.1:1/metrics"], f"http://127.0.0.1:{port}/healthz", log):
+        pass
+    assert f"serving on 127.0.0.1:{port};" in log.read_text()
+
+
+def test_no_gpu_publishes_no_gpu_collector_and_passes_promtool(tmp_path: Path) -> None:
+    port = free_port()
+    with running(["exporter.cli", "--listen", f"127.0.0.1:{port}", "--no-gpu",
+                  "--modelmesh-url", "http://127.0.0.1:1/metrics"],
+                 f"http://127.0.0.1:{port}/healthz", tmp_path / "exporter.log"):
+        status, body = http_get(f"http://127.0.0.1:{port}/metrics")
+    assert status == 200
+    assert 'collector="gpu"' not in body, body
+    assert names.GPU_BUSY_RATIO not in body
+    assert f'{names.COLLECTOR_SUCCESS}{{collector="modelmesh"}} 0.0' in body  # the other collector still reports
+    check = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, text=True, timeout=30)
+    assert check.returncode == 0, check.stderr

@@ -1,0 +1,140 @@
+"""Start-up mistakes of `modelmesh-autoscaler serve`, as a new user makes them: each is one "cannot start: ..."
+line naming the fix, exit status 2, no traceback (unless `--log-level DEBUG`), and nothing served or said to be
+served first. Every case runs in both serving modes: the default (a refresh process and serving workers) and
+`--workers 0`.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from tests.hardening.adapter import write_targets
+from tests.support.processes import free_port
+
+MODES = [pytest.param([], id="workers-default"), pytest.param(["--workers", "0"], id="workers-0")]
+POLICY_FILES = {
+    "missing": None,
+    "not-yaml": "defaults: [skew_order: 2\n",
+    "unknown-key": "defaults:\n  skew_ordre: 2\n",
+    "wrong-type": "defaults:\n  target_gpu_busy: high\n",
+}
+
+
+def serve(tmp_path: Path, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    """`serve` on a machine with no Kubernetes at all: no cluster, no `~/.kube/config`, no `$KUBECONFIG`."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    env["HOME"] = str(tmp_path)
+    return subprocess.run(
+        [sys.executable, "-m", "autoscaler.cli", "serve", "--listen", f"127.0.0.1:{free_port()}", *args],
+        capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+
+
+def one_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The only line the process wrote, after checking it stopped the way a start-up mistake must."""
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2, result.stderr
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr and "serving" not in result.stderr, result.stderr
+    assert result.stdout == ""
+    return lines[0]
+
+
+def targets(tmp_path: Path) -> str:
+    return str(write_targets(tmp_path / "targets.yaml", ["http://127.0.0.1:1/metrics"]))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_serve_with_no_kubeconfig_names_kubeconfig_and_the_local_demo(tmp_path: Path, mode: list[str]) -> None:
+    line = one_line(serve(tmp_path, mode))
+    assert "cannot start: no Kubernetes connection settings" in line
+    assert f"Config not found: {tmp_path}/.kube/config" in line
+    assert "pass --kubeconfig FILE or run in a cluster" in line and "--insecure-dev --targets FILE" in line
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_serve_with_targets_but_no_kubeconfig_says_authentication_needs_kubernetes(
+        tmp_path: Path, mode: list[str]) -> None:
+    line = one_line(serve(tmp_path, ["--targets", targets(tmp_path), *mode]))
+    assert "cannot start:" in line
+    assert "authentication and authorization need the Kubernetes API" in line and "--insecure-dev" in line
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_insecure_dev_without_targets_still_needs_kubernetes_and_says_so(tmp_path: Path, mode: list[str]) -> None:
+    line = one_line(serve(tmp_path, ["--insecure-dev", *mode]))
+    assert "cannot start:" in line
+    assert "--insecure-dev still discovers runtime pods in Kubernetes" in line and "--targets FILE" in line
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_kubeconfig_that_is_not_there_is_named(tmp_path: Path, mode: list[str]) -> None:
+    line = one_line(serve(tmp_path, ["--kubeconfig", str(tmp_path / "nowhere.yaml"), *mode]))
+    assert "cannot start:" in line and str(tmp_path / "nowhere.yaml") in line
+    assert "fix or replace the file given with --kubeconfig" in line
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_broken_kubeconfig_is_named_even_where_only_deletion_costs_would_use_it(
+        tmp_path: Path, mode: list[str]) -> None:
+    kubeconfig = tmp_path / "kubeconfig.yaml"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    line = one_line(serve(tmp_path, ["--insecure-dev", "--targets", targets(tmp_path), "--kubeconfig",
+                                     str(kubeconfig), *mode]))
+    assert f"cannot start: cannot load Kubernetes connection settings from {kubeconfig}" in line
+    assert "fix or replace the file given with --kubeconfig" in line
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("case", "says"), [
+    ("missing", "cannot read config file: No such file or directory"),
+    ("not-yaml", "not valid YAML"),
+    ("unknown-key", "defaults: unknown key 'skew_ordre'"),
+    ("wrong-type", "defaults: target_gpu_busy must be a number, got 'high'"),
+])
+def test_a_policy_file_with_a_mistake_is_one_line_naming_the_file_and_the_fix(
+        tmp_path: Path, mode: list[str], case: str, says: str) -> None:
+    policy = tmp_path / f"{case}.yaml"
+    if (content := POLICY_FILES[case]) is not None:
+        policy.write_text(content)
+    line = one_line(serve(tmp_path, ["--insecure-dev", "--targets", targets(tmp_path), "--config", str(policy),
+                                     *mode]))
+    assert f"cannot start: --config {policy}: {says}" in line
+    assert "fix the file (docs/configuration.md, Policy) or leave --config out" in line
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_port_in_use_is_one_line_before_anything_starts(tmp_path: Path, mode: list[str]) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        line = one_line(serve(tmp_path, ["--insecure-dev", "--targets", targets(tmp_path), *mode,
+                                         "--listen", f"127.0.0.1:{port}"]))
+    assert f"cannot start: cannot listen on 127.0.0.1:{port}: Address already in use" in line
+    assert "choose another port with --listen" in line
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_traceback_is_shown_only_at_debug_level(tmp_path: Path, mode: list[str]) -> None:
+    result = serve(tmp_path, ["--insecure-dev", "--targets", targets(tmp_path), "--config",
+                              str(tmp_path / "missing.yaml"), "--log-level", "DEBUG", *mode])
+    assert result.returncode == 2
+    assert "cannot start: --config" in result.stderr
+    assert "Traceback" in result.stderr and "FileNotFoundError" in result.stderr
+    assert "serving external.metrics" not in result.stderr
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_scrape_concurrency_of_zero_is_refused_before_anything_starts(tmp_path: Path, mode: list[str]) -> None:
+    result = serve(tmp_path, ["--insecure-dev", "--targets", targets(tmp_path), "--scrape-concurrency", "0", *mode])
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert "--scrape-concurrency" in lines[-1] and "must be at least 1" in lines[-1], result.stderr
+    assert "Traceback" not in result.stderr and "serving" not in result.stderr

@@ -1,0 +1,147 @@
+"""`ListWatch` against the fake Kubernetes API: what the reflector's rules mean for a consumer's copy.
+
+The pod discovery, HPA and RuntimeScale tests cover the common paths through their owners; these cover what
+only the shared loop decides: bookmarks, a 410 answered to the watch request itself, and an owner's bug.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import pytest
+from kubernetes.aio.client import ApiClient, Configuration, CoreV1Api
+
+from autoscaler.kube.list_watch import ListWatch
+from tests.fakes.kube import FakeKubeApi
+
+NS = "modelmesh-serving"
+LABELS = {"modelmesh-service": "modelmesh-serving"}
+log = logging.getLogger("tests.kube.list_watch")
+
+
+class Copy:
+    """What an owner keeps: the pod names, and how often it was handed a whole list."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.lists = 0
+
+    def replace(self, items: list[dict[str, Any]]) -> None:
+        self.names = {item["metadata"]["name"] for item in items}
+        self.lists += 1
+
+    def apply(self, kind: str, obj: dict[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        if kind == "DELETED":
+            self.names.discard(name)
+        else:
+            self.names.add(name)
+
+
+@pytest.fixture
+async def kube() -> AsyncIterator[FakeKubeApi]:
+    async with FakeKubeApi() as server:
+        yield server
+
+
+@pytest.fixture
+async def api(kube: FakeKubeApi) -> AsyncIterator[ApiClient]:
+    settings = Configuration()
+    settings.host = kube.url
+    client = ApiClient(settings)
+    yield client
+    await client.close()  # type: ignore[no-untyped-call]
+
+
+def pods_of(api: ApiClient) -> Callable[..., Awaitable[aiohttp.ClientResponse]]:
+    def endpoint(**options: Any) -> Awaitable[aiohttp.ClientResponse]:
+        return CoreV1Api(api).list_namespaced_pod_without_preload_content(NS, **options)
+
+    return endpoint
+
+
+def pod_watch(api: ApiClient, copy: Copy, backoff_s: float = 0.02, **options: Any) -> ListWatch:
+    return ListWatch(pods_of(api), "pods", NS, on_list=copy.replace, on_event=copy.apply,
+                     backoff=lambda n: backoff_s, request_timeout_s=2.0, watch_timeout_s=30,
+                     filters={"label_selector": "modelmesh-service"}, log=log, name="test pod watch", **options)
+
+
+@contextlib.asynccontextmanager
+async def running(loop: ListWatch) -> AsyncIterator[None]:
+    task = asyncio.create_task(loop.run())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.01)
+
+
+def pod_lists(kube: FakeKubeApi) -> list[dict[str, str]]:
+    return [r.query for r in kube.requests if r.resource == "pods" and not r.query.get("watch")]
+
+
+async def test_a_bookmark_moves_the_resume_point_past_a_compaction(kube: FakeKubeApi, api: ApiClient) -> None:
+    copy = Copy()
+    async with running(pod_watch(api, copy)):
+        await kube.wait_for_watches(1, "pods")
+        kube.add_pod(NS, "unwatched", labels={"app": "web"})  # the version moves on; the watch sees nothing
+        kube.send_bookmarks()
+        await asyncio.sleep(0.2)  # the bookmark is on its way; nothing observable changes
+        kube.compact()  # history before the bookmark is gone: only the bookmark's version can resume
+        kube.end_watches()
+        kube.add_pod(NS, "after", labels=LABELS)
+
+        await eventually(lambda: "after" in copy.names)
+        assert copy.lists == 1
+
+
+async def test_a_410_answer_to_the_watch_request_lists_again_at_once(kube: FakeKubeApi, api: ApiClient) -> None:
+    kube.add_pod(NS, "before", labels=LABELS)
+    copy = Copy()
+    async with running(pod_watch(api, copy, backoff_s=60, list_from_cache=True)):
+        await kube.wait_for_watches(1, "pods")
+        kube.fail(r"/pods$", status=410, times=1)  # the next request, the resumed watch, is told "Expired"
+        kube.end_watches()
+        kube.delete_pod(NS, "before")
+        kube.add_pod(NS, "during", labels=LABELS)
+
+        await eventually(lambda: copy.names == {"during"})  # within seconds: no 60 s backoff was waited
+        first, again = pod_lists(kube)
+        assert first.get("resourceVersion") == "0"  # from the watch cache
+        assert "resourceVersion" not in again  # after "Expired", a consistent read
+
+
+async def test_an_owner_that_fails_is_logged_with_its_traceback_and_retried(
+    kube: FakeKubeApi, api: ApiClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    kube.add_pod(NS, "p1", labels=LABELS)
+    copy = Copy()
+    calls = 0
+
+    def flaky_replace(items: list[dict[str, Any]]) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("owner bug")
+        copy.replace(items)
+
+    loop = ListWatch(pods_of(api), "pods", NS, on_list=flaky_replace, on_event=copy.apply,
+                     backoff=lambda n: 0.02, request_timeout_s=2.0, watch_timeout_s=30, log=log,
+                     name="test pod watch")
+    async with running(loop):
+        await eventually(lambda: copy.names == {"p1"})
+        [record] = [r for r in caplog.records if r.levelno == logging.ERROR]
+        assert "test pod watch: unexpected error" in record.getMessage()
+        assert record.exc_info is not None and "owner bug" in str(record.exc_info[1])

@@ -1,0 +1,207 @@
+"""The policies' previous, plain implementation of the per-pod work, kept as the oracle of the fast one.
+
+`autoscaler.policies.aggregation.aggregate` and `autoscaler.policies.podviews.pod_views` were rewritten for
+speed (one pass over the pods, shared state tuples, PodViews built through their slots); these are the
+versions they replaced, line for line, so that `test_fast_path.py` can check on random pods that both give the
+same results. Shared helpers that did not change are imported, not copied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from autoscaler.model import PodSample, PodView
+from autoscaler.policies.aggregation import (
+    _FULL,
+    _ROOM,
+    FRESH,
+    MISSING,
+    NONE,
+    SIGNALS,
+    STALE,
+    Aggregate,
+    SignalStats,
+    _cache_state,
+    _fresh_time,
+    _request_weights,
+    clean_sample,
+    gpu_time,
+    power_mean,
+)
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.ranking import Ranking
+
+
+def _reports(pod: PodSample) -> tuple[bool, bool, bool, bool]:
+    """Whether the pod reports each of SIGNALS at all (whatever its age)."""
+    cache = pod.cache_used_ratio is not None or pod.models_loaded is not None or pod.lru_age_s is not None
+    return (
+        pod.gpu_busy is not None,
+        pod.requests_per_second is not None,
+        pod.queue_delay_s is not None,
+        cache,
+    )
+
+
+def plain_aggregate(
+    pods: Sequence[PodSample],
+    policy: RuntimePolicy,
+    now: float,
+    seen: Collection[str] = frozenset(),
+) -> Aggregate:
+    """Aggregate the pods of one runtime at time `now` (DESIGN §5), judging freshness per signal (§6).
+
+    `seen`: the signals the runtime reported at an earlier refresh (the decision's memory). A signal in it
+    that no pod reports now is missing everywhere, not gone: its values are held, never lowered.
+    """
+    p = policy.skew_order
+    max_stale = policy.max_staleness_s
+    full_ratio = policy.cache_full_ratio
+    target_q = policy.target_queue_delay_s
+    cleaned = [clean_sample(raw) for raw in pods]
+    # First pass: which signal is fresh on which Ready pod, so "expected" is known before states are given.
+    usable: list[tuple[bool, bool, bool, bool]] = []
+    load_fresh: list[bool] = []
+    expected = [s in seen for s in SIGNALS]
+    for pod in cleaned:
+        if not pod.ready:
+            usable.append((False, False, False, False))
+            load_fresh.append(False)
+            continue
+        load_ok = _fresh_time(pod.sampled_at, now, max_stale)
+        gpu_ok = _fresh_time(gpu_time(pod), now, max_stale)
+        has = _reports(pod)
+        use = (gpu_ok and has[0], load_ok and has[1], load_ok and has[2], load_ok and has[3])
+        usable.append(use)
+        load_fresh.append(load_ok)
+        for k in range(4):
+            expected[k] = expected[k] or use[k]
+
+    ready = n = 0
+    fresh_count = [0, 0, 0, 0]
+    missing_count = [0, 0, 0, 0]
+    pod_states: list[tuple[tuple[str, str], ...]] = []
+    gpu: list[float] = []
+    rps: list[float] = []
+    rps_at: list[int] = []
+    queue_sum = excess = 0.0
+    saturated = 0
+    queue_max: float | None = None
+    oldest: float | None = None
+    room = full = False
+    global_lru = 0.0
+    for i, pod in enumerate(cleaned):
+        use = usable[i]
+        if not pod.ready:
+            pod_states.append(tuple((s, NONE) for s in SIGNALS))
+            continue
+        ready += 1
+        if load_fresh[i]:
+            n += 1
+        states = []
+        for k, signal in enumerate(SIGNALS):
+            if use[k]:
+                fresh_count[k] += 1
+                states.append((signal, FRESH))
+            elif expected[k]:
+                missing_count[k] += 1
+                t = gpu_time(pod) if k == 0 else pod.sampled_at
+                states.append((signal, MISSING if _fresh_time(t, now, max_stale) else STALE))
+            else:
+                states.append((signal, NONE))
+        pod_states.append(tuple(states))
+        if use[0]:
+            b = pod.gpu_busy
+            assert b is not None
+            gpu.append(b)
+            oldest = _older(oldest, gpu_time(pod))
+        if use[1] or use[2] or use[3]:
+            oldest = _older(oldest, pod.sampled_at)
+        if use[1]:
+            r = pod.requests_per_second
+            assert r is not None
+            rps.append(r)
+            rps_at.append(i)
+        if use[2]:
+            q = pod.queue_delay_s
+            assert q is not None
+            queue_sum += q
+            if q > target_q:
+                excess += q - target_q
+                saturated += 1
+            if queue_max is None or q > queue_max:
+                queue_max = q
+        if not use[3] or room:
+            continue  # one pod with room settles the cache question for the runtime
+        state = _cache_state(pod, full_ratio)
+        if state == _ROOM:
+            room = True
+        else:
+            full = full or state == _FULL
+            a = pod.lru_age_s
+            if a is not None and a > global_lru:
+                global_lru = a
+    pressure: float | None
+    if room:
+        pressure = 0.0
+    elif full and global_lru > 0.0:
+        pressure = policy.target_lru_age_s / global_lru
+    else:
+        pressure = None
+    signals = {
+        s: SignalStats(
+            fresh=fresh_count[k], missing=missing_count[k], coverage=fresh_count[k] / ready if ready else 0.0
+        )
+        for k, s in enumerate(SIGNALS)
+    }
+    return Aggregate(
+        pods=tuple(cleaned),
+        fresh=tuple(load_fresh),
+        weights=_request_weights(len(cleaned), rps, rps_at, p),
+        ready=ready,
+        n=n,
+        coverage=n / ready if ready else 0.0,
+        gpu_busy=power_mean(gpu, p) if gpu else None,
+        request_rate=power_mean(rps, p) if rps else None,
+        queue_delay_sum_s=queue_sum,
+        queue_delay_max_s=queue_max,
+        cache_pressure=pressure,
+        cache_full=pressure is not None and pressure > 0.0,
+        oldest_sample_at=oldest,
+        queue_excess_s=excess,
+        saturated=saturated,
+        signals=signals,
+        pod_signals=tuple(pod_states),
+    )
+
+
+def _older(oldest: float | None, t: float | None) -> float | None:
+    if t is None:
+        return oldest
+    return t if oldest is None or t < oldest else oldest
+
+
+def plain_pod_views(agg: Aggregate, ranking: Ranking, now: float) -> tuple[PodView, ...]:
+    """One PodView per pod, in the snapshot's order."""
+    views = []
+    states = agg.pod_signals or ((),) * len(agg.pods)
+    for pod, fresh, weight, need, cost, signals in zip(
+        agg.pods, agg.fresh, agg.weights, ranking.needs, ranking.costs, states, strict=True
+    ):
+        sampled_at = pod.sampled_at
+        views.append(PodView(
+            name=pod.name,
+            ready=pod.ready,
+            fresh=fresh,
+            age_s=None if sampled_at is None else max(0.0, now - sampled_at),
+            gpu_busy=pod.gpu_busy,
+            requests_per_second=pod.requests_per_second,
+            queue_delay_s=pod.queue_delay_s,
+            lru_age_s=pod.lru_age_s,
+            cache_used_ratio=pod.cache_used_ratio,
+            weight=weight,
+            need=need,
+            deletion_cost=cost,
+            signals=signals,
+        ))
+    return tuple(views)

@@ -1,0 +1,98 @@
+"""The fast per-pod path gives exactly what the plain one it replaced gave, on any pods (hypothesis).
+
+`plain_policies` holds the previous implementation; here both run on the same random runtimes: valid and
+garbled signals (NaN, infinities, negatives), stale, future and missing timestamps, separate GPU stamps, pods
+not Ready, every `seen` set, and policies that move each threshold. Equal means equal dataclasses: every
+value, weight, state and count, and the same floats (the sums run in the same order).
+"""
+
+from __future__ import annotations
+
+import math
+from unittest import mock
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from autoscaler.model import PodSample
+from autoscaler.policies import decision
+from autoscaler.policies.aggregation import SIGNALS, aggregate
+from autoscaler.policies.decision import decide
+from autoscaler.policies.podviews import pod_views
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.ranking import default_terms, rank_pods
+from tests.policies.builders import NOW, PROPERTIES, snapshot
+from tests.policies.plain_policies import plain_aggregate, plain_pod_views
+
+signal = st.one_of(
+    st.none(),
+    st.sampled_from([0.0, 0.05, 0.5, 0.9, 1.0, 1.5, 600.0, math.nan, math.inf, -math.inf, -1.0]),
+    st.floats(min_value=0.0, max_value=1e4),
+)
+age = st.one_of(st.none(), st.sampled_from([math.nan, math.inf, -math.inf, 45.0]), st.floats(min_value=-30.0,
+                                                                                              max_value=120.0))
+
+
+@st.composite
+def pods(draw: st.DrawFn) -> PodSample:
+    sampled, gpu_sampled = draw(age), draw(st.one_of(st.none(), age))
+    return PodSample(
+        name=f"pod-{draw(st.integers(min_value=0, max_value=99))}",
+        ready=draw(st.booleans()),
+        sampled_at=None if sampled is None else NOW - sampled,
+        gpu_sampled_at=None if gpu_sampled is None else NOW - gpu_sampled,
+        gpu_busy=draw(signal),
+        requests_per_second=draw(signal),
+        queue_delay_s=draw(signal),
+        cache_misses_per_second=draw(signal),
+        lru_age_s=draw(signal),
+        cache_used_ratio=draw(signal),
+        models_loaded=draw(st.one_of(signal, st.sampled_from([0.0, 3.0]))),
+    )
+
+
+policies = st.builds(
+    RuntimePolicy,
+    skew_order=st.sampled_from([1.0, 2.0, 3.5, math.inf]),
+    target_rps_per_pod=st.sampled_from([None, 50.0]),
+    target_queue_delay_s=st.sampled_from([0.0, 0.05, 1.0]),
+    cache_full_ratio=st.sampled_from([0.5, 0.9]),
+    max_staleness_s=st.sampled_from([0.0, 45.0, 90.0]),
+    min_coverage=st.sampled_from([0.0, 0.5, 1.0]),
+    need_weight_gpu=st.sampled_from([0.0, 0.5]),
+)
+runtimes = st.lists(pods(), max_size=12).map(tuple)
+seen_sets = st.frozensets(st.sampled_from(SIGNALS))
+
+
+@PROPERTIES
+@given(pods=runtimes, policy=policies, seen=seen_sets)
+def test_fast_aggregate_equals_the_plain_one(pods: tuple[PodSample, ...], policy: RuntimePolicy,
+                                             seen: frozenset[str]) -> None:
+    assert aggregate(pods, policy, NOW, seen) == plain_aggregate(pods, policy, NOW, seen)
+
+
+@PROPERTIES
+@given(pods=runtimes, policy=policies, seen=seen_sets)
+def test_fast_pod_views_equal_the_plain_ones(pods: tuple[PodSample, ...], policy: RuntimePolicy,
+                                             seen: frozenset[str]) -> None:
+    agg = aggregate(pods, policy, NOW, seen)
+    ranking = rank_pods(agg.pods, default_terms(policy))
+    assert pod_views(agg, ranking, NOW) == plain_pod_views(agg, ranking, NOW)
+
+
+@PROPERTIES
+@given(steps=st.lists(runtimes, min_size=1, max_size=5), policy=policies, source_ok=st.booleans())
+def test_fast_decisions_equal_the_plain_ones_refresh_after_refresh(
+    steps: list[tuple[PodSample, ...]], policy: RuntimePolicy, source_ok: bool,
+) -> None:
+    fast = plain = None
+    for i, pods in enumerate(steps):
+        now = NOW + 15.0 * i  # pods stay stamped at NOW: they age by 15 s a refresh
+        fast_view, fast = decide(snapshot(pods, now=now, source_ok=source_ok), policy, fast, now, 30.0)
+        with mock.patch.object(decision, "aggregate", plain_aggregate), \
+                mock.patch.object(decision, "pod_views", plain_pod_views), \
+                mock.patch.object(decision, "_terms", default_terms):
+            plain_view, plain = decide(snapshot(pods, now=now, source_ok=source_ok), policy, plain, now, 30.0)
+        assert fast_view == plain_view
+        assert fast == plain
