@@ -54,6 +54,8 @@ class Refresher:
         self._reported_errors: dict[str, int] = {}
         self.hpa_bounds: HpaBounds | None = None
         """Set in cluster mode: the HPAs' bounds fill in what the config leaves unset (docs/design.md, Bounds)."""
+        self.scaled_replicas: Callable[[RuntimeKey], int | None] | None = None
+        """Set while the RuntimeScale bridge runs: what the HPA last asked for, part of what runs (warm-up)."""
 
     @property
     def ready(self) -> bool:
@@ -71,7 +73,7 @@ class Refresher:
                 policy = with_hpa_bounds(policy, *self.hpa_bounds(snapshot.key))
             view, memory, warm = decide_remembering(
                 snapshot, policy, self._memory.get(snapshot.key), self._warming.get(snapshot.key), now,
-                self.window_s)
+                self.window_s, None if self.scaled_replicas is None else self.scaled_replicas(snapshot.key))
             views[snapshot.key] = view
             if memory is not None:
                 self._memory[snapshot.key] = memory

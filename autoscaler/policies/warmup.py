@@ -10,9 +10,9 @@ shipped HPA has no scale-down window of its own, so either lowers what runs.
 So, for a runtime with no memory (docs/design.md, After a restart: warming up):
 
 - **Seeded at what runs.** The replica series starts from the runtime's current replicas (the Deployment's
-  `spec.replicas`; in a targets file, its listed pods; else its Ready pods): the HPA adopts the
-  recommendation, so what runs is the best estimate of what was served before. It then rises at once and
-  falls slowly as always.
+  `spec.replicas`, or its RuntimeScale's when higher; in a targets file, its listed pods; else its Ready
+  pods): the HPA adopts the recommendation, so what runs is the best estimate of what was served before.
+  It then rises at once and falls slowly as always.
 - **Warming up.** Until every Ready pod is fresh on every signal (the decision's `complete`), nothing is
   served: the API answers 503 as for too little coverage, and the HPA, for which a failing metric means
   "no scale-down", holds.
@@ -60,11 +60,12 @@ def grace_s(policy: RuntimePolicy) -> float:
     return policy.max_staleness_s if policy.warmup_grace_s is None else policy.warmup_grace_s
 
 
-def replica_floor(snapshot: RuntimeSnapshot) -> int:
-    """What runs: the Deployment's replicas (in a targets file, its listed pods), else the Ready pods."""
-    if snapshot.replicas is not None:
-        return snapshot.replicas
-    return sum(1 for pod in snapshot.pods if pod.ready)
+def replica_floor(snapshot: RuntimeSnapshot, scaled: int | None = None) -> int:
+    """What runs: the Deployment's replicas (in a targets file, its listed pods), else the Ready pods; and at
+    least `scaled`, the RuntimeScale's `spec.replicas` (what the HPA last asked for, perhaps not carried to
+    the Deployment yet) when the bridge knows it."""
+    runs = snapshot.replicas if snapshot.replicas is not None else sum(1 for pod in snapshot.pods if pod.ready)
+    return max(runs, scaled or 0)
 
 
 def seed_memory(floor: int, warm: WarmUp, now: float) -> RuntimeMemory:
@@ -82,10 +83,12 @@ def decide_remembering(
     warm: WarmUp | None,
     now: float,
     window_s: float,
+    scaled: int | None = None,
 ) -> tuple[RuntimeView, RuntimeMemory | None, WarmUp | None]:
     """`decision.decide` for a runtime with memory; for one without, the warm-up rules of this module.
     Either way a value without memory is served only from every Ready pod (`whole_or_unknown`).
 
+    `scaled`: the runtime's RuntimeScale `spec.replicas`, when known (`replica_floor`).
     Returns the view to serve, the memory to keep (None while warming up: nothing was served from it) and the
     warm-up state to keep (None once warm).
     """
@@ -94,7 +97,7 @@ def decide_remembering(
         view, kept = whole_or_unknown(view, kept, memory)
         return view, kept, None
     warm = warm or WarmUp(since=now)
-    floor = replica_floor(snapshot)
+    floor = replica_floor(snapshot, scaled)
     seed = seed_memory(floor, warm, now)
     view, seeded = decide(snapshot, policy, seed, now, window_s)
     if view.complete:

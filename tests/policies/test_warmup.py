@@ -298,3 +298,12 @@ def test_what_runs_above_max_replicas_is_served_at_the_cap() -> None:
     cold = tuple(p for p in hot_runtime(NOW) if p.name != "pod-0")
     [(view, _, _)] = restart([(NOW, RuntimeSnapshot(KEY, cold, NOW, replicas=8))], replace(POLICY, max_replicas=5))
     assert served(view)[DESIRED] == 5.0
+
+
+def test_what_runs_includes_what_the_hpa_asked_of_the_runtimescale() -> None:
+    """The HPA wrote 6 to the RuntimeScale just before the restart and the Deployment still has 4: the seed is
+    6. A RuntimeScale at 2 (a scale-down not yet carried) does not lower the 4 that run."""
+    cold = snapshot(tuple(p for p in hot_runtime(NOW) if p.name != "pod-0"))
+    six, _, _ = decide_remembering(replace(cold, replicas=4), POLICY, None, None, NOW, WINDOW, scaled=6)
+    four, _, _ = decide_remembering(replace(cold, replicas=4), POLICY, None, None, NOW, WINDOW, scaled=2)
+    assert served(six)[DESIRED] == 6.0 and served(four)[DESIRED] == 4.0  # the cold pods alone: 1
