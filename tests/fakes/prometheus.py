@@ -184,10 +184,15 @@ class PrometheusServer:
         extra_args: Sequence[str] = (),
         binary: str = PROMETHEUS_BIN,
         start_timeout_s: float = 15.0,
+        port: int | None = None,
+        target_labels: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         """`scrape_targets` are "host:port" (path /metrics) or URLs. `tsdb_dir` defaults to a directory in
         `workdir`; `workdir` (config, log) defaults to a temporary directory removed by `close()`.
         `extra_args` go to the command line as they are (e.g. "--query.lookback-delta=1m").
+        `port`: listen there (a client started earlier already points at it); default a free one.
+        `target_labels`: "host:port" → labels Prometheus adds to that target's series (a static config's
+        `labels`, as a PodMonitor adds `namespace` and `pod`).
         """
         self._targets = list(scrape_targets)
         self._scrape_interval = scrape_interval
@@ -200,7 +205,8 @@ class PrometheusServer:
         self.tsdb_dir = Path(tsdb_dir) if tsdb_dir is not None else self.workdir / "tsdb"
         self.log_path = self.workdir / "prometheus.log"
         self.config_path = self.workdir / "prometheus.yml"
-        self.port = _free_port()
+        self._target_labels = {k: dict(v) for k, v in (target_labels or {}).items()}
+        self.port = port if port is not None else _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -344,7 +350,11 @@ class PrometheusServer:
                 "honor_labels": self._honor_labels,
                 "scrape_interval": self._scrape_interval,
                 "scrape_timeout": self._scrape_interval,
-                "static_configs": [{"targets": job.targets}],
+                "static_configs": [
+                    {"targets": [target], "labels": self._target_labels[target]}
+                    if target in self._target_labels else {"targets": [target]}
+                    for target in job.targets
+                ],
             }
             for index, job in enumerate(_scrape_jobs(self._targets))
         ]

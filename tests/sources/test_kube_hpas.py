@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable
 
 import pytest
@@ -38,6 +39,23 @@ async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> Non
     async with asyncio.timeout(timeout):
         while not condition():
             await asyncio.sleep(0.01)
+
+
+def started_watch(kube: FakeKubeApi, backoff: Callable[[int], float]) -> HpaWatch:
+    settings = Configuration()
+    settings.host = kube.url
+    return HpaWatch(lambda: ApiClient(settings), [NS], watch_timeout_s=30, backoff=backoff)
+
+
+def hpa_lists(kube: FakeKubeApi) -> int:
+    """List requests for HPAs the fake answered (watches excluded), whatever the status."""
+    return sum(1 for r in kube.requests
+               if r.resource == "horizontalpodautoscalers" and r.query.get("watch", "").lower() != "true")
+
+
+def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.name == "autoscaler.sources.kube_hpas" and r.levelno >= logging.WARNING]
 
 
 async def test_bounds_follow_the_hpa_that_targets_the_deployment(kube: FakeKubeApi, watch: HpaWatch) -> None:
@@ -83,3 +101,85 @@ async def test_an_hpa_listed_before_the_watch_started_is_found(kube: FakeKubeApi
 def test_parse_hpa(spec: dict[str, object], bounds: tuple[int, int] | None) -> None:
     parsed = parse_hpa({"metadata": {"namespace": NS, "name": "h"}, "spec": spec})
     assert (None if parsed is None else (parsed.min_replicas, parsed.max_replicas)) == bounds
+
+
+@pytest.mark.parametrize("status", [403, 500])
+async def test_a_list_that_fails_gives_no_bounds_logs_once_and_retries_with_backoff(
+    kube: FakeKubeApi, caplog: pytest.LogCaptureFixture, status: int
+) -> None:
+    kube.add_hpa(NS, "triton", max_replicas=5, target=("Deployment", TRITON.deployment))
+    kube.fail("/horizontalpodautoscalers", status, times=None)
+    waits: list[int] = []
+    subject = started_watch(kube, lambda n: waits.append(n) or 0.02)  # type: ignore[func-returns-value]
+    await subject.start()
+    try:
+        await eventually(lambda: len(waits) >= 4)
+        assert subject.bounds(TRITON) == (None, None)
+        assert not subject.ok
+        assert waits[:4] == [1, 2, 3, 4], "each retry waits for the backoff of one more failure in a row"
+        [warning] = warnings_of(caplog)
+        assert str(status) in warning and "namespace modelmesh-serving" in warning
+
+        kube.clear_faults()
+        await eventually(lambda: subject.bounds(TRITON) == (1, 5))
+        assert subject.ok
+    finally:
+        await subject.close()
+
+
+async def test_an_expired_watch_relists_and_sees_changes_and_deletions_it_missed(
+    kube: FakeKubeApi, watch: HpaWatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    kube.add_hpa(NS, "triton", max_replicas=5, target=("Deployment", TRITON.deployment))
+    kube.add_hpa(NS, "ovms", max_replicas=9, target=("Deployment", OVMS.deployment))
+    await eventually(lambda: watch.bounds(TRITON) == (1, 5) and watch.bounds(OVMS) == (1, 9))
+    await kube.wait_for_watches(1, "horizontalpodautoscalers")
+    lists = hpa_lists(kube)
+
+    # The watch ends; before the client comes back, one HPA changes, one goes, and the history is compacted:
+    # its resourceVersion is too old now (410 Expired) and only a new list can tell it what happened.
+    kube.end_watches()
+    kube.set_hpa_bounds(NS, "triton", max_replicas=7)
+    kube.delete_object("horizontalpodautoscalers", NS, "ovms")
+    kube.compact()
+
+    await eventually(lambda: watch.bounds(TRITON) == (1, 7) and watch.bounds(OVMS) == (None, None))
+    assert hpa_lists(kube) == lists + 1
+    assert any(r.status == 200 and r.query.get("watch") for r in kube.requests), "the watch was answered"
+    assert watch.ok
+    assert warnings_of(caplog) == [], "an expired watch is routine, not a failure"
+    await kube.wait_for_watches(1, "horizontalpodautoscalers")
+
+
+async def test_a_failing_watch_keeps_the_bounds_last_seen_then_finds_what_it_missed(
+    kube: FakeKubeApi, watch: HpaWatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    kube.add_hpa(NS, "triton", max_replicas=5, target=("Deployment", TRITON.deployment))
+    await eventually(lambda: watch.bounds(TRITON) == (1, 5))
+    await kube.wait_for_watches(1, "horizontalpodautoscalers")
+    fault = kube.fail("/horizontalpodautoscalers", 500, times=None)
+    kube.end_watches()  # every watch and list is refused from now on; meanwhile the HPA is raised to 8
+    kube.set_hpa_bounds(NS, "triton", max_replicas=8)
+    kube.compact()
+
+    await eventually(lambda: fault.hits >= 3)
+    assert watch.bounds(TRITON) == (1, 5), "a lost watch must not lift a cap, nor guess a new one"
+    assert not watch.ok
+    assert len(warnings_of(caplog)) == 1
+    kube.clear_faults()
+    await eventually(lambda: watch.bounds(TRITON) == (1, 8) and watch.ok)
+
+
+async def test_a_watch_that_resumes_after_a_failure_is_ok_again(kube: FakeKubeApi, watch: HpaWatch) -> None:
+    kube.add_hpa(NS, "triton", max_replicas=5, target=("Deployment", TRITON.deployment))
+    await eventually(lambda: watch.bounds(TRITON) == (1, 5) and watch.ok)
+    await kube.wait_for_watches(1, "horizontalpodautoscalers")
+    fault = kube.fail("/horizontalpodautoscalers", 500, times=2)
+    kube.end_watches()  # two refused watches, then the third resumes where the first left off: no list
+    await eventually(lambda: fault.hits == 2)
+    lists = hpa_lists(kube)
+    await kube.wait_for_watches(1, "horizontalpodautoscalers")
+    await eventually(lambda: watch.ok)
+    kube.set_hpa_bounds(NS, "triton", max_replicas=4)
+    await eventually(lambda: watch.bounds(TRITON) == (1, 4))
+    assert hpa_lists(kube) == lists
