@@ -127,3 +127,6 @@ class RuntimeView:
     warnings: tuple[str, ...] = ()
     # The replica bounds applied: (lower, upper); upper None is no cap.
     bounds: tuple[int, int | None] = (1, None)
+    # Why a runtime the adapter has no memory of is not served in full yet (it just started, or the runtime
+    # is new: `autoscaler.policies.warmup`); empty once warm.
+    warming_up: str = ""

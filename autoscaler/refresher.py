@@ -2,7 +2,8 @@
 
 Handlers only read `Refresher.views`; an HPA request never waits on a scrape or on Prometheus. Decisions are
 pure functions (`autoscaler.policies.decision.decide`) of the snapshot, the policy and the memory of the previous
-refresh; this module only schedules them and keeps that memory.
+refresh; this module only schedules them and keeps that memory. A runtime it has no memory of (the adapter just
+started, or the runtime is new) warms up first (`autoscaler.policies.warmup`): a restart never lowers what runs.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from collections.abc import Awaitable, Callable
 
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.policies.config import PolicyBook
-from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.decision import RuntimeMemory
 from autoscaler.policies.policy import with_hpa_bounds
+from autoscaler.policies.warmup import WarmUp, decide_remembering
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.base import MetricSource
 
@@ -45,12 +47,15 @@ class Refresher:
         self.window_s = window_s
         self._clock = clock
         self._memory: dict[RuntimeKey, RuntimeMemory] = {}
+        self._warming: dict[RuntimeKey, WarmUp] = {}  # runtimes with no memory yet (autoscaler.policies.warmup)
         self.views: dict[RuntimeKey, RuntimeView] = {}
         self.refreshes = 0
         self.listeners: list[RefreshListener] = []
         self._reported_errors: dict[str, int] = {}
         self.hpa_bounds: HpaBounds | None = None
         """Set in cluster mode: the HPAs' bounds fill in what the config leaves unset (docs/design.md, Bounds)."""
+        self.scaled_replicas: Callable[[RuntimeKey], int | None] | None = None
+        """Set while the RuntimeScale bridge runs: what the HPA last asked for, part of what runs (warm-up)."""
 
     @property
     def ready(self) -> bool:
@@ -66,12 +71,21 @@ class Refresher:
             policy = self.policies.policy_for(snapshot.key, snapshot.annotations)
             if self.hpa_bounds is not None:
                 policy = with_hpa_bounds(policy, *self.hpa_bounds(snapshot.key))
-            view, memory = decide(snapshot, policy, self._memory.get(snapshot.key), now, self.window_s)
+            view, memory, warm = decide_remembering(
+                snapshot, policy, self._memory.get(snapshot.key), self._warming.get(snapshot.key), now,
+                self.window_s, None if self.scaled_replicas is None else self.scaled_replicas(snapshot.key))
             views[snapshot.key] = view
-            self._memory[snapshot.key] = memory
+            if memory is not None:
+                self._memory[snapshot.key] = memory
+            if warm is None:
+                self._warming.pop(snapshot.key, None)
+            else:
+                self._warming[snapshot.key] = warm
             self._log_transition(self.views.get(snapshot.key), view)
         for gone in set(self._memory) - set(views):
             del self._memory[gone]
+        for gone in set(self._warming) - set(views):
+            del self._warming[gone]
         self.metrics.publish_runtimes(views.values())  # and removes the series of runtimes and values gone
         self.views = views
         self.refreshes += 1
@@ -84,7 +98,8 @@ class Refresher:
                 log.exception("refresh listener failed; metrics serving is unaffected")
 
     def _log_transition(self, before: RuntimeView | None, after: RuntimeView) -> None:
-        if before is None or before.known != after.known or before.complete != after.complete:
+        if (before is None or before.known != after.known or before.complete != after.complete
+                or bool(before.warming_up) != bool(after.warming_up)):
             level = logging.INFO if after.complete else logging.WARNING
             log.log(level, "runtime %s: %d/%d ready pods fresh; %s", after.key, after.fresh_pods,
                     after.ready_pods, after.reason or "serving")

@@ -56,6 +56,13 @@ class AdapterMetrics:
             "1 when the runtime's values are served, 0 while the API answers 503 for it.",
             ["namespace", "deployment"], registry=self.registry,
         )
+        self.runtime_warming_up = Gauge(
+            "modelmesh_autoscaler_runtime_warming_up",
+            "1 while the adapter has no memory of a runtime (it just started, or the runtime is new) and answers "
+            "503 while it waits for every Ready pod to be fresh (at most warmup_grace_s), or of some of its values, "
+            "unknown (503) until every Ready pod has their signal fresh (/debug says which pods lack what); else 0.",
+            ["namespace", "deployment"], registry=self.registry,
+        )
         self.served_value = Gauge(
             "modelmesh_autoscaler_served_value",
             "The value served for each runtime and metric, after smoothing.",
@@ -93,6 +100,7 @@ class AdapterMetrics:
         )
         self._runtime_series: dict[Gauge, set[tuple[str, ...]]] = {
             self.consecutive_misses: set(), self.runtime_known: set(), self.served_value: set(),
+            self.runtime_warming_up: set(),
         }
         # The RuntimeScale bridge (docs/design.md, The RuntimeScale bridge).
         self.bridge_writes = Counter(
@@ -124,6 +132,7 @@ class AdapterMetrics:
             labels: tuple[str, ...] = (view.key.namespace, view.key.deployment)
             current[self.consecutive_misses][labels] = view.consecutive_misses
             current[self.runtime_known][labels] = 1 if view.known else 0
+            current[self.runtime_warming_up][labels] = 1 if view.warming_up else 0
             if not view.known:
                 continue
             for metric, served in view.values.items():

@@ -24,6 +24,7 @@ import socket
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from aiohttp import web
 
@@ -33,6 +34,7 @@ from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
 from autoscaler.actuation.deletion_cost import DeletionCostWriter
 from autoscaler.actuation.leader import DEFAULT_CLIENT_TIMEOUT_S, LeaseConfig, LeaseElector, client_timeout_s
 from autoscaler.kube.client import KubeClient, KubeConfigError, in_cluster
+from autoscaler.model import RuntimeKey
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
@@ -44,6 +46,12 @@ def leader_identity() -> str:
     """Unique per process, readable per pod: the host name (the pod name in a cluster) and a random suffix,
     as client-go's controllers do, so a restarted pod never mistakes its predecessor's Lease for its own."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+def scaled_replicas(watches: list[RuntimeScaleWatch], key: RuntimeKey) -> int | None:
+    """What the HPA last asked for runtime `key` (its RuntimeScale's `spec.replicas`), if any watch has seen it."""
+    found = [replicas for watch in watches if (replicas := watch.replicas_for(key)) is not None]
+    return max(found) if found else None
 
 
 @dataclass
@@ -64,9 +72,10 @@ class DeletionCostActuator:
             self.tasks.append(asyncio.create_task(self.writer.run(), name="deletion-cost-writer"))
         if self.bridge is not None:
             self.tasks.append(asyncio.create_task(self.bridge.run(), name="replica-bridge"))
-            for scope in self.bridge.scopes:
-                watch = RuntimeScaleWatch(self.kube, scope, self.bridge.wake)
-                self.tasks.append(asyncio.create_task(watch.run(), name=f"runtimescale-watch-{scope or 'all'}"))
+            watches = [RuntimeScaleWatch(self.kube, scope, self.bridge.wake) for scope in self.bridge.scopes]
+            for watch in watches:
+                self.tasks.append(asyncio.create_task(watch.run(), name=f"runtimescale-watch-{watch.scope or 'all'}"))
+            self.refresher.scaled_replicas = partial(scaled_replicas, watches)
         if self.elector is not None:
             self.tasks.append(asyncio.create_task(self.elector.run(), name="leader-election"))
         else:
@@ -74,6 +83,7 @@ class DeletionCostActuator:
 
     async def stop(self) -> None:
         """Stop writing first, then give the Lease up (the elector releases it when cancelled), then close."""
+        self.refresher.scaled_replicas = None
         if self.writer is not None:
             with contextlib.suppress(ValueError):
                 self.refresher.listeners.remove(self.writer.on_refresh)

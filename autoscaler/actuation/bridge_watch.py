@@ -1,10 +1,14 @@
 """`RuntimeScaleWatch`: wakes the replica bridge as soon as a RuntimeScale changes, so the HPA's write to the
 scale subresource reaches `ServingRuntime.spec.replicas` within a round trip instead of a resync interval.
 
-It only signals; the bridge reads what it needs itself. The list + watch is `autoscaler.kube.list_watch`'s: a
-watch that ends is resumed from the last version seen; one the server no longer retains (410, as an ERROR event
-or a status) is replaced by a fresh list; other failures back off (capped, jittered) and the bridge's own
-resync covers the gap. Every (re)list also wakes the bridge: events may have been missed.
+It signals the bridge, which reads what it needs itself, and keeps each runtime Deployment's RuntimeScale
+`spec.replicas` (`replicas_for`): what the HPA last asked for is part of "what runs" for a runtime the adapter
+has no memory of (`autoscaler.policies.warmup`), on every replica, leader or not.
+
+The list + watch is `autoscaler.kube.list_watch`'s: a watch that ends is resumed from the last version seen; one
+the server no longer retains (410, as an ERROR event or a status) is replaced by a fresh list; other failures
+back off (capped, jittered) and the bridge's own resync covers the gap. Every (re)list also wakes the bridge:
+events may have been missed.
 """
 
 from __future__ import annotations
@@ -14,11 +18,12 @@ from collections.abc import Callable
 from functools import partial
 from typing import Protocol
 
-from autoscaler.actuation.bridge_status import RUNTIME_SCALES
+from autoscaler.actuation.bridge_status import RUNTIME_SCALES, deployment_name, replicas_of
 from autoscaler.kube.backoff import spread_delay
 from autoscaler.kube.client import CustomResource
 from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.raw import JSON, Endpoint, scope_name
+from autoscaler.model import RuntimeKey
 
 log = logging.getLogger("autoscaler.actuation.bridge")
 
@@ -47,6 +52,7 @@ class RuntimeScaleWatch:
     ) -> None:
         self.scope = scope
         self._on_change = on_change
+        self._replicas: dict[tuple[str, str], tuple[RuntimeKey, int]] = {}  # RuntimeScale -> its runtime's replicas
         self._loop = ListWatch(
             client.custom_endpoint(RUNTIME_SCALES, scope), RUNTIME_SCALES.plural, scope,
             on_list=self._listed, on_event=self._changed, on_failure=self._failed,
@@ -58,11 +64,30 @@ class RuntimeScaleWatch:
     async def run(self) -> None:
         await self._loop.run()
 
+    def replicas_for(self, key: RuntimeKey) -> int | None:
+        """The `spec.replicas` of the RuntimeScale that scales runtime Deployment `key`, if one is seen."""
+        found = [replicas for runtime, replicas in self._replicas.values() if runtime == key]
+        return max(found) if found else None
+
     def _listed(self, items: list[JSON]) -> None:
+        self._replicas = {}
+        for item in items:
+            self._remember("ADDED", item)
         self._on_change()
 
     def _changed(self, kind: str, obj: JSON) -> None:
+        self._remember(kind, obj)
         self._on_change()
+
+    def _remember(self, kind: str, scale: JSON) -> None:
+        meta = scale.get("metadata") or {}
+        namespace = str(meta.get("namespace") or self.scope or "")
+        name = (namespace, str(meta.get("name") or ""))
+        replicas = replicas_of(scale)
+        if kind == "DELETED" or replicas is None:
+            self._replicas.pop(name, None)
+        else:
+            self._replicas[name] = (RuntimeKey(namespace, deployment_name(scale)), replicas)
 
     def _failed(self, error: Exception, failures: int) -> None:
         log.debug("replica bridge: RuntimeScale watch failed (%d in a row): %s", failures, error)

@@ -5,6 +5,8 @@
 - `smoothing`: up at once, down exponentially, held while data is missing.
 - `ranking`: each pod's need and its deletion-cost bucket.
 - `decision`: composes the above into the `RuntimeView` the API serves.
+- `warmup`: a runtime with no memory (the adapter just started) is served only once seen whole, or after a
+  grace period never below what runs.
 - `policy`, `config`: the per-runtime settings, from the config file and Deployment annotations.
 
 May import only `autoscaler.model`, `autoscaler.names` and the standard library (and each other): never

@@ -122,6 +122,7 @@ _CHECKS: Final[tuple[tuple[str, Callable[[RuntimePolicy], bool], str], ...]] = (
     ),
     ("max_staleness_s", lambda p: _positive(p.max_staleness_s), "must be > 0 seconds"),
     ("min_coverage", lambda p: _ratio(p.min_coverage), "must be in (0, 1]"),
+    ("warmup_grace_s", lambda p: p.warmup_grace_s is None or p.warmup_grace_s >= 0.0, "must be >= 0 seconds or null"),
     ("need_weight_requests", lambda p: p.need_weight_requests >= 0.0, "must be >= 0"),
     ("need_weight_gpu", lambda p: p.need_weight_gpu >= 0.0, "must be >= 0"),
     ("need_weight_cache", lambda p: p.need_weight_cache >= 0.0, "must be >= 0"),

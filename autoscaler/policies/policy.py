@@ -53,6 +53,12 @@ class RuntimePolicy:
     min_coverage: float = 0.5
     """Fraction of Ready pods that must have fresh data, else the value is unknown and the API answers 503."""
 
+    warmup_grace_s: float | None = None
+    """Seconds a runtime the adapter has no memory of (it just started, or the runtime is new) waits for every
+    Ready pod to be fresh before its recommendation is served anyway, never below the current replicas (each
+    other value only once every Ready pod has its signal fresh);
+    None: `max_staleness_s` (a pod not fresh by then would count as stale with memory too). See `warmup`."""
+
     need_weight_requests: float = 0.5
     """Weight of a pod's request share (r_i / max r) in its need, for choosing the pod to remove (docs/design.md)."""
 

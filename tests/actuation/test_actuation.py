@@ -16,7 +16,7 @@ from autoscaler import __version__
 from autoscaler.actuation.actuator import DeletionCostActuator, start_actuator
 from autoscaler.kube.errors import KubeConfigError
 from autoscaler.model import PodSample, RuntimeSnapshot
-from autoscaler.names import DELETION_COST_ANNOTATION
+from autoscaler.names import DELETION_COST_ANNOTATION, ServedMetric
 from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
@@ -153,3 +153,20 @@ async def test_the_elected_leader_writes_and_releases_the_lease_on_shutdown(
     assert lease is not None and not lease["spec"].get("holderIdentity")
     assert refresher.listeners == []
     assert refresher.metrics.registry.get_sample_value("modelmesh_autoscaler_leader") == 0
+
+
+async def test_a_restarted_adapter_counts_what_the_hpa_asked_of_the_runtimescale_as_running(
+    kube: FakeKubeApi, kubeconfig: Path, refresher: Refresher, stopper: list[DeletionCostActuator]
+) -> None:
+    """The HPA wrote 5 to the RuntimeScale; the three pods alone ask for 3 (no capacity signal: never below
+    the Ready pods). A refresh loop with no memory starts its recommendation at the 5 (the warm-up seed)."""
+    add_pods(kube, PODS)
+    kube.add_runtime_scale(KEY.namespace, "triton", replicas=5)
+    actuator = await start_actuator(ServeSettings(kubeconfig=kubeconfig), refresher, refresher.metrics)
+    assert actuator is not None
+    stopper.append(actuator)
+    await wait_for(lambda: refresher.scaled_replicas is not None and refresher.scaled_replicas(KEY) == 5)
+
+    await refresher.refresh_once()
+
+    assert refresher.views[KEY].values[ServedMetric.DESIRED_REPLICAS].value == 5.0

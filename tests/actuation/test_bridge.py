@@ -14,6 +14,7 @@ import pytest
 from autoscaler.actuation.bridge import BridgeSettings, ReplicaBridge
 from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
 from autoscaler.kube.client import KubeClient
+from autoscaler.model import RuntimeKey
 from autoscaler.selfmetrics import AdapterMetrics
 from tests.actuation.conftest import SteppedClock
 from tests.fakes.kube import FakeKubeApi
@@ -189,3 +190,27 @@ async def test_a_scale_write_reaches_the_runtime_within_a_round_trip(
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
+
+
+async def test_the_watch_knows_what_the_hpa_asked_for_each_runtime(kube: FakeKubeApi, kube_client: KubeClient) -> None:
+    """Part of "what runs" for a runtime a restarted adapter has no memory of (autoscaler.policies.warmup):
+    the HPA's last write to the RuntimeScale, on any replica, before the bridge has carried it anywhere."""
+    kube.add_runtime_scale(NS, "triton", replicas=5)
+    watch = RuntimeScaleWatch(kube_client, NS, lambda: None)
+    task = asyncio.create_task(watch.run())
+    key = RuntimeKey(NS, DEPLOYMENT)
+    try:
+        await kube.wait_for_watches(1, "runtimescales")
+        assert watch.replicas_for(key) == 5 and watch.replicas_for(RuntimeKey(NS, "other")) is None
+        kube.update_object("runtimescales", NS, "triton", lambda o: o["spec"].update(replicas=7))
+        async with asyncio.timeout(5):
+            while watch.replicas_for(key) != 7:
+                await asyncio.sleep(0.02)
+        kube.delete_object("runtimescales", NS, "triton")
+        async with asyncio.timeout(5):
+            while watch.replicas_for(key) is not None:
+                await asyncio.sleep(0.02)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

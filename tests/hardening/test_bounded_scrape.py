@@ -4,6 +4,7 @@ at start instead of deadlocking."""
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import subprocess
@@ -83,9 +84,25 @@ def test_black_holed_pods_neither_stretch_a_refresh_nor_starve_a_healthy_pod(tmp
                              ["--refresh-interval", "2", "--scrape-timeout", "5", "--scrape-concurrency", "2",
                               "--min-coverage", "0.05"]) as adapter:
             base = f"{adapter.url}/apis/external.metrics.k8s.io/v1beta1/namespaces/default"
-            url = f"{base}/modelmesh_request_load?labelSelector=deployment%3D{DEPLOYMENT}"
+            debug = f"{adapter.url}/debug/runtimes/default/{DEPLOYMENT}"
+
+            def healthy_pod_fresh_with_its_rate() -> bool:
+                code, body = http_get(debug)
+                if code != 200:
+                    return False
+                shown = json.loads(body)["pods"][-1]
+                return bool(shown["name"] == "pod-12" and shown["fresh"] and (shown["requests_per_second"] or 0) > 0)
+
             # Without a deadline the first refresh alone takes 12 / 2 x 5 s = 30 s.
-            poll(lambda: http_get(url)[0] == 200, timeout=20)
+            poll(healthy_pod_fresh_with_its_rate, timeout=20)
+            # The one pod seen is enough to serve the recommendation (coverage 1/13 >= 0.05) once the adapter's
+            # warm-up grace period is over; its request load alone would say nothing of the twelve pods it
+            # cannot see, so that stays unknown, naming them.
+            desired = f"{base}/modelmesh_desired_replicas?labelSelector=deployment%3D{DEPLOYMENT}"
+            poll(lambda: http_get(desired)[0] == 200, timeout=20)
+            assert healthy_pod_fresh_with_its_rate()
+            code, body = http_get(f"{base}/modelmesh_request_load?labelSelector=deployment%3D{DEPLOYMENT}")
+            assert code == 503 and "requests not fresh on pod-0, pod-1, pod-2 and 9 more" in body, body
             _, text = http_get(f"{adapter.url}/metrics")
     durations = re.findall(r'modelmesh_autoscaler_refresh_duration_seconds_bucket\{le="([^"]+)"\} (\S+)', text)
     counts = {le: float(count) for le, count in durations}

@@ -1,0 +1,174 @@
+"""A runtime the adapter has no memory of: served once it is seen whole, and never lowered by a restart.
+
+The hold rules of `decision` ("missing data never lowers a value") work from the memory of earlier refreshes.
+An adapter that starts (a restart, a rolling update, a new replica, an OOM kill) has none: with the hot pod's
+exporter down and the other pods fresh above `min_coverage`, the first refresh would serve what the cold pods
+alone show (desired 3 -> 2, request load 307.9 -> 60 at once), and with every pod fresh the recommendation
+would drop to its target at once, skipping the slow fall (`scale_down_tau_s`) it was half-way through. The
+shipped HPA has no scale-down window of its own, so either lowers what runs.
+
+So, for a runtime with no memory (docs/design.md, After a restart: warming up):
+
+- **Seeded at what runs.** The replica series starts from the runtime's current replicas (the Deployment's
+  `spec.replicas`, or its RuntimeScale's when higher; in a targets file, its listed pods; else its Ready
+  pods): the HPA adopts the recommendation, so what runs is the best estimate of what was served before.
+  It then rises at once and falls slowly as always.
+- **Warming up.** Until every Ready pod is fresh on every signal (the decision's `complete`), nothing is
+  served: the API answers 503 as for too little coverage, and the HPA, for which a failing metric means
+  "no scale-down", holds.
+- **After the grace period** (`warmup_grace_s`, default `max_staleness_s`: a pod not fresh by then would
+  count as stale with memory too) the runtime's memory starts: `modelmesh_desired_replicas` is served, never
+  below the current replicas (the seed, held while a pod is missing: it may rise, not fall), so the HPA,
+  which takes the largest of its metrics, never scales down.
+- **A value is served first from every Ready pod.** A value the runtime has no memory of (request load, GPU
+  busy, cache pressure) stays unknown (503, naming the pods and the signal they lack) while some Ready pod
+  lacks its signal: what the fresh pods alone show may be far below the truth when the missing pod is the
+  hot one. Once every Ready pod has the signal fresh the value is served and remembered, and the hold rules
+  apply from then on. This holds for any value without memory, also one a warm runtime starts to report.
+
+A runtime that is complete, or past its grace period, is warm: its memory is kept from then on. Pure: the
+caller keeps the `WarmUp` state and passes `now`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
+from autoscaler.names import ServedMetric
+from autoscaler.policies.aggregation import FRESH, NONE
+from autoscaler.policies.decision import VALUE_SIGNAL, RuntimeMemory, decide
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.smoothing import SmoothState
+
+_DESIRED = ServedMetric.DESIRED_REPLICAS
+_SHOWN_PODS = 3
+"""Pods named in the warming-up explanation; the rest are counted."""
+
+
+@dataclass(frozen=True, slots=True)
+class WarmUp:
+    """A runtime not yet warm: since when, and what its unserved refreshes must carry to the next one."""
+
+    since: float
+    misses: int = 0  # refreshes in a row that were not complete
+    warned_no_capacity: bool = False  # the no-capacity warning was logged for this runtime
+
+
+def grace_s(policy: RuntimePolicy) -> float:
+    """Seconds a runtime with no memory waits for every Ready pod to be fresh before it is served anyway."""
+    return policy.max_staleness_s if policy.warmup_grace_s is None else policy.warmup_grace_s
+
+
+def replica_floor(snapshot: RuntimeSnapshot, scaled: int | None = None) -> int:
+    """What runs: the Deployment's replicas (in a targets file, its listed pods), else the Ready pods; and at
+    least `scaled`, the RuntimeScale's `spec.replicas` (what the HPA last asked for, perhaps not carried to
+    the Deployment yet) when the bridge knows it."""
+    runs = snapshot.replicas if snapshot.replicas is not None else sum(1 for pod in snapshot.pods if pod.ready)
+    return max(runs, scaled or 0)
+
+
+def seed_memory(floor: int, warm: WarmUp, now: float) -> RuntimeMemory:
+    """The memory a runtime without one starts from: the replica series at what runs, nothing else.
+    `known=True`: the seed is not "data back after a gap"."""
+    smoothed = {_DESIRED: SmoothState(float(floor), now)} if floor > 0 else {}
+    return RuntimeMemory(smoothed=smoothed, consecutive_misses=warm.misses, known=True,
+                         warned_no_capacity=warm.warned_no_capacity)
+
+
+def decide_remembering(
+    snapshot: RuntimeSnapshot,
+    policy: RuntimePolicy,
+    memory: RuntimeMemory | None,
+    warm: WarmUp | None,
+    now: float,
+    window_s: float,
+    scaled: int | None = None,
+) -> tuple[RuntimeView, RuntimeMemory | None, WarmUp | None]:
+    """`decision.decide` for a runtime with memory; for one without, the warm-up rules of this module.
+    Either way a value without memory is served only from every Ready pod (`whole_or_unknown`).
+
+    `scaled`: the runtime's RuntimeScale `spec.replicas`, when known (`replica_floor`).
+    Returns the view to serve, the memory to keep (None while warming up: nothing was served from it) and the
+    warm-up state to keep (None once warm).
+    """
+    if memory is not None:
+        view, kept = decide(snapshot, policy, memory, now, window_s)
+        view, kept = whole_or_unknown(view, kept, memory)
+        return view, kept, None
+    warm = warm or WarmUp(since=now)
+    floor = replica_floor(snapshot, scaled)
+    seed = seed_memory(floor, warm, now)
+    view, seeded = decide(snapshot, policy, seed, now, window_s)
+    if view.complete:
+        return view, seeded, None
+    left = grace_s(policy) - (now - warm.since)
+    if left > 0.0:
+        why = (f"warming up: the adapter has no memory of this runtime and {_unseen(view)}; served once every "
+               f"ready pod is fresh, or in {left:.0f} s (warmup_grace_s) with {_DESIRED.value} not below the "
+               f"current {floor} replicas")
+        state = replace(warm, misses=view.consecutive_misses, warned_no_capacity=seeded.warned_no_capacity)
+        return _unserved(view, why), None, state
+    note = (f"warm-up grace period over with {_unseen(view)}: {_DESIRED.value} not below the current {floor} "
+            "replicas")
+    view, seeded = whole_or_unknown(replace(view, reason="; ".join(p for p in (note, view.reason) if p)),
+                                    seeded, seed)
+    return view, seeded, None
+
+
+def whole_or_unknown(
+    view: RuntimeView, kept: RuntimeMemory, before: RuntimeMemory,
+) -> tuple[RuntimeView, RuntimeMemory]:
+    """A value the runtime had no memory of (`before`) is served only when every Ready pod has its signal
+    fresh; else it is unknown (503, as for too little coverage: `held` and the reason name the pods and the
+    signal) and stays out of the memory, so that the next refresh judges it the same way."""
+    withheld: dict[str, str] = {}
+    for metric, signal in VALUE_SIGNAL.items():
+        served = view.values.get(metric)
+        if metric in before.smoothed or served is None or served.value is None:
+            continue
+        lacking = [pod.name for pod in view.pods if pod.ready and dict(pod.signals).get(signal, NONE) != FRESH]
+        if lacking:
+            withheld[metric.value] = (
+                f"no memory of this value yet and {signal} not fresh on {_named(lacking)}; unknown (503) until "
+                "every ready pod has it fresh")
+    if not withheld:
+        return view, kept
+    values = {metric: ServedValue(None, value.raw, value.timestamp) if metric.value in withheld else value
+              for metric, value in view.values.items()}
+    smoothed = {metric: state for metric, state in kept.smoothed.items() if metric.value not in withheld}
+    why = "; ".join(f"{what} held: {reason}" for what, reason in withheld.items())
+    reason = "; ".join(part for part in (view.reason, why) if part)
+    return (replace(view, values=values, held={**view.held, **withheld}, reason=reason, warming_up=why),
+            replace(kept, smoothed=smoothed))
+
+
+def _named(names: list[str]) -> str:
+    """`pod-0, pod-1, pod-2 and 4 more`: a few names, the rest counted."""
+    shown = ", ".join(names[:_SHOWN_PODS])
+    return shown + (f" and {len(names) - _SHOWN_PODS} more" if len(names) > _SHOWN_PODS else "")
+
+
+def _unseen(view: RuntimeView) -> str:
+    """Which Ready pods lack which signal, e.g. "3 of 4 ready pods fresh (pod-0: gpu stale, requests stale)"."""
+    lacking = []
+    for pod in view.pods:
+        if not pod.ready:
+            continue
+        bad = [f"{signal} {state}" for signal, state in pod.signals if state not in (FRESH, NONE)]
+        if bad or not pod.fresh:
+            lacking.append(f"{pod.name}: {', '.join(bad) or 'no data'}")
+    shown = "; ".join(lacking[:_SHOWN_PODS]) + (f"; {len(lacking) - _SHOWN_PODS} more" if len(lacking) > _SHOWN_PODS
+                                                else "")
+    if not view.ready_pods:
+        return "no pod is ready"
+    return f"{view.fresh_pods} of {view.ready_pods} ready pods fresh" + (f" ({shown})" if shown else "")
+
+
+def _unserved(view: RuntimeView, why: str) -> RuntimeView:
+    """The view with every value unknown: the API answers 503, as for too little coverage."""
+    values = {metric: ServedValue(None, value.raw, value.timestamp) for metric, value in view.values.items()}
+    held = {**view.held, **{metric.value: "warming up: unknown (503) until every ready pod is fresh"
+                            for metric in ServedMetric}}
+    return replace(view, values=values, known=False, complete=False, winner=None, held=held,
+                   reason=f"{why}; values unknown (503), HPA holds", warming_up=why)

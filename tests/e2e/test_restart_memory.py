@@ -1,0 +1,101 @@
+"""A restarted adapter does not forget downwards (issue: the adapter restarts while the hot pod's exporter is
+down; with no memory and 3 of 4 pods fresh it served desired 3 -> 2 and the load of the cold pods alone).
+
+Real processes throughout: fake ModelMesh pods with fake GPUs, real exporters, a first adapter that has
+seen every pod, then a second adapter started after the hot pod's exporter died (a restart, a rolling update
+or a new replica: a process with no memory), read through the real `kubectl get --raw`."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import data_path_running
+from tests.fakes.nvml import FakeNvml
+from tests.hardening.adapter import adapter_running
+from tests.support.kubectl import get_raw, write_kubeconfig
+from tests.support.processes import http_get, poll
+
+pytestmark = pytest.mark.slow
+
+VALUES = ("modelmesh_desired_replicas", "modelmesh_request_load", "modelmesh_gpu_busy")
+PATH = "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/{}?labelSelector=deployment%3Dmodelmesh-serving-demo"
+GRACE_S = 8.0
+# One hot pod (150 req/s, GPU 90% busy) and three cold ones (20 req/s, 20%): with 150 req/s a pod,
+# request load 4 x sqrt((150² + 3 x 20²) / 4) = 307.9 asks for 3 pods, GPU busy sqrt((0.9² + 3 x 0.2²) / 4)
+# = 0.48 for 4 x 0.48 / 0.8 = 2.4 -> 3. The cold pods alone show 60 req/s and 0.2: 1 pod.
+POLICY = {"target_rps_per_pod": 150, "scale_down_tau_s": 1, "warmup_grace_s": GRACE_S}
+
+
+def read(kubeconfig: Path, metric: str) -> float | None:
+    """The value kubectl reads, or None when the adapter answers an error (the HPA then holds)."""
+    code, body = get_raw(kubeconfig, PATH.format(metric))
+    if code != 0:
+        assert "ServiceUnavailable" in str(body) or "503" in str(body), body
+        return None
+    value: str = body["items"][0]["value"]
+    return int(value.removesuffix("m")) / 1000 if value.endswith("m") else float(value)
+
+
+def test_adapter_restarted_while_the_hot_pods_exporter_is_down_serves_nothing_lower(tmp_path: Path) -> None:
+    gpus = []
+    for i in range(4):
+        (tmp_path / f"gpu-{i}").mkdir()
+        gpus.append(FakeNvml.create(tmp_path / f"gpu-{i}"))
+    for i, fake in enumerate(gpus):
+        fake.set_gpu(0, util=90 if i == 0 else 20)
+    (tmp_path / "first").mkdir()
+    with data_path_running(tmp_path / "first", pods=4, rps=20, gpus=gpus, policy=POLICY) as path:
+        path.set_load(pod=0, requests_per_second=150)
+        poll(lambda: path.value("modelmesh_desired_replicas") == 3.0
+             and (path.value("modelmesh_request_load") or 0) > 290, timeout=30)
+        before = {metric: path.value(metric) for metric in VALUES}
+        assert before["modelmesh_desired_replicas"] == 3.0
+        assert 0.4 < (before["modelmesh_gpu_busy"] or 0) < 0.55
+
+        path.kill_exporter(0)
+        policy_file = tmp_path / "first" / "policy.yaml"
+        (tmp_path / "second").mkdir()
+        with adapter_running(tmp_path / "second", path.exporter_urls, args=[
+            "--refresh-interval", "1", "--window", "3", "--config", str(policy_file),
+        ]) as restarted:
+            kubeconfig = write_kubeconfig(tmp_path / "second" / "kubeconfig", restarted.url)
+            started = time.monotonic()
+            seen: list[dict[str, float | None]] = []
+            while time.monotonic() < started + GRACE_S - 2:  # warming up: the hot pod was never seen fresh
+                now = {metric: read(kubeconfig, metric) for metric in VALUES}
+                seen.append(now)
+                for metric, value in now.items():
+                    assert value is None or value >= (before[metric] or 0), (metric, before, seen)
+                time.sleep(0.3)
+            assert seen and all(s["modelmesh_desired_replicas"] is None for s in seen), seen
+            assert "warming up" in restarted.log_text()
+            # Why, for whoever looks: /debug names the pod and what it lacks; the self-metric says "warming up".
+            code, debug = get_raw(kubeconfig, "/debug/runtimes/default/modelmesh-serving-demo")
+            assert code == 0 and "3 of 4 ready pods fresh (pod-0: gpu stale" in debug["warming_up"], debug
+            gauge = 'modelmesh_autoscaler_runtime_warming_up{deployment="modelmesh-serving-demo",namespace="default"}'
+            assert f"{gauge} 1.0" in http_get(f"{restarted.url}/metrics")[1]
+
+            # Past the grace period the recommendation is served, never below what runs (the 4 listed pods) and
+            # held there while the hot pod is missing; request load and GPU busy, which the cold pods alone would
+            # put at 60 req/s and 0.2, stay unknown (the HPA holds) and say which pod lacks what.
+            poll(lambda: read(kubeconfig, "modelmesh_desired_replicas") is not None, timeout=GRACE_S + 10)
+            for _ in range(5):
+                now = {metric: read(kubeconfig, metric) for metric in VALUES}
+                seen.append(now)
+                assert now["modelmesh_desired_replicas"] == 4.0, seen
+                for metric, value in now.items():
+                    assert value is None or value >= (before[metric] or 0), (metric, before, seen)
+                time.sleep(0.5)
+            assert seen[-1]["modelmesh_request_load"] is None and seen[-1]["modelmesh_gpu_busy"] is None, seen
+            code, why = get_raw(kubeconfig, PATH.format("modelmesh_request_load"))
+            assert code != 0 and "requests not fresh on pod-0" in str(why), why
+            assert f"{gauge} 1.0" in http_get(f"{restarted.url}/metrics")[1]
+
+            # The hot pod's exporter back: every Ready pod fresh, the values are served in full and remembered.
+            path.restart_exporter(0)
+            poll(lambda: (read(kubeconfig, "modelmesh_request_load") or 0) > 290, timeout=30)
+            assert 0.4 < (read(kubeconfig, "modelmesh_gpu_busy") or 0) < 0.55
+            assert f"{gauge} 0.0" in http_get(f"{restarted.url}/metrics")[1]
