@@ -19,11 +19,12 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Final
 
 from autoscaler.model import PodSample
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.slots import slot_builder
 
 _INF = math.inf
 
@@ -363,25 +364,35 @@ def aggregate(
         for j, s in enumerate(SIGNALS)
     }
     states = _states(expected)
-    return Aggregate(
-        pods=tuple(cleaned) if cleaned is not None else pods if type(pods) is tuple else tuple(pods),
-        fresh=tuple(load_fresh),
-        weights=_request_weights(len(pods), rps, rps_at, p),
-        ready=ready,
-        n=n,
-        coverage=n / ready if ready else 0.0,
-        gpu_busy=power_mean(gpu, p) if gpu else None,
-        request_rate=power_mean(rps, p) if rps else None,
-        queue_delay_sum_s=queue_sum,
-        queue_delay_max_s=queue_max,
-        cache_pressure=pressure,
-        cache_full=pressure is not None and pressure > 0.0,
-        oldest_sample_at=oldest,
-        queue_excess_s=excess,
-        saturated=saturated,
-        signals=signals,
-        pod_signals=tuple([states[code] for code in codes]),
+    return _aggregate(  # Aggregate(...), through its slots (`slots`): positional, in field order
+        tuple(cleaned) if cleaned is not None else pods if type(pods) is tuple else tuple(pods),  # pods
+        tuple(load_fresh),  # fresh
+        _request_weights(len(pods), rps, rps_at, p),  # weights
+        ready,
+        n,
+        n / ready if ready else 0.0,  # coverage
+        power_mean(gpu, p) if gpu else None,  # gpu_busy
+        power_mean(rps, p) if rps else None,  # request_rate
+        queue_sum,  # queue_delay_sum_s
+        queue_max,  # queue_delay_max_s
+        pressure,  # cache_pressure
+        pressure is not None and pressure > 0.0,  # cache_full
+        oldest,  # oldest_sample_at
+        excess,  # queue_excess_s
+        saturated,
+        signals,
+        tuple([states[code] for code in codes]),  # pod_signals
     )
+
+
+_aggregate: Final = slot_builder(Aggregate)
+_AGGREGATE_FIELDS: Final = (
+    "pods", "fresh", "weights", "ready", "n", "coverage", "gpu_busy", "request_rate", "queue_delay_sum_s",
+    "queue_delay_max_s", "cache_pressure", "cache_full", "oldest_sample_at", "queue_excess_s", "saturated",
+    "signals", "pod_signals",
+)
+if tuple(f.name for f in fields(Aggregate)) != _AGGREGATE_FIELDS:  # pragma: no cover - a model change
+    raise ImportError("Aggregate's fields changed: update _AGGREGATE_FIELDS and the call in aggregate()")
 
 
 @functools.lru_cache(maxsize=4096)
