@@ -129,13 +129,13 @@ def _reason(
         stats = by_signal[signal]
         # Load signals share the stale pods counted above; say only what those do not explain.
         extra = stats.missing if signal == SIGNAL_GPU else stats.missing - missing
-        if stats.present and extra > 0:
+        if extra > 0:  # (a signal with missing pods is present)
             parts.append(f"{signal} missing on {stats.missing} of {agg.ready} ready pods; holding what uses it")
     parts.extend(f"{what} held: {why}" for what, why in held.items())
     absent = [
         what
         for what, signal in (("GPU busy", SIGNAL_GPU), ("request rate", SIGNAL_REQUESTS), ("cache state", SIGNAL_CACHE))
-        if not by_signal[signal].present
+        if by_signal[signal].fresh + by_signal[signal].missing <= 0  # not present
     ]
     if absent:
         parts.append("no fresh pod reports " + ", ".join(absent))

@@ -21,6 +21,7 @@ from autoscaler.policies.decision import decide
 from autoscaler.policies.podviews import pod_views
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.ranking import default_terms, rank_pods
+from autoscaler.policies.recommendation import PROPOSAL_LIMIT, ceil_pods
 from tests.policies.builders import NOW, PROPERTIES, snapshot
 from tests.policies.plain_decision import plain_decide
 from tests.policies.plain_policies import plain_aggregate, plain_pod_views
@@ -128,3 +129,11 @@ def test_fast_decide_equals_the_plain_composition_refresh_after_refresh(
         assert list(fast_view.held) == list(plain_view.held)
         assert list(fast_view.signal_coverage) == list(plain_view.signal_coverage)
         assert list(fast_view.proposals) == list(plain_view.proposals)
+
+
+@PROPERTIES
+@given(x=st.one_of(st.floats(allow_nan=True, allow_infinity=False), st.sampled_from(
+    [0.0, -0.0, 1.0, -1.0, 3.0000000000000004, 2.9999999999, 999_999.5, 1e6, -0.5, math.nan, math.inf])))
+def test_ceil_pods_is_the_plain_formula(x: float) -> None:
+    plain = PROPOSAL_LIMIT if not x < PROPOSAL_LIMIT else max(0, math.ceil(x - 1e-9 * max(1.0, abs(x))))
+    assert ceil_pods(x) == plain
