@@ -271,6 +271,9 @@ def aggregate(
     oldest: float | None = None
     room = full = False
     global_lru = 0.0
+    # Bound once: up to five appends per pod.
+    add_code, add_load, add_gpu = codes.append, load_fresh.append, gpu.append
+    add_rps, add_rps_at = rps.append, rps_at.append
     for i, pod in enumerate(pods):
         t = pod.sampled_at
         g = pod.gpu_sampled_at
@@ -300,14 +303,14 @@ def aggregate(
         if cleaned is not None:
             cleaned.append(pod)
         if not pod.ready:
-            codes.append(_NOT_READY)
-            load_fresh.append(False)
+            add_code(_NOT_READY)
+            add_load(False)
             continue
         ready += 1
         load_ok = t is not None and now - t <= max_stale
         gt = g if g is not None else t  # `gpu_time`
         gpu_ok = gt is not None and now - gt <= max_stale
-        load_fresh.append(load_ok)
+        add_load(load_ok)
         use_g = gpu_ok and b is not None
         if load_ok:
             n += 1
@@ -316,18 +319,18 @@ def aggregate(
             use_c = c is not None or k is not None or a is not None
         else:
             use_r = use_q = use_c = False
-        codes.append(use_g | use_r << 1 | use_q << 2 | use_c << 3 | gpu_ok << 4 | load_ok << 5)
+        add_code(use_g | use_r << 1 | use_q << 2 | use_c << 3 | gpu_ok << 4 | load_ok << 5)
         if use_g:
             fresh_g += 1
-            gpu.append(b)  # type: ignore[arg-type]  # use_g: b is not None
+            add_gpu(b)  # type: ignore[arg-type]  # use_g: b is not None
             if oldest is None or gt < oldest:  # type: ignore[operator]  # use_g: gt is not None
                 oldest = gt
         if (use_r or use_q or use_c) and (oldest is None or t < oldest):  # type: ignore[operator]  # load_ok
             oldest = t
         if use_r:
             fresh_r += 1
-            rps.append(r)  # type: ignore[arg-type]
-            rps_at.append(i)
+            add_rps(r)  # type: ignore[arg-type]
+            add_rps_at(i)
         if use_q:
             fresh_q += 1
             queue_sum += q  # type: ignore[operator]

@@ -132,7 +132,7 @@ def test_fast_decide_equals_the_plain_composition_refresh_after_refresh(
 
 
 @PROPERTIES
-@given(x=st.one_of(st.floats(allow_nan=True, allow_infinity=False), st.sampled_from(
+@given(x=st.one_of(st.floats(min_value=-1e300, max_value=1e300), st.sampled_from(
     [0.0, -0.0, 1.0, -1.0, 3.0000000000000004, 2.9999999999, 999_999.5, 1e6, -0.5, math.nan, math.inf])))
 def test_ceil_pods_is_the_plain_formula(x: float) -> None:
     plain = PROPOSAL_LIMIT if not x < PROPOSAL_LIMIT else max(0, math.ceil(x - 1e-9 * max(1.0, abs(x))))
