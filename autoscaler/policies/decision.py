@@ -92,9 +92,14 @@ settle band of its smoothing."""
 
 _ALL_SIGNALS: Final = frozenset(SIGNALS)
 
-_view: Final = slot_builder(RuntimeView)
-_value: Final = slot_builder(ServedValue)
-_memory: Final = slot_builder(RuntimeMemory)
+_view: Final = slot_builder(RuntimeView, (
+    "key", "refreshed_at", "window_s", "ready_pods", "fresh_pods", "coverage", "complete", "known", "values",
+    "proposals", "winner", "pods", "reason", "consecutive_misses", "current_replicas", "signal_coverage", "held",
+    "warnings", "bounds",
+))
+_value: Final = slot_builder(ServedValue, ("value", "raw", "timestamp"))
+_memory: Final = slot_builder(RuntimeMemory, (
+    "smoothed", "consecutive_misses", "known", "proposals", "seen", "warned_no_capacity"))
 
 
 def _no_capacity_warning(key: object) -> str:

@@ -111,7 +111,8 @@ def _hold(
 
 
 _NO_HELD: Final[Mapping[str, int]] = {}
-_recommendation: Final = slot_builder(Recommendation)
+_recommendation: Final = slot_builder(
+    Recommendation, ("desired", "proposals", "winner", "held", "no_capacity"))
 
 
 def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | None = None) -> Recommendation:

@@ -27,7 +27,7 @@ class SmoothState:
     updated_at: float
 
 
-_state: Final = slot_builder(SmoothState)
+_state: Final = slot_builder(SmoothState, ("value", "updated_at"))
 """SmoothState(value, updated_at) through its slots: four per runtime per refresh (see `slots`)."""
 
 DESIRED_REPLICAS_SETTLE: Final = 0.1

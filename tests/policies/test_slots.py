@@ -13,7 +13,7 @@ from autoscaler.policies.smoothing import SmoothState
 
 
 def test_built_objects_are_the_dataclass_s_own() -> None:
-    build = slot_builder(ServedValue)
+    build = slot_builder(ServedValue, ("value", "raw", "timestamp"))
     built = build(3.0, 2.5, None)
     assert built == ServedValue(value=3.0, raw=2.5, timestamp=None)
     assert hash(built) == hash(ServedValue(3.0, 2.5, None))
@@ -22,8 +22,8 @@ def test_built_objects_are_the_dataclass_s_own() -> None:
     assert [f.name for f in fields(built)] == ["value", "raw", "timestamp"]
     with pytest.raises(AttributeError):
         built.value = 4.0  # type: ignore[misc]  # still frozen
-    assert slot_builder(SmoothState)(1.5, 10.0) == SmoothState(value=1.5, updated_at=10.0)
-    assert slot_builder(RuntimeKey)("ns", "d") < RuntimeKey("ns", "e")  # ordering too
+    assert slot_builder(SmoothState, ("value", "updated_at"))(1.5, 10.0) == SmoothState(value=1.5, updated_at=10.0)
+    assert slot_builder(RuntimeKey, ("namespace", "deployment"))("ns", "d") < RuntimeKey("ns", "e")  # ordering too
 
 
 def test_a_class_the_builder_would_get_wrong_is_refused() -> None:
@@ -41,4 +41,12 @@ def test_a_class_the_builder_would_get_wrong_is_refused() -> None:
 
     for cls in (NoSlots, Checked):
         with pytest.raises(TypeError, match="slotted dataclass without __post_init__"):
-            slot_builder(cls)
+            slot_builder(cls, ("x",))
+
+
+def test_fields_named_out_of_order_or_missing_fail_at_once() -> None:
+    """A field added to or moved in a model must not shift values into the wrong fields."""
+    with pytest.raises(TypeError, match="update the call"):
+        slot_builder(ServedValue, ("raw", "value", "timestamp"))
+    with pytest.raises(TypeError, match="update the call"):
+        slot_builder(ServedValue, ("value", "raw"))
