@@ -98,9 +98,10 @@ class AdapterMetrics:
             "retried with backoff), failed (refused; tried again at the 5-minute refresh).",
             ["result"], registry=self.registry,
         )
-        self._runtime_series: dict[Gauge, set[tuple[str, ...]]] = {
-            self.consecutive_misses: set(), self.runtime_known: set(), self.served_value: set(),
-            self.runtime_warming_up: set(),
+        # Per gauge: each series set last refresh, its child and the value it was set to (see publish_runtimes).
+        self._runtime_series: dict[Gauge, dict[tuple[str, ...], tuple[Gauge, float]]] = {
+            self.consecutive_misses: {}, self.runtime_known: {}, self.served_value: {},
+            self.runtime_warming_up: {},
         }
         # The RuntimeScale bridge (docs/design.md, The RuntimeScale bridge).
         self.bridge_writes = Counter(
@@ -126,7 +127,11 @@ class AdapterMetrics:
     def publish_runtimes(self, views: Iterable[RuntimeView]) -> None:
         """Set every per-runtime series from this refresh's views, and remove the series this refresh did not
         set: a runtime that disappeared leaves nothing, and a value that is unknown (the runtime answers 503,
-        or the signal has no data) is absent rather than its last number going stale forever."""
+        or the signal has no data) is absent rather than its last number going stale forever.
+
+        Only series that are new or whose value changed are set, through the child kept from last time: at 5,000
+        runtimes that is 30,000 series a refresh, and `labels(...).set(...)` on each cost about 0.1 s, while
+        most values (misses, known, a steady replica count) repeat from one refresh to the next."""
         current: dict[Gauge, dict[tuple[str, ...], float]] = {gauge: {} for gauge in self._runtime_series}
         for view in views:
             labels: tuple[str, ...] = (view.key.namespace, view.key.deployment)
@@ -139,8 +144,18 @@ class AdapterMetrics:
                 if served.value is not None:
                     current[self.served_value][(*labels, metric.value)] = served.value
         for gauge, previous in self._runtime_series.items():
+            kept: dict[tuple[str, ...], tuple[Gauge, float]] = {}
             for series, value in current[gauge].items():
-                gauge.labels(*series).set(value)
-            for series in previous - current[gauge].keys():
+                last = previous.get(series)
+                if last is None:
+                    child = gauge.labels(*series)
+                elif last[1] == value:
+                    kept[series] = last
+                    continue
+                else:
+                    child = last[0]
+                child.set(value)
+                kept[series] = (child, value)
+            for series in previous.keys() - current[gauge].keys():
                 gauge.remove(*series)
-            self._runtime_series[gauge] = set(current[gauge])
+            self._runtime_series[gauge] = kept

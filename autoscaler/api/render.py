@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from autoscaler.api import runtimes
-from autoscaler.api.handlers import metric_answer
+from autoscaler.api.handlers import metric_answers
 from autoscaler.api.snapshot import EMPTY, METRICS, RuntimeAnswers, ServingSnapshot
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.refresher import Refresher
@@ -19,7 +19,7 @@ from autoscaler.refresher import Refresher
 
 def render_runtime(view: RuntimeView) -> RuntimeAnswers:
     return RuntimeAnswers(
-        tuple(metric_answer(view, metric) for metric in METRICS),
+        metric_answers(view, METRICS),
         runtimes.keda_answer(view),
         runtimes.debug_body(view),
     )

@@ -24,6 +24,7 @@ from typing import Final
 
 from autoscaler.model import PodSample
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.slots import slot_builder
 
 _INF = math.inf
 
@@ -270,6 +271,9 @@ def aggregate(
     oldest: float | None = None
     room = full = False
     global_lru = 0.0
+    # Bound once: up to five appends per pod.
+    add_code, add_load, add_gpu = codes.append, load_fresh.append, gpu.append
+    add_rps, add_rps_at = rps.append, rps_at.append
     for i, pod in enumerate(pods):
         t = pod.sampled_at
         g = pod.gpu_sampled_at
@@ -299,14 +303,14 @@ def aggregate(
         if cleaned is not None:
             cleaned.append(pod)
         if not pod.ready:
-            codes.append(_NOT_READY)
-            load_fresh.append(False)
+            add_code(_NOT_READY)
+            add_load(False)
             continue
         ready += 1
         load_ok = t is not None and now - t <= max_stale
         gt = g if g is not None else t  # `gpu_time`
         gpu_ok = gt is not None and now - gt <= max_stale
-        load_fresh.append(load_ok)
+        add_load(load_ok)
         use_g = gpu_ok and b is not None
         if load_ok:
             n += 1
@@ -315,18 +319,18 @@ def aggregate(
             use_c = c is not None or k is not None or a is not None
         else:
             use_r = use_q = use_c = False
-        codes.append(use_g | use_r << 1 | use_q << 2 | use_c << 3 | gpu_ok << 4 | load_ok << 5)
+        add_code(use_g | use_r << 1 | use_q << 2 | use_c << 3 | gpu_ok << 4 | load_ok << 5)
         if use_g:
             fresh_g += 1
-            gpu.append(b)  # type: ignore[arg-type]  # use_g: b is not None
+            add_gpu(b)  # type: ignore[arg-type]  # use_g: b is not None
             if oldest is None or gt < oldest:  # type: ignore[operator]  # use_g: gt is not None
                 oldest = gt
         if (use_r or use_q or use_c) and (oldest is None or t < oldest):  # type: ignore[operator]  # load_ok
             oldest = t
         if use_r:
             fresh_r += 1
-            rps.append(r)  # type: ignore[arg-type]
-            rps_at.append(i)
+            add_rps(r)  # type: ignore[arg-type]
+            add_rps_at(i)
         if use_q:
             fresh_q += 1
             queue_sum += q  # type: ignore[operator]
@@ -363,25 +367,32 @@ def aggregate(
         for j, s in enumerate(SIGNALS)
     }
     states = _states(expected)
-    return Aggregate(
-        pods=tuple(cleaned) if cleaned is not None else pods if type(pods) is tuple else tuple(pods),
-        fresh=tuple(load_fresh),
-        weights=_request_weights(len(pods), rps, rps_at, p),
-        ready=ready,
-        n=n,
-        coverage=n / ready if ready else 0.0,
-        gpu_busy=power_mean(gpu, p) if gpu else None,
-        request_rate=power_mean(rps, p) if rps else None,
-        queue_delay_sum_s=queue_sum,
-        queue_delay_max_s=queue_max,
-        cache_pressure=pressure,
-        cache_full=pressure is not None and pressure > 0.0,
-        oldest_sample_at=oldest,
-        queue_excess_s=excess,
-        saturated=saturated,
-        signals=signals,
-        pod_signals=tuple([states[code] for code in codes]),
+    return _aggregate(  # Aggregate(...), through its slots (`slots`): positional, in field order
+        tuple(cleaned) if cleaned is not None else pods if type(pods) is tuple else tuple(pods),  # pods
+        tuple(load_fresh),  # fresh
+        _request_weights(len(pods), rps, rps_at, p),  # weights
+        ready,
+        n,
+        n / ready if ready else 0.0,  # coverage
+        power_mean(gpu, p) if gpu else None,  # gpu_busy
+        power_mean(rps, p) if rps else None,  # request_rate
+        queue_sum,  # queue_delay_sum_s
+        queue_max,  # queue_delay_max_s
+        pressure,  # cache_pressure
+        pressure is not None and pressure > 0.0,  # cache_full
+        oldest,  # oldest_sample_at
+        excess,  # queue_excess_s
+        saturated,
+        signals,
+        tuple([states[code] for code in codes]),  # pod_signals
     )
+
+
+_aggregate: Final = slot_builder(Aggregate, (
+    "pods", "fresh", "weights", "ready", "n", "coverage", "gpu_busy", "request_rate", "queue_delay_sum_s",
+    "queue_delay_max_s", "cache_pressure", "cache_full", "oldest_sample_at", "queue_excess_s", "saturated",
+    "signals", "pod_signals",
+))
 
 
 @functools.lru_cache(maxsize=4096)

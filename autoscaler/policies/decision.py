@@ -42,7 +42,6 @@ from autoscaler.names import ServedMetric
 from autoscaler.policies.aggregation import (
     SIGNAL_CACHE,
     SIGNAL_GPU,
-    SIGNAL_QUEUE,
     SIGNAL_REQUESTS,
     SIGNALS,
     Aggregate,
@@ -53,6 +52,7 @@ from autoscaler.policies.podviews import pod_views
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
 from autoscaler.policies.ranking import WeightedTerm, default_terms, rank_pods
 from autoscaler.policies.recommendation import NO_CAPACITY_SETTING, SIGNAL_OF, Recommendation, ceil_pods, recommend
+from autoscaler.policies.slots import slot_builder
 from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, smooth
 
 log = logging.getLogger(__name__)
@@ -83,21 +83,23 @@ _NO_MEMORY: Final = RuntimeMemory()
 _METRICS: Final = tuple(ServedMetric)
 
 
-def _raw_values(agg: Aggregate, desired: int) -> dict[ServedMetric, float | None]:
-    return {
-        ServedMetric.DESIRED_REPLICAS: float(desired),
-        ServedMetric.GPU_BUSY: agg.gpu_busy,
-        ServedMetric.REQUEST_LOAD: agg.request_load,
-        ServedMetric.CACHE_PRESSURE: agg.cache_pressure,
-    }
+_DESIRED: Final = ServedMetric.DESIRED_REPLICAS
+_PLAN: Final = tuple(
+    (metric, VALUE_SIGNAL.get(metric), DESIRED_REPLICAS_SETTLE if metric is _DESIRED else 0.0) for metric in _METRICS
+)
+"""Per served metric, in the order views list them: the signal it uses (None: the replica count's) and the
+settle band of its smoothing."""
 
+_ALL_SIGNALS: Final = frozenset(SIGNALS)
 
-def _desired_signals(agg: Aggregate, policy: RuntimePolicy) -> list[str]:
-    """The signals the replica recommendation reads: those of its terms that belong to the runtime."""
-    used = [SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_CACHE]
-    if policy.target_rps_per_pod is not None:
-        used.append(SIGNAL_REQUESTS)
-    return [s for s in used if agg.stats(s).present]
+_view: Final = slot_builder(RuntimeView, (
+    "key", "refreshed_at", "window_s", "ready_pods", "fresh_pods", "coverage", "complete", "known", "values",
+    "proposals", "winner", "pods", "reason", "consecutive_misses", "current_replicas", "signal_coverage", "held",
+    "warnings", "bounds", "warming_up",
+))
+_value: Final = slot_builder(ServedValue, ("value", "raw", "timestamp"))
+_memory: Final = slot_builder(RuntimeMemory, (
+    "smoothed", "consecutive_misses", "known", "proposals", "seen", "warned_no_capacity"))
 
 
 def _no_capacity_warning(key: object) -> str:
@@ -110,7 +112,7 @@ def _no_capacity_warning(key: object) -> str:
 
 def _reason(
     snapshot: RuntimeSnapshot, agg: Aggregate, policy: RuntimePolicy, known: bool, memory: RuntimeMemory,
-    held: Mapping[str, str],
+    held: Mapping[str, str], by_signal: Mapping[str, SignalStats],
 ) -> str:
     """Why values are unknown or held, in words for logs and /debug; empty when nothing is wrong."""
     if not snapshot.source_ok:
@@ -129,28 +131,20 @@ def _reason(
     if missing:
         parts.append(f"{missing} of {agg.ready} ready pods stale; holding values (may rise, not fall)")
     for signal in SIGNALS:
-        stats = agg.stats(signal)
+        stats = by_signal[signal]
         # Load signals share the stale pods counted above; say only what those do not explain.
         extra = stats.missing if signal == SIGNAL_GPU else stats.missing - missing
-        if stats.present and extra > 0:
+        if extra > 0:  # (a signal with missing pods is present)
             parts.append(f"{signal} missing on {stats.missing} of {agg.ready} ready pods; holding what uses it")
     parts.extend(f"{what} held: {why}" for what, why in held.items())
     absent = [
         what
         for what, signal in (("GPU busy", SIGNAL_GPU), ("request rate", SIGNAL_REQUESTS), ("cache state", SIGNAL_CACHE))
-        if not agg.stats(signal).present
+        if by_signal[signal].fresh + by_signal[signal].missing <= 0  # not present
     ]
     if absent:
         parts.append("no fresh pod reports " + ", ".join(absent))
     return "; ".join(parts)
-
-
-def _served(
-    metric: ServedMetric, target: float | None, state: SmoothState | None,
-) -> float | None:
-    if target is None or state is None:
-        return None
-    return float(ceil_pods(state.value)) if metric is ServedMetric.DESIRED_REPLICAS else state.value
 
 
 def decide(
@@ -160,43 +154,65 @@ def decide(
     now: float,
     window_s: float,
 ) -> tuple[RuntimeView, RuntimeMemory]:
-    """Decide one runtime for the refresh at `now`; `window_s` is the aggregation window the API reports."""
+    """Decide one runtime for the refresh at `now`; `window_s` is the aggregation window the API reports.
+
+    Written for its fixed cost per runtime (at 5,000 runtimes of 2 pods that is nearly all of a refresh):
+    frozen results built through their slots (`slots`), the per-signal stats read once, the policy's ranking
+    terms found by identity. `tests/policies/plain_decision.py` keeps the plain version it replaced, and
+    `test_fast_path` checks on random runtimes that both decide the same, refresh after refresh.
+    """
     memory = memory or _NO_MEMORY
     agg = aggregate(snapshot.pods, policy, now, memory.seen)
     rec = recommend(agg, policy, memory.proposals)
-    known = snapshot.source_ok and agg.ready > 0 and agg.coverage >= policy.min_coverage
-    by_signal = {s: agg.stats(s) for s in SIGNALS}
-    desired_signals = _desired_signals(agg, policy)
-    desired_complete = known and agg.n == agg.ready and all(by_signal[s].complete for s in desired_signals)
-    complete = desired_complete and all(st.complete for st in by_signal.values() if st.present)
+    ready, n = agg.ready, agg.n
+    min_coverage = policy.min_coverage
+    known = snapshot.source_ok and ready > 0 and agg.coverage >= min_coverage
+    by_signal = agg.signals
+    if tuple(by_signal) != SIGNALS:  # an aggregate built without per-signal detail
+        by_signal = {s: agg.stats(s) for s in SIGNALS}
+    gpu_stats, rps_stats, queue_stats, cache_stats = (by_signal[s] for s in SIGNALS)
+    # A signal the runtime does not have misses on no pod, so "complete where present" is "misses nowhere".
+    desired_complete = (
+        known and n == ready and gpu_stats.missing == 0 and queue_stats.missing == 0
+        and cache_stats.missing == 0 and (policy.target_rps_per_pod is None or rps_stats.missing == 0)
+    )
+    complete = desired_complete and rps_stats.missing == 0
 
-    raw = _raw_values(agg, rec.desired)
+    request_rate = agg.request_rate
+    raw = {
+        _DESIRED: float(rec.desired),
+        ServedMetric.GPU_BUSY: agg.gpu_busy,
+        ServedMetric.REQUEST_LOAD: None if request_rate is None else rps_stats.fresh * request_rate,
+        ServedMetric.CACHE_PRESSURE: agg.cache_pressure,
+    }
     tau = policy.scale_down_tau_s
+    before = memory.smoothed
+    oldest = agg.oldest_sample_at
     smoothed: dict[ServedMetric, SmoothState] = {}
     values: dict[ServedMetric, ServedValue] = {}
-    held: dict[str, str] = {f"{term} proposal": why for term, why in rec.held.items()}
-    for metric in _METRICS:
-        signal = VALUE_SIGNAL.get(metric)
+    held: dict[str, str] = {f"{term} proposal": why for term, why in rec.held.items()} if rec.held else {}
+    for metric, signal, settle in _PLAN:
         if signal is None:
             usable, may_fall = known, desired_complete
         else:
             stats = by_signal[signal]
-            usable = known and stats.fresh > 0 and stats.coverage >= policy.min_coverage
-            may_fall = usable and stats.complete and agg.n == agg.ready
-            if known and stats.present and not usable:
-                held[metric.value] = (f"{signal} fresh on {stats.fresh} of {agg.ready} ready pods "
-                                      f"(< {policy.min_coverage:.0%}); unknown (503), memory kept")
+            usable = known and stats.fresh > 0 and stats.coverage >= min_coverage
+            may_fall = usable and stats.missing == 0 and n == ready
+            if known and not usable and stats.fresh + stats.missing > 0:  # present, under coverage
+                held[metric.value] = (f"{signal} fresh on {stats.fresh} of {ready} ready pods "
+                                      f"(< {min_coverage:.0%}); unknown (503), memory kept")
         target = raw[metric] if usable else None
-        settle = DESIRED_REPLICAS_SETTLE if metric is ServedMetric.DESIRED_REPLICAS else 0.0
-        state = smooth(memory.smoothed.get(metric), target, now, tau, may_fall, settle)
-        if metric is ServedMetric.DESIRED_REPLICAS and state is not None:
-            state = _capped(state, policy)
-        if usable and not may_fall and state is not None and target is not None and target < state.value:
-            held.setdefault(metric.value, "data missing on some ready pod; may rise, not fall")
+        state = smooth(before.get(metric), target, now, tau, may_fall, settle)
+        served: float | None = None
         if state is not None:
+            if signal is None:
+                state = _capped(state, policy)
             smoothed[metric] = state
-        values[metric] = ServedValue(value=_served(metric, target, state), raw=target,
-                                     timestamp=agg.oldest_sample_at)
+            if target is not None:
+                if usable and not may_fall and target < state.value:
+                    held.setdefault(metric.value, "data missing on some ready pod; may rise, not fall")
+                served = float(ceil_pods(state.value)) if signal is None else state.value
+        values[metric] = _value(served, target, oldest)
 
     warnings: tuple[str, ...] = ()
     if known and rec.no_capacity:
@@ -204,42 +220,45 @@ def decide(
         if not memory.warned_no_capacity:
             log.warning("%s", warnings[0])
 
-    ranking = rank_pods(agg.pods, _terms(policy))
-    pods = pod_views(agg, ranking, now)
-    view = RuntimeView(
-        key=snapshot.key,
-        refreshed_at=now,
-        window_s=window_s,
-        ready_pods=agg.ready,
-        fresh_pods=agg.n,
-        coverage=agg.coverage,
-        complete=complete,
-        known=known,
-        values=values,
-        proposals=rec.proposals,
-        winner=rec.winner if known else None,
-        pods=pods,
-        reason=_reason(snapshot, agg, policy, known, memory, held),
-        consecutive_misses=0 if complete else memory.consecutive_misses + 1,
-        current_replicas=snapshot.replicas,
-        signal_coverage={s: st.coverage for s, st in by_signal.items() if st.present},
-        held=held,
-        warnings=warnings,
-        bounds=(lower_bound(policy), policy.max_replicas),
+    ranking = rank_pods(agg.pods, _policy_terms(policy))
+    consecutive_misses = 0 if complete else memory.consecutive_misses + 1
+    view = _view(
+        snapshot.key,  # key
+        now,  # refreshed_at
+        window_s,
+        ready,  # ready_pods
+        n,  # fresh_pods
+        agg.coverage,
+        complete,
+        known,
+        values,
+        rec.proposals,
+        rec.winner if known else None,  # winner
+        pod_views(agg, ranking, now),  # pods
+        _reason(snapshot, agg, policy, known, memory, held, by_signal),
+        consecutive_misses,
+        snapshot.replicas,  # current_replicas
+        {s: st.coverage for s, st in by_signal.items() if st.fresh + st.missing > 0},  # signal_coverage
+        held,
+        warnings,
+        (lower_bound(policy), policy.max_replicas),  # bounds
+        "",  # warming_up: set by the warm-up step (policies/warmup.py) for a runtime with no memory
     )
-    next_memory = RuntimeMemory(
-        smoothed=smoothed,
-        consecutive_misses=view.consecutive_misses,
-        known=known,
-        proposals=_remembered(rec, memory) if known else memory.proposals,
-        seen=_seen(memory.seen, by_signal),
-        warned_no_capacity=memory.warned_no_capacity or bool(warnings),
+    next_memory = _memory(
+        smoothed,
+        consecutive_misses,
+        known,
+        _remembered(rec, memory) if known else memory.proposals,  # proposals
+        _seen(memory.seen, by_signal),
+        memory.warned_no_capacity or bool(warnings),  # warned_no_capacity
     )
     return view, next_memory
 
 
 def _seen(before: frozenset[str], by_signal: Mapping[str, SignalStats]) -> frozenset[str]:
     """The signals reported so far: the same set (object) once no new one appears, as on most refreshes."""
+    if before == _ALL_SIGNALS:
+        return before
     now_fresh = {s for s, st in by_signal.items() if st.fresh > 0}
     return before if now_fresh <= before else before | now_fresh
 
@@ -250,6 +269,23 @@ def _terms(policy: RuntimePolicy) -> tuple[WeightedTerm, ...]:
     refresh (`default_terms` depends on the policy alone). Sized for one policy per runtime (HPA bounds
     make them differ) of a 65,536-runtime fleet, well under 1 KiB each; more only cost rebuilding."""
     return default_terms(policy)
+
+
+_TERMS_BY_ID: dict[int, tuple[RuntimePolicy, tuple[WeightedTerm, ...]]] = {}
+
+
+def _policy_terms(policy: RuntimePolicy) -> tuple[WeightedTerm, ...]:
+    """`_terms` found by the policy's identity: a refresh hands the same policy object to a runtime every
+    time (`with_hpa_bounds` is cached), and hashing a 16-field policy for `lru_cache` costs more than the
+    ranking of a small runtime. The entry keeps its policy alive, so an id is never reused while cached."""
+    hit = _TERMS_BY_ID.get(id(policy))
+    if hit is not None and hit[0] is policy:
+        return hit[1]
+    terms = _terms(policy)
+    if len(_TERMS_BY_ID) >= 65_536:
+        _TERMS_BY_ID.clear()
+    _TERMS_BY_ID[id(policy)] = (policy, terms)
+    return terms
 
 
 def _remembered(rec: Recommendation, memory: RuntimeMemory) -> dict[str, int]:

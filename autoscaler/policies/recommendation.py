@@ -27,8 +27,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from autoscaler.policies.aggregation import SIGNAL_CACHE, SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_REQUESTS, Aggregate
+from autoscaler.policies.aggregation import (
+    SIGNAL_CACHE,
+    SIGNAL_GPU,
+    SIGNAL_QUEUE,
+    SIGNAL_REQUESTS,
+    SIGNALS,
+    Aggregate,
+    SignalStats,
+)
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
+from autoscaler.policies.slots import slot_builder
 
 GPU: Final = "gpu"
 REQUESTS: Final = "requests"
@@ -59,7 +68,9 @@ def ceil_pods(x: float) -> int:
     """`ceil` that ignores float fuzz: 3.0000000000000004 pods is 3 pods, not 4."""
     if not x < PROPOSAL_LIMIT:  # also catches inf and NaN, which cannot reach here from clean inputs
         return PROPOSAL_LIMIT
-    return max(0, math.ceil(x - _FUZZ * max(1.0, abs(x))))
+    size = -x if x < 0.0 else x  # max(1.0, abs(x)), without two builtin calls: three per runtime per refresh
+    pods = math.ceil(x - _FUZZ * (size if size > 1.0 else 1.0))
+    return pods if pods > 0 else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,64 +89,83 @@ class Recommendation:
 
 
 def _hold(
-    term: str, computed: float | None, agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int],
-    why: dict[str, str],
+    term: str, computed: float | None, stats: SignalStats, ready: int, min_coverage: float,
+    held: Mapping[str, int], why: dict[str, str],
 ) -> float | None:
     """A term's proposal under the missing-data rules (§6), unrounded where computed this refresh."""
-    stats = agg.stats(SIGNAL_OF[term])
-    last = held.get(term)
-    if stats.complete and stats.fresh > 0:
+    fresh, missing = stats.fresh, stats.missing
+    if missing == 0 and fresh > 0:  # complete: the usual case
         return computed
-    if not stats.present and last is None:
+    last = held.get(term)
+    if fresh + missing <= 0 and last is None:
         return computed  # the runtime has no such signal (and never had one in memory)
-    if stats.fresh == 0 or stats.coverage < policy.min_coverage:
+    if fresh == 0 or stats.coverage < min_coverage:
         if last is not None:
-            why[term] = (f"{SIGNAL_OF[term]} fresh on {stats.fresh} of {agg.ready} ready pods; "
+            why[term] = (f"{SIGNAL_OF[term]} fresh on {fresh} of {ready} ready pods; "
                          f"keeping the last proposal {last}")
         return None if last is None else float(last)
     if last is not None and (computed is None or computed < last):
-        why[term] = f"{SIGNAL_OF[term]} missing on {stats.missing} ready pods; may rise, not fall below {last}"
+        why[term] = f"{SIGNAL_OF[term]} missing on {missing} ready pods; may rise, not fall below {last}"
         return float(last)
     return computed
 
 
+_NO_HELD: Final[Mapping[str, int]] = {}
+_recommendation: Final = slot_builder(
+    Recommendation, ("desired", "proposals", "winner", "held", "no_capacity"))
+
+
 def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | None = None) -> Recommendation:
-    """Apply §6 to one aggregate; `held` are the last refresh's proposals (the decision's memory)."""
-    held = held or {}
+    """Apply §6 to one aggregate; `held` are the last refresh's proposals (the decision's memory).
+
+    Runs once per runtime per refresh, so its fixed cost counts at fleet size: the per-signal stats are read
+    once, and the result is built through its slots (`slots`).
+    """
+    held = held or _NO_HELD
     why: dict[str, str] = {}
-    gpu_stats, rps_stats = agg.stats(SIGNAL_GPU), agg.stats(SIGNAL_REQUESTS)
+    signals = agg.signals
+    if tuple(signals) != SIGNALS:  # an aggregate built without per-signal detail
+        signals = {s: agg.stats(s) for s in SIGNALS}
+    gpu_stats, rps_stats = signals[SIGNAL_GPU], signals[SIGNAL_REQUESTS]
+    ready, min_coverage = agg.ready, policy.min_coverage
+    target_rps = policy.target_rps_per_pod
     gpu_demand: float | None = None
     if agg.gpu_busy is not None:
         gpu_demand = gpu_stats.fresh * agg.gpu_busy / policy.target_gpu_busy
     rps_demand: float | None = None
-    if policy.target_rps_per_pod is not None and agg.request_rate is not None:
-        rps_demand = rps_stats.fresh * agg.request_rate / policy.target_rps_per_pod
-    gpu = _hold(GPU, gpu_demand, agg, policy, held, why)
-    rps = _hold(REQUESTS, rps_demand, agg, policy, held, why) if policy.target_rps_per_pod is not None else None
-    capacity = [d for d in (gpu, rps) if d is not None]
-    demand = max(capacity) if capacity else None
+    if target_rps is not None and agg.request_rate is not None:
+        rps_demand = rps_stats.fresh * agg.request_rate / target_rps
+    gpu = _hold(GPU, gpu_demand, gpu_stats, ready, min_coverage, held, why)
+    rps = _hold(REQUESTS, rps_demand, rps_stats, ready, min_coverage, held, why) if target_rps is not None else None
+    demand = rps if gpu is None else (gpu if rps is None or rps <= gpu else rps)  # max(), the GPU's on a tie
 
     queue: float | None = None
     if agg.saturated > 0:
         anchor = demand if demand is not None else float(agg.saturated)
         queue = anchor + agg.queue_excess_s / policy.queue_drain_s
-    queue = _hold(QUEUE, queue, agg, policy, held, why)
+    queue = _hold(QUEUE, queue, signals[SIGNAL_QUEUE], ready, min_coverage, held, why)
 
     cache: float | None = None
+    cache_stats = signals[SIGNAL_CACHE]
     if agg.cache_full and agg.cache_pressure is not None:
-        cache = agg.stats(SIGNAL_CACHE).fresh * min(policy.cache_pressure_cap, agg.cache_pressure)
-    cache = _hold(CACHE, cache, agg, policy, held, why)
+        cache = cache_stats.fresh * min(policy.cache_pressure_cap, agg.cache_pressure)
+    cache = _hold(CACHE, cache, cache_stats, ready, min_coverage, held, why)
 
-    proposals: dict[str, int | None] = dict.fromkeys(TERMS)
-    for term, value in ((GPU, gpu), (REQUESTS, rps), (QUEUE, queue), (CACHE, cache)):
-        proposals[term] = None if value is None else ceil_pods(value)
     no_capacity = demand is None
-    if no_capacity:
-        proposals[READY_PODS] = agg.ready
-    proposals[MIN_REPLICAS] = lower_bound(policy)
-
-    desired = max(v for v in proposals.values() if v is not None)
-    winner = next(t for t in TERMS if proposals[t] == desired)
+    proposals: dict[str, int | None] = {
+        GPU: None if gpu is None else ceil_pods(gpu),
+        REQUESTS: None if rps is None else ceil_pods(rps),
+        QUEUE: None if queue is None else ceil_pods(queue),
+        CACHE: None if cache is None else ceil_pods(cache),
+        READY_PODS: ready if no_capacity else None,
+        MIN_REPLICAS: lower_bound(policy),
+    }
+    desired: int | None = None
+    winner = MIN_REPLICAS
+    for term, value in proposals.items():  # TERMS order: the first of equal proposals wins
+        if value is not None and (desired is None or value > desired):
+            desired, winner = value, term
+    assert desired is not None  # MIN_REPLICAS always proposes
     if policy.max_replicas is not None and desired > policy.max_replicas:
         winner, desired = MAX_REPLICAS, policy.max_replicas
-    return Recommendation(desired=desired, proposals=proposals, winner=winner, held=why, no_capacity=no_capacity)
+    return _recommendation(desired, proposals, winner, why, no_capacity)

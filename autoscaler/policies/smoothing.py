@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass
 from typing import Final
 
+from autoscaler.policies.slots import slot_builder
+
 
 @dataclass(frozen=True, slots=True)
 class SmoothState:
@@ -24,6 +26,9 @@ class SmoothState:
     value: float
     updated_at: float
 
+
+_state: Final = slot_builder(SmoothState, ("value", "updated_at"))
+"""SmoothState(value, updated_at) through its slots: four per runtime per refresh (see `slots`)."""
 
 DESIRED_REPLICAS_SETTLE: Final = 0.1
 """For the replica series, a fall ends once within this many pods of its target.
@@ -56,15 +61,15 @@ def smooth(
     A clock that steps backwards gives `dt = 0`: no decay, never a jump.
     """
     if state is None:
-        return None if target is None else SmoothState(target, now)
+        return None if target is None else _state(target, now)
     if target is None or (target < state.value and not may_fall):
-        return SmoothState(state.value, max(now, state.updated_at))
+        return _state(state.value, max(now, state.updated_at))
     if target >= state.value:
-        return SmoothState(target, now)
+        return _state(target, now)
     dt = now - state.updated_at
     if dt <= 0.0:
         return state
     gap = (state.value - target) * math.exp(-dt / tau) if tau > 0.0 else 0.0
     if gap <= settle:
-        return SmoothState(target, now)
-    return SmoothState(min(state.value, target + gap), now)
+        return _state(target, now)
+    return _state(min(state.value, target + gap), now)

@@ -84,3 +84,31 @@ async def test_a_vanished_runtime_and_an_unknown_signal_leave_no_series() -> Non
                  "modelmesh_autoscaler_runtime_values_known"):
         assert not any(("deployment", gpu.deployment) in labels for labels in labels_of(name)), name
         assert any(("deployment", cpu.deployment) in labels for labels in labels_of(name)), name
+
+
+async def test_values_that_change_or_come_back_after_being_forgotten_read_the_new_number() -> None:
+    """Only changed series are set each refresh: a changed value, and a series removed then set again (same
+    value as before it was removed), must still read what this refresh decided."""
+    source = ChangingSource()
+    metrics = AdapterMetrics()
+    refresher = Refresher(source, PolicyBook(), metrics)
+    gpu = RuntimeKey("ml", "modelmesh-serving-gpu")
+
+    def gpu_busy() -> float | None:
+        return metrics.registry.get_sample_value("modelmesh_autoscaler_served_value", {
+            "namespace": "ml", "deployment": gpu.deployment, "metric": "modelmesh_gpu_busy"})
+
+    source.pods_by_runtime = {gpu: {"g-0": 0.4}}
+    await refresher.refresh_once()
+    assert gpu_busy() == 0.4
+    await refresher.refresh_once()  # the same value again: still there
+    assert gpu_busy() == 0.4
+    source.pods_by_runtime = {gpu: {"g-0": 0.7}}  # rises at once
+    await refresher.refresh_once()
+    assert gpu_busy() == 0.7
+    source.pods_by_runtime = {}  # the runtime goes away: forgotten
+    await refresher.refresh_once()
+    assert gpu_busy() is None
+    source.pods_by_runtime = {gpu: {"g-0": 0.7}}  # and comes back with the value it had
+    await refresher.refresh_once()
+    assert gpu_busy() == 0.7

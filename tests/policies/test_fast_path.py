@@ -21,7 +21,9 @@ from autoscaler.policies.decision import decide
 from autoscaler.policies.podviews import pod_views
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.ranking import default_terms, rank_pods
+from autoscaler.policies.recommendation import PROPOSAL_LIMIT, ceil_pods
 from tests.policies.builders import NOW, PROPERTIES, snapshot
+from tests.policies.plain_decision import plain_decide
 from tests.policies.plain_policies import plain_aggregate, plain_pod_views
 
 signal = st.one_of(
@@ -96,3 +98,42 @@ def test_fast_decisions_equal_the_plain_ones_refresh_after_refresh(
             plain_view, plain = decide(snapshot(pods, now=now, source_ok=source_ok), policy, plain, now, 30.0)
         assert fast_view == plain_view
         assert fast == plain
+
+
+bounded_policies = st.builds(
+    RuntimePolicy,
+    skew_order=st.sampled_from([1.0, 2.0, math.inf]),
+    target_rps_per_pod=st.sampled_from([None, 50.0]),
+    target_queue_delay_s=st.sampled_from([0.0, 0.05]),
+    max_staleness_s=st.sampled_from([0.0, 45.0, 90.0]),
+    min_coverage=st.sampled_from([0.0, 0.5, 1.0]),
+    scale_down_tau_s=st.sampled_from([0.0, 300.0]),
+    min_replicas=st.sampled_from([None, 2]),
+    max_replicas=st.sampled_from([None, 1, 3, 40]),
+)
+
+
+@PROPERTIES
+@given(steps=st.lists(st.tuples(runtimes, st.booleans()), min_size=1, max_size=6), policy=bounded_policies)
+def test_fast_decide_equals_the_plain_composition_refresh_after_refresh(
+    steps: list[tuple[tuple[PodSample, ...], bool]], policy: RuntimePolicy,
+) -> None:
+    fast = plain = None
+    for i, (pods, source_ok) in enumerate(steps):
+        now = NOW + 15.0 * i
+        fast_view, fast = decide(snapshot(pods, now=now, source_ok=source_ok), policy, fast, now, 30.0)
+        plain_view, plain = plain_decide(snapshot(pods, now=now, source_ok=source_ok), policy, plain, now, 30.0)
+        assert fast_view == plain_view
+        assert fast == plain
+        assert list(fast_view.values) == list(plain_view.values)  # the order /debug and renders show
+        assert list(fast_view.held) == list(plain_view.held)
+        assert list(fast_view.signal_coverage) == list(plain_view.signal_coverage)
+        assert list(fast_view.proposals) == list(plain_view.proposals)
+
+
+@PROPERTIES
+@given(x=st.one_of(st.floats(min_value=-1e300, max_value=1e300), st.sampled_from(
+    [0.0, -0.0, 1.0, -1.0, 3.0000000000000004, 2.9999999999, 999_999.5, 1e6, -0.5, math.nan, math.inf])))
+def test_ceil_pods_is_the_plain_formula(x: float) -> None:
+    plain = PROPOSAL_LIMIT if not x < PROPOSAL_LIMIT else max(0, math.ceil(x - 1e-9 * max(1.0, abs(x))))
+    assert ceil_pods(x) == plain

@@ -1,0 +1,299 @@
+"""The decision's previous, plain composition (`decide`, `recommend`), kept as the oracle of the fast one.
+
+`autoscaler.policies.decision.decide` and `autoscaler.policies.recommendation.recommend` were rewritten to cut
+their fixed cost per runtime (at 5,000 runtimes it is most of a refresh); these are the versions they
+replaced, line for line, so that `test_fast_path.py` can check on random runtimes, refresh after refresh, that
+both give equal views and memories. The per-pod work they call (`aggregate`, `rank_pods`, `pod_views`) is the
+library's own, checked against its own oracle in `plain_policies`.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Mapping
+from typing import Final
+
+from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
+from autoscaler.names import ServedMetric
+from autoscaler.policies.aggregation import (
+    SIGNAL_CACHE,
+    SIGNAL_GPU,
+    SIGNAL_QUEUE,
+    SIGNAL_REQUESTS,
+    SIGNALS,
+    Aggregate,
+    SignalStats,
+    aggregate,
+)
+from autoscaler.policies.decision import _NO_MEMORY, VALUE_SIGNAL, RuntimeMemory
+from autoscaler.policies.podviews import pod_views
+from autoscaler.policies.policy import RuntimePolicy, lower_bound
+from autoscaler.policies.ranking import WeightedTerm, default_terms, rank_pods
+from autoscaler.policies.recommendation import (
+    CACHE,
+    GPU,
+    MAX_REPLICAS,
+    MIN_REPLICAS,
+    NO_CAPACITY_SETTING,
+    QUEUE,
+    READY_PODS,
+    REQUESTS,
+    SIGNAL_OF,
+    TERMS,
+    Recommendation,
+    ceil_pods,
+)
+from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, smooth
+
+log = logging.getLogger(__name__)
+
+_METRICS: Final = tuple(ServedMetric)
+
+
+def _hold(
+    term: str, computed: float | None, agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int],
+    why: dict[str, str],
+) -> float | None:
+    """A term's proposal under the missing-data rules (§6), unrounded where computed this refresh."""
+    stats = agg.stats(SIGNAL_OF[term])
+    last = held.get(term)
+    if stats.complete and stats.fresh > 0:
+        return computed
+    if not stats.present and last is None:
+        return computed  # the runtime has no such signal (and never had one in memory)
+    if stats.fresh == 0 or stats.coverage < policy.min_coverage:
+        if last is not None:
+            why[term] = (f"{SIGNAL_OF[term]} fresh on {stats.fresh} of {agg.ready} ready pods; "
+                         f"keeping the last proposal {last}")
+        return None if last is None else float(last)
+    if last is not None and (computed is None or computed < last):
+        why[term] = f"{SIGNAL_OF[term]} missing on {stats.missing} ready pods; may rise, not fall below {last}"
+        return float(last)
+    return computed
+
+
+def plain_recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | None = None) -> Recommendation:
+    """Apply §6 to one aggregate; `held` are the last refresh's proposals (the decision's memory)."""
+    held = held or {}
+    why: dict[str, str] = {}
+    gpu_stats, rps_stats = agg.stats(SIGNAL_GPU), agg.stats(SIGNAL_REQUESTS)
+    gpu_demand: float | None = None
+    if agg.gpu_busy is not None:
+        gpu_demand = gpu_stats.fresh * agg.gpu_busy / policy.target_gpu_busy
+    rps_demand: float | None = None
+    if policy.target_rps_per_pod is not None and agg.request_rate is not None:
+        rps_demand = rps_stats.fresh * agg.request_rate / policy.target_rps_per_pod
+    gpu = _hold(GPU, gpu_demand, agg, policy, held, why)
+    rps = _hold(REQUESTS, rps_demand, agg, policy, held, why) if policy.target_rps_per_pod is not None else None
+    capacity = [d for d in (gpu, rps) if d is not None]
+    demand = max(capacity) if capacity else None
+
+    queue: float | None = None
+    if agg.saturated > 0:
+        anchor = demand if demand is not None else float(agg.saturated)
+        queue = anchor + agg.queue_excess_s / policy.queue_drain_s
+    queue = _hold(QUEUE, queue, agg, policy, held, why)
+
+    cache: float | None = None
+    if agg.cache_full and agg.cache_pressure is not None:
+        cache = agg.stats(SIGNAL_CACHE).fresh * min(policy.cache_pressure_cap, agg.cache_pressure)
+    cache = _hold(CACHE, cache, agg, policy, held, why)
+
+    proposals: dict[str, int | None] = dict.fromkeys(TERMS)
+    for term, value in ((GPU, gpu), (REQUESTS, rps), (QUEUE, queue), (CACHE, cache)):
+        proposals[term] = None if value is None else ceil_pods(value)
+    no_capacity = demand is None
+    if no_capacity:
+        proposals[READY_PODS] = agg.ready
+    proposals[MIN_REPLICAS] = lower_bound(policy)
+
+    desired = max(v for v in proposals.values() if v is not None)
+    winner = next(t for t in TERMS if proposals[t] == desired)
+    if policy.max_replicas is not None and desired > policy.max_replicas:
+        winner, desired = MAX_REPLICAS, policy.max_replicas
+    return Recommendation(desired=desired, proposals=proposals, winner=winner, held=why, no_capacity=no_capacity)
+
+
+def _raw_values(agg: Aggregate, desired: int) -> dict[ServedMetric, float | None]:
+    return {
+        ServedMetric.DESIRED_REPLICAS: float(desired),
+        ServedMetric.GPU_BUSY: agg.gpu_busy,
+        ServedMetric.REQUEST_LOAD: agg.request_load,
+        ServedMetric.CACHE_PRESSURE: agg.cache_pressure,
+    }
+
+
+def _desired_signals(agg: Aggregate, policy: RuntimePolicy) -> list[str]:
+    """The signals the replica recommendation reads: those of its terms that belong to the runtime."""
+    used = [SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_CACHE]
+    if policy.target_rps_per_pod is not None:
+        used.append(SIGNAL_REQUESTS)
+    return [s for s in used if agg.stats(s).present]
+
+
+def _no_capacity_warning(key: object) -> str:
+    return (
+        f"runtime {key}: no capacity signal (no pod reports a GPU and {NO_CAPACITY_SETTING} is not set); "
+        f"the recommendation never falls below the Ready pods. Set {NO_CAPACITY_SETTING} (config file or "
+        f"annotation autoscaler.modelmesh.io/{NO_CAPACITY_SETTING.replace('_', '-')}) to let it scale down"
+    )
+
+
+def _reason(
+    snapshot: RuntimeSnapshot, agg: Aggregate, policy: RuntimePolicy, known: bool, memory: RuntimeMemory,
+    held: Mapping[str, str],
+) -> str:
+    """Why values are unknown or held, in words for logs and /debug; empty when nothing is wrong."""
+    if not snapshot.source_ok:
+        return "metric source down; values unknown (503), HPA holds"
+    if agg.ready == 0:
+        return "no ready pods; values unknown (503), HPA holds"
+    missing = agg.ready - agg.n
+    if not known:
+        return (
+            f"only {agg.n} of {agg.ready} ready pods fresh (coverage {agg.coverage:.0%} < "
+            f"{policy.min_coverage:.0%}); values unknown (503), HPA holds"
+        )
+    parts = []
+    if not memory.known and memory.smoothed:
+        parts.append("data back after an unknown spell; values resume from where they were held")
+    if missing:
+        parts.append(f"{missing} of {agg.ready} ready pods stale; holding values (may rise, not fall)")
+    for signal in SIGNALS:
+        stats = agg.stats(signal)
+        # Load signals share the stale pods counted above; say only what those do not explain.
+        extra = stats.missing if signal == SIGNAL_GPU else stats.missing - missing
+        if stats.present and extra > 0:
+            parts.append(f"{signal} missing on {stats.missing} of {agg.ready} ready pods; holding what uses it")
+    parts.extend(f"{what} held: {why}" for what, why in held.items())
+    absent = [
+        what
+        for what, signal in (("GPU busy", SIGNAL_GPU), ("request rate", SIGNAL_REQUESTS), ("cache state", SIGNAL_CACHE))
+        if not agg.stats(signal).present
+    ]
+    if absent:
+        parts.append("no fresh pod reports " + ", ".join(absent))
+    return "; ".join(parts)
+
+
+def _served(
+    metric: ServedMetric, target: float | None, state: SmoothState | None,
+) -> float | None:
+    if target is None or state is None:
+        return None
+    return float(ceil_pods(state.value)) if metric is ServedMetric.DESIRED_REPLICAS else state.value
+
+
+def plain_decide(
+    snapshot: RuntimeSnapshot,
+    policy: RuntimePolicy,
+    memory: RuntimeMemory | None,
+    now: float,
+    window_s: float,
+) -> tuple[RuntimeView, RuntimeMemory]:
+    """Decide one runtime for the refresh at `now`; `window_s` is the aggregation window the API reports."""
+    memory = memory or _NO_MEMORY
+    agg = aggregate(snapshot.pods, policy, now, memory.seen)
+    rec = plain_recommend(agg, policy, memory.proposals)
+    known = snapshot.source_ok and agg.ready > 0 and agg.coverage >= policy.min_coverage
+    by_signal = {s: agg.stats(s) for s in SIGNALS}
+    desired_signals = _desired_signals(agg, policy)
+    desired_complete = known and agg.n == agg.ready and all(by_signal[s].complete for s in desired_signals)
+    complete = desired_complete and all(st.complete for st in by_signal.values() if st.present)
+
+    raw = _raw_values(agg, rec.desired)
+    tau = policy.scale_down_tau_s
+    smoothed: dict[ServedMetric, SmoothState] = {}
+    values: dict[ServedMetric, ServedValue] = {}
+    held: dict[str, str] = {f"{term} proposal": why for term, why in rec.held.items()}
+    for metric in _METRICS:
+        signal = VALUE_SIGNAL.get(metric)
+        if signal is None:
+            usable, may_fall = known, desired_complete
+        else:
+            stats = by_signal[signal]
+            usable = known and stats.fresh > 0 and stats.coverage >= policy.min_coverage
+            may_fall = usable and stats.complete and agg.n == agg.ready
+            if known and stats.present and not usable:
+                held[metric.value] = (f"{signal} fresh on {stats.fresh} of {agg.ready} ready pods "
+                                      f"(< {policy.min_coverage:.0%}); unknown (503), memory kept")
+        target = raw[metric] if usable else None
+        settle = DESIRED_REPLICAS_SETTLE if metric is ServedMetric.DESIRED_REPLICAS else 0.0
+        state = smooth(memory.smoothed.get(metric), target, now, tau, may_fall, settle)
+        if metric is ServedMetric.DESIRED_REPLICAS and state is not None:
+            state = _capped(state, policy)
+        if usable and not may_fall and state is not None and target is not None and target < state.value:
+            held.setdefault(metric.value, "data missing on some ready pod; may rise, not fall")
+        if state is not None:
+            smoothed[metric] = state
+        values[metric] = ServedValue(value=_served(metric, target, state), raw=target,
+                                     timestamp=agg.oldest_sample_at)
+
+    warnings: tuple[str, ...] = ()
+    if known and rec.no_capacity:
+        warnings = (_no_capacity_warning(snapshot.key),)
+        if not memory.warned_no_capacity:
+            log.warning("%s", warnings[0])
+
+    ranking = rank_pods(agg.pods, _terms(policy))
+    pods = pod_views(agg, ranking, now)
+    view = RuntimeView(
+        key=snapshot.key,
+        refreshed_at=now,
+        window_s=window_s,
+        ready_pods=agg.ready,
+        fresh_pods=agg.n,
+        coverage=agg.coverage,
+        complete=complete,
+        known=known,
+        values=values,
+        proposals=rec.proposals,
+        winner=rec.winner if known else None,
+        pods=pods,
+        reason=_reason(snapshot, agg, policy, known, memory, held),
+        consecutive_misses=0 if complete else memory.consecutive_misses + 1,
+        current_replicas=snapshot.replicas,
+        signal_coverage={s: st.coverage for s, st in by_signal.items() if st.present},
+        held=held,
+        warnings=warnings,
+        bounds=(lower_bound(policy), policy.max_replicas),
+    )
+    next_memory = RuntimeMemory(
+        smoothed=smoothed,
+        consecutive_misses=view.consecutive_misses,
+        known=known,
+        proposals=_remembered(rec, memory) if known else memory.proposals,
+        seen=_seen(memory.seen, by_signal),
+        warned_no_capacity=memory.warned_no_capacity or bool(warnings),
+    )
+    return view, next_memory
+
+
+def _seen(before: frozenset[str], by_signal: Mapping[str, SignalStats]) -> frozenset[str]:
+    """The signals reported so far: the same set (object) once no new one appears, as on most refreshes."""
+    now_fresh = {s for s, st in by_signal.items() if st.fresh > 0}
+    return before if now_fresh <= before else before | now_fresh
+
+
+@functools.lru_cache(maxsize=65_536)
+def _terms(policy: RuntimePolicy) -> tuple[WeightedTerm, ...]:
+    """The ranking terms of a policy, made once per distinct policy rather than once per runtime and
+    refresh (`default_terms` depends on the policy alone). Sized for one policy per runtime (HPA bounds
+    make them differ) of a 65,536-runtime fleet, well under 1 KiB each; more only cost rebuilding."""
+    return default_terms(policy)
+
+
+def _remembered(rec: Recommendation, memory: RuntimeMemory) -> dict[str, int]:
+    """The term proposals to hold next time: this refresh's (after holds), for the terms that proposed."""
+    del memory
+    return {term: value for term in SIGNAL_OF if (value := rec.proposals.get(term)) is not None}
+
+
+def _capped(state: SmoothState, policy: RuntimePolicy) -> SmoothState:
+    """The replica smoothing state never rises above the upper bound (§6: a fall from far above the cap
+    would otherwise take `tau * ln(value / cap)` before the HPA sees any change)."""
+    cap = policy.max_replicas
+    if cap is None or state.value <= cap:
+        return state
+    return SmoothState(float(cap), state.updated_at)

@@ -1,0 +1,52 @@
+"""`slot_builder` makes ordinary instances: equal to, hashing like and printing like the dataclass's own."""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, fields
+
+import pytest
+
+from autoscaler.model import RuntimeKey, ServedValue
+from autoscaler.policies.slots import slot_builder
+from autoscaler.policies.smoothing import SmoothState
+
+
+def test_built_objects_are_the_dataclass_s_own() -> None:
+    build = slot_builder(ServedValue, ("value", "raw", "timestamp"))
+    built = build(3.0, 2.5, None)
+    assert built == ServedValue(value=3.0, raw=2.5, timestamp=None)
+    assert hash(built) == hash(ServedValue(3.0, 2.5, None))
+    assert repr(built) == "ServedValue(value=3.0, raw=2.5, timestamp=None)"
+    assert pickle.loads(pickle.dumps(built)) == built
+    assert [f.name for f in fields(built)] == ["value", "raw", "timestamp"]
+    with pytest.raises(AttributeError):
+        built.value = 4.0  # type: ignore[misc]  # still frozen
+    assert slot_builder(SmoothState, ("value", "updated_at"))(1.5, 10.0) == SmoothState(value=1.5, updated_at=10.0)
+    assert slot_builder(RuntimeKey, ("namespace", "deployment"))("ns", "d") < RuntimeKey("ns", "e")  # ordering too
+
+
+def test_a_class_the_builder_would_get_wrong_is_refused() -> None:
+    @dataclass(frozen=True)
+    class NoSlots:
+        x: int
+
+    @dataclass(frozen=True, slots=True)
+    class Checked:
+        x: int
+
+        def __post_init__(self) -> None:
+            if self.x < 0:
+                raise ValueError("negative")
+
+    for cls in (NoSlots, Checked):
+        with pytest.raises(TypeError, match="slotted dataclass without __post_init__"):
+            slot_builder(cls, ("x",))
+
+
+def test_fields_named_out_of_order_or_missing_fail_at_once() -> None:
+    """A field added to or moved in a model must not shift values into the wrong fields."""
+    with pytest.raises(TypeError, match="update the call"):
+        slot_builder(ServedValue, ("raw", "value", "timestamp"))
+    with pytest.raises(TypeError, match="update the call"):
+        slot_builder(ServedValue, ("value", "raw"))
