@@ -10,7 +10,10 @@ every runtime x metric in turn. Two clients, rounds interleaved between the adap
 
 - load: `--concurrency` keep-alive connections, one request in flight on each, for `--seconds`;
 - HPA pace: one HPA per runtime asking for its 4 metrics every 15 s (runtimes x 4 / 15 requests a second,
-  open loop over 16 connections like the aggregator's), for `--hpa-seconds`.
+  open loop over 16 connections like the aggregator's), for `--hpa-seconds`. The schedule is dealt to
+  `--hpa-clients` client processes, each with its own connections, so that one client's event loop is not
+  the bottleneck; each reports how late it sent against the schedule ("client lateness"). When lateness p99
+  approaches the latency p99, the client, not the server, sets the figure.
 
 Prints p50/p99 and throughput as a ratio to the bare handler, and the adapter's time per refresh (its own
 self-metric). The load generator is one Python process: on a small machine it shares the cores with the
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
+import multiprocessing.pool
 import os
 import random
 import re
@@ -36,6 +40,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -208,29 +213,91 @@ async def load(targets: list[str], client: ssl.SSLContext, seconds: float, concu
         into.throughputs.append(count / (time.perf_counter() - started))
 
 
-async def hpa_pace(targets: list[str], client: ssl.SSLContext, seconds: float, into: Sample) -> None:
-    """Open loop: request i is sent at i / rate whatever happened to the others, as independent HPAs do."""
-    rate = len(targets) / HPA_PERIOD_S
-    connector = aiohttp.TCPConnector(ssl=client, limit=HPA_CONNECTIONS)
+@dataclass
+class Paced:
+    """What the HPA-paced clients saw: latency from send, and how late each send was against its schedule.
+
+    Lateness is the client's own delay (its event loop or core was busy): when it grows, the figures measure
+    the client, not the server."""
+
+    latencies: list[float] = field(default_factory=list)
+    lateness: list[float] = field(default_factory=list)
+    errors: int = 0
+    scheduled: int = 0
+
+    def percentile(self, q: float, of: str = "latencies") -> float:
+        ordered = sorted(getattr(self, of))
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+    def merge(self, other: tuple[list[float], list[float], int, int]) -> None:
+        latencies, lateness, errors, scheduled = other
+        self.latencies += latencies
+        self.lateness += lateness
+        self.errors += errors
+        self.scheduled += scheduled
+
+
+def client_context(workdir: Path) -> ssl.SSLContext:
+    """The aggregator's side of TLS, rebuilt from files so that each client process has its own."""
+    context = ssl.create_default_context(cafile=str(workdir / "server-ca.pem"))
+    context.load_cert_chain(str(workdir / "front-proxy-client.pem"))
+    return context
+
+
+def hpa_share(workdir: str, targets: list[str], share: int, shares: int, rate: float, begin_at: float,
+              seconds: float, connections: int) -> tuple[list[float], list[float], int, int]:
+    """One client process: sends requests share, share + shares, ... of the fleet-wide schedule (request i at
+    begin_at + i / rate, wall clock shared by all processes) over its own connections."""
+    return asyncio.run(_hpa_share(Path(workdir), targets, share, shares, rate, begin_at, seconds, connections))
+
+
+async def _hpa_share(workdir: Path, targets: list[str], share: int, shares: int, rate: float, begin_at: float,
+                     seconds: float, connections: int) -> tuple[list[float], list[float], int, int]:
+    latencies: list[float] = []
+    lateness: list[float] = []
+    errors = 0
+    connector = aiohttp.TCPConnector(ssl=client_context(workdir), limit=connections)
     async with aiohttp.ClientSession(connector=connector) as session:
 
-        async def one(url: str) -> None:
+        async def one(url: str, due: float) -> None:
+            nonlocal errors
             started = time.perf_counter()
-            async with session.get(url, headers=HEADERS) as response:
-                await response.read()
-                if response.status != 200:
-                    into.errors += 1
-            into.latencies.append(time.perf_counter() - started)
+            lateness.append(max(0.0, started - due))
+            try:
+                async with session.get(url, headers=HEADERS) as response:
+                    await response.read()
+                    if response.status != 200:
+                        errors += 1
+            except aiohttp.ClientError:
+                errors += 1
+                return
+            latencies.append(time.perf_counter() - started)
 
-        tasks = []
-        began = time.perf_counter()
+        # perf_counter is per process; convert the shared wall-clock start once.
+        began = time.perf_counter() + (begin_at - time.time())
         total = max(1, int(rate * seconds))
-        for i in range(total):
-            delay = began + i / rate - time.perf_counter()
+        tasks = []
+        for i in range(share, total, shares):
+            due = began + i / rate
+            delay = due - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(one(targets[i % len(targets)])))
+            tasks.append(asyncio.create_task(one(targets[i % len(targets)], due)))
         await asyncio.gather(*tasks)
+    return latencies, lateness, errors, len(tasks)
+
+
+def hpa_pace(pool: multiprocessing.pool.Pool, workdir: Path, targets: list[str], seconds: float, clients: int,
+             into: Paced) -> None:
+    """Open loop: request i is sent at i / rate whatever happened to the others, as independent HPAs do; the
+    schedule is dealt round-robin to `clients` processes, HPA_CONNECTIONS connections shared among them."""
+    rate = len(targets) / HPA_PERIOD_S
+    connections = max(2, HPA_CONNECTIONS // clients)
+    begin_at = time.time() + 0.5  # every process is already started: only the task hand-off is ahead
+    shares = pool.starmap(hpa_share, [(str(workdir), targets, share, clients, rate, begin_at, seconds, connections)
+                                      for share in range(clients)])
+    for result in shares:
+        into.merge(result)
 
 
 # One fleet size.
@@ -270,7 +337,8 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client: ssl.SSLContext) -> dict[str, object]:
+async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client: ssl.SSLContext,
+                  pool: multiprocessing.pool.Pool) -> dict[str, object]:
     pods = runtimes * PODS_PER_RUNTIME
     fleet, fleet_port = start(serve_fleet, pods)
     kube, _ = start(serve_kube, workdir)
@@ -296,13 +364,14 @@ async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client
         body = await wait_served(base + metric_path(runtimes - 1, METRICS[0]), client, 120 + runtimes / 20)
         bare, bare_port = start(serve_bare, workdir, body)
         bases = {"bare": f"https://127.0.0.1:{bare_port}", "adapter": base}
-        results = {name: {"load": Sample(), "hpa": Sample()} for name in bases}
+        loads = {name: Sample() for name in bases}
+        paced = {name: Paced() for name in bases}
         for url in bases.values():  # warm-up: connections, caches, code paths
             await load(urls(url, runtimes), client, 1.0, args.concurrency, Sample())
         for _ in range(args.rounds):
             for name, url in bases.items():
-                await load(urls(url, runtimes), client, args.seconds, args.concurrency, results[name]["load"])
-                await hpa_pace(urls(url, runtimes), client, args.hpa_seconds, results[name]["hpa"])
+                await load(urls(url, runtimes), client, args.seconds, args.concurrency, loads[name])
+                hpa_pace(pool, workdir, urls(url, runtimes), args.hpa_seconds, args.hpa_clients, paced[name])
         per_refresh = refresh_seconds(base, client)
     finally:
         adapter.terminate()
@@ -312,22 +381,30 @@ async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client
             if process is not None:
                 process.terminate()
                 process.join(5)
-    return {"runtimes": runtimes, "pods": pods, "results": results, "refresh_s": per_refresh}
+    return {"runtimes": runtimes, "pods": pods, "load": loads, "paced": paced, "refresh_s": per_refresh,
+            "uptime": load_average()}
 
 
-def report(row: dict[str, object]) -> str:
-    results = row["results"]
-    assert isinstance(results, dict)
-    bare, adapter = results["bare"], results["adapter"]
-    ratio = statistics.median(adapter["load"].throughputs) / statistics.median(bare["load"].throughputs)
-    errors = adapter["load"].errors + adapter["hpa"].errors
+def report(row: dict[str, Any]) -> str:
+    loads: dict[str, Sample] = row["load"]
+    paced: dict[str, Paced] = row["paced"]
+    ratio = statistics.median(loads["adapter"].throughputs) / statistics.median(loads["bare"].throughputs)
+    errors = loads["adapter"].errors + paced["adapter"].errors
+
+    def ms(sample: Sample | Paced, q: float, of: str = "latencies") -> str:
+        return f"{sample.percentile(q, of) * 1000:.1f}" if isinstance(sample, Paced) \
+            else f"{sample.percentile(q) * 1000:.1f}"
+
+    def late(name: str) -> str:
+        return f"{ms(paced[name], 0.5, 'lateness')} / {ms(paced[name], 0.99, 'lateness')} ms"
+
     return (f"| {row['runtimes']:,} ({row['pods']:,}) | {ratio:.2f} "
-            f"| {adapter['load'].percentile(0.5) * 1000:.1f} / {adapter['load'].percentile(0.99) * 1000:.1f} ms "
-            f"| {bare['load'].percentile(0.5) * 1000:.1f} / {bare['load'].percentile(0.99) * 1000:.1f} ms "
-            f"| {adapter['hpa'].percentile(0.5) * 1000:.1f} / {adapter['hpa'].percentile(0.99) * 1000:.1f} ms "
-            f"({len(adapter['hpa'].latencies)}) "
-            f"| {bare['hpa'].percentile(0.5) * 1000:.1f} / {bare['hpa'].percentile(0.99) * 1000:.1f} ms "
-            f"| {row['refresh_s']:.3f} s | {errors} |")
+            f"| {ms(loads['adapter'], 0.5)} / {ms(loads['adapter'], 0.99)} ms "
+            f"| {ms(loads['bare'], 0.5)} / {ms(loads['bare'], 0.99)} ms "
+            f"| {ms(paced['adapter'], 0.5)} / {ms(paced['adapter'], 0.99)} ms ({len(paced['adapter'].latencies)}) "
+            f"| {ms(paced['bare'], 0.5)} / {ms(paced['bare'], 0.99)} ms "
+            f"| {late('adapter')} | {late('bare')} "
+            f"| {row['refresh_s']:.3f} s | {errors} | {row['uptime']} |")
 
 
 def main() -> None:
@@ -336,6 +413,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=4.0, help="length of one load run")
     parser.add_argument("--hpa-seconds", type=float, default=8.0, help="length of one HPA-paced run")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds per server")
+    parser.add_argument("--hpa-clients", type=int, default=4,
+                        help="client processes sharing the HPA-paced schedule, each with its own connections")
     parser.add_argument("--concurrency", type=int, default=16, help="keep-alive connections of the load run")
     parser.add_argument("--workers", type=int, default=1, help="the adapter's --workers")
     parser.add_argument("--refresh-interval", type=float, default=5.0,
@@ -344,10 +423,13 @@ def main() -> None:
     server_ca, proxy_ca = trustme.CA(), trustme.CA()
     print(f"adapter --workers {args.workers}, refresh every {args.refresh_interval:g} s, auth on (front-proxy "
           f"certificate + SubjectAccessReview); load: {args.concurrency} connections x {args.seconds:g} s; HPA "
-          f"pace: runtimes x 4 / 15 s for {args.hpa_seconds:g} s; {args.rounds} interleaved rounds")
+          f"pace: runtimes x 4 / 15 s for {args.hpa_seconds:g} s from {args.hpa_clients} client processes; "
+          f"{args.rounds} interleaved rounds")
     print("| runtimes (pods) | throughput vs bare | adapter p50 / p99 under load | bare p50 / p99 under load "
-          "| adapter p50 / p99 at HPA pace (requests) | bare p50 / p99 at HPA pace | time per refresh | errors |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| adapter p50 / p99 at HPA pace (requests) | bare p50 / p99 at HPA pace "
+          "| client lateness p50 / p99 (adapter) | client lateness p50 / p99 (bare) | time per refresh | errors "
+          "| load average after |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as directory:
         workdir = Path(directory)
         server_ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(workdir / "server.pem"))
@@ -356,8 +438,11 @@ def main() -> None:
         client = ssl.create_default_context()
         server_ca.configure_trust(client)
         proxy.configure_cert(client)
-        for runtimes in (int(part) for part in args.runtimes.split(",") if part.strip()):
-            print(report(asyncio.run(measure(args, runtimes, workdir, client))), flush=True)
+        server_ca.cert_pem.write_to_path(str(workdir / "server-ca.pem"))
+        proxy.private_key_and_cert_chain_pem.write_to_path(str(workdir / "front-proxy-client.pem"))
+        with multiprocessing.get_context("spawn").Pool(args.hpa_clients) as pool:
+            for runtimes in (int(part) for part in args.runtimes.split(",") if part.strip()):
+                print(report(asyncio.run(measure(args, runtimes, workdir, client, pool))), flush=True)
     print(f"machine: {os.cpu_count()} cores, load average {load_average()} at the end (other work on the same "
           "cores moves every figure; compare ratios)")
 
