@@ -32,6 +32,7 @@ from typing import Final, Protocol
 
 from autoscaler.model import PodSample
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.slots import slot_builder
 
 COST_BUCKETS: Final = 10
 COST_SPACING: Final = 100
@@ -121,7 +122,21 @@ def pod_needs(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) -> list[
     alone spans 0..1, so its pods use all ten cost buckets. With no positive weight every Ready pod needs 0.
     """
     ready = [pod for pod in pods if pod.ready]
-    sums = [0.0] * len(ready)
+    ready_needs = _ready_needs(ready, terms)
+    if len(ready) == len(pods):
+        return ready_needs
+    it = iter(ready_needs)
+    return [next(it) if pod.ready else None for pod in pods]
+
+
+def _ready_needs(ready: Sequence[PodSample], terms: Sequence[WeightedTerm]) -> list[float | None]:
+    """The needs of Ready pods: each pod's weighted sum, in the terms' order, scaled and capped at 1.
+
+    One pass over the pods for up to three reported terms (the default policy has three): this runs per pod
+    per refresh, and a pass per term plus one to scale cost as much as the terms' scores themselves. The sum
+    starts at 0.0 and adds `w * x` term by term, so the floats are those of the term-by-term form.
+    """
+    used: list[tuple[float, Sequence[float | None]]] = []
     total_weight = 0.0
     for wt in terms:
         w = wt.weight
@@ -131,13 +146,26 @@ def pod_needs(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) -> list[
         if all(x is None for x in scores):
             continue
         total_weight += w
-        sums = [s if x is None else s + w * x for s, x in zip(sums, scores, strict=True)]
+        used.append((w, scores))
     scale = 1.0 / total_weight if total_weight > 0.0 else 0.0
-    ready_needs = [v if (v := s * scale) <= 1.0 else 1.0 for s in sums]
-    if len(ready) == len(pods):
-        return list(ready_needs)
-    it = iter(ready_needs)
-    return [next(it) if pod.ready else None for pod in pods]
+    if len(used) == 3:
+        (w1, s1), (w2, s2), (w3, s3) = used
+        needs: list[float | None] = []
+        add = needs.append
+        for x1, x2, x3 in zip(s1, s2, s3, strict=True):
+            s = 0.0
+            if x1 is not None:
+                s = s + w1 * x1
+            if x2 is not None:
+                s = s + w2 * x2
+            if x3 is not None:
+                s = s + w3 * x3
+            add(v if (v := s * scale) <= 1.0 else 1.0)
+        return needs
+    sums = [0.0] * len(ready)
+    for w, scores in used:
+        sums = [s if x is None else s + w * x for s, x in zip(sums, scores, strict=True)]
+    return [v if (v := s * scale) <= 1.0 else 1.0 for s in sums]
 
 
 def cost_of(need: float) -> int:
@@ -156,12 +184,15 @@ class Ranking:
 
 def rank_pods(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) -> Ranking:
     """Needs and costs of one runtime's pods (`cost_of`, inlined: this runs per pod per refresh)."""
-    needs = pod_needs(pods, terms)
+    needs = tuple(pod_needs(pods, terms))
     top = COST_BUCKETS - 1
-    costs = tuple(
+    costs = tuple([
         None if need is None else (b if (b := int(need * COST_BUCKETS)) < top else top) * COST_SPACING for need in needs
-    )
-    return Ranking(needs=tuple(needs), costs=costs)
+    ])
+    return _ranking(needs, costs)
+
+
+_ranking: Final = slot_builder(Ranking, ("needs", "costs"))
 
 
 def removal_order(pods: Sequence[PodSample], needs: Sequence[float | None]) -> list[str]:

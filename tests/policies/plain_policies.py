@@ -29,7 +29,7 @@ from autoscaler.policies.aggregation import (
     power_mean,
 )
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.ranking import Ranking
+from autoscaler.policies.ranking import COST_BUCKETS, COST_SPACING, Ranking, WeightedTerm
 
 
 def _reports(pod: PodSample) -> tuple[bool, bool, bool, bool]:
@@ -205,3 +205,35 @@ def plain_pod_views(agg: Aggregate, ranking: Ranking, now: float) -> tuple[PodVi
             signals=signals,
         ))
     return tuple(views)
+
+
+def plain_pod_needs(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) -> list[float | None]:
+    """`ranking.pod_needs` before its terms were summed in one pass: a list pass per term."""
+    ready = [pod for pod in pods if pod.ready]
+    sums = [0.0] * len(ready)
+    total_weight = 0.0
+    for wt in terms:
+        w = wt.weight
+        if not w > 0.0:
+            continue
+        scores = wt.term.scores(ready)
+        if all(x is None for x in scores):
+            continue
+        total_weight += w
+        sums = [s if x is None else s + w * x for s, x in zip(sums, scores, strict=True)]
+    scale = 1.0 / total_weight if total_weight > 0.0 else 0.0
+    ready_needs = [v if (v := s * scale) <= 1.0 else 1.0 for s in sums]
+    if len(ready) == len(pods):
+        return list(ready_needs)
+    it = iter(ready_needs)
+    return [next(it) if pod.ready else None for pod in pods]
+
+
+def plain_rank_pods(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) -> Ranking:
+    """`ranking.rank_pods` as it was before the one-pass needs."""
+    needs = plain_pod_needs(pods, terms)
+    top = COST_BUCKETS - 1
+    costs = tuple(
+        None if need is None else (b if (b := int(need * COST_BUCKETS)) < top else top) * COST_SPACING for need in needs
+    )
+    return Ranking(needs=tuple(needs), costs=costs)

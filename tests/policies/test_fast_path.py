@@ -24,7 +24,7 @@ from autoscaler.policies.ranking import default_terms, rank_pods
 from autoscaler.policies.recommendation import PROPOSAL_LIMIT, ceil_pods
 from tests.policies.builders import NOW, PROPERTIES, snapshot
 from tests.policies.plain_decision import plain_decide
-from tests.policies.plain_policies import plain_aggregate, plain_pod_views
+from tests.policies.plain_policies import plain_aggregate, plain_pod_views, plain_rank_pods
 
 signal = st.one_of(
     st.none(),
@@ -81,6 +81,22 @@ def test_fast_pod_views_equal_the_plain_ones(pods: tuple[PodSample, ...], policy
     agg = aggregate(pods, policy, NOW, seen)
     ranking = rank_pods(agg.pods, default_terms(policy))
     assert pod_views(agg, ranking, NOW) == plain_pod_views(agg, ranking, NOW)
+
+
+weights = st.sampled_from([0.0, 0.25, 0.5, 1.0, 3.0])
+weighted_policies = st.builds(RuntimePolicy, need_weight_requests=weights, need_weight_gpu=weights,
+                              need_weight_cache=weights)
+
+
+@PROPERTIES
+@given(pods=runtimes, policy=weighted_policies)
+def test_fast_ranking_equals_the_plain_one(pods: tuple[PodSample, ...], policy: RuntimePolicy) -> None:
+    """Any mix of weights (0 leaves a term out) and of terms no Ready pod reports: the same needs and costs,
+    the same floats, on the cleaned pods the decision ranks and on raw ones (garbled signals score None)."""
+    terms = default_terms(policy)
+    cleaned = aggregate(pods, policy, NOW).pods
+    assert rank_pods(cleaned, terms) == plain_rank_pods(cleaned, terms)
+    assert rank_pods(pods, terms) == plain_rank_pods(pods, terms)
 
 
 @PROPERTIES
