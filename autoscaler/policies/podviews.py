@@ -7,6 +7,7 @@ and builds them through their slots for speed (see `pod_views`).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import fields
 from itertools import repeat
 from operator import attrgetter
@@ -64,7 +65,7 @@ def pod_views(agg: Aggregate, ranking: Ranking, now: float) -> tuple[PodView, ..
 
 
 _new: Final = object.__new__
-_fill: Final = deque(maxlen=0).extend
+_fill: Final[Callable[[Iterable[object]], None]] = deque[object](maxlen=0).extend
 """Runs an iterator to its end, keeping nothing: the setters return None."""
 (_name, _ready, _sampled_at, _gpu, _rps, _queue, _lru, _cache) = (
     attrgetter(name) for name in (
