@@ -1,15 +1,19 @@
 """A simulated ModelMesh runtime: pods with a request capacity and an LRU model cache.
 
 Load is a fluid. At the start of each bucket (and whenever pods come or go) every model's request rate is
-routed the way ModelMesh routes requests: to the least busy pods that hold a copy (spread to equalise
-them), a model held nowhere is loaded on the least busy pod (a *cold load*: its requests wait the load time)
-evicting that pod's least recently used copy, and a model whose copies are all busy gets more copies on the
-least busy pods without one (as many as bring each copy under the busy mark). Every tick each Ready pod
-serves up to `pod_rps * tick` requests; the rest queues. A request is *delayed* when it waits in the queue
-longer than the SLO (counted exactly for a linearly growing or draining queue) or waits for a cold load.
+routed the way ModelMesh routes requests: to the least busy pods that hold a loaded copy (spread to equalise
+them; a copy still loading takes none while a loaded one exists). A model held nowhere is loaded where
+ModelMesh's cache-miss balancer puts it (placement.py: a pod with free space and the fewest models, or when
+all are full the one whose LRU copy is oldest, skipping much busier ones) -- a *cold load*: its requests wait
+the load time -- evicting that pod's least recently used copy. A model whose copies are all busy gets more
+copies, placed the same way (as many as bring each copy under the busy mark, at most max(2, a third of the
+pods) at once). Every tick each Ready pod serves up to `pod_rps * tick` requests; the rest queues. A request
+is *delayed* when it waits in the queue longer than the SLO (counted exactly for a linearly growing or
+draining queue) or waits for a cold load.
 
-New pods become Ready after the start-up delay with an empty cache; removed pods lose their models, and
-their queued requests go to the least busy remaining pod (ModelMesh retries them), so no request is lost.
+New pods become Ready after the start-up delay with an empty cache. A removed pod's models that no other pod
+holds are loaded on the remaining pods before it goes, as ModelMesh's pre-shutdown does, and its queued
+requests go to the least busy remaining pod (ModelMesh retries them), so no request is lost.
 
 Each pod keeps the windows its exporter averages over (GPU busy over 10 s, request rate and queue delay
 over 30 s) and reports them as the `PodSample` the adapter's decision code reads.
@@ -23,6 +27,7 @@ from dataclasses import dataclass, field
 
 from autoscaler.model import PodSample
 from autoscaler.simulation.fluid import share_over_threshold, water_fill
+from autoscaler.simulation.placement import choose_pod
 from autoscaler.simulation.replicaset import ReplicaPod, pods_to_remove
 
 COPY_BUSY: float = 0.8
@@ -83,6 +88,7 @@ class Cluster:
         self.served = 0.0
         self.cold_loads = 0
         self.copy_loads = 0
+        self.migrated_loads = 0  # models a scale-down moved from a leaving pod to a remaining one
         self.cold_loads_after_removal = 0  # cold loads of models whose only copy left with a removed pod
         self._lost: set[int] = set()  # models whose last copy a scale-down removed, not requested since
         self.delayed = 0.0
@@ -145,16 +151,39 @@ class Cluster:
         gone = {r.name for r in pods_to_remove(view, len(self.pods) - replicas)}
         removed = [p for p in self.pods if p.name in gone]
         self.pods = [p for p in self.pods if p.name not in gone]
+        orphans: list[tuple[float, int]] = []  # (last used, model) of models no remaining pod holds
         for pod in removed:
-            for model in pod.cache:
+            for model, used in pod.cache.items():
                 holders = self.holders[model]
                 holders.remove(pod)
                 if not holders:
                     del self.holders[model]
-                    self._lost.add(model)
+                    orphans.append((used, model))
             if pod.backlog:
                 self._requeue(pod.backlog)
+        self._migrate(orphans, now)
         return sorted(gone)
+
+    def _migrate(self, orphans: list[tuple[float, int]], now: float) -> None:
+        """Load elsewhere the models only removed pods held, most recently used first, keeping their age.
+
+        ModelMesh's pre-shutdown (ModelMesh.java `preShutdown`) asks for a copy elsewhere of every model in
+        the leaving pod's cache (`triggerNewModelCopyElsewhere`) and keeps serving until those used in the
+        last hour have loaded, within the termination grace period (90 s in config/base/deployment.yaml):
+        a scale-down moves models rather than dropping them. Without a Ready pod left they are lost."""
+        ready = self.ready_pods()
+        for used, model in sorted(orphans, reverse=True):
+            target = choose_pod(ready, self.shape.cache_models, now, now - used) if ready else None
+            if target is None:
+                self._lost.add(model)
+                continue
+            self._load(target, model, used)
+            cache = target.cache
+            if len(cache) > 1:
+                ordered = sorted(cache.items(), key=_last_used)  # keep least recently used first
+                cache.clear()
+                cache.update(ordered)
+            self.migrated_loads += 1
 
     def _requeue(self, requests: float) -> None:
         ready = self.ready_pods()
@@ -199,7 +228,8 @@ class Cluster:
         for rate, model in sorted(zip(rates, models, strict=True)):
             holders = holders_of.get(model)
             if holders is None:
-                target = min(ready, key=_rate)
+                target = choose_pod(ready, self.shape.cache_models, now, 0.0)
+                assert target is not None
                 self._load(target, model, now)
                 self.cold_loads += 1
                 self._pending.cold_loads += 1
@@ -222,10 +252,19 @@ class Cluster:
                     and min(h.rate for h in holders) > busy_at):
                 # Enough new copies that each would carry under the busy mark; they take requests once
                 # loaded (`settle` re-routes then). At most one copy starts loading per pod per routing.
-                wanted = max(1, math.ceil(rate / busy_at) - len(holders)) - self._loading_copies(model)
-                spares = sorted((p for p in ready if model not in p.cache and p not in loading
-                                 and p.rate < busy_at and (model, p.name) not in self._copying), key=_rate)
-                for spare in spares[:max(0, wanted)]:
+                # ModelMesh loads at most max(2, a third of the pods) copies at once, placed as any load is
+                # (placement.py) with the model's last use set 20 s ahead (ModelMesh.java rateTrackingTask).
+                wanted = max(1, math.ceil(rate / busy_at) - len(holders))
+                if wanted > 2:
+                    wanted = min(wanted, len(ready) // 3)
+                wanted -= self._loading_copies(model)
+                spares = [p for p in ready if model not in p.cache and p not in loading
+                          and (model, p.name) not in self._copying]
+                for _ in range(wanted):
+                    spare = choose_pod(spares, self.shape.cache_models, now, -20.0)
+                    if spare is None:
+                        break
+                    spares.remove(spare)
                     self._copying[(model, spare.name)] = now + self.shape.load_time_s
                     loading.add(spare)
         for pod in self.pods:
@@ -244,7 +283,7 @@ class Cluster:
                 if pod is not None and model not in pod.cache:
                     self._load(pod, model, now)
             self._copying.clear()
-        self.cold_loads = self.copy_loads = self.cold_loads_after_removal = 0
+        self.cold_loads = self.copy_loads = self.cold_loads_after_removal = self.migrated_loads = 0
         self._pending = TickStats()
 
     # -- time -------------------------------------------------------------------------------------------
@@ -306,8 +345,8 @@ class Cluster:
         return sum(p.backlog for p in self.pods) + self.orphan
 
 
-def _rate(pod: SimPod) -> float:
-    return pod.rate
+def _last_used(item: tuple[int, float]) -> float:
+    return item[1]
 
 
 def _mean(values: deque[float]) -> float:
