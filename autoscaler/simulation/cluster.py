@@ -7,9 +7,10 @@ ModelMesh's cache-miss balancer puts it (placement.py: a pod with free space and
 all are full the one whose LRU copy is oldest, skipping much busier ones) -- a *cold load*: its requests wait
 the load time -- evicting that pod's least recently used copy. A model whose copies are all busy gets more
 copies, placed the same way (as many as bring each copy under the busy mark, at most max(2, a third of the
-pods) at once). Every tick each Ready pod serves up to `pod_rps * tick` requests; the rest queues. A request
-is *delayed* when it waits in the queue longer than the SLO (counted exactly for a linearly growing or
-draining queue) or waits for a cold load.
+pods) at once); a one-copy model used again 7 to 40 minutes after a prior use gets a second copy while the
+caches are at least 10% free (regular_use.py). Every tick each Ready pod serves up to `pod_rps * tick`
+requests; the rest queues. A request is *delayed* when it waits in the queue longer than the SLO (counted
+exactly for a linearly growing or draining queue) or waits for a cold load.
 
 New pods become Ready after the start-up delay with an empty cache. A removed pod's models that no other pod
 holds are loaded on the remaining pods before it goes, as ModelMesh's pre-shutdown does, and its queued
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from autoscaler.model import PodSample
 from autoscaler.simulation.fluid import share_over_threshold, water_fill
 from autoscaler.simulation.placement import choose_pod
+from autoscaler.simulation.regular_use import RegularUse
 from autoscaler.simulation.replicaset import ReplicaPod, pods_to_remove
 
 COPY_BUSY: float = 0.8
@@ -36,6 +38,7 @@ COPY_MIN_SHARE: float = 0.02
 """... and each copy of it carries at least this share of a pod: a busy pod alone does not copy a cold model.
 Copies that take no requests age in the LRU and are evicted first, as ModelMesh drops unused copies."""
 BACKLOG_HORIZON_S: float = 10.0
+_RATE_CHECK_S = 10.0  # ModelMesh's rate task runs every 10 s; a copy it asks for was last used one run ago
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +99,7 @@ class Cluster:
         self._unrouted = 0.0  # request rate of the bucket while no pod is Ready
         self._copying: dict[tuple[int, str], float] = {}  # (model, pod) -> when the extra copy is loaded
         self._pending = TickStats()
+        self._regular = RegularUse()
         for i in range(replicas):  # running since before the trace, the first oldest
             pod = self._new_pod(start_s - shape.startup_delay_s - (replicas - i), start_s)
             pod.ready = True
@@ -223,6 +227,8 @@ class Cluster:
         load_wait = min(self.shape.load_time_s, remaining_s)
         holders_of = self.holders
         loading: set[SimPod] = set()  # at most one copy starts loading per pod per routing
+        # ModelMesh adds a second copy for regular use only while the caches are at least 10% free
+        roomy = 10 * sum(self.shape.cache_models - len(p.cache) for p in ready) >= self.shape.cache_models * len(ready)
         # Models with one copy cannot go elsewhere; models with several spread around them. Routing the
         # quiet ones first lets the hot ones fill the gaps, as per-request least-busy routing does.
         for rate, model in sorted(zip(rates, models, strict=True)):
@@ -231,6 +237,8 @@ class Cluster:
                 target = choose_pod(ready, self.shape.cache_models, now, 0.0)
                 assert target is not None
                 self._load(target, model, now)
+                self._regular.forget(model)  # a fresh cache entry, whose first use is this one
+                self._regular.used(model, now)
                 self.cold_loads += 1
                 self._pending.cold_loads += 1
                 if model in self._lost:
@@ -244,6 +252,12 @@ class Cluster:
                 pod.rate += rate
                 pod.cache[model] = now
                 pod.cache.move_to_end(model)
+                if rate > 0.0 and self._regular.used(model, now) and roomy and not self._loading_copies(model):
+                    spare = choose_pod([p for p in ready if p is not pod and p not in loading], self.shape.cache_models,
+                                       now, _RATE_CHECK_S)
+                    if spare is not None:
+                        self._copying[(model, spare.name)] = now + self.shape.load_time_s
+                        loading.add(spare)
             else:
                 for pod in water_fill(holders, rate):  # only copies that took requests count as used
                     pod.cache[model] = now
