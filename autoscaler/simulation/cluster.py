@@ -181,13 +181,7 @@ class Cluster:
             if target is None:
                 self._lost.add(model)
                 continue
-            self._load(target, model, used)
-            cache = target.cache
-            if len(cache) > 1:
-                ordered = sorted(cache.items(), key=_last_used)  # keep least recently used first
-                cache.clear()
-                cache.update(ordered)
-            self.migrated_loads += 1
+            self._load(target, model, now, used)
 
     def _requeue(self, requests: float) -> None:
         ready = self.ready_pods()
@@ -198,7 +192,8 @@ class Cluster:
 
     # -- routing ----------------------------------------------------------------------------------------
 
-    def _load(self, pod: SimPod, model: int, now: float) -> None:
+    def _load(self, pod: SimPod, model: int, now: float, used: float | None = None) -> None:
+        """Put a copy on `pod`, evicting its least recently used one; `used`: a moved copy's last use."""
         cache = pod.cache
         if len(cache) >= self.shape.cache_models:
             evicted, _ = cache.popitem(last=False)
@@ -206,8 +201,16 @@ class Cluster:
             holders.remove(pod)
             if not holders:
                 del self.holders[evicted]
-        cache[model] = now
         self.holders.setdefault(model, []).append(pod)
+        if used is None:
+            cache[model] = now
+            return
+        cache[model] = used  # a moved copy keeps its age: its place in the LRU order
+        self.migrated_loads += 1
+        if len(cache) > 1:
+            ordered = sorted(cache.items(), key=_last_used)
+            cache.clear()
+            cache.update(ordered)
 
     def route(self, now: float, models: list[int], rates: list[float], remaining_s: float) -> None:
         """Spread the bucket's rates over the Ready pods; cold-load models no pod holds."""
