@@ -233,8 +233,11 @@ class Cluster:
         # ModelMesh adds a second copy for regular use only while the caches are at least 10% free
         roomy = 10 * sum(self.shape.cache_models - len(p.cache) for p in ready) >= self.shape.cache_models * len(ready)
         # Models with one copy cannot go elsewhere; models with several spread around them. Routing the
-        # quiet ones first lets the hot ones fill the gaps, as per-request least-busy routing does.
-        for rate, model in sorted(zip(rates, models, strict=True)):
+        # quiet ones first lets the hot ones fill the gaps, as per-request least-busy routing does. Models
+        # already held go before those to load: their requests keep coming all bucket long, so their copies
+        # are recently used when a load evicts, and a load takes the LRU copy of a model not asked for.
+        held = holders_of.__contains__
+        for rate, model in sorted(zip(rates, models, strict=True), key=lambda rm: (not held(rm[1]), rm[0])):
             holders = holders_of.get(model)
             if holders is None:
                 target = choose_pod(ready, self.shape.cache_models, now, 0.0)

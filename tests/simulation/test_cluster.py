@@ -146,3 +146,15 @@ def test_pods_report_cache_fill_and_lru_age_as_modelmesh_does() -> None:
     assert (m1.cache_used_ratio, m1.lru_age_s) == (0.5, 40.0)  # used at 60
     empty = by_name[new.name]
     assert (empty.cache_used_ratio, empty.models_loaded, empty.lru_age_s) == (0.0, 0.0, None)  # nothing loaded yet
+
+
+def test_a_load_evicts_a_model_nobody_asks_for_rather_than_one_in_use() -> None:
+    # ModelMesh's cache is an LRU (ModelMesh.java: `runtimeCache`, a ConcurrentLinkedHashMap): a model whose
+    # requests keep coming is recently used whenever a load evicts. Model 0 was used before model 1, but it is
+    # asked for again in the bucket that loads model 2: model 1 goes.
+    cluster = Cluster(SHAPE, 1, tick_s=5.0)
+    pod = cluster.pods[0]
+    cluster.route(0.0, [0], [1.0], 60.0)
+    cluster.route(60.0, [1], [1.0], 60.0)
+    cluster.route(120.0, [0, 2], [5.0, 1.0], 60.0)
+    assert sorted(pod.cache) == [0, 2] and cluster.cold_loads == 3
