@@ -158,3 +158,20 @@ def test_a_load_evicts_a_model_nobody_asks_for_rather_than_one_in_use() -> None:
     cluster.route(60.0, [1], [1.0], 60.0)
     cluster.route(120.0, [0, 2], [5.0, 1.0], 60.0)
     assert sorted(pod.cache) == [0, 2] and cluster.cold_loads == 3
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(2, 5), st.lists(st.floats(0.1, 5.0), min_size=1, max_size=12), st.data())
+def test_a_scale_down_with_room_left_keeps_every_model(pods: int, rates: list[float], data: st.DataObject) -> None:
+    # ModelMesh.java `preShutdown`: the leaving pod's models are loaded elsewhere before it stops. While the
+    # pods that stay have room for them, no model is lost and none needs a cold load again.
+    shape = ClusterShape(pod_rps=20.0, cache_models=30, load_time_s=10.0)
+    cluster = Cluster(shape, pods, tick_s=5.0)
+    models = list(range(len(rates)))
+    cluster.route(0.0, models, rates, 60.0)
+    held = set(cluster.holders)
+    keep = data.draw(st.integers(1, pods - 1))
+    cluster.scale_to(keep, 60.0)
+    assert set(cluster.holders) == held
+    cluster.route(60.0, models, rates, 60.0)
+    assert cluster.cold_loads == len(models) and cluster.cold_loads_after_removal == 0
