@@ -33,7 +33,9 @@ from autoscaler.simulation.regular_use import RegularUse
 from autoscaler.simulation.replicaset import ReplicaPod, pods_to_remove
 
 COPY_BUSY: float = 0.8
-"""A model gets another copy when every pod holding it is busier than this (share of capacity)..."""
+"""A model gets another copy when every pod holding it is busier than this (share of capacity)... ModelMesh
+(ModelMesh.java `rateTrackingTask`, `getRpmScaleThreshold`) checks every 10 s whether a copy's own request rate
+passes 90% of what it serves (latency-based mode): a pod at its limit, measured per model rather than per pod."""
 COPY_MIN_SHARE: float = 0.02
 """... and each copy of it carries at least this share of a pod: a busy pod alone does not copy a cold model.
 Copies that take no requests age in the LRU and are evicted first, as ModelMesh drops unused copies."""
