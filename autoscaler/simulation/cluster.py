@@ -1,15 +1,20 @@
 """A simulated ModelMesh runtime: pods with a request capacity and an LRU model cache.
 
 Load is a fluid. At the start of each bucket (and whenever pods come or go) every model's request rate is
-routed the way ModelMesh routes requests: to the least busy pods that hold a copy (spread to equalise
-them), a model held nowhere is loaded on the least busy pod (a *cold load*: its requests wait the load time)
-evicting that pod's least recently used copy, and a model whose copies are all busy gets more copies on the
-least busy pods without one (as many as bring each copy under the busy mark). Every tick each Ready pod
-serves up to `pod_rps * tick` requests; the rest queues. A request is *delayed* when it waits in the queue
-longer than the SLO (counted exactly for a linearly growing or draining queue) or waits for a cold load.
+routed the way ModelMesh routes requests: to the least busy pods that hold a loaded copy (spread to equalise
+them; a copy still loading takes none while a loaded one exists). A model held nowhere is loaded where
+ModelMesh's cache-miss balancer puts it (placement.py: a pod with free space and the fewest models, or when
+all are full the one whose LRU copy is oldest, skipping much busier ones) -- a *cold load*: its requests wait
+the load time -- evicting that pod's least recently used copy. A model whose copies are all busy gets more
+copies, placed the same way (as many as bring each copy under the busy mark, at most max(2, a third of the
+pods) at once); a one-copy model used again 7 to 40 minutes after a prior use gets a second copy while the
+caches are at least 10% free (regular_use.py). Every tick each Ready pod serves up to `pod_rps * tick`
+requests; the rest queues. A request is *delayed* when it waits in the queue longer than the SLO (counted
+exactly for a linearly growing or draining queue) or waits for a cold load.
 
-New pods become Ready after the start-up delay with an empty cache; removed pods lose their models, and
-their queued requests go to the least busy remaining pod (ModelMesh retries them), so no request is lost.
+New pods become Ready after the start-up delay with an empty cache. A removed pod's models that no other pod
+holds are loaded on the remaining pods before it goes, as ModelMesh's pre-shutdown does, and its queued
+requests go to the least busy remaining pod (ModelMesh retries them), so no request is lost.
 
 Each pod keeps the windows its exporter averages over (GPU busy over 10 s, request rate and queue delay
 over 30 s) and reports them as the `PodSample` the adapter's decision code reads.
@@ -23,14 +28,19 @@ from dataclasses import dataclass, field
 
 from autoscaler.model import PodSample
 from autoscaler.simulation.fluid import share_over_threshold, water_fill
+from autoscaler.simulation.placement import choose_pod
+from autoscaler.simulation.regular_use import RegularUse
 from autoscaler.simulation.replicaset import ReplicaPod, pods_to_remove
 
 COPY_BUSY: float = 0.8
-"""A model gets another copy when every pod holding it is busier than this (share of capacity)..."""
+"""A model gets another copy when every pod holding it is busier than this (share of capacity)... ModelMesh
+(ModelMesh.java `rateTrackingTask`, `getRpmScaleThreshold`) checks every 10 s whether a copy's own request rate
+passes 90% of what it serves (latency-based mode): a pod at its limit, measured per model rather than per pod."""
 COPY_MIN_SHARE: float = 0.02
 """... and each copy of it carries at least this share of a pod: a busy pod alone does not copy a cold model.
 Copies that take no requests age in the LRU and are evicted first, as ModelMesh drops unused copies."""
 BACKLOG_HORIZON_S: float = 10.0
+_RATE_CHECK_S = 10.0  # ModelMesh's rate task runs every 10 s; a copy it asks for was last used one run ago
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +93,7 @@ class Cluster:
         self.served = 0.0
         self.cold_loads = 0
         self.copy_loads = 0
+        self.migrated_loads = 0  # models a scale-down moved from a leaving pod to a remaining one
         self.cold_loads_after_removal = 0  # cold loads of models whose only copy left with a removed pod
         self._lost: set[int] = set()  # models whose last copy a scale-down removed, not requested since
         self.delayed = 0.0
@@ -90,6 +101,7 @@ class Cluster:
         self._unrouted = 0.0  # request rate of the bucket while no pod is Ready
         self._copying: dict[tuple[int, str], float] = {}  # (model, pod) -> when the extra copy is loaded
         self._pending = TickStats()
+        self._regular = RegularUse()
         for i in range(replicas):  # running since before the trace, the first oldest
             pod = self._new_pod(start_s - shape.startup_delay_s - (replicas - i), start_s)
             pod.ready = True
@@ -145,16 +157,33 @@ class Cluster:
         gone = {r.name for r in pods_to_remove(view, len(self.pods) - replicas)}
         removed = [p for p in self.pods if p.name in gone]
         self.pods = [p for p in self.pods if p.name not in gone]
+        orphans: list[tuple[float, int]] = []  # (last used, model) of models no remaining pod holds
         for pod in removed:
-            for model in pod.cache:
+            for model, used in pod.cache.items():
                 holders = self.holders[model]
                 holders.remove(pod)
                 if not holders:
                     del self.holders[model]
-                    self._lost.add(model)
+                    orphans.append((used, model))
             if pod.backlog:
                 self._requeue(pod.backlog)
+        self._migrate(orphans, now)
         return sorted(gone)
+
+    def _migrate(self, orphans: list[tuple[float, int]], now: float) -> None:
+        """Load elsewhere the models only removed pods held, most recently used first, keeping their age.
+
+        ModelMesh's pre-shutdown (ModelMesh.java `preShutdown`) asks for a copy elsewhere of every model in
+        the leaving pod's cache (`triggerNewModelCopyElsewhere`) and keeps serving until those used in the
+        last hour have loaded, within the termination grace period (90 s in config/base/deployment.yaml):
+        a scale-down moves models rather than dropping them. Without a Ready pod left they are lost."""
+        ready = self.ready_pods()
+        for used, model in sorted(orphans, reverse=True):
+            target = choose_pod(ready, self.shape.cache_models, now, now - used) if ready else None
+            if target is None:
+                self._lost.add(model)
+                continue
+            self._load(target, model, now, used)
 
     def _requeue(self, requests: float) -> None:
         ready = self.ready_pods()
@@ -165,7 +194,8 @@ class Cluster:
 
     # -- routing ----------------------------------------------------------------------------------------
 
-    def _load(self, pod: SimPod, model: int, now: float) -> None:
+    def _load(self, pod: SimPod, model: int, now: float, used: float | None = None) -> None:
+        """Put a copy on `pod`, evicting its least recently used one; `used`: a moved copy's last use."""
         cache = pod.cache
         if len(cache) >= self.shape.cache_models:
             evicted, _ = cache.popitem(last=False)
@@ -173,8 +203,16 @@ class Cluster:
             holders.remove(pod)
             if not holders:
                 del self.holders[evicted]
-        cache[model] = now
         self.holders.setdefault(model, []).append(pod)
+        if used is None:
+            cache[model] = now
+            return
+        cache[model] = used  # a moved copy keeps its age: its place in the LRU order
+        self.migrated_loads += 1
+        if len(cache) > 1:
+            ordered = sorted(cache.items(), key=_last_used)
+            cache.clear()
+            cache.update(ordered)
 
     def route(self, now: float, models: list[int], rates: list[float], remaining_s: float) -> None:
         """Spread the bucket's rates over the Ready pods; cold-load models no pod holds."""
@@ -194,13 +232,21 @@ class Cluster:
         load_wait = min(self.shape.load_time_s, remaining_s)
         holders_of = self.holders
         loading: set[SimPod] = set()  # at most one copy starts loading per pod per routing
+        # ModelMesh adds a second copy for regular use only while the caches are at least 10% free
+        roomy = 10 * sum(self.shape.cache_models - len(p.cache) for p in ready) >= self.shape.cache_models * len(ready)
         # Models with one copy cannot go elsewhere; models with several spread around them. Routing the
-        # quiet ones first lets the hot ones fill the gaps, as per-request least-busy routing does.
-        for rate, model in sorted(zip(rates, models, strict=True)):
+        # quiet ones first lets the hot ones fill the gaps, as per-request least-busy routing does. Models
+        # already held go before those to load: their requests keep coming all bucket long, so their copies
+        # are recently used when a load evicts, and a load takes the LRU copy of a model not asked for.
+        held = holders_of.__contains__
+        for rate, model in sorted(zip(rates, models, strict=True), key=lambda rm: (not held(rm[1]), rm[0])):
             holders = holders_of.get(model)
             if holders is None:
-                target = min(ready, key=_rate)
+                target = choose_pod(ready, self.shape.cache_models, now, 0.0)
+                assert target is not None
                 self._load(target, model, now)
+                self._regular.forget(model)  # a fresh cache entry, whose first use is this one
+                self._regular.used(model, now)
                 self.cold_loads += 1
                 self._pending.cold_loads += 1
                 if model in self._lost:
@@ -214,6 +260,12 @@ class Cluster:
                 pod.rate += rate
                 pod.cache[model] = now
                 pod.cache.move_to_end(model)
+                if rate > 0.0 and self._regular.used(model, now) and roomy and not self._loading_copies(model):
+                    spare = choose_pod([p for p in ready if p is not pod and p not in loading], self.shape.cache_models,
+                                       now, _RATE_CHECK_S)
+                    if spare is not None:
+                        self._copying[(model, spare.name)] = now + self.shape.load_time_s
+                        loading.add(spare)
             else:
                 for pod in water_fill(holders, rate):  # only copies that took requests count as used
                     pod.cache[model] = now
@@ -222,10 +274,19 @@ class Cluster:
                     and min(h.rate for h in holders) > busy_at):
                 # Enough new copies that each would carry under the busy mark; they take requests once
                 # loaded (`settle` re-routes then). At most one copy starts loading per pod per routing.
-                wanted = max(1, math.ceil(rate / busy_at) - len(holders)) - self._loading_copies(model)
-                spares = sorted((p for p in ready if model not in p.cache and p not in loading
-                                 and p.rate < busy_at and (model, p.name) not in self._copying), key=_rate)
-                for spare in spares[:max(0, wanted)]:
+                # ModelMesh loads at most max(2, a third of the pods) copies at once, placed as any load is
+                # (placement.py) with the model's last use set 20 s ahead (ModelMesh.java rateTrackingTask).
+                wanted = max(1, math.ceil(rate / busy_at) - len(holders))
+                if wanted > 2:
+                    wanted = min(wanted, len(ready) // 3)
+                wanted -= self._loading_copies(model)
+                spares = [p for p in ready if model not in p.cache and p not in loading
+                          and (model, p.name) not in self._copying]
+                for _ in range(wanted):
+                    spare = choose_pod(spares, self.shape.cache_models, now, -20.0)
+                    if spare is None:
+                        break
+                    spares.remove(spare)
                     self._copying[(model, spare.name)] = now + self.shape.load_time_s
                     loading.add(spare)
         for pod in self.pods:
@@ -244,7 +305,7 @@ class Cluster:
                 if pod is not None and model not in pod.cache:
                     self._load(pod, model, now)
             self._copying.clear()
-        self.cold_loads = self.copy_loads = self.cold_loads_after_removal = 0
+        self.cold_loads = self.copy_loads = self.cold_loads_after_removal = self.migrated_loads = 0
         self._pending = TickStats()
 
     # -- time -------------------------------------------------------------------------------------------
@@ -306,8 +367,8 @@ class Cluster:
         return sum(p.backlog for p in self.pods) + self.orphan
 
 
-def _rate(pod: SimPod) -> float:
-    return pod.rate
+def _last_used(item: tuple[int, float]) -> float:
+    return item[1]
 
 
 def _mean(values: deque[float]) -> float:

@@ -61,26 +61,25 @@ def test_requests_go_to_the_least_busy_copy_and_hot_models_get_another_copy() ->
     assert sorted(p.rate for p in copies) == [15.0, 15.0]
 
 
-def test_new_pods_start_empty_after_the_delay_and_removed_pods_lose_their_models() -> None:
+def test_new_pods_start_empty_and_a_removed_pods_models_move_to_the_pods_that_stay() -> None:
+    # ModelMesh's pre-shutdown (src/main/java/com/ibm/watson/modelmesh/ModelMesh.java, `preShutdown`) asks
+    # for a copy elsewhere of every model in the leaving pod's cache (`triggerNewModelCopyElsewhere`) and
+    # serves until they load: a scale-down moves models. Only with no Ready pod left do they go with it.
     cluster = Cluster(SHAPE, 1, tick_s=5.0)
     cluster.route(0.0, [0], [5.0], 60.0)
     assert cluster.scale_to(2, 0.0) == []
     new = cluster.pods[1]
     assert not new.ready and not cluster.settle(29.0)
     assert cluster.settle(30.0) and new.ready and not new.cache
-    # Both Ready, same cost: the ReplicaSet removes the newest, which holds nothing; then the old one's model
-    # is gone with it when it goes too.
-    assert cluster.scale_to(1, 40.0) == ["pod-1"]
-    cluster.scale_to(2, 50.0)
     cluster.pods[0].deletion_cost, cluster.pods[1].deletion_cost = 0, 100
+    assert cluster.scale_to(1, 40.0) == ["pod-0"]
+    assert list(new.cache.items()) == [(0, 0.0)]  # moved, still last used at 0
+    cluster.route(40.0, [0], [5.0], 60.0)
+    assert (cluster.cold_loads, cluster.cold_loads_after_removal, cluster.migrated_loads) == (1, 0, 1)
+    cluster.scale_to(0, 50.0)  # nowhere to go: lost
+    cluster.scale_to(1, 50.0)
     cluster.settle(80.0)
-    assert cluster.scale_to(1, 80.0) == ["pod-0"]
-    cluster.route(80.0, [0], [5.0], 40.0)
-    assert cluster.cold_loads == 2
-    assert cluster.cold_loads_after_removal == 1  # the second: its only copy left with the removed pod
-    cluster.scale_to(2, 90.0)
-    cluster.settle(120.0)
-    cluster.route(120.0, [0, 1], [5.0, 1.0], 60.0)  # model 1 was never loaded: a first load, not a lost one
+    cluster.route(80.0, [0, 1], [5.0, 1.0], 40.0)  # model 1 was never loaded: a first load, not a lost one
     assert (cluster.cold_loads, cluster.cold_loads_after_removal) == (3, 1)
 
 
@@ -147,3 +146,32 @@ def test_pods_report_cache_fill_and_lru_age_as_modelmesh_does() -> None:
     assert (m1.cache_used_ratio, m1.lru_age_s) == (0.5, 40.0)  # used at 60
     empty = by_name[new.name]
     assert (empty.cache_used_ratio, empty.models_loaded, empty.lru_age_s) == (0.0, 0.0, None)  # nothing loaded yet
+
+
+def test_a_load_evicts_a_model_nobody_asks_for_rather_than_one_in_use() -> None:
+    # ModelMesh's cache is an LRU (ModelMesh.java: `runtimeCache`, a ConcurrentLinkedHashMap): a model whose
+    # requests keep coming is recently used whenever a load evicts. Model 0 was used before model 1, but it is
+    # asked for again in the bucket that loads model 2: model 1 goes.
+    cluster = Cluster(SHAPE, 1, tick_s=5.0)
+    pod = cluster.pods[0]
+    cluster.route(0.0, [0], [1.0], 60.0)
+    cluster.route(60.0, [1], [1.0], 60.0)
+    cluster.route(120.0, [0, 2], [5.0, 1.0], 60.0)
+    assert sorted(pod.cache) == [0, 2] and cluster.cold_loads == 3
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(2, 5), st.lists(st.floats(0.1, 5.0), min_size=1, max_size=12), st.data())
+def test_a_scale_down_with_room_left_keeps_every_model(pods: int, rates: list[float], data: st.DataObject) -> None:
+    # ModelMesh.java `preShutdown`: the leaving pod's models are loaded elsewhere before it stops. While the
+    # pods that stay have room for them, no model is lost and none needs a cold load again.
+    shape = ClusterShape(pod_rps=20.0, cache_models=30, load_time_s=10.0)
+    cluster = Cluster(shape, pods, tick_s=5.0)
+    models = list(range(len(rates)))
+    cluster.route(0.0, models, rates, 60.0)
+    held = set(cluster.holders)
+    keep = data.draw(st.integers(1, pods - 1))
+    cluster.scale_to(keep, 60.0)
+    assert set(cluster.holders) == held
+    cluster.route(60.0, models, rates, 60.0)
+    assert cluster.cold_loads == len(models) and cluster.cold_loads_after_removal == 0

@@ -1,0 +1,35 @@
+"""ModelMesh's second copy for regular use (kserve/modelmesh src/main/java/com/ibm/watson/modelmesh/
+ModelMesh.java `rateTrackingTask`: SECOND_COPY_MIN_AGE_SECS 420, SECOND_COPY_MAX_AGE_SECS 2400, and no second
+copy unless the caches are at least 10% free). Times by hand."""
+
+from __future__ import annotations
+
+from autoscaler.simulation.cluster import Cluster, ClusterShape
+from autoscaler.simulation.regular_use import RegularUse
+
+
+def test_a_use_7_to_40_minutes_after_a_prior_one_asks_for_a_second_copy() -> None:
+    uses = RegularUse()
+    assert not uses.used(1, 0.0)
+    assert not uses.used(1, 300.0)  # 5 minutes later: too soon
+    assert uses.used(1, 900.0)  # 15 minutes after the first use (10 after the second)
+
+
+def test_use_without_a_break_or_after_a_long_silence_does_not() -> None:
+    steady = RegularUse()
+    assert not any(steady.used(2, t) for t in range(0, 3600, 10))  # every 10 s for an hour
+    rare = RegularUse()
+    assert not rare.used(3, 0.0)
+    assert not rare.used(3, 3000.0)  # 50 minutes later: past the 40 minute window
+
+
+def test_the_runtime_loads_the_second_copy_elsewhere_only_while_its_caches_have_room() -> None:
+    roomy = Cluster(ClusterShape(pod_rps=20.0, cache_models=10, load_time_s=10.0), 2, tick_s=5.0)
+    roomy.route(0.0, [5], [0.2], 60.0)
+    roomy.route(600.0, [5], [0.2], 60.0)  # used again 10 minutes later
+    assert roomy.settle(610.0) and len(roomy.holders[5]) == 2 and roomy.copy_loads == 1
+    # 19 of the 20 places taken: 5% free, under the 10% ModelMesh asks for
+    full = Cluster(ClusterShape(pod_rps=20.0, cache_models=10, load_time_s=10.0), 2, tick_s=5.0)
+    full.route(0.0, list(range(19)), [0.01] * 19, 60.0)
+    full.route(600.0, [5], [0.2], 60.0)
+    assert not full.settle(610.0) and len(full.holders[5]) == 1
