@@ -205,12 +205,14 @@ def serve(settings: ServeSettings) -> None:
 
 
 def serve_in_process(settings: ServeSettings) -> None:
+    from autoscaler.gcsettings import tune_for_refresh
     from autoscaler.workers import connection_limits, serve_until_stopped
 
     host = "127.0.0.1" if settings.insecure_dev else settings.listen_host
     context = tls_context(settings)
 
     def announce() -> None:
+        tune_for_refresh()  # start-up is over: the refresh runs in this process (autoscaler/gcsettings.py)
         log.info("serving external.metrics.k8s.io on https://%s:%d (one process; source %s, refresh every %.0f s)",
                  host, settings.listen_port, settings.source, settings.refresh_interval_s)
 

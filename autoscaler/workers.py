@@ -238,6 +238,7 @@ def _check_port_free(host: str, port: int) -> None:
 
 async def _refresh_process(settings: ServeSettings, pool: WorkerPool) -> int:
     from autoscaler.actuation.actuator import start_actuator
+    from autoscaler.gcsettings import tune_for_refresh
     from autoscaler.server import RefreshStack
 
     stack = RefreshStack(settings)
@@ -258,6 +259,7 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool) -> int:
         loop.add_signal_handler(signum, stop.set)
     await stack.start()
     actuator = await start_actuator(settings, refresher, metrics)
+    tune_for_refresh()  # start-up is over; the refresh's many short-lived objects (autoscaler/gcsettings.py)
     refreshing = asyncio.ensure_future(refresher.run())
     exited = asyncio.ensure_future(pool.first_exit())
     stopping = asyncio.ensure_future(stop.wait())

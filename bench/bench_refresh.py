@@ -9,6 +9,7 @@ process) is the figure to compare across machines. Plain script, no asserts:
     python bench/bench_refresh.py [--runtimes 100] [--pods 100] [--runs 7]
     python bench/bench_refresh.py --runtimes 1000 --pods 10
     python bench/bench_refresh.py --runtimes 5000 --pods 2 --render   # also every answer, rendered to bytes
+    python bench/bench_refresh.py --gc-tuned   # with the refresh process's GC settings (autoscaler/gcsettings.py)
 """
 
 from __future__ import annotations
@@ -114,6 +115,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--render", action="store_true",
                         help="also time rendering the views into the serving snapshot, as the refresh does")
+    parser.add_argument("--gc-tuned", action="store_true",
+                        help="apply the refresh process's GC settings after the warm-up, as the adapter does "
+                             "after start-up (autoscaler.gcsettings.tune_for_refresh)")
     args = parser.parse_args()
 
     now = 1_700_000_000.0
@@ -124,6 +128,10 @@ def main() -> None:
     policy = RuntimePolicy(target_rps_per_pod=120.0)
     memory: dict[RuntimeKey, RuntimeMemory] = {}
     views = refresh(snapshots, policy, memory, now)  # warm-up: first memory, imports, caches
+    if args.gc_tuned:
+        from autoscaler.gcsettings import tune_for_refresh
+
+        tune_for_refresh()
 
     cpu = []
     plain = []
@@ -154,7 +162,9 @@ def main() -> None:
     total = args.runtimes * args.pods
     median = statistics.median(cpu)
     load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"pods: {total} in {args.runtimes} runtimes; runs: {args.runs}; load average {load}")
+    gc_mode = "refresh process's (gcsettings)" if args.gc_tuned else "Python's defaults"
+    print(f"pods: {total} in {args.runtimes} runtimes; runs: {args.runs}; GC settings: {gc_mode}; "
+          f"load average {load}")
     print(
         f"cpu per full refresh: median {median * 1e3:.1f} ms, min {min(cpu) * 1e3:.1f} ms, "
         f"max {max(cpu) * 1e3:.1f} ms ({median / total * 1e6:.2f} µs per pod)"
