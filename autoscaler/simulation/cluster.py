@@ -34,6 +34,7 @@ from autoscaler.simulation.rate_check import (
     NEW_COPY_AHEAD_S,
     RATE_CHECK_S,
     copies_to_load,
+    copy_threshold,
     excluded,
     loaded_since,
     recent_load_cutoff,
@@ -71,6 +72,9 @@ class SimPod:
     busy: deque[float] = field(default_factory=deque)
     served: deque[float] = field(default_factory=deque)
     queue: deque[float] = field(default_factory=deque)
+    shares: dict[int, float] = field(default_factory=dict)  # model -> the rate its copy here takes
+    counted: dict[int, float] = field(default_factory=dict)  # model -> requests since the last rate check
+    counted_all: float = 0.0  # all requests counted since the last rate check
 
 
 @dataclass(slots=True)
@@ -103,8 +107,6 @@ class Cluster:
         self._unrouted = 0.0  # request rate of the bucket while no pod is Ready
         self._copying: dict[tuple[int, str], float] = {}  # (model, pod) -> when the extra copy is loaded
         self._load_start: dict[int, dict[str, float]] = {}  # model -> pod -> when its copy there began loading
-        self._hot: dict[tuple[int, SimPod], float] = {}  # copies routed at least the rate check's threshold
-        self._counts: dict[tuple[int, SimPod], float] = {}  # requests on those copies since the last check
         self._last_check = start_s
         self._threshold = threshold(shape.pod_rps)
         self._pending = TickStats()
@@ -237,13 +239,13 @@ class Cluster:
             # pod is the one with the least work ahead, as ModelMesh judges by requests in flight.
             pod.rate = pod.backlog / BACKLOG_HORIZON_S
         self._unrouted = 0.0 if ready else sum(rates)
-        hot = self._hot = {}
+        for pod in ready:
+            pod.shares = {}
         if not ready:
             return
         if self.orphan:
             orphan, self.orphan = self.orphan, 0.0
             self._requeue(orphan)
-        limit = self._threshold
         load_wait = min(self.shape.load_time_s, remaining_s)
         holders_of = self.holders
         loading: set[SimPod] = set()  # at most one copy starts loading per pod per routing
@@ -269,13 +271,11 @@ class Cluster:
                     self.cold_loads_after_removal += 1
                 self._pending.delayed += rate * load_wait
                 target.rate += rate
-                if rate >= limit:
-                    hot[(model, target)] = rate
+                target.shares[model] = rate
             elif len(holders) == 1:
                 pod = holders[0]
                 pod.rate += rate
-                if rate >= limit:
-                    hot[(model, pod)] = rate
+                pod.shares[model] = rate
                 pod.cache[model] = now
                 pod.cache.move_to_end(model)
                 if rate > 0.0 and self._regular.used(model, now) and roomy and not self._loading_copies(model):
@@ -284,18 +284,14 @@ class Cluster:
                     if spare is not None:
                         self._start_copy(model, spare, now)
                         loading.add(spare)
-            elif rate < limit:  # no copy can reach the threshold: spread without tracking each share
+            else:
+                before = [pod.rate for pod in holders]
                 for pod in water_fill(holders, rate):  # only copies that took requests count as used
                     pod.cache[model] = now
                     pod.cache.move_to_end(model)
-            else:
-                before = [pod.rate for pod in holders]
-                for pod in water_fill(holders, rate):
-                    pod.cache[model] = now
-                    pod.cache.move_to_end(model)
                 for pod, was in zip(holders, before, strict=True):
-                    if pod.rate - was >= limit:
-                        hot[(model, pod)] = pod.rate - was
+                    if pod.rate > was:
+                        pod.shares[model] = pod.rate - was
         for pod in self.pods:
             pod.rate = max(0.0, pod.rate - pod.backlog / BACKLOG_HORIZON_S)
 
@@ -304,37 +300,44 @@ class Cluster:
         self._load_start.setdefault(model, {})[pod.name] = now
 
     def _rate_check(self, now: float) -> None:
-        """ModelMesh's `rateTrackingTask` (rate_check.py) over the requests each hot copy took since the last
-        run: more copies of a model whose copy reached the threshold, placed as any load is."""
+        """ModelMesh's `rateTrackingTask` (rate_check.py) over the requests each copy on a busy pod took since
+        the last run: more copies of a model whose copy reached its threshold, placed as any load is."""
         interval = now - self._last_check
         self._last_check = now
-        counts, self._counts = self._counts, {}
+        counted = [p for p in self.pods if p.counted_all]
+        for pod in counted:
+            pod.counted_all = 0.0
         ready = self.ready_pods()
-        if len(ready) < 2 or not counts or interval <= 0.0:  # l.5658: no other pod to copy to
+        if len(ready) < 2 or interval <= 0.0:  # l.5658: no other pod to copy to
+            for pod in counted:
+                pod.counted = {}
             return
-        limit = self._threshold
+        mu = self.shape.pod_rps
         cutoff = recent_load_cutoff(now, interval, self.shape.load_time_s)
         rates = [(p.name, p.rate) for p in ready]
-        for (model, pod), count in counts.items():
-            rate = count / interval
-            holders = self.holders.get(model)
-            if rate < limit or holders is None or pod not in holders:
-                continue
-            starts = self._load_start.get(model, {})
-            taken = {h.name for h in holders} | {name for m, name in self._copying if m == model}
-            candidates = len(ready) - len(taken)
-            if candidates <= 0 or loaded_since(starts, cutoff, pod.name):
-                continue
-            busy = excluded(rates, pod.name, pod.rate, limit)
-            if busy:
-                candidates -= sum(1 for name in busy if name not in taken) + len(busy)
-            spares = [p for p in ready if p.name not in taken and p.name not in busy]
-            for _ in range(copies_to_load(rate, limit, candidates, len(ready))):
-                spare = choose_pod(spares, self.shape.cache_models, now, -NEW_COPY_AHEAD_S)
-                if spare is None:
-                    break
-                spares.remove(spare)
-                self._start_copy(model, spare, now)
+        for pod in counted:
+            counts, pod.counted = pod.counted, {}
+            total = sum(counts.values()) / interval
+            for model, count in counts.items():
+                rate = count / interval
+                limit = copy_threshold(mu, rate, total, count)
+                holders = self.holders.get(model)
+                if rate < limit or holders is None or pod not in holders:
+                    continue
+                taken = {h.name for h in holders} | {name for m, name in self._copying if m == model}
+                candidates = len(ready) - len(taken)
+                if candidates <= 0 or loaded_since(self._load_start.get(model, {}), cutoff, pod.name):
+                    continue
+                busy = excluded(rates, pod.name, pod.rate, self._threshold)
+                if busy:
+                    candidates -= sum(1 for name in busy if name not in taken) + len(busy)
+                spares = [p for p in ready if p.name not in taken and p.name not in busy]
+                for _ in range(copies_to_load(rate, limit, candidates, len(ready))):
+                    spare = choose_pod(spares, self.shape.cache_models, now, -NEW_COPY_AHEAD_S)
+                    if spare is None:
+                        break
+                    spares.remove(spare)
+                    self._start_copy(model, spare, now)
 
     def _loading_copies(self, model: int) -> int:
         return sum(1 for m, _ in self._copying if m == model) if self._copying else 0
@@ -344,7 +347,9 @@ class Cluster:
         ones) already loaded, nothing queued, and none of those loads counted."""
         for _ in range(4):  # each round may start copies; load them at once and route again
             self.route(now, models, rates, 0.0)
-            self._counts = {key: rate * RATE_CHECK_S for key, rate in self._hot.items()}
+            for pod in self.ready_pods():
+                pod.counted = {m: r * RATE_CHECK_S for m, r in pod.shares.items()}
+                pod.counted_all = pod.rate * RATE_CHECK_S
             self._last_check = now - RATE_CHECK_S
             self._rate_check(now)
             for model, name in list(self._copying):
@@ -355,7 +360,9 @@ class Cluster:
             for starts in self._load_start.values():  # loaded long ago, as far as the next round knows
                 for name in starts:
                     starts[name] = -math.inf
-        self._last_check, self._counts = now, {}
+        self._last_check = now
+        for pod in self.pods:
+            pod.counted, pod.counted_all = {}, 0.0
         self.cold_loads = self.copy_loads = self.cold_loads_after_removal = self.migrated_loads = 0
         self._pending = TickStats()
 
@@ -365,9 +372,13 @@ class Cluster:
         """Serve one tick; returns what happened in it (including cold loads since the last step)."""
         stats, self._pending = self._pending, TickStats()
         t = self.tick_s
-        counts = self._counts
-        for key, rate in self._hot.items():  # requests the hot copies take, for the next rate check
-            counts[key] = counts.get(key, 0.0) + rate * t
+        busy_mark = self._threshold
+        for pod in self.pods:  # the requests each copy on a busy pod takes, for the next rate check
+            if pod.ready and pod.rate >= busy_mark:
+                counts = pod.counted
+                for model, rate in pod.shares.items():
+                    counts[model] = counts.get(model, 0.0) + rate * t
+                pod.counted_all += pod.rate * t
         mu = self.shape.pod_rps
         threshold = mu * self.shape.slo_queue_s
         capacity = mu * t

@@ -9,7 +9,12 @@ arrival, before any queueing: l.2691) into a rate and:
   latency-based mode, the mode of a runtime that limits model concurrency, the threshold is 90% of the copy's
   measured bandwidth, max concurrency over the mean time a request takes (`getRpmScaleThreshold`,
   l.2766-2796); without it, `scaleUpRpmThreshold`, 2000 rpm (l.240). A simulated pod serves `pod_rps` at full
-  busy, so a copy's bandwidth is `pod_rps` and the threshold `BANDWIDTH_SHARE * pod_rps`;
+  busy, shared between its copies as a GPU is: a request takes longer while other models' requests run, so a
+  copy's measured bandwidth is what the pod has left for it, `pod_rps` less what the pod serves of the other
+  models (`copy_threshold`). A copy alone on its pod asks for more at 90% of `pod_rps`; on a saturated pod
+  every copy with work queued is at its bandwidth and asks for one. Under 8 requests in the interval (and
+  no earlier measure) ModelMesh falls back to 2000 rpm (l.2779-2781), which keeps a model that sees a
+  request now and then from being copied off a busy pod;
 - skips when a copy of the model on another pod started loading within the last check interval, the one
   before, and twice the time a load is assumed to take (l.5764-5769, `loadedSince` l.5860): the rate measured
   does not yet show what that copy will take. `assumeCompletedAfterMillis` settles on the mean load time when
@@ -31,6 +36,10 @@ RATE_CHECK_S = 10.0
 """`RATE_CHECK_INTERVAL_MS` (ModelMesh.java l.238)."""
 BANDWIDTH_SHARE = 0.9
 """The share of a copy's bandwidth its rate must reach (`getRpmScaleThreshold`, l.2792-2795)."""
+FEW_REQUESTS = 8
+"""Under this many requests in an interval the threshold is the 2000 rpm default (l.2779-2781)."""
+DEFAULT_RPS = 2000.0 / 60.0
+"""`DEFAULT_SCALEUP_RPM` (l.240), per second."""
 EXCLUDE_FACTOR = 4.0
 """Pods over this many times the threshold take no new copy (`getExcludeSet`, l.5841)."""
 NEW_COPY_AHEAD_S = 20.0
@@ -38,8 +47,19 @@ NEW_COPY_AHEAD_S = 20.0
 
 
 def threshold(pod_rps: float) -> float:
-    """Requests per second one copy must take before it asks for more: 90% of what one pod serves."""
+    """Requests per second a copy alone on its pod must take before it asks for more: 90% of what one pod
+    serves. Pods below it are not counted: no copy on them can reach its own threshold."""
     return BANDWIDTH_SHARE * pod_rps
+
+
+def copy_threshold(pod_rps: float, rate: float, pod_rate: float, count: float) -> float:
+    """The rate one copy must reach to ask for more: 90% of its bandwidth, what its pod serves less what it
+    serves of the pod's other models (`rate`: this copy's requests per second, `pod_rate`: all the pod's,
+    `count`: this copy's requests in the interval)."""
+    if count < FEW_REQUESTS:
+        return DEFAULT_RPS
+    served = min(1.0, pod_rps / pod_rate) if pod_rate > 0.0 else 1.0  # the share of arrivals a pod serves
+    return BANDWIDTH_SHARE * max(0.0, pod_rps - (pod_rate - rate) * served)
 
 
 def recent_load_cutoff(now: float, interval_s: float, load_time_s: float) -> float:

@@ -10,7 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler.simulation.cluster import Cluster, ClusterShape
-from autoscaler.simulation.rate_check import copies_to_load, excluded, loaded_since, recent_load_cutoff, threshold
+from autoscaler.simulation.rate_check import (
+    copies_to_load,
+    copy_threshold,
+    excluded,
+    loaded_since,
+    recent_load_cutoff,
+    threshold,
+)
 
 SHAPE = ClusterShape(pod_rps=20.0, cache_models=100, load_time_s=10.0)
 
@@ -40,14 +47,27 @@ def test_a_copy_under_the_threshold_asks_for_none_though_its_pod_is_busy() -> No
     assert (len(cluster.holders[1]), cluster.copy_loads) == (1, 0)
 
 
-def test_a_pod_busy_with_many_models_copies_none_of_them() -> None:
-    # The rate is per copy (`ce.getAndResetIntervalCount()`, l.5690): four models at 5 req/s fill a 20 req/s
-    # pod, but none of them comes near 18 req/s.
-    cluster = Cluster(ClusterShape(pod_rps=20.0, cache_models=4, load_time_s=10.0), 1, tick_s=5.0)
-    run(cluster, [1, 2, 3, 4], [5.0] * 4, 60.0)
-    cluster.scale_to(3, 60.0)
-    run(cluster, [1, 2, 3, 4], [5.0] * 4, 600.0, start=60.0)
-    assert cluster.copy_loads == 0 and all(len(cluster.holders[m]) == 1 for m in (1, 2, 3, 4))
+def test_a_copys_bandwidth_is_what_its_pod_has_left_for_it() -> None:
+    # The threshold is 90% of the copy's measured bandwidth, max concurrency over the time a request takes
+    # (l.2766-2796); a request takes longer while the pod serves other models. 20 req/s pods:
+    assert copy_threshold(20.0, 30.0, 30.0, 300.0) == 18.0  # alone: 90% of 20
+    assert copy_threshold(20.0, 4.0, 16.0, 40.0) == 0.9 * 8.0  # others take 12 of 20: 8 left, 7.2
+    # 24 req/s on a pod serving 20: 20/24 of each model is served, the other 18 req/s take 15, 5 left.
+    assert copy_threshold(20.0, 6.0, 24.0, 60.0) == 0.9 * 5.0
+    assert copy_threshold(20.0, 0.5, 24.0, 5.0) == 2000.0 / 60.0  # under 8 requests: 2000 rpm (l.2779-2781)
+
+
+def test_a_pod_at_80_percent_copies_none_of_its_models_and_a_saturated_one_copies_them() -> None:
+    # The rate is per copy (`ce.getAndResetIntervalCount()`, l.5690). Four models at 4 req/s on a 20 req/s pod:
+    # each has 20 - 12 = 8 req/s left, threshold 7.2: no copy. At 6 req/s (24 on 20) each has 5 left,
+    # threshold 4.5: 6 // 4.5 = 1 more copy of each, on the two other pods.
+    models = [1, 2, 3, 4]
+    for rate, copies in ((4.0, 1), (6.0, 2)):
+        cluster = Cluster(ClusterShape(pod_rps=20.0, cache_models=4, load_time_s=10.0), 1, tick_s=5.0)
+        run(cluster, models, [rate] * 4, 60.0)
+        cluster.scale_to(3, 60.0)
+        run(cluster, models, [rate] * 4, 115.0, start=60.0)
+        assert [len(cluster.holders[m]) for m in models] == [copies] * 4
 
 
 def test_copies_follow_the_rate_and_the_cap_of_a_third_of_the_pods() -> None:
