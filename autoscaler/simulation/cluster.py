@@ -347,9 +347,9 @@ class Cluster:
         ones) already loaded, nothing queued, and none of those loads counted."""
         for _ in range(4):  # each round may start copies; load them at once and route again
             self.route(now, models, rates, 0.0)
-            for pod in self.ready_pods():
-                pod.counted = {m: r * RATE_CHECK_S for m, r in pod.shares.items()}
-                pod.counted_all = pod.rate * RATE_CHECK_S
+            for ready in self.ready_pods():
+                ready.counted = {m: r * RATE_CHECK_S for m, r in ready.shares.items()}
+                ready.counted_all = ready.rate * RATE_CHECK_S
             self._last_check = now - RATE_CHECK_S
             self._rate_check(now)
             for model, name in list(self._copying):
