@@ -5,12 +5,13 @@ routed the way ModelMesh routes requests: to the least busy pods that hold a loa
 them; a copy still loading takes none while a loaded one exists). A model held nowhere is loaded where
 ModelMesh's cache-miss balancer puts it (placement.py: a pod with free space and the fewest models, or when
 all are full the one whose LRU copy is oldest, skipping much busier ones) -- a *cold load*: its requests wait
-the load time -- evicting that pod's least recently used copy. A model whose copies are all busy gets more
-copies, placed the same way (as many as bring each copy under the busy mark, at most max(2, a third of the
-pods) at once); a one-copy model used again 7 to 40 minutes after a prior use gets a second copy while the
-caches are at least 10% free (regular_use.py). Every tick each Ready pod serves up to `pod_rps * tick`
-requests; the rest queues. A request is *delayed* when it waits in the queue longer than the SLO (counted
-exactly for a linearly growing or draining queue) or waits for a cold load.
+the load time -- evicting that pod's least recently used copy. Every 10 s ModelMesh's rate check
+(rate_check.py) gives a model more copies, placed the same way, when one copy's own request rate over the
+last 10 s reached 90% of what a pod serves: rate / threshold copies, at most max(2, a third of the pods),
+none while another copy's load is recent; a one-copy model used again 7 to 40 minutes after a prior use
+gets a second copy while the caches are at least 10% free (regular_use.py). Every tick each Ready pod
+serves up to `pod_rps * tick` requests; the rest queues. A request is *delayed* when it waits in the queue
+longer than the SLO (counted exactly for a linearly growing or draining queue) or waits for a cold load.
 
 New pods become Ready after the start-up delay with an empty cache. A removed pod's models that no other pod
 holds are loaded on the remaining pods before it goes, as ModelMesh's pre-shutdown does, and its queued
@@ -29,18 +30,20 @@ from dataclasses import dataclass, field
 from autoscaler.model import PodSample
 from autoscaler.simulation.fluid import share_over_threshold, water_fill
 from autoscaler.simulation.placement import choose_pod
+from autoscaler.simulation.rate_check import (
+    NEW_COPY_AHEAD_S,
+    RATE_CHECK_S,
+    copies_to_load,
+    copy_threshold,
+    excluded,
+    loaded_since,
+    recent_load_cutoff,
+    threshold,
+)
 from autoscaler.simulation.regular_use import RegularUse
 from autoscaler.simulation.replicaset import ReplicaPod, pods_to_remove
 
-COPY_BUSY: float = 0.8
-"""A model gets another copy when every pod holding it is busier than this (share of capacity)... ModelMesh
-(ModelMesh.java `rateTrackingTask`, `getRpmScaleThreshold`) checks every 10 s whether a copy's own request rate
-passes 90% of what it serves (latency-based mode): a pod at its limit, measured per model rather than per pod."""
-COPY_MIN_SHARE: float = 0.02
-"""... and each copy of it carries at least this share of a pod: a busy pod alone does not copy a cold model.
-Copies that take no requests age in the LRU and are evicted first, as ModelMesh drops unused copies."""
 BACKLOG_HORIZON_S: float = 10.0
-_RATE_CHECK_S = 10.0  # ModelMesh's rate task runs every 10 s; a copy it asks for was last used one run ago
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +72,9 @@ class SimPod:
     busy: deque[float] = field(default_factory=deque)
     served: deque[float] = field(default_factory=deque)
     queue: deque[float] = field(default_factory=deque)
+    shares: dict[int, float] = field(default_factory=dict)  # model -> the rate its copy here takes
+    counted: dict[int, float] = field(default_factory=dict)  # model -> requests since the last rate check
+    counted_all: float = 0.0  # all requests counted since the last rate check
 
 
 @dataclass(slots=True)
@@ -100,6 +106,9 @@ class Cluster:
         self.orphan = 0.0  # requests that arrived while no pod was Ready
         self._unrouted = 0.0  # request rate of the bucket while no pod is Ready
         self._copying: dict[tuple[int, str], float] = {}  # (model, pod) -> when the extra copy is loaded
+        self._load_start: dict[int, dict[str, float]] = {}  # model -> pod -> when its copy there began loading
+        self._last_check = start_s
+        self._threshold = threshold(shape.pod_rps)
         self._pending = TickStats()
         self._regular = RegularUse()
         for i in range(replicas):  # running since before the trace, the first oldest
@@ -135,6 +144,8 @@ class Cluster:
     def settle(self, now: float) -> bool:
         """Finish copy loads and start-ups due by `now`; True when routing must be redone."""
         changed = self.promote(now)
+        if now >= self._last_check + RATE_CHECK_S:
+            self._rate_check(now)
         if self._copying:
             by_name = {p.name: p for p in self.pods}
             for key, due in list(self._copying.items()):
@@ -157,9 +168,13 @@ class Cluster:
         gone = {r.name for r in pods_to_remove(view, len(self.pods) - replicas)}
         removed = [p for p in self.pods if p.name in gone]
         self.pods = [p for p in self.pods if p.name not in gone]
+        for key in [k for k in self._copying if k[1] in gone]:  # their loads stop with them
+            del self._copying[key]
+            self._load_start.get(key[0], {}).pop(key[1], None)
         orphans: list[tuple[float, int]] = []  # (last used, model) of models no remaining pod holds
         for pod in removed:
             for model, used in pod.cache.items():
+                self._load_start[model].pop(pod.name, None)
                 holders = self.holders[model]
                 holders.remove(pod)
                 if not holders:
@@ -199,11 +214,13 @@ class Cluster:
         cache = pod.cache
         if len(cache) >= self.shape.cache_models:
             evicted, _ = cache.popitem(last=False)
+            self._load_start[evicted].pop(pod.name, None)
             holders = self.holders[evicted]
             holders.remove(pod)
             if not holders:
                 del self.holders[evicted]
         self.holders.setdefault(model, []).append(pod)
+        self._load_start.setdefault(model, {}).setdefault(pod.name, now)  # a copy load began when asked for
         if used is None:
             cache[model] = now
             return
@@ -222,13 +239,13 @@ class Cluster:
             # pod is the one with the least work ahead, as ModelMesh judges by requests in flight.
             pod.rate = pod.backlog / BACKLOG_HORIZON_S
         self._unrouted = 0.0 if ready else sum(rates)
+        for pod in ready:
+            pod.shares = {}
         if not ready:
             return
         if self.orphan:
             orphan, self.orphan = self.orphan, 0.0
             self._requeue(orphan)
-        capacity = self.shape.pod_rps
-        busy_at = COPY_BUSY * capacity
         load_wait = min(self.shape.load_time_s, remaining_s)
         holders_of = self.holders
         loading: set[SimPod] = set()  # at most one copy starts loading per pod per routing
@@ -254,43 +271,73 @@ class Cluster:
                     self.cold_loads_after_removal += 1
                 self._pending.delayed += rate * load_wait
                 target.rate += rate
-                holders = holders_of[model]
+                target.shares[model] = rate
             elif len(holders) == 1:
                 pod = holders[0]
                 pod.rate += rate
+                pod.shares[model] = rate
                 pod.cache[model] = now
                 pod.cache.move_to_end(model)
                 if rate > 0.0 and self._regular.used(model, now) and roomy and not self._loading_copies(model):
                     spare = choose_pod([p for p in ready if p is not pod and p not in loading], self.shape.cache_models,
-                                       now, _RATE_CHECK_S)
+                                       now, RATE_CHECK_S)
                     if spare is not None:
-                        self._copying[(model, spare.name)] = now + self.shape.load_time_s
+                        self._start_copy(model, spare, now)
                         loading.add(spare)
             else:
+                before = [pod.rate for pod in holders]
                 for pod in water_fill(holders, rate):  # only copies that took requests count as used
                     pod.cache[model] = now
                     pod.cache.move_to_end(model)
-            if (rate > COPY_MIN_SHARE * capacity * len(holders) and len(holders) < len(ready)
-                    and min(h.rate for h in holders) > busy_at):
-                # Enough new copies that each would carry under the busy mark; they take requests once
-                # loaded (`settle` re-routes then). At most one copy starts loading per pod per routing.
-                # ModelMesh loads at most max(2, a third of the pods) copies at once, placed as any load is
-                # (placement.py) with the model's last use set 20 s ahead (ModelMesh.java rateTrackingTask).
-                wanted = max(1, math.ceil(rate / busy_at) - len(holders))
-                if wanted > 2:
-                    wanted = min(wanted, len(ready) // 3)
-                wanted -= self._loading_copies(model)
-                spares = [p for p in ready if model not in p.cache and p not in loading
-                          and (model, p.name) not in self._copying]
-                for _ in range(wanted):
-                    spare = choose_pod(spares, self.shape.cache_models, now, -20.0)
+                for pod, was in zip(holders, before, strict=True):
+                    if pod.rate > was:
+                        pod.shares[model] = pod.rate - was
+        for pod in self.pods:
+            pod.rate = max(0.0, pod.rate - pod.backlog / BACKLOG_HORIZON_S)
+
+    def _start_copy(self, model: int, pod: SimPod, now: float) -> None:
+        self._copying[(model, pod.name)] = now + self.shape.load_time_s
+        self._load_start.setdefault(model, {})[pod.name] = now
+
+    def _rate_check(self, now: float) -> None:
+        """ModelMesh's `rateTrackingTask` (rate_check.py) over the requests each copy on a busy pod took since
+        the last run: more copies of a model whose copy reached its threshold, placed as any load is."""
+        interval = now - self._last_check
+        self._last_check = now
+        counted = [p for p in self.pods if p.counted_all]
+        for pod in counted:
+            pod.counted_all = 0.0
+        ready = self.ready_pods()
+        if len(ready) < 2 or interval <= 0.0:  # l.5658: no other pod to copy to
+            for pod in counted:
+                pod.counted = {}
+            return
+        mu = self.shape.pod_rps
+        cutoff = recent_load_cutoff(now, interval, self.shape.load_time_s)
+        rates = [(p.name, p.rate) for p in ready]
+        for pod in counted:
+            counts, pod.counted = pod.counted, {}
+            total = sum(counts.values()) / interval
+            for model, count in counts.items():
+                rate = count / interval
+                limit = copy_threshold(mu, rate, total, count)
+                holders = self.holders.get(model)
+                if rate < limit or holders is None or pod not in holders:
+                    continue
+                taken = {h.name for h in holders} | {name for m, name in self._copying if m == model}
+                candidates = len(ready) - len(taken)
+                if candidates <= 0 or loaded_since(self._load_start.get(model, {}), cutoff, pod.name):
+                    continue
+                busy = excluded(rates, pod.name, pod.rate, self._threshold)
+                if busy:
+                    candidates -= sum(1 for name in busy if name not in taken) + len(busy)
+                spares = [p for p in ready if p.name not in taken and p.name not in busy]
+                for _ in range(copies_to_load(rate, limit, candidates, len(ready))):
+                    spare = choose_pod(spares, self.shape.cache_models, now, -NEW_COPY_AHEAD_S)
                     if spare is None:
                         break
                     spares.remove(spare)
-                    self._copying[(model, spare.name)] = now + self.shape.load_time_s
-                    loading.add(spare)
-        for pod in self.pods:
-            pod.rate = max(0.0, pod.rate - pod.backlog / BACKLOG_HORIZON_S)
+                    self._start_copy(model, spare, now)
 
     def _loading_copies(self, model: int) -> int:
         return sum(1 for m, _ in self._copying if m == model) if self._copying else 0
@@ -300,11 +347,22 @@ class Cluster:
         ones) already loaded, nothing queued, and none of those loads counted."""
         for _ in range(4):  # each round may start copies; load them at once and route again
             self.route(now, models, rates, 0.0)
+            for ready in self.ready_pods():
+                ready.counted = {m: r * RATE_CHECK_S for m, r in ready.shares.items()}
+                ready.counted_all = ready.rate * RATE_CHECK_S
+            self._last_check = now - RATE_CHECK_S
+            self._rate_check(now)
             for model, name in list(self._copying):
                 pod = next((p for p in self.pods if p.name == name), None)
                 if pod is not None and model not in pod.cache:
                     self._load(pod, model, now)
             self._copying.clear()
+            for starts in self._load_start.values():  # loaded long ago, as far as the next round knows
+                for name in starts:
+                    starts[name] = -math.inf
+        self._last_check = now
+        for pod in self.pods:
+            pod.counted, pod.counted_all = {}, 0.0
         self.cold_loads = self.copy_loads = self.cold_loads_after_removal = self.migrated_loads = 0
         self._pending = TickStats()
 
@@ -314,6 +372,13 @@ class Cluster:
         """Serve one tick; returns what happened in it (including cold loads since the last step)."""
         stats, self._pending = self._pending, TickStats()
         t = self.tick_s
+        busy_mark = self._threshold
+        for pod in self.pods:  # the requests each copy on a busy pod takes, for the next rate check
+            if pod.ready and pod.rate >= busy_mark:
+                counts = pod.counted
+                for model, rate in pod.shares.items():
+                    counts[model] = counts.get(model, 0.0) + rate * t
+                pod.counted_all += pod.rate * t
         mu = self.shape.pod_rps
         threshold = mu * self.shape.slo_queue_s
         capacity = mu * t

@@ -47,18 +47,29 @@ def test_a_full_cache_evicts_the_least_recently_used_model() -> None:
 
 
 def test_requests_go_to_the_least_busy_copy_and_hot_models_get_another_copy() -> None:
+    # ModelMesh's rate check (ModelMesh.java l.238, l.5619-5806) runs every 10 s: a copy at 30 req/s passes
+    # 90% of a 20 req/s pod (18 req/s) and asks for 30 // 18 = 1 more copy, which loads in 10 s. Until then
+    # the requests stay on the loaded copy (ForwardingLB, l.4309-4390).
     cluster = Cluster(ClusterShape(pod_rps=20.0, load_time_s=10.0), 3, tick_s=5.0)
     cluster.route(0.0, [7, 8], [4.0, 30.0], 60.0)
     hot = cluster.holders[8][0]
     quiet = cluster.holders[7][0]
     assert hot is not quiet  # the hot model was placed on a pod less busy than the quiet model's
     assert (hot.rate, cluster.copy_loads) == (30.0, 0)
-    assert not cluster.settle(5.0)  # the copy is still loading
-    assert cluster.settle(10.0) and cluster.copy_loads == 1
-    cluster.route(10.0, [7, 8], [4.0, 30.0], 50.0)
+    cluster.step(0.0)
+    assert not cluster.settle(5.0)  # no rate check yet
+    cluster.step(5.0)
+    assert not cluster.settle(10.0)  # the check asked for a copy; it is loading
+    cluster.step(10.0)
+    assert not cluster.settle(15.0) and hot.rate == 30.0
+    cluster.step(15.0)
+    assert cluster.settle(20.0) and cluster.copy_loads == 1
+    cluster.route(20.0, [7, 8], [4.0, 30.0], 40.0)
     copies = cluster.holders[8]
     assert len(copies) == 2 and quiet not in copies  # the copy went to the idle pod, not the quiet one
-    assert sorted(p.rate for p in copies) == [15.0, 15.0]
+    # The first pod queued 10 req/s beyond its 20 for 20 s: 200 requests, counted as 20 req/s of work while
+    # routing. 30 req/s levels both at (20 + 30) / 2 = 25: the first copy takes 5, the new one 25.
+    assert sorted(p.rate for p in copies) == [5.0, 25.0]
 
 
 def test_new_pods_start_empty_and_a_removed_pods_models_move_to_the_pods_that_stay() -> None:

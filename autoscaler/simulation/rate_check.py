@@ -1,0 +1,89 @@
+"""ModelMesh's rate check: when a copy's own request rate asks for more copies of its model, and how many.
+
+Every pod of a ModelMesh runtime runs `rateTrackingTask` (kserve/modelmesh src/main/java/com/ibm/watson/
+modelmesh/ModelMesh.java l.5619-5857) every `RATE_CHECK_INTERVAL_MS`, 10 s (l.238). For each model it holds
+that took requests since the last run, it turns the requests counted on that copy (`recordInvocation`, at
+arrival, before any queueing: l.2691) into a rate and:
+
+- skips unless the rate reaches the scale-up threshold (`if (rpm < scaleUpRpms) continue`, l.5762). In
+  latency-based mode, the mode of a runtime that limits model concurrency, the threshold is 90% of the copy's
+  measured bandwidth, max concurrency over the mean time a request takes (`getRpmScaleThreshold`,
+  l.2766-2796); without it, `scaleUpRpmThreshold`, 2000 rpm (l.240). A simulated pod serves `pod_rps` at full
+  busy, shared between its copies as a GPU is: a request takes longer while other models' requests run, so a
+  copy's measured bandwidth is what the pod has left for it, `pod_rps` less what the pod serves of the other
+  models (`copy_threshold`). A copy alone on its pod asks for more at 90% of `pod_rps`; on a saturated pod
+  every copy with work queued is at its bandwidth and asks for one. Under 8 requests in the interval (and
+  no earlier measure) ModelMesh falls back to 2000 rpm (l.2779-2781), which keeps a model that sees a
+  request now and then from being copied off a busy pod;
+- skips when a copy of the model on another pod started loading within the last check interval, the one
+  before, and twice the time a load is assumed to take (l.5764-5769, `loadedSince` l.5860): the rate measured
+  does not yet show what that copy will take. `assumeCompletedAfterMillis` settles on the mean load time when
+  loads all take the same time (TimeStats.java), so here it is the load time;
+- leaves out pods already taking more than four times the threshold (`getExcludeSet`, l.5835-5856; in
+  latency-based mode ModelMesh's threshold there is 900 rpm per unit of model concurrency, here the copy's),
+  and counts each of them twice off the candidates, as l.5775-5783 do;
+- loads min(rate / threshold, pods that hold no copy) copies, capped at max(2, a third of the pods) (l.5791-
+  5795), each placed as any load is (placement.py) with its last use set 20 s ahead (l.5675).
+
+A copy still loading takes no requests while a loaded one exists (`ForwardingLB`, l.4309-4390).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+RATE_CHECK_S = 10.0
+"""`RATE_CHECK_INTERVAL_MS` (ModelMesh.java l.238)."""
+BANDWIDTH_SHARE = 0.9
+"""The share of a copy's bandwidth its rate must reach (`getRpmScaleThreshold`, l.2792-2795)."""
+FEW_REQUESTS = 8
+"""Under this many requests in an interval the threshold is the 2000 rpm default (l.2779-2781)."""
+DEFAULT_RPS = 2000.0 / 60.0
+"""`DEFAULT_SCALEUP_RPM` (l.240), per second."""
+EXCLUDE_FACTOR = 4.0
+"""Pods over this many times the threshold take no new copy (`getExcludeSet`, l.5841)."""
+NEW_COPY_AHEAD_S = 20.0
+"""A copy the rate check asks for counts as used this far in the future when placed (l.5675)."""
+
+
+def threshold(pod_rps: float) -> float:
+    """Requests per second a copy alone on its pod must take before it asks for more: 90% of what one pod
+    serves. Pods below it are not counted: no copy on them can reach its own threshold."""
+    return BANDWIDTH_SHARE * pod_rps
+
+
+def copy_threshold(pod_rps: float, rate: float, pod_rate: float, count: float) -> float:
+    """The rate one copy must reach to ask for more: 90% of its bandwidth, what its pod serves less what it
+    serves of the pod's other models (`rate`: this copy's requests per second, `pod_rate`: all the pod's,
+    `count`: this copy's requests in the interval)."""
+    if count < FEW_REQUESTS:
+        return DEFAULT_RPS
+    served = min(1.0, pod_rps / pod_rate) if pod_rate > 0.0 else 1.0  # the share of arrivals a pod serves
+    return BANDWIDTH_SHARE * max(0.0, pod_rps - (pod_rate - rate) * served)
+
+
+def recent_load_cutoff(now: float, interval_s: float, load_time_s: float) -> float:
+    """Loads that started after this time are too recent to judge the rate by (l.5767-5768)."""
+    return now - (interval_s + RATE_CHECK_S + 2.0 * load_time_s)
+
+
+def loaded_since(load_starts: Mapping[str, float], cutoff: float, own_pod: str) -> bool:
+    """Whether a copy on another pod than `own_pod` started loading after `cutoff` (`loadedSince`, l.5860)."""
+    return any(start > cutoff for pod, start in load_starts.items() if pod != own_pod)
+
+
+def excluded(pod_rates: Iterable[tuple[str, float]], own_pod: str, own_rate: float, limit: float) -> set[str]:
+    """Other pods too busy to take a copy: over max(4 x threshold, own rate - 2 x threshold) (l.5835-5856)."""
+    busiest = max(EXCLUDE_FACTOR * limit, own_rate - 2.0 * limit)
+    return {pod for pod, rate in pod_rates if pod != own_pod and rate > busiest}
+
+
+def copies_to_load(rate: float, limit: float, candidates: int, pods: int) -> int:
+    """How many copies one copy at `rate` asks for (0: none), given the pods that could take one and all the
+    pods: min(rate / threshold, candidates), at most max(2, a third of the pods) (l.5762, l.5791-5795)."""
+    if rate < limit or candidates <= 0:
+        return 0
+    copies = min(int(rate // limit), candidates)
+    if copies > 2:
+        copies = min(copies, pods // 3)
+    return copies
