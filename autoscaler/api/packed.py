@@ -32,15 +32,18 @@ import zlib
 from collections.abc import Iterator, Mapping
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
+from typing import Any
 
-from autoscaler.api.snapshot import METRICS, Answer, RuntimeAnswers, ServingSnapshot
+from autoscaler.api.snapshot import METRICS, RuntimeAnswers, ServingSnapshot
 
 MAGIC = b"MMSNAP01"
 _HEADER = struct.Struct("<8sBBxxIIQQ")  # magic, ready, answers, count, slots, refresh metrics offset, length
 _ANSWERS = len(METRICS) + 1  # the served metrics, then KEDA
 _ANSWER_FORMAT = "HxxIId"  # status, body offset, body length, age (NaN: none)
 _RECORD = struct.Struct("<II" + _ANSWER_FORMAT * _ANSWERS + "II")  # key, answers, /debug
+_ANSWER_AT = range(2, 2 + 4 * _ANSWERS, 4)  # where each answer's fields start in a record
 _SLOT = struct.Struct("<I")
+_isnan = math.isnan
 _LIMIT = 2**32 - 1  # offsets and lengths are u32
 
 
@@ -109,10 +112,6 @@ def unpack(blob: bytes | memoryview) -> ServingSnapshot:
                            bytes(blob[metrics_at:metrics_at + metrics_length]))
 
 
-def _answer(blob: bytes | memoryview, status: int, start: int, length: int, age: float) -> Answer:
-    return status, bytes(blob[start:start + length]), None if math.isnan(age) else age
-
-
 class PackedRuntimes(Mapping[tuple[str, str], RuntimeAnswers]):
     """(namespace, deployment) -> `RuntimeAnswers`, looked up in the blob on each access.
 
@@ -125,10 +124,10 @@ class PackedRuntimes(Mapping[tuple[str, str], RuntimeAnswers]):
         self._blob, self._count, self._slots = blob, count, slots
         self._table_at = _HEADER.size + count * _RECORD.size
 
-    def _record(self, number: int) -> tuple[int | float, ...]:
+    def _record(self, number: int) -> tuple[Any, ...]:
         return _RECORD.unpack_from(self._blob, _HEADER.size + number * _RECORD.size)
 
-    def _find(self, key: bytes) -> tuple[int | float, ...] | None:
+    def _find(self, key: bytes) -> tuple[Any, ...] | None:
         blob, mask, table_at = self._blob, self._slots - 1, self._table_at
         slot = zlib.crc32(key) & mask
         while True:
@@ -136,17 +135,16 @@ class PackedRuntimes(Mapping[tuple[str, str], RuntimeAnswers]):
             if not entry:
                 return None
             record = self._record(entry - 1)
-            start, length = int(record[0]), int(record[1])
+            start, length = record[0], record[1]
             if blob[start:start + length] == key:
                 return record
             slot = (slot + 1) & mask
 
-    def _answers(self, record: tuple[int | float, ...]) -> RuntimeAnswers:
-        blob = self._blob
-        answers = [_answer(blob, int(record[at]), int(record[at + 1]), int(record[at + 2]), float(record[at + 3]))
-                   for at in range(2, 2 + 4 * _ANSWERS, 4)]
-        debug_at, debug_length = int(record[-2]), int(record[-1])
-        return RuntimeAnswers(tuple(answers[:-1]), answers[-1], bytes(blob[debug_at:debug_at + debug_length]))
+    def _answers(self, record: tuple[Any, ...]) -> RuntimeAnswers:
+        blob, nan = self._blob, _isnan
+        answers = [(record[at], bytes(blob[record[at + 1]:record[at + 1] + record[at + 2]]),
+                    None if nan(record[at + 3]) else record[at + 3]) for at in _ANSWER_AT]
+        return RuntimeAnswers(tuple(answers[:-1]), answers[-1], bytes(blob[record[-2]:record[-2] + record[-1]]))
 
     def __getitem__(self, key: tuple[str, str]) -> RuntimeAnswers:
         record = self._find(_key_bytes(*key))
@@ -165,7 +163,7 @@ class PackedRuntimes(Mapping[tuple[str, str], RuntimeAnswers]):
         blob = self._blob
         for number in range(self._count):
             record = self._record(number)
-            start, length = int(record[0]), int(record[1])
+            start, length = record[0], record[1]
             namespace, deployment = bytes(blob[start:start + length]).decode().split("\0")
             yield namespace, deployment
 
