@@ -129,3 +129,23 @@ def test_the_receiver_sees_end_of_file_when_the_refresh_process_has_gone() -> No
     with pytest.raises(EOFError):
         packed.receive(theirs)
     theirs.close()
+
+
+def snapshot_mappings() -> int:
+    with open("/proc/self/maps") as maps:
+        return sum("mm-autoscaler-snapshot" in line for line in maps)
+
+
+def test_swapping_releases_the_previous_mapping() -> None:
+    """A worker swaps a snapshot in every refresh for weeks: each old mapping must go, not pile up."""
+    key = RuntimeKey("ml", "modelmesh-serving-triton")
+    snapshot = render_snapshot({key: runtime_view(key)}, True)
+    holder = SnapshotHolder()
+    before = snapshot_mappings()
+    for _ in range(20):
+        holder.current = through_shared_memory(snapshot)
+    gc.collect()
+    assert snapshot_mappings() - before == 1  # only the current one
+    holder.current = ServingSnapshot(False, {})
+    gc.collect()
+    assert snapshot_mappings() == before
