@@ -27,7 +27,7 @@ import os
 import pickle
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from multiprocessing.connection import Connection
 
 from autoscaler.api import packed as packing
@@ -100,7 +100,7 @@ async def no_swap(pipe: Connection) -> object:
     return None
 
 
-WAYS: dict[str, tuple[Callable[[ServingSnapshot], bytes], Callable[[Connection], object]]] = {
+WAYS: dict[str, tuple[Callable[[ServingSnapshot], bytes], Callable[[Connection], Awaitable[object]]]] = {
     "no swap (noise floor)": (lambda snapshot: b"", no_swap),
     "pickle, decoded on the loop": (pickle_encode, on_loop),
     "pickle, decoded in a thread": (pickle_encode, in_thread),
@@ -118,7 +118,7 @@ def serve_blob(pipe: Connection, blob: bytes) -> None:
         pass
 
 
-async def swap_once(pipe: Connection, receive: Callable[[Connection], object], holder: SnapshotHolder,
+async def swap_once(pipe: Connection, receive: Callable[[Connection], Awaitable[object]], holder: SnapshotHolder,
                     key: tuple[str, str]) -> list[float]:
     """One swap while ticking; the gaps between ticks (seconds beyond `TICK_S`) from 50 ms before the request
     for a snapshot to 50 ms after the swap."""
@@ -137,11 +137,11 @@ async def swap_once(pipe: Connection, receive: Callable[[Connection], object], h
     ticking = asyncio.ensure_future(tick())
     await asyncio.sleep(0.05)
     pipe.send_bytes(b"go")
-    received = await receive(pipe)  # type: ignore[operator]
-    if received is None:
-        pipe.recv_bytes()
-    else:
+    received = await receive(pipe)
+    if isinstance(received, ServingSnapshot):
         holder.current = received
+    else:  # the noise floor: drain what was sent
+        pipe.recv_bytes()
     await asyncio.sleep(0.05)
     done.set()
     await ticking

@@ -46,8 +46,8 @@ def test_a_snapshot_of_5000_runtimes_arrives_byte_identical() -> None:
 
     assert got.ready and got.refresh_metrics == sent.refresh_metrics
     assert len(got.runtimes) == 5000 and set(got.runtimes) == set(sent.runtimes)
-    for key, answers in sent.runtimes.items():
-        assert got.runtimes[key] == answers
+    for runtime, answers in sent.runtimes.items():
+        assert got.runtimes[runtime] == answers
     assert got.runtimes.get(("team-0", "no-such-runtime")) is None
     with pytest.raises(KeyError):
         got.runtimes["team-0", "no-such-runtime"]
