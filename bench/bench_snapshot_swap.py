@@ -11,7 +11,8 @@ and the loop swaps it in, interleaving three ways of receiving it:
     pickle, decoded in a thread     the same decode moved off the loop (but `pickle.loads` holds the GIL)
     packed, read in place           `autoscaler.api.packed`: the pipe read in a thread, nothing decoded
 
-and prints, per way, the longest stall of the loop (the longest gap between ticks beyond the 1 ms asked) and
+(each sender does its own preparation, such as writing the shared memory, before the measurement starts, so
+that on a small machine its CPU does not compete with the measured loop) and prints, per way, the longest stall of the loop (the longest gap between ticks beyond the 1 ms asked) and
 the 99th percentile of the gaps, over all swaps.
 
     python bench/bench_snapshot_swap.py --runtimes 5000 --swaps 5
@@ -79,19 +80,19 @@ async def packed(pipe: Connection) -> ServingSnapshot:
 
 
 def serve_shared(pipe: Connection, blob: bytes) -> None:
-    """The refresh process's side for the shared-memory handover: the next snapshot is written to shared memory
-    before it is asked for, as the refresh process does before it tells the workers (the worker's stall is
-    what is measured here, not the refresh process's CPU competing with it on a small machine)."""
-    fd = packing.share(blob)
+    """The refresh process's side for the shared-memory handover: on "prep" it writes the next snapshot to
+    shared memory (as the refresh process does before it tells the workers), on "go" it passes it."""
+    fd = -1
     try:
-        while pipe.recv_bytes():
-            packing.send(pipe, fd)
-            os.close(fd)
-            fd = packing.share(blob)
+        while message := pipe.recv_bytes():
+            if message == b"prep":
+                fd = packing.share(blob)
+                pipe.send_bytes(b"ok")
+            else:
+                packing.send(pipe, fd)
+                os.close(fd)
     except EOFError:
         pass
-    finally:
-        os.close(fd)
 
 
 async def no_swap(pipe: Connection) -> object:
@@ -110,10 +111,12 @@ WAYS: dict[str, tuple[Callable[[ServingSnapshot], bytes], Callable[[Connection],
 
 
 def serve_blob(pipe: Connection, blob: bytes) -> None:
-    """The refresh process's side (a forked process): send `blob` each time it is asked, until end of file."""
+    """The refresh process's side (a forked process): send `blob` each time it is asked, until end of file.
+    Its work before the handover happens on "prep", before the measurement starts, in every way alike, so
+    that the sender's CPU does not compete with the measured loop on a small machine."""
     try:
-        while pipe.recv_bytes():
-            pipe.send_bytes(blob)
+        while message := pipe.recv_bytes():
+            pipe.send_bytes(b"ok" if message == b"prep" else blob)
     except EOFError:
         pass
 
@@ -124,6 +127,8 @@ async def swap_once(pipe: Connection, receive: Callable[[Connection], Awaitable[
     for a snapshot to 50 ms after the swap."""
     gaps: list[float] = []
     done = asyncio.Event()
+    pipe.send_bytes(b"prep")
+    pipe.recv_bytes()
 
     async def tick() -> None:
         last = time.perf_counter()
