@@ -4,16 +4,19 @@ A worker (`autoscaler.workers`) receives the whole `ServingSnapshot` after every
 5,000 runtimes. This script builds such a snapshot the way the refresh does (decisions, then
 `render_snapshot`), then, in one process, runs a ticker on an event loop (it wakes every millisecond and does
 one lookup, as a request would) while another process sends the snapshot over a `multiprocessing` pipe
-and the loop swaps it in, interleaving three ways of receiving it:
+and the loop swaps it in, interleaving the ways of receiving it:
 
+    no swap (noise floor)           the loop ticking while nothing is received
     pickle, decoded on the loop     what workers did before (`pickle.loads` of plain tuples, then rebuilding
                                     the named tuples, on the loop; the old snapshot freed on the loop)
     pickle, decoded in a thread     the same decode moved off the loop (but `pickle.loads` holds the GIL)
-    packed, read in place           `autoscaler.api.packed`: the pipe read in a thread, nothing decoded
+    packed, through the pipe        `autoscaler.api.packed` sent whole down the pipe, read in a thread
+    packed, shared memory mapped    what workers do now: a memfd passed down the pipe, mapped, read in place
 
 (each sender does its own preparation, such as writing the shared memory, before the measurement starts, so
-that on a small machine its CPU does not compete with the measured loop) and prints, per way, the longest stall of the loop (the longest gap between ticks beyond the 1 ms asked) and
-the 99th percentile of the gaps, over all swaps.
+that on a small machine its CPU does not compete with the measured loop) and prints, per way, the longest
+stall of the loop (the longest gap between ticks beyond the 1 ms asked) and the 99th percentile of the gaps,
+over all swaps.
 
     python bench/bench_snapshot_swap.py --runtimes 5000 --swaps 5
 """

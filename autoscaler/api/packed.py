@@ -4,10 +4,12 @@ The refresh process sends each serving worker the whole snapshot after every ref
 5,000 runtimes it is about 17 MiB of pre-rendered answers. As a pickle, a worker had to rebuild some 80,000
 Python objects on its event loop (16-66 ms) and free the previous ones (about 5 ms), and every request that
 arrived meanwhile waited; unpickling in a thread would not help, since `pickle.loads` holds the GIL throughout.
-In this layout the received bytes object *is* the snapshot: `PackedRuntimes` answers a lookup by hashing the
-key into an open-addressing table inside the blob and slicing the answer's bytes out, so a swap is a header
-check and one assignment, and the old snapshot goes with one free of one buffer
-(`bench/bench_snapshot_swap.py` measures the serving loop's longest stall either way).
+In this layout the blob *is* the snapshot: the refresh process writes it once to shared memory (`share`, a
+memfd) and passes the descriptor down each worker's pipe (`send`); the worker maps it read-only in a thread
+(`receive`), and `PackedRuntimes` answers a lookup by hashing the key into an open-addressing table inside the
+blob and copying that runtime's answers out. A swap is a header check and one assignment, and the old snapshot
+goes with one unmapping once no request refers to it. Reading 17 MiB through the pipe instead still cost the
+loop about 10 ms of stalls on a small machine (`bench/bench_snapshot_swap.py` measures every way).
 
 Layout, little-endian, offsets from the start of the blob:
 
@@ -18,7 +20,7 @@ Layout, little-endian, offsets from the start of the blob:
              a key lives at crc32(key) modulo slots or the next free slot after it (linear probing)
     bytes    keys ("namespace\\0deployment", UTF-8), bodies, refresh metrics
 
-A blob only ever comes from our own refresh process (same code version) over a private pipe; the header check
+A blob only ever comes from our own refresh process (same code version) by way of a private pipe; the header check
 catches a mismatch of layouts, not a hostile sender.
 """
 
