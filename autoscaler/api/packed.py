@@ -30,6 +30,7 @@ import math
 import mmap
 import os
 import struct
+import tempfile
 import zlib
 from collections.abc import Iterator, Mapping
 from multiprocessing import reduction
@@ -174,8 +175,13 @@ class PackedRuntimes(Mapping[tuple[str, str], RuntimeAnswers]):
 # Handing a blob over: in shared memory, so a worker maps it rather than reading 17 MiB through its pipe.
 
 def share(blob: bytes) -> int:
-    """A file descriptor of an anonymous in-memory file (memfd) holding `blob`; the caller closes it."""
-    fd = os.memfd_create("mm-autoscaler-snapshot", os.MFD_CLOEXEC)
+    """A file descriptor of an anonymous in-memory file (memfd) holding `blob`; the caller closes it. Where
+    there is no memfd (not Linux: a developer's machine), an unlinked temporary file does the same job."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("mm-autoscaler-snapshot", os.MFD_CLOEXEC)
+    else:  # pragma: no cover - Linux has memfd
+        with tempfile.TemporaryFile(prefix="mm-autoscaler-snapshot-") as file:
+            fd = os.dup(file.fileno())
     try:
         view, done = memoryview(blob), 0
         while done < len(blob):
