@@ -88,22 +88,22 @@ def plain_loop(snapshots: list[RuntimeSnapshot]) -> float:
 
 
 def render(views: dict[RuntimeKey, RuntimeView], runs: int) -> None:
-    """What the refresh process does next: every answer of every runtime as bytes, pickled for the workers."""
+    """What the refresh process does next: every answer of every runtime as bytes, packed for the workers."""
+    from autoscaler.api.packed import pack
     from autoscaler.api.render import render_snapshot
     from autoscaler.api.runtimes import debug_body
-    from autoscaler.api.snapshot import encode
 
     whole, debug = [], []
     for _ in range(runs):
         started = time.process_time()
-        blob = encode(render_snapshot(views, True))
+        blob = pack(render_snapshot(views, True))
         whole.append(time.process_time() - started)
         started = time.process_time()
         for view in views.values():
             debug_body(view)
         debug.append(time.process_time() - started)
     known = sum(view.known for view in views.values())
-    print(f"render every answer ({known} of {len(views)} runtimes known) and encode the snapshot: "
+    print(f"render every answer ({known} of {len(views)} runtimes known) and pack the snapshot: "
           f"median {statistics.median(whole) * 1e3:.1f} ms ({len(blob) / 2**20:.1f} MiB), "
           f"of which /debug documents {statistics.median(debug) * 1e3:.1f} ms")
 
