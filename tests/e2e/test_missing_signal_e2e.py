@@ -54,7 +54,10 @@ def fake_gpus(tmp_path: Path, utilization: list[int]) -> list[FakeNvml]:
 
 
 def debug_runtime(path: DataPath) -> dict[str, object]:
+    """The runtime's /debug document; {} before the adapter's first refresh (503), so that polls retry."""
     status, body = http_get(f"{path.adapter_url}/debug/runtimes/default/{DEPLOYMENT}")
+    if status == 503 and "first refresh" in body:
+        return {}
     assert status == 200, body
     document: dict[str, object] = json.loads(body)
     return document
