@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
+from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
+from tests.e2e.cluster_pods import start_pod
 from tests.fakes.kube import FakeKubeApi
 from tests.support.kubectl import get_raw, write_kubeconfig
 from tests.support.processes import free_port, running
@@ -75,14 +76,8 @@ async def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         with contextlib.ExitStack() as stack:
             try:
                 for (name, ip), modelmesh in zip(PODS.items(), (hot, FakeModelMesh(ModelMeshLoad())), strict=True):
-                    mm_port = free_port()
-                    runners.append(await serve(modelmesh, ip, mm_port))
-                    await asyncio.to_thread(stack.enter_context, running(
-                        ["exporter.cli", "--listen", f"{ip}:{exporter_port}", "--no-gpu",
-                         "--modelmesh-url", f"http://{ip}:{mm_port}/metrics", "--modelmesh-interval", "0.5",
-                         "--load-window", "3"],
-                        f"http://{ip}:{exporter_port}/healthz", tmp_path / f"{name}.log"))
-                    kube.add_pod(NS, name, labels={**SELECTOR, "pod-template-hash": "abc"}, ip=ip)
+                    runners.append(await start_pod(stack, kube, modelmesh, namespace=NS, name=name, ip=ip,
+                                                   labels=SELECTOR, exporter_port=exporter_port, logs=tmp_path))
                 await asyncio.to_thread(stack.enter_context, running(
                     ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{adapter_port}",
                      "--kubeconfig", str(kube.write_kubeconfig(tmp_path / "cluster.kubeconfig")),

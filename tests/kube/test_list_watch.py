@@ -18,6 +18,7 @@ from kubernetes.aio.client import ApiClient, Configuration, CoreV1Api
 
 from autoscaler.kube.list_watch import ListWatch
 from tests.fakes.kube import FakeKubeApi
+from tests.support.waiting import eventually
 
 NS = "modelmesh-serving"
 LABELS = {"modelmesh-service": "modelmesh-serving"}
@@ -82,10 +83,6 @@ async def running(loop: ListWatch) -> AsyncIterator[None]:
             await task
 
 
-async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.01)
 
 
 def pod_lists(kube: FakeKubeApi) -> list[dict[str, str]]:

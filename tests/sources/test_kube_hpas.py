@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 
@@ -12,6 +11,7 @@ from kubernetes.aio.client import ApiClient, Configuration
 from autoscaler.model import RuntimeKey
 from autoscaler.sources.kube_hpas import HpaWatch, parse_hpa
 from tests.fakes.kube import FakeKubeApi
+from tests.support.waiting import eventually
 
 NS = "modelmesh-serving"
 TRITON = RuntimeKey(NS, "modelmesh-serving-triton")
@@ -35,10 +35,6 @@ async def watch(kube: FakeKubeApi) -> AsyncIterator[HpaWatch]:
     await subject.close()
 
 
-async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.01)
 
 
 def started_watch(kube: FakeKubeApi, backoff: Callable[[int], float]) -> HpaWatch:

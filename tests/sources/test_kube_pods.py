@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from autoscaler.sources.kube_pods import (
     load_configuration,
 )
 from tests.fakes.kube import FakeKubeApi
+from tests.support.waiting import eventually
 
 NS = "modelmesh-serving"
 TRITON = RuntimeKey(NS, "modelmesh-serving-triton")
@@ -66,10 +67,6 @@ async def running(kube: FakeKubeApi) -> AsyncIterator[KubePodDiscovery]:
     await subject.close()
 
 
-async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.01)
 
 
 def pods(subject: KubePodDiscovery, key: RuntimeKey = TRITON) -> dict[str, PodTarget]:

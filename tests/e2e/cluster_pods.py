@@ -1,0 +1,29 @@
+"""A ModelMesh pod as cluster mode sees it: a fake ModelMesh and a real exporter on the pod's own loopback IP,
+and the Pod object in the fake Kubernetes API, so the adapter finds it by its runtime's selector."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+from aiohttp import web
+
+from autoscaler.demo.fake_modelmesh import FakeModelMesh, serve
+from tests.fakes.kube import FakeKubeApi
+from tests.support.processes import free_port, running
+
+
+async def start_pod(stack: contextlib.ExitStack, kube: FakeKubeApi, modelmesh: FakeModelMesh, *, namespace: str,
+                    name: str, ip: str, labels: dict[str, str], exporter_port: int, logs: Path) -> web.AppRunner:
+    """Serve `modelmesh` on `ip`, start its exporter (stopped with `stack`), add the Ready pod; returns the
+    ModelMesh runner for the caller to clean up."""
+    mm_port = free_port()
+    runner = await serve(modelmesh, ip, mm_port)
+    await asyncio.to_thread(stack.enter_context, running(
+        ["exporter.cli", "--listen", f"{ip}:{exporter_port}", "--no-gpu",
+         "--modelmesh-url", f"http://{ip}:{mm_port}/metrics", "--modelmesh-interval", "0.5",
+         "--load-window", "3"],
+        f"http://{ip}:{exporter_port}/healthz", logs / f"{name}.log"))
+    kube.add_pod(namespace, name, labels={**labels, "pod-template-hash": "abc"}, ip=ip)
+    return runner
