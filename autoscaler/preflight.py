@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -82,18 +83,19 @@ def _check_kube_settings(settings: ServeSettings) -> None:
 
 def _check_port(settings: ServeSettings) -> None:
     """A port in use, found before the refresh side starts (with `--workers 0` it would otherwise start, and
-    the Lease be taken, before the bind fails)."""
-    from autoscaler.workers import WorkerStartError
-    from autoscaler.workers import _check_port_free as check_port_free
-
-    host = "127.0.0.1" if settings.insecure_dev else settings.listen_host
-    if settings.listen_port == 0:
+    the Lease be taken, before the bind fails). Serving workers bind with SO_REUSEPORT, which would silently
+    share the port with another process of this user doing the same (a second adapter): the probe binds
+    without it."""
+    host, port = settings.bound_host, settings.listen_port
+    if port == 0:
         return
-    try:
-        check_port_free(host, settings.listen_port)
-    except WorkerStartError as error:
-        raise PreflightError(f"{error}; choose another port with --listen, or stop the process that holds "
-                             "it") from error
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise PreflightError(f"cannot listen on {host}:{port}: {error.strerror}; choose another port with "
+                                 "--listen, or stop the process that holds it") from error
 
 
 @contextmanager

@@ -208,7 +208,7 @@ def serve_in_process(settings: ServeSettings) -> None:
     from autoscaler.gcsettings import tune_for_refresh
     from autoscaler.workers import connection_limits, serve_until_stopped
 
-    host = "127.0.0.1" if settings.insecure_dev else settings.listen_host
+    host = settings.bound_host
     context = tls_context(settings)
 
     def announce() -> None:

@@ -88,6 +88,11 @@ class ServeSettings:
     unauthorized_cache_ttl_s: float = 10.0
     max_in_flight_reviews: int = 32
 
+    @property
+    def bound_host(self) -> str:
+        """The address the API really binds: `--insecure-dev` serves without authentication, so loopback only."""
+        return "127.0.0.1" if self.insecure_dev else self.listen_host
+
 
 class SettingsError(ValueError):
     """An `AUTOSCALER_*` variable holds a value its flag would refuse; the message names the variable."""

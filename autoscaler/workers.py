@@ -117,10 +117,10 @@ async def _worker(settings: ServeSettings, cert_file: Path, key_file: Path, pipe
     receiving = asyncio.ensure_future(_receive_snapshots(pipe, holder))
     try:
         signalled = await serve_until_stopped(
-            app, _host(settings), settings.listen_port, tls, connection_limits(settings), reuse_port=True,
+            app, settings.bound_host, settings.listen_port, tls, connection_limits(settings), reuse_port=True,
             on_ready=lambda: pipe.send_bytes(READY), until=receiving)
     except OSError as error:
-        pipe.send_bytes(FAILED + f"cannot listen on {_host(settings)}:{settings.listen_port}: {error}".encode())
+        pipe.send_bytes(FAILED + f"cannot listen on {settings.bound_host}:{settings.listen_port}: {error}".encode())
         return 2
     if not signalled:
         log.error("the refresh process has gone; stopping so that Kubernetes restarts the pod")
@@ -140,10 +140,6 @@ async def _receive_snapshots(pipe: Connection, holder: SnapshotHolder) -> None:
         except (EOFError, OSError):
             return
         holder.current = snapshot
-
-
-def _host(settings: ServeSettings) -> str:
-    return "127.0.0.1" if settings.insecure_dev else settings.listen_host
 
 
 # The refresh process.
@@ -223,30 +219,17 @@ def serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | N
     with tempfile.TemporaryDirectory(prefix="mm-autoscaler-cert-") as directory:
         if tls_files is None:
             files = generate_self_signed(Path(directory), "modelmesh-autoscaler",
-                                         [_host(settings), "localhost", socket.gethostname()])
+                                         [settings.bound_host, "localhost", socket.gethostname()])
             tls_files = (files.cert_file, files.key_file)
-        _check_port_free(_host(settings), settings.listen_port)
         pool = WorkerPool(settings, *tls_files)
         try:
             pool.wait_ready()
             log.info("serving external.metrics.k8s.io on https://%s:%d with %d worker process%s (source %s, "
-                     "refresh every %.0f s)", _host(settings), settings.listen_port, settings.workers,
+                     "refresh every %.0f s)", settings.bound_host, settings.listen_port, settings.workers,
                      "" if settings.workers == 1 else "es", settings.source, settings.refresh_interval_s)
             return asyncio.run(_refresh_process(settings, pool))
         finally:
             pool.stop()
-
-
-def _check_port_free(host: str, port: int) -> None:
-    """Workers bind with SO_REUSEPORT, which would silently share a port with another process of this user
-    doing the same (a second adapter): bind once without it first, so a port in use is a start-up error."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError as error:
-            raise WorkerStartError(f"cannot listen on {host}:{port}: {error.strerror}") from error
 
 
 async def _refresh_process(settings: ServeSettings, pool: WorkerPool) -> int:
