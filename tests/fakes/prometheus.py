@@ -29,7 +29,6 @@ import atexit
 import json
 import math
 import shutil
-import socket
 import subprocess
 import tempfile
 import urllib.error
@@ -40,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
+
+from tests.support.ports import free_port
 
 PROMETHEUS_BIN = "/usr/bin/prometheus"
 PROMTOOL_BIN = "/usr/bin/promtool"
@@ -130,13 +131,6 @@ def create_blocks(openmetrics: str, tsdb_dir: str | Path, *, promtool: str = PRO
     return target
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def _http_get(url: str, timeout_s: float) -> tuple[int, bytes]:
     """GET a URL; (status, body) for any HTTP answer, OSError for no answer. Closes every response."""
     try:
@@ -206,7 +200,7 @@ class PrometheusServer:
         self.log_path = self.workdir / "prometheus.log"
         self.config_path = self.workdir / "prometheus.yml"
         self._target_labels = {k: dict(v) for k, v in (target_labels or {}).items()}
-        self.port = port if port is not None else _free_port()
+        self.port = port if port is not None else free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._proc: subprocess.Popen[bytes] | None = None
 

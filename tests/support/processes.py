@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -17,14 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
+from tests.support.ports import free_port as free_port  # re-exported: servers started here need one
+
 T = TypeVar("T")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 _INSECURE = ssl.create_default_context()
