@@ -104,10 +104,11 @@ def exporter_template(pod: int) -> tuple[bytes, bytes]:
                     GaugeMetricFamily(names.MODELS_LOADED, "l", value=12.0)]
 
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(Families())  # type: ignore[arg-type]
+    registry.register(Families())
     from prometheus_client.utils import floatToGoString
 
-    before, found, after = generate_latest(registry).partition(floatToGoString(float(STAMP)).encode())
+    stamp: str = floatToGoString(float(STAMP))  # type: ignore[no-untyped-call]
+    before, found, after = generate_latest(registry).partition(stamp.encode())
     if not found:
         raise RuntimeError("the timestamp placeholder is not in the exporter text")
     return before, after

@@ -66,7 +66,7 @@ def exporter_text(pod: int) -> bytes:
             ]
 
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(Families())  # type: ignore[arg-type]
+    registry.register(Families())
     return generate_latest(registry)
 
 

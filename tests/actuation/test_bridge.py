@@ -25,7 +25,7 @@ SELECTOR = "modelmesh-service=modelmesh-serving,name=modelmesh-serving-triton"
 
 
 def ready(kube: FakeKubeApi, name: str = "triton") -> dict[str, Any]:
-    [condition] = [c for c in kube.get("runtimescales", NS, name)["status"]["conditions"] if c["type"] == "Ready"]
+    [condition] = [c for c in kube.stored("runtimescales", NS, name)["status"]["conditions"] if c["type"] == "Ready"]
     return condition  # type: ignore[no-any-return]
 
 
@@ -60,7 +60,7 @@ async def test_the_hpas_replicas_reach_the_serving_runtime(
     assert kube.serving_runtime_replicas(NS, "triton") == 5
     [patch] = [p for p in kube.patches if p.resource == "servingruntimes"]
     assert (patch.content_type, patch.body) == ("application/merge-patch+json", {"spec": {"replicas": 5}})
-    status = kube.get("runtimescales", NS, "triton")["status"]
+    status = kube.stored("runtimescales", NS, "triton")["status"]
     assert (status["replicas"], status["selector"]) == (2, SELECTOR)  # the pods that exist now
     assert (ready(kube)["status"], ready(kube)["reason"]) == ("True", "Bridged")
 
@@ -104,7 +104,7 @@ async def test_a_new_runtime_scale_adopts_the_runtimes_replicas(
 
     await bridge.sync()
 
-    assert kube.get("runtimescales", NS, "triton")["spec"]["replicas"] == 2
+    assert kube.stored("runtimescales", NS, "triton")["spec"]["replicas"] == 2
     assert kube.serving_runtime_replicas(NS, "triton") == 2
     assert not [p for p in kube.patches if p.resource == "servingruntimes"]
 
@@ -118,7 +118,7 @@ async def test_without_replicas_on_the_runtime_the_deployments_are_adopted(
 
     await bridge.sync()
 
-    assert kube.get("runtimescales", NS, "triton")["spec"]["replicas"] == 3
+    assert kube.stored("runtimescales", NS, "triton")["spec"]["replicas"] == 3
     assert kube.serving_runtime_replicas(NS, "triton") == 3
 
 

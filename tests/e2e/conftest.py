@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,7 +79,7 @@ class DataPath:
 @contextmanager
 def data_path_running(
     workdir: Path, pods: int = 1, rps: float = 50.0, adapter_args: Sequence[str] = (),
-    policy: dict[str, object] | None = None, gpus: Sequence[FakeNvml] | None = None,
+    policy: Mapping[str, object] | None = None, gpus: Sequence[FakeNvml] | None = None,
 ) -> Iterator[DataPath]:
     """`pods` fake ModelMesh containers (https), one exporter each, and one adapter scraping them.
 
@@ -116,7 +116,7 @@ def data_path_running(
         }]}))
         config_args: list[str] = []
         if policy is not None:
-            (workdir / "policy.yaml").write_text(yaml.safe_dump({"defaults": policy}))
+            (workdir / "policy.yaml").write_text(yaml.safe_dump({"defaults": dict(policy)}))
             config_args = ["--config", str(workdir / "policy.yaml")]
         stack.enter_context(running(
             ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{adapter_port}",

@@ -165,7 +165,7 @@ def test_constant_queue_on_one_pod_with_idle_pods_added_settles(tmp_path: Path) 
         for count in range(1, pods + 1):
             document["runtimes"][0]["pods"] = every[:count]
             targets.write_text(yaml.safe_dump(document))
-            poll(lambda c=count: debug_runtime(path).get("fresh_pods") == c, timeout=20)
+            poll(lambda: debug_runtime(path).get("fresh_pods") == count, timeout=20)  # noqa: B023 (called at once)
             # n pods, one at 30 req/s: D = n x 30/sqrt(n) / 100 = 0.3 sqrt(n) ≤ 0.74 for n ≤ 6;
             # queue term D + (0.2 - 0.05) / 15 ≤ 0.75: one pod at every step.
             time.sleep(1.5)

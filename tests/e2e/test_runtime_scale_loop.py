@@ -81,7 +81,7 @@ class Cluster:
             self.history.append((time.monotonic(), wanted))
 
     def replica_set(self) -> None:
-        wanted = self.kube.get("deployments", NS, DEPLOYMENT)["spec"]["replicas"]
+        wanted = self.kube.stored("deployments", NS, DEPLOYMENT)["spec"]["replicas"]
         while len(self.pods) < wanted:
             slot = min(set(range(len(SLOTS))) - set(self.pods.values()))
             name = f"{DEPLOYMENT}-5d9c8b7f6-slot{slot}"
@@ -91,9 +91,9 @@ class Cluster:
         if len(self.pods) > wanted:
             candidates = []
             for name in self.pods:
-                pod = self.kube.get("pods", NS, name)
-                cost = (pod["metadata"].get("annotations") or {}).get(DELETION_COST_ANNOTATION, "0")
-                created = pod["metadata"]["creationTimestamp"]
+                stored = self.kube.stored("pods", NS, name)
+                cost = (stored["metadata"].get("annotations") or {}).get(DELETION_COST_ANNOTATION, "0")
+                created = stored["metadata"]["creationTimestamp"]
                 candidates.append(ReplicaPod(name, True, int(cost), time.mktime(time.strptime(
                     created, "%Y-%m-%dT%H:%M:%SZ"))))
             for pod in pods_to_remove(candidates, len(self.pods) - wanted):
@@ -182,9 +182,9 @@ async def test_load_scales_the_runtime_through_the_runtime_scale_and_the_idle_po
             first = await asyncio.to_thread(stack.enter_context, running(
                 adapter_args, f"{adapter}/healthz", tmp_path / "adapter-1.log"))
             scale = await eventually(
-                lambda: (kube.get("runtimescales", NS, RUNTIME).get("status") or {}).get("selector"))
+                lambda: (kube.stored("runtimescales", NS, RUNTIME).get("status") or {}).get("selector"))
             assert scale == "modelmesh-service=modelmesh-serving,name=modelmesh-serving-triton"
-            assert kube.get("runtimescales", NS, RUNTIME)["spec"]["replicas"] == 1  # adopted, nothing moved
+            assert kube.stored("runtimescales", NS, RUNTIME)["spec"]["replicas"] == 1  # adopted, nothing moved
 
             loop = asyncio.create_task(controllers())
             try:
@@ -192,7 +192,7 @@ async def test_load_scales_the_runtime_through_the_runtime_scale_and_the_idle_po
                 await eventually(lambda: "SuccessfulRescale 1 -> 3" in hpa.events, 30)
                 await eventually(lambda: [r for r in kube.requests if r.resource == "servingruntimes"
                                           and r.method == "PATCH" and r.status == 503])
-                assert kube.get("deployments", NS, DEPLOYMENT)["spec"]["replicas"] == 1
+                assert kube.stored("deployments", NS, DEPLOYMENT)["spec"]["replicas"] == 1
 
                 # The bridge restarts; the new leader carries the pending replicas on: nothing is lost.
                 await asyncio.to_thread(stop, first)
@@ -217,10 +217,10 @@ async def test_load_scales_the_runtime_through_the_runtime_scale_and_the_idle_po
             [(down_at, _)] = [(t, r) for t, r in cluster.history if r == 2]
             assert down_at - lowered_at >= DOWN_WINDOW_S - 1  # slowly: after the stabilization window
             assert [replicas for _, replicas in cluster.history] == [3, 2]
-            scale_object = kube.get("runtimescales", NS, RUNTIME)
+            scale_object = kube.stored("runtimescales", NS, RUNTIME)
             assert scale_object["spec"]["replicas"] == 2 == kube.serving_runtime_replicas(NS, RUNTIME)
             # The Deployment's pods reach status.replicas within one resync of the bridge (15 s).
-            await eventually(lambda: kube.get("runtimescales", NS, RUNTIME)["status"]["replicas"] == 2, 20)
+            await eventually(lambda: kube.stored("runtimescales", NS, RUNTIME)["status"]["replicas"] == 2, 20)
 
             process = await asyncio.create_subprocess_exec(
                 "/usr/bin/kubectl", "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "cache"),

@@ -52,7 +52,7 @@ async def test_kubectl_scale_writes_the_runtime_scale_through_the_scale_subresou
     code, _, stderr = await kubectl(kube, tmp_path, "scale", "-n", NS, "runtimescale/triton", "--replicas=5")
 
     assert code == 0, stderr
-    assert kube.get("runtimescales", NS, "triton")["spec"]["replicas"] == 5
+    assert kube.stored("runtimescales", NS, "triton")["spec"]["replicas"] == 5
     assert any(r.path.endswith("/runtimescales/triton/scale") for r in kube.requests)
 
 
@@ -78,7 +78,7 @@ async def test_scale_subresource_is_an_autoscaling_v1_scale(kube: FakeKubeApi, c
     assert scale["spec"] == {"replicas": 3}
     assert scale["status"] == {"replicas": 2,
                                "selector": "modelmesh-service=modelmesh-serving,name=modelmesh-serving-triton"}
-    assert scale["metadata"]["resourceVersion"] == kube.get("runtimescales", NS, "triton")["metadata"][
+    assert scale["metadata"]["resourceVersion"] == kube.stored("runtimescales", NS, "triton")["metadata"][
         "resourceVersion"]
 
 
@@ -98,7 +98,7 @@ async def test_scale_put_is_conditional_on_the_resource_version(
                                 "triton", scale)
 
     assert stale.value.status == 409
-    assert kube.get("runtimescales", NS, "triton")["spec"]["replicas"] == 4
+    assert kube.stored("runtimescales", NS, "triton")["spec"]["replicas"] == 4
 
 
 async def test_scale_of_an_object_without_replicas_is_an_internal_error(
@@ -110,7 +110,7 @@ async def test_scale_of_an_object_without_replicas_is_an_internal_error(
         await asyncio.to_thread(custom.get_namespaced_custom_object_scale, GROUP, VERSION, NS, PLURAL, "triton")
 
     assert error.value.status == 500
-    assert 'the spec replicas field ".spec.replicas" does not exist' in json.loads(error.value.body)["message"]
+    assert 'the spec replicas field ".spec.replicas" does not exist' in json.loads(error.value.body or "{}")["message"]
 
 
 async def test_negative_scale_is_invalid(kube: FakeKubeApi, custom: client.CustomObjectsApi) -> None:
@@ -131,7 +131,7 @@ async def test_status_writes_change_only_status(kube: FakeKubeApi, custom: clien
     await asyncio.to_thread(custom.patch_namespaced_custom_object, GROUP, VERSION, NS, PLURAL, "triton",
                             {"status": {"replicas": 7}})
 
-    stored = kube.get("runtimescales", NS, "triton")
+    stored = kube.stored("runtimescales", NS, "triton")
     assert stored["spec"]["replicas"] == 1  # the status write ignored spec
     assert stored["status"] == {"replicas": 1, "selector": "a=b"}  # the main-resource write ignored status
     assert stored["metadata"]["generation"] == 1
@@ -147,14 +147,14 @@ async def test_serving_runtime_merge_patch_bumps_generation_and_is_watched(
 
     await asyncio.to_thread(custom.patch_namespaced_custom_object, "serving.kserve.io", "v1alpha1", NS,
                             "servingruntimes", "triton", {"spec": {"replicas": 3}})
-    stream = await asyncio.to_thread(
+    stream: Any = await asyncio.to_thread(
         custom.list_namespaced_custom_object, "serving.kserve.io", "v1alpha1", NS, "servingruntimes",
         watch=True, resource_version=version, timeout_seconds=1, _preload_content=False)
     body = await asyncio.to_thread(stream.read)
     events = [json.loads(line) for line in body.splitlines() if line.strip()]
 
     assert kube.serving_runtime_replicas(NS, "triton") == 3
-    assert kube.get("servingruntimes", NS, "triton")["metadata"]["generation"] == 2
+    assert kube.stored("servingruntimes", NS, "triton")["metadata"]["generation"] == 2
     assert [(e["type"], e["object"]["spec"]["replicas"]) for e in events] == [("MODIFIED", 3)]
 
 

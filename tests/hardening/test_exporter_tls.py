@@ -67,7 +67,11 @@ def test_with_the_exporters_ca_trusted_the_scrape_works(tmp_path: Path, https_ex
     else:
         monkeypatch.setenv("AUTOSCALER_EXPORTER_CA_FILE", str(bundle))
     with adapter_running(tmp_path, [https_exporter], args) as adapter:
-        _, body = poll(lambda: (answer := http_get(adapter.url + LOAD))[0] == 200 and answer, timeout=20)
+        def served_body() -> str | None:
+            status, text = http_get(adapter.url + LOAD)
+            return text if status == 200 else None
+
+        body = poll(served_body, timeout=20)
         errors = tls_errors(adapter.url)
     assert json.loads(body)["items"][0]["value"] == "42000m"  # one pod at 42 requests/s
     assert errors == 0

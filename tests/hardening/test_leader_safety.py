@@ -59,6 +59,7 @@ async def keep_offering(actuators: list[DeletionCostActuator]) -> None:
         costs = {pod: (step * 100 + index * 10) % 1000 for index, pod in enumerate(PODS)}
         views = views_of(costs, desired=2.9 - (step % 100) * 0.01, current=3)
         for actuator in actuators:
+            assert actuator.writer is not None
             actuator.writer.offer(views)
         await asyncio.sleep(0.1)
 

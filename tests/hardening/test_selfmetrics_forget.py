@@ -64,7 +64,7 @@ async def test_a_vanished_runtime_and_an_unknown_signal_leave_no_series() -> Non
     gpu, cpu = RuntimeKey("ml", "modelmesh-serving-gpu"), RuntimeKey("ml", "modelmesh-serving-cpu")
     source.pods_by_runtime = {gpu: {"g-0": 0.6, "g-1": 0.2}, cpu: {"c-0": None}}
 
-    def labels_of(name: str) -> set[tuple[str, ...]]:
+    def labels_of(name: str) -> set[tuple[tuple[str, str], ...]]:
         return {tuple(sorted(sample.labels.items())) for family in metrics.registry.collect()
                 for sample in family.samples if family.name == name}
 

@@ -11,6 +11,8 @@ from typing import Any
 import celpy
 import pytest
 import yaml
+from celpy.adapter import json_to_cel
+from celpy.evaluation import CELEvalError
 
 from tests.fakes.kube.patches import merge_patch
 from tests.manifests.support import BASE, EXAMPLES, find, kustomize
@@ -56,9 +58,9 @@ def admitted(old: dict[str, Any] | None, new: dict[str, Any] | None, *, user: st
     assert target is not None
     resource = "pods" if target["kind"] == "Pod" else "servingruntimes"
     activation = {
-        "object": celpy.json_to_cel(new),
-        "oldObject": celpy.json_to_cel(old),
-        "request": celpy.json_to_cel({"operation": operation, "userInfo": {"username": user},
+        "object": json_to_cel(new),
+        "oldObject": json_to_cel(old),
+        "request": json_to_cel({"operation": operation, "userInfo": {"username": user},
                                       "resource": {"group": "", "version": "v1", "resource": resource}}),
     }
     if not all(program(c["expression"]).evaluate(activation) for c in spec["matchConditions"]):
@@ -67,7 +69,7 @@ def admitted(old: dict[str, Any] | None, new: dict[str, Any] | None, *, user: st
         try:
             if not program(validation["expression"]).evaluate(activation):
                 return False
-        except celpy.CELEvalError:
+        except CELEvalError:
             return False  # an evaluation error fails closed (failurePolicy: Fail)
     return True
 

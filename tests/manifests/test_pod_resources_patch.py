@@ -44,6 +44,7 @@ def test_the_sidecar_reads_its_own_gpus_from_the_kubelet(tmp_path: Path) -> None
     assert (settings.pod_name, settings.pod_namespace) == tuple(downward.values())
     [mount] = sidecar["volumeMounts"]
     [volume] = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+    assert settings.pod_resources_socket is not None
     assert volume["hostPath"]["path"] == mount["mountPath"] == str(settings.pod_resources_socket.parent)
     assert mount["readOnly"] is True
     assert sidecar["securityContext"]["runAsUser"] == 0  # the kubelet's socket is root's: the cost, stated

@@ -152,7 +152,7 @@ def grants() -> list[tuple[str, str | None, dict[str, Any]]]:
     """(role name, namespace or None for cluster-wide, rule) for every rule bound to the adapter's account."""
     objects = kustomize(BASE)
     roles = {(o["kind"], o["metadata"]["name"]): o for o in objects if o["kind"] in ("Role", "ClusterRole")}
-    bound = []
+    bound: list[tuple[str, str | None, dict[str, Any]]] = []
     for binding in (o for o in objects if o["kind"] in ("RoleBinding", "ClusterRoleBinding")):
         subjects = {f"system:serviceaccount:{s['namespace']}:{s['name']}" for s in binding["subjects"]
                     if s["kind"] == "ServiceAccount"}

@@ -22,7 +22,7 @@ def test_a_pod_over_capacity_queues_and_delays_what_waits_past_the_slo() -> None
     # The model was held nowhere: one cold load, and the 15 req/s of its 10 s load wait: 150 requests.
     # The queue then grows at 15 - 10 = 5 req/s and passes the SLO threshold (10 req/s x 0.1 s = 1 request)
     # after 0.2 s: 96% of the tick's 75 arrivals wait too long, 72 requests. 25 are left queued.
-    assert (first.cold_loads, first.delayed) == (1, pytest.approx(150.0 + 72.0))
+    assert first.cold_loads == 1 and first.delayed == pytest.approx(150.0 + 72.0)
     assert cluster.pods[0].backlog == pytest.approx(25.0)
     second = cluster.step(5.0)
     assert second.delayed == pytest.approx(75.0) and second.overloaded  # over the threshold all along
@@ -31,7 +31,7 @@ def test_a_pod_over_capacity_queues_and_delays_what_waits_past_the_slo() -> None
     # Draining at 5 req/s from 50 queued: above the threshold for the whole tick; 25 left.
     assert third.delayed == pytest.approx(25.0)
     assert cluster.pods[0].backlog == pytest.approx(25.0)
-    assert (cluster.arrived, cluster.served) == (pytest.approx(175.0), pytest.approx(150.0))
+    assert cluster.arrived == pytest.approx(175.0) and cluster.served == pytest.approx(150.0)
 
 
 def test_a_full_cache_evicts_the_least_recently_used_model() -> None:

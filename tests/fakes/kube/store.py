@@ -144,6 +144,13 @@ class ObjectStore:
         obj = self._objects[rtype].get((namespace, name))
         return None if obj is None else self._render(rtype, obj)
 
+    def stored(self, resource: str, namespace: str, name: str) -> JSON:
+        """Like `get`, for a test that expects the object to exist: a missing one fails with its name."""
+        obj = self.get(resource, namespace, name)
+        if obj is None:
+            raise AssertionError(f"no {resource} {namespace}/{name} in the fake API server")
+        return obj
+
     def objects(self, resource: str, namespace: str | None = None) -> list[JSON]:
         """Copies of the stored objects of one resource (plural, kind or short name), in key order."""
         rtype = resource_type(resource)
