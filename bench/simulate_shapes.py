@@ -73,7 +73,7 @@ def run_shape(shape_name: str, seed: int, args: argparse.Namespace, variants: li
     if args.ceiling:  # the floor of delays: every pod maxReplicas allows, all day
         results.append(simulate(arrivals, bucket_s, 5.0, shape, max_bound(maximum), maximum))
     for v in variants:
-        policy = replace(v.policy, min_replicas=MIN_REPLICAS, max_replicas=maximum)
+        policy = replace(v.policy, min_replicas=max(MIN_REPLICAS, v.policy.min_replicas or 0), max_replicas=maximum)
         skew = SkewAwarePolicy(policy, MIN_REPLICAS, maximum, v.behavior, deletion_costs=v.deletion_costs)
         results.append(simulate(arrivals, bucket_s, 5.0, shape, skew, start))
     return base, results, best.pod_hours, best.first_loads
