@@ -9,7 +9,7 @@ that appear after the start, for at most 1.15x the pod-hours; autoscaler/simulat
 (--ceiling) is the bound: maxReplicas all day; "delays met" in its goal column says the delay part of the
 goal is within reach of some replica policy on that trace. Plain script:
 
-    python bench/simulate_shapes.py [--hours 24] [--models 500] [--seeds 0] [--fixed] [--ceiling] \\
+    python bench/simulate_shapes.py [--hours 24] [--models 500] [--seeds 0] [--fixed] [--ceiling] [--beyond 4,8] \\
         [--variant 'name:scale_down_tau_s=120,down_window=300,down_pods=1,down_period=120'] ...
 
 A variant sets RuntimePolicy fields (`skew_order`, `target_gpu_busy`, `scale_down_tau_s`, ...) and the HPA's
@@ -21,6 +21,7 @@ costs unset, as the adapter's `--deletion-cost off` (the ReplicaSet then removes
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from dataclasses import dataclass, replace
 
@@ -72,6 +73,9 @@ def run_shape(shape_name: str, seed: int, args: argparse.Namespace, variants: li
     results = [simulate(arrivals, bucket_s, 5.0, shape, FixedPolicy(fixed), fixed)] if args.fixed else []
     if args.ceiling:  # the floor of delays: every pod maxReplicas allows, all day
         results.append(simulate(arrivals, bucket_s, 5.0, shape, max_bound(maximum), maximum))
+    for factor in args.beyond:  # more pods than maxReplicas allows: how far down delays go with pods alone
+        pods = max(MIN_REPLICAS, round(factor * math.ceil(best.peak_rps / shape.pod_rps - 1e-9)))
+        results.append(simulate(arrivals, bucket_s, 5.0, shape, FixedPolicy(pods, f"fixed-{factor:g}x"), pods))
     for v in variants:
         policy = replace(v.policy, min_replicas=max(MIN_REPLICAS, v.policy.min_replicas or 0), max_replicas=maximum)
         skew = SkewAwarePolicy(policy, MIN_REPLICAS, maximum, v.behavior, deletion_costs=v.deletion_costs)
@@ -92,6 +96,8 @@ def main() -> None:
     parser.add_argument("--fixed", action="store_true", help="also the fixed policy (replicas for the peak)")
     parser.add_argument("--ceiling", action="store_true",
                         help="also fixed at maxReplicas (twice the peak's need): what no scaling policy beats")
+    parser.add_argument("--beyond", type=lambda v: [float(f) for f in v.split(",")], default=[],
+                        help="also fixed at these multiples of the peak's need, e.g. 4,8,16 (beyond maxReplicas)")
     args = parser.parse_args()
     variants = [parse_variant(v) for v in args.variant] or [parse_variant("skew-aware:")]
     print("| shape | seed | policy | pod-hours | x oracle | delayed ratio | cold loads (migrated loads) | "
@@ -104,7 +110,7 @@ def main() -> None:
             print(f"| {shape_name} | {seed} | mean-hpa | {base.pod_hours:.1f} | {base.pod_hours / oracle_hours:.2f} | "
                   f"{base.delayed_ratio:.4f} | {base.cold_loads} ({base.migrated_loads}) | — | |")
             names = (["fixed"] if args.fixed else []) + (["fixed-max"] if args.ceiling else []) + [
-                v.name for v in variants]
+                f"fixed-{f:g}x" for f in args.beyond] + [v.name for v in variants]
             for name, r in zip(names, results, strict=True):
                 v = judge(r, base, floor)  # cold loads beyond the first loads of models that appear later
                 print(f"| {shape_name} | {seed} | {name} | {r.pod_hours:.1f} | {r.pod_hours / oracle_hours:.2f} | "
