@@ -1,9 +1,10 @@
 """The scaling policies the simulator compares (docs/design.md), each asked at every HPA sync.
 
 - `fixed`: the replicas the peak needs, never changed: ModelMesh without an autoscaler.
-- `fixed-max`: maxReplicas all day, not a policy to run but a bound: the fewest delays any replica policy
-  within the HPA's bounds gets on the trace (more pods never delayed more in any replay we ran). What is
-  delayed even then waits for ModelMesh to copy a hot model or load a cold one, not for pods.
+- `fixed-max`: maxReplicas all day, not a policy to run but a bound: about the fewest delays any replica
+  policy within the HPA's bounds gets on the trace (more pods delayed less in our replays, but for a few
+  percent of noise from where copies sit). What is delayed even then waits for ModelMesh to copy a hot model
+  or load a cold one, not for pods.
 - `mean-hpa`: an HPA on the mean per-pod GPU busy (Resource-style utilization target, 80%), default behavior,
   default pod choice (no deletion costs, so the ReplicaSet removes the newest pod): the built-in ModelMesh HPA.
 - `skew-aware`: our served `modelmesh_desired_replicas` (AverageValue 1) with the shipped HPA behavior and our

@@ -166,7 +166,7 @@ def bound_text(report: Mapping[str, Any]) -> str:
     bound = report["bound"]
     text = (f"Bound: with every pod maxReplicas allows ({bound['replicas']}) all day, {bound['delayed_requests']} "
             f"requests are delayed (ratio {bound['delayed_ratio']:.4f}; {bound['delayed_waiting_for_loads']} of "
-            f"them waited for a cold load): no replica policy within these bounds delays fewer.")
+            f"them waited for a cold load): about the fewest any replica policy within these bounds gets.")
     versus = bound.get(f"delayed_vs_{BASELINE}")
     if versus is None:
         return text
