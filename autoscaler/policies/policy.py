@@ -25,8 +25,10 @@ class RuntimePolicy:
     target_queue_delay_s: float = 0.05
     """Mean queue delay (seconds) above which a pod counts as saturated and queued work asks for pods."""
 
-    queue_drain_s: float = 15.0
-    """Seconds in which queued work should drain; backlog in pod-seconds / this = extra pods wanted."""
+    queue_drain_s: float = 60.0
+    """Seconds in which queued work should drain; backlog in pod-seconds / this = extra pods wanted. 60, not
+    15: queued requests stay on their pod, and a burst on one model waits for ModelMesh's copies rather than
+    for pods, so faster draining bought few delays for many pod-hours (README, Simulator)."""
 
     target_lru_age_s: float = 600.0
     """Models used within this many seconds should stay cached; evicting younger ones is cache pressure."""

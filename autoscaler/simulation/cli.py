@@ -23,7 +23,8 @@ from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
 if TYPE_CHECKING:
     from autoscaler.simulation.trace import Trace
 
-POLICY_NAMES: Final = ("fixed", "mean-hpa", "skew-aware")
+POLICY_NAMES: Final = ("fixed", "fixed-max", "mean-hpa", "skew-aware")
+"""`fixed-max` (maxReplicas all day) is the bound: the fewest delays any replica policy gets."""
 
 
 def _policies(value: str) -> tuple[str, ...]:
@@ -41,7 +42,8 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--synthetic", action="store_true", help="use the built-in trace generator instead")
     parser.add_argument("--out", type=Path, required=True, help="directory for report.json, report.md, timeline.png")
     parser.add_argument("--policies", type=_policies, default=POLICY_NAMES,
-                        help="comma-separated, from fixed,mean-hpa,skew-aware (default: all three)")
+                        help="comma-separated, from fixed,fixed-max,mean-hpa,skew-aware (default: all four; "
+                             "fixed-max, maxReplicas all day, is the bound no replica policy beats)")
     parser.add_argument("--config", type=Path, help="the adapter's policy file (its `defaults:` are used)")
     parser.add_argument("--hpa-behavior", type=Path,
                         help="HPA manifest (or a YAML with `behavior:`) for skew-aware; default: the shipped one")
@@ -113,7 +115,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # numpy and matplotlib come with the `simulate` extra; the adapter's own commands never import them.
     from autoscaler.simulation.cluster import ClusterShape
     from autoscaler.simulation.engine import PolicyResult, oracle, simulate
-    from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy
+    from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy, max_bound
     from autoscaler.simulation.report import ProgressBar, RunInfo, build_report, plot_timeline, write_report
     from autoscaler.simulation.trace import buckets
 
@@ -133,6 +135,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                    max_replicas=policy.max_replicas or maximum)
     makers: dict[str, tuple[SimPolicy, int]] = {
         "fixed": (FixedPolicy(fixed), fixed),
+        "fixed-max": (max_bound(maximum), maximum),
         "mean-hpa": (MeanHpaPolicy(args.min_replicas, maximum), start),
         "skew-aware": (SkewAwarePolicy(ours, args.min_replicas, maximum, behavior), start),
     }
@@ -173,9 +176,11 @@ def run_simulate(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as error:  # TraceError is a ValueError
         print(f"simulate: {error}", file=sys.stderr)
         return 2
-    from autoscaler.simulation.report import table
+    from autoscaler.simulation.report import bound_text, table
 
     print(table(report))
+    if "bound" in report:
+        print("\n" + bound_text(report))
     print(f"\nreport: {args.out / 'report.md'}, {args.out / 'report.json'}"
           + ("" if args.no_plot else f", {args.out / 'timeline.png'}"))
     return 0

@@ -51,11 +51,13 @@ class PolicyResult:
     pod_hours: float
     overloaded_seconds: float
     delayed_requests: float
+    delayed_loading: float  # of `delayed_requests`: requests that waited for a cold load
     requests: float
     served: float
     cold_loads: int
     copy_loads: int
     cold_loads_after_removal: int  # of `cold_loads`: models whose only copy left with a pod a scale-down removed
+    migrated_loads: int  # loads of a leaving pod's models on the pods that stay (ModelMesh's pre-shutdown)
     scale_events: int
     peak_replicas: int
     terms: dict[str, int]
@@ -115,9 +117,10 @@ def simulate(buckets: Sequence[Bucket], bucket_s: float, tick_s: float, shape: C
     served = cluster.served + cluster.queued()  # what is still queued at the end is served after it
     return PolicyResult(
         name=policy.name, description=policy.describe(), pod_hours=pod_seconds / 3600.0,
-        overloaded_seconds=overloaded, delayed_requests=cluster.delayed, requests=cluster.arrived, served=served,
-        cold_loads=cluster.cold_loads, copy_loads=cluster.copy_loads,
-        cold_loads_after_removal=cluster.cold_loads_after_removal, scale_events=len(events), peak_replicas=peak,
+        overloaded_seconds=overloaded, delayed_requests=cluster.delayed, delayed_loading=cluster.delayed_loading,
+        requests=cluster.arrived, served=served, cold_loads=cluster.cold_loads, copy_loads=cluster.copy_loads,
+        cold_loads_after_removal=cluster.cold_loads_after_removal, migrated_loads=cluster.migrated_loads,
+        scale_events=len(events), peak_replicas=peak,
         terms=dict(policy.terms), events=events, timeline=timeline,
     )
 

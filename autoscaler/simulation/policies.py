@@ -1,6 +1,10 @@
 """The scaling policies the simulator compares (docs/design.md), each asked at every HPA sync.
 
 - `fixed`: the replicas the peak needs, never changed: ModelMesh without an autoscaler.
+- `fixed-max`: maxReplicas all day, not a policy to run but a bound: about the fewest delays any replica
+  policy within the HPA's bounds gets on the trace (more pods delayed less in our replays, but for a few
+  percent of noise from where copies sit). What is delayed even then waits for ModelMesh to copy a hot model
+  or load a cold one, not for pods.
 - `mean-hpa`: an HPA on the mean per-pod GPU busy (Resource-style utilization target, 80%), default behavior,
   default pod choice (no deletion costs, so the ReplicaSet removes the newest pod): the built-in ModelMesh HPA.
 - `skew-aware`: our served `modelmesh_desired_replicas` (AverageValue 1) with the shipped HPA behavior and our
@@ -62,13 +66,20 @@ class SimPolicy(Protocol):
 class FixedPolicy:
     replicas: int
     name: str = "fixed"
+    why: str = "the peak's need at 80% busy"
     terms: Counter[str] = field(default_factory=Counter)
 
     def sync(self, now: float, cluster: Cluster) -> SyncOutcome:
         return SyncOutcome(self.replicas, "fixed replicas", proposed=self.replicas)
 
     def describe(self) -> str:
-        return f"fixed: {self.replicas} replicas (the peak's need at 80% busy)"
+        return f"{self.name}: {self.replicas} replicas ({self.why})"
+
+
+def max_bound(max_replicas: int) -> FixedPolicy:
+    """`fixed-max`: every pod maxReplicas allows, all day: the delays no replica policy gets below."""
+    return FixedPolicy(max_replicas, "fixed-max", "maxReplicas all day: a bound on what any replica policy "
+                       "within the bounds can do, not a policy to run")
 
 
 def _hpa_pods(cluster: Cluster) -> list[HpaPod]:

@@ -21,7 +21,7 @@ defaults:
   target_gpu_busy: 0.8
   target_rps_per_pod: null
   target_queue_delay_s: 0.05
-  queue_drain_s: 15
+  queue_drain_s: 60
   target_lru_age_s: 600
   cache_full_ratio: 0.9
   cache_pressure_cap: 1.2

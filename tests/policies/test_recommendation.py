@@ -22,6 +22,10 @@ def pods(**columns: list[float | None]) -> tuple[PodSample, ...]:
     return pods_with(**columns)
 
 
+DRAIN_15 = RuntimePolicy(queue_drain_s=15.0)
+"""The cases below drain queues in 15 s (the default before the simulator chose 60 s): round numbers."""
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -29,7 +33,7 @@ class Case:
     desired: int
     winner: str
     proposals: dict[str, int | None] = field(default_factory=dict)  # only the keys to check
-    policy: RuntimePolicy = field(default_factory=RuntimePolicy)
+    policy: RuntimePolicy = field(default_factory=lambda: DRAIN_15)
     held: dict[str, int] = field(default_factory=dict)  # the last refresh's proposals
     seen: frozenset[str] = frozenset()  # signals the runtime reported before
 

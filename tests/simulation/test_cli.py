@@ -10,7 +10,7 @@ from pathlib import Path
 import matplotlib.image
 
 SIMULATE = [sys.executable, "-m", "autoscaler.cli", "simulate"]
-POLICIES = ("fixed", "mean-hpa", "skew-aware")
+POLICIES = ("fixed", "fixed-max", "mean-hpa", "skew-aware")
 
 
 def test_a_small_synthetic_run_writes_the_report_the_table_and_the_plot(tmp_path: Path) -> None:
@@ -25,10 +25,18 @@ def test_a_small_synthetic_run_writes_the_report_the_table_and_the_plot(tmp_path
     for name in POLICIES:
         entry = report["policies"][name]
         for key in ("pod_hours", "overloaded_seconds", "delayed_requests", "delayed_ratio", "cold_loads",
-                    "scale_events", "requests", "terms"):
+                    "migrated_loads", "delayed_waiting_for_loads", "scale_events", "requests", "terms"):
             assert key in entry, (name, key)
         assert entry["requests"] == report["trace"]["requests"]
     assert report["policies"]["fixed"]["scale_events"] == 0
+    assert report["policies"]["fixed-max"]["scale_events"] == 0
+    maximum = report["cluster"]["max_replicas"]
+    bound = report["bound"]  # the fewest delays any replica policy gets: maxReplicas all day
+    assert (bound["policy"], bound["replicas"]) == ("fixed-max", maximum)
+    assert bound["delayed_requests"] == report["policies"]["fixed-max"]["delayed_requests"]
+    assert report["policies"]["skew-aware"]["goal"].keys() == {"pod_hours", "delayed", "avoidable_cold_loads", "met"}
+    assert f"Bound: with every pod maxReplicas allows ({maximum}) all day" in result.stdout
+    assert f"Bound: with every pod maxReplicas allows ({maximum}) all day" in (out / "report.md").read_text()
     assert sum(report["policies"]["skew-aware"]["terms"].values()) > 0
     assert "vs_mean-hpa" in report["policies"]["skew-aware"]
     for name in POLICIES:
@@ -37,7 +45,7 @@ def test_a_small_synthetic_run_writes_the_report_the_table_and_the_plot(tmp_path
     image = matplotlib.image.imread(out / "timeline.png")
     assert image.shape[0] > 400 and image.shape[1] > 400
     assert "100%" in result.stderr  # the progress bar finished for each policy
-    assert result.stderr.count("100%") == 3
+    assert result.stderr.count("100%") == 4
 
 
 def test_a_csv_trace_and_a_policy_subset(tmp_path: Path) -> None:
@@ -51,6 +59,7 @@ def test_a_csv_trace_and_a_policy_subset(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     report = json.loads((out / "report.json").read_text())
     assert list(report["policies"]) == ["mean-hpa", "skew-aware"]
+    assert "bound" not in report and "Bound:" not in result.stdout
     assert report["trace"]["requests"] == 20 * 30 * (1 + 2 + 3 + 4 + 5)
     assert not (out / "timeline.png").exists()
 

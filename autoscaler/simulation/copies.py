@@ -1,0 +1,139 @@
+"""Where each model's copies are, which copies are loading, and ModelMesh's rate check that asks for more.
+
+A load puts a copy on a pod, evicting that pod's least recently used one when its cache is full. Every 10 s
+ModelMesh's rate check (rate_check.py) gives a model more copies, placed as any load is (placement.py), when
+one copy's own request rate over the last 10 s reached 90% of what its pod has left for it: rate / threshold
+copies, at most max(2, a third of the pods), none while another copy's load is recent. A copy the rate check
+(or the regular-use rule) asks for takes the load time before it serves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from autoscaler.simulation.placement import choose_pod
+from autoscaler.simulation.pods import ClusterShape, SimPod
+from autoscaler.simulation.rate_check import (
+    NEW_COPY_AHEAD_S,
+    copies_to_load,
+    copy_threshold,
+    excluded,
+    loaded_since,
+    recent_load_cutoff,
+    threshold,
+)
+
+
+class ModelCopies:
+    """The copies of every model on the pods of one runtime, loaded and loading."""
+
+    def __init__(self, shape: ClusterShape) -> None:
+        self.shape = shape
+        self.holders: dict[int, list[SimPod]] = {}  # model -> pods holding a loaded copy
+        self.copying: dict[tuple[int, str], float] = {}  # (model, pod) -> when the extra copy is loaded
+        self.load_start: dict[int, dict[str, float]] = {}  # model -> pod -> when its copy there began loading
+        self.busy_mark = threshold(shape.pod_rps)
+
+    def load(self, pod: SimPod, model: int, now: float, used: float | None = None) -> None:
+        """Put a copy on `pod`, evicting its least recently used one; `used`: a moved copy's last use."""
+        cache = pod.cache
+        if len(cache) >= self.shape.cache_models:
+            evicted, _ = cache.popitem(last=False)
+            self.load_start[evicted].pop(pod.name, None)
+            holders = self.holders[evicted]
+            holders.remove(pod)
+            if not holders:
+                del self.holders[evicted]
+        self.holders.setdefault(model, []).append(pod)
+        self.load_start.setdefault(model, {}).setdefault(pod.name, now)  # a copy load began when asked for
+        if used is None:
+            cache[model] = now
+            return
+        cache[model] = used  # a moved copy keeps its age: its place in the LRU order
+        if len(cache) > 1:
+            ordered = sorted(cache.items(), key=_last_used)
+            cache.clear()
+            cache.update(ordered)
+
+    def drop(self, removed: Sequence[SimPod]) -> list[tuple[float, int]]:
+        """Forget the copies of pods that go, and the loads they had started; (last used, model) of the
+        models no remaining pod holds."""
+        gone = {p.name for p in removed}
+        for key in [k for k in self.copying if k[1] in gone]:  # their loads stop with them
+            del self.copying[key]
+            self.load_start.get(key[0], {}).pop(key[1], None)
+        orphans: list[tuple[float, int]] = []
+        for pod in removed:
+            for model, used in pod.cache.items():
+                self.load_start[model].pop(pod.name, None)
+                holders = self.holders[model]
+                holders.remove(pod)
+                if not holders:
+                    del self.holders[model]
+                    orphans.append((used, model))
+        return orphans
+
+    def start_copy(self, model: int, pod: SimPod, now: float) -> None:
+        """An extra copy of `model` begins loading on `pod`; it serves after the load time."""
+        self.copying[(model, pod.name)] = now + self.shape.load_time_s
+        self.load_start.setdefault(model, {})[pod.name] = now
+
+    def loading(self, model: int) -> int:
+        """Copies of `model` still loading."""
+        return sum(1 for m, _ in self.copying if m == model) if self.copying else 0
+
+    def finish(self, now: float, pods: Sequence[SimPod]) -> int:
+        """Load the extra copies due by `now` on the pods still there; how many loaded."""
+        if not self.copying:
+            return 0
+        by_name = {p.name: p for p in pods}
+        loaded = 0
+        for key, due in list(self.copying.items()):
+            if due <= now:
+                del self.copying[key]
+                pod = by_name.get(key[1])
+                if pod is not None and key[0] not in pod.cache:
+                    self.load(pod, key[0], now)
+                    loaded += 1
+        return loaded
+
+    def rate_check(self, now: float, interval: float, pods: Sequence[SimPod], ready: Sequence[SimPod]) -> None:
+        """ModelMesh's `rateTrackingTask` (rate_check.py) over the requests each copy on a busy pod took
+        since the last run (`interval` seconds ago): more copies of a model whose copy reached its threshold."""
+        counted = [p for p in pods if p.counted_all]
+        for pod in counted:
+            pod.counted_all = 0.0
+        if len(ready) < 2 or interval <= 0.0:  # l.5658: no other pod to copy to
+            for pod in counted:
+                pod.counted = {}
+            return
+        mu = self.shape.pod_rps
+        cutoff = recent_load_cutoff(now, interval, self.shape.load_time_s)
+        rates = [(p.name, p.rate) for p in ready]
+        for pod in counted:
+            counts, pod.counted = pod.counted, {}
+            total = sum(counts.values()) / interval
+            for model, count in counts.items():
+                rate = count / interval
+                limit = copy_threshold(mu, rate, total, count)
+                holders = self.holders.get(model)
+                if rate < limit or holders is None or pod not in holders:
+                    continue
+                taken = {h.name for h in holders} | {name for m, name in self.copying if m == model}
+                candidates = len(ready) - len(taken)
+                if candidates <= 0 or loaded_since(self.load_start.get(model, {}), cutoff, pod.name):
+                    continue
+                busy = excluded(rates, pod.name, pod.rate, self.busy_mark)
+                if busy:
+                    candidates -= sum(1 for name in busy if name not in taken) + len(busy)
+                spares = [p for p in ready if p.name not in taken and p.name not in busy]
+                for _ in range(copies_to_load(rate, limit, candidates, len(ready))):
+                    spare = choose_pod(spares, self.shape.cache_models, now, -NEW_COPY_AHEAD_S)
+                    if spare is None:
+                        break
+                    spares.remove(spare)
+                    self.start_copy(model, spare, now)
+
+
+def _last_used(item: tuple[int, float]) -> float:
+    return item[1]

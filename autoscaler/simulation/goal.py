@@ -1,0 +1,54 @@
+"""The goal the shipped defaults are tuned for, judged against mean-hpa on one trace (docs/design.md, Simulator).
+
+At most 0.1x mean-hpa's delayed requests and 0.25x its avoidable cold loads (beyond the first load of models
+that appear after the start: no policy avoids those) for at most 1.15x its pod-hours. Where mean-hpa itself
+delays under 0.1% of requests a ratio means little, so the delay part counts as met when the policy delays
+at most 5% more. The same judgement tells whether the delay part is *reachable* at all: `fixed-max`, every pod
+maxReplicas allows all day, delays the least of any replica policy; if even it misses 0.1x, what is left
+waits for ModelMesh's copies and loads, not for pods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+POD_HOURS: Final = 1.15
+DELAYED: Final = 0.1
+COLD: Final = 0.25
+QUIET_RATIO: Final = 0.001
+"""Below this delayed ratio mean-hpa delays too little for a ratio to mean much."""
+QUIET_SLACK: Final = 1.05
+
+
+class Outcome(Protocol):
+    """What the goal reads of a replay (engine.PolicyResult)."""
+
+    @property
+    def pod_hours(self) -> float: ...
+    @property
+    def delayed_requests(self) -> float: ...
+    @property
+    def delayed_ratio(self) -> float: ...
+    @property
+    def cold_loads(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    pod_hours: float  # x mean-hpa's
+    delayed: float  # x mean-hpa's (0 when mean-hpa delayed none)
+    cold: float  # avoidable cold loads, x mean-hpa's (0 when mean-hpa had none)
+    delays_met: bool
+    met: bool
+
+
+def judge(result: Outcome, base: Outcome, unavoidable_cold: int) -> Verdict:
+    """`result` against mean-hpa's `base` on the same trace; `unavoidable_cold`: first loads after the start."""
+    pod_hours = result.pod_hours / base.pod_hours if base.pod_hours else 0.0
+    delayed = result.delayed_requests / base.delayed_requests if base.delayed_requests else 0.0
+    avoidable = base.cold_loads - unavoidable_cold
+    cold = (result.cold_loads - unavoidable_cold) / avoidable if avoidable > 0 else 0.0
+    quiet = base.delayed_ratio < QUIET_RATIO and result.delayed_requests <= base.delayed_requests * QUIET_SLACK
+    delays_met = delayed <= DELAYED or quiet
+    return Verdict(pod_hours, delayed, cold, delays_met, pod_hours <= POD_HOURS and delays_met and cold <= COLD)

@@ -1,0 +1,119 @@
+"""One simulated runtime pod: its shape, its state, how it serves a tick and what its exporter reports.
+
+Load is a fluid: every tick a Ready pod serves up to `pod_rps * tick` requests and the rest queues. A request
+is *delayed* when it waits in the queue longer than the SLO (counted exactly for a linearly growing or
+draining queue). Each pod keeps the windows its exporter averages over (GPU busy over 10 s, request rate
+and queue delay over 30 s) and reports them as the `PodSample` the adapter's decision code reads.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+
+from autoscaler.model import PodSample
+from autoscaler.simulation.fluid import share_over_threshold
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterShape:
+    pod_rps: float = 20.0  # requests per second one pod serves at 100% busy
+    cache_models: int = 100  # model copies one pod holds
+    load_time_s: float = 10.0
+    startup_delay_s: float = 30.0
+    slo_queue_s: float = 0.1
+    gpu_window_s: float = 10.0
+    load_window_s: float = 30.0
+
+
+@dataclass(slots=True, eq=False)
+class SimPod:
+    """One runtime pod; compared and hashed by identity."""
+
+    name: str
+    created_at: float
+    ready_at: float
+    ready: bool = False
+    cache: OrderedDict[int, float] = field(default_factory=OrderedDict)  # model -> last used, LRU first
+    rate: float = 0.0  # requests per second routed here in the current bucket
+    backlog: float = 0.0  # requests queued
+    deletion_cost: int = 0
+    busy: deque[float] = field(default_factory=deque)
+    served: deque[float] = field(default_factory=deque)
+    queue: deque[float] = field(default_factory=deque)
+    shares: dict[int, float] = field(default_factory=dict)  # model -> the rate its copy here takes
+    counted: dict[int, float] = field(default_factory=dict)  # model -> requests since the last rate check
+    counted_all: float = 0.0  # all requests counted since the last rate check
+
+
+def new_pod(name: str, now: float, ready_at: float, shape: ClusterShape, tick_s: float) -> SimPod:
+    """A pod created at `now`, Ready at `ready_at`, with exporter windows sized for ticks of `tick_s`."""
+    pod = SimPod(name, created_at=now, ready_at=ready_at)
+    gpu_ticks = max(1, round(shape.gpu_window_s / tick_s))
+    load_ticks = max(1, round(shape.load_window_s / tick_s))
+    pod.busy, pod.served, pod.queue = deque(maxlen=gpu_ticks), deque(maxlen=load_ticks), deque(maxlen=load_ticks)
+    return pod
+
+
+@dataclass(slots=True)
+class TickStats:
+    delayed: float = 0.0
+    delayed_loading: float = 0.0  # of `delayed`: requests that waited for a cold load
+    cold_loads: int = 0
+    overloaded: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """What one Ready pod did in one tick."""
+
+    arrived: float
+    served: float
+    delayed: float
+    overloaded: bool  # its queue ended the tick beyond the SLO
+
+
+def serve(pod: SimPod, shape: ClusterShape, tick_s: float) -> Served:
+    """Serve one tick on a Ready pod: arrivals at `pod.rate` join its queue, `pod_rps` drain it."""
+    mu = shape.pod_rps
+    threshold = mu * shape.slo_queue_s
+    capacity = mu * tick_s
+    a = pod.rate
+    b0 = pod.backlog
+    arrivals = a * tick_s
+    b1 = b0 + arrivals - capacity
+    if b1 < 0.0:
+        b1 = 0.0
+    served = b0 + arrivals - b1
+    delayed = arrivals * share_over_threshold(b0, a - mu, tick_s, threshold) if arrivals else 0.0
+    pod.backlog = b1
+    pod.busy.append(served / capacity)
+    pod.served.append(served / tick_s)
+    pod.queue.append((b0 + b1) / 2.0 / mu)
+    return Served(arrivals, served, delayed, b1 > threshold)
+
+
+def count_for_rate_check(pod: SimPod, tick_s: float, busy_mark: float) -> None:
+    """Add the tick's requests of each copy on a busy pod to what the next rate check reads."""
+    if pod.ready and pod.rate >= busy_mark:
+        counts = pod.counted
+        for model, rate in pod.shares.items():
+            counts[model] = counts.get(model, 0.0) + rate * tick_s
+        pod.counted_all += pod.rate * tick_s
+
+
+def sample(pod: SimPod, now: float, cache_models: int) -> PodSample:
+    """The pod as its exporter reports it now (not Ready, or Ready but not yet scraped: no data)."""
+    if not pod.ready or not pod.served:
+        return PodSample(pod.name, ready=pod.ready, created_at=pod.created_at)
+    lru = now - next(iter(pod.cache.values())) if pod.cache else None
+    return PodSample(
+        pod.name, ready=True, sampled_at=now,
+        gpu_busy=_mean(pod.busy), requests_per_second=_mean(pod.served), queue_delay_s=_mean(pod.queue),
+        lru_age_s=lru, cache_used_ratio=len(pod.cache) / cache_models, models_loaded=float(len(pod.cache)),
+        created_at=pod.created_at,
+    )
+
+
+def _mean(values: deque[float]) -> float:
+    return sum(values) / len(values) if values else 0.0

@@ -1,0 +1,87 @@
+"""Routing one bucket's request rates over the Ready pods, the way ModelMesh routes requests.
+
+Every model's rate goes to the least busy pods that hold a loaded copy (spread to level them; a copy still
+loading takes none while a loaded one exists). A model held nowhere is loaded where ModelMesh's cache-miss
+balancer puts it (placement.py) -- a *cold load*, whose requests wait the load time -- evicting that pod's
+least recently used copy. A one-copy model used again 7 to 40 minutes after a prior use gets a second copy
+while the caches are at least 10% free (regular_use.py).
+
+While routing, a queue counts as load it would take `BACKLOG_HORIZON_S` to drain: the least busy pod is the
+one with the least work ahead, as ModelMesh judges by requests in flight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from autoscaler.simulation.copies import ModelCopies
+from autoscaler.simulation.fluid import water_fill
+from autoscaler.simulation.placement import choose_pod
+from autoscaler.simulation.pods import SimPod
+from autoscaler.simulation.rate_check import RATE_CHECK_S
+from autoscaler.simulation.regular_use import RegularUse
+
+BACKLOG_HORIZON_S: Final = 10.0
+
+
+def begin(pods: Sequence[SimPod], ready: Sequence[SimPod]) -> None:
+    """Start a routing: every pod's rate is its queued work, no copy has a share yet."""
+    for pod in pods:
+        pod.rate = pod.backlog / BACKLOG_HORIZON_S
+    for pod in ready:
+        pod.shares = {}
+
+
+def end(pods: Sequence[SimPod]) -> None:
+    """Finish a routing: a pod's rate is the arrivals routed to it, its queued work taken back out."""
+    for pod in pods:
+        pod.rate = max(0.0, pod.rate - pod.backlog / BACKLOG_HORIZON_S)
+
+
+def spread(ready: Sequence[SimPod], copies: ModelCopies, regular: RegularUse, now: float,
+           models: Sequence[int], rates: Sequence[float]) -> list[tuple[int, float]]:
+    """Route each model's rate (between `begin` and `end`); the cold loads it started, as (model, rate)."""
+    capacity = copies.shape.cache_models
+    holders_of = copies.holders
+    cold: list[tuple[int, float]] = []
+    loading: set[SimPod] = set()  # at most one copy starts loading per pod per routing
+    # ModelMesh adds a second copy for regular use only while the caches are at least 10% free
+    roomy = 10 * sum(capacity - len(p.cache) for p in ready) >= capacity * len(ready)
+    # Models with one copy cannot go elsewhere; models with several spread around them. Routing the quiet
+    # ones first lets the hot ones fill the gaps, as per-request least-busy routing does. Models already
+    # held go before those to load: their requests keep coming all bucket long, so their copies are
+    # recently used when a load evicts, and a load takes the LRU copy of a model not asked for.
+    held = holders_of.__contains__
+    for rate, model in sorted(zip(rates, models, strict=True), key=lambda rm: (not held(rm[1]), rm[0])):
+        holders = holders_of.get(model)
+        if holders is None:
+            target = choose_pod(ready, capacity, now, 0.0)
+            assert target is not None
+            copies.load(target, model, now)
+            regular.forget(model)  # a fresh cache entry, whose first use is this one
+            regular.used(model, now)
+            cold.append((model, rate))
+            target.rate += rate
+            target.shares[model] = rate
+        elif len(holders) == 1:
+            pod = holders[0]
+            pod.rate += rate
+            pod.shares[model] = rate
+            pod.cache[model] = now
+            pod.cache.move_to_end(model)
+            if rate > 0.0 and regular.used(model, now) and roomy and not copies.loading(model):
+                spare = choose_pod([p for p in ready if p is not pod and p not in loading], capacity, now,
+                                   RATE_CHECK_S)
+                if spare is not None:
+                    copies.start_copy(model, spare, now)
+                    loading.add(spare)
+        else:
+            before = [pod.rate for pod in holders]
+            for pod in water_fill(holders, rate):  # only copies that took requests count as used
+                pod.cache[model] = now
+                pod.cache.move_to_end(model)
+            for pod, was in zip(holders, before, strict=True):
+                if pod.rate > was:
+                    pod.shares[model] = pod.rate - was
+    return cold

@@ -1,0 +1,57 @@
+"""The tuning goal against mean-hpa, and the bound the report shows: numbers by hand."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from autoscaler.simulation.goal import judge
+from autoscaler.simulation.report import bound_text
+
+
+@dataclass
+class Run:
+    pod_hours: float
+    delayed_requests: float
+    requests: float
+    cold_loads: int
+
+    @property
+    def delayed_ratio(self) -> float:
+        return self.delayed_requests / self.requests
+
+
+MEAN_HPA = Run(pod_hours=200.0, delayed_requests=10_000.0, requests=1_000_000.0, cold_loads=150)
+
+
+@pytest.mark.parametrize(("run", "expected"), [
+    # 230 / 200 = 1.15x pod-hours, 1,000 / 10,000 = 0.1x delays, (125 - 100) / (150 - 100) = 0.5x avoidable cold
+    (Run(230.0, 1_000.0, 1e6, 125), (1.15, 0.1, 0.5, True, False)),
+    (Run(230.0, 1_000.0, 1e6, 112), (1.15, 0.1, 0.24, True, True)),
+    (Run(232.0, 1_000.0, 1e6, 100), (1.16, 0.1, 0.0, True, False)),
+    (Run(180.0, 1_100.0, 1e6, 100), (0.9, 0.11, 0.0, False, False)),
+])
+def test_the_goal_is_a_tenth_of_the_delays_a_quarter_of_the_avoidable_cold_loads_within_115_percent(
+        run: Run, expected: tuple[float, float, float, bool, bool]) -> None:
+    verdict = judge(run, MEAN_HPA, unavoidable_cold=100)
+    got = (verdict.pod_hours, verdict.delayed, verdict.cold, verdict.delays_met, verdict.met)
+    assert got == pytest.approx(expected)
+
+
+def test_where_mean_hpa_barely_delays_the_delay_part_asks_only_not_to_be_worse() -> None:
+    quiet = Run(200.0, 500.0, 1e6, 100)  # 0.05% of requests delayed
+    assert judge(Run(200.0, 525.0, 1e6, 100), quiet, 100).delays_met  # 5% more: still met
+    assert not judge(Run(200.0, 530.0, 1e6, 100), quiet, 100).delays_met
+
+
+def test_the_report_says_when_no_replica_policy_reaches_the_delay_goal() -> None:
+    report = {"bound": {"policy": "fixed-max", "replicas": 46, "delayed_requests": 713_599, "delayed_ratio": 0.0423,
+                        "delayed_waiting_for_loads": 0, "delayed_vs_mean-hpa": 0.245,
+                        "delay_goal_reachable": False}}
+    text = bound_text(report)
+    assert text.startswith("Bound: with every pod maxReplicas allows (46) all day, 713599 requests are delayed")
+    assert "0.245x mean-hpa's delays, above the goal's 0.1x" in text
+    assert "no replica policy removes them" in text
+    report["bound"].update({"delayed_vs_mean-hpa": 0.08, "delay_goal_reachable": True})
+    assert bound_text(report).endswith("0.08x mean-hpa's delays: the goal's 0.1x is within reach.")
