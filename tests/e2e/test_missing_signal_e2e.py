@@ -91,7 +91,7 @@ def test_hot_pod_losing_its_gpu_rate_and_queue_series_keeps_desired(tmp_path: Pa
     with data_path_running(tmp_path, pods=4, rps=50, gpus=gpus, policy={"scale_down_tau_s": 0}) as path:
         path.set_load(pod=0, queue_delay_ms=200)
         # GPU: M2(0.9, 0.1, 0.1, 0.1) = sqrt(0.84 / 4) = 0.458; x 4 pods / 0.8 = 2.29 pods.
-        # Queue: 2.29 + (0.2 - 0.05) / 15 = 2.30 pods. Desired 3; no request target, so no request term.
+        # Queue: 2.29 + (0.2 - 0.05) / 60 = 2.29 pods (drain 60 s). Desired 3; no request target, so no request term.
         poll(lambda: path.value("modelmesh_desired_replicas") == 3.0, timeout=40)
 
         # The hot pod's GPU is lost and its exporter restarts with a slow ModelMesh loop (no rate or queue
@@ -167,7 +167,7 @@ def test_constant_queue_on_one_pod_with_idle_pods_added_settles(tmp_path: Path) 
             targets.write_text(yaml.safe_dump(document))
             poll(lambda: debug_runtime(path).get("fresh_pods") == count, timeout=20)  # noqa: B023 (called at once)
             # n pods, one at 30 req/s: D = n x 30/sqrt(n) / 100 = 0.3 sqrt(n) ≤ 0.74 for n ≤ 6;
-            # queue term D + (0.2 - 0.05) / 15 ≤ 0.75: one pod at every step.
+            # queue term D + (0.2 - 0.05) / 60 ≤ 0.74: one pod at every step.
             time.sleep(1.5)
             desired = served_over(path, "modelmesh_desired_replicas", 2)
             steps.append((count, max(v for v in desired if isinstance(v, float))))
