@@ -13,7 +13,8 @@ family (the one-process `/metrics`, `get_sample_value` in tests), and `expositio
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from typing import cast
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
@@ -21,6 +22,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 Labels = tuple[str, ...]
+_go_float = cast(Callable[[float], str], floatToGoString)  # how the text format writes a value
 
 
 def _escape(value: str) -> str:
@@ -52,7 +54,7 @@ class RuntimeGauge(Collector):
                 series[labels] = last
                 continue
             label_text = last[1] if last is not None else self._label_text(labels)
-            series[labels] = (value, label_text, f"{self.name}{{{label_text}}} {floatToGoString(value)}\n")
+            series[labels] = (value, label_text, f"{self.name}{{{label_text}}} {_go_float(value)}\n")
         self._series = series
         self._text = None
 

@@ -76,10 +76,10 @@ class Phases:
 
 async def run(args: argparse.Namespace, workdir: Path) -> None:
     from autoscaler.api import packed
+    from autoscaler.api.render import SnapshotPublisher
     from autoscaler.gcsettings import tune_for_refresh
     from autoscaler.server import RefreshStack
     from autoscaler.settings import ServeSettings
-    from autoscaler.api.render import SnapshotPublisher
 
     pods = args.runtimes * PODS_PER_RUNTIME
     fleet, fleet_port = start(serve_fleet, pods)
