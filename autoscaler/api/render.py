@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from autoscaler.api import packed, runtimes
+from autoscaler.api.debug_document import debug_record
 from autoscaler.api.handlers import metric_answers
 from autoscaler.api.selfmetrics_split import render_refresh_metrics
-from autoscaler.api.snapshot import EMPTY, METRICS, RuntimeAnswers, ServingSnapshot
+from autoscaler.api.snapshot import EMPTY, METRICS, RenderedRuntimes, RuntimeAnswers, ServingSnapshot
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
@@ -23,7 +24,7 @@ def render_runtime(view: RuntimeView) -> RuntimeAnswers:
     return RuntimeAnswers(
         metric_answers(view, METRICS),
         runtimes.keda_answer(view),
-        runtimes.debug_body(view),
+        debug_record(view),
     )
 
 
@@ -31,7 +32,7 @@ def render_snapshot(views: Mapping[RuntimeKey, RuntimeView], ready: bool,
                     refresh_metrics: bytes = b"") -> ServingSnapshot:
     return ServingSnapshot(
         ready,
-        {(key.namespace, key.deployment): render_runtime(view) for key, view in views.items()},
+        RenderedRuntimes({(key.namespace, key.deployment): render_runtime(view) for key, view in views.items()}),
         refresh_metrics,
     )
 

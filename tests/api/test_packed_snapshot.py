@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from autoscaler.api import packed
 from autoscaler.api.render import render_snapshot
-from autoscaler.api.snapshot import METRICS, RuntimeAnswers, ServingSnapshot, SnapshotHolder
+from autoscaler.api.snapshot import KEDA, METRICS, RuntimeAnswers, ServingSnapshot, SnapshotHolder
 from autoscaler.model import RuntimeKey
 from tests.api.builders import runtime_view
 
@@ -69,6 +69,11 @@ def test_any_snapshot_packs_and_unpacks_to_equal_answers(snapshot: ServingSnapsh
     got = packed.unpack(packed.pack(snapshot))
     assert (got.ready, got.refresh_metrics) == (snapshot.ready, snapshot.refresh_metrics)
     assert dict(got.runtimes) == snapshot.runtimes
+    for key, answers in snapshot.runtimes.items():  # what a request reads: one answer, or the /debug record
+        assert [got.runtimes.answer(key, which) for which in range(KEDA + 1)] == [*answers.metrics, answers.keda]
+        assert got.runtimes.debug_record(key) == answers.debug
+    assert got.runtimes.answer(("no", "such runtime"), 0) is None
+    assert got.runtimes.debug_record(("no", "such runtime")) is None
 
 
 def test_a_request_during_swaps_gets_the_old_or_the_new_answers_never_a_mix() -> None:
