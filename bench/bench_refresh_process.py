@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
@@ -36,6 +36,8 @@ if str(REPO) not in sys.path:
 
 import yaml  # noqa: E402
 
+from autoscaler.api.snapshot import ServingSnapshot  # noqa: E402
+from autoscaler.model import RuntimeKey, RuntimeView  # noqa: E402
 from bench.bench_fleet import NAMESPACE, PODS_PER_RUNTIME, deployment, serve_fleet, start  # noqa: E402
 
 T = TypeVar("T")
@@ -101,6 +103,20 @@ async def run(args: argparse.Namespace, workdir: Path) -> None:
         publisher.refresh_metrics = phases.wrap("refresh self-metrics", publisher.refresh_metrics)  # type: ignore[method-assign]
         publisher.pack = phases.wrap("pack", publisher.pack)  # type: ignore[method-assign]
         sizes: list[int] = []
+        unchanged: list[tuple[int, int]] = []  # runtimes whose metric and KEDA bytes repeat the previous refresh's
+        rendered: dict[tuple[str, str], object] = {}
+        render = publisher.render
+
+        def render_counting(views: Mapping[RuntimeKey, RuntimeView], ready: bool) -> ServingSnapshot:
+            snapshot = render(views, ready)
+            now = {key: ([body for _, body, _ in answers.metrics], answers.keda[1])
+                   for key, answers in snapshot.runtimes.items()}
+            unchanged.append((sum(rendered.get(key) == bodies for key, bodies in now.items()), len(now)))
+            rendered.clear()
+            rendered.update(now)
+            return snapshot
+
+        publisher.render = render_counting  # type: ignore[method-assign]
 
         async def publish(views: object) -> None:
             blob = publisher.snapshot_blob(refresher.views, refresher.ready)
@@ -114,6 +130,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> None:
         refresh_once = phases.wrap_async("whole refresh", refresher.refresh_once)
         await refresh_once()  # warm-up: connections, imports, first memory
         phases.clear()
+        unchanged.clear()
         profile = cProfile.Profile() if args.profile else None
         for _ in range(args.runs):
             if profile is not None:
@@ -131,6 +148,8 @@ async def run(args: argparse.Namespace, workdir: Path) -> None:
     load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"{args.runtimes} runtimes ({pods} pods; {known} runtimes known), {args.runs} refreshes after a "
           f"warm-up, snapshot {statistics.median(sizes) / 2**20:.1f} MiB; load average {load}")
+    print("runtimes whose metric and KEDA answers were byte for byte the previous refresh's: "
+          + ", ".join(f"{same} of {total}" for same, total in unchanged))
     print("| phase | wall median (min) | CPU median (min) |")
     print("|---|---|---|")
     for name in phases.wall:
