@@ -43,8 +43,7 @@ from autoscaler.api import packed
 from autoscaler.api.app import build_served_app
 from autoscaler.api.certs import generate_self_signed, server_context
 from autoscaler.api.connections import ConnectionLimits, GuardedSite
-from autoscaler.api.render import render_snapshot
-from autoscaler.api.selfmetrics_split import render_refresh_metrics
+from autoscaler.api.render import SnapshotPublisher
 from autoscaler.api.snapshot import SnapshotHolder
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
@@ -240,12 +239,13 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool) -> int:
     stack = RefreshStack(settings)
     refresher, metrics = stack.refresher, stack.metrics
 
+    publisher = SnapshotPublisher(metrics)
+
     async def publish(views: object) -> None:
         started = time.perf_counter()
-        snapshot = render_snapshot(refresher.views, refresher.ready, render_refresh_metrics(metrics))
-        blob = packed.pack(snapshot)
+        blob = publisher.snapshot_blob(refresher.views, refresher.ready)
         await pool.send(blob)
-        log.debug("snapshot of %d runtimes (%d bytes) rendered and sent in %.3f s", len(snapshot.runtimes),
+        log.debug("snapshot of %d runtimes (%d bytes) rendered and sent in %.3f s", len(refresher.views),
                   len(blob), time.perf_counter() - started)
 
     refresher.listeners.append(publish)
