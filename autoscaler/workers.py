@@ -4,7 +4,8 @@ The refresh (discovery, scrape or Prometheus, decisions, deletion costs and lead
 process started by the CLI. After each refresh it renders every answer (`autoscaler.api.render`; `/debug` only
 as compact data that the worker writes as JSON when asked) and sends the packed `ServingSnapshot`
 (`autoscaler.api.packed`) to each serving worker: written once to shared memory (a memfd) whose descriptor goes
-down each worker's pipe; a worker maps it in a thread and swaps it in with one assignment, decoding nothing, so swapping a 5,000-runtime snapshot does not hold up its requests.
+down each worker's pipe; a worker maps it in a thread and swaps it in with one assignment, decoding nothing, so
+swapping a 5,000-runtime snapshot does not hold up its requests.
 So an HPA request never waits on a scrape, a parse or a decision, and the serving processes only look up bytes.
 
 Workers listen on the same port with `SO_REUSEPORT` (the kernel spreads connections across them), each with
