@@ -107,6 +107,9 @@ def test_a_request_during_swaps_gets_the_old_or_the_new_answers_never_a_mix() ->
             was_old, was_new = answers == old.runtimes[key], answers == new.runtimes[key]
             assert was_old or was_new
             seen.add(was_old)
+            which = lookup % (KEDA + 1)
+            one = holder.current.runtimes.answer(key, which)  # what a request reads
+            assert one in (old.runtimes.answer(key, which), new.runtimes.answer(key, which))
     finally:
         stop.set()
         swapper.join()
