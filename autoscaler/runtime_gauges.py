@@ -8,7 +8,7 @@ again only when its value changes, and a family's text is the join of its lines.
 
 A `RuntimeGauge` is also an ordinary collector: registered in the adapter's registry, `collect()` yields the
 family (the one-process `/metrics`, `get_sample_value` in tests), and `exposition()` is byte for byte what
-`generate_latest` writes for it (tests/test_runtime_gauges.py checks that on any label values).
+`generate_latest` writes for it (tests/api/test_refresh_metrics_text.py checks that on any label values).
 """
 
 from __future__ import annotations
