@@ -3,7 +3,7 @@
 The document holds every field of the `RuntimeView`, every pod included: as JSON it was most of the snapshot
 (about 230 ms of each 5,000-runtime refresh and 15 of its 20 MiB), for an endpoint a person opens now and then.
 So the refresh keeps only the view's fields as plain values (`debug_record`: tuples, dicts, strings, numbers,
-packed with `marshal`, about 5 µs a runtime), and the serving worker writes the JSON of the one runtime asked
+packed with `marshal`, about 12 µs a runtime), and the serving worker writes the JSON of the one runtime asked
 (`debug_json`). The bytes served are those of `json.dumps(explanation(view))` whichever way they are made
 (tests/api/test_debug_body.py checks that on random views).
 
