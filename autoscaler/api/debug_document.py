@@ -1,11 +1,11 @@
 """The `/debug` document of a runtime: carried in the snapshot as compact data, written as JSON only when asked.
 
-The document holds every field of the `RuntimeView`, every pod included: as JSON it was most of the snapshot
-(about 230 ms of each 5,000-runtime refresh and 15 of its 20 MiB), for an endpoint a person opens now and then.
-So the refresh keeps only the view's fields as plain values (`debug_record`: tuples, dicts, strings, numbers,
-packed with `marshal`, about 12 µs a runtime), and the serving worker writes the JSON of the one runtime asked
-(`debug_json`). The bytes served are those of `json.dumps(explanation(view))` whichever way they are made
-(tests/api/test_debug_body.py checks that on random views).
+The document holds every field of the `RuntimeView`, every pod included: rendering it as JSON was most of the
+rendering (230 to 400 ms of each 5,000-runtime refresh) and a third of the 17 MiB snapshot, for an endpoint a
+person opens now and then. So the refresh keeps only the view's fields as plain values (`debug_record`: tuples,
+dicts, strings, numbers, packed with `marshal`, about 12 µs a runtime), and the serving worker writes the JSON
+of the one runtime asked (`debug_json`). The bytes served are those of `json.dumps(explanation(view))` whichever
+way they are made (tests/api/test_debug_body.py checks that on random views).
 
 A view whose fields are not all plain values (an enum or a dataclass where the model has plain values today, a
 field added later) cannot go through `marshal`; its record then holds the finished JSON instead, so the
