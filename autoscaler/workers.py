@@ -1,10 +1,11 @@
 """`serve` as processes: one refresh process, N serving workers on one port.
 
 The refresh (discovery, scrape or Prometheus, decisions, deletion costs and leader election) runs in the
-process started by the CLI. After each refresh it renders every answer (`autoscaler.api.render`) and sends the
-packed `ServingSnapshot` (`autoscaler.api.packed`) to each serving worker: written once to shared memory (a
-memfd) whose descriptor goes down each worker's pipe; a worker maps it in a thread and swaps it in with one
-assignment, decoding nothing, so swapping a 5,000-runtime snapshot does not hold up its requests.
+process started by the CLI. After each refresh it renders every answer (`autoscaler.api.render`; `/debug` only
+as compact data that the worker writes as JSON when asked) and sends the packed `ServingSnapshot`
+(`autoscaler.api.packed`) to each serving worker: written once to shared memory (a memfd) whose descriptor goes
+down each worker's pipe; a worker maps it in a thread and swaps it in with one assignment, decoding nothing, so
+swapping a 5,000-runtime snapshot does not hold up its requests.
 So an HPA request never waits on a scrape, a parse or a decision, and the serving processes only look up bytes.
 
 Workers listen on the same port with `SO_REUSEPORT` (the kernel spreads connections across them), each with
@@ -43,8 +44,7 @@ from autoscaler.api import packed
 from autoscaler.api.app import build_served_app
 from autoscaler.api.certs import generate_self_signed, server_context
 from autoscaler.api.connections import ConnectionLimits, GuardedSite
-from autoscaler.api.render import render_snapshot
-from autoscaler.api.selfmetrics_split import render_refresh_metrics
+from autoscaler.api.render import SnapshotPublisher
 from autoscaler.api.snapshot import SnapshotHolder
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
@@ -240,12 +240,13 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool) -> int:
     stack = RefreshStack(settings)
     refresher, metrics = stack.refresher, stack.metrics
 
+    publisher = SnapshotPublisher(metrics)
+
     async def publish(views: object) -> None:
         started = time.perf_counter()
-        snapshot = render_snapshot(refresher.views, refresher.ready, render_refresh_metrics(metrics))
-        blob = packed.pack(snapshot)
+        blob = publisher.snapshot_blob(refresher.views, refresher.ready)
         await pool.send(blob)
-        log.debug("snapshot of %d runtimes (%d bytes) rendered and sent in %.3f s", len(snapshot.runtimes),
+        log.debug("snapshot of %d runtimes (%d bytes) rendered and sent in %.3f s", len(refresher.views),
                   len(blob), time.perf_counter() - started)
 
     refresher.listeners.append(publish)

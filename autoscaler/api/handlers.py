@@ -14,7 +14,7 @@ from aiohttp import web
 from autoscaler.api import documents
 from autoscaler.api.quantity import milli_quantity
 from autoscaler.api.selector import SelectorError, deployment_from_selector
-from autoscaler.api.snapshot import METRIC_INDEX, SNAPSHOT_KEY, Answer, RuntimeAnswers, error_answer
+from autoscaler.api.snapshot import METRIC_INDEX, SNAPSHOT_KEY, Answer, ServingSnapshot, error_answer
 from autoscaler.api.status import ApiError
 from autoscaler.model import RuntimeView
 from autoscaler.names import GROUP_VERSION, ServedMetric, lookup_metric, runtime_labels
@@ -80,15 +80,29 @@ def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: list[str] | 
     return 200, body, max(0.0, view.refreshed_at - served.timestamp)
 
 
-def runtime_answers(request: web.Request, namespace: str, deployment: str) -> RuntimeAnswers:
+def runtime_answer(request: web.Request, namespace: str, deployment: str, which: int) -> Answer:
+    """The runtime's answer `which` (`METRIC_INDEX[metric]` or `KEDA`) from the current snapshot, only that one."""
     snapshot = request.app[SNAPSHOT_KEY].current
-    answers = snapshot.runtimes.get((namespace, deployment))
-    if answers is not None:
-        return answers
+    answer = snapshot.runtimes.answer((namespace, deployment), which)
+    if answer is None:
+        raise _not_found(snapshot, namespace, deployment)
+    return answer
+
+
+def runtime_debug_record(request: web.Request, namespace: str, deployment: str) -> bytes:
+    """What the runtime's /debug is written from (`autoscaler.api.debug_document`)."""
+    snapshot = request.app[SNAPSHOT_KEY].current
+    record = snapshot.runtimes.debug_record((namespace, deployment))
+    if record is None:
+        raise _not_found(snapshot, namespace, deployment)
+    return record
+
+
+def _not_found(snapshot: ServingSnapshot, namespace: str, deployment: str) -> ApiError:
     if not snapshot.ready:
-        raise ApiError(503, "the adapter has not completed its first refresh yet; try again shortly")
-    raise ApiError(404, f"runtime {namespace}/{deployment} is not known to the adapter (no such Deployment "
-                        "with ModelMesh pods, or not in its targets)")
+        return ApiError(503, "the adapter has not completed its first refresh yet; try again shortly")
+    return ApiError(404, f"runtime {namespace}/{deployment} is not known to the adapter (no such Deployment "
+                         "with ModelMesh pods, or not in its targets)")
 
 
 def respond(request: web.Request, answer: Answer) -> web.Response:
@@ -109,8 +123,7 @@ async def external_metric(request: web.Request) -> web.Response:
         deployment = deployment_from_selector(request.query.get("labelSelector"))
     except SelectorError as error:
         raise ApiError(400, str(error)) from error
-    answers = runtime_answers(request, namespace, deployment)
-    return respond(request, answers.metrics[METRIC_INDEX[metric]])
+    return respond(request, runtime_answer(request, namespace, deployment, METRIC_INDEX[metric]))
 
 
 async def api_group_list(request: web.Request) -> web.Response:

@@ -7,7 +7,7 @@ arrived meanwhile waited; unpickling in a thread would not help, since `pickle.l
 In this layout the blob *is* the snapshot: the refresh process writes it once to shared memory (`share`, a
 memfd) and passes the descriptor down each worker's pipe (`send`); the worker maps it read-only in a thread
 (`receive`), and `PackedRuntimes` answers a lookup by hashing the key into an open-addressing table inside the
-blob and copying that runtime's answers out. A swap is a header check and one assignment, and the old snapshot
+blob and copying the one answer asked out. A swap is a header check and one assignment, and the old snapshot
 goes with one unmapping once no request refers to it. Reading 17 MiB through the pipe instead still cost the
 loop about 10 ms of stalls on a small machine (`bench/bench_snapshot_swap.py` measures every way).
 
@@ -15,7 +15,8 @@ Layout, little-endian, offsets from the start of the blob:
 
     header   magic, ready, answers per runtime, runtime count, table slots, refresh-metrics offset and length
     records  one per runtime, fixed size: key offset/length, then per answer (served metrics in `METRICS`
-             order, then KEDA) status, body offset/length, age (NaN for none), then the /debug offset/length
+             order, then KEDA) status, body offset/length, age (NaN for none), then the /debug record's
+             offset/length (`autoscaler.api.debug_document`)
     table    `slots` u32 entries (a power of two, at least twice the count): record number + 1, 0 when empty;
              a key lives at crc32(key) modulo slots or the next free slot after it (linear probing)
     bytes    keys ("namespace\\0deployment", UTF-8), bodies, refresh metrics
@@ -32,19 +33,23 @@ import os
 import struct
 import tempfile
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from typing import Any
 
-from autoscaler.api.snapshot import METRICS, RuntimeAnswers, ServingSnapshot
+from autoscaler.api.snapshot import METRICS, Answer, RuntimeAnswers, RuntimeTable, ServingSnapshot
 
-MAGIC = b"MMSNAP01"
+MAGIC = b"MMSNAP02"
 _HEADER = struct.Struct("<8sBBxxIIQQ")  # magic, ready, answers, count, slots, refresh metrics offset, length
 _ANSWERS = len(METRICS) + 1  # the served metrics, then KEDA
 _ANSWER_FORMAT = "HxxIId"  # status, body offset, body length, age (NaN: none)
 _RECORD = struct.Struct("<II" + _ANSWER_FORMAT * _ANSWERS + "II")  # key, answers, /debug
 _ANSWER_AT = range(2, 2 + 4 * _ANSWERS, 4)  # where each answer's fields start in a record
+_KEY_FIELDS = struct.Struct("<II")  # a record's start: key offset, length
+_ANSWER = struct.Struct("<" + _ANSWER_FORMAT)  # one answer inside a record
+_SPAN = struct.Struct("<II")  # an offset and a length (the /debug record's, at a record's end)
+_DEBUG_AT = _KEY_FIELDS.size + _ANSWERS * _ANSWER.size
 _SLOT = struct.Struct("<I")
 _isnan = math.isnan
 _LIMIT = 2**32 - 1  # offsets and lengths are u32
@@ -115,11 +120,11 @@ def unpack(blob: bytes | memoryview) -> ServingSnapshot:
                            bytes(blob[metrics_at:metrics_at + metrics_length]))
 
 
-class PackedRuntimes(Mapping[tuple[str, str], RuntimeAnswers]):
+class PackedRuntimes(RuntimeTable):
     """(namespace, deployment) -> `RuntimeAnswers`, looked up in the blob on each access.
 
-    A lookup copies out only that runtime's bodies (a few KiB), so no request holds a reference into the blob
-    beyond its own answer, and the blob is freed when the next snapshot replaces this one."""
+    A lookup copies out only what is asked (`answer`: one body, `debug_record`), so no request holds a reference
+    into the blob beyond its own answer, and the blob is freed when the next snapshot replaces this one."""
 
     __slots__ = ("_blob", "_count", "_slots", "_table_at")
 
@@ -130,18 +135,33 @@ class PackedRuntimes(Mapping[tuple[str, str], RuntimeAnswers]):
     def _record(self, number: int) -> tuple[Any, ...]:
         return _RECORD.unpack_from(self._blob, _HEADER.size + number * _RECORD.size)
 
-    def _find(self, key: bytes) -> tuple[Any, ...] | None:
+    def _find(self, key: bytes) -> int:
+        """Where the runtime's record starts in the blob, -1 for none."""
         blob, mask, table_at = self._blob, self._slots - 1, self._table_at
         slot = zlib.crc32(key) & mask
         while True:
             entry: int = _SLOT.unpack_from(blob, table_at + slot * 4)[0]
             if not entry:
-                return None
-            record = self._record(entry - 1)
-            start, length = record[0], record[1]
+                return -1
+            at = _HEADER.size + (entry - 1) * _RECORD.size
+            start, length = _KEY_FIELDS.unpack_from(blob, at)
             if blob[start:start + length] == key:
-                return record
+                return at
             slot = (slot + 1) & mask
+
+    def answer(self, key: tuple[str, str], which: int) -> Answer | None:
+        at = self._find(_key_bytes(*key))
+        if at < 0:
+            return None
+        status, start, length, age = _ANSWER.unpack_from(self._blob, at + _KEY_FIELDS.size + which * _ANSWER.size)
+        return status, bytes(self._blob[start:start + length]), None if _isnan(age) else age
+
+    def debug_record(self, key: tuple[str, str]) -> bytes | None:
+        at = self._find(_key_bytes(*key))
+        if at < 0:
+            return None
+        start, length = _SPAN.unpack_from(self._blob, at + _DEBUG_AT)
+        return bytes(self._blob[start:start + length])
 
     def _answers(self, record: tuple[Any, ...]) -> RuntimeAnswers:
         blob, nan = self._blob, _isnan
@@ -150,14 +170,14 @@ class PackedRuntimes(Mapping[tuple[str, str], RuntimeAnswers]):
         return RuntimeAnswers(tuple(answers[:-1]), answers[-1], bytes(blob[record[-2]:record[-2] + record[-1]]))
 
     def __getitem__(self, key: tuple[str, str]) -> RuntimeAnswers:
-        record = self._find(_key_bytes(*key))
-        if record is None:
+        answers = self.get(key)
+        if answers is None:
             raise KeyError(key)
-        return self._answers(record)
+        return answers
 
     def get(self, key: tuple[str, str], default: object = None) -> RuntimeAnswers | None:  # type: ignore[override]
-        record = self._find(_key_bytes(*key))
-        return default if record is None else self._answers(record)  # type: ignore[return-value]
+        at = self._find(_key_bytes(*key))
+        return default if at < 0 else self._answers(_RECORD.unpack_from(self._blob, at))  # type: ignore[return-value]
 
     def __len__(self) -> int:
         return self._count

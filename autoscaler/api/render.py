@@ -10,18 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from autoscaler.api import runtimes
+from autoscaler.api import packed, runtimes
+from autoscaler.api.debug_document import debug_record
 from autoscaler.api.handlers import metric_answers
-from autoscaler.api.snapshot import EMPTY, METRICS, RuntimeAnswers, ServingSnapshot
+from autoscaler.api.selfmetrics_split import render_refresh_metrics
+from autoscaler.api.snapshot import EMPTY, METRICS, RenderedRuntimes, RuntimeAnswers, ServingSnapshot
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.refresher import Refresher
+from autoscaler.selfmetrics import AdapterMetrics
 
 
 def render_runtime(view: RuntimeView) -> RuntimeAnswers:
     return RuntimeAnswers(
         metric_answers(view, METRICS),
         runtimes.keda_answer(view),
-        runtimes.debug_body(view),
+        debug_record(view),
     )
 
 
@@ -29,7 +32,7 @@ def render_snapshot(views: Mapping[RuntimeKey, RuntimeView], ready: bool,
                     refresh_metrics: bytes = b"") -> ServingSnapshot:
     return ServingSnapshot(
         ready,
-        {(key.namespace, key.deployment): render_runtime(view) for key, view in views.items()},
+        RenderedRuntimes({(key.namespace, key.deployment): render_runtime(view) for key, view in views.items()}),
         refresh_metrics,
     )
 
@@ -53,3 +56,23 @@ class RefresherSnapshots:
             self._views, self._ready = refresher.views, refresher.ready
             self._snapshot = render_snapshot(refresher.views, refresher.ready)
         return self._snapshot
+
+
+class SnapshotPublisher:
+    """The refresh process's side of the hand-over: each refresh's views as one packed blob for the workers."""
+
+    def __init__(self, metrics: AdapterMetrics) -> None:
+        self._metrics = metrics
+
+    def render(self, views: Mapping[RuntimeKey, RuntimeView], ready: bool) -> ServingSnapshot:
+        return render_snapshot(views, ready)
+
+    def refresh_metrics(self) -> bytes:
+        return render_refresh_metrics(self._metrics)
+
+    def pack(self, snapshot: ServingSnapshot) -> bytes:
+        return packed.pack(snapshot)
+
+    def snapshot_blob(self, views: Mapping[RuntimeKey, RuntimeView], ready: bool) -> bytes:
+        snapshot = self.render(views, ready)
+        return self.pack(snapshot._replace(refresh_metrics=self.refresh_metrics()))

@@ -1,4 +1,4 @@
-"""Two JSON views of one runtime, rendered once per refresh into the serving snapshot like every answer.
+"""Two JSON views of one runtime, made from what each refresh puts in the serving snapshot.
 
 - `/keda/v1/namespaces/{ns}/runtimes/{deployment}`: for KEDA's `metrics-api` scaler, where KEDA owns the
   cluster's one external-metrics APIService. A flat object, so a `valueLocation` is just the metric name
@@ -10,42 +10,28 @@
   fresh on each pod, weights, need and deletion cost, each term's proposal and the winner, per-signal
   coverage, what is held and why, warnings such as a missing capacity signal), field names as in
   `autoscaler.model`, so the explanation never lags behind the model. Served even while the runtime is
-  unknown: that is when it is most needed.
+  unknown: that is when it is most needed. Written as JSON only when asked (`autoscaler.api.debug_document`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import json
 import math
-import operator
-from typing import Any, Final
+from typing import Any
 
 from aiohttp import web
 
-from autoscaler.api.handlers import respond, rfc3339, runtime_answers
-from autoscaler.api.snapshot import Answer, error_answer
-from autoscaler.model import PodView, RuntimeView, ServedValue
+from autoscaler.api.debug_document import debug_body as debug_body
+from autoscaler.api.debug_document import debug_json
+from autoscaler.api.debug_document import explanation as explanation
+from autoscaler.api.debug_document import jsonable as jsonable
+from autoscaler.api.handlers import respond, rfc3339, runtime_answer, runtime_debug_record
+from autoscaler.api.snapshot import KEDA, Answer, error_answer
+from autoscaler.model import RuntimeView
 from autoscaler.names import ServedMetric, runtime_labels
 
 KEDA_ROUTE = "/keda/v1/namespaces/{namespace}/runtimes/{deployment}"
 DEBUG_ROUTE = "/debug/runtimes/{namespace}/{deployment}"
-
-
-def jsonable(value: Any) -> Any:
-    """Dataclasses, enums, mappings and sequences as JSON values; NaN and infinities as null."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, enum.Enum):
-        return jsonable(value.value)
-    if isinstance(value, dict):
-        return {str(jsonable(key)): jsonable(item) for key, item in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [jsonable(item) for item in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def keda_values(view: RuntimeView) -> tuple[dict[str, Any], float | None]:
@@ -83,61 +69,10 @@ def keda_answer(view: RuntimeView) -> Answer:
 
 
 async def keda_runtime(request: web.Request) -> web.Response:
-    answers = runtime_answers(request, request.match_info["namespace"], request.match_info["deployment"])
-    return respond(request, answers.keda)
-
-
-def explanation(view: RuntimeView) -> dict[str, Any]:
-    """The /debug document: the view as JSON, each pod's signal states as an object
-    (`{"gpu": "fresh", "requests": "missing", ...}`), with `held` (why a value or term may not fall) and
-    `warnings` (a missing setting, such as no capacity signal) as the view carries them."""
-    document: dict[str, Any] = jsonable(view)
-    for pod, shown in zip(view.pods, document["pods"], strict=True):
-        shown["signals"] = dict(pod.signals)
-    document["key"] = {"namespace": view.key.namespace, "deployment": view.key.deployment}
-    document["refreshed"] = rfc3339(view.refreshed_at)
-    return document
-
-
-_VIEW_FIELDS: Final = tuple(f.name for f in dataclasses.fields(RuntimeView))
-_POD_FIELDS: Final = tuple(f.name for f in dataclasses.fields(PodView))
-_pod_values = operator.attrgetter(*_POD_FIELDS)
-_VALUE_FIELDS: Final = tuple(f.name for f in dataclasses.fields(ServedValue))
-_value_values = operator.attrgetter(*_VALUE_FIELDS)
-_STRICT: Final = json.JSONEncoder(allow_nan=False)  # `json.dumps(..., allow_nan=False)` would build one per call
-
-
-def debug_body(view: RuntimeView) -> bytes:
-    """`explanation(view)` as JSON bytes, made for every runtime on every refresh: fast.
-
-    `jsonable` inspects every value (is it a dataclass? an enum? a non-finite float?), which at 10,000 pods
-    costs the better part of a second per refresh. Most of a view is already what `json.dumps` writes the
-    same way (strings, string-valued enums, numbers, tuples, dicts with string keys), so only the dataclasses
-    inside it are turned into dicts here, and `allow_nan=False` stands guard for the floats: a non-finite
-    number, or anything else `json.dumps` cannot write as `jsonable` would (a field added to the model that
-    holds a dataclass, say), raises, and the view takes the generic path. Either way the bytes are the same.
-    """
-    try:
-        return _STRICT.encode(_plain_explanation(view)).encode()
-    except (TypeError, ValueError):
-        return json.dumps(explanation(view)).encode()
-
-
-def _plain_explanation(view: RuntimeView) -> dict[str, Any]:
-    document = {name: getattr(view, name) for name in _VIEW_FIELDS}
-    document["key"] = {"namespace": view.key.namespace, "deployment": view.key.deployment}
-    document["values"] = {metric.value: dict(zip(_VALUE_FIELDS, _value_values(served), strict=True))
-                          for metric, served in view.values.items()}
-    pods = []
-    for pod in view.pods:
-        shown = dict(zip(_POD_FIELDS, _pod_values(pod), strict=True))
-        shown["signals"] = dict(pod.signals)
-        pods.append(shown)
-    document["pods"] = pods
-    document["refreshed"] = rfc3339(view.refreshed_at)
-    return document
+    return respond(request, runtime_answer(request, request.match_info["namespace"],
+                                           request.match_info["deployment"], KEDA))
 
 
 async def debug_runtime(request: web.Request) -> web.Response:
-    answers = runtime_answers(request, request.match_info["namespace"], request.match_info["deployment"])
-    return web.Response(body=answers.debug, content_type="application/json", charset="utf-8")
+    record = runtime_debug_record(request, request.match_info["namespace"], request.match_info["deployment"])
+    return web.Response(body=debug_json(record), content_type="application/json", charset="utf-8")

@@ -2,7 +2,8 @@
 
 The refresh (discovery, scrape or Prometheus, decisions, actuation) produces `RuntimeView`s;
 `autoscaler.api.render` turns them into a `ServingSnapshot`, defined here: for each runtime, the finished
-HTTP answer (status, JSON bytes, freshness) for each served metric, for the KEDA endpoint and for `/debug`.
+HTTP answer (status, JSON bytes, freshness) for each served metric and for the KEDA endpoint, and what
+`/debug` is written from when asked (`autoscaler.api.debug_document`: the view's fields, compact).
 A request then costs a dict lookup and a write, never a JSON encoding, and never waits on the refresh. A
 snapshot is immutable and replaced whole, so a reader sees either the previous refresh or the next.
 
@@ -17,7 +18,7 @@ Two stores serve an app: `SnapshotHolder` (a worker: the snapshot arrives from t
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import NamedTuple, Protocol
 
 from aiohttp import web
@@ -37,16 +38,57 @@ class RuntimeAnswers(NamedTuple):
 
     metrics: tuple[Answer, ...]  # in `METRICS` order
     keda: Answer
-    debug: bytes
+    debug: bytes  # the /debug record (`autoscaler.api.debug_document.debug_record`), not yet JSON
+
+
+KEDA = len(METRICS)
+"""`RuntimeTable.answer`'s index of the KEDA answer; the served metrics' are their `METRIC_INDEX`."""
+
+
+class RuntimeTable(Mapping[tuple[str, str], RuntimeAnswers]):
+    """(namespace, deployment) -> `RuntimeAnswers`, and one answer of a runtime without the others: a request
+    asks for one, and a packed snapshot (`autoscaler.api.packed`) copies out only what is asked."""
+
+    def answer(self, key: tuple[str, str], which: int) -> Answer | None:
+        """The runtime's answer for `METRICS[which]`, or its KEDA answer (`KEDA`); None for no such runtime."""
+        answers = self.get(key)
+        if answers is None:
+            return None
+        return answers.keda if which == KEDA else answers.metrics[which]
+
+    def debug_record(self, key: tuple[str, str]) -> bytes | None:
+        answers = self.get(key)
+        return None if answers is None else answers.debug
+
+
+class RenderedRuntimes(RuntimeTable):
+    """The answers as rendered, in a dict (the one-process mode, and what the refresh process packs)."""
+
+    __slots__ = ("_answers",)
+
+    def __init__(self, answers: dict[tuple[str, str], RuntimeAnswers]) -> None:
+        self._answers = answers
+
+    def __getitem__(self, key: tuple[str, str]) -> RuntimeAnswers:
+        return self._answers[key]
+
+    def get(self, key: tuple[str, str], default: object = None) -> RuntimeAnswers | None:  # type: ignore[override]
+        return self._answers.get(key, default)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._answers)
+
+    def __len__(self) -> int:
+        return len(self._answers)
 
 
 class ServingSnapshot(NamedTuple):
     ready: bool  # a first refresh has completed
-    runtimes: Mapping[tuple[str, str], RuntimeAnswers]  # by (namespace, deployment)
+    runtimes: RuntimeTable  # by (namespace, deployment)
     refresh_metrics: bytes = b""  # the refresh process's self-metrics (text exposition), where it is apart
 
 
-EMPTY = ServingSnapshot(False, {})
+EMPTY = ServingSnapshot(False, RenderedRuntimes({}))
 
 
 def error_answer(code: int, message: str) -> Answer:

@@ -48,7 +48,8 @@ def exporter_samples(text: str) -> Iterable[Sample]:
     return fast if fast is not None else library_samples(text)
 
 
-def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float) -> PodSample:
+def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
+                        created_at: float | None = None) -> PodSample:
     """Read the signals of one pod.
 
     `sampled_at` is the exporter's own last good ModelMesh collection time when it reports one (a failing
@@ -93,12 +94,14 @@ def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float) -> 
     if modelmesh_ok_at is None or "requests_per_second" not in values:
         # No ModelMesh collection yet, or only one (a rate needs two): no load data to offer yet. Reporting
         # the pod as fresh without a rate would let it count as idle.
-        return PodSample(name=pod, ready=ready, sampled_at=None, gpu_busy=gpu, gpu_sampled_at=gpu_at)
+        return PodSample(name=pod, ready=ready, sampled_at=None, gpu_busy=gpu, gpu_sampled_at=gpu_at,
+                         created_at=created_at)
     return PodSample(
         name=pod,
         ready=ready,
         sampled_at=min(modelmesh_ok_at, scraped_at),
         gpu_sampled_at=gpu_at,
         gpu_busy=gpu,
+        created_at=created_at,
         **values,
     )

@@ -146,10 +146,9 @@ class ScrapeSource:
         assert pod.url is not None
         text = await fetch_exposition(self._client(), pod.url, max_bytes=self._max_body_bytes)
         try:
-            sample = parse_exporter_text(text, pod.name, pod.ready, self._clock())
+            return parse_exporter_text(text, pod.name, pod.ready, self._clock(), pod.created_at)
         except ExpositionError as error:
             raise FetchError(names.REASON_PARSE, f"{pod.url}: {error}") from error
-        return replace(sample, created_at=pod.created_at)
 
     def _forget_vanished(self, inventory: dict[RuntimeKey, RuntimeInventory]) -> None:
         known = {(key, pod.name) for key, runtime in inventory.items() for pod in runtime.pods}

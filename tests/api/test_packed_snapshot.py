@@ -5,18 +5,24 @@ request the old or the new snapshot's answers, never a mix."""
 from __future__ import annotations
 
 import gc
+import json
 import multiprocessing
 import os
 import threading
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoscaler.api import packed
+from autoscaler.api.app import build_api_app
+from autoscaler.api.handlers import metric_answers
 from autoscaler.api.render import render_snapshot
-from autoscaler.api.snapshot import METRICS, RuntimeAnswers, ServingSnapshot, SnapshotHolder
+from autoscaler.api.runtimes import explanation, keda_answer
+from autoscaler.api.snapshot import KEDA, METRICS, RuntimeAnswers, ServingSnapshot, SnapshotHolder
 from autoscaler.model import RuntimeKey
+from autoscaler.selfmetrics import AdapterMetrics
 from tests.api.builders import runtime_view
 
 
@@ -69,6 +75,11 @@ def test_any_snapshot_packs_and_unpacks_to_equal_answers(snapshot: ServingSnapsh
     got = packed.unpack(packed.pack(snapshot))
     assert (got.ready, got.refresh_metrics) == (snapshot.ready, snapshot.refresh_metrics)
     assert dict(got.runtimes) == snapshot.runtimes
+    for key, answers in snapshot.runtimes.items():  # what a request reads: one answer, or the /debug record
+        assert [got.runtimes.answer(key, which) for which in range(KEDA + 1)] == [*answers.metrics, answers.keda]
+        assert got.runtimes.debug_record(key) == answers.debug
+    assert got.runtimes.answer(("no", "such runtime"), 0) is None
+    assert got.runtimes.debug_record(("no", "such runtime")) is None
 
 
 def test_a_request_during_swaps_gets_the_old_or_the_new_answers_never_a_mix() -> None:
@@ -96,6 +107,9 @@ def test_a_request_during_swaps_gets_the_old_or_the_new_answers_never_a_mix() ->
             was_old, was_new = answers == old.runtimes[key], answers == new.runtimes[key]
             assert was_old or was_new
             seen.add(was_old)
+            which = lookup % (KEDA + 1)
+            one = holder.current.runtimes.answer(key, which)  # what a request reads
+            assert one in (old.runtimes.answer(key, which), new.runtimes.answer(key, which))
     finally:
         stop.set()
         swapper.join()
@@ -149,3 +163,23 @@ def test_swapping_releases_the_previous_mapping() -> None:
     holder.current = ServingSnapshot(False, {})
     gc.collect()
     assert snapshot_mappings() == before
+
+
+async def test_a_worker_serves_each_answer_as_the_refresh_made_it(aiohttp_client: Any) -> None:
+    """Through shared memory to a worker's app: every metric, KEDA and /debug answer, byte for byte; /debug
+    being written from its compact record only when asked."""
+    fresh, stale = RuntimeKey("ml", "modelmesh-serving-triton"), RuntimeKey("ml", "modelmesh-serving-stale")
+    views = {fresh: runtime_view(fresh), stale: runtime_view(stale, fresh=False)}
+    holder = SnapshotHolder(through_shared_memory(render_snapshot(views, True)))
+    client = await aiohttp_client(build_api_app(holder, AdapterMetrics()))
+    for key, view in views.items():
+        for metric, (status, body, _) in zip(METRICS, metric_answers(view, METRICS), strict=True):
+            async with client.get(f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{key.namespace}/"
+                                  f"{metric.value}?labelSelector=deployment={key.deployment}") as response:
+                assert (response.status, await response.read()) == (status, body)
+        async with client.get(f"/keda/v1/namespaces/{key.namespace}/runtimes/{key.deployment}") as response:
+            assert (response.status, await response.read()) == keda_answer(view)[:2]
+        async with client.get(f"/debug/runtimes/{key.namespace}/{key.deployment}") as response:
+            assert (response.status, await response.read()) == (200, json.dumps(explanation(view)).encode())
+    async with client.get("/debug/runtimes/ml/no-such-runtime") as response:
+        assert response.status == 404

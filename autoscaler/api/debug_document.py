@@ -1,0 +1,120 @@
+"""The `/debug` document of a runtime: carried in the snapshot as compact data, written as JSON only when asked.
+
+The document holds every field of the `RuntimeView`, every pod included: rendering it as JSON was most of the
+rendering (230 to 400 ms of each 5,000-runtime refresh) and a third of the 17 MiB snapshot, for an endpoint a
+person opens now and then. So the refresh keeps only the view's fields as plain values (`debug_record`: tuples,
+dicts, strings, numbers, packed with `marshal`, about 12 µs a runtime), and the serving worker writes the JSON
+of the one runtime asked (`debug_json`). The bytes served are those of `json.dumps(explanation(view))` whichever
+way they are made (tests/api/test_debug_body.py checks that on random views).
+
+A view whose fields are not all plain values (an enum or a dataclass where the model has plain values today, a
+field added later) cannot go through `marshal`; its record then holds the finished JSON instead, so the
+answer is the same, only made in the refresh process. A record comes only from our own refresh process (same
+code version, the packed snapshot's header checks the layout), never from outside.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import marshal
+import math
+import operator
+from typing import Any, Final
+
+from autoscaler.api.handlers import rfc3339
+from autoscaler.model import PodView, RuntimeView, ServedValue
+
+_VIEW_FIELDS: Final = tuple(f.name for f in dataclasses.fields(RuntimeView))
+_view_values = operator.attrgetter(*_VIEW_FIELDS)
+_KEY, _VALUES, _PODS, _REFRESHED = (_VIEW_FIELDS.index(name) for name in ("key", "values", "pods", "refreshed_at"))
+_POD_FIELDS: Final = tuple(f.name for f in dataclasses.fields(PodView))
+_pod_values = operator.attrgetter(*_POD_FIELDS)
+_SIGNALS = _POD_FIELDS.index("signals")
+_VALUE_FIELDS: Final = tuple(f.name for f in dataclasses.fields(ServedValue))
+_value_values = operator.attrgetter(*_VALUE_FIELDS)
+_STRICT: Final = json.JSONEncoder(allow_nan=False)  # `json.dumps(..., allow_nan=False)` would build one per call
+_PLAIN, _JSON = b"M", b"J"  # what follows the first byte of a record: marshalled fields, or the JSON itself
+
+
+def jsonable(value: Any) -> Any:
+    """Dataclasses, enums, mappings and sequences as JSON values; NaN and infinities as null."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return jsonable(value.value)
+    if isinstance(value, dict):
+        return {str(jsonable(key)): jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def explanation(view: RuntimeView) -> dict[str, Any]:
+    """The /debug document: the view as JSON, each pod's signal states as an object
+    (`{"gpu": "fresh", "requests": "missing", ...}`), with `held` (why a value or term may not fall) and
+    `warnings` (a missing setting, such as no capacity signal) as the view carries them."""
+    document: dict[str, Any] = jsonable(view)
+    for pod, shown in zip(view.pods, document["pods"], strict=True):
+        shown["signals"] = dict(pod.signals)
+    document["key"] = {"namespace": view.key.namespace, "deployment": view.key.deployment}
+    document["refreshed"] = rfc3339(view.refreshed_at)
+    return document
+
+
+def debug_record(view: RuntimeView) -> bytes:
+    """What the snapshot carries for the runtime's /debug: its fields as plain values, made every refresh."""
+    fields = list(_view_values(view))
+    fields[_KEY] = (view.key.namespace, view.key.deployment)
+    fields[_VALUES] = tuple((metric.value, *_value_values(served)) for metric, served in view.values.items())
+    fields[_PODS] = tuple(map(_pod_values, view.pods))
+    try:
+        return _PLAIN + marshal.dumps(tuple(fields))
+    except ValueError:  # not plain data: write the JSON now
+        return _JSON + json.dumps(explanation(view)).encode()
+
+
+def debug_json(record: bytes) -> bytes:
+    """The /debug answer, `json.dumps(explanation(view))`, from the view's `debug_record`."""
+    if record[:1] == _JSON:
+        return record[1:]
+    document = _document(marshal.loads(record[1:]))
+    try:
+        return _STRICT.encode(document).encode()
+    except (TypeError, ValueError):  # a NaN or an infinity (shown as null), a set (shown as a list)
+        return json.dumps(_finite(document)).encode()
+
+
+def debug_body(view: RuntimeView) -> bytes:
+    """The /debug answer of a view, made the way a serving worker makes it."""
+    return debug_json(debug_record(view))
+
+
+def _document(fields: tuple[Any, ...]) -> dict[str, Any]:
+    """`explanation`'s document from the plain fields, keys in the same order."""
+    document = dict(zip(_VIEW_FIELDS, fields, strict=True))
+    namespace, deployment = fields[_KEY]
+    document["key"] = {"namespace": namespace, "deployment": deployment}
+    document["values"] = {name: dict(zip(_VALUE_FIELDS, served, strict=True)) for name, *served in fields[_VALUES]}
+    pods = []
+    for pod in fields[_PODS]:
+        shown = dict(zip(_POD_FIELDS, pod, strict=True))
+        shown["signals"] = dict(pod[_SIGNALS])
+        pods.append(shown)
+    document["pods"] = pods
+    document["refreshed"] = rfc3339(fields[_REFRESHED])
+    return document
+
+
+def _finite(value: Any) -> Any:
+    """As `jsonable` treats plain values: non-finite numbers as null (the pods' signal states are strings)."""
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_finite(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
