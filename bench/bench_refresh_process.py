@@ -97,7 +97,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> None:
         refresher, metrics, source = stack.refresher, stack.metrics, stack.source
         phases = Phases()
         publisher = SnapshotPublisher(metrics)
-        source.collect = phases.wrap_async("scrape (source.collect)", source.collect)  # type: ignore[method-assign]
+        source.collect = phases.wrap_async("scrape (source.collect)", source.collect)  # type: ignore[method-assign,assignment]
         metrics.publish_runtimes = phases.wrap("publish_runtimes", metrics.publish_runtimes)  # type: ignore[method-assign]
         publisher.render = phases.wrap("render answers", publisher.render)  # type: ignore[method-assign]
         publisher.refresh_metrics = phases.wrap("refresh self-metrics", publisher.refresh_metrics)  # type: ignore[method-assign]

@@ -37,7 +37,7 @@ from multiprocessing.connection import Connection
 from autoscaler.api import packed as packing
 from autoscaler.api.packed import pack, unpack
 from autoscaler.api.render import render_snapshot
-from autoscaler.api.snapshot import RuntimeAnswers, ServingSnapshot, SnapshotHolder
+from autoscaler.api.snapshot import RenderedRuntimes, RuntimeAnswers, ServingSnapshot, SnapshotHolder
 from autoscaler.model import RuntimeKey
 from autoscaler.policies.decision import RuntimeMemory
 from autoscaler.policies.policy import RuntimePolicy
@@ -55,7 +55,7 @@ def pickle_encode(snapshot: ServingSnapshot) -> bytes:
 def pickle_decode(blob: bytes) -> ServingSnapshot:
     ready, plain, refresh_metrics = pickle.loads(blob)
     make = RuntimeAnswers._make
-    return ServingSnapshot(bool(ready), {key: make(answers) for key, answers in plain.items()},
+    return ServingSnapshot(bool(ready), RenderedRuntimes({key: make(answers) for key, answers in plain.items()}),
                            bytes(refresh_metrics))
 
 

@@ -20,7 +20,7 @@ from autoscaler.api.app import build_api_app
 from autoscaler.api.handlers import metric_answers
 from autoscaler.api.render import render_snapshot
 from autoscaler.api.runtimes import explanation, keda_answer
-from autoscaler.api.snapshot import KEDA, METRICS, RuntimeAnswers, ServingSnapshot, SnapshotHolder
+from autoscaler.api.snapshot import EMPTY, KEDA, METRICS, RuntimeAnswers, ServingSnapshot, SnapshotHolder
 from autoscaler.model import RuntimeKey
 from autoscaler.selfmetrics import AdapterMetrics
 from tests.api.builders import runtime_view
@@ -160,7 +160,7 @@ def test_swapping_releases_the_previous_mapping() -> None:
         holder.current = through_shared_memory(snapshot)
     gc.collect()
     assert snapshot_mappings() - before == 1  # only the current one
-    holder.current = ServingSnapshot(False, {})
+    holder.current = EMPTY
     gc.collect()
     assert snapshot_mappings() == before
 

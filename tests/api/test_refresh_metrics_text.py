@@ -24,7 +24,7 @@ series = st.dictionaries(st.tuples(label, label), value, max_size=8)
 
 @settings(max_examples=150, deadline=None)
 @given(refreshes=st.lists(series, min_size=1, max_size=4))
-def test_the_kept_text_is_what_prometheus_client_writes(refreshes: list[dict[tuple[str, str], float]]) -> None:
+def test_the_kept_text_is_what_prometheus_client_writes(refreshes: list[dict[tuple[str, ...], float]]) -> None:
     gauge = RuntimeGauge("mm_runtime_value", 'A "value"\nwith \\ escapes.', ("namespace", "deployment"))
     registry = CollectorRegistry()
     registry.register(gauge)

@@ -161,10 +161,9 @@ def adapter_step(metrics: AdapterMetrics, namespace: str, deployment: str, pods:
     metrics.freshness.observe(12.0)
     metrics.refresh_seconds.observe(0.2)
     metrics.source_errors.labels("scrape", names.REASON_TIMEOUT).inc()
-    metrics.consecutive_misses.labels(namespace, deployment).set(0)
-    metrics.runtime_known.labels(namespace, deployment).set(1)
-    for metric in ServedMetric:
-        metrics.served_value.labels(namespace, deployment, metric.value).set(served(metric))
+    metrics.consecutive_misses.update({(namespace, deployment): 0})
+    metrics.runtime_known.update({(namespace, deployment): 1})
+    metrics.served_value.update({(namespace, deployment, metric.value): served(metric) for metric in ServedMetric})
     metrics.authentications.labels("requestheader", "success").inc(5)
     metrics.authorizations.labels("allowed", "false").inc(5)
     metrics.kube_api_seconds.labels("subjectaccessreview", "ok").observe(0.01)
