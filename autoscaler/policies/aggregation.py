@@ -27,6 +27,7 @@ from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state, cle
 from autoscaler.policies.signals import (
     LOAD_TIME_FRESH,
     NOT_READY,
+    USED_REQUESTS,
     SIGNAL_CACHE,
     SIGNAL_GPU,
     SIGNAL_QUEUE,
@@ -126,19 +127,19 @@ def scan_pods(
     fresh_g = fresh_r = fresh_q = fresh_c = 0
     gpu: list[float] = []
     rps: list[float] = []
-    rps_at: list[int] = []
     queue_sum = excess = 0.0
     saturated = 0
-    queue_max: float | None = None
-    oldest: float | None = None
+    queue_max = -1.0  # below any clean delay: None unless some pod has it fresh
+    oldest = inf  # None unless some signal is used
     room = full = False
     global_lru = 0.0
     # What the need terms see on Ready pods that the fresh ones above do not show (`ReadyTerms`).
     rated = gpus = caches = False
     top_rate = 0.0
-    # Bound once: up to four appends per pod.
-    add_code, add_gpu, add_rps, add_rps_at = codes.append, gpu.append, rps.append, rps_at.append
-    for i, pod in enumerate(pods):
+    add_code, add_gpu, add_rps = codes.append, gpu.append, rps.append  # bound once: three appends a pod
+    # A Ready pod's state code is built up branch by branch: `signals.USED_*` (1, 2, 4, 8), GPU_TIME_FRESH
+    # (16), LOAD_TIME_FRESH (32). Times are compared GPU first, as `min` of (GPU, load) would.
+    for pod in pods:
         t = pod.sampled_at
         g = pod.gpu_sampled_at
         b = pod.gpu_busy
@@ -160,7 +161,7 @@ def scan_pods(
             and (k is None or 0.0 <= k < inf)
         ):
             if cleaned is None:
-                cleaned = list(pods[:i])
+                cleaned = list(pods[:len(codes)])
             pod = clean_sample(pod)
             t, g, b, r, q = pod.sampled_at, pod.gpu_sampled_at, pod.gpu_busy, pod.requests_per_second, pod.queue_delay_s
             a, c, k = pod.lru_age_s, pod.cache_used_ratio, pod.models_loaded
@@ -170,59 +171,59 @@ def scan_pods(
             add_code(NOT_READY)
             continue
         ready += 1
-        load_ok = t is not None and now - t <= max_stale
         gt = g if g is not None else t  # `samples.gpu_time`
-        gpu_ok = gt is not None and now - gt <= max_stale
-        use_g = gpu_ok and b is not None
-        if load_ok:
-            n += 1
-            use_r = r is not None
-            use_q = q is not None
-            use_c = c is not None or k is not None or a is not None
+        if gt is not None and now - gt <= max_stale:
+            if b is not None:
+                code = 17
+                fresh_g += 1
+                add_gpu(b)
+                if gt < oldest:
+                    oldest = gt
+            else:
+                code = 16
         else:
-            use_r = use_q = use_c = False
+            code = 0
+            if b is not None:
+                gpus = True
+        if t is not None and now - t <= max_stale:
+            n += 1
+            code += 32
+            if r is not None:
+                code += 2
+                fresh_r += 1
+                add_rps(r)
+            if q is not None:
+                code += 4
+                fresh_q += 1
+                queue_sum += q
+                if q > target_q:
+                    excess += q - target_q
+                    saturated += 1
+                if q > queue_max:
+                    queue_max = q
+            if c is not None or k is not None or a is not None:
+                code += 8
+                fresh_c += 1
+                if c is not None:
+                    caches = True
+                if not room:  # one pod with room settles the cache question for the runtime
+                    state = cache_state(pod, full_ratio)
+                    if state == CACHE_ROOM:
+                        room = True
+                    else:
+                        full = full or state == CACHE_FULL
+                        if a is not None and a > global_lru:
+                            global_lru = a
+            if code & 14 and t < oldest:  # some load signal used
+                oldest = t
+        else:
             if r is not None:  # a rate the fresh ones (`rps`) do not show
                 rated = True
                 if r > top_rate:
                     top_rate = r
             if c is not None:
                 caches = True
-        add_code(use_g | use_r << 1 | use_q << 2 | use_c << 3 | gpu_ok << 4 | load_ok << 5)
-        if use_g:
-            fresh_g += 1
-            add_gpu(b)  # type: ignore[arg-type]  # use_g: b is not None
-            if oldest is None or gt < oldest:  # type: ignore[operator]  # use_g: gt is not None
-                oldest = gt
-        elif b is not None:
-            gpus = True
-        if (use_r or use_q or use_c) and (oldest is None or t < oldest):  # type: ignore[operator]  # load_ok
-            oldest = t
-        if use_r:
-            fresh_r += 1
-            add_rps(r)  # type: ignore[arg-type]
-            add_rps_at(i)
-        if use_q:
-            fresh_q += 1
-            queue_sum += q  # type: ignore[operator]
-            if q > target_q:  # type: ignore[operator]
-                excess += q - target_q  # type: ignore[operator]
-                saturated += 1
-            if queue_max is None or q > queue_max:  # type: ignore[operator]
-                queue_max = q
-        if not use_c:
-            continue
-        fresh_c += 1
-        if c is not None:
-            caches = True
-        if room:
-            continue  # one pod with room settles the cache question for the runtime
-        state = cache_state(pod, full_ratio)
-        if state == CACHE_ROOM:
-            room = True
-        else:
-            full = full or state == CACHE_FULL
-            if a is not None and a > global_lru:
-                global_lru = a
+        add_code(code)
     pressure: float | None
     if room:
         pressure = 0.0
@@ -247,23 +248,30 @@ def scan_pods(
     agg = _aggregate(  # Aggregate(...), through its slots (`slots`): positional, in field order
         tuple(cleaned) if cleaned is not None else pods if type(pods) is tuple else tuple(pods),  # pods
         tuple([code & LOAD_TIME_FRESH != 0 for code in codes]),  # fresh
-        request_weights(len(pods), rps, rps_at, p),  # weights
+        request_weights(len(codes), rps, _rated_pods(codes, len(rps)), p),  # weights
         ready,
         n,
         n / ready if ready else 0.0,  # coverage
         power_mean(gpu, p) if gpu else None,  # gpu_busy
         power_mean(rps, p) if rps else None,  # request_rate
         queue_sum,  # queue_delay_sum_s
-        queue_max,  # queue_delay_max_s
+        queue_max if fresh_q else None,  # queue_delay_max_s
         pressure,  # cache_pressure
         pressure is not None and pressure > 0.0,  # cache_full
-        oldest,  # oldest_sample_at
+        oldest if oldest < inf else None,  # oldest_sample_at
         excess,  # queue_excess_s
         saturated,
         signals,
         tuple([states[code] for code in codes]),  # pod_signals
     )
     return agg, ReadyTerms(top_rate, rated, gpus or fresh_g > 0, caches)
+
+
+def _rated_pods(codes: list[int], rated: int) -> Sequence[int]:
+    """The indices of the pods whose request rate was used (the pods of `rps`, in order)."""
+    if rated == len(codes):
+        return range(rated)
+    return [i for i, code in enumerate(codes) if code & USED_REQUESTS and code != NOT_READY]
 
 
 _aggregate: Final = slot_builder(Aggregate, (

@@ -65,6 +65,10 @@ def pod_views(agg: Aggregate, ranking: Ranking, now: float) -> tuple[PodView, ..
     return tuple(views)
 
 
+_COSTS: Final = tuple(min(bucket, COST_BUCKETS - 1) * COST_SPACING for bucket in range(COST_BUCKETS + 1))
+"""`rank_pods`' cost of a need in 0..1, by `int(need * COST_BUCKETS)` (10 for a need of exactly 1)."""
+
+
 def _default_weights(terms: Sequence[WeightedTerm]) -> tuple[float, float, float] | None:
     """The weights of `ranking.default_terms`' three terms, in its order; None for any other terms."""
     if (len(terms) == 3 and type(terms[0].term) is RequestShareTerm and type(terms[1].term) is GpuBusyTerm
@@ -99,8 +103,9 @@ def examine_pods(
     if use_c:
         total += w_c
     scale = 1.0 / total if total > 0.0 else 0.0
-    top = seen_terms.top_rate  # `RequestShareTerm`: r / top, or 0 for every pod when the busiest is idle
-    buckets, spacing, last = COST_BUCKETS, COST_SPACING, COST_BUCKETS - 1
+    top = seen_terms.top_rate
+    by_rate = use_r and top != 0.0  # `RequestShareTerm` scores every pod 0 when the busiest is idle: adds 0
+    costs, buckets = _COSTS, float(COST_BUCKETS)
     new, cls = object.__new__, PodView
     views: list[PodView] = []
     append = views.append
@@ -123,15 +128,14 @@ def examine_pods(
         view.weight = weight
         if ready:
             s = 0.0
-            if use_r and r is not None:
-                s = s + w_r * (r / top if top else 0.0)
+            if by_rate and r is not None:
+                s += w_r * (r / top)
             if use_g and b is not None:
-                s = s + w_g * (b if b <= 1.0 else 1.0)
+                s += w_g * (b if b <= 1.0 else 1.0)
             if use_c and c is not None:
-                s = s + w_c * (c if c <= 1.0 else 1.0)
-            need = v if (v := s * scale) <= 1.0 else 1.0
-            view.need = need
-            view.deletion_cost = (k if (k := int(need * buckets)) < last else last) * spacing
+                s += w_c * (c if c <= 1.0 else 1.0)
+            view.need = need = v if (v := s * scale) <= 1.0 else 1.0
+            view.deletion_cost = costs[int(need * buckets)]
         else:
             view.need = view.deletion_cost = None
         view.signals = signals
