@@ -120,7 +120,7 @@ def scan_pods(
     max_stale = policy.max_staleness_s
     full_ratio = policy.cache_full_ratio
     target_q = policy.target_queue_delay_s
-    cleaned: list[PodSample] | None = None  # made at the first pod that needs cleaning (rarely)
+    cleaned: list[tuple[int, PodSample]] = []  # (index, pod) of the pods that needed cleaning (rarely any)
     inf, minus_inf = _INF, -_INF
     codes: list[int] = []
     ready = n = 0
@@ -160,13 +160,10 @@ def scan_pods(
             and (c is None or 0.0 <= c < inf)
             and (k is None or 0.0 <= k < inf)
         ):
-            if cleaned is None:
-                cleaned = list(pods[:len(codes)])
             pod = clean_sample(pod)
+            cleaned.append((len(codes), pod))
             t, g, b, r, q = pod.sampled_at, pod.gpu_sampled_at, pod.gpu_busy, pod.requests_per_second, pod.queue_delay_s
             a, c, k = pod.lru_age_s, pod.cache_used_ratio, pod.models_loaded
-        if cleaned is not None:
-            cleaned.append(pod)
         if not pod.ready:
             add_code(NOT_READY)
             continue
@@ -246,7 +243,7 @@ def scan_pods(
         if busiest > top_rate:
             top_rate = busiest
     agg = _aggregate(  # Aggregate(...), through its slots (`slots`): positional, in field order
-        tuple(cleaned) if cleaned is not None else pods if type(pods) is tuple else tuple(pods),  # pods
+        _with_cleaned(pods, cleaned),  # pods
         tuple([code & LOAD_TIME_FRESH != 0 for code in codes]),  # fresh
         request_weights(len(codes), rps, _rated_pods(codes, len(rps)), p),  # weights
         ready,
@@ -267,11 +264,21 @@ def scan_pods(
     return agg, ReadyTerms(top_rate, rated, gpus or fresh_g > 0, caches)
 
 
+def _with_cleaned(pods: Sequence[PodSample], cleaned: list[tuple[int, PodSample]]) -> tuple[PodSample, ...]:
+    """The pods as a tuple, with the cleaned ones in place of those that needed cleaning."""
+    if not cleaned:
+        return pods if type(pods) is tuple else tuple(pods)
+    fixed = list(pods)
+    for i, pod in cleaned:
+        fixed[i] = pod
+    return tuple(fixed)
+
+
 def _rated_pods(codes: list[int], rated: int) -> Sequence[int]:
     """The indices of the pods whose request rate was used (the pods of `rps`, in order)."""
     if rated == len(codes):
         return range(rated)
-    return [i for i, code in enumerate(codes) if code & USED_REQUESTS and code != NOT_READY]
+    return [i for i, code in enumerate(codes) if code & USED_REQUESTS]
 
 
 _aggregate: Final = slot_builder(Aggregate, (
