@@ -27,12 +27,12 @@ from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state, cle
 from autoscaler.policies.signals import (
     LOAD_TIME_FRESH,
     NOT_READY,
-    USED_REQUESTS,
     SIGNAL_CACHE,
     SIGNAL_GPU,
     SIGNAL_QUEUE,
     SIGNAL_REQUESTS,
     SIGNALS,
+    USED_REQUESTS,
     SignalStats,
     signal_stats,
     state_table,
@@ -123,8 +123,8 @@ def scan_pods(
     cleaned: list[tuple[int, PodSample]] = []  # (index, pod) of the pods that needed cleaning (rarely any)
     inf, minus_inf = _INF, -_INF
     codes: list[int] = []
-    ready = n = 0
-    fresh_g = fresh_r = fresh_q = fresh_c = 0
+    not_ready = stale = 0  # counted, rather than Ready and fresh pods: these are the rare ones
+    fresh_q = fresh_c = 0  # (the GPU and request counts are the lengths of `gpu` and `rps`)
     gpu: list[float] = []
     rps: list[float] = []
     queue_sum = excess = 0.0
@@ -165,14 +165,13 @@ def scan_pods(
             t, g, b, r, q = pod.sampled_at, pod.gpu_sampled_at, pod.gpu_busy, pod.requests_per_second, pod.queue_delay_s
             a, c, k = pod.lru_age_s, pod.cache_used_ratio, pod.models_loaded
         if not pod.ready:
+            not_ready += 1
             add_code(NOT_READY)
             continue
-        ready += 1
         gt = g if g is not None else t  # `samples.gpu_time`
         if gt is not None and now - gt <= max_stale:
             if b is not None:
                 code = 17
-                fresh_g += 1
                 add_gpu(b)
                 if gt < oldest:
                     oldest = gt
@@ -183,11 +182,9 @@ def scan_pods(
             if b is not None:
                 gpus = True
         if t is not None and now - t <= max_stale:
-            n += 1
             code += 32
             if r is not None:
                 code += 2
-                fresh_r += 1
                 add_rps(r)
             if q is not None:
                 code += 4
@@ -214,6 +211,7 @@ def scan_pods(
             if code & 14 and t < oldest:  # some load signal used
                 oldest = t
         else:
+            stale += 1
             if r is not None:  # a rate the fresh ones (`rps`) do not show
                 rated = True
                 if r > top_rate:
@@ -228,6 +226,9 @@ def scan_pods(
         pressure = policy.target_lru_age_s / global_lru
     else:
         pressure = None
+    ready = len(codes) - not_ready
+    n = ready - stale
+    fresh_g, fresh_r = len(gpu), len(rps)
     fresh_count = (fresh_g, fresh_r, fresh_q, fresh_c)
     expected = (fresh_g > 0 or SIGNAL_GPU in seen, fresh_r > 0 or SIGNAL_REQUESTS in seen,
                 fresh_q > 0 or SIGNAL_QUEUE in seen, fresh_c > 0 or SIGNAL_CACHE in seen)
