@@ -168,20 +168,26 @@ def scan_pods(
             not_ready += 1
             add_code(NOT_READY)
             continue
-        gt = g if g is not None else t  # `samples.gpu_time`
-        if gt is not None and now - gt <= max_stale:
+        if g is None:  # `samples.gpu_time`: the pod's one stamp stands for both
+            gt = t
+            gpu_ok = load_ok = t is not None and now - t <= max_stale
+        else:
+            gt = g
+            gpu_ok = now - g <= max_stale
+            load_ok = t is not None and now - t <= max_stale
+        if gpu_ok:
             if b is not None:
                 code = 17
                 add_gpu(b)
-                if gt < oldest:
-                    oldest = gt
+                if gt < oldest:  # type: ignore[operator]  # gpu_ok: gt is a time
+                    oldest = gt  # type: ignore[assignment]
             else:
                 code = 16
         else:
             code = 0
             if b is not None:
                 gpus = True
-        if t is not None and now - t <= max_stale:
+        if load_ok:
             code += 32
             if r is not None:
                 code += 2
@@ -208,8 +214,8 @@ def scan_pods(
                         full = full or state == CACHE_FULL
                         if a is not None and a > global_lru:
                             global_lru = a
-            if code & 14 and t < oldest:  # some load signal used
-                oldest = t
+            if code & 14 and t < oldest:  # type: ignore[operator]  # some load signal used; load_ok: a time
+                oldest = t  # type: ignore[assignment]
         else:
             stale += 1
             if r is not None:  # a rate the fresh ones (`rps`) do not show
