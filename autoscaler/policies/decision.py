@@ -151,8 +151,9 @@ def decide(
 
     Written for its fixed cost per runtime (at 5,000 runtimes of 2 pods that is nearly all of a refresh):
     frozen results built through their slots (`slots`), the per-signal stats read once, the policy's ranking
-    terms found by identity, the pods aggregated, ranked and viewed in two passes (`podviews.examine_pods`). `tests/policies/plain_decision.py` keeps the plain version it replaced, and
-    `test_fast_path` checks on random runtimes that both decide the same, refresh after refresh.
+    terms found by identity, the pods aggregated, ranked and viewed in two passes (`podviews.examine_pods`).
+    `tests/policies/plain_decision.py` keeps the plain version it replaced, and `test_fast_path` checks on
+    random runtimes that both decide the same, refresh after refresh.
     """
     memory = memory or _NO_MEMORY
     agg, pods = examine_pods(snapshot.pods, policy, now, memory.seen, _policy_terms(policy))

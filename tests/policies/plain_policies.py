@@ -1,10 +1,10 @@
 """The policies' previous, plain implementation of the per-pod work, kept as the oracle of the fast one.
 
-`autoscaler.policies.aggregation.aggregate` and `autoscaler.policies.podviews.pod_views` were rewritten for
-speed (one pass over the pods, shared state tuples, PodViews built through their slots); these are the
-versions they replaced, line for line, so that `test_fast_path.py` can check on random pods that both give the
-same results. Shared helpers that did not change are imported, not copied.
-"""
+`autoscaler.policies.aggregation.aggregate`, `autoscaler.policies.podviews.pod_views` (and the views
+`examine_pods` builds while it ranks), `ranking.rank_pods` and `power_mean.power_mean`/`shares` were rewritten
+for speed (one pass over the pods, shared state tuples, PodViews filled through a twin, sums in C); these are
+the versions they replaced, line for line, so that `test_fast_path.py` can check on random pods that both give
+the same results. Shared helpers that did not change are imported, not copied."""
 
 from __future__ import annotations
 
