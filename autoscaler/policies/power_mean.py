@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import repeat
-from operator import mul, truediv
 from typing import Final
 
 _INF: Final = math.inf
@@ -32,27 +30,34 @@ def power_mean(values: Sequence[float], p: float) -> float:
     n = len(values)
     if n == 0:
         return 0.0
-    # Sums and extremes in C (`sum` adds floats in order, as `total += x` would, on the Python 3.11 this
-    # project runs; 3.12 compensates): the aggregation calls this twice per runtime on every refresh.
-    total = sum(values)
-    low = min(values)
-    if not (low >= 0.0 and total < _INF):  # NaN, infinite or negative, or only a sum that overflows
-        for x in values:
-            if not 0.0 <= x < _INF:
-                raise ValueError(f"power mean of an invalid value {x!r}: values must be finite and >= 0")
-    top = max(values)
+    top = 0.0
+    low = _INF
+    total = 0.0
+    for x in values:
+        if not 0.0 <= x < _INF:
+            raise ValueError(f"power mean of an invalid value {x!r}: values must be finite and >= 0")
+        total += x
+        if x > top:
+            top = x
+        if x < low:
+            low = x
     if low == top:
-        return top if top > 0.0 else 0.0  # (+0.0 for zeros of either sign)
+        return top
     mean = total / n
     if p == 1.0:
         return min(mean, top)
     if p == _INF:
         return top
-    scaled_values = list(map(truediv, values, repeat(top)))  # x / top
+    acc = 0.0
     if p == 2.0:
-        scaled = math.sqrt(sum(map(mul, scaled_values, scaled_values)) / n)
+        for x in values:
+            s = x / top
+            acc += s * s
+        scaled = math.sqrt(acc / n)
     else:
-        scaled = (sum(map(pow, scaled_values, repeat(p))) / n) ** (1.0 / p)
+        for x in values:
+            acc += (x / top) ** p
+        scaled = (acc / n) ** (1.0 / p)
     return min(top, max(mean, top * scaled))
 
 
@@ -66,8 +71,9 @@ def shares(rates: Sequence[float], p: float) -> list[float]:
     top = max(rates)
     if top == 0.0:
         return [1.0 / len(rates)] * len(rates)
-    powers = list(map(pow, map(truediv, rates, repeat(top)), repeat(p)))  # (r / top) ** p, looped in C
-    return list(map(truediv, powers, repeat(math.fsum(powers))))
+    powers = [(r / top) ** p for r in rates]
+    total = math.fsum(powers)
+    return [x / total for x in powers]
 
 
 def request_weights(count: int, rates: Sequence[float], at: Sequence[int], p: float) -> tuple[float, ...]:

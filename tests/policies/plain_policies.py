@@ -1,14 +1,13 @@
 """The policies' previous, plain implementation of the per-pod work, kept as the oracle of the fast one.
 
-`autoscaler.policies.aggregation.aggregate`, `autoscaler.policies.podviews.pod_views` (and the views
-`examine_pods` builds while it ranks), `ranking.rank_pods` and `power_mean.power_mean`/`shares` were rewritten
-for speed (one pass over the pods, shared state tuples, PodViews filled through a twin, sums in C); these are
-the versions they replaced, line for line, so that `test_fast_path.py` can check on random pods that both give
-the same results. Shared helpers that did not change are imported, not copied."""
+`autoscaler.policies.aggregation.aggregate`, `autoscaler.policies.podviews.pod_views` (and the views that
+`examine_pods` builds while it ranks) and `ranking.rank_pods` were rewritten for speed (one pass over the
+pods, shared state tuples, PodViews filled through a twin); these are the versions they replaced, line for
+line, so that `test_fast_path.py` can check on random pods that both give the same results. Shared helpers
+that did not change are imported, not copied."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Sequence
 
 from autoscaler.model import PodSample, PodView
@@ -226,50 +225,3 @@ def plain_rank_pods(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) ->
     )
     return Ranking(needs=tuple(needs), costs=costs)
 
-
-def plain_power_mean(values: Sequence[float], p: float) -> float:
-    """`power_mean.power_mean` as it was before its sums and extremes were taken in C: Python loops."""
-    if not p >= 1.0:
-        raise ValueError(f"power mean order must be >= 1, got {p!r}")
-    n = len(values)
-    if n == 0:
-        return 0.0
-    top, low, total = 0.0, math.inf, 0.0
-    for x in values:
-        if not 0.0 <= x < math.inf:
-            raise ValueError(f"power mean of an invalid value {x!r}: values must be finite and >= 0")
-        total += x
-        if x > top:
-            top = x
-        if x < low:
-            low = x
-    if low == top:
-        return top
-    mean = total / n
-    if p == 1.0:
-        return min(mean, top)
-    if p == math.inf:
-        return top
-    acc = 0.0
-    if p == 2.0:
-        for x in values:
-            s = x / top
-            acc += s * s
-        scaled = math.sqrt(acc / n)
-    else:
-        for x in values:
-            acc += (x / top) ** p
-        scaled = (acc / n) ** (1.0 / p)
-    return min(top, max(mean, top * scaled))
-
-
-def plain_shares(rates: Sequence[float], p: float) -> list[float]:
-    """`power_mean.shares` as it was before its loops ran in C: list comprehensions."""
-    if not rates:
-        return []
-    top = max(rates)
-    if top == 0.0:
-        return [1.0 / len(rates)] * len(rates)
-    powers = [(r / top) ** p for r in rates]
-    total = math.fsum(powers)
-    return [x / total for x in powers]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from unittest import mock
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -21,7 +20,6 @@ from autoscaler.policies.aggregation import Aggregate, aggregate
 from autoscaler.policies.decision import decide
 from autoscaler.policies.podviews import examine_pods, pod_views
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.power_mean import power_mean, shares
 from autoscaler.policies.ranking import WeightedTerm, default_terms, rank_pods
 from autoscaler.policies.recommendation import PROPOSAL_LIMIT, ceil_pods
 from autoscaler.policies.signals import SIGNALS
@@ -30,9 +28,7 @@ from tests.policies.plain_decision import plain_decide
 from tests.policies.plain_policies import (
     plain_aggregate,
     plain_pod_views,
-    plain_power_mean,
     plain_rank_pods,
-    plain_shares,
 )
 
 signal = st.one_of(
@@ -185,29 +181,3 @@ def test_ceil_pods_is_the_plain_formula(x: float) -> None:
     plain = PROPOSAL_LIMIT if not x < PROPOSAL_LIMIT else max(0, math.ceil(x - 1e-9 * max(1.0, abs(x))))
     assert ceil_pods(x) == plain
 
-
-values = st.lists(st.one_of(st.floats(min_value=0.0, max_value=1e4),
-                            st.sampled_from([0.0, -0.0, 5e-324, 1.0, 1e308])), max_size=12)
-orders = st.sampled_from([1.0, 1.5, 2.0, 3.5, math.inf])
-
-
-@PROPERTIES
-@given(values=values, p=orders)
-def test_power_mean_gives_the_floats_of_the_plain_loops(values: list[float], p: float) -> None:
-    """Bit for bit (`float.hex`: the sign of a zero too), also where the sum overflows (1e308 twice)."""
-    assert power_mean(values, p).hex() == plain_power_mean(values, p).hex()
-
-
-@PROPERTIES
-@given(values=values, bad=st.sampled_from([math.nan, math.inf, -math.inf, -1.0, -5e-324]), at=st.integers(0, 12))
-def test_power_mean_refuses_what_the_plain_loops_refuse(values: list[float], bad: float, at: int) -> None:
-    values.insert(at, bad)
-    for mean in (power_mean, plain_power_mean):
-        with pytest.raises(ValueError, match="invalid value"):
-            mean(values, 2.0)
-
-
-@PROPERTIES
-@given(rates=values, p=orders.filter(math.isfinite))
-def test_request_shares_give_the_floats_of_the_plain_loops(rates: list[float], p: float) -> None:
-    assert [x.hex() for x in shares(rates, p)] == [x.hex() for x in plain_shares(rates, p)]
