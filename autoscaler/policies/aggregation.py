@@ -235,14 +235,9 @@ def scan_pods(
     ready = len(codes) - not_ready
     n = ready - stale
     fresh_g, fresh_r = len(gpu), len(rps)
-    fresh_count = (fresh_g, fresh_r, fresh_q, fresh_c)
     expected = (fresh_g > 0 or SIGNAL_GPU in seen, fresh_r > 0 or SIGNAL_REQUESTS in seen,
                 fresh_q > 0 or SIGNAL_QUEUE in seen, fresh_c > 0 or SIGNAL_CACHE in seen)
-    # A Ready pod on which an expected signal is not fresh misses it.
-    signals = {
-        s: signal_stats(fresh_count[j], ready - fresh_count[j] if expected[j] else 0, ready)
-        for j, s in enumerate(SIGNALS)
-    }
+    signals = signal_stats((fresh_g, fresh_r, fresh_q, fresh_c), expected, ready)
     states = state_table(expected)
     if rps:
         rated = True

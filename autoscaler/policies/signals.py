@@ -7,7 +7,6 @@ before: `expected`), the signal is *missing* there, and the decision holds every
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Final
 
@@ -45,11 +44,28 @@ class SignalStats:
         return self.missing == 0
 
 
-@functools.lru_cache(maxsize=4096)
-def signal_stats(fresh: int, missing: int, ready: int) -> SignalStats:
-    """Shared, immutable stats: a runtime's counts repeat from refresh to refresh, and building four of them
-    per runtime cost more than the rest of its aggregation."""
-    return SignalStats(fresh=fresh, missing=missing, coverage=fresh / ready if ready else 0.0)
+_BY_COUNTS: dict[tuple[int, int, int, int, int, int, int, int, int], dict[str, SignalStats]] = {}
+
+
+def signal_stats(
+    fresh: tuple[int, int, int, int], expected: tuple[bool, bool, bool, bool], ready: int,
+) -> dict[str, SignalStats]:
+    """Each signal of SIGNALS with its counts: `fresh` pods per signal, and as missing the Ready pods on
+    which an expected signal is not fresh.
+
+    Shared, never mutated: a runtime's counts repeat from refresh to refresh, and building four stats and
+    their mapping per runtime cost more than the rest of a small runtime's aggregation. Bounded: cleared
+    when it reaches 4,096 distinct counts (a few hundred bytes each)."""
+    key = (*fresh, *expected, ready)
+    found = _BY_COUNTS.get(key)
+    if found is None:
+        if len(_BY_COUNTS) >= 4096:
+            _BY_COUNTS.clear()
+        found = _BY_COUNTS[key] = {
+            s: SignalStats(fresh=f, missing=ready - f if e else 0, coverage=f / ready if ready else 0.0)
+            for s, f, e in zip(SIGNALS, fresh, expected, strict=True)
+        }
+    return found
 
 
 USED_GPU: Final = 1
