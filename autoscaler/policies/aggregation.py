@@ -136,7 +136,7 @@ def scan_pods(
     # What the need terms see on Ready pods that the fresh ones above do not show (`ReadyTerms`).
     rated = gpus = caches = False
     top_rate = 0.0
-    add_code, add_gpu, add_rps = codes.append, gpu.append, rps.append  # bound once: three appends a pod
+    # `lst.append(x)` rather than a bound `append`: Python 3.11 specialises the former to an opcode.
     # A Ready pod's state code is built up branch by branch: `signals.USED_*` (1, 2, 4, 8), GPU_TIME_FRESH
     # (16), LOAD_TIME_FRESH (32). Times are compared GPU first, as `min` of (GPU, load) would.
     for pod in pods:
@@ -166,7 +166,7 @@ def scan_pods(
             a, c, k = pod.lru_age_s, pod.cache_used_ratio, pod.models_loaded
         if not pod.ready:
             not_ready += 1
-            add_code(NOT_READY)
+            codes.append(NOT_READY)
             continue
         if g is None:  # `samples.gpu_time`: the pod's one stamp stands for both
             gt = t
@@ -178,7 +178,7 @@ def scan_pods(
         if gpu_ok:
             if b is not None:
                 code = 17
-                add_gpu(b)
+                gpu.append(b)
                 if gt < oldest:  # type: ignore[operator]  # gpu_ok: gt is a time
                     oldest = gt  # type: ignore[assignment]
             else:
@@ -191,7 +191,7 @@ def scan_pods(
             code += 32
             if r is not None:
                 code += 2
-                add_rps(r)
+                rps.append(r)
             if q is not None:
                 code += 4
                 fresh_q += 1
@@ -224,7 +224,7 @@ def scan_pods(
                     top_rate = r
             if c is not None:
                 caches = True
-        add_code(code)
+        codes.append(code)
     pressure: float | None
     if room:
         pressure = 0.0

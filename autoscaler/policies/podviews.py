@@ -40,7 +40,6 @@ def pod_views(agg: Aggregate, ranking: Ranking, now: float) -> tuple[PodView, ..
     of a pod's decision)."""
     new, cls = object.__new__, PodView
     views: list[PodView] = []
-    append = views.append
     states = agg.pod_signals or ((),) * len(agg.pods)
     for pod, fresh, weight, need, cost, signals in zip(
         agg.pods, agg.fresh, agg.weights, ranking.needs, ranking.costs, states, strict=True
@@ -61,7 +60,7 @@ def pod_views(agg: Aggregate, ranking: Ranking, now: float) -> tuple[PodView, ..
         view.deletion_cost = cost
         view.signals = signals
         view.__class__ = cls
-        append(view)
+        views.append(view)
     return tuple(views)
 
 
@@ -108,7 +107,6 @@ def examine_pods(
     costs, buckets = _COSTS, float(COST_BUCKETS)
     new, cls = object.__new__, PodView
     views: list[PodView] = []
-    append = views.append
     for pod, fresh, weight, signals in zip(agg.pods, agg.fresh, agg.weights, agg.pod_signals, strict=True):
         t = pod.sampled_at
         b = pod.gpu_busy
@@ -140,5 +138,5 @@ def examine_pods(
             view.need = view.deletion_cost = None
         view.signals = signals
         view.__class__ = cls
-        append(view)
+        views.append(view)
     return agg, tuple(views)
