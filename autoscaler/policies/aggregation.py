@@ -149,16 +149,16 @@ def scan_pods(
         c = pod.cache_used_ratio
         k = pod.models_loaded
         m = pod.cache_misses_per_second
-        if not (  # the check of `clean_sample`, inlined: a valid pod (the usual case) is kept as it is
-            (t is None or minus_inf < t < inf)
-            and (g is None or minus_inf < g < inf)
-            and (b is None or 0.0 <= b < inf)
-            and (r is None or 0.0 <= r < inf)
-            and (q is None or 0.0 <= q < inf)
-            and (m is None or 0.0 <= m < inf)
-            and (a is None or 0.0 <= a < inf)
-            and (c is None or 0.0 <= c < inf)
-            and (k is None or 0.0 <= k < inf)
+        if not (  # `clean_sample`'s check, inlined and unchained (Python 3.11 specialises these float compares)
+            (t is None or (t > minus_inf and t < inf))
+            and (g is None or (g > minus_inf and g < inf))
+            and (b is None or (b >= 0.0 and b < inf))
+            and (r is None or (r >= 0.0 and r < inf))
+            and (q is None or (q >= 0.0 and q < inf))
+            and (m is None or (m >= 0.0 and m < inf))
+            and (a is None or (a >= 0.0 and a < inf))
+            and (c is None or (c >= 0.0 and c < inf))
+            and (k is None or (k >= 0.0 and k < inf))
         ):
             pod = clean_sample(pod)
             cleaned.append((len(codes), pod))
