@@ -39,19 +39,12 @@ from typing import Final
 
 from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
-from autoscaler.policies.aggregation import (
-    SIGNAL_CACHE,
-    SIGNAL_GPU,
-    SIGNAL_REQUESTS,
-    SIGNALS,
-    Aggregate,
-    SignalStats,
-    aggregate,
-)
-from autoscaler.policies.podviews import pod_views
+from autoscaler.policies.aggregation import Aggregate
+from autoscaler.policies.podviews import examine_pods
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
-from autoscaler.policies.ranking import WeightedTerm, default_terms, rank_pods
+from autoscaler.policies.ranking import WeightedTerm, default_terms
 from autoscaler.policies.recommendation import NO_CAPACITY_SETTING, SIGNAL_OF, Recommendation, ceil_pods, recommend
+from autoscaler.policies.signals import SIGNAL_CACHE, SIGNAL_GPU, SIGNAL_REQUESTS, SIGNALS, SignalStats
 from autoscaler.policies.slots import slot_builder
 from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, smooth
 
@@ -158,11 +151,12 @@ def decide(
 
     Written for its fixed cost per runtime (at 5,000 runtimes of 2 pods that is nearly all of a refresh):
     frozen results built through their slots (`slots`), the per-signal stats read once, the policy's ranking
-    terms found by identity. `tests/policies/plain_decision.py` keeps the plain version it replaced, and
-    `test_fast_path` checks on random runtimes that both decide the same, refresh after refresh.
+    terms found by identity, the pods aggregated, ranked and viewed in two passes (`podviews.examine_pods`).
+    `tests/policies/plain_decision.py` keeps the plain version it replaced, and `test_fast_path` checks on
+    random runtimes that both decide the same, refresh after refresh.
     """
     memory = memory or _NO_MEMORY
-    agg = aggregate(snapshot.pods, policy, now, memory.seen)
+    agg, pods = examine_pods(snapshot.pods, policy, now, memory.seen, _policy_terms(policy))
     rec = recommend(agg, policy, memory.proposals)
     ready, n = agg.ready, agg.n
     min_coverage = policy.min_coverage
@@ -220,7 +214,6 @@ def decide(
         if not memory.warned_no_capacity:
             log.warning("%s", warnings[0])
 
-    ranking = rank_pods(agg.pods, _policy_terms(policy))
     consecutive_misses = 0 if complete else memory.consecutive_misses + 1
     view = _view(
         snapshot.key,  # key
@@ -234,7 +227,7 @@ def decide(
         values,
         rec.proposals,
         rec.winner if known else None,  # winner
-        pod_views(agg, ranking, now),  # pods
+        pods,
         _reason(snapshot, agg, policy, known, memory, held, by_signal),
         consecutive_misses,
         snapshot.replicas,  # current_replicas

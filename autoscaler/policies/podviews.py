@@ -1,59 +1,142 @@
 """The per-pod half of a runtime's view: one `PodView` per pod, from its aggregate and ranking.
 
-Split from `decision` because it is the one place that builds frozen dataclasses per pod on every refresh,
-and builds them through their slots for speed (see `pod_views`).
+Split from `decision` because it is the one place that builds frozen dataclasses per pod on every refresh:
+`pod_views` from an aggregate and any ranking; `examine_pods`, what the decision calls, aggregates and
+builds the views with the default terms' needs and costs computed on the way (`ranking`'s own formulas, the
+same floats), so a pod is read twice in all rather than once per term, once to rank and once to view.
+`tests/policies/test_fast_path.py` checks on random pods that both give the same views.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
+from collections.abc import Collection, Sequence
 from typing import Final
 
-from autoscaler.model import PodView
-from autoscaler.policies.aggregation import Aggregate
-from autoscaler.policies.ranking import Ranking
+from autoscaler.model import PodSample, PodView
+from autoscaler.policies.aggregation import Aggregate, scan_pods
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.ranking import (
+    COST_BUCKETS,
+    COST_SPACING,
+    CacheFillTerm,
+    GpuBusyTerm,
+    Ranking,
+    RequestShareTerm,
+    WeightedTerm,
+    rank_pods,
+)
+from autoscaler.policies.slots import slot_twin
 
-_POD_VIEW_FIELDS: Final = (
+_Twin: Final = slot_twin(PodView, (
     "name", "ready", "fresh", "age_s", "gpu_busy", "requests_per_second", "queue_delay_s", "lru_age_s",
     "cache_used_ratio", "weight", "need", "deletion_cost", "signals",
-)
-if tuple(f.name for f in fields(PodView)) != _POD_VIEW_FIELDS:  # pragma: no cover - a model change
-    raise ImportError("PodView's fields changed: update _POD_VIEW_FIELDS and pod_views in policies/podviews.py")
-(
-    _set_name, _set_ready, _set_fresh, _set_age, _set_gpu, _set_rps, _set_queue, _set_lru, _set_cache,
-    _set_weight, _set_need, _set_cost, _set_signals,
-) = (getattr(PodView, name).__set__ for name in _POD_VIEW_FIELDS)
+))
+"""PodView's mutable twin: each loop below fills every one of these fields, then sets `__class__`."""
 
 
 def pod_views(agg: Aggregate, ranking: Ranking, now: float) -> tuple[PodView, ...]:
-    """One PodView per pod, in the snapshot's order: ordinary frozen `PodView`s, built through their slots.
-
-    A frozen dataclass's `__init__` sets each field through `object.__setattr__`, about 2 µs for PodView's 13
-    fields: at 10,000 pods, more than all the rest of a pod's decision. Writing the slots directly (what
-    `object.__setattr__` ends up doing) costs half. Every field is set; the check above fails at import if
-    `PodView` gains or reorders one, and tests compare the result with `PodView(...)` field by field.
-    """
-    new = object.__new__
+    """One PodView per pod, in the snapshot's order: ordinary frozen `PodView`s, built through a twin
+    (`slots`: a frozen dataclass's `__init__` costs four times as much, at 10,000 pods more than all the rest
+    of a pod's decision)."""
+    new, cls = object.__new__, PodView
     views: list[PodView] = []
-    append = views.append
     states = agg.pod_signals or ((),) * len(agg.pods)
     for pod, fresh, weight, need, cost, signals in zip(
         agg.pods, agg.fresh, agg.weights, ranking.needs, ranking.costs, states, strict=True
     ):
         t = pod.sampled_at
-        view = new(PodView)
-        _set_name(view, pod.name)
-        _set_ready(view, pod.ready)
-        _set_fresh(view, fresh)
-        _set_age(view, None if t is None else (age if (age := now - t) > 0.0 else 0.0))
-        _set_gpu(view, pod.gpu_busy)
-        _set_rps(view, pod.requests_per_second)
-        _set_queue(view, pod.queue_delay_s)
-        _set_lru(view, pod.lru_age_s)
-        _set_cache(view, pod.cache_used_ratio)
-        _set_weight(view, weight)
-        _set_need(view, need)
-        _set_cost(view, cost)
-        _set_signals(view, signals)
-        append(view)
+        view = new(_Twin)
+        view.name = pod.name
+        view.ready = pod.ready
+        view.fresh = fresh
+        view.age_s = None if t is None else (age if (age := now - t) > 0.0 else 0.0)
+        view.gpu_busy = pod.gpu_busy
+        view.requests_per_second = pod.requests_per_second
+        view.queue_delay_s = pod.queue_delay_s
+        view.lru_age_s = pod.lru_age_s
+        view.cache_used_ratio = pod.cache_used_ratio
+        view.weight = weight
+        view.need = need
+        view.deletion_cost = cost
+        view.signals = signals
+        view.__class__ = cls
+        views.append(view)
     return tuple(views)
+
+
+_COSTS: Final = tuple(min(bucket, COST_BUCKETS - 1) * COST_SPACING for bucket in range(COST_BUCKETS + 1))
+"""`rank_pods`' cost of a need in 0..1, by `int(need * COST_BUCKETS)` (10 for a need of exactly 1)."""
+
+
+def _default_weights(terms: Sequence[WeightedTerm]) -> tuple[float, float, float] | None:
+    """The weights of `ranking.default_terms`' three terms, in its order; None for any other terms."""
+    if (len(terms) == 3 and type(terms[0].term) is RequestShareTerm and type(terms[1].term) is GpuBusyTerm
+            and type(terms[2].term) is CacheFillTerm):
+        return terms[0].weight, terms[1].weight, terms[2].weight
+    return None
+
+
+def examine_pods(
+    pods: Sequence[PodSample], policy: RuntimePolicy, now: float, seen: Collection[str],
+    terms: Sequence[WeightedTerm],
+) -> tuple[Aggregate, tuple[PodView, ...]]:
+    """`aggregate(pods, policy, now, seen)` and `pod_views(agg, rank_pods(agg.pods, terms), now)`, in two
+    passes over the pods: the aggregation's, which also notes what the need terms see on Ready pods
+    (`ReadyTerms`), and this one, which scores each pod with the default terms (`_ready_needs`' sum, term
+    by term in the terms' order, and `rank_pods`' cost buckets) as it fills its view. Other terms go the
+    general way."""
+    agg, seen_terms = scan_pods(pods, policy, now, seen)
+    weights = _default_weights(terms)
+    if weights is None:
+        return agg, pod_views(agg, rank_pods(agg.pods, terms), now)
+    w_r, w_g, w_c = weights
+    # A term counts when its weight is positive and some Ready pod reports its signal (`_ready_needs`).
+    use_r = w_r > 0.0 and seen_terms.rated
+    use_g = w_g > 0.0 and seen_terms.gpus
+    use_c = w_c > 0.0 and seen_terms.caches
+    total = 0.0
+    if use_r:
+        total += w_r
+    if use_g:
+        total += w_g
+    if use_c:
+        total += w_c
+    scale = 1.0 / total if total > 0.0 else 0.0
+    top = seen_terms.top_rate
+    by_rate = use_r and top != 0.0  # `RequestShareTerm` scores every pod 0 when the busiest is idle: adds 0
+    costs, buckets = _COSTS, float(COST_BUCKETS)
+    new, cls = object.__new__, PodView
+    views: list[PodView] = []
+    for pod, fresh, weight, signals in zip(agg.pods, agg.fresh, agg.weights, agg.pod_signals, strict=True):
+        t = pod.sampled_at
+        b = pod.gpu_busy
+        r = pod.requests_per_second
+        c = pod.cache_used_ratio
+        ready = pod.ready
+        view = new(_Twin)
+        view.name = pod.name
+        view.ready = ready
+        view.fresh = fresh
+        view.age_s = None if t is None else (age if (age := now - t) > 0.0 else 0.0)
+        view.gpu_busy = b
+        view.requests_per_second = r
+        view.queue_delay_s = pod.queue_delay_s
+        view.lru_age_s = pod.lru_age_s
+        view.cache_used_ratio = c
+        view.weight = weight
+        if ready:
+            s = 0.0
+            if by_rate and r is not None:
+                s += w_r * (r / top)
+            if use_g and b is not None:
+                s += w_g * (b if b <= 1.0 else 1.0)
+            if use_c and c is not None:
+                s += w_c * (c if c <= 1.0 else 1.0)
+            view.need = need = v if (v := s * scale) <= 1.0 else 1.0
+            view.deletion_cost = costs[int(need * buckets)]
+        else:
+            view.need = view.deletion_cost = None
+        view.signals = signals
+        view.__class__ = cls
+        views.append(view)
+    return agg, tuple(views)

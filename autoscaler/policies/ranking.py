@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final, NamedTuple, Protocol
 
 from autoscaler.model import PodSample
 from autoscaler.policies.policy import RuntimePolicy
@@ -172,6 +172,16 @@ def cost_of(need: float) -> int:
     """The deletion cost of a need in 0..1: one of 10 buckets, `COST_SPACING` apart, least needed lowest."""
     bucket = int(need * COST_BUCKETS) if need > 0.0 else 0  # int() floors non-negative values; NaN → 0
     return (bucket if bucket < COST_BUCKETS else COST_BUCKETS - 1) * COST_SPACING
+
+
+class ReadyTerms(NamedTuple):
+    """What the default terms see on a runtime's Ready pods (cleaned signals), noted by the aggregation's
+    one pass so that `podviews.examine_pods` can score each pod as it builds its view."""
+
+    top_rate: float  # the highest request rate of a Ready pod; 0 when none reports one
+    rated: bool  # some Ready pod reports a request rate
+    gpus: bool  # some Ready pod reports GPU busy
+    caches: bool  # some Ready pod reports its cache use
 
 
 @dataclass(frozen=True, slots=True)

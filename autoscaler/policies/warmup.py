@@ -36,9 +36,9 @@ from dataclasses import dataclass, replace
 
 from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
-from autoscaler.policies.aggregation import FRESH, NONE
 from autoscaler.policies.decision import VALUE_SIGNAL, RuntimeMemory, decide
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.signals import FRESH, NONE
 from autoscaler.policies.smoothing import SmoothState
 
 _DESIRED = ServedMetric.DESIRED_REPLICAS

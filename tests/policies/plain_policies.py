@@ -1,35 +1,22 @@
 """The policies' previous, plain implementation of the per-pod work, kept as the oracle of the fast one.
 
-`autoscaler.policies.aggregation.aggregate` and `autoscaler.policies.podviews.pod_views` were rewritten for
-speed (one pass over the pods, shared state tuples, PodViews built through their slots); these are the
-versions they replaced, line for line, so that `test_fast_path.py` can check on random pods that both give the
-same results. Shared helpers that did not change are imported, not copied.
-"""
+`autoscaler.policies.aggregation.aggregate`, `autoscaler.policies.podviews.pod_views` (and the views that
+`examine_pods` builds while it ranks) and `ranking.rank_pods` were rewritten for speed (one pass over the
+pods, shared state tuples, PodViews filled through a twin); these are the versions they replaced, line for
+line, so that `test_fast_path.py` can check on random pods that both give the same results. Shared helpers
+that did not change are imported, not copied."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
 from autoscaler.model import PodSample, PodView
-from autoscaler.policies.aggregation import (
-    _FULL,
-    _ROOM,
-    FRESH,
-    MISSING,
-    NONE,
-    SIGNALS,
-    STALE,
-    Aggregate,
-    SignalStats,
-    _cache_state,
-    _fresh_time,
-    _request_weights,
-    clean_sample,
-    gpu_time,
-    power_mean,
-)
+from autoscaler.policies.aggregation import Aggregate
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.power_mean import power_mean, request_weights
 from autoscaler.policies.ranking import COST_BUCKETS, COST_SPACING, Ranking, WeightedTerm
+from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state, clean_sample, fresh_time, gpu_time
+from autoscaler.policies.signals import FRESH, MISSING, NONE, SIGNALS, STALE, SignalStats
 
 
 def _reports(pod: PodSample) -> tuple[bool, bool, bool, bool]:
@@ -68,8 +55,8 @@ def plain_aggregate(
             usable.append((False, False, False, False))
             load_fresh.append(False)
             continue
-        load_ok = _fresh_time(pod.sampled_at, now, max_stale)
-        gpu_ok = _fresh_time(gpu_time(pod), now, max_stale)
+        load_ok = fresh_time(pod.sampled_at, now, max_stale)
+        gpu_ok = fresh_time(gpu_time(pod), now, max_stale)
         has = _reports(pod)
         use = (gpu_ok and has[0], load_ok and has[1], load_ok and has[2], load_ok and has[3])
         usable.append(use)
@@ -106,7 +93,7 @@ def plain_aggregate(
             elif expected[k]:
                 missing_count[k] += 1
                 t = gpu_time(pod) if k == 0 else pod.sampled_at
-                states.append((signal, MISSING if _fresh_time(t, now, max_stale) else STALE))
+                states.append((signal, MISSING if fresh_time(t, now, max_stale) else STALE))
             else:
                 states.append((signal, NONE))
         pod_states.append(tuple(states))
@@ -133,11 +120,11 @@ def plain_aggregate(
                 queue_max = q
         if not use[3] or room:
             continue  # one pod with room settles the cache question for the runtime
-        state = _cache_state(pod, full_ratio)
-        if state == _ROOM:
+        state = cache_state(pod, full_ratio)
+        if state == CACHE_ROOM:
             room = True
         else:
-            full = full or state == _FULL
+            full = full or state == CACHE_FULL
             a = pod.lru_age_s
             if a is not None and a > global_lru:
                 global_lru = a
@@ -157,7 +144,7 @@ def plain_aggregate(
     return Aggregate(
         pods=tuple(cleaned),
         fresh=tuple(load_fresh),
-        weights=_request_weights(len(cleaned), rps, rps_at, p),
+        weights=request_weights(len(cleaned), rps, rps_at, p),
         ready=ready,
         n=n,
         coverage=n / ready if ready else 0.0,
@@ -237,3 +224,4 @@ def plain_rank_pods(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) ->
         None if need is None else (b if (b := int(need * COST_BUCKETS)) < top else top) * COST_SPACING for need in needs
     )
     return Ranking(needs=tuple(needs), costs=costs)
+

@@ -10,8 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler.model import PodSample
-from autoscaler.policies.aggregation import aggregate, clean, clean_sample, is_fresh, power_mean
+from autoscaler.policies.aggregation import aggregate
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.power_mean import power_mean
+from autoscaler.policies.samples import clean, clean_sample, is_fresh
 from tests.policies.builders import NOW, PROPERTIES, pod, pods_with
 
 NAN = math.nan

@@ -14,17 +14,22 @@ from unittest import mock
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.model import PodSample
+from autoscaler.model import PodSample, PodView
 from autoscaler.policies import decision
-from autoscaler.policies.aggregation import SIGNALS, aggregate
+from autoscaler.policies.aggregation import Aggregate, aggregate
 from autoscaler.policies.decision import decide
-from autoscaler.policies.podviews import pod_views
+from autoscaler.policies.podviews import examine_pods, pod_views
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.ranking import default_terms, rank_pods
+from autoscaler.policies.ranking import WeightedTerm, default_terms, rank_pods
 from autoscaler.policies.recommendation import PROPOSAL_LIMIT, ceil_pods
+from autoscaler.policies.signals import SIGNALS
 from tests.policies.builders import NOW, PROPERTIES, snapshot
 from tests.policies.plain_decision import plain_decide
-from tests.policies.plain_policies import plain_aggregate, plain_pod_views, plain_rank_pods
+from tests.policies.plain_policies import (
+    plain_aggregate,
+    plain_pod_views,
+    plain_rank_pods,
+)
 
 signal = st.one_of(
     st.none(),
@@ -100,6 +105,29 @@ def test_fast_ranking_equals_the_plain_one(pods: tuple[PodSample, ...], policy: 
 
 
 @PROPERTIES
+@given(pods=runtimes, policy=weighted_policies, seen=seen_sets, reorder=st.booleans())
+def test_pods_examined_in_two_passes_equal_the_aggregate_ranking_and_views(
+    pods: tuple[PodSample, ...], policy: RuntimePolicy, seen: frozenset[str], reorder: bool,
+) -> None:
+    """The decision's two passes (`examine_pods`: needs and costs scored while the views are built) give
+    the aggregate, needs, costs and views of the general functions, for any weights; with terms other than
+    the default ones (here the same terms reordered, which changes the order of the float sums) it takes the
+    general way."""
+    terms = default_terms(policy)
+    if reorder:
+        terms = (terms[2], terms[0], terms[1])
+    agg = aggregate(pods, policy, NOW, seen)
+    assert examine_pods(pods, policy, NOW, seen, terms) == (agg, pod_views(agg, rank_pods(agg.pods, terms), NOW))
+
+
+def plain_examine(pods: tuple[PodSample, ...], policy: RuntimePolicy, now: float, seen: frozenset[str],
+                  terms: tuple[WeightedTerm, ...]) -> tuple[Aggregate, tuple[PodView, ...]]:
+    """`examine_pods` composed from the plain implementations."""
+    agg = plain_aggregate(pods, policy, now, seen)
+    return agg, plain_pod_views(agg, plain_rank_pods(agg.pods, terms), now)
+
+
+@PROPERTIES
 @given(steps=st.lists(runtimes, min_size=1, max_size=5), policy=policies, source_ok=st.booleans())
 def test_fast_decisions_equal_the_plain_ones_refresh_after_refresh(
     steps: list[tuple[PodSample, ...]], policy: RuntimePolicy, source_ok: bool,
@@ -108,8 +136,7 @@ def test_fast_decisions_equal_the_plain_ones_refresh_after_refresh(
     for i, pods in enumerate(steps):
         now = NOW + 15.0 * i  # pods stay stamped at NOW: they age by 15 s a refresh
         fast_view, fast = decide(snapshot(pods, now=now, source_ok=source_ok), policy, fast, now, 30.0)
-        with mock.patch.object(decision, "aggregate", plain_aggregate), \
-                mock.patch.object(decision, "pod_views", plain_pod_views), \
+        with mock.patch.object(decision, "examine_pods", plain_examine), \
                 mock.patch.object(decision, "_terms", default_terms):
             plain_view, plain = decide(snapshot(pods, now=now, source_ok=source_ok), policy, plain, now, 30.0)
         assert fast_view == plain_view
@@ -153,3 +180,4 @@ def test_fast_decide_equals_the_plain_composition_refresh_after_refresh(
 def test_ceil_pods_is_the_plain_formula(x: float) -> None:
     plain = PROPOSAL_LIMIT if not x < PROPOSAL_LIMIT else max(0, math.ceil(x - 1e-9 * max(1.0, abs(x))))
     assert ceil_pods(x) == plain
+

@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 import pytest
 
 from autoscaler.model import RuntimeKey, ServedValue
-from autoscaler.policies.slots import slot_builder
+from autoscaler.policies.slots import slot_builder, slot_twin
 from autoscaler.policies.smoothing import SmoothState
 
 
@@ -50,3 +50,29 @@ def test_fields_named_out_of_order_or_missing_fail_at_once() -> None:
         slot_builder(ServedValue, ("raw", "value", "timestamp"))
     with pytest.raises(TypeError, match="update the call"):
         slot_builder(ServedValue, ("value", "raw"))
+
+
+def test_a_twin_filled_field_by_field_becomes_the_dataclass_s_own_object() -> None:
+    twin = slot_twin(ServedValue, ("value", "raw", "timestamp"))
+    built = object.__new__(twin)
+    built.value, built.raw, built.timestamp = 1.0, None, 5.0
+    built.__class__ = ServedValue
+    assert type(built) is ServedValue
+    assert built == ServedValue(1.0, None, 5.0)
+    assert pickle.loads(pickle.dumps(built)) == built
+    with pytest.raises(AttributeError):
+        built.value = 2.0  # type: ignore[misc]  # frozen again
+
+
+def test_a_twin_of_a_class_whose_slots_differ_from_its_fields_is_refused() -> None:
+    @dataclass(frozen=True, slots=True)
+    class Base:
+        x: int
+
+    @dataclass(frozen=True, slots=True)
+    class Derived(Base):
+        y: int
+
+    with pytest.raises(TypeError, match="update the call"):
+        slot_twin(Derived, ("x", "y"))
+    assert slot_builder(Base, ("x",))(3) == Base(3)

@@ -1,0 +1,90 @@
+"""The skew-aware mean of a runtime's per-pod values, and each pod's share of it (docs/design.md, Aggregation).
+
+ModelMesh spreads load unevenly on purpose, so the runtime value of a per-pod signal is the power mean
+`M_p(x) = (Σ x_i^p / n)^(1/p)`: the common value when load is even, inside `[mean, max]`, rising with skew,
+and *falling* when idle pods are added (`n * M_p` grows like `n^(1-1/p)`), which is what gives the
+recommendation a fixed point (docs/design.md, Recommendation).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Final
+
+_INF: Final = math.inf
+
+
+def power_mean(values: Sequence[float], p: float) -> float:
+    """M_p = (Σ x^p / n)^(1/p) of non-negative finite values; 0 for no values; `p = inf` gives the max.
+
+    Computed as `max * (Σ (x/max)^p / n)^(1/p)` so that large values or orders cannot overflow, and clamped
+    to `[mean, max]` so float rounding never breaks the bounds the recommendation relies on. Even values
+    give back exactly that value.
+
+    Raises ValueError for `p < 1` (or NaN) and for a NaN, infinite or negative value: callers filter
+    absent signals first (see `samples.clean`), so a bad value here is a bug, not data.
+    """
+    if not p >= 1.0:
+        raise ValueError(f"power mean order must be >= 1, got {p!r}")
+    n = len(values)
+    if n == 0:
+        return 0.0
+    top = 0.0
+    low = _INF
+    total = 0.0
+    for x in values:
+        if not 0.0 <= x < _INF:
+            raise ValueError(f"power mean of an invalid value {x!r}: values must be finite and >= 0")
+        total += x
+        if x > top:
+            top = x
+        if x < low:
+            low = x
+    if low == top:
+        return top
+    mean = total / n
+    if p == 1.0:
+        return min(mean, top)
+    if p == _INF:
+        return top
+    acc = 0.0
+    if p == 2.0:
+        for x in values:
+            s = x / top
+            acc += s * s
+        scaled = math.sqrt(acc / n)
+    else:
+        for x in values:
+            acc += (x / top) ** p
+        scaled = (acc / n) ** (1.0 / p)
+    return min(top, max(mean, top * scaled))
+
+
+def shares(rates: Sequence[float], p: float) -> list[float]:
+    """Each rate's share of Σ r_i^p (how much it moves M_p(r)), in the rates' order.
+
+    When every rate is 0 the load is even, so they share equally; no rates, no shares.
+    """
+    if not rates:
+        return []
+    top = max(rates)
+    if top == 0.0:
+        return [1.0 / len(rates)] * len(rates)
+    powers = [(r / top) ** p for r in rates]
+    total = math.fsum(powers)
+    return [x / total for x in powers]
+
+
+def request_weights(count: int, rates: Sequence[float], at: Sequence[int], p: float) -> tuple[float, ...]:
+    """Each of `count` pods' share of Σ r_i^p, for display: `rates[j]` is pod `at[j]`'s; 0 for pods not
+    counted."""
+    if not rates:
+        return (0.0,) * count
+    split = shares(rates, p)
+    if len(split) == count:  # every pod counted (the usual case): `at` is 0, 1, 2, ...
+        return tuple(split)
+    weights = [0.0] * count
+    for i, share in zip(at, split, strict=True):
+        weights[i] = share
+    return tuple(weights)

@@ -1,0 +1,103 @@
+"""What one pod's sample says, read on its own: which signals are valid, whether it is fresh, its cache state.
+
+A signal that is NaN, infinite or negative is treated as *absent*, never as zero: a garbled reading must not
+look like an idle pod. Freshness is per pod and per signal (DESIGN §6): the GPU signal has its own timestamp,
+the load and cache signals share the ModelMesh collector's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Final
+
+from autoscaler.model import PodSample
+
+_INF: Final = math.inf
+
+
+def clean(x: float | None) -> float | None:
+    """A signal as the policies may use it: finite and non-negative, else absent (None)."""
+    if x is None or not 0.0 <= x < _INF:  # NaN fails every comparison
+        return None
+    return x
+
+
+def clean_sample(pod: PodSample) -> PodSample:
+    """The pod with every invalid signal made absent; the same object when all are valid (the usual case).
+
+    Sources promise validated values; this is the policies' own guard, kept cheap because it runs per pod
+    per refresh. A non-finite `sampled_at` (or `gpu_sampled_at`) becomes None: no usable data of that kind.
+    (`pod_scan` inlines the check.)
+    """
+    t = pod.sampled_at
+    g = pod.gpu_sampled_at
+    b = pod.gpu_busy
+    r = pod.requests_per_second
+    q = pod.queue_delay_s
+    m = pod.cache_misses_per_second
+    a = pod.lru_age_s
+    c = pod.cache_used_ratio
+    k = pod.models_loaded
+    if (
+        (t is None or -_INF < t < _INF)
+        and (g is None or -_INF < g < _INF)
+        and (b is None or 0.0 <= b < _INF)
+        and (r is None or 0.0 <= r < _INF)
+        and (q is None or 0.0 <= q < _INF)
+        and (m is None or 0.0 <= m < _INF)
+        and (a is None or 0.0 <= a < _INF)
+        and (c is None or 0.0 <= c < _INF)
+        and (k is None or 0.0 <= k < _INF)
+    ):
+        return pod
+    return replace(
+        pod,
+        sampled_at=t if t is not None and -_INF < t < _INF else None,
+        gpu_sampled_at=g if g is not None and -_INF < g < _INF else None,
+        gpu_busy=clean(b),
+        requests_per_second=clean(r),
+        queue_delay_s=clean(q),
+        cache_misses_per_second=clean(m),
+        lru_age_s=clean(a),
+        cache_used_ratio=clean(c),
+        models_loaded=clean(k),
+    )
+
+
+def is_fresh(pod: PodSample, now: float, max_staleness_s: float) -> bool:
+    """A pod's load data is fresh when no older than `max_staleness_s` (future stamps count as fresh)."""
+    return fresh_time(pod.sampled_at, now, max_staleness_s)
+
+
+def fresh_time(t: float | None, now: float, max_staleness_s: float) -> bool:
+    """A timestamp no older than `max_staleness_s` at `now`; None and non-finite stamps are never fresh."""
+    return t is not None and -_INF < t < _INF and now - t <= max_staleness_s
+
+
+def gpu_time(pod: PodSample) -> float | None:
+    """When the pod's GPU reading was taken: its own stamp, else the pod's one stamp (sources that know one)."""
+    return pod.gpu_sampled_at if pod.gpu_sampled_at is not None else pod.sampled_at
+
+
+CACHE_ROOM, CACHE_FULL, CACHE_UNKNOWN = 0, 1, 2
+
+
+def cache_state(pod: PodSample, full_ratio: float) -> int:
+    """Room, full, or unknown, for one pod with clean signals.
+
+    Room: cache use below the ratio, or no model held (`models_loaded == 0`, or no LRU age — the exporter
+    leaves it out when nothing is loaded — and no model count saying otherwise; an LRU age of 0 is ModelMesh's
+    own "no LRU"). Unknown: the pod does not say enough (no cache use, or a model count without an age);
+    an unknown pod neither gives the runtime room nor proves it full.
+    """
+    c = pod.cache_used_ratio
+    k = pod.models_loaded
+    a = pod.lru_age_s
+    if (c is not None and c < full_ratio) or k == 0.0:
+        return CACHE_ROOM
+    if c is None and a is None and k is None:
+        return CACHE_UNKNOWN
+    if not a:  # None or 0: nothing in the LRU
+        return CACHE_UNKNOWN if k is not None else CACHE_ROOM
+    return CACHE_UNKNOWN if c is None else CACHE_FULL

@@ -1,0 +1,104 @@
+"""The per-pod signals whose freshness is judged one by one (DESIGN §6), their states, and their counts.
+
+A signal counts on a pod when the pod is Ready, the signal's timestamp is fresh and the pod reports it.
+Where it does not, on a pod that should have it (other fresh pods report it, or the runtime reported it
+before: `expected`), the signal is *missing* there, and the decision holds every value that uses it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+SIGNAL_GPU: Final = "gpu"
+SIGNAL_REQUESTS: Final = "requests"
+SIGNAL_QUEUE: Final = "queue"
+SIGNAL_CACHE: Final = "cache"
+SIGNALS: Final = (SIGNAL_GPU, SIGNAL_REQUESTS, SIGNAL_QUEUE, SIGNAL_CACHE)
+"""The per-pod signals whose freshness is judged one by one (§6)."""
+
+FRESH: Final = "fresh"
+STALE: Final = "stale"
+MISSING: Final = "missing"
+NONE: Final = "none"
+"""A signal's state on one pod: fresh; stale (its timestamp too old or never read); missing (absent while
+expected); none (the runtime has no such signal). Not-Ready pods are always "none": they are left out."""
+
+
+@dataclass(frozen=True, slots=True)
+class SignalStats:
+    """How well one signal is covered this refresh: the counts behind its coverage and hold rules."""
+
+    fresh: int  # Ready pods on which it is fresh: the `n` of the values and terms that use it
+    missing: int  # Ready pods on which it is stale or absent although expected
+    coverage: float  # fresh / Ready pods (0 when no pod is Ready)
+
+    @property
+    def present(self) -> bool:
+        """Some Ready pod has it fresh, or should have: the signal belongs to this runtime."""
+        return self.fresh + self.missing > 0
+
+    @property
+    def complete(self) -> bool:
+        """No Ready pod misses it: values that use it may fall."""
+        return self.missing == 0
+
+
+_BY_COUNTS: dict[tuple[int, int, int, int, int, int, int, int, int], dict[str, SignalStats]] = {}
+
+
+def signal_stats(
+    fresh: tuple[int, int, int, int], expected: tuple[bool, bool, bool, bool], ready: int,
+) -> dict[str, SignalStats]:
+    """Each signal of SIGNALS with its counts: `fresh` pods per signal, and as missing the Ready pods on
+    which an expected signal is not fresh.
+
+    Shared, never mutated: a runtime's counts repeat from refresh to refresh, and building four stats and
+    their mapping per runtime cost more than the rest of a small runtime's aggregation. Bounded: cleared
+    when it reaches 4,096 distinct counts (a few hundred bytes each)."""
+    key = (*fresh, *expected, ready)
+    found = _BY_COUNTS.get(key)
+    if found is None:
+        if len(_BY_COUNTS) >= 4096:
+            _BY_COUNTS.clear()
+        found = _BY_COUNTS[key] = {
+            s: SignalStats(fresh=f, missing=ready - f if e else 0, coverage=f / ready if ready else 0.0)
+            for s, f, e in zip(SIGNALS, fresh, expected, strict=True)
+        }
+    return found
+
+
+USED_GPU: Final = 1
+USED_REQUESTS: Final = 2
+USED_QUEUE: Final = 4
+USED_CACHE: Final = 8
+GPU_TIME_FRESH: Final = 16
+LOAD_TIME_FRESH: Final = 32
+NOT_READY: Final = 64
+"""A Ready pod's *state code* holds, per signal of SIGNALS, whether it is used (bits 0-3, `USED_*`), and
+whether the GPU (`GPU_TIME_FRESH`) and the load (`LOAD_TIME_FRESH`) timestamps are fresh; a pod that is not
+Ready has the code `NOT_READY` (every signal "none"). A pass over the pods keeps one small int per pod, and
+the states (which depend on every pod: is the signal expected?) are looked up once the pass is over."""
+
+_STATE_TABLES: dict[tuple[bool, ...], tuple[tuple[tuple[str, str], ...], ...]] = {}
+"""State code → (signal, state) pairs, per `expected` mask (16 masks x 65 codes at most, built on first use)."""
+
+
+def state_table(expected: tuple[bool, ...]) -> tuple[tuple[tuple[str, str], ...], ...]:
+    """Every pod's possible signal states for one `expected` mask (per signal of SIGNALS), indexed by state
+    code; the tuples are shared by every pod and runtime with the same states."""
+    table = _STATE_TABLES.get(expected)
+    if table is None:
+        rows = []
+        for code in range(NOT_READY + 1):
+            if code == NOT_READY:
+                rows.append(tuple((s, NONE) for s in SIGNALS))
+                continue
+            load_ok = bool(code & LOAD_TIME_FRESH)
+            time_ok = (bool(code & GPU_TIME_FRESH), load_ok, load_ok, load_ok)
+            rows.append(tuple(
+                (s, FRESH if code >> j & 1 else (MISSING if time_ok[j] else STALE) if expected[j] else NONE)
+                for j, s in enumerate(SIGNALS)
+            ))
+        table = _STATE_TABLES[expected] = tuple(rows)
+    return table
