@@ -4,7 +4,9 @@ Every model's rate goes to the least busy pods that hold a loaded copy (spread t
 loading takes none while a loaded one exists). A model held nowhere is loaded where ModelMesh's cache-miss
 balancer puts it (placement.py) -- a *cold load*, whose requests wait the load time -- evicting that pod's
 least recently used copy. A one-copy model used again 7 to 40 minutes after a prior use gets a second copy
-while the caches are at least 10% free (regular_use.py).
+while the caches are at least 10% free (regular_use.py), placed as any load: a pod with room takes it
+before a full one, however many loads it already has under way (ModelMesh's `PLACEMENT_ORDER` counts loads
+in progress only to break ties), so a new, empty pod collects them and no full pod evicts for them.
 
 While routing, a queue counts as load it would take `BACKLOG_HORIZON_S` to drain: the least busy pod is the
 one with the least work ahead, as ModelMesh judges by requests in flight.
@@ -45,7 +47,6 @@ def spread(ready: Sequence[SimPod], copies: ModelCopies, regular: RegularUse, no
     capacity = copies.shape.cache_models
     holders_of = copies.holders
     cold: list[tuple[int, float]] = []
-    loading: set[SimPod] = set()  # at most one copy starts loading per pod per routing
     # ModelMesh adds a second copy for regular use only while the caches are at least 10% free
     roomy = 10 * sum(capacity - len(p.cache) for p in ready) >= capacity * len(ready)
     # Models with one copy cannot go elsewhere; models with several spread around them. Routing the quiet
@@ -71,11 +72,9 @@ def spread(ready: Sequence[SimPod], copies: ModelCopies, regular: RegularUse, no
             pod.cache[model] = now
             pod.cache.move_to_end(model)
             if rate > 0.0 and regular.used(model, now) and roomy and not copies.loading(model):
-                spare = choose_pod([p for p in ready if p is not pod and p not in loading], capacity, now,
-                                   RATE_CHECK_S)
+                spare = choose_pod([p for p in ready if p is not pod], capacity, now, RATE_CHECK_S)
                 if spare is not None:
                     copies.start_copy(model, spare, now)
-                    loading.add(spare)
         else:
             before = [pod.rate for pod in holders]
             for pod in water_fill(holders, rate):  # only copies that took requests count as used
