@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from autoscaler.simulation.engine import Oracle, PolicyResult
-from autoscaler.simulation.goal import DELAYED, judge
+from autoscaler.simulation.goal import DELAYED, QUIET_RATIO, QUIET_SLACK, judge
 
 BASELINE = "mean-hpa"
 BOUND = "fixed-max"
@@ -91,6 +91,7 @@ def bound_entry(bound: PolicyResult, baseline: PolicyResult | None, replicas: in
         verdict = judge(bound, baseline, 0)
         entry[f"delayed_vs_{BASELINE}"] = _ratio(bound.delayed_requests, baseline.delayed_requests)
         entry["delay_goal_reachable"] = verdict.delays_met
+        entry["quiet_baseline"] = baseline.delayed_ratio < QUIET_RATIO  # too few delays for a ratio to mean much
     return entry
 
 
@@ -171,7 +172,13 @@ def bound_text(report: Mapping[str, Any]) -> str:
     if versus is None:
         return text
     if bound["delay_goal_reachable"]:
-        return text + f" That is {versus:g}x {BASELINE}'s delays: the goal's {DELAYED:g}x is within reach."
+        text += f" That is {versus:g}x {BASELINE}'s delays: the goal's {DELAYED:g}x is within reach."
+        if bound.get("quiet_baseline"):  # churn seed 1 (README, Simulator): one shift of load decided the ratio
+            text += (f" {BASELINE} delays under {QUIET_RATIO:.1%} of requests: a few minutes decide a ratio of "
+                     f"delays there, and where ModelMesh's copies sit when the load shifts, not the replica count, "
+                     f"can put it above 1x, so the goal asks only that a policy delay at most "
+                     f"{QUIET_SLACK - 1:.0%} more.")
+        return text
     return (text + f" That is {versus:g}x {BASELINE}'s delays, above the goal's {DELAYED:g}x: the delays left "
             f"wait for ModelMesh to copy hot models (its rate check) and to load cold ones, not for pods, "
             f"and no replica policy removes them.")

@@ -4,7 +4,10 @@ Every model's rate goes to the least busy pods that hold a loaded copy (spread t
 loading takes none while a loaded one exists). A model held nowhere is loaded where ModelMesh's cache-miss
 balancer puts it (placement.py) -- a *cold load*, whose requests wait the load time -- evicting that pod's
 least recently used copy. A one-copy model used again 7 to 40 minutes after a prior use gets a second copy
-while the caches are at least 10% free (regular_use.py).
+while the caches are at least 10% free (regular_use.py), placed as any load: a pod with room takes it
+before a full one, however many loads it already has under way (ModelMesh's `PLACEMENT_ORDER` counts loads
+in progress only to break ties), until those loads fill it: a new, empty pod collects them, and no full pod
+evicts for them while one has room.
 
 While routing, a queue counts as load it would take `BACKLOG_HORIZON_S` to drain: the least busy pod is the
 one with the least work ahead, as ModelMesh judges by requests in flight.
@@ -45,7 +48,7 @@ def spread(ready: Sequence[SimPod], copies: ModelCopies, regular: RegularUse, no
     capacity = copies.shape.cache_models
     holders_of = copies.holders
     cold: list[tuple[int, float]] = []
-    loading: set[SimPod] = set()  # at most one copy starts loading per pod per routing
+    starting: dict[SimPod, int] = {}  # second copies this routing started per pod, not in its cache yet
     # ModelMesh adds a second copy for regular use only while the caches are at least 10% free
     roomy = 10 * sum(capacity - len(p.cache) for p in ready) >= capacity * len(ready)
     # Models with one copy cannot go elsewhere; models with several spread around them. Routing the quiet
@@ -71,11 +74,13 @@ def spread(ready: Sequence[SimPod], copies: ModelCopies, regular: RegularUse, no
             pod.cache[model] = now
             pod.cache.move_to_end(model)
             if rate > 0.0 and regular.used(model, now) and roomy and not copies.loading(model):
-                spare = choose_pod([p for p in ready if p is not pod and p not in loading], capacity, now,
-                                   RATE_CHECK_S)
+                others = [p for p in ready if p is not pod]
+                room = [p for p in others if len(p.cache) + starting.get(p, 0) < capacity]
+                full = [p for p in others if p not in starting]  # not a pod its loads under way just filled
+                spare = choose_pod(room or full or others, capacity, now, RATE_CHECK_S)
                 if spare is not None:
                     copies.start_copy(model, spare, now)
-                    loading.add(spare)
+                    starting[spare] = starting.get(spare, 0) + 1
         else:
             before = [pod.rate for pod in holders]
             for pod in water_fill(holders, rate):  # only copies that took requests count as used
