@@ -25,6 +25,7 @@ from autoscaler.policies.power_mean import power_mean, request_weights
 from autoscaler.policies.ranking import ReadyTerms
 from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state, clean_sample
 from autoscaler.policies.signals import (
+    GPU_TIME_FRESH,
     LOAD_TIME_FRESH,
     NOT_READY,
     SIGNAL_CACHE,
@@ -32,6 +33,9 @@ from autoscaler.policies.signals import (
     SIGNAL_QUEUE,
     SIGNAL_REQUESTS,
     SIGNALS,
+    USED_CACHE,
+    USED_GPU,
+    USED_QUEUE,
     USED_REQUESTS,
     SignalStats,
     signal_stats,
@@ -136,9 +140,15 @@ def scan_pods(
     # What the need terms see on Ready pods that the fresh ones above do not show (`ReadyTerms`).
     rated = gpus = caches = False
     top_rate = 0.0
-    # `lst.append(x)` rather than a bound `append`: Python 3.11 specialises the former to an opcode.
-    # A Ready pod's state code is built up branch by branch: `signals.USED_*` (1, 2, 4, 8), GPU_TIME_FRESH
-    # (16), LOAD_TIME_FRESH (32). Times are compared GPU first, as `min` of (GPU, load) would.
+    # A Ready pod's state code (the bits of `signals`, see NOT_READY there) is built up branch by branch:
+    # is the GPU's time fresh, is the load's, and which signals are used. The bits are bound to locals, which
+    # the loop reads as cheaply as literals; each branch adds a distinct bit, so `+` is `|` (and Python 3.11
+    # specialises int `+`, not `|`). `lst.append(x)` rather than a bound `append`: 3.11 specialises it too.
+    # Times are compared GPU first, as `min` of (GPU, load) would.
+    gpu_time_fresh, load_time_fresh = GPU_TIME_FRESH, LOAD_TIME_FRESH
+    used_requests, used_queue, used_cache = USED_REQUESTS, USED_QUEUE, USED_CACHE
+    gpu_fresh_and_used = GPU_TIME_FRESH | USED_GPU  # the GPU's time is fresh and its busy is used
+    used_load = USED_REQUESTS | USED_QUEUE | USED_CACHE  # the signals stamped with the load time
     for pod in pods:
         t = pod.sampled_at
         g = pod.gpu_sampled_at
@@ -177,23 +187,23 @@ def scan_pods(
             load_ok = t is not None and now - t <= max_stale
         if gpu_ok:
             if b is not None:
-                code = 17
+                code = gpu_fresh_and_used
                 gpu.append(b)
                 if gt < oldest:  # type: ignore[operator]  # gpu_ok: gt is a time
                     oldest = gt  # type: ignore[assignment]
             else:
-                code = 16
+                code = gpu_time_fresh
         else:
-            code = 0
+            code = 0  # the GPU's time is stale: no GPU bit
             if b is not None:
                 gpus = True
         if load_ok:
-            code += 32
+            code += load_time_fresh
             if r is not None:
-                code += 2
+                code += used_requests
                 rps.append(r)
             if q is not None:
-                code += 4
+                code += used_queue
                 fresh_q += 1
                 queue_sum += q
                 if q > target_q:
@@ -202,7 +212,7 @@ def scan_pods(
                 if q > queue_max:
                     queue_max = q
             if c is not None or k is not None or a is not None:
-                code += 8
+                code += used_cache
                 fresh_c += 1
                 if c is not None:
                     caches = True
@@ -214,7 +224,7 @@ def scan_pods(
                         full = full or state == CACHE_FULL
                         if a is not None and a > global_lru:
                             global_lru = a
-            if code & 14 and t < oldest:  # type: ignore[operator]  # some load signal used; load_ok: a time
+            if code & used_load and t < oldest:  # type: ignore[operator]  # load_ok: t is a time
                 oldest = t  # type: ignore[assignment]
         else:
             stale += 1
