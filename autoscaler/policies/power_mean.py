@@ -30,17 +30,16 @@ def power_mean(values: Sequence[float], p: float) -> float:
     n = len(values)
     if n == 0:
         return 0.0
-    top = 0.0
-    low = _INF
-    total = 0.0
-    for x in values:
-        if not 0.0 <= x < _INF:
-            raise ValueError(f"power mean of an invalid value {x!r}: values must be finite and >= 0")
-        total += x
-        if x > top:
-            top = x
-        if x < low:
-            low = x
+    # `max`, `min` and `sum` run in C, a fifth of the cost of one Python loop doing all three (a refresh of
+    # 10,000 pods takes two power means). A NaN or an infinity makes `total` not finite and a negative value
+    # shows in `low`; `_check` then finds the value (or finds none: finite values whose sum overflows).
+    # `max(0.0, ...)`: all zeros give +0.0 even when the first is -0.0, as a loop from `top = 0.0` did.
+    # `sum` of floats adds left to right (Python 3.11; 3.12 compensates, which would move the last bit).
+    top = max(0.0, max(values))
+    low = min(values)
+    total = sum(values)
+    if not (low >= 0.0 and total < _INF):
+        _check(values)
     if low == top:
         return top
     mean = total / n
@@ -48,17 +47,18 @@ def power_mean(values: Sequence[float], p: float) -> float:
         return min(mean, top)
     if p == _INF:
         return top
-    acc = 0.0
     if p == 2.0:
-        for x in values:
-            s = x / top
-            acc += s * s
-        scaled = math.sqrt(acc / n)
+        scaled = math.sqrt(sum([(s := x / top) * s for x in values]) / n)
     else:
-        for x in values:
-            acc += (x / top) ** p
-        scaled = (acc / n) ** (1.0 / p)
+        scaled = (sum([(x / top) ** p for x in values]) / n) ** (1.0 / p)
     return min(top, max(mean, top * scaled))
+
+
+def _check(values: Sequence[float]) -> None:
+    """Raise ValueError for the first NaN, infinite or negative value."""
+    for x in values:
+        if not 0.0 <= x < _INF:
+            raise ValueError(f"power mean of an invalid value {x!r}: values must be finite and >= 0")
 
 
 def shares(rates: Sequence[float], p: float) -> list[float]:
