@@ -184,13 +184,18 @@ def scan_pods(
             not_ready += 1
             codes.append(NOT_READY)
             continue
+        # Each time compared in an `if` (3.11 specialises a float compare that jumps, not one whose value is kept).
+        load_ok = False
+        if t is not None and now - t <= max_stale:
+            load_ok = True
         if g is None:  # `samples.gpu_time`: the pod's one stamp stands for both
             gt = t
-            gpu_ok = load_ok = t is not None and now - t <= max_stale
+            gpu_ok = load_ok
         else:
             gt = g
-            gpu_ok = now - g <= max_stale
-            load_ok = t is not None and now - t <= max_stale
+            gpu_ok = False
+            if now - g <= max_stale:
+                gpu_ok = True
         if gpu_ok:
             if b is not None:
                 code = gpu_fresh_and_used
@@ -230,7 +235,7 @@ def scan_pods(
                         full = full or state == CACHE_FULL
                         if a is not None and a > global_lru:
                             global_lru = a
-            if code & used_load and t < oldest:  # type: ignore[operator]  # load_ok: t is a time
+            if t < oldest and code & used_load:  # type: ignore[operator]  # load_ok: t is a time
                 oldest = t  # type: ignore[assignment]
         else:
             stale += 1
