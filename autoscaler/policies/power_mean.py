@@ -14,6 +14,10 @@ from typing import Final
 
 _INF: Final = math.inf
 
+_BUILTINS_FROM: Final = 16
+"""From this many values `power_mean` checks and sums them with builtins rather than a loop (cheaper from
+about 10 values on; a refresh takes two power means a runtime, so both ends matter)."""
+
 
 def power_mean(values: Sequence[float], p: float) -> float:
     """M_p = (Σ x^p / n)^(1/p) of non-negative finite values; 0 for no values; `p = inf` gives the max.
@@ -30,16 +34,30 @@ def power_mean(values: Sequence[float], p: float) -> float:
     n = len(values)
     if n == 0:
         return 0.0
-    # `max`, `min` and `sum` run in C, a fifth of the cost of one Python loop doing all three (a refresh of
-    # 10,000 pods takes two power means). A NaN or an infinity makes `total` not finite and a negative value
-    # shows in `low`; `_check` then finds the value (or finds none: finite values whose sum overflows).
-    # `max(0.0, ...)`: all zeros give +0.0 even when the first is -0.0, as a loop from `top = 0.0` did.
-    # `sum` of floats adds left to right (Python 3.11; 3.12 compensates, which would move the last bit).
-    top = max(0.0, max(values))
-    low = min(values)
-    total = sum(values)
-    if not (low >= 0.0 and total < _INF):
-        _check(values)
+    if n >= _BUILTINS_FROM:
+        # `max`, `min` and `sum` run in C: a fifth of the cost of the loop below at 100 pods, three times it
+        # at 2. A NaN or an infinity makes `total` not finite and a negative value shows in `low`; `_check`
+        # then finds the value (or finds none: finite values whose sum overflows, which the loop accepts).
+        # `max(0.0, ...)`: all zeros give +0.0 even when the first is -0.0, as the loop's `top = 0.0` does.
+        # `sum` of floats adds left to right, as the loop does (Python 3.11; 3.12's compensated sum would
+        # move the last bit of `mean`).
+        top = max(0.0, max(values))
+        low = min(values)
+        total = sum(values)
+        if not (low >= 0.0 and total < _INF):
+            _check(values)
+    else:
+        top = 0.0
+        low = _INF
+        total = 0.0
+        for x in values:
+            if not 0.0 <= x < _INF:
+                _check((x,))
+            total += x
+            if x > top:
+                top = x
+            if x < low:
+                low = x
     if low == top:
         return top
     mean = total / n
@@ -47,10 +65,19 @@ def power_mean(values: Sequence[float], p: float) -> float:
         return min(mean, top)
     if p == _INF:
         return top
+    acc = 0.0
     if p == 2.0:
-        scaled = math.sqrt(sum([(s := x / top) * s for x in values]) / n)
+        if n >= _BUILTINS_FROM:  # the same sum, in the same order
+            acc = sum([(s := x / top) * s for x in values])
+        else:
+            for x in values:
+                s = x / top
+                acc += s * s
+        scaled = math.sqrt(acc / n)
     else:
-        scaled = (sum([(x / top) ** p for x in values]) / n) ** (1.0 / p)
+        for x in values:
+            acc += (x / top) ** p
+        scaled = (acc / n) ** (1.0 / p)
     return min(top, max(mean, top * scaled))
 
 
