@@ -95,6 +95,10 @@ _memory: Final = slot_builder(RuntimeMemory, (
     "smoothed", "consecutive_misses", "known", "proposals", "seen", "warned_no_capacity"))
 
 
+_DESCRIBED: Final = (("GPU busy", SIGNAL_GPU), ("request rate", SIGNAL_REQUESTS), ("cache state", SIGNAL_CACHE))
+"""The signals `_reason` names when no fresh pod reports them, in words."""
+
+
 def _no_capacity_warning(key: object) -> str:
     return (
         f"runtime {key}: no capacity signal (no pod reports a GPU and {NO_CAPACITY_SETTING} is not set); "
@@ -130,14 +134,14 @@ def _reason(
         if extra > 0:  # (a signal with missing pods is present)
             parts.append(f"{signal} missing on {stats.missing} of {agg.ready} ready pods; holding what uses it")
     parts.extend(f"{what} held: {why}" for what, why in held.items())
-    absent = [
-        what
-        for what, signal in (("GPU busy", SIGNAL_GPU), ("request rate", SIGNAL_REQUESTS), ("cache state", SIGNAL_CACHE))
-        if by_signal[signal].fresh + by_signal[signal].missing <= 0  # not present
-    ]
+    absent = ""
+    for what, signal in _DESCRIBED:  # a loop, not a comprehension: this runs for every runtime, known ones too
+        stats = by_signal[signal]
+        if stats.fresh + stats.missing <= 0:  # not present
+            absent = f"{absent}, {what}" if absent else what
     if absent:
-        parts.append("no fresh pod reports " + ", ".join(absent))
-    return "; ".join(parts)
+        parts.append("no fresh pod reports " + absent)
+    return "; ".join(parts) if parts else ""
 
 
 def decide(
