@@ -44,7 +44,7 @@ from autoscaler.policies.podviews import examine_pods
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
 from autoscaler.policies.ranking import WeightedTerm, default_terms
 from autoscaler.policies.recommendation import NO_CAPACITY_SETTING, SIGNAL_OF, Recommendation, ceil_pods, recommend
-from autoscaler.policies.signals import SIGNAL_CACHE, SIGNAL_GPU, SIGNAL_REQUESTS, SIGNALS, SignalStats
+from autoscaler.policies.signals import SIGNAL_CACHE, SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_REQUESTS, SIGNALS, SignalStats
 from autoscaler.policies.slots import slot_builder
 from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, smooth
 
@@ -168,7 +168,8 @@ def decide(
     by_signal = agg.signals
     if tuple(by_signal) != SIGNALS:  # an aggregate built without per-signal detail
         by_signal = {s: agg.stats(s) for s in SIGNALS}
-    gpu_stats, rps_stats, queue_stats, cache_stats = (by_signal[s] for s in SIGNALS)
+    gpu_stats, rps_stats = by_signal[SIGNAL_GPU], by_signal[SIGNAL_REQUESTS]
+    queue_stats, cache_stats = by_signal[SIGNAL_QUEUE], by_signal[SIGNAL_CACHE]
     # A signal the runtime does not have misses on no pod, so "complete where present" is "misses nowhere".
     desired_complete = (
         known and n == ready and gpu_stats.missing == 0 and queue_stats.missing == 0
