@@ -236,7 +236,7 @@ def decide(
         _reason(snapshot, agg, policy, known, memory, held, by_signal),
         consecutive_misses,
         snapshot.replicas,  # current_replicas
-        {s: st.coverage for s, st in by_signal.items() if st.fresh + st.missing > 0},  # signal_coverage
+        _signal_coverage(by_signal),
         held,
         warnings,
         (lower_bound(policy), policy.max_replicas),  # bounds
@@ -246,19 +246,32 @@ def decide(
         smoothed,
         consecutive_misses,
         known,
-        _remembered(rec, memory) if known else memory.proposals,  # proposals
+        _remembered(rec) if known else memory.proposals,  # proposals
         _seen(memory.seen, by_signal),
         memory.warned_no_capacity or bool(warnings),  # warned_no_capacity
     )
     return view, next_memory
 
 
+def _signal_coverage(by_signal: Mapping[str, SignalStats]) -> dict[str, float]:
+    """The coverage of each signal the runtime has (present), for the view; a loop, not a comprehension,
+    as it runs for every runtime."""
+    coverage: dict[str, float] = {}
+    for signal, stats in by_signal.items():
+        if stats.fresh + stats.missing > 0:
+            coverage[signal] = stats.coverage
+    return coverage
+
+
 def _seen(before: frozenset[str], by_signal: Mapping[str, SignalStats]) -> frozenset[str]:
     """The signals reported so far: the same set (object) once no new one appears, as on most refreshes."""
-    if before == _ALL_SIGNALS:
+    if before is _ALL_SIGNALS:  # (an identity test: equal frozensets would still be compared element-wise)
         return before
     now_fresh = {s for s, st in by_signal.items() if st.fresh > 0}
-    return before if now_fresh <= before else before | now_fresh
+    if now_fresh <= before:
+        return before
+    seen = before | now_fresh
+    return _ALL_SIGNALS if seen == _ALL_SIGNALS else seen
 
 
 @functools.lru_cache(maxsize=65_536)
@@ -286,10 +299,16 @@ def _policy_terms(policy: RuntimePolicy) -> tuple[WeightedTerm, ...]:
     return terms
 
 
-def _remembered(rec: Recommendation, memory: RuntimeMemory) -> dict[str, int]:
-    """The term proposals to hold next time: this refresh's (after holds), for the terms that proposed."""
-    del memory
-    return {term: value for term in SIGNAL_OF if (value := rec.proposals.get(term)) is not None}
+def _remembered(rec: Recommendation) -> dict[str, int]:
+    """The term proposals to hold next time: this refresh's (after holds), for the terms that proposed
+    (a loop rather than a comprehension: it runs for every known runtime)."""
+    remembered: dict[str, int] = {}
+    proposals = rec.proposals
+    for term in SIGNAL_OF:
+        value = proposals.get(term)
+        if value is not None:
+            remembered[term] = value
+    return remembered
 
 
 def _capped(state: SmoothState, policy: RuntimePolicy) -> SmoothState:
