@@ -44,7 +44,7 @@ from autoscaler.policies.podviews import examine_pods
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
 from autoscaler.policies.ranking import WeightedTerm, default_terms
 from autoscaler.policies.recommendation import NO_CAPACITY_SETTING, SIGNAL_OF, Recommendation, ceil_pods, recommend
-from autoscaler.policies.signals import SIGNAL_CACHE, SIGNAL_GPU, SIGNAL_REQUESTS, SIGNALS, SignalStats
+from autoscaler.policies.signals import SIGNAL_CACHE, SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_REQUESTS, SIGNALS, SignalStats
 from autoscaler.policies.slots import slot_builder
 from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, smooth
 
@@ -95,6 +95,10 @@ _memory: Final = slot_builder(RuntimeMemory, (
     "smoothed", "consecutive_misses", "known", "proposals", "seen", "warned_no_capacity"))
 
 
+_DESCRIBED: Final = (("GPU busy", SIGNAL_GPU), ("request rate", SIGNAL_REQUESTS), ("cache state", SIGNAL_CACHE))
+"""The signals `_reason` names when no fresh pod reports them, in words."""
+
+
 def _no_capacity_warning(key: object) -> str:
     return (
         f"runtime {key}: no capacity signal (no pod reports a GPU and {NO_CAPACITY_SETTING} is not set); "
@@ -130,14 +134,14 @@ def _reason(
         if extra > 0:  # (a signal with missing pods is present)
             parts.append(f"{signal} missing on {stats.missing} of {agg.ready} ready pods; holding what uses it")
     parts.extend(f"{what} held: {why}" for what, why in held.items())
-    absent = [
-        what
-        for what, signal in (("GPU busy", SIGNAL_GPU), ("request rate", SIGNAL_REQUESTS), ("cache state", SIGNAL_CACHE))
-        if by_signal[signal].fresh + by_signal[signal].missing <= 0  # not present
-    ]
+    absent = ""
+    for what, signal in _DESCRIBED:  # a loop, not a comprehension: this runs for every runtime, known ones too
+        stats = by_signal[signal]
+        if stats.fresh + stats.missing <= 0:  # not present
+            absent = f"{absent}, {what}" if absent else what
     if absent:
-        parts.append("no fresh pod reports " + ", ".join(absent))
-    return "; ".join(parts)
+        parts.append("no fresh pod reports " + absent)
+    return "; ".join(parts) if parts else ""
 
 
 def decide(
@@ -164,7 +168,8 @@ def decide(
     by_signal = agg.signals
     if tuple(by_signal) != SIGNALS:  # an aggregate built without per-signal detail
         by_signal = {s: agg.stats(s) for s in SIGNALS}
-    gpu_stats, rps_stats, queue_stats, cache_stats = (by_signal[s] for s in SIGNALS)
+    gpu_stats, rps_stats = by_signal[SIGNAL_GPU], by_signal[SIGNAL_REQUESTS]
+    queue_stats, cache_stats = by_signal[SIGNAL_QUEUE], by_signal[SIGNAL_CACHE]
     # A signal the runtime does not have misses on no pod, so "complete where present" is "misses nowhere".
     desired_complete = (
         known and n == ready and gpu_stats.missing == 0 and queue_stats.missing == 0
@@ -231,7 +236,7 @@ def decide(
         _reason(snapshot, agg, policy, known, memory, held, by_signal),
         consecutive_misses,
         snapshot.replicas,  # current_replicas
-        {s: st.coverage for s, st in by_signal.items() if st.fresh + st.missing > 0},  # signal_coverage
+        _signal_coverage(by_signal),
         held,
         warnings,
         (lower_bound(policy), policy.max_replicas),  # bounds
@@ -241,19 +246,32 @@ def decide(
         smoothed,
         consecutive_misses,
         known,
-        _remembered(rec, memory) if known else memory.proposals,  # proposals
+        _remembered(rec) if known else memory.proposals,  # proposals
         _seen(memory.seen, by_signal),
         memory.warned_no_capacity or bool(warnings),  # warned_no_capacity
     )
     return view, next_memory
 
 
+def _signal_coverage(by_signal: Mapping[str, SignalStats]) -> dict[str, float]:
+    """The coverage of each signal the runtime has (present), for the view; a loop, not a comprehension,
+    as it runs for every runtime."""
+    coverage: dict[str, float] = {}
+    for signal, stats in by_signal.items():
+        if stats.fresh + stats.missing > 0:
+            coverage[signal] = stats.coverage
+    return coverage
+
+
 def _seen(before: frozenset[str], by_signal: Mapping[str, SignalStats]) -> frozenset[str]:
     """The signals reported so far: the same set (object) once no new one appears, as on most refreshes."""
-    if before == _ALL_SIGNALS:
+    if before is _ALL_SIGNALS:  # (an identity test: equal frozensets would still be compared element-wise)
         return before
     now_fresh = {s for s, st in by_signal.items() if st.fresh > 0}
-    return before if now_fresh <= before else before | now_fresh
+    if now_fresh <= before:
+        return before
+    seen = before | now_fresh
+    return _ALL_SIGNALS if seen == _ALL_SIGNALS else seen
 
 
 @functools.lru_cache(maxsize=65_536)
@@ -281,10 +299,16 @@ def _policy_terms(policy: RuntimePolicy) -> tuple[WeightedTerm, ...]:
     return terms
 
 
-def _remembered(rec: Recommendation, memory: RuntimeMemory) -> dict[str, int]:
-    """The term proposals to hold next time: this refresh's (after holds), for the terms that proposed."""
-    del memory
-    return {term: value for term in SIGNAL_OF if (value := rec.proposals.get(term)) is not None}
+def _remembered(rec: Recommendation) -> dict[str, int]:
+    """The term proposals to hold next time: this refresh's (after holds), for the terms that proposed
+    (a loop rather than a comprehension: it runs for every known runtime)."""
+    remembered: dict[str, int] = {}
+    proposals = rec.proposals
+    for term in SIGNAL_OF:
+        value = proposals.get(term)
+        if value is not None:
+            remembered[term] = value
+    return remembered
 
 
 def _capped(state: SmoothState, policy: RuntimePolicy) -> SmoothState:

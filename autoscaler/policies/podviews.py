@@ -9,6 +9,7 @@ same floats), so a pod is read twice in all rather than once per term, once to r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Sequence
 from typing import Final
 
@@ -105,6 +106,7 @@ def examine_pods(
     top = seen_terms.top_rate
     by_rate = use_r and top != 0.0  # `RequestShareTerm` scores every pod 0 when the busiest is idle: adds 0
     costs, buckets = _COSTS, float(COST_BUCKETS)
+    trunc = math.trunc  # `int(x)` for a float, without `int`'s type call: a tenth of a pod's view
     new, cls = object.__new__, PodView
     views: list[PodView] = []
     for pod, fresh, weight, signals in zip(agg.pods, agg.fresh, agg.weights, agg.pod_signals, strict=True):
@@ -133,7 +135,7 @@ def examine_pods(
             if use_c and c is not None:
                 s += w_c * (c if c <= 1.0 else 1.0)
             view.need = need = v if (v := s * scale) <= 1.0 else 1.0
-            view.deletion_cost = costs[int(need * buckets)]
+            view.deletion_cost = costs[trunc(need * buckets)]
         else:
             view.need = view.deletion_cost = None
         view.signals = signals

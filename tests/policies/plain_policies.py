@@ -4,10 +4,12 @@
 `examine_pods` builds while it ranks) and `ranking.rank_pods` were rewritten for speed (one pass over the
 pods, shared state tuples, PodViews filled through a twin); these are the versions they replaced, line for
 line, so that `test_fast_path.py` can check on random pods that both give the same results. Shared helpers
-that did not change are imported, not copied."""
+that did not change are imported, not copied. `plain_power_mean` is the power mean before its max, min and
+sums moved to builtins."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Sequence
 
 from autoscaler.model import PodSample, PodView
@@ -225,3 +227,40 @@ def plain_rank_pods(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) ->
     )
     return Ranking(needs=tuple(needs), costs=costs)
 
+
+def plain_power_mean(values: Sequence[float], p: float) -> float:
+    """`power_mean` as it was: one Python loop checks the values and finds their max, min and sum."""
+    if not p >= 1.0:
+        raise ValueError(f"power mean order must be >= 1, got {p!r}")
+    n = len(values)
+    if n == 0:
+        return 0.0
+    top = 0.0
+    low = math.inf
+    total = 0.0
+    for x in values:
+        if not 0.0 <= x < math.inf:
+            raise ValueError(f"power mean of an invalid value {x!r}: values must be finite and >= 0")
+        total += x
+        if x > top:
+            top = x
+        if x < low:
+            low = x
+    if low == top:
+        return top
+    mean = total / n
+    if p == 1.0:
+        return min(mean, top)
+    if p == math.inf:
+        return top
+    acc = 0.0
+    if p == 2.0:
+        for x in values:
+            s = x / top
+            acc += s * s
+        scaled = math.sqrt(acc / n)
+    else:
+        for x in values:
+            acc += (x / top) ** p
+        scaled = (acc / n) ** (1.0 / p)
+    return min(top, max(mean, top * scaled))

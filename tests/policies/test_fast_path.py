@@ -20,6 +20,7 @@ from autoscaler.policies.aggregation import Aggregate, aggregate
 from autoscaler.policies.decision import decide
 from autoscaler.policies.podviews import examine_pods, pod_views
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.power_mean import power_mean
 from autoscaler.policies.ranking import WeightedTerm, default_terms, rank_pods
 from autoscaler.policies.recommendation import PROPOSAL_LIMIT, ceil_pods
 from autoscaler.policies.signals import SIGNALS
@@ -28,6 +29,7 @@ from tests.policies.plain_decision import plain_decide
 from tests.policies.plain_policies import (
     plain_aggregate,
     plain_pod_views,
+    plain_power_mean,
     plain_rank_pods,
 )
 
@@ -181,3 +183,23 @@ def test_ceil_pods_is_the_plain_formula(x: float) -> None:
     plain = PROPOSAL_LIMIT if not x < PROPOSAL_LIMIT else max(0, math.ceil(x - 1e-9 * max(1.0, abs(x))))
     assert ceil_pods(x) == plain
 
+
+
+@PROPERTIES
+@given(values=st.lists(st.one_of(signal, st.sampled_from([-0.0, 1e308, 5e-324])).filter(lambda x: x is not None),
+                       max_size=40),
+       p=st.one_of(st.sampled_from([1.0, 2.0, 3.0, math.inf, 0.5, math.nan]), st.floats(min_value=1.0,
+                                                                                         max_value=8.0)))
+def test_power_mean_is_the_plain_loop_to_the_bit(values: list[float], p: float) -> None:
+    try:
+        plain = plain_power_mean(values, p)
+    except ValueError as error:
+        try:
+            power_mean(values, p)
+        except ValueError as fast_error:
+            assert str(fast_error) == str(error)  # the same value named
+        else:
+            raise AssertionError(f"power_mean({values}, {p}) did not raise {error}") from None
+        return
+    fast = power_mean(values, p)
+    assert (fast, math.copysign(1.0, fast)) == (plain, math.copysign(1.0, plain))
