@@ -79,6 +79,7 @@ class ServeSettings:
     log_level: str = "INFO"
     # Serving (autoscaler.workers, autoscaler.api.connections).
     workers: int = 1
+    refresh_nice: int = 10
     max_connections: int = 256
     header_read_timeout_s: float = 10.0
     keepalive_timeout_s: float = 60.0
@@ -154,6 +155,17 @@ def workers(value: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from error
     if number < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {value!r}")
+    return number
+
+
+def niceness(value: str) -> int:
+    """A niceness increment for the refresh process: 0 (none) to 19 (the lowest priority)."""
+    try:
+        number = int(value.strip())
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from error
+    if not 0 <= number <= 19:
+        raise argparse.ArgumentTypeError(f"must be 0 to 19, got {value!r}")
     return number
 
 
@@ -262,6 +274,9 @@ _OPTIONS: Final = (
     # Serving.
     _Option("--workers", workers, "serving processes sharing the port (SO_REUSEPORT), fed pre-rendered answers "
             "by one refresh process; 0 runs refresh and serving in one process", str(_D.workers), "N", _SERVING),
+    _Option("--refresh-nice", niceness, "niceness the refresh process adds to its own (0-19), so that where "
+            "cores are short the serving workers run first and a refresh takes longer instead",
+            str(_D.refresh_nice), "N", _SERVING),
     _Option("--max-connections", count, "open connections per serving process; more are closed as they are "
             "accepted, before any TLS handshake", str(_D.max_connections), "N", _SERVING),
     _Option("--header-read-timeout", duration, "time allowed for the TLS handshake and for each request's "
@@ -414,6 +429,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
         min_coverage=v.get("min_coverage", _D.min_coverage),
         deletion_cost=_D.deletion_cost if deletion_cost is None else deletion_cost == "on",
         workers=v.get("workers", _D.workers),
+        refresh_nice=v.get("refresh_nice", _D.refresh_nice),
         max_connections=v.get("max_connections", _D.max_connections),
         header_read_timeout_s=v.get("header_read_timeout", _D.header_read_timeout_s),
         keepalive_timeout_s=v.get("keepalive_timeout", _D.keepalive_timeout_s),

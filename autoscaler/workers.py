@@ -232,11 +232,26 @@ def serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | N
             pool.stop()
 
 
+def _lower_priority(increment: int) -> None:
+    """Make the refresh process yield the CPU to the serving workers (already started, so not affected).
+
+    An HPA's request must never wait on a refresh; apart in processes, the two still share the pod's cores,
+    and a refresh of thousands of pods keeps a core busy for seconds. With a lower priority the scheduler runs
+    a worker first whenever both are runnable: the requests keep their latency and the refresh takes longer,
+    which only matters if it nears the refresh interval (`modelmesh_autoscaler_refresh_duration_seconds` shows it).
+    Raising a niceness needs no privilege.
+    """
+    if increment:
+        now = os.nice(increment)
+        log.info("refresh process niceness %d (the serving workers keep theirs)", now)
+
+
 async def _refresh_process(settings: ServeSettings, pool: WorkerPool) -> int:
     from autoscaler.actuation.actuator import start_actuator
     from autoscaler.gcsettings import tune_for_refresh
     from autoscaler.server import RefreshStack
 
+    _lower_priority(settings.refresh_nice)
     stack = RefreshStack(settings)
     refresher, metrics = stack.refresher, stack.metrics
 

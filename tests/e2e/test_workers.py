@@ -76,6 +76,20 @@ def test_every_worker_serves_the_refresh_processes_snapshot(
     assert http_get(url + "/readyz")[0] == 200
 
 
+def niceness(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[16])  # field 19 of proc(5)
+
+
+def test_the_refresh_process_yields_the_cpu_to_the_serving_workers(
+        adapter: tuple[subprocess.Popen[bytes], str], tmp_path: Path) -> None:
+    """Where cores are short, requests run first and the refresh waits (--refresh-nice, default 10)."""
+    process, _ = adapter
+    mine = os.nice(0)
+    assert niceness(process.pid) == min(19, mine + 10)
+    assert [niceness(worker) for worker in children(process.pid)] == [mine, mine]
+    assert f"refresh process niceness {min(19, mine + 10)}" in (tmp_path / "adapter.log").read_text()
+
+
 def test_a_worker_that_dies_ends_the_adapter(adapter: tuple[subprocess.Popen[bytes], str]) -> None:
     process, _ = adapter
     worker = children(process.pid)[0]
