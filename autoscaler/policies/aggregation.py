@@ -81,6 +81,7 @@ class Aggregate:
     oldest_sample_at: float | None  # oldest timestamp among the signals used: honest freshness
     queue_excess_s: float = 0.0  # Σ max(0, q_i - target_queue_delay_s): the backlog beyond the target
     saturated: int = 0  # pods with q_i > target_queue_delay_s
+    # Every signal of SIGNALS, in that order, when built by `aggregate` (`recommend` and `decide` read it as is).
     signals: Mapping[str, SignalStats] = field(default_factory=dict)
     pod_signals: tuple[tuple[tuple[str, str], ...], ...] = ()  # per pod: (signal, state) for each signal
 
