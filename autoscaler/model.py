@@ -33,7 +33,14 @@ class PodSample:
     works, so one timestamp for both would let an old GPU reading pass as fresh. `gpu_sampled_at` None with a
     `gpu_busy` means the source knows only one time for the pod: `sampled_at` then stands for both.
     A time is None when no good data was ever read. A signal is None when the pod does not report it (no
-    GPU, no model loaded for `lru_age_s`). Values are already validated: finite and non-negative.
+    GPU, no model loaded for `lru_age_s`).
+
+    Values are already validated: every signal finite and non-negative, every time finite, else None. Each
+    producer guarantees it where it reads the value, and reports garbage as it always has: the exporter text
+    reader (`sources.exposition`) and the Prometheus source (`sources.prometheus_queries.valid_value`, which
+    also counts and logs it) leave a garbled value absent, and the simulator passes its samples through
+    `policies.samples.clean_sample`. The policies rely on it and do not check again (a pass over 10,000 pods
+    every refresh); tests/sources/test_clean_samples.py holds each source to it.
     """
 
     name: str

@@ -24,7 +24,7 @@ from autoscaler.model import PodSample
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.power_mean import power_mean, request_weights
 from autoscaler.policies.ranking import ReadyTerms
-from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state, clean_sample
+from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state
 from autoscaler.policies.signals import (
     GPU_TIME_FRESH,
     LOAD_TIME_FRESH,
@@ -66,7 +66,7 @@ class Aggregate:
     add invented load.
     """
 
-    pods: tuple[PodSample, ...]  # the input pods with invalid signals made absent
+    pods: tuple[PodSample, ...]  # the input pods (valid already: `PodSample`)
     fresh: tuple[bool, ...]  # Ready with fresh load data (the ModelMesh collector)
     weights: tuple[float, ...]  # share of Σ r_i^p (0..1); 0 for pods not used or without a request rate
     ready: int
@@ -81,6 +81,7 @@ class Aggregate:
     oldest_sample_at: float | None  # oldest timestamp among the signals used: honest freshness
     queue_excess_s: float = 0.0  # Σ max(0, q_i - target_queue_delay_s): the backlog beyond the target
     saturated: int = 0  # pods with q_i > target_queue_delay_s
+    # Every signal of SIGNALS, in that order, when built by `aggregate` (`recommend` and `decide` read it as is).
     signals: Mapping[str, SignalStats] = field(default_factory=dict)
     pod_signals: tuple[tuple[tuple[str, str], ...], ...] = ()  # per pod: (signal, state) for each signal
 
@@ -122,7 +123,10 @@ def scan_pods(
     """`aggregate`, and what the need terms see among the Ready pods (for `podviews.examine_pods`).
 
     One pass over the pods, reading each field once and allocating nothing per pod but what the result
-    holds. Whether a signal is *expected* depends on all pods, so each pod's signal states are first kept as
+    holds. The values are not checked again here: every producer of a `PodSample` already made each one
+    finite and non-negative (or absent), as `PodSample` says.
+
+    Whether a signal is *expected* depends on all pods, so each pod's signal states are first kept as
     a small code (`signals.NOT_READY`) and turned into shared state tuples (`state_table`) once the pass is
     over.
     """
@@ -130,8 +134,7 @@ def scan_pods(
     max_stale = policy.max_staleness_s
     full_ratio = policy.cache_full_ratio
     target_q = policy.target_queue_delay_s
-    cleaned: list[tuple[int, PodSample]] = []  # (index, pod) of the pods that needed cleaning (rarely any)
-    inf, minus_inf = _INF, -_INF
+    inf = _INF
     codes: list[int] = []
     not_ready = stale = 0  # counted, rather than Ready and fresh pods: these are the rare ones
     fresh_q = fresh_c = 0  # (the GPU and request counts are the lengths of `gpu` and `rps`)
@@ -156,6 +159,10 @@ def scan_pods(
     gpu_fresh_and_used = GPU_TIME_FRESH | USED_GPU  # the GPU's time is fresh and its busy is used
     used_load = USED_REQUESTS | USED_QUEUE | USED_CACHE  # the signals stamped with the load time
     for pod in pods:
+        if not pod.ready:
+            not_ready += 1
+            codes.append(NOT_READY)
+            continue
         t = pod.sampled_at
         g = pod.gpu_sampled_at
         b = pod.gpu_busy
@@ -164,26 +171,6 @@ def scan_pods(
         a = pod.lru_age_s
         c = pod.cache_used_ratio
         k = pod.models_loaded
-        m = pod.cache_misses_per_second
-        if not (  # `clean_sample`'s check, inlined and unchained (Python 3.11 specialises these float compares)
-            (t is None or (t > minus_inf and t < inf))
-            and (g is None or (g > minus_inf and g < inf))
-            and (b is None or (b >= 0.0 and b < inf))
-            and (r is None or (r >= 0.0 and r < inf))
-            and (q is None or (q >= 0.0 and q < inf))
-            and (m is None or (m >= 0.0 and m < inf))
-            and (a is None or (a >= 0.0 and a < inf))
-            and (c is None or (c >= 0.0 and c < inf))
-            and (k is None or (k >= 0.0 and k < inf))
-        ):
-            pod = clean_sample(pod)
-            cleaned.append((len(codes), pod))
-            t, g, b, r, q = pod.sampled_at, pod.gpu_sampled_at, pod.gpu_busy, pod.requests_per_second, pod.queue_delay_s
-            a, c, k = pod.lru_age_s, pod.cache_used_ratio, pod.models_loaded
-        if not pod.ready:
-            not_ready += 1
-            codes.append(NOT_READY)
-            continue
         # Each time compared in an `if` (3.11 specialises a float compare that jumps, not one whose value is kept).
         load_ok = False
         if t is not None and now - t <= max_stale:
@@ -266,7 +253,7 @@ def scan_pods(
         if busiest > top_rate:
             top_rate = busiest
     agg = _aggregate(  # Aggregate(...), through its slots (`slots`): positional, in field order
-        _with_cleaned(pods, cleaned),  # pods
+        pods if type(pods) is tuple else tuple(pods),  # pods
         _looked_up(_LOAD_FRESH, codes),  # fresh
         request_weights(len(codes), rps, _rated_pods(codes, len(rps)), p),  # weights
         ready,
@@ -285,16 +272,6 @@ def scan_pods(
         _looked_up(states, codes),  # pod_signals
     )
     return agg, ReadyTerms(top_rate, rated, gpus or fresh_g > 0, caches)
-
-
-def _with_cleaned(pods: Sequence[PodSample], cleaned: list[tuple[int, PodSample]]) -> tuple[PodSample, ...]:
-    """The pods as a tuple, with the cleaned ones in place of those that needed cleaning."""
-    if not cleaned:
-        return pods if type(pods) is tuple else tuple(pods)
-    fixed = list(pods)
-    for i, pod in cleaned:
-        fixed[i] = pod
-    return tuple(fixed)
 
 
 def _looked_up(table: tuple[T, ...], codes: list[int]) -> tuple[T, ...]:

@@ -165,9 +165,7 @@ def decide(
     ready, n = agg.ready, agg.n
     min_coverage = policy.min_coverage
     known = snapshot.source_ok and ready > 0 and agg.coverage >= min_coverage
-    by_signal = agg.signals
-    if tuple(by_signal) != SIGNALS:  # an aggregate built without per-signal detail
-        by_signal = {s: agg.stats(s) for s in SIGNALS}
+    by_signal = agg.signals  # every signal of SIGNALS (`Aggregate.signals`)
     gpu_stats, rps_stats = by_signal[SIGNAL_GPU], by_signal[SIGNAL_REQUESTS]
     queue_stats, cache_stats = by_signal[SIGNAL_QUEUE], by_signal[SIGNAL_CACHE]
     # A signal the runtime does not have misses on no pod, so "complete where present" is "misses nowhere".

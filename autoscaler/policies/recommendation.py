@@ -32,7 +32,6 @@ from autoscaler.policies.aggregation import (
     SIGNAL_GPU,
     SIGNAL_QUEUE,
     SIGNAL_REQUESTS,
-    SIGNALS,
     Aggregate,
     SignalStats,
 )
@@ -123,9 +122,7 @@ def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | N
     """
     held = held or _NO_HELD
     why: dict[str, str] = {}
-    signals = agg.signals
-    if tuple(signals) != SIGNALS:  # an aggregate built without per-signal detail
-        signals = {s: agg.stats(s) for s in SIGNALS}
+    signals = agg.signals  # every signal of SIGNALS (`Aggregate.signals`)
     gpu_stats, rps_stats = signals[SIGNAL_GPU], signals[SIGNAL_REQUESTS]
     ready, min_coverage = agg.ready, policy.min_coverage
     target_rps = policy.target_rps_per_pod

@@ -26,9 +26,9 @@ def clean(x: float | None) -> float | None:
 def clean_sample(pod: PodSample) -> PodSample:
     """The pod with every invalid signal made absent; the same object when all are valid (the usual case).
 
-    Sources promise validated values; this is the policies' own guard, kept cheap because it runs per pod
-    per refresh. A non-finite `sampled_at` (or `gpu_sampled_at`) becomes None: no usable data of that kind.
-    (`pod_scan` inlines the check.)
+    What every `PodSample` producer guarantees (see `PodSample`), as one function: the simulator builds its
+    samples through it, and the sources' tests hold their samples to it (`clean_sample(s) is s`). A
+    non-finite `sampled_at` (or `gpu_sampled_at`) becomes None: no usable data of that kind.
     """
     t = pod.sampled_at
     g = pod.gpu_sampled_at

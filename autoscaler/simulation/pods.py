@@ -12,6 +12,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from autoscaler.model import PodSample
+from autoscaler.policies.samples import clean_sample
 from autoscaler.simulation.fluid import share_over_threshold
 
 
@@ -107,12 +108,12 @@ def sample(pod: SimPod, now: float, cache_models: int) -> PodSample:
     if not pod.ready or not pod.served:
         return PodSample(pod.name, ready=pod.ready, created_at=pod.created_at)
     lru = now - next(iter(pod.cache.values())) if pod.cache else None
-    return PodSample(
+    return clean_sample(PodSample(  # as a source would hand it over: garbled values absent (`PodSample`)
         pod.name, ready=True, sampled_at=now,
         gpu_busy=_mean(pod.busy), requests_per_second=_mean(pod.served), queue_delay_s=_mean(pod.queue),
         lru_age_s=lru, cache_used_ratio=len(pod.cache) / cache_models, models_loaded=float(len(pod.cache)),
         created_at=pod.created_at,
-    )
+    ))
 
 
 def _mean(values: deque[float]) -> float:

@@ -18,6 +18,7 @@ from autoscaler.model import PodSample, RuntimeSnapshot, ServedValue
 from autoscaler.names import ServedMetric
 from autoscaler.policies.decision import decide
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.samples import clean_sample
 from tests.api.builders import KEY, NOW
 from tests.policies.builders import PROPERTIES
 
@@ -27,7 +28,7 @@ reading = st.one_of(st.none(), st.floats(min_value=0.0, max_value=1e3), st.sampl
 @st.composite
 def pods(draw: st.DrawFn) -> PodSample:
     age = draw(st.one_of(st.none(), st.floats(min_value=-5.0, max_value=100.0)))
-    return PodSample(
+    return clean_sample(PodSample(  # garbled readings made absent, as every source hands them over (`PodSample`)
         name=draw(st.text(max_size=8)),  # any text: quotes, backslashes, non-ASCII must be escaped alike
         ready=draw(st.booleans()),
         sampled_at=None if age is None else NOW - age,
@@ -36,7 +37,7 @@ def pods(draw: st.DrawFn) -> PodSample:
         queue_delay_s=draw(reading),
         lru_age_s=draw(reading),
         cache_used_ratio=draw(reading),
-    )
+    ))
 
 
 @PROPERTIES

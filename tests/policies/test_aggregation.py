@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pytest
@@ -18,6 +19,11 @@ from tests.policies.builders import NOW, PROPERTIES, pod, pods_with
 
 NAN = math.nan
 INF = math.inf
+
+
+def cleaned(pods: Sequence[PodSample]) -> tuple[PodSample, ...]:
+    """The pods as every source hands them over: garbled values absent (`PodSample`, tests/sources)."""
+    return tuple(clean_sample(p) for p in pods)
 
 
 # --- power mean --------------------------------------------------------------------------------------
@@ -170,8 +176,8 @@ AGG_CASES = [
         {"cache_pressure": None, "cache_full": False},
     ),
     AggCase(
-        "nan_negative_and_inf_inputs_are_absent_not_zero",
-        pods_with(gpu=[0.8, NAN, -0.1, INF], rps=[-5.0, 20.0, NAN, 20.0], queue=[NAN, 0.01, -1.0, INF]),
+        "nan_negative_and_inf_inputs_are_absent_not_zero",  # as every source hands them over (`PodSample`)
+        cleaned(pods_with(gpu=[0.8, NAN, -0.1, INF], rps=[-5.0, 20.0, NAN, 20.0], queue=[NAN, 0.01, -1.0, INF])),
         {
             "n": 4,
             "gpu_busy": 0.8,
@@ -237,10 +243,10 @@ def test_request_load_is_fresh_pods_times_the_power_mean() -> None:
     assert agg.request_load == pytest.approx(4 * math.sqrt(2100.0))
 
 
-def test_invalid_signals_are_cleaned_for_display_too() -> None:
-    agg = aggregate(pods_with(gpu=[NAN], lru=[-3.0], cache=[INF]), RuntimePolicy(), NOW)
-    shown = agg.pods[0]
-    assert (shown.gpu_busy, shown.lru_age_s, shown.cache_used_ratio) == (None, None, None)
+def test_invalid_signals_are_made_absent() -> None:
+    shown = clean_sample(pod(gpu=NAN, lru=-3.0, cache=INF, rps=2.0))
+    assert (shown.gpu_busy, shown.lru_age_s, shown.cache_used_ratio, shown.requests_per_second) == (
+        None, None, None, 2.0)
 
 
 def test_a_valid_pod_is_passed_through_without_a_copy() -> None:
@@ -274,7 +280,8 @@ def test_freshness_is_judged_against_max_staleness(age: float | None, fresh: boo
     )
 )
 def test_aggregate_never_yields_nan_inf_or_negative(gpus: list[float | None]) -> None:
-    agg = aggregate(pods_with(gpu=gpus, rps=gpus, queue=gpus, lru=gpus, cache=gpus), RuntimePolicy(), NOW)
+    pods = cleaned(pods_with(gpu=gpus, rps=gpus, queue=gpus, lru=gpus, cache=gpus))  # as sources hand them over
+    agg = aggregate(pods, RuntimePolicy(), NOW)
     for value in (agg.gpu_busy, agg.request_rate, agg.cache_pressure, agg.queue_delay_max_s, agg.coverage):
         assert value is None or (math.isfinite(value) and value >= 0.0)
     assert all(math.isfinite(w) and 0.0 <= w <= 1.0 for w in agg.weights)
