@@ -48,6 +48,7 @@ class Refresher:
         self._clock = clock
         self._memory: dict[RuntimeKey, RuntimeMemory] = {}
         self._warming: dict[RuntimeKey, WarmUp] = {}  # runtimes with no memory yet (autoscaler.policies.warmup)
+        self._failing: set[RuntimeKey] = set()  # runtimes whose last decision raised (logged once)
         self.views: dict[RuntimeKey, RuntimeView] = {}
         self.refreshes = 0
         self.listeners: list[RefreshListener] = []
@@ -67,13 +68,20 @@ class Refresher:
         now = self._clock()
         snapshots = await self.source.collect(now)
         views: dict[RuntimeKey, RuntimeView] = {}
+        failed: set[RuntimeKey] = set()
         for snapshot in snapshots:
             policy = self.policies.policy_for(snapshot.key, snapshot.annotations)
             if self.hpa_bounds is not None:
                 policy = with_hpa_bounds(policy, *self.hpa_bounds(snapshot.key))
-            view, memory, warm = decide_remembering(
-                snapshot, policy, self._memory.get(snapshot.key), self._warming.get(snapshot.key), now,
-                self.window_s, None if self.scaled_replicas is None else self.scaled_replicas(snapshot.key))
+            try:
+                view, memory, warm = decide_remembering(
+                    snapshot, policy, self._memory.get(snapshot.key), self._warming.get(snapshot.key), now,
+                    self.window_s, None if self.scaled_replicas is None else self.scaled_replicas(snapshot.key))
+            except Exception:
+                self._decision_failed(snapshot.key)
+                failed.add(snapshot.key)
+                continue
+            self._failing.discard(snapshot.key)
             views[snapshot.key] = view
             if memory is not None:
                 self._memory[snapshot.key] = memory
@@ -82,10 +90,11 @@ class Refresher:
             else:
                 self._warming[snapshot.key] = warm
             self._log_transition(self.views.get(snapshot.key), view)
-        for gone in set(self._memory) - set(views):
+        for gone in set(self._memory) - set(views) - failed:
             del self._memory[gone]
-        for gone in set(self._warming) - set(views):
+        for gone in set(self._warming) - set(views) - failed:
             del self._warming[gone]
+        self._failing &= failed
         self.metrics.publish_runtimes(views.values())  # and removes the series of runtimes and values gone
         self.views = views
         self.refreshes += 1
@@ -96,6 +105,15 @@ class Refresher:
                 await listener(views)
             except Exception:
                 log.exception("refresh listener failed; metrics serving is unaffected")
+
+    def _decision_failed(self, key: RuntimeKey) -> None:
+        """One runtime's decision raised (a bug, or a source that let a bad value through: `PodSample` says
+        what the sources guarantee). The other runtimes are decided as usual; this one is left out of the
+        refresh, so the API answers 404 for it and its HPA, seeing its metric fail, changes nothing (never a
+        scale-down on missing data); its memory is kept for when it decides again. Logged when it starts."""
+        if key not in self._failing:
+            self._failing.add(key)
+            log.exception("runtime %s: its decision failed; it is left out of the API until it succeeds", key)
 
     def _log_transition(self, before: RuntimeView | None, after: RuntimeView) -> None:
         if (before is None or before.known != after.known or before.complete != after.complete

@@ -55,6 +55,7 @@ FLAG_CASES: list[tuple[str, str, str, Any]] = [
     ("--dcgm-pod-label", "exported_pod", "dcgm_pod_label", "exported_pod"),
     ("--dcgm-namespace-label", "exported_namespace", "dcgm_namespace_label", "exported_namespace"),
     ("--workers", "4", "workers", 4),
+    ("--refresh-nice", "5", "refresh_nice", 5),
     ("--max-connections", "500", "max_connections", 500),
     ("--header-read-timeout", "5s", "header_read_timeout_s", 5.0),
     ("--keepalive-timeout", "2m", "keepalive_timeout_s", 120.0),
@@ -151,6 +152,7 @@ BAD_VARIABLES = [
     ("AUTOSCALER_INSECURE_DEV", "sometimes", "true or false"),
     ("AUTOSCALER_CONFIG", "", "file path"),
     ("AUTOSCALER_LOG_LEVEL", "LOUD", "DEBUG"),
+    ("AUTOSCALER_REFRESH_NICE", "20", "0 to 19"),
 ]
 
 
