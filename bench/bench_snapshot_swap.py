@@ -30,18 +30,24 @@ import multiprocessing
 import os
 import pickle
 import statistics
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from multiprocessing.connection import Connection
+from pathlib import Path
 
-from autoscaler.api import packed as packing
-from autoscaler.api.packed import pack, unpack
-from autoscaler.api.render import render_snapshot
-from autoscaler.api.snapshot import RenderedRuntimes, RuntimeAnswers, ServingSnapshot, SnapshotHolder
-from autoscaler.model import RuntimeKey
-from autoscaler.policies.decision import RuntimeMemory
-from autoscaler.policies.policy import RuntimePolicy
-from bench.bench_refresh import build_snapshots, refresh
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from autoscaler.api import packed as packing  # noqa: E402
+from autoscaler.api.packed import pack, unpack  # noqa: E402
+from autoscaler.api.render import render_snapshot  # noqa: E402
+from autoscaler.api.snapshot import RenderedRuntimes, RuntimeAnswers, ServingSnapshot, SnapshotHolder  # noqa: E402
+from autoscaler.model import RuntimeKey  # noqa: E402
+from autoscaler.policies.decision import RuntimeMemory  # noqa: E402
+from autoscaler.policies.policy import RuntimePolicy  # noqa: E402
+from bench.bench_refresh import build_snapshots, refresh  # noqa: E402
 
 TICK_S = 0.001
 
