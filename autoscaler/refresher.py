@@ -81,7 +81,6 @@ class Refresher:
                 self._decision_failed(snapshot.key)
                 failed.add(snapshot.key)
                 continue
-            self._failing.discard(snapshot.key)
             views[snapshot.key] = view
             if memory is not None:
                 self._memory[snapshot.key] = memory
@@ -94,7 +93,7 @@ class Refresher:
             del self._memory[gone]
         for gone in set(self._warming) - set(views) - failed:
             del self._warming[gone]
-        self._failing &= failed
+        self._failing &= failed  # a runtime decided again (or gone) is logged again if it fails later
         self.metrics.publish_runtimes(views.values())  # and removes the series of runtimes and values gone
         self.views = views
         self.refreshes += 1
