@@ -51,6 +51,8 @@ import trustme  # noqa: E402
 import yaml  # noqa: E402
 from aiohttp import web  # noqa: E402
 
+from tests.support.ports import free_port  # noqa: E402
+
 HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
 HEADERS = {"X-Remote-User": HPA_USER, "X-Remote-Group": "system:serviceaccounts"}
 METRICS = ("modelmesh_desired_replicas", "modelmesh_gpu_busy", "modelmesh_request_load", "modelmesh_cache_pressure")
@@ -328,14 +330,6 @@ async def wait_served(url: str, client: ssl.SSLContext, timeout_s: float) -> byt
                 last = str(error)
             await asyncio.sleep(0.5)
     raise RuntimeError(f"{url} not served within {timeout_s:g} s: {last}")
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client: ssl.SSLContext,
