@@ -116,6 +116,16 @@ def exporter_template(pod: int) -> tuple[bytes, bytes]:
     return before, after
 
 
+def write_targets(path: Path, runtimes: int, fleet_port: int) -> Path:
+    """A targets file naming the fleet's pods, `PODS_PER_RUNTIME` a runtime, as `serve_fleet` numbers them."""
+    path.write_text(yaml.safe_dump({"runtimes": [
+        {"namespace": NAMESPACE, "deployment": deployment(r),
+         "pods": [{"name": f"rt{r}-pod{i}",
+                   "url": f"http://127.0.0.1:{fleet_port}/pod/{r * PODS_PER_RUNTIME + i}/metrics"}
+                  for i in range(PODS_PER_RUNTIME)]} for r in range(runtimes)]}))
+    return path
+
+
 def serve_fleet(pods: int, ports: multiprocessing.Queue[int]) -> None:
     templates = [exporter_template(pod) for pod in range(pods)]
 
@@ -337,12 +347,7 @@ async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client
     pods = runtimes * PODS_PER_RUNTIME
     fleet, fleet_port = start(serve_fleet, pods)
     kube, _ = start(serve_kube, workdir)
-    targets = workdir / f"targets-{runtimes}.yaml"
-    targets.write_text(yaml.safe_dump({"runtimes": [
-        {"namespace": NAMESPACE, "deployment": deployment(r),
-         "pods": [{"name": f"rt{r}-pod{i}",
-                   "url": f"http://127.0.0.1:{fleet_port}/pod/{r * PODS_PER_RUNTIME + i}/metrics"}
-                  for i in range(PODS_PER_RUNTIME)]} for r in range(runtimes)]}))
+    targets = write_targets(workdir / f"targets-{runtimes}.yaml", runtimes, fleet_port)
     port = free_port()
     base = f"https://127.0.0.1:{port}"
     log = open(workdir / f"adapter-{runtimes}.log", "wb")  # noqa: SIM115
