@@ -26,7 +26,7 @@ if str(REPO) not in sys.path:
 
 import yaml  # noqa: E402
 
-from bench.bench_fleet import free_port  # noqa: E402
+from tests.support.ports import free_port  # noqa: E402
 
 INSECURE = ssl.create_default_context()
 INSECURE.check_hostname = False

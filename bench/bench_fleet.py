@@ -51,6 +51,8 @@ import trustme  # noqa: E402
 import yaml  # noqa: E402
 from aiohttp import web  # noqa: E402
 
+from tests.support.ports import free_port  # noqa: E402
+
 HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
 HEADERS = {"X-Remote-User": HPA_USER, "X-Remote-Group": "system:serviceaccounts"}
 METRICS = ("modelmesh_desired_replicas", "modelmesh_gpu_busy", "modelmesh_request_load", "modelmesh_cache_pressure")
@@ -112,6 +114,16 @@ def exporter_template(pod: int) -> tuple[bytes, bytes]:
     if not found:
         raise RuntimeError("the timestamp placeholder is not in the exporter text")
     return before, after
+
+
+def write_targets(path: Path, runtimes: int, fleet_port: int) -> Path:
+    """A targets file naming the fleet's pods, `PODS_PER_RUNTIME` a runtime, as `serve_fleet` numbers them."""
+    path.write_text(yaml.safe_dump({"runtimes": [
+        {"namespace": NAMESPACE, "deployment": deployment(r),
+         "pods": [{"name": f"rt{r}-pod{i}",
+                   "url": f"http://127.0.0.1:{fleet_port}/pod/{r * PODS_PER_RUNTIME + i}/metrics"}
+                  for i in range(PODS_PER_RUNTIME)]} for r in range(runtimes)]}))
+    return path
 
 
 def serve_fleet(pods: int, ports: multiprocessing.Queue[int]) -> None:
@@ -330,25 +342,12 @@ async def wait_served(url: str, client: ssl.SSLContext, timeout_s: float) -> byt
     raise RuntimeError(f"{url} not served within {timeout_s:g} s: {last}")
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client: ssl.SSLContext,
                   pool: multiprocessing.pool.Pool) -> dict[str, object]:
     pods = runtimes * PODS_PER_RUNTIME
     fleet, fleet_port = start(serve_fleet, pods)
     kube, _ = start(serve_kube, workdir)
-    targets = workdir / f"targets-{runtimes}.yaml"
-    targets.write_text(yaml.safe_dump({"runtimes": [
-        {"namespace": NAMESPACE, "deployment": deployment(r),
-         "pods": [{"name": f"rt{r}-pod{i}",
-                   "url": f"http://127.0.0.1:{fleet_port}/pod/{r * PODS_PER_RUNTIME + i}/metrics"}
-                  for i in range(PODS_PER_RUNTIME)]} for r in range(runtimes)]}))
+    targets = write_targets(workdir / f"targets-{runtimes}.yaml", runtimes, fleet_port)
     port = free_port()
     base = f"https://127.0.0.1:{port}"
     log = open(workdir / f"adapter-{runtimes}.log", "wb")  # noqa: SIM115

@@ -34,11 +34,9 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-import yaml  # noqa: E402
-
 from autoscaler.api.snapshot import ServingSnapshot  # noqa: E402
 from autoscaler.model import RuntimeKey, RuntimeView  # noqa: E402
-from bench.bench_fleet import NAMESPACE, PODS_PER_RUNTIME, deployment, serve_fleet, start  # noqa: E402
+from bench.bench_fleet import PODS_PER_RUNTIME, serve_fleet, start, write_targets  # noqa: E402
 
 T = TypeVar("T")
 
@@ -86,12 +84,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> None:
     pods = args.runtimes * PODS_PER_RUNTIME
     fleet, fleet_port = start(serve_fleet, pods)
     try:
-        targets = workdir / "targets.yaml"
-        targets.write_text(yaml.safe_dump({"runtimes": [
-            {"namespace": NAMESPACE, "deployment": deployment(r),
-             "pods": [{"name": f"rt{r}-pod{i}",
-                       "url": f"http://127.0.0.1:{fleet_port}/pod/{r * PODS_PER_RUNTIME + i}/metrics"}
-                      for i in range(PODS_PER_RUNTIME)]} for r in range(args.runtimes)]}))
+        targets = write_targets(workdir / "targets.yaml", args.runtimes, fleet_port)
         settings = ServeSettings(targets=targets, refresh_interval_s=15.0, deletion_cost=False)
         stack = RefreshStack(settings)
         refresher, metrics, source = stack.refresher, stack.metrics, stack.source

@@ -2,8 +2,8 @@
 
 For each shape (steady, diurnal, bursty, heavy-tailed, churn, mixed) one seeded day of 500 models is
 replayed under mean-hpa and under each skew-aware variant; the table gives each variant's pod-hours,
-delayed requests and cold loads as multiples of mean-hpa's (and how many cold loads were of models whose
-only copy a scale-down removed), and whether it meets the goal on that shape
+delayed requests and cold loads as multiples of mean-hpa's (and how many loads moved a leaving pod's models
+to the pods that stay, as ModelMesh's pre-shutdown does), and whether it meets the goal on that shape
 (at most 0.1x the delayed requests and 0.25x the avoidable cold loads, those beyond the first load of models
 that appear after the start, for at most 1.15x the pod-hours; autoscaler/simulation/goal.py). `fixed-max`
 (--ceiling) is the bound: maxReplicas all day; "delays met" in its goal column says the delay part of the
@@ -21,13 +21,12 @@ costs unset, as the adapter's `--deletion-cost off` (the ReplicaSet then removes
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from dataclasses import dataclass, replace
 
 from autoscaler.policies.config import apply_overrides
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.simulation.cli import sizing
+from autoscaler.simulation.cli import peak_need, sizing
 from autoscaler.simulation.cluster import ClusterShape
 from autoscaler.simulation.engine import PolicyResult, oracle, simulate
 from autoscaler.simulation.goal import judge
@@ -74,7 +73,7 @@ def run_shape(shape_name: str, seed: int, args: argparse.Namespace, variants: li
     if args.ceiling:  # the floor of delays: every pod maxReplicas allows, all day
         results.append(simulate(arrivals, bucket_s, 5.0, shape, max_bound(maximum), maximum))
     for factor in args.beyond:  # more pods than maxReplicas allows: how far down delays go with pods alone
-        pods = max(MIN_REPLICAS, round(factor * math.ceil(best.peak_rps / shape.pod_rps - 1e-9)))
+        pods = max(MIN_REPLICAS, round(factor * peak_need(best.peak_rps, shape.pod_rps)))
         results.append(simulate(arrivals, bucket_s, 5.0, shape, FixedPolicy(pods, f"fixed-{factor:g}x"), pods))
     for v in variants:
         policy = replace(v.policy, min_replicas=max(MIN_REPLICAS, v.policy.min_replicas or 0), max_replicas=maximum)

@@ -97,13 +97,17 @@ def _load_trace(args: argparse.Namespace) -> tuple[Trace, str]:
     return trace, f"synthetic ({args.shape}, seed {args.seed})"
 
 
+def peak_need(peak_rps: float, pod_rps: float) -> int:
+    """The pods the peak needs at full capacity (at least one)."""
+    return max(1, math.ceil(peak_rps / pod_rps - 1e-9))
+
+
 def sizing(peak_rps: float, first_rps: float, pod_rps: float, min_replicas: int, max_replicas: int | None,
            busy: float = 0.8) -> tuple[int, int, int]:
     """(fixed replicas: the peak at `busy`; maxReplicas: twice what the peak needs at full capacity unless
     given; the autoscaled policies' starting replicas: what the first bucket needs at `busy`)."""
-    peak_need = max(1, math.ceil(peak_rps / pod_rps - 1e-9))
     fixed = max(min_replicas, math.ceil(peak_rps / (pod_rps * busy) - 1e-9))
-    maximum = max_replicas or max(min_replicas + 1, 2 * peak_need)
+    maximum = max_replicas or max(min_replicas + 1, 2 * peak_need(peak_rps, pod_rps))
     if maximum < min_replicas:
         raise ValueError(f"--max-replicas ({maximum}) is below --min-replicas ({min_replicas})")
     start = min(maximum, max(min_replicas, math.ceil(first_rps / (pod_rps * busy) - 1e-9)))

@@ -179,11 +179,7 @@ class Cluster:
                 ready.counted_all = ready.rate * RATE_CHECK_S
             self._last_check = now - RATE_CHECK_S
             self._rate_check(now)
-            for model, name in list(copies.copying):
-                pod = next((p for p in self.pods if p.name == name), None)
-                if pod is not None and model not in pod.cache:
-                    copies.load(pod, model, now)
-            copies.copying.clear()
+            copies.finish(math.inf, self.pods)  # the copies it started, loaded at once (not counted)
             for starts in copies.load_start.values():  # loaded long ago, as far as the next round knows
                 for name in starts:
                     starts[name] = -math.inf

@@ -19,7 +19,6 @@ from autoscaler.simulation.goal import DELAYED, QUIET_RATIO, QUIET_SLACK, judge
 
 BASELINE = "mean-hpa"
 BOUND = "fixed-max"
-OURS = "skew-aware"
 
 
 class ProgressBar:
