@@ -50,6 +50,7 @@ from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad  # noqa:
 from exporter import names  # noqa: E402
 from exporter.collectors.health import CollectorHealth  # noqa: E402
 from exporter.collectors.modelmesh import ModelMeshCollector  # noqa: E402
+from tests.support.ports import free_port  # noqa: E402
 
 # What Prometheus 2.x sends when it scrapes.
 SCRAPE_HEADERS = {
@@ -181,15 +182,6 @@ def process_cpu_s(pid: int) -> float:
     """User + system CPU seconds of a process and its finished threads (/proc/PID/stat)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) * CLOCK_TICK_S
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextmanager
