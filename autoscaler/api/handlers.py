@@ -1,5 +1,6 @@
 """Request handlers. They read the current `ServingSnapshot` and never do I/O or encode JSON of their own:
-every runtime's answers were rendered when the refresh published them (`autoscaler.api.render`)."""
+every runtime's answers were rendered when the refresh published them (`autoscaler.api.render`), all but
+`/debug`'s, which `autoscaler.api.debug_document` writes from the snapshot's compact record when asked."""
 
 from __future__ import annotations
 
