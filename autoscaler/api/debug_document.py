@@ -85,7 +85,7 @@ def debug_json(record: bytes) -> bytes:
     try:
         return _STRICT.encode(document).encode()
     except (TypeError, ValueError):  # a NaN or an infinity (shown as null), a set (shown as a list)
-        return json.dumps(_finite(document)).encode()
+        return json.dumps(jsonable(document)).encode()
 
 
 def debug_body(view: RuntimeView) -> bytes:
@@ -108,13 +108,3 @@ def _document(fields: tuple[Any, ...]) -> dict[str, Any]:
     document["refreshed"] = rfc3339(fields[_REFRESHED])
     return document
 
-
-def _finite(value: Any) -> Any:
-    """As `jsonable` treats plain values: non-finite numbers as null (the pods' signal states are strings)."""
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_finite(item) for item in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value

@@ -1,5 +1,6 @@
 """Request handlers. They read the current `ServingSnapshot` and never do I/O or encode JSON of their own:
-every runtime's answers were rendered when the refresh published them (`autoscaler.api.render`)."""
+every runtime's answers were rendered when the refresh published them (`autoscaler.api.render`), all but
+`/debug`'s, which `autoscaler.api.debug_document` writes from the snapshot's compact record when asked."""
 
 from __future__ import annotations
 
@@ -35,12 +36,13 @@ def _rfc3339_seconds(seconds: int) -> str:
 
 def metric_answer(view: RuntimeView, metric: ServedMetric) -> Answer:
     """The ExternalMetricValueList of one runtime and metric, or the 503 while it is unknown."""
-    return _metric_answer(view, metric, None)
+    return metric_answers(view, (metric,))[0]
 
 
 def metric_answers(view: RuntimeView, metrics: tuple[ServedMetric, ...]) -> tuple[Answer, ...]:
-    """`metric_answer` for each of `metrics`, the runtime's labels encoded once for all of them."""
-    labels: list[str] = []  # filled at the first 200 answer
+    """`metric_answer` for each of `metrics`, the runtime's labels encoded once for all of them (not at all
+    while it is unknown: every answer is then the 503)."""
+    labels = json.dumps(runtime_labels(view.key.deployment)) if view.known else ""
     return tuple(_metric_answer(view, metric, labels) for metric in metrics)
 
 
@@ -55,7 +57,7 @@ _ITEM_HEAD: Final = {
 separators, keys in the order below), so that a refresh fills in only what varies."""
 
 
-def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: list[str] | None) -> Answer:
+def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str) -> Answer:
     """The answer as `json.dumps` of
 
         {"kind": "ExternalMetricValueList", "apiVersion": GROUP_VERSION, "metadata": {},
@@ -63,18 +65,14 @@ def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: list[str] | 
 
     would encode it, byte for byte, written from a template: at 5,000 runtimes x 4 metrics, encoding the
     whole document each time was most of the rendering of the metric answers. Every variable part still goes
-    through `json.dumps`, so escaping is its own; tests/api/test_metric_template.py checks the equality on
-    random views."""
+    through `json.dumps`, so escaping is its own (`labels`: the runtime's labels, already encoded);
+    tests/api/test_metric_template.py checks the equality on random views."""
     served = view.values.get(metric)
     if not view.known or served is None or served.value is None or served.timestamp is None:
         return error_answer(503, f"{metric.value} for runtime {view.key} is unknown right now: "
                                  f"{view.reason or 'no fresh data'}; the HPA holds its current replicas")
-    if labels is None:
-        labels = []
-    if not labels:
-        labels.append(json.dumps(runtime_labels(view.key.deployment)))
     body = (  # _json_str: what json.dumps does with a str (ensure_ascii), without its per-call set-up
-        f'{_ITEM_HEAD[metric]}{labels[0]}, "timestamp": {_json_str(rfc3339(served.timestamp))}, '
+        f'{_ITEM_HEAD[metric]}{labels}, "timestamp": {_json_str(rfc3339(served.timestamp))}, '
         f'"window": {round(view.window_s)!r}, "value": {_json_str(milli_quantity(served.value))}}}]}}'
     ).encode()
     return 200, body, max(0.0, view.refreshed_at - served.timestamp)

@@ -46,10 +46,9 @@ _ANSWERS = len(METRICS) + 1  # the served metrics, then KEDA
 _ANSWER_FORMAT = "HxxIId"  # status, body offset, body length, age (NaN: none)
 _RECORD = struct.Struct("<II" + _ANSWER_FORMAT * _ANSWERS + "II")  # key, answers, /debug
 _ANSWER_AT = range(2, 2 + 4 * _ANSWERS, 4)  # where each answer's fields start in a record
-_KEY_FIELDS = struct.Struct("<II")  # a record's start: key offset, length
+_SPAN = struct.Struct("<II")  # an offset and a length: a record's key (at its start) and /debug record (at its end)
 _ANSWER = struct.Struct("<" + _ANSWER_FORMAT)  # one answer inside a record
-_SPAN = struct.Struct("<II")  # an offset and a length (the /debug record's, at a record's end)
-_DEBUG_AT = _KEY_FIELDS.size + _ANSWERS * _ANSWER.size
+_DEBUG_AT = _SPAN.size + _ANSWERS * _ANSWER.size
 _SLOT = struct.Struct("<I")
 _isnan = math.isnan
 _LIMIT = 2**32 - 1  # offsets and lengths are u32
@@ -144,7 +143,7 @@ class PackedRuntimes(RuntimeTable):
             if not entry:
                 return -1
             at = _HEADER.size + (entry - 1) * _RECORD.size
-            start, length = _KEY_FIELDS.unpack_from(blob, at)
+            start, length = _SPAN.unpack_from(blob, at)
             if blob[start:start + length] == key:
                 return at
             slot = (slot + 1) & mask
@@ -153,7 +152,7 @@ class PackedRuntimes(RuntimeTable):
         at = self._find(_key_bytes(*key))
         if at < 0:
             return None
-        status, start, length, age = _ANSWER.unpack_from(self._blob, at + _KEY_FIELDS.size + which * _ANSWER.size)
+        status, start, length, age = _ANSWER.unpack_from(self._blob, at + _SPAN.size + which * _ANSWER.size)
         return status, bytes(self._blob[start:start + length]), None if _isnan(age) else age
 
     def debug_record(self, key: tuple[str, str]) -> bytes | None:

@@ -21,10 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
-from autoscaler.api.debug_document import debug_body as debug_body
 from autoscaler.api.debug_document import debug_json
-from autoscaler.api.debug_document import explanation as explanation
-from autoscaler.api.debug_document import jsonable as jsonable
 from autoscaler.api.handlers import respond, rfc3339, runtime_answer, runtime_debug_record
 from autoscaler.api.snapshot import KEDA, Answer, error_answer
 from autoscaler.model import RuntimeView

@@ -4,8 +4,9 @@ The refresh (discovery, scrape or Prometheus, decisions, actuation) produces `Ru
 `autoscaler.api.render` turns them into a `ServingSnapshot`, defined here: for each runtime, the finished
 HTTP answer (status, JSON bytes, freshness) for each served metric and for the KEDA endpoint, and what
 `/debug` is written from when asked (`autoscaler.api.debug_document`: the view's fields, compact).
-A request then costs a dict lookup and a write, never a JSON encoding, and never waits on the refresh. A
-snapshot is immutable and replaced whole, so a reader sees either the previous refresh or the next.
+A metric or KEDA request then costs a lookup and a write, never a JSON encoding (only `/debug`, opened now
+and then, is written when asked), and never waits on the refresh. A snapshot is immutable and replaced
+whole, so a reader sees either the previous refresh or the next.
 
 Snapshots travel between processes (`autoscaler.workers`) as one flat byte string
 (`autoscaler.api.packed`) that the serving worker reads in place: swapping in a 5,000-runtime snapshot

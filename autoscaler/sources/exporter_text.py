@@ -47,7 +47,7 @@ _WANTED_SAMPLE = re.compile(
     rf"(?:\{{([^\n]*)\}})? ({_NUMBER})")
 """A wanted sample at the start of a line (of a text already checked: its label text ends at the line's last
 brace), found with the leading newline as a literal prefix, so that the search skips the other lines fast."""
-_PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
+_PAIR = re.compile(rf'({_LABEL_NAME})="([^"]*)"')
 
 
 def fast_samples(text: str) -> list[Sample] | None:

@@ -13,7 +13,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.api.runtimes import debug_body, explanation
+from autoscaler.api.debug_document import debug_body, explanation
 from autoscaler.model import PodSample, RuntimeSnapshot, ServedValue
 from autoscaler.names import ServedMetric
 from autoscaler.policies.decision import decide

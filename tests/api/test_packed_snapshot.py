@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 
 from autoscaler.api import packed
 from autoscaler.api.app import build_api_app
+from autoscaler.api.debug_document import explanation
 from autoscaler.api.handlers import metric_answers
 from autoscaler.api.render import render_snapshot
-from autoscaler.api.runtimes import explanation, keda_answer
+from autoscaler.api.runtimes import keda_answer
 from autoscaler.api.snapshot import EMPTY, KEDA, METRICS, RuntimeAnswers, ServingSnapshot, SnapshotHolder
 from autoscaler.model import RuntimeKey
 from autoscaler.selfmetrics import AdapterMetrics

@@ -10,7 +10,8 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from autoscaler.api.app import build_api_app
-from autoscaler.api.runtimes import explanation, jsonable, keda_values
+from autoscaler.api.debug_document import explanation, jsonable
+from autoscaler.api.runtimes import keda_values
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot, ServedValue
 from autoscaler.names import ServedMetric
 from autoscaler.policies.decision import decide
