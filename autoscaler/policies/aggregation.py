@@ -93,11 +93,8 @@ class Aggregate:
         return self.stats(SIGNAL_REQUESTS).fresh * self.request_rate
 
     def stats(self, signal: str) -> SignalStats:
-        """The coverage of one signal; an aggregate built without per-signal detail counts `n` for all."""
-        found = self.signals.get(signal)
-        if found is not None:
-            return found
-        return SignalStats(fresh=self.n, missing=self.ready - self.n, coverage=self.coverage)
+        """The coverage of one signal of SIGNALS (every aggregate carries all of them: `signals`)."""
+        return self.signals[signal]
 
 
 def aggregate(

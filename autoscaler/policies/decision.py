@@ -31,7 +31,6 @@ always show them; whoever writes deletion costs should act only on known views.
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -272,25 +271,19 @@ def _seen(before: frozenset[str], by_signal: Mapping[str, SignalStats]) -> froze
     return _ALL_SIGNALS if seen == _ALL_SIGNALS else seen
 
 
-@functools.lru_cache(maxsize=65_536)
-def _terms(policy: RuntimePolicy) -> tuple[WeightedTerm, ...]:
-    """The ranking terms of a policy, made once per distinct policy rather than once per runtime and
-    refresh (`default_terms` depends on the policy alone). Sized for one policy per runtime (HPA bounds
-    make them differ) of a 65,536-runtime fleet, well under 1 KiB each; more only cost rebuilding."""
-    return default_terms(policy)
-
-
 _TERMS_BY_ID: dict[int, tuple[RuntimePolicy, tuple[WeightedTerm, ...]]] = {}
 
 
 def _policy_terms(policy: RuntimePolicy) -> tuple[WeightedTerm, ...]:
-    """`_terms` found by the policy's identity: a refresh hands the same policy object to a runtime every
-    time (`with_hpa_bounds` is cached), and hashing a 16-field policy for `lru_cache` costs more than the
-    ranking of a small runtime. The entry keeps its policy alive, so an id is never reused while cached."""
+    """`default_terms(policy)`, made once per policy object rather than once per runtime and refresh, and
+    found by the policy's identity: a refresh hands the same policy object to a runtime every time
+    (`with_hpa_bounds` is cached), and hashing a 16-field policy costs more than the ranking of a small
+    runtime. The entry keeps its policy alive, so an id is never reused while cached. Sized for one policy
+    per runtime of a 65,536-runtime fleet, well under 1 KiB each; more only cost rebuilding."""
     hit = _TERMS_BY_ID.get(id(policy))
     if hit is not None and hit[0] is policy:
         return hit[1]
-    terms = _terms(policy)
+    terms = default_terms(policy)
     if len(_TERMS_BY_ID) >= 65_536:
         _TERMS_BY_ID.clear()
     _TERMS_BY_ID[id(policy)] = (policy, terms)

@@ -29,8 +29,9 @@ def power_mean(values: Sequence[float], p: float) -> float:
     to `[mean, max]` so float rounding never breaks the bounds the recommendation relies on. Even values
     give back exactly that value.
 
-    Raises ValueError for `p < 1` (or NaN) and for a NaN, infinite or negative value: callers filter
-    absent signals first (see `samples.clean`), so a bad value here is a bug, not data.
+    Raises ValueError for `p < 1` (or NaN) and for a NaN, infinite or negative value: the values come from
+    clean samples (every `PodSample` producer leaves a garbled value absent), so a bad value here is a bug,
+    not data.
     """
     if not p >= 1.0:
         raise ValueError(f"power mean order must be >= 1, got {p!r}")

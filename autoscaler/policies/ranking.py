@@ -25,19 +25,17 @@ buckets and makes the buckets readable in `kubectl get pods -o yaml`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, NamedTuple, Protocol
 
 from autoscaler.model import PodSample
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.samples import clean
 from autoscaler.policies.slots import slot_builder
 
 COST_BUCKETS: Final = 10
 COST_SPACING: Final = 100
-
-_INF: Final = math.inf
 
 
 class NeedTerm(Protocol):
@@ -58,7 +56,7 @@ class RequestShareTerm:
     name: str = "requests"
 
     def scores(self, pods: Sequence[PodSample]) -> list[float | None]:
-        rates = [r if (r := pod.requests_per_second) is not None and 0.0 <= r < _INF else None for pod in pods]
+        rates = [clean(pod.requests_per_second) for pod in pods]
         top = 0.0
         for r in rates:
             if r is not None and r > top:
@@ -76,7 +74,7 @@ class GpuBusyTerm:
 
     def scores(self, pods: Sequence[PodSample]) -> list[float | None]:
         return [
-            (b if b <= 1.0 else 1.0) if (b := pod.gpu_busy) is not None and 0.0 <= b < _INF else None for pod in pods
+            (b if b <= 1.0 else 1.0) if (b := clean(pod.gpu_busy)) is not None else None for pod in pods
         ]
 
 
@@ -94,7 +92,7 @@ class CacheFillTerm:
 
     def scores(self, pods: Sequence[PodSample]) -> list[float | None]:
         return [
-            (c if c <= 1.0 else 1.0) if (c := pod.cache_used_ratio) is not None and 0.0 <= c < _INF else None
+            (c if c <= 1.0 else 1.0) if (c := clean(pod.cache_used_ratio)) is not None else None
             for pod in pods
         ]
 

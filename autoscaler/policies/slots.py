@@ -25,12 +25,10 @@ field in order, and a loop that fills a twin inline (`podviews`) must set it: a 
 AttributeError when read. A new field with a default is no exception (the builders take every field). A
 `__post_init__` (validation, derived fields) would be skipped by the builders, so it is refused at import.
 
-`slot_builder(cls, fields)` returns a function taking every field positionally, defaults included; the
-caller names the fields in the order it passes them, and they must be the dataclass's, in its order: a field
-added to or moved in the model then fails at import instead of shifting values into the wrong fields. The
-function is generated once, at import, the way `dataclasses` generates `__init__`; a class with
-`__post_init__` or without slots is refused, since the builder would skip what its `__init__` does.
-`slot_twin(cls, fields)` gives the twin itself, for a loop that fills objects inline (`podviews`).
+`slot_builder(cls, fields)` returns a function taking every field positionally, defaults included, in the
+order the caller names them (the dataclass's own, as above), generated once at import the way `dataclasses`
+generates `__init__`. `slot_twin(cls, fields)` gives the twin itself, for a loop that fills objects inline
+(`podviews`).
 """
 
 from __future__ import annotations

@@ -139,7 +139,7 @@ def test_fast_decisions_equal_the_plain_ones_refresh_after_refresh(
         now = NOW + 15.0 * i  # pods stay stamped at NOW: they age by 15 s a refresh
         fast_view, fast = decide(snapshot(pods, now=now, source_ok=source_ok), policy, fast, now, 30.0)
         with mock.patch.object(decision, "examine_pods", plain_examine), \
-                mock.patch.object(decision, "_terms", default_terms):
+                mock.patch.object(decision, "_policy_terms", default_terms):
             plain_view, plain = decide(snapshot(pods, now=now, source_ok=source_ok), policy, plain, now, 30.0)
         assert fast_view == plain_view
         assert fast == plain
