@@ -7,12 +7,12 @@ garbled number must never read as "idle".
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.model import PodSample
+from autoscaler.policies.samples import clean
 from autoscaler.sources.exporter_text import Sample, fast_samples
 from exporter import names
 
@@ -29,10 +29,6 @@ _SCALARS = {
     names.CACHE_USED_RATIO: "cache_used_ratio",
     names.MODELS_LOADED: "models_loaded",
 }
-
-
-def _valid(value: float) -> bool:
-    return math.isfinite(value) and value >= 0
 
 
 def library_samples(text: str) -> Iterator[Sample]:
@@ -68,18 +64,18 @@ def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
         for name, labels, value in exporter_samples(text):
             if name == names.GPU_BUSY_RATIO:
                 seen_exporter = True
-                if _valid(value):
+                if clean(value) is not None:
                     gpu_busy.append(min(1.0, value))
             elif name in _SCALARS:
                 seen_exporter = True
-                if _valid(value):
+                if clean(value) is not None:
                     values[_SCALARS[name]] = value
             elif name == names.LAST_SUCCESS_TIMESTAMP:
                 seen_exporter = True
                 collector = labels.get("collector")
-                if _valid(value) and collector == names.COLLECTOR_MODELMESH:
+                if clean(value) is not None and collector == names.COLLECTOR_MODELMESH:
                     modelmesh_ok_at = value
-                elif _valid(value) and collector == names.COLLECTOR_GPU:
+                elif clean(value) is not None and collector == names.COLLECTOR_GPU:
                     gpu_ok_at = value
             elif name == names.COLLECTOR_SUCCESS:
                 seen_exporter = True

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from prometheus_api_client.exceptions import PrometheusApiClientException
 from prometheus_api_client.prometheus_connect import PrometheusConnect
 from urllib3.util.retry import Retry
 
+from autoscaler.policies.samples import clean
 from exporter import names
 
 log = logging.getLogger("autoscaler.sources.prometheus")  # the source's logger: operators filter on one name
@@ -249,7 +249,7 @@ def valid_value(raw: str) -> float | None:
         value = float(raw)
     except (TypeError, ValueError):
         return None
-    return value if math.isfinite(value) and value >= 0 else None
+    return clean(value)
 
 
 def _timed_out(error: requests.exceptions.RequestException) -> bool:
