@@ -13,7 +13,15 @@ every runtime x metric in turn. Two clients, rounds interleaved between the adap
   open loop over 16 connections like the aggregator's), for `--hpa-seconds`. The schedule is dealt to
   `--hpa-clients` client processes, each with its own connections, so that one client's event loop is not
   the bottleneck; each reports how late it sent against the schedule ("client lateness"). When lateness p99
-  approaches the latency p99, the client, not the server, sets the figure.
+  approaches the latency p99, the client, not the server, sets the figure. Each client process opens its
+  connections before the schedule starts, as the aggregator keeps its connections open;
+- same rate: the HPA-paced client again, at one rate for every fleet size (`--same-rate`, by default the
+  largest fleet's HPA pace), so that the fleet's size is the only thing that differs between the rows. At
+  HPA pace a 10-runtime fleet is asked 2.7 times a second and a 5,000-runtime one 1,333 times: the load,
+  not the fleet, would differ. The last line gives the spread of p99 over the fleet sizes both ways.
+
+The fake exporters answer from a bare asyncio protocol: real exporters run on other nodes, so on the
+benchmark's machine their cost should take as little as possible from the adapter's cores.
 
 Prints p50/p99 and throughput as a ratio to the bare handler, and the adapter's time per refresh (its own
 self-metric). The load generator is one Python process: on a small machine it shares the cores with the
@@ -126,16 +134,47 @@ def write_targets(path: Path, runtimes: int, fleet_port: int) -> Path:
     return path
 
 
+class _FleetProtocol(asyncio.Protocol):
+    """Every fake exporter behind one port, answering `GET /pod/N/metrics` with pod N's text and a fresh
+    collection timestamp, keep-alive. A bare protocol rather than an aiohttp app: on the benchmark's machine the
+    fleet's CPU is taken from the adapter's cores, whereas real exporters run on other nodes, so the fake fleet
+    should cost as little as it can (about a fifth of an aiohttp handler per scrape)."""
+
+    def __init__(self, templates: list[tuple[bytes, bytes]]) -> None:
+        self.templates = templates
+        self.buffer = b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.buffer += data
+        while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
+            head, self.buffer = self.buffer[:end], self.buffer[end + 4:]
+            target = head.split(b" ", 2)[1]  # GET /pod/N/metrics HTTP/1.1 (the adapter sends no body)
+            parts = target.split(b"/")
+            if len(parts) != 4 or parts[1] != b"pod" or not parts[2].isdigit() or int(parts[2]) >= len(self.templates):
+                self.transport.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                continue
+            before, after = self.templates[int(parts[2])]
+            body = before + repr(time.time()).encode() + after
+            self.transport.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: "
+                                 + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+
 def serve_fleet(pods: int, ports: multiprocessing.Queue[int]) -> None:
     templates = [exporter_template(pod) for pod in range(pods)]
 
-    async def handler(request: web.Request) -> web.Response:
-        before, after = templates[int(request.match_info["pod"])]
-        return web.Response(body=before + repr(time.time()).encode() + after, content_type="text/plain")
+    async def run() -> None:
+        server = await asyncio.get_running_loop().create_server(
+            lambda: _FleetProtocol(templates), "127.0.0.1", 0, backlog=4096)
+        ports.put(server.sockets[0].getsockname()[1])
+        await asyncio.Event().wait()
 
-    app = web.Application()
-    app.router.add_get("/pod/{pod}/metrics", handler)
-    asyncio.run(_listen(app, None, ports))
+    asyncio.run(run())
 
 
 def serve_kube(workdir: Path, ports: multiprocessing.Queue[int]) -> None:
@@ -189,6 +228,7 @@ def start(target: object, *args: object) -> tuple[multiprocessing.process.BasePr
 class Sample:
     latencies: list[float] = field(default_factory=list)
     throughputs: list[float] = field(default_factory=list)
+    cpu_per_request: list[float] = field(default_factory=list)  # seconds of the serving processes' CPU
     errors: int = 0
 
     def percentile(self, q: float) -> float:
@@ -202,7 +242,33 @@ def urls(base: str, runtimes: int) -> list[str]:
     return paths
 
 
-async def load(targets: list[str], client: ssl.SSLContext, seconds: float, concurrency: int, into: Sample) -> None:
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU the processes have used so far (/proc, in clock ticks)."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15 of proc(5)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def serving_processes(adapter: int) -> list[int]:
+    """The adapter's serving workers: its children started by multiprocessing's spawn (not the resource
+    tracker). Their CPU per request is what "throughput per serving core" divides, whatever else the
+    machine runs."""
+    workers = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            command = (stat.parent / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        if parent == adapter and b"spawn_main" in command:
+            workers.append(int(stat.parent.name))
+    return workers
+
+
+async def load(targets: list[str], client: ssl.SSLContext, seconds: float, concurrency: int, into: Sample,
+               serving: list[int] | None = None) -> None:
     connector = aiohttp.TCPConnector(ssl=client, limit=concurrency)
     count = 0
     async with aiohttp.ClientSession(connector=connector) as session:
@@ -221,9 +287,11 @@ async def load(targets: list[str], client: ssl.SSLContext, seconds: float, concu
                 count += 1
                 index += concurrency
 
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), cpu_seconds(serving or [])
         await asyncio.gather(*(worker(i) for i in range(concurrency)))
         into.throughputs.append(count / (time.perf_counter() - started))
+        if serving:
+            into.cpu_per_request.append((cpu_seconds(serving) - cpu) / max(1, count))
 
 
 @dataclass
@@ -286,6 +354,10 @@ async def _hpa_share(workdir: Path, targets: list[str], share: int, shares: int,
                 return
             latencies.append(time.perf_counter() - started)
 
+        # Open this process's connections before the schedule starts, as the aggregator holds its connections to
+        # an extension API server open: a TLS handshake inside a measured request is not what an HPA feels (at 10
+        # runtimes, 40 requests a 15 s, the handshakes alone would be the p99).
+        await asyncio.gather(*(_warm(session, targets[i % len(targets)]) for i in range(connections)))
         # perf_counter is per process; convert the shared wall-clock start once.
         began = time.perf_counter() + (begin_at - time.time())
         total = max(1, int(rate * seconds))
@@ -300,13 +372,19 @@ async def _hpa_share(workdir: Path, targets: list[str], share: int, shares: int,
     return latencies, lateness, errors, len(tasks)
 
 
+async def _warm(session: aiohttp.ClientSession, url: str) -> None:
+    async with session.get(url, headers=HEADERS) as response:
+        await response.read()
+
+
 def hpa_pace(pool: multiprocessing.pool.Pool, workdir: Path, targets: list[str], seconds: float, clients: int,
-             into: Paced) -> None:
+             into: Paced, rate: float | None = None) -> None:
     """Open loop: request i is sent at i / rate whatever happened to the others, as independent HPAs do; the
-    schedule is dealt round-robin to `clients` processes, HPA_CONNECTIONS connections shared among them."""
-    rate = len(targets) / HPA_PERIOD_S
+    schedule is dealt round-robin to `clients` processes, HPA_CONNECTIONS connections shared among them.
+    `rate` None: the fleet's own HPA pace, every target once per HPA_PERIOD_S."""
+    rate = rate or len(targets) / HPA_PERIOD_S
     connections = max(2, HPA_CONNECTIONS // clients)
-    begin_at = time.time() + 0.5  # every process is already started: only the task hand-off is ahead
+    begin_at = time.time() + 1.0  # every process is already started: only the hand-off and warm-up ahead
     shares = pool.starmap(hpa_share, [(str(workdir), targets, share, clients, rate, begin_at, seconds, connections)
                                       for share in range(clients)])
     for result in shares:
@@ -364,14 +442,21 @@ async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client
         body = await wait_served(base + metric_path(runtimes - 1, METRICS[0]), client, 120 + runtimes / 20)
         bare, bare_port = start(serve_bare, workdir, body)
         bases = {"bare": f"https://127.0.0.1:{bare_port}", "adapter": base}
+        serving = {"bare": [bare.pid or 0],
+                   "adapter": serving_processes(adapter.pid) if args.workers else [adapter.pid]}
+        if len(serving["adapter"]) != max(1, args.workers):
+            raise RuntimeError(f"found serving workers {serving['adapter']} of the adapter, not {args.workers}")
         loads = {name: Sample() for name in bases}
         paced = {name: Paced() for name in bases}
+        same_rate = {name: Paced() for name in bases}
         for url in bases.values():  # warm-up: connections, caches, code paths
             await load(urls(url, runtimes), client, 1.0, args.concurrency, Sample())
         for _ in range(args.rounds):
             for name, url in bases.items():
-                await load(urls(url, runtimes), client, args.seconds, args.concurrency, loads[name])
+                await load(urls(url, runtimes), client, args.seconds, args.concurrency, loads[name], serving[name])
                 hpa_pace(pool, workdir, urls(url, runtimes), args.hpa_seconds, args.hpa_clients, paced[name])
+                hpa_pace(pool, workdir, urls(url, runtimes), args.hpa_seconds, args.hpa_clients, same_rate[name],
+                         args.same_rate)
         per_refresh = refresh_seconds(base, client)
     finally:
         adapter.terminate()
@@ -381,15 +466,16 @@ async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client
             if process is not None:
                 process.terminate()
                 process.join(5)
-    return {"runtimes": runtimes, "pods": pods, "load": loads, "paced": paced, "refresh_s": per_refresh,
-            "uptime": load_average()}
+    return {"runtimes": runtimes, "pods": pods, "load": loads, "paced": paced, "same_rate": same_rate,
+            "refresh_s": per_refresh, "uptime": load_average()}
 
 
 def report(row: dict[str, Any]) -> str:
     loads: dict[str, Sample] = row["load"]
     paced: dict[str, Paced] = row["paced"]
+    same_rate: dict[str, Paced] = row["same_rate"]
     ratio = statistics.median(loads["adapter"].throughputs) / statistics.median(loads["bare"].throughputs)
-    errors = loads["adapter"].errors + paced["adapter"].errors
+    errors = loads["adapter"].errors + paced["adapter"].errors + same_rate["adapter"].errors
 
     def ms(sample: Sample | Paced, q: float, of: str = "latencies") -> str:
         return f"{sample.percentile(q, of) * 1000:.1f}" if isinstance(sample, Paced) \
@@ -398,11 +484,18 @@ def report(row: dict[str, Any]) -> str:
     def late(name: str) -> str:
         return f"{ms(paced[name], 0.5, 'lateness')} / {ms(paced[name], 0.99, 'lateness')} ms"
 
+    adapter_cpu = statistics.median(loads["adapter"].cpu_per_request)
+    bare_cpu = statistics.median(loads["bare"].cpu_per_request)
     return (f"| {row['runtimes']:,} ({row['pods']:,}) | {ratio:.2f} "
+            f"| {adapter_cpu * 1e6:.0f} / {bare_cpu * 1e6:.0f} µs ({bare_cpu / adapter_cpu:.2f}) "
             f"| {ms(loads['adapter'], 0.5)} / {ms(loads['adapter'], 0.99)} ms "
             f"| {ms(loads['bare'], 0.5)} / {ms(loads['bare'], 0.99)} ms "
             f"| {ms(paced['adapter'], 0.5)} / {ms(paced['adapter'], 0.99)} ms ({len(paced['adapter'].latencies)}) "
             f"| {ms(paced['bare'], 0.5)} / {ms(paced['bare'], 0.99)} ms "
+            f"| {ms(same_rate['adapter'], 0.5)} / {ms(same_rate['adapter'], 0.99)} ms "
+            f"({ms(same_rate['adapter'], 0.99, 'lateness')}) "
+            f"| {ms(same_rate['bare'], 0.5)} / {ms(same_rate['bare'], 0.99)} ms "
+            f"({ms(same_rate['bare'], 0.99, 'lateness')}) "
             f"| {late('adapter')} | {late('bare')} "
             f"| {row['refresh_s']:.3f} s | {errors} | {row['uptime']} |")
 
@@ -419,17 +512,25 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="the adapter's --workers")
     parser.add_argument("--refresh-interval", type=float, default=5.0,
                         help="the adapter's refresh interval: short, so refreshes run during the rounds")
+    parser.add_argument("--same-rate", type=float, default=None,
+                        help="requests a second of the same-rate run, alike for every fleet size so that only the "
+                        "fleet's size differs (default: the largest fleet's HPA pace)")
     args = parser.parse_args()
+    sizes = [int(part) for part in args.runtimes.split(",") if part.strip()]
+    args.same_rate = args.same_rate or max(sizes) * len(METRICS) / HPA_PERIOD_S
     server_ca, proxy_ca = trustme.CA(), trustme.CA()
     print(f"adapter --workers {args.workers}, refresh every {args.refresh_interval:g} s, auth on (front-proxy "
           f"certificate + SubjectAccessReview); load: {args.concurrency} connections x {args.seconds:g} s; HPA "
           f"pace: runtimes x 4 / 15 s for {args.hpa_seconds:g} s from {args.hpa_clients} client processes; "
-          f"{args.rounds} interleaved rounds")
-    print("| runtimes (pods) | throughput vs bare | adapter p50 / p99 under load | bare p50 / p99 under load "
+          f"{args.rounds} interleaved rounds; same rate: {args.same_rate:g} requests a second at every size")
+    print("| runtimes (pods) | throughput vs bare | serving CPU a request, adapter / bare (throughput per core "
+          "vs bare) | adapter p50 / p99 under load | bare p50 / p99 under load "
           "| adapter p50 / p99 at HPA pace (requests) | bare p50 / p99 at HPA pace "
+          "| adapter p50 / p99 at the same rate (client lateness p99) | bare p50 / p99 at the same rate (lateness p99) "
           "| client lateness p50 / p99 (adapter) | client lateness p50 / p99 (bare) | time per refresh | errors "
           "| load average after |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    rows = []
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as directory:
         workdir = Path(directory)
         server_ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(workdir / "server.pem"))
@@ -441,10 +542,23 @@ def main() -> None:
         server_ca.cert_pem.write_to_path(str(workdir / "server-ca.pem"))
         proxy.private_key_and_cert_chain_pem.write_to_path(str(workdir / "front-proxy-client.pem"))
         with multiprocessing.get_context("spawn").Pool(args.hpa_clients) as pool:
-            for runtimes in (int(part) for part in args.runtimes.split(",") if part.strip()):
-                print(report(asyncio.run(measure(args, runtimes, workdir, client, pool))), flush=True)
+            for runtimes in sizes:
+                rows.append(asyncio.run(measure(args, runtimes, workdir, client, pool)))
+                print(report(rows[-1]), flush=True)
+    print(flatness(rows))
     print(f"machine: {os.cpu_count()} cores, load average {load_average()} at the end (other work on the same "
           "cores moves every figure; compare ratios)")
+
+
+def flatness(rows: list[dict[str, Any]]) -> str:
+    """How much the adapter's p99 moves across fleet sizes (the goal: within 2x), beside the bare handler's."""
+    def spread(of: str, name: str) -> str:
+        p99s = [row[of][name].percentile(0.99) * 1000 for row in rows]
+        return f"{min(p99s):.1f}-{max(p99s):.1f} ms ({max(p99s) / min(p99s):.1f}x)"
+
+    sizes = f"{rows[0]['runtimes']:,} to {rows[-1]['runtimes']:,} runtimes" if rows else "no fleet"
+    return (f"p99 from {sizes}: at HPA pace adapter {spread('paced', 'adapter')}, bare {spread('paced', 'bare')}; "
+            f"at the same rate adapter {spread('same_rate', 'adapter')}, bare {spread('same_rate', 'bare')}")
 
 
 def load_average() -> str:

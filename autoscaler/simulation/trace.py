@@ -1,6 +1,8 @@
 """Request traces: the CSV users bring (`timestamp_s,model,requests`) and a synthetic generator.
 
 A trace row says how many requests arrived for one model in the interval starting at `timestamp_s`. The
+three columns are found by name, in any order (converters write their own), a byte-order mark (Excel's
+"CSV UTF-8") is skipped, and `FILE.csv.gz` is read without unpacking (fleet traces are kept compressed). The
 interval (1 s to 10 min) is inferred as the smallest gap between distinct timestamps, and every timestamp
 must sit on that grid. The simulator replays a trace in *buckets*: the trace's own intervals when they are
 at least one tick long (requests spread evenly within each), else ticks that add several intervals up.
@@ -13,6 +15,7 @@ a plain mean hides), and churn (models that appear and go quiet). It is seeded, 
 from __future__ import annotations
 
 import csv
+import gzip
 import math
 import os
 from collections.abc import Iterable
@@ -110,19 +113,37 @@ def read_csv(path: str | os.PathLike[str]) -> Trace:
     """Read and check a trace file; TraceError names the first problem."""
     name = os.fspath(path)
     try:
-        with open(name, newline="", encoding="utf-8") as fh:
+        if name.endswith(".gz"):
+            with gzip.open(name, "rt", newline="", encoding="utf-8-sig") as fh:
+                return _parse(csv.reader(fh), name)
+        with open(name, newline="", encoding="utf-8-sig") as fh:
             return _parse(csv.reader(fh), name)
+    except gzip.BadGzipFile as exc:
+        raise TraceError(f"{name}: not a gzip file ({exc}); name it .csv if it is plain text") from exc
+    except EOFError as exc:
+        raise TraceError(f"{name}: the gzip file ends early (cut short?)") from exc
     except OSError as exc:
         raise TraceError(f"{name}: cannot read trace: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise TraceError(f"{name}: not UTF-8 text ({exc.reason})") from exc
 
 
+def _columns(header: list[str] | None, name: str) -> tuple[int, int, int]:
+    """Where timestamp_s, model and requests are in the header row."""
+    found = [h.strip() for h in header or []]
+    problems = [f"missing {column}" for column in HEADER if column not in found]
+    problems += [f"{column} listed twice" for column in HEADER if found.count(column) > 1]
+    problems += [f"unexpected column {column!r}" for column in found if column not in HEADER]
+    if problems:
+        raise TraceError(f"{name}: line 1: expected the header {','.join(HEADER)} (in any order), got "
+                         f"{','.join(header or [])!r}: {'; '.join(problems)}")
+    at_time, at_model, at_requests = (found.index(column) for column in HEADER)
+    return at_time, at_model, at_requests
+
+
 def _parse(rows: Iterable[list[str]], name: str) -> Trace:
     it = iter(rows)
-    header = next(it, None)
-    if header is None or tuple(h.strip() for h in header) != HEADER:
-        raise TraceError(f"{name}: line 1: expected the header {','.join(HEADER)}, got {','.join(header or [])!r}")
+    at_time, at_model, at_requests = _columns(next(it, None), name)
     times: list[float] = []
     names: list[str] = []
     counts: list[float] = []
@@ -132,13 +153,13 @@ def _parse(rows: Iterable[list[str]], name: str) -> Trace:
         where = f"{name}: line {line}"
         if len(row) != 3:
             raise TraceError(f"{where}: expected 3 fields (timestamp_s,model,requests), got {len(row)}")
-        t = _number(row[0], "timestamp_s", where)
-        model = row[1].strip()
+        t = _number(row[at_time], "timestamp_s", where)
+        model = row[at_model].strip()
         if not model:
             raise TraceError(f"{where}: model is empty")
-        r = _number(row[2], "requests", where)
+        r = _number(row[at_requests], "requests", where)
         if r < 0:
-            raise TraceError(f"{where}: requests must be >= 0, got {row[2]!r}")
+            raise TraceError(f"{where}: requests must be >= 0, got {row[at_requests]!r}")
         times.append(t)
         names.append(model)
         counts.append(r)

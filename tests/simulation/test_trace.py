@@ -78,3 +78,36 @@ def test_the_generator_repeats_for_a_seed_and_draws_the_shapes_it_names() -> Non
     heavy = synthetic(models=200, hours=1, shape="heavy-tailed", seed=1)
     top = np.bincount(heavy.model, weights=heavy.requests).max() / heavy.total_requests
     assert top > 0.3  # with s = 1.6 the hottest of 200 models takes about 40% of requests
+
+
+def test_a_trace_as_spreadsheets_and_converters_write_it_is_read(tmp_path: Path) -> None:
+    """Excel's "CSV UTF-8" starts with a byte-order mark and ends lines with CRLF; converters put the columns
+    in their own order and use epoch seconds. The same three columns, by name, read the same trace."""
+    epoch = 1_700_000_000
+    text = (f"model,requests,timestamp_s\r\nresnet,120,{epoch}\r\nbert,6,{epoch}\r\nresnet,60,{epoch + 60}\r\n"
+            f"bert,3,{epoch + 180}\r\n")
+    (tmp_path / "excel.csv").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    trace = read_csv(tmp_path / "excel.csv")
+    assert trace.models == ("resnet", "bert")
+    assert (trace.start_s, trace.interval_s, trace.intervals) == (epoch, 60.0, 4)
+    assert trace.rate_per_interval().tolist() == [2.1, 1.0, 0.0, 0.05]
+
+
+def test_a_gzipped_trace_is_read_as_it_is(tmp_path: Path) -> None:
+    """Traces of a fleet run to gigabytes and are kept compressed: FILE.csv.gz is read without unpacking."""
+    import gzip
+
+    with gzip.open(tmp_path / "t.csv.gz", "wt", encoding="utf-8") as fh:
+        fh.write("timestamp_s,model,requests\n0,a,30\n5,a,10\n5,b,5\n")
+    trace = read_csv(tmp_path / "t.csv.gz")
+    assert (trace.models, trace.interval_s, trace.total_requests) == (("a", "b"), 5.0, 45.0)
+    (tmp_path / "broken.csv.gz").write_bytes(b"\x1f\x8b not really gzip")
+    with pytest.raises(TraceError, match=r"broken.csv.gz: not a gzip file"):
+        read_csv(tmp_path / "broken.csv.gz")
+
+
+def test_a_header_with_a_column_missing_or_extra_names_it(tmp_path: Path) -> None:
+    with pytest.raises(TraceError, match=r"line 1: .*missing requests"):
+        read_csv(write(tmp_path / "a.csv", "timestamp_s,model,count\n0,a,1\n"))
+    with pytest.raises(TraceError, match=r"line 1: .*model listed twice"):
+        read_csv(write(tmp_path / "b.csv", "timestamp_s,model,model\n0,a,1\n"))

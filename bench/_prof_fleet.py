@@ -1,0 +1,569 @@
+"""What an HPA feels at fleet size: the real adapter (`modelmesh-autoscaler serve`, auth on, refresh running)
+serving 10 to 5,000 runtimes, against a bare aiohttp TLS handler returning the same bytes.
+
+For each fleet size: one process serves every pod's exporter output (2 pods a runtime, the exporter's own
+series with a fresh collection timestamp on every scrape); one process runs the fake Kubernetes API that
+answers the adapter's SubjectAccessReviews; the adapter runs as a real process with TLS, the front-proxy CA
+and `--requestheader-allowed-names`, scraping the fleet every `--refresh-interval` seconds. Clients present
+the aggregator's front-proxy certificate (trustme) and `X-Remote-User`, as kube-apiserver does, and ask for
+every runtime x metric in turn. Two clients, rounds interleaved between the adapter and the bare handler:
+
+- load: `--concurrency` keep-alive connections, one request in flight on each, for `--seconds`;
+- HPA pace: one HPA per runtime asking for its 4 metrics every 15 s (runtimes x 4 / 15 requests a second,
+  open loop over 16 connections like the aggregator's), for `--hpa-seconds`. The schedule is dealt to
+  `--hpa-clients` client processes, each with its own connections, so that one client's event loop is not
+  the bottleneck; each reports how late it sent against the schedule ("client lateness"). When lateness p99
+  approaches the latency p99, the client, not the server, sets the figure. Each client process opens its
+  connections before the schedule starts, as the aggregator keeps its connections open;
+- same rate: the HPA-paced client again, at one rate for every fleet size (`--same-rate`, by default the
+  largest fleet's HPA pace), so that the fleet's size is the only thing that differs between the rows. At
+  HPA pace a 10-runtime fleet is asked 2.7 times a second and a 5,000-runtime one 1,333 times: the load,
+  not the fleet, would differ. The last line gives the spread of p99 over the fleet sizes both ways.
+
+The fake exporters answer from a bare asyncio protocol: real exporters run on other nodes, so on the
+benchmark's machine their cost should take as little as possible from the adapter's cores.
+
+Prints p50/p99 and throughput as a ratio to the bare handler, and the adapter's time per refresh (its own
+self-metric). The load generator is one Python process: on a small machine it shares the cores with the
+servers, so absolute figures are a floor; the ratio is the figure to read. Plain script, no asserts:
+
+    python bench/bench_fleet.py --runtimes 10,1000 [--seconds 4] [--hpa-seconds 8] [--rounds 2] [--workers 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import multiprocessing.pool
+import os
+import random
+import re
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # the fake Kubernetes API lives in tests/
+
+import aiohttp  # noqa: E402
+import trustme  # noqa: E402
+import yaml  # noqa: E402
+from aiohttp import web  # noqa: E402
+
+from tests.support.ports import free_port  # noqa: E402
+
+HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
+HEADERS = {"X-Remote-User": HPA_USER, "X-Remote-Group": "system:serviceaccounts"}
+METRICS = ("modelmesh_desired_replicas", "modelmesh_gpu_busy", "modelmesh_request_load", "modelmesh_cache_pressure")
+NAMESPACE = "bench"
+PODS_PER_RUNTIME = 2
+STAMP = b"1234567890.5"
+HPA_PERIOD_S = 15.0
+HPA_CONNECTIONS = 16
+
+
+def deployment(runtime: int) -> str:
+    return f"modelmesh-serving-rt{runtime}"
+
+
+def metric_path(runtime: int, metric: str) -> str:
+    return (f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}/{metric}"
+            f"?labelSelector=deployment%3D{deployment(runtime)}")
+
+
+# Processes: the exporter fleet, the fake Kubernetes API, the bare handler.
+
+def exporter_template(pod: int) -> tuple[bytes, bytes]:
+    """One exporter's output (1 GPU), split where its collection timestamp goes."""
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    from exporter import names
+
+    class Families:
+        def collect(self) -> list[GaugeMetricFamily | CounterMetricFamily]:
+            busy = GaugeMetricFamily(names.GPU_BUSY_RATIO, "busy", labels=["gpu", "uuid"])
+            busy.add_metric(["0", f"GPU-{pod}"], (pod % 10) / 10)
+            used = GaugeMetricFamily(names.GPU_MEMORY_USED_BYTES, "used", labels=["gpu", "uuid"])
+            used.add_metric(["0", f"GPU-{pod}"], 1e9)
+            success = GaugeMetricFamily(names.COLLECTOR_SUCCESS, "ok", labels=["collector"])
+            success.add_metric(["modelmesh"], 1)
+            success.add_metric(["gpu"], 1)
+            last = GaugeMetricFamily(names.LAST_SUCCESS_TIMESTAMP, "ts", labels=["collector"])
+            last.add_metric(["modelmesh"], float(STAMP))
+            # Only the first stamp (ModelMesh's) is rewritten per response; the GPU collector's is set far ahead
+            # so that its signal always counts fresh in the benchmark.
+            last.add_metric(["gpu"], 4e9)
+            return [busy, used, success, last,
+                    CounterMetricFamily(names.REQUESTS_TOTAL, "n", value=1000.0 * pod),
+                    GaugeMetricFamily(names.REQUESTS_PER_SECOND, "r", value=float(pod % 50)),
+                    GaugeMetricFamily(names.QUEUE_DELAY_SECONDS, "q", value=0.01),
+                    GaugeMetricFamily(names.CACHE_MISSES_PER_SECOND, "m", value=0.1),
+                    GaugeMetricFamily(names.LRU_AGE_SECONDS, "a", value=600.0),
+                    GaugeMetricFamily(names.CACHE_USED_RATIO, "c", value=0.7),
+                    GaugeMetricFamily(names.CACHE_CAPACITY_BYTES, "cap", value=1.6e10),
+                    GaugeMetricFamily(names.MODELS_LOADED, "l", value=12.0)]
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Families())
+    from prometheus_client.utils import floatToGoString
+
+    stamp: str = floatToGoString(float(STAMP))  # type: ignore[no-untyped-call]
+    before, found, after = generate_latest(registry).partition(stamp.encode())
+    if not found:
+        raise RuntimeError("the timestamp placeholder is not in the exporter text")
+    return before, after
+
+
+def write_targets(path: Path, runtimes: int, fleet_port: int) -> Path:
+    """A targets file naming the fleet's pods, `PODS_PER_RUNTIME` a runtime, as `serve_fleet` numbers them."""
+    path.write_text(yaml.safe_dump({"runtimes": [
+        {"namespace": NAMESPACE, "deployment": deployment(r),
+         "pods": [{"name": f"rt{r}-pod{i}",
+                   "url": f"http://127.0.0.1:{fleet_port}/pod/{r * PODS_PER_RUNTIME + i}/metrics"}
+                  for i in range(PODS_PER_RUNTIME)]} for r in range(runtimes)]}))
+    return path
+
+
+class _FleetProtocol(asyncio.Protocol):
+    """Every fake exporter behind one port, answering `GET /pod/N/metrics` with pod N's text and a fresh
+    collection timestamp, keep-alive. A bare protocol rather than an aiohttp app: on the benchmark's machine the
+    fleet's CPU is taken from the adapter's cores, whereas real exporters run on other nodes, so the fake fleet
+    should cost as little as it can (about a fifth of an aiohttp handler per scrape)."""
+
+    def __init__(self, templates: list[tuple[bytes, bytes]]) -> None:
+        self.templates = templates
+        self.buffer = b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.buffer += data
+        while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
+            head, self.buffer = self.buffer[:end], self.buffer[end + 4:]
+            target = head.split(b" ", 2)[1]  # GET /pod/N/metrics HTTP/1.1 (the adapter sends no body)
+            parts = target.split(b"/")
+            if len(parts) != 4 or parts[1] != b"pod" or not parts[2].isdigit() or int(parts[2]) >= len(self.templates):
+                self.transport.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                continue
+            before, after = self.templates[int(parts[2])]
+            body = before + repr(time.time()).encode() + after
+            self.transport.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: "
+                                 + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+
+def serve_fleet(pods: int, ports: multiprocessing.Queue[int]) -> None:
+    templates = [exporter_template(pod) for pod in range(pods)]
+
+    async def run() -> None:
+        server = await asyncio.get_running_loop().create_server(
+            lambda: _FleetProtocol(templates), "127.0.0.1", 0, backlog=4096)
+        ports.put(server.sockets[0].getsockname()[1])
+        await asyncio.Event().wait()
+
+    asyncio.run(run())
+
+
+def serve_kube(workdir: Path, ports: multiprocessing.Queue[int]) -> None:
+    async def run() -> None:
+        from autoscaler.names import API_GROUP
+        from tests.fakes.kube import FakeKubeApi
+
+        async with FakeKubeApi() as kube:
+            kube.allow(user=HPA_USER, verb="get", group=API_GROUP)
+            kube.write_kubeconfig(workdir / "kubeconfig")
+            ports.put(kube.port)
+            await asyncio.Event().wait()
+
+    asyncio.run(run())
+
+
+def serve_bare(workdir: Path, body: bytes, ports: multiprocessing.Queue[int]) -> None:
+    from autoscaler.api.certs import server_context
+    from autoscaler.api.client_certs import CertificateAuthorities, trust_client_certificates
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(body=body, content_type="application/json")
+
+    tls = server_context(workdir / "server.pem", workdir / "server.pem")
+    trust_client_certificates(tls, CertificateAuthorities.from_pem((workdir / "front-proxy-ca.pem").read_bytes(),
+                                                                   "bench"))
+    app = web.Application()
+    app.router.add_get("/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/{metric}", handler)
+    asyncio.run(_listen(app, tls, ports))
+
+
+async def _listen(app: web.Application, tls: ssl.SSLContext | None, ports: multiprocessing.Queue[int]) -> None:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls, backlog=4096).start()
+    ports.put(runner.addresses[0][1])
+    await asyncio.Event().wait()
+
+
+def start(target: object, *args: object) -> tuple[multiprocessing.process.BaseProcess, int]:
+    spawn = multiprocessing.get_context("spawn")
+    ports: multiprocessing.Queue[int] = spawn.Queue()
+    process = spawn.Process(target=target, args=(*args, ports), daemon=True)  # type: ignore[arg-type]
+    process.start()
+    return process, ports.get(timeout=120)
+
+
+# Clients.
+
+@dataclass
+class Sample:
+    latencies: list[float] = field(default_factory=list)
+    throughputs: list[float] = field(default_factory=list)
+    cpu_per_request: list[float] = field(default_factory=list)  # seconds of the serving processes' CPU
+    errors: int = 0
+
+    def percentile(self, q: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def urls(base: str, runtimes: int) -> list[str]:
+    paths = [base + metric_path(runtime, metric) for runtime in range(runtimes) for metric in METRICS]
+    random.Random(1).shuffle(paths)
+    return paths
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU the processes have used so far (/proc, in clock ticks)."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15 of proc(5)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def serving_processes(adapter: int) -> list[int]:
+    """The adapter's serving workers: its children started by multiprocessing's spawn (not the resource
+    tracker). Their CPU per request is what "throughput per serving core" divides, whatever else the
+    machine runs."""
+    workers = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            command = (stat.parent / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        if parent == adapter and b"spawn_main" in command:
+            workers.append(int(stat.parent.name))
+    return workers
+
+
+async def load(targets: list[str], client: ssl.SSLContext, seconds: float, concurrency: int, into: Sample,
+               serving: list[int] | None = None) -> None:
+    connector = aiohttp.TCPConnector(ssl=client, limit=concurrency)
+    count = 0
+    async with aiohttp.ClientSession(connector=connector) as session:
+        deadline = time.perf_counter() + seconds
+
+        async def worker(offset: int) -> None:
+            nonlocal count
+            index = offset
+            while time.perf_counter() < deadline:
+                started = time.perf_counter()
+                async with session.get(targets[index % len(targets)], headers=HEADERS) as response:
+                    await response.read()
+                    if response.status != 200:
+                        into.errors += 1
+                into.latencies.append(time.perf_counter() - started)
+                count += 1
+                index += concurrency
+
+        started, cpu = time.perf_counter(), cpu_seconds(serving or [])
+        await asyncio.gather(*(worker(i) for i in range(concurrency)))
+        into.throughputs.append(count / (time.perf_counter() - started))
+        if serving:
+            into.cpu_per_request.append((cpu_seconds(serving) - cpu) / max(1, count))
+
+
+@dataclass
+class Paced:
+    """What the HPA-paced clients saw: latency from send, and how late each send was against its schedule.
+
+    Lateness is the client's own delay (its event loop or core was busy): when it grows, the figures measure
+    the client, not the server."""
+
+    latencies: list[float] = field(default_factory=list)
+    lateness: list[float] = field(default_factory=list)
+    errors: int = 0
+    scheduled: int = 0
+
+    def percentile(self, q: float, of: str = "latencies") -> float:
+        ordered = sorted(getattr(self, of))
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+    def merge(self, other: tuple[list[float], list[float], int, int]) -> None:
+        latencies, lateness, errors, scheduled = other
+        self.latencies += latencies
+        self.lateness += lateness
+        self.errors += errors
+        self.scheduled += scheduled
+
+
+def client_context(workdir: Path) -> ssl.SSLContext:
+    """The aggregator's side of TLS, rebuilt from files so that each client process has its own."""
+    context = ssl.create_default_context(cafile=str(workdir / "server-ca.pem"))
+    context.load_cert_chain(str(workdir / "front-proxy-client.pem"))
+    return context
+
+
+def hpa_share(workdir: str, targets: list[str], share: int, shares: int, rate: float, begin_at: float,
+              seconds: float, connections: int) -> tuple[list[float], list[float], int, int]:
+    """One client process: sends requests share, share + shares, ... of the fleet-wide schedule (request i at
+    begin_at + i / rate, wall clock shared by all processes) over its own connections."""
+    return asyncio.run(_hpa_share(Path(workdir), targets, share, shares, rate, begin_at, seconds, connections))
+
+
+async def _hpa_share(workdir: Path, targets: list[str], share: int, shares: int, rate: float, begin_at: float,
+                     seconds: float, connections: int) -> tuple[list[float], list[float], int, int]:
+    latencies: list[float] = []
+    lateness: list[float] = []
+    errors = 0
+    connector = aiohttp.TCPConnector(ssl=client_context(workdir), limit=connections)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def one(url: str, due: float) -> None:
+            nonlocal errors
+            started = time.perf_counter()
+            lateness.append(max(0.0, started - due))
+            try:
+                async with session.get(url, headers=HEADERS) as response:
+                    await response.read()
+                    if response.status != 200:
+                        errors += 1
+            except aiohttp.ClientError:
+                errors += 1
+                return
+            latencies.append(time.perf_counter() - started)
+
+        # Open this process's connections before the schedule starts, as the aggregator holds its connections to
+        # an extension API server open: a TLS handshake inside a measured request is not what an HPA feels (at 10
+        # runtimes, 40 requests a 15 s, the handshakes alone would be the p99).
+        await asyncio.gather(*(_warm(session, targets[i % len(targets)]) for i in range(connections)))
+        # perf_counter is per process; convert the shared wall-clock start once.
+        began = time.perf_counter() + (begin_at - time.time())
+        total = max(1, int(rate * seconds))
+        tasks = []
+        for i in range(share, total, shares):
+            due = began + i / rate
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one(targets[i % len(targets)], due)))
+        await asyncio.gather(*tasks)
+    return latencies, lateness, errors, len(tasks)
+
+
+async def _warm(session: aiohttp.ClientSession, url: str) -> None:
+    async with session.get(url, headers=HEADERS) as response:
+        await response.read()
+
+
+def hpa_pace(pool: multiprocessing.pool.Pool, workdir: Path, targets: list[str], seconds: float, clients: int,
+             into: Paced, rate: float | None = None) -> None:
+    """Open loop: request i is sent at i / rate whatever happened to the others, as independent HPAs do; the
+    schedule is dealt round-robin to `clients` processes, HPA_CONNECTIONS connections shared among them.
+    `rate` None: the fleet's own HPA pace, every target once per HPA_PERIOD_S."""
+    rate = rate or len(targets) / HPA_PERIOD_S
+    connections = max(2, HPA_CONNECTIONS // clients)
+    begin_at = time.time() + 1.0  # every process is already started: only the hand-off and warm-up ahead
+    shares = pool.starmap(hpa_share, [(str(workdir), targets, share, clients, rate, begin_at, seconds, connections)
+                                      for share in range(clients)])
+    for result in shares:
+        into.merge(result)
+
+
+# One fleet size.
+
+def refresh_seconds(base: str, client: ssl.SSLContext) -> float:
+    with urllib.request.urlopen(base + "/metrics", context=client, timeout=10) as response:
+        text = response.read().decode()
+    total = re.search(r"^modelmesh_autoscaler_refresh_duration_seconds_sum (\S+)$", text, re.M)
+    count = re.search(r"^modelmesh_autoscaler_refresh_duration_seconds_count (\S+)$", text, re.M)
+    if total is None or count is None or float(count.group(1)) == 0:
+        return float("nan")
+    return float(total.group(1)) / float(count.group(1))
+
+
+async def wait_served(url: str, client: ssl.SSLContext, timeout_s: float) -> bytes:
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client)) as session:
+        while time.monotonic() < deadline:
+            try:
+                async with session.get(url, headers=HEADERS) as response:
+                    body = await response.read()
+                    if response.status == 200:
+                        return body
+                    last = f"{response.status} {body[:200]!r}"
+            except aiohttp.ClientError as error:
+                last = str(error)
+            await asyncio.sleep(0.5)
+    raise RuntimeError(f"{url} not served within {timeout_s:g} s: {last}")
+
+
+async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client: ssl.SSLContext,
+                  pool: multiprocessing.pool.Pool) -> dict[str, object]:
+    pods = runtimes * PODS_PER_RUNTIME
+    fleet, fleet_port = start(serve_fleet, pods)
+    kube, _ = start(serve_kube, workdir)
+    targets = write_targets(workdir / f"targets-{runtimes}.yaml", runtimes, fleet_port)
+    port = free_port()
+    base = f"https://127.0.0.1:{port}"
+    log = open(workdir / f"adapter-{runtimes}.log", "wb")  # noqa: SIM115
+    adapter = subprocess.Popen(
+        [sys.executable, "-m", "autoscaler.cli", "serve", "--listen", f"127.0.0.1:{port}",
+         "--tls-cert-file", str(workdir / "server.pem"), "--tls-private-key-file", str(workdir / "server.pem"),
+         "--requestheader-client-ca-file", str(workdir / "front-proxy-ca.pem"),
+         "--requestheader-allowed-names", "front-proxy-client", "--kubeconfig", str(workdir / "kubeconfig"),
+         "--targets", str(targets), "--refresh-interval", str(args.refresh_interval), "--workers",
+         str(args.workers), "--deletion-cost", "off", "--log-level", "WARNING"],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO) + ":/tmp/prof"})
+    bare = None
+    try:
+        body = await wait_served(base + metric_path(runtimes - 1, METRICS[0]), client, 120 + runtimes / 20)
+        bare, bare_port = start(serve_bare, workdir, body)
+        bases = {"bare": f"https://127.0.0.1:{bare_port}", "adapter": base}
+        serving = {"bare": [bare.pid or 0],
+                   "adapter": serving_processes(adapter.pid) if args.workers else [adapter.pid]}
+        if len(serving["adapter"]) != max(1, args.workers):
+            raise RuntimeError(f"found serving workers {serving['adapter']} of the adapter, not {args.workers}")
+        loads = {name: Sample() for name in bases}
+        paced = {name: Paced() for name in bases}
+        same_rate = {name: Paced() for name in bases}
+        for url in bases.values():  # warm-up: connections, caches, code paths
+            await load(urls(url, runtimes), client, 1.0, args.concurrency, Sample())
+        for _ in range(args.rounds):
+            for name, url in bases.items():
+                await load(urls(url, runtimes), client, args.seconds, args.concurrency, loads[name], serving[name])
+                hpa_pace(pool, workdir, urls(url, runtimes), args.hpa_seconds, args.hpa_clients, paced[name])
+                hpa_pace(pool, workdir, urls(url, runtimes), args.hpa_seconds, args.hpa_clients, same_rate[name],
+                         args.same_rate)
+        per_refresh = refresh_seconds(base, client)
+    finally:
+        adapter.terminate()
+        adapter.wait(20)
+        log.close()
+        for process in (fleet, kube, bare):
+            if process is not None:
+                process.terminate()
+                process.join(5)
+    return {"runtimes": runtimes, "pods": pods, "load": loads, "paced": paced, "same_rate": same_rate,
+            "refresh_s": per_refresh, "uptime": load_average()}
+
+
+def report(row: dict[str, Any]) -> str:
+    loads: dict[str, Sample] = row["load"]
+    paced: dict[str, Paced] = row["paced"]
+    same_rate: dict[str, Paced] = row["same_rate"]
+    ratio = statistics.median(loads["adapter"].throughputs) / statistics.median(loads["bare"].throughputs)
+    errors = loads["adapter"].errors + paced["adapter"].errors + same_rate["adapter"].errors
+
+    def ms(sample: Sample | Paced, q: float, of: str = "latencies") -> str:
+        return f"{sample.percentile(q, of) * 1000:.1f}" if isinstance(sample, Paced) \
+            else f"{sample.percentile(q) * 1000:.1f}"
+
+    def late(name: str) -> str:
+        return f"{ms(paced[name], 0.5, 'lateness')} / {ms(paced[name], 0.99, 'lateness')} ms"
+
+    adapter_cpu = statistics.median(loads["adapter"].cpu_per_request)
+    bare_cpu = statistics.median(loads["bare"].cpu_per_request)
+    return (f"| {row['runtimes']:,} ({row['pods']:,}) | {ratio:.2f} "
+            f"| {adapter_cpu * 1e6:.0f} / {bare_cpu * 1e6:.0f} µs ({bare_cpu / adapter_cpu:.2f}) "
+            f"| {ms(loads['adapter'], 0.5)} / {ms(loads['adapter'], 0.99)} ms "
+            f"| {ms(loads['bare'], 0.5)} / {ms(loads['bare'], 0.99)} ms "
+            f"| {ms(paced['adapter'], 0.5)} / {ms(paced['adapter'], 0.99)} ms ({len(paced['adapter'].latencies)}) "
+            f"| {ms(paced['bare'], 0.5)} / {ms(paced['bare'], 0.99)} ms "
+            f"| {ms(same_rate['adapter'], 0.5)} / {ms(same_rate['adapter'], 0.99)} ms "
+            f"({ms(same_rate['adapter'], 0.99, 'lateness')}) "
+            f"| {ms(same_rate['bare'], 0.5)} / {ms(same_rate['bare'], 0.99)} ms "
+            f"({ms(same_rate['bare'], 0.99, 'lateness')}) "
+            f"| {late('adapter')} | {late('bare')} "
+            f"| {row['refresh_s']:.3f} s | {errors} | {row['uptime']} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--runtimes", default="10,100,1000,5000", help="comma list of fleet sizes")
+    parser.add_argument("--seconds", type=float, default=4.0, help="length of one load run")
+    parser.add_argument("--hpa-seconds", type=float, default=8.0, help="length of one HPA-paced run")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds per server")
+    parser.add_argument("--hpa-clients", type=int, default=4,
+                        help="client processes sharing the HPA-paced schedule, each with its own connections")
+    parser.add_argument("--concurrency", type=int, default=16, help="keep-alive connections of the load run")
+    parser.add_argument("--workers", type=int, default=1, help="the adapter's --workers")
+    parser.add_argument("--refresh-interval", type=float, default=5.0,
+                        help="the adapter's refresh interval: short, so refreshes run during the rounds")
+    parser.add_argument("--same-rate", type=float, default=None,
+                        help="requests a second of the same-rate run, alike for every fleet size so that only the "
+                        "fleet's size differs (default: the largest fleet's HPA pace)")
+    args = parser.parse_args()
+    sizes = [int(part) for part in args.runtimes.split(",") if part.strip()]
+    args.same_rate = args.same_rate or max(sizes) * len(METRICS) / HPA_PERIOD_S
+    server_ca, proxy_ca = trustme.CA(), trustme.CA()
+    print(f"adapter --workers {args.workers}, refresh every {args.refresh_interval:g} s, auth on (front-proxy "
+          f"certificate + SubjectAccessReview); load: {args.concurrency} connections x {args.seconds:g} s; HPA "
+          f"pace: runtimes x 4 / 15 s for {args.hpa_seconds:g} s from {args.hpa_clients} client processes; "
+          f"{args.rounds} interleaved rounds; same rate: {args.same_rate:g} requests a second at every size")
+    print("| runtimes (pods) | throughput vs bare | serving CPU a request, adapter / bare (throughput per core "
+          "vs bare) | adapter p50 / p99 under load | bare p50 / p99 under load "
+          "| adapter p50 / p99 at HPA pace (requests) | bare p50 / p99 at HPA pace "
+          "| adapter p50 / p99 at the same rate (client lateness p99) | bare p50 / p99 at the same rate (lateness p99) "
+          "| client lateness p50 / p99 (adapter) | client lateness p50 / p99 (bare) | time per refresh | errors "
+          "| load average after |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-fleet-") as directory:
+        workdir = Path(directory)
+        server_ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(workdir / "server.pem"))
+        proxy_ca.cert_pem.write_to_path(str(workdir / "front-proxy-ca.pem"))
+        proxy = proxy_ca.issue_cert(common_name="front-proxy-client")
+        client = ssl.create_default_context()
+        server_ca.configure_trust(client)
+        proxy.configure_cert(client)
+        server_ca.cert_pem.write_to_path(str(workdir / "server-ca.pem"))
+        proxy.private_key_and_cert_chain_pem.write_to_path(str(workdir / "front-proxy-client.pem"))
+        with multiprocessing.get_context("spawn").Pool(args.hpa_clients) as pool:
+            for runtimes in sizes:
+                rows.append(asyncio.run(measure(args, runtimes, workdir, client, pool)))
+                print(report(rows[-1]), flush=True)
+    print(flatness(rows))
+    print(f"machine: {os.cpu_count()} cores, load average {load_average()} at the end (other work on the same "
+          "cores moves every figure; compare ratios)")
+
+
+def flatness(rows: list[dict[str, Any]]) -> str:
+    """How much the adapter's p99 moves across fleet sizes (the goal: within 2x), beside the bare handler's."""
+    def spread(of: str, name: str) -> str:
+        p99s = [row[of][name].percentile(0.99) * 1000 for row in rows]
+        return f"{min(p99s):.1f}-{max(p99s):.1f} ms ({max(p99s) / min(p99s):.1f}x)"
+
+    sizes = f"{rows[0]['runtimes']:,} to {rows[-1]['runtimes']:,} runtimes" if rows else "no fleet"
+    return (f"p99 from {sizes}: at HPA pace adapter {spread('paced', 'adapter')}, bare {spread('paced', 'bare')}; "
+            f"at the same rate adapter {spread('same_rate', 'adapter')}, bare {spread('same_rate', 'bare')}")
+
+
+def load_average() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+if __name__ == "__main__":
+    main()
