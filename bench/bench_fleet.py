@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import multiprocessing
 import multiprocessing.pool
 import os
@@ -251,6 +252,17 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def proportional_mib(pids: list[int]) -> float:
+    """The processes' memory as a container's limit counts it: proportional set size, shared pages (the
+    snapshot's shared memory) counted once in all."""
+    total_kib = 0
+    for pid in pids:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                total_kib += int(line.split()[1])
+    return total_kib / 1024
+
+
 def serving_processes(adapter: int) -> list[int]:
     """The adapter's serving workers: its children started by multiprocessing's spawn (not the resource
     tracker). Their CPU per request is what "throughput per serving core" divides, whatever else the
@@ -391,6 +403,40 @@ def hpa_pace(pool: multiprocessing.pool.Pool, workdir: Path, targets: list[str],
         into.merge(result)
 
 
+# A CPU limit, as a pod's.
+
+@dataclass
+class CpuLimit:
+    """The adapter's processes in a CPU cgroup (v1) with a CFS quota, as the kubelet sets `limits.cpu`: when
+    the refresh process and the serving workers together use the quota within a 100 ms period, all of them
+    wait for the next period, however much the machine has idle."""
+
+    path: Path
+
+    @classmethod
+    def create(cls, cores: float) -> CpuLimit:
+        root = Path("/sys/fs/cgroup/cpu")
+        if not (root / "cgroup.procs").exists():
+            raise SystemExit("--cpu-limit needs the cgroup v1 cpu controller at /sys/fs/cgroup/cpu (and root)")
+        path = root / f"bench-fleet-{os.getpid()}"
+        path.mkdir(exist_ok=True)
+        period = int((path / "cpu.cfs_period_us").read_text())
+        (path / "cpu.cfs_quota_us").write_text(str(int(cores * period)))
+        return cls(path)
+
+    def join(self) -> None:
+        (self.path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def throttled(self) -> str:
+        stat = dict(line.split() for line in (self.path / "cpu.stat").read_text().splitlines())
+        return (f"throttled in {stat['nr_throttled']} of {stat['nr_periods']} periods, "
+                f"{int(stat['throttled_time']) / 1e9:.1f} s in all")
+
+    def remove(self) -> None:
+        with contextlib.suppress(OSError):
+            self.path.rmdir()
+
+
 # One fleet size.
 
 def refresh_seconds(base: str, client: ssl.SSLContext) -> float:
@@ -429,6 +475,7 @@ async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client
     port = free_port()
     base = f"https://127.0.0.1:{port}"
     log = open(workdir / f"adapter-{runtimes}.log", "wb")  # noqa: SIM115
+    limit = CpuLimit.create(args.cpu_limit) if args.cpu_limit else None
     adapter = subprocess.Popen(
         [sys.executable, "-m", "autoscaler.cli", "serve", "--listen", f"127.0.0.1:{port}",
          "--tls-cert-file", str(workdir / "server.pem"), "--tls-private-key-file", str(workdir / "server.pem"),
@@ -436,7 +483,8 @@ async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client
          "--requestheader-allowed-names", "front-proxy-client", "--kubeconfig", str(workdir / "kubeconfig"),
          "--targets", str(targets), "--refresh-interval", str(args.refresh_interval), "--workers",
          str(args.workers), "--deletion-cost", "off", "--log-level", "WARNING"],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)})
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)},
+        preexec_fn=limit.join if limit else None)  # before exec: the refresh process and its workers inside
     bare = None
     try:
         body = await wait_served(base + metric_path(runtimes - 1, METRICS[0]), client, 120 + runtimes / 20)
@@ -458,16 +506,22 @@ async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client
                 hpa_pace(pool, workdir, urls(url, runtimes), args.hpa_seconds, args.hpa_clients, same_rate[name],
                          args.same_rate)
         per_refresh = refresh_seconds(base, client)
+        memory = proportional_mib([adapter.pid, *serving["adapter"]]) if args.workers else \
+            proportional_mib([adapter.pid])
     finally:
         adapter.terminate()
         adapter.wait(20)
+        throttled = limit.throttled() if limit else ""
+        if limit:
+            limit.remove()
         log.close()
         for process in (fleet, kube, bare):
             if process is not None:
                 process.terminate()
                 process.join(5)
     return {"runtimes": runtimes, "pods": pods, "load": loads, "paced": paced, "same_rate": same_rate,
-            "refresh_s": per_refresh, "uptime": load_average()}
+            "refresh_s": per_refresh, "uptime": load_average(), "throttled": throttled,
+            "memory_mib": memory}
 
 
 def report(row: dict[str, Any]) -> str:
@@ -497,7 +551,7 @@ def report(row: dict[str, Any]) -> str:
             f"| {ms(same_rate['bare'], 0.5)} / {ms(same_rate['bare'], 0.99)} ms "
             f"({ms(same_rate['bare'], 0.99, 'lateness')}) "
             f"| {late('adapter')} | {late('bare')} "
-            f"| {row['refresh_s']:.3f} s | {errors} | {row['uptime']} |")
+            f"| {row['refresh_s']:.3f} s | {row['memory_mib']:.0f} MiB | {errors} | {row['uptime']} |")
 
 
 def main() -> None:
@@ -512,6 +566,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="the adapter's --workers")
     parser.add_argument("--refresh-interval", type=float, default=5.0,
                         help="the adapter's refresh interval: short, so refreshes run during the rounds")
+    parser.add_argument("--cpu-limit", type=float, default=None,
+                        help="run the adapter (refresh process and workers) under this many cores of CFS quota, "
+                        "as a pod's limits.cpu (cgroup v1, root)")
     parser.add_argument("--same-rate", type=float, default=None,
                         help="requests a second of the same-rate run, alike for every fleet size so that only the "
                         "fleet's size differs (default: the largest fleet's HPA pace)")
@@ -522,14 +579,15 @@ def main() -> None:
     print(f"adapter --workers {args.workers}, refresh every {args.refresh_interval:g} s, auth on (front-proxy "
           f"certificate + SubjectAccessReview); load: {args.concurrency} connections x {args.seconds:g} s; HPA "
           f"pace: runtimes x 4 / 15 s for {args.hpa_seconds:g} s from {args.hpa_clients} client processes; "
-          f"{args.rounds} interleaved rounds; same rate: {args.same_rate:g} requests a second at every size")
+          f"{args.rounds} interleaved rounds; same rate: {args.same_rate:g} requests a second at every size"
+          + (f"; the adapter under a CPU limit of {args.cpu_limit:g} cores" if args.cpu_limit else ""))
     print("| runtimes (pods) | throughput vs bare | serving CPU a request, adapter / bare (throughput per core "
           "vs bare) | adapter p50 / p99 under load | bare p50 / p99 under load "
           "| adapter p50 / p99 at HPA pace (requests) | bare p50 / p99 at HPA pace "
           "| adapter p50 / p99 at the same rate (client lateness p99) | bare p50 / p99 at the same rate (lateness p99) "
-          "| client lateness p50 / p99 (adapter) | client lateness p50 / p99 (bare) | time per refresh | errors "
-          "| load average after |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| client lateness p50 / p99 (adapter) | client lateness p50 / p99 (bare) | time per refresh "
+          "| adapter memory (PSS) | errors | load average after |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as directory:
         workdir = Path(directory)
@@ -545,6 +603,8 @@ def main() -> None:
             for runtimes in sizes:
                 rows.append(asyncio.run(measure(args, runtimes, workdir, client, pool)))
                 print(report(rows[-1]), flush=True)
+                if rows[-1]["throttled"]:
+                    print(f"<!-- adapter under a {args.cpu_limit:g}-core CPU limit: {rows[-1]['throttled']} -->")
     print(flatness(rows))
     print(f"machine: {os.cpu_count()} cores, load average {load_average()} at the end (other work on the same "
           "cores moves every figure; compare ratios)")
