@@ -32,7 +32,7 @@ import ssl
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -45,6 +45,7 @@ from autoscaler.api.app import build_served_app
 from autoscaler.api.certs import generate_self_signed, server_context
 from autoscaler.api.connections import ConnectionLimits, GuardedSite
 from autoscaler.api.render import SnapshotPublisher
+from autoscaler.api.selfmetrics_split import MULTIPROCESS_DIRECTORY
 from autoscaler.api.snapshot import SnapshotHolder
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
@@ -151,14 +152,19 @@ class WorkerPool:
         spawn = multiprocessing.get_context("spawn")
         self.processes: list[BaseProcess] = []
         self.pipes: list[Connection] = []
-        for index in range(settings.workers):
-            ours, theirs = spawn.Pipe(duplex=True)
-            process = spawn.Process(target=worker_main, args=(settings, cert_file, key_file, theirs, index),
-                                    name=f"serving-worker-{index}", daemon=True)
-            process.start()
-            theirs.close()
-            self.processes.append(process)
-            self.pipes.append(ours)
+        # Several workers keep their request series in files that every worker's /metrics sums
+        # (`selfmetrics_split`); a fresh directory per start, as counters start from zero.
+        self.metrics_directory = (tempfile.TemporaryDirectory(prefix="mm-autoscaler-metrics-")
+                                  if settings.workers > 1 else None)
+        with _environment(MULTIPROCESS_DIRECTORY, self.metrics_directory.name if self.metrics_directory else None):
+            for index in range(settings.workers):
+                ours, theirs = spawn.Pipe(duplex=True)
+                process = spawn.Process(target=worker_main, args=(settings, cert_file, key_file, theirs, index),
+                                        name=f"serving-worker-{index}", daemon=True)
+                process.start()
+                theirs.close()
+                self.processes.append(process)
+                self.pipes.append(ours)
 
     def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> None:
         """Block until every worker listens; `WorkerStartError` with the first failure's line."""
@@ -212,6 +218,27 @@ class WorkerPool:
             if process.is_alive():
                 process.kill()
                 process.join()
+        if self.metrics_directory is not None:
+            self.metrics_directory.cleanup()
+
+
+@contextlib.contextmanager
+def _environment(name: str, value: str | None) -> Iterator[None]:
+    """`name=value` in this process's environment while the block starts processes (a spawned child copies it
+    at its start); this process's own prometheus_client chose its values when it was imported, so it keeps
+    them."""
+    if value is None:
+        yield
+        return
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = before
 
 
 def serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | None) -> int:

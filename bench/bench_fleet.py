@@ -252,6 +252,13 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def pin(pid: int, cpus: set[int]) -> None:
+    """Every thread of the process onto `cpus` (the affinity of a pid is its main thread's alone)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(ProcessLookupError):
+            os.sched_setaffinity(int(task.name), cpus)
+
+
 def proportional_mib(pids: list[int]) -> float:
     """The processes' memory as a container's limit counts it: proportional set size, shared pages (the
     snapshot's shared memory) counted once in all."""
@@ -494,6 +501,9 @@ async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client
                    "adapter": serving_processes(adapter.pid) if args.workers else [adapter.pid]}
         if len(serving["adapter"]) != max(1, args.workers):
             raise RuntimeError(f"found serving workers {serving['adapter']} of the adapter, not {args.workers}")
+        if args.serving_cpu is not None:
+            for pid in serving["adapter"] + serving["bare"]:
+                pin(pid, {args.serving_cpu})
         loads = {name: Sample() for name in bases}
         paced = {name: Paced() for name in bases}
         same_rate = {name: Paced() for name in bases}
@@ -569,18 +579,28 @@ def main() -> None:
     parser.add_argument("--cpu-limit", type=float, default=None,
                         help="run the adapter (refresh process and workers) under this many cores of CFS quota, "
                         "as a pod's limits.cpu (cgroup v1, root)")
+    parser.add_argument("--serving-cpu", type=int, default=None,
+                        help="give the serving processes (the adapter's workers, the bare handler) this CPU alone "
+                        "and everything else (clients, fake fleet, the adapter's refresh) the others: a machine "
+                        "with a core to spare for serving, as a pod whose limit leaves one")
     parser.add_argument("--same-rate", type=float, default=None,
                         help="requests a second of the same-rate run, alike for every fleet size so that only the "
                         "fleet's size differs (default: the largest fleet's HPA pace)")
     args = parser.parse_args()
     sizes = [int(part) for part in args.runtimes.split(",") if part.strip()]
+    if args.serving_cpu is not None:
+        others = os.sched_getaffinity(0) - {args.serving_cpu}
+        if args.serving_cpu not in os.sched_getaffinity(0) or not others:
+            parser.error(f"--serving-cpu {args.serving_cpu}: needs that CPU and at least one other")
+        os.sched_setaffinity(0, others)  # what this process starts inherits it
     args.same_rate = args.same_rate or max(sizes) * len(METRICS) / HPA_PERIOD_S
     server_ca, proxy_ca = trustme.CA(), trustme.CA()
     print(f"adapter --workers {args.workers}, refresh every {args.refresh_interval:g} s, auth on (front-proxy "
           f"certificate + SubjectAccessReview); load: {args.concurrency} connections x {args.seconds:g} s; HPA "
           f"pace: runtimes x 4 / 15 s for {args.hpa_seconds:g} s from {args.hpa_clients} client processes; "
           f"{args.rounds} interleaved rounds; same rate: {args.same_rate:g} requests a second at every size"
-          + (f"; the adapter under a CPU limit of {args.cpu_limit:g} cores" if args.cpu_limit else ""))
+          + (f"; the adapter under a CPU limit of {args.cpu_limit:g} cores" if args.cpu_limit else "")
+          + (f"; serving alone on CPU {args.serving_cpu}" if args.serving_cpu is not None else ""))
     print("| runtimes (pods) | throughput vs bare | serving CPU a request, adapter / bare (throughput per core "
           "vs bare) | adapter p50 / p99 under load | bare p50 / p99 under load "
           "| adapter p50 / p99 at HPA pace (requests) | bare p50 / p99 at HPA pace "

@@ -4,12 +4,18 @@ Each process keeps its own `AdapterMetrics`; a serving worker answers `/metrics`
 (requests, latency, freshness, authentication, authorization, Kubernetes review calls) followed by the
 refresh process's own series (refresh duration, source errors, served values, deletion costs, leadership),
 which arrive pre-rendered with every snapshot. Each family comes from exactly one side, so the page never
-repeats one. With several workers, request counters are per worker: Prometheus sees the worker its scrape
-reached (sum over the pod's workers is not possible from one scrape; the refresh side's series are whole).
+repeats one.
+
+With several workers, Prometheus scrapes whichever worker the kernel hands its connection, so each page must
+count every worker's requests, or the counters would jump between scrapes and `rate()` would read resets.
+The workers then keep their series in prometheus_client's multiprocess mode (`MULTIPROCESS_DIRECTORY`, set
+by the refresh process for the workers it starts, `autoscaler.workers`): values in files one per process in
+a directory of the pod, summed on every page by `MultiProcessCollector`. One worker keeps its own registry.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 
 from aiohttp import web
@@ -17,10 +23,15 @@ from aiohttp.typedefs import Handler
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.metrics_core import Metric
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from autoscaler.api.snapshot import SnapshotStore
 from autoscaler.selfmetrics import AdapterMetrics
+
+MULTIPROCESS_DIRECTORY = "PROMETHEUS_MULTIPROC_DIR"
+"""prometheus_client's switch to multiprocess values: read when it is imported, so it must be in a worker's
+environment from its start."""
 
 SERVING_ATTRIBUTES = ("requests", "request_seconds", "freshness", "authentications", "authorizations",
                       "kube_api_seconds")
@@ -32,21 +43,26 @@ def _family_names(metrics: AdapterMetrics, attributes: Iterable[str]) -> frozens
 
 
 class FamilyFilter:
-    """A registry's families, only those named (or only those not named): enough for `generate_latest`."""
+    """A collector's families, only those named (or only those not named): enough for `generate_latest`."""
 
-    def __init__(self, metrics: AdapterMetrics, names: frozenset[str], keep: bool) -> None:
-        self._registry = metrics.registry
+    def __init__(self, source: Collector, names: frozenset[str], keep: bool) -> None:
+        self._source = source
         self._names = names
         self._keep = keep
 
     def collect(self) -> Iterator[Metric]:
-        for family in self._registry.collect():
+        for family in self._source.collect():
             if (family.name in self._names) == self._keep:
                 yield family
 
 
 def serving_families(metrics: AdapterMetrics) -> FamilyFilter:
-    return FamilyFilter(metrics, _family_names(metrics, SERVING_ATTRIBUTES), keep=True)
+    """The serving series: this process's own, or, in multiprocess mode, every worker's summed."""
+    names = _family_names(metrics, SERVING_ATTRIBUTES)
+    directory = os.environ.get(MULTIPROCESS_DIRECTORY)
+    if directory:
+        return FamilyFilter(MultiProcessCollector(None, path=directory), names, keep=True)  # type: ignore[no-untyped-call]
+    return FamilyFilter(metrics.registry, names, keep=True)
 
 
 class Collectors:

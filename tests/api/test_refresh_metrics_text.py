@@ -54,7 +54,7 @@ def everything_but_serving(metrics: AdapterMetrics) -> bytes:
     """The refresh side's families rendered the plain way, by `generate_latest` over the registry."""
     from autoscaler.api.selfmetrics_split import SERVING_ATTRIBUTES
 
-    return generate_latest(FamilyFilter(metrics, _family_names(metrics, SERVING_ATTRIBUTES), keep=False))
+    return generate_latest(FamilyFilter(metrics.registry, _family_names(metrics, SERVING_ATTRIBUTES), keep=False))
 
 
 def test_the_refresh_metrics_sent_to_workers_are_the_registrys_across_refreshes() -> None:

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
+from autoscaler.api.runtimes import KEDA_ROUTE
 from tests.support.processes import free_port, http_get, poll, running
 
 pytestmark = pytest.mark.slow
@@ -136,6 +138,28 @@ def test_metrics_of_a_worker_hold_its_own_series_and_the_refresh_processes_each_
     count = next(line for line in text.splitlines()
                  if line.startswith("modelmesh_autoscaler_refresh_duration_seconds_count"))
     assert float(count.split()[1]) >= 1
+
+
+def requests_counted(text: str, path: str, code: str) -> float:
+    """`modelmesh_autoscaler_api_requests_total` of one route and status code on a /metrics page (0 if absent)."""
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if (sample.name == "modelmesh_autoscaler_api_requests_total" and sample.labels.get("path") == path
+                    and sample.labels.get("code") == code):
+                return sample.value
+    return 0.0
+
+
+def test_request_counters_are_the_pods_whichever_worker_answers_the_scrape(
+        adapter: tuple[subprocess.Popen[bytes], str]) -> None:
+    """Prometheus scrapes the pod through one port; the kernel hands each connection to some worker. Each page
+    must count every worker's requests, or the counter jumps between scrapes and `rate()` reads resets."""
+    _, url = adapter
+    sent = 40
+    for _ in range(sent):  # a connection each: spread over both workers
+        assert http_get(url + RUNTIME)[0] == 503
+    counts = {requests_counted(http_get(url + "/metrics")[1], KEDA_ROUTE, "503") for _ in range(12)}
+    assert counts == {sent}
 
 
 def test_sigterm_stops_every_process_quietly(adapter: tuple[subprocess.Popen[bytes], str], tmp_path: Path) -> None:
