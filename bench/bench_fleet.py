@@ -20,12 +20,20 @@ every runtime x metric in turn. Two clients, rounds interleaved between the adap
   HPA pace a 10-runtime fleet is asked 2.7 times a second and a 5,000-runtime one 1,333 times: the load,
   not the fleet, would differ. The last line gives the spread of p99 over the fleet sizes both ways.
 
+Where there are two CPUs or more, the serving processes (the adapter's worker, the bare handler) get CPU 0
+alone and everything else the others (`--serving-cpu`): the adapter's pod has a core for its worker and one
+for its refresh (its CPU limit is workers + 1), and real HPAs and exporters run elsewhere; without it the
+figures are those of a machine where four client processes, the fake fleet and the refresh take the
+worker's core by turns. `--cpu-limit N` runs the adapter under a pod's CPU limit instead.
+
 The fake exporters answer from a bare asyncio protocol: real exporters run on other nodes, so on the
 benchmark's machine their cost should take as little as possible from the adapter's cores.
 
-Prints p50/p99 and throughput as a ratio to the bare handler, and the adapter's time per refresh (its own
-self-metric). The load generator is one Python process: on a small machine it shares the cores with the
-servers, so absolute figures are a floor; the ratio is the figure to read. Plain script, no asserts:
+Prints p50/p99; throughput as a ratio to the bare handler; the serving processes' CPU per request under
+load, from /proc, and its ratio to the bare handler's: throughput per serving core, which the load
+generator's own speed does not cap (a Python client on the next core cannot saturate a server); the
+adapter's time per refresh (its own self-metric) and memory (PSS of its processes). Absolute figures move
+with whatever else the machine runs; the ratios are the figures to read. Plain script, no asserts:
 
     python bench/bench_fleet.py --runtimes 10,1000 [--seconds 4] [--hpa-seconds 8] [--rounds 2] [--workers 1]
 """
@@ -579,15 +587,18 @@ def main() -> None:
     parser.add_argument("--cpu-limit", type=float, default=None,
                         help="run the adapter (refresh process and workers) under this many cores of CFS quota, "
                         "as a pod's limits.cpu (cgroup v1, root)")
-    parser.add_argument("--serving-cpu", type=int, default=None,
+    parser.add_argument("--serving-cpu", type=int, default=0 if len(os.sched_getaffinity(0)) >= 2 else -1,
                         help="give the serving processes (the adapter's workers, the bare handler) this CPU alone "
-                        "and everything else (clients, fake fleet, the adapter's refresh) the others: a machine "
-                        "with a core to spare for serving, as a pod whose limit leaves one")
+                        "and everything else (clients, fake fleet, the adapter's refresh) the others, as the "
+                        "adapter's pod has a core for its worker and one for its refresh (default 0 where there "
+                        "are two CPUs or more; -1: no pinning, everything shares every CPU)")
     parser.add_argument("--same-rate", type=float, default=None,
                         help="requests a second of the same-rate run, alike for every fleet size so that only the "
                         "fleet's size differs (default: the largest fleet's HPA pace)")
     args = parser.parse_args()
     sizes = [int(part) for part in args.runtimes.split(",") if part.strip()]
+    if args.serving_cpu < 0:
+        args.serving_cpu = None
     if args.serving_cpu is not None:
         others = os.sched_getaffinity(0) - {args.serving_cpu}
         if args.serving_cpu not in os.sched_getaffinity(0) or not others:
