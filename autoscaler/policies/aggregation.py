@@ -22,7 +22,7 @@ from typing import Final, TypeVar
 
 from autoscaler.model import PodSample
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.power_mean import power_mean, request_weights
+from autoscaler.policies.power_mean import power_mean_bounded, rate_summary
 from autoscaler.policies.ranking import ReadyTerms
 from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state
 from autoscaler.policies.signals import (
@@ -146,6 +146,9 @@ def scan_pods(
     # What the need terms see on Ready pods that the fresh ones above do not show (`ReadyTerms`).
     rated = gpus = caches = False
     top_rate = 0.0
+    # The bounds of the fresh GPU busy and request rates, as `power_mean` would find them (`power_mean_bounded`).
+    gpu_top = rps_top = 0.0
+    gpu_low = rps_low = inf
     # A Ready pod's state code (the bits of `signals`, see NOT_READY there) is built up branch by branch:
     # is the GPU's time fresh, is the load's, and which signals are used. The bits are bound to locals, which
     # the loop reads as cheaply as literals; each branch adds a distinct bit, so `+` is `|` (and Python 3.11
@@ -184,6 +187,10 @@ def scan_pods(
             if b is not None:
                 code = gpu_fresh_and_used
                 gpu.append(b)
+                if b > gpu_top:
+                    gpu_top = b
+                if b < gpu_low:
+                    gpu_low = b
                 if gt < oldest:  # type: ignore[operator]  # gpu_ok: gt is a time
                     oldest = gt  # type: ignore[assignment]
             else:
@@ -197,6 +204,10 @@ def scan_pods(
             if r is not None:
                 code += used_requests
                 rps.append(r)
+                if r > rps_top:
+                    rps_top = r
+                if r < rps_low:
+                    rps_low = r
             if q is not None:
                 code += used_queue
                 fresh_q += 1
@@ -244,20 +255,25 @@ def scan_pods(
                 fresh_q > 0 or SIGNAL_QUEUE in seen, fresh_c > 0 or SIGNAL_CACHE in seen)
     signals = signal_stats((fresh_g, fresh_r, fresh_q, fresh_c), expected, ready)
     states = state_table(expected)
+    # The GPU's power mean first, then the rates': should a value be invalid, the error is the same as ever.
+    gpu_busy = power_mean_bounded(gpu, p, gpu_top, gpu_low) if gpu else None
+    request_rate: float | None = None
     if rps:
         rated = True
-        busiest = max(rps)
-        if busiest > top_rate:
-            top_rate = busiest
+        if rps_top > top_rate:  # (`max(rps)`: a -0.0 there is not above 0.0 either)
+            top_rate = rps_top
+        request_rate, weights = rate_summary(len(codes), rps, _rated_pods(codes, fresh_r), p, rps_top, rps_low)
+    else:
+        weights = (0.0,) * len(codes)
     agg = _aggregate(  # Aggregate(...), through its slots (`slots`): positional, in field order
         pods if type(pods) is tuple else tuple(pods),  # pods
         _looked_up(_LOAD_FRESH, codes),  # fresh
-        request_weights(len(codes), rps, _rated_pods(codes, len(rps)), p),  # weights
+        weights,
         ready,
         n,
         n / ready if ready else 0.0,  # coverage
-        power_mean(gpu, p) if gpu else None,  # gpu_busy
-        power_mean(rps, p) if rps else None,  # request_rate
+        gpu_busy,
+        request_rate,
         queue_sum,  # queue_delay_sum_s
         queue_max if fresh_q else None,  # queue_delay_max_s
         pressure,  # cache_pressure

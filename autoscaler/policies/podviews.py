@@ -39,14 +39,14 @@ def pod_views(agg: Aggregate, ranking: Ranking, now: float) -> tuple[PodView, ..
     """One PodView per pod, in the snapshot's order: ordinary frozen `PodView`s, built through a twin
     (`slots`: a frozen dataclass's `__init__` costs four times as much, at 10,000 pods more than all the rest
     of a pod's decision)."""
-    new, cls = object.__new__, PodView
+    twin, cls = _Twin, PodView
     views: list[PodView] = []
     states = agg.pod_signals or ((),) * len(agg.pods)
     for pod, fresh, weight, need, cost, signals in zip(
         agg.pods, agg.fresh, agg.weights, ranking.needs, ranking.costs, states, strict=True
     ):
         t = pod.sampled_at
-        view = new(_Twin)
+        view = twin()
         view.name = pod.name
         view.ready = pod.ready
         view.fresh = fresh
@@ -107,7 +107,7 @@ def examine_pods(
     by_rate = use_r and top != 0.0  # `RequestShareTerm` scores every pod 0 when the busiest is idle: adds 0
     costs, buckets = _COSTS, float(COST_BUCKETS)
     trunc = math.trunc  # `int(x)` for a float, without `int`'s type call: a tenth of a pod's view
-    new, cls = object.__new__, PodView
+    twin, cls = _Twin, PodView
     views: list[PodView] = []
     for pod, fresh, weight, signals in zip(agg.pods, agg.fresh, agg.weights, agg.pod_signals, strict=True):
         t = pod.sampled_at
@@ -115,7 +115,7 @@ def examine_pods(
         r = pod.requests_per_second
         c = pod.cache_used_ratio
         ready = pod.ready
-        view = new(_Twin)
+        view = twin()
         view.name = pod.name
         view.ready = ready
         view.fresh = fresh

@@ -63,6 +63,37 @@ def power_mean(values: Sequence[float], p: float) -> float:
                 low = x
     if low == top:
         return top
+    return _from_moments(values, p, n, top, total)
+
+
+def power_mean_bounded(values: Sequence[float], p: float, top: float, low: float) -> float:
+    """`power_mean(values, p)` of non-empty values whose bounds the caller found on its way: `top` the
+    largest and at least 0.0 (`if x > top: top = x` from 0.0), `low` the smallest (`if x < low: low = x`
+    from inf). The same float, and the same ValueError for an invalid value: the aggregation's pass over the
+    pods compares each value anyway, which costs less than `max` and `min` over the values again."""
+    if not p >= 1.0:
+        raise ValueError(f"power mean order must be >= 1, got {p!r}")
+    n = len(values)
+    total = _total(values, n)
+    if not (low >= 0.0 and total < _INF):  # a NaN (which no compare lets into the bounds) makes `total` one
+        _check(values)
+    if low == top:
+        return top
+    return _from_moments(values, p, n, top, total)
+
+
+def _total(values: Sequence[float], n: int) -> float:
+    """Σ values, added left to right from 0.0 (`sum` does so below `_BUILTINS_FROM`'s version bound)."""
+    if n >= _BUILTINS_FROM:
+        return sum(values)
+    total = 0.0
+    for x in values:
+        total += x
+    return total
+
+
+def _from_moments(values: Sequence[float], p: float, n: int, top: float, total: float) -> float:
+    """The power mean of valid values, not all equal, from their largest value and their sum."""
     mean = total / n
     if p == 1.0:
         return min(mean, top)
@@ -111,7 +142,48 @@ def request_weights(count: int, rates: Sequence[float], at: Sequence[int], p: fl
     counted."""
     if not rates:
         return (0.0,) * count
-    split = shares(rates, p)
+    return _placed(count, shares(rates, p), at)
+
+
+def rate_summary(
+    count: int, rates: Sequence[float], at: Sequence[int], p: float, top: float, low: float,
+) -> tuple[float, tuple[float, ...]]:
+    """`(power_mean_bounded(rates, p, top, low), request_weights(count, rates, at, p))` of non-empty rates,
+    the same floats: both divide every rate by the busiest (`top`), and here each quotient is computed once
+    for both (for an order other than 1, 2 and inf, each quotient's power too). Per pod and refresh."""
+    if not p >= 1.0:
+        raise ValueError(f"power mean order must be >= 1, got {p!r}")
+    n = len(rates)
+    total = _total(rates, n)
+    if not (low >= 0.0 and total < _INF):
+        _check(rates)
+    if top == 0.0:  # every rate 0: the power mean is 0 (`low == top`), and they share equally (`shares`)
+        return top, _placed(count, [1.0 / n] * n, at)
+    quotients = [r / top for r in rates]
+    powers = [x ** p for x in quotients]
+    mean = top
+    if low != top:
+        mean = total / n
+        if p == 1.0:
+            mean = min(mean, top)
+        elif p != _INF:
+            if p == 2.0:  # `x * x`, as `power_mean` squares (`x ** 2.0`, in `powers`, need not be the same float)
+                if n >= _BUILTINS_FROM:
+                    acc = sum([x * x for x in quotients])
+                else:
+                    acc = 0.0
+                    for x in quotients:
+                        acc += x * x
+                scaled = math.sqrt(acc / n)
+            else:
+                scaled = (_total(powers, n) / n) ** (1.0 / p)
+            mean = min(top, max(mean, top * scaled))
+    weight = math.fsum(powers)
+    return mean, _placed(count, [x / weight for x in powers], at)
+
+
+def _placed(count: int, split: list[float], at: Sequence[int]) -> tuple[float, ...]:
+    """`count` pods' shares from the counted pods' (`split`, pod `at[j]`'s at j); 0 for pods not counted."""
     if len(split) == count:  # every pod counted (the usual case): `at` is 0, 1, 2, ...
         return tuple(split)
     weights = [0.0] * count

@@ -52,7 +52,7 @@ def slot_twin(cls: type[T], names: tuple[str, ...]) -> type[Any]:
     if actual != names or tuple(cls.__dict__["__slots__"]) != names:
         raise TypeError(f"{cls.__name__}'s fields are {actual}, not {names}: update the call that builds it")
     twin: type[Any] = type(f"_{cls.__name__}Twin", cls.__bases__, {"__slots__": names, "__module__": __name__})
-    probe = object.__new__(twin)
+    probe = twin()  # the builders call the twin (cheaper than `object.__new__(twin)`): it takes no arguments
     probe.__class__ = cls  # raises TypeError here, at import, should the layouts ever differ
     return twin
 
@@ -60,8 +60,8 @@ def slot_twin(cls: type[T], names: tuple[str, ...]) -> type[Any]:
 def slot_builder(cls: type[T], names: tuple[str, ...]) -> Callable[..., T]:
     """A constructor of `cls` that takes all its fields positionally (`names`, in field order) and fills a
     twin (`slot_twin`) that it turns into a `cls`."""
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_twin": slot_twin(cls, names)}
-    lines = [f"def build_{cls.__name__}({', '.join(names)}):", "    o = _new(_twin)"]
+    namespace: dict[str, Any] = {"_cls": cls, "_twin": slot_twin(cls, names)}
+    lines = [f"def build_{cls.__name__}({', '.join(names)}):", "    o = _twin()"]
     lines.extend(f"    o.{name} = {name}" for name in names)
     lines.extend(("    o.__class__ = _cls", "    return o"))
     exec("\n".join(lines), namespace)
