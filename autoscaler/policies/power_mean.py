@@ -161,12 +161,12 @@ def rate_summary(
         return top, _placed(count, [1.0 / n] * n, at)
     quotients = [r / top for r in rates]
     powers = [x ** p for x in quotients]
-    mean = top
-    if low != top:
+    mean = top  # (also for `p = inf`)
+    if low != top and p != _INF:
         mean = total / n
         if p == 1.0:
             mean = min(mean, top)
-        elif p != _INF:
+        else:
             if p == 2.0:  # `x * x`, as `power_mean` squares (`x ** 2.0`, in `powers`, need not be the same float)
                 if n >= _BUILTINS_FROM:
                     acc = sum([x * x for x in quotients])

@@ -10,6 +10,7 @@ floats (the sums run in the same order).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from unittest import mock
 
 from hypothesis import given
@@ -21,7 +22,7 @@ from autoscaler.policies.aggregation import Aggregate, aggregate
 from autoscaler.policies.decision import decide
 from autoscaler.policies.podviews import examine_pods, pod_views
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.power_mean import power_mean
+from autoscaler.policies.power_mean import power_mean, power_mean_bounded, rate_summary, request_weights
 from autoscaler.policies.ranking import WeightedTerm, default_terms, rank_pods
 from autoscaler.policies.recommendation import PROPOSAL_LIMIT, ceil_pods
 from autoscaler.policies.samples import clean_sample
@@ -203,3 +204,58 @@ def test_power_mean_is_the_plain_loop_to_the_bit(values: list[float], p: float) 
         return
     fast = power_mean(values, p)
     assert (fast, math.copysign(1.0, fast)) == (plain, math.copysign(1.0, plain))
+
+
+def _bounds(values: list[float]) -> tuple[float, float]:
+    """The bounds as the aggregation's pass finds them (`power_mean_bounded`)."""
+    top, low = 0.0, math.inf
+    for x in values:
+        if x > top:
+            top = x
+        if x < low:
+            low = x
+    return top, low
+
+
+def _outcome(compute: Callable[[], object]) -> object:
+    """What a call gives: its result, or the message of the ValueError it raises."""
+    try:
+        return compute()
+    except ValueError as error:
+        return f"ValueError: {error}"
+
+
+orders = st.one_of(st.sampled_from([1.0, 2.0, 3.0, math.inf, 0.5, math.nan]), st.floats(min_value=1.0, max_value=8.0))
+mean_values = st.lists(st.one_of(signal, st.sampled_from([-0.0, 1e308, 5e-324])).filter(lambda x: x is not None),
+                       min_size=1, max_size=40)
+
+
+@PROPERTIES
+@given(values=mean_values, p=orders)
+def test_power_mean_with_bounds_found_on_the_way_is_the_plain_loop_to_the_bit(values: list[float], p: float) -> None:
+    top, low = _bounds(values)
+    fast = _outcome(lambda: power_mean_bounded(values, p, top, low))
+    plain = _outcome(lambda: plain_power_mean(values, p))
+    assert fast == plain
+    if isinstance(fast, float) and isinstance(plain, float):
+        assert math.copysign(1.0, fast) == math.copysign(1.0, plain)
+
+
+@PROPERTIES
+@given(rates=mean_values, p=orders, uncounted=st.lists(st.booleans(), max_size=40))
+def test_rate_summary_is_the_plain_mean_and_the_weights_to_the_bit(
+    rates: list[float], p: float, uncounted: list[bool],
+) -> None:
+    """One quotient per rate for both: the same power mean and shares as computed apart, pods not counted
+    (`at` skips them) included."""
+    at: list[int] = []
+    i = 0  # pods so far
+    for j in range(len(rates)):
+        if j < len(uncounted) and uncounted[j]:
+            i += 1  # a pod not counted before this one
+        at.append(i)
+        i += 1
+    top, low = _bounds(rates)
+    fast = _outcome(lambda: rate_summary(i, rates, at, p, top, low))
+    plain = _outcome(lambda: (plain_power_mean(rates, p), request_weights(i, rates, at, p)))
+    assert fast == plain
