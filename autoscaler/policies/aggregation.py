@@ -53,6 +53,9 @@ T = TypeVar("T")
 
 _INF: Final = math.inf
 
+PodSignals = tuple[tuple[tuple[str, str], ...], ...]
+"""`Aggregate.pod_signals`: per pod, (signal, state) for each signal."""
+
 _LOAD_FRESH: Final = tuple(bool(code & LOAD_TIME_FRESH) for code in range(NOT_READY + 1))
 """Whether a pod's load time is fresh (`Aggregate.fresh`), by state code."""
 
@@ -253,8 +256,19 @@ def scan_pods(
     fresh_g, fresh_r = len(gpu), len(rps)
     expected = (fresh_g > 0 or SIGNAL_GPU in seen, fresh_r > 0 or SIGNAL_REQUESTS in seen,
                 fresh_q > 0 or SIGNAL_QUEUE in seen, fresh_c > 0 or SIGNAL_CACHE in seen)
-    signals = signal_stats((fresh_g, fresh_r, fresh_q, fresh_c), expected, ready)
-    states = state_table(expected)
+    count = len(codes)
+    if count <= _SMALL_RUNTIME:
+        # A small runtime's codes repeat from refresh to refresh (and across runtimes): the per-pod tuples
+        # and the signal stats they imply come from one lookup (`_BY_CODES`) rather than four calls.
+        key = (expected, *codes)
+        found = _BY_CODES.get(key)
+        if found is None:
+            found = _BY_CODES[key] = _per_pod(codes, expected, (fresh_g, fresh_r, fresh_q, fresh_c), ready)
+            if len(_BY_CODES) > 4096:
+                _BY_CODES.clear()
+        fresh, signals, pod_signals = found
+    else:
+        fresh, signals, pod_signals = _per_pod(codes, expected, (fresh_g, fresh_r, fresh_q, fresh_c), ready)
     # The GPU's power mean first, then the rates': should a value be invalid, the error is the same as ever.
     gpu_busy = power_mean_bounded(gpu, p, gpu_top, gpu_low) if gpu else None
     request_rate: float | None = None
@@ -262,12 +276,13 @@ def scan_pods(
         rated = True
         if rps_top > top_rate:  # (`max(rps)`: a -0.0 there is not above 0.0 either)
             top_rate = rps_top
-        request_rate, weights = rate_summary(len(codes), rps, _rated_pods(codes, fresh_r), p, rps_top, rps_low)
+        at = _rated_pods(codes, fresh_r) if fresh_r < count else ()  # (read only when some pod is not counted)
+        request_rate, weights = rate_summary(count, rps, at, p, rps_top, rps_low)
     else:
-        weights = (0.0,) * len(codes)
+        weights = (0.0,) * count
     agg = _aggregate(  # Aggregate(...), through its slots (`slots`): positional, in field order
         pods if type(pods) is tuple else tuple(pods),  # pods
-        _looked_up(_LOAD_FRESH, codes),  # fresh
+        fresh,
         weights,
         ready,
         n,
@@ -282,9 +297,32 @@ def scan_pods(
         excess,  # queue_excess_s
         saturated,
         signals,
-        _looked_up(states, codes),  # pod_signals
+        pod_signals,
     )
-    return agg, ReadyTerms(top_rate, rated, gpus or fresh_g > 0, caches)
+    return agg, _ready_terms(ReadyTerms, (top_rate, rated, gpus or fresh_g > 0, caches))
+
+
+_ready_terms: Final = tuple.__new__
+"""`ReadyTerms(...)` is `tuple.__new__(ReadyTerms, (...))` called through a Python-level `__new__`, which costs
+as much as the rest of a two-pod runtime's aggregation; this is the call it makes."""
+
+
+_SMALL_RUNTIME: Final = 16
+"""Up to this many pods, a runtime's per-pod tuples are looked up by its state codes (`_BY_CODES`): building
+and hashing the key costs less than the lookups and calls it saves."""
+
+_BY_CODES: dict[tuple[object, ...], tuple[tuple[bool, ...], dict[str, SignalStats], PodSignals]] = {}
+"""(expected, *codes) → `_per_pod`'s result: shared, never mutated, bounded (cleared past 4,096 entries, a
+few hundred bytes each)."""
+
+
+def _per_pod(
+    codes: list[int], expected: tuple[bool, bool, bool, bool], fresh: tuple[int, int, int, int], ready: int,
+) -> tuple[tuple[bool, ...], dict[str, SignalStats], PodSignals]:
+    """`Aggregate.fresh`, `.signals` and `.pod_signals` from the pods' state codes: all three follow from the
+    codes and `expected` (the counts, which the pass kept, are the codes' bits counted)."""
+    return (_looked_up(_LOAD_FRESH, codes), signal_stats(fresh, expected, ready),
+            _looked_up(state_table(expected), codes))
 
 
 def _looked_up(table: tuple[T, ...], codes: list[int]) -> tuple[T, ...]:
