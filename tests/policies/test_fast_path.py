@@ -21,7 +21,7 @@ from autoscaler.policies import decision
 from autoscaler.policies.aggregation import Aggregate, aggregate
 from autoscaler.policies.decision import decide
 from autoscaler.policies.podviews import examine_pods, pod_views
-from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.policy import RuntimePolicy, lower_bound
 from autoscaler.policies.power_mean import power_mean, power_mean_bounded, rate_summary, request_weights
 from autoscaler.policies.ranking import WeightedTerm, default_terms, rank_pods
 from autoscaler.policies.recommendation import PROPOSAL_LIMIT, ceil_pods
@@ -130,6 +130,11 @@ def plain_examine(pods: tuple[PodSample, ...], policy: RuntimePolicy, now: float
     return agg, plain_pod_views(agg, plain_rank_pods(agg.pods, terms), now)
 
 
+def _plain_policy_terms(policy: RuntimePolicy) -> tuple[tuple[WeightedTerm, ...], tuple[int, int | None]]:
+    """`decision._policy_terms` without its cache: the terms and the view's bounds, made afresh."""
+    return default_terms(policy), (lower_bound(policy), policy.max_replicas)
+
+
 @PROPERTIES
 @given(steps=st.lists(runtimes, min_size=1, max_size=5), policy=policies, source_ok=st.booleans())
 def test_fast_decisions_equal_the_plain_ones_refresh_after_refresh(
@@ -140,7 +145,7 @@ def test_fast_decisions_equal_the_plain_ones_refresh_after_refresh(
         now = NOW + 15.0 * i  # pods stay stamped at NOW: they age by 15 s a refresh
         fast_view, fast = decide(snapshot(pods, now=now, source_ok=source_ok), policy, fast, now, 30.0)
         with mock.patch.object(decision, "examine_pods", plain_examine), \
-                mock.patch.object(decision, "_policy_terms", default_terms):
+                mock.patch.object(decision, "_policy_terms", _plain_policy_terms):
             plain_view, plain = decide(snapshot(pods, now=now, source_ok=source_ok), policy, plain, now, 30.0)
         assert fast_view == plain_view
         assert fast == plain
