@@ -24,7 +24,7 @@ from autoscaler.model import PodSample
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.power_mean import power_mean_bounded, rate_summary
 from autoscaler.policies.ranking import ReadyTerms
-from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state
+from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state, oldest_fresh
 from autoscaler.policies.signals import (
     GPU_TIME_FRESH,
     LOAD_TIME_FRESH,
@@ -131,7 +131,7 @@ def scan_pods(
     over.
     """
     p = policy.skew_order
-    max_stale = policy.max_staleness_s
+    fresh_from = oldest_fresh(now, policy.max_staleness_s)  # `now - t <= max_staleness_s` is `t >= fresh_from`
     full_ratio = policy.cache_full_ratio
     target_q = policy.target_queue_delay_s
     inf = _INF
@@ -171,12 +171,10 @@ def scan_pods(
         b = pod.gpu_busy
         r = pod.requests_per_second
         q = pod.queue_delay_s
-        a = pod.lru_age_s
         c = pod.cache_used_ratio
-        k = pod.models_loaded
         # Each time compared in an `if` (3.11 specialises a float compare that jumps, not one whose value is kept).
         load_ok = False
-        if t is not None and now - t <= max_stale:
+        if t is not None and t >= fresh_from:
             load_ok = True
         if g is None:  # `samples.gpu_time`: the pod's one stamp stands for both
             gt = t
@@ -184,7 +182,7 @@ def scan_pods(
         else:
             gt = g
             gpu_ok = False
-            if now - g <= max_stale:
+            if g >= fresh_from:
                 gpu_ok = True
         if gpu_ok:
             if b is not None:
@@ -220,7 +218,8 @@ def scan_pods(
                     saturated += 1
                 if q > queue_max:
                     queue_max = q
-            if c is not None or k is not None or a is not None:
+            # (the LRU age and model count are read only when the cache use does not settle it)
+            if c is not None or pod.models_loaded is not None or pod.lru_age_s is not None:
                 code += used_cache
                 fresh_c += 1
                 if c is not None:
@@ -231,6 +230,7 @@ def scan_pods(
                         room = True
                     else:
                         full = full or state == CACHE_FULL
+                        a = pod.lru_age_s
                         if a is not None and a > global_lru:
                             global_lru = a
             if t < oldest and code & used_load:  # type: ignore[operator]  # load_ok: t is a time

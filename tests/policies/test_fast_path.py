@@ -25,7 +25,7 @@ from autoscaler.policies.policy import RuntimePolicy, lower_bound
 from autoscaler.policies.power_mean import power_mean, power_mean_bounded, rate_summary, request_weights
 from autoscaler.policies.ranking import WeightedTerm, default_terms, rank_pods
 from autoscaler.policies.recommendation import PROPOSAL_LIMIT, ceil_pods
-from autoscaler.policies.samples import clean_sample
+from autoscaler.policies.samples import clean_sample, oldest_fresh
 from autoscaler.policies.signals import SIGNALS
 from tests.policies.builders import NOW, PROPERTIES, snapshot
 from tests.policies.plain_decision import plain_decide
@@ -264,3 +264,20 @@ def test_rate_summary_is_the_plain_mean_and_the_weights_to_the_bit(
     fast = _outcome(lambda: rate_summary(i, rates, at, p, top, low))
     plain = _outcome(lambda: (plain_power_mean(rates, p), request_weights(i, rates, at, p)))
     assert fast == plain
+
+
+clock = st.one_of(st.floats(allow_nan=False, allow_infinity=False),
+                  st.floats(min_value=1.6e9, max_value=1.8e9), st.sampled_from([0.0, -0.0, NOW, NOW - 45.0]))
+
+
+@PROPERTIES
+@given(now=clock, bound=st.one_of(clock, st.sampled_from([45.0, 0.0, math.inf, -math.inf, math.nan])),
+       t=clock, near=st.integers(min_value=-3, max_value=3))
+def test_oldest_fresh_is_the_subtraction_to_the_bit(now: float, bound: float, t: float, near: int) -> None:
+    """`t >= oldest_fresh(now, bound)` is `now - t <= bound` for any stamp, the ones next to the edge too."""
+    edge = oldest_fresh(now, bound)
+    if math.isfinite(edge):  # the floats around the edge, where rounding decides
+        t = edge
+        for _ in range(abs(near)):
+            t = math.nextafter(t, math.inf if near > 0 else -math.inf)
+    assert (t >= edge) == (now - t <= bound)
