@@ -22,8 +22,8 @@ adds left to right as the loop does: from Python 3.12 it compensates, which move
 value would then depend on the interpreter and differ from the reference the tests hold it to."""
 
 _COMPREHENSIONS_FROM: Final = 8
-"""From this many rates `rate_summary` builds its lists with comprehensions rather than loops: a comprehension
-is a function of its own in Python 3.11, whose call costs about as much as appending six values in a loop."""
+"""From this many rates `rate_summary` divides them with a comprehension rather than a loop: a comprehension is
+a function of its own in Python 3.11, whose call costs about as much as appending six values in a loop."""
 
 
 def power_mean(values: Sequence[float], p: float) -> float:
@@ -75,12 +75,9 @@ def power_mean_bounded(values: Sequence[float], p: float, top: float, low: float
         return top if top < mean else mean  # min(mean, top)
     acc = 0.0
     if p == 2.0:
-        if n >= _BUILTINS_FROM:  # the same sum, in the same order
-            acc = sum([(s := x / top) * s for x in values])
-        else:
-            for x in values:
-                s = x / top
-                acc += s * s
+        for x in values:  # (a loop costs less here than `sum` over a comprehension, at any size)
+            s = x / top
+            acc += s * s
         scaled = math.sqrt(acc / n)
     else:
         for x in values:
@@ -149,22 +146,14 @@ def rate_summary(
         _check(rates)
     if top == 0.0:  # every rate 0: the power mean is 0 (`low == top`), and they share equally (`shares`)
         return top, _placed(count, [1.0 / n] * n, at)
-    squares = 0.0  # Σ (r / top)², added left to right: the power mean of order 2
-    if n < _COMPREHENSIONS_FROM:
-        powers: list[float] = []
-        for r in rates:
-            x = r / top
-            powers.append(x ** p)
-            squares += x * x
-    else:
-        quotients = [r / top for r in rates]
-        powers = [x ** p for x in quotients]
-        if p == 2.0 and low != top:
-            if n >= _BUILTINS_FROM:
-                squares = sum([x * x for x in quotients])
-            else:
-                for x in quotients:
-                    squares += x * x
+    # One loop (cheaper than comprehensions here, at any size): each quotient's power, and Σ (r / top)²
+    # added left to right, which the power mean of order 2 is made of.
+    powers: list[float] = []
+    squares = 0.0
+    for r in rates:
+        x = r / top
+        powers.append(x ** p)
+        squares += x * x
     mean = top  # (also for `p = inf`)
     if low != top and p != _INF:
         mean = total / n
@@ -182,15 +171,18 @@ def rate_summary(
                     acc += x
             mean = _clamped(mean, top, top * (acc / n) ** (1.0 / p))
     weight = math.fsum(powers)
-    if n < _COMPREHENSIONS_FROM:
-        split: list[float] = []
-        for x in powers:
-            split.append(x / weight)
-    else:
-        split = [x / weight for x in powers]
+    split = [x / weight for x in powers] if n >= _COMPREHENSIONS_FROM else _divided(powers, weight)
     if n == count:  # every pod counted (the usual case)
         return mean, tuple(split)
     return mean, _placed(count, split, at)
+
+
+def _divided(values: list[float], by: float) -> list[float]:
+    """`[x / by for x in values]`, for a few values: a comprehension's own call costs more than their loop."""
+    quotients: list[float] = []
+    for x in values:
+        quotients.append(x / by)
+    return quotients
 
 
 def _placed(count: int, split: list[float], at: Sequence[int]) -> tuple[float, ...]:
