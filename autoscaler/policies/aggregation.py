@@ -137,7 +137,9 @@ def scan_pods(
     inf = _INF
     codes: list[int] = []
     not_ready = stale = 0  # counted, rather than Ready and fresh pods: these are the rare ones
-    fresh_q = fresh_c = 0  # (the GPU and request counts are the lengths of `gpu` and `rps`)
+    # Fresh pods without a queue delay, and without any cache signal: the rare ones, counted (the fresh
+    # counts of the GPU and request signals are the lengths of `gpu` and `rps`).
+    no_queue = no_cache = 0
     gpu: list[float] = []
     rps: list[float] = []
     queue_sum = excess = 0.0
@@ -161,6 +163,7 @@ def scan_pods(
     used_requests, used_queue, used_cache = USED_REQUESTS, USED_QUEUE, USED_CACHE
     gpu_fresh_and_used = GPU_TIME_FRESH | USED_GPU  # the GPU's time is fresh and its busy is used
     used_load = USED_REQUESTS | USED_QUEUE | USED_CACHE  # the signals stamped with the load time
+    load_all = LOAD_TIME_FRESH | used_load  # the load's time is fresh and all its signals are used
     for pod in pods:
         if not pod.ready:
             not_ready += 1
@@ -201,38 +204,56 @@ def scan_pods(
             if b is not None:
                 gpus = True
         if load_ok:
-            code += load_time_fresh
-            if r is not None:
-                code += used_requests
+            if r is not None and q is not None and c is not None:
+                # The usual pod: its request rate, queue delay and cache use all fresh (one add for their bits).
+                code += load_all
                 rps.append(r)
                 if r > rps_top:
                     rps_top = r
                 if r < rps_low:
                     rps_low = r
-            if q is not None:
-                code += used_queue
-                fresh_q += 1
                 queue_sum += q
                 if q > target_q:
                     excess += q - target_q
                     saturated += 1
                 if q > queue_max:
                     queue_max = q
-            # (the LRU age and model count are read only when the cache use does not settle it)
-            if c is not None or pod.models_loaded is not None or pod.lru_age_s is not None:
-                code += used_cache
-                fresh_c += 1
-                if c is not None:
-                    caches = True
-                if not room:  # one pod with room settles the cache question for the runtime
-                    state = cache_state(pod, full_ratio)
-                    if state == CACHE_ROOM:
-                        room = True
-                    else:
-                        full = full or state == CACHE_FULL
-                        a = pod.lru_age_s
-                        if a is not None and a > global_lru:
-                            global_lru = a
+                caches = True
+            else:
+                code += load_time_fresh
+                if r is not None:
+                    code += used_requests
+                    rps.append(r)
+                    if r > rps_top:
+                        rps_top = r
+                    if r < rps_low:
+                        rps_low = r
+                if q is not None:
+                    code += used_queue
+                    queue_sum += q
+                    if q > target_q:
+                        excess += q - target_q
+                        saturated += 1
+                    if q > queue_max:
+                        queue_max = q
+                else:
+                    no_queue += 1
+                # (the LRU age and model count are read only when the cache use does not settle it)
+                if c is not None or pod.models_loaded is not None or pod.lru_age_s is not None:
+                    code += used_cache
+                    if c is not None:
+                        caches = True
+                else:
+                    no_cache += 1
+            if not room and code & used_cache:  # one pod with room settles the cache question for the runtime
+                state = cache_state(pod, full_ratio)
+                if state == CACHE_ROOM:
+                    room = True
+                else:
+                    full = full or state == CACHE_FULL
+                    a = pod.lru_age_s
+                    if a is not None and a > global_lru:
+                        global_lru = a
             if t < oldest and code & used_load:  # type: ignore[operator]  # load_ok: t is a time
                 oldest = t  # type: ignore[assignment]
         else:
@@ -254,6 +275,7 @@ def scan_pods(
     ready = len(codes) - not_ready
     n = ready - stale
     fresh_g, fresh_r = len(gpu), len(rps)
+    fresh_q, fresh_c = n - no_queue, n - no_cache
     expected = (fresh_g > 0 or SIGNAL_GPU in seen, fresh_r > 0 or SIGNAL_REQUESTS in seen,
                 fresh_q > 0 or SIGNAL_QUEUE in seen, fresh_c > 0 or SIGNAL_CACHE in seen)
     count = len(codes)
