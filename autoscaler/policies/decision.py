@@ -44,7 +44,7 @@ from autoscaler.policies.policy import RuntimePolicy, lower_bound
 from autoscaler.policies.ranking import WeightedTerm, default_terms
 from autoscaler.policies.recommendation import CACHE, GPU, NO_CAPACITY_SETTING, QUEUE, REQUESTS, ceil_pods, recommend
 from autoscaler.policies.signals import SIGNAL_CACHE, SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_REQUESTS, SIGNALS, SignalStats
-from autoscaler.policies.slots import slot_builder
+from autoscaler.policies.slots import slot_builder, slot_twin
 from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, _state, smooth
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ _view: Final = slot_builder(RuntimeView, (
     "proposals", "winner", "pods", "reason", "consecutive_misses", "current_replicas", "signal_coverage", "held",
     "warnings", "bounds", "warming_up",
 ))
-_value: Final = slot_builder(ServedValue, ("value", "raw", "timestamp"))
+_ValueTwin: Final = slot_twin(ServedValue, ("value", "raw", "timestamp"))
 _memory: Final = slot_builder(RuntimeMemory, (
     "smoothed", "consecutive_misses", "known", "proposals", "seen", "warned_no_capacity"))
 
@@ -176,6 +176,7 @@ def decide(
     complete = desired_complete and rps_complete
 
     tau = policy.scale_down_tau_s
+    value_twin = _ValueTwin
     before = memory.smoothed
     oldest = agg.oldest_sample_at
     held: dict[str, str] = {f"{term} proposal": why for term, why in rec.held.items()} if rec.held else {}
@@ -193,7 +194,10 @@ def decide(
             if not desired_complete and target < state.value:
                 held.setdefault(_DESIRED_KEY, _MAY_RISE)
             served = float(ceil_pods(state.value))
-    values: dict[ServedMetric, ServedValue] = {_DESIRED: _value(served, target, oldest)}
+    value = value_twin()  # ServedValue(served, target, oldest), through its twin (`slots`), as below
+    value.value, value.raw, value.timestamp = served, target, oldest
+    value.__class__ = ServedValue
+    values: dict[ServedMetric, ServedValue] = {_DESIRED: value}
     # The values of one signal each, in view order (`_SIGNAL_PLAN`).
     request_rate = agg.request_rate
     # (`zip` without `strict`: the lengths are equal here, and any keyword sends `zip` down its slow path)
@@ -221,7 +225,10 @@ def decide(
                 served = state.value
                 if not may_fall and target < served:
                     held.setdefault(key, _MAY_RISE)
-        values[metric] = _value(served, target, oldest)
+        value = value_twin()
+        value.value, value.raw, value.timestamp = served, target, oldest
+        value.__class__ = ServedValue
+        values[metric] = value
 
     warnings: tuple[str, ...] = ()
     if known and rec.no_capacity:

@@ -27,6 +27,7 @@ from autoscaler.policies.ranking import WeightedTerm, default_terms, rank_pods
 from autoscaler.policies.recommendation import PROPOSAL_LIMIT, ceil_pods
 from autoscaler.policies.samples import clean_sample, oldest_fresh
 from autoscaler.policies.signals import SIGNALS
+from autoscaler.policies.smoothing import SmoothState, smooth
 from tests.policies.builders import NOW, PROPERTIES, snapshot
 from tests.policies.plain_decision import plain_decide
 from tests.policies.plain_policies import (
@@ -34,6 +35,7 @@ from tests.policies.plain_policies import (
     plain_pod_views,
     plain_power_mean,
     plain_rank_pods,
+    plain_smooth,
 )
 
 signal = st.one_of(
@@ -281,3 +283,23 @@ def test_oldest_fresh_is_the_subtraction_to_the_bit(now: float, bound: float, t:
         for _ in range(abs(near)):
             t = math.nextafter(t, math.inf if near > 0 else -math.inf)
     assert (t >= edge) == (now - t <= bound)
+
+
+maybe_time = st.one_of(st.none(), st.floats(min_value=NOW - 100.0, max_value=NOW + 100.0), st.sampled_from([NOW]))
+level = st.one_of(st.none(), st.floats(min_value=0.0, max_value=1e4), st.sampled_from([0.0, 1.0, 2.5, 3.0]))
+
+
+@PROPERTIES
+@given(value=level, updated_at=maybe_time, target=level, now=st.sampled_from([NOW, NOW + 15.0, NOW - 15.0]),
+       tau=st.sampled_from([0.0, 300.0, 1e-9]), may_fall=st.booleans(), settle=st.sampled_from([0.0, 0.1]))
+def test_smooth_is_the_plain_step_to_the_bit(
+    value: float | None, updated_at: float | None, target: float | None, now: float, tau: float,
+    may_fall: bool, settle: float,
+) -> None:
+    state = None if value is None or updated_at is None else SmoothState(value, updated_at)
+    fast = smooth(state, target, now, tau, may_fall, settle)
+    plain = plain_smooth(state, target, now, tau, may_fall, settle)
+    assert fast == plain
+    assert type(fast) is type(plain)
+    if fast is not None and plain is not None:
+        assert (fast is state) == (plain is state)  # the same state back when the clock did not move
