@@ -83,12 +83,9 @@ def power_mean_bounded(values: Sequence[float], p: float, top: float, low: float
         for x in values:
             acc += (x / top) ** p
         scaled = (acc / n) ** (1.0 / p)
-    return _clamped(mean, top, top * scaled)
-
-
-def _clamped(mean: float, top: float, x: float) -> float:
-    """`min(top, max(mean, x))`, the same float (each builtin keeps its first argument unless the second is
-    strictly beyond it), without two builtin calls."""
+    # min(top, max(mean, x)), the same float without two builtin calls (each keeps its first argument unless
+    # the second is strictly beyond it), which cost more than a small runtime's mean
+    x = top * scaled
     if x > mean:
         mean = x
     return mean if mean < top else top
@@ -160,29 +157,33 @@ def rate_summary(
         if p == 1.0:
             if top < mean:  # min(mean, top)
                 mean = top
-        elif p == 2.0:  # `x * x`, as `power_mean` squares (`x ** 2.0`, in `powers`, need not be the same float)
-            mean = _clamped(mean, top, top * math.sqrt(squares / n))
         else:
-            acc = 0.0
-            if n >= _BUILTINS_FROM:
-                acc = sum(powers)
+            if p == 2.0:  # `x * x`, as `power_mean` squares (`x ** 2.0`, in `powers`, need not be the same float)
+                x = top * math.sqrt(squares / n)
             else:
-                for x in powers:
-                    acc += x
-            mean = _clamped(mean, top, top * (acc / n) ** (1.0 / p))
-    weight = math.fsum(powers)
-    split = [x / weight for x in powers] if n >= _COMPREHENSIONS_FROM else _divided(powers, weight)
+                acc = 0.0
+                if n >= _BUILTINS_FROM:
+                    acc = sum(powers)
+                else:
+                    for x in powers:
+                        acc += x
+                x = top * (acc / n) ** (1.0 / p)
+            if x > mean:  # min(top, max(mean, x)), as in `power_mean_bounded`
+                mean = x
+            if not mean < top:
+                mean = top
+    # `fsum` of one or two values is their float sum (a sum of two floats is correctly rounded), and here one
+    # of them is 1.0 (the busiest), so no zero's sign is at stake
+    weight = math.fsum(powers) if n > 2 else powers[0] if n == 1 else powers[0] + powers[1]
+    if n >= _COMPREHENSIONS_FROM:
+        split = [x / weight for x in powers]
+    else:
+        split = []
+        for x in powers:
+            split.append(x / weight)
     if n == count:  # every pod counted (the usual case)
         return mean, tuple(split)
     return mean, _placed(count, split, at)
-
-
-def _divided(values: list[float], by: float) -> list[float]:
-    """`[x / by for x in values]`, for a few values: a comprehension's own call costs more than their loop."""
-    quotients: list[float] = []
-    for x in values:
-        quotients.append(x / by)
-    return quotients
 
 
 def _placed(count: int, split: list[float], at: Sequence[int]) -> tuple[float, ...]:
