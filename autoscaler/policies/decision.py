@@ -152,8 +152,10 @@ def decide(
     """Decide one runtime for the refresh at `now`; `window_s` is the aggregation window the API reports.
 
     Written for its fixed cost per runtime (at 5,000 runtimes of 2 pods that is nearly all of a refresh):
-    frozen results built through their slots (`slots`), the per-signal stats read once, the policy's ranking
-    terms found by identity, the pods aggregated, ranked and viewed in two passes (`podviews.examine_pods`).
+    frozen results built through their slots (`slots`), the per-signal stats read once and what follows
+    from them worked out once per shared stats mapping (`_profile`), the policy's ranking terms and bounds
+    found by identity, the pods aggregated, ranked and viewed in two passes (`podviews.examine_pods`), and
+    the usual complete runtime decided without the calls that only say "nothing is wrong" (`_reason`).
     `tests/policies/plain_decision.py` keeps the plain version it replaced, and `test_fast_path` checks on
     random runtimes that both decide the same, refresh after refresh.
     """
