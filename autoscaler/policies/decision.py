@@ -188,7 +188,9 @@ def decide(
     served: float | None = None
     smoothed: dict[ServedMetric, SmoothState] = {}
     if state is not None:
-        cap = policy.max_replicas  # `_capped`
+        # Never above the upper bound (§6: a fall from far above the cap would otherwise take
+        # `tau * ln(value / cap)` before the HPA sees any change).
+        cap = policy.max_replicas
         if cap is not None and state.value > cap:
             state = _state(float(cap), state.updated_at)
         smoothed[_DESIRED] = state
@@ -266,7 +268,9 @@ def decide(
         "",  # warming_up: set by the warm-up step (policies/warmup.py) for a runtime with no memory
     )
     seen = memory.seen
-    if seen is not _ALL_SIGNALS and not fresh_signals <= seen:  # `_seen`: the same set while nothing is new
+    # The signals reported so far: the same set (object) while no new one appears, as on most refreshes
+    # (`is`: equal frozensets would still be compared element-wise).
+    if seen is not _ALL_SIGNALS and not fresh_signals <= seen:
         seen = seen | fresh_signals
         if seen == _ALL_SIGNALS:
             seen = _ALL_SIGNALS
@@ -318,17 +322,6 @@ def _signal_coverage(by_signal: Mapping[str, SignalStats]) -> dict[str, float]:
     return coverage
 
 
-def _seen(before: frozenset[str], by_signal: Mapping[str, SignalStats]) -> frozenset[str]:
-    """The signals reported so far: the same set (object) once no new one appears, as on most refreshes."""
-    if before is _ALL_SIGNALS:  # (an identity test: equal frozensets would still be compared element-wise)
-        return before
-    now_fresh = {s for s, st in by_signal.items() if st.fresh > 0}
-    if now_fresh <= before:
-        return before
-    seen = before | now_fresh
-    return _ALL_SIGNALS if seen == _ALL_SIGNALS else seen
-
-
 _TERMS_BY_ID: dict[int, tuple[RuntimePolicy, tuple[WeightedTerm, ...], tuple[int, int | None]]] = {}
 
 
@@ -363,12 +356,3 @@ def _remembered(proposals: Mapping[str, int | None]) -> dict[str, int]:
     if (value := proposals[CACHE]) is not None:
         remembered[CACHE] = value
     return remembered
-
-
-def _capped(state: SmoothState, policy: RuntimePolicy) -> SmoothState:
-    """The replica smoothing state never rises above the upper bound (§6: a fall from far above the cap
-    would otherwise take `tau * ln(value / cap)` before the HPA sees any change)."""
-    cap = policy.max_replicas
-    if cap is None or state.value <= cap:
-        return state
-    return SmoothState(float(cap), state.updated_at)
