@@ -22,9 +22,9 @@ from typing import Final, TypeVar
 
 from autoscaler.model import PodSample
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.power_mean import power_mean, request_weights
+from autoscaler.policies.power_mean import power_mean_bounded, rate_summary
 from autoscaler.policies.ranking import ReadyTerms
-from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state
+from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state, oldest_fresh
 from autoscaler.policies.signals import (
     GPU_TIME_FRESH,
     LOAD_TIME_FRESH,
@@ -52,6 +52,9 @@ __all__ = [  # the signal names are re-exported for the modules that read them w
 T = TypeVar("T")
 
 _INF: Final = math.inf
+
+PodSignals = tuple[tuple[tuple[str, str], ...], ...]
+"""`Aggregate.pod_signals`: per pod, (signal, state) for each signal."""
 
 _LOAD_FRESH: Final = tuple(bool(code & LOAD_TIME_FRESH) for code in range(NOT_READY + 1))
 """Whether a pod's load time is fresh (`Aggregate.fresh`), by state code."""
@@ -128,13 +131,15 @@ def scan_pods(
     over.
     """
     p = policy.skew_order
-    max_stale = policy.max_staleness_s
+    fresh_from = oldest_fresh(now, policy.max_staleness_s)  # `now - t <= max_staleness_s` is `t >= fresh_from`
     full_ratio = policy.cache_full_ratio
     target_q = policy.target_queue_delay_s
     inf = _INF
     codes: list[int] = []
     not_ready = stale = 0  # counted, rather than Ready and fresh pods: these are the rare ones
-    fresh_q = fresh_c = 0  # (the GPU and request counts are the lengths of `gpu` and `rps`)
+    # Fresh pods without a queue delay, and without any cache signal: the rare ones, counted (the fresh
+    # counts of the GPU and request signals are the lengths of `gpu` and `rps`).
+    no_queue = no_cache = 0
     gpu: list[float] = []
     rps: list[float] = []
     queue_sum = excess = 0.0
@@ -146,6 +151,9 @@ def scan_pods(
     # What the need terms see on Ready pods that the fresh ones above do not show (`ReadyTerms`).
     rated = gpus = caches = False
     top_rate = 0.0
+    # The bounds of the fresh GPU busy and request rates, as `power_mean` would find them (`power_mean_bounded`).
+    gpu_top = rps_top = 0.0
+    gpu_low = rps_low = inf
     # A Ready pod's state code (the bits of `signals`, see NOT_READY there) is built up branch by branch:
     # is the GPU's time fresh, is the load's, and which signals are used. The bits are bound to locals, which
     # the loop reads as cheaply as literals; each branch adds a distinct bit, so `+` is `|` (and Python 3.11
@@ -155,6 +163,7 @@ def scan_pods(
     used_requests, used_queue, used_cache = USED_REQUESTS, USED_QUEUE, USED_CACHE
     gpu_fresh_and_used = GPU_TIME_FRESH | USED_GPU  # the GPU's time is fresh and its busy is used
     used_load = USED_REQUESTS | USED_QUEUE | USED_CACHE  # the signals stamped with the load time
+    load_all = LOAD_TIME_FRESH | used_load  # the load's time is fresh and all its signals are used
     for pod in pods:
         if not pod.ready:
             not_ready += 1
@@ -165,12 +174,10 @@ def scan_pods(
         b = pod.gpu_busy
         r = pod.requests_per_second
         q = pod.queue_delay_s
-        a = pod.lru_age_s
         c = pod.cache_used_ratio
-        k = pod.models_loaded
         # Each time compared in an `if` (3.11 specialises a float compare that jumps, not one whose value is kept).
         load_ok = False
-        if t is not None and now - t <= max_stale:
+        if t is not None and t >= fresh_from:
             load_ok = True
         if g is None:  # `samples.gpu_time`: the pod's one stamp stands for both
             gt = t
@@ -178,12 +185,16 @@ def scan_pods(
         else:
             gt = g
             gpu_ok = False
-            if now - g <= max_stale:
+            if g >= fresh_from:
                 gpu_ok = True
         if gpu_ok:
             if b is not None:
                 code = gpu_fresh_and_used
                 gpu.append(b)
+                if b > gpu_top:
+                    gpu_top = b
+                if b < gpu_low:
+                    gpu_low = b
                 if gt < oldest:  # type: ignore[operator]  # gpu_ok: gt is a time
                     oldest = gt  # type: ignore[assignment]
             else:
@@ -193,32 +204,56 @@ def scan_pods(
             if b is not None:
                 gpus = True
         if load_ok:
-            code += load_time_fresh
-            if r is not None:
-                code += used_requests
+            if r is not None and q is not None and c is not None:
+                # The usual pod: its request rate, queue delay and cache use all fresh (one add for their bits).
+                code += load_all
                 rps.append(r)
-            if q is not None:
-                code += used_queue
-                fresh_q += 1
+                if r > rps_top:
+                    rps_top = r
+                if r < rps_low:
+                    rps_low = r
                 queue_sum += q
                 if q > target_q:
                     excess += q - target_q
                     saturated += 1
                 if q > queue_max:
                     queue_max = q
-            if c is not None or k is not None or a is not None:
-                code += used_cache
-                fresh_c += 1
-                if c is not None:
-                    caches = True
-                if not room:  # one pod with room settles the cache question for the runtime
-                    state = cache_state(pod, full_ratio)
-                    if state == CACHE_ROOM:
-                        room = True
-                    else:
-                        full = full or state == CACHE_FULL
-                        if a is not None and a > global_lru:
-                            global_lru = a
+                caches = True
+            else:
+                code += load_time_fresh
+                if r is not None:
+                    code += used_requests
+                    rps.append(r)
+                    if r > rps_top:
+                        rps_top = r
+                    if r < rps_low:
+                        rps_low = r
+                if q is not None:
+                    code += used_queue
+                    queue_sum += q
+                    if q > target_q:
+                        excess += q - target_q
+                        saturated += 1
+                    if q > queue_max:
+                        queue_max = q
+                else:
+                    no_queue += 1
+                # (the LRU age and model count are read only when the cache use does not settle it)
+                if c is not None or pod.models_loaded is not None or pod.lru_age_s is not None:
+                    code += used_cache
+                    if c is not None:
+                        caches = True
+                else:
+                    no_cache += 1
+            if not room and code & used_cache:  # one pod with room settles the cache question for the runtime
+                state = cache_state(pod, full_ratio)
+                if state == CACHE_ROOM:
+                    room = True
+                else:
+                    full = full or state == CACHE_FULL
+                    a = pod.lru_age_s
+                    if a is not None and a > global_lru:
+                        global_lru = a
             if t < oldest and code & used_load:  # type: ignore[operator]  # load_ok: t is a time
                 oldest = t  # type: ignore[assignment]
         else:
@@ -240,24 +275,42 @@ def scan_pods(
     ready = len(codes) - not_ready
     n = ready - stale
     fresh_g, fresh_r = len(gpu), len(rps)
+    fresh_q, fresh_c = n - no_queue, n - no_cache
     expected = (fresh_g > 0 or SIGNAL_GPU in seen, fresh_r > 0 or SIGNAL_REQUESTS in seen,
                 fresh_q > 0 or SIGNAL_QUEUE in seen, fresh_c > 0 or SIGNAL_CACHE in seen)
-    signals = signal_stats((fresh_g, fresh_r, fresh_q, fresh_c), expected, ready)
-    states = state_table(expected)
+    count = len(codes)
+    if count <= _SMALL_RUNTIME:
+        # A small runtime's codes repeat from refresh to refresh (and across runtimes): the per-pod tuples
+        # and the signal stats they imply come from one lookup (`_BY_CODES`) rather than four calls.
+        key = (expected, *codes)
+        found = _BY_CODES.get(key)
+        if found is None:
+            found = _BY_CODES[key] = _per_pod(codes, expected, (fresh_g, fresh_r, fresh_q, fresh_c), ready)
+            if len(_BY_CODES) > 4096:
+                _BY_CODES.clear()
+        fresh, signals, pod_signals = found
+    else:
+        fresh, signals, pod_signals = _per_pod(codes, expected, (fresh_g, fresh_r, fresh_q, fresh_c), ready)
+    # The GPU's power mean first, then the rates': should a value be invalid, the error is the same as ever.
+    gpu_busy = power_mean_bounded(gpu, p, gpu_top, gpu_low) if gpu else None
+    request_rate: float | None = None
     if rps:
         rated = True
-        busiest = max(rps)
-        if busiest > top_rate:
-            top_rate = busiest
+        if rps_top > top_rate:  # (`max(rps)`: a -0.0 there is not above 0.0 either)
+            top_rate = rps_top
+        at = _rated_pods(codes, fresh_r) if fresh_r < count else ()  # (read only when some pod is not counted)
+        request_rate, weights = rate_summary(count, rps, at, p, rps_top, rps_low)
+    else:
+        weights = (0.0,) * count
     agg = _aggregate(  # Aggregate(...), through its slots (`slots`): positional, in field order
         pods if type(pods) is tuple else tuple(pods),  # pods
-        _looked_up(_LOAD_FRESH, codes),  # fresh
-        request_weights(len(codes), rps, _rated_pods(codes, len(rps)), p),  # weights
+        fresh,
+        weights,
         ready,
         n,
         n / ready if ready else 0.0,  # coverage
-        power_mean(gpu, p) if gpu else None,  # gpu_busy
-        power_mean(rps, p) if rps else None,  # request_rate
+        gpu_busy,
+        request_rate,
         queue_sum,  # queue_delay_sum_s
         queue_max if fresh_q else None,  # queue_delay_max_s
         pressure,  # cache_pressure
@@ -266,9 +319,32 @@ def scan_pods(
         excess,  # queue_excess_s
         saturated,
         signals,
-        _looked_up(states, codes),  # pod_signals
+        pod_signals,
     )
-    return agg, ReadyTerms(top_rate, rated, gpus or fresh_g > 0, caches)
+    return agg, _ready_terms(ReadyTerms, (top_rate, rated, gpus or fresh_g > 0, caches))
+
+
+_ready_terms: Final = tuple.__new__
+"""`ReadyTerms(...)` is `tuple.__new__(ReadyTerms, (...))` called through a Python-level `__new__`, which costs
+as much as the rest of a two-pod runtime's aggregation; this is the call it makes."""
+
+
+_SMALL_RUNTIME: Final = 16
+"""Up to this many pods, a runtime's per-pod tuples are looked up by its state codes (`_BY_CODES`): building
+and hashing the key costs less than the lookups and calls it saves."""
+
+_BY_CODES: dict[tuple[object, ...], tuple[tuple[bool, ...], dict[str, SignalStats], PodSignals]] = {}
+"""(expected, *codes) → `_per_pod`'s result: shared, never mutated, bounded (cleared past 4,096 entries, a
+few hundred bytes each)."""
+
+
+def _per_pod(
+    codes: list[int], expected: tuple[bool, bool, bool, bool], fresh: tuple[int, int, int, int], ready: int,
+) -> tuple[tuple[bool, ...], dict[str, SignalStats], PodSignals]:
+    """`Aggregate.fresh`, `.signals` and `.pod_signals` from the pods' state codes: all three follow from the
+    codes and `expected` (the counts, which the pass kept, are the codes' bits counted)."""
+    return (_looked_up(_LOAD_FRESH, codes), signal_stats(fresh, expected, ready),
+            _looked_up(state_table(expected), codes))
 
 
 def _looked_up(table: tuple[T, ...], codes: list[int]) -> tuple[T, ...]:

@@ -42,10 +42,10 @@ from autoscaler.policies.aggregation import Aggregate
 from autoscaler.policies.podviews import examine_pods
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
 from autoscaler.policies.ranking import WeightedTerm, default_terms
-from autoscaler.policies.recommendation import NO_CAPACITY_SETTING, SIGNAL_OF, Recommendation, ceil_pods, recommend
+from autoscaler.policies.recommendation import CACHE, GPU, NO_CAPACITY_SETTING, QUEUE, REQUESTS, ceil_pods, recommend
 from autoscaler.policies.signals import SIGNAL_CACHE, SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_REQUESTS, SIGNALS, SignalStats
-from autoscaler.policies.slots import slot_builder
-from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, smooth
+from autoscaler.policies.slots import slot_builder, slot_twin
+from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, _state, smooth
 
 log = logging.getLogger(__name__)
 
@@ -72,15 +72,14 @@ class RuntimeMemory:
 _NO_MEMORY: Final = RuntimeMemory()
 """A runtime's memory before its first refresh (immutable, so one object serves every runtime)."""
 
-_METRICS: Final = tuple(ServedMetric)
-
-
 _DESIRED: Final = ServedMetric.DESIRED_REPLICAS
-_PLAN: Final = tuple(
-    (metric, VALUE_SIGNAL.get(metric), DESIRED_REPLICAS_SETTLE if metric is _DESIRED else 0.0) for metric in _METRICS
-)
-"""Per served metric, in the order views list them: the signal it uses (None: the replica count's) and the
-settle band of its smoothing."""
+_DESIRED_KEY: Final = _DESIRED.value
+_SIGNAL_PLAN: Final = tuple((metric, signal, metric.value) for metric, signal in VALUE_SIGNAL.items())
+"""The served values of one signal each, in the order views list them after the replica count
+(`ServedMetric`'s): the metric, its signal, and its name as `held` keys it."""
+assert (_DESIRED, *(metric for metric, _, _ in _SIGNAL_PLAN)) == tuple(ServedMetric)
+
+_MAY_RISE: Final = "data missing on some ready pod; may rise, not fall"
 
 _ALL_SIGNALS: Final = frozenset(SIGNALS)
 
@@ -89,7 +88,7 @@ _view: Final = slot_builder(RuntimeView, (
     "proposals", "winner", "pods", "reason", "consecutive_misses", "current_replicas", "signal_coverage", "held",
     "warnings", "bounds", "warming_up",
 ))
-_value: Final = slot_builder(ServedValue, ("value", "raw", "timestamp"))
+_ValueTwin: Final = slot_twin(ServedValue, ("value", "raw", "timestamp"))
 _memory: Final = slot_builder(RuntimeMemory, (
     "smoothed", "consecutive_misses", "known", "proposals", "seen", "warned_no_capacity"))
 
@@ -153,62 +152,87 @@ def decide(
     """Decide one runtime for the refresh at `now`; `window_s` is the aggregation window the API reports.
 
     Written for its fixed cost per runtime (at 5,000 runtimes of 2 pods that is nearly all of a refresh):
-    frozen results built through their slots (`slots`), the per-signal stats read once, the policy's ranking
-    terms found by identity, the pods aggregated, ranked and viewed in two passes (`podviews.examine_pods`).
+    frozen results built through their slots (`slots`), the per-signal stats read once and what follows
+    from them worked out once per shared stats mapping (`_profile`), the policy's ranking terms and bounds
+    found by identity, the pods aggregated, ranked and viewed in two passes (`podviews.examine_pods`), and
+    the usual complete runtime decided without the calls that only say "nothing is wrong" (`_reason`).
     `tests/policies/plain_decision.py` keeps the plain version it replaced, and `test_fast_path` checks on
     random runtimes that both decide the same, refresh after refresh.
     """
     memory = memory or _NO_MEMORY
-    agg, pods = examine_pods(snapshot.pods, policy, now, memory.seen, _policy_terms(policy))
+    policy_terms, bounds = _policy_terms(policy)
+    agg, pods = examine_pods(snapshot.pods, policy, now, memory.seen, policy_terms)
     rec = recommend(agg, policy, memory.proposals)
     ready, n = agg.ready, agg.n
     min_coverage = policy.min_coverage
     known = snapshot.source_ok and ready > 0 and agg.coverage >= min_coverage
     by_signal = agg.signals  # every signal of SIGNALS (`Aggregate.signals`)
-    gpu_stats, rps_stats = by_signal[SIGNAL_GPU], by_signal[SIGNAL_REQUESTS]
-    queue_stats, cache_stats = by_signal[SIGNAL_QUEUE], by_signal[SIGNAL_CACHE]
+    profile = _PROFILES.get(id(by_signal))
+    if profile is None or profile[0] is not by_signal:
+        profile = _profile(by_signal)
+    _, signal_coverage, fresh_signals, fixed_complete, rps_complete, named = profile
     # A signal the runtime does not have misses on no pod, so "complete where present" is "misses nowhere".
     desired_complete = (
-        known and n == ready and gpu_stats.missing == 0 and queue_stats.missing == 0
-        and cache_stats.missing == 0 and (policy.target_rps_per_pod is None or rps_stats.missing == 0)
+        known and n == ready and fixed_complete and (rps_complete or policy.target_rps_per_pod is None)
     )
-    complete = desired_complete and rps_stats.missing == 0
+    complete = desired_complete and rps_complete
 
-    request_rate = agg.request_rate
-    raw = {
-        _DESIRED: float(rec.desired),
-        ServedMetric.GPU_BUSY: agg.gpu_busy,
-        ServedMetric.REQUEST_LOAD: None if request_rate is None else rps_stats.fresh * request_rate,
-        ServedMetric.CACHE_PRESSURE: agg.cache_pressure,
-    }
     tau = policy.scale_down_tau_s
+    value_twin = _ValueTwin
     before = memory.smoothed
     oldest = agg.oldest_sample_at
-    smoothed: dict[ServedMetric, SmoothState] = {}
-    values: dict[ServedMetric, ServedValue] = {}
     held: dict[str, str] = {f"{term} proposal": why for term, why in rec.held.items()} if rec.held else {}
-    for metric, signal, settle in _PLAN:
-        if signal is None:
-            usable, may_fall = known, desired_complete
+    # The replica count: usable when known, may fall when `desired_complete`, capped, served rounded up.
+    target = float(rec.desired) if known else None
+    state = smooth(before.get(_DESIRED), target, now, tau, desired_complete, DESIRED_REPLICAS_SETTLE)
+    served: float | None = None
+    smoothed: dict[ServedMetric, SmoothState] = {}
+    if state is not None:
+        # Never above the upper bound (§6: a fall from far above the cap would otherwise take
+        # `tau * ln(value / cap)` before the HPA sees any change).
+        cap = policy.max_replicas
+        if cap is not None and state.value > cap:
+            state = _state(float(cap), state.updated_at)
+        smoothed[_DESIRED] = state
+        if target is not None:
+            if not desired_complete and target < state.value:
+                held.setdefault(_DESIRED_KEY, _MAY_RISE)
+            served = float(ceil_pods(state.value))
+    value = value_twin()  # ServedValue(served, target, oldest), through its twin (`slots`), as below
+    value.value, value.raw, value.timestamp = served, target, oldest
+    value.__class__ = ServedValue
+    values: dict[ServedMetric, ServedValue] = {_DESIRED: value}
+    # The values of one signal each, in view order (`_SIGNAL_PLAN`).
+    request_rate = agg.request_rate
+    # (`zip` without `strict`: the lengths are equal here, and any keyword sends `zip` down its slow path)
+    for (metric, signal, key), raw in zip(_SIGNAL_PLAN, (  # noqa: B905
+        agg.gpu_busy,
+        None if request_rate is None else by_signal[SIGNAL_REQUESTS].fresh * request_rate,
+        agg.cache_pressure,
+    )):
+        stats = by_signal[signal]
+        fresh = stats.fresh
+        if known and fresh > 0 and stats.coverage >= min_coverage:  # usable
+            may_fall = stats.missing == 0 and n == ready
+            target = raw
         else:
-            stats = by_signal[signal]
-            usable = known and stats.fresh > 0 and stats.coverage >= min_coverage
-            may_fall = usable and stats.missing == 0 and n == ready
-            if known and not usable and stats.fresh + stats.missing > 0:  # present, under coverage
-                held[metric.value] = (f"{signal} fresh on {stats.fresh} of {ready} ready pods "
-                                      f"(< {min_coverage:.0%}); unknown (503), memory kept")
-        target = raw[metric] if usable else None
-        state = smooth(before.get(metric), target, now, tau, may_fall, settle)
-        served: float | None = None
+            may_fall = False
+            target = None
+            if known and fresh + stats.missing > 0:  # present, under coverage
+                held[key] = (f"{signal} fresh on {fresh} of {ready} ready pods "
+                             f"(< {min_coverage:.0%}); unknown (503), memory kept")
+        state = smooth(before.get(metric), target, now, tau, may_fall)
+        served = None
         if state is not None:
-            if signal is None:
-                state = _capped(state, policy)
             smoothed[metric] = state
-            if target is not None:
-                if usable and not may_fall and target < state.value:
-                    held.setdefault(metric.value, "data missing on some ready pod; may rise, not fall")
-                served = float(ceil_pods(state.value)) if signal is None else state.value
-        values[metric] = _value(served, target, oldest)
+            if target is not None:  # (then usable)
+                served = state.value
+                if not may_fall and target < served:
+                    held.setdefault(key, _MAY_RISE)
+        value = value_twin()
+        value.value, value.raw, value.timestamp = served, target, oldest
+        value.__class__ = ServedValue
+        values[metric] = value
 
     warnings: tuple[str, ...] = ()
     if known and rec.no_capacity:
@@ -216,6 +240,10 @@ def decide(
         if not memory.warned_no_capacity:
             log.warning("%s", warnings[0])
 
+    if complete and named and not held and (memory.known or not memory.smoothed):
+        reason = ""  # what `_reason` says when nothing is wrong, without the call
+    else:
+        reason = _reason(snapshot, agg, policy, known, memory, held, by_signal)
     consecutive_misses = 0 if complete else memory.consecutive_misses + 1
     view = _view(
         snapshot.key,  # key
@@ -230,24 +258,58 @@ def decide(
         rec.proposals,
         rec.winner if known else None,  # winner
         pods,
-        _reason(snapshot, agg, policy, known, memory, held, by_signal),
+        reason,
         consecutive_misses,
         snapshot.replicas,  # current_replicas
-        _signal_coverage(by_signal),
+        signal_coverage,
         held,
         warnings,
-        (lower_bound(policy), policy.max_replicas),  # bounds
+        bounds,
         "",  # warming_up: set by the warm-up step (policies/warmup.py) for a runtime with no memory
     )
+    seen = memory.seen
+    # The signals reported so far: the same set (object) while no new one appears, as on most refreshes
+    # (`is`: equal frozensets would still be compared element-wise).
+    if seen is not _ALL_SIGNALS and not fresh_signals <= seen:
+        seen = seen | fresh_signals
+        if seen == _ALL_SIGNALS:
+            seen = _ALL_SIGNALS
     next_memory = _memory(
         smoothed,
         consecutive_misses,
         known,
-        _remembered(rec) if known else memory.proposals,  # proposals
-        _seen(memory.seen, by_signal),
+        _remembered(rec.proposals) if known else memory.proposals,  # proposals
+        seen,
         memory.warned_no_capacity or bool(warnings),  # warned_no_capacity
     )
     return view, next_memory
+
+
+_PROFILES: dict[int, tuple[Mapping[str, SignalStats], dict[str, float], frozenset[str], bool, bool, bool]] = {}
+
+
+def _profile(
+    by_signal: Mapping[str, SignalStats],
+) -> tuple[Mapping[str, SignalStats], dict[str, float], frozenset[str], bool, bool, bool]:
+    """What the decision reads off a runtime's signal stats, worked out once per stats mapping rather than
+    once per runtime: `signal_stats` hands the same mapping to every runtime with the same counts, refresh
+    after refresh, so it is found by identity (the entry keeps the mapping alive, so its id is not reused
+    while cached; cleared past 4,096 entries). In order: the mapping; the coverage of each signal present
+    (the view's `signal_coverage`, shared like the mapping and never mutated); the signals fresh on some
+    pod (for `seen`); whether the GPU, queue and cache signals miss on no pod; whether the request rate
+    misses on none; whether GPU busy, request rate and cache state are all present (`_reason` names the ones
+    that are not)."""
+    if len(_PROFILES) >= 4096:
+        _PROFILES.clear()
+    profile = _PROFILES[id(by_signal)] = (
+        by_signal,
+        _signal_coverage(by_signal),
+        frozenset(signal for signal, stats in by_signal.items() if stats.fresh > 0),
+        all(by_signal[signal].missing == 0 for signal in (SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_CACHE)),
+        by_signal[SIGNAL_REQUESTS].missing == 0,
+        all(by_signal[signal].fresh + by_signal[signal].missing > 0 for _, signal in _DESCRIBED),
+    )
+    return profile
 
 
 def _signal_coverage(by_signal: Mapping[str, SignalStats]) -> dict[str, float]:
@@ -260,52 +322,37 @@ def _signal_coverage(by_signal: Mapping[str, SignalStats]) -> dict[str, float]:
     return coverage
 
 
-def _seen(before: frozenset[str], by_signal: Mapping[str, SignalStats]) -> frozenset[str]:
-    """The signals reported so far: the same set (object) once no new one appears, as on most refreshes."""
-    if before is _ALL_SIGNALS:  # (an identity test: equal frozensets would still be compared element-wise)
-        return before
-    now_fresh = {s for s, st in by_signal.items() if st.fresh > 0}
-    if now_fresh <= before:
-        return before
-    seen = before | now_fresh
-    return _ALL_SIGNALS if seen == _ALL_SIGNALS else seen
+_TERMS_BY_ID: dict[int, tuple[RuntimePolicy, tuple[WeightedTerm, ...], tuple[int, int | None]]] = {}
 
 
-_TERMS_BY_ID: dict[int, tuple[RuntimePolicy, tuple[WeightedTerm, ...]]] = {}
-
-
-def _policy_terms(policy: RuntimePolicy) -> tuple[WeightedTerm, ...]:
-    """`default_terms(policy)`, made once per policy object rather than once per runtime and refresh, and
-    found by the policy's identity: a refresh hands the same policy object to a runtime every time
-    (`with_hpa_bounds` is cached), and hashing a 16-field policy costs more than the ranking of a small
-    runtime. The entry keeps its policy alive, so an id is never reused while cached. Sized for one policy
-    per runtime of a 65,536-runtime fleet, well under 1 KiB each; more only cost rebuilding."""
+def _policy_terms(policy: RuntimePolicy) -> tuple[tuple[WeightedTerm, ...], tuple[int, int | None]]:
+    """`default_terms(policy)` and the view's `bounds`, made once per policy object rather than once per
+    runtime and refresh, and found by the policy's identity: a refresh hands the same policy object to a
+    runtime every time (`with_hpa_bounds` is cached), and hashing a 16-field policy costs more than the
+    ranking of a small runtime. The entry keeps its policy alive, so an id is never reused while cached.
+    Sized for one policy per runtime of a 65,536-runtime fleet, well under 1 KiB each; more only cost
+    rebuilding. Both are immutable, so every view of the policy shares them."""
     hit = _TERMS_BY_ID.get(id(policy))
     if hit is not None and hit[0] is policy:
-        return hit[1]
+        return hit[1], hit[2]
     terms = default_terms(policy)
+    bounds = (lower_bound(policy), policy.max_replicas)
     if len(_TERMS_BY_ID) >= 65_536:
         _TERMS_BY_ID.clear()
-    _TERMS_BY_ID[id(policy)] = (policy, terms)
-    return terms
+    _TERMS_BY_ID[id(policy)] = (policy, terms, bounds)
+    return terms, bounds
 
 
-def _remembered(rec: Recommendation) -> dict[str, int]:
-    """The term proposals to hold next time: this refresh's (after holds), for the terms that proposed
-    (a loop rather than a comprehension: it runs for every known runtime)."""
+def _remembered(proposals: Mapping[str, int | None]) -> dict[str, int]:
+    """The term proposals to hold next time: this refresh's (after holds), for the terms that proposed, in
+    `SIGNAL_OF`'s order (unrolled: it runs for every known runtime; `recommend` lists every term)."""
     remembered: dict[str, int] = {}
-    proposals = rec.proposals
-    for term in SIGNAL_OF:
-        value = proposals.get(term)
-        if value is not None:
-            remembered[term] = value
+    if (value := proposals[GPU]) is not None:
+        remembered[GPU] = value
+    if (value := proposals[REQUESTS]) is not None:
+        remembered[REQUESTS] = value
+    if (value := proposals[QUEUE]) is not None:
+        remembered[QUEUE] = value
+    if (value := proposals[CACHE]) is not None:
+        remembered[CACHE] = value
     return remembered
-
-
-def _capped(state: SmoothState, policy: RuntimePolicy) -> SmoothState:
-    """The replica smoothing state never rises above the upper bound (§6: a fall from far above the cap
-    would otherwise take `tau * ln(value / cap)` before the HPA sees any change)."""
-    cap = policy.max_replicas
-    if cap is None or state.value <= cap:
-        return state
-    return SmoothState(float(cap), state.updated_at)

@@ -39,14 +39,14 @@ def pod_views(agg: Aggregate, ranking: Ranking, now: float) -> tuple[PodView, ..
     """One PodView per pod, in the snapshot's order: ordinary frozen `PodView`s, built through a twin
     (`slots`: a frozen dataclass's `__init__` costs four times as much, at 10,000 pods more than all the rest
     of a pod's decision)."""
-    new, cls = object.__new__, PodView
+    twin, cls = _Twin, PodView
     views: list[PodView] = []
     states = agg.pod_signals or ((),) * len(agg.pods)
     for pod, fresh, weight, need, cost, signals in zip(
         agg.pods, agg.fresh, agg.weights, ranking.needs, ranking.costs, states, strict=True
     ):
         t = pod.sampled_at
-        view = new(_Twin)
+        view = twin()
         view.name = pod.name
         view.ready = pod.ready
         view.fresh = fresh
@@ -77,6 +77,23 @@ def _default_weights(terms: Sequence[WeightedTerm]) -> tuple[float, float, float
     return None
 
 
+_WEIGHTS_BY_ID: dict[int, tuple[Sequence[WeightedTerm], tuple[float, float, float] | None]] = {}
+
+
+def _weights_of(
+    terms: Sequence[WeightedTerm],
+) -> tuple[Sequence[WeightedTerm], tuple[float, float, float] | None]:
+    """`_default_weights(terms)`, kept by the identity of `terms` (the decision hands the same tuple for a
+    policy every time: `decision._policy_terms`); the entry keeps `terms` alive, so its id is not reused
+    while cached. Cleared past 4,096 entries."""
+    hit = (terms, _default_weights(terms))
+    if type(terms) is tuple:  # (a list could change under its id; the weighted terms themselves are frozen)
+        if len(_WEIGHTS_BY_ID) >= 4096:
+            _WEIGHTS_BY_ID.clear()
+        _WEIGHTS_BY_ID[id(terms)] = hit
+    return hit
+
+
 def examine_pods(
     pods: Sequence[PodSample], policy: RuntimePolicy, now: float, seen: Collection[str],
     terms: Sequence[WeightedTerm],
@@ -87,14 +104,18 @@ def examine_pods(
     by term in the terms' order, and `rank_pods`' cost buckets) as it fills its view. Other terms go the
     general way."""
     agg, seen_terms = scan_pods(pods, policy, now, seen)
-    weights = _default_weights(terms)
+    hit = _WEIGHTS_BY_ID.get(id(terms))
+    if hit is None or hit[0] is not terms:
+        hit = _weights_of(terms)
+    weights = hit[1]
     if weights is None:
         return agg, pod_views(agg, rank_pods(agg.pods, terms), now)
     w_r, w_g, w_c = weights
+    top, rated, gpus, caches = seen_terms
     # A term counts when its weight is positive and some Ready pod reports its signal (`_ready_needs`).
-    use_r = w_r > 0.0 and seen_terms.rated
-    use_g = w_g > 0.0 and seen_terms.gpus
-    use_c = w_c > 0.0 and seen_terms.caches
+    use_r = w_r > 0.0 and rated
+    use_g = w_g > 0.0 and gpus
+    use_c = w_c > 0.0 and caches
     total = 0.0
     if use_r:
         total += w_r
@@ -103,19 +124,20 @@ def examine_pods(
     if use_c:
         total += w_c
     scale = 1.0 / total if total > 0.0 else 0.0
-    top = seen_terms.top_rate
     by_rate = use_r and top != 0.0  # `RequestShareTerm` scores every pod 0 when the busiest is idle: adds 0
     costs, buckets = _COSTS, float(COST_BUCKETS)
     trunc = math.trunc  # `int(x)` for a float, without `int`'s type call: a tenth of a pod's view
-    new, cls = object.__new__, PodView
+    twin, cls = _Twin, PodView
     views: list[PodView] = []
-    for pod, fresh, weight, signals in zip(agg.pods, agg.fresh, agg.weights, agg.pod_signals, strict=True):
+    # (`zip` without `strict`: the aggregate's per-pod tuples have one entry per pod by construction, and any
+    # keyword sends `zip` down its slow path, which costs as much as a small runtime's pod)
+    for pod, fresh, weight, signals in zip(agg.pods, agg.fresh, agg.weights, agg.pod_signals):  # noqa: B905
         t = pod.sampled_at
         b = pod.gpu_busy
         r = pod.requests_per_second
         c = pod.cache_used_ratio
         ready = pod.ready
-        view = new(_Twin)
+        view = twin()
         view.name = pod.name
         view.ready = ready
         view.fresh = fresh

@@ -21,6 +21,10 @@ about 10 values on; a refresh takes two power means a runtime, so both ends matt
 adds left to right as the loop does: from Python 3.12 it compensates, which moves the last bit, and the served
 value would then depend on the interpreter and differ from the reference the tests hold it to."""
 
+_COMPREHENSIONS_FROM: Final = 8
+"""From this many rates `rate_summary` divides them with a comprehension rather than a loop: a comprehension is
+a function of its own in Python 3.11, whose call costs about as much as appending six values in a loop."""
+
 
 def power_mean(values: Sequence[float], p: float) -> float:
     """M_p = (Σ x^p / n)^(1/p) of non-negative finite values; 0 for no values; `p = inf` gives the max.
@@ -35,53 +39,56 @@ def power_mean(values: Sequence[float], p: float) -> float:
     """
     if not p >= 1.0:
         raise ValueError(f"power mean order must be >= 1, got {p!r}")
-    n = len(values)
-    if n == 0:
+    if not values:
         return 0.0
+    # `max(0.0, ...)`: all zeros give +0.0 even when the first is -0.0, as a loop's `top = 0.0` does. A NaN
+    # (which `max` and `min` may pass over) or an infinity is found by `power_mean_bounded`'s check.
+    return power_mean_bounded(values, p, max(0.0, max(values)), min(values))
+
+
+def power_mean_bounded(values: Sequence[float], p: float, top: float, low: float) -> float:
+    """`power_mean(values, p)` of non-empty values whose bounds the caller found on its way: `top` the
+    largest and at least 0.0 (`if x > top: top = x` from 0.0), `low` the smallest (`if x < low: low = x`
+    from inf). The same float, and the same ValueError for an invalid value: the aggregation's pass over the
+    pods compares each value anyway, which costs less than `max` and `min` over the values again.
+
+    Runs twice a runtime per refresh, so its fixed cost counts as much as its cost per value: no builtin
+    `min`/`max` calls for two floats (each costs more than the compare it makes), no helper calls."""
+    if not p >= 1.0:
+        raise ValueError(f"power mean order must be >= 1, got {p!r}")
+    n = len(values)
     if n >= _BUILTINS_FROM:
-        # `max`, `min` and `sum` run in C: a fifth of the cost of the loop below at 100 pods, three times it
-        # at 2. A NaN or an infinity makes `total` not finite and a negative value shows in `low`; `_check`
-        # then finds the value (or finds none: finite values whose sum overflows, which the loop accepts).
-        # `max(0.0, ...)`: all zeros give +0.0 even when the first is -0.0, as the loop's `top = 0.0` does.
-        # `sum` of floats adds left to right here, as the loop does (`_BUILTINS_FROM`).
-        top = max(0.0, max(values))
-        low = min(values)
+        # `sum` runs in C, and adds floats left to right here, as the loop does (`_BUILTINS_FROM`).
         total = sum(values)
-        if not (low >= 0.0 and total < _INF):
-            _check(values)
     else:
-        top = 0.0
-        low = _INF
         total = 0.0
         for x in values:
-            if not 0.0 <= x < _INF:
-                _check((x,))
             total += x
-            if x > top:
-                top = x
-            if x < low:
-                low = x
-    if low == top:
+    # A NaN or an infinity makes `total` not finite and a negative value shows in `low`; `_check` then finds
+    # the value (or finds none: finite values whose sum overflows, which the mean accepts).
+    if not (low >= 0.0 and total < _INF):
+        _check(values)
+    if low == top or p == _INF:
         return top
     mean = total / n
     if p == 1.0:
-        return min(mean, top)
-    if p == _INF:
-        return top
+        return top if top < mean else mean  # min(mean, top)
     acc = 0.0
     if p == 2.0:
-        if n >= _BUILTINS_FROM:  # the same sum, in the same order
-            acc = sum([(s := x / top) * s for x in values])
-        else:
-            for x in values:
-                s = x / top
-                acc += s * s
+        for x in values:  # (a loop costs less here than `sum` over a comprehension, at any size)
+            s = x / top
+            acc += s * s
         scaled = math.sqrt(acc / n)
     else:
         for x in values:
             acc += (x / top) ** p
         scaled = (acc / n) ** (1.0 / p)
-    return min(top, max(mean, top * scaled))
+    # min(top, max(mean, x)), the same float without two builtin calls (each keeps its first argument unless
+    # the second is strictly beyond it), which cost more than a small runtime's mean
+    x = top * scaled
+    if x > mean:
+        mean = x
+    return mean if mean < top else top
 
 
 def _check(values: Sequence[float]) -> None:
@@ -111,7 +118,76 @@ def request_weights(count: int, rates: Sequence[float], at: Sequence[int], p: fl
     counted."""
     if not rates:
         return (0.0,) * count
-    split = shares(rates, p)
+    return _placed(count, shares(rates, p), at)
+
+
+def rate_summary(
+    count: int, rates: Sequence[float], at: Sequence[int], p: float, top: float, low: float,
+) -> tuple[float, tuple[float, ...]]:
+    """`(power_mean_bounded(rates, p, top, low), request_weights(count, rates, at, p))` of non-empty rates,
+    the same floats: both divide every rate by the busiest (`top`), and here each quotient is computed once
+    for both (for an order other than 1, 2 and inf, each quotient's power too). `at` is read only when some
+    pod is not counted (fewer rates than `count`). Once a runtime per refresh:
+    a runtime of a few pods gets loops (a list comprehension's own cost is that of several values), a large
+    one comprehensions and builtins."""
+    if not p >= 1.0:
+        raise ValueError(f"power mean order must be >= 1, got {p!r}")
+    n = len(rates)
+    if n >= _BUILTINS_FROM:
+        total = sum(rates)
+    else:
+        total = 0.0
+        for r in rates:
+            total += r
+    if not (low >= 0.0 and total < _INF):
+        _check(rates)
+    if top == 0.0:  # every rate 0: the power mean is 0 (`low == top`), and they share equally (`shares`)
+        return top, _placed(count, [1.0 / n] * n, at)
+    # One loop (cheaper than comprehensions here, at any size): each quotient's power, and Σ (r / top)²
+    # added left to right, which the power mean of order 2 is made of.
+    powers: list[float] = []
+    squares = 0.0
+    for r in rates:
+        x = r / top
+        powers.append(x ** p)
+        squares += x * x
+    mean = top  # (also for `p = inf`)
+    if low != top and p != _INF:
+        mean = total / n
+        if p == 1.0:
+            if top < mean:  # min(mean, top)
+                mean = top
+        else:
+            if p == 2.0:  # `x * x`, as `power_mean` squares (`x ** 2.0`, in `powers`, need not be the same float)
+                x = top * math.sqrt(squares / n)
+            else:
+                acc = 0.0
+                if n >= _BUILTINS_FROM:
+                    acc = sum(powers)
+                else:
+                    for x in powers:
+                        acc += x
+                x = top * (acc / n) ** (1.0 / p)
+            if x > mean:  # min(top, max(mean, x)), as in `power_mean_bounded`
+                mean = x
+            if not mean < top:
+                mean = top
+    # `fsum` of one or two values is their float sum (a sum of two floats is correctly rounded), and here one
+    # of them is 1.0 (the busiest), so no zero's sign is at stake
+    weight = math.fsum(powers) if n > 2 else powers[0] if n == 1 else powers[0] + powers[1]
+    if n >= _COMPREHENSIONS_FROM:
+        split = [x / weight for x in powers]
+    else:
+        split = []
+        for x in powers:
+            split.append(x / weight)
+    if n == count:  # every pod counted (the usual case)
+        return mean, tuple(split)
+    return mean, _placed(count, split, at)
+
+
+def _placed(count: int, split: list[float], at: Sequence[int]) -> tuple[float, ...]:
+    """`count` pods' shares from the counted pods' (`split`, pod `at[j]`'s at j); 0 for pods not counted."""
     if len(split) == count:  # every pod counted (the usual case): `at` is 0, 1, 2, ...
         return tuple(split)
     weights = [0.0] * count

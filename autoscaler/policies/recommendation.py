@@ -35,7 +35,7 @@ from autoscaler.policies.aggregation import (
     Aggregate,
     SignalStats,
 )
-from autoscaler.policies.policy import RuntimePolicy, lower_bound
+from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.slots import slot_builder
 
 GPU: Final = "gpu"
@@ -126,43 +126,62 @@ def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | N
     gpu_stats, rps_stats = signals[SIGNAL_GPU], signals[SIGNAL_REQUESTS]
     ready, min_coverage = agg.ready, policy.min_coverage
     target_rps = policy.target_rps_per_pod
-    gpu_demand: float | None = None
+    # Each term through `_hold`, which returns the computed proposal at once in the complete case (its
+    # signal fresh on some pod and missing on none): that case is tested here, without the call.
+    gpu: float | None = None
     if agg.gpu_busy is not None:
-        gpu_demand = gpu_stats.fresh * agg.gpu_busy / policy.target_gpu_busy
-    rps_demand: float | None = None
-    if target_rps is not None and agg.request_rate is not None:
-        rps_demand = rps_stats.fresh * agg.request_rate / target_rps
-    gpu = _hold(GPU, gpu_demand, gpu_stats, ready, min_coverage, held, why)
-    rps = _hold(REQUESTS, rps_demand, rps_stats, ready, min_coverage, held, why) if target_rps is not None else None
+        gpu = gpu_stats.fresh * agg.gpu_busy / policy.target_gpu_busy
+    if gpu_stats.missing != 0 or gpu_stats.fresh <= 0:
+        gpu = _hold(GPU, gpu, gpu_stats, ready, min_coverage, held, why)
+    rps: float | None = None
+    if target_rps is not None:
+        if agg.request_rate is not None:
+            rps = rps_stats.fresh * agg.request_rate / target_rps
+        if rps_stats.missing != 0 or rps_stats.fresh <= 0:
+            rps = _hold(REQUESTS, rps, rps_stats, ready, min_coverage, held, why)
     demand = rps if gpu is None else (gpu if rps is None or rps <= gpu else rps)  # max(), the GPU's on a tie
 
     queue: float | None = None
     if agg.saturated > 0:
         anchor = demand if demand is not None else float(agg.saturated)
         queue = anchor + agg.queue_excess_s / policy.queue_drain_s
-    queue = _hold(QUEUE, queue, signals[SIGNAL_QUEUE], ready, min_coverage, held, why)
+    queue_stats = signals[SIGNAL_QUEUE]
+    if queue_stats.missing != 0 or queue_stats.fresh <= 0:
+        queue = _hold(QUEUE, queue, queue_stats, ready, min_coverage, held, why)
 
     cache: float | None = None
     cache_stats = signals[SIGNAL_CACHE]
     if agg.cache_full and agg.cache_pressure is not None:
         cache = cache_stats.fresh * min(policy.cache_pressure_cap, agg.cache_pressure)
-    cache = _hold(CACHE, cache, cache_stats, ready, min_coverage, held, why)
+    if cache_stats.missing != 0 or cache_stats.fresh <= 0:
+        cache = _hold(CACHE, cache, cache_stats, ready, min_coverage, held, why)
 
     no_capacity = demand is None
+    p_gpu = None if gpu is None else ceil_pods(gpu)
+    p_rps = None if rps is None else ceil_pods(rps)
+    p_queue = None if queue is None else ceil_pods(queue)
+    p_cache = None if cache is None else ceil_pods(cache)
+    low = policy.min_replicas
+    if low is None:  # `lower_bound`
+        low = 1
     proposals: dict[str, int | None] = {
-        GPU: None if gpu is None else ceil_pods(gpu),
-        REQUESTS: None if rps is None else ceil_pods(rps),
-        QUEUE: None if queue is None else ceil_pods(queue),
-        CACHE: None if cache is None else ceil_pods(cache),
-        READY_PODS: ready if no_capacity else None,
-        MIN_REPLICAS: lower_bound(policy),
+        GPU: p_gpu, REQUESTS: p_rps, QUEUE: p_queue, CACHE: p_cache, READY_PODS: ready if no_capacity else None,
+        MIN_REPLICAS: low,
     }
-    desired: int | None = None
-    winner = MIN_REPLICAS
-    for term, value in proposals.items():  # TERMS order: the first of equal proposals wins
-        if value is not None and (desired is None or value > desired):
-            desired, winner = value, term
-    assert desired is not None  # MIN_REPLICAS always proposes
-    if policy.max_replicas is not None and desired > policy.max_replicas:
-        winner, desired = MAX_REPLICAS, policy.max_replicas
+    # The largest proposal, the first of equal ones in TERMS order (MIN_REPLICAS always proposes).
+    desired: int | None = p_gpu
+    winner = GPU
+    if p_rps is not None and (desired is None or p_rps > desired):
+        desired, winner = p_rps, REQUESTS
+    if p_queue is not None and (desired is None or p_queue > desired):
+        desired, winner = p_queue, QUEUE
+    if p_cache is not None and (desired is None or p_cache > desired):
+        desired, winner = p_cache, CACHE
+    if no_capacity and (desired is None or ready > desired):
+        desired, winner = ready, READY_PODS
+    if desired is None or low > desired:
+        desired, winner = low, MIN_REPLICAS
+    cap = policy.max_replicas
+    if cap is not None and desired > cap:
+        winner, desired = MAX_REPLICAS, cap
     return _recommendation(desired, proposals, winner, why, no_capacity)

@@ -8,6 +8,8 @@ the load and cache signals share the ModelMesh collector's.
 from __future__ import annotations
 
 import math
+import struct
+import sys
 from dataclasses import replace
 from typing import Final
 
@@ -73,6 +75,73 @@ def is_fresh(pod: PodSample, now: float, max_staleness_s: float) -> bool:
 def fresh_time(t: float | None, now: float, max_staleness_s: float) -> bool:
     """A timestamp no older than `max_staleness_s` at `now`; None and non-finite stamps are never fresh."""
     return t is not None and -_INF < t < _INF and now - t <= max_staleness_s
+
+
+def oldest_fresh(now: float, max_staleness_s: float) -> float:
+    """The oldest time that is fresh at `now`: for every finite `t`, `now - t <= max_staleness_s` (the float
+    subtraction, as `fresh_time` does it) exactly when `t >= oldest_fresh(now, max_staleness_s)`; -inf when
+    every time is fresh, inf when none is.
+
+    For a pass over many pods: one compare per stamp instead of a subtraction that allocates a float. Exact
+    because the rounded `now - t` never increases as `t` increases, so the fresh stamps are all those from
+    the smallest fresh one on; that one is found by stepping from `now - max_staleness_s` float by float
+    (one or two steps for clock-sized values), else by bisecting the floats' order. The last answer is kept:
+    every runtime of a refresh asks the same question."""
+    global _last_oldest_fresh
+    last_now, last_max, oldest = _last_oldest_fresh
+    if last_now == now and last_max == max_staleness_s:
+        return oldest
+    oldest = _oldest_fresh(now, max_staleness_s)
+    _last_oldest_fresh = (now, max_staleness_s, oldest)
+    return oldest
+
+
+_last_oldest_fresh: tuple[float, float, float] = (math.nan, math.nan, math.nan)  # NaN matches no question
+_MAX: Final = sys.float_info.max
+
+
+def _oldest_fresh(now: float, max_staleness_s: float) -> float:
+    def fresh(t: float) -> bool:
+        return now - t <= max_staleness_s
+
+    if not fresh(_MAX):  # (NaN `now` or bound, or a bound below -2 * max float: nothing is fresh)
+        return _INF
+    if fresh(-_MAX):
+        return -_INF
+    start = now - max_staleness_s
+    if -_MAX <= start <= _MAX:
+        t = start
+        for _ in range(8):  # the smallest fresh time is next to the estimate for ordinary clocks and bounds
+            if fresh(t):
+                below = math.nextafter(t, -_INF)
+                if not fresh(below):
+                    return t
+                t = below
+            else:
+                t = math.nextafter(t, _INF)
+    # Bisect over the floats in order (their bit patterns, as ordered integers): fresh(-max) is False and
+    # fresh(max) is True, and `fresh` is monotone in between.
+    low, high = _ordinal(-_MAX), _ordinal(_MAX)
+    while high - low > 1:
+        mid = (low + high) // 2
+        if fresh(_float_of(mid)):
+            high = mid
+        else:
+            low = mid
+    return _float_of(high)
+
+
+def _ordinal(x: float) -> int:
+    """Floats as integers in the same order (-0.0 and 0.0 next to each other)."""
+    bits: int = struct.unpack("<q", struct.pack("<d", x))[0]
+    return bits if bits >= 0 else -(bits & 0x7FFF_FFFF_FFFF_FFFF) - 1
+
+
+def _float_of(n: int) -> float:
+    """The float of an `_ordinal`."""
+    bits = n if n >= 0 else -(n + 1) | -0x8000_0000_0000_0000
+    x: float = struct.unpack("<d", struct.pack("<q", bits))[0]
+    return x
 
 
 def gpu_time(pod: PodSample) -> float | None:

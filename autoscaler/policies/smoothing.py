@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Final
 
-from autoscaler.policies.slots import slot_builder
+from autoscaler.policies.slots import slot_builder, slot_twin
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +28,8 @@ class SmoothState:
 
 
 _state: Final = slot_builder(SmoothState, ("value", "updated_at"))
-"""SmoothState(value, updated_at) through its slots: four per runtime per refresh (see `slots`)."""
+"""SmoothState(value, updated_at) through its slots (see `slots`)."""
+_twin: Final = slot_twin(SmoothState, ("value", "updated_at"))
 
 DESIRED_REPLICAS_SETTLE: Final = 0.1
 """For the replica series, a fall ends once within this many pods of its target.
@@ -61,15 +62,31 @@ def smooth(
     A clock that steps backwards gives `dt = 0`: no decay, never a jump.
     """
     if state is None:
-        return None if target is None else _state(target, now)
-    if target is None or (target < state.value and not may_fall):
-        return _state(state.value, max(now, state.updated_at))
-    if target >= state.value:
-        return _state(target, now)
-    dt = now - state.updated_at
-    if dt <= 0.0:
-        return state
-    gap = (state.value - target) * math.exp(-dt / tau) if tau > 0.0 else 0.0
-    if gap <= settle:
-        return _state(target, now)
-    return _state(min(state.value, target + gap), now)
+        if target is None:
+            return None
+        value, at = target, now
+    else:
+        last = state.value
+        if target is None or (target < last and not may_fall):
+            value = last
+            at = now if not (updated := state.updated_at) > now else updated  # max(now, updated_at)
+        elif target >= last:
+            value, at = target, now
+        else:
+            dt = now - state.updated_at
+            if dt <= 0.0:
+                return state
+            gap = (last - target) * math.exp(-dt / tau) if tau > 0.0 else 0.0
+            if gap <= settle:
+                value = target
+            else:
+                value = target + gap
+                if not value < last:  # min(last, target + gap)
+                    value = last
+            at = now
+    # SmoothState(value, at), filled through its twin (`slots`): four per runtime per refresh.
+    built = _twin()
+    built.value = value
+    built.updated_at = at
+    built.__class__ = SmoothState
+    return built  # type: ignore[no-any-return]  # a SmoothState now

@@ -44,7 +44,8 @@ from autoscaler.policies.recommendation import (
     Recommendation,
     ceil_pods,
 )
-from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, smooth
+from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState
+from tests.policies.plain_policies import plain_smooth
 
 log = logging.getLogger(__name__)
 
@@ -220,7 +221,7 @@ def plain_decide(
                                       f"(< {policy.min_coverage:.0%}); unknown (503), memory kept")
         target = raw[metric] if usable else None
         settle = DESIRED_REPLICAS_SETTLE if metric is ServedMetric.DESIRED_REPLICAS else 0.0
-        state = smooth(memory.smoothed.get(metric), target, now, tau, may_fall, settle)
+        state = plain_smooth(memory.smoothed.get(metric), target, now, tau, may_fall, settle)
         if metric is ServedMetric.DESIRED_REPLICAS and state is not None:
             state = _capped(state, policy)
         if usable and not may_fall and state is not None and target is not None and target < state.value:

@@ -19,6 +19,7 @@ from autoscaler.policies.power_mean import power_mean, request_weights
 from autoscaler.policies.ranking import COST_BUCKETS, COST_SPACING, Ranking, WeightedTerm
 from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state, clean_sample, fresh_time, gpu_time
 from autoscaler.policies.signals import FRESH, MISSING, NONE, SIGNALS, STALE, SignalStats
+from autoscaler.policies.smoothing import SmoothState
 
 
 def _reports(pod: PodSample) -> tuple[bool, bool, bool, bool]:
@@ -264,3 +265,39 @@ def plain_power_mean(values: Sequence[float], p: float) -> float:
             acc += (x / top) ** p
         scaled = (acc / n) ** (1.0 / p)
     return min(top, max(mean, top * scaled))
+
+
+def plain_smooth(
+    state: SmoothState | None,
+    target: float | None,
+    now: float,
+    tau: float,
+    may_fall: bool,
+    settle: float = 0.0,
+) -> SmoothState | None:
+    """`smoothing.smooth` as it was before its builtin `min`/`max` calls and builder call were inlined.
+
+    Step one series to `now` towards `target`.
+
+    - no state yet: start at the target (None stays None);
+    - `target` None (unknown this step): hold the value, restart the decay clock;
+    - `target` at or above the value: rise at once;
+    - below, and `may_fall` False: hold (clock restarted);
+    - below, and `may_fall`: decay with time constant `tau` (`tau <= 0`: fall at once); once the remaining
+      gap is at most `settle`, land on the target.
+
+    A clock that steps backwards gives `dt = 0`: no decay, never a jump.
+    """
+    if state is None:
+        return None if target is None else SmoothState(target, now)
+    if target is None or (target < state.value and not may_fall):
+        return SmoothState(state.value, max(now, state.updated_at))
+    if target >= state.value:
+        return SmoothState(target, now)
+    dt = now - state.updated_at
+    if dt <= 0.0:
+        return state
+    gap = (state.value - target) * math.exp(-dt / tau) if tau > 0.0 else 0.0
+    if gap <= settle:
+        return SmoothState(target, now)
+    return SmoothState(min(state.value, target + gap), now)

@@ -10,6 +10,7 @@ floats (the sums run in the same order).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from unittest import mock
 
 from hypothesis import given
@@ -20,12 +21,13 @@ from autoscaler.policies import decision
 from autoscaler.policies.aggregation import Aggregate, aggregate
 from autoscaler.policies.decision import decide
 from autoscaler.policies.podviews import examine_pods, pod_views
-from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.power_mean import power_mean
+from autoscaler.policies.policy import RuntimePolicy, lower_bound
+from autoscaler.policies.power_mean import power_mean, power_mean_bounded, rate_summary, request_weights
 from autoscaler.policies.ranking import WeightedTerm, default_terms, rank_pods
 from autoscaler.policies.recommendation import PROPOSAL_LIMIT, ceil_pods
-from autoscaler.policies.samples import clean_sample
+from autoscaler.policies.samples import clean_sample, oldest_fresh
 from autoscaler.policies.signals import SIGNALS
+from autoscaler.policies.smoothing import SmoothState, smooth
 from tests.policies.builders import NOW, PROPERTIES, snapshot
 from tests.policies.plain_decision import plain_decide
 from tests.policies.plain_policies import (
@@ -33,6 +35,7 @@ from tests.policies.plain_policies import (
     plain_pod_views,
     plain_power_mean,
     plain_rank_pods,
+    plain_smooth,
 )
 
 signal = st.one_of(
@@ -129,6 +132,11 @@ def plain_examine(pods: tuple[PodSample, ...], policy: RuntimePolicy, now: float
     return agg, plain_pod_views(agg, plain_rank_pods(agg.pods, terms), now)
 
 
+def _plain_policy_terms(policy: RuntimePolicy) -> tuple[tuple[WeightedTerm, ...], tuple[int, int | None]]:
+    """`decision._policy_terms` without its cache: the terms and the view's bounds, made afresh."""
+    return default_terms(policy), (lower_bound(policy), policy.max_replicas)
+
+
 @PROPERTIES
 @given(steps=st.lists(runtimes, min_size=1, max_size=5), policy=policies, source_ok=st.booleans())
 def test_fast_decisions_equal_the_plain_ones_refresh_after_refresh(
@@ -139,7 +147,7 @@ def test_fast_decisions_equal_the_plain_ones_refresh_after_refresh(
         now = NOW + 15.0 * i  # pods stay stamped at NOW: they age by 15 s a refresh
         fast_view, fast = decide(snapshot(pods, now=now, source_ok=source_ok), policy, fast, now, 30.0)
         with mock.patch.object(decision, "examine_pods", plain_examine), \
-                mock.patch.object(decision, "_policy_terms", default_terms):
+                mock.patch.object(decision, "_policy_terms", _plain_policy_terms):
             plain_view, plain = decide(snapshot(pods, now=now, source_ok=source_ok), policy, plain, now, 30.0)
         assert fast_view == plain_view
         assert fast == plain
@@ -203,3 +211,95 @@ def test_power_mean_is_the_plain_loop_to_the_bit(values: list[float], p: float) 
         return
     fast = power_mean(values, p)
     assert (fast, math.copysign(1.0, fast)) == (plain, math.copysign(1.0, plain))
+
+
+def _bounds(values: list[float]) -> tuple[float, float]:
+    """The bounds as the aggregation's pass finds them (`power_mean_bounded`)."""
+    top, low = 0.0, math.inf
+    for x in values:
+        if x > top:
+            top = x
+        if x < low:
+            low = x
+    return top, low
+
+
+def _outcome(compute: Callable[[], object]) -> object:
+    """What a call gives: its result, or the message of the ValueError it raises."""
+    try:
+        return compute()
+    except ValueError as error:
+        return f"ValueError: {error}"
+
+
+orders = st.one_of(st.sampled_from([1.0, 2.0, 3.0, math.inf, 0.5, math.nan]), st.floats(min_value=1.0, max_value=8.0))
+mean_values = st.lists(st.one_of(signal, st.sampled_from([-0.0, 1e308, 5e-324])).filter(lambda x: x is not None),
+                       min_size=1, max_size=40)
+
+
+@PROPERTIES
+@given(values=mean_values, p=orders)
+def test_power_mean_with_bounds_found_on_the_way_is_the_plain_loop_to_the_bit(values: list[float], p: float) -> None:
+    top, low = _bounds(values)
+    fast = _outcome(lambda: power_mean_bounded(values, p, top, low))
+    plain = _outcome(lambda: plain_power_mean(values, p))
+    assert fast == plain
+    if isinstance(fast, float) and isinstance(plain, float):
+        assert math.copysign(1.0, fast) == math.copysign(1.0, plain)
+
+
+@PROPERTIES
+@given(rates=mean_values, p=orders, uncounted=st.lists(st.booleans(), max_size=40))
+def test_rate_summary_is_the_plain_mean_and_the_weights_to_the_bit(
+    rates: list[float], p: float, uncounted: list[bool],
+) -> None:
+    """One quotient per rate for both: the same power mean and shares as computed apart, pods not counted
+    (`at` skips them) included."""
+    at: list[int] = []
+    i = 0  # pods so far
+    for j in range(len(rates)):
+        if j < len(uncounted) and uncounted[j]:
+            i += 1  # a pod not counted before this one
+        at.append(i)
+        i += 1
+    top, low = _bounds(rates)
+    fast = _outcome(lambda: rate_summary(i, rates, at, p, top, low))
+    plain = _outcome(lambda: (plain_power_mean(rates, p), request_weights(i, rates, at, p)))
+    assert fast == plain
+
+
+clock = st.one_of(st.floats(allow_nan=False, allow_infinity=False),
+                  st.floats(min_value=1.6e9, max_value=1.8e9), st.sampled_from([0.0, -0.0, NOW, NOW - 45.0]))
+
+
+@PROPERTIES
+@given(now=clock, bound=st.one_of(clock, st.sampled_from([45.0, 0.0, math.inf, -math.inf, math.nan])),
+       t=clock, near=st.integers(min_value=-3, max_value=3))
+def test_oldest_fresh_is_the_subtraction_to_the_bit(now: float, bound: float, t: float, near: int) -> None:
+    """`t >= oldest_fresh(now, bound)` is `now - t <= bound` for any stamp, the ones next to the edge too."""
+    edge = oldest_fresh(now, bound)
+    if math.isfinite(edge):  # the floats around the edge, where rounding decides
+        t = edge
+        for _ in range(abs(near)):
+            t = math.nextafter(t, math.inf if near > 0 else -math.inf)
+    assert (t >= edge) == (now - t <= bound)
+
+
+maybe_time = st.one_of(st.none(), st.floats(min_value=NOW - 100.0, max_value=NOW + 100.0), st.sampled_from([NOW]))
+level = st.one_of(st.none(), st.floats(min_value=0.0, max_value=1e4), st.sampled_from([0.0, 1.0, 2.5, 3.0]))
+
+
+@PROPERTIES
+@given(value=level, updated_at=maybe_time, target=level, now=st.sampled_from([NOW, NOW + 15.0, NOW - 15.0]),
+       tau=st.sampled_from([0.0, 300.0, 1e-9]), may_fall=st.booleans(), settle=st.sampled_from([0.0, 0.1]))
+def test_smooth_is_the_plain_step_to_the_bit(
+    value: float | None, updated_at: float | None, target: float | None, now: float, tau: float,
+    may_fall: bool, settle: float,
+) -> None:
+    state = None if value is None or updated_at is None else SmoothState(value, updated_at)
+    fast = smooth(state, target, now, tau, may_fall, settle)
+    plain = plain_smooth(state, target, now, tau, may_fall, settle)
+    assert fast == plain
+    assert type(fast) is type(plain)
+    if fast is not None and plain is not None:
+        assert (fast is state) == (plain is state)  # the same state back when the clock did not move

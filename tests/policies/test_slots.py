@@ -54,7 +54,8 @@ def test_fields_named_out_of_order_or_missing_fail_at_once() -> None:
 
 def test_a_twin_filled_field_by_field_becomes_the_dataclass_s_own_object() -> None:
     twin = slot_twin(ServedValue, ("value", "raw", "timestamp"))
-    built = object.__new__(twin)
+    assert twin.__mro__[1] is ServedValue  # a subclass adding nothing to the layout, with object's __setattr__
+    built = twin()
     built.value, built.raw, built.timestamp = 1.0, None, 5.0
     built.__class__ = ServedValue
     assert type(built) is ServedValue
@@ -76,3 +77,16 @@ def test_a_twin_of_a_class_whose_slots_differ_from_its_fields_is_refused() -> No
     with pytest.raises(TypeError, match="update the call"):
         slot_twin(Derived, ("x", "y"))
     assert slot_builder(Base, ("x",))(3) == Base(3)
+
+
+def test_a_class_with_its_own_new_is_refused() -> None:
+    """The twin is called (`twin()`), which would call a `__new__` of the class with no arguments."""
+    @dataclass(frozen=True, slots=True)
+    class Interned:
+        x: int
+
+        def __new__(cls, x: int = 0) -> Interned:
+            return object.__new__(cls)
+
+    with pytest.raises(TypeError, match="without its own __new__"):
+        slot_builder(Interned, ("x",))
