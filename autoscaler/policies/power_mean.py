@@ -46,6 +46,23 @@ def power_mean(values: Sequence[float], p: float) -> float:
     return power_mean_bounded(values, p, max(0.0, max(values)), min(values))
 
 
+def _checked_sum(values: Sequence[float], low: float) -> float:
+    """Σ values, left to right, and the ValueError `power_mean` gives for an invalid value: a NaN or an
+    infinity makes the sum not finite and a negative value shows in `low` (the smallest value, which the
+    caller found); `_check` then finds the value (or finds none: finite values whose sum overflows, which the
+    mean accepts). `sum` runs in C and adds left to right as the loop does, but costs more below
+    `_BUILTINS_FROM` values."""
+    if len(values) >= _BUILTINS_FROM:
+        total = sum(values)
+    else:
+        total = 0.0
+        for x in values:
+            total += x
+    if not (low >= 0.0 and total < _INF):
+        _check(values)
+    return total
+
+
 def power_mean_bounded(values: Sequence[float], p: float, top: float, low: float) -> float:
     """`power_mean(values, p)` of non-empty values whose bounds the caller found on its way: `top` the
     largest and at least 0.0 (`if x > top: top = x` from 0.0), `low` the smallest (`if x < low: low = x`
@@ -53,21 +70,11 @@ def power_mean_bounded(values: Sequence[float], p: float, top: float, low: float
     pods compares each value anyway, which costs less than `max` and `min` over the values again.
 
     Runs twice a runtime per refresh, so its fixed cost counts as much as its cost per value: no builtin
-    `min`/`max` calls for two floats (each costs more than the compare it makes), no helper calls."""
+    `min`/`max` calls for two floats (each costs more than the compare it makes)."""
     if not p >= 1.0:
         raise ValueError(f"power mean order must be >= 1, got {p!r}")
     n = len(values)
-    if n >= _BUILTINS_FROM:
-        # `sum` runs in C, and adds floats left to right here, as the loop does (`_BUILTINS_FROM`).
-        total = sum(values)
-    else:
-        total = 0.0
-        for x in values:
-            total += x
-    # A NaN or an infinity makes `total` not finite and a negative value shows in `low`; `_check` then finds
-    # the value (or finds none: finite values whose sum overflows, which the mean accepts).
-    if not (low >= 0.0 and total < _INF):
-        _check(values)
+    total = _checked_sum(values, low)
     if low == top or p == _INF:
         return top
     mean = total / n
@@ -133,14 +140,7 @@ def rate_summary(
     if not p >= 1.0:
         raise ValueError(f"power mean order must be >= 1, got {p!r}")
     n = len(rates)
-    if n >= _BUILTINS_FROM:
-        total = sum(rates)
-    else:
-        total = 0.0
-        for r in rates:
-            total += r
-    if not (low >= 0.0 and total < _INF):
-        _check(rates)
+    total = _checked_sum(rates, low)
     if top == 0.0:  # every rate 0: the power mean is 0 (`low == top`), and they share equally (`shares`)
         return top, _placed(count, [1.0 / n] * n, at)
     # One loop (cheaper than comprehensions here, at any size): each quotient's power, and Σ (r / top)²
