@@ -69,6 +69,7 @@ import yaml  # noqa: E402
 from aiohttp import web  # noqa: E402
 
 from tests.support.ports import free_port  # noqa: E402
+from tests.support.processes import serving_workers  # noqa: E402
 
 HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
 HEADERS = {"X-Remote-User": HPA_USER, "X-Remote-Group": "system:serviceaccounts"}
@@ -276,22 +277,6 @@ def proportional_mib(pids: list[int]) -> float:
             if line.startswith("Pss:"):
                 total_kib += int(line.split()[1])
     return total_kib / 1024
-
-
-def serving_processes(adapter: int) -> list[int]:
-    """The adapter's serving workers: its children started by multiprocessing's spawn (not the resource
-    tracker). Their CPU per request is what "throughput per serving core" divides, whatever else the
-    machine runs."""
-    workers = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            command = (stat.parent / "cmdline").read_bytes()
-        except (OSError, ValueError):
-            continue
-        if parent == adapter and b"spawn_main" in command:
-            workers.append(int(stat.parent.name))
-    return workers
 
 
 async def load(targets: list[str], client: ssl.SSLContext, seconds: float, concurrency: int, into: Sample,
@@ -506,7 +491,7 @@ async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client
         bare, bare_port = start(serve_bare, workdir, body)
         bases = {"bare": f"https://127.0.0.1:{bare_port}", "adapter": base}
         serving = {"bare": [bare.pid or 0],
-                   "adapter": serving_processes(adapter.pid) if args.workers else [adapter.pid]}
+                   "adapter": serving_workers(adapter.pid) if args.workers else [adapter.pid]}
         if len(serving["adapter"]) != max(1, args.workers):
             raise RuntimeError(f"found serving workers {serving['adapter']} of the adapter, not {args.workers}")
         if args.serving_cpu is not None:

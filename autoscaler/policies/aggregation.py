@@ -204,38 +204,29 @@ def scan_pods(
             if b is not None:
                 gpus = True
         if load_ok:
-            if r is not None and q is not None and c is not None:
-                # The usual pod: its request rate, queue delay and cache use all fresh (one add for their bits).
-                code += load_all
+            if r is not None:
                 rps.append(r)
                 if r > rps_top:
                     rps_top = r
                 if r < rps_low:
                     rps_low = r
+            if q is not None:
                 queue_sum += q
                 if q > target_q:
                     excess += q - target_q
                     saturated += 1
                 if q > queue_max:
                     queue_max = q
+            if r is not None and q is not None and c is not None:
+                # The usual pod: its request rate, queue delay and cache use all fresh (one add for their bits).
+                code += load_all
                 caches = True
             else:
                 code += load_time_fresh
                 if r is not None:
                     code += used_requests
-                    rps.append(r)
-                    if r > rps_top:
-                        rps_top = r
-                    if r < rps_low:
-                        rps_low = r
                 if q is not None:
                     code += used_queue
-                    queue_sum += q
-                    if q > target_q:
-                        excess += q - target_q
-                        saturated += 1
-                    if q > queue_max:
-                        queue_max = q
                 else:
                     no_queue += 1
                 # (the LRU age and model count are read only when the cache use does not settle it)

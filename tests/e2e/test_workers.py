@@ -17,26 +17,11 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.api.runtimes import KEDA_ROUTE
-from tests.support.processes import free_port, http_get, poll, running
+from tests.support.processes import free_port, http_get, poll, running, serving_workers
 
 pytestmark = pytest.mark.slow
 
 RUNTIME = "/keda/v1/namespaces/default/runtimes/modelmesh-serving-demo"
-
-
-def children(pid: int) -> list[int]:
-    """The serving workers of the adapter `pid` (not multiprocessing's resource tracker)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-                command = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if int(stat.rpartition(")")[2].split()[1]) == pid and b"resource_tracker" not in command:
-                found.append(int(entry.name))
-    return found
 
 
 def alive(pid: int) -> bool:
@@ -70,7 +55,7 @@ def adapter(tmp_path: Path, targets: Path) -> Iterator[tuple[subprocess.Popen[by
 def test_every_worker_serves_the_refresh_processes_snapshot(
         adapter: tuple[subprocess.Popen[bytes], str]) -> None:
     process, url = adapter
-    assert len(children(process.pid)) == 2
+    assert len(serving_workers(process.pid)) == 2
     # 503 for the known runtime (its exporter is absent), 404 for one nobody knows: the snapshot arrived.
     for _ in range(20):  # connections spread over both workers
         assert http_get(url + RUNTIME)[0] == 503
@@ -88,20 +73,20 @@ def test_the_refresh_process_yields_the_cpu_to_the_serving_workers(
     process, _ = adapter
     mine = os.nice(0)
     assert niceness(process.pid) == min(19, mine + 10)
-    assert [niceness(worker) for worker in children(process.pid)] == [mine, mine]
+    assert [niceness(worker) for worker in serving_workers(process.pid)] == [mine, mine]
     assert f"refresh process niceness {min(19, mine + 10)}" in (tmp_path / "adapter.log").read_text()
 
 
 def test_a_worker_that_dies_ends_the_adapter(adapter: tuple[subprocess.Popen[bytes], str]) -> None:
     process, _ = adapter
-    worker = children(process.pid)[0]
+    worker = serving_workers(process.pid)[0]
     os.kill(worker, signal.SIGKILL)
     assert process.wait(timeout=15) == 1
 
 
 def test_workers_end_when_the_refresh_process_dies(adapter: tuple[subprocess.Popen[bytes], str]) -> None:
     process, url = adapter
-    workers = [pid for pid in children(process.pid) if alive(pid)]
+    workers = [pid for pid in serving_workers(process.pid) if alive(pid)]
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=5)
     poll(lambda: not any(alive(pid) for pid in workers), timeout=15)
@@ -164,7 +149,7 @@ def test_request_counters_are_the_pods_whichever_worker_answers_the_scrape(
 
 def test_sigterm_stops_every_process_quietly(adapter: tuple[subprocess.Popen[bytes], str], tmp_path: Path) -> None:
     process, _ = adapter
-    workers = children(process.pid)
+    workers = serving_workers(process.pid)
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=8) == 0
     poll(lambda: not any(alive(pid) for pid in workers), timeout=5)

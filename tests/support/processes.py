@@ -92,3 +92,19 @@ def poll(check: Callable[[], T | None], timeout: float, interval: float = 0.25) 
             return last
         time.sleep(interval)
     raise AssertionError(f"condition not met within {timeout} s; last value {last!r}")
+
+
+def serving_workers(adapter: int) -> list[int]:
+    """The serving workers of the adapter process `adapter`: its children but multiprocessing's resource
+    tracker (read from /proc, so a zombie not yet reaped still counts)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                command = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == adapter and b"resource_tracker" not in command:
+                found.append(int(entry.name))
+    return found
