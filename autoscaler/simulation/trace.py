@@ -113,10 +113,8 @@ def read_csv(path: str | os.PathLike[str]) -> Trace:
     """Read and check a trace file; TraceError names the first problem."""
     name = os.fspath(path)
     try:
-        if name.endswith(".gz"):
-            with gzip.open(name, "rt", newline="", encoding="utf-8-sig") as fh:
-                return _parse(csv.reader(fh), name)
-        with open(name, newline="", encoding="utf-8-sig") as fh:
+        opener = gzip.open if name.endswith(".gz") else open
+        with opener(name, "rt", newline="", encoding="utf-8-sig") as fh:
             return _parse(csv.reader(fh), name)
     except gzip.BadGzipFile as exc:
         raise TraceError(f"{name}: not a gzip file ({exc}); name it .csv if it is plain text") from exc
