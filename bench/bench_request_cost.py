@@ -1,0 +1,210 @@
+"""CPU instructions one request costs the adapter's serving worker, against the bare aiohttp TLS handler: the
+"throughput per serving core" of `bench_fleet.py` as a count that does not move with the machine's load.
+
+`bench_fleet.py` reads the serving processes' CPU time from /proc; on a small shared machine that figure swings
+by up to 2x with whatever else runs (two vCPUs that share a core). Instructions do not: each server runs under
+valgrind's callgrind with instrumentation off until it is warm, then the counters are zeroed, a fixed number of
+requests is sent over keep-alive TLS connections (the aggregator's front-proxy certificate and `X-Remote-User`,
+as bench_fleet sends them), and the counters are dumped. Counted: every user-space instruction of the serving
+process (the adapter's one worker; the bare handler's process), TLS included; not the kernel's. The adapter runs
+with its refresh far apart (`--refresh-interval 3600`), so no snapshot arrives while it is counted.
+
+    python bench/bench_request_cost.py [--runtimes 10] [--requests 2000] [--concurrency 8]
+
+Prints instructions per request of each server and their ratio (bare / adapter: the share of the bare
+handler's throughput one serving core would reach, if instructions were time). Under valgrind a request takes
+about 50x its usual time, so a run takes a few minutes. Plain script, no asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import shutil
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+import aiohttp  # noqa: E402
+import trustme  # noqa: E402
+
+from bench.bench_fleet import (  # noqa: E402
+    HEADERS,
+    METRICS,
+    metric_path,
+    serve_fleet,
+    serve_kube,
+    start,
+    wait_served,
+    write_targets,
+)
+from tests.support.ports import free_port  # noqa: E402
+from tests.support.processes import serving_workers  # noqa: E402
+
+STARTUP_TIMEOUT_S = 600.0  # imports and the first refresh under valgrind
+
+
+def callgrind(out: Path) -> list[str]:
+    return ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--trace-children=yes",
+            f"--callgrind-out-file={out}/callgrind.%p", "--dump-instr=no", "--compress-strings=no"]
+
+
+def control(*args: str) -> None:
+    subprocess.run(["callgrind_control", *args], check=True, capture_output=True, timeout=120)
+
+
+def dumped_instructions(out: Path, pid: int) -> int:
+    """The instructions of the last dump of `pid` (callgrind numbers its dumps: callgrind.PID.N)."""
+    dumps = sorted(out.glob(f"callgrind.{pid}.*"), key=lambda path: int(path.suffix[1:]))
+    if not dumps:
+        raise RuntimeError(f"no callgrind dump of process {pid} in {out}")
+    match = re.search(r"^(?:summary|totals): (\d+)", dumps[-1].read_text(errors="replace"), re.M)
+    if match is None:
+        raise RuntimeError(f"{dumps[-1]}: no totals line")
+    return int(match.group(1))
+
+
+async def send(urls: list[str], client: ssl.SSLContext, requests: int, concurrency: int) -> int:
+    """`requests` GETs over `concurrency` keep-alive connections; the number answered 200."""
+    connector = aiohttp.TCPConnector(ssl=client, limit=concurrency)
+    answered = 0
+    async with aiohttp.ClientSession(connector=connector) as session:
+        async def worker(offset: int) -> None:
+            nonlocal answered
+            for index in range(offset, requests, concurrency):
+                async with session.get(urls[index % len(urls)], headers=HEADERS) as response:
+                    await response.read()
+                    answered += response.status == 200
+        await asyncio.gather(*(worker(i) for i in range(concurrency)))
+    return answered
+
+
+def count(pid: int, out: Path, urls: list[str], client: ssl.SSLContext, args: argparse.Namespace) -> float:
+    """Instructions per request of the serving process `pid`, already under callgrind."""
+    control("--instr=on", str(pid))
+    asyncio.run(send(urls, client, args.warm, args.concurrency))  # code paths translated with instrumentation
+    control("--zero", str(pid))
+    answered = asyncio.run(send(urls, client, args.requests, args.concurrency))
+    control("--dump", str(pid))
+    if answered != args.requests:
+        raise RuntimeError(f"only {answered} of {args.requests} requests were answered 200")
+    return dumped_instructions(out, pid) / args.requests
+
+
+def bare_main(workdir: str, body_file: str, port: int) -> None:
+    """The bare handler, as bench_fleet's, on a known port (this process runs under valgrind)."""
+    from aiohttp import web
+
+    from autoscaler.api.certs import server_context
+    from autoscaler.api.client_certs import CertificateAuthorities, trust_client_certificates
+
+    body = Path(body_file).read_bytes()
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(body=body, content_type="application/json")
+
+    tls = server_context(Path(workdir) / "server.pem", Path(workdir) / "server.pem")
+    trust_client_certificates(tls, CertificateAuthorities.from_pem(
+        (Path(workdir) / "front-proxy-ca.pem").read_bytes(), "bench"))
+    app = web.Application()
+    app.router.add_get("/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/{metric}", handler)
+    web.run_app(app, host="127.0.0.1", port=port, ssl_context=tls, access_log=None, print=None)
+
+
+def main() -> None:
+    if len(sys.argv) == 5 and sys.argv[1] == "--serve-bare":
+        bare_main(*sys.argv[2:4], int(sys.argv[4]))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--runtimes", type=int, default=10, help="fleet size (the request path does not "
+                        "depend on it beyond dictionary lookups; a small fleet keeps valgrind's start short)")
+    parser.add_argument("--requests", type=int, default=2000, help="requests counted per server")
+    parser.add_argument("--warm", type=int, default=300, help="requests sent before counting")
+    parser.add_argument("--concurrency", type=int, default=8, help="keep-alive connections")
+    parser.add_argument("--adapter-only", action="store_true",
+                        help="count the adapter only (when comparing changes to it: the bare figure does not move)")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="copy the callgrind dumps here (read them with callgrind_annotate)")
+    args = parser.parse_args()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONHASHSEED": "0"}
+    server_ca, proxy_ca = trustme.CA(), trustme.CA()
+    with tempfile.TemporaryDirectory(prefix="bench-request-cost-") as directory:
+        workdir = Path(directory)
+        server_ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(workdir / "server.pem"))
+        proxy_ca.cert_pem.write_to_path(str(workdir / "front-proxy-ca.pem"))
+        proxy = proxy_ca.issue_cert(common_name="front-proxy-client")
+        client = ssl.create_default_context()
+        server_ca.configure_trust(client)
+        proxy.configure_cert(client)
+        fleet, fleet_port = start(serve_fleet, args.runtimes * 2)
+        kube, _ = start(serve_kube, workdir)
+        targets = write_targets(workdir / "targets.yaml", args.runtimes, fleet_port)
+        processes: list[subprocess.Popen[bytes]] = []
+        try:
+            port = free_port()
+            base = f"https://127.0.0.1:{port}"
+            adapter_out = workdir / "adapter"
+            adapter_out.mkdir()
+            log = open(workdir / "adapter.log", "wb")  # noqa: SIM115
+            processes.append(subprocess.Popen(
+                [*callgrind(adapter_out), sys.executable, "-m", "autoscaler.cli", "serve", "--listen",
+                 f"127.0.0.1:{port}", "--tls-cert-file", str(workdir / "server.pem"), "--tls-private-key-file",
+                 str(workdir / "server.pem"), "--requestheader-client-ca-file", str(workdir / "front-proxy-ca.pem"),
+                 "--requestheader-allowed-names", "front-proxy-client", "--kubeconfig", str(workdir / "kubeconfig"),
+                 "--targets", str(targets), "--refresh-interval", "3600", "--workers", "1", "--deletion-cost",
+                 "off", "--log-level", "WARNING"], stdout=log, stderr=subprocess.STDOUT, env=env))
+            started = time.monotonic()
+            body = asyncio.run(wait_served(base + metric_path(args.runtimes - 1, METRICS[0]), client,
+                                           STARTUP_TIMEOUT_S))
+            workers = serving_workers(processes[0].pid)
+            if len(workers) != 1:
+                raise RuntimeError(f"expected one serving worker, found {workers}")
+            adapter_urls = [base + metric_path(r, m) for r in range(args.runtimes) for m in METRICS]
+            print(f"adapter served after {time.monotonic() - started:.0f} s under valgrind; counting", flush=True)
+            adapter = count(workers[0], adapter_out, adapter_urls, client, args)
+            if args.adapter_only:
+                print(f"adapter: {adapter / 1e3:.1f}k instructions a request")
+                return
+
+            bare_port = free_port()
+            bare_out = workdir / "bare"
+            bare_out.mkdir()
+            (workdir / "body.json").write_bytes(body)
+            processes.append(subprocess.Popen(
+                [*callgrind(bare_out), sys.executable, __file__, "--serve-bare", str(workdir),
+                 str(workdir / "body.json"), str(bare_port)], env=env))
+            bare_base = f"https://127.0.0.1:{bare_port}"
+            asyncio.run(wait_served(bare_base + metric_path(0, METRICS[0]), client, STARTUP_TIMEOUT_S))
+            bare = count(processes[1].pid, bare_out, [bare_base + metric_path(r, m) for r in range(args.runtimes)
+                                                      for m in METRICS], client, args)
+        finally:
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                try:
+                    process.wait(60)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+            for child in (fleet, kube):
+                child.terminate()
+                child.join(5)
+            if args.keep is not None:
+                shutil.copytree(workdir, args.keep, dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns("*.pem", "*.yaml", "kubeconfig"))
+    print(f"| runtimes | requests x connections | adapter instructions a request | bare | bare / adapter |")
+    print("|---|---|---|---|---|")
+    print(f"| {args.runtimes} | {args.requests} x {args.concurrency} | {adapter / 1e3:.0f}k | {bare / 1e3:.0f}k "
+          f"| {bare / adapter:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
