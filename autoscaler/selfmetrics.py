@@ -13,12 +13,15 @@ from collections.abc import Iterable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from autoscaler.model import RuntimeView
+from autoscaler.request_tally import RequestTally
 from autoscaler.runtime_gauges import RuntimeGauge
 
 
 class AdapterMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        self.tally = RequestTally()
+        """The serving path counts into its series through this (`autoscaler.request_tally`)."""
         self.requests = Counter(
             "modelmesh_autoscaler_api_requests_total",
             "API requests by route and HTTP status code.",

@@ -78,7 +78,7 @@ async def _serve_secured(workdir: Path, ports: multiprocessing.Queue[int]) -> No
         tls, metrics = server_tls(workdir), AdapterMetrics()
         security = await build_api_security(settings, tls, metrics)
         view = runtime_view(now=time.time())
-        await _listen(build_api_app(refresher_with(view, metrics=metrics), metrics, security.middlewares), tls, ports)
+        await _listen(build_api_app(refresher_with(view, metrics=metrics), metrics, security.gate), tls, ports)
 
 
 async def _serve_bare(workdir: Path, body: bytes, ports: multiprocessing.Queue[int]) -> None:

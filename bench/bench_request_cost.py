@@ -97,7 +97,7 @@ def count(pid: int, out: Path, urls: list[str], client: ssl.SSLContext, args: ar
     control("--dump", str(pid))
     if answered != args.requests:
         raise RuntimeError(f"only {answered} of {args.requests} requests were answered 200")
-    return dumped_instructions(out, pid) / args.requests
+    return dumped_instructions(out, pid) / int(args.requests)
 
 
 def bare_main(workdir: str, body_file: str, port: int) -> None:
@@ -122,7 +122,7 @@ def bare_main(workdir: str, body_file: str, port: int) -> None:
 
 def main() -> None:
     if len(sys.argv) == 5 and sys.argv[1] == "--serve-bare":
-        bare_main(*sys.argv[2:4], int(sys.argv[4]))
+        bare_main(sys.argv[2], sys.argv[3], int(sys.argv[4]))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runtimes", type=int, default=10, help="fleet size (the request path does not "
@@ -200,7 +200,7 @@ def main() -> None:
             if args.keep is not None:
                 shutil.copytree(workdir, args.keep, dirs_exist_ok=True,
                                 ignore=shutil.ignore_patterns("*.pem", "*.yaml", "kubeconfig"))
-    print(f"| runtimes | requests x connections | adapter instructions a request | bare | bare / adapter |")
+    print("| runtimes | requests x connections | adapter instructions a request | bare | bare / adapter |")
     print("|---|---|---|---|---|")
     print(f"| {args.runtimes} | {args.requests} x {args.concurrency} | {adapter / 1e3:.0f}k | {bare / 1e3:.0f}k "
           f"| {bare / adapter:.2f} |")

@@ -1,16 +1,21 @@
 """Assembles the adapter's HTTP API: routes, error rendering and request self-metrics.
 
-Authentication and authorization plug in as middlewares ahead of the handlers (see `autoscaler.api.auth`);
-the `--insecure-dev` mode runs without them on loopback only. Middlewares run outermost first: request
-self-metrics see every answer, `status_errors` turns every error (the gate's 401/403/500 included) into a
-`Status`, and the gate runs before any handler.
+Authentication and authorization plug in as a gate ahead of the handlers (see `autoscaler.api.auth`); the
+`--insecure-dev` mode runs without it on loopback only. One middleware does all that surrounds a handler, in
+this order: it times and counts every answer (by route, not raw path: bounded cardinality), turns every error
+(the gate's 401/403/500 included) into a `Status`, and runs the gate before any handler. One middleware rather
+than three: each is a coroutine layer on every request, and aiohttp adds one more of its own whenever there
+are any (`bench/bench_request_cost.py`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import ssl
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
@@ -33,38 +38,45 @@ log = logging.getLogger(__name__)
 
 EXTERNAL_METRIC_ROUTE = f"/apis/{GROUP_VERSION}/namespaces/{{namespace}}/{{metric}}"
 
+Gate = Callable[[web.Request], Awaitable[None]]
+"""Lets a request through, or raises `ApiError` (401, 403, 500) to refuse it."""
 
-@web.middleware
-async def status_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+
+def error_response(request: web.Request, error: Exception) -> web.Response:
     """Every error leaves as a Kubernetes `Status`; internal detail goes to the log, not the client."""
-    try:
-        return await handler(request)
-    except ApiError as error:
+    if isinstance(error, ApiError):
         return status_response(error.code, error.message)
-    except web.HTTPException as error:
-        if error.status < 400:
-            raise
+    if isinstance(error, web.HTTPException):
         message = {404: f"the server could not find the requested resource {request.path!r}",
                    405: f"method {request.method} is not allowed on {request.path!r}"}.get(
             error.status, error.reason)
         return status_response(error.status, message)
-    except Exception:
-        log.exception("internal error serving %s %s", request.method, request.path)
-        return status_response(500, "internal error; see the adapter's log")
+    log.error("internal error serving %s %s", request.method, request.path, exc_info=error)
+    return status_response(500, "internal error; see the adapter's log")
 
 
-def request_metrics(metrics: AdapterMetrics) -> Middleware:
-    """Count and time every request by route (not raw path: bounded cardinality) and status code.
+def serving_middleware(metrics: AdapterMetrics, gate: Gate | None) -> Middleware:
+    """Gate, handler, errors as `Status`, and the request's count and latency (kept in the tally).
 
     Labelled children are looked up once per (route, code) and kept: `labels()` takes a lock and validates
     on every call, which costs as much as the rest of a cached request."""
     counters: dict[tuple[str, int], Counter] = {}
     timers: dict[str, Histogram] = {}
+    tally = metrics.tally
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         started = time.perf_counter()
-        response = await handler(request)
+        try:
+            if gate is not None:
+                await gate(request)
+            response = await handler(request)
+        except web.HTTPException as error:
+            if error.status < 400:
+                raise
+            response = error_response(request, error)
+        except Exception as error:  # ApiError, and anything unexpected
+            response = error_response(request, error)
         route = request.match_info.route.resource
         path = route.canonical if route is not None else "unmatched"
         counter = counters.get((path, response.status))
@@ -73,28 +85,43 @@ def request_metrics(metrics: AdapterMetrics) -> Middleware:
         timer = timers.get(path)
         if timer is None:
             timer = timers[path] = metrics.request_seconds.labels(path)
-        counter.inc()
-        timer.observe(time.perf_counter() - started)
+        tally.count(counter)
+        tally.observe(timer, time.perf_counter() - started)
         return response
 
     return middleware
 
 
-def build_api_app(
-    source: Refresher | SnapshotStore, metrics: AdapterMetrics, auth_middlewares: list[Middleware] | None = None
-) -> web.Application:
+async def _flush_tally(app: web.Application) -> AsyncIterator[None]:
+    """Hands the request counts to their series every second while the app runs (`RequestTally`)."""
+    flushing = asyncio.create_task(app[handlers.METRICS_KEY].tally.flush_every_second(), name="tally-flush")
+    yield
+    flushing.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await flushing
+
+
+def _flushed(metrics: AdapterMetrics, page: Handler) -> Handler:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        metrics.tally.flush()
+        return await page(request)
+
+    return handler
+
+
+def build_api_app(source: Refresher | SnapshotStore, metrics: AdapterMetrics, gate: Gate | None = None
+                  ) -> web.Application:
     """The API over the refresh's answers: an in-process `Refresher` (one process does everything), or a
     store that a serving worker fills with the snapshots the refresh process sends."""
     install_client_error_filter()  # malformed requests: one short WARNING per interval, not a traceback each
-    app = web.Application(
-        middlewares=[request_metrics(metrics), status_errors, *(auth_middlewares or [])],
-    )
+    app = web.Application(middlewares=[serving_middleware(metrics, gate)])
+    app.cleanup_ctx.append(_flush_tally)
     if isinstance(source, Refresher):
         app[SNAPSHOT_KEY] = RefresherSnapshots(source)
-        metrics_handler = make_aiohttp_handler(metrics.registry)
+        metrics_handler = _flushed(metrics, make_aiohttp_handler(metrics.registry))
     else:
         app[SNAPSHOT_KEY] = source
-        metrics_handler = worker_metrics_handler(metrics, source)
+        metrics_handler = _flushed(metrics, worker_metrics_handler(metrics, source))
     app[handlers.METRICS_KEY] = metrics
     router = app.router
     router.add_get("/apis", handlers.api_group_list)
@@ -123,6 +150,6 @@ async def build_served_app(
     from autoscaler.api.auth import build_api_security  # only secured serving needs the Kubernetes client
 
     security = await build_api_security(settings, tls, metrics)
-    app = build_api_app(source, metrics, security.middlewares)
+    app = build_api_app(source, metrics, security.gate)
     app.on_cleanup.append(security.close)
     return app

@@ -20,9 +20,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from aiohttp import web
-from aiohttp.typedefs import Handler, Middleware
 
 from autoscaler.api import authconfig
+from autoscaler.api.app import Gate
 from autoscaler.api.authn import (
     Authenticator,
     ClientCertificateAuthenticator,
@@ -58,50 +58,51 @@ class AlwaysAllowPaths:
         return path in self.exact or (bool(self.prefixes) and isinstance(path, str) and path.startswith(self.prefixes))
 
 
-def auth_middleware(authenticator: UnionAuthenticator, authorizer: Authorizer, always_allow: AlwaysAllowPaths,
-                    metrics: AdapterMetrics) -> Middleware:
+def auth_gate(authenticator: UnionAuthenticator, authorizer: Authorizer, always_allow: AlwaysAllowPaths,
+              metrics: AdapterMetrics) -> Gate:
+    """The gate of `autoscaler.api.app`: lets a request through or raises the `ApiError` kube would answer."""
     unauthenticated = metrics.authentications.labels("none", "failure")
     authenticated = {a.method: metrics.authentications.labels(a.method, "success")
                      for a in authenticator.authenticators}
-    decisions = {(decision, cached): metrics.authorizations.labels(decision, cached)
-                 for decision in ("allowed", "denied") for cached in ("true", "false")}
+    decisions = {(allowed, cached): metrics.authorizations.labels("allowed" if allowed else "denied",
+                                                                  "true" if cached else "false")
+                 for allowed in (True, False) for cached in (True, False)}
     errors = metrics.authorizations.labels("error", "false")
+    tally = metrics.tally
 
-    @web.middleware
-    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    async def gate(request: web.Request) -> None:
         if request.path in always_allow:
-            return await handler(request)
+            return
         try:
             user, method = await authenticator.authenticate(request)
         except Unauthenticated as error:
-            unauthenticated.inc()
+            tally.count(unauthenticated)
             log.debug("401 for %s %s: %s", request.method, request.path, error)
             raise ApiError(401, "Unauthorized") from None
-        authenticated[method].inc()
+        tally.count(authenticated[method])
         attributes = request_attributes(request.method, request.rel_url.raw_path)
         try:
             decision = await authorizer.authorize(user, attributes)
         except AuthorizationFailed as error:
-            errors.inc()
+            tally.count(errors)
             log.warning("cannot authorize %s %s for %r: %s", request.method, request.path, user.name, error)
             raise ApiError(500, "Internal error occurred: the request could not be authorized right now "
                                 "(Kubernetes API unavailable); try again later") from None
-        decisions["allowed" if decision.allowed else "denied", "true" if decision.cached else "false"].inc()
+        tally.count(decisions[decision.allowed, decision.cached])
         if not decision.allowed:
             target = (f"{attributes.resource}.{attributes.group} is forbidden: "
                       if isinstance(attributes, ResourceAttributes) else "forbidden: ")
             reason = f": {decision.reason}" if decision.reason else ""
             raise ApiError(403, f'{target}User "{user.name}" cannot {describe(attributes)}{reason}')
-        return await handler(request)
 
-    return middleware
+    return gate
 
 
 @dataclass
 class ApiSecurity:
-    """The middlewares to install, and what to close when the server stops."""
+    """The gate to install, and what to close when the server stops."""
 
-    middlewares: list[Middleware]
+    gate: Gate
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     reload_client_cas: Callable[[], Awaitable[bool]] | None = None
     """Re-read the client CAs now (they are also re-read every minute); True when they changed."""
@@ -147,8 +148,8 @@ async def build_api_security(settings: ServeSettings, tls: ssl.SSLContext | None
     authorizer = SubjectAccessReviewAuthorizer(
         kube, allowed_ttl_s=settings.authorized_cache_ttl_s, denied_ttl_s=settings.unauthorized_cache_ttl_s,
         max_in_flight=settings.max_in_flight_reviews)
-    middleware = auth_middleware(UnionAuthenticator(authenticators), authorizer,
-                                 AlwaysAllowPaths.parse(settings.authorization_always_allow_paths), metrics)
+    gate = auth_gate(UnionAuthenticator(authenticators), authorizer,
+                     AlwaysAllowPaths.parse(settings.authorization_always_allow_paths), metrics)
     reloader = ClientCaReloader(settings, kube, tls, inspector, config)
     reloading = asyncio.create_task(reloader.run(), name="client-ca-reload")
 
@@ -157,4 +158,4 @@ async def build_api_security(settings: ServeSettings, tls: ssl.SSLContext | None
         with contextlib.suppress(asyncio.CancelledError):
             await reloading
 
-    return ApiSecurity([middleware], [stop_reloading, kube.close], reloader.check)
+    return ApiSecurity(gate, [stop_reloading, kube.close], reloader.check)

@@ -36,7 +36,8 @@ from urllib.parse import unquote
 from aiohttp import web
 from cachetools import TTLCache
 
-from autoscaler.api.client_certs import ClientCertificateInspector
+from autoscaler.api.client_certs import ClientCertificate, ClientCertificateInspector
+from autoscaler.api.connection_memo import ConnectionMemo
 from autoscaler.api.identity import UserInfo
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.reviews import TokenReviewResult
@@ -95,6 +96,16 @@ class RequestHeaderAuthenticator:
         certificate = self._inspector.inspect(request)
         if certificate is None or not certificate.from_requestheader_ca:
             return None
+        protocol, raw = request.protocol, request.raw_headers
+        memo = getattr(protocol, "requestheader_identity", None)
+        if memo is not None and memo[0] is certificate and memo[1] == raw:
+            return memo[2]  # type: ignore[no-any-return]  # the previous request's headers, on this connection
+        user = self._identity(request, certificate)
+        if user is not None and isinstance(protocol, ConnectionMemo):
+            protocol.requestheader_identity = (certificate, raw, user)
+        return user
+
+    def _identity(self, request: web.Request, certificate: ClientCertificate) -> UserInfo | None:
         allowed = self._rules.allowed_names
         if allowed and certificate.common_name not in allowed:
             raise AuthenticationError(f"front-proxy certificate CN {certificate.common_name!r} is not in "

@@ -85,21 +85,20 @@ class SubjectAccessReviewAuthorizer:
 
     async def authorize(self, user: UserInfo, attributes: Attributes) -> Decision:
         key = (user, attributes)
-        entry = self._allowed.get(key)
-        if entry is not None:
-            self._refresh_if_due(key, entry[1], self._refresh_after[0])
-            return entry[0]
-        entry = self._denied.get(key)
-        if entry is not None:
-            self._refresh_if_due(key, entry[1], self._refresh_after[1])
-            return entry[0]
-        # shield: one caller giving up (client gone) must not cancel the review the others wait for
-        return await asyncio.shield(self._start(key))
-
-    def _refresh_if_due(self, key: CacheKey, stored_at: float, after_s: float) -> None:
-        if self._timer() - stored_at >= after_s and key not in self._in_flight:
-            task = self._start(key)
-            task.add_done_callback(_consume)  # nobody awaits a refresh: a failure only leaves the old answer
+        try:  # one lookup of each cache: `get` would look twice (`in`, then `[]`), reading the clock each time
+            decision, stored_at = self._allowed[key]
+            refresh_after = self._refresh_after[0]
+        except KeyError:
+            try:
+                decision, stored_at = self._denied[key]
+                refresh_after = self._refresh_after[1]
+            except KeyError:
+                # shield: one caller giving up (client gone) must not cancel the review the others wait for
+                return await asyncio.shield(self._start(key))
+        if self._timer() - stored_at >= refresh_after and key not in self._in_flight:
+            # nobody awaits a refresh: a failure only leaves the old answer
+            self._start(key).add_done_callback(_consume)
+        return decision
 
     def _start(self, key: CacheKey) -> asyncio.Task[Decision]:
         task = self._in_flight.get(key)

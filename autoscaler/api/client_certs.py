@@ -8,7 +8,10 @@ and the chain were already checked by OpenSSL during the handshake. A leaf signe
 bundle is not accepted: kube-apiserver's front-proxy certificate is issued directly by the front-proxy CA.
 
 Parsing and checking a certificate costs tens of microseconds, so results are cached by the leaf's DER
-bytes (the handshake re-verifies dates on every connection).
+bytes (the handshake re-verifies dates on every connection), and each connection keeps its own result: a TLS
+connection has one peer certificate for its whole life, since the serving context refuses renegotiation
+(`trust_client_certificates`), so only its first request reads the certificate (`bench/bench_request_cost.py`).
+A CA reload forgets both.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from cachetools import LRUCache
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from autoscaler.api.connection_memo import ConnectionMemo
 
 
 class CertificateBundleError(ValueError):
@@ -72,6 +77,10 @@ def trust_client_certificates(context: ssl.SSLContext, *bundles: CertificateAuth
     """Ask every client for a certificate (optional: bearer tokens need none) and verify any it sends against
     these CAs; a certificate from any other CA fails the handshake."""
     present = [bundle for bundle in bundles if bundle is not None]
+    # No renegotiation (TLS 1.2's; 1.3 has none): a connection's peer certificate is then the one of its
+    # handshake for its whole life, which lets each connection classify it once (`ClientCertificateInspector`).
+    # Go's TLS server, and with it kube-apiserver, does not renegotiate either.
+    context.options |= ssl.OP_NO_RENEGOTIATION
     for bundle in present:
         context.load_verify_locations(cadata=bundle.pem)
     if present:
@@ -98,6 +107,8 @@ class ClientCertificateInspector:
         self.requestheader_ca = requestheader_ca
         self.client_ca = client_ca
         self._cache: LRUCache[bytes, ClientCertificate | None] = LRUCache(maxsize=cache_size)
+        self._generation = object()
+        """Stands for the CA bundles in use: a connection's kept result counts only while it is the same."""
 
     def replace(self, requestheader_ca: CertificateAuthorities | None,
                 client_ca: CertificateAuthorities | None) -> None:
@@ -105,15 +116,25 @@ class ClientCertificateInspector:
         self.requestheader_ca = requestheader_ca
         self.client_ca = client_ca
         self._cache.clear()
+        self._generation = object()
 
     def inspect(self, request: web.Request) -> ClientCertificate | None:
-        """The verified client certificate of this request's connection, or None when there is none."""
+        """The verified client certificate of this request's connection, or None when there is none.
+
+        Kept on the connection (`ConnectionMemo`)."""
+        protocol = request.protocol
+        memo = getattr(protocol, "peer_certificate", None)
+        if memo is not None and memo[0] is self._generation:
+            return memo[1]  # type: ignore[no-any-return]
         transport = request.transport
         ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
         if not isinstance(ssl_object, ssl.SSLObject | ssl.SSLSocket):
             return None
         der = ssl_object.getpeercert(binary_form=True)
-        return self.classify(der) if der else None
+        certificate = self.classify(der) if der else None
+        if isinstance(protocol, ConnectionMemo):
+            protocol.peer_certificate = (self._generation, certificate)
+        return certificate
 
     def classify(self, der: bytes) -> ClientCertificate | None:
         try:

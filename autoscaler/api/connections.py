@@ -36,6 +36,7 @@ from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineToo
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
+from autoscaler.api.connection_memo import ConnectionMemo
 from autoscaler.api.status import status_body
 
 log = logging.getLogger(__name__)
@@ -62,8 +63,9 @@ class ConnectionLimits:
     max_field_size: int = 8190
 
 
-class StatusRequestHandler(RequestHandler):
-    """aiohttp's protocol handler, answering requests it cannot parse with a `Status` instead of text."""
+class StatusRequestHandler(RequestHandler, ConnectionMemo):
+    """aiohttp's protocol handler, answering requests it cannot parse with a `Status` instead of text, and
+    keeping what authentication found out about the connection (`ConnectionMemo`)."""
 
     def handle_error(self, request: BaseRequest, status: int = 500, exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:

@@ -107,7 +107,8 @@ def respond(request: web.Request, answer: Answer) -> web.Response:
     """A pre-rendered answer; the freshness of what a 200 serves is observed as it is served."""
     status, body, age = answer
     if age is not None:
-        request.app[METRICS_KEY].freshness.observe(age)
+        metrics = request.app[METRICS_KEY]
+        metrics.tally.observe(metrics.freshness, age)
     return web.Response(body=body, status=status, content_type="application/json", charset="utf-8")
 
 

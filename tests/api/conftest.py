@@ -88,7 +88,7 @@ async def secured(
     refresher = refresher_with(runtime_view(KEY), metrics=metrics)
     tls = pki.server_context()
     security = await build_api_security(settings_for(), tls, metrics, kube_timeout_s=0.5)
-    server = await aiohttp_server(build_api_app(refresher, metrics, security.middlewares), ssl=tls)
+    server = await aiohttp_server(build_api_app(refresher, metrics, security.gate), ssl=tls)
     try:
         yield SecuredApi(f"https://127.0.0.1:{server.port}", pki, kube, metrics, refresher, security)
     finally:

@@ -51,7 +51,7 @@ async def served(pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeS
     kube.allow(user="hpa")
     metrics, tls = AdapterMetrics(), pki.server_context()
     security = await build_api_security(settings_for(files=False), tls, metrics)
-    server = await aiohttp_server(build_api_app(refresher_with(runtime_view()), metrics, security.middlewares),
+    server = await aiohttp_server(build_api_app(refresher_with(runtime_view()), metrics, security.gate),
                                   ssl=tls)
     yield Served(f"https://127.0.0.1:{server.port}/debug/runtimes/{KEY.namespace}/{KEY.deployment}", security)
     await security.close()

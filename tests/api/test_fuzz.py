@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from yarl import URL
 
 from autoscaler.api.app import build_api_app
-from autoscaler.api.auth import AlwaysAllowPaths, auth_middleware
+from autoscaler.api.auth import AlwaysAllowPaths, auth_gate
 from autoscaler.api.authn import UnionAuthenticator
 from autoscaler.api.authz import Decision
 from autoscaler.api.identity import Attributes, UserInfo
@@ -50,9 +50,9 @@ class DenyByName:
 @pytest.fixture
 async def client(aiohttp_client: Callable[..., Awaitable[Client]]) -> Client:
     refresher = refresher_with(runtime_view(KEY), runtime_view(STALE, fresh=False))
-    gate = auth_middleware(UnionAuthenticator([HeaderAuthenticator()]), DenyByName(),
-                           AlwaysAllowPaths.parse(ServeSettings().authorization_always_allow_paths), refresher.metrics)
-    return await aiohttp_client(build_api_app(refresher, refresher.metrics, [gate]))
+    gate = auth_gate(UnionAuthenticator([HeaderAuthenticator()]), DenyByName(),
+                     AlwaysAllowPaths.parse(ServeSettings().authorization_always_allow_paths), refresher.metrics)
+    return await aiohttp_client(build_api_app(refresher, refresher.metrics, gate))
 
 
 text = st.text(alphabet=st.characters(codec="utf-8"), max_size=30)

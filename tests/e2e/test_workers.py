@@ -17,6 +17,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.api.runtimes import KEDA_ROUTE
+from autoscaler.request_tally import FLUSH_INTERVAL_S
 from tests.support.processes import free_port, http_get, poll, running, serving_workers
 
 pytestmark = pytest.mark.slow
@@ -138,11 +139,14 @@ def requests_counted(text: str, path: str, code: str) -> float:
 def test_request_counters_are_the_pods_whichever_worker_answers_the_scrape(
         adapter: tuple[subprocess.Popen[bytes], str]) -> None:
     """Prometheus scrapes the pod through one port; the kernel hands each connection to some worker. Each page
-    must count every worker's requests, or the counter jumps between scrapes and `rate()` reads resets."""
+    must count every worker's requests, or the counter jumps between scrapes and `rate()` reads resets. A
+    worker hands its counts over every second (`autoscaler.request_tally`): a page counts every request answered
+    more than a second before it."""
     _, url = adapter
     sent = 40
     for _ in range(sent):  # a connection each: spread over both workers
         assert http_get(url + RUNTIME)[0] == 503
+    time.sleep(FLUSH_INTERVAL_S + 0.5)
     counts = {requests_counted(http_get(url + "/metrics")[1], KEDA_ROUTE, "503") for _ in range(12)}
     assert counts == {sent}
 
