@@ -38,8 +38,9 @@ log = logging.getLogger(__name__)
 
 EXTERNAL_METRIC_ROUTE = f"/apis/{GROUP_VERSION}/namespaces/{{namespace}}/{{metric}}"
 
-Gate = Callable[[web.Request], Awaitable[None]]
-"""Lets a request through, or raises `ApiError` (401, 403, 500) to refuse it."""
+Gate = Callable[[web.Request], Awaitable[None] | None]
+"""Lets a request through (None, or an awaitable that completes), or refuses it with an `ApiError` (401, 403,
+500) raised at once or by the awaitable. Most requests are decided at once: no coroutine to run."""
 
 
 def error_response(request: web.Request, error: Exception) -> web.Response:
@@ -68,8 +69,8 @@ def serving_middleware(metrics: AdapterMetrics, gate: Gate | None) -> Middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         started = time.perf_counter()
         try:
-            if gate is not None:
-                await gate(request)
+            if gate is not None and (deciding := gate(request)) is not None:
+                await deciding
             response = await handler(request)
         except web.HTTPException as error:
             if error.status < 400:

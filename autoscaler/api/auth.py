@@ -31,10 +31,10 @@ from autoscaler.api.authn import (
     Unauthenticated,
     UnionAuthenticator,
 )
-from autoscaler.api.authz import AuthorizationFailed, Authorizer, SubjectAccessReviewAuthorizer
+from autoscaler.api.authz import AuthorizationFailed, Authorizer, Decision, SubjectAccessReviewAuthorizer
 from autoscaler.api.ca_reload import ClientCaReloader
 from autoscaler.api.client_certs import ClientCertificateInspector, trust_client_certificates
-from autoscaler.api.identity import ResourceAttributes, describe, request_attributes
+from autoscaler.api.identity import Attributes, ResourceAttributes, UserInfo, describe, request_attributes
 from autoscaler.api.status import ApiError
 from autoscaler.kube.reviews import DEFAULT_TIMEOUT_S, KubeAuthApi, load_configuration
 from autoscaler.selfmetrics import AdapterMetrics
@@ -60,7 +60,8 @@ class AlwaysAllowPaths:
 
 def auth_gate(authenticator: UnionAuthenticator, authorizer: Authorizer, always_allow: AlwaysAllowPaths,
               metrics: AdapterMetrics) -> Gate:
-    """The gate of `autoscaler.api.app`: lets a request through or raises the `ApiError` kube would answer."""
+    """The gate of `autoscaler.api.app`: lets a request through, or refuses it with the `ApiError` kube would
+    answer (raised at once, or by the awaitable it returns)."""
     unauthenticated = metrics.authentications.labels("none", "failure")
     authenticated = {a.method: metrics.authentications.labels(a.method, "success")
                      for a in authenticator.authenticators}
@@ -70,9 +71,24 @@ def auth_gate(authenticator: UnionAuthenticator, authorizer: Authorizer, always_
     errors = metrics.authorizations.labels("error", "false")
     tally = metrics.tally
 
-    async def gate(request: web.Request) -> None:
+    def gate(request: web.Request) -> Awaitable[None] | None:
+        # The usual request (the same connection and headers as the previous one, its decision cached) is
+        # decided here without a coroutine; anything else continues in one.
         if request.path in always_allow:
-            return
+            return None
+        remembered = authenticator.remembered(request)
+        if remembered is None:
+            return authenticate_then_authorize(request)
+        user, method = remembered
+        tally.count(authenticated[method])
+        attributes = request_attributes(request.method, request.rel_url.raw_path)
+        decision = authorizer.cached(user, attributes)
+        if decision is None:
+            return authorize(request, user, attributes)
+        admit(decision, user, attributes)
+        return None
+
+    async def authenticate_then_authorize(request: web.Request) -> None:
         try:
             user, method = await authenticator.authenticate(request)
         except Unauthenticated as error:
@@ -80,7 +96,9 @@ def auth_gate(authenticator: UnionAuthenticator, authorizer: Authorizer, always_
             log.debug("401 for %s %s: %s", request.method, request.path, error)
             raise ApiError(401, "Unauthorized") from None
         tally.count(authenticated[method])
-        attributes = request_attributes(request.method, request.rel_url.raw_path)
+        await authorize(request, user, request_attributes(request.method, request.rel_url.raw_path))
+
+    async def authorize(request: web.Request, user: UserInfo, attributes: Attributes) -> None:
         try:
             decision = await authorizer.authorize(user, attributes)
         except AuthorizationFailed as error:
@@ -88,6 +106,9 @@ def auth_gate(authenticator: UnionAuthenticator, authorizer: Authorizer, always_
             log.warning("cannot authorize %s %s for %r: %s", request.method, request.path, user.name, error)
             raise ApiError(500, "Internal error occurred: the request could not be authorized right now "
                                 "(Kubernetes API unavailable); try again later") from None
+        admit(decision, user, attributes)
+
+    def admit(decision: Decision, user: UserInfo, attributes: Attributes) -> None:
         tally.count(decisions[decision.allowed, decision.cached])
         if not decision.allowed:
             target = (f"{attributes.resource}.{attributes.group} is forbidden: "
@@ -148,7 +169,7 @@ async def build_api_security(settings: ServeSettings, tls: ssl.SSLContext | None
     authorizer = SubjectAccessReviewAuthorizer(
         kube, allowed_ttl_s=settings.authorized_cache_ttl_s, denied_ttl_s=settings.unauthorized_cache_ttl_s,
         max_in_flight=settings.max_in_flight_reviews)
-    gate = auth_gate(UnionAuthenticator(authenticators), authorizer,
+    gate = auth_gate(UnionAuthenticator(authenticators, inspector), authorizer,
                      AlwaysAllowPaths.parse(settings.authorization_always_allow_paths), metrics)
     reloader = ClientCaReloader(settings, kube, tls, inspector, config)
     reloading = asyncio.create_task(reloader.run(), name="client-ca-reload")

@@ -45,6 +45,8 @@ from autoscaler.kube.reviews import TokenReviewResult
 log = logging.getLogger(__name__)
 
 AUTHENTICATED_GROUP = "system:authenticated"
+CERTIFICATE_METHODS = frozenset({"requestheader", "x509"})
+"""Authentication methods whose answer is a function of the connection's certificate and the headers alone."""
 
 
 class AuthenticationError(Exception):
@@ -96,14 +98,7 @@ class RequestHeaderAuthenticator:
         certificate = self._inspector.inspect(request)
         if certificate is None or not certificate.from_requestheader_ca:
             return None
-        protocol, raw = request.protocol, request.raw_headers
-        memo = getattr(protocol, "requestheader_identity", None)
-        if memo is not None and memo[0] is certificate and memo[1] == raw:
-            return memo[2]  # type: ignore[no-any-return]  # the previous request's headers, on this connection
-        user = self._identity(request, certificate)
-        if user is not None and isinstance(protocol, ConnectionMemo):
-            protocol.requestheader_identity = (certificate, raw, user)
-        return user
+        return self._identity(request, certificate)
 
     def _identity(self, request: web.Request, certificate: ClientCertificate) -> UserInfo | None:
         allowed = self._rules.allowed_names
@@ -192,10 +187,25 @@ class TokenAuthenticator:
 
 
 class UnionAuthenticator:
-    """Kube's union: the first authenticator to return a user wins; errors are collected, not fatal."""
+    """Kube's union: the first authenticator to return a user wins; errors are collected, not fatal.
 
-    def __init__(self, authenticators: Sequence[Authenticator]) -> None:
+    What the certificate-based authenticators (requestheader, x509) answer depends only on the connection's
+    certificate, the CAs and the request's headers, so the answer is kept on the connection (`ConnectionMemo`)
+    and `remembered` gives it again, without a coroutine, to the next request with the same headers under the
+    same CAs. A bearer token's answer is never kept this way: its TokenReview expires on its own TTL."""
+
+    def __init__(self, authenticators: Sequence[Authenticator],
+                 inspector: ClientCertificateInspector | None = None) -> None:
         self.authenticators = tuple(authenticators)
+        self._inspector = inspector
+
+    def remembered(self, request: web.Request) -> tuple[UserInfo, str] | None:
+        """(user, method) as the previous request on this connection, if this one must get the same answer."""
+        memo = getattr(request.protocol, "identity", None)
+        if (memo is not None and self._inspector is not None and memo[0] is self._inspector.generation
+                and memo[1] == request.raw_headers):
+            return memo[2]  # type: ignore[no-any-return]
+        return None
 
     async def authenticate(self, request: web.Request) -> tuple[UserInfo, str]:
         """(user, method); `Unauthenticated` when no authenticator accepted the request."""
@@ -207,5 +217,10 @@ class UnionAuthenticator:
                 errors.append(f"{authenticator.method}: {error}")
                 continue
             if user is not None:
+                protocol = request.protocol
+                if (authenticator.method in CERTIFICATE_METHODS and self._inspector is not None
+                        and isinstance(protocol, ConnectionMemo)):
+                    protocol.identity = (self._inspector.generation, request.raw_headers,
+                                         (user, authenticator.method))
                 return user, authenticator.method
         raise Unauthenticated("; ".join(errors) or "no credentials")

@@ -46,6 +46,10 @@ class AccessReviewer(Protocol):
 
 
 class Authorizer(Protocol):
+    def cached(self, user: UserInfo, attributes: Attributes) -> Decision | None:
+        """The decision if it is at hand, without a coroutine; None when `authorize` must be awaited."""
+        ...
+
     async def authorize(self, user: UserInfo, attributes: Attributes) -> Decision: ...
 
 
@@ -83,7 +87,9 @@ class SubjectAccessReviewAuthorizer:
         self._in_flight: dict[CacheKey, asyncio.Task[Decision]] = {}
         self._slots = asyncio.Semaphore(max_in_flight)
 
-    async def authorize(self, user: UserInfo, attributes: Attributes) -> Decision:
+    def cached(self, user: UserInfo, attributes: Attributes) -> Decision | None:
+        """The cached decision (a key in use is reviewed again in the background once `refresh_ahead` of its
+        TTL has passed), or None."""
         key = (user, attributes)
         try:  # one lookup of each cache: `get` would look twice (`in`, then `[]`), reading the clock each time
             decision, stored_at = self._allowed[key]
@@ -93,12 +99,18 @@ class SubjectAccessReviewAuthorizer:
                 decision, stored_at = self._denied[key]
                 refresh_after = self._refresh_after[1]
             except KeyError:
-                # shield: one caller giving up (client gone) must not cancel the review the others wait for
-                return await asyncio.shield(self._start(key))
+                return None
         if self._timer() - stored_at >= refresh_after and key not in self._in_flight:
             # nobody awaits a refresh: a failure only leaves the old answer
             self._start(key).add_done_callback(_consume)
         return decision
+
+    async def authorize(self, user: UserInfo, attributes: Attributes) -> Decision:
+        decision = self.cached(user, attributes)
+        if decision is not None:
+            return decision
+        # shield: one caller giving up (client gone) must not cancel the review the others wait for
+        return await asyncio.shield(self._start((user, attributes)))
 
     def _start(self, key: CacheKey) -> asyncio.Task[Decision]:
         task = self._in_flight.get(key)

@@ -110,6 +110,11 @@ class ClientCertificateInspector:
         self._generation = object()
         """Stands for the CA bundles in use: a connection's kept result counts only while it is the same."""
 
+    @property
+    def generation(self) -> object:
+        """Stands for the CA bundles in use; a new object on every `replace`."""
+        return self._generation
+
     def replace(self, requestheader_ca: CertificateAuthorities | None,
                 client_ca: CertificateAuthorities | None) -> None:
         """Swap the CA bundles (a CA reload); certificates classified under the old ones are forgotten."""

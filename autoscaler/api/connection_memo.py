@@ -4,8 +4,9 @@ A TLS connection has one peer certificate for its whole life (the serving contex
 `client_certs.trust_client_certificates`), and the aggregator sends an HPA's requests over a few long-lived
 connections with the same headers each time. So the certificate is classified once per connection, and the
 front-proxy identity is read again only when the request's headers differ from the previous request's on
-the same connection. Both answers are exact (pure functions of what they are kept with), and they save about
-a tenth of a cached request's CPU (`bench/bench_request_cost.py`).
+the same connection (for the certificate-based methods only: a bearer token's review has its own TTL). Both
+answers are exact (pure functions of what they are kept with), and together they save about a tenth of a
+cached request's CPU (`bench/bench_request_cost.py`).
 """
 
 from __future__ import annotations
@@ -25,5 +26,5 @@ class ConnectionMemo:
 
     peer_certificate: tuple[object, ClientCertificate | None] | None = None
     """(the inspector's CA generation, what the peer's certificate was found to be)."""
-    requestheader_identity: tuple[ClientCertificate, RawHeaders, UserInfo] | None = None
-    """(the certificate it was read under, the request's raw headers, the user they name)."""
+    identity: tuple[object, RawHeaders, tuple[UserInfo, str]] | None = None
+    """(the inspector's CA generation, the request's raw headers, (the user they name, the method))."""

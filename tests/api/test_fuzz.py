@@ -43,6 +43,9 @@ class HeaderAuthenticator:
 
 
 class DenyByName:
+    def cached(self, user: UserInfo, attributes: Attributes) -> Decision | None:
+        return None
+
     async def authorize(self, user: UserInfo, attributes: Attributes) -> Decision:
         return Decision(user.name != "denied")
 
