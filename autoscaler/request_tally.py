@@ -44,7 +44,7 @@ def histogram_bounds(histogram: Histogram) -> tuple[float, ...]:
 def add_observations(histogram: Histogram, observations: Observations) -> None:
     """`histogram.observe(v)` for every value in `observations` at once. prometheus_client has no batch call,
     so this adds to the very values `observe` adds to (`_sum`, `_buckets`);
-    tests/selfmetrics/test_request_tally.py checks on random values that the page is the same as with one
+    tests/test_request_tally.py checks on random values that the page is the same as with one
     `observe` per value, so an upgrade that moves them fails there rather than in production."""
     histogram._sum.inc(observations.total)
     for bucket, count in zip(histogram._buckets, observations.counts, strict=True):

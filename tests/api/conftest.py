@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import ssl
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,10 +13,11 @@ from typing import Any
 import aiohttp
 import pytest
 import trustme
-from pytest_aiohttp import AiohttpServer
+from aiohttp import web
 
 from autoscaler.api.app import build_api_app
 from autoscaler.api.auth import ApiSecurity, build_api_security
+from autoscaler.api.connections import ConnectionLimits, GuardedSite
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
@@ -80,17 +82,31 @@ def settings_for(pki: Pki, tmp_path: Path, kube: FakeKubeApi) -> Callable[..., S
     return make
 
 
+@asynccontextmanager
+async def listening(app: web.Application, tls: ssl.SSLContext) -> AsyncIterator[str]:
+    """`app` served as `serve` serves it, through the guarded listener and its protocol (which keeps what
+    authentication found out about a connection), on a free port; its base URL."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = GuardedSite(runner, "127.0.0.1", 0, tls=tls, limits=ConnectionLimits())
+    try:
+        await site.start()
+        yield f"https://127.0.0.1:{site.port}"
+    finally:
+        await runner.cleanup()
+
+
 @pytest.fixture
 async def secured(
-    pki: Pki, kube: FakeKubeApi, aiohttp_server: AiohttpServer, settings_for: Callable[..., ServeSettings]
+    pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings]
 ) -> AsyncIterator[SecuredApi]:
     metrics = AdapterMetrics()
     refresher = refresher_with(runtime_view(KEY), metrics=metrics)
     tls = pki.server_context()
     security = await build_api_security(settings_for(), tls, metrics, kube_timeout_s=0.5)
-    server = await aiohttp_server(build_api_app(refresher, metrics, security.gate), ssl=tls)
     try:
-        yield SecuredApi(f"https://127.0.0.1:{server.port}", pki, kube, metrics, refresher, security)
+        async with listening(build_api_app(refresher, metrics, security.gate), tls) as url:
+            yield SecuredApi(url, pki, kube, metrics, refresher, security)
     finally:
         await security.close()
 

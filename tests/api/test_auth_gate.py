@@ -226,3 +226,27 @@ async def test_the_reviewed_namespace_is_the_one_the_router_serves(secured: Secu
     status, body = await secured.get(path, cert=secured.pki.proxy, headers={"X-Remote-User": "hpa"})
     assert status == 404, body  # authorized for namespace "ml/other", which serves nothing
     assert secured.kube.access_reviews[0]["resourceAttributes"]["namespace"] == "ml/other"
+
+
+async def test_each_request_on_a_connection_kept_open_is_judged_by_its_own_headers(
+        secured: SecuredApi, metric_path: Callable[..., str]) -> None:
+    """The aggregator sends every user's requests over the same few connections: what the gate found for the
+    previous request on a connection must never answer for a request with other identity headers."""
+    secured.kube.allow(user=HPA["X-Remote-User"], verb="get", group="external.metrics.k8s.io")
+    connector = aiohttp.TCPConnector(ssl=secured.context(secured.pki.proxy), limit=1)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        async def answer(headers: dict[str, str]) -> tuple[int, str]:
+            async with session.get(secured.url + metric_path(), headers=headers) as response:
+                body = await response.json()
+                return response.status, body.get("message", body["kind"])
+
+        hpa = await answer(HPA)
+        as_bob = await answer({**HPA, "X-Remote-User": "bob"})
+        with_extra = await answer({**HPA, "X-Remote-Extra-Scopes": "view"})  # another subject: reviewed anew
+        no_user = await answer({"X-Remote-Group": "system:serviceaccounts"})
+        again = await answer(HPA)
+    assert hpa == again == (200, "ExternalMetricValueList")
+    assert as_bob[0] == 403 and 'User "bob" cannot get' in as_bob[1]
+    assert with_extra[0] == 200  # the fake API allows the user whatever its extra fields
+    assert no_user[0] == 401
+    assert [review.get("extra") for review in secured.kube.access_reviews] == [None, None, {"scopes": ["view"]}]

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 import aiohttp
 import pytest
 import trustme
-from pytest_aiohttp import AiohttpServer
 
 from autoscaler.api.app import build_api_app
 from autoscaler.api.auth import ApiSecurity, build_api_security
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
 from tests.api.builders import KEY, PROXY_CN, Pki, refresher_with, runtime_view
+from tests.api.conftest import listening
 from tests.fakes.kube import FakeKubeApi
 
 
@@ -45,16 +45,16 @@ def bundle(*cas: trustme.CA) -> str:
 
 
 @pytest.fixture
-async def served(pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings],
-                 aiohttp_server: AiohttpServer) -> AsyncIterator[Served]:
+async def served(pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings]) -> AsyncIterator[Served]:
     kube.set_authentication_config(requestheader_client_ca=bundle(pki.front_proxy_ca), allowed_names=[PROXY_CN])
     kube.allow(user="hpa")
     metrics, tls = AdapterMetrics(), pki.server_context()
     security = await build_api_security(settings_for(files=False), tls, metrics)
-    server = await aiohttp_server(build_api_app(refresher_with(runtime_view()), metrics, security.gate),
-                                  ssl=tls)
-    yield Served(f"https://127.0.0.1:{server.port}/debug/runtimes/{KEY.namespace}/{KEY.deployment}", security)
-    await security.close()
+    try:
+        async with listening(build_api_app(refresher_with(runtime_view()), metrics, security.gate), tls) as url:
+            yield Served(f"{url}/debug/runtimes/{KEY.namespace}/{KEY.deployment}", security)
+    finally:
+        await security.close()
 
 
 async def test_a_rotated_front_proxy_ca_is_honoured_without_a_restart(
@@ -89,3 +89,30 @@ async def test_an_unreadable_or_broken_source_keeps_the_current_cas(
     assert "keeping the current ones" in caplog.text
 
 
+
+
+async def test_a_dropped_ca_stops_authenticating_on_a_connection_kept_open(
+    served: Served, pki: Pki, kube: FakeKubeApi
+) -> None:
+    """The aggregator keeps its connections open for hours: a CA dropped from the bundle must stop its
+    certificate on the connection already open, from the next request, not only on new connections."""
+    connections = 0
+
+    async def opened(*_: object) -> None:
+        nonlocal connections
+        connections += 1
+
+    tracing = aiohttp.TraceConfig()
+    tracing.on_connection_create_end.append(opened)
+    connector = aiohttp.TCPConnector(ssl=pki.client_context(pki.proxy), limit=1)
+    async with aiohttp.ClientSession(connector=connector, trace_configs=[tracing]) as session:
+        async def status() -> int:
+            async with session.get(served.url, headers={"X-Remote-User": "hpa"}) as response:
+                await response.read()
+                return response.status
+
+        assert [await status(), await status()] == [200, 200]
+        kube.set_authentication_config(requestheader_client_ca=bundle(trustme.CA()), allowed_names=[PROXY_CN])
+        assert await served.reload()
+        assert await status() == 401
+    assert connections == 1  # every request went over the one connection

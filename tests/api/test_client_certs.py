@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import ssl
 
 import pytest
 import trustme
@@ -11,7 +12,12 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from autoscaler.api.client_certs import CertificateAuthorities, CertificateBundleError, ClientCertificateInspector
+from autoscaler.api.client_certs import (
+    CertificateAuthorities,
+    CertificateBundleError,
+    ClientCertificateInspector,
+    trust_client_certificates,
+)
 
 
 def der(leaf: trustme.LeafCert) -> bytes:
@@ -91,3 +97,12 @@ def test_garbage_is_not_a_certificate() -> None:
     assert inspector.classify(b"\x30\x03garbage") is None
     with pytest.raises(CertificateBundleError):
         CertificateAuthorities.from_pem("no pem here", "test")
+
+
+def test_the_serving_context_refuses_renegotiation() -> None:
+    """A connection's peer certificate is classified once (`ConnectionMemo`): that holds only if no
+    renegotiation can present another certificate on the same connection."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    assert not context.options & ssl.OP_NO_RENEGOTIATION
+    trust_client_certificates(context, CertificateAuthorities.from_pem(trustme.CA().cert_pem.bytes(), "test"))
+    assert context.options & ssl.OP_NO_RENEGOTIATION
