@@ -73,14 +73,15 @@ def dumped_instructions(out: Path, pid: int) -> int:
     return int(match.group(1))
 
 
-async def send(urls: list[str], client: ssl.SSLContext, requests: int, concurrency: int) -> int:
-    """`requests` GETs over `concurrency` keep-alive connections; the number answered 200."""
+async def send(urls: list[str], client: ssl.SSLContext, requests: int, concurrency: int, first: int = 0) -> int:
+    """`requests` GETs over `concurrency` keep-alive connections, for urls[first], urls[first + 1], ... round
+    the list; the number answered 200."""
     connector = aiohttp.TCPConnector(ssl=client, limit=concurrency)
     answered = 0
     async with aiohttp.ClientSession(connector=connector) as session:
         async def worker(offset: int) -> None:
             nonlocal answered
-            for index in range(offset, requests, concurrency):
+            for index in range(first + offset, first + requests, concurrency):
                 async with session.get(urls[index % len(urls)], headers=HEADERS) as response:
                     await response.read()
                     answered += response.status == 200
@@ -93,7 +94,7 @@ def count(pid: int, out: Path, urls: list[str], client: ssl.SSLContext, args: ar
     control("--instr=on", str(pid))
     asyncio.run(send(urls, client, args.warm, args.concurrency))  # code paths translated with instrumentation
     control("--zero", str(pid))
-    answered = asyncio.run(send(urls, client, args.requests, args.concurrency))
+    answered = asyncio.run(send(urls, client, args.requests, args.concurrency, first=args.warm))
     control("--dump", str(pid))
     if answered != args.requests:
         raise RuntimeError(f"only {answered} of {args.requests} requests were answered 200")
