@@ -123,17 +123,13 @@ class PackedRuntimes(RuntimeTable):
     """(namespace, deployment) -> `RuntimeAnswers`, looked up in the blob on each access.
 
     A lookup copies out only what is asked (`answer`: one body, `debug_record`), so no request holds a reference
-    into the blob beyond its own answer, and the blob is freed when the next snapshot replaces this one.
-    `answer` keeps what it copied out for the snapshot's life: an HPA asks for the same few answers every 15 s,
-    and finding and copying one costs a serving worker about as much as the rest of its own request handling
-    (`bench/bench_request_cost.py`). At most every answer is kept once: about 7 MB at 5,000 runtimes."""
+    into the blob beyond its own answer, and the blob is freed when the next snapshot replaces this one."""
 
-    __slots__ = ("_blob", "_count", "_served", "_slots", "_table_at")
+    __slots__ = ("_blob", "_count", "_slots", "_table_at")
 
     def __init__(self, blob: bytes | memoryview, count: int, slots: int) -> None:
         self._blob, self._count, self._slots = blob, count, slots
         self._table_at = _HEADER.size + count * _RECORD.size
-        self._served: dict[tuple[tuple[str, str], int], Answer] = {}
 
     def _record(self, number: int) -> tuple[Any, ...]:
         return _RECORD.unpack_from(self._blob, _HEADER.size + number * _RECORD.size)
@@ -153,16 +149,11 @@ class PackedRuntimes(RuntimeTable):
             slot = (slot + 1) & mask
 
     def answer(self, key: tuple[str, str], which: int) -> Answer | None:
-        served = self._served.get((key, which))
-        if served is not None:
-            return served
         at = self._find(_key_bytes(*key))
         if at < 0:
             return None
         status, start, length, age = _ANSWER.unpack_from(self._blob, at + _SPAN.size + which * _ANSWER.size)
-        served = self._served[key, which] = (status, bytes(self._blob[start:start + length]),
-                                             None if _isnan(age) else age)
-        return served
+        return status, bytes(self._blob[start:start + length]), None if _isnan(age) else age
 
     def debug_record(self, key: tuple[str, str]) -> bytes | None:
         at = self._find(_key_bytes(*key))
