@@ -9,7 +9,7 @@ as bench_fleet sends them), and the counters are dumped. Counted: every user-spa
 process (the adapter's one worker; the bare handler's process), TLS included; not the kernel's. The adapter runs
 with its refresh far apart (`--refresh-interval 3600`), so no snapshot arrives while it is counted.
 
-    python bench/bench_request_cost.py [--runtimes 10] [--requests 2000] [--concurrency 8]
+    python bench/bench_request_cost.py [--runtimes 1000] [--requests 2000] [--concurrency 8]
 
 Prints instructions per request of each server and their ratio (bare / adapter: the share of the bare
 handler's throughput one serving core would reach, if instructions were time). Under valgrind a request takes
@@ -73,29 +73,35 @@ def dumped_instructions(out: Path, pid: int) -> int:
     return int(match.group(1))
 
 
-async def send(urls: list[str], client: ssl.SSLContext, requests: int, concurrency: int, first: int = 0) -> int:
-    """`requests` GETs over `concurrency` keep-alive connections, for urls[first], urls[first + 1], ... round
-    the list; the number answered 200."""
-    connector = aiohttp.TCPConnector(ssl=client, limit=concurrency)
+async def send(session: aiohttp.ClientSession, urls: list[str], requests: int, concurrency: int,
+               first: int = 0) -> int:
+    """`requests` GETs, `concurrency` at a time, for urls[first], urls[first + 1], ... round the list; the
+    number answered 200."""
     answered = 0
-    async with aiohttp.ClientSession(connector=connector) as session:
-        async def worker(offset: int) -> None:
-            nonlocal answered
-            for index in range(first + offset, first + requests, concurrency):
-                async with session.get(urls[index % len(urls)], headers=HEADERS) as response:
-                    await response.read()
-                    answered += response.status == 200
-        await asyncio.gather(*(worker(i) for i in range(concurrency)))
+
+    async def worker(offset: int) -> None:
+        nonlocal answered
+        for index in range(first + offset, first + requests, concurrency):
+            async with session.get(urls[index % len(urls)], headers=HEADERS) as response:
+                await response.read()
+                answered += response.status == 200
+
+    await asyncio.gather(*(worker(i) for i in range(concurrency)))
     return answered
 
 
-def count(pid: int, out: Path, urls: list[str], client: ssl.SSLContext, args: argparse.Namespace) -> float:
-    """Instructions per request of the serving process `pid`, already under callgrind."""
-    control("--instr=on", str(pid))
-    asyncio.run(send(urls, client, args.warm, args.concurrency))  # code paths translated with instrumentation
-    control("--zero", str(pid))
-    answered = asyncio.run(send(urls, client, args.requests, args.concurrency, first=args.warm))
-    control("--dump", str(pid))
+async def count(pid: int, out: Path, urls: list[str], client: ssl.SSLContext, args: argparse.Namespace) -> float:
+    """Instructions per request of the serving process `pid`, already under callgrind. The warm-up asks every
+    answer once (as HPAs have, by the time a fleet runs steadily) over the connections that the counted
+    requests then reuse, as the aggregator keeps its connections open: no TLS handshake is counted."""
+    connector = aiohttp.TCPConnector(ssl=client, limit=args.concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        await asyncio.to_thread(control, "--instr=on", str(pid))
+        warm = max(args.warm, len(urls))
+        await send(session, urls, warm, args.concurrency)  # code translated with instrumentation, caches warm
+        await asyncio.to_thread(control, "--zero", str(pid))
+        answered = await send(session, urls, args.requests, args.concurrency, first=warm)
+        await asyncio.to_thread(control, "--dump", str(pid))
     if answered != args.requests:
         raise RuntimeError(f"only {answered} of {args.requests} requests were answered 200")
     return dumped_instructions(out, pid) / int(args.requests)
@@ -126,10 +132,12 @@ def main() -> None:
         bare_main(sys.argv[2], sys.argv[3], int(sys.argv[4]))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--runtimes", type=int, default=10, help="fleet size (the request path does not "
-                        "depend on it beyond dictionary lookups; a small fleet keeps valgrind's start short)")
+    parser.add_argument("--runtimes", type=int, default=1000,
+                        help="fleet size: the counted requests ask its answers in turn, each once when --requests is "
+                        "at most runtimes x 4, as HPAs do between two refreshes")
     parser.add_argument("--requests", type=int, default=2000, help="requests counted per server")
-    parser.add_argument("--warm", type=int, default=300, help="requests sent before counting")
+    parser.add_argument("--warm", type=int, default=0, help="requests sent before counting (at least one for "
+                        "each runtime x metric)")
     parser.add_argument("--concurrency", type=int, default=8, help="keep-alive connections")
     parser.add_argument("--adapter-only", action="store_true",
                         help="count the adapter only (when comparing changes to it: the bare figure does not move)")
@@ -171,7 +179,7 @@ def main() -> None:
                 raise RuntimeError(f"expected one serving worker, found {workers}")
             adapter_urls = [base + metric_path(r, m) for r in range(args.runtimes) for m in METRICS]
             print(f"adapter served after {time.monotonic() - started:.0f} s under valgrind; counting", flush=True)
-            adapter = count(workers[0], adapter_out, adapter_urls, client, args)
+            adapter = asyncio.run(count(workers[0], adapter_out, adapter_urls, client, args))
             if args.adapter_only:
                 print(f"adapter: {adapter / 1e3:.1f}k instructions a request")
                 return
@@ -185,8 +193,9 @@ def main() -> None:
                  str(workdir / "body.json"), str(bare_port)], env=env))
             bare_base = f"https://127.0.0.1:{bare_port}"
             asyncio.run(wait_served(bare_base + metric_path(0, METRICS[0]), client, STARTUP_TIMEOUT_S))
-            bare = count(processes[1].pid, bare_out, [bare_base + metric_path(r, m) for r in range(args.runtimes)
-                                                      for m in METRICS], client, args)
+            bare = asyncio.run(count(processes[1].pid, bare_out, [bare_base + metric_path(r, m)
+                                                                  for r in range(args.runtimes) for m in METRICS],
+                                     client, args))
         finally:
             for process in processes:
                 process.terminate()
