@@ -7,12 +7,13 @@ arrived meanwhile waited; unpickling in a thread would not help, since `pickle.l
 In this layout the blob *is* the snapshot: the refresh process writes it once to shared memory (`share`, a
 memfd) and passes the descriptor down each worker's pipe (`send`); the worker maps it read-only in a thread
 (`receive`), and `PackedRuntimes` answers a lookup by finding the runtime's record in an index and copying the one
-answer asked out. The index is a dict from (namespace, deployment) to record number, built by C code alone
-(`dict(zip(zip(...)))` over the two name columns) in the receiving thread: a dict lookup costs a request a
-tenth of what hashing into a table inside the blob did (`bench/bench_request_cost.py`), and building it holds
-the GIL about half a millisecond at 5,000 runtimes. A swap is a header check and one assignment, and the old snapshot
-goes with one unmapping once no request refers to it. Reading 17 MiB through the pipe instead still cost the
-loop about 10 ms of stalls on a small machine (`bench/bench_snapshot_swap.py` measures every way).
+answer asked out. The index is a dict from "namespace\\0deployment" to record number, built by C loops alone
+over the two name columns in the receiving thread, in chunks that let the serving loop take the GIL between
+them: a dict lookup costs a request a fraction of what hashing into a table inside the blob did
+(`bench/bench_request_cost.py`). Its keys are strings, not tuples, whose thousands of new objects would wake
+the garbage collector. A swap is then the index, a header check and one assignment, and the old snapshot goes
+with one unmapping once no request refers to it. Reading 17 MiB through the pipe instead still cost the loop
+about 10 ms of stalls on a small machine (`bench/bench_snapshot_swap.py` measures every way).
 
 Layout, little-endian, offsets from the start of the blob:
 
@@ -30,11 +31,13 @@ catches a mismatch of layouts, not a hostile sender.
 
 from __future__ import annotations
 
+import itertools
 import math
 import mmap
 import os
 import struct
 import tempfile
+import time
 from collections.abc import Iterator
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
@@ -54,6 +57,8 @@ _DEBUG_AT = _ANSWERS * _ANSWER.size
 _isnan = math.isnan
 _LIMIT = 2**32 - 1  # offsets and lengths are u32
 _NAME_SEPARATOR = "\0"
+_INDEX_CHUNK = 500
+"""Runtimes indexed between two chances for the serving loop to take the GIL (about 0.2 ms each)."""
 
 
 class PackError(ValueError):
@@ -105,9 +110,16 @@ def unpack(blob: bytes | memoryview) -> ServingSnapshot:
     def column(at: int, length: int) -> list[str]:
         return bytes(blob[at:at + length]).decode().split(_NAME_SEPARATOR) if count else []
 
-    try:  # C loops only: the event loop's thread waits for the GIL briefly
-        index = dict(zip(zip(column(namespaces_at, namespaces_length), column(deployments_at, deployments_length),
-                             strict=True), range(count), strict=True))
+    try:  # C loops only, in chunks: the event loop's thread never waits long for the GIL
+        keys = map(_NAME_SEPARATOR.join, zip(column(namespaces_at, namespaces_length),
+                                             column(deployments_at, deployments_length), strict=True))
+        index: dict[str, int] = {}
+        for first in range(0, count, _INDEX_CHUNK):
+            numbers = range(first, min(count, first + _INDEX_CHUNK))
+            index.update(zip(itertools.islice(keys, len(numbers)), numbers, strict=True))
+            time.sleep(0)  # a C loop holds the GIL to its end: let the event loop's thread run between chunks
+        if next(keys, None) is not None:
+            raise ValueError("more names than runtimes")
     except (ValueError, UnicodeDecodeError) as error:
         raise PackError(f"packed snapshot malformed: the names do not match its {count} runtimes") from error
     if len(index) != count:
@@ -124,16 +136,16 @@ class PackedRuntimes(RuntimeTable):
 
     __slots__ = ("_blob", "_index")
 
-    def __init__(self, blob: bytes | memoryview, index: dict[tuple[str, str], int]) -> None:
+    def __init__(self, blob: bytes | memoryview, index: dict[str, int]) -> None:
         self._blob, self._index = blob, index
 
     def _at(self, key: tuple[str, str]) -> int:
         """Where the runtime's record starts in the blob, -1 for none."""
-        number = self._index.get(key)
+        number = self._index.get(_NAME_SEPARATOR.join(key))
         return -1 if number is None else _HEADER.size + number * _RECORD.size
 
     def answer(self, key: tuple[str, str], which: int) -> Answer | None:
-        number = self._index.get(key)
+        number = self._index.get(_NAME_SEPARATOR.join(key))
         if number is None:
             return None
         at = _HEADER.size + number * _RECORD.size + which * _ANSWER.size
@@ -167,7 +179,9 @@ class PackedRuntimes(RuntimeTable):
         return len(self._index)
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
-        return iter(self._index)
+        for key in self._index:
+            namespace, deployment = key.split(_NAME_SEPARATOR)
+            yield namespace, deployment
 
 
 # Handing a blob over: in shared memory, so a worker maps it rather than reading 17 MiB through its pipe.
