@@ -144,6 +144,8 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, default=None,
                         help="copy the callgrind dumps here (read them with callgrind_annotate)")
     args = parser.parse_args()
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        parser.error("needs valgrind (Debian: apt-get install valgrind), whose callgrind counts the instructions")
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONHASHSEED": "0"}
     server_ca, proxy_ca = trustme.CA(), trustme.CA()
     with tempfile.TemporaryDirectory(prefix="bench-request-cost-") as directory:
