@@ -34,8 +34,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # the fake Kubernetes API and the view builders live in tests/
 
 import aiohttp  # noqa: E402
-import trustme  # noqa: E402
 from aiohttp import web  # noqa: E402
+
+from bench.bench_fleet import write_pki  # noqa: E402
 
 HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
 HEADERS = {"X-Remote-User": HPA_USER, "X-Remote-Group": "system:serviceaccounts"}
@@ -197,7 +198,7 @@ async def measure(args: argparse.Namespace, workdir: Path, client: ssl.SSLContex
     urls = {"bare aiohttp handler": f"https://127.0.0.1:{bare_port}{path}",
             "adapter, auth on": f"https://127.0.0.1:{secured_port}{path}"}
     best: dict[str, Run] = {}
-    client_pem = workdir / "proxy.pem"
+    client_pem = workdir / "front-proxy-client.pem"
     try:
         for url in urls.values():
             await generate(args, url, client, client_pem, 1.0)  # warm-up: connections, caches, code paths
@@ -222,16 +223,9 @@ def main() -> None:
                         help="load generator: ApacheBench when installed (Debian apache2-utils), else aiohttp")
     args = parser.parse_args()
     pin(CLIENT_CPU)
-    server_ca, proxy_ca = trustme.CA(), trustme.CA()
     with tempfile.TemporaryDirectory(prefix="bench-api-") as directory:
         workdir = Path(directory)
-        server_ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(workdir / "server.pem"))
-        proxy_ca.cert_pem.write_to_path(str(workdir / "front-proxy-ca.pem"))
-        proxy = proxy_ca.issue_cert(common_name="front-proxy-client")
-        proxy.private_key_and_cert_chain_pem.write_to_path(str(workdir / "proxy.pem"))
-        client = ssl.create_default_context()
-        server_ca.configure_trust(client)
-        proxy.configure_cert(client)
+        client = write_pki(workdir)
         runs = asyncio.run(measure(args, workdir, client))
     print(f"GET .../modelmesh_desired_replicas?labelSelector=... over TLS, front-proxy certificate + X-Remote-User, "
           f"load from {args.client}, {args.concurrency} keep-alive connections, best of {args.rounds} x "

@@ -330,6 +330,19 @@ class Paced:
         self.scheduled += scheduled
 
 
+def write_pki(workdir: Path) -> ssl.SSLContext:
+    """Fresh CAs and certificates in `workdir`, as a cluster has them: the adapter's serving certificate
+    (`server.pem`, its CA `server-ca.pem`), the front-proxy CA (`front-proxy-ca.pem`) and the aggregator's client
+    certificate from it (`front-proxy-client.pem`); returns the aggregator's side of TLS."""
+    server_ca, proxy_ca = trustme.CA(), trustme.CA()
+    server_ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(workdir / "server.pem"))
+    server_ca.cert_pem.write_to_path(str(workdir / "server-ca.pem"))
+    proxy_ca.cert_pem.write_to_path(str(workdir / "front-proxy-ca.pem"))
+    proxy = proxy_ca.issue_cert(common_name="front-proxy-client")
+    proxy.private_key_and_cert_chain_pem.write_to_path(str(workdir / "front-proxy-client.pem"))
+    return client_context(workdir)
+
+
 def client_context(workdir: Path) -> ssl.SSLContext:
     """The aggregator's side of TLS, rebuilt from files so that each client process has its own."""
     context = ssl.create_default_context(cafile=str(workdir / "server-ca.pem"))
@@ -590,7 +603,6 @@ def main() -> None:
             parser.error(f"--serving-cpu {args.serving_cpu}: needs that CPU and at least one other")
         os.sched_setaffinity(0, others)  # what this process starts inherits it
     args.same_rate = args.same_rate or max(sizes) * len(METRICS) / HPA_PERIOD_S
-    server_ca, proxy_ca = trustme.CA(), trustme.CA()
     print(f"adapter --workers {args.workers}, refresh every {args.refresh_interval:g} s, auth on (front-proxy "
           f"certificate + SubjectAccessReview); load: {args.concurrency} connections x {args.seconds:g} s; HPA "
           f"pace: runtimes x 4 / 15 s for {args.hpa_seconds:g} s from {args.hpa_clients} client processes; "
@@ -607,14 +619,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as directory:
         workdir = Path(directory)
-        server_ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(workdir / "server.pem"))
-        proxy_ca.cert_pem.write_to_path(str(workdir / "front-proxy-ca.pem"))
-        proxy = proxy_ca.issue_cert(common_name="front-proxy-client")
-        client = ssl.create_default_context()
-        server_ca.configure_trust(client)
-        proxy.configure_cert(client)
-        server_ca.cert_pem.write_to_path(str(workdir / "server-ca.pem"))
-        proxy.private_key_and_cert_chain_pem.write_to_path(str(workdir / "front-proxy-client.pem"))
+        client = write_pki(workdir)
         with multiprocessing.get_context("spawn").Pool(args.hpa_clients) as pool:
             for runtimes in sizes:
                 rows.append(asyncio.run(measure(args, runtimes, workdir, client, pool)))

@@ -35,7 +35,6 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 import aiohttp  # noqa: E402
-import trustme  # noqa: E402
 
 from bench.bench_fleet import (  # noqa: E402
     HEADERS,
@@ -45,6 +44,7 @@ from bench.bench_fleet import (  # noqa: E402
     serve_kube,
     start,
     wait_served,
+    write_pki,
     write_targets,
 )
 from tests.support.ports import free_port  # noqa: E402
@@ -147,15 +147,9 @@ def main() -> None:
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         parser.error("needs valgrind (Debian: apt-get install valgrind), whose callgrind counts the instructions")
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONHASHSEED": "0"}
-    server_ca, proxy_ca = trustme.CA(), trustme.CA()
     with tempfile.TemporaryDirectory(prefix="bench-request-cost-") as directory:
         workdir = Path(directory)
-        server_ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(workdir / "server.pem"))
-        proxy_ca.cert_pem.write_to_path(str(workdir / "front-proxy-ca.pem"))
-        proxy = proxy_ca.issue_cert(common_name="front-proxy-client")
-        client = ssl.create_default_context()
-        server_ca.configure_trust(client)
-        proxy.configure_cert(client)
+        client = write_pki(workdir)
         fleet, fleet_port = start(serve_fleet, args.runtimes * 2)
         kube, _ = start(serve_kube, workdir)
         targets = write_targets(workdir / "targets.yaml", args.runtimes, fleet_port)
