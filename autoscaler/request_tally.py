@@ -30,11 +30,6 @@ class Observations:
         self.counts = [0] * len(self.bounds)
         self.total = 0.0
 
-    def add(self, value: float) -> None:
-        self.total += value
-        if value == value:  # NaN falls in no bucket, as with observe
-            self.counts[bisect_left(self.bounds, value)] += 1  # the first bound >= value, as observe picks
-
 
 def histogram_bounds(histogram: Histogram) -> tuple[float, ...]:
     """The upper bounds of a labelled child's buckets, +Inf last."""
@@ -71,7 +66,15 @@ class RequestTally:
         observations = self._observations.get(histogram)
         if observations is None:
             observations = self._observations[histogram] = Observations(histogram_bounds(histogram))
-        observations.add(value)
+        observations.total += value
+        if value == value:  # NaN falls in no bucket, as with observe
+            observations.counts[bisect_left(observations.bounds, value)] += 1  # the first bound >= value, as observe
+
+    def count_and_observe(self, counter: Counter, histogram: Histogram, value: float) -> None:
+        """`count(counter)` and `observe(histogram, value)` in one call: a request's count and latency."""
+        counts = self._counts
+        counts[counter] = counts.get(counter, 0) + 1
+        self.observe(histogram, value)
 
     def flush(self) -> None:
         """Add what is pending to the prometheus_client series."""

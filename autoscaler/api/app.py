@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
+from aiohttp.web_urldispatcher import AbstractResource
 from prometheus_client import Counter, Histogram
 from prometheus_client.aiohttp import make_aiohttp_handler
 
@@ -61,13 +62,13 @@ def serving_middleware(metrics: AdapterMetrics, gate: Gate | None) -> Middleware
 
     Labelled children are looked up once per (route, code) and kept: `labels()` takes a lock and validates
     on every call, which costs as much as the rest of a cached request."""
-    counters: dict[tuple[str, int], Counter] = {}
-    timers: dict[str, Histogram] = {}
+    children: dict[tuple[AbstractResource | None, int], tuple[Counter, Histogram]] = {}
     tally = metrics.tally
+    clock = time.perf_counter
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        started = time.perf_counter()
+        started = clock()
         try:
             if gate is not None and (deciding := gate(request)) is not None:
                 await deciding
@@ -78,16 +79,13 @@ def serving_middleware(metrics: AdapterMetrics, gate: Gate | None) -> Middleware
             response = error_response(request, error)
         except Exception as error:  # ApiError, and anything unexpected
             response = error_response(request, error)
-        route = request.match_info.route.resource
-        path = route.canonical if route is not None else "unmatched"
-        counter = counters.get((path, response.status))
-        if counter is None:
-            counter = counters[path, response.status] = metrics.requests.labels(path, str(response.status))
-        timer = timers.get(path)
-        if timer is None:
-            timer = timers[path] = metrics.request_seconds.labels(path)
-        tally.count(counter)
-        tally.observe(timer, time.perf_counter() - started)
+        resource, status = request.match_info.route.resource, response.status  # None: no route matched
+        series = children.get((resource, status))
+        if series is None:
+            path = resource.canonical if resource is not None else "unmatched"
+            series = children[resource, status] = (metrics.requests.labels(path, str(status)),
+                                                   metrics.request_seconds.labels(path))
+        tally.count_and_observe(*series, clock() - started)
         return response
 
     return middleware
@@ -128,7 +126,7 @@ def build_api_app(source: Refresher | SnapshotStore, metrics: AdapterMetrics, ga
     router.add_get("/apis", handlers.api_group_list)
     router.add_get("/apis/external.metrics.k8s.io", handlers.api_group)
     router.add_get(f"/apis/{GROUP_VERSION}", handlers.api_resource_list)
-    router.add_get(EXTERNAL_METRIC_ROUTE, handlers.external_metric)
+    router.add_get(EXTERNAL_METRIC_ROUTE, handlers.external_metric_handler(app[SNAPSHOT_KEY], metrics))
     router.add_get("/version", handlers.version)
     router.add_get("/openapi/v2", openapi_v2)
     router.add_get(runtimes.KEDA_ROUTE, runtimes.keda_runtime)

@@ -107,13 +107,9 @@ class ClientCertificateInspector:
         self.requestheader_ca = requestheader_ca
         self.client_ca = client_ca
         self._cache: LRUCache[bytes, ClientCertificate | None] = LRUCache(maxsize=cache_size)
-        self._generation = object()
-        """Stands for the CA bundles in use: a connection's kept result counts only while it is the same."""
-
-    @property
-    def generation(self) -> object:
-        """Stands for the CA bundles in use; a new object on every `replace`."""
-        return self._generation
+        self.generation = object()
+        """Stands for the CA bundles in use, a new object on every `replace`: what a connection keeps
+        (`ConnectionMemo`) counts only while it is the same."""
 
     def replace(self, requestheader_ca: CertificateAuthorities | None,
                 client_ca: CertificateAuthorities | None) -> None:
@@ -121,7 +117,7 @@ class ClientCertificateInspector:
         self.requestheader_ca = requestheader_ca
         self.client_ca = client_ca
         self._cache.clear()
-        self._generation = object()
+        self.generation = object()
 
     def inspect(self, request: web.Request) -> ClientCertificate | None:
         """The verified client certificate of this request's connection, or None when there is none.
@@ -129,7 +125,7 @@ class ClientCertificateInspector:
         Kept on the connection (`ConnectionMemo`)."""
         protocol = request.protocol
         memo = getattr(protocol, "peer_certificate", None)
-        if memo is not None and memo[0] is self._generation:
+        if memo is not None and memo[0] is self.generation:
             return memo[1]  # type: ignore[no-any-return]
         transport = request.transport
         ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
@@ -138,7 +134,7 @@ class ClientCertificateInspector:
         der = ssl_object.getpeercert(binary_form=True)
         certificate = self.classify(der) if der else None
         if isinstance(protocol, ConnectionMemo):
-            protocol.peer_certificate = (self._generation, certificate)
+            protocol.peer_certificate = (self.generation, certificate)
         return certificate
 
     def classify(self, der: bytes) -> ClientCertificate | None:

@@ -11,14 +11,22 @@ from json.encoder import encode_basestring_ascii as _json_str
 from typing import Final
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 from autoscaler.api import documents
 from autoscaler.api.quantity import milli_quantity
-from autoscaler.api.selector import SelectorError, deployment_from_selector
-from autoscaler.api.snapshot import METRIC_INDEX, SNAPSHOT_KEY, Answer, ServingSnapshot, error_answer
+from autoscaler.api.selector import SelectorError, deployment_from_query
+from autoscaler.api.snapshot import (
+    METRIC_INDEX_BY_NAME,
+    SNAPSHOT_KEY,
+    Answer,
+    ServingSnapshot,
+    SnapshotStore,
+    error_answer,
+)
 from autoscaler.api.status import ApiError
 from autoscaler.model import RuntimeView
-from autoscaler.names import GROUP_VERSION, ServedMetric, lookup_metric, runtime_labels
+from autoscaler.names import GROUP_VERSION, ServedMetric, runtime_labels
 from autoscaler.selfmetrics import AdapterMetrics
 
 METRICS_KEY: web.AppKey[AdapterMetrics] = web.AppKey("metrics", AdapterMetrics)
@@ -78,9 +86,9 @@ def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str) -> Answ
     return 200, body, max(0.0, view.refreshed_at - served.timestamp)
 
 
-def runtime_answer(request: web.Request, namespace: str, deployment: str, which: int) -> Answer:
+def runtime_answer(store: SnapshotStore, namespace: str, deployment: str, which: int) -> Answer:
     """The runtime's answer `which` (`METRIC_INDEX[metric]` or `KEDA`) from the current snapshot, only that one."""
-    snapshot = request.app[SNAPSHOT_KEY].current
+    snapshot = store.current
     answer = snapshot.runtimes.answer((namespace, deployment), which)
     if answer is None:
         raise _not_found(snapshot, namespace, deployment)
@@ -103,26 +111,32 @@ def _not_found(snapshot: ServingSnapshot, namespace: str, deployment: str) -> Ap
                          "with ModelMesh pods, or not in its targets)")
 
 
-def respond(request: web.Request, answer: Answer) -> web.Response:
+def respond(answer: Answer, metrics: AdapterMetrics) -> web.Response:
     """A pre-rendered answer; the freshness of what a 200 serves is observed as it is served."""
     status, body, age = answer
     if age is not None:
-        metrics = request.app[METRICS_KEY]
         metrics.tally.observe(metrics.freshness, age)
     return web.Response(body=body, status=status, content_type="application/json", charset="utf-8")
 
 
-async def external_metric(request: web.Request) -> web.Response:
-    namespace, name = request.match_info["namespace"], request.match_info["metric"]
-    metric = lookup_metric(name)
-    if metric is None:
-        raise ApiError(404, f"external metric {name!r} is not served; available: "
-                            + ", ".join(m.value for m in ServedMetric))
-    try:
-        deployment = deployment_from_selector(request.query.get("labelSelector"))
-    except SelectorError as error:
-        raise ApiError(400, str(error)) from error
-    return respond(request, runtime_answer(request, namespace, deployment, METRIC_INDEX[metric]))
+def external_metric_handler(store: SnapshotStore, metrics: AdapterMetrics) -> Handler:
+    """`GET .../namespaces/NS/METRIC?labelSelector=...`, bound to the snapshots and self-metrics it uses: it is the
+    HPA's every request, and reading them from `request.app` costs two lookups through aiohttp's properties."""
+
+    async def external_metric(request: web.Request) -> web.Response:
+        match = request.match_info
+        namespace, name = match["namespace"], match["metric"]
+        which = METRIC_INDEX_BY_NAME.get(name.lower())  # names match case-insensitively (`lookup_metric`)
+        if which is None:
+            raise ApiError(404, f"external metric {name!r} is not served; available: "
+                                + ", ".join(m.value for m in ServedMetric))
+        try:
+            deployment = deployment_from_query(request.rel_url.raw_query_string)
+        except SelectorError as error:
+            raise ApiError(400, str(error)) from error
+        return respond(runtime_answer(store, namespace, deployment, which), metrics)
+
+    return external_metric
 
 
 async def api_group_list(request: web.Request) -> web.Response:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import re
 
+from yarl import URL
+
 from autoscaler.names import SELECTOR_DEPLOYMENT, SELECTOR_SERVINGRUNTIME, SERVINGRUNTIME_DEPLOYMENT_PREFIX
 
 HELP = (
@@ -82,3 +84,11 @@ def deployment_from_selector(selector: str | None) -> str:
     if len(deployments) != 1:
         raise SelectorError(f"labelSelector names {len(deployments)} different runtimes; {HELP}")
     return deployments.pop()
+
+
+@functools.lru_cache(maxsize=SELECTOR_CACHE_SIZE)
+def deployment_from_query(raw_query: str) -> str:
+    """`deployment_from_selector` of the `labelSelector` in a request's query string as sent (percent-encoded),
+    read as aiohttp reads `request.query`. Cached by the whole string, so an HPA's request, the same every
+    sync, parses neither its query nor its selector."""
+    return deployment_from_selector(URL.build(query_string=raw_query, encoded=True).query.get("labelSelector"))

@@ -23,6 +23,7 @@ from autoscaler.api.auth import AlwaysAllowPaths, auth_gate
 from autoscaler.api.authn import UnionAuthenticator
 from autoscaler.api.authz import Decision
 from autoscaler.api.identity import Attributes, UserInfo
+from autoscaler.api.selector import SelectorError, deployment_from_query, deployment_from_selector
 from autoscaler.model import RuntimeKey
 from autoscaler.names import ServedMetric
 from autoscaler.settings import ServeSettings
@@ -108,3 +109,41 @@ async def test_no_input_gets_an_undocumented_5xx_or_a_non_status_error(
         document = json.loads(body)
         assert document["kind"] == "Status" and document["apiVersion"] == "v1"
         assert document["status"] == "Failure" and document["code"] == status and document["message"]
+
+
+def _selector_outcome(read: Callable[[], str]) -> str:
+    try:
+        return "deployment " + read()
+    except SelectorError as error:
+        return "refused " + str(error)
+
+
+@pytest.fixture
+async def query_reader(aiohttp_client: Callable[..., Awaitable[Client]]) -> Client:
+    """An app answering with what the handler reads from the raw query string and what `request.query` gives."""
+    async def both(request: web.Request) -> web.Response:
+        cached = _selector_outcome(lambda: deployment_from_query(request.rel_url.raw_query_string))
+        parsed = _selector_outcome(lambda: deployment_from_selector(request.query.get("labelSelector")))
+        return web.json_response([cached, parsed])
+
+    app = web.Application()
+    app.router.add_get("/q", both)
+    return await aiohttp_client(app)
+
+
+raw_query_parts = st.lists(st.one_of(
+    st.sampled_from(["labelSelector=", "labelselector=", "labelSelector", "deployment", "%3D", "=", "%3d", "+",
+                     "%20", "&", ";", "%26", "%2C", ",", "in", "(", ")", "%28", "%29", "servingruntime",
+                     KEY.deployment, "triton", "%", "%zz", "==", "!="]),
+    st.text(alphabet="abc-_.=&;+%", max_size=6)), max_size=10)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=raw_query_parts)
+async def test_the_selector_read_from_the_raw_query_is_the_one_aiohttp_parses(
+        query_reader: Client, parts: list[str]) -> None:
+    """The HPA handler caches its runtime by the raw query string (`deployment_from_query`); whatever the
+    encoding, it must read the same `labelSelector` as aiohttp's `request.query`, and refuse the same way."""
+    async with query_reader.get(URL("/q?" + "".join(parts), encoded=True)) as response:
+        cached, parsed = await response.json()
+    assert cached == parsed
