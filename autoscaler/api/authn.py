@@ -36,7 +36,7 @@ from urllib.parse import unquote
 from aiohttp import web
 from cachetools import TTLCache
 
-from autoscaler.api.client_certs import ClientCertificate, ClientCertificateInspector
+from autoscaler.api.client_certs import ClientCertificateInspector
 from autoscaler.api.connection_memo import ConnectionMemo
 from autoscaler.api.identity import UserInfo
 from autoscaler.kube.errors import KubeApiError
@@ -98,9 +98,6 @@ class RequestHeaderAuthenticator:
         certificate = self._inspector.inspect(request)
         if certificate is None or not certificate.from_requestheader_ca:
             return None
-        return self._identity(request, certificate)
-
-    def _identity(self, request: web.Request, certificate: ClientCertificate) -> UserInfo | None:
         allowed = self._rules.allowed_names
         if allowed and certificate.common_name not in allowed:
             raise AuthenticationError(f"front-proxy certificate CN {certificate.common_name!r} is not in "

@@ -17,7 +17,7 @@ from autoscaler.api import documents
 from autoscaler.api.quantity import milli_quantity
 from autoscaler.api.selector import SelectorError, deployment_from_query
 from autoscaler.api.snapshot import (
-    METRIC_INDEX_BY_NAME,
+    METRIC_INDEX,
     SNAPSHOT_KEY,
     Answer,
     ServingSnapshot,
@@ -26,7 +26,7 @@ from autoscaler.api.snapshot import (
 )
 from autoscaler.api.status import ApiError
 from autoscaler.model import RuntimeView
-from autoscaler.names import GROUP_VERSION, ServedMetric, runtime_labels
+from autoscaler.names import GROUP_VERSION, ServedMetric, lookup_metric, runtime_labels
 from autoscaler.selfmetrics import AdapterMetrics
 
 METRICS_KEY: web.AppKey[AdapterMetrics] = web.AppKey("metrics", AdapterMetrics)
@@ -126,15 +126,15 @@ def external_metric_handler(store: SnapshotStore, metrics: AdapterMetrics) -> Ha
     async def external_metric(request: web.Request) -> web.Response:
         match = request.match_info
         namespace, name = match["namespace"], match["metric"]
-        which = METRIC_INDEX_BY_NAME.get(name.lower())  # names match case-insensitively (`lookup_metric`)
-        if which is None:
+        metric = lookup_metric(name)
+        if metric is None:
             raise ApiError(404, f"external metric {name!r} is not served; available: "
                                 + ", ".join(m.value for m in ServedMetric))
         try:
             deployment = deployment_from_query(request.rel_url.raw_query_string)
         except SelectorError as error:
             raise ApiError(400, str(error)) from error
-        return respond(runtime_answer(store, namespace, deployment, which), metrics)
+        return respond(runtime_answer(store, namespace, deployment, METRIC_INDEX[metric]), metrics)
 
     return external_metric
 

@@ -30,8 +30,6 @@ from autoscaler.names import ServedMetric
 METRICS: tuple[ServedMetric, ...] = tuple(ServedMetric)
 """The order of the per-metric answers of a runtime."""
 METRIC_INDEX: dict[ServedMetric, int] = {metric: index for index, metric in enumerate(METRICS)}
-METRIC_INDEX_BY_NAME: dict[str, int] = {metric.value: index for metric, index in METRIC_INDEX.items()}
-"""`METRIC_INDEX` by the metric's name: hashing the Enum member runs Python code, on every HPA request."""
 
 Answer = tuple[int, bytes, float | None]
 """(HTTP status, JSON body, age in seconds of the oldest sample behind a 200 answer, else None)."""

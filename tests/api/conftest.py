@@ -83,15 +83,16 @@ def settings_for(pki: Pki, tmp_path: Path, kube: FakeKubeApi) -> Callable[..., S
 
 
 @asynccontextmanager
-async def listening(app: web.Application, tls: ssl.SSLContext) -> AsyncIterator[str]:
+async def listening(app: web.Application, tls: ssl.SSLContext,
+                    limits: ConnectionLimits | None = None) -> AsyncIterator[int]:
     """`app` served as `serve` serves it, through the guarded listener and its protocol (which keeps what
-    authentication found out about a connection), on a free port; its base URL."""
+    authentication found out about a connection), on a free port of 127.0.0.1; the port."""
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    site = GuardedSite(runner, "127.0.0.1", 0, tls=tls, limits=ConnectionLimits())
+    site = GuardedSite(runner, "127.0.0.1", 0, tls=tls, limits=limits or ConnectionLimits())
     try:
         await site.start()
-        yield f"https://127.0.0.1:{site.port}"
+        yield site.port
     finally:
         await runner.cleanup()
 
@@ -105,8 +106,8 @@ async def secured(
     tls = pki.server_context()
     security = await build_api_security(settings_for(), tls, metrics, kube_timeout_s=0.5)
     try:
-        async with listening(build_api_app(refresher, metrics, security.gate), tls) as url:
-            yield SecuredApi(url, pki, kube, metrics, refresher, security)
+        async with listening(build_api_app(refresher, metrics, security.gate), tls) as port:
+            yield SecuredApi(f"https://127.0.0.1:{port}", pki, kube, metrics, refresher, security)
     finally:
         await security.close()
 

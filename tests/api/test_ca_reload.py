@@ -51,8 +51,8 @@ async def served(pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeS
     metrics, tls = AdapterMetrics(), pki.server_context()
     security = await build_api_security(settings_for(files=False), tls, metrics)
     try:
-        async with listening(build_api_app(refresher_with(runtime_view()), metrics, security.gate), tls) as url:
-            yield Served(f"{url}/debug/runtimes/{KEY.namespace}/{KEY.deployment}", security)
+        async with listening(build_api_app(refresher_with(runtime_view()), metrics, security.gate), tls) as port:
+            yield Served(f"https://127.0.0.1:{port}/debug/runtimes/{KEY.namespace}/{KEY.deployment}", security)
     finally:
         await security.close()
 

@@ -11,11 +11,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
-from aiohttp import web
 
 from autoscaler.api.app import build_api_app
-from autoscaler.api.connections import ConnectionLimits, GuardedSite
+from autoscaler.api.connections import ConnectionLimits
 from tests.api.builders import DEPLOYMENT, KEY, NAMESPACE, Pki, refresher_with, runtime_view
+from tests.api.conftest import listening
 
 METRIC = (f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}/modelmesh_desired_replicas"
           f"?labelSelector=deployment%3D{DEPLOYMENT}")
@@ -48,14 +48,8 @@ class Listener:
 @pytest.fixture
 async def listener(pki: Pki) -> AsyncIterator[Listener]:
     refresher = refresher_with(runtime_view(KEY))
-    runner = web.AppRunner(build_api_app(refresher, refresher.metrics), access_log=None)
-    await runner.setup()
-    site = GuardedSite(runner, "127.0.0.1", 0, tls=pki.server_context(), limits=LIMITS)
-    await site.start()
-    try:
-        yield Listener(site.port, pki.client_context())
-    finally:
-        await runner.cleanup()
+    async with listening(build_api_app(refresher, refresher.metrics), pki.server_context(), LIMITS) as port:
+        yield Listener(port, pki.client_context())
 
 
 def get(path: str, *headers: str) -> bytes:

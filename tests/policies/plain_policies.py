@@ -275,19 +275,8 @@ def plain_smooth(
     may_fall: bool,
     settle: float = 0.0,
 ) -> SmoothState | None:
-    """`smoothing.smooth` as it was before its builtin `min`/`max` calls and builder call were inlined.
-
-    Step one series to `now` towards `target`.
-
-    - no state yet: start at the target (None stays None);
-    - `target` None (unknown this step): hold the value, restart the decay clock;
-    - `target` at or above the value: rise at once;
-    - below, and `may_fall` False: hold (clock restarted);
-    - below, and `may_fall`: decay with time constant `tau` (`tau <= 0`: fall at once); once the remaining
-      gap is at most `settle`, land on the target.
-
-    A clock that steps backwards gives `dt = 0`: no decay, never a jump.
-    """
+    """`smoothing.smooth` as it was before its builtin `min`/`max` calls and builder call were inlined; the
+    rules are in its docstring."""
     if state is None:
         return None if target is None else SmoothState(target, now)
     if target is None or (target < state.value and not may_fall):
