@@ -30,7 +30,6 @@ import signal
 import socket
 import ssl
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
@@ -47,12 +46,14 @@ from autoscaler.api.connections import ConnectionLimits, GuardedSite
 from autoscaler.api.render import SnapshotPublisher
 from autoscaler.api.selfmetrics_split import MULTIPROCESS_DIRECTORY
 from autoscaler.api.snapshot import SnapshotHolder
+from autoscaler.scratch import owned_directory, sweep_abandoned
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
 
 log = logging.getLogger(__name__)
 
 READY, FAILED = b"ready", b"error:"
+CERT_DIRECTORY_PREFIX, METRICS_DIRECTORY_PREFIX = "mm-autoscaler-cert-", "mm-autoscaler-metrics-"
 START_TIMEOUT_S = 60.0
 
 
@@ -154,9 +155,10 @@ class WorkerPool:
         self.pipes: list[Connection] = []
         # Several workers keep their request series in files that every worker's /metrics sums
         # (`selfmetrics_split`); a fresh directory per start, as counters start from zero.
-        self.metrics_directory = (tempfile.TemporaryDirectory(prefix="mm-autoscaler-metrics-")
+        self._scratch = contextlib.ExitStack()
+        self.metrics_directory = (self._scratch.enter_context(owned_directory(METRICS_DIRECTORY_PREFIX))
                                   if settings.workers > 1 else None)
-        with _environment(MULTIPROCESS_DIRECTORY, self.metrics_directory.name if self.metrics_directory else None):
+        with _environment(MULTIPROCESS_DIRECTORY, str(self.metrics_directory) if self.metrics_directory else None):
             for index in range(settings.workers):
                 ours, theirs = spawn.Pipe(duplex=True)
                 process = spawn.Process(target=worker_main, args=(settings, cert_file, key_file, theirs, index),
@@ -218,8 +220,7 @@ class WorkerPool:
             if process.is_alive():
                 process.kill()
                 process.join()
-        if self.metrics_directory is not None:
-            self.metrics_directory.cleanup()
+        self._scratch.close()
 
 
 @contextlib.contextmanager
@@ -243,9 +244,11 @@ def _environment(name: str, value: str | None) -> Iterator[None]:
 
 def serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | None) -> int:
     """Run the refresh here and `settings.workers` serving processes; the process exit code."""
-    with tempfile.TemporaryDirectory(prefix="mm-autoscaler-cert-") as directory:
+    for prefix in (CERT_DIRECTORY_PREFIX, METRICS_DIRECTORY_PREFIX):
+        sweep_abandoned(prefix)
+    with owned_directory(CERT_DIRECTORY_PREFIX) as directory:
         if tls_files is None:
-            files = generate_self_signed(Path(directory), "modelmesh-autoscaler",
+            files = generate_self_signed(directory, "modelmesh-autoscaler",
                                          [settings.bound_host, "localhost", socket.gethostname()])
             tls_files = (files.cert_file, files.key_file)
         pool = WorkerPool(settings, *tls_files)

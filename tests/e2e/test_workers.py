@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -158,3 +159,46 @@ def test_sigterm_stops_every_process_quietly(adapter: tuple[subprocess.Popen[byt
     assert process.wait(timeout=8) == 0
     poll(lambda: not any(alive(pid) for pid in workers), timeout=5)
     assert "ERROR" not in (tmp_path / "adapter.log").read_text()
+
+
+def scratch_directories(tmp: Path) -> set[str]:
+    return {path.name for path in tmp.iterdir() if path.name.startswith("mm-autoscaler-")}
+
+
+def test_a_start_removes_what_a_killed_adapter_left_in_the_temporary_directory(
+        tmp_path: Path, targets: Path) -> None:
+    """SIGKILL runs no clean-up: the self-signed key and the workers' metric files stay in /tmp (an emptyDir
+    that outlives the container in the shipped Deployment) until the next start removes them."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+
+    def start(log: str) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
+        port = free_port()
+        return running(["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}", "--targets",
+                        str(targets), "--workers", "2", "--deletion-cost", "off"],
+                       f"https://127.0.0.1:{port}/healthz", tmp_path / log, env={"TMPDIR": str(tmp)})
+
+    with start("killed.log") as killed:
+        workers = serving_workers(killed.pid)
+        left = scratch_directories(tmp)
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(timeout=5)
+        poll(lambda: not any(alive(pid) for pid in workers), timeout=15)
+    assert {name.rsplit("-", 1)[0] for name in left} == {"mm-autoscaler-cert", "mm-autoscaler-metrics"}
+    assert scratch_directories(tmp) == left
+    assert any(path.name.endswith(".key") for name in left for path in (tmp / name).iterdir())
+
+    unrelated = tmp / "mm-autoscaler-metrics-not-an-adapters"  # no owner file: not ours to judge
+    unrelated.mkdir()
+    with start("next.log"):
+        now = scratch_directories(tmp)
+        assert not now & left
+        assert unrelated.name in now
+        assert len(now) == 3  # the new adapter's two, and the unrelated one
+        log = (tmp_path / "next.log").read_text()
+        for name in left:
+            assert f"removed {tmp / name}, left by process {killed.pid}, which ended without cleaning up" in log
+
+        with start("beside.log"):  # a second adapter beside a live one leaves the live one's directories
+            assert now <= scratch_directories(tmp)
+    assert scratch_directories(tmp) == {unrelated.name}
