@@ -54,6 +54,10 @@ def test_replicas_follow_the_hot_model_up_and_come_down_slowly_least_needed_firs
     assert len(downs) >= 2, out  # in steps, as the adapter's served value falls
     removed = re.findall(r"(demo-\d+) \(deletion cost \d+\)", " ".join(r for _, _, r in downs))
     assert removed and "demo-0" not in removed  # never the pod with the hot model
+    for report in re.split(r"\n\[ *\d+s\] ", out):  # each report names only the pods it lists
+        listed = set(re.findall(r"^  (demo-\d+) ", report, re.MULTILINE))
+        for order in re.findall(r"the ReplicaSet removes (.*)", report):
+            assert set(re.findall(r"demo-\d+", order)) <= listed, report
     assert processes_using(workdir_of(out)) == ""
 
 
