@@ -136,37 +136,29 @@ def fraction(value: str) -> float:
     return number
 
 
-def count(value: str) -> int:
-    """A whole number of at least 1."""
+def _whole_number(value: str, lowest: int, highest: int | None, bounds: str) -> int:
     try:
         number = int(value.strip())
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from error
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value!r}")
+    if number < lowest or (highest is not None and number > highest):
+        raise argparse.ArgumentTypeError(f"must be {bounds}, got {value!r}")
     return number
+
+
+def count(value: str) -> int:
+    """A whole number of at least 1."""
+    return _whole_number(value, 1, None, "at least 1")
 
 
 def workers(value: str) -> int:
     """0 (everything in one process) or more serving processes."""
-    try:
-        number = int(value.strip())
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from error
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value!r}")
-    return number
+    return _whole_number(value, 0, None, "0 or more")
 
 
 def niceness(value: str) -> int:
     """A niceness increment for the refresh process: 0 (none) to 19 (the lowest priority)."""
-    try:
-        number = int(value.strip())
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from error
-    if not 0 <= number <= 19:
-        raise argparse.ArgumentTypeError(f"must be 0 to 19, got {value!r}")
-    return number
+    return _whole_number(value, 0, 19, "0 to 19")
 
 
 def duration(value: str) -> float:
