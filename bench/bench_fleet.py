@@ -94,41 +94,15 @@ def metric_path(runtime: int, metric: str) -> str:
 
 def exporter_template(pod: int) -> tuple[bytes, bytes]:
     """One exporter's output (1 GPU), split where its collection timestamp goes."""
-    from prometheus_client import CollectorRegistry, generate_latest
-    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-
-    from exporter import names
-
-    class Families:
-        def collect(self) -> list[GaugeMetricFamily | CounterMetricFamily]:
-            busy = GaugeMetricFamily(names.GPU_BUSY_RATIO, "busy", labels=["gpu", "uuid"])
-            busy.add_metric(["0", f"GPU-{pod}"], (pod % 10) / 10)
-            used = GaugeMetricFamily(names.GPU_MEMORY_USED_BYTES, "used", labels=["gpu", "uuid"])
-            used.add_metric(["0", f"GPU-{pod}"], 1e9)
-            success = GaugeMetricFamily(names.COLLECTOR_SUCCESS, "ok", labels=["collector"])
-            success.add_metric(["modelmesh"], 1)
-            success.add_metric(["gpu"], 1)
-            last = GaugeMetricFamily(names.LAST_SUCCESS_TIMESTAMP, "ts", labels=["collector"])
-            last.add_metric(["modelmesh"], float(STAMP))
-            # Only the first stamp (ModelMesh's) is rewritten per response; the GPU collector's is set far ahead
-            # so that its signal always counts fresh in the benchmark.
-            last.add_metric(["gpu"], 4e9)
-            return [busy, used, success, last,
-                    CounterMetricFamily(names.REQUESTS_TOTAL, "n", value=1000.0 * pod),
-                    GaugeMetricFamily(names.REQUESTS_PER_SECOND, "r", value=float(pod % 50)),
-                    GaugeMetricFamily(names.QUEUE_DELAY_SECONDS, "q", value=0.01),
-                    GaugeMetricFamily(names.CACHE_MISSES_PER_SECOND, "m", value=0.1),
-                    GaugeMetricFamily(names.LRU_AGE_SECONDS, "a", value=600.0),
-                    GaugeMetricFamily(names.CACHE_USED_RATIO, "c", value=0.7),
-                    GaugeMetricFamily(names.CACHE_CAPACITY_BYTES, "cap", value=1.6e10),
-                    GaugeMetricFamily(names.MODELS_LOADED, "l", value=12.0)]
-
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(Families())
     from prometheus_client.utils import floatToGoString
 
+    from bench.fake_exporter import exporter_text
+
+    # Only the first stamp (ModelMesh's) is rewritten per response; the GPU collector's is set far ahead so
+    # that its signal always counts fresh in the benchmark.
+    text = exporter_text(pod, gpus=1, modelmesh_stamp=float(STAMP), gpu_stamp=4e9)
     stamp: str = floatToGoString(float(STAMP))  # type: ignore[no-untyped-call]
-    before, found, after = generate_latest(registry).partition(stamp.encode())
+    before, found, after = text.partition(stamp.encode())
     if not found:
         raise RuntimeError("the timestamp placeholder is not in the exporter text")
     return before, after

@@ -15,18 +15,16 @@ import time
 from pathlib import Path
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from autoscaler.model import RuntimeKey
 from autoscaler.sources.base import PodTarget, RuntimeInventory
 from autoscaler.sources.scrape import ScrapeSource
-from exporter import names
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # the static discovery the source tests use lives in tests/
 
+from bench.fake_exporter import exporter_text  # noqa: E402
 from tests.sources.static_discovery import StaticDiscovery  # noqa: E402
 
 PODS = 500
@@ -34,46 +32,10 @@ RUNTIMES = 10
 ROUNDS = 5
 
 
-def exporter_text(pod: int) -> bytes:
-    """What one exporter with 8 GPUs serves."""
-
-    class Families:
-        def collect(self) -> list[GaugeMetricFamily | CounterMetricFamily]:
-            now = time.time()
-            busy = GaugeMetricFamily(names.GPU_BUSY_RATIO, "busy", labels=["gpu", "uuid"])
-            used = GaugeMetricFamily(names.GPU_MEMORY_USED_BYTES, "used", labels=["gpu", "uuid"])
-            for gpu in range(8):
-                busy.add_metric([str(gpu), f"GPU-{pod}-{gpu}"], (pod % 10) / 10)
-                used.add_metric([str(gpu), f"GPU-{pod}-{gpu}"], 1e9)
-            success = GaugeMetricFamily(names.COLLECTOR_SUCCESS, "ok", labels=["collector"])
-            success.add_metric(["modelmesh"], 1)
-            success.add_metric(["gpu"], 1)
-            last = GaugeMetricFamily(names.LAST_SUCCESS_TIMESTAMP, "ts", labels=["collector"])
-            last.add_metric(["modelmesh"], now)
-            return [
-                busy,
-                used,
-                success,
-                last,
-                CounterMetricFamily(names.REQUESTS_TOTAL, "n", value=1000.0 * pod),
-                GaugeMetricFamily(names.REQUESTS_PER_SECOND, "r", value=float(pod % 50)),
-                GaugeMetricFamily(names.QUEUE_DELAY_SECONDS, "q", value=0.01),
-                GaugeMetricFamily(names.CACHE_MISSES_PER_SECOND, "m", value=0.1),
-                GaugeMetricFamily(names.LRU_AGE_SECONDS, "a", value=600.0),
-                GaugeMetricFamily(names.CACHE_USED_RATIO, "c", value=0.7),
-                GaugeMetricFamily(names.CACHE_CAPACITY_BYTES, "cap", value=1.6e10),
-                GaugeMetricFamily(names.MODELS_LOADED, "l", value=12.0),
-            ]
-
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(Families())
-    return generate_latest(registry)
-
-
 async def main() -> None:
     # Bodies are rendered up front so the figures are the adapter's cost, not the stand-in server's.
     bodies = {
-        runtime * 1000 + i: exporter_text(runtime * 1000 + i)
+        runtime * 1000 + i: exporter_text(runtime * 1000 + i, gpus=8, modelmesh_stamp=time.time())
         for runtime in range(RUNTIMES)
         for i in range(PODS // RUNTIMES)
     }

@@ -1,0 +1,41 @@
+"""What a fake pod's exporter serves in the benchmarks: the exporter's own series, at realistic size."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from exporter import names
+
+
+def exporter_text(pod: int, gpus: int, modelmesh_stamp: float, gpu_stamp: float | None = None) -> bytes:
+    """One exporter's output for pod number `pod` with `gpus` GPUs; its ModelMesh collector last succeeded at
+    `modelmesh_stamp`, its GPU collector at `gpu_stamp` (no stamp when None)."""
+
+    class Families:
+        def collect(self) -> list[GaugeMetricFamily | CounterMetricFamily]:
+            busy = GaugeMetricFamily(names.GPU_BUSY_RATIO, "busy", labels=["gpu", "uuid"])
+            used = GaugeMetricFamily(names.GPU_MEMORY_USED_BYTES, "used", labels=["gpu", "uuid"])
+            for gpu in range(gpus):
+                busy.add_metric([str(gpu), f"GPU-{pod}-{gpu}"], (pod % 10) / 10)
+                used.add_metric([str(gpu), f"GPU-{pod}-{gpu}"], 1e9)
+            success = GaugeMetricFamily(names.COLLECTOR_SUCCESS, "ok", labels=["collector"])
+            success.add_metric(["modelmesh"], 1)
+            success.add_metric(["gpu"], 1)
+            last = GaugeMetricFamily(names.LAST_SUCCESS_TIMESTAMP, "ts", labels=["collector"])
+            last.add_metric(["modelmesh"], modelmesh_stamp)
+            if gpu_stamp is not None:
+                last.add_metric(["gpu"], gpu_stamp)
+            return [busy, used, success, last,
+                    CounterMetricFamily(names.REQUESTS_TOTAL, "n", value=1000.0 * pod),
+                    GaugeMetricFamily(names.REQUESTS_PER_SECOND, "r", value=float(pod % 50)),
+                    GaugeMetricFamily(names.QUEUE_DELAY_SECONDS, "q", value=0.01),
+                    GaugeMetricFamily(names.CACHE_MISSES_PER_SECOND, "m", value=0.1),
+                    GaugeMetricFamily(names.LRU_AGE_SECONDS, "a", value=600.0),
+                    GaugeMetricFamily(names.CACHE_USED_RATIO, "c", value=0.7),
+                    GaugeMetricFamily(names.CACHE_CAPACITY_BYTES, "cap", value=1.6e10),
+                    GaugeMetricFamily(names.MODELS_LOADED, "l", value=12.0)]
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Families())
+    return generate_latest(registry)
