@@ -8,7 +8,8 @@ and `--requestheader-allowed-names`, scraping the fleet every `--refresh-interva
 the aggregator's front-proxy certificate (trustme) and `X-Remote-User`, as kube-apiserver does, and ask for
 every runtime x metric in turn. Two clients, rounds interleaved between the adapter and the bare handler:
 
-- load: `--concurrency` keep-alive connections, one request in flight on each, for `--seconds`;
+- load: `--concurrency` keep-alive connections, one request in flight on each, for `--seconds`, from aiohttp
+  or (`--load-client ab`) ApacheBench, a client in C that leaves the p99 to the server's queue;
 - HPA pace: one HPA per runtime asking for its 4 metrics every 15 s (runtimes x 4 / 15 requests a second,
   open loop over 16 connections like the aggregator's), for `--hpa-seconds`. The schedule is dealt to
   `--hpa-clients` client processes, each with its own connections, so that one client's event loop is not
@@ -48,6 +49,7 @@ import multiprocessing.pool
 import os
 import random
 import re
+import shutil
 import ssl
 import statistics
 import subprocess
@@ -280,6 +282,38 @@ async def load(targets: list[str], client: ssl.SSLContext, seconds: float, concu
             into.cpu_per_request.append((cpu_seconds(serving) - cpu) / max(1, count))
 
 
+async def load_ab(target: str, workdir: Path, seconds: float, concurrency: int, into: Sample,
+                  serving: list[int] | None = None) -> None:
+    """The load run from ApacheBench (`ab`: C, one thread, keep-alive, the aggregator's client certificate and
+    headers) instead of the Python client. It needs a fraction of the Python client's CPU, so the jitter of the
+    core the clients share with the fake fleet and the refresh stays out of the p99. `ab` asks for one URL: one
+    runtime's metric, again and again. Its percentiles come 1% apart (`-e`), each standing for 1% of the run's
+    requests."""
+    table = workdir / "ab-percentiles.csv"
+    command = ["ab", "-q", "-k", "-c", str(concurrency), "-t", f"{seconds:g}", "-n", "100000000",
+               "-E", str(workdir / "front-proxy-client.pem"), "-e", str(table)]
+    for name, value in HEADERS.items():
+        command += ["-H", f"{name}: {value}"]
+    cpu = cpu_seconds(serving or [])
+    process = await asyncio.create_subprocess_exec(*command, target, stdout=subprocess.PIPE,
+                                                   stderr=subprocess.PIPE)
+    output, problems = await process.communicate()
+    if process.returncode != 0:
+        raise RuntimeError(f"ab failed ({process.returncode}): {problems.decode(errors='replace').strip()}")
+    text = output.decode()
+
+    def figure(label: str) -> float:
+        found = re.search(rf"^{label}:\s+([0-9.]+)", text, re.MULTILINE)
+        return float(found.group(1)) if found else 0.0
+
+    done = figure("Complete requests")
+    into.errors += int(figure("Failed requests") + figure("Non-2xx responses"))
+    into.throughputs.append(figure("Requests per second"))
+    into.latencies += [float(line.split(",")[1]) / 1000 for line in table.read_text().splitlines()[1:]]
+    if serving:
+        into.cpu_per_request.append((cpu_seconds(serving) - cpu) / max(1.0, done))
+
+
 @dataclass
 class Paced:
     """What the HPA-paced clients saw: latency from send, and how late each send was against its schedule.
@@ -491,7 +525,12 @@ async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client
             await load(urls(url, runtimes), client, 1.0, args.concurrency, Sample())
         for _ in range(args.rounds):
             for name, url in bases.items():
-                await load(urls(url, runtimes), client, args.seconds, args.concurrency, loads[name], serving[name])
+                if args.load_client == "ab":
+                    await load_ab(urls(url, runtimes)[0], workdir, args.seconds, args.concurrency, loads[name],
+                                  serving[name])
+                else:
+                    await load(urls(url, runtimes), client, args.seconds, args.concurrency, loads[name],
+                               serving[name])
                 hpa_pace(pool, workdir, urls(url, runtimes), args.hpa_seconds, args.hpa_clients, paced[name])
                 hpa_pace(pool, workdir, urls(url, runtimes), args.hpa_seconds, args.hpa_clients, same_rate[name],
                          args.same_rate)
@@ -553,6 +592,10 @@ def main() -> None:
     parser.add_argument("--hpa-clients", type=int, default=4,
                         help="client processes sharing the HPA-paced schedule, each with its own connections")
     parser.add_argument("--concurrency", type=int, default=16, help="keep-alive connections of the load run")
+    parser.add_argument("--load-client", choices=("python", "ab"), default="python",
+                        help="the load run's client: aiohttp over every runtime x metric (python), or ApacheBench "
+                        "on one of them (ab, from Debian's apache2-utils: C, a fraction of the CPU, so the "
+                        "clients' shared core adds less to the p99)")
     parser.add_argument("--workers", type=int, default=1, help="the adapter's --workers")
     parser.add_argument("--refresh-interval", type=float, default=5.0,
                         help="the adapter's refresh interval: short, so refreshes run during the rounds")
@@ -569,6 +612,8 @@ def main() -> None:
                         "fleet's size differs (default: the largest fleet's HPA pace)")
     args = parser.parse_args()
     sizes = [int(part) for part in args.runtimes.split(",") if part.strip()]
+    if args.load_client == "ab" and not shutil.which("ab"):
+        parser.error("--load-client ab: no `ab` on the PATH (apt-get install -y apache2-utils)")
     if args.serving_cpu < 0:
         args.serving_cpu = None
     if args.serving_cpu is not None:
@@ -578,7 +623,8 @@ def main() -> None:
         os.sched_setaffinity(0, others)  # what this process starts inherits it
     args.same_rate = args.same_rate or max(sizes) * len(METRICS) / HPA_PERIOD_S
     print(f"adapter --workers {args.workers}, refresh every {args.refresh_interval:g} s, auth on (front-proxy "
-          f"certificate + SubjectAccessReview); load: {args.concurrency} connections x {args.seconds:g} s; HPA "
+          f"certificate + SubjectAccessReview); load: {args.concurrency} connections x {args.seconds:g} s from "
+          f"{'ab, one URL' if args.load_client == 'ab' else 'aiohttp'}; HPA "
           f"pace: runtimes x 4 / 15 s for {args.hpa_seconds:g} s from {args.hpa_clients} client processes; "
           f"{args.rounds} interleaved rounds; same rate: {args.same_rate:g} requests a second at every size"
           + (f"; the adapter under a CPU limit of {args.cpu_limit:g} cores" if args.cpu_limit else "")
