@@ -22,7 +22,6 @@ import multiprocessing
 import os
 import shutil
 import ssl
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +35,7 @@ if str(REPO) not in sys.path:
 import aiohttp  # noqa: E402
 from aiohttp import web  # noqa: E402
 
+from bench.apachebench import run_ab  # noqa: E402
 from bench.bench_fleet import write_pki  # noqa: E402
 
 HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
@@ -148,24 +148,9 @@ async def aiohttp_load(url: str, context: ssl.SSLContext, seconds: float, concur
 
 
 def ab_load(url: str, client_pem: Path, seconds: float, concurrency: int) -> Run:
-    """Load from ApacheBench (`ab`, C, single-threaded): it outruns any Python server, so the figure is the
-    server's capacity, not the client's. HTTP/1.0 keep-alive, the proxy's certificate via `-E`."""
-    with tempfile.NamedTemporaryFile(suffix=".csv") as percentages:
-        command = ["ab", "-k", "-q", "-c", str(concurrency), "-t", f"{seconds:g}", "-n", "100000000",
-                   "-E", str(client_pem), "-e", percentages.name,
-                   *(arg for name, value in HEADERS.items() for arg in ("-H", f"{name}: {value}")), url]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 30)
-        table = dict(line.split(",") for line in Path(percentages.name).read_text().splitlines()[1:])
-    fields = dict(line.split(":", 1) for line in result.stdout.splitlines() if ":" in line)
-    if result.returncode != 0 or "Complete requests" not in fields:
-        raise RuntimeError(f"ab failed: {result.stderr or result.stdout}")
-    failed = int(fields.get("Non-2xx responses", "0")) + int(fields["Failed requests"].split()[0])
-    if failed:
-        raise RuntimeError(f"{url}: {failed} requests failed or were not 2xx")
-    if int(fields.get("Keep-Alive requests", "0")) < 0.99 * int(fields["Complete requests"]):
-        raise RuntimeError(f"{url}: connections were not kept alive; the figures would measure handshakes")
-    return Run(int(fields["Complete requests"]), float(fields["Time taken for tests"].split()[0]),
-               float(table["50"]) / 1000, float(table["99"]) / 1000)
+    """Load from ApacheBench: the figure is the server's capacity, not the client's."""
+    run = run_ab(url, client_pem, HEADERS, seconds, concurrency)
+    return Run(run.requests, run.seconds, run.percentiles_s[50], run.percentiles_s[99])
 
 
 def start(target: object, *args: object) -> tuple[multiprocessing.process.BaseProcess, int]:

@@ -284,34 +284,17 @@ async def load(targets: list[str], client: ssl.SSLContext, seconds: float, concu
 
 async def load_ab(target: str, workdir: Path, seconds: float, concurrency: int, into: Sample,
                   serving: list[int] | None = None) -> None:
-    """The load run from ApacheBench (`ab`: C, one thread, keep-alive, the aggregator's client certificate and
-    headers) instead of the Python client. It needs a fraction of the Python client's CPU, so the jitter of the
-    core the clients share with the fake fleet and the refresh stays out of the p99. `ab` asks for one URL: one
-    runtime's metric, again and again. Its percentiles come 1% apart (`-e`), each standing for 1% of the run's
-    requests."""
-    table = workdir / "ab-percentiles.csv"
-    command = ["ab", "-q", "-k", "-c", str(concurrency), "-t", f"{seconds:g}", "-n", "100000000",
-               "-E", str(workdir / "front-proxy-client.pem"), "-e", str(table)]
-    for name, value in HEADERS.items():
-        command += ["-H", f"{name}: {value}"]
+    """The load run from ApacheBench instead of the Python client (`bench.apachebench`): it needs a fraction of
+    the Python client's CPU, so the jitter of the core the clients share with the fake fleet and the refresh
+    stays out of the p99. `ab` asks for one URL: one runtime's metric, again and again."""
+    from bench.apachebench import run_ab
+
     cpu = cpu_seconds(serving or [])
-    process = await asyncio.create_subprocess_exec(*command, target, stdout=subprocess.PIPE,
-                                                   stderr=subprocess.PIPE)
-    output, problems = await process.communicate()
-    if process.returncode != 0:
-        raise RuntimeError(f"ab failed ({process.returncode}): {problems.decode(errors='replace').strip()}")
-    text = output.decode()
-
-    def figure(label: str) -> float:
-        found = re.search(rf"^{label}:\s+([0-9.]+)", text, re.MULTILINE)
-        return float(found.group(1)) if found else 0.0
-
-    done = figure("Complete requests")
-    into.errors += int(figure("Failed requests") + figure("Non-2xx responses"))
-    into.throughputs.append(figure("Requests per second"))
-    into.latencies += [float(line.split(",")[1]) / 1000 for line in table.read_text().splitlines()[1:]]
+    run = await asyncio.to_thread(run_ab, target, workdir / "front-proxy-client.pem", HEADERS, seconds, concurrency)
+    into.throughputs.append(run.requests / run.seconds)
+    into.latencies += run.percentiles_s
     if serving:
-        into.cpu_per_request.append((cpu_seconds(serving) - cpu) / max(1.0, done))
+        into.cpu_per_request.append((cpu_seconds(serving) - cpu) / max(1, run.requests))
 
 
 @dataclass
