@@ -117,12 +117,19 @@ async def _worker(settings: ServeSettings, cert_file: Path, key_file: Path, pipe
         pipe.send_bytes(FAILED + str(error).encode())
         return 2
     receiving = asyncio.ensure_future(_receive_snapshots(pipe, holder))
+
+    def ready() -> None:
+        with contextlib.suppress(BrokenPipeError):  # the refresh process has gone: `receiving` ends at once
+            pipe.send_bytes(READY)
+
     try:
         signalled = await serve_until_stopped(
             app, settings.bound_host, settings.listen_port, tls, connection_limits(settings), reuse_port=True,
-            on_ready=lambda: pipe.send_bytes(READY), until=receiving)
+            on_ready=ready, until=receiving)
     except OSError as error:
-        pipe.send_bytes(FAILED + f"cannot listen on {settings.bound_host}:{settings.listen_port}: {error}".encode())
+        with contextlib.suppress(BrokenPipeError):
+            pipe.send_bytes(FAILED + f"cannot listen on {settings.bound_host}:{settings.listen_port}: "
+                                     f"{error}".encode())
         return 2
     if not signalled:
         log.error("the refresh process has gone; stopping so that Kubernetes restarts the pod")
@@ -149,32 +156,43 @@ async def _receive_snapshots(pipe: Connection, holder: SnapshotHolder) -> None:
 class WorkerPool:
     """The serving workers, their pipes, and what the refresh process sends them."""
 
-    def __init__(self, settings: ServeSettings, cert_file: Path, key_file: Path) -> None:
+    def __init__(self, settings: ServeSettings, cert_file: Path, key_file: Path,
+                 between_starts: Callable[[], None] = lambda: None) -> None:
+        """Starts the workers; `between_starts` runs after each (it may raise to stop them all)."""
         spawn = multiprocessing.get_context("spawn")
         self.processes: list[BaseProcess] = []
         self.pipes: list[Connection] = []
-        # Several workers keep their request series in files that every worker's /metrics sums
-        # (`selfmetrics_split`); a fresh directory per start, as counters start from zero.
         self._scratch = contextlib.ExitStack()
-        self.metrics_directory = (self._scratch.enter_context(owned_directory(METRICS_DIRECTORY_PREFIX))
-                                  if settings.workers > 1 else None)
-        with _environment(MULTIPROCESS_DIRECTORY, str(self.metrics_directory) if self.metrics_directory else None):
-            for index in range(settings.workers):
-                ours, theirs = spawn.Pipe(duplex=True)
-                process = spawn.Process(target=worker_main, args=(settings, cert_file, key_file, theirs, index),
-                                        name=f"serving-worker-{index}", daemon=True)
-                process.start()
-                theirs.close()
-                self.processes.append(process)
-                self.pipes.append(ours)
+        try:
+            # Several workers keep their request series in files that every worker's /metrics sums
+            # (`selfmetrics_split`); a fresh directory per start, as counters start from zero.
+            self.metrics_directory = (self._scratch.enter_context(owned_directory(METRICS_DIRECTORY_PREFIX))
+                                      if settings.workers > 1 else None)
+            with _environment(MULTIPROCESS_DIRECTORY,
+                              str(self.metrics_directory) if self.metrics_directory else None):
+                for index in range(settings.workers):
+                    ours, theirs = spawn.Pipe(duplex=True)
+                    process = spawn.Process(target=worker_main,
+                                            args=(settings, cert_file, key_file, theirs, index),
+                                            name=f"serving-worker-{index}", daemon=True)
+                    process.start()
+                    theirs.close()
+                    self.processes.append(process)
+                    self.pipes.append(ours)
+                    between_starts()
+        except BaseException:  # SIGTERM while starting (`_SignalsWhileStarting`): stop what did start
+            self.stop()
+            raise
 
-    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> None:
-        """Block until every worker listens; `WorkerStartError` with the first failure's line."""
+    def wait_ready(self, timeout_s: float = START_TIMEOUT_S, between_waits: Callable[[], None] = lambda: None) -> None:
+        """Block until every worker listens; `WorkerStartError` with the first failure's line. `between_waits`
+        runs every tenth of a second meanwhile (it may raise to stop waiting)."""
         deadline = time.monotonic() + timeout_s
         for process, pipe in zip(self.processes, self.pipes, strict=True):
-            left = max(0.0, deadline - time.monotonic())
-            if not pipe.poll(left):
-                raise WorkerStartError(f"serving worker {process.name} did not start within {timeout_s:g} s")
+            while not pipe.poll(min(0.1, max(0.0, deadline - time.monotonic()))):
+                between_waits()
+                if time.monotonic() >= deadline:
+                    raise WorkerStartError(f"serving worker {process.name} did not start within {timeout_s:g} s")
             try:
                 message = pipe.recv_bytes()
             except EOFError:
@@ -242,8 +260,43 @@ def _environment(name: str, value: str | None) -> Iterator[None]:
             os.environ[name] = before
 
 
+class _StoppedWhileStarting(Exception):
+    """SIGTERM or SIGINT came before the refresh process's event loop took the signals over."""
+
+
+class _SignalsWhileStarting:
+    """SIGTERM and SIGINT before the refresh process's event loop handles them (a pod deleted while it
+    starts): noted, and acted on at the next safe point (after each worker's start, while waiting for the
+    workers, as the loop takes the signals over), so that the workers started so far are stopped and the
+    scratch directories removed, as on any stop. Raising from the handler itself could interrupt
+    multiprocessing as it hands a new worker its start-up data; dying at once would leave the directories
+    and the workers behind."""
+
+    def __init__(self) -> None:
+        self.received: str | None = None
+
+    def note(self, signum: int, frame: object) -> None:
+        self.received = signal.Signals(signum).name
+
+    def check(self) -> None:
+        if self.received is not None:
+            raise _StoppedWhileStarting(self.received)
+
+
 def serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | None) -> int:
     """Run the refresh here and `settings.workers` serving processes; the process exit code."""
+    starting = _SignalsWhileStarting()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, starting.note)
+    try:
+        return _serve_with_workers(settings, tls_files, starting)
+    except _StoppedWhileStarting as stopped:
+        log.info("%s while starting: stopped", stopped)
+        return 0
+
+
+def _serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | None,
+                        starting: _SignalsWhileStarting) -> int:
     for prefix in (CERT_DIRECTORY_PREFIX, METRICS_DIRECTORY_PREFIX):
         sweep_abandoned(prefix)
     with owned_directory(CERT_DIRECTORY_PREFIX) as directory:
@@ -251,13 +304,13 @@ def serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | N
             files = generate_self_signed(directory, "modelmesh-autoscaler",
                                          [settings.bound_host, "localhost", socket.gethostname()])
             tls_files = (files.cert_file, files.key_file)
-        pool = WorkerPool(settings, *tls_files)
+        pool = WorkerPool(settings, *tls_files, between_starts=starting.check)
         try:
-            pool.wait_ready()
+            pool.wait_ready(between_waits=starting.check)
             log.info("serving external.metrics.k8s.io on https://%s:%d with %d worker process%s (source %s, "
                      "refresh every %.0f s)", settings.bound_host, settings.listen_port, settings.workers,
                      "" if settings.workers == 1 else "es", settings.source, settings.refresh_interval_s)
-            return asyncio.run(_refresh_process(settings, pool))
+            return asyncio.run(_refresh_process(settings, pool, starting))
         finally:
             pool.stop()
 
@@ -276,7 +329,7 @@ def _lower_priority(increment: int) -> None:
         log.info("refresh process niceness %d (the serving workers keep theirs)", now)
 
 
-async def _refresh_process(settings: ServeSettings, pool: WorkerPool) -> int:
+async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: _SignalsWhileStarting) -> int:
     from autoscaler.actuation.actuator import start_actuator
     from autoscaler.gcsettings import tune_for_refresh
     from autoscaler.server import RefreshStack
@@ -299,6 +352,7 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    starting.check()  # a signal that came before the loop took them over
     await stack.start()
     actuator = await start_actuator(settings, refresher, metrics)
     tune_for_refresh()  # start-up is over; the refresh's many short-lived objects (autoscaler/gcsettings.py)

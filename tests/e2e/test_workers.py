@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.api.runtimes import KEDA_ROUTE
 from autoscaler.request_tally import FLUSH_INTERVAL_S
-from tests.support.processes import free_port, http_get, poll, running, serving_workers
+from tests.support.processes import free_port, http_get, poll, running, serving_workers, stop
 
 pytestmark = pytest.mark.slow
 
@@ -202,3 +202,29 @@ def test_a_start_removes_what_a_killed_adapter_left_in_the_temporary_directory(
         with start("beside.log"):  # a second adapter beside a live one leaves the live one's directories
             assert now <= scratch_directories(tmp)
     assert scratch_directories(tmp) == {unrelated.name}
+
+
+def test_sigterm_while_starting_stops_every_process_and_leaves_nothing_behind(tmp_path: Path, targets: Path) -> None:
+    """A pod deleted while it starts: SIGTERM before the adapter serves stops the workers it started and removes
+    its scratch directories, quietly, as a SIGTERM once serving does."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    log = tmp_path / "adapter.log"
+    with open(log, "wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev", "--listen",
+             f"127.0.0.1:{free_port()}", "--targets", str(targets), "--workers", "2", "--deletion-cost", "off"],
+            stdout=output, stderr=subprocess.STDOUT, env={**os.environ, "TMPDIR": str(tmp)})
+    try:
+        # the serving key's directory is made before the first worker starts: start-up is under way
+        poll(lambda: scratch_directories(tmp), timeout=30, interval=0.005)
+        workers = serving_workers(process.pid)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=15) == 0
+    finally:
+        stop(process)
+    poll(lambda: not any(alive(pid) for pid in workers), timeout=15)
+    assert scratch_directories(tmp) == set()
+    text = log.read_text()
+    assert "SIGTERM while starting: stopped" in text
+    assert "Traceback" not in text
