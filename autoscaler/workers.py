@@ -32,6 +32,7 @@ import ssl
 import sys
 import time
 from collections.abc import Callable, Iterator
+from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -97,7 +98,9 @@ async def serve_until_stopped(app: web.Application, host: str, port: int, tls: s
 # The serving worker.
 
 def worker_main(settings: ServeSettings, cert_file: Path, key_file: Path, pipe: Connection, index: int) -> None:
-    """Entry point of a serving worker process (spawned: nothing inherited but these arguments)."""
+    """Entry point of a serving worker process (spawned: nothing inherited but these arguments, and SIGINT
+    ignored until its event loop handles it: `_interrupts_held_from_the_worker`)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a Ctrl-C pending since the start is dropped
     logging.basicConfig(level=settings.log_level,
                         format=f"%(asctime)s %(levelname)s %(name)s[worker {index}]: %(message)s")
     try:
@@ -168,6 +171,9 @@ class WorkerPool:
             # (`selfmetrics_split`); a fresh directory per start, as counters start from zero.
             self.metrics_directory = (self._scratch.enter_context(owned_directory(METRICS_DIRECTORY_PREFIX))
                                       if settings.workers > 1 else None)
+            # multiprocessing starts its resource tracker with the first worker, and unblocks SIGINT when it
+            # has (bpo-33613): started here, it cannot let a Ctrl-C through `_interrupts_held_from_the_worker`
+            resource_tracker.ensure_running()
             with _environment(MULTIPROCESS_DIRECTORY,
                               str(self.metrics_directory) if self.metrics_directory else None):
                 for index in range(settings.workers):
@@ -175,7 +181,8 @@ class WorkerPool:
                     process = spawn.Process(target=worker_main,
                                             args=(settings, cert_file, key_file, theirs, index),
                                             name=f"serving-worker-{index}", daemon=True)
-                    process.start()
+                    with _interrupts_held_from_the_worker():
+                        process.start()
                     theirs.close()
                     self.processes.append(process)
                     self.pipes.append(ours)
@@ -239,6 +246,24 @@ class WorkerPool:
                 process.kill()
                 process.join()
         self._scratch.close()
+
+
+@contextlib.contextmanager
+def _interrupts_held_from_the_worker() -> Iterator[None]:
+    """Start a worker with SIGINT ignored (and blocked, until `worker_main` unblocks it), so that it ignores a
+    terminal's Ctrl-C until its event loop handles it: Ctrl-C reaches the whole process group, and a worker
+    still importing would trace back with KeyboardInterrupt; the refresh process stops it as on any stop.
+
+    An ignored signal survives exec; a handled one does not, so the refresh process's own handler is put back
+    after the start. Blocked meanwhile, a Ctrl-C that comes during the start stays pending for the refresh
+    process (Linux never drops a blocked signal as ignored) and reaches its handler once unblocked."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 @contextlib.contextmanager

@@ -204,9 +204,16 @@ def test_a_start_removes_what_a_killed_adapter_left_in_the_temporary_directory(
     assert scratch_directories(tmp) == {unrelated.name}
 
 
-def test_sigterm_while_starting_stops_every_process_and_leaves_nothing_behind(tmp_path: Path, targets: Path) -> None:
-    """A pod deleted while it starts: SIGTERM before the adapter serves stops the workers it started and removes
-    its scratch directories, quietly, as a SIGTERM once serving does."""
+@pytest.mark.parametrize("signum, to_the_group, while_workers_import", [
+    (signal.SIGTERM, False, False), (signal.SIGINT, True, False), (signal.SIGINT, True, True)], ids=[
+    "SIGTERM to the adapter (a pod deleted while it starts)",
+    "Ctrl-C in a terminal (SIGINT to the process group) as the workers start",
+    "Ctrl-C in a terminal while the workers import"])
+def test_a_stop_while_starting_stops_every_process_and_leaves_nothing_behind(
+        tmp_path: Path, targets: Path, signum: signal.Signals, to_the_group: bool, while_workers_import: bool,
+) -> None:
+    """A stop before the adapter serves stops the workers it started and removes its scratch directories,
+    quietly (no traceback from any process), as a stop once serving does."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     log = tmp_path / "adapter.log"
@@ -214,17 +221,23 @@ def test_sigterm_while_starting_stops_every_process_and_leaves_nothing_behind(tm
         process = subprocess.Popen(
             [sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev", "--listen",
              f"127.0.0.1:{free_port()}", "--targets", str(targets), "--workers", "2", "--deletion-cost", "off"],
-            stdout=output, stderr=subprocess.STDOUT, env={**os.environ, "TMPDIR": str(tmp)})
+            stdout=output, stderr=subprocess.STDOUT, env={**os.environ, "TMPDIR": str(tmp)},
+            start_new_session=to_the_group)
     try:
-        # the serving key's directory is made before the first worker starts: start-up is under way
-        poll(lambda: scratch_directories(tmp), timeout=30, interval=0.005)
+        if while_workers_import:  # a terminal's Ctrl-C reaches them too
+            poll(lambda: len(serving_workers(process.pid)) == 2, timeout=30, interval=0.005)
+        else:  # the serving key's directory is made just before the first worker starts
+            poll(lambda: scratch_directories(tmp), timeout=30, interval=0.005)
         workers = serving_workers(process.pid)
-        process.send_signal(signal.SIGTERM)
+        if to_the_group:
+            os.killpg(process.pid, signum)
+        else:
+            process.send_signal(signum)
         assert process.wait(timeout=15) == 0
     finally:
         stop(process)
     poll(lambda: not any(alive(pid) for pid in workers), timeout=15)
     assert scratch_directories(tmp) == set()
     text = log.read_text()
-    assert "SIGTERM while starting: stopped" in text
+    assert f"{signum.name} while starting: stopped" in text
     assert "Traceback" not in text
