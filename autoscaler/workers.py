@@ -314,10 +314,12 @@ def serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | N
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, starting.note)
     try:
-        return _serve_with_workers(settings, tls_files, starting)
+        code = _serve_with_workers(settings, tls_files, starting)
     except _StoppedWhileStarting as stopped:
         log.info("%s while starting: stopped", stopped)
         return 0
+    log.info("stopped (exit code %d)", code)
+    return code
 
 
 def _serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | None,
@@ -375,8 +377,13 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
     refresher.listeners.append(publish)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def stop_on(signum: signal.Signals) -> None:
+        log.info("%s: stopping (serving workers, refresh loop, leader lease)", signum.name)
+        stop.set()
+
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+        loop.add_signal_handler(signum, stop_on, signum)
     starting.check()  # a signal that came before the loop took them over
     await stack.start()
     actuator = await start_actuator(settings, refresher, metrics)

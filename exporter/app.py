@@ -125,7 +125,13 @@ def metrics_app(registry: CollectorRegistry, health: CollectorHealth, loops: Seq
     app.router.add_get("/metrics", metrics_handler(registry))
     app.router.add_get("/healthz", healthz)
     app.cleanup_ctx.append(background)
+    app.on_shutdown.append(_log_stopping)
     return app
+
+
+async def _log_stopping(app: web.Application) -> None:
+    """The last line a stopped exporter logs: it says the stop was asked for (SIGTERM or SIGINT), not a crash."""
+    log.info("stopping: /metrics closes and the background sampling ends")
 
 
 def run(app: web.Application, host: str, port: int, *, access_log: bool = False,

@@ -158,7 +158,10 @@ def test_sigterm_stops_every_process_quietly(adapter: tuple[subprocess.Popen[byt
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=8) == 0
     poll(lambda: not any(alive(pid) for pid in workers), timeout=5)
-    assert "ERROR" not in (tmp_path / "adapter.log").read_text()
+    log = (tmp_path / "adapter.log").read_text()
+    assert "ERROR" not in log
+    assert "SIGTERM: stopping" in log
+    assert log.rstrip().endswith("stopped (exit code 0)")
 
 
 def scratch_directories(tmp: Path) -> set[str]:
