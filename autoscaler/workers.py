@@ -379,7 +379,7 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
     loop = asyncio.get_running_loop()
 
     def stop_on(signum: signal.Signals) -> None:
-        log.info("%s: stopping (serving workers, refresh loop, leader lease)", signum.name)
+        log.info("%s: stopping", signum.name)
         stop.set()
 
     for signum in (signal.SIGTERM, signal.SIGINT):
