@@ -159,23 +159,19 @@ async def _receive_snapshots(pipe: Connection, holder: SnapshotHolder) -> None:
 class WorkerPool:
     """The serving workers, their pipes, and what the refresh process sends them."""
 
-    def __init__(self, settings: ServeSettings, cert_file: Path, key_file: Path,
+    def __init__(self, settings: ServeSettings, cert_file: Path, key_file: Path, metrics_directory: Path | None,
                  between_starts: Callable[[], None] = lambda: None) -> None:
-        """Starts the workers; `between_starts` runs after each (it may raise to stop them all)."""
+        """Starts the workers; `between_starts` runs after each (it may raise to stop them all). Several workers
+        keep their request series in files under `metrics_directory` that every worker's /metrics sums
+        (`selfmetrics_split`)."""
         spawn = multiprocessing.get_context("spawn")
         self.processes: list[BaseProcess] = []
         self.pipes: list[Connection] = []
-        self._scratch = contextlib.ExitStack()
         try:
-            # Several workers keep their request series in files that every worker's /metrics sums
-            # (`selfmetrics_split`); a fresh directory per start, as counters start from zero.
-            self.metrics_directory = (self._scratch.enter_context(owned_directory(METRICS_DIRECTORY_PREFIX))
-                                      if settings.workers > 1 else None)
             # multiprocessing starts its resource tracker with the first worker, and unblocks SIGINT when it
             # has (bpo-33613): started here, it cannot let a Ctrl-C through `_interrupts_held_from_the_worker`
             resource_tracker.ensure_running()
-            with _environment(MULTIPROCESS_DIRECTORY,
-                              str(self.metrics_directory) if self.metrics_directory else None):
+            with _environment(MULTIPROCESS_DIRECTORY, str(metrics_directory) if metrics_directory else None):
                 for index in range(settings.workers):
                     ours, theirs = spawn.Pipe(duplex=True)
                     process = spawn.Process(target=worker_main,
@@ -245,7 +241,6 @@ class WorkerPool:
             if process.is_alive():
                 process.kill()
                 process.join()
-        self._scratch.close()
 
 
 @contextlib.contextmanager
@@ -326,12 +321,15 @@ def _serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | 
                         starting: _SignalsWhileStarting) -> int:
     for prefix in (CERT_DIRECTORY_PREFIX, METRICS_DIRECTORY_PREFIX):
         sweep_abandoned(prefix)
-    with owned_directory(CERT_DIRECTORY_PREFIX) as directory:
+    # a fresh metrics directory per start, as counters start from zero; only several workers share one
+    with owned_directory(CERT_DIRECTORY_PREFIX) as directory, \
+            (owned_directory(METRICS_DIRECTORY_PREFIX) if settings.workers > 1
+             else contextlib.nullcontext()) as metrics_directory:
         if tls_files is None:
             files = generate_self_signed(directory, "modelmesh-autoscaler",
                                          [settings.bound_host, "localhost", socket.gethostname()])
             tls_files = (files.cert_file, files.key_file)
-        pool = WorkerPool(settings, *tls_files, between_starts=starting.check)
+        pool = WorkerPool(settings, *tls_files, metrics_directory, between_starts=starting.check)
         try:
             pool.wait_ready(between_waits=starting.check)
             log.info("serving external.metrics.k8s.io on https://%s:%d with %d worker process%s (source %s, "
