@@ -25,7 +25,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-OWNER_FILE = ".owner"
+OWNER_FILE, STARTING_OWNER_FILE = ".owner", ".owner-starting"
 
 
 @contextlib.contextmanager
@@ -35,11 +35,11 @@ def owned_directory(prefix: str) -> Iterator[Path]:
     The owner file is locked under another name and renamed into place, so a sweep never finds an owner file
     that is not yet locked."""
     directory = Path(tempfile.mkdtemp(prefix=prefix))
-    descriptor = os.open(directory / ".owner-starting", os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+    descriptor = os.open(directory / STARTING_OWNER_FILE, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
         os.write(descriptor, f"{os.getpid()}\n".encode())
-        os.rename(directory / ".owner-starting", directory / OWNER_FILE)
+        os.rename(directory / STARTING_OWNER_FILE, directory / OWNER_FILE)
         yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)

@@ -33,33 +33,13 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # the fake Kubernetes API and the view builders live in tests/
 
 import aiohttp  # noqa: E402
-from aiohttp import web  # noqa: E402
 
 from bench.apachebench import run_ab  # noqa: E402
-from bench.bench_fleet import write_pki  # noqa: E402
+from bench.bench_fleet import bare_app, listen, server_tls, write_pki  # noqa: E402
 
 HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
 HEADERS = {"X-Remote-User": HPA_USER, "X-Remote-Group": "system:serviceaccounts"}
-ROUTE = "/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/{metric}"
 SERVER_CPU, CLIENT_CPU = 0, 1
-
-
-def server_tls(workdir: Path) -> ssl.SSLContext:
-    from autoscaler.api.certs import server_context
-    from autoscaler.api.client_certs import CertificateAuthorities, trust_client_certificates
-
-    context = server_context(workdir / "server.pem", workdir / "server.pem")
-    ca = CertificateAuthorities.from_pem((workdir / "front-proxy-ca.pem").read_bytes(), "bench")
-    trust_client_certificates(context, ca)
-    return context
-
-
-async def _listen(app: web.Application, tls: ssl.SSLContext, ports: multiprocessing.Queue[int]) -> None:
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls).start()
-    ports.put(runner.addresses[0][1])
-    await asyncio.Event().wait()  # until the parent terminates this process
 
 
 async def _serve_secured(workdir: Path, ports: multiprocessing.Queue[int]) -> None:
@@ -79,16 +59,7 @@ async def _serve_secured(workdir: Path, ports: multiprocessing.Queue[int]) -> No
         tls, metrics = server_tls(workdir), AdapterMetrics()
         security = await build_api_security(settings, tls, metrics)
         view = runtime_view(now=time.time())
-        await _listen(build_api_app(refresher_with(view, metrics=metrics), metrics, security.gate), tls, ports)
-
-
-async def _serve_bare(workdir: Path, body: bytes, ports: multiprocessing.Queue[int]) -> None:
-    async def handler(request: web.Request) -> web.Response:
-        return web.Response(body=body, content_type="application/json")
-
-    app = web.Application()
-    app.router.add_get(ROUTE, handler)
-    await _listen(app, server_tls(workdir), ports)
+        await listen(build_api_app(refresher_with(view, metrics=metrics), metrics, security.gate), tls, ports)
 
 
 def pin(cpu: int) -> None:
@@ -105,7 +76,7 @@ def serve_secured(workdir: Path, ports: multiprocessing.Queue[int]) -> None:
 
 def serve_bare(workdir: Path, body: bytes, ports: multiprocessing.Queue[int]) -> None:
     pin(SERVER_CPU)
-    asyncio.run(_serve_bare(workdir, body, ports))
+    asyncio.run(listen(bare_app(body), server_tls(workdir), ports))
 
 
 @dataclass

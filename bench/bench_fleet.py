@@ -177,22 +177,34 @@ def serve_kube(workdir: Path, ports: multiprocessing.Queue[int]) -> None:
     asyncio.run(run())
 
 
-def serve_bare(workdir: Path, body: bytes, ports: multiprocessing.Queue[int]) -> None:
+def server_tls(workdir: Path) -> ssl.SSLContext:
+    """The serving side of TLS as the adapter has it: `server.pem`, client certificates from the front-proxy CA."""
     from autoscaler.api.certs import server_context
     from autoscaler.api.client_certs import CertificateAuthorities, trust_client_certificates
+
+    context = server_context(workdir / "server.pem", workdir / "server.pem")
+    trust_client_certificates(context, CertificateAuthorities.from_pem((workdir / "front-proxy-ca.pem").read_bytes(),
+                                                                       "bench"))
+    return context
+
+
+def bare_app(body: bytes) -> web.Application:
+    """The baseline: a bare aiohttp handler returning the same bytes on the external-metrics route."""
 
     async def handler(request: web.Request) -> web.Response:
         return web.Response(body=body, content_type="application/json")
 
-    tls = server_context(workdir / "server.pem", workdir / "server.pem")
-    trust_client_certificates(tls, CertificateAuthorities.from_pem((workdir / "front-proxy-ca.pem").read_bytes(),
-                                                                   "bench"))
     app = web.Application()
     app.router.add_get("/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/{metric}", handler)
-    asyncio.run(_listen(app, tls, ports))
+    return app
 
 
-async def _listen(app: web.Application, tls: ssl.SSLContext | None, ports: multiprocessing.Queue[int]) -> None:
+def serve_bare(workdir: Path, body: bytes, ports: multiprocessing.Queue[int]) -> None:
+    asyncio.run(listen(bare_app(body), server_tls(workdir), ports))
+
+
+async def listen(app: web.Application, tls: ssl.SSLContext | None, ports: multiprocessing.Queue[int]) -> None:
+    """Serve `app` on a free loopback port, put the port on `ports`, and serve until terminated."""
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls, backlog=4096).start()

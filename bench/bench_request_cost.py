@@ -39,9 +39,11 @@ import aiohttp  # noqa: E402
 from bench.bench_fleet import (  # noqa: E402
     HEADERS,
     METRICS,
+    bare_app,
     metric_path,
     serve_fleet,
     serve_kube,
+    server_tls,
     start,
     wait_served,
     write_pki,
@@ -111,20 +113,8 @@ def bare_main(workdir: str, body_file: str, port: int) -> None:
     """The bare handler, as bench_fleet's, on a known port (this process runs under valgrind)."""
     from aiohttp import web
 
-    from autoscaler.api.certs import server_context
-    from autoscaler.api.client_certs import CertificateAuthorities, trust_client_certificates
-
-    body = Path(body_file).read_bytes()
-
-    async def handler(request: web.Request) -> web.Response:
-        return web.Response(body=body, content_type="application/json")
-
-    tls = server_context(Path(workdir) / "server.pem", Path(workdir) / "server.pem")
-    trust_client_certificates(tls, CertificateAuthorities.from_pem(
-        (Path(workdir) / "front-proxy-ca.pem").read_bytes(), "bench"))
-    app = web.Application()
-    app.router.add_get("/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/{metric}", handler)
-    web.run_app(app, host="127.0.0.1", port=port, ssl_context=tls, access_log=None, print=None)
+    web.run_app(bare_app(Path(body_file).read_bytes()), host="127.0.0.1", port=port,
+                ssl_context=server_tls(Path(workdir)), access_log=None, print=None)
 
 
 def main() -> None:

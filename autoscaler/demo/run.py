@@ -178,8 +178,8 @@ class Demo:
         rates = await asyncio.gather(*(self.exporter_rps(session, pod) for pod in pods))
         served = {m: (await self.served(session, m))[0] for m in ServedMetric}
         # the adapter ranks the pods of its last refresh: a pod removed since then is not in the table
-        costs = {name: cost for name, cost in (await self.deletion_costs(session)).items()
-                 if any(pod.name == name for pod in pods)}
+        listed = {pod.name for pod in pods}
+        costs = {name: cost for name, cost in (await self.deletion_costs(session)).items() if name in listed}
         ready = sum(1 for p in pods if p.ready)
         print(f"\n[{self.elapsed():4.0f}s] {self.phase.title}")
         print(f"  replicas {len(pods)} ({ready} ready)")
