@@ -34,6 +34,12 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+def serve_args(port: int, targets: Path) -> list[str]:
+    """`serve` with two workers over the targets file (module and arguments, for `python -m`)."""
+    return ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}", "--targets", str(targets),
+            "--workers", "2", "--deletion-cost", "off"]
+
+
 @pytest.fixture
 def targets(tmp_path: Path) -> Path:
     path = tmp_path / "targets.yaml"
@@ -47,9 +53,8 @@ def targets(tmp_path: Path) -> Path:
 def adapter(tmp_path: Path, targets: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     port = free_port()
     url = f"https://127.0.0.1:{port}"
-    with running(["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}", "--targets",
-                  str(targets), "--refresh-interval", "1", "--workers", "2", "--deletion-cost", "off"],
-                 url + "/healthz", tmp_path / "adapter.log") as process:
+    with running([*serve_args(port, targets), "--refresh-interval", "1"], url + "/healthz",
+                 tmp_path / "adapter.log") as process:
         poll(lambda: all(http_get(url + "/readyz")[0] == 200 for _ in range(10)), timeout=10)  # both have one
         yield process, url
 
@@ -103,9 +108,7 @@ def test_a_port_in_use_stops_start_up_in_one_line(tmp_path: Path, targets: Path)
         port = busy.getsockname()[1]
         started = time.monotonic()
         result = subprocess.run(
-            [sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}",
-             "--targets", str(targets), "--workers", "2", "--deletion-cost", "off"],
-            capture_output=True, text=True, timeout=60)
+            [sys.executable, "-m", *serve_args(port, targets)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "cannot start: cannot listen on 127.0.0.1" in result.stderr
     assert "Traceback" not in result.stderr
@@ -177,9 +180,8 @@ def test_a_start_removes_what_a_killed_adapter_left_in_the_temporary_directory(
 
     def start(log: str) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
         port = free_port()
-        return running(["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}", "--targets",
-                        str(targets), "--workers", "2", "--deletion-cost", "off"],
-                       f"https://127.0.0.1:{port}/healthz", tmp_path / log, env={"TMPDIR": str(tmp)})
+        return running(serve_args(port, targets), f"https://127.0.0.1:{port}/healthz", tmp_path / log,
+                       env={"TMPDIR": str(tmp)})
 
     with start("killed.log") as killed:
         workers = serving_workers(killed.pid)
@@ -222,10 +224,8 @@ def test_a_stop_while_starting_stops_every_process_and_leaves_nothing_behind(
     log = tmp_path / "adapter.log"
     with open(log, "wb") as output:
         process = subprocess.Popen(
-            [sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev", "--listen",
-             f"127.0.0.1:{free_port()}", "--targets", str(targets), "--workers", "2", "--deletion-cost", "off"],
-            stdout=output, stderr=subprocess.STDOUT, env={**os.environ, "TMPDIR": str(tmp)},
-            start_new_session=to_the_group)
+            [sys.executable, "-m", *serve_args(free_port(), targets)], stdout=output, stderr=subprocess.STDOUT,
+            env={**os.environ, "TMPDIR": str(tmp)}, start_new_session=to_the_group)
     try:
         if while_workers_import:  # a terminal's Ctrl-C reaches them too
             poll(lambda: len(serving_workers(process.pid)) == 2, timeout=30, interval=0.005)
