@@ -26,8 +26,8 @@ def page(registry: CollectorRegistry) -> list[str]:
 
 values = st.one_of(st.sampled_from(BOUNDS), st.floats(min_value=0, max_value=5, allow_nan=False),
                    st.just(float("inf")), st.just(float("nan")))
-events = st.lists(st.tuples(st.sampled_from(["count", "observe", "flush"]), st.sampled_from(["a", "b"]), values),
-                  max_size=60)
+events = st.lists(st.tuples(st.sampled_from(["count", "observe", "both", "flush"]), st.sampled_from(["a", "b"]),
+                            values), max_size=60)
 
 
 @given(events)
@@ -42,6 +42,10 @@ def test_the_page_is_the_one_direct_calls_make(steps: list[tuple[str, str, float
         elif kind == "observe":
             direct_histogram.labels(label).observe(value)
             tally.observe(tallied_histogram.labels(label), value)
+        elif kind == "both":  # a request's count and latency
+            direct_counter.labels(label).inc()
+            direct_histogram.labels(label).observe(value)
+            tally.count_and_observe(tallied_counter.labels(label), tallied_histogram.labels(label), value)
         else:
             tally.flush()
     tally.flush()

@@ -89,8 +89,6 @@ async def test_an_unreadable_or_broken_source_keeps_the_current_cas(
     assert "keeping the current ones" in caplog.text
 
 
-
-
 async def test_a_dropped_ca_stops_authenticating_on_a_connection_kept_open(
     served: Served, pki: Pki, kube: FakeKubeApi
 ) -> None:
