@@ -1,7 +1,9 @@
 """ApacheBench (`ab`, from Debian's apache2-utils) as the benchmarks' load generator in C.
 
 Single-threaded and a fraction of a Python client's CPU a request, it outruns any Python server, so what it
-measures is the server (its capacity, and at saturation its queue), not the client's own core."""
+measures is the server (its capacity, and at saturation its queue), not the client's own core.
+
+ab runs at a raised priority where allowed (`bench.client_priority`)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from bench.client_priority import prioritized_command
 
 
 @dataclass
@@ -22,11 +26,13 @@ class AbRun:
 def run_ab(url: str, client_pem: Path, headers: dict[str, str], seconds: float, concurrency: int) -> AbRun:
     """`concurrency` keep-alive connections (HTTP/1.0 keep-alive) presenting `client_pem` (certificate and key)
     and `headers`, one request in flight on each, for `seconds`. Raises if ab fails, if any request fails or
-    is not a 2xx, or if the connections were not kept alive (the figures would measure handshakes)."""
+    is not a 2xx, or if the connections were not kept alive (the figures would measure handshakes). ab runs at
+    a raised priority where allowed (`bench.client_priority`)."""
     with tempfile.NamedTemporaryFile(suffix=".csv") as percentages:
-        command = ["ab", "-k", "-q", "-c", str(concurrency), "-t", f"{seconds:g}", "-n", "100000000",
-                   "-E", str(client_pem), "-e", percentages.name,
-                   *(arg for name, value in headers.items() for arg in ("-H", f"{name}: {value}")), url]
+        command = prioritized_command([
+            "ab", "-k", "-q", "-c", str(concurrency), "-t", f"{seconds:g}", "-n", "100000000",
+            "-E", str(client_pem), "-e", percentages.name,
+            *(arg for name, value in headers.items() for arg in ("-H", f"{name}: {value}")), url])
         result = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 30)
         table = [float(line.split(",")[1]) / 1000 for line in Path(percentages.name).read_text().splitlines()[1:]]
     fields = dict(line.split(":", 1) for line in result.stdout.splitlines() if ":" in line)

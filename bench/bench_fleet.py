@@ -8,8 +8,10 @@ and `--requestheader-allowed-names`, scraping the fleet every `--refresh-interva
 the aggregator's front-proxy certificate (trustme) and `X-Remote-User`, as kube-apiserver does, and ask for
 every runtime x metric in turn. Two clients, rounds interleaved between the adapter and the bare handler:
 
-- load: `--concurrency` keep-alive connections, one request in flight on each, for `--seconds`, from aiohttp
-  or (`--load-client ab`) ApacheBench, a client in C that leaves the p99 to the server's queue;
+- load: `--concurrency` keep-alive connections (default 10, as wrk), one request in flight on each, for
+  `--seconds`, from ApacheBench where it is installed (`--load-client ab`: a client in C, at a raised priority
+  where allowed, that leaves the p99 to the server's queue; `bench/apachebench.py`) or from aiohttp
+  (`--load-client python`, over every runtime x metric, whose own core adds to the p99);
 - HPA pace: one HPA per runtime asking for its 4 metrics every 15 s (runtimes x 4 / 15 requests a second,
   open loop over 16 connections like the aggregator's), for `--hpa-seconds`. The schedule is dealt to
   `--hpa-clients` client processes, each with its own connections, so that one client's event loop is not
@@ -25,7 +27,10 @@ Where there are two CPUs or more, the serving processes (the adapter's worker, t
 alone and everything else the others (`--serving-cpu`): the adapter's pod has a core for its worker and one
 for its refresh (its CPU limit is workers + 1), and real HPAs and exporters run elsewhere; without it the
 figures are those of a machine where four client processes, the fake fleet and the refresh take the
-worker's core by turns. `--cpu-limit N` runs the adapter under a pod's CPU limit instead.
+worker's core by turns. `--cpu-limit N` runs the adapter under a pod's CPU limit instead. The clients (ab,
+the HPA-paced processes, the aiohttp load run) share the other CPU with the fake fleet and the refresh, which
+in a cluster run elsewhere, so they run at a raised priority where allowed (`bench/client_priority.py`);
+without it their own wait for that core is part of the p99, for either server.
 
 The fake exporters answer from a bare asyncio protocol: real exporters run on other nodes, so on the
 benchmark's machine their cost should take as little as possible from the adapter's cores.
@@ -70,6 +75,7 @@ import trustme  # noqa: E402
 import yaml  # noqa: E402
 from aiohttp import web  # noqa: E402
 
+from bench.client_priority import client_priority_words, prioritize_this_process, prioritized  # noqa: E402
 from tests.support.ports import free_port  # noqa: E402
 from tests.support.processes import serving_workers  # noqa: E402
 
@@ -524,8 +530,9 @@ async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client
                     await load_ab(urls(url, runtimes)[0], workdir, args.seconds, args.concurrency, loads[name],
                                   serving[name])
                 else:
-                    await load(urls(url, runtimes), client, args.seconds, args.concurrency, loads[name],
-                               serving[name])
+                    with prioritized():
+                        await load(urls(url, runtimes), client, args.seconds, args.concurrency, loads[name],
+                                   serving[name])
                 hpa_pace(pool, workdir, urls(url, runtimes), args.hpa_seconds, args.hpa_clients, paced[name])
                 hpa_pace(pool, workdir, urls(url, runtimes), args.hpa_seconds, args.hpa_clients, same_rate[name],
                          args.same_rate)
@@ -586,11 +593,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds per server")
     parser.add_argument("--hpa-clients", type=int, default=4,
                         help="client processes sharing the HPA-paced schedule, each with its own connections")
-    parser.add_argument("--concurrency", type=int, default=16, help="keep-alive connections of the load run")
-    parser.add_argument("--load-client", choices=("python", "ab"), default="python",
-                        help="the load run's client: aiohttp over every runtime x metric (python), or ApacheBench "
-                        "on one of them (ab, from Debian's apache2-utils: C, a fraction of the CPU, so the "
-                        "clients' shared core adds less to the p99)")
+    parser.add_argument("--concurrency", type=int, default=10,
+                        help="keep-alive connections of the load run (default 10, wrk's default)")
+    parser.add_argument("--load-client", choices=("python", "ab"), default=None,
+                        help="the load run's client: ApacheBench on one runtime's metric (ab, from Debian's "
+                        "apache2-utils: C, a fraction of the CPU, at a raised priority where allowed; the default "
+                        "where ab is installed), or aiohttp over every runtime x metric (python: its own core's "
+                        "queue adds to the p99)")
     parser.add_argument("--workers", type=int, default=1, help="the adapter's --workers")
     parser.add_argument("--refresh-interval", type=float, default=5.0,
                         help="the adapter's refresh interval: short, so refreshes run during the rounds")
@@ -609,6 +618,11 @@ def main() -> None:
     sizes = [int(part) for part in args.runtimes.split(",") if part.strip()]
     if args.load_client == "ab" and not shutil.which("ab"):
         parser.error("--load-client ab: no `ab` on the PATH (apt-get install -y apache2-utils)")
+    if args.load_client is None:
+        args.load_client = "ab" if shutil.which("ab") else "python"
+        if args.load_client == "python":
+            print("no `ab` on the PATH (apt-get install -y apache2-utils): the load run uses the Python client, "
+                  "whose own core adds to the p99 under load")
     if args.serving_cpu < 0:
         args.serving_cpu = None
     if args.serving_cpu is not None:
@@ -619,11 +633,12 @@ def main() -> None:
     args.same_rate = args.same_rate or max(sizes) * len(METRICS) / HPA_PERIOD_S
     print(f"adapter --workers {args.workers}, refresh every {args.refresh_interval:g} s, auth on (front-proxy "
           f"certificate + SubjectAccessReview); load: {args.concurrency} connections x {args.seconds:g} s from "
-          f"{'ab, one URL' if args.load_client == 'ab' else 'aiohttp'}; HPA "
+          f"{'ab, one URL' if args.load_client == 'ab' else 'aiohttp over every runtime x metric'}; HPA "
           f"pace: runtimes x 4 / 15 s for {args.hpa_seconds:g} s from {args.hpa_clients} client processes; "
           f"{args.rounds} interleaved rounds; same rate: {args.same_rate:g} requests a second at every size"
           + (f"; the adapter under a CPU limit of {args.cpu_limit:g} cores" if args.cpu_limit else "")
-          + (f"; serving alone on CPU {args.serving_cpu}" if args.serving_cpu is not None else ""))
+          + (f"; serving alone on CPU {args.serving_cpu}" if args.serving_cpu is not None else "")
+          + f"; {client_priority_words()}")
     print("| runtimes (pods) | throughput vs bare | serving CPU a request, adapter / bare (throughput per core "
           "vs bare) | adapter p50 / p99 under load | bare p50 / p99 under load "
           "| adapter p50 / p99 at HPA pace (requests) | bare p50 / p99 at HPA pace "
@@ -635,7 +650,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as directory:
         workdir = Path(directory)
         client = write_pki(workdir)
-        with multiprocessing.get_context("spawn").Pool(args.hpa_clients) as pool:
+        with multiprocessing.get_context("spawn").Pool(args.hpa_clients, prioritize_this_process) as pool:
             for runtimes in sizes:
                 rows.append(asyncio.run(measure(args, runtimes, workdir, client, pool)))
                 print(report(rows[-1]), flush=True)
