@@ -34,6 +34,7 @@ COLLECTOR_SUCCESS: Final = "modelmesh_exporter_collector_success"
 LAST_SUCCESS_TIMESTAMP: Final = "modelmesh_exporter_last_success_timestamp_seconds"
 SCRAPE_ERRORS_TOTAL: Final = "modelmesh_exporter_scrape_errors_total"
 COLLECTOR_DURATION_SECONDS: Final = "modelmesh_exporter_collector_duration_seconds"
+EXPORTER_TIME: Final = "modelmesh_exporter_time_seconds"
 
 # Label values of `collector` and `reason`.
 COLLECTOR_GPU: Final = "gpu"

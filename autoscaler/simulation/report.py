@@ -164,8 +164,10 @@ def markdown(report: Mapping[str, Any]) -> str:
 def bound_text(report: Mapping[str, Any]) -> str:
     """The bound in words: what no replica policy beats, and whether the delay goal is within reach."""
     bound = report["bound"]
-    text = (f"Bound: with every pod maxReplicas allows ({bound['replicas']}) all day, {bound['delayed_requests']} "
-            f"requests are delayed (ratio {bound['delayed_ratio']:.4f}; {bound['delayed_waiting_for_loads']} of "
+    delayed = bound["delayed_requests"]
+    requests = "request is" if delayed == 1 else "requests are"
+    text = (f"Bound: with every pod maxReplicas allows ({bound['replicas']}) all day, {delayed} {requests} "
+            f"delayed (ratio {bound['delayed_ratio']:.4f}; {bound['delayed_waiting_for_loads']} of "
             f"them waited for a cold load): about the fewest any replica policy within these bounds gets.")
     versus = bound.get(f"delayed_vs_{BASELINE}")
     if versus is None:

@@ -27,7 +27,7 @@ Sample = tuple[str, dict[str, str], float]
 WANTED = frozenset({
     names.GPU_BUSY_RATIO, names.REQUESTS_PER_SECOND, names.QUEUE_DELAY_SECONDS, names.CACHE_MISSES_PER_SECOND,
     names.LRU_AGE_SECONDS, names.CACHE_USED_RATIO, names.MODELS_LOADED, names.LAST_SUCCESS_TIMESTAMP,
-    names.COLLECTOR_SUCCESS,
+    names.COLLECTOR_SUCCESS, names.EXPORTER_TIME,
 })
 _LABELLED = names.LAST_SUCCESS_TIMESTAMP
 

@@ -8,6 +8,7 @@ garbled number must never read as "idle".
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Final, NamedTuple
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -44,14 +45,37 @@ def exporter_samples(text: str) -> Iterable[Sample]:
     return fast if fast is not None else library_samples(text)
 
 
+CLOCK_TOLERANCE_S: Final = 1.0
+"""An exporter clock within this of the adapter's counts as the same clock: its timestamps are read as they are.
+Beyond it, they are moved onto the adapter's clock by the difference (`read_exporter_text`)."""
+
+
+class ExporterReading(NamedTuple):
+    sample: PodSample
+    clock_offset_s: float
+    """How far the exporter's clock is ahead of the adapter's (negative: behind) as its
+    `modelmesh_exporter_time_seconds` showed at the scrape; 0 when within `CLOCK_TOLERANCE_S` or not reported
+    (an exporter from before the series: its timestamps are read as they are, as always)."""
+
+
 def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
                         created_at: float | None = None) -> PodSample:
+    """The signals of one pod (`read_exporter_text`, without the clock offset)."""
+    return read_exporter_text(text, pod, ready, scraped_at, created_at).sample
+
+
+def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
+                       created_at: float | None = None) -> ExporterReading:
     """Read the signals of one pod.
 
     `sampled_at` is the exporter's own last good ModelMesh collection time when it reports one (a failing
     exporter keeps serving old values with an old timestamp, which is how staleness is noticed), and
-    `gpu_sampled_at` its last good GPU collection time; both capped at the scrape time so a pod clock
-    running ahead cannot make data look fresher than it is.
+    `gpu_sampled_at` its last good GPU collection time. Both are the node's clock; where the exporter also
+    reports that clock at the scrape (`modelmesh_exporter_time_seconds`) and it differs from the adapter's
+    (`scraped_at`) by more than `CLOCK_TOLERANCE_S`, they are moved by the difference, so that a node clock
+    a minute behind does not make every sample look a minute old (a pod stale for good, its runtime never
+    scaled down), nor one ahead make a hung collector look fresh. Both are then capped at the scrape time, so
+    that data never looks fresher than the scrape that read it.
     """
     if not text.endswith("\n"):
         raise ExpositionError("truncated exposition (no final newline)")
@@ -59,6 +83,7 @@ def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     gpu_busy: list[float] = []
     modelmesh_ok_at: float | None = None
     gpu_ok_at: float | None = None
+    exporter_now: float | None = None
     seen_exporter = False
     try:
         for name, labels, value in exporter_samples(text):
@@ -79,10 +104,17 @@ def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
                     gpu_ok_at = value
             elif name == names.COLLECTOR_SUCCESS:
                 seen_exporter = True
+            elif name == names.EXPORTER_TIME:
+                exporter_now = clean(value)
     except (ValueError, TypeError, IndexError, KeyError) as error:
         raise ExpositionError(f"unparseable exposition: {error}") from error
     if not seen_exporter:
         raise ExpositionError("no modelmesh exporter metrics in the response")
+    offset = 0.0
+    if exporter_now is not None and abs(exporter_now - scraped_at) > CLOCK_TOLERANCE_S:
+        offset = exporter_now - scraped_at
+        modelmesh_ok_at = None if modelmesh_ok_at is None else modelmesh_ok_at - offset
+        gpu_ok_at = None if gpu_ok_at is None else gpu_ok_at - offset
     # The GPU signal has its own freshness (the GPU collector can fail or hang while ModelMesh's works):
     # without a GPU timestamp, GPU series cannot be judged fresh, so they are left out.
     gpu = sum(gpu_busy) / len(gpu_busy) if gpu_busy and gpu_ok_at is not None else None
@@ -90,9 +122,9 @@ def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     if modelmesh_ok_at is None or "requests_per_second" not in values:
         # No ModelMesh collection yet, or only one (a rate needs two): no load data to offer yet. Reporting
         # the pod as fresh without a rate would let it count as idle.
-        return PodSample(name=pod, ready=ready, sampled_at=None, gpu_busy=gpu, gpu_sampled_at=gpu_at,
-                         created_at=created_at)
-    return PodSample(
+        return ExporterReading(PodSample(name=pod, ready=ready, sampled_at=None, gpu_busy=gpu,
+                                         gpu_sampled_at=gpu_at, created_at=created_at), offset)
+    return ExporterReading(PodSample(
         name=pod,
         ready=ready,
         sampled_at=min(modelmesh_ok_at, scraped_at),
@@ -100,4 +132,4 @@ def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
         gpu_busy=gpu,
         created_at=created_at,
         **values,
-    )
+    ), offset)

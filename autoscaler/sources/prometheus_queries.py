@@ -7,8 +7,10 @@ concurrently and indexes each answer's raw values by (namespace, pod).
 Freshness. An instant query stamps every result with the *evaluation* time, not the time of the sample it
 found (which may be up to the 5-minute lookback old), so the freshness query asks `timestamp()` for the
 scrape time and takes, per pod, the minimum of that and the exporter's own
-`modelmesh_exporter_last_success_timestamp_seconds{collector="modelmesh"}`; a pod whose exporter reports no
-such series falls back to the scrape time of its request rate. The GPU signal has its own freshness query:
+`modelmesh_exporter_last_success_timestamp_seconds{collector="modelmesh"}`, moved onto Prometheus's clock by
+the exporter's clock offset (`modelmesh_exporter_time_seconds` against its scrape time, where the exporter
+reports it and it is off by more than a second); a pod whose exporter reports no such series falls back to
+the scrape time of its request rate. The GPU signal has its own freshness query:
 the exporter's `collector="gpu"` timestamp (same minimum), or with DCGM the series' own sample times.
 
 Errors: every failure of the library or of an answer's shape is a `PrometheusSourceError` with one of the
@@ -33,6 +35,7 @@ from prometheus_api_client.prometheus_connect import PrometheusConnect
 from urllib3.util.retry import Retry
 
 from autoscaler.policies.samples import clean
+from autoscaler.sources.exposition import CLOCK_TOLERANCE_S
 from exporter import names
 
 log = logging.getLogger("autoscaler.sources.prometheus")  # the source's logger: operators filter on one name
@@ -103,6 +106,19 @@ def build_queries(
     by = f"{namespace_label}, {pod_label}"
     last_success = f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_MODELMESH}"}}'
     gpu_success = f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_GPU}"}}'
+    # The exporter's clock against Prometheus's, per pod: its `modelmesh_exporter_time_seconds` less that
+    # sample's scrape time, where more than CLOCK_TOLERANCE_S apart (as the scrape source judges it), else 0
+    # (also for an exporter that does not report its clock). Each reported time is moved by it onto
+    # Prometheus's clock, so that a node clock that is off does not make its data look stale or fresh.
+    skew = f"max by ({by}) ({names.EXPORTER_TIME} - timestamp({names.EXPORTER_TIME}))"
+    offset = (f"(({skew} > {CLOCK_TOLERANCE_S:g}) or ({skew} < -{CLOCK_TOLERANCE_S:g}) "
+              f"or (max by ({by}) ({names.LAST_SUCCESS_TIMESTAMP}) * 0))")
+
+    def reported(success: str) -> str:
+        """The pod's reported success time on Prometheus's clock, labelled as the reported one."""
+        moved = f"(min by ({by}) ({success}) - on ({by}) {offset})"
+        return f'label_replace({moved}, "freshness", "reported", "", "")'
+
     if gpu_source == "dcgm":
         dcgm = _relabel(names.DCGM_GPU_UTIL, (dcgm_namespace_label, namespace_label), (dcgm_pod_label, pod_label))
         gpu = f"avg by ({by}) ({dcgm}) / 100"
@@ -111,12 +127,12 @@ def build_queries(
         gpu = f"avg by ({by}) ({names.GPU_BUSY_RATIO})"
         gpu_freshness = (
             f"min by ({by}) ("
-            f'label_replace({gpu_success}, "freshness", "reported", "", "")'
+            f"{reported(gpu_success)}"
             f' or label_replace(timestamp({gpu_success}), "freshness", "scraped", "", ""))'
         )
     freshness = (
         f"min by ({by}) ("
-        f'label_replace({last_success}, "freshness", "reported", "", "")'
+        f"{reported(last_success)}"
         f' or label_replace(timestamp({last_success}), "freshness", "scraped", "", "")'
         f' or label_replace(timestamp({names.REQUESTS_PER_SECOND}), "freshness", "signal", "", ""))'
     )

@@ -25,7 +25,7 @@ import aiohttp
 
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.sources.base import PodDiscovery, PodTarget, RuntimeInventory
-from autoscaler.sources.exposition import ExpositionError, parse_exporter_text
+from autoscaler.sources.exposition import ExpositionError, read_exporter_text
 from autoscaler.sources.scrape_fetch import (
     CONNECT_TIMEOUT_S,
     MAX_BODY_BYTES,
@@ -69,6 +69,7 @@ class ScrapeSource:
         self._clock = clock
         self._session: aiohttp.ClientSession | None = None
         self._last_good: dict[_PodKey, PodSample] = {}
+        self._clock_offsets: dict[_PodKey, float] = {}  # pods whose exporter clock is off, as last logged
         self._retries = retries or ScrapeRetries()
         self.errors: Counter[str] = Counter()
 
@@ -121,7 +122,7 @@ class ScrapeSource:
     async def _pod_sample(self, key: RuntimeKey, pod: PodTarget, now: float) -> tuple[RuntimeKey, PodSample]:
         async with self._limit:
             try:
-                sample = await self._scrape(pod)
+                sample, offset = await self._scrape(pod)
             except FetchError as error:
                 self._failed(key, pod, error.reason, str(error), now)
                 return key, self._fallback(key, pod)
@@ -131,6 +132,7 @@ class ScrapeSource:
                 raise
         if self._retries.succeeded((key, pod.name)):
             log.info("scrape of %s/%s recovered", key, pod.name)
+        self._note_clock((key, pod.name), offset)
         if sample.sampled_at is None and (key, pod.name) in self._last_good:
             return key, self._fallback(key, pod)
         self._last_good[(key, pod.name)] = sample
@@ -142,11 +144,26 @@ class ScrapeSource:
             log.warning("scrape of %s/%s failed (%s): %s; holding its last good sample, retrying with backoff",
                         key, pod.name, reason, detail)
 
-    async def _scrape(self, pod: PodTarget) -> PodSample:
+    def _note_clock(self, pod: _PodKey, offset: float) -> None:
+        """Log when a pod's exporter clock is found off (and by how much, when that moves by a second or more),
+        and when it agrees again: its times are read on its own clock meanwhile (`read_exporter_text`)."""
+        logged = self._clock_offsets.get(pod)
+        if offset == 0.0:
+            if logged is not None:
+                del self._clock_offsets[pod]
+                log.info("%s/%s: the exporter's clock agrees with the adapter's again", *pod)
+            return
+        if logged is None or abs(offset - logged) >= 1.0:
+            self._clock_offsets[pod] = offset
+            log.warning("%s/%s: the exporter's clock is %.1f s %s the adapter's (modelmesh_exporter_time_seconds); "
+                        "its collection times are read on its own clock. Check the node's time sync.",
+                        *pod, abs(offset), "ahead of" if offset > 0 else "behind")
+
+    async def _scrape(self, pod: PodTarget) -> tuple[PodSample, float]:
         assert pod.url is not None
         text = await fetch_exposition(self._client(), pod.url, max_bytes=self._max_body_bytes)
         try:
-            return parse_exporter_text(text, pod.name, pod.ready, self._clock(), pod.created_at)
+            return read_exporter_text(text, pod.name, pod.ready, self._clock(), pod.created_at)
         except ExpositionError as error:
             raise FetchError(names.REASON_PARSE, f"{pod.url}: {error}") from error
 
@@ -154,6 +171,8 @@ class ScrapeSource:
         known = {(key, pod.name) for key, runtime in inventory.items() for pod in runtime.pods}
         for entry in [entry for entry in self._last_good if entry not in known]:
             del self._last_good[entry]
+        for entry in [entry for entry in self._clock_offsets if entry not in known]:
+            del self._clock_offsets[entry]
         self._retries.forget_all_but(known)
 
     async def close(self) -> None:

@@ -4,6 +4,11 @@ Every collector reports through one `CollectorHealth` so the self-metrics in doc
 place and a failure is logged once per outage, not once per scrape. Besides success, freshness and errors it publishes
 how long each collector's last attempt took (node_exporter's `scrape_collector_duration_seconds`): a
 ModelMesh that answers ever closer to the timeout shows there before it starts failing.
+
+It also publishes the exporter's clock at each scrape (node_exporter's `node_time_seconds`). The success
+timestamps are on the node's clock, and the adapter judges freshness on its own: on a node whose clock is a
+minute behind, every sample would look a minute old, the pod stale for good, and its runtime never allowed to
+scale down. With the clock beside them, a reader takes the timestamps' age on the exporter's own clock.
 """
 
 from __future__ import annotations
@@ -90,6 +95,13 @@ class CollectorHealth(Collector):
             "Seconds the last collection attempt took, successful or not (background work, not this scrape).",
             labels=["collector"],
         )
+        clock = GaugeMetricFamily(
+            names.EXPORTER_TIME,
+            "The exporter's clock at this scrape, in Unix seconds (as node_exporter's node_time_seconds): readers "
+            "take the last-success timestamps' age on this clock, so a node clock that is off does not make its "
+            "data look stale or fresh.",
+            value=self._clock(),
+        )
         for collector, state in sorted(self._states.items()):
             success.add_metric([collector], 1.0 if state.success else 0.0)
             if state.last_success is not None:
@@ -102,3 +114,4 @@ class CollectorHealth(Collector):
         yield last
         yield errors
         yield duration
+        yield clock

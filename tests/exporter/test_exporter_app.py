@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import subprocess
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,6 +128,22 @@ async def test_promtool_is_clean_in_every_modelmesh_state(
     down_samples = samples(down)
     assert down_samples[(names.SCRAPE_ERRORS_TOTAL, (("collector", "modelmesh"), ("reason", "connect")))] >= 1
     assert (names.REQUESTS_PER_SECOND, ()) in down_samples  # the last good value is still served
+
+
+async def test_each_scrape_reports_the_exporters_clock_at_that_scrape(
+    aiohttp_client: AiohttpClient, modelmesh: Served, modelmesh_cert: CertificateFiles,
+) -> None:
+    """The adapter reads the success timestamps on the node's clock by this series (a node clock that is off
+    must not make a pod look stale for good): it is read when the scrape is answered, not when collected."""
+    client = await aiohttp_client(build_app(exporter_settings(modelmesh.url, modelmesh_cert.cert_file)))
+    clocks = []
+    for _ in range(2):
+        before = time.time()
+        text = await (await client.get("/metrics")).text()
+        clocks.append(samples(text)[(names.EXPORTER_TIME, ())])
+        assert before <= clocks[-1] <= time.time()
+        await asyncio.sleep(0.2)
+    assert clocks[1] - clocks[0] >= 0.2
 
 
 async def test_promtool_is_clean_when_modelmesh_was_never_reachable(aiohttp_client: AiohttpClient,

@@ -55,6 +55,8 @@ def test_the_report_says_when_no_replica_policy_reaches_the_delay_goal() -> None
     assert "no replica policy removes them" in text
     report["bound"].update({"delayed_vs_mean-hpa": 0.08, "delay_goal_reachable": True})
     assert bound_text(report).endswith("0.08x mean-hpa's delays: the goal's 0.1x is within reach.")
+    report["bound"]["delayed_requests"] = 1  # a tiny trace
+    assert ", 1 request is delayed (ratio" in bound_text(report)
 
 
 def test_the_report_says_when_mean_hpa_delays_too_little_for_a_ratio_of_delays_to_mean_much() -> None:

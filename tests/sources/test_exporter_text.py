@@ -19,7 +19,8 @@ from exporter import names
 
 NAMES = [names.GPU_BUSY_RATIO, names.REQUESTS_PER_SECOND, names.QUEUE_DELAY_SECONDS, names.LRU_AGE_SECONDS,
          names.CACHE_USED_RATIO, names.MODELS_LOADED, names.LAST_SUCCESS_TIMESTAMP, names.COLLECTOR_SUCCESS,
-         names.CACHE_CAPACITY_BYTES, names.REQUESTS_TOTAL, "modelmesh_pod_requests_created", "other_metric"]
+         names.EXPORTER_TIME, names.CACHE_CAPACITY_BYTES, names.REQUESTS_TOTAL, "modelmesh_pod_requests_created",
+         "other_metric"]
 NUMBERS = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.integers(-10**6, 10**12).map(str),

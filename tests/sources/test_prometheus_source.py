@@ -314,6 +314,32 @@ async def test_no_series_for_any_known_pod_is_an_outage(
 
 
 @pytest.mark.slow
+@pytest.mark.slow
+async def test_an_exporter_clock_that_is_off_is_read_on_its_own_clock(
+    start_prometheus: StartPrometheus, make_source: MakeSource, now: float
+) -> None:
+    """Prometheus scraped three exporters at `at` by its own clock. c-1's node clock read 120 s behind and its
+    collector had succeeded 2 s before: 2 s old, not 122 s. c-2's clock read 300 s ahead and its collector
+    had hung for 100 s: 100 s old, not capped at the scrape time as fresh. c-3's clock was 0.5 s behind, within
+    the tolerance: its timestamp as reported."""
+    at = now - AGE_S
+    values = signals(10, 0, 0, 0.5, 1)
+    clock = names.EXPORTER_TIME
+    samples = [
+        *exporter_series("team-a", "c-1", at, values | {clock: at - 120}, last_success=at - 122),
+        *exporter_series("team-a", "c-2", at, values | {clock: at + 300}, last_success=at + 200),
+        *exporter_series("team-a", "c-3", at, values | {clock: at - 0.5}, last_success=at - 4),
+    ]
+    prom = await start_prometheus(samples)
+    source = make_source(prom.url, StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["c-1", "c-2", "c-3"]}))
+
+    pods = by_pod(await source.collect(now))
+
+    assert pods["team-a", "c-1"].sampled_at == pytest.approx(at - 2, abs=1e-3)
+    assert pods["team-a", "c-2"].sampled_at == pytest.approx(at - 100, abs=1e-3)
+    assert pods["team-a", "c-3"].sampled_at == pytest.approx(at - 4, abs=1e-3)
+
+
 async def test_scraped_exporter_series_are_joined_by_their_own_labels(
     aiohttp_server: AiohttpServer, tmp_path: Path, make_source: MakeSource
 ) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +21,8 @@ from kubernetes.aio.client import Configuration
 
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
 from autoscaler.model import RuntimeKey, RuntimeSnapshot
+from autoscaler.policies.aggregation import aggregate
+from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.sources.kube_pods import KubePodDiscovery
 from autoscaler.sources.scrape import ScrapeSource
 from tests.fakes.kube import FakeKubeApi
@@ -77,17 +81,26 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
                     await runner.cleanup()
 
 
-@pytest.fixture
-async def source(cluster: Cluster) -> AsyncIterator[ScrapeSource]:
+@contextlib.asynccontextmanager
+async def scrape_source(cluster: Cluster, clock: Callable[[], float] = time.time) -> AsyncIterator[ScrapeSource]:
+    """The scrape source with pod discovery through the fake API; `clock` is the adapter's clock."""
     settings = Configuration()
     settings.host = cluster.kube.url
     discovery = KubePodDiscovery(settings, runtimes=[RUNTIME], discover=False, exporter_port=cluster.exporter_port,
                                  resync_interval_s=0.2, backoff_initial_s=0.05, backoff_max_s=0.2)
     await discovery.start()
-    scrape = ScrapeSource(discovery, timeout_s=2.0, concurrency=4)
-    yield scrape
-    await scrape.close()
-    await discovery.close()
+    scrape = ScrapeSource(discovery, timeout_s=2.0, concurrency=4, clock=clock)
+    try:
+        yield scrape
+    finally:
+        await scrape.close()
+        await discovery.close()
+
+
+@pytest.fixture
+async def source(cluster: Cluster) -> AsyncIterator[ScrapeSource]:
+    async with scrape_source(cluster) as scrape:
+        yield scrape
 
 
 async def snapshot_until(source: ScrapeSource, check: Callable[[RuntimeSnapshot], bool],
@@ -160,3 +173,22 @@ async def test_api_outage_marks_the_snapshot_not_ok(cluster: Cluster, source: Sc
     finally:
         await cluster.kube.resume()
     await snapshot_until(source, lambda s: s.source_ok)
+
+
+async def test_a_pod_on_a_node_whose_clock_is_two_minutes_behind_counts_as_fresh(
+        cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
+    # The adapter's clock two minutes ahead of the exporter's is the same as the node's clock two minutes
+    # behind. Before the exporter reported its clock, every sample of that pod looked two minutes old.
+    def adapter_clock() -> float:
+        return time.time() + 120.0
+
+    await cluster.start_pod("triton-a", "127.0.0.2", rps=40)
+    caplog.set_level(logging.INFO, logger="autoscaler.sources.scrape")
+    async with scrape_source(cluster, adapter_clock) as skewed:
+        snapshot = await snapshot_until(skewed, lambda s: near(rates(s).get("triton-a"), 40))
+
+    (pod,) = snapshot.pods
+    now = adapter_clock()
+    assert pod.sampled_at is not None and now - 5.0 < pod.sampled_at <= now  # the exporter collects every 0.3 s
+    assert aggregate(snapshot.pods, RuntimePolicy(target_rps_per_pod=100.0), now).n == 1
+    assert "the exporter's clock is 120." in caplog.text and "s behind the adapter's" in caplog.text
