@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import multiprocessing
 import multiprocessing.pool
 import os
@@ -362,8 +363,13 @@ def client_context(workdir: Path) -> ssl.SSLContext:
 def hpa_share(workdir: str, targets: list[str], share: int, shares: int, rate: float, begin_at: float,
               seconds: float, connections: int) -> tuple[list[float], list[float], int, int]:
     """One client process: sends requests share, share + shares, ... of the fleet-wide schedule (request i at
-    begin_at + i / rate, wall clock shared by all processes) over its own connections."""
-    return asyncio.run(_hpa_share(Path(workdir), targets, share, shares, rate, begin_at, seconds, connections))
+    begin_at + i / rate, wall clock shared by all processes) over its own connections. The garbage collector
+    is off for the run: a collection in the client would be a late send, the client's own tail."""
+    gc.disable()
+    try:
+        return asyncio.run(_hpa_share(Path(workdir), targets, share, shares, rate, begin_at, seconds, connections))
+    finally:
+        gc.enable()
 
 
 async def _hpa_share(workdir: Path, targets: list[str], share: int, shares: int, rate: float, begin_at: float,
