@@ -50,6 +50,17 @@ CLOCK_TOLERANCE_S: Final = 1.0
 Beyond it, they are moved onto the adapter's clock by the difference (`read_exporter_text`)."""
 
 
+def clock_offset(exporter_now: float, requested_at: float, scraped_at: float) -> float:
+    """How far the exporter's clock is ahead of the adapter's, from the time it reported while answering a
+    scrape sent at `requested_at` and read by `scraped_at` (adapter's clock): 0 when the report falls inside
+    that interval, give or take `CLOCK_TOLERANCE_S` (a slow scrape is not a clock that is off). Otherwise it is
+    measured from the send, which errs by at most the scrape's duration and always towards older data: the
+    times moved by it are never fresher than they were."""
+    if requested_at - CLOCK_TOLERANCE_S <= exporter_now <= scraped_at + CLOCK_TOLERANCE_S:
+        return 0.0
+    return exporter_now - requested_at
+
+
 class ExporterReading(NamedTuple):
     sample: PodSample
     clock_offset_s: float
@@ -65,14 +76,15 @@ def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
 
 
 def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
-                       created_at: float | None = None) -> ExporterReading:
+                       created_at: float | None = None, requested_at: float | None = None) -> ExporterReading:
     """Read the signals of one pod.
 
     `sampled_at` is the exporter's own last good ModelMesh collection time when it reports one (a failing
     exporter keeps serving old values with an old timestamp, which is how staleness is noticed), and
     `gpu_sampled_at` its last good GPU collection time. Both are the node's clock; where the exporter also
-    reports that clock at the scrape (`modelmesh_exporter_time_seconds`) and it differs from the adapter's
-    (`scraped_at`) by more than `CLOCK_TOLERANCE_S`, they are moved by the difference, so that a node clock
+    reports that clock at the scrape (`modelmesh_exporter_time_seconds`) and it is off the adapter's
+    (`clock_offset`: the scrape was sent at `requested_at`, default `scraped_at`, and read by `scraped_at`),
+    they are moved by the difference, so that a node clock
     a minute behind does not make every sample look a minute old (a pod stale for good, its runtime never
     scaled down), nor one ahead make a hung collector look fresh. Both are then capped at the scrape time, so
     that data never looks fresher than the scrape that read it.
@@ -111,8 +123,9 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     if not seen_exporter:
         raise ExpositionError("no modelmesh exporter metrics in the response")
     offset = 0.0
-    if exporter_now is not None and abs(exporter_now - scraped_at) > CLOCK_TOLERANCE_S:
-        offset = exporter_now - scraped_at
+    if exporter_now is not None:
+        offset = clock_offset(exporter_now, scraped_at if requested_at is None else requested_at, scraped_at)
+    if offset:
         modelmesh_ok_at = None if modelmesh_ok_at is None else modelmesh_ok_at - offset
         gpu_ok_at = None if gpu_ok_at is None else gpu_ok_at - offset
     # The GPU signal has its own freshness (the GPU collector can fail or hang while ModelMesh's works):

@@ -161,9 +161,10 @@ class ScrapeSource:
 
     async def _scrape(self, pod: PodTarget) -> tuple[PodSample, float]:
         assert pod.url is not None
+        requested_at = self._clock()
         text = await fetch_exposition(self._client(), pod.url, max_bytes=self._max_body_bytes)
         try:
-            return read_exporter_text(text, pod.name, pod.ready, self._clock(), pod.created_at)
+            return read_exporter_text(text, pod.name, pod.ready, self._clock(), pod.created_at, requested_at)
         except ExpositionError as error:
             raise FetchError(names.REASON_PARSE, f"{pod.url}: {error}") from error
 

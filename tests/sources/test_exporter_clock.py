@@ -74,3 +74,26 @@ def test_a_garbled_clock_is_ignored_rather_than_trusted() -> None:
 
     assert offset == 0.0
     assert sample.sampled_at == 1_999_999_990.0
+
+
+def test_a_slow_scrape_is_not_a_clock_that_is_off() -> None:
+    # Sent 3 s before it was read; the exporter, on a right clock, answered 1.5 s before the read.
+    text = exporter_text(modelmesh_ok_at=1_999_999_990.0, gpu_ok_at=1_999_999_991.0, clock=1_999_999_998.5)
+
+    sample, offset = read_exporter_text(text, "pod-a", True, SCRAPED_AT, requested_at=1_999_999_997.0)
+
+    assert offset == 0.0
+    assert sample.sampled_at == 1_999_999_990.0
+
+
+def test_an_offset_found_over_a_slow_scrape_errs_towards_older_data() -> None:
+    # The same 3 s scrape from a node 120 s behind: it answered at 1,999,999,998.5 by the adapter's clock,
+    # 1,999,999,878.5 by its own, its collection 2 s before that (1,999,999,996.5 by the adapter's clock).
+    # Measured from the send the offset is -118.5 s, so the collection reads 1.5 s older than it was, never
+    # fresher.
+    text = exporter_text(modelmesh_ok_at=1_999_999_876.5, gpu_ok_at=1_999_999_876.5, clock=1_999_999_878.5)
+
+    sample, offset = read_exporter_text(text, "pod-a", True, SCRAPED_AT, requested_at=1_999_999_997.0)
+
+    assert offset == -118.5
+    assert sample.sampled_at == 1_999_999_995.0
