@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.fakes.node_clock import clock_off_env
 from tests.fakes.nvml import FakeNvml
 from tests.support.kubectl import get_raw, write_kubeconfig
 from tests.support.processes import free_port, http_post_json, running, stop
@@ -80,10 +81,12 @@ class DataPath:
 def data_path_running(
     workdir: Path, pods: int = 1, rps: float = 50.0, adapter_args: Sequence[str] = (),
     policy: Mapping[str, object] | None = None, gpus: Sequence[FakeNvml] | None = None,
+    clocks_off_s: Sequence[float] = (),
 ) -> Iterator[DataPath]:
     """`pods` fake ModelMesh containers (https), one exporter each, and one adapter scraping them.
 
-    `gpus`: one fake NVML per pod, loaded by that pod's exporter (else the exporters run with `--no-gpu`)."""
+    `gpus`: one fake NVML per pod, loaded by that pod's exporter (else the exporters run with `--no-gpu`).
+    `clocks_off_s`: per pod, how far its node's clock is off (`tests.fakes.node_clock`; 0 or none: right)."""
     adapter_port = free_port()
     with ExitStack() as stack:
         modelmesh_urls, exporter_urls, exporters = [], [], []
@@ -100,6 +103,8 @@ def data_path_running(
             ))
             gpu_args = ["--no-gpu"] if gpus is None else ["--gpu-window", "1", "--gpu-interval", "0.2"]
             env = {} if gpus is None else gpus[index].env()
+            if index < len(clocks_off_s) and clocks_off_s[index]:
+                env |= clock_off_env(clocks_off_s[index])
             args = ["exporter.cli", "--listen", f"127.0.0.1:{exporter_port}", "--modelmesh-url", modelmesh_url,
                     "--modelmesh-ca-file", str(cert_dir / "tls.crt"), *gpu_args,
                     "--modelmesh-interval", "0.5", "--load-window", "3"]
