@@ -9,6 +9,7 @@ could never fall, and the request load stayed 503 after a restart.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -21,9 +22,12 @@ pytestmark = pytest.mark.slow
 
 def test_a_pod_on_a_node_two_minutes_behind_is_fresh_and_its_runtimes_values_may_fall(tmp_path: Path) -> None:
     with data_path_running(tmp_path, pods=2, rps=50, clocks_off_s=[0, -120]) as path:
-        document = poll(lambda: (found := debug_runtime(path)).get("complete") and found, timeout=40)
+        def complete() -> dict[str, object] | None:
+            found = debug_runtime(path)
+            return found if found.get("complete") else None
 
-        pods = {pod["name"]: pod for pod in document["pods"]}  # type: ignore[attr-defined]
+        document = poll(complete, timeout=40)
+        pods = {pod["name"]: pod for pod in cast(list[dict[str, Any]], document["pods"])}
         assert pods["pod-1"]["fresh"] and pods["pod-1"]["age_s"] < 10, pods["pod-1"]
         # Both pods at 50 requests a second, every pod fresh: n_r * M_p(r) = 2 * 50.
         load = poll(lambda: path.value("modelmesh_request_load"), timeout=10)
