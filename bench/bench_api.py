@@ -36,6 +36,7 @@ import aiohttp  # noqa: E402
 
 from bench.apachebench import run_ab  # noqa: E402
 from bench.bench_fleet import bare_app, listen, server_tls, write_pki  # noqa: E402
+from bench.client_priority import client_priority_words  # noqa: E402
 
 HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
 HEADERS = {"X-Remote-User": HPA_USER, "X-Remote-Group": "system:serviceaccounts"}
@@ -185,7 +186,7 @@ def main() -> None:
         runs = asyncio.run(measure(args, workdir, client))
     print(f"GET .../modelmesh_desired_replicas?labelSelector=... over TLS, front-proxy certificate + X-Remote-User, "
           f"load from {args.client}, {args.concurrency} keep-alive connections, best of {args.rounds} x "
-          f"{args.seconds:g} s")
+          f"{args.seconds:g} s" + (f"; {client_priority_words()}" if args.client == "ab" else ""))
     print(f"{'server':<24}{'requests/s':>12}{'p50 ms':>10}{'p99 ms':>10}")
     for name, run in runs.items():
         print(f"{name:<24}{run.throughput:>12.0f}{run.p50_s * 1000:>10.2f}{run.p99_s * 1000:>10.2f}")

@@ -37,8 +37,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=2000)
     args = parser.parse_args()
-    before, after = exporter_template(3)
-    one = (before + STAMP + after).decode()
+    one = STAMP.join(exporter_template(3)).decode()
     for label, text in (("1 GPU", one), ("8 GPUs", eight_gpus(one))):
         assert fast_samples(text) is not None
         fast = timeit.timeit(partial(fast_samples, text), number=args.runs) / args.runs

@@ -2,8 +2,8 @@
 serving 10 to 5,000 runtimes, against a bare aiohttp TLS handler returning the same bytes.
 
 For each fleet size: one process serves every pod's exporter output (2 pods a runtime, the exporter's own
-series with a fresh collection timestamp on every scrape); one process runs the fake Kubernetes API that
-answers the adapter's SubjectAccessReviews; the adapter runs as a real process with TLS, the front-proxy CA
+series with a fresh collection timestamp and clock on every scrape); one process runs the fake Kubernetes API
+that answers the adapter's SubjectAccessReviews; the adapter runs as a real process with TLS, the front-proxy CA
 and `--requestheader-allowed-names`, scraping the fleet every `--refresh-interval` seconds. Clients present
 the aggregator's front-proxy certificate (trustme) and `X-Remote-User`, as kube-apiserver does, and ask for
 every runtime x metric in turn. Two clients, rounds interleaved between the adapter and the bare handler:
@@ -101,20 +101,21 @@ def metric_path(runtime: int, metric: str) -> str:
 
 # Processes: the exporter fleet, the fake Kubernetes API, the bare handler.
 
-def exporter_template(pod: int) -> tuple[bytes, bytes]:
-    """One exporter's output (1 GPU), split where its collection timestamp goes."""
+def exporter_template(pod: int) -> tuple[bytes, ...]:
+    """One exporter's output (1 GPU), split where its collection timestamp and its clock go: join the parts
+    with the time of the response (`STAMP.join(parts)` for the placeholder)."""
     from prometheus_client.utils import floatToGoString
 
     from bench.fake_exporter import exporter_text
 
-    # Only the first stamp (ModelMesh's) is rewritten per response; the GPU collector's is set far ahead so
-    # that its signal always counts fresh in the benchmark.
-    text = exporter_text(pod, gpus=1, modelmesh_stamp=float(STAMP), gpu_stamp=4e9)
+    # The ModelMesh stamp and the exporter's clock are rewritten per response; the GPU collector's stamp is set
+    # far ahead so that its signal always counts fresh in the benchmark.
+    text = exporter_text(pod, gpus=1, modelmesh_stamp=float(STAMP), gpu_stamp=4e9, clock=float(STAMP))
     stamp: str = floatToGoString(float(STAMP))  # type: ignore[no-untyped-call]
-    before, found, after = text.partition(stamp.encode())
-    if not found:
-        raise RuntimeError("the timestamp placeholder is not in the exporter text")
-    return before, after
+    parts = tuple(text.split(stamp.encode()))
+    if len(parts) != 3:
+        raise RuntimeError("the exporter text does not hold the timestamp placeholder twice")
+    return parts
 
 
 def write_targets(path: Path, runtimes: int, fleet_port: int) -> Path:
@@ -128,12 +129,12 @@ def write_targets(path: Path, runtimes: int, fleet_port: int) -> Path:
 
 
 class _FleetProtocol(asyncio.Protocol):
-    """Every fake exporter behind one port, answering `GET /pod/N/metrics` with pod N's text and a fresh
-    collection timestamp, keep-alive. A bare protocol rather than an aiohttp app: on the benchmark's machine the
-    fleet's CPU is taken from the adapter's cores, whereas real exporters run on other nodes, so the fake fleet
-    should cost as little as it can (about a fifth of an aiohttp handler per scrape)."""
+    """Every fake exporter behind one port, answering `GET /pod/N/metrics` with pod N's text, a fresh collection
+    timestamp and the exporter's clock, keep-alive. A bare protocol rather than an aiohttp app: on the benchmark's
+    machine the fleet's CPU is taken from the adapter's cores, whereas real exporters run on other nodes, so the
+    fake fleet should cost as little as it can (about a fifth of an aiohttp handler per scrape)."""
 
-    def __init__(self, templates: list[tuple[bytes, bytes]]) -> None:
+    def __init__(self, templates: list[tuple[bytes, ...]]) -> None:
         self.templates = templates
         self.buffer = b""
         self.transport: asyncio.Transport | None = None
@@ -152,8 +153,7 @@ class _FleetProtocol(asyncio.Protocol):
             if len(parts) != 4 or parts[1] != b"pod" or not parts[2].isdigit() or int(parts[2]) >= len(self.templates):
                 self.transport.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
                 continue
-            before, after = self.templates[int(parts[2])]
-            body = before + repr(time.time()).encode() + after
+            body = repr(time.time()).encode().join(self.templates[int(parts[2])])
             self.transport.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: "
                                  + str(len(body)).encode() + b"\r\n\r\n" + body)
 

@@ -8,9 +8,11 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from exporter import names
 
 
-def exporter_text(pod: int, gpus: int, modelmesh_stamp: float, gpu_stamp: float | None = None) -> bytes:
+def exporter_text(pod: int, gpus: int, modelmesh_stamp: float, gpu_stamp: float | None = None,
+                  clock: float | None = None) -> bytes:
     """One exporter's output for pod number `pod` with `gpus` GPUs; its ModelMesh collector last succeeded at
-    `modelmesh_stamp`, its GPU collector at `gpu_stamp` (no stamp when None)."""
+    `modelmesh_stamp`, its GPU collector at `gpu_stamp` (no stamp when None); its clock at the scrape reads
+    `clock` (`modelmesh_exporter_time_seconds`; no such series when None, as from an exporter before it)."""
 
     class Families:
         def collect(self) -> list[GaugeMetricFamily | CounterMetricFamily]:
@@ -26,7 +28,8 @@ def exporter_text(pod: int, gpus: int, modelmesh_stamp: float, gpu_stamp: float 
             last.add_metric(["modelmesh"], modelmesh_stamp)
             if gpu_stamp is not None:
                 last.add_metric(["gpu"], gpu_stamp)
-            return [busy, used, success, last,
+            clocks = [] if clock is None else [GaugeMetricFamily(names.EXPORTER_TIME, "clock", value=clock)]
+            return [busy, used, success, last, *clocks,
                     CounterMetricFamily(names.REQUESTS_TOTAL, "n", value=1000.0 * pod),
                     GaugeMetricFamily(names.REQUESTS_PER_SECOND, "r", value=float(pod % 50)),
                     GaugeMetricFamily(names.QUEUE_DELAY_SECONDS, "q", value=0.01),

@@ -46,8 +46,8 @@ def exporter_samples(text: str) -> Iterable[Sample]:
 
 
 CLOCK_TOLERANCE_S: Final = 1.0
-"""An exporter clock within this of the adapter's counts as the same clock: its timestamps are read as they are.
-Beyond it, they are moved onto the adapter's clock by the difference (`read_exporter_text`)."""
+"""An exporter clock that reads within this of the scrape (from the adapter sending it to reading the answer)
+counts as the adapter's own: its timestamps are read as they are (`clock_offset`)."""
 
 
 def clock_offset(exporter_now: float, requested_at: float, scraped_at: float) -> float:
@@ -65,8 +65,8 @@ class ExporterReading(NamedTuple):
     sample: PodSample
     clock_offset_s: float
     """How far the exporter's clock is ahead of the adapter's (negative: behind) as its
-    `modelmesh_exporter_time_seconds` showed at the scrape; 0 when within `CLOCK_TOLERANCE_S` or not reported
-    (an exporter from before the series: its timestamps are read as they are, as always)."""
+    `modelmesh_exporter_time_seconds` showed at the scrape; 0 when `clock_offset` finds none or the exporter
+    does not report its clock (one from before the series: its timestamps are read as they are, as always)."""
 
 
 def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
@@ -81,13 +81,12 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
 
     `sampled_at` is the exporter's own last good ModelMesh collection time when it reports one (a failing
     exporter keeps serving old values with an old timestamp, which is how staleness is noticed), and
-    `gpu_sampled_at` its last good GPU collection time. Both are the node's clock; where the exporter also
+    `gpu_sampled_at` its last good GPU collection time. Both are on the node's clock. Where the exporter also
     reports that clock at the scrape (`modelmesh_exporter_time_seconds`) and it is off the adapter's
-    (`clock_offset`: the scrape was sent at `requested_at`, default `scraped_at`, and read by `scraped_at`),
-    they are moved by the difference, so that a node clock
-    a minute behind does not make every sample look a minute old (a pod stale for good, its runtime never
-    scaled down), nor one ahead make a hung collector look fresh. Both are then capped at the scrape time, so
-    that data never looks fresher than the scrape that read it.
+    (`clock_offset`; the scrape was sent at `requested_at`, default `scraped_at`, and read by `scraped_at`),
+    both are moved by the offset, so that a node clock a minute behind does not make every sample look a
+    minute old (a pod stale for good, its runtime never scaled down), nor one ahead make a hung collector
+    look fresh. Both are then capped at the scrape time: data never looks fresher than the scrape that read it.
     """
     if not text.endswith("\n"):
         raise ExpositionError("truncated exposition (no final newline)")
