@@ -13,7 +13,9 @@ goal is within reach of some replica policy on that trace. Plain script:
         [--variant 'name:scale_down_tau_s=120,down_window=300,down_pods=1,down_period=120'] ...
 
 A variant sets RuntimePolicy fields (`skew_order`, `target_gpu_busy`, `scale_down_tau_s`, ...) and the HPA's
-scale-down behavior (`down_window` s, `down_pods` per `down_period` s); `deletion_costs=off` leaves the pods'
+scale-down behavior (`down_window` s, `down_pods` per `down_period` s) and its tolerances (`up_tolerance`,
+`down_tolerance`: `behavior.scaleUp.tolerance` and `scaleDown.tolerance`, Kubernetes 1.35 and later; the
+cluster's 0.1 when not given); `deletion_costs=off` leaves the pods'
 costs unset, as the adapter's `--deletion-cost off` (the ReplicaSet then removes the newest pod). Without
 --variant it runs the shipped defaults.
 """
@@ -57,7 +59,11 @@ def parse_variant(text: str) -> Variant:
     costs = fields.pop("deletion_costs", "on")
     if costs not in ("on", "off"):
         raise SystemExit(f"deletion_costs must be on or off, got {costs!r}")
-    behavior = replace(SHIPPED_BEHAVIOR, scale_down=ScalingRules(window, "Min", (ScalingPolicy("Pods", pods, period),)))
+    up_tolerance = float(fields.pop("up_tolerance")) if "up_tolerance" in fields else None
+    down_tolerance = float(fields.pop("down_tolerance")) if "down_tolerance" in fields else None
+    behavior = replace(SHIPPED_BEHAVIOR,
+                       scale_up=replace(SHIPPED_BEHAVIOR.scale_up, tolerance=up_tolerance),
+                       scale_down=ScalingRules(window, "Min", (ScalingPolicy("Pods", pods, period),), down_tolerance))
     return Variant(name or "shipped", apply_overrides(RuntimePolicy(), fields), behavior, costs == "on")
 
 

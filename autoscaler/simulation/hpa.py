@@ -5,7 +5,9 @@ is checked against the Kubernetes documentation's worked examples once (tests/si
 follows the documented algorithm and the controller it describes (`pkg/controller/podautoscaler`):
 
 - every `sync_period_s` (15 s), each metric proposes `ceil(ratio * pods)`, where `ratio = current / target`,
-  unless the ratio is within `tolerance` (0.1) of 1, when it proposes the current replicas;
+  unless the ratio is within tolerance of 1 (`1 - down <= ratio <= 1 + up`, each 0.1 unless the behavior
+  sets its own: `behavior.scaleUp.tolerance`, `behavior.scaleDown.tolerance`, HPAConfigurableTolerance,
+  beta in Kubernetes 1.35), when it proposes the current replicas;
 - `External` metrics: a `Value` target scales by `value / target` over the Ready pods; an `AverageValue`
   target divides the value by the current replicas, i.e. proposes `ceil(value / target)`;
 - per-pod metrics (`Pods`, `Resource` utilization): the mean over pods with metrics; pods without a metric
@@ -52,6 +54,18 @@ class ScalingRules:
     stabilization_window_s: int
     select_policy: SelectPolicy
     policies: tuple[ScalingPolicy, ...]
+    tolerance: float | None = None  # this direction's tolerance; None: the cluster's (`HpaSpec.tolerance`)
+
+
+@dataclass(frozen=True, slots=True)
+class Tolerances:
+    """How far the usage ratio may sit from 1 without a scale, per direction (the controller's `Tolerances`)."""
+
+    up: float = TOLERANCE
+    down: float = TOLERANCE
+
+    def within(self, ratio: float) -> bool:
+        return 1.0 - self.down <= ratio <= 1.0 + self.up
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +99,13 @@ class HpaSpec:
     min_replicas: int = 1
     max_replicas: int = 10
     behavior: Behavior = DEFAULT_BEHAVIOR
-    tolerance: float = TOLERANCE
+    tolerance: float = TOLERANCE  # the cluster's `--horizontal-pod-autoscaler-tolerance`
+
+    @property
+    def tolerances(self) -> Tolerances:
+        """Each direction's own tolerance where its behavior sets one, else the cluster's."""
+        up, down = self.behavior.scale_up.tolerance, self.behavior.scale_down.tolerance
+        return Tolerances(self.tolerance if up is None else up, self.tolerance if down is None else down)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,8 +173,9 @@ class HorizontalPodAutoscaler:
             return ScaleDecision(current, spec.min_replicas, proposals, None, "minReplicas",
                                  "current replicas below minReplicas")
         best, best_metric = 0, None
+        tolerances = spec.tolerances
         for metric in spec.metrics:
-            proposal = propose(metric, readings.get(metric.name), current, pods, spec.tolerance)
+            proposal = propose(metric, readings.get(metric.name), current, pods, tolerances)
             proposals[metric.name] = proposal
             if proposal is not None and (best_metric is None or proposal > best):
                 best, best_metric = proposal, metric.name
@@ -238,7 +259,7 @@ def _rate_limit(current: int, now: float, ups: Sequence[_Event], downs: Sequence
 
 
 def propose(metric: MetricSpec, reading: MetricReading, current: int, pods: Sequence[HpaPod],
-            tolerance: float = TOLERANCE) -> int | None:
+            tolerances: Tolerances = Tolerances()) -> int | None:
     """The replicas one metric proposes, or None when it cannot be read."""
     if reading is None:
         return None
@@ -250,16 +271,16 @@ def propose(metric: MetricSpec, reading: MetricReading, current: int, pods: Sequ
             if current == 0:
                 return math.ceil(reading / metric.target)
             ratio = reading / (metric.target * current)
-            return current if abs(1.0 - ratio) <= tolerance else math.ceil(reading / metric.target)
+            return current if tolerances.within(ratio) else math.ceil(reading / metric.target)
         ratio = reading / metric.target
         if current == 0:
             return math.ceil(ratio)
-        return current if abs(1.0 - ratio) <= tolerance else math.ceil(ratio * ready)
-    return _per_pod(metric.target, reading, current, pods, tolerance)
+        return current if tolerances.within(ratio) else math.ceil(ratio * ready)
+    return _per_pod(metric.target, reading, current, pods, tolerances)
 
 
 def _per_pod(target: float, values: Mapping[str, float], current: int, pods: Sequence[HpaPod],
-             tolerance: float) -> int | None:
+             tolerances: Tolerances) -> int | None:
     """The controller's plain per-pod calculation, with its missing-metric and not-ready rules."""
     metrics = {p.name: values[p.name] for p in pods if p.ready and p.name in values}
     unready = [p.name for p in pods if not p.ready]
@@ -269,14 +290,14 @@ def _per_pod(target: float, values: Mapping[str, float], current: int, pods: Seq
     ratio = sum(metrics.values()) / len(metrics) / target
     up_with_unready = bool(unready) and ratio > 1.0
     if not up_with_unready and not missing:
-        return current if abs(1.0 - ratio) <= tolerance else math.ceil(ratio * len(metrics))
+        return current if tolerances.within(ratio) else math.ceil(ratio * len(metrics))
     for name in missing:
         metrics[name] = target if ratio < 1.0 else 0.0
     if up_with_unready:
         for name in unready:
             metrics[name] = 0.0
     new_ratio = sum(metrics.values()) / len(metrics) / target
-    if abs(1.0 - new_ratio) <= tolerance or (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
+    if tolerances.within(new_ratio) or (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
         return current
     replicas = math.ceil(new_ratio * len(metrics))
     if (new_ratio < 1.0 and replicas > current) or (new_ratio > 1.0 and replicas < current):

@@ -1,12 +1,14 @@
 """HPA `behavior` as manifests write it: read with Kubernetes' API defaulting, and described in words.
 
 A scaling rule left out of `behavior` takes the default rule whole; a field left out of a rule takes that
-field of the default rule (`SetDefaults_HorizontalPodAutoscalerBehavior`). The order of policies means
+field of the default rule (`SetDefaults_HorizontalPodAutoscalerBehavior`); a rule's `tolerance` left out is
+the cluster's (0.1). The order of policies means
 nothing to the controller, so they are kept sorted and equal rules compare equal.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,7 +43,20 @@ def _rules(raw: Any, default: ScalingRules, where: str) -> ScalingRules:
     window = int(raw.get("stabilizationWindowSeconds", default.stabilization_window_s))
     if not 0 <= window <= 3600:
         raise ValueError(f"{where}: stabilizationWindowSeconds must be 0..3600, got {window}")
-    return ScalingRules(window, select, policies)  # type: ignore[arg-type]
+    tolerance = default.tolerance if raw.get("tolerance") is None else _tolerance(raw["tolerance"], where)
+    return ScalingRules(window, select, policies, tolerance)  # type: ignore[arg-type]
+
+
+def _tolerance(raw: Any, where: str) -> float:
+    """`tolerance`, a Kubernetes quantity: a plain number ("0.05", 0) or in thousandths ("50m")."""
+    text = str(raw).strip()
+    try:
+        value = float(text[:-1]) / 1000.0 if text.endswith("m") else float(text)
+    except ValueError:
+        raise ValueError(f"{where}: tolerance must be a quantity such as 0.05 or 50m, got {raw!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{where}: tolerance must be a quantity of 0 or more, got {raw!r}")
+    return value
 
 
 def behavior_from_manifest(document: Mapping[str, Any]) -> Behavior:
@@ -59,5 +74,7 @@ def describe_behavior(behavior: Behavior) -> str:
     for name, rules in (("scaleUp", behavior.scale_up), ("scaleDown", behavior.scale_down)):
         policies = ", ".join(f"{p.value}{'%' if p.type == 'Percent' else ' pods'} per {p.period_s}s"
                              for p in rules.policies)
-        lines.append(f"{name}: window {rules.stabilization_window_s}s, {rules.select_policy} of [{policies}]")
+        tolerance = "" if rules.tolerance is None else f", tolerance {rules.tolerance:g}"
+        lines.append(f"{name}: window {rules.stabilization_window_s}s, {rules.select_policy} of [{policies}]"
+                     f"{tolerance}")
     return "; ".join(lines)

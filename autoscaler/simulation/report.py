@@ -174,7 +174,7 @@ def bound_text(report: Mapping[str, Any]) -> str:
         return text
     if bound["delay_goal_reachable"]:
         text += f" That is {versus:g}x {BASELINE}'s delays: the goal's {DELAYED:g}x is within reach."
-        if bound.get("quiet_baseline"):  # churn seed 1 (README, Simulator): one shift of load decided the ratio
+        if bound.get("quiet_baseline"):  # (README, Simulator: one shift of load can decide a ratio of so few)
             text += (f" {BASELINE} delays under {QUIET_RATIO:.1%} of requests: a few minutes decide a ratio of "
                      f"delays there, and where ModelMesh's copies sit when the load shifts, not the replica count, "
                      f"can put it above 1x, so the goal asks only that a policy delay at most "

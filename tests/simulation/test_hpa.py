@@ -191,3 +191,31 @@ def test_manifest_behavior_fills_left_out_fields_with_kubernetes_defaults() -> N
     assert behavior_from_manifest({"spec": {}}) == DEFAULT_BEHAVIOR
     with pytest.raises(ValueError, match="selectPolicy"):
         behavior_from_manifest({"behavior": {"scaleUp": {"selectPolicy": "Fastest"}}})
+
+
+def test_configurable_tolerance_per_direction_as_the_kubernetes_blog_example() -> None:
+    # The v1.33 blog's HPA: scale-down tolerance 5%, none for scale-up. At 25 replicas a recommendation of 27
+    # (ratio 1.08) is within the default 10% and held; with no scale-up tolerance the HPA goes to 27. A fall to
+    # 23.5 (ratio 0.94) is past 5%: ceil(23.5) = 24; 24.0 (0.96) stays within it.
+    behavior = behavior_from_manifest({"spec": {"behavior": {"scaleDown": {"tolerance": "50m"},
+                                                             "scaleUp": {"tolerance": 0}}}})
+    assert (behavior.scale_up.tolerance, behavior.scale_down.tolerance) == (0.0, 0.05)
+    assert behavior.scale_up.policies == DEFAULT_BEHAVIOR.scale_up.policies  # the rest of each rule defaulted
+
+    def decide(rules: Behavior, reading: float) -> int:
+        spec = HpaSpec((DESIRED,), min_replicas=1, max_replicas=100, behavior=rules)
+        return HorizontalPodAutoscaler(spec).sync(0.0, 25, pods(25), {DESIRED.name: reading}).desired
+
+    assert decide(DEFAULT_BEHAVIOR, 27.0) == 25
+    assert decide(behavior, 27.0) == 27
+    down_now = Behavior(behavior.scale_up, ScalingRules(0, "Max", DEFAULT_BEHAVIOR.scale_down.policies, 0.05))
+    assert decide(down_now, 23.5) == 24
+    assert decide(down_now, 24.0) == 25
+    assert decide(Behavior(behavior.scale_up, ScalingRules(0, "Max", DEFAULT_BEHAVIOR.scale_down.policies)),
+                  23.5) == 25  # the default 10% holds it
+
+
+@pytest.mark.parametrize("tolerance", ["-0.1", "ten percent", "NaN"])
+def test_a_bad_tolerance_is_a_clear_error(tolerance: str) -> None:
+    with pytest.raises(ValueError, match=r"behavior\.scaleUp: tolerance must be a quantity"):
+        behavior_from_manifest({"behavior": {"scaleUp": {"tolerance": tolerance}}})
