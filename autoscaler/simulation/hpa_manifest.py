@@ -48,10 +48,12 @@ def _rules(raw: Any, default: ScalingRules, where: str) -> ScalingRules:
 
 
 def _tolerance(raw: Any, where: str) -> float:
-    """`tolerance`, a Kubernetes quantity: a plain number ("0.05", 0) or in thousandths ("50m")."""
-    text = str(raw).strip()
+    """`tolerance`, a Kubernetes quantity ("0.05", 0, "50m"), read by the client library's own parser."""
+    # Imported here: `kubernetes.utils` loads the whole client (about 0.7 s), needed only when a rule sets one.
+    from kubernetes.utils.quantity import parse_quantity
+
     try:
-        value = float(text[:-1]) / 1000.0 if text.endswith("m") else float(text)
+        value = float(parse_quantity(raw))  # type: ignore[no-untyped-call]
     except ValueError:
         raise ValueError(f"{where}: tolerance must be a quantity such as 0.05 or 50m, got {raw!r}") from None
     if not math.isfinite(value) or value < 0:
