@@ -6,7 +6,10 @@ them into a `RuntimeView`; the API and the deletion-cost writer only read views.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import astuple, dataclass, field, fields
+from operator import itemgetter
+from typing import Final, overload
 
 from autoscaler.names import ServedMetric
 
@@ -98,6 +101,61 @@ class PodView:
     signals: tuple[tuple[str, str], ...] = ()
 
 
+PodRow = tuple[
+    str, bool, bool, float | None, float | None, float | None, float | None, float | None, float | None, float,
+    float | None, int | None, tuple[tuple[str, str], ...],
+]
+"""One pod of a view as plain values: `PodView`'s fields, in its order."""
+
+POD_FIELDS: Final = tuple(f.name for f in fields(PodView))
+"""The names of a `PodRow`'s values, in order."""
+
+_cost_fields: Final = itemgetter(*(POD_FIELDS.index(name) for name in ("name", "ready", "fresh", "deletion_cost")))
+
+
+@dataclass(frozen=True, slots=True)
+class PodViews(Sequence[PodView]):
+    """The pods of one runtime's view, in the snapshot's order: one plain tuple of `PodView`'s fields per pod
+    (`rows`), read as `PodView`s.
+
+    Why rows rather than a tuple of `PodView`s: the refresh reads every pod of every view (its /debug record,
+    the deletion-cost plan), and at 10,000 pods a refresh a frozen `PodView` per pod cost about a third of the
+    decisions, and as much again to read back into the /debug record's plain values. A row is one tuple the
+    decision builds as it ranks the pod and the /debug record carries as it is; a `PodView` is made only for
+    whoever reads one (the warm-up check, a view's JSON, tests), equal to what the decision used to build.
+    The readers of every pod on every refresh take the rows, or `deletion_costs`, without one.
+    """
+
+    rows: tuple[PodRow, ...] = ()
+
+    @classmethod
+    def of(cls, views: Iterable[PodView]) -> PodViews:
+        """The pods of these `PodView`s (a view built by hand, as tests and the plain decision build them)."""
+        return cls(tuple(astuple(view) for view in views))  # each a PodRow: astuple of a PodView
+
+    def deletion_costs(self) -> Iterator[tuple[str, bool, bool, int | None]]:
+        """(name, ready, fresh, deletion cost) of each pod, without making its `PodView`: what the
+        deletion-cost writer and the simulator read of every pod on every refresh."""
+        return map(_cost_fields, self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, index: int) -> PodView: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> PodViews: ...
+
+    def __getitem__(self, index: int | slice) -> PodView | PodViews:
+        if isinstance(index, slice):
+            return PodViews(self.rows[index])
+        return PodView(*self.rows[index])
+
+    def __iter__(self) -> Iterator[PodView]:
+        return (PodView(*row) for row in self.rows)
+
+
 @dataclass(frozen=True, slots=True)
 class ServedValue:
     """One served series: the smoothed value, or None when it is unknown (the API answers 503)."""
@@ -122,7 +180,7 @@ class RuntimeView:
     values: dict[ServedMetric, ServedValue]
     proposals: dict[str, int | None]
     winner: str | None
-    pods: tuple[PodView, ...]
+    pods: PodViews
     reason: str = ""  # why values are held or unknown, for logs and /debug
     consecutive_misses: int = 0
     current_replicas: int | None = None

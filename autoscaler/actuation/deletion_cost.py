@@ -232,7 +232,7 @@ class DeletionCostWriter:
         return max(0.0, min(due) - self._clock()) if due else None
 
     def _drop_vanished(self, views: Mapping[RuntimeKey, RuntimeView]) -> None:
-        present = {(key.namespace, pod.name) for key, view in views.items() for pod in view.pods}
+        present = {(key.namespace, name) for key, view in views.items() for name, *_ in view.pods.deletion_costs()}
         for pod in [pod for pod in self.records if pod not in present]:
             self._remove_series(pod, self.records.pop(pod))
         for key in [key for key in self._scale_downs if key not in views]:

@@ -66,11 +66,10 @@ def plan_patches(
         if not view.known:
             continue
         hurry = key in urgent
-        for pod in view.pods:
-            cost = pod.deletion_cost
-            if cost is None or not pod.ready or not pod.fresh:
+        for name, ready, fresh, cost in view.pods.deletion_costs():
+            if cost is None or not ready or not fresh:
                 continue
-            record = records.get((key.namespace, pod.name))
+            record = records.get((key.namespace, name))
             if record is not None and record.retry_at > now:
                 continue
             if record is None or record.cost is None or record.failures:
@@ -83,7 +82,7 @@ def plan_patches(
                 priority = 2
             else:
                 continue
-            patches.append(PodPatch(priority, key.namespace, pod.name, cost, key))
+            patches.append(PodPatch(priority, key.namespace, name, cost, key))
     patches.sort()
     return patches
 

@@ -24,14 +24,12 @@ import operator
 from typing import Any, Final
 
 from autoscaler.api.handlers import rfc3339
-from autoscaler.model import PodView, RuntimeView, ServedValue
+from autoscaler.model import POD_FIELDS, PodViews, RuntimeView, ServedValue
 
 _VIEW_FIELDS: Final = tuple(f.name for f in dataclasses.fields(RuntimeView))
 _view_values = operator.attrgetter(*_VIEW_FIELDS)
 _KEY, _VALUES, _PODS, _REFRESHED = (_VIEW_FIELDS.index(name) for name in ("key", "values", "pods", "refreshed_at"))
-_POD_FIELDS: Final = tuple(f.name for f in dataclasses.fields(PodView))
-_pod_values = operator.attrgetter(*_POD_FIELDS)
-_SIGNALS = _POD_FIELDS.index("signals")
+_SIGNALS = POD_FIELDS.index("signals")
 _VALUE_FIELDS: Final = tuple(f.name for f in dataclasses.fields(ServedValue))
 _value_values = operator.attrgetter(*_VALUE_FIELDS)
 _STRICT: Final = json.JSONEncoder(allow_nan=False)  # `json.dumps(..., allow_nan=False)` would build one per call
@@ -40,6 +38,8 @@ _PLAIN, _JSON = b"M", b"J"  # what follows the first byte of a record: marshalle
 
 def jsonable(value: Any) -> Any:
     """Dataclasses, enums, mappings and sequences as JSON values; NaN and infinities as null."""
+    if isinstance(value, PodViews):  # (a dataclass of rows, shown as its pods)
+        return [jsonable(pod) for pod in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, enum.Enum):
@@ -70,7 +70,7 @@ def debug_record(view: RuntimeView) -> bytes:
     fields = list(_view_values(view))
     fields[_KEY] = (view.key.namespace, view.key.deployment)
     fields[_VALUES] = tuple((metric.value, *_value_values(served)) for metric, served in view.values.items())
-    fields[_PODS] = tuple(map(_pod_values, view.pods))
+    fields[_PODS] = view.pods.rows  # plain values already (`PodViews`)
     try:
         return _PLAIN + marshal.dumps(tuple(fields))
     except ValueError:  # not plain data: write the JSON now
@@ -101,7 +101,7 @@ def _document(fields: tuple[Any, ...]) -> dict[str, Any]:
     document["values"] = {name: dict(zip(_VALUE_FIELDS, served, strict=True)) for name, *served in fields[_VALUES]}
     pods = []
     for pod in fields[_PODS]:
-        shown = dict(zip(_POD_FIELDS, pod, strict=True))
+        shown = dict(zip(POD_FIELDS, pod, strict=True))
         shown["signals"] = dict(pod[_SIGNALS])
         pods.append(shown)
     document["pods"] = pods

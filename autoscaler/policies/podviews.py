@@ -1,10 +1,11 @@
-"""The per-pod half of a runtime's view: one `PodView` per pod, from its aggregate and ranking.
+"""The per-pod half of a runtime's view: its `PodViews`, one row per pod, from its aggregate and ranking.
 
-Split from `decision` because it is the one place that builds frozen dataclasses per pod on every refresh:
-`pod_views` from an aggregate and any ranking; `examine_pods`, what the decision calls, aggregates and
-builds the views with the default terms' needs and costs computed on the way (`ranking`'s own formulas, the
-same floats), so a pod is read twice in all rather than once per term, once to rank and once to view.
-`tests/policies/test_fast_path.py` checks on random pods that both give the same views.
+Split from `decision` because it is the one place that builds something per pod on every refresh (a plain
+tuple, `model.PodRow`: see `PodViews` for why not a `PodView`): `pod_views` from an aggregate and any ranking;
+`examine_pods`, what the decision calls, aggregates and builds the rows with the default terms' needs and
+costs computed on the way (`ranking`'s own formulas, the same floats), so a pod is read twice in all rather
+than once per term, once to rank and once to view. `tests/policies/test_fast_path.py` checks on random pods
+that both give the same views.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import math
 from collections.abc import Collection, Sequence
 from typing import Final
 
-from autoscaler.model import PodSample, PodView
+from autoscaler.model import PodRow, PodSample, PodViews
 from autoscaler.policies.aggregation import Aggregate, scan_pods
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.ranking import (
@@ -26,43 +27,27 @@ from autoscaler.policies.ranking import (
     WeightedTerm,
     rank_pods,
 )
-from autoscaler.policies.slots import slot_twin
+from autoscaler.policies.slots import slot_builder
 
-_Twin: Final = slot_twin(PodView, (
-    "name", "ready", "fresh", "age_s", "gpu_busy", "requests_per_second", "queue_delay_s", "lru_age_s",
-    "cache_used_ratio", "weight", "need", "deletion_cost", "signals",
-))
-"""PodView's mutable twin: each loop below fills every one of these fields, then sets `__class__`."""
+_pod_views: Final = slot_builder(PodViews, ("rows",))
+"""`PodViews(rows)` through its slot (`slots`): once a runtime, where `PodViews`' own `__init__` cost as much as
+the rows of several pods."""
 
 
-def pod_views(agg: Aggregate, ranking: Ranking, now: float) -> tuple[PodView, ...]:
-    """One PodView per pod, in the snapshot's order: ordinary frozen `PodView`s, built through a twin
-    (`slots`: a frozen dataclass's `__init__` costs four times as much, at 10,000 pods more than all the rest
-    of a pod's decision)."""
-    twin, cls = _Twin, PodView
-    views: list[PodView] = []
+def pod_views(agg: Aggregate, ranking: Ranking, now: float) -> PodViews:
+    """The pods' views from an aggregate and any ranking, in the snapshot's order."""
+    rows: list[PodRow] = []
     states = agg.pod_signals or ((),) * len(agg.pods)
     for pod, fresh, weight, need, cost, signals in zip(
         agg.pods, agg.fresh, agg.weights, ranking.needs, ranking.costs, states, strict=True
     ):
         t = pod.sampled_at
-        view = twin()
-        view.name = pod.name
-        view.ready = pod.ready
-        view.fresh = fresh
-        view.age_s = None if t is None else (age if (age := now - t) > 0.0 else 0.0)
-        view.gpu_busy = pod.gpu_busy
-        view.requests_per_second = pod.requests_per_second
-        view.queue_delay_s = pod.queue_delay_s
-        view.lru_age_s = pod.lru_age_s
-        view.cache_used_ratio = pod.cache_used_ratio
-        view.weight = weight
-        view.need = need
-        view.deletion_cost = cost
-        view.signals = signals
-        view.__class__ = cls
-        views.append(view)
-    return tuple(views)
+        rows.append((
+            pod.name, pod.ready, fresh, None if t is None else (age if (age := now - t) > 0.0 else 0.0),
+            pod.gpu_busy, pod.requests_per_second, pod.queue_delay_s, pod.lru_age_s, pod.cache_used_ratio,
+            weight, need, cost, signals,
+        ))
+    return _pod_views(tuple(rows))
 
 
 _COSTS: Final = tuple(min(bucket, COST_BUCKETS - 1) * COST_SPACING for bucket in range(COST_BUCKETS + 1))
@@ -97,11 +82,11 @@ def _weights_of(
 def examine_pods(
     pods: Sequence[PodSample], policy: RuntimePolicy, now: float, seen: Collection[str],
     terms: Sequence[WeightedTerm],
-) -> tuple[Aggregate, tuple[PodView, ...]]:
+) -> tuple[Aggregate, PodViews]:
     """`aggregate(pods, policy, now, seen)` and `pod_views(agg, rank_pods(agg.pods, terms), now)`, in two
     passes over the pods: the aggregation's, which also notes what the need terms see on Ready pods
     (`ReadyTerms`), and this one, which scores each pod with the default terms (`_ready_needs`' sum, term
-    by term in the terms' order, and `rank_pods`' cost buckets) as it fills its view. Other terms go the
+    by term in the terms' order, and `rank_pods`' cost buckets) as it builds its row. Other terms go the
     general way."""
     agg, seen_terms = scan_pods(pods, policy, now, seen)
     hit = _WEIGHTS_BY_ID.get(id(terms))
@@ -126,9 +111,8 @@ def examine_pods(
     scale = 1.0 / total if total > 0.0 else 0.0
     by_rate = use_r and top != 0.0  # `RequestShareTerm` scores every pod 0 when the busiest is idle: adds 0
     costs, buckets = _COSTS, float(COST_BUCKETS)
-    trunc = math.trunc  # `int(x)` for a float, without `int`'s type call: a tenth of a pod's view
-    twin, cls = _Twin, PodView
-    views: list[PodView] = []
+    trunc = math.trunc  # `int(x)` for a float, without `int`'s type call: a tenth of a pod's row
+    rows: list[PodRow] = []
     # (`zip` without `strict`: the aggregate's per-pod tuples have one entry per pod by construction, and any
     # keyword sends `zip` down its slow path, which costs as much as a small runtime's pod)
     for pod, fresh, weight, signals in zip(agg.pods, agg.fresh, agg.weights, agg.pod_signals):  # noqa: B905
@@ -137,17 +121,6 @@ def examine_pods(
         r = pod.requests_per_second
         c = pod.cache_used_ratio
         ready = pod.ready
-        view = twin()
-        view.name = pod.name
-        view.ready = ready
-        view.fresh = fresh
-        view.age_s = None if t is None else (age if (age := now - t) > 0.0 else 0.0)
-        view.gpu_busy = b
-        view.requests_per_second = r
-        view.queue_delay_s = pod.queue_delay_s
-        view.lru_age_s = pod.lru_age_s
-        view.cache_used_ratio = c
-        view.weight = weight
         if ready:
             s = 0.0
             if by_rate and r is not None:
@@ -156,11 +129,14 @@ def examine_pods(
                 s += w_g * (b if b <= 1.0 else 1.0)
             if use_c and c is not None:
                 s += w_c * (c if c <= 1.0 else 1.0)
-            view.need = need = v if (v := s * scale) <= 1.0 else 1.0
-            view.deletion_cost = costs[trunc(need * buckets)]
+            need = v if (v := s * scale) <= 1.0 else 1.0
+            rows.append((
+                pod.name, ready, fresh, None if t is None else (age if (age := now - t) > 0.0 else 0.0), b, r,
+                pod.queue_delay_s, pod.lru_age_s, c, weight, need, costs[trunc(need * buckets)], signals,
+            ))
         else:
-            view.need = view.deletion_cost = None
-        view.signals = signals
-        view.__class__ = cls
-        views.append(view)
-    return agg, tuple(views)
+            rows.append((
+                pod.name, ready, fresh, None if t is None else (age if (age := now - t) > 0.0 else 0.0), b, r,
+                pod.queue_delay_s, pod.lru_age_s, c, weight, None, None, signals,
+            ))
+    return agg, _pod_views(tuple(rows))

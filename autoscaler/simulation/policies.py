@@ -131,7 +131,7 @@ class SkewAwarePolicy:
         """One adapter refresh: decide, and write the deletion costs onto the pods (the leader's job)."""
         snapshot = RuntimeSnapshot(KEY, cluster.samples(now), taken_at=now, replicas=cluster.replicas)
         view, self.memory = run_decide(snapshot, self.policy, self.memory, now, self.window_s)
-        costs = {p.name: p.deletion_cost for p in view.pods} if self.deletion_costs else {}
+        costs = {name: cost for name, _, _, cost in view.pods.deletion_costs()} if self.deletion_costs else {}
         for pod in cluster.pods:
             cost = costs.get(pod.name)
             pod.deletion_cost = cost if cost is not None else 0

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from autoscaler.kube.client import KubeClient
-from autoscaler.model import PodView, RuntimeKey, RuntimeView, ServedValue
+from autoscaler.model import PodView, PodViews, RuntimeKey, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
 from tests.fakes.kube import FakeKubeApi
 
@@ -70,7 +70,7 @@ def runtime_view(
     known: bool = True,
 ) -> RuntimeView:
     """A view with the given pods; `desired` is the served modelmesh_desired_replicas."""
-    pods = tuple(pods)
+    pods = PodViews.of(pods)
     return RuntimeView(
         key=key, refreshed_at=0.0, window_s=30.0, ready_pods=len(pods), fresh_pods=len(pods), coverage=1.0,
         complete=known, known=known,

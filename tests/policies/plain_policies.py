@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Sequence
 
-from autoscaler.model import PodSample, PodView
+from autoscaler.model import PodSample, PodView, PodViews
 from autoscaler.policies.aggregation import Aggregate
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.power_mean import power_mean, request_weights
@@ -171,8 +171,8 @@ def _older(oldest: float | None, t: float | None) -> float | None:
     return t if oldest is None or t < oldest else oldest
 
 
-def plain_pod_views(agg: Aggregate, ranking: Ranking, now: float) -> tuple[PodView, ...]:
-    """One PodView per pod, in the snapshot's order."""
+def plain_pod_views(agg: Aggregate, ranking: Ranking, now: float) -> PodViews:
+    """One PodView per pod, in the snapshot's order (as the pods of a view)."""
     views = []
     states = agg.pod_signals or ((),) * len(agg.pods)
     for pod, fresh, weight, need, cost, signals in zip(
@@ -194,7 +194,7 @@ def plain_pod_views(agg: Aggregate, ranking: Ranking, now: float) -> tuple[PodVi
             deletion_cost=cost,
             signals=signals,
         ))
-    return tuple(views)
+    return PodViews.of(views)
 
 
 def plain_pod_needs(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) -> list[float | None]:

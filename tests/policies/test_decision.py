@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+import pickle
 from dataclasses import dataclass, fields
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.model import PodSample, PodView, RuntimeView
+from autoscaler.model import PodSample, PodView, PodViews, RuntimeView
 from autoscaler.names import ServedMetric
 from autoscaler.policies.decision import RuntimeMemory, decide
 from autoscaler.policies.policy import RuntimePolicy
@@ -246,14 +247,23 @@ def test_pod_views_explain_each_pod() -> None:
     )
 
 
-def test_pod_views_are_ordinary_frozen_pod_views() -> None:
-    view, _ = decide(snapshot(busy_pods(0.5)), POLICY, None, NOW, WINDOW)
+def test_a_views_pods_read_as_ordinary_frozen_pod_views_and_cannot_change() -> None:
+    pods = (pod("hot", gpu=0.9, rps=90.0), pod("idle", gpu=0.0, rps=0.0), PodSample(name="starting", ready=False))
+    view, _ = decide(snapshot(pods), POLICY, None, NOW, WINDOW)
     built = view.pods[0]
     assert type(built) is PodView
-    assert built == PodView(**{f.name: getattr(built, f.name) for f in fields(PodView)})
     assert hash(built) == hash(PodView(**{f.name: getattr(built, f.name) for f in fields(PodView)}))
     with pytest.raises(AttributeError):
         built.need = 1.0  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        view.pods.rows = ()  # type: ignore[misc]
+    assert len(view.pods) == 3
+    assert [p.name for p in view.pods[1:]] == ["idle", "starting"]
+    assert PodViews.of(view.pods) == view.pods
+    assert pickle.loads(pickle.dumps(view)) == view
+    # What the deletion-cost writer reads of every pod: name, ready, fresh and cost, with no PodView made.
+    assert list(view.pods.deletion_costs()) == [("hot", True, True, 900), ("idle", True, True, 0),
+                                                 ("starting", False, False, None)]
 
 
 # --- property: missing data never lowers a value -----------------------------------------------------

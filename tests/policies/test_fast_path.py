@@ -16,7 +16,7 @@ from unittest import mock
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.model import PodSample, PodView
+from autoscaler.model import PodSample, PodViews
 from autoscaler.policies import decision
 from autoscaler.policies.aggregation import Aggregate, aggregate
 from autoscaler.policies.decision import decide
@@ -126,7 +126,7 @@ def test_pods_examined_in_two_passes_equal_the_aggregate_ranking_and_views(
 
 
 def plain_examine(pods: tuple[PodSample, ...], policy: RuntimePolicy, now: float, seen: frozenset[str],
-                  terms: tuple[WeightedTerm, ...]) -> tuple[Aggregate, tuple[PodView, ...]]:
+                  terms: tuple[WeightedTerm, ...]) -> tuple[Aggregate, PodViews]:
     """`examine_pods` composed from the plain implementations."""
     agg = plain_aggregate(pods, policy, now, seen)
     return agg, plain_pod_views(agg, plain_rank_pods(agg.pods, terms), now)
