@@ -17,6 +17,9 @@ half the difference is one refresh's instructions (123 M at 10,000 pods in 100 r
 
     PYTHONHASHSEED=0 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
         python bench/bench_refresh.py --gc-tuned --refreshes-only 3
+
+`--records-only N` counts the /debug records that the rendering writes for every runtime after the decisions
+the same way (42 M a pass at 10,000 pods in 100 runtimes).
 """
 
 from __future__ import annotations
@@ -133,6 +136,9 @@ def main() -> None:
     parser.add_argument("--refreshes-only", type=int, metavar="N",
                         help="only run N refreshes after the warm-up, with every snapshot built first (three "
                              "at most), and print nothing: for counting instructions under valgrind")
+    parser.add_argument("--records-only", type=int, metavar="N",
+                        help="only write every runtime's /debug record N times after the warm-up refresh (three "
+                             "at most), and print nothing: for counting the records' instructions under valgrind")
     args = parser.parse_args()
 
     now = 1_700_000_000.0
@@ -147,6 +153,13 @@ def main() -> None:
         from autoscaler.gcsettings import tune_for_refresh
 
         tune_for_refresh()
+    if args.records_only is not None:
+        from autoscaler.api.debug_document import debug_record
+
+        for _ in range(min(args.records_only, 3)):
+            for view in views.values():
+                debug_record(view)
+        return
     if args.refreshes_only is not None:
         later = [build_snapshots(args.runtimes, args.pods, now + REFRESH_S * (run + 1)) for run in range(3)]
         for run in range(min(args.refreshes_only, 3)):

@@ -1,14 +1,14 @@
 """Constructors for the frozen, slotted dataclasses the decision builds for every runtime and pod on every refresh.
 
-A frozen dataclass's `__init__` sets each field through `object.__setattr__` (looked up on every call), about
-0.15 µs a field: a runtime's `RuntimeView` (20 fields), `Aggregate` (17), four `ServedValue`s and four
-`SmoothState`s, its `RuntimeMemory` and `Recommendation` come to some 80 fields (a pod's 13 fields are a
-plain tuple: `model.PodViews`). Calling the slots' descriptors directly halves that; cheaper still is what Python does for a plain
-slotted class: `obj.field = value` on a *mutable twin* (a subclass that adds no slots, so the same memory
-layout, and takes back `object`'s own `__setattr__`, `__delattr__` and `__init__`) is a specialised store of a
-few nanoseconds, and one `obj.__class__ = cls` at the end turns the object into the dataclass (Python allows
-that assignment exactly between classes of the same layout, and checks it). For a 13-field dataclass that
-was 0.45 µs instead of 1 µs through the descriptors and 1.8 µs through `__init__`.
+A frozen dataclass's `__init__` sets each field through `object.__setattr__` (looked up on every call), about 0.15
+µs a field: a runtime's `RuntimeView` (20 fields), `Aggregate` (17), four `ServedValue`s and four `SmoothState`s,
+its `RuntimeMemory` and `Recommendation` come to some 80 fields (a pod's 13 fields are a plain tuple:
+`model.PodViews`). Calling the slots' descriptors directly halves that; cheaper still is what Python does for a
+plain slotted class: `obj.field = value` on a *mutable twin* (a subclass that adds no slots, so the same memory
+layout, and takes back `object`'s own `__setattr__`, `__delattr__` and `__init__`) is a specialised store of a few
+nanoseconds, and one `obj.__class__ = cls` at the end turns the object into the dataclass (Python allows that
+assignment exactly between classes of the same layout, and checks it). For a 13-field dataclass that was 0.45 µs
+instead of 1 µs through the descriptors and 1.8 µs through `__init__`.
 
 Why the `__class__` swap is safe. CPython lets `obj.__class__ = cls` through only when the old and new
 classes have the same instance layout: compatible bases, the same slots, no `__dict__` on one side only.
