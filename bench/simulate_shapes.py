@@ -10,7 +10,7 @@ that appear after the start, for at most 1.15x the pod-hours; autoscaler/simulat
 goal is within reach of some replica policy on that trace. Plain script:
 
     python bench/simulate_shapes.py [--hours 24] [--models 500] [--seeds 0] [--fixed] [--ceiling] [--beyond 4,8] \\
-        [--variant 'name:scale_down_tau_s=120,down_window=300,down_pods=1,down_period=120'] ...
+        [--hourly] [--variant 'name:scale_down_tau_s=120,down_window=300,down_pods=1,down_period=120'] ...
 
 A variant sets RuntimePolicy fields (`skew_order`, `target_gpu_busy`, `scale_down_tau_s`, ...) and the HPA's
 scale-down behavior (`down_window` s, `down_pods` per `down_period` s) and its tolerances (`up_tolerance`,
@@ -88,6 +88,23 @@ def run_shape(shape_name: str, seed: int, args: argparse.Namespace, variants: li
     return base, results, best.pod_hours, best.first_loads
 
 
+def hourly_table(named: list[tuple[str, PolicyResult]]) -> str:
+    """Delayed requests and mean replicas per hour of the trace, one column per policy: where a day's delays
+    come from (a burst at the start that every policy meets alike, an abrupt shift, ...)."""
+    hours = int(max(max(r.timeline.t_s, default=0.0) for _, r in named) // 3600) + 1
+    lines = ["| hour | " + " | ".join(f"{name}: delayed (mean replicas)" for name, _ in named) + " |",
+             "|---:|" + "---:|" * len(named)]
+    for hour in range(hours):
+        cells = []
+        for _, result in named:
+            tl = result.timeline
+            at = [i for i, t in enumerate(tl.t_s) if hour * 3600 <= t < (hour + 1) * 3600]
+            replicas = sum(tl.replicas[i] for i in at) / len(at) if at else 0.0
+            cells.append(f"{sum(tl.delayed[i] for i in at):.0f} ({replicas:.1f})")
+        lines.append(f"| {hour} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hours", type=float, default=24.0)
@@ -103,6 +120,8 @@ def main() -> None:
                         help="also fixed at maxReplicas (twice the peak's need): what no scaling policy beats")
     parser.add_argument("--beyond", type=lambda v: [float(f) for f in v.split(",")], default=[],
                         help="also fixed at these multiples of the peak's need, e.g. 4,8,16 (beyond maxReplicas)")
+    parser.add_argument("--hourly", action="store_true",
+                        help="after each shape and seed, its delayed requests and replicas hour by hour per policy")
     args = parser.parse_args()
     variants = [parse_variant(v) for v in args.variant] or [parse_variant("skew-aware:")]
     print("| shape | seed | policy | pod-hours | x oracle | delayed ratio | cold loads (migrated loads) | "
@@ -122,6 +141,9 @@ def main() -> None:
                       f"{r.delayed_ratio:.4f} | {r.cold_loads} ({r.migrated_loads}) | "
                       f"{v.pod_hours:.2f}x / {v.delayed:.3f}x / {v.cold:.3f}x | "
                       f"{'met' if v.met else 'delays met' if v.delays_met else 'missed'} |", flush=True)
+            if args.hourly:
+                print(f"\n{shape_name}, seed {seed}, hour by hour:\n\n"
+                      f"{hourly_table([('mean-hpa', base), *zip(names, results, strict=True)])}\n", flush=True)
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 
