@@ -228,6 +228,9 @@ def test_defaults_are_the_documented_ones() -> None:
         (["--modelmesh-interval", "nan"], {}, "--modelmesh-interval"),
         (["--listen", "9187"], {}, "HOST:PORT"),
         (["--modelmesh-url", "127.0.0.1:2112/metrics"], {}, "http:// or https://"),
+        (["--modelmesh-url", "https://127.0.0.1:2112metrics"], {}, "--modelmesh-url"),  # a slash forgotten
+        (["--modelmesh-url", "http://127.0.0.1:99999/metrics"], {}, "--modelmesh-url"),
+        ([], {"EXPORTER_MODELMESH_URL": "http://[::1/metrics"}, "EXPORTER_MODELMESH_URL"),
         (["--modelmesh-ca-file", "/does/not/exist"], {}, "CA bundle"),
         (["--log-level", "loud"], {}, "--log-level"),
         (["--bogus"], {}, "unrecognized arguments"),
