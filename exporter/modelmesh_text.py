@@ -66,7 +66,8 @@ def parse_modelmesh(text: str) -> ModelMeshReading:
     A histogram without any series yet (no request since start: the invoke histogram is labelled, so it
     has no series before its first observation) counts as zero. The instance gauges are always present in
     real ModelMesh output, so their absence means a truncated or foreign body: a parse failure. So are a
-    body that does not end in a newline (cut off mid-line) and negative, NaN or infinite values.
+    body that does not end in a newline (cut off mid-line) and negative, NaN or infinite values, except a
+    negative LRU age, which is ModelMesh's own reading of a model stamped as used in the future (read as 0).
     """
     if not text.endswith("\n"):
         raise ScrapeFailure(names.REASON_PARSE, "body does not end with a newline (truncated?)")
@@ -79,6 +80,10 @@ def parse_modelmesh(text: str) -> ModelMeshReading:
                 if field is not None:
                     key = tuple(sorted(sample.labels.items()))
                     counters[field][key] = _checked(sample.name, sample.value)
+                elif sample.name == names.MM_LRU_AGE_S and -math.inf < sample.value < 0:
+                    # ModelMesh stamps the copies it adds for a hot model 20 s in the future (`newCopiesTimestamp`
+                    # in ModelMesh.java), so a pod holding only such copies reads a negative age: just used.
+                    gauges[sample.name] = 0.0
                 elif sample.name in _REQUIRED_GAUGES:
                     gauges[sample.name] = _checked(sample.name, sample.value)
     except ScrapeFailure:

@@ -81,7 +81,14 @@ def seconds(value: str) -> float:
 
 
 def metrics_url(value: str) -> str:
-    parsed = urllib.parse.urlsplit(value.strip())
+    """An http(s) URL with a host and a valid port, if any: a typo such as `:2112metrics` would otherwise
+    fail every scrape for good, and a malformed one (`http://[::1/`) raises ValueError, which argparse
+    turns into an error for a flag but the environment variables would not."""
+    try:
+        parsed = urllib.parse.urlsplit(value.strip())
+        _ = parsed.port  # raises ValueError for a port that is not a number in 0..65535
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {value!r}: {error}") from error
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {value!r}")
     return value.strip()

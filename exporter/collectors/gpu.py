@@ -17,9 +17,12 @@ between try nothing and count nothing), so a GPU that comes back is found again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar, cast
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -34,6 +37,10 @@ OVERRUN_INTERVALS = 5
 OVERRUN_MIN_S = 5.0
 """A pass running longer than max(5 intervals, 5 s) has hung: nvmlInit without persistence mode can take a
 few seconds legitimately, a GPU falling off the bus blocks for much longer."""
+STOP_WAIT_S = 1.0
+"""On a stop, how long a pass in flight may take to end (so NVML is shut down) before it is left behind."""
+
+T = TypeVar("T")
 
 
 class GpuCollector(Collector):
@@ -74,6 +81,8 @@ class GpuCollector(Collector):
             open_nvml=open_nvml,
         )
         self._last_unexpected: str | None = None
+        self._abandoned_pass = False
+        """A stop found an NVML call that did not return: NVML is left to the process exit, not shut down."""
         # What collect() serves: replaced whole, never mutated, so a scrape needs no lock.
         self._readings: tuple[GpuReading, ...] = ()
         health.register(names.COLLECTOR_GPU)
@@ -132,7 +141,7 @@ class GpuCollector(Collector):
     async def run(self, interval_s: float = 1.0) -> None:
         """Sample every `interval_s` until cancelled; shut NVML down on the way out.
 
-        The NVML pass runs in a worker thread: it is microseconds when all is well, but nvmlInit on a node
+        The NVML pass runs in a thread of its own: it is microseconds when all is well, but nvmlInit on a node
         without persistence mode and calls to a GPU falling off the bus can block for seconds, which must
         not stall `/metrics` or the ModelMesh scrape. The hop costs ~100 µs a second. Health and the served
         readings are updated back on the event loop, so only this loop's thread ever touches them.
@@ -147,14 +156,20 @@ class GpuCollector(Collector):
                     self._apply(outcome)
                 await asyncio.sleep(interval_s)
         finally:
-            self.close()
+            if self._abandoned_pass:
+                # close() would wait for the hung call's lock: stop serving, and leave NVML to the exit.
+                self._readings = ()
+                log.warning("stopping while an NVML call has not returned: NVML is not shut down")
+            else:
+                self.close()
 
     async def _one_pass(self, overrun_s: float) -> PassOutcome | None:
         """One NVML pass in a worker thread. A pass still running after `overrun_s` (a hung driver call)
         stops the GPU series at once and counts a timeout, so the GPU reads as missing, not as the last good
         value with a success timestamp that merely ages (docs/design.md, Missing data); the loop then waits
-        for the pass (a thread cannot be cancelled) instead of piling more passes onto a stuck driver."""
-        task = asyncio.ensure_future(asyncio.to_thread(self._sampler.measure))
+        for the pass (a thread cannot be cancelled) instead of piling more passes onto a stuck driver. A stop
+        waits `STOP_WAIT_S` at most for the pass, so a hung driver never holds up the exporter's exit."""
+        task = _in_daemon_thread(self._sampler.measure)
         try:
             done, _ = await asyncio.wait({task}, timeout=overrun_s)
             if not done:
@@ -164,7 +179,10 @@ class GpuCollector(Collector):
                 )
             return await task
         except asyncio.CancelledError:
-            task.cancel()
+            done, _ = await asyncio.wait({task}, timeout=STOP_WAIT_S)
+            if not done:
+                task.cancel()
+                self._abandoned_pass = True
             raise
         except Exception as error:  # a bug or a surprise from ctypes must not end GPU metrics
             return self._after_unexpected(error)
@@ -191,3 +209,35 @@ class GpuCollector(Collector):
             self._health.failed(names.COLLECTOR_GPU, outcome.reason, "; ".join(outcome.problems))
         else:
             self._health.succeeded(names.COLLECTOR_GPU)
+
+
+def _in_daemon_thread(function: Callable[[], T]) -> asyncio.Future[T]:
+    """`function()` in a new daemon thread, its result on a future of the running loop.
+
+    Not `asyncio.to_thread`: the loop's default executor is joined when the app stops and its threads again
+    at interpreter exit, so an NVML call that never returns kept a stopped exporter alive until the kubelet
+    killed it (the pod's whole grace period). A daemon thread stuck in the driver is left behind instead.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def finish(result: T | None, error: Exception | None) -> None:
+        if future.done():  # cancelled: the stop went on without this pass
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(cast(T, result))
+
+    def work() -> None:
+        result: T | None = None
+        error: Exception | None = None
+        try:
+            result = function()
+        except Exception as caught:  # handed to the awaiting coroutine, which reports it
+            error = caught
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits for this pass any more
+            loop.call_soon_threadsafe(finish, result, error)
+
+    threading.Thread(target=work, name="nvml-pass", daemon=True).start()
+    return future

@@ -76,6 +76,13 @@ class CollectorHealth(Collector):
         state = self._states.get(collector)
         return None if state is None else state.last_success
 
+    def describe(self) -> Iterable[Metric]:
+        """The families `collect` yields, by name, for the registry's `name[]` filter (see ModelMeshCollector)."""
+        for name in (names.COLLECTOR_SUCCESS, names.LAST_SUCCESS_TIMESTAMP, names.COLLECTOR_DURATION_SECONDS,
+                     names.EXPORTER_TIME):
+            yield GaugeMetricFamily(name, "")
+        yield CounterMetricFamily(names.SCRAPE_ERRORS_TOTAL, "")
+
     def collect(self) -> Iterable[Metric]:
         success = GaugeMetricFamily(
             names.COLLECTOR_SUCCESS, "1 if the last collection by this collector worked, else 0.",

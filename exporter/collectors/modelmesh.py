@@ -119,6 +119,14 @@ class ModelMeshCollector(Collector):
                     self._health.failed(names.COLLECTOR_MODELMESH, names.REASON_INTERNAL, repr(error))
                 await asyncio.sleep(max(0.0, interval_s - (self._clock() - started)))
 
+    def describe(self) -> Iterable[Metric]:
+        """The families `collect` may yield: the registry learns a collector's names only from here, and its
+        `name[]` filter (`/metrics?name[]=...`) finds nothing of a collector it has no names for."""
+        yield CounterMetricFamily(names.REQUESTS_TOTAL, "")
+        for name in (names.REQUESTS_PER_SECOND, names.QUEUE_DELAY_SECONDS, names.CACHE_MISSES_PER_SECOND,
+                     names.LRU_AGE_SECONDS, names.CACHE_USED_RATIO, names.CACHE_CAPACITY_BYTES, names.MODELS_LOADED):
+            yield GaugeMetricFamily(name, "")
+
     def collect(self) -> Iterable[Metric]:
         reading, totals, rates = self._reading, self._window.latest, self._window.rates()
         if reading is None or totals is None:

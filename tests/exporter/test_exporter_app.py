@@ -164,6 +164,19 @@ async def test_metrics_are_gzipped_when_the_scraper_asks(aiohttp_client: Aiohttp
     assert names.COLLECTOR_SUCCESS in await response.text()
 
 
+async def test_the_name_filter_finds_the_modelmesh_and_health_families(
+    aiohttp_client: AiohttpClient, modelmesh: Served, modelmesh_cert: CertificateFiles,
+) -> None:
+    """`/metrics?name[]=...` (prometheus_client's filter) must find every collector's families, not only the GPU's:
+    the registry knows a collector's names only from its `describe()`."""
+    client = await aiohttp_client(build_app(exporter_settings(modelmesh.url, modelmesh_cert.cert_file)))
+    await poll_metrics(client, lambda t: rate_near(t, 1000.0))
+    wanted = [names.REQUESTS_TOTAL, names.REQUESTS_PER_SECOND, names.COLLECTOR_SUCCESS, names.EXPORTER_TIME]
+    response = await client.get("/metrics", params=[("name[]", name) for name in wanted])
+    assert response.status == 200
+    assert {name for name, _labels in samples(await response.text())} == set(wanted)
+
+
 # ---- settings: every flag has an EXPORTER_* twin ----
 
 # One value per flag, as a flag argument and as its variable's value, and what it must set.
@@ -228,6 +241,9 @@ def test_defaults_are_the_documented_ones() -> None:
         (["--modelmesh-interval", "nan"], {}, "--modelmesh-interval"),
         (["--listen", "9187"], {}, "HOST:PORT"),
         (["--modelmesh-url", "127.0.0.1:2112/metrics"], {}, "http:// or https://"),
+        (["--modelmesh-url", "https://127.0.0.1:2112metrics"], {}, "--modelmesh-url"),  # a slash forgotten
+        (["--modelmesh-url", "http://127.0.0.1:99999/metrics"], {}, "--modelmesh-url"),
+        ([], {"EXPORTER_MODELMESH_URL": "http://[::1/metrics"}, "EXPORTER_MODELMESH_URL"),
         (["--modelmesh-ca-file", "/does/not/exist"], {}, "CA bundle"),
         (["--log-level", "loud"], {}, "--log-level"),
         (["--bogus"], {}, "unrecognized arguments"),

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -32,6 +34,7 @@ from tests.fakes.nvml import (
     default_uuid,
     hide_nvml_library,
 )
+from tests.support.processes import free_port, running
 
 START = 1_700_000_000.0  # a whole second, so the fake's 1 s sample grid lines up with it
 Series = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -563,3 +566,33 @@ async def test_a_hung_nvml_pass_stops_the_gpu_series_and_counts_a_timeout(
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+
+
+def test_a_stop_while_an_nvml_call_hangs_does_not_wait_on_the_driver(tmp_path: Path) -> None:
+    """SIGTERM while an NVML call hangs (a GPU fallen off the bus, as its node is drained): the exporter must
+    still exit at once, not sit out the pod's grace period until the kubelet kills it."""
+    (tmp_path / "hung_nvml_exporter.py").write_text(
+        "import functools, sys, time\n"
+        "from prometheus_client import CollectorRegistry\n"
+        "from exporter.app import metrics_app, run\n"
+        "from exporter.collectors.gpu import GpuCollector\n"
+        "from exporter.collectors.health import CollectorHealth\n"
+        "def hung_driver():\n"
+        "    time.sleep(3600)\n"
+        "health, registry = CollectorHealth(), CollectorRegistry(auto_describe=False)\n"
+        "gpu = GpuCollector(health, open_nvml=hung_driver)\n"
+        "registry.register(gpu)\n"
+        "run(metrics_app(registry, health, [functools.partial(gpu.run, 0.05)]), '127.0.0.1', int(sys.argv[1]))\n"
+    )
+    port = free_port()
+    search = os.pathsep.join([str(tmp_path), str(Path(__file__).parents[2])])
+    log = tmp_path / "exporter.log"
+    with running(["hung_nvml_exporter", str(port)], f"http://127.0.0.1:{port}/healthz", log,
+                 env={"PYTHONPATH": search}) as process:
+        time.sleep(0.3)  # the first NVML pass has started, and hangs
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"still running 5 s after SIGTERM:\n{log.read_text()}") from None
+        assert process.returncode == 0, log.read_text()

@@ -425,6 +425,16 @@ def test_a_modelmesh_that_never_served_a_request_reads_zero_requests() -> None:
     assert reading.models_loaded == 2.0
 
 
+def test_a_negative_lru_age_is_a_fresh_copy_not_a_broken_body() -> None:
+    """ModelMesh stamps the copies it adds for a hot model 20 s in the future (`newCopiesTimestamp` in
+    ModelMesh.java), so a pod holding only such copies, typically one just scaled up, reports a negative LRU
+    age. That is ModelMesh's own reading, not garbage: the scrape must count, its LRU read as just used."""
+    body = invoke_series(OK=5.0).replace(f"{names.MM_LRU_AGE_S} 10.0", f"{names.MM_LRU_AGE_S} -20.0")
+    reading = parse_modelmesh(body)
+    assert reading.total(REQUESTS) == 5.0
+    assert reading.lru_age_s == 0.0
+
+
 def test_the_fakes_own_output_parses_as_modelmesh_output() -> None:
     clock = SteppedClock()
     fake = FakeModelMesh(ModelMeshLoad(requests_per_second=10.0, queue_delay_ms=4.0), clock=clock)
