@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> None:
         tls, settings.modelmesh_timeout_s, settings.load_window_s, "on" if settings.gpu_enabled else "off",
     )
     if settings.modelmesh_insecure and settings.modelmesh_url.startswith("https"):
-        log.warning("--modelmesh-insecure: ModelMesh's certificate is not verified")
+        log.info("--modelmesh-insecure: ModelMesh's certificate is not verified (its metrics port makes a new "
+                 "self-signed one at every start)")
     # The access log only at DEBUG: one line per scrape otherwise fills the pod's log for nothing.
     run(build_app(settings), settings.listen_host, settings.listen_port,
         access_log=settings.log_level == "DEBUG", sockets=sockets)

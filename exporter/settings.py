@@ -136,10 +136,12 @@ _OPTIONS: Final = (
     _Option("--modelmesh-url", metrics_url,
             "the local ModelMesh container's metrics URL; ModelMesh serves https by default", _D.modelmesh_url,
             "URL"),
-    _Option("--modelmesh-insecure", boolean, "do not verify ModelMesh's https certificate; prefer "
-            "--modelmesh-ca-file", "off", switch=True),
-    _Option("--modelmesh-ca-file", ca_file, "PEM CA bundle that signs ModelMesh's https certificate",
-            "the system's CAs", "FILE"),
+    _Option("--modelmesh-insecure", boolean, "do not verify ModelMesh's https certificate: needed for "
+            "ModelMesh's own metrics port, which serves a self-signed certificate it makes anew at every start "
+            "(the request stays inside the pod)", "off", switch=True),
+    _Option("--modelmesh-ca-file", ca_file, "PEM CA bundle that signs the https certificate of what serves "
+            "--modelmesh-url (a proxy of yours in front of ModelMesh; ModelMesh's own certificate cannot be "
+            "verified)", "the system's CAs", "FILE"),
     _Option("--modelmesh-timeout", seconds, "seconds to wait for one ModelMesh scrape before counting a "
             "timeout and keeping the last values", f"{_D.modelmesh_timeout_s:g} s"),
     _Option("--modelmesh-interval", seconds, "seconds between ModelMesh scrapes",

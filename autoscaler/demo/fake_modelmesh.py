@@ -20,12 +20,14 @@ through a fault, as a real container's would:
 - `cut`: the connection drops halfway through a body whose Content-Length promised more
 - `slow`: the answer comes after `fault_delay_s` seconds (default 5)
 - `error`: HTTP 500
+- `endless`: 200 with a body that never ends (comment lines, streamed until the client hangs up)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import math
@@ -53,7 +55,7 @@ MS_TIME_BUCKETS: tuple[float, ...] = (
 )
 GIB = 1024**3
 
-FAULTS: Final = frozenset({"garbage", "truncated", "cut", "slow", "error"})
+FAULTS: Final = frozenset({"garbage", "truncated", "cut", "slow", "error", "endless"})
 """Fault modes of the fake's `/metrics` (see the module docstring)."""
 
 
@@ -210,6 +212,15 @@ def _metrics_handler(registry: CollectorRegistry) -> Callable[[web.Request], Awa
         if fault == "garbage":
             return web.Response(text="<html><body><h1>502 Bad Gateway</h1></body></html>\n",
                                 content_type="text/html")
+        if fault == "endless":
+            stream = web.StreamResponse()
+            stream.content_type = "text/plain"
+            await stream.prepare(request)
+            chunk = b"# a body that never ends\n" * 4096
+            with contextlib.suppress(ConnectionError):
+                while request.transport is not None and not request.transport.is_closing():
+                    await stream.write(chunk)
+            return stream
         response = await render(request)
         payload = response.body if isinstance(response, web.Response) else None
         body = bytes(payload) if isinstance(payload, bytes | bytearray) else b""

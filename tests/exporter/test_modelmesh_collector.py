@@ -292,6 +292,7 @@ async def assert_recovers(rig: Rig) -> None:
         pytest.param("truncated", names.REASON_PARSE, id="body-cut-mid-line"),
         pytest.param("cut", names.REASON_PARSE, id="connection-dropped-mid-body"),
         pytest.param("error", names.REASON_HTTP, id="http-500"),
+        pytest.param("endless", names.REASON_PARSE, id="body-that-never-ends"),
     ],
 )
 async def test_broken_modelmesh_answer_keeps_the_last_good_values(rig: Rig, fault: str, reason: str) -> None:
@@ -433,6 +434,43 @@ def test_a_negative_lru_age_is_a_fresh_copy_not_a_broken_body() -> None:
     reading = parse_modelmesh(body)
     assert reading.total(REQUESTS) == 5.0
     assert reading.lru_age_s == 0.0
+
+
+def per_model_body(models: int) -> str:
+    """ModelMesh's output with per-model metrics on: every histogram labelled by model, with its buckets, and
+    families the exporter does not read, one of them garbled."""
+    lines = [f"# HELP {names.MM_INVOKE_MODEL_MS} Latency of model invocations",
+             f"# TYPE {names.MM_INVOKE_MODEL_MS} histogram"]
+    for model in range(models):
+        labels = f'method="ModelInfer",code="OK",modelId="model-{model}",vModelId=""'
+        lines.extend(f'{names.MM_INVOKE_MODEL_MS}_bucket{{{labels},le="{le}"}} 3' for le in (
+            "1.0", "2.0", "5.0", "10.0", "20.0", "50.0", "100.0", "200.0", "500.0", "1000.0", "+Inf"))
+        lines.append(f"{names.MM_INVOKE_MODEL_MS}_count{{{labels}}} 3")
+        lines.append(f"{names.MM_INVOKE_MODEL_MS}_sum{{{labels}}} 42.5")
+    lines.append("# TYPE modelmesh_loading_queue_delay_milliseconds histogram")
+    lines.extend(f'modelmesh_loading_queue_delay_milliseconds_count{{modelId="model-{model}"}} 1'
+                 for model in range(models))
+    lines.append("# TYPE modelmesh_model_sizing_milliseconds gauge")
+    lines.append('modelmesh_model_sizing_milliseconds{modelId="model-0"} not-a-number')
+    return "\n".join(lines) + "\n" + GOOD_GAUGES
+
+
+def test_per_model_metrics_read_only_the_series_the_exporter_uses() -> None:
+    """With ModelMesh's per-model metrics on, a pod keeps series for every model it ever served (2,000 models:
+    megabytes of text). The exporter reads the request counts of every model and the instance gauges; the
+    buckets and the families it does not use are not its to judge, so a garbled line among them does not
+    throw away the read."""
+    reading = parse_modelmesh(per_model_body(2000))
+    assert reading.total(REQUESTS) == 6000.0  # 3 requests for each of 2,000 models
+    assert len(reading.counters[REQUESTS]) == 2000
+    assert (reading.lru_age_s, reading.models_loaded) == (10.0, 2.0)
+
+
+def test_a_garbled_line_in_a_series_the_exporter_reads_still_fails_the_read() -> None:
+    body = per_model_body(3).replace('modelId="model-1",vModelId=""} 3\n', 'modelId="model-1",vModelId=""} x\n')
+    with pytest.raises(ScrapeFailure) as failure:
+        parse_modelmesh(body)
+    assert failure.value.reason == names.REASON_PARSE
 
 
 def test_the_fakes_own_output_parses_as_modelmesh_output() -> None:
