@@ -76,6 +76,7 @@ class GpuSampler:
         self._devices: tuple[nvml.Device, ...] = ()
         self._busy = BusyWindow(window_s)
         self._standing_problems: tuple[str, ...] = ()
+        self._without_memory: set[str] = set()  # GPUs whose memory query is unsupported, logged once each
         self._reconnect_at = -math.inf
         self._retry_delay_s = retry_initial_s
 
@@ -182,7 +183,12 @@ class GpuSampler:
     def _read_device(
         self, session: nvml.NvmlSession, device: nvml.Device, now: float,
     ) -> tuple[GpuReading, list[str]]:
-        """Busy and memory of one device; an unsupported value is None plus a problem, other errors raise."""
+        """Busy and memory of one device; other errors raise.
+
+        Unsupported utilization is None plus a problem: the busy ratio is the signal the adapter scales on.
+        Unsupported memory is only None, said once per GPU in the log: unified-memory GPUs (GB10, Grace
+        parts) never report it, and a collector failing for good over a series no decision reads would make
+        the pod's GPU signal stale forever and hold its runtime's scale-down."""
         unsupported: list[str] = []
         try:
             busy = self._busy.busy_ratio(session, device, now)
@@ -193,7 +199,10 @@ class GpuSampler:
             memory: nvml.MemoryInfo | None = session.memory(device)
         except nvml.NotSupported as error:
             memory = None
-            unsupported.append(f"no memory info for GPU {device.label} {device.uuid}: {error}")
+            if device.uuid not in self._without_memory:
+                self._without_memory.add(device.uuid)
+                log.info("GPU %s %s reports no memory use (%s): its memory series are left out; its busy ratio "
+                         "is read as usual", device.label, device.uuid, error)
         reading = GpuReading(
             label=device.label,
             uuid=device.uuid,

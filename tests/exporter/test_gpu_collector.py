@@ -157,6 +157,27 @@ def test_memory_is_reported_per_gpu(fake: FakeNvml, collector: GpuCollector) -> 
     assert (("gpu", "1"), ("uuid", default_uuid(1))) in labels
 
 
+def test_a_gpu_without_memory_info_is_healthy_and_reports_its_busy_ratio(
+    fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Unified-memory GPUs (GB10, and Grace parts) answer NOT_SUPPORTED to nvmlDeviceGetMemoryInfo for good.
+    The busy ratio, the signal the adapter scales on, is there: the collector must count as healthy, or the
+    GPU signal of the pod would read stale forever and hold its runtime's scale-down. Said once, in the log."""
+    fake.set_gpu(0, memory_error=NOT_SUPPORTED, util=70)
+    fake.set_gpu(1, util=10, mem_used=7 * GIB, mem_total=40 * GIB)
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        for _ in range(3):
+            collector.sample_once()
+            clock.advance(1)
+    _, series = scrape(collector, health)
+    assert gpu_series(series, names.GPU_BUSY_RATIO) == {"0": pytest.approx(0.7), "1": pytest.approx(0.1)}
+    assert gpu_series(series, names.GPU_MEMORY_USED_BYTES) == {"1": 7 * GIB}
+    assert health_of(series) == (1.0, 0.0)
+    assert series[(names.LAST_SUCCESS_TIMESTAMP, (("collector", names.COLLECTOR_GPU),))] > 0
+    noted = [r.getMessage() for r in caplog.records if "memory" in r.getMessage()]
+    assert len(noted) == 1 and default_uuid(0) in noted[0]
+
+
 @pytest.mark.parametrize(
     "configured",
     [[default_uuid(1)], [f"  {default_uuid(1).upper()} "]],
