@@ -60,7 +60,8 @@ def error_response(request: web.Request, error: Exception) -> web.Response:
         message = {404: f"the server could not find the requested resource {request.path!r}",
                    405: f"method {request.method} is not allowed on {request.path!r}"}.get(
             error.status, error.reason)
-        return status_response(error.status, message)
+        allow = error.headers.get("Allow")  # a 405 must say which methods are (RFC 9110, 15.5.6)
+        return status_response(error.status, message, {"Allow": allow} if allow else None)
     log.error("internal error serving %s %s", request.method, request.path, exc_info=error)
     return status_response(500, "internal error; see the adapter's log")
 
