@@ -15,9 +15,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from autoscaler.api.certs import server_context
 from autoscaler.kube.config import load_kube_settings
 from autoscaler.kube.errors import KubeConfigError
 from autoscaler.policies.config import ConfigError, load_policy_book
@@ -37,6 +39,8 @@ class PreflightError(Exception):
 
 def check_startup(settings: ServeSettings) -> None:
     """Raise `PreflightError` for the first mistake that would stop `serve` later."""
+    _check_flag_rules(settings)
+    _check_serving_certificate(settings)
     if settings.config is not None:
         try:
             load_policy_book(settings.config)
@@ -51,6 +55,36 @@ def check_startup(settings: ServeSettings) -> None:
     if needs_kubernetes(settings) or settings.kubeconfig is not None:  # a file given must be usable
         _check_kube_settings(settings)
     _check_port(settings)
+
+
+def _check_flag_rules(settings: ServeSettings) -> None:
+    """The rules between flags (docs/configuration.md): the source's are otherwise found only when the
+    refresh process builds its source, after the serving workers have started and "serving" was logged."""
+    if settings.source == "prometheus" and not settings.prometheus_url:
+        raise PreflightError("--source prometheus needs --prometheus-url")
+    if settings.source != "prometheus" and settings.gpu_source == "dcgm":
+        raise PreflightError("--gpu-source dcgm reads DCGM_FI_DEV_GPU_UTIL from Prometheus: use --source prometheus")
+    if bool(settings.tls_cert_file) != bool(settings.tls_private_key_file):
+        raise PreflightError("--tls-cert-file and --tls-private-key-file go together")
+
+
+def _check_serving_certificate(settings: ServeSettings) -> None:
+    """The serving certificate and key load together. `ssl` names neither file ("No such file or directory",
+    "PEM lib"), so each is read first under its flag, then the pair is loaded as serving will load it."""
+    cert, key = settings.tls_cert_file, settings.tls_private_key_file
+    if cert is None or key is None:
+        return
+    for flag, path in (("--tls-cert-file", cert), ("--tls-private-key-file", key)):
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as error:
+            raise PreflightError(f"{flag} {path}: cannot read it: {error.strerror or error}") from error
+    try:
+        server_context(cert, key)
+    except ssl.SSLError as error:
+        raise PreflightError(f"--tls-cert-file {cert} and --tls-private-key-file {key} are not a PEM certificate "
+                             f"and its private key: {error}") from error
 
 
 def needs_kubernetes(settings: ServeSettings) -> bool:

@@ -188,10 +188,7 @@ def serve(settings: ServeSettings) -> None:
         return
     from autoscaler.workers import WorkerStartError, serve_with_workers
 
-    if bool(settings.tls_cert_file) != bool(settings.tls_private_key_file):
-        raise StartupError("--tls-cert-file and --tls-private-key-file go together")
-    if settings.tls_cert_file and settings.tls_private_key_file:
-        tls_context(settings)  # a bad certificate or key stops start-up here, once
+    if settings.tls_cert_file and settings.tls_private_key_file:  # both or neither: `check_startup`
         files = (settings.tls_cert_file, settings.tls_private_key_file)
     else:
         log.info("no --tls-cert-file given: serving with a generated self-signed certificate")

@@ -187,3 +187,16 @@ def test_a_bad_flag_is_still_argparse_s_error(capsys: pytest.CaptureFixture[str]
         cli.main(["serve", "--min-coverage", "2"])
     assert exited.value.code == 2
     assert "argument --min-coverage: must be in (0, 1]" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("command", "required"), [
+    ("serve", []), ("demo", []), ("simulate", ["--synthetic", "--out", "report"])])
+def test_an_unknown_flag_is_reported_with_its_commands_usage(
+        command: str, required: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """`serve --refresh-intervall 5` must show serve's usage, not the top level's `COMMAND ...` one."""
+    with pytest.raises(SystemExit) as exited:
+        cli.main([command, *required, "--no-such-flag"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"usage: modelmesh-autoscaler {command} " in err
+    assert f"modelmesh-autoscaler {command}: error: unrecognized arguments: --no-such-flag" in err

@@ -41,6 +41,12 @@ CATCH_ALL_ROUTE = r"/{unmatched:[\s\S]*}"  # any path, newlines too
 CATCH_ALL_NAME = "unmatched"
 """The catch-all route's name: not a path of the API (`unmatched`)."""
 
+SLASH_TOLERANT = frozenset({"/apis", "/apis/external.metrics.k8s.io", f"/apis/{GROUP_VERSION}",
+                            EXTERNAL_METRIC_ROUTE, "/version"})
+"""Routes also answered with a trailing slash, counted under the route: kube-apiserver's (go-restful's) are,
+and clients ask for them so (the `kubernetes` Python client's `ApisApi` asks for `/apis/`, `VersionApi` for
+`/version/`). `/openapi/v2`, the health paths and `/metrics` are exact paths there, as here."""
+
 Gate = Callable[[web.Request], Awaitable[None] | None]
 """Lets a request through (None, or an awaitable that completes), or refuses it with an `ApiError` (401, 403,
 500) raised at once or by the awaitable. Most requests are decided at once: no coroutine to run."""
@@ -54,7 +60,8 @@ def error_response(request: web.Request, error: Exception) -> web.Response:
         message = {404: f"the server could not find the requested resource {request.path!r}",
                    405: f"method {request.method} is not allowed on {request.path!r}"}.get(
             error.status, error.reason)
-        return status_response(error.status, message)
+        allow = error.headers.get("Allow")  # a 405 must say which methods are (RFC 9110, 15.5.6)
+        return status_response(error.status, message, {"Allow": allow} if allow else None)
     log.error("internal error serving %s %s", request.method, request.path, exc_info=error)
     return status_response(500, "internal error; see the adapter's log")
 
@@ -160,7 +167,10 @@ def build_api_app(source: Refresher | SnapshotStore, metrics: AdapterMetrics, ga
         ("/metrics", metrics_handler),
     ]
     for path, handler in routes:
-        app.router.add_get(path, serving(handler, path))
+        wrapped = serving(handler, path)
+        app.router.add_get(path, wrapped)
+        if path in SLASH_TOLERANT:
+            app.router.add_get(path + "/", wrapped)
     app.router.add_route("*", CATCH_ALL_ROUTE, serving(unmatched, "unmatched"), name=CATCH_ALL_NAME)
     return app
 

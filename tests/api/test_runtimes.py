@@ -149,3 +149,15 @@ async def test_a_new_refresh_is_served_at_once_not_a_cached_answer(aiohttp_clien
         **old.values, ServedMetric.REQUEST_LOAD: dataclasses.replace(served, value=(served.value or 0) + 1)})}
     _, after = await get(client, metric_url(ServedMetric.REQUEST_LOAD.value))
     assert int(after["items"][0]["value"][:-1]) == int(before["items"][0]["value"][:-1]) + 1000
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"])
+@pytest.mark.parametrize("path", [metric_url("modelmesh_gpu_busy"), "/apis", "/metrics"])
+async def test_a_method_not_allowed_is_a_405_status_that_names_the_allowed_ones(
+        client: Client, method: str, path: str) -> None:
+    """RFC 9110 (15.5.6): a 405 must carry `Allow`, as go-restful's does."""
+    async with client.request(method, path) as response:
+        assert response.status == 405
+        assert set(response.headers["Allow"].split(",")) == {"GET", "HEAD"}
+        body = await response.json()
+    assert (body["kind"], body["reason"], body["code"]) == ("Status", "MethodNotAllowed", 405)

@@ -113,3 +113,19 @@ def test_promtool_finds_nothing_in_the_exporter_output(data_path: DataPath) -> N
     result = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
+
+
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")  # the adapter is self-signed
+def test_the_kubernetes_python_client_reads_discovery_and_version(data_path: DataPath) -> None:
+    """The official client asks for `/apis/`, `/version/` and the group version with a trailing slash, as
+    kube-apiserver (go-restful) answers them; so must the adapter."""
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(str(data_path.kubeconfig))  # type: ignore[no-untyped-call]
+    groups = client.ApisApi(api).get_api_versions()
+    assert [group.name for group in groups.groups] == ["external.metrics.k8s.io"]
+    assert client.VersionApi(api).get_code().git_version.startswith("v")
+    for path in ("/apis/external.metrics.k8s.io/", "/apis/external.metrics.k8s.io/v1beta1/"):
+        assert get_raw(data_path.kubeconfig, path)[0] == 0, path
+    metric = data_path.metric_path("modelmesh_desired_replicas").replace("?", "/?")
+    poll(lambda: get_raw(data_path.kubeconfig, metric)[0] == 0, timeout=30)

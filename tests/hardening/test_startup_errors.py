@@ -138,3 +138,44 @@ def test_a_scrape_concurrency_of_zero_is_refused_before_anything_starts(tmp_path
     lines = result.stderr.strip().splitlines()
     assert "--scrape-concurrency" in lines[-1] and "must be at least 1" in lines[-1], result.stderr
     assert "Traceback" not in result.stderr and "serving" not in result.stderr
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("args", "says"), [
+    (["--source", "prometheus"], "--source prometheus needs --prometheus-url"),
+    (["--gpu-source", "dcgm"], "--gpu-source dcgm reads DCGM_FI_DEV_GPU_UTIL from Prometheus"),
+    (["--tls-cert-file", "/tls/tls.crt"], "--tls-cert-file and --tls-private-key-file go together"),
+])
+def test_contradictory_flags_are_refused_before_anything_is_served(
+        tmp_path: Path, mode: list[str], args: list[str], says: str) -> None:
+    line = one_line(serve(tmp_path, ["--insecure-dev", "--targets", targets(tmp_path), *args, *mode]))
+    assert f"cannot start: {says}" in line
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("broken", ["cert-missing", "key-missing", "cert-not-pem", "key-of-another-cert"])
+def test_a_tls_certificate_that_cannot_be_loaded_names_its_flag_and_file(
+        tmp_path: Path, mode: list[str], broken: str) -> None:
+    import trustme
+
+    ca = trustme.CA()
+    leaf, other = ca.issue_cert("localhost"), ca.issue_cert("localhost")
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    leaf.cert_chain_pems[0].write_to_path(str(cert))
+    (other if broken == "key-of-another-cert" else leaf).private_key_pem.write_to_path(str(key))
+    if broken == "cert-missing":
+        cert = tmp_path / "nowhere.crt"
+    elif broken == "key-missing":
+        key = tmp_path / "nowhere.key"
+    elif broken == "cert-not-pem":
+        cert.write_text("not a certificate\n")
+    line = one_line(serve(tmp_path, ["--insecure-dev", "--targets", targets(tmp_path), "--tls-cert-file", str(cert),
+                                     "--tls-private-key-file", str(key), *mode]))
+    assert "cannot start: " in line
+    if broken == "cert-missing":
+        assert f"--tls-cert-file {cert}: cannot read it: No such file or directory" in line
+    elif broken == "key-missing":
+        assert f"--tls-private-key-file {key}: cannot read it: No such file or directory" in line
+    else:
+        assert f"--tls-cert-file {cert} and --tls-private-key-file {key}" in line
+        assert "a PEM certificate and its private key" in line
