@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import socket
 import ssl
@@ -26,7 +25,7 @@ from autoscaler.policies.config import PolicyBook, apply_overrides, load_policy_
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
-from autoscaler.settings import ServeSettings
+from autoscaler.settings import ServeSettings, is_loopback
 from autoscaler.sources.base import MetricSource, PodDiscovery
 from autoscaler.sources.scrape import ScrapeSource
 from autoscaler.sources.targets import StaticTargetsDiscovery
@@ -108,13 +107,6 @@ def tls_context(settings: ServeSettings) -> ssl.SSLContext:
                                                                socket.gethostname()])
 
 
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
 class RefreshStack:
     """Everything behind the answers: discovery, the metric source, the HPA watch and the refresh loop.
 
@@ -179,7 +171,7 @@ def serve(settings: ServeSettings) -> None:
     if settings.workers < 0:
         raise StartupError("--workers must be 0 (one process) or more")
     if settings.insecure_dev:
-        if not _is_loopback(settings.listen_host):
+        if not is_loopback(settings.listen_host):
             log.warning("--insecure-dev binds loopback only: ignoring host %s, listening on 127.0.0.1",
                         settings.listen_host)
         log.warning("INSECURE DEV MODE: no authentication or authorization; never use this in a cluster")
@@ -210,8 +202,8 @@ def serve_in_process(settings: ServeSettings) -> None:
 
     def announce() -> None:
         tune_for_refresh()  # start-up is over: the refresh runs in this process (autoscaler/gcsettings.py)
-        log.info("serving external.metrics.k8s.io on https://%s:%d (one process; source %s, refresh every %.0f s)",
-                 host, settings.listen_port, settings.source, settings.refresh_interval_s)
+        log.info("serving external.metrics.k8s.io on %s (one process; source %s, refresh every %.0f s)",
+                 settings.serving_url, settings.source, settings.refresh_interval_s)
 
     async def run() -> None:
         app = await build_app(settings, context)

@@ -15,6 +15,7 @@ docs/configuration.md lists every flag and variable.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import math
 import os
 from collections.abc import Callable, Mapping
@@ -91,8 +92,25 @@ class ServeSettings:
 
     @property
     def bound_host(self) -> str:
-        """The address the API really binds: `--insecure-dev` serves without authentication, so loopback only."""
-        return "127.0.0.1" if self.insecure_dev else self.listen_host
+        """The address the API really binds: `--insecure-dev` serves without authentication, so loopback only
+        (the loopback address asked for, `::1` included, else 127.0.0.1)."""
+        if self.insecure_dev and not is_loopback(self.listen_host):
+            return "127.0.0.1"
+        return self.listen_host
+
+    @property
+    def serving_url(self) -> str:
+        """`https://HOST:PORT/` of the bound address, an IPv6 address in brackets, for the log."""
+        host = f"[{self.bound_host}]" if ":" in self.bound_host else self.bound_host
+        return f"https://{host}:{self.listen_port}"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is a loopback address (127.0.0.0/8, ::1) or `localhost`."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 class SettingsError(ValueError):

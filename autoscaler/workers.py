@@ -332,8 +332,8 @@ def _serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | 
         pool = WorkerPool(settings, *tls_files, metrics_directory, between_starts=starting.check)
         try:
             pool.wait_ready(between_waits=starting.check)
-            log.info("serving external.metrics.k8s.io on https://%s:%d with %d worker process%s (source %s, "
-                     "refresh every %.0f s)", settings.bound_host, settings.listen_port, settings.workers,
+            log.info("serving external.metrics.k8s.io on %s with %d worker process%s (source %s, "
+                     "refresh every %.0f s)", settings.serving_url, settings.workers,
                      "" if settings.workers == 1 else "es", settings.source, settings.refresh_interval_s)
             return asyncio.run(_refresh_process(settings, pool, starting))
         finally:

@@ -45,3 +45,17 @@ def test_insecure_dev_binds_loopback_when_asked_for_every_interface(tmp_path: Pa
     text = log.read_text()
     assert "--insecure-dev binds loopback only: ignoring host 0.0.0.0, listening on 127.0.0.1" in text, text
     assert f"on https://127.0.0.1:{port}" in text, text
+
+
+def test_insecure_dev_listens_on_the_ipv6_loopback_it_is_given(tmp_path: Path) -> None:
+    """`::1` is loopback too: it was bound as 127.0.0.1, without a word, so a client of `[::1]` was refused."""
+    port = free_port()
+    targets = write_targets(tmp_path / "targets.yaml", ["http://127.0.0.1:1/metrics"])
+    log = tmp_path / "adapter.log"
+    with running(["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"[::1]:{port}",
+                  "--targets", str(targets), "--deletion-cost", "off"],
+                 f"https://[::1]:{port}/healthz", log):
+        assert listening_addresses(port) == {"ipv6:00000000000000000000000001000000"}  # ::1, as /proc shows it
+    text = log.read_text()
+    assert "ignoring host" not in text, text
+    assert f"on https://[::1]:{port}" in text, text
