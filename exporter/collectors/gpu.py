@@ -175,7 +175,8 @@ class GpuCollector(Collector):
             if not done:
                 self._readings = ()
                 self._health.failed(
-                    names.COLLECTOR_GPU, names.REASON_TIMEOUT, f"NVML pass still running after {overrun_s:.0f} s"
+                    names.COLLECTOR_GPU, names.REASON_TIMEOUT, f"NVML pass still running after {overrun_s:.0f} s",
+                    served="no GPU series until it returns",
                 )
             return await task
         except asyncio.CancelledError:
@@ -206,9 +207,17 @@ class GpuCollector(Collector):
         if outcome.duration_s is not None:
             self._health.observe_duration(names.COLLECTOR_GPU, outcome.duration_s)
         if outcome.problems:
-            self._health.failed(names.COLLECTOR_GPU, outcome.reason, "; ".join(outcome.problems))
+            self._health.failed(names.COLLECTOR_GPU, outcome.reason, "; ".join(outcome.problems),
+                                served=_served(outcome.readings))
         else:
             self._health.succeeded(names.COLLECTOR_GPU)
+
+
+def _served(readings: Sequence[GpuReading]) -> str:
+    """What a failed pass leaves served, for the log: the GPUs that answered, or none."""
+    if not readings:
+        return "no GPU series until NVML answers again"
+    return "serving only " + ", ".join(f"GPU {reading.label}" for reading in readings)
 
 
 def _in_daemon_thread(function: Callable[[], T]) -> asyncio.Future[T]:

@@ -55,13 +55,15 @@ class CollectorHealth(Collector):
         state.last_success = self._clock()
         state.failing_since_reason = None
 
-    def failed(self, collector: str, reason: str, detail: str) -> None:
-        """Count a failure; log it only when the outage starts or its reason changes."""
+    def failed(self, collector: str, reason: str, detail: str, *, served: str = "keeping last good values") -> None:
+        """Count a failure; log it only when the outage starts or its reason changes, with what is `served`
+        meanwhile (the ModelMesh collector keeps its last values; the GPU collector serves only the GPUs that
+        answered)."""
         state = self._states.setdefault(collector, _State())
         state.success = False
         state.errors[reason] += 1
         if state.failing_since_reason != reason:
-            log.warning("%s collector failed (%s): %s; keeping last good values", collector, reason, detail)
+            log.warning("%s collector failed (%s): %s; %s", collector, reason, detail, served)
             state.failing_since_reason = reason
 
     def observe_duration(self, collector: str, seconds: float) -> None:

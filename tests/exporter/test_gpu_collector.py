@@ -307,7 +307,8 @@ def test_a_lost_gpu_drops_its_series_until_nvml_finds_it_again(
         clock.advance(0.5)
         collector.sample_once()
         assert set(busy(collector)) == {"0"}
-    assert len(caplog.records) == 1  # one outage, one line
+    assert len(caplog.records) == 1  # one outage, one line, which says what is served meanwhile
+    assert caplog.records[0].getMessage().endswith("; serving only GPU 0"), caplog.records[0].getMessage()
 
     fake.set_gpu(1, error=0)
     inits = fake.calls("init")
