@@ -216,10 +216,15 @@ def _metrics_handler(registry: CollectorRegistry) -> Callable[[web.Request], Awa
             stream = web.StreamResponse()
             stream.content_type = "text/plain"
             await stream.prepare(request)
-            chunk = b"# a body that never ends\n" * 4096
+            chunk = b"# a body that never ends\n" * 4096  # 100 KiB
             with contextlib.suppress(ConnectionError):
-                while request.transport is not None and not request.transport.is_closing():
+                # 1 GiB, more than any client reads, until the client hangs up. Each write yields to the loop:
+                # an in-process client shares it, and a write to a TLS transport need not wait for anything.
+                for _ in range(10 * 1024):
+                    if request.transport is None or request.transport.is_closing():
+                        break
                     await stream.write(chunk)
+                    await asyncio.sleep(0)
             return stream
         response = await render(request)
         payload = response.body if isinstance(response, web.Response) else None
