@@ -137,11 +137,13 @@ class ReplicaBridge:
             return 0
         writes = 0
         seen: set[ScaleId] = set()
+        unlisted: set[str | None] = set()  # scopes whose list failed: what they hold is unknown, not gone
         for scope in self.scopes:
             try:
                 listed = await self._client.list_custom(RUNTIME_SCALES, scope)
             except KubeApiError as error:
                 self._warn(f"cannot list RuntimeScales in {scope or 'all namespaces'}: {error}")
+                unlisted.add(scope)
                 continue
             for scale in listed.get("items") or []:
                 if not isinstance(scale, dict):
@@ -155,9 +157,12 @@ class ReplicaBridge:
                 if not self._may_write():
                     return writes
                 writes += await self._reconcile_guarded(key, scale)
-        for key in [key for key in self._reasons if key not in seen]:
-            self._forget(key)
-            self._retries.pop(key, None)
+        if None in unlisted:
+            return writes
+        for key in {*self._reasons, *self._retries} - seen:
+            if key[0] not in unlisted:
+                self._forget(key)
+                self._retries.pop(key, None)
         return writes
 
     def _forget(self, key: ScaleId) -> None:

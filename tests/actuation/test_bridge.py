@@ -162,6 +162,55 @@ async def test_failed_writes_are_retried_with_backoff(
     assert kube.serving_runtime_replicas(NS, "triton") == 5
 
 
+async def test_a_failed_list_forgets_nothing(
+    kube: FakeKubeApi, bridge: ReplicaBridge, runtime: list[str], metrics: AdapterMetrics, clock: SteppedClock
+) -> None:
+    """A 503 on the list says nothing about which RuntimeScales exist: the Ready gauge stays, and a write the
+    server asked to wait (429, Retry-After: 30) still waits instead of going out at the next pass."""
+    kube.add_runtime_scale(NS, "triton", replicas=5)
+    kube.add_serving_runtime(NS, "vllm", replicas=1)
+    kube.add_modelmesh_runtime(NS, "modelmesh-serving-vllm", replicas=1)
+    kube.add_runtime_scale(NS, "vllm", replicas=3)
+    kube.fail(r"/servingruntimes/vllm$", status=429, times=1, method="PATCH", retry_after=30)
+    await bridge.sync()
+    assert sample(metrics, "modelmesh_autoscaler_runtime_scale_ready", namespace=NS, runtimescale="triton") == 1
+
+    kube.fail(r"/runtimescales$", status=503, times=1, method="GET")
+    await bridge.sync()
+    assert sample(metrics, "modelmesh_autoscaler_runtime_scale_ready", namespace=NS, runtimescale="triton") == 1
+    clock.advance(5.0)
+    await bridge.sync()
+
+    assert len([p for p in kube.patches if p.resource == "servingruntimes" and p.name == "vllm"]) == 1
+    clock.advance(30.0)
+    await bridge.sync()
+    assert kube.serving_runtime_replicas(NS, "vllm") == 3
+
+
+async def test_a_runtime_scale_deleted_while_its_write_waits_for_a_retry_is_forgotten(
+    kube: FakeKubeApi, kube_client: KubeClient, runtime: list[str]
+) -> None:
+    """Its retry must not stay due forever: the bridge would list RuntimeScales in a tight loop."""
+    kube.add_runtime_scale(NS, "triton", replicas=5)
+    kube.fail(r"/servingruntimes/triton$", status=503, times=None, method="PATCH")
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=BridgeSettings(backoff_base_s=0.05))
+    task = asyncio.create_task(bridge.run())
+    try:
+        async with asyncio.timeout(5):
+            while not [p for p in kube.patches if p.resource == "servingruntimes"]:
+                await asyncio.sleep(0.01)
+        kube.delete_object("runtimescales", NS, "triton")
+        await asyncio.sleep(1.0)
+        kube.clear_requests()
+        await asyncio.sleep(1.0)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    assert len([r for r in kube.requests if r.resource == "runtimescales"]) <= 1  # the resync is 15 s
+
+
 async def test_only_the_leader_writes(kube: FakeKubeApi, kube_client: KubeClient, runtime: list[str]) -> None:
     kube.add_runtime_scale(NS, "triton", replicas=5)
     follower = ReplicaBridge(kube_client, namespaces=[NS], may_write=lambda: False)
