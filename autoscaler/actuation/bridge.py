@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -109,6 +110,7 @@ class ReplicaBridge:
         self._retries: dict[ScaleId, _Retry] = {}
         self._reasons: dict[ScaleId, str] = {}
         self._last_error: str | None = None
+        self._passed_at = -math.inf  # when the last pass started: retries due by then were looked at
 
     def wake(self) -> None:
         """Reconcile now (a RuntimeScale changed, or leadership did)."""
@@ -135,6 +137,7 @@ class ReplicaBridge:
             for key in list(self._reasons):
                 self._forget(key)
             return 0
+        self._passed_at = self._clock()
         writes = 0
         seen: set[ScaleId] = set()
         unlisted: set[str | None] = set()  # scopes whose list failed: what they hold is unknown, not gone
@@ -263,7 +266,10 @@ class ReplicaBridge:
         log.log(level, "replica bridge: %s", message)
 
     def _sleep_s(self) -> float:
-        due = [retry.retry_at - self._clock() for retry in self._retries.values()]
+        """Until the resync or the next retry the last pass did not look at: one due by then was tried, or its
+        scope could not be listed, which the resync (or a watch event) tries again; not in a tight loop."""
+        now = self._clock()
+        due = [retry.retry_at - now for retry in self._retries.values() if retry.retry_at > self._passed_at]
         return max(0.0, min([self.settings.resync_interval_s, *due]))
 
 

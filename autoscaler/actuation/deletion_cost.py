@@ -84,6 +84,7 @@ class DeletionCostWriter:
         self.records: dict[PodId, PodRecord] = {}
         self._scale_downs: dict[RuntimeKey, tuple[float, int]] = {}
         self._next_slot = 0.0
+        self._planned_at = -math.inf  # when the last pass planned: retries due by then were looked at
         self._last_error: int | str | None = None
         self._in_flight: set[asyncio.Task[None]] = set()
 
@@ -128,7 +129,7 @@ class DeletionCostWriter:
         if not self._may_write():
             self._forget()
             return 0
-        now = self._clock()
+        now = self._planned_at = self._clock()
         self._drop_vanished(views)
         patches = plan_patches(views, self.records, self._urgent(views), now,
                                min_interval_s=self.settings.min_interval_s,
@@ -228,7 +229,10 @@ class DeletionCostWriter:
                 *pod, result, record.retry_at - now, error)
 
     def _next_retry_in(self) -> float | None:
-        due = [r.retry_at for r in self.records.values() if r.failures]
+        """Until the next retry the last pass did not look at. One due by then was written, cut off (newer views
+        or the batch: the next views plan it) or is no longer wanted (the pod went not Ready or stale): planning
+        again before new views arrive would only spin on the event loop that serves the HPA."""
+        due = [r.retry_at for r in self.records.values() if r.failures and r.retry_at > self._planned_at]
         return max(0.0, min(due) - self._clock()) if due else None
 
     def _drop_vanished(self, views: Mapping[RuntimeKey, RuntimeView]) -> None:

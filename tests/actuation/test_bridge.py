@@ -211,6 +211,31 @@ async def test_a_runtime_scale_deleted_while_its_write_waits_for_a_retry_is_forg
     assert len([r for r in kube.requests if r.resource == "runtimescales"]) <= 1  # the resync is 15 s
 
 
+async def test_a_list_that_keeps_failing_is_not_retried_in_a_tight_loop(
+    kube: FakeKubeApi, kube_client: KubeClient, runtime: list[str]
+) -> None:
+    """A write waiting for its retry when the API starts failing every list: the retry is due, but the bridge
+    cannot see the RuntimeScale; it tries again at the resync, not as fast as the server answers 503."""
+    kube.add_runtime_scale(NS, "triton", replicas=5)
+    kube.fail(r"/servingruntimes/triton$", status=503, times=None, method="PATCH")
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=BridgeSettings(backoff_base_s=0.05))
+    task = asyncio.create_task(bridge.run())
+    try:
+        async with asyncio.timeout(5):
+            while not [p for p in kube.patches if p.resource == "servingruntimes"]:
+                await asyncio.sleep(0.01)
+        kube.fail(r"/runtimescales$", status=503, times=None, method="GET")
+        await asyncio.sleep(0.5)
+        kube.clear_requests()
+        await asyncio.sleep(1.0)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    assert len(kube.requests) <= 1  # the resync is 15 s
+
+
 async def test_only_the_leader_writes(kube: FakeKubeApi, kube_client: KubeClient, runtime: list[str]) -> None:
     kube.add_runtime_scale(NS, "triton", replicas=5)
     follower = ReplicaBridge(kube_client, namespaces=[NS], may_write=lambda: False)

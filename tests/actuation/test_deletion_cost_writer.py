@@ -335,3 +335,38 @@ async def test_the_refresh_listener_returns_at_once_while_the_api_is_slow(
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+
+
+async def test_a_failed_pod_that_then_goes_unready_does_not_spin_the_writer(
+    kube: FakeKubeApi, kube_client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its retry falls due but the plan no longer writes it (not Ready, stale, or its runtime unknown): the
+    writer must wait for the next refresh, not plan again and again on the event loop that serves the HPA."""
+    add_pods(kube, ["pod-a"])
+    kube.fail("/pods/pod-a$", 503, times=None)
+    writer = DeletionCostWriter(kube_client, AdapterMetrics(), settings=WriterSettings(qps=None, backoff_base_s=0.05))
+    passes = 0
+    sync = writer.sync
+
+    async def counted() -> int:
+        nonlocal passes
+        passes += 1
+        return await sync()
+
+    monkeypatch.setattr(writer, "sync", counted)
+    task = asyncio.create_task(writer.run())
+    try:
+        writer.offer(views_of({"pod-a": 700}))
+        async with asyncio.timeout(5):
+            while not kube.patches:
+                await asyncio.sleep(0.01)
+        writer.offer({KEY: runtime_view([pod_view("pod-a", 700, ready=False)])})
+        await asyncio.sleep(0.2)
+        passes = 0
+        await asyncio.sleep(0.5)
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    assert passes == 0
