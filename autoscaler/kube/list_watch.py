@@ -8,6 +8,9 @@
   again, now a consistent read (no `resourceVersion`), as the reflector does once it saw "expired". When a
   fresh list's version expires straight away again, wait `backoff(n)` before the next list, so a compacting
   server is not hammered.
+- A watch that ends within `SHORT_WATCH_S` having carried nothing (a proxy that cuts streams, an API server
+  shutting down: the reflector's "very short watch") is not reopened before `SHORT_WATCH_S` after it opened,
+  so such a server gets one watch a second from each loop, not one per round trip.
 - Any other failure: wait `backoff(n)` (the n-th failure in a row; reset once a watch ran to its end) and
   resume the watch from the last version seen, or list when there was none yet.
 
@@ -26,12 +29,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, Final
 
 from autoscaler.kube.errors import KubeApiError, WatchExpiredError
 from autoscaler.kube.raw import JSON, Endpoint, Scope, describe, open_stream, read_json, scope_name, status_error
+
+SHORT_WATCH_S: Final = 1.0
+"""A watch that ends sooner than this with nothing in it is a "very short watch" (client-go's reflector)."""
 
 
 def _nothing() -> None:
@@ -93,8 +100,13 @@ class ListWatch:
             try:
                 if version is None:
                     version = await self._list(consistent)
-                version = await self._watch(version)
+                opened = time.monotonic()
+                version, carried = await self._watch(version)
                 failures = expiries = 0
+                if not carried and (pause := opened + SHORT_WATCH_S - time.monotonic()) > 0:
+                    self._log.debug("%s: the watch ended at once with nothing in it; reopening in %.1f s",
+                                    self._name, pause)
+                    await asyncio.sleep(pause)
             except WatchExpiredError as error:
                 self._log.info("%s expired (%s); listing again", self._name, error)
                 version = None
@@ -124,8 +136,9 @@ class ListWatch:
         self._on_synced()
         return version
 
-    async def _watch(self, version: str) -> str:
-        """Follow one watch request until the server ends it; returns the newest resourceVersion seen."""
+    async def _watch(self, version: str) -> tuple[str, bool]:
+        """Follow one watch request until the server ends it; returns the newest resourceVersion seen and
+        whether any event (a BOOKMARK too) came."""
         what = f"watch {self.resource} in {scope_name(self.scope)}"
         call = partial(
             self._endpoint, **self._filters, resource_version=version, allow_watch_bookmarks=True, watch=True,
@@ -133,6 +146,7 @@ class ListWatch:
             _request_timeout=float(self._watch_timeout_s) + self._request_timeout_s,
         )
         response = await open_stream(call, what)
+        carried = False
         try:
             self._on_synced()
             while True:
@@ -141,9 +155,10 @@ class ListWatch:
                 except Exception as error:
                     raise KubeApiError(f"{what}: stream broken: {describe(error)}") from error
                 if not line:
-                    return version
+                    return version, carried
                 if line.strip():
                     version = self._apply(line, what) or version
+                    carried = True
         finally:
             response.release()
 

@@ -142,3 +142,23 @@ async def test_an_owner_that_fails_is_logged_with_its_traceback_and_retried(
         [record] = [r for r in caplog.records if r.levelno == logging.ERROR]
         assert "test pod watch: unexpected error" in record.getMessage()
         assert record.exc_info is not None and "owner bug" in str(record.exc_info[1])
+
+
+async def test_watches_that_end_at_once_are_not_reopened_in_a_tight_loop(kube: FakeKubeApi, api: ApiClient) -> None:
+    """A proxy that cuts every stream, or an API server shutting down, ends each watch at once with nothing in
+    it: client-go's reflector calls that a "very short watch" and backs off; reopening at once would flood it."""
+    kube.add_pod(NS, "p1", labels=LABELS)
+    copy = Copy()
+    async with running(pod_watch(api, copy)):
+        await kube.wait_for_watches(1, "pods")
+        kube.cut_watches = True
+        kube.end_watches()
+        kube.clear_requests()
+        await asyncio.sleep(1.5)
+        kube.cut_watches = False
+        watches = [r for r in kube.requests if r.query.get("watch")]
+        kube.add_pod(NS, "p2", labels=LABELS)
+        await eventually(lambda: copy.names == {"p1", "p2"})
+
+    assert len(watches) <= 2
+    assert copy.lists == 1  # resumed from the last version seen: nothing was listed again

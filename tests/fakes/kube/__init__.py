@@ -68,7 +68,8 @@ Strategic merge knows the merge keys of the lists tests touch (containers, condi
 replaced.
 
 Forcing a client through the 410 path: `kube.end_watches(); <some change>; kube.compact()`: the client resumes
-from a version that is no longer retained.
+from a version that is no longer retained. Watches cut at once (a proxy that cuts streams, an API server shutting
+down): `kube.cut_watches = True; kube.end_watches()`.
 """
 
 from tests.fakes.kube.faults import Delay, Fault, RecordedPatch, RecordedRequest

@@ -131,6 +131,9 @@ class ObjectStore:
         self._compacted = FIRST_RESOURCE_VERSION
         self._watchers: set[Watcher] = set()
         self._name_counter = itertools.count(1)
+        self.cut_watches = False
+        """While True every watch ends cleanly right after its first events, as streams do through a proxy that
+        cuts them or from an API server shutting down; `end_watches()` ends the ones open now."""
 
     # ---- test controls: objects ------------------------------------------------------------------------------
 
@@ -357,7 +360,8 @@ class ObjectStore:
                     and event.resource_version > since
                     and (line := watcher.translate(event)) is not None
                 ]
-        if not expired:
+        cut = expired or self.cut_watches
+        if not cut:
             self._watchers.add(watcher)
         response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
         response.enable_chunked_encoding()
@@ -366,7 +370,7 @@ class ObjectStore:
             request[RECORD].status = response.status
             for line in initial:
                 await response.write(json.dumps(line).encode() + b"\n")
-            if expired:
+            if cut:
                 await response.write_eof()
                 return response
             async with asyncio.timeout(timeout):
