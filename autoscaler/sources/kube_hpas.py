@@ -7,10 +7,11 @@ namespaces are listed, then watched (resumed from the last resourceVersion; re-l
 capped backoff on errors) by the same `autoscaler.kube.list_watch.ListWatch` as the pods.
 
 An HPA scales a runtime when:
-- its `scaleTargetRef` is the runtime's Deployment (`kind: Deployment`, `name: <deployment>`), or a
-  `RuntimeScale` (docs/design.md, RuntimeScale bridge) named after the ServingRuntime, which means the
-  Deployment `modelmesh-serving-<name>`;
-- or one of its external metrics selects the runtime: `deployment=<name>` or `servingruntime=<name>`.
+- its `scaleTargetRef` is the runtime's Deployment (`kind: Deployment`, `name: <deployment>`);
+- or one of its external metrics selects the runtime: `deployment=<name>` or `servingruntime=<name>`;
+- or, when no metric selects one, its `scaleTargetRef` is a `RuntimeScale` (docs/design.md, RuntimeScale
+  bridge), taken to be named after the ServingRuntime, which means the Deployment `modelmesh-serving-<name>`.
+  The name is only a guess (the RuntimeScale's `spec.servingRuntime` says), so a metric's selector wins.
 
 While the HPAs cannot be read, the bounds stay as last seen: a lost watch must not lift a cap. When two
 HPAs claim one runtime (a misconfiguration), the tighter bounds apply and a warning says so once.
@@ -75,12 +76,13 @@ def parse_hpa(obj: Mapping[str, Any]) -> HpaBounds | None:
     if not isinstance(low, int) or isinstance(low, bool) or low < 1:
         low = 1
     deployments: list[str] = []
+    by_name: str | None = None  # the runtime a RuntimeScale target is named after, when no metric says
     target = spec.get("scaleTargetRef") or {}
     if isinstance(target, Mapping) and isinstance(target.get("name"), str):
         if target.get("kind") == "Deployment":
             deployments.append(target["name"])
         elif target.get("kind") == RUNTIME_SCALE_KIND:
-            deployments.append(SERVING_RUNTIME_PREFIX + target["name"])
+            by_name = SERVING_RUNTIME_PREFIX + target["name"]
     for metric in spec.get("metrics") or ():
         if not isinstance(metric, Mapping) or metric.get("type") != "External":
             continue
@@ -89,6 +91,10 @@ def parse_hpa(obj: Mapping[str, Any]) -> HpaBounds | None:
         found = _deployment_of(labels) if isinstance(labels, Mapping) else None
         if found is not None:
             deployments.append(found)
+    if not deployments and by_name is not None:
+        # A RuntimeScale's name is only a guess at its runtime (its `spec.servingRuntime` says, which the HPA
+        # does not carry): used when no metric names the runtime, never beside one that does.
+        deployments.append(by_name)
     if not deployments:
         return None
     keys = tuple(dict.fromkeys(RuntimeKey(namespace, d) for d in deployments))

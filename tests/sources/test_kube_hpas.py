@@ -69,6 +69,19 @@ async def test_an_hpa_is_matched_by_runtime_scale_or_by_metric_selector(kube: Fa
     kube.add_hpa(NS, "by-selector", max_replicas=12, target=("RuntimeScale", "other"),
                  metric_selector={"servingruntime": "ovms"})
     await eventually(lambda: watch.bounds(TRITON) == (1, 8) and watch.bounds(OVMS) == (1, 12))
+    assert watch.bounds(RuntimeKey(NS, "modelmesh-serving-other")) == (None, None)
+
+
+async def test_a_runtime_scale_named_unlike_its_runtime_lends_its_name_no_bounds(
+    kube: FakeKubeApi, watch: HpaWatch,
+) -> None:
+    """A RuntimeScale called `triton` whose `spec.servingRuntime` is ovms: its HPA selects ovms by metric, as
+    the docs say to. The name once gave triton that HPA's bounds too (with a warning of two HPAs, had triton
+    one of its own), capping a runtime that HPA never scales."""
+    kube.add_hpa(NS, "triton", max_replicas=30, target=("Deployment", TRITON.deployment))
+    kube.add_hpa(NS, "ovms", max_replicas=4, target=("RuntimeScale", "triton"),
+                 metric_selector={"servingruntime": "ovms"})
+    await eventually(lambda: watch.bounds(OVMS) == (1, 4) and watch.bounds(TRITON) == (1, 30))
 
 
 async def test_an_hpa_listed_before_the_watch_started_is_found(kube: FakeKubeApi) -> None:
