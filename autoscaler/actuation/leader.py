@@ -122,6 +122,7 @@ class LeaseElector:
         self._observed: JSON | None = None  # the last Lease spec we read or wrote
         self._observed_at = -math.inf  # our monotonic time when that spec last changed
         self._listeners: list[Callable[[bool], None]] = []
+        self._failing: str | None = None  # the last failed attempt's error, until the API answers again
 
     @property
     def is_leader(self) -> bool:
@@ -157,6 +158,9 @@ class LeaseElector:
         try:
             lease = await self._store.get_lease(cfg.namespace, cfg.name)
             now = self._clock()  # after the read: the record may have changed until the server answered
+            if self._failing is not None:
+                log.info("lease %s/%s: the API answers again", cfg.namespace, cfg.name)
+                self._failing = None
             if lease is None:
                 spec = self._spec(acquire_time=wall, renew_time=wall, transitions=0)
                 body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
@@ -179,7 +183,11 @@ class LeaseElector:
             self._observe(written, self._clock())
             return True
         except KubeApiError as error:
-            level = logging.DEBUG if error.status == 409 else logging.WARNING
+            # Attempts come every retry period (2 s by default): a failure is a warning when it starts or changes
+            # (missing RBAC, an API server down), not at every attempt; a lost race (409) is routine.
+            message = str(error)
+            repeated, self._failing = message == self._failing, message
+            level = logging.DEBUG if error.status == 409 or repeated else logging.WARNING
             log.log(level, "lease %s/%s: attempt failed: %s", cfg.namespace, cfg.name, error)
             return False
 
@@ -262,7 +270,10 @@ class LeaseElector:
             async with asyncio.timeout(timeout_s):
                 return await self.try_acquire_or_renew()
         except TimeoutError:
-            log.warning("lease %s/%s: no answer within %.1f s", self.config.namespace, self.config.name, timeout_s)
+            message = f"no answer within {timeout_s:.1f} s"
+            repeated, self._failing = message == self._failing, message
+            log.log(logging.DEBUG if repeated else logging.WARNING, "lease %s/%s: %s", self.config.namespace,
+                    self.config.name, message)
             return False
 
     def _set_leader(self, leader: bool) -> None:

@@ -5,6 +5,7 @@ leadership lost when renewal fails, release on shutdown)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 from collections.abc import AsyncIterator, Callable
@@ -142,6 +143,27 @@ async def test_api_failures_are_a_failed_attempt_not_an_exception(kube: FakeKube
     kube.fail("/leases", 500, times=None)
 
     assert not await elector(kube_client, "a").try_acquire_or_renew()
+
+
+async def test_a_failure_that_repeats_is_logged_once_and_the_recovery_too(
+    kube: FakeKubeApi, kube_client: KubeClient, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An elector retries every 2 s or so: missing RBAC on Leases, or an API server down for an hour, must not
+    write a warning each time, only when the failure starts or changes, and a line when the API answers again."""
+    candidate = elector(kube_client, "a")
+    kube.fail("/leases", 403, times=None, message="leases.coordination.k8s.io is forbidden")
+    with caplog.at_level(logging.INFO, logger="autoscaler"):
+        for _ in range(5):
+            assert not await candidate.try_acquire_or_renew()
+        kube.clear_faults()
+        kube.fail("/leases", 503, times=None)
+        for _ in range(3):
+            assert not await candidate.try_acquire_or_renew()
+        kube.clear_faults()
+        assert await candidate.try_acquire_or_renew()
+    shown = [(r.levelname, r.getMessage()) for r in caplog.records if r.levelno >= logging.INFO]
+    assert [level for level, _ in shown] == ["WARNING", "WARNING", "INFO"], shown
+    assert "forbidden" in shown[0][1] and "503" in shown[1][1] and "answers again" in shown[2][1]
 
 
 # ---- the loop, with short real durations ------------------------------------------------------------------
