@@ -18,7 +18,7 @@ import csv
 import gzip
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -139,13 +139,24 @@ def _columns(header: list[str] | None, name: str) -> tuple[int, int, int]:
     return at_time, at_model, at_requests
 
 
-def _parse(rows: Iterable[list[str]], name: str) -> Trace:
-    it = iter(rows)
-    at_time, at_model, at_requests = _columns(next(it, None), name)
+def _numbered(reader: Iterator[list[str]]) -> Iterator[tuple[int, list[str]]]:
+    """Each row with the file line it starts on: blank lines and quoted fields spanning lines (a model name
+    with a newline) make that differ from the row's index, and a user opens the file at the line we name."""
+    line = 1
+    for row in reader:
+        yield line, row
+        line = getattr(reader, "line_num", line) + 1
+
+
+def _parse(rows: Iterator[list[str]], name: str) -> Trace:
+    numbered = _numbered(rows)
+    header = next(numbered, None)
+    at_time, at_model, at_requests = _columns(header[1] if header else None, name)
     times: list[float] = []
     names: list[str] = []
     counts: list[float] = []
-    for line, row in enumerate(it, start=2):
+    lines: list[int] = []
+    for line, row in numbered:
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
         where = f"{name}: line {line}"
@@ -161,13 +172,20 @@ def _parse(rows: Iterable[list[str]], name: str) -> Trace:
         times.append(t)
         names.append(model)
         counts.append(r)
+        lines.append(line)
     if not times:
         raise TraceError(f"{name}: no rows after the header")
-    return from_rows(times, names, counts, name)
+    return from_rows(times, names, counts, name, lines)
 
 
-def from_rows(times: list[float], names: list[str], counts: list[float], name: str = "trace") -> Trace:
-    """A Trace from parallel lists; infers and checks the interval."""
+def from_rows(times: list[float], names: list[str], counts: list[float], name: str = "trace",
+              lines: list[int] | None = None) -> Trace:
+    """A Trace from parallel lists; infers and checks the interval. `lines`: the file line of each row, for
+    errors (default: row i on line i + 2, under a header)."""
+
+    def line_of(row: int) -> int:
+        return lines[row] if lines is not None else row + 2
+
     t = np.asarray(times, dtype=np.float64)
     distinct = np.unique(t)
     gaps = np.diff(distinct)
@@ -180,7 +198,7 @@ def from_rows(times: list[float], names: list[str], counts: list[float], name: s
     off = np.abs(position - slot) > 1e-6
     if off.any():
         bad = int(np.argmax(off))
-        raise TraceError(f"{name}: line {bad + 2}: timestamp {times[bad]:g} is not on the {interval:g} s grid "
+        raise TraceError(f"{name}: line {line_of(bad)}: timestamp {times[bad]:g} is not on the {interval:g} s grid "
                          f"starting at {start:g}")
     index: dict[str, int] = {}
     model = np.fromiter((index.setdefault(n, len(index)) for n in names), dtype=np.int64, count=len(names))
@@ -188,7 +206,7 @@ def from_rows(times: list[float], names: list[str], counts: list[float], name: s
     uniq, repeats = np.unique(key, return_counts=True)
     if (repeats > 1).any():
         dup = int(np.flatnonzero(key == uniq[int(np.argmax(repeats > 1))])[1])
-        raise TraceError(f"{name}: line {dup + 2}: model {names[dup]!r} at {times[dup]:g} is listed twice")
+        raise TraceError(f"{name}: line {line_of(dup)}: model {names[dup]!r} at {times[dup]:g} is listed twice")
     return Trace(tuple(index), start, interval, int(slot.max()) + 1, slot, model,
                  np.asarray(counts, dtype=np.float64))
 
