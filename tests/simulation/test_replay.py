@@ -150,3 +150,16 @@ def test_skew_aware_without_deletion_costs_leaves_the_pods_to_the_replica_sets_n
     SkewAwarePolicy(policy, 2, 12, SHIPPED_BEHAVIOR, deletion_costs=False).refresh(45.0, cluster)
     assert {p.deletion_cost for p in cluster.pods} == {0}
     assert cluster.scale_to(3, 45.0) == ["pod-3"]
+
+
+def test_a_request_that_waits_for_a_cold_load_on_a_full_pod_is_delayed_once() -> None:
+    # One pod, far over its capacity all along, and a new model every minute: every request queues past the
+    # SLO, and those of each new model also wait for its load. Each is one delayed request, not two
+    # (`--max-replicas 1` on a busy trace reported a delayed ratio of 1.0003).
+    times = [60.0 * m for m in range(20) for _ in range(2)]
+    names = [name for m in range(20) for name in ("hot", f"new-{m}")]
+    trace = from_rows(times, names, [6000.0, 600.0] * 20)
+    result = replay(trace, FixedPolicy(1), initial=1)
+    assert result.cold_loads == 19 and result.delayed_loading > 0
+    assert result.delayed_requests <= result.requests * (1 + 1e-9)
+    assert result.delayed_ratio <= 1.0 + 1e-9
