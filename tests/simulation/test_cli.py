@@ -81,3 +81,23 @@ def test_bad_input_is_a_clear_error_and_writes_nothing(tmp_path: Path) -> None:
     result = subprocess.run([*SIMULATE, "--synthetic", "--out", str(out), "--policies", "fixed,magic"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "unknown policy 'magic'" in result.stderr
+
+
+def test_a_max_replicas_below_the_peaks_need_is_named_as_what_delays_not_modelmesh(tmp_path: Path) -> None:
+    # 5 models at 30 to 150 req/s (450 in all) need 29 pods of 20 req/s at 80% busy; maxReplicas 2 serves a
+    # fraction. The bound's delays then wait for pods maxReplicas does not allow (fixed, at 29 pods, delays far
+    # less), not for ModelMesh's copies: the words must not send the user away from --max-replicas.
+    trace = tmp_path / "trace.csv"
+    rows = ["timestamp_s,model,requests"]
+    rows += [f"{60 * m},model-{i},{1800 * (i + 1)}" for m in range(20) for i in range(5)]
+    trace.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(out), "--max-replicas", "2",
+                             "--no-plot", "--quiet"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["policies"]["fixed"]["delayed_requests"] < report["bound"]["delayed_requests"]
+    for text in (result.stdout, (out / "report.md").read_text()):
+        assert "no replica policy removes them" not in text
+        assert "maxReplicas (2) is below the 29 pods the peak needs at 80% busy" in text
+        assert "raise --max-replicas" in text
