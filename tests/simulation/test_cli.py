@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import matplotlib.image
+import pytest
 
 SIMULATE = [sys.executable, "-m", "autoscaler.cli", "simulate"]
 POLICIES = ("fixed", "fixed-max", "mean-hpa", "skew-aware")
@@ -101,3 +102,41 @@ def test_a_max_replicas_below_the_peaks_need_is_named_as_what_delays_not_modelme
         assert "no replica policy removes them" not in text
         assert "maxReplicas (2) is below the 29 pods the peak needs at 80% busy" in text
         assert "raise --max-replicas" in text
+
+
+MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "examples"
+
+
+def run_with_behavior(tmp_path: Path, text: str) -> subprocess.CompletedProcess[str]:
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp_s,model,requests\n0,a,600\n60,a,600\n")
+    behavior = tmp_path / "hpa.yaml"
+    behavior.write_text(text)
+    return subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"), "--hpa-behavior",
+                           str(behavior), "--policies", "skew-aware", "--no-plot", "--quiet"],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("kind: HorizontalPodAutoscaler\nspec:\n", "spec: expected a mapping"),
+    ("behavior:\n  scaleDown:\n    policies:\n    - {type: Pods, value: 1}\n",
+     "behavior.scaleDown: policy 1 has no periodSeconds"),
+    ("behavior:\n  scaleDown:\n    stabilizationWindowSeconds: 5m\n",
+     "behavior.scaleDown: stabilizationWindowSeconds must be a whole number of seconds, got '5m'"),
+    ("behavior:\n  scaleUp:\n    policies:\n    - {type: Pods, value: four, periodSeconds: 15}\n",
+     "behavior.scaleUp: policy 1: value must be a whole number, got 'four'"),
+    ("behavior:\n  scaleUp:\n    policies: {type: Pods}\n", "behavior.scaleUp: policies must be a list"),
+    ("---\nkind: Service\n---\nkind: ConfigMap\n", "no HorizontalPodAutoscaler among its 2 documents"),
+])
+def test_a_bad_behavior_file_is_refused_naming_the_field(tmp_path: Path, text: str, message: str) -> None:
+    result = run_with_behavior(tmp_path, text)
+    assert result.returncode == 2, result.stderr
+    assert f"simulate: {tmp_path / 'hpa.yaml'}: {message}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_manifest_file_with_the_hpa_among_other_documents_is_read(tmp_path: Path) -> None:
+    # As kustomize writes it, or a file holding a runtime's RuntimeScale and its HPA: the HPA's behavior counts.
+    documents = [(MANIFESTS / name).read_text() for name in ("runtime-scale-triton.yaml", "hpa-triton.yaml")]
+    result = run_with_behavior(tmp_path, "\n---\n".join(documents))
+    assert result.returncode == 0, result.stderr
