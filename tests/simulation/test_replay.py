@@ -4,8 +4,10 @@ where they should (skew) and agree where they should (even load)."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,7 +16,7 @@ from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.simulation.cluster import Cluster, ClusterShape
 from autoscaler.simulation.engine import PolicyResult, oracle, simulate
 from autoscaler.simulation.hpa_manifest import behavior_from_manifest
-from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy
+from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy, SyncOutcome
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
 from autoscaler.simulation.trace import Trace, buckets, from_rows, synthetic
 
@@ -163,3 +165,26 @@ def test_a_request_that_waits_for_a_cold_load_on_a_full_pod_is_delayed_once() ->
     assert result.cold_loads == 19 and result.delayed_loading > 0
     assert result.delayed_requests <= result.requests * (1 + 1e-9)
     assert result.delayed_ratio <= 1.0 + 1e-9
+
+
+@dataclass
+class CountingPolicy(FixedPolicy):
+    """Fixed replicas that records when the HPA asked it."""
+
+    synced_at: list[float] = field(default_factory=list)
+
+    def sync(self, now: float, cluster: Cluster) -> SyncOutcome:
+        self.synced_at.append(now)
+        return super().sync(now, cluster)
+
+
+@pytest.mark.parametrize("tick_s", [1.0, 2.0, 4.0, 5.0, 10.0])
+def test_the_hpa_syncs_every_15_s_whatever_the_tick(tick_s: float) -> None:
+    # The HPA syncs every 15 s (docs/design.md); a tick that does not divide 15 s must not stretch that to
+    # 16 s (tick 2 or 4) or 20 s (tick 10): over an hour the HPA acts 240 times, at most one tick late.
+    trace = from_rows([60.0 * m for m in range(60)], ["a"] * 60, [600.0] * 60)
+    length, parts = buckets(trace, tick_s)
+    policy = CountingPolicy(2)
+    simulate(parts, length, tick_s, SHAPE, policy, 2)
+    assert len(policy.synced_at) == 3600 // 15 - 1  # the first at 15 s
+    assert all(0.0 <= at - 15.0 * k < tick_s for k, at in enumerate(policy.synced_at, start=1))
