@@ -99,11 +99,11 @@ def buckets(trace: Trace, tick_s: float) -> tuple[float, list[Bucket]]:
     return length, result
 
 
-def _number(text: str, what: str, where: str) -> float:
+def _number(text: str, what: str, where: str, unit: str = "") -> float:
     try:
         value = float(text)
     except ValueError:
-        raise TraceError(f"{where}: {what} must be a number, got {text!r}") from None
+        raise TraceError(f"{where}: {what} must be a number{unit}, got {text!r}") from None
     if not math.isfinite(value):
         raise TraceError(f"{where}: {what} must be finite, got {text!r}")
     return value
@@ -162,7 +162,7 @@ def _parse(rows: Iterator[list[str]], name: str) -> Trace:
         where = f"{name}: line {line}"
         if len(row) != 3:
             raise TraceError(f"{where}: expected 3 fields (timestamp_s,model,requests), got {len(row)}")
-        t = _number(row[at_time], "timestamp_s", where)
+        t = _number(row[at_time], "timestamp_s", where, " (seconds since the epoch)")
         model = row[at_model].strip()
         if not model:
             raise TraceError(f"{where}: model is empty")
@@ -191,7 +191,11 @@ def from_rows(times: list[float], names: list[str], counts: list[float], name: s
     gaps = np.diff(distinct)
     interval = float(gaps.min()) if len(gaps) else 60.0
     if not MIN_INTERVAL_S - 1e-9 <= interval <= MAX_INTERVAL_S + 1e-9:
-        raise TraceError(f"{name}: timestamps are {interval:g} s apart; intervals must be 1 s to 10 min")
+        # Grafana's CSV export and many dashboards write epoch milliseconds: say so rather than leave a
+        # user puzzling over "15000 s apart" in a trace of 15 s steps.
+        millis = distinct[0] > 1e11 and MIN_INTERVAL_S <= interval / 1000.0 <= MAX_INTERVAL_S
+        hint = ": these look like milliseconds since the epoch; divide timestamp_s by 1000" if millis else ""
+        raise TraceError(f"{name}: timestamps are {interval:g} s apart; intervals must be 1 s to 10 min{hint}")
     start = float(distinct[0])
     position = (t - start) / interval
     slot = np.rint(position).astype(np.int64)
