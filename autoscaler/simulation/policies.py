@@ -32,6 +32,7 @@ from autoscaler.simulation.hpa import (
     MetricSpec,
     ScaleDecision,
 )
+from autoscaler.simulation.hpa_manifest import describe_behavior
 
 KEY: Final = RuntimeKey("simulated", "modelmesh-serving-simulated")
 MEAN_TARGET_PERCENT: Final = 80.0
@@ -150,5 +151,6 @@ class SkewAwarePolicy:
     def describe(self) -> str:
         p = self.policy
         return (f"skew-aware: modelmesh_desired_replicas (skew_order {p.skew_order:g}, target_gpu_busy "
-                f"{p.target_gpu_busy:g}, scale_down_tau_s {p.scale_down_tau_s:g}), deletion costs, replicas "
-                f"{self.min_replicas}..{self.max_replicas}")
+                f"{p.target_gpu_busy:g}, scale_down_tau_s {p.scale_down_tau_s:g}), "
+                f"{'deletion costs' if self.deletion_costs else 'no deletion costs (newest pod removed first)'}, "
+                f"replicas {self.min_replicas}..{self.max_replicas}; HPA behavior {describe_behavior(self.behavior)}")

@@ -140,3 +140,16 @@ def test_a_manifest_file_with_the_hpa_among_other_documents_is_read(tmp_path: Pa
     documents = [(MANIFESTS / name).read_text() for name in ("runtime-scale-triton.yaml", "hpa-triton.yaml")]
     result = run_with_behavior(tmp_path, "\n---\n".join(documents))
     assert result.returncode == 0, result.stderr
+
+
+def test_the_report_says_which_hpa_behavior_skew_aware_ran_with(tmp_path: Path) -> None:
+    # A user who passes the HPA they run must be able to see in the report that it was the one simulated.
+    result = run_with_behavior(tmp_path, "spec:\n  behavior:\n    scaleDown:\n      selectPolicy: Disabled\n"
+                                         "    scaleUp:\n      policies:\n"
+                                         "      - {type: Percent, value: 50, periodSeconds: 60}\n")
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    description = report["policies"]["skew-aware"]["description"]
+    assert "scaleUp: window 0s, Max of [50% per 60s]" in description
+    assert "scaleDown: window 300s, Disabled" in description
+    assert description in (tmp_path / "out" / "report.md").read_text()
