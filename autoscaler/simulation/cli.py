@@ -146,11 +146,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # The adapter takes bounds it is not given from the HPA (docs/design.md); here the HPA is the simulated one.
     ours = replace(policy, min_replicas=max(policy.min_replicas or 1, args.min_replicas),
                    max_replicas=policy.max_replicas or maximum)
+    skew_aware = SkewAwarePolicy(ours, args.min_replicas, maximum, behavior)
+    low, high = skew_aware.bounds  # the policy file's bounds too: it starts within what it can run
     makers: dict[str, tuple[SimPolicy, int]] = {
         "fixed": (FixedPolicy(fixed), fixed),
         "fixed-max": (max_bound(maximum), maximum),
         "mean-hpa": (MeanHpaPolicy(args.min_replicas, maximum), start),
-        "skew-aware": (SkewAwarePolicy(ours, args.min_replicas, maximum, behavior), start),
+        "skew-aware": (skew_aware, min(high, max(low, start))),
     }
     results: list[PolicyResult] = []
     for name in args.policies:

@@ -153,3 +153,21 @@ def test_the_report_says_which_hpa_behavior_skew_aware_ran_with(tmp_path: Path) 
     assert "scaleUp: window 0s, Max of [50% per 60s]" in description
     assert "scaleDown: window 300s, Disabled" in description
     assert description in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_the_bounds_of_the_policy_file_show_in_skew_awares_description(tmp_path: Path) -> None:
+    # The adapter caps its recommendation at the policy file's max_replicas: skew-aware ran 2..3, not the
+    # HPA's 2..maxReplicas the description said.
+    config = tmp_path / "policy.yaml"
+    config.write_text("defaults:\n  max_replicas: 3\n")
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp_s,model,requests\n" + "".join(f"{60 * m},a,6000\n" for m in range(10)))
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(out), "--config", str(config),
+                             "--policies", "skew-aware", "--no-plot", "--quiet"], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["cluster"]["max_replicas"] > 3
+    assert "replicas 2..3;" in report["policies"]["skew-aware"]["description"]
+    assert report["policies"]["skew-aware"]["peak_replicas"] == 3  # it starts within them too
