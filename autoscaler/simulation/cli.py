@@ -46,7 +46,8 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                              "fixed-max, maxReplicas all day, is the bound no replica policy beats)")
     parser.add_argument("--config", type=Path, help="the adapter's policy file (its `defaults:` are used)")
     parser.add_argument("--hpa-behavior", type=Path,
-                        help="HPA manifest (or a YAML with `behavior:`) for skew-aware; default: the shipped one")
+                        help="HPA manifest (or a YAML with `behavior:`; in a file of several manifests, its "
+                             "HorizontalPodAutoscaler) whose behavior skew-aware uses; default: the shipped one")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic trace (default 0)")
     synth = parser.add_argument_group("synthetic trace")
     synth.add_argument("--models", type=count, default=500, help="models (default 500)")
@@ -75,11 +76,19 @@ def _behavior(path: Path | None) -> Behavior:
     if path is None:
         return SHIPPED_BEHAVIOR
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        documents = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
     except OSError as exc:
         raise ValueError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:
         raise ValueError(f"{path}: not valid YAML: {exc}") from exc
+    if len(documents) > 1:  # a file of manifests (kustomize's output, a runtime's objects): its HPA
+        hpas = [d for d in documents if isinstance(d, dict) and d.get("kind") == "HorizontalPodAutoscaler"]
+        if len(hpas) != 1:
+            raise ValueError(f"{path}: {'no' if not hpas else len(hpas)} HorizontalPodAutoscaler"
+                             f"{'s' if len(hpas) > 1 else ''} among its {len(documents)} documents; "
+                             f"give a file with the one to simulate")
+        documents = hpas
+    document = documents[0] if documents else None
     if not isinstance(document, dict):
         raise ValueError(f"{path}: expected an HPA manifest or a mapping with `behavior:`")
     try:
@@ -137,11 +146,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # The adapter takes bounds it is not given from the HPA (docs/design.md); here the HPA is the simulated one.
     ours = replace(policy, min_replicas=max(policy.min_replicas or 1, args.min_replicas),
                    max_replicas=policy.max_replicas or maximum)
+    skew_aware = SkewAwarePolicy(ours, args.min_replicas, maximum, behavior)
+    low, high = skew_aware.bounds  # the policy file's bounds too: it starts within what it can run
     makers: dict[str, tuple[SimPolicy, int]] = {
         "fixed": (FixedPolicy(fixed), fixed),
         "fixed-max": (max_bound(maximum), maximum),
         "mean-hpa": (MeanHpaPolicy(args.min_replicas, maximum), start),
-        "skew-aware": (SkewAwarePolicy(ours, args.min_replicas, maximum, behavior), start),
+        "skew-aware": (skew_aware, min(high, max(low, start))),
     }
     results: list[PolicyResult] = []
     for name in args.policies:

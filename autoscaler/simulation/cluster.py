@@ -153,7 +153,7 @@ class Cluster:
             orphan, self.orphan = self.orphan, 0.0
             self._requeue(orphan)
         load_wait = min(self.shape.load_time_s, remaining_s)
-        for model, rate in routing.spread(ready, self.copies, self._regular, now, models, rates):
+        for model, rate, target in routing.spread(ready, self.copies, self._regular, now, models, rates):
             self.cold_loads += 1
             self._pending.cold_loads += 1
             if model in self._lost:
@@ -161,6 +161,7 @@ class Cluster:
                 self.cold_loads_after_removal += 1
             self._pending.delayed += rate * load_wait
             self._pending.delayed_loading += rate * load_wait
+            target.waiting_for_load += rate * load_wait  # counted delayed now: not again if they also queue
         routing.end(self.pods)
 
     def _rate_check(self, now: float) -> None:

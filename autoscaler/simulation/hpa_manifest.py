@@ -30,21 +30,45 @@ def _rules(raw: Any, default: ScalingRules, where: str) -> ScalingRules:
         raise ValueError(f"{where}: expected a mapping, got {raw!r}")
     policies = default.policies
     if raw.get("policies") is not None:
-        policies = tuple(sorted(  # the order of policies means nothing; sorted, equal rules compare equal
-            ScalingPolicy(str(p["type"]), int(p["value"]), int(p["periodSeconds"]))  # type: ignore[arg-type]
-            for p in raw["policies"]
-        ))
-        for p in policies:
-            if p.type not in ("Pods", "Percent") or p.value <= 0 or not 0 < p.period_s <= 1800:
-                raise ValueError(f"{where}: bad policy {p}")
+        if not isinstance(raw["policies"], list):
+            raise ValueError(f"{where}: policies must be a list, got {raw['policies']!r}")
+        # the order of policies means nothing; sorted, equal rules compare equal
+        policies = tuple(sorted(_policy(p, f"{where}: policy {i}") for i, p in enumerate(raw["policies"], 1)))
     select = str(raw.get("selectPolicy", default.select_policy))
     if select not in ("Max", "Min", "Disabled"):
         raise ValueError(f"{where}: selectPolicy must be Max, Min or Disabled, got {select!r}")
-    window = int(raw.get("stabilizationWindowSeconds", default.stabilization_window_s))
+    window = _whole(raw.get("stabilizationWindowSeconds", default.stabilization_window_s),
+                    f"{where}: stabilizationWindowSeconds", "a whole number of seconds")
     if not 0 <= window <= 3600:
         raise ValueError(f"{where}: stabilizationWindowSeconds must be 0..3600, got {window}")
     tolerance = default.tolerance if raw.get("tolerance") is None else _tolerance(raw["tolerance"], where)
     return ScalingRules(window, select, policies, tolerance)  # type: ignore[arg-type]
+
+
+def _whole(raw: Any, where: str, what: str = "a whole number") -> int:
+    """An integer field as the API server takes it: a YAML integer, not "5m", 1.5 or true."""
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise ValueError(f"{where} must be {what}, got {raw!r}")
+    return raw
+
+
+def _policy(raw: Any, where: str) -> ScalingPolicy:
+    """One `policies` item, each of its three fields required, as the API server requires them."""
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where}: expected a mapping with type, value and periodSeconds, got {raw!r}")
+    missing = [key for key in ("type", "value", "periodSeconds") if key not in raw]
+    if missing:
+        raise ValueError(f"{where} has no {' or '.join(missing)}")
+    kind = raw["type"]
+    if kind not in ("Pods", "Percent"):
+        raise ValueError(f"{where}: type must be Pods or Percent, got {kind!r}")
+    value = _whole(raw["value"], f"{where}: value")
+    period = _whole(raw["periodSeconds"], f"{where}: periodSeconds", "a whole number of seconds")
+    if value <= 0:
+        raise ValueError(f"{where}: value must be above 0, got {value}")
+    if not 0 < period <= 1800:
+        raise ValueError(f"{where}: periodSeconds must be 1..1800, got {period}")
+    return ScalingPolicy(kind, value, period)
 
 
 def _tolerance(raw: Any, where: str) -> float:
@@ -63,9 +87,17 @@ def _tolerance(raw: Any, where: str) -> float:
 
 def behavior_from_manifest(document: Mapping[str, Any]) -> Behavior:
     """The `spec.behavior` of an HPA manifest (or a bare behavior mapping), with Kubernetes' defaults."""
-    raw = document.get("spec", {}).get("behavior") if "spec" in document else document.get("behavior", document)
+    if "spec" in document:
+        spec = document["spec"]
+        if not isinstance(spec, Mapping):
+            raise ValueError(f"spec: expected a mapping, got {spec!r}")
+        raw = spec.get("behavior")
+    else:
+        raw = document.get("behavior", document)
     if raw is None:
         return DEFAULT_BEHAVIOR
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"behavior: expected a mapping, got {raw!r}")
     return Behavior(_rules(raw.get("scaleUp"), DEFAULT_SCALE_UP, "behavior.scaleUp"),
                     _rules(raw.get("scaleDown"), DEFAULT_SCALE_DOWN, "behavior.scaleDown"))
 

@@ -45,6 +45,7 @@ class SimPod:
     shares: dict[int, float] = field(default_factory=dict)  # model -> the rate its copy here takes
     counted: dict[int, float] = field(default_factory=dict)  # model -> requests since the last rate check
     counted_all: float = 0.0  # all requests counted since the last rate check
+    waiting_for_load: float = 0.0  # requests still to arrive here already counted delayed (a cold load's)
 
 
 def new_pod(name: str, now: float, ready_at: float, shape: ClusterShape, tick_s: float) -> SimPod:
@@ -87,6 +88,12 @@ def serve(pod: SimPod, shape: ClusterShape, tick_s: float) -> Served:
         b1 = 0.0
     served = b0 + arrivals - b1
     delayed = arrivals * share_over_threshold(b0, a - mu, tick_s, threshold) if arrivals else 0.0
+    if pod.waiting_for_load and arrivals:
+        # Requests that wait for a cold load were counted delayed when it started; of the tick's queued ones
+        # count only the share that was not: a request is delayed once (delayed_ratio stays <= 1).
+        counted = min(pod.waiting_for_load, arrivals)
+        pod.waiting_for_load -= counted
+        delayed *= 1.0 - counted / arrivals
     pod.backlog = b1
     pod.busy.append(served / capacity)
     pod.served.append(served / tick_s)

@@ -32,6 +32,7 @@ from autoscaler.simulation.hpa import (
     MetricSpec,
     ScaleDecision,
 )
+from autoscaler.simulation.hpa_manifest import describe_behavior
 
 KEY: Final = RuntimeKey("simulated", "modelmesh-serving-simulated")
 MEAN_TARGET_PERCENT: Final = 80.0
@@ -150,5 +151,13 @@ class SkewAwarePolicy:
     def describe(self) -> str:
         p = self.policy
         return (f"skew-aware: modelmesh_desired_replicas (skew_order {p.skew_order:g}, target_gpu_busy "
-                f"{p.target_gpu_busy:g}, scale_down_tau_s {p.scale_down_tau_s:g}), deletion costs, replicas "
-                f"{self.min_replicas}..{self.max_replicas}")
+                f"{p.target_gpu_busy:g}, scale_down_tau_s {p.scale_down_tau_s:g}), "
+                f"{'deletion costs' if self.deletion_costs else 'no deletion costs (newest pod removed first)'}, "
+                f"replicas {self.bounds[0]}..{self.bounds[1]}; HPA behavior {describe_behavior(self.behavior)}")
+
+    @property
+    def bounds(self) -> tuple[int, int]:
+        """The replicas it can run: the HPA's bounds narrowed by the policy file's, which the adapter keeps
+        its recommendation within."""
+        low = max(self.min_replicas, self.policy.min_replicas or 0)
+        return min(low, self.max_replicas), min(self.max_replicas, self.policy.max_replicas or self.max_replicas)

@@ -180,9 +180,14 @@ def bound_text(report: Mapping[str, Any]) -> str:
                      f"can put it above 1x, so the goal asks only that a policy delay at most "
                      f"{QUIET_SLACK - 1:.0%} more.")
         return text
-    return (text + f" That is {versus:g}x {BASELINE}'s delays, above the goal's {DELAYED:g}x: the delays left "
-            f"wait for ModelMesh to copy hot models (its rate check) and to load cold ones, not for pods, "
-            f"and no replica policy removes them.")
+    text += f" That is {versus:g}x {BASELINE}'s delays, above the goal's {DELAYED:g}x: "
+    cluster = report["cluster"]
+    if cluster["fixed_replicas"] > cluster["max_replicas"]:  # the bound is short of pods, not of copies
+        return (text + f"maxReplicas ({cluster['max_replicas']}) is below the {cluster['fixed_replicas']} pods "
+                f"the peak needs at 80% busy, so the delays left wait for pods it does not allow: raise "
+                f"--max-replicas to see what ModelMesh's copies leave.")
+    return (text + "the delays left wait for ModelMesh to copy hot models (its rate check) and to load cold "
+            "ones, not for pods, and no replica policy removes them.")
 
 
 def write_report(out: Path, report: Mapping[str, Any]) -> None:

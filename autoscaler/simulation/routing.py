@@ -43,11 +43,12 @@ def end(pods: Sequence[SimPod]) -> None:
 
 
 def spread(ready: Sequence[SimPod], copies: ModelCopies, regular: RegularUse, now: float,
-           models: Sequence[int], rates: Sequence[float]) -> list[tuple[int, float]]:
-    """Route each model's rate (between `begin` and `end`); the cold loads it started, as (model, rate)."""
+           models: Sequence[int], rates: Sequence[float]) -> list[tuple[int, float, SimPod]]:
+    """Route each model's rate (between `begin` and `end`); the cold loads it started, as (model, rate, the
+    pod loading it)."""
     capacity = copies.shape.cache_models
     holders_of = copies.holders
-    cold: list[tuple[int, float]] = []
+    cold: list[tuple[int, float, SimPod]] = []
     starting: dict[SimPod, int] = {}  # second copies this routing started per pod, not in its cache yet
     # ModelMesh adds a second copy for regular use only while the caches are at least 10% free
     roomy = 10 * sum(capacity - len(p.cache) for p in ready) >= capacity * len(ready)
@@ -64,7 +65,7 @@ def spread(ready: Sequence[SimPod], copies: ModelCopies, regular: RegularUse, no
             copies.load(target, model, now)
             regular.forget(model)  # a fresh cache entry, whose first use is this one
             regular.used(model, now)
-            cold.append((model, rate))
+            cold.append((model, rate, target))
             target.rate += rate
             target.shares[model] = rate
         elif len(holders) == 1:

@@ -18,7 +18,7 @@ import csv
 import gzip
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -99,11 +99,11 @@ def buckets(trace: Trace, tick_s: float) -> tuple[float, list[Bucket]]:
     return length, result
 
 
-def _number(text: str, what: str, where: str) -> float:
+def _number(text: str, what: str, where: str, unit: str = "") -> float:
     try:
         value = float(text)
     except ValueError:
-        raise TraceError(f"{where}: {what} must be a number, got {text!r}") from None
+        raise TraceError(f"{where}: {what} must be a number{unit}, got {text!r}") from None
     if not math.isfinite(value):
         raise TraceError(f"{where}: {what} must be finite, got {text!r}")
     return value
@@ -139,19 +139,30 @@ def _columns(header: list[str] | None, name: str) -> tuple[int, int, int]:
     return at_time, at_model, at_requests
 
 
-def _parse(rows: Iterable[list[str]], name: str) -> Trace:
-    it = iter(rows)
-    at_time, at_model, at_requests = _columns(next(it, None), name)
+def _numbered(reader: Iterator[list[str]]) -> Iterator[tuple[int, list[str]]]:
+    """Each row with the file line it starts on: blank lines and quoted fields spanning lines (a model name
+    with a newline) make that differ from the row's index, and a user opens the file at the line we name."""
+    line = 1
+    for row in reader:
+        yield line, row
+        line = getattr(reader, "line_num", line) + 1
+
+
+def _parse(rows: Iterator[list[str]], name: str) -> Trace:
+    numbered = _numbered(rows)
+    header = next(numbered, None)
+    at_time, at_model, at_requests = _columns(header[1] if header else None, name)
     times: list[float] = []
     names: list[str] = []
     counts: list[float] = []
-    for line, row in enumerate(it, start=2):
+    lines: list[int] = []
+    for line, row in numbered:
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
         where = f"{name}: line {line}"
         if len(row) != 3:
             raise TraceError(f"{where}: expected 3 fields (timestamp_s,model,requests), got {len(row)}")
-        t = _number(row[at_time], "timestamp_s", where)
+        t = _number(row[at_time], "timestamp_s", where, " (seconds since the epoch)")
         model = row[at_model].strip()
         if not model:
             raise TraceError(f"{where}: model is empty")
@@ -161,26 +172,37 @@ def _parse(rows: Iterable[list[str]], name: str) -> Trace:
         times.append(t)
         names.append(model)
         counts.append(r)
+        lines.append(line)
     if not times:
         raise TraceError(f"{name}: no rows after the header")
-    return from_rows(times, names, counts, name)
+    return from_rows(times, names, counts, name, lines)
 
 
-def from_rows(times: list[float], names: list[str], counts: list[float], name: str = "trace") -> Trace:
-    """A Trace from parallel lists; infers and checks the interval."""
+def from_rows(times: list[float], names: list[str], counts: list[float], name: str = "trace",
+              lines: list[int] | None = None) -> Trace:
+    """A Trace from parallel lists; infers and checks the interval. `lines`: the file line of each row, for
+    errors (default: row i on line i + 2, under a header)."""
+
+    def line_of(row: int) -> int:
+        return lines[row] if lines is not None else row + 2
+
     t = np.asarray(times, dtype=np.float64)
     distinct = np.unique(t)
     gaps = np.diff(distinct)
     interval = float(gaps.min()) if len(gaps) else 60.0
     if not MIN_INTERVAL_S - 1e-9 <= interval <= MAX_INTERVAL_S + 1e-9:
-        raise TraceError(f"{name}: timestamps are {interval:g} s apart; intervals must be 1 s to 10 min")
+        # Grafana's CSV export and many dashboards write epoch milliseconds: say so rather than leave a
+        # user puzzling over "15000 s apart" in a trace of 15 s steps.
+        millis = distinct[0] > 1e11 and MIN_INTERVAL_S <= interval / 1000.0 <= MAX_INTERVAL_S
+        hint = ": these look like milliseconds since the epoch; divide timestamp_s by 1000" if millis else ""
+        raise TraceError(f"{name}: timestamps are {interval:g} s apart; intervals must be 1 s to 10 min{hint}")
     start = float(distinct[0])
     position = (t - start) / interval
     slot = np.rint(position).astype(np.int64)
     off = np.abs(position - slot) > 1e-6
     if off.any():
         bad = int(np.argmax(off))
-        raise TraceError(f"{name}: line {bad + 2}: timestamp {times[bad]:g} is not on the {interval:g} s grid "
+        raise TraceError(f"{name}: line {line_of(bad)}: timestamp {times[bad]:g} is not on the {interval:g} s grid "
                          f"starting at {start:g}")
     index: dict[str, int] = {}
     model = np.fromiter((index.setdefault(n, len(index)) for n in names), dtype=np.int64, count=len(names))
@@ -188,7 +210,7 @@ def from_rows(times: list[float], names: list[str], counts: list[float], name: s
     uniq, repeats = np.unique(key, return_counts=True)
     if (repeats > 1).any():
         dup = int(np.flatnonzero(key == uniq[int(np.argmax(repeats > 1))])[1])
-        raise TraceError(f"{name}: line {dup + 2}: model {names[dup]!r} at {times[dup]:g} is listed twice")
+        raise TraceError(f"{name}: line {line_of(dup)}: model {names[dup]!r} at {times[dup]:g} is listed twice")
     return Trace(tuple(index), start, interval, int(slot.max()) + 1, slot, model,
                  np.asarray(counts, dtype=np.float64))
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import matplotlib.image
+import pytest
 
 SIMULATE = [sys.executable, "-m", "autoscaler.cli", "simulate"]
 POLICIES = ("fixed", "fixed-max", "mean-hpa", "skew-aware")
@@ -81,3 +82,92 @@ def test_bad_input_is_a_clear_error_and_writes_nothing(tmp_path: Path) -> None:
     result = subprocess.run([*SIMULATE, "--synthetic", "--out", str(out), "--policies", "fixed,magic"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "unknown policy 'magic'" in result.stderr
+
+
+def test_a_max_replicas_below_the_peaks_need_is_named_as_what_delays_not_modelmesh(tmp_path: Path) -> None:
+    # 5 models at 30 to 150 req/s (450 in all) need 29 pods of 20 req/s at 80% busy; maxReplicas 2 serves a
+    # fraction. The bound's delays then wait for pods maxReplicas does not allow (fixed, at 29 pods, delays far
+    # less), not for ModelMesh's copies: the words must not send the user away from --max-replicas.
+    trace = tmp_path / "trace.csv"
+    rows = ["timestamp_s,model,requests"]
+    rows += [f"{60 * m},model-{i},{1800 * (i + 1)}" for m in range(20) for i in range(5)]
+    trace.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(out), "--max-replicas", "2",
+                             "--no-plot", "--quiet"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["policies"]["fixed"]["delayed_requests"] < report["bound"]["delayed_requests"]
+    for text in (result.stdout, (out / "report.md").read_text()):
+        assert "no replica policy removes them" not in text
+        assert "maxReplicas (2) is below the 29 pods the peak needs at 80% busy" in text
+        assert "raise --max-replicas" in text
+
+
+MANIFESTS = Path(__file__).resolve().parents[2] / "manifests" / "examples"
+
+
+def run_with_behavior(tmp_path: Path, text: str) -> subprocess.CompletedProcess[str]:
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp_s,model,requests\n0,a,600\n60,a,600\n")
+    behavior = tmp_path / "hpa.yaml"
+    behavior.write_text(text)
+    return subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"), "--hpa-behavior",
+                           str(behavior), "--policies", "skew-aware", "--no-plot", "--quiet"],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("kind: HorizontalPodAutoscaler\nspec:\n", "spec: expected a mapping"),
+    ("behavior:\n  scaleDown:\n    policies:\n    - {type: Pods, value: 1}\n",
+     "behavior.scaleDown: policy 1 has no periodSeconds"),
+    ("behavior:\n  scaleDown:\n    stabilizationWindowSeconds: 5m\n",
+     "behavior.scaleDown: stabilizationWindowSeconds must be a whole number of seconds, got '5m'"),
+    ("behavior:\n  scaleUp:\n    policies:\n    - {type: Pods, value: four, periodSeconds: 15}\n",
+     "behavior.scaleUp: policy 1: value must be a whole number, got 'four'"),
+    ("behavior:\n  scaleUp:\n    policies: {type: Pods}\n", "behavior.scaleUp: policies must be a list"),
+    ("---\nkind: Service\n---\nkind: ConfigMap\n", "no HorizontalPodAutoscaler among its 2 documents"),
+])
+def test_a_bad_behavior_file_is_refused_naming_the_field(tmp_path: Path, text: str, message: str) -> None:
+    result = run_with_behavior(tmp_path, text)
+    assert result.returncode == 2, result.stderr
+    assert f"simulate: {tmp_path / 'hpa.yaml'}: {message}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_manifest_file_with_the_hpa_among_other_documents_is_read(tmp_path: Path) -> None:
+    # As kustomize writes it, or a file holding a runtime's RuntimeScale and its HPA: the HPA's behavior counts.
+    documents = [(MANIFESTS / name).read_text() for name in ("runtime-scale-triton.yaml", "hpa-triton.yaml")]
+    result = run_with_behavior(tmp_path, "\n---\n".join(documents))
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_report_says_which_hpa_behavior_skew_aware_ran_with(tmp_path: Path) -> None:
+    # A user who passes the HPA they run must be able to see in the report that it was the one simulated.
+    result = run_with_behavior(tmp_path, "spec:\n  behavior:\n    scaleDown:\n      selectPolicy: Disabled\n"
+                                         "    scaleUp:\n      policies:\n"
+                                         "      - {type: Percent, value: 50, periodSeconds: 60}\n")
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    description = report["policies"]["skew-aware"]["description"]
+    assert "scaleUp: window 0s, Max of [50% per 60s]" in description
+    assert "scaleDown: window 300s, Disabled" in description
+    assert description in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_the_bounds_of_the_policy_file_show_in_skew_awares_description(tmp_path: Path) -> None:
+    # The adapter caps its recommendation at the policy file's max_replicas: skew-aware ran 2..3, not the
+    # HPA's 2..maxReplicas the description said.
+    config = tmp_path / "policy.yaml"
+    config.write_text("defaults:\n  max_replicas: 3\n")
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp_s,model,requests\n" + "".join(f"{60 * m},a,6000\n" for m in range(10)))
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(out), "--config", str(config),
+                             "--policies", "skew-aware", "--no-plot", "--quiet"], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["cluster"]["max_replicas"] > 3
+    assert "replicas 2..3;" in report["policies"]["skew-aware"]["description"]
+    assert report["policies"]["skew-aware"]["peak_replicas"] == 3  # it starts within them too

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -46,9 +47,9 @@ def test_where_mean_hpa_barely_delays_the_delay_part_asks_only_not_to_be_worse()
 
 
 def test_the_report_says_when_no_replica_policy_reaches_the_delay_goal() -> None:
-    report = {"bound": {"policy": "fixed-max", "replicas": 46, "delayed_requests": 713_599, "delayed_ratio": 0.0423,
-                        "delayed_waiting_for_loads": 0, "delayed_vs_mean-hpa": 0.245,
-                        "delay_goal_reachable": False}}
+    bound = {"policy": "fixed-max", "replicas": 46, "delayed_requests": 713_599, "delayed_ratio": 0.0423,
+             "delayed_waiting_for_loads": 0, "delayed_vs_mean-hpa": 0.245, "delay_goal_reachable": False}
+    report: dict[str, dict[str, Any]] = {"bound": bound, "cluster": {"max_replicas": 46, "fixed_replicas": 23}}
     text = bound_text(report)
     assert text.startswith("Bound: with every pod maxReplicas allows (46) all day, 713599 requests are delayed")
     assert "0.245x mean-hpa's delays, above the goal's 0.1x" in text

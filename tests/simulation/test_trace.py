@@ -31,7 +31,18 @@ def test_a_csv_trace_is_read_with_its_interval_inferred(tmp_path: Path) -> None:
     ("timestamp_s,model,requests\n0,a,1\n60,a\n", "line 3: expected 3 fields"),
     ("timestamp_s,model,requests\n0,a,1\n60,b,1\n90,b,1\n130,a,1\n", "line 5: timestamp 130 is not on the 30 s grid"),
     ("timestamp_s,model,requests\n0,a,1\n60,a,1\n0,a,4\n", "line 4: model 'a' at 0 is listed twice"),
+    # The line a user opens the file at, past blank lines and a quoted model name that spans two lines.
+    ("timestamp_s,model,requests\n\n\n0,a,1\n60,a,2\n60,a,3\n", "line 6: model 'a' at 60 is listed twice"),
+    ("timestamp_s,model,requests\n0,\"two\nlines\",1\n60,a,1\n90,a,1\n130,a,1\n",
+     "line 6: timestamp 130 is not on the 30 s grid"),
+    ("timestamp_s,model,requests\n0,\"two\nlines\",1\n\n60,a,x\n", "line 5: requests must be a number"),
     ("timestamp_s,model,requests\n0,a,1\n1200,a,1\n", "intervals must be 1 s to 10 min"),
+    # Grafana's CSV export writes epoch milliseconds or dates: say what timestamp_s wants.
+    ("timestamp_s,model,requests\n1733011200000,a,5\n1733011215000,a,6\n",
+     "15000 s apart; intervals must be 1 s to 10 min: these look like milliseconds since the epoch; divide "
+     "timestamp_s by 1000"),
+    ("timestamp_s,model,requests\n2024-12-01 00:00:00,a,5\n",
+     "line 2: timestamp_s must be a number \\(seconds since the epoch\\), got '2024-12-01 00:00:00'"),
     ("timestamp_s,model,requests\n0,,1\n", "line 2: model is empty"),
     ("timestamp_s,model,requests\n", "no rows after the header"),
 ])
