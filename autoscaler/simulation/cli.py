@@ -15,8 +15,9 @@ import yaml
 from autoscaler.policies.config import ConfigError, load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.settings import count, positive
-from autoscaler.simulation.hpa import Behavior
+from autoscaler.simulation.hpa import SYNC_PERIOD_S, Behavior
 from autoscaler.simulation.hpa_manifest import behavior_from_manifest
+from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.shapes import SHAPES
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
 
@@ -123,6 +124,11 @@ def sizing(peak_rps: float, first_rps: float, pod_rps: float, min_replicas: int,
     return fixed, maximum, start
 
 
+def _warn(message: str) -> None:
+    """A setting the run does not honour as given: said on stderr, and the run goes on."""
+    print(f"simulate: warning: {message}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Do the whole run and write the files; returns the report."""
     # numpy and matplotlib come with the `simulate` extra; the adapter's own commands never import them.
@@ -134,7 +140,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     policy = RuntimePolicy()
     if args.config is not None:
-        policy = load_policy_book(args.config).defaults
+        book = load_policy_book(args.config)
+        policy = book.defaults
+        if book.runtimes:
+            _warn(f"ignoring the {len(book.runtimes)} runtimes: entr{'y' if len(book.runtimes) == 1 else 'ies'} "
+                  f"of {args.config}: the simulated runtime takes its defaults: (copy an entry's keys there)")
+    if args.tick > RATE_CHECK_S:
+        _warn(f"--tick {args.tick:g} is longer than ModelMesh's {RATE_CHECK_S:g} s rate check (and the HPA's "
+              f"{SYNC_PERIOD_S:g} s sync): both then run once a tick, which delays copies and scaling; use "
+              f"{RATE_CHECK_S:g} or less")
     behavior = _behavior(args.hpa_behavior)
     trace, source = _load_trace(args)
     shape = ClusterShape(pod_rps=args.pod_rps, cache_models=args.cache_models, load_time_s=args.load_time,

@@ -171,3 +171,21 @@ def test_the_bounds_of_the_policy_file_show_in_skew_awares_description(tmp_path:
     assert report["cluster"]["max_replicas"] > 3
     assert "replicas 2..3;" in report["policies"]["skew-aware"]["description"]
     assert report["policies"]["skew-aware"]["peak_replicas"] == 3  # it starts within them too
+
+
+def test_settings_the_run_does_not_honour_as_given_are_warned_about(tmp_path: Path) -> None:
+    """A tick past ModelMesh's 10 s rate check runs that check (and the HPA's 15 s sync) once a tick, which
+    delays copies and scaling (a 60 s tick raised fixed's delays 2.3x on a 15 s trace); a config's `runtimes:`
+    entries are not read (one simulated runtime takes `defaults:`). The run goes on, and stderr says so."""
+    config = tmp_path / "policy.yaml"
+    config.write_text("defaults:\n  target_gpu_busy: 0.7\nruntimes:\n"
+                      "  - {namespace: ml, deployment: modelmesh-serving-triton, target_rps_per_pod: 50}\n")
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp_s,model,requests\n" + "".join(f"{60 * m},a,600\n" for m in range(10)))
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"), "--tick", "60",
+                             "--config", str(config), "--policies", "skew-aware", "--no-plot", "--quiet"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "warning: --tick 60 is longer than ModelMesh's 10 s rate check" in result.stderr
+    assert "warning: ignoring the 1 runtimes: entry" in result.stderr
+    assert (tmp_path / "out" / "report.json").exists()
