@@ -210,7 +210,9 @@ def from_rows(times: list[float], names: list[str], counts: list[float], name: s
     uniq, repeats = np.unique(key, return_counts=True)
     if (repeats > 1).any():
         dup = int(np.flatnonzero(key == uniq[int(np.argmax(repeats > 1))])[1])
-        raise TraceError(f"{name}: line {line_of(dup)}: model {names[dup]!r} at {times[dup]:g} is listed twice")
+        raise TraceError(f"{name}: line {line_of(dup)}: model {names[dup]!r} at {times[dup]:g} is listed twice "
+                         "(one row per model and interval: sum an export per pod by model first, e.g. "
+                         "sum by (model) in PromQL)")
     return Trace(tuple(index), start, interval, int(slot.max()) + 1, slot, model,
                  np.asarray(counts, dtype=np.float64))
 
