@@ -62,7 +62,7 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     shape.add_argument("--cache-models", type=count, default=100, help="model copies one pod holds (default 100)")
     shape.add_argument("--load-time", type=positive, default=10.0, help="seconds to load a model (default 10)")
     shape.add_argument("--startup-delay", type=positive, default=30.0,
-                       help="seconds until a new pod is Ready (default 30)")
+                       help="seconds until a new pod is Ready, above 0 (default 30)")
     shape.add_argument("--min-replicas", type=count, default=2, help="HPA minReplicas (default 2)")
     shape.add_argument("--max-replicas", type=count, default=None,
                        help="HPA maxReplicas (default: twice what the trace's peak needs)")
@@ -124,6 +124,9 @@ def sizing(peak_rps: float, first_rps: float, pod_rps: float, min_replicas: int,
     return fixed, maximum, start
 
 
+MANY_PODS: Final = 2000
+"""A maxReplicas past this makes a run slow enough (minutes) to look hung: `simulate` says why."""
+
 def _warn(message: str) -> None:
     """A setting the run does not honour as given: said on stderr, and the run goes on."""
     print(f"simulate: warning: {message}", file=sys.stderr)
@@ -157,6 +160,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     best = oracle(trace, shape, policy.target_lru_age_s, bucket_s)
     first = sum(arrivals[0].rates) if arrivals else 0.0
     fixed, maximum, start = sizing(best.peak_rps, first, shape.pod_rps, args.min_replicas, args.max_replicas)
+    if maximum > MANY_PODS:
+        _warn(f"the trace's peak ({best.peak_rps:,.0f} requests/s) at --pod-rps {shape.pod_rps:g} sizes "
+              f"maxReplicas {maximum:,}: each policy simulates that many pods, which takes long. Check --pod-rps "
+              "(what one pod serves at 100% busy) and the trace's requests (a count per interval, not a rate)")
     # The adapter takes bounds it is not given from the HPA (docs/design.md); here the HPA is the simulated one.
     ours = replace(policy, min_replicas=max(policy.min_replicas or 1, args.min_replicas),
                    max_replicas=policy.max_replicas or maximum)

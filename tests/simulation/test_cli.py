@@ -189,3 +189,17 @@ def test_settings_the_run_does_not_honour_as_given_are_warned_about(tmp_path: Pa
     assert "warning: --tick 60 is longer than ModelMesh's 10 s rate check" in result.stderr
     assert "warning: ignoring the 1 runtimes: entry" in result.stderr
     assert (tmp_path / "out" / "report.json").exists()
+
+
+def test_a_run_sized_to_thousands_of_pods_says_why_it_is_slow(tmp_path: Path) -> None:
+    """A wrong --pod-rps (or a trace of rates where counts belong) sizes thousands of pods, and each policy
+    then simulates them all: without a word the run looks hung."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp_s,model,requests\n0,a,60000\n60,a,60000\n")  # 1,000 requests/s
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"), "--pod-rps", "0.5",
+                             "--policies", "fixed", "--no-plot", "--quiet"], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    # 1,000 requests/s at 0.5 a pod: 2,000 pods at full capacity; maxReplicas twice that
+    assert "sizes maxReplicas 4,000" in result.stderr, result.stderr
+    assert "Check --pod-rps" in result.stderr
