@@ -38,6 +38,15 @@ def test_scaled_object_scales_the_runtime_scale_of_the_example_runtime() -> None
     assert scaled["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["name"] != "modelmesh-serving-triton"
 
 
+def test_the_hpa_keda_makes_scales_down_like_the_shipped_hpa() -> None:
+    """One slow scale-down rail, the adapter's (docs/design.md, Slow scale-down): the HPA KEDA creates adds
+    none of its own, as manifests/examples/hpa-triton.yaml does not."""
+    scaled = find(kustomize(KEDA), "ScaledObject")
+    hpa = find(kustomize(EXAMPLES), "HorizontalPodAutoscaler")
+    behavior = scaled["spec"]["advanced"]["horizontalPodAutoscalerConfig"].get("behavior", {})
+    assert behavior.get("scaleDown") == hpa["spec"]["behavior"]["scaleDown"]
+
+
 def test_trigger_reads_the_adapters_keda_document_through_its_service() -> None:
     metadata = trigger()["metadata"]
     url = urlsplit(metadata["url"])
