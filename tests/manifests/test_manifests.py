@@ -512,6 +512,14 @@ def test_runtime_has_no_autoscaler_class_so_its_spec_replicas_rule() -> None:
     assert runtime["spec"]["multiModel"] is True
 
 
+
+def test_runtime_takes_predictors_that_name_their_protocol() -> None:
+    # modelmesh-serving labels a runtime `pv:<protocol>` only from spec.protocolVersions (plus `pv:v2` for
+    # grpc-v2 with the REST proxy: controllers/modelmesh/model_type_labels.go), and places a predictor that
+    # names its protocolVersion only on a runtime with that label. The built-in triton-2.x lists grpc-v2.
+    runtime, _ = runtime_objects()
+    assert "grpc-v2" in runtime["spec"].get("protocolVersions", [])
+
 # ---- the exporter sidecar ----
 
 
