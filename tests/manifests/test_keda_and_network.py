@@ -4,12 +4,13 @@ of that document, and the policy admits the port the adapter and Prometheus scra
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 from autoscaler.api.identity import ResourceAttributes, request_attributes
 from autoscaler.api.runtimes import KEDA_ROUTE
 from autoscaler.names import ServedMetric
-from tests.manifests.support import BASE, EXAMPLES, KEDA, Object, container, find, kustomize
+from tests.manifests.support import BASE, EXAMPLES, KEDA, REPO, Object, container, find, kustomize
 from tests.manifests.test_manifests import adapter_deployment, serve_settings
 
 
@@ -36,6 +37,42 @@ def test_scaled_object_scales_the_runtime_scale_of_the_example_runtime() -> None
                                                 "kind": "RuntimeScale", "name": runtime_scale["metadata"]["name"]}
     assert scaled["metadata"]["namespace"] == runtime_scale["metadata"]["namespace"]
     assert scaled["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["name"] != "modelmesh-serving-triton"
+
+
+def test_the_hpa_keda_makes_scales_down_like_the_shipped_hpa() -> None:
+    """One slow scale-down rail, the adapter's (docs/design.md, Slow scale-down): the HPA KEDA creates adds
+    none of its own, as manifests/examples/hpa-triton.yaml does not."""
+    scaled = find(kustomize(KEDA), "ScaledObject")
+    hpa = find(kustomize(EXAMPLES), "HorizontalPodAutoscaler")
+    behavior = scaled["spec"]["advanced"]["horizontalPodAutoscalerConfig"].get("behavior", {})
+    assert behavior.get("scaleDown") == hpa["spec"]["behavior"]["scaleDown"]
+
+
+KEDA_RUNTIME_COMMAND = re.compile(r"kubectl apply -k manifests/examples -l ([\w./!=-]+)")
+
+
+def selects(selector: str, labels: dict[str, str]) -> bool:
+    """`kubectl -l` on an object's labels, for `key=value` and `key!=value` terms (`!=` matches a missing key)."""
+    for term in selector.split(","):
+        key, negated, value = re.fullmatch(r"([\w./-]+)(!?)=([\w.-]*)", term).groups()  # type: ignore[union-attr]
+        if (labels.get(key) == value) == bool(negated):
+            return False
+    return True
+
+
+def test_keda_users_install_the_example_runtime_without_its_hpa() -> None:
+    """KEDA makes the HPA: a second one on the RuntimeScale (manifests/examples' own) would leave both
+    `AmbiguousSelector`, neither scaling. Every install guide that offers the KEDA overlay gives KEDA users the
+    command that applies manifests/examples without its HPA, and that command selects exactly that."""
+    objects = kustomize(EXAMPLES)
+    hpa = find(objects, "HorizontalPodAutoscaler")
+    guides = ("README.md", "docs/operations.md", "manifests/README.md", "manifests/examples/keda/kustomization.yaml")
+    for guide in guides:
+        commands = KEDA_RUNTIME_COMMAND.findall((REPO / guide).read_text())
+        assert commands, f"{guide} does not say how KEDA users install the example runtime"
+        for selector in commands:
+            left_out = [o for o in objects if not selects(selector, o["metadata"].get("labels", {}))]
+            assert left_out == [hpa], f"{guide}: -l {selector} leaves out {[o['kind'] for o in left_out]}"
 
 
 def test_trigger_reads_the_adapters_keda_document_through_its_service() -> None:

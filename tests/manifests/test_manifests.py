@@ -484,6 +484,25 @@ def test_hpa_leaves_slow_scale_down_to_the_adapter_and_scales_up_at_default_spee
     }
 
 
+def shown_within(shown: Any, shipped: Any) -> bool:
+    """Whether every field a document shows has the shipped value (it may leave fields out)."""
+    if isinstance(shown, dict):
+        return isinstance(shipped, dict) and all(k in shipped and shown_within(v, shipped[k]) for k, v in shown.items())
+    return bool(shown == shipped)
+
+
+def test_the_operations_guide_shows_the_shipped_runtime_scale_and_hpa() -> None:
+    """A reader copies the guide's YAML: it must say what the examples ship (the scale-down rail above all)."""
+    guide = (REPO / "docs" / "operations.md").read_text()
+    blocks = [yaml.safe_load_all(b) for b in re.findall(r"```yaml\n(.*?)```", guide, flags=re.S)]
+    shown = {d["kind"]: d for block in blocks for d in block if isinstance(d, dict) and "kind" in d}
+    objects = kustomize(EXAMPLES)
+    for kind in ("RuntimeScale", "HorizontalPodAutoscaler"):
+        shipped = find(objects, kind)
+        assert shown_within(shown[kind]["spec"], shipped["spec"]), (
+            f"docs/operations.md's {kind} differs from the example's:\n{shown[kind]['spec']}\n{shipped['spec']}")
+
+
 def test_runtime_has_no_autoscaler_class_so_its_spec_replicas_rule() -> None:
     runtime, _ = runtime_objects()
     # Class hpa makes modelmesh-serving ignore spec.replicas and add its own HPA; other classes are rejected by
@@ -492,6 +511,14 @@ def test_runtime_has_no_autoscaler_class_so_its_spec_replicas_rule() -> None:
     assert "replicas" not in runtime["spec"]  # the bridge owns it: GitOps must not set it
     assert runtime["spec"]["multiModel"] is True
 
+
+
+def test_runtime_takes_predictors_that_name_their_protocol() -> None:
+    # modelmesh-serving labels a runtime `pv:<protocol>` only from spec.protocolVersions (plus `pv:v2` for
+    # grpc-v2 with the REST proxy: controllers/modelmesh/model_type_labels.go), and places a predictor that
+    # names its protocolVersion only on a runtime with that label. The built-in triton-2.x lists grpc-v2.
+    runtime, _ = runtime_objects()
+    assert "grpc-v2" in runtime["spec"].get("protocolVersions", [])
 
 # ---- the exporter sidecar ----
 

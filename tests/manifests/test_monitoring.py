@@ -36,6 +36,7 @@ from tests.manifests.support import (
     BASE,
     EXAMPLES,
     GRAFANA,
+    KEDA,
     PROMETHEUS,
     PROMTOOL,
     container,
@@ -215,6 +216,47 @@ def test_label_values_in_expressions_are_ones_the_code_produces() -> None:
                 assert value in {names.COLLECTOR_GPU, names.COLLECTOR_MODELMESH}, f"{where}: collector {value!r}"
             elif label == "path":
                 assert operator == "=~" and re.fullmatch(value, EXTERNAL_METRIC_ROUTE), f"{where}: path {value!r}"
+
+
+def hpa_info_labels(namespace: str, name: str, target: dict[str, str]) -> dict[str, str]:
+    """The labels kube-state-metrics gives `kube_horizontalpodautoscaler_info` for an HPA (internal/store/hpa.go:
+    the scale target's kind and name, and its apiVersion when set)."""
+    labels = {"namespace": namespace, "horizontalpodautoscaler": name,
+              "scaletargetref_kind": target["kind"], "scaletargetref_name": target["name"]}
+    if target.get("apiVersion"):
+        labels["scaletargetref_api_version"] = target["apiVersion"]
+    return labels
+
+
+def selects(matchers: list[tuple[str, str, str]], labels: dict[str, str]) -> bool:
+    """Whether a series with these labels matches every label matcher (PromQL regexes are anchored)."""
+    for label, operator, value in matchers:
+        actual = labels.get(label, "")
+        matched = re.fullmatch(value, actual) is not None if "~" in operator else actual == value
+        if matched != (operator in {"=", "=~"}):
+            return False
+    return True
+
+
+def test_the_at_max_replicas_alert_watches_the_hpas_the_examples_ship() -> None:
+    """The shipped HPA, and the one KEDA makes from the ScaledObject, scale a RuntimeScale, not the runtime
+    Deployment: the alert must pick them out of kube-state-metrics' HPAs, and leave other HPAs alone."""
+    (rule,) = [r for r in rules() if r.get("alert") == "ModelMeshRuntimeAtMaxReplicas"]
+    (selector,) = re.findall(r"kube_horizontalpodautoscaler_info(\{[^}]*\})", rule["expr"])
+    matchers = label_matchers(selector)
+    hpa = find(kustomize(EXAMPLES), "HorizontalPodAutoscaler")
+    scaled = find(kustomize(KEDA), "ScaledObject")
+    shipped = {
+        "hpa-triton.yaml": hpa_info_labels(hpa["metadata"]["namespace"], hpa["metadata"]["name"],
+                                           hpa["spec"]["scaleTargetRef"]),
+        "keda/scaled-object-triton.yaml": hpa_info_labels(
+            scaled["metadata"]["namespace"], scaled["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["name"],
+            scaled["spec"]["scaleTargetRef"]),
+    }
+    for source, labels in shipped.items():
+        assert selects(matchers, labels), f"{source}: its HPA {labels} is not selected by {selector}"
+    other = hpa_info_labels("web", "web", {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"})
+    assert not selects(matchers, other), f"{selector} selects an HPA of a plain Deployment"
 
 
 def test_scrape_config_targets_exporters_and_adapter_only() -> None:
