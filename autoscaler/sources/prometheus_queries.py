@@ -120,9 +120,11 @@ def build_queries(
         return f'label_replace({moved}, "freshness", "reported", "", "")'
 
     if gpu_source == "dcgm":
-        dcgm = _relabel(names.DCGM_GPU_UTIL, (dcgm_namespace_label, namespace_label), (dcgm_pod_label, pod_label))
-        gpu = f"avg by ({by}) ({dcgm}) / 100"
-        gpu_freshness = f"min by ({by}) (timestamp({dcgm}))"  # the series' own sample times
+        moves = ((dcgm_namespace_label, namespace_label), (dcgm_pod_label, pod_label))
+        gpu = f"avg by ({by}) ({_relabel(names.DCGM_GPU_UTIL, *moves)}) / 100"
+        # The series' own sample times: `timestamp()` must wrap the bare selector, as it gives a sample's time
+        # only for a selector; of any other expression (a `label_replace`) it gives the query's time.
+        gpu_freshness = f"min by ({by}) ({_relabel(f'timestamp({names.DCGM_GPU_UTIL})', *moves)})"
     else:
         gpu = f"avg by ({by}) ({names.GPU_BUSY_RATIO})"
         gpu_freshness = (

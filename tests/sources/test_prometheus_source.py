@@ -518,3 +518,26 @@ async def test_dcgm_series_scraped_without_honor_labels_name_the_pod_in_exported
 
     assert pods["team-a", "a-1"].gpu_busy == pytest.approx(0.6)  # (40 + 80) / 2 / 100, the idle GPU left out
     assert pods["team-a", "a-1"].requests_per_second == 12.5
+
+
+@pytest.mark.slow
+async def test_dcgm_gpu_freshness_with_exported_pod_is_the_samples_time_not_the_query_time(
+    start_prometheus: StartPrometheus, make_source: MakeSource, now: float
+) -> None:
+    """`timestamp()` gives sample times only of a plain selector: of `label_replace(...)` it gives the query's
+    time, which would make a DCGM exporter that stopped minutes ago look fresh to --max-staleness."""
+    at, gpu_at = now - AGE_S, now - 200
+    dcgm_exporter = {"namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-7x2k", "job": "dcgm"}
+    samples = [
+        *exporter_series("team-a", "a-1", at, signals(12.5, 0.02, 300, 0.95, 7), last_success=at),
+        Sample(names.DCGM_GPU_UTIL, dcgm_exporter | {"gpu": "0", "exported_namespace": "team-a",
+                                                     "exported_pod": "a-1"}, 40, gpu_at),
+    ]
+    prom = await start_prometheus(samples)
+    source = make_source(prom.url, gpu_source="dcgm", dcgm_pod_label="exported_pod",
+                         dcgm_namespace_label="exported_namespace")
+
+    a1 = by_pod(await source.collect(now))["team-a", "a-1"]
+
+    assert a1.gpu_busy == pytest.approx(0.4)
+    assert a1.gpu_sampled_at == pytest.approx(gpu_at, abs=1e-3)
