@@ -42,6 +42,7 @@ from autoscaler.sources.prometheus_queries import (
     PrometheusSourceError,
     build_queries,
     valid_value,
+    without_password,
 )
 from exporter import names
 
@@ -91,7 +92,7 @@ class PrometheusSource:
         for every counted error (self-metrics). The discovery stays the caller's to close.
         """
         self._discovery = discovery
-        self._url = url.rstrip("/")
+        self._url = without_password(url.rstrip("/"))  # for logs only
         self._clock = clock
         self._on_error = on_error
         self._ns_label = namespace_label
@@ -99,7 +100,7 @@ class PrometheusSource:
         self._signals = build_queries(gpu_source, namespace_label=namespace_label, pod_label=pod_label,
                                       dcgm_namespace_label=dcgm_namespace_label, dcgm_pod_label=dcgm_pod_label)
         self._reader = PrometheusReader(
-            self._url,
+            url.rstrip("/"),
             self._signals,
             timeout_s=timeout_s,
             headers=headers,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
@@ -168,6 +169,7 @@ class PrometheusReader:
     ) -> None:
         """See `PrometheusSource`, which passes its settings through."""
         self.url = url
+        self.shown_url = without_password(url)
         self.signals = signals
         self._ns_label = namespace_label
         self._pod_label = pod_label
@@ -233,16 +235,16 @@ class PrometheusReader:
         try:
             return self._client.custom_query(promql)
         except requests.exceptions.Timeout as error:  # before ConnectionError: ConnectTimeout is both
-            raise PrometheusSourceError(REASON_TIMEOUT, f"{self.url}: {error}") from error
+            raise PrometheusSourceError(REASON_TIMEOUT, f"{self.shown_url}: {error}") from error
         except (requests.exceptions.ConnectionError, requests.exceptions.RetryError) as error:
             reason = REASON_TIMEOUT if _timed_out(error) else REASON_CONNECT
-            raise PrometheusSourceError(reason, f"{self.url}: {error}") from error
+            raise PrometheusSourceError(reason, f"{self.shown_url}: {error}") from error
         except PrometheusApiClientException as error:
-            raise PrometheusSourceError(REASON_HTTP, f"{self.url}: {error}") from error
+            raise PrometheusSourceError(REASON_HTTP, f"{self.shown_url}: {error}") from error
         except (ValueError, KeyError, TypeError) as error:  # JSONDecodeError is a ValueError
-            raise PrometheusSourceError(REASON_PARSE, f"{self.url}: {error!r}") from error
+            raise PrometheusSourceError(REASON_PARSE, f"{self.shown_url}: {error!r}") from error
         except requests.exceptions.RequestException as error:
-            raise PrometheusSourceError(REASON_CONNECT, f"{self.url}: {error!r}") from error
+            raise PrometheusSourceError(REASON_CONNECT, f"{self.shown_url}: {error!r}") from error
 
     def _parse(self, promql: str, result: Any) -> dict[PodRef, str]:
         """Check the shape of a vector result and index its raw values; values are validated on join."""
@@ -259,6 +261,15 @@ class PrometheusReader:
                     continue  # a series without namespace/pod labels: not a pod we can join
                 raise PrometheusSourceError(REASON_PARSE, f"{promql}: bad item {item!r}") from error
         return values
+
+
+def without_password(url: str) -> str:
+    """`url` for logs and errors: a password in it (basic auth, `https://user:password@host`) as `***`."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
 
 
 def valid_value(raw: str) -> float | None:

@@ -541,3 +541,29 @@ async def test_dcgm_gpu_freshness_with_exported_pod_is_the_samples_time_not_the_
 
     assert a1.gpu_busy == pytest.approx(0.4)
     assert a1.gpu_sampled_at == pytest.approx(gpu_at, abs=1e-3)
+
+
+async def test_credentials_in_the_url_are_sent_but_never_logged(
+    aiohttp_server: AiohttpServer, make_source: MakeSource, caplog: pytest.LogCaptureFixture, now: float
+) -> None:
+    """`--prometheus-url https://user:password@host/prefix` authenticates (requests sends basic auth), but its
+    password must not land in the adapter's log or in the error it keeps for /debug."""
+    authorizations: list[str | None] = []
+
+    async def refuse(request: web.Request) -> web.Response:
+        authorizations.append(request.headers.get("Authorization"))
+        return web.Response(status=503, text="Service Unavailable")
+
+    app = web.Application()
+    app.router.add_get("/prom/api/v1/query", refuse)
+    server = await aiohttp_server(app)
+    url = str(server.make_url("/prom")).replace("://", "://alice:s3cret@")
+    source = make_source(url)
+
+    with caplog.at_level(logging.DEBUG, logger="autoscaler.sources.prometheus"):
+        await source.collect(now)
+
+    assert authorizations and set(authorizations) == {"Basic YWxpY2U6czNjcmV0"}
+    assert source.errors == {"http": 1}
+    assert "s3cret" not in caplog.text and "s3cret" not in str(source.last_error)
+    assert "alice" in caplog.text  # which account failed is still said
