@@ -567,3 +567,24 @@ async def test_credentials_in_the_url_are_sent_but_never_logged(
     assert source.errors == {"http": 1}
     assert "s3cret" not in caplog.text and "s3cret" not in str(source.last_error)
     assert "alice" in caplog.text  # which account failed is still said
+
+
+@pytest.mark.slow
+async def test_a_prometheus_clock_that_is_off_is_moved_onto_the_adapters(
+    start_prometheus: StartPrometheus, make_source: MakeSource, caplog: pytest.LogCaptureFixture, now: float
+) -> None:
+    """Prometheus's node clock reads 120 s behind the adapter's: a pod it scraped 10 s ago is 10 s old, not
+    130 s (stale for good, so its runtime never scales down); 120 s ahead, a pod 130 s old is not 10 s old."""
+    at = now - AGE_S
+    prom = await start_prometheus(exporter_series("team-a", "a-1", at, signals(10, 0, 0, 0.5, 1), gpus=[0.5],
+                                                  last_success=at))
+    disc = StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1"]})
+    for off_s in (120.0, -120.0):
+        source = make_source(prom.url, disc, clock=lambda off_s=off_s: time.time() + off_s)
+
+        with caplog.at_level(logging.WARNING, logger="autoscaler.sources.prometheus"):
+            a1 = by_pod(await source.collect(now + off_s))["team-a", "a-1"]
+
+        assert a1.sampled_at == pytest.approx(at + off_s, abs=0.5)
+        assert a1.gpu_sampled_at == pytest.approx(at - 10 + off_s, abs=0.5)
+        assert f"{-off_s:+.0f} s" in caplog.text  # the log says Prometheus's clock is off, and by how much
