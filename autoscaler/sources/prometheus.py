@@ -42,6 +42,7 @@ from autoscaler.sources.prometheus_queries import (
     PrometheusSourceError,
     build_queries,
     valid_value,
+    without_password,
 )
 from exporter import names
 
@@ -91,7 +92,7 @@ class PrometheusSource:
         for every counted error (self-metrics). The discovery stays the caller's to close.
         """
         self._discovery = discovery
-        self._url = url.rstrip("/")
+        self._url = without_password(url.rstrip("/"))  # for logs only
         self._clock = clock
         self._on_error = on_error
         self._ns_label = namespace_label
@@ -99,7 +100,7 @@ class PrometheusSource:
         self._signals = build_queries(gpu_source, namespace_label=namespace_label, pod_label=pod_label,
                                       dcgm_namespace_label=dcgm_namespace_label, dcgm_pod_label=dcgm_pod_label)
         self._reader = PrometheusReader(
-            self._url,
+            url.rstrip("/"),
             self._signals,
             timeout_s=timeout_s,
             headers=headers,
@@ -107,7 +108,9 @@ class PrometheusSource:
             retry=retry,
             namespace_label=namespace_label,
             pod_label=pod_label,
+            clock=clock,
         )
+        self._clock_off_s = 0.0  # the Prometheus clock offset last logged
         self._last: dict[PodRef, PodSample] = {}
         self._garbage: set[tuple[str, str, str]] = set()
         self.errors: Counter[str] = Counter()
@@ -132,6 +135,7 @@ class PrometheusSource:
             answers, seen, backend_ok = {}, set(), False
         else:
             self._recovered()
+            self._note_clock(self._reader.clock_offset_s)
             backend_ok = True
         source_ok = backend_ok and self._discovery.healthy
         snapshots = [
@@ -197,12 +201,14 @@ class PrometheusSource:
             value = None if raw is None else valid_value(raw)
             self._note_garbage(ref, signal.field, bad=raw is not None and value is None, raw=raw)
             fields[signal.field] = value
-        if fields[FRESHNESS] is None:
+        sampled_at, gpu_sampled_at = fields[FRESHNESS], fields[GPU_FRESHNESS]
+        if sampled_at is None:
             return None
+        offset = self._reader.clock_offset_s  # Prometheus's clock to ours
         return PodSample(
             name=ref[1],
-            sampled_at=fields[FRESHNESS],
-            gpu_sampled_at=fields[GPU_FRESHNESS] if fields["gpu_busy"] is not None else None,
+            sampled_at=sampled_at - offset,
+            gpu_sampled_at=None if gpu_sampled_at is None or fields["gpu_busy"] is None else gpu_sampled_at - offset,
             gpu_busy=fields["gpu_busy"],
             requests_per_second=fields["requests_per_second"],
             queue_delay_s=fields["queue_delay_s"],
@@ -228,6 +234,17 @@ class PrometheusSource:
         for ref in [ref for ref in self._last if ref not in known]:
             del self._last[ref]
         self._garbage = {key for key in self._garbage if (key[0], key[1]) in known}
+
+    def _note_clock(self, offset_s: float) -> None:
+        """Warn when Prometheus's clock is found off (or off by another minute), and say when it is right."""
+        if offset_s and (not self._clock_off_s or abs(offset_s - self._clock_off_s) > 60):
+            log.warning(
+                "Prometheus at %s has a clock %+.0f s off ours (by its answers' evaluation time); reading its "
+                "timestamps on our clock: check the time sync of its node or of ours", self._url, offset_s,
+            )
+        elif not offset_s and self._clock_off_s:
+            log.info("Prometheus at %s has a clock that agrees with ours again", self._url)
+        self._clock_off_s = offset_s
 
     # ---- outage bookkeeping ----
 

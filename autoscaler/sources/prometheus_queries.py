@@ -12,6 +12,9 @@ the exporter's clock offset (`modelmesh_exporter_time_seconds` against its scrap
 reports it and it is off by more than a second); a pod whose exporter reports no such series falls back to
 the scrape time of its request rate. The GPU signal has its own freshness query:
 the exporter's `collector="gpu"` timestamp (same minimum), or with DCGM the series' own sample times.
+Those times are on Prometheus's clock; `PrometheusReader.clock_offset_s` says how far it is from the adapter's
+(each answer's evaluation time against when it was asked, as the scrape source reads an exporter's clock), so
+that a Prometheus node whose clock is off neither makes every pod stale nor a stale pod fresh.
 
 Errors: every failure of the library or of an answer's shape is a `PrometheusSourceError` with one of the
 REASON_* values (the library's exception chained as its cause), and fails the whole round: partial answers
@@ -24,7 +27,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+import urllib.parse
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
 
@@ -35,7 +39,7 @@ from prometheus_api_client.prometheus_connect import PrometheusConnect
 from urllib3.util.retry import Retry
 
 from autoscaler.policies.samples import clean
-from autoscaler.sources.exposition import CLOCK_TOLERANCE_S
+from autoscaler.sources.exposition import CLOCK_TOLERANCE_S, clock_offset
 from exporter import names
 
 log = logging.getLogger("autoscaler.sources.prometheus")  # the source's logger: operators filter on one name
@@ -120,9 +124,11 @@ def build_queries(
         return f'label_replace({moved}, "freshness", "reported", "", "")'
 
     if gpu_source == "dcgm":
-        dcgm = _relabel(names.DCGM_GPU_UTIL, (dcgm_namespace_label, namespace_label), (dcgm_pod_label, pod_label))
-        gpu = f"avg by ({by}) ({dcgm}) / 100"
-        gpu_freshness = f"min by ({by}) (timestamp({dcgm}))"  # the series' own sample times
+        moves = ((dcgm_namespace_label, namespace_label), (dcgm_pod_label, pod_label))
+        gpu = f"avg by ({by}) ({_relabel(names.DCGM_GPU_UTIL, *moves)}) / 100"
+        # The series' own sample times: `timestamp()` must wrap the bare selector, as it gives a sample's time
+        # only for a selector; of any other expression (a `label_replace`) it gives the query's time.
+        gpu_freshness = f"min by ({by}) ({_relabel(f'timestamp({names.DCGM_GPU_UTIL})', *moves)})"
     else:
         gpu = f"avg by ({by}) ({names.GPU_BUSY_RATIO})"
         gpu_freshness = (
@@ -163,12 +169,18 @@ class PrometheusReader:
         retry: Retry | None,
         namespace_label: str,
         pod_label: str,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         """See `PrometheusSource`, which passes its settings through."""
         self.url = url
+        self.shown_url = without_password(url)
         self.signals = signals
         self._ns_label = namespace_label
         self._pod_label = pod_label
+        self._clock = clock
+        self.clock_offset_s = 0.0
+        """How far Prometheus's clock was ahead of ours (negative: behind) at the last good round; 0 within
+        CLOCK_TOLERANCE_S, or when no answer had a series to tell its evaluation time."""
         self._deadline_s = 2 * timeout_s + 1.0
         self._session = requests.Session()
         self._session.verify = verify
@@ -201,16 +213,22 @@ class PrometheusReader:
                 REASON_TIMEOUT, f"queries took longer than {self._deadline_s:.1f} s"
             ) from error
         answers: Answers = {}
+        offsets: list[float] = []
         for signal, outcome in zip(self.signals, outcomes, strict=True):
             if isinstance(outcome, BaseException):
                 if isinstance(outcome, PrometheusSourceError):
                     raise outcome
                 raise PrometheusSourceError(REASON_PARSE, f"{signal.field}: {outcome!r}") from outcome
-            answers[signal.field] = outcome
+            answers[signal.field], offset = outcome
+            if offset is not None:
+                offsets.append(offset)
+        # Each offset is the skew plus its query's wait (so errs towards older data): the smallest is the least wrong.
+        self.clock_offset_s = 0.0 if not offsets or 0.0 in offsets else min(offsets)
         return answers
 
-    def _query(self, promql: str) -> dict[PodRef, str]:
-        """One blocking instant query (run in a worker thread), keyed by (namespace, pod).
+    def _query(self, promql: str) -> tuple[dict[PodRef, str], float | None]:
+        """One blocking instant query (run in a worker thread), keyed by (namespace, pod), and how far
+        Prometheus's clock is from ours by its evaluation time (None for an empty answer, which has none).
 
         A refused or reset connection is retried once, quietly, after a short pause: it covers a restart
         blip or a pooled connection the server just closed without turning the refresh into an outage.
@@ -218,7 +236,12 @@ class PrometheusReader:
         """
         for attempt in range(_CONNECT_ATTEMPTS):
             try:
-                return self._parse(promql, self._request(promql))
+                asked_at = self._clock()
+                result = self._request(promql)
+                answered_at = self._clock()
+                values, evaluated_at = self._parse(promql, result)
+                offset = None if evaluated_at is None else clock_offset(evaluated_at, asked_at, answered_at)
+                return values, offset
             except PrometheusSourceError as error:
                 if error.reason != REASON_CONNECT or attempt + 1 == _CONNECT_ATTEMPTS:
                     raise
@@ -231,32 +254,54 @@ class PrometheusReader:
         try:
             return self._client.custom_query(promql)
         except requests.exceptions.Timeout as error:  # before ConnectionError: ConnectTimeout is both
-            raise PrometheusSourceError(REASON_TIMEOUT, f"{self.url}: {error}") from error
+            raise PrometheusSourceError(REASON_TIMEOUT, f"{self.shown_url}: {error}") from error
         except (requests.exceptions.ConnectionError, requests.exceptions.RetryError) as error:
             reason = REASON_TIMEOUT if _timed_out(error) else REASON_CONNECT
-            raise PrometheusSourceError(reason, f"{self.url}: {error}") from error
+            raise PrometheusSourceError(reason, f"{self.shown_url}: {error}") from error
         except PrometheusApiClientException as error:
-            raise PrometheusSourceError(REASON_HTTP, f"{self.url}: {error}") from error
+            raise PrometheusSourceError(REASON_HTTP, f"{self.shown_url}: {error}") from error
         except (ValueError, KeyError, TypeError) as error:  # JSONDecodeError is a ValueError
-            raise PrometheusSourceError(REASON_PARSE, f"{self.url}: {error!r}") from error
+            raise PrometheusSourceError(REASON_PARSE, f"{self.shown_url}: {error!r}") from error
         except requests.exceptions.RequestException as error:
-            raise PrometheusSourceError(REASON_CONNECT, f"{self.url}: {error!r}") from error
+            raise PrometheusSourceError(REASON_CONNECT, f"{self.shown_url}: {error!r}") from error
 
-    def _parse(self, promql: str, result: Any) -> dict[PodRef, str]:
-        """Check the shape of a vector result and index its raw values; values are validated on join."""
+    def _parse(self, promql: str, result: Any) -> tuple[dict[PodRef, str], float | None]:
+        """Check the shape of a vector result and index its raw values (validated on join); with the time
+        Prometheus evaluated it at, by its clock (every item of an instant query carries it), None if empty."""
         if not isinstance(result, list):
             raise PrometheusSourceError(REASON_PARSE, f"{promql}: result is {type(result).__name__}")
         values: dict[PodRef, str] = {}
+        evaluated_at: float | None = None
         for item in result:
             try:
                 labels, value = item["metric"], item["value"]
                 ref = (labels[self._ns_label], labels[self._pod_label])
                 values[ref] = value[1]
+                evaluated_at = _seconds(value[0], evaluated_at)
             except (KeyError, IndexError, TypeError) as error:
                 if isinstance(item, dict) and isinstance(item.get("metric"), dict) and "value" in item:
                     continue  # a series without namespace/pod labels: not a pod we can join
                 raise PrometheusSourceError(REASON_PARSE, f"{promql}: bad item {item!r}") from error
-        return values
+        return values, evaluated_at
+
+
+def _seconds(raw: Any, default: float | None) -> float | None:
+    """A result's evaluation time as a number; `default` when it is not one (then only the clock check
+    loses it, not the value)."""
+    try:
+        seconds = float(raw)
+    except (TypeError, ValueError):
+        return default
+    return seconds if seconds == seconds and abs(seconds) != float("inf") else default
+
+
+def without_password(url: str) -> str:
+    """`url` for logs and errors: a password in it (basic auth, `https://user:password@host`) as `***`."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
 
 
 def valid_value(raw: str) -> float | None:

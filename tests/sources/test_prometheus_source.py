@@ -518,3 +518,73 @@ async def test_dcgm_series_scraped_without_honor_labels_name_the_pod_in_exported
 
     assert pods["team-a", "a-1"].gpu_busy == pytest.approx(0.6)  # (40 + 80) / 2 / 100, the idle GPU left out
     assert pods["team-a", "a-1"].requests_per_second == 12.5
+
+
+@pytest.mark.slow
+async def test_dcgm_gpu_freshness_with_exported_pod_is_the_samples_time_not_the_query_time(
+    start_prometheus: StartPrometheus, make_source: MakeSource, now: float
+) -> None:
+    """`timestamp()` gives sample times only of a plain selector: of `label_replace(...)` it gives the query's
+    time, which would make a DCGM exporter that stopped minutes ago look fresh to --max-staleness."""
+    at, gpu_at = now - AGE_S, now - 200
+    dcgm_exporter = {"namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-7x2k", "job": "dcgm"}
+    samples = [
+        *exporter_series("team-a", "a-1", at, signals(12.5, 0.02, 300, 0.95, 7), last_success=at),
+        Sample(names.DCGM_GPU_UTIL, dcgm_exporter | {"gpu": "0", "exported_namespace": "team-a",
+                                                     "exported_pod": "a-1"}, 40, gpu_at),
+    ]
+    prom = await start_prometheus(samples)
+    source = make_source(prom.url, gpu_source="dcgm", dcgm_pod_label="exported_pod",
+                         dcgm_namespace_label="exported_namespace")
+
+    a1 = by_pod(await source.collect(now))["team-a", "a-1"]
+
+    assert a1.gpu_busy == pytest.approx(0.4)
+    assert a1.gpu_sampled_at == pytest.approx(gpu_at, abs=1e-3)
+
+
+async def test_credentials_in_the_url_are_sent_but_never_logged(
+    aiohttp_server: AiohttpServer, make_source: MakeSource, caplog: pytest.LogCaptureFixture, now: float
+) -> None:
+    """`--prometheus-url https://user:password@host/prefix` authenticates (requests sends basic auth), but its
+    password must not land in the adapter's log or in the error it keeps for /debug."""
+    authorizations: list[str | None] = []
+
+    async def refuse(request: web.Request) -> web.Response:
+        authorizations.append(request.headers.get("Authorization"))
+        return web.Response(status=503, text="Service Unavailable")
+
+    app = web.Application()
+    app.router.add_get("/prom/api/v1/query", refuse)
+    server = await aiohttp_server(app)
+    url = str(server.make_url("/prom")).replace("://", "://alice:s3cret@")
+    source = make_source(url)
+
+    with caplog.at_level(logging.DEBUG, logger="autoscaler.sources.prometheus"):
+        await source.collect(now)
+
+    assert authorizations and set(authorizations) == {"Basic YWxpY2U6czNjcmV0"}
+    assert source.errors == {"http": 1}
+    assert "s3cret" not in caplog.text and "s3cret" not in str(source.last_error)
+    assert "alice" in caplog.text  # which account failed is still said
+
+
+@pytest.mark.slow
+async def test_a_prometheus_clock_that_is_off_is_moved_onto_the_adapters(
+    start_prometheus: StartPrometheus, make_source: MakeSource, caplog: pytest.LogCaptureFixture, now: float
+) -> None:
+    """Prometheus's node clock reads 120 s behind the adapter's: a pod it scraped 10 s ago is 10 s old, not
+    130 s (stale for good, so its runtime never scales down); 120 s ahead, a pod 130 s old is not 10 s old."""
+    at = now - AGE_S
+    prom = await start_prometheus(exporter_series("team-a", "a-1", at, signals(10, 0, 0, 0.5, 1), gpus=[0.5],
+                                                  last_success=at))
+    disc = StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1"]})
+    for off_s in (120.0, -120.0):
+        source = make_source(prom.url, disc, clock=lambda off_s=off_s: time.time() + off_s)
+
+        with caplog.at_level(logging.WARNING, logger="autoscaler.sources.prometheus"):
+            a1 = by_pod(await source.collect(now + off_s))["team-a", "a-1"]
+
+        assert a1.sampled_at == pytest.approx(at + off_s, abs=0.5)
+        assert a1.gpu_sampled_at == pytest.approx(at - 10 + off_s, abs=0.5)
+        assert f"{-off_s:+.0f} s" in caplog.text  # the log says Prometheus's clock is off, and by how much
