@@ -86,6 +86,8 @@ def build_source(settings: ServeSettings, discovery: PodDiscovery) -> MetricSour
         from autoscaler.sources.prometheus import PrometheusSource
 
         return PrometheusSource(discovery, settings.prometheus_url, gpu_source=settings.gpu_source,
+                                namespace_label=settings.prometheus_namespace_label,
+                                pod_label=settings.prometheus_pod_label,
                                 dcgm_namespace_label=settings.dcgm_namespace_label,
                                 dcgm_pod_label=settings.dcgm_pod_label)
     if settings.gpu_source == "dcgm":

@@ -51,6 +51,8 @@ class ServeSettings:
     targets: Path | None = None
     prometheus_url: str | None = None
     gpu_source: Literal["exporter", "dcgm"] = "exporter"
+    prometheus_namespace_label: str = "namespace"
+    prometheus_pod_label: str = "pod"
     dcgm_namespace_label: str = "namespace"
     dcgm_pod_label: str = "pod"
     exporter_port: int = 9187
@@ -303,6 +305,11 @@ _OPTIONS: Final = (
     _Option("--gpu-source", choice("exporter", "dcgm"), "GPU busy from the exporter sidecar, or from NVIDIA's "
             "DCGM exporter (DCGM_FI_DEV_GPU_UTIL, needs --source prometheus)", _D.gpu_source,
             "{exporter,dcgm}", _SOURCE),
+    _Option("--prometheus-namespace-label", text, "label naming the pod's namespace on the exporters' series in "
+            "Prometheus (--source prometheus): kubernetes_namespace with the classic kubernetes_sd_configs "
+            "relabelling", _D.prometheus_namespace_label, "LABEL", _SOURCE),
+    _Option("--prometheus-pod-label", text, "label naming the pod on the exporters' series in Prometheus: "
+            "kubernetes_pod_name with the classic relabelling", _D.prometheus_pod_label, "LABEL", _SOURCE),
     _Option("--dcgm-pod-label", text, "label naming the pod on DCGM's series in Prometheus: exported_pod where "
             "Prometheus does not honor the DCGM exporter's labels", _D.dcgm_pod_label, "LABEL", _SOURCE),
     _Option("--dcgm-namespace-label", text, "label naming the pod's namespace on DCGM's series in Prometheus: "
@@ -423,6 +430,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
         targets=v.get("targets", _D.targets),
         prometheus_url=v.get("prometheus_url", _D.prometheus_url),
         gpu_source=v.get("gpu_source", _D.gpu_source),
+        prometheus_namespace_label=v.get("prometheus_namespace_label", _D.prometheus_namespace_label),
+        prometheus_pod_label=v.get("prometheus_pod_label", _D.prometheus_pod_label),
         dcgm_namespace_label=v.get("dcgm_namespace_label", _D.dcgm_namespace_label),
         dcgm_pod_label=v.get("dcgm_pod_label", _D.dcgm_pod_label),
         exporter_port=v.get("exporter_port", _D.exporter_port),

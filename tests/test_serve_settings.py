@@ -52,6 +52,8 @@ FLAG_CASES: list[tuple[str, str, str, Any]] = [
     ("--leader-elect-namespace", "ops", "leader_elect_namespace", "ops"),
     ("--leader-elect-lease-name", "my-lease", "leader_elect_lease_name", "my-lease"),
     ("--bridge", "off", "bridge", False),
+    ("--prometheus-namespace-label", "kubernetes_namespace", "prometheus_namespace_label", "kubernetes_namespace"),
+    ("--prometheus-pod-label", "kubernetes_pod_name", "prometheus_pod_label", "kubernetes_pod_name"),
     ("--dcgm-pod-label", "exported_pod", "dcgm_pod_label", "exported_pod"),
     ("--dcgm-namespace-label", "exported_namespace", "dcgm_namespace_label", "exported_namespace"),
     ("--workers", "4", "workers", 4),

@@ -162,7 +162,8 @@ class PrometheusSource:
                 REASON_EMPTY,
                 f"no {names.LAST_SUCCESS_TIMESTAMP} or {names.REQUESTS_PER_SECOND} series for any of "
                 f"{len(pods)} known pods ({len(freshness)} series with other {self._ns_label}/"
-                f"{self._pod_label} labels): is Prometheus scraping the exporters, with those labels?",
+                f"{self._pod_label} labels): is Prometheus scraping the exporters, with those labels? (Other label "
+                "names: --prometheus-namespace-label, --prometheus-pod-label)",
             )
         return seen
 

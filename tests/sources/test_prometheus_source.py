@@ -23,7 +23,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 from pytest_aiohttp import AiohttpServer
 
+from autoscaler import cli
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
+from autoscaler.server import build_source
+from autoscaler.settings import settings_from_args
 from autoscaler.sources import prometheus as source_module
 from autoscaler.sources.prometheus import PrometheusSource
 from autoscaler.sources.prometheus_queries import GpuSource
@@ -588,3 +591,28 @@ async def test_a_prometheus_clock_that_is_off_is_moved_onto_the_adapters(
         assert a1.sampled_at == pytest.approx(at + off_s, abs=0.5)
         assert a1.gpu_sampled_at == pytest.approx(at - 10 + off_s, abs=0.5)
         assert f"{-off_s:+.0f} s" in caplog.text  # the log says Prometheus's clock is off, and by how much
+
+
+async def test_a_prometheus_whose_targets_carry_other_label_names_is_read_through_the_flags(
+    start_prometheus: StartPrometheus, now: float
+) -> None:
+    """Prometheus setups from before the PodMonitor defaults name a target's namespace and pod
+    `kubernetes_namespace` and `kubernetes_pod_name` (the classic `kubernetes_sd_configs` relabelling). The source
+    always took other label names; `serve` had no flag to give them, so such a Prometheus read as empty."""
+    renamed = {"namespace": "kubernetes_namespace", "pod": "kubernetes_pod_name"}
+    samples = [
+        Sample(sample.name, {renamed.get(key, key): value for key, value in sample.labels.items()}, sample.value,
+               sample.timestamp)
+        for sample in cluster_samples(now)
+    ]
+    prom = await start_prometheus(samples)
+    args = cli.build_parser().parse_args([
+        "serve", "--source", "prometheus", "--prometheus-url", prom.url,
+        "--prometheus-namespace-label", "kubernetes_namespace", "--prometheus-pod-label", "kubernetes_pod_name"])
+    source = build_source(settings_from_args(args, {}), discovery())
+    try:
+        pods = by_pod(await source.collect(now))
+    finally:
+        await source.close()
+    assert (pods["team-a", "a-1"].requests_per_second, pods["team-b", "a-1"].requests_per_second) == (12.5, 99)
+    assert pods["team-a", "a-1"].gpu_busy == pytest.approx(0.3)
