@@ -51,6 +51,8 @@ class ServeSettings:
     targets: Path | None = None
     prometheus_url: str | None = None
     gpu_source: Literal["exporter", "dcgm"] = "exporter"
+    prometheus_ca_file: Path | None = None
+    prometheus_token_file: Path | None = None
     prometheus_namespace_label: str = "namespace"
     prometheus_pod_label: str = "pod"
     dcgm_namespace_label: str = "namespace"
@@ -305,6 +307,12 @@ _OPTIONS: Final = (
     _Option("--gpu-source", choice("exporter", "dcgm"), "GPU busy from the exporter sidecar, or from NVIDIA's "
             "DCGM exporter (DCGM_FI_DEV_GPU_UTIL, needs --source prometheus)", _D.gpu_source,
             "{exporter,dcgm}", _SOURCE),
+    _Option("--prometheus-ca-file", ca_file, "CA bundle (PEM) that signs Prometheus's https certificate (the "
+            "cluster's service CA for Thanos Querier on OpenShift); checked at start", "the system's CAs", "FILE",
+            _SOURCE),
+    _Option("--prometheus-token-file", file_path, "file holding a bearer token sent to Prometheus (a service "
+            "account token, /var/run/secrets/kubernetes.io/serviceaccount/token); read again when it changes, "
+            "as the kubelet rotates it", "none", "FILE", _SOURCE),
     _Option("--prometheus-namespace-label", text, "label naming the pod's namespace on the exporters' series in "
             "Prometheus (--source prometheus): kubernetes_namespace with the classic kubernetes_sd_configs "
             "relabelling", _D.prometheus_namespace_label, "LABEL", _SOURCE),
@@ -430,6 +438,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
         targets=v.get("targets", _D.targets),
         prometheus_url=v.get("prometheus_url", _D.prometheus_url),
         gpu_source=v.get("gpu_source", _D.gpu_source),
+        prometheus_ca_file=v.get("prometheus_ca_file", _D.prometheus_ca_file),
+        prometheus_token_file=v.get("prometheus_token_file", _D.prometheus_token_file),
         prometheus_namespace_label=v.get("prometheus_namespace_label", _D.prometheus_namespace_label),
         prometheus_pod_label=v.get("prometheus_pod_label", _D.prometheus_pod_label),
         dcgm_namespace_label=v.get("dcgm_namespace_label", _D.dcgm_namespace_label),

@@ -26,6 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from urllib3.util.retry import Retry
 
@@ -72,6 +73,7 @@ class PrometheusSource:
         clock: Callable[[], float] = time.time,
         headers: Mapping[str, str] | None = None,
         verify: bool | str = True,
+        token_file: Path | None = None,
         retry: Retry | None = None,
         namespace_label: str = "namespace",
         pod_label: str = "pod",
@@ -85,7 +87,9 @@ class PrometheusSource:
         default of seconds of backoff, and its per-retry warnings); this class retries a refused connection
         once after 0.1 s and never a timeout (a slow Prometheus does not get faster), so a dead backend
         costs a refresh at most about 2 * `timeout_s`. `verify` is False, True or a CA bundle path;
-        `headers` (e.g. Authorization) go with every request. `namespace_label`/`pod_label` name the labels
+        `headers` (e.g. Authorization) go with every request, and so does `Authorization: Bearer` with the
+        token in `token_file`, read again whenever the file changes (the kubelet rotates projected tokens).
+        `namespace_label`/`pod_label` name the labels
         Prometheus puts on the exporters' series (a PodMonitor's defaults); `dcgm_namespace_label`/
         `dcgm_pod_label` those that name the pod on DCGM's series (`exported_pod` where Prometheus does not
         honour the DCGM exporter's labels). `on_error(reason)` is called
@@ -105,6 +109,7 @@ class PrometheusSource:
             timeout_s=timeout_s,
             headers=headers,
             verify=verify,
+            token_file=token_file,
             retry=retry,
             namespace_label=namespace_label,
             pod_label=pod_label,

@@ -30,6 +30,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final, Literal, cast
 
 import requests
@@ -166,6 +167,7 @@ class PrometheusReader:
         timeout_s: float,
         headers: Mapping[str, str] | None,
         verify: bool | str,
+        token_file: Path | None = None,
         retry: Retry | None,
         namespace_label: str,
         pod_label: str,
@@ -182,6 +184,8 @@ class PrometheusReader:
         """How far Prometheus's clock was ahead of ours (negative: behind) at the last good round; 0 within
         CLOCK_TOLERANCE_S, or when no answer had a series to tell its evaluation time."""
         self._deadline_s = 2 * timeout_s + 1.0
+        self._token_file = token_file
+        self._token: str | None = None  # the token last read from it
         self._session = requests.Session()
         self._session.verify = verify
         self._client = PrometheusConnect(
@@ -202,6 +206,7 @@ class PrometheusReader:
 
         Partial answers would be worse than none: a missing GPU query would read as "this pod has no GPU".
         """
+        self._read_token()
         try:
             async with asyncio.timeout(self._deadline_s):
                 outcomes = await asyncio.gather(
@@ -225,6 +230,22 @@ class PrometheusReader:
         # Each offset is the skew plus its query's wait (so errs towards older data): the smallest is the least wrong.
         self.clock_offset_s = 0.0 if not offsets or 0.0 in offsets else min(offsets)
         return answers
+
+    def _read_token(self) -> None:
+        """Send the token file's token as `Authorization: Bearer`, read every round (a few bytes, every refresh):
+        the kubelet rotates a projected service-account token in place, hourly by default."""
+        if self._token_file is None:
+            return
+        try:
+            token = self._token_file.read_text(encoding="utf-8").strip()
+        except OSError as error:  # keep the token last read; with none yet, the round is an outage, said so
+            if self._token is None:
+                raise PrometheusSourceError(REASON_CONNECT, f"cannot read --prometheus-token-file "
+                                            f"{self._token_file}: {error.strerror or error}") from error
+            return
+        if token != self._token:
+            self._client.headers["Authorization"] = f"Bearer {token}"
+            self._token = token
 
     def _query(self, promql: str) -> tuple[dict[PodRef, str], float | None]:
         """One blocking instant query (run in a worker thread), keyed by (namespace, pod), and how far

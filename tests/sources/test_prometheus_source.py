@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterat
 from dataclasses import replace
 from pathlib import Path
 
+import aiohttp
 import pytest
 from aiohttp import web
 from prometheus_client.aiohttp import make_aiohttp_handler
@@ -24,6 +25,7 @@ from prometheus_client.registry import CollectorRegistry
 from pytest_aiohttp import AiohttpServer
 
 from autoscaler import cli
+from autoscaler.api.certs import generate_self_signed, server_context
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.server import build_source
 from autoscaler.settings import settings_from_args
@@ -616,3 +618,49 @@ async def test_a_prometheus_whose_targets_carry_other_label_names_is_read_throug
         await source.close()
     assert (pods["team-a", "a-1"].requests_per_second, pods["team-b", "a-1"].requests_per_second) == (12.5, 99)
     assert pods["team-a", "a-1"].gpu_busy == pytest.approx(0.3)
+
+
+async def test_a_prometheus_behind_tls_and_a_bearer_token_is_read_with_the_ca_and_token_files(
+    start_prometheus: StartPrometheus, now: float, tmp_path: Path
+) -> None:
+    """Thanos Querier on OpenShift, or a Prometheus behind an oauth proxy: https with the cluster's own CA, and a
+    service-account token that the kubelet rotates in its file. The stand-in here is a TLS proxy that checks the
+    token and passes the query on to a real Prometheus (no such proxy runs here)."""
+    prom = await start_prometheus(cluster_samples(now))
+    certificates = generate_self_signed(tmp_path / "proxy", "thanos-querier", ["127.0.0.1"])
+    token_file = tmp_path / "token"
+    token_file.write_text("token-one\n")
+    accepted = {"Bearer token-one"}
+    seen: list[str | None] = []
+
+    async def query(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization"))
+        if request.headers.get("Authorization") not in accepted:
+            return web.Response(status=401, text="Unauthorized")
+        async with aiohttp.ClientSession() as session, session.get(f"{prom.url}/api/v1/query",
+                                                                   params=request.query) as answer:
+            return web.Response(status=answer.status, body=await answer.read(), content_type="application/json")
+
+    app = web.Application()
+    app.router.add_get("/api/v1/query", query)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_context(certificates.cert_file,
+                                                                          certificates.key_file))
+    await site.start()
+    port = runner.addresses[0][1]
+    args = cli.build_parser().parse_args([
+        "serve", "--source", "prometheus", "--prometheus-url", f"https://127.0.0.1:{port}",
+        "--prometheus-ca-file", str(certificates.cert_file), "--prometheus-token-file", str(token_file)])
+    source = build_source(settings_from_args(args, {}), discovery())
+    try:
+        assert by_pod(await source.collect(now))["team-a", "a-1"].requests_per_second == 12.5
+        # The kubelet rotates the token: the next refresh sends the new one.
+        token_file.write_text("token-two\n")
+        accepted = {"Bearer token-two"}
+        assert by_pod(await source.collect(now))["team-a", "a-1"].requests_per_second == 12.5
+        assert source.errors == {}
+    finally:
+        await source.close()
+        await runner.cleanup()
+    assert seen[-1] == "Bearer token-two"
