@@ -18,6 +18,7 @@ import argparse
 import ipaddress
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,7 @@ class ServeSettings:
     gpu_source: Literal["exporter", "dcgm"] = "exporter"
     prometheus_ca_file: Path | None = None
     prometheus_token_file: Path | None = None
+    prometheus_headers: tuple[tuple[str, str], ...] = ()
     prometheus_namespace_label: str = "namespace"
     prometheus_pod_label: str = "pod"
     dcgm_namespace_label: str = "namespace"
@@ -213,6 +215,22 @@ def text(value: str) -> str:
     return value.strip()
 
 
+_HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+"""An HTTP field name (RFC 9110's `token`)."""
+
+
+def headers(value: str) -> tuple[tuple[str, str], ...]:
+    """`Name=Value,Name2=Value2`: HTTP headers; a value may hold `=` (split at the first) but not `,`."""
+    pairs = []
+    for item in csv(value):
+        name, equals, header_value = item.partition("=")
+        name = name.strip()
+        if not equals or not _HEADER_NAME.fullmatch(name):
+            raise argparse.ArgumentTypeError(f"expected Name=Value pairs separated by commas, got {item!r}")
+        pairs.append((name, header_value.strip()))
+    return tuple(pairs)
+
+
 def csv(value: str) -> tuple[str, ...]:
     """A comma-separated list; blanks around items are dropped, and an empty value is an empty list."""
     return tuple(part.strip() for part in value.split(",") if part.strip())
@@ -313,6 +331,9 @@ _OPTIONS: Final = (
     _Option("--prometheus-token-file", file_path, "file holding a bearer token sent to Prometheus (a service "
             "account token, /var/run/secrets/kubernetes.io/serviceaccount/token); read again when it changes, "
             "as the kubelet rotates it", "none", "FILE", _SOURCE),
+    _Option("--prometheus-headers", headers, "HTTP headers sent with every query to Prometheus, as "
+            "Name=Value,Name2=Value2 (X-Scope-OrgID=TENANT for Grafana Mimir or Cortex)", "none",
+            "NAME=VALUE,...", _SOURCE),
     _Option("--prometheus-namespace-label", text, "label naming the pod's namespace on the exporters' series in "
             "Prometheus (--source prometheus): kubernetes_namespace with the classic kubernetes_sd_configs "
             "relabelling", _D.prometheus_namespace_label, "LABEL", _SOURCE),
@@ -440,6 +461,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
         gpu_source=v.get("gpu_source", _D.gpu_source),
         prometheus_ca_file=v.get("prometheus_ca_file", _D.prometheus_ca_file),
         prometheus_token_file=v.get("prometheus_token_file", _D.prometheus_token_file),
+        prometheus_headers=v.get("prometheus_headers", _D.prometheus_headers),
         prometheus_namespace_label=v.get("prometheus_namespace_label", _D.prometheus_namespace_label),
         prometheus_pod_label=v.get("prometheus_pod_label", _D.prometheus_pod_label),
         dcgm_namespace_label=v.get("dcgm_namespace_label", _D.dcgm_namespace_label),

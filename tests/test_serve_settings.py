@@ -54,6 +54,8 @@ FLAG_CASES: list[tuple[str, str, str, Any]] = [
     ("--bridge", "off", "bridge", False),
     ("--prometheus-ca-file", certifi.where(), "prometheus_ca_file", Path(certifi.where())),  # checked: a bundle
     ("--prometheus-token-file", "/var/run/secrets/token", "prometheus_token_file", Path("/var/run/secrets/token")),
+    ("--prometheus-headers", "X-Scope-OrgID=a, X-B=c=d", "prometheus_headers",
+     (("X-Scope-OrgID", "a"), ("X-B", "c=d"))),
     ("--prometheus-namespace-label", "kubernetes_namespace", "prometheus_namespace_label", "kubernetes_namespace"),
     ("--prometheus-pod-label", "kubernetes_pod_name", "prometheus_pod_label", "kubernetes_pod_name"),
     ("--dcgm-pod-label", "exported_pod", "dcgm_pod_label", "exported_pod"),

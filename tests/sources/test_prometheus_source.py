@@ -664,3 +664,36 @@ async def test_a_prometheus_behind_tls_and_a_bearer_token_is_read_with_the_ca_an
         await source.close()
         await runner.cleanup()
     assert seen[-1] == "Bearer token-two"
+
+
+async def test_headers_given_on_the_command_line_go_with_every_query(
+    aiohttp_server: AiohttpServer, now: float
+) -> None:
+    """Grafana Mimir and Cortex pick the tenant by `X-Scope-OrgID`; without a way to send it the adapter could
+    not read them, though the docs name Mimir."""
+    headers: list[tuple[str | None, str | None]] = []
+
+    async def refuse(request: web.Request) -> web.Response:
+        headers.append((request.headers.get("X-Scope-OrgID"), request.headers.get("X-Extra")))
+        return web.Response(status=503, text="Service Unavailable")
+
+    app = web.Application()
+    app.router.add_get("/prometheus/api/v1/query", refuse)
+    server = await aiohttp_server(app)
+    args = cli.build_parser().parse_args([
+        "serve", "--source", "prometheus", "--prometheus-url", str(server.make_url("/prometheus")),
+        "--prometheus-headers", "X-Scope-OrgID=team-a|team-b, X-Extra=1=2"])
+    source = build_source(settings_from_args(args, {}), discovery())
+    try:
+        await source.collect(now)
+    finally:
+        await source.close()
+    assert headers and set(headers) == {("team-a|team-b", "1=2")}
+
+
+@pytest.mark.parametrize("value", ["X-Scope-OrgID", "=team", "X Bad=1"])
+def test_a_header_that_is_not_name_value_is_refused_at_start(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.build_parser().parse_args(["serve", "--prometheus-headers", value])
+    assert exit_.value.code == 2
+    assert "--prometheus-headers" in capsys.readouterr().err
