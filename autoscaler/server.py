@@ -85,6 +85,14 @@ def build_source(settings: ServeSettings, discovery: PodDiscovery) -> MetricSour
             raise StartupError("--source prometheus needs --prometheus-url")
         from autoscaler.sources.prometheus import PrometheusSource
 
+        pod_moved = settings.dcgm_pod_label.startswith("exported_")
+        if settings.gpu_source == "dcgm" and pod_moved != settings.dcgm_namespace_label.startswith("exported_"):
+            # Prometheus moves both to exported_* when it does not honour the DCGM exporter's labels: one of them
+            # alone finds no pod's GPU, and nothing else would say why.
+            flag, value, wanted = (("--dcgm-namespace-label", settings.dcgm_namespace_label, "exported_namespace")
+                                   if pod_moved else ("--dcgm-pod-label", settings.dcgm_pod_label, "exported_pod"))
+            log.warning("%s is %s while the other DCGM label is exported_*: where Prometheus does not honour the "
+                        "DCGM exporter's labels it moves both, so set %s %s", flag, value, flag, wanted)
         return PrometheusSource(discovery, settings.prometheus_url, gpu_source=settings.gpu_source,
                                 verify=str(settings.prometheus_ca_file) if settings.prometheus_ca_file else True,
                                 token_file=settings.prometheus_token_file,

@@ -697,3 +697,17 @@ def test_a_header_that_is_not_name_value_is_refused_at_start(value: str, capsys:
         cli.build_parser().parse_args(["serve", "--prometheus-headers", value])
     assert exit_.value.code == 2
     assert "--prometheus-headers" in capsys.readouterr().err
+
+
+def test_only_one_of_the_dcgm_labels_moved_to_exported_is_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    """Where Prometheus does not honour the DCGM exporter's labels it moves both, pod and namespace, to
+    `exported_*`: giving only `--dcgm-pod-label exported_pod` finds no pod's GPU, silently."""
+    for flags, warned in ((["--dcgm-pod-label", "exported_pod"], True),
+                          (["--dcgm-pod-label", "exported_pod", "--dcgm-namespace-label", "exported_namespace"],
+                           False)):
+        caplog.clear()
+        args = cli.build_parser().parse_args(["serve", "--source", "prometheus", "--prometheus-url",
+                                              "http://127.0.0.1:9", "--gpu-source", "dcgm", *flags])
+        with caplog.at_level(logging.WARNING):
+            build_source(settings_from_args(args, {}), discovery())
+        assert ("--dcgm-namespace-label exported_namespace" in caplog.text) is warned, caplog.text
