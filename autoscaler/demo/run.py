@@ -192,8 +192,8 @@ class Demo:
                   f"         {'-' if cost is None else cost:>6}{state}")
         known = [r for r in rates if r is not None]
         if known:
-            average_wants = math.ceil(sum(known) / TARGET_RPS_PER_POD - 1e-9)
-            print(f"  an HPA on the average would want {max(1, average_wants)} pods "
+            average_wants = max(1, math.ceil(sum(known) / TARGET_RPS_PER_POD - 1e-9))
+            print(f"  an HPA on the average would want {average_wants} pod{'' if average_wants == 1 else 's'} "
                   f"(mean {sum(known) / len(known):.0f} req/s per pod, target {TARGET_RPS_PER_POD:.0f})")
         print(f"  adapter serves: request_load={served[ServedMetric.REQUEST_LOAD]}  "
               f"desired_replicas={served[ServedMetric.DESIRED_REPLICAS]}  "
