@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping
@@ -275,10 +276,10 @@ class PrometheusReader:
         try:
             return self._client.custom_query(promql)
         except requests.exceptions.Timeout as error:  # before ConnectionError: ConnectTimeout is both
-            raise PrometheusSourceError(REASON_TIMEOUT, f"{self.shown_url}: {error}") from error
+            raise PrometheusSourceError(REASON_TIMEOUT, f"{self.shown_url}: {_without_query(error)}") from error
         except (requests.exceptions.ConnectionError, requests.exceptions.RetryError) as error:
             reason = REASON_TIMEOUT if _timed_out(error) else REASON_CONNECT
-            raise PrometheusSourceError(reason, f"{self.shown_url}: {error}") from error
+            raise PrometheusSourceError(reason, f"{self.shown_url}: {_without_query(error)}") from error
         except PrometheusApiClientException as error:
             raise PrometheusSourceError(REASON_HTTP, f"{self.shown_url}: {error}") from error
         except (ValueError, KeyError, TypeError) as error:  # JSONDecodeError is a ValueError
@@ -315,6 +316,14 @@ def _seconds(raw: Any, default: float | None) -> float | None:
         return default
     return seconds if seconds == seconds and abs(seconds) != float("inf") else default
 
+
+_QUERY_STRING: Final = re.compile(r"(/api/v1/query)\?[^\s)'\"]*")
+
+
+def _without_query(error: Exception) -> str:
+    """The error's text with the URL-encoded PromQL left out of the URLs it quotes (urllib3 quotes the whole
+    request URL, about 1.5 KB for the freshness query); the error's chained cause keeps everything."""
+    return _QUERY_STRING.sub(r"\1?...", str(error))
 
 def without_password(url: str) -> str:
     """`url` for logs and errors: a password in it (basic auth, `https://user:password@host`) as `***`."""
