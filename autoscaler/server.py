@@ -97,6 +97,7 @@ def build_source(settings: ServeSettings, discovery: PodDiscovery) -> MetricSour
                                 verify=str(settings.prometheus_ca_file) if settings.prometheus_ca_file else True,
                                 token_file=settings.prometheus_token_file,
                                 headers=dict(settings.prometheus_headers),
+                                timeout_s=settings.prometheus_timeout_s,
                                 namespace_label=settings.prometheus_namespace_label,
                                 pod_label=settings.prometheus_pod_label,
                                 dcgm_namespace_label=settings.dcgm_namespace_label,

@@ -55,6 +55,7 @@ class ServeSettings:
     prometheus_ca_file: Path | None = None
     prometheus_token_file: Path | None = None
     prometheus_headers: tuple[tuple[str, str], ...] = ()
+    prometheus_timeout_s: float = 5.0
     prometheus_namespace_label: str = "namespace"
     prometheus_pod_label: str = "pod"
     dcgm_namespace_label: str = "namespace"
@@ -334,6 +335,8 @@ _OPTIONS: Final = (
     _Option("--prometheus-headers", headers, "HTTP headers sent with every query to Prometheus, as "
             "Name=Value,Name2=Value2 (X-Scope-OrgID=TENANT for Grafana Mimir or Cortex)", "none",
             "NAME=VALUE,...", _SOURCE),
+    _Option("--prometheus-timeout", duration, "how long one query to Prometheus may take before the round is "
+            "a timeout (values held, the HPA holds)", f"{_D.prometheus_timeout_s:g} s", "DURATION", _SOURCE),
     _Option("--prometheus-namespace-label", text, "label naming the pod's namespace on the exporters' series in "
             "Prometheus (--source prometheus): kubernetes_namespace with the classic kubernetes_sd_configs "
             "relabelling", _D.prometheus_namespace_label, "LABEL", _SOURCE),
@@ -462,6 +465,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
         prometheus_ca_file=v.get("prometheus_ca_file", _D.prometheus_ca_file),
         prometheus_token_file=v.get("prometheus_token_file", _D.prometheus_token_file),
         prometheus_headers=v.get("prometheus_headers", _D.prometheus_headers),
+        prometheus_timeout_s=v.get("prometheus_timeout", _D.prometheus_timeout_s),
         prometheus_namespace_label=v.get("prometheus_namespace_label", _D.prometheus_namespace_label),
         prometheus_pod_label=v.get("prometheus_pod_label", _D.prometheus_pod_label),
         dcgm_namespace_label=v.get("dcgm_namespace_label", _D.dcgm_namespace_label),

@@ -56,6 +56,7 @@ FLAG_CASES: list[tuple[str, str, str, Any]] = [
     ("--prometheus-token-file", "/var/run/secrets/token", "prometheus_token_file", Path("/var/run/secrets/token")),
     ("--prometheus-headers", "X-Scope-OrgID=a, X-B=c=d", "prometheus_headers",
      (("X-Scope-OrgID", "a"), ("X-B", "c=d"))),
+    ("--prometheus-timeout", "12s", "prometheus_timeout_s", 12.0),
     ("--prometheus-namespace-label", "kubernetes_namespace", "prometheus_namespace_label", "kubernetes_namespace"),
     ("--prometheus-pod-label", "kubernetes_pod_name", "prometheus_pod_label", "kubernetes_pod_name"),
     ("--dcgm-pod-label", "exported_pod", "dcgm_pod_label", "exported_pod"),

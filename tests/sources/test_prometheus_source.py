@@ -713,3 +713,25 @@ def test_only_one_of_the_dcgm_labels_moved_to_exported_is_warned_about(caplog: p
         with caplog.at_level(logging.WARNING):
             build_source(settings_from_args(args, {}), discovery())
         assert ("--dcgm-namespace-label exported_namespace" in caplog.text) is warned, caplog.text
+
+
+async def test_the_query_timeout_is_a_flag(aiohttp_server: AiohttpServer, now: float) -> None:
+    """A Thanos or Mimir fanning out to many stores can take longer than the 5 s default, and a user who would
+    rather hold values sooner may want less: the flag sets it. Here a store that answers in 1.5 s is a timeout
+    under `--prometheus-timeout 0.5` and an answer under the default."""
+    async def slow(request: web.Request) -> web.Response:
+        await asyncio.sleep(1.5)
+        return web.json_response({"status": "success", "data": {"resultType": "vector", "result": []}})
+
+    app = web.Application()
+    app.router.add_get("/api/v1/query", slow)
+    server = await aiohttp_server(app)
+    for flags, errors in (([], {"empty": 1}), (["--prometheus-timeout", "0.5"], {"timeout": 1})):
+        args = cli.build_parser().parse_args(["serve", "--source", "prometheus", "--prometheus-url",
+                                              str(server.make_url("")), *flags])
+        source = build_source(settings_from_args(args, {}), discovery())
+        try:
+            await source.collect(now)
+        finally:
+            await source.close()
+        assert source.errors == errors, flags
