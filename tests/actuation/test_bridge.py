@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -187,10 +187,10 @@ async def test_a_failed_list_forgets_nothing(
     assert kube.serving_runtime_replicas(NS, "vllm") == 3
 
 
-async def test_a_runtime_scale_deleted_while_its_write_waits_for_a_retry_is_forgotten(
-    kube: FakeKubeApi, kube_client: KubeClient, runtime: list[str]
-) -> None:
-    """Its retry must not stay due forever: the bridge would list RuntimeScales in a tight loop."""
+@contextlib.asynccontextmanager
+async def bridge_with_a_write_waiting_for_its_retry(kube: FakeKubeApi, kube_client: KubeClient) -> AsyncIterator[None]:
+    """A running bridge whose write of RuntimeScale `triton` failed (every PATCH of the ServingRuntime answers
+    503) and waits for its retry; stopped on the way out."""
     kube.add_runtime_scale(NS, "triton", replicas=5)
     kube.fail(r"/servingruntimes/triton$", status=503, times=None, method="PATCH")
     bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=BridgeSettings(backoff_base_s=0.05))
@@ -199,14 +199,22 @@ async def test_a_runtime_scale_deleted_while_its_write_waits_for_a_retry_is_forg
         async with asyncio.timeout(5):
             while not [p for p in kube.patches if p.resource == "servingruntimes"]:
                 await asyncio.sleep(0.01)
-        kube.delete_object("runtimescales", NS, "triton")
-        await asyncio.sleep(1.0)
-        kube.clear_requests()
-        await asyncio.sleep(1.0)
+        yield
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+async def test_a_runtime_scale_deleted_while_its_write_waits_for_a_retry_is_forgotten(
+    kube: FakeKubeApi, kube_client: KubeClient, runtime: list[str]
+) -> None:
+    """Its retry must not stay due forever: the bridge would list RuntimeScales in a tight loop."""
+    async with bridge_with_a_write_waiting_for_its_retry(kube, kube_client):
+        kube.delete_object("runtimescales", NS, "triton")
+        await asyncio.sleep(1.0)
+        kube.clear_requests()
+        await asyncio.sleep(1.0)
 
     assert len([r for r in kube.requests if r.resource == "runtimescales"]) <= 1  # the resync is 15 s
 
@@ -216,22 +224,11 @@ async def test_a_list_that_keeps_failing_is_not_retried_in_a_tight_loop(
 ) -> None:
     """A write waiting for its retry when the API starts failing every list: the retry is due, but the bridge
     cannot see the RuntimeScale; it tries again at the resync, not as fast as the server answers 503."""
-    kube.add_runtime_scale(NS, "triton", replicas=5)
-    kube.fail(r"/servingruntimes/triton$", status=503, times=None, method="PATCH")
-    bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=BridgeSettings(backoff_base_s=0.05))
-    task = asyncio.create_task(bridge.run())
-    try:
-        async with asyncio.timeout(5):
-            while not [p for p in kube.patches if p.resource == "servingruntimes"]:
-                await asyncio.sleep(0.01)
+    async with bridge_with_a_write_waiting_for_its_retry(kube, kube_client):
         kube.fail(r"/runtimescales$", status=503, times=None, method="GET")
         await asyncio.sleep(0.5)
         kube.clear_requests()
         await asyncio.sleep(1.0)
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
     assert len(kube.requests) <= 1  # the resync is 15 s
 
