@@ -183,12 +183,7 @@ class LeaseElector:
             self._observe(written, self._clock())
             return True
         except KubeApiError as error:
-            # Attempts come every retry period (2 s by default): a failure is a warning when it starts or changes
-            # (missing RBAC, an API server down), not at every attempt; a lost race (409) is routine.
-            message = str(error)
-            repeated, self._failing = message == self._failing, message
-            level = logging.DEBUG if error.status == 409 or repeated else logging.WARNING
-            log.log(level, "lease %s/%s: attempt failed: %s", cfg.namespace, cfg.name, error)
+            self._failed(f"attempt failed: {error}", routine=error.status == 409)  # 409: a lost race
             return False
 
     async def release(self) -> bool:
@@ -270,11 +265,15 @@ class LeaseElector:
             async with asyncio.timeout(timeout_s):
                 return await self.try_acquire_or_renew()
         except TimeoutError:
-            message = f"no answer within {timeout_s:.1f} s"
-            repeated, self._failing = message == self._failing, message
-            log.log(logging.DEBUG if repeated else logging.WARNING, "lease %s/%s: %s", self.config.namespace,
-                    self.config.name, message)
+            self._failed(f"no answer within {timeout_s:.1f} s")
             return False
+
+    def _failed(self, message: str, *, routine: bool = False) -> None:
+        """Log a failed attempt. Attempts come every retry period (2 s by default): a failure is a warning when
+        it starts or changes (missing RBAC, an API server down), not at every attempt; a routine one never."""
+        repeated, self._failing = message == self._failing, message
+        log.log(logging.DEBUG if routine or repeated else logging.WARNING, "lease %s/%s: %s",
+                self.config.namespace, self.config.name, message)
 
     def _set_leader(self, leader: bool) -> None:
         if leader == self._leader:
