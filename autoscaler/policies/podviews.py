@@ -121,6 +121,9 @@ def examine_pods(
         r = pod.requests_per_second
         c = pod.cache_used_ratio
         ready = pod.ready
+        age_s = None if t is None else (age if (age := now - t) > 0.0 else 0.0)
+        need: float | None
+        cost: int | None
         if ready:
             s = 0.0
             if by_rate and r is not None:
@@ -130,13 +133,9 @@ def examine_pods(
             if use_c and c is not None:
                 s += w_c * (c if c <= 1.0 else 1.0)
             need = v if (v := s * scale) <= 1.0 else 1.0
-            rows.append((
-                pod.name, ready, fresh, None if t is None else (age if (age := now - t) > 0.0 else 0.0), b, r,
-                pod.queue_delay_s, pod.lru_age_s, c, weight, need, costs[trunc(need * buckets)], signals,
-            ))
+            cost = costs[trunc(need * buckets)]
         else:
-            rows.append((
-                pod.name, ready, fresh, None if t is None else (age if (age := now - t) > 0.0 else 0.0), b, r,
-                pod.queue_delay_s, pod.lru_age_s, c, weight, None, None, signals,
-            ))
+            need = cost = None
+        rows.append((pod.name, ready, fresh, age_s, b, r, pod.queue_delay_s, pod.lru_age_s, c, weight, need, cost,
+                     signals))
     return agg, _pod_views(tuple(rows))
