@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 from autoscaler import __version__
@@ -52,6 +51,19 @@ def command_parser(parser: argparse.ArgumentParser, name: str) -> argparse.Argum
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Run one command. Ctrl-C before the command has its own handler in place (while Python imports the
+    command's modules, about a second on a small machine) ends it with one line and status 130, as the
+    command's own handler does, instead of a traceback of whatever module was being imported."""
+    try:
+        run_command(argv)
+    except KeyboardInterrupt:
+        print("\ninterrupted.", file=sys.stderr)
+        sys.exit(130)
+
+
+def run_command(argv: list[str] | None) -> None:
+    import logging  # here, not at the top: inside main's Ctrl-C handling
+
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # reported by the command, with its usage: `parse_args` would print the top level's

@@ -243,8 +243,15 @@ async def _run_until_signalled(demo: Demo) -> int:
     task = asyncio.current_task()
     assert task is not None
     loop = asyncio.get_running_loop()
+
+    def stop() -> None:
+        # Only the first signal cancels: a second Ctrl-C while the processes are being stopped would cancel
+        # the stopping itself and leave them running.
+        if not task.cancelling():
+            task.cancel()
+
     for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, task.cancel)
+        loop.add_signal_handler(signum, stop)
     try:
         await demo.run()
     except asyncio.CancelledError:
