@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -127,6 +128,19 @@ def sizing(peak_rps: float, first_rps: float, pod_rps: float, min_replicas: int,
 MANY_PODS: Final = 2000
 """A maxReplicas past this makes a run slow enough (minutes) to look hung: `simulate` says why."""
 
+def _check_out(out: Path) -> None:
+    """Make `--out` and write a file there before the run, so that a directory that cannot be written is one
+    line at the start, not a traceback after minutes of simulating."""
+    try:
+        if out.exists() and not out.is_dir():
+            raise NotADirectoryError(f"{out} is a file")
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as error:
+        raise ValueError(f"--out {out}: cannot write there: {error.strerror or error}") from None
+
+
 def _warn(message: str) -> None:
     """A setting the run does not honour as given: said on stderr, and the run goes on."""
     print(f"simulate: warning: {message}", file=sys.stderr)
@@ -154,6 +168,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
               f"{RATE_CHECK_S:g} or less")
     behavior = _behavior(args.hpa_behavior)
     trace, source = _load_trace(args)
+    _check_out(args.out)
     shape = ClusterShape(pod_rps=args.pod_rps, cache_models=args.cache_models, load_time_s=args.load_time,
                          startup_delay_s=args.startup_delay, slo_queue_s=args.slo_queue_ms / 1000.0)
     bucket_s, arrivals = buckets(trace, args.tick)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -203,3 +204,21 @@ def test_a_run_sized_to_thousands_of_pods_says_why_it_is_slow(tmp_path: Path) ->
     # 1,000 requests/s at 0.5 a pod: 2,000 pods at full capacity; maxReplicas twice that
     assert "sizes maxReplicas 4,000" in result.stderr, result.stderr
     assert "Check --pod-rps" in result.stderr
+
+
+@pytest.mark.parametrize("where", ["a-file", "under-a-file", "read-only"])
+def test_an_out_directory_that_cannot_be_written_is_one_line_before_the_run(tmp_path: Path, where: str) -> None:
+    """Found before minutes of simulating, not after them as a traceback."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    out = {"a-file": blocker, "under-a-file": blocker / "out", "read-only": tmp_path / "locked" / "out"}[where]
+    if where == "read-only":
+        if os.geteuid() == 0:
+            pytest.skip("root writes into a read-only directory")
+        (tmp_path / "locked").mkdir(mode=0o555)
+    result = subprocess.run([*SIMULATE, "--synthetic", "--models", "20", "--hours", "1", "--out", str(out)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()], result.stderr
+    assert result.stderr.startswith(f"simulate: --out {out}: cannot write there: "), result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
