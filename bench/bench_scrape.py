@@ -7,6 +7,7 @@ refresh interval. Prints figures; asserts nothing.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import resource
 import statistics
@@ -27,17 +28,17 @@ if str(REPO) not in sys.path:
 from bench.fake_exporter import exporter_text  # noqa: E402
 from tests.sources.static_discovery import StaticDiscovery  # noqa: E402
 
-PODS = 500
 RUNTIMES = 10
-ROUNDS = 5
 
 
-async def main() -> None:
+async def main(exporters: int, gpus: int, rounds: int, concurrency: int) -> None:
     # Bodies are rendered up front so the figures are the adapter's cost, not the stand-in server's.
+    per_runtime = max(1, exporters // RUNTIMES)
+    exporters = per_runtime * RUNTIMES
     bodies = {
-        runtime * 1000 + i: exporter_text(runtime * 1000 + i, gpus=8, modelmesh_stamp=time.time())
+        runtime * 1000 + i: exporter_text(runtime * 1000 + i, gpus=gpus, modelmesh_stamp=time.time())
         for runtime in range(RUNTIMES)
-        for i in range(PODS // RUNTIMES)
+        for i in range(per_runtime)
     }
 
     async def handler(request: web.Request) -> web.Response:
@@ -55,22 +56,23 @@ async def main() -> None:
         key = RuntimeKey("bench", f"modelmesh-serving-rt{runtime}")
         pods = tuple(
             PodTarget(f"rt{runtime}-pod{i}", True, f"http://127.0.0.1:{port}/pod/{runtime * 1000 + i}/metrics")
-            for i in range(PODS // RUNTIMES)
+            for i in range(per_runtime)
         )
         inventory[key] = RuntimeInventory(key, pods)
-    source = ScrapeSource(StaticDiscovery(inventory.values()), timeout_s=10, concurrency=64)
+    source = ScrapeSource(StaticDiscovery(inventory.values()), timeout_s=10, concurrency=concurrency)
     walls, cpus = [], []
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         wall, cpu = time.perf_counter(), time.process_time()
         snapshots = await source.collect(time.time())
         walls.append(time.perf_counter() - wall)
         cpus.append(time.process_time() - cpu)
         fresh = sum(1 for s in snapshots for p in s.pods if p.sampled_at is not None)
-        assert fresh == PODS, f"only {fresh} of {PODS} pods scraped"
+        assert fresh == exporters, f"only {fresh} of {exporters} pods scraped"
     await source.close()
     await runner.cleanup()
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"scrape source, {PODS} exporters (8 GPUs each) over loopback, concurrency 64, {ROUNDS} rounds")
+    print(f"scrape source, {exporters} exporters ({gpus} GPUs each) over loopback, concurrency {concurrency}, "
+          f"{rounds} rounds")
     print(
         f"  wall per full refresh: median {statistics.median(walls) * 1000:.0f} ms, "
         f"max {max(walls) * 1000:.0f} ms (goal: well inside 15 s)"
@@ -83,4 +85,10 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    parser = argparse.ArgumentParser(description="Wall time of one full scrape-source refresh against local exporters.")
+    parser.add_argument("--exporters", type=int, default=500, help="exporters scraped, in 10 runtimes (default 500)")
+    parser.add_argument("--gpus", type=int, default=8, help="GPUs in each exporter's output (default 8)")
+    parser.add_argument("--rounds", type=int, default=5, help="full refreshes timed (default 5)")
+    parser.add_argument("--concurrency", type=int, default=64, help="the adapter's --scrape-concurrency (default 64)")
+    args = parser.parse_args()
+    asyncio.run(main(args.exporters, args.gpus, args.rounds, args.concurrency))

@@ -4,7 +4,11 @@ docs/configuration.md, and README.md and docs/ link only to files and headings t
 from __future__ import annotations
 
 import argparse
+import functools
+import os
 import re
+import subprocess
+import sys
 from dataclasses import fields
 from pathlib import Path
 
@@ -15,6 +19,7 @@ from autoscaler.names import POLICY_ANNOTATION_PREFIX
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.settings import env_variables
 from exporter.settings import build_parser as exporter_parser
+from tests.support.kubectl import KUBECTL
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -75,3 +80,72 @@ def test_links_stay_inside_the_repository_and_resolve(path: Path) -> None:
         assert linked.is_relative_to(REPO) and linked.exists(), f"{path.name}: broken link {target}"
         if anchor and linked.suffix == ".md":
             assert anchor in anchors(linked), f"{path.name}: no heading for #{anchor} in {linked.name}"
+
+
+# Command lines the docs give: in shell blocks (continued with `\`) and in `code spans`, which may wrap.
+COMMAND_DOCS = [*DOCS, REPO / "manifests" / "README.md"]
+PROGRAMS = re.compile(r"(?:taskset -c \S+ )?(python (?:bench|tests/gpu)/\w+\.py|modelmesh-autoscaler (?:serve|demo|"
+                      r"simulate)|modelmesh-exporter|kubectl (?:get|patch|apply|delete|annotate|describe|kustomize|-n))"
+                      r"\b(.*)")
+
+
+def documented_commands() -> list[tuple[str, str, str]]:
+    """(doc, program, the rest of its line) for every command line in the user docs."""
+    found = []
+    for path in COMMAND_DOCS:
+        text = path.read_text()
+        snippets = [block.replace("\\\n", " ") for block in re.findall(r"```(?:sh|bash)\n(.*?)```", text, flags=re.S)]
+        snippets = [line.split(" #")[0] for block in snippets for line in block.splitlines()]
+        prose = re.sub(r"```.*?```", "", text, flags=re.S)
+        snippets += [span.replace("\n", " ") for span in re.findall(r"`([^`]+)`", prose)]
+        for snippet in snippets:
+            match = PROGRAMS.match(snippet.strip())
+            if match and "NAME" not in match.group(1):  # `python bench/NAME.py --help`: any of them, below
+                found.append((str(path.relative_to(REPO)), match.group(1), match.group(2)))
+    return found
+
+
+def help_text(program: str, rest: str) -> str:
+    if program.startswith("python "):
+        command = [sys.executable, program.removeprefix("python ")]
+    elif program.startswith("modelmesh-"):
+        module = "exporter.cli" if program == "modelmesh-exporter" else "autoscaler.cli"
+        command = [sys.executable, "-m", module, *program.split()[1:]]
+    else:  # kubectl: the verb's help (the verb follows `-n NAMESPACE` where that comes first)
+        words = [w for w in f"{program} {rest}".split()[1:] if not w.startswith("-")]
+        command = [KUBECTL, *(words[1:2] if program == "kubectl -n" else words[:1])]
+    return _help(tuple(command))
+
+
+@functools.cache
+def _help(command: tuple[str, ...]) -> str:
+    result = subprocess.run([*command, "--help"], capture_output=True, text=True, timeout=60, cwd=REPO,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert result.returncode == 0, f"{' '.join(command)} --help: {result.stderr}"
+    return result.stdout
+
+
+def test_the_docs_give_command_lines_to_check() -> None:
+    programs = {program for _, program, _ in documented_commands()}
+    assert {"modelmesh-autoscaler simulate", "python bench/bench_fleet.py", "kubectl patch"} <= programs, programs
+
+
+@pytest.mark.parametrize(("doc", "program", "rest"), documented_commands(),
+                         ids=[f"{d}:{p} {r[:40]}" for d, p, r in documented_commands()])
+def test_every_flag_of_a_documented_command_is_in_its_help(doc: str, program: str, rest: str) -> None:
+    flags = set(re.findall(r"(?<![\w-])(--[a-z][\w-]*)", rest))
+    text = help_text(program, rest)
+    missing = sorted(flag for flag in flags if not re.search(rf"(?<![\w-]){flag}(?![\w-])", text))
+    assert not missing, f"{doc}: `{program}{rest}` names {missing}, which its --help does not have"
+
+
+@pytest.mark.parametrize("script", sorted((REPO / "bench").glob("bench_*.py")), ids=lambda p: p.name)
+def test_every_benchmark_answers_help_and_refuses_an_unknown_flag(script: Path) -> None:
+    """docs/performance.md: `python bench/NAME.py --help` gives its options (and runs nothing)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    shown = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=60,
+                           env=env)
+    assert shown.returncode == 0 and shown.stdout.startswith("usage: "), shown.stdout + shown.stderr
+    refused = subprocess.run([sys.executable, str(script), "--no-such-flag"], capture_output=True, text=True,
+                             timeout=60, env=env)
+    assert refused.returncode == 2 and "unrecognized arguments: --no-such-flag" in refused.stderr, refused.stderr
