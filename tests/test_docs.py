@@ -13,6 +13,7 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
+import yaml
 
 from autoscaler import cli
 from autoscaler.names import POLICY_ANNOTATION_PREFIX
@@ -68,7 +69,7 @@ def anchors(path: Path) -> set[str]:
     return {slug(m.group(1)) for m in re.finditer(r"^#+ (.+)$", text, flags=re.M)}
 
 
-@pytest.mark.parametrize("path", DOCS, ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("path", [*DOCS, REPO / "manifests" / "README.md"], ids=lambda p: str(p.relative_to(REPO)))
 def test_links_stay_inside_the_repository_and_resolve(path: Path) -> None:
     text = path.read_text()
     assert "shared/" not in text and "DESIGN" not in text, "cite docs/design.md, not the project's notes"
@@ -149,3 +150,21 @@ def test_every_benchmark_answers_help_and_refuses_an_unknown_flag(script: Path) 
     refused = subprocess.run([sys.executable, str(script), "--no-such-flag"], capture_output=True, text=True,
                              timeout=60, env=env)
     assert refused.returncode == 2 and "unrecognized arguments: --no-such-flag" in refused.stderr, refused.stderr
+
+
+def deployment_flags() -> set[str]:
+    """The flags `manifests/base/deployment.yaml` gives the adapter."""
+    deployment = yaml.safe_load((REPO / "manifests" / "base" / "deployment.yaml").read_text())
+    container = next(c for c in deployment["spec"]["template"]["spec"]["containers"]
+                     if c.get("args", [None])[0] == "serve")
+    return {arg.split("=")[0] for arg in container["args"][1:]}
+
+
+@pytest.mark.parametrize("path", [REPO / "docs" / "configuration.md", REPO / "manifests" / "README.md"],
+                         ids=lambda p: str(p.relative_to(REPO)))
+def test_the_flags_the_docs_say_the_deployment_passes_are_the_ones_it_passes(path: Path) -> None:
+    sentence = re.search(r"(?:deployment\.yaml`|the Deployment) passes (.*?)\.(?:\s|$)", path.read_text(), flags=re.S)
+    assert sentence, f"{path.name} no longer says which flags the Deployment passes: update this test"
+    said = set(re.findall(r"`(--[\w-]+)`", sentence.group(1)))
+    assert said == deployment_flags(), (f"{path.name} says the Deployment passes {sorted(said)}; it passes "
+                                        f"{sorted(deployment_flags())}")
