@@ -168,3 +168,43 @@ def test_the_flags_the_docs_say_the_deployment_passes_are_the_ones_it_passes(pat
     said = set(re.findall(r"`(--[\w-]+)`", sentence.group(1)))
     assert said == deployment_flags(), (f"{path.name} says the Deployment passes {sorted(said)}; it passes "
                                         f"{sorted(deployment_flags())}")
+
+
+def documented_defaults(section: str) -> dict[str, str]:
+    """flag -> the `default` cell of its row in the table under the heading `section` of configuration.md."""
+    text = CONFIGURATION.split(f"### {section}\n", 1)[1].split("\n#", 1)[0]
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in text.splitlines() if line.startswith("|")]
+    column = rows[0].index("default")
+    return {row[0].strip("`"): row[column] for row in rows[2:] if row[0].startswith("`--")}
+
+
+def help_default(action: argparse.Action) -> str | None:
+    text = (action.help or "").replace("%(default)s", str(action.default)).replace("%%", "%")
+    found = re.search(r"default:? ([^;)]*)", text)
+    return found.group(1) if found else None
+
+
+@pytest.mark.parametrize(("section", "parser"), [("modelmesh-exporter", exporter_parser()),
+                                                 ("modelmesh-autoscaler serve", subcommand("serve")),
+                                                 ("modelmesh-autoscaler demo", subcommand("demo")),
+                                                 ("modelmesh-autoscaler simulate", subcommand("simulate"))],
+                         ids=["modelmesh-exporter", "serve", "demo", "simulate"])
+def test_the_defaults_in_configuration_md_are_the_ones_help_prints(section: str,
+                                                                    parser: argparse.ArgumentParser) -> None:
+    documented = documented_defaults(section)
+    wrong = []
+    for action in parser._actions:
+        flag = next((s for s in action.option_strings if s.startswith("--")), "--help")
+        printed, cell = help_default(action), documented.get(flag, "")
+        if flag == "--help" or printed is None:
+            continue
+        quoted, number = re.search(r"`([^`]+)`", cell), re.search(r"\d+(?:\.\d+)?", cell)
+        printed_number = (re.findall(r"\d+(?:\.\d+)?", printed) or [None])[0]
+        if quoted:  # a value: compared where --help prints one too, not words ("all four")
+            differs = " " not in printed and quoted.group(1) != printed
+        else:
+            differs = number is not None and number.group(0) != printed_number
+        if differs:
+            wrong.append(f"{flag}: docs {cell!r}, --help {printed!r}")
+    assert not wrong, "\n".join(wrong)
