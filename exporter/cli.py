@@ -2,20 +2,33 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import sys
+from typing import TYPE_CHECKING
 
-from exporter.app import build_app, run
-from exporter.listen import ListenError, bind_listeners, bound_port
-from exporter.pod_resources import PodResourcesError, list_pod_resources, pod_gpu_ids
-from exporter.settings import ExporterSettings, parse_settings
+if TYPE_CHECKING:
+    from exporter.settings import ExporterSettings
 
 log = logging.getLogger("exporter")
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Run the sidecar. Its modules (aiohttp, prometheus_client, pynvml) are imported here, inside the Ctrl-C
+    handling: Ctrl-C while they load (about a second on a small machine) is one line and status 130, not a
+    traceback of whatever module was loading; once serving, aiohttp stops on it cleanly."""
+    try:
+        _serve(argv)
+    except KeyboardInterrupt:
+        print("\ninterrupted.", file=sys.stderr)
+        sys.exit(130)
+
+
+def _serve(argv: list[str] | None) -> None:
+    from exporter.app import build_app, run
+    from exporter.listen import ListenError, bind_listeners, bound_port
+    from exporter.settings import parse_settings
+
     settings = parse_settings(argv)
     logging.basicConfig(
         level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -52,6 +65,10 @@ def own_gpus(settings: ExporterSettings) -> ExporterSettings:
     """The settings with `gpu_uuids` set to the GPUs the kubelet allocated to this pod (the GPU collector off
     when it has none). The kubelet allocates devices before any container starts, so one question suffices; a
     kubelet that cannot answer stops the start (exit 2) rather than report other pods' GPUs."""
+    import asyncio
+
+    from exporter.pod_resources import PodResourcesError, list_pod_resources, pod_gpu_ids
+
     assert settings.pod_resources_socket is not None and settings.pod_name and settings.pod_namespace
     try:
         pods = asyncio.run(list_pod_resources(str(settings.pod_resources_socket)))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -10,6 +9,8 @@ import sys
 import time
 
 import pytest
+
+from tests.support.terminal import ctrl_c_after, moment_of_start_up
 
 pytestmark = pytest.mark.slow
 
@@ -76,36 +77,15 @@ def test_sigterm_stops_the_demo_and_every_process_it_started() -> None:
     assert processes_using(workdir) == ""
 
 
-def start_in_a_terminal(args: list[str]) -> subprocess.Popen[str]:
-    """The demo as a shell starts a foreground job: its own process group, which Ctrl-C signals as a whole,
-    with SIGINT at its default (a non-interactive shell's background job would have it ignored)."""
-    return subprocess.Popen([*DEMO, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
-
-def seconds_to_first_line() -> float:
-    demo = start_in_a_terminal(["--duration", "1"])
-    assert demo.stdout is not None
-    started = time.monotonic()
-    demo.stdout.readline()
-    took = time.monotonic() - started
-    demo.communicate(timeout=30)
-    return took
-
-
-@pytest.mark.parametrize("share", [0.3, 0.5, 0.7, 0.9, 1.1])
+@pytest.mark.parametrize("share", [0.1, 0.4, 0.7, 1.0, 1.2])
 def test_ctrl_c_during_start_up_ends_with_one_line_and_leaves_nothing(share: float) -> None:
     """At any moment of the start-up (while Python imports, while the pods and processes start) Ctrl-C ends
     the demo with status 130 and one line, never a traceback, and stops whatever had started. The moments are
-    shares of this machine's start-up time, so that a loaded machine moves them with it."""
-    delay = share * seconds_to_first_line()
-    demo = start_in_a_terminal(["--duration", "30"])
-    time.sleep(delay)
-    os.killpg(demo.pid, signal.SIGINT)
-    output, _ = demo.communicate(timeout=60)
-    assert demo.returncode == 130, output
-    assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
-    assert output.strip().splitlines()[-1] in ("interrupted.", "interrupted: every process stopped."), output
-    left = subprocess.run(["pgrep", "-g", str(demo.pid)], capture_output=True, text=True).stdout.split()
-    assert left == [], f"processes of the demo still running: {left}"
+    shares of its start-up time on this machine."""
+    delay = moment_of_start_up([*DEMO, "--duration", "1"], "demo: ", share)
+    run = ctrl_c_after([*DEMO, "--duration", "30"], delay)
+    assert run.ended_by_ctrl_c, run.output
+    assert "Traceback" not in run.output and "KeyboardInterrupt" not in run.output, run.output
+    assert run.output.strip().splitlines()[-1] in ("interrupted.", "interrupted: every process stopped."), run.output
+    assert run.left == [], f"processes of the demo still running: {run.left}"

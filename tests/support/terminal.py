@@ -1,0 +1,70 @@
+"""A command as a person runs it in a terminal, and Ctrl-C pressed at a chosen moment of its start-up."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def start_in_a_terminal(command: Sequence[str]) -> subprocess.Popen[str]:
+    """The command as a shell starts a foreground job: its own process group, which Ctrl-C signals as a
+    whole, with SIGINT at its default (a non-interactive shell's background job would have it ignored)."""
+    return subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
+                            env={**os.environ, "PYTHONPATH": str(REPO)}, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def seconds_to(command: Sequence[str], line: str) -> float:
+    """How long the command takes on this machine, now, to print a line containing `line`."""
+    process = start_in_a_terminal(command)
+    assert process.stdout is not None
+    started = time.monotonic()
+    for text in process.stdout:
+        if line in text:
+            break
+    took = time.monotonic() - started
+    os.killpg(process.pid, signal.SIGTERM)
+    process.communicate(timeout=30)
+    return took
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    returncode: int
+    output: str
+    left: list[str]
+    """Processes of its group still there after it exited."""
+
+    @property
+    def ended_by_ctrl_c(self) -> bool:
+        """Status 130, or killed by SIGINT, which a shell reports as 130 too: Python 3.11 ends that way even
+        when the program handled the KeyboardInterrupt, if it was raised inside `exec` of a string (as
+        dataclasses and namedtuple run while their module is imported)."""
+        return self.returncode in (130, -2)
+
+
+def ctrl_c_after(command: Sequence[str], seconds: float) -> Interrupted:
+    process = start_in_a_terminal(command)
+    time.sleep(seconds)
+    os.killpg(process.pid, signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    left = subprocess.run(["pgrep", "-g", str(process.pid)], capture_output=True, text=True).stdout.split()
+    return Interrupted(process.returncode, output, left)
+
+
+def moment_of_start_up(command: Sequence[str], line: str, share: float) -> float:
+    """Seconds after its start at which `share` of the command's own start-up (after the interpreter's, which
+    no code of ours can handle a Ctrl-C in, until it prints `line`) has passed, measured now on this machine
+    so that a loaded machine moves the moment with it."""
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-c", ""], check=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    interpreter = 2 * (time.monotonic() - started)
+    return interpreter + share * max(0.0, seconds_to(command, line) - interpreter)
