@@ -208,3 +208,34 @@ def test_the_defaults_in_configuration_md_are_the_ones_help_prints(section: str,
         if differs:
             wrong.append(f"{flag}: docs {cell!r}, --help {printed!r}")
     assert not wrong, "\n".join(wrong)
+
+
+def section_titles(path: Path) -> list[str]:
+    """Headings and bold run-in paragraph titles (`**Sizing.** The adapter ...`), lower case."""
+    text = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)
+    titles = re.findall(r"^#+ (.+)$", text, flags=re.M) + re.findall(r"^\*\*([^*]+?)\.?\*\*", text, flags=re.M)
+    return [title.replace("`", "").lower() for title in titles]
+
+
+def section_references() -> list[tuple[str, str, str]]:
+    """(file, doc, section) for every `docs/X.md, Section` a source file, manifest or doc cites in words."""
+    found = []
+    tracked = subprocess.run(["git", "ls-files"], capture_output=True, text=True, cwd=REPO, check=True).stdout
+    for name in tracked.split():
+        if not name.endswith((".py", ".yaml", ".md", ".c")):
+            continue
+        for match in re.finditer(r"((?:docs/)?[a-z]+\.md|README\.md), ([A-Z][\w'/ -]+)",
+                                 (REPO / name).read_text()):
+            doc = match.group(1) if match.group(1).startswith(("docs/", "README")) else f"docs/{match.group(1)}"
+            if (REPO / doc).exists():
+                found.append((name, doc, match.group(2).strip()))
+    return found
+
+
+def test_sections_cited_in_words_exist() -> None:
+    """Comments, messages and manifests send readers to `docs/operations.md, Sizing`: that title must be there."""
+    references = section_references()
+    assert len(references) > 10
+    missing = [f"{name}: {doc}, {section}" for name, doc, section in references
+               if not any(section.lower() in title for title in section_titles(REPO / doc))]
+    assert not missing, "no such heading or bold paragraph title:\n" + "\n".join(missing)
