@@ -238,6 +238,8 @@ def load_policy_book(path: str | os.PathLike[str], base: RuntimePolicy | None = 
             document = yaml.safe_load(fh)
     except OSError as exc:
         raise ConfigError(f"{source}: cannot read config file: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{source}: not UTF-8 text ({exc.reason})") from exc
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
     return parse_policy_book(document, source, base)

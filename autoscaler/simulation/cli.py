@@ -81,6 +81,8 @@ def _behavior(path: Path | None) -> Behavior:
         documents = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
     except OSError as exc:
         raise ValueError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc.reason})") from exc
     except yaml.YAMLError as exc:
         raise ValueError(f"{path}: not valid YAML: {exc}") from exc
     if len(documents) > 1:  # a file of manifests (kustomize's output, a runtime's objects): its HPA

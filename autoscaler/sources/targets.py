@@ -39,9 +39,11 @@ def _text(entry: dict[str, Any], key: str, where: str) -> str:
 
 def load_targets(path: Path) -> dict[RuntimeKey, RuntimeInventory]:
     try:
-        document = yaml.safe_load(path.read_text())
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise TargetsFileError(f"cannot read targets file {path}: {error.strerror}") from error
+    except UnicodeDecodeError as error:
+        raise TargetsFileError(f"targets file {path} is not UTF-8 text ({error.reason})") from error
     except yaml.YAMLError as error:
         raise TargetsFileError(f"targets file {path} is not valid YAML: {error}") from error
     if not isinstance(document, dict) or not isinstance(document.get("runtimes"), list):

@@ -179,3 +179,15 @@ def test_a_tls_certificate_that_cannot_be_loaded_names_its_flag_and_file(
     else:
         assert f"--tls-cert-file {cert} and --tls-private-key-file {key}" in line
         assert "a PEM certificate and its private key" in line
+
+
+@pytest.mark.parametrize("flag", ["--config", "--targets"])
+def test_a_file_that_is_not_text_is_named(tmp_path: Path, flag: str) -> None:
+    """A binary file given by mistake (a .gz, a certificate in DER) is one line naming it, as any other mistake in
+    it, not Python's bare UnicodeDecodeError."""
+    binary = tmp_path / "policy.yaml.gz"
+    binary.write_bytes(b"\x1f\x8b\x08\x00\xff\xfe")
+    args = {"--config": ["--targets", targets(tmp_path), "--config", str(binary)],
+            "--targets": ["--targets", str(binary)]}
+    line = one_line(serve(tmp_path, ["--insecure-dev", "--workers", "0", *args[flag]]))
+    assert str(binary) in line and "not UTF-8 text" in line, line

@@ -222,3 +222,15 @@ def test_an_out_directory_that_cannot_be_written_is_one_line_before_the_run(tmp_
     assert result.stderr.strip().splitlines() == [result.stderr.strip()], result.stderr
     assert result.stderr.startswith(f"simulate: --out {out}: cannot write there: "), result.stderr
     assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+@pytest.mark.parametrize("flag", ["--config", "--hpa-behavior", "--trace"])
+def test_a_file_that_is_not_text_is_named(tmp_path: Path, flag: str) -> None:
+    binary = tmp_path / "given.yaml"
+    binary.write_bytes(b"\x1f\x8b\x08\x00\xff\xfe")
+    source = ["--trace", str(binary)] if flag == "--trace" else ["--synthetic", flag, str(binary)]
+    result = subprocess.run([*SIMULATE, *source, "--out", str(tmp_path / "out")], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"simulate: {binary}: not UTF-8 text"), result.stderr
+    assert not (tmp_path / "out").exists()
