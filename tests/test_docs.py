@@ -239,3 +239,13 @@ def test_sections_cited_in_words_exist() -> None:
     missing = [f"{name}: {doc}, {section}" for name, doc, section in references
                if not any(section.lower() in title for title in section_titles(REPO / doc))]
     assert not missing, "no such heading or bold paragraph title:\n" + "\n".join(missing)
+
+
+def test_every_variable_the_docs_name_is_read() -> None:
+    """A variable the docs name but no code reads would be silently ignored where a user sets it."""
+    exporter = {"EXPORTER_" + f.removeprefix("--").replace("-", "_").upper() for f in long_flags(exporter_parser())}
+    known = exporter | set(env_variables()) | {"AUTOSCALER_SOME_FLAG", "EXPORTER_SOME_FLAG"}  # the naming rule
+    named = {(path.name, name) for path in COMMAND_DOCS
+             for name in re.findall(r"\b((?:AUTOSCALER|EXPORTER)_[A-Z0-9_]+)\b", path.read_text())}
+    unknown = sorted(f"{doc}: {name}" for doc, name in named if name not in known)
+    assert not unknown, f"no such variable: {unknown}"
