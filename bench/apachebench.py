@@ -7,6 +7,7 @@ ab runs at a raised priority where allowed (`bench.client_priority`)."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -27,10 +28,12 @@ def run_ab(url: str, client_pem: Path, headers: dict[str, str], seconds: float, 
     """`concurrency` keep-alive connections (HTTP/1.0 keep-alive) presenting `client_pem` (certificate and key)
     and `headers`, one request in flight on each, for `seconds`. Raises if ab fails, if any request fails or
     is not a 2xx, or if the connections were not kept alive (the figures would measure handshakes). ab runs at
-    a raised priority where allowed (`bench.client_priority`)."""
+    a raised priority where allowed (`bench.client_priority`). ab counts its time limit in whole seconds (it
+    reads `-t 0.5` as 0, no limit: then it would send its 100 million requests), so `seconds` is rounded up."""
+    seconds = max(1, math.ceil(seconds))
     with tempfile.NamedTemporaryFile(suffix=".csv") as percentages:
         command = prioritized_command([
-            "ab", "-k", "-q", "-c", str(concurrency), "-t", f"{seconds:g}", "-n", "100000000",
+            "ab", "-k", "-q", "-c", str(concurrency), "-t", str(seconds), "-n", "100000000",
             "-E", str(client_pem), "-e", percentages.name,
             *(arg for name, value in headers.items() for arg in ("-H", f"{name}: {value}")), url])
         result = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 30)
