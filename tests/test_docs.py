@@ -249,3 +249,18 @@ def test_every_variable_the_docs_name_is_read() -> None:
              for name in re.findall(r"\b((?:AUTOSCALER|EXPORTER)_[A-Z0-9_]+)\b", path.read_text())}
     unknown = sorted(f"{doc}: {name}" for doc, name in named if name not in known)
     assert not unknown, f"no such variable: {unknown}"
+
+
+def test_the_documented_selector_installs_the_example_without_its_hpa_and_nothing_less() -> None:
+    """README and manifests/README: with the KEDA overlay, `kubectl apply -k manifests/examples -l
+    app.kubernetes.io/component!=hpa` installs the runtime, its RuntimeScale and NetworkPolicy but not the HPA
+    (KEDA makes one; two on the RuntimeScale stop both). `!=` also selects objects without the label."""
+    command = "kubectl apply -k manifests/examples -l app.kubernetes.io/component!=hpa"
+    assert all(command in (REPO / doc).read_text().replace("\n", " ") for doc in ("README.md", "manifests/README.md"))
+    built = subprocess.run([KUBECTL, "kustomize", str(REPO / "manifests" / "examples")], capture_output=True,
+                           text=True, check=True, timeout=60).stdout
+    objects = [d for d in yaml.safe_load_all(built) if d]
+    component = [o["metadata"].get("labels", {}).get("app.kubernetes.io/component") for o in objects]
+    left_out = [o["kind"] for o, label in zip(objects, component, strict=True) if label == "hpa"]
+    assert left_out == ["HorizontalPodAutoscaler"]
+    assert {"ServingRuntime", "RuntimeScale"} <= {o["kind"] for o in objects}
