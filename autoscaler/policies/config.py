@@ -195,6 +195,10 @@ def parse_policy_book(document: object, source: str, base: RuntimePolicy | None 
         document = {}
     if not isinstance(document, Mapping):
         raise ConfigError(f"{source}: expected a mapping with 'defaults' and 'runtimes', got {document!r}")
+    if document.get("kind") == "ConfigMap":  # manifests/base/config-map-policy.yaml, given as it is
+        held = ", ".join(repr(k) for k in document.get("data") or {}) or "nothing"
+        raise ConfigError(f"{source}: a Kubernetes ConfigMap, not the policy file it holds (its data: {held}); "
+                          "give that file, e.g. the ConfigMap's data['policy.yaml'] saved on its own")
     unknown = sorted(set(document) - {"defaults", "runtimes"}, key=str)
     if unknown:
         raise ConfigError(f"{source}: unknown top-level key {unknown[0]!r} (expected 'defaults', 'runtimes')")

@@ -234,3 +234,13 @@ def test_a_file_that_is_not_text_is_named(tmp_path: Path, flag: str) -> None:
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith(f"simulate: {binary}: not UTF-8 text"), result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_shipped_configmap_given_as_the_policy_file_is_named_as_such(tmp_path: Path) -> None:
+    """configuration.md points at manifests/base/config-map-policy.yaml for the defaults; given to --config as
+    it is, the message says it is the ConfigMap, not the file inside it."""
+    configmap = Path(__file__).resolve().parents[2] / "manifests" / "base" / "config-map-policy.yaml"
+    result = subprocess.run([*SIMULATE, "--synthetic", "--out", str(tmp_path / "out"), "--config", str(configmap)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "a Kubernetes ConfigMap, not the policy file it holds (its data: 'policy.yaml')" in result.stderr
