@@ -264,3 +264,26 @@ def test_the_documented_selector_installs_the_example_without_its_hpa_and_nothin
     left_out = [o["kind"] for o, label in zip(objects, component, strict=True) if label == "hpa"]
     assert left_out == ["HorizontalPodAutoscaler"]
     assert {"ServingRuntime", "RuntimeScale"} <= {o["kind"] for o in objects}
+
+
+def figure_rows(text: str, heading: str) -> list[str]:
+    """The body rows of the first table under `heading`."""
+    section = text.split(f"\n{heading}\n", 1)[1].split("\n#", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    return rows[2:]
+
+
+@pytest.mark.parametrize(("doc", "heading"), [("README.md", "## Performance"),
+                                              ("docs/performance.md", "## Other figures")])
+def test_every_figure_names_the_benchmark_that_measures_it(doc: str, heading: str) -> None:
+    """A figure a user cannot reproduce is a claim: each row names its script, and the script is there."""
+    rows = figure_rows((REPO / doc).read_text(), heading)
+    assert rows
+    previous: list[str] = []
+    for row in rows:
+        scripts = re.findall(r"\b(bench/\w+\.py|tests/gpu/\w+\.py)", row)
+        if not scripts and row.rstrip(" |").endswith("same"):  # "same" as the row above
+            scripts = previous
+        assert scripts, f"{doc}: no benchmark named for {row[:80]}"
+        assert all((REPO / s).exists() for s in scripts), row[:80]
+        previous = scripts
