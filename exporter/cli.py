@@ -44,7 +44,7 @@ def _serve(argv: list[str] | None) -> None:
         # Bound before any collector starts or "serving" is said: a busy port is one line and nothing else.
         sockets = bind_listeners(settings.listen_host, settings.listen_port)
     except ListenError as error:
-        log.error("cannot start: %s (choose a free port with --listen or EXPORTER_LISTEN)", error,
+        log.error("cannot start: %s (%s with --listen or EXPORTER_LISTEN)", error, error.fix,
                   exc_info=settings.log_level == "DEBUG")
         sys.exit(2)
     log.info(

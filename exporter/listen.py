@@ -8,13 +8,27 @@ busy port one `ListenError` before any other work, and lets the CLI say "serving
 
 from __future__ import annotations
 
+import errno
 import socket
 
 BACKLOG = 128
 
 
 class ListenError(OSError):
-    """The port cannot be bound; the message says which address and why."""
+    """The port cannot be bound; the message says which address and why, `fix` what to change."""
+
+    def __init__(self, message: str, cause: OSError) -> None:
+        super().__init__(message)
+        self.fix = _fix(cause)
+
+
+def _fix(cause: OSError) -> str:
+    """What to change for this cause: a busy port wants another port, a wrong host another host."""
+    if isinstance(cause, socket.gaierror) or cause.errno == errno.EADDRNOTAVAIL:
+        return "give an address of this machine, or 0.0.0.0 for all of them"
+    if cause.errno == errno.EACCES:
+        return "choose a port above 1023 (lower ones need privileges)"
+    return "choose a free port"
 
 
 def bind_listeners(host: str, port: int) -> list[socket.socket]:
@@ -22,7 +36,7 @@ def bind_listeners(host: str, port: int) -> list[socket.socket]:
     try:
         infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as error:
-        raise ListenError(f"cannot listen on {host}:{port}: {error.strerror}") from error
+        raise ListenError(f"cannot listen on {host}:{port}: {error.strerror}", error) from error
     sockets: list[socket.socket] = []
     seen: set[tuple[int, object]] = set()
     try:
@@ -38,7 +52,7 @@ def bind_listeners(host: str, port: int) -> list[socket.socket]:
             try:
                 sock.bind(address)
             except OSError as error:
-                raise ListenError(f"cannot listen on {host}:{port}: {error.strerror or error}") from error
+                raise ListenError(f"cannot listen on {host}:{port}: {error.strerror or error}", error) from error
             sock.listen(BACKLOG)
             sock.setblocking(False)
     except BaseException:

@@ -8,6 +8,8 @@ import socket
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from exporter import names
 from tests.exporter.test_exporter_process import exporter_command
 from tests.support.processes import free_port, http_get, running
@@ -64,3 +66,16 @@ def test_no_gpu_publishes_no_gpu_collector_and_passes_promtool(tmp_path: Path) -
     assert f'{names.COLLECTOR_SUCCESS}{{collector="modelmesh"}} 0.0' in body  # the other collector still reports
     check = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, text=True, timeout=30)
     assert check.returncode == 0, check.stderr
+
+
+@pytest.mark.parametrize(("host", "says"), [("203.0.113.5", "Cannot assign requested address"),
+                                            ("no-such-host.invalid", "")])
+def test_a_listen_host_that_is_not_this_machine_is_named_with_its_fix(host: str, says: str) -> None:
+    """Not "choose a free port": the port was never the problem."""
+    result = subprocess.run([*exporter_command(), "--listen", f"{host}:{free_port()}", "--no-gpu"],
+                            capture_output=True, text=True, timeout=60)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2 and len(lines) == 1, result.stderr
+    assert f"cannot start: cannot listen on {host}:" in lines[0] and says in lines[0]
+    assert "give an address of this machine, or 0.0.0.0 for all of them with --listen" in lines[0]
+    assert "free port" not in lines[0]
