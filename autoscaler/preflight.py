@@ -13,6 +13,7 @@ check can never disagree with what runs.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import socket
 import ssl
@@ -25,6 +26,7 @@ from autoscaler.kube.errors import KubeConfigError
 from autoscaler.policies.config import ConfigError, load_policy_book
 from autoscaler.settings import ServeSettings
 from autoscaler.sources.targets import TargetsFileError, load_targets
+from exporter.listen import listen_fix
 
 _KUBE_LIBRARY_LOGGER = "kubernetes.aio.config.kube_config"
 """Logs "Config not found: PATH" as a WARNING of its own before failing: folded into our one line instead."""
@@ -128,8 +130,9 @@ def _check_port(settings: ServeSettings) -> None:
         try:
             probe.bind((host, port))
         except OSError as error:
-            raise PreflightError(f"cannot listen on {host}:{port}: {error.strerror}; choose another port with "
-                                 "--listen, or stop the process that holds it") from error
+            fix = ("choose another port with --listen, or stop the process that holds it"
+                   if error.errno == errno.EADDRINUSE else f"{listen_fix(error)} with --listen")
+            raise PreflightError(f"cannot listen on {host}:{port}: {error.strerror}; {fix}") from error
 
 
 @contextmanager

@@ -19,11 +19,12 @@ class ListenError(OSError):
 
     def __init__(self, message: str, cause: OSError) -> None:
         super().__init__(message)
-        self.fix = _fix(cause)
+        self.fix = listen_fix(cause)
 
 
-def _fix(cause: OSError) -> str:
-    """What to change for this cause: a busy port wants another port, a wrong host another host."""
+def listen_fix(cause: OSError) -> str:
+    """What to change for this cause of a failed bind (the adapter's too): a busy port wants another port, a
+    wrong host another host."""
     if isinstance(cause, socket.gaierror) or cause.errno == errno.EADDRNOTAVAIL:
         return "give an address of this machine, or 0.0.0.0 for all of them"
     if cause.errno == errno.EACCES:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.hardening.adapter import write_targets
+from tests.support.kubectl import write_kubeconfig
 from tests.support.processes import free_port
 
 MODES = [pytest.param([], id="workers-default"), pytest.param(["--workers", "0"], id="workers-0")]
@@ -191,3 +192,14 @@ def test_a_file_that_is_not_text_is_named(tmp_path: Path, flag: str) -> None:
             "--targets": ["--targets", str(binary)]}
     line = one_line(serve(tmp_path, ["--insecure-dev", "--workers", "0", *args[flag]]))
     assert str(binary) in line and "not UTF-8 text" in line, line
+
+
+@pytest.mark.parametrize("host", ["203.0.113.5", "no-such-host.invalid"])
+def test_a_listen_host_that_is_not_this_machine_is_told_to_change_the_address(tmp_path: Path, host: str) -> None:
+    """Not "choose another port": the port was never the problem."""
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "https://127.0.0.1:1")
+    line = one_line(serve(tmp_path, ["--kubeconfig", str(kubeconfig), "--targets", targets(tmp_path), "--workers",
+                                     "0", "--listen", f"{host}:6443"]))
+    assert f"cannot start: cannot listen on {host}:6443" in line
+    assert "give an address of this machine, or 0.0.0.0 for all of them with --listen" in line
+    assert "port" not in line.split(f"{host}:6443", 1)[1], line
