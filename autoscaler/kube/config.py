@@ -52,6 +52,11 @@ async def load_kube_settings(
             namespace = _context_namespace(path, context)
     except (ConfigException, OSError, ValueError, TypeError, KeyError) as error:
         where = fspath(kubeconfig) if kubeconfig is not None else "the in-cluster settings or the default kubeconfig"
+        if isinstance(error, TypeError | KeyError | UnicodeDecodeError):
+            # The library's own words for a file that is no kubeconfig at all (empty, a list, binary) are
+            # about its internals: "'NoneType' object does not support item assignment".
+            error = ValueError("not a kubeconfig (a YAML mapping with clusters, users, contexts and "
+                               "current-context)")
         raise KubeConfigError(f"cannot load Kubernetes connection settings from {where}: {error}") from error
     return KubeSettings(configuration, namespace)
 

@@ -203,3 +203,13 @@ def test_a_listen_host_that_is_not_this_machine_is_told_to_change_the_address(tm
     assert f"cannot start: cannot listen on {host}:6443" in line
     assert "give an address of this machine, or 0.0.0.0 for all of them with --listen" in line
     assert "port" not in line.split(f"{host}:6443", 1)[1], line
+
+
+@pytest.mark.parametrize("content", [b"", b"[]\n", b"\x1f\x8b\x08\x00\xff"], ids=["empty", "a-list", "binary"])
+def test_a_kubeconfig_that_is_no_kubeconfig_says_so(tmp_path: Path, content: bytes) -> None:
+    """Not the library's "'NoneType' object does not support item assignment"."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_bytes(content)
+    line = one_line(serve(tmp_path, ["--kubeconfig", str(kubeconfig), "--workers", "0"]))
+    assert f"cannot load Kubernetes connection settings from {kubeconfig}: not a kubeconfig" in line, line
+    assert "fix or replace the file given with --kubeconfig" in line
