@@ -11,6 +11,8 @@ from pathlib import Path
 import matplotlib.image
 import pytest
 
+from tests.support.terminal import ctrl_c_after, moment_of_start_up
+
 SIMULATE = [sys.executable, "-m", "autoscaler.cli", "simulate"]
 POLICIES = ("fixed", "fixed-max", "mean-hpa", "skew-aware")
 
@@ -244,3 +246,13 @@ def test_the_shipped_configmap_given_as_the_policy_file_is_named_as_such(tmp_pat
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "a Kubernetes ConfigMap, not the policy file it holds (its data: 'policy.yaml')" in result.stderr
+
+
+@pytest.mark.parametrize("share", [0.2, 0.6])
+def test_ctrl_c_during_a_run_is_one_line_never_a_traceback(tmp_path: Path, share: float) -> None:
+    """While importing, while simulating: status 130 and 'interrupted.'. The moments are shares of the time this
+    run takes to finish on this machine, now."""
+    command = [*SIMULATE, "--synthetic", "--models", "50", "--hours", "3", "--out", str(tmp_path / "out"), "--quiet"]
+    run = ctrl_c_after(command, moment_of_start_up(command, "report: ", share))
+    assert run.ended_by_ctrl_c, run.output
+    assert "Traceback" not in run.output and run.output.strip().splitlines()[-1] == "interrupted.", run.output
