@@ -17,8 +17,10 @@ import yaml
 
 from autoscaler import cli
 from autoscaler.names import POLICY_ANNOTATION_PREFIX
+from autoscaler.policies.config import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.settings import env_variables
+from autoscaler.sources.targets import load_targets
 from exporter.settings import build_parser as exporter_parser
 from tests.support.kubectl import KUBECTL
 
@@ -287,3 +289,22 @@ def test_every_figure_names_the_benchmark_that_measures_it(doc: str, heading: st
         assert scripts, f"{doc}: no benchmark named for {row[:80]}"
         assert all((REPO / s).exists() for s in scripts), row[:80]
         previous = scripts
+
+
+def yaml_examples() -> list[tuple[str, str]]:
+    return [(str(path.relative_to(REPO)), block) for path in COMMAND_DOCS
+            for block in re.findall(r"```ya?ml\n(.*?)```", path.read_text(), flags=re.S)]
+
+
+@pytest.mark.parametrize(("doc", "block"), yaml_examples(), ids=[f"{d}:{b[:30]}" for d, b in yaml_examples()])
+def test_every_yaml_example_parses_and_every_policy_or_targets_example_loads(doc: str, block: str,
+                                                                             tmp_path: Path) -> None:
+    """A user copies these into a file: each is YAML, and a policy or targets file loads as `serve` reads it."""
+    documents = [d for d in yaml.safe_load_all(block) if d is not None]
+    assert documents, f"{doc}: an empty YAML example"
+    example = tmp_path / "example.yaml"
+    example.write_text(block)
+    if "defaults" in documents[0]:
+        load_policy_book(example)
+    elif "runtimes" in documents[0]:
+        assert load_targets(example)
