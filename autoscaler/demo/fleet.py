@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import socket
 import subprocess
@@ -29,6 +30,13 @@ from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, build_a
 
 NAMESPACE = "default"
 DEPLOYMENT = "modelmesh-serving-demo"
+
+
+def child_environment() -> dict[str, str]:
+    """The demo's processes get every setting as a flag; an `AUTOSCALER_*` or `EXPORTER_*` variable left in the
+    user's shell (from trying `serve`) would otherwise change them, or stop them at start
+    (`AUTOSCALER_SOURCE=prometheus` without a URL)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("AUTOSCALER_", "EXPORTER_"))}
 
 
 def free_port() -> int:
@@ -100,7 +108,7 @@ class DemoFleet:
             [sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev",
              "--listen", f"127.0.0.1:{self.adapter_port}", "--targets", str(self.workdir / "targets.yaml"),
              "--config", str(self.workdir / "policy.yaml"), "--refresh-interval", "1", "--window", "6"],
-            stdout=self._log, stderr=self._log,
+            stdout=self._log, stderr=self._log, env=child_environment(),
         ))
 
     async def add_pod(self, wait: bool = True) -> DemoPod:
@@ -115,7 +123,7 @@ class DemoFleet:
             [sys.executable, "-m", "exporter.cli", "--listen", f"127.0.0.1:{pod.exporter_port}",
              "--modelmesh-url", f"https://127.0.0.1:{pod.modelmesh_port}/metrics",
              "--modelmesh-ca-file", str(self._ca), "--no-gpu", "--modelmesh-interval", "1", "--load-window", "6"],
-            stdout=self._log, stderr=self._log,
+            stdout=self._log, stderr=self._log, env=child_environment(),
         )
         self.processes.append(pod.process)
         self.pods.append(pod)

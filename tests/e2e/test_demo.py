@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -89,3 +90,14 @@ def test_ctrl_c_during_start_up_ends_with_one_line_and_leaves_nothing(share: flo
     assert "Traceback" not in run.output and "KeyboardInterrupt" not in run.output, run.output
     assert run.output.strip().splitlines()[-1] in ("interrupted.", "interrupted: every process stopped."), run.output
     assert run.left == [], f"processes of the demo still running: {run.left}"
+
+
+def test_settings_left_in_the_shell_do_not_change_the_demo() -> None:
+    """AUTOSCALER_SOURCE=prometheus (no URL) stopped the demo's adapter at start, and the demo printed
+    'starting' until the end; EXPORTER_MODELMESH_INSECURE contradicts the exporters' CA file."""
+    env = {**os.environ, "AUTOSCALER_SOURCE": "prometheus", "EXPORTER_MODELMESH_INSECURE": "true"}
+    result = subprocess.run([*DEMO, "--duration", "8", "--interval", "4"], capture_output=True, text=True,
+                            timeout=60, env=env)
+    assert result.returncode == 0, result.stderr
+    served = re.findall(r"request_load=([0-9.]+)", result.stdout)
+    assert served and float(served[-1]) > 0, result.stdout
