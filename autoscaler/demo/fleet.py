@@ -70,6 +70,7 @@ class DemoFleet:
     _ca: Path | None = None
     _log: IO[bytes] | None = None
     _starting: set[asyncio.Task[None]] = field(default_factory=set)
+    _adapter: subprocess.Popen[bytes] | None = None
 
     @contextlib.asynccontextmanager
     async def running(self, initial_pods: int) -> AsyncIterator[None]:
@@ -104,12 +105,22 @@ class DemoFleet:
 
     def _start_adapter(self) -> None:
         (self.workdir / "policy.yaml").write_text(yaml.safe_dump({"defaults": self.policy}))
-        self.processes.append(subprocess.Popen(
+        self._adapter = subprocess.Popen(
             [sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev",
              "--listen", f"127.0.0.1:{self.adapter_port}", "--targets", str(self.workdir / "targets.yaml"),
              "--config", str(self.workdir / "policy.yaml"), "--refresh-interval", "1", "--window", "6"],
             stdout=self._log, stderr=self._log, env=child_environment(),
-        ))
+        )
+        self.processes.append(self._adapter)
+
+    def adapter_failure(self) -> str | None:
+        """Why the adapter process has stopped, from its log's error line; None while it runs."""
+        if self._adapter is None or (code := self._adapter.poll()) is None:
+            return None
+        lines = (self.workdir / "processes.log").read_text(errors="replace").splitlines()
+        said = next((line.split(": ", 1)[-1] for line in reversed(lines) if " ERROR autoscaler" in line), None)
+        how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        return f"the adapter stopped ({how})" + (f": {said}" if said else "")
 
     async def add_pod(self, wait: bool = True) -> DemoPod:
         """Start a fake ModelMesh and its exporter; it joins the targets once its exporter answers."""

@@ -48,6 +48,10 @@ DEMO_BEHAVIOR = Behavior(
 """The shipped behavior (no scale-down window of its own; 100% or 4 pods per 15 s up), periods compressed."""
 
 
+class DemoError(Exception):
+    """The demo cannot go on (its adapter stopped); the message says why, in one line."""
+
+
 @dataclass(frozen=True)
 class Phase:
     starts_at: float  # fraction of the demo's duration
@@ -226,6 +230,8 @@ class Demo:
             try:
                 next_report = self.interval
                 while (elapsed := self.elapsed()) < self.duration:
+                    if (failure := self.fleet.adapter_failure()) is not None:
+                        raise DemoError(failure)
                     self.apply_phase(elapsed)
                     await asyncio.sleep(min(0.5, max(0.0, self.duration - elapsed)))
                     if self.elapsed() >= next_report:
@@ -257,6 +263,9 @@ async def _run_until_signalled(demo: Demo) -> int:
     except asyncio.CancelledError:
         print("\ninterrupted: every process stopped.")
         return 130
+    except DemoError as error:
+        print(f"demo: {error}; every process stopped", file=sys.stderr)
+        return 1
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)

@@ -101,3 +101,20 @@ def test_settings_left_in_the_shell_do_not_change_the_demo() -> None:
     assert result.returncode == 0, result.stderr
     served = re.findall(r"request_load=([0-9.]+)", result.stdout)
     assert served and float(served[-1]) > 0, result.stdout
+
+
+def test_an_adapter_that_stops_ends_the_demo_with_its_reason() -> None:
+    """Not 'adapter serves: starting' until the end of the run, with the reason in a log the demo deletes."""
+    demo = subprocess.Popen([*DEMO, "--duration", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert demo.stdout is not None
+    workdir = workdir_of(demo.stdout.readline())
+    time.sleep(2)
+    adapter = subprocess.run(["pgrep", "-f", f"autoscaler.cli serve .*{workdir}"], capture_output=True,
+                             text=True).stdout.split()
+    assert adapter, processes_using(workdir)
+    os.kill(int(adapter[0]), signal.SIGKILL)
+    _, err = demo.communicate(timeout=30)
+    assert demo.returncode == 1, err
+    assert err == "demo: the adapter stopped (killed by signal 9); every process stopped\n", err
+    time.sleep(1)
+    assert processes_using(workdir) == ""
