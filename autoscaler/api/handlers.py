@@ -14,6 +14,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from autoscaler.api import documents
+from autoscaler.api.negotiation import asks_to_watch
 from autoscaler.api.quantity import milli_quantity
 from autoscaler.api.selector import SelectorError, deployment_from_query
 from autoscaler.api.snapshot import (
@@ -26,7 +27,7 @@ from autoscaler.api.snapshot import (
 )
 from autoscaler.api.status import ApiError
 from autoscaler.model import RuntimeView
-from autoscaler.names import GROUP_VERSION, ServedMetric, lookup_metric, runtime_labels
+from autoscaler.names import API_GROUP, GROUP_VERSION, ServedMetric, lookup_metric, runtime_labels
 from autoscaler.selfmetrics import AdapterMetrics
 
 METRICS_KEY: web.AppKey[AdapterMetrics] = web.AppKey("metrics", AdapterMetrics)
@@ -130,8 +131,11 @@ def external_metric_handler(store: SnapshotStore, metrics: AdapterMetrics) -> Ha
         if metric is None:
             raise ApiError(404, f"external metric {name!r} is not served; available: "
                                 + ", ".join(m.value for m in ServedMetric))
+        query = request.rel_url.raw_query_string
+        if "watch" in query and asks_to_watch(query):
+            raise ApiError(405, f'watch is not supported on resources of kind "{name}.{API_GROUP}"')
         try:
-            deployment = deployment_from_query(request.rel_url.raw_query_string)
+            deployment = deployment_from_query(query)
         except SelectorError as error:
             raise ApiError(400, str(error)) from error
         return respond(runtime_answer(store, namespace, deployment, METRIC_INDEX[metric]), metrics)
