@@ -6,7 +6,9 @@ node shared by several GPU pods it would then report GPUs that belong to other p
 device IDs it gave each container: `v1.PodResourcesLister/List` on the unix socket
 `/var/lib/kubelet/pod-resources/kubelet.sock` (GA since Kubernetes 1.28). The NVIDIA device plugin's device IDs
 are GPU UUIDs (`GPU-...`, or `MIG-...` for MIG devices) with its default `DEVICE_ID_STRATEGY=uuid`; those are
-exactly what `--gpu-uuids` takes.
+exactly what `--gpu-uuids` takes. A GPU shared by time-slicing or MPS (the device plugin's `sharing:` config) is
+handed out as replicas named `<GPU UUID>::<replica>` (`nvidia.com/gpu`, or renamed `nvidia.com/gpu.shared`): the
+GPU is the UUID before `::`, counted once however many replicas of it the pod holds.
 
 The call is gRPC (a new, optional dependency: `grpcio`, the `pod-resources` extra, imported only when the flag
 is on). The answer is decoded here from the protobuf wire format, field numbers as in the kubelet's
@@ -28,6 +30,8 @@ LIST_METHOD: Final = "/v1.PodResourcesLister/List"
 DEFAULT_SOCKET: Final = "/var/lib/kubelet/pod-resources/kubelet.sock"
 GPU_RESOURCE_PREFIX: Final = "nvidia.com/"
 """`nvidia.com/gpu`, and the MIG resources `nvidia.com/mig-1g.10gb` etc. of the mixed MIG strategy."""
+REPLICA_SEPARATOR: Final = "::"
+"""The device plugin's replica IDs of a shared GPU: `GPU-<uuid>::<replica>` (its `rm.AnnotatedID`)."""
 
 
 class PodResourcesError(Exception):
@@ -59,10 +63,12 @@ def decode_list_response(data: bytes) -> list[PodDevices]:
 
 def pod_gpu_ids(pods: Sequence[PodDevices], namespace: str, name: str,
                 prefix: str = GPU_RESOURCE_PREFIX) -> tuple[str, ...] | None:
-    """The GPU device IDs of every container of one pod, in order; None when the kubelet lists no such pod."""
+    """The GPU UUIDs of every container of one pod, in order, each once (replicas of a shared GPU are its UUID);
+    None when the kubelet lists no such pod."""
     for pod in pods:
         if (pod.namespace, pod.name) == (namespace, name):
-            ids = [i for d in pod.devices if d.resource_name.startswith(prefix) for i in d.device_ids]
+            ids = [i.partition(REPLICA_SEPARATOR)[0] for d in pod.devices if d.resource_name.startswith(prefix)
+                   for i in d.device_ids]
             return tuple(dict.fromkeys(ids))
     return None
 

@@ -22,6 +22,7 @@ from exporter.pod_resources import (
     list_pod_resources,
     pod_gpu_ids,
 )
+from tests.exporter.test_exporter_app import promtool_findings
 from tests.fakes.nvml import FakeNvml, default_uuid
 from tests.support.processes import free_port, http_get, running
 
@@ -56,19 +57,33 @@ def kubelet_messages() -> dict[str, Any]:
             for name in ("ListPodResourcesResponse",)}
 
 
-def node_answer(ours_ids: tuple[str, ...] = ("GPU-aaaa", "GPU-bbbb")) -> bytes:
+OUR_POD = ("modelmesh-serving", "modelmesh-serving-triton-5d9c-abcde")
+
+Devices = tuple[tuple[str, tuple[str, ...]], ...]
+"""(resource name, device IDs) of one container, as the kubelet lists them."""
+
+
+def node_answer(ours_ids: tuple[str, ...] = ("GPU-aaaa", "GPU-bbbb"), ours: Devices | None = None,
+                padding_pods: int = 0) -> bytes:
+    """A node's `List` answer: our runtime pod (its `triton` container holding `ours`, by default
+    `nvidia.com/gpu` with `ours_ids`), other pods' GPUs, a MIG pod, a NIC pod, and `padding_pods` more pods
+    with many exclusive CPUs each (a big node's answer)."""
     response = kubelet_messages()["ListPodResourcesResponse"]()
-    ours = response.pod_resources.add(name="modelmesh-serving-triton-5d9c-abcde", namespace="modelmesh-serving")
-    mm = ours.containers.add(name="triton", cpu_ids=[2, 3])
-    device = mm.devices.add(resource_name="nvidia.com/gpu", device_ids=list(ours_ids))
-    device.topology.nodes.add(ID=0)
-    ours.containers.add(name="autoscaler-exporter")  # the sidecar requests nothing
+    pod = response.pod_resources.add(name=OUR_POD[1], namespace=OUR_POD[0])
+    mm = pod.containers.add(name="triton", cpu_ids=[2, 3])
+    for resource, ids in ours if ours is not None else (("nvidia.com/gpu", ours_ids),):
+        device = mm.devices.add(resource_name=resource, device_ids=list(ids))
+        device.topology.nodes.add(ID=0)
+    pod.containers.add(name="autoscaler-exporter")  # the sidecar requests nothing
     other = response.pod_resources.add(name="training-0", namespace="research")
     other.containers.add(name="trainer").devices.add(resource_name="nvidia.com/gpu", device_ids=["GPU-cccc"])
     mig = response.pod_resources.add(name="small-0", namespace="modelmesh-serving")
     mig.containers.add(name="mm").devices.add(resource_name="nvidia.com/mig-1g.10gb", device_ids=["MIG-dddd"])
     nic = response.pod_resources.add(name="net-0", namespace="modelmesh-serving")
     nic.containers.add(name="c").devices.add(resource_name="example.com/nic", device_ids=["nic0"])
+    for index in range(padding_pods):
+        filler = response.pod_resources.add(name=f"batch-{index}", namespace="batch")
+        filler.containers.add(name="worker", cpu_ids=list(range(1000, 1256)))
     data: bytes = response.SerializeToString()
     return data
 
@@ -120,16 +135,17 @@ def test_the_method_is_the_kubelets() -> None:
     assert LIST_METHOD == "/v1.PodResourcesLister/List"
 
 
-@pytest.mark.slow
-async def test_the_exporter_reports_only_the_gpus_the_kubelet_gave_its_pod(tmp_path: Path) -> None:
-    nvml = FakeNvml.create(tmp_path, gpus=3)  # the node's three GPUs are all visible to the sidecar
-    for index in range(3):
-        nvml.set_gpu(index, util=10 * (index + 1))
+GPU_PASS = 'modelmesh_exporter_collector_duration_seconds{collector="gpu"}'
+"""Present once the GPU collector has made its first NVML pass."""
+
+
+async def served_metrics(tmp_path: Path, answer: bytes, nvml: FakeNvml) -> str:
+    """The exporter's /metrics after its first GPU pass, run as the sidecar is (`--gpu-pod-resources-socket`,
+    this pod named by the downward API's variables) beside a fake kubelet giving `answer`. Checked clean by
+    `promtool check metrics`."""
     port = free_port()
-    mine = (default_uuid(1), default_uuid(2))
-    async with fake_kubelet(tmp_path / "kubelet.sock", node_answer(mine)) as socket:
-        env = {**nvml.env(), "EXPORTER_GPU_POD_NAME": "modelmesh-serving-triton-5d9c-abcde",
-               "EXPORTER_GPU_POD_NAMESPACE": "modelmesh-serving"}
+    async with fake_kubelet(tmp_path / "kubelet.sock", answer) as socket:
+        env = {**nvml.env(), "EXPORTER_GPU_POD_NAME": OUR_POD[1], "EXPORTER_GPU_POD_NAMESPACE": OUR_POD[0]}
         with contextlib.ExitStack() as stack:
             await asyncio.to_thread(stack.enter_context, running(
                 ["exporter.cli", "--listen", f"127.0.0.1:{port}", "--modelmesh-url", "http://127.0.0.1:9/metrics",
@@ -137,9 +153,49 @@ async def test_the_exporter_reports_only_the_gpus_the_kubelet_gave_its_pod(tmp_p
                 tmp_path / "exporter.log", env=env))
             text = ""
             async with asyncio.timeout(20):
-                while "modelmesh_pod_gpu_busy_ratio{" not in text:
+                while GPU_PASS not in text:
                     _, text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{port}/metrics")
                     await asyncio.sleep(0.2)
+    assert promtool_findings(text) == (0, "")
+    return text
 
-    reported = set(re.findall(r'modelmesh_pod_gpu_busy_ratio\{[^}]*uuid="([^"]+)"', text))
-    assert reported == set(mine)
+
+def busy_uuids(text: str) -> set[str]:
+    return set(re.findall(r'modelmesh_pod_gpu_busy_ratio\{[^}]*uuid="([^"]+)"', text))
+
+
+def gpu_success(text: str) -> float:
+    [value] = re.findall(r'modelmesh_exporter_collector_success\{collector="gpu"\} (\S+)', text)
+    return float(value)
+
+
+def node_with_gpus(tmp_path: Path, count: int = 3) -> FakeNvml:
+    """A node whose `count` GPUs are all visible to the sidecar (NVIDIA_VISIBLE_DEVICES=all), each busy."""
+    nvml = FakeNvml.create(tmp_path, gpus=count)
+    for index in range(count):
+        nvml.set_gpu(index, util=10 * (index + 1))
+    return nvml
+
+
+@pytest.mark.slow
+async def test_the_exporter_reports_only_the_gpus_the_kubelet_gave_its_pod(tmp_path: Path) -> None:
+    mine = (default_uuid(1), default_uuid(2))
+
+    text = await served_metrics(tmp_path, node_answer(mine), node_with_gpus(tmp_path))
+
+    assert busy_uuids(text) == set(mine)
+    assert gpu_success(text) == 1
+
+
+@pytest.mark.slow
+async def test_a_time_sliced_gpu_is_reported_by_its_uuid(tmp_path: Path) -> None:
+    """Time-slicing and MPS (NVIDIA device plugin `sharing:`) hand out replicas named `<GPU UUID>::<replica>`,
+    under `nvidia.com/gpu` or, renamed, `nvidia.com/gpu.shared`: the pod's GPU is the UUID before `::`, once
+    however many replicas of it the pod holds."""
+    shared = default_uuid(1)
+    answer = node_answer(ours=(("nvidia.com/gpu.shared", (f"{shared}::3", f"{shared}::7")),))
+
+    text = await served_metrics(tmp_path, answer, node_with_gpus(tmp_path))
+
+    assert busy_uuids(text) == {shared}
+    assert gpu_success(text) == 1
