@@ -28,8 +28,14 @@ from typing import Final
 
 LIST_METHOD: Final = "/v1.PodResourcesLister/List"
 DEFAULT_SOCKET: Final = "/var/lib/kubelet/pod-resources/kubelet.sock"
-GPU_RESOURCE_PREFIX: Final = "nvidia.com/"
-"""`nvidia.com/gpu`, and the MIG resources `nvidia.com/mig-1g.10gb` etc. of the mixed MIG strategy."""
+NVIDIA_PREFIX: Final = "nvidia.com/"
+"""The domain of the NVIDIA device plugin's resources, and of NVIDIA's Network Operator NICs too."""
+GPU_RESOURCE_PREFIXES: Final = ("nvidia.com/gpu", "nvidia.com/mig-")
+"""The device plugin's GPU resources: `nvidia.com/gpu` (whole GPUs, or MIG devices of the single strategy),
+`nvidia.com/gpu.shared` (shared replicas, renamed), `nvidia.com/mig-1g.10gb` etc. (the mixed MIG strategy)."""
+GPU_ID_PREFIXES: Final = ("GPU-", "MIG-")
+"""NVML's UUIDs of a GPU and of a MIG device: how a GPU under a renamed resource (the device plugin's
+`resources.gpus[].name`) is told from a NIC of the Network Operator (`nvidia.com/hostdev`, PCI addresses)."""
 REPLICA_SEPARATOR: Final = "::"
 """The device plugin's replica IDs of a shared GPU: `GPU-<uuid>::<replica>` (its `rm.AnnotatedID`)."""
 
@@ -61,16 +67,26 @@ def decode_list_response(data: bytes) -> list[PodDevices]:
     return pods
 
 
-def pod_gpu_ids(pods: Sequence[PodDevices], namespace: str, name: str,
-                prefix: str = GPU_RESOURCE_PREFIX) -> tuple[str, ...] | None:
+def pod_gpu_ids(pods: Sequence[PodDevices], namespace: str, name: str) -> tuple[str, ...] | None:
     """The GPU UUIDs of every container of one pod, in order, each once (replicas of a shared GPU are its UUID);
-    None when the kubelet lists no such pod."""
+    None when the kubelet lists no such pod.
+
+    A GPU is a device of the device plugin's GPU resources, or a device with a GPU's or MIG device's UUID
+    under another `nvidia.com/` resource; other `nvidia.com/` devices (the Network Operator's NICs) are not."""
     for pod in pods:
         if (pod.namespace, pod.name) == (namespace, name):
-            ids = [i.partition(REPLICA_SEPARATOR)[0] for d in pod.devices if d.resource_name.startswith(prefix)
-                   for i in d.device_ids]
-            return tuple(dict.fromkeys(ids))
+            uuids = (
+                (d.resource_name, device_id.partition(REPLICA_SEPARATOR)[0])
+                for d in pod.devices for device_id in d.device_ids
+            )
+            return tuple(dict.fromkeys(uuid for resource, uuid in uuids if _is_gpu(resource, uuid)))
     return None
+
+
+def _is_gpu(resource_name: str, device_id: str) -> bool:
+    if resource_name.startswith(GPU_RESOURCE_PREFIXES):
+        return True
+    return resource_name.startswith(NVIDIA_PREFIX) and device_id.startswith(GPU_ID_PREFIXES)
 
 
 async def list_pod_resources(socket_path: str, timeout_s: float = 5.0) -> list[PodDevices]:

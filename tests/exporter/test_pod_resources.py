@@ -121,6 +121,14 @@ async def test_the_pods_own_gpus_are_its_containers_device_ids(kubelet: str) -> 
     assert pod_gpu_ids(pods, "modelmesh-serving", "not-on-this-node") is None
 
 
+def test_a_gpu_under_a_resource_name_of_its_own_is_still_the_pods_gpu() -> None:
+    """The device plugin's `resources.gpus[].name` renames a GPU model's resource (`nvidia.com/a100-80gb`); a
+    NIC under `nvidia.com/` has a PCI address, a GPU its UUID."""
+    answer = node_answer(ours=(("nvidia.com/a100-80gb", ("GPU-aaaa",)), ("nvidia.com/hostdev", ("0000:3b:00.2",))))
+
+    assert pod_gpu_ids(decode_list_response(answer), *OUR_POD) == ("GPU-aaaa",)
+
+
 async def test_no_kubelet_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(PodResourcesError, match="UNAVAILABLE"):
         await list_pod_resources(str(tmp_path / "missing.sock"), timeout_s=1.0)
@@ -198,4 +206,18 @@ async def test_a_time_sliced_gpu_is_reported_by_its_uuid(tmp_path: Path) -> None
     text = await served_metrics(tmp_path, answer, node_with_gpus(tmp_path))
 
     assert busy_uuids(text) == {shared}
+    assert gpu_success(text) == 1
+
+
+@pytest.mark.slow
+async def test_an_rdma_nic_of_nvidias_network_operator_is_not_a_gpu(tmp_path: Path) -> None:
+    """NVIDIA's Network Operator names its SR-IOV and host-device NICs under `nvidia.com/` too (`nvidia.com/hostdev`,
+    device IDs are PCI addresses): a GPUDirect RDMA runtime pod holds one beside its GPU. It is no GPU: not a
+    "configured GPU is not visible" failure on every pass, which leaves the GPU signal stale for good."""
+    mine = default_uuid(2)
+    answer = node_answer(ours=(("nvidia.com/gpu", (mine,)), ("nvidia.com/hostdev", ("0000:3b:00.2",))))
+
+    text = await served_metrics(tmp_path, answer, node_with_gpus(tmp_path))
+
+    assert busy_uuids(text) == {mine}
     assert gpu_success(text) == 1
