@@ -9,7 +9,7 @@ import sys
 
 from exporter.app import build_app, run
 from exporter.listen import ListenError, bind_listeners, bound_port
-from exporter.pod_resources import PodResourcesError, list_pod_resources, pod_gpu_ids
+from exporter.pod_resources import PodResourcesError, pod_gpu_ids, pod_resources
 from exporter.settings import ExporterSettings, parse_settings
 
 log = logging.getLogger("exporter")
@@ -54,7 +54,8 @@ def own_gpus(settings: ExporterSettings) -> ExporterSettings:
     kubelet that cannot answer stops the start (exit 2) rather than report other pods' GPUs."""
     assert settings.pod_resources_socket is not None and settings.pod_name and settings.pod_namespace
     try:
-        pods = asyncio.run(list_pod_resources(str(settings.pod_resources_socket)))
+        pods = asyncio.run(pod_resources(str(settings.pod_resources_socket), settings.pod_namespace,
+                                         settings.pod_name))
     except PodResourcesError as error:
         log.error("cannot start: %s", error)
         sys.exit(2)

@@ -10,10 +10,16 @@ exactly what `--gpu-uuids` takes. A GPU shared by time-slicing or MPS (the devic
 handed out as replicas named `<GPU UUID>::<replica>` (`nvidia.com/gpu`, or renamed `nvidia.com/gpu.shared`): the
 GPU is the UUID before `::`, counted once however many replicas of it the pod holds.
 
+This pod alone is asked for with `v1.PodResourcesLister/Get` (beta and on by default since Kubernetes 1.34); a
+kubelet without it (UNIMPLEMENTED before 1.27, an error while its feature gate is off) is asked for every pod
+with `List`, read up to `LIST_MAX_BYTES`: a busy node's answer passes gRPC's default limit of 4 MiB.
+
 The call is gRPC (a new, optional dependency: `grpcio`, the `pod-resources` extra, imported only when the flag
 is on). The answer is decoded here from the protobuf wire format, field numbers as in the kubelet's
 `pkg/apis/podresources/v1/api.proto`, so no generated code or `protobuf` runtime is needed:
 
+    GetPodResourcesRequest   { string pod_name = 1; string pod_namespace = 2; }
+    GetPodResourcesResponse  { PodResources pod_resources = 1; }
     ListPodResourcesResponse { repeated PodResources pod_resources = 1; }
     PodResources             { string name = 1; string namespace = 2; repeated ContainerResources containers = 3; }
     ContainerResources       { string name = 1; repeated ContainerDevices devices = 2; ... }
@@ -27,6 +33,10 @@ from dataclasses import dataclass
 from typing import Final
 
 LIST_METHOD: Final = "/v1.PodResourcesLister/List"
+GET_METHOD: Final = "/v1.PodResourcesLister/Get"
+LIST_MAX_BYTES: Final = 16 << 20
+"""The largest `List` answer read: the limit the kubelet's own gRPC clients take (gRPC's default, 4 MiB, is passed
+on busy nodes). An exporter that read a 15 MiB answer peaked at 95 MiB resident, inside the sidecar's 128 MiB."""
 DEFAULT_SOCKET: Final = "/var/lib/kubelet/pod-resources/kubelet.sock"
 NVIDIA_PREFIX: Final = "nvidia.com/"
 """The domain of the NVIDIA device plugin's resources, and of NVIDIA's Network Operator NICs too."""
@@ -59,7 +69,8 @@ class PodDevices:
 
 
 def decode_list_response(data: bytes) -> list[PodDevices]:
-    """Decode a `ListPodResourcesResponse`; a malformed message raises `PodResourcesError`."""
+    """Decode a `ListPodResourcesResponse`, or a `GetPodResourcesResponse` (the same field, once); a malformed
+    message raises `PodResourcesError`."""
     pods = []
     for field, value in _fields(data):
         if field == 1 and isinstance(value, bytes):
@@ -89,22 +100,54 @@ def _is_gpu(resource_name: str, device_id: str) -> bool:
     return resource_name.startswith(NVIDIA_PREFIX) and device_id.startswith(GPU_ID_PREFIXES)
 
 
+async def pod_resources(socket_path: str, namespace: str, name: str, timeout_s: float = 5.0) -> list[PodDevices]:
+    """Ask the kubelet on `socket_path` for one pod's devices: `Get`, or `List` (every pod) where the kubelet has
+    no `Get` or refuses it. The kubelet answers `Get` for a pod it does not know with an error too; `List` then
+    says so by not listing it."""
+    request = _string_field(1, name) + _string_field(2, namespace)
+    try:
+        return decode_list_response(await _call(socket_path, GET_METHOD, request, timeout_s))
+    except PodResourcesError:
+        return await list_pod_resources(socket_path, timeout_s)
+
+
 async def list_pod_resources(socket_path: str, timeout_s: float = 5.0) -> list[PodDevices]:
     """Ask the kubelet on `socket_path` for every pod's devices."""
+    return decode_list_response(await _call(socket_path, LIST_METHOD, b"", timeout_s))
+
+
+async def _call(socket_path: str, method: str, request: bytes, timeout_s: float) -> bytes:
+    """One unary call on the kubelet's socket, the message as raw bytes both ways."""
     try:
         import grpc
     except ImportError as error:  # pragma: no cover - depends on the installation
         raise PodResourcesError("the kubelet PodResources API needs grpcio: pip install "
                                 "'modelmesh-autoscaler[pod-resources]'") from error
+    options = [("grpc.max_receive_message_length", LIST_MAX_BYTES)]
     try:
-        async with grpc.aio.insecure_channel(f"unix://{socket_path}") as channel:
-            call = channel.unary_unary(LIST_METHOD, request_serializer=lambda _: b"",
+        async with grpc.aio.insecure_channel(f"unix://{socket_path}", options=options) as channel:
+            call = channel.unary_unary(method, request_serializer=lambda raw: raw,
                                        response_deserializer=lambda raw: raw)
-            answer = await call(None, timeout=timeout_s)
+            answer: bytes = await call(request, timeout=timeout_s)
     except grpc.RpcError as error:
-        raise PodResourcesError(f"kubelet PodResources API at {socket_path}: {error.code().name}: "
+        raise PodResourcesError(f"kubelet PodResources API at {socket_path}: {method}: {error.code().name}: "
                                 f"{error.details()}") from error
-    return decode_list_response(answer)
+    return answer
+
+
+def _string_field(number: int, text: str) -> bytes:
+    """One length-delimited protobuf field (wire type 2)."""
+    data = text.encode()
+    return _varint_bytes(number << 3 | 2) + _varint_bytes(len(data)) + data
+
+
+def _varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 def _pod(data: bytes) -> PodDevices:

@@ -9,7 +9,7 @@ import contextlib
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import grpc
 import pytest
@@ -21,6 +21,7 @@ from exporter.pod_resources import (
     decode_list_response,
     list_pod_resources,
     pod_gpu_ids,
+    pod_resources,
 )
 from tests.exporter.test_exporter_app import promtool_findings
 from tests.fakes.nvml import FakeNvml, default_uuid
@@ -51,10 +52,13 @@ def kubelet_messages() -> dict[str, Any]:
     message("PodResources", ("name", 1, F.TYPE_STRING, None, False), ("namespace", 2, F.TYPE_STRING, None, False),
             ("containers", 3, F.TYPE_MESSAGE, ".v1.ContainerResources", True))
     message("ListPodResourcesResponse", ("pod_resources", 1, F.TYPE_MESSAGE, ".v1.PodResources", True))
+    message("GetPodResourcesRequest", ("pod_name", 1, F.TYPE_STRING, None, False),
+            ("pod_namespace", 2, F.TYPE_STRING, None, False))
+    message("GetPodResourcesResponse", ("pod_resources", 1, F.TYPE_MESSAGE, ".v1.PodResources", False))
     pool = descriptor_pool.DescriptorPool()
     pool.Add(proto)
     return {name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"v1.{name}"))
-            for name in ("ListPodResourcesResponse",)}
+            for name in ("ListPodResourcesResponse", "GetPodResourcesRequest", "GetPodResourcesResponse")}
 
 
 OUR_POD = ("modelmesh-serving", "modelmesh-serving-triton-5d9c-abcde")
@@ -67,7 +71,7 @@ def node_answer(ours_ids: tuple[str, ...] = ("GPU-aaaa", "GPU-bbbb"), ours: Devi
                 padding_pods: int = 0) -> bytes:
     """A node's `List` answer: our runtime pod (its `triton` container holding `ours`, by default
     `nvidia.com/gpu` with `ours_ids`), other pods' GPUs, a MIG pod, a NIC pod, and `padding_pods` more pods
-    with many exclusive CPUs each (a big node's answer)."""
+    of 8 KiB each (exclusive CPUs: a big node's answer)."""
     response = kubelet_messages()["ListPodResourcesResponse"]()
     pod = response.pod_resources.add(name=OUR_POD[1], namespace=OUR_POD[0])
     mm = pod.containers.add(name="triton", cpu_ids=[2, 3])
@@ -83,7 +87,7 @@ def node_answer(ours_ids: tuple[str, ...] = ("GPU-aaaa", "GPU-bbbb"), ours: Devi
     nic.containers.add(name="c").devices.add(resource_name="example.com/nic", device_ids=["nic0"])
     for index in range(padding_pods):
         filler = response.pod_resources.add(name=f"batch-{index}", namespace="batch")
-        filler.containers.add(name="worker", cpu_ids=list(range(1000, 1256)))
+        filler.containers.add(name="worker", cpu_ids=list(range(1000, 1000 + 4096)))
     data: bytes = response.SerializeToString()
     return data
 
@@ -94,18 +98,44 @@ async def kubelet(tmp_path: Path) -> AsyncIterator[str]:
         yield socket
 
 
+KubeletGet = Literal["absent", "disabled", "on"]
+"""The kubelet's `Get` (one pod): absent before 1.27 (UNIMPLEMENTED), behind the alpha feature gate
+KubeletPodResourcesGet until 1.34 (an error, "PodResources API Get method disabled"), on from 1.34 (beta)."""
+
+
 @contextlib.asynccontextmanager
-async def fake_kubelet(path: Path, answer: bytes) -> AsyncIterator[str]:
+async def fake_kubelet(path: Path, answer: bytes, get: KubeletGet = "absent",
+                       calls: list[str] | None = None) -> AsyncIterator[str]:
+    """A kubelet's PodResources server on the unix socket `path`: `List` gives `answer`, `Get` one pod of it as
+    the kubelet's server_v1.go does (or not, by `get`). The methods called are appended to `calls`."""
     socket = str(path)
+    messages = kubelet_messages()
+    called = calls if calls is not None else []
 
     async def list_pods(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        called.append("List")
         return answer
 
-    handler = grpc.method_handlers_generic_handler("v1.PodResourcesLister", {
-        "List": grpc.unary_unary_rpc_method_handler(list_pods, request_deserializer=lambda raw: raw,
-                                                    response_serializer=lambda raw: raw)})
+    async def get_pod(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        called.append("Get")
+        if get == "disabled":
+            await context.abort(grpc.StatusCode.UNKNOWN, "PodResources API Get method disabled")
+        wanted = messages["GetPodResourcesRequest"].FromString(request)
+        for pod in messages["ListPodResourcesResponse"].FromString(answer).pod_resources:
+            if (pod.namespace, pod.name) == (wanted.pod_namespace, wanted.pod_name):
+                found: bytes = messages["GetPodResourcesResponse"](pod_resources=pod).SerializeToString()
+                return found
+        await context.abort(grpc.StatusCode.UNKNOWN,
+                            f"pod {wanted.pod_name} in namespace {wanted.pod_namespace} not found")
+        raise AssertionError("abort returns only by raising")
+
+    methods = {"List": grpc.unary_unary_rpc_method_handler(list_pods, request_deserializer=lambda raw: raw,
+                                                           response_serializer=lambda raw: raw)}
+    if get != "absent":
+        methods["Get"] = grpc.unary_unary_rpc_method_handler(get_pod, request_deserializer=lambda raw: raw,
+                                                             response_serializer=lambda raw: raw)
     server = grpc.aio.server()
-    server.add_generic_rpc_handlers((handler,))
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("v1.PodResourcesLister", methods),))
     server.add_insecure_port(f"unix://{socket}")
     await server.start()
     yield socket
@@ -129,6 +159,18 @@ def test_a_gpu_under_a_resource_name_of_its_own_is_still_the_pods_gpu() -> None:
     assert pod_gpu_ids(decode_list_response(answer), *OUR_POD) == ("GPU-aaaa",)
 
 
+@pytest.mark.parametrize("get", ["absent", "disabled", "on"])
+async def test_this_pod_is_asked_for_alone_where_the_kubelet_can(tmp_path: Path, get: KubeletGet) -> None:
+    calls: list[str] = []
+    async with fake_kubelet(tmp_path / "kubelet.sock", node_answer(), get, calls) as socket:
+        ours = await pod_resources(socket, *OUR_POD)
+        elsewhere = await pod_resources(socket, "modelmesh-serving", "not-on-this-node")
+
+    assert pod_gpu_ids(ours, *OUR_POD) == ("GPU-aaaa", "GPU-bbbb")
+    assert pod_gpu_ids(elsewhere, "modelmesh-serving", "not-on-this-node") is None  # Get refuses; List lacks it
+    assert calls == {"on": ["Get", "Get", "List"], "disabled": ["Get", "List"] * 2, "absent": ["List"] * 2}[get]
+
+
 async def test_no_kubelet_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(PodResourcesError, match="UNAVAILABLE"):
         await list_pod_resources(str(tmp_path / "missing.sock"), timeout_s=1.0)
@@ -147,12 +189,13 @@ GPU_PASS = 'modelmesh_exporter_collector_duration_seconds{collector="gpu"}'
 """Present once the GPU collector has made its first NVML pass."""
 
 
-async def served_metrics(tmp_path: Path, answer: bytes, nvml: FakeNvml) -> str:
+async def served_metrics(tmp_path: Path, answer: bytes, nvml: FakeNvml, get: KubeletGet = "absent",
+                         calls: list[str] | None = None) -> str:
     """The exporter's /metrics after its first GPU pass, run as the sidecar is (`--gpu-pod-resources-socket`,
     this pod named by the downward API's variables) beside a fake kubelet giving `answer`. Checked clean by
     `promtool check metrics`."""
     port = free_port()
-    async with fake_kubelet(tmp_path / "kubelet.sock", answer) as socket:
+    async with fake_kubelet(tmp_path / "kubelet.sock", answer, get, calls) as socket:
         env = {**nvml.env(), "EXPORTER_GPU_POD_NAME": OUR_POD[1], "EXPORTER_GPU_POD_NAMESPACE": OUR_POD[0]}
         with contextlib.ExitStack() as stack:
             await asyncio.to_thread(stack.enter_context, running(
@@ -221,3 +264,20 @@ async def test_an_rdma_nic_of_nvidias_network_operator_is_not_a_gpu(tmp_path: Pa
 
     assert busy_uuids(text) == {mine}
     assert gpu_success(text) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("get", ["absent", "disabled", "on"])
+async def test_a_big_nodes_answer_over_grpcs_default_4_mib_is_read(tmp_path: Path, get: KubeletGet) -> None:
+    """gRPC clients refuse answers over 4 MiB by default (RESOURCE_EXHAUSTED, "received message larger than
+    max"), and a busy node's `List` answer grows past that (dcgm-exporter issues 378, 408, 509); the kubelet
+    sends any size. The sidecar exited at every start there. A kubelet with `Get` is asked for this pod alone."""
+    mine = default_uuid(0)
+    answer = node_answer((mine,), padding_pods=600)
+    assert len(answer) > 4 << 20
+    calls: list[str] = []
+
+    text = await served_metrics(tmp_path, answer, node_with_gpus(tmp_path), get, calls)
+
+    assert busy_uuids(text) == {mine}
+    assert calls == {"on": ["Get"], "disabled": ["Get", "List"], "absent": ["List"]}[get]
