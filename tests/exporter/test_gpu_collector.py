@@ -29,6 +29,7 @@ from tests.fakes.nvml import (
     GIB,
     GPU_IS_LOST,
     INSUFFICIENT_SIZE,
+    NO_PERMISSION,
     NOT_SUPPORTED,
     FakeNvml,
     default_uuid,
@@ -203,6 +204,25 @@ def test_a_configured_gpu_that_is_not_visible_is_a_failure(
     _, series = scrape(collector, health)
     assert set(gpu_series(series, names.GPU_BUSY_RATIO)) == {"0"}
     assert health_of(series) == (0.0, 1.0)
+    collector.close()
+
+
+@pytest.mark.parametrize("configured", [None, [default_uuid(1)]])
+def test_a_gpu_counted_but_not_given_to_this_container_is_not_its_gpu(
+    fake: FakeNvml, health: CollectorHealth, clock: Clock, configured: list[str] | None,
+) -> None:
+    """nvmlDeviceGetCount_v2 counts every GPU of the machine, and nvmlDeviceGetHandleByIndex_v2 answers
+    NO_PERMISSION for one this process may not talk to (nvml.h): that GPU is not visible here, and NVML works
+    for the others. It is no outage of NVML as a whole, which served no GPU at all."""
+    fake.set_gpu(0, handle_error=NO_PERMISSION)
+    fake.set_gpu(1, util=40)
+    collector = GpuCollector(health, uuids=configured, clock=clock)
+    collector.sample_once()
+    text, series = scrape(collector, health)
+    assert gpu_series(series, names.GPU_BUSY_RATIO) == {"1": 0.4}
+    assert health_of(series) == (1.0, 0.0)
+    checked = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, check=False)
+    assert (checked.returncode, checked.stderr) == (0, "")
     collector.close()
 
 
