@@ -409,6 +409,30 @@ def test_an_nvml_clock_far_from_ours_falls_back_to_rates(
     assert busy(collector)["0"] == pytest.approx(0.3)
 
 
+def test_a_wall_clock_stepped_back_does_not_serve_the_old_busy_as_new(
+    fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector,
+) -> None:
+    """NVML stamps samples with the wall clock, which NTP or a resumed VM can step back. The samples held from
+    before the step then lie in the future: they were averaged as the current window for as long as the step
+    (90 % busy on an idle GPU, 40 s, reported as a success), and NVML was asked only for samples newer than
+    them, so it gave none."""
+    fake.set_gpu(0, util=90)
+    for _ in range(12):
+        clock.advance(1)
+        collector.sample_once()
+    assert busy(collector)["0"] == 0.9
+
+    fake.set_gpu(0, util=0)
+    clock.advance(-30)
+    for _ in range(3):
+        clock.advance(1)
+        collector.sample_once()
+    _, series = scrape(collector, health)
+    assert gpu_series(series, names.GPU_BUSY_RATIO)["0"] == 0.0
+    assert health_of(series) == (1.0, 0.0)
+    assert fake.calls("utilization") == 0  # read from NVML's samples, as before the step
+
+
 def test_mig_devices_report_memory_but_no_busy(
     fake: FakeNvml, health: CollectorHealth, collector: GpuCollector, caplog: pytest.LogCaptureFixture,
 ) -> None:
