@@ -9,7 +9,7 @@ import sys
 
 from exporter.app import build_app, run
 from exporter.listen import ListenError, bind_listeners, bound_port
-from exporter.pod_resources import PodResourcesError, pod_gpu_ids, pod_resources
+from exporter.pod_resources import PodResourcesError, pod_gpu_ids, pod_resources_waiting
 from exporter.settings import ExporterSettings, parse_settings
 
 log = logging.getLogger("exporter")
@@ -51,11 +51,12 @@ def main(argv: list[str] | None = None) -> None:
 def own_gpus(settings: ExporterSettings) -> ExporterSettings:
     """The settings with `gpu_uuids` set to the GPUs the kubelet allocated to this pod (the GPU collector off
     when it has none). The kubelet allocates devices before any container starts, so one question suffices; a
-    kubelet that cannot answer stops the start (exit 2) rather than report other pods' GPUs."""
+    kubelet that cannot answer (for `PATIENCE_S`, where it may be restarting) stops the start (exit 2) rather
+    than report other pods' GPUs."""
     assert settings.pod_resources_socket is not None and settings.pod_name and settings.pod_namespace
     try:
-        pods = asyncio.run(pod_resources(str(settings.pod_resources_socket), settings.pod_namespace,
-                                         settings.pod_name))
+        pods = asyncio.run(pod_resources_waiting(str(settings.pod_resources_socket), settings.pod_namespace,
+                                                 settings.pod_name))
     except PodResourcesError as error:
         log.error("cannot start: %s", error)
         sys.exit(2)

@@ -28,6 +28,10 @@ is on). The answer is decoded here from the protobuf wire format, field numbers 
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import os
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -50,8 +54,23 @@ REPLICA_SEPARATOR: Final = "::"
 """The device plugin's replica IDs of a shared GPU: `GPU-<uuid>::<replica>` (its `rm.AnnotatedID`)."""
 
 
+log = logging.getLogger(__name__)
+
+TRANSIENT_CODES: Final = frozenset({"UNAVAILABLE", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED"})
+"""gRPC codes of a kubelet that may answer in a moment: restarting (its socket is unlinked and made anew, or
+nobody listens on it yet), over its rate limit ("rejected by rate limit"), or slow."""
+PATIENCE_S: Final = 30.0
+"""How long the start waits for a kubelet that may answer in a moment: a kubelet restart, well inside the
+sidecar's liveness probe (first after 10 s, killed after three failures 30 s apart)."""
+
+
 class PodResourcesError(Exception):
-    """The kubelet could not be asked, or its answer could not be read; the message says which."""
+    """The kubelet could not be asked, or its answer could not be read; the message says which. `transient`:
+    the kubelet may answer if asked again shortly."""
+
+    def __init__(self, message: str, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +130,25 @@ async def pod_resources(socket_path: str, namespace: str, name: str, timeout_s: 
         return await list_pod_resources(socket_path, timeout_s)
 
 
+async def pod_resources_waiting(socket_path: str, namespace: str, name: str, patience_s: float = PATIENCE_S,
+                                timeout_s: float = 5.0) -> list[PodDevices]:
+    """`pod_resources`, asked again (after 0.5 s, 1, 2, 4, ... 8 s) while the kubelet may answer in a moment, for
+    `patience_s` at most; a kubelet that cannot answer (no permission, a garbled answer) fails at once."""
+    deadline = time.monotonic() + patience_s
+    delay_s = 0.5
+    while True:
+        try:
+            return await pod_resources(socket_path, namespace, name, timeout_s)
+        except PodResourcesError as error:
+            left_s = deadline - time.monotonic()
+            if not error.transient or left_s <= 0:
+                raise
+            if delay_s == 0.5:
+                log.warning("waiting for the kubelet (up to %.0f s): %s", patience_s, error)
+            await asyncio.sleep(min(delay_s, left_s))
+            delay_s = min(delay_s * 2, 8.0)
+
+
 async def list_pod_resources(socket_path: str, timeout_s: float = 5.0) -> list[PodDevices]:
     """Ask the kubelet on `socket_path` for every pod's devices."""
     return decode_list_response(await _call(socket_path, LIST_METHOD, b"", timeout_s))
@@ -123,6 +161,10 @@ async def _call(socket_path: str, method: str, request: bytes, timeout_s: float)
     except ImportError as error:  # pragma: no cover - depends on the installation
         raise PodResourcesError("the kubelet PodResources API needs grpcio: pip install "
                                 "'modelmesh-autoscaler[pod-resources]'") from error
+    if os.path.exists(socket_path) and not os.access(socket_path, os.W_OK):
+        raise PodResourcesError(f"kubelet PodResources API at {socket_path}: this user (uid {os.getuid()}) may not "
+                                "connect: the kubelet's socket is root's; run the sidecar as root, as "
+                                "exporter-pod-resources-patch.yaml does")
     options = [("grpc.max_receive_message_length", LIST_MAX_BYTES)]
     try:
         async with grpc.aio.insecure_channel(f"unix://{socket_path}", options=options) as channel:
@@ -130,8 +172,9 @@ async def _call(socket_path: str, method: str, request: bytes, timeout_s: float)
                                        response_deserializer=lambda raw: raw)
             answer: bytes = await call(request, timeout=timeout_s)
     except grpc.RpcError as error:
-        raise PodResourcesError(f"kubelet PodResources API at {socket_path}: {method}: {error.code().name}: "
-                                f"{error.details()}") from error
+        code = error.code().name
+        raise PodResourcesError(f"kubelet PodResources API at {socket_path}: {method}: {code}: {error.details()}",
+                                transient=code in TRANSIENT_CODES) from error
     return answer
 
 

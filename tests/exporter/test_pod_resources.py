@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Literal
@@ -22,6 +23,7 @@ from exporter.pod_resources import (
     list_pod_resources,
     pod_gpu_ids,
     pod_resources,
+    pod_resources_waiting,
 )
 from tests.exporter.test_exporter_app import promtool_findings
 from tests.fakes.nvml import FakeNvml, default_uuid
@@ -176,6 +178,20 @@ async def test_no_kubelet_is_a_clear_error(tmp_path: Path) -> None:
         await list_pod_resources(str(tmp_path / "missing.sock"), timeout_s=1.0)
 
 
+async def test_a_kubelet_that_never_comes_is_given_up_on_and_a_garbled_answer_at_once(tmp_path: Path) -> None:
+    started = time.monotonic()
+    with pytest.raises(PodResourcesError, match="UNAVAILABLE") as missing:
+        await pod_resources_waiting(str(tmp_path / "missing.sock"), *OUR_POD, patience_s=1.0, timeout_s=1.0)
+    assert missing.value.transient
+    assert 1.0 <= time.monotonic() - started < 5.0
+
+    async with fake_kubelet(tmp_path / "kubelet.sock", node_answer()[:-3]) as socket:
+        started = time.monotonic()
+        with pytest.raises(PodResourcesError, match="truncated"):
+            await pod_resources_waiting(socket, *OUR_POD, patience_s=30.0)
+    assert time.monotonic() - started < 5.0
+
+
 def test_a_truncated_answer_is_an_error_not_a_wrong_answer() -> None:
     with pytest.raises(PodResourcesError, match="truncated"):
         decode_list_response(node_answer()[:-3])
@@ -190,12 +206,18 @@ GPU_PASS = 'modelmesh_exporter_collector_duration_seconds{collector="gpu"}'
 
 
 async def served_metrics(tmp_path: Path, answer: bytes, nvml: FakeNvml, get: KubeletGet = "absent",
-                         calls: list[str] | None = None) -> str:
+                         calls: list[str] | None = None, kubelet_after_s: float | None = None) -> str:
     """The exporter's /metrics after its first GPU pass, run as the sidecar is (`--gpu-pod-resources-socket`,
-    this pod named by the downward API's variables) beside a fake kubelet giving `answer`. Checked clean by
-    `promtool check metrics`."""
+    this pod named by the downward API's variables) beside a fake kubelet giving `answer`, up from the start or
+    `kubelet_after_s` later. Checked clean by `promtool check metrics`."""
     port = free_port()
-    async with fake_kubelet(tmp_path / "kubelet.sock", answer, get, calls) as socket:
+    socket = str(tmp_path / "kubelet.sock")
+    async with contextlib.AsyncExitStack() as kubelet:
+        if kubelet_after_s is None:
+            await kubelet.enter_async_context(fake_kubelet(Path(socket), answer, get, calls))
+        else:  # the kubelet restarting as the sidecar starts: no socket yet
+            asyncio.get_running_loop().call_later(kubelet_after_s, lambda: asyncio.ensure_future(
+                kubelet.enter_async_context(fake_kubelet(Path(socket), answer, get, calls))))
         env = {**nvml.env(), "EXPORTER_GPU_POD_NAME": OUR_POD[1], "EXPORTER_GPU_POD_NAMESPACE": OUR_POD[0]}
         with contextlib.ExitStack() as stack:
             await asyncio.to_thread(stack.enter_context, running(
@@ -281,3 +303,16 @@ async def test_a_big_nodes_answer_over_grpcs_default_4_mib_is_read(tmp_path: Pat
 
     assert busy_uuids(text) == {mine}
     assert calls == {"on": ["Get"], "disabled": ["Get", "List"], "absent": ["List"]}[get]
+
+
+@pytest.mark.slow
+async def test_a_kubelet_restarting_as_the_sidecar_starts_is_waited_for(tmp_path: Path) -> None:
+    """The kubelet unlinks its socket and makes it anew when it restarts (pkg/kubelet/util CreateListener), and
+    rate-limits the API (RESOURCE_EXHAUSTED): for a few seconds the sidecar finds no socket. It exited at once,
+    and then waited out the kubelet's restart back-off with neither GPU nor ModelMesh series."""
+    mine = default_uuid(1)
+
+    text = await served_metrics(tmp_path, node_answer((mine,)), node_with_gpus(tmp_path), kubelet_after_s=2.0)
+
+    assert busy_uuids(text) == {mine}
+    assert "waiting for the kubelet" in (tmp_path / "exporter.log").read_text()
