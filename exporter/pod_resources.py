@@ -22,8 +22,15 @@ is on). The answer is decoded here from the protobuf wire format, field numbers 
     GetPodResourcesResponse  { PodResources pod_resources = 1; }
     ListPodResourcesResponse { repeated PodResources pod_resources = 1; }
     PodResources             { string name = 1; string namespace = 2; repeated ContainerResources containers = 3; }
-    ContainerResources       { string name = 1; repeated ContainerDevices devices = 2; ... }
+    ContainerResources       { string name = 1; repeated ContainerDevices devices = 2; ...;
+                               repeated DynamicResource dynamic_resources = 5; }
     ContainerDevices         { string resource_name = 1; repeated string device_ids = 2; ... }
+    DynamicResource          { ...; repeated ClaimResource claim_resources = 4; }
+    ClaimResource            { ...; string driver_name = 2; string pool_name = 3; string device_name = 4; ... }
+
+A GPU allocated through Dynamic Resource Allocation (a ResourceClaim of NVIDIA's DRA driver, `gpu.nvidia.com`)
+is listed under `dynamic_resources` by a device name of the driver's (`gpu-0`), not a UUID: the pod has a GPU,
+but which of the node's it is cannot be told here.
 """
 
 from __future__ import annotations
@@ -50,6 +57,8 @@ GPU_RESOURCE_PREFIXES: Final = ("nvidia.com/gpu", "nvidia.com/mig-")
 GPU_ID_PREFIXES: Final = ("GPU-", "MIG-")
 """NVML's UUIDs of a GPU and of a MIG device: how a GPU under a renamed resource (the device plugin's
 `resources.gpus[].name`) is told from a NIC of the Network Operator (`nvidia.com/hostdev`, PCI addresses)."""
+DRA_GPU_DRIVER: Final = "gpu.nvidia.com"
+"""NVIDIA's DRA driver for GPUs (k8s-dra-driver-gpu), as a ClaimResource's `driver_name`."""
 REPLICA_SEPARATOR: Final = "::"
 """The device plugin's replica IDs of a shared GPU: `GPU-<uuid>::<replica>` (its `rm.AnnotatedID`)."""
 
@@ -77,7 +86,11 @@ class PodResourcesError(Exception):
 class ContainerDevices:
     container: str
     resource_name: str
+    """The device plugin's resource, or for a DRA claim's device the DRA driver."""
     device_ids: tuple[str, ...]
+    """The device plugin's device IDs, or for a DRA claim's device `<pool>/<device name>`."""
+    claimed: bool = False
+    """Allocated through a DRA ResourceClaim (`dynamic_resources`), not by a device plugin."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,10 +120,20 @@ def pod_gpu_ids(pods: Sequence[PodDevices], namespace: str, name: str) -> tuple[
         if (pod.namespace, pod.name) == (namespace, name):
             uuids = (
                 (d.resource_name, device_id.partition(REPLICA_SEPARATOR)[0])
-                for d in pod.devices for device_id in d.device_ids
+                for d in pod.devices if not d.claimed for device_id in d.device_ids
             )
             return tuple(dict.fromkeys(uuid for resource, uuid in uuids if _is_gpu(resource, uuid)))
     return None
+
+
+def pod_claimed_gpus(pods: Sequence[PodDevices], namespace: str, name: str) -> tuple[str, ...]:
+    """The GPUs one pod holds through DRA claims of NVIDIA's driver, as `gpu.nvidia.com/<pool>/<device>`."""
+    return tuple(
+        f"{d.resource_name}/{device_id}"
+        for pod in pods if (pod.namespace, pod.name) == (namespace, name)
+        for d in pod.devices if d.claimed and d.resource_name == DRA_GPU_DRIVER
+        for device_id in d.device_ids
+    )
 
 
 def _is_gpu(resource_name: str, device_id: str) -> bool:
@@ -209,11 +232,14 @@ def _pod(data: bytes) -> PodDevices:
 def _container(data: bytes) -> list[ContainerDevices]:
     name = ""
     raw_devices: list[bytes] = []
+    raw_claims: list[bytes] = []
     for field, value in _fields(data):
         if field == 1 and isinstance(value, bytes):
             name = _text(value)
         elif field == 2 and isinstance(value, bytes):
             raw_devices.append(value)
+        elif field == 5 and isinstance(value, bytes):
+            raw_claims.append(value)
     found = []
     for raw in raw_devices:
         resource, ids = "", []
@@ -223,7 +249,18 @@ def _container(data: bytes) -> list[ContainerDevices]:
             elif field == 2 and isinstance(value, bytes):
                 ids.append(_text(value))
         found.append(ContainerDevices(name, resource, tuple(ids)))
+    for raw in raw_claims:
+        for field, value in _fields(raw):
+            if field == 4 and isinstance(value, bytes):
+                found.append(_claimed(name, value))
     return found
+
+
+def _claimed(container: str, data: bytes) -> ContainerDevices:
+    """One `ClaimResource`: its driver, and its device as `<pool>/<device name>`."""
+    strings = {field: _text(value) for field, value in _fields(data) if field in (2, 3, 4) and isinstance(value, bytes)}
+    return ContainerDevices(container, strings.get(2, ""), (f"{strings.get(3, '')}/{strings.get(4, '')}",),
+                            claimed=True)
 
 
 def _fields(data: bytes) -> Iterator[tuple[int, int | bytes]]:

@@ -49,8 +49,16 @@ def kubelet_messages() -> dict[str, Any]:
     message("TopologyInfo", ("nodes", 1, F.TYPE_MESSAGE, ".v1.NUMANode", True))
     message("ContainerDevices", ("resource_name", 1, F.TYPE_STRING, None, False),
             ("device_ids", 2, F.TYPE_STRING, None, True), ("topology", 3, F.TYPE_MESSAGE, ".v1.TopologyInfo", False))
+    message("CDIDevice", ("name", 1, F.TYPE_STRING, None, False))
+    message("ClaimResource", ("cdi_devices", 1, F.TYPE_MESSAGE, ".v1.CDIDevice", True),
+            ("driver_name", 2, F.TYPE_STRING, None, False), ("pool_name", 3, F.TYPE_STRING, None, False),
+            ("device_name", 4, F.TYPE_STRING, None, False))
+    message("DynamicResource", ("claim_name", 2, F.TYPE_STRING, None, False),
+            ("claim_namespace", 3, F.TYPE_STRING, None, False),
+            ("claim_resources", 4, F.TYPE_MESSAGE, ".v1.ClaimResource", True))
     message("ContainerResources", ("name", 1, F.TYPE_STRING, None, False),
-            ("devices", 2, F.TYPE_MESSAGE, ".v1.ContainerDevices", True), ("cpu_ids", 3, F.TYPE_INT64, None, True))
+            ("devices", 2, F.TYPE_MESSAGE, ".v1.ContainerDevices", True), ("cpu_ids", 3, F.TYPE_INT64, None, True),
+            ("dynamic_resources", 5, F.TYPE_MESSAGE, ".v1.DynamicResource", True))
     message("PodResources", ("name", 1, F.TYPE_STRING, None, False), ("namespace", 2, F.TYPE_STRING, None, False),
             ("containers", 3, F.TYPE_MESSAGE, ".v1.ContainerResources", True))
     message("ListPodResourcesResponse", ("pod_resources", 1, F.TYPE_MESSAGE, ".v1.PodResources", True))
@@ -70,9 +78,10 @@ Devices = tuple[tuple[str, tuple[str, ...]], ...]
 
 
 def node_answer(ours_ids: tuple[str, ...] = ("GPU-aaaa", "GPU-bbbb"), ours: Devices | None = None,
-                padding_pods: int = 0) -> bytes:
+                padding_pods: int = 0, ours_claimed: tuple[tuple[str, str], ...] = ()) -> bytes:
     """A node's `List` answer: our runtime pod (its `triton` container holding `ours`, by default
-    `nvidia.com/gpu` with `ours_ids`), other pods' GPUs, a MIG pod, a NIC pod, and `padding_pods` more pods
+    `nvidia.com/gpu` with `ours_ids`, and `ours_claimed` (driver, device) through DRA), other pods' GPUs, a MIG
+    pod, a NIC pod, and `padding_pods` more pods
     of 8 KiB each (exclusive CPUs: a big node's answer)."""
     response = kubelet_messages()["ListPodResourcesResponse"]()
     pod = response.pod_resources.add(name=OUR_POD[1], namespace=OUR_POD[0])
@@ -80,6 +89,10 @@ def node_answer(ours_ids: tuple[str, ...] = ("GPU-aaaa", "GPU-bbbb"), ours: Devi
     for resource, ids in ours if ours is not None else (("nvidia.com/gpu", ours_ids),):
         device = mm.devices.add(resource_name=resource, device_ids=list(ids))
         device.topology.nodes.add(ID=0)
+    for driver, device_name in ours_claimed:  # DRA: a ResourceClaim's devices (KubeletPodResourcesDynamicResources)
+        claim = mm.dynamic_resources.add(claim_name="triton-gpu", claim_namespace=OUR_POD[0])
+        claimed = claim.claim_resources.add(driver_name=driver, pool_name="gpu-node-7", device_name=device_name)
+        claimed.cdi_devices.add(name=f"k8s.{driver}/claim=5d9c-{device_name}")
     pod.containers.add(name="autoscaler-exporter")  # the sidecar requests nothing
     other = response.pod_resources.add(name="training-0", namespace="research")
     other.containers.add(name="trainer").devices.add(resource_name="nvidia.com/gpu", device_ids=["GPU-cccc"])
@@ -316,3 +329,23 @@ async def test_a_kubelet_restarting_as_the_sidecar_starts_is_waited_for(tmp_path
 
     assert busy_uuids(text) == {mine}
     assert "waiting for the kubelet" in (tmp_path / "exporter.log").read_text()
+
+
+def gpu_errors(text: str) -> float:
+    found = re.findall(r'modelmesh_exporter_scrape_errors_total\{collector="gpu",reason="nvml"\} (\S+)', text)
+    return float(found[0]) if found else 0.0
+
+
+@pytest.mark.slow
+async def test_a_gpu_claimed_through_dra_is_a_gpu_the_exporter_cannot_name_not_no_gpu(tmp_path: Path) -> None:
+    """With Dynamic Resource Allocation (GA in 1.34) the pod's GPU comes from a ResourceClaim, listed under
+    `dynamic_resources` (driver `gpu.nvidia.com`, device `gpu-0`): no NVML UUID to match. The exporter said the
+    pod had no GPU and turned its GPU collector off, so the runtime read as CPU-only and no alert fired."""
+    answer = node_answer(ours=(), ours_claimed=(("gpu.nvidia.com", "gpu-0"),))
+
+    text = await served_metrics(tmp_path, answer, node_with_gpus(tmp_path))
+
+    assert busy_uuids(text) == set()  # which of the node's GPUs is not known: none is reported as the pod's
+    assert gpu_success(text) == 0
+    assert gpu_errors(text) >= 1
+    assert "gpu.nvidia.com" in (tmp_path / "exporter.log").read_text()
