@@ -349,3 +349,20 @@ async def test_a_gpu_claimed_through_dra_is_a_gpu_the_exporter_cannot_name_not_n
     assert gpu_success(text) == 0
     assert gpu_errors(text) >= 1
     assert "gpu.nvidia.com" in (tmp_path / "exporter.log").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("resource", ["nvidia.com/mig-3g.40gb", "nvidia.com/gpu"])
+async def test_a_mig_device_is_the_pods_alone_with_memory_and_no_busy(tmp_path: Path, resource: str) -> None:
+    """MIG strategy mixed (`nvidia.com/mig-3g.40gb`) or single (`nvidia.com/gpu`): the device ID is the MIG
+    device's UUID. Its GPU's other MIG device belongs to another pod; NVML measures no utilization per MIG device."""
+    nvml = node_with_gpus(tmp_path)
+    nvml.set_gpu(1, mig=2)
+    mine = f"MIG-{default_uuid(1).removeprefix('GPU-')}-1"  # the fake's UUID for MIG device 1 of GPU 1
+
+    text = await served_metrics(tmp_path, node_answer(ours=((resource, (mine,)),)), nvml)
+
+    assert busy_uuids(text) == set()
+    assert set(re.findall(r'modelmesh_pod_gpu_memory_total_bytes\{gpu="([^"]+)",uuid="([^"]+)"', text)) == {
+        ("1/1", mine)}
+    assert gpu_success(text) == 0  # busy, the signal scaled on, is missing: said, not hidden
