@@ -226,11 +226,15 @@ async def served_metrics(tmp_path: Path, answer: bytes, nvml: FakeNvml, get: Kub
     port = free_port()
     socket = str(tmp_path / "kubelet.sock")
     async with contextlib.AsyncExitStack() as kubelet:
-        if kubelet_after_s is None:
+
+        async def start_kubelet(after_s: float) -> None:
+            await asyncio.sleep(after_s)
             await kubelet.enter_async_context(fake_kubelet(Path(socket), answer, get, calls))
+
+        if kubelet_after_s is None:
+            await start_kubelet(0)
         else:  # the kubelet restarting as the sidecar starts: no socket yet
-            asyncio.get_running_loop().call_later(kubelet_after_s, lambda: asyncio.ensure_future(
-                kubelet.enter_async_context(fake_kubelet(Path(socket), answer, get, calls))))
+            kubelet.push_async_callback(asyncio.wait_for, asyncio.create_task(start_kubelet(kubelet_after_s)), 30)
         env = {**nvml.env(), "EXPORTER_GPU_POD_NAME": OUR_POD[1], "EXPORTER_GPU_POD_NAMESPACE": OUR_POD[0]}
         with contextlib.ExitStack() as stack:
             await asyncio.to_thread(stack.enter_context, running(
