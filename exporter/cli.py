@@ -9,7 +9,7 @@ import sys
 
 from exporter.app import build_app, run
 from exporter.listen import ListenError, bind_listeners, bound_port
-from exporter.pod_resources import PodResourcesError, list_pod_resources, pod_gpu_ids
+from exporter.pod_resources import PodResourcesError, pod_claimed_gpus, pod_gpu_ids, pod_resources_waiting
 from exporter.settings import ExporterSettings, parse_settings
 
 log = logging.getLogger("exporter")
@@ -51,10 +51,12 @@ def main(argv: list[str] | None = None) -> None:
 def own_gpus(settings: ExporterSettings) -> ExporterSettings:
     """The settings with `gpu_uuids` set to the GPUs the kubelet allocated to this pod (the GPU collector off
     when it has none). The kubelet allocates devices before any container starts, so one question suffices; a
-    kubelet that cannot answer stops the start (exit 2) rather than report other pods' GPUs."""
+    kubelet that cannot answer (for `PATIENCE_S`, where it may be restarting) stops the start (exit 2) rather
+    than report other pods' GPUs."""
     assert settings.pod_resources_socket is not None and settings.pod_name and settings.pod_namespace
     try:
-        pods = asyncio.run(list_pod_resources(str(settings.pod_resources_socket)))
+        pods = asyncio.run(pod_resources_waiting(str(settings.pod_resources_socket), settings.pod_namespace,
+                                                 settings.pod_name))
     except PodResourcesError as error:
         log.error("cannot start: %s", error)
         sys.exit(2)
@@ -63,6 +65,13 @@ def own_gpus(settings: ExporterSettings) -> ExporterSettings:
         log.error("cannot start: the kubelet lists no pod %s/%s (check --gpu-pod-name and --gpu-pod-namespace)",
                   settings.pod_namespace, settings.pod_name)
         sys.exit(2)
+    claimed = pod_claimed_gpus(pods, settings.pod_namespace, settings.pod_name)
+    if claimed and not ids:
+        # Which of the node's GPUs a claim's device is, NVML cannot say: report none as this pod's, as a failure.
+        log.error("pod %s/%s has its GPUs through DRA claims (%s), which name no GPU UUID: no GPU of the node is "
+                  "reported as this pod's, and the GPU collector fails; read GPU busy from NVIDIA's DCGM exporter "
+                  "(the adapter's --gpu-source=dcgm)", settings.pod_namespace, settings.pod_name, ", ".join(claimed))
+        return dataclasses.replace(settings, gpu_uuids=claimed)
     if not ids:
         log.info("the kubelet gave pod %s/%s no GPU: GPU collector off", settings.pod_namespace, settings.pod_name)
         return dataclasses.replace(settings, gpu_enabled=False)
