@@ -15,7 +15,7 @@ from aiohttp.typedefs import Handler
 
 from autoscaler.api import documents
 from autoscaler.api.negotiation import asks_to_watch
-from autoscaler.api.quantity import milli_quantity
+from autoscaler.api.quantity import MAX_SERVABLE, milli_quantity
 from autoscaler.api.selector import SelectorError, deployment_from_query
 from autoscaler.api.snapshot import (
     METRIC_INDEX,
@@ -75,14 +75,18 @@ def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str) -> Answ
     would encode it, byte for byte, written from a template: at 5,000 runtimes x 4 metrics, encoding the
     whole document each time was most of the rendering of the metric answers. Every variable part still goes
     through `json.dumps`, so escaping is its own (`labels`: the runtime's labels, already encoded);
-    tests/api/test_metric_template.py checks the equality on random views."""
+    tests/api/test_metric_template.py checks the equality on random views. A value the HPA would read back as
+    another number (`autoscaler.api.quantity`) is unknown: a 503, as KEDA's document has `null` for it."""
     served = view.values.get(metric)
-    if not view.known or served is None or served.value is None or served.timestamp is None:
+    if not view.known or served is None or (value := served.value) is None or served.timestamp is None:
         return error_answer(503, f"{metric.value} for runtime {view.key} is unknown right now: "
                                  f"{view.reason or 'no fresh data'}; the HPA holds its current replicas")
+    if not 0.0 <= value <= MAX_SERVABLE:  # `quantity.servable`, inline: this runs for every runtime and metric
+        return error_answer(503, f"{metric.value} for runtime {view.key} is {value!r}, which the HPA cannot "
+                                 "read as a quantity (see /debug); the HPA holds its current replicas")
     body = (  # _json_str: what json.dumps does with a str (ensure_ascii), without its per-call set-up
         f'{_ITEM_HEAD[metric]}{labels}, "timestamp": {_json_str(rfc3339(served.timestamp))}, '
-        f'"window": {round(view.window_s)!r}, "value": {_json_str(milli_quantity(served.value))}}}]}}'
+        f'"window": {round(view.window_s)!r}, "value": {_json_str(milli_quantity(value))}}}]}}'
     ).encode()
     return 200, body, max(0.0, view.refreshed_at - served.timestamp)
 
