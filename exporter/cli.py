@@ -9,7 +9,13 @@ import sys
 
 from exporter.app import build_app, run
 from exporter.listen import ListenError, bind_listeners, bound_port
-from exporter.pod_resources import PodResourcesError, pod_claimed_gpus, pod_gpu_ids, pod_resources_waiting
+from exporter.pod_resources import (
+    GPU_ID_PREFIXES,
+    PodResourcesError,
+    pod_claimed_gpus,
+    pod_gpu_ids,
+    pod_resources_waiting,
+)
 from exporter.settings import ExporterSettings, parse_settings
 
 log = logging.getLogger("exporter")
@@ -75,6 +81,12 @@ def own_gpus(settings: ExporterSettings) -> ExporterSettings:
     if not ids:
         log.info("the kubelet gave pod %s/%s no GPU: GPU collector off", settings.pod_namespace, settings.pod_name)
         return dataclasses.replace(settings, gpu_enabled=False)
+    if indexes := [i for i in ids if not i.startswith(GPU_ID_PREFIXES)]:
+        # The device plugin's DEVICE_ID_STRATEGY=index: an index among the GPUs the plugin sees, which need not
+        # be the sidecar's; guessing would report another pod's GPU as a success. Kept as configured: they fail.
+        log.error("the kubelet names this pod's GPUs by index (%s), not by UUID: the NVIDIA device plugin runs with "
+                  "DEVICE_ID_STRATEGY=index; set DEVICE_ID_STRATEGY=uuid (its default) or give the sidecar "
+                  "--gpu-uuids; until then the GPU collector fails", ", ".join(indexes))
     log.info("reporting the GPUs the kubelet gave this pod: %s", ", ".join(ids))
     return dataclasses.replace(settings, gpu_uuids=ids)
 

@@ -370,3 +370,18 @@ async def test_a_mig_device_is_the_pods_alone_with_memory_and_no_busy(tmp_path: 
     assert set(re.findall(r'modelmesh_pod_gpu_memory_total_bytes\{gpu="([^"]+)",uuid="([^"]+)"', text)) == {
         ("1/1", mine)}
     assert gpu_success(text) == 0  # busy, the signal scaled on, is missing: said, not hidden
+
+
+@pytest.mark.slow
+async def test_gpu_indexes_from_the_device_plugin_are_named_as_such_in_the_log(tmp_path: Path) -> None:
+    """The device plugin's `DEVICE_ID_STRATEGY=index` names GPUs `0`, `1` (and MIG devices `0:1`). An index says
+    which GPU only among those NVML shows the plugin, not the sidecar, so it is not guessed at: no GPU is
+    reported as the pod's, the collector fails (the alert fires), and the log says what to change."""
+    answer = node_answer(ours=(("nvidia.com/gpu", ("1",)),))
+
+    text = await served_metrics(tmp_path, answer, node_with_gpus(tmp_path))
+
+    assert busy_uuids(text) == set()
+    assert gpu_success(text) == 0
+    log = (tmp_path / "exporter.log").read_text()
+    assert "DEVICE_ID_STRATEGY=uuid" in log and "1" in log
