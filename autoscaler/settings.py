@@ -106,6 +106,13 @@ class ServeSettings:
         return self.listen_host
 
     @property
+    def stalled_after_s(self) -> float:
+        """How long the serving side waits for the refresh's next values before it calls the refresh stalled
+        (`autoscaler.api.stall`): the age at which the adapter calls data stale (`--max-staleness`, default three
+        refresh intervals), plus one refresh."""
+        return (self.max_staleness_s or 3 * self.refresh_interval_s) + self.refresh_interval_s
+
+    @property
     def serving_url(self) -> str:
         """`https://HOST:PORT/` of the bound address, an IPv6 address in brackets, for the log."""
         host = f"[{self.bound_host}]" if ":" in self.bound_host else self.bound_host
