@@ -109,8 +109,10 @@ class ServeSettings:
     def stalled_after_s(self) -> float:
         """How long the serving side waits for the refresh's next values before it calls the refresh stalled
         (`autoscaler.api.stall`): the age at which the adapter calls data stale (`--max-staleness`, default three
-        refresh intervals), plus one refresh."""
-        return (self.max_staleness_s or 3 * self.refresh_interval_s) + self.refresh_interval_s
+        refresh intervals), plus the longest a working refresh cycle takes: the interval, or a dead Prometheus's
+        two timed-out tries when longer (a scrape's deadline is the interval)."""
+        slowest = 2 * self.prometheus_timeout_s if self.source == "prometheus" else 0.0
+        return (self.max_staleness_s or 3 * self.refresh_interval_s) + max(self.refresh_interval_s, slowest)
 
     @property
     def serving_url(self) -> str:
