@@ -20,13 +20,13 @@ pytestmark = pytest.mark.slow
 
 def test_a_hung_refresh_process_makes_the_pod_unready_and_not_live_instead_of_serving_frozen_values(
         tmp_path: Path) -> None:
-    # refresh every 1 s, data stale after 3 s: a snapshot older than 3 + 1 s is a stalled refresh
+    # refresh every 1 s, data stale after 3 s: a snapshot older than 3 + 1 s, and at least 10 s, is a stall
     with data_path_running(tmp_path, adapter_args=["--workers", "1"]) as path:
         poll(lambda: path.value("modelmesh_request_load"), timeout=30)
         refresh_pid = refresh_process(path.adapter_url)
         os.kill(refresh_pid, signal.SIGSTOP)
         try:
-            _, text = poll(lambda: refused(path.served("modelmesh_request_load")), timeout=15)
+            _, text = poll(lambda: refused(path.served("modelmesh_request_load")), timeout=25)
             assert "ServiceUnavailable" in text and "not been refreshed" in text, text
             assert http_get(path.adapter_url + "/readyz")[0] == 503
             assert http_get(path.adapter_url + "/livez")[0] == 503
