@@ -95,6 +95,7 @@ class Refresher:
             del self._memory[gone]
         for gone in set(self._warming) - set(views) - failed:
             del self._warming[gone]
+        self.policies.forget_all_but({snapshot.key for snapshot in snapshots})
         self._failing &= failed  # a runtime decided again (or gone) is logged again if it fails later
         self.metrics.publish_runtimes(views.values())  # and removes the series of runtimes and values gone
         self.views = views
