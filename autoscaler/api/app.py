@@ -29,6 +29,7 @@ from autoscaler.api.openapi import openapi_v2
 from autoscaler.api.render import RefresherSnapshots
 from autoscaler.api.selfmetrics_split import worker_metrics_handler
 from autoscaler.api.snapshot import SNAPSHOT_KEY, SnapshotStore
+from autoscaler.api.stall import STALL_KEY, StallWatch, stall_context
 from autoscaler.api.status import ApiError, status_response
 from autoscaler.names import GROUP_VERSION
 from autoscaler.refresher import Refresher
@@ -146,10 +147,11 @@ def _flushed(metrics: AdapterMetrics, page: Handler) -> Handler:
     return handler
 
 
-def build_api_app(source: Refresher | SnapshotStore, metrics: AdapterMetrics, gate: Gate | None = None
-                  ) -> web.Application:
+def build_api_app(source: Refresher | SnapshotStore, metrics: AdapterMetrics, gate: Gate | None = None,
+                  stalled_after_s: float | None = None) -> web.Application:
     """The API over the refresh's answers: an in-process `Refresher` (one process does everything), or a
-    store that a serving worker fills with the snapshots the refresh process sends."""
+    store that a serving worker fills with the snapshots the refresh process sends. `stalled_after_s`: answers
+    not replaced for longer are refused and health fails (`autoscaler.api.stall`); None: never judged."""
     install_client_error_filter()  # malformed requests: one short WARNING per interval, not a traceback each
     app = web.Application()
     app.cleanup_ctx.append(_flush_tally)
@@ -161,11 +163,16 @@ def build_api_app(source: Refresher | SnapshotStore, metrics: AdapterMetrics, ga
         app[SNAPSHOT_KEY] = source
         metrics_handler = _flushed(metrics, worker_metrics_handler(metrics, source))
     app[handlers.METRICS_KEY] = metrics
+    stall = None
+    if stalled_after_s is not None:
+        stall = app[STALL_KEY] = StallWatch(app[SNAPSHOT_KEY], stalled_after_s, refresh=(
+            "the refresh loop" if isinstance(source, Refresher) else "the refresh process"))
+        app.cleanup_ctx.append(stall_context(stall))
     routes: list[tuple[str, Handler]] = [  # JSON but for the health paths and `/metrics` (`TEXT_ROUTES`)
         ("/apis", handlers.api_group_list),
         ("/apis/external.metrics.k8s.io", handlers.api_group),
         (f"/apis/{GROUP_VERSION}", handlers.api_resource_list),
-        (EXTERNAL_METRIC_ROUTE, handlers.external_metric_handler(app[SNAPSHOT_KEY], metrics)),
+        (EXTERNAL_METRIC_ROUTE, handlers.external_metric_handler(app[SNAPSHOT_KEY], metrics, stall)),
         ("/version", handlers.version),
         ("/openapi/v2", openapi_v2),
         (runtimes.KEDA_ROUTE, runtimes.keda_runtime),
@@ -191,10 +198,10 @@ async def build_served_app(
     authorization (their Kubernetes clients close with the app; `tls` learns the client CAs), or open with
     `--insecure-dev`. Start-up mistakes are `ValueError`s (`KubeConfigError`, `AuthConfigError`)."""
     if settings.insecure_dev:
-        return build_api_app(source, metrics)
+        return build_api_app(source, metrics, stalled_after_s=settings.stalled_after_s)
     from autoscaler.api.auth import build_api_security  # only secured serving needs the Kubernetes client
 
     security = await build_api_security(settings, tls, metrics)
-    app = build_api_app(source, metrics, security.gate)
+    app = build_api_app(source, metrics, security.gate, settings.stalled_after_s)
     app.on_cleanup.append(security.close)
     return app

@@ -25,6 +25,7 @@ from autoscaler.api.snapshot import (
     SnapshotStore,
     error_answer,
 )
+from autoscaler.api.stall import STALL_KEY, StallWatch
 from autoscaler.api.status import ApiError
 from autoscaler.model import RuntimeView
 from autoscaler.names import API_GROUP, GROUP_VERSION, ServedMetric, lookup_metric, runtime_labels
@@ -91,8 +92,12 @@ def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str) -> Answ
     return 200, body, max(0.0, view.refreshed_at - served.timestamp)
 
 
-def runtime_answer(store: SnapshotStore, namespace: str, deployment: str, which: int) -> Answer:
-    """The runtime's answer `which` (`METRIC_INDEX[metric]` or `KEDA`) from the current snapshot, only that one."""
+def runtime_answer(store: SnapshotStore, namespace: str, deployment: str, which: int,
+                   stall: StallWatch | None = None) -> Answer:
+    """The runtime's answer `which` (`METRIC_INDEX[metric]` or `KEDA`) from the current snapshot, only that one;
+    a 503 for every runtime while the refresh has stopped delivering (`autoscaler.api.stall`)."""
+    if stall is not None and (age := stall.stalled_for()) is not None:
+        raise ApiError(503, stall.message(age))
     snapshot = store.current
     answer = snapshot.runtimes.answer((namespace, deployment), which)
     if answer is None:
@@ -124,7 +129,8 @@ def respond(answer: Answer, metrics: AdapterMetrics) -> web.Response:
     return web.Response(body=body, status=status, content_type="application/json", charset="utf-8")
 
 
-def external_metric_handler(store: SnapshotStore, metrics: AdapterMetrics) -> Handler:
+def external_metric_handler(store: SnapshotStore, metrics: AdapterMetrics, stall: StallWatch | None = None
+                            ) -> Handler:
     """`GET .../namespaces/NS/METRIC?labelSelector=...`, bound to the snapshots and self-metrics it uses: it is the
     HPA's every request, and reading them from `request.app` costs two lookups through aiohttp's properties."""
 
@@ -142,7 +148,7 @@ def external_metric_handler(store: SnapshotStore, metrics: AdapterMetrics) -> Ha
             deployment = deployment_from_query(query)
         except SelectorError as error:
             raise ApiError(400, str(error)) from error
-        return respond(runtime_answer(store, namespace, deployment, METRIC_INDEX[metric]), metrics)
+        return respond(runtime_answer(store, namespace, deployment, METRIC_INDEX[metric], stall), metrics)
 
     return external_metric
 
@@ -164,10 +170,19 @@ async def version(request: web.Request) -> web.Response:
 
 
 async def healthz(request: web.Request) -> web.Response:
+    _raise_if_stalled(request)
     return web.Response(text="ok")
 
 
 async def readyz(request: web.Request) -> web.Response:
     if not request.app[SNAPSHOT_KEY].current.ready:
         raise ApiError(503, "waiting for the first refresh")
+    _raise_if_stalled(request)
     return web.Response(text="ok")
+
+
+def _raise_if_stalled(request: web.Request) -> None:
+    """Health fails while the refresh has stopped delivering: a hung refresh is cured by a restart only."""
+    stall = request.app.get(STALL_KEY)
+    if stall is not None and (age := stall.stalled_for()) is not None:
+        raise ApiError(503, stall.message(age))

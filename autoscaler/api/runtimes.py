@@ -24,6 +24,7 @@ from autoscaler.api.debug_document import debug_json
 from autoscaler.api.handlers import METRICS_KEY, respond, rfc3339, runtime_answer, runtime_debug_record
 from autoscaler.api.quantity import MAX_SERVABLE
 from autoscaler.api.snapshot import KEDA, SNAPSHOT_KEY, Answer, error_answer
+from autoscaler.api.stall import STALL_KEY
 from autoscaler.model import RuntimeView
 from autoscaler.names import ServedMetric, runtime_labels
 
@@ -67,7 +68,8 @@ def keda_answer(view: RuntimeView) -> Answer:
 
 async def keda_runtime(request: web.Request) -> web.Response:
     return respond(runtime_answer(request.app[SNAPSHOT_KEY], request.match_info["namespace"],
-                                  request.match_info["deployment"], KEDA), request.app[METRICS_KEY])
+                                  request.match_info["deployment"], KEDA, request.app.get(STALL_KEY)),
+                   request.app[METRICS_KEY])
 
 
 async def debug_runtime(request: web.Request) -> web.Response:
