@@ -51,6 +51,8 @@ class Refresher:
         self._failing: set[RuntimeKey] = set()  # runtimes whose last decision raised (logged once)
         self.views: dict[RuntimeKey, RuntimeView] = {}
         self.refreshes = 0
+        self.refreshed_monotonic: float | None = None
+        """`time.monotonic()` at the end of the last refresh that completed (None before the first)."""
         self.listeners: list[RefreshListener] = []
         self._reported_errors: dict[str, int] = {}
         self.hpa_bounds: HpaBounds | None = None
@@ -93,10 +95,12 @@ class Refresher:
             del self._memory[gone]
         for gone in set(self._warming) - set(views) - failed:
             del self._warming[gone]
+        self.policies.forget_all_but({snapshot.key for snapshot in snapshots})
         self._failing &= failed  # a runtime decided again (or gone) is logged again if it fails later
         self.metrics.publish_runtimes(views.values())  # and removes the series of runtimes and values gone
         self.views = views
         self.refreshes += 1
+        self.refreshed_monotonic = time.monotonic()
         self._count_source_errors()
         self.metrics.refresh_seconds.observe(time.perf_counter() - started)
         for listener in self.listeners:

@@ -29,6 +29,8 @@ from exporter.settings import boolean, ca_file, host_port, metrics_url
 
 ENV_PREFIX: Final = "AUTOSCALER_"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
+MIN_STALL_S: Final = 10.0
+"""The shortest time without new values that counts as a stalled refresh (`ServeSettings.stalled_after_s`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +106,17 @@ class ServeSettings:
         if self.insecure_dev and not is_loopback(self.listen_host):
             return "127.0.0.1"
         return self.listen_host
+
+    @property
+    def stalled_after_s(self) -> float:
+        """How long the serving side waits for the refresh's next values before it calls the refresh stalled
+        (`autoscaler.api.stall`): the age at which the adapter calls data stale (`--max-staleness`, default three
+        refresh intervals), plus the longest a working refresh cycle takes: the interval, or a dead Prometheus's
+        two timed-out tries when longer (a scrape's deadline is the interval); never under `MIN_STALL_S`, so that
+        a very short interval on a busy node does not get a working pod restarted."""
+        slowest = 2 * self.prometheus_timeout_s if self.source == "prometheus" else 0.0
+        return max(MIN_STALL_S,
+                   (self.max_staleness_s or 3 * self.refresh_interval_s) + max(self.refresh_interval_s, slowest))
 
     @property
     def serving_url(self) -> str:

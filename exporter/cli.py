@@ -64,14 +64,22 @@ def _serve(argv: list[str] | None) -> None:
 def own_gpus(settings: ExporterSettings) -> ExporterSettings:
     """The settings with `gpu_uuids` set to the GPUs the kubelet allocated to this pod (the GPU collector off
     when it has none). The kubelet allocates devices before any container starts, so one question suffices; a
-    kubelet that cannot answer stops the start (exit 2) rather than report other pods' GPUs."""
+    kubelet that cannot answer (for `PATIENCE_S`, where it may be restarting) stops the start (exit 2) rather
+    than report other pods' GPUs."""
     import asyncio
 
-    from exporter.pod_resources import PodResourcesError, list_pod_resources, pod_gpu_ids
+    from exporter.pod_resources import (
+        GPU_ID_PREFIXES,
+        PodResourcesError,
+        pod_claimed_gpus,
+        pod_gpu_ids,
+        pod_resources_waiting,
+    )
 
     assert settings.pod_resources_socket is not None and settings.pod_name and settings.pod_namespace
     try:
-        pods = asyncio.run(list_pod_resources(str(settings.pod_resources_socket)))
+        pods = asyncio.run(pod_resources_waiting(str(settings.pod_resources_socket), settings.pod_namespace,
+                                                 settings.pod_name))
     except PodResourcesError as error:
         log.error("cannot start: %s", error)
         sys.exit(2)
@@ -80,9 +88,22 @@ def own_gpus(settings: ExporterSettings) -> ExporterSettings:
         log.error("cannot start: the kubelet lists no pod %s/%s (check --gpu-pod-name and --gpu-pod-namespace)",
                   settings.pod_namespace, settings.pod_name)
         sys.exit(2)
+    claimed = pod_claimed_gpus(pods, settings.pod_namespace, settings.pod_name)
+    if claimed and not ids:
+        # Which of the node's GPUs a claim's device is, NVML cannot say: report none as this pod's, as a failure.
+        log.error("pod %s/%s has its GPUs through DRA claims (%s), which name no GPU UUID: no GPU of the node is "
+                  "reported as this pod's, and the GPU collector fails; read GPU busy from NVIDIA's DCGM exporter "
+                  "(the adapter's --gpu-source=dcgm)", settings.pod_namespace, settings.pod_name, ", ".join(claimed))
+        return dataclasses.replace(settings, gpu_uuids=claimed)
     if not ids:
         log.info("the kubelet gave pod %s/%s no GPU: GPU collector off", settings.pod_namespace, settings.pod_name)
         return dataclasses.replace(settings, gpu_enabled=False)
+    if indexes := [i for i in ids if not i.startswith(GPU_ID_PREFIXES)]:
+        # The device plugin's DEVICE_ID_STRATEGY=index: an index among the GPUs the plugin sees, which need not
+        # be the sidecar's; guessing would report another pod's GPU as a success. Kept as configured: they fail.
+        log.error("the kubelet names this pod's GPUs by index (%s), not by UUID: the NVIDIA device plugin runs with "
+                  "DEVICE_ID_STRATEGY=index; set DEVICE_ID_STRATEGY=uuid (its default) or give the sidecar "
+                  "--gpu-uuids; until then the GPU collector fails", ", ".join(indexes))
     log.info("reporting the GPUs the kubelet gave this pod: %s", ", ".join(ids))
     return dataclasses.replace(settings, gpu_uuids=ids)
 

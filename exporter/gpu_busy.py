@@ -4,7 +4,8 @@ Busy is the mean of the samples (`nvmlDeviceGetSamples`, one every 1/6 s to 1 s 
 timestamps fall in the window: every sample the driver took counts once, whatever the caller's timing.
 Where a device has no samples, or NVML stamps them with a clock too far from ours to window them, the
 driver's latest `nvmlDeviceGetUtilizationRates` reading stands in, read once per pass. Histories are kept
-by UUID, across passes and across NVML re-initialisation.
+by UUID, across passes and across NVML re-initialisation. A wall clock stepped back leaves samples stamped ahead
+of ours: they are not the current window, which starts again.
 
 Logs go to the GPU collector's logger (`exporter.collectors.gpu`), the one operators filter on.
 """
@@ -24,6 +25,9 @@ log = logging.getLogger("exporter.collectors.gpu")
 _MAX_CLOCK_SKEW_S: Final = 60.0
 """NVML stamps samples with the host's wall clock; beyond this difference from ours we cannot window
 them and use utilization rates instead."""
+_CLOCK_STEP_S: Final = 1.0
+"""A sample stamped further than this ahead of our clock was taken before the wall clock stepped back (NTP, a
+resumed VM): NVML stamps with the same clock, so a sample is never newer than the moment it is read."""
 _MAX_SAMPLES: Final = 10_000
 """Bound on a GPU's kept samples whatever NVML's rate (60 at 6 Hz over the default 10 s window)."""
 
@@ -58,6 +62,13 @@ class BusyWindow:
         history = self._histories.setdefault(device.uuid, _History())
         now_us = round(now * 1_000_000)
         cutoff_us = now_us - round(self._window_s * 1_000_000)
+        newest_us = now_us + round(_CLOCK_STEP_S * 1_000_000)
+        if history.last_seen_us > newest_us:
+            # The wall clock stepped back: what we hold is from "the future", and NVML would give nothing newer.
+            log.info("GPU %s: the clock went back %.0f s; its utilization window starts again", device.label,
+                     (history.last_seen_us - now_us) / 1_000_000)
+            history.samples.clear()
+            history.last_seen_us = cutoff_us
         if not history.use_rates:
             try:
                 samples = session.utilization_samples(device, history.last_seen_us)
@@ -66,6 +77,8 @@ class BusyWindow:
                          device.uuid)
                 history.use_rates = True
                 samples = []
+            # NVML's buffer still holds samples stamped before a step back of the clock: not this window's.
+            samples = [sample for sample in samples if sample.timestamp_us <= newest_us]
             if samples:
                 newest = samples[-1].timestamp_us
                 if abs(newest - now_us) > _MAX_CLOCK_SKEW_S * 1_000_000:
@@ -78,7 +91,7 @@ class BusyWindow:
                 else:
                     history.last_seen_us = max(history.last_seen_us, newest)
                     history.samples.extend((s.timestamp_us, s.percent) for s in samples)
-        in_window = [(t, p) for t, p in history.samples if t > cutoff_us]
+        in_window = [(t, p) for t, p in history.samples if cutoff_us < t <= newest_us]
         if history.use_rates or not in_window:
             # Rates mode, or samples stopped coming: the driver's latest reading stands in for the window.
             reading = (now_us, session.utilization_rate(device))

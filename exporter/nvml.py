@@ -241,8 +241,17 @@ class NvmlSession:
         return Inventory(tuple(devices), tuple(failures))
 
     def _enumerate_gpu(self, index: int) -> list[Device]:
-        with _calling(f"GPU {index}: nvmlDeviceGetHandleByIndex"):
+        """The GPU at `index`, or its MIG devices; none for a GPU this process may not talk to.
+
+        nvmlDeviceGetCount_v2 counts every GPU of the machine, and nvmlDeviceGetHandleByIndex_v2 answers
+        NO_PERMISSION for one this process has no access to (nvml.h): a GPU not given to this container, not
+        visible here, not a failure of NVML."""
+        try:
             handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        except pynvml.NVMLError as error:
+            if int(error.value) == pynvml.NVML_ERROR_NO_PERMISSION:
+                return []
+            raise _translate(error, f"GPU {index}: nvmlDeviceGetHandleByIndex") from error
         with _calling(f"GPU {index}: nvmlDeviceGetUUID"):
             uuid = str(pynvml.nvmlDeviceGetUUID(handle))
         with _calling(f"GPU {index}: nvmlDeviceGetName"):

@@ -6,39 +6,91 @@ node shared by several GPU pods it would then report GPUs that belong to other p
 device IDs it gave each container: `v1.PodResourcesLister/List` on the unix socket
 `/var/lib/kubelet/pod-resources/kubelet.sock` (GA since Kubernetes 1.28). The NVIDIA device plugin's device IDs
 are GPU UUIDs (`GPU-...`, or `MIG-...` for MIG devices) with its default `DEVICE_ID_STRATEGY=uuid`; those are
-exactly what `--gpu-uuids` takes.
+exactly what `--gpu-uuids` takes. A GPU shared by time-slicing or MPS (the device plugin's `sharing:` config) is
+handed out as replicas named `<GPU UUID>::<replica>` (`nvidia.com/gpu`, or renamed `nvidia.com/gpu.shared`): the
+GPU is the UUID before `::`, counted once however many replicas of it the pod holds.
+
+This pod alone is asked for with `v1.PodResourcesLister/Get` (beta and on by default since Kubernetes 1.34); a
+kubelet without it (UNIMPLEMENTED before 1.27, an error while its feature gate is off) is asked for every pod
+with `List`, read up to `LIST_MAX_BYTES`: a busy node's answer passes gRPC's default limit of 4 MiB.
 
 The call is gRPC (a new, optional dependency: `grpcio`, the `pod-resources` extra, imported only when the flag
 is on). The answer is decoded here from the protobuf wire format, field numbers as in the kubelet's
 `pkg/apis/podresources/v1/api.proto`, so no generated code or `protobuf` runtime is needed:
 
+    GetPodResourcesRequest   { string pod_name = 1; string pod_namespace = 2; }
+    GetPodResourcesResponse  { PodResources pod_resources = 1; }
     ListPodResourcesResponse { repeated PodResources pod_resources = 1; }
     PodResources             { string name = 1; string namespace = 2; repeated ContainerResources containers = 3; }
-    ContainerResources       { string name = 1; repeated ContainerDevices devices = 2; ... }
+    ContainerResources       { string name = 1; repeated ContainerDevices devices = 2; ...;
+                               repeated DynamicResource dynamic_resources = 5; }
     ContainerDevices         { string resource_name = 1; repeated string device_ids = 2; ... }
+    DynamicResource          { ...; repeated ClaimResource claim_resources = 4; }
+    ClaimResource            { ...; string driver_name = 2; string pool_name = 3; string device_name = 4; ... }
+
+A GPU allocated through Dynamic Resource Allocation (a ResourceClaim of NVIDIA's DRA driver, `gpu.nvidia.com`)
+is listed under `dynamic_resources` by a device name of the driver's (`gpu-0`), not a UUID: the pod has a GPU,
+but which of the node's it is cannot be told here.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import os
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 LIST_METHOD: Final = "/v1.PodResourcesLister/List"
+GET_METHOD: Final = "/v1.PodResourcesLister/Get"
+LIST_MAX_BYTES: Final = 16 << 20
+"""The largest `List` answer read: the limit the kubelet's own gRPC clients take (gRPC's default, 4 MiB, is passed
+on busy nodes). An exporter that read a 15 MiB answer peaked at 95 MiB resident, inside the sidecar's 128 MiB."""
 DEFAULT_SOCKET: Final = "/var/lib/kubelet/pod-resources/kubelet.sock"
-GPU_RESOURCE_PREFIX: Final = "nvidia.com/"
-"""`nvidia.com/gpu`, and the MIG resources `nvidia.com/mig-1g.10gb` etc. of the mixed MIG strategy."""
+NVIDIA_PREFIX: Final = "nvidia.com/"
+"""The domain of the NVIDIA device plugin's resources, and of NVIDIA's Network Operator NICs too."""
+GPU_RESOURCE_PREFIXES: Final = ("nvidia.com/gpu", "nvidia.com/mig-")
+"""The device plugin's GPU resources: `nvidia.com/gpu` (whole GPUs, or MIG devices of the single strategy),
+`nvidia.com/gpu.shared` (shared replicas, renamed), `nvidia.com/mig-1g.10gb` etc. (the mixed MIG strategy)."""
+GPU_ID_PREFIXES: Final = ("GPU-", "MIG-")
+"""NVML's UUIDs of a GPU and of a MIG device: how a GPU under a renamed resource (the device plugin's
+`resources.gpus[].name`) is told from a NIC of the Network Operator (`nvidia.com/hostdev`, PCI addresses)."""
+DRA_GPU_DRIVER: Final = "gpu.nvidia.com"
+"""NVIDIA's DRA driver for GPUs (k8s-dra-driver-gpu), as a ClaimResource's `driver_name`."""
+REPLICA_SEPARATOR: Final = "::"
+"""The device plugin's replica IDs of a shared GPU: `GPU-<uuid>::<replica>` (its `rm.AnnotatedID`)."""
+
+
+log = logging.getLogger(__name__)
+
+TRANSIENT_CODES: Final = frozenset({"UNAVAILABLE", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED"})
+"""gRPC codes of a kubelet that may answer in a moment: restarting (its socket is unlinked and made anew, or
+nobody listens on it yet), over its rate limit ("rejected by rate limit"), or slow."""
+PATIENCE_S: Final = 30.0
+"""How long the start waits for a kubelet that may answer in a moment: a kubelet restart, well inside the
+sidecar's liveness probe (first after 10 s, killed after three failures 30 s apart)."""
 
 
 class PodResourcesError(Exception):
-    """The kubelet could not be asked, or its answer could not be read; the message says which."""
+    """The kubelet could not be asked, or its answer could not be read; the message says which. `transient`:
+    the kubelet may answer if asked again shortly."""
+
+    def __init__(self, message: str, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 @dataclass(frozen=True, slots=True)
 class ContainerDevices:
     container: str
     resource_name: str
+    """The device plugin's resource, or for a DRA claim's device the DRA driver."""
     device_ids: tuple[str, ...]
+    """The device plugin's device IDs, or for a DRA claim's device `<pool>/<device name>`."""
+    claimed: bool = False
+    """Allocated through a DRA ResourceClaim (`dynamic_resources`), not by a device plugin."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +101,8 @@ class PodDevices:
 
 
 def decode_list_response(data: bytes) -> list[PodDevices]:
-    """Decode a `ListPodResourcesResponse`; a malformed message raises `PodResourcesError`."""
+    """Decode a `ListPodResourcesResponse`, or a `GetPodResourcesResponse` (the same field, once); a malformed
+    message raises `PodResourcesError`."""
     pods = []
     for field, value in _fields(data):
         if field == 1 and isinstance(value, bytes):
@@ -57,32 +110,110 @@ def decode_list_response(data: bytes) -> list[PodDevices]:
     return pods
 
 
-def pod_gpu_ids(pods: Sequence[PodDevices], namespace: str, name: str,
-                prefix: str = GPU_RESOURCE_PREFIX) -> tuple[str, ...] | None:
-    """The GPU device IDs of every container of one pod, in order; None when the kubelet lists no such pod."""
+def pod_gpu_ids(pods: Sequence[PodDevices], namespace: str, name: str) -> tuple[str, ...] | None:
+    """The GPU UUIDs of every container of one pod, in order, each once (replicas of a shared GPU are its UUID);
+    None when the kubelet lists no such pod.
+
+    A GPU is a device of the device plugin's GPU resources, or a device with a GPU's or MIG device's UUID
+    under another `nvidia.com/` resource; other `nvidia.com/` devices (the Network Operator's NICs) are not."""
     for pod in pods:
         if (pod.namespace, pod.name) == (namespace, name):
-            ids = [i for d in pod.devices if d.resource_name.startswith(prefix) for i in d.device_ids]
-            return tuple(dict.fromkeys(ids))
+            uuids = (
+                (d.resource_name, device_id.partition(REPLICA_SEPARATOR)[0])
+                for d in pod.devices if not d.claimed for device_id in d.device_ids
+            )
+            return tuple(dict.fromkeys(uuid for resource, uuid in uuids if _is_gpu(resource, uuid)))
     return None
+
+
+def pod_claimed_gpus(pods: Sequence[PodDevices], namespace: str, name: str) -> tuple[str, ...]:
+    """The GPUs one pod holds through DRA claims of NVIDIA's driver, as `gpu.nvidia.com/<pool>/<device>`."""
+    return tuple(
+        f"{d.resource_name}/{device_id}"
+        for pod in pods if (pod.namespace, pod.name) == (namespace, name)
+        for d in pod.devices if d.claimed and d.resource_name == DRA_GPU_DRIVER
+        for device_id in d.device_ids
+    )
+
+
+def _is_gpu(resource_name: str, device_id: str) -> bool:
+    if resource_name.startswith(GPU_RESOURCE_PREFIXES):
+        return True
+    return resource_name.startswith(NVIDIA_PREFIX) and device_id.startswith(GPU_ID_PREFIXES)
+
+
+async def pod_resources(socket_path: str, namespace: str, name: str, timeout_s: float = 5.0) -> list[PodDevices]:
+    """Ask the kubelet on `socket_path` for one pod's devices: `Get`, or `List` (every pod) where the kubelet has
+    no `Get` or refuses it. The kubelet answers `Get` for a pod it does not know with an error too; `List` then
+    says so by not listing it."""
+    request = _string_field(1, name) + _string_field(2, namespace)
+    try:
+        return decode_list_response(await _call(socket_path, GET_METHOD, request, timeout_s))
+    except PodResourcesError:
+        return await list_pod_resources(socket_path, timeout_s)
+
+
+async def pod_resources_waiting(socket_path: str, namespace: str, name: str, patience_s: float = PATIENCE_S,
+                                timeout_s: float = 5.0) -> list[PodDevices]:
+    """`pod_resources`, asked again (after 0.5 s, 1, 2, 4, ... 8 s) while the kubelet may answer in a moment, for
+    `patience_s` at most; a kubelet that cannot answer (no permission, a garbled answer) fails at once."""
+    deadline = time.monotonic() + patience_s
+    delay_s = 0.5
+    while True:
+        try:
+            return await pod_resources(socket_path, namespace, name, timeout_s)
+        except PodResourcesError as error:
+            left_s = deadline - time.monotonic()
+            if not error.transient or left_s <= 0:
+                raise
+            if delay_s == 0.5:
+                log.warning("waiting for the kubelet (up to %.0f s): %s", patience_s, error)
+            await asyncio.sleep(min(delay_s, left_s))
+            delay_s = min(delay_s * 2, 8.0)
 
 
 async def list_pod_resources(socket_path: str, timeout_s: float = 5.0) -> list[PodDevices]:
     """Ask the kubelet on `socket_path` for every pod's devices."""
+    return decode_list_response(await _call(socket_path, LIST_METHOD, b"", timeout_s))
+
+
+async def _call(socket_path: str, method: str, request: bytes, timeout_s: float) -> bytes:
+    """One unary call on the kubelet's socket, the message as raw bytes both ways."""
     try:
         import grpc
     except ImportError as error:  # pragma: no cover - depends on the installation
         raise PodResourcesError("the kubelet PodResources API needs grpcio: pip install "
                                 "'modelmesh-autoscaler[pod-resources]'") from error
+    if os.path.exists(socket_path) and not os.access(socket_path, os.W_OK):
+        raise PodResourcesError(f"kubelet PodResources API at {socket_path}: this user (uid {os.getuid()}) may not "
+                                "connect: the kubelet's socket is root's; run the sidecar as root, as "
+                                "exporter-pod-resources-patch.yaml does")
+    options = [("grpc.max_receive_message_length", LIST_MAX_BYTES)]
     try:
-        async with grpc.aio.insecure_channel(f"unix://{socket_path}") as channel:
-            call = channel.unary_unary(LIST_METHOD, request_serializer=lambda _: b"",
+        async with grpc.aio.insecure_channel(f"unix://{socket_path}", options=options) as channel:
+            call = channel.unary_unary(method, request_serializer=lambda raw: raw,
                                        response_deserializer=lambda raw: raw)
-            answer = await call(None, timeout=timeout_s)
+            answer: bytes = await call(request, timeout=timeout_s)
     except grpc.RpcError as error:
-        raise PodResourcesError(f"kubelet PodResources API at {socket_path}: {error.code().name}: "
-                                f"{error.details()}") from error
-    return decode_list_response(answer)
+        code = error.code().name
+        raise PodResourcesError(f"kubelet PodResources API at {socket_path}: {method}: {code}: {error.details()}",
+                                transient=code in TRANSIENT_CODES) from error
+    return answer
+
+
+def _string_field(number: int, text: str) -> bytes:
+    """One length-delimited protobuf field (wire type 2)."""
+    data = text.encode()
+    return _varint_bytes(number << 3 | 2) + _varint_bytes(len(data)) + data
+
+
+def _varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 def _pod(data: bytes) -> PodDevices:
@@ -101,11 +232,14 @@ def _pod(data: bytes) -> PodDevices:
 def _container(data: bytes) -> list[ContainerDevices]:
     name = ""
     raw_devices: list[bytes] = []
+    raw_claims: list[bytes] = []
     for field, value in _fields(data):
         if field == 1 and isinstance(value, bytes):
             name = _text(value)
         elif field == 2 and isinstance(value, bytes):
             raw_devices.append(value)
+        elif field == 5 and isinstance(value, bytes):
+            raw_claims.append(value)
     found = []
     for raw in raw_devices:
         resource, ids = "", []
@@ -115,7 +249,18 @@ def _container(data: bytes) -> list[ContainerDevices]:
             elif field == 2 and isinstance(value, bytes):
                 ids.append(_text(value))
         found.append(ContainerDevices(name, resource, tuple(ids)))
+    for raw in raw_claims:
+        for field, value in _fields(raw):
+            if field == 4 and isinstance(value, bytes):
+                found.append(_claimed(name, value))
     return found
+
+
+def _claimed(container: str, data: bytes) -> ContainerDevices:
+    """One `ClaimResource`: its driver, and its device as `<pool>/<device name>`."""
+    strings = {field: _text(value) for field, value in _fields(data) if field in (2, 3, 4) and isinstance(value, bytes)}
+    return ContainerDevices(container, strings.get(2, ""), (f"{strings.get(3, '')}/{strings.get(4, '')}",),
+                            claimed=True)
 
 
 def _fields(data: bytes) -> Iterator[tuple[int, int | bytes]]:

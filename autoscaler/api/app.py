@@ -17,17 +17,19 @@ import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from aiohttp import web
+from aiohttp import hdrs, web
 from aiohttp.typedefs import Handler
 from prometheus_client import Counter, Histogram
 from prometheus_client.aiohttp import make_aiohttp_handler
 
 from autoscaler.api import handlers, runtimes
 from autoscaler.api.client_errors import install_client_error_filter
+from autoscaler.api.negotiation import NOT_ACCEPTABLE, accepts_json
 from autoscaler.api.openapi import openapi_v2
 from autoscaler.api.render import RefresherSnapshots
 from autoscaler.api.selfmetrics_split import worker_metrics_handler
 from autoscaler.api.snapshot import SNAPSHOT_KEY, SnapshotStore
+from autoscaler.api.stall import STALL_KEY, StallWatch, stall_context
 from autoscaler.api.status import ApiError, status_response
 from autoscaler.names import GROUP_VERSION
 from autoscaler.refresher import Refresher
@@ -46,6 +48,10 @@ SLASH_TOLERANT = frozenset({"/apis", "/apis/external.metrics.k8s.io", f"/apis/{G
 """Routes also answered with a trailing slash, counted under the route: kube-apiserver's (go-restful's) are,
 and clients ask for them so (the `kubernetes` Python client's `ApisApi` asks for `/apis/`, `VersionApi` for
 `/version/`). `/openapi/v2`, the health paths and `/metrics` are exact paths there, as here."""
+
+TEXT_ROUTES = frozenset({"/healthz", "/livez", "/readyz", "/metrics"})
+"""Routes that answer in text whatever the client accepts (probes and Prometheus name no JSON); the others
+write JSON and refuse a client that takes none."""
 
 Gate = Callable[[web.Request], Awaitable[None] | None]
 """Lets a request through (None, or an awaitable that completes), or refuses it with an `ApiError` (401, 403,
@@ -82,7 +88,9 @@ class Serving:
         self._metrics = metrics
         self._gate = gate
 
-    def __call__(self, handler: Handler, path: str) -> Handler:
+    def __call__(self, handler: Handler, path: str, *, writes_json: bool = False) -> Handler:
+        """`handler` served; one that `writes_json` first refuses, after the gate, a client that takes no
+        JSON (406, `negotiation`)."""
         metrics, gate, tally, clock = self._metrics, self._gate, self._metrics.tally, time.perf_counter
         children: dict[int, tuple[Counter, Histogram]] = {}
 
@@ -91,6 +99,8 @@ class Serving:
             try:
                 if gate is not None and (deciding := gate(request)) is not None:
                     await deciding
+                if writes_json and (accept := request.headers.get(hdrs.ACCEPT)) and not accepts_json(accept):
+                    raise ApiError(406, NOT_ACCEPTABLE)
                 response = await handler(request)
             except web.HTTPException as error:
                 if error.status < 400:
@@ -137,10 +147,11 @@ def _flushed(metrics: AdapterMetrics, page: Handler) -> Handler:
     return handler
 
 
-def build_api_app(source: Refresher | SnapshotStore, metrics: AdapterMetrics, gate: Gate | None = None
-                  ) -> web.Application:
+def build_api_app(source: Refresher | SnapshotStore, metrics: AdapterMetrics, gate: Gate | None = None,
+                  stalled_after_s: float | None = None) -> web.Application:
     """The API over the refresh's answers: an in-process `Refresher` (one process does everything), or a
-    store that a serving worker fills with the snapshots the refresh process sends."""
+    store that a serving worker fills with the snapshots the refresh process sends. `stalled_after_s`: answers
+    not replaced for longer are refused and health fails (`autoscaler.api.stall`); None: never judged."""
     install_client_error_filter()  # malformed requests: one short WARNING per interval, not a traceback each
     app = web.Application()
     app.cleanup_ctx.append(_flush_tally)
@@ -152,11 +163,16 @@ def build_api_app(source: Refresher | SnapshotStore, metrics: AdapterMetrics, ga
         app[SNAPSHOT_KEY] = source
         metrics_handler = _flushed(metrics, worker_metrics_handler(metrics, source))
     app[handlers.METRICS_KEY] = metrics
-    routes: list[tuple[str, Handler]] = [
+    stall = None
+    if stalled_after_s is not None:
+        stall = app[STALL_KEY] = StallWatch(app[SNAPSHOT_KEY], stalled_after_s, refresh=(
+            "the refresh loop" if isinstance(source, Refresher) else "the refresh process"))
+        app.cleanup_ctx.append(stall_context(stall))
+    routes: list[tuple[str, Handler]] = [  # JSON but for the health paths and `/metrics` (`TEXT_ROUTES`)
         ("/apis", handlers.api_group_list),
         ("/apis/external.metrics.k8s.io", handlers.api_group),
         (f"/apis/{GROUP_VERSION}", handlers.api_resource_list),
-        (EXTERNAL_METRIC_ROUTE, handlers.external_metric_handler(app[SNAPSHOT_KEY], metrics)),
+        (EXTERNAL_METRIC_ROUTE, handlers.external_metric_handler(app[SNAPSHOT_KEY], metrics, stall)),
         ("/version", handlers.version),
         ("/openapi/v2", openapi_v2),
         (runtimes.KEDA_ROUTE, runtimes.keda_runtime),
@@ -167,7 +183,7 @@ def build_api_app(source: Refresher | SnapshotStore, metrics: AdapterMetrics, ga
         ("/metrics", metrics_handler),
     ]
     for path, handler in routes:
-        wrapped = serving(handler, path)
+        wrapped = serving(handler, path, writes_json=path not in TEXT_ROUTES)
         app.router.add_get(path, wrapped)
         if path in SLASH_TOLERANT:
             app.router.add_get(path + "/", wrapped)
@@ -182,10 +198,10 @@ async def build_served_app(
     authorization (their Kubernetes clients close with the app; `tls` learns the client CAs), or open with
     `--insecure-dev`. Start-up mistakes are `ValueError`s (`KubeConfigError`, `AuthConfigError`)."""
     if settings.insecure_dev:
-        return build_api_app(source, metrics)
+        return build_api_app(source, metrics, stalled_after_s=settings.stalled_after_s)
     from autoscaler.api.auth import build_api_security  # only secured serving needs the Kubernetes client
 
     security = await build_api_security(settings, tls, metrics)
-    app = build_api_app(source, metrics, security.gate)
+    app = build_api_app(source, metrics, security.gate, settings.stalled_after_s)
     app.on_cleanup.append(security.close)
     return app

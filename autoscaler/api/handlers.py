@@ -14,7 +14,8 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from autoscaler.api import documents
-from autoscaler.api.quantity import milli_quantity
+from autoscaler.api.negotiation import asks_to_watch
+from autoscaler.api.quantity import MAX_SERVABLE, milli_quantity
 from autoscaler.api.selector import SelectorError, deployment_from_query
 from autoscaler.api.snapshot import (
     METRIC_INDEX,
@@ -24,9 +25,10 @@ from autoscaler.api.snapshot import (
     SnapshotStore,
     error_answer,
 )
+from autoscaler.api.stall import STALL_KEY, StallWatch
 from autoscaler.api.status import ApiError
 from autoscaler.model import RuntimeView
-from autoscaler.names import GROUP_VERSION, ServedMetric, lookup_metric, runtime_labels
+from autoscaler.names import API_GROUP, GROUP_VERSION, ServedMetric, lookup_metric, runtime_labels
 from autoscaler.selfmetrics import AdapterMetrics
 
 METRICS_KEY: web.AppKey[AdapterMetrics] = web.AppKey("metrics", AdapterMetrics)
@@ -74,20 +76,28 @@ def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str) -> Answ
     would encode it, byte for byte, written from a template: at 5,000 runtimes x 4 metrics, encoding the
     whole document each time was most of the rendering of the metric answers. Every variable part still goes
     through `json.dumps`, so escaping is its own (`labels`: the runtime's labels, already encoded);
-    tests/api/test_metric_template.py checks the equality on random views."""
+    tests/api/test_metric_template.py checks the equality on random views. A value the HPA would read back as
+    another number (`autoscaler.api.quantity`) is unknown: a 503, as KEDA's document has `null` for it."""
     served = view.values.get(metric)
-    if not view.known or served is None or served.value is None or served.timestamp is None:
+    if not view.known or served is None or (value := served.value) is None or served.timestamp is None:
         return error_answer(503, f"{metric.value} for runtime {view.key} is unknown right now: "
                                  f"{view.reason or 'no fresh data'}; the HPA holds its current replicas")
+    if not 0.0 <= value <= MAX_SERVABLE:  # `quantity.servable`, inline: this runs for every runtime and metric
+        return error_answer(503, f"{metric.value} for runtime {view.key} is {value!r}, which the HPA cannot "
+                                 "read as a quantity (see /debug); the HPA holds its current replicas")
     body = (  # _json_str: what json.dumps does with a str (ensure_ascii), without its per-call set-up
         f'{_ITEM_HEAD[metric]}{labels}, "timestamp": {_json_str(rfc3339(served.timestamp))}, '
-        f'"window": {round(view.window_s)!r}, "value": {_json_str(milli_quantity(served.value))}}}]}}'
+        f'"window": {round(view.window_s)!r}, "value": {_json_str(milli_quantity(value))}}}]}}'
     ).encode()
     return 200, body, max(0.0, view.refreshed_at - served.timestamp)
 
 
-def runtime_answer(store: SnapshotStore, namespace: str, deployment: str, which: int) -> Answer:
-    """The runtime's answer `which` (`METRIC_INDEX[metric]` or `KEDA`) from the current snapshot, only that one."""
+def runtime_answer(store: SnapshotStore, namespace: str, deployment: str, which: int,
+                   stall: StallWatch | None = None) -> Answer:
+    """The runtime's answer `which` (`METRIC_INDEX[metric]` or `KEDA`) from the current snapshot, only that one;
+    a 503 for every runtime while the refresh has stopped delivering (`autoscaler.api.stall`)."""
+    if stall is not None and (age := stall.stalled_for()) is not None:
+        raise ApiError(503, stall.message(age))
     snapshot = store.current
     answer = snapshot.runtimes.answer((namespace, deployment), which)
     if answer is None:
@@ -119,7 +129,8 @@ def respond(answer: Answer, metrics: AdapterMetrics) -> web.Response:
     return web.Response(body=body, status=status, content_type="application/json", charset="utf-8")
 
 
-def external_metric_handler(store: SnapshotStore, metrics: AdapterMetrics) -> Handler:
+def external_metric_handler(store: SnapshotStore, metrics: AdapterMetrics, stall: StallWatch | None = None
+                            ) -> Handler:
     """`GET .../namespaces/NS/METRIC?labelSelector=...`, bound to the snapshots and self-metrics it uses: it is the
     HPA's every request, and reading them from `request.app` costs two lookups through aiohttp's properties."""
 
@@ -130,11 +141,14 @@ def external_metric_handler(store: SnapshotStore, metrics: AdapterMetrics) -> Ha
         if metric is None:
             raise ApiError(404, f"external metric {name!r} is not served; available: "
                                 + ", ".join(m.value for m in ServedMetric))
+        query = request.rel_url.raw_query_string
+        if "watch" in query and asks_to_watch(query):
+            raise ApiError(405, f'watch is not supported on resources of kind "{name}.{API_GROUP}"')
         try:
-            deployment = deployment_from_query(request.rel_url.raw_query_string)
+            deployment = deployment_from_query(query)
         except SelectorError as error:
             raise ApiError(400, str(error)) from error
-        return respond(runtime_answer(store, namespace, deployment, METRIC_INDEX[metric]), metrics)
+        return respond(runtime_answer(store, namespace, deployment, METRIC_INDEX[metric], stall), metrics)
 
     return external_metric
 
@@ -156,10 +170,19 @@ async def version(request: web.Request) -> web.Response:
 
 
 async def healthz(request: web.Request) -> web.Response:
+    _raise_if_stalled(request)
     return web.Response(text="ok")
 
 
 async def readyz(request: web.Request) -> web.Response:
     if not request.app[SNAPSHOT_KEY].current.ready:
         raise ApiError(503, "waiting for the first refresh")
+    _raise_if_stalled(request)
     return web.Response(text="ok")
+
+
+def _raise_if_stalled(request: web.Request) -> None:
+    """Health fails while the refresh has stopped delivering: a hung refresh is cured by a restart only."""
+    stall = request.app.get(STALL_KEY)
+    if stall is not None and (age := stall.stalled_for()) is not None:
+        raise ApiError(503, stall.message(age))

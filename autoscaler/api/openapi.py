@@ -150,10 +150,12 @@ def document() -> dict[str, Any]:
                        _ref(OURS + "RuntimeExplanation"), 404, 500, 503),
                 "parameters": [namespace, deployment],
             },
-            "/healthz": _open("checkHealth", "Liveness: ok while the process serves."),
-            "/livez": _open("checkLiveness", "Liveness: ok while the process serves."),
-            "/readyz": _open("checkReadiness", "Readiness: ok once the first refresh completed.",
-                             "text/plain", 503),
+            "/healthz": _open("checkHealth", "Liveness: ok while the process serves and its values are "
+                              "refreshed (503 once the refresh has stalled).", "text/plain", 503),
+            "/livez": _open("checkLiveness", "Liveness: ok while the process serves and its values are "
+                            "refreshed (503 once the refresh has stalled).", "text/plain", 503),
+            "/readyz": _open("checkReadiness", "Readiness: ok once the first refresh completed, while its values "
+                             "are refreshed.", "text/plain", 503),
             "/metrics": _open("getSelfMetrics", "The adapter's own Prometheus metrics.",
                               "text/plain; version=0.0.4"),
         },

@@ -57,6 +57,10 @@ class RefresherSnapshots:
             self._snapshot = render_snapshot(refresher.views, refresher.ready)
         return self._snapshot
 
+    @property
+    def updated_at(self) -> float | None:
+        return self._refresher.refreshed_monotonic
+
 
 class SnapshotPublisher:
     """The refresh process's side of the hand-over: each refresh's views as one packed blob for the workers."""

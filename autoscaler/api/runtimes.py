@@ -16,14 +16,15 @@
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from aiohttp import web
 
 from autoscaler.api.debug_document import debug_json
 from autoscaler.api.handlers import METRICS_KEY, respond, rfc3339, runtime_answer, runtime_debug_record
+from autoscaler.api.quantity import MAX_SERVABLE
 from autoscaler.api.snapshot import KEDA, SNAPSHOT_KEY, Answer, error_answer
+from autoscaler.api.stall import STALL_KEY
 from autoscaler.model import RuntimeView
 from autoscaler.names import ServedMetric, runtime_labels
 
@@ -42,7 +43,7 @@ def keda_values(view: RuntimeView) -> tuple[dict[str, Any], float | None]:
     for metric in ServedMetric:
         served = view.values.get(metric)
         value = served.value if served is not None else None
-        if value is None or not math.isfinite(value) or value < 0:
+        if value is None or not 0.0 <= value <= MAX_SERVABLE:  # `quantity.servable`, inline (per runtime and metric)
             values[metric.value] = None
             continue
         values[metric.value] = round(value * 1000) / 1000  # exactly the quantity the HPA is served
@@ -67,7 +68,8 @@ def keda_answer(view: RuntimeView) -> Answer:
 
 async def keda_runtime(request: web.Request) -> web.Response:
     return respond(runtime_answer(request.app[SNAPSHOT_KEY], request.match_info["namespace"],
-                                  request.match_info["deployment"], KEDA), request.app[METRICS_KEY])
+                                  request.match_info["deployment"], KEDA, request.app.get(STALL_KEY)),
+                   request.app[METRICS_KEY])
 
 
 async def debug_runtime(request: web.Request) -> web.Response:

@@ -19,6 +19,7 @@ Two stores serve an app: `SnapshotHolder` (a worker: the snapshot arrives from t
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Mapping
 from typing import NamedTuple, Protocol
 
@@ -102,12 +103,27 @@ class SnapshotStore(Protocol):
     @property
     def current(self) -> ServingSnapshot: ...
 
+    @property
+    def updated_at(self) -> float | None:
+        """`time.monotonic()` when the refresh last delivered a snapshot, None before the first: how long the
+        answers have not changed (`autoscaler.api.stall`)."""
+
 
 class SnapshotHolder:
     """A snapshot replaced in one assignment by whoever receives the next one."""
 
     def __init__(self, snapshot: ServingSnapshot = EMPTY) -> None:
-        self.current = snapshot
+        self._current = snapshot
+        self.updated_at: float | None = None if snapshot is EMPTY else time.monotonic()
+
+    @property
+    def current(self) -> ServingSnapshot:
+        return self._current
+
+    @current.setter
+    def current(self, snapshot: ServingSnapshot) -> None:
+        self._current = snapshot
+        self.updated_at = time.monotonic()
 
 
 SNAPSHOT_KEY: web.AppKey[SnapshotStore] = web.AppKey("snapshots")

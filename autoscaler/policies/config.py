@@ -22,12 +22,11 @@ import math
 import os
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import fields, replace
 from typing import Final
 
 import yaml
-from cachetools import LRUCache
 
 from autoscaler.model import RuntimeKey
 from autoscaler.names import POLICY_ANNOTATION_PREFIX
@@ -153,9 +152,6 @@ class PolicyBook:
 
     __slots__ = ("_cache", "defaults", "runtimes")
 
-    _CACHE_LIMIT: Final = 100_000
-    """Runtime and annotation-set pairs kept; far above any fleet, so a refresh never recomputes a policy."""
-
     def __init__(
         self,
         defaults: RuntimePolicy | None = None,
@@ -168,16 +164,16 @@ class PolicyBook:
                 check_policy(policy)
             except ValueError as exc:
                 raise ConfigError(f"policy for {where}: {exc}") from exc
-        self._cache: LRUCache[tuple[RuntimeKey, tuple[tuple[str, str], ...]], RuntimePolicy] = LRUCache(
-            self._CACHE_LIMIT)
+        self._cache: dict[RuntimeKey, tuple[tuple[tuple[str, str], ...], RuntimePolicy]] = {}
+        """Per runtime, its policy annotations and the policy they made: one entry per runtime that exists
+        (`forget_all_but`), replaced when its annotations change."""
 
     def policy_for(self, key: RuntimeKey, annotations: Mapping[str, str] | None = None) -> RuntimePolicy:
-        """The policy of one runtime; cheap to call every refresh (results are cached by annotation set)."""
+        """The policy of one runtime; cheap to call every refresh (cached while its annotations stay the same)."""
         ours = tuple(sorted((k, v) for k, v in (annotations or {}).items() if k.startswith(POLICY_ANNOTATION_PREFIX)))
-        cache_key = (key, ours)
-        cached = self._cache.get(cache_key)
-        if cached is not None:
-            return cached
+        cached = self._cache.get(key)
+        if cached is not None and cached[0] == ours:
+            return cached[1]
         policy = self.runtimes.get(key, self.defaults)
         for annotation, raw in ours:
             name = annotation.removeprefix(POLICY_ANNOTATION_PREFIX).replace("-", "_")
@@ -185,8 +181,14 @@ class PolicyBook:
                 policy = apply_overrides(policy, {name: raw})
             except ValueError as exc:
                 log.warning("runtime %s: ignoring annotation %s=%r: %s", key, annotation, raw, exc)
-        self._cache[cache_key] = policy
+        self._cache[key] = (ours, policy)
         return policy
+
+    def forget_all_but(self, keys: Collection[RuntimeKey]) -> None:
+        """Drop the cached policies of runtimes not in `keys` (those the last refresh saw): runtimes come and go
+        for days, and a policy kept for each one ever seen grows without end."""
+        for gone in [key for key in self._cache if key not in keys]:
+            del self._cache[gone]
 
 
 def parse_policy_book(document: object, source: str, base: RuntimePolicy | None = None) -> PolicyBook:

@@ -18,6 +18,8 @@ from typing import Final
 
 from autoscaler.policies.slots import slot_builder, slot_twin
 
+_INF: Final = math.inf
+
 
 @dataclass(frozen=True, slots=True)
 class SmoothState:
@@ -53,7 +55,9 @@ def smooth(
     """Step one series to `now` towards `target`.
 
     - no state yet: start at the target (None stays None);
-    - `target` None (unknown this step): hold the value, restart the decay clock;
+    - `target` None (unknown this step), or infinite: hold the value, restart the decay clock. An infinite
+      target (a cache pressure over an LRU age of 1e-320 s) cannot be served, and once in the state it would
+      never decay (`inf - target` stays infinite): the series would be unservable for good;
     - `target` at or above the value: rise at once;
     - below, and `may_fall` False: hold (clock restarted);
     - below, and `may_fall`: decay with time constant `tau` (`tau <= 0`: fall at once); once the remaining
@@ -61,6 +65,8 @@ def smooth(
 
     A clock that steps backwards gives `dt = 0`: no decay, never a jump.
     """
+    if target is not None and not target < _INF:  # (targets are never NaN: they come from clean samples)
+        target = None
     if state is None:
         if target is None:
             return None

@@ -124,6 +124,32 @@ def bounds_by_runtime(hpas: Iterable[HpaBounds], warned: set[RuntimeKey] | None 
     return result
 
 
+LOGGED_CHANGES: Final = 10
+"""Runtimes named in one log line of changed bounds; the rest are counted."""
+
+
+def describe_changes(before: Mapping[RuntimeKey, tuple[int, int]], after: Mapping[RuntimeKey, tuple[int, int]]
+                     ) -> str:
+    """What changed between two bounds tables, for one log line: the runtimes whose bounds changed (at most
+    `LOGGED_CHANGES` named), never the whole fleet again at every HPA event."""
+    changes = []
+    for key in sorted(before.keys() | after.keys()):
+        old, new = before.get(key), after.get(key)
+        if old == new:
+            continue
+        if new is None:
+            changes.append(f"{key} no HPA any more")
+        elif old is None:
+            changes.append(f"{key} {new}")
+        else:
+            changes.append(f"{key} {old} -> {new}")
+    if len(before) == 0 and len(changes) > LOGGED_CHANGES:
+        return f"{len(after)} runtimes scaled by HPAs"
+    shown = ", ".join(changes[:LOGGED_CHANGES])
+    more = len(changes) - LOGGED_CHANGES
+    return f"{shown} and {more} more runtimes" if more > 0 else shown
+
+
 class HpaWatch:
     """Lists then watches the HPAs of the given namespaces (None: all); `bounds(key)` answers from memory."""
 
@@ -190,8 +216,9 @@ class HpaWatch:
     def _rebuild(self) -> None:
         table = bounds_by_runtime((h for hpas in self._hpas.values() for h in hpas.values()), self._warned)
         if table != self._table:
-            log.info("HPA bounds: %s", {str(k): v for k, v in sorted(table.items())} or "none")
+            log.info("HPA bounds (minReplicas, maxReplicas): %s", describe_changes(self._table, table))
         self._table = table
+        self._warned &= table.keys()  # a runtime gone from every HPA is warned about again if it comes back
 
     def _replace(self, scope: Scope, items: list[JSON]) -> None:
         hpas: dict[tuple[str, str], HpaBounds] = {}

@@ -202,3 +202,17 @@ def test_health_needs_no_credentials(cluster: Cluster) -> None:
         cluster.server_ca.configure_trust(context)
         with urllib.request.urlopen(cluster.url + path, timeout=5, context=context) as response:
             assert response.status == 200
+
+
+def test_kubectl_asking_to_watch_a_metric_is_told_watch_is_not_supported(cluster: Cluster) -> None:
+    """A watch on the external metrics API is refused as kube-apiserver refuses it for a resource without one,
+    not answered with a list that kubectl would read as the start of a stream."""
+    result = kubectl_raw(cluster.kubeconfig("alice", cluster.alice), METRIC + "&watch=true")
+    assert result.returncode != 0
+    assert "MethodNotAllowed" in result.stderr and "watch is not supported" in result.stderr, result.stderr
+
+
+def test_a_client_that_takes_only_protobuf_is_told_what_is_served(cluster: Cluster) -> None:
+    status, body = cluster.https_get(METRIC, cluster.alice, {"Accept": "application/vnd.kubernetes.protobuf"})
+    assert (status, body["reason"], body["message"]) == (
+        406, "NotAcceptable", "only the following media types are accepted: application/json")

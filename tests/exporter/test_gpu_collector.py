@@ -29,6 +29,7 @@ from tests.fakes.nvml import (
     GIB,
     GPU_IS_LOST,
     INSUFFICIENT_SIZE,
+    NO_PERMISSION,
     NOT_SUPPORTED,
     FakeNvml,
     default_uuid,
@@ -203,6 +204,25 @@ def test_a_configured_gpu_that_is_not_visible_is_a_failure(
     _, series = scrape(collector, health)
     assert set(gpu_series(series, names.GPU_BUSY_RATIO)) == {"0"}
     assert health_of(series) == (0.0, 1.0)
+    collector.close()
+
+
+@pytest.mark.parametrize("configured", [None, [default_uuid(1)]])
+def test_a_gpu_counted_but_not_given_to_this_container_is_not_its_gpu(
+    fake: FakeNvml, health: CollectorHealth, clock: Clock, configured: list[str] | None,
+) -> None:
+    """nvmlDeviceGetCount_v2 counts every GPU of the machine, and nvmlDeviceGetHandleByIndex_v2 answers
+    NO_PERMISSION for one this process may not talk to (nvml.h): that GPU is not visible here, and NVML works
+    for the others. It is no outage of NVML as a whole, which served no GPU at all."""
+    fake.set_gpu(0, handle_error=NO_PERMISSION)
+    fake.set_gpu(1, util=40)
+    collector = GpuCollector(health, uuids=configured, clock=clock)
+    collector.sample_once()
+    text, series = scrape(collector, health)
+    assert gpu_series(series, names.GPU_BUSY_RATIO) == {"1": 0.4}
+    assert health_of(series) == (1.0, 0.0)
+    checked = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, check=False)
+    assert (checked.returncode, checked.stderr) == (0, "")
     collector.close()
 
 
@@ -387,6 +407,30 @@ def test_an_nvml_clock_far_from_ours_falls_back_to_rates(
     fake.set_gpu(0, util=30)
     collector.sample_once()
     assert busy(collector)["0"] == pytest.approx(0.3)
+
+
+def test_a_wall_clock_stepped_back_does_not_serve_the_old_busy_as_new(
+    fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector,
+) -> None:
+    """NVML stamps samples with the wall clock, which NTP or a resumed VM can step back. The samples held from
+    before the step then lie in the future: they were averaged as the current window for as long as the step
+    (90 % busy on an idle GPU, 40 s, reported as a success), and NVML was asked only for samples newer than
+    them, so it gave none."""
+    fake.set_gpu(0, util=90)
+    for _ in range(12):
+        clock.advance(1)
+        collector.sample_once()
+    assert busy(collector)["0"] == 0.9
+
+    fake.set_gpu(0, util=0)
+    clock.advance(-30)
+    for _ in range(3):
+        clock.advance(1)
+        collector.sample_once()
+    _, series = scrape(collector, health)
+    assert gpu_series(series, names.GPU_BUSY_RATIO)["0"] == 0.0
+    assert health_of(series) == (1.0, 0.0)
+    assert fake.calls("utilization") == 0  # read from NVML's samples, as before the step
 
 
 def test_mig_devices_report_memory_but_no_busy(

@@ -36,6 +36,9 @@ SOURCE: Final = Path(__file__).with_name("fake_nvml.c")
 
 GPU_IS_LOST: Final[int] = pynvml.NVML_ERROR_GPU_IS_LOST
 NOT_SUPPORTED: Final[int] = pynvml.NVML_ERROR_NOT_SUPPORTED
+NO_PERMISSION: Final[int] = pynvml.NVML_ERROR_NO_PERMISSION
+"""What nvmlDeviceGetHandleByIndex_v2 answers for a GPU that nvmlDeviceGetCount_v2 counts but this process may
+not talk to (nvml.h: count_v2 "returns count of all devices in the system even if" so)."""
 DRIVER_NOT_LOADED: Final[int] = pynvml.NVML_ERROR_DRIVER_NOT_LOADED
 LIBRARY_NOT_FOUND: Final[int] = pynvml.NVML_ERROR_LIBRARY_NOT_FOUND
 INSUFFICIENT_SIZE: Final[int] = pynvml.NVML_ERROR_INSUFFICIENT_SIZE

@@ -277,6 +277,8 @@ def plain_smooth(
 ) -> SmoothState | None:
     """`smoothing.smooth` as it was before its builtin `min`/`max` calls and builder call were inlined; the
     rules are in its docstring."""
+    if target is not None and math.isinf(target):
+        target = None
     if state is None:
         return None if target is None else SmoothState(target, now)
     if target is None or (target < state.value and not may_fall):

@@ -43,6 +43,8 @@ STEPS = [
     Step(
         "unknown_target_holds_and_restarts_the_clock", SmoothState(7.0, 0.0), None, 60.0, True, SmoothState(7.0, 60.0)
     ),
+    Step("infinite_target_is_unknown_and_holds", SmoothState(7.0, 0.0), math.inf, 60.0, True, SmoothState(7.0, 60.0)),
+    Step("first_infinite_target_stays_unknown", None, math.inf, 100.0, True, None),
     Step("clock_stepping_back_changes_nothing", SmoothState(7.0, 100.0), 1.0, 90.0, True, SmoothState(7.0, 100.0)),
     Step(
         "fall_lands_on_target_inside_the_settle_band",
@@ -77,6 +79,15 @@ def test_hold_earns_no_decay_once_data_returns() -> None:
     resumed = smooth(held, 4.0, 615.0, TAU, True)
     assert resumed is not None
     assert resumed.value == pytest.approx(4.0 + 6.0 * math.exp(-15.0 / TAU))
+
+
+def test_a_series_that_saw_an_infinite_target_falls_again() -> None:
+    """An infinite raw value (cache pressure over an LRU age of 1e-320 s) once became the state, and
+    `inf + (inf - target) * decay` never falls: the series was infinite, unservable, for good."""
+    state = smooth(SmoothState(2.0, 0.0), math.inf, 15.0, TAU, True)
+    state = smooth(state, 0.5, 15.0 + TAU, TAU, True)
+    assert state is not None
+    assert state.value == pytest.approx(0.5 + 1.5 * math.exp(-1.0))
 
 
 def test_replica_fall_of_one_pod_completes_within_three_tau() -> None:

@@ -32,7 +32,8 @@ def http_get(url: str, timeout: float = 2.0) -> tuple[int, str]:
         with urllib.request.urlopen(url, timeout=timeout, context=_INSECURE) as response:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
+        with error:  # its socket closed now, not whenever it is collected (a ResourceWarning, an error here)
+            return error.code, error.read().decode()
 
 
 def http_post_json(url: str, body: str, timeout: float = 2.0) -> int:

@@ -1,0 +1,87 @@
+"""Noticing a refresh that has stopped delivering: hung, not dead.
+
+A refresh process that dies closes its workers' pipes and they exit (`autoscaler.workers`). One that hangs (a
+deadlock, a wait that never ends, a stopped process) keeps them open: the workers would serve its last values
+forever, Ready and live, while the load moves on and the HPA acts on numbers that no longer change. The same
+holds for a refresh loop that fails every time in the one-process mode.
+
+So the serving side watches how long its answers have not been replaced. Past `limit_s` (the age at which the
+adapter calls data stale, plus one refresh: `ServeSettings.stalled_after_s`) the values are older than the
+adapter itself would serve, and the API says so: runtime answers are 503 (the HPA holds its replicas),
+`/readyz` fails (the Service sends the HPA to another replica) and `/livez` fails (the kubelet restarts the
+pod, the only cure for a hang). The log says when it starts and when values arrive again. Before the first
+snapshot nothing is judged: `/readyz` already fails until then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+
+from aiohttp import web
+
+from autoscaler.api.snapshot import SnapshotStore
+
+log = logging.getLogger(__name__)
+
+
+class StallWatch:
+    """How long the answers of `store` have not been replaced, judged against `limit_s`."""
+
+    def __init__(self, store: SnapshotStore, limit_s: float, *, refresh: str = "the refresh process",
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._store = store
+        self.limit_s = limit_s
+        self._refresh = refresh
+        self._clock = clock
+        self._reported = False
+
+    def stalled_for(self) -> float | None:
+        """Seconds since the last snapshot when that is more than `limit_s`, else None."""
+        updated = self._store.updated_at
+        if updated is None:
+            return None
+        age = self._clock() - updated
+        return age if age > self.limit_s else None
+
+    def message(self, age: float) -> str:
+        """What a client is told while stalled."""
+        return (f"the adapter's values have not been refreshed for {age:.0f} s (its refresh is hung or far too "
+                "slow); the HPA holds its current replicas")
+
+    def check(self) -> None:
+        """Log when a stall starts and when it ends (once each)."""
+        age = self.stalled_for()
+        if age is not None and not self._reported:
+            self._reported = True
+            log.error("no new values from %s for %.0f s (more than %.0f s: it is hung or far too slow); answering "
+                      "503 and failing /readyz and /livez so that Kubernetes restarts the pod",
+                      self._refresh, age, self.limit_s)
+        elif age is None and self._reported:
+            self._reported = False
+            log.info("values from %s arrive again; serving them", self._refresh)
+
+    async def watch(self) -> None:
+        """`check` a few times per limit, until cancelled: the log speaks even if no probe asks."""
+        while True:
+            self.check()
+            await asyncio.sleep(min(1.0, self.limit_s / 4))
+
+
+STALL_KEY: web.AppKey[StallWatch] = web.AppKey("stall", StallWatch)
+
+
+def stall_context(watch: StallWatch) -> Callable[[web.Application], AsyncIterator[None]]:
+    """A cleanup context that runs `watch.watch()` while the app serves."""
+
+    async def context(app: web.Application) -> AsyncIterator[None]:
+        task = asyncio.create_task(watch.watch(), name="stall-watch")
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    return context

@@ -1,0 +1,186 @@
+"""Turns request logs (one row per request) into the trace `simulate` reads (requests per model per interval).
+
+Users rarely have per-model counts at hand; they have access logs, gateway exports or a public trace with a
+timestamp per request. This converter bins such rows by time, per model, into `timestamp_s,model,requests`
+with `timestamp_s` counted from the first request. A model comes either from a column of each row
+(`--model-column`) or from the file (`MODEL=FILE`, one file per model, as the Azure LLM inference traces
+come). Timestamps are Unix seconds or ISO 8601 date-times (any number of fractional digits; without a zone
+they are read as UTC, only differences matter).
+
+    python -m autoscaler.simulation.request_log --out trace.csv [--interval 1] [--timestamp-column NAME]
+        (MODEL=FILE ... | --model-column NAME FILE ...)
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import gzip
+import math
+import sys
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Final, TextIO
+
+from autoscaler.simulation.trace import HEADER, MAX_INTERVAL_S, MIN_INTERVAL_S, TraceError
+
+DEFAULT_TIMESTAMP_COLUMNS: Final = ("timestamp", "time", "ts", "timestamp_s")
+"""Column names taken as the request's time when `--timestamp-column` is not given (case-insensitive)."""
+
+
+def parse_time(text: str) -> float:
+    """Seconds of a Unix timestamp or an ISO 8601 date-time; ValueError when it is neither."""
+    text = text.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        moment = _iso(text)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=datetime.UTC)
+        return moment.timestamp()
+    if not math.isfinite(seconds):
+        raise ValueError(f"{text!r} is not a finite number of seconds")
+    return seconds
+
+
+def _iso(text: str) -> datetime.datetime:
+    """`fromisoformat`, with fractions of a second past microseconds cut (logs write up to nanoseconds)."""
+    head, dot, tail = text.partition(".")
+    if dot:
+        digits = len(tail) - len(tail.lstrip("0123456789"))
+        if digits > 6:
+            tail = tail[:6] + tail[digits:]
+        text = head + dot + tail
+    return datetime.datetime.fromisoformat(text)
+
+
+def _open(path: Path) -> TextIO:
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
+    return path.open(encoding="utf-8-sig", newline="")
+
+
+def _column(header: Sequence[str], wanted: str | None, defaults: Sequence[str], what: str, name: str) -> int:
+    lowered = [h.strip().lower() for h in header]
+    candidates = [wanted] if wanted else list(defaults)
+    for candidate in candidates:
+        if candidate.lower() in lowered:
+            return lowered.index(candidate.lower())
+    flag = "--timestamp-column" if what == "timestamp" else "--model-column"
+    raise TraceError(f"{name}: no {what} column ({', '.join(candidates)}) in the header {', '.join(header)}; "
+                     f"name it with {flag}")
+
+
+def read_requests(path: Path, model: str | None, timestamp_column: str | None,
+                  model_column: str | None) -> Iterator[tuple[float, str]]:
+    """(time in seconds, model) of each request row of one file; TraceError names the file and line."""
+    with _open(path) as stream:
+        rows = csv.reader(stream)
+        header = next(rows, None)
+        if header is None:
+            raise TraceError(f"{path}: empty file; expected a header row")
+        at = _column(header, timestamp_column, DEFAULT_TIMESTAMP_COLUMNS, "timestamp", str(path))
+        which = None if model_column is None else _column(header, model_column, (), "model", str(path))
+        for line, row in enumerate(rows, start=2):
+            if not row:
+                continue
+            try:
+                seconds = parse_time(row[at])
+                name = model if which is None else row[which].strip()
+            except (ValueError, IndexError) as exc:
+                raise TraceError(f"{path}, line {line}: {exc}") from exc
+            if not name:
+                raise TraceError(f"{path}, line {line}: empty model name")
+            yield seconds, name
+
+
+def bin_requests(requests: Iterable[tuple[float, str]], interval_s: float) -> list[tuple[float, str, int]]:
+    """(interval start from the first request, model, requests) rows in time then model order."""
+    counts: Counter[tuple[int, str]] = Counter()
+    times: list[tuple[float, str]] = list(requests)
+    if not times:
+        return []
+    first = min(t for t, _ in times)
+    for seconds, model in times:
+        counts[(int((seconds - first) // interval_s), model)] += 1
+    rows = [(slot * interval_s, model, n) for (slot, model), n in sorted(counts.items())]
+    if not any(slot == 1 for slot, _ in counts):
+        # `simulate` infers the interval as the smallest gap between timestamps: a row of 0 in the second
+        # interval pins it, where a sparse log would otherwise leave gaps of several intervals only.
+        rows.append((interval_s, rows[0][1], 0))
+        rows.sort(key=lambda row: (row[0], row[1]))
+    return rows
+
+
+def write_trace(rows: Iterable[tuple[float, str, int]], out: TextIO) -> int:
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(HEADER)
+    written = 0
+    for start, model, n in rows:
+        writer.writerow((f"{start:g}", model, n))
+        written += 1
+    return written
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m autoscaler.simulation.request_log",
+        description="Turn request logs (a row per request) into the per-model trace that "
+                    "`modelmesh-autoscaler simulate --trace` replays.")
+    parser.add_argument("inputs", nargs="+", metavar="MODEL=FILE | FILE",
+                        help="CSV files (.csv or .csv.gz) with a header; MODEL=FILE names the model of every row "
+                             "of FILE, or give plain FILEs with --model-column")
+    parser.add_argument("--out", type=Path, required=True, help="trace CSV to write ('-' for standard output)")
+    parser.add_argument("--interval", type=float, default=1.0,
+                        help=f"interval in seconds, {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g} (default 1)")
+    parser.add_argument("--timestamp-column", default=None,
+                        help="column holding each request's time, Unix seconds or ISO 8601 (default: the first "
+                             f"of {', '.join(DEFAULT_TIMESTAMP_COLUMNS)}, any case)")
+    parser.add_argument("--model-column", default=None, help="column holding each request's model")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not MIN_INTERVAL_S <= args.interval <= MAX_INTERVAL_S:
+        parser.error(f"--interval must be {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g} seconds, got {args.interval:g}")
+    sources: list[tuple[str | None, Path]] = []
+    for item in args.inputs:
+        model, equals, path = item.partition("=")
+        if equals and args.model_column is None:
+            sources.append((model, Path(path)))
+        elif not equals and args.model_column is not None:
+            sources.append((None, Path(item)))
+        else:
+            parser.error(f"{item!r}: give MODEL=FILE without --model-column, or FILE with it")
+    try:
+        requests = [r for model, path in sources
+                    for r in read_requests(path, model, args.timestamp_column, args.model_column)]
+        rows = bin_requests(requests, args.interval)
+    except (OSError, TraceError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if not rows:
+        print("error: no requests in the inputs", file=sys.stderr)
+        return 1
+    if str(args.out) == "-":
+        written = write_trace(rows, sys.stdout)
+    else:
+        try:
+            with args.out.open("w", newline="") as out:
+                written = write_trace(rows, out)
+        except OSError as exc:
+            print(f"error: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+    models = len({model for _, model, _ in rows})
+    span = rows[-1][0] + args.interval
+    print(f"{len(requests)} requests of {models} models over {span:g} s -> {written} rows "
+          f"({args.interval:g} s intervals) in {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""What a request asks for beyond a path: `watch`, which the external metrics API does not offer, and the media
+types it accepts. kube-apiserver's answers for both are the model (`k8s.io/apiserver` list handler and
+`k8s.io/apimachinery` content negotiation), since clients written against Kubernetes read them."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+from autoscaler.api.app import build_api_app
+from tests.api.builders import KEY, refresher_with, runtime_view
+
+Client = TestClient[Any, Any]
+ClientFactory = Callable[..., Awaitable[Client]]
+METRIC = (f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{KEY.namespace}/modelmesh_desired_replicas"
+          f"?labelSelector=deployment%3D{KEY.deployment}")
+
+
+@pytest.fixture
+async def client(aiohttp_client: ClientFactory) -> Client:
+    refresher = refresher_with(runtime_view(KEY))
+    return await aiohttp_client(build_api_app(refresher, refresher.metrics))
+
+
+async def answer(client: Client, path: str, accept: str | None = None) -> tuple[int, str, Any]:
+    headers = {} if accept is None else {"Accept": accept}
+    async with client.get(path, headers=headers) as response:
+        return response.status, response.content_type, await response.json(content_type=None)
+
+
+@pytest.mark.parametrize("watch", ["true", "1", "yes", "True"])
+async def test_a_watch_is_refused_with_a_405_status_as_kube_apiserver_refuses_it(client: Client, watch: str) -> None:
+    """`kubectl get --raw '...&watch=true'` on a resource without watch: apiserver's list handler answers
+    `MethodNotSupported` (405) rather than a list the client would wait on as if it were a stream. Kubernetes
+    reads any value but empty, `0` and `false` as true."""
+    status, _, body = await answer(client, f"{METRIC}&watch={watch}")
+    assert (status, body["kind"], body["reason"], body["code"]) == (405, "Status", "MethodNotAllowed", 405)
+    assert body["message"] == ('watch is not supported on resources of kind '
+                               '"modelmesh_desired_replicas.external.metrics.k8s.io"')
+
+
+@pytest.mark.parametrize("watch", ["false", "0", "", "FALSE"])
+async def test_watch_false_is_an_ordinary_list(client: Client, watch: str) -> None:
+    status, _, body = await answer(client, f"{METRIC}&watch={watch}")
+    assert (status, body["kind"]) == (200, "ExternalMetricValueList")
+
+
+@pytest.mark.parametrize("accept", [
+    "application/json", "application/json, */*", "*/*", "application/*",
+    "application/vnd.kubernetes.protobuf, */*",  # the HPA controller's client (protobuf first, anything after)
+    "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",  # kubectl get
+    "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",  # a browser
+    "APPLICATION/JSON",
+])
+async def test_json_is_served_to_every_client_that_takes_it(client: Client, accept: str) -> None:
+    for path in (METRIC, "/apis", "/apis/external.metrics.k8s.io/v1beta1", "/version", "/openapi/v2"):
+        status, content_type, _ = await answer(client, path, accept)
+        assert (status, content_type) == (200, "application/json"), path
+
+
+@pytest.mark.parametrize("accept", ["application/vnd.kubernetes.protobuf", "application/yaml", "text/plain"])
+async def test_a_client_that_cannot_read_json_gets_406_not_json_it_would_fail_to_decode(
+        client: Client, accept: str) -> None:
+    """A client that asks only for protobuf and gets JSON fails in its decoder with a message about bytes;
+    apiserver answers 406 `NotAcceptable` naming what it serves."""
+    for path in (METRIC, "/apis/external.metrics.k8s.io/v1beta1"):
+        status, content_type, body = await answer(client, path, accept)
+        assert (status, content_type, body["reason"]) == (406, "application/json", "NotAcceptable"), path
+        assert body["message"] == "only the following media types are accepted: application/json"
+
+
+@pytest.mark.parametrize("path", ["/metrics", "/healthz", "/readyz"])
+async def test_text_paths_answer_whatever_is_accepted(client: Client, path: str) -> None:
+    """Prometheus asks `/metrics` for OpenMetrics or text; probes send no JSON Accept: those paths are text."""
+    async with client.get(path, headers={"Accept": "text/plain;version=0.0.4"}) as response:
+        assert response.status == 200

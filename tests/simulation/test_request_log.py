@@ -1,0 +1,74 @@
+"""The request-log converter as a user runs it: logs with a row per request in, a trace `simulate` replays out."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from autoscaler.simulation.trace import read_csv
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def convert(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "autoscaler.simulation.request_log", *map(str, args)],
+                          capture_output=True, text=True, cwd=REPO, timeout=60)
+
+
+def test_one_file_per_model_with_iso_times_becomes_counts_per_second(tmp_path: Path) -> None:
+    """As the Azure LLM inference traces come: a TIMESTAMP column with seven fractional digits, a file per
+    model. Counted by hand: code has 2 requests in second 0 and 1 in second 2; conv 1 in second 1."""
+    (tmp_path / "code.csv").write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                       "2023-11-16 18:17:03.9799600,4808,10\n"
+                                       "2023-11-16 18:17:04.0319600,3180,8\n"
+                                       "2023-11-16 18:17:06.5000000,110,27\n")
+    (tmp_path / "conv.csv").write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                       "2023-11-16 18:17:05.1000000,374,44\n")
+    out = tmp_path / "trace.csv"
+    result = convert("code=" + str(tmp_path / "code.csv"), "conv=" + str(tmp_path / "conv.csv"), "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert out.read_text() == "timestamp_s,model,requests\n0,code,2\n1,conv,1\n2,code,1\n"
+    assert "4 requests of 2 models" in result.stderr
+    trace = read_csv(out)
+    assert (trace.interval_s, trace.total_requests, trace.models) == (1.0, 4.0, ("code", "conv"))
+
+
+def test_a_model_column_and_unix_seconds_in_one_sparse_log_keep_the_interval(tmp_path: Path) -> None:
+    """Requests 60 s apart binned by 10 s: without an anchor `simulate` would infer 60 s intervals."""
+    log = tmp_path / "access.csv"
+    log.write_text("ts,model,status\n1700000000.5,a,200\n1700000060.5,b,200\n1700000061,a,500\n")
+    out = tmp_path / "trace.csv"
+    result = convert(log, "--model-column", "model", "--interval", "10", "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert out.read_text() == "timestamp_s,model,requests\n0,a,1\n10,a,0\n60,a,1\n60,b,1\n"
+    assert read_csv(out).interval_s == 10.0
+
+
+def test_the_trace_replays_in_simulate(tmp_path: Path) -> None:
+    log = tmp_path / "access.csv"
+    log.write_text("time,model\n" + "".join(f"{t / 4:.2f},m{t % 3}\n" for t in range(2400)))
+    trace = tmp_path / "trace.csv"
+    assert convert(log, "--model-column", "model", "--out", trace).returncode == 0
+    result = subprocess.run([sys.executable, "-m", "autoscaler.cli", "simulate", "--trace", str(trace),
+                             "--out", str(tmp_path / "report"), "--policies", "fixed,mean-hpa", "--no-plot",
+                             "--quiet", "--pod-rps", "2"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert {name: policy["requests"] for name, policy in report["policies"].items()} == {
+        "fixed": 2400, "mean-hpa": 2400}
+
+
+def test_mistakes_get_one_line_that_says_what_to_fix(tmp_path: Path) -> None:
+    log = tmp_path / "access.csv"
+    log.write_text("when,model\n2023-11-16T18:17:03Z,a\n")
+    result = convert(log, "--model-column", "model", "--out", tmp_path / "t.csv")
+    assert result.returncode == 1
+    assert "no timestamp column" in result.stderr and "--timestamp-column" in result.stderr
+    assert "Traceback" not in result.stderr
+    log.write_text("timestamp,model\n2023-11-16T18:17:03Z,a\nyesterday,a\n")
+    result = convert(log, "--model-column", "model", "--out", tmp_path / "t.csv")
+    assert result.returncode == 1 and "line 3" in result.stderr and "Traceback" not in result.stderr
+    result = convert(log, "--out", tmp_path / "t.csv")  # a plain FILE needs --model-column
+    assert result.returncode == 2 and "MODEL=FILE" in result.stderr
