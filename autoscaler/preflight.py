@@ -13,6 +13,7 @@ check can never disagree with what runs.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import logging
 import socket
@@ -27,6 +28,8 @@ from autoscaler.policies.config import ConfigError, load_policy_book
 from autoscaler.settings import ServeSettings
 from autoscaler.sources.targets import TargetsFileError, load_targets
 from exporter.listen import listen_fix
+
+log = logging.getLogger(__name__)
 
 _KUBE_LIBRARY_LOGGER = "kubernetes.aio.config.kube_config"
 """Logs "Config not found: PATH" as a WARNING of its own before failing: folded into our one line instead."""
@@ -115,6 +118,19 @@ def _check_kube_settings(settings: ServeSettings) -> None:
             fix = ("authentication and authorization need the Kubernetes API: pass --kubeconfig FILE or run in "
                    "a cluster (a local demo without Kubernetes: --insecure-dev)")
         raise PreflightError(f"{detail}; {fix}") from error
+
+
+def with_chosen_port(settings: ServeSettings) -> ServeSettings:
+    """`--listen HOST:0` ("any free port") made one port, chosen here: the log can name it, and serving workers,
+    which bind with SO_REUSEPORT, share it (each binding port 0 would get a port of its own)."""
+    if settings.listen_port != 0:
+        return settings
+    host = settings.bound_host
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+    log.info("--listen port 0: serving on free port %d", port)
+    return dataclasses.replace(settings, listen_port=port)
 
 
 def _check_port(settings: ServeSettings) -> None:

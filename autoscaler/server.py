@@ -179,9 +179,10 @@ async def build_app(settings: ServeSettings, tls: ssl.SSLContext | None = None) 
 def serve(settings: ServeSettings) -> None:
     """`--workers N` (default 1): the refresh here, serving in N processes (`autoscaler.workers`);
     `--workers 0`: everything in this process."""
-    from autoscaler.preflight import check_startup
+    from autoscaler.preflight import check_startup, with_chosen_port
 
     check_startup(settings)  # before any worker, bind or "serving" line
+    settings = with_chosen_port(settings)
     if settings.workers < 0:
         raise StartupError("--workers must be 0 (one process) or more")
     if settings.insecure_dev:

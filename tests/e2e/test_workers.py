@@ -244,3 +244,25 @@ def test_a_stop_while_starting_stops_every_process_and_leaves_nothing_behind(
     text = log.read_text()
     assert f"{signum.name} while starting: stopped" in text
     assert "Traceback" not in text
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_listen_port_0_serves_on_one_free_port_that_the_log_names(tmp_path: Path, targets: Path,
+                                                                  workers: str) -> None:
+    """`--listen 127.0.0.1:0` ("any free port", as in a script that starts the adapter): the log must say which
+    port, and with several workers they must share it (each binding port 0 would get a port of its own)."""
+    log = tmp_path / "adapter.log"
+    with open(log, "ab") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev", "--listen", "127.0.0.1:0",
+             "--targets", str(targets), "--workers", workers, "--deletion-cost", "off"],
+            stdout=output, stderr=subprocess.STDOUT)
+    try:
+        line = poll(lambda: next((line for line in log.read_text().splitlines()
+                                  if "serving external.metrics.k8s.io on" in line), None), timeout=30)
+        port = int(line.split("https://127.0.0.1:")[1].split()[0])
+        assert port != 0, line
+        url = f"https://127.0.0.1:{port}"
+        assert poll(lambda: all(http_get(url + "/healthz")[0] == 200 for _ in range(10)), timeout=10)
+    finally:
+        stop(process)
