@@ -76,6 +76,7 @@ class GpuSampler:
         self._devices: tuple[nvml.Device, ...] = ()
         self._busy = BusyWindow(window_s)
         self._standing_problems: tuple[str, ...] = ()
+        self._announced: tuple[str, str] | None = None
         self._without_memory: set[str] = set()  # GPUs whose memory query is unsupported, logged once each
         self._reconnect_at = -math.inf
         self._retry_delay_s = retry_initial_s
@@ -135,10 +136,12 @@ class GpuSampler:
         self._standing_problems = tuple(problems)
         self._reconnect_at = math.inf
         self._busy.keep_only(device.uuid for device in selection.devices)
-        log.info(
-            "NVML initialised (driver %s): sampling %s", driver,
-            ", ".join(f"GPU {d.label} {d.uuid} ({d.name})" for d in selection.devices) or "no GPU",
-        )
+        sampling = ", ".join(f"GPU {d.label} {d.uuid} ({d.name})" for d in selection.devices) or "no GPU"
+        # Said when it is news: a retry that finds what the last one found (a configured GPU still missing) is not.
+        announced = (driver, sampling)
+        log.log(logging.INFO if announced != self._announced else logging.DEBUG,
+                "NVML initialised (driver %s): sampling %s", driver, sampling)
+        self._announced = announced
         return None
 
     def _disconnect(self) -> None:

@@ -207,6 +207,22 @@ def test_a_configured_gpu_that_is_not_visible_is_a_failure(
     collector.close()
 
 
+def test_a_configured_gpu_never_visible_is_announced_once_not_at_every_retry(
+    fake: FakeNvml, health: CollectorHealth, clock: Clock, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Each retry re-initialises NVML; the same inventory is not news: one "NVML initialised" line, not one
+    per retry for as long as the GPU stays missing (the failures are counted and alerted on)."""
+    collector = GpuCollector(health, uuids=["GPU-nope"], clock=clock)
+    with caplog.at_level(logging.INFO, logger="exporter.collectors.gpu"):
+        for _ in range(40):
+            collector.sample_once()
+            clock.advance(1)
+    _, series = scrape(collector, health)
+    assert health_of(series)[1] >= 4  # it did retry
+    assert sum(r.getMessage().startswith("NVML initialised") for r in caplog.records) == 1
+    collector.close()
+
+
 @pytest.mark.parametrize("configured", [None, [default_uuid(1)]])
 def test_a_gpu_counted_but_not_given_to_this_container_is_not_its_gpu(
     fake: FakeNvml, health: CollectorHealth, clock: Clock, configured: list[str] | None,
