@@ -93,6 +93,9 @@ class ServeSettings:
     max_connections: int = 256
     header_read_timeout_s: float = 10.0
     keepalive_timeout_s: float = 60.0
+    shutdown_delay_s: float = 0.0
+    """After SIGTERM: /readyz fails and the workers keep serving this long before they close their port, so
+    that connections endpoints still route here (they drop a terminating pod a moment later) are answered."""
     # Review caches and bounds (autoscaler.api.authn, autoscaler.api.authz), kube's delegated-auth defaults.
     token_cache_ttl_s: float = 10.0
     authorized_cache_ttl_s: float = 10.0
@@ -207,6 +210,11 @@ def duration(value: str) -> float:
         if stripped.endswith(suffix) and stripped[: -len(suffix)].replace(".", "", 1).isdigit():
             return positive(stripped[: -len(suffix)]) * units[suffix]
     return positive(stripped)
+
+
+def delay(value: str) -> float:
+    """0 (none) or a `duration`."""
+    return 0.0 if value.strip() in ("0", "0s", "0ms") else duration(value)
 
 
 def port(value: str) -> int:
@@ -329,6 +337,9 @@ _OPTIONS: Final = (
             "headers", f"{_D.header_read_timeout_s:g} s", "DURATION", _SERVING),
     _Option("--keepalive-timeout", duration, "idle time before a kept-alive connection is closed",
             f"{_D.keepalive_timeout_s:g} s", "DURATION", _SERVING),
+    _Option("--shutdown-delay", delay, "after SIGTERM, how long /readyz fails while the workers still serve, "
+            "so that the Service's endpoints drop the pod before its port closes; 0 closes at once",
+            f"{_D.shutdown_delay_s:g} s", "DURATION", _SERVING),
     # Where the data comes from.
     _Option("--source", choice("scrape", "prometheus"), "scrape every exporter sidecar directly (no "
             "Prometheus needed) or query Prometheus", _D.source, "{scrape,prometheus}", _SOURCE),
@@ -501,6 +512,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
         max_connections=v.get("max_connections", _D.max_connections),
         header_read_timeout_s=v.get("header_read_timeout", _D.header_read_timeout_s),
         keepalive_timeout_s=v.get("keepalive_timeout", _D.keepalive_timeout_s),
+        shutdown_delay_s=v.get("shutdown_delay", _D.shutdown_delay_s),
         token_cache_ttl_s=v.get("authentication_token_webhook_cache_ttl", _D.token_cache_ttl_s),
         authorized_cache_ttl_s=v.get("authorization_webhook_cache_authorized_ttl", _D.authorized_cache_ttl_s),
         unauthorized_cache_ttl_s=v.get("authorization_webhook_cache_unauthorized_ttl", _D.unauthorized_cache_ttl_s),

@@ -376,8 +376,11 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
 
+    stopped_by: list[signal.Signals] = []
+
     def stop_on(signum: signal.Signals) -> None:
         log.info("%s: stopping", signum.name)
+        stopped_by.append(signum)
         stop.set()
 
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -389,8 +392,11 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
     refreshing = asyncio.ensure_future(refresher.run())
     exited = asyncio.ensure_future(pool.first_exit())
     stopping = asyncio.ensure_future(stop.wait())
+    draining = False
     try:
         await asyncio.wait([refreshing, exited, stopping], return_when=asyncio.FIRST_COMPLETED)
+        # the kubelet's SIGTERM, not a terminal's Ctrl-C (which reaches the workers too: they stop at once)
+        draining = stopping.done() and not exited.done() and stopped_by[:1] == [signal.SIGTERM]
         code = 0
         if exited.done():
             process = exited.result()
@@ -406,6 +412,16 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        draining = draining and settings.shutdown_delay_s > 0
+        if draining:
+            stop.clear()
+            with contextlib.suppress(OSError):  # a worker that has gone is stopped below in any case
+                await pool.send(publisher.snapshot_blob(refresher.views, False))  # /readyz fails, values served
         if actuator is not None:
-            await actuator.stop()
+            await actuator.stop()  # the Lease is released, so another replica leads at once
+        if draining:
+            log.info("serving %g s more (--shutdown-delay) so that the endpoints drop this pod first",
+                     settings.shutdown_delay_s)
+            with contextlib.suppress(TimeoutError):  # a second SIGTERM or SIGINT stops at once
+                await asyncio.wait_for(stop.wait(), settings.shutdown_delay_s)
         await stack.close()

@@ -66,6 +66,7 @@ FLAG_CASES: list[tuple[str, str, str, Any]] = [
     ("--max-connections", "500", "max_connections", 500),
     ("--header-read-timeout", "5s", "header_read_timeout_s", 5.0),
     ("--keepalive-timeout", "2m", "keepalive_timeout_s", 120.0),
+    ("--shutdown-delay", "5s", "shutdown_delay_s", 5.0),
     ("--authentication-token-webhook-cache-ttl", "30s", "token_cache_ttl_s", 30.0),
     ("--authorization-webhook-cache-authorized-ttl", "500ms", "authorized_cache_ttl_s", 0.5),
     ("--authorization-webhook-cache-unauthorized-ttl", "20", "unauthorized_cache_ttl_s", 20.0),

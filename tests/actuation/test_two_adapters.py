@@ -83,7 +83,7 @@ class Adapter:
         return self.process.returncode if self.process.returncode is not None else -1
 
 
-async def start_adapter(workdir: Path, index: int, targets: Path, kubeconfig: Path) -> Adapter:
+async def start_adapter(workdir: Path, index: int, targets: Path, kubeconfig: Path, *more: str) -> Adapter:
     port = free_port()
     log = workdir / f"adapter-{index}.log"
     env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
@@ -92,7 +92,7 @@ async def start_adapter(workdir: Path, index: int, targets: Path, kubeconfig: Pa
             sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}",
             "--targets", str(targets), "--kubeconfig", str(kubeconfig), "--refresh-interval", "0.5",
             "--window", "3", "--leader-elect", "true", "--leader-elect-lease-duration", str(LEASE_S),
-            "--leader-elect-renew-deadline", str(RENEW_S), "--leader-elect-retry-period", str(RETRY_S),
+            "--leader-elect-renew-deadline", str(RENEW_S), "--leader-elect-retry-period", str(RETRY_S), *more,
             stdout=output, stderr=asyncio.subprocess.STDOUT, cwd=REPO, env=env,
         )
     return Adapter(process, log, f"https://127.0.0.1:{port}")
