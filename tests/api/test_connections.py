@@ -127,3 +127,28 @@ async def test_at_the_bound_slow_clients_make_room_for_a_client_that_sends_its_r
     assert await asyncio.wait_for(oldest_reader.read(), 1) == b""  # the longest-waiting one made room
     for _, writer in held:
         writer.close()
+
+
+async def kept_alive(listener: Listener) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection that has had one request answered and now sits idle, kept alive."""
+    reader, writer = await listener.open()
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    await writer.drain()
+    assert (await reader.readuntil(b"\r\n\r\nok")).startswith(b"HTTP/1.1 200")
+    return reader, writer
+
+
+async def test_at_the_bound_idle_kept_alive_connections_make_room_for_a_new_client(pki: Pki) -> None:
+    """Idle keep-alive connections (one cheap request each, open paths need no credentials) cannot lock
+    every new client out until their keep-alive timeout: the longest idle makes room."""
+    refresher = refresher_with(runtime_view(KEY))
+    limits = ConnectionLimits(max_connections=3, header_read_timeout_s=5, keepalive_timeout_s=30)
+    async with listening(build_api_app(refresher, refresher.metrics), pki.server_context(), limits) as port:
+        listener = Listener(port, pki.client_context())
+        held = [await kept_alive(listener) for _ in range(limits.max_connections)]
+        status, _ = await listener.request(get(METRIC))
+        assert status == 200
+        oldest_reader, _ = held[0]
+        assert await asyncio.wait_for(oldest_reader.read(), 1) == b""
+        for _, writer in held:
+            writer.close()
