@@ -13,6 +13,9 @@ Here, as Go's `http.Server` does for kube-apiserver and other extension API serv
   header block of each request, must arrive within it, counted from the connection's start or from the first
   byte of a request. A slow-header client ("slowloris") is disconnected.
 - **An idle keep-alive timeout** (`--keepalive-timeout`): aiohttp closes a connection idle between requests.
+- **A stalled-answer timeout**: a client that stops reading (pipelined requests, answers never read) stalls
+  its connection in a write that would never end; from the moment the answer backs up it is a slow client,
+  first in line to make room, and it is closed when it has taken nothing for `write_stall_timeout_s`.
 - **Oversized request lines or headers** are refused with a Kubernetes `Status`, 431 `RequestHeaderFieldsTooLarge`
   (as Go answers for headers over its limit), and any other unparseable request with a 400 `Status`, logged
   once per interval in one short WARNING line, never with the request or a traceback (`client_errors.py`).
@@ -60,6 +63,10 @@ class ConnectionLimits:
     keepalive_timeout_s: float = 60.0
     """Idle time before a kept-alive connection is closed; kube-apiserver's aggregator reuses its connections
     well within it."""
+    write_stall_timeout_s: float = 10.0
+    """How long an answer may stay backed up (the client reads nothing) before the connection is closed.
+    Answers are at most a few MB (`/metrics` of a large fleet), which a client that reads at all takes in far
+    less."""
     max_line_size: int = 8190
     """Longest request line (URL) or header line accepted, bytes (aiohttp's and nginx's default)."""
     max_field_size: int = 8190
@@ -139,6 +146,7 @@ class _GuardedConnection(asyncio.Protocol):
         self._transport: asyncio.BaseTransport | None = None
         self._awaiting_since: float | None = None  # start of headers not yet complete
         self._timer: asyncio.TimerHandle | None = None
+        self._stalled: asyncio.TimerHandle | None = None  # closes a connection whose answer stays backed up
         self._tail = b""
         self._early: list[bytes] = []  # decrypted before `start_tls` returned (TLS 1.3 clients send at once)
 
@@ -249,12 +257,27 @@ class _GuardedConnection(asyncio.Protocol):
         return None
 
     def pause_writing(self) -> None:
+        # The client is not taking its answer: a slow client, evictable, closed if it stays so.
+        if self._stalled is None:
+            self._stalled = self._loop.call_later(self._guard.limits.write_stall_timeout_s, self._stall_expired)
+        self._guard.waiting.pop(self, None)
+        self._guard.waiting[self] = None
         if self._handler is not None:
             self._handler.pause_writing()
 
     def resume_writing(self) -> None:
+        if self._stalled is not None:
+            self._stalled.cancel()
+            self._stalled = None
+        if self._awaiting_since is None:
+            self._guard.waiting.pop(self, None)  # busy writing again (`idle` puts it back when done)
         if self._handler is not None:
             self._handler.resume_writing()
+
+    def _stall_expired(self) -> None:
+        self._stalled = None
+        log.debug("closing a connection whose client has not read its answer in time")
+        self.abort()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._release()
@@ -265,6 +288,9 @@ class _GuardedConnection(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._stalled is not None:
+            self._stalled.cancel()
+            self._stalled = None
         self._awaiting_since = None
         self._guard.waiting.pop(self, None)
         if self._counted:
