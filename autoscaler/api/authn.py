@@ -156,7 +156,11 @@ class TokenAuthenticator:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             return None
-        key = hashlib.sha256(token.encode()).digest()
+        try:
+            encoded = token.encode()
+        except UnicodeEncodeError:  # bytes that are not UTF-8 (aiohttp keeps them as surrogates): no token
+            raise AuthenticationError("the bearer token is not UTF-8") from None
+        key = hashlib.sha256(encoded).digest()
         result = self._accepted.get(key) or self._rejected.get(key) or await self._review(key, token)
         if not result.authenticated:
             raise AuthenticationError(f"invalid bearer token: {result.error or 'not authenticated'}")

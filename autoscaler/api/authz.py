@@ -8,7 +8,9 @@ review instead of stampeding the API server when the cache expires, and at most 
 once (the others wait their turn within the review deadline). A key still in use is reviewed again in the
 background once `refresh_ahead` of its TTL has passed, so an HPA polling every 15 s keeps finding its answer
 cached instead of waiting on the API server every TTL. Caches are sized for the fleet (an HPA per runtime
-asks for four metrics: 5,000 runtimes are 20,000 keys).
+asks for four metrics: 5,000 runtimes are 20,000 keys). Decisions on attributes longer than any this API
+serves (`identity.CACHED_PATH_LENGTH` characters together) are not kept: a client sending unique paths of up
+to 8 KB would otherwise fill the caches with hundreds of MB within a TTL.
 
 A review that fails (API server down, slow past the deadline, answering 5xx) is never "allowed" and never
 cached: it raises `AuthorizationFailed`, which the API answers with a 500 `InternalError` Status, the code
@@ -25,7 +27,7 @@ from typing import Any, Protocol
 
 from cachetools import TTLCache
 
-from autoscaler.api.identity import Attributes, NonResourceAttributes, UserInfo
+from autoscaler.api.identity import CACHED_PATH_LENGTH, Attributes, NonResourceAttributes, UserInfo
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.reviews import AccessReviewResult
 
@@ -129,9 +131,10 @@ class SubjectAccessReviewAuthorizer:
                 raise AuthorizationFailed(f"SubjectAccessReview failed: {error}") from error
         if result.allowed and result.denied:
             raise AuthorizationFailed("SubjectAccessReview answered both allowed and denied")
-        entry = (Decision(result.allowed, result.reason, cached=True), self._timer())
-        (self._allowed if result.allowed else self._denied)[key] = entry
-        (self._denied if result.allowed else self._allowed).pop(key, None)
+        if sum(map(len, attributes)) <= CACHED_PATH_LENGTH:  # longer: no path this API serves
+            entry = (Decision(result.allowed, result.reason, cached=True), self._timer())
+            (self._allowed if result.allowed else self._denied)[key] = entry
+            (self._denied if result.allowed else self._allowed).pop(key, None)
         return Decision(result.allowed, result.reason)
 
 

@@ -5,13 +5,17 @@ keeps every connection open runs out of memory under a few thousand slow or idle
 Here, as Go's `http.Server` does for kube-apiserver and other extension API servers:
 
 - **A bound on open connections** per serving process (`--max-connections`). At the bound, a new connection
-  takes the place of the one that has waited longest for its request headers (a slow or idle client), so
-  slow clients cannot lock others out; when every open connection is busy with a request, the new one is
-  closed the moment it is accepted, before any TLS handshake, so refusing costs next to nothing.
+  takes the place of the one that has waited longest for its request headers: a slow client, or an idle one
+  (kept alive after its last answer), so slow or idle clients cannot lock others out; when every open
+  connection is busy with a request, the new one is closed the moment it is accepted, before any TLS
+  handshake, so refusing costs next to nothing.
 - **A TLS handshake and header read timeout** (`--header-read-timeout`): the handshake, and then the complete
   header block of each request, must arrive within it, counted from the connection's start or from the first
   byte of a request. A slow-header client ("slowloris") is disconnected.
 - **An idle keep-alive timeout** (`--keepalive-timeout`): aiohttp closes a connection idle between requests.
+- **A stalled-answer timeout**: a client that stops reading (pipelined requests, answers never read) stalls
+  its connection in a write that would never end; from the moment the answer backs up it is a slow client,
+  first in line to make room, and it is closed when it has taken nothing for `write_stall_timeout_s`.
 - **Oversized request lines or headers** are refused with a Kubernetes `Status`, 431 `RequestHeaderFieldsTooLarge`
   (as Go answers for headers over its limit), and any other unparseable request with a 400 `Status`, logged
   once per interval in one short WARNING line, never with the request or a traceback (`client_errors.py`).
@@ -28,6 +32,7 @@ import json
 import logging
 import socket
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +63,10 @@ class ConnectionLimits:
     keepalive_timeout_s: float = 60.0
     """Idle time before a kept-alive connection is closed; kube-apiserver's aggregator reuses its connections
     well within it."""
+    write_stall_timeout_s: float = 10.0
+    """How long an answer may stay backed up (the client reads nothing) before the connection is closed.
+    Answers are at most a few MB (`/metrics` of a large fleet), which a client that reads at all takes in far
+    less."""
     max_line_size: int = 8190
     """Longest request line (URL) or header line accepted, bytes (aiohttp's and nginx's default)."""
     max_field_size: int = 8190
@@ -66,6 +75,17 @@ class ConnectionLimits:
 class StatusRequestHandler(RequestHandler, ConnectionMemo):
     """aiohttp's protocol handler, answering requests it cannot parse with a `Status` instead of text, and
     keeping what authentication found out about the connection (`ConnectionMemo`)."""
+
+    on_idle: Callable[[], None] | None = None
+    """Called when an answer is written and no other request is queued: the connection waits for its next
+    request (`_GuardedConnection.idle`)."""
+
+    async def finish_response(self, request: BaseRequest, resp: web.StreamResponse,
+                              start_time: float | None) -> tuple[web.StreamResponse, bool]:
+        answer = await super().finish_response(request, resp, start_time)
+        if self.on_idle is not None and not self._messages:
+            self.on_idle()
+        return answer
 
     def handle_error(self, request: BaseRequest, status: int = 500, exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:
@@ -113,7 +133,7 @@ class ConnectionGuard:
     def __call__(self) -> asyncio.Protocol:
         return _GuardedConnection(self)
 
-    def make_handler(self) -> RequestHandler:
+    def make_handler(self) -> StatusRequestHandler:
         return StatusRequestHandler(self.server, loop=asyncio.get_running_loop(), **self._handler_kwargs)
 
 
@@ -122,10 +142,11 @@ class _GuardedConnection(asyncio.Protocol):
         self._guard = guard
         self._loop = asyncio.get_running_loop()
         self._counted = False
-        self._handler: RequestHandler | None = None
+        self._handler: StatusRequestHandler | None = None
         self._transport: asyncio.BaseTransport | None = None
         self._awaiting_since: float | None = None  # start of headers not yet complete
         self._timer: asyncio.TimerHandle | None = None
+        self._stalled: asyncio.TimerHandle | None = None  # closes a connection whose answer stays backed up
         self._tail = b""
         self._early: list[bytes] = []  # decrypted before `start_tls` returned (TLS 1.3 clients send at once)
 
@@ -167,6 +188,7 @@ class _GuardedConnection(asyncio.Protocol):
     def _start(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport
         self._handler = self._guard.make_handler()
+        self._handler.on_idle = self.idle
         self._handler.connection_made(transport)
         early, self._early = self._early, []
         for data in early:
@@ -175,9 +197,18 @@ class _GuardedConnection(asyncio.Protocol):
     # Header timing.
     def _awaiting(self, since: float) -> None:
         self._awaiting_since = since
+        self._guard.waiting.pop(self, None)  # to the back of the line, idle or not before
         self._guard.waiting[self] = None
         if self._timer is None:
             self._timer = self._loop.call_at(since + self._guard.limits.header_read_timeout_s, self._check)
+
+    def idle(self) -> None:
+        """The last answer is written: the connection waits for its next request, first in line to make room
+        for a new connection once it has waited longest. Idle time is aiohttp's keep-alive timeout's to judge,
+        so the header clock starts only with the next request's first byte."""
+        if self._awaiting_since is None and self._transport is not None and not self._transport.is_closing():
+            self._guard.waiting.pop(self, None)
+            self._guard.waiting[self] = None
 
     def abort(self) -> None:
         """Close at once (evicted, or its headers too slow); `connection_lost` releases its place."""
@@ -226,12 +257,27 @@ class _GuardedConnection(asyncio.Protocol):
         return None
 
     def pause_writing(self) -> None:
+        # The client is not taking its answer: a slow client, evictable, closed if it stays so.
+        if self._stalled is None:
+            self._stalled = self._loop.call_later(self._guard.limits.write_stall_timeout_s, self._stall_expired)
+        self._guard.waiting.pop(self, None)
+        self._guard.waiting[self] = None
         if self._handler is not None:
             self._handler.pause_writing()
 
     def resume_writing(self) -> None:
+        if self._stalled is not None:
+            self._stalled.cancel()
+            self._stalled = None
+        if self._awaiting_since is None:
+            self._guard.waiting.pop(self, None)  # busy writing again (`idle` puts it back when done)
         if self._handler is not None:
             self._handler.resume_writing()
+
+    def _stall_expired(self) -> None:
+        self._stalled = None
+        log.debug("closing a connection whose client has not read its answer in time")
+        self.abort()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._release()
@@ -242,6 +288,9 @@ class _GuardedConnection(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._stalled is not None:
+            self._stalled.cancel()
+            self._stalled = None
         self._awaiting_since = None
         self._guard.waiting.pop(self, None)
         if self._counted:

@@ -97,13 +97,25 @@ def _api_attributes(method: str, parts: list[str]) -> Attributes | None:
     return ResourceAttributes(verb, group, version, resource, namespace, name, subresource)
 
 
-@functools.lru_cache(maxsize=65_536)  # every runtime x metric path of a large fleet, each under 1 KB
+CACHED_PATH_LENGTH = 512
+"""Longest path whose attributes are cached. Every path this API serves is shorter (a namespace is at most
+63 characters, a Deployment name 253: KEDA's longest path is under 350), while a client that sends unique
+paths of aiohttp's 8 KB limit (any authenticated identity will do: the review comes after) would otherwise
+make the cache hold over 500 MiB, past the shipped memory limit. Longer paths are parsed on every request."""
+
+
 def request_attributes(method: str, raw_path: str) -> Attributes:
     """The authorization attributes of a request, from its path as sent (percent-encoded, no query).
 
     Segments are split before they are decoded, as aiohttp's router does, so an encoded `/` (`%2F`) stays
-    inside its segment and the attributes name exactly what the handler will serve. Cached: a pure function
-    of its arguments, and HPAs ask for the same few paths over and over."""
+    inside its segment and the attributes name exactly what the handler will serve. Cached for paths up to
+    `CACHED_PATH_LENGTH`: a pure function of its arguments, and HPAs ask for the same few paths over and over."""
+    if len(raw_path) > CACHED_PATH_LENGTH:
+        return _parsed_attributes(method, raw_path)
+    return cached_request_attributes(method, raw_path)
+
+
+def _parsed_attributes(method: str, raw_path: str) -> Attributes:
     method = method.upper()
     trimmed = raw_path.strip("/")
     parts = [unquote(part) for part in trimmed.split("/")] if trimmed else []
@@ -118,6 +130,11 @@ def request_attributes(method: str, raw_path: str) -> Attributes:
             return ResourceAttributes(_resource_verb(method, parts[3]), API_GROUP, API_VERSION,
                                       RUNTIMES_RESOURCE, parts[2], parts[3], DEBUG_SUBRESOURCE)
     return NonResourceAttributes(method.lower(), unquote(raw_path))
+
+
+cached_request_attributes = functools.lru_cache(maxsize=65_536)(_parsed_attributes)
+"""`request_attributes` of the paths it caches: every namespace x metric path of a large fleet, and every
+runtime's KEDA path; about 65 MiB when full of the longest paths it takes."""
 
 
 def describe(attributes: Attributes) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -250,3 +251,18 @@ async def test_each_request_on_a_connection_kept_open_is_judged_by_its_own_heade
     assert with_extra[0] == 200  # the fake API allows the user whatever its extra fields
     assert no_user[0] == 401
     assert [review.get("extra") for review in secured.kube.access_reviews] == [None, None, {"scopes": ["view"]}]
+
+
+async def test_a_bearer_token_that_is_not_utf8_is_401_not_an_internal_error(
+        secured: SecuredApi, metric_path: Callable[..., str], caplog: pytest.LogCaptureFixture) -> None:
+    """Anyone on the pod network may send any bytes as a token: the answer is kube's 401, and no ERROR with
+    a traceback is logged per request."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", int(secured.url.rsplit(":", 1)[1]),
+                                                   ssl=secured.context(None), server_hostname="127.0.0.1")
+    writer.write(f"GET {metric_path()} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n".encode()
+                 + b"Authorization: Bearer \xff\xfe\r\n\r\n")
+    answer = await asyncio.wait_for(reader.read(), 5)
+    writer.close()
+    assert answer.startswith(b"HTTP/1.1 401 "), answer
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
+    assert secured.kube.token_reviews == []

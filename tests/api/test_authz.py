@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -150,3 +151,23 @@ async def test_a_failed_background_review_leaves_the_cached_answer_until_it_expi
     clock.now = 10.5
     with pytest.raises(AuthorizationFailed):
         await authz.authorize(USER, ATTRIBUTES)
+
+
+class DenyingReviewer:
+    async def review_access(self, spec: dict[str, Any]) -> AccessReviewResult:
+        return AccessReviewResult(False)
+
+
+async def test_decisions_on_unique_long_paths_do_not_pile_up_in_the_cache() -> None:
+    """Any authenticated client can ask for unique paths of up to 8 KB, each reviewed (and denied): kept for
+    the TTL, as fast as the API server answers, they could hold hundreds of MB."""
+    authz = SubjectAccessReviewAuthorizer(DenyingReviewer(), timer=Clock())
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(2_000):
+            assert not (await authz.authorize(USER, NonResourceAttributes("get", f"/x/{i}/" + "a" * 8_000))).allowed
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 1_000_000  # bytes

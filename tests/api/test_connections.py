@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import ssl
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
+from aiohttp import web
 
 from autoscaler.api.app import build_api_app
-from autoscaler.api.connections import ConnectionLimits
+from autoscaler.api.connections import ConnectionLimits, GuardedSite
 from tests.api.builders import DEPLOYMENT, KEY, NAMESPACE, Pki, refresher_with, runtime_view
 from tests.api.conftest import listening
 
@@ -127,3 +129,63 @@ async def test_at_the_bound_slow_clients_make_room_for_a_client_that_sends_its_r
     assert await asyncio.wait_for(oldest_reader.read(), 1) == b""  # the longest-waiting one made room
     for _, writer in held:
         writer.close()
+
+
+async def kept_alive(listener: Listener) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection that has had one request answered and now sits idle, kept alive."""
+    reader, writer = await listener.open()
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    await writer.drain()
+    assert (await reader.readuntil(b"\r\n\r\nok")).startswith(b"HTTP/1.1 200")
+    return reader, writer
+
+
+async def test_at_the_bound_idle_kept_alive_connections_make_room_for_a_new_client(pki: Pki) -> None:
+    """Idle keep-alive connections (one cheap request each, open paths need no credentials) cannot lock
+    every new client out until their keep-alive timeout: the longest idle makes room."""
+    refresher = refresher_with(runtime_view(KEY))
+    limits = ConnectionLimits(max_connections=3, header_read_timeout_s=5, keepalive_timeout_s=30)
+    async with listening(build_api_app(refresher, refresher.metrics), pki.server_context(), limits) as port:
+        listener = Listener(port, pki.client_context())
+        held = [await kept_alive(listener) for _ in range(limits.max_connections)]
+        status, _ = await listener.request(get(METRIC))
+        assert status == 200
+        oldest_reader, _ = held[0]
+        assert await asyncio.wait_for(oldest_reader.read(), 1) == b""
+        for _, writer in held:
+            writer.close()
+
+
+async def test_a_client_that_stops_reading_its_answers_makes_room_and_is_disconnected(pki: Pki) -> None:
+    """A client that pipelines requests and never reads the answers stalls its connection in a write that
+    would never end: such connections cannot hold every place until the process restarts."""
+    refresher = refresher_with(runtime_view(KEY))
+    limits = ConnectionLimits(max_connections=3, header_read_timeout_s=30, keepalive_timeout_s=30,
+                              write_stall_timeout_s=1.0)
+    runner = web.AppRunner(build_api_app(refresher, refresher.metrics), access_log=None)
+    await runner.setup()
+    site = GuardedSite(runner, "127.0.0.1", 0, tls=pki.server_context(), limits=limits)
+    await site.start()
+    assert site.guard is not None
+    listener, held = Listener(site.port, pki.client_context()), []
+    try:
+        for _ in range(limits.max_connections):
+            client = socket.socket()
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # fills at once, as a stuck reader's
+            client.connect(("127.0.0.1", site.port))
+            _, writer = await asyncio.open_connection(sock=client, ssl=listener.client,
+                                                           server_hostname="127.0.0.1")
+            writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n" * 2000)  # megabytes of answers, unread
+            await writer.drain()
+            held.append(writer)
+        await asyncio.sleep(0.5)
+        status, _ = await listener.request(get(METRIC))
+        assert status == 200  # a stalled one made room
+        deadline = time.monotonic() + 10 * limits.write_stall_timeout_s
+        while site.guard.open and time.monotonic() < deadline:  # the others are closed once stalled that long
+            await asyncio.sleep(0.1)
+        assert site.guard.open == 0
+    finally:
+        for writer in held:
+            writer.close()
+        await runner.cleanup()

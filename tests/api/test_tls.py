@@ -86,3 +86,20 @@ def test_client_certificates_are_requested_only_with_a_ca_to_verify_them(
     trust_client_certificates(context, CertificateAuthorities.from_pem(trustme.CA().cert_pem.bytes(), "test"))
     modes.append(context.verify_mode)
     assert modes == [ssl.CERT_NONE, ssl.CERT_OPTIONAL]
+
+
+@pytest.mark.parametrize("ciphers", [
+    "ECDHE-RSA-AES128-SHA256:ECDHE-RSA-AES256-SHA384",  # CBC: Go's InsecureCipherSuites (Lucky13)
+    "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384",  # finite-field DHE: Go has none
+])
+async def test_tls_1_2_suites_kube_apiserver_would_not_offer_are_refused(tmp_path: Path, ciphers: str) -> None:
+    """TLS 1.2 is served with the forward-secret AEAD suites of kube-apiserver's defaults only."""
+    ca = trustme.CA(key_type=trustme.KeyType.RSA)  # RSA, as cert-manager issues by default
+    ca.issue_cert("127.0.0.1", key_type=trustme.KeyType.RSA).private_key_and_cert_chain_pem.write_to_path(
+        str(tmp_path / "tls.pem"))
+    server = server_context(tmp_path / "tls.pem", tmp_path / "tls.pem")
+    assert await handshake(server, client_for(ca, ssl.TLSVersion.TLSv1_2)) == "TLSv1.2"  # Go's suites: served
+    client = client_for(ca, ssl.TLSVersion.TLSv1_2)
+    client.set_ciphers(ciphers)
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        await handshake(server, client)
