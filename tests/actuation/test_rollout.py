@@ -17,14 +17,14 @@ import pytest
 import yaml
 
 from autoscaler.settings import delay
-from tests.actuation.conftest import KEY, add_pods
+from tests.actuation.conftest import KEY
 from tests.actuation.test_two_adapters import (
-    LOAD,
     RETRY_S,
     Adapter,
     exporters,
     healthy,
     holder,
+    runtime_files,
     start_adapter,
     wait_for,
 )
@@ -62,13 +62,7 @@ async def status_of(url: str) -> int | str:
 async def test_an_old_replica_answers_until_endpoints_drop_it_and_hands_the_lease_over_at_once(
     kube: FakeKubeApi, exporters: str, tmp_path: Path
 ) -> None:
-    add_pods(kube, LOAD)
-    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig", namespace=KEY.namespace)
-    targets = tmp_path / "targets.yaml"
-    targets.write_text(yaml.safe_dump({"runtimes": [{
-        "namespace": KEY.namespace, "deployment": KEY.deployment,
-        "pods": [{"name": pod, "url": f"{exporters}/{pod}/metrics"} for pod in LOAD],
-    }]}))
+    targets, kubeconfig = runtime_files(kube, exporters, tmp_path)
     args = shipped_shutdown_args()
     assert args, "the Deployment sets --shutdown-delay"
     shutdown_delay_s = delay(args[0].split("=", 1)[1])

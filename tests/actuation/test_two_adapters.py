@@ -98,6 +98,18 @@ async def start_adapter(workdir: Path, index: int, targets: Path, kubeconfig: Pa
     return Adapter(process, log, f"https://127.0.0.1:{port}")
 
 
+def runtime_files(kube: FakeKubeApi, exporters: str, workdir: Path) -> tuple[Path, Path]:
+    """(targets file, kubeconfig) for adapters over the runtime's `LOAD` pods, added to the fake cluster."""
+    add_pods(kube, LOAD)
+    kubeconfig = kube.write_kubeconfig(workdir / "kubeconfig", namespace=KEY.namespace)
+    targets = workdir / "targets.yaml"
+    targets.write_text(yaml.safe_dump({"runtimes": [{
+        "namespace": KEY.namespace, "deployment": KEY.deployment,
+        "pods": [{"name": pod, "url": f"{exporters}/{pod}/metrics"} for pod in LOAD],
+    }]}))
+    return targets, kubeconfig
+
+
 async def wait_for(condition: Callable[[], object], timeout: float, what: str) -> float:
     """Poll (without blocking the loop the fake API runs on) until true; the monotonic time it became true."""
     try:
@@ -141,13 +153,7 @@ def pod_writers(kube: FakeKubeApi, since: int = 0) -> dict[str, set[str]]:
 async def test_two_adapters_one_lease_exactly_one_writes_and_the_other_takes_over(
     kube: FakeKubeApi, exporters: str, tmp_path: Path
 ) -> None:
-    add_pods(kube, LOAD)
-    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig", namespace=KEY.namespace)
-    targets = tmp_path / "targets.yaml"
-    targets.write_text(yaml.safe_dump({"runtimes": [{
-        "namespace": KEY.namespace, "deployment": KEY.deployment,
-        "pods": [{"name": pod, "url": f"{exporters}/{pod}/metrics"} for pod in LOAD],
-    }]}))
+    targets, kubeconfig = runtime_files(kube, exporters, tmp_path)
     adapters = [await start_adapter(tmp_path, i, targets, kubeconfig) for i in range(2)]
     try:
         await asyncio.gather(*(healthy(adapter) for adapter in adapters))
