@@ -51,11 +51,17 @@ def test_a_small_synthetic_run_writes_the_report_the_table_and_the_plot(tmp_path
     assert result.stderr.count("100%") == 4
 
 
-def test_a_csv_trace_and_a_policy_subset(tmp_path: Path) -> None:
+def five_models(tmp_path: Path, per_minute: int) -> Path:
+    """A 20-minute trace at 60 s intervals: model-i gets `per_minute * (i + 1)` requests each minute."""
     trace = tmp_path / "trace.csv"
     rows = ["timestamp_s,model,requests"]
-    rows += [f"{60 * m},model-{i},{30 * (i + 1)}" for m in range(20) for i in range(5)]
+    rows += [f"{60 * m},model-{i},{per_minute * (i + 1)}" for m in range(20) for i in range(5)]
     trace.write_text("\n".join(rows) + "\n")
+    return trace
+
+
+def test_a_csv_trace_and_a_policy_subset(tmp_path: Path) -> None:
+    trace = five_models(tmp_path, 30)
     out = tmp_path / "out"
     result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(out), "--policies", "mean-hpa,skew-aware",
                              "--no-plot", "--quiet"], capture_output=True, text=True, timeout=120)
@@ -90,10 +96,7 @@ def test_a_max_replicas_below_the_peaks_need_is_named_as_what_delays_not_modelme
     # 5 models at 30 to 150 req/s (450 in all) need 29 pods of 20 req/s at 80% busy; maxReplicas 2 serves a
     # fraction. The bound's delays then wait for pods maxReplicas does not allow (fixed, at 29 pods, delays far
     # less), not for ModelMesh's copies: the words must not send the user away from --max-replicas.
-    trace = tmp_path / "trace.csv"
-    rows = ["timestamp_s,model,requests"]
-    rows += [f"{60 * m},model-{i},{1800 * (i + 1)}" for m in range(20) for i in range(5)]
-    trace.write_text("\n".join(rows) + "\n")
+    trace = five_models(tmp_path, 1800)
     out = tmp_path / "out"
     result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(out), "--max-replicas", "2",
                              "--no-plot", "--quiet"], capture_output=True, text=True, timeout=120)
