@@ -96,8 +96,8 @@ def runtime_answer(store: SnapshotStore, namespace: str, deployment: str, which:
                    stall: StallWatch | None = None) -> Answer:
     """The runtime's answer `which` (`METRIC_INDEX[metric]` or `KEDA`) from the current snapshot, only that one;
     a 503 for every runtime while the refresh has stopped delivering (`autoscaler.api.stall`)."""
-    if stall is not None and (age := stall.stalled_for()) is not None:
-        raise ApiError(503, stall.message(age))
+    if stall is not None:
+        stall.refuse_if_stalled()
     snapshot = store.current
     answer = snapshot.runtimes.answer((namespace, deployment), which)
     if answer is None:
@@ -184,5 +184,5 @@ async def readyz(request: web.Request) -> web.Response:
 def _raise_if_stalled(request: web.Request) -> None:
     """Health fails while the refresh has stopped delivering: a hung refresh is cured by a restart only."""
     stall = request.app.get(STALL_KEY)
-    if stall is not None and (age := stall.stalled_for()) is not None:
-        raise ApiError(503, stall.message(age))
+    if stall is not None:
+        stall.refuse_if_stalled()

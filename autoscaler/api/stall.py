@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Callable
 from aiohttp import web
 
 from autoscaler.api.snapshot import SnapshotStore
+from autoscaler.api.status import ApiError
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +48,11 @@ class StallWatch:
         age = self._clock() - updated
         return age if age > self.limit_s else None
 
-    def message(self, age: float) -> str:
-        """What a client is told while stalled."""
-        return (f"the adapter's values have not been refreshed for {age:.0f} s (its refresh is hung or far too "
-                "slow); the HPA holds its current replicas")
+    def refuse_if_stalled(self) -> None:
+        """Raise the 503 a client is told while stalled; nothing otherwise."""
+        if (age := self.stalled_for()) is not None:
+            raise ApiError(503, f"the adapter's values have not been refreshed for {age:.0f} s (its refresh is "
+                                "hung or far too slow); the HPA holds its current replicas")
 
     def check(self) -> None:
         """Log when a stall starts and when it ends (once each)."""
