@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
-import gzip
 import math
 import sys
 from collections import Counter
@@ -24,7 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Final, TextIO
 
-from autoscaler.simulation.trace import HEADER, MAX_INTERVAL_S, MIN_INTERVAL_S, TraceError
+from autoscaler.simulation.trace import HEADER, MAX_INTERVAL_S, MIN_INTERVAL_S, TraceError, open_csv
 
 DEFAULT_TIMESTAMP_COLUMNS: Final = ("timestamp", "time", "ts", "timestamp_s")
 """Column names taken as the request's time when `--timestamp-column` is not given (case-insensitive)."""
@@ -56,12 +55,6 @@ def _iso(text: str) -> datetime.datetime:
     return datetime.datetime.fromisoformat(text)
 
 
-def _open(path: Path) -> TextIO:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
-    return path.open(encoding="utf-8-sig", newline="")
-
-
 def _column(header: Sequence[str], wanted: str | None, defaults: Sequence[str], what: str, name: str) -> int:
     lowered = [h.strip().lower() for h in header]
     candidates = [wanted] if wanted else list(defaults)
@@ -76,7 +69,7 @@ def _column(header: Sequence[str], wanted: str | None, defaults: Sequence[str], 
 def read_requests(path: Path, model: str | None, timestamp_column: str | None,
                   model_column: str | None) -> Iterator[tuple[float, str]]:
     """(time in seconds, model) of each request row of one file; TraceError names the file and line."""
-    with _open(path) as stream:
+    with open_csv(path) as stream:
         rows = csv.reader(stream)
         header = next(rows, None)
         if header is None:

@@ -20,7 +20,7 @@ import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TextIO
 
 import numpy as np
 
@@ -109,12 +109,18 @@ def _number(text: str, what: str, where: str, unit: str = "") -> float:
     return value
 
 
+def open_csv(path: str | os.PathLike[str]) -> TextIO:
+    """A CSV file for `csv.reader`: `.gz` read as it is, a byte-order mark (Excel's "CSV UTF-8") skipped."""
+    if os.fspath(path).endswith(".gz"):
+        return gzip.open(path, "rt", newline="", encoding="utf-8-sig")
+    return open(path, newline="", encoding="utf-8-sig")
+
+
 def read_csv(path: str | os.PathLike[str]) -> Trace:
     """Read and check a trace file; TraceError names the first problem."""
     name = os.fspath(path)
     try:
-        opener = gzip.open if name.endswith(".gz") else open
-        with opener(name, "rt", newline="", encoding="utf-8-sig") as fh:
+        with open_csv(name) as fh:
             return _parse(csv.reader(fh), name)
     except gzip.BadGzipFile as exc:
         raise TraceError(f"{name}: not a gzip file ({exc}); name it .csv if it is plain text") from exc
