@@ -82,7 +82,7 @@ def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str) -> Answ
     if not view.known or served is None or (value := served.value) is None or served.timestamp is None:
         return error_answer(503, f"{metric.value} for runtime {view.key} is unknown right now: "
                                  f"{view.reason or 'no fresh data'}; the HPA holds its current replicas")
-    if not 0.0 <= value <= MAX_SERVABLE:  # `quantity.servable`, inline: this runs for every runtime and metric
+    if not 0.0 <= value <= MAX_SERVABLE:  # `quantity`'s rule, inline: this runs for every runtime and metric
         return error_answer(503, f"{metric.value} for runtime {view.key} is {value!r}, which the HPA cannot "
                                  "read as a quantity (see /debug); the HPA holds its current replicas")
     body = (  # _json_str: what json.dumps does with a str (ensure_ascii), without its per-call set-up

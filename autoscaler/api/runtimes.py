@@ -43,7 +43,7 @@ def keda_values(view: RuntimeView) -> tuple[dict[str, Any], float | None]:
     for metric in ServedMetric:
         served = view.values.get(metric)
         value = served.value if served is not None else None
-        if value is None or not 0.0 <= value <= MAX_SERVABLE:  # `quantity.servable`, inline (per runtime and metric)
+        if value is None or not 0.0 <= value <= MAX_SERVABLE:  # `quantity`'s rule, inline (per runtime and metric)
             values[metric.value] = None
             continue
         values[metric.value] = round(value * 1000) / 1000  # exactly the quantity the HPA is served
