@@ -396,7 +396,8 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
     try:
         await asyncio.wait([refreshing, exited, stopping], return_when=asyncio.FIRST_COMPLETED)
         # the kubelet's SIGTERM, not a terminal's Ctrl-C (which reaches the workers too: they stop at once)
-        draining = stopping.done() and not exited.done() and stopped_by[:1] == [signal.SIGTERM]
+        draining = (settings.shutdown_delay_s > 0 and stopping.done() and not exited.done()
+                    and stopped_by[:1] == [signal.SIGTERM])
         code = 0
         if exited.done():
             process = exited.result()
@@ -412,7 +413,6 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        draining = draining and settings.shutdown_delay_s > 0
         if draining:
             stop.clear()
             with contextlib.suppress(OSError):  # a worker that has gone is stopped below in any case
