@@ -197,8 +197,7 @@ class _GuardedConnection(asyncio.Protocol):
     # Header timing.
     def _awaiting(self, since: float) -> None:
         self._awaiting_since = since
-        self._guard.waiting.pop(self, None)  # to the back of the line, idle or not before
-        self._guard.waiting[self] = None
+        self._to_back_of_line()  # idle or not before
         if self._timer is None:
             self._timer = self._loop.call_at(since + self._guard.limits.header_read_timeout_s, self._check)
 
@@ -207,8 +206,12 @@ class _GuardedConnection(asyncio.Protocol):
         for a new connection once it has waited longest. Idle time is aiohttp's keep-alive timeout's to judge,
         so the header clock starts only with the next request's first byte."""
         if self._awaiting_since is None and self._transport is not None and not self._transport.is_closing():
-            self._guard.waiting.pop(self, None)
-            self._guard.waiting[self] = None
+            self._to_back_of_line()
+
+    def _to_back_of_line(self) -> None:
+        """Evictable, after every connection that has waited longer (`ConnectionGuard.waiting` keeps order)."""
+        self._guard.waiting.pop(self, None)
+        self._guard.waiting[self] = None
 
     def abort(self) -> None:
         """Close at once (evicted, or its headers too slow); `connection_lost` releases its place."""
@@ -237,8 +240,7 @@ class _GuardedConnection(asyncio.Protocol):
         if end >= 0:
             # Headers complete; whatever follows the last header block starts the next request's clock.
             if end + len(_HEADER_END) < len(seen):
-                self._guard.waiting.pop(self, None)  # a new request starts: to the back of the line
-                self._awaiting(self._loop.time())
+                self._awaiting(self._loop.time())  # a new request starts: to the back of the line
             else:
                 self._awaiting_since = None
                 self._guard.waiting.pop(self, None)
@@ -260,8 +262,7 @@ class _GuardedConnection(asyncio.Protocol):
         # The client is not taking its answer: a slow client, evictable, closed if it stays so.
         if self._stalled is None:
             self._stalled = self._loop.call_later(self._guard.limits.write_stall_timeout_s, self._stall_expired)
-        self._guard.waiting.pop(self, None)
-        self._guard.waiting[self] = None
+        self._to_back_of_line()
         if self._handler is not None:
             self._handler.pause_writing()
 
