@@ -195,3 +195,9 @@ class RuntimeView:
     # Why a runtime the adapter has no memory of is not served in full yet (it just started, or the runtime
     # is new: `autoscaler.policies.warmup`); empty once warm.
     warming_up: str = ""
+
+    @property
+    def scaled_to_zero(self) -> bool:
+        """The Deployment asks for no pods and none is Ready: nothing to judge, and nothing missing either
+        (modelmesh-serving scales a runtime that no InferenceService uses to zero)."""
+        return self.current_replicas == 0 and self.ready_pods == 0

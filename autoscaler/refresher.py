@@ -86,6 +86,8 @@ class Refresher:
             views[snapshot.key] = view
             if memory is not None:
                 self._memory[snapshot.key] = memory
+            elif warm is None:  # scaled to zero: when it has pods again it warms up afresh
+                self._memory.pop(snapshot.key, None)
             if warm is None:
                 self._warming.pop(snapshot.key, None)
             else:
@@ -121,7 +123,7 @@ class Refresher:
     def _log_transition(self, before: RuntimeView | None, after: RuntimeView) -> None:
         if (before is None or before.known != after.known or before.complete != after.complete
                 or bool(before.warming_up) != bool(after.warming_up)):
-            level = logging.INFO if after.complete else logging.WARNING
+            level = logging.INFO if after.complete or after.scaled_to_zero else logging.WARNING
             log.log(level, "runtime %s: %d/%d ready pods fresh; %s", after.key, after.fresh_pods,
                     after.ready_pods, after.reason or "serving")
 

@@ -57,7 +57,8 @@ class AdapterMetrics:
         )
         self.runtime_known = RuntimeGauge(
             "modelmesh_autoscaler_runtime_values_known",
-            "1 when the runtime's values are served, 0 while the API answers 503 for it.",
+            "1 when the runtime's values are served, 0 while the API answers 503 for it; absent while it is scaled "
+            "to zero (its Deployment asks for 0 replicas: nothing to know).",
             ("namespace", "deployment"),
         )
         self.runtime_warming_up = RuntimeGauge(
@@ -140,7 +141,8 @@ class AdapterMetrics:
         for view in views:
             namespace, deployment = labels = (view.key.namespace, view.key.deployment)
             misses[labels] = view.consecutive_misses
-            known[labels] = 1 if view.known else 0
+            if not view.scaled_to_zero:  # nothing to know: no "unknown" to alert on
+                known[labels] = 1 if view.known else 0
             warming[labels] = 1 if view.warming_up else 0
             if not view.known:
                 continue

@@ -28,6 +28,12 @@ So, for a runtime with no memory (docs/design.md, After a restart: warming up):
 
 A runtime that is complete, or past its grace period, is warm: its memory is kept from then on. Pure: the
 caller keeps the `WarmUp` state and passes `now`.
+
+**Scaled to zero** (the Deployment asks for 0 replicas and no pod is Ready: modelmesh-serving scales a runtime
+that no InferenceService uses to zero after a grace period, by default): there is nothing to judge and nothing
+missing. Values stay unknown (503: the HPA holds), but it is not a miss (`consecutive_misses` stays 0, so the
+data alerts stay quiet) and the runtime's memory is dropped: when pods come back it warms up again, seeded at
+the replicas the Deployment then asks for, rather than resuming values from before it went idle.
 """
 
 from __future__ import annotations
@@ -42,6 +48,9 @@ from autoscaler.policies.signals import FRESH, NONE
 from autoscaler.policies.smoothing import SmoothState
 
 _DESIRED = ServedMetric.DESIRED_REPLICAS
+SCALED_TO_ZERO = ("scaled to zero: the Deployment asks for 0 replicas (modelmesh-serving scales a runtime that no "
+                  "InferenceService uses to zero); nothing to judge until it has pods; values unknown (503), HPA "
+                  "holds")
 _SHOWN_PODS = 3
 """Pods named in the warming-up explanation; the rest are counted."""
 
@@ -90,8 +99,12 @@ def decide_remembering(
 
     `scaled`: the runtime's RuntimeScale `spec.replicas`, when known (`replica_floor`).
     Returns the view to serve, the memory to keep (None while warming up: nothing was served from it) and the
-    warm-up state to keep (None once warm).
+    warm-up state to keep (None once warm); neither (None, None) for a runtime scaled to zero, whose memory
+    is to be forgotten.
     """
+    if snapshot.replicas == 0 and not any(pod.ready for pod in snapshot.pods):
+        idle, _ = decide(snapshot, policy, None, now, window_s)
+        return replace(idle, consecutive_misses=0, reason=SCALED_TO_ZERO), None, None
     if memory is not None:
         view, kept = decide(snapshot, policy, memory, now, window_s)
         view, kept = whole_or_unknown(view, kept, memory)

@@ -233,6 +233,12 @@ def test_after_a_restart_the_recommendation_is_never_below_what_runs_and_a_value
         snap = build(pods, now, replicas)
         had_memory = memory is not None
         view, memory, warm = decide_remembering(snap, policy, memory, warm, now, WINDOW)
+        if replicas == 0 and not any(pod.ready for pod in snap.pods):
+            # Scaled to zero: nothing served, nothing missed, everything forgotten (it warms up again).
+            assert all(value.value is None for value in view.values.values()), view.reason
+            assert memory is None and warm is None and view.consecutive_misses == 0, view.reason
+            remembered.clear()
+            continue
         for metric in VALUES:
             if view.values[metric].value is not None and metric not in remembered:
                 assert whole(pods, metric), (metric, view.reason)
