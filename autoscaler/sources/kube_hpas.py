@@ -15,6 +15,12 @@ An HPA scales a runtime when:
 
 While the HPAs cannot be read, the bounds stay as last seen: a lost watch must not lift a cap. When two
 HPAs claim one runtime (a misconfiguration), the tighter bounds apply and a warning says so once.
+
+An HPA of ours (on a RuntimeScale, or on the adapter's metrics) named like the runtime Deployment it scales
+gets a warning once too: modelmesh-serving manages the HPA of that name. While the ServingRuntime has no
+autoscaler class, its controller replaces the HPA with a CPU HPA on the Deployment (an update without a
+resourceVersion, which HPAs allow) and then deletes it, so the user's HPA vanishes (read in
+modelmesh-serving's `controllers/hpa/hpa_reconciler.go`).
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ class HpaBounds:
     min_replicas: int
     max_replicas: int
     runtimes: tuple[RuntimeKey, ...]
+    controller_name: bool = False
+    """Ours, and named like the runtime Deployment: modelmesh-serving owns that HPA name."""
 
 
 def _deployment_of(labels: Mapping[str, Any]) -> str | None:
@@ -83,6 +91,7 @@ def parse_hpa(obj: Mapping[str, Any]) -> HpaBounds | None:
             deployments.append(target["name"])
         elif target.get("kind") == RUNTIME_SCALE_KIND:
             by_name = SERVING_RUNTIME_PREFIX + target["name"]
+    targeted = len(deployments)  # names from the target, before the metrics' selectors
     for metric in spec.get("metrics") or ():
         if not isinstance(metric, Mapping) or metric.get("type") != "External":
             continue
@@ -98,13 +107,17 @@ def parse_hpa(obj: Mapping[str, Any]) -> HpaBounds | None:
     if not deployments:
         return None
     keys = tuple(dict.fromkeys(RuntimeKey(namespace, d) for d in deployments))
-    return HpaBounds(namespace, name, min(low, high), high, keys)
+    # Ours (a RuntimeScale target, or a metric that selects a runtime) rather than modelmesh-serving's own CPU
+    # HPA, which has the Deployment's name by design.
+    ours = by_name is not None or len(deployments) > targeted
+    return HpaBounds(namespace, name, min(low, high), high, keys, ours and name in deployments)
 
 
-def bounds_by_runtime(hpas: Iterable[HpaBounds], warned: set[RuntimeKey] | None = None) -> dict[
-        RuntimeKey, tuple[int, int]]:
+def bounds_by_runtime(hpas: Iterable[HpaBounds], warned: set[RuntimeKey] | None = None,
+                      warned_names: set[tuple[str, str]] | None = None) -> dict[RuntimeKey, tuple[int, int]]:
     """(minReplicas, maxReplicas) per runtime; two HPAs on one runtime give the tighter bounds, with a
-    warning (once per runtime when `warned` is kept by the caller)."""
+    warning (once per runtime when `warned` is kept by the caller), and an HPA of ours with
+    modelmesh-serving's name for it gets a warning (once per HPA when `warned_names` is kept)."""
     result: dict[RuntimeKey, tuple[int, int]] = {}
     owners: dict[RuntimeKey, list[str]] = {}
     for hpa in sorted(hpas, key=lambda h: (h.namespace, h.name)):
@@ -115,6 +128,13 @@ def bounds_by_runtime(hpas: Iterable[HpaBounds], warned: set[RuntimeKey] | None 
                 result[key] = (max(low, hpa.min_replicas), min(high, hpa.max_replicas))
             else:
                 result[key] = (hpa.min_replicas, hpa.max_replicas)
+        if hpa.controller_name and (warned_names is None or (hpa.namespace, hpa.name) not in warned_names):
+            log.warning("HPA %s/%s has the name of the runtime Deployment it scales, which is modelmesh-serving's: "
+                        "while the ServingRuntime has no autoscaler class, its controller replaces this HPA with a "
+                        "CPU HPA on the Deployment and then deletes it; give it another name (e.g. %s-autoscaler)",
+                        hpa.namespace, hpa.name, hpa.name)
+            if warned_names is not None:  # kept: a GitOps tool that re-creates it is not a warning each time
+                warned_names.add((hpa.namespace, hpa.name))
     for key, names in owners.items():
         if len(names) > 1 and (warned is None or key not in warned):
             log.warning("runtime %s is scaled by %d HPAs (%s); using the tighter bounds", key, len(names),
@@ -167,6 +187,7 @@ class HpaWatch:
         self._hpas: dict[Scope, dict[tuple[str, str], HpaBounds]] = {scope: {} for scope in self._scopes}
         self._table: dict[RuntimeKey, tuple[int, int]] = {}
         self._warned: set[RuntimeKey] = set()
+        self._warned_names: set[tuple[str, str]] = set()
         self.ok = False
         """False until every scope was listed, and while a watch is failing (bounds stay as last seen)."""
         self._ok: dict[Scope, bool] = dict.fromkeys(self._scopes, False)
@@ -214,7 +235,8 @@ class HpaWatch:
         self.ok = all(self._ok.values())
 
     def _rebuild(self) -> None:
-        table = bounds_by_runtime((h for hpas in self._hpas.values() for h in hpas.values()), self._warned)
+        table = bounds_by_runtime((h for hpas in self._hpas.values() for h in hpas.values()), self._warned,
+                                  self._warned_names)
         if table != self._table:
             log.info("HPA bounds (minReplicas, maxReplicas): %s", describe_changes(self._table, table))
         self._table = table

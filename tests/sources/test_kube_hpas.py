@@ -84,6 +84,26 @@ async def test_a_runtime_scale_named_unlike_its_runtime_lends_its_name_no_bounds
     await eventually(lambda: watch.bounds(OVMS) == (1, 4) and watch.bounds(TRITON) == (1, 30))
 
 
+async def test_an_hpa_of_ours_named_like_its_runtime_deployment_is_warned_about_once(
+    kube: FakeKubeApi, watch: HpaWatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """modelmesh-serving manages the HPA named like a runtime's Deployment: with no autoscaler class it replaces
+    ours with a CPU HPA on the Deployment, then deletes it. Its own (class `hpa`: the Deployment as target, no
+    metric of ours) is not warned about."""
+    caplog.set_level(logging.WARNING, logger="autoscaler.sources.kube_hpas")
+    kube.add_hpa(NS, OVMS.deployment, max_replicas=3)  # modelmesh-serving's own, for a runtime of class hpa
+    kube.add_hpa(NS, TRITON.deployment, max_replicas=8, target=("RuntimeScale", "triton"),
+                 metric_selector={"servingruntime": "triton"})
+    await eventually(lambda: watch.bounds(TRITON) == (1, 8) and watch.bounds(OVMS) == (1, 3))
+    kube.set_hpa_bounds(NS, TRITON.deployment, max_replicas=9)  # another event for it: no second warning
+    await eventually(lambda: watch.bounds(TRITON) == (1, 9))
+    assert warnings_of(caplog) == [
+        f"HPA {NS}/{TRITON.deployment} has the name of the runtime Deployment it scales, which is "
+        "modelmesh-serving's: while the ServingRuntime has no autoscaler class, its controller replaces this HPA "
+        f"with a CPU HPA on the Deployment and then deletes it; give it another name (e.g. "
+        f"{TRITON.deployment}-autoscaler)"]
+
+
 async def test_an_hpa_listed_before_the_watch_started_is_found(kube: FakeKubeApi) -> None:
     kube.add_hpa(NS, "early", max_replicas=5, metric_selector={"deployment": TRITON.deployment})
     settings = Configuration()
