@@ -111,9 +111,13 @@ def verdict(
         return Verdict(False, "DeploymentNotFound",
                        f"ServingRuntime {name} has spec.replicas {wanted}, but Deployment {deployment_name(scale)} "
                        "does not exist (yet): is the modelmesh-serving controller running and the runtime enabled?")
-    return Verdict(True, "Bridged",
-                   f"ServingRuntime {name} spec.replicas follows this RuntimeScale ({wanted}); Deployment "
-                   f"{deployment_name(scale)} has {replicas_of(deployment, 'status') or 0} replicas")
+    message = (f"ServingRuntime {name} spec.replicas follows this RuntimeScale ({wanted}); Deployment "
+               f"{deployment_name(scale)} has {replicas_of(deployment, 'status') or 0} replicas")
+    if replicas_of(deployment) == 0 and wanted > 0:
+        # modelmesh-serving's scaleToZero (on by default) wins over spec.replicas while nothing uses the runtime.
+        message += (f"; modelmesh-serving scaled it to zero (no InferenceService uses the runtime) and starts "
+                    f"it at {wanted} when one does")
+    return Verdict(True, "Bridged", message)
 
 
 def desired_status(

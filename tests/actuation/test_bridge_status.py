@@ -93,6 +93,17 @@ def test_status_mirrors_the_deployment() -> None:
     assert "modelmesh-serving-triton has 4 replicas" in ready["message"]
 
 
+def test_a_runtime_scaled_to_zero_by_modelmesh_serving_says_so() -> None:
+    idle = {**DEPLOYMENT, "spec": {**DEPLOYMENT["spec"], "replicas": 0}, "status": {"replicas": 0}}
+    outcome = verdict(scale(replicas=3), RUNTIME, idle)
+
+    assert (outcome.ready, outcome.reason) == (True, "Bridged")
+    assert outcome.message == (
+        "ServingRuntime triton spec.replicas follows this RuntimeScale (3); Deployment modelmesh-serving-triton "
+        "has 0 replicas; modelmesh-serving scaled it to zero (no InferenceService uses the runtime) and starts it "
+        "at 3 when one does")
+
+
 def test_an_unchanged_condition_keeps_its_transition_time() -> None:
     before = desired_status(scale(), DEPLOYMENT, verdict(scale(), RUNTIME, DEPLOYMENT), "2026-01-01T00:00:00Z")
     again = scale(status=before)
