@@ -407,6 +407,8 @@ def test_two_replicas_survive_a_voluntary_disruption() -> None:
     budget = find(objects, "PodDisruptionBudget")
     assert deployment["spec"]["replicas"] == 2
     assert 1 <= budget["spec"]["minAvailable"] < deployment["spec"]["replicas"]
+    # Two crash-looping adapter pods must not block node drains (the default, IfHealthyBudget, would).
+    assert budget["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
     labels = deployment["spec"]["template"]["metadata"]["labels"]
     assert budget["spec"]["selector"]["matchLabels"].items() <= labels.items()
     assert deployment["spec"]["selector"]["matchLabels"].items() <= labels.items()
