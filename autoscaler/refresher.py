@@ -75,10 +75,12 @@ class Refresher:
             policy = self.policies.policy_for(snapshot.key, snapshot.annotations)
             if self.hpa_bounds is not None:
                 policy = with_hpa_bounds(policy, *self.hpa_bounds(snapshot.key))
+            memory = self._memory.get(snapshot.key)
+            # What the HPA last asked for counts only for a runtime without memory (`warmup.replica_floor`).
+            scaled = None if memory is not None or self.scaled_replicas is None else self.scaled_replicas(snapshot.key)
             try:
                 view, memory, warm = decide_remembering(
-                    snapshot, policy, self._memory.get(snapshot.key), self._warming.get(snapshot.key), now,
-                    self.window_s, None if self.scaled_replicas is None else self.scaled_replicas(snapshot.key))
+                    snapshot, policy, memory, self._warming.get(snapshot.key), now, self.window_s, scaled)
             except Exception:
                 self._decision_failed(snapshot.key)
                 failed.add(snapshot.key)

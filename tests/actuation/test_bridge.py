@@ -277,10 +277,22 @@ async def test_the_watch_knows_what_the_hpa_asked_for_each_runtime(kube: FakeKub
         async with asyncio.timeout(5):
             while watch.replicas_for(key) != 7:
                 await asyncio.sleep(0.02)
+        # A second RuntimeScale on the same runtime (a misconfiguration): the larger ask counts, until it is
+        # pointed at another runtime.
+        kube.add_runtime_scale(NS, "triton-too", serving_runtime="triton", replicas=9)
+        async with asyncio.timeout(5):
+            while watch.replicas_for(key) != 9:
+                await asyncio.sleep(0.02)
+        kube.update_object("runtimescales", NS, "triton-too", lambda o: o["spec"].update(servingRuntime="ovms"))
+        async with asyncio.timeout(5):
+            while watch.replicas_for(key) != 7:
+                await asyncio.sleep(0.02)
+        assert watch.replicas_for(RuntimeKey(NS, "modelmesh-serving-ovms")) == 9
         kube.delete_object("runtimescales", NS, "triton")
         async with asyncio.timeout(5):
             while watch.replicas_for(key) is not None:
                 await asyncio.sleep(0.02)
+        assert watch.replicas_for(RuntimeKey(NS, "modelmesh-serving-ovms")) == 9
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
