@@ -1,0 +1,76 @@
+"""What cluster-mode discovery costs at fleet size: the inventory (which pods belong to which runtime), rebuilt
+after every pod change, for runtimes side by side in one namespace as modelmesh-serving places them.
+
+Builds the Deployments' runtime records and the pods' records in memory (the watches' own cost is theirs) and
+times `build_inventory`, interleaved with a plain loop that only reads every pod's labels once: the ratio is
+the figure to compare across machines. Matching every pod of the namespace against every runtime's selector
+cost runtimes x pods (15 s at 2,000 runtimes of 2 pods, 1 December 2026); the index on the runtime's `name`
+label makes it linear. Plain script, no asserts:
+
+    python bench/bench_discovery.py [--runtimes 1000,5000] [--pods 2] [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from autoscaler.model import RuntimeKey  # noqa: E402
+from autoscaler.sources.kube_objects import PodRecord, RuntimeRecord, build_inventory  # noqa: E402
+
+NAMESPACE = "modelmesh-serving"
+
+
+def fleet(runtimes: int, pods: int) -> tuple[dict[RuntimeKey, RuntimeRecord], list[PodRecord]]:
+    """`runtimes` Deployments of modelmesh-serving's shape in one namespace, `pods` Ready pods each."""
+    records: dict[RuntimeKey, RuntimeRecord] = {}
+    pod_records: list[PodRecord] = []
+    for i in range(runtimes):
+        key = RuntimeKey(NAMESPACE, f"modelmesh-serving-rt{i}")
+        selector = {"modelmesh-service": "modelmesh-serving", "name": key.deployment}
+        records[key] = RuntimeRecord(key, selector, pods)
+        pod_records.extend(
+            PodRecord(f"{key.deployment}-5d9c8b7f6-{j:05d}", NAMESPACE, {**selector, "pod-template-hash": "5d9c8b7f6"},
+                      True, f"10.{i // 250}.{i % 250}.{j}", 1_700_000_000.0)
+            for j in range(pods))
+    return records, pod_records
+
+
+def plain_loop(pods: list[PodRecord]) -> int:
+    return sum(len(pod.labels) for pod in pods)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runtimes", default="1000,5000", help="comma list of fleet sizes (runtimes)")
+    parser.add_argument("--pods", type=int, default=2, help="pods per runtime")
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    print(f"one namespace; {args.pods} pods a runtime; median of {args.runs} runs, CPU time")
+    print("| runtimes (pods) | inventory build | plain loop over the pods | build / plain loop |")
+    print("|---|---|---|---|")
+    for runtimes in (int(n) for n in args.runtimes.split(",")):
+        records, pods = fleet(runtimes, args.pods)
+        builds, loops = [], []
+        for _ in range(args.runs):
+            started = time.process_time()
+            inventory = build_inventory(records, pods, 9187)
+            builds.append(time.process_time() - started)
+            started = time.process_time()
+            plain_loop(pods)
+            loops.append(time.process_time() - started)
+        assert sum(len(runtime.pods) for runtime in inventory.values()) == len(pods)  # every pod found once
+        build, loop = statistics.median(builds), statistics.median(loops)
+        print(f"| {runtimes:,} ({len(pods):,}) | {build * 1e3:.1f} ms | {loop * 1e3:.2f} ms | "
+              f"{build / loop if loop else float('inf'):.0f}x |")
+
+
+if __name__ == "__main__":
+    main()
