@@ -6,13 +6,16 @@ Why not let the HPA scale the Deployment: the modelmesh-serving controller sets 
 the ServingRuntime on every reconcile and reconciles on every change of the Deployment, so an HPA's change is
 reverted at once; its webhook rejects unknown autoscaler classes and class `hpa` adds a second HPA.
 
-How (`ReplicaBridge`): a pass lists the RuntimeScales of the watched namespaces and, for each, reads its
-ServingRuntime and Deployment, then writes only what differs: a merge patch of `ServingRuntime.spec.replicas`,
-a merge patch of the RuntimeScale's `status` subresource, and (once, for a RuntimeScale created without
-replicas) its `spec.replicas` adopted from the runtime so that the HPA's first read of the scale works. A pass
-runs when a RuntimeScale changes (`RuntimeScaleWatch` wakes it: the HPA's write reaches the runtime within a
-round trip), every `resync_interval_s` (Deployment replicas change without touching the RuntimeScale), and when a
-retry falls due. It runs on its own task, so a slow API server never delays a refresh or an HPA request.
+How (`ReplicaBridge`): each RuntimeScale is reconciled against its ServingRuntime and Deployment, writing
+only what differs: a merge patch of `ServingRuntime.spec.replicas`, a merge patch of the RuntimeScale's `status`
+subresource, and (once, for a RuntimeScale created without replicas) its `spec.replicas` adopted from the
+runtime so that the HPA's first read of the scale works. A RuntimeScale that changes (`RuntimeScaleWatch` hands
+it over: the HPA's write) is reconciled alone at once, reading its two objects: the write reaches the runtime
+within a round trip at any fleet size. Every `resync_interval_s` (Deployment replicas change without touching
+the RuntimeScale), after a relist and when a retry falls due, a full pass reconciles them all from three lists
+a namespace (RuntimeScales, ServingRuntimes, ModelMesh Deployments): reading two objects per RuntimeScale
+instead was 10,000 sequential requests a pass at 5,000 runtimes, longer than the resync interval. It runs on
+its own task, so a slow API server never delays a refresh or an HPA request.
 Failures are per RuntimeScale: 409/429/5xx and no answer are retried with exponential backoff and jitter
 (honouring `Retry-After`), others (403: RBAC) wait for the next resync. Only the leader writes; all state lives
 in the cluster, so a new leader (or a restarted adapter) simply carries on.
@@ -29,7 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from autoscaler.actuation.bridge_status import (
     CLUSTER_SERVING_RUNTIMES,
@@ -58,6 +61,8 @@ class BridgeClient(Protocol):
 
     async def list_custom(self, resource: CustomResource, namespace: str | None) -> JSON: ...
 
+    async def list_deployments(self, namespace: str | None, label_selector: str) -> JSON: ...
+
     async def get_custom(self, resource: CustomResource, namespace: str | None, name: str) -> JSON | None: ...
 
     async def get_deployment(self, namespace: str, name: str) -> JSON | None: ...
@@ -76,6 +81,22 @@ class BridgeSettings:
     """First retry delay after a retryable failure; doubles with each further failure."""
     backoff_cap_s: float = 60.0
     """Longest retry delay."""
+
+
+MODELMESH_DEPLOYMENTS: Final = "modelmesh-service"
+"""The label modelmesh-serving puts on every runtime Deployment: a full pass lists those (a RuntimeScale whose
+`spec.deployment` names another is read on its own)."""
+
+Objects = dict[tuple[str, str], JSON]
+"""Listed objects by (namespace, name)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Listed:
+    """One full pass's ServingRuntimes and Deployments; None where a list failed (then read one by one)."""
+
+    runtimes: Objects | None
+    deployments: Objects | None
 
 
 @dataclass(slots=True)
@@ -107,31 +128,55 @@ class ReplicaBridge:
         self._clock = clock
         self._rand = rand
         self._wake = asyncio.Event()
+        self._full = True  # a full pass is due (first run, a relist, leadership)
+        self._changed: dict[ScaleId, JSON] = {}  # RuntimeScales the watch saw change since the last pass
         self._retries: dict[ScaleId, _Retry] = {}
         self._reasons: dict[ScaleId, str] = {}
         self._last_error: str | None = None
         self._passed_at = -math.inf  # when the last pass started: retries due by then were looked at
 
-    def wake(self) -> None:
-        """Reconcile now (a RuntimeScale changed, or leadership did)."""
+    def wake(self, scale: JSON | None = None) -> None:
+        """Reconcile now: `scale` alone (a RuntimeScale the watch saw added or changed), or every one (None: a
+        relist, a deletion, or leadership changed)."""
+        if scale is None:
+            self._full = True
+        else:
+            meta = scale.get("metadata") or {}
+            self._changed[(str(meta.get("namespace") or ""), str(meta.get("name") or ""))] = scale
         self._wake.set()
 
     async def run(self) -> None:
-        """Reconcile on every wake-up, every resync interval and when a retry falls due, until cancelled."""
+        """Reconcile what changed on every wake-up, and everything every resync interval, after a relist and
+        when a retry falls due, until cancelled."""
         while True:
             try:
-                await self.sync()
+                if self._full:
+                    await self.sync()
+                else:
+                    await self.sync_changed()
             except Exception:
                 log.exception("replica bridge pass failed; trying again at the next resync")
             try:
                 async with asyncio.timeout(self._sleep_s()):
                     await self._wake.wait()
             except TimeoutError:
-                pass
+                self._full = True  # the resync, or a retry fell due
             self._wake.clear()
+
+    async def sync_changed(self) -> int:
+        """Reconcile only the RuntimeScales the watch handed over since the last pass; returns the writes made."""
+        changed, self._changed = self._changed, {}
+        writes = 0
+        for key, scale in changed.items():
+            if not self._may_write():
+                return writes
+            writes += await self._reconcile_guarded(key, scale, None)
+        return writes
 
     async def sync(self) -> int:
         """One pass over every RuntimeScale; returns the number of writes made."""
+        self._full = False
+        self._changed.clear()  # this pass reads them all; a change from now on is handed over again
         if not self._may_write():
             self._retries.clear()
             for key in list(self._reasons):
@@ -148,9 +193,9 @@ class ReplicaBridge:
                 self._warn(f"cannot list RuntimeScales in {scope or 'all namespaces'}: {error}")
                 unlisted.add(scope)
                 continue
-            for scale in listed.get("items") or []:
-                if not isinstance(scale, dict):
-                    continue
+            items = [scale for scale in listed.get("items") or [] if isinstance(scale, dict)]
+            known = await self._list_targets(scope) if items else _Listed({}, {})
+            for scale in items:
                 meta = scale.get("metadata") or {}
                 key = (str(meta.get("namespace") or scope or ""), str(meta.get("name") or ""))
                 seen.add(key)
@@ -159,7 +204,7 @@ class ReplicaBridge:
                     continue
                 if not self._may_write():
                     return writes
-                writes += await self._reconcile_guarded(key, scale)
+                writes += await self._reconcile_guarded(key, scale, known)
         if None in unlisted:
             return writes
         for key in {*self._reasons, *self._retries} - seen:
@@ -167,6 +212,23 @@ class ReplicaBridge:
                 self._forget(key)
                 self._retries.pop(key, None)
         return writes
+
+    async def _list_targets(self, scope: str | None) -> _Listed:
+        """The ServingRuntimes and ModelMesh Deployments of `scope`, each by (namespace, name); a list that fails
+        (say, a ClusterRole from before `list` on ServingRuntimes) leaves its objects to be read one by one."""
+        try:
+            runtimes: Objects | None = _by_name(await self._client.list_custom(SERVING_RUNTIMES, scope))
+        except KubeApiError as error:
+            self._warn(f"cannot list ServingRuntimes in {scope or 'all namespaces'}, reading them one by one: "
+                       f"{error}")
+            runtimes = None
+        try:
+            deployments: Objects | None = _by_name(
+                await self._client.list_deployments(scope, MODELMESH_DEPLOYMENTS))
+        except KubeApiError as error:
+            self._warn(f"cannot list Deployments in {scope or 'all namespaces'}, reading them one by one: {error}")
+            deployments = None
+        return _Listed(runtimes, deployments)
 
     def _forget(self, key: ScaleId) -> None:
         self._reasons.pop(key, None)
@@ -187,9 +249,9 @@ class ReplicaBridge:
             self._metrics.bridge_writes.labels(write, "ok").inc()
         return result
 
-    async def _reconcile_guarded(self, key: ScaleId, scale: JSON) -> int:
+    async def _reconcile_guarded(self, key: ScaleId, scale: JSON, known: _Listed | None) -> int:
         try:
-            writes = await self._reconcile(key, scale)
+            writes = await self._reconcile(key, scale, known)
         except KubeApiError as error:
             self._failed(key, error)
             return 0
@@ -197,17 +259,24 @@ class ReplicaBridge:
         self._last_error = None
         return writes
 
-    async def _reconcile(self, key: ScaleId, scale: JSON) -> int:
+    async def _reconcile(self, key: ScaleId, scale: JSON, known: _Listed | None) -> int:
+        """`known`: the full pass's lists (None: read the ServingRuntime and Deployment now)."""
         namespace, name = key
         runtime_name = (scale.get("spec") or {}).get("servingRuntime")
         runtime = deployment = None
         cluster_runtime = False
         if isinstance(runtime_name, str) and runtime_name:
-            runtime = await self._client.get_custom(SERVING_RUNTIMES, namespace, runtime_name)
+            if known is not None and known.runtimes is not None:
+                runtime = known.runtimes.get((namespace, runtime_name))
+            else:
+                runtime = await self._client.get_custom(SERVING_RUNTIMES, namespace, runtime_name)
             if runtime is None:
                 cluster_runtime = await self._cluster_runtime_exists(runtime_name)
             else:
-                deployment = await self._client.get_deployment(namespace, deployment_name(scale))
+                deployment = None if known is None or known.deployments is None else known.deployments.get(
+                    (namespace, deployment_name(scale)))
+                if deployment is None:  # not listed: not read yet, or not labelled as modelmesh-serving labels
+                    deployment = await self._client.get_deployment(namespace, deployment_name(scale))
         writes = 0
         if runtime is not None and autoscaler_class(runtime) is None:
             wanted = replicas_of(scale)
@@ -271,6 +340,16 @@ class ReplicaBridge:
         now = self._clock()
         due = [retry.retry_at - now for retry in self._retries.values() if retry.retry_at > self._passed_at]
         return max(0.0, min([self.settings.resync_interval_s, *due]))
+
+
+def _by_name(listed: JSON) -> Objects:
+    """A list's items by (namespace, name)."""
+    objects: Objects = {}
+    for item in listed.get("items") or []:
+        if isinstance(item, dict):
+            meta = item.get("metadata") or {}
+            objects[str(meta.get("namespace") or ""), str(meta.get("name") or "")] = item
+    return objects
 
 
 def _rfc3339_now() -> str:

@@ -1,9 +1,9 @@
 """`RuntimeScaleWatch`: wakes the replica bridge as soon as a RuntimeScale changes, so the HPA's write to the
 scale subresource reaches `ServingRuntime.spec.replicas` within a round trip instead of a resync interval.
 
-It signals the bridge, which reads what it needs itself, and keeps each runtime Deployment's RuntimeScale
-`spec.replicas` (`replicas_for`): what the HPA last asked for is part of "what runs" for a runtime the adapter
-has no memory of (`autoscaler.policies.warmup`), on every replica, leader or not.
+It hands the bridge each RuntimeScale that changed (after a relist or a deletion: all of them), and keeps each
+runtime Deployment's RuntimeScale `spec.replicas` (`replicas_for`): what the HPA last asked for is part of "what
+runs" for a runtime the adapter has no memory of (`autoscaler.policies.warmup`), on every replica, leader or not.
 
 The list + watch is `autoscaler.kube.list_watch`'s: a watch that ends is resumed from the last version seen; one
 the server no longer retains (410, as an ERROR event or a status) is replaced by a fresh list; other failures
@@ -38,13 +38,14 @@ class WatchClient(Protocol):
 
 
 class RuntimeScaleWatch:
-    """Lists then watches the RuntimeScales of one scope (`run`), calling `on_change()` on every event."""
+    """Lists then watches the RuntimeScales of one scope (`run`), calling `on_change(scale)` with each one added or
+    changed, and `on_change(None)` after a (re)list or a deletion: then everything is to be looked at."""
 
     def __init__(
         self,
         client: WatchClient,
         scope: str | None,
-        on_change: Callable[[], None],
+        on_change: Callable[[JSON | None], None],
         *,
         watch_timeout_s: int = 300,
         backoff_base_s: float = 1.0,
@@ -76,11 +77,11 @@ class RuntimeScaleWatch:
         self._runtime_of, self._replicas = {}, {}
         for item in items:
             self._remember("ADDED", item)
-        self._on_change()
+        self._on_change(None)
 
     def _changed(self, kind: str, obj: JSON) -> None:
         self._remember(kind, obj)
-        self._on_change()
+        self._on_change(None if kind == "DELETED" else obj)
 
     def _remember(self, kind: str, scale: JSON) -> None:
         meta = scale.get("metadata") or {}

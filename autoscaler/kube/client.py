@@ -110,6 +110,14 @@ class KubeClient:
         call = partial(self.custom_endpoint(resource, namespace), _request_timeout=self._timeout_s)
         return await read_json(call, f"list {resource.plural}.{resource.group} in {scope_name(namespace)}")
 
+    async def list_deployments(self, namespace: str | None, label_selector: str) -> JSON:
+        """The `apps/v1` Deployments in `namespace` (None: all namespaces) that `label_selector` selects."""
+        api = client.AppsV1Api(self._api)
+        method = (partial(api.list_deployment_for_all_namespaces_without_preload_content) if namespace is None
+                  else partial(api.list_namespaced_deployment_without_preload_content, namespace))
+        call = partial(method, label_selector=label_selector, _request_timeout=self._timeout_s)
+        return await read_json(call, f"list deployments in {scope_name(namespace)}")
+
     def custom_endpoint(self, resource: CustomResource, namespace: str | None) -> Endpoint:
         """The raw list method of a namespaced custom resource in `namespace` (None: all namespaces): it lists,
         or watches with `watch=True` (`autoscaler.kube.list_watch.ListWatch` follows it)."""

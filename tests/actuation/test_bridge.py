@@ -267,7 +267,7 @@ async def test_the_watch_knows_what_the_hpa_asked_for_each_runtime(kube: FakeKub
     """Part of "what runs" for a runtime a restarted adapter has no memory of (autoscaler.policies.warmup):
     the HPA's last write to the RuntimeScale, on any replica, before the bridge has carried it anywhere."""
     kube.add_runtime_scale(NS, "triton", replicas=5)
-    watch = RuntimeScaleWatch(kube_client, NS, lambda: None)
+    watch = RuntimeScaleWatch(kube_client, NS, lambda scale: None)
     task = asyncio.create_task(watch.run())
     key = RuntimeKey(NS, DEPLOYMENT)
     try:
