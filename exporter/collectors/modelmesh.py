@@ -51,6 +51,7 @@ class ModelMeshCollector(Collector):
         timeout_s: float = 2.0,
         load_window_s: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
         max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         self._health = health
@@ -59,6 +60,7 @@ class ModelMeshCollector(Collector):
         self._ssl = ssl_context
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._clock = clock
+        self._wall_clock = wall_clock
         self._window = CounterWindow(load_window_s)
         self._reading: ModelMeshReading | None = None
         health.register(names.COLLECTOR_MODELMESH)

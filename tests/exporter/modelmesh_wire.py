@@ -1,0 +1,176 @@
+"""A ModelMesh `mm` container's metrics endpoint as the real one behaves over its life, for lifecycle tests.
+
+Unlike the demo's stand-in (`autoscaler.demo.fake_modelmesh`, which serves a steady state), this one follows
+what kserve/modelmesh does, read from its source (`Metrics.PrometheusMetrics`, `ModelMesh.java`,
+`prometheus/NettyServer.java`, simpleclient 0.9's `TextFormat.write004`):
+
+- the text: `# HELP`/`# TYPE` per family, a comma after every label (`{code="OK",}`), Java's doubles
+  (`1.0`, `1.764614112E9`), no Content-Type header;
+- a labelled histogram (the invoke histogram; every histogram with per-model metrics on) has no series
+  until its first observation; an unlabelled one (queue delay, cache miss) is there from the start at 0;
+- the instance gauges read 0 from the start until ModelMesh first publishes its instance record, and change
+  only when it publishes one (`logInstanceStats`: on a record change worth publishing, at most every 2 s, and
+  from the janitor every 6 minutes), so `modelmesh_instance_lru_age_seconds` is the LRU model's age *at the
+  last publish*, while `modelmesh_instance_lru_seconds` is its last-use time (epoch seconds; with no model,
+  `Long.MAX_VALUE / 1000`);
+- a restart starts all of that again: `restart()`.
+
+Time is the caller's wall clock (`wall`), so the tests step it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+from aiohttp import web
+
+from exporter import names
+
+MS_TIME_BUCKETS: Final = (0.5, 1, 2, 5, 10, 20, 50, 75, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 60000,
+                          120000, 300000)
+NO_LRU_SECONDS: Final = (2**63 - 1) // 1000
+"""What ModelMesh publishes as the LRU time of a pod with no model (`Long.MAX_VALUE` ms, in seconds)."""
+GIB: Final = 1 << 30
+
+
+def java_double(value: float) -> str:
+    """`Collector.doubleToGoString`: Java's `Double.toString`, whose exponent form starts at 1e7."""
+    if value == float("inf"):
+        return "+Inf"
+    if abs(value) >= 1e7:
+        mantissa, exponent = f"{value:.16E}".split("E")
+        digits = mantissa.rstrip("0").rstrip(".")
+        return f"{digits if '.' in digits else digits + '.0'}E{int(exponent)}"
+    return repr(float(value))
+
+
+@dataclass
+class _Series:
+    count: float = 0.0
+    total_ms: float = 0.0
+    buckets: list[float] = field(default_factory=lambda: [0.0] * len(MS_TIME_BUCKETS))
+
+    def observe(self, value_ms: float, times: float) -> None:
+        self.count += times
+        self.total_ms += value_ms * times
+        for index, bound in enumerate(MS_TIME_BUCKETS):
+            if value_ms <= bound:
+                self.buckets[index] += times
+
+
+@dataclass
+class _Histogram:
+    name: str
+    help: str
+    label_names: tuple[str, ...]
+    series: dict[tuple[str, ...], _Series] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.label_names:
+            self.series[()] = _Series()  # simpleclient's no-labels child: there from the start
+
+    def render(self, out: list[str]) -> None:
+        out.append(f"# HELP {self.name} {self.help}")
+        out.append(f"# TYPE {self.name} histogram")
+        for values, series in self.series.items():
+            labels = "".join(f'{n}="{v}",' for n, v in zip(self.label_names, values, strict=True))
+            for bound, count in zip((*MS_TIME_BUCKETS, float("inf")), (*series.buckets, series.count), strict=True):
+                out.append(f'{self.name}_bucket{{{labels}le="{java_double(bound)}",}} {java_double(count)}')
+            out.append(f"{self.name}_count{{{labels}}} {java_double(series.count)}" if labels
+                       else f"{self.name}_count {java_double(series.count)}")
+            out.append(f"{self.name}_sum{{{labels}}} {java_double(series.total_ms)}" if labels
+                       else f"{self.name}_sum {java_double(series.total_ms)}")
+
+
+class ModelMeshContainer:
+    """One `mm` container's metrics state; `restart()` makes it a new container."""
+
+    def __init__(self, wall: Callable[[], float], *, per_model: bool = False) -> None:
+        self._wall = wall
+        self.per_model = per_model
+        self.restart()
+
+    def restart(self) -> None:
+        """A new JVM: counters gone, instance gauges 0 until the first `publish`."""
+        model = ("modelId", "vModelId") if self.per_model else ()
+        self.invoke = _Histogram(names.MM_INVOKE_MODEL_MS, "Internal model server inference request time",
+                                 ("method", "code", *model))
+        self.queue = _Histogram(names.MM_QUEUE_DELAY_MS, "Time spent in inference request queue", model)
+        self.cache_miss = _Histogram(names.MM_CACHE_MISS_MS, "Cache miss delay", model)
+        self.gauges: dict[str, float] = dict.fromkeys(
+            (names.MM_LRU_S, names.MM_LRU_AGE_S, names.MM_CAPACITY_BYTES, names.MM_USED_BYTES,
+             "modelmesh_instance_used_bps", names.MM_MODELS_TOTAL), 0.0)
+
+    def serve(self, requests: float, *, model: str = "model-0", code: str = "OK", latency_ms: float = 20.0,
+              queue_ms: float = 1.0) -> None:
+        """`requests` inference requests of `model` ran here (queued `queue_ms` each)."""
+        per_model = (model, "") if self.per_model else ()
+        self.invoke.series.setdefault(("ModelInfer", code, *per_model), _Series()).observe(latency_ms, requests)
+        self.queue.series.setdefault(per_model, _Series()).observe(queue_ms, requests)
+
+    def publish(self, *, models: int, lru_time_s: float | None, capacity_bytes: float = 16 * GIB,
+                used_bytes: float = 8 * GIB) -> None:
+        """`logInstanceStats` of the record ModelMesh publishes now (`lru_time_s` None: no model)."""
+        lru_ms = NO_LRU_SECONDS * 1000 if lru_time_s is None else int(lru_time_s * 1000)
+        no_lru = lru_time_s is None
+        self.gauges[names.MM_LRU_S] = float(lru_ms // 1000)
+        self.gauges[names.MM_LRU_AGE_S] = 0.0 if no_lru else float((int(self._wall() * 1000) - lru_ms) // 1000)
+        self.gauges[names.MM_CAPACITY_BYTES] = capacity_bytes
+        self.gauges[names.MM_USED_BYTES] = used_bytes
+        self.gauges["modelmesh_instance_used_bps"] = float(int(used_bytes / capacity_bytes * 10_000))
+        self.gauges[names.MM_MODELS_TOTAL] = float(models)
+
+    def shut_down(self) -> None:
+        """The last `logInstanceStats` of a stopping ModelMesh: an empty instance record."""
+        self.publish(models=0, lru_time_s=None, capacity_bytes=0.0, used_bytes=0.0)
+        self.gauges["modelmesh_instance_used_bps"] = 0.0
+
+    def render(self) -> str:
+        out: list[str] = []
+        for histogram in (self.invoke, self.queue, self.cache_miss):
+            histogram.render(out)
+        for name, value in self.gauges.items():
+            out.append(f"# HELP {name} instance gauge")
+            out.append(f"# TYPE {name} gauge")
+            out.append(f"{name} {java_double(value)}")
+        return "\n".join(out) + "\n"
+
+
+class MetricsPort:
+    """The container's port 2112: up (serving `container`), or down (refusing connections)."""
+
+    def __init__(self, container: ModelMeshContainer, ssl_context: ssl.SSLContext | None = None) -> None:
+        self.container = container
+        self.delay_s = 0.0
+        self.port = 0
+        self._ssl = ssl_context
+        self._runner: web.AppRunner | None = None
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        response = web.Response(body=self.container.render().encode())
+        response.headers.popall("Content-Type", None)  # NettyServer sets none
+        return response
+
+    async def up(self) -> None:
+        app = web.Application()
+        app.router.add_get("/metrics", self._metrics)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port, ssl_context=self._ssl)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+
+    async def down(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    @property
+    def url(self) -> str:
+        return f"{'https' if self._ssl else 'http'}://127.0.0.1:{self.port}/metrics"

@@ -1,0 +1,142 @@
+"""The exporter's `/metrics` over a ModelMesh container's life: restarts, start-up, publishes, its own restart.
+
+The ModelMesh side is `modelmesh_wire` (the real container's text and timing, from its source); the exporter
+side is its real collector and HTTP app, read over HTTP and parsed with prometheus_client as a scraper does.
+One stepped clock drives ModelMesh's wall clock and the exporter's clocks, so every value below is exact.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
+
+from exporter import names
+from exporter.app import metrics_app
+from exporter.collectors.health import CollectorHealth
+from exporter.collectors.modelmesh import ModelMeshCollector
+from tests.exporter.modelmesh_wire import MetricsPort, ModelMeshContainer
+
+AiohttpClient = Callable[[web.Application], Awaitable[TestClient[web.Request, web.Application]]]
+INTERVAL_S = 5.0
+WINDOW_S = 30.0
+RESTART_LOG = "ModelMesh restarted"
+CACHE_FAMILIES = (names.MODELS_LOADED, names.CACHE_CAPACITY_BYTES, names.CACHE_USED_RATIO, names.LRU_AGE_SECONDS)
+
+
+class Clock:
+    """Unix seconds that move only when a test says so: ModelMesh's wall clock and both of the exporter's."""
+
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class Pod:
+    """One runtime pod: the `mm` container's metrics port, and an exporter reading it (replaceable)."""
+
+    clock: Clock
+    container: ModelMeshContainer
+    port: MetricsPort
+    session: aiohttp.ClientSession
+    aiohttp_client: AiohttpClient
+    collector: ModelMeshCollector | None = None
+    client: TestClient[web.Request, web.Application] | None = None
+
+    async def start_exporter(self) -> None:
+        """A new exporter process: fresh state, its own /metrics."""
+        health = CollectorHealth(clock=self.clock)
+        self.collector = ModelMeshCollector(health, self.port.url, ssl_context=False, load_window_s=WINDOW_S,
+                                            clock=self.clock, wall_clock=self.clock)
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(self.collector)
+        registry.register(health)
+        self.client = await self.aiohttp_client(metrics_app(registry, health))
+
+    async def step(self, requests_per_second: float = 40.0, seconds: float = INTERVAL_S) -> dict[str, float]:
+        """`seconds` of traffic in ModelMesh, then one exporter read of it; what /metrics serves after it."""
+        assert self.collector is not None
+        if requests_per_second:
+            self.container.serve(requests_per_second * seconds)
+        self.clock.now += seconds
+        await self.collector.scrape_once(self.session)
+        return await self.published()
+
+    async def published(self) -> dict[str, float]:
+        """The exporter's unlabelled series as a scraper reads them."""
+        assert self.client is not None
+        response = await self.client.get("/metrics")
+        text = await response.text()
+        return {sample.name: sample.value for family in text_string_to_metric_families(text)
+                for sample in family.samples if not sample.labels}
+
+
+@pytest.fixture
+async def pod_factory(aiohttp_client: AiohttpClient) -> AsyncIterator[Callable[..., Awaitable[Pod]]]:
+    ports: list[MetricsPort] = []
+    async with aiohttp.ClientSession() as session:
+
+        async def build(*, per_model: bool = False) -> Pod:
+            clock = Clock()
+            container = ModelMeshContainer(clock, per_model=per_model)
+            container.publish(models=8, lru_time_s=clock.now - 100.0)
+            port = MetricsPort(container)
+            ports.append(port)
+            await port.up()
+            pod = Pod(clock, container, port, session, aiohttp_client)
+            await pod.start_exporter()
+            return pod
+
+        yield build
+        for port in ports:
+            await port.down()
+
+
+def pod_series(served: dict[str, float]) -> dict[str, float]:
+    return {name: value for name, value in served.items() if name.startswith("modelmesh_pod_")}
+
+
+def restart_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if RESTART_LOG in r.getMessage()]
+
+
+@pytest.mark.parametrize("per_model", [False, True], ids=["per-model-off", "per-model-on"])
+async def test_a_modelmesh_restart_is_one_reset_with_no_rate_mixing_the_two_containers(
+    pod_factory: Callable[..., Awaitable[Pod]], caplog: pytest.LogCaptureFixture, per_model: bool,
+) -> None:
+    """The `mm` container restarts: its port refuses connections for 20 s (inside the load window), then its
+    new JVM answers with no request series yet, and traffic resumes a little later. One restart must be one
+    reset: no rate from the old container's counts once the new one answers, a rate on every read once two
+    readings of the new one exist (above all when traffic resumes, when the pod turns Ready and the adapter
+    needs it), every request of the new container counted, and one log line that says it restarted."""
+    pod = await pod_factory(per_model=per_model)
+    for _ in range(6):
+        before = await pod.step()
+    assert before[names.REQUESTS_PER_SECOND] == 40.0
+    await pod.port.down()
+    for _ in range(4):
+        assert pod_series(await pod.step(0.0)) == pod_series(before)  # refused: the last good values stay
+    pod.container.restart()
+    await pod.port.up()
+
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        first = await pod.step(0.0)
+        assert names.REQUESTS_PER_SECOND not in first  # not the old container's counts over the window
+        pod.container.publish(models=0, lru_time_s=None)
+        assert (await pod.step(0.0))[names.REQUESTS_PER_SECOND] == 0.0  # up, nothing served yet: true zero
+        rates = [(await pod.step(40.0)).get(names.REQUESTS_PER_SECOND) for _ in range(7)]
+
+    assert None not in rates  # no second "reset" when the first requests of the new container show up
+    assert rates[-1] == 40.0
+    assert (await pod.published())[names.REQUESTS_TOTAL] == before[names.REQUESTS_TOTAL] + 7 * 200.0
+    assert len(restart_lines(caplog)) == 1, restart_lines(caplog)
