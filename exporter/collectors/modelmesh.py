@@ -63,6 +63,7 @@ class ModelMeshCollector(Collector):
         self._wall_clock = wall_clock
         self._window = CounterWindow(load_window_s)
         self._reading: ModelMeshReading | None = None
+        self._lru_age_s: float | None = None
         health.register(names.COLLECTOR_MODELMESH)
 
     @property
@@ -88,6 +89,7 @@ class ModelMeshCollector(Collector):
         reading = parse_modelmesh(text)
         self._window.add(reading, at)
         self._reading = reading
+        self._lru_age_s = reading.lru_age_at(self._wall_clock())
 
     async def _fetch(self, session: aiohttp.ClientSession) -> tuple[str, float]:
         """The body and the time its counters were read (when the response headers arrived).
@@ -177,17 +179,18 @@ class ModelMeshCollector(Collector):
                 names.CACHE_MISSES_PER_SECOND, "Model cache misses per second over the load window.",
                 value=rates.cache_misses_per_second,
             )
-        # ModelMesh reads 0 when no model is loaded (docs/design.md): no LRU, so no series.
-        if reading.models_loaded > 0 and reading.lru_age_s > 0:
+        if not reading.has_instance_record:
+            return  # ModelMesh's zeros before its first instance record: no cache, not an empty one
+        # No model loaded, or its LRU model just used: no LRU age (docs/design.md), so no series.
+        if self._lru_age_s is not None:
             yield GaugeMetricFamily(
                 names.LRU_AGE_SECONDS, "Seconds since this pod's least recently used model was last used.",
-                value=reading.lru_age_s,
+                value=self._lru_age_s,
             )
-        if reading.capacity_bytes > 0:
-            yield GaugeMetricFamily(
-                names.CACHE_USED_RATIO, "Fraction of the model cache in use, 0..1.",
-                value=min(1.0, reading.used_bytes / reading.capacity_bytes),
-            )
+        yield GaugeMetricFamily(
+            names.CACHE_USED_RATIO, "Fraction of the model cache in use, 0..1.",
+            value=min(1.0, reading.used_bytes / reading.capacity_bytes),
+        )
         yield GaugeMetricFamily(
             names.CACHE_CAPACITY_BYTES, "Model cache capacity of this pod in bytes.", value=reading.capacity_bytes
         )

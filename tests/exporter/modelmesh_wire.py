@@ -121,13 +121,13 @@ class ModelMeshContainer:
         self.gauges[names.MM_LRU_AGE_S] = 0.0 if no_lru else float((int(self._wall() * 1000) - lru_ms) // 1000)
         self.gauges[names.MM_CAPACITY_BYTES] = capacity_bytes
         self.gauges[names.MM_USED_BYTES] = used_bytes
-        self.gauges["modelmesh_instance_used_bps"] = float(int(used_bytes / capacity_bytes * 10_000))
+        used_bps = int(used_bytes / capacity_bytes * 10_000) if capacity_bytes else 0
+        self.gauges["modelmesh_instance_used_bps"] = float(used_bps)
         self.gauges[names.MM_MODELS_TOTAL] = float(models)
 
     def shut_down(self) -> None:
         """The last `logInstanceStats` of a stopping ModelMesh: an empty instance record."""
         self.publish(models=0, lru_time_s=None, capacity_bytes=0.0, used_bytes=0.0)
-        self.gauges["modelmesh_instance_used_bps"] = 0.0
 
     def render(self) -> str:
         out: list[str] = []

@@ -140,3 +140,42 @@ async def test_a_modelmesh_restart_is_one_reset_with_no_rate_mixing_the_two_cont
     assert rates[-1] == 40.0
     assert (await pod.published())[names.REQUESTS_TOTAL] == before[names.REQUESTS_TOTAL] + 7 * 200.0
     assert len(restart_lines(caplog)) == 1, restart_lines(caplog)
+
+
+async def test_cache_gauges_are_absent_while_modelmesh_has_published_no_instance_record(
+    pod_factory: Callable[..., Awaitable[Pod]],
+) -> None:
+    """ModelMesh's instance gauges read 0 from its start until it first publishes its instance record, and
+    again in the last record of a stopping ModelMesh (capacity 0, no model). Published as they are, a pod
+    reads "0 models, 0 bytes of cache": the adapter counts a pod with 0 models as cache room, so a runtime
+    evicting models looks like it has room. There is no such reading, so there are no cache series."""
+    pod = await pod_factory()
+    pod.container.restart()  # a new JVM: serving its port, no instance record published yet
+    for _ in range(2):
+        served = await pod.step()
+    assert names.REQUESTS_PER_SECOND in served
+    assert [name for name in CACHE_FAMILIES if name in served] == []
+
+    pod.container.publish(models=3, lru_time_s=pod.clock.now - 30.0)
+    served = await pod.step()
+    assert (served[names.MODELS_LOADED], served[names.CACHE_USED_RATIO]) == (3.0, 0.5)
+
+    pod.container.shut_down()
+    served = await pod.step()
+    assert [name for name in CACHE_FAMILIES if name in served] == []
+
+
+async def test_lru_age_keeps_growing_between_modelmesh_publishes(pod_factory: Callable[..., Awaitable[Pod]]) -> None:
+    """ModelMesh sets `modelmesh_instance_lru_age_seconds` only when it publishes its instance record: on a
+    change worth publishing, or from its janitor every 6 minutes. A pod whose LRU model stays unused keeps
+    the same age for minutes; the age is its last-use time (`modelmesh_instance_lru_seconds`) from now."""
+    pod = await pod_factory()
+    assert (await pod.step())[names.LRU_AGE_SECONDS] == 105.0  # published 100 s old, read 5 s later
+    for _ in range(60):  # 5 minutes, no publish
+        served = await pod.step()
+    assert served[names.LRU_AGE_SECONDS] == 405.0
+
+    pod.container.publish(models=8, lru_time_s=pod.clock.now + 20.0)  # only copies stamped 20 s ahead
+    assert names.LRU_AGE_SECONDS not in await pod.step()  # just used: no age, as for ModelMesh's own 0
+    pod.container.publish(models=0, lru_time_s=None)
+    assert names.LRU_AGE_SECONDS not in await pod.step()
