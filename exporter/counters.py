@@ -61,8 +61,11 @@ class Rates:
 class CounterWindow:
     """Running totals across counter resets, and rates over a trailing window.
 
-    The first reading is the baseline: totals start at ModelMesh's own counts, so `requests_total` reads
-    like ModelMesh's counter until the first restart and keeps growing after it. After a gap between
+    The first reading is the baseline: totals start at 0 there, as any counter of a process that starts. Were
+    they to start at ModelMesh's own counts, an exporter restart after a ModelMesh restart would set
+    `requests_total` back from the absorbed total to ModelMesh's count since its restart, which Prometheus
+    reads as a counter reset: every request ModelMesh counted since its restart, served in one scrape
+    interval. Starting at 0, the restart adds only what the new exporter counted. After a gap between
     readings longer than the window, or a counter reset, the window starts again at that reading, and no
     rate is given until a second reading falls inside it.
     """
@@ -89,6 +92,8 @@ class CounterWindow:
         values: dict[str, float] = dict.fromkeys(COUNTER_FIELDS, 0.0) if previous is None else dict(previous.values)
         for key, value in series.items():
             last = None if restart else self._last.get(key)
+            if previous is None:
+                continue  # the baseline: what ModelMesh counted before the exporter started is not ours
             if last is None:
                 values[key[0]] += value  # a new series, or a new container's: all of it happened since
             else:

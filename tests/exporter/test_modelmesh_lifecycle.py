@@ -7,6 +7,7 @@ One stepped clock drives ModelMesh's wall clock and the exporter's clocks, so ev
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -179,3 +180,29 @@ async def test_lru_age_keeps_growing_between_modelmesh_publishes(pod_factory: Ca
     assert names.LRU_AGE_SECONDS not in await pod.step()  # just used: no age, as for ModelMesh's own 0
     pod.container.publish(models=0, lru_time_s=None)
     assert names.LRU_AGE_SECONDS not in await pod.step()
+
+
+def prometheus_increase(values: list[float]) -> float:
+    """What Prometheus's `increase()` adds up over consecutive samples of a counter: a value below the one
+    before is a counter that started again from 0 (its whole value is new)."""
+    return sum(b - a if b >= a else b for a, b in itertools.pairwise(values))
+
+
+async def test_an_exporter_restart_is_no_spike_in_the_requests_counter(
+    pod_factory: Callable[..., Awaitable[Pod]],
+) -> None:
+    """The exporter absorbs a ModelMesh restart into `modelmesh_pod_requests_total`; later the exporter
+    itself restarts while ModelMesh runs on. Prometheus must not see the requests ModelMesh counted since its
+    restart as served within one scrape interval."""
+    pod = await pod_factory()
+    for _ in range(6):
+        await pod.step()
+    pod.container.restart()
+    pod.container.publish(models=8, lru_time_s=pod.clock.now - 1.0)
+    scraped = [(await pod.step())[names.REQUESTS_TOTAL] for _ in range(60)]  # 5 minutes at 40/s
+
+    await pod.start_exporter()  # the sidecar restarts (OOM, a new image); ModelMesh keeps serving
+    scraped += [(await pod.step())[names.REQUESTS_TOTAL] for _ in range(2)]
+
+    served_meanwhile = 2 * 200.0  # what ModelMesh served from the old exporter's last read to the new one's 2nd
+    assert prometheus_increase(scraped[-3:]) <= served_meanwhile
