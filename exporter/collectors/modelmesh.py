@@ -35,6 +35,11 @@ MAX_BODY_BYTES: Final = 32 << 20
 """The largest ModelMesh answer read (32 MiB): several times the per-model metrics of 2,000 models, well
 inside the sidecar's memory limit (docs/configuration.md)."""
 
+_SCHEME_SETTING: Final = ("modelmesh-serving's metrics.scheme (the mm container's MM_METRICS=prometheus:...;"
+                           "scheme=...)")
+"""Where a ModelMesh runtime's metrics port is set to http or https."""
+
+
 class ModelMeshCollector(Collector):
     """Scrapes ModelMesh in the background and publishes the per-pod load and cache metrics.
 
@@ -106,14 +111,22 @@ class ModelMeshCollector(Collector):
                     return await self._body(response), at
             except TimeoutError as error:
                 raise ScrapeFailure(names.REASON_TIMEOUT, f"no answer within {self._timeout.total} s") from error
-            except (aiohttp.ClientSSLError, ssl.SSLError) as error:
+            except (aiohttp.ClientConnectorCertificateError, ssl.SSLCertVerificationError) as error:
                 raise ScrapeFailure(names.REASON_TLS, f"{error} (ModelMesh's metrics port serves a self-signed "
                                     "certificate it makes anew at every start: run the exporter with "
                                     "--modelmesh-insecure; the request stays inside the pod)") from error
+            except (aiohttp.ClientSSLError, ssl.SSLError) as error:
+                raise ScrapeFailure(names.REASON_TLS, f"{error} (no TLS handshake: where ModelMesh serves plain "
+                                    f"http, {_SCHEME_SETTING} is http: use an http:// --modelmesh-url)") from error
             except aiohttp.ServerDisconnectedError as error:
                 if attempt == 1:
                     continue
-                raise ScrapeFailure(names.REASON_CONNECT, f"server closed the connection: {error}") from error
+                hint = ""
+                if self._url.startswith("http://"):
+                    hint = (f" (ModelMesh closes plain-http connections unanswered where it serves https, its "
+                            f"default; {_SCHEME_SETTING} says which: for https use an https:// --modelmesh-url with "
+                            "--modelmesh-insecure)")
+                raise ScrapeFailure(names.REASON_CONNECT, f"server closed the connection: {error}{hint}") from error
             except aiohttp.ClientPayloadError as error:
                 raise ScrapeFailure(names.REASON_PARSE, f"incomplete body: {error}") from error
             except aiohttp.ClientConnectionError as error:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import itertools
 import logging
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -19,6 +21,7 @@ from aiohttp.test_utils import TestClient
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
+from autoscaler.api.certs import generate_self_signed, server_context
 from exporter import names
 from exporter.app import metrics_app
 from exporter.collectors.health import CollectorHealth
@@ -206,3 +209,39 @@ async def test_an_exporter_restart_is_no_spike_in_the_requests_counter(
 
     served_meanwhile = 2 * 200.0  # what ModelMesh served from the old exporter's last read to the new one's 2nd
     assert prometheus_increase(scraped[-3:]) <= served_meanwhile
+
+
+@pytest.fixture(scope="module")
+def tls_context(tmp_path_factory: pytest.TempPathFactory) -> ssl.SSLContext:
+    files = generate_self_signed(Path(tmp_path_factory.mktemp("mm-tls")), "mm", ["127.0.0.1"])
+    return server_context(files.cert_file, files.key_file)
+
+
+@pytest.mark.parametrize(("modelmesh_tls", "url_scheme", "advice"), [
+    pytest.param(False, "https", "use an http:// --modelmesh-url", id="modelmesh-serves-http"),
+    pytest.param(True, "http", "use an https:// --modelmesh-url with --modelmesh-insecure",
+                 id="modelmesh-serves-https"),
+])
+async def test_a_url_scheme_modelmesh_does_not_serve_is_named_in_the_log(
+    tls_context: ssl.SSLContext, caplog: pytest.LogCaptureFixture, modelmesh_tls: bool, url_scheme: str,
+    advice: str,
+) -> None:
+    """modelmesh-serving's `metrics.scheme` (ModelMesh's `MM_METRICS=prometheus:...;scheme=...`) chooses http
+    or https on port 2112. An exporter URL with the other scheme fails every read, and its one log line is all
+    an operator has: it must name the setting and the URL to use. It said to add --modelmesh-insecure to an
+    https URL read against plain http (already insecure), and only "server closed the connection" the other
+    way round."""
+    clock = Clock()
+    container = ModelMeshContainer(clock)
+    port = MetricsPort(container, tls_context if modelmesh_tls else None)
+    await port.up()
+    try:
+        url = f"{url_scheme}://127.0.0.1:{port.port}/metrics"
+        collector = ModelMeshCollector(CollectorHealth(clock=clock), url, ssl_context=False, clock=clock)
+        with caplog.at_level(logging.WARNING, logger="exporter"):
+            async with aiohttp.ClientSession() as session:
+                assert not await collector.scrape_once(session)
+    finally:
+        await port.down()
+    [line] = [r.getMessage() for r in caplog.records if "modelmesh collector failed" in r.getMessage()]
+    assert advice in line and "metrics.scheme" in line, line
