@@ -33,9 +33,11 @@ _COUNTER_SAMPLES: Final = {
 }
 _REQUIRED_GAUGES: Final = (names.MM_CAPACITY_BYTES, names.MM_USED_BYTES, names.MM_MODELS_TOTAL, names.MM_LRU_AGE_S)
 _OPTIONAL_GAUGES: Final = (names.MM_LRU_S,)
+SAMPLES_READ: Final = (*_COUNTER_SAMPLES, *_REQUIRED_GAUGES, *_OPTIONAL_GAUGES)
+"""The sample names the exporter reads: what it asks ModelMesh for (`/metrics?name[]=...`)."""
 _READ_LINE: Final = re.compile(
     "^(?:#|" + "|".join(re.escape(name) + r"[{ \t]"
-                        for name in (*_COUNTER_SAMPLES, *_REQUIRED_GAUGES, *_OPTIONAL_GAUGES)) + ").*$",
+                        for name in SAMPLES_READ) + ").*$",
     re.MULTILINE)
 """A line `parse_modelmesh` reads: a comment, or a sample of a series it uses."""
 
@@ -146,9 +148,11 @@ def parse_modelmesh(text: str) -> ModelMeshReading:
 def _lines_read(text: str) -> str:
     """The comments and the samples of the series the exporter uses, in order; the rest is dropped unparsed.
 
-    With ModelMesh's per-model metrics on, a pod keeps the series of every model it ever served, buckets
-    included: 2,000 models are about 5 MB of text, which `prometheus_client`'s parser took 2.7 s to read on
-    the exporter's event loop (its `/healthz` answered in seconds meanwhile). The buckets and the families
+    With ModelMesh's per-model metrics on, a pod keeps a series per model in every histogram, buckets
+    included: the invoke histogram alone of 2,000 models is about 5 MB of text, which `prometheus_client`'s
+    parser took 2.7 s to read on the exporter's event loop (its `/healthz` answered in seconds meanwhile).
+    The exporter asks ModelMesh for its series only (`SAMPLES_READ`); for a server that sends everything
+    anyway, the buckets and the families
     the exporter does not use are skipped by one regular expression, in C, which keeps only the lines it
     finds (splitting every line first would hold each one as a string: too much for the sidecar's memory
     limit at the 32 MiB a read may be). So a garbled line among them no longer fails the read either; every

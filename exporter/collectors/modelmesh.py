@@ -26,14 +26,23 @@ from prometheus_client.registry import Collector
 from exporter import names
 from exporter.collectors.health import CollectorHealth
 from exporter.counters import CounterWindow
-from exporter.modelmesh_text import REQUESTS, ModelMeshReading, ScrapeFailure, parse_modelmesh
+from exporter.modelmesh_text import REQUESTS, SAMPLES_READ, ModelMeshReading, ScrapeFailure, parse_modelmesh
 
 log = logging.getLogger(__name__)
 
 
 MAX_BODY_BYTES: Final = 32 << 20
-"""The largest ModelMesh answer read (32 MiB): several times the per-model metrics of 2,000 models, well
-inside the sidecar's memory limit (docs/configuration.md)."""
+"""The largest ModelMesh answer read (32 MiB), well inside the sidecar's memory limit (docs/configuration.md).
+What the exporter asks for (`_ONLY_SAMPLES_READ`) is about 0.4 KiB per model with per-model metrics on; all of
+ModelMesh's output, about 25 KiB per model, passes this at some 1,300 models."""
+
+_ONLY_SAMPLES_READ: Final = tuple(("name[]", name) for name in SAMPLES_READ)
+"""The query that asks ModelMesh for the samples the exporter reads and nothing else. Its metrics server
+(simpleclient's `filteredMetricFamilySamples`) keeps only the samples of those names, so the histograms come
+without their buckets and the families not read stay out: with per-model metrics on, 1,400 models used in a pod
+are about 35 MiB of text in all (every histogram has a series per model, buckets included), over what the
+exporter reads (`MAX_BODY_BYTES`), and 2 % of that when asked so. A server that ignores the query sends
+everything, which is read as before."""
 
 _SCHEME_SETTING: Final = ("modelmesh-serving's metrics.scheme (the mm container's MM_METRICS=prometheus:...;"
                            "scheme=...)")
@@ -104,7 +113,8 @@ class ModelMeshCollector(Collector):
         """
         for attempt in (1, 2):
             try:
-                async with session.get(self._url, ssl=self._ssl, timeout=self._timeout) as response:
+                async with session.get(self._url, params=_ONLY_SAMPLES_READ, ssl=self._ssl,
+                                       timeout=self._timeout) as response:
                     at = self._clock()
                     if response.status != 200:
                         raise ScrapeFailure(names.REASON_HTTP, f"HTTP {response.status}")
@@ -137,8 +147,9 @@ class ModelMeshCollector(Collector):
 
     async def _body(self, response: aiohttp.ClientResponse) -> str:
         """The body as text, read up to `max_body_bytes`: past that it is no ModelMesh output the exporter
-        can use (per-model metrics of 2,000 models are about 5 MB), and reading on would only fill the
-        sidecar's memory (a server that never stops answering reached 1 GB within the 2 s timeout)."""
+        can use (what it asks for is about 1 MB for 2,000 models with per-model metrics), and reading on would
+        only fill the sidecar's memory (a server that never stops answering reached 1 GB within the 2 s
+        timeout)."""
         body = bytearray()
         async for chunk in response.content.iter_chunked(1 << 16):
             body += chunk

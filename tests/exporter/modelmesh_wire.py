@@ -13,7 +13,11 @@ what kserve/modelmesh does, read from its source (`Metrics.PrometheusMetrics`, `
   from the janitor every 6 minutes), so `modelmesh_instance_lru_age_seconds` is the LRU model's age *at the
   last publish*, while `modelmesh_instance_lru_seconds` is its last-use time (epoch seconds; with no model,
   `Long.MAX_VALUE / 1000`);
-- a restart starts all of that again: `restart()`.
+- a restart starts all of that again: `restart()`;
+- `/metrics?name[]=...` as simpleclient 0.9's `filteredMetricFamilySamples`: the collectors with a family of
+  that name (a histogram's also by its `_count`, `_sum`, `_bucket`), with only the samples of those names;
+- with per-model metrics on, every histogram has a series per model used here, buckets included
+  (`add_models`), the families the exporter does not read as well.
 
 Time is the caller's wall clock (`wall`), so the tests step it.
 """
@@ -27,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from aiohttp import web
+from yarl import URL
 
 from exporter import names
 
@@ -73,17 +78,25 @@ class _Histogram:
         if not self.label_names:
             self.series[()] = _Series()  # simpleclient's no-labels child: there from the start
 
-    def render(self, out: list[str]) -> None:
-        out.append(f"# HELP {self.name} {self.help}")
-        out.append(f"# TYPE {self.name} histogram")
+    def render(self, out: list[str], include: frozenset[str]) -> None:
+        wanted = {f"{self.name}{suffix}" for suffix in ("_bucket", "_count", "_sum")}
+        if include:
+            if not include & {*wanted, self.name}:
+                return
+            wanted &= include
+        samples: list[str] = []
         for values, series in self.series.items():
             labels = "".join(f'{n}="{v}",' for n, v in zip(self.label_names, values, strict=True))
-            for bound, count in zip((*MS_TIME_BUCKETS, float("inf")), (*series.buckets, series.count), strict=True):
-                out.append(f'{self.name}_bucket{{{labels}le="{java_double(bound)}",}} {java_double(count)}')
-            out.append(f"{self.name}_count{{{labels}}} {java_double(series.count)}" if labels
-                       else f"{self.name}_count {java_double(series.count)}")
-            out.append(f"{self.name}_sum{{{labels}}} {java_double(series.total_ms)}" if labels
-                       else f"{self.name}_sum {java_double(series.total_ms)}")
+            if f"{self.name}_bucket" in wanted:
+                for bound, count in zip((*MS_TIME_BUCKETS, float("inf")), (*series.buckets, series.count),
+                                        strict=True):
+                    samples.append(f'{self.name}_bucket{{{labels}le="{java_double(bound)}",}} {java_double(count)}')
+            for suffix, value in (("_count", series.count), ("_sum", series.total_ms)):
+                if f"{self.name}{suffix}" in wanted:
+                    samples.append(f"{self.name}{suffix}{{{labels}}} {java_double(value)}" if labels
+                                   else f"{self.name}{suffix} {java_double(value)}")
+        if samples or not include:
+            out.extend((f"# HELP {self.name} {self.help}", f"# TYPE {self.name} histogram", *samples))
 
 
 class ModelMeshContainer:
@@ -101,6 +114,16 @@ class ModelMeshContainer:
                                  ("method", "code", *model))
         self.queue = _Histogram(names.MM_QUEUE_DELAY_MS, "Time spent in inference request queue", model)
         self.cache_miss = _Histogram(names.MM_CACHE_MISS_MS, "Cache miss delay", model)
+        self.unread = [  # ModelMesh's other histograms: per model with per-model metrics on
+            _Histogram(name, "not read by the exporter", labels) for name, labels in (
+                ("modelmesh_api_request_milliseconds", ("method", "code", *model)),
+                ("modelmesh_request_size_bytes", ("method", "code", *model)),
+                ("modelmesh_response_size_bytes", ("method", "code", *model)),
+                (names.MM_LOAD_MODEL_MS, model), ("modelmesh_unloadmodel_milliseconds", model),
+                ("modelmesh_loading_queue_delay_milliseconds", model), ("modelmesh_model_sizing_milliseconds", model),
+                ("modelmesh_age_at_eviction_milliseconds", model), ("modelmesh_loaded_model_size_bytes", model),
+            )
+        ]
         self.gauges: dict[str, float] = dict.fromkeys(
             (names.MM_LRU_S, names.MM_LRU_AGE_S, names.MM_CAPACITY_BYTES, names.MM_USED_BYTES,
              "modelmesh_instance_used_bps", names.MM_MODELS_TOTAL), 0.0)
@@ -111,6 +134,17 @@ class ModelMeshContainer:
         per_model = (model, "") if self.per_model else ()
         self.invoke.series.setdefault(("ModelInfer", code, *per_model), _Series()).observe(latency_ms, requests)
         self.queue.series.setdefault(per_model, _Series()).observe(queue_ms, requests)
+
+    def add_models(self, count: int, requests_each: float = 3.0) -> None:
+        """`count` models each loaded, used, missed and evicted here once: their series in every histogram."""
+        assert self.per_model
+        for index in range(count):
+            model = f"model-{index:05d}__isvc-{index * 7919 % 10**10:010d}"
+            self.serve(requests_each, model=model)
+            self.cache_miss.series.setdefault((model, ""), _Series()).observe(2000.0, 1)
+            for histogram in self.unread:
+                key = ("ModelInfer", "OK", model, "") if len(histogram.label_names) == 4 else (model, "")
+                histogram.series.setdefault(key, _Series()).observe(10.0, 1)
 
     def publish(self, *, models: int, lru_time_s: float | None, capacity_bytes: float = 16 * GIB,
                 used_bytes: float = 8 * GIB) -> None:
@@ -129,14 +163,14 @@ class ModelMeshContainer:
         """The last `logInstanceStats` of a stopping ModelMesh: an empty instance record."""
         self.publish(models=0, lru_time_s=None, capacity_bytes=0.0, used_bytes=0.0)
 
-    def render(self) -> str:
+    def render(self, include: frozenset[str] = frozenset()) -> str:
+        """The exposition; `include`: the `name[]` of the request (empty: everything)."""
         out: list[str] = []
-        for histogram in (self.invoke, self.queue, self.cache_miss):
-            histogram.render(out)
+        for histogram in (self.invoke, self.queue, self.cache_miss, *self.unread):
+            histogram.render(out, include)
         for name, value in self.gauges.items():
-            out.append(f"# HELP {name} instance gauge")
-            out.append(f"# TYPE {name} gauge")
-            out.append(f"{name} {java_double(value)}")
+            if not include or name in include:
+                out.extend((f"# HELP {name} instance gauge", f"# TYPE {name} gauge", f"{name} {java_double(value)}"))
         return "\n".join(out) + "\n"
 
 
@@ -147,13 +181,15 @@ class MetricsPort:
         self.container = container
         self.delay_s = 0.0
         self.port = 0
+        self.requests: list[URL] = []
         self._ssl = ssl_context
         self._runner: web.AppRunner | None = None
 
     async def _metrics(self, request: web.Request) -> web.Response:
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
-        response = web.Response(body=self.container.render().encode())
+        self.requests.append(request.rel_url)
+        response = web.Response(body=self.container.render(frozenset(request.query.getall("name[]", []))).encode())
         response.headers.popall("Content-Type", None)  # NettyServer sets none
         return response
 
