@@ -77,8 +77,9 @@ class ModelMeshReading:
     @property
     def has_instance_record(self) -> bool:
         """Whether the instance gauges are a published instance record. ModelMesh's read 0 from its start until
-        it first publishes one, and its last record before it stops is empty (capacity 0): then there is no
-        cache to describe, not an empty one. A running ModelMesh always has a capacity."""
+        it first publishes one (when its first model loads, or from its janitor within 6 minutes), and its last
+        record before it stops is empty: capacity 0, which no running ModelMesh has. The model count (0) and
+        the LRU (none) are true then; the capacity is not known."""
         return self.capacity_bytes > 0
 
     def lru_age_at(self, now: float) -> float | None:

@@ -203,21 +203,21 @@ class ModelMeshCollector(Collector):
                 names.CACHE_MISSES_PER_SECOND, "Model cache misses per second over the load window.",
                 value=rates.cache_misses_per_second,
             )
-        if not reading.has_instance_record:
-            return  # ModelMesh's zeros before its first instance record: no cache, not an empty one
         # No model loaded, or its LRU model just used: no LRU age (docs/design.md), so no series.
         if self._lru_age_s is not None:
             yield GaugeMetricFamily(
                 names.LRU_AGE_SECONDS, "Seconds since this pod's least recently used model was last used.",
                 value=self._lru_age_s,
             )
-        yield GaugeMetricFamily(
-            names.CACHE_USED_RATIO, "Fraction of the model cache in use, 0..1.",
-            value=min(1.0, reading.used_bytes / reading.capacity_bytes),
-        )
-        yield GaugeMetricFamily(
-            names.CACHE_CAPACITY_BYTES, "Model cache capacity of this pod in bytes.", value=reading.capacity_bytes
-        )
+        if reading.has_instance_record:  # else a capacity ModelMesh has not published: none, not 0 bytes
+            yield GaugeMetricFamily(
+                names.CACHE_USED_RATIO, "Fraction of the model cache in use, 0..1.",
+                value=min(1.0, reading.used_bytes / reading.capacity_bytes),
+            )
+            yield GaugeMetricFamily(
+                names.CACHE_CAPACITY_BYTES, "Model cache capacity of this pod in bytes.", value=reading.capacity_bytes
+            )
+        # Its model count is true even then: ModelMesh publishes its record when its first model loads.
         yield GaugeMetricFamily(
             names.MODELS_LOADED, "Model copies loaded in this pod.", value=reading.models_loaded
         )

@@ -146,27 +146,28 @@ async def test_a_modelmesh_restart_is_one_reset_with_no_rate_mixing_the_two_cont
     assert len(restart_lines(caplog)) == 1, restart_lines(caplog)
 
 
-async def test_cache_gauges_are_absent_while_modelmesh_has_published_no_instance_record(
+async def test_no_cache_capacity_while_modelmesh_has_published_no_instance_record(
     pod_factory: Callable[..., Awaitable[Pod]],
 ) -> None:
-    """ModelMesh's instance gauges read 0 from its start until it first publishes its instance record, and
-    again in the last record of a stopping ModelMesh (capacity 0, no model). Published as they are, a pod
-    reads "0 models, 0 bytes of cache": the adapter counts a pod with 0 models as cache room, so a runtime
-    evicting models looks like it has room. There is no such reading, so there are no cache series."""
+    """ModelMesh's instance gauges read 0 from its start until it first publishes its instance record (when its
+    first model loads, or from its janitor within 6 minutes), and again in the last record of a stopping
+    ModelMesh. No model and no LRU is true then; a cache of 0 bytes is not: no capacity series, as no ratio."""
     pod = await pod_factory()
     pod.container.restart()  # a new JVM: serving its port, no instance record published yet
     for _ in range(2):
         served = await pod.step()
     assert names.REQUESTS_PER_SECOND in served
-    assert [name for name in CACHE_FAMILIES if name in served] == []
+    assert served[names.MODELS_LOADED] == 0.0
+    assert [name for name in CACHE_FAMILIES if name in served] == [names.MODELS_LOADED]
 
     pod.container.publish(models=3, lru_time_s=pod.clock.now - 30.0)
     served = await pod.step()
     assert (served[names.MODELS_LOADED], served[names.CACHE_USED_RATIO]) == (3.0, 0.5)
+    assert served[names.CACHE_CAPACITY_BYTES] == 16 * 2**30
 
     pod.container.shut_down()
     served = await pod.step()
-    assert [name for name in CACHE_FAMILIES if name in served] == []
+    assert [name for name in CACHE_FAMILIES if name in served] == [names.MODELS_LOADED]
 
 
 async def test_lru_age_keeps_growing_between_modelmesh_publishes(pod_factory: Callable[..., Awaitable[Pod]]) -> None:
