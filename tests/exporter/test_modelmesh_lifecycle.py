@@ -201,6 +201,17 @@ async def test_per_model_metrics_of_many_models_are_read_without_their_buckets(
     assert served[names.MODELS_LOADED] == 8.0
 
 
+async def test_what_is_served_does_not_depend_on_who_scraped_when(pod_factory: Callable[..., Awaitable[Pod]]) -> None:
+    """Prometheus and the adapter scrape the same exporter at their own intervals. Rates are computed when
+    ModelMesh is read, never when the exporter is scraped: two pods given the same ModelMesh traffic serve
+    the same values after every read whether their /metrics was scraped six times in between or not at all."""
+    scraped, quiet = await pod_factory(), await pod_factory()
+    for rate in (40.0, 40.0, 120.0, 0.0, 0.0, 75.0, 75.0, 75.0):
+        for _ in range(6):
+            await scraped.published()  # Prometheus at 1 s, between two ModelMesh reads
+        assert pod_series(await scraped.step(rate)) == pod_series(await quiet.step(rate))
+
+
 def prometheus_increase(values: list[float]) -> float:
     """What Prometheus's `increase()` adds up over consecutive samples of a counter: a value below the one
     before is a counter that started again from 0 (its whole value is new)."""
