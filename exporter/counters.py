@@ -89,15 +89,13 @@ class CounterWindow:
         series = {(field, labels): value for field in COUNTER_FIELDS
                   for labels, value in reading.counters.get(field, {}).items()}
         restart = None if previous is None else self._restart(series)
+        # The first reading is the baseline: what ModelMesh counted before the exporter started is not ours.
         values: dict[str, float] = dict.fromkeys(COUNTER_FIELDS, 0.0) if previous is None else dict(previous.values)
-        for key, value in series.items():
-            last = None if restart else self._last.get(key)
-            if previous is None:
-                continue  # the baseline: what ModelMesh counted before the exporter started is not ours
-            if last is None:
-                values[key[0]] += value  # a new series, or a new container's: all of it happened since
-            else:
-                values[key[0]] += value - last[0]
+        if previous is not None:
+            for key, value in series.items():
+                last = None if restart else self._last.get(key)
+                # A new series, or any series of a new container: all of it happened since the last reading.
+                values[key[0]] += value if last is None else value - last[0]
         if restart:
             # Every series of the old container is gone with it: one that shows up later is the new
             # container's, counted in full, not compared with the old count (a second "reset").

@@ -36,8 +36,7 @@ _OPTIONAL_GAUGES: Final = (names.MM_LRU_S,)
 SAMPLES_READ: Final = (*_COUNTER_SAMPLES, *_REQUIRED_GAUGES, *_OPTIONAL_GAUGES)
 """The sample names the exporter reads: what it asks ModelMesh for (`/metrics?name[]=...`)."""
 _READ_LINE: Final = re.compile(
-    "^(?:#|" + "|".join(re.escape(name) + r"[{ \t]"
-                        for name in SAMPLES_READ) + ").*$",
+    "^(?:#|" + "|".join(re.escape(name) + r"[{ \t]" for name in SAMPLES_READ) + ").*$",
     re.MULTILINE)
 """A line `parse_modelmesh` reads: a comment, or a sample of a series it uses."""
 
@@ -153,11 +152,10 @@ def _lines_read(text: str) -> str:
     included: the invoke histogram alone of 2,000 models is about 5 MB of text, which `prometheus_client`'s
     parser took 2.7 s to read on the exporter's event loop (its `/healthz` answered in seconds meanwhile).
     The exporter asks ModelMesh for its series only (`SAMPLES_READ`); for a server that sends everything
-    anyway, the buckets and the families
-    the exporter does not use are skipped by one regular expression, in C, which keeps only the lines it
-    finds (splitting every line first would hold each one as a string: too much for the sidecar's memory
-    limit at the 32 MiB a read may be). So a garbled line among them no longer fails the read either; every
-    line of a series it uses is still parsed and checked."""
+    anyway, the buckets and the families the exporter does not use are skipped by one regular expression, in
+    C, which keeps only the lines it finds (splitting every line first would hold each one as a string: too
+    much for the sidecar's memory limit at the 32 MiB a read may be). So a garbled line among them no longer
+    fails the read either; every line of a series it uses is still parsed and checked."""
     return "\n".join(_READ_LINE.findall(text)) + "\n"
 
 
