@@ -4,11 +4,15 @@ ModelMesh reports cumulative histograms; the autoscaler needs rates over a windo
 are folded into running totals that survive a ModelMesh restart, and rates are the change of those totals
 across the last `load_window_s`.
 
-Counters are followed **per series** (name and labels), the way Prometheus's `rate()` does, not as one sum:
-a series that went down was reset (the container restarted, what it reads now is all new); a series that
-vanished (a truncated body, per-model series of an unloaded model) adds nothing and is remembered, so it
-does not count twice when it comes back; a new series counts in full. Comparing sums instead would read a
-vanished series as a restart and count the whole history again as new load.
+Counters are followed **per series** (name and labels), the way Prometheus's `rate()` does, not as one sum.
+ModelMesh never drops a series while it runs, so a reading is of a new container (a restart) when a series
+went down, or when none of the last reading's series is left (a new JVM that has served nothing yet; with
+per-model metrics on every series is labelled, and none exists before its first request). Then everything
+the reading holds is new, and the old container's series are forgotten: one that shows up later is the new
+container's and counts in full, not as a second reset against the old count. Outside a restart, a series
+missing from one body adds nothing and is remembered, so it does not count twice when it comes back; a new
+series counts in full. Comparing sums instead would read a missing series as a restart and count the whole
+history again as new load.
 
 Logs go to the ModelMesh collector's logger (`exporter.collectors.modelmesh`), the one operators filter on.
 """
@@ -57,8 +61,11 @@ class Rates:
 class CounterWindow:
     """Running totals across counter resets, and rates over a trailing window.
 
-    The first reading is the baseline: totals start at ModelMesh's own counts, so `requests_total` reads
-    like ModelMesh's counter until the first restart and keeps growing after it. After a gap between
+    The first reading is the baseline: totals start at 0 there, as any counter of a process that starts. Were
+    they to start at ModelMesh's own counts, an exporter restart after a ModelMesh restart would set
+    `requests_total` back from the absorbed total to ModelMesh's count since its restart, which Prometheus
+    reads as a counter reset: every request ModelMesh counted since its restart, served in one scrape
+    interval. Starting at 0, the restart adds only what the new exporter counted. After a gap between
     readings longer than the window, or a counter reset, the window starts again at that reading, and no
     rate is given until a second reading falls inside it.
     """
@@ -69,43 +76,46 @@ class CounterWindow:
         self._forget_after_s = forget_after_s
         self._history: deque[Totals] = deque()
         self._last: dict[tuple[str, Labels], tuple[float, float]] = {}  # series → (value, seen at)
+        self._current: set[tuple[str, Labels]] = set()
+        """The series of the last reading."""
         self.resets = 0
+        """ModelMesh restarts seen."""
         self.restarts = 0
         """Times the rate window started again (after a gap longer than the window, or a counter reset)."""
 
     def add(self, reading: ModelMeshReading, at: float) -> None:
         """Fold in one reading taken at monotonic time `at` (seconds)."""
         previous = self._history[-1] if self._history else None
-        reset_series = 0
-        values: dict[str, float] = {}
-        for field in COUNTER_FIELDS:
-            increase = 0.0
-            for labels, value in reading.counters.get(field, {}).items():
-                key = (field, labels)
-                last = self._last.get(key)
-                if last is None:
-                    increase += value  # new series: all of it happened since it appeared
-                elif value >= last[0]:
-                    increase += value - last[0]
-                else:
-                    increase += value  # reset: counting started again from zero
-                    reset_series += 1
-                self._last[key] = (value, at)
-            values[field] = increase if previous is None else previous[field] + increase
-        if previous is not None and reset_series:
-            self.resets += 1
-            log.info(
-                "%d ModelMesh counter series went down: the container restarted; counting on from the reset",
-                reset_series,
-            )
+        series = {(field, labels): value for field in COUNTER_FIELDS
+                  for labels, value in reading.counters.get(field, {}).items()}
+        restart = None if previous is None else self._restart(series)
+        # The first reading is the baseline: what ModelMesh counted before the exporter started is not ours.
+        values: dict[str, float] = dict.fromkeys(COUNTER_FIELDS, 0.0) if previous is None else dict(previous.values)
+        if previous is not None:
+            for key, value in series.items():
+                last = None if restart else self._last.get(key)
+                # A new series, or any series of a new container: all of it happened since the last reading.
+                values[key[0]] += value if last is None else value - last[0]
+        if restart:
+            # Every series of the old container is gone with it: one that shows up later is the new
+            # container's, counted in full, not compared with the old count (a second "reset").
+            self._last.clear()
+        for key, value in series.items():
+            self._last[key] = (value, at)
+        self._current = set(series)
         gap = previous is not None and at - previous.at > self.window_s
-        if previous is not None and (reset_series or gap):
+        if previous is not None and (restart or gap):
             # A rate across a gap would average the gap in (low load right after a saturation); one across a
-            # reset mixes two containers' counts. Start the window again from this reading: no rate until
+            # restart mixes two containers' counts. Start the window again from this reading: no rate until
             # the next one (docs/design.md, Missing data). The running totals go on counting.
             self._history.clear()
             self.restarts += 1
-            if gap:
+            after = f" after {at - previous.at:.0f} s without a reading" if gap else ""
+            if restart:
+                self.resets += 1
+                log.info("ModelMesh restarted (%s)%s: counting on from its new counts; no rates until a second "
+                         "reading of the new container", restart, after)
+            else:
                 log.info("no ModelMesh reading for %.0f s (load window %.0f s): rates start again",
                          at - previous.at, self.window_s)
         self._history.append(Totals(at, values))
@@ -115,6 +125,18 @@ class CounterWindow:
         stale = [key for key, (_, seen) in self._last.items() if seen < at - self._forget_after_s]
         for key in stale:
             del self._last[key]
+
+    def _restart(self, series: Mapping[tuple[str, Labels], float]) -> str | None:
+        """Why this reading is of a new container, or None. ModelMesh never drops a series in its life, so a
+        counter that went down is a restart, and so is a reading without any series of the one before (a new
+        container that has served nothing yet: with per-model metrics on, every series is labelled and none
+        exists before its first request). One series missing alone is not: a body may lack it."""
+        down = sum(1 for key, value in series.items() if key in self._last and value < self._last[key][0])
+        if down:
+            return f"{down} of its counter series went down"
+        if self._current and not self._current & series.keys():
+            return f"none of its {len(self._current)} counter series is left"
+        return None
 
     @property
     def latest(self) -> Totals | None:

@@ -32,10 +32,17 @@ _COUNTER_SAMPLES: Final = {
     f"{names.MM_CACHE_MISS_MS}_count": CACHE_MISSES,
 }
 _REQUIRED_GAUGES: Final = (names.MM_CAPACITY_BYTES, names.MM_USED_BYTES, names.MM_MODELS_TOTAL, names.MM_LRU_AGE_S)
+_OPTIONAL_GAUGES: Final = (names.MM_LRU_S,)
+SAMPLES_READ: Final = (*_COUNTER_SAMPLES, *_REQUIRED_GAUGES, *_OPTIONAL_GAUGES)
+"""The sample names the exporter reads: what it asks ModelMesh for (`/metrics?name[]=...`)."""
 _READ_LINE: Final = re.compile(
-    "^(?:#|" + "|".join(re.escape(name) + r"[{ \t]" for name in (*_COUNTER_SAMPLES, *_REQUIRED_GAUGES)) + ").*$",
+    "^(?:#|" + "|".join(re.escape(name) + r"[{ \t]" for name in SAMPLES_READ) + ").*$",
     re.MULTILINE)
 """A line `parse_modelmesh` reads: a comment, or a sample of a series it uses."""
+
+_MAX_LRU_AHEAD_S: Final = 3600.0
+"""An LRU time further ahead than this is ModelMesh's "no model" (Long.MAX_VALUE ms), not a copy it stamped
+20 s ahead (`newCopiesTimestamp` in ModelMesh.java)."""
 
 Labels = tuple[tuple[str, str], ...]
 """A series' labels, sorted, as a hashable key."""
@@ -59,10 +66,39 @@ class ModelMeshReading:
     capacity_bytes: float
     used_bytes: float
     models_loaded: float
+    lru_time_s: float | None = None
+    """When this pod's LRU model was last used (Unix s, `modelmesh_instance_lru_seconds`), if served."""
 
     def total(self, field: str) -> float:
         """The field summed over its series (ModelMesh's own, reset-prone count)."""
         return sum(self.counters.get(field, {}).values())
+
+    @property
+    def has_instance_record(self) -> bool:
+        """Whether the instance gauges are a published instance record. ModelMesh's read 0 from its start until
+        it first publishes one (when its first model loads, or from its janitor within 6 minutes), and its last
+        record before it stops is empty: capacity 0, which no running ModelMesh has. The model count (0) and
+        the LRU (none) are true then; the capacity is not known."""
+        return self.capacity_bytes > 0
+
+    def lru_age_at(self, now: float) -> float | None:
+        """Seconds since this pod's LRU model was used, at Unix time `now`; None when it holds no model, or the
+        model was just used (ModelMesh's own 0, or a copy it stamped ahead).
+
+        ModelMesh sets `modelmesh_instance_lru_age_seconds` only when it publishes its instance record (on a
+        change worth publishing, at most every 2 s, or from its janitor every 6 minutes), so on a pod whose LRU
+        model stays unused it stands still for minutes. The last-use time it publishes with it does not age:
+        the age is that time from `now` (the `mm` container shares the node's clock). Without that series,
+        ModelMesh's own age is used."""
+        if self.models_loaded <= 0:
+            return None
+        if self.lru_time_s is None:
+            age = self.lru_age_s
+        elif 0 < self.lru_time_s <= now + _MAX_LRU_AHEAD_S:
+            age = now - self.lru_time_s
+        else:
+            return None  # 0: not published yet; Long.MAX_VALUE ms: no model
+        return age if age > 0 else None
 
 
 def parse_modelmesh(text: str) -> ModelMeshReading:
@@ -90,7 +126,7 @@ def parse_modelmesh(text: str) -> ModelMeshReading:
                     # ModelMesh stamps the copies it adds for a hot model 20 s in the future (`newCopiesTimestamp`
                     # in ModelMesh.java), so a pod holding only such copies reads a negative age: just used.
                     gauges[sample.name] = 0.0
-                elif sample.name in _REQUIRED_GAUGES:
+                elif sample.name in _REQUIRED_GAUGES or sample.name in _OPTIONAL_GAUGES:
                     gauges[sample.name] = _checked(sample.name, sample.value)
     except ScrapeFailure:
         raise
@@ -105,19 +141,21 @@ def parse_modelmesh(text: str) -> ModelMeshReading:
         capacity_bytes=gauges[names.MM_CAPACITY_BYTES],
         used_bytes=gauges[names.MM_USED_BYTES],
         models_loaded=gauges[names.MM_MODELS_TOTAL],
+        lru_time_s=gauges.get(names.MM_LRU_S),
     )
 
 
 def _lines_read(text: str) -> str:
     """The comments and the samples of the series the exporter uses, in order; the rest is dropped unparsed.
 
-    With ModelMesh's per-model metrics on, a pod keeps the series of every model it ever served, buckets
-    included: 2,000 models are about 5 MB of text, which `prometheus_client`'s parser took 2.7 s to read on
-    the exporter's event loop (its `/healthz` answered in seconds meanwhile). The buckets and the families
-    the exporter does not use are skipped by one regular expression, in C, which keeps only the lines it
-    finds (splitting every line first would hold each one as a string: too much for the sidecar's memory
-    limit at the 32 MiB a read may be). So a garbled line among them no longer fails the read either; every
-    line of a series it uses is still parsed and checked."""
+    With ModelMesh's per-model metrics on, a pod keeps a series per model in every histogram, buckets
+    included: the invoke histogram alone of 2,000 models is about 5 MB of text, which `prometheus_client`'s
+    parser took 2.7 s to read on the exporter's event loop (its `/healthz` answered in seconds meanwhile).
+    The exporter asks ModelMesh for its series only (`SAMPLES_READ`); for a server that sends everything
+    anyway, the buckets and the families the exporter does not use are skipped by one regular expression, in
+    C, which keeps only the lines it finds (splitting every line first would hold each one as a string: too
+    much for the sidecar's memory limit at the 32 MiB a read may be). So a garbled line among them no longer
+    fails the read either; every line of a series it uses is still parsed and checked."""
     return "\n".join(_READ_LINE.findall(text)) + "\n"
 
 

@@ -150,6 +150,14 @@ class FakeModelMesh(Collector):
         family.add_metric(list(labels.values()), buckets, sum_value=histogram.total)
         return family
 
+    def describe(self) -> Iterable[Metric]:
+        """The families `collect` yields, by name and type: as in ModelMesh's own registry, `/metrics?name[]=...`
+        (which the exporter sends) selects by these names, and would find nothing of a collector without them."""
+        for name in (names.MM_INVOKE_MODEL_MS, names.MM_QUEUE_DELAY_MS, names.MM_CACHE_MISS_MS, names.MM_LOAD_MODEL_MS):
+            yield HistogramMetricFamily(name, "")
+        for name in (names.MM_LRU_AGE_S, names.MM_CAPACITY_BYTES, names.MM_USED_BYTES, names.MM_MODELS_TOTAL):
+            yield GaugeMetricFamily(name, "")
+
     def collect(self) -> Iterable[Metric]:
         self._advance()
         load = self.load

@@ -167,7 +167,7 @@ async def test_first_scrape_publishes_totals_and_gauges_but_no_rate_yet(rig: Rig
 
     assert await rig.step()
 
-    assert rig.value(names.REQUESTS_TOTAL) == 200.0  # 5 s at 40/s since the fake started
+    assert rig.value(names.REQUESTS_TOTAL) == 0.0  # the baseline: ModelMesh's count before we read is not ours
     assert rig.value(names.REQUESTS_PER_SECOND) is None  # a rate needs two readings
     assert rig.value(names.MODELS_LOADED) == 8.0
     assert rig.success() == 1.0
@@ -210,13 +210,13 @@ async def test_requests_total_keeps_counting_across_a_modelmesh_restart(rig: Rig
     for _ in range(3):
         await rig.step()
     before = rig.value(names.REQUESTS_TOTAL)
-    assert before == 600.0
+    assert before == 400.0  # 10 s at 40/s since the first reading
 
     rig.clock.advance(2.0)
     rig.fake.reset_counters()  # the mm container restarts: its counters start again from 0
     await rig.step(3.0)
 
-    assert rig.value(names.REQUESTS_TOTAL) == 600.0 + 120.0  # 3 s at 40/s since the restart
+    assert rig.value(names.REQUESTS_TOTAL) == 400.0 + 120.0  # 3 s at 40/s since the restart
     # The window starts again at the restart: no rate until a second reading (never negative, never a
     # rate mixing two containers' counts), so the adapter holds instead of reading an odd load.
     assert rig.value(names.REQUESTS_PER_SECOND) is None
@@ -504,13 +504,13 @@ def test_a_series_that_vanishes_and_returns_is_not_a_restart() -> None:
     )
     assert window.resets == 0
     assert window.latest is not None
-    assert window.latest[REQUESTS] == 175.0  # 150 at the start, +10, +10 +5: nothing counted twice
+    assert window.latest[REQUESTS] == 25.0  # +10, +10 +5 since the first reading: nothing counted twice
 
 
 def test_a_new_series_counts_in_full() -> None:
     *_, window = window_after(invoke_series(OK=100.0), invoke_series(OK=110.0, UNAVAILABLE=3.0))
     assert window.latest is not None
-    assert window.latest[REQUESTS] == 113.0
+    assert window.latest[REQUESTS] == 13.0
 
 
 def test_a_counter_that_goes_down_was_reset() -> None:
@@ -518,7 +518,7 @@ def test_a_counter_that_goes_down_was_reset() -> None:
                                invoke_series(OK=24.0)))
     assert states[-1].resets == 1
     assert states[-1].latest is not None
-    assert states[-1].latest[REQUESTS] == 154.0  # 100 + 30 + 4 (counted from zero) + 20
+    assert states[-1].latest[REQUESTS] == 54.0  # 30 + 4 (counted from zero) + 20 since the first reading
     # At the reset the window starts again: no rate from that reading, then 20 requests in 10 s.
     window = CounterWindow(WINDOW_S)
     for index, body in enumerate((invoke_series(OK=100.0), invoke_series(OK=130.0), invoke_series(OK=4.0))):

@@ -1,0 +1,274 @@
+"""The exporter's `/metrics` over a ModelMesh container's life: restarts, start-up, publishes, its own restart.
+
+The ModelMesh side is `modelmesh_wire` (the real container's text and timing, from its source); the exporter
+side is its real collector and HTTP app, read over HTTP and parsed with prometheus_client as a scraper does.
+One stepped clock drives ModelMesh's wall clock and the exporter's clocks, so every value below is exact.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
+
+from autoscaler.api.certs import generate_self_signed, server_context
+from exporter import names
+from exporter.app import metrics_app
+from exporter.collectors.health import CollectorHealth
+from exporter.collectors.modelmesh import ModelMeshCollector
+from tests.exporter.modelmesh_wire import MetricsPort, ModelMeshContainer
+
+AiohttpClient = Callable[[web.Application], Awaitable[TestClient[web.Request, web.Application]]]
+INTERVAL_S = 5.0
+WINDOW_S = 30.0
+RESTART_LOG = "ModelMesh restarted"
+CACHE_FAMILIES = (names.MODELS_LOADED, names.CACHE_CAPACITY_BYTES, names.CACHE_USED_RATIO, names.LRU_AGE_SECONDS)
+
+
+class Clock:
+    """Unix seconds that move only when a test says so: ModelMesh's wall clock and both of the exporter's."""
+
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class Pod:
+    """One runtime pod: the `mm` container's metrics port, and an exporter reading it (replaceable)."""
+
+    clock: Clock
+    container: ModelMeshContainer
+    port: MetricsPort
+    session: aiohttp.ClientSession
+    aiohttp_client: AiohttpClient
+    collector: ModelMeshCollector | None = None
+    client: TestClient[web.Request, web.Application] | None = None
+
+    async def start_exporter(self) -> None:
+        """A new exporter process: fresh state, its own /metrics."""
+        health = CollectorHealth(clock=self.clock)
+        self.collector = ModelMeshCollector(health, self.port.url, ssl_context=False, load_window_s=WINDOW_S,
+                                            clock=self.clock, wall_clock=self.clock)
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(self.collector)
+        registry.register(health)
+        self.client = await self.aiohttp_client(metrics_app(registry, health))
+
+    async def step(self, requests_per_second: float = 40.0, seconds: float = INTERVAL_S) -> dict[str, float]:
+        """`seconds` of traffic in ModelMesh, then one exporter read of it; what /metrics serves after it."""
+        assert self.collector is not None
+        if requests_per_second:
+            self.container.serve(requests_per_second * seconds)
+        self.clock.now += seconds
+        await self.collector.scrape_once(self.session)
+        return await self.published()
+
+    async def published(self) -> dict[str, float]:
+        """The exporter's unlabelled series as a scraper reads them."""
+        assert self.client is not None
+        response = await self.client.get("/metrics")
+        text = await response.text()
+        return {sample.name: sample.value for family in text_string_to_metric_families(text)
+                for sample in family.samples if not sample.labels}
+
+
+@pytest.fixture
+async def pod_factory(aiohttp_client: AiohttpClient) -> AsyncIterator[Callable[..., Awaitable[Pod]]]:
+    ports: list[MetricsPort] = []
+    async with aiohttp.ClientSession() as session:
+
+        async def build(*, per_model: bool = False) -> Pod:
+            clock = Clock()
+            container = ModelMeshContainer(clock, per_model=per_model)
+            container.publish(models=8, lru_time_s=clock.now - 100.0)
+            port = MetricsPort(container)
+            ports.append(port)
+            await port.up()
+            pod = Pod(clock, container, port, session, aiohttp_client)
+            await pod.start_exporter()
+            return pod
+
+        yield build
+        for port in ports:
+            await port.down()
+
+
+def pod_series(served: dict[str, float]) -> dict[str, float]:
+    return {name: value for name, value in served.items() if name.startswith("modelmesh_pod_")}
+
+
+def restart_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if RESTART_LOG in r.getMessage()]
+
+
+@pytest.mark.parametrize("per_model", [False, True], ids=["per-model-off", "per-model-on"])
+async def test_a_modelmesh_restart_is_one_reset_with_no_rate_mixing_the_two_containers(
+    pod_factory: Callable[..., Awaitable[Pod]], caplog: pytest.LogCaptureFixture, per_model: bool,
+) -> None:
+    """The `mm` container restarts: its port refuses connections for 20 s (inside the load window), then its
+    new JVM answers with no request series yet, and traffic resumes a little later. One restart must be one
+    reset: no rate from the old container's counts once the new one answers, a rate on every read once two
+    readings of the new one exist (above all when traffic resumes, when the pod turns Ready and the adapter
+    needs it), every request of the new container counted, and one log line that says it restarted."""
+    pod = await pod_factory(per_model=per_model)
+    for _ in range(6):
+        before = await pod.step()
+    assert before[names.REQUESTS_PER_SECOND] == 40.0
+    await pod.port.down()
+    for _ in range(4):
+        assert pod_series(await pod.step(0.0)) == pod_series(before)  # refused: the last good values stay
+    pod.container.restart()
+    await pod.port.up()
+
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        first = await pod.step(0.0)
+        assert names.REQUESTS_PER_SECOND not in first  # not the old container's counts over the window
+        pod.container.publish(models=0, lru_time_s=None)
+        assert (await pod.step(0.0))[names.REQUESTS_PER_SECOND] == 0.0  # up, nothing served yet: true zero
+        rates = [(await pod.step(40.0)).get(names.REQUESTS_PER_SECOND) for _ in range(7)]
+
+    assert None not in rates  # no second "reset" when the first requests of the new container show up
+    assert rates[-1] == 40.0
+    assert (await pod.published())[names.REQUESTS_TOTAL] == before[names.REQUESTS_TOTAL] + 7 * 200.0
+    assert len(restart_lines(caplog)) == 1, restart_lines(caplog)
+
+
+async def test_no_cache_capacity_while_modelmesh_has_published_no_instance_record(
+    pod_factory: Callable[..., Awaitable[Pod]],
+) -> None:
+    """ModelMesh's instance gauges read 0 from its start until it first publishes its instance record (when its
+    first model loads, or from its janitor within 6 minutes), and again in the last record of a stopping
+    ModelMesh. No model and no LRU is true then; a cache of 0 bytes is not: no capacity series, as no ratio."""
+    pod = await pod_factory()
+    pod.container.restart()  # a new JVM: serving its port, no instance record published yet
+    for _ in range(2):
+        served = await pod.step()
+    assert names.REQUESTS_PER_SECOND in served
+    assert served[names.MODELS_LOADED] == 0.0
+    assert [name for name in CACHE_FAMILIES if name in served] == [names.MODELS_LOADED]
+
+    pod.container.publish(models=3, lru_time_s=pod.clock.now - 30.0)
+    served = await pod.step()
+    assert (served[names.MODELS_LOADED], served[names.CACHE_USED_RATIO]) == (3.0, 0.5)
+    assert served[names.CACHE_CAPACITY_BYTES] == 16 * 2**30
+
+    pod.container.shut_down()
+    served = await pod.step()
+    assert [name for name in CACHE_FAMILIES if name in served] == [names.MODELS_LOADED]
+
+
+async def test_lru_age_keeps_growing_between_modelmesh_publishes(pod_factory: Callable[..., Awaitable[Pod]]) -> None:
+    """ModelMesh sets `modelmesh_instance_lru_age_seconds` only when it publishes its instance record: on a
+    change worth publishing, or from its janitor every 6 minutes. A pod whose LRU model stays unused keeps
+    the same age for minutes; the age is its last-use time (`modelmesh_instance_lru_seconds`) from now."""
+    pod = await pod_factory()
+    assert (await pod.step())[names.LRU_AGE_SECONDS] == 105.0  # published 100 s old, read 5 s later
+    for _ in range(60):  # 5 minutes, no publish
+        served = await pod.step()
+    assert served[names.LRU_AGE_SECONDS] == 405.0
+
+    pod.container.publish(models=8, lru_time_s=pod.clock.now + 20.0)  # only copies stamped 20 s ahead
+    assert names.LRU_AGE_SECONDS not in await pod.step()  # just used: no age, as for ModelMesh's own 0
+    pod.container.publish(models=0, lru_time_s=None)
+    assert names.LRU_AGE_SECONDS not in await pod.step()
+
+
+async def test_per_model_metrics_of_many_models_are_read_without_their_buckets(
+    pod_factory: Callable[..., Awaitable[Pod]],
+) -> None:
+    """With per-model metrics on, ModelMesh keeps a series per model in every histogram, buckets included, for
+    every model used on the pod in its life: 1,400 models are about 35 MiB of text (42 MiB here), over the
+    32 MiB the exporter reads, so every read failed and the pod stayed stale for good. ModelMesh's metrics
+    server answers `name[]` filters with only the samples named."""
+    pod = await pod_factory(per_model=True)
+    pod.container.add_models(1400)
+    await pod.step()
+    served = await pod.step()
+    assert served[names.REQUESTS_PER_SECOND] == 40.0
+    assert served[names.MODELS_LOADED] == 8.0
+
+
+async def test_what_is_served_does_not_depend_on_who_scraped_when(pod_factory: Callable[..., Awaitable[Pod]]) -> None:
+    """Prometheus and the adapter scrape the same exporter at their own intervals. Rates are computed when
+    ModelMesh is read, never when the exporter is scraped: two pods given the same ModelMesh traffic serve
+    the same values after every read whether their /metrics was scraped six times in between or not at all."""
+    scraped, quiet = await pod_factory(), await pod_factory()
+    for rate in (40.0, 40.0, 120.0, 0.0, 0.0, 75.0, 75.0, 75.0):
+        for _ in range(6):
+            await scraped.published()  # Prometheus at 1 s, between two ModelMesh reads
+        assert pod_series(await scraped.step(rate)) == pod_series(await quiet.step(rate))
+
+
+def prometheus_increase(values: list[float]) -> float:
+    """What Prometheus's `increase()` adds up over consecutive samples of a counter: a value below the one
+    before is a counter that started again from 0 (its whole value is new)."""
+    return sum(b - a if b >= a else b for a, b in itertools.pairwise(values))
+
+
+async def test_an_exporter_restart_is_no_spike_in_the_requests_counter(
+    pod_factory: Callable[..., Awaitable[Pod]],
+) -> None:
+    """The exporter absorbs a ModelMesh restart into `modelmesh_pod_requests_total`; later the exporter
+    itself restarts while ModelMesh runs on. Prometheus must not see the requests ModelMesh counted since its
+    restart as served within one scrape interval."""
+    pod = await pod_factory()
+    for _ in range(6):
+        await pod.step()
+    pod.container.restart()
+    pod.container.publish(models=8, lru_time_s=pod.clock.now - 1.0)
+    scraped = [(await pod.step())[names.REQUESTS_TOTAL] for _ in range(60)]  # 5 minutes at 40/s
+
+    await pod.start_exporter()  # the sidecar restarts (OOM, a new image); ModelMesh keeps serving
+    scraped += [(await pod.step())[names.REQUESTS_TOTAL] for _ in range(2)]
+
+    served_meanwhile = 2 * 200.0  # what ModelMesh served from the old exporter's last read to the new one's 2nd
+    assert prometheus_increase(scraped[-3:]) <= served_meanwhile
+
+
+@pytest.fixture(scope="module")
+def tls_context(tmp_path_factory: pytest.TempPathFactory) -> ssl.SSLContext:
+    files = generate_self_signed(Path(tmp_path_factory.mktemp("mm-tls")), "mm", ["127.0.0.1"])
+    return server_context(files.cert_file, files.key_file)
+
+
+@pytest.mark.parametrize(("modelmesh_tls", "url_scheme", "advice"), [
+    pytest.param(False, "https", "use an http:// --modelmesh-url", id="modelmesh-serves-http"),
+    pytest.param(True, "http", "use an https:// --modelmesh-url with --modelmesh-insecure",
+                 id="modelmesh-serves-https"),
+])
+async def test_a_url_scheme_modelmesh_does_not_serve_is_named_in_the_log(
+    tls_context: ssl.SSLContext, caplog: pytest.LogCaptureFixture, modelmesh_tls: bool, url_scheme: str,
+    advice: str,
+) -> None:
+    """modelmesh-serving's `metrics.scheme` (ModelMesh's `MM_METRICS=prometheus:...;scheme=...`) chooses http
+    or https on port 2112. An exporter URL with the other scheme fails every read, and its one log line is all
+    an operator has: it must name the setting and the URL to use. It said to add --modelmesh-insecure to an
+    https URL read against plain http (already insecure), and only "server closed the connection" the other
+    way round."""
+    clock = Clock()
+    container = ModelMeshContainer(clock)
+    port = MetricsPort(container, tls_context if modelmesh_tls else None)
+    await port.up()
+    try:
+        url = f"{url_scheme}://127.0.0.1:{port.port}/metrics"
+        collector = ModelMeshCollector(CollectorHealth(clock=clock), url, ssl_context=False, clock=clock)
+        with caplog.at_level(logging.WARNING, logger="exporter"):
+            async with aiohttp.ClientSession() as session:
+                assert not await collector.scrape_once(session)
+    finally:
+        await port.down()
+    [line] = [r.getMessage() for r in caplog.records if "modelmesh collector failed" in r.getMessage()]
+    assert advice in line and "metrics.scheme" in line, line
