@@ -6,7 +6,7 @@ the HTTP calls and the checks on the answers' shape) and joins the answers to di
 Readiness, replicas and annotations come from discovery, never from Prometheus. A pod with no freshness
 series was not seen this refresh and keeps its last good sample.
 
-Errors are owned here (the one exception, `PrometheusSourceError` from `prometheus_queries`, carries a
+Errors are owned here (the one exception, `PrometheusSourceError` from `prometheus_answers`, carries a
 `reason` and chains the library's exception as its cause; it never leaves `collect()`):
 
 - the backend fails as a whole (connection refused, timeout, HTTP error, a body that is not the expected
@@ -32,15 +32,13 @@ from urllib3.util.retry import Retry
 
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.sources.base import PodDiscovery, RuntimeInventory
+from autoscaler.sources.prometheus_answers import REASON_EMPTY, REASON_GARBAGE, PrometheusSourceError
 from autoscaler.sources.prometheus_queries import (
     FRESHNESS,
     GPU_FRESHNESS,
-    REASON_EMPTY,
-    REASON_GARBAGE,
     GpuSource,
     PodRef,
     PrometheusReader,
-    PrometheusSourceError,
     build_queries,
     valid_value,
     without_password,
