@@ -15,6 +15,10 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
   The failure is logged once per outage with the backend's detail, and again when it recovers.
 - one series is garbage (NaN, ±Inf, negative, unparseable): only that pod's signal is absent (None), the
   refresh is still good. Logged once per pod and signal until it is good again.
+- the answers say they are partial (Thanos Query's `warnings` about stores it could not reach, VictoriaMetrics'
+  `isPartial`): the refresh is good, the pods they leave out hold their last good samples as any pod missing from
+  an answer does (and turn stale). Logged once per set of warnings, and when the answers are complete again;
+  not an error.
 
 Both are counted in `errors` by reason, and passed to the optional `on_error` callback (for self-metrics).
 """
@@ -114,6 +118,7 @@ class PrometheusSource:
             clock=clock,
         )
         self._clock_off_s = 0.0  # the Prometheus clock offset last logged
+        self._partial: frozenset[str] = frozenset()  # the partial-answer warnings last logged
         self._last: dict[PodRef, PodSample] = {}
         self._garbage: set[tuple[str, str, str]] = set()
         self.errors: Counter[str] = Counter()
@@ -139,6 +144,7 @@ class PrometheusSource:
         else:
             self._recovered()
             self._note_clock(self._reader.clock_offset_s)
+            self._note_partial(self._reader.warnings)
             backend_ok = True
         source_ok = backend_ok and self._discovery.healthy
         snapshots = [
@@ -249,6 +255,17 @@ class PrometheusSource:
         elif not offset_s and self._clock_off_s:
             log.info("Prometheus at %s has a clock that agrees with ours again", self._url)
         self._clock_off_s = offset_s
+
+    def _note_partial(self, warnings: Sequence[str]) -> None:
+        """Warn when the answers say they are partial (Thanos: stores it could not reach), once per set of
+        warnings; their pods then hold their last good samples, as for any pod missing from an answer."""
+        said = frozenset(warnings)
+        if said and not said <= self._partial:
+            log.warning("Prometheus at %s answered partial data (pods it left out hold their last good samples): %s",
+                        self._url, "; ".join(warnings))
+        elif not said and self._partial:
+            log.info("Prometheus at %s answers complete data again", self._url)
+        self._partial = said
 
     # ---- outage bookkeeping ----
 

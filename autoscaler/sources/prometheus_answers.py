@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import urllib.parse
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import requests
@@ -89,14 +90,26 @@ def summary(text: str, content_type: str = "") -> str:
     return repr(first[:SUMMARY_CHARS] + ("..." if len(first) > SUMMARY_CHARS else ""))
 
 
-def check_answer(response: requests.Response, *args: Any, query_url: str, **kwargs: Any) -> requests.Response:
+def check_answer(
+    response: requests.Response,
+    *args: Any,
+    query_url: str,
+    on_warnings: Callable[[Sequence[str]], None] | None = None,
+    **kwargs: Any,
+) -> requests.Response:
     """Pass a redirect or a 200 that is not a web page on; raise PrometheusSourceError for anything else.
 
-    `query_url` is the URL asked (`.../api/v1/query`), to tell where a redirect led; bound with
+    `query_url` is the URL asked (`.../api/v1/query`), to tell where a redirect led. A 200 that says it is
+    partial (`partial_warnings`) is passed on, and what it says goes to `on_warnings`. Bound with
     `functools.partial`, this is a requests `response` hook (requests passes the send options as keywords),
     run in the query's worker thread.
     """
-    if response.is_redirect or (response.status_code == 200 and "html" not in _content_type(response)):
+    if response.is_redirect:
+        return response
+    if response.status_code == 200 and "html" not in _content_type(response):
+        warnings = partial_warnings(response.content)
+        if warnings and on_warnings is not None:
+            on_warnings(warnings)
         return response
     try:
         text = response.text  # read whole, so that the connection goes back to the pool
@@ -113,6 +126,25 @@ def check_answer(response: requests.Response, *args: Any, query_url: str, **kwar
     reason = REASON_TIMEOUT if error is not None and error[0] == "timeout" else REASON_HTTP
     raise PrometheusSourceError(
         reason, f"HTTP {response.status_code} from {where}: {said}" + (f"; {hint}" if hint else ""))
+
+
+def partial_warnings(body: bytes) -> list[str]:
+    """What a 200 answer says about itself: the query API's `warnings` (Thanos Query lists the stores it could
+    not reach there, answering without their series) and VictoriaMetrics cluster's `isPartial`. The body is
+    parsed here only when it holds either key (a megabyte at 10,000 pods; the library parses it again)."""
+    if b'"warnings"' not in body and b'"isPartial"' not in body:
+        return []
+    try:
+        payload: Any = json.loads(body)
+    except ValueError:
+        return []  # the library's parse says so
+    if not isinstance(payload, dict):
+        return []
+    raw = payload.get("warnings")
+    said = [str(warning)[:SUMMARY_CHARS] for warning in raw] if isinstance(raw, list) else []
+    if payload.get("isPartial") is True and not said:
+        said.append("isPartial: some storage nodes did not answer")
+    return said
 
 
 def not_json(url: str, error: requests.exceptions.JSONDecodeError) -> PrometheusSourceError:

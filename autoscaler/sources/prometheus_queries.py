@@ -31,7 +31,7 @@ import logging
 import re
 import time
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, cast
@@ -184,7 +184,11 @@ class PrometheusReader:
         self._session = requests.Session()
         self._session.verify = verify
         # Proxies' and gateways' answers said as what they are (a login page, refused credentials, a wrong path).
-        self._session.hooks["response"].append(functools.partial(check_answer, query_url=f"{url}/api/v1/query"))
+        self._session.hooks["response"].append(
+            functools.partial(check_answer, query_url=f"{url}/api/v1/query", on_warnings=self._warned))
+        self.warnings: list[str] = []
+        """What the last round's answers said about themselves (Thanos's partial-response `warnings`), in order,
+        without repeats; appended from the query threads."""
         self._params = {
             # Prometheus (and Thanos, VictoriaMetrics) stop evaluating when the adapter stops waiting, instead of
             # working on up to --query.timeout (2 min) on a query nobody reads, nine per refresh. Seconds as a
@@ -214,6 +218,7 @@ class PrometheusReader:
         Partial answers would be worse than none: a missing GPU query would read as "this pod has no GPU".
         """
         self._read_token()
+        self.warnings = []
         try:
             async with asyncio.timeout(self._deadline_s):
                 outcomes = await asyncio.gather(
@@ -237,6 +242,10 @@ class PrometheusReader:
         # Each offset is the skew plus its query's wait (so errs towards older data): the smallest is the least wrong.
         self.clock_offset_s = 0.0 if not offsets or 0.0 in offsets else min(offsets)
         return answers
+
+    def _warned(self, said: Sequence[str]) -> None:
+        """`check_answer`'s sink for a partial answer's warnings (list appends are atomic across threads)."""
+        self.warnings.extend(warning for warning in said if warning not in self.warnings)
 
     def _read_token(self) -> None:
         """Send the token file's token as `Authorization: Bearer`, read every round (a few bytes, every refresh):

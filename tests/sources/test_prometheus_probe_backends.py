@@ -198,3 +198,47 @@ async def test_a_url_that_is_not_prometheus_base_says_what_the_base_is(
     assert all(not s.source_ok for s in snapshots)
     (line,) = warnings(caplog)
     assert "HTTP 404" in line and f"{path}/api/v1/query" in line and "route prefix" in line, line
+
+
+async def test_a_partial_answer_from_thanos_is_logged_once_and_its_missing_pods_hold(
+    prometheus: PrometheusServer, aiohttp_server: AiohttpServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Thanos Query with partial responses (its default) answers 200 without the series of a store it could not
+    reach, and says so only in the answer's `warnings`; VictoriaMetrics cluster says `"isPartial": true`. The
+    library drops both, so the pods of the missing store went stale with nothing in the log saying why. Their
+    last good samples must hold (never zeros), and the warning must be logged once, not once per refresh."""
+    partial = True
+
+    async def thanos(request: web.Request) -> web.Response:
+        async with aiohttp.ClientSession() as session, session.get(f"{prometheus.url}/api/v1/query",
+                                                                   params=request.query) as answer:
+            payload = await answer.json()
+        if partial:  # the store holding team-b is down
+            payload["data"]["result"] = [item for item in payload["data"]["result"]
+                                         if item["metric"].get("namespace") != "team-b"]
+            payload["warnings"] = ["receive: store 10.0.3.7:10901 unavailable: rpc error: code = Unavailable"]
+            payload["isPartial"] = True
+        return web.json_response(payload)
+
+    url = await front(aiohttp_server, thanos)
+    args = cli.build_parser().parse_args(["serve", "--source", "prometheus", "--prometheus-url", url])
+    source = build_source(settings_from_args(args, {}), discovery())
+    try:
+        partial = False
+        before = by_pod(await source.collect(time.time()))
+        partial = True
+        with caplog.at_level(logging.INFO, logger="autoscaler.sources.prometheus"):
+            first = by_pod(await source.collect(time.time()))
+            second = by_pod(await source.collect(time.time()))
+            logged_while_partial = list(caplog.messages)
+            partial = False
+            await source.collect(time.time())
+    finally:
+        await source.close()
+
+    assert first["team-b", "a-1"] == second["team-b", "a-1"] == before["team-b", "a-1"]  # held, not zeroed
+    assert second["team-a", "a-1"].requests_per_second == 12.5
+    assert len(logged_while_partial) == 1, logged_while_partial
+    assert "store 10.0.3.7:10901 unavailable" in logged_while_partial[0]
+    assert "partial" in logged_while_partial[0]
+    assert any("complete" in line for line in caplog.messages[1:]), caplog.messages
