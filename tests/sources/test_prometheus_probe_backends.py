@@ -8,11 +8,13 @@ plays the part of the other backend where only its HTTP behaviour differs.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
+from unittest import mock
 
 import aiohttp
 import pytest
@@ -242,3 +244,28 @@ async def test_a_partial_answer_from_thanos_is_logged_once_and_its_missing_pods_
     assert "store 10.0.3.7:10901 unavailable" in logged_while_partial[0]
     assert "partial" in logged_while_partial[0]
     assert any("complete" in line for line in caplog.messages[1:]), caplog.messages
+
+
+async def test_the_nine_queries_of_a_refresh_run_at_once_whatever_the_node_cpu_count(
+    aiohttp_server: AiohttpServer,
+) -> None:
+    """The queries ran on asyncio's default executor, `min(32, os.cpu_count() + 4)` threads shared with the rest
+    of the process: on a 2-CPU node 6 at a time, so the nine queries of a refresh went in two waves and a slow
+    Prometheus cost a refresh twice its slowest query (at 10,000 pods the two freshness queries, the dearest,
+    fell in different waves)."""
+    in_flight, most = 0, 0
+
+    async def slow(request: web.Request) -> web.Response:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await asyncio.sleep(0.3)
+        in_flight -= 1
+        return web.json_response({"status": "success", "data": {"resultType": "vector", "result": []}})
+
+    url = await front(aiohttp_server, slow)
+    with mock.patch("os.cpu_count", return_value=2):  # the default executor is made on first use: as on such a node
+        await asyncio.get_running_loop().run_in_executor(None, time.sleep, 0)
+        await collect(url)
+
+    assert most == 9
