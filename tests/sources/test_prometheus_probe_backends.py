@@ -22,9 +22,10 @@ from aiohttp import web
 from pytest_aiohttp import AiohttpServer
 
 from autoscaler import cli
-from autoscaler.model import RuntimeSnapshot
+from autoscaler.model import RuntimeKey, RuntimeSnapshot
 from autoscaler.server import build_source
 from autoscaler.settings import settings_from_args
+from autoscaler.sources.base import PodTarget, RuntimeInventory
 from autoscaler.sources.prometheus import PrometheusSource
 from tests.fakes.prometheus import PrometheusServer, create_blocks, openmetrics_text
 from tests.sources.test_prometheus_source import AGE_S, OLDER_AGE_S, by_pod, cluster_samples, discovery
@@ -269,3 +270,32 @@ async def test_the_nine_queries_of_a_refresh_run_at_once_whatever_the_node_cpu_c
         await collect(url)
 
     assert most == 9
+
+
+async def test_a_runtime_prometheus_has_no_series_for_is_named_in_the_log(
+    prometheus: PrometheusServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The PodMonitor's namespaceSelector leaves out one namespace (or a scrape config drops it): Prometheus
+    answers for every other runtime, so no outage is logged, and that runtime's values stay 503 forever with
+    nothing in the log naming Prometheus. Once the runtime has gone unseen for longer than a new pod takes to be
+    scraped, the log must say so, once, naming the runtime and what to check."""
+    disc = discovery()
+    disc.set_runtime(RuntimeInventory(RuntimeKey("team-z", "modelmesh-serving-onnx"),
+                                      pods=(PodTarget(name="onnx-1", ready=True, url=None),
+                                            PodTarget(name="onnx-2", ready=True, url=None))))
+    args = cli.build_parser().parse_args(["serve", "--source", "prometheus", "--prometheus-url", prometheus.url])
+    source = build_source(settings_from_args(args, {}), disc)
+    now = time.time()
+    try:
+        with caplog.at_level(logging.WARNING, logger="autoscaler.sources.prometheus"):
+            await source.collect(now)
+            assert caplog.messages == []  # a new runtime: Prometheus has not had the time to scrape it yet
+            for later in (130.0, 260.0):
+                snapshots = await source.collect(now + later)
+    finally:
+        await source.close()
+
+    assert all(s.source_ok for s in snapshots)
+    assert len(caplog.messages) == 1, caplog.messages
+    assert "team-z/modelmesh-serving-onnx" in caplog.messages[0]
+    assert "namespaceSelector" in caplog.messages[0]
