@@ -19,9 +19,12 @@ from typing import Any, Final
 
 import requests
 
+from exporter import names
+
 # Reasons counted in `PrometheusSource.errors` (the first five are whole-refresh failures).
 REASON_CONNECT: Final = "connect"  # refused, reset, DNS: nothing answered
 REASON_TIMEOUT: Final = "timeout"  # no answer within timeout_s, Prometheus's own "timeout" error, or a slow refresh
+REASON_TLS: Final = names.REASON_TLS  # the certificate did not verify (as the scrape source counts it)
 REASON_HTTP: Final = "http"  # an HTTP error status (bad query, Prometheus not ready, proxy 5xx, refused credentials)
 REASON_PARSE: Final = "parse"  # the body is not the query API's JSON
 REASON_EMPTY: Final = "empty"  # Ready pods exist but Prometheus has no series for any of them
@@ -40,6 +43,10 @@ CREDENTIALS_HINT: Final = (
 NOT_FOUND_HINT: Final = (
     "no Prometheus query API at that path: --prometheus-url is the base URL, with the route prefix Prometheus "
     "serves under if it has one (http://host:9090/prometheus) and without /api/v1"
+)
+TLS_HINT: Final = (
+    "give the CA that signs Prometheus's certificate: --prometheus-ca-file (the service CA for Thanos Querier on "
+    "OpenShift)"
 )
 LOGIN_HINT: Final = (
     "a login proxy in front of Prometheus? Give it a token (--prometheus-token-file), or check --prometheus-url"
@@ -145,6 +152,16 @@ def partial_warnings(body: bytes) -> list[str]:
     if payload.get("isPartial") is True and not said:
         said.append("isPartial: some storage nodes did not answer")
     return said
+
+
+_SSL_REASON: Final = re.compile(r"\[SSL[^\]]*\] ([^'\"]+?)(?: \(_ssl\.c:\d+\))?['\"]")
+
+
+def tls_failed(url: str, error: requests.exceptions.SSLError) -> PrometheusSourceError:
+    """A certificate that does not verify, said as OpenSSL says it, without urllib3's retry wrapping."""
+    found = _SSL_REASON.search(str(error))
+    return PrometheusSourceError(
+        REASON_TLS, f"{shown(url)}: {found[1] if found else repr(error)}; {TLS_HINT}")
 
 
 def not_json(url: str, error: requests.exceptions.JSONDecodeError) -> PrometheusSourceError:

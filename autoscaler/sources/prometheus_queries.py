@@ -53,6 +53,7 @@ from autoscaler.sources.prometheus_answers import (
     PrometheusSourceError,
     check_answer,
     not_json,
+    tls_failed,
 )
 from exporter import names
 
@@ -302,6 +303,8 @@ class PrometheusReader:
             raise
         except requests.exceptions.JSONDecodeError as error:  # before RequestException and ValueError: it is both
             raise not_json(self.url, error) from error
+        except requests.exceptions.SSLError as error:  # before ConnectionError, which it is
+            raise tls_failed(self.url, error) from error
         except requests.exceptions.Timeout as error:  # before ConnectionError: ConnectTimeout is both
             raise PrometheusSourceError(REASON_TIMEOUT, f"{self.shown_url}: {_without_query(error)}") from error
         except (requests.exceptions.ConnectionError, requests.exceptions.RetryError) as error:

@@ -22,6 +22,7 @@ from aiohttp import web
 from pytest_aiohttp import AiohttpServer
 
 from autoscaler import cli
+from autoscaler.api.certs import generate_self_signed, server_context
 from autoscaler.model import RuntimeKey, RuntimeSnapshot
 from autoscaler.server import build_source
 from autoscaler.settings import settings_from_args
@@ -299,3 +300,33 @@ async def test_a_runtime_prometheus_has_no_series_for_is_named_in_the_log(
     assert len(caplog.messages) == 1, caplog.messages
     assert "team-z/modelmesh-serving-onnx" in caplog.messages[0]
     assert "namespaceSelector" in caplog.messages[0]
+
+
+async def test_a_certificate_the_adapter_does_not_trust_is_a_tls_failure_naming_the_ca_flag(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Thanos Querier or a Prometheus behind TLS signed by the cluster's own CA, and no --prometheus-ca-file: the
+    failure was counted as `connect` (the scrape source counts it `tls`, and the docs list `tls` for both) and
+    logged as urllib3's `Max retries exceeded ... (Caused by SSLError(...))`, without the flag that fixes it."""
+    certificates = generate_self_signed(tmp_path / "tls", "thanos-querier", ["127.0.0.1"])
+
+    async def answer(request: web.Request) -> web.Response:
+        return web.json_response({"status": "success", "data": {"resultType": "vector", "result": []}})
+
+    app = web.Application()
+    app.router.add_get("/api/v1/query", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0,
+                       ssl_context=server_context(certificates.cert_file, certificates.key_file))
+    await site.start()
+    try:
+        with caplog.at_level(logging.WARNING):
+            snapshots, errors = await collect(f"https://127.0.0.1:{runner.addresses[0][1]}")
+    finally:
+        await runner.cleanup()
+
+    assert all(not s.source_ok for s in snapshots)
+    assert errors == {"tls": 1}
+    (line,) = warnings(caplog)
+    assert "--prometheus-ca-file" in line and "Max retries" not in line, line
