@@ -6,7 +6,7 @@ the HTTP calls and the checks on the answers' shape) and joins the answers to di
 Readiness, replicas and annotations come from discovery, never from Prometheus. A pod with no freshness
 series was not seen this refresh and keeps its last good sample.
 
-Errors are owned here (the one exception, `PrometheusSourceError` from `prometheus_queries`, carries a
+Errors are owned here (the one exception, `PrometheusSourceError` from `prometheus_answers`, carries a
 `reason` and chains the library's exception as its cause; it never leaves `collect()`):
 
 - the backend fails as a whole (connection refused, timeout, HTTP error, a body that is not the expected
@@ -15,8 +15,14 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
   The failure is logged once per outage with the backend's detail, and again when it recovers.
 - one series is garbage (NaN, ±Inf, negative, unparseable): only that pod's signal is absent (None), the
   refresh is still good. Logged once per pod and signal until it is good again.
+- the answers say they are partial (Thanos Query's `warnings` about stores it could not reach, VictoriaMetrics'
+  `isPartial`): the refresh is good, the pods they leave out hold their last good samples as any pod missing from
+  an answer does (and turn stale). Logged once per set of warnings, and when the answers are complete again;
+  not an error.
+- none of a runtime's Ready pods has series for UNSEEN_WARN_AFTER_S while other runtimes' pods have them
+  (its namespace left out of what Prometheus scrapes): logged once, naming the runtime; not an error.
 
-Both are counted in `errors` by reason, and passed to the optional `on_error` callback (for self-metrics).
+The first two are counted in `errors` by reason, and passed to the optional `on_error` callback (self-metrics).
 """
 
 from __future__ import annotations
@@ -32,15 +38,13 @@ from urllib3.util.retry import Retry
 
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.sources.base import PodDiscovery, RuntimeInventory
+from autoscaler.sources.prometheus_answers import REASON_EMPTY, REASON_GARBAGE, PrometheusSourceError
 from autoscaler.sources.prometheus_queries import (
     FRESHNESS,
     GPU_FRESHNESS,
-    REASON_EMPTY,
-    REASON_GARBAGE,
     GpuSource,
     PodRef,
     PrometheusReader,
-    PrometheusSourceError,
     build_queries,
     valid_value,
     without_password,
@@ -48,6 +52,10 @@ from autoscaler.sources.prometheus_queries import (
 from exporter import names
 
 log = logging.getLogger(__name__)
+
+UNSEEN_WARN_AFTER_S = 120.0
+"""How long all of a runtime's Ready pods may lack series before the log names it: longer than Prometheus takes
+to discover and scrape a new pod (its service discovery, plus a 30 s scrape interval)."""
 
 
 def _older(sample: PodSample, previous: PodSample | None) -> bool:
@@ -116,6 +124,9 @@ class PrometheusSource:
             clock=clock,
         )
         self._clock_off_s = 0.0  # the Prometheus clock offset last logged
+        self._partial: frozenset[str] = frozenset()  # the partial-answer warnings last logged
+        self._unseen_since: dict[RuntimeKey, float] = {}  # runtimes none of whose Ready pods have series, since
+        self._unseen_warned: set[RuntimeKey] = set()
         self._last: dict[PodRef, PodSample] = {}
         self._garbage: set[tuple[str, str, str]] = set()
         self.errors: Counter[str] = Counter()
@@ -141,11 +152,14 @@ class PrometheusSource:
         else:
             self._recovered()
             self._note_clock(self._reader.clock_offset_s)
+            self._note_partial(self._reader.warnings)
             backend_ok = True
         source_ok = backend_ok and self._discovery.healthy
         snapshots = [
             self._snapshot(runtime, answers, seen, now, source_ok) for runtime in inventory.values()
         ]
+        if backend_ok:
+            self._note_unseen(inventory, seen, now)
         self._forget_vanished(inventory)
         return snapshots
 
@@ -240,6 +254,9 @@ class PrometheusSource:
         for ref in [ref for ref in self._last if ref not in known]:
             del self._last[ref]
         self._garbage = {key for key in self._garbage if (key[0], key[1]) in known}
+        for key in [key for key in self._unseen_since if key not in inventory]:
+            del self._unseen_since[key]
+        self._unseen_warned &= inventory.keys()
 
     def _note_clock(self, offset_s: float) -> None:
         """Warn when Prometheus's clock is found off (or off by another minute), and say when it is right."""
@@ -251,6 +268,39 @@ class PrometheusSource:
         elif not offset_s and self._clock_off_s:
             log.info("Prometheus at %s has a clock that agrees with ours again", self._url)
         self._clock_off_s = offset_s
+
+    def _note_unseen(self, inventory: Mapping[RuntimeKey, RuntimeInventory], seen: set[PodRef], now: float) -> None:
+        """Name a runtime none of whose Ready pods has had series for UNSEEN_WARN_AFTER_S, once, while Prometheus
+        answers for others: the usual cause is its namespace left out of what Prometheus scrapes, and nothing
+        else would say so (its values are held, then 503, as for any pod without data)."""
+        for key, runtime in inventory.items():
+            ready = [pod.name for pod in runtime.pods if pod.ready]
+            if not ready or any((key.namespace, name) in seen for name in ready):
+                self._unseen_since.pop(key, None)
+                if key in self._unseen_warned:
+                    self._unseen_warned.discard(key)
+                    log.info("Prometheus has series for runtime %s/%s again", key.namespace, key.deployment)
+                continue
+            since = self._unseen_since.setdefault(key, now)
+            if now - since >= UNSEEN_WARN_AFTER_S and key not in self._unseen_warned:
+                self._unseen_warned.add(key)
+                log.warning(
+                    "Prometheus at %s has had no %s series for runtime %s/%s (%d Ready pods: %s) for %.0f s, while it "
+                    "has them for other runtimes: is it scraping that namespace's exporters (a PodMonitor's "
+                    "namespaceSelector, a scrape config's relabelling)? Its values are unknown until it does",
+                    self._url, names.LAST_SUCCESS_TIMESTAMP, key.namespace, key.deployment, len(ready),
+                    ", ".join(ready[:3]) + (", ..." if len(ready) > 3 else ""), now - since)
+
+    def _note_partial(self, warnings: Sequence[str]) -> None:
+        """Warn when the answers say they are partial (Thanos: stores it could not reach), once per set of
+        warnings; their pods then hold their last good samples, as for any pod missing from an answer."""
+        said = frozenset(warnings)
+        if said and not said <= self._partial:
+            log.warning("Prometheus at %s answered partial data (pods it left out hold their last good samples): %s",
+                        self._url, "; ".join(warnings))
+        elif not said and self._partial:
+            log.info("Prometheus at %s answers complete data again", self._url)
+        self._partial = said
 
     # ---- outage bookkeeping ----
 

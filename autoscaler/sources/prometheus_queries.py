@@ -17,19 +17,22 @@ Those times are on Prometheus's clock; `PrometheusReader.clock_offset_s` says ho
 that a Prometheus node whose clock is off neither makes every pod stale nor a stale pod fresh.
 
 Errors: every failure of the library or of an answer's shape is a `PrometheusSourceError` with one of the
-REASON_* values (the library's exception chained as its cause), and fails the whole round: partial answers
-would be worse than none. A well-shaped series with a garbage value is not an error here; `valid_value`
+REASON_* values (the library's exception chained as its cause; what a proxy or gateway answered instead of
+the query API is said by `prometheus_answers`), and fails the whole round: partial answers would be worse
+than none. A well-shaped series with a garbage value is not an error here; `valid_value`
 tells the source, which leaves only that signal absent.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
 import logging
 import re
 import time
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, cast
@@ -42,17 +45,19 @@ from urllib3.util.retry import Retry
 
 from autoscaler.policies.samples import clean
 from autoscaler.sources.exposition import CLOCK_TOLERANCE_S, clock_offset
+from autoscaler.sources.prometheus_answers import (
+    REASON_CONNECT,
+    REASON_HTTP,
+    REASON_PARSE,
+    REASON_TIMEOUT,
+    PrometheusSourceError,
+    check_answer,
+    not_json,
+    tls_failed,
+)
 from exporter import names
 
 log = logging.getLogger("autoscaler.sources.prometheus")  # the source's logger: operators filter on one name
-
-# Reasons counted in `PrometheusSource.errors` (the first four are whole-refresh failures).
-REASON_CONNECT: Final = "connect"  # refused, reset, DNS: nothing answered
-REASON_TIMEOUT: Final = "timeout"  # no answer within timeout_s (or the whole refresh took too long)
-REASON_HTTP: Final = "http"  # an HTTP error status (bad query, Prometheus not ready, proxy 5xx)
-REASON_PARSE: Final = "parse"  # the body is not the query API's JSON
-REASON_EMPTY: Final = "empty"  # Ready pods exist but Prometheus has no series for any of them
-REASON_GARBAGE: Final = "garbage"  # one series' value is NaN, infinite, negative or not a number
 
 _CONNECT_ATTEMPTS: Final = 2
 _CONNECT_RETRY_PAUSE_S: Final = 0.1
@@ -68,15 +73,6 @@ FRESHNESS: Final = "sampled_at"
 GPU_FRESHNESS: Final = "gpu_sampled_at"
 """The field of the GPU freshness query: when the pod's GPU busy was sampled (its own clock, docs/design.md:
 the GPU collector can fail or hang while the ModelMesh one works)."""
-
-
-class PrometheusSourceError(Exception):
-    """Prometheus could not be read for this refresh; `reason` is one of the module's REASON_* values."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,8 +183,29 @@ class PrometheusReader:
         self._deadline_s = 2 * timeout_s + 1.0
         self._token_file = token_file
         self._token: str | None = None  # the token last read from it
+        # One thread per query, owned here: asyncio's default executor has min(32, CPUs + 4) threads for the
+        # whole process, 6 on a 2-CPU node, so the nine queries went in two waves and a refresh took twice its
+        # slowest query.
+        self._threads = concurrent.futures.ThreadPoolExecutor(max_workers=len(signals),
+                                                              thread_name_prefix="prometheus-query")
         self._session = requests.Session()
         self._session.verify = verify
+        # Proxies' and gateways' answers said as what they are (a login page, refused credentials, a wrong path).
+        self._session.hooks["response"].append(
+            functools.partial(check_answer, query_url=f"{url}/api/v1/query", on_warnings=self._warned))
+        self.warnings: list[str] = []
+        """What the last round's answers said about themselves (Thanos's partial-response `warnings`), in order,
+        without repeats; appended from the query threads."""
+        self._params = {
+            # Prometheus (and Thanos, VictoriaMetrics) stop evaluating when the adapter stops waiting, instead of
+            # working on up to --query.timeout (2 min) on a query nobody reads, nine per refresh. Seconds as a
+            # plain number: Prometheus refuses "0.5s".
+            "timeout": f"{timeout_s:g}",
+            # VictoriaMetrics evaluates a query asked "now" at now - 30 s (-search.latencyOffset) unless told
+            # `nocache=1`: the clock check would read those 30 s as Prometheus's clock being off and move every
+            # time 30 s forward, so values 40 s old would pass for 10 s old. Prometheus, Thanos and Mimir ignore it.
+            "nocache": "1",
+        }
         self._client = PrometheusConnect(
             url=self.url,
             headers=dict(headers or {}),
@@ -199,7 +216,8 @@ class PrometheusReader:
         )
 
     def close(self) -> None:
-        """Release the HTTP connections."""
+        """Release the HTTP connections and the query threads (a query still running ends at its timeout)."""
+        self._threads.shutdown(wait=False, cancel_futures=True)
         self._session.close()
 
     async def read_all(self) -> Answers:
@@ -208,10 +226,12 @@ class PrometheusReader:
         Partial answers would be worse than none: a missing GPU query would read as "this pod has no GPU".
         """
         self._read_token()
+        self.warnings = []
         try:
             async with asyncio.timeout(self._deadline_s):
+                loop = asyncio.get_running_loop()
                 outcomes = await asyncio.gather(
-                    *(asyncio.to_thread(self._query, signal.promql) for signal in self.signals),
+                    *(loop.run_in_executor(self._threads, self._query, signal.promql) for signal in self.signals),
                     return_exceptions=True,
                 )
         except TimeoutError as error:
@@ -231,6 +251,10 @@ class PrometheusReader:
         # Each offset is the skew plus its query's wait (so errs towards older data): the smallest is the least wrong.
         self.clock_offset_s = 0.0 if not offsets or 0.0 in offsets else min(offsets)
         return answers
+
+    def _warned(self, said: Sequence[str]) -> None:
+        """`check_answer`'s sink for a partial answer's warnings (list appends are atomic across threads)."""
+        self.warnings.extend(warning for warning in said if warning not in self.warnings)
 
     def _read_token(self) -> None:
         """Send the token file's token as `Authorization: Bearer`, read every round (a few bytes, every refresh):
@@ -274,7 +298,13 @@ class PrometheusReader:
     def _request(self, promql: str) -> Any:
         """The library call, with every exception it can raise turned into a PrometheusSourceError."""
         try:
-            return self._client.custom_query(promql)
+            return self._client.custom_query(promql, params=self._params)
+        except PrometheusSourceError:  # from `check_answer`: said already
+            raise
+        except requests.exceptions.JSONDecodeError as error:  # before RequestException and ValueError: it is both
+            raise not_json(self.url, error) from error
+        except requests.exceptions.SSLError as error:  # before ConnectionError, which it is
+            raise tls_failed(self.url, error) from error
         except requests.exceptions.Timeout as error:  # before ConnectionError: ConnectTimeout is both
             raise PrometheusSourceError(REASON_TIMEOUT, f"{self.shown_url}: {_without_query(error)}") from error
         except (requests.exceptions.ConnectionError, requests.exceptions.RetryError) as error:

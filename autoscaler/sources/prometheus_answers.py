@@ -1,0 +1,174 @@
+"""What answered instead of Prometheus's query API, said so that an operator knows which flag to fix.
+
+Between the adapter and Prometheus sit what clusters really run: an OAuth proxy that redirects to its sign-in
+page, kube-rbac-proxy that answers 403, a Mimir or Cortex gateway that wants a tenant header, a route prefix the
+URL lacks. prometheus-api-client reports all of them as `HTTP Status Code 401 (b'<the whole body>')` or as a
+`JSONDecodeError`, which names neither what answered nor what to change, and quotes an HTML page of any size
+in every outage line. `check_answer` is a requests response hook (the library takes the session, so the hook sees
+every response before the library does): it turns those answers into a `PrometheusSourceError` whose detail
+says the status, the path asked, a short summary of the body, and the flag that fixes that kind of answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.parse
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+import requests
+
+from exporter import names
+
+# Reasons counted in `PrometheusSource.errors` (the first five are whole-refresh failures).
+REASON_CONNECT: Final = "connect"  # refused, reset, DNS: nothing answered
+REASON_TIMEOUT: Final = "timeout"  # no answer within timeout_s, Prometheus's own "timeout" error, or a slow refresh
+REASON_TLS: Final = names.REASON_TLS  # the certificate did not verify (as the scrape source counts it)
+REASON_HTTP: Final = "http"  # an HTTP error status (bad query, Prometheus not ready, proxy 5xx, refused credentials)
+REASON_PARSE: Final = "parse"  # the body is not the query API's JSON
+REASON_EMPTY: Final = "empty"  # Ready pods exist but Prometheus has no series for any of them
+REASON_GARBAGE: Final = "garbage"  # one series' value is NaN, infinite, negative or not a number
+
+SUMMARY_CHARS: Final = 200
+"""The most of a body quoted in a log line."""
+
+_TITLE: Final = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+
+CREDENTIALS_HINT: Final = (
+    "the backend refused the request's credentials: give a token it accepts (--prometheus-token-file), a tenant "
+    "header (--prometheus-headers X-Scope-OrgID=TENANT for Grafana Mimir or Cortex) or user:password in "
+    "--prometheus-url"
+)
+NOT_FOUND_HINT: Final = (
+    "no Prometheus query API at that path: --prometheus-url is the base URL, with the route prefix Prometheus "
+    "serves under if it has one (http://host:9090/prometheus) and without /api/v1"
+)
+TLS_HINT: Final = (
+    "give the CA that signs Prometheus's certificate: --prometheus-ca-file (the service CA for Thanos Querier on "
+    "OpenShift)"
+)
+LOGIN_HINT: Final = (
+    "a login proxy in front of Prometheus? Give it a token (--prometheus-token-file), or check --prometheus-url"
+)
+
+
+class PrometheusSourceError(Exception):
+    """Prometheus could not be read for this refresh; `reason` is one of the REASON_* values."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+def shown(url: str) -> str:
+    """A URL for logs: without its query string (the URL-encoded PromQL, or a proxy's `rd=` copy of it) and
+    with any password in it as `***`."""
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = f"{parts.username}:***@{netloc.rpartition('@')[2]}"
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query="", fragment=""))
+
+
+def api_error(text: str) -> tuple[str, str] | None:
+    """The query API's own (errorType, error) in an error answer's body; None in any other body."""
+    try:
+        payload: Any = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(payload, dict) and isinstance(payload.get("error"), str):
+        kind = payload.get("errorType")
+        return (kind if isinstance(kind, str) else "", payload["error"])
+    return None
+
+
+def summary(text: str, content_type: str = "") -> str:
+    """A body in a few words: the query API's own error, an HTML page's title, or its start."""
+    stripped = text.strip()
+    error = api_error(stripped)
+    if error is not None:
+        return (f"{error[0]}: {error[1]}" if error[0] else error[1])[:SUMMARY_CHARS]
+    if "html" in content_type.lower() or stripped[:1] == "<":
+        title = _TITLE.search(stripped)
+        return f'an HTML page titled "{" ".join(title[1].split())[:SUMMARY_CHARS]}"' if title else "an HTML page"
+    first = " ".join(stripped.split())
+    return repr(first[:SUMMARY_CHARS] + ("..." if len(first) > SUMMARY_CHARS else ""))
+
+
+def check_answer(
+    response: requests.Response,
+    *args: Any,
+    query_url: str,
+    on_warnings: Callable[[Sequence[str]], None] | None = None,
+    **kwargs: Any,
+) -> requests.Response:
+    """Pass a redirect or a 200 that is not a web page on; raise PrometheusSourceError for anything else.
+
+    `query_url` is the URL asked (`.../api/v1/query`), to tell where a redirect led. A 200 that says it is
+    partial (`partial_warnings`) is passed on, and what it says goes to `on_warnings`. Bound with
+    `functools.partial`, this is a requests `response` hook (requests passes the send options as keywords),
+    run in the query's worker thread.
+    """
+    if response.is_redirect:
+        return response
+    if response.status_code == 200 and "html" not in _content_type(response):
+        warnings = partial_warnings(response.content)
+        if warnings and on_warnings is not None:
+            on_warnings(warnings)
+        return response
+    try:
+        text = response.text  # read whole, so that the connection goes back to the pool
+    finally:
+        response.close()
+    asked, answered = shown(query_url), shown(response.url)
+    where = asked if answered == asked else f"{asked} (redirected to {answered})"
+    said = summary(text, _content_type(response))
+    if response.status_code == 200:
+        raise PrometheusSourceError(REASON_PARSE, f"{where} answered {said}, not Prometheus's JSON: {LOGIN_HINT}")
+    hint = {401: CREDENTIALS_HINT, 403: CREDENTIALS_HINT, 404: NOT_FOUND_HINT}.get(response.status_code)
+    error = api_error(text)
+    # Told our timeout (`timeout=`), Prometheus gives up first and says so: the same outage as ours timing out.
+    reason = REASON_TIMEOUT if error is not None and error[0] == "timeout" else REASON_HTTP
+    raise PrometheusSourceError(
+        reason, f"HTTP {response.status_code} from {where}: {said}" + (f"; {hint}" if hint else ""))
+
+
+def partial_warnings(body: bytes) -> list[str]:
+    """What a 200 answer says about itself: the query API's `warnings` (Thanos Query lists the stores it could
+    not reach there, answering without their series) and VictoriaMetrics cluster's `isPartial`. The body is
+    parsed here only when it holds either key (a megabyte at 10,000 pods; the library parses it again)."""
+    if b'"warnings"' not in body and b'"isPartial"' not in body:
+        return []
+    try:
+        payload: Any = json.loads(body)
+    except ValueError:
+        return []  # the library's parse says so
+    if not isinstance(payload, dict):
+        return []
+    raw = payload.get("warnings")
+    said = [str(warning)[:SUMMARY_CHARS] for warning in raw] if isinstance(raw, list) else []
+    if payload.get("isPartial") is True and not said:
+        said.append("isPartial: some storage nodes did not answer")
+    return said
+
+
+_SSL_REASON: Final = re.compile(r"\[SSL[^\]]*\] ([^'\"]+?)(?: \(_ssl\.c:\d+\))?['\"]")
+
+
+def tls_failed(url: str, error: requests.exceptions.SSLError) -> PrometheusSourceError:
+    """A certificate that does not verify, said as OpenSSL says it, without urllib3's retry wrapping."""
+    found = _SSL_REASON.search(str(error))
+    return PrometheusSourceError(
+        REASON_TLS, f"{shown(url)}: {found[1] if found else repr(error)}; {TLS_HINT}")
+
+
+def not_json(url: str, error: requests.exceptions.JSONDecodeError) -> PrometheusSourceError:
+    """A 200 whose body the library could not read as JSON (and that did not say it was HTML)."""
+    return PrometheusSourceError(
+        REASON_PARSE, f"{shown(url)} answered {summary(error.doc)}, not Prometheus's JSON: {LOGIN_HINT}")
+
+
+def _content_type(response: requests.Response) -> str:
+    return str(response.headers.get("Content-Type", ""))
