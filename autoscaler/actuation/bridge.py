@@ -281,7 +281,11 @@ class ReplicaBridge:
         if runtime is not None and autoscaler_class(runtime) is None:
             wanted = replicas_of(scale)
             if wanted is None:
-                adopted = replicas_of(runtime) if replicas_of(runtime) is not None else replicas_of(deployment)
+                adopted = replicas_of(runtime)
+                if adopted is None and replicas_of(deployment) != 0:
+                    # A Deployment at 0 is modelmesh-serving's scale to zero, not the runtime's size: adopted
+                    # and carried back, 0 would keep the runtime at 0 once an InferenceService comes.
+                    adopted = replicas_of(deployment)
                 if adopted is not None:
                     scale = await self._patch("runtimescale_replicas", RUNTIME_SCALES, namespace, name,
                                               {"spec": {"replicas": adopted}})

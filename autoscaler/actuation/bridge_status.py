@@ -105,6 +105,11 @@ def verdict(
                        "ignores spec.replicas (class hpa adds its own HPA; other classes are rejected); remove the "
                        "annotation")
     wanted = replicas_of(scale)
+    if wanted is None and replicas_of(runtime) is None and replicas_of(deployment) == 0:
+        return Verdict(False, "NoReplicas",
+                       f"spec.replicas is not set yet: ServingRuntime {name} sets none and Deployment "
+                       f"{deployment_name(scale)} is scaled to zero (no InferenceService uses the runtime); it is "
+                       "adopted from the Deployment when modelmesh-serving starts it")
     if wanted is None:
         return Verdict(False, "NoReplicas", "spec.replicas is not set yet")
     if deployment is None:

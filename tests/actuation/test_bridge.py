@@ -122,6 +122,31 @@ async def test_without_replicas_on_the_runtime_the_deployments_are_adopted(
     assert kube.serving_runtime_replicas(NS, "triton") == 3
 
 
+async def test_a_runtime_scaled_to_zero_is_not_adopted_at_zero(kube: FakeKubeApi, bridge: ReplicaBridge) -> None:
+    """modelmesh-serving scales a runtime no InferenceService uses to zero; its built-in ServingRuntimes set no
+    replicas. Adopting the Deployment's 0 would write 0 into the ServingRuntime, which the controller then
+    applies when the first InferenceService comes: the runtime would never start (and an HPA does not scale
+    a target at 0). It is adopted once the controller starts it."""
+    kube.add_serving_runtime(NS, "triton")  # no spec.replicas: podsPerRuntime decides
+    kube.add_modelmesh_runtime(NS, DEPLOYMENT, replicas=0)
+    kube.add_runtime_scale(NS, "triton")
+
+    await bridge.sync()
+
+    assert "replicas" not in kube.stored("runtimescales", NS, "triton")["spec"]
+    assert kube.serving_runtime_replicas(NS, "triton") is None
+    condition = ready(kube)
+    assert (condition["status"], condition["reason"]) == ("False", "NoReplicas")
+    assert "scaled to zero" in condition["message"]
+
+    kube.update_object("deployments", NS, DEPLOYMENT, lambda d: d["spec"].update(replicas=2))  # a model came
+    await bridge.sync()
+
+    assert kube.stored("runtimescales", NS, "triton")["spec"]["replicas"] == 2
+    assert kube.serving_runtime_replicas(NS, "triton") == 2
+    assert ready(kube)["reason"] == "Bridged"
+
+
 @pytest.mark.parametrize(
     ("case", "setup", "reason"),
     [
