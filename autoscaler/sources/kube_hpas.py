@@ -255,8 +255,14 @@ class HpaWatch:
         meta = obj.get("metadata") or {}
         ref = (str(meta.get("namespace")), str(meta.get("name")))
         parsed = parse_hpa(obj)
+        hpas = self._hpas[scope]
         if kind == "DELETED" or parsed is None:
-            self._hpas[scope].pop(ref, None)
+            if hpas.pop(ref, None) is None:
+                return
+        elif hpas.get(ref) == parsed:
+            # Most events are the HPA controller writing its status: nothing here changed. Rebuilding the table
+            # of every HPA for each of them cost 23 ms an event at 5,000 HPAs.
+            return
         else:
-            self._hpas[scope][ref] = parsed
+            hpas[ref] = parsed
         self._rebuild()
