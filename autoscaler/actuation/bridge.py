@@ -130,6 +130,10 @@ class ReplicaBridge:
         self._wake = asyncio.Event()
         self._full = True  # a full pass is due (first run, a relist, leadership)
         self._changed: dict[ScaleId, JSON] = {}  # RuntimeScales the watch saw change since the last pass
+        # The resourceVersion our own last write to each RuntimeScale left: the watch hands that write back, and
+        # reading its runtime again for it was two requests per status written (10,000 after a new leader's
+        # first pass at 5,000 runtimes).
+        self._written: dict[ScaleId, str] = {}
         self._retries: dict[ScaleId, _Retry] = {}
         self._reasons: dict[ScaleId, str] = {}
         self._last_error: str | None = None
@@ -170,6 +174,9 @@ class ReplicaBridge:
         for key, scale in changed.items():
             if not self._may_write():
                 return writes
+            version = (scale.get("metadata") or {}).get("resourceVersion")
+            if version is not None and version == self._written.get(key):
+                continue  # our own write, handed back
             writes += await self._reconcile_guarded(key, scale, None)
         return writes
 
@@ -232,6 +239,7 @@ class ReplicaBridge:
 
     def _forget(self, key: ScaleId) -> None:
         self._reasons.pop(key, None)
+        self._written.pop(key, None)
         if self._metrics is not None:
             with contextlib.suppress(KeyError):
                 self._metrics.runtime_scale_ready.remove(*key)
@@ -247,6 +255,9 @@ class ReplicaBridge:
             raise
         if self._metrics is not None:
             self._metrics.bridge_writes.labels(write, "ok").inc()
+        version = (result.get("metadata") or {}).get("resourceVersion")
+        if resource is RUNTIME_SCALES and isinstance(version, str):
+            self._written[namespace, name] = version
         return result
 
     async def _reconcile_guarded(self, key: ScaleId, scale: JSON, known: _Listed | None) -> int:
