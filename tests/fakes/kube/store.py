@@ -130,6 +130,10 @@ class ObjectStore:
         self._history: list[Event] = []
         self._compacted = FIRST_RESOURCE_VERSION
         self._watchers: set[Watcher] = set()
+        # Pods by (namespace, label) -> label value, built when a Deployment's status is rendered and dropped at
+        # any pod event: counting a Deployment's pods by scanning every pod made a list of 1,000 Deployments
+        # with 2,000 pods take 12 s.
+        self._pod_index: dict[tuple[str, str], dict[str | None, list[JSON]]] = {}
         self._name_counter = itertools.count(1)
         self.cut_watches = False
         """While True every watch ends cleanly right after its first events, as streams do through a proxy that
@@ -248,11 +252,27 @@ class ObjectStore:
             if key in metadata and not metadata[key]:
                 del metadata[key]
         if rtype is DEPLOYMENTS:
-            namespace = body["metadata"]["namespace"]
-            pods = (pod for (ns, _), pod in self._objects[PODS].items() if ns == namespace)
-            body["status"] = deployment_status(body, pods)
+            body["status"] = deployment_status(body, self._candidate_pods(body))
         rendered.update(body)
         return rendered
+
+    def _candidate_pods(self, deployment: JSON) -> list[JSON]:
+        """The fewest pods of the Deployment's namespace that have one of its `matchLabels` (`deployment_status`
+        checks the rest); every pod of the namespace when it has none."""
+        namespace = deployment["metadata"]["namespace"]
+        match_labels = ((deployment.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        if not match_labels:
+            return [pod for (ns, _), pod in self._objects[PODS].items() if ns == namespace]
+        return min((self._pods_by(namespace, label).get(value, []) for label, value in match_labels.items()), key=len)
+
+    def _pods_by(self, namespace: str, label: str) -> dict[str | None, list[JSON]]:
+        by_value = self._pod_index.get((namespace, label))
+        if by_value is None:
+            by_value = self._pod_index[namespace, label] = {}
+            for (ns, _), pod in self._objects[PODS].items():
+                if ns == namespace:
+                    by_value.setdefault((pod["metadata"].get("labels") or {}).get(label), []).append(pod)
+        return by_value
 
     def _create(self, rtype: ResourceType, obj: JSON, created_at: float | None = None) -> JSON:
         metadata = obj.setdefault("metadata", {})
@@ -298,6 +318,8 @@ class ObjectStore:
         return self._render(rtype, final)
 
     def _emit(self, rtype: ResourceType, event_type: str, obj: JSON, old: JSON | None) -> None:
+        if rtype is PODS:
+            self._pod_index.clear()
         event = Event(
             int(obj["metadata"]["resourceVersion"]),
             rtype,
