@@ -20,6 +20,7 @@ from autoscaler.policies.policy import with_hpa_bounds
 from autoscaler.policies.warmup import WarmUp, decide_remembering
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.base import MetricSource
+from autoscaler.transition_log import RuntimeTransitions
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,7 @@ class Refresher:
         snapshots = await self.source.collect(now)
         views: dict[RuntimeKey, RuntimeView] = {}
         failed: set[RuntimeKey] = set()
+        transitions = RuntimeTransitions()
         for snapshot in snapshots:
             policy = self.policies.policy_for(snapshot.key, snapshot.annotations)
             if self.hpa_bounds is not None:
@@ -90,7 +92,8 @@ class Refresher:
                 self._warming.pop(snapshot.key, None)
             else:
                 self._warming[snapshot.key] = warm
-            self._log_transition(self.views.get(snapshot.key), view)
+            transitions.note(self.views.get(snapshot.key), view)
+        transitions.flush()
         for gone in set(self._memory) - set(views) - failed:
             del self._memory[gone]
         for gone in set(self._warming) - set(views) - failed:
@@ -117,13 +120,6 @@ class Refresher:
         if key not in self._failing:
             self._failing.add(key)
             log.exception("runtime %s: its decision failed; it is left out of the API until it succeeds", key)
-
-    def _log_transition(self, before: RuntimeView | None, after: RuntimeView) -> None:
-        if (before is None or before.known != after.known or before.complete != after.complete
-                or bool(before.warming_up) != bool(after.warming_up)):
-            level = logging.INFO if after.complete else logging.WARNING
-            log.log(level, "runtime %s: %d/%d ready pods fresh; %s", after.key, after.fresh_pods,
-                    after.ready_pods, after.reason or "serving")
 
     def _count_source_errors(self) -> None:
         for reason, total in self.source.errors.items():
