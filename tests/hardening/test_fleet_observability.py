@@ -5,15 +5,22 @@ count that grows with the fleet; the 5,000-runtime figures are `bench/bench_flee
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.base import PodTarget, RuntimeInventory
 from autoscaler.sources.kube_pods import KubePodDiscovery
+from autoscaler.sources.scrape import ScrapeSource
+from bench.fake_exporter import exporter_text
 from tests.fakes.kube import FakeKubeApi
+from tests.sources.static_discovery import StaticDiscovery
 from tests.sources.test_kube_pods import configuration
 
 FLEET = 200
@@ -99,3 +106,39 @@ async def test_a_fleet_that_starts_or_turns_stale_together_is_logged_in_a_few_li
     [alone] = runtime_lines(caplog)
     assert alone.startswith(f"runtime {source.keys[7]}: 1/2 ready pods fresh; ")
     assert max(len(line) for line in started + stale + recovered) < LONGEST_LINE
+
+
+async def test_a_fleet_of_exporters_failing_together_is_logged_in_a_few_lines(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A lost node or a NetworkPolicy dropping the exporter port fails hundreds of pods in one refresh: one line
+    per reason, and one when they recover, not one per pod."""
+    failing = True
+
+    async def exporter(request: web.Request) -> web.Response:
+        if failing:
+            return web.Response(status=500)
+        return web.Response(body=exporter_text(int(request.match_info["pod"]), gpus=1, modelmesh_stamp=time.time()),
+                            content_type="text/plain")
+
+    app = web.Application()
+    app.router.add_get("/pod/{pod}/metrics", exporter)
+    async with TestServer(app, host="127.0.0.1") as server:
+        discovery = StaticDiscovery(RuntimeInventory(
+            key=key, pods=tuple(PodTarget(f"{key.deployment}-{pod}", ready=True,
+                                          url=str(server.make_url(f"/pod/{number * 2 + pod}/metrics")))
+                                for pod in range(2)))
+            for number, key in enumerate(FleetSource().keys[:60]))
+        scrape = ScrapeSource(discovery, concurrency=32)
+        caplog.set_level(logging.INFO, logger="autoscaler.sources")
+        try:
+            await scrape.collect(time.time())
+            failed = [record.getMessage() for record in caplog.records]
+            caplog.clear()
+            failing = False
+            await scrape.collect(time.time() + 3600)  # past every pod's backoff
+            recovered = [record.getMessage() for record in caplog.records]
+        finally:
+            await scrape.close()
+    assert len(failed) == 1 and failed[0].startswith("scrapes of 120 pods failed (http): "), failed[:3]
+    assert len(recovered) == 1 and recovered[0].startswith("scrapes of 120 pods recovered: "), recovered[:3]
+    assert max(len(line) for line in failed + recovered) < LONGEST_LINE
