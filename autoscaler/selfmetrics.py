@@ -18,8 +18,12 @@ from autoscaler.runtime_gauges import RuntimeGauge
 
 
 class AdapterMetrics:
-    def __init__(self) -> None:
+    def __init__(self, per_runtime: bool = True) -> None:
+        """`per_runtime` False (`--per-runtime-metrics off`) leaves out every series labelled by runtime, pod or
+        RuntimeScale: they are still set (the code that sets them does not ask), but not exposed."""
+        self.per_runtime = per_runtime
         self.registry = CollectorRegistry(auto_describe=True)
+        per_object = self.registry if per_runtime else None
         self.tally = RequestTally()
         """The serving path counts into its series through this (`autoscaler.request_tally`)."""
         self.requests = Counter(
@@ -73,8 +77,9 @@ class AdapterMetrics:
             ("namespace", "deployment", "metric"),
         )
         self.runtime_gauges = (self.consecutive_misses, self.runtime_known, self.runtime_warming_up, self.served_value)
-        for gauge in self.runtime_gauges:
-            self.registry.register(gauge)
+        if per_runtime:
+            for gauge in self.runtime_gauges:
+                self.registry.register(gauge)
         self.authentications = Counter(
             "modelmesh_autoscaler_authentications_total",
             "Authentication outcomes of protected requests by method (requestheader, x509, token, none) and result "
@@ -97,7 +102,7 @@ class AdapterMetrics:
         self.pod_deletion_cost = Gauge(
             "modelmesh_autoscaler_pod_deletion_cost",
             "The controller.kubernetes.io/pod-deletion-cost this replica last wrote on a pod (the leader only).",
-            ["namespace", "pod"], registry=self.registry,
+            ["namespace", "pod"], registry=per_object,
         )
         self.deletion_cost_patches = Counter(
             "modelmesh_autoscaler_deletion_cost_patches_total",
@@ -117,7 +122,7 @@ class AdapterMetrics:
             "modelmesh_autoscaler_runtime_scale_ready",
             "1 while the bridge carries a RuntimeScale's replicas to its ServingRuntime (its Ready condition is "
             "True), else 0 (the leader only).",
-            ["namespace", "runtimescale"], registry=self.registry,
+            ["namespace", "runtimescale"], registry=per_object,
         )
         self.leader = Gauge(
             "modelmesh_autoscaler_leader",
@@ -132,7 +137,9 @@ class AdapterMetrics:
         or the signal has no data) is absent rather than its last number going stale forever.
 
         The series keep their rendered text from one refresh to the next (`autoscaler.runtime_gauges`): at
-        5,000 runtimes they are 35,000 series, most of whose values repeat."""
+        5,000 runtimes they are 35,000 series, most of whose values repeat. With `per_runtime` off, nothing."""
+        if not self.per_runtime:
+            return
         misses: dict[tuple[str, ...], float] = {}
         known: dict[tuple[str, ...], float] = {}
         warming: dict[tuple[str, ...], float] = {}
@@ -154,4 +161,6 @@ class AdapterMetrics:
 
     def runtime_exposition(self) -> bytes:
         """The per-runtime families in the text format, rendered only where a value changed."""
+        if not self.per_runtime:
+            return b""
         return b"".join(gauge.exposition() for gauge in self.runtime_gauges)
