@@ -23,7 +23,6 @@ class AdapterMetrics:
         RuntimeScale: they are still set (the code that sets them does not ask), but not exposed."""
         self.per_runtime = per_runtime
         self.registry = CollectorRegistry(auto_describe=True)
-        per_object = self.registry if per_runtime else None
         self.tally = RequestTally()
         """The serving path counts into its series through this (`autoscaler.request_tally`)."""
         self.requests = Counter(
@@ -99,10 +98,10 @@ class AdapterMetrics:
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
         )
         # Deletion costs and leader election (docs/design.md, Choosing the pod to remove).
-        self.pod_deletion_cost = Gauge(
+        self.pod_deletion_cost = RuntimeGauge(
             "modelmesh_autoscaler_pod_deletion_cost",
             "The controller.kubernetes.io/pod-deletion-cost this replica last wrote on a pod (the leader only).",
-            ["namespace", "pod"], registry=per_object,
+            ("namespace", "pod"),
         )
         self.deletion_cost_patches = Counter(
             "modelmesh_autoscaler_deletion_cost_patches_total",
@@ -118,12 +117,18 @@ class AdapterMetrics:
             "retried with backoff), failed (refused; tried again at the next resync).",
             ["write", "result"], registry=self.registry,
         )
-        self.runtime_scale_ready = Gauge(
+        self.runtime_scale_ready = RuntimeGauge(
             "modelmesh_autoscaler_runtime_scale_ready",
             "1 while the bridge carries a RuntimeScale's replicas to its ServingRuntime (its Ready condition is "
             "True), else 0 (the leader only).",
-            ["namespace", "runtimescale"], registry=per_object,
+            ("namespace", "runtimescale"),
         )
+        self.object_gauges = (self.pod_deletion_cost, self.runtime_scale_ready)
+        """Per pod and per RuntimeScale, set one series at a time by the leader; kept as text like the
+        per-runtime ones (`autoscaler.runtime_gauges`)."""
+        if per_runtime:
+            for gauge in self.object_gauges:
+                self.registry.register(gauge)
         self.leader = Gauge(
             "modelmesh_autoscaler_leader",
             "1 while this replica writes deletion costs (it holds the leader Lease, or leader election is off), "
@@ -160,7 +165,8 @@ class AdapterMetrics:
         self.served_value.update(served)
 
     def runtime_exposition(self) -> bytes:
-        """The per-runtime families in the text format, rendered only where a value changed."""
+        """The per-runtime, per-pod and per-RuntimeScale families in the text format, rendered only where a
+        value changed."""
         if not self.per_runtime:
             return b""
-        return b"".join(gauge.exposition() for gauge in self.runtime_gauges)
+        return b"".join(gauge.exposition() for gauge in (*self.runtime_gauges, *self.object_gauges))

@@ -10,13 +10,22 @@ import time
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from prometheus_client import generate_latest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from autoscaler import cli
-from autoscaler.api.selfmetrics_split import render_refresh_metrics
+from autoscaler.api.selfmetrics_split import (
+    SERVING_ATTRIBUTES,
+    FamilyFilter,
+    _family_names,
+    refresh_families,
+    render_refresh_metrics,
+)
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
+from autoscaler.runtime_gauges import RuntimeGauge
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import settings_from_args
 from autoscaler.sources.base import PodTarget, RuntimeInventory
@@ -171,3 +180,46 @@ async def test_the_per_runtime_series_can_be_turned_off() -> None:
 
 def series_count(page: bytes) -> int:
     return sum(1 for line in page.decode().splitlines() if line and not line.startswith("#"))
+
+
+async def test_the_leaders_per_pod_series_are_not_written_again_at_every_refresh() -> None:
+    """The leader sets a deletion cost per pod and a readiness per RuntimeScale (15,000 series at 5,000
+    runtimes). Rendered by `generate_latest` with every snapshot they cost the refresh process 0.5 s a refresh
+    (`bench/bench_fleet_ops.py`); kept as text like the per-runtime series, the families rendered afresh at
+    each refresh are the same few whatever the fleet's size, and the page is what prometheus_client writes."""
+    metrics = AdapterMetrics()
+    await Refresher(FleetSource(), PolicyBook(), metrics).refresh_once()
+    for key in FleetSource().keys:
+        for pod in range(2):
+            metrics.pod_deletion_cost.labels(key.namespace, f"{key.deployment}-{pod}").set(pod)
+        metrics.runtime_scale_ready.labels(key.namespace, key.deployment).set(1)
+    rendered_afresh = [sample for family in refresh_families(metrics).collect() for sample in family.samples]
+    assert len(rendered_afresh) < 100
+    assert set(render_refresh_metrics(metrics).splitlines()) == set(generate_latest(
+        FamilyFilter(metrics.registry, _family_names(metrics, SERVING_ATTRIBUTES), keep=False)).splitlines())
+
+
+label = st.text(max_size=6)
+change = st.tuples(st.sampled_from(["set", "remove"]), st.tuples(label, label),
+                   st.one_of(st.integers(-3, 3), st.floats(allow_nan=True, allow_infinity=True)))
+
+
+@settings(max_examples=100, deadline=None)
+@given(changes=st.lists(change, max_size=12))
+def test_series_set_one_at_a_time_read_as_a_prometheus_client_gauge(
+        changes: list[tuple[str, tuple[str, str], float]]) -> None:
+    kept = RuntimeGauge("mm_pod_cost", "Cost.", ("namespace", "pod"))
+    plain = Gauge("mm_pod_cost", "Cost.", ["namespace", "pod"], registry=None)
+    registry, reference = CollectorRegistry(), CollectorRegistry()
+    registry.register(kept)
+    reference.register(plain)
+    for action, labels, value in changes:
+        if action == "set":
+            kept.labels(*labels).set(value)
+            plain.labels(*labels).set(value)
+            continue
+        kept.remove(*labels)
+        plain.remove(*labels)
+        assert set(kept.exposition().splitlines()) == set(generate_latest(reference).splitlines())
+    assert set(generate_latest(registry).splitlines()) == set(generate_latest(reference).splitlines())
+
