@@ -56,6 +56,7 @@ class Refresher:
         """`time.monotonic()` at the end of the last refresh that completed (None before the first)."""
         self.listeners: list[RefreshListener] = []
         self._reported_errors: dict[str, int] = {}
+        self._reported_reads = 0
         self.hpa_bounds: HpaBounds | None = None
         """Set in cluster mode: the HPAs' bounds fill in what the config leaves unset (docs/design.md, Bounds)."""
         self.scaled_replicas: Callable[[RuntimeKey], int | None] | None = None
@@ -122,6 +123,10 @@ class Refresher:
             log.exception("runtime %s: its decision failed; it is left out of the API until it succeeds", key)
 
     def _count_source_errors(self) -> None:
+        reads = getattr(self.source, "reads", None)  # only the scrape source counts them
+        if isinstance(reads, int) and reads > self._reported_reads:
+            self.metrics.source_reads.labels(self.source.name).inc(reads - self._reported_reads)
+            self._reported_reads = reads
         for reason, total in self.source.errors.items():
             new = int(total) - self._reported_errors.get(reason, 0)
             if new > 0:

@@ -53,6 +53,12 @@ class AdapterMetrics:
             "Failed reads from the metrics source by source and reason.",
             ["source", "reason"], registry=self.registry,
         )
+        self.source_reads = Counter(
+            "modelmesh_autoscaler_source_reads_total",
+            "Reads tried from the metrics source by source: one per exporter scrape (the scrape source only), so "
+            "that failures can be judged against the fleet's size.",
+            ["source"], registry=self.registry,
+        )
         self.consecutive_misses = RuntimeGauge(
             "modelmesh_autoscaler_runtime_consecutive_misses",
             "Refreshes in a row in which a runtime lacked fresh data for some Ready pod or the source was down.",

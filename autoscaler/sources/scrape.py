@@ -73,6 +73,8 @@ class ScrapeSource:
         self._clock_offsets: dict[_PodKey, float] = {}  # pods whose exporter clock is off, as last logged
         self._retries = retries or ScrapeRetries()
         self.errors: Counter[str] = Counter()
+        self.reads = 0
+        """Scrapes tried so far, failed or not (`modelmesh_autoscaler_source_reads_total`)."""
         self._news = ScrapeNews()
 
     def _client(self) -> aiohttp.ClientSession:
@@ -91,6 +93,7 @@ class ScrapeSource:
         # Pods not failing first: the semaphore admits waiters in order.
         due.sort(key=lambda entry: self._retries.failures((entry[0], entry[1].name)))
         tasks = [asyncio.create_task(self._pod_sample(key, pod, now)) for key, pod in due]
+        self.reads += len(tasks)
         if tasks:
             done, pending = await asyncio.wait(tasks, timeout=self._deadline_s)
             for task in pending:

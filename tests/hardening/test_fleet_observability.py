@@ -73,8 +73,10 @@ class FleetSource:
     def __init__(self) -> None:
         self.keys = [RuntimeKey("fleet", f"modelmesh-serving-rt{number}") for number in range(FLEET)]
         self.stale: set[RuntimeKey] = set()
+        self.reads = 0
 
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
+        self.reads += 2 * len(self.keys)
         return [RuntimeSnapshot(key, tuple(PodSample(f"{key.deployment}-{pod}", requests_per_second=20.0, gpu_busy=0.5,
                                                      sampled_at=now - (600 if key in self.stale and pod else 1))
                                            for pod in range(2)), taken_at=now, replicas=2)
@@ -93,7 +95,8 @@ def runtime_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
 async def test_a_fleet_that_starts_or_turns_stale_together_is_logged_in_a_few_lines(
         caplog: pytest.LogCaptureFixture) -> None:
     source = FleetSource()
-    refresher = Refresher(source, PolicyBook(), AdapterMetrics())
+    metrics = AdapterMetrics()
+    refresher = Refresher(source, PolicyBook(), metrics)
     caplog.set_level(logging.INFO, logger="autoscaler.refresher")
 
     await refresher.refresh_once()  # the first refresh after a start: every runtime is new
@@ -119,6 +122,9 @@ async def test_a_fleet_that_starts_or_turns_stale_together_is_logged_in_a_few_li
     [alone] = runtime_lines(caplog)
     assert alone.startswith(f"runtime {source.keys[7]}: 1/2 ready pods fresh; ")
     assert max(len(line) for line in started + stale + recovered) < LONGEST_LINE
+    # What the source errors are judged against (the shipped alert: tests/manifests/test_monitoring_fleet.py).
+    assert metrics.registry.get_sample_value("modelmesh_autoscaler_source_reads_total", {"source": "test"}) == \
+        refresher.refreshes * 2 * FLEET
 
 
 async def test_a_fleet_of_exporters_failing_together_is_logged_in_a_few_lines(
@@ -152,6 +158,7 @@ async def test_a_fleet_of_exporters_failing_together_is_logged_in_a_few_lines(
             recovered = [record.getMessage() for record in caplog.records]
         finally:
             await scrape.close()
+    assert scrape.reads == 2 * 120
     assert len(failed) == 1 and failed[0].startswith("scrapes of 120 pods failed (http): "), failed[:3]
     assert len(recovered) == 1 and recovered[0].startswith("scrapes of 120 pods recovered: "), recovered[:3]
     assert max(len(line) for line in failed + recovered) < LONGEST_LINE

@@ -1,0 +1,72 @@
+"""The shipped alerts at fleet size: 10,000 runtime pods read by two adapter replicas, where a few exporters are
+always broken and pods are replaced every minute. An alert that fires then fires forever, and is muted.
+
+Each case is a `promtool test rules` unit test over the shipped rules.yaml, written here with the series a
+fleet of that size produces (counters as they rise per minute)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.manifests.support import PROMETHEUS, PROMTOOL
+
+SCRAPES_PER_MINUTE = 40_000
+"""10,000 pods scraped every 15 s by one replica."""
+
+
+def adapter_counters(errors_per_minute: int, reason: str, scrapes_per_minute: int = SCRAPES_PER_MINUTE
+                     ) -> list[dict[str, str]]:
+    series = []
+    for replica in ("adapter-a", "adapter-b"):
+        labels = f'job="modelmesh-autoscaler", namespace="modelmesh-autoscaler", pod="{replica}"'
+        series += [
+            {"series": f'modelmesh_autoscaler_source_reads_total{{{labels}, source="scrape"}}',
+             "values": f"0+{scrapes_per_minute}x40"},
+            {"series": f'modelmesh_autoscaler_source_errors_total{{{labels}, source="scrape", reason="{reason}"}}',
+             "values": f"0+{errors_per_minute}x40"},
+        ]
+    return series
+
+
+def promtool_test(tmp_path: Path, tests: list[dict[str, Any]]) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "fleet_test.yaml"
+    path.write_text(yaml.safe_dump({"rule_files": [str(PROMETHEUS / "rules.yaml")], "evaluation_interval": "1m",
+                                    "tests": tests}))
+    return subprocess.run([PROMTOOL, "test", "rules", str(path)], capture_output=True, text=True, timeout=60,
+                          check=False)
+
+
+def test_a_few_broken_exporters_in_a_large_fleet_do_not_fire_the_source_errors_alert(tmp_path: Path) -> None:
+    """Three broken exporters (each retried about once a minute) and a pod replaced every minute (its exporter
+    refuses the connection while it stops): 4 failures a minute per replica, 0.01% of the scrapes. The pods
+    are named by ModelMeshExporterDown; "the adapter cannot read its source" is not true."""
+    done = promtool_test(tmp_path, [{
+        "interval": "1m",
+        "input_series": adapter_counters(errors_per_minute=4, reason="connect"),
+        "alert_rule_test": [{"eval_time": "30m", "alertname": "ModelMeshAutoscalerSourceErrors", "exp_alerts": []}],
+    }])
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_fleet_the_adapter_cannot_read_fires_the_source_errors_alert(tmp_path: Path) -> None:
+    """A NetworkPolicy that drops port 9187: every scrape tried fails (fewer are tried, backing off)."""
+    done = promtool_test(tmp_path, [{
+        "interval": "1m",
+        "input_series": adapter_counters(errors_per_minute=10_000, reason="timeout", scrapes_per_minute=10_000),
+        "alert_rule_test": [{"eval_time": "30m", "alertname": "ModelMeshAutoscalerSourceErrors", "exp_alerts": [
+            {"exp_labels": {"severity": "info", "namespace": "modelmesh-autoscaler", "source": "scrape",
+                            "reason": "timeout"},
+             "exp_annotations": {
+                 "summary": "modelmesh-autoscaler cannot read its scrape source (timeout)",
+                 "description": "The adapter's reads from its metrics source fail steadily by reason timeout: 1.00 of "
+                                "the exporter scrapes it tries (scrape source), or failures per second (Prometheus). A "
+                                "few broken exporters in a large fleet do not count "
+                                "(ModelMeshExporterDown names them); "
+                                "this is a large share of the fleet, or the source itself. Affected pods keep their "
+                                "last good values and count as missing."}}]}],
+    }])
+    assert done.returncode == 0, done.stdout + done.stderr
