@@ -26,6 +26,7 @@ import logging
 import math
 import random
 import time
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -44,6 +45,7 @@ from autoscaler.actuation.bridge_status import (
 from autoscaler.kube.backoff import retry_delay
 from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
+from autoscaler.log_lists import NAMED, few
 from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
@@ -109,6 +111,7 @@ class ReplicaBridge:
         self._wake = asyncio.Event()
         self._retries: dict[ScaleId, _Retry] = {}
         self._reasons: dict[ScaleId, str] = {}
+        self._changed: list[tuple[bool, ScaleId, str, str]] = []  # this pass's new Ready reasons, logged at its end
         self._last_error: str | None = None
         self._passed_at = -math.inf  # when the last pass started: retries due by then were looked at
 
@@ -131,7 +134,34 @@ class ReplicaBridge:
             self._wake.clear()
 
     async def sync(self) -> int:
-        """One pass over every RuntimeScale; returns the number of writes made."""
+        """One pass over every RuntimeScale; returns the number of writes made. The RuntimeScales whose
+        `Ready` reason changed are logged at the end of the pass: one line each, or, when more than ten changed
+        (the first pass of every new leader finds them all), one line per reason with how many."""
+        try:
+            return await self._sync()
+        finally:
+            self._log_changed_reasons()
+
+    def _log_changed_reasons(self) -> None:
+        changed, self._changed = self._changed, []
+        if len(changed) <= NAMED:
+            for ready, key, reason, message in changed:
+                log.log(logging.INFO if ready else logging.WARNING, "RuntimeScale %s/%s: %s: %s", *key, reason,
+                        message)
+            return
+        by_reason: dict[tuple[bool, str], list[tuple[ScaleId, str]]] = defaultdict(list)
+        for ready, key, reason, message in changed:
+            by_reason[ready, reason].append((key, message))
+        for (ready, reason), scales in by_reason.items():
+            level = logging.INFO if ready else logging.WARNING
+            (namespace, name), message = scales[0]
+            if len(scales) == 1:
+                log.log(level, "RuntimeScale %s/%s: %s: %s", namespace, name, reason, message)
+                continue
+            log.log(level, "%d RuntimeScales now %s: %s (e.g. %s/%s: %s)", len(scales), reason,
+                    few([f"{key[0]}/{key[1]}" for key, _ in scales]), namespace, name, message)
+
+    async def _sync(self) -> int:
         if not self._may_write():
             self._retries.clear()
             for key in list(self._reasons):
@@ -227,8 +257,7 @@ class ReplicaBridge:
                          namespace, name, runtime_name, replicas_of(runtime), wanted)
         outcome = verdict(scale, runtime, deployment, cluster_runtime=cluster_runtime)
         if self._reasons.get(key) != outcome.reason:
-            level = logging.INFO if outcome.ready else logging.WARNING
-            log.log(level, "RuntimeScale %s/%s: %s: %s", namespace, name, outcome.reason, outcome.message)
+            self._changed.append((outcome.ready, key, outcome.reason, outcome.message))
             self._reasons[key] = outcome.reason
         if self._metrics is not None:
             self._metrics.runtime_scale_ready.labels(namespace, name).set(1 if outcome.ready else 0)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from autoscaler import cli
+from autoscaler.actuation.bridge import ReplicaBridge
 from autoscaler.api.selfmetrics_split import (
     SERVING_ATTRIBUTES,
     FamilyFilter,
@@ -22,6 +23,7 @@ from autoscaler.api.selfmetrics_split import (
     refresh_families,
     render_refresh_metrics,
 )
+from autoscaler.kube.client import KubeClient
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
@@ -230,3 +232,21 @@ def test_series_set_one_at_a_time_read_as_a_prometheus_client_gauge(
         assert set(kept.exposition().splitlines()) == set(generate_latest(reference).splitlines())
     assert set(generate_latest(registry).splitlines()) == set(generate_latest(reference).splitlines())
 
+
+
+async def test_a_new_leader_bridging_a_fleet_logs_a_few_lines(
+        kube: FakeKubeApi, kube_client: KubeClient, caplog: pytest.LogCaptureFixture) -> None:
+    """Every new leader's first pass finds every RuntimeScale's `Ready` reason anew: one line per reason, not
+    one per RuntimeScale (5,000 lines at each leader change)."""
+    scales = 30
+    for number in range(scales):
+        kube.add_serving_runtime("ml", f"rt{number}", replicas=2)
+        kube.add_modelmesh_runtime("ml", f"modelmesh-serving-rt{number}", replicas=2)
+        kube.add_runtime_scale("ml", f"rt{number}", replicas=2)
+    kube.add_runtime_scale("ml", "orphan", replicas=1)  # its ServingRuntime does not exist
+    caplog.set_level(logging.INFO, logger="autoscaler.actuation.bridge")
+    await ReplicaBridge(kube_client, namespaces=["ml"], metrics=AdapterMetrics()).sync()
+    lines = [record.getMessage() for record in caplog.records]
+    assert len(lines) == 2, lines[:5]
+    assert any(line.startswith(f"{scales} RuntimeScales now Bridged: ml/rt0, ") for line in lines), lines
+    assert any(line.startswith("RuntimeScale ml/orphan: ServingRuntimeNotFound: ") for line in lines), lines
