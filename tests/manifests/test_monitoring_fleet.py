@@ -1,18 +1,21 @@
-"""The shipped alerts at fleet size: 10,000 runtime pods read by two adapter replicas, where a few exporters are
-always broken and pods are replaced every minute. An alert that fires then fires forever, and is muted.
+"""The shipped alerts and dashboard at fleet size: 10,000 runtime pods read by two adapter replicas, where a few
+exporters are always broken and pods are replaced every minute. An alert that fires then fires forever, and is
+muted; a dashboard query that reads the whole namespace costs more with every runtime added.
 
 Each case is a `promtool test rules` unit test over the shipped rules.yaml, written here with the series a
 fleet of that size produces (counters as they rise per minute)."""
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from tests.manifests.support import PROMETHEUS, PROMTOOL
+from tests.manifests.support import GRAFANA, PROMETHEUS, PROMTOOL
 
 SCRAPES_PER_MINUTE = 40_000
 """10,000 pods scraped every 15 s by one replica."""
@@ -101,3 +104,19 @@ def test_single_pod_runtimes_replaced_every_minute_do_not_fire_the_503_alert(tmp
                                  "unknown for 10 minutes; the adapter's log says why."}}]}]},
     ])
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+PER_RUNTIME_OR_POD = re.compile(r"(modelmesh_autoscaler_(?:served_value|runtime_\w+|pod_deletion_cost))\{([^}]*)\}")
+
+
+def test_dashboard_panels_read_only_the_chosen_runtimes_series() -> None:
+    """The dashboard shows one runtime. A panel whose selector stops at the namespace loads every runtime's or
+    every pod's series of it at each refresh of the panel (10,000 deletion costs over the time range, to keep
+    two) and costs more the larger the fleet: each selects the runtime (`deployment`) or its pods by name."""
+    dashboard = json.loads((GRAFANA / "modelmesh-autoscaler.json").read_text())
+    selectors = [(panel["title"], match) for panel in dashboard["panels"] for target in panel.get("targets", [])
+                 for match in PER_RUNTIME_OR_POD.findall(target["expr"])]
+    assert selectors
+    wide = [(title, name, labels) for title, (name, labels) in selectors
+            if 'deployment="$deployment"' not in labels and 'pod=~"$deployment-' not in labels]
+    assert not wide
