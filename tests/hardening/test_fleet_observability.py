@@ -167,7 +167,7 @@ async def test_a_fleet_of_exporters_failing_together_is_logged_in_a_few_lines(
 
 
 async def test_the_per_runtime_series_can_be_turned_off() -> None:
-    """Ten series a runtime of two pods (50,000 at 5,000 runtimes, some 6 MB a scrape) is more than a
+    """Ten series a runtime of two pods (50,000 at 5,000 runtimes, 5.5 MB a scrape) is more than a
     Prometheus operator takes without a way to reduce it: `--per-runtime-metrics off` keeps the adapter-wide
     series only, whatever the fleet's size."""
     pages = {}
