@@ -20,6 +20,7 @@ from autoscaler.policies.policy import with_hpa_bounds
 from autoscaler.policies.warmup import WarmUp, decide_remembering
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.base import MetricSource
+from autoscaler.transition_log import RuntimeTransitions
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ class Refresher:
         """`time.monotonic()` at the end of the last refresh that completed (None before the first)."""
         self.listeners: list[RefreshListener] = []
         self._reported_errors: dict[str, int] = {}
+        self._reported_reads = 0
         self.hpa_bounds: HpaBounds | None = None
         """Set in cluster mode: the HPAs' bounds fill in what the config leaves unset (docs/design.md, Bounds)."""
         self.scaled_replicas: Callable[[RuntimeKey], int | None] | None = None
@@ -71,6 +73,7 @@ class Refresher:
         snapshots = await self.source.collect(now)
         views: dict[RuntimeKey, RuntimeView] = {}
         failed: set[RuntimeKey] = set()
+        transitions = RuntimeTransitions()
         for snapshot in snapshots:
             policy = self.policies.policy_for(snapshot.key, snapshot.annotations)
             if self.hpa_bounds is not None:
@@ -94,7 +97,8 @@ class Refresher:
                 self._warming.pop(snapshot.key, None)
             else:
                 self._warming[snapshot.key] = warm
-            self._log_transition(self.views.get(snapshot.key), view)
+            transitions.note(self.views.get(snapshot.key), view)
+        transitions.flush()
         for gone in set(self._memory) - set(views) - failed:
             del self._memory[gone]
         for gone in set(self._warming) - set(views) - failed:
@@ -122,14 +126,11 @@ class Refresher:
             self._failing.add(key)
             log.exception("runtime %s: its decision failed; it is left out of the API until it succeeds", key)
 
-    def _log_transition(self, before: RuntimeView | None, after: RuntimeView) -> None:
-        if (before is None or before.known != after.known or before.complete != after.complete
-                or bool(before.warming_up) != bool(after.warming_up)):
-            level = logging.INFO if after.complete or after.scaled_to_zero else logging.WARNING
-            log.log(level, "runtime %s: %d/%d ready pods fresh; %s", after.key, after.fresh_pods,
-                    after.ready_pods, after.reason or "serving")
-
     def _count_source_errors(self) -> None:
+        reads = getattr(self.source, "reads", None)  # only the scrape source counts them
+        if isinstance(reads, int) and reads > self._reported_reads:
+            self.metrics.source_reads.labels(self.source.name).inc(reads - self._reported_reads)
+            self._reported_reads = reads
         for reason, total in self.source.errors.items():
             new = int(total) - self._reported_errors.get(reason, 0)
             if new > 0:

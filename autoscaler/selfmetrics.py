@@ -18,7 +18,10 @@ from autoscaler.runtime_gauges import RuntimeGauge
 
 
 class AdapterMetrics:
-    def __init__(self) -> None:
+    def __init__(self, per_runtime: bool = True) -> None:
+        """`per_runtime` False (`--per-runtime-metrics off`) leaves out every series labelled by runtime, pod or
+        RuntimeScale: they are still set (the code that sets them does not ask), but not exposed."""
+        self.per_runtime = per_runtime
         self.registry = CollectorRegistry(auto_describe=True)
         self.tally = RequestTally()
         """The serving path counts into its series through this (`autoscaler.request_tally`)."""
@@ -50,6 +53,12 @@ class AdapterMetrics:
             "Failed reads from the metrics source by source and reason.",
             ["source", "reason"], registry=self.registry,
         )
+        self.source_reads = Counter(
+            "modelmesh_autoscaler_source_reads_total",
+            "Reads tried from the metrics source by source: one per exporter scrape (the scrape source only), so "
+            "that failures can be judged against the fleet's size.",
+            ["source"], registry=self.registry,
+        )
         self.consecutive_misses = RuntimeGauge(
             "modelmesh_autoscaler_runtime_consecutive_misses",
             "Refreshes in a row in which a runtime lacked fresh data for some Ready pod or the source was down.",
@@ -74,8 +83,9 @@ class AdapterMetrics:
             ("namespace", "deployment", "metric"),
         )
         self.runtime_gauges = (self.consecutive_misses, self.runtime_known, self.runtime_warming_up, self.served_value)
-        for gauge in self.runtime_gauges:
-            self.registry.register(gauge)
+        if per_runtime:
+            for gauge in self.runtime_gauges:
+                self.registry.register(gauge)
         self.authentications = Counter(
             "modelmesh_autoscaler_authentications_total",
             "Authentication outcomes of protected requests by method (requestheader, x509, token, none) and result "
@@ -95,10 +105,10 @@ class AdapterMetrics:
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
         )
         # Deletion costs and leader election (docs/design.md, Choosing the pod to remove).
-        self.pod_deletion_cost = Gauge(
+        self.pod_deletion_cost = RuntimeGauge(
             "modelmesh_autoscaler_pod_deletion_cost",
             "The controller.kubernetes.io/pod-deletion-cost this replica last wrote on a pod (the leader only).",
-            ["namespace", "pod"], registry=self.registry,
+            ("namespace", "pod"),
         )
         self.deletion_cost_patches = Counter(
             "modelmesh_autoscaler_deletion_cost_patches_total",
@@ -114,12 +124,18 @@ class AdapterMetrics:
             "retried with backoff), failed (refused; tried again at the next resync).",
             ["write", "result"], registry=self.registry,
         )
-        self.runtime_scale_ready = Gauge(
+        self.runtime_scale_ready = RuntimeGauge(
             "modelmesh_autoscaler_runtime_scale_ready",
             "1 while the bridge carries a RuntimeScale's replicas to its ServingRuntime (its Ready condition is "
             "True), else 0 (the leader only).",
-            ["namespace", "runtimescale"], registry=self.registry,
+            ("namespace", "runtimescale"),
         )
+        self.object_gauges = (self.pod_deletion_cost, self.runtime_scale_ready)
+        """Per pod and per RuntimeScale, set one series at a time by the leader; kept as text like the
+        per-runtime ones (`autoscaler.runtime_gauges`)."""
+        if per_runtime:
+            for gauge in self.object_gauges:
+                self.registry.register(gauge)
         self.leader = Gauge(
             "modelmesh_autoscaler_leader",
             "1 while this replica writes deletion costs (it holds the leader Lease, or leader election is off), "
@@ -133,7 +149,9 @@ class AdapterMetrics:
         or the signal has no data) is absent rather than its last number going stale forever.
 
         The series keep their rendered text from one refresh to the next (`autoscaler.runtime_gauges`): at
-        5,000 runtimes they are 35,000 series, most of whose values repeat."""
+        5,000 runtimes they are 35,000 series, most of whose values repeat. With `per_runtime` off, nothing."""
+        if not self.per_runtime:
+            return
         misses: dict[tuple[str, ...], float] = {}
         known: dict[tuple[str, ...], float] = {}
         warming: dict[tuple[str, ...], float] = {}
@@ -155,5 +173,8 @@ class AdapterMetrics:
         self.served_value.update(served)
 
     def runtime_exposition(self) -> bytes:
-        """The per-runtime families in the text format, rendered only where a value changed."""
-        return b"".join(gauge.exposition() for gauge in self.runtime_gauges)
+        """The per-runtime, per-pod and per-RuntimeScale families in the text format, rendered only where a
+        value changed."""
+        if not self.per_runtime:
+            return b""
+        return b"".join(gauge.exposition() for gauge in (*self.runtime_gauges, *self.object_gauges))

@@ -129,7 +129,7 @@ class RefreshStack:
     """
 
     def __init__(self, settings: ServeSettings) -> None:
-        self.metrics = AdapterMetrics()
+        self.metrics = AdapterMetrics(per_runtime=settings.per_runtime_metrics)
         policies = policy_book(settings)
         self.discovery = build_discovery(settings, policies)
         self.source = build_source(settings, self.discovery)

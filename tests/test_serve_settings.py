@@ -52,6 +52,7 @@ FLAG_CASES: list[tuple[str, str, str, Any]] = [
     ("--leader-elect-namespace", "ops", "leader_elect_namespace", "ops"),
     ("--leader-elect-lease-name", "my-lease", "leader_elect_lease_name", "my-lease"),
     ("--bridge", "off", "bridge", False),
+    ("--per-runtime-metrics", "off", "per_runtime_metrics", False),
     ("--prometheus-ca-file", certifi.where(), "prometheus_ca_file", Path(certifi.where())),  # checked: a bundle
     ("--prometheus-token-file", "/var/run/secrets/token", "prometheus_token_file", Path("/var/run/secrets/token")),
     ("--prometheus-headers", "X-Scope-OrgID=a, X-B=c=d", "prometheus_headers",

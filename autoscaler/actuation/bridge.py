@@ -29,6 +29,7 @@ import logging
 import math
 import random
 import time
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -47,6 +48,7 @@ from autoscaler.actuation.bridge_status import (
 from autoscaler.kube.backoff import retry_delay
 from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
+from autoscaler.log_lists import NAMED, few
 from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
@@ -136,6 +138,7 @@ class ReplicaBridge:
         self._written: dict[ScaleId, str] = {}
         self._retries: dict[ScaleId, _Retry] = {}
         self._reasons: dict[ScaleId, str] = {}
+        self._reason_changes: list[tuple[bool, ScaleId, str, str]] = []  # new Ready reasons, logged after a pass
         self._last_error: str | None = None
         self._passed_at = -math.inf  # when the last pass started: retries due by then were looked at
 
@@ -169,6 +172,12 @@ class ReplicaBridge:
 
     async def sync_changed(self) -> int:
         """Reconcile only the RuntimeScales the watch handed over since the last pass; returns the writes made."""
+        try:
+            return await self._sync_changed()
+        finally:
+            self._log_changed_reasons()
+
+    async def _sync_changed(self) -> int:
         changed, self._changed = self._changed, {}
         writes = 0
         for key, scale in changed.items():
@@ -181,7 +190,34 @@ class ReplicaBridge:
         return writes
 
     async def sync(self) -> int:
-        """One pass over every RuntimeScale; returns the number of writes made."""
+        """One pass over every RuntimeScale; returns the number of writes made. The RuntimeScales whose
+        `Ready` reason changed are logged at the end of the pass: one line each, or, when more than ten changed
+        (the first pass of every new leader finds them all), one line per reason with how many."""
+        try:
+            return await self._sync()
+        finally:
+            self._log_changed_reasons()
+
+    def _log_changed_reasons(self) -> None:
+        changed, self._reason_changes = self._reason_changes, []
+        if len(changed) <= NAMED:
+            for ready, key, reason, message in changed:
+                log.log(logging.INFO if ready else logging.WARNING, "RuntimeScale %s/%s: %s: %s", *key, reason,
+                        message)
+            return
+        by_reason: dict[tuple[bool, str], list[tuple[ScaleId, str]]] = defaultdict(list)
+        for ready, key, reason, message in changed:
+            by_reason[ready, reason].append((key, message))
+        for (ready, reason), scales in by_reason.items():
+            level = logging.INFO if ready else logging.WARNING
+            (namespace, name), message = scales[0]
+            if len(scales) == 1:
+                log.log(level, "RuntimeScale %s/%s: %s: %s", namespace, name, reason, message)
+                continue
+            log.log(level, "%d RuntimeScales now %s: %s (e.g. %s/%s: %s)", len(scales), reason,
+                    few([f"{key[0]}/{key[1]}" for key, _ in scales]), namespace, name, message)
+
+    async def _sync(self) -> int:
         self._full = False
         self._changed.clear()  # this pass reads them all; a change from now on is handed over again
         if not self._may_write():
@@ -311,8 +347,7 @@ class ReplicaBridge:
                          namespace, name, runtime_name, replicas_of(runtime), wanted)
         outcome = verdict(scale, runtime, deployment, cluster_runtime=cluster_runtime)
         if self._reasons.get(key) != outcome.reason:
-            level = logging.INFO if outcome.ready else logging.WARNING
-            log.log(level, "RuntimeScale %s/%s: %s: %s", namespace, name, outcome.reason, outcome.message)
+            self._reason_changes.append((outcome.ready, key, outcome.reason, outcome.message))
             self._reasons[key] = outcome.reason
         if self._metrics is not None:
             self._metrics.runtime_scale_ready.labels(namespace, name).set(1 if outcome.ready else 0)

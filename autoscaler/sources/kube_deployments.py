@@ -21,6 +21,7 @@ from kubernetes.aio.client import ApiClient, AppsV1Api
 
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.raw import Scope, read_json, scope_name
+from autoscaler.log_lists import few
 from autoscaler.model import RuntimeKey
 from autoscaler.sources.kube_objects import (
     RuntimeRecord,
@@ -114,7 +115,8 @@ class DeploymentResync:
             added = sorted(str(key) for key in fresh.keys() - self.runtimes.keys())
             removed = sorted(str(key) for key in self.runtimes.keys() - fresh.keys())
             if added or removed:
-                log.info("Kubernetes discovery: runtimes added %s, removed %s", added or "none", removed or "none")
+                log.info("Kubernetes discovery: %d runtimes added (%s), %d removed (%s)", len(added), few(added),
+                         len(removed), few(removed))
             self.runtimes = fresh
             self._on_change()
 

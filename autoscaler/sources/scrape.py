@@ -33,6 +33,7 @@ from autoscaler.sources.scrape_fetch import (
     fetch_exposition,
     scrape_timeout,
 )
+from autoscaler.sources.scrape_news import ScrapeNews
 from autoscaler.sources.scrape_retry import ScrapeRetries
 from exporter import names
 
@@ -72,6 +73,9 @@ class ScrapeSource:
         self._clock_offsets: dict[_PodKey, float] = {}  # pods whose exporter clock is off, as last logged
         self._retries = retries or ScrapeRetries()
         self.errors: Counter[str] = Counter()
+        self.reads = 0
+        """Scrapes tried so far, failed or not (`modelmesh_autoscaler_source_reads_total`)."""
+        self._news = ScrapeNews()
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -89,11 +93,13 @@ class ScrapeSource:
         # Pods not failing first: the semaphore admits waiters in order.
         due.sort(key=lambda entry: self._retries.failures((entry[0], entry[1].name)))
         tasks = [asyncio.create_task(self._pod_sample(key, pod, now)) for key, pod in due]
+        self.reads += len(tasks)
         if tasks:
             done, pending = await asyncio.wait(tasks, timeout=self._deadline_s)
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
+            self._news.flush()
             for task in done:
                 key, sample = task.result()
                 samples[key, sample.name] = sample
@@ -131,7 +137,7 @@ class ScrapeSource:
                              f"{pod.url}: no answer before the refresh deadline of {self._deadline_s:g} s", now)
                 raise
         if self._retries.succeeded((key, pod.name)):
-            log.info("scrape of %s/%s recovered", key, pod.name)
+            self._news.recovered(f"{key}/{pod.name}")
         self._note_clock((key, pod.name), offset)
         if sample.sampled_at is None and (key, pod.name) in self._last_good:
             return key, self._fallback(key, pod)
@@ -141,8 +147,7 @@ class ScrapeSource:
     def _failed(self, key: RuntimeKey, pod: PodTarget, reason: str, detail: str, now: float) -> None:
         self.errors[reason] += 1
         if self._retries.failed((key, pod.name), now) == 1:
-            log.warning("scrape of %s/%s failed (%s): %s; holding its last good sample, retrying with backoff",
-                        key, pod.name, reason, detail)
+            self._news.failed(f"{key}/{pod.name}", reason, detail)
 
     def _note_clock(self, pod: _PodKey, offset: float) -> None:
         """Log when a pod's exporter clock is found off (and by how much, when that moves by a second or more),
