@@ -153,6 +153,11 @@ def report_metrics(base: str) -> None:
     print(f"  /metrics: {len(body) / 1024:.0f} KiB, {len(series)} series, {seconds * 1000:.0f} ms")
     for name, count in families.most_common(6):
         print(f"    {count:7d} {name}")
+    totals = dict(re.findall(r"^modelmesh_autoscaler_refresh_duration_seconds_(sum|count) (\S+)$", body.decode(),
+                             re.MULTILINE))
+    if float(totals.get("count", 0)):  # cluster mode's whole refresh: discovery, scrapes, decisions, rendering
+        print(f"  refreshes: {float(totals['count']):.0f}, {float(totals['sum']) / float(totals['count']):.2f} s "
+              "each on average")
     body, seconds = fetch(f"{base}/debug/runtimes/{NAMESPACE}/modelmesh-serving-rt1")
     print(f"  /debug/runtimes/{NAMESPACE}/modelmesh-serving-rt1: {len(body)} bytes, {seconds * 1000:.0f} ms")
 
