@@ -156,13 +156,11 @@ class ScrapeSource:
         if offset == 0.0:
             if logged is not None:
                 del self._clock_offsets[pod]
-                log.info("%s/%s: the exporter's clock agrees with the adapter's again", *pod)
+                self._news.clock_ok(f"{pod[0]}/{pod[1]}")
             return
         if logged is None or abs(offset - logged) >= 1.0:
             self._clock_offsets[pod] = offset
-            log.warning("%s/%s: the exporter's clock is %.1f s %s the adapter's (modelmesh_exporter_time_seconds); "
-                        "its collection times are read on its own clock. Check the node's time sync.",
-                        *pod, abs(offset), "ahead of" if offset > 0 else "behind")
+            self._news.clock_off(f"{pod[0]}/{pod[1]}", offset)
 
     async def _scrape(self, pod: PodTarget) -> tuple[PodSample, float]:
         assert pod.url is not None

@@ -5,7 +5,8 @@ together: a lost node or a NetworkPolicy that drops port 9187 fails hundreds in 
 whose own core is starved times out thousands; a line per pod is then 10,000 lines for one event. So what one
 refresh has to say is kept until its scrapes are done (`flush`), and when it is more than `NAMED` pods, it
 is one line per failure reason (how many pods, the first ten named, one pod's detail) and one for the
-recoveries. `modelmesh_autoscaler_source_errors_total` counts every failure by reason.
+recoveries. `modelmesh_autoscaler_source_errors_total` counts every failure by reason. Exporter clocks found
+off the adapter's (a node with broken time sync: every pod on it at once) are said the same way.
 """
 
 from __future__ import annotations
@@ -24,6 +25,16 @@ class ScrapeNews:
     def __init__(self) -> None:
         self._failed: list[tuple[str, str, str]] = []  # pod, reason, detail
         self._recovered: list[str] = []
+        self._clock_off: list[tuple[str, float]] = []  # pod, how far its exporter's clock is ahead of ours
+        self._clock_ok: list[str] = []
+
+    def clock_off(self, pod: str, offset_s: float) -> None:
+        """The pod's exporter clock is found off ours by `offset_s` (or moved by a second or more)."""
+        self._clock_off.append((pod, offset_s))
+
+    def clock_ok(self, pod: str) -> None:
+        """The pod's exporter clock agrees with ours again."""
+        self._clock_ok.append(pod)
 
     def failed(self, pod: str, reason: str, detail: str) -> None:
         self._failed.append((pod, reason, detail))
@@ -32,6 +43,7 @@ class ScrapeNews:
         self._recovered.append(pod)
 
     def flush(self) -> None:
+        self._flush_clocks()
         failed, recovered = self._failed, self._recovered
         self._failed, self._recovered = [], []
         if len(failed) + len(recovered) <= NAMED:
@@ -49,3 +61,24 @@ class ScrapeNews:
                         "retrying with backoff", len(pods), reason, few([pod for pod, _ in pods]), *pods[0])
         if recovered:
             log.info("scrapes of %d pods recovered: %s", len(recovered), few(recovered))
+
+    def _flush_clocks(self) -> None:
+        """A node whose clock is off (or drifts) puts every pod on it here at once: one line per pod for a few,
+        else one line for all of them, with the range of the offsets."""
+        off, ok = self._clock_off, self._clock_ok
+        self._clock_off, self._clock_ok = [], []
+        if len(off) <= NAMED:
+            for pod, offset in off:
+                log.warning("%s: the exporter's clock is %.1f s %s the adapter's (modelmesh_exporter_time_seconds); "
+                            "its collection times are read on its own clock. Check the node's time sync.",
+                            pod, abs(offset), "ahead of" if offset > 0 else "behind")
+        else:
+            offsets = [offset for _, offset in off]
+            log.warning("the exporters of %d pods have clocks %+.1f to %+.1f s off the adapter's "
+                        "(modelmesh_exporter_time_seconds): %s; their collection times are read on their own clocks. "
+                        "Check those nodes' time sync.", len(off), min(offsets), max(offsets), few([p for p, _ in off]))
+        if len(ok) <= NAMED:
+            for pod in ok:
+                log.info("%s: the exporter's clock agrees with the adapter's again", pod)
+        else:
+            log.info("the exporters of %d pods have clocks that agree with the adapter's again: %s", len(ok), few(ok))

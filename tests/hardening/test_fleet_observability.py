@@ -166,6 +166,40 @@ async def test_a_fleet_of_exporters_failing_together_is_logged_in_a_few_lines(
     assert max(len(line) for line in failed + recovered) < LONGEST_LINE
 
 
+async def test_a_node_whose_clock_is_off_is_one_line_for_all_its_pods(caplog: pytest.LogCaptureFixture) -> None:
+    """Every pod on a node with broken time sync (or a fleet whose adapter's own node drifts) finds its clock
+    off in one refresh: one line with the range of the offsets, and one when they agree again."""
+    offset_s = -120.0
+
+    async def exporter(request: web.Request) -> web.Response:
+        clock = time.time() + offset_s
+        return web.Response(body=exporter_text(int(request.match_info["pod"]), gpus=1, modelmesh_stamp=clock,
+                                               clock=clock), content_type="text/plain")
+
+    app = web.Application()
+    app.router.add_get("/pod/{pod}/metrics", exporter)
+    async with TestServer(app, host="127.0.0.1") as server:
+        discovery = StaticDiscovery(RuntimeInventory(
+            key=key, pods=tuple(PodTarget(f"{key.deployment}-{pod}", ready=True,
+                                          url=str(server.make_url(f"/pod/{number * 2 + pod}/metrics")))
+                                for pod in range(2)))
+            for number, key in enumerate(FleetSource().keys[:30]))
+        scrape = ScrapeSource(discovery, concurrency=32)
+        caplog.set_level(logging.INFO, logger="autoscaler.sources")
+        try:
+            await scrape.collect(time.time())
+            off = [record.getMessage() for record in caplog.records]
+            caplog.clear()
+            offset_s = 0.0
+            await scrape.collect(time.time())
+            agreed = [record.getMessage() for record in caplog.records]
+        finally:
+            await scrape.close()
+    assert len(off) == 1 and off[0].startswith("the exporters of 60 pods have clocks -120."), off[:3]
+    assert "Check those nodes' time sync" in off[0] and len(off[0]) < LONGEST_LINE
+    assert len(agreed) == 1 and agreed[0].startswith("the exporters of 60 pods have clocks that agree"), agreed[:3]
+
+
 async def test_the_per_runtime_series_can_be_turned_off() -> None:
     """Ten series a runtime of two pods (50,000 at 5,000 runtimes, 5.5 MB a scrape) is more than a
     Prometheus operator takes without a way to reduce it: `--per-runtime-metrics off` keeps the adapter-wide
