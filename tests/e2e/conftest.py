@@ -15,7 +15,7 @@ import yaml
 from tests.fakes.node_clock import clock_off_env
 from tests.fakes.nvml import FakeNvml
 from tests.support.kubectl import get_raw, write_kubeconfig
-from tests.support.processes import free_port, http_post_json, running, stop
+from tests.support.processes import Server, all_running, free_port, http_post_json, running, stop
 
 DEPLOYMENT = "modelmesh-serving-demo"
 
@@ -89,31 +89,36 @@ def data_path_running(
     `clocks_off_s`: per pod, how far its node's clock is off (`tests.fakes.node_clock`; 0 or none: right)."""
     adapter_port = free_port()
     with ExitStack() as stack:
-        modelmesh_urls, exporter_urls, exporters = [], [], []
-        commands: list[tuple[list[str], dict[str, str]]] = []
+        modelmesh_urls, exporter_urls, exporter_ports, cert_dirs = [], [], [], []
+        fakes: list[Server] = []
         for index in range(pods):
             mm_port, exporter_port = free_port(), free_port()
-            modelmesh_url = f"https://127.0.0.1:{mm_port}/metrics"
-            exporter_url = f"http://127.0.0.1:{exporter_port}/metrics"
-            cert_dir = workdir / f"mm-tls-{index}"
-            stack.enter_context(running(
+            exporter_ports.append(exporter_port)
+            modelmesh_urls.append(f"https://127.0.0.1:{mm_port}/metrics")
+            exporter_urls.append(f"http://127.0.0.1:{exporter_port}/metrics")
+            cert_dirs.append(workdir / f"mm-tls-{index}")
+            fakes.append(Server(
                 ["autoscaler.demo.fake_modelmesh", "--listen", f"127.0.0.1:{mm_port}", "--rps", str(rps),
-                 "--cert-dir", str(cert_dir)],
-                modelmesh_url, workdir / f"modelmesh-{index}.log",
+                 "--cert-dir", str(cert_dirs[index])],
+                modelmesh_urls[index], workdir / f"modelmesh-{index}.log",
             ))
+        # Every fake ModelMesh answers (and has written its certificate) before any exporter starts, and every
+        # exporter before the adapter, as when they were started one by one; each kind starts all at once.
+        stack.enter_context(all_running(fakes))
+        commands: list[tuple[list[str], dict[str, str]]] = []
+        for index in range(pods):
             gpu_args = ["--no-gpu"] if gpus is None else ["--gpu-window", "1", "--gpu-interval", "0.2"]
             env = {} if gpus is None else gpus[index].env()
             if index < len(clocks_off_s) and clocks_off_s[index]:
                 env |= clock_off_env(clocks_off_s[index])
-            args = ["exporter.cli", "--listen", f"127.0.0.1:{exporter_port}", "--modelmesh-url", modelmesh_url,
-                    "--modelmesh-ca-file", str(cert_dir / "tls.crt"), *gpu_args,
+            args = ["exporter.cli", "--listen", f"127.0.0.1:{exporter_ports[index]}",
+                    "--modelmesh-url", modelmesh_urls[index],
+                    "--modelmesh-ca-file", str(cert_dirs[index] / "tls.crt"), *gpu_args,
                     "--modelmesh-interval", "0.5", "--load-window", "3"]
             commands.append((args, env))
-            exporters.append(stack.enter_context(running(
-                args, exporter_url, workdir / f"exporter-{index}.log", env=env,
-            )))
-            modelmesh_urls.append(modelmesh_url)
-            exporter_urls.append(exporter_url)
+        exporters = stack.enter_context(all_running([
+            Server(args, exporter_urls[index], workdir / f"exporter-{index}.log", env)
+            for index, (args, env) in enumerate(commands)]))
         targets = workdir / "targets.yaml"
         targets.write_text(yaml.safe_dump({"runtimes": [{
             "namespace": "default", "deployment": DEPLOYMENT,
@@ -131,7 +136,7 @@ def data_path_running(
         ))
         yield DataPath(
             modelmesh_urls, exporter_urls, f"https://127.0.0.1:{adapter_port}",
-            write_kubeconfig(workdir / "kubeconfig", f"https://127.0.0.1:{adapter_port}"), workdir, exporters,
+            write_kubeconfig(workdir / "kubeconfig", f"https://127.0.0.1:{adapter_port}"), workdir, list(exporters),
             list(gpus or ()), commands, stack,
         )
 

@@ -28,9 +28,16 @@ def processes_using(workdir: str) -> str:
     return subprocess.run(["pgrep", "-af", workdir], capture_output=True, text=True).stdout.strip()
 
 
-def test_demo_prints_what_the_adapter_serves_and_stops_everything() -> None:
-    result = subprocess.run([*DEMO, "--duration", "10", "--interval", "2"], capture_output=True, text=True,
-                            timeout=60)
+@pytest.fixture(scope="module")
+def full_run() -> subprocess.CompletedProcess[str]:
+    """One whole demo (even load, a hot model, the traffic drop), run once for the tests that read its output:
+    a demo takes 40 s to show its scaling, and what they check does not change the run."""
+    return subprocess.run([*DEMO, "--duration", "40", "--interval", "4"], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_demo_prints_what_the_adapter_serves_and_stops_everything(full_run: subprocess.CompletedProcess[str]) -> None:
+    result = full_run
     assert result.returncode == 0, result.stderr
     assert "demo finished" in result.stdout
     served = re.findall(r"request_load=([0-9.]+)", result.stdout)
@@ -41,9 +48,9 @@ def test_demo_prints_what_the_adapter_serves_and_stops_everything() -> None:
     assert processes_using(workdir_of(result.stdout)) == ""
 
 
-def test_replicas_follow_the_hot_model_up_and_come_down_slowly_least_needed_first() -> None:
-    result = subprocess.run([*DEMO, "--duration", "40", "--interval", "4"], capture_output=True, text=True,
-                            timeout=120)
+def test_replicas_follow_the_hot_model_up_and_come_down_slowly_least_needed_first(
+        full_run: subprocess.CompletedProcess[str]) -> None:
+    result = full_run
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "policy: HPA on External modelmesh_desired_replicas AverageValue 1" in out

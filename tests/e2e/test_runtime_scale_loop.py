@@ -32,7 +32,7 @@ from autoscaler.simulation.hpa import DEFAULT_SCALE_UP, Behavior, HpaSpec, Metri
 from autoscaler.simulation.replicaset import ReplicaPod, pods_to_remove
 from tests.fakes.kube import FakeKubeApi
 from tests.support.hpa_step import HpaStep
-from tests.support.processes import free_port, running, stop
+from tests.support.processes import Server, all_running, free_port, running, stop
 
 pytestmark = pytest.mark.slow
 
@@ -171,12 +171,12 @@ async def test_load_scales_the_runtime_through_the_runtime_scale_and_the_idle_po
                 await asyncio.sleep(0.2)
 
         with contextlib.ExitStack() as stack:
-            for slot, ip in enumerate(SLOTS):
-                await asyncio.to_thread(stack.enter_context, running(
-                    ["exporter.cli", "--listen", f"{ip}:{exporter_port}", "--no-gpu",
-                     "--modelmesh-url", f"http://{ip}:{mm_ports[slot]}/metrics", "--modelmesh-interval", "0.5",
-                     "--load-window", "3"],
-                    f"http://{ip}:{exporter_port}/healthz", tmp_path / f"exporter-{slot}.log"))
+            await asyncio.to_thread(stack.enter_context, all_running([Server(
+                ["exporter.cli", "--listen", f"{ip}:{exporter_port}", "--no-gpu",
+                 "--modelmesh-url", f"http://{ip}:{mm_ports[slot]}/metrics", "--modelmesh-interval", "0.5",
+                 "--load-window", "3"],
+                f"http://{ip}:{exporter_port}/healthz", tmp_path / f"exporter-{slot}.log")
+                for slot, ip in enumerate(SLOTS)]))
             # The API server refuses ServingRuntime writes for now: the HPA's first decision stays pending.
             kube.fail(r"/servingruntimes/", status=503, times=None, method="PATCH")
             first = await asyncio.to_thread(stack.enter_context, running(

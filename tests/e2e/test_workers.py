@@ -40,9 +40,7 @@ def serve_args(port: int, targets: Path) -> list[str]:
             "--workers", "2", "--deletion-cost", "off"]
 
 
-@pytest.fixture
-def targets(tmp_path: Path) -> Path:
-    path = tmp_path / "targets.yaml"
+def write_targets(path: Path) -> Path:
     path.write_text(yaml.safe_dump({"runtimes": [{
         "namespace": "default", "deployment": "modelmesh-serving-demo",
         "pods": [{"name": "pod-0", "url": f"http://127.0.0.1:{free_port()}/metrics"}]}]}))
@@ -50,18 +48,40 @@ def targets(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def adapter(tmp_path: Path, targets: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+def targets(tmp_path: Path) -> Path:
+    return write_targets(tmp_path / "targets.yaml")
+
+
+@contextlib.contextmanager
+def adapter_running(workdir: Path, targets: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """Two workers and the refresh process, once both workers have a snapshot; the log is workdir/adapter.log."""
     port = free_port()
     url = f"https://127.0.0.1:{port}"
     with running([*serve_args(port, targets), "--refresh-interval", "1"], url + "/healthz",
-                 tmp_path / "adapter.log") as process:
+                 workdir / "adapter.log") as process:
         poll(lambda: all(http_get(url + "/readyz")[0] == 200 for _ in range(10)), timeout=10)  # both have one
         yield process, url
 
 
+@pytest.fixture
+def adapter(tmp_path: Path, targets: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """An adapter of the test's own: for the tests that kill or stop it, or count its requests."""
+    with adapter_running(tmp_path, targets) as running_adapter:
+        yield running_adapter
+
+
+@pytest.fixture(scope="module")
+def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[subprocess.Popen[bytes], str, Path]]:
+    """One adapter for the tests that only look at it (its processes, answers, /metrics and log): none of them
+    changes what another one checks, so they need not start one each. Also yields its log."""
+    workdir = tmp_path_factory.mktemp("watched-adapter")
+    with adapter_running(workdir, write_targets(workdir / "targets.yaml")) as (process, url):
+        yield process, url, workdir / "adapter.log"
+
+
 def test_every_worker_serves_the_refresh_processes_snapshot(
-        adapter: tuple[subprocess.Popen[bytes], str]) -> None:
-    process, url = adapter
+        watched: tuple[subprocess.Popen[bytes], str, Path]) -> None:
+    process, url, _ = watched
     assert len(serving_workers(process.pid)) == 2
     # 503 for the known runtime (its exporter is absent), 404 for one nobody knows: the snapshot arrived.
     for _ in range(20):  # connections spread over both workers
@@ -75,13 +95,13 @@ def niceness(pid: int) -> int:
 
 
 def test_the_refresh_process_yields_the_cpu_to_the_serving_workers(
-        adapter: tuple[subprocess.Popen[bytes], str], tmp_path: Path) -> None:
+        watched: tuple[subprocess.Popen[bytes], str, Path]) -> None:
     """Where cores are short, requests run first and the refresh waits (--refresh-nice, default 10)."""
-    process, _ = adapter
+    process, _, log = watched
     mine = os.nice(0)
     assert niceness(process.pid) == min(19, mine + 10)
     assert [niceness(worker) for worker in serving_workers(process.pid)] == [mine, mine]
-    assert f"refresh process niceness {min(19, mine + 10)}" in (tmp_path / "adapter.log").read_text()
+    assert f"refresh process niceness {min(19, mine + 10)}" in log.read_text()
 
 
 def test_a_worker_that_dies_ends_the_adapter(adapter: tuple[subprocess.Popen[bytes], str]) -> None:
@@ -116,8 +136,8 @@ def test_a_port_in_use_stops_start_up_in_one_line(tmp_path: Path, targets: Path)
 
 
 def test_metrics_of_a_worker_hold_its_own_series_and_the_refresh_processes_each_once(
-        adapter: tuple[subprocess.Popen[bytes], str]) -> None:
-    _, url = adapter
+        watched: tuple[subprocess.Popen[bytes], str, Path]) -> None:
+    _, url, _ = watched
     http_get(url + "/healthz")
     status, text = http_get(url + "/metrics")
     assert status == 200

@@ -65,7 +65,7 @@ def same(left: list[Sample], right: list[Sample]) -> bool:
     return True
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(TEXTS)
 def test_the_fast_reader_agrees_with_the_library_or_gives_up(text: str) -> None:
     fast = fast_samples(text)
