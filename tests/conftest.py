@@ -1,4 +1,4 @@
-"""The order test files are handed to the xdist workers (`./run test`: `-n 2 --dist loadfile`).
+"""The order test files are handed to the xdist workers (`./run test`: `-n 3 --dist loadfile`).
 
 xdist's own order gives the files with the most tests first, so the end-to-end files of one or two long tests
 (a minute of real processes each) came last, and one of them could run alone on one worker while the other
