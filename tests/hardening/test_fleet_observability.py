@@ -4,8 +4,10 @@ count that grows with the fleet; the 5,000-runtime figures are `bench/bench_flee
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from aiohttp import web
@@ -129,6 +131,26 @@ async def test_a_fleet_that_starts_or_turns_stale_together_is_logged_in_a_few_li
         refresher.refreshes * 2 * FLEET
 
 
+@contextlib.asynccontextmanager
+async def fleet_scrape(exporter: Callable[[web.Request], Awaitable[web.Response]],
+                       runtimes: int) -> AsyncIterator[ScrapeSource]:
+    """A scrape source over `runtimes` runtimes of two pods whose exporters `exporter` answers (its `pod` is the
+    pod's number), each at its own URL of one local server."""
+    app = web.Application()
+    app.router.add_get("/pod/{pod}/metrics", exporter)
+    async with TestServer(app, host="127.0.0.1") as server:
+        discovery = StaticDiscovery(RuntimeInventory(
+            key=key, pods=tuple(PodTarget(f"{key.deployment}-{pod}", ready=True,
+                                          url=str(server.make_url(f"/pod/{number * 2 + pod}/metrics")))
+                                for pod in range(2)))
+            for number, key in enumerate(FleetSource().keys[:runtimes]))
+        scrape = ScrapeSource(discovery, concurrency=32)
+        try:
+            yield scrape
+        finally:
+            await scrape.close()
+
+
 async def test_a_fleet_of_exporters_failing_together_is_logged_in_a_few_lines(
         caplog: pytest.LogCaptureFixture) -> None:
     """A lost node or a NetworkPolicy dropping the exporter port fails hundreds of pods in one refresh: one line
@@ -141,25 +163,14 @@ async def test_a_fleet_of_exporters_failing_together_is_logged_in_a_few_lines(
         return web.Response(body=exporter_text(int(request.match_info["pod"]), gpus=1, modelmesh_stamp=time.time()),
                             content_type="text/plain")
 
-    app = web.Application()
-    app.router.add_get("/pod/{pod}/metrics", exporter)
-    async with TestServer(app, host="127.0.0.1") as server:
-        discovery = StaticDiscovery(RuntimeInventory(
-            key=key, pods=tuple(PodTarget(f"{key.deployment}-{pod}", ready=True,
-                                          url=str(server.make_url(f"/pod/{number * 2 + pod}/metrics")))
-                                for pod in range(2)))
-            for number, key in enumerate(FleetSource().keys[:60]))
-        scrape = ScrapeSource(discovery, concurrency=32)
+    async with fleet_scrape(exporter, 60) as scrape:
         caplog.set_level(logging.INFO, logger="autoscaler.sources")
-        try:
-            await scrape.collect(time.time())
-            failed = [record.getMessage() for record in caplog.records]
-            caplog.clear()
-            failing = False
-            await scrape.collect(time.time() + 3600)  # past every pod's backoff
-            recovered = [record.getMessage() for record in caplog.records]
-        finally:
-            await scrape.close()
+        await scrape.collect(time.time())
+        failed = [record.getMessage() for record in caplog.records]
+        caplog.clear()
+        failing = False
+        await scrape.collect(time.time() + 3600)  # past every pod's backoff
+        recovered = [record.getMessage() for record in caplog.records]
     assert scrape.reads == 2 * 120
     assert len(failed) == 1 and failed[0].startswith("scrapes of 120 pods failed (http): "), failed[:3]
     assert len(recovered) == 1 and recovered[0].startswith("scrapes of 120 pods recovered: "), recovered[:3]
@@ -176,25 +187,14 @@ async def test_a_node_whose_clock_is_off_is_one_line_for_all_its_pods(caplog: py
         return web.Response(body=exporter_text(int(request.match_info["pod"]), gpus=1, modelmesh_stamp=clock,
                                                clock=clock), content_type="text/plain")
 
-    app = web.Application()
-    app.router.add_get("/pod/{pod}/metrics", exporter)
-    async with TestServer(app, host="127.0.0.1") as server:
-        discovery = StaticDiscovery(RuntimeInventory(
-            key=key, pods=tuple(PodTarget(f"{key.deployment}-{pod}", ready=True,
-                                          url=str(server.make_url(f"/pod/{number * 2 + pod}/metrics")))
-                                for pod in range(2)))
-            for number, key in enumerate(FleetSource().keys[:30]))
-        scrape = ScrapeSource(discovery, concurrency=32)
+    async with fleet_scrape(exporter, 30) as scrape:
         caplog.set_level(logging.INFO, logger="autoscaler.sources")
-        try:
-            await scrape.collect(time.time())
-            off = [record.getMessage() for record in caplog.records]
-            caplog.clear()
-            offset_s = 0.0
-            await scrape.collect(time.time())
-            agreed = [record.getMessage() for record in caplog.records]
-        finally:
-            await scrape.close()
+        await scrape.collect(time.time())
+        off = [record.getMessage() for record in caplog.records]
+        caplog.clear()
+        offset_s = 0.0
+        await scrape.collect(time.time())
+        agreed = [record.getMessage() for record in caplog.records]
     assert len(off) == 1 and off[0].startswith("the exporters of 60 pods have clocks -120."), off[:3]
     assert "Check those nodes' time sync" in off[0] and len(off[0]) < LONGEST_LINE
     assert len(agreed) == 1 and agreed[0].startswith("the exporters of 60 pods have clocks that agree"), agreed[:3]
