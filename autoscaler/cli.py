@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-import argparse
-import sys
+import sys  # built in: with the package's own __init__, all that loads before main's Ctrl-C handling
+from typing import TYPE_CHECKING
 
 from autoscaler import __version__
+
+if TYPE_CHECKING:
+    import argparse
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     from autoscaler.demo.run import add_demo_arguments
     from autoscaler.settings import SERVE_DESCRIPTION, add_serve_arguments
 
@@ -45,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def command_parser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
     """The parser of the command `name` (argparse keeps the commands' parsers in its subparsers action)."""
+    import argparse
+
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     found: argparse.ArgumentParser = commands.choices[name]
     return found

@@ -1,0 +1,99 @@
+"""The exporter's start: settings, logging, the port, the pod's own GPUs, then serving. Kept out of `cli`, whose
+module imports nothing but `sys`, so that a Ctrl-C while these modules load is caught there."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from exporter.settings import ExporterSettings
+
+log = logging.getLogger("exporter")
+
+
+def serve(argv: list[str] | None) -> None:
+    from exporter.app import build_app, run
+    from exporter.listen import ListenError, bind_listeners, bound_port
+    from exporter.settings import parse_settings
+
+    settings = parse_settings(argv)
+    logging.basicConfig(
+        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    tls = (
+        "without verifying its certificate" if settings.modelmesh_insecure
+        else f"trusting {settings.modelmesh_ca_file}" if settings.modelmesh_ca_file
+        else "trusting the system CAs"
+    )
+    if settings.pod_resources_socket is not None and settings.gpu_enabled:
+        settings = own_gpus(settings)
+    try:
+        # Bound before any collector starts or "serving" is said: a busy port is one line and nothing else.
+        sockets = bind_listeners(settings.listen_host, settings.listen_port)
+    except ListenError as error:
+        log.error("cannot start: %s (%s with --listen or EXPORTER_LISTEN)", error, error.fix,
+                  exc_info=settings.log_level == "DEBUG")
+        sys.exit(2)
+    log.info(
+        "serving on %s:%d; reading ModelMesh at %s every %g s (%s; timeout %g s; load window %g s); "
+        "GPU collector %s",
+        settings.listen_host, bound_port(sockets), settings.modelmesh_url, settings.modelmesh_interval_s,
+        tls, settings.modelmesh_timeout_s, settings.load_window_s, "on" if settings.gpu_enabled else "off",
+    )
+    if settings.modelmesh_insecure and settings.modelmesh_url.startswith("https"):
+        log.info("--modelmesh-insecure: ModelMesh's certificate is not verified (its metrics port makes a new "
+                 "self-signed one at every start)")
+    # The access log only at DEBUG: one line per scrape otherwise fills the pod's log for nothing.
+    run(build_app(settings), settings.listen_host, settings.listen_port,
+        access_log=settings.log_level == "DEBUG", sockets=sockets)
+
+
+def own_gpus(settings: ExporterSettings) -> ExporterSettings:
+    """The settings with `gpu_uuids` set to the GPUs the kubelet allocated to this pod (the GPU collector off
+    when it has none). The kubelet allocates devices before any container starts, so one question suffices; a
+    kubelet that cannot answer (for `PATIENCE_S`, where it may be restarting) stops the start (exit 2) rather
+    than report other pods' GPUs."""
+    import asyncio
+
+    from exporter.pod_resources import (
+        GPU_ID_PREFIXES,
+        PodResourcesError,
+        pod_claimed_gpus,
+        pod_gpu_ids,
+        pod_resources_waiting,
+    )
+
+    assert settings.pod_resources_socket is not None and settings.pod_name and settings.pod_namespace
+    try:
+        pods = asyncio.run(pod_resources_waiting(str(settings.pod_resources_socket), settings.pod_namespace,
+                                                 settings.pod_name))
+    except PodResourcesError as error:
+        log.error("cannot start: %s", error)
+        sys.exit(2)
+    ids = pod_gpu_ids(pods, settings.pod_namespace, settings.pod_name)
+    if ids is None:
+        log.error("cannot start: the kubelet lists no pod %s/%s (check --gpu-pod-name and --gpu-pod-namespace)",
+                  settings.pod_namespace, settings.pod_name)
+        sys.exit(2)
+    claimed = pod_claimed_gpus(pods, settings.pod_namespace, settings.pod_name)
+    if claimed and not ids:
+        # Which of the node's GPUs a claim's device is, NVML cannot say: report none as this pod's, as a failure.
+        log.error("pod %s/%s has its GPUs through DRA claims (%s), which name no GPU UUID: no GPU of the node is "
+                  "reported as this pod's, and the GPU collector fails; read GPU busy from NVIDIA's DCGM exporter "
+                  "(the adapter's --gpu-source=dcgm)", settings.pod_namespace, settings.pod_name, ", ".join(claimed))
+        return dataclasses.replace(settings, gpu_uuids=claimed)
+    if not ids:
+        log.info("the kubelet gave pod %s/%s no GPU: GPU collector off", settings.pod_namespace, settings.pod_name)
+        return dataclasses.replace(settings, gpu_enabled=False)
+    if indexes := [i for i in ids if not i.startswith(GPU_ID_PREFIXES)]:
+        # The device plugin's DEVICE_ID_STRATEGY=index: an index among the GPUs the plugin sees, which need not
+        # be the sidecar's; guessing would report another pod's GPU as a success. Kept as configured: they fail.
+        log.error("the kubelet names this pod's GPUs by index (%s), not by UUID: the NVIDIA device plugin runs with "
+                  "DEVICE_ID_STRATEGY=index; set DEVICE_ID_STRATEGY=uuid (its default) or give the sidecar "
+                  "--gpu-uuids; until then the GPU collector fails", ", ".join(indexes))
+    log.info("reporting the GPUs the kubelet gave this pod: %s", ", ".join(ids))
+    return dataclasses.replace(settings, gpu_uuids=ids)
+
