@@ -26,9 +26,12 @@ def _ephemeral_low() -> int:
 
 
 def _worker_index() -> int:
+    """This process's block: its xdist worker's, moved by `TEST_PORT_BLOCK_OFFSET` (blocks) when several
+    checkouts of the project run tests on one machine at once."""
     name = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     digits = name.removeprefix("gw")
-    return int(digits) if digits.isdigit() else 0
+    offset = os.environ.get("TEST_PORT_BLOCK_OFFSET", "0")
+    return (int(digits) if digits.isdigit() else 0) + (int(offset) if offset.isdigit() else 0)
 
 
 _BLOCKS = max(1, (_ephemeral_low() - _LOWEST) // _BLOCK)
