@@ -1,0 +1,224 @@
+"""The shipped scrape config, rules and dashboard on a real Prometheus scraping real processes.
+
+`test_monitoring.py` runs every query on series written from the exporter's and the adapter's registries
+through a Python copy of Prometheus's relabelling. Here nothing is copied: real exporters (`exporter.cli
+--no-gpu`, reading fake ModelMesh containers) and a real adapter (`autoscaler.cli serve`, serving its
+/metrics over https) are scraped by a real Prometheus running the shipped `scrape-config.yaml` (its relabel
+rules, honor_labels, scheme and TLS settings as they are) and evaluating the shipped `rules.yaml`. Only the
+Kubernetes discovery is replaced (Debian's Prometheus has none): each target is a static one carrying the
+`__meta_kubernetes_*` labels pod discovery would give it, and scrapes come every second instead of 15.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from exporter import names
+from tests.fakes.prometheus import PrometheusServer
+from tests.manifests.series import pod_discovery_labels
+from tests.manifests.support import BASE, EXAMPLES, PROMETHEUS, container, find, kustomize, load_yaml, metric_names
+from tests.manifests.test_monitoring import (
+    KUBE_STATE_METRICS,
+    RUNTIME_DEPLOYMENT,
+    RUNTIME_NAMESPACE,
+    RUNTIME_POD_LABELS,
+    dashboard_queries,
+    every_expression,
+    family_sample_names,
+    rules,
+    variable_queries,
+)
+from tests.support.processes import Server, all_running, free_port, http_get, running
+
+PODS = 2
+EXTERNAL_METRICS = "/apis/external.metrics.k8s.io/v1beta1"
+EMPTY_HERE = {
+    "GPU busy": "the exporters run with --no-gpu",
+    "GPU busy: served vs plain mean": "no GPU busy, so none served either",
+    "Pod deletion cost": "no Kubernetes API here: nothing is written",
+    "Leader and deletion-cost patches": "likewise (B: patches)",
+    "Authentication and authorization": "--insecure-dev authenticates no one",
+    "Adapter source errors": "a healthy fleet: the labelled error counters have no series before a first error",
+    "Exporter errors": "likewise",
+}
+"""Panels (or one of their queries) that find nothing in this setup, and why."""
+
+
+class ShippedConfigPrometheus(PrometheusServer):
+    """A `PrometheusServer` whose configuration is given whole (the shipped one, discovery replaced)."""
+
+    def __init__(self, config: dict[str, Any], workdir: Path) -> None:
+        super().__init__(workdir=workdir)
+        self._shipped = config
+
+    def _config(self) -> dict[str, Any]:
+        return self._shipped
+
+
+def shipped_config(exporters: list[tuple[str, str]], adapter: str) -> dict[str, Any]:
+    """scrape-config.yaml with each job's Kubernetes discovery replaced by static targets that carry the
+    labels pod discovery would give them; `exporters` are (pod name, host:port)."""
+    config: dict[str, Any] = load_yaml(PROMETHEUS / "scrape-config.yaml")
+    runtime = find(kustomize(EXAMPLES), "ServingRuntime")
+    (sidecar_port,) = container(runtime["spec"], "autoscaler-exporter")["ports"]
+    deployment = find(kustomize(BASE), "Deployment")
+    pod = deployment["spec"]["template"]
+    (https,) = container(pod["spec"], "adapter")["ports"]
+
+    def static(namespace: str, name: str, labels: dict[str, str], port: dict[str, Any], address: str
+               ) -> dict[str, Any]:
+        discovered = pod_discovery_labels(namespace, name, labels, port["name"], port["containerPort"], "127.0.0.1")
+        discovered.pop("__address__")
+        return {"targets": [address], "labels": discovered}
+
+    for job in config["scrape_configs"]:
+        del job["kubernetes_sd_configs"]
+        job["scrape_interval"] = job["scrape_timeout"] = "1s"
+        if job["job_name"] == "modelmesh-exporter":
+            job["static_configs"] = [static(RUNTIME_NAMESPACE, name, RUNTIME_POD_LABELS, sidecar_port, address)
+                                     for name, address in exporters]
+        else:
+            job["static_configs"] = [static(deployment["metadata"]["namespace"], "modelmesh-autoscaler-0",
+                                            pod["metadata"]["labels"], https, adapter)]
+    config["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
+    config["rule_files"] = [str(PROMETHEUS / "rules.yaml")]
+    return config
+
+
+def data_path(workdir: Path, stack: ExitStack) -> tuple[list[tuple[str, str]], str]:
+    """Fake ModelMesh containers, their exporters and one adapter scraping them, all running in `stack`."""
+    mm_ports = [free_port() for _ in range(PODS)]
+    exporter_ports = [free_port() for _ in range(PODS)]
+    stack.enter_context(all_running([
+        Server(["autoscaler.demo.fake_modelmesh", "--listen", f"127.0.0.1:{port}", "--http",
+                "--rps", str(40 * (i + 1))],
+               f"http://127.0.0.1:{port}/metrics", workdir / f"modelmesh-{i}.log")
+        for i, port in enumerate(mm_ports)]))
+    stack.enter_context(all_running([
+        Server(["exporter.cli", "--listen", f"127.0.0.1:{port}", "--no-gpu", "--modelmesh-url",
+                f"http://127.0.0.1:{mm}/metrics", "--modelmesh-interval", "0.5", "--load-window", "3"],
+               f"http://127.0.0.1:{port}/metrics", workdir / f"exporter-{i}.log")
+        for i, (mm, port) in enumerate(zip(mm_ports, exporter_ports, strict=True))]))
+    pods = [(f"{RUNTIME_DEPLOYMENT}-5d9c7b-{i}", f"127.0.0.1:{port}") for i, port in enumerate(exporter_ports)]
+    targets = workdir / "targets.yaml"
+    targets.write_text(yaml.safe_dump({"runtimes": [{
+        "namespace": RUNTIME_NAMESPACE, "deployment": RUNTIME_DEPLOYMENT,
+        "pods": [{"name": name, "url": f"http://{address}/metrics"} for name, address in pods]}]}))
+    adapter_port = free_port()
+    stack.enter_context(running(
+        ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{adapter_port}", "--targets",
+         str(targets), "--refresh-interval", "1", "--window", "3"],
+        f"https://127.0.0.1:{adapter_port}/healthz", workdir / "adapter.log"))
+    return pods, f"127.0.0.1:{adapter_port}"
+
+
+@pytest.fixture(scope="module")
+def processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[tuple[str, str]], str]]:
+    workdir = tmp_path_factory.mktemp("live")
+    with ExitStack() as stack:
+        pods, adapter = data_path(workdir, stack)
+        yield workdir, pods, adapter
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def prometheus(processes: tuple[Path, list[tuple[str, str]], str]) -> AsyncIterator[PrometheusServer]:
+    workdir, pods, adapter = processes
+    hpa = asyncio.create_task(hpa_asking(adapter))
+    try:
+        async with ShippedConfigPrometheus(shipped_config(pods, adapter), workdir / "prometheus") as server:
+            # Both jobs scraped, the adapter serving values, and rates over a few scrapes.
+            await server.wait_for('count(up{job="modelmesh-exporter"} == 1) == 2', timeout=30)
+            await server.wait_for('up{job="modelmesh-autoscaler"} == 1', timeout=30)
+            await server.wait_for('modelmesh_autoscaler_served_value{metric="modelmesh_desired_replicas"}', timeout=30)
+            await asyncio.sleep(4)
+            yield server
+    finally:
+        hpa.cancel()
+
+
+async def hpa_asking(adapter: str) -> None:
+    """An HPA asking the adapter for the runtime's metric twice a second."""
+    url = (f"https://{adapter}{EXTERNAL_METRICS}/namespaces/{RUNTIME_NAMESPACE}/modelmesh_desired_replicas"
+           f"?labelSelector=deployment%3D{RUNTIME_DEPLOYMENT}")
+    while True:
+        await asyncio.to_thread(http_get, url)
+        await asyncio.sleep(0.5)
+
+
+def published_names(url: str) -> set[str]:
+    """The sample names a real process declares on its /metrics (a labelled family with no series yet, such
+    as an error counter before the first error, is declared by its HELP and TYPE lines)."""
+    status, text = http_get(url)
+    assert status == 200, text
+    return {name for family in text_string_to_metric_families(text) for name in family_sample_names(family)}
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio(loop_scope="module")
+async def test_every_metric_name_in_rules_and_dashboard_is_published(
+        processes: tuple[Path, list[tuple[str, str]], str], prometheus: PrometheusServer) -> None:
+    """A metric renamed in the code leaves a panel or a rule silently empty: each name the rules and the
+    dashboard use must be one the real processes publish (or a recording rule, kube-state-metrics' or
+    Prometheus's own)."""
+    _, pods, adapter = processes
+    published = published_names(f"http://{pods[0][1]}/metrics") | published_names(f"https://{adapter}/metrics")
+    recorded = {rule["record"] for rule in rules() if "record" in rule}
+    used = set().union(*(metric_names(expr) for _, expr in every_expression()))
+    unknown = used - published - recorded - KUBE_STATE_METRICS - {"up", names.GPU_BUSY_RATIO}
+    assert not unknown, f"used by rules or dashboard, published by nothing: {sorted(unknown)}"
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio(loop_scope="module")
+async def test_every_recording_rule_records_series(prometheus: PrometheusServer) -> None:
+    empty = []
+    for rule in rules():
+        if "record" not in rule or "gpu_busy" in rule["record"]:  # --no-gpu exporters publish no GPU busy
+            continue
+        try:
+            await prometheus.wait_for(rule["record"], timeout=10)
+        except TimeoutError:
+            empty.append(rule["record"])
+    assert not empty, f"recording rules with no series: {empty}"
+    (labels,) = [s["metric"] for s in await prometheus.query("namespace_deployment:modelmesh_exporter_targets:count")]
+    assert labels == {"__name__": "namespace_deployment:modelmesh_exporter_targets:count",
+                      "namespace": RUNTIME_NAMESPACE, "deployment": RUNTIME_DEPLOYMENT}
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio(loop_scope="module")
+async def test_every_dashboard_panel_finds_data_from_real_scrapes(prometheus: PrometheusServer) -> None:
+    empty = {where.split("'")[1] for where, expr in dashboard_queries() if not await prometheus.query(expr)}
+    assert empty <= set(EMPTY_HERE), f"panels that find nothing: {sorted(empty - set(EMPTY_HERE))}"
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio(loop_scope="module")
+async def test_dashboard_variables_select_the_runtime_and_its_pods(prometheus: PrometheusServer) -> None:
+    for name, selector, label in variable_queries():
+        values = {series["metric"].get(label) for series in await prometheus.query(selector)}
+        wanted = {"namespace": RUNTIME_NAMESPACE, "deployment": RUNTIME_DEPLOYMENT}[name]
+        assert values == {wanted}, f"variable {name}: {selector} gives {values}"
+    # The per-pod panels' `pod` legend names the runtime's pods, not the adapter's or the exporter's address.
+    pods = {s["metric"].get("pod") for s in await prometheus.query(
+        f'modelmesh_pod_requests_per_second{{namespace="{RUNTIME_NAMESPACE}", deployment="{RUNTIME_DEPLOYMENT}"}}')}
+    assert pods == {f"{RUNTIME_DEPLOYMENT}-5d9c7b-{i}" for i in range(PODS)}
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio(loop_scope="module")
+async def test_no_alert_fires_or_waits_on_a_healthy_fleet(prometheus: PrometheusServer) -> None:
+    """Healthy exporters and adapter: no alert is even pending (the adapter's leader gauge, the exporters'
+    collectors and clocks as the real processes report them)."""
+    # ModelMeshAutoscalerNoLeader: an adapter without a Kubernetes API acts on nothing and leads nothing.
+    alerts = await prometheus.query('ALERTS{alertname!="ModelMeshAutoscalerNoLeader"}')
+    assert not alerts, [a["metric"] for a in alerts]
