@@ -11,7 +11,8 @@ scrape time and takes, per pod, the minimum of that and the exporter's own
 the exporter's clock offset (`modelmesh_exporter_time_seconds` against its scrape time, where the exporter
 reports it and it is off by more than a second); a pod whose exporter reports no such series falls back to
 the scrape time of its request rate. The GPU signal has its own freshness query:
-the exporter's `collector="gpu"` timestamp (same minimum), or with DCGM the series' own sample times.
+the exporter's `collector="gpu"` timestamp (same minimum), or with DCGM the series' own sample times
+(`DCGM_FI_DEV_GPU_UTIL` of whole GPUs, `DCGM_FI_PROF_GR_ENGINE_ACTIVE` of MIG instances).
 Those times are on Prometheus's clock; `PrometheusReader.clock_offset_s` says how far it is from the adapter's
 (each answer's evaluation time against when it was asked, as the scrape source reads an exporter's clock), so
 that a Prometheus node whose clock is off neither makes every pod stale nor a stale pod fresh.
@@ -70,6 +71,13 @@ Answers = dict[str, dict[PodRef, str]]
 FRESHNESS: Final = "sampled_at"
 """The field of the freshness query: when the pod's load and cache signals were sampled."""
 
+DCGM_GR_ENGINE_ACTIVE: Final = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+"""dcgm-exporter's graphics engine activity (a ratio, in its default counters): the busy of a MIG instance, which
+has no DCGM_FI_DEV_GPU_UTIL."""
+
+DCGM_INSTANCE_LABEL: Final = "GPU_I_ID"
+"""dcgm-exporter's label for a MIG GPU instance's id (absent on a whole GPU)."""
+
 GPU_FRESHNESS: Final = "gpu_sampled_at"
 """The field of the GPU freshness query: when the pod's GPU busy was sampled (its own clock, docs/design.md:
 the GPU collector can fail or hang while the ModelMesh one works)."""
@@ -123,10 +131,17 @@ def build_queries(
 
     if gpu_source == "dcgm":
         moves = ((dcgm_namespace_label, namespace_label), (dcgm_pod_label, pod_label))
-        gpu = f"avg by ({by}) ({_relabel(names.DCGM_GPU_UTIL, *moves)}) / 100"
+        # Per device: a whole GPU's DCGM_FI_DEV_GPU_UTIL (percent); a MIG instance (`GPU_I_ID` set) has none, or
+        # a constant 0 from older dcgm-exporters, so it and any GPU without that field read
+        # DCGM_FI_PROF_GR_ENGINE_ACTIVE (a ratio), matched on the device's pod and GPU (instance).
+        device = f"{dcgm_namespace_label}, {dcgm_pod_label}, gpu, {DCGM_INSTANCE_LABEL}"
+        whole = f'{names.DCGM_GPU_UTIL}{{{DCGM_INSTANCE_LABEL}=""}}'
+        busy = f"({whole} / 100 or on ({device}) {DCGM_GR_ENGINE_ACTIVE})"
+        gpu = f"avg by ({by}) ({_relabel(busy, *moves)})"
         # The series' own sample times: `timestamp()` must wrap the bare selector, as it gives a sample's time
         # only for a selector; of any other expression (a `label_replace`) it gives the query's time.
-        gpu_freshness = f"min by ({by}) ({_relabel(f'timestamp({names.DCGM_GPU_UTIL})', *moves)})"
+        sampled = f"(timestamp({whole}) or on ({device}) timestamp({DCGM_GR_ENGINE_ACTIVE}))"
+        gpu_freshness = f"min by ({by}) ({_relabel(sampled, *moves)})"
     else:
         gpu = f"avg by ({by}) ({names.GPU_BUSY_RATIO})"
         gpu_freshness = (

@@ -1,0 +1,109 @@
+"""`--gpu-source dcgm` against the series NVIDIA's dcgm-exporter really publishes, on a real Prometheus.
+
+Labels as dcgm-exporter renders them (internal/pkg/rendermetrics, transformation/kubernetes.go): `gpu`, `UUID`,
+`pci_bus_id`, `device`, `modelName`, `Hostname`, `DCGM_FI_DRIVER_VERSION`, and with `--kubernetes` the `namespace`,
+`pod` and `container` using the GPU. A MIG GPU instance adds `GPU_I_PROFILE` and `GPU_I_ID`, and has no
+`DCGM_FI_DEV_GPU_UTIL` (DCGM does not measure it per instance; older releases report 0): its busy is
+`DCGM_FI_PROF_GR_ENGINE_ACTIVE`, a ratio (dcgm-exporter issues 105, 216, 430).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+
+import pytest
+
+from autoscaler.model import PodSample, RuntimeKey
+from autoscaler.sources.prometheus import PrometheusSource
+from exporter import names
+from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text
+from tests.sources.static_discovery import StaticDiscovery
+
+GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # spelled out: what dcgm-exporter publishes
+RUNTIME = RuntimeKey("team-a", "modelmesh-serving-triton")
+AGE_S = 10.0
+
+StartPrometheus = Callable[[Iterable[Sample]], Awaitable[PrometheusServer]]
+
+
+def gpu(index: int, uuid: str, **extra: str) -> dict[str, str]:
+    """A GPU's labels on every dcgm-exporter series, as scraped by a job that honors them."""
+    return {"job": "dcgm-exporter", "instance": "10.0.3.7:9400", "gpu": str(index), "UUID": uuid,
+            "pci_bus_id": f"00000000:{index + 0x3B:02X}:00.0", "device": f"nvidia{index}",
+            "modelName": "NVIDIA A100-SXM4-80GB", "Hostname": "gpu-node-1", "DCGM_FI_DRIVER_VERSION": "550.54.15",
+            **extra}
+
+
+def used_by(pod: str) -> dict[str, str]:
+    return {"namespace": RUNTIME.namespace, "pod": pod, "container": "triton"}
+
+
+def mig(profile: str, instance: int) -> dict[str, str]:
+    return {"GPU_I_PROFILE": profile, "GPU_I_ID": str(instance)}
+
+
+def freshness(pod: str, at: float) -> list[Sample]:
+    """The pod's exporter (run with EXPORTER_NO_GPU=true): its load signals and their freshness."""
+    labels = {"namespace": RUNTIME.namespace, "pod": pod, "job": "modelmesh-exporter"}
+    return [Sample(names.REQUESTS_PER_SECOND, labels, 10.0, at),
+            Sample(names.LAST_SUCCESS_TIMESTAMP, labels | {"collector": names.COLLECTOR_MODELMESH}, at, at)]
+
+
+@pytest.fixture
+def now() -> float:
+    return time.time()
+
+
+@pytest.fixture
+async def start_prometheus(tmp_path: object) -> AsyncIterator[StartPrometheus]:
+    servers: list[PrometheusServer] = []
+
+    async def start(samples: Iterable[Sample]) -> PrometheusServer:
+        workdir = tmp_path / f"prometheus-{len(servers)}"  # type: ignore[operator]
+        server = PrometheusServer(tsdb_dir=create_blocks(openmetrics_text(samples), workdir / "tsdb"),
+                                  workdir=workdir)
+        servers.append(server)
+        await server.start()
+        return server
+
+    yield start
+    for server in servers:
+        await server.close()
+
+
+async def read(url: str, pods: list[str], now: float, **options: str) -> dict[str, PodSample]:
+    source = PrometheusSource(StaticDiscovery.of({(RUNTIME.namespace, RUNTIME.deployment): pods}), url,
+                              gpu_source="dcgm", **options)  # type: ignore[arg-type]
+    try:
+        (snapshot,) = await source.collect(now)
+    finally:
+        await source.close()
+    return {pod.name: pod for pod in snapshot.pods}
+
+
+@pytest.mark.slow
+async def test_mig_instances_read_their_graphics_engine_activity(
+    start_prometheus: StartPrometheus, now: float
+) -> None:
+    """A whole GPU reads DCGM_FI_DEV_GPU_UTIL (percent); a MIG instance, which has none (or, from older
+    dcgm-exporters, a constant 0), reads DCGM_FI_PROF_GR_ENGINE_ACTIVE: without it a MIG runtime had no GPU
+    busy at all, or one of 0 that scaled it down under load."""
+    at = now - AGE_S
+    whole = gpu(0, "GPU-5f1c") | used_by("whole-0")
+    mig_a = gpu(1, "GPU-9a2e") | mig("3g.40gb", 1) | used_by("mig-0")
+    mig_b = gpu(1, "GPU-9a2e") | mig("3g.40gb", 2) | used_by("mig-1")
+    samples = [
+        *freshness("whole-0", at), *freshness("mig-0", at), *freshness("mig-1", at),
+        Sample(names.DCGM_GPU_UTIL, whole, 63, at), Sample(GR_ENGINE_ACTIVE, whole, 0.58, at),
+        Sample(GR_ENGINE_ACTIVE, mig_a, 0.45, at - 5),
+        Sample(names.DCGM_GPU_UTIL, mig_b, 0, at), Sample(GR_ENGINE_ACTIVE, mig_b, 0.7, at),
+    ]
+    prom = await start_prometheus(samples)
+
+    pods = await read(prom.url, ["whole-0", "mig-0", "mig-1"], now)
+
+    assert pods["whole-0"].gpu_busy == pytest.approx(0.63)  # the whole GPU's own utilization, as before
+    assert pods["mig-0"].gpu_busy == pytest.approx(0.45)
+    assert pods["mig-0"].gpu_sampled_at == pytest.approx(at - 5, abs=1e-3)
+    assert pods["mig-1"].gpu_busy == pytest.approx(0.7)  # not the 0 an older dcgm-exporter reports
