@@ -40,6 +40,7 @@ from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.sources.base import PodDiscovery, RuntimeInventory
 from autoscaler.sources.prometheus_answers import REASON_EMPTY, REASON_GARBAGE, PrometheusSourceError
 from autoscaler.sources.prometheus_queries import (
+    DCGM_GR_ENGINE_ACTIVE,
     FRESHNESS,
     GPU_FRESHNESS,
     GpuSource,
@@ -109,6 +110,10 @@ class PrometheusSource:
         self._on_error = on_error
         self._ns_label = namespace_label
         self._pod_label = pod_label
+        self._gpu_source = gpu_source
+        self._dcgm_labels = (dcgm_namespace_label, dcgm_pod_label)
+        self._dcgm_unmatched_since: float | None = None  # since when no seen pod has a DCGM GPU series
+        self._dcgm_warned = False
         self._signals = build_queries(gpu_source, namespace_label=namespace_label, pod_label=pod_label,
                                       dcgm_namespace_label=dcgm_namespace_label, dcgm_pod_label=dcgm_pod_label)
         self._reader = PrometheusReader(
@@ -160,6 +165,8 @@ class PrometheusSource:
         ]
         if backend_ok:
             self._note_unseen(inventory, seen, now)
+            if self._gpu_source == "dcgm":
+                self._note_dcgm_unmatched(answers["gpu_busy"], seen, now)
         self._forget_vanished(inventory)
         return snapshots
 
@@ -290,6 +297,35 @@ class PrometheusSource:
                     "namespaceSelector, a scrape config's relabelling)? Its values are unknown until it does",
                     self._url, names.LAST_SUCCESS_TIMESTAMP, key.namespace, key.deployment, len(ready),
                     ", ".join(ready[:3]) + (", ..." if len(ready) > 3 else ""), now - since)
+
+    def _note_dcgm_unmatched(self, gpu: Mapping[PodRef, str], seen: set[PodRef], now: float) -> None:
+        """With `--gpu-source dcgm`, say once when for UNSEEN_WARN_AFTER_S no pod Prometheus has series for has a
+        DCGM series naming it: dcgm-exporter without `--kubernetes` names no pod (scraped honoring its labels its
+        series have none; not honoring them, the DCGM exporter's own), and nothing else would say why every pod's
+        GPU busy is unknown. Said again, at info, when some pod has one."""
+        if not seen or any(ref in gpu for ref in seen):
+            self._dcgm_unmatched_since = None
+            if self._dcgm_warned:
+                self._dcgm_warned = False
+                log.info("Prometheus has DCGM GPU series for runtime pods again")
+            return
+        if self._dcgm_unmatched_since is None:
+            self._dcgm_unmatched_since = now
+        if self._dcgm_warned or now - self._dcgm_unmatched_since < UNSEEN_WARN_AFTER_S:
+            return
+        self._dcgm_warned = True
+        others = sorted(f"{namespace}/{pod}" for namespace, pod in gpu)
+        ns_label, pod_label = self._dcgm_labels
+        named = (f"they name {len(others)} other pods ({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}"
+                 "): the DCGM exporter's own, where Prometheus does not honor its labels?" if others
+                 else f"none has {ns_label} and {pod_label} labels (or there are none)")
+        log.warning(
+            "--gpu-source dcgm: for %.0f s none of the %d pods Prometheus at %s has series for has a %s (or, MIG, "
+            "%s) series naming it in %s/%s; %s. GPU busy is unknown for every pod. Run dcgm-exporter with "
+            "--kubernetes (DCGM_EXPORTER_KUBERNETES=true) so that it labels each GPU with the pod using it; where "
+            "Prometheus does not honor its labels, set --dcgm-pod-label exported_pod --dcgm-namespace-label "
+            "exported_namespace", now - self._dcgm_unmatched_since, len(seen), self._url, names.DCGM_GPU_UTIL,
+            DCGM_GR_ENGINE_ACTIVE, ns_label, pod_label, named)
 
     def _note_partial(self, warnings: Sequence[str]) -> None:
         """Warn when the answers say they are partial (Thanos: stores it could not reach), once per set of

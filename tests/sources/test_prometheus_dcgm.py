@@ -9,12 +9,14 @@ Labels as dcgm-exporter renders them (internal/pkg/rendermetrics, transformation
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
 import pytest
 
 from autoscaler.model import PodSample, RuntimeKey
+from autoscaler.sources import prometheus as source_module
 from autoscaler.sources.prometheus import PrometheusSource
 from exporter import names
 from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text
@@ -107,3 +109,58 @@ async def test_mig_instances_read_their_graphics_engine_activity(
     assert pods["mig-0"].gpu_busy == pytest.approx(0.45)
     assert pods["mig-0"].gpu_sampled_at == pytest.approx(at - 5, abs=1e-3)
     assert pods["mig-1"].gpu_busy == pytest.approx(0.7)  # not the 0 an older dcgm-exporter reports
+
+
+@pytest.mark.slow
+async def test_a_gpu_time_sliced_between_pods_gives_each_its_own_share(
+    start_prometheus: StartPrometheus, now: float
+) -> None:
+    """dcgm-exporter `--kubernetes-virtual-gpus`: per pod sharing the GPU, a DCGM_FI_DEV_GPU_UTIL of its own
+    processes (with `vgpu` and `pod_uid`), beside the device's own series with no pod, and copies of the whole
+    GPU's profile metrics for each pod. Each pod reads its share, not the whole GPU's busy."""
+    at = now - AGE_S
+    device = gpu(0, "GPU-5f1c")
+    shares = {"shared-0": 30.0, "shared-1": 20.0}
+    samples = [Sample(names.DCGM_GPU_UTIL, device, 50, at)]
+    for index, (pod, share) in enumerate(shares.items()):
+        samples += [*freshness(pod, at),
+                    Sample(names.DCGM_GPU_UTIL, device | used_by(pod) | {"vgpu": str(index), "pod_uid": f"u{index}"},
+                           share, at),
+                    Sample(GR_ENGINE_ACTIVE, device | used_by(pod) | {"vgpu": str(index)}, 0.5, at)]
+    prom = await start_prometheus(samples)
+
+    pods = await read(prom.url, list(shares), now)
+
+    assert {pod: sample.gpu_busy for pod, sample in pods.items()} == {"shared-0": pytest.approx(0.3),
+                                                                      "shared-1": pytest.approx(0.2)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scrape", ["honoring labels", "not honoring labels"])
+async def test_dcgm_series_that_name_no_runtime_pod_are_said_in_the_log(
+    start_prometheus: StartPrometheus, now: float, caplog: pytest.LogCaptureFixture, scrape: str,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dcgm-exporter without `--kubernetes` labels no GPU with a pod: scraped honoring its labels its series
+    have no pod at all, scraped without, the DCGM exporter's own pod. Either way no runtime pod has a GPU busy,
+    and the log says why (once), instead of every GPU runtime quietly scaling on its other signals."""
+    monkeypatch.setattr(source_module, "UNSEEN_WARN_AFTER_S", 0.0)
+    at = now - AGE_S
+    target = {} if scrape == "honoring labels" else {"namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-7x2k"}
+    samples = [*freshness("a-0", at), Sample(names.DCGM_GPU_UTIL, gpu(0, "GPU-5f1c") | target, 63, at)]
+    prom = await start_prometheus(samples)
+    source = PrometheusSource(StaticDiscovery.of({(RUNTIME.namespace, RUNTIME.deployment): ["a-0"]}), prom.url,
+                              gpu_source="dcgm")
+    try:
+        with caplog.at_level(logging.WARNING, logger=source_module.log.name):
+            for _ in range(3):
+                (snapshot,) = await source.collect(now)
+    finally:
+        await source.close()
+
+    assert snapshot.pods[0].gpu_busy is None
+    warnings = [r.getMessage() for r in caplog.records if "--kubernetes" in r.getMessage()]
+    assert len(warnings) == 1, caplog.text
+    if target:
+        assert "gpu-operator/nvidia-dcgm-exporter-7x2k" in warnings[0]
+        assert "--dcgm-pod-label exported_pod" in warnings[0]
