@@ -447,3 +447,26 @@ def test_dashboard_type_checks_against_grafana_schema() -> None:
                 "--moduleResolution", "bundler", "--module", "esnext", "--target", "es2020", str(check)],
                cwd=cache, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def seconds(duration: str) -> float:
+    """A Prometheus duration of one unit ("15s", "1m") in seconds."""
+    match = re.fullmatch(r"(\d+)(s|m)", duration)
+    assert match, duration
+    return float(match.group(1)) * (60 if match.group(2) == "m" else 1)
+
+
+def test_exporter_scrapes_keep_data_fresher_than_the_adapters_max_staleness() -> None:
+    """With `--source=prometheus` a pod's data is as old as its last scrape (interval, plus the timeout of a slow
+    one) plus the exporter's read of ModelMesh before it: beyond `max_staleness_s` its pods read stale between
+    scrapes and the runtime cannot scale down."""
+    from autoscaler.policies.policy import RuntimePolicy
+
+    budget = RuntimePolicy().max_staleness_s
+    read = ExporterSettings().modelmesh_interval_s
+    job = scrape_jobs()[EXPORTER_JOB]
+    (endpoint,) = find(kustomize(PROMETHEUS), "PodMonitor", EXPORTER_JOB)["spec"]["podMetricsEndpoints"]
+    for where, interval, timeout in (("scrape-config.yaml", job["scrape_interval"], job["scrape_timeout"]),
+                                     ("pod-monitor-exporter.yaml", endpoint["interval"], endpoint["scrapeTimeout"])):
+        oldest = seconds(interval) + seconds(timeout) + read
+        assert oldest < budget, f"{where}: data up to {oldest:g} s old, max_staleness_s {budget:g} s"
