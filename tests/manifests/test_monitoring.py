@@ -28,6 +28,7 @@ from autoscaler.demo.fake_modelmesh import ModelMeshLoad
 from autoscaler.names import ServedMetric
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
+from autoscaler.sources.prometheus_queries import DCGM_GR_ENGINE_ACTIVE
 from exporter import names
 from exporter.settings import ExporterSettings
 from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text
@@ -59,6 +60,8 @@ KUBE_STATE_METRICS = frozenset({"kube_horizontalpodautoscaler_status_desired_rep
                                 "kube_horizontalpodautoscaler_spec_max_replicas",
                                 "kube_horizontalpodautoscaler_info"})
 PROMETHEUS_OWN = frozenset({"up"})
+# dcgm-exporter's series the adapter's --gpu-source=dcgm reads (the dashboard shows them beside the sidecar's).
+DCGM = frozenset({names.DCGM_GPU_UTIL, DCGM_GR_ENGINE_ACTIVE})
 # Grafana variables, as the test data has them.
 RUNTIME_NAMESPACE = "modelmesh-serving"
 RUNTIME_DEPLOYMENT = "modelmesh-serving-triton"
@@ -131,7 +134,7 @@ def known_metric_names() -> set[str]:
     exported = {value for value in vars(names).values() if isinstance(value, str) and "_" in value}
     adapter = {n for family in AdapterMetrics().registry.collect() for n in family_sample_names(family)}
     recorded = {rule["record"] for rule in rules() if "record" in rule}
-    return exported | adapter | recorded | KUBE_STATE_METRICS | PROMETHEUS_OWN
+    return exported | adapter | recorded | KUBE_STATE_METRICS | PROMETHEUS_OWN | DCGM
 
 
 # ---- promtool ----
@@ -368,9 +371,32 @@ def stored_series(now: float) -> Iterator[Sample]:
         for index, (pod, target) in enumerate(pods.values()):
             pod.step(at, modelmesh_fails=(index, step) == (1, 2))
             yield from samples_of(pod.registry, target, honor_exporter, at)
+        yield from dcgm_samples(list(pods), at)
         for metrics, target in replicas:
             adapter_step(metrics, RUNTIME_NAMESPACE, RUNTIME_DEPLOYMENT, list(pods), served.__getitem__)
             yield from samples_of(metrics.registry, target, honor_adapter, at)
+
+
+def dcgm_samples(pods: list[str], at: float) -> Iterator[Sample]:
+    """One scrape of a node's dcgm-exporter (`--kubernetes`, its labels honored): the first pod holds a whole
+    GPU, the second a MIG instance (graphics engine activity only: DCGM has no utilization per instance)."""
+    node = {"job": "dcgm-exporter", "instance": "10.0.3.7:9400", "modelName": "NVIDIA A100-SXM4-80GB",
+            "Hostname": "gpu-node-1"}
+    whole = node | {"gpu": "0", "UUID": "GPU-5f1c", "device": "nvidia0", "namespace": RUNTIME_NAMESPACE,
+                    "pod": pods[0], "container": "triton"}
+    instance = node | {"gpu": "1", "UUID": "GPU-9a2e", "device": "nvidia1", "GPU_I_PROFILE": "3g.40gb",
+                       "GPU_I_ID": "2", "namespace": RUNTIME_NAMESPACE, "pod": pods[1], "container": "triton"}
+    yield Sample(names.DCGM_GPU_UTIL, whole, 85.0, at)
+    yield Sample(DCGM_GR_ENGINE_ACTIVE, whole, 0.8, at)
+    yield Sample(DCGM_GR_ENGINE_ACTIVE, instance, 0.3, at)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_the_gpu_panel_shows_dcgm_busy_per_pod_as_the_adapter_reads_it(prometheus: PrometheusServer) -> None:
+    """The whole GPU's utilization (percent), the MIG instance's engine activity (a ratio), each per pod."""
+    (expr,) = [expr for where, expr in dashboard_queries() if where == "panel 'GPU busy' B"]
+    shown = {series["metric"]["pod"]: float(series["value"][1]) for series in await prometheus.query(expr)}
+    assert shown == {f"{RUNTIME_DEPLOYMENT}-0": pytest.approx(0.85), f"{RUNTIME_DEPLOYMENT}-1": pytest.approx(0.3)}
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -27,6 +27,7 @@ from tests.fakes.prometheus import PrometheusServer
 from tests.manifests.series import pod_discovery_labels
 from tests.manifests.support import BASE, EXAMPLES, PROMETHEUS, container, find, kustomize, load_yaml, metric_names
 from tests.manifests.test_monitoring import (
+    DCGM,
     KUBE_STATE_METRICS,
     RUNTIME_DEPLOYMENT,
     RUNTIME_NAMESPACE,
@@ -173,7 +174,7 @@ async def test_every_metric_name_in_rules_and_dashboard_is_published(
     published = published_names(f"http://{pods[0][1]}/metrics") | published_names(f"https://{adapter}/metrics")
     recorded = {rule["record"] for rule in rules() if "record" in rule}
     used = set().union(*(metric_names(expr) for _, expr in every_expression()))
-    unknown = used - published - recorded - KUBE_STATE_METRICS - {"up", names.GPU_BUSY_RATIO}
+    unknown = used - published - recorded - KUBE_STATE_METRICS - DCGM - {"up", names.GPU_BUSY_RATIO}
     assert not unknown, f"used by rules or dashboard, published by nothing: {sorted(unknown)}"
 
 
