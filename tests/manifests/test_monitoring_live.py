@@ -12,6 +12,7 @@ Kubernetes discovery is replaced (Debian's Prometheus has none): each target is 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -39,7 +40,7 @@ from tests.manifests.test_monitoring import (
     rules,
     variable_queries,
 )
-from tests.support.processes import Server, all_running, free_port, http_get, running
+from tests.support.processes import Server, all_running, free_port, http_get, poll, running
 
 PODS = 2
 EXTERNAL_METRICS = "/apis/external.metrics.k8s.io/v1beta1"
@@ -228,3 +229,30 @@ async def test_no_alert_fires_or_waits_on_a_healthy_fleet(prometheus: Prometheus
     # ModelMeshAutoscalerNoLeader: an adapter without a Kubernetes API acts on nothing and leads nothing.
     alerts = await prometheus.query('ALERTS{alertname!="ModelMeshAutoscalerNoLeader"}')
     assert not alerts, [a["metric"] for a in alerts]
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio(loop_scope="module")
+async def test_an_adapter_reading_this_prometheus_finds_every_pod(
+        processes: tuple[Path, list[tuple[str, str]], str], prometheus: PrometheusServer) -> None:
+    """`--source=prometheus` joins the exporters' series to its pods on the `namespace` and `pod` labels the
+    shipped relabelling gives them: an adapter reading this Prometheus serves the runtime's request load, both
+    pods' rates (40 + 80 requests/s), as the one scraping the exporters does."""
+    workdir, _, _ = processes
+    port = free_port()
+    url = (f"https://127.0.0.1:{port}{EXTERNAL_METRICS}/namespaces/{RUNTIME_NAMESPACE}/modelmesh_request_load"
+           f"?labelSelector=deployment%3D{RUNTIME_DEPLOYMENT}")
+
+    def served() -> float | None:
+        status, body = http_get(url)
+        if status != 200:
+            return None
+        value: str = json.loads(body)["items"][0]["value"]  # a Kubernetes quantity: "120" or "119873m"
+        return float(value[:-1]) / 1000 if value.endswith("m") else float(value)
+
+    with running(["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}", "--targets",
+                  str(workdir / "targets.yaml"), "--refresh-interval", "1", "--window", "3", "--source",
+                  "prometheus", "--prometheus-url", prometheus.url],
+                 f"https://127.0.0.1:{port}/healthz", workdir / "adapter-prometheus.log"):
+        load = await asyncio.to_thread(poll, served, 30)
+    assert load == pytest.approx(120, rel=0.1), (workdir / "adapter-prometheus.log").read_text()[-3000:]
