@@ -24,6 +24,7 @@ import yaml
 from prometheus_client.metrics_core import Metric
 
 from autoscaler.api.app import EXTERNAL_METRIC_ROUTE
+from autoscaler.api.runtimes import KEDA_ROUTE
 from autoscaler.demo.fake_modelmesh import ModelMeshLoad
 from autoscaler.names import ServedMetric
 from autoscaler.selfmetrics import AdapterMetrics
@@ -217,8 +218,9 @@ def test_label_values_in_expressions_are_ones_the_code_produces() -> None:
                 assert value in set(ServedMetric), f"{where}: {value!r} is not a served metric"
             elif label == "collector":
                 assert value in {names.COLLECTOR_GPU, names.COLLECTOR_MODELMESH}, f"{where}: collector {value!r}"
-            elif label == "path":
-                assert operator == "=~" and re.fullmatch(value, EXTERNAL_METRIC_ROUTE), f"{where}: path {value!r}"
+            elif label == "path":  # HPAs ask the external metrics API; KEDA (examples/keda) its own route
+                for route in (EXTERNAL_METRIC_ROUTE, KEDA_ROUTE):
+                    assert operator == "=~" and re.fullmatch(value, route), f"{where}: path {value!r} misses {route}"
 
 
 def hpa_info_labels(namespace: str, name: str, target: dict[str, str]) -> dict[str, str]:
