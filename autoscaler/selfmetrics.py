@@ -136,12 +136,20 @@ class AdapterMetrics:
         if per_runtime:
             for gauge in self.object_gauges:
                 self.registry.register(gauge)
-        self.leader = Gauge(
-            "modelmesh_autoscaler_leader",
-            "1 while this replica writes deletion costs (it holds the leader Lease, or leader election is off), "
-            "else 0.",
-            registry=self.registry,
-        )
+        self.leader: Gauge | None = None  # published by `set_leader`, once this replica acts on the cluster
+
+    def set_leader(self, leading: bool) -> None:
+        """Publish whether this replica writes to the cluster. The series exists only once it acts on the
+        cluster at all: an adapter that writes nothing by configuration (`--deletion-cost=off` with the bridge
+        off, or no Kubernetes API) has no leader to miss, and `ModelMeshAutoscalerNoLeader` must not fire."""
+        if self.leader is None:
+            self.leader = Gauge(
+                "modelmesh_autoscaler_leader",
+                "1 while this replica writes deletion costs or bridges replicas (it holds the leader Lease, or "
+                "leader election is off), else 0; absent where it writes nothing to the cluster.",
+                registry=self.registry,
+            )
+        self.leader.set(1 if leading else 0)
 
     def publish_runtimes(self, views: Iterable[RuntimeView]) -> None:
         """Set every per-runtime series from this refresh's views, and remove the series this refresh did not

@@ -77,9 +77,10 @@ class DeletionCostActuator:
                 self.tasks.append(asyncio.create_task(watch.run(), name=f"runtimescale-watch-{watch.scope or 'all'}"))
             self.refresher.scaled_replicas = partial(scaled_replicas, watches)
         if self.elector is not None:
-            self.tasks.append(asyncio.create_task(self.elector.run(), name="leader-election"))
+            self.metrics.set_leader(False)  # a replica waiting for the Lease says so: the series of no replica
+            self.tasks.append(asyncio.create_task(self.elector.run(), name="leader-election"))  # is 1 => NoLeader
         else:
-            self.metrics.leader.set(1)
+            self.metrics.set_leader(True)
 
     async def stop(self) -> None:
         """Stop writing first, then give the Lease up (the elector releases it when cancelled), then close."""
@@ -91,7 +92,7 @@ class DeletionCostActuator:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        self.metrics.leader.set(0)
+        self.metrics.set_leader(False)
         await self.kube.close()
 
 
@@ -148,7 +149,7 @@ async def start_actuator(
     if elector is not None:
 
         def leadership_changed(leading: bool) -> None:
-            metrics.leader.set(1 if leading else 0)
+            metrics.set_leader(leading)
             if not leading and writer is not None:
                 writer.drop_pending()  # writes still queued or in flight belong to a term that is over
             for part in (writer, bridge):  # a new term starts by writing everything; a lost one stops at once

@@ -14,6 +14,8 @@ import pytest
 
 from autoscaler import __version__
 from autoscaler.actuation.actuator import DeletionCostActuator, start_actuator
+from autoscaler.actuation.leader import LeaseConfig, LeaseElector
+from autoscaler.kube.client import KubeClient
 from autoscaler.kube.errors import KubeConfigError
 from autoscaler.model import PodSample, RuntimeSnapshot
 from autoscaler.names import DELETION_COST_ANNOTATION, ServedMetric
@@ -109,6 +111,37 @@ async def test_contradictory_lease_durations_stop_start_up(kubeconfig: Path, ref
 
     with pytest.raises(ValueError, match="lease-duration"):
         await start_actuator(settings, refresher, refresher.metrics)
+
+
+async def test_an_adapter_that_writes_nothing_to_the_cluster_has_no_leader_series(refresher: Refresher) -> None:
+    """`--deletion-cost=off` with the bridge off writes nothing, so no replica leads anything and the
+    ModelMeshAutoscalerNoLeader alert (leader series all 0) must not fire: the series is absent, not 0."""
+    settings = ServeSettings(deletion_cost=False, bridge=False)
+
+    assert await start_actuator(settings, refresher, refresher.metrics) is None
+    assert refresher.metrics.registry.get_sample_value("modelmesh_autoscaler_leader") is None
+
+
+async def test_a_replica_waiting_for_the_lease_publishes_0_at_once(
+    kube: FakeKubeApi, kubeconfig: Path, refresher: Refresher, stopper: list[DeletionCostActuator]
+) -> None:
+    """Another replica holds the Lease: this one's series is 0 from the start (absent, the alert that watches
+    for every replica at 0 would miss a fleet of followers whose leader is gone)."""
+    other = await KubeClient.connect(kubeconfig, user_agent="replica-1")
+    try:
+        holder = LeaseElector(other, LeaseConfig(namespace="ml", name="modelmesh-autoscaler", identity="replica-1",
+                                                 lease_duration_s=60, renew_deadline_s=40, retry_period_s=2))
+        assert await holder.try_acquire_or_renew()
+    finally:
+        await other.close()
+    settings = ServeSettings(kubeconfig=kubeconfig, leader_elect=True, **SHORT_LEASE)  # type: ignore[arg-type]
+    actuator = await start_actuator(settings, refresher, refresher.metrics, identity="replica-2")
+    assert actuator is not None and actuator.elector is not None
+    stopper.append(actuator)
+    await asyncio.sleep(0.5)  # a few of its tries
+
+    assert not actuator.elector.is_leader
+    assert refresher.metrics.registry.get_sample_value("modelmesh_autoscaler_leader") == 0
 
 
 async def test_outside_a_cluster_leader_election_defaults_off_and_this_replica_writes(

@@ -170,4 +170,4 @@ def adapter_step(metrics: AdapterMetrics, namespace: str, deployment: str, pods:
     for cost, pod in enumerate(pods):
         metrics.pod_deletion_cost.labels(namespace, pod).set(cost)
     metrics.deletion_cost_patches.labels("ok").inc()
-    metrics.leader.set(1)
+    metrics.set_leader(True)

@@ -133,7 +133,9 @@ def family_sample_names(family: Metric) -> set[str]:
 
 def known_metric_names() -> set[str]:
     exported = {value for value in vars(names).values() if isinstance(value, str) and "_" in value}
-    adapter = {n for family in AdapterMetrics().registry.collect() for n in family_sample_names(family)}
+    acting = AdapterMetrics()
+    acting.set_leader(True)  # as an adapter that writes to the cluster publishes it
+    adapter = {n for family in acting.registry.collect() for n in family_sample_names(family)}
     recorded = {rule["record"] for rule in rules() if "record" in rule}
     return exported | adapter | recorded | KUBE_STATE_METRICS | PROMETHEUS_OWN | DCGM
 
