@@ -28,6 +28,7 @@ from typing import Protocol
 from autoscaler.actuation.deletion_cost_plan import PodId, PodPatch, PodRecord, plan_patches, scale_down_pending
 from autoscaler.kube.backoff import retry_delay
 from autoscaler.kube.client import KubeApiError
+from autoscaler.log_lists import few
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.selfmetrics import AdapterMetrics
@@ -141,17 +142,23 @@ class DeletionCostWriter:
         return sent
 
     def _urgent(self, views: Mapping[RuntimeKey, RuntimeView]) -> set[RuntimeKey]:
-        urgent = set()
+        """The runtimes newly about to be scaled down; one log line for all of them (a fleet-wide drop in load
+        makes thousands urgent in one refresh)."""
+        urgent: dict[RuntimeKey, tuple[int, int]] = {}
         for key, view in views.items():
             pair = scale_down_pending(view) if view.known else None
             if pair is None:
                 self._scale_downs.pop(key, None)
             elif self._scale_downs.get(key) != pair:
-                self._scale_downs[key] = pair
-                urgent.add(key)
-                log.info("runtime %s: recommendation %g is below %d replicas; writing deletion costs now",
-                         key, *pair)
-        return urgent
+                self._scale_downs[key] = urgent[key] = pair
+        if len(urgent) == 1:
+            [(key, (wanted, current))] = urgent.items()
+            log.info("runtime %s: recommendation %d is below %d replicas; writing deletion costs now",
+                     key, wanted, current)
+        elif urgent:
+            log.info("%d runtimes' recommendations are below their replicas; writing deletion costs now: %s",
+                     len(urgent), few([f"{key} ({wanted} < {current})" for key, (wanted, current) in urgent.items()]))
+        return set(urgent)
 
     async def _write(self, patches: list[PodPatch], generation: int) -> int:
         slots = asyncio.Semaphore(self.settings.concurrency)

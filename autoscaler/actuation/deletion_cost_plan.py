@@ -8,8 +8,11 @@ A pod is written:
 - when its cost bucket changed, at most once per `min_interval_s` (a minute) per pod, so a pod whose need hovers
   at a bucket edge cannot flood the API;
 - at once, whatever the minute says, in an `urgent` runtime: the writer marks one so when its served
-  recommendation newly falls below its current replicas (or falls further, or a pod went meanwhile), as the
-  costs must be right before the HPA acts (`scale_down_pending` gives the pair it compares);
+  recommendation newly falls below its current replicas (or falls by a further whole replica, or a pod went
+  meanwhile), as the costs must be right before the HPA acts (`scale_down_pending` gives the pair it compares).
+  Not at every small step of the slow scale-down: the served value falls a little at every refresh for
+  minutes, and marking each step urgent wrote every changed cost every 15 s and logged every runtime's fall
+  at every refresh;
 - again every `max_interval_s` (5 minutes) even when unchanged, to repair hand edits and lost writes;
 - after a failed write, when its backoff has passed (a retry continues a write that was due; the minute counts
   from the last write that succeeded).
@@ -87,11 +90,13 @@ def plan_patches(
     return patches
 
 
-def scale_down_pending(view: RuntimeView) -> tuple[float, int] | None:
-    """(served desired replicas, current replicas) while the first is below the second, else None."""
+def scale_down_pending(view: RuntimeView) -> tuple[int, int] | None:
+    """(replicas the served recommendation asks for, current replicas) while the first is below the second,
+    else None. The served value is rounded up as the HPA rounds it (`ceil(value / target)`, target 1), so the
+    pair changes only when a whole replica more is to go, not at every small step of a slow fall."""
     served = view.values.get(ServedMetric.DESIRED_REPLICAS)
     desired = served.value if served is not None else None
     current = view.current_replicas
     if desired is None or current is None or not desired < current:
         return None
-    return desired, current
+    return min(math.ceil(desired), current), current

@@ -1,0 +1,92 @@
+"""The deletion-cost writer as a platform engineer sees it at fleet size, against the fake Kubernetes API: what
+the API server receives while recommendations fall slowly, while it throttles, and what the log says when many
+pods or runtimes are in the same state at once."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+import pytest
+
+from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
+from autoscaler.kube.client import KubeClient
+from autoscaler.model import RuntimeKey, RuntimeView
+from autoscaler.selfmetrics import AdapterMetrics
+from tests.actuation.conftest import KEY, SteppedClock, add_pods, pod_view, runtime_view
+from tests.fakes.kube import FakeKubeApi
+
+REFRESH_S = 15.0
+
+
+def writer_on(kube_client: KubeClient, clock: SteppedClock, **settings: object) -> DeletionCostWriter:
+    options: dict[str, object] = {"qps": None, **settings}
+    return DeletionCostWriter(kube_client, AdapterMetrics(), settings=WriterSettings(**options),  # type: ignore[arg-type]
+                              clock=clock, rand=lambda: 1.0)
+
+
+async def test_a_slow_fall_below_the_replicas_writes_each_pod_at_most_once_a_minute_after_the_first(
+    kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The served recommendation falls from 4 towards 3 over a few minutes (the slow scale-down), a little at
+    every refresh, while two pods' needs hover at a bucket edge. The costs are written at once when it first
+    falls below the replicas and again when the HPA is about to act; in between the minute per pod holds."""
+    caplog.set_level(logging.INFO, logger="autoscaler.actuation.deletion_cost")
+    pods = ["pod-a", "pod-b", "pod-c", "pod-d"]
+    add_pods(kube, pods)
+    writer = writer_on(kube_client, clock)
+    writer.offer({KEY: runtime_view([pod_view(name, 500) for name in pods], desired=4.0, current=4)})
+    await writer.sync()
+    kube.clear_requests()
+
+    desired = 4.0
+    for step in range(16):  # four minutes of refreshes, every one a little lower: 3.95 .. 3.2
+        clock.advance(REFRESH_S)
+        desired -= 0.05
+        flip = 100 * (step % 2)  # pod-a and pod-b swap buckets at every refresh
+        view = runtime_view([pod_view("pod-a", 400 + flip), pod_view("pod-b", 500 - flip),
+                             pod_view("pod-c", 500), pod_view("pod-d", 500)], desired=desired, current=4)
+        writer.offer({KEY: view})
+        await writer.sync()
+
+    per_pod = Counter(patch.name for patch in kube.patches)
+    # Once at the fall below 4 replicas, then at most once a minute: 1 + 4 minutes' worth.
+    assert max(per_pod.values()) <= 1 + 4
+    announcements = [r for r in caplog.records if "writing deletion costs now" in r.getMessage()]
+    assert len(announcements) == 1
+
+
+def fleet(runtimes: int, pods: int, *, desired: float | None = None, current: int | None = None
+          ) -> dict[RuntimeKey, RuntimeView]:
+    """`runtimes` runtimes of `pods` pods each, spread over four namespaces, every pod at its own bucket."""
+    views = {}
+    for i in range(runtimes):
+        key = RuntimeKey(f"team-{i % 4}", f"modelmesh-serving-rt-{i:04d}")
+        views[key] = runtime_view([pod_view(f"rt-{i:04d}-{j}", 100 * (j % 10)) for j in range(pods)], key=key,
+                                  desired=desired, current=current)
+    return views
+
+
+def add_fleet(kube: FakeKubeApi, views: dict[RuntimeKey, RuntimeView]) -> None:
+    for key, view in views.items():
+        add_pods(kube, [pod.name for pod in view.pods], namespace=key.namespace)
+
+
+async def test_a_fleet_wide_drop_in_load_is_one_log_line(
+    kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="autoscaler.actuation.deletion_cost")
+    views = fleet(200, 2, desired=2.0, current=2)
+    add_fleet(kube, views)
+    writer = writer_on(kube_client, clock, concurrency=8)
+    writer.offer(views)
+    await writer.sync()
+
+    clock.advance(REFRESH_S)
+    writer.offer(fleet(200, 2, desired=1.9, current=2))
+    await writer.sync()
+
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1
+    assert lines[0].startswith("200 runtimes' recommendations are below their replicas")
+    assert lines[0].endswith("and 190 more")
