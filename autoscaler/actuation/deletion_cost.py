@@ -9,8 +9,9 @@ writes at most `batch_size` pods, urgent ones first, with `concurrency` requests
 second, and stops early when newer views arrive, so a slow API server delays only this task: never a refresh,
 never an HPA request. 404 means the pod is gone (normal: it was just removed); 409, 429 and 5xx (and no answer)
 are retried with exponential backoff and jitter, honouring `Retry-After`; other refusals (403: missing RBAC)
-wait for the 5-minute refresh. Writes happen only while `may_write()` (leadership) holds; losing it forgets
-what was written, so a new term starts by writing every pod once.
+wait for the 5-minute refresh. A `Retry-After` (API Priority and Fairness throttles the adapter's whole flow,
+not one pod) also pauses every other patch of the writer for that long. Writes happen only while `may_write()`
+(leadership) holds; losing it forgets what was written, so a new term starts by writing every pod once.
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ class DeletionCostWriter:
         self.records: dict[PodId, PodRecord] = {}
         self._scale_downs: dict[RuntimeKey, tuple[float, int]] = {}
         self._next_slot = 0.0
+        self._hold_until = 0.0  # real monotonic time before which no patch is sent: the server's Retry-After
         self._planned_at = -math.inf  # when the last pass planned: retries due by then were looked at
         self._last_error: int | str | None = None
         self._in_flight: set[asyncio.Task[None]] = set()
@@ -187,7 +189,10 @@ class DeletionCostWriter:
         return len(tasks)
 
     async def _pace(self) -> None:
-        """At most `qps` patches a second, spread evenly (real time: this is about load, not policy)."""
+        """At most `qps` patches a second, spread evenly, and none while the server's Retry-After lasts (real
+        time: this is about load, not policy)."""
+        while (hold := self._hold_until - time.monotonic()) > 0:  # a 429 may arrive while we wait
+            await asyncio.sleep(hold)
         if self.settings.qps is None:
             return
         now = time.monotonic()
@@ -221,6 +226,9 @@ class DeletionCostWriter:
             self.records[pod] = PodRecord(retry_at=now + self.settings.min_interval_s)
             return
         record.failures += 1
+        if error.retry_after_s is not None and error.retry_after_s > 0:
+            pause = min(error.retry_after_s, self.settings.backoff_cap_s)
+            self._hold_until = max(self._hold_until, time.monotonic() + pause)
         if error.retryable:
             record.retry_at = now + retry_delay(record.failures, self.settings.backoff_base_s,
                                                 self.settings.backoff_cap_s, self._rand(), error.retry_after_s)

@@ -5,7 +5,9 @@ pods or runtimes are in the same state at once."""
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
+from collections.abc import Mapping
 
 import pytest
 
@@ -90,3 +92,36 @@ async def test_a_fleet_wide_drop_in_load_is_one_log_line(
     assert len(lines) == 1
     assert lines[0].startswith("200 runtimes' recommendations are below their replicas")
     assert lines[0].endswith("and 190 more")
+
+
+class TimedAnnotator:
+    """The real client, noting when each patch was sent (real time: throttling is about real seconds)."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
+        self.sent: list[float] = []
+
+    async def patch_pod_annotations(self, namespace: str, name: str, annotations: Mapping[str, str]) -> None:
+        self.sent.append(time.monotonic())
+        await self.client.patch_pod_annotations(namespace, name, annotations)
+
+
+async def test_throttling_with_retry_after_pauses_every_write_not_just_the_refused_pod(
+    kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock
+) -> None:
+    """API Priority and Fairness answers 429 with Retry-After for the adapter's whole flow: sending the other
+    pods' patches meanwhile only earns more 429s and load on a server that asked for a pause."""
+    views = fleet(10, 2)
+    add_fleet(kube, views)
+    annotator = TimedAnnotator(kube_client)
+    writer = DeletionCostWriter(annotator, AdapterMetrics(), settings=WriterSettings(qps=None, concurrency=1),
+                                clock=clock, rand=lambda: 1.0)
+    kube.fail("/pods/", 429, times=1, retry_after=1)
+    writer.offer(views)
+
+    await writer.sync()
+
+    first, *others = annotator.sent
+    assert len(others) == 19
+    assert others[0] - first >= 0.95
+    assert [p.status for p in kube.patches].count(429) == 1
