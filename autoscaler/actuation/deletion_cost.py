@@ -12,6 +12,12 @@ are retried with exponential backoff and jitter, honouring `Retry-After`; other 
 wait for the 5-minute refresh. A `Retry-After` (API Priority and Fairness throttles the adapter's whole flow,
 not one pod) also pauses every other patch of the writer for that long. Writes happen only while `may_write()`
 (leadership) holds; losing it forgets what was written, so a new term starts by writing every pod once.
+
+The log, at fleet size: failures are said once per pass and cause, not per pod (a Role missing in a namespace
+of 500 pods, or an API server failing every tenth patch, was a warning per pod). A cause is the status, and for
+refusals (403 RBAC, 422, an admission webhook) also the namespace, as Roles and policies are per namespace. A
+cause is a warning when it starts, then debug until every pod it failed has been written, which is one info
+line (`... written again`).
 """
 
 from __future__ import annotations
@@ -35,6 +41,9 @@ from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
+
+FailureCause = tuple[int | str, str | None]
+"""(HTTP status or "no answer", namespace for refusals else None): what one grouped log line is about."""
 
 
 class PodAnnotator(Protocol):
@@ -88,7 +97,8 @@ class DeletionCostWriter:
         self._next_slot = 0.0
         self._hold_until = 0.0  # real monotonic time before which no patch is sent: the server's Retry-After
         self._planned_at = -math.inf  # when the last pass planned: retries due by then were looked at
-        self._last_error: int | str | None = None
+        self._failing: dict[FailureCause, set[PodId]] = {}  # causes warned about, with the pods still failing
+        self._pass_failures: dict[FailureCause, list[tuple[PodId, str, float, KubeApiError]]] = {}
         self._in_flight: set[asyncio.Task[None]] = set()
 
     async def on_refresh(self, views: Mapping[RuntimeKey, RuntimeView]) -> None:
@@ -183,7 +193,9 @@ class DeletionCostWriter:
             self._in_flight.add(task)
             task.add_done_callback(self._in_flight.discard)
             tasks.append(task)
-        for outcome in await asyncio.gather(*tasks, return_exceptions=True):
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+        self._report_failures()
+        for outcome in outcomes:
             if isinstance(outcome, Exception):  # a bug; a cancelled patch (leadership lost) is simply dropped
                 raise outcome
         return len(tasks)
@@ -213,7 +225,7 @@ class DeletionCostWriter:
             return
         record.cost, record.written_at = patch.cost, self._clock()
         record.failures, record.retry_at = 0, -math.inf
-        self._last_error = None
+        self._written(pod)
         self._metrics.deletion_cost_patches.labels("ok").inc()
         self._metrics.pod_deletion_cost.labels(*pod).set(patch.cost)
 
@@ -224,6 +236,7 @@ class DeletionCostWriter:
             self._metrics.deletion_cost_patches.labels("not_found").inc()
             self._remove_series(pod, record)
             self.records[pod] = PodRecord(retry_at=now + self.settings.min_interval_s)
+            self._written(pod)  # nothing left to write: it no longer holds a failure open
             return
         record.failures += 1
         if error.retry_after_s is not None and error.retry_after_s > 0:
@@ -237,11 +250,37 @@ class DeletionCostWriter:
             record.retry_at = now + self.settings.max_interval_s
             result = "failed"
         self._metrics.deletion_cost_patches.labels(result).inc()
-        kind = error.status if error.status is not None else "no answer"
-        level = logging.WARNING if kind != self._last_error else logging.DEBUG
-        self._last_error = kind
-        log.log(level, "deletion cost of pod %s/%s not written (%s, next try in %.0f s): %s",
-                *pod, result, record.retry_at - now, error)
+        status = error.status if error.status is not None else "no answer"
+        cause = (status, None if error.retryable else pod[0])
+        self._pass_failures.setdefault(cause, []).append((pod, result, record.retry_at - now, error))
+
+    def _written(self, pod: PodId) -> None:
+        for pods in self._failing.values():
+            pods.discard(pod)
+
+    def _report_failures(self) -> None:
+        """One line per cause for the pass just done; one when a cause's pods are all written again."""
+        failures, self._pass_failures = self._pass_failures, {}
+        for cause, failed in failures.items():
+            pods = {pod for pod, *_ in failed}
+            for other in self._failing.values():  # a pod fails for one cause at a time
+                other -= pods
+            level = logging.DEBUG if cause in self._failing else logging.WARNING
+            self._failing.setdefault(cause, set()).update(pods)
+            status, namespace = cause
+            (_, result, _, example), waits = failed[0], [wait for *_, wait, _ in failed]
+            how = "retried with backoff" if result == "retried" else "refused; tried again at the 5-minute refresh"
+            where = f" in namespace {namespace}" if namespace is not None else ""
+            soonest, latest = round(min(waits)), round(max(waits))
+            wait = f"{soonest} s" if soonest == latest else f"{soonest}-{latest} s"
+            log.log(level, "deletion costs of %d pods%s not written (%s, %s; next try in %s): %s; e.g. %s",
+                    len(failed), where, status, how, wait, few([f"{ns}/{name}" for (ns, name), *_ in failed]),
+                    example)
+        for cause in [cause for cause, pods in self._failing.items() if not pods]:
+            del self._failing[cause]
+            status, namespace = cause
+            log.info("deletion costs are written again%s: every pod that failed with %s is written",
+                     f" in namespace {namespace}" if namespace is not None else "", status)
 
     def _next_retry_in(self) -> float | None:
         """Until the next retry the last pass did not look at. One due by then was written, cut off (newer views
@@ -254,6 +293,7 @@ class DeletionCostWriter:
         present = {(key.namespace, name) for key, view in views.items() for name, *_ in view.pods.deletion_costs()}
         for pod in [pod for pod in self.records if pod not in present]:
             self._remove_series(pod, self.records.pop(pod))
+            self._written(pod)
         for key in [key for key in self._scale_downs if key not in views]:
             del self._scale_downs[key]
 
@@ -262,6 +302,7 @@ class DeletionCostWriter:
             self._remove_series(pod, record)
         self.records.clear()
         self._scale_downs.clear()
+        self._failing.clear()
 
     def _remove_series(self, pod: PodId, record: PodRecord) -> None:
         if record.cost is not None:

@@ -125,3 +125,44 @@ async def test_throttling_with_retry_after_pauses_every_write_not_just_the_refus
     assert len(others) == 19
     assert others[0] - first >= 0.95
     assert [p.status for p in kube.patches].count(429) == 1
+
+
+def warnings_in(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+async def test_refusals_at_fleet_size_are_a_line_per_cause_naming_the_missing_permission_once(
+    kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The Role was not copied to one runtime namespace, and the API server fails a few patches elsewhere,
+    interleaved with successes."""
+    caplog.set_level(logging.INFO, logger="autoscaler.actuation.deletion_cost")
+    views = fleet(100, 2)
+    add_fleet(kube, views)
+    kube.forbid("patch", "pods", "team-3")
+    kube.fail(r"/team-[0-2]/pods/rt-00[0-4]\d-1$", 503, times=None)  # 38 pods, no Retry-After
+    writer = writer_on(kube_client, clock, concurrency=4, batch_size=1000)
+    writer.offer(views)
+    await writer.sync()
+
+    first = warnings_in(caplog)
+    assert len(first) == 2
+    [forbidden] = [line for line in first if "403" in line]
+    assert "50 pods" in forbidden and "team-3" in forbidden
+    assert 'cannot patch resource "pods" in API group "" in the namespace "team-3"' in forbidden
+    [unavailable] = [line for line in first if "503" in line]
+    assert "pods" in unavailable and "and " in unavailable  # a count and a short list, not 38 lines
+
+    caplog.clear()
+    for _ in range(24):  # ten minutes of refreshes: the retries and the 5-minute retry of the refusals
+        clock.advance(25)
+        writer.offer(views)
+        await writer.sync()
+    assert warnings_in(caplog) == []
+
+    kube.clear_faults()
+    clock.advance(300)
+    writer.offer(views)
+    await writer.sync()
+    recovered = [r.getMessage() for r in caplog.records if "written again" in r.getMessage()]
+    assert len(recovered) == 2
