@@ -17,7 +17,10 @@ A pod is written:
 - after a failed write, when its backoff has passed (a retry continues a write that was due; the minute counts
   from the last write that succeeded).
 
-Patches come out sorted: urgent ones first, then new, changed and retried ones, then periodic refreshes.
+Patches come out sorted: urgent ones first, then new, changed and retried ones, then periodic refreshes; within
+each, the pod written longest ago first. When more are due than the API is given (a fleet at the writer's qps
+limit), the backlog is worked off oldest first: sorted by name, the pods of namespaces late in the alphabet
+were written less often for as long as the overload lasted.
 """
 
 from __future__ import annotations
@@ -34,9 +37,11 @@ PodId = tuple[str, str]  # (namespace, pod name)
 
 @dataclass(frozen=True, slots=True, order=True)
 class PodPatch:
-    """One wanted write. Sorted: urgent (0) before new, changed or retried (1) before periodic refreshes (2)."""
+    """One wanted write. Sorted: urgent (0) before new, changed or retried (1) before periodic refreshes (2),
+    then the pod whose last write is oldest (never written: first)."""
 
     priority: int
+    written_at: float
     namespace: str
     pod: str
     cost: int
@@ -85,7 +90,8 @@ def plan_patches(
                 priority = 2
             else:
                 continue
-            patches.append(PodPatch(priority, key.namespace, name, cost, key))
+            written_at = record.written_at if record is not None else -math.inf
+            patches.append(PodPatch(priority, written_at, key.namespace, name, cost, key))
     patches.sort()
     return patches
 

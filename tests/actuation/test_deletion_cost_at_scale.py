@@ -166,3 +166,23 @@ async def test_refusals_at_fleet_size_are_a_line_per_cause_naming_the_missing_pe
     await writer.sync()
     recovered = [r.getMessage() for r in caplog.records if "written again" in r.getMessage()]
     assert len(recovered) == 2
+
+
+async def test_when_the_api_cannot_keep_up_no_namespace_waits_longer_for_its_changed_costs(
+    kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock
+) -> None:
+    """More costs change than one pass may write (a fleet at the qps limit): the backlog is worked off oldest
+    first, so a runtime in a namespace late in the alphabet is not written less often than one early in it."""
+    keys = [RuntimeKey("team-a", "modelmesh-serving-rt"), RuntimeKey("team-z", "modelmesh-serving-rt")]
+    for key in keys:
+        add_pods(kube, [f"{key.namespace}-{j}" for j in range(10)], namespace=key.namespace)
+    writer = writer_on(kube_client, clock, batch_size=4)
+    for step in range(40):  # ten minutes; every pod changes bucket every minute: 20 a minute, 16 written
+        cost = 100 * ((step // 4) % 2)
+        writer.offer({key: runtime_view([pod_view(f"{key.namespace}-{j}", cost) for j in range(10)], key=key)
+                      for key in keys})
+        await writer.sync()
+        clock.advance(REFRESH_S)
+
+    written = Counter(patch.namespace for patch in kube.patches)
+    assert written["team-z"] >= 0.9 * written["team-a"], written

@@ -49,7 +49,9 @@ def test_when_a_pod_is_written(
 
     patches = plan_patches(views, records, {KEY} if urgent else set(), NOW)
 
-    expected = [] if expected_priority is None else [PodPatch(expected_priority, KEY.namespace, "pod-a", cost, KEY)]
+    written_at = NEVER if known_record is None else known_record.written_at
+    expected = [] if expected_priority is None else [
+        PodPatch(expected_priority, written_at, KEY.namespace, "pod-a", cost, KEY)]
     assert patches == expected
 
 
@@ -65,12 +67,14 @@ def test_pods_never_written(pod: PodView, known: bool) -> None:
     assert plan_patches(views, {}, {KEY}, NOW) == []
 
 
-def test_patches_come_sorted_urgent_then_new_then_refreshes() -> None:
-    views = {KEY: runtime_view([pod_view("old", 100), pod_view("new", 200), pod_view("b-moved", 0)])}
-    records = {(KEY.namespace, "old"): record(100, written_ago=400), (KEY.namespace, "b-moved"): record(900, 100)}
+def test_patches_come_sorted_urgent_then_new_then_refreshes_each_oldest_first() -> None:
+    views = {KEY: runtime_view([pod_view("old", 100), pod_view("new", 200), pod_view("b-moved", 0),
+                                pod_view("a-moved", 0), pod_view("older", 100)])}
+    records = {(KEY.namespace, "old"): record(100, written_ago=400), (KEY.namespace, "b-moved"): record(900, 100),
+               (KEY.namespace, "a-moved"): record(800, 90), (KEY.namespace, "older"): record(100, 500)}
 
     assert [(p.priority, p.pod) for p in plan_patches(views, records, set(), NOW)] == [
-        (1, "b-moved"), (1, "new"), (2, "old")]
+        (1, "new"), (1, "b-moved"), (1, "a-moved"), (2, "older"), (2, "old")]
 
 
 @pytest.mark.parametrize(
