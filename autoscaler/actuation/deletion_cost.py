@@ -143,15 +143,20 @@ class DeletionCostWriter:
             self._forget()
             return 0
         now = self._planned_at = self._clock()
-        self._drop_vanished(views)
-        patches = plan_patches(views, self.records, self._urgent(views), now,
-                               min_interval_s=self.settings.min_interval_s,
-                               max_interval_s=self.settings.max_interval_s)
+        # In a thread: at 50,000 pods planning is 0.2-1 s of Python, which on the event loop held up every
+        # HPA request at every refresh. Nothing else touches the records meanwhile: no patch is in flight
+        # between passes, and this task is the only one that plans.
+        patches = await asyncio.to_thread(self._plan, views, now)
         sent = await self._write(patches[: self.settings.batch_size], self._generation)
         for patch in patches[sent:]:
             if patch.priority == 0:  # cut off by the batch or by newer views: still urgent next pass
                 self._scale_downs.pop(patch.runtime, None)
         return sent
+
+    def _plan(self, views: Mapping[RuntimeKey, RuntimeView], now: float) -> list[PodPatch]:
+        self._drop_vanished(views)
+        return plan_patches(views, self.records, self._urgent(views), now,
+                            min_interval_s=self.settings.min_interval_s, max_interval_s=self.settings.max_interval_s)
 
     def _urgent(self, views: Mapping[RuntimeKey, RuntimeView]) -> set[RuntimeKey]:
         """The runtimes newly about to be scaled down; one log line for all of them (a fleet-wide drop in load
