@@ -21,9 +21,10 @@ The safety margin is `lease_duration - renew_deadline`, and every delay is count
   before the server answered);
 - every Kubernetes call has a client timeout shorter than the margin (`client_timeout_s`), so a write the
   old leader sent just before its deadline has finished or been abandoned before anyone may take over.
-- When the leader dies, a follower takes over within about one lease duration (plus one retry period) of the
-  last renewal. On a clean shutdown the leader releases the Lease (empty holder, 1 s duration), so a follower
-  takes over at its next retry.
+- When the leader dies, a follower takes over one lease duration after it first saw the last renewal, at its
+  next retry: 15-24 s after that renewal at the defaults (each of the two waits is up to one jittered retry
+  period, 2.2 x 2 s). On a clean shutdown the leader releases the Lease (empty holder, 1 s duration), so a
+  follower takes over at its next retry.
 
 `LeaseElector.run()` does all of it until cancelled; `try_acquire_or_renew()` and `release()` are the single
 steps, for tests with an injected clock. Listeners hear every change of `is_leader`.
