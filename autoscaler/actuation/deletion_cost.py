@@ -93,7 +93,7 @@ class DeletionCostWriter:
         self._generation = 0
         self._wake = asyncio.Event()
         self.records: dict[PodId, PodRecord] = {}
-        self._scale_downs: dict[RuntimeKey, tuple[float, int]] = {}
+        self._scale_downs: dict[RuntimeKey, tuple[int, int]] = {}
         self._next_slot = 0.0
         self._hold_until = 0.0  # real monotonic time before which no patch is sent: the server's Retry-After
         self._planned_at = -math.inf  # when the last pass planned: retries due by then were looked at
@@ -145,18 +145,25 @@ class DeletionCostWriter:
         now = self._planned_at = self._clock()
         # In a thread: at 50,000 pods planning is 0.2-1 s of Python, which on the event loop held up every
         # HPA request at every refresh. Nothing else touches the records meanwhile: no patch is in flight
-        # between passes, and this task is the only one that plans.
-        patches = await asyncio.to_thread(self._plan, views, now)
+        # between passes, and this task is the only one that plans. The thread only reads and plans; the
+        # metrics series of vanished pods are removed here, on the loop that renders /metrics.
+        vanished, patches = await asyncio.to_thread(self._plan, views, now)
+        self._drop(vanished)
         sent = await self._write(patches[: self.settings.batch_size], self._generation)
         for patch in patches[sent:]:
             if patch.priority == 0:  # cut off by the batch or by newer views: still urgent next pass
                 self._scale_downs.pop(patch.runtime, None)
         return sent
 
-    def _plan(self, views: Mapping[RuntimeKey, RuntimeView], now: float) -> list[PodPatch]:
-        self._drop_vanished(views)
-        return plan_patches(views, self.records, self._urgent(views), now,
-                            min_interval_s=self.settings.min_interval_s, max_interval_s=self.settings.max_interval_s)
+    def _plan(self, views: Mapping[RuntimeKey, RuntimeView], now: float) -> tuple[list[PodId], list[PodPatch]]:
+        """(pods no longer in the views, the patches due): all the per-pod work of a pass, for a thread."""
+        present = {(key.namespace, name) for key, view in views.items() for name, *_ in view.pods.deletion_costs()}
+        vanished = [pod for pod in self.records if pod not in present]
+        for key in [key for key in self._scale_downs if key not in views]:
+            del self._scale_downs[key]
+        return vanished, plan_patches(views, self.records, self._urgent(views), now,
+                                      min_interval_s=self.settings.min_interval_s,
+                                      max_interval_s=self.settings.max_interval_s)
 
     def _urgent(self, views: Mapping[RuntimeKey, RuntimeView]) -> set[RuntimeKey]:
         """The runtimes newly about to be scaled down; one log line for all of them (a fleet-wide drop in load
@@ -294,13 +301,10 @@ class DeletionCostWriter:
         due = [r.retry_at for r in self.records.values() if r.failures and r.retry_at > self._planned_at]
         return max(0.0, min(due) - self._clock()) if due else None
 
-    def _drop_vanished(self, views: Mapping[RuntimeKey, RuntimeView]) -> None:
-        present = {(key.namespace, name) for key, view in views.items() for name, *_ in view.pods.deletion_costs()}
-        for pod in [pod for pod in self.records if pod not in present]:
+    def _drop(self, vanished: list[PodId]) -> None:
+        for pod in vanished:
             self._remove_series(pod, self.records.pop(pod))
             self._written(pod)
-        for key in [key for key in self._scale_downs if key not in views]:
-            del self._scale_downs[key]
 
     def _forget(self) -> None:
         for pod, record in self.records.items():
