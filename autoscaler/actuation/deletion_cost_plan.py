@@ -17,10 +17,13 @@ A pod is written:
 - after a failed write, when its backoff has passed (a retry continues a write that was due; the minute counts
   from the last write that succeeded).
 
-Patches come out sorted: urgent ones first, then new, changed and retried ones, then periodic refreshes; within
-each, the pod written longest ago first. When more are due than the API is given (a fleet at the writer's qps
-limit), the backlog is worked off oldest first: sorted by name, the pods of namespaces late in the alphabet
-were written less often for as long as the overload lasted.
+Patches come out in the order to send them: urgent ones first; then changed and retried ones (known to be
+wrong in the cluster) taking turns with first writes (a new pod, or any pod at the start of a term, most likely
+right already from the previous leader), so that neither waits for the other's backlog; then periodic
+refreshes. Within each kind, the pod written longest ago first. When more are due than the API is given (a
+fleet at the writer's qps limit, a new leader's first writes of 50,000 pods), the backlog is worked off oldest
+first: sorted by name, the pods of namespaces late in the alphabet were written less often for as long as the
+overload lasted, and a changed cost waited behind a new term's every first write.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import zip_longest
 
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.names import ServedMetric
@@ -37,8 +41,8 @@ PodId = tuple[str, str]  # (namespace, pod name)
 
 @dataclass(frozen=True, slots=True, order=True)
 class PodPatch:
-    """One wanted write. Sorted: urgent (0) before new, changed or retried (1) before periodic refreshes (2),
-    then the pod whose last write is oldest (never written: first)."""
+    """One wanted write: urgent (0), changed or retried (1), first write (2), periodic refresh (3). Sorted by
+    kind, then the pod whose last write is oldest (never written: first); `plan_patches` interleaves 1 and 2."""
 
     priority: int
     written_at: float
@@ -80,20 +84,27 @@ def plan_patches(
             record = records.get((key.namespace, name))
             if record is not None and record.retry_at > now:
                 continue
-            if record is None or record.cost is None or record.failures:
-                priority = 0 if hurry else 1  # never written, or a write that failed and is due again
+            if record is None or record.cost is None:
+                priority = 0 if hurry else 2  # never written by this replica (or its first write failed)
+            elif record.failures:
+                priority = 0 if hurry else 1  # a write that failed and is due again
             elif record.cost != cost:
                 if not (hurry or now - record.written_at >= min_interval_s):
                     continue
                 priority = 0 if hurry else 1
             elif now - record.written_at >= max_interval_s:
-                priority = 2
+                priority = 3
             else:
                 continue
             written_at = record.written_at if record is not None else -math.inf
             patches.append(PodPatch(priority, written_at, key.namespace, name, cost, key))
     patches.sort()
-    return patches
+    by_kind: list[list[PodPatch]] = [[], [], [], []]
+    for patch in patches:
+        by_kind[patch.priority].append(patch)
+    urgent_patches, changed, first, periodic = by_kind
+    turns = [patch for pair in zip_longest(changed, first) for patch in pair if patch is not None]
+    return urgent_patches + turns + periodic
 
 
 def scale_down_pending(view: RuntimeView) -> tuple[int, int] | None:

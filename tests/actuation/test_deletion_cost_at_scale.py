@@ -220,3 +220,27 @@ async def test_planning_a_fleet_leaves_the_event_loop_to_the_metrics_api(clock: 
     finally:
         task.cancel()
     assert ticks >= 3
+
+
+async def test_a_new_leaders_first_writes_do_not_hold_back_a_changed_cost(
+    kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock
+) -> None:
+    """A new leader writes every pod once (at fleet size that takes many passes at the qps limit); the costs
+    are most likely right already, written by the previous leader. A cost this leader wrote and that changed
+    since is known to be wrong in the cluster: it does not wait behind the backlog of first writes."""
+    views = fleet(10, 4)
+    add_fleet(kube, views)
+    writer = writer_on(kube_client, clock, batch_size=4)
+    writer.offer(views)
+    await writer.sync()  # the first 4 of 40 first writes
+    first = [patch.name for patch in kube.patches]
+    kube.clear_requests()
+
+    clock.advance(60)
+    changed = {key: runtime_view([pod_view(pod.name, 900 if pod.name in first else pod.deletion_cost or 0)
+                                  for pod in view.pods], key=key) for key, view in views.items()}
+    for _ in range(2):  # two passes of 4, of 36 first writes and 4 changed costs due
+        clock.advance(REFRESH_S)
+        writer.offer(changed)
+        await writer.sync()
+    assert set(first) <= {patch.name for patch in kube.patches}
