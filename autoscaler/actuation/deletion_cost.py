@@ -9,8 +9,15 @@ writes at most `batch_size` pods, urgent ones first, with `concurrency` requests
 second, and stops early when newer views arrive, so a slow API server delays only this task: never a refresh,
 never an HPA request. 404 means the pod is gone (normal: it was just removed); 409, 429 and 5xx (and no answer)
 are retried with exponential backoff and jitter, honouring `Retry-After`; other refusals (403: missing RBAC)
-wait for the 5-minute refresh. Writes happen only while `may_write()` (leadership) holds; losing it forgets
-what was written, so a new term starts by writing every pod once.
+wait for the 5-minute refresh. A `Retry-After` (API Priority and Fairness throttles the adapter's whole flow,
+not one pod) also pauses every other patch of the writer for that long. Writes happen only while `may_write()`
+(leadership) holds; losing it forgets what was written, so a new term starts by writing every pod once.
+
+The log, at fleet size: failures are said once per pass and cause, not per pod (a Role missing in a namespace
+of 500 pods, or an API server failing every tenth patch, was a warning per pod). A cause is the status, and for
+refusals (403 RBAC, 422, an admission webhook) also the namespace, as Roles and policies are per namespace. A
+cause is a warning when it starts, then debug until every pod it failed has been written, which is one info
+line (`... written again`).
 """
 
 from __future__ import annotations
@@ -28,11 +35,15 @@ from typing import Protocol
 from autoscaler.actuation.deletion_cost_plan import PodId, PodPatch, PodRecord, plan_patches, scale_down_pending
 from autoscaler.kube.backoff import retry_delay
 from autoscaler.kube.client import KubeApiError
+from autoscaler.log_lists import few
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
+
+FailureCause = tuple[int | str, str | None]
+"""(HTTP status or "no answer", namespace for refusals else None): what one grouped log line is about."""
 
 
 class PodAnnotator(Protocol):
@@ -82,10 +93,12 @@ class DeletionCostWriter:
         self._generation = 0
         self._wake = asyncio.Event()
         self.records: dict[PodId, PodRecord] = {}
-        self._scale_downs: dict[RuntimeKey, tuple[float, int]] = {}
+        self._scale_downs: dict[RuntimeKey, tuple[int, int]] = {}
         self._next_slot = 0.0
+        self._hold_until = 0.0  # real monotonic time before which no patch is sent: the server's Retry-After
         self._planned_at = -math.inf  # when the last pass planned: retries due by then were looked at
-        self._last_error: int | str | None = None
+        self._failing: dict[FailureCause, set[PodId]] = {}  # causes warned about, with the pods still failing
+        self._pass_failures: dict[FailureCause, list[tuple[PodId, str, float, KubeApiError]]] = {}
         self._in_flight: set[asyncio.Task[None]] = set()
 
     async def on_refresh(self, views: Mapping[RuntimeKey, RuntimeView]) -> None:
@@ -130,28 +143,46 @@ class DeletionCostWriter:
             self._forget()
             return 0
         now = self._planned_at = self._clock()
-        self._drop_vanished(views)
-        patches = plan_patches(views, self.records, self._urgent(views), now,
-                               min_interval_s=self.settings.min_interval_s,
-                               max_interval_s=self.settings.max_interval_s)
+        # In a thread: at 50,000 pods planning is 0.2-1 s of Python, which on the event loop held up every
+        # HPA request at every refresh. Nothing else touches the records meanwhile: no patch is in flight
+        # between passes, and this task is the only one that plans. The thread only reads and plans; the
+        # metrics series of vanished pods are removed here, on the loop that renders /metrics.
+        vanished, patches = await asyncio.to_thread(self._plan, views, now)
+        self._drop(vanished)
         sent = await self._write(patches[: self.settings.batch_size], self._generation)
         for patch in patches[sent:]:
             if patch.priority == 0:  # cut off by the batch or by newer views: still urgent next pass
                 self._scale_downs.pop(patch.runtime, None)
         return sent
 
+    def _plan(self, views: Mapping[RuntimeKey, RuntimeView], now: float) -> tuple[list[PodId], list[PodPatch]]:
+        """(pods no longer in the views, the patches due): all the per-pod work of a pass, for a thread."""
+        present = {(key.namespace, name) for key, view in views.items() for name, *_ in view.pods.deletion_costs()}
+        vanished = [pod for pod in self.records if pod not in present]
+        for key in [key for key in self._scale_downs if key not in views]:
+            del self._scale_downs[key]
+        return vanished, plan_patches(views, self.records, self._urgent(views), now,
+                                      min_interval_s=self.settings.min_interval_s,
+                                      max_interval_s=self.settings.max_interval_s)
+
     def _urgent(self, views: Mapping[RuntimeKey, RuntimeView]) -> set[RuntimeKey]:
-        urgent = set()
+        """The runtimes newly about to be scaled down; one log line for all of them (a fleet-wide drop in load
+        makes thousands urgent in one refresh)."""
+        urgent: dict[RuntimeKey, tuple[int, int]] = {}
         for key, view in views.items():
             pair = scale_down_pending(view) if view.known else None
             if pair is None:
                 self._scale_downs.pop(key, None)
             elif self._scale_downs.get(key) != pair:
-                self._scale_downs[key] = pair
-                urgent.add(key)
-                log.info("runtime %s: recommendation %g is below %d replicas; writing deletion costs now",
-                         key, *pair)
-        return urgent
+                self._scale_downs[key] = urgent[key] = pair
+        if len(urgent) == 1:
+            [(key, (wanted, current))] = urgent.items()
+            log.info("runtime %s: recommendation %d is below %d replicas; writing deletion costs now",
+                     key, wanted, current)
+        elif urgent:
+            log.info("%d runtimes' recommendations are below their replicas; writing deletion costs now: %s",
+                     len(urgent), few([f"{key} ({wanted} < {current})" for key, (wanted, current) in urgent.items()]))
+        return set(urgent)
 
     async def _write(self, patches: list[PodPatch], generation: int) -> int:
         slots = asyncio.Semaphore(self.settings.concurrency)
@@ -174,13 +205,18 @@ class DeletionCostWriter:
             self._in_flight.add(task)
             task.add_done_callback(self._in_flight.discard)
             tasks.append(task)
-        for outcome in await asyncio.gather(*tasks, return_exceptions=True):
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+        self._report_failures()
+        for outcome in outcomes:
             if isinstance(outcome, Exception):  # a bug; a cancelled patch (leadership lost) is simply dropped
                 raise outcome
         return len(tasks)
 
     async def _pace(self) -> None:
-        """At most `qps` patches a second, spread evenly (real time: this is about load, not policy)."""
+        """At most `qps` patches a second, spread evenly, and none while the server's Retry-After lasts (real
+        time: this is about load, not policy)."""
+        while (hold := self._hold_until - time.monotonic()) > 0:  # a 429 may arrive while we wait
+            await asyncio.sleep(hold)
         if self.settings.qps is None:
             return
         now = time.monotonic()
@@ -201,7 +237,7 @@ class DeletionCostWriter:
             return
         record.cost, record.written_at = patch.cost, self._clock()
         record.failures, record.retry_at = 0, -math.inf
-        self._last_error = None
+        self._written(pod)
         self._metrics.deletion_cost_patches.labels("ok").inc()
         self._metrics.pod_deletion_cost.labels(*pod).set(patch.cost)
 
@@ -212,8 +248,12 @@ class DeletionCostWriter:
             self._metrics.deletion_cost_patches.labels("not_found").inc()
             self._remove_series(pod, record)
             self.records[pod] = PodRecord(retry_at=now + self.settings.min_interval_s)
+            self._written(pod)  # nothing left to write: it no longer holds a failure open
             return
         record.failures += 1
+        if error.retry_after_s is not None and error.retry_after_s > 0:
+            pause = min(error.retry_after_s, self.settings.backoff_cap_s)
+            self._hold_until = max(self._hold_until, time.monotonic() + pause)
         if error.retryable:
             record.retry_at = now + retry_delay(record.failures, self.settings.backoff_base_s,
                                                 self.settings.backoff_cap_s, self._rand(), error.retry_after_s)
@@ -222,11 +262,37 @@ class DeletionCostWriter:
             record.retry_at = now + self.settings.max_interval_s
             result = "failed"
         self._metrics.deletion_cost_patches.labels(result).inc()
-        kind = error.status if error.status is not None else "no answer"
-        level = logging.WARNING if kind != self._last_error else logging.DEBUG
-        self._last_error = kind
-        log.log(level, "deletion cost of pod %s/%s not written (%s, next try in %.0f s): %s",
-                *pod, result, record.retry_at - now, error)
+        status = error.status if error.status is not None else "no answer"
+        cause = (status, None if error.retryable else pod[0])
+        self._pass_failures.setdefault(cause, []).append((pod, result, record.retry_at - now, error))
+
+    def _written(self, pod: PodId) -> None:
+        for pods in self._failing.values():
+            pods.discard(pod)
+
+    def _report_failures(self) -> None:
+        """One line per cause for the pass just done; one when a cause's pods are all written again."""
+        failures, self._pass_failures = self._pass_failures, {}
+        for cause, failed in failures.items():
+            pods = {pod for pod, *_ in failed}
+            for other in self._failing.values():  # a pod fails for one cause at a time
+                other -= pods
+            level = logging.DEBUG if cause in self._failing else logging.WARNING
+            self._failing.setdefault(cause, set()).update(pods)
+            status, namespace = cause
+            (_, result, _, example), waits = failed[0], [wait for *_, wait, _ in failed]
+            how = "retried with backoff" if result == "retried" else "refused; tried again at the 5-minute refresh"
+            where = f" in namespace {namespace}" if namespace is not None else ""
+            soonest, latest = round(min(waits)), round(max(waits))
+            wait = f"{soonest} s" if soonest == latest else f"{soonest}-{latest} s"
+            log.log(level, "deletion costs of %d pods%s not written (%s, %s; next try in %s): %s; e.g. %s",
+                    len(failed), where, status, how, wait, few([f"{ns}/{name}" for (ns, name), *_ in failed]),
+                    example)
+        for cause in [cause for cause, pods in self._failing.items() if not pods]:
+            del self._failing[cause]
+            status, namespace = cause
+            log.info("deletion costs are written again%s: every pod that failed with %s is written",
+                     f" in namespace {namespace}" if namespace is not None else "", status)
 
     def _next_retry_in(self) -> float | None:
         """Until the next retry the last pass did not look at. One due by then was written, cut off (newer views
@@ -235,18 +301,17 @@ class DeletionCostWriter:
         due = [r.retry_at for r in self.records.values() if r.failures and r.retry_at > self._planned_at]
         return max(0.0, min(due) - self._clock()) if due else None
 
-    def _drop_vanished(self, views: Mapping[RuntimeKey, RuntimeView]) -> None:
-        present = {(key.namespace, name) for key, view in views.items() for name, *_ in view.pods.deletion_costs()}
-        for pod in [pod for pod in self.records if pod not in present]:
+    def _drop(self, vanished: list[PodId]) -> None:
+        for pod in vanished:
             self._remove_series(pod, self.records.pop(pod))
-        for key in [key for key in self._scale_downs if key not in views]:
-            del self._scale_downs[key]
+            self._written(pod)
 
     def _forget(self) -> None:
         for pod, record in self.records.items():
             self._remove_series(pod, record)
         self.records.clear()
         self._scale_downs.clear()
+        self._failing.clear()
 
     def _remove_series(self, pod: PodId, record: PodRecord) -> None:
         if record.cost is not None:

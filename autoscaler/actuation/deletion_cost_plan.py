@@ -8,13 +8,22 @@ A pod is written:
 - when its cost bucket changed, at most once per `min_interval_s` (a minute) per pod, so a pod whose need hovers
   at a bucket edge cannot flood the API;
 - at once, whatever the minute says, in an `urgent` runtime: the writer marks one so when its served
-  recommendation newly falls below its current replicas (or falls further, or a pod went meanwhile), as the
-  costs must be right before the HPA acts (`scale_down_pending` gives the pair it compares);
+  recommendation newly falls below its current replicas (or falls by a further whole replica, or a pod went
+  meanwhile), as the costs must be right before the HPA acts (`scale_down_pending` gives the pair it compares).
+  Not at every small step of the slow scale-down: the served value falls a little at every refresh for
+  minutes, and marking each step urgent wrote every changed cost every 15 s and logged every runtime's fall
+  at every refresh;
 - again every `max_interval_s` (5 minutes) even when unchanged, to repair hand edits and lost writes;
 - after a failed write, when its backoff has passed (a retry continues a write that was due; the minute counts
   from the last write that succeeded).
 
-Patches come out sorted: urgent ones first, then new, changed and retried ones, then periodic refreshes.
+Patches come out in the order to send them: urgent ones first; then changed and retried ones (known to be
+wrong in the cluster) taking turns with first writes (a new pod, or any pod at the start of a term, most likely
+right already from the previous leader), so that neither waits for the other's backlog; then periodic
+refreshes. Within each kind, the pod written longest ago first. When more are due than the API is given (a
+fleet at the writer's qps limit, a new leader's first writes of 50,000 pods), the backlog is worked off oldest
+first: sorted by name, the pods of namespaces late in the alphabet were written less often for as long as the
+overload lasted, and a changed cost waited behind a new term's every first write.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import zip_longest
 
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.names import ServedMetric
@@ -31,9 +41,11 @@ PodId = tuple[str, str]  # (namespace, pod name)
 
 @dataclass(frozen=True, slots=True, order=True)
 class PodPatch:
-    """One wanted write. Sorted: urgent (0) before new, changed or retried (1) before periodic refreshes (2)."""
+    """One wanted write: urgent (0), changed or retried (1), first write (2), periodic refresh (3). Sorted by
+    kind, then the pod whose last write is oldest (never written: first); `plan_patches` interleaves 1 and 2."""
 
     priority: int
+    written_at: float
     namespace: str
     pod: str
     cost: int
@@ -72,26 +84,36 @@ def plan_patches(
             record = records.get((key.namespace, name))
             if record is not None and record.retry_at > now:
                 continue
-            if record is None or record.cost is None or record.failures:
-                priority = 0 if hurry else 1  # never written, or a write that failed and is due again
+            if record is None or record.cost is None:
+                priority = 0 if hurry else 2  # never written by this replica (or its first write failed)
+            elif record.failures:
+                priority = 0 if hurry else 1  # a write that failed and is due again
             elif record.cost != cost:
                 if not (hurry or now - record.written_at >= min_interval_s):
                     continue
                 priority = 0 if hurry else 1
             elif now - record.written_at >= max_interval_s:
-                priority = 2
+                priority = 3
             else:
                 continue
-            patches.append(PodPatch(priority, key.namespace, name, cost, key))
+            written_at = record.written_at if record is not None else -math.inf
+            patches.append(PodPatch(priority, written_at, key.namespace, name, cost, key))
     patches.sort()
-    return patches
+    by_kind: list[list[PodPatch]] = [[], [], [], []]
+    for patch in patches:
+        by_kind[patch.priority].append(patch)
+    urgent_patches, changed, first, periodic = by_kind
+    turns = [patch for pair in zip_longest(changed, first) for patch in pair if patch is not None]
+    return urgent_patches + turns + periodic
 
 
-def scale_down_pending(view: RuntimeView) -> tuple[float, int] | None:
-    """(served desired replicas, current replicas) while the first is below the second, else None."""
+def scale_down_pending(view: RuntimeView) -> tuple[int, int] | None:
+    """(replicas the served recommendation asks for, current replicas) while the first is below the second,
+    else None. The served value is rounded up as the HPA rounds it (`ceil(value / target)`, target 1), so the
+    pair changes only when a whole replica more is to go, not at every small step of a slow fall."""
     served = view.values.get(ServedMetric.DESIRED_REPLICAS)
     desired = served.value if served is not None else None
     current = view.current_replicas
     if desired is None or current is None or not desired < current:
         return None
-    return desired, current
+    return min(math.ceil(desired), current), current

@@ -21,9 +21,10 @@ The safety margin is `lease_duration - renew_deadline`, and every delay is count
   before the server answered);
 - every Kubernetes call has a client timeout shorter than the margin (`client_timeout_s`), so a write the
   old leader sent just before its deadline has finished or been abandoned before anyone may take over.
-- When the leader dies, a follower takes over within about one lease duration (plus one retry period) of the
-  last renewal. On a clean shutdown the leader releases the Lease (empty holder, 1 s duration), so a follower
-  takes over at its next retry.
+- When the leader dies, a follower takes over one lease duration after it first saw the last renewal, at its
+  next retry: 15-24 s after that renewal at the defaults (each of the two waits is up to one jittered retry
+  period, 2.2 x 2 s). On a clean shutdown the leader releases the Lease (empty holder, 1 s duration), so a
+  follower takes over at its next retry.
 
 `LeaseElector.run()` does all of it until cancelled; `try_acquire_or_renew()` and `release()` are the single
 steps, for tests with an injected clock. Listeners hear every change of `is_leader`.
@@ -153,38 +154,44 @@ class LeaseElector:
 
     async def try_acquire_or_renew(self) -> bool:
         """One attempt: take the Lease if it is free or expired, renew it if it is ours. True on success."""
-        cfg = self.config
-        wall = micro_time(self._wall_clock())
         try:
-            lease = await self._store.get_lease(cfg.namespace, cfg.name)
-            now = self._clock()  # after the read: the record may have changed until the server answered
-            if self._failing is not None:
-                log.info("lease %s/%s: the API answers again", cfg.namespace, cfg.name)
-                self._failing = None
-            if lease is None:
-                spec = self._spec(acquire_time=wall, renew_time=wall, transitions=0)
-                body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                        "metadata": {"name": cfg.name, "namespace": cfg.namespace}, "spec": spec}
-                self._observe(await self._store.create_lease(cfg.namespace, body), self._clock())
-                return True
-            spec = lease.get("spec") or {}
-            self._observe(lease, now)
-            holder = spec.get("holderIdentity") or ""
-            if holder and holder != cfg.identity and not self._expired(now):
-                return False
-            ours = holder == cfg.identity
-            transitions = int(spec.get("leaseTransitions") or 0)
-            new_spec = self._spec(
-                acquire_time=(spec.get("acquireTime") or wall) if ours else wall,
-                renew_time=wall,
-                transitions=transitions if ours else transitions + 1,
-            )
-            written = await self._store.replace_lease(cfg.namespace, cfg.name, {**lease, "spec": new_spec})
-            self._observe(written, self._clock())
-            return True
+            result = await self._try_acquire_or_renew()
         except KubeApiError as error:
             self._failed(f"attempt failed: {error}", routine=error.status == 409)  # 409: a lost race
             return False
+        if self._failing is not None:  # only a whole attempt that went through: a read that works while the
+            # write is refused (RBAC without create or update) is no recovery, and logging it as one said
+            # "answers again" and the refusal anew every retry period
+            log.info("lease %s/%s: the API answers again", self.config.namespace, self.config.name)
+            self._failing = None
+        return result
+
+    async def _try_acquire_or_renew(self) -> bool:
+        cfg = self.config
+        wall = micro_time(self._wall_clock())
+        lease = await self._store.get_lease(cfg.namespace, cfg.name)
+        now = self._clock()  # after the read: the record may have changed until the server answered
+        if lease is None:
+            spec = self._spec(acquire_time=wall, renew_time=wall, transitions=0)
+            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": cfg.name, "namespace": cfg.namespace}, "spec": spec}
+            self._observe(await self._store.create_lease(cfg.namespace, body), self._clock())
+            return True
+        spec = lease.get("spec") or {}
+        self._observe(lease, now)
+        holder = spec.get("holderIdentity") or ""
+        if holder and holder != cfg.identity and not self._expired(now):
+            return False
+        ours = holder == cfg.identity
+        transitions = int(spec.get("leaseTransitions") or 0)
+        new_spec = self._spec(
+            acquire_time=(spec.get("acquireTime") or wall) if ours else wall,
+            renew_time=wall,
+            transitions=transitions if ours else transitions + 1,
+        )
+        written = await self._store.replace_lease(cfg.namespace, cfg.name, {**lease, "spec": new_spec})
+        self._observe(written, self._clock())
+        return True
 
     async def release(self) -> bool:
         """Give the Lease up (empty holder, 1 s duration) so a follower takes over at once; True on success."""
@@ -271,7 +278,9 @@ class LeaseElector:
     def _failed(self, message: str, *, routine: bool = False) -> None:
         """Log a failed attempt. Attempts come every retry period (2 s by default): a failure is a warning when
         it starts or changes (missing RBAC, an API server down), not at every attempt; a routine one never."""
-        repeated, self._failing = message == self._failing, message
+        repeated = message == self._failing
+        if not routine:  # a lost race is no failure to recover from
+            self._failing = message
         log.log(logging.DEBUG if routine or repeated else logging.WARNING, "lease %s/%s: %s",
                 self.config.namespace, self.config.name, message)
 

@@ -21,7 +21,7 @@ def record(cost: int | None, written_ago: float = 10.0, failures: int = 0, retry
 @pytest.mark.parametrize(
     ("cost", "known_record", "urgent", "expected_priority"),
     [
-        (300, None, False, 1),
+        (300, None, False, 2),
         (300, None, True, 0),
         (300, record(300), False, None),
         (300, record(200, written_ago=59.9), False, None),
@@ -29,7 +29,7 @@ def record(cost: int | None, written_ago: float = 10.0, failures: int = 0, retry
         (300, record(200, written_ago=5.0), True, 0),
         (300, record(300, written_ago=5.0), True, None),
         (300, record(300, written_ago=299.9), False, None),
-        (300, record(300, written_ago=300.0), False, 2),
+        (300, record(300, written_ago=300.0), False, 3),
         (300, record(200, written_ago=5.0, failures=1, retry_in=1.0), False, None),
         (300, record(200, written_ago=5.0, failures=1, retry_in=0.0), False, 1),
         (300, record(None, retry_in=30.0), False, None),
@@ -49,7 +49,9 @@ def test_when_a_pod_is_written(
 
     patches = plan_patches(views, records, {KEY} if urgent else set(), NOW)
 
-    expected = [] if expected_priority is None else [PodPatch(expected_priority, KEY.namespace, "pod-a", cost, KEY)]
+    written_at = NEVER if known_record is None else known_record.written_at
+    expected = [] if expected_priority is None else [
+        PodPatch(expected_priority, written_at, KEY.namespace, "pod-a", cost, KEY)]
     assert patches == expected
 
 
@@ -65,12 +67,14 @@ def test_pods_never_written(pod: PodView, known: bool) -> None:
     assert plan_patches(views, {}, {KEY}, NOW) == []
 
 
-def test_patches_come_sorted_urgent_then_new_then_refreshes() -> None:
-    views = {KEY: runtime_view([pod_view("old", 100), pod_view("new", 200), pod_view("b-moved", 0)])}
-    records = {(KEY.namespace, "old"): record(100, written_ago=400), (KEY.namespace, "b-moved"): record(900, 100)}
+def test_patches_come_urgent_then_changed_and_new_in_turns_then_refreshes_each_oldest_first() -> None:
+    views = {KEY: runtime_view([pod_view("old", 100), pod_view("new", 200), pod_view("b-moved", 0),
+                                pod_view("a-moved", 0), pod_view("older", 100)])}
+    records = {(KEY.namespace, "old"): record(100, written_ago=400), (KEY.namespace, "b-moved"): record(900, 100),
+               (KEY.namespace, "a-moved"): record(800, 90), (KEY.namespace, "older"): record(100, 500)}
 
     assert [(p.priority, p.pod) for p in plan_patches(views, records, set(), NOW)] == [
-        (1, "b-moved"), (1, "new"), (2, "old")]
+        (1, "b-moved"), (2, "new"), (1, "a-moved"), (3, "older"), (3, "old")]
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,8 @@ Where things live (each module imports only those above it):
   Adding a kind starts (and often ends) with a row there.
 - `discovery.py`: `/version`, `/api`, `/apis` and APIResourceLists, derived from the table.
 - `patches.py`: merge patch (RFC 7386), strategic merge patch and JSON patch (RFC 6902).
-- `faults.py`: recording of requests (`RecordedRequest`, `RecordedPatch`), injected failures and delays.
+- `faults.py`: recording of requests (`RecordedRequest`, `RecordedPatch`), injected failures and delays, RBAC
+  denials (`forbid`).
 - `workloads.py`: what the kubelet and controllers would write (pod conditions, Deployment status) and pod
   validation of the deletion cost.
 - `store.py`: `ObjectStore`: objects, the resourceVersion counter, event history, watchers, list and watch.
@@ -72,7 +73,7 @@ from a version that is no longer retained. Watches cut at once (a proxy that cut
 down): `kube.cut_watches = True; kube.end_watches()`.
 """
 
-from tests.fakes.kube.faults import Delay, Fault, RecordedPatch, RecordedRequest
+from tests.fakes.kube.faults import Delay, Fault, Forbidden, RecordedPatch, RecordedRequest
 from tests.fakes.kube.patches import (
     JSON_PATCH,
     MERGE_PATCH,
@@ -122,6 +123,7 @@ __all__ = [
     "Delay",
     "FakeKubeApi",
     "Fault",
+    "Forbidden",
     "RecordedPatch",
     "RecordedRequest",
     "ResourceType",

@@ -2,7 +2,9 @@
 
 `FaultInjection` keeps `requests` (every request with its answer's status) and the injected `faults` and
 `delays`; the server's middleware calls `_record` first and `_inject` before authentication, so an injected
-failure answers even an unauthenticated request, as an overloaded real server would.
+failure answers even an unauthenticated request, as an overloaded real server would. `forbid` refuses a verb
+on a resource in a namespace with RBAC's own 403 message, naming the object, the user and the missing
+permission, as a missing Role does.
 """
 
 from __future__ import annotations
@@ -71,6 +73,35 @@ class Fault:
         return (self.method is None or self.method == method) and self.pattern.search(path) is not None
 
 
+_VERBS: Final = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+@dataclass(frozen=True, slots=True)
+class Forbidden:
+    """An RBAC denial: `verb` on `resource` (a plural) in `namespace` (None: every namespace) for `user`."""
+
+    verb: str
+    resource: str
+    namespace: str | None
+    user: str
+
+    def error(self, method: str, path: str) -> ApiError | None:
+        parsed = parse_path(path)
+        if parsed is None or _VERBS.get(method) != self.verb:
+            return None
+        rtype, namespace, name, _ = parsed
+        if rtype.plural != self.resource or (self.namespace is not None and namespace != self.namespace):
+            return None
+        group = rtype.group
+        where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
+        subject = f'{rtype.plural}{"." + group if group else ""} "{name}"' if name else \
+            f'{rtype.plural}{"." + group if group else ""}'
+        message = (f'{subject} is forbidden: User "{self.user}" cannot {self.verb} resource "{rtype.plural}" '
+                   f'in API group "{group}"{where}')
+        return ApiError(403, message, "Forbidden",
+                        {"name": name, "group": group, "kind": rtype.plural} if name else None)
+
+
 @dataclass(slots=True)
 class Delay:
     """An injected slow answer."""
@@ -108,6 +139,7 @@ class FaultInjection:
         self._answers = itertools.count()
         self.faults: list[Fault] = []
         self.delays: list[Delay] = []
+        self.forbidden: list[Forbidden] = []
 
     # ---- test controls ---------------------------------------------------------------------------------------
 
@@ -135,9 +167,18 @@ class FaultInjection:
         self.delays.append(entry)
         return entry
 
+    def forbid(self, verb: str, resource: str, namespace: str | None = None,
+               user: str = "system:serviceaccount:modelmesh-autoscaler:modelmesh-autoscaler") -> Forbidden:
+        """Refuse `verb` (`get`, `create`, `update`, `patch`, `delete`) on `resource` in `namespace` (None: all)
+        with RBAC's 403, until `clear_faults()`: a Role missing or lacking the verb."""
+        rule = Forbidden(verb, resource, namespace, user)
+        self.forbidden.append(rule)
+        return rule
+
     def clear_faults(self) -> None:
         self.faults.clear()
         self.delays.clear()
+        self.forbidden.clear()
 
     def _answered(self, record: RecordedRequest, status: int) -> None:
         record.status = status
@@ -194,6 +235,9 @@ class FaultInjection:
             if fault.applies(request.method, request.path):
                 fault.hits += 1
                 raise _fault_error(fault)
+        for rule in self.forbidden:
+            if (error := rule.error(request.method, request.path)) is not None:
+                raise error
 
 
 def _fault_error(fault: Fault) -> ApiError:
