@@ -20,6 +20,7 @@ import difflib
 import logging
 import math
 import os
+import re
 import types
 import typing
 from collections.abc import Callable, Collection, Mapping
@@ -79,14 +80,45 @@ def parse_field(name: str, raw: object) -> float | int | None:
         value = float(raw)
     except ValueError:
         kind = "whole number" if base is int else "number"
-        raise ValueError(f"{name} must be a {kind}, got {raw!r}") from None
+        raise ValueError(f"{name} must be a {kind}, got {raw!r}{_unit_hint(name, raw)}") from None
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {raw!r}")
     return value
 
 
+_RATIOS: Final = frozenset({"target_gpu_busy", "cache_full_ratio", "min_coverage"})
+_SECONDS_PER: Final = {"ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+_WITH_UNIT: Final = re.compile(r"([0-9]*\.?[0-9]+)\s*(ms|s|sec|m|min|h)")
+
+
+def _unit_hint(name: str, raw: object) -> str:
+    """The fix for a number written with a unit, as people write them: `80%` for a ratio, `50ms` or `5m` for
+    seconds. Said, not accepted: the key's unit is in its name and the docs, and one spelling reads the same
+    in the file, the annotations and /debug."""
+    text = raw.strip().lower() if isinstance(raw, str) else ""
+    if name in _RATIOS and text.endswith("%"):
+        try:
+            return f"; it is a ratio: write {float(text[:-1]) / 100:g} for {raw}"
+        except ValueError:
+            return "; it is a ratio: 0.8 is 80%"
+    found = _WITH_UNIT.fullmatch(text)
+    if name.endswith("_s") and found:
+        return f"; it is in seconds: write {float(found[1]) * _SECONDS_PER[found[2]]:g} for {raw}"
+    return ""
+
+
+def _ratio_hint(name: str, value: object) -> str:
+    """A ratio written as a percentage (`80` for 80%): say so, with the number to write."""
+    if name in _RATIOS and isinstance(value, (int, float)) and 1 < value <= 100:
+        return f" (a ratio: write {value / 100:g} for {value:g}%)"
+    return ""
+
+
 def _suggest(name: str) -> str:
-    """A hint for a misspelt key: a field the name starts, else the closest spelling."""
+    """A hint for a misspelt key: a field the name starts, else the closest spelling; for a runtime's name
+    (a `runtimes:` entry written under `defaults:`), where it goes."""
+    if name in ("namespace", "deployment"):
+        return " (a runtime's namespace and deployment go in a 'runtimes:' entry, with its policy keys)"
     close = [f for f in _FIELDS if f.startswith(name)] or difflib.get_close_matches(name, _FIELDS, n=1, cutoff=0.5)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
@@ -128,15 +160,27 @@ _CHECKS: Final[tuple[tuple[str, Callable[[RuntimePolicy], bool], str], ...]] = (
 )
 
 
-def check_policy(policy: RuntimePolicy) -> None:
-    """Raise ValueError naming the first field out of range (NaN and inf are out of every range)."""
+def policy_problem(policy: RuntimePolicy) -> tuple[str, str] | None:
+    """(field, message) of the first field out of range, or None (NaN and inf are out of every range)."""
     for name in _FIELDS:
         value = getattr(policy, name)
         if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"{name} must be finite, got {value!r}")
+            return name, f"{name} must be finite, got {value!r}"
     for name, ok, rule in _CHECKS:
         if not ok(policy):
-            raise ValueError(f"{name} {rule}, got {getattr(policy, name)!r}")
+            value = getattr(policy, name)
+            hint = _ratio_hint(name, value)
+            if name == "max_replicas":  # the rule names a second field: say what it holds
+                hint = f"; min_replicas is {policy.min_replicas}"
+            return name, f"{name} {rule}, got {value!r}{hint}"
+    return None
+
+
+def check_policy(policy: RuntimePolicy) -> None:
+    """Raise ValueError naming the first field out of range (NaN and inf are out of every range)."""
+    problem = policy_problem(policy)
+    if problem is not None:
+        raise ValueError(problem[1])
 
 
 def apply_overrides(policy: RuntimePolicy, overrides: Mapping[str, object]) -> RuntimePolicy:
@@ -203,7 +247,9 @@ def parse_policy_book(document: object, source: str, base: RuntimePolicy | None 
                           "give that file, e.g. the ConfigMap's data['policy.yaml'] saved on its own")
     unknown = sorted(set(document) - {"defaults", "runtimes"}, key=str)
     if unknown:
-        raise ConfigError(f"{source}: unknown top-level key {unknown[0]!r} (expected 'defaults', 'runtimes')")
+        where = (" (a policy key: put it under 'defaults:' for every runtime, or in a 'runtimes:' entry)"
+                 if unknown[0] in _HINTS else "")
+        raise ConfigError(f"{source}: unknown top-level key {unknown[0]!r} (expected 'defaults', 'runtimes'){where}")
     defaults = _layer(base or RuntimePolicy(), document.get("defaults"), source, "defaults")
     runtimes: dict[RuntimeKey, RuntimePolicy] = {}
     entries = document.get("runtimes") or []
@@ -236,12 +282,27 @@ def _layer(policy: RuntimePolicy, overrides: object, source: str, where: str) ->
         raise ConfigError(f"{source}: {where}: {exc}") from exc
 
 
+def _file_inside(directory: str) -> str:
+    """Which file of a directory to give instead: a mounted ConfigMap holds one file per key (and `..data`)."""
+    try:
+        names = sorted(n for n in os.listdir(directory) if not n.startswith("."))
+    except OSError:
+        names = []
+    yaml_files = [n for n in names if n.endswith((".yaml", ".yml"))] or names
+    if len(yaml_files) == 1:
+        return f"give the file in it: --config {os.path.join(directory, yaml_files[0])}"
+    return f"give one file in it ({', '.join(yaml_files) or 'it holds none'}), e.g. --config {directory}/policy.yaml"
+
+
 def load_policy_book(path: str | os.PathLike[str], base: RuntimePolicy | None = None) -> PolicyBook:
     """Read the YAML config file (`defaults:` and `runtimes:`, docs/configuration.md, Policy)."""
     source = os.fspath(path)
     try:
         with open(source, encoding="utf-8") as fh:
             document = yaml.safe_load(fh)
+    except IsADirectoryError as exc:
+        raise ConfigError(f"{source}: cannot read config file: it is a directory (a mounted ConfigMap?); "
+                          f"{_file_inside(source)}") from exc
     except OSError as exc:
         raise ConfigError(f"{source}: cannot read config file: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
