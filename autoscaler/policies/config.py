@@ -52,6 +52,14 @@ def _kind(name: str) -> tuple[type, bool]:
     return base, type(None) in args
 
 
+_NEAR_MISSES: Final = {
+    spelling: name
+    for name in _FIELDS
+    for spelling in (name, name.replace("_", "-"), name.split("_")[0] + "".join(w.title() for w in name.split("_")[1:]))
+}
+"""Annotation names (after the last `/` or `.`) that spell a policy key: under another prefix, a near miss."""
+
+
 _NULL_WORDS: Final = frozenset({"", "null", "none", "~"})
 
 
@@ -213,20 +221,58 @@ class PolicyBook:
         (`forget_all_but`), replaced when its annotations change."""
 
     def policy_for(self, key: RuntimeKey, annotations: Mapping[str, str] | None = None) -> RuntimePolicy:
-        """The policy of one runtime; cheap to call every refresh (cached while its annotations stay the same)."""
-        ours = tuple(sorted((k, v) for k, v in (annotations or {}).items() if k.startswith(POLICY_ANNOTATION_PREFIX)))
+        """The policy of one runtime; cheap to call every refresh (cached while its annotations stay the same).
+
+        Annotations whose name ends in a policy key under another prefix (`autoscaling.modelmesh.io/...`,
+        `max_replicas`) are not applied but warned about: whoever wrote one thinks it applies."""
+        ours = tuple(sorted(
+            (k, v) for k, v in (annotations or {}).items()
+            if k.startswith(POLICY_ANNOTATION_PREFIX) or k[max(k.rfind("/"), k.rfind(".")) + 1:] in _NEAR_MISSES
+        ))
         cached = self._cache.get(key)
         if cached is not None and cached[0] == ours:
             return cached[1]
-        policy = self.runtimes.get(key, self.defaults)
-        for annotation, raw in ours:
-            name = annotation.removeprefix(POLICY_ANNOTATION_PREFIX).replace("-", "_")
-            try:
-                policy = apply_overrides(policy, {name: raw})
-            except ValueError as exc:
-                log.warning("runtime %s: ignoring annotation %s=%r: %s", key, annotation, raw, exc)
+        policy = self._annotated(key, self.runtimes.get(key, self.defaults), ours)
         self._cache[key] = (ours, policy)
         return policy
+
+    @staticmethod
+    def _annotated(key: RuntimeKey, base: RuntimePolicy, annotations: tuple[tuple[str, str], ...]) -> RuntimePolicy:
+        """`base` with the runtime's policy annotations applied together (a pair such as min and max replicas
+        is checked as a pair, not in name order against the file's other bound); each one that cannot be
+        used is left out with a warning saying why."""
+        parsed: dict[str, float | int | None] = {}
+        written: dict[str, tuple[str, str]] = {}
+        for annotation, raw in annotations:
+            if not annotation.startswith(POLICY_ANNOTATION_PREFIX):
+                name = _NEAR_MISSES[annotation[max(annotation.rfind("/"), annotation.rfind(".")) + 1:]]
+                log.warning("runtime %s: annotation %s=%r is not read: policy annotations start with %r; "
+                            "write %s%s", key, annotation, raw, POLICY_ANNOTATION_PREFIX,
+                            POLICY_ANNOTATION_PREFIX, name.replace("_", "-"))
+                continue
+            name = annotation.removeprefix(POLICY_ANNOTATION_PREFIX).replace("-", "_")
+            try:
+                parsed[name] = parse_field(name, raw)
+            except ValueError as exc:
+                log.warning("runtime %s: ignoring annotation %s=%r: %s", key, annotation, raw, exc)
+                continue
+            if name in written:
+                log.warning("runtime %s: annotations %s and %s both set %s; using %s=%r", key, written[name][0],
+                            annotation, name, annotation, raw)
+            written[name] = (annotation, raw)
+        while True:
+            policy = replace(base, **parsed)  # type: ignore[arg-type]  # parse_field typed each value by field
+            problem = policy_problem(policy)
+            if problem is None:
+                return policy
+            field, message = problem
+            # The field out of range, else (max_replicas below min_replicas) the other annotated bound.
+            culprit = field if field in parsed else "min_replicas"
+            if culprit not in parsed:  # cannot happen: `base` was checked when the book was made
+                return base
+            annotation, raw = written[culprit]
+            log.warning("runtime %s: ignoring annotation %s=%r: %s", key, annotation, raw, message)
+            del parsed[culprit]
 
     def forget_all_but(self, keys: Collection[RuntimeKey]) -> None:
         """Drop the cached policies of runtimes not in `keys` (those the last refresh saw): runtimes come and go

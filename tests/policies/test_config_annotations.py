@@ -1,0 +1,66 @@
+"""Policy annotations as platform engineers write them: near-miss names, pairs of bounds, edits while running."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from autoscaler.model import RuntimeKey
+from autoscaler.policies.config import PolicyBook
+from autoscaler.policies.policy import RuntimePolicy
+
+TRITON = RuntimeKey("default", "modelmesh-serving-triton")
+PREFIX = "autoscaler.modelmesh.io/"
+LOGGER = "autoscaler.policies.config"
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        "autoscaling.modelmesh.io/target-rps-per-pod",
+        "modelmesh.io/target-rps-per-pod",
+        "autoscaler.modelmesh.com/target-rps-per-pod",
+        "autoscaler.modelmesh.io.target_rps_per_pod",
+        "target-rps-per-pod",
+    ],
+)
+def test_a_policy_key_under_the_wrong_prefix_is_warned_about_not_silently_ignored(
+    caplog: pytest.LogCaptureFixture, annotation: str
+) -> None:
+    book = PolicyBook()
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        for _ in range(3):  # every refresh
+            policy = book.policy_for(TRITON, {annotation: "120", "deployment.kubernetes.io/revision": "3"})
+    assert policy == RuntimePolicy()  # not applied: the prefix is what says it is ours
+    [record] = caplog.records
+    message = record.getMessage()
+    assert str(TRITON) in message and annotation in message
+    assert PREFIX + "target-rps-per-pod" in message  # the fix
+
+
+def test_other_tools_annotations_are_not_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        PolicyBook().policy_for(TRITON, {"deployment.kubernetes.io/revision": "3", "app.kubernetes.io/name": "x",
+                                         "kubectl.kubernetes.io/last-applied-configuration": "{}"})
+    assert caplog.records == []
+
+
+def test_an_annotation_pair_is_applied_together_not_one_at_a_time(caplog: pytest.LogCaptureFixture) -> None:
+    """The file says min 3; the Deployment asks for 1..2. Applied one by one (max first), max 2 < min 3
+    was refused and the runtime scaled with no cap."""
+    book = PolicyBook(defaults=RuntimePolicy(min_replicas=3))
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        policy = book.policy_for(TRITON, {PREFIX + "min-replicas": "1", PREFIX + "max-replicas": "2"})
+    assert (policy.min_replicas, policy.max_replicas) == (1, 2)
+    assert caplog.records == []
+
+
+def test_contradicting_bound_annotations_name_both_values(caplog: pytest.LogCaptureFixture) -> None:
+    book = PolicyBook()
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        policy = book.policy_for(TRITON, {PREFIX + "min-replicas": "5", PREFIX + "max-replicas": "2"})
+    assert policy.max_replicas is None or policy.min_replicas is None  # one of the two stands, not both
+    [record] = caplog.records
+    message = record.getMessage()
+    assert "5" in message and "'2'" in message and "min_replicas" in message and "max_replicas" in message
