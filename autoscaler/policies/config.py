@@ -60,6 +60,10 @@ _NEAR_MISSES: Final = {
 """Annotation names (after the last `/` or `.`) that spell a policy key: under another prefix, a near miss."""
 
 
+def _show(value: object) -> str:
+    return "null" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
 _NULL_WORDS: Final = frozenset({"", "null", "none", "~"})
 
 
@@ -233,6 +237,10 @@ class PolicyBook:
         if cached is not None and cached[0] == ours:
             return cached[1]
         policy = self._annotated(key, self.runtimes.get(key, self.defaults), ours)
+        if cached is not None and cached[1] != policy:
+            changes = ", ".join(f"{f} {_show(getattr(cached[1], f))} -> {_show(getattr(policy, f))}"
+                                for f in _FIELDS if getattr(cached[1], f) != getattr(policy, f))
+            log.info("runtime %s: policy annotations changed: %s", key, changes)
         self._cache[key] = (ours, policy)
         return policy
 

@@ -64,3 +64,18 @@ def test_contradicting_bound_annotations_name_both_values(caplog: pytest.LogCapt
     [record] = caplog.records
     message = record.getMessage()
     assert "5" in message and "'2'" in message and "min_replicas" in message and "max_replicas" in message
+
+
+def test_an_annotation_changed_or_removed_while_running_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    book = PolicyBook(defaults=RuntimePolicy(max_replicas=10))
+    steps = [{PREFIX + "max-replicas": "8"}, {PREFIX + "max-replicas": "4"}, {}]
+    seen = []
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        for annotations in steps:
+            for _ in range(3):  # every refresh
+                seen.append(book.policy_for(TRITON, annotations).max_replicas)
+    assert seen == [8, 8, 8, 4, 4, 4, 10, 10, 10]
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2, messages  # the first sight is not a change; each change once
+    assert str(TRITON) in messages[0] and "max_replicas 8 -> 4" in messages[0]
+    assert "max_replicas 4 -> 10" in messages[1]
