@@ -30,7 +30,7 @@ from typing import Final
 import yaml
 
 from autoscaler.model import RuntimeKey
-from autoscaler.names import POLICY_ANNOTATION_PREFIX
+from autoscaler.names import POLICY_ANNOTATION_PREFIX, SERVINGRUNTIME_DEPLOYMENT_PREFIX
 from autoscaler.policies.policy import RuntimePolicy
 
 log = logging.getLogger(__name__)
@@ -206,7 +206,7 @@ def apply_overrides(policy: RuntimePolicy, overrides: Mapping[str, object]) -> R
 class PolicyBook:
     """The policy of every runtime: defaults, per-runtime entries, then the Deployment's annotations."""
 
-    __slots__ = ("_cache", "defaults", "runtimes")
+    __slots__ = ("_cache", "_unmatched", "defaults", "runtimes")
 
     def __init__(
         self,
@@ -223,6 +223,8 @@ class PolicyBook:
         self._cache: dict[RuntimeKey, tuple[tuple[tuple[str, str], ...], RuntimePolicy]] = {}
         """Per runtime, its policy annotations and the policy they made: one entry per runtime that exists
         (`forget_all_but`), replaced when its annotations change."""
+        self._unmatched: set[RuntimeKey] = set()
+        """`runtimes:` entries already warned about as matching no runtime served."""
 
     def policy_for(self, key: RuntimeKey, annotations: Mapping[str, str] | None = None) -> RuntimePolicy:
         """The policy of one runtime; cheap to call every refresh (cached while its annotations stay the same).
@@ -287,6 +289,20 @@ class PolicyBook:
         for days, and a policy kept for each one ever seen grows without end."""
         for gone in [key for key in self._cache if key not in keys]:
             del self._cache[gone]
+        if keys and len(self._unmatched) < len(self.runtimes):
+            self._warn_unmatched(keys)
+
+    def _warn_unmatched(self, keys: Collection[RuntimeKey]) -> None:
+        """Warn once about each `runtimes:` entry that names no runtime the adapter serves (with `--targets`;
+        in Kubernetes, discovery says a listed Deployment is missing). `deployment: triton`, the ServingRuntime's
+        name, is the usual slip: the runtime that exists then scales on the defaults."""
+        for key in self.runtimes.keys() - keys - self._unmatched:
+            self._unmatched.add(key)
+            likely = RuntimeKey(key.namespace, SERVINGRUNTIME_DEPLOYMENT_PREFIX + key.deployment)
+            hint = (f"; did you mean deployment: {likely.deployment} (ModelMesh names the Deployment "
+                    f"{SERVINGRUNTIME_DEPLOYMENT_PREFIX}<ServingRuntime>)?" if likely in keys else "")
+            log.warning("policy file entry runtimes: %s matches none of the %d runtimes served: its keys apply to "
+                        "none until it appears%s", key, len(keys), hint)
 
 
 def parse_policy_book(document: object, source: str, base: RuntimePolicy | None = None) -> PolicyBook:

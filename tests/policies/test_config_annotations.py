@@ -79,3 +79,25 @@ def test_an_annotation_changed_or_removed_while_running_is_logged_once(caplog: p
     assert len(messages) == 2, messages  # the first sight is not a change; each change once
     assert str(TRITON) in messages[0] and "max_replicas 8 -> 4" in messages[0]
     assert "max_replicas 4 -> 10" in messages[1]
+
+
+def test_a_file_entry_that_matches_no_runtime_is_warned_about_once_with_the_likely_name(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """`deployment: triton` names the ServingRuntime, not its Deployment: without a word the runtime that
+    exists scaled on the defaults."""
+    book = PolicyBook(runtimes={RuntimeKey("default", "triton"): RuntimePolicy(target_rps_per_pod=120.0)})
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        for _ in range(3):  # every refresh
+            book.forget_all_but({TRITON})
+    [record] = caplog.records
+    message = record.getMessage()
+    assert "default/triton" in message and "deployment: modelmesh-serving-triton" in message
+
+
+def test_a_file_entry_is_not_warned_about_before_anything_is_discovered(caplog: pytest.LogCaptureFixture) -> None:
+    book = PolicyBook(runtimes={TRITON: RuntimePolicy()})
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        book.forget_all_but(set())
+        book.forget_all_but({TRITON})
+    assert caplog.records == []
