@@ -3,6 +3,7 @@ status 2, naming the key, the value and the fix (docs/configuration.md, Policy).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.ports import free_port
+from tests.support.processes import http_get, poll, running
 
 TARGETS = """
 runtimes:
@@ -68,3 +70,27 @@ def test_a_configmap_mounted_as_a_directory_names_the_file_to_give(tmp_path: Pat
     status, [line] = serve_with(tmp_path, mounted)
     assert status == 2
     assert "is a directory" in line and f"--config {mounted / 'policy.yaml'}" in line
+
+
+def test_debug_shows_each_policy_value_and_where_it_came_from(tmp_path: Path) -> None:
+    """`/debug/runtimes/{ns}/{deployment}` is where docs/configuration.md sends a user to see "the values a runtime is
+    decided with": built-in, flag, policy file or annotation, per key."""
+    targets = tmp_path / "targets.yaml"
+    targets.write_text(TARGETS.replace(
+        "    pods:", "    annotations: {autoscaler.modelmesh.io/max-replicas: '8'}\n    pods:"))
+    config = tmp_path / "policy.yaml"
+    config.write_text("defaults: {target_gpu_busy: 0.7}\n"
+                      "runtimes: [{namespace: default, deployment: modelmesh-serving-demo, target_rps_per_pod: 50}]\n")
+    listen = free_port()
+    args = ["autoscaler.cli", "serve", "--insecure-dev", "--workers", "1", "--listen", f"127.0.0.1:{listen}",
+            "--targets", str(targets), "--config", str(config), "--skew-order", "3"]
+    url = f"https://127.0.0.1:{listen}/debug/runtimes/default/modelmesh-serving-demo"
+    with running(args, url, tmp_path / "adapter.log"):
+        status, body = poll(lambda: answer if (answer := http_get(url))[0] != 503 else None, timeout=30)
+    assert status == 200, body
+    policy = json.loads(body)["policy"]
+    assert policy["skew_order"] == {"value": 3.0, "from": "flag --skew-order"}
+    assert policy["target_gpu_busy"] == {"value": 0.7, "from": f"{config}: defaults"}
+    assert policy["target_rps_per_pod"] == {"value": 50.0, "from": f"{config}: runtimes[0]"}
+    assert policy["max_replicas"] == {"value": 8, "from": "annotation autoscaler.modelmesh.io/max-replicas"}
+    assert policy["queue_drain_s"] == {"value": 60.0, "from": "built-in"}

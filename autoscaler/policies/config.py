@@ -60,6 +60,37 @@ _NEAR_MISSES: Final = {
 """Annotation names (after the last `/` or `.`) that spell a policy key: under another prefix, a near miss."""
 
 
+PolicyExplained = tuple[tuple[str, float | int | None, str], ...]
+"""(policy key, value, where it came from) of the keys a layer above the built-in defaults set, in field order:
+what /debug shows (`policy_document`). Only those: every runtime carries one in every refresh's snapshot, so a
+key the flags or the file's `defaults:` leave at its built-in value (the shipped file restates them all) is
+shown as built-in, which its value is."""
+
+_BUILT_IN: Final = RuntimePolicy()
+_BUILT_IN_ORIGIN: Final = "built-in"
+
+
+def policy_document(explained: PolicyExplained | None) -> dict[str, dict[str, object]] | None:
+    """Every policy key of a runtime: {key: {"value": ..., "from": ...}}, in field order (None: not known)."""
+    if explained is None:
+        return None
+    document: dict[str, dict[str, object]] = {
+        name: {"value": getattr(_BUILT_IN, name), "from": _BUILT_IN_ORIGIN} for name in _FIELDS}
+    for name, value, origin in explained:
+        document[name] = {"value": value, "from": origin}
+    return document
+_FLAGS: Final = {"skew_order": "--skew-order", "scale_down_tau_s": "--scale-down-tau",
+                 "max_staleness_s": "--max-staleness (else 3 x --refresh-interval)", "min_coverage": "--min-coverage"}
+"""The policy keys `serve` flags set for every runtime (`autoscaler.server.policy_book`)."""
+
+
+def flag_origins(base: RuntimePolicy) -> dict[str, str]:
+    """Where the keys of the flags' layer come from: the flag (or its AUTOSCALER_* variable: same value) where
+    it differs from the built-in default (`max_staleness_s` also follows `--refresh-interval`)."""
+    return {name: f"flag {_FLAGS.get(name, name)}" for name in _FIELDS
+            if getattr(base, name) != getattr(_BUILT_IN, name)}
+
+
 def _show(value: object) -> str:
     return "null" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
@@ -206,13 +237,16 @@ def apply_overrides(policy: RuntimePolicy, overrides: Mapping[str, object]) -> R
 class PolicyBook:
     """The policy of every runtime: defaults, per-runtime entries, then the Deployment's annotations."""
 
-    __slots__ = ("_cache", "_unmatched", "defaults", "runtimes")
+    __slots__ = ("_cache", "_origins", "_unmatched", "defaults", "runtimes")
 
     def __init__(
         self,
         defaults: RuntimePolicy | None = None,
         runtimes: Mapping[RuntimeKey, RuntimePolicy] | None = None,
+        origins: Mapping[RuntimeKey | None, Mapping[str, str]] | None = None,
     ) -> None:
+        """`origins`: per layer (None: `defaults`, else a runtime's entry), where each key it sets came from, for
+        /debug; without it, keys that differ from the built-in defaults come from the flags."""
         self.defaults = defaults if defaults is not None else RuntimePolicy()
         self.runtimes: dict[RuntimeKey, RuntimePolicy] = dict(runtimes or {})
         for where, policy in [("defaults", self.defaults), *((str(k), p) for k, p in self.runtimes.items())]:
@@ -220,11 +254,19 @@ class PolicyBook:
                 check_policy(policy)
             except ValueError as exc:
                 raise ConfigError(f"policy for {where}: {exc}") from exc
-        self._cache: dict[RuntimeKey, tuple[tuple[tuple[str, str], ...], RuntimePolicy]] = {}
-        """Per runtime, its policy annotations and the policy they made: one entry per runtime that exists
-        (`forget_all_but`), replaced when its annotations change."""
+        self._origins: dict[RuntimeKey | None, dict[str, str]] = {
+            layer: dict(found) for layer, found in (origins or {None: flag_origins(self.defaults)}).items()}
+        self._cache: dict[RuntimeKey, tuple[tuple[tuple[str, str], ...], RuntimePolicy, PolicyExplained]] = {}
+        """Per runtime, its policy annotations, the policy they made and where each value came from: one entry
+        per runtime that exists (`forget_all_but`), replaced when its annotations change."""
         self._unmatched: set[RuntimeKey] = set()
         """`runtimes:` entries already warned about as matching no runtime served."""
+
+    def explain(self, key: RuntimeKey) -> PolicyExplained | None:
+        """The runtime's policy as last decided, for /debug (`policy_document`); None for a runtime not decided
+        yet. The HPA's bounds, filled in later, show in the view's `bounds`."""
+        cached = self._cache.get(key)
+        return cached[2] if cached is not None else None
 
     def policy_for(self, key: RuntimeKey, annotations: Mapping[str, str] | None = None) -> RuntimePolicy:
         """The policy of one runtime; cheap to call every refresh (cached while its annotations stay the same).
@@ -238,19 +280,27 @@ class PolicyBook:
         cached = self._cache.get(key)
         if cached is not None and cached[0] == ours:
             return cached[1]
-        policy = self._annotated(key, self.runtimes.get(key, self.defaults), ours)
+        policy, applied = self._annotated(key, self.runtimes.get(key, self.defaults), ours)
+        layer = self._origins.get(key if key in self.runtimes else None, {})
+        broad = self._origins.get(None, {})
+        explained = tuple(  # keys off their built-in value, and every key set for this runtime alone
+            (f, getattr(policy, f), origin) for f in _FIELDS
+            if (origin := applied.get(f) or layer.get(f)) is not None
+            and (getattr(policy, f) != getattr(_BUILT_IN, f) or origin != broad.get(f)))
         if cached is not None and cached[1] != policy:
             changes = ", ".join(f"{f} {_show(getattr(cached[1], f))} -> {_show(getattr(policy, f))}"
                                 for f in _FIELDS if getattr(cached[1], f) != getattr(policy, f))
             log.info("runtime %s: policy annotations changed: %s", key, changes)
-        self._cache[key] = (ours, policy)
+        self._cache[key] = (ours, policy, explained)
         return policy
 
     @staticmethod
-    def _annotated(key: RuntimeKey, base: RuntimePolicy, annotations: tuple[tuple[str, str], ...]) -> RuntimePolicy:
+    def _annotated(
+        key: RuntimeKey, base: RuntimePolicy, annotations: tuple[tuple[str, str], ...]
+    ) -> tuple[RuntimePolicy, dict[str, str]]:
         """`base` with the runtime's policy annotations applied together (a pair such as min and max replicas
-        is checked as a pair, not in name order against the file's other bound); each one that cannot be
-        used is left out with a warning saying why."""
+        is checked as a pair, not in name order against the file's other bound), and for each key applied,
+        `annotation <name>`; each one that cannot be used is left out with a warning saying why."""
         parsed: dict[str, float | int | None] = {}
         written: dict[str, tuple[str, str]] = {}
         for annotation, raw in annotations:
@@ -274,12 +324,12 @@ class PolicyBook:
             policy = replace(base, **parsed)  # type: ignore[arg-type]  # parse_field typed each value by field
             problem = policy_problem(policy)
             if problem is None:
-                return policy
+                return policy, {name: f"annotation {written[name][0]}" for name in parsed}
             field, message = problem
             # The field out of range, else (max_replicas below min_replicas) the other annotated bound.
             culprit = field if field in parsed else "min_replicas"
             if culprit not in parsed:  # cannot happen: `base` was checked when the book was made
-                return base
+                return base, {}
             annotation, raw = written[culprit]
             log.warning("runtime %s: ignoring annotation %s=%r: %s", key, annotation, raw, message)
             del parsed[culprit]
@@ -321,6 +371,9 @@ def parse_policy_book(document: object, source: str, base: RuntimePolicy | None 
                  if unknown[0] in _HINTS else "")
         raise ConfigError(f"{source}: unknown top-level key {unknown[0]!r} (expected 'defaults', 'runtimes'){where}")
     defaults = _layer(base or RuntimePolicy(), document.get("defaults"), source, "defaults")
+    default_origins = flag_origins(base or RuntimePolicy())
+    default_origins.update(_origins_of(document.get("defaults"), f"{source}: defaults"))
+    origins: dict[RuntimeKey | None, dict[str, str]] = {None: default_origins}
     runtimes: dict[RuntimeKey, RuntimePolicy] = {}
     entries = document.get("runtimes") or []
     if not isinstance(entries, list):
@@ -338,7 +391,12 @@ def parse_policy_book(document: object, source: str, base: RuntimePolicy | None 
         if key in runtimes:
             raise ConfigError(f"{source}: {where}: runtime {key} is listed twice")
         runtimes[key] = _layer(defaults, overrides, source, f"{where} ({key})")
-    return PolicyBook(defaults=defaults, runtimes=runtimes)
+        origins[key] = {**default_origins, **_origins_of(overrides, f"{source}: {where}")}
+    return PolicyBook(defaults=defaults, runtimes=runtimes, origins=origins)
+
+
+def _origins_of(overrides: object, origin: str) -> dict[str, str]:
+    return {str(name): origin for name in overrides} if isinstance(overrides, Mapping) else {}
 
 
 def _layer(policy: RuntimePolicy, overrides: object, source: str, where: str) -> RuntimePolicy:
