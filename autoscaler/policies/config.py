@@ -24,7 +24,7 @@ import re
 import types
 import typing
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Final
 
 import yaml
@@ -237,7 +237,7 @@ def apply_overrides(policy: RuntimePolicy, overrides: Mapping[str, object]) -> R
 class PolicyBook:
     """The policy of every runtime: defaults, per-runtime entries, then the Deployment's annotations."""
 
-    __slots__ = ("_cache", "_origins", "_unmatched", "defaults", "runtimes")
+    __slots__ = ("_cache", "_file", "_origins", "_unmatched", "defaults", "runtimes")
 
     def __init__(
         self,
@@ -261,6 +261,41 @@ class PolicyBook:
         per runtime that exists (`forget_all_but`), replaced when its annotations change."""
         self._unmatched: set[RuntimeKey] = set()
         """`runtimes:` entries already warned about as matching no runtime served."""
+        self._file: _WatchedFile | None = None
+        """The policy file the book was read from (`load_policy_book`), watched for edits while running."""
+
+    def notice_file_change(self) -> None:
+        """Called every refresh: warn once per new content when the policy file changed on disk (an edited
+        ConfigMap reaches the mounted file within a minute or so). The file is read only at start
+        (docs/configuration.md), so the warning says a restart applies it, or what would stop that restart."""
+        watched = self._file
+        if watched is None:
+            return
+        try:
+            status = os.stat(watched.path)
+            with open(watched.path, encoding="utf-8") as fh:
+                if (status.st_ino, status.st_mtime_ns, status.st_size) == watched.status:
+                    return
+                watched.status = (status.st_ino, status.st_mtime_ns, status.st_size)
+                text = fh.read()
+        except (OSError, UnicodeDecodeError):
+            return  # a ConfigMap volume swaps its files in one rename; whatever is wrong shows at the restart
+        if text == watched.warned:
+            return
+        watched.warned = None if text == watched.text else text
+        if text == watched.text:
+            return
+        try:
+            parse_policy_book(yaml.safe_load(text), watched.path, watched.base)
+        except (yaml.YAMLError, ConfigError) as exc:
+            problem = exc if isinstance(exc, ConfigError) else f"{watched.path}: not valid YAML: {exc}"
+            log.warning("policy file %s changed on disk and the new version has a mistake: %s. The adapter keeps "
+                        "the policy it started with, and would not start with this file: fix it before any "
+                        "restart", watched.path, " ".join(str(problem).split()))
+            return
+        log.warning("policy file %s changed on disk; the adapter reads it only at start, so every runtime still "
+                    "scales on the policy it started with: restart the adapter to apply it (kubectl -n "
+                    "modelmesh-autoscaler rollout restart deployment/modelmesh-autoscaler)", watched.path)
 
     def explain(self, key: RuntimeKey) -> PolicyExplained | None:
         """The runtime's policy as last decided, for /debug (`policy_document`); None for a runtime not decided
@@ -427,7 +462,9 @@ def load_policy_book(path: str | os.PathLike[str], base: RuntimePolicy | None = 
     source = os.fspath(path)
     try:
         with open(source, encoding="utf-8") as fh:
-            document = yaml.safe_load(fh)
+            status = os.fstat(fh.fileno())
+            text = fh.read()
+        document = yaml.safe_load(text)
     except IsADirectoryError as exc:
         raise ConfigError(f"{source}: cannot read config file: it is a directory (a mounted ConfigMap?); "
                           f"{_file_inside(source)}") from exc
@@ -437,4 +474,19 @@ def load_policy_book(path: str | os.PathLike[str], base: RuntimePolicy | None = 
         raise ConfigError(f"{source}: not UTF-8 text ({exc.reason})") from exc
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
-    return parse_policy_book(document, source, base)
+    book = parse_policy_book(document, source, base)
+    book._file = _WatchedFile(source, text, base, (status.st_ino, status.st_mtime_ns, status.st_size))
+    return book
+
+
+@dataclass(slots=True)
+class _WatchedFile:
+    """The policy file as read at start, and what `PolicyBook.notice_file_change` last saw of it."""
+
+    path: str
+    text: str
+    base: RuntimePolicy | None
+    status: tuple[int, int, int]
+    """(inode, mtime, size) last seen: the file is read again only when one of them changes."""
+    warned: str | None = None
+    """The content last warned about (None: none since the file was last as read at start)."""

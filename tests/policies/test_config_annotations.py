@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
 from autoscaler.model import RuntimeKey
-from autoscaler.policies.config import PolicyBook
+from autoscaler.policies.config import PolicyBook, load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
 
 TRITON = RuntimeKey("default", "modelmesh-serving-triton")
@@ -101,3 +102,24 @@ def test_a_file_entry_is_not_warned_about_before_anything_is_discovered(caplog: 
         book.forget_all_but(set())
         book.forget_all_but({TRITON})
     assert caplog.records == []
+
+
+def test_a_policy_file_edited_while_running_is_logged_once_as_needing_a_restart(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The ConfigMap edited, the kubelet updates the mounted file, and nothing changed and nothing said so."""
+    path = tmp_path / "policy.yaml"
+    path.write_text("defaults: {target_gpu_busy: 0.8}\n")
+    book = load_policy_book(path)
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        book.notice_file_change()
+        assert caplog.records == []
+        path.write_text("defaults: {target_gpu_busy: 0.6}\n")
+        for _ in range(3):  # every refresh
+            book.notice_file_change()
+        path.write_text("defaults: {target_gpu_busy: 60}\n")
+        book.notice_file_change()
+    assert book.policy_for(TRITON).target_gpu_busy == 0.8  # read at start only, as documented
+    first, second = (r.getMessage() for r in caplog.records)
+    assert str(path) in first and "restart" in first
+    assert "target_gpu_busy must be in (0, 1]" in second and "would not start" in second
