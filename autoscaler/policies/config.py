@@ -457,8 +457,13 @@ def _file_inside(directory: str) -> str:
     return f"give one file in it ({', '.join(yaml_files) or 'it holds none'}), e.g. --config {directory}/policy.yaml"
 
 
-def load_policy_book(path: str | os.PathLike[str], base: RuntimePolicy | None = None) -> PolicyBook:
-    """Read the YAML config file (`defaults:` and `runtimes:`, docs/configuration.md, Policy)."""
+def load_policy_book(
+    path: str | os.PathLike[str], base: RuntimePolicy | None = None, *, announce: bool = True
+) -> PolicyBook:
+    """Read the YAML config file (`defaults:` and `runtimes:`, docs/configuration.md, Policy).
+
+    `announce`: log what a user may not expect of a file that loads (empty; a flag its `defaults:` replace);
+    off for the start-up check, which only asks whether it loads."""
     source = os.fspath(path)
     try:
         with open(source, encoding="utf-8") as fh:
@@ -475,8 +480,27 @@ def load_policy_book(path: str | os.PathLike[str], base: RuntimePolicy | None = 
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
     book = parse_policy_book(document, source, base)
+    if announce:
+        _announce(document, source, base)
     book._file = _WatchedFile(source, text, base, (status.st_ino, status.st_mtime_ns, status.st_size))
     return book
+
+
+def _announce(document: object, source: str, base: RuntimePolicy | None) -> None:
+    """An empty file, and flags the file's `defaults:` replace (the documented order, which surprises whoever
+    passes `--skew-order 3` with the shipped file that restates `skew_order: 2`)."""
+    if document is None:
+        log.info("policy file %s is empty: every runtime scales on the built-in defaults and the flags", source)
+        return
+    defaults = document.get("defaults") if isinstance(document, Mapping) else None
+    if base is None or not isinstance(defaults, Mapping):
+        return
+    flags = flag_origins(base)
+    for name, raw in defaults.items():
+        if name in flags and getattr(base, name) != parse_field(name, raw):
+            log.warning("%s gives %s=%s, but %s sets defaults: {%s: %s}, which wins (the policy file comes after "
+                        "the flags, docs/configuration.md, Policy); remove the key from the file for the flag to apply",
+                        flags[name], name, _show(getattr(base, name)), source, name, raw)
 
 
 @dataclass(slots=True)

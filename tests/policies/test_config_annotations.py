@@ -123,3 +123,23 @@ def test_a_policy_file_edited_while_running_is_logged_once_as_needing_a_restart(
     first, second = (r.getMessage() for r in caplog.records)
     assert str(path) in first and "restart" in first
     assert "target_gpu_busy must be in (0, 1]" in second and "would not start" in second
+
+
+def test_a_flag_the_policy_file_replaces_is_said_at_start(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """`--skew-order 3` with the shipped file (which restates `skew_order: 2`) ran on 2 without a word."""
+    path = tmp_path / "policy.yaml"
+    path.write_text("defaults: {skew_order: 2, min_coverage: 0.5}\n")
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        book = load_policy_book(path, base=RuntimePolicy(skew_order=3.0))
+    assert book.policy_for(TRITON).skew_order == 2.0  # the documented order: the file's defaults win
+    [message] = [r.getMessage() for r in caplog.records]
+    assert "--skew-order" in message and "3" in message and "{skew_order: 2}" in message and str(path) in message
+
+
+def test_an_empty_policy_file_is_said_at_start(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("# nothing yet\n")
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        load_policy_book(path)
+    [message] = [r.getMessage() for r in caplog.records]
+    assert str(path) in message and "empty" in message
