@@ -95,6 +95,8 @@ def _show(value: object) -> str:
     return "null" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
+_NO_ANNOTATIONS: Final[Mapping[str, str]] = types.MappingProxyType({})
+
 _NULL_WORDS: Final = frozenset({"", "null", "none", "~"})
 
 
@@ -256,9 +258,12 @@ class PolicyBook:
                 raise ConfigError(f"policy for {where}: {exc}") from exc
         self._origins: dict[RuntimeKey | None, dict[str, str]] = {
             layer: dict(found) for layer, found in (origins or {None: flag_origins(self.defaults)}).items()}
-        self._cache: dict[RuntimeKey, tuple[tuple[tuple[str, str], ...], RuntimePolicy, PolicyExplained]] = {}
-        """Per runtime, its policy annotations, the policy they made and where each value came from: one entry
-        per runtime that exists (`forget_all_but`), replaced when its annotations change."""
+        self._cache: dict[RuntimeKey, tuple[
+            Mapping[str, str], tuple[tuple[str, str], ...], RuntimePolicy, PolicyExplained]] = {}
+        """Per runtime, its annotations (all: the snapshot's own mapping, never changed once handed over;
+        comparing two dicts is cheaper than picking ours out every refresh), its policy annotations, the
+        policy they made and where each value came from: one entry per runtime that exists
+        (`forget_all_but`), replaced when its annotations change."""
         self._unmatched: set[RuntimeKey] = set()
         """`runtimes:` entries already warned about as matching no runtime served."""
         self._file: _WatchedFile | None = None
@@ -301,20 +306,24 @@ class PolicyBook:
         """The runtime's policy as last decided, for /debug (`policy_document`); None for a runtime not decided
         yet. The HPA's bounds, filled in later, show in the view's `bounds`."""
         cached = self._cache.get(key)
-        return cached[2] if cached is not None else None
+        return cached[3] if cached is not None else None
 
     def policy_for(self, key: RuntimeKey, annotations: Mapping[str, str] | None = None) -> RuntimePolicy:
         """The policy of one runtime; cheap to call every refresh (cached while its annotations stay the same).
 
         Annotations whose name ends in a policy key under another prefix (`autoscaling.modelmesh.io/...`,
         `max_replicas`) are not applied but warned about: whoever wrote one thinks it applies."""
+        annotations = annotations or _NO_ANNOTATIONS
+        cached = self._cache.get(key)
+        if cached is not None and (cached[0] is annotations or cached[0] == annotations):  # a dict compare, in C
+            return cached[2]
         ours = tuple(sorted(
-            (k, v) for k, v in (annotations or {}).items()
+            (k, v) for k, v in annotations.items()
             if k.startswith(POLICY_ANNOTATION_PREFIX) or k[max(k.rfind("/"), k.rfind(".")) + 1:] in _NEAR_MISSES
         ))
-        cached = self._cache.get(key)
-        if cached is not None and cached[0] == ours:
-            return cached[1]
+        if cached is not None and cached[1] == ours:  # another annotation changed (a rollout's revision)
+            self._cache[key] = (annotations, ours, cached[2], cached[3])
+            return cached[2]
         policy, applied = self._annotated(key, self.runtimes.get(key, self.defaults), ours)
         layer = self._origins.get(key if key in self.runtimes else None, {})
         broad = self._origins.get(None, {})
@@ -322,11 +331,11 @@ class PolicyBook:
             (f, getattr(policy, f), origin) for f in _FIELDS
             if (origin := applied.get(f) or layer.get(f)) is not None
             and (getattr(policy, f) != getattr(_BUILT_IN, f) or origin != broad.get(f)))
-        if cached is not None and cached[1] != policy:
-            changes = ", ".join(f"{f} {_show(getattr(cached[1], f))} -> {_show(getattr(policy, f))}"
-                                for f in _FIELDS if getattr(cached[1], f) != getattr(policy, f))
+        if cached is not None and cached[2] != policy:
+            changes = ", ".join(f"{f} {_show(getattr(cached[2], f))} -> {_show(getattr(policy, f))}"
+                                for f in _FIELDS if getattr(cached[2], f) != getattr(policy, f))
             log.info("runtime %s: policy annotations changed: %s", key, changes)
-        self._cache[key] = (ours, policy, explained)
+        self._cache[key] = (annotations, ours, policy, explained)
         return policy
 
     @staticmethod
