@@ -216,8 +216,9 @@ def test_an_unknown_flag_is_reported_with_its_commands_usage(
 
 @pytest.mark.parametrize(("flag", "value", "says"), [
     ("--skew-order", "0.5", "must be at least 1"),
-    ("--refresh-interval", "15s", "expected a number"),
-    ("--min-coverage", "80%", "expected a number"),
+    ("--refresh-interval", "15s", "expected a number of seconds, got '15s': write 15"),
+    ("--scale-down-tau", "5m", "expected a number of seconds, got '5m': write 300"),
+    ("--min-coverage", "80%", "expected a ratio, got '80%': write 0.8"),
 ])
 def test_a_bad_flag_value_is_one_line_naming_the_flag_and_exit_status_2(
         flag: str, value: str, says: str, tmp_path: Path) -> None:
