@@ -9,6 +9,7 @@ from autoscaler import __version__
 
 if TYPE_CHECKING:
     import argparse
+    from typing import NoReturn
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -24,7 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Skew-aware external metrics for scaling KServe ModelMesh runtimes with the Kubernetes HPA.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     parser_class=_command_parser_class())
     serve = commands.add_parser(
         "serve", help="run the external.metrics.k8s.io API server",
         description=SERVE_DESCRIPTION,
@@ -46,6 +48,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_simulate_arguments(simulate)
     return parser
+
+
+def _command_parser_class() -> type[argparse.ArgumentParser]:
+    """A command's parser: a value a flag refuses is one line naming the flag and the value, and exit status 2,
+    like a bad `AUTOSCALER_*` variable (argparse's usage before it, 50 lines for `serve`, buried the line that
+    matters at the top of a pod's log). A flag it does not know still shows the usage, to find the right one."""
+    import argparse
+
+    class CommandParser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            if message.startswith("argument "):
+                self.exit(2, f"{self.prog}: error: {message}\n")
+            super().error(message)
+
+    return CommandParser
 
 
 def command_parser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:

@@ -48,7 +48,7 @@ def check_startup(settings: ServeSettings) -> None:
     _check_serving_certificate(settings)
     if settings.config is not None:
         try:
-            load_policy_book(settings.config)
+            load_policy_book(settings.config, announce=False)  # the refresh says what it finds
         except ConfigError as error:
             raise PreflightError(f"--config {error}; fix the file (docs/configuration.md, Policy) or leave "
                                  "--config out for the built-in defaults") from error

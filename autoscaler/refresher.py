@@ -104,6 +104,7 @@ class Refresher:
         for gone in set(self._warming) - set(views) - failed:
             del self._warming[gone]
         self.policies.forget_all_but({snapshot.key for snapshot in snapshots})
+        self.policies.notice_file_change()  # an edited policy file: a restart applies it (logged once)
         self._failing &= failed  # a runtime decided again (or gone) is logged again if it fails later
         self.metrics.publish_runtimes(views.values())  # and removes the series of runtimes and values gone
         self.views = views

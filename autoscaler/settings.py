@@ -146,10 +146,21 @@ class SettingsError(ValueError):
 # ---- converters: each takes the flag's or the variable's text and raises ArgumentTypeError ----
 
 
+_WITH_UNIT = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h|%)\s*")
+_UNITS = {"ms": ("seconds", 0.001), "s": ("seconds", 1.0), "m": ("seconds", 60.0), "h": ("seconds", 3600.0),
+          "%": ("ratio", 0.01)}
+
+
 def _number(value: str) -> float:
     try:
         number = float(value)
     except ValueError as error:
+        found = _WITH_UNIT.fullmatch(value)
+        if found:  # `15s` where kube's flags take a duration, `80%` for a ratio: say the number to write
+            kind, scale = _UNITS[found[2]]
+            what = "a number of seconds" if kind == "seconds" else "a ratio"
+            raise argparse.ArgumentTypeError(
+                f"expected {what}, got {value!r}: write {float(found[1]) * scale:g}") from error
         raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from error
     if not math.isfinite(number):
         raise argparse.ArgumentTypeError(f"must be a finite number, got {value!r}")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -209,3 +212,21 @@ def test_an_unknown_flag_is_reported_with_its_commands_usage(
     err = capsys.readouterr().err
     assert f"usage: modelmesh-autoscaler {command} " in err
     assert f"modelmesh-autoscaler {command}: error: unrecognized arguments: --no-such-flag" in err
+
+
+@pytest.mark.parametrize(("flag", "value", "says"), [
+    ("--skew-order", "0.5", "must be at least 1"),
+    ("--refresh-interval", "15s", "expected a number of seconds, got '15s': write 15"),
+    ("--scale-down-tau", "5m", "expected a number of seconds, got '5m': write 300"),
+    ("--min-coverage", "80%", "expected a ratio, got '80%': write 0.8"),
+])
+def test_a_bad_flag_value_is_one_line_naming_the_flag_and_exit_status_2(
+        flag: str, value: str, says: str, tmp_path: Path) -> None:
+    """As the user runs it: the 50 lines of usage before the error buried the one line that matters."""
+    done = subprocess.run([sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev", flag, value],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    assert done.returncode == 2
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"modelmesh-autoscaler serve: error: argument {flag}: {says}")
+    assert repr(value) in line

@@ -42,6 +42,7 @@ from autoscaler.actuation.bridge_status import (
     autoscaler_class,
     deployment_name,
     desired_status,
+    misplaced_policy_annotations,
     replicas_of,
     verdict,
 )
@@ -138,6 +139,7 @@ class ReplicaBridge:
         self._written: dict[ScaleId, str] = {}
         self._retries: dict[ScaleId, _Retry] = {}
         self._reasons: dict[ScaleId, str] = {}
+        self._misplaced: dict[ScaleId, tuple[tuple[str, str], ...]] = {}  # policy annotations on the runtime, warned
         self._reason_changes: list[tuple[bool, ScaleId, str, str]] = []  # new Ready reasons, logged after a pass
         self._last_error: str | None = None
         self._passed_at = -math.inf  # when the last pass started: retries due by then were looked at
@@ -275,6 +277,7 @@ class ReplicaBridge:
 
     def _forget(self, key: ScaleId) -> None:
         self._reasons.pop(key, None)
+        self._misplaced.pop(key, None)
         self._written.pop(key, None)
         if self._metrics is not None:
             with contextlib.suppress(KeyError):
@@ -324,6 +327,8 @@ class ReplicaBridge:
                     (namespace, deployment_name(scale)))
                 if deployment is None:  # not listed: not read yet, or not labelled as modelmesh-serving labels
                     deployment = await self._client.get_deployment(namespace, deployment_name(scale))
+        if runtime is not None:
+            self._note_misplaced(key, runtime, deployment, deployment_name(scale))
         writes = 0
         if runtime is not None and autoscaler_class(runtime) is None:
             wanted = replicas_of(scale)
@@ -358,6 +363,22 @@ class ReplicaBridge:
                               subresource="status")
             writes += 1
         return writes
+
+    def _note_misplaced(self, key: ScaleId, runtime: JSON, deployment: JSON | None, deployment_called: str) -> None:
+        """Warn once per change when the ServingRuntime, the object users edit, carries policy annotations its
+        Deployment does not: the adapter reads the Deployment's only, and the user believes they apply."""
+        misplaced = tuple(sorted(misplaced_policy_annotations(runtime, deployment).items()))
+        if misplaced and self._misplaced.get(key) != misplaced:
+            meta = runtime.get("metadata") or {}
+            written = ", ".join(f"{name}={value!r}" for name, value in misplaced)
+            log.warning("ServingRuntime %s/%s has %s, which the adapter does not read: policy annotations apply "
+                        "on the runtime's Deployment %s/%s (annotate it, where your modelmesh-serving controller "
+                        "keeps its annotations) or in a runtimes: entry of the policy file",
+                        meta.get("namespace") or key[0], meta.get("name"), written, key[0], deployment_called)
+        if misplaced:
+            self._misplaced[key] = misplaced
+        else:
+            self._misplaced.pop(key, None)
 
     async def _cluster_runtime_exists(self, name: str) -> bool:
         try:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from autoscaler.kube.client import CustomResource
-from autoscaler.names import SERVINGRUNTIME_DEPLOYMENT_PREFIX
+from autoscaler.names import POLICY_ANNOTATION_PREFIX, SERVINGRUNTIME_DEPLOYMENT_PREFIX
 
 JSON = dict[str, Any]
 
@@ -71,6 +71,18 @@ def autoscaler_class(runtime: Mapping[str, Any]) -> str | None:
     """The ServingRuntime's `serving.kserve.io/autoscalerClass`, or None when it has none (or `none`)."""
     value = ((runtime.get("metadata") or {}).get("annotations") or {}).get(AUTOSCALER_CLASS_ANNOTATION)
     return None if value is None or value == CLASS_NONE else str(value)
+
+
+def misplaced_policy_annotations(runtime: Mapping[str, Any], deployment: Mapping[str, Any] | None) -> dict[str, str]:
+    """The ServingRuntime's `autoscaler.modelmesh.io/` annotations that its Deployment does not carry with the
+    same value: the adapter reads policy annotations on the Deployment only, so these apply to nothing."""
+    def annotations(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+        found = ((obj or {}).get("metadata") or {}).get("annotations")
+        return found if isinstance(found, Mapping) else {}
+
+    on_deployment = annotations(deployment)
+    return {str(k): str(v) for k, v in annotations(runtime).items()
+            if str(k).startswith(POLICY_ANNOTATION_PREFIX) and on_deployment.get(k) != v}
 
 
 def replicas_of(obj: Mapping[str, Any] | None, part: str = "spec") -> int | None:

@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from autoscaler.api.handlers import rfc3339
 from autoscaler.model import POD_FIELDS, PodViews, RuntimeView, ServedValue
+from autoscaler.policies.config import PolicyExplained, policy_document
 
 _VIEW_FIELDS: Final = tuple(f.name for f in dataclasses.fields(RuntimeView))
 _view_values = operator.attrgetter(*_VIEW_FIELDS)
@@ -53,28 +54,31 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def explanation(view: RuntimeView) -> dict[str, Any]:
+def explanation(view: RuntimeView, policy: PolicyExplained | None = None) -> dict[str, Any]:
     """The /debug document: the view as JSON, each pod's signal states as an object
     (`{"gpu": "fresh", "requests": "missing", ...}`), with `held` (why a value or term may not fall) and
-    `warnings` (a missing setting, such as no capacity signal) as the view carries them."""
+    `warnings` (a missing setting, such as no capacity signal) as the view carries them, and `policy`: each
+    policy key's value and where it came from (`PolicyBook.explain`)."""
     document: dict[str, Any] = jsonable(view)
     for pod, shown in zip(view.pods, document["pods"], strict=True):
         shown["signals"] = dict(pod.signals)
     document["key"] = {"namespace": view.key.namespace, "deployment": view.key.deployment}
     document["refreshed"] = rfc3339(view.refreshed_at)
+    document["policy"] = policy_document(policy)
     return document
 
 
-def debug_record(view: RuntimeView) -> bytes:
+def debug_record(view: RuntimeView, policy: PolicyExplained | None = None) -> bytes:
     """What the snapshot carries for the runtime's /debug: its fields as plain values, made every refresh."""
     fields = list(_view_values(view))
     fields[_KEY] = (view.key.namespace, view.key.deployment)
     fields[_VALUES] = tuple((metric.value, *_value_values(served)) for metric, served in view.values.items())
     fields[_PODS] = view.pods.rows  # plain values already (`PodViews`)
+    fields.append(policy)  # plain values (or None), one tuple per runtime made when its policy changes
     try:
         return _PLAIN + marshal.dumps(tuple(fields))
     except ValueError:  # not plain data: write the JSON now
-        return _JSON + json.dumps(explanation(view)).encode()
+        return _JSON + json.dumps(explanation(view, policy)).encode()
 
 
 def debug_json(record: bytes) -> bytes:
@@ -88,13 +92,14 @@ def debug_json(record: bytes) -> bytes:
         return json.dumps(jsonable(document)).encode()
 
 
-def debug_body(view: RuntimeView) -> bytes:
+def debug_body(view: RuntimeView, policy: PolicyExplained | None = None) -> bytes:
     """The /debug answer of a view, made the way a serving worker makes it."""
-    return debug_json(debug_record(view))
+    return debug_json(debug_record(view, policy))
 
 
-def _document(fields: tuple[Any, ...]) -> dict[str, Any]:
-    """`explanation`'s document from the plain fields, keys in the same order."""
+def _document(record: tuple[Any, ...]) -> dict[str, Any]:
+    """`explanation`'s document from the plain fields (the view's, then the policy's), keys in the same order."""
+    fields, policy = record[:-1], record[-1]
     document = dict(zip(_VIEW_FIELDS, fields, strict=True))
     namespace, deployment = fields[_KEY]
     document["key"] = {"namespace": namespace, "deployment": deployment}
@@ -106,5 +111,6 @@ def _document(fields: tuple[Any, ...]) -> dict[str, Any]:
         pods.append(shown)
     document["pods"] = pods
     document["refreshed"] = rfc3339(fields[_REFRESHED])
+    document["policy"] = policy_document(policy)
     return document
 

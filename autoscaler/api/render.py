@@ -16,25 +16,33 @@ from autoscaler.api.handlers import metric_answers
 from autoscaler.api.selfmetrics_split import render_refresh_metrics
 from autoscaler.api.snapshot import EMPTY, METRICS, RenderedRuntimes, RuntimeAnswers, ServingSnapshot
 from autoscaler.model import RuntimeKey, RuntimeView
+from autoscaler.policies.config import PolicyBook, PolicyExplained
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 
 
-def render_runtime(view: RuntimeView) -> RuntimeAnswers:
+def render_runtime(view: RuntimeView, policy: PolicyExplained | None = None) -> RuntimeAnswers:
     return RuntimeAnswers(
         metric_answers(view, METRICS),
         runtimes.keda_answer(view),
-        debug_record(view),
+        debug_record(view, policy),
     )
 
 
 def render_snapshot(views: Mapping[RuntimeKey, RuntimeView], ready: bool,
-                    refresh_metrics: bytes = b"") -> ServingSnapshot:
+                    refresh_metrics: bytes = b"", policies: PolicyBook | None = None) -> ServingSnapshot:
+    """Every runtime's answers; `policies` (the refresher's) adds each runtime's policy and its origins to /debug."""
+    explain = policies.explain if policies is not None else _unexplained
     return ServingSnapshot(
         ready,
-        RenderedRuntimes({(key.namespace, key.deployment): render_runtime(view) for key, view in views.items()}),
+        RenderedRuntimes({(key.namespace, key.deployment): render_runtime(view, explain(key))
+                          for key, view in views.items()}),
         refresh_metrics,
     )
+
+
+def _unexplained(key: RuntimeKey) -> PolicyExplained | None:
+    return None
 
 
 class RefresherSnapshots:
@@ -54,7 +62,7 @@ class RefresherSnapshots:
         refresher = self._refresher
         if refresher.views is not self._views or refresher.ready != self._ready:
             self._views, self._ready = refresher.views, refresher.ready
-            self._snapshot = render_snapshot(refresher.views, refresher.ready)
+            self._snapshot = render_snapshot(refresher.views, refresher.ready, policies=refresher.policies)
         return self._snapshot
 
     @property
@@ -65,11 +73,12 @@ class RefresherSnapshots:
 class SnapshotPublisher:
     """The refresh process's side of the hand-over: each refresh's views as one packed blob for the workers."""
 
-    def __init__(self, metrics: AdapterMetrics) -> None:
+    def __init__(self, metrics: AdapterMetrics, policies: PolicyBook | None = None) -> None:
         self._metrics = metrics
+        self._policies = policies
 
     def render(self, views: Mapping[RuntimeKey, RuntimeView], ready: bool) -> ServingSnapshot:
-        return render_snapshot(views, ready)
+        return render_snapshot(views, ready, policies=self._policies)
 
     def refresh_metrics(self) -> bytes:
         return render_refresh_metrics(self._metrics)

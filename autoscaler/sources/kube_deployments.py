@@ -23,6 +23,7 @@ from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.raw import Scope, read_json, scope_name
 from autoscaler.log_lists import few
 from autoscaler.model import RuntimeKey
+from autoscaler.names import SERVINGRUNTIME_DEPLOYMENT_PREFIX
 from autoscaler.sources.kube_objects import (
     RuntimeRecord,
     deployment_key,
@@ -135,7 +136,11 @@ class DeploymentResync:
                 raise
             if key not in self._missing:
                 self._missing.add(key)
-                log.warning("Kubernetes discovery: configured runtime %s has no Deployment (yet)", key)
+                hint = ("" if key.deployment.startswith(SERVINGRUNTIME_DEPLOYMENT_PREFIX) else
+                        f"; ModelMesh names a runtime's Deployment {SERVINGRUNTIME_DEPLOYMENT_PREFIX}<ServingRuntime>: "
+                        f"for the ServingRuntime {key.deployment}, write "
+                        f"deployment: {SERVINGRUNTIME_DEPLOYMENT_PREFIX}{key.deployment}")
+                log.warning("Kubernetes discovery: configured runtime %s has no Deployment (yet)%s", key, hint)
             return RuntimeRecord(key, fallback_selector(key))
         self._missing.discard(key)
         return parse_deployment(document, key)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from autoscaler.api.debug_document import debug_body, explanation
 from autoscaler.model import PodSample, RuntimeSnapshot, ServedValue
 from autoscaler.names import ServedMetric
+from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.decision import decide
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.samples import clean_sample
@@ -46,11 +47,13 @@ def pods(draw: st.DrawFn) -> PodSample:
 def test_debug_bytes_are_the_explanation_as_json(steps: list[tuple[PodSample, ...]],
                                                   rps_target: float | None) -> None:
     memory = None
-    policy = RuntimePolicy(target_rps_per_pod=rps_target)
+    book = PolicyBook(defaults=RuntimePolicy(target_rps_per_pod=rps_target))
+    policy = book.policy_for(KEY, {"autoscaler.modelmesh.io/max-replicas": "9"})
     for i, pods_now in enumerate(steps):
         now = NOW + 15.0 * i
         view, memory = decide(RuntimeSnapshot(KEY, pods_now, now), policy, memory, now, 30.0)
         assert debug_body(view) == json.dumps(explanation(view)).encode()
+        assert debug_body(view, book.explain(KEY)) == json.dumps(explanation(view, book.explain(KEY))).encode()
 
 
 def test_a_non_finite_number_is_null_in_the_debug_bytes_too() -> None:

@@ -1,0 +1,145 @@
+"""Policy annotations as platform engineers write them: near-miss names, pairs of bounds, edits while running."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from autoscaler.model import RuntimeKey
+from autoscaler.policies.config import PolicyBook, load_policy_book
+from autoscaler.policies.policy import RuntimePolicy
+
+TRITON = RuntimeKey("default", "modelmesh-serving-triton")
+PREFIX = "autoscaler.modelmesh.io/"
+LOGGER = "autoscaler.policies.config"
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        "autoscaling.modelmesh.io/target-rps-per-pod",
+        "modelmesh.io/target-rps-per-pod",
+        "autoscaler.modelmesh.com/target-rps-per-pod",
+        "autoscaler.modelmesh.io.target_rps_per_pod",
+        "target-rps-per-pod",
+    ],
+)
+def test_a_policy_key_under_the_wrong_prefix_is_warned_about_not_silently_ignored(
+    caplog: pytest.LogCaptureFixture, annotation: str
+) -> None:
+    book = PolicyBook()
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        for _ in range(3):  # every refresh
+            policy = book.policy_for(TRITON, {annotation: "120", "deployment.kubernetes.io/revision": "3"})
+    assert policy == RuntimePolicy()  # not applied: the prefix is what says it is ours
+    [record] = caplog.records
+    message = record.getMessage()
+    assert str(TRITON) in message and annotation in message
+    assert PREFIX + "target-rps-per-pod" in message  # the fix
+
+
+def test_other_tools_annotations_are_not_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        PolicyBook().policy_for(TRITON, {"deployment.kubernetes.io/revision": "3", "app.kubernetes.io/name": "x",
+                                         "kubectl.kubernetes.io/last-applied-configuration": "{}"})
+    assert caplog.records == []
+
+
+def test_an_annotation_pair_is_applied_together_not_one_at_a_time(caplog: pytest.LogCaptureFixture) -> None:
+    """The file says min 3; the Deployment asks for 1..2. Applied one by one (max first), max 2 < min 3
+    was refused and the runtime scaled with no cap."""
+    book = PolicyBook(defaults=RuntimePolicy(min_replicas=3))
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        policy = book.policy_for(TRITON, {PREFIX + "min-replicas": "1", PREFIX + "max-replicas": "2"})
+    assert (policy.min_replicas, policy.max_replicas) == (1, 2)
+    assert caplog.records == []
+
+
+def test_contradicting_bound_annotations_name_both_values(caplog: pytest.LogCaptureFixture) -> None:
+    book = PolicyBook()
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        policy = book.policy_for(TRITON, {PREFIX + "min-replicas": "5", PREFIX + "max-replicas": "2"})
+    assert policy.max_replicas is None or policy.min_replicas is None  # one of the two stands, not both
+    [record] = caplog.records
+    message = record.getMessage()
+    assert "5" in message and "'2'" in message and "min_replicas" in message and "max_replicas" in message
+
+
+def test_an_annotation_changed_or_removed_while_running_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    book = PolicyBook(defaults=RuntimePolicy(max_replicas=10))
+    steps = [{PREFIX + "max-replicas": "8"}, {PREFIX + "max-replicas": "4"}, {}]
+    seen = []
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        for annotations in steps:
+            for _ in range(3):  # every refresh
+                seen.append(book.policy_for(TRITON, annotations).max_replicas)
+    assert seen == [8, 8, 8, 4, 4, 4, 10, 10, 10]
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2, messages  # the first sight is not a change; each change once
+    assert str(TRITON) in messages[0] and "max_replicas 8 -> 4" in messages[0]
+    assert "max_replicas 4 -> 10" in messages[1]
+
+
+def test_a_file_entry_that_matches_no_runtime_is_warned_about_once_with_the_likely_name(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """`deployment: triton` names the ServingRuntime, not its Deployment: without a word the runtime that
+    exists scaled on the defaults."""
+    book = PolicyBook(runtimes={RuntimeKey("default", "triton"): RuntimePolicy(target_rps_per_pod=120.0)})
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        for _ in range(3):  # every refresh
+            book.forget_all_but({TRITON})
+    [record] = caplog.records
+    message = record.getMessage()
+    assert "default/triton" in message and "deployment: modelmesh-serving-triton" in message
+
+
+def test_a_file_entry_is_not_warned_about_before_anything_is_discovered(caplog: pytest.LogCaptureFixture) -> None:
+    book = PolicyBook(runtimes={TRITON: RuntimePolicy()})
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        book.forget_all_but(set())
+        book.forget_all_but({TRITON})
+    assert caplog.records == []
+
+
+def test_a_policy_file_edited_while_running_is_logged_once_as_needing_a_restart(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The ConfigMap edited, the kubelet updates the mounted file, and nothing changed and nothing said so."""
+    path = tmp_path / "policy.yaml"
+    path.write_text("defaults: {target_gpu_busy: 0.8}\n")
+    book = load_policy_book(path)
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        book.notice_file_change()
+        assert caplog.records == []
+        path.write_text("defaults: {target_gpu_busy: 0.6}\n")
+        for _ in range(3):  # every refresh
+            book.notice_file_change()
+        path.write_text("defaults: {target_gpu_busy: 60}\n")
+        book.notice_file_change()
+    assert book.policy_for(TRITON).target_gpu_busy == 0.8  # read at start only, as documented
+    first, second = (r.getMessage() for r in caplog.records)
+    assert str(path) in first and "restart" in first
+    assert "target_gpu_busy must be in (0, 1]" in second and "would not start" in second
+
+
+def test_a_flag_the_policy_file_replaces_is_said_at_start(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """`--skew-order 3` with the shipped file (which restates `skew_order: 2`) ran on 2 without a word."""
+    path = tmp_path / "policy.yaml"
+    path.write_text("defaults: {skew_order: 2, min_coverage: 0.5}\n")
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        book = load_policy_book(path, base=RuntimePolicy(skew_order=3.0))
+    assert book.policy_for(TRITON).skew_order == 2.0  # the documented order: the file's defaults win
+    [message] = [r.getMessage() for r in caplog.records]
+    assert "--skew-order" in message and "3" in message and "{skew_order: 2}" in message and str(path) in message
+
+
+def test_an_empty_policy_file_is_said_at_start(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("# nothing yet\n")
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        load_policy_book(path)
+    [message] = [r.getMessage() for r in caplog.records]
+    assert str(path) in message and "empty" in message
