@@ -24,7 +24,8 @@ from contextlib import contextmanager
 from autoscaler.api.certs import server_context
 from autoscaler.kube.config import load_kube_settings
 from autoscaler.kube.errors import KubeConfigError
-from autoscaler.policies.config import ConfigError, load_policy_book
+from autoscaler.policies.config import ConfigError
+from autoscaler.policies.config_file import load_policy_book
 from autoscaler.settings import ServeSettings
 from autoscaler.sources.targets import TargetsFileError, load_targets
 from exporter.listen import listen_fix

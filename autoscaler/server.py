@@ -21,8 +21,10 @@ from autoscaler.actuation.actuator import deletion_cost_context
 from autoscaler.api.app import build_served_app
 from autoscaler.api.cert_reload import certificate_reload_context
 from autoscaler.api.certs import self_signed_server_context, server_context
-from autoscaler.policies.config import PolicyBook, apply_overrides, load_policy_book
+from autoscaler.policies.config import PolicyBook
+from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.policy_values import apply_overrides
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings, is_loopback

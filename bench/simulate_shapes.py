@@ -26,8 +26,8 @@ import argparse
 import time
 from dataclasses import dataclass, replace
 
-from autoscaler.policies.config import apply_overrides
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.policy_values import apply_overrides
 from autoscaler.simulation.cli import peak_need, sizing
 from autoscaler.simulation.cluster import ClusterShape
 from autoscaler.simulation.engine import PolicyResult, oracle, simulate

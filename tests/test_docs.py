@@ -17,7 +17,7 @@ import yaml
 
 from autoscaler import cli
 from autoscaler.names import POLICY_ANNOTATION_PREFIX
-from autoscaler.policies.config import load_policy_book
+from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.settings import env_variables
 from autoscaler.sources.targets import load_targets

@@ -16,7 +16,8 @@ from autoscaler.api.handlers import metric_answers
 from autoscaler.api.selfmetrics_split import render_refresh_metrics
 from autoscaler.api.snapshot import EMPTY, METRICS, RenderedRuntimes, RuntimeAnswers, ServingSnapshot
 from autoscaler.model import RuntimeKey, RuntimeView
-from autoscaler.policies.config import PolicyBook, PolicyExplained
+from autoscaler.policies.config import PolicyBook
+from autoscaler.policies.policy_origins import PolicyExplained
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 

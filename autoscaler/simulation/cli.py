@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 
-from autoscaler.policies.config import ConfigError, load_policy_book
+from autoscaler.policies.config import ConfigError
+from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.settings import count, positive
 from autoscaler.simulation.hpa import SYNC_PERIOD_S, Behavior

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from autoscaler.model import RuntimeKey
-from autoscaler.policies.config import PolicyBook, load_policy_book
+from autoscaler.policies.config import PolicyBook
+from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
 
 TRITON = RuntimeKey("default", "modelmesh-serving-triton")

@@ -11,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler.model import PodSample
-from autoscaler.policies.config import ConfigError, apply_overrides
+from autoscaler.policies.config import ConfigError
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.policy_values import apply_overrides
 from autoscaler.policies.ranking import default_terms, pod_needs, rank_pods, removal_order
 from tests.policies.builders import PROPERTIES, pod
 

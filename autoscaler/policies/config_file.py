@@ -1,0 +1,117 @@
+"""The policy file: read at start (with the fix for a path that is a mounted ConfigMap's directory), what a
+user may not expect of one that loads, and its edits while running, which apply at the next start."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import yaml
+
+from autoscaler.policies.config import ConfigError, PolicyBook, parse_policy_book
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.policy_origins import flag_origins
+from autoscaler.policies.policy_values import parse_field, show_value
+
+log = logging.getLogger("autoscaler.policies.config")
+
+def _file_inside(directory: str) -> str:
+    """Which file of a directory to give instead: a mounted ConfigMap holds one file per key (and `..data`)."""
+    try:
+        names = sorted(n for n in os.listdir(directory) if not n.startswith("."))
+    except OSError:
+        names = []
+    yaml_files = [n for n in names if n.endswith((".yaml", ".yml"))] or names
+    if len(yaml_files) == 1:
+        return f"give the file in it: --config {os.path.join(directory, yaml_files[0])}"
+    return f"give one file in it ({', '.join(yaml_files) or 'it holds none'}), e.g. --config {directory}/policy.yaml"
+
+
+def load_policy_book(
+    path: str | os.PathLike[str], base: RuntimePolicy | None = None, *, announce: bool = True
+) -> PolicyBook:
+    """Read the YAML config file (`defaults:` and `runtimes:`, docs/configuration.md, Policy).
+
+    `announce`: log what a user may not expect of a file that loads (empty; a flag its `defaults:` replace);
+    off for the start-up check, which only asks whether it loads."""
+    source = os.fspath(path)
+    try:
+        with open(source, encoding="utf-8") as fh:
+            status = os.fstat(fh.fileno())
+            text = fh.read()
+        document = yaml.safe_load(text)
+    except IsADirectoryError as exc:
+        raise ConfigError(f"{source}: cannot read config file: it is a directory (a mounted ConfigMap?); "
+                          f"{_file_inside(source)}") from exc
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read config file: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{source}: not UTF-8 text ({exc.reason})") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
+    book = parse_policy_book(document, source, base)
+    if announce:
+        _announce(document, source, base)
+    book.source_file = WatchedFile(source, text, base, (status.st_ino, status.st_mtime_ns, status.st_size))
+    return book
+
+
+def _announce(document: object, source: str, base: RuntimePolicy | None) -> None:
+    """An empty file, and flags the file's `defaults:` replace (the documented order, which surprises whoever
+    passes `--skew-order 3` with the shipped file that restates `skew_order: 2`)."""
+    if document is None:
+        log.info("policy file %s is empty: every runtime scales on the built-in defaults and the flags", source)
+        return
+    defaults = document.get("defaults") if isinstance(document, Mapping) else None
+    if base is None or not isinstance(defaults, Mapping):
+        return
+    flags = flag_origins(base)
+    for name, raw in defaults.items():
+        if name in flags and getattr(base, name) != parse_field(name, raw):
+            log.warning("%s gives %s=%s, but %s sets defaults: {%s: %s}, which wins (the policy file comes after "
+                        "the flags, docs/configuration.md, Policy); remove the key from the file for the flag to apply",
+                        flags[name], name, show_value(getattr(base, name)), source, name, raw)
+
+
+@dataclass(slots=True)
+class WatchedFile:
+    """The policy file as read at start, and what `PolicyBook.notice_file_change` last saw of it."""
+
+    path: str
+    text: str
+    base: RuntimePolicy | None
+    status: tuple[int, int, int]
+    """(inode, mtime, size) last seen: the file is read again only when one of them changes."""
+    warned: str | None = None
+    """The content last warned about (None: none since the file was last as read at start)."""
+
+    def notice_change(self) -> None:
+        """Warn once per new content when the file changed on disk. The file is read only at start
+        (docs/configuration.md), so the warning says a restart applies it, or what would stop that restart."""
+        try:
+            status = os.stat(self.path)
+            with open(self.path, encoding="utf-8") as fh:
+                if (status.st_ino, status.st_mtime_ns, status.st_size) == self.status:
+                    return
+                self.status = (status.st_ino, status.st_mtime_ns, status.st_size)
+                text = fh.read()
+        except (OSError, UnicodeDecodeError):
+            return  # a ConfigMap volume swaps its files in one rename; whatever is wrong shows at the restart
+        if text == self.warned:
+            return
+        self.warned = None if text == self.text else text
+        if text == self.text:
+            return
+        try:
+            parse_policy_book(yaml.safe_load(text), self.path, self.base)
+        except (yaml.YAMLError, ConfigError) as exc:
+            problem = exc if isinstance(exc, ConfigError) else f"{self.path}: not valid YAML: {exc}"
+            log.warning("policy file %s changed on disk and the new version has a mistake: %s. The adapter keeps "
+                        "the policy it started with, and would not start with this file: fix it before any "
+                        "restart", self.path, " ".join(str(problem).split()))
+            return
+        log.warning("policy file %s changed on disk; the adapter reads it only at start, so every runtime still "
+                    "scales on the policy it started with: restart the adapter to apply it (kubectl -n "
+                    "modelmesh-autoscaler rollout restart deployment/modelmesh-autoscaler)", self.path)

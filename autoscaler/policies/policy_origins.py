@@ -1,0 +1,41 @@
+"""Where each key of a runtime's policy came from (a built-in default, a flag, the file, an annotation): what
+/debug shows, so that a user sees why a runtime scales as it does."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.policy_values import FIELDS
+
+PolicyExplained = tuple[tuple[str, float | int | None, str], ...]
+"""(policy key, value, where it came from) of the keys a layer above the built-in defaults set, in field order:
+what /debug shows (`policy_document`). Only those: every runtime carries one in every refresh's snapshot, so a
+key the flags or the file's `defaults:` leave at its built-in value (the shipped file restates them all) is
+shown as built-in, which its value is."""
+
+BUILT_IN: Final = RuntimePolicy()
+BUILT_IN_ORIGIN: Final = "built-in"
+
+
+def policy_document(explained: PolicyExplained | None) -> dict[str, dict[str, object]] | None:
+    """Every policy key of a runtime: {key: {"value": ..., "from": ...}}, in field order (None: not known)."""
+    if explained is None:
+        return None
+    document: dict[str, dict[str, object]] = {
+        name: {"value": getattr(BUILT_IN, name), "from": BUILT_IN_ORIGIN} for name in FIELDS}
+    for name, value, origin in explained:
+        document[name] = {"value": value, "from": origin}
+    return document
+
+
+_FLAGS: Final = {"skew_order": "--skew-order", "scale_down_tau_s": "--scale-down-tau",
+                 "max_staleness_s": "--max-staleness (else 3 x --refresh-interval)", "min_coverage": "--min-coverage"}
+"""The policy keys `serve` flags set for every runtime (`autoscaler.server.policy_book`)."""
+
+
+def flag_origins(base: RuntimePolicy) -> dict[str, str]:
+    """Where the keys of the flags' layer come from: the flag (or its AUTOSCALER_* variable: same value) where
+    it differs from the built-in default (`max_staleness_s` also follows `--refresh-interval`)."""
+    return {name: f"flag {_FLAGS.get(name, name)}" for name in FIELDS
+            if getattr(base, name) != getattr(BUILT_IN, name)}

@@ -1,0 +1,170 @@
+"""One policy value: read from the config file or an annotation, range-checked, and, when it is written as people
+often write it (`80%`, `50ms`, a misspelt key), refused with the value to write instead."""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import fields, replace
+from typing import Final
+
+from autoscaler.policies.policy import RuntimePolicy
+
+HINTS: Final = typing.get_type_hints(RuntimePolicy)
+FIELDS: Final = tuple(f.name for f in fields(RuntimePolicy))
+
+
+def _kind(name: str) -> tuple[type, bool]:
+    """(int or float, whether None is allowed) of a policy field, read from its annotation."""
+    hint = HINTS[name]
+    args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    base = next(a for a in args if a is not type(None))
+    return base, type(None) in args
+
+
+def show_value(value: object) -> str:
+    return "null" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+
+_NULL_WORDS: Final = frozenset({"", "null", "none", "~"})
+
+
+def parse_field(name: str, raw: object) -> float | int | None:
+    """Parse one policy value from YAML or an annotation string; ValueError says what was expected.
+
+    Numbers may be given as strings ("120", "1e3": YAML 1.1 reads the latter as text). None, `null` or
+    an empty string clears an optional field (`target_rps_per_pod`, `max_replicas`).
+    """
+    if name not in HINTS:
+        raise ValueError(f"unknown key {name!r}{_suggest(name)}")
+    base, optional = _kind(name)
+    if isinstance(raw, str) and raw.strip().lower() in _NULL_WORDS:
+        raw = None
+    if raw is None:
+        if optional:
+            return None
+        raise ValueError(f"{name} may not be null")
+    if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
+        raise ValueError(f"{name} must be a {'whole number' if base is int else 'number'}, got {raw!r}")
+    try:
+        if base is int:
+            if isinstance(raw, float):
+                raise ValueError
+            return int(raw)
+        value = float(raw)
+    except ValueError:
+        kind = "whole number" if base is int else "number"
+        raise ValueError(f"{name} must be a {kind}, got {raw!r}{_unit_hint(name, raw)}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {raw!r}")
+    return value
+
+
+_RATIOS: Final = frozenset({"target_gpu_busy", "cache_full_ratio", "min_coverage"})
+_SECONDS_PER: Final = {"ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+_WITH_UNIT: Final = re.compile(r"([0-9]*\.?[0-9]+)\s*(ms|s|sec|m|min|h)")
+
+
+def _unit_hint(name: str, raw: object) -> str:
+    """The fix for a number written with a unit, as people write them: `80%` for a ratio, `50ms` or `5m` for
+    seconds. Said, not accepted: the key's unit is in its name and the docs, and one spelling reads the same
+    in the file, the annotations and /debug."""
+    text = raw.strip().lower() if isinstance(raw, str) else ""
+    if name in _RATIOS and text.endswith("%"):
+        try:
+            return f"; it is a ratio: write {float(text[:-1]) / 100:g} for {raw}"
+        except ValueError:
+            return "; it is a ratio: 0.8 is 80%"
+    found = _WITH_UNIT.fullmatch(text)
+    if name.endswith("_s") and found:
+        return f"; it is in seconds: write {float(found[1]) * _SECONDS_PER[found[2]]:g} for {raw}"
+    return ""
+
+
+def _ratio_hint(name: str, value: object) -> str:
+    """A ratio written as a percentage (`80` for 80%): say so, with the number to write."""
+    if name in _RATIOS and isinstance(value, (int, float)) and 1 < value <= 100:
+        return f" (a ratio: write {value / 100:g} for {value:g}%)"
+    return ""
+
+
+def _suggest(name: str) -> str:
+    """A hint for a misspelt key: a field the name starts, else the closest spelling; for a runtime's name
+    (a `runtimes:` entry written under `defaults:`), where it goes."""
+    if name in ("namespace", "deployment"):
+        return " (a runtime's namespace and deployment go in a 'runtimes:' entry, with its policy keys)"
+    close = [f for f in FIELDS if f.startswith(name)] or difflib.get_close_matches(name, FIELDS, n=1, cutoff=0.5)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _positive(x: float | None) -> bool:
+    return x is not None and x > 0.0
+
+
+def _ratio(x: float | None) -> bool:
+    return x is not None and 0.0 < x <= 1.0
+
+
+_CHECKS: Final[tuple[tuple[str, Callable[[RuntimePolicy], bool], str], ...]] = (
+    ("skew_order", lambda p: 1.0 <= p.skew_order < math.inf, "must be >= 1"),
+    ("target_gpu_busy", lambda p: _ratio(p.target_gpu_busy), "must be in (0, 1]"),
+    (
+        "target_rps_per_pod",
+        lambda p: p.target_rps_per_pod is None or _positive(p.target_rps_per_pod),
+        "must be > 0 or null",
+    ),
+    ("target_queue_delay_s", lambda p: _positive(p.target_queue_delay_s), "must be > 0 seconds"),
+    ("queue_drain_s", lambda p: _positive(p.queue_drain_s), "must be > 0 seconds"),
+    ("target_lru_age_s", lambda p: _positive(p.target_lru_age_s), "must be > 0 seconds"),
+    ("cache_full_ratio", lambda p: _ratio(p.cache_full_ratio), "must be in (0, 1]"),
+    ("cache_pressure_cap", lambda p: _positive(p.cache_pressure_cap), "must be > 0"),
+    ("scale_down_tau_s", lambda p: p.scale_down_tau_s >= 0.0, "must be >= 0 seconds (0: fall at once)"),
+    ("min_replicas", lambda p: p.min_replicas is None or p.min_replicas >= 1, "must be null or >= 1"),
+    (
+        "max_replicas",
+        lambda p: p.max_replicas is None or p.max_replicas >= (p.min_replicas or 1),
+        "must be null or >= min_replicas (and >= 1)",
+    ),
+    ("max_staleness_s", lambda p: _positive(p.max_staleness_s), "must be > 0 seconds"),
+    ("min_coverage", lambda p: _ratio(p.min_coverage), "must be in (0, 1]"),
+    ("warmup_grace_s", lambda p: p.warmup_grace_s is None or p.warmup_grace_s >= 0.0, "must be >= 0 seconds or null"),
+    ("need_weight_requests", lambda p: p.need_weight_requests >= 0.0, "must be >= 0"),
+    ("need_weight_gpu", lambda p: p.need_weight_gpu >= 0.0, "must be >= 0"),
+    ("need_weight_cache", lambda p: p.need_weight_cache >= 0.0, "must be >= 0"),
+)
+
+
+def policy_problem(policy: RuntimePolicy) -> tuple[str, str] | None:
+    """(field, message) of the first field out of range, or None (NaN and inf are out of every range)."""
+    for name in FIELDS:
+        value = getattr(policy, name)
+        if isinstance(value, float) and not math.isfinite(value):
+            return name, f"{name} must be finite, got {value!r}"
+    for name, ok, rule in _CHECKS:
+        if not ok(policy):
+            value = getattr(policy, name)
+            hint = _ratio_hint(name, value)
+            if name == "max_replicas":  # the rule names a second field: say what it holds
+                hint = f"; min_replicas is {policy.min_replicas}"
+            return name, f"{name} {rule}, got {value!r}{hint}"
+    return None
+
+
+def check_policy(policy: RuntimePolicy) -> None:
+    """Raise ValueError naming the first field out of range (NaN and inf are out of every range)."""
+    problem = policy_problem(policy)
+    if problem is not None:
+        raise ValueError(problem[1])
+
+
+def apply_overrides(policy: RuntimePolicy, overrides: Mapping[str, object]) -> RuntimePolicy:
+    """`policy` with the given fields replaced (parsed and range-checked); ValueError on the first bad one."""
+    changes = {name: parse_field(name, raw) for name, raw in overrides.items()}
+    result = replace(policy, **changes)  # type: ignore[arg-type]  # parse_field typed each value by field
+    check_policy(result)
+    return result
