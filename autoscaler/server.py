@@ -12,7 +12,7 @@ import contextlib
 import logging
 import socket
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -141,6 +141,15 @@ class RefreshStack:
         if self.hpas is not None:
             self.refresher.hpa_bounds = self.hpas.bounds
 
+    @property
+    def cluster_deletion_cost(self) -> Callable[[str, str], str | None] | None:
+        """A pod's deletion-cost annotation as discovery last saw it (with Kubernetes discovery), for the
+        writer of a new term to leave the pods that already carry the right cost. Only Kubernetes discovery
+        sees annotations (a targets file names no pod objects); asked by name, not by class, so that a targets
+        file never imports the Kubernetes client."""
+        found: Callable[[str, str], str | None] | None = getattr(self.discovery, "deletion_cost", None)
+        return found
+
     async def start(self) -> None:
         """Discovery and the HPA watch; the caller runs `refresher.run()` once they are started."""
         await self.discovery.start()
@@ -174,7 +183,7 @@ async def build_app(settings: ServeSettings, tls: ssl.SSLContext | None = None) 
         # cert-manager renews the serving certificate in place: serve the new one without a restart.
         app.cleanup_ctx.append(certificate_reload_context(tls, settings.tls_cert_file, settings.tls_private_key_file))
     # After the refresh loop: started once it runs, stopped (Lease released) before it stops.
-    app.cleanup_ctx.append(deletion_cost_context(settings, refresher, metrics))
+    app.cleanup_ctx.append(deletion_cost_context(settings, refresher, metrics, stack.cluster_deletion_cost))
     return app
 
 

@@ -387,7 +387,7 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
         loop.add_signal_handler(signum, stop_on, signum)
     starting.check()  # a signal that came before the loop took them over
     await stack.start()
-    actuator = await start_actuator(settings, refresher, metrics)
+    actuator = await start_actuator(settings, refresher, metrics, cluster_cost=stack.cluster_deletion_cost)
     tune_for_refresh()  # start-up is over; the refresh's many short-lived objects (autoscaler/gcsettings.py)
     refreshing = asyncio.ensure_future(refresher.run())
     exited = asyncio.ensure_future(pool.first_exit())

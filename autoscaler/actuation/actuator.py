@@ -97,7 +97,8 @@ class DeletionCostActuator:
 
 
 async def start_actuator(
-    settings: ServeSettings, refresher: Refresher, metrics: AdapterMetrics, *, identity: str | None = None
+    settings: ServeSettings, refresher: Refresher, metrics: AdapterMetrics, *, identity: str | None = None,
+    cluster_cost: Callable[[str, str], str | None] | None = None,
 ) -> DeletionCostActuator | None:
     """Start writing deletion costs and bridging replicas as the settings say, or return None (after saying why
     in the log)."""
@@ -141,7 +142,8 @@ async def start_actuator(
             raise
         elector = LeaseElector(kube, lease)
     may_write: Callable[[], bool] = (lambda: elector.is_leader) if elector is not None else (lambda: True)
-    writer = DeletionCostWriter(kube, metrics, may_write=may_write) if settings.deletion_cost else None
+    writer = DeletionCostWriter(kube, metrics, may_write=may_write, cluster_cost=cluster_cost) \
+        if settings.deletion_cost else None
     bridge = ReplicaBridge(kube, namespaces=settings.namespaces, metrics=metrics, may_write=may_write) \
         if bridge_on else None
     acting = " and ".join(part for part, on in (("pod-deletion costs are written", writer is not None),
@@ -167,12 +169,13 @@ async def start_actuator(
 
 
 def deletion_cost_context(
-    settings: ServeSettings, refresher: Refresher, metrics: AdapterMetrics
+    settings: ServeSettings, refresher: Refresher, metrics: AdapterMetrics,
+    cluster_cost: Callable[[str, str], str | None] | None = None,
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     """An `app.cleanup_ctx` entry: start the actuator with the app, stop it (releasing the Lease) at shutdown."""
 
     async def context(app: web.Application) -> AsyncIterator[None]:
-        actuator = await start_actuator(settings, refresher, metrics)
+        actuator = await start_actuator(settings, refresher, metrics, cluster_cost=cluster_cost)
         yield
         if actuator is not None:
             await actuator.stop()

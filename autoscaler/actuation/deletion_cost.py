@@ -11,7 +11,10 @@ never an HPA request. 404 means the pod is gone (normal: it was just removed); 4
 are retried with exponential backoff and jitter, honouring `Retry-After`; other refusals (403: missing RBAC)
 wait for the 5-minute refresh. A `Retry-After` (API Priority and Fairness throttles the adapter's whole flow,
 not one pod) also pauses every other patch of the writer for that long. Writes happen only while `may_write()`
-(leadership) holds; losing it forgets what was written, so a new term starts by writing every pod once.
+(leadership) holds; losing it forgets what was written, so a new term starts by writing every pod once, but for
+the pods that already carry the cost it would write (`cluster_cost`, the annotation as discovery's pod watch last
+saw it): after a failover or a rolling upgrade at 50,000 pods those were a 40-minute backlog of patches at the
+qps limit that changed nothing, each a pod update sent to every pod watcher of the cluster.
 
 The log, at fleet size: failures are said once per pass and cause, not per pod (a Role missing in a namespace
 of 500 pods, or an API server failing every tenth patch, was a warning per pod). A cause is the status, and for
@@ -80,10 +83,14 @@ class DeletionCostWriter:
         *,
         settings: WriterSettings | None = None,
         may_write: Callable[[], bool] = lambda: True,
+        cluster_cost: Callable[[str, str], str | None] | None = None,
         clock: Callable[[], float] = time.monotonic,
         rand: Callable[[], float] = random.random,
     ) -> None:
+        """`cluster_cost(namespace, pod)`: the pod's deletion-cost annotation as the cluster has it (None: none or
+        not known); without it every pod is written once per term."""
         self._client = client
+        self._cluster_cost = cluster_cost
         self._metrics = metrics
         self.settings = settings or WriterSettings()
         self._may_write = may_write
@@ -149,6 +156,7 @@ class DeletionCostWriter:
         # metrics series of vanished pods are removed here, on the loop that renders /metrics.
         vanished, patches = await asyncio.to_thread(self._plan, views, now)
         self._drop(vanished)
+        patches = self._adopt_costs_in_place(patches, now)
         sent = await self._write(patches[: self.settings.batch_size], self._generation)
         for patch in patches[sent:]:
             if patch.priority == 0:  # cut off by the batch or by newer views: still urgent next pass
@@ -164,6 +172,27 @@ class DeletionCostWriter:
         return vanished, plan_patches(views, self.records, self._urgent(views), now,
                                       min_interval_s=self.settings.min_interval_s,
                                       max_interval_s=self.settings.max_interval_s)
+
+    def _adopt_costs_in_place(self, patches: list[PodPatch], now: float) -> list[PodPatch]:
+        """The patches without the first writes whose cost the pod already carries (a previous leader wrote
+        it), which count as written at a random moment of the last `max_interval_s`, so that their periodic
+        rewrites spread out instead of all falling due together."""
+        if self._cluster_cost is None:
+            return patches
+        kept: list[PodPatch] = []
+        adopted = 0
+        for patch in patches:
+            pod = (patch.namespace, patch.pod)
+            if pod in self.records or self._cluster_cost(*pod) != str(patch.cost):
+                kept.append(patch)
+                continue
+            self.records[pod] = PodRecord(cost=patch.cost, written_at=now - self._rand() * self.settings.max_interval_s)
+            self._metrics.pod_deletion_cost.labels(*pod).set(patch.cost)
+            adopted += 1
+        if adopted:
+            log.info("deletion costs: %d pods already carry the cost this replica would write; left as they are",
+                     adopted)
+        return kept
 
     def _urgent(self, views: Mapping[RuntimeKey, RuntimeView]) -> set[RuntimeKey]:
         """The runtimes newly about to be scaled down; one log line for all of them (a fleet-wide drop in load

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from autoscaler.kube.raw import JSON
 from autoscaler.model import RuntimeKey
+from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.sources.base import PodTarget, RuntimeInventory
 
 MODELMESH_SERVICE_LABEL: Final = "modelmesh-service"
@@ -71,6 +72,12 @@ def parse_pod(obj: Any) -> PodRecord | None:
         ip if isinstance(ip, str) and ip else None,
         _parse_time(metadata.get("creationTimestamp")),
     )
+
+
+def deletion_cost_of(obj: Any) -> str | None:
+    """A pod object's `controller.kubernetes.io/pod-deletion-cost` annotation, or None."""
+    cost = _mapping(_mapping(_mapping(obj).get("metadata")).get("annotations")).get(DELETION_COST_ANNOTATION)
+    return cost if isinstance(cost, str) else None
 
 
 def deployment_key(deployment: Any) -> RuntimeKey | None:

@@ -206,6 +206,16 @@ class KubePodDiscovery:
         self._cache = (self._version, result)
         return dict(result)
 
+    def deletion_cost(self, namespace: str, pod: str) -> str | None:
+        """The pod's `controller.kubernetes.io/pod-deletion-cost` as last seen in the cluster (None: none, or
+        a pod not watched). Read from the deletion-cost writer's planning thread: a dict lookup, atomic."""
+        for watch in self._watches:
+            if watch.scope is None or watch.scope == namespace:
+                cost = watch.deletion_costs.get((namespace, pod))
+                if cost is not None:
+                    return cost
+        return None
+
     async def close(self) -> None:
         """Stop every loop and close the client; safe to call twice."""
         await self._session.close()

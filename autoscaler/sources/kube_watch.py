@@ -22,7 +22,7 @@ from kubernetes.aio.client import ApiClient, CoreV1Api
 
 from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.raw import JSON, Scope, scope_name
-from autoscaler.sources.kube_objects import PodRecord, parse_pod
+from autoscaler.sources.kube_objects import PodRecord, deletion_cost_of, parse_pod
 
 log = logging.getLogger("autoscaler.sources.kube_pods")
 
@@ -52,6 +52,10 @@ class PodWatch:
         """
         self.scope = scope
         self.pods: dict[PodName, PodRecord] = {}
+        self.deletion_costs: dict[PodName, str] = {}
+        """Each pod's `controller.kubernetes.io/pod-deletion-cost` as the cluster has it, kept apart from `pods`
+        (whose changes rebuild the inventory) because the writer's own patches change it: a new leader leaves
+        a pod that already carries the cost it would write as it is."""
         self.ok = False
         """False until the first list, and while the watch is failing."""
         self._client = client
@@ -99,11 +103,14 @@ class PodWatch:
     def _replace(self, items: list[JSON]) -> None:
         """A fresh list: the pods are exactly these."""
         pods: dict[PodName, PodRecord] = {}
+        costs: dict[PodName, str] = {}
         for item in items:
             pod = parse_pod(item)
             if pod is not None:
                 pods[(pod.namespace, pod.name)] = pod
-        self.pods = pods
+                if (cost := deletion_cost_of(item)) is not None:
+                    costs[(pod.namespace, pod.name)] = cost
+        self.pods, self.deletion_costs = pods, costs
         self._on_change()
 
     def _apply_event(self, kind: str, obj: JSON) -> None:
@@ -114,10 +121,15 @@ class PodWatch:
             return
         key = (pod.namespace, pod.name)
         if kind in ("ADDED", "MODIFIED"):
+            if (cost := deletion_cost_of(obj)) is not None:
+                self.deletion_costs[key] = cost
+            else:
+                self.deletion_costs.pop(key, None)
             if self.pods.get(key) != pod:  # most MODIFIED events (annotation writes, status chatter) change nothing
                 self.pods[key] = pod
                 self._on_change()
         elif kind == "DELETED":
+            self.deletion_costs.pop(key, None)
             if self.pods.pop(key, None) is not None:
                 self._on_change()
         else:

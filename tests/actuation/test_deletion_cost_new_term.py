@@ -1,0 +1,102 @@
+"""A new leader (after a failover or a rolling upgrade) and the costs the previous leader left on the pods: what
+the API server receives, with real discovery watching the fake Kubernetes API as the adapter runs it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from kubernetes.aio.client import Configuration
+
+from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
+from autoscaler.kube.client import KubeClient
+from autoscaler.names import DELETION_COST_ANNOTATION
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.kube_pods import KubePodDiscovery
+from tests.actuation.conftest import KEY, SteppedClock, pod_view, runtime_view
+from tests.fakes.kube import FakeKubeApi
+from tests.support.waiting import eventually
+
+LABELS = {"modelmesh-service": "modelmesh-serving", "name": KEY.deployment}
+LEFT_BY_THE_OLD_LEADER = {"pod-a": "900", "pod-b": "300", "pod-c": "0", "pod-d": "500", "pod-e": None}
+RANKED_NOW = {"pod-a": 900, "pod-b": 300, "pod-c": 0, "pod-d": 200, "pod-e": 600}
+
+
+@pytest.fixture
+async def discovery(kube: FakeKubeApi) -> AsyncIterator[KubePodDiscovery]:
+    for name, cost in LEFT_BY_THE_OLD_LEADER.items():
+        kube.add_pod(KEY.namespace, name, labels=LABELS,
+                     annotations={DELETION_COST_ANNOTATION: cost} if cost is not None else None)
+    settings = Configuration()
+    settings.host = kube.url
+    subject = KubePodDiscovery(settings, runtimes=[KEY], discover=False, resync_interval_s=0.1,
+                               request_timeout_s=2.0, backoff_initial_s=0.02, backoff_max_s=0.1)
+    await subject.start()
+    await kube.wait_for_watches(1, "pods")
+    yield subject
+    await subject.close()
+
+
+def new_leader(kube_client: KubeClient, clock: SteppedClock, discovery: KubePodDiscovery | None,
+               spread: float = 0.5) -> DeletionCostWriter:
+    return DeletionCostWriter(kube_client, AdapterMetrics(), settings=WriterSettings(qps=None), clock=clock,
+                              rand=lambda: spread, cluster_cost=discovery.deletion_cost if discovery else None)
+
+
+async def test_a_new_leader_writes_only_the_costs_the_pods_do_not_already_carry(
+    kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock, discovery: KubePodDiscovery
+) -> None:
+    writer = new_leader(kube_client, clock, discovery)
+    writer.offer({KEY: runtime_view([pod_view(name, cost) for name, cost in RANKED_NOW.items()])})
+    await writer.sync()
+
+    # pod-d's cost changed (500 -> 200) and pod-e had none; the other three already say what it would write.
+    assert sorted(patch.name for patch in kube.patches) == ["pod-d", "pod-e"]
+    await eventually(lambda: discovery.deletion_cost(KEY.namespace, "pod-e") == "600")
+
+
+async def test_without_discovery_a_new_leader_writes_every_pod_once(
+    kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock, discovery: KubePodDiscovery
+) -> None:
+    """With a targets file the adapter sees no pod objects: every pod is written once per term, as before."""
+    writer = new_leader(kube_client, clock, None)
+    writer.offer({KEY: runtime_view([pod_view(name, cost) for name, cost in RANKED_NOW.items()])})
+    await writer.sync()
+
+    assert sorted(patch.name for patch in kube.patches) == sorted(RANKED_NOW)
+
+
+async def test_the_costs_left_in_place_are_rewritten_within_five_minutes_spread_out(
+    kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock, discovery: KubePodDiscovery
+) -> None:
+    """Left in place, a cost still gets its periodic rewrite (repairing hand edits), at a moment spread over
+    the 5 minutes rather than all at once: here they count as written 150 s (half of 300 s) before the pass."""
+    writer = new_leader(kube_client, clock, discovery, spread=0.5)
+    view = {KEY: runtime_view([pod_view(name, cost) for name, cost in RANKED_NOW.items()])}
+    writer.offer(view)
+    await writer.sync()
+    kube.clear_requests()
+
+    clock.advance(149)
+    writer.offer(view)
+    await writer.sync()
+    assert kube.patches == []
+
+    clock.advance(2)
+    writer.offer(view)
+    await writer.sync()
+    assert sorted(patch.name for patch in kube.patches) == ["pod-a", "pod-b", "pod-c"]
+
+
+async def test_a_cost_changed_by_hand_after_the_watch_saw_it_is_written(
+    kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock, discovery: KubePodDiscovery
+) -> None:
+    """The watch follows the annotation: a cost someone edits before the new leader's first pass is written."""
+    await kube_client.patch_pod_annotations(KEY.namespace, "pod-a", {DELETION_COST_ANNOTATION: "-100"})
+    await eventually(lambda: discovery.deletion_cost(KEY.namespace, "pod-a") == "-100")
+    kube.clear_requests()
+    writer = new_leader(kube_client, clock, discovery)
+    writer.offer({KEY: runtime_view([pod_view(name, cost) for name, cost in RANKED_NOW.items()])})
+    await writer.sync()
+
+    assert sorted(patch.name for patch in kube.patches) == ["pod-a", "pod-d", "pod-e"]
