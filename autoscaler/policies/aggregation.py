@@ -137,11 +137,11 @@ def scan_pods(
     inf = _INF
     codes: list[int] = []
     not_ready = stale = 0  # counted, rather than Ready and fresh pods: these are the rare ones
-    # Fresh pods without a queue delay, and without any cache signal: the rare ones, counted (the fresh
-    # counts of the GPU and request signals are the lengths of `gpu` and `rps`).
-    no_queue = no_cache = 0
-    gpu: list[float] = []
-    rps: list[float] = []
+    # Fresh pods without a request rate, a queue delay, or any cache signal: the rare ones, counted (the fresh
+    # count of the GPU signal is the length of `gpu`).
+    no_queue = no_cache = no_rate = 0
+    gpu: list[float] = []  # the fresh GPU busy of the pods that have it
+    rps: list[float] = []  # one per pod: its fresh request rate, or 0.0 when it has none (`rate_summary`)
     queue_sum = excess = 0.0
     saturated = 0
     queue_max = -1.0  # below any clean delay: None unless some pod has it fresh
@@ -199,6 +199,7 @@ def scan_pods(
         elif not pod.ready:
             not_ready += 1
             codes.append(NOT_READY)
+            rps.append(0.0)  # (a pod not counted: `rate_summary`)
             continue
         else:
             g = pod.gpu_sampled_at
@@ -237,6 +238,9 @@ def scan_pods(
                         rps_top = r
                     if r < rps_low:
                         rps_low = r
+                else:
+                    rps.append(0.0)
+                    no_rate += 1
                 if q is not None:
                     queue_sum += q
                     if q > target_q:
@@ -267,6 +271,7 @@ def scan_pods(
                     oldest = t  # type: ignore[assignment]
             else:
                 stale += 1
+                rps.append(0.0)
                 if r is not None:  # a rate the fresh ones (`rps`) do not show
                     rated = True
                     if r > top_rate:
@@ -292,7 +297,7 @@ def scan_pods(
         pressure = None
     ready = len(codes) - not_ready
     n = ready - stale
-    fresh_g, fresh_r = len(gpu), len(rps)
+    fresh_g, fresh_r = len(gpu), n - no_rate
     fresh_q, fresh_c = n - no_queue, n - no_cache
     expected = (fresh_g > 0 or SIGNAL_GPU in seen, fresh_r > 0 or SIGNAL_REQUESTS in seen,
                 fresh_q > 0 or SIGNAL_QUEUE in seen, fresh_c > 0 or SIGNAL_CACHE in seen)
@@ -312,12 +317,11 @@ def scan_pods(
     # The GPU's power mean first, then the rates': should a value be invalid, the error is the same as ever.
     gpu_busy = power_mean_bounded(gpu, p, gpu_top, gpu_low) if gpu else None
     request_rate: float | None = None
-    if rps:
+    if fresh_r:
         rated = True
-        if rps_top > top_rate:  # (`max(rps)`: a -0.0 there is not above 0.0 either)
+        if rps_top > top_rate:  # (the counted rates' `max`: a -0.0 there is not above 0.0 either)
             top_rate = rps_top
-        at = _rated_pods(codes, fresh_r) if fresh_r < count else ()  # (read only when some pod is not counted)
-        request_rate, weights = rate_summary(count, rps, at, p, rps_top, rps_low)
+        request_rate, weights = rate_summary(rps, fresh_r, p, rps_top, rps_low, lambda: _rated_pods(codes, fresh_r))
     else:
         weights = (0.0,) * count
     agg = _aggregate(  # Aggregate(...), through its slots (`slots`): positional, in field order
@@ -374,7 +378,7 @@ def _looked_up(table: tuple[T, ...], codes: list[int]) -> tuple[T, ...]:
 
 
 def _rated_pods(codes: list[int], rated: int) -> Sequence[int]:
-    """The indices of the pods whose request rate was used (the pods of `rps`, in order)."""
+    """The indices of the pods whose request rate was used (the pods counted in `rps`), in order."""
     if rated == len(codes):
         return range(rated)
     return [i for i, code in enumerate(codes) if code & USED_REQUESTS]
