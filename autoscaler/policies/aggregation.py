@@ -137,11 +137,11 @@ def scan_pods(
     inf = _INF
     codes: list[int] = []
     not_ready = stale = 0  # counted, rather than Ready and fresh pods: these are the rare ones
-    # Fresh pods without a queue delay, and without any cache signal: the rare ones, counted (the fresh
-    # counts of the GPU and request signals are the lengths of `gpu` and `rps`).
-    no_queue = no_cache = 0
-    gpu: list[float] = []
-    rps: list[float] = []
+    # Fresh pods without a request rate, a queue delay, or any cache signal: the rare ones, counted (the fresh
+    # count of the GPU signal is the length of `gpu`).
+    no_queue = no_cache = no_rate = 0
+    gpu: list[float] = []  # the fresh GPU busy of the pods that have it
+    rps: list[float] = []  # one per pod: its fresh request rate, or 0.0 when it has none (`rate_summary`)
     queue_sum = excess = 0.0
     saturated = 0
     queue_max = -1.0  # below any clean delay: None unless some pod has it fresh
@@ -164,97 +164,129 @@ def scan_pods(
     gpu_fresh_and_used = GPU_TIME_FRESH | USED_GPU  # the GPU's time is fresh and its busy is used
     used_load = USED_REQUESTS | USED_QUEUE | USED_CACHE  # the signals stamped with the load time
     load_all = LOAD_TIME_FRESH | used_load  # the load's time is fresh and all its signals are used
+    usual = gpu_fresh_and_used + load_all  # the code of the usual pod (the first branch below)
     for pod in pods:
-        if not pod.ready:
-            not_ready += 1
-            codes.append(NOT_READY)
-            continue
         t = pod.sampled_at
-        g = pod.gpu_sampled_at
         b = pod.gpu_busy
         r = pod.requests_per_second
         q = pod.queue_delay_s
         c = pod.cache_used_ratio
-        # Each time compared in an `if` (3.11 specialises a float compare that jumps, not one whose value is kept).
-        load_ok = False
-        if t is not None and t >= fresh_from:
-            load_ok = True
-        if g is None:  # `samples.gpu_time`: the pod's one stamp stands for both
-            gt = t
-            gpu_ok = load_ok
+        if (t is not None and b is not None and r is not None and q is not None and c is not None and pod.ready
+                and t >= fresh_from and pod.gpu_sampled_at is None):
+            # The usual pod: Ready, its one stamp fresh, and its GPU busy, request rate, queue delay and cache use
+            # all there. What the general branch does for such a pod, without its tests (a third of the pass):
+            # its code is `usual`, and both of its times are `t`.
+            code = usual
+            gpu.append(b)
+            if b > gpu_top:
+                gpu_top = b
+            if b < gpu_low:
+                gpu_low = b
+            rps.append(r)
+            if r > rps_top:
+                rps_top = r
+            if r < rps_low:
+                rps_low = r
+            queue_sum += q
+            if q > target_q:
+                excess += q - target_q
+                saturated += 1
+            if q > queue_max:
+                queue_max = q
+            caches = True
+            if t < oldest:
+                oldest = t
+        elif not pod.ready:
+            not_ready += 1
+            codes.append(NOT_READY)
+            rps.append(0.0)  # (a pod not counted: `rate_summary`)
+            continue
         else:
-            gt = g
-            gpu_ok = False
-            if g >= fresh_from:
-                gpu_ok = True
-        if gpu_ok:
-            if b is not None:
-                code = gpu_fresh_and_used
-                gpu.append(b)
-                if b > gpu_top:
-                    gpu_top = b
-                if b < gpu_low:
-                    gpu_low = b
-                if gt < oldest:  # type: ignore[operator]  # gpu_ok: gt is a time
-                    oldest = gt  # type: ignore[assignment]
+            g = pod.gpu_sampled_at
+            # Each time compared in an `if` (3.11 specialises a float compare that jumps, not one whose value is kept).
+            load_ok = False
+            if t is not None and t >= fresh_from:
+                load_ok = True
+            if g is None:  # `samples.gpu_time`: the pod's one stamp stands for both
+                gt = t
+                gpu_ok = load_ok
             else:
-                code = gpu_time_fresh
-        else:
-            code = 0  # the GPU's time is stale: no GPU bit
-            if b is not None:
-                gpus = True
-        if load_ok:
-            if r is not None:
-                rps.append(r)
-                if r > rps_top:
-                    rps_top = r
-                if r < rps_low:
-                    rps_low = r
-            if q is not None:
-                queue_sum += q
-                if q > target_q:
-                    excess += q - target_q
-                    saturated += 1
-                if q > queue_max:
-                    queue_max = q
-            if r is not None and q is not None and c is not None:
-                # The usual pod: its request rate, queue delay and cache use all fresh (one add for their bits).
-                code += load_all
-                caches = True
+                gt = g
+                gpu_ok = False
+                if g >= fresh_from:
+                    gpu_ok = True
+            if gpu_ok:
+                if b is not None:
+                    code = gpu_fresh_and_used
+                    gpu.append(b)
+                    if b > gpu_top:
+                        gpu_top = b
+                    if b < gpu_low:
+                        gpu_low = b
+                    if gt < oldest:  # type: ignore[operator]  # gpu_ok: gt is a time
+                        oldest = gt  # type: ignore[assignment]
+                else:
+                    code = gpu_time_fresh
             else:
-                code += load_time_fresh
+                code = 0  # the GPU's time is stale: no GPU bit
+                if b is not None:
+                    gpus = True
+            if load_ok:
                 if r is not None:
-                    code += used_requests
+                    rps.append(r)
+                    if r > rps_top:
+                        rps_top = r
+                    if r < rps_low:
+                        rps_low = r
+                else:
+                    rps.append(0.0)
+                    no_rate += 1
                 if q is not None:
-                    code += used_queue
+                    queue_sum += q
+                    if q > target_q:
+                        excess += q - target_q
+                        saturated += 1
+                    if q > queue_max:
+                        queue_max = q
+                if r is not None and q is not None and c is not None:
+                    # The usual pod: its request rate, queue delay and cache use all fresh (one add for their bits).
+                    code += load_all
+                    caches = True
                 else:
-                    no_queue += 1
-                # (the LRU age and model count are read only when the cache use does not settle it)
-                if c is not None or pod.models_loaded is not None or pod.lru_age_s is not None:
-                    code += used_cache
-                    if c is not None:
-                        caches = True
-                else:
-                    no_cache += 1
-            if not room and code & used_cache:  # one pod with room settles the cache question for the runtime
-                state = cache_state(pod, full_ratio)
-                if state == CACHE_ROOM:
-                    room = True
-                else:
-                    full = full or state == CACHE_FULL
-                    a = pod.lru_age_s
-                    if a is not None and a > global_lru:
-                        global_lru = a
-            if t < oldest and code & used_load:  # type: ignore[operator]  # load_ok: t is a time
-                oldest = t  # type: ignore[assignment]
-        else:
-            stale += 1
-            if r is not None:  # a rate the fresh ones (`rps`) do not show
-                rated = True
-                if r > top_rate:
-                    top_rate = r
-            if c is not None:
-                caches = True
+                    code += load_time_fresh
+                    if r is not None:
+                        code += used_requests
+                    if q is not None:
+                        code += used_queue
+                    else:
+                        no_queue += 1
+                    # (the LRU age and model count are read only when the cache use does not settle it)
+                    if c is not None or pod.models_loaded is not None or pod.lru_age_s is not None:
+                        code += used_cache
+                        if c is not None:
+                            caches = True
+                    else:
+                        no_cache += 1
+                if t < oldest and code & used_load:  # type: ignore[operator]  # load_ok: t is a time
+                    oldest = t  # type: ignore[assignment]
+            else:
+                stale += 1
+                rps.append(0.0)
+                if r is not None:  # a rate the fresh ones (`rps`) do not show
+                    rated = True
+                    if r > top_rate:
+                        top_rate = r
+                if c is not None:
+                    caches = True
+        if not room and code & used_cache:  # one pod with room settles the cache question for the runtime
+            state = cache_state(pod, full_ratio)
+            if state == CACHE_ROOM:
+                room = True
+            else:
+                full = full or state == CACHE_FULL
+                a = pod.lru_age_s
+                if a is not None and a > global_lru:
+                    global_lru = a
         codes.append(code)
     pressure: float | None
     if room:
@@ -265,7 +297,7 @@ def scan_pods(
         pressure = None
     ready = len(codes) - not_ready
     n = ready - stale
-    fresh_g, fresh_r = len(gpu), len(rps)
+    fresh_g, fresh_r = len(gpu), n - no_rate
     fresh_q, fresh_c = n - no_queue, n - no_cache
     expected = (fresh_g > 0 or SIGNAL_GPU in seen, fresh_r > 0 or SIGNAL_REQUESTS in seen,
                 fresh_q > 0 or SIGNAL_QUEUE in seen, fresh_c > 0 or SIGNAL_CACHE in seen)
@@ -285,12 +317,11 @@ def scan_pods(
     # The GPU's power mean first, then the rates': should a value be invalid, the error is the same as ever.
     gpu_busy = power_mean_bounded(gpu, p, gpu_top, gpu_low) if gpu else None
     request_rate: float | None = None
-    if rps:
+    if fresh_r:
         rated = True
-        if rps_top > top_rate:  # (`max(rps)`: a -0.0 there is not above 0.0 either)
+        if rps_top > top_rate:  # (the counted rates' `max`: a -0.0 there is not above 0.0 either)
             top_rate = rps_top
-        at = _rated_pods(codes, fresh_r) if fresh_r < count else ()  # (read only when some pod is not counted)
-        request_rate, weights = rate_summary(count, rps, at, p, rps_top, rps_low)
+        request_rate, weights = rate_summary(rps, fresh_r, p, rps_top, rps_low, lambda: _rated_pods(codes, fresh_r))
     else:
         weights = (0.0,) * count
     agg = _aggregate(  # Aggregate(...), through its slots (`slots`): positional, in field order
@@ -347,7 +378,7 @@ def _looked_up(table: tuple[T, ...], codes: list[int]) -> tuple[T, ...]:
 
 
 def _rated_pods(codes: list[int], rated: int) -> Sequence[int]:
-    """The indices of the pods whose request rate was used (the pods of `rps`, in order)."""
+    """The indices of the pods whose request rate was used (the pods counted in `rps`), in order."""
     if rated == len(codes):
         return range(rated)
     return [i for i, code in enumerate(codes) if code & USED_REQUESTS]

@@ -27,6 +27,7 @@ from autoscaler.policies.ranking import (
     WeightedTerm,
     rank_pods,
 )
+from autoscaler.policies.signals import ALL_FRESH
 from autoscaler.policies.slots import slot_builder
 
 _pod_views: Final = slot_builder(PodViews, ("rows",))
@@ -115,15 +116,33 @@ def examine_pods(
     rows: list[PodRow] = []
     # (`zip` without `strict`: the aggregate's per-pod tuples have one entry per pod by construction, and any
     # keyword sends `zip` down its slow path, which costs as much as a small runtime's pod)
+    # The usual pod (every signal fresh: Ready, its stamp fresh, GPU busy and request rate there), when every
+    # term counts and it reports its cache use too, is told by its states' identity (`signals.ALL_FRESH`) and
+    # scored in one expression: the general branch's sum without its tests. `0.0 + x` is `x` but for a -0.0,
+    # so the sum starts at its first term, and `or 0.0` turns the one -0.0 it could then give (every term
+    # -0.0) into the 0.0 the general branch gives.
+    usual = ALL_FRESH if by_rate and use_g and use_c else None
+    age_s: float | None
     for pod, fresh, weight, signals in zip(agg.pods, agg.fresh, agg.weights, agg.pod_signals):  # noqa: B905
-        t = pod.sampled_at
         b = pod.gpu_busy
         r = pod.requests_per_second
         c = pod.cache_used_ratio
         ready = pod.ready
-        age_s = None if t is None else (age if (age := now - t) > 0.0 else 0.0)
         need: float | None
         cost: int | None
+        if signals is usual and c is not None:
+            age_s = now - pod.sampled_at  # type: ignore[operator]  # fresh: it has a stamp
+            if not age_s > 0.0:
+                age_s = 0.0
+            need = (w_r * (r / top) + w_g * (b if b <= 1.0 else 1.0)  # type: ignore[operator]  # all there
+                    + w_c * (c if c <= 1.0 else 1.0) or 0.0) * scale
+            if not need <= 1.0:
+                need = 1.0
+            rows.append((pod.name, ready, fresh, age_s, b, r, pod.queue_delay_s, pod.lru_age_s, c, weight, need,
+                         costs[trunc(need * buckets)], signals))
+            continue
+        t = pod.sampled_at
+        age_s = None if t is None else (age if (age := now - t) > 0.0 else 0.0)
         if ready:
             s = 0.0
             if by_rate and r is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 _INF: Final = math.inf
@@ -129,20 +129,28 @@ def request_weights(count: int, rates: Sequence[float], at: Sequence[int], p: fl
 
 
 def rate_summary(
-    count: int, rates: Sequence[float], at: Sequence[int], p: float, top: float, low: float,
+    rates: Sequence[float], n: int, p: float, top: float, low: float, at: Callable[[], Sequence[int]],
 ) -> tuple[float, tuple[float, ...]]:
-    """`(power_mean_bounded(rates, p, top, low), request_weights(count, rates, at, p))` of non-empty rates,
-    the same floats: both divide every rate by the busiest (`top`), and here each quotient is computed once
-    for both (for an order other than 1, 2 and inf, each quotient's power too). `at` is read only when some
-    pod is not counted (fewer rates than `count`). Once a runtime per refresh:
-    a runtime of a few pods gets loops (a list comprehension's own cost is that of several values), a large
-    one comprehensions and builtins."""
+    """The power mean of `n` counted rates and every pod's share of Σ r_i^p, from one entry per pod (`rates`:
+    a counted pod's rate, 0.0 for a pod not counted): `(power_mean_bounded(counted, p, top, low),
+    request_weights(len(rates), counted, at(), p))`, the same floats, where `counted` are the rates of the pods
+    `at()` names (`n >= 1` of them; `top` and `low` are their bounds, as `power_mean_bounded` takes them).
+
+    Why one entry per pod: a pod not counted then needs no placing afterwards (a pass over the pods' indices
+    and another over the shares, most of a 100-pod runtime's share of this at 10,000 pods a refresh, since one
+    stale or not-Ready pod is enough), and its 0.0 changes no float: every sum starts at 0.0, and adding +0.0
+    to a float that is not -0.0 gives it back; its quotient, power and square are 0.0, so its share is
+    0.0 / Σ = 0.0, as placed. `at` is called only when every counted rate is 0 (they share equally, and only
+    the counted ones). Both results divide every rate by the busiest (`top`), and here each quotient is
+    computed once for both (for an order other than 1, 2 and inf, each quotient's power too). Once a runtime
+    per refresh: a runtime of a few pods gets loops (a list comprehension's own cost is that of several
+    values), a large one comprehensions and builtins."""
     if not p >= 1.0:
         raise ValueError(f"power mean order must be >= 1, got {p!r}")
-    n = len(rates)
+    count = len(rates)
     total = _checked_sum(rates, low)
     if top == 0.0:  # every rate 0: the power mean is 0 (`low == top`), and they share equally (`shares`)
-        return top, _placed(count, [1.0 / n] * n, at)
+        return top, _placed(count, [1.0 / n] * n, at())
     # One loop (cheaper than comprehensions here, at any size): each quotient's power, and Σ (r / top)²
     # added left to right, which the power mean of order 2 is made of.
     powers: list[float] = []
@@ -162,7 +170,7 @@ def rate_summary(
                 x = top * math.sqrt(squares / n)
             else:
                 acc = 0.0
-                if n >= _BUILTINS_FROM:
+                if count >= _BUILTINS_FROM:
                     acc = sum(powers)
                 else:
                     for x in powers:
@@ -174,16 +182,13 @@ def rate_summary(
                 mean = top
     # `fsum` of one or two values is their float sum (a sum of two floats is correctly rounded), and here one
     # of them is 1.0 (the busiest), so no zero's sign is at stake
-    weight = math.fsum(powers) if n > 2 else powers[0] if n == 1 else powers[0] + powers[1]
-    if n >= _COMPREHENSIONS_FROM:
-        split = [x / weight for x in powers]
-    else:
-        split = []
-        for x in powers:
-            split.append(x / weight)
-    if n == count:  # every pod counted (the usual case)
-        return mean, tuple(split)
-    return mean, _placed(count, split, at)
+    weight = math.fsum(powers) if count > 2 else powers[0] if count == 1 else powers[0] + powers[1]
+    if count >= _COMPREHENSIONS_FROM:
+        return mean, tuple([x / weight for x in powers])
+    split = []
+    for x in powers:
+        split.append(x / weight)
+    return mean, tuple(split)
 
 
 def _placed(count: int, split: list[float], at: Sequence[int]) -> tuple[float, ...]:

@@ -83,6 +83,13 @@ the states (which depend on every pod: is the signal expected?) are looked up on
 _STATE_TABLES: dict[tuple[bool, ...], tuple[tuple[tuple[str, str], ...], ...]] = {}
 """State code → (signal, state) pairs, per `expected` mask (16 masks x 65 codes at most, built on first use)."""
 
+ALL_FRESH: Final = tuple((s, FRESH) for s in SIGNALS)
+"""The states of a pod with every signal fresh: the row of the usual pod in every `state_table`, this very
+object (rows are interned), so that a pass over the pod views can tell the usual pod by identity."""
+
+_ROWS: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {ALL_FRESH: ALL_FRESH}
+"""Every row of every state table, once (equal rows of two masks are the same tuple)."""
+
 
 def state_table(expected: tuple[bool, ...]) -> tuple[tuple[tuple[str, str], ...], ...]:
     """Every pod's possible signal states for one `expected` mask (per signal of SIGNALS), indexed by state
@@ -96,9 +103,10 @@ def state_table(expected: tuple[bool, ...]) -> tuple[tuple[tuple[str, str], ...]
                 continue
             load_ok = bool(code & LOAD_TIME_FRESH)
             time_ok = (bool(code & GPU_TIME_FRESH), load_ok, load_ok, load_ok)
-            rows.append(tuple(
+            row = tuple(
                 (s, FRESH if code >> j & 1 else (MISSING if time_ok[j] else STALE) if expected[j] else NONE)
                 for j, s in enumerate(SIGNALS)
-            ))
+            )
+            rows.append(_ROWS.setdefault(row, row))
         table = _STATE_TABLES[expected] = tuple(rows)
     return table

@@ -254,7 +254,7 @@ def test_rate_summary_is_the_plain_mean_and_the_weights_to_the_bit(
     rates: list[float], p: float, uncounted: list[bool],
 ) -> None:
     """One quotient per rate for both: the same power mean and shares as computed apart, pods not counted
-    (`at` skips them) included."""
+    (`at` skips them, and they hold 0.0 in the rates given per pod) included."""
     at: list[int] = []
     i = 0  # pods so far
     for j in range(len(rates)):
@@ -262,8 +262,11 @@ def test_rate_summary_is_the_plain_mean_and_the_weights_to_the_bit(
             i += 1  # a pod not counted before this one
         at.append(i)
         i += 1
+    per_pod = [0.0] * i
+    for j, r in zip(at, rates, strict=True):
+        per_pod[j] = r
     top, low = _bounds(rates)
-    fast = _outcome(lambda: rate_summary(i, rates, at, p, top, low))
+    fast = _outcome(lambda: rate_summary(per_pod, len(rates), p, top, low, lambda: at))
     plain = _outcome(lambda: (plain_power_mean(rates, p), request_weights(i, rates, at, p)))
     assert fast == plain
 
