@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from autoscaler.model import PodSample, RuntimeSnapshot, RuntimeView
@@ -220,6 +220,8 @@ def whole(pods: list[Pod], metric: ServedMetric) -> bool:
     cap=st.one_of(st.none(), st.integers(1, 12)),
     rps_target=st.one_of(st.none(), st.just(100.0)),
 )
+# Scaled to zero between two refreshes with no pod: the grace period counts from the refresh after it.
+@example(steps=[([], None), ([], 0), ([], None)], grace=20.0, tau=0.0, cap=None, rps_target=None)
 def test_after_a_restart_the_recommendation_is_never_below_what_runs_and_a_value_is_served_only_whole(
     steps: list[tuple[list[Pod], int | None]], grace: float, tau: float, cap: int | None, rps_target: float | None,
 ) -> None:
@@ -228,8 +230,11 @@ def test_after_a_restart_the_recommendation_is_never_below_what_runs_and_a_value
     memory: RuntimeMemory | None = None
     warm: WarmUp | None = None
     remembered: set[ServedMetric] = set()  # values served once: from then on the usual holds apply
+    warming_since: float | None = None  # the first refresh with no memory: the grace period counts from there
     for k, (pods, replicas) in enumerate(steps):
         now = NOW + 15.0 * k
+        if warming_since is None:
+            warming_since = now
         snap = build(pods, now, replicas)
         had_memory = memory is not None
         view, memory, warm = decide_remembering(snap, policy, memory, warm, now, WINDOW)
@@ -238,6 +243,7 @@ def test_after_a_restart_the_recommendation_is_never_below_what_runs_and_a_value
             assert all(value.value is None for value in view.values.values()), view.reason
             assert memory is None and warm is None and view.consecutive_misses == 0, view.reason
             remembered.clear()
+            warming_since = None  # pods that come back warm up anew, from their first refresh
             continue
         for metric in VALUES:
             if view.values[metric].value is not None and metric not in remembered:
@@ -249,7 +255,7 @@ def test_after_a_restart_the_recommendation_is_never_below_what_runs_and_a_value
         desired = view.values[DESIRED].value
         if desired is not None:
             assert desired >= min(runs, cap if cap is not None else math.inf), (view.reason, runs)
-        if not view.complete and now - NOW < grace:
+        if not view.complete and now - warming_since < grace:
             # Warming up: nothing is served until every Ready pod is fresh or the grace period is over.
             assert all(value.value is None for value in view.values.values()), view.reason
             assert memory is None and warm is not None and view.warming_up
