@@ -15,44 +15,17 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime
-import math
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Final, TextIO
 
+from autoscaler.simulation.timestamps import parse_time
 from autoscaler.simulation.trace import HEADER, MAX_INTERVAL_S, MIN_INTERVAL_S, TraceError, open_csv
 
 DEFAULT_TIMESTAMP_COLUMNS: Final = ("timestamp", "time", "ts", "timestamp_s")
 """Column names taken as the request's time when `--timestamp-column` is not given (case-insensitive)."""
-
-
-def parse_time(text: str) -> float:
-    """Seconds of a Unix timestamp or an ISO 8601 date-time; ValueError when it is neither."""
-    text = text.strip()
-    try:
-        seconds = float(text)
-    except ValueError:
-        moment = _iso(text)
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=datetime.UTC)
-        return moment.timestamp()
-    if not math.isfinite(seconds):
-        raise ValueError(f"{text!r} is not a finite number of seconds")
-    return seconds
-
-
-def _iso(text: str) -> datetime.datetime:
-    """`fromisoformat`, with fractions of a second past microseconds cut (logs write up to nanoseconds)."""
-    head, dot, tail = text.partition(".")
-    if dot:
-        digits = len(tail) - len(tail.lstrip("0123456789"))
-        if digits > 6:
-            tail = tail[:6] + tail[digits:]
-        text = head + dot + tail
-    return datetime.datetime.fromisoformat(text)
 
 
 def _column(header: Sequence[str], wanted: str | None, defaults: Sequence[str], what: str, name: str) -> int:

@@ -25,6 +25,7 @@ from typing import Final, TextIO
 import numpy as np
 
 from autoscaler.simulation.shapes import SHAPE_PRESETS, Shape
+from autoscaler.simulation.timestamps import moment_text, parse_time, seconds_text
 
 HEADER: Final = ("timestamp_s", "model", "requests")
 MIN_INTERVAL_S: Final = 1.0
@@ -109,6 +110,14 @@ def _number(text: str, what: str, where: str, unit: str = "") -> float:
     return value
 
 
+def _timestamp(text: str, where: str) -> float:
+    try:
+        return parse_time(text)
+    except ValueError:
+        raise TraceError(f"{where}: timestamp_s must be seconds since the epoch or an ISO 8601 date-time, "
+                         f"got {text!r}") from None
+
+
 def open_csv(path: str | os.PathLike[str]) -> TextIO:
     """A CSV file for `csv.reader`: `.gz` read as it is, a byte-order mark (Excel's "CSV UTF-8") skipped."""
     if os.fspath(path).endswith(".gz"):
@@ -168,7 +177,7 @@ def _parse(rows: Iterator[list[str]], name: str) -> Trace:
         where = f"{name}: line {line}"
         if len(row) != 3:
             raise TraceError(f"{where}: expected 3 fields (timestamp_s,model,requests), got {len(row)}")
-        t = _number(row[at_time], "timestamp_s", where, " (seconds since the epoch)")
+        t = _timestamp(row[at_time], where)
         model = row[at_model].strip()
         if not model:
             raise TraceError(f"{where}: model is empty")
@@ -208,16 +217,16 @@ def from_rows(times: list[float], names: list[str], counts: list[float], name: s
     off = np.abs(position - slot) > 1e-6
     if off.any():
         bad = int(np.argmax(off))
-        raise TraceError(f"{name}: line {line_of(bad)}: timestamp {times[bad]:g} is not on the {interval:g} s grid "
-                         f"starting at {start:g}")
+        raise TraceError(f"{name}: line {line_of(bad)}: timestamp {moment_text(times[bad])} is not on the "
+                         f"{interval:g} s grid starting at {seconds_text(start)}")
     index: dict[str, int] = {}
     model = np.fromiter((index.setdefault(n, len(index)) for n in names), dtype=np.int64, count=len(names))
     key = slot * len(index) + model
     uniq, repeats = np.unique(key, return_counts=True)
     if (repeats > 1).any():
         dup = int(np.flatnonzero(key == uniq[int(np.argmax(repeats > 1))])[1])
-        raise TraceError(f"{name}: line {line_of(dup)}: model {names[dup]!r} at {times[dup]:g} is listed twice "
-                         "(one row per model and interval: sum an export per pod by model first, e.g. "
+        raise TraceError(f"{name}: line {line_of(dup)}: model {names[dup]!r} at {moment_text(times[dup])} is listed "
+                         "twice (one row per model and interval: sum an export per pod by model first, e.g. "
                          "sum by (model) in PromQL)")
     return Trace(tuple(index), start, interval, int(slot.max()) + 1, slot, model,
                  np.asarray(counts, dtype=np.float64))

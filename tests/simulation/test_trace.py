@@ -41,8 +41,13 @@ def test_a_csv_trace_is_read_with_its_interval_inferred(tmp_path: Path) -> None:
     ("timestamp_s,model,requests\n1733011200000,a,5\n1733011215000,a,6\n",
      "15000 s apart; intervals must be 1 s to 10 min: these look like milliseconds since the epoch; divide "
      "timestamp_s by 1000"),
-    ("timestamp_s,model,requests\n2024-12-01 00:00:00,a,5\n",
-     "line 2: timestamp_s must be a number \\(seconds since the epoch\\), got '2024-12-01 00:00:00'"),
+    ("timestamp_s,model,requests\n1 Dec 2024,a,5\n",
+     "line 2: timestamp_s must be seconds since the epoch or an ISO 8601 date-time, got '1 Dec 2024'"),
+    # epoch seconds are named as written, not as 1.73e+09
+    ("timestamp_s,model,requests\n1733011200,a,5\n1733011260,a,6\n1733011200,a,4\n",
+     "line 4: model 'a' at 1733011200 \\(2024-12-01T00:00:00Z\\) is listed twice"),
+    ("timestamp_s,model,requests\n1733011200,a,5\n1733011240,a,6\n1733011300,a,4\n",
+     "line 4: timestamp 1733011300 \\(2024-12-01T00:01:40Z\\) is not on the 40 s grid starting at 1733011200"),
     ("timestamp_s,model,requests\n0,,1\n", "line 2: model is empty"),
     ("timestamp_s,model,requests\n", "no rows after the header"),
 ])
@@ -122,3 +127,13 @@ def test_a_header_with_a_column_missing_or_extra_names_it(tmp_path: Path) -> Non
         read_csv(write(tmp_path / "a.csv", "timestamp_s,model,count\n0,a,1\n"))
     with pytest.raises(TraceError, match=r"line 1: .*model listed twice"):
         read_csv(write(tmp_path / "b.csv", "timestamp_s,model,model\n0,a,1\n"))
+
+
+def test_iso_8601_timestamps_as_pandas_and_bigquery_write_them_are_read(tmp_path: Path) -> None:
+    """A spreadsheet or a database export writes dates, not epoch seconds; the request-log converter reads them,
+    so the trace reader does too (without a zone: UTC; only differences matter)."""
+    trace = read_csv(write(tmp_path / "t.csv", "timestamp_s,model,requests\n"
+                           "2024-12-01 00:00:00,a,60\n2024-12-01T00:01:00Z,a,120\n"
+                           "2024-12-01 00:02:00+00:00,b,30\n2024-12-01 00:03:00.000000 UTC,b,6\n".replace(" UTC", "")))
+    assert (trace.models, trace.interval_s, trace.intervals, trace.start_s) == (("a", "b"), 60.0, 4, 1733011200.0)
+    assert trace.rate_per_interval().tolist() == [1.0, 2.0, 0.5, 0.1]
