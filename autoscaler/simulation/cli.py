@@ -170,6 +170,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
               f"{RATE_CHECK_S:g} or less")
     behavior = _behavior(args.hpa_behavior)
     trace, source = _load_trace(args)
+    for note in trace.notes:
+        _warn(note)
     _check_out(args.out)
     shape = ClusterShape(pod_rps=args.pod_rps, cache_models=args.cache_models, load_time_s=args.load_time,
                          startup_delay_s=args.startup_delay, slo_queue_s=args.slo_queue_ms / 1000.0)

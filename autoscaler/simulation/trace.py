@@ -1,7 +1,8 @@
 """Request traces: the CSV users bring (`timestamp_s,model,requests`) and a synthetic generator.
 
 A trace row says how many requests arrived for one model in the interval starting at `timestamp_s`. The
-three columns are found by name, in any order (converters write their own), a byte-order mark (Excel's
+three columns are found by name, in any order (converters write their own), others left out (pandas writes
+its index, exports keep what a trace does not need; `notes` says which), a byte-order mark (Excel's
 "CSV UTF-8") is skipped, and `FILE.csv.gz` is read without unpacking (fleet traces are kept compressed). The
 interval (1 s to 10 min) is inferred as the smallest gap between distinct timestamps, and every timestamp
 must sit on that grid. The simulator replays a trace in *buckets*: the trace's own intervals when they are
@@ -19,7 +20,7 @@ import gzip
 import math
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, TextIO
 
 import numpy as np
@@ -47,6 +48,7 @@ class Trace:
     slot: np.ndarray  # int64 interval index of each row
     model: np.ndarray  # int64 model index of each row
     requests: np.ndarray  # float64 requests of each row
+    notes: tuple[str, ...] = ()  # what a user should know of how the file was read (columns left out)
 
     @property
     def duration_s(self) -> float:
@@ -141,17 +143,19 @@ def read_csv(path: str | os.PathLike[str]) -> Trace:
         raise TraceError(f"{name}: not UTF-8 text ({exc.reason})") from exc
 
 
-def _columns(header: list[str] | None, name: str) -> tuple[int, int, int]:
-    """Where timestamp_s, model and requests are in the header row."""
+def _columns(header: list[str] | None, name: str) -> tuple[int, int, int, tuple[str, ...]]:
+    """Where timestamp_s, model and requests are in the header row, and the other columns, in words: exports
+    keep columns a trace does not need (pandas its index, unnamed), which are left out."""
     found = [h.strip() for h in header or []]
     problems = [f"missing {column}" for column in HEADER if column not in found]
     problems += [f"{column} listed twice" for column in HEADER if found.count(column) > 1]
-    problems += [f"unexpected column {column!r}" for column in found if column not in HEADER]
     if problems:
-        raise TraceError(f"{name}: line 1: expected the header {','.join(HEADER)} (in any order), got "
-                         f"{','.join(header or [])!r}: {'; '.join(problems)}")
+        raise TraceError(f"{name}: line 1: expected the header {','.join(HEADER)} (in any order, other columns "
+                         f"left out), got {','.join(header or [])!r}: {'; '.join(problems)}")
     at_time, at_model, at_requests = (found.index(column) for column in HEADER)
-    return at_time, at_model, at_requests
+    others = tuple("an unnamed one (pandas' index)" if i == 0 else "an unnamed one" if not column else repr(column)
+                   for i, column in enumerate(found) if column not in HEADER)
+    return at_time, at_model, at_requests, others
 
 
 def _numbered(reader: Iterator[list[str]]) -> Iterator[tuple[int, list[str]]]:
@@ -166,7 +170,8 @@ def _numbered(reader: Iterator[list[str]]) -> Iterator[tuple[int, list[str]]]:
 def _parse(rows: Iterator[list[str]], name: str) -> Trace:
     numbered = _numbered(rows)
     header = next(numbered, None)
-    at_time, at_model, at_requests = _columns(header[1] if header else None, name)
+    at_time, at_model, at_requests, others = _columns(header[1] if header else None, name)
+    width = len(header[1]) if header else 0
     times: list[float] = []
     names: list[str] = []
     counts: list[float] = []
@@ -175,8 +180,8 @@ def _parse(rows: Iterator[list[str]], name: str) -> Trace:
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
         where = f"{name}: line {line}"
-        if len(row) != 3:
-            raise TraceError(f"{where}: expected 3 fields (timestamp_s,model,requests), got {len(row)}")
+        if len(row) != width:
+            raise TraceError(f"{where}: expected {width} fields, as in the header, got {len(row)}")
         t = _timestamp(row[at_time], where)
         model = row[at_model].strip()
         if not model:
@@ -190,7 +195,12 @@ def _parse(rows: Iterator[list[str]], name: str) -> Trace:
         lines.append(line)
     if not times:
         raise TraceError(f"{name}: no rows after the header")
-    return from_rows(times, names, counts, name, lines)
+    trace = from_rows(times, names, counts, name, lines)
+    if others:
+        notes = (f"ignoring {len(others)} column{'s' if len(others) > 1 else ''} of the trace not used: "
+                 f"{', '.join(others)}",)
+        trace = replace(trace, notes=trace.notes + notes)
+    return trace
 
 
 def from_rows(times: list[float], names: list[str], counts: list[float], name: str = "trace",

@@ -255,3 +255,22 @@ def test_ctrl_c_during_a_run_is_one_line_never_a_traceback(tmp_path: Path, share
     run = ctrl_c_after(command, moment_of_start_up(command, "report: ", share))
     assert run.ended_by_ctrl_c, run.output
     assert "Traceback" not in run.output and run.output.strip().splitlines()[-1] == "interrupted.", run.output
+
+
+def test_a_pandas_export_with_its_index_and_extra_columns_runs_and_says_what_it_ignored(tmp_path: Path) -> None:
+    """`DataFrame.to_csv()` writes the index as an unnamed first column; a BigQuery or spreadsheet export keeps
+    columns the trace does not need. Both were refused ("unexpected column ''", with no fix); the three columns
+    are found by name, so the others are left out and the run says which."""
+    trace = tmp_path / "export.csv"
+    trace.write_text(",timestamp_s,model,requests,region\r\n"
+                     + "".join(f"{i},2024-12-01 00:0{i // 2}:00,{'ab'[i % 2]},{30 + i},eu\r\n" for i in range(8))
+                     + "\r\n")
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(out), "--policies", "fixed",
+                             "--no-plot", "--quiet"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ("simulate: warning: ignoring 2 columns of the trace not used: an unnamed one "
+                             "(pandas' index), 'region'\n")
+    report = json.loads((out / "report.json").read_text())
+    assert report["trace"]["requests"] == sum(30 + i for i in range(8))
+    assert (report["trace"]["models"], report["trace"]["interval_s"]) == (2, 60.0)
