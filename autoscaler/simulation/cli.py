@@ -85,12 +85,17 @@ def _behavior(path: Path | None) -> Behavior:
         raise ValueError(f"{path}: not UTF-8 text ({exc.reason})") from exc
     except yaml.YAMLError as exc:
         raise ValueError(f"{path}: not valid YAML: {exc}") from exc
-    if len(documents) > 1:  # a file of manifests (kustomize's output, a runtime's objects): its HPA
+    listed = len(documents) == 1 and isinstance(documents[0], dict) and documents[0].get("kind") == "List"
+    if listed:  # `kubectl get hpa -o yaml` without a name prints its HPAs as the items of a List
+        items = documents[0].get("items")
+        documents = items if isinstance(items, list) else []
+    if listed or len(documents) > 1:  # or a file of manifests (kustomize's output, a runtime's objects): its HPA
+        among = f"the {len(documents)} items of its List" if listed else f"its {len(documents)} documents"
         hpas = [d for d in documents if isinstance(d, dict) and d.get("kind") == "HorizontalPodAutoscaler"]
         if len(hpas) != 1:
             raise ValueError(f"{path}: {'no' if not hpas else len(hpas)} HorizontalPodAutoscaler"
-                             f"{'s' if len(hpas) > 1 else ''} among its {len(documents)} documents; "
-                             f"give a file with the one to simulate")
+                             f"{'s' if len(hpas) > 1 else ''} among {among}; "
+                             f"give a file with the one to simulate (kubectl get hpa NAME -o yaml)")
         documents = hpas
     document = documents[0] if documents else None
     if not isinstance(document, dict):

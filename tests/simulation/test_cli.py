@@ -9,6 +9,7 @@ from pathlib import Path
 
 import matplotlib.image
 import pytest
+import yaml
 
 from tests.support.terminal import ctrl_c_after, moment_of_start_up
 
@@ -132,6 +133,16 @@ def run_with_behavior(tmp_path: Path, text: str) -> subprocess.CompletedProcess[
      "behavior.scaleUp: policy 1: value must be a whole number, got 'four'"),
     ("behavior:\n  scaleUp:\n    policies: {type: Pods}\n", "behavior.scaleUp: policies must be a list"),
     ("---\nkind: Service\n---\nkind: ConfigMap\n", "no HorizontalPodAutoscaler among its 2 documents"),
+    # A typo'd field was left out without a word and its rule ran with the default (the API server refuses it)
+    ("behavior:\n  scaleDown:\n    stabilisationWindowSeconds: 60\n",
+     "behavior.scaleDown: unknown field 'stabilisationWindowSeconds' (did you mean 'stabilizationWindowSeconds'?)"),
+    ("behavior:\n  scaledown:\n    selectPolicy: Min\n",
+     "behavior: unknown field 'scaledown' (did you mean 'scaleDown'?)"),
+    ("behavior:\n  scaleUp:\n    policies:\n    - {type: Pods, value: 1, periodSecond: 15}\n",
+     "behavior.scaleUp: policy 1: unknown field 'periodSecond' (did you mean 'periodSeconds'?)"),
+    ("kind: HorizontalPodAutoscaler\nspec:\n  maxReplicas: 4\n  behaviour:\n    scaleDown: {selectPolicy: Min}\n",
+     "spec: unknown field 'behaviour' (did you mean 'behavior'?)"),
+    ("apiVersion: v1\nkind: List\nitems: []\n", "no HorizontalPodAutoscaler among the 0 items of its List"),
 ])
 def test_a_bad_behavior_file_is_refused_naming_the_field(tmp_path: Path, text: str, message: str) -> None:
     result = run_with_behavior(tmp_path, text)
@@ -145,6 +156,21 @@ def test_a_manifest_file_with_the_hpa_among_other_documents_is_read(tmp_path: Pa
     documents = [(MANIFESTS / name).read_text() for name in ("runtime-scale-triton.yaml", "hpa-triton.yaml")]
     result = run_with_behavior(tmp_path, "\n---\n".join(documents))
     assert result.returncode == 0, result.stderr
+
+
+def test_kubectl_get_hpa_o_yaml_as_it_prints_is_read(tmp_path: Path) -> None:
+    """Without a name `kubectl get hpa -o yaml` prints a List of them, with status and metadata; it was read as a
+    bare behavior with no rules: the default behavior, silently."""
+    hpa = yaml.safe_load((MANIFESTS / "hpa-triton.yaml").read_text())
+    hpa["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] = 42
+    hpa["metadata"].update(uid="1b2c", resourceVersion="12345", creationTimestamp="2026-12-01T10:00:00Z")
+    hpa["status"] = {"currentReplicas": 3, "desiredReplicas": 3, "conditions": [{"type": "ScalingActive"}]}
+    listing = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
+                              "items": [hpa]})
+    result = run_with_behavior(tmp_path, listing)
+    assert result.returncode == 0, result.stderr
+    description = json.loads((tmp_path / "out" / "report.json").read_text())["policies"]["skew-aware"]["description"]
+    assert "scaleDown: window 42s" in description, description
 
 
 def test_the_report_says_which_hpa_behavior_skew_aware_ran_with(tmp_path: Path) -> None:
