@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Final, TextIO
 
-from autoscaler.simulation.timestamps import parse_time
+from autoscaler.simulation.timestamps import parse_time, seconds_text
 from autoscaler.simulation.trace import HEADER, MAX_INTERVAL_S, MIN_INTERVAL_S, TraceError, open_csv
 
 DEFAULT_TIMESTAMP_COLUMNS: Final = ("timestamp", "time", "ts", "timestamp_s")
@@ -85,7 +85,7 @@ def write_trace(rows: Iterable[tuple[float, str, int]], out: TextIO) -> int:
     writer.writerow(HEADER)
     written = 0
     for start, model, n in rows:
-        writer.writerow((f"{start:g}", model, n))
+        writer.writerow((seconds_text(start), model, n))
         written += 1
     return written
 
@@ -143,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
     models = len({model for _, model, _ in rows})
     span = rows[-1][0] + args.interval
-    print(f"{len(requests)} requests of {models} models over {span:g} s -> {written} rows "
+    print(f"{len(requests)} requests of {models} models over {seconds_text(span)} s -> {written} rows "
           f"({args.interval:g} s intervals) in {args.out}", file=sys.stderr)
     return 0
 

@@ -249,7 +249,7 @@ def write_csv(trace: Trace, path: str | os.PathLike[str]) -> None:
         out.writerow(HEADER)
         for s, m, r in zip(trace.slot.tolist(), trace.model.tolist(), trace.requests.tolist(), strict=True):
             if r > 0:
-                out.writerow((f"{trace.start_s + s * trace.interval_s:g}", trace.models[m], f"{r:g}"))
+                out.writerow((seconds_text(trace.start_s + s * trace.interval_s), trace.models[m], f"{r:.17g}"))
 
 
 def synthetic(models: int = 500, hours: float = 24.0, mean_rps: float = 150.0, shape: str | Shape = "mixed",

@@ -72,3 +72,17 @@ def test_mistakes_get_one_line_that_says_what_to_fix(tmp_path: Path) -> None:
     assert result.returncode == 1 and "line 3" in result.stderr and "Traceback" not in result.stderr
     result = convert(log, "--out", tmp_path / "t.csv")  # a plain FILE needs --model-column
     assert result.returncode == 2 and "MODEL=FILE" in result.stderr
+
+
+def test_a_log_of_more_than_eleven_days_keeps_every_second(tmp_path: Path) -> None:
+    """Interval starts past 999,999 s were written as 1.47091e+06, so a log of two weeks at 1 s became a trace
+    that `simulate` refused ('listed twice') or read at the wrong times."""
+    log = tmp_path / "access.csv"
+    log.write_text("ts,model\n1733011200,a\n1733011201,a\n1734481111,a\n1734481112,b\n1734481113,a\n")
+    out = tmp_path / "trace.csv"
+    result = convert("--model-column", "model", log, "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert out.read_text().splitlines()[-3:] == ["1469911,a,1", "1469912,b,1", "1469913,a,1"]
+    assert "over 1469914 s" in result.stderr
+    trace = read_csv(out)
+    assert (trace.interval_s, trace.intervals, trace.total_requests) == (1.0, 1469914, 5.0)
