@@ -31,6 +31,8 @@ from autoscaler.simulation.timestamps import moment_text, parse_time, seconds_te
 HEADER: Final = ("timestamp_s", "model", "requests")
 MIN_INTERVAL_S: Final = 1.0
 MAX_INTERVAL_S: Final = 600.0
+QUIET_GAP_S: Final = 3600.0
+"""A stretch this long without a row for any model is named: more often missing data than no traffic."""
 
 
 class TraceError(ValueError):
@@ -196,11 +198,28 @@ def _parse(rows: Iterator[list[str]], name: str) -> Trace:
     if not times:
         raise TraceError(f"{name}: no rows after the header")
     trace = from_rows(times, names, counts, name, lines)
-    if others:
-        notes = (f"ignoring {len(others)} column{'s' if len(others) > 1 else ''} of the trace not used: "
-                 f"{', '.join(others)}",)
-        trace = replace(trace, notes=trace.notes + notes)
-    return trace
+    notes = [f"ignoring {len(others)} column{'s' if len(others) > 1 else ''} of the trace not used: "
+             f"{', '.join(others)}"] if others else []
+    notes += _gap_notes(trace, lines)
+    return replace(trace, notes=trace.notes + tuple(notes)) if notes else trace
+
+
+def _gap_notes(trace: Trace, lines: list[int]) -> list[str]:
+    """The longest stretch without a row, if any is past QUIET_GAP_S: an absent row is replayed as no requests,
+    which is right for a quiet model and wrong for data that is missing (a collector down, exports pasted
+    together), and the report cannot tell the two apart."""
+    slots = np.unique(trace.slot)
+    gaps = np.diff(slots) * trace.interval_s
+    long = np.flatnonzero(gaps > QUIET_GAP_S)
+    if not len(long):
+        return []
+    widest = int(long[np.argmax(gaps[long])])
+    before, after = (trace.start_s + float(slots[i]) * trace.interval_s for i in (widest, widest + 1))
+    line = lines[int(np.flatnonzero(trace.slot == slots[widest + 1])[0])]
+    more = f" ({len(long)} such gaps, this the longest)" if len(long) > 1 else ""
+    return [f"no rows for {(after - before - trace.interval_s) / 3600:.3g} h between the rows at "
+            f"{moment_text(before)} and at {moment_text(after)} (line {line}){more}: replayed as no requests at "
+            "all; if data is missing there rather than traffic, cut the trace at the gap"]
 
 
 def from_rows(times: list[float], names: list[str], counts: list[float], name: str = "trace",

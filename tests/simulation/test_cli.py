@@ -300,3 +300,18 @@ def test_a_pandas_export_with_its_index_and_extra_columns_runs_and_says_what_it_
     report = json.loads((out / "report.json").read_text())
     assert report["trace"]["requests"] == sum(30 + i for i in range(8))
     assert (report["trace"]["models"], report["trace"]["interval_s"]) == (2, 60.0)
+
+
+def test_hours_without_a_row_are_named_as_read_as_no_traffic(tmp_path: Path) -> None:
+    """Two exports pasted together, or a collector down overnight: the hours between had no rows and were
+    replayed as no requests at all, the report's pod-hours and oracle ratios counting them without a word."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp_s,model,requests\n1733011200,a,600\n1733011260,a,600\n"
+                     "1733047200,a,600\n1733047260,a,600\n")
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"), "--policies",
+                             "fixed", "--no-plot", "--quiet"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (
+        "simulate: warning: no rows for 9.97 h between the rows at 1733011260 (2024-12-01T00:01:00Z) and at "
+        "1733047200 (2024-12-01T10:00:00Z) (line 4): replayed as no requests at all; if data is missing there "
+        "rather than traffic, cut the trace at the gap\n")
