@@ -22,7 +22,7 @@ import os
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Final, TextIO
+from typing import Final, TextIO, overload
 
 import numpy as np
 
@@ -74,7 +74,7 @@ class Bucket:
     rates: list[float]
 
 
-def buckets(trace: Trace, tick_s: float) -> tuple[float, list[Bucket]]:
+def buckets(trace: Trace, tick_s: float) -> tuple[float, Buckets]:
     """(bucket length in seconds, buckets in time order) for replay with ticks of `tick_s`."""
     ratio = trace.interval_s / tick_s
     if ratio >= 1.0:
@@ -89,20 +89,46 @@ def buckets(trace: Trace, tick_s: float) -> tuple[float, list[Bucket]]:
                              f"({trace.interval_s:g} s); choose a --tick that it divides")
         length, group = tick_s, round(inverse)
     count = math.ceil(trace.intervals / group)
-    slot = trace.slot // group
-    key = slot * len(trace.models) + trace.model
+    key = trace.slot // group
+    key *= len(trace.models)
+    key += trace.model
     order = np.argsort(key, kind="stable")
-    uniq, first = np.unique(key[order], return_index=True)
+    key = key[order]  # sorted: each (bucket, model) starts where the key changes
+    first = np.flatnonzero(np.diff(key, prepend=-1))
     sums = np.add.reduceat(trace.requests[order], first) if len(first) else np.zeros(0)
-    out_slot = (uniq // len(trace.models)).tolist() if len(uniq) else []
-    out_model = (uniq % len(trace.models)).tolist() if len(uniq) else []
-    rates = (sums / length).tolist()
-    result = [Bucket([], []) for _ in range(count)]
-    for s, m, r in zip(out_slot, out_model, rates, strict=True):
-        if r > 0.0:
-            result[s].models.append(m)
-            result[s].rates.append(r)
-    return length, result
+    busy = sums > 0.0
+    uniq, sums = key[first[busy]], sums[busy]
+    bounds = np.searchsorted(uniq // len(trace.models), np.arange(count + 1))
+    return length, Buckets(bounds, uniq % len(trace.models), sums / length)
+
+
+class Buckets(Sequence[Bucket]):
+    """The replay's buckets as packed arrays, each Bucket made when the replay reaches it: made all at once and
+    kept for every policy, a week of 2,000 models at 60 s took 1.6 GB of Python numbers."""
+
+    def __init__(self, bounds: np.ndarray, models: np.ndarray, rates: np.ndarray) -> None:
+        self._bounds, self._models, self._rates = bounds.tolist(), models, rates
+
+    def __len__(self) -> int:
+        return len(self._bounds) - 1
+
+    @overload
+    def __getitem__(self, index: int) -> Bucket: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Bucket]: ...
+
+    def __getitem__(self, index: int | slice) -> Bucket | list[Bucket]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if not -len(self) <= index < len(self):
+            raise IndexError(index)
+        index %= len(self)
+        a, b = self._bounds[index], self._bounds[index + 1]
+        return Bucket(self._models[a:b].tolist(), self._rates[a:b].tolist())
+
+    def __iter__(self) -> Iterator[Bucket]:
+        return (self[i] for i in range(len(self)))
 
 
 def _number(text: str, what: str, where: str, unit: str = "") -> float:
