@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -39,9 +40,36 @@ def _column(header: Sequence[str], wanted: str | None, defaults: Sequence[str], 
                      f"name it with {flag}")
 
 
+UNITS: Final = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+"""--timestamp-unit: seconds of one unit of a numeric timestamp."""
+SECONDS_PER_YEAR: Final = 31_556_952.0
+
+
+def _seconds(text: str, unit: str, where: str) -> float:
+    """A request's time in seconds. Epoch milliseconds (and finer) read as seconds would stretch the trace a
+    thousandfold without a word, so a number past the year 5138 as seconds is refused, naming the unit."""
+    try:
+        value = float(text)
+    except ValueError:
+        try:
+            return parse_time(text)
+        except ValueError:
+            raise TraceError(f"{where}: timestamp must be Unix seconds (see --timestamp-unit) or an ISO 8601 "
+                             f"date-time, got {text.strip()!r}") from None
+    if not math.isfinite(value):
+        raise TraceError(f"{where}: timestamp must be a finite number, got {text.strip()!r}")
+    if unit == "s" and abs(value) >= 1e11:
+        likely = "ns" if abs(value) >= 1e17 else "us" if abs(value) >= 1e14 else "ms"
+        names = {"ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
+        raise TraceError(f"{where}: timestamp {text.strip()} is the year {1970 + int(value / SECONDS_PER_YEAR)} as "
+                         f"seconds: these look like {names[likely]} since the epoch; add --timestamp-unit {likely}")
+    return value * UNITS[unit]
+
+
 def read_requests(path: Path, model: str | None, timestamp_column: str | None,
-                  model_column: str | None) -> Iterator[tuple[float, str]]:
-    """(time in seconds, model) of each request row of one file; TraceError names the file and line."""
+                  model_column: str | None, unit: str = "s") -> Iterator[tuple[float, str]]:
+    """(time in seconds, model) of each request row of one file; TraceError names the file and line. `unit`:
+    of numeric timestamps, a key of UNITS."""
     with open_csv(path) as stream:
         rows = csv.reader(stream)
         header = next(rows, None)
@@ -53,10 +81,11 @@ def read_requests(path: Path, model: str | None, timestamp_column: str | None,
             if not row:
                 continue
             try:
-                seconds = parse_time(row[at])
-                name = model if which is None else row[which].strip()
-            except (ValueError, IndexError) as exc:
-                raise TraceError(f"{path}, line {line}: {exc}") from exc
+                stamp, name = row[at], model if which is None else row[which].strip()
+            except IndexError:
+                raise TraceError(f"{path}, line {line}: expected {len(header)} fields, as in the header, got "
+                                 f"{len(row)}") from None
+            seconds = _seconds(stamp, unit, f"{path}, line {line}")
             if not name:
                 raise TraceError(f"{path}, line {line}: empty model name")
             yield seconds, name
@@ -105,6 +134,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="column holding each request's time, Unix seconds or ISO 8601 (default: the first "
                              f"of {', '.join(DEFAULT_TIMESTAMP_COLUMNS)}, any case)")
     parser.add_argument("--model-column", default=None, help="column holding each request's model")
+    parser.add_argument("--timestamp-unit", choices=tuple(UNITS), default="s",
+                        help="unit of numeric timestamps (default s; ms for epoch milliseconds)")
     return parser
 
 
@@ -124,7 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"{item!r}: give MODEL=FILE without --model-column, or FILE with it")
     try:
         requests = [r for model, path in sources
-                    for r in read_requests(path, model, args.timestamp_column, args.model_column)]
+                    for r in read_requests(path, model, args.timestamp_column, args.model_column,
+                                           args.timestamp_unit)]
         rows = bin_requests(requests, args.interval)
     except (OSError, TraceError) as exc:
         print(f"error: {exc}", file=sys.stderr)

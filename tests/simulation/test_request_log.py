@@ -86,3 +86,27 @@ def test_a_log_of_more_than_eleven_days_keeps_every_second(tmp_path: Path) -> No
     assert "over 1469914 s" in result.stderr
     trace = read_csv(out)
     assert (trace.interval_s, trace.intervals, trace.total_requests) == (1.0, 1469914, 5.0)
+
+
+def test_epoch_milliseconds_are_refused_naming_the_flag_that_reads_them(tmp_path: Path) -> None:
+    """Many logs (JavaScript, Kafka, Grafana) write epoch milliseconds. They were read as seconds: 2 s of
+    requests became 2,000 s of trace, without a word, and every rate 1,000 times too low."""
+    log = tmp_path / "access.csv"
+    log.write_text("timestamp,model\n1733011200000,a\n1733011200500,b\n1733011202000,a\n")
+    out = tmp_path / "t.csv"
+    result = convert("--model-column", "model", log, "--out", out)
+    assert result.returncode == 1
+    assert result.stderr == (f"error: {log}, line 2: timestamp 1733011200000 is the year 56886 as seconds: these "
+                             "look like milliseconds since the epoch; add --timestamp-unit ms\n")
+    result = convert("--model-column", "model", log, "--out", out, "--timestamp-unit", "ms")
+    assert result.returncode == 0, result.stderr
+    assert out.read_text() == "timestamp_s,model,requests\n0,a,1\n0,b,1\n1,a,0\n2,a,1\n"
+    assert "3 requests of 2 models over 3 s" in result.stderr
+
+
+def test_a_time_that_is_not_one_says_what_is_read(tmp_path: Path) -> None:
+    log = tmp_path / "access.csv"
+    log.write_text("time,model\n01/Dec/2024:10:00:00 +0000,a\n")
+    result = convert("--model-column", "model", log, "--out", tmp_path / "t.csv")
+    assert result.stderr == (f"error: {log}, line 2: timestamp must be Unix seconds (see --timestamp-unit) or an "
+                             "ISO 8601 date-time, got '01/Dec/2024:10:00:00 +0000'\n")
