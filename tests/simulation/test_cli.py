@@ -315,3 +315,13 @@ def test_hours_without_a_row_are_named_as_read_as_no_traffic(tmp_path: Path) -> 
         "simulate: warning: no rows for 9.97 h between the rows at 1733011260 (2024-12-01T00:01:00Z) and at "
         "1733047200 (2024-12-01T10:00:00Z) (line 4): replayed as no requests at all; if data is missing there "
         "rather than traffic, cut the trace at the gap\n")
+
+
+def test_a_whole_hpa_whose_replica_bounds_are_not_the_runs_says_so(tmp_path: Path) -> None:
+    """A user gives the HPA copied from the cluster, maxReplicas 10 in it; only its behavior is read and the run
+    sized its own bounds (2..3 here) without a word: the report looked like the cluster's HPA and was not."""
+    result = run_with_behavior(tmp_path, (MANIFESTS / "hpa-triton.yaml").read_text())
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (f"simulate: warning: {tmp_path / 'hpa.yaml'}: its minReplicas 1 and maxReplicas 10 "
+                             "are not this run's replicas 2..3: give --min-replicas 1 --max-replicas 10 to "
+                             "simulate them\n")
