@@ -175,15 +175,21 @@ def read_csv(path: str | os.PathLike[str]) -> Trace:
 def _columns(header: list[str] | None, name: str) -> tuple[int, int, int, tuple[str, ...]]:
     """Where timestamp_s, model and requests are in the header row, and the other columns, in words: exports
     keep columns a trace does not need (pandas its index, unnamed), which are left out."""
-    found = [h.strip() for h in header or []]
+    if header is None:
+        raise TraceError(f"{name}: empty file; expected the header {','.join(HEADER)}")
+    found = [h.strip().lower() for h in header]
+    for separator, words in ((";", "';'"), ("\t", "tabs")):
+        if len(found) == 1 and separator in found[0]:
+            raise TraceError(f"{name}: line 1: fields are separated by {words}, not commas: save the file as "
+                             "comma-separated CSV")
     problems = [f"missing {column}" for column in HEADER if column not in found]
     problems += [f"{column} listed twice" for column in HEADER if found.count(column) > 1]
     if problems:
         raise TraceError(f"{name}: line 1: expected the header {','.join(HEADER)} (in any order, other columns "
-                         f"left out), got {','.join(header or [])!r}: {'; '.join(problems)}")
+                         f"left out), got {','.join(header)!r}: {'; '.join(problems)}")
     at_time, at_model, at_requests = (found.index(column) for column in HEADER)
-    others = tuple("an unnamed one (pandas' index)" if i == 0 else "an unnamed one" if not column else repr(column)
-                   for i, column in enumerate(found) if column not in HEADER)
+    others = tuple("an unnamed one (pandas' index)" if i == 0 else "an unnamed one" if not column else
+                   repr(header[i].strip()) for i, column in enumerate(found) if column not in HEADER)
     return at_time, at_model, at_requests, others
 
 

@@ -53,6 +53,12 @@ def test_a_csv_trace_is_read_with_its_interval_inferred(tmp_path: Path) -> None:
      "line 4: timestamp 1733011300 \\(2024-12-01T00:01:40Z\\) is not on the 40 s grid starting at 1733011200"),
     ("timestamp_s,model,requests\n0,,1\n", "line 2: model is empty"),
     ("timestamp_s,model,requests\n", "no rows after the header"),
+    ("", "empty file; expected the header timestamp_s,model,requests"),
+    # Excel in locales with a decimal comma writes ';' between fields; some exports use tabs
+    ("timestamp_s;model;requests\n0;a;1\n", "line 1: fields are separated by ';', not commas: save the file as "
+     "comma-separated CSV"),
+    ("timestamp_s\tmodel\trequests\n0\ta\t1\n", "line 1: fields are separated by tabs, not commas: save the "
+     "file as comma-separated CSV"),
 ])
 def test_bad_traces_are_refused_with_the_line_and_the_fix(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(TraceError, match=message):
@@ -123,6 +129,11 @@ def test_a_gzipped_trace_is_read_as_it_is(tmp_path: Path) -> None:
     (tmp_path / "broken.csv.gz").write_bytes(b"\x1f\x8b not really gzip")
     with pytest.raises(TraceError, match=r"broken.csv.gz: not a gzip file"):
         read_csv(tmp_path / "broken.csv.gz")
+
+
+def test_the_header_is_read_in_any_case(tmp_path: Path) -> None:
+    trace = read_csv(write(tmp_path / "t.csv", "Timestamp_s,Model,REQUESTS\n0,a,60\n60,a,120\n"))
+    assert (trace.models, trace.total_requests) == (("a",), 180.0)
 
 
 def test_a_header_with_a_column_missing_or_extra_names_it(tmp_path: Path) -> None:
