@@ -26,7 +26,10 @@ def parse_time(text: str) -> float:
 
 
 def _iso(text: str) -> datetime.datetime:
-    """`fromisoformat`, with fractions of a second past microseconds cut (logs write up to nanoseconds)."""
+    """`fromisoformat`, with fractions of a second past microseconds cut (logs write up to nanoseconds) and
+    BigQuery's zone suffix (`2024-12-01 00:00:00 UTC`, its CSV export of a TIMESTAMP) read as +00:00."""
+    if text.endswith(" UTC"):
+        text = text[:-4] + "+00:00"
     head, dot, tail = text.partition(".")
     if dot:
         digits = len(tail) - len(tail.lstrip("0123456789"))
