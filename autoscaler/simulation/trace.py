@@ -288,7 +288,8 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
     if off.any():
         bad = int(np.argmax(off))
         raise TraceError(f"{name}: line {line_of(bad)}: timestamp {moment_text(float(t[bad]))} is not on the "
-                         f"{interval:g} s grid starting at {seconds_text(start)}")
+                         f"{interval:g} s grid starting at {seconds_text(start)}: round every timestamp down to one "
+                         "interval (pandas: .dt.floor('60s'), then sum by timestamp_s and model)")
     key = slot * len(models) + model
     uniq, repeats = np.unique(key, return_counts=True)
     if (repeats > 1).any():
