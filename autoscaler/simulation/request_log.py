@@ -17,10 +17,12 @@ import argparse
 import csv
 import math
 import sys
-from collections import Counter
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Final, TextIO
+
+import numpy as np
 
 from autoscaler.simulation.timestamps import parse_time, seconds_text
 from autoscaler.simulation.trace import HEADER, MAX_INTERVAL_S, MIN_INTERVAL_S, TraceError, open_csv
@@ -92,16 +94,24 @@ def read_requests(path: Path, model: str | None, timestamp_column: str | None,
 
 
 def bin_requests(requests: Iterable[tuple[float, str]], interval_s: float) -> list[tuple[float, str, int]]:
-    """(interval start from the first request, model, requests) rows in time then model order."""
-    counts: Counter[tuple[int, str]] = Counter()
-    times: list[tuple[float, str]] = list(requests)
+    """(interval start from the first request, model, requests) rows in time then model order. The requests are
+    kept packed, 16 bytes each (as Python pairs, a 2 GB log of 30 million requests took 4.5 GB)."""
+    times, models = array("d"), array("q")
+    index: dict[str, int] = {}
+    for seconds, model in requests:
+        times.append(seconds)
+        models.append(index.setdefault(model, len(index)))
     if not times:
         return []
-    first = min(t for t, _ in times)
-    for seconds, model in times:
-        counts[(int((seconds - first) // interval_s), model)] += 1
-    rows = [(slot * interval_s, model, n) for (slot, model), n in sorted(counts.items())]
-    if not any(slot == 1 for slot, _ in counts):
+    t = np.frombuffer(times)
+    names = sorted(index)
+    rank = np.empty(len(index), dtype=np.int64)
+    rank[[index[name] for name in names]] = np.arange(len(names))
+    slot = ((t - t.min()) // interval_s).astype(np.int64)
+    keys, counts = np.unique(slot * len(names) + rank[np.frombuffer(models, dtype=np.int64)], return_counts=True)
+    rows = [(key // len(names) * interval_s, names[key % len(names)], n)
+            for key, n in zip(keys.tolist(), counts.tolist(), strict=True)]
+    if not (keys // len(names) == 1).any():
         # `simulate` infers the interval as the smallest gap between timestamps: a row of 0 in the second
         # interval pins it, where a sparse log would otherwise leave gaps of several intervals only.
         rows.append((interval_s, rows[0][1], 0))
@@ -154,10 +164,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             parser.error(f"{item!r}: give MODEL=FILE without --model-column, or FILE with it")
     try:
-        requests = [r for model, path in sources
-                    for r in read_requests(path, model, args.timestamp_column, args.model_column,
-                                           args.timestamp_unit)]
-        rows = bin_requests(requests, args.interval)
+        rows = bin_requests((r for model, path in sources
+                             for r in read_requests(path, model, args.timestamp_column, args.model_column,
+                                                    args.timestamp_unit)), args.interval)
     except (OSError, TraceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -175,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
     models = len({model for _, model, _ in rows})
     span = rows[-1][0] + args.interval
-    print(f"{len(requests)} requests of {models} models over {seconds_text(span)} s -> {written} rows "
+    print(f"{sum(n for _, _, n in rows)} requests of {models} models over {seconds_text(span)} s -> {written} rows "
           f"({args.interval:g} s intervals) in {args.out}", file=sys.stderr)
     return 0
 
