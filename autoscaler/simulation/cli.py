@@ -75,9 +75,11 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def _behavior(path: Path | None) -> Behavior:
+def _behavior(path: Path | None) -> tuple[Behavior, dict[str, Any]]:
+    """The behavior of the HPA in `path` (default: the shipped one) and that HPA's spec ({} for a bare
+    behavior), whose replica bounds the run compares with its own."""
     if path is None:
-        return SHIPPED_BEHAVIOR
+        return SHIPPED_BEHAVIOR, {}
     try:
         documents = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
     except OSError as exc:
@@ -86,20 +88,37 @@ def _behavior(path: Path | None) -> Behavior:
         raise ValueError(f"{path}: not UTF-8 text ({exc.reason})") from exc
     except yaml.YAMLError as exc:
         raise ValueError(f"{path}: not valid YAML: {exc}") from exc
-    if len(documents) > 1:  # a file of manifests (kustomize's output, a runtime's objects): its HPA
+    listed = len(documents) == 1 and isinstance(documents[0], dict) and documents[0].get("kind") == "List"
+    if listed:  # `kubectl get hpa -o yaml` without a name prints its HPAs as the items of a List
+        items = documents[0].get("items")
+        documents = items if isinstance(items, list) else []
+    if listed or len(documents) > 1:  # or a file of manifests (kustomize's output, a runtime's objects): its HPA
+        among = f"the {len(documents)} items of its List" if listed else f"its {len(documents)} documents"
         hpas = [d for d in documents if isinstance(d, dict) and d.get("kind") == "HorizontalPodAutoscaler"]
         if len(hpas) != 1:
             raise ValueError(f"{path}: {'no' if not hpas else len(hpas)} HorizontalPodAutoscaler"
-                             f"{'s' if len(hpas) > 1 else ''} among its {len(documents)} documents; "
-                             f"give a file with the one to simulate")
+                             f"{'s' if len(hpas) > 1 else ''} among {among}; "
+                             f"give a file with the one to simulate (kubectl get hpa NAME -o yaml)")
         documents = hpas
     document = documents[0] if documents else None
     if not isinstance(document, dict):
         raise ValueError(f"{path}: expected an HPA manifest or a mapping with `behavior:`")
     try:
-        return behavior_from_manifest(document)
+        behavior = behavior_from_manifest(document)
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path}: {exc}") from exc
+    spec = document.get("spec")
+    return behavior, spec if isinstance(spec, dict) else {}
+
+
+def _other_bounds(path: Path, spec: dict[str, Any], low: int, high: int) -> str | None:
+    """The HPA's own minReplicas/maxReplicas where they are not the run's: only its behavior is read, and a user
+    giving the HPA copied from the cluster would take the report for a replay of that HPA."""
+    minimum, maximum = spec.get("minReplicas", 1), spec.get("maxReplicas")
+    if not isinstance(maximum, int) or not isinstance(minimum, int) or (minimum, maximum) == (low, high):
+        return None
+    return (f"{path}: its minReplicas {minimum} and maxReplicas {maximum} are not this run's replicas {low}..{high}: "
+            f"give --min-replicas {minimum} --max-replicas {maximum} to simulate them")
 
 
 def _load_trace(args: argparse.Namespace) -> tuple[Trace, str]:
@@ -169,8 +188,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         _warn(f"--tick {args.tick:g} is longer than ModelMesh's {RATE_CHECK_S:g} s rate check (and the HPA's "
               f"{SYNC_PERIOD_S:g} s sync): both then run once a tick, which delays copies and scaling; use "
               f"{RATE_CHECK_S:g} or less")
-    behavior = _behavior(args.hpa_behavior)
+    behavior, hpa_spec = _behavior(args.hpa_behavior)
     trace, source = _load_trace(args)
+    for note in trace.notes:
+        _warn(note)
     _check_out(args.out)
     shape = ClusterShape(pod_rps=args.pod_rps, cache_models=args.cache_models, load_time_s=args.load_time,
                          startup_delay_s=args.startup_delay, slo_queue_s=args.slo_queue_ms / 1000.0)
@@ -182,6 +203,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         _warn(f"the trace's peak ({best.peak_rps:,.0f} requests/s) at --pod-rps {shape.pod_rps:g} sizes "
               f"maxReplicas {maximum:,}: each policy simulates that many pods, which takes long. Check --pod-rps "
               "(what one pod serves at 100% busy) and the trace's requests (a count per interval, not a rate)")
+    if args.hpa_behavior is not None and (other := _other_bounds(args.hpa_behavior, hpa_spec, args.min_replicas,
+                                                                   maximum)):
+        _warn(other)
     # The adapter takes bounds it is not given from the HPA (docs/design.md); here the HPA is the simulated one.
     ours = replace(policy, min_replicas=max(policy.min_replicas or 1, args.min_replicas),
                    max_replicas=policy.max_replicas or maximum)

@@ -8,6 +8,7 @@ nothing to the controller, so they are kept sorted and equal rules compare equal
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -21,6 +22,22 @@ from autoscaler.simulation.hpa import (
     ScalingRules,
 )
 
+SPEC_FIELDS = ("scaleTargetRef", "minReplicas", "maxReplicas", "metrics", "behavior",
+               "targetCPUUtilizationPercentage")  # autoscaling/v2's, and v1's one more
+BEHAVIOR_FIELDS = ("scaleUp", "scaleDown")
+RULES_FIELDS = ("stabilizationWindowSeconds", "selectPolicy", "policies", "tolerance")
+POLICY_FIELDS = ("type", "value", "periodSeconds")
+
+
+def _known(raw: Mapping[str, Any], fields: tuple[str, ...], where: str) -> None:
+    """Refuse a field the API does not have, as the API server's strict field validation does: a typo left out
+    without a word would run the default rule in its place."""
+    for key in raw:
+        if key not in fields:
+            close = difflib.get_close_matches(str(key), fields, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else f" (the fields are {', '.join(fields)})"
+            raise ValueError(f"{where}: unknown field {key!r}{hint}")
+
 
 def _rules(raw: Any, default: ScalingRules, where: str) -> ScalingRules:
     """API defaulting: fields left out of a scaling rule take the default rule's values."""
@@ -28,6 +45,7 @@ def _rules(raw: Any, default: ScalingRules, where: str) -> ScalingRules:
         return default
     if not isinstance(raw, Mapping):
         raise ValueError(f"{where}: expected a mapping, got {raw!r}")
+    _known(raw, RULES_FIELDS, where)
     policies = default.policies
     if raw.get("policies") is not None:
         if not isinstance(raw["policies"], list):
@@ -56,6 +74,7 @@ def _policy(raw: Any, where: str) -> ScalingPolicy:
     """One `policies` item, each of its three fields required, as the API server requires them."""
     if not isinstance(raw, Mapping):
         raise ValueError(f"{where}: expected a mapping with type, value and periodSeconds, got {raw!r}")
+    _known(raw, POLICY_FIELDS, where)
     missing = [key for key in ("type", "value", "periodSeconds") if key not in raw]
     if missing:
         raise ValueError(f"{where} has no {' or '.join(missing)}")
@@ -91,6 +110,7 @@ def behavior_from_manifest(document: Mapping[str, Any]) -> Behavior:
         spec = document["spec"]
         if not isinstance(spec, Mapping):
             raise ValueError(f"spec: expected a mapping, got {spec!r}")
+        _known(spec, SPEC_FIELDS, "spec")
         raw = spec.get("behavior")
     else:
         raw = document.get("behavior", document)
@@ -98,6 +118,7 @@ def behavior_from_manifest(document: Mapping[str, Any]) -> Behavior:
         return DEFAULT_BEHAVIOR
     if not isinstance(raw, Mapping):
         raise ValueError(f"behavior: expected a mapping, got {raw!r}")
+    _known(raw, BEHAVIOR_FIELDS, "behavior")
     return Behavior(_rules(raw.get("scaleUp"), DEFAULT_SCALE_UP, "behavior.scaleUp"),
                     _rules(raw.get("scaleDown"), DEFAULT_SCALE_DOWN, "behavior.scaleDown"))
 

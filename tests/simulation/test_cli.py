@@ -9,6 +9,7 @@ from pathlib import Path
 
 import matplotlib.image
 import pytest
+import yaml
 
 from tests.support.terminal import ctrl_c_after, moment_of_start_up
 
@@ -132,6 +133,16 @@ def run_with_behavior(tmp_path: Path, text: str) -> subprocess.CompletedProcess[
      "behavior.scaleUp: policy 1: value must be a whole number, got 'four'"),
     ("behavior:\n  scaleUp:\n    policies: {type: Pods}\n", "behavior.scaleUp: policies must be a list"),
     ("---\nkind: Service\n---\nkind: ConfigMap\n", "no HorizontalPodAutoscaler among its 2 documents"),
+    # A typo'd field was left out without a word and its rule ran with the default (the API server refuses it)
+    ("behavior:\n  scaleDown:\n    stabilisationWindowSeconds: 60\n",
+     "behavior.scaleDown: unknown field 'stabilisationWindowSeconds' (did you mean 'stabilizationWindowSeconds'?)"),
+    ("behavior:\n  scaledown:\n    selectPolicy: Min\n",
+     "behavior: unknown field 'scaledown' (did you mean 'scaleDown'?)"),
+    ("behavior:\n  scaleUp:\n    policies:\n    - {type: Pods, value: 1, periodSecond: 15}\n",
+     "behavior.scaleUp: policy 1: unknown field 'periodSecond' (did you mean 'periodSeconds'?)"),
+    ("kind: HorizontalPodAutoscaler\nspec:\n  maxReplicas: 4\n  behaviour:\n    scaleDown: {selectPolicy: Min}\n",
+     "spec: unknown field 'behaviour' (did you mean 'behavior'?)"),
+    ("apiVersion: v1\nkind: List\nitems: []\n", "no HorizontalPodAutoscaler among the 0 items of its List"),
 ])
 def test_a_bad_behavior_file_is_refused_naming_the_field(tmp_path: Path, text: str, message: str) -> None:
     result = run_with_behavior(tmp_path, text)
@@ -145,6 +156,21 @@ def test_a_manifest_file_with_the_hpa_among_other_documents_is_read(tmp_path: Pa
     documents = [(MANIFESTS / name).read_text() for name in ("runtime-scale-triton.yaml", "hpa-triton.yaml")]
     result = run_with_behavior(tmp_path, "\n---\n".join(documents))
     assert result.returncode == 0, result.stderr
+
+
+def test_kubectl_get_hpa_o_yaml_as_it_prints_is_read(tmp_path: Path) -> None:
+    """Without a name `kubectl get hpa -o yaml` prints a List of them, with status and metadata; it was read as a
+    bare behavior with no rules: the default behavior, silently."""
+    hpa = yaml.safe_load((MANIFESTS / "hpa-triton.yaml").read_text())
+    hpa["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] = 42
+    hpa["metadata"].update(uid="1b2c", resourceVersion="12345", creationTimestamp="2026-12-01T10:00:00Z")
+    hpa["status"] = {"currentReplicas": 3, "desiredReplicas": 3, "conditions": [{"type": "ScalingActive"}]}
+    listing = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
+                              "items": [hpa]})
+    result = run_with_behavior(tmp_path, listing)
+    assert result.returncode == 0, result.stderr
+    description = json.loads((tmp_path / "out" / "report.json").read_text())["policies"]["skew-aware"]["description"]
+    assert "scaleDown: window 42s" in description, description
 
 
 def test_the_report_says_which_hpa_behavior_skew_aware_ran_with(tmp_path: Path) -> None:
@@ -255,3 +281,47 @@ def test_ctrl_c_during_a_run_is_one_line_never_a_traceback(tmp_path: Path, share
     run = ctrl_c_after(command, moment_of_start_up(command, "report: ", share))
     assert run.ended_by_ctrl_c, run.output
     assert "Traceback" not in run.output and run.output.strip().splitlines()[-1] == "interrupted.", run.output
+
+
+def test_a_pandas_export_with_its_index_and_extra_columns_runs_and_says_what_it_ignored(tmp_path: Path) -> None:
+    """`DataFrame.to_csv()` writes the index as an unnamed first column; a BigQuery or spreadsheet export keeps
+    columns the trace does not need. Both were refused ("unexpected column ''", with no fix); the three columns
+    are found by name, so the others are left out and the run says which."""
+    trace = tmp_path / "export.csv"
+    trace.write_text(",timestamp_s,model,requests,region\r\n"
+                     + "".join(f"{i},2024-12-01 00:0{i // 2}:00,{'ab'[i % 2]},{30 + i},eu\r\n" for i in range(8))
+                     + "\r\n")
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(out), "--policies", "fixed",
+                             "--no-plot", "--quiet"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ("simulate: warning: ignoring 2 columns of the trace not used: an unnamed one "
+                             "(pandas' index), 'region'\n")
+    report = json.loads((out / "report.json").read_text())
+    assert report["trace"]["requests"] == sum(30 + i for i in range(8))
+    assert (report["trace"]["models"], report["trace"]["interval_s"]) == (2, 60.0)
+
+
+def test_hours_without_a_row_are_named_as_read_as_no_traffic(tmp_path: Path) -> None:
+    """Two exports pasted together, or a collector down overnight: the hours between had no rows and were
+    replayed as no requests at all, the report's pod-hours and oracle ratios counting them without a word."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp_s,model,requests\n1733011200,a,600\n1733011260,a,600\n"
+                     "1733047200,a,600\n1733047260,a,600\n")
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"), "--policies",
+                             "fixed", "--no-plot", "--quiet"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (
+        "simulate: warning: no rows for 9.97 h between the rows at 1733011260 (2024-12-01T00:01:00Z) and at "
+        "1733047200 (2024-12-01T10:00:00Z) (line 4): replayed as no requests at all; if data is missing there "
+        "rather than traffic, cut the trace at the gap\n")
+
+
+def test_a_whole_hpa_whose_replica_bounds_are_not_the_runs_says_so(tmp_path: Path) -> None:
+    """A user gives the HPA copied from the cluster, maxReplicas 10 in it; only its behavior is read and the run
+    sized its own bounds (2..3 here) without a word: the report looked like the cluster's HPA and was not."""
+    result = run_with_behavior(tmp_path, (MANIFESTS / "hpa-triton.yaml").read_text())
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (f"simulate: warning: {tmp_path / 'hpa.yaml'}: its minReplicas 1 and maxReplicas 10 "
+                             "are not this run's replicas 2..3: give --min-replicas 1 --max-replicas 10 to "
+                             "simulate them\n")

@@ -1,0 +1,52 @@
+"""Times as traces and request logs write them: Unix seconds or ISO 8601 date-times, and back into words.
+
+Spreadsheets, pandas and database exports write dates, logs write epoch seconds; both readers (the trace's and
+the request-log converter's) take either. Without a zone a date-time is read as UTC: only differences matter.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+
+
+def parse_time(text: str) -> float:
+    """Seconds of a Unix timestamp or an ISO 8601 date-time; ValueError when it is neither."""
+    text = text.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        moment = _iso(text)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=datetime.UTC)
+        return moment.timestamp()
+    if not math.isfinite(seconds):
+        raise ValueError(f"{text!r} is not a finite number of seconds")
+    return seconds
+
+
+def _iso(text: str) -> datetime.datetime:
+    """`fromisoformat`, with fractions of a second past microseconds cut (logs write up to nanoseconds) and
+    BigQuery's zone suffix (`2024-12-01 00:00:00 UTC`, its CSV export of a TIMESTAMP) read as +00:00."""
+    if text.endswith(" UTC"):
+        text = text[:-4] + "+00:00"
+    head, dot, tail = text.partition(".")
+    if dot:
+        digits = len(tail) - len(tail.lstrip("0123456789"))
+        if digits > 6:
+            tail = tail[:6] + tail[digits:]
+        text = head + dot + tail
+    return datetime.datetime.fromisoformat(text)
+
+
+def seconds_text(seconds: float) -> str:
+    """Seconds as a user wrote them: every digit of an epoch timestamp (`:g` wrote 1733011200 as 1.73301e+09)."""
+    return f"{seconds:.15g}"
+
+
+def moment_text(seconds: float) -> str:
+    """A timestamp in an error message: the seconds, and the UTC date-time too when they look like the epoch."""
+    if not 1e8 <= seconds < 1e11:  # 1973 to 5138: relative times (from 0) stay plain seconds
+        return seconds_text(seconds)
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC).replace(tzinfo=None)
+    return f"{seconds_text(seconds)} ({moment.isoformat(timespec='seconds')}Z)"
