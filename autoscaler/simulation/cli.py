@@ -240,6 +240,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         rates = trace.rate_per_interval()
         plot_timeline(args.out / "timeline.png", [trace.interval_s * i for i in range(len(rates))],
                       rates.tolist(), results)
+    else:  # an earlier run's plot left beside this run's report would be read as this run's
+        (args.out / "timeline.png").unlink(missing_ok=True)
     return report
 
 

@@ -64,6 +64,8 @@ def five_models(tmp_path: Path, per_minute: int) -> Path:
 def test_a_csv_trace_and_a_policy_subset(tmp_path: Path) -> None:
     trace = five_models(tmp_path, 30)
     out = tmp_path / "out"
+    out.mkdir()
+    (out / "timeline.png").write_bytes(b"an earlier run's plot")
     result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(out), "--policies", "mean-hpa,skew-aware",
                              "--no-plot", "--quiet"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -71,7 +73,7 @@ def test_a_csv_trace_and_a_policy_subset(tmp_path: Path) -> None:
     assert list(report["policies"]) == ["mean-hpa", "skew-aware"]
     assert "bound" not in report and "Bound:" not in result.stdout
     assert report["trace"]["requests"] == 20 * 30 * (1 + 2 + 3 + 4 + 5)
-    assert not (out / "timeline.png").exists()
+    assert not (out / "timeline.png").exists()  # an earlier run's plot beside this run's report would be read as its
 
 
 def test_bad_input_is_a_clear_error_and_writes_nothing(tmp_path: Path) -> None:
