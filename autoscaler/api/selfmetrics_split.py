@@ -97,6 +97,10 @@ def worker_metrics_handler(metrics: AdapterMetrics, snapshots: SnapshotStore) ->
 
     async def handler(request: web.Request) -> web.Response:
         body = generate_latest(own) + snapshots.current.refresh_metrics
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        response = web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        # Compressed for a scraper that asks (Prometheus does), as prometheus_client's own handlers do: 4-5.5 MB
+        # of text at 5,000 runtimes. aiohttp compresses a body this size in its executor, off the event loop.
+        response.enable_compression()
+        return response
 
     return handler
