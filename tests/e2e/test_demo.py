@@ -103,8 +103,10 @@ def test_settings_left_in_the_shell_do_not_change_the_demo() -> None:
     """AUTOSCALER_SOURCE=prometheus (no URL) stopped the demo's adapter at start, and the demo printed
     'starting' until the end; EXPORTER_MODELMESH_INSECURE contradicts the exporters' CA file."""
     env = {**os.environ, "AUTOSCALER_SOURCE": "prometheus", "EXPORTER_MODELMESH_INSECURE": "true"}
-    result = subprocess.run([*DEMO, "--duration", "8", "--interval", "4"], capture_output=True, text=True,
-                            timeout=60, env=env)
+    # 15 s: the first rates need two exporter readings inside the load window, which on a loaded CI machine
+    # took longer than the 8 s this ran for (served values all 0, the test failing for no fault of the demo).
+    result = subprocess.run([*DEMO, "--duration", "15", "--interval", "4"], capture_output=True, text=True,
+                            timeout=90, env=env)
     assert result.returncode == 0, result.stderr
     served = re.findall(r"request_load=([0-9.]+)", result.stdout)
     assert served and float(served[-1]) > 0, result.stdout
