@@ -116,6 +116,12 @@ class AdapterMetrics:
             "retried with backoff), failed (refused; tried again at the 5-minute refresh).",
             ["result"], registry=self.registry,
         )
+        self.deletion_cost_patch_errors = Counter(
+            "modelmesh_autoscaler_deletion_cost_patch_errors_total",
+            "Deletion-cost patches that failed or were retried, by the API server's HTTP status (`none`: no "
+            "answer): tells a missing Role (403) from a webhook or policy (400, 422, 500) or throttling (429).",
+            ["code"], registry=self.registry,
+        )
         # The RuntimeScale bridge (docs/design.md, The RuntimeScale bridge).
         self.bridge_writes = Counter(
             "modelmesh_autoscaler_bridge_writes_total",

@@ -291,6 +291,7 @@ class DeletionCostWriter:
             record.retry_at = now + self.settings.max_interval_s
             result = "failed"
         self._metrics.deletion_cost_patches.labels(result).inc()
+        self._metrics.deletion_cost_patch_errors.labels(str(error.status) if error.status is not None else "none").inc()
         status = error.status if error.status is not None else "no answer"
         cause = (status, None if error.retryable else pod[0])
         self._pass_failures.setdefault(cause, []).append((pod, result, record.retry_at - now, error))

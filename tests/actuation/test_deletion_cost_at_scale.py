@@ -170,6 +170,28 @@ async def test_refusals_at_fleet_size_are_a_line_per_cause_naming_the_missing_pe
     assert len(recovered) == 2
 
 
+async def test_the_metrics_tell_a_missing_role_from_a_failing_api_server(
+    kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock
+) -> None:
+    """`result="failed"` alone does not say whether a Role is missing or a webhook refuses: the status does."""
+    views = fleet(8, 2)
+    add_fleet(kube, views)
+    kube.forbid("patch", "pods", "team-3")  # runtimes 3 and 7: 4 pods
+    kube.fail(r"/team-0/pods/rt-0000-1$", 503, times=None)  # 1 pod
+    metrics = AdapterMetrics()
+    writer = DeletionCostWriter(kube_client, metrics, settings=WriterSettings(qps=None), clock=clock,
+                                rand=lambda: 1.0)
+    writer.offer(views)
+    await writer.sync()
+
+    def errors(code: str) -> float | None:
+        return metrics.registry.get_sample_value("modelmesh_autoscaler_deletion_cost_patch_errors_total",
+                                                 {"code": code})
+    assert (errors("403"), errors("503")) == (4.0, 1.0)
+    assert metrics.registry.get_sample_value("modelmesh_autoscaler_deletion_cost_patches_total",
+                                             {"result": "ok"}) == 16 - 4 - 1
+
+
 async def test_when_the_api_cannot_keep_up_no_namespace_waits_longer_for_its_changed_costs(
     kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock
 ) -> None:
