@@ -138,6 +138,10 @@ class ReplicaBridge:
         # first pass at 5,000 runtimes).
         self._written: dict[ScaleId, str] = {}
         self._retries: dict[ScaleId, _Retry] = {}
+        # The newest RuntimeScale spec reconciled, (uid, metadata.generation): a watch stream can lag behind the
+        # pass's own consistent list, and its late event of an older spec wrote that older spec.replicas back
+        # to the runtime (a pod started, then removed with its models when the next event came).
+        self._generations: dict[ScaleId, tuple[str, int]] = {}
         self._reasons: dict[ScaleId, str] = {}
         self._misplaced: dict[ScaleId, tuple[tuple[str, str], ...]] = {}  # policy annotations on the runtime, warned
         self._reason_changes: list[tuple[bool, ScaleId, str, str]] = []  # new Ready reasons, logged after a pass
@@ -188,6 +192,8 @@ class ReplicaBridge:
             version = (scale.get("metadata") or {}).get("resourceVersion")
             if version is not None and version == self._written.get(key):
                 continue  # our own write, handed back
+            if self._older_than_reconciled(key, scale):
+                continue  # a late event: a newer spec was reconciled already
             writes += await self._reconcile_guarded(key, scale, None)
         return writes
 
@@ -275,7 +281,20 @@ class ReplicaBridge:
             deployments = None
         return _Listed(runtimes, deployments)
 
+    def _older_than_reconciled(self, key: ScaleId, scale: JSON) -> bool:
+        """Whether `scale` is the same object as one reconciled before, with an older spec (generation)."""
+        seen = self._generations.get(key)
+        generation = _generation(scale)
+        return seen is not None and generation is not None and seen[0] == generation[0] and generation[1] < seen[1]
+
+    def _note_reconciled(self, key: ScaleId, scale: JSON) -> None:
+        generation = _generation(scale)
+        seen = self._generations.get(key)
+        if generation is not None and (seen is None or seen[0] != generation[0] or seen[1] < generation[1]):
+            self._generations[key] = generation
+
     def _forget(self, key: ScaleId) -> None:
+        self._generations.pop(key, None)
         self._reasons.pop(key, None)
         self._misplaced.pop(key, None)
         self._written.pop(key, None)
@@ -344,12 +363,14 @@ class ReplicaBridge:
                     writes += 1
                     log.info("RuntimeScale %s/%s: spec.replicas adopted from the runtime: %d", *key, adopted)
                     wanted = adopted
-            if wanted is not None and replicas_of(runtime) != wanted:
+            self._note_reconciled(key, scale)
+            found = replicas_of(runtime)
+            if wanted is not None and found != wanted:
                 await self._patch("servingruntime_replicas", SERVING_RUNTIMES, namespace, str(runtime_name),
                                   {"spec": {"replicas": wanted}})
                 writes += 1
                 log.info("RuntimeScale %s/%s: ServingRuntime %s spec.replicas %s -> %d",
-                         namespace, name, runtime_name, replicas_of(runtime), wanted)
+                         namespace, name, runtime_name, found, wanted)
         outcome = verdict(scale, runtime, deployment, cluster_runtime=cluster_runtime)
         if self._reasons.get(key) != outcome.reason:
             self._reason_changes.append((outcome.ready, key, outcome.reason, outcome.message))
@@ -411,6 +432,16 @@ class ReplicaBridge:
         now = self._clock()
         due = [retry.retry_at - now for retry in self._retries.values() if retry.retry_at > self._passed_at]
         return max(0.0, min([self.settings.resync_interval_s, *due]))
+
+
+def _generation(scale: JSON) -> tuple[str, int] | None:
+    """(uid, metadata.generation) of a RuntimeScale: the generation counts its spec's changes (the API server
+    raises it on every write of spec.replicas, the HPA's through the scale subresource too)."""
+    meta = scale.get("metadata") or {}
+    uid, generation = meta.get("uid"), meta.get("generation")
+    if not isinstance(uid, str) or not isinstance(generation, int) or isinstance(generation, bool):
+        return None
+    return uid, generation
 
 
 def _by_name(listed: JSON) -> Objects:
