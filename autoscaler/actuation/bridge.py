@@ -142,6 +142,9 @@ class ReplicaBridge:
         # pass's own consistent list, and its late event of an older spec wrote that older spec.replicas back
         # to the runtime (a pod started, then removed with its models when the next event came).
         self._generations: dict[ScaleId, tuple[str, int]] = {}
+        # The spec.replicas this replica last saw the runtime hold as its RuntimeScale asked: the runtime found
+        # at another value while the RuntimeScale still asks for it was changed by someone else (said, as set back).
+        self._carried: dict[ScaleId, int] = {}
         self._reasons: dict[ScaleId, str] = {}
         self._misplaced: dict[ScaleId, tuple[tuple[str, str], ...]] = {}  # policy annotations on the runtime, warned
         self._reason_changes: list[tuple[bool, ScaleId, str, str]] = []  # new Ready reasons, logged after a pass
@@ -295,6 +298,7 @@ class ReplicaBridge:
 
     def _forget(self, key: ScaleId) -> None:
         self._generations.pop(key, None)
+        self._carried.pop(key, None)
         self._reasons.pop(key, None)
         self._misplaced.pop(key, None)
         self._written.pop(key, None)
@@ -369,8 +373,20 @@ class ReplicaBridge:
                 await self._patch("servingruntime_replicas", SERVING_RUNTIMES, namespace, str(runtime_name),
                                   {"spec": {"replicas": wanted}})
                 writes += 1
-                log.info("RuntimeScale %s/%s: ServingRuntime %s spec.replicas %s -> %d",
-                         namespace, name, runtime_name, found, wanted)
+                if self._carried.get(key) == wanted:
+                    log.warning(
+                        "ServingRuntime %s/%s spec.replicas was set to %s outside RuntimeScale %s/%s (by hand, or by "
+                        "a tool that applies the ServingRuntime's manifest); set back to %d: the RuntimeScale, which "
+                        "its HPA scales, decides the runtime's replicas. Change the HPA's minReplicas/maxReplicas "
+                        "instead, and leave spec.replicas out of applied ServingRuntime manifests",
+                        namespace, runtime_name, found, namespace, name, wanted)
+                else:
+                    log.info("RuntimeScale %s/%s: ServingRuntime %s spec.replicas %s -> %d",
+                             namespace, name, runtime_name, found, wanted)
+            if wanted is None:
+                self._carried.pop(key, None)
+            else:
+                self._carried[key] = wanted
         outcome = verdict(scale, runtime, deployment, cluster_runtime=cluster_runtime)
         if self._reasons.get(key) != outcome.reason:
             self._reason_changes.append((outcome.ready, key, outcome.reason, outcome.message))

@@ -5,6 +5,7 @@ created again. What wins, and is it said (docs/design.md, "The RuntimeScale brid
 from __future__ import annotations
 
 import copy
+import logging
 
 import pytest
 
@@ -31,6 +32,34 @@ def runtime(kube: FakeKubeApi) -> None:
 
 def hpa_writes(kube: FakeKubeApi, replicas: int) -> None:
     kube.update_object("runtimescales", NS, "triton", lambda o: o["spec"].update(replicas=replicas))
+
+
+async def test_a_hand_edit_of_the_runtime_replicas_is_set_back_and_the_log_says_who_decides(
+    kube: FakeKubeApi, bridge: ReplicaBridge, runtime: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    kube.add_runtime_scale(NS, "triton", replicas=3)
+    await bridge.sync()
+    hpa_writes(kube, 2)  # a scale-down is under way
+    await bridge.sync()
+    assert kube.serving_runtime_replicas(NS, "triton") == 2
+
+    kube.update_object("servingruntimes", NS, "triton", lambda o: o["spec"].update(replicas=6))  # kubectl edit
+    with caplog.at_level(logging.INFO, "autoscaler.actuation.bridge"):
+        await bridge.sync()
+
+    assert kube.serving_runtime_replicas(NS, "triton") == 2  # the RuntimeScale (its HPA) wins
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "ServingRuntime ml/triton spec.replicas was set to 6 outside RuntimeScale ml/triton" in warning
+    assert "set back to 2" in warning and "HPA" in warning
+
+    # The bridge's own writes, and the HPA's next one, are not someone else's.
+    caplog.clear()
+    hpa_writes(kube, 1)
+    with caplog.at_level(logging.INFO, "autoscaler.actuation.bridge"):
+        await bridge.sync()
+        await bridge.sync()
+    assert kube.serving_runtime_replicas(NS, "triton") == 1
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
 async def test_a_late_watch_event_of_an_older_runtime_scale_does_not_write_its_replicas_back(
