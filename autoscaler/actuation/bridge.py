@@ -39,10 +39,12 @@ from autoscaler.actuation.bridge_status import (
     CLUSTER_SERVING_RUNTIMES,
     RUNTIME_SCALES,
     SERVING_RUNTIMES,
+    Verdict,
     autoscaler_class,
     deployment_name,
     desired_status,
     misplaced_policy_annotations,
+    not_written,
     replicas_of,
     verdict,
 )
@@ -370,8 +372,12 @@ class ReplicaBridge:
             self._note_reconciled(key, scale)
             found = replicas_of(runtime)
             if wanted is not None and found != wanted:
-                await self._patch("servingruntime_replicas", SERVING_RUNTIMES, namespace, str(runtime_name),
-                                  {"spec": {"replicas": wanted}})
+                try:
+                    await self._patch("servingruntime_replicas", SERVING_RUNTIMES, namespace, str(runtime_name),
+                                      {"spec": {"replicas": wanted}})
+                except KubeApiError as error:
+                    await self._report_not_written(key, scale, deployment, found, error)
+                    raise
                 writes += 1
                 if self._carried.get(key) == wanted:
                     log.warning(
@@ -388,6 +394,11 @@ class ReplicaBridge:
             else:
                 self._carried[key] = wanted
         outcome = verdict(scale, runtime, deployment, cluster_runtime=cluster_runtime)
+        return writes + await self._write_status(key, scale, deployment, outcome)
+
+    async def _write_status(self, key: ScaleId, scale: JSON, deployment: JSON | None, outcome: Verdict) -> int:
+        """Note `outcome` (log, Ready gauge) and write the status it gives when it differs; returns the writes."""
+        namespace, name = key
         if self._reasons.get(key) != outcome.reason:
             self._reason_changes.append((outcome.ready, key, outcome.reason, outcome.message))
             self._reasons[key] = outcome.reason
@@ -398,8 +409,20 @@ class ReplicaBridge:
         if {field: old.get(field) for field in status} != status:
             await self._patch("runtimescale_status", RUNTIME_SCALES, namespace, name, {"status": status},
                               subresource="status")
-            writes += 1
-        return writes
+            return 1
+        return 0
+
+    async def _report_not_written(self, key: ScaleId, scale: JSON, deployment: JSON | None, found: int | None,
+                                  error: KubeApiError) -> None:
+        """The runtime does not follow the RuntimeScale: say so in its status, at once when the write is refused
+        (403: RBAC, waits for the resync), from the second failure in a row when it is retried (one 409 or 503
+        retried a second later would flap Ready). Best effort: the write's own failure is what is retried."""
+        earlier = self._retries.get(key)
+        if error.retryable and (earlier is None or earlier.failures == 0):
+            return
+        outcome = not_written(scale, found, error, forbidden=error.status == 403)
+        with contextlib.suppress(KubeApiError):
+            await self._write_status(key, scale, deployment, outcome)
 
     def _note_misplaced(self, key: ScaleId, runtime: JSON, deployment: JSON | None, deployment_called: str) -> None:
         """Warn once per change when the ServingRuntime, the object users edit, carries policy annotations its

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import copy
 import logging
+from typing import Any
 
 import pytest
 
 from autoscaler.actuation.bridge import ReplicaBridge
 from autoscaler.kube.client import KubeClient
+from autoscaler.selfmetrics import AdapterMetrics
 from tests.actuation.conftest import SteppedClock
 from tests.fakes.kube import FakeKubeApi
 
@@ -101,3 +103,58 @@ async def test_a_runtime_scale_deleted_and_created_again_mid_scale_carries_on_fr
 
     assert kube.stored("runtimescales", NS, "triton")["spec"]["replicas"] == 5
     assert kube.serving_runtime_replicas(NS, "triton") == 5
+
+
+async def test_a_scale_the_bridge_cannot_carry_is_not_reported_as_bridged(
+    kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock, runtime: None
+) -> None:
+    """The runtime's namespace lacks the write Role (manifests/base/role-runtimes.yaml is per namespace): the
+    HPA's 5 never reaches the runtime. `kubectl get runtimescale` said Ready True, Bridged, "spec.replicas
+    follows this RuntimeScale (3)" all along; only the adapter's log knew."""
+    metrics = AdapterMetrics()
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], clock=clock, rand=lambda: 1.0, metrics=metrics)
+    kube.add_runtime_scale(NS, "triton", replicas=3)
+    await bridge.sync()
+    assert ready(kube)["reason"] == "Bridged"
+    kube.fail(r"/servingruntimes/triton$", status=403, times=None, method="PATCH")
+    hpa_writes(kube, 5)
+
+    await bridge.sync()
+
+    assert kube.serving_runtime_replicas(NS, "triton") == 3
+    condition = ready(kube)
+    assert (condition["status"], condition["reason"]) == ("False", "ServingRuntimeNotWritten")
+    assert "5" in condition["message"] and "has 3" in condition["message"] and "403" in condition["message"]
+    assert "patch" in condition["message"] and "servingruntimes" in condition["message"]
+    gauge = metrics.registry.get_sample_value("modelmesh_autoscaler_runtime_scale_ready",
+                                              {"namespace": NS, "runtimescale": "triton"})
+    assert gauge == 0
+
+    kube.clear_faults()
+    clock.advance(60.0)
+    await bridge.sync()
+    assert kube.serving_runtime_replicas(NS, "triton") == 5
+    assert (ready(kube)["status"], ready(kube)["reason"]) == ("True", "Bridged")
+
+
+async def test_one_retried_conflict_does_not_flap_the_ready_condition(
+    kube: FakeKubeApi, bridge: ReplicaBridge, clock: SteppedClock, runtime: None
+) -> None:
+    kube.add_runtime_scale(NS, "triton", replicas=3)
+    await bridge.sync()
+    kube.fail(r"/servingruntimes/triton$", status=409, times=1, method="PATCH")
+    hpa_writes(kube, 5)
+
+    await bridge.sync()
+    assert ready(kube)["reason"] == "Bridged"
+    clock.advance(5.0)
+    await bridge.sync()
+
+    assert kube.serving_runtime_replicas(NS, "triton") == 5
+    assert ready(kube)["reason"] == "Bridged"
+
+
+def ready(kube: FakeKubeApi) -> dict[str, Any]:
+    [condition] = [c for c in kube.stored("runtimescales", NS, "triton")["status"]["conditions"]
+                   if c["type"] == "Ready"]
+    return condition  # type: ignore[no-any-return]
