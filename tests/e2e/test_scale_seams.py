@@ -13,7 +13,7 @@ import contextlib
 import itertools
 import subprocess
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -108,15 +108,42 @@ class Loop:
                        for i in range(1, self.adapters + 1))
 
 
+@dataclass
+class StartingCluster(Cluster):
+    """The ReplicaSet stand-in with a start-up delay: a new pod is Ready `startup_s` after it is created, and
+    its exporter sidecar (`start_exporter(slot)`) answers only from then on, with no history."""
+
+    startup_s: float = 4.0
+    start_exporter: Callable[[int], None] = lambda slot: None
+    starting: dict[str, float] = field(default_factory=dict)
+
+    def replica_set(self) -> None:
+        wanted = self.kube.stored("deployments", NS, DEPLOYMENT)["spec"]["replicas"]
+        while len(self.pods) < wanted:
+            slot = min(set(range(len(SLOTS))) - set(self.pods.values()))
+            name = f"{DEPLOYMENT}-5d9c8b7f6-slot{slot}"
+            self.kube.add_pod(NS, name, labels={**SELECTOR, "pod-template-hash": "5d9c8b7f6"}, ip=SLOTS[slot],
+                              created=time.time(), ready=False)
+            self.pods[name] = slot
+            self.starting[name] = time.monotonic()
+        for name, since in list(self.starting.items()):
+            if time.monotonic() - since >= self.startup_s and name in self.pods:
+                self.start_exporter(self.pods[name])
+                self.kube.set_ready(NS, name, True)
+                del self.starting[name]
+        super().replica_set()
+
+
 @contextlib.asynccontextmanager
 async def scaling_loop(tmp_path: Path, models: list[FakeModelMesh], mm_ports: list[int],
-                       replicas: int) -> AsyncIterator[Loop]:
-    """The whole loop at `replicas` pods, HPA and stand-ins running, samples taken every 0.5 s."""
+                       replicas: int, startup_s: float | None = None) -> AsyncIterator[Loop]:
+    """The whole loop at `replicas` pods, HPA and stand-ins running, samples taken every 0.5 s. With
+    `startup_s`, new pods start as `StartingCluster` starts them, and only the first pods' exporters run."""
     exporter_port, adapter_port = free_port(), free_port()
     adapter = f"https://127.0.0.1:{adapter_port}"
     async with FakeKubeApi() as kube, aiohttp.ClientSession() as session:
         kubeconfig = kube.write_kubeconfig(tmp_path / "cluster.kubeconfig", namespace=NS)
-        cluster = Cluster(kube, models)
+        cluster = Cluster(kube, models) if startup_s is None else StartingCluster(kube, models, startup_s=startup_s)
         kube.add_serving_runtime(NS, RUNTIME, replicas=replicas)
         kube.add_deployment(NS, DEPLOYMENT, replicas=replicas, labels=SELECTOR, selector=SELECTOR,
                             annotations={"autoscaler.modelmesh.io/target-rps-per-pod": "100"})
@@ -136,7 +163,12 @@ async def scaling_loop(tmp_path: Path, models: list[FakeModelMesh], mm_ports: li
               "--modelmesh-url", f"http://{ip}:{mm_ports[slot]}/metrics", "--modelmesh-interval", "0.5",
               "--load-window", "3"] for slot, ip in enumerate(SLOTS)], tmp_path)
         loop.exporters = [None] * len(SLOTS)  # type: ignore[list-item]
-        await asyncio.to_thread(loop.start_exporters, range(len(SLOTS)))
+        await asyncio.to_thread(loop.start_exporters, range(len(SLOTS) if startup_s is None else replicas))
+        if isinstance(cluster, StartingCluster):
+            def start_exporter(slot: int) -> None:
+                if loop.exporters[slot] is None:
+                    loop.exporters[slot] = start(loop.exporter_args[slot], loop.logs / f"exporter-{slot}.log")
+            cluster.start_exporter = start_exporter
 
         async def controllers() -> None:
             last_hpa = 0.0
@@ -248,3 +280,26 @@ async def test_the_leader_restarts_in_the_middle_of_a_scale_down_and_a_scale_up(
         await eventually(lambda: loop.kube.stored("runtimescales", NS, RUNTIME)["status"]["replicas"] == 3, 20)
         [ready] = [c for c in status["conditions"] if c["type"] == "Ready"]
         assert (ready["status"], ready["reason"]) == ("True", "Bridged")
+
+
+async def test_a_scale_up_whose_new_pods_take_time_to_start_neither_falls_nor_stalls(
+    tmp_path: Path, fakes: tuple[list[FakeModelMesh], list[int]]
+) -> None:
+    """New pods are not Ready for 4 s, and their exporters report nothing before then (then no rates for a
+    moment): the value must not fall on pods that report no data, and the scale-up completes."""
+    models, mm_ports = fakes
+    for fake, rps in zip(models, (250.0, 80.0, 70.0), strict=True):
+        fake.update(requests_per_second=rps)
+    async with scaling_loop(tmp_path, models, mm_ports, replicas=1, startup_s=4.0) as loop:
+        await eventually(lambda: any((s.served or 0) >= 3 for s in loop.samples), 30)
+        up_at = time.monotonic()
+        await eventually(lambda: loop.scale() == 3, 30)
+        cluster = loop.cluster
+        assert isinstance(cluster, StartingCluster)
+        await eventually(lambda: len(cluster.pods) == 3 and not cluster.starting, 30)
+        await asyncio.sleep(8)  # the new pods' exporters warm up; the values settle
+        up = loop.since(up_at)
+        assert not falls(up, "scale"), [(round(s.at - up_at, 1), s.served, s.scale) for s in up]
+        assert not falls(up, "served"), [(round(s.at - up_at, 1), s.served, s.scale) for s in up]
+        assert loop.samples[-1].served is not None  # the new pods report: served again
+        assert loop.kube.serving_runtime_replicas(NS, RUNTIME) == 3
