@@ -39,10 +39,12 @@ from autoscaler.actuation.bridge_status import (
     CLUSTER_SERVING_RUNTIMES,
     RUNTIME_SCALES,
     SERVING_RUNTIMES,
+    Verdict,
     autoscaler_class,
     deployment_name,
     desired_status,
     misplaced_policy_annotations,
+    not_written,
     replicas_of,
     verdict,
 )
@@ -138,6 +140,13 @@ class ReplicaBridge:
         # first pass at 5,000 runtimes).
         self._written: dict[ScaleId, str] = {}
         self._retries: dict[ScaleId, _Retry] = {}
+        # The newest RuntimeScale spec reconciled, (uid, metadata.generation): a watch stream can lag behind the
+        # pass's own consistent list, and its late event of an older spec wrote that older spec.replicas back
+        # to the runtime (a pod started, then removed with its models when the next event came).
+        self._generations: dict[ScaleId, tuple[str, int]] = {}
+        # The spec.replicas this replica last saw the runtime hold as its RuntimeScale asked: the runtime found
+        # at another value while the RuntimeScale still asks for it was changed by someone else (said, as set back).
+        self._carried: dict[ScaleId, int] = {}
         self._reasons: dict[ScaleId, str] = {}
         self._misplaced: dict[ScaleId, tuple[tuple[str, str], ...]] = {}  # policy annotations on the runtime, warned
         self._reason_changes: list[tuple[bool, ScaleId, str, str]] = []  # new Ready reasons, logged after a pass
@@ -188,6 +197,8 @@ class ReplicaBridge:
             version = (scale.get("metadata") or {}).get("resourceVersion")
             if version is not None and version == self._written.get(key):
                 continue  # our own write, handed back
+            if self._older_than_reconciled(key, scale):
+                continue  # a late event: a newer spec was reconciled already
             writes += await self._reconcile_guarded(key, scale, None)
         return writes
 
@@ -275,7 +286,21 @@ class ReplicaBridge:
             deployments = None
         return _Listed(runtimes, deployments)
 
+    def _older_than_reconciled(self, key: ScaleId, scale: JSON) -> bool:
+        """Whether `scale` is the same object as one reconciled before, with an older spec (generation)."""
+        seen = self._generations.get(key)
+        generation = _generation(scale)
+        return seen is not None and generation is not None and seen[0] == generation[0] and generation[1] < seen[1]
+
+    def _note_reconciled(self, key: ScaleId, scale: JSON) -> None:
+        generation = _generation(scale)
+        seen = self._generations.get(key)
+        if generation is not None and (seen is None or seen[0] != generation[0] or seen[1] < generation[1]):
+            self._generations[key] = generation
+
     def _forget(self, key: ScaleId) -> None:
+        self._generations.pop(key, None)
+        self._carried.pop(key, None)
         self._reasons.pop(key, None)
         self._misplaced.pop(key, None)
         self._written.pop(key, None)
@@ -344,13 +369,36 @@ class ReplicaBridge:
                     writes += 1
                     log.info("RuntimeScale %s/%s: spec.replicas adopted from the runtime: %d", *key, adopted)
                     wanted = adopted
-            if wanted is not None and replicas_of(runtime) != wanted:
-                await self._patch("servingruntime_replicas", SERVING_RUNTIMES, namespace, str(runtime_name),
-                                  {"spec": {"replicas": wanted}})
+            self._note_reconciled(key, scale)
+            found = replicas_of(runtime)
+            if wanted is not None and found != wanted:
+                try:
+                    await self._patch("servingruntime_replicas", SERVING_RUNTIMES, namespace, str(runtime_name),
+                                      {"spec": {"replicas": wanted}})
+                except KubeApiError as error:
+                    await self._report_not_written(key, scale, deployment, found, error)
+                    raise
                 writes += 1
-                log.info("RuntimeScale %s/%s: ServingRuntime %s spec.replicas %s -> %d",
-                         namespace, name, runtime_name, replicas_of(runtime), wanted)
+                if self._carried.get(key) == wanted:
+                    log.warning(
+                        "ServingRuntime %s/%s spec.replicas was set to %s outside RuntimeScale %s/%s (by hand, or by "
+                        "a tool that applies the ServingRuntime's manifest); set back to %d: the RuntimeScale, which "
+                        "its HPA scales, decides the runtime's replicas. Change the HPA's minReplicas/maxReplicas "
+                        "instead, and leave spec.replicas out of applied ServingRuntime manifests",
+                        namespace, runtime_name, found, namespace, name, wanted)
+                else:
+                    log.info("RuntimeScale %s/%s: ServingRuntime %s spec.replicas %s -> %d",
+                             namespace, name, runtime_name, found, wanted)
+            if wanted is None:
+                self._carried.pop(key, None)
+            else:
+                self._carried[key] = wanted
         outcome = verdict(scale, runtime, deployment, cluster_runtime=cluster_runtime)
+        return writes + await self._write_status(key, scale, deployment, outcome)
+
+    async def _write_status(self, key: ScaleId, scale: JSON, deployment: JSON | None, outcome: Verdict) -> int:
+        """Note `outcome` (log, Ready gauge) and write the status it gives when it differs; returns the writes."""
+        namespace, name = key
         if self._reasons.get(key) != outcome.reason:
             self._reason_changes.append((outcome.ready, key, outcome.reason, outcome.message))
             self._reasons[key] = outcome.reason
@@ -361,8 +409,20 @@ class ReplicaBridge:
         if {field: old.get(field) for field in status} != status:
             await self._patch("runtimescale_status", RUNTIME_SCALES, namespace, name, {"status": status},
                               subresource="status")
-            writes += 1
-        return writes
+            return 1
+        return 0
+
+    async def _report_not_written(self, key: ScaleId, scale: JSON, deployment: JSON | None, found: int | None,
+                                  error: KubeApiError) -> None:
+        """The runtime does not follow the RuntimeScale: say so in its status, at once when the write is refused
+        (403: RBAC, waits for the resync), from the second failure in a row when it is retried (one 409 or 503
+        retried a second later would flap Ready). Best effort: the write's own failure is what is retried."""
+        earlier = self._retries.get(key)
+        if error.retryable and (earlier is None or earlier.failures == 0):
+            return
+        outcome = not_written(scale, found, error, forbidden=error.status == 403)
+        with contextlib.suppress(KubeApiError):
+            await self._write_status(key, scale, deployment, outcome)
 
     def _note_misplaced(self, key: ScaleId, runtime: JSON, deployment: JSON | None, deployment_called: str) -> None:
         """Warn once per change when the ServingRuntime, the object users edit, carries policy annotations its
@@ -411,6 +471,16 @@ class ReplicaBridge:
         now = self._clock()
         due = [retry.retry_at - now for retry in self._retries.values() if retry.retry_at > self._passed_at]
         return max(0.0, min([self.settings.resync_interval_s, *due]))
+
+
+def _generation(scale: JSON) -> tuple[str, int] | None:
+    """(uid, metadata.generation) of a RuntimeScale: the generation counts its spec's changes (the API server
+    raises it on every write of spec.replicas, the HPA's through the scale subresource too)."""
+    meta = scale.get("metadata") or {}
+    uid, generation = meta.get("uid"), meta.get("generation")
+    if not isinstance(uid, str) or not isinstance(generation, int) or isinstance(generation, bool):
+        return None
+    return uid, generation
 
 
 def _by_name(listed: JSON) -> Objects:

@@ -137,6 +137,22 @@ def verdict(
     return Verdict(True, "Bridged", message)
 
 
+def not_written(scale: Mapping[str, Any], found: int | None, error: object, *, forbidden: bool) -> Verdict:
+    """The `Ready` condition while the RuntimeScale's `spec.replicas` cannot be written to its ServingRuntime:
+    the runtime does not follow it, whatever an earlier `Bridged` said."""
+    spec = scale.get("spec") or {}
+    name, wanted = spec.get("servingRuntime"), replicas_of(scale)
+    namespace = (scale.get("metadata") or {}).get("namespace", "")
+    message = (f"spec.replicas {wanted} cannot be written to ServingRuntime {name} (it has "
+               f"{'none' if found is None else found}), so the runtime does not follow this RuntimeScale: {error}")
+    if forbidden:
+        message += (f"; grant the adapter patch on servingruntimes in namespace {namespace} (copy "
+                    "manifests/base/role-runtimes.yaml and role-binding-runtimes.yaml there)")
+    else:
+        message += "; retried with backoff"
+    return Verdict(False, "ServingRuntimeNotWritten", message)
+
+
 def desired_status(
     scale: Mapping[str, Any], deployment: Mapping[str, Any] | None, outcome: Verdict, now: str
 ) -> JSON:

@@ -1,0 +1,160 @@
+"""The replica bridge while a runtime is scaling, at its seams: someone else writes the runtime's replicas, the
+watch hands over a RuntimeScale older than the bridge has already carried, the RuntimeScale is deleted and
+created again. What wins, and is it said (docs/design.md, "The RuntimeScale bridge")."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+import pytest
+
+from autoscaler.actuation.bridge import ReplicaBridge
+from autoscaler.kube.client import KubeClient
+from autoscaler.selfmetrics import AdapterMetrics
+from tests.actuation.conftest import SteppedClock
+from tests.fakes.kube import FakeKubeApi
+
+NS = "ml"
+DEPLOYMENT = "modelmesh-serving-triton"
+
+
+@pytest.fixture
+def bridge(kube_client: KubeClient, clock: SteppedClock) -> ReplicaBridge:
+    kube_client_bridge = ReplicaBridge(kube_client, namespaces=[NS], clock=clock, rand=lambda: 1.0)
+    return kube_client_bridge
+
+
+@pytest.fixture
+def runtime(kube: FakeKubeApi) -> None:
+    kube.add_serving_runtime(NS, "triton", replicas=3)
+    kube.add_modelmesh_runtime(NS, DEPLOYMENT, replicas=3)
+
+
+def hpa_writes(kube: FakeKubeApi, replicas: int) -> None:
+    kube.update_object("runtimescales", NS, "triton", lambda o: o["spec"].update(replicas=replicas))
+
+
+async def test_a_hand_edit_of_the_runtime_replicas_is_set_back_and_the_log_says_who_decides(
+    kube: FakeKubeApi, bridge: ReplicaBridge, runtime: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    kube.add_runtime_scale(NS, "triton", replicas=3)
+    await bridge.sync()
+    hpa_writes(kube, 2)  # a scale-down is under way
+    await bridge.sync()
+    assert kube.serving_runtime_replicas(NS, "triton") == 2
+
+    kube.update_object("servingruntimes", NS, "triton", lambda o: o["spec"].update(replicas=6))  # kubectl edit
+    with caplog.at_level(logging.INFO, "autoscaler.actuation.bridge"):
+        await bridge.sync()
+
+    assert kube.serving_runtime_replicas(NS, "triton") == 2  # the RuntimeScale (its HPA) wins
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "ServingRuntime ml/triton spec.replicas was set to 6 outside RuntimeScale ml/triton" in warning
+    assert "set back to 2" in warning and "HPA" in warning
+
+    # The bridge's own writes, and the HPA's next one, are not someone else's.
+    caplog.clear()
+    hpa_writes(kube, 1)
+    with caplog.at_level(logging.INFO, "autoscaler.actuation.bridge"):
+        await bridge.sync()
+        await bridge.sync()
+    assert kube.serving_runtime_replicas(NS, "triton") == 1
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+async def test_a_late_watch_event_of_an_older_runtime_scale_does_not_write_its_replicas_back(
+    kube: FakeKubeApi, bridge: ReplicaBridge, runtime: None
+) -> None:
+    """A watch stream can lag behind the bridge's own consistent list: the full pass already carried the HPA's
+    2, then the watch hands over the RuntimeScale as it was at 3. Writing 3 back to the runtime would have the
+    ReplicaSet start a pod, and remove one (models and all) when the next event comes."""
+    kube.add_runtime_scale(NS, "triton", replicas=3)
+    await bridge.sync()
+    older = copy.deepcopy(kube.stored("runtimescales", NS, "triton"))
+    hpa_writes(kube, 2)
+    await bridge.sync()
+    assert kube.serving_runtime_replicas(NS, "triton") == 2
+    kube.clear_requests()
+
+    bridge.wake(older)
+    await bridge.sync_changed()
+
+    assert kube.serving_runtime_replicas(NS, "triton") == 2
+    assert not [r for r in kube.requests if r.resource == "servingruntimes" and r.method == "PATCH"]
+
+
+async def test_a_runtime_scale_deleted_and_created_again_mid_scale_carries_on_from_what_runs(
+    kube: FakeKubeApi, bridge: ReplicaBridge, runtime: None
+) -> None:
+    kube.add_runtime_scale(NS, "triton", replicas=3)
+    await bridge.sync()
+    hpa_writes(kube, 5)  # a scale-up under way
+    await bridge.sync()
+    kube.delete_object("runtimescales", NS, "triton")
+    await bridge.sync()
+    assert kube.serving_runtime_replicas(NS, "triton") == 5  # nothing to follow: the runtime stays as it is
+
+    kube.add_runtime_scale(NS, "triton")  # the manifest applied again (no replicas, as the example has)
+    created = copy.deepcopy(kube.stored("runtimescales", NS, "triton"))
+    bridge.wake(created)
+    await bridge.sync_changed()
+
+    assert kube.stored("runtimescales", NS, "triton")["spec"]["replicas"] == 5
+    assert kube.serving_runtime_replicas(NS, "triton") == 5
+
+
+async def test_a_scale_the_bridge_cannot_carry_is_not_reported_as_bridged(
+    kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock, runtime: None
+) -> None:
+    """The runtime's namespace lacks the write Role (manifests/base/role-runtimes.yaml is per namespace): the
+    HPA's 5 never reaches the runtime. `kubectl get runtimescale` said Ready True, Bridged, "spec.replicas
+    follows this RuntimeScale (3)" all along; only the adapter's log knew."""
+    metrics = AdapterMetrics()
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], clock=clock, rand=lambda: 1.0, metrics=metrics)
+    kube.add_runtime_scale(NS, "triton", replicas=3)
+    await bridge.sync()
+    assert ready(kube)["reason"] == "Bridged"
+    kube.fail(r"/servingruntimes/triton$", status=403, times=None, method="PATCH")
+    hpa_writes(kube, 5)
+
+    await bridge.sync()
+
+    assert kube.serving_runtime_replicas(NS, "triton") == 3
+    condition = ready(kube)
+    assert (condition["status"], condition["reason"]) == ("False", "ServingRuntimeNotWritten")
+    assert "5" in condition["message"] and "has 3" in condition["message"] and "403" in condition["message"]
+    assert "patch" in condition["message"] and "servingruntimes" in condition["message"]
+    gauge = metrics.registry.get_sample_value("modelmesh_autoscaler_runtime_scale_ready",
+                                              {"namespace": NS, "runtimescale": "triton"})
+    assert gauge == 0
+
+    kube.clear_faults()
+    clock.advance(60.0)
+    await bridge.sync()
+    assert kube.serving_runtime_replicas(NS, "triton") == 5
+    assert (ready(kube)["status"], ready(kube)["reason"]) == ("True", "Bridged")
+
+
+async def test_one_retried_conflict_does_not_flap_the_ready_condition(
+    kube: FakeKubeApi, bridge: ReplicaBridge, clock: SteppedClock, runtime: None
+) -> None:
+    kube.add_runtime_scale(NS, "triton", replicas=3)
+    await bridge.sync()
+    kube.fail(r"/servingruntimes/triton$", status=409, times=1, method="PATCH")
+    hpa_writes(kube, 5)
+
+    await bridge.sync()
+    assert ready(kube)["reason"] == "Bridged"
+    clock.advance(5.0)
+    await bridge.sync()
+
+    assert kube.serving_runtime_replicas(NS, "triton") == 5
+    assert ready(kube)["reason"] == "Bridged"
+
+
+def ready(kube: FakeKubeApi) -> dict[str, Any]:
+    [condition] = [c for c in kube.stored("runtimescales", NS, "triton")["status"]["conditions"]
+                   if c["type"] == "Ready"]
+    return condition  # type: ignore[no-any-return]
