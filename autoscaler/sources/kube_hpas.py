@@ -25,6 +25,7 @@ modelmesh-serving's `controllers/hpa/hpa_reconciler.go`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -191,6 +192,9 @@ class HpaWatch:
         self.ok = False
         """False until every scope was listed, and while a watch is failing (bounds stay as last seen)."""
         self._ok: dict[Scope, bool] = dict.fromkeys(self._scopes, False)
+        self._request_timeout_s = request_timeout_s
+        self._unanswered: set[Scope] = set(self._scopes)  # scopes whose first list neither came nor failed yet
+        self._first_answers = asyncio.Event()
         self._loops = tuple(
             ListWatch(
                 partial(self._endpoint, scope), "HPAs", scope,
@@ -208,13 +212,25 @@ class HpaWatch:
         return (None, None) if found is None else found
 
     async def start(self) -> None:
-        """Create the client and start one list + watch loop per namespace; returns at once (bounds fill in
-        as the lists arrive: until then the config's bounds, or none, apply)."""
+        """Create the client, start one list + watch loop per namespace, and return once every first list
+        answered or failed (at most the request timeout): a first refresh before the bounds are known would
+        serve a value above an HPA's maxReplicas, which the design promises never to do."""
         if self._session.running:
             return
         await self._session.open()
         for loop in self._loops:
             self._session.spawn(loop.run(), f"kube-hpas-{loop.scope or 'all'}")
+        try:
+            async with asyncio.timeout(self._request_timeout_s):
+                await self._first_answers.wait()
+        except TimeoutError:
+            log.warning("HPA watch: no first list within %.0f s; serving without the HPAs' bounds until it comes",
+                        self._request_timeout_s)
+
+    def _answered(self, scope: Scope) -> None:
+        self._unanswered.discard(scope)
+        if not self._unanswered:
+            self._first_answers.set()
 
     async def close(self) -> None:
         await self._session.close()
@@ -226,11 +242,14 @@ class HpaWatch:
         return api.list_namespaced_horizontal_pod_autoscaler_without_preload_content(scope, **options)
 
     def _failed(self, scope: Scope, error: Exception, failures: int) -> None:
+        self._answered(scope)
         if isinstance(error, KubeApiError) and (self._ok[scope] or failures == 1):
             log.warning("HPA watch of %s failing, keeping the bounds last seen: %s", scope_name(scope), error)
         self._set_ok(scope, False)
 
     def _set_ok(self, scope: Scope, ok: bool) -> None:
+        if ok:
+            self._answered(scope)
         self._ok[scope] = ok
         self.ok = all(self._ok.values())
 

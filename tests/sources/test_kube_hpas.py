@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 
@@ -112,6 +113,34 @@ async def test_an_hpa_listed_before_the_watch_started_is_found(kube: FakeKubeApi
     await subject.start()
     try:
         await eventually(lambda: subject.bounds(TRITON)[1] == 5)
+    finally:
+        await subject.close()
+
+
+async def test_the_bounds_are_known_when_start_returns(kube: FakeKubeApi) -> None:
+    """The adapter's first refresh comes right after `start()`: a restarted adapter served 4 above an HPA's
+    maxReplicas of 3 for one refresh, before its first list had arrived (the design: never above the cap)."""
+    kube.add_hpa(NS, "early", max_replicas=3, metric_selector={"deployment": TRITON.deployment})
+    kube.delay("horizontalpodautoscalers", 0.3)  # a first list that takes a moment, as at fleet size
+    settings = Configuration()
+    settings.host = kube.url
+    subject = HpaWatch(lambda: ApiClient(settings), [NS])
+    await subject.start()
+    try:
+        assert subject.bounds(TRITON) == (1, 3)
+        assert subject.ok
+    finally:
+        await subject.close()
+
+
+async def test_a_first_list_that_never_answers_delays_start_by_the_request_timeout_only(kube: FakeKubeApi) -> None:
+    kube.delay("horizontalpodautoscalers", 30.0)
+    settings = Configuration()
+    settings.host = kube.url
+    subject = HpaWatch(lambda: ApiClient(settings), [NS], request_timeout_s=0.5)
+    try:
+        await asyncio.wait_for(subject.start(), timeout=5)
+        assert subject.bounds(TRITON) == (None, None) and not subject.ok
     finally:
         await subject.close()
 
