@@ -74,7 +74,14 @@ def power_mean_bounded(values: Sequence[float], p: float, top: float, low: float
     if not p >= 1.0:
         raise ValueError(f"power mean order must be >= 1, got {p!r}")
     n = len(values)
-    total = _checked_sum(values, low)
+    if n < _BUILTINS_FROM:  # `_checked_sum`, inline: its call costs more than a small runtime's sum
+        total = 0.0
+        for x in values:
+            total += x
+        if not (low >= 0.0 and total < _INF):
+            _check(values)
+    else:
+        total = _checked_sum(values, low)
     if low == top or p == _INF:
         return top
     mean = total / n
@@ -148,7 +155,14 @@ def rate_summary(
     if not p >= 1.0:
         raise ValueError(f"power mean order must be >= 1, got {p!r}")
     count = len(rates)
-    total = _checked_sum(rates, low)
+    if count < _BUILTINS_FROM:  # `_checked_sum`, inline, as in `power_mean_bounded`
+        total = 0.0
+        for r in rates:
+            total += r
+        if not (low >= 0.0 and total < _INF):
+            _check(rates)
+    else:
+        total = _checked_sum(rates, low)
     if top == 0.0:  # every rate 0: the power mean is 0 (`low == top`), and they share equally (`shares`)
         return top, _placed(count, [1.0 / n] * n, at())
     # One loop (cheaper than comprehensions here, at any size): each quotient's power, and Σ (r / top)²

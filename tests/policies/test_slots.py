@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields
 
 import pytest
 
-from autoscaler.model import RuntimeKey, ServedValue
+from autoscaler.model import ServedValue
 from autoscaler.policies.slots import slot_builder, slot_twin
 from autoscaler.policies.smoothing import SmoothState
 
@@ -23,7 +23,13 @@ def test_built_objects_are_the_dataclass_s_own() -> None:
     with pytest.raises(AttributeError):
         built.value = 4.0  # type: ignore[misc]  # still frozen
     assert slot_builder(SmoothState, ("value", "updated_at"))(1.5, 10.0) == SmoothState(value=1.5, updated_at=10.0)
-    assert slot_builder(RuntimeKey, ("namespace", "deployment"))("ns", "d") < RuntimeKey("ns", "e")  # ordering too
+
+    @dataclass(frozen=True, slots=True, order=True)
+    class Ordered:
+        namespace: str
+        deployment: str
+
+    assert slot_builder(Ordered, ("namespace", "deployment"))("ns", "d") < Ordered("ns", "e")  # ordering too
 
 
 def test_a_class_the_builder_would_get_wrong_is_refused() -> None:
