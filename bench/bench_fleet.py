@@ -4,9 +4,12 @@ serving 10 to 5,000 runtimes, against a bare aiohttp TLS handler returning the s
 For each fleet size: one process serves every pod's exporter output (2 pods a runtime, the exporter's own
 series with a fresh collection timestamp and clock on every scrape); one process runs the fake Kubernetes API
 that answers the adapter's SubjectAccessReviews; the adapter runs as a real process with TLS, the front-proxy CA
-and `--requestheader-allowed-names`, scraping the fleet every `--refresh-interval` seconds. Clients present
+and `--requestheader-allowed-names`, scraping the fleet every `--refresh-interval` seconds: by default chosen
+per fleet size (`RefreshPlan`: 15 s, 6 ms a pod at 2,500 runtimes and more; the scrape timeout the interval) so
+that the fake fleet is scraped within each refresh's deadline on this bench's shared core, and printed. Clients present
 the aggregator's front-proxy certificate (trustme) and `X-Remote-User`, as kube-apiserver does, and ask for
-every runtime x metric in turn. Two clients, rounds interleaved between the adapter and the bare handler:
+every runtime x metric in turn, once the adapter knows every runtime's values. Two clients, rounds interleaved
+between the adapter and the bare handler:
 
 - load: `--concurrency` keep-alive connections (default 10, as wrk), one request in flight on each, for
   `--seconds`, from ApacheBench where it is installed (`--load-client ab`: a client in C, at a raised priority
@@ -35,6 +38,16 @@ without it their own wait for that core is part of the p99, for either server.
 The fake exporters answer from a bare asyncio protocol: real exporters run on other nodes, so on the
 benchmark's machine their cost should take as little as possible from the adapter's cores.
 
+Answers that are not 2xx do not stop a run: they are counted per status, as ab and wrk count them, and shown per
+server in the row. A 503 (the adapter's answer while a runtime's values are unknown) is answered faster than a
+value, so a run with more than 1% of them has its p50 / p99 marked ⚠ and a line under the table (ab's
+percentiles include every answer; the Python clients time only 2xx answers). Each row also says whether the
+adapter kept up with the fleet (its mean refresh against the interval, scrapes cut off at the deadline,
+runtimes unknown when the row ended), from its own /metrics.
+
+The adapter reads its fleet from a targets file here; cluster mode (discovery from the Kubernetes API, the HPA
+watch, leader election, the replica bridge, under churn) is `bench/bench_fleet_ops.py`'s, not repeated here.
+
 Prints p50/p99; throughput as a ratio to the bare handler; the serving processes' CPU per request under
 load, from /proc, and its ratio to the bare handler's: throughput per serving core, which the load
 generator's own speed does not cap (a Python client on the next core cannot saturate a server); the
@@ -50,6 +63,7 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import math
 import multiprocessing
 import multiprocessing.pool
 import os
@@ -63,6 +77,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -229,12 +244,54 @@ def start(target: object, *args: object) -> tuple[multiprocessing.process.BasePr
 
 # Clients.
 
+NO_ANSWER = 0
+"""The key under which `Answers.not_2xx` counts requests that got no answer (connection or client errors)."""
+FLAG_SHARE = 0.01
+"""Above this share of answers not 2xx a run's latencies are flagged: a 503 is answered faster than a value is
+served, and ab's percentiles cannot leave them out, so its p50 / p99 would read as a server doing well."""
+
+
+@dataclass
+class Answers:
+    """What came back, by status: the run goes on past answers that are not 2xx and counts them, as ab and wrk
+    do, rather than aborting with no figures. 2xx answers are `total` less the others."""
+
+    total: int = 0
+    not_2xx: Counter[int] = field(default_factory=Counter)
+
+    def add(self, status: int) -> None:
+        self.total += 1
+        if not 200 <= status < 300:
+            self.not_2xx[status] += 1
+
+    def merge(self, other: Answers) -> None:
+        self.total += other.total
+        self.not_2xx.update(other.not_2xx)
+
+    @property
+    def share(self) -> float:
+        return sum(self.not_2xx.values()) / self.total if self.total else 0.0
+
+    @property
+    def flagged(self) -> bool:
+        return self.share > FLAG_SHARE
+
+    def words(self) -> str:
+        """`503 x 1,234, no answer x 2 of 40,000 (3.1%)`, or `none of 40,000`."""
+        if not self.not_2xx:
+            return f"none of {self.total:,}"
+        parts = ", ".join(f"{'no answer' if status == NO_ANSWER else status} x {count:,}"
+                          for status, count in sorted(self.not_2xx.items()))
+        return f"{parts} of {self.total:,} ({self.share:.1%})"
+
+
 @dataclass
 class Sample:
     latencies: list[float] = field(default_factory=list)
+    """Latencies of 2xx answers only from the Python client; of every answer from ab (its table mixes them)."""
     throughputs: list[float] = field(default_factory=list)
     cpu_per_request: list[float] = field(default_factory=list)  # seconds of the serving processes' CPU
-    errors: int = 0
+    answers: Answers = field(default_factory=Answers)
 
     def percentile(self, q: float) -> float:
         ordered = sorted(self.latencies)
@@ -286,11 +343,15 @@ async def load(targets: list[str], client: ssl.SSLContext, seconds: float, concu
             index = offset
             while time.perf_counter() < deadline:
                 started = time.perf_counter()
-                async with session.get(targets[index % len(targets)], headers=HEADERS) as response:
-                    await response.read()
-                    if response.status != 200:
-                        into.errors += 1
-                into.latencies.append(time.perf_counter() - started)
+                try:
+                    async with session.get(targets[index % len(targets)], headers=HEADERS) as response:
+                        await response.read()
+                        status = response.status
+                except aiohttp.ClientError:
+                    status = NO_ANSWER
+                into.answers.add(status)
+                if 200 <= status < 300:  # an error's latency is not a served value's
+                    into.latencies.append(time.perf_counter() - started)
                 count += 1
                 index += concurrency
 
@@ -312,6 +373,7 @@ async def load_ab(target: str, workdir: Path, seconds: float, concurrency: int, 
     run = await asyncio.to_thread(run_ab, target, workdir / "front-proxy-client.pem", HEADERS, seconds, concurrency)
     into.throughputs.append(run.requests / run.seconds)
     into.latencies += run.percentiles_s
+    into.answers.merge(Answers(run.requests + run.failed, run.not_2xx + Counter({NO_ANSWER: run.failed})))
     if serving:
         into.cpu_per_request.append((cpu_seconds(serving) - cpu) / max(1, run.requests))
 
@@ -324,19 +386,23 @@ class Paced:
     the client, not the server."""
 
     latencies: list[float] = field(default_factory=list)
+    """Of 2xx answers only."""
     lateness: list[float] = field(default_factory=list)
-    errors: int = 0
+    answers: Answers = field(default_factory=Answers)
     scheduled: int = 0
 
     def percentile(self, q: float, of: str = "latencies") -> float:
         ordered = sorted(getattr(self, of))
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
-    def merge(self, other: tuple[list[float], list[float], int, int]) -> None:
-        latencies, lateness, errors, scheduled = other
+    def merge(self, other: tuple[list[float], list[float], dict[int, int], int]) -> None:
+        latencies, lateness, statuses, scheduled = other
         self.latencies += latencies
         self.lateness += lateness
-        self.errors += errors
+        for status, count in statuses.items():
+            self.answers.total += count
+            if not 200 <= status < 300:
+                self.answers.not_2xx[status] += count
         self.scheduled += scheduled
 
 
@@ -361,7 +427,7 @@ def client_context(workdir: Path) -> ssl.SSLContext:
 
 
 def hpa_share(workdir: str, targets: list[str], share: int, shares: int, rate: float, begin_at: float,
-              seconds: float, connections: int) -> tuple[list[float], list[float], int, int]:
+              seconds: float, connections: int) -> tuple[list[float], list[float], dict[int, int], int]:
     """One client process: sends requests share, share + shares, ... of the fleet-wide schedule (request i at
     begin_at + i / rate, wall clock shared by all processes) over its own connections. The garbage collector
     is off for the run: a collection in the client would be a late send, the client's own tail."""
@@ -373,26 +439,25 @@ def hpa_share(workdir: str, targets: list[str], share: int, shares: int, rate: f
 
 
 async def _hpa_share(workdir: Path, targets: list[str], share: int, shares: int, rate: float, begin_at: float,
-                     seconds: float, connections: int) -> tuple[list[float], list[float], int, int]:
+                     seconds: float, connections: int) -> tuple[list[float], list[float], dict[int, int], int]:
     latencies: list[float] = []
     lateness: list[float] = []
-    errors = 0
+    statuses: Counter[int] = Counter()  # NO_ANSWER for a client error
     connector = aiohttp.TCPConnector(ssl=client_context(workdir), limit=connections)
     async with aiohttp.ClientSession(connector=connector) as session:
 
         async def one(url: str, due: float) -> None:
-            nonlocal errors
             started = time.perf_counter()
             lateness.append(max(0.0, started - due))
             try:
                 async with session.get(url, headers=HEADERS) as response:
                     await response.read()
-                    if response.status != 200:
-                        errors += 1
+                    statuses[response.status] += 1
             except aiohttp.ClientError:
-                errors += 1
+                statuses[NO_ANSWER] += 1
                 return
-            latencies.append(time.perf_counter() - started)
+            if 200 <= response.status < 300:  # an error's latency is not a served value's
+                latencies.append(time.perf_counter() - started)
 
         # Open this process's connections before the schedule starts, as the aggregator holds its connections to
         # an extension API server open: a TLS handshake inside a measured request is not what an HPA feels (at 10
@@ -409,7 +474,7 @@ async def _hpa_share(workdir: Path, targets: list[str], share: int, shares: int,
                 await asyncio.sleep(delay)
             tasks.append(asyncio.create_task(one(targets[i % len(targets)], due)))
         await asyncio.gather(*tasks)
-    return latencies, lateness, errors, len(tasks)
+    return latencies, lateness, dict(statuses), len(tasks)
 
 
 async def _warm(session: aiohttp.ClientSession, url: str) -> None:
@@ -467,14 +532,93 @@ class CpuLimit:
 
 # One fleet size.
 
-def refresh_seconds(base: str, client: ssl.SSLContext) -> float:
-    with urllib.request.urlopen(base + "/metrics", context=client, timeout=10) as response:
-        text = response.read().decode()
-    total = re.search(r"^modelmesh_autoscaler_refresh_duration_seconds_sum (\S+)$", text, re.M)
-    count = re.search(r"^modelmesh_autoscaler_refresh_duration_seconds_count (\S+)$", text, re.M)
-    if total is None or count is None or float(count.group(1)) == 0:
-        return float("nan")
-    return float(total.group(1)) / float(count.group(1))
+MIN_REFRESH_S = 15.0
+"""The shortest refresh interval the bench picks: the adapter's default, still short enough that refreshes run
+during the rounds. At 5 s even 100 runtimes lost 51 of 5,400 scrapes to the deadline (2 December 2026, the
+machine at load 4-5): the same-rate run's 1,333 requests a second keep the raised-priority clients on the
+refresh's core at every fleet size, and a refresh caught behind them for most of 5 s misses its deadline."""
+REFRESH_S_PER_POD = 0.006
+"""What the bench gives the refresh per pod. A scrape's deadline is the refresh interval; a pod that misses it
+is retried after a backoff and after the pods not failing, so on a starved core it misses again, its runtime's
+values go stale (three intervals) and the adapter rightly answers 503. Here the refresh process runs at its
+lower priority on the core it shares with the raised-priority clients and the fake fleet: 1.2-2.4 ms a pod
+(2.4-4.8 s at 2,000 pods, 11-16 s at 10,000; 0.3 ms with a core, `bench_refresh_process.py`), so 6 ms leaves it
+more than twice that. At a fixed 5 s, 1,000 runtimes were at the edge and 5,000 lost runtimes mid-run: refreshes
+of 11.3 s, samples older than the three intervals the adapter calls fresh, 2,736 of 5,000 runtimes unknown."""
+
+
+@dataclass(frozen=True)
+class RefreshPlan:
+    """The adapter's refresh and scrape settings for one fleet size, printed with its row."""
+
+    interval_s: float
+    scrape_timeout_s: float
+    scrape_concurrency: int
+
+    @classmethod
+    def for_fleet(cls, pods: int, interval_s: float | None, scrape_timeout_s: float | None,
+                  scrape_concurrency: int) -> RefreshPlan:
+        """`interval_s` None: long enough for `pods` on this bench's shared core (`REFRESH_S_PER_POD`). The
+        scrape timeout defaults to the interval: a scrape slowed by a starved core, not a dead exporter, should
+        not be cut off and put into backoff before the refresh's own deadline."""
+        interval = interval_s or max(MIN_REFRESH_S, float(math.ceil(REFRESH_S_PER_POD * pods)))
+        return cls(interval, scrape_timeout_s or interval, scrape_concurrency)
+
+    def flags(self) -> list[str]:
+        return ["--refresh-interval", f"{self.interval_s:g}", "--scrape-timeout", f"{self.scrape_timeout_s:g}",
+                "--scrape-concurrency", str(self.scrape_concurrency)]
+
+    def words(self) -> str:
+        return (f"refresh every {self.interval_s:g} s, scrape timeout {self.scrape_timeout_s:g} s, "
+                f"{self.scrape_concurrency} scrapes at once")
+
+
+@dataclass
+class FleetHealth:
+    """Whether the adapter kept up with the fake fleet, from its own /metrics: the mean refresh, the scrapes
+    tried and those cut off, and the runtimes whose values it did not know (answered 503) when read."""
+
+    refresh_s: float = float("nan")
+    scrapes: int = 0
+    timeouts: int = 0
+    unknown: int = 0
+
+    @classmethod
+    def read(cls, base: str, client: ssl.SSLContext) -> FleetHealth:
+        with urllib.request.urlopen(base + "/metrics", context=client, timeout=30) as response:
+            text = response.read().decode()
+
+        def value(pattern: str) -> float:
+            found = re.search(rf"^{pattern} (\S+)$", text, re.M)
+            return float(found.group(1)) if found else 0.0
+
+        count = value("modelmesh_autoscaler_refresh_duration_seconds_count")
+        return cls(refresh_s=value("modelmesh_autoscaler_refresh_duration_seconds_sum") / count if count
+                   else float("nan"),
+                   scrapes=int(value(r'modelmesh_autoscaler_source_reads_total\{source="scrape"\}')),
+                   timeouts=int(value(r'modelmesh_autoscaler_source_errors_total\{reason="timeout",source="scrape"\}')),
+                   unknown=len(re.findall(r"^modelmesh_autoscaler_runtime_values_known\{[^}]*\} 0\.0$", text, re.M)))
+
+    def kept_up(self, plan: RefreshPlan) -> bool:
+        return self.timeouts == 0 and self.unknown == 0 and self.refresh_s < plan.interval_s
+
+    def words(self, plan: RefreshPlan) -> str:
+        late = "" if self.kept_up(plan) else " ⚠"
+        return (f"{self.refresh_s:.2f} s of {plan.interval_s:g}; {self.timeouts:,} of {self.scrapes:,} scrapes cut "
+                f"off; {self.unknown:,} runtimes unknown at the end{late}")
+
+
+async def wait_known(base: str, client: ssl.SSLContext, timeout_s: float) -> int:
+    """Until the adapter knows every runtime's values (none answered 503 for want of data): the first refresh
+    of a big fleet can leave pods for the next, and a round started then would count the warm-up's 503s.
+    Returns how many are still unknown after `timeout_s`: the rounds run anyway, and the row counts the 503s
+    and says that the adapter did not keep up, rather than ending the bench with no figures."""
+    deadline = time.monotonic() + timeout_s
+    while (health := await asyncio.to_thread(FleetHealth.read, base, client)).unknown:
+        if time.monotonic() >= deadline:
+            return health.unknown
+        await asyncio.sleep(1.0)
+    return 0
 
 
 async def wait_served(url: str, client: ssl.SSLContext, timeout_s: float) -> bytes:
@@ -497,6 +641,7 @@ async def wait_served(url: str, client: ssl.SSLContext, timeout_s: float) -> byt
 async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client: ssl.SSLContext,
                   pool: multiprocessing.pool.Pool) -> dict[str, object]:
     pods = runtimes * PODS_PER_RUNTIME
+    plan = RefreshPlan.for_fleet(pods, args.refresh_interval, args.scrape_timeout, args.scrape_concurrency)
     fleet, fleet_port = start(serve_fleet, pods)
     kube, _ = start(serve_kube, workdir)
     targets = write_targets(workdir / f"targets-{runtimes}.yaml", runtimes, fleet_port)
@@ -509,13 +654,16 @@ async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client
          "--tls-cert-file", str(workdir / "server.pem"), "--tls-private-key-file", str(workdir / "server.pem"),
          "--requestheader-client-ca-file", str(workdir / "front-proxy-ca.pem"),
          "--requestheader-allowed-names", "front-proxy-client", "--kubeconfig", str(workdir / "kubeconfig"),
-         "--targets", str(targets), "--refresh-interval", str(args.refresh_interval), "--workers",
-         str(args.workers), "--deletion-cost", "off", "--log-level", "WARNING"],
+         "--targets", str(targets), *plan.flags(), "--workers", str(args.workers), "--deletion-cost", "off",
+         "--log-level", "WARNING"],
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)},
         preexec_fn=limit.join if limit else None)  # before exec: the refresh process and its workers inside
     bare = None
     try:
         body = await wait_served(base + metric_path(runtimes - 1, METRICS[0]), client, 120 + runtimes / 20)
+        if unknown := await wait_known(base, client, 60 + 3 * plan.interval_s):
+            print(f"{runtimes:,} runtimes: {unknown:,} still unknown (503) after {60 + 3 * plan.interval_s:g} s; "
+                  "measuring anyway", file=sys.stderr)
         bare, bare_port = start(serve_bare, workdir, body)
         bases = {"bare": f"https://127.0.0.1:{bare_port}", "adapter": base}
         serving = {"bare": [bare.pid or 0],
@@ -542,7 +690,7 @@ async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client
                 hpa_pace(pool, workdir, urls(url, runtimes), args.hpa_seconds, args.hpa_clients, paced[name])
                 hpa_pace(pool, workdir, urls(url, runtimes), args.hpa_seconds, args.hpa_clients, same_rate[name],
                          args.same_rate)
-        per_refresh = refresh_seconds(base, client)
+        health = FleetHealth.read(base, client)
         memory = proportional_mib([adapter.pid, *serving["adapter"]]) if args.workers else \
             proportional_mib([adapter.pid])
     finally:
@@ -557,38 +705,67 @@ async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client
                 process.terminate()
                 process.join(5)
     return {"runtimes": runtimes, "pods": pods, "load": loads, "paced": paced, "same_rate": same_rate,
-            "refresh_s": per_refresh, "uptime": load_average(), "throttled": throttled,
+            "plan": plan, "health": health, "uptime": load_average(), "throttled": throttled,
             "memory_mib": memory}
+
+
+def flagged_runs(row: dict[str, Any]) -> list[str]:
+    """The row's runs whose answers were more than `FLAG_SHARE` not 2xx, in words: their latencies are not what
+    an HPA asking for a value feels (ab's include the fast error answers; the Python clients' leave them out,
+    but then the server did less than the run asked)."""
+    runs = (("under load", "load"), ("at HPA pace", "paced"), ("at the same rate", "same_rate"))
+    return [f"{name} {words}: {row[key][name].answers.words()}" for words, key in runs
+            for name in ("adapter", "bare") if row[key][name].answers.flagged]
+
+
+def warnings(row: dict[str, Any]) -> list[str]:
+    """What makes a row's figures not what they seem, printed under the table."""
+    runtimes = f"⚠ {row['runtimes']:,} runtimes"
+    found = [f"{runtimes}, {run}: more than {FLAG_SHARE:.0%} of the answers were not 2xx; these latencies are not "
+             "those of served values" for run in flagged_runs(row)]
+    health: FleetHealth = row["health"]
+    if not health.kept_up(row["plan"]):
+        found.append(f"{runtimes}: the adapter did not keep up with the fake fleet ({health.words(row['plan'])}); "
+                     "a longer --refresh-interval gives the shared core time to scrape it")
+    return found
 
 
 def report(row: dict[str, Any]) -> str:
     loads: dict[str, Sample] = row["load"]
     paced: dict[str, Paced] = row["paced"]
     same_rate: dict[str, Paced] = row["same_rate"]
+    plan: RefreshPlan = row["plan"]
+    health: FleetHealth = row["health"]
     ratio = statistics.median(loads["adapter"].throughputs) / statistics.median(loads["bare"].throughputs)
-    errors = loads["adapter"].errors + paced["adapter"].errors + same_rate["adapter"].errors
 
     def ms(sample: Sample | Paced, q: float, of: str = "latencies") -> str:
         return f"{sample.percentile(q, of) * 1000:.1f}" if isinstance(sample, Paced) \
             else f"{sample.percentile(q) * 1000:.1f}"
 
+    def p50_p99(sample: Sample | Paced) -> str:
+        """A run with too many answers not 2xx is marked where its figures are, not only in a column aside."""
+        return f"{'⚠ ' if sample.answers.flagged else ''}{ms(sample, 0.5)} / {ms(sample, 0.99)} ms"
+
     def late(name: str) -> str:
         return f"{ms(paced[name], 0.5, 'lateness')} / {ms(paced[name], 0.99, 'lateness')} ms"
+
+    def not_2xx(name: str) -> str:
+        answers = Answers()
+        for runs in (loads, paced, same_rate):
+            answers.merge(runs[name].answers)
+        return answers.words()
 
     adapter_cpu = statistics.median(loads["adapter"].cpu_per_request)
     bare_cpu = statistics.median(loads["bare"].cpu_per_request)
     return (f"| {row['runtimes']:,} ({row['pods']:,}) | {ratio:.2f} "
             f"| {adapter_cpu * 1e6:.0f} / {bare_cpu * 1e6:.0f} µs ({bare_cpu / adapter_cpu:.2f}) "
-            f"| {ms(loads['adapter'], 0.5)} / {ms(loads['adapter'], 0.99)} ms "
-            f"| {ms(loads['bare'], 0.5)} / {ms(loads['bare'], 0.99)} ms "
-            f"| {ms(paced['adapter'], 0.5)} / {ms(paced['adapter'], 0.99)} ms ({len(paced['adapter'].latencies)}) "
-            f"| {ms(paced['bare'], 0.5)} / {ms(paced['bare'], 0.99)} ms "
-            f"| {ms(same_rate['adapter'], 0.5)} / {ms(same_rate['adapter'], 0.99)} ms "
-            f"({ms(same_rate['adapter'], 0.99, 'lateness')}) "
-            f"| {ms(same_rate['bare'], 0.5)} / {ms(same_rate['bare'], 0.99)} ms "
-            f"({ms(same_rate['bare'], 0.99, 'lateness')}) "
+            f"| {p50_p99(loads['adapter'])} | {p50_p99(loads['bare'])} "
+            f"| {p50_p99(paced['adapter'])} ({len(paced['adapter'].latencies)}) | {p50_p99(paced['bare'])} "
+            f"| {p50_p99(same_rate['adapter'])} ({ms(same_rate['adapter'], 0.99, 'lateness')}) "
+            f"| {p50_p99(same_rate['bare'])} ({ms(same_rate['bare'], 0.99, 'lateness')}) "
             f"| {late('adapter')} | {late('bare')} "
-            f"| {row['refresh_s']:.3f} s | {row['memory_mib']:.0f} MiB | {errors} | {row['uptime']} |")
+            f"| {health.words(plan)} | {row['memory_mib']:.0f} MiB "
+            f"| {not_2xx('adapter')} | {not_2xx('bare')} | {row['uptime']} |")
 
 
 def main() -> None:
@@ -607,8 +784,14 @@ def main() -> None:
                         "where ab is installed), or aiohttp over every runtime x metric (python: its own core's "
                         "queue adds to the p99)")
     parser.add_argument("--workers", type=int, default=1, help="the adapter's --workers")
-    parser.add_argument("--refresh-interval", type=float, default=5.0,
-                        help="the adapter's refresh interval: short, so refreshes run during the rounds")
+    parser.add_argument("--refresh-interval", type=float, default=None,
+                        help="the adapter's refresh interval (default: per fleet size, short so that refreshes run "
+                        f"during the rounds, long enough that every pod is scraped in time on this bench's shared "
+                        f"core: {REFRESH_S_PER_POD * 1000:g} ms a pod, at least {MIN_REFRESH_S:g} s)")
+    parser.add_argument("--scrape-timeout", type=float, default=None,
+                        help="the adapter's --scrape-timeout (default: the refresh interval, so that a scrape slowed "
+                        "by the shared core is not cut off before the refresh's deadline)")
+    parser.add_argument("--scrape-concurrency", type=int, default=64, help="the adapter's --scrape-concurrency")
     parser.add_argument("--cpu-limit", type=float, default=None,
                         help="run the adapter (refresh process and workers) under this many cores of CFS quota, "
                         "as a pod's limits.cpu (cgroup v1, root)")
@@ -637,7 +820,11 @@ def main() -> None:
             parser.error(f"--serving-cpu {args.serving_cpu}: needs that CPU and at least one other")
         os.sched_setaffinity(0, others)  # what this process starts inherits it
     args.same_rate = args.same_rate or max(sizes) * len(METRICS) / HPA_PERIOD_S
-    print(f"adapter --workers {args.workers}, refresh every {args.refresh_interval:g} s, auth on (front-proxy "
+    plans = {runtimes: RefreshPlan.for_fleet(runtimes * PODS_PER_RUNTIME, args.refresh_interval,
+                                             args.scrape_timeout, args.scrape_concurrency) for runtimes in sizes}
+    print(f"adapter --workers {args.workers}, "
+          + "; ".join(f"{runtimes:,} runtimes: {plan.words()}" for runtimes, plan in plans.items())
+          + f"; auth on (front-proxy "
           f"certificate + SubjectAccessReview); load: {args.concurrency} connections x {args.seconds:g} s from "
           f"{'ab, one URL' if args.load_client == 'ab' else 'aiohttp over every runtime x metric'}; HPA "
           f"pace: runtimes x 4 / 15 s for {args.hpa_seconds:g} s from {args.hpa_clients} client processes; "
@@ -649,9 +836,10 @@ def main() -> None:
           "vs bare) | adapter p50 / p99 under load | bare p50 / p99 under load "
           "| adapter p50 / p99 at HPA pace (requests) | bare p50 / p99 at HPA pace "
           "| adapter p50 / p99 at the same rate (client lateness p99) | bare p50 / p99 at the same rate (lateness p99) "
-          "| client lateness p50 / p99 (adapter) | client lateness p50 / p99 (bare) | time per refresh "
-          "| adapter memory (PSS) | errors | load average after |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| client lateness p50 / p99 (adapter) | client lateness p50 / p99 (bare) "
+          "| time per refresh of the interval; scrapes cut off; runtimes unknown | adapter memory (PSS) "
+          "| adapter's answers not 2xx | bare's answers not 2xx | load average after |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as directory:
         workdir = Path(directory)
@@ -662,6 +850,9 @@ def main() -> None:
                 print(report(rows[-1]), flush=True)
                 if rows[-1]["throttled"]:
                     print(f"<!-- adapter under a {args.cpu_limit:g}-core CPU limit: {rows[-1]['throttled']} -->")
+    for row in rows:
+        for warning in warnings(row):
+            print(warning)
     print(flatness(rows))
     print(f"machine: {os.cpu_count()} cores, load average {load_average()} at the end (other work on the same "
           "cores moves every figure; compare ratios)")
@@ -671,7 +862,9 @@ def flatness(rows: list[dict[str, Any]]) -> str:
     """How much the adapter's p99 moves across fleet sizes (the goal: within 2x), beside the bare handler's."""
     def spread(of: str, name: str) -> str:
         p99s = [row[of][name].percentile(0.99) * 1000 for row in rows]
-        return f"{min(p99s):.1f}-{max(p99s):.1f} ms ({max(p99s) / min(p99s):.1f}x)"
+        flagged = sum(row[of][name].answers.flagged for row in rows)
+        return (f"{min(p99s):.1f}-{max(p99s):.1f} ms ({max(p99s) / min(p99s):.1f}x)"
+                + (f" ⚠ {flagged} flagged row(s)" if flagged else ""))
 
     sizes = f"{rows[0]['runtimes']:,} to {rows[-1]['runtimes']:,} runtimes" if rows else "no fleet"
     return (f"p99 from {sizes}: at HPA pace adapter {spread('paced', 'adapter')}, bare {spread('paced', 'bare')}; "

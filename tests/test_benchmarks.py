@@ -1,16 +1,28 @@
 """Every benchmark's small run in docs/performance.md runs: a user tries one before a full run of minutes, and
 a script that no longer starts (a renamed import, a flag the docs still give) shows here, not in their hands.
-The figures are not looked at: tests never assert timings."""
+The figures are not looked at: tests never assert timings. The load clients' counting of answers that are not
+2xx is checked against a server that sends some: a run goes on and reports them rather than aborting."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import re
+import shutil
+import ssl
 import subprocess
 import sys
+from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import trustme
+from aiohttp import web
+
+from bench import bench_fleet
+from bench.apachebench import run_ab
 
 pytestmark = pytest.mark.slow
 
@@ -44,3 +56,59 @@ def test_the_small_run_runs(command: str) -> None:
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     assert result.stdout.strip(), "printed no figures"
+
+
+class _EveryThird503:
+    """A TLS server answering 503 to every third request and 200 to the others, counting what it sent."""
+
+    def __init__(self) -> None:
+        self.sent: Counter[int] = Counter()
+
+    async def handler(self, request: web.Request) -> web.Response:
+        status = 503 if sum(self.sent.values()) % 3 == 2 else 200
+        self.sent[status] += 1
+        return web.Response(status=status, body=b"{}" if status == 200 else b"unknown for now")
+
+
+@contextlib.asynccontextmanager
+async def _serving(server: _EveryThird503, tmp_path: Path) -> AsyncIterator[tuple[str, ssl.SSLContext, Path]]:
+    ca = trustme.CA()
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(tls)
+    client = ssl.create_default_context()
+    ca.configure_trust(client)
+    client_pem = tmp_path / "client.pem"
+    ca.issue_cert(common_name="front-proxy-client").private_key_and_cert_chain_pem.write_to_path(str(client_pem))
+    client.load_cert_chain(str(client_pem))
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", server.handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls).start()
+    try:
+        yield f"https://127.0.0.1:{runner.addresses[0][1]}/m", client, client_pem
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.skipif(shutil.which("ab") is None, reason="needs ApacheBench (apt-get install -y apache2-utils)")
+async def test_ab_counts_answers_that_are_not_2xx_by_status_instead_of_failing(tmp_path: Path) -> None:
+    server = _EveryThird503()
+    async with _serving(server, tmp_path) as (url, _, client_pem):
+        run = await asyncio.to_thread(run_ab, url, client_pem, {"X-Remote-User": "u"}, 1, 2)
+    # ab stops at its time limit with up to one answer a connection (2 here) sent but not read.
+    assert set(run.not_2xx) == {503} and 0 <= server.sent[503] - run.not_2xx[503] <= 2
+    assert 0 <= sum(server.sent.values()) - run.requests <= 2
+    assert run.failed == 0  # a 503's body of another length is not a failed request
+
+
+async def test_the_python_clients_count_answers_that_are_not_2xx_and_time_only_the_2xx(tmp_path: Path) -> None:
+    server = _EveryThird503()
+    async with _serving(server, tmp_path) as (url, client, _):
+        into = bench_fleet.Sample()
+        await bench_fleet.load([url], client, 0.5, 2, into)
+    assert into.answers.not_2xx == Counter({503: server.sent[503]})
+    assert into.answers.total == sum(server.sent.values())
+    assert len(into.latencies) == server.sent[200]
+    assert into.answers.flagged  # a third of them: far more than a row may have unflagged
+    assert into.answers.words().startswith(f"503 x {server.sent[503]:,} of ")
