@@ -163,11 +163,6 @@ def _check_out(out: Path) -> None:
         raise ValueError(f"--out {out}: cannot write there: {error.strerror or error}") from None
 
 
-def _warn(message: str) -> None:
-    """A setting the run does not honour as given: said on stderr, and the run goes on."""
-    print(f"simulate: warning: {message}", file=sys.stderr)
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Do the whole run and write the files; returns the report."""
     # numpy and matplotlib come with the `simulate` extra; the adapter's own commands never import them.
@@ -177,21 +172,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from autoscaler.simulation.report import ProgressBar, RunInfo, build_report, plot_timeline, write_report
     from autoscaler.simulation.trace import buckets
 
+    warnings: list[str] = []
+
+    def warn(message: str) -> None:
+        """What the run does not take as given: said on stderr, kept in the report (which outlives the
+        terminal), and the run goes on."""
+        print(f"simulate: warning: {message}", file=sys.stderr)
+        warnings.append(message)
+
     policy = RuntimePolicy()
     if args.config is not None:
         book = load_policy_book(args.config)
         policy = book.defaults
         if book.runtimes:
-            _warn(f"ignoring the {len(book.runtimes)} runtimes: entr{'y' if len(book.runtimes) == 1 else 'ies'} "
+            warn(f"ignoring the {len(book.runtimes)} runtimes: entr{'y' if len(book.runtimes) == 1 else 'ies'} "
                   f"of {args.config}: the simulated runtime takes its defaults: (copy an entry's keys there)")
     if args.tick > RATE_CHECK_S:
-        _warn(f"--tick {args.tick:g} is longer than ModelMesh's {RATE_CHECK_S:g} s rate check (and the HPA's "
+        warn(f"--tick {args.tick:g} is longer than ModelMesh's {RATE_CHECK_S:g} s rate check (and the HPA's "
               f"{SYNC_PERIOD_S:g} s sync): both then run once a tick, which delays copies and scaling; use "
               f"{RATE_CHECK_S:g} or less")
     behavior, hpa_spec = _behavior(args.hpa_behavior)
     trace, source = _load_trace(args)
     for note in trace.notes:
-        _warn(note)
+        warn(note)
     _check_out(args.out)
     shape = ClusterShape(pod_rps=args.pod_rps, cache_models=args.cache_models, load_time_s=args.load_time,
                          startup_delay_s=args.startup_delay, slo_queue_s=args.slo_queue_ms / 1000.0)
@@ -200,12 +203,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     first = sum(arrivals[0].rates) if arrivals else 0.0
     fixed, maximum, start = sizing(best.peak_rps, first, shape.pod_rps, args.min_replicas, args.max_replicas)
     if maximum > MANY_PODS:
-        _warn(f"the trace's peak ({best.peak_rps:,.0f} requests/s) at --pod-rps {shape.pod_rps:g} sizes "
+        warn(f"the trace's peak ({best.peak_rps:,.0f} requests/s) at --pod-rps {shape.pod_rps:g} sizes "
               f"maxReplicas {maximum:,}: each policy simulates that many pods, which takes long. Check --pod-rps "
               "(what one pod serves at 100% busy) and the trace's requests (a count per interval, not a rate)")
     if args.hpa_behavior is not None and (other := _other_bounds(args.hpa_behavior, hpa_spec, args.min_replicas,
                                                                    maximum)):
-        _warn(other)
+        warn(other)
     # The adapter takes bounds it is not given from the HPA (docs/design.md); here the HPA is the simulated one.
     ours = replace(policy, min_replicas=max(policy.min_replicas or 1, args.min_replicas),
                    max_replicas=policy.max_replicas or maximum)
@@ -233,6 +236,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                  "max_replicas": maximum, "fixed_replicas": fixed, "tick_s": args.tick,
                  "slo_queue_ms": args.slo_queue_ms},
         oracle=best,
+        warnings=warnings,
     )
     report = build_report(info, results)
     write_report(args.out, report)

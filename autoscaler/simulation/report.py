@@ -99,6 +99,9 @@ class RunInfo:
     trace: Mapping[str, Any]
     cluster: Mapping[str, Any]
     oracle: Oracle
+    warnings: Sequence[str] = ()
+    """What the run did not take as given (hours without a row replayed as no traffic, columns left out, an
+    HPA's bounds not simulated): said on stderr and kept with the report, which outlives the terminal."""
 
 
 def build_report(info: RunInfo, results: Sequence[PolicyResult]) -> dict[str, Any]:
@@ -114,6 +117,8 @@ def build_report(info: RunInfo, results: Sequence[PolicyResult]) -> dict[str, An
     }
     if bound is not None:
         report["bound"] = bound_entry(bound, baseline, int(info.cluster["max_replicas"]))
+    if info.warnings:
+        report["warnings"] = list(info.warnings)
     return report
 
 
@@ -151,6 +156,9 @@ def markdown(report: Mapping[str, Any]) -> str:
         table(report),
         "",
     ]
+    if report.get("warnings"):
+        lines += ["Warnings (how the run read what it was given):", "",
+                  *(f"- {warning}" for warning in report["warnings"]), ""]
     if "bound" in report:
         lines += [bound_text(report), ""]
     for name, p in report["policies"].items():

@@ -317,6 +317,10 @@ def test_hours_without_a_row_are_named_as_read_as_no_traffic(tmp_path: Path) -> 
         "simulate: warning: no rows for 9.97 h between the rows at 1733011260 (2024-12-01T00:01:00Z) and at "
         "1733047200 (2024-12-01T10:00:00Z) (line 4): replayed as no requests at all; if data is missing there "
         "rather than traffic, cut the trace at the gap\n")
+    # The report, which outlives the terminal (and is what gets shared), says it too.
+    warning = result.stderr.removeprefix("simulate: warning: ").strip()
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["warnings"] == [warning]
+    assert f"- {warning}" in (tmp_path / "out" / "report.md").read_text()
 
 
 def test_a_whole_hpa_whose_replica_bounds_are_not_the_runs_says_so(tmp_path: Path) -> None:
