@@ -10,8 +10,6 @@ Labels as dcgm-exporter renders them (internal/pkg/rendermetrics, transformation
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
 import pytest
 
@@ -19,14 +17,14 @@ from autoscaler.model import PodSample, RuntimeKey
 from autoscaler.sources import prometheus as source_module
 from autoscaler.sources.prometheus import PrometheusSource
 from exporter import names
-from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text
+from tests.fakes.prometheus import Sample
+from tests.sources.conftest import StartPrometheus
 from tests.sources.static_discovery import StaticDiscovery
 
 GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # spelled out: what dcgm-exporter publishes
 RUNTIME = RuntimeKey("team-a", "modelmesh-serving-triton")
 AGE_S = 10.0
 
-StartPrometheus = Callable[[Iterable[Sample]], Awaitable[PrometheusServer]]
 
 
 def gpu(index: int, uuid: str, **extra: str) -> dict[str, str]:
@@ -50,28 +48,6 @@ def freshness(pod: str, at: float) -> list[Sample]:
     labels = {"namespace": RUNTIME.namespace, "pod": pod, "job": "modelmesh-exporter"}
     return [Sample(names.REQUESTS_PER_SECOND, labels, 10.0, at),
             Sample(names.LAST_SUCCESS_TIMESTAMP, labels | {"collector": names.COLLECTOR_MODELMESH}, at, at)]
-
-
-@pytest.fixture
-def now() -> float:
-    return time.time()
-
-
-@pytest.fixture
-async def start_prometheus(tmp_path: object) -> AsyncIterator[StartPrometheus]:
-    servers: list[PrometheusServer] = []
-
-    async def start(samples: Iterable[Sample]) -> PrometheusServer:
-        workdir = tmp_path / f"prometheus-{len(servers)}"  # type: ignore[operator]
-        server = PrometheusServer(tsdb_dir=create_blocks(openmetrics_text(samples), workdir / "tsdb"),
-                                  workdir=workdir)
-        servers.append(server)
-        await server.start()
-        return server
-
-    yield start
-    for server in servers:
-        await server.close()
 
 
 async def read(url: str, pods: list[str], now: float, **options: str) -> dict[str, PodSample]:

@@ -11,7 +11,7 @@ import logging
 import math
 import socket
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,6 +34,7 @@ from autoscaler.sources.prometheus import PrometheusSource
 from autoscaler.sources.prometheus_queries import GpuSource
 from exporter import names
 from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text
+from tests.sources.conftest import StartPrometheus
 from tests.sources.static_discovery import StaticDiscovery
 
 AGE_S = 10.0  # how old the newest backfilled scrape is: well inside instant queries' 5-minute lookback
@@ -42,7 +43,6 @@ OLDER_AGE_S = 40.0  # an older scrape, whose values the newest one must hide
 TRITON = RuntimeKey("team-a", "modelmesh-serving-triton")
 MLSERVER = RuntimeKey("team-b", "modelmesh-serving-mlserver")
 
-StartPrometheus = Callable[[Iterable[Sample]], Awaitable[PrometheusServer]]
 MakeSource = Callable[..., PrometheusSource]
 
 
@@ -129,30 +129,6 @@ def dead_url() -> Iterator[str]:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-
-
-@pytest.fixture
-def now() -> float:
-    """The test's wall clock, read when it starts: backfilled data must be recent at query time."""
-    return time.time()
-
-
-@pytest.fixture
-async def start_prometheus(tmp_path: Path) -> AsyncIterator[StartPrometheus]:
-    """Backfill samples into a fresh TSDB and start a Prometheus on it; all are stopped at the end."""
-    servers: list[PrometheusServer] = []
-
-    async def start(samples: Iterable[Sample]) -> PrometheusServer:
-        workdir = tmp_path / f"prometheus-{len(servers)}"
-        tsdb = create_blocks(openmetrics_text(samples), workdir / "tsdb")
-        server = PrometheusServer(tsdb_dir=tsdb, workdir=workdir)
-        servers.append(server)
-        await server.start()
-        return server
-
-    yield start
-    for server in servers:
-        await server.close()
 
 
 @pytest.fixture

@@ -1,0 +1,37 @@
+"""Fixtures of the Prometheus source's tests: a real Prometheus on backfilled samples, and the test's clock."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text
+
+StartPrometheus = Callable[[Iterable[Sample]], Awaitable[PrometheusServer]]
+
+
+@pytest.fixture
+def now() -> float:
+    """The test's wall clock, read when it starts: backfilled data must be recent at query time."""
+    return time.time()
+
+
+@pytest.fixture
+async def start_prometheus(tmp_path: Path) -> AsyncIterator[StartPrometheus]:
+    """Backfill samples into a fresh TSDB and start a Prometheus on it; all are stopped at the end."""
+    servers: list[PrometheusServer] = []
+
+    async def start(samples: Iterable[Sample]) -> PrometheusServer:
+        workdir = tmp_path / f"prometheus-{len(servers)}"
+        tsdb = create_blocks(openmetrics_text(samples), workdir / "tsdb")
+        server = PrometheusServer(tsdb_dir=tsdb, workdir=workdir)
+        servers.append(server)
+        await server.start()
+        return server
+
+    yield start
+    for server in servers:
+        await server.close()
