@@ -105,6 +105,19 @@ class Cluster:
             fake.update(requests_per_second=value)
 
 
+async def run_controllers(cluster: Cluster, hpa: HpaStep, session: aiohttp.ClientSession) -> None:
+    """The cluster's controllers, forever: modelmesh-serving and the ReplicaSet every 0.2 s, the HPA every
+    second (its 15 s sync period, shortened as the adapter's refresh is)."""
+    last_hpa = 0.0
+    while True:
+        cluster.modelmesh_serving()
+        cluster.replica_set()
+        if time.monotonic() - last_hpa >= 1.0:
+            last_hpa = time.monotonic()
+            await hpa.sync(session)
+        await asyncio.sleep(0.2)
+
+
 def metric_reader(adapter: str, session: aiohttp.ClientSession) -> Callable[[], asyncio.Future[float | None]]:
     path = (f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NS}/modelmesh_desired_replicas"
             f"?labelSelector=deployment%3D{DEPLOYMENT}")
@@ -160,16 +173,6 @@ async def test_load_scales_the_runtime_through_the_runtime_scale_and_the_idle_po
                         "--leader-elect", "true", "--leader-elect-lease-duration", "3",
                         "--leader-elect-renew-deadline", "2", "--leader-elect-retry-period", "0.2"]
 
-        async def controllers() -> None:
-            last_hpa = 0.0
-            while True:
-                cluster.modelmesh_serving()
-                cluster.replica_set()
-                if time.monotonic() - last_hpa >= 1.0:
-                    last_hpa = time.monotonic()
-                    await hpa.sync(session)
-                await asyncio.sleep(0.2)
-
         with contextlib.ExitStack() as stack:
             await asyncio.to_thread(stack.enter_context, all_running([Server(
                 ["exporter.cli", "--listen", f"{ip}:{exporter_port}", "--no-gpu",
@@ -186,7 +189,7 @@ async def test_load_scales_the_runtime_through_the_runtime_scale_and_the_idle_po
             assert scale == "modelmesh-service=modelmesh-serving,name=modelmesh-serving-triton"
             assert kube.stored("runtimescales", NS, RUNTIME)["spec"]["replicas"] == 1  # adopted, nothing moved
 
-            loop = asyncio.create_task(controllers())
+            loop = asyncio.create_task(run_controllers(cluster, hpa, session))
             try:
                 # Load goes up: the HPA asks for 3 through the scale subresource; the bridge cannot pass it on.
                 await eventually(lambda: "SuccessfulRescale 1 -> 3" in hpa.events, 30)

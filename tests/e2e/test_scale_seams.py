@@ -33,6 +33,7 @@ from tests.e2e.test_runtime_scale_loop import (
     eventually,
     fakes,
     metric_reader,
+    run_controllers,
 )
 from tests.fakes.kube import FakeKubeApi
 from tests.support.hpa_step import HpaStep
@@ -170,16 +171,6 @@ async def scaling_loop(tmp_path: Path, models: list[FakeModelMesh], mm_ports: li
                     loop.exporters[slot] = start(loop.exporter_args[slot], loop.logs / f"exporter-{slot}.log")
             cluster.start_exporter = start_exporter
 
-        async def controllers() -> None:
-            last_hpa = 0.0
-            while True:
-                cluster.modelmesh_serving()
-                cluster.replica_set()
-                if time.monotonic() - last_hpa >= 1.0:
-                    last_hpa = time.monotonic()
-                    await hpa.sync(session)
-                await asyncio.sleep(0.2)
-
         async def watch() -> None:
             while True:
                 served = await read()
@@ -190,7 +181,7 @@ async def scaling_loop(tmp_path: Path, models: list[FakeModelMesh], mm_ports: li
         tasks: list[asyncio.Task[None]] = []
         try:
             await asyncio.to_thread(loop.start_adapter)
-            tasks = [asyncio.create_task(controllers()), asyncio.create_task(watch())]
+            tasks = [asyncio.create_task(run_controllers(cluster, hpa, session)), asyncio.create_task(watch())]
             yield loop
         finally:
             for task in tasks:
