@@ -242,6 +242,8 @@ async def test_the_leader_restarts_in_the_middle_of_a_scale_down_and_a_scale_up(
         await eventually(lambda: any((s.served or 0) >= 3 for s in loop.samples), 30)
         loop.cluster.set_loads(40, 30, 20)  # 0.9 pods' worth
         await eventually(lambda: loop.scale() == 2, 40)
+        # The bridge has carried the 2 to the runtime (else a 3 still there after the restart reads as a write).
+        await eventually(lambda: loop.kube.serving_runtime_replicas(NS, RUNTIME) == 2, 20)
 
         # The leader dies mid-fall (2 -> 1 pending); a new one takes over with no memory.
         restarted_at = time.monotonic()
