@@ -6,7 +6,7 @@ them into a `RuntimeView`; the API and the deletion-cost writer only read views.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import astuple, dataclass, field, fields
 from operator import itemgetter
 from typing import Final, NamedTuple, overload
@@ -62,6 +62,9 @@ class PodSample:
     lru_age_s: float | None = None
     cache_used_ratio: float | None = None
     models_loaded: float | None = None
+    # Model id -> the time this pod last served it, on the clock of `sampled_at`; None when the pod's exporter
+    # reports no per-model use (ModelMesh without per-model metrics). Feeds the unique-copy need term.
+    recent_models: Mapping[str, float] | None = None
     # Creation time, for the ReplicaSet's "newest first" tie-break (simulator and scenario tests).
     created_at: float | None = None
 

@@ -16,6 +16,9 @@ MM_LRU_S: Final = "modelmesh_instance_lru_seconds"
 MM_CAPACITY_BYTES: Final = "modelmesh_instance_capacity_bytes"
 MM_USED_BYTES: Final = "modelmesh_instance_used_bytes"
 MM_MODELS_TOTAL: Final = "modelmesh_instance_models_total"
+# With `per_model_metrics=true` in ModelMesh's MM_METRICS, its histograms (the invoke one included) carry the
+# model's id in this label (and the virtual model's in `vModelId`); without it they carry no model at all.
+MM_MODEL_ID_LABEL: Final = "modelId"
 
 # ---- What the exporter publishes per pod (docs/design.md) ----
 GPU_BUSY_RATIO: Final = "modelmesh_pod_gpu_busy_ratio"
@@ -29,6 +32,11 @@ LRU_AGE_SECONDS: Final = "modelmesh_pod_lru_age_seconds"
 CACHE_USED_RATIO: Final = "modelmesh_pod_cache_used_ratio"
 CACHE_CAPACITY_BYTES: Final = "modelmesh_pod_cache_capacity_bytes"
 MODELS_LOADED: Final = "modelmesh_pod_models_loaded"
+# Per model this pod served recently (label `model_id`): Unix time of the last read that saw its request count
+# rise. Published only when ModelMesh labels its invoke histogram with `modelId`; feeds the unique-copy term of
+# the pod's need (docs/design.md, Choosing the pod to remove).
+MODEL_LAST_SERVED_TIMESTAMP: Final = "modelmesh_pod_model_last_served_timestamp_seconds"
+MODEL_ID_LABEL: Final = "model_id"
 
 # ---- The exporter's report on itself ----
 COLLECTOR_SUCCESS: Final = "modelmesh_exporter_collector_success"
