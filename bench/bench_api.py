@@ -34,6 +34,7 @@ if str(REPO) not in sys.path:
 
 import aiohttp  # noqa: E402
 
+from bench import stop_on_term  # noqa: E402
 from bench.apachebench import run_ab  # noqa: E402
 from bench.bench_fleet import bare_app, listen, server_tls, write_pki  # noqa: E402
 from bench.client_priority import client_priority_words  # noqa: E402
@@ -196,4 +197,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    stop_on_term.run(main)

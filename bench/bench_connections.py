@@ -26,6 +26,7 @@ if str(REPO) not in sys.path:
 
 import yaml  # noqa: E402
 
+from bench import stop_on_term  # noqa: E402
 from tests.support.ports import free_port  # noqa: E402
 
 INSECURE = ssl.create_default_context()
@@ -138,4 +139,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    stop_on_term.run(main)

@@ -47,6 +47,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric  # noqa: E402
 from prometheus_client.registry import Collector  # noqa: E402
 
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad  # noqa: E402
+from bench import stop_on_term  # noqa: E402
 from exporter import names  # noqa: E402
 from exporter.collectors.health import CollectorHealth  # noqa: E402
 from exporter.collectors.modelmesh import ModelMeshCollector  # noqa: E402
@@ -361,4 +362,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    stop_on_term.run(main)

@@ -91,6 +91,7 @@ import trustme  # noqa: E402
 import yaml  # noqa: E402
 from aiohttp import web  # noqa: E402
 
+from bench import stop_on_term  # noqa: E402
 from bench.client_priority import client_priority_words, prioritize_this_process, prioritized  # noqa: E402
 from tests.support.ports import free_port  # noqa: E402
 from tests.support.processes import serving_workers  # noqa: E402
@@ -876,4 +877,4 @@ def load_average() -> str:
 
 
 if __name__ == "__main__":
-    main()
+    stop_on_term.run(main)

@@ -37,6 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench import stop_on_term  # noqa: E402
 from bench.bench_fleet import exporter_template, start  # noqa: E402
 from tests.support.ports import free_port  # noqa: E402
 
@@ -235,4 +236,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    stop_on_term.run(main)

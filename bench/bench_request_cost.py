@@ -36,6 +36,7 @@ if str(REPO) not in sys.path:
 
 import aiohttp  # noqa: E402
 
+from bench import stop_on_term  # noqa: E402
 from bench.bench_fleet import (  # noqa: E402
     HEADERS,
     METRICS,
@@ -203,4 +204,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    stop_on_term.run(main)

@@ -47,6 +47,7 @@ from autoscaler.api.snapshot import RenderedRuntimes, RuntimeAnswers, ServingSna
 from autoscaler.model import RuntimeKey  # noqa: E402
 from autoscaler.policies.decision import RuntimeMemory  # noqa: E402
 from autoscaler.policies.policy import RuntimePolicy  # noqa: E402
+from bench import stop_on_term  # noqa: E402
 from bench.bench_refresh import build_snapshots, refresh  # noqa: E402
 
 TICK_S = 0.001
@@ -213,4 +214,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    stop_on_term.run(main)

@@ -10,9 +10,11 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import ssl
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -56,6 +58,70 @@ def test_the_small_run_runs(command: str) -> None:
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     assert result.stdout.strip(), "printed no figures"
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below `pid`, from /proc (no psutil here)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _command_line(pid: int) -> bytes:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def test_a_fleet_run_stopped_with_sigterm_stops_the_adapter_it_started(tmp_path: Path) -> None:
+    """`timeout 600 python bench/bench_fleet.py ...` or a cancelled job: before, the adapter (and its refresh of
+    the fake fleet) went on running after the benchmark died, holding a port and a core for the next run."""
+    with (tmp_path / "stderr").open("wb") as stderr_file:
+        bench = subprocess.Popen(
+            [sys.executable, "bench/bench_fleet.py", "--runtimes", "10", "--rounds", "1", "--seconds", "1",
+             "--hpa-seconds", "1"],
+            cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL, stderr=stderr_file,
+            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(b"autoscaler.cli" in _command_line(pid) for pid in _descendants(bench.pid)):
+            assert bench.poll() is None, (tmp_path / "stderr").read_text()[-3000:]
+            assert time.monotonic() < deadline, "the benchmark started no adapter within 120 s"
+            time.sleep(0.2)
+        started = _descendants(bench.pid)
+        bench.send_signal(signal.SIGTERM)
+        bench.wait(timeout=60)
+        stderr = (tmp_path / "stderr").read_bytes()
+        deadline = time.monotonic() + 10
+        while (left := [pid for pid in started if _running(pid)]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not left, [_command_line(pid)[:200] for pid in left]
+        assert bench.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+        assert b"stopped by SIGTERM" in stderr and b"Traceback" not in stderr, stderr[-3000:]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(bench.pid, signal.SIGKILL)
+        bench.wait()
 
 
 class _EveryThird503:
