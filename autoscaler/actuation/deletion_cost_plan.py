@@ -13,7 +13,8 @@ A pod is written:
   Not at every small step of the slow scale-down: the served value falls a little at every refresh for
   minutes, and marking each step urgent wrote every changed cost every 15 s and logged every runtime's fall
   at every refresh;
-- again every `max_interval_s` (5 minutes) even when unchanged, to repair hand edits and lost writes;
+- again every `max_interval_s` (5 minutes) even when unchanged, to repair hand edits and lost writes (the writer
+  drops the rewrite where discovery's pod watch shows the pod still carrying the cost);
 - after a failed write, when its backoff has passed (a retry continues a write that was due; the minute counts
   from the last write that succeeded).
 
@@ -37,6 +38,8 @@ from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.names import ServedMetric
 
 PodId = tuple[str, str]  # (namespace, pod name)
+PERIODIC = 3
+"""The priority of a rewrite of an unchanged cost, due every `max_interval_s`."""
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -93,7 +96,7 @@ def plan_patches(
                     continue
                 priority = 0 if hurry else 1
             elif now - record.written_at >= max_interval_s:
-                priority = 3
+                priority = PERIODIC
             else:
                 continue
             written_at = record.written_at if record is not None else -math.inf
