@@ -5,7 +5,9 @@ carries the model's id in `modelId`. A model was served between two reads when a
 series rose: per series, as `CounterWindow` follows them (a series missing from one body is not a restart and
 is not served again when it comes back; at a restart every series of the new container with a count is new),
 so summing over method, code and vModelId needs no sum of its own. The read's time is stamped on the model:
-the time is that of the read, not of the request, so it is at most one read interval late.
+the time is that of the read, not of the request, so it is at most one read interval late. A restart of
+ModelMesh shows only once one of the new container's counts is below the old one's (or none of the old series
+is left); the new container's models are stamped at that read: late, never early.
 
 ModelMesh keeps a model's series for the life of its container, so the models kept here are only those served
 within `horizon_s`: the exporter's output does not grow with every model the pod ever served.

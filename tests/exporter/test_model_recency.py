@@ -18,6 +18,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -239,3 +241,42 @@ async def test_a_failed_read_keeps_the_last_good_times(pod_factory: PodFactory, 
     pod.port.garbage = False
     healed = await pod.read()
     assert healed.served == {"bert": healed.last_success}  # resnet: 105 s ago, past the horizon
+
+
+# One read: seconds since the last, then what ModelMesh did meanwhile: (model index, requests) served, and
+# whether its container restarted first.
+READS = st.lists(st.tuples(st.sampled_from([1.0, 5.0, 30.0]),
+                           st.lists(st.tuples(st.integers(0, 3), st.integers(1, 5)), max_size=3),
+                           st.booleans()), min_size=1, max_size=15)
+
+
+@settings(max_examples=60, deadline=None)
+@given(READS)
+def test_times_never_go_back_never_pass_the_read_and_stand_still_for_a_model_not_served(
+    reads: list[tuple[float, list[tuple[int, int]], bool]],
+) -> None:
+    clock = Clock()
+    container = ModelMeshContainer(clock, per_model=True)
+    container.publish(models=4, lru_time_s=clock.now)
+    collector = ModelMeshCollector(CollectorHealth(clock=clock), "http://127.0.0.1:1/metrics", clock=clock,
+                                   wall_clock=clock, model_recency_horizon_s=60.0)
+    before: dict[str, float] = {}
+    restarted = False
+    for seconds, served, restart in reads:
+        restarted |= restart
+        if restart:
+            container.restart()
+        for model, requests in served:
+            container.serve(requests, model=f"m{model}")
+        clock.now += seconds
+        collector.ingest(container.render(), clock.now)
+        family = {f.name: f for f in collector.collect()}.get(names.MODEL_LAST_SERVED_TIMESTAMP)
+        now = {s.labels[names.MODEL_ID_LABEL]: s.value for s in family.samples} if family else {}
+        assert all(clock.now - 60.0 <= at <= clock.now for at in now.values())
+        assert all(at >= before[model] for model, at in now.items() if model in before)
+        # A restart shows only once a count of the new container is below the old one's; from then on every model
+        # of the new container with a count is new, served since the last read the exporter trusted.
+        if before and not restarted:
+            quiet = {f"m{index}" for index in range(4)} - {f"m{model}" for model, _ in served}
+            assert all(now[model] == before[model] for model in quiet & before.keys() if model in now)
+        before = now
