@@ -83,19 +83,29 @@ class CounterWindow:
         self.restarts = 0
         """Times the rate window started again (after a gap longer than the window, or a counter reset)."""
 
-    def add(self, reading: ModelMeshReading, at: float) -> None:
-        """Fold in one reading taken at monotonic time `at` (seconds)."""
+    def add(self, reading: ModelMeshReading, at: float) -> frozenset[Labels] | None:
+        """Fold in one reading taken at monotonic time `at` (seconds).
+
+        Returns the labels of the request-count series that rose since the last reading: a series of a model
+        served since then (all of a new container's with a count, at a restart; a new series in full). None
+        at the first reading, which has nothing to compare with (`exporter.model_recency` decides what that
+        means)."""
         previous = self._history[-1] if self._history else None
         series = {(field, labels): value for field in COUNTER_FIELDS
                   for labels, value in reading.counters.get(field, {}).items()}
         restart = None if previous is None else self._restart(series)
         # The first reading is the baseline: what ModelMesh counted before the exporter started is not ours.
         values: dict[str, float] = dict.fromkeys(COUNTER_FIELDS, 0.0) if previous is None else dict(previous.values)
+        risen: set[Labels] | None = None
         if previous is not None:
+            risen = set()
             for key, value in series.items():
                 last = None if restart else self._last.get(key)
                 # A new series, or any series of a new container: all of it happened since the last reading.
-                values[key[0]] += value if last is None else value - last[0]
+                increase = value if last is None else value - last[0]
+                values[key[0]] += increase
+                if increase > 0 and key[0] == REQUESTS:
+                    risen.add(key[1])
         if restart:
             # Every series of the old container is gone with it: one that shows up later is the new
             # container's, counted in full, not compared with the old count (a second "reset").
@@ -125,6 +135,7 @@ class CounterWindow:
         stale = [key for key, (_, seen) in self._last.items() if seen < at - self._forget_after_s]
         for key in stale:
             del self._last[key]
+        return None if risen is None else frozenset(risen)
 
     def _restart(self, series: Mapping[tuple[str, Labels], float]) -> str | None:
         """Why this reading is of a new container, or None. ModelMesh never drops a series in its life, so a

@@ -9,6 +9,7 @@ traceback at start-up or a silently ignored setting.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import ssl
@@ -45,6 +46,10 @@ class ExporterSettings:
     """Seconds between ModelMesh scrapes: six points per 30 s load window, at negligible cost."""
     load_window_s: float = 30.0
     """Seconds over which rates are computed: two HPA sync periods, smooth enough not to chase noise."""
+    model_recency_horizon_s: float = 3600.0
+    """Seconds a model stays in the per-model recency series after this pod last served it (0: off). An hour
+    covers the adapter's `target_lru_age_s` (600 s by default) with room, and bounds the series to the models
+    served in the last hour where ModelMesh's own per-model series grow for the container's life."""
     gpu_enabled: bool = True
     gpu_uuids: tuple[str, ...] = ()
     """GPUs to report; empty means every GPU visible to the sidecar."""
@@ -78,6 +83,17 @@ def seconds(value: str) -> float:
     if not (math.isfinite(number) and number > 0):
         raise argparse.ArgumentTypeError(f"must be a finite number of seconds greater than 0, got {value!r}")
     return number
+
+
+def seconds_or_off(value: str) -> float:
+    """`seconds`, or 0 for a feature turned off."""
+    with contextlib.suppress(ValueError):
+        if float(value) == 0:
+            return 0.0
+    try:
+        return seconds(value)
+    except argparse.ArgumentTypeError as error:
+        raise argparse.ArgumentTypeError(f"{error} (or 0: off)") from None
 
 
 def metrics_url(value: str) -> str:
@@ -148,6 +164,12 @@ _OPTIONS: Final = (
             f"{_D.modelmesh_interval_s:g} s"),
     _Option("--load-window", seconds, "seconds over which requests/s, mean queue delay and cache misses/s "
             "are computed; at least --modelmesh-interval", f"{_D.load_window_s:g} s"),
+    _Option("--model-recency-horizon", seconds_or_off, "with ModelMesh's per-model metrics on "
+            "(MM_METRICS=prometheus:...;per_model_metrics=true), the exporter publishes per model when this pod "
+            "last served it (modelmesh_pod_model_last_served_timestamp_seconds{model_id}); a model not served for "
+            "longer than this many seconds is left out, so the output holds the models served recently, not every "
+            "model the pod ever served. At least the adapter's target_lru_age_s, and at least "
+            "--modelmesh-interval", f"{_D.model_recency_horizon_s:g} s; 0: off", "SECONDS"),
     _Option("--no-gpu", boolean, "turn the GPU collector off (CPU-only runtimes)", "GPU on", switch=True),
     _Option("--gpu-uuids", uuid_list, "comma-separated GPU UUIDs to report (a GPU's UUID includes its MIG "
             "devices)", "every GPU visible to this container", "UUID,..."),
@@ -165,7 +187,8 @@ _OPTIONS: Final = (
     _Option("--log-level", log_level, f"log level: {', '.join(LOG_LEVELS)}", _D.log_level, "LEVEL"),
 )
 _BY_DEST: Final = {option.dest: option for option in _OPTIONS}
-_GROUPS: Final = {"--modelmesh": "ModelMesh", "--load": "ModelMesh", "--gpu": "GPU (NVML)", "--no-gpu": "GPU (NVML)"}
+_GROUPS: Final = {"--modelmesh": "ModelMesh", "--load": "ModelMesh", "--model-": "ModelMesh", "--gpu": "GPU (NVML)",
+                   "--no-gpu": "GPU (NVML)"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -219,6 +242,10 @@ def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | N
     if window < interval:
         parser.error(f"--load-window ({window:g} s) must be at least --modelmesh-interval ({interval:g} s): "
                      "a rate needs two scrapes inside its window")
+    horizon = values.get("model_recency_horizon", _D.model_recency_horizon_s)
+    if 0 < horizon < interval:
+        parser.error(f"--model-recency-horizon ({horizon:g} s) must be 0 (off) or at least --modelmesh-interval "
+                     f"({interval:g} s): a model served between two reads would be left out at the next one")
     return ExporterSettings(
         listen_host=listen[0],
         listen_port=listen[1],
@@ -228,6 +255,7 @@ def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | N
         modelmesh_timeout_s=values.get("modelmesh_timeout", _D.modelmesh_timeout_s),
         modelmesh_interval_s=interval,
         load_window_s=window,
+        model_recency_horizon_s=horizon,
         gpu_enabled=not values.get("no_gpu", not _D.gpu_enabled),
         gpu_uuids=values.get("gpu_uuids", _D.gpu_uuids),
         pod_resources_socket=values.get("gpu_pod_resources_socket", _D.pod_resources_socket),

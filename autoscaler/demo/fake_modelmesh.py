@@ -1,15 +1,22 @@
 """A stand-in for a ModelMesh runtime container's `/metrics`, driven by the caller.
 
 It serves the metric names, types, labels and histogram buckets of ModelMesh's own Prometheus exporter
-(`Metrics.PrometheusMetrics` in kserve/modelmesh: millisecond histograms with `method` and `code` labels on
-the invoke histogram, unlabelled queue-delay / cache-miss / load histograms, and the `modelmesh_instance_*`
-gauges), so the exporter is exercised against the real shape, including the quirks docs/design.md lists: an
-empty pod reads LRU age 0, and a container restart resets the counters.
+(`Metrics.PrometheusMetrics` in kserve/modelmesh) with `per_model_metrics=true` in its MM_METRICS: millisecond
+histograms labelled `method, code, modelId, vModelId` (the invoke histogram) or `modelId, vModelId` (queue
+delay, cache miss, load; prometheus_client prints label names sorted, which no reader depends on), with a
+series per model from the model's first observation, and the `modelmesh_instance_*` gauges. So the exporter
+is exercised against the real shape, its per-model recency included, with the quirks docs/design.md lists: an
+empty pod reads LRU age 0, and a container restart resets the counters. `per_model=False` (`--no-per-model-
+metrics`) serves ModelMesh's default instead: `method, code` on the invoke histogram, the others unlabelled and
+there from the start at 0.
 
 Counters are integrated from the current rates each time they are read, so a caller sets a request rate
-and the histogram counts grow at exactly that rate. The demo and the tests drive it in-process
-(`FakeModelMesh.update`) or over HTTP (`POST /control` with a JSON object of `ModelMeshLoad` fields,
-`POST /reset` to simulate a restart) when it runs as its own process.
+and the histogram counts grow at exactly that rate, in whole requests. The requests are spread evenly, in turn,
+over the models the pod holds (`models_loaded`, at least one); each instance names its models apart from every
+other instance's (`model_ids`), as ModelMesh keeps one copy of a cold model: a pod that served a model is the
+only one that holds it. The demo and the tests drive it in-process (`FakeModelMesh.update`) or over HTTP
+(`POST /control` with a JSON object of `ModelMeshLoad` fields, `POST /reset` to simulate a restart) when it
+runs as its own process.
 
 Faults, for testing what a scraper does with a broken ModelMesh: `FakeModelMesh.set_fault(...)` or
 `POST /control {"fault": "...", "fault_delay_s": 5}`; `"fault": null` heals it. Counters keep counting
@@ -29,11 +36,12 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from ssl import SSLContext
 from typing import Final
@@ -75,29 +83,59 @@ class ModelMeshLoad:
 
 
 @dataclass(slots=True)
-class _Histogram:
-    count: float = 0.0
-    total: float = 0.0
+class _Series:
+    """One label set's histogram: whole observations, their sum, and the cumulative bucket counts."""
 
-    def observe_rate(self, per_second: float, value_ms: float, seconds: float) -> None:
-        observations = per_second * seconds
-        self.count += observations
-        self.total += observations * value_ms
+    count: int = 0
+    total: float = 0.0
+    buckets: list[int] = field(default_factory=lambda: [0] * len(MS_TIME_BUCKETS))
+
+    def observe(self, value_ms: float, times: int) -> None:
+        self.count += times
+        self.total += value_ms * times
+        for index, bound in enumerate(MS_TIME_BUCKETS):
+            if value_ms <= bound:
+                self.buckets[index] += times
+
+
+@dataclass(slots=True)
+class _Histogram:
+    """A histogram fed at a rate: its observations so far, counted in whole ones over its series (by model id,
+    or "" alone without per-model metrics) in turn, so the series' counts sum to the whole observations."""
+
+    observed: float = 0.0
+    counted: int = 0
+    series: dict[str, _Series] = field(default_factory=dict)
+    turn: int = 0
+
+    def observe_rate(self, per_second: float, value_ms: float, seconds: float, models: Sequence[str]) -> None:
+        self.observed += per_second * seconds
+        due = math.floor(self.observed) - self.counted
+        if due <= 0:
+            return
+        self.counted += due
+        each, rest = divmod(due, len(models))
+        for index, model in enumerate(models):
+            extra = 1 if (index - self.turn) % len(models) < rest else 0
+            if each + extra:
+                self.series.setdefault(model, _Series()).observe(value_ms, each + extra)
+        self.turn = (self.turn + rest) % len(models)
 
 
 class FakeModelMesh(Collector):
     """The state of one fake ModelMesh container: current load and the counters it has accumulated."""
 
-    def __init__(self, load: ModelMeshLoad | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+    _instances = itertools.count()
+
+    def __init__(self, load: ModelMeshLoad | None = None, clock: Callable[[], float] = time.monotonic, *,
+                 per_model: bool = True) -> None:
+        """`per_model`: serve as ModelMesh with `per_model_metrics=true` (a series per model), else its default."""
         self._clock = clock
         self.load = load or ModelMeshLoad()
+        self.per_model = per_model
+        self._prefix = f"fake{next(self._instances)}"
         self._last = clock()
-        self._invoke = _Histogram()
-        self._queue = _Histogram()
-        self._cache_miss = _Histogram()
-        self._load_model = _Histogram()
-        # Observed latencies per histogram, so buckets stay consistent when the caller changes a latency.
-        self._bucket_counts: dict[str, list[float]] = {}
+        self._invoke, self._queue, self._cache_miss, self._load_model = self._histograms()
         self.restarts = 0
         self.fault: str | None = None
         self.fault_delay_s = 5.0
@@ -120,34 +158,46 @@ class FakeModelMesh(Collector):
     def reset_counters(self) -> None:
         """Behave like a restarted container: every counter starts again from zero."""
         self._advance()
-        self._invoke, self._queue = _Histogram(), _Histogram()
-        self._cache_miss, self._load_model = _Histogram(), _Histogram()
-        self._bucket_counts.clear()
+        self._invoke, self._queue, self._cache_miss, self._load_model = self._histograms()
         self.restarts += 1
+
+    def _histograms(self) -> tuple[_Histogram, ...]:
+        """A new container's histograms: with per-model metrics, no series before a model's first observation
+        (a labelled child exists once used); without, the unlabelled ones there from the start at 0."""
+        return tuple(_Histogram() if self.per_model or labelled else _Histogram(series={"": _Series()})
+                     for labelled in (True, False, False, False))
+
+    @property
+    def model_ids(self) -> tuple[str, ...]:
+        """The models this pod holds now, over which its requests and cache misses are spread (`modelId`)."""
+        if not self.per_model:
+            return ("",)
+        return tuple(f"{self._prefix}-model-{index}" for index in range(max(1, self.load.models_loaded)))
 
     def _advance(self) -> None:
         now = self._clock()
         elapsed = max(0.0, now - self._last)
         self._last = now
-        load = self.load
-        for key, histogram, rate, value in (
-            (names.MM_INVOKE_MODEL_MS, self._invoke, load.requests_per_second, load.latency_ms),
-            (names.MM_QUEUE_DELAY_MS, self._queue, load.requests_per_second, load.queue_delay_ms),
-            (names.MM_CACHE_MISS_MS, self._cache_miss, load.cache_misses_per_second, load.load_time_ms),
-            (names.MM_LOAD_MODEL_MS, self._load_model, load.cache_misses_per_second, load.load_time_ms),
+        load, models = self.load, self.model_ids
+        for histogram, rate, value in (
+            (self._invoke, load.requests_per_second, load.latency_ms),
+            (self._queue, load.requests_per_second, load.queue_delay_ms),
+            (self._cache_miss, load.cache_misses_per_second, load.load_time_ms),
+            (self._load_model, load.cache_misses_per_second, load.load_time_ms),
         ):
-            histogram.observe_rate(rate, value, elapsed)
-            buckets = self._bucket_counts.setdefault(key, [0.0] * len(MS_TIME_BUCKETS))
-            for index, bound in enumerate(MS_TIME_BUCKETS):
-                if value <= bound:
-                    buckets[index] += rate * elapsed
+            histogram.observe_rate(rate, value, elapsed, models)
 
-    def _histogram(self, name: str, help_text: str, histogram: _Histogram, labels: dict[str, str]) -> Metric:
-        family = HistogramMetricFamily(name, help_text, labels=list(labels))
-        counts = self._bucket_counts.get(name, [0.0] * len(MS_TIME_BUCKETS))
-        buckets = [(_format_bound(bound), math.floor(c)) for bound, c in zip(MS_TIME_BUCKETS, counts, strict=True)]
-        buckets.append(("+Inf", math.floor(histogram.count)))
-        family.add_metric(list(labels.values()), buckets, sum_value=histogram.total)
+    def _histogram(self, name: str, help_text: str, histogram: _Histogram,
+                   labels: Sequence[tuple[str, str]]) -> Metric:
+        """`labels`: ModelMesh's labels before the model's (`method`, `code` of the invoke histogram)."""
+        per_model = ("modelId", "vModelId") if self.per_model else ()
+        family = HistogramMetricFamily(name, help_text, labels=[*(n for n, _ in labels), *per_model])
+        for model, series in histogram.series.items():
+            buckets = [(_format_bound(bound), float(count))
+                       for bound, count in zip(MS_TIME_BUCKETS, series.buckets, strict=True)]
+            buckets.append(("+Inf", float(series.count)))
+            values = [*(v for _, v in labels), *((model, "") if self.per_model else ())]
+            family.add_metric(values, buckets, sum_value=series.total)
         return family
 
     def describe(self) -> Iterable[Metric]:
@@ -163,11 +213,11 @@ class FakeModelMesh(Collector):
         load = self.load
         yield self._histogram(
             names.MM_INVOKE_MODEL_MS, "Internal model server inference request time", self._invoke,
-            {"method": "ModelInfer", "code": "OK"},
+            (("method", "ModelInfer"), ("code", "OK")),
         )
-        yield self._histogram(names.MM_QUEUE_DELAY_MS, "Time spent in inference request queue", self._queue, {})
-        yield self._histogram(names.MM_CACHE_MISS_MS, "Cache miss delay", self._cache_miss, {})
-        yield self._histogram(names.MM_LOAD_MODEL_MS, "Time taken to load model", self._load_model, {})
+        yield self._histogram(names.MM_QUEUE_DELAY_MS, "Time spent in inference request queue", self._queue, ())
+        yield self._histogram(names.MM_CACHE_MISS_MS, "Cache miss delay", self._cache_miss, ())
+        yield self._histogram(names.MM_LOAD_MODEL_MS, "Time taken to load model", self._load_model, ())
         empty = load.models_loaded <= 0
         for name, help_text, value in (
             (names.MM_LRU_AGE_S, "Last used age of least recently used model in pod (secs ago)",
@@ -280,9 +330,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--http", action="store_true", help="serve plain http instead of ModelMesh's https")
     parser.add_argument("--cert-dir", type=Path, help="where to write the self-signed certificate (https)")
     parser.add_argument("--rps", type=float, default=0.0, help="initial requests per second")
+    parser.add_argument("--no-per-model-metrics", action="store_true",
+                        help="serve ModelMesh's default histograms, without the modelId and vModelId labels of "
+                             "MM_METRICS=...;per_model_metrics=true")
     args = parser.parse_args(argv)
     host, _, port = args.listen.rpartition(":")
-    fake = FakeModelMesh(ModelMeshLoad(requests_per_second=args.rps))
+    fake = FakeModelMesh(ModelMeshLoad(requests_per_second=args.rps), per_model=not args.no_per_model_metrics)
     ssl_context = None
     if not args.http:
         directory = args.cert_dir or Path(f"/tmp/fake-modelmesh-{port}")

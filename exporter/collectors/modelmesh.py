@@ -2,7 +2,8 @@
 
 A background loop (`run`) fetches ModelMesh's exposition, parses it (`exporter.modelmesh_text`) and folds
 its counters into a `CounterWindow` (`exporter.counters`): running totals that survive a ModelMesh restart,
-and rates over the last `load_window_s`. `collect()` only formats the last good scrape.
+and rates over the last `load_window_s`. With ModelMesh's per-model metrics on, it also keeps when each model
+was last served here (`exporter.model_recency`). `collect()` only formats the last good scrape.
 
 A scrape that fails or is garbled changes nothing: the last good values stay published and the health
 timestamp stays where it was, so consumers can see the data is old instead of seeing zero load.
@@ -26,6 +27,7 @@ from prometheus_client.registry import Collector
 from exporter import names
 from exporter.collectors.health import CollectorHealth
 from exporter.counters import CounterWindow
+from exporter.model_recency import ModelRecency
 from exporter.modelmesh_text import REQUESTS, SAMPLES_READ, ModelMeshReading, ScrapeFailure, parse_modelmesh
 
 log = logging.getLogger(__name__)
@@ -67,7 +69,10 @@ class ModelMeshCollector(Collector):
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         max_body_bytes: int = MAX_BODY_BYTES,
+        model_recency_horizon_s: float = 3600.0,
     ) -> None:
+        """`model_recency_horizon_s`: how long a model stays published after this pod last served it (0: the
+        per-model series is off)."""
         self._health = health
         self._max_body_bytes = max_body_bytes
         self._url = url
@@ -78,6 +83,7 @@ class ModelMeshCollector(Collector):
         self._window = CounterWindow(load_window_s)
         self._reading: ModelMeshReading | None = None
         self._lru_age_s: float | None = None
+        self._recency = ModelRecency(model_recency_horizon_s) if model_recency_horizon_s > 0 else None
         health.register(names.COLLECTOR_MODELMESH)
 
     @property
@@ -101,9 +107,12 @@ class ModelMeshCollector(Collector):
     def ingest(self, text: str, at: float) -> None:
         """Parse one body read at monotonic time `at` and fold it in; raises ScrapeFailure, changing nothing."""
         reading = parse_modelmesh(text)
-        self._window.add(reading, at)
+        risen = self._window.add(reading, at)
+        now = self._wall_clock()
+        if self._recency is not None:
+            self._recency.update(reading, risen, now)
         self._reading = reading
-        self._lru_age_s = reading.lru_age_at(self._wall_clock())
+        self._lru_age_s = reading.lru_age_at(now)
 
     async def _fetch(self, session: aiohttp.ClientSession) -> tuple[str, float]:
         """The body and the time its counters were read (when the response headers arrived).
@@ -181,6 +190,8 @@ class ModelMeshCollector(Collector):
         for name in (names.REQUESTS_PER_SECOND, names.QUEUE_DELAY_SECONDS, names.CACHE_MISSES_PER_SECOND,
                      names.LRU_AGE_SECONDS, names.CACHE_USED_RATIO, names.CACHE_CAPACITY_BYTES, names.MODELS_LOADED):
             yield GaugeMetricFamily(name, "")
+        if self._recency is not None:
+            yield GaugeMetricFamily(names.MODEL_LAST_SERVED_TIMESTAMP, "", labels=[names.MODEL_ID_LABEL])
 
     def collect(self) -> Iterable[Metric]:
         reading, totals, rates = self._reading, self._window.latest, self._window.rates()
@@ -221,3 +232,15 @@ class ModelMeshCollector(Collector):
         yield GaugeMetricFamily(
             names.MODELS_LOADED, "Model copies loaded in this pod.", value=reading.models_loaded
         )
+        # Only with ModelMesh's per-model metrics on: without them no model is known, and there is no series.
+        if self._recency is not None and self._recency.last_served:
+            served = GaugeMetricFamily(
+                names.MODEL_LAST_SERVED_TIMESTAMP,
+                "Unix time of the last ModelMesh read that saw this model served in this pod (its request count "
+                "rose), on the clock of modelmesh_exporter_last_success_timestamp_seconds; a model not served "
+                "within --model-recency-horizon is left out.",
+                labels=[names.MODEL_ID_LABEL],
+            )
+            for model, at in self._recency.last_served.items():
+                served.add_metric([model], at)
+            yield served

@@ -17,7 +17,10 @@ what kserve/modelmesh does, read from its source (`Metrics.PrometheusMetrics`, `
 - `/metrics?name[]=...` as simpleclient 0.9's `filteredMetricFamilySamples`: the collectors with a family of
   that name (a histogram's also by its `_count`, `_sum`, `_bucket`), with only the samples of those names;
 - with per-model metrics on, every histogram has a series per model used here, buckets included
-  (`add_models`), the families the exporter does not read as well.
+  (`add_models`), the families the exporter does not read as well; the request histograms label it
+  `method, code, modelId, vModelId` in that order (`Metrics.PrometheusMetrics`), the others `modelId, vModelId`
+  with an empty `vModelId` (`logTimingMetricDuration`), and a request without a model id is labelled `""`;
+- label values escaped as simpleclient's `writeEscapedLabelValue` does: `\\`, `\"` and `\n`.
 
 Time is the caller's wall clock (`wall`), so the tests step it.
 """
@@ -40,6 +43,11 @@ MS_TIME_BUCKETS: Final = (0.5, 1, 2, 5, 10, 20, 50, 75, 100, 200, 500, 1000, 200
 NO_LRU_SECONDS: Final = (2**63 - 1) // 1000
 """What ModelMesh publishes as the LRU time of a pod with no model (`Long.MAX_VALUE` ms, in seconds)."""
 GIB: Final = 1 << 30
+
+
+def escape_label_value(value: str) -> str:
+    """simpleclient's `TextFormat.writeEscapedLabelValue`: backslash, double quote and newline escaped."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def java_double(value: float) -> str:
@@ -86,7 +94,8 @@ class _Histogram:
             wanted &= include
         samples: list[str] = []
         for values, series in self.series.items():
-            labels = "".join(f'{n}="{v}",' for n, v in zip(self.label_names, values, strict=True))
+            labels = "".join(f'{n}="{escape_label_value(v)}",'
+                             for n, v in zip(self.label_names, values, strict=True))
             if f"{self.name}_bucket" in wanted:
                 for bound, count in zip((*MS_TIME_BUCKETS, float("inf")), (*series.buckets, series.count),
                                         strict=True):
@@ -129,11 +138,12 @@ class ModelMeshContainer:
              "modelmesh_instance_used_bps", names.MM_MODELS_TOTAL), 0.0)
 
     def serve(self, requests: float, *, model: str = "model-0", code: str = "OK", latency_ms: float = 20.0,
-              queue_ms: float = 1.0) -> None:
-        """`requests` inference requests of `model` ran here (queued `queue_ms` each)."""
-        per_model = (model, "") if self.per_model else ()
-        self.invoke.series.setdefault(("ModelInfer", code, *per_model), _Series()).observe(latency_ms, requests)
-        self.queue.series.setdefault(per_model, _Series()).observe(queue_ms, requests)
+              queue_ms: float = 1.0, method: str = "ModelInfer", vmodel: str = "") -> None:
+        """`requests` inference requests of `model` ran here (queued `queue_ms` each); `vmodel`: the virtual
+        model they were sent to ("" when sent to the model itself)."""
+        per_model = (model, vmodel) if self.per_model else ()
+        self.invoke.series.setdefault((method, code, *per_model), _Series()).observe(latency_ms, requests)
+        self.queue.series.setdefault((model, "") if self.per_model else (), _Series()).observe(queue_ms, requests)
 
     def add_models(self, count: int, requests_each: float = 3.0) -> None:
         """`count` models each loaded, used, missed and evicted here once: their series in every histogram."""
@@ -180,6 +190,8 @@ class MetricsPort:
     def __init__(self, container: ModelMeshContainer, ssl_context: ssl.SSLContext | None = None) -> None:
         self.container = container
         self.delay_s = 0.0
+        self.garbage = False
+        """Answer 200 with an HTML page instead of metrics (a proxy's error page)."""
         self.port = 0
         self.requests: list[URL] = []
         self._ssl = ssl_context
@@ -189,6 +201,8 @@ class MetricsPort:
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
         self.requests.append(request.rel_url)
+        if self.garbage:
+            return web.Response(text="<html><body>502 Bad Gateway</body></html>\n")
         response = web.Response(body=self.container.render(frozenset(request.query.getall("name[]", []))).encode())
         response.headers.popall("Content-Type", None)  # NettyServer sets none
         return response

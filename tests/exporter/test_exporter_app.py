@@ -69,10 +69,10 @@ async def modelmesh(modelmesh_cert: CertificateFiles) -> AsyncIterator[Served]:
     await served.runner.cleanup()
 
 
-def exporter_settings(url: str, ca_file: Path) -> ExporterSettings:
+def exporter_settings(url: str, ca_file: Path, **changes: Any) -> ExporterSettings:
     return ExporterSettings(
         listen_host="127.0.0.1", listen_port=0, modelmesh_url=url, modelmesh_ca_file=ca_file,
-        modelmesh_interval_s=0.05, load_window_s=0.5, gpu_enabled=False,
+        modelmesh_interval_s=0.05, load_window_s=0.5, gpu_enabled=False, **changes,
     )
 
 
@@ -177,6 +177,33 @@ async def test_the_name_filter_finds_the_modelmesh_and_health_families(
     assert {name for name, _labels in samples(await response.text())} == set(wanted)
 
 
+def served_models(text: str) -> dict[str, float]:
+    return {dict(labels)[names.MODEL_ID_LABEL]: value for (name, labels), value in samples(text).items()
+            if name == names.MODEL_LAST_SERVED_TIMESTAMP}
+
+
+async def test_the_models_the_stand_in_serves_are_published_with_their_last_served_time(
+    aiohttp_client: AiohttpClient, modelmesh: Served, modelmesh_cert: CertificateFiles,
+) -> None:
+    """The demo's ModelMesh stand-in labels its histograms by model, as ModelMesh with per_model_metrics=true:
+    every model it serves shows up, stamped on the clock of the collector's last-success time."""
+    client = await aiohttp_client(build_app(exporter_settings(modelmesh.url, modelmesh_cert.cert_file)))
+    text = await poll_metrics(client, lambda t: len(served_models(t)) == len(modelmesh.fake.model_ids))
+    assert promtool_findings(text) == (0, "")
+    assert set(served_models(text)) == set(modelmesh.fake.model_ids)
+    last_success = samples(text)[(names.LAST_SUCCESS_TIMESTAMP, (("collector", names.COLLECTOR_MODELMESH),))]
+    assert all(last_success - 5.0 < stamp <= last_success for stamp in served_models(text).values())
+
+
+async def test_model_recency_horizon_zero_publishes_no_per_model_series(
+    aiohttp_client: AiohttpClient, modelmesh: Served, modelmesh_cert: CertificateFiles,
+) -> None:
+    client = await aiohttp_client(build_app(exporter_settings(modelmesh.url, modelmesh_cert.cert_file,
+                                                              model_recency_horizon_s=0.0)))
+    text = await poll_metrics(client, lambda t: rate_near(t, 1000.0))
+    assert names.MODEL_LAST_SERVED_TIMESTAMP not in text
+
+
 # ---- settings: every flag has an EXPORTER_* twin ----
 
 # One value per flag, as a flag argument and as its variable's value, and what it must set.
@@ -187,6 +214,7 @@ FLAG_CASES: list[tuple[str, str, str, Any]] = [
     ("--modelmesh-timeout", "0.5", "modelmesh_timeout_s", 0.5),
     ("--modelmesh-interval", "2", "modelmesh_interval_s", 2.0),
     ("--load-window", "60", "load_window_s", 60.0),
+    ("--model-recency-horizon", "600", "model_recency_horizon_s", 600.0),
     ("--no-gpu", "true", "gpu_enabled", False),
     ("--gpu-uuids", "GPU-a, GPU-b", "gpu_uuids", ("GPU-a", "GPU-b")),
     ("--gpu-pod-name", "triton-0", "pod_name", "triton-0"),
@@ -250,6 +278,10 @@ def test_defaults_are_the_documented_ones() -> None:
         ([], {"EXPORTER_MODELMESH_TIMEOUT": "soon"}, "EXPORTER_MODELMESH_TIMEOUT"),
         ([], {"EXPORTER_NO_GPU": "maybe"}, "EXPORTER_NO_GPU"),
         (["--load-window", "1"], {}, "--load-window"),
+        (["--model-recency-horizon", "-1"], {}, "--model-recency-horizon"),
+        (["--model-recency-horizon", "inf"], {}, "--model-recency-horizon"),
+        ([], {"EXPORTER_MODEL_RECENCY_HORIZON": "an hour"}, "EXPORTER_MODEL_RECENCY_HORIZON"),
+        (["--model-recency-horizon", "2"], {}, "at least --modelmesh-interval"),
     ],
 )
 def test_bad_settings_are_usage_errors_that_say_which(
@@ -268,6 +300,11 @@ def test_insecure_and_a_ca_file_contradict_even_across_flag_and_variable(
         parse_settings(["--modelmesh-insecure"], environ={"EXPORTER_MODELMESH_CA_FILE": str(modelmesh_cert.cert_file)})
     assert exit_.value.code == 2
     assert "contradict" in capsys.readouterr().err
+
+
+def test_a_model_recency_horizon_of_zero_turns_the_per_model_series_off() -> None:
+    assert parse_settings(["--model-recency-horizon", "0"], environ={}).model_recency_horizon_s == 0.0
+    assert parse_settings([], environ={"EXPORTER_MODEL_RECENCY_HORIZON": "0"}).model_recency_horizon_s == 0.0
 
 
 def test_seconds_are_finite_and_positive() -> None:

@@ -38,8 +38,11 @@ def test_help_explains_units_and_defaults() -> None:
     assert "seconds" in text
     assert "default: 2 s" in text  # --modelmesh-timeout
     assert "default: 30 s" in text  # --load-window
-    for variable in ("EXPORTER_LISTEN", "EXPORTER_MODELMESH_URL", "EXPORTER_NO_GPU", "EXPORTER_LOAD_WINDOW"):
+    for variable in ("EXPORTER_LISTEN", "EXPORTER_MODELMESH_URL", "EXPORTER_NO_GPU", "EXPORTER_LOAD_WINDOW",
+                     "EXPORTER_MODEL_RECENCY_HORIZON"):
         assert variable in text
+    assert "--model-recency-horizon SECONDS" in text
+    assert "default: 3600 s; 0: off" in text
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ success 0 with the timestamp where it was, count the reason, and heal on the nex
 from __future__ import annotations
 
 import asyncio
+import math
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -16,7 +17,9 @@ from dataclasses import dataclass, field
 import aiohttp
 import pytest
 from aiohttp import web
-from prometheus_client import CollectorRegistry
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, generate_latest
 
 from autoscaler.api.certs import CertificateFiles, generate_self_signed, server_context
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
@@ -24,7 +27,7 @@ from exporter import names
 from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
 from exporter.counters import CounterWindow
-from exporter.modelmesh_text import QUEUE_SUM_MS, REQUESTS, ScrapeFailure, parse_modelmesh
+from exporter.modelmesh_text import QUEUE_COUNT, QUEUE_SUM_MS, REQUESTS, ScrapeFailure, parse_modelmesh
 
 INTERVAL_S = 5.0
 WINDOW_S = 30.0
@@ -477,13 +480,56 @@ def test_the_fakes_own_output_parses_as_modelmesh_output() -> None:
     clock = SteppedClock()
     fake = FakeModelMesh(ModelMeshLoad(requests_per_second=10.0, queue_delay_ms=4.0), clock=clock)
     clock.advance(10.0)
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(fake)
-    from prometheus_client import generate_latest
-
-    reading = parse_modelmesh(generate_latest(registry).decode())
+    reading = parse_modelmesh(fake_output(fake))
     assert reading.total(REQUESTS) == 100.0
     assert reading.total(QUEUE_SUM_MS) == 400.0
+
+
+def fake_output(fake: FakeModelMesh) -> str:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(fake)
+    return generate_latest(registry).decode()
+
+
+def test_the_fake_labels_its_histograms_by_model_as_modelmesh_with_per_model_metrics() -> None:
+    clock = SteppedClock()
+    fake = FakeModelMesh(ModelMeshLoad(requests_per_second=10.0, models_loaded=3), clock=clock)
+    assert parse_modelmesh(fake_output(fake)).counters[QUEUE_COUNT] == {}  # no series before a model's first use
+    clock.advance(1.0)
+    reading = parse_modelmesh(fake_output(fake))
+    assert reading.counters[REQUESTS] == {  # 10 requests spread over the 3 models in turn
+        (("code", "OK"), ("method", "ModelInfer"), ("modelId", model), ("vModelId", "")): count
+        for model, count in zip(fake.model_ids, (4.0, 3.0, 3.0), strict=True)}
+    assert {dict(labels)["modelId"] for labels in reading.counters[QUEUE_COUNT]} == set(fake.model_ids)
+    assert not set(fake.model_ids) & set(FakeModelMesh(clock=clock).model_ids)  # each pod its own copies
+
+    plain = FakeModelMesh(ModelMeshLoad(requests_per_second=10.0), clock=clock, per_model=False)
+    assert parse_modelmesh(fake_output(plain)).counters[QUEUE_COUNT] == {(): 0.0}  # ModelMesh's default: at 0
+    clock.advance(1.0)
+    assert parse_modelmesh(fake_output(plain)).counters[REQUESTS] == {
+        (("code", "OK"), ("method", "ModelInfer")): 10.0}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.0, 30.0), st.floats(0.0, 500.0), st.integers(0, 12)), min_size=1,
+                max_size=8))
+def test_the_fakes_per_model_counts_never_fall_and_add_up_to_the_whole_requests(
+    steps: list[tuple[float, float, int]],
+) -> None:
+    """Whatever the caller does to the rate and to the models the pod holds, no model's count falls (the
+    exporter would read a restart) and the models' counts add up to the requests of the set rates."""
+    clock = SteppedClock()
+    fake = FakeModelMesh(clock=clock)
+    before: dict[tuple[tuple[str, str], ...], float] = {}
+    integrated = 0.0
+    for seconds, rate, models in steps:
+        fake.update(requests_per_second=rate, models_loaded=models)
+        clock.advance(seconds)
+        integrated += rate * seconds
+        counts = parse_modelmesh(fake_output(fake)).counters[REQUESTS]
+        assert all(counts.get(labels, 0.0) >= count for labels, count in before.items())
+        assert sum(counts.values()) == math.floor(integrated)
+        before = dict(counts)
 
 
 # ---- counter arithmetic ----

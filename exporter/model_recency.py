@@ -1,0 +1,62 @@
+"""When this pod last served each model, for the unique-copy term of the pod's need (docs/design.md).
+
+With `per_model_metrics=true` in ModelMesh's MM_METRICS, its invoke histogram (requests that ran in this pod)
+carries the model's id in `modelId`. A model was served between two reads when any of its request-count
+series rose: per series, as `CounterWindow` follows them (a series missing from one body is not a restart and
+is not served again when it comes back; at a restart every series of the new container with a count is new),
+so summing over method, code and vModelId needs no sum of its own. The read's time is stamped on the model:
+the time is that of the read, not of the request, so it is at most one read interval late. A restart of
+ModelMesh shows only once one of the new container's counts is below the old one's (or none of the old series
+is left); the new container's models are stamped at that read: late, never early.
+
+ModelMesh keeps a model's series for the life of its container, so the models kept here are only those served
+within `horizon_s`: the exporter's output does not grow with every model the pod ever served.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from exporter.modelmesh_text import REQUESTS, Labels, ModelMeshReading
+from exporter.names import MM_MODEL_ID_LABEL
+
+
+class ModelRecency:
+    """Model id → Unix time of the last read that saw the model served in this pod, within a horizon."""
+
+    def __init__(self, horizon_s: float) -> None:
+        self.horizon_s = horizon_s
+        self._last_served: dict[str, float] = {}
+
+    def update(self, reading: ModelMeshReading, risen: frozenset[Labels] | None, now: float) -> None:
+        """Fold in one good read at Unix time `now`: `risen` are the request series `CounterWindow.add` saw rise,
+        None at the exporter's first read.
+
+        At the first read a model's count above 0 cannot say when ModelMesh served it: a minute ago, or a week.
+        It is taken as served at that read. Wrong that way, the pod's copy counts as recently served for one
+        horizon longer than it should, which keeps a pod a scale-down longer; wrong the other way, the pod's
+        only recent copy of a model would count for nothing, and the pod could be removed on that guess,
+        forcing cold loads of the model elsewhere. An exporter restarts rarely, and the error ends with the
+        horizon.
+        """
+        counts = reading.counters.get(REQUESTS, {})
+        served: Iterable[Labels] = (
+            (labels for labels, count in counts.items() if count > 0) if risen is None else risen)
+        for labels in served:
+            model = _model_id(labels)
+            if model:  # ModelMesh labels a request without a model id "": no model
+                self._last_served[model] = now
+        oldest = now - self.horizon_s
+        for model in [model for model, at in self._last_served.items() if at < oldest]:
+            del self._last_served[model]
+
+    @property
+    def last_served(self) -> Mapping[str, float]:
+        return self._last_served
+
+
+def _model_id(labels: Labels) -> str | None:
+    for name, value in labels:
+        if name == MM_MODEL_ID_LABEL:
+            return value
+    return None

@@ -1,0 +1,282 @@
+"""Which models a pod served recently: `modelmesh_pod_model_last_served_timestamp_seconds{model_id}` on /metrics.
+
+With `per_model_metrics=true` in ModelMesh's MM_METRICS, its invoke histogram carries `modelId` (and `vModelId`);
+the exporter publishes, per model, when a read last saw that model's request count rise, so the adapter can
+tell which models only this pod served (docs/design.md, Choosing the pod to remove). The ModelMesh side is
+`modelmesh_wire` (the real container's text: label order, escaping, restarts); the exporter side is its real
+collector and HTTP app, read over HTTP as a scraper does and linted with `promtool check metrics`. One stepped
+clock drives ModelMesh and the exporter, so every timestamp below is exact.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
+
+from exporter import names
+from exporter.app import metrics_app
+from exporter.collectors.health import CollectorHealth
+from exporter.collectors.modelmesh import ModelMeshCollector
+from tests.exporter.modelmesh_wire import MetricsPort, ModelMeshContainer
+from tests.fakes.prometheus import PROMTOOL_BIN
+
+AiohttpClient = Callable[[web.Application], Awaitable[TestClient[web.Request, web.Application]]]
+INTERVAL_S = 5.0
+START = 1_800_000_000.0
+ODD_ID = 'team "a"\\models\nresnet'
+"""A model id with a double quote, a backslash and a newline: ModelMesh escapes them, so must we."""
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = START
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class Scraped:
+    """One /metrics answer: the per-model times, and the last-success time of the ModelMesh collector."""
+
+    served: dict[str, float]
+    last_success: float | None
+    has_family: bool
+
+
+@dataclass
+class Pod:
+    clock: Clock
+    container: ModelMeshContainer
+    port: MetricsPort
+    session: aiohttp.ClientSession
+    aiohttp_client: AiohttpClient
+    client: TestClient[web.Request, web.Application] | None = None
+    collector: ModelMeshCollector | None = None
+
+    async def start_exporter(self, horizon_s: float = 3600.0) -> None:
+        """A new exporter process on this pod: fresh state."""
+        health = CollectorHealth(clock=self.clock)
+        self.collector = ModelMeshCollector(health, self.port.url, ssl_context=False, clock=self.clock,
+                                            wall_clock=self.clock, model_recency_horizon_s=horizon_s)
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(self.collector)
+        registry.register(health)
+        self.client = await self.aiohttp_client(metrics_app(registry, health))
+
+    async def read(self, seconds: float = INTERVAL_S) -> Scraped:
+        """`seconds` pass, the exporter reads ModelMesh once; what /metrics serves then (promtool-clean)."""
+        assert self.collector is not None
+        self.clock.now += seconds
+        await self.collector.scrape_once(self.session)
+        return await self.scrape()
+
+    async def scrape(self) -> Scraped:
+        assert self.client is not None
+        text = await (await self.client.get("/metrics")).text()
+        linted = subprocess.run([PROMTOOL_BIN, "check", "metrics"], input=text, capture_output=True, text=True,
+                                timeout=30, check=False)
+        assert (linted.returncode, (linted.stdout + linted.stderr).strip()) == (0, ""), text
+        families = {family.name: family for family in text_string_to_metric_families(text)}
+        family = families.get(names.MODEL_LAST_SERVED_TIMESTAMP)
+        served = {} if family is None else {s.labels[names.MODEL_ID_LABEL]: s.value for s in family.samples}
+        assert family is None or all(set(s.labels) == {names.MODEL_ID_LABEL} for s in family.samples)
+        success = [s.value for s in families[names.LAST_SUCCESS_TIMESTAMP].samples
+                   if s.labels == {"collector": names.COLLECTOR_MODELMESH}]
+        return Scraped(served, success[0] if success else None, family is not None)
+
+
+PodFactory = Callable[..., Awaitable[Pod]]
+
+
+@pytest.fixture
+async def pod_factory(aiohttp_client: AiohttpClient) -> AsyncIterator[PodFactory]:
+    ports: list[MetricsPort] = []
+    async with aiohttp.ClientSession() as session:
+
+        async def build(*, per_model: bool = True, horizon_s: float = 3600.0) -> Pod:
+            clock = Clock()
+            container = ModelMeshContainer(clock, per_model=per_model)
+            container.publish(models=8, lru_time_s=clock.now - 100.0)
+            port = MetricsPort(container)
+            ports.append(port)
+            await port.up()
+            pod = Pod(clock, container, port, session, aiohttp_client)
+            await pod.start_exporter(horizon_s)
+            return pod
+
+        yield build
+        for port in ports:
+            await port.down()
+
+
+async def test_each_model_is_stamped_at_the_last_read_that_saw_it_served(pod_factory: PodFactory) -> None:
+    pod = await pod_factory()
+    await pod.read()  # the baseline read: nothing served yet
+    pod.container.serve(10, model="resnet")
+    pod.container.serve(3, model="bert", method="ModelMetadata", code="NOT_FOUND")
+    first = await pod.read()
+    assert first.served == {"resnet": first.last_success, "bert": first.last_success}
+
+    pod.container.serve(1, model="resnet", code="UNAVAILABLE")  # a new series of a model seen before
+    second = await pod.read()
+    assert second.served == {"resnet": second.last_success, "bert": first.last_success}
+
+    pod.container.serve(2, model="bert", vmodel="bert-isvc")  # through its virtual model: still bert
+    third = await pod.read()
+    assert third.served == {"resnet": second.last_success, "bert": third.last_success}
+    assert (await pod.read()).served == third.served  # nothing served: the times stay where they were
+
+
+async def test_the_first_read_after_the_exporter_starts_counts_every_model_already_served(
+    pod_factory: PodFactory,
+) -> None:
+    """The exporter cannot know when ModelMesh served what it counted before the exporter's first read: it takes
+    such a model as served at that read, which keeps the pod's copy counted instead of dropping it on a guess."""
+    pod = await pod_factory()
+    pod.container.serve(10, model="resnet")
+    first = await pod.read()
+    assert first.served == {"resnet": first.last_success}
+
+    pod.clock.now += 600.0
+    await pod.start_exporter()  # the sidecar restarts; ModelMesh keeps its counts
+    again = await pod.read()
+    assert again.served == {"resnet": again.last_success}
+
+
+async def test_a_modelmesh_restart_is_neither_served_nor_negative(pod_factory: PodFactory) -> None:
+    pod = await pod_factory()
+    pod.container.serve(100, model="resnet")
+    pod.container.serve(100, model="bert")
+    before = await pod.read()
+
+    pod.container.restart()  # a new JVM: no request series until its first request
+    pod.container.publish(models=0, lru_time_s=None)
+    assert (await pod.read()).served == before.served
+    pod.container.serve(4, model="bert")  # fewer than the old container counted, and served all the same
+    after = await pod.read()
+    assert after.served == {"resnet": before.last_success, "bert": after.last_success}
+    assert (await pod.read()).served == after.served  # the new container's counts stand still: not served
+
+    pod.container.restart()  # again, and this time the new container served before the exporter read it
+    pod.container.serve(1, model="resnet")
+    pod.container.serve(1, model="bert")
+    latest = await pod.read()
+    assert latest.served == {"resnet": latest.last_success, "bert": latest.last_success}
+
+
+async def test_a_model_not_served_within_the_horizon_leaves_the_output(pod_factory: PodFactory) -> None:
+    pod = await pod_factory(horizon_s=60.0)
+    pod.container.serve(5, model="resnet")
+    pod.container.serve(5, model="bert")
+    stamped = (await pod.read()).served["resnet"]
+    for _ in range(11):  # 55 s more
+        pod.container.serve(1, model="bert")
+        await pod.read()
+    assert (await pod.read()).served["resnet"] == stamped  # exactly 60 s ago: still in
+    pod.container.serve(1, model="bert")
+    gone = await pod.read()
+    assert set(gone.served) == {"bert"}  # 65 s ago: out
+    pod.container.serve(1, model="resnet")
+    back = await pod.read()
+    assert back.served["resnet"] == back.last_success
+
+
+async def test_a_horizon_of_zero_turns_the_series_off(pod_factory: PodFactory) -> None:
+    pod = await pod_factory(horizon_s=0.0)
+    pod.container.serve(5, model="resnet")
+    for _ in range(2):
+        assert not (await pod.read()).has_family
+
+
+async def test_without_per_model_metrics_the_series_is_absent(pod_factory: PodFactory) -> None:
+    pod = await pod_factory(per_model=False)
+    for _ in range(3):
+        pod.container.serve(40)
+        scraped = await pod.read()
+        assert not scraped.has_family  # no family at all: not an empty label, not 0
+        assert scraped.last_success == pod.clock.now
+
+
+async def test_a_request_without_a_model_id_is_no_model(pod_factory: PodFactory) -> None:
+    pod = await pod_factory()
+    pod.container.serve(5, model="")  # ModelMesh labels a request it has no model id for with ""
+    pod.container.serve(5, model="resnet")
+    scraped = await pod.read()
+    assert scraped.served == {"resnet": scraped.last_success}
+
+
+async def test_model_ids_with_quotes_backslashes_and_newlines_come_through_unchanged(pod_factory: PodFactory) -> None:
+    pod = await pod_factory()
+    pod.container.serve(5, model=ODD_ID)
+    scraped = await pod.read()  # promtool checks the escaping of what the exporter serves
+    assert scraped.served == {ODD_ID: scraped.last_success}
+
+
+@pytest.mark.parametrize("fault", ["refused", "garbage"])
+async def test_a_failed_read_keeps_the_last_good_times(pod_factory: PodFactory, fault: str) -> None:
+    pod = await pod_factory(horizon_s=60.0)
+    pod.container.serve(5, model="resnet")
+    good = await pod.read()
+    if fault == "refused":
+        await pod.port.down()
+    else:
+        pod.port.garbage = True
+    pod.container.serve(5, model="bert")
+    for _ in range(20):  # 100 s of failed reads, past the horizon: nothing is known, nothing changes
+        failed = await pod.read()
+        assert (failed.served, failed.last_success) == (good.served, good.last_success)
+    if fault == "refused":
+        await pod.port.up()
+    pod.port.garbage = False
+    healed = await pod.read()
+    assert healed.served == {"bert": healed.last_success}  # resnet: 105 s ago, past the horizon
+
+
+# One read: seconds since the last, then what ModelMesh did meanwhile: (model index, requests) served, and
+# whether its container restarted first.
+READS = st.lists(st.tuples(st.sampled_from([1.0, 5.0, 30.0]),
+                           st.lists(st.tuples(st.integers(0, 3), st.integers(1, 5)), max_size=3),
+                           st.booleans()), min_size=1, max_size=15)
+
+
+@settings(max_examples=60, deadline=None)
+@given(READS)
+def test_times_never_go_back_never_pass_the_read_and_stand_still_for_a_model_not_served(
+    reads: list[tuple[float, list[tuple[int, int]], bool]],
+) -> None:
+    clock = Clock()
+    container = ModelMeshContainer(clock, per_model=True)
+    container.publish(models=4, lru_time_s=clock.now)
+    collector = ModelMeshCollector(CollectorHealth(clock=clock), "http://127.0.0.1:1/metrics", clock=clock,
+                                   wall_clock=clock, model_recency_horizon_s=60.0)
+    before: dict[str, float] = {}
+    restarted = False
+    for seconds, served, restart in reads:
+        restarted |= restart
+        if restart:
+            container.restart()
+        for model, requests in served:
+            container.serve(requests, model=f"m{model}")
+        clock.now += seconds
+        collector.ingest(container.render(), clock.now)
+        family = {f.name: f for f in collector.collect()}.get(names.MODEL_LAST_SERVED_TIMESTAMP)
+        now = {s.labels[names.MODEL_ID_LABEL]: s.value for s in family.samples} if family else {}
+        assert all(clock.now - 60.0 <= at <= clock.now for at in now.values())
+        assert all(at >= before[model] for model, at in now.items() if model in before)
+        # A restart shows only once a count of the new container is below the old one's; from then on every model
+        # of the new container with a count is new, served since the last read the exporter trusted.
+        if before and not restarted:
+            quiet = {f"m{index}" for index in range(4)} - {f"m{model}" for model, _ in served}
+            assert all(now[model] == before[model] for model in quiet & before.keys() if model in now)
+        before = now
