@@ -3,7 +3,8 @@
 Load is a fluid: every tick a Ready pod serves up to `pod_rps * tick` requests and the rest queues. A request
 is *delayed* when it waits in the queue longer than the SLO (counted exactly for a linearly growing or
 draining queue). Each pod keeps the windows its exporter averages over (GPU busy over 10 s, request rate
-and queue delay over 30 s) and reports them as the `PodSample` the adapter's decision code reads.
+and queue delay over 30 s) and reports them as the `PodSample` the adapter's decision code reads, with its
+copies' last use per model (`recent_models`, for the unique-copy need term).
 """
 
 from __future__ import annotations
@@ -119,8 +120,15 @@ def sample(pod: SimPod, now: float, cache_models: int) -> PodSample:
         pod.name, ready=True, sampled_at=now,
         gpu_busy=_mean(pod.busy), requests_per_second=_mean(pod.served), queue_delay_s=_mean(pod.queue),
         lru_age_s=lru, cache_used_ratio=len(pod.cache) / cache_models, models_loaded=float(len(pod.cache)),
-        created_at=pod.created_at,
+        recent_models=_recent_models(pod.cache), created_at=pod.created_at,
     ))
+
+
+def _recent_models(cache: dict[int, float]) -> dict[str, float]:
+    """The pod's copies and when each last took requests (or was loaded: ModelMesh stamps a copy's last use
+    when it loads), by model id, as the exporter's per-model recency series reports them; a copy, as the
+    cache changes after the sample is taken."""
+    return dict(zip(map(str, cache), cache.values(), strict=True))
 
 
 def _mean(values: deque[float]) -> float:
