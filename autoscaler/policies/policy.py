@@ -70,7 +70,7 @@ class RuntimePolicy:
     need_weight_cache: float = 2.0
     """Weight of a pod's cache fill (ModelMesh's used / capacity) in its need: keeps the pods that hold models."""
 
-    need_weight_unique: float = 2.0
+    need_weight_unique: float = 1.0
     """Weight of a pod's unique copies (models only it served in the last `target_lru_age_s`, over the most any
     Ready pod holds) in its need; the term drops out on runtimes whose exporters report no per-model use."""
 
