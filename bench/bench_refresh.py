@@ -10,6 +10,7 @@ process) is the figure to compare across machines. Plain script, no asserts:
     python bench/bench_refresh.py --runtimes 1000 --pods 10
     python bench/bench_refresh.py --runtimes 5000 --pods 2 --render   # also every answer, rendered to bytes
     python bench/bench_refresh.py --gc-tuned   # with the refresh process's GC settings (autoscaler/gcsettings.py)
+    python bench/bench_refresh.py --models-per-pod 50   # every pod also reports 50 recent models (unique copies)
 
 On a shared, noisy machine compare two versions by instructions, which are exact and repeatable: run
 `--refreshes-only N` (warm-up, then N refreshes, nothing timed or printed) under valgrind with N=1 and N=3;
@@ -17,6 +18,9 @@ half the difference is one refresh's instructions (92 M at 10,000 pods in 100 ru
 
     PYTHONHASHSEED=0 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
         python bench/bench_refresh.py --gc-tuned --refreshes-only 3
+
+With `--models-per-pod 50` (every pod reporting 50 recent models: the unique-copy need term counts them, and
+those runtimes take the decision's general path) a refresh was 662 M instructions (2 December 2026).
 
 `--records-only N` counts the /debug records that the rendering writes for every runtime after the decisions
 the same way (42 M a pass at 10,000 pods in 100 runtimes).
@@ -30,6 +34,7 @@ import random
 import statistics
 import time
 import tracemalloc
+from dataclasses import replace
 
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot, RuntimeView
 from autoscaler.policies.decision import RuntimeMemory, decide
@@ -38,12 +43,19 @@ from autoscaler.policies.policy import RuntimePolicy
 REFRESH_S = 15.0
 
 
-def build_snapshots(runtimes: int, pods: int, now: float, seed: int = 7) -> list[RuntimeSnapshot]:
-    """Skewed, realistic-looking pods: a few hot, many idle, some stale, a few not Ready."""
+def build_snapshots(runtimes: int, pods: int, now: float, seed: int = 7,
+                    models_per_pod: int = 0) -> list[RuntimeSnapshot]:
+    """Skewed, realistic-looking pods: a few hot, many idle, some stale, a few not Ready.
+
+    `models_per_pod` > 0: each pod also reports that many recent models (`recent_models`), drawn from a
+    runtime's pool of `pods x models_per_pod / 3` ids (a model on about three pods, some on one), last served
+    0-20 minutes ago (a third outside the default 600 s window); drawn after the pod's other signals, so
+    that 0 leaves the pods exactly as before."""
     rng = random.Random(seed)
     snapshots = []
+    pool = [f"model-{m:06d}" for m in range(max(1, pods * models_per_pod // 3))]
     for r in range(runtimes):
-        samples = []
+        samples: list[PodSample] = []
         for i in range(pods):
             hot = rng.random() < 0.2
             samples.append(
@@ -60,6 +72,9 @@ def build_snapshots(runtimes: int, pods: int, now: float, seed: int = 7) -> list
                     models_loaded=float(rng.randint(1, 40)),
                 )
             )
+            if models_per_pod:
+                served = {m: now - rng.uniform(0.0, 1200.0) for m in rng.sample(pool, min(models_per_pod, len(pool)))}
+                samples[-1] = replace(samples[-1], recent_models=served)
         snapshots.append(
             RuntimeSnapshot(
                 key=RuntimeKey("bench", f"modelmesh-serving-rt{r}"),
@@ -128,6 +143,9 @@ def main() -> None:
     parser.add_argument("--runtimes", type=int, default=100)
     parser.add_argument("--pods", type=int, default=100, help="pods per runtime")
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--models-per-pod", type=int, default=0,
+                        help="recent models each pod reports (per-model use, for the unique-copy need term); "
+                             "0: none, as an exporter without per-model metrics")
     parser.add_argument("--render", action="store_true",
                         help="also time rendering the views into the serving snapshot, as the refresh does")
     parser.add_argument("--gc-tuned", action="store_true",
@@ -143,7 +161,7 @@ def main() -> None:
 
     now = 1_700_000_000.0
     tracemalloc.start()
-    snapshots = build_snapshots(args.runtimes, args.pods, now)
+    snapshots = build_snapshots(args.runtimes, args.pods, now, models_per_pod=args.models_per_pod)
     snapshot_bytes, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     policy = RuntimePolicy(target_rps_per_pod=120.0)
@@ -161,7 +179,8 @@ def main() -> None:
                 debug_record(view)
         return
     if args.refreshes_only is not None:
-        later = [build_snapshots(args.runtimes, args.pods, now + REFRESH_S * (run + 1)) for run in range(3)]
+        later = [build_snapshots(args.runtimes, args.pods, now + REFRESH_S * (run + 1),
+                                 models_per_pod=args.models_per_pod) for run in range(3)]
         for run in range(min(args.refreshes_only, 3)):
             refresh(later[run], policy, memory, now + REFRESH_S * (run + 1))
         return
@@ -172,7 +191,7 @@ def main() -> None:
         t = now + REFRESH_S * (run + 1)
         # The same pods, sampled again before this refresh (as a source would): with the first refresh's
         # stamps, every pod would be stale from the fourth run on, and the figure that of an all-503 fleet.
-        snapshots = build_snapshots(args.runtimes, args.pods, t)
+        snapshots = build_snapshots(args.runtimes, args.pods, t, models_per_pod=args.models_per_pod)
         started = time.process_time()
         plain_loop(snapshots)
         plain.append(time.process_time() - started)
@@ -185,7 +204,7 @@ def main() -> None:
 
     # Like the refresher, the previous refresh's views stay alive until the new ones replace them.
     t = now + REFRESH_S * (args.runs + 1)
-    snapshots = build_snapshots(args.runtimes, args.pods, t)
+    snapshots = build_snapshots(args.runtimes, args.pods, t, models_per_pod=args.models_per_pod)
     tracemalloc.start()
     views = refresh(snapshots, policy, memory, t)
     held, peak = tracemalloc.get_traced_memory()

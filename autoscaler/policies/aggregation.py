@@ -149,7 +149,7 @@ def scan_pods(
     room = full = False
     global_lru = 0.0
     # What the need terms see on Ready pods that the fresh ones above do not show (`ReadyTerms`).
-    rated = gpus = caches = False
+    rated = gpus = caches = models = False
     top_rate = 0.0
     # The bounds of the fresh GPU busy and request rates, as `power_mean` would find them (`power_mean_bounded`).
     gpu_top = rps_top = 0.0
@@ -172,10 +172,11 @@ def scan_pods(
         q = pod.queue_delay_s
         c = pod.cache_used_ratio
         if (t is not None and b is not None and r is not None and q is not None and c is not None and pod.ready
-                and t >= fresh_from and pod.gpu_sampled_at is None):
-            # The usual pod: Ready, its one stamp fresh, and its GPU busy, request rate, queue delay and cache use
-            # all there. What the general branch does for such a pod, without its tests (a third of the pass):
-            # its code is `usual`, and both of its times are `t`.
+                and t >= fresh_from and pod.gpu_sampled_at is None and pod.recent_models is None):
+            # The usual pod: Ready, its one stamp fresh, its GPU busy, request rate, queue delay and cache use all
+            # there, and no per-model use reported (a pod with one goes the general way, which notes it). What
+            # the general branch does for such a pod, without its tests (a third of the pass): its code is
+            # `usual`, and both of its times are `t`.
             code = usual
             gpu.append(b)
             if b > gpu_top:
@@ -202,6 +203,8 @@ def scan_pods(
             rps.append(0.0)  # (a pod not counted: `rate_summary`)
             continue
         else:
+            if pod.recent_models is not None:
+                models = True
             g = pod.gpu_sampled_at
             # Each time compared in an `if` (3.11 specialises a float compare that jumps, not one whose value is kept).
             load_ok = False
@@ -343,7 +346,7 @@ def scan_pods(
         signals,
         pod_signals,
     )
-    return agg, _ready_terms(ReadyTerms, (top_rate, rated, gpus or fresh_g > 0, caches))
+    return agg, _ready_terms(ReadyTerms, (top_rate, rated, gpus or fresh_g > 0, caches, models))
 
 
 _ready_terms: Final = tuple.__new__

@@ -24,6 +24,7 @@ from autoscaler.policies.ranking import (
     GpuBusyTerm,
     Ranking,
     RequestShareTerm,
+    UniqueCopyTerm,
     WeightedTerm,
     rank_pods,
 )
@@ -55,20 +56,28 @@ _COSTS: Final = tuple(min(bucket, COST_BUCKETS - 1) * COST_SPACING for bucket in
 """`rank_pods`' cost of a need in 0..1, by `int(need * COST_BUCKETS)` (10 for a need of exactly 1)."""
 
 
-def _default_weights(terms: Sequence[WeightedTerm]) -> tuple[float, float, float] | None:
-    """The weights of `ranking.default_terms`' three terms, in its order; None for any other terms."""
-    if (len(terms) == 3 and type(terms[0].term) is RequestShareTerm and type(terms[1].term) is GpuBusyTerm
+_Weights = tuple[float, float, float, float]
+"""The weights of `ranking.default_terms`' terms, in its order (the unique-copy term's 0 when it is absent)."""
+
+
+def _default_weights(terms: Sequence[WeightedTerm]) -> _Weights | None:
+    """The weights of `ranking.default_terms`' terms (the three signal terms, and the unique-copy term when it
+    is there), in its order; None for any other terms."""
+    if (3 <= len(terms) <= 4 and type(terms[0].term) is RequestShareTerm and type(terms[1].term) is GpuBusyTerm
             and type(terms[2].term) is CacheFillTerm):
-        return terms[0].weight, terms[1].weight, terms[2].weight
+        if len(terms) == 3:
+            return terms[0].weight, terms[1].weight, terms[2].weight, 0.0
+        if type(terms[3].term) is UniqueCopyTerm:
+            return terms[0].weight, terms[1].weight, terms[2].weight, terms[3].weight
     return None
 
 
-_WEIGHTS_BY_ID: dict[int, tuple[Sequence[WeightedTerm], tuple[float, float, float] | None]] = {}
+_WEIGHTS_BY_ID: dict[int, tuple[Sequence[WeightedTerm], _Weights | None]] = {}
 
 
 def _weights_of(
     terms: Sequence[WeightedTerm],
-) -> tuple[Sequence[WeightedTerm], tuple[float, float, float] | None]:
+) -> tuple[Sequence[WeightedTerm], _Weights | None]:
     """`_default_weights(terms)`, kept by the identity of `terms` (the decision hands the same tuple for a
     policy every time: `decision._policy_terms`); the entry keeps `terms` alive, so its id is not reused
     while cached. Cleared past 4,096 entries."""
@@ -84,20 +93,22 @@ def examine_pods(
     pods: Sequence[PodSample], policy: RuntimePolicy, now: float, seen: Collection[str],
     terms: Sequence[WeightedTerm],
 ) -> tuple[Aggregate, PodViews]:
-    """`aggregate(pods, policy, now, seen)` and `pod_views(agg, rank_pods(agg.pods, terms), now)`, in two
+    """`aggregate(pods, policy, now, seen)` and `pod_views(agg, rank_pods(agg.pods, terms, now), now)`, in two
     passes over the pods: the aggregation's, which also notes what the need terms see on Ready pods
     (`ReadyTerms`), and this one, which scores each pod with the default terms (`_ready_needs`' sum, term
     by term in the terms' order, and `rank_pods`' cost buckets) as it builds its row. Other terms go the
-    general way."""
+    general way, and so does the unique-copy term when some Ready pod reports its recent models (counting
+    unique copies reads every model of every pod: the row's few operations are not what it costs); when none
+    does, it drops out, and the rows are those of the three signal terms."""
     agg, seen_terms = scan_pods(pods, policy, now, seen)
     hit = _WEIGHTS_BY_ID.get(id(terms))
     if hit is None or hit[0] is not terms:
         hit = _weights_of(terms)
     weights = hit[1]
-    if weights is None:
-        return agg, pod_views(agg, rank_pods(agg.pods, terms), now)
-    w_r, w_g, w_c = weights
-    top, rated, gpus, caches = seen_terms
+    top, rated, gpus, caches, models = seen_terms
+    if weights is None or (models and weights[3] > 0.0):
+        return agg, pod_views(agg, rank_pods(agg.pods, terms, now), now)
+    w_r, w_g, w_c, _ = weights
     # A term counts when its weight is positive and some Ready pod reports its signal (`_ready_needs`).
     use_r = w_r > 0.0 and rated
     use_g = w_g > 0.0 and gpus

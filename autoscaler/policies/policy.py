@@ -70,6 +70,10 @@ class RuntimePolicy:
     need_weight_cache: float = 2.0
     """Weight of a pod's cache fill (ModelMesh's used / capacity) in its need: keeps the pods that hold models."""
 
+    need_weight_unique: float = 1.0
+    """Weight of a pod's unique copies (models only it served in the last `target_lru_age_s`, over the most any
+    Ready pod holds) in its need; the term drops out on runtimes whose exporters report no per-model use."""
+
 
 def lower_bound(policy: RuntimePolicy) -> int:
     """The replica floor: `min_replicas`, else 1 (the HPA's `minReplicas` is merged in by `with_hpa_bounds`)."""

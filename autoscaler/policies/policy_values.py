@@ -136,6 +136,7 @@ _CHECKS: Final[tuple[tuple[str, Callable[[RuntimePolicy], bool], str], ...]] = (
     ("need_weight_requests", lambda p: p.need_weight_requests >= 0.0, "must be >= 0"),
     ("need_weight_gpu", lambda p: p.need_weight_gpu >= 0.0, "must be >= 0"),
     ("need_weight_cache", lambda p: p.need_weight_cache >= 0.0, "must be >= 0"),
+    ("need_weight_unique", lambda p: p.need_weight_unique >= 0.0, "must be >= 0"),
 )
 
 

@@ -3,16 +3,17 @@
 The need of a pod is a weighted sum of terms, each scaled to 0..1 within the runtime, with the weights
 normalised so that need is 0..1 too:
 
-    need_i = (w_r · r_i / max r  +  w_g · b_i  +  w_c · c_i) / (w_r + w_g + w_c)
+    need_i = (w_r · r_i / max r  +  w_g · b_i  +  w_c · c_i  +  w_u · u_i / max u) / (w_r + w_g + w_c + w_u)
 
 (a term that no Ready pod reports, such as GPU busy on a CPU runtime, drops out of the sum and its weight).
-`c_i` is the pod's cache fill (ModelMesh's used / capacity): what removing the pod would throw away. Request
-share and GPU busy alone rank an old quiet pod, which holds the only copies of the quiet models, below a
-new pod with a nearly empty cache; its removal turns every later request for those models into a cold load.
+`u_i` is the number of models only this pod served in the last `target_lru_age_s` (its unique copies): removing
+it turns every later request for them into a cold load elsewhere. Request share and GPU busy alone rank an old
+quiet pod, which holds the only copies of the quiet models, below a new pod that holds copies of hot ones.
+`c_i`, the pod's cache fill (ModelMesh's used / capacity), is a coarser proxy for the same thing, kept for pods
+whose exporter reports no per-model use (then the unique term drops out and the needs are those of the three).
 
-A term is anything with a `name` and a `scores(pods)` method (`NeedTerm`), so the term of docs/design.md — the
-share of models that only this pod served in the last `target_lru_age` — plugs in beside these once the
-exporter reports per-pod model sets, without touching the combination or the bucketing.
+A term is anything with a `name` and a `scores(pods, now)` method (`NeedTerm`); `now` is the refresh's clock,
+which the unique-copy term judges recency by.
 
 A pod that lacks a term's signal scores None for that term, and None counts as 0: a pod we cannot see is
 not protected by that term (it is removed earlier rather than kept on a guess). Not-Ready pods get no need
@@ -25,8 +26,11 @@ buckets and makes the buckets readable in `kubectl get pods -o yaml`.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import le
 from typing import Final, NamedTuple, Protocol
 
 from autoscaler.model import PodSample
@@ -44,8 +48,9 @@ class NeedTerm(Protocol):
     @property
     def name(self) -> str: ...
 
-    def scores(self, pods: Sequence[PodSample]) -> Sequence[float | None]:
-        """One score in 0..1 per pod (same order), or None where the pod lacks this signal."""
+    def scores(self, pods: Sequence[PodSample], now: float) -> Sequence[float | None]:
+        """One score in 0..1 per pod (same order), or None where the pod lacks this signal; `now` is the
+        refresh's clock (the pods' `sampled_at` clock)."""
         ...
 
 
@@ -55,7 +60,7 @@ class RequestShareTerm:
 
     name: str = "requests"
 
-    def scores(self, pods: Sequence[PodSample]) -> list[float | None]:
+    def scores(self, pods: Sequence[PodSample], now: float) -> list[float | None]:
         rates = [clean(pod.requests_per_second) for pod in pods]
         top = 0.0
         for r in rates:
@@ -72,7 +77,7 @@ class GpuBusyTerm:
 
     name: str = "gpu"
 
-    def scores(self, pods: Sequence[PodSample]) -> list[float | None]:
+    def scores(self, pods: Sequence[PodSample], now: float) -> list[float | None]:
         return [
             (b if b <= 1.0 else 1.0) if (b := clean(pod.gpu_busy)) is not None else None for pod in pods
         ]
@@ -90,11 +95,44 @@ class CacheFillTerm:
 
     name: str = "cache"
 
-    def scores(self, pods: Sequence[PodSample]) -> list[float | None]:
+    def scores(self, pods: Sequence[PodSample], now: float) -> list[float | None]:
         return [
             (c if c <= 1.0 else 1.0) if (c := clean(pod.cache_used_ratio)) is not None else None
             for pod in pods
         ]
+
+
+@dataclass(frozen=True, slots=True)
+class UniqueCopyTerm:
+    """`u_i / max u`: the pod's unique copies, models it served at or after `now - window_s` that no other
+    of the pods (the Ready ones: `pod_needs` hands only those) served then; the pod with the most scores 1,
+    and when none holds one every reporting pod scores 0. A pod without per-model data (`recent_models`
+    None) scores None. A copy another pod also served is no loss (that pod keeps serving it); a copy only a
+    pod that is not Ready served protects nobody, as that pod goes first anyway.
+
+    Counted with C-level iteration (`compress`, `Counter`, `map`): it reads every recent model of every pod,
+    50 times the pods' count on a runtime whose pods serve 50 models each."""
+
+    window_s: float
+    name: str = "unique"
+
+    def scores(self, pods: Sequence[PodSample], now: float) -> list[float | None]:
+        models = [pod.recent_models for pod in pods]
+        if models.count(None) == len(models):
+            return [None] * len(models)
+        since = repeat(now - self.window_s)  # `since <= t`: served within the window (`operator.le` is a
+        # plain C function: a third cheaper a model than `since.__le__`, a method wrapper)
+        recent = [None if m is None else list(compress(m, map(le, since, m.values()))) for m in models]
+        servers: Counter[str] = Counter()
+        for served in recent:
+            if served is not None:
+                servers.update(served)
+        count = servers.__getitem__
+        unique = [0 if served is None else list(map(count, served)).count(1) for served in recent]
+        top = max(unique)
+        if top == 0:
+            return [None if m is None else 0.0 for m in models]
+        return [None if m is None else u / top for m, u in zip(models, unique, strict=True)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,15 +142,17 @@ class WeightedTerm:
 
 
 def default_terms(policy: RuntimePolicy) -> tuple[WeightedTerm, ...]:
-    """The terms docs/design.md defines today, weighted by the policy (a weight of 0 leaves a term out)."""
+    """The terms docs/design.md defines, weighted by the policy (a weight of 0 leaves a term out); the
+    unique-copy term's window is the policy's `target_lru_age_s`."""
     return (
         WeightedTerm(RequestShareTerm(), policy.need_weight_requests),
         WeightedTerm(GpuBusyTerm(), policy.need_weight_gpu),
         WeightedTerm(CacheFillTerm(), policy.need_weight_cache),
+        WeightedTerm(UniqueCopyTerm(policy.target_lru_age_s), policy.need_weight_unique),
     )
 
 
-def pod_needs(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) -> list[float | None]:
+def pod_needs(pods: Sequence[PodSample], terms: Sequence[WeightedTerm], now: float) -> list[float | None]:
     """Need (0..1) of every Ready pod; None for pods that are not Ready.
 
     Terms see only the Ready pods, so `max r` is taken among the pods that can actually be kept. Weights are
@@ -120,14 +160,14 @@ def pod_needs(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) -> list[
     alone spans 0..1, so its pods use all ten cost buckets. With no positive weight every Ready pod needs 0.
     """
     ready = [pod for pod in pods if pod.ready]
-    ready_needs = _ready_needs(ready, terms)
+    ready_needs = _ready_needs(ready, terms, now)
     if len(ready) == len(pods):
         return ready_needs
     it = iter(ready_needs)
     return [next(it) if pod.ready else None for pod in pods]
 
 
-def _ready_needs(ready: Sequence[PodSample], terms: Sequence[WeightedTerm]) -> list[float | None]:
+def _ready_needs(ready: Sequence[PodSample], terms: Sequence[WeightedTerm], now: float) -> list[float | None]:
     """The needs of Ready pods: each pod's weighted sum, in the terms' order, scaled and capped at 1.
 
     One pass over the pods for up to three reported terms (the default policy has three): this runs per pod
@@ -140,7 +180,7 @@ def _ready_needs(ready: Sequence[PodSample], terms: Sequence[WeightedTerm]) -> l
         w = wt.weight
         if not w > 0.0:
             continue
-        scores = wt.term.scores(ready)
+        scores = wt.term.scores(ready, now)
         if all(x is None for x in scores):
             continue
         total_weight += w
@@ -180,6 +220,7 @@ class ReadyTerms(NamedTuple):
     rated: bool  # some Ready pod reports a request rate
     gpus: bool  # some Ready pod reports GPU busy
     caches: bool  # some Ready pod reports its cache use
+    models: bool  # some Ready pod reports its recent models (`recent_models`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,9 +231,10 @@ class Ranking:
     costs: tuple[int | None, ...]
 
 
-def rank_pods(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) -> Ranking:
-    """Needs and costs of one runtime's pods (`cost_of`, inlined: this runs per pod per refresh)."""
-    needs = tuple(pod_needs(pods, terms))
+def rank_pods(pods: Sequence[PodSample], terms: Sequence[WeightedTerm], now: float) -> Ranking:
+    """Needs and costs of one runtime's pods (`cost_of`, inlined: this runs per pod per refresh); `now`: the
+    refresh's clock, for terms that judge recency."""
+    needs = tuple(pod_needs(pods, terms, now))
     top = COST_BUCKETS - 1
     costs = tuple([
         None if need is None else (b if (b := int(need * COST_BUCKETS)) < top else top) * COST_SPACING for need in needs

@@ -218,9 +218,11 @@ class Cluster:
         self.delayed_loading += stats.delayed_loading
         return stats
 
-    def samples(self, now: float) -> tuple[PodSample, ...]:
-        """Every pod as its exporter reports it now (not-Ready pods with no data)."""
-        return tuple(sample(pod, now, self.shape.cache_models) for pod in self.pods)
+    def samples(self, now: float, per_model: bool = True) -> tuple[PodSample, ...]:
+        """Every pod as its exporter reports it now (not-Ready pods with no data); `per_model` False leaves out
+        the per-model use (`recent_models`), for a reader that never looks at it (mean-hpa: GPU busy only)."""
+        cache_models = self.shape.cache_models
+        return tuple(sample(pod, now, cache_models, per_model) for pod in self.pods)
 
     def queued(self) -> float:
         return sum(p.backlog for p in self.pods) + self.orphan

@@ -3,7 +3,8 @@
 Load is a fluid: every tick a Ready pod serves up to `pod_rps * tick` requests and the rest queues. A request
 is *delayed* when it waits in the queue longer than the SLO (counted exactly for a linearly growing or
 draining queue). Each pod keeps the windows its exporter averages over (GPU busy over 10 s, request rate
-and queue delay over 30 s) and reports them as the `PodSample` the adapter's decision code reads.
+and queue delay over 30 s) and reports them as the `PodSample` the adapter's decision code reads, with its
+copies' last use per model (`recent_models`, for the unique-copy need term).
 """
 
 from __future__ import annotations
@@ -110,8 +111,9 @@ def count_for_rate_check(pod: SimPod, tick_s: float, busy_mark: float) -> None:
         pod.counted_all += pod.rate * tick_s
 
 
-def sample(pod: SimPod, now: float, cache_models: int) -> PodSample:
-    """The pod as its exporter reports it now (not Ready, or Ready but not yet scraped: no data)."""
+def sample(pod: SimPod, now: float, cache_models: int, per_model: bool = True) -> PodSample:
+    """The pod as its exporter reports it now (not Ready, or Ready but not yet scraped: no data); without its
+    per-model use when `per_model` is False."""
     if not pod.ready or not pod.served:
         return PodSample(pod.name, ready=pod.ready, created_at=pod.created_at)
     lru = now - next(iter(pod.cache.values())) if pod.cache else None
@@ -119,8 +121,25 @@ def sample(pod: SimPod, now: float, cache_models: int) -> PodSample:
         pod.name, ready=True, sampled_at=now,
         gpu_busy=_mean(pod.busy), requests_per_second=_mean(pod.served), queue_delay_s=_mean(pod.queue),
         lru_age_s=lru, cache_used_ratio=len(pod.cache) / cache_models, models_loaded=float(len(pod.cache)),
-        created_at=pod.created_at,
+        recent_models=_recent_models(pod.cache) if per_model else None, created_at=pod.created_at,
     ))
+
+
+def _recent_models(cache: dict[int, float]) -> dict[str, float]:
+    """The pod's copies and when each last took requests (or was loaded: ModelMesh stamps a copy's last use
+    when it loads), by model id, as the exporter's per-model recency series reports them; a copy, as the
+    cache changes after the sample is taken. The ids' strings are made once (`_MODEL_IDS`): `str` of every
+    copy of every pod at every refresh was most of this."""
+    ids = _MODEL_IDS
+    try:
+        return dict(zip(map(ids.__getitem__, cache), cache.values(), strict=True))
+    except IndexError:  # a model index not named yet (indexes count up from 0: `trace.Trace.models`)
+        ids.extend(str(model) for model in range(len(ids), max(cache) + 1))
+        return dict(zip(map(ids.__getitem__, cache), cache.values(), strict=True))
+
+
+_MODEL_IDS: list[str] = []
+"""`str(i)` at index i, for the model indexes seen so far."""
 
 
 def _mean(values: deque[float]) -> float:

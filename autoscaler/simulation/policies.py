@@ -101,7 +101,8 @@ class MeanHpaPolicy:
     def sync(self, now: float, cluster: Cluster) -> SyncOutcome:
         # A Ready pod not scraped yet has no metric: the HPA counts it as missing (at the target on a
         # scale-down, idle on a scale-up), not as an idle pod.
-        values = {s.name: 100.0 * s.gpu_busy for s in cluster.samples(now) if s.ready and s.gpu_busy is not None}
+        values = {s.name: 100.0 * s.gpu_busy for s in cluster.samples(now, per_model=False)
+                  if s.ready and s.gpu_busy is not None}
         decision = self.hpa.sync(now, cluster.replicas, _hpa_pods(cluster), {GPU_METRIC.name: values})
         return SyncOutcome(decision.desired, decision.reason, proposed=decision.proposals[GPU_METRIC.name])
 

@@ -237,7 +237,7 @@ def plain_decide(
         if not memory.warned_no_capacity:
             log.warning("%s", warnings[0])
 
-    ranking = rank_pods(agg.pods, _terms(policy))
+    ranking = rank_pods(agg.pods, _terms(policy), now)
     pods = pod_views(agg, ranking, now)
     view = RuntimeView(
         key=snapshot.key,

@@ -16,7 +16,7 @@ from autoscaler.model import PodSample, PodView, PodViews
 from autoscaler.policies.aggregation import Aggregate
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.power_mean import power_mean, request_weights
-from autoscaler.policies.ranking import COST_BUCKETS, COST_SPACING, Ranking, WeightedTerm
+from autoscaler.policies.ranking import COST_BUCKETS, COST_SPACING, NeedTerm, Ranking, UniqueCopyTerm, WeightedTerm
 from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state, clean_sample, fresh_time, gpu_time
 from autoscaler.policies.signals import FRESH, MISSING, NONE, SIGNALS, STALE, SignalStats
 from autoscaler.policies.smoothing import SmoothState
@@ -197,7 +197,33 @@ def plain_pod_views(agg: Aggregate, ranking: Ranking, now: float) -> PodViews:
     return PodViews.of(views)
 
 
-def plain_pod_needs(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) -> list[float | None]:
+def plain_unique_copies(pods: Sequence[PodSample], now: float, window_s: float) -> list[float | None]:
+    """`ranking.UniqueCopyTerm`'s scores, the plain way: each pod's set of models served in the window, less
+    the union of the other pods' sets, over the largest such count."""
+    recent = [None if pod.recent_models is None else {m for m, t in pod.recent_models.items() if now - window_s <= t}
+              for pod in pods]
+    unique: list[int | None] = []
+    for i, mine in enumerate(recent):
+        if mine is None:
+            unique.append(None)
+            continue
+        others: set[str] = set()
+        for j, theirs in enumerate(recent):
+            if j != i and theirs is not None:
+                others |= theirs
+        unique.append(len(mine - others))
+    top = max((u for u in unique if u is not None), default=0)
+    return [None if u is None else (u / top if top else 0.0) for u in unique]
+
+
+def plain_scores(term: NeedTerm, pods: Sequence[PodSample], now: float) -> Sequence[float | None]:
+    """A term's scores, the unique-copy term's by `plain_unique_copies`."""
+    if isinstance(term, UniqueCopyTerm):
+        return plain_unique_copies(pods, now, term.window_s)
+    return term.scores(pods, now)
+
+
+def plain_pod_needs(pods: Sequence[PodSample], terms: Sequence[WeightedTerm], now: float) -> list[float | None]:
     """`ranking.pod_needs` before its terms were summed in one pass: a list pass per term."""
     ready = [pod for pod in pods if pod.ready]
     sums = [0.0] * len(ready)
@@ -206,7 +232,7 @@ def plain_pod_needs(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) ->
         w = wt.weight
         if not w > 0.0:
             continue
-        scores = wt.term.scores(ready)
+        scores = plain_scores(wt.term, ready, now)
         if all(x is None for x in scores):
             continue
         total_weight += w
@@ -219,9 +245,9 @@ def plain_pod_needs(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) ->
     return [next(it) if pod.ready else None for pod in pods]
 
 
-def plain_rank_pods(pods: Sequence[PodSample], terms: Sequence[WeightedTerm]) -> Ranking:
+def plain_rank_pods(pods: Sequence[PodSample], terms: Sequence[WeightedTerm], now: float) -> Ranking:
     """`ranking.rank_pods` as it was before the one-pass needs."""
-    needs = plain_pod_needs(pods, terms)
+    needs = plain_pod_needs(pods, terms, now)
     top = COST_BUCKETS - 1
     costs = tuple(
         None if need is None else (b if (b := int(need * COST_BUCKETS)) < top else top) * COST_SPACING for need in needs

@@ -47,6 +47,16 @@ age = st.one_of(st.none(), st.sampled_from([math.nan, math.inf, -math.inf, 45.0]
                                                                                               max_value=120.0))
 
 
+# Recent models: a few ids shared between pods, served at times inside, at the edge of and outside the
+# default `target_lru_age_s` (600 s), or in the future; None (no per-model data) and {} (served nothing) too.
+recent = st.one_of(
+    st.none(),
+    st.dictionaries(st.sampled_from([f"m{i}" for i in range(6)]),
+                    st.sampled_from([0.0, 1.0, 300.0, 599.9, 600.0, 600.1, 3600.0, -10.0]).map(lambda a: NOW - a),
+                    max_size=4),
+)
+
+
 @st.composite
 def pods(draw: st.DrawFn) -> PodSample:
     sampled, gpu_sampled = draw(age), draw(st.one_of(st.none(), age))
@@ -62,6 +72,7 @@ def pods(draw: st.DrawFn) -> PodSample:
         lru_age_s=draw(signal),
         cache_used_ratio=draw(signal),
         models_loaded=draw(st.one_of(signal, st.sampled_from([0.0, 3.0]))),
+        recent_models=draw(recent),
     ))
 
 
@@ -74,6 +85,8 @@ policies = st.builds(
     max_staleness_s=st.sampled_from([0.0, 45.0, 90.0]),
     min_coverage=st.sampled_from([0.0, 0.5, 1.0]),
     need_weight_gpu=st.sampled_from([0.0, 0.5]),
+    need_weight_unique=st.sampled_from([0.0, 2.0]),
+    target_lru_age_s=st.sampled_from([300.0, 600.0]),
 )
 runtimes = st.lists(pods(), max_size=12).map(tuple)
 seen_sets = st.frozensets(st.sampled_from(SIGNALS))
@@ -91,22 +104,22 @@ def test_fast_aggregate_equals_the_plain_one(pods: tuple[PodSample, ...], policy
 def test_fast_pod_views_equal_the_plain_ones(pods: tuple[PodSample, ...], policy: RuntimePolicy,
                                              seen: frozenset[str]) -> None:
     agg = aggregate(pods, policy, NOW, seen)
-    ranking = rank_pods(agg.pods, default_terms(policy))
+    ranking = rank_pods(agg.pods, default_terms(policy), NOW)
     assert pod_views(agg, ranking, NOW) == plain_pod_views(agg, ranking, NOW)
 
 
 weights = st.sampled_from([0.0, 0.25, 0.5, 1.0, 3.0])
 weighted_policies = st.builds(RuntimePolicy, need_weight_requests=weights, need_weight_gpu=weights,
-                              need_weight_cache=weights)
+                              need_weight_cache=weights, need_weight_unique=weights)
 
 
 @PROPERTIES
 @given(pods=runtimes, policy=weighted_policies)
 def test_fast_ranking_equals_the_plain_one(pods: tuple[PodSample, ...], policy: RuntimePolicy) -> None:
-    """Any mix of weights (0 leaves a term out) and of terms no Ready pod reports: the same needs and costs,
-    the same floats."""
+    """Any mix of weights (0 leaves a term out) and of terms no Ready pod reports, the unique-copy term's
+    against its plain count by sets: the same needs and costs, the same floats."""
     terms = default_terms(policy)
-    assert rank_pods(pods, terms) == plain_rank_pods(pods, terms)
+    assert rank_pods(pods, terms, NOW) == plain_rank_pods(pods, terms, NOW)
 
 
 @PROPERTIES
@@ -120,16 +133,16 @@ def test_pods_examined_in_two_passes_equal_the_aggregate_ranking_and_views(
     general way."""
     terms = default_terms(policy)
     if reorder:
-        terms = (terms[2], terms[0], terms[1])
+        terms = (terms[2], terms[0], terms[1], terms[3])
     agg = aggregate(pods, policy, NOW, seen)
-    assert examine_pods(pods, policy, NOW, seen, terms) == (agg, pod_views(agg, rank_pods(agg.pods, terms), NOW))
+    assert examine_pods(pods, policy, NOW, seen, terms) == (agg, pod_views(agg, rank_pods(agg.pods, terms, NOW), NOW))
 
 
 def plain_examine(pods: tuple[PodSample, ...], policy: RuntimePolicy, now: float, seen: frozenset[str],
                   terms: tuple[WeightedTerm, ...]) -> tuple[Aggregate, PodViews]:
     """`examine_pods` composed from the plain implementations."""
     agg = plain_aggregate(pods, policy, now, seen)
-    return agg, plain_pod_views(agg, plain_rank_pods(agg.pods, terms), now)
+    return agg, plain_pod_views(agg, plain_rank_pods(agg.pods, terms, now), now)
 
 
 def _plain_policy_terms(policy: RuntimePolicy) -> tuple[tuple[WeightedTerm, ...], tuple[int, int | None]]:
