@@ -302,7 +302,12 @@ def scan_pods(
     n = ready - stale
     fresh_g, fresh_r = len(gpu), n - no_rate
     fresh_q, fresh_c = n - no_queue, n - no_cache
-    expected = (fresh_g > 0 or SIGNAL_GPU in seen, fresh_r > 0 or SIGNAL_REQUESTS in seen,
+    # GPU busy is expected also where a Ready pod carries a reading whose own time is stale (`gpus`): the GPU has
+    # its own clock, so a pod can be fresh on load and stale on GPU, and such a reading on every pod from the
+    # first refresh on (an adapter started while the runtime's GPU collectors hang) is missing, not absent.
+    # Counted absent, it let the recommendation fall on the load terms alone. A stale load makes the whole pod
+    # stale, which holds every value already.
+    expected = (fresh_g > 0 or gpus or SIGNAL_GPU in seen, fresh_r > 0 or SIGNAL_REQUESTS in seen,
                 fresh_q > 0 or SIGNAL_QUEUE in seen, fresh_c > 0 or SIGNAL_CACHE in seen)
     count = len(codes)
     if count <= _SMALL_RUNTIME:

@@ -66,6 +66,7 @@ def plain_aggregate(
         load_fresh.append(load_ok)
         for k in range(4):
             expected[k] = expected[k] or use[k]
+        expected[0] = expected[0] or has[0]  # a GPU reading whose own time is stale: missing, not absent
 
     ready = n = 0
     fresh_count = [0, 0, 0, 0]

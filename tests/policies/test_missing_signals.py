@@ -12,7 +12,7 @@ import math
 from dataclasses import replace
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from autoscaler.model import PodSample, RuntimeView
@@ -177,6 +177,26 @@ def test_config_bounds_win_over_the_hpa(
     assert (policy.min_replicas, policy.max_replicas) == expected
 
 
+def test_an_adapter_started_while_every_gpu_collector_hangs_does_not_scale_down_on_the_load_alone() -> None:
+    """Found by the property below. The adapter (re)starts while the GPU collector of every pod hangs: each pod
+    still carries a GPU reading, its own time 10 minutes old, while its load is fresh. First refresh: 4 pods
+    at 100 req/s against 50 a pod want 4 x 100 / 50 = 8 replicas. Then the load falls to 0. The GPU readings
+    were never fresh, so the runtime had never "seen" the signal, and it counted as absent: the
+    recommendation fell to the minimum on the request rate alone, the GPU unseen for 10 minutes. It is
+    missing (stale), so the 8 is held."""
+    policy = RuntimePolicy(target_rps_per_pod=50.0, scale_down_tau_s=0.0)
+    memory: RuntimeMemory | None = None
+    desired = []
+    for i, rps in enumerate((100.0, 0.0, 0.0)):
+        now = NOW + 15.0 * i
+        pods = tuple(replace(pod(f"p{j}", gpu=0.9, rps=rps, queue=0.0, cache=0.5, models=2.0, now=now),
+                             gpu_sampled_at=now - 600.0) for j in range(4))
+        view, memory = decide(snapshot(pods, now=now), policy, memory, now, WINDOW)
+        desired.append(served(view)[DESIRED])
+        assert view.values[GPU].value is None  # GPU busy fresh on no pod: unknown (503), not 0
+    assert desired == [8.0, 8.0, 8.0]
+
+
 # --- property: per-signal missing data never lowers a served value -----------------------------------
 
 PODS = 4
@@ -189,6 +209,8 @@ pod_step = st.tuples(
 @PROPERTIES
 @given(steps=st.lists(st.lists(pod_step, min_size=PODS, max_size=PODS), min_size=2, max_size=20),
        tau=st.sampled_from([0.0, 60.0]))
+@example(steps=[[(0.0, "stale"), (0.0, "stale"), (0.0, "gpu_stale"), (1.0, "gpu_stale")],
+                [(0.0, "gpu_stale")] * 4], tau=0.0)
 def test_no_served_value_falls_while_a_signal_it_uses_is_missing(
     steps: list[list[tuple[float, str]]], tau: float
 ) -> None:
