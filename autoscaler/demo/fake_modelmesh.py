@@ -128,12 +128,14 @@ class FakeModelMesh(Collector):
     _instances = itertools.count()
 
     def __init__(self, load: ModelMeshLoad | None = None, clock: Callable[[], float] = time.monotonic, *,
-                 per_model: bool = True) -> None:
-        """`per_model`: serve as ModelMesh with `per_model_metrics=true` (a series per model), else its default."""
+                 per_model: bool = True, model_prefix: str | None = None) -> None:
+        """`per_model`: serve as ModelMesh with `per_model_metrics=true` (a series per model), else its default.
+        `model_prefix`: the start of this pod's model ids (default: one of its own in this process); pods
+        given the same prefix serve copies of the same models."""
         self._clock = clock
         self.load = load or ModelMeshLoad()
         self.per_model = per_model
-        self._prefix = f"fake{next(self._instances)}"
+        self._prefix = model_prefix or f"fake{next(self._instances)}"
         self._last = clock()
         self._invoke, self._queue, self._cache_miss, self._load_model = self._histograms()
         self.restarts = 0
@@ -333,9 +335,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-per-model-metrics", action="store_true",
                         help="serve ModelMesh's default histograms, without the modelId and vModelId labels of "
                              "MM_METRICS=...;per_model_metrics=true")
+    parser.add_argument("--model-prefix", help="the start of this pod's model ids (default: fake<port>, apart from "
+                        "every other fake's on this machine); pods given the same prefix serve the same models")
     args = parser.parse_args(argv)
     host, _, port = args.listen.rpartition(":")
-    fake = FakeModelMesh(ModelMeshLoad(requests_per_second=args.rps), per_model=not args.no_per_model_metrics)
+    fake = FakeModelMesh(ModelMeshLoad(requests_per_second=args.rps), per_model=not args.no_per_model_metrics,
+                         model_prefix=args.model_prefix or f"fake{port}")
     ssl_context = None
     if not args.http:
         directory = args.cert_dir or Path(f"/tmp/fake-modelmesh-{port}")

@@ -82,8 +82,11 @@ def data_path_running(
     workdir: Path, pods: int = 1, rps: float = 50.0, adapter_args: Sequence[str] = (),
     policy: Mapping[str, object] | None = None, gpus: Sequence[FakeNvml] | None = None,
     clocks_off_s: Sequence[float] = (),
+    modelmesh_args: Sequence[Sequence[str]] = (),
 ) -> Iterator[DataPath]:
     """`pods` fake ModelMesh containers (https), one exporter each, and one adapter scraping them.
+
+    `modelmesh_args`: per pod, more arguments of its fake ModelMesh (`--model-prefix shared`, say).
 
     `gpus`: one fake NVML per pod, loaded by that pod's exporter (else the exporters run with `--no-gpu`).
     `clocks_off_s`: per pod, how far its node's clock is off (`tests.fakes.node_clock`; 0 or none: right)."""
@@ -99,7 +102,8 @@ def data_path_running(
             cert_dirs.append(workdir / f"mm-tls-{index}")
             fakes.append(Server(
                 ["autoscaler.demo.fake_modelmesh", "--listen", f"127.0.0.1:{mm_port}", "--rps", str(rps),
-                 "--cert-dir", str(cert_dirs[index])],
+                 "--cert-dir", str(cert_dirs[index]),
+                 *(modelmesh_args[index] if index < len(modelmesh_args) else ())],
                 modelmesh_urls[index], workdir / f"modelmesh-{index}.log",
             ))
         # Every fake ModelMesh answers (and has written its certificate) before any exporter starts, and every
