@@ -9,7 +9,6 @@ empty (which says the pod served nothing recently, and would make it the cheapes
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Final, NamedTuple
@@ -130,7 +129,7 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
             elif name == names.MODEL_LAST_SERVED_TIMESTAMP:
                 model_samples += 1
                 model = labels.get(names.MODEL_ID_LABEL)
-                if model and 0.0 <= value < math.inf:  # `clean`, inline: up to hundreds a pod (NaN fails it)
+                if model and clean(value) is not None:
                     # Interned: every pod and every refresh names the same few models; one string each.
                     models[sys.intern(model)] = value
     except (ValueError, TypeError, IndexError, KeyError) as error:
