@@ -1,7 +1,16 @@
 """Cost of reading one exporter response: the fast reader of our own format against prometheus_client's
-parser (the fallback), on the exporter's real output with 1 and 8 GPUs. Plain script, no asserts:
+parser (the fallback), on the exporter's real output with 1 and 8 GPUs, and with 1 GPU and `--models` models
+served recently (`modelmesh_pod_model_last_served_timestamp_seconds`, one series a model). Plain script, no
+asserts:
 
-    python bench/bench_exporter_text.py [--runs 2000]
+    python bench/bench_exporter_text.py [--runs 2000] [--models 100]
+
+On a shared, noisy machine count instructions instead: `--parses-only N` reads one text N times (after one
+warm-up read), nothing timed or printed; under valgrind with N=10 and N=5010, the difference over 5000 is one
+read's instructions (1 GPU: 0.41 M without the series, 2.7 M with 100 models, 2 December 2026; docs/design.md):
+
+    PYTHONHASHSEED=0 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
+        python bench/bench_exporter_text.py --parses-only 5010 [--models 100]
 """
 
 from __future__ import annotations
@@ -9,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 import timeit
+from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 
@@ -19,6 +29,10 @@ if str(REPO) not in sys.path:
 from autoscaler.sources.exporter_text import fast_samples  # noqa: E402
 from autoscaler.sources.exposition import library_samples, parse_exporter_text  # noqa: E402
 from bench.bench_fleet import STAMP, exporter_template  # noqa: E402
+from bench.fake_exporter import exporter_text  # noqa: E402
+
+MODEL_SERVED_AT = 1234567800.0
+"""When the benchmark's models were last served: a minute and a half before the exporter's clock (`STAMP`)."""
 
 
 def eight_gpus(text: str) -> str:
@@ -29,6 +43,17 @@ def eight_gpus(text: str) -> str:
     return "\n".join(lines + extra) + "\n"
 
 
+def with_models(pod: int, models: Mapping[str, float]) -> str:
+    """The 1-GPU text of pod number `pod` (as `exporter_template`'s, at `STAMP`), with `models` served recently."""
+    stamp = float(STAMP)
+    return exporter_text(pod, gpus=1, modelmesh_stamp=stamp, gpu_stamp=4e9, clock=stamp, models=models).decode()
+
+
+def model_ids(count: int) -> dict[str, float]:
+    """`count` model ids as ModelMesh names the models of KServe InferenceServices, all served at one time."""
+    return {f"isvc-{number:04d}__isvc-{number * 7919 % 10**10:010d}": MODEL_SERVED_AT for number in range(count)}
+
+
 def list_library_samples(text: str) -> list[object]:
     return list(library_samples(text))
 
@@ -36,9 +61,21 @@ def list_library_samples(text: str) -> list[object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--models", type=int, default=0, help="models served recently (default: none, no series)")
+    parser.add_argument("--parses-only", type=int, default=0, metavar="N",
+                        help="read the 1-GPU text (with --models) N times, for counting instructions; print nothing")
     args = parser.parse_args()
     one = STAMP.join(exporter_template(3)).decode()
-    for label, text in (("1 GPU", one), ("8 GPUs", eight_gpus(one))):
+    if args.parses_only:
+        text = with_models(3, model_ids(args.models)) if args.models else one
+        parse_exporter_text(text, "p", True, 2e9)
+        for _ in range(args.parses_only):
+            parse_exporter_text(text, "p", True, 2e9)
+        return
+    texts = [("1 GPU", one), ("8 GPUs", eight_gpus(one))]
+    if args.models:
+        texts.append((f"1 GPU, {args.models} models", with_models(3, model_ids(args.models))))
+    for label, text in texts:
         assert fast_samples(text) is not None
         fast = timeit.timeit(partial(fast_samples, text), number=args.runs) / args.runs
         library = timeit.timeit(partial(list_library_samples, text), number=args.runs) / args.runs

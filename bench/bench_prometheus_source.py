@@ -1,9 +1,9 @@
 """One Prometheus-source refresh at fleet scale: a real Prometheus holding N runtimes of 2 pods each.
 
 The data is backfilled with promtool (seconds, no scraping), then the source runs a few refreshes against it.
-Prints, per refresh, the wall time, the adapter's CPU, the bytes of the nine answers, and per query the
-evaluation time and peak samples Prometheus reports (`stats=all`), to compare with its defaults
-(`--query.timeout`, `--query.max-samples`) and with `--prometheus-timeout`. Asserts nothing.
+Prints, per refresh, the wall time, the adapter's CPU, the bytes of the ten answers (nine signals, the recent
+models), and per query the evaluation time and peak samples Prometheus reports (`stats=all`), to compare with its
+defaults (`--query.timeout`, `--query.max-samples`) and with `--prometheus-timeout`. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ async def main(runtimes: int, refreshes: int, timeout_s: float) -> None:
                     print(f"refresh {refresh}: {wall:.2f} s wall, {cpu:.2f} s adapter CPU, {len(sizes)} queries, "
                           f"{sum(sizes) / 1e6:.1f} MB answered, {fresh} pods read, errors {dict(source.errors)}")
                 print(f"longest query URL: {max(len(q) for q in source.queries)} characters of PromQL")
-                fields = [signal.field for signal in source._reader.signals]
+                fields = [signal.field for signal in source._reader.signals] + ["recent_models"]
                 for signal, promql in zip(fields, source.queries, strict=True):
                     seconds, peak = await asyncio.to_thread(query_stats, prom.url, promql)
                     print(f"  {signal:24s} {seconds:.2f} s evaluation, {peak} peak samples")

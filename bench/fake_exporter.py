@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
@@ -9,10 +11,13 @@ from exporter import names
 
 
 def exporter_text(pod: int, gpus: int, modelmesh_stamp: float, gpu_stamp: float | None = None,
-                  clock: float | None = None) -> bytes:
+                  clock: float | None = None, models: Mapping[str, float] | None = None) -> bytes:
     """One exporter's output for pod number `pod` with `gpus` GPUs; its ModelMesh collector last succeeded at
     `modelmesh_stamp`, its GPU collector at `gpu_stamp` (no stamp when None); its clock at the scrape reads
-    `clock` (`modelmesh_exporter_time_seconds`; no such series when None, as from an exporter before it)."""
+    `clock` (`modelmesh_exporter_time_seconds`; no such series when None, as from an exporter before it); the
+    models it served recently were last served at `models`' times (one
+    `modelmesh_pod_model_last_served_timestamp_seconds` per model; the family without samples for {}, none at
+    all for None, as from ModelMesh without per-model metrics)."""
 
     class Families:
         def collect(self) -> list[GaugeMetricFamily | CounterMetricFamily]:
@@ -29,7 +34,13 @@ def exporter_text(pod: int, gpus: int, modelmesh_stamp: float, gpu_stamp: float 
             if gpu_stamp is not None:
                 last.add_metric(["gpu"], gpu_stamp)
             clocks = [] if clock is None else [GaugeMetricFamily(names.EXPORTER_TIME, "clock", value=clock)]
-            return [busy, used, success, last, *clocks,
+            served = []
+            if models is not None:
+                served.append(GaugeMetricFamily(names.MODEL_LAST_SERVED_TIMESTAMP, "served",
+                                                labels=[names.MODEL_ID_LABEL]))
+                for model, at in models.items():
+                    served[0].add_metric([model], at)
+            return [busy, used, success, last, *clocks, *served,
                     CounterMetricFamily(names.REQUESTS_TOTAL, "n", value=1000.0 * pod),
                     GaugeMetricFamily(names.REQUESTS_PER_SECOND, "r", value=float(pod % 50)),
                     GaugeMetricFamily(names.QUEUE_DELAY_SECONDS, "q", value=0.01),

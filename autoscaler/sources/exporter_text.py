@@ -4,13 +4,15 @@ The adapter scrapes every exporter every refresh; `prometheus_client`'s text par
 exporter response (580 µs with 8 GPUs), most of a 2,000-pod refresh. Both ends of this format are ours
 (`exporter/names.py`, rendered by `prometheus_client`), so a narrow reader is enough: regular expressions
 accepting exactly the shapes the exporter writes (`# HELP`, `# TYPE`, `name{label="value",...}
-value [timestamp]`, label values without escapes, plain numbers, `NaN`, `+Inf`, `-Inf`). Anything else (an
-escape, odd spacing, another float spelling, a comment of another kind) makes it give up, and the caller
+value [timestamp]`, label values with no escapes but the format's three (`\\\\`, `\\"`, `\\n`: a model's id may hold
+them), plain numbers, `NaN`, `+Inf`, `-Inf`). Anything else (another escape, odd spacing, another float
+spelling, a comment of another kind) makes it give up, and the caller
 parses the whole text with the library instead, so the fast path can only ever agree with the library
 (`tests/sources/test_exporter_text.py` checks that on fuzzed input with hypothesis).
 
 It returns only the samples the adapter reads (`WANTED`), in order, as `(name, labels, value)`; labels are
-decoded only for the freshness timestamp, the one series whose label the adapter looks at. The text is checked
+decoded only for the series whose labels the adapter looks at (`LABELLED`: the freshness timestamps, and the
+per-model last-served times, one sample per model the pod served recently). The text is checked
 in one regular-expression pass and the wanted samples found in another, both in C: reading it line by line in
 Python cost about twice as much (`bench/bench_exporter_text.py`).
 """
@@ -27,37 +29,104 @@ Sample = tuple[str, dict[str, str], float]
 WANTED = frozenset({
     names.GPU_BUSY_RATIO, names.REQUESTS_PER_SECOND, names.QUEUE_DELAY_SECONDS, names.CACHE_MISSES_PER_SECOND,
     names.LRU_AGE_SECONDS, names.CACHE_USED_RATIO, names.MODELS_LOADED, names.LAST_SUCCESS_TIMESTAMP,
-    names.COLLECTOR_SUCCESS, names.EXPORTER_TIME,
+    names.COLLECTOR_SUCCESS, names.EXPORTER_TIME, names.MODEL_LAST_SERVED_TIMESTAMP,
 })
-_LABELLED = names.LAST_SUCCESS_TIMESTAMP
+LABELLED = frozenset({names.LAST_SUCCESS_TIMESTAMP, names.MODEL_LAST_SERVED_TIMESTAMP})
+"""The wanted series whose labels the adapter reads; the others' samples come with empty labels."""
 
 _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 _LABEL_NAME = r"[a-zA-Z_][a-zA-Z0-9_]*"
-_LABEL = rf'{_LABEL_NAME}="[^"\\\n]*"'
+_PLAIN_VALUE = r'[^"\\\n]*'
+_VALUE_TEXT = r'[^"\\\n]*(?:\\[\\"n][^"\\\n]*)*'
+"""A label value's text: no quote, backslash or newline but in the three escapes (unrolled: one character class
+per run). Texts without a backslash, every exporter's but for an odd model id, are checked with the plain class
+alone (`_PLAIN_VALUE`): the escapes cost the usual text nothing."""
 _NUMBER = r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?Inf|NaN"
-_SAMPLE = rf"{_NAME}(?:\{{(?:{_LABEL}(?:,{_LABEL})*)?\}})? (?:{_NUMBER})(?: -?[0-9]+)?"
-_COMMENT = rf"# HELP {_NAME} [^\\\n]*|# HELP {_NAME}|# TYPE {_NAME} (?:counter|gauge|histogram|summary|untyped)"
-_LINE = rf"(?:{_COMMENT}|{_SAMPLE})?"
-_DOCUMENT = re.compile(rf"{_LINE}(?:\n{_LINE})*")
-"""Every line empty, a comment or a sample of the shapes above: checked in one pass over the text."""
-_REPEATED_LABEL = re.compile(rf'\n{_NAME}\{{(?:{_LABEL},)*({_LABEL_NAME})="[^"\n]*",(?:{_LABEL},)*\1="')
-"""A sample line naming a label twice, which the library refuses."""
+_NOT_WANTED_COUNTER = "".join(rf"(?<!# TYPE {re.escape(name)} counter)" for name in sorted(WANTED))
+"""After `counter`: the line did not declare a wanted series a counter, whose samples the library renames
+(`_total`); checked only at the end of a counter's TYPE line, of which the exporter writes one."""
+_COMMENT = (rf"# HELP {_NAME} [^\\\n]*|# HELP {_NAME}"
+            rf"|# TYPE {_NAME} (?:counter{_NOT_WANTED_COUNTER}|gauge|histogram|summary|untyped)")
+
+
+def _document(value: str) -> re.Pattern[str]:
+    """Every line empty, a comment or a sample of the shapes above: checked in one pass over the text."""
+    label = rf'{_LABEL_NAME}="{value}"'
+    sample = rf"{_NAME}(?:\{{(?:{label}(?:,{label})*)?\}})? (?:{_NUMBER})(?: -?[0-9]+)?"
+    line = rf"(?:{_COMMENT}|{sample})?"
+    return re.compile(rf"{line}(?:\n{line})*")
+
+
+def _repeated_label(value: str) -> re.Pattern[str]:
+    """A sample line naming a label twice, which the library refuses."""
+    label = rf'{_LABEL_NAME}="{value}"'
+    return re.compile(rf'\n{_NAME}\{{(?:{label},)*({_LABEL_NAME})="{value}",(?:{label},)*\1="')
+
+
+_DOCUMENT, _ESCAPED_DOCUMENT = _document(_PLAIN_VALUE), _document(_VALUE_TEXT)
+_REPEATED_LABEL, _ESCAPED_REPEATED_LABEL = _repeated_label(_PLAIN_VALUE), _repeated_label(_VALUE_TEXT)
 _WANTED_SAMPLE = re.compile(
     rf"\n({'|'.join(re.escape(name) for name in sorted(WANTED, key=len, reverse=True))})"
     rf"(?:\{{([^\n]*)\}})? ({_NUMBER})")
 """A wanted sample at the start of a line (of a text already checked: its label text ends at the line's last
 brace), found with the leading newline as a literal prefix, so that the search skips the other lines fast."""
-_PAIR = re.compile(rf'({_LABEL_NAME})="([^"]*)"')
+
+
+def _model_line(group: str) -> str:
+    """A line of the per-model series as the exporter writes it, its id and value in groups `group` opens."""
+    name = re.escape(names.MODEL_LAST_SERVED_TIMESTAMP)
+    return rf'\n{name}\{{{names.MODEL_ID_LABEL}="{group}{_VALUE_TEXT})"\}} {group}{_NUMBER})(?: -?[0-9]+)?'
+
+
+_MODEL_RUN = re.compile(rf"(?:{_model_line('(?:')})+(?=\n)")
+"""The first run of whole lines of the per-model series in the exporter's own shape (its one label): one sample
+per model the pod served recently, up to hundreds, the bulk of such a text. Checked and read in two passes of
+their own, and cut out of the text the general passes check, whose per-line cost is several times theirs (the
+label decoded into a dict per sample). Model lines of any other shape stay in the text, read the general way."""
+_MODEL_LINE = re.compile(_model_line("("))
+_PAIR = re.compile(rf'({_LABEL_NAME})="({_VALUE_TEXT})"')
+_MODEL_LINE_START = f"\n{names.MODEL_LAST_SERVED_TIMESTAMP}{{"
+_MODEL_SAMPLE_START = f"\n{names.MODEL_LAST_SERVED_TIMESTAMP}"
+_ESCAPE = re.compile(r'\\[\\"n]')
+_UNESCAPED = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
+
+
+def _unescape(value: str) -> str:
+    return _ESCAPE.sub(lambda escape: _UNESCAPED[escape[0]], value) if "\\" in value else value
+
+
+def _labels(label_text: str) -> dict[str, str]:
+    return {label: _unescape(value) for label, value in _PAIR.findall(label_text)}
 
 
 def fast_samples(text: str) -> list[Sample] | None:
-    """The wanted samples, or None when the text holds anything this reader does not know for certain."""
+    """The wanted samples, or None when the text holds anything this reader does not know for certain; in the
+    text's order per series name (the per-model series' run, when it is the series' only lines, comes last)."""
+    start = text.find(_MODEL_LINE_START)
+    run = None if start < 0 else _MODEL_RUN.match(text, start)
+    if run is None:
+        return _general_samples(text)
+    rest = text[:run.start()] + text[run.end():]
+    if rest.startswith(names.MODEL_LAST_SERVED_TIMESTAMP) or _MODEL_SAMPLE_START in rest:
+        return _general_samples(text)  # more model lines elsewhere: read all in the text's order
+    samples = _general_samples(rest)
+    if samples is None:
+        return None
+    return samples + [(names.MODEL_LAST_SERVED_TIMESTAMP,
+                       {names.MODEL_ID_LABEL: _unescape(model) if "\\" in model else model}, float(value))
+                      for model, value in _MODEL_LINE.findall(run[0])]
+
+
+def _general_samples(text: str) -> list[Sample] | None:
+    repeated = _REPEATED_LABEL
     if _DOCUMENT.fullmatch(text) is None:
-        return None
+        if "\\" not in text or _ESCAPED_DOCUMENT.fullmatch(text) is None:
+            return None
+        repeated = _ESCAPED_REPEATED_LABEL
     lines = "\n" + text
-    if _REPEATED_LABEL.search(lines) is not None:
+    if repeated.search(lines) is not None:
         return None
-    return [(name, dict(_PAIR.findall(label_text)) if name == _LABELLED and label_text else {}, float(value))
+    return [(name, _labels(label_text) if label_text and name in LABELLED else {}, float(value))
             for name, label_text, value in _WANTED_SAMPLE.findall(lines)]
 
 

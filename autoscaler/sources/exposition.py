@@ -2,12 +2,15 @@
 
 Shared by every reader of exporter output (the scrape source; the demo's table), so the meaning of each
 exporter series is decided once. Invalid values (NaN, infinities, negatives) leave the signal absent: a
-garbled number must never read as "idle".
+garbled number must never read as "idle". A garbled last-served time drops that one model from
+`recent_models`; garbled times for every model the pod reports leave `recent_models` None (not reported), not
+empty (which says the pod served nothing recently, and would make it the cheapest to remove).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import sys
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Final, NamedTuple
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -30,6 +33,10 @@ _SCALARS = {
     names.CACHE_USED_RATIO: "cache_used_ratio",
     names.MODELS_LOADED: "models_loaded",
 }
+
+
+_MODELS_DECLARED: Final = f"# TYPE {names.MODEL_LAST_SERVED_TIMESTAMP} "
+"""How an exporter that reports per-model use but served nothing recently says so: the family, without samples."""
 
 
 def library_samples(text: str) -> Iterator[Sample]:
@@ -96,6 +103,8 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     gpu_ok_at: float | None = None
     exporter_now: float | None = None
     seen_exporter = False
+    models: dict[str, float] = {}
+    model_samples = 0
     try:
         for name, labels, value in exporter_samples(text):
             if name == names.GPU_BUSY_RATIO:
@@ -117,6 +126,12 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
                 seen_exporter = True
             elif name == names.EXPORTER_TIME:
                 exporter_now = clean(value)
+            elif name == names.MODEL_LAST_SERVED_TIMESTAMP:
+                model_samples += 1
+                model = labels.get(names.MODEL_ID_LABEL)
+                if model and clean(value) is not None:
+                    # Interned: every pod and every refresh names the same few models; one string each.
+                    models[sys.intern(model)] = value
     except (ValueError, TypeError, IndexError, KeyError) as error:
         raise ExpositionError(f"unparseable exposition: {error}") from error
     if not seen_exporter:
@@ -136,12 +151,27 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
         # the pod as fresh without a rate would let it count as idle.
         return ExporterReading(PodSample(name=pod, ready=ready, sampled_at=None, gpu_busy=gpu,
                                          gpu_sampled_at=gpu_at, created_at=created_at), offset)
+    sampled_at = min(modelmesh_ok_at, scraped_at)
     return ExporterReading(PodSample(
         name=pod,
         ready=ready,
-        sampled_at=min(modelmesh_ok_at, scraped_at),
+        sampled_at=sampled_at,
         gpu_sampled_at=gpu_at,
         gpu_busy=gpu,
+        recent_models=_recent_models(models, model_samples, text, offset, sampled_at),
         created_at=created_at,
         **values,
     ), offset)
+
+
+def _recent_models(models: dict[str, float], samples: int, text: str, offset: float,
+                   sampled_at: float) -> Mapping[str, float] | None:
+    """The valid last-served times on the clock of `sampled_at` (moved by the exporter's clock offset, as
+    `sampled_at` is, and never later than it: a model is served at an exporter read, which is no later than the
+    last good one); {} for an exporter that declares the series but has no sample (nothing served recently);
+    None when it does not publish the series (ModelMesh without per-model metrics), or every time is garbled."""
+    if not models:
+        return {} if samples == 0 and _MODELS_DECLARED in text else None
+    if offset or max(models.values()) > sampled_at:
+        return {model: min(at - offset, sampled_at) for model, at in models.items()}
+    return models

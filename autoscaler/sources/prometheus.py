@@ -22,6 +22,10 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
 - none of a runtime's Ready pods has series for UNSEEN_WARN_AFTER_S while other runtimes' pods have them
   (its namespace left out of what Prometheus scrapes): logged once, naming the runtime; not an error.
 
+- the recent-models query alone fails: the refresh is good, every pod read this refresh has `recent_models` None
+  (the unique-copy term drops out; nothing is lowered for it). Counted by its reason, logged once until it
+  answers again. A garbled last-served time drops that model (counted as `garbage`, logged once per pod).
+
 The first two are counted in `errors` by reason, and passed to the optional `on_error` callback (self-metrics).
 """
 
@@ -43,9 +47,12 @@ from autoscaler.sources.prometheus_queries import (
     DCGM_GR_ENGINE_ACTIVE,
     FRESHNESS,
     GPU_FRESHNESS,
+    RECENT_MODELS,
+    RECENT_MODELS_WINDOW_S,
     GpuSource,
     PodRef,
     PrometheusReader,
+    build_models_query,
     build_queries,
     valid_value,
     without_password,
@@ -89,6 +96,7 @@ class PrometheusSource:
         dcgm_namespace_label: str = "namespace",
         dcgm_pod_label: str = "pod",
         on_error: Callable[[str], None] | None = None,
+        recent_models_window_s: float | None = RECENT_MODELS_WINDOW_S,
     ) -> None:
         """`url` is Prometheus's base URL (no `/api/v1`); `timeout_s` bounds each HTTP request.
 
@@ -102,7 +110,9 @@ class PrometheusSource:
         Prometheus puts on the exporters' series (a PodMonitor's defaults); `dcgm_namespace_label`/
         `dcgm_pod_label` those that name the pod on DCGM's series (`exported_pod` where Prometheus does not
         honour the DCGM exporter's labels). `on_error(reason)` is called
-        for every counted error (self-metrics). The discovery stays the caller's to close.
+        for every counted error (self-metrics). `recent_models_window_s` bounds how far back the models query
+        reads last-served times (None: not asked, every pod's `recent_models` None). The discovery stays the
+        caller's to close.
         """
         self._discovery = discovery
         self._url = without_password(url.rstrip("/"))  # for logs only
@@ -127,7 +137,10 @@ class PrometheusSource:
             namespace_label=namespace_label,
             pod_label=pod_label,
             clock=clock,
+            models_query=None if recent_models_window_s is None else build_models_query(
+                recent_models_window_s, namespace_label=namespace_label, pod_label=pod_label),
         )
+        self._models_failing = False  # the models query's failure is logged
         self._clock_off_s = 0.0  # the Prometheus clock offset last logged
         self._partial: frozenset[str] = frozenset()  # the partial-answer warnings last logged
         self._unseen_since: dict[RuntimeKey, float] = {}  # runtimes none of whose Ready pods have series, since
@@ -142,8 +155,10 @@ class PrometheusSource:
 
     @property
     def queries(self) -> Sequence[str]:
-        """The PromQL of one refresh, in order: for docs, dashboards and tests."""
-        return tuple(signal.promql for signal in self._signals)
+        """The PromQL of one refresh, in order (the signals', then the recent models'): for docs, dashboards and
+        tests."""
+        models = () if self._reader.models_query is None else (self._reader.models_query,)
+        return (*(signal.promql for signal in self._signals), *models)
 
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
         """One snapshot per runtime in the inventory; never raises."""
@@ -158,6 +173,7 @@ class PrometheusSource:
             self._recovered()
             self._note_clock(self._reader.clock_offset_s)
             self._note_partial(self._reader.warnings)
+            self._note_models(self._reader.models_error)
             backend_ok = True
         source_ok = backend_ok and self._discovery.healthy
         snapshots = [
@@ -232,9 +248,10 @@ class PrometheusSource:
         if sampled_at is None:
             return None
         offset = self._reader.clock_offset_s  # Prometheus's clock to ours
+        sampled_at -= offset
         return PodSample(
             name=ref[1],
-            sampled_at=sampled_at - offset,
+            sampled_at=sampled_at,
             gpu_sampled_at=None if gpu_sampled_at is None or fields["gpu_busy"] is None else gpu_sampled_at - offset,
             gpu_busy=fields["gpu_busy"],
             requests_per_second=fields["requests_per_second"],
@@ -243,14 +260,36 @@ class PrometheusSource:
             lru_age_s=fields["lru_age_s"],
             cache_used_ratio=fields["cache_used_ratio"],
             models_loaded=fields["models_loaded"],
+            recent_models=self._recent_models(ref, offset, sampled_at),
         )
 
-    def _note_garbage(self, ref: PodRef, field: str, *, bad: bool, raw: str | None) -> None:
+    def _recent_models(self, ref: PodRef, offset: float, sampled_at: float) -> dict[str, float] | None:
+        """The pod's last-served times on our clock, never later than its `sampled_at` (as the scrape source
+        reads them); {} when it publishes the series but served nothing in the window; None when it does not
+        publish it, the query failed or was not asked, or every time it gave is garbage."""
+        answer = self._reader.models
+        raw = None if answer is None else answer.get(ref)
+        if raw is None:
+            return None
+        models: dict[str, float] = {}
+        bad: str | None = None
+        for model, text in raw.items():
+            at = valid_value(text)
+            if at is None:
+                self._count(REASON_GARBAGE)
+                bad = text
+            else:
+                models[model] = min(at - offset, sampled_at)
+        self._note_garbage(ref, RECENT_MODELS, bad=bad is not None, raw=bad, counted=True)
+        return None if bad is not None and not models else models
+
+    def _note_garbage(self, ref: PodRef, field: str, *, bad: bool, raw: str | None, counted: bool = False) -> None:
         key = (ref[0], ref[1], field)
         if not bad:
             self._garbage.discard(key)
             return
-        self._count(REASON_GARBAGE)
+        if not counted:
+            self._count(REASON_GARBAGE)
         if key not in self._garbage:
             self._garbage.add(key)
             log.warning("Prometheus gave %s/%s a %s of %r; leaving it absent", ref[0], ref[1], field, raw)
@@ -337,6 +376,22 @@ class PrometheusSource:
         elif not said and self._partial:
             log.info("Prometheus at %s answers complete data again", self._url)
         self._partial = said
+
+    def _note_models(self, error: PrometheusSourceError | None) -> None:
+        """Count every failed models query by its reason (as a failed round's), log the first of a run of them
+        and the recovery: pods read meanwhile have no `recent_models`, which only leaves that need term out."""
+        if error is None:
+            if self._models_failing:
+                self._models_failing = False
+                log.info("Prometheus at %s answers the recent-models query again", self._url)
+            return
+        self._count(error.reason)
+        if not self._models_failing:
+            self._models_failing = True
+            log.warning("Prometheus at %s failed the recent-models query (%s): %s; pods have no recent models (the "
+                        "unique-copy need term is left out) until it answers", self._url, error.reason, error.detail)
+        else:
+            log.debug("recent-models query still failing (%s): %s", error.reason, error.detail)
 
     # ---- outage bookkeeping ----
 

@@ -1,8 +1,8 @@
 """What `PrometheusSource` asks Prometheus, how it asks, and how it checks the answers (docs/design.md).
 
-**One instant query per signal for all runtimes at once** (nine queries, whatever the number of runtimes
-or pods), aggregated `by (namespace, pod)`: `build_queries` writes them, `PrometheusReader` runs them
-concurrently and indexes each answer's raw values by (namespace, pod).
+**One instant query per signal for all runtimes at once** (nine queries, and one for the recent models,
+whatever the number of runtimes or pods), aggregated `by (namespace, pod)`: `build_queries` writes them,
+`PrometheusReader` runs them concurrently and indexes each answer's raw values by (namespace, pod).
 
 Freshness. An instant query stamps every result with the *evaluation* time, not the time of the sample it
 found (which may be up to the 5-minute lookback old), so the freshness query asks `timestamp()` for the
@@ -16,6 +16,13 @@ the exporter's `collector="gpu"` timestamp (same minimum), or with DCGM the seri
 Those times are on Prometheus's clock; `PrometheusReader.clock_offset_s` says how far it is from the adapter's
 (each answer's evaluation time against when it was asked, as the scrape source reads an exporter's clock), so
 that a Prometheus node whose clock is off neither makes every pod stale nor a stale pod fresh.
+
+Recent models. One more instant query (`build_models_query`) reads, per (namespace, pod, model_id), the time the
+pod last served the model (`modelmesh_pod_model_last_served_timestamp_seconds`), moved onto Prometheus's clock by
+the same exporter clock offset and kept only within `RECENT_MODELS_WINDOW_S` of Prometheus's now (in PromQL: the
+answer holds only what a policy can use), plus one marker series per pod that publishes the series at all, so
+that a pod that served nothing recently reads as such rather than as one that does not report per-model use. It
+is not one of the signals: its failure leaves every pod's `recent_models` absent and the round good.
 
 Errors: every failure of the library or of an answer's shape is a `PrometheusSourceError` with one of the
 REASON_* values (the library's exception chained as its cause; what a proxy or gateway answered instead of
@@ -31,6 +38,7 @@ import concurrent.futures
 import functools
 import logging
 import re
+import sys
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
@@ -91,6 +99,20 @@ class SignalQuery:
     promql: str
 
 
+RECENT_MODELS: Final = "recent_models"
+"""The field the models query fills."""
+
+RECENT_MODELS_WINDOW_S: Final = 3600.0
+"""How far back the models query reads last-served times: the policies read only those within their own
+`target_lru_age_s` (600 s by default), which the source does not know (a runtime's annotation can set it), so a
+constant bounds the answer instead; one hour covers any `target_lru_age_s` up to an hour (a longer one sees the
+last hour). Each model served in it costs one series of the answer, about 150 bytes."""
+
+ModelAnswers = dict[PodRef, dict[str, str]]
+"""The models query's raw values: (namespace, pod) → model id → last-served time as Prometheus wrote it (no
+model at all: the pod publishes the series but served nothing within the window)."""
+
+
 def _relabel(selector: str, *moves: tuple[str, str]) -> str:
     """`selector` with each (source, target) label copied to `target` by `label_replace` (none when equal)."""
     for source, target in moves:
@@ -116,13 +138,7 @@ def build_queries(
     by = f"{namespace_label}, {pod_label}"
     last_success = f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_MODELMESH}"}}'
     gpu_success = f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_GPU}"}}'
-    # The exporter's clock against Prometheus's, per pod: its `modelmesh_exporter_time_seconds` less that
-    # sample's scrape time, where more than CLOCK_TOLERANCE_S apart (as the scrape source judges it), else 0
-    # (also for an exporter that does not report its clock). Each reported time is moved by it onto
-    # Prometheus's clock, so that a node clock that is off does not make its data look stale or fresh.
-    skew = f"max by ({by}) ({names.EXPORTER_TIME} - timestamp({names.EXPORTER_TIME}))"
-    offset = (f"(({skew} > {CLOCK_TOLERANCE_S:g}) or ({skew} < -{CLOCK_TOLERANCE_S:g}) "
-              f"or (max by ({by}) ({names.LAST_SUCCESS_TIMESTAMP}) * 0))")
+    offset = _exporter_clock_offset(by)
 
     def reported(success: str) -> str:
         """The pod's reported success time on Prometheus's clock, labelled as the reported one."""
@@ -168,6 +184,32 @@ def build_queries(
     )
 
 
+def _exporter_clock_offset(by: str) -> str:
+    """The exporter's clock against Prometheus's, per pod: its `modelmesh_exporter_time_seconds` less that
+    sample's scrape time, where more than CLOCK_TOLERANCE_S apart (as the scrape source judges it), else 0
+    (also for an exporter that does not report its clock). Each reported time is moved by it onto
+    Prometheus's clock, so that a node clock that is off does not make its data look stale or fresh."""
+    skew = f"max by ({by}) ({names.EXPORTER_TIME} - timestamp({names.EXPORTER_TIME}))"
+    return (f"(({skew} > {CLOCK_TOLERANCE_S:g}) or ({skew} < -{CLOCK_TOLERANCE_S:g}) "
+            f"or (max by ({by}) ({names.LAST_SUCCESS_TIMESTAMP}) * 0))")
+
+
+def build_models_query(window_s: float = RECENT_MODELS_WINDOW_S, *, namespace_label: str = "namespace",
+                       pod_label: str = "pod") -> str:
+    """Per (namespace, pod, model_id) the pod's last-served time on Prometheus's clock, within `window_s` of
+    Prometheus's now, and per pod publishing the series a marker without `model_id` (value 0).
+
+    `max by` collapses duplicates (a pod scraped by two jobs) and drops the target labels; the exporter's clock
+    offset moves the times as it moves the freshness times (a pod without the offset's series, no
+    `last_success_timestamp`, keeps its times as they are). NaN and negative times fail the window's comparison;
+    +Inf passes it and is left to `valid_value`, as any garbage is."""
+    by = f"{namespace_label}, {pod_label}"
+    served = f"max by ({by}, {names.MODEL_ID_LABEL}) ({names.MODEL_LAST_SERVED_TIMESTAMP})"
+    moved = f"({served} - on ({by}) group_left () {_exporter_clock_offset(by)})"
+    return (f"(({moved} or {served}) >= (time() - {window_s:g})) "
+            f"or (max by ({by}) ({names.MODEL_LAST_SERVED_TIMESTAMP}) * 0)")
+
+
 class PrometheusReader:
     """Runs one round of signal queries against Prometheus's HTTP API; owns the HTTP session."""
 
@@ -184,11 +226,17 @@ class PrometheusReader:
         namespace_label: str,
         pod_label: str,
         clock: Callable[[], float] = time.time,
+        models_query: str | None = None,
     ) -> None:
-        """See `PrometheusSource`, which passes its settings through."""
+        """See `PrometheusSource`, which passes its settings through; `models_query` (`build_models_query`) is
+        run beside the signals' queries, and may fail alone."""
         self.url = url
         self.shown_url = without_password(url)
         self.signals = signals
+        self.models_query = models_query
+        self.models: ModelAnswers | None = None
+        """The last round's models answer; None when the query is not asked, or failed (`models_error`)."""
+        self.models_error: PrometheusSourceError | None = None
         self._ns_label = namespace_label
         self._pod_label = pod_label
         self._clock = clock
@@ -201,7 +249,7 @@ class PrometheusReader:
         # One thread per query, owned here: asyncio's default executor has min(32, CPUs + 4) threads for the
         # whole process, 6 on a 2-CPU node, so the nine queries went in two waves and a refresh took twice its
         # slowest query.
-        self._threads = concurrent.futures.ThreadPoolExecutor(max_workers=len(signals),
+        self._threads = concurrent.futures.ThreadPoolExecutor(max_workers=len(signals) + 1,
                                                               thread_name_prefix="prometheus-query")
         self._session = requests.Session()
         self._session.verify = verify
@@ -242,17 +290,27 @@ class PrometheusReader:
         """
         self._read_token()
         self.warnings = []
+        self.models, self.models_error = None, None
         try:
             async with asyncio.timeout(self._deadline_s):
                 loop = asyncio.get_running_loop()
-                outcomes = await asyncio.gather(
-                    *(loop.run_in_executor(self._threads, self._query, signal.promql) for signal in self.signals),
-                    return_exceptions=True,
+                models = (None if self.models_query is None
+                          else loop.run_in_executor(self._threads, self._query_models, self.models_query))
+                outcomes, models_outcome = await asyncio.gather(
+                    asyncio.gather(*(loop.run_in_executor(self._threads, self._query, signal.promql)
+                                     for signal in self.signals), return_exceptions=True),
+                    _outcome(models),
                 )
         except TimeoutError as error:
             raise PrometheusSourceError(
                 REASON_TIMEOUT, f"queries took longer than {self._deadline_s:.1f} s"
             ) from error
+        if isinstance(models_outcome, PrometheusSourceError):
+            self.models_error = models_outcome
+        elif isinstance(models_outcome, BaseException):
+            self.models_error = PrometheusSourceError(REASON_PARSE, f"{RECENT_MODELS}: {models_outcome!r}")
+        else:
+            self.models = models_outcome
         answers: Answers = {}
         offsets: list[float] = []
         for signal, outcome in zip(self.signals, outcomes, strict=True):
@@ -287,7 +345,8 @@ class PrometheusReader:
             self._client.headers["Authorization"] = f"Bearer {token}"
             self._token = token
 
-    def _query(self, promql: str) -> tuple[dict[PodRef, str], float | None]:
+    def _query(self, promql: str, key: Callable[[Mapping[str, str]], Any] | None = None
+               ) -> tuple[dict[Any, str], float | None]:
         """One blocking instant query (run in a worker thread), keyed by (namespace, pod), and how far
         Prometheus's clock is from ours by its evaluation time (None for an empty answer, which has none).
 
@@ -300,7 +359,7 @@ class PrometheusReader:
                 asked_at = self._clock()
                 result = self._request(promql)
                 answered_at = self._clock()
-                values, evaluated_at = self._parse(promql, result)
+                values, evaluated_at = self._parse(promql, result, key or self._pod_key)
                 offset = None if evaluated_at is None else clock_offset(evaluated_at, asked_at, answered_at)
                 return values, offset
             except PrometheusSourceError as error:
@@ -309,6 +368,20 @@ class PrometheusReader:
                 log.debug("retrying %s once: %s", promql, error.detail)
                 time.sleep(_CONNECT_RETRY_PAUSE_S)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _query_models(self, promql: str) -> ModelAnswers:
+        """The models query (run in a worker thread), as `_query` runs a signal's, indexed by pod then model."""
+        values, _ = self._query(promql, key=self._model_key)
+        models: ModelAnswers = {}
+        for (namespace, pod, model), value in values.items():
+            served = models.setdefault((namespace, pod), {})
+            if model:
+                # Interned: every pod and every refresh names the same few models; one string each.
+                served[sys.intern(model)] = value
+        return models
+
+    def _model_key(self, labels: Mapping[str, str]) -> tuple[str, str, str]:
+        return labels[self._ns_label], labels[self._pod_label], labels.get(names.MODEL_ID_LABEL, "")
 
     def _request(self, promql: str) -> Any:
         """The library call, with every exception it can raise turned into a PrometheusSourceError."""
@@ -332,24 +405,37 @@ class PrometheusReader:
         except requests.exceptions.RequestException as error:
             raise PrometheusSourceError(REASON_CONNECT, f"{self.shown_url}: {error!r}") from error
 
-    def _parse(self, promql: str, result: Any) -> tuple[dict[PodRef, str], float | None]:
+    def _pod_key(self, labels: Mapping[str, str]) -> PodRef:
+        return labels[self._ns_label], labels[self._pod_label]
+
+    def _parse(self, promql: str, result: Any, key: Callable[[Mapping[str, str]], Any]
+               ) -> tuple[dict[Any, str], float | None]:
         """Check the shape of a vector result and index its raw values (validated on join); with the time
         Prometheus evaluated it at, by its clock (every item of an instant query carries it), None if empty."""
         if not isinstance(result, list):
             raise PrometheusSourceError(REASON_PARSE, f"{promql}: result is {type(result).__name__}")
-        values: dict[PodRef, str] = {}
+        values: dict[Any, str] = {}
         evaluated_at: float | None = None
         for item in result:
             try:
                 labels, value = item["metric"], item["value"]
-                ref = (labels[self._ns_label], labels[self._pod_label])
-                values[ref] = value[1]
+                values[key(labels)] = value[1]
                 evaluated_at = _seconds(value[0], evaluated_at)
             except (KeyError, IndexError, TypeError) as error:
                 if isinstance(item, dict) and isinstance(item.get("metric"), dict) and "value" in item:
                     continue  # a series without namespace/pod labels: not a pod we can join
                 raise PrometheusSourceError(REASON_PARSE, f"{promql}: bad item {item!r}") from error
         return values, evaluated_at
+
+
+async def _outcome(future: asyncio.Future[ModelAnswers] | None) -> ModelAnswers | BaseException | None:
+    """The models query's answer or its exception (it fails alone), None when it was not asked."""
+    if future is None:
+        return None
+    try:
+        return await future
+    except Exception as error:  # any failure of this query only leaves the models out
+        return error
 
 
 def _seconds(raw: Any, default: float | None) -> float | None:

@@ -1,7 +1,8 @@
 """The fast reader of the exporter's text reads what `prometheus_client`'s parser reads, or gives up.
 
 Hypothesis writes exposition texts from the exporter's own series (labels, NaN and infinities, timestamps,
-counters with `_total`/`_created`, comments) mixed with shapes the fast reader does not know (escapes, odd
+counters with `_total`/`_created`, comments, runs of per-model lines whose ids hold the format's escapes and any
+unicode) mixed with shapes the fast reader does not know (other escapes, odd
 spacing, other spellings of numbers, stray comments, garbage): wherever the fast reader answers, its samples
 equal the library's; wherever the library fails, the fast reader has given up.
 """
@@ -13,28 +14,37 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.sources.exporter_text import Sample, fast_samples, wanted
+from autoscaler.sources.exporter_text import LABELLED, Sample, fast_samples, wanted
 from autoscaler.sources.exposition import library_samples, parse_exporter_text
 from exporter import names
 
 NAMES = [names.GPU_BUSY_RATIO, names.REQUESTS_PER_SECOND, names.QUEUE_DELAY_SECONDS, names.LRU_AGE_SECONDS,
          names.CACHE_USED_RATIO, names.MODELS_LOADED, names.LAST_SUCCESS_TIMESTAMP, names.COLLECTOR_SUCCESS,
          names.EXPORTER_TIME, names.CACHE_CAPACITY_BYTES, names.REQUESTS_TOTAL, "modelmesh_pod_requests_created",
-         "other_metric"]
+         names.MODEL_LAST_SERVED_TIMESTAMP, "other_metric"]
 NUMBERS = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.integers(-10**6, 10**12).map(str),
     st.sampled_from(["NaN", "+Inf", "-Inf", "Inf", "1e3", ".5", "5.", "-0", "1_000", "inf", "nan", "0x10", "1e",
                      "", "--1", "1.2.3"]),
 )
-LABEL_VALUES = st.one_of(st.sampled_from(["modelmesh", "gpu", "0", "GPU-1", ""]),
-                         st.text(alphabet='ab"\\\n ,=}{', max_size=6))
+
+
+def escaped(text: str) -> str:
+    """A label value as the exposition format writes it (prometheus_client's escaping)."""
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+LABEL_VALUES = st.one_of(st.sampled_from(["modelmesh", "gpu", "0", "GPU-1", "", "mnist-svm__isvc-6b2eb0b8bf"]),
+                         st.text(alphabet='abn"\\\n ,=}{é', max_size=6),
+                         st.text(max_size=8).map(escaped))
 
 
 @st.composite
 def sample_line(draw: st.DrawFn) -> str:
     name = draw(st.sampled_from(NAMES))
-    labels = draw(st.lists(st.tuples(st.sampled_from(["collector", "gpu", "uuid", "9bad"]), LABEL_VALUES),
+    labels = draw(st.lists(st.tuples(st.sampled_from(["collector", "gpu", "uuid", names.MODEL_ID_LABEL, "9bad"]),
+                                     LABEL_VALUES),
                            max_size=3))
     label_text = ",".join(f'{key}="{value}"' for key, value in labels)
     braces = draw(st.sampled_from(["{%s}", "{%s,}", "%s", "{ %s }", "{%s"]))
@@ -50,15 +60,25 @@ COMMENTS = st.sampled_from([
     f"# HELP {names.GPU_BUSY_RATIO} Fraction of time a kernel ran.", f"# TYPE {names.GPU_BUSY_RATIO} gauge",
     f"# TYPE {names.REQUESTS_TOTAL.removesuffix('_total')} counter", "# TYPE x summary", "# TYPE x bogus",
     "# HELP x with \\n escape", "# a plain comment", "#", "# HELP", "# TYPE x", "", "garbage line",
+    f"# HELP {names.MODEL_LAST_SERVED_TIMESTAMP} Last served.", f"# TYPE {names.MODEL_LAST_SERVED_TIMESTAMP} gauge",
+    f"# TYPE {names.MODEL_LAST_SERVED_TIMESTAMP} counter", f"# TYPE {names.MODEL_LAST_SERVED_TIMESTAMP} histogram",
+    f"# TYPE {names.REQUESTS_PER_SECOND} counter",
 ])
-TEXTS = st.lists(st.one_of(sample_line(), COMMENTS), max_size=12).map(lambda lines: "\n".join(lines) + "\n")
+MODEL_LINES = st.builds(lambda model, value: f'{names.MODEL_LAST_SERVED_TIMESTAMP}{{model_id="{model}"}} {value}',
+                        LABEL_VALUES, NUMBERS)
+"""Lines of the per-model series in the exporter's own shape (mostly), several in a row as it writes them."""
+TEXTS = st.lists(st.one_of(sample_line(), COMMENTS, st.lists(MODEL_LINES, min_size=1, max_size=4).map("\n".join)),
+                 max_size=12).map(lambda lines: "\n".join(lines) + "\n")
 
 
 def same(left: list[Sample], right: list[Sample]) -> bool:
+    """The same samples, in the same order per series name (the reader keeps the last of a repeated series; the
+    order across names does not matter to it)."""
     if len(left) != len(right):
         return False
+    left, right = sorted(left, key=lambda sample: sample[0]), sorted(right, key=lambda sample: sample[0])
     for (name_a, labels_a, value_a), (name_b, labels_b, value_b) in zip(left, right, strict=True):
-        if name_a != name_b or (name_a == names.LAST_SUCCESS_TIMESTAMP and labels_a != labels_b):
+        if name_a != name_b or (name_a in LABELLED and labels_a != labels_b):
             return False
         if not (value_a == value_b or (math.isnan(value_a) and math.isnan(value_b))):
             return False
@@ -87,3 +107,15 @@ def test_the_exporters_own_output_takes_the_fast_path() -> None:
     assert same(fast, wanted(library_samples(text)))
     sample = parse_exporter_text(text, "pod-3", True, 1234567891.0)  # scraped when its clock read the stamp
     assert (sample.gpu_busy, sample.requests_per_second, sample.sampled_at) == (0.3, 3.0, 1234567890.5)
+
+
+def test_an_exporter_serving_a_hundred_models_takes_the_fast_path() -> None:
+    from bench.bench_exporter_text import with_models
+
+    ids = [f"model-{number}" for number in range(97)] + ['quoted "id"', "back\\slash", "line\nbreak", "modèle-ü"]
+    text = with_models(3, dict.fromkeys(ids, 1234567800.0))
+    fast = fast_samples(text)
+    assert fast is not None
+    assert same(fast, wanted(library_samples(text)))
+    sample = parse_exporter_text(text, "pod-3", True, 1234567891.0)
+    assert sample.recent_models == dict.fromkeys(ids, 1234567800.0)

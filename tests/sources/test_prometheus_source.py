@@ -275,7 +275,7 @@ async def test_one_query_per_signal_per_refresh(
     after = await query_requests(prom)
 
     # Two runtimes, five pods, two refreshes: still one query per signal per refresh.
-    assert after - before == 2 * len(source.queries) == 18
+    assert after - before == 2 * len(source.queries) == 20  # the nine signals and the recent models
 
 
 @pytest.mark.slow
