@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import data_path_running
+from tests.e2e.conftest import DataPath, data_path_running
 from tests.e2e.test_missing_signal_e2e import debug_runtime
 from tests.support.processes import poll
 
@@ -20,9 +20,10 @@ ONLY_UNIQUE_COPIES = {"need_weight_requests": 0, "need_weight_gpu": 0, "need_wei
 """Need from the unique copies alone, so that the costs show that term and nothing else."""
 
 
-def costs(path: object) -> dict[str, object]:
-    pods = debug_runtime(path).get("pods") or []  # type: ignore[arg-type]
-    return {pod["name"]: pod["deletion_cost"] for pod in pods}  # type: ignore[index]
+def costs(path: DataPath) -> dict[str, object]:
+    """Each pod's deletion cost as /debug shows it; {} before the first refresh."""
+    pods: list[dict[str, object]] = debug_runtime(path).get("pods") or []  # type: ignore[assignment]
+    return {str(pod["name"]): pod["deletion_cost"] for pod in pods}
 
 
 def test_the_pod_alone_serving_its_models_costs_most_and_pods_sharing_theirs_go_first(tmp_path: Path) -> None:
