@@ -107,11 +107,15 @@ class PodView:
     # "missing" (absent while other pods report it or the runtime reported it before) or "none" (the
     # runtime has no such signal). A Ready pod with a stale or missing signal holds the values that use it.
     signals: tuple[tuple[str, str], ...] = ()
+    # Models only this pod (of the Ready ones) served in the last `target_lru_age_s`: its unique copies, which
+    # the unique-copy need term scores. None when no Ready pod of the runtime reports per-model use, or the pod
+    # does not, or is not Ready.
+    unique_models: int | None = None
 
 
 PodRow = tuple[
     str, bool, bool, float | None, float | None, float | None, float | None, float | None, float | None, float,
-    float | None, int | None, tuple[tuple[str, str], ...],
+    float | None, int | None, tuple[tuple[str, str], ...], int | None,
 ]
 """One pod of a view as plain values: `PodView`'s fields, in its order."""
 

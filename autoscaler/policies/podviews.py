@@ -40,14 +40,15 @@ def pod_views(agg: Aggregate, ranking: Ranking, now: float) -> PodViews:
     """The pods' views from an aggregate and any ranking, in the snapshot's order."""
     rows: list[PodRow] = []
     states = agg.pod_signals or ((),) * len(agg.pods)
-    for pod, fresh, weight, need, cost, signals in zip(
-        agg.pods, agg.fresh, agg.weights, ranking.needs, ranking.costs, states, strict=True
+    unique = ranking.unique_models or (None,) * len(agg.pods)
+    for pod, fresh, weight, need, cost, signals, unique_models in zip(
+        agg.pods, agg.fresh, agg.weights, ranking.needs, ranking.costs, states, unique, strict=True
     ):
         t = pod.sampled_at
         rows.append((
             pod.name, pod.ready, fresh, None if t is None else (age if (age := now - t) > 0.0 else 0.0),
             pod.gpu_busy, pod.requests_per_second, pod.queue_delay_s, pod.lru_age_s, pod.cache_used_ratio,
-            weight, need, cost, signals,
+            weight, need, cost, signals, unique_models,
         ))
     return _pod_views(tuple(rows))
 
@@ -97,16 +98,17 @@ def examine_pods(
     passes over the pods: the aggregation's, which also notes what the need terms see on Ready pods
     (`ReadyTerms`), and this one, which scores each pod with the default terms (`_ready_needs`' sum, term
     by term in the terms' order, and `rank_pods`' cost buckets) as it builds its row. Other terms go the
-    general way, and so does the unique-copy term when some Ready pod reports its recent models (counting
-    unique copies reads every model of every pod: the row's few operations are not what it costs); when none
-    does, it drops out, and the rows are those of the three signal terms."""
+    general way, and so does a runtime some Ready pod of which reports its recent models (counting unique
+    copies, shown in /debug whatever the term's weight, reads every model of every pod: the row's few
+    operations are not what it costs); when none does, the unique-copy term drops out, and the rows are those
+    of the three signal terms."""
     agg, seen_terms = scan_pods(pods, policy, now, seen)
     hit = _WEIGHTS_BY_ID.get(id(terms))
     if hit is None or hit[0] is not terms:
         hit = _weights_of(terms)
     weights = hit[1]
     top, rated, gpus, caches, models = seen_terms
-    if weights is None or (models and weights[3] > 0.0):
+    if weights is None or models:  # (per-model use: its unique copies are counted for /debug whatever the weight)
         return agg, pod_views(agg, rank_pods(agg.pods, terms, now), now)
     w_r, w_g, w_c, _ = weights
     # A term counts when its weight is positive and some Ready pod reports its signal (`_ready_needs`).
@@ -150,7 +152,7 @@ def examine_pods(
             if not need <= 1.0:
                 need = 1.0
             rows.append((pod.name, ready, fresh, age_s, b, r, pod.queue_delay_s, pod.lru_age_s, c, weight, need,
-                         costs[trunc(need * buckets)], signals))
+                         costs[trunc(need * buckets)], signals, None))
             continue
         t = pod.sampled_at
         age_s = None if t is None else (age if (age := now - t) > 0.0 else 0.0)
@@ -167,5 +169,5 @@ def examine_pods(
         else:
             need = cost = None
         rows.append((pod.name, ready, fresh, age_s, b, r, pod.queue_delay_s, pod.lru_age_s, c, weight, need, cost,
-                     signals))
+                     signals, None))
     return agg, _pod_views(tuple(rows))

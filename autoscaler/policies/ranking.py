@@ -117,9 +117,14 @@ class UniqueCopyTerm:
     name: str = "unique"
 
     def scores(self, pods: Sequence[PodSample], now: float) -> list[float | None]:
+        return unique_scores(self.counts(pods, now), len(pods))
+
+    def counts(self, pods: Sequence[PodSample], now: float) -> list[int | None] | None:
+        """`u_i` per pod (None where the pod reports no per-model use); None when no pod reports it. Shown in
+        /debug as each pod's `unique_models`."""
         models = [pod.recent_models for pod in pods]
         if models.count(None) == len(models):
-            return [None] * len(models)
+            return None
         since = repeat(now - self.window_s)  # `since <= t`: served within the window (`operator.le` is a
         # plain C function: a third cheaper a model than `since.__le__`, a method wrapper)
         recent = [None if m is None else list(compress(m, map(le, since, m.values()))) for m in models]
@@ -128,11 +133,29 @@ class UniqueCopyTerm:
             if served is not None:
                 servers.update(served)
         count = servers.__getitem__
-        unique = [0 if served is None else list(map(count, served)).count(1) for served in recent]
-        top = max(unique)
-        if top == 0:
-            return [None if m is None else 0.0 for m in models]
-        return [None if m is None else u / top for m, u in zip(models, unique, strict=True)]
+        return [None if served is None else list(map(count, served)).count(1) for served in recent]
+
+
+def unique_scores(counts: Sequence[int | None] | None, pods: int) -> list[float | None]:
+    """`u_i / max u` from `UniqueCopyTerm.counts` (every reporting pod 0 when none holds a unique copy)."""
+    if counts is None:
+        return [None] * pods
+    top = max((u for u in counts if u is not None), default=0)
+    if top == 0:
+        return [None if u is None else 0.0 for u in counts]
+    return [None if u is None else u / top for u in counts]
+
+
+@dataclass(frozen=True, slots=True)
+class _Scored:
+    """A term whose scores of the Ready pods are already worked out: the unique-copy term's, from the counts
+    `rank_pods` keeps for /debug, so that they are counted once."""
+
+    name: str
+    known: Sequence[float | None]
+
+    def scores(self, pods: Sequence[PodSample], now: float) -> Sequence[float | None]:
+        return self.known
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,24 +248,39 @@ class ReadyTerms(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Ranking:
-    """Needs and deletion costs per pod, in the pods' order; None for pods that are not Ready."""
+    """Needs and deletion costs per pod, in the pods' order; None for pods that are not Ready. `unique_models`:
+    each pod's unique copies (`UniqueCopyTerm.counts`, None for a pod not Ready or without per-model data), or
+    None when the terms have no unique-copy term or no Ready pod reports per-model use."""
 
     needs: tuple[float | None, ...]
     costs: tuple[int | None, ...]
+    unique_models: tuple[int | None, ...] | None = None
 
 
 def rank_pods(pods: Sequence[PodSample], terms: Sequence[WeightedTerm], now: float) -> Ranking:
     """Needs and costs of one runtime's pods (`cost_of`, inlined: this runs per pod per refresh); `now`: the
-    refresh's clock, for terms that judge recency."""
+    refresh's clock, for terms that judge recency. The unique-copy term's counts are kept for /debug (whatever
+    its weight: they say what the term sees) and its scores made from them."""
+    unique: tuple[int | None, ...] | None = None
+    for index, wt in enumerate(terms):
+        if type(wt.term) is UniqueCopyTerm:
+            ready = [pod for pod in pods if pod.ready]
+            counts = wt.term.counts(ready, now)
+            if counts is not None:
+                scored = WeightedTerm(_Scored(wt.term.name, unique_scores(counts, len(ready))), wt.weight)
+                terms = (*terms[:index], scored, *terms[index + 1:])
+                it = iter(counts)
+                unique = tuple([next(it) if pod.ready else None for pod in pods])
+            break
     needs = tuple(pod_needs(pods, terms, now))
     top = COST_BUCKETS - 1
     costs = tuple([
         None if need is None else (b if (b := int(need * COST_BUCKETS)) < top else top) * COST_SPACING for need in needs
     ])
-    return _ranking(needs, costs)
+    return _ranking(needs, costs, unique)
 
 
-_ranking: Final = slot_builder(Ranking, ("needs", "costs"))
+_ranking: Final = slot_builder(Ranking, ("needs", "costs", "unique_models"))
 
 
 def removal_order(pods: Sequence[PodSample], needs: Sequence[float | None]) -> list[str]:

@@ -20,26 +20,25 @@ ONLY_UNIQUE_COPIES = {"need_weight_requests": 0, "need_weight_gpu": 0, "need_wei
 """Need from the unique copies alone, so that the costs show that term and nothing else."""
 
 
-def costs(path: DataPath) -> dict[str, object]:
-    """Each pod's deletion cost as /debug shows it; {} before the first refresh."""
+def shown(path: DataPath, field: str) -> dict[str, object]:
+    """Each pod's `field` as /debug shows it; {} before the first refresh."""
     pods: list[dict[str, object]] = debug_runtime(path).get("pods") or []  # type: ignore[assignment]
-    return {str(pod["name"]): pod["deletion_cost"] for pod in pods}
+    return {str(pod["name"]): pod[field] for pod in pods}
 
 
 def test_the_pod_alone_serving_its_models_costs_most_and_pods_sharing_theirs_go_first(tmp_path: Path) -> None:
-    """pod-0 serves 6 models no other pod serves; pod-1 and pod-2 both serve the same 2 (ModelMesh keeps two
-    copies of them). Removing pod-0 makes 6 models cold, removing pod-1 or pod-2 none: unique copies 6, 0, 0,
-    scaled by the most (6): needs 1, 0, 0, costs 900, 0, 0. Before the exporter published which models a pod
-    served, the term had nothing to read and every pod needed 0 alike (costs 0, 0, 0): the ReplicaSet's
-    newest-first rule then chose, whatever the pod held."""
+    """pod-0 serves 8 models (the fake's default) no other pod serves; pod-1 and pod-2 both serve the same 8
+    (ModelMesh keeps two copies of them). Removing pod-0 makes 8 models cold, removing pod-1 or pod-2 none:
+    unique copies 8, 0, 0, scaled by the most (8): needs 1, 0, 0, costs 900, 0, 0. Before the exporter
+    published which models a pod served, the term had nothing to read and every pod needed 0 alike (costs 0,
+    0, 0): the ReplicaSet's newest-first rule then chose, whatever the pod held."""
     with data_path_running(
         tmp_path, pods=3, rps=30.0, policy=ONLY_UNIQUE_COPIES,
         modelmesh_args=[["--model-prefix", "alone"], ["--model-prefix", "shared"], ["--model-prefix", "shared"]],
     ) as path:
-        path.set_load(0, models_loaded=6)
-        path.set_load(1, models_loaded=2)
-        path.set_load(2, models_loaded=2)
         expected = {"pod-0": 900, "pod-1": 0, "pod-2": 0}
         with contextlib.suppress(AssertionError):  # said below, with the costs seen last
-            poll(lambda: costs(path) == expected, timeout=30)
-        assert costs(path) == expected
+            poll(lambda: shown(path, "deletion_cost") == expected, timeout=30)
+        assert shown(path, "deletion_cost") == expected
+        # Why, in /debug: the unique copies each pod holds.
+        assert shown(path, "unique_models") == {"pod-0": 8, "pod-1": 0, "pod-2": 0}

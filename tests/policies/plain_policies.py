@@ -176,8 +176,9 @@ def plain_pod_views(agg: Aggregate, ranking: Ranking, now: float) -> PodViews:
     """One PodView per pod, in the snapshot's order (as the pods of a view)."""
     views = []
     states = agg.pod_signals or ((),) * len(agg.pods)
-    for pod, fresh, weight, need, cost, signals in zip(
-        agg.pods, agg.fresh, agg.weights, ranking.needs, ranking.costs, states, strict=True
+    unique = ranking.unique_models or (None,) * len(agg.pods)
+    for pod, fresh, weight, need, cost, signals, unique_models in zip(
+        agg.pods, agg.fresh, agg.weights, ranking.needs, ranking.costs, states, unique, strict=True
     ):
         sampled_at = pod.sampled_at
         views.append(PodView(
@@ -194,13 +195,14 @@ def plain_pod_views(agg: Aggregate, ranking: Ranking, now: float) -> PodViews:
             need=need,
             deletion_cost=cost,
             signals=signals,
+            unique_models=unique_models,
         ))
     return PodViews.of(views)
 
 
-def plain_unique_copies(pods: Sequence[PodSample], now: float, window_s: float) -> list[float | None]:
-    """`ranking.UniqueCopyTerm`'s scores, the plain way: each pod's set of models served in the window, less
-    the union of the other pods' sets, over the largest such count."""
+def plain_unique_counts(pods: Sequence[PodSample], now: float, window_s: float) -> list[int | None]:
+    """`ranking.UniqueCopyTerm.counts`, the plain way: each pod's set of models served in the window, less the
+    union of the other pods' sets."""
     recent = [None if pod.recent_models is None else {m for m, t in pod.recent_models.items() if now - window_s <= t}
               for pod in pods]
     unique: list[int | None] = []
@@ -213,6 +215,12 @@ def plain_unique_copies(pods: Sequence[PodSample], now: float, window_s: float) 
             if j != i and theirs is not None:
                 others |= theirs
         unique.append(len(mine - others))
+    return unique
+
+
+def plain_unique_copies(pods: Sequence[PodSample], now: float, window_s: float) -> list[float | None]:
+    """`ranking.UniqueCopyTerm`'s scores, the plain way: the counts over the largest count."""
+    unique = plain_unique_counts(pods, now, window_s)
     top = max((u for u in unique if u is not None), default=0)
     return [None if u is None else (u / top if top else 0.0) for u in unique]
 
@@ -253,7 +261,13 @@ def plain_rank_pods(pods: Sequence[PodSample], terms: Sequence[WeightedTerm], no
     costs = tuple(
         None if need is None else (b if (b := int(need * COST_BUCKETS)) < top else top) * COST_SPACING for need in needs
     )
-    return Ranking(needs=tuple(needs), costs=costs)
+    unique: tuple[int | None, ...] | None = None
+    window = next((wt.term.window_s for wt in terms if isinstance(wt.term, UniqueCopyTerm)), None)
+    ready = [pod for pod in pods if pod.ready]
+    if window is not None and any(pod.recent_models is not None for pod in ready):
+        counts = iter(plain_unique_counts(ready, now, window))
+        unique = tuple(next(counts) if pod.ready else None for pod in pods)
+    return Ranking(needs=tuple(needs), costs=costs, unique_models=unique)
 
 
 def plain_power_mean(values: Sequence[float], p: float) -> float:

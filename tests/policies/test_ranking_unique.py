@@ -48,9 +48,11 @@ def test_the_pod_alone_serving_models_is_kept_over_busier_ones() -> None:
     )
     ranking = rank_pods(pods, default_terms(policy), NOW)
     assert ranking.costs == (600, 300, 300)
+    assert ranking.unique_models == (2, 0, 0)  # what /debug shows per pod
     assert removal_order(pods, ranking.needs) == ["b", "c", "a"]
     blind = tuple(with_models(p, None) for p in pods)
     assert rank_pods(blind, default_terms(policy), NOW).costs == (400, 600, 600)
+    assert rank_pods(blind, default_terms(policy), NOW).unique_models is None
 
 
 def test_a_copy_on_a_pod_that_is_not_ready_protects_nobody() -> None:
