@@ -122,10 +122,11 @@ def _other_bounds(path: Path, spec: dict[str, Any], low: int, high: int) -> str 
 
 
 def _load_trace(args: argparse.Namespace) -> tuple[Trace, str]:
+    from autoscaler.simulation.report import ProgressBar
     from autoscaler.simulation.trace import read_csv, synthetic
 
     if args.trace is not None:
-        return read_csv(args.trace), str(args.trace)
+        return read_csv(args.trace, None if args.quiet else ProgressBar("reading")), str(args.trace)
     trace = synthetic(models=args.models, hours=args.hours, mean_rps=args.rps, shape=args.shape, seed=args.seed)
     return trace, f"synthetic ({args.shape}, seed {args.seed})"
 

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import csv
 import gzip
+import io
 import math
 import os
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Final, TextIO, overload
+from typing import BinaryIO, Final, TextIO, overload
 
 import numpy as np
 
@@ -156,12 +157,19 @@ def open_csv(path: str | os.PathLike[str]) -> TextIO:
     return open(path, newline="", encoding="utf-8-sig")
 
 
-def read_csv(path: str | os.PathLike[str]) -> Trace:
-    """Read and check a trace file; TraceError names the first problem."""
+def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] | None = None) -> Trace:
+    """Read and check a trace file; TraceError names the first problem. `progress(done, total)`: bytes of the
+    file read so far (compressed ones for `.gz`), every `PROGRESS_ROWS` rows and once at the end: a
+    2 GB export takes minutes to read, which without it looked like a hang."""
     name = os.fspath(path)
     try:
-        with open_csv(name) as fh:
-            return _parse(csv.reader(fh), name)
+        with open(name, "rb") as raw:
+            size = os.fstat(raw.fileno()).st_size
+            with _text(raw, gzipped=name.endswith(".gz")) as fh:
+                trace = _parse(csv.reader(fh), name, None if progress is None else lambda: progress(raw.tell(), size))
+        if progress is not None:
+            progress(size, size)
+        return trace
     except gzip.BadGzipFile as exc:
         raise TraceError(f"{name}: not a gzip file ({exc}); name it .csv if it is plain text") from exc
     except EOFError as exc:
@@ -202,7 +210,18 @@ def _numbered(reader: Iterator[list[str]]) -> Iterator[tuple[int, list[str]]]:
         line = getattr(reader, "line_num", line) + 1
 
 
-def _parse(rows: Iterator[list[str]], name: str) -> Trace:
+def _text(raw: BinaryIO, gzipped: bool) -> TextIO:
+    """`open_csv`'s text over a file already open, so that its byte position can be read as it is parsed."""
+    if gzipped:
+        return gzip.open(raw, "rt", newline="", encoding="utf-8-sig")
+    return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+
+
+PROGRESS_ROWS: Final = 1 << 16
+"""Rows between two progress reports while reading a trace."""
+
+
+def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | None = None) -> Trace:
     numbered = _numbered(rows)
     header = next(numbered, None)
     at_time, at_model, at_requests, others = _columns(header[1] if header else None, name)
@@ -227,6 +246,8 @@ def _parse(rows: Iterator[list[str]], name: str) -> Trace:
         models.append(index.setdefault(model, len(index)))
         counts.append(r)
         lines.append(line)
+        if report is not None and not len(times) % PROGRESS_ROWS:
+            report()
     if not times:
         raise TraceError(f"{name}: no rows after the header")
     trace = _checked(np.frombuffer(times), np.frombuffer(models, dtype=np.int64), tuple(index),

@@ -331,3 +331,14 @@ def test_a_whole_hpa_whose_replica_bounds_are_not_the_runs_says_so(tmp_path: Pat
     assert result.stderr == (f"simulate: warning: {tmp_path / 'hpa.yaml'}: its minReplicas 1 and maxReplicas 10 "
                              "are not this run's replicas 2..3: give --min-replicas 1 --max-replicas 10 to "
                              "simulate them\n")
+
+
+def test_reading_a_trace_shows_a_bar_unless_quiet(tmp_path: Path) -> None:
+    """The trace's reading has a bar of its own before the policies' (a big export takes minutes to read)."""
+    trace = five_models(tmp_path, 3)
+    for quiet, bars in (([], 1), (["--quiet"], 0)):
+        result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"),
+                                 "--policies", "fixed", "--no-plot", *quiet], capture_output=True, text=True,
+                                timeout=120)
+        assert result.returncode == 0, result.stderr
+        assert len([line for line in result.stderr.splitlines() if line.lstrip("\r").startswith("reading")]) == bars

@@ -188,3 +188,28 @@ def test_buckets_of_a_big_trace_take_a_few_dozen_bytes_a_row() -> None:
     assert (length, len(parts)) == (60.0, trace.intervals)
     assert sum(sum(b.rates) for b in parts) * length == pytest.approx(trace.total_requests)
     assert [(b.models, b.rates) for b in parts[-2:]] == [(parts[i].models, parts[i].rates) for i in (-2, -1)]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".csv.gz"])
+def test_reading_a_long_trace_says_how_far_it_got(tmp_path: Path, suffix: str) -> None:
+    """A 2 GB export takes minutes to read; before, `simulate` said nothing until it was read, which looked like
+    a hang. 200,000 rows (three reports on the way, every 65,536 rows) and one at the end, in bytes of the file
+    as it is on disk (compressed for .gz)."""
+    import gzip
+
+    rows = "".join(f"{5 * (i // 2)},m{i % 2},1\n" for i in range(200_000))
+    path = tmp_path / f"long{suffix}"
+    text = "timestamp_s,model,requests\n" + rows
+    if suffix.endswith(".gz"):
+        with gzip.open(path, "wt", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        path.write_text(text)
+    size = path.stat().st_size
+    seen: list[tuple[int, int]] = []
+    trace = read_csv(path, lambda done, total: seen.append((done, total)))
+    assert trace.total_requests == 200_000
+    assert len(seen) == 4 and seen[-1] == (size, size)
+    assert all(total == size for _, total in seen)
+    done = [d for d, _ in seen]
+    assert done == sorted(done) and 0 < done[0] < size
