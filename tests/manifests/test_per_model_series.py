@@ -14,8 +14,17 @@ import yaml
 
 from exporter import names
 from tests.manifests.series import relabel
-from tests.manifests.support import PROMETHEUS, PROMTOOL, commented_yaml, find, kustomize, load_yaml, run
-from tests.manifests.test_monitoring import EXPORTER_JOB, KUBERNETES_SD_FIELDS, every_expression, metric_names
+from tests.manifests.support import (
+    PROMETHEUS,
+    PROMTOOL,
+    commented_yaml,
+    find,
+    kustomize,
+    load_yaml,
+    metric_names,
+    run,
+)
+from tests.manifests.test_monitoring import EXPORTER_JOB, KUBERNETES_SD_FIELDS, every_expression
 
 MARKER = "To keep the per-model series out of Prometheus"
 
