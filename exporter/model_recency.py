@@ -27,6 +27,11 @@ class ModelRecency:
     def __init__(self, horizon_s: float) -> None:
         self.horizon_s = horizon_s
         self._last_served: dict[str, float] = {}
+        self.reports = False
+        """Whether ModelMesh has shown it counts per model (a request series labelled `modelId`): then a pod
+        with no model served within the horizon says it served none, rather than nothing (docs/design.md).
+        Stays True over a ModelMesh restart, whose new container has no labelled series before its first
+        request: its settings are the old one's (changing MM_METRICS rolls the pod, the exporter with it)."""
 
     def update(self, reading: ModelMeshReading, risen: frozenset[Labels] | None, now: float) -> None:
         """Fold in one good read at Unix time `now`: `risen` are the request series `CounterWindow.add` saw rise,
@@ -40,6 +45,8 @@ class ModelRecency:
         horizon.
         """
         counts = reading.counters.get(REQUESTS, {})
+        if not self.reports:
+            self.reports = any(_model_id(labels) is not None for labels in counts)
         served: Iterable[Labels] = (
             (labels for labels, count in counts.items() if count > 0) if risen is None else risen)
         for labels in served:

@@ -153,8 +153,15 @@ class SkewAwarePolicy:
         p = self.policy
         return (f"skew-aware: modelmesh_desired_replicas (skew_order {p.skew_order:g}, target_gpu_busy "
                 f"{p.target_gpu_busy:g}, scale_down_tau_s {p.scale_down_tau_s:g}), "
-                f"{'deletion costs' if self.deletion_costs else 'no deletion costs (newest pod removed first)'}, "
+                f"{self._deletion() if self.deletion_costs else 'no deletion costs (newest pod removed first)'}, "
                 f"replicas {self.bounds[0]}..{self.bounds[1]}; HPA behavior {describe_behavior(self.behavior)}")
+
+    def _deletion(self) -> str:
+        """The deletion costs with the need weights that ranked the pods: two runs that differ only in them
+        (need_weight_unique 0 against 1) would otherwise read the same."""
+        p = self.policy
+        return (f"deletion costs (need weights requests {p.need_weight_requests:g}, gpu {p.need_weight_gpu:g}, "
+                f"cache {p.need_weight_cache:g}, unique {p.need_weight_unique:g})")
 
     @property
     def bounds(self) -> tuple[int, int]:

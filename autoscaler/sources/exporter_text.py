@@ -83,10 +83,10 @@ _MODEL_RUN = re.compile(rf"(?:{_model_line('(?:')})+(?=\n)")
 per model the pod served recently, up to hundreds, the bulk of such a text. Checked and read in two passes of
 their own, and cut out of the text the general passes check, whose per-line cost is several times theirs (the
 label decoded into a dict per sample). Model lines of any other shape stay in the text, read the general way."""
-_MODEL_LINE = re.compile(_model_line("("))
 _PAIR = re.compile(rf'({_LABEL_NAME})="({_VALUE_TEXT})"')
 _MODEL_LINE_START = f"\n{names.MODEL_LAST_SERVED_TIMESTAMP}{{"
 _MODEL_SAMPLE_START = f"\n{names.MODEL_LAST_SERVED_TIMESTAMP}"
+_MODEL_ID_START = f'{_MODEL_LINE_START}{names.MODEL_ID_LABEL}="'
 _ESCAPE = re.compile(r'\\[\\"n]')
 _UNESCAPED = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
 
@@ -112,9 +112,19 @@ def fast_samples(text: str) -> list[Sample] | None:
     samples = _general_samples(rest)
     if samples is None:
         return None
-    return samples + [(names.MODEL_LAST_SERVED_TIMESTAMP,
-                       {names.MODEL_ID_LABEL: _unescape(model) if "\\" in model else model}, float(value))
-                      for model, value in _MODEL_LINE.findall(run[0])]
+    samples.extend(_run_samples(run[0]))
+    return samples
+
+
+def _run_samples(run: str) -> Iterable[Sample]:
+    """The samples of a run `_MODEL_RUN` has checked, cut apart with string methods, not read again with its
+    groups (9.4 k instructions a model that way, 5.5 k this one): each line's start is the id's start (a raw
+    newline is never in an id), the id ends at the line's last `"} ` (a value and a timestamp hold no quote),
+    and the value at the space before a timestamp, if any."""
+    for line in run.split(_MODEL_ID_START)[1:]:
+        model, _, value = line.rpartition('"} ')
+        yield (names.MODEL_LAST_SERVED_TIMESTAMP,
+               {names.MODEL_ID_LABEL: _unescape(model) if "\\" in model else model}, float(value.partition(" ")[0]))
 
 
 def _general_samples(text: str) -> list[Sample] | None:

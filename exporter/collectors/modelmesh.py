@@ -233,7 +233,8 @@ class ModelMeshCollector(Collector):
             names.MODELS_LOADED, "Model copies loaded in this pod.", value=reading.models_loaded
         )
         # Only with ModelMesh's per-model metrics on: without them no model is known, and there is no series.
-        if self._recency is not None and self._recency.last_served:
+        # With them, the family is declared even with no model served within the horizon: "served none".
+        if self._recency is not None and self._recency.reports:
             served = GaugeMetricFamily(
                 names.MODEL_LAST_SERVED_TIMESTAMP,
                 "Unix time of the last ModelMesh read that saw this model served in this pod (its request count "

@@ -24,6 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.api.certs import CertificateFiles, generate_self_signed, server_context
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
+from autoscaler.sources.exposition import parse_exporter_text
 from exporter import names
 from exporter.app import REGISTRY_KEY, build_app
 from exporter.settings import ExporterSettings, build_parser, parse_settings, seconds
@@ -193,6 +194,22 @@ async def test_the_models_the_stand_in_serves_are_published_with_their_last_serv
     assert set(served_models(text)) == set(modelmesh.fake.model_ids)
     last_success = samples(text)[(names.LAST_SUCCESS_TIMESTAMP, (("collector", names.COLLECTOR_MODELMESH),))]
     assert all(last_success - 5.0 < stamp <= last_success for stamp in served_models(text).values())
+
+
+async def test_a_pod_that_served_nothing_within_the_horizon_says_so_rather_than_nothing(
+    aiohttp_client: AiohttpClient, modelmesh: Served, modelmesh_cert: CertificateFiles,
+) -> None:
+    """With per-model metrics on, a pod idle for a horizon publishes the family without samples, which the
+    adapter reads as "served nothing recently" ({}). Before, the family went with its last sample, and the
+    pod read as one whose ModelMesh has no per-model metrics (None), as docs/design.md says it must not."""
+    client = await aiohttp_client(build_app(exporter_settings(modelmesh.url, modelmesh_cert.cert_file,
+                                                              model_recency_horizon_s=0.3)))
+    await poll_metrics(client, lambda t: len(served_models(t)) == len(modelmesh.fake.model_ids))
+    modelmesh.fake.update(requests_per_second=0.0)
+    text = await poll_metrics(client, lambda t: not served_models(t) and rate_near(t, 0.0 + 1e-9, 1.0))
+    assert f"# TYPE {names.MODEL_LAST_SERVED_TIMESTAMP} gauge" in text
+    assert promtool_findings(text) == (0, "")
+    assert parse_exporter_text(text, "pod", True, time.time()).recent_models == {}
 
 
 async def test_model_recency_horizon_zero_publishes_no_per_model_series(

@@ -342,3 +342,23 @@ def test_reading_a_trace_shows_a_bar_unless_quiet(tmp_path: Path) -> None:
                                 timeout=120)
         assert result.returncode == 0, result.stderr
         assert len([line for line in result.stderr.splitlines() if line.lstrip("\r").startswith("reading")]) == bars
+
+
+def test_the_need_weights_of_the_policy_file_show_in_skew_awares_description(tmp_path: Path) -> None:
+    # Comparing need_weight_unique 0 with the default, the two reports' descriptions read the same: nothing
+    # said which weights ranked the pods to remove, so a run whose file was not applied looked like one that was.
+    config = tmp_path / "policy.yaml"
+    config.write_text("defaults:\n  need_weight_unique: 0\n  need_weight_cache: 3\n")
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp_s,model,requests\n" + "".join(f"{60 * m},a,600\n" for m in range(5)))
+    descriptions = []
+    for name, extra in (("given", ["--config", str(config)]), ("built-in", [])):
+        out = tmp_path / name
+        result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(out), *extra,
+                                 "--policies", "skew-aware", "--no-plot", "--quiet"], capture_output=True,
+                                text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        descriptions.append(json.loads((out / "report.json").read_text())["policies"]["skew-aware"]["description"])
+    given, built_in = descriptions
+    assert "need weights requests 0.5, gpu 0.5, cache 3, unique 0" in given
+    assert "need weights requests 0.5, gpu 0.5, cache 2, unique 1" in built_in

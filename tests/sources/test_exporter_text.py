@@ -64,8 +64,8 @@ COMMENTS = st.sampled_from([
     f"# TYPE {names.MODEL_LAST_SERVED_TIMESTAMP} counter", f"# TYPE {names.MODEL_LAST_SERVED_TIMESTAMP} histogram",
     f"# TYPE {names.REQUESTS_PER_SECOND} counter",
 ])
-MODEL_LINES = st.builds(lambda model, value: f'{names.MODEL_LAST_SERVED_TIMESTAMP}{{model_id="{model}"}} {value}',
-                        LABEL_VALUES, NUMBERS)
+MODEL_LINES = st.builds(lambda model, value, stamp: f'{names.MODEL_LAST_SERVED_TIMESTAMP}{{model_id="{model}"}} {value}'
+                        f'{stamp}', LABEL_VALUES, NUMBERS, st.sampled_from(["", "", " 1700000000000", " -5"]))
 """Lines of the per-model series in the exporter's own shape (mostly), several in a row as it writes them."""
 TEXTS = st.lists(st.one_of(sample_line(), COMMENTS, st.lists(MODEL_LINES, min_size=1, max_size=4).map("\n".join)),
                  max_size=12).map(lambda lines: "\n".join(lines) + "\n")
