@@ -58,6 +58,10 @@ class DemoPod:
     process: subprocess.Popen[bytes] | None = None
 
 
+COPIES_PREFIX = "copies"
+"""The model ids of the pods a scale-up adds: each holds copies of the same models."""
+
+
 @dataclass
 class DemoFleet:
     workdir: Path
@@ -79,7 +83,7 @@ class DemoFleet:
         self._log = open(self.workdir / "processes.log", "ab")  # noqa: SIM115 - closed in finally
         try:
             for _ in range(initial_pods):
-                pod = await self.add_pod(wait=False)
+                pod = await self.add_pod(wait=False, own_models=True)
                 pod.ready = True  # running before the demo began
             self._write_targets()
             self._start_adapter()
@@ -122,10 +126,16 @@ class DemoFleet:
         how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
         return f"the adapter stopped ({how})" + (f": {said}" if said else "")
 
-    async def add_pod(self, wait: bool = True) -> DemoPod:
-        """Start a fake ModelMesh and its exporter; it joins the targets once its exporter answers."""
-        pod = DemoPod(f"demo-{self._serial}", FakeModelMesh(ModelMeshLoad(requests_per_second=0.0, models_loaded=6)),
-                      free_port(), free_port(), created_at=time.time())
+    async def add_pod(self, wait: bool = True, own_models: bool = False) -> DemoPod:
+        """Start a fake ModelMesh and its exporter; it joins the targets once its exporter answers.
+
+        `own_models`: the pod serves models of its own, as the pods the runtime ran with before the demo, which
+        each hold the only copies of some models. A pod added by a scale-up holds copies that the other added
+        pods hold too (`COPIES_PREFIX`), as ModelMesh's extra copies of hot models: removing one loses no model,
+        which the unique-copy need term sees (each pod's `unique_models` in /debug)."""
+        prefix = None if own_models else COPIES_PREFIX
+        fake = FakeModelMesh(ModelMeshLoad(requests_per_second=0.0, models_loaded=6), model_prefix=prefix)
+        pod = DemoPod(f"demo-{self._serial}", fake, free_port(), free_port(), created_at=time.time())
         self._serial += 1
         pod.runner = web.AppRunner(build_app(pod.fake), handle_signals=False, access_log=None)
         await pod.runner.setup()

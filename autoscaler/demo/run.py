@@ -142,15 +142,16 @@ class Demo:
                 return float(line.split()[1])
         return None
 
-    async def deletion_costs(self, session: aiohttp.ClientSession) -> dict[str, int]:
-        """The pod-deletion cost the adapter ranks each pod at, from its `/debug` explanation."""
+    async def ranked_pods(self, session: aiohttp.ClientSession) -> dict[str, tuple[int, int | None]]:
+        """Each pod's deletion cost and unique copies (models only it served lately), from the adapter's
+        `/debug` explanation; pods it gives no cost are left out."""
         try:
             async with session.get(self._url(f"/debug/runtimes/{NAMESPACE}/{DEPLOYMENT}"), ssl=False,
                                    timeout=aiohttp.ClientTimeout(total=2)) as response:
                 body = await response.json() if response.status == 200 else {}
         except (aiohttp.ClientError, TimeoutError, ValueError):
             return {}
-        return {pod["name"]: pod["deletion_cost"] for pod in body.get("pods", [])
+        return {pod["name"]: (pod["deletion_cost"], pod.get("unique_models")) for pod in body.get("pods", [])
                 if pod.get("deletion_cost") is not None}
 
     async def autoscale(self, session: aiohttp.ClientSession) -> None:
@@ -168,10 +169,12 @@ class Demo:
                 for _ in range(decision.desired - decision.current):
                     await self.fleet.add_pod()
             else:
-                costs = await self.deletion_costs(session)
-                view = [ReplicaPod(p.name, p.ready, costs.get(p.name, 0), p.created_at) for p in pods]
+                ranked = await self.ranked_pods(session)
+                view = [ReplicaPod(p.name, p.ready, ranked.get(p.name, (0, None))[0], p.created_at) for p in pods]
                 for gone in pods_to_remove(view, decision.current - decision.desired):
-                    removed.append(f"{gone.name} (deletion cost {gone.deletion_cost})")
+                    unique = ranked.get(gone.name, (0, None))[1]
+                    alone = "" if unique is None else f", {unique} model{'' if unique == 1 else 's'} only it served"
+                    removed.append(f"{gone.name} (deletion cost {gone.deletion_cost}{alone})")
                     await self.fleet.remove_pod(gone.name)
             what = f"; removed {', '.join(removed)}" if removed else ""
             print(f"\n[{self.elapsed():4.0f}s] HPA: {decision.reason}{what}")
@@ -183,17 +186,18 @@ class Demo:
         served = {m: (await self.served(session, m))[0] for m in ServedMetric}
         # the adapter ranks the pods of its last refresh: a pod removed since then is not in the table
         listed = {pod.name for pod in pods}
-        costs = {name: cost for name, cost in (await self.deletion_costs(session)).items() if name in listed}
+        ranked = {name: shown for name, shown in (await self.ranked_pods(session)).items() if name in listed}
+        costs = {name: cost for name, (cost, _) in ranked.items()}
         ready = sum(1 for p in pods if p.ready)
         print(f"\n[{self.elapsed():4.0f}s] {self.phase.title}")
         print(f"  replicas {len(pods)} ({ready} ready)")
-        print("  pod      true req/s   exporter req/s   deletion cost")
+        print("  pod      true req/s   exporter req/s   deletion cost   models only it served")
         for pod, rate in zip(pods, rates, strict=True):
             shown = "   -" if rate is None else f"{rate:8.1f}"
-            cost = costs.get(pod.name)
+            cost, unique = ranked.get(pod.name, (None, None))
             state = "" if pod.ready else "  (starting)"
             print(f"  {pod.name:8} {pod.fake.load.requests_per_second:10.0f}   {shown}"
-                  f"         {'-' if cost is None else cost:>6}{state}")
+                  f"         {'-' if cost is None else cost:>6}   {'-' if unique is None else unique:>6}{state}")
         known = [r for r in rates if r is not None]
         if known:
             average_wants = max(1, math.ceil(sum(known) / TARGET_RPS_PER_POD - 1e-9))

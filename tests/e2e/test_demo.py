@@ -62,8 +62,13 @@ def test_replicas_follow_the_hot_model_up_and_come_down_slowly_least_needed_firs
     assert ups, out
     assert downs, out  # and down again once the traffic drops
     assert len(downs) >= 2, out  # in steps, as the adapter's served value falls
-    removed = re.findall(r"(demo-\d+) \(deletion cost \d+\)", " ".join(r for _, _, r in downs))
+    removed = re.findall(r"(demo-\d+) \(deletion cost \d+, \d+ models? only it served\)",
+                         " ".join(r for _, _, r in downs))
     assert removed and "demo-0" not in removed  # never the pod with the hot model
+    # First a pod a scale-up added (demo-4 on), holding copies the other added pods hold too, before the four
+    # the runtime started with, each holding the only copies of its own models.
+    assert int(removed[0].removeprefix("demo-")) >= 4, out
+    assert "models only it served" in out
     for report in re.split(r"\n\[ *\d+s\] ", out):  # each report names only the pods it lists
         listed = set(re.findall(r"^  (demo-\d+) ", report, re.MULTILINE))
         for order in re.findall(r"the ReplicaSet removes (.*)", report):
