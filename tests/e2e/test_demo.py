@@ -129,6 +129,9 @@ def test_an_adapter_that_stops_ends_the_demo_with_its_reason() -> None:
     os.kill(int(adapter[0]), signal.SIGKILL)
     _, err = demo.communicate(timeout=30)
     assert demo.returncode == 1, err
-    assert err == "demo: the adapter stopped (killed by signal 9); every process stopped\n", err
+    # The reason, and what the adapter's own processes logged last when one did in time (its refresh process
+    # and serving worker see their parent gone, and may say so first): either way one line.
+    assert re.fullmatch(r"demo: the adapter stopped \(killed by signal 9\)(: [^\n]+)?; every process stopped\n",
+                        err), err
     time.sleep(1)
     assert processes_using(workdir) == ""
