@@ -164,7 +164,7 @@ class DeletionCostWriter:
         # metrics series of vanished pods are removed here, on the loop that renders /metrics.
         vanished, patches = await asyncio.to_thread(self._plan, views, now)
         self._drop(vanished)
-        patches = self._adopt_costs_in_place(patches, now)
+        patches = self._skip_costs_in_place(patches, now)
         sent = await self._write(patches[: self.settings.batch_size], self._generation)
         for patch in patches[sent:]:
             if patch.priority == 0:  # cut off by the batch or by newer views: still urgent next pass
@@ -181,7 +181,7 @@ class DeletionCostWriter:
                                       min_interval_s=self.settings.min_interval_s,
                                       max_interval_s=self.settings.max_interval_s)
 
-    def _adopt_costs_in_place(self, patches: list[PodPatch], now: float) -> list[PodPatch]:
+    def _skip_costs_in_place(self, patches: list[PodPatch], now: float) -> list[PodPatch]:
         """The patches without those whose cost the pod already carries, as discovery's pod watch last saw it.
 
         A first write whose cost is in place (a previous leader wrote it) counts as written at a random moment

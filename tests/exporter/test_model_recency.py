@@ -11,38 +11,24 @@ clock drives ModelMesh and the exporter, so every timestamp below is exact.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-import aiohttp
 import pytest
-from aiohttp import web
-from aiohttp.test_utils import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import names
-from exporter.app import metrics_app
 from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
-from tests.exporter.modelmesh_wire import MetricsPort, ModelMeshContainer
+from tests.exporter.conftest import Clock, ExporterPod
+from tests.exporter.modelmesh_wire import ModelMeshContainer
 from tests.fakes.prometheus import PROMTOOL_BIN
 
-AiohttpClient = Callable[[web.Application], Awaitable[TestClient[web.Request, web.Application]]]
 INTERVAL_S = 5.0
-START = 1_800_000_000.0
 ODD_ID = 'team "a"\\models\nresnet'
 """A model id with a double quote, a backslash and a newline: ModelMesh escapes them, so must we."""
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @dataclass
@@ -54,36 +40,16 @@ class Scraped:
     has_family: bool
 
 
-@dataclass
-class Pod:
-    clock: Clock
-    container: ModelMeshContainer
-    port: MetricsPort
-    session: aiohttp.ClientSession
-    aiohttp_client: AiohttpClient
-    client: TestClient[web.Request, web.Application] | None = None
-    collector: ModelMeshCollector | None = None
-
-    async def start_exporter(self, horizon_s: float = 3600.0) -> None:
-        """A new exporter process on this pod: fresh state."""
-        health = CollectorHealth(clock=self.clock)
-        self.collector = ModelMeshCollector(health, self.port.url, ssl_context=False, clock=self.clock,
-                                            wall_clock=self.clock, model_recency_horizon_s=horizon_s)
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(self.collector)
-        registry.register(health)
-        self.client = await self.aiohttp_client(metrics_app(registry, health))
+class Pod(ExporterPod):
+    """A pod whose ModelMesh has per-model metrics on, read as its per-model times (promtool-clean)."""
 
     async def read(self, seconds: float = INTERVAL_S) -> Scraped:
-        """`seconds` pass, the exporter reads ModelMesh once; what /metrics serves then (promtool-clean)."""
-        assert self.collector is not None
-        self.clock.now += seconds
-        await self.collector.scrape_once(self.session)
+        """`seconds` pass, the exporter reads ModelMesh once; what /metrics serves then."""
+        await self.read_modelmesh(seconds)
         return await self.scrape()
 
     async def scrape(self) -> Scraped:
-        assert self.client is not None
-        text = await (await self.client.get("/metrics")).text()
+        text = await self.metrics_text()
         linted = subprocess.run([PROMTOOL_BIN, "check", "metrics"], input=text, capture_output=True, text=True,
                                 timeout=30, check=False)
         assert (linted.returncode, (linted.stdout + linted.stderr).strip()) == (0, ""), text
@@ -100,24 +66,18 @@ PodFactory = Callable[..., Awaitable[Pod]]
 
 
 @pytest.fixture
-async def pod_factory(aiohttp_client: AiohttpClient) -> AsyncIterator[PodFactory]:
-    ports: list[MetricsPort] = []
-    async with aiohttp.ClientSession() as session:
+def pod_class() -> type[Pod]:
+    return Pod
 
-        async def build(*, per_model: bool = True, horizon_s: float = 3600.0) -> Pod:
-            clock = Clock()
-            container = ModelMeshContainer(clock, per_model=per_model)
-            container.publish(models=8, lru_time_s=clock.now - 100.0)
-            port = MetricsPort(container)
-            ports.append(port)
-            await port.up()
-            pod = Pod(clock, container, port, session, aiohttp_client)
-            await pod.start_exporter(horizon_s)
-            return pod
 
-        yield build
-        for port in ports:
-            await port.down()
+@pytest.fixture
+def pod_factory(pod_factory: Callable[..., Awaitable[Pod]]) -> PodFactory:
+    """Pods with per-model metrics on; `horizon_s` is the exporter's --model-recency-horizon."""
+
+    async def build(*, per_model: bool = True, horizon_s: float = 3600.0) -> Pod:
+        return await pod_factory(per_model=per_model, model_recency_horizon_s=horizon_s)
+
+    return build
 
 
 async def test_each_model_is_stamped_at_the_last_read_that_saw_it_served(pod_factory: PodFactory) -> None:

@@ -10,100 +10,51 @@ from __future__ import annotations
 import itertools
 import logging
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
 import pytest
-from aiohttp import web
-from aiohttp.test_utils import TestClient
-from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.api.certs import generate_self_signed, server_context
 from exporter import names
-from exporter.app import metrics_app
 from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
+from tests.exporter.conftest import Clock, ExporterPod
 from tests.exporter.modelmesh_wire import MetricsPort, ModelMeshContainer
 
-AiohttpClient = Callable[[web.Application], Awaitable[TestClient[web.Request, web.Application]]]
 INTERVAL_S = 5.0
 WINDOW_S = 30.0
 RESTART_LOG = "ModelMesh restarted"
 CACHE_FAMILIES = (names.MODELS_LOADED, names.CACHE_CAPACITY_BYTES, names.CACHE_USED_RATIO, names.LRU_AGE_SECONDS)
 
 
-class Clock:
-    """Unix seconds that move only when a test says so: ModelMesh's wall clock and both of the exporter's."""
+class Pod(ExporterPod):
+    """A pod whose exporter averages load over WINDOW_S, read as its unlabelled series."""
 
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@dataclass
-class Pod:
-    """One runtime pod: the `mm` container's metrics port, and an exporter reading it (replaceable)."""
-
-    clock: Clock
-    container: ModelMeshContainer
-    port: MetricsPort
-    session: aiohttp.ClientSession
-    aiohttp_client: AiohttpClient
-    collector: ModelMeshCollector | None = None
-    client: TestClient[web.Request, web.Application] | None = None
-
-    async def start_exporter(self) -> None:
-        """A new exporter process: fresh state, its own /metrics."""
-        health = CollectorHealth(clock=self.clock)
-        self.collector = ModelMeshCollector(health, self.port.url, ssl_context=False, load_window_s=WINDOW_S,
-                                            clock=self.clock, wall_clock=self.clock)
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(self.collector)
-        registry.register(health)
-        self.client = await self.aiohttp_client(metrics_app(registry, health))
+    default_collector_options = {"load_window_s": WINDOW_S}
 
     async def step(self, requests_per_second: float = 40.0, seconds: float = INTERVAL_S) -> dict[str, float]:
         """`seconds` of traffic in ModelMesh, then one exporter read of it; what /metrics serves after it."""
-        assert self.collector is not None
         if requests_per_second:
             self.container.serve(requests_per_second * seconds)
-        self.clock.now += seconds
-        await self.collector.scrape_once(self.session)
+        await self.read_modelmesh(seconds)
         return await self.published()
 
     async def published(self) -> dict[str, float]:
         """The exporter's unlabelled series as a scraper reads them."""
-        assert self.client is not None
-        response = await self.client.get("/metrics")
-        text = await response.text()
+        text = await self.metrics_text()
         return {sample.name: sample.value for family in text_string_to_metric_families(text)
                 for sample in family.samples if not sample.labels}
 
 
+PodFactory = Callable[..., Awaitable[Pod]]
+
+
 @pytest.fixture
-async def pod_factory(aiohttp_client: AiohttpClient) -> AsyncIterator[Callable[..., Awaitable[Pod]]]:
-    ports: list[MetricsPort] = []
-    async with aiohttp.ClientSession() as session:
-
-        async def build(*, per_model: bool = False) -> Pod:
-            clock = Clock()
-            container = ModelMeshContainer(clock, per_model=per_model)
-            container.publish(models=8, lru_time_s=clock.now - 100.0)
-            port = MetricsPort(container)
-            ports.append(port)
-            await port.up()
-            pod = Pod(clock, container, port, session, aiohttp_client)
-            await pod.start_exporter()
-            return pod
-
-        yield build
-        for port in ports:
-            await port.down()
+def pod_class() -> type[Pod]:
+    return Pod
 
 
 def pod_series(served: dict[str, float]) -> dict[str, float]:
@@ -116,7 +67,7 @@ def restart_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 @pytest.mark.parametrize("per_model", [False, True], ids=["per-model-off", "per-model-on"])
 async def test_a_modelmesh_restart_is_one_reset_with_no_rate_mixing_the_two_containers(
-    pod_factory: Callable[..., Awaitable[Pod]], caplog: pytest.LogCaptureFixture, per_model: bool,
+    pod_factory: PodFactory, caplog: pytest.LogCaptureFixture, per_model: bool,
 ) -> None:
     """The `mm` container restarts: its port refuses connections for 20 s (inside the load window), then its
     new JVM answers with no request series yet, and traffic resumes a little later. One restart must be one
@@ -147,7 +98,7 @@ async def test_a_modelmesh_restart_is_one_reset_with_no_rate_mixing_the_two_cont
 
 
 async def test_no_cache_capacity_while_modelmesh_has_published_no_instance_record(
-    pod_factory: Callable[..., Awaitable[Pod]],
+    pod_factory: PodFactory,
 ) -> None:
     """ModelMesh's instance gauges read 0 from its start until it first publishes its instance record (when its
     first model loads, or from its janitor within 6 minutes), and again in the last record of a stopping
@@ -170,7 +121,7 @@ async def test_no_cache_capacity_while_modelmesh_has_published_no_instance_recor
     assert [name for name in CACHE_FAMILIES if name in served] == [names.MODELS_LOADED]
 
 
-async def test_lru_age_keeps_growing_between_modelmesh_publishes(pod_factory: Callable[..., Awaitable[Pod]]) -> None:
+async def test_lru_age_keeps_growing_between_modelmesh_publishes(pod_factory: PodFactory) -> None:
     """ModelMesh sets `modelmesh_instance_lru_age_seconds` only when it publishes its instance record: on a
     change worth publishing, or from its janitor every 6 minutes. A pod whose LRU model stays unused keeps
     the same age for minutes; the age is its last-use time (`modelmesh_instance_lru_seconds`) from now."""
@@ -187,7 +138,7 @@ async def test_lru_age_keeps_growing_between_modelmesh_publishes(pod_factory: Ca
 
 
 async def test_per_model_metrics_of_many_models_are_read_without_their_buckets(
-    pod_factory: Callable[..., Awaitable[Pod]],
+    pod_factory: PodFactory,
 ) -> None:
     """With per-model metrics on, ModelMesh keeps a series per model in every histogram, buckets included, for
     every model used on the pod in its life: 1,400 models are about 35 MiB of text (42 MiB here), over the
@@ -201,7 +152,7 @@ async def test_per_model_metrics_of_many_models_are_read_without_their_buckets(
     assert served[names.MODELS_LOADED] == 8.0
 
 
-async def test_what_is_served_does_not_depend_on_who_scraped_when(pod_factory: Callable[..., Awaitable[Pod]]) -> None:
+async def test_what_is_served_does_not_depend_on_who_scraped_when(pod_factory: PodFactory) -> None:
     """Prometheus and the adapter scrape the same exporter at their own intervals. Rates are computed when
     ModelMesh is read, never when the exporter is scraped: two pods given the same ModelMesh traffic serve
     the same values after every read whether their /metrics was scraped six times in between or not at all."""
@@ -219,7 +170,7 @@ def prometheus_increase(values: list[float]) -> float:
 
 
 async def test_an_exporter_restart_is_no_spike_in_the_requests_counter(
-    pod_factory: Callable[..., Awaitable[Pod]],
+    pod_factory: PodFactory,
 ) -> None:
     """The exporter absorbs a ModelMesh restart into `modelmesh_pod_requests_total`; later the exporter
     itself restarts while ModelMesh runs on. Prometheus must not see the requests ModelMesh counted since its
