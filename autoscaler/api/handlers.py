@@ -67,6 +67,10 @@ _ITEM_HEAD: Final = {
 separators, keys in the order below), so that a refresh fills in only what varies."""
 
 
+_HELD: Final = "; values unknown (503), HPA holds"
+"""How the decision's reasons (`autoscaler.policies`) end; this answer says it in its own words instead."""
+
+
 def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str) -> Answer:
     """The answer as `json.dumps` of
 
@@ -81,7 +85,8 @@ def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str) -> Answ
     served = view.values.get(metric)
     if not view.known or served is None or (value := served.value) is None or served.timestamp is None:
         return error_answer(503, f"{metric.value} for runtime {view.key} is unknown right now: "
-                                 f"{view.reason or 'no fresh data'}; the HPA holds its current replicas")
+                                 f"{view.reason.removesuffix(_HELD) or 'no fresh data'}; "
+                                 "the HPA holds its current replicas")
     if not 0.0 <= value <= MAX_SERVABLE:  # `quantity`'s rule, inline: this runs for every runtime and metric
         return error_answer(503, f"{metric.value} for runtime {view.key} is {value!r}, which the HPA cannot "
                                  "read as a quantity (see /debug); the HPA holds its current replicas")
