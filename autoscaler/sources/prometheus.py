@@ -205,7 +205,9 @@ class PrometheusSource:
                 f"no {names.LAST_SUCCESS_TIMESTAMP} or {names.REQUESTS_PER_SECOND} series for any of "
                 f"{len(pods)} known pods ({len(freshness)} series with other {self._ns_label}/"
                 f"{self._pod_label} labels): is Prometheus scraping the exporters, with those labels? (Other label "
-                "names: --prometheus-namespace-label, --prometheus-pod-label)",
+                "names: --prometheus-namespace-label, --prometheus-pod-label; with prometheus-operator, does the "
+                "Prometheus object select the PodMonitor? kube-prometheus-stack selects only those labelled "
+                "release: <its Helm release>)",
             )
         return seen
 
