@@ -28,7 +28,14 @@ from autoscaler.api.snapshot import (
 from autoscaler.api.stall import STALL_KEY, StallWatch
 from autoscaler.api.status import ApiError
 from autoscaler.model import RuntimeView
-from autoscaler.names import API_GROUP, GROUP_VERSION, ServedMetric, lookup_metric, runtime_labels
+from autoscaler.names import (
+    API_GROUP,
+    GROUP_VERSION,
+    SERVINGRUNTIME_DEPLOYMENT_PREFIX,
+    ServedMetric,
+    lookup_metric,
+    runtime_labels,
+)
 from autoscaler.selfmetrics import AdapterMetrics
 
 METRICS_KEY: web.AppKey[AdapterMetrics] = web.AppKey("metrics", AdapterMetrics)
@@ -122,8 +129,12 @@ def runtime_debug_record(request: web.Request, namespace: str, deployment: str) 
 def _not_found(snapshot: ServingSnapshot, namespace: str, deployment: str) -> ApiError:
     if not snapshot.ready:
         return ApiError(503, "the adapter has not completed its first refresh yet; try again shortly")
-    return ApiError(404, f"runtime {namespace}/{deployment} is not known to the adapter (no such Deployment "
-                         "with ModelMesh pods, or not in its targets)")
+    doubled = SERVINGRUNTIME_DEPLOYMENT_PREFIX * 2
+    hint = (f"; servingruntime= takes the ServingRuntime's name: servingruntime={deployment.removeprefix(doubled)}"
+            if deployment.startswith(doubled) else "")
+    return ApiError(404, f"runtime {namespace}/{deployment} is not known to the adapter (no Deployment of that "
+                         "name with ModelMesh pods in a namespace it watches, --namespaces, nor in its --targets "
+                         f"file){hint}")
 
 
 def respond(answer: Answer, metrics: AdapterMetrics) -> web.Response:
