@@ -207,7 +207,7 @@ class PrometheusSource:
                 f"{self._pod_label} labels): is Prometheus scraping the exporters, with those labels? (Other label "
                 "names: --prometheus-namespace-label, --prometheus-pod-label; with prometheus-operator, does the "
                 "Prometheus object select the PodMonitor? kube-prometheus-stack selects only those labelled "
-                "release: <its Helm release>)",
+                "release: <its Helm release>; are its targets up, or does a NetworkPolicy keep it from port 9187?)",
             )
         return seen
 
