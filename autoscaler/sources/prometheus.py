@@ -199,6 +199,15 @@ class PrometheusSource:
         freshness = answers[FRESHNESS]
         pods = [(key.namespace, pod) for key, runtime in inventory.items() for pod in runtime.pods]
         seen = {(ns, pod.name) for ns, pod in pods if (ns, pod.name) in freshness}
+        if not seen and any(pod.ready for _, pod in pods) and self._reader.unlabelled:
+            raise PrometheusSourceError(
+                REASON_EMPTY,
+                f"no {names.LAST_SUCCESS_TIMESTAMP} or {names.REQUESTS_PER_SECOND} series for any of {len(pods)} "
+                f"known pods: Prometheus has them, but without a {self._ns_label} or {self._pod_label} label (its "
+                "relabelling names them otherwise: kubernetes_namespace and kubernetes_pod_name with the classic "
+                "kubernetes_sd_configs one); give the names with --prometheus-namespace-label and "
+                "--prometheus-pod-label",
+            )
         if not seen and any(pod.ready for _, pod in pods):
             raise PrometheusSourceError(
                 REASON_EMPTY,

@@ -256,6 +256,9 @@ class PrometheusReader:
         # Proxies' and gateways' answers said as what they are (a login page, refused credentials, a wrong path).
         self._session.hooks["response"].append(
             functools.partial(check_answer, query_url=f"{url}/api/v1/query", on_warnings=self._warned))
+        self.unlabelled: list[str] = []
+        """The queries of the last round that answered series without the namespace or pod label (one per series,
+        appended from the query threads): Prometheus names them otherwise, and the flags say how."""
         self.warnings: list[str] = []
         """What the last round's answers said about themselves (Thanos's partial-response `warnings`), in order,
         without repeats; appended from the query threads."""
@@ -289,7 +292,7 @@ class PrometheusReader:
         Partial answers would be worse than none: a missing GPU query would read as "this pod has no GPU".
         """
         self._read_token()
-        self.warnings = []
+        self.warnings, self.unlabelled = [], []
         self.models, self.models_error = None, None
         try:
             async with asyncio.timeout(self._deadline_s):
@@ -423,7 +426,8 @@ class PrometheusReader:
                 evaluated_at = _seconds(value[0], evaluated_at)
             except (KeyError, IndexError, TypeError) as error:
                 if isinstance(item, dict) and isinstance(item.get("metric"), dict) and "value" in item:
-                    continue  # a series without namespace/pod labels: not a pod we can join
+                    self.unlabelled.append(promql)  # a series without namespace/pod labels: not a pod we can join
+                    continue
                 raise PrometheusSourceError(REASON_PARSE, f"{promql}: bad item {item!r}") from error
         return values, evaluated_at
 
