@@ -43,11 +43,12 @@ async def test_https_to_a_plain_http_prometheus_says_to_use_http_not_a_ca(
     assert "--prometheus-ca-file" not in line, line
 
 
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
 async def test_a_url_host_the_certificate_does_not_name_is_said_with_the_host_not_as_a_missing_ca(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, host: str
 ) -> None:
     """Thanos Querier's certificate names `thanos-querier.openshift-monitoring.svc`; the adapter is pointed at its
-    IP address with the right CA."""
+    IP address, or another name, with the right CA."""
     ca = trustme.CA()
     ca.cert_pem.write_to_path(str(tmp_path / "ca.crt"))
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -64,7 +65,7 @@ async def test_a_url_host_the_certificate_does_not_name_is_said_with_the_host_no
     await site.start()
     try:
         with caplog.at_level(logging.WARNING):
-            snapshots, errors = await collect(f"https://127.0.0.1:{runner.addresses[0][1]}",
+            snapshots, errors = await collect(f"https://{host}:{runner.addresses[0][1]}",
                                               "--prometheus-ca-file", str(tmp_path / "ca.crt"))
     finally:
         await runner.cleanup()
@@ -72,6 +73,6 @@ async def test_a_url_host_the_certificate_does_not_name_is_said_with_the_host_no
     assert all(not s.source_ok for s in snapshots)
     assert errors == {"tls": 1}
     (line,) = warnings(caplog)
-    assert "not valid for '127.0.0.1'" in line, line
+    assert f"not valid for '{host}'" in line, line
     assert "--prometheus-ca-file" not in line, line
     assert "--prometheus-url" in line, line
