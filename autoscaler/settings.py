@@ -251,6 +251,30 @@ def text(value: str) -> str:
     return value.strip()
 
 
+_LABEL_NAME: Final = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+
+
+def label_name(value: str) -> str:
+    """A label name as PromQL takes it unquoted in `by (...)` and matchers: another one would fail every query
+    with Prometheus's "parse error", which names no flag."""
+    name = value.strip()
+    if not _LABEL_NAME.fullmatch(name):
+        raise argparse.ArgumentTypeError(
+            f"expected a Prometheus label name (letters, digits and _, not starting with a digit), got {value!r}")
+    return name
+
+
+def prometheus_url(value: str) -> str:
+    """Prometheus's base URL: the queries add /api/v1/query, so a URL that ends in /api/v1 (as the HTTP API's
+    documentation writes it) would ask .../api/v1/api/v1/query and get a 404 at every refresh."""
+    url = metrics_url(value).rstrip("/")
+    for suffix in ("/api/v1/query", "/api/v1"):
+        if url.endswith(suffix):
+            raise argparse.ArgumentTypeError(
+                f"give Prometheus's base URL, without {suffix}: {url.removesuffix(suffix)}; got {value!r}")
+    return metrics_url(value)
+
+
 _HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 """An HTTP field name (RFC 9110's `token`)."""
 
@@ -362,7 +386,7 @@ _OPTIONS: Final = (
             "Prometheus needed) or query Prometheus", _D.source, "{scrape,prometheus}", _SOURCE),
     _Option("--targets", file_path, "static runtimes and exporter URLs (YAML) instead of discovering pods in "
             "Kubernetes", "discover in Kubernetes", "FILE", _SOURCE),
-    _Option("--prometheus-url", metrics_url, "Prometheus (or Thanos, Mimir) base URL; required by --source "
+    _Option("--prometheus-url", prometheus_url, "Prometheus (or Thanos, Mimir) base URL; required by --source "
             "prometheus", "none", "URL", _SOURCE),
     _Option("--gpu-source", choice("exporter", "dcgm"), "GPU busy from the exporter sidecar, or from NVIDIA's "
             "DCGM exporter (DCGM_FI_DEV_GPU_UTIL, needs --source prometheus)", _D.gpu_source,
@@ -378,14 +402,14 @@ _OPTIONS: Final = (
             "NAME=VALUE,...", _SOURCE),
     _Option("--prometheus-timeout", duration, "how long one query to Prometheus may take before the round is "
             "a timeout (values held, the HPA holds)", f"{_D.prometheus_timeout_s:g} s", "DURATION", _SOURCE),
-    _Option("--prometheus-namespace-label", text, "label naming the pod's namespace on the exporters' series in "
+    _Option("--prometheus-namespace-label", label_name, "label naming the pod's namespace on the exporters' series in "
             "Prometheus (--source prometheus): kubernetes_namespace with the classic kubernetes_sd_configs "
             "relabelling", _D.prometheus_namespace_label, "LABEL", _SOURCE),
-    _Option("--prometheus-pod-label", text, "label naming the pod on the exporters' series in Prometheus: "
+    _Option("--prometheus-pod-label", label_name, "label naming the pod on the exporters' series in Prometheus: "
             "kubernetes_pod_name with the classic relabelling", _D.prometheus_pod_label, "LABEL", _SOURCE),
-    _Option("--dcgm-pod-label", text, "label naming the pod on DCGM's series in Prometheus: exported_pod where "
+    _Option("--dcgm-pod-label", label_name, "label naming the pod on DCGM's series in Prometheus: exported_pod where "
             "Prometheus does not honor the DCGM exporter's labels", _D.dcgm_pod_label, "LABEL", _SOURCE),
-    _Option("--dcgm-namespace-label", text, "label naming the pod's namespace on DCGM's series in Prometheus: "
+    _Option("--dcgm-namespace-label", label_name, "label naming the pod's namespace on DCGM's series in Prometheus: "
             "exported_namespace where Prometheus does not honor the DCGM exporter's labels",
             _D.dcgm_namespace_label, "LABEL", _SOURCE),
     _Option("--exporter-port", port, "TCP port of the exporter sidecar on each runtime pod",

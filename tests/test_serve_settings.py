@@ -219,6 +219,13 @@ def test_an_unknown_flag_is_reported_with_its_commands_usage(
     ("--refresh-interval", "15s", "expected a number of seconds, got '15s': write 15"),
     ("--scale-down-tau", "5m", "expected a number of seconds, got '5m': write 300"),
     ("--min-coverage", "80%", "expected a ratio, got '80%': write 0.8"),
+    # Accepted, these failed every refresh with Prometheus's 400 "parse error", which names no flag.
+    ("--prometheus-namespace-label", "kubernetes-namespace", "expected a Prometheus label name"),
+    ("--prometheus-pod-label", "pod name", "expected a Prometheus label name"),
+    ("--dcgm-pod-label", "0pod", "expected a Prometheus label name"),
+    # Accepted, every query went to .../api/v1/api/v1/query: a 404 on every refresh.
+    ("--prometheus-url", "http://prometheus:9090/api/v1", "give Prometheus's base URL, without /api/v1: "
+                                                           "http://prometheus:9090"),
 ])
 def test_a_bad_flag_value_is_one_line_naming_the_flag_and_exit_status_2(
         flag: str, value: str, says: str, tmp_path: Path) -> None:

@@ -120,6 +120,8 @@ def decide_remembering(
         why = (f"warming up: the adapter has no memory of this runtime and {_unseen(view)}; served once every "
                f"ready pod is fresh, or in {left:.0f} s (warmup_grace_s) with {_DESIRED.value} not below the "
                f"current {floor} replicas")
+        if not snapshot.source_ok:  # the cause, first: no pod can be fresh while the source is down
+            why = f"metric source down; {why}"
         state = replace(warm, misses=view.consecutive_misses, warned_no_capacity=seeded.warned_no_capacity)
         return _unserved(view, why), None, state
     note = (f"warm-up grace period over with {_unseen(view)}: {_DESIRED.value} not below the current {floor} "

@@ -70,6 +70,18 @@ def test_restart_with_the_hot_pods_exporter_down_answers_503_and_says_why() -> N
     assert "(503), HPA holds" in view.reason
 
 
+def test_a_restart_while_the_metric_source_is_down_says_so_first() -> None:
+    """Prometheus unreachable as the adapter starts: every pod lacks data because the source is down, not
+    because of its exporter. The answer (kubectl's error, the HPA's event) and the log must say that first;
+    it said only "warming up ... pod-0: no data" for the whole grace period, which sends the operator after
+    the exporters."""
+    never_read = tuple(pod(f"pod-{i}", gpu=0.5, rps=20.0, age=None, now=NOW) for i in range(4))
+    [(view, memory, _)] = restart([(NOW, snapshot(never_read, source_ok=False))])
+    assert served(view) == {m: None for m in ServedMetric} and memory is None
+    assert view.reason.startswith("metric source down"), view.reason
+    assert "warming up" in view.reason and "(503), HPA holds" in view.reason
+
+
 def test_after_the_grace_period_only_the_recommendation_is_served_never_below_what_runs() -> None:
     """The cold pods alone would say desired 1, request load 60 (3 x 20) and GPU busy 0.2: all below what was
     served before the restart (3, 307.9, 0.482). Past the grace period the recommendation is served at the
