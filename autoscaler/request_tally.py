@@ -62,6 +62,12 @@ class RequestTally:
         counts = self._counts
         counts[counter] = counts.get(counter, 0) + 1
 
+    def count_both(self, first: Counter, second: Counter) -> None:
+        """`count(first)` and `count(second)` in one call: a request's authentication and authorization."""
+        counts = self._counts
+        counts[first] = counts.get(first, 0) + 1
+        counts[second] = counts.get(second, 0) + 1
+
     def observe(self, histogram: Histogram, value: float) -> None:
         observations = self._observations.get(histogram)
         if observations is None:
@@ -71,10 +77,16 @@ class RequestTally:
             observations.counts[bisect_left(observations.bounds, value)] += 1  # the first bound >= value, as observe
 
     def count_and_observe(self, counter: Counter, histogram: Histogram, value: float) -> None:
-        """`count(counter)` and `observe(histogram, value)` in one call: a request's count and latency."""
+        """`count(counter)` and `observe(histogram, value)` in one call: a request's count and latency (the
+        observation inline: one Python call a request fewer)."""
         counts = self._counts
         counts[counter] = counts.get(counter, 0) + 1
-        self.observe(histogram, value)
+        observations = self._observations.get(histogram)
+        if observations is None:
+            observations = self._observations[histogram] = Observations(histogram_bounds(histogram))
+        observations.total += value
+        if value == value:
+            observations.counts[bisect_left(observations.bounds, value)] += 1
 
     def flush(self) -> None:
         """Add what is pending to the prometheus_client series."""

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import cast
 
 from aiohttp import hdrs, web
 from aiohttp.typedefs import Handler
@@ -53,6 +55,9 @@ TEXT_ROUTES = frozenset({"/healthz", "/livez", "/readyz", "/metrics"})
 """Routes that answer in text whatever the client accepts (probes and Prometheus name no JSON); the others
 write JSON and refuse a client that takes none."""
 
+PlainHandler = Callable[[web.Request], web.StreamResponse]
+"""A handler that never waits: called by `Serving` without a coroutine layer of its own."""
+
 Gate = Callable[[web.Request], Awaitable[None] | None]
 """Lets a request through (None, or an awaitable that completes), or refuses it with an `ApiError` (401, 403,
 500) raised at once or by the awaitable. Most requests are decided at once: no coroutine to run."""
@@ -88,11 +93,14 @@ class Serving:
         self._metrics = metrics
         self._gate = gate
 
-    def __call__(self, handler: Handler, path: str, *, writes_json: bool = False) -> Handler:
+    def __call__(self, handler: Handler | PlainHandler, path: str, *, writes_json: bool = False) -> Handler:
         """`handler` served; one that `writes_json` first refuses, after the gate, a client that takes no
-        JSON (406, `negotiation`)."""
+        JSON (406, `negotiation`). A handler that is a plain function (the HPA's: it never waits) is called
+        without a coroutine layer of its own."""
         metrics, gate, tally, clock = self._metrics, self._gate, self._metrics.tally, time.perf_counter
         children: dict[int, tuple[Counter, Histogram]] = {}
+        plain = None if inspect.iscoroutinefunction(handler) else cast(PlainHandler, handler)
+        awaited = cast(Handler, handler)
 
         async def served(request: web.Request) -> web.StreamResponse:
             started = clock()
@@ -101,7 +109,7 @@ class Serving:
                     await deciding
                 if writes_json and (accept := request.headers.get(hdrs.ACCEPT)) and not accepts_json(accept):
                     raise ApiError(406, NOT_ACCEPTABLE)
-                response = await handler(request)
+                response = plain(request) if plain is not None else await awaited(request)
             except web.HTTPException as error:
                 if error.status < 400:
                     raise
@@ -168,7 +176,7 @@ def build_api_app(source: Refresher | SnapshotStore, metrics: AdapterMetrics, ga
         stall = app[STALL_KEY] = StallWatch(app[SNAPSHOT_KEY], stalled_after_s, refresh=(
             "the refresh loop" if isinstance(source, Refresher) else "the refresh process"))
         app.cleanup_ctx.append(stall_context(stall))
-    routes: list[tuple[str, Handler]] = [  # JSON but for the health paths and `/metrics` (`TEXT_ROUTES`)
+    routes: list[tuple[str, Handler | PlainHandler]] = [  # JSON but for the health paths and `/metrics` (`TEXT_ROUTES`)
         ("/apis", handlers.api_group_list),
         ("/apis/external.metrics.k8s.io", handlers.api_group),
         (f"/apis/{GROUP_VERSION}", handlers.api_resource_list),

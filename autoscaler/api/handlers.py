@@ -7,11 +7,11 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+from collections.abc import Callable
 from json.encoder import encode_basestring_ascii as _json_str
 from typing import Final
 
 from aiohttp import web
-from aiohttp.typedefs import Handler
 
 from autoscaler.api import documents
 from autoscaler.api.negotiation import asks_to_watch
@@ -145,18 +145,33 @@ def respond(answer: Answer, metrics: AdapterMetrics) -> web.Response:
     return web.Response(body=body, status=status, content_type="application/json", charset="utf-8")
 
 
-def external_metric_handler(store: SnapshotStore, metrics: AdapterMetrics, stall: StallWatch | None = None
-                            ) -> Handler:
-    """`GET .../namespaces/NS/METRIC?labelSelector=...`, bound to the snapshots and self-metrics it uses: it is the
-    HPA's every request, and reading them from `request.app` costs two lookups through aiohttp's properties."""
+_WHICH: Final = {metric.value: METRIC_INDEX[metric] for metric in ServedMetric}
+"""Each served metric's answer index by its exact name, the HPA's (which lower-cases names); any other case
+goes through `lookup_metric`."""
 
-    async def external_metric(request: web.Request) -> web.Response:
+_JSON: Final = "application/json"
+
+
+def external_metric_handler(store: SnapshotStore, metrics: AdapterMetrics, stall: StallWatch | None = None
+                            ) -> Callable[[web.Request], web.Response]:
+    """`GET .../namespaces/NS/METRIC?labelSelector=...`, bound to the snapshots and self-metrics it uses: it is the
+    HPA's every request, and reading them from `request.app` costs two lookups through aiohttp's properties.
+
+    A plain function, not a coroutine: it never waits, and `app.Serving` calls it without a coroutine layer.
+    `runtime_answer` and `respond` inline, for the same reason (each Python call is a few hundred
+    instructions of a request that costs about 300,000 in all: `bench/bench_request_cost.py`)."""
+    tally, freshness = metrics.tally, metrics.freshness
+
+    def external_metric(request: web.Request) -> web.Response:
         match = request.match_info
         namespace, name = match["namespace"], match["metric"]
-        metric = lookup_metric(name)
-        if metric is None:
-            raise ApiError(404, f"external metric {name!r} is not served; available: "
-                                + ", ".join(m.value for m in ServedMetric))
+        which = _WHICH.get(name)
+        if which is None:
+            metric = lookup_metric(name)
+            if metric is None:
+                raise ApiError(404, f"external metric {name!r} is not served; available: "
+                                    + ", ".join(m.value for m in ServedMetric))
+            which = METRIC_INDEX[metric]
         query = request.rel_url.raw_query_string
         if "watch" in query and asks_to_watch(query):
             raise ApiError(405, f'watch is not supported on resources of kind "{name}.{API_GROUP}"')
@@ -164,7 +179,16 @@ def external_metric_handler(store: SnapshotStore, metrics: AdapterMetrics, stall
             deployment = deployment_from_query(query)
         except SelectorError as error:
             raise ApiError(400, str(error)) from error
-        return respond(runtime_answer(store, namespace, deployment, METRIC_INDEX[metric], stall), metrics)
+        if stall is not None:
+            stall.refuse_if_stalled()
+        snapshot = store.current
+        answer = snapshot.runtimes.answer((namespace, deployment), which)
+        if answer is None:
+            raise _not_found(snapshot, namespace, deployment)
+        status, body, age = answer
+        if age is not None:
+            tally.observe(freshness, age)
+        return web.Response(body=body, status=status, content_type=_JSON, charset="utf-8")
 
     return external_metric
 

@@ -49,8 +49,10 @@ class StallWatch:
         return age if age > self.limit_s else None
 
     def refuse_if_stalled(self) -> None:
-        """Raise the 503 a client is told while stalled; nothing otherwise."""
-        if (age := self.stalled_for()) is not None:
+        """Raise the 503 a client is told while stalled; nothing otherwise. (`stalled_for`'s test inline: this
+        runs on every runtime request.)"""
+        updated = self._store.updated_at
+        if updated is not None and (age := self._clock() - updated) > self.limit_s:
             raise ApiError(503, f"the adapter's values have not been refreshed for {age:.0f} s (its refresh is "
                                 "hung or far too slow); the HPA holds its current replicas")
 

@@ -266,3 +266,37 @@ async def test_a_bearer_token_that_is_not_utf8_is_401_not_an_internal_error(
     assert answer.startswith(b"HTTP/1.1 401 "), answer
     assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
     assert secured.kube.token_reviews == []
+
+
+async def test_connections_share_review_answers_only_for_equal_subjects(
+        secured: SecuredApi, metric_path: Callable[..., str]) -> None:
+    """Each connection authenticates on its own, and equal users found on different connections are handed
+    out as one object (so the review cache compares keys by identity): a connection with the same user name
+    but another group, or without a valid front-proxy certificate, must still get its own answer, on a
+    connection kept open, after the HPA was allowed on another one."""
+    secured.kube.allow(user=HPA["X-Remote-User"], groups=["system:serviceaccounts"])
+    path = metric_path()
+
+    async def answers(cert: Any, headers: dict[str, str], times: int = 2) -> list[int]:
+        connector = aiohttp.TCPConnector(ssl=secured.context(cert), limit=1)
+        statuses = []
+        async with aiohttp.ClientSession(connector=connector) as session:
+            for _ in range(times):
+                async with session.get(secured.url + path, headers=headers) as response:
+                    await response.read()
+                    statuses.append(response.status)
+        return statuses
+
+    assert await answers(secured.pki.proxy, HPA) == [200, 200]
+    assert await answers(secured.pki.proxy, HPA) == [200, 200]  # another connection: the same cached answer
+    assert len(secured.kube.access_reviews) == 1
+    assert await answers(secured.pki.proxy, {**HPA, "X-Remote-Group": "other"}) == [403, 403]
+    assert await answers(secured.pki.rogue_proxy, HPA) == [401, 401]  # CN not in the allowed names
+    assert await answers(secured.pki.alice, HPA) == [403, 403]  # the client CA's alice, headers not believed
+    assert await answers(None, HPA) == [401, 401]
+    assert await answers(secured.pki.proxy, HPA) == [200, 200]
+    assert [(review["user"], review["groups"]) for review in secured.kube.access_reviews] == [
+        (HPA["X-Remote-User"], ["system:serviceaccounts", "system:authenticated"]),
+        (HPA["X-Remote-User"], ["other", "system:authenticated"]),
+        ("alice", ["analysts", "system:authenticated"]),
+    ]
