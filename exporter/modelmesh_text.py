@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import names
+from exporter.modelmesh_fast import Labels as Labels
+from exporter.modelmesh_fast import NarrowReader, Sample
 
 # The counters the exporter follows, by the field name used in readings and totals.
 REQUESTS: Final = "requests"
@@ -44,8 +46,8 @@ _MAX_LRU_AHEAD_S: Final = 3600.0
 """An LRU time further ahead than this is ModelMesh's "no model" (Long.MAX_VALUE ms), not a copy it stamped
 20 s ahead (`newCopiesTimestamp` in ModelMesh.java)."""
 
-Labels = tuple[tuple[str, str], ...]
-"""A series' labels, sorted, as a hashable key."""
+_NARROW: Final = NarrowReader(SAMPLES_READ, may_be_negative=(names.MM_LRU_AGE_S,))
+"""The reader of what ModelMesh writes; the library reads the rest (`parse_with_library`)."""
 
 
 class ScrapeFailure(Exception):
@@ -110,28 +112,57 @@ def parse_modelmesh(text: str) -> ModelMeshReading:
     real ModelMesh output, so their absence means a truncated or foreign body: a parse failure. So are a
     body that does not end in a newline (cut off mid-line) and negative, NaN or infinite values, except a
     negative LRU age, which is ModelMesh's own reading of a model stamped as used in the future (read as 0).
+
+    The text is read by the narrow reader (`exporter.modelmesh_fast`), which reads what ModelMesh writes, and
+    with `prometheus_client`'s parser where it gives up (`parse_with_library`): the same reading either way.
     """
-    if not text.endswith("\n"):
-        raise ScrapeFailure(names.REASON_PARSE, "body does not end with a newline (truncated?)")
-    counters: dict[str, dict[Labels, float]] = {field: {} for field in COUNTER_FIELDS}
-    gauges: dict[str, float] = {}
+    _check_ends(text)
+    samples = _NARROW.samples(text)
+    if samples is None:
+        return parse_with_library(text)
+    return _reading(samples)
+
+
+def parse_with_library(text: str) -> ModelMeshReading:
+    """`parse_modelmesh` with `prometheus_client`'s parser alone: the fallback, and the reference the narrow
+    reader is held to."""
+    _check_ends(text)
     try:
-        for family in text_string_to_metric_families(_lines_read(text)):
-            for sample in family.samples:
-                field = _COUNTER_SAMPLES.get(sample.name)
-                if field is not None:
-                    key = tuple(sorted(sample.labels.items()))
-                    counters[field][key] = _checked(sample.name, sample.value)
-                elif sample.name == names.MM_LRU_AGE_S and -math.inf < sample.value < 0:
-                    # ModelMesh stamps the copies it adds for a hot model 20 s in the future (`newCopiesTimestamp`
-                    # in ModelMesh.java), so a pod holding only such copies reads a negative age: just used.
-                    gauges[sample.name] = 0.0
-                elif sample.name in _REQUIRED_GAUGES or sample.name in _OPTIONAL_GAUGES:
-                    gauges[sample.name] = _checked(sample.name, sample.value)
+        return _reading(_library_samples(text))
     except ScrapeFailure:
         raise
     except (ValueError, TypeError, IndexError, KeyError) as error:
         raise ScrapeFailure(names.REASON_PARSE, f"unparseable exposition: {error}") from error
+
+
+def _check_ends(text: str) -> None:
+    if not text.endswith("\n"):
+        raise ScrapeFailure(names.REASON_PARSE, "body does not end with a newline (truncated?)")
+
+
+def _library_samples(text: str) -> Iterator[Sample]:
+    """The samples of the lines read, as the library parses them, their labels sorted where they are kept."""
+    for family in text_string_to_metric_families(_lines_read(text)):
+        for sample in family.samples:
+            key = tuple(sorted(sample.labels.items())) if sample.name in _COUNTER_SAMPLES else ()
+            yield sample.name, key, sample.value
+
+
+def _reading(samples: Iterable[Sample]) -> ModelMeshReading:
+    """The counters and gauges of `samples`, checked; raises ScrapeFailure at the first value refused, or when
+    an instance gauge is missing."""
+    counters: dict[str, dict[Labels, float]] = {field: {} for field in COUNTER_FIELDS}
+    gauges: dict[str, float] = {}
+    for name, key, value in samples:
+        field = _COUNTER_SAMPLES.get(name)
+        if field is not None:
+            counters[field][key] = _checked(name, value)
+        elif name == names.MM_LRU_AGE_S and -math.inf < value < 0:
+            # ModelMesh stamps the copies it adds for a hot model 20 s in the future (`newCopiesTimestamp`
+            # in ModelMesh.java), so a pod holding only such copies reads a negative age: just used.
+            gauges[name] = 0.0
+        elif name in _REQUIRED_GAUGES or name in _OPTIONAL_GAUGES:
+            gauges[name] = _checked(name, value)
     missing = [name for name in _REQUIRED_GAUGES if name not in gauges]
     if missing:
         raise ScrapeFailure(names.REASON_PARSE, f"ModelMesh output lacks {', '.join(missing)}")
