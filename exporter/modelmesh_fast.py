@@ -27,7 +27,6 @@ from typing import Final
 
 Labels = tuple[tuple[str, str], ...]
 """A series' labels, sorted, as a hashable key."""
-Sample = tuple[str, Labels, float]
 
 _NAME: Final = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 _LABEL_NAME: Final = r"(?!__)[a-zA-Z_][a-zA-Z0-9_]*"
@@ -36,9 +35,10 @@ _LABEL_VALUE: Final = r'[^"\\\n]*(?:\\[\\"n][^"\\\n]*)*'
 """A label value's text: no quote, backslash or newline but in the three escapes (unrolled: one character class
 per run)."""
 _LABEL: Final = rf'{_LABEL_NAME}="{_LABEL_VALUE}"'
-_NUMBER: Final = r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+_NUMBER: Final = r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+|)"
 """A plain decimal number: what Java's `Double.toString` writes for a finite value, and what the library reads
-to the same float (its integers through `int`, of which only `-0` differs: `_value`)."""
+to the same float (its integers through `int`, of which only `-0` differs: `NarrowReader.series`). Written with
+branches rather than optional groups, which cost the regular-expression engine more per line."""
 _TYPES: Final = "counter|gauge|histogram|summary|untyped"
 _LABEL_TEXT: Final = re.compile(rf"(?:{_LABEL},)*(?:{_LABEL})?")
 """Labels as simpleclient writes them (a comma after each), or as `prometheus_client` does (between them)."""
@@ -46,7 +46,7 @@ _PAIR: Final = re.compile(rf'([a-zA-Z_][a-zA-Z0-9_]*)="({_LABEL_VALUE})"')
 _ESCAPE: Final = re.compile(r'\\[\\"n]')
 _UNESCAPED: Final = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
 _KEYS_KEPT: Final = 4
-"""The label keys kept from read to read, as a multiple of the series one read holds (`_NarrowReader._keys`)."""
+"""The label keys kept from read to read, as a multiple of the series one read holds (`NarrowReader._keys`)."""
 
 
 class NarrowReader:
@@ -58,7 +58,7 @@ class NarrowReader:
 
     def __init__(self, names: Collection[str], may_be_negative: Collection[str] = ()) -> None:
         read = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
-        sample = rf"({read})(?:\{{([^\n]*)\}})? ({_NUMBER})"
+        sample = rf"({read})(?:\{{([^\n]*)\}} | )({_NUMBER})"
         """A sample read, its label text taken whole (up to the line's last `} `: a number holds neither) and
         checked on its own the first time it is seen (`_key`): a regular expression checking every label on
         every line cost four times as much as finding the lines."""
@@ -76,9 +76,11 @@ class NarrowReader:
         self._keys: dict[str, Labels] = {}
         """Label text → sorted labels, from the reads before: per-model series come back every read."""
 
-    def samples(self, text: str) -> list[Sample] | None:
-        """The samples read, in the text's order, with their labels sorted; None when a line the library would
-        read is not in the shapes above, or a value is one the caller's checks would refuse.
+    def series(self, text: str) -> dict[str, dict[Labels, float]] | None:
+        """The series read: sample name → the labels of each of its series, sorted, → its value (the last, when
+        a series is repeated), in the text's order of first appearance; None when a line the library would read
+        is not in the shapes above, or a value is one the caller's checks would refuse (not finite, or negative
+        but for `may_be_negative`).
 
         `text` ends with a newline (the caller refuses a body that does not: cut off)."""
         lines = self._next.findall(text)
@@ -86,7 +88,8 @@ class NarrowReader:
         if first is not None:
             lines.insert(0, first.groups(""))
         keys = self._keys
-        samples: list[Sample] = []
+        series: dict[str, dict[Labels, float]] = {}
+        count = 0
         for name, label_text, number, other in lines:
             if not name:
                 if other:
@@ -94,7 +97,7 @@ class NarrowReader:
                 continue  # a comment
             value = float(number)
             if not 0.0 <= value < math.inf:
-                if value != value or value == -math.inf or value >= 0.0 or name not in self._may_be_negative:
+                if not -math.inf < value < 0.0 or name not in self._may_be_negative:
                     return None
             elif not value and number[1:].isdigit():
                 value = 0.0  # the library reads `-0` as the integer 0
@@ -104,10 +107,14 @@ class NarrowReader:
                 if key is None:
                     return None
                 keys[label_text] = key
-            samples.append((name, key, value))
-        if len(keys) > _KEYS_KEPT * len(samples) + 64:
+            values = series.get(name)
+            if values is None:
+                values = series[name] = {}
+            values[key] = value
+            count += 1
+        if len(keys) > _KEYS_KEPT * count + 64:
             keys.clear()  # series gone (a restart of ModelMesh): the next read keeps only its own
-        return samples
+        return series
 
 
 def _key(label_text: str) -> Labels | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import names
 from exporter.modelmesh_fast import Labels as Labels
-from exporter.modelmesh_fast import NarrowReader, Sample
+from exporter.modelmesh_fast import NarrowReader
 
 # The counters the exporter follows, by the field name used in readings and totals.
 REQUESTS: Final = "requests"
@@ -116,23 +116,52 @@ def parse_modelmesh(text: str) -> ModelMeshReading:
     The text is read by the narrow reader (`exporter.modelmesh_fast`), which reads what ModelMesh writes, and
     with `prometheus_client`'s parser where it gives up (`parse_with_library`): the same reading either way.
     """
+    reading = parse_narrowly(text)
+    return parse_with_library(text) if reading is None else reading
+
+
+def parse_narrowly(text: str) -> ModelMeshReading | None:
+    """`parse_modelmesh` by the narrow reader alone; None where it gives up: a line it does not know, a value
+    the library's path refuses, or an instance gauge with several series (labelled: not ModelMesh's), whose
+    last in the text it does not say."""
     _check_ends(text)
-    samples = _NARROW.samples(text)
-    if samples is None:
-        return parse_with_library(text)
-    return _reading(samples)
+    series = _NARROW.series(text)
+    if series is None:
+        return None
+    counters = {field: series.get(name, {}) for name, field in _COUNTER_SAMPLES.items()}
+    gauges: dict[str, float] = {}
+    for name in (*_REQUIRED_GAUGES, *_OPTIONAL_GAUGES):
+        values = series.get(name)
+        if values:
+            if len(values) > 1:
+                return None
+            (value,) = values.values()
+            gauges[name] = _lru_age(value) if name == names.MM_LRU_AGE_S else value
+    return _reading(counters, gauges)
 
 
 def parse_with_library(text: str) -> ModelMeshReading:
     """`parse_modelmesh` with `prometheus_client`'s parser alone: the fallback, and the reference the narrow
-    reader is held to."""
+    reader is held to (the path before it)."""
     _check_ends(text)
+    counters: dict[str, dict[Labels, float]] = {field: {} for field in COUNTER_FIELDS}
+    gauges: dict[str, float] = {}
     try:
-        return _reading(_library_samples(text))
+        for family in text_string_to_metric_families(_lines_read(text)):
+            for sample in family.samples:
+                field = _COUNTER_SAMPLES.get(sample.name)
+                if field is not None:
+                    key = tuple(sorted(sample.labels.items()))
+                    counters[field][key] = _checked(sample.name, sample.value)
+                elif sample.name == names.MM_LRU_AGE_S and -math.inf < sample.value < 0:
+                    gauges[sample.name] = 0.0  # a model stamped ahead: just used (`_lru_age`)
+                elif sample.name in _REQUIRED_GAUGES or sample.name in _OPTIONAL_GAUGES:
+                    gauges[sample.name] = _checked(sample.name, sample.value)
     except ScrapeFailure:
         raise
     except (ValueError, TypeError, IndexError, KeyError) as error:
         raise ScrapeFailure(names.REASON_PARSE, f"unparseable exposition: {error}") from error
+    return _reading(counters, gauges)
 
 
 def _check_ends(text: str) -> None:
@@ -140,29 +169,13 @@ def _check_ends(text: str) -> None:
         raise ScrapeFailure(names.REASON_PARSE, "body does not end with a newline (truncated?)")
 
 
-def _library_samples(text: str) -> Iterator[Sample]:
-    """The samples of the lines read, as the library parses them, their labels sorted where they are kept."""
-    for family in text_string_to_metric_families(_lines_read(text)):
-        for sample in family.samples:
-            key = tuple(sorted(sample.labels.items())) if sample.name in _COUNTER_SAMPLES else ()
-            yield sample.name, key, sample.value
+def _lru_age(value: float) -> float:
+    """ModelMesh stamps the copies it adds for a hot model 20 s in the future (`newCopiesTimestamp` in
+    ModelMesh.java), so a pod holding only such copies reads a negative age: just used."""
+    return 0.0 if value < 0 else value
 
 
-def _reading(samples: Iterable[Sample]) -> ModelMeshReading:
-    """The counters and gauges of `samples`, checked; raises ScrapeFailure at the first value refused, or when
-    an instance gauge is missing."""
-    counters: dict[str, dict[Labels, float]] = {field: {} for field in COUNTER_FIELDS}
-    gauges: dict[str, float] = {}
-    for name, key, value in samples:
-        field = _COUNTER_SAMPLES.get(name)
-        if field is not None:
-            counters[field][key] = _checked(name, value)
-        elif name == names.MM_LRU_AGE_S and -math.inf < value < 0:
-            # ModelMesh stamps the copies it adds for a hot model 20 s in the future (`newCopiesTimestamp`
-            # in ModelMesh.java), so a pod holding only such copies reads a negative age: just used.
-            gauges[name] = 0.0
-        elif name in _REQUIRED_GAUGES or name in _OPTIONAL_GAUGES:
-            gauges[name] = _checked(name, value)
+def _reading(counters: dict[str, dict[Labels, float]], gauges: Mapping[str, float]) -> ModelMeshReading:
     missing = [name for name in _REQUIRED_GAUGES if name not in gauges]
     if missing:
         raise ScrapeFailure(names.REASON_PARSE, f"ModelMesh output lacks {', '.join(missing)}")

@@ -20,12 +20,13 @@ from hypothesis import strategies as st
 
 from exporter import names
 from exporter.modelmesh_text import (
-    _NARROW,
     COUNTER_FIELDS,
+    REQUESTS,
     SAMPLES_READ,
     ModelMeshReading,
     ScrapeFailure,
     parse_modelmesh,
+    parse_narrowly,
     parse_with_library,
 )
 from tests.exporter.modelmesh_wire import ModelMeshContainer, escape_label_value, java_double
@@ -108,7 +109,7 @@ def mutated(draw: st.DrawFn, texts: st.SearchStrategy[str]) -> str:
 @settings(max_examples=300, deadline=None)
 @given(container_text())
 def test_the_real_containers_text_takes_the_narrow_path(text: str) -> None:
-    assert _NARROW.samples(text) is not None, text
+    assert parse_narrowly(text) is not None, text
     assert_same(text)
 
 
@@ -205,12 +206,13 @@ COUNT_LINE = f'{names.MM_INVOKE_MODEL_MS}_count{{method="ModelInfer",code="OK",m
 
 
 def test_modelmeshs_own_shapes_take_the_narrow_path() -> None:
-    samples = _NARROW.samples(GOOD)
-    assert samples is not None
-    assert samples[0][1] == (("code", "OK"), ("method", "ModelInfer"), ("modelId", 'm"1'), ("vModelId", ""))
+    reading = parse_narrowly(GOOD)
+    assert reading is not None
+    assert list(reading.counters[REQUESTS]) == [
+        (("code", "OK"), ("method", "ModelInfer"), ("modelId", 'm"1'), ("vModelId", ""))]
     assert assert_same(GOOD)[0] == "reading"
     negative_age = GOOD.replace(f"{names.MM_LRU_AGE_S} 10.0", f"{names.MM_LRU_AGE_S} -20.0")
-    assert _NARROW.samples(negative_age) is not None  # a pod holding only copies stamped ahead: read as just used
+    assert parse_narrowly(negative_age) is not None  # a pod holding only copies stamped ahead: read as just used
     assert parse_modelmesh(negative_age).lru_age_s == 0.0
 
 
@@ -226,6 +228,9 @@ def test_modelmeshs_own_shapes_take_the_narrow_path() -> None:
     pytest.param(GOOD.replace("# TYPE", "# a comment\n# TYPE"), id="plain-comment"),
     pytest.param(GOOD.replace(f"{names.MM_MODELS_TOTAL} 2.0", f"# TYPE {names.MM_MODELS_TOTAL} counter\n"
                               f"{names.MM_MODELS_TOTAL} 2.0"), id="counter-type"),
+    pytest.param(GOOD.replace(f"{names.MM_USED_BYTES} 8.0", f'{names.MM_USED_BYTES}{{a="1"}} 8.0\n'
+                              f'{names.MM_USED_BYTES}{{a="2"}} 9.0\n{names.MM_USED_BYTES}{{a="1"}} 7.0'),
+                 id="labelled-gauges"),
     pytest.param(GOOD.replace("# TYPE", "# TYPE _total counter\n# TYPE"), id="nameless-counter"),
     pytest.param(GOOD.replace("5.0", "NaN"), id="nan-counter"),
     pytest.param(GOOD.replace("5.0", "-5"), id="negative-counter"),
@@ -233,7 +238,7 @@ def test_modelmeshs_own_shapes_take_the_narrow_path() -> None:
     pytest.param(GOOD.replace("10.0", "-1" + "0" * 400), id="huge-negative-age"),
 ])
 def test_what_the_narrow_reader_does_not_know_is_read_by_the_library(text: str) -> None:
-    assert _NARROW.samples(text) is None
+    assert parse_narrowly(text) is None
     assert_same(text)
 
 
