@@ -3,7 +3,9 @@
 ModelMesh reports cumulative histograms and a few instance gauges; `parse_modelmesh` keeps the counters the
 exporter follows, per series (name and labels), and the gauges, and rejects a body that cannot be trusted:
 cut off, foreign, or carrying negative, NaN or infinite values. It is pure (text in, `ModelMeshReading` or
-`ScrapeFailure` out), so the collector's fetch loop and the tests share it.
+`ScrapeFailure` out; the narrow reader's memory of label texts changes only its cost), so the collector's fetch
+loop and the tests share it. What ModelMesh writes is read by a narrow reader of its own shapes
+(`exporter.modelmesh_fast`), anything else by `prometheus_client`'s parser, to the same result.
 """
 
 from __future__ import annotations
