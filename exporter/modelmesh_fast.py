@@ -58,20 +58,21 @@ class NarrowReader:
 
     def __init__(self, names: Collection[str], may_be_negative: Collection[str] = ()) -> None:
         read = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+        # A sample read, its label text taken whole (up to the line's last `} `: a number holds neither) and
+        # checked on its own the first time it is seen (`_key`): a regular expression checking every label on
+        # every line cost four times as much as finding the lines.
         sample = rf"({read})(?:\{{([^\n]*)\}} | )({_NUMBER})"
-        """A sample read, its label text taken whole (up to the line's last `} `: a number holds neither) and
-        checked on its own the first time it is seen (`_key`): a regular expression checking every label on
-        every line cost four times as much as finding the lines."""
         comment = (rf"# HELP {_NAME}(?: [^\n]*)?"
-                   # a counter's samples of its own name are renamed `_total` by the library: not those read
+                   # the library renames a counter's samples of its own name `_total` (not those read: they would
+                   # be lost), and fails on a counter named `_total` alone (no family name left)
                    rf"|# TYPE (?!(?:{read}|_total) counter\n){_NAME} (?:{_TYPES})")
+        # Any other line the library would read (`modelmesh_text._READ_LINE`): this reader gives up.
         other = rf"(#|(?:{read})[{{ \t])[^\n]*"
-        """Any other line the library would read (`modelmesh_text._READ_LINE`): this reader gives up."""
         line = rf"(?:{sample}|{comment}|{other})(?=\n)"
         self._first = re.compile(line)
+        # Every line after the first is found with its newline as a literal prefix, so that the search skips
+        # the lines of the other series fast.
         self._next = re.compile(rf"\n{line}")
-        """A line after a newline, found with the newline as a literal prefix, so that the search skips the
-        lines of the other series fast."""
         self._may_be_negative = frozenset(may_be_negative)
         self._keys: dict[str, Labels] = {}
         """Label text → sorted labels, from the reads before: per-model series come back every read."""
