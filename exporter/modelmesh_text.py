@@ -3,7 +3,9 @@
 ModelMesh reports cumulative histograms and a few instance gauges; `parse_modelmesh` keeps the counters the
 exporter follows, per series (name and labels), and the gauges, and rejects a body that cannot be trusted:
 cut off, foreign, or carrying negative, NaN or infinite values. It is pure (text in, `ModelMeshReading` or
-`ScrapeFailure` out), so the collector's fetch loop and the tests share it.
+`ScrapeFailure` out; the narrow reader's memory of label texts changes only its cost), so the collector's fetch
+loop and the tests share it. What ModelMesh writes is read by a narrow reader of its own shapes
+(`exporter.modelmesh_fast`), anything else by `prometheus_client`'s parser, to the same result.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from typing import Final
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import names
+from exporter.modelmesh_fast import Labels as Labels
+from exporter.modelmesh_fast import NarrowReader
 
 # The counters the exporter follows, by the field name used in readings and totals.
 REQUESTS: Final = "requests"
@@ -44,8 +48,8 @@ _MAX_LRU_AHEAD_S: Final = 3600.0
 """An LRU time further ahead than this is ModelMesh's "no model" (Long.MAX_VALUE ms), not a copy it stamped
 20 s ahead (`newCopiesTimestamp` in ModelMesh.java)."""
 
-Labels = tuple[tuple[str, str], ...]
-"""A series' labels, sorted, as a hashable key."""
+_NARROW: Final = NarrowReader(SAMPLES_READ, may_be_negative=(names.MM_LRU_AGE_S,))
+"""The reader of what ModelMesh writes; the library reads the rest (`parse_with_library`)."""
 
 
 class ScrapeFailure(Exception):
@@ -110,9 +114,38 @@ def parse_modelmesh(text: str) -> ModelMeshReading:
     real ModelMesh output, so their absence means a truncated or foreign body: a parse failure. So are a
     body that does not end in a newline (cut off mid-line) and negative, NaN or infinite values, except a
     negative LRU age, which is ModelMesh's own reading of a model stamped as used in the future (read as 0).
+
+    The text is read by the narrow reader (`exporter.modelmesh_fast`), which reads what ModelMesh writes, and
+    with `prometheus_client`'s parser where it gives up (`parse_with_library`): the same reading either way.
     """
-    if not text.endswith("\n"):
-        raise ScrapeFailure(names.REASON_PARSE, "body does not end with a newline (truncated?)")
+    reading = parse_narrowly(text)
+    return parse_with_library(text) if reading is None else reading
+
+
+def parse_narrowly(text: str) -> ModelMeshReading | None:
+    """`parse_modelmesh` by the narrow reader alone; None where it gives up: a line it does not know, a value
+    the library's path refuses, or an instance gauge with several series (labelled: not ModelMesh's), whose
+    last in the text it does not say."""
+    _check_ends(text)
+    series = _NARROW.series(text)
+    if series is None:
+        return None
+    counters = {field: series.get(name, {}) for name, field in _COUNTER_SAMPLES.items()}
+    gauges: dict[str, float] = {}
+    for name in (*_REQUIRED_GAUGES, *_OPTIONAL_GAUGES):
+        values = series.get(name)
+        if values:
+            if len(values) > 1:
+                return None
+            (value,) = values.values()
+            gauges[name] = _lru_age(value) if name == names.MM_LRU_AGE_S else value
+    return _reading(counters, gauges)
+
+
+def parse_with_library(text: str) -> ModelMeshReading:
+    """`parse_modelmesh` with `prometheus_client`'s parser alone: the fallback, and the reference the narrow
+    reader is held to (the path before it)."""
+    _check_ends(text)
     counters: dict[str, dict[Labels, float]] = {field: {} for field in COUNTER_FIELDS}
     gauges: dict[str, float] = {}
     try:
@@ -123,15 +156,28 @@ def parse_modelmesh(text: str) -> ModelMeshReading:
                     key = tuple(sorted(sample.labels.items()))
                     counters[field][key] = _checked(sample.name, sample.value)
                 elif sample.name == names.MM_LRU_AGE_S and -math.inf < sample.value < 0:
-                    # ModelMesh stamps the copies it adds for a hot model 20 s in the future (`newCopiesTimestamp`
-                    # in ModelMesh.java), so a pod holding only such copies reads a negative age: just used.
-                    gauges[sample.name] = 0.0
+                    gauges[sample.name] = 0.0  # a model stamped ahead: just used (`_lru_age`)
                 elif sample.name in _REQUIRED_GAUGES or sample.name in _OPTIONAL_GAUGES:
                     gauges[sample.name] = _checked(sample.name, sample.value)
     except ScrapeFailure:
         raise
     except (ValueError, TypeError, IndexError, KeyError) as error:
         raise ScrapeFailure(names.REASON_PARSE, f"unparseable exposition: {error}") from error
+    return _reading(counters, gauges)
+
+
+def _check_ends(text: str) -> None:
+    if not text.endswith("\n"):
+        raise ScrapeFailure(names.REASON_PARSE, "body does not end with a newline (truncated?)")
+
+
+def _lru_age(value: float) -> float:
+    """ModelMesh stamps the copies it adds for a hot model 20 s in the future (`newCopiesTimestamp` in
+    ModelMesh.java), so a pod holding only such copies reads a negative age: just used."""
+    return 0.0 if value < 0 else value
+
+
+def _reading(counters: dict[str, dict[Labels, float]], gauges: Mapping[str, float]) -> ModelMeshReading:
     missing = [name for name in _REQUIRED_GAUGES if name not in gauges]
     if missing:
         raise ScrapeFailure(names.REASON_PARSE, f"ModelMesh output lacks {', '.join(missing)}")

@@ -1,0 +1,136 @@
+"""A narrow, strict reader of the few samples the exporter reads from ModelMesh's text, with `prometheus_client`'s
+parser behind it.
+
+With ModelMesh's per-model metrics on, the exporter reads a series per model, method and code every
+`--modelmesh-interval` in every pod: `prometheus_client`'s text parser, which walks each line character by
+character in Python, cost 320 M instructions a read at 200 models (docs/performance.md), the sidecar's main CPU
+cost. The writer is known (simpleclient 0.9's `TextFormat.write004` in the `mm` container: `# HELP`/`# TYPE`,
+`name{label="value",...} value`, a comma after every label, Java's doubles), so a narrow reader is enough:
+regular expressions accepting exactly those shapes for the lines the library would see (a comment, or a sample
+of a series read), label values with no escapes but the format's three (`\\\\`, `\\"`, `\\n`: a model's id may hold
+them), plain decimal numbers. Anything else on such a line (another escape, odd spacing, a timestamp, an
+exemplar, another comment, `NaN` or an infinity, a repeated label, a `# TYPE` that would make the library rename
+a series read) makes it give up, and the caller reads the text with the library instead. So where it answers,
+it answers what the library would (`tests/exporter/test_modelmesh_text_fast.py` checks that on generated
+bodies with hypothesis); lines of the other series are skipped unread, as before.
+
+The text is read in one regular-expression pass in C; a sample's labels become the sorted key the exporter
+keeps per series (`Labels`) once per label text, not once per read: the same series come back every read.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Collection
+from typing import Final
+
+Labels = tuple[tuple[str, str], ...]
+"""A series' labels, sorted, as a hashable key."""
+
+_NAME: Final = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+_LABEL_NAME: Final = r"(?!__)[a-zA-Z_][a-zA-Z0-9_]*"
+"""A label name the library takes (`__`: reserved, refused)."""
+_LABEL_VALUE: Final = r'[^"\\\n]*(?:\\[\\"n][^"\\\n]*)*'
+"""A label value's text: no quote, backslash or newline but in the three escapes (unrolled: one character class
+per run)."""
+_LABEL: Final = rf'{_LABEL_NAME}="{_LABEL_VALUE}"'
+_NUMBER: Final = r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+|)"
+"""A plain decimal number: what Java's `Double.toString` writes for a finite value, and what the library reads
+to the same float (its integers through `int`, of which only `-0` differs: `NarrowReader.series`). Written with
+branches rather than optional groups, which cost the regular-expression engine more per line."""
+_TYPES: Final = "counter|gauge|histogram|summary|untyped"
+_LABEL_TEXT: Final = re.compile(rf"(?:{_LABEL},)*(?:{_LABEL})?")
+"""Labels as simpleclient writes them (a comma after each), or as `prometheus_client` does (between them)."""
+_PAIR: Final = re.compile(rf'([a-zA-Z_][a-zA-Z0-9_]*)="({_LABEL_VALUE})"')
+_ESCAPE: Final = re.compile(r'\\[\\"n]')
+_UNESCAPED: Final = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
+_KEYS_KEPT: Final = 4
+"""The label keys kept from read to read, as a multiple of the series one read holds (`NarrowReader._keys`)."""
+
+
+class NarrowReader:
+    """Reads the samples named `names` from an exposition text, or says it cannot (None) and the library must.
+
+    `may_be_negative`: the names whose negative values the caller takes; any other negative value, as any
+    non-finite one, makes it give up, so that the caller's own checks see the library's values and say what
+    they say of them."""
+
+    def __init__(self, names: Collection[str], may_be_negative: Collection[str] = ()) -> None:
+        read = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+        # A sample read, its label text taken whole (up to the line's last `} `: a number holds neither) and
+        # checked on its own the first time it is seen (`_key`): a regular expression checking every label on
+        # every line cost four times as much as finding the lines.
+        sample = rf"({read})(?:\{{([^\n]*)\}} | )({_NUMBER})"
+        comment = (rf"# HELP {_NAME}(?: [^\n]*)?"
+                   # the library renames a counter's samples of its own name `_total` (not those read: they would
+                   # be lost), and fails on a counter named `_total` alone (no family name left)
+                   rf"|# TYPE (?!(?:{read}|_total) counter\n){_NAME} (?:{_TYPES})")
+        # Any other line the library would read (`modelmesh_text._READ_LINE`): this reader gives up.
+        other = rf"(#|(?:{read})[{{ \t])[^\n]*"
+        line = rf"(?:{sample}|{comment}|{other})(?=\n)"
+        self._first = re.compile(line)
+        # Every line after the first is found with its newline as a literal prefix, so that the search skips
+        # the lines of the other series fast.
+        self._next = re.compile(rf"\n{line}")
+        self._may_be_negative = frozenset(may_be_negative)
+        self._keys: dict[str, Labels] = {}
+        """Label text → sorted labels, from the reads before: per-model series come back every read."""
+
+    def series(self, text: str) -> dict[str, dict[Labels, float]] | None:
+        """The series read: sample name → the labels of each of its series, sorted, → its value (the last, when
+        a series is repeated), in the text's order of first appearance; None when a line the library would read
+        is not in the shapes above, or a value is one the caller's checks would refuse (not finite, or negative
+        but for `may_be_negative`).
+
+        `text` ends with a newline (the caller refuses a body that does not: cut off)."""
+        lines = self._next.findall(text)
+        first = self._first.match(text)
+        if first is not None:
+            lines.insert(0, first.groups(""))
+        keys = self._keys
+        series: dict[str, dict[Labels, float]] = {}
+        count = 0
+        for name, label_text, number, other in lines:
+            if not name:
+                if other:
+                    return None
+                continue  # a comment
+            value = float(number)
+            if not 0.0 <= value < math.inf:
+                if not -math.inf < value < 0.0 or name not in self._may_be_negative:
+                    return None
+            elif not value and number[1:].isdigit():
+                value = 0.0  # the library reads `-0` as the integer 0
+            key = keys.get(label_text)
+            if key is None:
+                key = _key(label_text)
+                if key is None:
+                    return None
+                keys[label_text] = key
+            values = series.get(name)
+            if values is None:
+                values = series[name] = {}
+            values[key] = value
+            count += 1
+        if len(keys) > _KEYS_KEPT * count + 64:
+            keys.clear()  # series gone (a restart of ModelMesh): the next read keeps only its own
+        return series
+
+
+def _key(label_text: str) -> Labels | None:
+    """The sorted labels of a label text; None when it is not in the shapes above, or names a label twice (the
+    library refuses the line)."""
+    if _LABEL_TEXT.fullmatch(label_text) is None:
+        return None
+    pairs = _PAIR.findall(label_text)
+    if "\\" in label_text:
+        pairs = [(label, _unescape(value)) for label, value in pairs]
+    labels = dict(pairs)
+    if len(labels) != len(pairs):
+        return None
+    return tuple(sorted(labels.items()))
+
+
+def _unescape(value: str) -> str:
+    return _ESCAPE.sub(lambda escape: _UNESCAPED[escape[0]], value) if "\\" in value else value
