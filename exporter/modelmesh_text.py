@@ -161,7 +161,7 @@ def parse_with_library(text: str) -> ModelMeshReading:
                     gauges[sample.name] = _checked(sample.name, sample.value)
     except ScrapeFailure:
         raise
-    except (ValueError, TypeError, IndexError, KeyError) as error:
+    except (ValueError, TypeError, IndexError, KeyError, OverflowError) as error:  # Overflow: 1e309 as digits
         raise ScrapeFailure(names.REASON_PARSE, f"unparseable exposition: {error}") from error
     return _reading(counters, gauges)
 
