@@ -72,8 +72,11 @@ def grace_s(policy: RuntimePolicy) -> float:
 def replica_floor(snapshot: RuntimeSnapshot, scaled: int | None = None) -> int:
     """What runs: the Deployment's replicas (in a targets file, its listed pods), else the Ready pods; and at
     least `scaled`, the RuntimeScale's `spec.replicas` (what the HPA last asked for, perhaps not carried to
-    the Deployment yet) when the bridge knows it."""
-    runs = snapshot.replicas if snapshot.replicas is not None else sum(1 for pod in snapshot.pods if pod.ready)
+    the Deployment yet) when the bridge knows it.
+
+    Replicas 0 with Ready pods is a runtime back from zero whose Deployment was read before modelmesh-serving
+    scaled it up: what runs is then its Ready pods, not 0, or the first served value could be below them."""
+    runs = snapshot.replicas or sum(1 for pod in snapshot.pods if pod.ready)
     return max(runs, scaled or 0)
 
 

@@ -6,12 +6,20 @@ namespaces, each with its `spec.replicas`, policy annotations and pod selector. 
 and carry no load, so they are re-read every resync interval instead of watched. The table is replaced only
 when every read worked; while reads fail it stays as last read and `ok` is False (docs/design.md, Missing data).
 
+One change cannot wait for the resync: modelmesh-serving scaling a runtime to zero or back, which its pods show
+first. `reread(key)` asks for that one Deployment to be read again soon (`run_rereads`): a GET by name, with
+the requests coalesced (a runtime asked for twice is read once) and rate-limited (at most `_REREAD_BATCH`
+Deployments per `reread_interval_s`, so one runtime at most once per interval), so pod churn cannot become
+API load. A targeted read and the full resync may overlap: each record remembers when the read that produced
+it started, and a later-started read wins, so neither puts back what the other already read as older.
+
 Logs go to pod discovery's logger (`autoscaler.sources.kube_pods`), the one operators filter on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -34,6 +42,10 @@ from autoscaler.sources.kube_objects import (
 
 log = logging.getLogger("autoscaler.sources.kube_pods")
 
+_REREAD_BATCH = 8
+"""Deployments read by name per `reread_interval_s` at most: 4 GETs a second at the 2 s default, whatever the
+pod churn; a burst beyond waits (the periodic resync still reads everything on its own timer)."""
+
 
 class DeploymentResync:
     """Keeps `runtimes` from the Kubernetes Deployments, re-reading them every `resync_interval_s` (`run`)."""
@@ -50,13 +62,15 @@ class DeploymentResync:
         request_timeout_s: float,
         backoff: Callable[[int], float],
         on_change: Callable[[], None],
+        reread_interval_s: float = 2.0,
     ) -> None:
         """`client` returns the started API client (it raises `KubeApiError` when there is none).
 
         `static` runtimes are read by name; with `discover`, Deployments labelled `label_selector` are listed
         in `namespaces` (None: all namespaces). `request_timeout_s` bounds each read; after a failure the next
         try comes after `backoff(n)` for the n-th failure in a row, never later than `resync_interval_s`.
-        `on_change()` is called whenever `runtimes` changed.
+        `on_change()` is called whenever `runtimes` changed. `reread_interval_s` paces the reads by name that
+        `reread` asks for.
         """
         self._client = client
         self._static = tuple(static)
@@ -73,6 +87,70 @@ class DeploymentResync:
         self.ok = False
         """False until the first read, and while reading the Deployments fails."""
         self._missing: set[RuntimeKey] = set()  # configured runtimes whose Deployment was not found
+        self._reread_interval_s = reread_interval_s
+        self._pending: dict[RuntimeKey, None] = {}  # runtimes to read by name, in the order asked
+        self._wake = asyncio.Event()
+        self._reads = 0  # reads started so far: orders a targeted read against the full resync
+        self._table_read = 0  # the start number of the full resync that made `runtimes`
+        self._newer: dict[RuntimeKey, int] = {}  # runtimes read by name after that, with their start number
+
+    def reread(self, key: RuntimeKey) -> None:
+        """Ask for runtime `key`'s Deployment to be read again soon; O(1), never blocks, asking twice is once."""
+        if key in self.runtimes and key not in self._pending:
+            self._pending[key] = None
+            self._wake.set()
+
+    async def run_rereads(self) -> None:
+        """Read the Deployments `reread` asked for, at most `_REREAD_BATCH` per `reread_interval_s`, forever."""
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            batch = list(itertools.islice(self._pending, _REREAD_BATCH))
+            for key in batch:
+                del self._pending[key]
+            for outcome in await asyncio.gather(*(self._reread_one(key) for key in batch), return_exceptions=True):
+                if isinstance(outcome, Exception):  # a bug, not the API (those are left to the resync): say so
+                    log.error("Kubernetes discovery: unexpected error re-reading a Deployment", exc_info=outcome)
+            await asyncio.sleep(self._reread_interval_s)
+            if self._pending:
+                self._wake.set()
+
+    async def _reread_one(self, key: RuntimeKey) -> None:
+        """Read one Deployment by name and put it in the table, unless a later-started read is there already.
+        A failure is left to the periodic resync (which owns `ok`)."""
+        self._reads += 1
+        started = self._reads
+        try:
+            apps = AppsV1Api(self._client())
+            if key in self._static:
+                record: RuntimeRecord | None = await self._read_deployment(apps, key)
+            else:
+                record = await self._read_discovered(apps, key)
+        except Exception as error:
+            log.debug("Kubernetes discovery: re-reading Deployment %s failed (left to the resync): %s", key, error)
+            return
+        current = self.runtimes.get(key)
+        if record is None or current is None or started < max(self._table_read, self._newer.get(key, 0)):
+            return
+        self._newer[key] = started
+        if runtime_table({key: record}) != runtime_table({key: current}):
+            if record.replicas != current.replicas:
+                log.info("Kubernetes discovery: runtime %s replicas %s -> %s (read again as its pods changed)",
+                         key, current.replicas, record.replicas)
+            self.runtimes[key] = record
+            self._on_change()
+
+    async def _read_discovered(self, apps: AppsV1Api, key: RuntimeKey) -> RuntimeRecord | None:
+        """A discovered runtime's Deployment by name; None when it is gone (the resync's list removes it)."""
+        call = partial(apps.read_namespaced_deployment_without_preload_content, key.deployment, key.namespace,
+                       _request_timeout=self._request_timeout_s)
+        try:
+            document = await read_json(call, f"read Deployment {key}")
+        except KubeApiError as error:
+            if error.status == 404:
+                return None
+            raise
+        return parse_deployment(document, key)
 
     async def run(self, first_attempt: asyncio.Event) -> None:
         """Re-read Deployments every `resync_interval_s`; sooner, with backoff, after a failure.
@@ -102,6 +180,8 @@ class DeploymentResync:
     async def _refresh(self) -> None:
         """Read every runtime's Deployment; replace the runtime table only when every read worked."""
         apps = AppsV1Api(self._client())
+        self._reads += 1
+        started = self._reads
         fresh: dict[RuntimeKey, RuntimeRecord] = {}
         reads = [self._read_deployment(apps, key) for key in self._static]
         for outcome in await asyncio.gather(*reads, return_exceptions=True):
@@ -112,6 +192,11 @@ class DeploymentResync:
             for namespace in self._namespaces if self._namespaces is not None else (None,):
                 for runtime in await self._list_deployments(apps, namespace):
                     fresh.setdefault(runtime.key, runtime)
+        # A runtime read by name after this resync started is newer than what this resync read of it.
+        newer = {key: at for key, at in self._newer.items() if at > started and key in fresh}
+        for key in newer:
+            fresh[key] = self.runtimes[key]
+        self._table_read, self._newer = started, newer
         if runtime_table(fresh) != runtime_table(self.runtimes):
             added = sorted(str(key) for key in fresh.keys() - self.runtimes.keys())
             removed = sorted(str(key) for key in self.runtimes.keys() - fresh.keys())

@@ -28,7 +28,7 @@ MODELMESH_NAME_LABEL: Final = "name"
 
 @dataclass(frozen=True, slots=True)
 class PodRecord:
-    """The six fields of a pod that discovery uses."""
+    """The fields of a pod that discovery uses."""
 
     name: str
     namespace: str
@@ -36,6 +36,7 @@ class PodRecord:
     ready: bool
     ip: str | None
     created_at: float | None
+    terminating: bool = False
 
 
 @dataclass(slots=True)
@@ -71,6 +72,7 @@ def parse_pod(obj: Any) -> PodRecord | None:
         ready,
         ip if isinstance(ip, str) and ip else None,
         _parse_time(metadata.get("creationTimestamp")),
+        terminating,
     )
 
 

@@ -6,7 +6,11 @@ list. This module puts the parts together behind the `PodDiscovery` interface:
 
 - `kube_deployments.DeploymentResync` re-reads the Deployments every `resync_interval_s` for `spec.replicas`,
   the policy annotations and the pod selector;
-- `kube_watch.PodWatch` tracks pods with list + watch: one per namespace, or one for all namespaces;
+- `kube_watch.PodWatch` tracks pods with list + watch: one per namespace, or one for all namespaces. When a
+  runtime's live pods go to none while its replicas is not 0, or appear while it is 0 (modelmesh-serving
+  scaled it to zero or back), that one Deployment is read again within `reread_interval_s`, not at the next
+  resync: else the adapter would warn "no ready pods" and count misses for up to `resync_interval_s` before
+  it says "scaled to zero", and seed a runtime back from zero at 0 replicas;
 - `kube_objects` reads pods and Deployments from the API's JSON and joins them into the inventory.
 
 While a watch or the Deployment read is broken `healthy` is False: the inventory is kept as last seen, and
@@ -98,6 +102,7 @@ class KubePodDiscovery:
         namespaces: Sequence[str] | None = None,
         exporter_port: int = DEFAULT_EXPORTER_PORT,
         resync_interval_s: float = 30.0,
+        reread_interval_s: float = 2.0,
         request_timeout_s: float = 10.0,
         watch_timeout_s: int = 60,
         backoff_initial_s: float = 0.5,
@@ -119,7 +124,8 @@ class KubePodDiscovery:
         stream is resumed from where it was (no re-list). It also bounds how long a silently dead connection
         (no RST) keeps `healthy` True: about `watch_timeout_s + request_timeout_s`. One reconnect a minute per
         namespace is nothing for the API server. `start_timeout_s` bounds how long `start()` waits for the
-        first list (default: twice the request timeout).
+        first list (default: twice the request timeout). `reread_interval_s` paces the reads of one Deployment
+        that a runtime's pods going to none or back ask for (`DeploymentResync.reread`).
 
         `healthy` is one flag for the whole inventory (the `PodDiscovery` contract): a namespace whose pods
         cannot be watched (RBAC) keeps every runtime's snapshot `source_ok=False`, which is loud on purpose.
@@ -151,6 +157,7 @@ class KubePodDiscovery:
             request_timeout_s=float(request_timeout_s),
             backoff=self._backoff,
             on_change=self._changed,
+            reread_interval_s=reread_interval_s,
         )
         self._watches = tuple(
             PodWatch(
@@ -161,6 +168,7 @@ class KubePodDiscovery:
                 watch_timeout_s=int(watch_timeout_s),
                 backoff=self._backoff,
                 on_change=self._changed,
+                on_runtime_pods=self._runtime_pods,
             )
             for scope in scopes
         )
@@ -186,6 +194,7 @@ class KubePodDiscovery:
         resync_done = asyncio.Event()
         first_attempts.append(resync_done)
         self._session.spawn(self._deployments.run(resync_done), "kube-discovery-deployments")
+        self._session.spawn(self._deployments.run_rereads(), "kube-discovery-deployment-rereads")
         for watch in self._watches:
             done = asyncio.Event()
             first_attempts.append(done)
@@ -227,6 +236,14 @@ class KubePodDiscovery:
 
     def _changed(self) -> None:
         self._version += 1
+
+    def _runtime_pods(self, namespace: str, deployment: str, present: bool) -> None:
+        """A runtime's live pods went to none (`present` False) or up from none: when that contradicts its
+        replicas as last read, modelmesh-serving scaled it to zero or back; read its Deployment again soon."""
+        key = RuntimeKey(namespace, deployment)
+        record = self._deployments.runtimes.get(key)
+        if record is not None and (record.replicas == 0) == present:
+            self._deployments.reread(key)
 
 
 def _client_factory(configuration: Configuration) -> Callable[[], ApiClient]:

@@ -7,6 +7,10 @@ afresh after 410 Expired and retries any other failure with the owner's capped, 
 list is served from the API server's watch cache. While the watch is broken `ok` is False and `pods` stay as
 last seen, so nothing is lowered on stale knowledge (docs/design.md, Missing data).
 
+It also counts each runtime's live pods (not terminating; by ModelMesh's `name` label, the runtime's
+Deployment) and tells `on_runtime_pods` when a runtime's count goes to zero or up from zero: that is how a
+runtime scaled to zero or back shows first, long before its Deployment is read again. O(1) per event.
+
 Logs go to pod discovery's logger (`autoscaler.sources.kube_pods`), the one operators filter on.
 """
 
@@ -22,12 +26,14 @@ from kubernetes.aio.client import ApiClient, CoreV1Api
 
 from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.raw import JSON, Scope, scope_name
-from autoscaler.sources.kube_objects import PodRecord, deletion_cost_of, parse_pod
+from autoscaler.sources.kube_objects import MODELMESH_NAME_LABEL, PodRecord, deletion_cost_of, parse_pod
 
 log = logging.getLogger("autoscaler.sources.kube_pods")
 
 PodName = tuple[str, str]
 """(namespace, name): a pod's identity in `PodWatch.pods`."""
+RuntimeName = tuple[str, str]
+"""(namespace, Deployment name): a runtime, as its pods' `name` label names it."""
 
 
 class PodWatch:
@@ -43,12 +49,15 @@ class PodWatch:
         watch_timeout_s: int,
         backoff: Callable[[int], float],
         on_change: Callable[[], None],
+        on_runtime_pods: Callable[[str, str, bool], None] | None = None,
     ) -> None:
         """`client` returns the started API client (it raises `KubeApiError` when there is none).
 
         `request_timeout_s` bounds the list; `watch_timeout_s` is the server-side `timeoutSeconds` of one
         watch request, which the client-side limit exceeds by `request_timeout_s`. `backoff(n)` is the pause
         after the n-th failure in a row. `on_change()` is called whenever `pods` changed.
+        `on_runtime_pods(namespace, deployment, present)` is called when a runtime's live pods go to none
+        (`present` False) or up from none (True).
         """
         self.scope = scope
         self.pods: dict[PodName, PodRecord] = {}
@@ -60,6 +69,8 @@ class PodWatch:
         """False until the first list, and while the watch is failing."""
         self._client = client
         self._on_change = on_change
+        self._on_runtime_pods = on_runtime_pods
+        self._live: dict[RuntimeName, int] = {}  # live pods per runtime; no entry for none
         self._first_attempt = asyncio.Event()
         self._loop = ListWatch(
             self._endpoint, "pods", scope,
@@ -110,8 +121,16 @@ class PodWatch:
                 pods[(pod.namespace, pod.name)] = pod
                 if (cost := deletion_cost_of(item)) is not None:
                     costs[(pod.namespace, pod.name)] = cost
+        before, self._live = self._live, {}
+        for pod in pods.values():
+            if (runtime := _live_runtime(pod)) is not None:
+                self._live[runtime] = self._live.get(runtime, 0) + 1
         self.pods, self.deletion_costs = pods, costs
         self._on_change()
+        for runtime in before.keys() - self._live.keys():
+            self._runtime_pods(runtime, False)
+        for runtime in self._live.keys() - before.keys():
+            self._runtime_pods(runtime, True)
 
     def _apply_event(self, kind: str, obj: JSON) -> None:
         """Fold one watch event into `pods`."""
@@ -125,12 +144,46 @@ class PodWatch:
                 self.deletion_costs[key] = cost
             else:
                 self.deletion_costs.pop(key, None)
-            if self.pods.get(key) != pod:  # most MODIFIED events (annotation writes, status chatter) change nothing
+            old = self.pods.get(key)
+            if old != pod:  # most MODIFIED events (annotation writes, status chatter) change nothing
                 self.pods[key] = pod
                 self._on_change()
+                self._count(old, pod)
         elif kind == "DELETED":
             self.deletion_costs.pop(key, None)
-            if self.pods.pop(key, None) is not None:
+            if (old := self.pods.pop(key, None)) is not None:
                 self._on_change()
+                self._count(old, None)
         else:
             log.debug("Kubernetes discovery: ignoring %r event", kind)
+
+    def _count(self, old: PodRecord | None, new: PodRecord | None) -> None:
+        """Move one pod's place in the live counts from what it was (`old`) to what it is (`new`)."""
+        was, now = _live_runtime(old), _live_runtime(new)
+        if was == now:
+            return
+        if was is not None:
+            left = self._live[was] - 1
+            if left:
+                self._live[was] = left
+            else:
+                del self._live[was]
+                self._runtime_pods(was, False)
+        if now is not None:
+            count = self._live.get(now, 0)
+            self._live[now] = count + 1
+            if not count:
+                self._runtime_pods(now, True)
+
+    def _runtime_pods(self, runtime: RuntimeName, present: bool) -> None:
+        if self._on_runtime_pods is not None:
+            self._on_runtime_pods(runtime[0], runtime[1], present)
+
+
+def _live_runtime(pod: PodRecord | None) -> RuntimeName | None:
+    """The runtime a live (not terminating) pod belongs to, by ModelMesh's `name` label; None for a pod that is
+    gone, terminating, or has no such label (those runtimes wait for the periodic Deployment read)."""
+    if pod is None or pod.terminating:
+        return None
+    name = pod.labels.get(MODELMESH_NAME_LABEL)
+    return None if name is None else (pod.namespace, name)

@@ -1,0 +1,137 @@
+"""A runtime scaled to zero, or back from zero, is seen within seconds, not at the next Deployment resync.
+
+modelmesh-serving scales a runtime's Deployment to 0 when no InferenceService uses it, and back up when one
+arrives. Deployments are re-read only every `resync_interval_s` (30 s by default), so until then discovery
+would pair the pods the watch shows with the old `spec.replicas`: no pods with replicas 2 is "no ready pods"
+(a WARNING and data misses), pods with replicas 0 is a runtime whose Deployment seems to want none. So when a
+runtime's pods go to none, or appear while its replicas is 0, its one Deployment is read again at once
+(rate-limited). Here the resync interval is an hour: only that targeted read can make these tests pass.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kubernetes.aio.client import Configuration
+
+from autoscaler.model import RuntimeKey
+from autoscaler.sources.kube_pods import KubePodDiscovery
+from tests.fakes.kube import FakeKubeApi
+from tests.support.waiting import eventually
+
+NS = "modelmesh-serving"
+TRITON = RuntimeKey(NS, "modelmesh-serving-triton")
+MLSERVER = RuntimeKey(NS, "modelmesh-serving-mlserver")
+LABELS = {"modelmesh-service": "modelmesh-serving", "name": TRITON.deployment}
+DEPLOYMENTS = f"/apis/apps/v1/namespaces/{NS}/deployments"
+
+
+@pytest.fixture
+async def kube() -> AsyncIterator[FakeKubeApi]:
+    async with FakeKubeApi() as server:
+        yield server
+
+
+async def started(kube: FakeKubeApi, **options: Any) -> KubePodDiscovery:
+    settings = Configuration()
+    settings.host = kube.url
+    defaults: dict[str, Any] = {"runtimes": [TRITON], "discover": False, "resync_interval_s": 3600.0,
+                                "request_timeout_s": 2.0, "backoff_initial_s": 0.02, "backoff_max_s": 0.1}
+    subject = KubePodDiscovery(settings, **{**defaults, **options})
+    await subject.start()
+    await kube.wait_for_watches(1, "pods")
+    return subject
+
+
+def replicas(subject: KubePodDiscovery, key: RuntimeKey = TRITON) -> int | None:
+    runtime = subject.inventory().get(key)
+    return None if runtime is None else runtime.replicas
+
+
+def deployment_reads(kube: FakeKubeApi) -> list[str]:
+    return [r.path for r in kube.requests if r.resource == "deployments" and r.method == "GET"]
+
+
+async def test_a_runtime_scaled_to_zero_shows_zero_replicas_within_seconds(kube: FakeKubeApi) -> None:
+    names = kube.add_modelmesh_runtime(NS, TRITON.deployment, replicas=2)
+    subject = await started(kube)
+    try:
+        assert replicas(subject) == 2
+        kube.requests.clear()
+
+        kube.set_replicas(NS, TRITON.deployment, 0)  # modelmesh-serving first, then the ReplicaSet's deletions
+        for name in names:
+            kube.delete_pod(NS, name)
+
+        await eventually(lambda: replicas(subject) == 0, timeout=2.0)
+        assert deployment_reads(kube) == [f"{DEPLOYMENTS}/{TRITON.deployment}"]  # one GET of that one, no list
+    finally:
+        await subject.close()
+
+
+async def test_terminating_pods_count_as_gone(kube: FakeKubeApi) -> None:
+    """modelmesh pods take a while to terminate: their deletion, not their removal, is what scaling to zero is."""
+    names = kube.add_modelmesh_runtime(NS, TRITON.deployment, replicas=1)
+    subject = await started(kube)
+    try:
+        kube.set_replicas(NS, TRITON.deployment, 0)
+        kube.delete_pod(NS, names[0], graceful=True)
+
+        await eventually(lambda: replicas(subject) == 0, timeout=2.0)
+    finally:
+        await subject.close()
+
+
+async def test_a_runtime_back_from_zero_shows_its_new_replicas_within_seconds(kube: FakeKubeApi) -> None:
+    kube.add_modelmesh_runtime(NS, TRITON.deployment, replicas=0)
+    subject = await started(kube)
+    try:
+        assert replicas(subject) == 0
+
+        kube.set_replicas(NS, TRITON.deployment, 2)  # an InferenceService arrives
+        kube.add_pod(NS, "triton-a", labels=LABELS, ready=False)
+
+        await eventually(lambda: replicas(subject) == 2, timeout=2.0)
+    finally:
+        await subject.close()
+
+
+async def test_discovered_runtimes_are_read_again_by_name_too(kube: FakeKubeApi) -> None:
+    kube.add_modelmesh_runtime(NS, TRITON.deployment, replicas=1)
+    names = kube.add_modelmesh_runtime(NS, MLSERVER.deployment, replicas=1)
+    subject = await started(kube, runtimes=[], discover=True, namespaces=[NS])
+    try:
+        kube.requests.clear()
+        kube.set_replicas(NS, MLSERVER.deployment, 0)
+        kube.delete_pod(NS, names[0])
+
+        await eventually(lambda: replicas(subject, MLSERVER) == 0, timeout=2.0)
+        assert replicas(subject, TRITON) == 1
+        assert deployment_reads(kube) == [f"{DEPLOYMENTS}/{MLSERVER.deployment}"]
+    finally:
+        await subject.close()
+
+
+async def test_pod_churn_reads_a_deployment_at_most_once_per_interval(kube: FakeKubeApi) -> None:
+    """A crash-looping last pod (gone, back, gone...) while the Deployment still asks for 1: each "gone" asks
+    for a read, but one runtime is read at most once per `reread_interval_s`, and never in a burst."""
+    names = kube.add_modelmesh_runtime(NS, TRITON.deployment, replicas=1)
+    subject = await started(kube, reread_interval_s=0.5)
+    try:
+        kube.requests.clear()
+        began = time.monotonic()
+        for round_ in range(30):
+            kube.delete_pod(NS, names[-1])
+            await eventually(lambda: not subject.inventory()[TRITON].pods)
+            names.append(f"triton-{round_}")
+            kube.add_pod(NS, names[-1], labels=LABELS)
+            await eventually(lambda: bool(subject.inventory()[TRITON].pods))
+        elapsed = time.monotonic() - began
+        reads = len(deployment_reads(kube))
+        assert 1 <= reads <= 2 + elapsed / 0.5, (reads, elapsed)
+        assert replicas(subject) == 1
+    finally:
+        await subject.close()
