@@ -7,7 +7,8 @@ asserts:
 
 On a shared, noisy machine count instructions instead: `--parses-only N` reads one text N times (after one
 warm-up read), nothing timed or printed; under valgrind with N=10 and N=5010, the difference over 5000 is one
-read's instructions (1 GPU: 0.41 M without the series, 2.2 M with 100 models, 2 December 2026; docs/design.md):
+read's instructions (1 GPU: 0.41 M without the series; with 100 models 2.28 M, 1.65 M once the usual run of
+model lines was read by one `findall`, 2 December 2026; docs/performance.md, The cost of per-model data):
 
     PYTHONHASHSEED=0 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
         python bench/bench_exporter_text.py --parses-only 5010 [--models 100]

@@ -20,7 +20,9 @@ half the difference is one refresh's instructions (92 M at 10,000 pods in 100 ru
         python bench/bench_refresh.py --gc-tuned --refreshes-only 3
 
 With `--models-per-pod 50` (every pod reporting 50 recent models: the unique-copy need term counts them, and
-those runtimes take the decision's general path) a refresh was 662 M instructions (2 December 2026).
+those runtimes took the decision's general path) a refresh was 673 M instructions; 511 M once the counting
+kept each pod's in-window ids by a comprehension and `podviews.examine_pods` scored the term in its own pass
+(2 December 2026; docs/performance.md, The cost of per-model data).
 
 `--records-only N` counts the /debug records that the rendering writes for every runtime after the decisions
 the same way (42 M a pass at 10,000 pods in 100 runtimes).

@@ -11,7 +11,8 @@ that both give the same views.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
+from itertools import repeat
 from typing import Final
 
 from autoscaler.model import PodRow, PodSample, PodViews
@@ -98,23 +99,35 @@ def examine_pods(
     passes over the pods: the aggregation's, which also notes what the need terms see on Ready pods
     (`ReadyTerms`), and this one, which scores each pod with the default terms (`_ready_needs`' sum, term
     by term in the terms' order, and `rank_pods`' cost buckets) as it builds its row. Other terms go the
-    general way, and so does a runtime some Ready pod of which reports its recent models (counting unique
-    copies, shown in /debug whatever the term's weight, reads every model of every pod: the row's few
-    operations are not what it costs); when none does, the unique-copy term drops out, and the rows are those
-    of the three signal terms."""
+    general way. When some Ready pod reports its recent models, the unique-copy term's counts
+    (`UniqueCopyTerm.counts`, shown in /debug whatever the term's weight) are counted first and scored on the
+    way as the fourth term (`unique_scores`' `u_i / max u`); when none does, the term drops out, and the rows
+    are those of the three signal terms."""
     agg, seen_terms = scan_pods(pods, policy, now, seen)
     hit = _WEIGHTS_BY_ID.get(id(terms))
     if hit is None or hit[0] is not terms:
         hit = _weights_of(terms)
     weights = hit[1]
-    top, rated, gpus, caches, models = seen_terms
-    if weights is None or models:  # (per-model use: its unique copies are counted for /debug whatever the weight)
+    if weights is None:
         return agg, pod_views(agg, rank_pods(agg.pods, terms, now), now)
-    w_r, w_g, w_c, _ = weights
+    top, rated, gpus, caches, models = seen_terms
+    w_r, w_g, w_c, w_u = weights
+    uniques: Iterable[int | None] = repeat(None)
+    top_u = 0
+    counted = False
+    unique_term = terms[3].term if len(terms) == 4 else None
+    if models and isinstance(unique_term, UniqueCopyTerm):
+        counts = unique_term.counts([pod for pod in agg.pods if pod.ready], now)
+        if counts is not None:  # (some Ready pod reports: `models`)
+            top_u = max((u for u in counts if u is not None), default=0)
+            it = iter(counts)
+            uniques = [next(it) if pod.ready else None for pod in agg.pods]
+            counted = True
     # A term counts when its weight is positive and some Ready pod reports its signal (`_ready_needs`).
     use_r = w_r > 0.0 and rated
     use_g = w_g > 0.0 and gpus
     use_c = w_c > 0.0 and caches
+    use_u = w_u > 0.0 and counted
     total = 0.0
     if use_r:
         total += w_r
@@ -122,6 +135,9 @@ def examine_pods(
         total += w_g
     if use_c:
         total += w_c
+    if use_u:
+        total += w_u
+    by_unique = use_u and top_u > 0  # `unique_scores` scores every pod 0 when none holds a unique copy: adds 0
     scale = 1.0 / total if total > 0.0 else 0.0
     by_rate = use_r and top != 0.0  # `RequestShareTerm` scores every pod 0 when the busiest is idle: adds 0
     costs, buckets = _COSTS, float(COST_BUCKETS)
@@ -136,7 +152,7 @@ def examine_pods(
     # -0.0) into the 0.0 the general branch gives.
     usual = ALL_FRESH if by_rate and use_g and use_c else None
     age_s: float | None
-    for pod, fresh, weight, signals in zip(agg.pods, agg.fresh, agg.weights, agg.pod_signals):  # noqa: B905
+    for pod, fresh, weight, signals, u in zip(agg.pods, agg.fresh, agg.weights, agg.pod_signals, uniques):  # noqa: B905
         b = pod.gpu_busy
         r = pod.requests_per_second
         c = pod.cache_used_ratio
@@ -148,11 +164,14 @@ def examine_pods(
             if not age_s > 0.0:
                 age_s = 0.0
             need = (w_r * (r / top) + w_g * (b if b <= 1.0 else 1.0)  # type: ignore[operator]  # all there
-                    + w_c * (c if c <= 1.0 else 1.0) or 0.0) * scale
+                    + w_c * (c if c <= 1.0 else 1.0) or 0.0)
+            if by_unique and u:
+                need = need + w_u * (u / top_u)
+            need = need * scale
             if not need <= 1.0:
                 need = 1.0
             rows.append((pod.name, ready, fresh, age_s, b, r, pod.queue_delay_s, pod.lru_age_s, c, weight, need,
-                         costs[trunc(need * buckets)], signals, None))
+                         costs[trunc(need * buckets)], signals, u))
             continue
         t = pod.sampled_at
         age_s = None if t is None else (age if (age := now - t) > 0.0 else 0.0)
@@ -164,10 +183,12 @@ def examine_pods(
                 s += w_g * (b if b <= 1.0 else 1.0)
             if use_c and c is not None:
                 s += w_c * (c if c <= 1.0 else 1.0)
+            if by_unique and u is not None:
+                s += w_u * (u / top_u)
             need = v if (v := s * scale) <= 1.0 else 1.0
             cost = costs[trunc(need * buckets)]
         else:
             need = cost = None
         rows.append((pod.name, ready, fresh, age_s, b, r, pod.queue_delay_s, pod.lru_age_s, c, weight, need, cost,
-                     signals, None))
+                     signals, u))
     return agg, _pod_views(tuple(rows))

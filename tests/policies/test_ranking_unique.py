@@ -86,7 +86,7 @@ def test_need_weight_unique_is_a_policy_key_that_must_not_be_negative() -> None:
 
 
 MODELS = [f"m{i}" for i in range(8)]
-ages = st.sampled_from([0.0, 30.0, 599.0, 601.0, 3600.0])
+ages = st.sampled_from([0.0, 30.0, 599.0, 600.0, 601.0, 3600.0])
 model_sets = st.dictionaries(st.sampled_from(MODELS), ages.map(lambda a: NOW - a), max_size=6)
 ready_runtimes = st.lists(model_sets, min_size=1, max_size=6).map(
     lambda sets: tuple(with_models(pod(f"p{i}", rps=1.0, gpu=0.5, cache=0.5), s) for i, s in enumerate(sets)))
@@ -143,3 +143,36 @@ def test_without_per_model_data_the_ranking_is_that_of_the_three_signal_terms(
 ) -> None:
     assert rank_pods(pods, default_terms(RuntimePolicy(need_weight_unique=w)), NOW) == rank_pods(
         pods, default_terms(RuntimePolicy(need_weight_unique=0.0)), NOW)
+
+
+@PROPERTIES
+@given(sets=st.lists(st.one_of(st.none(), model_sets), min_size=1, max_size=6),
+       ready=st.lists(st.booleans(), max_size=6))
+def test_the_unique_copies_are_the_models_no_other_ready_pod_served_in_the_window(
+    sets: list[dict[str, float] | None], ready: list[bool],
+) -> None:
+    """`unique_models` (and the counts the term scores by) against a count by hand, model by model: a model a
+    Ready pod served in the window counts for it when no other Ready pod served it in the window; a pod without
+    per-model data has no count, a pod not Ready none either, and with no Ready pod reporting there are none."""
+    pods = tuple(with_models(pod(f"p{i}", ready=i >= len(ready) or ready[i]), models) for i, models in enumerate(sets))
+    since = NOW - WINDOW
+    expected: list[int | None] = []
+    for this in pods:
+        if not this.ready or this.recent_models is None:
+            expected.append(None)
+            continue
+        count = 0
+        for model, at in this.recent_models.items():
+            if at < since:
+                continue
+            elsewhere = False
+            for other in pods:
+                if other is not this and other.ready and other.recent_models is not None:
+                    other_at = other.recent_models.get(model)
+                    if other_at is not None and other_at >= since:
+                        elsewhere = True
+            if not elsewhere:
+                count += 1
+        expected.append(count)
+    reporting = [u for u in expected if u is not None]
+    assert rank_pods(pods, default_terms(UNIQUE_ONLY), NOW).unique_models == (tuple(expected) if reporting else None)

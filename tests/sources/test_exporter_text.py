@@ -14,6 +14,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from autoscaler.sources import exporter_text
 from autoscaler.sources.exporter_text import LABELLED, Sample, fast_samples, wanted
 from autoscaler.sources.exposition import library_samples, parse_exporter_text
 from exporter import names
@@ -119,3 +120,56 @@ def test_an_exporter_serving_a_hundred_models_takes_the_fast_path() -> None:
     assert same(fast, wanted(library_samples(text)))
     sample = parse_exporter_text(text, "pod-3", True, 1234567891.0)
     assert sample.recent_models == dict.fromkeys(ids, 1234567800.0)
+
+
+PLAIN_IDS = st.one_of(st.sampled_from(["mnist-svm__isvc-6b2eb0b8bf", "isvc-0001__isvc-0000007919", ""]),
+                      st.text(alphabet='ab"\\\n }{é#', max_size=6))
+PLAIN_NUMBERS = st.one_of(st.floats(allow_nan=False, allow_infinity=False).map(repr), st.integers(0, 10**12).map(str),
+                          NUMBERS, st.text(alphabet="-+.0123456789eE", min_size=1, max_size=6))
+"""Values of the plain run's characters, numbers and not (`1e`, `.`, `+-`), besides every other shape."""
+PLAIN_RUNS = st.builds(
+    lambda models, tail: "".join(f'\n{names.MODEL_LAST_SERVED_TIMESTAMP}{{model_id="{model}"}} {value}{stamp}'
+                                 for model, value, stamp in models) + tail,
+    st.lists(st.tuples(PLAIN_IDS, PLAIN_NUMBERS, st.sampled_from(["", "", "", " 1700000000000"])),
+             min_size=1, max_size=3),
+    st.sampled_from(["\n# HELP x y\n"] * 4 + ["\n#\n", "\nx 1\n# HELP x y\n", "\n\n# TYPE x gauge\n", "\n", "", "\n#"]))
+"""Runs of per-model lines as `fast_samples` finds them (from a line's start), mostly in the exporter's plain
+shape (ids without escapes, plain numbers, the next family's comment after them), with the odd line or
+character that makes them another run."""
+
+
+@settings(max_examples=500, deadline=None)
+@given(PLAIN_RUNS)
+def test_the_plain_run_reads_what_the_general_run_reads(text: str) -> None:
+    """Where the plain run's reader answers, `_MODEL_RUN` and `_run_samples` read the same run and samples."""
+    plain = exporter_text._plain_run(text, 0)
+    if plain is None:
+        return
+    run = exporter_text._MODEL_RUN.match(text, 0)
+    assert run is not None, text
+    assert (run.end(), list(exporter_text._run_samples(run[0]))) == plain, text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(sample_line(), COMMENTS), max_size=4), PLAIN_RUNS,
+       st.lists(st.one_of(sample_line(), COMMENTS), max_size=4))
+def test_a_text_with_a_plain_run_reads_as_the_library_reads_it(before: list[str], run: str, after: list[str]) -> None:
+    text = "\n".join(before) + run + "\n".join(after) + "\n"
+    fast = fast_samples(text)
+    try:
+        library = wanted(library_samples(text))
+    except Exception:  # the library's own errors vary (ValueError, IndexError, ...): all unreadable
+        assert fast is None, text
+        return
+    if fast is not None:
+        assert same(fast, library), text
+
+
+def test_the_exporters_model_lines_are_a_plain_run() -> None:
+    from bench.bench_exporter_text import model_ids, with_models
+
+    text = with_models(3, model_ids(100))
+    start = text.find(f"\n{names.MODEL_LAST_SERVED_TIMESTAMP}{{")
+    plain = exporter_text._plain_run(text, start)
+    assert plain is not None
+    assert [sample[1][names.MODEL_ID_LABEL] for sample in plain[1]] == list(model_ids(100))
