@@ -1,7 +1,7 @@
 """A runtime back from zero whose Deployment read still says 0 replicas: never served below what runs.
 
 Pods appear within a second of modelmesh-serving scaling a runtime back up, while the adapter's last Deployment
-read can still say `spec.replicas: 0` (docs/design.md, Scaled to zero). The runtime has no memory (it was
+read can still say `spec.replicas: 0` (docs/design.md, After a restart: warming up). The runtime has no memory (it was
 dropped at zero), so it warms up seeded at what runs (`autoscaler.policies.warmup.replica_floor`): with the
 Deployment's 0 that seed must be the Ready pods, not 0, or the first complete refresh serves what the load
 alone asks for, below the pods that run, and the HPA scales the runtime it just started down.
