@@ -99,7 +99,10 @@ class ModelMeshCollector(Collector):
             text, at = await self._fetch(session)
             self.ingest(text, at)
         except ScrapeFailure as failure:
-            self._health.failed(names.COLLECTOR_MODELMESH, failure.reason, f"{self._url}: {failure}")
+            # Before a first good read (ModelMesh takes tens of seconds to start) there are no values to keep.
+            served = ("keeping last good values" if self._reading is not None
+                      else "no ModelMesh series until a read works")
+            self._health.failed(names.COLLECTOR_MODELMESH, failure.reason, f"{self._url}: {failure}", served=served)
             return False
         finally:
             self._health.observe_duration(names.COLLECTOR_MODELMESH, time.perf_counter() - started)
