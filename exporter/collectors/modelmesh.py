@@ -40,6 +40,12 @@ tests/exporter/test_exporter_memory_limit.py).
 What the exporter asks for (`_ONLY_SAMPLES_READ`) is about 0.4 KiB per model with per-model metrics on; all of
 ModelMesh's output, about 25 KiB per model, passes this at some 1,300 models."""
 
+PARSE_OFF_LOOP_CHARS: Final = 1 << 20
+"""A body this large (1 MiB: some 2,500 models with the query honoured) is parsed in a worker thread. The largest
+(`MAX_BODY_BYTES`) takes over a second of CPU to parse, five under the sidecar's 200m CPU limit: on the event
+loop, /healthz and /metrics waited for it, and the liveness probe (timeout 5 s) restarted a working sidecar.
+Smaller bodies parse in microseconds to milliseconds, less than the thread hop costs."""
+
 _ONLY_SAMPLES_READ: Final = tuple(("name[]", name) for name in SAMPLES_READ)
 """The query that asks ModelMesh for the samples the exporter reads and nothing else. Its metrics server
 (simpleclient's `filteredMetricFamilySamples`) keeps only the samples of those names, so the histograms come
@@ -97,7 +103,10 @@ class ModelMeshCollector(Collector):
         started = time.perf_counter()
         try:
             text, at = await self._fetch(session)
-            self.ingest(text, at)
+            if len(text) >= PARSE_OFF_LOOP_CHARS:
+                self._fold(await asyncio.to_thread(parse_modelmesh, text), at)
+            else:
+                self.ingest(text, at)
         except ScrapeFailure as failure:
             # Before a first good read (ModelMesh takes tens of seconds to start) there are no values to keep.
             served = ("keeping last good values" if self._reading is not None
@@ -111,7 +120,10 @@ class ModelMeshCollector(Collector):
 
     def ingest(self, text: str, at: float) -> None:
         """Parse one body read at monotonic time `at` and fold it in; raises ScrapeFailure, changing nothing."""
-        reading = parse_modelmesh(text)
+        self._fold(parse_modelmesh(text), at)
+
+    def _fold(self, reading: ModelMeshReading, at: float) -> None:
+        """Fold one parsed reading, read at monotonic time `at`, into the windows and what `collect` serves."""
         risen = self._window.add(reading, at)
         now = self._wall_clock()
         if self._recency is not None:
