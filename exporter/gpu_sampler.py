@@ -28,6 +28,15 @@ from exporter.gpu_busy import BusyWindow
 
 log = logging.getLogger("exporter.collectors.gpu")
 
+NOT_VISIBLE_HINT = (
+    "the sidecar requests no GPU and sees the driver and GPUs only through the NVIDIA container runtime with "
+    "NVIDIA_VISIBLE_DEVICES=all (manifests/examples/exporter-sidecar-patch.yaml); on a runtime without GPUs set "
+    "EXPORTER_NO_GPU=true"
+)
+"""Said with the failures that mean this container sees no NVIDIA driver or no GPU: NVML's own words name
+neither the setting that gives the sidecar sight of the GPUs nor the one that turns the collector off."""
+_NOT_VISIBLE_CODES = frozenset({None, nvml.LIBRARY_NOT_FOUND, nvml.DRIVER_NOT_LOADED})
+
 
 @dataclass(frozen=True)
 class GpuReading:
@@ -118,6 +127,8 @@ class GpuSampler:
         try:
             session = self._open_nvml()
         except nvml.NvmlError as error:
+            if isinstance(error, nvml.NvmlUnavailable) and error.code in _NOT_VISIBLE_CODES:
+                return f"{error} ({NOT_VISIBLE_HINT})"
             return str(error)
         try:
             inventory = session.inventory()
@@ -130,7 +141,7 @@ class GpuSampler:
         if not self._uuids or selection.missing:
             problems.extend(str(failure) for failure in inventory.failures)
         if not selection.devices and not problems:
-            problems.append("NVML sees no GPU")
+            problems.append(f"NVML sees no GPU ({NOT_VISIBLE_HINT})")
         self._session = session
         self._devices = selection.devices
         self._standing_problems = tuple(problems)

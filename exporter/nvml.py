@@ -29,6 +29,9 @@ from typing import Any, Final
 
 import pynvml
 
+LIBRARY_NOT_FOUND: Final[int] = pynvml.NVML_ERROR_LIBRARY_NOT_FOUND
+DRIVER_NOT_LOADED: Final[int] = pynvml.NVML_ERROR_DRIVER_NOT_LOADED
+"""NvmlUnavailable codes that mean this container has no NVIDIA driver (for callers that do not import pynvml)."""
 _UNAVAILABLE_CODES: Final = frozenset({
     pynvml.NVML_ERROR_UNINITIALIZED,
     pynvml.NVML_ERROR_NO_PERMISSION,

@@ -34,9 +34,17 @@ log = logging.getLogger(__name__)
 
 
 MAX_BODY_BYTES: Final = 32 << 20
-"""The largest ModelMesh answer read (32 MiB), well inside the sidecar's memory limit (docs/configuration.md).
+"""The largest ModelMesh answer read (32 MiB). Reading one that size peaks near 130 MiB resident, inside the
+sidecar's 256Mi memory limit (manifests/examples/exporter-sidecar-patch.yaml; held by
+tests/exporter/test_exporter_memory_limit.py).
 What the exporter asks for (`_ONLY_SAMPLES_READ`) is about 0.4 KiB per model with per-model metrics on; all of
 ModelMesh's output, about 25 KiB per model, passes this at some 1,300 models."""
+
+PARSE_OFF_LOOP_CHARS: Final = 1 << 20
+"""A body this large (1 MiB: some 2,500 models with the query honoured) is parsed in a worker thread. The largest
+(`MAX_BODY_BYTES`) takes over a second of CPU to parse, five under the sidecar's 200m CPU limit: on the event
+loop, /healthz and /metrics waited for it, and the liveness probe (timeout 5 s) restarted a working sidecar.
+Smaller bodies parse in microseconds to milliseconds, less than the thread hop costs."""
 
 _ONLY_SAMPLES_READ: Final = tuple(("name[]", name) for name in SAMPLES_READ)
 """The query that asks ModelMesh for the samples the exporter reads and nothing else. Its metrics server
@@ -95,9 +103,15 @@ class ModelMeshCollector(Collector):
         started = time.perf_counter()
         try:
             text, at = await self._fetch(session)
-            self.ingest(text, at)
+            if len(text) >= PARSE_OFF_LOOP_CHARS:
+                self._fold(await asyncio.to_thread(parse_modelmesh, text), at)
+            else:
+                self.ingest(text, at)
         except ScrapeFailure as failure:
-            self._health.failed(names.COLLECTOR_MODELMESH, failure.reason, f"{self._url}: {failure}")
+            # Before a first good read (ModelMesh takes tens of seconds to start) there are no values to keep.
+            served = ("keeping last good values" if self._reading is not None
+                      else "no ModelMesh series until a read works")
+            self._health.failed(names.COLLECTOR_MODELMESH, failure.reason, f"{self._url}: {failure}", served=served)
             return False
         finally:
             self._health.observe_duration(names.COLLECTOR_MODELMESH, time.perf_counter() - started)
@@ -106,7 +120,10 @@ class ModelMeshCollector(Collector):
 
     def ingest(self, text: str, at: float) -> None:
         """Parse one body read at monotonic time `at` and fold it in; raises ScrapeFailure, changing nothing."""
-        reading = parse_modelmesh(text)
+        self._fold(parse_modelmesh(text), at)
+
+    def _fold(self, reading: ModelMeshReading, at: float) -> None:
+        """Fold one parsed reading, read at monotonic time `at`, into the windows and what `collect` serves."""
         risen = self._window.add(reading, at)
         now = self._wall_clock()
         if self._recency is not None:

@@ -1,0 +1,60 @@
+"""A sidecar that sees no GPU says what to change, in the one log line its outage gets.
+
+The example sidecar runs with the GPU collector on. On a CPU-only runtime, or where the NVIDIA container runtime
+did not give the sidecar the driver or the GPUs (it requests none), NVML's own words ("NVML Shared Library Not
+Found", or no GPU at all) are all the operator had: the line names the two ways out, `EXPORTER_NO_GPU=true` for
+a runtime without GPUs and `NVIDIA_VISIBLE_DEVICES=all` under the NVIDIA container runtime for one with them.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from exporter.collectors.gpu import GpuCollector
+from exporter.collectors.health import CollectorHealth
+from tests.fakes.nvml import DRIVER_NOT_LOADED, FakeNvml, hide_nvml_library
+
+
+def warning_after_one_pass(collector: GpuCollector, caplog: pytest.LogCaptureFixture) -> str:
+    with caplog.at_level(logging.WARNING):
+        collector.sample_once()
+    collector.close()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1, warnings
+    return warnings[0]
+
+
+def assert_names_both_fixes(message: str) -> None:
+    assert "EXPORTER_NO_GPU=true" in message, message
+    assert "NVIDIA_VISIBLE_DEVICES=all" in message, message
+
+
+def test_no_nvml_library_says_how_to_turn_the_collector_off_or_see_the_gpu(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    hide_nvml_library(monkeypatch)
+    message = warning_after_one_pass(GpuCollector(CollectorHealth()), caplog)
+    assert "Library Not Found" in message  # NVML's own words stay
+    assert_names_both_fixes(message)
+
+
+def test_driver_not_loaded_says_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake = FakeNvml.create(tmp_path, gpus=1)
+    fake.install(monkeypatch)
+    fake.set(init_error=DRIVER_NOT_LOADED)
+    assert_names_both_fixes(warning_after_one_pass(GpuCollector(CollectorHealth()), caplog))
+
+
+def test_no_gpu_visible_says_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake = FakeNvml.create(tmp_path, gpus=0)
+    fake.install(monkeypatch)
+    message = warning_after_one_pass(GpuCollector(CollectorHealth()), caplog)
+    assert "NVML sees no GPU" in message
+    assert_names_both_fixes(message)
