@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections import Counter
 from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
@@ -217,9 +219,13 @@ class NoApi:
         raise AssertionError("nothing is due")
 
 
-async def test_planning_a_fleet_leaves_the_event_loop_to_the_metrics_api(clock: SteppedClock) -> None:
+async def test_planning_a_fleet_leaves_the_event_loop_to_the_metrics_api(
+    clock: SteppedClock, monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Looking through 20,000 pods for the few due takes a few hundred milliseconds of Python; on the event
-    loop that serves the HPA, every request waited that long at every refresh."""
+    loop that serves the HPA, every request waited that long at every refresh. Shown without timing: the
+    planning waits until the loop has run something else, which it can only do while it plans off the loop
+    (on the loop it would wait out its 10 s and see nothing run)."""
     views = fleet(2000, 10)
     writer = DeletionCostWriter(NoApi(), AdapterMetrics(), settings=WriterSettings(qps=None), clock=clock)
     for key, view in views.items():  # every pod written a moment ago: nothing is due
@@ -227,21 +233,26 @@ async def test_planning_a_fleet_leaves_the_event_loop_to_the_metrics_api(clock: 
             writer.records[(key.namespace, name)] = PodRecord(cost=cost, written_at=clock.now)
     clock.advance(REFRESH_S)
     writer.offer(views)
-    ticks = 0
+    loop_ran = threading.Event()
+    saw_the_loop_run: list[bool] = []
+    plan = writer._plan
 
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.005)
-            ticks += 1
+    def plan_once_the_loop_ran(*args: Any) -> Any:
+        saw_the_loop_run.append(loop_ran.wait(timeout=10))
+        return plan(*args)
 
-    task = asyncio.create_task(ticker())
-    await asyncio.sleep(0)
+    monkeypatch.setattr(writer, "_plan", plan_once_the_loop_ran)
+
+    async def other_work() -> None:  # what the loop also serves: an HPA's request
+        await asyncio.sleep(0.005)
+        loop_ran.set()
+
+    task = asyncio.create_task(other_work())
     try:
         assert await writer.sync() == 0
     finally:
         task.cancel()
-    assert ticks >= 3
+    assert saw_the_loop_run == [True]
 
 
 async def test_a_new_leaders_first_writes_do_not_hold_back_a_changed_cost(
