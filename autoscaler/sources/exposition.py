@@ -9,6 +9,7 @@ empty (which says the pod served nothing recently, and would make it the cheapes
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Final, NamedTuple
@@ -34,6 +35,8 @@ _SCALARS = {
     names.MODELS_LOADED: "models_loaded",
 }
 
+
+_INF: Final = math.inf
 
 _MODELS_DECLARED: Final = f"# TYPE {names.MODEL_LAST_SERVED_TIMESTAMP} "
 """How an exporter that reports per-model use but served nothing recently says so: the family, without samples."""
@@ -105,9 +108,16 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     seen_exporter = False
     models: dict[str, float] = {}
     model_samples = 0
+    model_series, model_label, intern = names.MODEL_LAST_SERVED_TIMESTAMP, names.MODEL_ID_LABEL, sys.intern
     try:
         for name, labels, value in exporter_samples(text):
-            if name == names.GPU_BUSY_RATIO:
+            if name == model_series:  # first: with per-model metrics, all but a dozen samples are these
+                model_samples += 1
+                model = labels.get(model_label)
+                if model and 0.0 <= value < _INF:  # `clean`'s rule, inline: this runs for every model
+                    # Interned: every pod and every refresh names the same few models; one string each.
+                    models[intern(model)] = value
+            elif name == names.GPU_BUSY_RATIO:
                 seen_exporter = True
                 if clean(value) is not None:
                     gpu_busy.append(min(1.0, value))
@@ -126,12 +136,6 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
                 seen_exporter = True
             elif name == names.EXPORTER_TIME:
                 exporter_now = clean(value)
-            elif name == names.MODEL_LAST_SERVED_TIMESTAMP:
-                model_samples += 1
-                model = labels.get(names.MODEL_ID_LABEL)
-                if model and clean(value) is not None:
-                    # Interned: every pod and every refresh names the same few models; one string each.
-                    models[sys.intern(model)] = value
     except (ValueError, TypeError, IndexError, KeyError) as error:
         raise ExpositionError(f"unparseable exposition: {error}") from error
     if not seen_exporter:
