@@ -1,7 +1,8 @@
 """Per-collector health: did the last collection work, when did one last work, and why it failed.
 
 Every collector reports through one `CollectorHealth` so the self-metrics in docs/design.md are produced in one
-place and a failure is logged once per outage, not once per scrape. Besides success, freshness and errors it publishes
+place and a failure is logged once per outage, not once per scrape (again only for a new reason, or a new
+problem at most once a minute). Besides success, freshness and errors it publishes
 how long each collector's last attempt took (node_exporter's `scrape_collector_duration_seconds`): a
 ModelMesh that answers ever closer to the timeout shows there before it starts failing.
 
@@ -32,12 +33,17 @@ class _State:
     success: bool = False
     last_success: float | None = None
     failing_since_reason: str | None = None
+    logged_detail: str | None = None  # what the last failure line said, and when
+    logged_at: float = 0.0
     errors: Counter[str] = field(default_factory=Counter)
     duration_s: float | None = None
 
 
 class CollectorHealth(Collector):
     """Records outcomes of each named collector and publishes them as self-metrics."""
+
+    RELOG_AFTER_S = 60.0
+    """During an outage, a failure that says something new is logged at most this often."""
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
@@ -56,15 +62,19 @@ class CollectorHealth(Collector):
         state.failing_since_reason = None
 
     def failed(self, collector: str, reason: str, detail: str, *, served: str = "keeping last good values") -> None:
-        """Count a failure; log it only when the outage starts or its reason changes, with what is `served`
+        """Count a failure; log it when the outage starts or its reason changes, with what is `served`
         meanwhile (the ModelMesh collector keeps its last values; the GPU collector serves only the GPUs that
-        answered)."""
+        answered), and when what it says changes, at most once every `RELOG_AFTER_S`: a GPU lost while MIG
+        devices already failed the collector (reason nvml for good) must show in the log, and a detail that
+        changes at every pass must not log at every pass."""
         state = self._states.setdefault(collector, _State())
         state.success = False
         state.errors[reason] += 1
-        if state.failing_since_reason != reason:
+        now = self._clock()
+        if state.failing_since_reason != reason or (
+                detail != state.logged_detail and now - state.logged_at >= self.RELOG_AFTER_S):
             log.warning("%s collector failed (%s): %s; %s", collector, reason, detail, served)
-            state.failing_since_reason = reason
+            state.failing_since_reason, state.logged_detail, state.logged_at = reason, detail, now
 
     def observe_duration(self, collector: str, seconds: float) -> None:
         """Record how long the collector's last attempt took, successful or not."""

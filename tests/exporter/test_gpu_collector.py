@@ -465,6 +465,28 @@ def test_mig_devices_report_memory_but_no_busy(
     assert len(caplog.records) == 1
 
 
+def test_a_new_gpu_problem_during_an_outage_is_logged_too(
+    fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """MIG devices fail the GPU collector for good (reason nvml), so it is failing from the start. A GPU lost
+    later fails it with the same reason: logged once per reason, the operator's last line still spoke of MIG
+    while GPU 0 had gone. A new problem is logged too, at most once a minute (a problem whose text changes at
+    every pass must not log at every pass)."""
+    fake.set_gpu(1, mig=2, mem_used=10 * GIB, mem_total=80 * GIB)
+    with caplog.at_level(logging.WARNING):
+        collector.sample_once()
+        fake.set_gpu(0, error=GPU_IS_LOST)
+        clock.advance(1)
+        collector.sample_once()
+        assert len(caplog.records) == 1  # within the minute: not yet
+        for _ in range(60):
+            clock.advance(1)
+            collector.sample_once()
+    lines = [record.getMessage() for record in caplog.records]
+    assert len(lines) == 2, lines
+    assert "GPU 0" in lines[1] and "lost" in lines[1].lower(), lines[1]
+
+
 def test_a_gpu_uuid_selects_its_mig_devices(fake: FakeNvml, health: CollectorHealth, clock: Clock) -> None:
     fake.set_gpu(1, mig=3)
     collector = GpuCollector(health, uuids=[default_uuid(1)], clock=clock)
