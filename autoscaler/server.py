@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 import socket
 import ssl
 from collections.abc import AsyncIterator, Callable
@@ -220,6 +221,9 @@ def serve(settings: ServeSettings) -> None:
 
 
 def serve_in_process(settings: ServeSettings) -> None:
+    # From here Ctrl-C is serving's (`autoscaler.cli` ended the start at once until now): KeyboardInterrupt,
+    # then the loop's handler stops the refresh and releases the Lease.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from autoscaler.gcsettings import tune_for_refresh
     from autoscaler.workers import connection_limits, serve_until_stopped
 

@@ -282,6 +282,9 @@ def run_demo(args: argparse.Namespace) -> int:
         print("demo: --pods, --duration and --interval must be positive, --max-pods at least --pods",
               file=sys.stderr)
         return 2
+    # From here Ctrl-C is the demo's: KeyboardInterrupt removes the directory, then the loop's handler stops
+    # what it started (`autoscaler.cli` ended the start at once until now).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     with tempfile.TemporaryDirectory(prefix="modelmesh-demo-") as directory:
         demo = Demo(args.pods, args.duration, args.interval, Path(directory), args.max_pods)
         return asyncio.run(_run_until_signalled(demo))
