@@ -9,7 +9,9 @@ plays the part of the other backend where only its HTTP behaviour differs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import ssl
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -67,6 +69,24 @@ async def collect(url: str, *flags: str) -> tuple[list[RuntimeSnapshot], Counter
         return await source.collect(time.time()), source.errors
     finally:
         await source.close()
+
+
+@contextlib.asynccontextmanager
+async def empty_prometheus_over_tls(context: ssl.SSLContext) -> AsyncIterator[int]:
+    """A Prometheus with no series, served over TLS with `context` on 127.0.0.1; yields its port."""
+
+    async def answer(request: web.Request) -> web.Response:
+        return web.json_response({"status": "success", "data": {"resultType": "vector", "result": []}})
+
+    app = web.Application()
+    app.router.add_get("/api/v1/query", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context).start()
+    try:
+        yield runner.addresses[0][1]
+    finally:
+        await runner.cleanup()
 
 
 def warnings(caplog: pytest.LogCaptureFixture) -> Sequence[str]:
@@ -310,22 +330,9 @@ async def test_a_certificate_the_adapter_does_not_trust_is_a_tls_failure_naming_
     failure was counted as `connect` (the scrape source counts it `tls`, and the docs list `tls` for both) and
     logged as urllib3's `Max retries exceeded ... (Caused by SSLError(...))`, without the flag that fixes it."""
     certificates = generate_self_signed(tmp_path / "tls", "thanos-querier", ["127.0.0.1"])
-
-    async def answer(request: web.Request) -> web.Response:
-        return web.json_response({"status": "success", "data": {"resultType": "vector", "result": []}})
-
-    app = web.Application()
-    app.router.add_get("/api/v1/query", answer)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0,
-                       ssl_context=server_context(certificates.cert_file, certificates.key_file))
-    await site.start()
-    try:
+    async with empty_prometheus_over_tls(server_context(certificates.cert_file, certificates.key_file)) as port:
         with caplog.at_level(logging.WARNING):
-            snapshots, errors = await collect(f"https://127.0.0.1:{runner.addresses[0][1]}")
-    finally:
-        await runner.cleanup()
+            snapshots, errors = await collect(f"https://127.0.0.1:{port}")
 
     assert all(not s.source_ok for s in snapshots)
     assert errors == {"tls": 1}

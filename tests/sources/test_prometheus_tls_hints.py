@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 import trustme
-from aiohttp import web
 
 from tests.fakes.prometheus import PrometheusServer
-from tests.sources.test_prometheus_probe_backends import collect, warnings
+from tests.sources.test_prometheus_probe_backends import collect, empty_prometheus_over_tls, warnings
 
 
 @pytest.fixture
@@ -53,22 +52,10 @@ async def test_a_url_host_the_certificate_does_not_name_is_said_with_the_host_no
     ca.cert_pem.write_to_path(str(tmp_path / "ca.crt"))
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("thanos-querier.openshift-monitoring.svc").configure_cert(context)
-
-    async def answer(request: web.Request) -> web.Response:
-        return web.json_response({"status": "success", "data": {"resultType": "vector", "result": []}})
-
-    app = web.Application()
-    app.router.add_get("/api/v1/query", answer)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
-    await site.start()
-    try:
+    async with empty_prometheus_over_tls(context) as port:
         with caplog.at_level(logging.WARNING):
-            snapshots, errors = await collect(f"https://{host}:{runner.addresses[0][1]}",
-                                              "--prometheus-ca-file", str(tmp_path / "ca.crt"))
-    finally:
-        await runner.cleanup()
+            snapshots, errors = await collect(f"https://{host}:{port}", "--prometheus-ca-file",
+                                              str(tmp_path / "ca.crt"))
 
     assert all(not s.source_ok for s in snapshots)
     assert errors == {"tls": 1}
