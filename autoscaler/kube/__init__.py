@@ -2,6 +2,7 @@
 JSON calls, list + watch, patches, Leases and access reviews.
 
 - `config`: where connection settings come from (`--kubeconfig`, in-cluster, default kubeconfig).
+- `credentials`: a kubeconfig's `tokenFile` or exec-plugin token, fetched again when it changes or expires.
 - `errors`: `KubeConfigError`, `KubeApiError` (status, reason, Retry-After), `WatchExpiredError`.
 - `raw`: raw JSON reads for lists and watches; the API's error Status objects become `KubeApiError`.
 - `list_watch`: `ListWatch`, one resource kept current by list + watch (resume, relist after 410, backoff).

@@ -4,7 +4,8 @@ Order, as kubectl and client-go's in-cluster convention have it: `--kubeconfig` 
 service account when running in a cluster; else the default kubeconfig (`$KUBECONFIG`, `~/.kube/config`).
 Authentication, pod discovery and the deletion-cost writer all load their settings here, so they cannot
 disagree about which cluster they talk to. A failure is a `KubeConfigError` (a `ValueError`: the CLI reports
-it in one line at start-up); the library's exception is chained.
+it in one line at start-up); the library's exception is chained. A kubeconfig token read from a file or an
+exec plugin is kept current (`credentials`); in a cluster the library reads the service-account token again.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Final
 from kubernetes.aio import client, config
 from kubernetes.aio.config.config_exception import ConfigException
 
+from autoscaler.kube.credentials import watch_credentials
 from autoscaler.kube.errors import KubeConfigError
 
 _SERVICE_HOST_ENV: Final = "KUBERNETES_SERVICE_HOST"
@@ -46,9 +48,10 @@ async def load_kube_settings(
             namespace = _read_text(_SERVICE_ACCOUNT_NAMESPACE) or "default"
         else:
             path = fspath(kubeconfig) if kubeconfig is not None else None
-            await config.load_kube_config(  # type: ignore[no-untyped-call]
+            loader = await config.load_kube_config(  # type: ignore[no-untyped-call]
                 config_file=path, context=context, client_configuration=configuration, persist_config=False
             )
+            watch_credentials(loader, configuration)  # tokens from a file or a plugin are fetched again
             namespace = _context_namespace(path, context)
     except (ConfigException, OSError, ValueError, TypeError, KeyError) as error:
         where = fspath(kubeconfig) if kubeconfig is not None else "the in-cluster settings or the default kubeconfig"

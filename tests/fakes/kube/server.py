@@ -113,20 +113,26 @@ class FakeKubeApi(ClusterControls, KServeControls, AuthReviews, Subresources, Fa
     def url(self) -> str:
         return f"{'https' if self.tls else 'http'}://{self.host}:{self._port}"
 
-    def write_kubeconfig(self, path: str | Path, token: str = "test-token", namespace: str = "default") -> Path:
+    def write_kubeconfig(
+        self, path: str | Path, token: str = "test-token", namespace: str = "default", token_file: Path | None = None
+    ) -> Path:
         """A kubeconfig pointing at this server with a bearer token, for the Python clients and kubectl.
+
+        With `token_file` the user reads its token from that file (`tokenFile`) instead, as a projected
+        service-account token is handed to a process; client-go reads such a file again every minute.
 
         Over plain http kubectl sends no credentials at all (client-go reads the user's auth only for TLS
         transports); start the fake with `tls=True` when kubectl's token matters."""
         target = Path(path)
         cluster: JSON = {"server": self.url}
+        user: JSON = {"tokenFile": str(token_file)} if token_file is not None else {"token": token}
         if self.ca_pem is not None:
             cluster["certificate-authority-data"] = base64.b64encode(self.ca_pem).decode()
         document = {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "fake", "cluster": cluster}],
-            "users": [{"name": "fake-user", "user": {"token": token}}],
+            "users": [{"name": "fake-user", "user": user}],
             "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake-user", "namespace": namespace}}],
             "current-context": "fake",
             "preferences": {},

@@ -1,0 +1,107 @@
+"""Credentials that change while the adapter runs: a kubeconfig whose user reads its token from a file
+(`tokenFile`, the way a projected service-account token is handed to a process outside its pod) or from an
+exec plugin (`aws eks get-token`, `gke-gcloud-auth-plugin`, `kubelogin`: tokens of 15 to 60 minutes). kubectl
+and every client-go program pick the new token up without a restart; so must the adapter, or each of its
+calls answers 401 Unauthorized from the moment the old token expires until someone restarts it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+
+from autoscaler.kube.client import KubeClient
+from tests.fakes.kube import FakeKubeApi
+
+
+@pytest.fixture
+async def kube() -> AsyncIterator[FakeKubeApi]:
+    async with FakeKubeApi(require_token="token-1") as kube:
+        yield kube
+
+
+def rotate(kube: FakeKubeApi, token_file: Path, token: str) -> None:
+    """The token file is rewritten, and the old token expires (the API server now accepts only the new one)."""
+    token_file.write_text(token)
+    kube.require_token = token
+
+
+async def test_a_rotated_token_file_is_read_again_without_a_restart(kube: FakeKubeApi, tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("token-1")
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig", namespace="ml", token_file=token_file)
+    client = await KubeClient.connect(kubeconfig, user_agent="modelmesh-autoscaler/test", timeout_s=2.0)
+    try:
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None  # 404: authenticated, nothing there
+
+        rotate(kube, token_file, "token-2")
+
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        assert kube.requests[-1].headers["Authorization"] == "Bearer token-2"
+    finally:
+        await client.close()
+
+
+async def test_an_exec_plugins_expired_token_is_fetched_again(kube: FakeKubeApi, tmp_path: Path) -> None:
+    """The plugin's token expires in 4 minutes: within client-go's (and the library's) 5 minutes of skew, so
+    every call finds it expired and runs the plugin again, which then hands out the rotated token."""
+    token_file = tmp_path / "token"
+    token_file.write_text("token-1")
+    expires = (datetime.now(UTC) + timedelta(minutes=4)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    plugin = tmp_path / "plugin.py"
+    credential = {"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential",
+                  "status": {"token": "TOKEN", "expirationTimestamp": expires}}
+    plugin.write_text(
+        "import json, pathlib\n"
+        f"credential = json.loads({json.dumps(json.dumps(credential))})\n"
+        f"credential['status']['token'] = pathlib.Path({str(token_file)!r}).read_text()\n"
+        "print(json.dumps(credential))\n"
+    )
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig", namespace="ml")
+    document = yaml.safe_load(kubeconfig.read_text())
+    document["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                                             "command": sys.executable, "args": [str(plugin)],
+                                             "interactiveMode": "Never"}}
+    kubeconfig.write_text(yaml.safe_dump(document))
+    client = await KubeClient.connect(kubeconfig, user_agent="modelmesh-autoscaler/test", timeout_s=5.0)
+    try:
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+
+        rotate(kube, token_file, "token-2")
+
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+    finally:
+        await client.close()
+
+
+async def test_an_unreadable_token_file_keeps_the_last_token_and_says_why_once(
+    kube: FakeKubeApi, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The kubelet swaps the file with a rename; a file that is gone (a volume unmounted, a path mistyped in
+    an edit) must not fail calls the last token still authenticates, nor log at every request."""
+    token_file = tmp_path / "token"
+    token_file.write_text("token-1")
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig", namespace="ml", token_file=token_file)
+    client = await KubeClient.connect(kubeconfig, user_agent="modelmesh-autoscaler/test", timeout_s=2.0)
+    try:
+        token_file.unlink()
+        with caplog.at_level(logging.INFO, "autoscaler.kube"):
+            for _ in range(3):
+                assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+            assert kube.requests[-1].headers["Authorization"] == "Bearer token-1"
+            rotate(kube, token_file, "token-2")
+            assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+    finally:
+        await client.close()
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "autoscaler.kube"]
+    assert lines == [
+        ("WARNING", f"Kubernetes credentials: cannot refresh the token from {token_file}, using the last token: "
+                    f"{token_file} cannot be read"),
+        ("INFO", f"Kubernetes credentials: the token from {token_file} is read again"),
+    ]
