@@ -11,8 +11,9 @@
 - A watch that ends within `SHORT_WATCH_S` having carried nothing (a proxy that cuts streams, an API server
   shutting down: the reflector's "very short watch") is not reopened before `SHORT_WATCH_S` after it opened,
   so such a server gets one watch a second from each loop, not one per round trip.
-- Any other failure: wait `backoff(n)` (the n-th failure in a row; reset once a watch ran to its end) and
-  resume the watch from the last version seen, or list when there was none yet.
+- Any other failure: wait `backoff(n)` (the n-th failure in a row; reset once a watch ran to its end), never
+  less than the server's `Retry-After` (a 429 from API Priority and Fairness: client-go's REST client waits
+  that long too), and resume the watch from the last version seen, or list when there was none yet.
 
 `list_from_cache` makes the first list `resourceVersion=0`, served from the API server's watch cache (cheap for
 10,000 pods), as the reflector's first list is. The error texts name `list|watch <resource> in <scope>`.
@@ -30,7 +31,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any, Final
 
@@ -69,13 +70,15 @@ class ListWatch:
         list_from_cache: bool = False,
         log: logging.Logger,
         name: str,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         """`endpoint` is the generated list method of the resource in the scope (`autoscaler.kube.raw.Endpoint`);
         `filters` (e.g. `label_selector`) go with every list and watch.
 
         `request_timeout_s` bounds a list; `watch_timeout_s` is the server-side `timeoutSeconds` of one watch,
         which the client-side limit exceeds by `request_timeout_s`: it only catches a server that stopped
-        talking. `name` is how `log` calls this loop (expiries at INFO, unexpected errors with a traceback)."""
+        talking. `name` is how `log` calls this loop (expiries at INFO, unexpected errors with a traceback).
+        `sleep` waits between attempts (tests record the waits instead)."""
         self.resource = resource
         self.scope = scope
         self._endpoint = endpoint
@@ -90,6 +93,7 @@ class ListWatch:
         self._list_from_cache = list_from_cache
         self._log = log
         self._name = name
+        self._sleep = sleep
 
     async def run(self) -> None:
         """List then watch until cancelled: resume after a clean end, list again after 410, back off on errors."""
@@ -106,20 +110,21 @@ class ListWatch:
                 if not carried and (pause := opened + SHORT_WATCH_S - time.monotonic()) > 0:
                     self._log.debug("%s: the watch ended at once with nothing in it; reopening in %.1f s",
                                     self._name, pause)
-                    await asyncio.sleep(pause)
+                    await self._sleep(pause)
             except WatchExpiredError as error:
                 self._log.info("%s expired (%s); listing again", self._name, error)
                 version = None
                 consistent = True
                 expiries += 1
                 if expiries > 1:  # expired again right after a fresh list: do not hammer the API server
-                    await asyncio.sleep(self._backoff(expiries - 1))
+                    await self._sleep(self._backoff(expiries - 1))
             except Exception as error:
                 if not isinstance(error, KubeApiError):
                     self._log.exception("%s: unexpected error", self._name)
                 failures += 1
                 self._on_failure(error, failures)
-                await asyncio.sleep(self._backoff(failures))
+                retry_after = error.retry_after_s if isinstance(error, KubeApiError) else None
+                await self._sleep(max(self._backoff(failures), retry_after or 0.0))
 
     async def _list(self, consistent: bool) -> str:
         """Hand a fresh list to `on_list`; returns its resourceVersion to watch from."""

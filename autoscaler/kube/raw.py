@@ -11,6 +11,7 @@ is the 410 that means "list again".
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -42,7 +43,7 @@ async def read_json(call: Callable[[], Awaitable[aiohttp.ClientResponse]], what:
     finally:
         response.release()
     if response.status >= 300:
-        raise status_error(what, response.status, body)
+        raise status_error(what, response.status, body, response.headers.get("Retry-After"))
     if not isinstance(body, dict):
         raise KubeApiError(f"{what}: the answer is not a JSON object")
     return body
@@ -58,7 +59,8 @@ async def open_stream(call: Callable[[], Awaitable[aiohttp.ClientResponse]], wha
         raise KubeApiError(f"{what}: {describe(error)}") from error
     if response.status >= 300:
         try:
-            raise status_error(what, response.status, await read_body(response, what))
+            raise status_error(what, response.status, await read_body(response, what),
+                               response.headers.get("Retry-After"))
         finally:
             response.release()
     return response
@@ -78,20 +80,30 @@ async def read_body(response: aiohttp.ClientResponse, what: str) -> Any:
         raise KubeApiError(f"{what}: the answer is not JSON") from error
 
 
-def status_error(what: str, code: int, body: Any) -> KubeApiError:
-    """The error for a failed answer, from its Status object when there is one."""
+def status_error(what: str, code: int, body: Any, retry_after: str | None = None) -> KubeApiError:
+    """The error for a failed answer, from its Status object when there is one. The server's wait before a
+    retry (429 from API Priority and Fairness or max-in-flight, some 5xx) comes from the `Retry-After` header,
+    else from the Status's `details.retryAfterSeconds` (all a watch's ERROR event carries)."""
     reason = ""
     message = ""
+    wait: float | None = None
     if isinstance(body, dict):
         reason = str(body.get("reason") or "")
         message = str(body.get("message") or "")
         code = int(body.get("code") or code)
+        details = body.get("details")
+        seconds = details.get("retryAfterSeconds") if isinstance(details, dict) else None
+        if isinstance(seconds, int | float) and not isinstance(seconds, bool) and seconds > 0:
+            wait = float(seconds)
     elif isinstance(body, str):
         message = body.strip()[:200]
+    if retry_after is not None:
+        with contextlib.suppress(ValueError):  # an HTTP date: the API server sends seconds
+            wait = max(0.0, float(retry_after))
     text = f"{what}: {code} {reason}: {message}".rstrip(": ")
     if code == 410:
         return WatchExpiredError(text, code, reason)
-    return KubeApiError(text, code, reason)
+    return KubeApiError(text, code, reason, wait)
 
 
 def describe(error: BaseException) -> str:

@@ -162,3 +162,34 @@ async def test_watches_that_end_at_once_are_not_reopened_in_a_tight_loop(kube: F
 
     assert len(watches) <= 2
     assert copy.lists == 1  # resumed from the last version seen: nothing was listed again
+
+
+@pytest.mark.parametrize("request_kind", ["list", "watch"])
+async def test_a_throttled_list_or_watch_waits_as_long_as_the_server_asks(
+    kube: FakeKubeApi, api: ApiClient, request_kind: str
+) -> None:
+    """An API server shedding load (API Priority and Fairness, max-in-flight) answers 429 with `Retry-After`.
+    client-go's REST client waits that long before it asks again; a loop on its own 20 ms backoff came back
+    within the server's wait, adding to the load it was asked to take away."""
+    kube.add_pod(NS, "p1", labels=LABELS)
+    copy = Copy()
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        await asyncio.sleep(0)
+
+    if request_kind == "list":
+        kube.fail(r"/pods$", status=429, times=1, retry_after=7)
+    async with running(pod_watch(api, copy, sleep=sleep)):
+        await kube.wait_for_watches(1, "pods")
+        if request_kind == "watch":
+            kube.fail(r"/pods$", status=429, times=1, retry_after=7)  # the resumed watch is refused
+            kube.end_watches()
+            kube.add_pod(NS, "p2", labels=LABELS)
+            await eventually(lambda: copy.names == {"p1", "p2"})
+        else:
+            await eventually(lambda: copy.names == {"p1"})
+
+    assert [r.status for r in kube.requests if r.resource == "pods"].count(429) == 1
+    assert 7 in waits  # the server's Retry-After, not the loop's own 20 ms
