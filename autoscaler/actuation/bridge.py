@@ -92,6 +92,11 @@ MODELMESH_DEPLOYMENTS: Final = "modelmesh-service"
 """The label modelmesh-serving puts on every runtime Deployment: a full pass lists those (a RuntimeScale whose
 `spec.deployment` names another is read on its own)."""
 
+SET_BACK_EPISODE_S: Final = 600.0
+"""Set-backs of the same outside value of `ServingRuntime.spec.replicas` less than this apart (seconds) are one
+episode, warned about once (the rest at DEBUG): a tool that keeps applying a manifest is said once, not every
+resync."""
+
 Objects = dict[tuple[str, str], JSON]
 """Listed objects by (namespace, name)."""
 
@@ -148,6 +153,7 @@ class ReplicaBridge:
         # at another value while the RuntimeScale still asks for it was changed by someone else (said, as set back).
         self._carried: dict[ScaleId, int] = {}
         self._reasons: dict[ScaleId, str] = {}
+        self._set_backs: dict[ScaleId, tuple[int | None, float]] = {}  # the last outside value set back, and when
         self._misplaced: dict[ScaleId, tuple[tuple[str, str], ...]] = {}  # policy annotations on the runtime, warned
         self._reason_changes: list[tuple[bool, ScaleId, str, str]] = []  # new Ready reasons, logged after a pass
         self._last_error: str | None = None
@@ -301,6 +307,7 @@ class ReplicaBridge:
     def _forget(self, key: ScaleId) -> None:
         self._generations.pop(key, None)
         self._carried.pop(key, None)
+        self._set_backs.pop(key, None)
         self._reasons.pop(key, None)
         self._misplaced.pop(key, None)
         self._written.pop(key, None)
@@ -380,7 +387,8 @@ class ReplicaBridge:
                     raise
                 writes += 1
                 if self._carried.get(key) == wanted:
-                    log.warning(
+                    log.log(
+                        self._set_back_level(key, found),
                         "ServingRuntime %s/%s spec.replicas was set to %s outside RuntimeScale %s/%s (by hand, or by "
                         "a tool that applies the ServingRuntime's manifest); set back to %d: the RuntimeScale, which "
                         "its HPA scales, decides the runtime's replicas. Change the HPA's minReplicas/maxReplicas "
@@ -423,6 +431,17 @@ class ReplicaBridge:
         outcome = not_written(scale, found, error, forbidden=error.status == 403)
         with contextlib.suppress(KubeApiError):
             await self._write_status(key, scale, deployment, outcome)
+
+    def _set_back_level(self, key: ScaleId, found: int | None) -> int:
+        """WARNING for the first set-back of an episode, DEBUG for the rest: a GitOps tool with self-heal that
+        applies the ServingRuntime's manifest puts its value back after every set-back, and a WARNING at every
+        resync (each 15 s, all day) buried every other line. An episode is the set-backs of one value less than
+        `SET_BACK_EPISODE_S` apart; another value, or the same after a quiet spell, is news again."""
+        now = self._clock()
+        last = self._set_backs.get(key)
+        self._set_backs[key] = (found, now)
+        same = last is not None and last[0] == found and now - last[1] < SET_BACK_EPISODE_S
+        return logging.DEBUG if same else logging.WARNING
 
     def _note_misplaced(self, key: ScaleId, runtime: JSON, deployment: JSON | None, deployment_called: str) -> None:
         """Warn once per change when the ServingRuntime, the object users edit, carries policy annotations its

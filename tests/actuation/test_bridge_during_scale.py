@@ -158,3 +158,35 @@ def ready(kube: FakeKubeApi) -> dict[str, Any]:
     [condition] = [c for c in kube.stored("runtimescales", NS, "triton")["status"]["conditions"]
                    if c["type"] == "Ready"]
     return condition  # type: ignore[no-any-return]
+
+
+async def test_a_tool_that_keeps_setting_the_runtime_replicas_is_warned_about_once_per_episode(
+    kube: FakeKubeApi, bridge: ReplicaBridge, runtime: None, clock: SteppedClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A GitOps tool with self-heal applies the ServingRuntime manifest (spec.replicas: 6) whenever it drifts:
+    the bridge sets it back at every resync, all day. One WARNING says what is going on; a line every 15 s
+    buries everything else. The same fight after a quiet spell, or a new value, is news again."""
+    kube.add_runtime_scale(NS, "triton", replicas=3)
+    await bridge.sync()
+    hpa_writes(kube, 2)
+    await bridge.sync()
+
+    with caplog.at_level(logging.DEBUG, "autoscaler.actuation.bridge"):
+        for _ in range(6):  # an hour and a half of resyncs would be 360; six show the rule
+            kube.update_object("servingruntimes", NS, "triton", lambda o: o["spec"].update(replicas=6))
+            clock.advance(15)
+            await bridge.sync()
+            assert kube.serving_runtime_replicas(NS, "triton") == 2
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        set_backs = [r for r in caplog.records if "set back to 2" in r.getMessage()]
+        assert len(warnings) == 1 and "was set to 6 outside RuntimeScale ml/triton" in warnings[0]
+        assert len(set_backs) == 6  # each one is still in the DEBUG log
+
+        caplog.clear()
+        kube.update_object("servingruntimes", NS, "triton", lambda o: o["spec"].update(replicas=7))
+        await bridge.sync()  # another value: news
+        clock.advance(3600)
+        kube.update_object("servingruntimes", NS, "triton", lambda o: o["spec"].update(replicas=7))
+        await bridge.sync()  # the same fight after an hour of peace: news again
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert len(warnings) == 2 and all("was set to 7 outside" in w for w in warnings)
