@@ -12,6 +12,7 @@ import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -105,3 +106,42 @@ async def test_an_unreadable_token_file_keeps_the_last_token_and_says_why_once(
                     f"{token_file} cannot be read"),
         ("INFO", f"Kubernetes credentials: the token from {token_file} is read again"),
     ]
+
+
+async def test_in_a_cluster_the_rotated_service_account_token_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kubelet rewrites the projected service-account token well before it expires (at 80% of its hour).
+    The library's in-cluster hook reads the file again once a minute; here every request (the minute is
+    shortened), so the test shows the adapter's clients going through that hook with the new token."""
+    from kubernetes.aio.config import incluster_config
+
+    async with FakeKubeApi(require_token="token-1", tls=True) as kube:
+        assert kube.ca_pem is not None
+        token_file, ca_file, namespace_file = tmp_path / "token", tmp_path / "ca.crt", tmp_path / "namespace"
+        token_file.write_text("token-1")
+        ca_file.write_bytes(kube.ca_pem)
+        namespace_file.write_text("ml")
+        monkeypatch.setenv("KUBERNETES_SERVICE_HOST", kube.host)
+        monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(kube.port))
+        monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token_file))
+        monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca_file))
+        monkeypatch.setattr("autoscaler.kube.config._SERVICE_ACCOUNT_NAMESPACE", namespace_file)
+        loader_init = incluster_config.InClusterConfigLoader.__init__
+
+        def every_request(self: Any, *args: Any, **kwargs: Any) -> None:
+            loader_init(self, *args, **kwargs)  # type: ignore[no-untyped-call]
+            self._token_refresh_period = timedelta(0)
+
+        monkeypatch.setattr(incluster_config.InClusterConfigLoader, "__init__", every_request)
+        client = await KubeClient.connect(None, user_agent="modelmesh-autoscaler/test", timeout_s=2.0)
+        try:
+            assert client.default_namespace == "ml"
+            assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+
+            rotate(kube, token_file, "token-2")
+
+            assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+            assert kube.requests[-1].headers["Authorization"] == "bearer token-2"
+        finally:
+            await client.close()

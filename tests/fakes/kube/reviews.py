@@ -1,7 +1,7 @@
 """Who may call the fake, and the review APIs the adapter asks about its own callers.
 
 - Authentication of requests to the fake: with `require_token` set, a request needs that bearer token or one
-  listed in `tokens` (else 401).
+  listed in `tokens` (else 401). The scheme is matched in any case ("bearer"), as the server does.
 - TokenReview (`authentication.k8s.io/v1`): `tokens` maps a token to (username, groups).
 - SubjectAccessReview (`authorization.k8s.io/v1`): decided by `authorizer` when set, else by the RBAC-like
   `access_rules` added with `allow()`; nothing is allowed by default, as RBAC denies by default.
@@ -155,8 +155,10 @@ class AuthReviews(ObjectStore):
     def _authenticate(self, request: web.Request) -> None:
         if self.require_token is None:
             return
-        header = request.headers.get("Authorization", "")
-        token = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else None
+        # The server's bearer-token authenticator takes the scheme in any case: the Python client's in-cluster
+        # loader sends "bearer <token>".
+        scheme, _, rest = request.headers.get("Authorization", "").strip().partition(" ")
+        token = rest.strip() if scheme.lower() == "bearer" else None
         if token is None or (token != self.require_token and token not in self.tokens):
             raise ApiError(401, "Unauthorized", "Unauthorized")
 
