@@ -77,6 +77,10 @@ class BridgeClient(Protocol):
     ) -> JSON: ...
 
 
+class NotLeading(Exception):
+    """A write was about to go out after this replica stopped leading: the reconcile ends there."""
+
+
 @dataclass(frozen=True, slots=True)
 class BridgeSettings:
     resync_interval_s: float = 15.0
@@ -317,7 +321,11 @@ class ReplicaBridge:
 
     async def _patch(self, write: str, resource: CustomResource, namespace: str, name: str, patch: JSON,
                      subresource: str | None = None) -> JSON:
-        """One merge patch, counted by what it writes and how it ended."""
+        """One merge patch, counted by what it writes and how it ended; none once this replica stopped leading
+        (`NotLeading`): one reconcile makes up to three writes, and the Lease's safety margin covers one call
+        in flight at the renew deadline, not the ones after it."""
+        if not self._may_write():
+            raise NotLeading(f"{resource.plural} {namespace}/{name} not written: this replica stopped leading")
         try:
             result = await self._client.merge_patch_custom(resource, namespace, name, patch, subresource=subresource)
         except KubeApiError as error:
@@ -334,6 +342,9 @@ class ReplicaBridge:
     async def _reconcile_guarded(self, key: ScaleId, scale: JSON, known: _Listed | None) -> int:
         try:
             writes = await self._reconcile(key, scale, known)
+        except NotLeading:
+            log.debug("replica bridge: RuntimeScale %s/%s: stopped leading mid-reconcile", *key)
+            return 0  # the next leader's first pass reconciles it
         except KubeApiError as error:
             self._failed(key, error)
             return 0
