@@ -193,6 +193,7 @@ class HpaWatch:
         """False until every scope was listed, and while a watch is failing (bounds stay as last seen)."""
         self._ok: dict[Scope, bool] = dict.fromkeys(self._scopes, False)
         self._request_timeout_s = request_timeout_s
+        self._warned_failing: set[Scope] = set()  # scopes whose failure was warned about and not yet cleared
         self._unanswered: set[Scope] = set(self._scopes)  # scopes whose first list neither came nor failed yet
         self._first_answers = asyncio.Event()
         self._loops = tuple(
@@ -245,11 +246,15 @@ class HpaWatch:
         self._answered(scope)
         if isinstance(error, KubeApiError) and (self._ok[scope] or failures == 1):
             log.warning("HPA watch of %s failing, keeping the bounds last seen: %s", scope_name(scope), error)
+            self._warned_failing.add(scope)
         self._set_ok(scope, False)
 
     def _set_ok(self, scope: Scope, ok: bool) -> None:
         if ok:
             self._answered(scope)
+            if scope in self._warned_failing:  # the all-clear for the warning above, once
+                self._warned_failing.discard(scope)
+                log.info("HPA watch of %s works again; the bounds are current", scope_name(scope))
         self._ok[scope] = ok
         self.ok = all(self._ok.values())
 

@@ -241,3 +241,28 @@ async def test_a_watch_that_resumes_after_a_failure_is_ok_again(kube: FakeKubeAp
     kube.set_hpa_bounds(NS, "triton", max_replicas=4)
     await eventually(lambda: watch.bounds(TRITON) == (1, 4))
     assert hpa_lists(kube) == lists
+
+
+async def test_a_watch_that_was_warned_about_says_when_it_works_again(
+    kube: FakeKubeApi, watch: HpaWatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """"failing, keeping the bounds last seen" was the last word: an operator reading the log could not tell
+    whether the bounds were current again. Pod discovery says "established"; the HPA watch says so too, once."""
+    kube.add_hpa(NS, "triton", max_replicas=5, target=("Deployment", TRITON.deployment))
+    await eventually(lambda: watch.bounds(TRITON) == (1, 5) and watch.ok)
+    await kube.wait_for_watches(1, "horizontalpodautoscalers")
+    with caplog.at_level(logging.INFO, "autoscaler.sources.kube_hpas"):
+        fault = kube.fail("/horizontalpodautoscalers", 503, times=3)
+        kube.end_watches()
+        await eventually(lambda: fault.hits == 3)
+        await kube.wait_for_watches(1, "horizontalpodautoscalers")
+        await eventually(lambda: watch.ok)
+        kube.end_watches()  # a routine end of a watch, resumed: nothing to say
+        await kube.wait_for_watches(1, "horizontalpodautoscalers")
+        kube.set_hpa_bounds(NS, "triton", max_replicas=4)
+        await eventually(lambda: watch.bounds(TRITON) == (1, 4))
+
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "autoscaler.sources.kube_hpas"
+            and "HPA watch" in r.getMessage()]
+    assert [level for level, _ in said] == ["WARNING", "INFO"], said
+    assert said[1][1] == "HPA watch of namespace modelmesh-serving works again; the bounds are current"
