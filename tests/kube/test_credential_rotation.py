@@ -49,17 +49,17 @@ async def test_a_rotated_token_file_is_read_again_without_a_restart(kube: FakeKu
         await client.close()
 
 
-async def test_an_exec_plugins_expired_token_is_fetched_again(kube: FakeKubeApi, tmp_path: Path) -> None:
-    """The plugin's token expires in 4 minutes: within client-go's (and the library's) 5 minutes of skew, so
-    every call finds it expired and runs the plugin again, which then hands out the rotated token."""
-    token_file = tmp_path / "token"
-    token_file.write_text("token-1")
+def exec_plugin_kubeconfig(kube: FakeKubeApi, tmp_path: Path, token_file: Path) -> Path:
+    """A kubeconfig whose user runs a plugin that hands out the token in `token_file`, expiring in 4 minutes:
+    within client-go's (and the library's) 5 minutes of skew, so every call finds it expired and runs the
+    plugin again. A missing file makes the plugin fail. Each run appends a line to `runs` beside it."""
     expires = (datetime.now(UTC) + timedelta(minutes=4)).strftime("%Y-%m-%dT%H:%M:%SZ")
     plugin = tmp_path / "plugin.py"
     credential = {"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential",
                   "status": {"token": "TOKEN", "expirationTimestamp": expires}}
     plugin.write_text(
         "import json, pathlib\n"
+        f"with open({str(tmp_path / 'runs')!r}, 'a') as runs: runs.write('run\\n')\n"
         f"credential = json.loads({json.dumps(json.dumps(credential))})\n"
         f"credential['status']['token'] = pathlib.Path({str(token_file)!r}).read_text()\n"
         "print(json.dumps(credential))\n"
@@ -70,6 +70,18 @@ async def test_an_exec_plugins_expired_token_is_fetched_again(kube: FakeKubeApi,
                                              "command": sys.executable, "args": [str(plugin)],
                                              "interactiveMode": "Never"}}
     kubeconfig.write_text(yaml.safe_dump(document))
+    return kubeconfig
+
+
+def plugin_runs(tmp_path: Path) -> int:
+    runs = tmp_path / "runs"
+    return len(runs.read_text().splitlines()) if runs.exists() else 0
+
+
+async def test_an_exec_plugins_expired_token_is_fetched_again(kube: FakeKubeApi, tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("token-1")
+    kubeconfig = exec_plugin_kubeconfig(kube, tmp_path, token_file)
     client = await KubeClient.connect(kubeconfig, user_agent="modelmesh-autoscaler/test", timeout_s=5.0)
     try:
         assert await client.get_lease("ml", "modelmesh-autoscaler") is None
@@ -79,6 +91,29 @@ async def test_an_exec_plugins_expired_token_is_fetched_again(kube: FakeKubeApi,
         assert await client.get_lease("ml", "modelmesh-autoscaler") is None
     finally:
         await client.close()
+
+
+async def test_an_exec_plugin_that_fails_leaves_the_last_token_and_is_not_run_at_every_call(
+    kube: FakeKubeApi, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A plugin that fails (the cloud CLI logged out, its endpoint down) must not fail the calls its last token
+    still authenticates, nor be started again by each of them (a process per API call), nor warn at each."""
+    token_file = tmp_path / "token"
+    token_file.write_text("token-1")
+    kubeconfig = exec_plugin_kubeconfig(kube, tmp_path, token_file)
+    client = await KubeClient.connect(kubeconfig, user_agent="modelmesh-autoscaler/test", timeout_s=5.0)
+    try:
+        token_file.unlink()
+        before = plugin_runs(tmp_path)
+        with caplog.at_level(logging.INFO, "autoscaler.kube"):
+            for _ in range(3):
+                assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+    finally:
+        await client.close()
+    assert plugin_runs(tmp_path) - before == 1
+    [warning] = [r.getMessage() for r in caplog.records if r.name == "autoscaler.kube"]
+    assert warning.startswith("Kubernetes credentials: cannot refresh the token of the kubeconfig's exec plugin, "
+                              "using the last token: ")
 
 
 async def test_an_unreadable_token_file_keeps_the_last_token_and_says_why_once(
