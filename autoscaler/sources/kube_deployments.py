@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -63,6 +63,7 @@ class DeploymentResync:
         backoff: Callable[[int], float],
         on_change: Callable[[], None],
         reread_interval_s: float = 2.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         """`client` returns the started API client (it raises `KubeApiError` when there is none).
 
@@ -70,7 +71,7 @@ class DeploymentResync:
         in `namespaces` (None: all namespaces). `request_timeout_s` bounds each read; after a failure the next
         try comes after `backoff(n)` for the n-th failure in a row, never later than `resync_interval_s`.
         `on_change()` is called whenever `runtimes` changed. `reread_interval_s` paces the reads by name that
-        `reread` asks for.
+        `reread` asks for. `sleep` waits between reads (tests record the waits instead).
         """
         self._client = client
         self._static = tuple(static)
@@ -81,6 +82,7 @@ class DeploymentResync:
         self._request_timeout_s = request_timeout_s
         self._backoff = backoff
         self._on_change = on_change
+        self._sleep = sleep
         self.runtimes: dict[RuntimeKey, RuntimeRecord] = {
             key: RuntimeRecord(key, fallback_selector(key)) for key in self._static
         }
@@ -167,7 +169,10 @@ class DeploymentResync:
                 if self.ok or failures == 1:
                     log.warning("Kubernetes discovery: cannot read runtime Deployments: %s", error)
                 self.ok = False
-                delay = min(self._backoff(failures), self._resync_interval_s)
+                # Never sooner than the server's Retry-After (a 429 from API Priority and Fairness), never later
+                # than the resync.
+                retry_after = error.retry_after_s if isinstance(error, KubeApiError) else None
+                delay = min(max(self._backoff(failures), retry_after or 0.0), self._resync_interval_s)
             else:
                 if not self.ok and failures:
                     log.info("Kubernetes discovery: runtime Deployments readable again")
@@ -175,7 +180,7 @@ class DeploymentResync:
                 failures = 0
                 delay = self._resync_interval_s
             first_attempt.set()
-            await asyncio.sleep(delay)
+            await self._sleep(delay)
 
     async def _refresh(self) -> None:
         """Read every runtime's Deployment; replace the runtime table only when every read worked."""
