@@ -57,9 +57,11 @@ class RuntimeScaleWatch:
         # runtime -> RuntimeScale -> its spec.replicas: `replicas_for` runs for runtimes warming up each refresh,
         # and a scan of every RuntimeScale per runtime cost 5,000 x 5,000 comparisons (seconds) a refresh.
         self._replicas: dict[RuntimeKey, dict[tuple[str, str], int]] = {}
+        self._ok = False  # the last list or watch opened (True) or failed (False)
+        self._warned = False  # a failure was warned about and its recovery not said yet
         self._loop = ListWatch(
             client.custom_endpoint(RUNTIME_SCALES, scope), RUNTIME_SCALES.plural, scope,
-            on_list=self._listed, on_event=self._changed, on_failure=self._failed,
+            on_list=self._listed, on_event=self._changed, on_synced=self._synced, on_failure=self._failed,
             backoff=partial(spread_delay, initial_s=backoff_base_s, cap_s=backoff_cap_s),
             request_timeout_s=client.request_timeout_s, watch_timeout_s=watch_timeout_s,
             log=log, name=f"replica bridge: RuntimeScale watch of {scope_name(scope)}",
@@ -99,4 +101,18 @@ class RuntimeScaleWatch:
             self._replicas.setdefault(runtime, {})[name] = replicas
 
     def _failed(self, error: Exception, failures: int) -> None:
-        log.debug("replica bridge: RuntimeScale watch failed (%d in a row): %s", failures, error)
+        """Warn when the watch starts failing (a Role with `list` but not `watch` on runtimescales said
+        nothing at all: HPA writes silently took a resync instead of a round trip); the rest at DEBUG."""
+        if self._ok or (failures == 1 and not self._warned):
+            log.warning("replica bridge: RuntimeScale watch of %s failing; HPA writes reach ServingRuntimes at the "
+                        "next resync instead of at once: %s", scope_name(self.scope), error)
+            self._warned = True
+        else:
+            log.debug("replica bridge: RuntimeScale watch failed (%d in a row): %s", failures, error)
+        self._ok = False
+
+    def _synced(self) -> None:
+        if self._warned:
+            log.info("replica bridge: RuntimeScale watch of %s works again", scope_name(self.scope))
+            self._warned = False
+        self._ok = True
