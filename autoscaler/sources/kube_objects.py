@@ -37,6 +37,9 @@ class PodRecord:
     ip: str | None
     created_at: float | None
     terminating: bool = False
+    deployment: str | None = None
+    """The Deployment that runs the pod, by its controlling ReplicaSet (`<deployment>-<pod-template-hash>`);
+    None for a pod no Deployment runs."""
 
 
 @dataclass(slots=True)
@@ -73,7 +76,24 @@ def parse_pod(obj: Any) -> PodRecord | None:
         ip if isinstance(ip, str) and ip else None,
         _parse_time(metadata.get("creationTimestamp")),
         terminating,
+        _owning_deployment(metadata, labels),
     )
+
+
+def _owning_deployment(metadata: Mapping[str, Any], labels: Mapping[str, str]) -> str | None:
+    """The Deployment of a pod whose controller is a ReplicaSet named `<deployment>-<pod-template-hash>`, the
+    name the Deployment controller gives every ReplicaSet it makes."""
+    template_hash = labels.get("pod-template-hash")
+    if not template_hash:
+        return None
+    owners = metadata.get("ownerReferences")
+    for owner in owners if isinstance(owners, list) else ():
+        owner = _mapping(owner)
+        name = owner.get("name")
+        if owner.get("controller") is True and owner.get("kind") == "ReplicaSet" and isinstance(name, str):
+            deployment, dash, suffix = name.rpartition("-")
+            return deployment if dash and deployment and suffix == template_hash else None
+    return None
 
 
 def deletion_cost_of(obj: Any) -> str | None:

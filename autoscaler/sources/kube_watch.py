@@ -7,8 +7,8 @@ afresh after 410 Expired and retries any other failure with the owner's capped, 
 list is served from the API server's watch cache. While the watch is broken `ok` is False and `pods` stay as
 last seen, so nothing is lowered on stale knowledge (docs/design.md, Missing data).
 
-It also counts each runtime's live pods (not terminating; by ModelMesh's `name` label, the runtime's
-Deployment) and tells `on_runtime_pods` when a runtime's count goes to zero or up from zero: that is how a
+It also counts each runtime's live pods (not terminating; by the Deployment its ReplicaSet names, else
+ModelMesh's `name` label) and tells `on_runtime_pods` when a runtime's count goes to zero or up from zero: that is how a
 runtime scaled to zero or back shows first, long before its Deployment is read again. O(1) per event.
 
 Logs go to pod discovery's logger (`autoscaler.sources.kube_pods`), the one operators filter on.
@@ -181,9 +181,11 @@ class PodWatch:
 
 
 def _live_runtime(pod: PodRecord | None) -> RuntimeName | None:
-    """The runtime a live (not terminating) pod belongs to, by ModelMesh's `name` label; None for a pod that is
-    gone, terminating, or has no such label (those runtimes wait for the periodic Deployment read)."""
+    """The runtime a live (not terminating) pod belongs to: the Deployment its ReplicaSet says runs it, else
+    ModelMesh's `name` label (the same Deployment, for modelmesh-serving's pods); None for a pod that is gone,
+    terminating, or has neither (those runtimes wait for the periodic Deployment read). The owner comes first:
+    a runtime of one's own need not carry `name`, and a relabelled pod still runs where its owner says."""
     if pod is None or pod.terminating:
         return None
-    name = pod.labels.get(MODELMESH_NAME_LABEL)
+    name = pod.deployment or pod.labels.get(MODELMESH_NAME_LABEL)
     return None if name is None else (pod.namespace, name)

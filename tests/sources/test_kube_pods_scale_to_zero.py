@@ -135,3 +135,32 @@ async def test_pod_churn_reads_a_deployment_at_most_once_per_interval(kube: Fake
         assert replicas(subject) == 1
     finally:
         await subject.close()
+
+
+@pytest.mark.parametrize("name_label", [None, "triton-relabelled"], ids=["no name label", "relabelled"])
+async def test_a_runtime_whose_pods_lack_modelmeshs_name_label_is_seen_scaled_to_zero_within_seconds(
+    kube: FakeKubeApi, name_label: str | None
+) -> None:
+    """A runtime Deployment of one's own (`--runtime`), whose pods carry `modelmesh-service` but select on other
+    labels, or whose `name` label was changed: its pods' owner, the Deployment's ReplicaSet, says which runtime
+    they run. Counted by the `name` label only, its scale to zero waited for the resync (an hour here, 30 s by
+    default), with "no ready pods" warnings and misses meanwhile."""
+    custom = RuntimeKey(NS, "custom-runtime")
+    selector = {"modelmesh-service": "modelmesh-serving", "app": "custom"}
+    labels = {**selector, "pod-template-hash": "7c9f8d6b5"}
+    if name_label is not None:
+        labels["name"] = name_label
+    kube.add_deployment(NS, custom.deployment, replicas=2, labels=selector, selector=selector)
+    names = [f"{custom.deployment}-7c9f8d6b5-{suffix}" for suffix in ("abcde", "fghij")]
+    for name in names:
+        kube.add_pod(NS, name, labels=labels, owner_replica_set=f"{custom.deployment}-7c9f8d6b5")
+    subject = await started(kube, runtimes=[custom])
+    try:
+        assert replicas(subject, custom) == 2
+        kube.set_replicas(NS, custom.deployment, 0)
+        for name in names:
+            kube.delete_pod(NS, name)
+
+        await eventually(lambda: replicas(subject, custom) == 0, timeout=5.0)
+    finally:
+        await subject.close()

@@ -8,6 +8,7 @@ Deployment's status) comes from `workloads.py`.
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Final
@@ -146,9 +147,11 @@ class ClusterControls(ObjectStore):
         annotations: Mapping[str, str] | None = None,
         phase: str = "Running",
         node: str = "node-1",
+        owner_replica_set: str | None = None,
     ) -> JSON:
         """A pod as the kubelet reports it. A Running pod with no `ip` gets the next 10.244.0.x; a Pending one
-        has no IP. `created` is a Unix time or datetime (default: now)."""
+        has no IP. `created` is a Unix time or datetime (default: now). `owner_replica_set` names the ReplicaSet
+        that controls it (`metadata.ownerReferences`, as a Deployment's pods have: `<deployment>-<hash>`)."""
         now = self.clock()
         created_at = timestamp(created, now)
         if ip is None and phase == "Running":
@@ -173,6 +176,12 @@ class ClusterControls(ObjectStore):
             },
             "status": status,
         }
+        if owner_replica_set is not None:
+            obj["metadata"]["ownerReferences"] = [{
+                "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner_replica_set,
+                "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{namespace}/{owner_replica_set}")),
+                "controller": True, "blockOwnerDeletion": True,
+            }]
         set_pod_ready(obj, ready and phase == "Running", created_at)
         return self._create(PODS, obj, created_at=created_at)
 
