@@ -82,7 +82,7 @@ class _FileToken:
 
     def __init__(self, path: Path) -> None:
         self._path = path
-        self._state = self._stat()
+        self._state: _FileState = None  # read at the first request too: it may have changed since the load
         self._warnings = _Warnings(f"token from {path}")
 
     def _stat(self) -> _FileState:
