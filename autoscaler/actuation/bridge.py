@@ -160,7 +160,11 @@ class ReplicaBridge:
         self._set_backs: dict[ScaleId, tuple[int | None, float]] = {}  # the last outside value set back, and when
         self._misplaced: dict[ScaleId, tuple[tuple[str, str], ...]] = {}  # policy annotations on the runtime, warned
         self._reason_changes: list[tuple[bool, ScaleId, str, str]] = []  # new Ready reasons, logged after a pass
-        self._last_error: str | None = None
+        # The causes warned about (a status, or a list's message) since the last pass that failed nowhere: one
+        # WARNING each. Remembering only the last one warned again at every resync when two causes alternate (a
+        # ClusterRole without get/list on ServingRuntimes fails the list, then each RuntimeScale's read).
+        self._warned: set[str] = set()
+        self._pass_failed = False
         self._passed_at = -math.inf  # when the last pass started: retries due by then were looked at
 
     def wake(self, scale: JSON | None = None) -> None:
@@ -249,6 +253,7 @@ class ReplicaBridge:
                 self._forget(key)
             return 0
         self._passed_at = self._clock()
+        self._pass_failed = False
         writes = 0
         seen: set[ScaleId] = set()
         unlisted: set[str | None] = set()  # scopes whose list failed: what they hold is unknown, not gone
@@ -277,6 +282,8 @@ class ReplicaBridge:
             if key[0] not in unlisted:
                 self._forget(key)
                 self._retries.pop(key, None)
+        if not self._pass_failed and not self._retries:  # a whole pass without a failure: causes are news again
+            self._warned.clear()
         return writes
 
     async def _list_targets(self, scope: str | None) -> _Listed:
@@ -349,7 +356,6 @@ class ReplicaBridge:
             self._failed(key, error)
             return 0
         self._retries.pop(key, None)
-        self._last_error = None
         return writes
 
     async def _reconcile(self, key: ScaleId, scale: JSON, known: _Listed | None) -> int:
@@ -491,8 +497,10 @@ class ReplicaBridge:
                    f"{error}", kind=str(error.status))
 
     def _warn(self, message: str, kind: str | None = None) -> None:
-        level = logging.WARNING if (kind or message) != self._last_error else logging.DEBUG
-        self._last_error = kind or message
+        cause = kind or message
+        level = logging.WARNING if cause not in self._warned else logging.DEBUG
+        self._warned.add(cause)
+        self._pass_failed = True
         log.log(level, "replica bridge: %s", message)
 
     def _sleep_s(self) -> float:
