@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from autoscaler.demo.run import Demo
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -52,3 +54,11 @@ def test_max_pods_below_pods_names_both_values(tmp_path: Path) -> None:
     assert line == ("modelmesh-autoscaler demo: error: --max-pods (3) must be at least --pods (4): the HPA's "
                     "maxReplicas cannot be below the replicas the demo starts with"), line
     assert done.stdout == ""
+
+
+@pytest.mark.parametrize(("pods", "says"), [(1, "demo: 1 fake ModelMesh pod, 1 exporter, adapter on "),
+                                            (4, "demo: 4 fake ModelMesh pods, 4 exporters, adapter on ")])
+def test_the_first_line_counts_pods_in_words_that_agree(pods: int, says: str, tmp_path: Path) -> None:
+    """`demo --pods 1` began "demo: 1 fake ModelMesh pods, 1 exporters"."""
+    line = Demo(pods, 60.0, 3.0, tmp_path).describe_start(6443)
+    assert line.startswith(says + "https://127.0.0.1:6443 (logs in "), line

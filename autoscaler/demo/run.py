@@ -228,11 +228,16 @@ class Demo:
                 f"{SCALE_DOWN_TAU_S:g} (300 shipped, compressed): the one slow-down rail; the ReplicaSet removes "
                 f"the pod with the lowest deletion cost")
 
+    def describe_start(self, adapter_port: int) -> str:
+        pods = f"{self.initial} fake ModelMesh pod{'s' if self.initial != 1 else ''}"
+        exporters = f"{self.initial} exporter{'s' if self.initial != 1 else ''}"
+        return (f"demo: {pods}, {exporters}, adapter on https://127.0.0.1:{adapter_port} (logs in "
+                f"{self.workdir}/processes.log)")
+
     async def run(self) -> None:
         async with self.fleet.running(self.initial), aiohttp.ClientSession() as session:
             self.started = time.monotonic()
-            print(f"demo: {self.initial} fake ModelMesh pods, {self.initial} exporters, adapter on "
-                  f"https://127.0.0.1:{self.fleet.adapter_port} (logs in {self.workdir}/processes.log)")
+            print(self.describe_start(self.fleet.adapter_port))
             print(self.describe_policy())
             print(f"try: curl -sk 'https://127.0.0.1:{self.fleet.adapter_port}/apis/{GROUP_VERSION}/namespaces/"
                   f"{NAMESPACE}/modelmesh_desired_replicas?labelSelector=deployment%3D{DEPLOYMENT}'")
