@@ -1,5 +1,5 @@
 """Leader-election durations that cannot work together stop `serve` before it serves, in one `cannot start:`
-line, as the other rules between flags do (docs/configuration.md, Rules between settings)."""
+line, as the other rules between flags do (the rules under docs/configuration.md, modelmesh-autoscaler serve)."""
 
 from __future__ import annotations
 
