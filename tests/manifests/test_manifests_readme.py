@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.manifests.support import kustomize
+from tests.manifests.support import find, kustomize
 
 REPO = Path(__file__).resolve().parent.parent.parent
 MANIFESTS = REPO / "manifests"
@@ -54,3 +54,17 @@ def test_each_row_names_what_its_folder_installs(folder: Path) -> None:
     row = folder_rows().get(str(folder.relative_to(MANIFESTS)) + "/", "")
     unnamed = sorted(kind for kind in own_kinds(folder) if IN_WORDS.get(kind, kind) not in row)
     assert not unnamed, f"manifests/README.md's row for {folder.name}/ does not name {unnamed}: {row}"
+
+
+def test_the_exporter_network_policy_is_installed_per_namespace_as_the_guides_say() -> None:
+    """The README had a user copy `network-policy-exporter.yaml` for each runtime "with its names", though it
+    selects every runtime pod of its namespace: one per namespace, which deleting the example removes for all."""
+    policy = find(kustomize(MANIFESTS / "examples"), "NetworkPolicy", "modelmesh-autoscaler-exporter")
+    selector = policy["spec"]["podSelector"]
+    runtime_specific = {"name", "modelmesh-service"} & set(selector.get("matchLabels", {}))
+    assert not runtime_specific, "the policy selects one runtime's pods: the guides' per-namespace advice is wrong"
+    walkthrough = (REPO / "README.md").read_text().split("**4. Scale a runtime.**", 1)[1].split("**5.", 1)[0]
+    per_runtime = walkthrough.split("For a runtime of your own", 1)[1].split("with its names", 1)[0]
+    assert "network-policy-exporter.yaml" not in per_runtime, per_runtime
+    assert "one per namespace" in " ".join(walkthrough.split())
+    assert "one per runtime namespace" in " ".join(README.split())
