@@ -1,4 +1,4 @@
-"""`modelmesh-autoscaler`: the adapter (`serve`) and the local demo (`demo`)."""
+"""`modelmesh-autoscaler`: the adapter (`serve`), the local demo (`demo`) and the simulator (`simulate`)."""
 
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from autoscaler.actuation.leader import LeaseConfig
 from autoscaler.api.certs import server_context
 from autoscaler.kube.config import load_kube_settings
 from autoscaler.kube.errors import KubeConfigError
@@ -72,6 +73,22 @@ def _check_flag_rules(settings: ServeSettings) -> None:
         raise PreflightError("--gpu-source dcgm reads DCGM_FI_DEV_GPU_UTIL from Prometheus: use --source prometheus")
     if bool(settings.tls_cert_file) != bool(settings.tls_private_key_file):
         raise PreflightError("--tls-cert-file and --tls-private-key-file go together")
+    _check_leader_durations(settings)
+
+
+def _check_leader_durations(settings: ServeSettings) -> None:
+    """client-go's rules between the three leader-election durations, checked by the Lease's own config (one
+    place for them): found only when the refresh process elected, they stopped a start already logged as
+    serving. `--leader-elect false` uses none of them; unset, a cluster elects, so they are checked."""
+    if settings.leader_elect is False:
+        return
+    try:
+        LeaseConfig(namespace="-", name=settings.leader_elect_lease_name, identity="preflight",
+                    lease_duration_s=settings.leader_elect_lease_duration_s,
+                    renew_deadline_s=settings.leader_elect_renew_deadline_s,
+                    retry_period_s=settings.leader_elect_retry_period_s)
+    except ValueError as error:
+        raise PreflightError(str(error)) from error
 
 
 def _check_serving_certificate(settings: ServeSettings) -> None:

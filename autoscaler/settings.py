@@ -296,6 +296,38 @@ def csv(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
+_DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_DNS_SUBDOMAIN: Final = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+
+
+def namespace(value: str) -> str:
+    """A namespace name (a DNS-1123 label). The Kubernetes API answers a list in a namespace that cannot exist
+    with no objects, so a typo (`modelmesh_serving`) would show only as runtimes "not known to the adapter"."""
+    name = text(value)
+    if not _DNS_LABEL.fullmatch(name):
+        raise argparse.ArgumentTypeError(
+            f"expected a namespace name (lower-case letters, digits and '-', at most 63), got {value!r}")
+    return name
+
+
+def namespaces(value: str) -> tuple[str, ...]:
+    """A `csv` of namespace names, each checked as `namespace` checks one."""
+    names = csv(value)
+    if not all(_DNS_LABEL.fullmatch(name) for name in names):
+        raise argparse.ArgumentTypeError(
+            f"expected namespace names (lower-case letters, digits and '-', at most 63 each), got {value!r}")
+    return names
+
+
+def object_name(value: str) -> str:
+    """An object name (a DNS-1123 subdomain), such as the Lease's: the API server refuses to create another."""
+    name = text(value)
+    if not _DNS_SUBDOMAIN.fullmatch(name):
+        raise argparse.ArgumentTypeError(
+            f"expected an object name (lower-case letters, digits, '-' and '.', at most 253), got {value!r}")
+    return name
+
+
 def choice(*allowed: str, upper: bool = False) -> Callable[[str], str]:
     """One of `allowed`, in any letter case."""
 
@@ -420,7 +452,7 @@ _OPTIONS: Final = (
             str(_D.scrape_concurrency), "N", _SOURCE),
     _Option("--exporter-ca-file", ca_file, "CA bundle (PEM) that signs the exporters' certificates, trusted "
             "for https exporter URLs instead of the system CAs", "the system CAs", "FILE", _SOURCE),
-    _Option("--namespaces", csv, "comma list of namespaces to discover runtimes in; empty: all",
+    _Option("--namespaces", namespaces, "comma list of namespaces to discover runtimes in; empty: all",
             "all namespaces", "NAMESPACE,...", _SOURCE),
     # Decisions.
     _Option("--refresh-interval", positive, "seconds between refreshes (read, aggregate, decide)",
@@ -448,9 +480,9 @@ _OPTIONS: Final = (
             "giving up", f"{_D.leader_elect_renew_deadline_s:g} s", "SECONDS", _ACT),
     _Option("--leader-elect-retry-period", positive, "seconds between attempts to acquire or renew",
             f"{_D.leader_elect_retry_period_s:g} s", "SECONDS", _ACT),
-    _Option("--leader-elect-namespace", text, "namespace of the Lease",
+    _Option("--leader-elect-namespace", namespace, "namespace of the Lease",
             "the adapter's own namespace", "NAMESPACE", _ACT),
-    _Option("--leader-elect-lease-name", text, "name of the Lease", _D.leader_elect_lease_name, "NAME", _ACT),
+    _Option("--leader-elect-lease-name", object_name, "name of the Lease", _D.leader_elect_lease_name, "NAME", _ACT),
     _Option("--bridge", choice("on", "off"), "as the leader, copy each RuntimeScale's spec.replicas (set by the "
             "HPA) into its ServingRuntime and report the runtime Deployment in the RuntimeScale's status",
             "on when runtimes are discovered in Kubernetes, off with --targets", "{on,off}", _ACT),

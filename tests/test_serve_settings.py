@@ -226,6 +226,13 @@ def test_an_unknown_flag_is_reported_with_its_commands_usage(
     # Accepted, every query went to .../api/v1/api/v1/query: a 404 on every refresh.
     ("--prometheus-url", "http://prometheus:9090/api/v1", "give Prometheus's base URL, without /api/v1: "
                                                            "http://prometheus:9090"),
+    # Accepted, the Kubernetes API listed no pods in a namespace that cannot exist: every runtime was a 404
+    # "not known to the adapter", with nothing naming the flag.
+    ("--namespaces", "modelmesh_serving", "expected namespace names (lower-case letters, digits and '-'"),
+    ("--namespaces", "modelmesh-serving,Team-A", "expected namespace names (lower-case letters, digits and '-'"),
+    ("--leader-elect-namespace", "Ops", "expected a namespace name (lower-case letters, digits and '-'"),
+    # Accepted, every attempt to create the Lease was refused (422), so no replica ever led.
+    ("--leader-elect-lease-name", "My_Lease", "expected an object name (lower-case letters, digits, '-' and '.'"),
 ])
 def test_a_bad_flag_value_is_one_line_naming_the_flag_and_exit_status_2(
         flag: str, value: str, says: str, tmp_path: Path) -> None:

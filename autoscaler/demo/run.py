@@ -25,6 +25,7 @@ import aiohttp
 
 from autoscaler.demo.fleet import DEPLOYMENT, NAMESPACE, DemoFleet, DemoPod
 from autoscaler.names import GROUP_VERSION, ServedMetric
+from autoscaler.settings import count, positive
 from autoscaler.simulation.hpa import (
     Behavior,
     HorizontalPodAutoscaler,
@@ -68,10 +69,16 @@ PHASES = (
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--duration", type=float, default=60.0, help="seconds to run (default 60)")
-    parser.add_argument("--pods", type=int, default=4, help="fake ModelMesh pods at the start (default 4)")
-    parser.add_argument("--max-pods", type=int, default=None, help="the HPA's maxReplicas (default 2 x --pods)")
-    parser.add_argument("--interval", type=float, default=3.0, help="seconds between printed tables (default 3)")
+    """The demo's flags, checked as `serve` checks its own (`autoscaler.settings`): a value it cannot run with
+    (`--pods 0`, `--duration nan`) is one line naming the flag and the value, before anything starts."""
+    parser.add_argument("--duration", type=positive, default=60.0, metavar="SECONDS",
+                        help="seconds to run; Ctrl-C stops it earlier (default 60)")
+    parser.add_argument("--pods", type=count, default=4, metavar="N",
+                        help="fake ModelMesh pods at the start (default 4)")
+    parser.add_argument("--max-pods", type=count, default=None, metavar="N",
+                        help="the demo HPA's maxReplicas, at least --pods (default 2 x --pods)")
+    parser.add_argument("--interval", type=positive, default=3.0, metavar="SECONDS",
+                        help="seconds between printed tables (default 3)")
 
 
 class Demo:
@@ -221,11 +228,16 @@ class Demo:
                 f"{SCALE_DOWN_TAU_S:g} (300 shipped, compressed): the one slow-down rail; the ReplicaSet removes "
                 f"the pod with the lowest deletion cost")
 
+    def describe_start(self, adapter_port: int) -> str:
+        pods = f"{self.initial} fake ModelMesh pod{'s' if self.initial != 1 else ''}"
+        exporters = f"{self.initial} exporter{'s' if self.initial != 1 else ''}"
+        return (f"demo: {pods}, {exporters}, adapter on https://127.0.0.1:{adapter_port} (logs in "
+                f"{self.workdir}/processes.log)")
+
     async def run(self) -> None:
         async with self.fleet.running(self.initial), aiohttp.ClientSession() as session:
             self.started = time.monotonic()
-            print(f"demo: {self.initial} fake ModelMesh pods, {self.initial} exporters, adapter on "
-                  f"https://127.0.0.1:{self.fleet.adapter_port} (logs in {self.workdir}/processes.log)")
+            print(self.describe_start(self.fleet.adapter_port))
             print(self.describe_policy())
             print(f"try: curl -sk 'https://127.0.0.1:{self.fleet.adapter_port}/apis/{GROUP_VERSION}/namespaces/"
                   f"{NAMESPACE}/modelmesh_desired_replicas?labelSelector=deployment%3D{DEPLOYMENT}'")
@@ -277,9 +289,9 @@ async def _run_until_signalled(demo: Demo) -> int:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    if args.pods < 1 or args.duration <= 0 or args.interval <= 0 or (args.max_pods is not None
-                                                                       and args.max_pods < args.pods):
-        print("demo: --pods, --duration and --interval must be positive, --max-pods at least --pods",
+    if args.max_pods is not None and args.max_pods < args.pods:  # each alone is checked by its flag's type
+        print(f"modelmesh-autoscaler demo: error: --max-pods ({args.max_pods}) must be at least --pods "
+              f"({args.pods}): the HPA's maxReplicas cannot be below the replicas the demo starts with",
               file=sys.stderr)
         return 2
     # From here Ctrl-C is the demo's: KeyboardInterrupt removes the directory, then the loop's handler stops

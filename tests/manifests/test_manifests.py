@@ -74,9 +74,18 @@ def parse_or_fail(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.
         pytest.fail(f"{parser.prog} rejects {argv}:\n{errors.getvalue()}")
 
 
-def expand_env_references(args: list[str], env: list[Object]) -> list[str]:
-    """Replace `$(VAR)` as the kubelet does; every reference must name a variable the container defines."""
-    defined = {item["name"]: f"<{item['name']}>" for item in env}
+def expand_env_references(args: list[str], env: list[Object], namespace: str) -> list[str]:
+    """Replace `$(VAR)` as the kubelet does (a downward-API `metadata.namespace` is the pod's namespace, which
+    the flags check as a namespace name); every reference must name a variable the container defines."""
+
+    def value(item: Object) -> str:
+        if "value" in item:
+            return str(item["value"])
+        if item.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "metadata.namespace":
+            return namespace
+        return f"<{item['name']}>"
+
+    defined = {item["name"]: value(item) for item in env}
 
     def replace(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -89,7 +98,7 @@ def expand_env_references(args: list[str], env: list[Object]) -> list[str]:
 def serve_settings(deployment: Object) -> ServeSettings:
     adapter = container(deployment["spec"]["template"]["spec"], ADAPTER)
     assert adapter["command"] == ["modelmesh-autoscaler"]
-    argv = expand_env_references(adapter["args"], adapter.get("env", []))
+    argv = expand_env_references(adapter["args"], adapter.get("env", []), deployment["metadata"]["namespace"])
     args = parse_or_fail(autoscaler_parser(), argv)
     assert args.command == "serve"
     return settings_from_args(args)
@@ -299,7 +308,7 @@ def test_adapter_command_line_parses_with_the_real_cli() -> None:
 
     assert (settings.listen_host, settings.listen_port) == ("0.0.0.0", 6443)
     assert settings.leader_elect is True and settings.deletion_cost
-    assert settings.leader_elect_namespace == "<POD_NAMESPACE>"
+    assert settings.leader_elect_namespace == deployment["metadata"]["namespace"] == "modelmesh-autoscaler"
     assert not settings.insecure_dev and settings.targets is None
     assert settings.config is not None
     assert mounted_from(settings.config, mounts)["configMap"]["name"] == "modelmesh-autoscaler-policy"

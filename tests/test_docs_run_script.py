@@ -1,0 +1,36 @@
+"""`./run help` is the first thing a new user runs: what it says of `./run test` is what the script does and
+what the README says."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+WORDS = {"one": 1, "two": 2, "three": 3, "four": 4}
+
+
+def files_at_a_time(text: str) -> int:
+    found = re.search(r"\b(one|two|three|four|\d+) (?:test )?files at a time", " ".join(text.split()))
+    assert found, text
+    return WORDS.get(found.group(1)) or int(found.group(1))
+
+
+def script_default() -> int:
+    found = re.search(r"-n \"\$\{TEST_PROCESSES:-(\d+)\}\"", (REPO / "run").read_text())
+    assert found, "./run no longer sets TEST_PROCESSES's default: update this test"
+    return int(found.group(1))
+
+
+def test_the_readme_says_how_many_test_files_run_at_once() -> None:
+    assert files_at_a_time((REPO / "README.md").read_text()) == script_default()
+
+
+@pytest.mark.xfail(strict=True, reason="./run (not this change's file) says 'two files at a time' in its help "
+                   "comment while it runs ${TEST_PROCESSES:-3}: write three there")
+def test_run_help_says_how_many_test_files_run_at_once() -> None:
+    shown = subprocess.run([str(REPO / "run"), "help"], capture_output=True, text=True, timeout=30, check=True)
+    assert files_at_a_time(shown.stdout) == script_default()
