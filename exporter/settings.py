@@ -55,6 +55,10 @@ class ExporterSettings:
     """GPUs to report; empty means every GPU visible to the sidecar."""
     pod_resources_socket: Path | None = None
     """The kubelet's PodResources socket: report only the GPUs the kubelet allocated to this pod (off: None)."""
+    gpu_unattributed: str | None = None
+    """Why this pod's GPUs could not be told (the kubelet's PodResources API could not be asked): the GPU
+    collector then samples nothing and fails with this, rather than report other pods' GPUs. Set at start-up,
+    never by a flag."""
     pod_name: str | None = None
     pod_namespace: str | None = None
     """This pod, as the PodResources API names it (the downward API's metadata.name and metadata.namespace)."""

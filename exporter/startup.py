@@ -41,7 +41,9 @@ def serve(argv: list[str] | None) -> None:
         "serving on %s:%d; reading ModelMesh at %s every %g s (%s; timeout %g s; load window %g s); "
         "GPU collector %s",
         settings.listen_host, bound_port(sockets), settings.modelmesh_url, settings.modelmesh_interval_s,
-        tls, settings.modelmesh_timeout_s, settings.load_window_s, "on" if settings.gpu_enabled else "off",
+        tls, settings.modelmesh_timeout_s, settings.load_window_s,
+        "off" if not settings.gpu_enabled else "failing (this pod's GPUs are not known)"
+        if settings.gpu_unattributed is not None else "on",
     )
     if settings.modelmesh_insecure and settings.modelmesh_url.startswith("https"):
         log.info("--modelmesh-insecure: ModelMesh's certificate is not verified (its metrics port makes a new "
@@ -53,13 +55,17 @@ def serve(argv: list[str] | None) -> None:
 
 def own_gpus(settings: ExporterSettings) -> ExporterSettings:
     """The settings with `gpu_uuids` set to the GPUs the kubelet allocated to this pod (the GPU collector off
-    when it has none). The kubelet allocates devices before any container starts, so one question suffices; a
-    kubelet that cannot answer (for `PATIENCE_S`, where it may be restarting) stops the start (exit 2) rather
-    than report other pods' GPUs."""
+    when it has none). The kubelet allocates devices before any container starts, so one question suffices.
+
+    A kubelet that cannot be asked (no socket directory: the hostPath volume is not mounted; or no answer for
+    `PATIENCE_S`, where it may be restarting) leaves the GPU collector failing with the reason
+    (`gpu_unattributed`) rather than report other pods' GPUs; the ModelMesh signals are served all the same. It
+    stopped the start (exit 2): the sidecar crash-looped, which made the whole runtime pod not Ready."""
     import asyncio
 
     from exporter.pod_resources import (
         GPU_ID_PREFIXES,
+        TURN_OFF_HINT,
         PodResourcesError,
         pod_claimed_gpus,
         pod_gpu_ids,
@@ -71,8 +77,12 @@ def own_gpus(settings: ExporterSettings) -> ExporterSettings:
         pods = asyncio.run(pod_resources_waiting(str(settings.pod_resources_socket), settings.pod_namespace,
                                                  settings.pod_name))
     except PodResourcesError as error:
-        log.error("cannot start: %s", error)
-        sys.exit(2)
+        said = str(error) if TURN_OFF_HINT in str(error) else f"{error}; {TURN_OFF_HINT}"
+        log.error("cannot tell this pod's GPUs, so none is reported (the GPU collector fails; ModelMesh's signals "
+                  "are served): %s", said)
+        return dataclasses.replace(settings, gpu_uuids=(), gpu_unattributed=(
+            f"the kubelet's PodResources API could not be asked at {settings.pod_resources_socket} (the error at "
+            "start says why and what to change)"))
     ids = pod_gpu_ids(pods, settings.pod_namespace, settings.pod_name)
     if ids is None:
         log.error("cannot start: the kubelet lists no pod %s/%s (check --gpu-pod-name and --gpu-pod-namespace)",

@@ -385,3 +385,28 @@ async def test_gpu_indexes_from_the_device_plugin_are_named_as_such_in_the_log(t
     assert gpu_success(text) == 0
     log = (tmp_path / "exporter.log").read_text()
     assert "DEVICE_ID_STRATEGY=uuid" in log and "1" in log
+
+
+@pytest.mark.slow
+async def test_a_socket_volume_not_mounted_is_said_with_the_fix_and_the_sidecar_keeps_serving(tmp_path: Path) -> None:
+    """The manifest sets EXPORTER_GPU_POD_RESOURCES_SOCKET but the pod has no hostPath volume for the kubelet's
+    directory: the socket's directory is not there, and it will not appear by waiting. The sidecar waited 30 s
+    and exited (status 2) at every start: a crash loop, which made the whole runtime pod not Ready, ModelMesh
+    signals lost with it, and its message (UNAVAILABLE, failed to connect) named neither the volume nor how to
+    turn the feature off. Now it serves ModelMesh's signals at once, reports no GPU as this pod's (the GPU
+    collector fails: the alert fires), and says what to mount and what to unset."""
+    port = free_port()
+    socket = tmp_path / "not-mounted" / "kubelet.sock"
+    env = {**node_with_gpus(tmp_path).env(), "EXPORTER_GPU_POD_NAME": OUR_POD[1],
+           "EXPORTER_GPU_POD_NAMESPACE": OUR_POD[0], "EXPORTER_GPU_POD_RESOURCES_SOCKET": str(socket)}
+    log = tmp_path / "exporter.log"
+    with running(["exporter.cli", "--listen", f"127.0.0.1:{port}", "--modelmesh-url", "http://127.0.0.1:9/metrics"],
+                 f"http://127.0.0.1:{port}/healthz", log, env=env):
+        _, text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{port}/metrics")
+    assert promtool_findings(text) == (0, "")
+    assert busy_uuids(text) == set()
+    assert gpu_success(text) == 0
+    said = log.read_text()
+    assert "waiting for the kubelet" not in said  # a volume does not appear by waiting
+    assert "hostPath" in said and "/var/lib/kubelet/pod-resources" in said and str(socket.parent) in said
+    assert "EXPORTER_GPU_POD_RESOURCES_SOCKET" in said and "--gpu-pod-resources-socket" in said
