@@ -46,8 +46,8 @@ def serve(argv: list[str] | None) -> None:
         if settings.gpu_unattributed is not None else "on",
     )
     if settings.modelmesh_insecure and settings.modelmesh_url.startswith("https"):
-        log.info("--modelmesh-insecure: ModelMesh's certificate is not verified (its metrics port makes a new "
-                 "self-signed one at every start)")
+        log.info("--modelmesh-insecure (EXPORTER_MODELMESH_INSECURE): ModelMesh's certificate is not verified (its "
+                 "metrics port makes a new self-signed one at every start)")
     # The access log only at DEBUG: one line per scrape otherwise fills the pod's log for nothing.
     run(build_app(settings), settings.listen_host, settings.listen_port,
         access_log=settings.log_level == "DEBUG", sockets=sockets)
@@ -71,6 +71,7 @@ def own_gpus(settings: ExporterSettings) -> ExporterSettings:
         pod_gpu_ids,
         pod_resources_waiting,
     )
+    from exporter.settings import setting
 
     assert settings.pod_resources_socket is not None and settings.pod_name and settings.pod_namespace
     try:
@@ -85,9 +86,13 @@ def own_gpus(settings: ExporterSettings) -> ExporterSettings:
             "start says why and what to change)"))
     ids = pod_gpu_ids(pods, settings.pod_namespace, settings.pod_name)
     if ids is None:
-        log.error("cannot start: the kubelet lists no pod %s/%s (check --gpu-pod-name and --gpu-pod-namespace)",
-                  settings.pod_namespace, settings.pod_name)
-        sys.exit(2)
+        log.error("cannot tell this pod's GPUs, so none is reported (the GPU collector fails; ModelMesh's signals "
+                  "are served): the kubelet lists no pod %s/%s: set %s and %s from the downward API's metadata.name "
+                  "and metadata.namespace", settings.pod_namespace, settings.pod_name,
+                  setting("--gpu-pod-name"), setting("--gpu-pod-namespace"))
+        return dataclasses.replace(settings, gpu_uuids=(), gpu_unattributed=(
+            f"the kubelet lists no pod {settings.pod_namespace}/{settings.pod_name} (the error at start says what "
+            "to change)"))
     claimed = pod_claimed_gpus(pods, settings.pod_namespace, settings.pod_name)
     if claimed and not ids:
         # Which of the node's GPUs a claim's device is, NVML cannot say: report none as this pod's, as a failure.
@@ -102,8 +107,9 @@ def own_gpus(settings: ExporterSettings) -> ExporterSettings:
         # The device plugin's DEVICE_ID_STRATEGY=index: an index among the GPUs the plugin sees, which need not
         # be the sidecar's; guessing would report another pod's GPU as a success. Kept as configured: they fail.
         log.error("the kubelet names this pod's GPUs by index (%s), not by UUID: the NVIDIA device plugin runs with "
-                  "DEVICE_ID_STRATEGY=index; set DEVICE_ID_STRATEGY=uuid (its default) or give the sidecar "
-                  "--gpu-uuids; until then the GPU collector fails", ", ".join(indexes))
+                  "DEVICE_ID_STRATEGY=index; set DEVICE_ID_STRATEGY=uuid (its default), or drop %s and give the "
+                  "sidecar %s; until then the GPU collector fails", ", ".join(indexes),
+                  setting("--gpu-pod-resources-socket"), setting("--gpu-uuids"))
     log.info("reporting the GPUs the kubelet gave this pod: %s", ", ".join(ids))
     return dataclasses.replace(settings, gpu_uuids=ids)
 

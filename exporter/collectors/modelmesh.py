@@ -29,6 +29,7 @@ from exporter.collectors.health import CollectorHealth
 from exporter.counters import CounterWindow
 from exporter.model_recency import ModelRecency
 from exporter.modelmesh_text import REQUESTS, SAMPLES_READ, ModelMeshReading, ScrapeFailure, parse_modelmesh
+from exporter.settings import setting
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,8 @@ are about 35 MiB of text in all (every histogram has a series per model, buckets
 exporter reads (`MAX_BODY_BYTES`), and 2 % of that when asked so. A server that ignores the query sends
 everything, which is read as before."""
 
+_URL: Final = setting("--modelmesh-url")
+_INSECURE: Final = setting("--modelmesh-insecure", "true")
 _SCHEME_SETTING: Final = ("modelmesh-serving's metrics.scheme (the mm container's MM_METRICS=prometheus:...;"
                            "scheme=...)")
 """Where a ModelMesh runtime's metrics port is set to http or https."""
@@ -152,18 +155,18 @@ class ModelMeshCollector(Collector):
             except (aiohttp.ClientConnectorCertificateError, ssl.SSLCertVerificationError) as error:
                 raise ScrapeFailure(names.REASON_TLS, f"{error} (ModelMesh's metrics port serves a self-signed "
                                     "certificate it makes anew at every start: run the exporter with "
-                                    "--modelmesh-insecure; the request stays inside the pod)") from error
+                                    f"{_INSECURE}; the request stays inside the pod)") from error
             except (aiohttp.ClientSSLError, ssl.SSLError) as error:
                 raise ScrapeFailure(names.REASON_TLS, f"{error} (no TLS handshake: where ModelMesh serves plain "
-                                    f"http, {_SCHEME_SETTING} is http: use an http:// --modelmesh-url)") from error
+                                    f"http, {_SCHEME_SETTING} is http: use an http:// URL in {_URL})") from error
             except aiohttp.ServerDisconnectedError as error:
                 if attempt == 1:
                     continue
                 hint = ""
                 if self._url.startswith("http://"):
                     hint = (f" (ModelMesh closes plain-http connections unanswered where it serves https, its "
-                            f"default; {_SCHEME_SETTING} says which: for https use an https:// --modelmesh-url with "
-                            "--modelmesh-insecure)")
+                            f"default; {_SCHEME_SETTING} says which: for https use an https:// URL in {_URL} with "
+                            f"{_INSECURE})")
                 raise ScrapeFailure(names.REASON_CONNECT, f"server closed the connection: {error}{hint}") from error
             except aiohttp.ClientPayloadError as error:
                 raise ScrapeFailure(names.REASON_PARSE, f"incomplete body: {error}") from error

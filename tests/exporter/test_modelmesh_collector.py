@@ -9,6 +9,7 @@ success 0 with the timestamp where it was, count the reason, and heal on the nex
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -333,6 +334,25 @@ async def test_certificate_that_does_not_verify_keeps_the_last_good_values(rig: 
     await rig.stop_server()
     await rig.start_server()
     await assert_recovers(rig)
+
+
+async def test_modelmeshs_own_certificate_is_said_with_the_setting_a_manifest_sets(
+    certificates: Certificates, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The exporter verifying ModelMesh's self-signed certificate: the log said to run it with
+    --modelmesh-insecure, which a sidecar's manifest spells EXPORTER_MODELMESH_INSECURE=true."""
+    fake = FakeModelMesh(clock=SteppedClock())
+    files = certificates.modelmesh
+    runner = await serve(fake, "127.0.0.1", 0, ssl_context=server_context(files.cert_file, files.key_file))
+    try:
+        collector = ModelMeshCollector(CollectorHealth(), f"https://127.0.0.1:{runner.addresses[0][1]}/metrics")
+        with caplog.at_level(logging.WARNING, logger="exporter"):
+            async with aiohttp.ClientSession() as session:
+                assert not await collector.scrape_once(session)
+    finally:
+        await runner.cleanup()
+    [line] = [r.getMessage() for r in caplog.records if "modelmesh collector failed" in r.getMessage()]
+    assert "--modelmesh-insecure" in line and "EXPORTER_MODELMESH_INSECURE=true" in line, line
 
 
 async def test_wrong_ca_file_is_a_tls_error_from_the_first_scrape(certificates: Certificates) -> None:

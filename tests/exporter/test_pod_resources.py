@@ -385,6 +385,7 @@ async def test_gpu_indexes_from_the_device_plugin_are_named_as_such_in_the_log(t
     assert gpu_success(text) == 0
     log = (tmp_path / "exporter.log").read_text()
     assert "DEVICE_ID_STRATEGY=uuid" in log and "1" in log
+    assert "EXPORTER_GPU_UUIDS" in log and "EXPORTER_GPU_POD_RESOURCES_SOCKET" in log  # --gpu-uuids needs it gone
 
 
 @pytest.mark.slow
@@ -410,3 +411,27 @@ async def test_a_socket_volume_not_mounted_is_said_with_the_fix_and_the_sidecar_
     assert "waiting for the kubelet" not in said  # a volume does not appear by waiting
     assert "hostPath" in said and "/var/lib/kubelet/pod-resources" in said and str(socket.parent) in said
     assert "EXPORTER_GPU_POD_RESOURCES_SOCKET" in said and "--gpu-pod-resources-socket" in said
+
+
+@pytest.mark.slow
+async def test_a_pod_the_kubelet_does_not_list_is_said_by_its_variables_and_the_sidecar_keeps_serving(
+    tmp_path: Path,
+) -> None:
+    """EXPORTER_GPU_POD_NAME set by hand (not from the downward API) and wrong: the kubelet lists no such pod.
+    The sidecar exited (status 2) at every start, a crash loop that made the runtime pod not Ready, and said to
+    check --gpu-pod-name, which the manifest does not contain."""
+    port = free_port()
+    env = {**node_with_gpus(tmp_path).env(), "EXPORTER_GPU_POD_NAME": "modelmesh-serving-triton",
+           "EXPORTER_GPU_POD_NAMESPACE": OUR_POD[0]}
+    log = tmp_path / "exporter.log"
+    async with fake_kubelet(tmp_path / "kubelet.sock", node_answer()) as socket:
+        with contextlib.ExitStack() as stack:
+            await asyncio.to_thread(stack.enter_context, running(
+                ["exporter.cli", "--listen", f"127.0.0.1:{port}", "--modelmesh-url", "http://127.0.0.1:9/metrics",
+                 "--gpu-pod-resources-socket", socket], f"http://127.0.0.1:{port}/healthz", log, env=env))
+            _, text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{port}/metrics")
+    assert promtool_findings(text) == (0, "")
+    assert busy_uuids(text) == set()
+    assert gpu_success(text) == 0
+    said = log.read_text()
+    assert "EXPORTER_GPU_POD_NAME" in said and "EXPORTER_GPU_POD_NAMESPACE" in said and "metadata.name" in said
