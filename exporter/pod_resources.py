@@ -134,6 +134,16 @@ def pod_gpu_ids(pods: Sequence[PodDevices], namespace: str, name: str) -> tuple[
     return None
 
 
+def pod_shared_gpus(pods: Sequence[PodDevices], namespace: str, name: str) -> tuple[str, ...]:
+    """The GPU UUIDs one pod holds as replicas of a GPU shared by time-slicing or MPS (`<UUID>::<replica>`)."""
+    return tuple(dict.fromkeys(
+        device_id.partition(REPLICA_SEPARATOR)[0]
+        for pod in pods if (pod.namespace, pod.name) == (namespace, name)
+        for d in pod.devices if not d.claimed for device_id in d.device_ids
+        if REPLICA_SEPARATOR in device_id and _is_gpu(d.resource_name, device_id)
+    ))
+
+
 def pod_claimed_gpus(pods: Sequence[PodDevices], namespace: str, name: str) -> tuple[str, ...]:
     """The GPUs one pod holds through DRA claims of NVIDIA's driver, as `gpu.nvidia.com/<pool>/<device>`."""
     return tuple(

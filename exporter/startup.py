@@ -70,6 +70,7 @@ def own_gpus(settings: ExporterSettings) -> ExporterSettings:
         pod_claimed_gpus,
         pod_gpu_ids,
         pod_resources_waiting,
+        pod_shared_gpus,
     )
     from exporter.settings import setting
 
@@ -111,5 +112,12 @@ def own_gpus(settings: ExporterSettings) -> ExporterSettings:
                   "sidecar %s; until then the GPU collector fails", ", ".join(indexes),
                   setting("--gpu-pod-resources-socket"), setting("--gpu-uuids"))
     log.info("reporting the GPUs the kubelet gave this pod: %s", ", ".join(ids))
+    if shared := pod_shared_gpus(pods, settings.pod_namespace, settings.pod_name):
+        # NVML measures a whole GPU: the replica a pod holds has no utilization of its own.
+        log.warning("GPU %s is shared by time-slicing or MPS (the kubelet gave this pod replicas of it): its busy "
+                    "ratio is the whole GPU's, the other pods' work on it included, and every pod sharing it reports "
+                    "the same, so scaling on it may add pods that relieve the GPU of nothing; to scale this runtime "
+                    "on its requests instead, turn the GPU collector off (EXPORTER_NO_GPU=true, --no-gpu) and give "
+                    "the runtime a target_rps_per_pod", ", ".join(shared))
     return dataclasses.replace(settings, gpu_uuids=ids)
 

@@ -114,7 +114,8 @@ class GpuCollector(Collector):
         busy = GaugeMetricFamily(
             names.GPU_BUSY_RATIO,
             "Fraction of the sample window in which a kernel ran on the GPU (NVML utilization samples "
-            "averaged over the window), 0..1.",
+            "averaged over the window), 0..1. The whole GPU's: on a GPU shared by time-slicing or MPS, the same "
+            "in every pod sharing it.",
             labels=["gpu", "uuid"],
         )
         used = GaugeMetricFamily(

@@ -289,6 +289,9 @@ async def test_a_time_sliced_gpu_is_reported_by_its_uuid(tmp_path: Path) -> None
 
     assert busy_uuids(text) == {shared}
     assert gpu_success(text) == 1
+    # NVML's busy is the whole GPU's: every pod sharing it reports the others' work too. Said, not left to guess.
+    [line] = [line for line in (tmp_path / "exporter.log").read_text().splitlines() if "shared" in line]
+    assert "WARNING" in line and shared in line and "whole GPU" in line and "every pod sharing it" in line, line
 
 
 @pytest.mark.slow
