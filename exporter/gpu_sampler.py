@@ -150,6 +150,9 @@ class GpuSampler:
         self._reconnect_at = math.inf
         self._busy.keep_only(device.uuid for device in selection.devices)
         sampling = ", ".join(f"GPU {d.label} {d.uuid} ({d.name})" for d in selection.devices) or "no GPU"
+        if inventory.not_permitted:
+            sampling += "; left out: " + ", ".join(f"GPU {label}" for label in inventory.not_permitted) + (
+                " (MIG devices on which NVML gives this container no permission: another container's)")
         # Said when it is news: a retry that finds what the last one found (a configured GPU still missing) is not.
         announced = (driver, sampling)
         log.log(logging.INFO if announced != self._announced else logging.DEBUG,

@@ -476,6 +476,27 @@ def test_mig_devices_beside_whole_gpus_report_memory_and_leave_busy_to_the_whole
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
+def test_mig_devices_this_container_may_not_see_are_left_out_not_a_failure_for_good(
+    fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """NVML answers NO_PERMISSION for a GPU not given to this container, and for a MIG device of another pod's
+    (a container without that MIG device's capability). Left out as a GPU is (nvml.h): it failed the whole MIG
+    GPU's enumeration, a standing failure, so the collector failed for good and GPU 0's busy read as stale."""
+    fake.set_gpu(0, util=40)
+    fake.set_gpu(1, mig=2, mig_handle_error=NO_PERMISSION)
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        for _ in range(3):
+            clock.advance(1)
+            collector.sample_once()
+    _, series = scrape(collector, health)
+    assert gpu_series(series, names.GPU_BUSY_RATIO) == {"0": 0.4}
+    assert set(gpu_series(series, names.GPU_MEMORY_TOTAL_BYTES)) == {"0"}
+    assert health_of(series) == (1.0, 0.0)
+    said = [r.getMessage() for r in caplog.records if "GPU 1" in r.getMessage() and "MIG" in r.getMessage()]
+    assert len(said) == 1 and "permission" in said[0].lower(), said
+
+
 def test_mig_devices_alone_fail_the_collector_busy_is_missing(
     fake: FakeNvml, health: CollectorHealth, clock: Clock,
 ) -> None:
