@@ -57,10 +57,11 @@ def own_gpus(settings: ExporterSettings) -> ExporterSettings:
     """The settings with `gpu_uuids` set to the GPUs the kubelet allocated to this pod (the GPU collector off
     when it has none). The kubelet allocates devices before any container starts, so one question suffices.
 
-    A kubelet that cannot be asked (no socket directory: the hostPath volume is not mounted; or no answer for
-    `PATIENCE_S`, where it may be restarting) leaves the GPU collector failing with the reason
-    (`gpu_unattributed`) rather than report other pods' GPUs; the ModelMesh signals are served all the same. It
-    stopped the start (exit 2): the sidecar crash-looped, which made the whole runtime pod not Ready."""
+    A kubelet that cannot be asked for good (no socket directory: the hostPath volume is not mounted; no
+    permission; this pod not listed) leaves the GPU collector failing with the reason (`gpu_unattributed`) rather
+    than report other pods' GPUs; the ModelMesh signals are served all the same. It stopped the start (exit 2):
+    the sidecar crash-looped, which made the whole runtime pod not Ready. A kubelet that did not answer for
+    `PATIENCE_S` (restarting) still stops the start: the container's restart asks it again."""
     import asyncio
 
     from exporter.pod_resources import (
@@ -80,6 +81,11 @@ def own_gpus(settings: ExporterSettings) -> ExporterSettings:
                                                  settings.pod_name))
     except PodResourcesError as error:
         said = str(error) if TURN_OFF_HINT in str(error) else f"{error}; {TURN_OFF_HINT}"
+        if error.transient:
+            # A kubelet that did not answer for PATIENCE_S may yet: the container's restart asks it again, where
+            # serving on without GPUs would go without them until some later restart.
+            log.error("cannot start: %s", said)
+            sys.exit(2)
         log.error("cannot tell this pod's GPUs, so none is reported (the GPU collector fails; ModelMesh's signals "
                   "are served): %s", said)
         return dataclasses.replace(settings, gpu_uuids=(), gpu_unattributed=(
