@@ -221,8 +221,13 @@ async def _call(socket_path: str, method: str, request: bytes, timeout_s: float)
             answer: bytes = await call(request, timeout=timeout_s)
     except grpc.RpcError as error:
         code = error.code().name
-        raise PodResourcesError(f"kubelet PodResources API at {socket_path}: {method}: {code}: {error.details()}",
-                                transient=code in TRANSIENT_CODES) from error
+        hint = ""
+        if not os.path.exists(socket_path):
+            hint = (f" (no socket in {os.path.dirname(socket_path)}: the kubelet is restarting, or the hostPath volume "
+                    "is not the kubelet's own directory: a kubelet with another --root-dir, as k0s or microk8s run, "
+                    "keeps its pod-resources directory there)")
+        raise PodResourcesError(f"kubelet PodResources API at {socket_path}: {method}: {code}: {error.details()}"
+                                f"{hint}", transient=code in TRANSIENT_CODES) from error
     return answer
 
 

@@ -196,6 +196,7 @@ async def test_a_kubelet_that_never_comes_is_given_up_on_and_a_garbled_answer_at
     with pytest.raises(PodResourcesError, match="UNAVAILABLE") as missing:
         await pod_resources_waiting(str(tmp_path / "missing.sock"), *OUR_POD, patience_s=1.0, timeout_s=1.0)
     assert missing.value.transient
+    assert "--root-dir" in str(missing.value)  # an empty hostPath directory: not the kubelet's own?
     assert 1.0 <= time.monotonic() - started < 5.0
 
     async with fake_kubelet(tmp_path / "kubelet.sock", node_answer()[:-3]) as socket:
