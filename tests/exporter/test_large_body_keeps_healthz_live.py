@@ -18,12 +18,14 @@ import pytest
 from aiohttp.test_utils import TestServer
 from prometheus_client import CollectorRegistry
 
+from exporter import modelmesh_text
 from exporter.app import metrics_app
 from exporter.collectors import modelmesh as modelmesh_collector
 from exporter.collectors.health import CollectorHealth
-from exporter.collectors.modelmesh import ModelMeshCollector
+from exporter.collectors.modelmesh import MAX_BODY_BYTES, ModelMeshCollector
 from exporter.modelmesh_text import ModelMeshReading, parse_modelmesh, parse_with_library
 from tests.exporter.test_exporter_memory_limit import unfiltered_modelmesh as unfiltered_modelmesh
+from tests.exporter.test_exporter_memory_limit import unfiltered_modelmesh_body
 
 __all__ = ["unfiltered_modelmesh"]  # the fixture, used by name
 
@@ -111,3 +113,33 @@ async def test_healthz_answers_while_the_narrow_reader_reads_the_largest_body(
             await asyncio.to_thread(prober.join)
     [answers] = during
     assert answers >= 5, f"/healthz answered {answers} times while the narrow reader read the body"
+
+
+@pytest.mark.slow
+def test_the_library_paths_line_filter_lets_other_threads_run_over_the_largest_body() -> None:
+    """Where the narrow reader gives up, the library reads the lines the exporter uses, picked out of the body by
+    one regular expression: over the largest body one call, about 0.5 s here holding Python's lock, in which the
+    event loop (another thread) got not a single turn. Counted, not timed: the turns a thread that asks for the
+    lock every millisecond gets while the lines are picked."""
+    text = unfiltered_modelmesh_body(MAX_BODY_BYTES).decode()
+    turns = [0]
+    stop = threading.Event()
+
+    def ask_for_turns() -> None:
+        while not stop.is_set():
+            turns[0] += 1
+            time.sleep(0.001)
+
+    other = threading.Thread(target=ask_for_turns)
+    other.start()
+    try:
+        while turns[0] < 3:  # running, and asking
+            time.sleep(0.01)
+        before = turns[0]
+        picked = modelmesh_text._lines_read(text)
+        during = turns[0] - before
+    finally:
+        stop.set()
+        other.join()
+    assert picked.count("\n") > 10_000  # the count lines of every model, and the comments
+    assert during >= 5, f"another thread ran {during} times while the lines were picked"

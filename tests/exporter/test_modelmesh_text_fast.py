@@ -122,13 +122,14 @@ def test_the_narrow_reader_agrees_with_the_library_on_mutated_modelmesh_text(tex
 
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(container_text(), mutated(container_text())), st.integers(1, 400))
-def test_the_narrow_reader_reads_the_same_however_the_text_is_cut_into_pieces(text: str, piece: int) -> None:
-    """The reader reads a large body a piece at a time (`SCAN_CHARS`, so Python's lock passes between pieces):
+def test_the_readers_read_the_same_however_the_text_is_cut_into_pieces(text: str, piece: int) -> None:
+    """Both readers read a large body a piece at a time (`SCAN_CHARS`, so Python's lock passes between pieces):
     every cut, at a line's newline, inside a label or a number, must read as the whole text does. The bodies here
     are smaller than a piece, so the pieces are made smaller than the lines."""
-    whole = outcome(parse_modelmesh, text), outcome(parse_narrowly, text)  # (the latter: None is an "error")
+    reads = (parse_modelmesh, parse_narrowly, parse_with_library)  # parse_narrowly's None reads as an "error"
+    whole = [outcome(read, text) for read in reads]
     with unittest.mock.patch.object(modelmesh_fast, "SCAN_CHARS", piece):
-        assert (outcome(parse_modelmesh, text), outcome(parse_narrowly, text)) == whole, text
+        assert [outcome(read, text) for read in reads] == whole, text
 
 
 # ---- loose lines, in shapes ModelMesh writes and others ----
