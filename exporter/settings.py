@@ -254,14 +254,13 @@ def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | N
     interval = values.get("modelmesh_interval", _D.modelmesh_interval_s)
     window = values.get("load_window", _D.load_window_s)
     if window < interval:
-        parser.error(f"{setting('--load-window')} ({window:g} s) must be at least "
-                     f"{setting('--modelmesh-interval')} ({interval:g} s): "
-                     "a rate needs two scrapes inside its window")
+        parser.error(f"{setting('--load-window')} is {window:g} s: it must be at least "
+                     f"{setting('--modelmesh-interval')}, {interval:g} s: a rate needs two scrapes inside its window")
     horizon = values.get("model_recency_horizon", _D.model_recency_horizon_s)
     if 0 < horizon < interval:
-        parser.error(f"{setting('--model-recency-horizon')} ({horizon:g} s) must be 0 (off) or at least "
-                     f"{setting('--modelmesh-interval')} ({interval:g} s): a model served between two reads would "
-                     "be left out at the next one")
+        parser.error(f"{setting('--model-recency-horizon')} is {horizon:g} s: it must be 0 (off) or at least "
+                     f"{setting('--modelmesh-interval')}, {interval:g} s: a model served between two reads would be "
+                     "left out at the next one")
     return ExporterSettings(
         listen_host=listen[0],
         listen_port=listen[1],
