@@ -140,6 +140,12 @@ class GpuSampler:
             return str(error)
         selection = nvml.select_devices(inventory.devices, self._uuids)
         problems = [f"configured GPU {uuid} is not visible" for uuid in selection.missing]
+        if selection.missing:
+            # Which UUIDs this container does see: a typo is then plain without exec-ing into the pod.
+            seen = ", ".join(d.uuid for d in inventory.devices) or "none"
+            problems.append(f"this container sees {seen}: the GPUs reported come from EXPORTER_GPU_UUIDS "
+                            "(--gpu-uuids) or, with EXPORTER_GPU_POD_RESOURCES_SOCKET, from the kubelet, and the "
+                            "sidecar sees the node's GPUs with NVIDIA_VISIBLE_DEVICES=all")
         if not self._uuids or selection.missing:
             problems.extend(str(failure) for failure in inventory.failures)
         if not selection.devices and not problems:
