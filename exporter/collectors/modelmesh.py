@@ -58,6 +58,9 @@ exporter reads (`MAX_BODY_BYTES`), and 2 % of that when asked so. A server that 
 everything, which is read as before."""
 
 _URL: Final = setting("--modelmesh-url")
+_NOT_METRICS: Final = frozenset({"text/html", "application/json", "application/xml", "text/xml"})
+"""Content types no metrics endpoint sends: a body of one that cannot be read is named as such, not as
+ModelMesh's metrics with series missing. Only the failure's words change: what parses is read whatever its type."""
 _INSECURE: Final = setting("--modelmesh-insecure", "true")
 _SCHEME_SETTING: Final = ("modelmesh-serving's metrics.scheme (the mm container's MM_METRICS=prometheus:...;"
                            "scheme=...)")
@@ -107,11 +110,17 @@ class ModelMeshCollector(Collector):
         """One scrape; on failure the previous values stay and the failure is counted by reason."""
         started = time.perf_counter()
         try:
-            text, at = await self._fetch(session)
-            if len(text) >= PARSE_OFF_LOOP_CHARS:
-                self._fold(await asyncio.to_thread(parse_modelmesh, text), at)
-            else:
-                self.ingest(text, at)
+            text, at, content_type = await self._fetch(session)
+            try:
+                if len(text) >= PARSE_OFF_LOOP_CHARS:
+                    self._fold(await asyncio.to_thread(parse_modelmesh, text), at)
+                else:
+                    self.ingest(text, at)
+            except ScrapeFailure as failure:
+                if content_type in _NOT_METRICS:  # a proxy's error page, or another port's: say so
+                    raise ScrapeFailure(failure.reason, f"the answer is {content_type}, not metrics ({failure}): is "
+                                        f"{_URL} ModelMesh's metrics port?") from failure
+                raise
         except ScrapeFailure as failure:
             # Before a first good read (ModelMesh takes tens of seconds to start) there are no values to keep.
             served = ("keeping last good values" if self._reading is not None
@@ -136,8 +145,8 @@ class ModelMeshCollector(Collector):
         self._reading = reading
         self._lru_age_s = reading.lru_age_at(now)
 
-    async def _fetch(self, session: aiohttp.ClientSession) -> tuple[str, float]:
-        """The body and the time its counters were read (when the response headers arrived).
+    async def _fetch(self, session: aiohttp.ClientSession) -> tuple[str, float, str]:
+        """The body, the time its counters were read (when the response headers arrived), and its content type.
 
         A server that hangs up before answering on a reused keep-alive connection is retried once at once:
         that is the server closing an idle connection as we sent, not an outage.
@@ -149,7 +158,7 @@ class ModelMeshCollector(Collector):
                     at = self._clock()
                     if response.status != 200:
                         raise ScrapeFailure(names.REASON_HTTP, f"HTTP {response.status}")
-                    return await self._body(response), at
+                    return await self._body(response), at, response.content_type
             except TimeoutError as error:
                 raise ScrapeFailure(names.REASON_TIMEOUT, f"no answer within {self._timeout.total} s") from error
             except (aiohttp.ClientConnectorCertificateError, ssl.SSLCertVerificationError) as error:

@@ -307,6 +307,16 @@ async def test_broken_modelmesh_answer_keeps_the_last_good_values(rig: Rig, faul
     await assert_recovers(rig)
 
 
+async def test_a_web_page_instead_of_metrics_is_said_to_be_one(rig: Rig, caplog: pytest.LogCaptureFixture) -> None:
+    """A proxy's error page, or a URL that names the wrong port, answered 200 with HTML: the log said "ModelMesh
+    output lacks modelmesh_instance_capacity_bytes, ..." as though ModelMesh's metrics were incomplete."""
+    rig.fake.set_fault("garbage")
+    with caplog.at_level(logging.WARNING, logger="exporter"):
+        assert not await rig.collector.scrape_once(rig.session)
+    [line] = [r.getMessage() for r in caplog.records if "modelmesh collector failed" in r.getMessage()]
+    assert "text/html" in line and "not metrics" in line and "EXPORTER_MODELMESH_URL" in line, line
+
+
 async def test_slow_modelmesh_times_out_and_keeps_the_last_good_values(rig_factory: RigFactory) -> None:
     rig = await rig_factory(timeout_s=0.2)
     await prime(rig)
