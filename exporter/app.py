@@ -62,7 +62,13 @@ def build_app(settings: ExporterSettings) -> web.Application:
     )
     registry.register(modelmesh)
     loops: list[Loop] = [functools.partial(modelmesh.run, settings.modelmesh_interval_s)]
-    if settings.gpu_enabled:
+    if settings.gpu_enabled and settings.gpu_unattributed is not None:
+        # The pod's own GPUs could not be told: none is reported (other pods' GPUs would be wrong), said as a
+        # failure, so the GPU alert fires; NVML is not touched.
+        health.register(names.COLLECTOR_GPU)
+        health.failed(names.COLLECTOR_GPU, names.REASON_CONNECT, settings.gpu_unattributed,
+                      served="no GPU series until the exporter restarts with the kubelet's socket")
+    elif settings.gpu_enabled:
         # `--no-gpu` publishes no GPU collector at all: a `collector="gpu"` success of 0 on every CPU-only pod
         # would read as a failing collector (dashboards, alerts) where there is nothing to collect.
         health.register(names.COLLECTOR_GPU)

@@ -6,7 +6,8 @@ and what went wrong) for the collector to publish on the event loop.
 
 NVML is initialised on the first pass, which chooses the devices (`--gpu-uuids`, or every visible GPU).
 Without a library, with init failing, or with no GPU visible a pass returns the problem and no readings;
-a lost GPU is dropped (the others stay) and a MIG device has no busy ratio, each reported as a problem.
+a lost GPU is dropped (the others stay), reported as a problem. A MIG device has no busy ratio: a problem only
+when no chosen whole GPU has one (else it is logged once: how MIG is, not a failure).
 NVML is re-initialised, which re-enumerates the GPUs, after 1 s, then 2, 4, ... up to 30 s between tries
 (while NVML is down the passes in between try nothing: `measure()` returns None), so a GPU that comes
 back (driver reload, device plugin) is found again without spending CPU on a node that has none.
@@ -87,6 +88,7 @@ class GpuSampler:
         self._standing_problems: tuple[str, ...] = ()
         self._announced: tuple[str, str] | None = None
         self._without_memory: set[str] = set()  # GPUs whose memory query is unsupported, logged once each
+        self._mig_said: tuple[str, ...] = ()  # the MIG devices last said to have no busy ratio beside whole GPUs
         self._reconnect_at = -math.inf
         self._retry_delay_s = retry_initial_s
 
@@ -138,6 +140,12 @@ class GpuSampler:
             return str(error)
         selection = nvml.select_devices(inventory.devices, self._uuids)
         problems = [f"configured GPU {uuid} is not visible" for uuid in selection.missing]
+        if selection.missing:
+            # Which UUIDs this container does see: a typo is then plain without exec-ing into the pod.
+            seen = ", ".join(d.uuid for d in inventory.devices) or "none"
+            problems.append(f"this container sees {seen}: the GPUs reported come from EXPORTER_GPU_UUIDS "
+                            "(--gpu-uuids) or, with EXPORTER_GPU_POD_RESOURCES_SOCKET, from the kubelet, and the "
+                            "sidecar sees the node's GPUs with NVIDIA_VISIBLE_DEVICES=all")
         if not self._uuids or selection.missing:
             problems.extend(str(failure) for failure in inventory.failures)
         if not selection.devices and not problems:
@@ -148,6 +156,9 @@ class GpuSampler:
         self._reconnect_at = math.inf
         self._busy.keep_only(device.uuid for device in selection.devices)
         sampling = ", ".join(f"GPU {d.label} {d.uuid} ({d.name})" for d in selection.devices) or "no GPU"
+        if inventory.not_permitted:
+            sampling += "; left out: " + ", ".join(f"GPU {label}" for label in inventory.not_permitted) + (
+                " (MIG devices on which NVML gives this container no permission: another container's)")
         # Said when it is news: a retry that finds what the last one found (a configured GPU still missing) is not.
         announced = (driver, sampling)
         log.log(logging.INFO if announced != self._announced else logging.DEBUG,
@@ -170,6 +181,7 @@ class GpuSampler:
         readings: list[GpuReading] = []
         problems = list(self._standing_problems)
         lost: list[str] = []
+        mig_without_busy: list[tuple[nvml.Device, str]] = []
         for device in self._devices:
             try:
                 reading, unsupported = self._read_device(self._session, device, now)
@@ -183,7 +195,11 @@ class GpuSampler:
                 problems.append(str(error))
                 continue
             readings.append(reading)
-            problems.extend(unsupported)
+            if device.is_mig and reading.busy_ratio is None:
+                mig_without_busy.extend((device, problem) for problem in unsupported)
+            else:
+                problems.extend(unsupported)
+        problems.extend(self._mig_problems(mig_without_busy, readings))
         if lost:
             self._devices = tuple(d for d in self._devices if d.uuid not in lost)
             self._standing_problems += tuple(f"GPU {uuid} dropped until NVML re-initialises" for uuid in lost)
@@ -193,6 +209,28 @@ class GpuSampler:
         else:
             self._retry_delay_s = self._retry_initial_s  # NVML and every chosen GPU answer again
         return PassOutcome(tuple(readings), tuple(problems))
+
+    def _mig_problems(self, mig_without_busy: Sequence[tuple[nvml.Device, str]],
+                      readings: Sequence[GpuReading]) -> list[str]:
+        """The MIG devices' missing busy ratios as problems, or none where a whole GPU gives one.
+
+        NVML measures no utilization per MIG device. Beside a whole GPU that has a busy ratio, that is how MIG
+        is, not a failure: failing the collector for it kept `last_success_timestamp{collector="gpu"}` from
+        ever advancing, so the adapter read the pod's whole GPUs as missing too and held its runtime's
+        scale-down for good. Said once in the log instead. With no busy ratio at all (only MIG devices), the
+        signal scaled on is missing: a failure, as before."""
+        if not mig_without_busy:
+            return []
+        busy_from = [reading.label for reading in readings if reading.busy_ratio is not None]
+        if not busy_from:
+            return [problem for _, problem in mig_without_busy]
+        mig = tuple(dict.fromkeys(f"{device.label} {device.uuid}" for device, _ in mig_without_busy))
+        if mig != self._mig_said:
+            self._mig_said = mig
+            log.info("MIG devices %s have memory series but no busy ratio: NVML measures no utilization per MIG "
+                     "device; this pod's busy ratio is read from GPU %s alone", ", ".join(mig),
+                     ", GPU ".join(busy_from))
+        return []
 
     def _read_device(
         self, session: nvml.NvmlSession, device: nvml.Device, now: float,

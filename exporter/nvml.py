@@ -140,6 +140,8 @@ class Inventory:
 
     devices: tuple[Device, ...]
     failures: tuple[NvmlError, ...] = ()
+    not_permitted: tuple[str, ...] = ()
+    """MIG devices NVML gave this process no permission on (`"<gpu>/<mig>"`): another container's, left out."""
 
 
 @dataclass(frozen=True)
@@ -234,21 +236,23 @@ class NvmlSession:
             count = int(pynvml.nvmlDeviceGetCount())
         devices: list[Device] = []
         failures: list[NvmlError] = []
+        not_permitted: list[str] = []
         for index in range(count):
             try:
-                devices.extend(self._enumerate_gpu(index))
+                devices.extend(self._enumerate_gpu(index, not_permitted))
             except NvmlUnavailable:
                 raise  # NVML itself went away: the whole session is useless
             except NvmlError as error:
                 failures.append(error)
-        return Inventory(tuple(devices), tuple(failures))
+        return Inventory(tuple(devices), tuple(failures), tuple(not_permitted))
 
-    def _enumerate_gpu(self, index: int) -> list[Device]:
+    def _enumerate_gpu(self, index: int, not_permitted: list[str]) -> list[Device]:
         """The GPU at `index`, or its MIG devices; none for a GPU this process may not talk to.
 
         nvmlDeviceGetCount_v2 counts every GPU of the machine, and nvmlDeviceGetHandleByIndex_v2 answers
         NO_PERMISSION for one this process has no access to (nvml.h): a GPU not given to this container, not
-        visible here, not a failure of NVML."""
+        visible here, not a failure of NVML. So is a MIG device NVML answers NO_PERMISSION for (another
+        container's), noted in `not_permitted`: it failed the whole GPU's enumeration, a failure for good."""
         try:
             handle = pynvml.nvmlDeviceGetHandleByIndex(index)
         except pynvml.NVMLError as error:
@@ -270,6 +274,9 @@ class NvmlSession:
             except pynvml.NVMLError as error:
                 if int(error.value) == pynvml.NVML_ERROR_NOT_FOUND:
                     continue  # an empty slot: no MIG device was created there
+                if int(error.value) == pynvml.NVML_ERROR_NO_PERMISSION:
+                    not_permitted.append(f"{index}/{mig_index}")
+                    continue
                 raise _translate(error, f"GPU {index}: nvmlDeviceGetMigDeviceHandleByIndex") from error
             with _calling(f"GPU {index} MIG {mig_index}: nvmlDeviceGetUUID"):
                 mig_uuid = str(pynvml.nvmlDeviceGetUUID(mig_handle))

@@ -68,6 +68,14 @@ log = logging.getLogger(__name__)
 TRANSIENT_CODES: Final = frozenset({"UNAVAILABLE", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED"})
 """gRPC codes of a kubelet that may answer in a moment: restarting (its socket is unlinked and made anew, or
 nobody listens on it yet), over its rate limit ("rejected by rate limit"), or slow."""
+HOST_DIRECTORY: Final = "/var/lib/kubelet/pod-resources"
+"""The node's directory that holds the kubelet's socket, mounted into the sidecar by a hostPath volume."""
+TURN_OFF_HINT: Final = (
+    "to report every GPU this container sees instead, unset EXPORTER_GPU_POD_RESOURCES_SOCKET (or drop "
+    "--gpu-pod-resources-socket): leave out manifests/examples/exporter-pod-resources-patch.yaml"
+)
+"""How to turn the PodResources feature off, in the words of a sidecar's manifest (its variable) and of the
+command line (its flag)."""
 PATIENCE_S: Final = 30.0
 """How long the start waits for a kubelet that may answer in a moment: a kubelet restart, well inside the
 sidecar's liveness probe (first after 10 s, killed after three failures 30 s apart)."""
@@ -124,6 +132,16 @@ def pod_gpu_ids(pods: Sequence[PodDevices], namespace: str, name: str) -> tuple[
             )
             return tuple(dict.fromkeys(uuid for resource, uuid in uuids if _is_gpu(resource, uuid)))
     return None
+
+
+def pod_shared_gpus(pods: Sequence[PodDevices], namespace: str, name: str) -> tuple[str, ...]:
+    """The GPU UUIDs one pod holds as replicas of a GPU shared by time-slicing or MPS (`<UUID>::<replica>`)."""
+    return tuple(dict.fromkeys(
+        device_id.partition(REPLICA_SEPARATOR)[0]
+        for pod in pods if (pod.namespace, pod.name) == (namespace, name)
+        for d in pod.devices if not d.claimed for device_id in d.device_ids
+        if REPLICA_SEPARATOR in device_id and _is_gpu(d.resource_name, device_id)
+    ))
 
 
 def pod_claimed_gpus(pods: Sequence[PodDevices], namespace: str, name: str) -> tuple[str, ...]:
@@ -184,6 +202,13 @@ async def _call(socket_path: str, method: str, request: bytes, timeout_s: float)
     except ImportError as error:  # pragma: no cover - depends on the installation
         raise PodResourcesError("the kubelet PodResources API needs grpcio: pip install "
                                 "'modelmesh-autoscaler[pod-resources]'") from error
+    directory = os.path.dirname(socket_path) or "."
+    if not os.path.isdir(directory):
+        # No kubelet makes this directory appear: the pod lacks its hostPath volume (or the path has a typo).
+        raise PodResourcesError(
+            f"kubelet PodResources API at {socket_path}: the directory {directory} is not there: mount the node's "
+            f"{HOST_DIRECTORY} into this container at {directory} with a hostPath volume (type Directory), as "
+            f"manifests/examples/exporter-pod-resources-patch.yaml does; or {TURN_OFF_HINT}")
     if os.path.exists(socket_path) and not os.access(socket_path, os.W_OK):
         raise PodResourcesError(f"kubelet PodResources API at {socket_path}: this user (uid {os.getuid()}) may not "
                                 "connect: the kubelet's socket is root's; run the sidecar as root, as "
@@ -196,8 +221,13 @@ async def _call(socket_path: str, method: str, request: bytes, timeout_s: float)
             answer: bytes = await call(request, timeout=timeout_s)
     except grpc.RpcError as error:
         code = error.code().name
-        raise PodResourcesError(f"kubelet PodResources API at {socket_path}: {method}: {code}: {error.details()}",
-                                transient=code in TRANSIENT_CODES) from error
+        hint = ""
+        if not os.path.exists(socket_path):
+            hint = (f" (no socket in {os.path.dirname(socket_path)}: the kubelet is restarting, or the hostPath volume "
+                    "is not the kubelet's own directory: a kubelet with another --root-dir, as k0s or microk8s run, "
+                    "keeps its pod-resources directory there)")
+        raise PodResourcesError(f"kubelet PodResources API at {socket_path}: {method}: {code}: {error.details()}"
+                                f"{hint}", transient=code in TRANSIENT_CODES) from error
     return answer
 
 

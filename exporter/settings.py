@@ -55,6 +55,10 @@ class ExporterSettings:
     """GPUs to report; empty means every GPU visible to the sidecar."""
     pod_resources_socket: Path | None = None
     """The kubelet's PodResources socket: report only the GPUs the kubelet allocated to this pod (off: None)."""
+    gpu_unattributed: str | None = None
+    """Why this pod's GPUs could not be told (the kubelet's PodResources API could not be asked): the GPU
+    collector then samples nothing and fails with this, rather than report other pods' GPUs. Set at start-up,
+    never by a flag."""
     pod_name: str | None = None
     pod_namespace: str | None = None
     """This pod, as the PodResources API names it (the downward API's metadata.name and metadata.namespace)."""
@@ -63,6 +67,14 @@ class ExporterSettings:
     gpu_interval_s: float = 1.0
     """Seconds between NVML reads; NVML's sample buffer covers several seconds, so none is missed."""
     log_level: str = "INFO"
+
+
+def setting(flag: str, value: str = "") -> str:
+    """A flag as an error names it: with its `EXPORTER_*` twin, which is what a sidecar's manifest sets and so
+    what its operator searches for (`--load-window (EXPORTER_LOAD_WINDOW)`); with `value`, the variable's
+    (`--modelmesh-insecure (EXPORTER_MODELMESH_INSECURE=true)`)."""
+    variable = ENV_PREFIX + flag.removeprefix("--").replace("-", "_").upper()
+    return f"{flag} ({variable}={value})" if value else f"{flag} ({variable})"
 
 
 # ---- converters: each takes the flag's or the variable's text and raises ArgumentTypeError ----
@@ -228,24 +240,27 @@ def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | N
     except EnvFlagError as error:
         parser.error(str(error))
     if values.get("modelmesh_insecure") and values.get("modelmesh_ca_file") is not None:
-        parser.error("--modelmesh-insecure and --modelmesh-ca-file (or their EXPORTER_ variables) contradict "
-                     "each other: verify with the CA file, or not at all")
+        parser.error(f"{setting('--modelmesh-insecure')} and {setting('--modelmesh-ca-file')} contradict each "
+                     "other: verify with the CA file, or not at all")
     if values.get("gpu_pod_resources_socket") is not None:
         if not (values.get("gpu_pod_name") and values.get("gpu_pod_namespace")):
-            parser.error("--gpu-pod-resources-socket needs --gpu-pod-name and --gpu-pod-namespace (or their "
-                         "EXPORTER_ variables, from the downward API): they name this pod to the kubelet")
+            parser.error(f"{setting('--gpu-pod-resources-socket')} needs {setting('--gpu-pod-name')} and "
+                         f"{setting('--gpu-pod-namespace')}, from the downward API's metadata.name and "
+                         "metadata.namespace: they name this pod to the kubelet")
         if values.get("gpu_uuids"):
-            parser.error("--gpu-pod-resources-socket and --gpu-uuids both choose the GPUs: use one")
+            parser.error(f"{setting('--gpu-pod-resources-socket')} and {setting('--gpu-uuids')} both choose the "
+                         "GPUs: use one")
     listen = values.get("listen", (_D.listen_host, _D.listen_port))
     interval = values.get("modelmesh_interval", _D.modelmesh_interval_s)
     window = values.get("load_window", _D.load_window_s)
     if window < interval:
-        parser.error(f"--load-window ({window:g} s) must be at least --modelmesh-interval ({interval:g} s): "
-                     "a rate needs two scrapes inside its window")
+        parser.error(f"{setting('--load-window')} is {window:g} s: it must be at least "
+                     f"{setting('--modelmesh-interval')}, {interval:g} s: a rate needs two scrapes inside its window")
     horizon = values.get("model_recency_horizon", _D.model_recency_horizon_s)
     if 0 < horizon < interval:
-        parser.error(f"--model-recency-horizon ({horizon:g} s) must be 0 (off) or at least --modelmesh-interval "
-                     f"({interval:g} s): a model served between two reads would be left out at the next one")
+        parser.error(f"{setting('--model-recency-horizon')} is {horizon:g} s: it must be 0 (off) or at least "
+                     f"{setting('--modelmesh-interval')}, {interval:g} s: a model served between two reads would be "
+                     "left out at the next one")
     return ExporterSettings(
         listen_host=listen[0],
         listen_port=listen[1],

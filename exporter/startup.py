@@ -41,11 +41,13 @@ def serve(argv: list[str] | None) -> None:
         "serving on %s:%d; reading ModelMesh at %s every %g s (%s; timeout %g s; load window %g s); "
         "GPU collector %s",
         settings.listen_host, bound_port(sockets), settings.modelmesh_url, settings.modelmesh_interval_s,
-        tls, settings.modelmesh_timeout_s, settings.load_window_s, "on" if settings.gpu_enabled else "off",
+        tls, settings.modelmesh_timeout_s, settings.load_window_s,
+        "off" if not settings.gpu_enabled else "failing (this pod's GPUs are not known)"
+        if settings.gpu_unattributed is not None else "on",
     )
     if settings.modelmesh_insecure and settings.modelmesh_url.startswith("https"):
-        log.info("--modelmesh-insecure: ModelMesh's certificate is not verified (its metrics port makes a new "
-                 "self-signed one at every start)")
+        log.info("--modelmesh-insecure (EXPORTER_MODELMESH_INSECURE): ModelMesh's certificate is not verified (its "
+                 "metrics port makes a new self-signed one at every start)")
     # The access log only at DEBUG: one line per scrape otherwise fills the pod's log for nothing.
     run(build_app(settings), settings.listen_host, settings.listen_port,
         access_log=settings.log_level == "DEBUG", sockets=sockets)
@@ -53,31 +55,51 @@ def serve(argv: list[str] | None) -> None:
 
 def own_gpus(settings: ExporterSettings) -> ExporterSettings:
     """The settings with `gpu_uuids` set to the GPUs the kubelet allocated to this pod (the GPU collector off
-    when it has none). The kubelet allocates devices before any container starts, so one question suffices; a
-    kubelet that cannot answer (for `PATIENCE_S`, where it may be restarting) stops the start (exit 2) rather
-    than report other pods' GPUs."""
+    when it has none). The kubelet allocates devices before any container starts, so one question suffices.
+
+    A kubelet that cannot be asked for good (no socket directory: the hostPath volume is not mounted; no
+    permission; this pod not listed) leaves the GPU collector failing with the reason (`gpu_unattributed`) rather
+    than report other pods' GPUs; the ModelMesh signals are served all the same. It stopped the start (exit 2):
+    the sidecar crash-looped, which made the whole runtime pod not Ready. A kubelet that did not answer for
+    `PATIENCE_S` (restarting) still stops the start: the container's restart asks it again."""
     import asyncio
 
     from exporter.pod_resources import (
         GPU_ID_PREFIXES,
+        TURN_OFF_HINT,
         PodResourcesError,
         pod_claimed_gpus,
         pod_gpu_ids,
         pod_resources_waiting,
+        pod_shared_gpus,
     )
+    from exporter.settings import setting
 
     assert settings.pod_resources_socket is not None and settings.pod_name and settings.pod_namespace
     try:
         pods = asyncio.run(pod_resources_waiting(str(settings.pod_resources_socket), settings.pod_namespace,
                                                  settings.pod_name))
     except PodResourcesError as error:
-        log.error("cannot start: %s", error)
-        sys.exit(2)
+        said = str(error) if TURN_OFF_HINT in str(error) else f"{error}; {TURN_OFF_HINT}"
+        if error.transient:
+            # A kubelet that did not answer for PATIENCE_S may yet: the container's restart asks it again, where
+            # serving on without GPUs would go without them until some later restart.
+            log.error("cannot start: %s", said)
+            sys.exit(2)
+        log.error("cannot tell this pod's GPUs, so none is reported (the GPU collector fails; ModelMesh's signals "
+                  "are served): %s", said)
+        return dataclasses.replace(settings, gpu_uuids=(), gpu_unattributed=(
+            f"the kubelet's PodResources API could not be asked at {settings.pod_resources_socket} (the error at "
+            "start says why and what to change)"))
     ids = pod_gpu_ids(pods, settings.pod_namespace, settings.pod_name)
     if ids is None:
-        log.error("cannot start: the kubelet lists no pod %s/%s (check --gpu-pod-name and --gpu-pod-namespace)",
-                  settings.pod_namespace, settings.pod_name)
-        sys.exit(2)
+        log.error("cannot tell this pod's GPUs, so none is reported (the GPU collector fails; ModelMesh's signals "
+                  "are served): the kubelet lists no pod %s/%s: set %s and %s from the downward API's metadata.name "
+                  "and metadata.namespace", settings.pod_namespace, settings.pod_name,
+                  setting("--gpu-pod-name"), setting("--gpu-pod-namespace"))
+        return dataclasses.replace(settings, gpu_uuids=(), gpu_unattributed=(
+            f"the kubelet lists no pod {settings.pod_namespace}/{settings.pod_name} (the error at start says what "
+            "to change)"))
     claimed = pod_claimed_gpus(pods, settings.pod_namespace, settings.pod_name)
     if claimed and not ids:
         # Which of the node's GPUs a claim's device is, NVML cannot say: report none as this pod's, as a failure.
@@ -92,8 +114,16 @@ def own_gpus(settings: ExporterSettings) -> ExporterSettings:
         # The device plugin's DEVICE_ID_STRATEGY=index: an index among the GPUs the plugin sees, which need not
         # be the sidecar's; guessing would report another pod's GPU as a success. Kept as configured: they fail.
         log.error("the kubelet names this pod's GPUs by index (%s), not by UUID: the NVIDIA device plugin runs with "
-                  "DEVICE_ID_STRATEGY=index; set DEVICE_ID_STRATEGY=uuid (its default) or give the sidecar "
-                  "--gpu-uuids; until then the GPU collector fails", ", ".join(indexes))
+                  "DEVICE_ID_STRATEGY=index; set DEVICE_ID_STRATEGY=uuid (its default), or drop %s and give the "
+                  "sidecar %s; until then the GPU collector fails", ", ".join(indexes),
+                  setting("--gpu-pod-resources-socket"), setting("--gpu-uuids"))
     log.info("reporting the GPUs the kubelet gave this pod: %s", ", ".join(ids))
+    if shared := pod_shared_gpus(pods, settings.pod_namespace, settings.pod_name):
+        # NVML measures a whole GPU: the replica a pod holds has no utilization of its own.
+        log.warning("GPU %s is shared by time-slicing or MPS (the kubelet gave this pod replicas of it): its busy "
+                    "ratio is the whole GPU's, the other pods' work on it included, and every pod sharing it reports "
+                    "the same, so scaling on it may add pods that relieve the GPU of nothing; to scale this runtime "
+                    "on its requests instead, turn the GPU collector off (EXPORTER_NO_GPU=true, --no-gpu) and give "
+                    "the runtime a target_rps_per_pod", ", ".join(shared))
     return dataclasses.replace(settings, gpu_uuids=ids)
 

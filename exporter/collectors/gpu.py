@@ -8,7 +8,8 @@ NVML nothing. Busy is the mean of NVML's own utilization samples over the last `
 No GPU is a state, not a crash. Without a library, with init failing, or with no GPU visible, there are no
 GPU series and `collector_success{collector="gpu"}` is 0; a lost GPU drops its own series (the others stay)
 and also counts as a failure. A MIG device has memory series but no busy ratio (NVML measures no
-utilization per MIG device), which is reported as a failure too, so a dashboard shows why busy is missing.
+utilization per MIG device): beside a whole GPU with one that is logged once, not a failure (the whole GPUs'
+busy stays fresh); with only MIG devices, busy is missing and the collector fails, so a dashboard shows why.
 Each failed try adds to `scrape_errors_total{reason="nvml"}` (`internal` for a bug) and the outage is logged
 once (CollectorHealth). NVML is re-initialised with backoff, 1 s up to 30 s between tries (the passes in
 between try nothing and count nothing), so a GPU that comes back is found again.
@@ -113,7 +114,8 @@ class GpuCollector(Collector):
         busy = GaugeMetricFamily(
             names.GPU_BUSY_RATIO,
             "Fraction of the sample window in which a kernel ran on the GPU (NVML utilization samples "
-            "averaged over the window), 0..1.",
+            "averaged over the window), 0..1. The whole GPU's: on a GPU shared by time-slicing or MPS, the same "
+            "in every pod sharing it.",
             labels=["gpu", "uuid"],
         )
         used = GaugeMetricFamily(

@@ -29,6 +29,7 @@ from exporter.collectors.health import CollectorHealth
 from exporter.counters import CounterWindow
 from exporter.model_recency import ModelRecency
 from exporter.modelmesh_text import REQUESTS, SAMPLES_READ, ModelMeshReading, ScrapeFailure, parse_modelmesh
+from exporter.settings import setting
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,11 @@ are about 35 MiB of text in all (every histogram has a series per model, buckets
 exporter reads (`MAX_BODY_BYTES`), and 2 % of that when asked so. A server that ignores the query sends
 everything, which is read as before."""
 
+_URL: Final = setting("--modelmesh-url")
+_NOT_METRICS: Final = frozenset({"text/html", "application/json", "application/xml", "text/xml"})
+"""Content types no metrics endpoint sends: a body of one that cannot be read is named as such, not as
+ModelMesh's metrics with series missing. Only the failure's words change: what parses is read whatever its type."""
+_INSECURE: Final = setting("--modelmesh-insecure", "true")
 _SCHEME_SETTING: Final = ("modelmesh-serving's metrics.scheme (the mm container's MM_METRICS=prometheus:...;"
                            "scheme=...)")
 """Where a ModelMesh runtime's metrics port is set to http or https."""
@@ -104,11 +110,17 @@ class ModelMeshCollector(Collector):
         """One scrape; on failure the previous values stay and the failure is counted by reason."""
         started = time.perf_counter()
         try:
-            text, at = await self._fetch(session)
-            if len(text) >= PARSE_OFF_LOOP_CHARS:
-                self._fold(await asyncio.to_thread(parse_modelmesh, text), at)
-            else:
-                self.ingest(text, at)
+            text, at, content_type = await self._fetch(session)
+            try:
+                if len(text) >= PARSE_OFF_LOOP_CHARS:
+                    self._fold(await asyncio.to_thread(parse_modelmesh, text), at)
+                else:
+                    self.ingest(text, at)
+            except ScrapeFailure as failure:
+                if content_type in _NOT_METRICS:  # a proxy's error page, or another port's: say so
+                    raise ScrapeFailure(failure.reason, f"the answer is {content_type}, not metrics ({failure}): is "
+                                        f"{_URL} ModelMesh's metrics port?") from failure
+                raise
         except ScrapeFailure as failure:
             # Before a first good read (ModelMesh takes tens of seconds to start) there are no values to keep.
             served = ("keeping last good values" if self._reading is not None
@@ -133,8 +145,8 @@ class ModelMeshCollector(Collector):
         self._reading = reading
         self._lru_age_s = reading.lru_age_at(now)
 
-    async def _fetch(self, session: aiohttp.ClientSession) -> tuple[str, float]:
-        """The body and the time its counters were read (when the response headers arrived).
+    async def _fetch(self, session: aiohttp.ClientSession) -> tuple[str, float, str]:
+        """The body, the time its counters were read (when the response headers arrived), and its content type.
 
         A server that hangs up before answering on a reused keep-alive connection is retried once at once:
         that is the server closing an idle connection as we sent, not an outage.
@@ -146,24 +158,24 @@ class ModelMeshCollector(Collector):
                     at = self._clock()
                     if response.status != 200:
                         raise ScrapeFailure(names.REASON_HTTP, f"HTTP {response.status}")
-                    return await self._body(response), at
+                    return await self._body(response), at, response.content_type
             except TimeoutError as error:
                 raise ScrapeFailure(names.REASON_TIMEOUT, f"no answer within {self._timeout.total} s") from error
             except (aiohttp.ClientConnectorCertificateError, ssl.SSLCertVerificationError) as error:
                 raise ScrapeFailure(names.REASON_TLS, f"{error} (ModelMesh's metrics port serves a self-signed "
                                     "certificate it makes anew at every start: run the exporter with "
-                                    "--modelmesh-insecure; the request stays inside the pod)") from error
+                                    f"{_INSECURE}; the request stays inside the pod)") from error
             except (aiohttp.ClientSSLError, ssl.SSLError) as error:
                 raise ScrapeFailure(names.REASON_TLS, f"{error} (no TLS handshake: where ModelMesh serves plain "
-                                    f"http, {_SCHEME_SETTING} is http: use an http:// --modelmesh-url)") from error
+                                    f"http, {_SCHEME_SETTING} is http: use an http:// URL in {_URL})") from error
             except aiohttp.ServerDisconnectedError as error:
                 if attempt == 1:
                     continue
                 hint = ""
                 if self._url.startswith("http://"):
                     hint = (f" (ModelMesh closes plain-http connections unanswered where it serves https, its "
-                            f"default; {_SCHEME_SETTING} says which: for https use an https:// --modelmesh-url with "
-                            "--modelmesh-insecure)")
+                            f"default; {_SCHEME_SETTING} says which: for https use an https:// URL in {_URL} with "
+                            f"{_INSECURE})")
                 raise ScrapeFailure(names.REASON_CONNECT, f"server closed the connection: {error}{hint}") from error
             except aiohttp.ClientPayloadError as error:
                 raise ScrapeFailure(names.REASON_PARSE, f"incomplete body: {error}") from error

@@ -310,6 +310,38 @@ def test_bad_settings_are_usage_errors_that_say_which(
     assert says in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("environ", "names_"),
+    [
+        pytest.param({"EXPORTER_LOAD_WINDOW": "1"}, ("--load-window", "EXPORTER_LOAD_WINDOW", "--modelmesh-interval",
+                                                      "EXPORTER_MODELMESH_INTERVAL"), id="window"),
+        pytest.param({"EXPORTER_MODEL_RECENCY_HORIZON": "2"},
+                     ("--model-recency-horizon", "EXPORTER_MODEL_RECENCY_HORIZON", "EXPORTER_MODELMESH_INTERVAL"),
+                     id="horizon"),
+        pytest.param({"EXPORTER_GPU_POD_RESOURCES_SOCKET": "/k.sock"},
+                     ("EXPORTER_GPU_POD_NAME", "EXPORTER_GPU_POD_NAMESPACE", "--gpu-pod-name"), id="pod-unnamed"),
+        pytest.param({"EXPORTER_GPU_POD_RESOURCES_SOCKET": "/k.sock", "EXPORTER_GPU_POD_NAME": "p",
+                      "EXPORTER_GPU_POD_NAMESPACE": "n", "EXPORTER_GPU_UUIDS": "GPU-1"},
+                     ("EXPORTER_GPU_POD_RESOURCES_SOCKET", "EXPORTER_GPU_UUIDS", "--gpu-uuids"), id="two-choices"),
+        pytest.param({"EXPORTER_MODELMESH_INSECURE": "true", "EXPORTER_MODELMESH_CA_FILE": "CERT"},
+                     ("EXPORTER_MODELMESH_INSECURE", "EXPORTER_MODELMESH_CA_FILE", "--modelmesh-ca-file"),
+                     id="insecure-and-ca"),
+    ],
+)
+def test_an_error_in_settings_a_manifest_sets_names_each_variable_and_its_flag(
+    environ: dict[str, str], names_: tuple[str, ...], modelmesh_cert: CertificateFiles,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A sidecar is configured by EXPORTER_* variables in its pod spec. These errors named only the flags (or
+    "their EXPORTER_ variables"), which the manifest an operator reads does not contain."""
+    environ = {k: str(modelmesh_cert.cert_file) if v == "CERT" else v for k, v in environ.items()}
+    with pytest.raises(SystemExit) as exit_:
+        parse_settings([], environ=environ)
+    assert exit_.value.code == 2
+    said = capsys.readouterr().err
+    assert all(name in said for name in names_), said
+
+
 def test_insecure_and_a_ca_file_contradict_even_across_flag_and_variable(
     modelmesh_cert: CertificateFiles, capsys: pytest.CaptureFixture[str],
 ) -> None:

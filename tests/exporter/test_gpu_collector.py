@@ -449,30 +449,77 @@ def test_a_wall_clock_stepped_back_does_not_serve_the_old_busy_as_new(
     assert fake.calls("utilization") == 0  # read from NVML's samples, as before the step
 
 
-def test_mig_devices_report_memory_but_no_busy(
-    fake: FakeNvml, health: CollectorHealth, collector: GpuCollector, caplog: pytest.LogCaptureFixture,
+def test_mig_devices_beside_whole_gpus_report_memory_and_leave_busy_to_the_whole_gpus(
+    fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """NVML measures no utilization per MIG device. Beside a whole GPU that does, that is how MIG is, not a
+    failure: the collector failed for good, so `last_success_timestamp{collector="gpu"}` never appeared, the
+    adapter read the pod's GPU signal as missing (GPU 0's busy included) and its runtime never scaled down.
+    Said once in the log instead, naming the MIG devices and the GPUs busy is read from."""
+    fake.set_gpu(0, util=40)
     fake.set_gpu(1, mig=2, mem_used=10 * GIB, mem_total=80 * GIB)
-    with caplog.at_level(logging.WARNING):
-        collector.sample_once()
-        collector.sample_once()
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        for _ in range(3):
+            clock.advance(1)
+            collector.sample_once()
     text, series = scrape(collector, health)
-    assert set(gpu_series(series, names.GPU_BUSY_RATIO)) == {"0"}
+    assert gpu_series(series, names.GPU_BUSY_RATIO) == {"0": 0.4}
     assert gpu_series(series, names.GPU_MEMORY_TOTAL_BYTES) == {"0": 80 * GIB, "1/0": 40 * GIB, "1/1": 40 * GIB}
     assert gpu_series(series, names.GPU_MEMORY_USED_BYTES)["1/1"] == 5 * GIB
     assert 'uuid="MIG-' in text
+    assert health_of(series) == (1.0, 0.0)
+    assert series[(names.LAST_SUCCESS_TIMESTAMP, (("collector", names.COLLECTOR_GPU),))] == clock.now
+    said = [r.getMessage() for r in caplog.records if "MIG" in r.getMessage() and "busy" in r.getMessage()]
+    assert len(said) == 1, said
+    assert "1/0" in said[0] and "1/1" in said[0] and "GPU 0" in said[0], said[0]
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_mig_devices_this_container_may_not_see_are_left_out_not_a_failure_for_good(
+    fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """NVML answers NO_PERMISSION for a GPU not given to this container, and for a MIG device of another pod's
+    (a container without that MIG device's capability). Left out as a GPU is (nvml.h): it failed the whole MIG
+    GPU's enumeration, a standing failure, so the collector failed for good and GPU 0's busy read as stale."""
+    fake.set_gpu(0, util=40)
+    fake.set_gpu(1, mig=2, mig_handle_error=NO_PERMISSION)
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        for _ in range(3):
+            clock.advance(1)
+            collector.sample_once()
+    _, series = scrape(collector, health)
+    assert gpu_series(series, names.GPU_BUSY_RATIO) == {"0": 0.4}
+    assert set(gpu_series(series, names.GPU_MEMORY_TOTAL_BYTES)) == {"0"}
+    assert health_of(series) == (1.0, 0.0)
+    said = [r.getMessage() for r in caplog.records if "GPU 1" in r.getMessage() and "MIG" in r.getMessage()]
+    assert len(said) == 1 and "permission" in said[0].lower(), said
+
+
+def test_mig_devices_alone_fail_the_collector_busy_is_missing(
+    fake: FakeNvml, health: CollectorHealth, clock: Clock,
+) -> None:
+    """With only MIG devices chosen, no busy ratio at all: the signal scaled on is missing, said as a failure."""
+    fake.set_gpu(1, mig=2)
+    collector = GpuCollector(health, uuids=[default_uuid(1)], clock=clock)
+    collector.sample_once()
+    collector.sample_once()
+    _, series = scrape(collector, health)
+    assert gpu_series(series, names.GPU_BUSY_RATIO) == {}
+    assert set(gpu_series(series, names.GPU_MEMORY_TOTAL_BYTES)) == {"1/0", "1/1"}
     assert health_of(series) == (0.0, 2.0)
-    assert len(caplog.records) == 1
+    collector.close()
 
 
 def test_a_new_gpu_problem_during_an_outage_is_logged_too(
     fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector, caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """MIG devices fail the GPU collector for good (reason nvml), so it is failing from the start. A GPU lost
-    later fails it with the same reason: logged once per reason, the operator's last line still spoke of MIG
-    while GPU 0 had gone. A new problem is logged too, at most once a minute (a problem whose text changes at
-    every pass must not log at every pass)."""
-    fake.set_gpu(1, mig=2, mem_used=10 * GIB, mem_total=80 * GIB)
+    """A GPU that measures no utilization fails the GPU collector for good (reason nvml), so it is failing from
+    the start. A GPU lost later fails it with the same reason: logged once per reason, the operator's last line
+    still spoke of the first GPU while GPU 0 had gone. A new problem is logged too, at most once a minute (a
+    problem whose text changes at every pass must not log at every pass)."""
+    fake.set_gpu(1, samples_error=NOT_SUPPORTED, util_error=NOT_SUPPORTED)
     with caplog.at_level(logging.WARNING):
         collector.sample_once()
         fake.set_gpu(0, error=GPU_IS_LOST)

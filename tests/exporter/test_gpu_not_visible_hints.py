@@ -58,3 +58,16 @@ def test_no_gpu_visible_says_the_same(
     message = warning_after_one_pass(GpuCollector(CollectorHealth()), caplog)
     assert "NVML sees no GPU" in message
     assert_names_both_fixes(message)
+
+
+def test_a_configured_gpu_not_seen_is_said_with_the_gpus_that_are_and_the_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """EXPORTER_GPU_UUIDS with a UUID mistyped (or a GPU of another node): the line said only "configured GPU ...
+    is not visible"; the operator had to exec into the pod to learn which UUIDs it does see."""
+    fake = FakeNvml.create(tmp_path, gpus=2)
+    fake.install(monkeypatch)
+    message = warning_after_one_pass(GpuCollector(CollectorHealth(), uuids=["GPU-fa4e0000-typo"]), caplog)
+    assert "GPU-fa4e0000-typo" in message
+    assert all(gpu.uuid in message for gpu in fake.gpus), message
+    assert "EXPORTER_GPU_UUIDS" in message and "NVIDIA_VISIBLE_DEVICES=all" in message, message

@@ -18,12 +18,14 @@ import pytest
 from aiohttp.test_utils import TestServer
 from prometheus_client import CollectorRegistry
 
+from exporter import modelmesh_text
 from exporter.app import metrics_app
 from exporter.collectors import modelmesh as modelmesh_collector
 from exporter.collectors.health import CollectorHealth
-from exporter.collectors.modelmesh import ModelMeshCollector
-from exporter.modelmesh_text import ModelMeshReading, parse_with_library
+from exporter.collectors.modelmesh import MAX_BODY_BYTES, ModelMeshCollector
+from exporter.modelmesh_text import ModelMeshReading, parse_modelmesh, parse_with_library
 from tests.exporter.test_exporter_memory_limit import unfiltered_modelmesh as unfiltered_modelmesh
+from tests.exporter.test_exporter_memory_limit import unfiltered_modelmesh_body
 
 __all__ = ["unfiltered_modelmesh"]  # the fixture, used by name
 
@@ -73,3 +75,77 @@ async def test_healthz_answers_while_the_largest_body_is_parsed(
             await asyncio.to_thread(prober.join)
     [answers] = during
     assert answers >= 2, f"/healthz answered {answers} times while the exporter parsed the body"
+
+
+READS = 3
+
+
+@pytest.mark.slow
+async def test_healthz_answers_while_the_narrow_reader_reads_the_largest_body(
+    unfiltered_modelmesh: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The narrow reader (what reads ModelMesh's own shapes) found every line in one regular-expression call over
+    the whole body: 0.2-0.3 s here of C that holds Python's lock, during which the event loop answered nothing
+    (five times longer under the sidecar's CPU limit): /healthz and /metrics waited though the parse ran in a
+    thread. Counted, not timed: the answers the prober got while the reader read the body's bucket lines and
+    gauges (the lines it skips, 32 MiB of them, and the few it reads), so that the read is nearly all that
+    regular-expression pass, `READS` times: one answer at most before (one already on its way), four or five a
+    read now."""
+    answered = [0]
+    during: list[int] = []
+
+    def parse_counting(text: str) -> ModelMeshReading:
+        skipped_mostly = "".join(line for line in text.splitlines(keepends=True) if "_count{" not in line)
+        before = answered[0]
+        for _ in range(READS):
+            reading = parse_modelmesh(skipped_mostly)
+        during.append(answered[0] - before)
+        return reading
+
+    monkeypatch.setattr(modelmesh_collector, "parse_modelmesh", parse_counting)
+    health = CollectorHealth()
+    collector = ModelMeshCollector(health, unfiltered_modelmesh, timeout_s=30)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    async with TestServer(metrics_app(registry, health), host="127.0.0.1") as server:
+        stop = threading.Event()
+        prober = threading.Thread(target=probe_until, args=(str(server.make_url("/healthz")), stop, answered))
+        prober.start()
+        try:
+            async with aiohttp.ClientSession() as session:
+                assert await collector.scrape_once(session)
+        finally:
+            stop.set()
+            await asyncio.to_thread(prober.join)
+    [answers] = during
+    assert answers >= 2 * READS, f"/healthz answered {answers} times while the narrow reader read the body"
+
+
+@pytest.mark.slow
+def test_the_library_paths_line_filter_lets_other_threads_run_over_the_largest_body() -> None:
+    """Where the narrow reader gives up, the library reads the lines the exporter uses, picked out of the body by
+    one regular expression: over the largest body one call, about 0.5 s here holding Python's lock, in which the
+    event loop (another thread) got not a single turn. Counted, not timed: the turns a thread that asks for the
+    lock every millisecond gets while the lines are picked."""
+    text = unfiltered_modelmesh_body(MAX_BODY_BYTES).decode()
+    turns = [0]
+    stop = threading.Event()
+
+    def ask_for_turns() -> None:
+        while not stop.is_set():
+            turns[0] += 1
+            time.sleep(0.001)
+
+    other = threading.Thread(target=ask_for_turns)
+    other.start()
+    try:
+        while turns[0] < 3:  # running, and asking
+            time.sleep(0.01)
+        before = turns[0]
+        picked = modelmesh_text._lines_read(text)
+        during = turns[0] - before
+    finally:
+        stop.set()
+        other.join()
+    assert picked.count("\n") > 10_000  # the count lines of every model, and the comments
+    assert during >= 5, f"another thread ran {during} times while the lines were picked"

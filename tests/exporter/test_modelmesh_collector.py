@@ -9,6 +9,7 @@ success 0 with the timestamp where it was, count the reason, and heal on the nex
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -306,6 +307,16 @@ async def test_broken_modelmesh_answer_keeps_the_last_good_values(rig: Rig, faul
     await assert_recovers(rig)
 
 
+async def test_a_web_page_instead_of_metrics_is_said_to_be_one(rig: Rig, caplog: pytest.LogCaptureFixture) -> None:
+    """A proxy's error page, or a URL that names the wrong port, answered 200 with HTML: the log said "ModelMesh
+    output lacks modelmesh_instance_capacity_bytes, ..." as though ModelMesh's metrics were incomplete."""
+    rig.fake.set_fault("garbage")
+    with caplog.at_level(logging.WARNING, logger="exporter"):
+        assert not await rig.collector.scrape_once(rig.session)
+    [line] = [r.getMessage() for r in caplog.records if "modelmesh collector failed" in r.getMessage()]
+    assert "text/html" in line and "not metrics" in line and "EXPORTER_MODELMESH_URL" in line, line
+
+
 async def test_slow_modelmesh_times_out_and_keeps_the_last_good_values(rig_factory: RigFactory) -> None:
     rig = await rig_factory(timeout_s=0.2)
     await prime(rig)
@@ -333,6 +344,25 @@ async def test_certificate_that_does_not_verify_keeps_the_last_good_values(rig: 
     await rig.stop_server()
     await rig.start_server()
     await assert_recovers(rig)
+
+
+async def test_modelmeshs_own_certificate_is_said_with_the_setting_a_manifest_sets(
+    certificates: Certificates, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The exporter verifying ModelMesh's self-signed certificate: the log said to run it with
+    --modelmesh-insecure, which a sidecar's manifest spells EXPORTER_MODELMESH_INSECURE=true."""
+    fake = FakeModelMesh(clock=SteppedClock())
+    files = certificates.modelmesh
+    runner = await serve(fake, "127.0.0.1", 0, ssl_context=server_context(files.cert_file, files.key_file))
+    try:
+        collector = ModelMeshCollector(CollectorHealth(), f"https://127.0.0.1:{runner.addresses[0][1]}/metrics")
+        with caplog.at_level(logging.WARNING, logger="exporter"):
+            async with aiohttp.ClientSession() as session:
+                assert not await collector.scrape_once(session)
+    finally:
+        await runner.cleanup()
+    [line] = [r.getMessage() for r in caplog.records if "modelmesh collector failed" in r.getMessage()]
+    assert "--modelmesh-insecure" in line and "EXPORTER_MODELMESH_INSECURE=true" in line, line
 
 
 async def test_wrong_ca_file_is_a_tls_error_from_the_first_scrape(certificates: Certificates) -> None:

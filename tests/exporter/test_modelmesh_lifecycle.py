@@ -196,9 +196,10 @@ def tls_context(tmp_path_factory: pytest.TempPathFactory) -> ssl.SSLContext:
 
 
 @pytest.mark.parametrize(("modelmesh_tls", "url_scheme", "advice"), [
-    pytest.param(False, "https", "use an http:// --modelmesh-url", id="modelmesh-serves-http"),
-    pytest.param(True, "http", "use an https:// --modelmesh-url with --modelmesh-insecure",
-                 id="modelmesh-serves-https"),
+    pytest.param(False, "https", "use an http:// URL in --modelmesh-url (EXPORTER_MODELMESH_URL)",
+                 id="modelmesh-serves-http"),
+    pytest.param(True, "http", "use an https:// URL in --modelmesh-url (EXPORTER_MODELMESH_URL) with "
+                 "--modelmesh-insecure (EXPORTER_MODELMESH_INSECURE=true)", id="modelmesh-serves-https"),
 ])
 async def test_a_url_scheme_modelmesh_does_not_serve_is_named_in_the_log(
     tls_context: ssl.SSLContext, caplog: pytest.LogCaptureFixture, modelmesh_tls: bool, url_scheme: str,

@@ -12,13 +12,14 @@ same reading, series in the same order, or the same failure.
 
 from __future__ import annotations
 
+import unittest.mock
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter import names
+from exporter import modelmesh_fast, names
 from exporter.modelmesh_text import (
     COUNTER_FIELDS,
     REQUESTS,
@@ -117,6 +118,18 @@ def test_the_real_containers_text_takes_the_narrow_path(text: str) -> None:
 @given(mutated(container_text()))
 def test_the_narrow_reader_agrees_with_the_library_on_mutated_modelmesh_text(text: str) -> None:
     assert_same(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(container_text(), mutated(container_text())), st.integers(1, 400))
+def test_the_readers_read_the_same_however_the_text_is_cut_into_pieces(text: str, piece: int) -> None:
+    """Both readers read a large body a piece at a time (`SCAN_CHARS`, so Python's lock passes between pieces):
+    every cut, at a line's newline, inside a label or a number, must read as the whole text does. The bodies here
+    are smaller than a piece, so the pieces are made smaller than the lines."""
+    reads = (parse_modelmesh, parse_narrowly, parse_with_library)  # parse_narrowly's None reads as an "error"
+    whole = [outcome(read, text) for read in reads]
+    with unittest.mock.patch.object(modelmesh_fast, "SCAN_CHARS", piece):
+        assert [outcome(read, text) for read in reads] == whole, text
 
 
 # ---- loose lines, in shapes ModelMesh writes and others ----

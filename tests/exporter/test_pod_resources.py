@@ -196,6 +196,7 @@ async def test_a_kubelet_that_never_comes_is_given_up_on_and_a_garbled_answer_at
     with pytest.raises(PodResourcesError, match="UNAVAILABLE") as missing:
         await pod_resources_waiting(str(tmp_path / "missing.sock"), *OUR_POD, patience_s=1.0, timeout_s=1.0)
     assert missing.value.transient
+    assert "--root-dir" in str(missing.value)  # an empty hostPath directory: not the kubelet's own?
     assert 1.0 <= time.monotonic() - started < 5.0
 
     async with fake_kubelet(tmp_path / "kubelet.sock", node_answer()[:-3]) as socket:
@@ -289,6 +290,9 @@ async def test_a_time_sliced_gpu_is_reported_by_its_uuid(tmp_path: Path) -> None
 
     assert busy_uuids(text) == {shared}
     assert gpu_success(text) == 1
+    # NVML's busy is the whole GPU's: every pod sharing it reports the others' work too. Said, not left to guess.
+    [line] = [line for line in (tmp_path / "exporter.log").read_text().splitlines() if "shared" in line]
+    assert "WARNING" in line and shared in line and "whole GPU" in line and "every pod sharing it" in line, line
 
 
 @pytest.mark.slow
@@ -385,3 +389,53 @@ async def test_gpu_indexes_from_the_device_plugin_are_named_as_such_in_the_log(t
     assert gpu_success(text) == 0
     log = (tmp_path / "exporter.log").read_text()
     assert "DEVICE_ID_STRATEGY=uuid" in log and "1" in log
+    assert "EXPORTER_GPU_UUIDS" in log and "EXPORTER_GPU_POD_RESOURCES_SOCKET" in log  # --gpu-uuids needs it gone
+
+
+@pytest.mark.slow
+async def test_a_socket_volume_not_mounted_is_said_with_the_fix_and_the_sidecar_keeps_serving(tmp_path: Path) -> None:
+    """The manifest sets EXPORTER_GPU_POD_RESOURCES_SOCKET but the pod has no hostPath volume for the kubelet's
+    directory: the socket's directory is not there, and it will not appear by waiting. The sidecar waited 30 s
+    and exited (status 2) at every start: a crash loop, which made the whole runtime pod not Ready, ModelMesh
+    signals lost with it, and its message (UNAVAILABLE, failed to connect) named neither the volume nor how to
+    turn the feature off. Now it serves ModelMesh's signals at once, reports no GPU as this pod's (the GPU
+    collector fails: the alert fires), and says what to mount and what to unset."""
+    port = free_port()
+    socket = tmp_path / "not-mounted" / "kubelet.sock"
+    env = {**node_with_gpus(tmp_path).env(), "EXPORTER_GPU_POD_NAME": OUR_POD[1],
+           "EXPORTER_GPU_POD_NAMESPACE": OUR_POD[0], "EXPORTER_GPU_POD_RESOURCES_SOCKET": str(socket)}
+    log = tmp_path / "exporter.log"
+    with running(["exporter.cli", "--listen", f"127.0.0.1:{port}", "--modelmesh-url", "http://127.0.0.1:9/metrics"],
+                 f"http://127.0.0.1:{port}/healthz", log, env=env):
+        _, text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{port}/metrics")
+    assert promtool_findings(text) == (0, "")
+    assert busy_uuids(text) == set()
+    assert gpu_success(text) == 0
+    said = log.read_text()
+    assert "waiting for the kubelet" not in said  # a volume does not appear by waiting
+    assert "hostPath" in said and "/var/lib/kubelet/pod-resources" in said and str(socket.parent) in said
+    assert "EXPORTER_GPU_POD_RESOURCES_SOCKET" in said and "--gpu-pod-resources-socket" in said
+
+
+@pytest.mark.slow
+async def test_a_pod_the_kubelet_does_not_list_is_said_by_its_variables_and_the_sidecar_keeps_serving(
+    tmp_path: Path,
+) -> None:
+    """EXPORTER_GPU_POD_NAME set by hand (not from the downward API) and wrong: the kubelet lists no such pod.
+    The sidecar exited (status 2) at every start, a crash loop that made the runtime pod not Ready, and said to
+    check --gpu-pod-name, which the manifest does not contain."""
+    port = free_port()
+    env = {**node_with_gpus(tmp_path).env(), "EXPORTER_GPU_POD_NAME": "modelmesh-serving-triton",
+           "EXPORTER_GPU_POD_NAMESPACE": OUR_POD[0]}
+    log = tmp_path / "exporter.log"
+    async with fake_kubelet(tmp_path / "kubelet.sock", node_answer()) as socket:
+        with contextlib.ExitStack() as stack:
+            await asyncio.to_thread(stack.enter_context, running(
+                ["exporter.cli", "--listen", f"127.0.0.1:{port}", "--modelmesh-url", "http://127.0.0.1:9/metrics",
+                 "--gpu-pod-resources-socket", socket], f"http://127.0.0.1:{port}/healthz", log, env=env))
+            _, text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{port}/metrics")
+    assert promtool_findings(text) == (0, "")
+    assert busy_uuids(text) == set()
+    assert gpu_success(text) == 0
+    said = log.read_text()
+    assert "EXPORTER_GPU_POD_NAME" in said and "EXPORTER_GPU_POD_NAMESPACE" in said and "metadata.name" in said

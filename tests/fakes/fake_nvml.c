@@ -25,6 +25,8 @@
  *   gpu.I.samples_error N   returned by nvmlDeviceGetSamples (3 = not supported)
  *   gpu.I.util_error N      returned by nvmlDeviceGetUtilizationRates
  *   gpu.I.memory_error N    returned by nvmlDeviceGetMemoryInfo(_v2)
+ *   gpu.I.mig_handle_error N returned by nvmlDeviceGetMigDeviceHandleByIndex for an existing MIG device
+ *                           (4 = no permission: a container not given that MIG device)
  *
  * A missing state file acts as "driver not loaded". Samples are stateless: the ones newer than the
  * caller's lastSeenTimeStamp, on a grid of sample_period_us, carry the current utilization. MIG behaves
@@ -73,7 +75,7 @@ struct fake_gpu {
     char uuid[STR_LEN], name[STR_LEN];
     unsigned util, mem_util;
     unsigned long long mem_used, mem_total;
-    int mig, error, handle_error, samples_error, util_error, memory_error;
+    int mig, error, handle_error, samples_error, util_error, memory_error, mig_handle_error;
 };
 
 struct fake_state {
@@ -126,6 +128,7 @@ static void set_gpu_field(struct fake_gpu *g, const char *field, const char *val
     else if (!strcmp(field, "samples_error")) g->samples_error = (int)n;
     else if (!strcmp(field, "util_error")) g->util_error = (int)n;
     else if (!strcmp(field, "memory_error")) g->memory_error = (int)n;
+    else if (!strcmp(field, "mig_handle_error")) g->mig_handle_error = (int)n;
 }
 
 static void read_state(struct fake_state *s) {
@@ -348,6 +351,7 @@ nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned i
     if (mig >= 0 || g->mig <= 0) return NVML_ERROR_NOT_SUPPORTED;
     if (mig_device == NULL || index >= MAX_MIG) return NVML_ERROR_INVALID_ARGUMENT;
     if ((int)index >= g->mig) return NVML_ERROR_NOT_FOUND;
+    if (g->mig_handle_error) return g->mig_handle_error;
     *mig_device = handle_of(device->gpu, (int)index);
     return NVML_SUCCESS;
 }

@@ -112,6 +112,8 @@ class FakeGpu:
     samples_error: int = 0
     util_error: int = 0
     memory_error: int = 0
+    mig_handle_error: int = 0
+    """Returned by nvmlDeviceGetMigDeviceHandleByIndex for this GPU's existing MIG devices."""
 
 
 @dataclass
