@@ -11,20 +11,14 @@ is left); the new container's models are stamped at that read: late, never early
 
 ModelMesh keeps a model's series for the life of its container, so the models kept here are only those served
 within `horizon_s`: the exporter's output does not grow with every model the pod ever served.
-
-At the exporter's first read a count says a model was served some time in the container's life, not when: the
-read is a baseline, and such a model is stamped once its count rises (`ModelRecency.update`).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping
 
 from exporter.modelmesh_text import REQUESTS, Labels, ModelMeshReading
 from exporter.names import MM_MODEL_ID_LABEL
-
-log = logging.getLogger("exporter.collectors.modelmesh")
 
 
 class ModelRecency:
@@ -44,22 +38,17 @@ class ModelRecency:
         None at the exporter's first read.
 
         At the first read a model's count above 0 cannot say when ModelMesh served it: a minute ago, or a week.
-        It is not stamped; it is once its count rises, within a read for a model in use. Stamped at the first
-        read, as it was, every model the container ever served looked served just now after a sidecar restart
-        (an OOM kill, a failed liveness probe): the pod's unique copies became the runtime's most by far, and as
-        the adapter scales the term by the most, every other pod's real unique copies counted for next to
-        nothing, for a whole horizon. Not stamping costs only a model served shortly before the restart and not
-        since: its copy counts for nothing until it is served again.
+        It is taken as served at that read. Wrong that way, the pod's copy counts as recently served for one
+        horizon longer than it should, which keeps a pod a scale-down longer; wrong the other way, the pod's
+        only recent copy of a model would count for nothing, and the pod could be removed on that guess,
+        forcing cold loads of the model elsewhere. An exporter restarts rarely, and the error ends with the
+        horizon.
         """
         counts = reading.counters.get(REQUESTS, {})
         if not self.reports:
             self.reports = any(_model_id(labels) is not None for labels in counts)
-        if risen is None:
-            if before := {model for labels, count in counts.items() if count > 0 and (model := _model_id(labels))}:
-                log.info("%d models were served before this exporter's first read of ModelMesh, when is unknown: "
-                         "each is published as served once its count rises", len(before))
-            risen = frozenset()
-        served: Iterable[Labels] = risen
+        served: Iterable[Labels] = (
+            (labels for labels, count in counts.items() if count > 0) if risen is None else risen)
         for labels in served:
             model = _model_id(labels)
             if model:  # ModelMesh labels a request without a model id "": no model
