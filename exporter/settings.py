@@ -17,7 +17,7 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, NoReturn
 
 from exporter.env_flags import EnvFlag, EnvFlagError, resolve_flags
 
@@ -203,10 +203,25 @@ _GROUPS: Final = {"--modelmesh": "ModelMesh", "--load": "ModelMesh", "--model-":
                    "--no-gpu": "GPU (NVML)"}
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _SidecarParser(argparse.ArgumentParser):
+    """A value refused is one line, `modelmesh-exporter: error: ...`, and status 2: in a sidecar's log argparse's
+    usage (14 lines) came first and buried the line that matters. A flag it does not know still shows the usage,
+    to find the right one."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("argument "):
+            self.refuse(message)
+        super().error(message)
+
+    def refuse(self, message: str) -> NoReturn:
+        """One line naming what to fix, status 2 (a bad variable, or flags that contradict each other)."""
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> _SidecarParser:
     """The `modelmesh-exporter` parser. Defaults are None here: `parse_settings` fills in each unset flag
     from its variable, then from `ExporterSettings`, so `--help` shows the real default, not the environment."""
-    parser = argparse.ArgumentParser(
+    parser = _SidecarParser(
         prog="modelmesh-exporter",
         description=(
             "Per-pod sidecar for KServe ModelMesh runtimes: samples the GPU through NVML and the local "
@@ -238,27 +253,27 @@ def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | N
     try:
         values = resolve_flags(_BY_DEST.values(), args, os.environ if environ is None else environ)
     except EnvFlagError as error:
-        parser.error(str(error))
+        parser.refuse(str(error))
     if values.get("modelmesh_insecure") and values.get("modelmesh_ca_file") is not None:
-        parser.error(f"{setting('--modelmesh-insecure')} and {setting('--modelmesh-ca-file')} contradict each "
+        parser.refuse(f"{setting('--modelmesh-insecure')} and {setting('--modelmesh-ca-file')} contradict each "
                      "other: verify with the CA file, or not at all")
     if values.get("gpu_pod_resources_socket") is not None:
         if not (values.get("gpu_pod_name") and values.get("gpu_pod_namespace")):
-            parser.error(f"{setting('--gpu-pod-resources-socket')} needs {setting('--gpu-pod-name')} and "
+            parser.refuse(f"{setting('--gpu-pod-resources-socket')} needs {setting('--gpu-pod-name')} and "
                          f"{setting('--gpu-pod-namespace')}, from the downward API's metadata.name and "
                          "metadata.namespace: they name this pod to the kubelet")
         if values.get("gpu_uuids"):
-            parser.error(f"{setting('--gpu-pod-resources-socket')} and {setting('--gpu-uuids')} both choose the "
+            parser.refuse(f"{setting('--gpu-pod-resources-socket')} and {setting('--gpu-uuids')} both choose the "
                          "GPUs: use one")
     listen = values.get("listen", (_D.listen_host, _D.listen_port))
     interval = values.get("modelmesh_interval", _D.modelmesh_interval_s)
     window = values.get("load_window", _D.load_window_s)
     if window < interval:
-        parser.error(f"{setting('--load-window')} is {window:g} s: it must be at least "
+        parser.refuse(f"{setting('--load-window')} is {window:g} s: it must be at least "
                      f"{setting('--modelmesh-interval')}, {interval:g} s: a rate needs two scrapes inside its window")
     horizon = values.get("model_recency_horizon", _D.model_recency_horizon_s)
     if 0 < horizon < interval:
-        parser.error(f"{setting('--model-recency-horizon')} is {horizon:g} s: it must be 0 (off) or at least "
+        parser.refuse(f"{setting('--model-recency-horizon')} is {horizon:g} s: it must be 0 (off) or at least "
                      f"{setting('--modelmesh-interval')}, {interval:g} s: a model served between two reads would be "
                      "left out at the next one")
     return ExporterSettings(

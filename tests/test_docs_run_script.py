@@ -29,8 +29,6 @@ def test_the_readme_says_how_many_test_files_run_at_once() -> None:
     assert files_at_a_time((REPO / "README.md").read_text()) == script_default()
 
 
-@pytest.mark.xfail(strict=True, reason="./run (not this change's file) says 'two files at a time' in its help "
-                   "comment while it runs ${TEST_PROCESSES:-3}: write three there")
 def test_run_help_says_how_many_test_files_run_at_once() -> None:
     shown = subprocess.run([str(REPO / "run"), "help"], capture_output=True, text=True, timeout=30, check=True)
     assert files_at_a_time(shown.stdout) == script_default()
