@@ -24,7 +24,8 @@ def serve(argv: list[str] | None) -> None:
         level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     tls = (
-        "without verifying its certificate" if settings.modelmesh_insecure
+        "plain HTTP" if not settings.modelmesh_url.startswith("https")
+        else "without verifying its certificate" if settings.modelmesh_insecure
         else f"trusting {settings.modelmesh_ca_file}" if settings.modelmesh_ca_file
         else "trusting the system CAs"
     )

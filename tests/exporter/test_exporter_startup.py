@@ -51,7 +51,11 @@ def test_serving_is_said_once_bound_with_the_port_it_got(tmp_path: Path) -> None
     with running(["exporter.cli", "--listen", f"127.0.0.1:{port}", "--no-gpu",
                   "--modelmesh-url", "http://127.0.0.1:1/metrics"], f"http://127.0.0.1:{port}/healthz", log):
         pass
-    assert f"serving on 127.0.0.1:{port};" in log.read_text()
+    said = log.read_text()
+    assert f"serving on 127.0.0.1:{port};" in said
+    # An http:// ModelMesh involves no certificate: the line said "trusting the system CAs", sending an
+    # operator after a CA that plays no part.
+    assert "(plain HTTP;" in said and "system CAs" not in said
 
 
 def test_no_gpu_publishes_no_gpu_collector_and_passes_promtool(tmp_path: Path) -> None:
