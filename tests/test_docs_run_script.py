@@ -7,8 +7,6 @@ import re
 import subprocess
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parent.parent
 WORDS = {"one": 1, "two": 2, "three": 3, "four": 4}
 
