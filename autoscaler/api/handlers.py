@@ -77,6 +77,18 @@ separators, keys in the order below), so that a refresh fills in only what varie
 _HELD: Final = "; values unknown (503), HPA holds"
 """How the decision's reasons (`autoscaler.policies`) end; this answer says it in its own words instead."""
 
+_SOURCE_DOWN: Final = "metric source down"
+"""How the decision's reasons say the source failed; this answer adds where its error is shown."""
+
+
+def _unknown_because(view: RuntimeView) -> str:
+    """The view's reason for a 503's message; a source failure points at /debug, which shows its error."""
+    reason = view.reason.removesuffix(_HELD) or "no fresh data"
+    if reason.startswith(_SOURCE_DOWN):
+        where = f"{_SOURCE_DOWN} (its error: /debug/runtimes/{view.key.namespace}/{view.key.deployment})"
+        reason = where + reason.removeprefix(_SOURCE_DOWN)
+    return reason
+
 
 def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str) -> Answer:
     """The answer as `json.dumps` of
@@ -92,8 +104,7 @@ def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str) -> Answ
     served = view.values.get(metric)
     if not view.known or served is None or (value := served.value) is None or served.timestamp is None:
         return error_answer(503, f"{metric.value} for runtime {view.key} is unknown right now: "
-                                 f"{view.reason.removesuffix(_HELD) or 'no fresh data'}; "
-                                 "the HPA holds its current replicas")
+                                 f"{_unknown_because(view)}; the HPA holds its current replicas")
     if not 0.0 <= value <= MAX_SERVABLE:  # `quantity`'s rule, inline: this runs for every runtime and metric
         return error_answer(503, f"{metric.value} for runtime {view.key} is {value!r}, which the HPA cannot "
                                  "read as a quantity (see /debug); the HPA holds its current replicas")

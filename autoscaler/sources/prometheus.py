@@ -41,7 +41,7 @@ from pathlib import Path
 from urllib3.util.retry import Retry
 
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
-from autoscaler.sources.base import PodDiscovery, RuntimeInventory
+from autoscaler.sources.base import DiscoveryOutage, PodDiscovery, RuntimeInventory, SourceProblem
 from autoscaler.sources.prometheus_answers import REASON_EMPTY, REASON_GARBAGE, PrometheusSourceError
 from autoscaler.sources.prometheus_queries import (
     DCGM_GR_ENGINE_ACTIVE,
@@ -152,6 +152,7 @@ class PrometheusSource:
         self.outage_since: float | None = None
         """Clock time the current outage began; None while Prometheus answers."""
         self.last_error: PrometheusSourceError | None = None
+        self._discovery_outage = DiscoveryOutage()
 
     @property
     def queries(self) -> Sequence[str]:
@@ -175,7 +176,7 @@ class PrometheusSource:
             self._note_partial(self._reader.warnings)
             self._note_models(self._reader.models_error)
             backend_ok = True
-        source_ok = backend_ok and self._discovery.healthy
+        source_ok = self._discovery_outage.note(self._discovery.healthy, now) and backend_ok
         snapshots = [
             self._snapshot(runtime, answers, seen, now, source_ok) for runtime in inventory.values()
         ]
@@ -185,6 +186,14 @@ class PrometheusSource:
                 self._note_dcgm_unmatched(answers["gpu_busy"], seen, now)
         self._forget_vanished(inventory)
         return snapshots
+
+    def problems(self, key: RuntimeKey) -> tuple[SourceProblem, ...]:
+        """What fails now, for /debug: discovery out of date, and Prometheus failing (the same for every runtime:
+        the backend fails as a whole), with its last error and the time the outage began."""
+        problems = self._discovery_outage.problems()
+        if self.last_error is not None and self.outage_since is not None:
+            problems += (SourceProblem(self.last_error.reason, self.last_error.detail, self.outage_since),)
+        return problems
 
     async def close(self) -> None:
         """Release the HTTP connections."""
