@@ -77,17 +77,15 @@ separators, keys in the order below), so that a refresh fills in only what varie
 _HELD: Final = "; values unknown (503), HPA holds"
 """How the decision's reasons (`autoscaler.policies`) end; this answer says it in its own words instead."""
 
-_SOURCE_DOWN: Final = "metric source down"
-"""How the decision's reasons say the source failed; this answer adds where its error is shown."""
+def debug_path(view: RuntimeView) -> str:
+    """Where the runtime's /debug is: a 503's message ends with it, since /debug says which pods lack what and
+    what the metric source's error is (`autoscaler.api.debug_document`)."""
+    return f"/debug/runtimes/{view.key.namespace}/{view.key.deployment}"
 
 
-def _unknown_because(view: RuntimeView) -> str:
-    """The view's reason for a 503's message; a source failure points at /debug, which shows its error."""
-    reason = view.reason.removesuffix(_HELD) or "no fresh data"
-    if reason.startswith(_SOURCE_DOWN):
-        where = f"{_SOURCE_DOWN} (its error: /debug/runtimes/{view.key.namespace}/{view.key.deployment})"
-        reason = where + reason.removeprefix(_SOURCE_DOWN)
-    return reason
+def unknown_because(view: RuntimeView) -> str:
+    """The view's reason for a 503's message, without the decision's own ending (`_HELD`)."""
+    return view.reason.removesuffix(_HELD) or "no fresh data"
 
 
 def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str) -> Answer:
@@ -104,7 +102,8 @@ def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str) -> Answ
     served = view.values.get(metric)
     if not view.known or served is None or (value := served.value) is None or served.timestamp is None:
         return error_answer(503, f"{metric.value} for runtime {view.key} is unknown right now: "
-                                 f"{_unknown_because(view)}; the HPA holds its current replicas")
+                                 f"{unknown_because(view)}; the HPA holds its current replicas; why: "
+                                 f"{debug_path(view)}")
     if not 0.0 <= value <= MAX_SERVABLE:  # `quantity`'s rule, inline: this runs for every runtime and metric
         return error_answer(503, f"{metric.value} for runtime {view.key} is {value!r}, which the HPA cannot "
                                  "read as a quantity (see /debug); the HPA holds its current replicas")

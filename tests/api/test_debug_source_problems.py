@@ -17,8 +17,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler.api.app import build_api_app
-from autoscaler.api.debug_document import debug_body, explanation
+from autoscaler.api.debug_document import debug_body, debug_json, explanation
 from autoscaler.api.handlers import rfc3339
+from autoscaler.api.render import SnapshotPublisher
 from autoscaler.model import RuntimeKey
 from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
@@ -69,7 +70,12 @@ async def test_debug_shows_why_prometheus_fails_and_since_when(aiohttp_client: C
         async with client.get(METRIC) as response:
             assert response.status == 503
             message = (await response.json())["message"]
-        assert DEBUG in message, message  # where to look
+        assert message.endswith(f"the HPA holds its current replicas; why: {DEBUG}"), message
+        async with client.get(f"/keda/v1/namespaces/{KEY.namespace}/runtimes/{KEY.deployment}") as response:
+            assert response.status == 503
+            message = (await response.json())["message"]
+        assert message.endswith(f"scalers should hold; why: {DEBUG}"), message
+        assert "HPA holds" not in message, message  # KEDA's answer, in its own words
 
         document = await debug(client)
         assert document["source"]["name"] == "prometheus"
@@ -137,3 +143,22 @@ def test_the_source_part_is_written_as_the_explanation_says(name: str, problems:
     assert debug_body(view, None, source) == json.dumps(explanation(view, None, source)).encode()
     shown = explanation(view, None, source)["source"]
     assert [p["detail"] for p in shown["problems"]] == [p.detail for p in problems]
+
+
+async def test_the_refresh_process_publishes_the_problems_to_its_workers() -> None:
+    """`serve` with worker processes: the refresh process renders /debug (`SnapshotPublisher`) with the source's
+    problems, as the one-process mode does."""
+    clock = Clock()
+    pods = (PodTarget("triton-0", ready=True, url=f"http://127.0.0.1:{free_port()}/metrics"),)
+    source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, pods)]), timeout_s=2.0, clock=clock)
+    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=clock)
+    try:
+        await refresher.refresh_once()
+        publisher = SnapshotPublisher(refresher.metrics, refresher.policies, refresher.source)
+        record = publisher.render(refresher.views, True).runtimes.debug_record((KEY.namespace, KEY.deployment))
+        assert record is not None
+        shown = json.loads(debug_json(record))["source"]
+        assert shown["name"] == "scrape"
+        assert [(p["pod"], p["reason"]) for p in shown["problems"]] == [("triton-0", "connect")]
+    finally:
+        await source.close()
