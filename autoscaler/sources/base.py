@@ -57,7 +57,7 @@ class SourceProblem:
 
     reason: str
     """The `modelmesh_autoscaler_source_errors_total` reason (`connect`, `timeout`, `tls`, `http`, `parse`,
-    `empty`), or `discovery`."""
+    `empty`), or `discovery`; or, not errors but why pods lack data, Prometheus's `unseen` and `partial`."""
     detail: str
     """The backend's own words, as the log has them (credentials left out)."""
     since: float

@@ -64,6 +64,9 @@ log = logging.getLogger(__name__)
 
 REASON_PARTIAL = "partial"
 """A `SourceProblem`'s reason while the answers are partial and leave out Ready pods of the runtime (not an error)."""
+REASON_UNSEEN = "unseen"
+"""A `SourceProblem`'s reason while none of the runtime's Ready pods has series and other runtimes' pods have them
+(not an error: a new pod not scraped yet, or a namespace Prometheus does not scrape)."""
 
 UNSEEN_WARN_AFTER_S = 120.0
 """How long all of a runtime's Ready pods may lack series before the log names it: longer than Prometheus takes
@@ -197,8 +200,10 @@ class PrometheusSource:
         return snapshots
 
     def problems(self, key: RuntimeKey) -> tuple[SourceProblem, ...]:
-        """What fails now, for /debug: discovery out of date, and Prometheus failing (the same for every runtime:
-        the backend fails as a whole), with its last error and the time the outage began."""
+        """What fails now, for /debug: discovery out of date; Prometheus failing (the same for every runtime: the
+        backend fails as a whole), with its last error and the time the outage began; else, when it answers, no
+        series for any of the runtime's Ready pods (`unseen`), or answers that said they were partial and left
+        some of them out (`partial`)."""
         problems = self._discovery_outage.problems()
         if self.last_error is not None and self.outage_since is not None:
             problems += (SourceProblem(self.last_error.reason, self.last_error.detail, self.outage_since),)
@@ -207,6 +212,12 @@ class PrometheusSource:
                 REASON_PARTIAL, f"Prometheus at {self._url} answered partial data without some of this runtime's "
                 f"Ready pods (they hold their last good samples and turn stale): {'; '.join(sorted(self._partial))}",
                 self._partial_since),)
+        elif (unseen_since := self._unseen_since.get(key)) is not None:
+            problems += (SourceProblem(
+                REASON_UNSEEN, f"Prometheus at {self._url} has no {names.LAST_SUCCESS_TIMESTAMP} series for any Ready "
+                f"pod of {key} while it has them for other runtimes' pods: a new pod not scraped yet, or is Prometheus "
+                f"not scraping namespace {key.namespace} (a PodMonitor's namespaceSelector, a scrape config's "
+                "relabelling, a NetworkPolicy on port 9187)?", unseen_since),)
         return problems
 
     async def close(self) -> None:

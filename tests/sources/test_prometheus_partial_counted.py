@@ -23,9 +23,11 @@ from aiohttp.test_utils import TestClient
 from pytest_aiohttp import AiohttpServer
 
 from autoscaler.api.app import build_api_app
+from autoscaler.model import RuntimeKey
 from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.base import PodTarget, RuntimeInventory
 from autoscaler.sources.prometheus import PrometheusSource
 from tests.fakes.prometheus import PrometheusServer, create_blocks, openmetrics_text
 from tests.sources.test_prometheus_source import MLSERVER, TRITON, cluster_samples, discovery
@@ -109,5 +111,34 @@ async def test_partial_answers_are_counted_and_shown_in_debug_of_the_runtimes_th
         await refresher.refresh_once()
         assert partial_answers(metrics) == 2.0
         assert await problems(MLSERVER) == []
+    finally:
+        await source.close()
+
+
+async def test_debug_says_prometheus_has_no_series_for_a_runtime_it_does_not_scrape(
+    prometheus: PrometheusServer, aiohttp_client: ClientFactory
+) -> None:
+    """A namespace Prometheus does not scrape (a PodMonitor's namespaceSelector): its runtime's pods have no
+    series while other runtimes' do. The log says so once, after two minutes; /debug says it from the first
+    refresh, with since when, so that the operator looking at its 503 is not left with pods that have 'no data'."""
+    unscraped = RuntimeKey("team-c", "modelmesh-serving-triton")
+    found = discovery()
+    found.set_runtime(RuntimeInventory(unscraped, (PodTarget("c-1", ready=True, url=None),)))
+    clock = [time.time()]
+    source = PrometheusSource(found, prometheus.url, clock=lambda: clock[0])
+    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=lambda: clock[0])
+    client = await aiohttp_client(build_api_app(refresher, refresher.metrics))
+    try:
+        started = clock[0]
+        await refresher.refresh_once()
+        clock[0] += 15
+        await refresher.refresh_once()
+        async with client.get(f"/debug/runtimes/{unscraped.namespace}/{unscraped.deployment}") as response:
+            [problem] = (await response.json())["source"]["problems"]
+        assert problem["reason"] == "unseen", problem
+        assert "team-c" in problem["detail"] and "namespaceSelector" in problem["detail"], problem
+        assert problem["since"] == time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(started)))
+        async with client.get(f"/debug/runtimes/{TRITON.namespace}/{TRITON.deployment}") as response:
+            assert (await response.json())["source"]["problems"] == []
     finally:
         await source.close()
