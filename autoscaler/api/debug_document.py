@@ -30,7 +30,8 @@ from autoscaler.sources.base import SourceProblem
 
 _VIEW_FIELDS: Final = tuple(f.name for f in dataclasses.fields(RuntimeView))
 _view_values = operator.attrgetter(*_VIEW_FIELDS)
-_KEY, _VALUES, _PODS, _REFRESHED = (_VIEW_FIELDS.index(name) for name in ("key", "values", "pods", "refreshed_at"))
+_KEY, _VALUES, _PODS, _REFRESHED, _BOUNDS = (
+    _VIEW_FIELDS.index(name) for name in ("key", "values", "pods", "refreshed_at", "bounds"))
 _SIGNALS = POD_FIELDS.index("signals")
 _VALUE_FIELDS: Final = tuple(f.name for f in dataclasses.fields(ServedValue))
 _value_values = operator.attrgetter(*_VALUE_FIELDS)
@@ -75,6 +76,24 @@ def _source_document(plain: _PlainSource) -> dict[str, Any]:
                                        for reason, detail, since, pod in problems]}
 
 
+_HPA_FILLED: Final = "the HPA's {} (the config leaves it unset)"
+
+
+def _policy_with_bounds(policy: PolicyExplained | None, bounds: tuple[int, int | None]) -> dict[str, Any] | None:
+    """`policy_document`, with the replica bounds the HPA filled in (`policy.with_hpa_bounds`) shown as the HPA's:
+    the policy explained is the config's, before the HPA's bounds, so a bound it leaves unset read as "null,
+    built-in" beside the view's `bounds` that the HPA set."""
+    document = policy_document(policy)
+    if document is None:
+        return None
+    low, high = bounds
+    if document["min_replicas"]["value"] is None and low != 1:  # 1: the floor without a bound (`lower_bound`)
+        document["min_replicas"] = {"value": low, "from": _HPA_FILLED.format("minReplicas")}
+    if document["max_replicas"]["value"] is None and high is not None:
+        document["max_replicas"] = {"value": high, "from": _HPA_FILLED.format("maxReplicas")}
+    return document
+
+
 def explanation(view: RuntimeView, policy: PolicyExplained | None = None,
                 source: SourceState | None = None) -> dict[str, Any]:
     """The /debug document: the view as JSON, each pod's signal states as an object
@@ -88,7 +107,7 @@ def explanation(view: RuntimeView, policy: PolicyExplained | None = None,
         shown["signals"] = dict(pod.signals)
     document["key"] = {"namespace": view.key.namespace, "deployment": view.key.deployment}
     document["refreshed"] = rfc3339(view.refreshed_at)
-    document["policy"] = policy_document(policy)
+    document["policy"] = _policy_with_bounds(policy, view.bounds)
     document["source"] = _source_document(_plain_source(source))
     return document
 
@@ -138,7 +157,7 @@ def _document(record: tuple[Any, ...]) -> dict[str, Any]:
         pods.append(shown)
     document["pods"] = pods
     document["refreshed"] = rfc3339(fields[_REFRESHED])
-    document["policy"] = policy_document(policy)
+    document["policy"] = _policy_with_bounds(policy, fields[_BOUNDS])
     document["source"] = _source_document(source)
     return document
 
