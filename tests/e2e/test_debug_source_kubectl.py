@@ -48,5 +48,5 @@ async def test_debug_names_the_failing_exporters_through_the_serving_worker(tmp_
         problems = {p["pod"]: p for p in document["source"]["problems"]}
         assert document["source"]["name"] == "scrape", json.dumps(document["source"])
         assert problems["demo-0"]["reason"] == "connect" and f"127.0.0.1:{dead}" in problems["demo-0"]["detail"]
-        assert problems["demo-1"]["reason"] == "tls" and "CERTIFICATE_VERIFY_FAILED" in problems["demo-1"]["detail"]
+        assert problems["demo-1"]["reason"] == "tls" and "--exporter-ca-file" in problems["demo-1"]["detail"]
         assert all(p["since"].endswith("Z") for p in problems.values())
