@@ -30,7 +30,8 @@ async def serve(aiohttp_server: AiohttpServer, handler: Handler, tls: ssl.SSLCon
     app = web.Application()
     app.router.add_get("/{tail:.*}", handler)
     server = await aiohttp_server(app, ssl=tls)
-    return int(server.port)
+    assert server.port is not None
+    return server.port
 
 
 async def said(url: str, ssl_context: ssl.SSLContext | None = None) -> tuple[str, str]:
