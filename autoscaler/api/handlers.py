@@ -136,12 +136,20 @@ def runtime_debug_record(request: web.Request, namespace: str, deployment: str) 
     return record
 
 
+_NAMESPACES_NAMED: Final = 3
+"""How many other namespaces holding a runtime of the asked name a 404 names."""
+
+
 def _not_found(snapshot: ServingSnapshot, namespace: str, deployment: str) -> ApiError:
     if not snapshot.ready:
         return ApiError(503, "the adapter has not completed its first refresh yet; try again shortly")
     doubled = SERVINGRUNTIME_DEPLOYMENT_PREFIX * 2
     hint = (f"; servingruntime= takes the ServingRuntime's name: servingruntime={deployment.removeprefix(doubled)}"
             if deployment.startswith(doubled) else "")
+    elsewhere = sorted(ns for ns, name in snapshot.runtimes if name == deployment)  # a 404 only: rare, and gated
+    if elsewhere:
+        shown = ", ".join(elsewhere[:_NAMESPACES_NAMED]) + (", ..." if len(elsewhere) > _NAMESPACES_NAMED else "")
+        hint += f"; the adapter knows {deployment} in namespace{'s' if len(elsewhere) > 1 else ''} {shown}"
     return ApiError(404, f"runtime {namespace}/{deployment} is not known to the adapter (no Deployment of that "
                          "name with ModelMesh pods in a namespace it watches, --namespaces, nor in its --targets "
                          f"file){hint}")

@@ -108,3 +108,10 @@ async def test_an_unknown_metric_lists_the_served_ones(kubeconfig: Path) -> None
                                      f"deployment%3D{DEPLOYMENT}")
     assert said.startswith("Error from server (NotFound): "), said
     assert "available: modelmesh_desired_replicas, modelmesh_gpu_busy" in said, said
+
+
+async def test_a_runtime_asked_in_the_wrong_namespace_names_the_one_it_is_in(kubeconfig: Path) -> None:
+    said = await kubectl(kubeconfig, f"{GROUP_VERSION}/namespaces/default/modelmesh_desired_replicas"
+                                     f"?labelSelector=deployment%3D{DEPLOYMENT}")
+    assert said.startswith("Error from server (NotFound): "), said
+    assert f"the adapter knows {DEPLOYMENT} in namespace {NAMESPACE}" in said, said
