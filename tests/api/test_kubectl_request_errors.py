@@ -91,6 +91,9 @@ async def test_a_debug_path_without_a_deployment_says_what_it_takes(kubeconfig: 
 @pytest.mark.parametrize(("query", "reason", "says"), [
     ("", "BadRequest", "missing labelSelector"),
     ("?labelSelector=app%3Dtriton", "BadRequest", "unknown label 'app'"),
+    ("?labelSelector=servingRuntime%3Dtriton", "BadRequest", "unknown label 'servingRuntime' (did you mean "
+                                                             "'servingruntime'?)"),
+    ("?labelSelector=deployments%3Dtriton", "BadRequest", "(did you mean 'deployment'?)"),
     ("?labelSelector=deployment%21%3Dtriton", "BadRequest", "unsupported requirement 'deployment!=triton'"),
     (f"?labelSelector=deployment%3D{DEPLOYMENT},deployment%3Dother", "BadRequest", "names 2 different runtimes"),
     ("?labelSelector=deployment%3Dnope", "NotFound", f"runtime {NAMESPACE}/nope is not known"),
