@@ -26,7 +26,7 @@ from typing import Any, Final
 from autoscaler.api.handlers import rfc3339
 from autoscaler.model import POD_FIELDS, PodViews, RuntimeView, ServedValue
 from autoscaler.policies.policy_origins import PolicyExplained, policy_document
-from autoscaler.sources.base import SourceProblem
+from autoscaler.source_problems import SourceProblem
 
 _VIEW_FIELDS: Final = tuple(f.name for f in dataclasses.fields(RuntimeView))
 _view_values = operator.attrgetter(*_VIEW_FIELDS)

@@ -20,7 +20,7 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.policy_origins import PolicyExplained
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
-from autoscaler.sources.base import MetricSource, source_problems
+from autoscaler.source_problems import ProblemSource, source_problems
 
 
 def render_runtime(view: RuntimeView, policy: PolicyExplained | None = None,
@@ -34,7 +34,7 @@ def render_runtime(view: RuntimeView, policy: PolicyExplained | None = None,
 
 def render_snapshot(views: Mapping[RuntimeKey, RuntimeView], ready: bool,
                     refresh_metrics: bytes = b"", policies: PolicyBook | None = None,
-                    source: MetricSource | None = None) -> ServingSnapshot:
+                    source: ProblemSource | None = None) -> ServingSnapshot:
     """Every runtime's answers; `policies` (the refresher's) adds each runtime's policy and its origins to /debug,
     and `source` (the refresher's) what fails now in reading each runtime (`sources.base.source_problems`)."""
     explain = policies.explain if policies is not None else _unexplained
@@ -47,7 +47,7 @@ def render_snapshot(views: Mapping[RuntimeKey, RuntimeView], ready: bool,
     )
 
 
-def _source_state(source: MetricSource | None, key: RuntimeKey) -> SourceState | None:
+def _source_state(source: ProblemSource | None, key: RuntimeKey) -> SourceState | None:
     return None if source is None else (source.name, source_problems(source, key))
 
 
@@ -86,7 +86,7 @@ class SnapshotPublisher:
     `source` (the refresher's) puts what fails now in reading each runtime in its /debug."""
 
     def __init__(self, metrics: AdapterMetrics, policies: PolicyBook | None = None,
-                 source: MetricSource | None = None) -> None:
+                 source: ProblemSource | None = None) -> None:
         self._metrics = metrics
         self._policies = policies
         self._source = source

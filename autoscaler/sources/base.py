@@ -12,16 +12,25 @@ Rules every implementation keeps (docs/design.md, Missing data):
 - A source may say what is failing right now (`problems(key)`: `SourceProblem`s, the backend's words and since
   when), which /debug shows for the runtime: the log says it once, when the failure starts, and an operator
   looking at a runtime answered 503 an hour later should not need that line. Optional: a source without it
-  shows no problems (`source_problems`).
+  shows no problems (`source_problems`). Defined in `autoscaler.source_problems`, which the API reads too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import Protocol
 
 from autoscaler.model import RuntimeKey, RuntimeSnapshot
+from autoscaler.source_problems import (  # re-exported: the sources' seam
+    REASON_DISCOVERY,
+    DiscoveryOutage,
+    SourceProblem,
+    source_problems,
+)
+
+__all__ = ["REASON_DISCOVERY", "DiscoveryOutage", "MetricSource", "PodDiscovery", "PodTarget", "RuntimeInventory",
+           "SourceProblem", "source_problems"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,52 +51,6 @@ class RuntimeInventory:
     pods: tuple[PodTarget, ...]
     replicas: int | None = None
     annotations: dict[str, str] = field(default_factory=dict)
-
-
-REASON_DISCOVERY: Final = "discovery"
-"""A `SourceProblem`'s reason while pod discovery is out of date: every snapshot is `source_ok=False`."""
-DISCOVERY_DETAIL: Final = ("pod discovery is out of date (Kubernetes API unreachable, a watch broken or refused by "
-                           "RBAC, or the targets file unreadable); values cannot fall until it recovers: see the "
-                           "adapter's log for its error")
-
-
-@dataclass(frozen=True, slots=True)
-class SourceProblem:
-    """A read that fails right now, as /debug shows it for the runtimes it affects."""
-
-    reason: str
-    """The `modelmesh_autoscaler_source_errors_total` reason (`connect`, `timeout`, `tls`, `http`, `parse`,
-    `empty`), or `discovery`; or, not errors but why pods lack data, Prometheus's `unseen` and `partial`."""
-    detail: str
-    """The backend's own words, as the log has them (credentials left out)."""
-    since: float
-    """Clock time of the first failure of this run of failures (the reason may have changed since)."""
-    pod: str | None = None
-    """The pod whose exporter fails (the scrape source); None when the source fails as a whole."""
-
-
-def source_problems(source: object, key: RuntimeKey) -> tuple[SourceProblem, ...]:
-    """What `source` says fails now for runtime `key`; () for a source that does not say."""
-    problems: Callable[[RuntimeKey], tuple[SourceProblem, ...]] | None = getattr(source, "problems", None)
-    return problems(key) if callable(problems) else ()
-
-
-class DiscoveryOutage:
-    """Since when discovery has been unhealthy, for the sources' `problems` (noted once per refresh)."""
-
-    def __init__(self) -> None:
-        self.since: float | None = None
-
-    def note(self, healthy: bool, now: float) -> bool:
-        """Record discovery's health at `now`; returns `healthy`."""
-        if healthy:
-            self.since = None
-        elif self.since is None:
-            self.since = now
-        return healthy
-
-    def problems(self) -> tuple[SourceProblem, ...]:
-        return () if self.since is None else (SourceProblem(REASON_DISCOVERY, DISCOVERY_DETAIL, self.since),)
 
 
 class PodDiscovery(Protocol):
