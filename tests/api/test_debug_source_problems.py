@@ -162,3 +162,22 @@ async def test_the_refresh_process_publishes_the_problems_to_its_workers() -> No
         assert [(p["pod"], p["reason"]) for p in shown["problems"]] == [("triton-0", "connect")]
     finally:
         await source.close()
+
+
+async def test_a_failing_pod_no_longer_scraped_is_no_longer_shown() -> None:
+    """A pod that turns unready (or goes away) is not scraped: its old error would mislead, and would be kept for
+    every pod that ever failed."""
+    clock = Clock()
+    url = f"http://127.0.0.1:{free_port()}/metrics"
+    discovery = StaticDiscovery([RuntimeInventory(KEY, (PodTarget("triton-0", True, url),
+                                                        PodTarget("triton-1", True, url)))])
+    source = ScrapeSource(discovery, timeout_s=2.0, clock=clock)
+    try:
+        await source.collect(clock.now)
+        assert sorted(p.pod or "" for p in source.problems(KEY)) == ["triton-0", "triton-1"]
+        discovery.set_runtime(RuntimeInventory(KEY, (PodTarget("triton-0", False, url),)))
+        clock.now += 60
+        await source.collect(clock.now)
+        assert source.problems(KEY) == ()
+    finally:
+        await source.close()
