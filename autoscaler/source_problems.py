@@ -17,9 +17,9 @@ from autoscaler.model import RuntimeKey
 
 REASON_DISCOVERY: Final = "discovery"
 """A `SourceProblem`'s reason while pod discovery is out of date: every snapshot is `source_ok=False`."""
-DISCOVERY_DETAIL: Final = ("pod discovery is out of date (Kubernetes API unreachable, a watch broken or refused by "
-                           "RBAC, or the targets file unreadable); values cannot fall until it recovers: see the "
-                           "adapter's log for its error")
+DISCOVERY_DETAIL: Final = ("pod discovery is out of date (the Kubernetes API unreachable, or a pod watch or the "
+                           "Deployment read failing, e.g. refused by RBAC); values cannot fall until it recovers: the "
+                           "adapter's log has its error ('Kubernetes discovery: ...')")
 
 
 @dataclass(frozen=True, slots=True)
