@@ -15,6 +15,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from autoscaler.api.app import build_api_app
 from autoscaler.api.status import REASONS, status_body
@@ -54,6 +56,14 @@ def test_every_reason_the_api_gives_is_a_kubernetes_status_reason() -> None:
         reason = status_body(code, "m").get("reason")
         assert reason is None or reason in METAV1_REASONS, (code, reason)
     assert status_body(431, "m")["code"] == 431  # the reason clarifies the code; it does not replace it
+
+
+@given(st.integers(400, 599))
+def test_any_error_code_keeps_its_code_and_has_a_kubernetes_reason_or_none(code: int) -> None:
+    body = status_body(code, "m")
+    assert (body["kind"], body["status"], body["code"]) == ("Status", "Failure", code)
+    assert body.get("reason", "") in METAV1_REASONS | {""}
+    assert body.get("reason") != "" and (code < 500 or body["reason"] in METAV1_REASONS)
 
 
 def test_codes_kubernetes_has_no_reason_for_are_said_as_kubernetes_says_them() -> None:
