@@ -146,6 +146,11 @@ def _not_found(snapshot: ServingSnapshot, namespace: str, deployment: str) -> Ap
     doubled = SERVINGRUNTIME_DEPLOYMENT_PREFIX * 2
     hint = (f"; servingruntime= takes the ServingRuntime's name: servingruntime={deployment.removeprefix(doubled)}"
             if deployment.startswith(doubled) else "")
+    if not snapshot.runtimes:
+        hint += ("; the adapter knows no runtime at all: does its discovery find any (Deployments labelled "
+                 "modelmesh-service in the namespaces it watches, its RBAC to list them and their pods, or its "
+                 "--targets file)? Its log names the runtimes it adds ('Kubernetes discovery: N runtimes added') and "
+                 "any error reading them")
     elsewhere = sorted(ns for ns, name in snapshot.runtimes if name == deployment)  # a 404 only: rare, and gated
     if elsewhere:
         shown = ", ".join(elsewhere[:_NAMESPACES_NAMED]) + (", ..." if len(elsewhere) > _NAMESPACES_NAMED else "")

@@ -128,3 +128,14 @@ async def test_a_runtime_asked_in_the_wrong_namespace_names_the_one_it_is_in(kub
                                      f"?labelSelector=deployment%3D{DEPLOYMENT}")
     assert said.startswith("Error from server (NotFound): "), said
     assert f"the adapter knows {DEPLOYMENT} in namespace {NAMESPACE}" in said, said
+
+
+async def test_a_404_from_an_adapter_that_knows_no_runtime_says_so(pki: Pki, tmp_path: Path) -> None:
+    """Discovery that finds nothing (labels that do not match, RBAC that lists nothing) looked, to the HPA, like
+    one runtime missing."""
+    refresher = refresher_with()  # refreshed, nothing found
+    async with listening(build_api_app(refresher, refresher.metrics), pki.server_context()) as port:
+        kubeconfig = write_kubeconfig(tmp_path / "empty.kubeconfig", f"https://127.0.0.1:{port}")
+        said = await kubectl(kubeconfig, f"{METRIC}?labelSelector=deployment%3D{DEPLOYMENT}")
+    assert said.startswith("Error from server (NotFound): "), said
+    assert "the adapter knows no runtime at all" in said, said
