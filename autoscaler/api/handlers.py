@@ -79,8 +79,9 @@ _HELD: Final = "; values unknown (503), HPA holds"
 
 def debug_path(view: RuntimeView) -> str:
     """Where the runtime's /debug is: a 503's message ends with it, since /debug says which pods lack what and
-    what the metric source's error is (`autoscaler.api.debug_document`)."""
-    return f"/debug/runtimes/{view.key.namespace}/{view.key.deployment}"
+    what the metric source's error is (`autoscaler.api.debug_document`). On the adapter's own port: the
+    aggregator forwards only the external metrics API, so `kubectl get --raw /debug/...` through it is a 404."""
+    return f"/debug/runtimes/{view.key.namespace}/{view.key.deployment} on an adapter pod"
 
 
 def unknown_because(view: RuntimeView) -> str:

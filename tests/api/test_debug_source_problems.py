@@ -70,11 +70,11 @@ async def test_debug_shows_why_prometheus_fails_and_since_when(aiohttp_client: C
         async with client.get(METRIC) as response:
             assert response.status == 503
             message = (await response.json())["message"]
-        assert message.endswith(f"the HPA holds its current replicas; why: {DEBUG}"), message
+        assert message.endswith(f"the HPA holds its current replicas; why: {DEBUG} on an adapter pod"), message
         async with client.get(f"/keda/v1/namespaces/{KEY.namespace}/runtimes/{KEY.deployment}") as response:
             assert response.status == 503
             message = (await response.json())["message"]
-        assert message.endswith(f"scalers should hold; why: {DEBUG}"), message
+        assert message.endswith(f"scalers should hold; why: {DEBUG} on an adapter pod"), message
         assert "HPA holds" not in message, message  # KEDA's answer, in its own words
 
         document = await debug(client)

@@ -42,7 +42,7 @@ async def test_debug_names_the_failing_exporters_through_the_serving_worker(tmp_
             if code != 0 and "ServiceUnavailable" in str(said) and "first refresh" not in str(said):
                 break
             await asyncio.sleep(0.5)
-        assert str(said).strip().endswith(f"why: {DEBUG}"), said
+        assert str(said).strip().endswith(f"why: {DEBUG} on an adapter pod"), said
         code, document = await asyncio.to_thread(get_raw, kubeconfig, DEBUG)
         assert code == 0, document
         problems = {p["pod"]: p for p in document["source"]["problems"]}
