@@ -57,6 +57,7 @@ class Refresher:
         self.listeners: list[RefreshListener] = []
         self._reported_errors: dict[str, int] = {}
         self._reported_reads = 0
+        self._reported_partial = 0
         self.hpa_bounds: HpaBounds | None = None
         """Set in cluster mode: the HPAs' bounds fill in what the config leaves unset (docs/design.md, Bounds)."""
         self.scaled_replicas: Callable[[RuntimeKey], int | None] | None = None
@@ -132,6 +133,10 @@ class Refresher:
         if isinstance(reads, int) and reads > self._reported_reads:
             self.metrics.source_reads.labels(self.source.name).inc(reads - self._reported_reads)
             self._reported_reads = reads
+        partial = getattr(self.source, "partial_answers", None)  # only the Prometheus source has them
+        if isinstance(partial, int) and partial > self._reported_partial:
+            self.metrics.source_partial_answers.labels(self.source.name).inc(partial - self._reported_partial)
+            self._reported_partial = partial
         for reason, total in self.source.errors.items():
             new = int(total) - self._reported_errors.get(reason, 0)
             if new > 0:

@@ -59,6 +59,13 @@ class AdapterMetrics:
             "that failures can be judged against the fleet's size.",
             ["source"], registry=self.registry,
         )
+        self.source_partial_answers = Counter(
+            "modelmesh_autoscaler_source_partial_answers",
+            "Refreshes whose answers from the metrics source said they were partial (Thanos Query's warnings about "
+            "stores it could not reach, VictoriaMetrics' isPartial), by source. Not an error: the pods left out "
+            "hold their last good samples and turn stale; /debug/runtimes names the runtimes it affects.",
+            ["source"], registry=self.registry,
+        )
         self.consecutive_misses = RuntimeGauge(
             "modelmesh_autoscaler_runtime_consecutive_misses",
             "Refreshes in a row in which a runtime lacked fresh data for some Ready pod or the source was down.",

@@ -63,12 +63,30 @@ Gate = Callable[[web.Request], Awaitable[None] | None]
 500) raised at once or by the awaitable. Most requests are decided at once: no coroutine to run."""
 
 
+_WHERE: tuple[tuple[str, str], ...] = (
+    (f"/apis/{GROUP_VERSION}/", f"external metrics are at /apis/{GROUP_VERSION}/namespaces/<namespace>/<metric>"
+                                "?labelSelector=deployment=<Deployment name>"),
+    ("/apis/external.metrics.k8s.io/", f"the adapter serves external.metrics.k8s.io at version {GROUP_VERSION}"),
+    ("/debug/", f"a runtime's explanation is at {runtimes.DEBUG_ROUTE.replace('{', '<').replace('}', '>')}"),
+    ("/keda/", f"a runtime's values for KEDA are at {runtimes.KEDA_ROUTE.replace('{', '<').replace('}', '>')}"),
+)
+"""For a path near a served one (a segment short, another version), what the path should be."""
+
+
+def _not_found(path: str) -> str:
+    message = f"the server could not find the requested resource {path!r}"
+    for prefix, where in _WHERE:
+        if path.startswith(prefix):
+            return f"{message}; {where}"
+    return message
+
+
 def error_response(request: web.Request, error: Exception) -> web.Response:
     """Every error leaves as a Kubernetes `Status`; internal detail goes to the log, not the client."""
     if isinstance(error, ApiError):
         return status_response(error.code, error.message)
     if isinstance(error, web.HTTPException):
-        message = {404: f"the server could not find the requested resource {request.path!r}",
+        message = {404: _not_found(request.path),
                    405: f"method {request.method} is not allowed on {request.path!r}"}.get(
             error.status, error.reason)
         allow = error.headers.get("Allow")  # a 405 must say which methods are (RFC 9110, 15.5.6)

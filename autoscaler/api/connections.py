@@ -16,8 +16,9 @@ Here, as Go's `http.Server` does for kube-apiserver and other extension API serv
 - **A stalled-answer timeout**: a client that stops reading (pipelined requests, answers never read) stalls
   its connection in a write that would never end; from the moment the answer backs up it is a slow client,
   first in line to make room, and it is closed when it has taken nothing for `write_stall_timeout_s`.
-- **Oversized request lines or headers** are refused with a Kubernetes `Status`, 431 `RequestHeaderFieldsTooLarge`
-  (as Go answers for headers over its limit), and any other unparseable request with a 400 `Status`, logged
+- **Oversized request lines or headers** are refused with a Kubernetes `Status`, code 431 (as Go answers for
+  headers over its limit) with reason `BadRequest` (metav1 has no reason of its own for 431, and a client must
+  not retry it unchanged), its message naming the limit; any other unparseable request with a 400 `Status`, logged
   once per interval in one short WARNING line, never with the request or a traceback (`client_errors.py`).
 
 TLS is negotiated here (`loop.start_tls`) rather than by the server socket, which is what makes refusing
@@ -76,6 +77,8 @@ class StatusRequestHandler(RequestHandler, ConnectionMemo):
     """aiohttp's protocol handler, answering requests it cannot parse with a `Status` instead of text, and
     keeping what authentication found out about the connection (`ConnectionMemo`)."""
 
+    line_limit: int = 8190
+    """The longest request line or header field accepted (`ConnectionLimits`), named in the 431's message."""
     on_idle: Callable[[], None] | None = None
     """Called when an answer is written and no other request is queued: the connection waits for its next
     request (`_GuardedConnection.idle`)."""
@@ -91,7 +94,10 @@ class StatusRequestHandler(RequestHandler, ConnectionMemo):
                      message: str | None = None) -> web.StreamResponse:
         if isinstance(exc, LineTooLong) or (isinstance(exc, BadHttpMessage) and "too many headers"
                                             in str(exc).lower()):
-            code, text = 431, "request line or header fields too large"
+            code, text = 431, (f"the request line (the URL with its query) or a header field is longer than "
+                                f"{self.line_limit} bytes, or there are too many header fields; an external "
+                                "metric's labelSelector names one runtime (deployment=<Deployment name>), far "
+                                "shorter: check the URL and headers the client sends")
         elif isinstance(exc, BadHttpMessage) or status == 400:
             code, text = 400, "malformed HTTP request"
         else:
@@ -134,7 +140,9 @@ class ConnectionGuard:
         return _GuardedConnection(self)
 
     def make_handler(self) -> StatusRequestHandler:
-        return StatusRequestHandler(self.server, loop=asyncio.get_running_loop(), **self._handler_kwargs)
+        handler = StatusRequestHandler(self.server, loop=asyncio.get_running_loop(), **self._handler_kwargs)
+        handler.line_limit = min(self.limits.max_line_size, self.limits.max_field_size)
+        return handler
 
 
 class _GuardedConnection(asyncio.Protocol):

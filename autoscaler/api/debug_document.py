@@ -26,10 +26,12 @@ from typing import Any, Final
 from autoscaler.api.handlers import rfc3339
 from autoscaler.model import POD_FIELDS, PodViews, RuntimeView, ServedValue
 from autoscaler.policies.policy_origins import PolicyExplained, policy_document
+from autoscaler.source_problems import SourceProblem
 
 _VIEW_FIELDS: Final = tuple(f.name for f in dataclasses.fields(RuntimeView))
 _view_values = operator.attrgetter(*_VIEW_FIELDS)
-_KEY, _VALUES, _PODS, _REFRESHED = (_VIEW_FIELDS.index(name) for name in ("key", "values", "pods", "refreshed_at"))
+_KEY, _VALUES, _PODS, _REFRESHED, _BOUNDS = (
+    _VIEW_FIELDS.index(name) for name in ("key", "values", "pods", "refreshed_at", "bounds"))
 _SIGNALS = POD_FIELDS.index("signals")
 _VALUE_FIELDS: Final = tuple(f.name for f in dataclasses.fields(ServedValue))
 _value_values = operator.attrgetter(*_VALUE_FIELDS)
@@ -54,31 +56,74 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def explanation(view: RuntimeView, policy: PolicyExplained | None = None) -> dict[str, Any]:
+SourceState = tuple[str, tuple[SourceProblem, ...]]
+"""The metric source's name and what fails now for one runtime (`sources.base.source_problems`)."""
+
+_PlainSource = tuple[str | None, tuple[tuple[str, str, float, str | None], ...]]
+
+
+def _plain_source(source: SourceState | None) -> _PlainSource:
+    if source is None:
+        return None, ()
+    name, problems = source
+    return name, tuple((p.reason, p.detail, p.since, p.pod) for p in problems)
+
+
+def _source_document(plain: _PlainSource) -> dict[str, Any]:
+    """`source`: its name, and each problem (`reason`, `detail`, `since` as RFC 3339, `pod` or null)."""
+    name, problems = plain
+    return {"name": name, "problems": [{"reason": reason, "detail": detail, "since": rfc3339(since), "pod": pod}
+                                       for reason, detail, since, pod in problems]}
+
+
+_HPA_FILLED: Final = "the HPA's {} (the config leaves it unset)"
+
+
+def _policy_with_bounds(policy: PolicyExplained | None, bounds: tuple[int, int | None]) -> dict[str, Any] | None:
+    """`policy_document`, with the replica bounds the HPA filled in (`policy.with_hpa_bounds`) shown as the HPA's:
+    the policy explained is the config's, before the HPA's bounds, so a bound it leaves unset read as "null,
+    built-in" beside the view's `bounds` that the HPA set."""
+    document = policy_document(policy)
+    if document is None:
+        return None
+    low, high = bounds
+    if document["min_replicas"]["value"] is None and low != 1:  # 1: the floor without a bound (`lower_bound`)
+        document["min_replicas"] = {"value": low, "from": _HPA_FILLED.format("minReplicas")}
+    if document["max_replicas"]["value"] is None and high is not None:
+        document["max_replicas"] = {"value": high, "from": _HPA_FILLED.format("maxReplicas")}
+    return document
+
+
+def explanation(view: RuntimeView, policy: PolicyExplained | None = None,
+                source: SourceState | None = None) -> dict[str, Any]:
     """The /debug document: the view as JSON, each pod's signal states as an object
     (`{"gpu": "fresh", "requests": "missing", ...}`), with `held` (why a value or term may not fall) and
-    `warnings` (a missing setting, such as no capacity signal) as the view carries them, and `policy`: each
-    policy key's value and where it came from (`PolicyBook.explain`)."""
+    `warnings` (a missing setting, such as no capacity signal) as the view carries them, `policy`: each
+    policy key's value and where it came from (`PolicyBook.explain`), and `source`: the metric source's name
+    and what fails now (the backend's error and since when; per pod for the scrape source), so that a 503
+    that says "metric source down" can be traced here without the log line of the outage's start."""
     document: dict[str, Any] = jsonable(view)
     for pod, shown in zip(view.pods, document["pods"], strict=True):
         shown["signals"] = dict(pod.signals)
     document["key"] = {"namespace": view.key.namespace, "deployment": view.key.deployment}
     document["refreshed"] = rfc3339(view.refreshed_at)
-    document["policy"] = policy_document(policy)
+    document["policy"] = _policy_with_bounds(policy, view.bounds)
+    document["source"] = _source_document(_plain_source(source))
     return document
 
 
-def debug_record(view: RuntimeView, policy: PolicyExplained | None = None) -> bytes:
+def debug_record(view: RuntimeView, policy: PolicyExplained | None = None, source: SourceState | None = None) -> bytes:
     """What the snapshot carries for the runtime's /debug: its fields as plain values, made every refresh."""
     fields = list(_view_values(view))
     fields[_KEY] = (view.key.namespace, view.key.deployment)
     fields[_VALUES] = tuple((metric.value, *_value_values(served)) for metric, served in view.values.items())
     fields[_PODS] = view.pods.rows  # plain values already (`PodViews`)
     fields.append(policy)  # plain values (or None), one tuple per runtime made when its policy changes
+    fields.append(_plain_source(source))
     try:
         return _PLAIN + marshal.dumps(tuple(fields))
     except ValueError:  # not plain data: write the JSON now
-        return _JSON + json.dumps(explanation(view, policy)).encode()
+        return _JSON + json.dumps(explanation(view, policy, source)).encode()
 
 
 def debug_json(record: bytes) -> bytes:
@@ -92,14 +137,15 @@ def debug_json(record: bytes) -> bytes:
         return json.dumps(jsonable(document)).encode()
 
 
-def debug_body(view: RuntimeView, policy: PolicyExplained | None = None) -> bytes:
+def debug_body(view: RuntimeView, policy: PolicyExplained | None = None, source: SourceState | None = None) -> bytes:
     """The /debug answer of a view, made the way a serving worker makes it."""
-    return debug_json(debug_record(view, policy))
+    return debug_json(debug_record(view, policy, source))
 
 
 def _document(record: tuple[Any, ...]) -> dict[str, Any]:
-    """`explanation`'s document from the plain fields (the view's, then the policy's), keys in the same order."""
-    fields, policy = record[:-1], record[-1]
+    """`explanation`'s document from the plain fields (the view's, the policy's, the source's), keys in the same
+    order."""
+    fields, policy, source = record[:-2], record[-2], record[-1]
     document = dict(zip(_VIEW_FIELDS, fields, strict=True))
     namespace, deployment = fields[_KEY]
     document["key"] = {"namespace": namespace, "deployment": deployment}
@@ -111,6 +157,7 @@ def _document(record: tuple[Any, ...]) -> dict[str, Any]:
         pods.append(shown)
     document["pods"] = pods
     document["refreshed"] = rfc3339(fields[_REFRESHED])
-    document["policy"] = policy_document(policy)
+    document["policy"] = _policy_with_bounds(policy, fields[_BOUNDS])
+    document["source"] = _source_document(source)
     return document
 

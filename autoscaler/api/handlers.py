@@ -77,6 +77,17 @@ separators, keys in the order below), so that a refresh fills in only what varie
 _HELD: Final = "; values unknown (503), HPA holds"
 """How the decision's reasons (`autoscaler.policies`) end; this answer says it in its own words instead."""
 
+def debug_path(view: RuntimeView) -> str:
+    """Where the runtime's /debug is: a 503's message ends with it, since /debug says which pods lack what and
+    what the metric source's error is (`autoscaler.api.debug_document`). On the adapter's own port: the
+    aggregator forwards only the external metrics API, so `kubectl get --raw /debug/...` through it is a 404."""
+    return f"/debug/runtimes/{view.key.namespace}/{view.key.deployment} on an adapter pod"
+
+
+def unknown_because(view: RuntimeView) -> str:
+    """The view's reason for a 503's message, without the decision's own ending (`_HELD`)."""
+    return view.reason.removesuffix(_HELD) or "no fresh data"
+
 
 def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str) -> Answer:
     """The answer as `json.dumps` of
@@ -92,8 +103,8 @@ def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str) -> Answ
     served = view.values.get(metric)
     if not view.known or served is None or (value := served.value) is None or served.timestamp is None:
         return error_answer(503, f"{metric.value} for runtime {view.key} is unknown right now: "
-                                 f"{view.reason.removesuffix(_HELD) or 'no fresh data'}; "
-                                 "the HPA holds its current replicas")
+                                 f"{unknown_because(view)}; the HPA holds its current replicas; why: "
+                                 f"{debug_path(view)}")
     if not 0.0 <= value <= MAX_SERVABLE:  # `quantity`'s rule, inline: this runs for every runtime and metric
         return error_answer(503, f"{metric.value} for runtime {view.key} is {value!r}, which the HPA cannot "
                                  "read as a quantity (see /debug); the HPA holds its current replicas")
@@ -126,12 +137,25 @@ def runtime_debug_record(request: web.Request, namespace: str, deployment: str) 
     return record
 
 
+_NAMESPACES_NAMED: Final = 3
+"""How many other namespaces holding a runtime of the asked name a 404 names."""
+
+
 def _not_found(snapshot: ServingSnapshot, namespace: str, deployment: str) -> ApiError:
     if not snapshot.ready:
         return ApiError(503, "the adapter has not completed its first refresh yet; try again shortly")
     doubled = SERVINGRUNTIME_DEPLOYMENT_PREFIX * 2
     hint = (f"; servingruntime= takes the ServingRuntime's name: servingruntime={deployment.removeprefix(doubled)}"
             if deployment.startswith(doubled) else "")
+    if not snapshot.runtimes:
+        hint += ("; the adapter knows no runtime at all: does its discovery find any (Deployments labelled "
+                 "modelmesh-service in the namespaces it watches, its RBAC to list them and their pods, or its "
+                 "--targets file)? Its log names the runtimes it adds ('Kubernetes discovery: N runtimes added') and "
+                 "any error reading them")
+    elsewhere = sorted(ns for ns, name in snapshot.runtimes if name == deployment)  # a 404 only: rare, and gated
+    if elsewhere:
+        shown = ", ".join(elsewhere[:_NAMESPACES_NAMED]) + (", ..." if len(elsewhere) > _NAMESPACES_NAMED else "")
+        hint += f"; the adapter knows {deployment} in namespace{'s' if len(elsewhere) > 1 else ''} {shown}"
     return ApiError(404, f"runtime {namespace}/{deployment} is not known to the adapter (no Deployment of that "
                          "name with ModelMesh pods in a namespace it watches, --namespaces, nor in its --targets "
                          f"file){hint}")

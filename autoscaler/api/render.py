@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from autoscaler.api import packed, runtimes
-from autoscaler.api.debug_document import debug_record
+from autoscaler.api.debug_document import SourceState, debug_record
 from autoscaler.api.handlers import metric_answers
 from autoscaler.api.selfmetrics_split import render_refresh_metrics
 from autoscaler.api.snapshot import EMPTY, METRICS, RenderedRuntimes, RuntimeAnswers, ServingSnapshot
@@ -20,26 +20,35 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.policy_origins import PolicyExplained
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.source_problems import ProblemSource, source_problems
 
 
-def render_runtime(view: RuntimeView, policy: PolicyExplained | None = None) -> RuntimeAnswers:
+def render_runtime(view: RuntimeView, policy: PolicyExplained | None = None,
+                   source: SourceState | None = None) -> RuntimeAnswers:
     return RuntimeAnswers(
         metric_answers(view, METRICS),
         runtimes.keda_answer(view),
-        debug_record(view, policy),
+        debug_record(view, policy, source),
     )
 
 
 def render_snapshot(views: Mapping[RuntimeKey, RuntimeView], ready: bool,
-                    refresh_metrics: bytes = b"", policies: PolicyBook | None = None) -> ServingSnapshot:
-    """Every runtime's answers; `policies` (the refresher's) adds each runtime's policy and its origins to /debug."""
+                    refresh_metrics: bytes = b"", policies: PolicyBook | None = None,
+                    source: ProblemSource | None = None) -> ServingSnapshot:
+    """Every runtime's answers; `policies` (the refresher's) adds each runtime's policy and its origins to /debug,
+    and `source` (the refresher's) what fails now in reading each runtime (`sources.base.source_problems`)."""
     explain = policies.explain if policies is not None else _unexplained
     return ServingSnapshot(
         ready,
-        RenderedRuntimes({(key.namespace, key.deployment): render_runtime(view, explain(key))
+        RenderedRuntimes({(key.namespace, key.deployment): render_runtime(view, explain(key),
+                                                                          _source_state(source, key))
                           for key, view in views.items()}),
         refresh_metrics,
     )
+
+
+def _source_state(source: ProblemSource | None, key: RuntimeKey) -> SourceState | None:
+    return None if source is None else (source.name, source_problems(source, key))
 
 
 def _unexplained(key: RuntimeKey) -> PolicyExplained | None:
@@ -63,7 +72,8 @@ class RefresherSnapshots:
         refresher = self._refresher
         if refresher.views is not self._views or refresher.ready != self._ready:
             self._views, self._ready = refresher.views, refresher.ready
-            self._snapshot = render_snapshot(refresher.views, refresher.ready, policies=refresher.policies)
+            self._snapshot = render_snapshot(refresher.views, refresher.ready, policies=refresher.policies,
+                                             source=refresher.source)
         return self._snapshot
 
     @property
@@ -72,14 +82,17 @@ class RefresherSnapshots:
 
 
 class SnapshotPublisher:
-    """The refresh process's side of the hand-over: each refresh's views as one packed blob for the workers."""
+    """The refresh process's side of the hand-over: each refresh's views as one packed blob for the workers.
+    `source` (the refresher's) puts what fails now in reading each runtime in its /debug."""
 
-    def __init__(self, metrics: AdapterMetrics, policies: PolicyBook | None = None) -> None:
+    def __init__(self, metrics: AdapterMetrics, policies: PolicyBook | None = None,
+                 source: ProblemSource | None = None) -> None:
         self._metrics = metrics
         self._policies = policies
+        self._source = source
 
     def render(self, views: Mapping[RuntimeKey, RuntimeView], ready: bool) -> ServingSnapshot:
-        return render_snapshot(views, ready, policies=self._policies)
+        return render_snapshot(views, ready, policies=self._policies, source=self._source)
 
     def refresh_metrics(self) -> bytes:
         return render_refresh_metrics(self._metrics)

@@ -21,7 +21,15 @@ from typing import Any
 from aiohttp import web
 
 from autoscaler.api.debug_document import debug_json
-from autoscaler.api.handlers import METRICS_KEY, respond, rfc3339, runtime_answer, runtime_debug_record
+from autoscaler.api.handlers import (
+    METRICS_KEY,
+    debug_path,
+    respond,
+    rfc3339,
+    runtime_answer,
+    runtime_debug_record,
+    unknown_because,
+)
 from autoscaler.api.quantity import MAX_SERVABLE
 from autoscaler.api.snapshot import KEDA, SNAPSHOT_KEY, Answer, error_answer
 from autoscaler.api.stall import STALL_KEY
@@ -59,7 +67,7 @@ def keda_answer(view: RuntimeView) -> Answer:
     """The KEDA endpoint's answer for a runtime: its values, or the 503 while they are unknown."""
     if not view.known:
         return error_answer(503, f"values of runtime {view.key} are unknown right now: "
-                                 f"{view.reason or 'no fresh data'}; scalers should hold")
+                                 f"{unknown_because(view)}; scalers should hold; why: {debug_path(view)}")
     document, oldest = keda_values(view)
     if oldest is None:
         return error_answer(503, f"no value of runtime {view.key} is known right now; scalers should hold")

@@ -7,6 +7,7 @@ is answered with a 400 that says what to write instead.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 
@@ -80,10 +81,18 @@ def deployment_from_selector(selector: str | None) -> str:
         elif key == SELECTOR_SERVINGRUNTIME:
             deployments.add(SERVINGRUNTIME_DEPLOYMENT_PREFIX + value)
         else:
-            raise SelectorError(f"unknown label {key!r} in labelSelector; {HELP}")
+            raise SelectorError(f"unknown label {key!r}{_did_you_mean(key)} in labelSelector; {HELP}")
     if len(deployments) != 1:
         raise SelectorError(f"labelSelector names {len(deployments)} different runtimes; {HELP}")
     return deployments.pop()
+
+
+def _did_you_mean(key: str) -> str:
+    """` (did you mean 'servingruntime'?)` for a key close to one the selector takes (another case, a plural, a
+    typo), else ""."""
+    keys = (SELECTOR_DEPLOYMENT, SELECTOR_SERVINGRUNTIME)
+    close = [k for k in keys if k == key.lower()] or difflib.get_close_matches(key.lower(), keys, n=1, cutoff=0.8)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 _CACHED_QUERY_LENGTH = 256

@@ -9,6 +9,10 @@ Rules every implementation keeps (docs/design.md, Missing data):
   and is logged by the source; it is never turned into zero load.
 - A pod whose read failed keeps its last good `PodSample` (with its old `sampled_at`), so the policies can
   see that it is stale rather than idle.
+- A source may say what is failing right now (`problems(key)`: `SourceProblem`s, the backend's words and since
+  when), which /debug shows for the runtime: the log says it once, when the failure starts, and an operator
+  looking at a runtime answered 503 an hour later should not need that line. Optional: a source without it
+  shows no problems (`source_problems`). Defined in `autoscaler.source_problems`, which the API reads too.
 """
 
 from __future__ import annotations
@@ -18,6 +22,15 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from autoscaler.model import RuntimeKey, RuntimeSnapshot
+from autoscaler.source_problems import (  # re-exported: the sources' seam
+    REASON_DISCOVERY,
+    DiscoveryOutage,
+    SourceProblem,
+    source_problems,
+)
+
+__all__ = ["REASON_DISCOVERY", "DiscoveryOutage", "MetricSource", "PodDiscovery", "PodTarget", "RuntimeInventory",
+           "SourceProblem", "source_problems"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,8 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
 - the answers say they are partial (Thanos Query's `warnings` about stores it could not reach, VictoriaMetrics'
   `isPartial`): the refresh is good, the pods they leave out hold their last good samples as any pod missing from
   an answer does (and turn stale). Logged once per set of warnings, and when the answers are complete again;
-  not an error.
+  not an error, but counted (`partial_answers`, one per refresh) and, for the runtimes with a Ready pod missing
+  from them, a `partial` problem in /debug (`problems`).
 - none of a runtime's Ready pods has series for UNSEEN_WARN_AFTER_S while other runtimes' pods have them
   (its namespace left out of what Prometheus scrapes): logged once, naming the runtime; not an error.
 
@@ -41,7 +42,7 @@ from pathlib import Path
 from urllib3.util.retry import Retry
 
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
-from autoscaler.sources.base import PodDiscovery, RuntimeInventory
+from autoscaler.sources.base import DiscoveryOutage, PodDiscovery, RuntimeInventory, SourceProblem
 from autoscaler.sources.prometheus_answers import REASON_EMPTY, REASON_GARBAGE, PrometheusSourceError
 from autoscaler.sources.prometheus_queries import (
     DCGM_GR_ENGINE_ACTIVE,
@@ -60,6 +61,12 @@ from autoscaler.sources.prometheus_queries import (
 from exporter import names
 
 log = logging.getLogger(__name__)
+
+REASON_PARTIAL = "partial"
+"""A `SourceProblem`'s reason while the answers are partial and leave out Ready pods of the runtime (not an error)."""
+REASON_UNSEEN = "unseen"
+"""A `SourceProblem`'s reason while none of the runtime's Ready pods has series and other runtimes' pods have them
+(not an error: a new pod not scraped yet, or a namespace Prometheus does not scrape)."""
 
 UNSEEN_WARN_AFTER_S = 120.0
 """How long all of a runtime's Ready pods may lack series before the log names it: longer than Prometheus takes
@@ -143,6 +150,10 @@ class PrometheusSource:
         self._models_failing = False  # the models query's failure is logged
         self._clock_off_s = 0.0  # the Prometheus clock offset last logged
         self._partial: frozenset[str] = frozenset()  # the partial-answer warnings last logged
+        self._partial_since: float | None = None  # when the answers turned partial; None while complete
+        self._partial_left_out: frozenset[RuntimeKey] = frozenset()  # runtimes with Ready pods the answers lack
+        self.partial_answers = 0
+        """Refreshes answered partial so far (`modelmesh_autoscaler_source_partial_answers_total`)."""
         self._unseen_since: dict[RuntimeKey, float] = {}  # runtimes none of whose Ready pods have series, since
         self._unseen_warned: set[RuntimeKey] = set()
         self._last: dict[PodRef, PodSample] = {}
@@ -152,6 +163,7 @@ class PrometheusSource:
         self.outage_since: float | None = None
         """Clock time the current outage began; None while Prometheus answers."""
         self.last_error: PrometheusSourceError | None = None
+        self._discovery_outage = DiscoveryOutage()
 
     @property
     def queries(self) -> Sequence[str]:
@@ -173,9 +185,10 @@ class PrometheusSource:
             self._recovered()
             self._note_clock(self._reader.clock_offset_s)
             self._note_partial(self._reader.warnings)
+            self._note_partial_runtimes(inventory, seen, now)
             self._note_models(self._reader.models_error)
             backend_ok = True
-        source_ok = backend_ok and self._discovery.healthy
+        source_ok = self._discovery_outage.note(self._discovery.healthy, now) and backend_ok
         snapshots = [
             self._snapshot(runtime, answers, seen, now, source_ok) for runtime in inventory.values()
         ]
@@ -185,6 +198,27 @@ class PrometheusSource:
                 self._note_dcgm_unmatched(answers["gpu_busy"], seen, now)
         self._forget_vanished(inventory)
         return snapshots
+
+    def problems(self, key: RuntimeKey) -> tuple[SourceProblem, ...]:
+        """What fails now, for /debug: discovery out of date; Prometheus failing (the same for every runtime: the
+        backend fails as a whole), with its last error and the time the outage began; else, when it answers, no
+        series for any of the runtime's Ready pods (`unseen`), or answers that said they were partial and left
+        some of them out (`partial`)."""
+        problems = self._discovery_outage.problems()
+        if self.last_error is not None and self.outage_since is not None:
+            problems += (SourceProblem(self.last_error.reason, self.last_error.detail, self.outage_since),)
+        elif key in self._partial_left_out and self._partial_since is not None:
+            problems += (SourceProblem(
+                REASON_PARTIAL, f"Prometheus at {self._url} answered partial data without some of this runtime's "
+                f"Ready pods (they hold their last good samples and turn stale): {'; '.join(sorted(self._partial))}",
+                self._partial_since),)
+        elif (unseen_since := self._unseen_since.get(key)) is not None:
+            problems += (SourceProblem(
+                REASON_UNSEEN, f"Prometheus at {self._url} has no {names.LAST_SUCCESS_TIMESTAMP} series for any Ready "
+                f"pod of {key} while it has them for other runtimes' pods: a new pod not scraped yet, or is Prometheus "
+                f"not scraping namespace {key.namespace} (a PodMonitor's namespaceSelector, a scrape config's "
+                "relabelling, a NetworkPolicy on port 9187)?", unseen_since),)
+        return problems
 
     async def close(self) -> None:
         """Release the HTTP connections."""
@@ -387,6 +421,19 @@ class PrometheusSource:
         elif not said and self._partial:
             log.info("Prometheus at %s answers complete data again", self._url)
         self._partial = said
+
+    def _note_partial_runtimes(self, inventory: Mapping[RuntimeKey, RuntimeInventory], seen: set[PodRef],
+                               now: float) -> None:
+        """Count a partial refresh, and keep which runtimes it left a Ready pod out of, for `problems`."""
+        if not self._partial:
+            self._partial_since, self._partial_left_out = None, frozenset()
+            return
+        self.partial_answers += 1
+        if self._partial_since is None:
+            self._partial_since = now
+        self._partial_left_out = frozenset(
+            key for key, runtime in inventory.items()
+            if any(pod.ready and (key.namespace, pod.name) not in seen for pod in runtime.pods))
 
     def _note_models(self, error: PrometheusSourceError | None) -> None:
         """Count every failed models query by its reason (as a failed round's), log the first of a run of them

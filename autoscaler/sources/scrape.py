@@ -24,7 +24,7 @@ from dataclasses import replace
 import aiohttp
 
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
-from autoscaler.sources.base import PodDiscovery, PodTarget, RuntimeInventory
+from autoscaler.sources.base import DiscoveryOutage, PodDiscovery, PodTarget, RuntimeInventory, SourceProblem
 from autoscaler.sources.exposition import ExpositionError, read_exporter_text
 from autoscaler.sources.scrape_fetch import (
     CONNECT_TIMEOUT_S,
@@ -76,6 +76,8 @@ class ScrapeSource:
         self.reads = 0
         """Scrapes tried so far, failed or not (`modelmesh_autoscaler_source_reads_total`)."""
         self._news = ScrapeNews()
+        self._failing: dict[RuntimeKey, dict[str, SourceProblem]] = {}  # pods whose last scrape failed, by runtime
+        self._discovery_outage = DiscoveryOutage()
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -85,7 +87,7 @@ class ScrapeSource:
 
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
         inventory = self._discovery.inventory()
-        source_ok = self._discovery.healthy
+        source_ok = self._discovery_outage.note(self._discovery.healthy, now)
         pods = [(runtime.key, pod) for runtime in inventory.values() for pod in runtime.pods]
         samples = {(key, pod.name): self._fallback(key, pod) for key, pod in pods}
         due = [(key, pod) for key, pod in pods
@@ -136,6 +138,9 @@ class ScrapeSource:
                 self._failed(key, pod, names.REASON_TIMEOUT,
                              f"{pod.url}: no answer before the refresh deadline of {self._deadline_s:g} s", now)
                 raise
+        failing = self._failing.get(key)
+        if failing is not None:
+            failing.pop(pod.name, None)
         if self._retries.succeeded((key, pod.name)):
             self._news.recovered(f"{key}/{pod.name}")
         self._note_clock((key, pod.name), offset)
@@ -146,6 +151,9 @@ class ScrapeSource:
 
     def _failed(self, key: RuntimeKey, pod: PodTarget, reason: str, detail: str, now: float) -> None:
         self.errors[reason] += 1
+        failing = self._failing.setdefault(key, {})
+        started = failing.get(pod.name)
+        failing[pod.name] = SourceProblem(reason, detail, now if started is None else started.since, pod.name)
         if self._retries.failed((key, pod.name), now) == 1:
             self._news.failed(f"{key}/{pod.name}", reason, detail)
 
@@ -177,7 +185,19 @@ class ScrapeSource:
             del self._last_good[entry]
         for entry in [entry for entry in self._clock_offsets if entry not in known]:
             del self._clock_offsets[entry]
+        for runtime, failing in list(self._failing.items()):  # a pod gone, or no longer scraped (not Ready)
+            scraped = {pod.name for pod in inventory[runtime].pods if pod.ready and pod.url is not None} \
+                if runtime in inventory else set()
+            for name in [name for name in failing if name not in scraped]:
+                del failing[name]
+            if not failing:
+                del self._failing[runtime]
         self._retries.forget_all_but(known)
+
+    def problems(self, key: RuntimeKey) -> tuple[SourceProblem, ...]:
+        """What fails now, for /debug: discovery out of date, and each of the runtime's pods whose last scrape
+        failed, with its error and the time its run of failures began (a pod waiting out its backoff included)."""
+        return self._discovery_outage.problems() + tuple(self._failing.get(key, {}).values())
 
     async def close(self) -> None:
         if self._session is not None:

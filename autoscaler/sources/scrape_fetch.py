@@ -6,12 +6,14 @@ the bytes read (one pod answering 64 MiB bodies took the adapter past its 512 Mi
 over the cap is abandoned and its connection closed as soon as the cap is passed, never buffered.
 
 Failure reasons are the exporter's own (`exporter.names.REASON_*`: a TLS failure is `tls` on both sides),
-plus `too_large`.
+plus `too_large`. The detail (logged, and shown in /debug for the pod) says the failure as OpenSSL or HTTP says
+it, and what to change where the failure names it: a CA to trust, plain http, a refusing proxy, a wrong port.
 """
 
 from __future__ import annotations
 
 import ssl
+from typing import Final
 
 import aiohttp
 
@@ -24,6 +26,21 @@ CONNECT_TIMEOUT_S = 1.0
 within a second is gone (its node lost), and waiting longer only stretches the refresh."""
 REASON_TOO_LARGE = "too_large"
 _CHUNK_BYTES = 64 * 1024
+
+CA_HINT: Final = ("the exporter's certificate is not signed by a CA the adapter trusts: give the CA that signs it "
+                  "with --exporter-ca-file")
+HOST_HINT: Final = ("the certificate chains to a trusted CA but does not name the address scraped (the pod's IP): "
+                    "the exporters' certificates must carry it as an IP subject alternative name")
+PLAIN_HINT: Final = ("nothing speaks TLS there (the exporter serves plain http unless given a certificate): scrape "
+                     "it with http://, or give the exporter its certificate")
+REFUSED_HINT: Final = ("the exporter, or a proxy in front of it (kube-rbac-proxy), refuses the adapter, which scrapes "
+                       "without credentials: let it through, or point the adapter at the exporter's own port")
+NOT_FOUND_HINT: Final = "no /metrics at that address: is the port the exporter's (9187), not ModelMesh's own?"
+_HTTP_HINTS: Final = {401: REFUSED_HINT, 403: REFUSED_HINT, 404: NOT_FOUND_HINT}
+_NOT_TLS: Final = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "UNKNOWN_PROTOCOL",
+                             "PACKET_LENGTH_TOO_LONG", "HTTP_REQUEST"})
+"""OpenSSL's reasons when the peer answers with something that is not TLS (a plain HTTP server)."""
+_HOST_MISMATCH: Final = frozenset({62, 64})  # X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH
 
 
 class FetchError(Exception):
@@ -44,14 +61,15 @@ async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_byte
     try:
         async with session.get(url) as response:
             if response.status != 200:
-                raise FetchError(names.REASON_HTTP, f"HTTP {response.status} from {url}")
+                hint = f"; {_HTTP_HINTS[response.status]}" if response.status in _HTTP_HINTS else ""
+                raise FetchError(names.REASON_HTTP, f"HTTP {response.status} from {url}{hint}")
             body = await _read_capped(response, url, max_bytes)
     except aiohttp.ConnectionTimeoutError as error:
         raise FetchError(names.REASON_TIMEOUT, f"no connection to {url} within {timeout.sock_connect} s") from error
     except TimeoutError as error:
         raise FetchError(names.REASON_TIMEOUT, f"no answer from {url} in {timeout.total} s") from error
     except (aiohttp.ClientSSLError, ssl.SSLError) as error:
-        raise FetchError(names.REASON_TLS, f"{url}: {error}") from error
+        raise FetchError(names.REASON_TLS, tls_detail(url, error)) from error
     except aiohttp.ClientPayloadError as error:
         raise FetchError(names.REASON_PARSE, f"incomplete body from {url}: {error}") from error
     except aiohttp.ClientError as error:
@@ -60,6 +78,34 @@ async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_byte
         return body.decode("utf-8")
     except UnicodeDecodeError as error:
         raise FetchError(names.REASON_PARSE, f"{url}: {error}") from error
+
+
+def tls_detail(url: str, error: BaseException) -> str:
+    """A TLS failure as OpenSSL says it, with the hint that fits: a CA to trust, a certificate for another
+    address, or no TLS at all at that address."""
+    cause = _ssl_cause(error)
+    if isinstance(cause, ssl.SSLCertVerificationError) and cause.verify_message:
+        hint = HOST_HINT if cause.verify_code in _HOST_MISMATCH else CA_HINT
+        return f"{url}: certificate verify failed: {cause.verify_message.rstrip('.')}; {hint}"
+    if cause is not None and cause.reason in _NOT_TLS:
+        return f"{url}: {cause.reason}; {PLAIN_HINT}"
+    return f"{url}: {error}"
+
+
+def _ssl_cause(error: BaseException) -> ssl.SSLError | None:
+    """The `ssl.SSLError` behind an aiohttp connection error (its cause, context or arguments), if any."""
+    seen: set[int] = set()
+    pending: list[object] = [error]
+    while pending:
+        current = pending.pop()
+        if not isinstance(current, BaseException) or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, ssl.SSLError) and not isinstance(current, aiohttp.ClientError):  # aiohttp's subclass
+            return current
+        pending.extend((getattr(current, "certificate_error", None), getattr(current, "os_error", None),
+                        current.__cause__, current.__context__, *current.args))
+    return None
 
 
 async def _read_capped(response: aiohttp.ClientResponse, url: str, max_bytes: int) -> bytes:

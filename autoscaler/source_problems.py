@@ -1,0 +1,67 @@
+"""What a metric source says fails right now, per runtime: what /debug shows beside a runtime answered 503.
+
+The log says a failure once, when it starts; an operator looking at a runtime an hour later should not need that
+line. So a source may offer `problems(key)` (`SourceProblem`s: the reason, the backend's words, since when, the
+pod where it is one pod's), and `source_problems` asks it. Plain data, no I/O: the sources write it
+(`autoscaler.sources`), the API reads it (`autoscaler.api.render`, `autoscaler.api.debug_document`), and neither
+package may import the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+from autoscaler.model import RuntimeKey
+
+REASON_DISCOVERY: Final = "discovery"
+"""A `SourceProblem`'s reason while pod discovery is out of date: every snapshot is `source_ok=False`."""
+DISCOVERY_DETAIL: Final = ("pod discovery is out of date (the Kubernetes API unreachable, or a pod watch or the "
+                           "Deployment read failing, e.g. refused by RBAC); values cannot fall until it recovers: the "
+                           "adapter's log has its error ('Kubernetes discovery: ...')")
+
+
+@dataclass(frozen=True, slots=True)
+class SourceProblem:
+    """A read that fails right now, as /debug shows it for the runtimes it affects."""
+
+    reason: str
+    """The `modelmesh_autoscaler_source_errors_total` reason (`connect`, `timeout`, `tls`, `http`, `parse`,
+    `empty`), or `discovery`; or, not errors but why pods lack data, Prometheus's `unseen` and `partial`."""
+    detail: str
+    """The backend's own words, as the log has them (credentials left out)."""
+    since: float
+    """Clock time of the first failure of this run of failures (the reason may have changed since)."""
+    pod: str | None = None
+    """The pod whose exporter fails (the scrape source); None when the source fails as a whole."""
+
+
+class ProblemSource(Protocol):
+    """What the API needs of a metric source: its name (every `MetricSource` has one); `problems` is optional."""
+
+    name: str
+
+
+def source_problems(source: object, key: RuntimeKey) -> tuple[SourceProblem, ...]:
+    """What `source` says fails now for runtime `key`; () for a source that does not say."""
+    problems: Callable[[RuntimeKey], tuple[SourceProblem, ...]] | None = getattr(source, "problems", None)
+    return problems(key) if callable(problems) else ()
+
+
+class DiscoveryOutage:
+    """Since when discovery has been unhealthy, for the sources' `problems` (noted once per refresh)."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+
+    def note(self, healthy: bool, now: float) -> bool:
+        """Record discovery's health at `now`; returns `healthy`."""
+        if healthy:
+            self.since = None
+        elif self.since is None:
+            self.since = now
+        return healthy
+
+    def problems(self) -> tuple[SourceProblem, ...]:
+        return () if self.since is None else (SourceProblem(REASON_DISCOVERY, DISCOVERY_DETAIL, self.since),)

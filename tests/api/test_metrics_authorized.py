@@ -1,0 +1,63 @@
+"""`/metrics` behind authentication and authorization, as metrics-server and prometheus-adapter serve it.
+
+k8s.io/apiserver's `--authorization-always-allow-paths` default is `/healthz,/readyz,/livez`: their `/metrics`
+is authorized by a SubjectAccessReview of the non-resource URL (`get /metrics`; Prometheus's service account is
+granted it by a ClusterRole with `nonResourceURLs: ["/metrics"]`). Ours is open by default, so that the shipped
+scrape configuration works with no token; an operator who drops `/metrics` from the flag gets what those
+servers do. These tests hold that mode to it: no credentials 401, a token without the grant 403 in kube's
+words, a token with it the page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from autoscaler.api.app import build_api_app
+from autoscaler.api.auth import build_api_security
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.settings import ServeSettings
+from tests.api.builders import KEY, Pki, refresher_with, runtime_view
+from tests.api.conftest import SecuredApi, listening
+from tests.fakes.kube import FakeKubeApi
+
+
+@pytest.fixture
+async def closed_metrics(
+    pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings]
+) -> AsyncIterator[SecuredApi]:
+    metrics = AdapterMetrics()
+    refresher = refresher_with(runtime_view(KEY), metrics=metrics)
+    tls = pki.server_context()
+    settings = settings_for(authorization_always_allow_paths=("/healthz", "/livez", "/readyz"))
+    security = await build_api_security(settings, tls, metrics, kube_timeout_s=2.0)
+    try:
+        async with listening(build_api_app(refresher, metrics, security.gate), tls) as port:
+            yield SecuredApi(f"https://127.0.0.1:{port}", pki, kube, metrics, refresher, security)
+    finally:
+        await security.close()
+
+
+async def test_metrics_without_credentials_is_401(closed_metrics: SecuredApi) -> None:
+    status, body = await closed_metrics.get("/metrics")
+    assert (status, body["reason"]) == (401, "Unauthorized")
+
+
+async def test_metrics_for_a_token_without_the_grant_is_403_naming_the_url(closed_metrics: SecuredApi) -> None:
+    closed_metrics.kube.tokens["scraper"] = ("system:serviceaccount:monitoring:prometheus", ["system:serviceaccounts"])
+    status, body = await closed_metrics.get("/metrics", token="scraper")
+    assert (status, body["reason"]) == (403, "Forbidden")
+    assert 'User "system:serviceaccount:monitoring:prometheus" cannot get path "/metrics"' in body["message"], body
+
+
+async def test_metrics_for_a_token_granted_get_on_the_url_is_the_page(closed_metrics: SecuredApi) -> None:
+    user = "system:serviceaccount:monitoring:prometheus"
+    closed_metrics.kube.tokens["scraper"] = (user, ["system:serviceaccounts"])
+    closed_metrics.kube.allow(user=user, verb="get", path="/metrics")
+    status, body = await closed_metrics.get("/metrics", token="scraper")
+    assert status == 200 and "modelmesh_autoscaler_api_requests_total" in body
+    [review] = closed_metrics.kube.access_reviews
+    assert review["nonResourceAttributes"] == {"path": "/metrics", "verb": "get"}
+    status, _ = await closed_metrics.get("/healthz")  # health stays open for the kubelet
+    assert status == 200

@@ -1,0 +1,79 @@
+"""A failing exporter scrape says what to change, as the Prometheus source's errors do: what the log line and
+/debug show for the pod (`ScrapeSource.problems`). Before, a certificate from an unknown CA was aiohttp's
+`Cannot connect to host ... ssl:True [SSLCertVerificationError: (1, '[SSL: CERTIFICATE_VERIFY_FAILED] ...')]`
+with no word of --exporter-ca-file, an https URL to a plain exporter an OpenSSL record error, and a 401 or 404
+a bare status.
+
+Real servers on real sockets: an aiohttp exporter over TLS with a trustme certificate, a plain one.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Awaitable, Callable
+
+import pytest
+import trustme
+from aiohttp import web
+from pytest_aiohttp import AiohttpServer
+
+from autoscaler.model import RuntimeKey
+from autoscaler.sources.base import PodTarget, RuntimeInventory
+from autoscaler.sources.scrape import ScrapeSource
+from tests.sources.static_discovery import StaticDiscovery
+
+KEY = RuntimeKey("ml", "modelmesh-serving-triton")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+async def serve(aiohttp_server: AiohttpServer, handler: Handler, tls: ssl.SSLContext | None = None) -> int:
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handler)
+    server = await aiohttp_server(app, ssl=tls)
+    assert server.port is not None
+    return server.port
+
+
+async def said(url: str, ssl_context: ssl.SSLContext | None = None) -> tuple[str, str]:
+    """(reason, detail) of one failed scrape of `url`."""
+    source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, (PodTarget("p-0", True, url),))]),
+                          timeout_s=5.0, ssl_context=ssl_context)
+    try:
+        await source.collect(1_700_000_000.0)
+        [problem] = source.problems(KEY)
+        return problem.reason, problem.detail
+    finally:
+        await source.close()
+
+
+async def exporter_says(request: web.Request) -> web.Response:
+    return web.Response(text="# EOF\n")
+
+
+async def test_a_certificate_from_an_unknown_ca_names_the_flag(aiohttp_server: AiohttpServer) -> None:
+    ca = trustme.CA()
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(tls)
+    port = await serve(aiohttp_server, exporter_says, tls)
+    reason, detail = await said(f"https://127.0.0.1:{port}/metrics")
+    assert reason == "tls"
+    assert "certificate verify failed" in detail and "--exporter-ca-file" in detail, detail
+
+
+async def test_https_to_a_plain_exporter_says_to_use_http(aiohttp_server: AiohttpServer) -> None:
+    port = await serve(aiohttp_server, exporter_says)
+    reason, detail = await said(f"https://127.0.0.1:{port}/metrics")
+    assert reason == "tls"
+    assert "http://" in detail and "plain" in detail, detail
+
+
+@pytest.mark.parametrize(("status", "hint"), [(401, "refuses the adapter"), (403, "refuses the adapter"),
+                                              (404, "no /metrics")])
+async def test_an_http_error_says_what_it_means(aiohttp_server: AiohttpServer, status: int, hint: str) -> None:
+    async def refuse(request: web.Request) -> web.Response:
+        return web.Response(status=status)
+
+    port = await serve(aiohttp_server, refuse)
+    reason, detail = await said(f"http://127.0.0.1:{port}/metrics")
+    assert reason == "http"
+    assert f"HTTP {status}" in detail and hint in detail, detail
