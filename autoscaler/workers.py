@@ -363,7 +363,7 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
     stack = RefreshStack(settings)
     refresher, metrics = stack.refresher, stack.metrics
 
-    publisher = SnapshotPublisher(metrics, refresher.policies)
+    publisher = SnapshotPublisher(metrics, refresher.policies, refresher.source)
 
     async def publish(views: object) -> None:
         started = time.perf_counter()

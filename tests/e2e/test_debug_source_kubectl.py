@@ -22,7 +22,6 @@ METRIC = ("/apis/external.metrics.k8s.io/v1beta1/namespaces/default/modelmesh_de
           f"?labelSelector=deployment%3D{RUNTIME}")
 
 
-@pytest.mark.xfail(strict=True, reason="needs autoscaler/workers.py to pass refresher.source to SnapshotPublisher")
 async def test_debug_names_the_failing_exporters_through_the_serving_worker(tmp_path: Path) -> None:
     port, dead = free_port(), free_port()
     targets = tmp_path / "targets.yaml"
