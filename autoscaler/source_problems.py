@@ -43,6 +43,13 @@ class ProblemSource(Protocol):
     name: str
 
 
+def discovery_problem(discovery: object) -> str | None:
+    """What a discovery says keeps its inventory out of date (`KubePodDiscovery.problem`); None when it does
+    not say (a targets file never fails after start)."""
+    problem = getattr(discovery, "problem", None)
+    return problem if isinstance(problem, str) else None
+
+
 def source_problems(source: object, key: RuntimeKey) -> tuple[SourceProblem, ...]:
     """What `source` says fails now for runtime `key`; () for a source that does not say."""
     problems: Callable[[RuntimeKey], tuple[SourceProblem, ...]] | None = getattr(source, "problems", None)
@@ -54,14 +61,18 @@ class DiscoveryOutage:
 
     def __init__(self) -> None:
         self.since: float | None = None
+        self.detail = DISCOVERY_DETAIL
 
-    def note(self, healthy: bool, now: float) -> bool:
-        """Record discovery's health at `now`; returns `healthy`."""
+    def note(self, healthy: bool, now: float, problem: str | None = None) -> bool:
+        """Record discovery's health at `now`, with its own words for what fails when it has them (the
+        Kubernetes API's error: an operator at /debug should not need to find the log line); returns `healthy`."""
         if healthy:
             self.since = None
         elif self.since is None:
             self.since = now
+        self.detail = (DISCOVERY_DETAIL if problem is None else
+                       f"pod discovery is out of date ({problem}); values cannot fall until it recovers")
         return healthy
 
     def problems(self) -> tuple[SourceProblem, ...]:
-        return () if self.since is None else (SourceProblem(REASON_DISCOVERY, DISCOVERY_DETAIL, self.since),)
+        return () if self.since is None else (SourceProblem(REASON_DISCOVERY, self.detail, self.since),)

@@ -10,7 +10,9 @@ adapter calls data stale, plus one refresh: `ServeSettings.stalled_after_s`) the
 adapter itself would serve, and the API says so: runtime answers are 503 (the HPA holds its replicas),
 `/readyz` fails (the Service sends the HPA to another replica) and `/livez` fails (the kubelet restarts the
 pod, the only cure for a hang). The log says when it starts and when values arrive again. Before the first
-snapshot nothing is judged: `/readyz` already fails until then.
+snapshot the time is counted from the serving side's start: a refresh that hangs before it ever delivers (a
+deadlock in start-up) would otherwise leave the pod unready for good and never restarted, since `/readyz` alone
+failing restarts nothing.
 """
 
 from __future__ import annotations
@@ -38,21 +40,21 @@ class StallWatch:
         self.limit_s = limit_s
         self._refresh = refresh
         self._clock = clock
+        self._started = clock()
         self._reported = False
 
     def stalled_for(self) -> float | None:
-        """Seconds since the last snapshot when that is more than `limit_s`, else None."""
+        """Seconds since the last snapshot (before the first, since the start) when more than `limit_s`, else
+        None."""
         updated = self._store.updated_at
-        if updated is None:
-            return None
-        age = self._clock() - updated
+        age = self._clock() - (self._started if updated is None else updated)
         return age if age > self.limit_s else None
 
     def refuse_if_stalled(self) -> None:
         """Raise the 503 a client is told while stalled; nothing otherwise. (`stalled_for`'s test inline: this
         runs on every runtime request.)"""
         updated = self._store.updated_at
-        if updated is not None and (age := self._clock() - updated) > self.limit_s:
+        if (age := self._clock() - (self._started if updated is None else updated)) > self.limit_s:
             raise ApiError(503, f"the adapter's values have not been refreshed for {age:.0f} s (its refresh is "
                                 "hung or far too slow); the HPA holds its current replicas")
 
@@ -61,8 +63,9 @@ class StallWatch:
         age = self.stalled_for()
         if age is not None and not self._reported:
             self._reported = True
-            log.error("no new values from %s for %.0f s (more than %.0f s: it is hung or far too slow); answering "
+            log.error("no %s from %s for %.0f s (more than %.0f s: it is hung or far too slow); answering "
                       "503 and failing /readyz and /livez so that Kubernetes restarts the pod",
+                      "new values" if self._store.updated_at is not None else "values at all since the start",
                       self._refresh, age, self.limit_s)
         elif age is None and self._reported:
             self._reported = False

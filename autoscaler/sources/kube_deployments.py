@@ -88,6 +88,8 @@ class DeploymentResync:
         }
         self.ok = False
         """False until the first read, and while reading the Deployments fails."""
+        self.error: str | None = None
+        """What the last read failed with, while it fails (for /debug)."""
         self._missing: set[RuntimeKey] = set()  # configured runtimes whose Deployment was not found
         self._reread_interval_s = reread_interval_s
         self._pending: dict[RuntimeKey, None] = {}  # runtimes to read by name, in the order asked
@@ -169,6 +171,7 @@ class DeploymentResync:
                 if self.ok or failures == 1:
                     log.warning("Kubernetes discovery: cannot read runtime Deployments: %s", error)
                 self.ok = False
+                self.error = f"cannot read runtime Deployments: {error}"
                 # Never sooner than the server's Retry-After (a 429 from API Priority and Fairness), never later
                 # than the resync.
                 retry_after = error.retry_after_s if isinstance(error, KubeApiError) else None
@@ -177,6 +180,7 @@ class DeploymentResync:
                 if not self.ok and failures:
                     log.info("Kubernetes discovery: runtime Deployments readable again")
                 self.ok = True
+                self.error = None
                 failures = 0
                 delay = self._resync_interval_s
             first_attempt.set()

@@ -182,6 +182,13 @@ class KubePodDiscovery:
         """False until the first list, and while any watch or the Deployment read is failing."""
         return self._session.running and self._deployments.ok and all(watch.ok for watch in self._watches)
 
+    @property
+    def problem(self) -> str | None:
+        """What keeps the inventory out of date, in the Kubernetes API's words: the Deployment read's error or
+        a failing pod watch's (None when healthy, or before the first attempt has failed)."""
+        errors = [self._deployments.error, *(watch.error for watch in self._watches)]
+        return "; ".join(error for error in errors if error) or None
+
     async def start(self) -> None:
         """Start the watch and resync loops; return after their first attempt (or `start_timeout_s`)."""
         if self._session.running:

@@ -67,6 +67,8 @@ class PodWatch:
         a pod that already carries the cost it would write as it is."""
         self.ok = False
         """False until the first list, and while the watch is failing."""
+        self.error: str | None = None
+        """What the watch last failed with, while it fails (for /debug)."""
         self._client = client
         self._on_change = on_change
         self._on_runtime_pods = on_runtime_pods
@@ -110,6 +112,7 @@ class PodWatch:
         elif not ok:
             log.debug("Kubernetes discovery: pod watch of %s still failing: %s", scope, error)
         self.ok = ok
+        self.error = None if ok else f"pod watch of {scope} failing: {error}"
 
     def _replace(self, items: list[JSON]) -> None:
         """A fresh list: the pods are exactly these."""

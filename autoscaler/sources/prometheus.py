@@ -42,7 +42,7 @@ from pathlib import Path
 from urllib3.util.retry import Retry
 
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
-from autoscaler.sources.base import DiscoveryOutage, PodDiscovery, RuntimeInventory, SourceProblem
+from autoscaler.sources.base import DiscoveryOutage, PodDiscovery, RuntimeInventory, SourceProblem, discovery_problem
 from autoscaler.sources.prometheus_answers import REASON_EMPTY, REASON_GARBAGE, PrometheusSourceError
 from autoscaler.sources.prometheus_queries import (
     DCGM_GR_ENGINE_ACTIVE,
@@ -188,7 +188,8 @@ class PrometheusSource:
             self._note_partial_runtimes(inventory, seen, now)
             self._note_models(self._reader.models_error)
             backend_ok = True
-        source_ok = self._discovery_outage.note(self._discovery.healthy, now) and backend_ok
+        healthy = self._discovery_outage.note(self._discovery.healthy, now, discovery_problem(self._discovery))
+        source_ok = healthy and backend_ok
         snapshots = [
             self._snapshot(runtime, answers, seen, now, source_ok) for runtime in inventory.values()
         ]

@@ -24,7 +24,14 @@ from dataclasses import replace
 import aiohttp
 
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
-from autoscaler.sources.base import DiscoveryOutage, PodDiscovery, PodTarget, RuntimeInventory, SourceProblem
+from autoscaler.sources.base import (
+    DiscoveryOutage,
+    PodDiscovery,
+    PodTarget,
+    RuntimeInventory,
+    SourceProblem,
+    discovery_problem,
+)
 from autoscaler.sources.exposition import ExpositionError, read_exporter_text
 from autoscaler.sources.scrape_fetch import (
     CONNECT_TIMEOUT_S,
@@ -87,7 +94,7 @@ class ScrapeSource:
 
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
         inventory = self._discovery.inventory()
-        source_ok = self._discovery_outage.note(self._discovery.healthy, now)
+        source_ok = self._discovery_outage.note(self._discovery.healthy, now, discovery_problem(self._discovery))
         pods = [(runtime.key, pod) for runtime in inventory.values() for pod in runtime.pods]
         samples = {(key, pod.name): self._fallback(key, pod) for key, pod in pods}
         due = [(key, pod) for key, pod in pods

@@ -1,0 +1,48 @@
+"""A refresh that hangs before it ever delivers (a deadlock in start-up): /readyz fails from the start, which
+restarts nothing, so without a judgement the pod stayed unready for good. The stall watch counts from the
+serving side's start until the first snapshot, as it counts from the last snapshot after it."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+
+from autoscaler.api.snapshot import EMPTY, SnapshotHolder
+from autoscaler.api.stall import StallWatch
+from autoscaler.api.status import ApiError
+
+
+class SteppedClock:
+    def __init__(self) -> None:
+        self.now = time.monotonic()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_no_first_snapshot_within_the_limit_is_a_stall_that_fails_liveness(caplog: pytest.LogCaptureFixture) -> None:
+    clock, store = SteppedClock(), SnapshotHolder()
+    watch = StallWatch(store, 60.0, clock=clock)
+    clock.now += 59.0  # a slow first refresh (a fleet of thousands of runtimes) is not judged
+    watch.refuse_if_stalled()
+    assert watch.stalled_for() is None
+    clock.now += 2.0
+    with pytest.raises(ApiError) as refused:
+        watch.refuse_if_stalled()  # what /livez and /readyz answer: the kubelet restarts the pod
+    assert refused.value.code == 503 and "not been refreshed for 61 s" in str(refused.value)
+    with caplog.at_level(logging.ERROR, logger="autoscaler.api.stall"):
+        watch.check()
+    assert "no values at all since the start from the refresh process for 61 s" in caplog.text
+
+
+def test_the_first_snapshot_ends_it_and_later_ones_are_judged_from_their_own_time() -> None:
+    clock, store = SteppedClock(), SnapshotHolder()
+    watch = StallWatch(store, 60.0, clock=clock)
+    clock.now += 100.0
+    assert watch.stalled_for() == pytest.approx(100.0)
+    store.current = EMPTY  # the first snapshot arrives (stamped with the real monotonic clock)
+    clock.now = time.monotonic()
+    assert watch.stalled_for() is None
+    watch.refuse_if_stalled()
