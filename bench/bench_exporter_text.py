@@ -12,7 +12,7 @@ model lines was read by one `findall`, 2 December 2026; docs/performance.md, The
 "A pod's models in whole" for the figures since, at the exporter's clock unless `--clock-off`):
 
     PYTHONHASHSEED=0 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
-        python bench/bench_exporter_text.py --parses-only 5010 [--models 100] [--clock-off]
+        python bench/bench_exporter_text.py --parses-only 5010 [--models 100] [--clock-off] [--gc-tuned]
 """
 
 from __future__ import annotations
@@ -67,10 +67,18 @@ def main() -> None:
     parser.add_argument("--clock-off", action="store_true",
                         help="scrape at 2e9 (the exporter's clock 25 years behind: every time moved by the offset, "
                              "the figures before 2 December 2026 afternoon); default: at the exporter's clock")
+    parser.add_argument("--gc-tuned", action="store_true",
+                        help="the refresh process's garbage-collector settings (autoscaler.gcsettings), which reads "
+                             "every exporter's response: with Python's defaults, a count moves by tens of thousands "
+                             "of instructions a read with how many collections a few allocations more or less cause")
     parser.add_argument("--parses-only", type=int, default=0, metavar="N",
                         help="read the 1-GPU text (with --models) N times, for counting instructions; print nothing")
     args = parser.parse_args()
     one = STAMP.join(exporter_template(3)).decode()
+    if args.gc_tuned:
+        from autoscaler.gcsettings import tune_for_refresh
+
+        tune_for_refresh()
     scraped_at = 2e9 if args.clock_off else float(STAMP) + 0.5
     if args.parses_only:
         text = with_models(3, model_ids(args.models)) if args.models else one

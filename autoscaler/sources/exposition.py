@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Final, NamedTuple
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -105,7 +105,7 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     model_series, model_label, intern = names.MODEL_LAST_SERVED_TIMESTAMP, names.MODEL_ID_LABEL, sys.intern
     fast = fast_read(text)
     try:
-        for name, labels, value in library_samples(text) if fast is None else fast.samples:
+        for name, labels, value in library_samples(text) if fast is None else fast[0]:
             if name == model_series:  # first: with per-model metrics, all but a dozen samples are these
                 model_samples += 1
                 model = labels.get(model_label)
@@ -133,9 +133,9 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
                 exporter_now = clean(value)
     except (ValueError, TypeError, IndexError, KeyError) as error:
         raise ExpositionError(f"unparseable exposition: {error}") from error
-    if fast is not None and fast.model_ids:
-        model_samples += len(fast.model_ids)
-        _add_models(models, fast.model_ids, fast.model_values)
+    if fast is not None and fast[1]:
+        model_samples += len(fast[1])
+        _add_models(models, fast[1], fast[2])
     if not seen_exporter:
         raise ExpositionError("no modelmesh exporter metrics in the response")
     offset = 0.0
@@ -166,7 +166,7 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     ), offset)
 
 
-def _add_models(models: dict[str, float], ids: list[str], values: list[float]) -> None:
+def _add_models(models: dict[str, float], ids: Sequence[str], values: Sequence[float]) -> None:
     """Put the fast reader's run of model samples into `models` as the loop over samples does, each one in
     turn: kept when its id is not empty and its time valid (`clean`'s rule), interned. The usual run (every
     id and time valid; its times are never NaN, `fast_read` reads only plain numbers there) is put in whole in

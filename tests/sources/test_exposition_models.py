@@ -70,5 +70,5 @@ def test_the_usual_run_is_read_in_whole() -> None:
 
     text = with_models(3, model_ids(100))
     fast = exporter_text.fast_read(text)
-    assert fast is not None and fast.model_ids == list(model_ids(100))
+    assert fast is not None and fast[1] == list(model_ids(100))
     assert in_order(reading(text, EXPORTER_CLOCK)) == in_order(library_reading(text, EXPORTER_CLOCK))
