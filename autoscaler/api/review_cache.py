@@ -55,6 +55,8 @@ class ReviewCache(TTLCache[K, V], Generic[K, V]):
 
     def expire(self, time: float | None = None) -> list[tuple[K, V]]:
         expired = super().expire(time)
-        for key, _ in expired:
+        # cachetools before 5.5 returns None: its expired keys then stay in `fresh` (never found: expired)
+        # until inserted again, bounded by the keys ever seen
+        for key, _ in expired or ():
             self.fresh.pop(key, None)
         return expired
