@@ -103,7 +103,7 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     models: dict[str, float] = {}
     model_samples = 0
     model_series, model_label, intern = names.MODEL_LAST_SERVED_TIMESTAMP, names.MODEL_ID_LABEL, sys.intern
-    fast = fast_read(text)
+    fast = fast_read(text)  # never raises: it reads what it knows for certain, else gives up (None)
     try:
         for name, labels, value in library_samples(text) if fast is None else fast[0]:
             if name == model_series:  # first: with per-model metrics, all but a dozen samples are these
@@ -169,9 +169,8 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
 def _add_models(models: dict[str, float], ids: Sequence[str], values: Sequence[float]) -> None:
     """Put the fast reader's run of model samples into `models` as the loop over samples does, each one in
     turn: kept when its id is not empty and its time valid (`clean`'s rule), interned. The usual run (every
-    id and time valid; its times are never NaN, `fast_read` reads only plain numbers there) is put in whole in
-    C, a model sample's cost the loop's fifth; the same dict, as `update` inserts in order and keeps the last
-    time of an id that repeats."""
+    id and time valid; its times are never NaN, `fast_read` reads only plain numbers there) is put in whole, in
+    C: the same dict, as `update` inserts in order and keeps the last time of an id that repeats."""
     if min(values) >= 0.0 and max(values) < _INF and all(ids):
         models.update(zip(map(sys.intern, ids), values, strict=True))
         return
