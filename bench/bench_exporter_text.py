@@ -8,10 +8,11 @@ asserts:
 On a shared, noisy machine count instructions instead: `--parses-only N` reads one text N times (after one
 warm-up read), nothing timed or printed; under valgrind with N=10 and N=5010, the difference over 5000 is one
 read's instructions (1 GPU: 0.41 M without the series; with 100 models 2.28 M, 1.65 M once the usual run of
-model lines was read by one `findall`, 2 December 2026; docs/performance.md, The cost of per-model data):
+model lines was read by one `findall`, 2 December 2026; docs/performance.md, The cost of per-model data, and
+"A pod's models in whole" for the figures since, at the exporter's clock unless `--clock-off`):
 
     PYTHONHASHSEED=0 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
-        python bench/bench_exporter_text.py --parses-only 5010 [--models 100]
+        python bench/bench_exporter_text.py --parses-only 5010 [--models 100] [--clock-off] [--gc-tuned]
 """
 
 from __future__ import annotations
@@ -63,15 +64,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--models", type=int, default=0, help="models served recently (default: none, no series)")
+    parser.add_argument("--clock-off", action="store_true",
+                        help="scrape at 2e9 (the exporter's clock 25 years behind: every time moved by the offset, "
+                             "the figures before 2 December 2026 afternoon); default: at the exporter's clock")
+    parser.add_argument("--gc-tuned", action="store_true",
+                        help="the refresh process's garbage-collector settings (autoscaler.gcsettings), which reads "
+                             "every exporter's response: with Python's defaults, a count moves by tens of thousands "
+                             "of instructions a read with how many collections a few allocations more or less cause")
     parser.add_argument("--parses-only", type=int, default=0, metavar="N",
                         help="read the 1-GPU text (with --models) N times, for counting instructions; print nothing")
     args = parser.parse_args()
     one = STAMP.join(exporter_template(3)).decode()
+    if args.gc_tuned:
+        from autoscaler.gcsettings import tune_for_refresh
+
+        tune_for_refresh()
+    scraped_at = 2e9 if args.clock_off else float(STAMP) + 0.5
     if args.parses_only:
         text = with_models(3, model_ids(args.models)) if args.models else one
-        parse_exporter_text(text, "p", True, 2e9)
+        parse_exporter_text(text, "p", True, scraped_at)
         for _ in range(args.parses_only):
-            parse_exporter_text(text, "p", True, 2e9)
+            parse_exporter_text(text, "p", True, scraped_at)
         return
     texts = [("1 GPU", one), ("8 GPUs", eight_gpus(one))]
     if args.models:
@@ -80,7 +93,7 @@ def main() -> None:
         assert fast_samples(text) is not None
         fast = timeit.timeit(partial(fast_samples, text), number=args.runs) / args.runs
         library = timeit.timeit(partial(list_library_samples, text), number=args.runs) / args.runs
-        whole = timeit.timeit(partial(parse_exporter_text, text, "p", True, 2e9), number=args.runs) / args.runs
+        whole = timeit.timeit(partial(parse_exporter_text, text, "p", True, scraped_at), number=args.runs) / args.runs
         print(f"{label}: fast reader {fast * 1e6:.0f} µs, prometheus_client {library * 1e6:.0f} µs "
               f"({library / fast:.1f}x); parse_exporter_text (fast path) {whole * 1e6:.0f} µs, {len(text)} bytes")
 

@@ -86,11 +86,17 @@ async def send(session: aiohttp.ClientSession, urls: list[str], requests: int, c
         nonlocal answered
         for index in range(first + offset, first + requests, concurrency):
             async with session.get(urls[index % len(urls)], headers=HEADERS) as response:
-                await response.read()
+                body = await response.read()
                 answered += response.status == 200
+                if response.status != 200 and len(failures) < 5:
+                    failures.append(f"{response.status} {body[:200]!r}")
 
     await asyncio.gather(*(worker(i) for i in range(concurrency)))
     return answered
+
+
+failures: list[str] = []
+"""The first few answers other than 200, printed when a count is refused for them."""
 
 
 async def count(pid: int, out: Path, urls: list[str], client: ssl.SSLContext, args: argparse.Namespace) -> float:
@@ -103,10 +109,12 @@ async def count(pid: int, out: Path, urls: list[str], client: ssl.SSLContext, ar
         warm = max(args.warm, len(urls))
         await send(session, urls, warm, args.concurrency)  # code translated with instrumentation, caches warm
         await asyncio.to_thread(control, "--zero", str(pid))
+        failures.clear()
         answered = await send(session, urls, args.requests, args.concurrency, first=warm)
         await asyncio.to_thread(control, "--dump", str(pid))
     if answered != args.requests:
-        raise RuntimeError(f"only {answered} of {args.requests} requests were answered 200")
+        raise RuntimeError(f"only {answered} of {args.requests} requests were answered 200; the first others: "
+                           + "; ".join(failures))
     return dumped_instructions(out, pid) / int(args.requests)
 
 

@@ -21,8 +21,7 @@ them, are read apart (`_plain_run`, else `_MODEL_RUN`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from itertools import chain
+from collections.abc import Iterable, Sequence
 
 from exporter import names
 
@@ -101,28 +100,54 @@ def _labels(label_text: str) -> dict[str, str]:
     return {label: _unescape(value) for label, value in _PAIR.findall(label_text)}
 
 
+FastRead = tuple[list[Sample], Sequence[str], Sequence[float]]
+"""What `fast_read` finds: the wanted samples but for the usual run of per-model lines, and that run's model ids
+and values apart, in the text's order (empty without such a run), for the caller to take in whole
+(`exposition.read_exporter_text` makes its models' dict of them in C, not a sample at a time). A plain tuple: a
+named one's constructor is a Python call, 1% of an exporter's response without models."""
+
+
 def fast_samples(text: str) -> list[Sample] | None:
     """The wanted samples, or None when the text holds anything this reader does not know for certain; in the
     text's order per series name (the per-model series' run, when it is the series' only lines, comes last)."""
+    read = fast_read(text)
+    if read is None:
+        return None
+    samples, model_ids, model_values = read
+    name, label = names.MODEL_LAST_SERVED_TIMESTAMP, names.MODEL_ID_LABEL
+    return samples + [(name, {label: model}, value) for model, value in zip(model_ids, model_values, strict=True)]
+
+
+def fast_read(text: str) -> FastRead | None:
+    """`fast_samples`' reading with the usual run of per-model lines (`_plain_run`) as ids and values, or None."""
     start = text.find(_MODEL_LINE_START)
     if start < 0:
-        return _general_samples(text)
+        return _general_read(text)
     plain = _plain_run(text, start)
+    model_ids: Sequence[str]
+    model_values: Sequence[float]
     if plain is not None:
-        end, run_samples = plain
+        end, model_ids, model_values = plain
+        run_samples: list[Sample] = []
     else:
         run = _MODEL_RUN.match(text, start)
         if run is None:
-            return _general_samples(text)
-        end, run_samples = run.end(), list(_run_samples(run[0]))
+            return _general_read(text)
+        end, run_samples, model_ids, model_values = run.end(), list(_run_samples(run[0])), (), ()
     rest = text[:start] + text[end:]
     if rest.startswith(names.MODEL_LAST_SERVED_TIMESTAMP) or _MODEL_SAMPLE_START in rest:
-        return _general_samples(text)  # more model lines elsewhere: read all in the text's order
+        return _general_read(text)  # more model lines elsewhere: read all in the text's order
     samples = _general_samples(rest)
     if samples is None:
         return None
     samples.extend(run_samples)
-    return samples
+    return samples, model_ids, model_values
+
+
+def _general_read(text: str) -> FastRead | None:
+    """Every wanted sample of `text` read the general way (no run of model lines apart)."""
+    samples = _general_samples(text)
+    return None if samples is None else (samples, (), ())
 
 
 _PLAIN_MODEL_LINE = re.compile(
@@ -133,10 +158,10 @@ _PLAIN_LINE_EXTRA = len(_MODEL_ID_START) + len('"} ')
 """A `_PLAIN_MODEL_LINE`'s characters other than its id's and value's."""
 
 
-def _plain_run(text: str, start: int) -> tuple[int, list[Sample]] | None:
+def _plain_run(text: str, start: int) -> tuple[int, list[str], list[float]] | None:
     """The run of model lines at `start` when it is the usual one, read in one regular-expression pass (and a few
-    string methods) over the run: `(end, samples)` with the run ending at `end`, or None to read it the general
-    way (`_MODEL_RUN`, whose per-line work is twice this one's, and `_run_samples`).
+    string methods) over the run: `(end, ids, values)` with the run ending at `end`, or None to read it the
+    general way (`_MODEL_RUN`, whose per-line work is twice this one's, and `_run_samples`).
 
     The usual run: every line up to the next comment (the next family's HELP) a `_PLAIN_MODEL_LINE` with no
     backslash or newline in its id, whose value `float` reads. The matches, each from a line's start to its
@@ -144,18 +169,31 @@ def _plain_run(text: str, start: int) -> tuple[int, list[Sample]] | None:
     that `float` reads is one of `_NUMBER`'s numbers, so the lines are `_MODEL_RUN`'s, the run the one it
     matches (it stops at the comment), and the samples those of `_run_samples` (an id without escapes is as
     written)."""
-    end = text.find("\n#", start + 1)
+    end = _comment_after(text, start)
     if end < 0:
         return None
     lines = _PLAIN_MODEL_LINE.findall(text, start, end + 1)
-    fields = "".join(chain.from_iterable(lines))
-    if len(fields) + _PLAIN_LINE_EXTRA * len(lines) != end - start or "\n" in fields or "\\" in fields:
+    if not lines:
         return None
-    name, label = names.MODEL_LAST_SERVED_TIMESTAMP, names.MODEL_ID_LABEL
+    ids, texts = zip(*lines, strict=True)
+    id_chars = "".join(ids)  # a value's characters are never a newline or backslash
+    if (len(id_chars) + len("".join(texts)) + _PLAIN_LINE_EXTRA * len(ids) != end - start
+            or "\n" in id_chars or "\\" in id_chars):
+        return None
     try:
-        return end, [(name, {label: model}, float(value)) for model, value in lines]
+        return end, list(ids), list(map(float, texts))
     except ValueError:  # a value of number characters that is no number (`1e`, `--1`, `.`)
         return None
+
+
+def _comment_after(text: str, start: int) -> int:
+    """Where the first line after `start` that starts with `#` starts (its newline), or -1: `text.find("\\n#",
+    start + 1)` for a `start` at a newline followed by no `#`, found with `memchr` (the usual `#` after a
+    run of model lines is the next family's HELP), where the two-character search tests every character."""
+    at = text.find("#", start)
+    if at < 0:
+        return -1
+    return at - 1 if text[at - 1] == "\n" else text.find("\n#", at)
 
 
 def _run_samples(run: str) -> Iterable[Sample]:

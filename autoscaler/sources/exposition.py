@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Final, NamedTuple
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.model import PodSample
 from autoscaler.policies.samples import clean
-from autoscaler.sources.exporter_text import Sample, fast_samples
+from autoscaler.sources.exporter_text import Sample, fast_read
 from exporter import names
 
 
@@ -47,12 +47,6 @@ def library_samples(text: str) -> Iterator[Sample]:
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             yield sample.name, sample.labels, sample.value
-
-
-def exporter_samples(text: str) -> Iterable[Sample]:
-    """The exporter's own format read fast (`autoscaler.sources.exporter_text`), else by the library."""
-    fast = fast_samples(text)
-    return fast if fast is not None else library_samples(text)
 
 
 CLOCK_TOLERANCE_S: Final = 1.0
@@ -109,8 +103,9 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     models: dict[str, float] = {}
     model_samples = 0
     model_series, model_label, intern = names.MODEL_LAST_SERVED_TIMESTAMP, names.MODEL_ID_LABEL, sys.intern
+    fast = fast_read(text)  # never raises: it reads what it knows for certain, else gives up (None)
     try:
-        for name, labels, value in exporter_samples(text):
+        for name, labels, value in library_samples(text) if fast is None else fast[0]:
             if name == model_series:  # first: with per-model metrics, all but a dozen samples are these
                 model_samples += 1
                 model = labels.get(model_label)
@@ -138,6 +133,9 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
                 exporter_now = clean(value)
     except (ValueError, TypeError, IndexError, KeyError) as error:
         raise ExpositionError(f"unparseable exposition: {error}") from error
+    if fast is not None and fast[1]:
+        model_samples += len(fast[1])
+        _add_models(models, fast[1], fast[2])
     if not seen_exporter:
         raise ExpositionError("no modelmesh exporter metrics in the response")
     offset = 0.0
@@ -166,6 +164,19 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
         created_at=created_at,
         **values,
     ), offset)
+
+
+def _add_models(models: dict[str, float], ids: Sequence[str], values: Sequence[float]) -> None:
+    """Put the fast reader's run of model samples into `models` as the loop over samples does, each one in
+    turn: kept when its id is not empty and its time valid (`clean`'s rule), interned. The usual run (every
+    id and time valid; its times are never NaN, `fast_read` reads only plain numbers there) is put in whole, in
+    C: the same dict, as `update` inserts in order and keeps the last time of an id that repeats."""
+    if min(values) >= 0.0 and max(values) < _INF and all(ids):
+        models.update(zip(map(sys.intern, ids), values, strict=True))
+        return
+    for model, value in zip(ids, values, strict=True):
+        if model and 0.0 <= value < _INF:
+            models[sys.intern(model)] = value
 
 
 def _recent_models(models: dict[str, float], samples: int, text: str, offset: float,

@@ -153,7 +153,10 @@ def test_the_plain_run_reads_what_the_general_run_reads(text: str) -> None:
         return
     run = exporter_text._MODEL_RUN.match(text, 0)
     assert run is not None, text
-    assert (run.end(), list(exporter_text._run_samples(run[0]))) == plain, text
+    end, ids, values = plain
+    name, label = names.MODEL_LAST_SERVED_TIMESTAMP, names.MODEL_ID_LABEL
+    plain_samples = [(name, {label: model}, value) for model, value in zip(ids, values, strict=True)]
+    assert (run.end(), list(exporter_text._run_samples(run[0]))) == (end, plain_samples), text
 
 
 @settings(max_examples=300, deadline=None)
@@ -170,4 +173,13 @@ def test_the_exporters_model_lines_are_a_plain_run() -> None:
     start = text.find(f"\n{names.MODEL_LAST_SERVED_TIMESTAMP}{{")
     plain = exporter_text._plain_run(text, start)
     assert plain is not None
-    assert [sample[1][names.MODEL_ID_LABEL] for sample in plain[1]] == list(model_ids(100))
+    assert plain[1:] == (list(model_ids(100)), list(model_ids(100).values()))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="#\nab", max_size=12), PLAIN_RUNS)
+def test_the_end_of_a_run_is_the_next_comment_line(head: str, run: str) -> None:
+    """`_comment_after` finds what `str.find` of a newline and `#` finds after a run's first newline."""
+    text = head + run
+    start = len(head)
+    assert exporter_text._comment_after(text, start) == text.find("\n#", start + 1), text

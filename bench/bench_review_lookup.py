@@ -1,0 +1,51 @@
+"""Instructions of one cached authorization lookup (`SubjectAccessReviewAuthorizer.cached`), the review cache's
+part of every request the serving worker answers (`bench_request_cost.py` counts the whole request). Plain
+script, no asserts; count under valgrind with two values of N, the difference over their difference is one
+lookup's instructions (docs/performance.md, "A pod's models in whole, one lookup for a cached decision"):
+
+    PYTHONHASHSEED=0 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
+        python bench/bench_review_lookup.py --lookups N
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from autoscaler.api.authz import SubjectAccessReviewAuthorizer  # noqa: E402
+from autoscaler.api.identity import ResourceAttributes, UserInfo  # noqa: E402
+from autoscaler.kube.reviews import AccessReviewResult  # noqa: E402
+
+HPA = UserInfo("system:serviceaccount:kube-system:horizontal-pod-autoscaler",
+               groups=("system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"))
+METRIC = ResourceAttributes("get", "external.metrics.k8s.io", "v1beta1", "modelmesh_gpu_busy", "ml")
+
+
+class Allowing:
+    async def review_access(self, spec: dict[str, Any]) -> AccessReviewResult:
+        return AccessReviewResult(True)
+
+
+async def lookups(count: int) -> None:
+    authorizer = SubjectAccessReviewAuthorizer(Allowing())
+    await authorizer.authorize(HPA, METRIC)  # reviewed once, then found in the cache
+    cached = authorizer.cached
+    for _ in range(count):
+        cached(HPA, METRIC)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--lookups", type=int, default=10_000)
+    asyncio.run(lookups(parser.parse_args().lookups))
+
+
+if __name__ == "__main__":
+    main()
