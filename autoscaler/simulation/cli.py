@@ -75,6 +75,21 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+def yaml_error_text(path: Path, error: yaml.YAMLError) -> str:
+    """One line, `FILE:LINE:COLUMN: not valid YAML: what`, as compilers and linters write it: PyYAML's own
+    message is five lines with copies of the text and carets, whose line numbers name "<unicode string>"."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+    context, context_mark = getattr(error, "context", None), getattr(error, "context_mark", None)
+    started = ""
+    if context and context_mark is not None and context_mark.line != getattr(mark, "line", None):
+        started = f" ({context} at line {context_mark.line + 1})"
+    elif context:
+        started = f" ({context})"
+    return f"{where}: not valid YAML: {problem}{started}"
+
+
 def _behavior(path: Path | None) -> tuple[Behavior, dict[str, Any]]:
     """The behavior of the HPA in `path` (default: the shipped one) and that HPA's spec ({} for a bare
     behavior), whose replica bounds the run compares with its own."""
@@ -87,7 +102,7 @@ def _behavior(path: Path | None) -> tuple[Behavior, dict[str, Any]]:
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: not UTF-8 text ({exc.reason})") from exc
     except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not valid YAML: {exc}") from exc
+        raise ValueError(yaml_error_text(path, exc)) from exc
     listed = len(documents) == 1 and isinstance(documents[0], dict) and documents[0].get("kind") == "List"
     if listed:  # `kubectl get hpa -o yaml` without a name prints its HPAs as the items of a List
         items = documents[0].get("items")
@@ -107,7 +122,7 @@ def _behavior(path: Path | None) -> tuple[Behavior, dict[str, Any]]:
         behavior = behavior_from_manifest(document)
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path}: {exc}") from exc
-    spec = document.get("spec")
+    spec = document.get("spec", document if "behavior" in document else None)  # a spec pasted without `spec:`
     return behavior, spec if isinstance(spec, dict) else {}
 
 
@@ -150,6 +165,27 @@ def sizing(peak_rps: float, first_rps: float, pod_rps: float, min_replicas: int,
 
 MANY_PODS: Final = 2000
 """A maxReplicas past this makes a run slow enough (minutes) to look hung: `simulate` says why."""
+MAX_PODS: Final = 20_000
+"""More pods than a runtime runs, and a day of them takes hours a policy: a run sized past this is refused."""
+
+
+def check_size(policies: tuple[str, ...], fixed: int, maximum: int, peak_rps: float, pod_rps: float,
+               max_given: bool) -> None:
+    """Refuse a run that would simulate more than MAX_PODS pods, naming what sized it: a count no cluster
+    serves (a byte count, a counter's running total, a rate of a coarser unit) sized billions of pods, and the
+    run, warned about, never ended."""
+    if maximum > MAX_PODS and any(name != "fixed" for name in policies):
+        if max_given:
+            raise ValueError(f"--max-replicas {maximum:,} is more pods than simulate runs ({MAX_PODS:,}): give a "
+                             "smaller one")
+        raise ValueError(f"the trace's peak ({peak_rps:,.0f} requests/s) at --pod-rps {pod_rps:g} needs "
+                         f"{peak_need(peak_rps, pod_rps):,} pods, more than simulate runs ({MAX_PODS:,}). Check "
+                         "the trace's requests (the count in each interval: not a rate, a byte count or a "
+                         "counter's running total) and --pod-rps (what one pod serves at 100% busy)")
+    if fixed > MAX_PODS and "fixed" in policies:
+        raise ValueError(f"fixed (the peak's need at 80% busy) runs {fixed:,} pods, more than simulate runs "
+                         f"({MAX_PODS:,}): check the trace's requests and --pod-rps, or leave fixed out of "
+                         "--policies")
 
 def _check_out(out: Path) -> None:
     """Make `--out` and write a file there before the run, so that a directory that cannot be written is one
@@ -170,7 +206,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from autoscaler.simulation.cluster import ClusterShape
     from autoscaler.simulation.engine import PolicyResult, oracle, simulate
     from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy, max_bound
-    from autoscaler.simulation.report import ProgressBar, RunInfo, build_report, plot_timeline, write_report
+    from autoscaler.simulation.report import ProgressBar, RunInfo, build_report, figure, plot_timeline, write_report
     from autoscaler.simulation.trace import buckets
 
     warnings: list[str] = []
@@ -196,13 +232,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     trace, source = _load_trace(args)
     for note in trace.notes:
         warn(note)
-    _check_out(args.out)
     shape = ClusterShape(pod_rps=args.pod_rps, cache_models=args.cache_models, load_time_s=args.load_time,
                          startup_delay_s=args.startup_delay, slo_queue_s=args.slo_queue_ms / 1000.0)
     bucket_s, arrivals = buckets(trace, args.tick)
     best = oracle(trace, shape, policy.target_lru_age_s, bucket_s)
     first = sum(arrivals[0].rates) if arrivals else 0.0
     fixed, maximum, start = sizing(best.peak_rps, first, shape.pod_rps, args.min_replicas, args.max_replicas)
+    check_size(args.policies, fixed, maximum, best.peak_rps, shape.pod_rps, args.max_replicas is not None)
+    _check_out(args.out)
     if maximum > MANY_PODS:
         warn(f"the trace's peak ({best.peak_rps:,.0f} requests/s) at --pod-rps {shape.pod_rps:g} sizes "
               f"maxReplicas {maximum:,}: each policy simulates that many pods, which takes long. Check --pod-rps "
@@ -231,7 +268,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         results.append(result)
     info = RunInfo(
         trace={"source": source, "models": len(trace.models), "interval_s": trace.interval_s,
-               "hours": round(trace.duration_s / 3600.0, 3), "requests": round(trace.total_requests)},
+               "hours": figure(trace.duration_s / 3600.0), "requests": round(trace.total_requests)},
         cluster={"pod_rps": shape.pod_rps, "cache_models": shape.cache_models, "load_time_s": shape.load_time_s,
                  "startup_delay_s": shape.startup_delay_s, "min_replicas": args.min_replicas,
                  "max_replicas": maximum, "fixed_replicas": fixed, "tick_s": args.tick,

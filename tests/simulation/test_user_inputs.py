@@ -1,0 +1,157 @@
+"""`simulate` fed what users bring: tiny traces checked against figures worked out by hand, Prometheus exports of
+the wrong series, and HPA files with mistakes. Each ends in a right report or one line that says what to fix."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SIMULATE = [sys.executable, "-m", "autoscaler.cli", "simulate"]
+
+
+def simulate(tmp_path: Path, rows: str, *flags: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp_s,model,requests\n" + rows)
+    return subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"), "--no-plot", "--quiet",
+                           *flags], capture_output=True, text=True, timeout=timeout)
+
+
+def report(tmp_path: Path) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((tmp_path / "out" / "report.json").read_text())
+    return loaded
+
+
+def test_a_queue_on_one_pod_matches_the_figures_worked_out_by_hand(tmp_path: Path) -> None:
+    """120 requests in the first minute (2/s) on one pod serving 1/s, none in the second: the queue grows 1/s
+    to 60 at 60 s and drains to 0 at 120 s. A request arriving at t waits t seconds, so all but those of the
+    first 0.1 s wait past the 100 ms SLO: 120 - 2 * 0.1 = 119.8 delayed. The queue is past the SLO (0.1 requests
+    at 1/s) at the end of every 5 s tick but the last: 115 s overloaded. One pod for 120 s: 1/30 pod-hours
+    (the report said 0.033, and 0.067 / 0.033 = 2.03x the oracle where it is 2x)."""
+    result = simulate(tmp_path, "0,a,120\n60,a,0\n", "--pod-rps", "1", "--min-replicas", "1", "--max-replicas", "1",
+                      "--policies", "fixed-max,mean-hpa,skew-aware")
+    assert result.returncode == 0, result.stderr
+    got = report(tmp_path)
+    assert got["oracle_pod_hours"] == pytest.approx(2 / 60, rel=1e-4)  # 2 pods' worth in the first minute
+    assert got["cache_oracle_pod_hours"] == pytest.approx(3 / 60, rel=1e-4)  # and a pod for the model after it
+    for name, policy in got["policies"].items():
+        assert policy["requests"] == 120, name
+        assert policy["pod_hours"] == pytest.approx(1 / 30, rel=1e-4), name
+        assert policy["delayed_ratio"] == pytest.approx(119.8 / 120, rel=1e-6), name
+        assert policy["overloaded_seconds"] == 115, name
+        assert policy["cold_loads"] == 0 and policy["scale_events"] == 0, name
+
+
+def test_a_model_first_requested_in_the_second_minute_waits_one_load(tmp_path: Path) -> None:
+    """a at 1/s, then b at 1/s: the runtime starts warm with a, so b is one cold load whose 10 s of requests
+    (1/s for the 10 s load) wait; nothing queues on pods of 20/s. Two pods for two minutes: 1/15 pod-hours."""
+    result = simulate(tmp_path, "0,a,60\n60,b,60\n", "--policies", "fixed,mean-hpa,skew-aware")
+    assert result.returncode == 0, result.stderr
+    got = report(tmp_path)
+    assert got["unavoidable_cold_loads"] == 1
+    for name, policy in got["policies"].items():
+        assert policy["requests"] == 120, name
+        assert policy["pod_hours"] == pytest.approx(2 * 120 / 3600, rel=1e-4), name
+        assert policy["cold_loads"] == 1 and policy["avoidable_cold_loads"] == 0, name
+        assert policy["delayed_requests"] == 10 and policy["delayed_waiting_for_loads"] == 10, name
+    table = result.stdout.splitlines()
+    fixed = next(line for line in table if line.startswith("| fixed |"))
+    assert fixed.startswith("| fixed | 0.0667 | 2.00 |"), fixed  # was "0.1 | 2.03"
+    assert "Oracle pod-hours: 0.0333 " in (tmp_path / "out" / "report.md").read_text()  # was 0.0
+
+
+def test_a_count_no_cluster_could_serve_is_refused_at_once_not_simulated_for_hours(tmp_path: Path) -> None:
+    """1e12 requests in a minute (a byte count, a counter's total) sized 1.7 billion pods: a warning, then a run
+    that never ended. Refused at once, naming what to check; so is a --max-replicas of that size."""
+    result = simulate(tmp_path, "0,a,1e12\n60,a,1\n", timeout=60)
+    assert result.returncode == 2, result.stderr
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("simulate: the trace's peak (16,666,666,667 requests/s) at --pod-rps 20 needs "), line
+    assert "Check the trace's requests" in line and "--pod-rps" in line, line
+    assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
+    result = simulate(tmp_path, "0,a,60\n60,a,1\n", "--max-replicas", "1000000", timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "--max-replicas 1,000,000 is more pods than simulate runs" in result.stderr, result.stderr
+
+
+def test_fixed_sized_past_what_simulate_runs_says_to_leave_it_out(tmp_path: Path) -> None:
+    """With --max-replicas given, the autoscaled policies run; fixed is still the peak's need at 80% busy."""
+    result = simulate(tmp_path, "0,a,1e9\n60,a,1\n", "--max-replicas", "10", "--policies", "fixed,mean-hpa",
+                      timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "fixed (the peak's need at 80% busy) runs 1,041,667 pods" in result.stderr, result.stderr
+    assert "leave fixed out of --policies" in result.stderr, result.stderr
+    result = simulate(tmp_path, "0,a,1e9\n60,a,1\n", "--max-replicas", "10", "--policies", "mean-hpa", timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def counter_rows(models: int = 3, minutes: int = 30) -> str:
+    """What `curl .../query_range?query=sum by (model) (modelmesh_api_request_milliseconds_count)` gives: each
+    model's running total, rising by its rate each minute (with one counter reset on model 1)."""
+    rows = []
+    for m in range(models):
+        total = 1_000_000 * (m + 1)
+        for minute in range(minutes):
+            total = 50 if (m == 1 and minute == 20) else total + 60 * (m + 1)
+            rows.append(f"{1733011200 + 60 * minute},model-{m},{total}\n")
+    return "".join(rows)
+
+
+def test_a_counters_running_total_exported_as_requests_is_named(tmp_path: Path) -> None:
+    """Prometheus counters exported without increase() ran as millions of requests a minute with no word (the
+    report's figures all wrong)."""
+    result = simulate(tmp_path, counter_rows(), "--max-replicas", "20", "--policies", "mean-hpa")
+    warnings = [line for line in result.stderr.splitlines() if "running total" in line]
+    assert len(warnings) == 1, result.stderr
+    assert "3 of 3 models" in warnings[0] and "increase(" in warnings[0], warnings[0]
+    assert any("running total" in w for w in report(tmp_path)["warnings"])
+
+
+def test_steady_or_rising_traffic_is_not_taken_for_a_counter(tmp_path: Path) -> None:
+    flat = "".join(f"{60 * i},a,100\n{60 * i},b,{40 + (i % 3)}\n" for i in range(40))
+    result = simulate(tmp_path, flat, "--policies", "mean-hpa")
+    assert result.returncode == 0 and "running total" not in result.stderr, result.stderr
+    noisy = "".join(f"{60 * i},a,{100 + 2 * i + (37 * i) % 21}\n" for i in range(40))  # rising, not every minute
+    result = simulate(tmp_path, noisy, "--policies", "mean-hpa")
+    assert result.returncode == 0 and "running total" not in result.stderr, result.stderr
+
+
+def run_with_behavior(tmp_path: Path, text: str) -> subprocess.CompletedProcess[str]:
+    behavior = tmp_path / "hpa.yaml"
+    behavior.write_text(text)
+    return simulate(tmp_path, "0,a,600\n60,a,600\n", "--hpa-behavior", str(behavior), "--policies", "skew-aware")
+
+
+def test_a_yaml_mistake_in_the_hpa_file_is_one_line_with_its_line_and_column(tmp_path: Path) -> None:
+    """PyYAML's own message is five lines with a caret under a copy of the text; the user wants where."""
+    result = run_with_behavior(tmp_path, "behavior:\n  scaleDown:\n    policies:\n    - type: Pods\n"
+                                         "      value: 1\n     periodSeconds: 60\n")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"simulate: {tmp_path / 'hpa.yaml'}:6:6: not valid YAML: "), result.stderr
+    result = run_with_behavior(tmp_path, "\tbehavior:\n")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert f"{tmp_path / 'hpa.yaml'}:1:1: not valid YAML: " in result.stderr, result.stderr
+
+
+def test_a_manifest_of_another_kind_is_named_as_such(tmp_path: Path) -> None:
+    """A Deployment given for the HPA was refused as "spec: unknown field 'replicas' (did you mean
+    'minReplicas'?)", which sends the user to fix a field rather than pick the other file."""
+    result = run_with_behavior(tmp_path, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n"
+                                         "spec:\n  replicas: 3\n")
+    assert result.returncode == 2, result.stderr
+    assert (f"simulate: {tmp_path / 'hpa.yaml'}: a Deployment, not a HorizontalPodAutoscaler: give the HPA's "
+            "manifest (kubectl get hpa NAME -o yaml) or a mapping with `behavior:`") in result.stderr, result.stderr
+
+
+def test_other_keys_beside_a_bare_behavior_are_refused_not_left_out(tmp_path: Path) -> None:
+    """`behavior:` with a typo'd sibling (`minReplica:` pasted from a spec) ran, the sibling left out unread."""
+    result = run_with_behavior(tmp_path, "minReplica: 3\nbehavior:\n  scaleDown: {selectPolicy: Min}\n")
+    assert result.returncode == 2, result.stderr
+    assert "unknown field 'minReplica' (did you mean 'minReplicas'?)" in result.stderr, result.stderr
+    result = run_with_behavior(tmp_path, "maxReplicas: 4\nbehavior:\n  scaleDown: {selectPolicy: Min}\n")
+    assert result.returncode == 0, result.stderr  # a spec pasted without `spec:` is read as one
