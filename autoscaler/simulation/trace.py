@@ -255,6 +255,7 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     notes = [f"ignoring {len(others)} column{'s' if len(others) > 1 else ''} of the trace not used: "
              f"{', '.join(others)}"] if others else []
     notes += _gap_notes(trace, lines)
+    notes += _counter_notes(trace)
     return replace(trace, notes=trace.notes + tuple(notes)) if notes else trace
 
 
@@ -274,6 +275,39 @@ def _gap_notes(trace: Trace, lines: Sequence[int]) -> list[str]:
     return [f"no rows for {(after - before - trace.interval_s) / 3600:.3g} h between the rows at "
             f"{moment_text(before)} and at {moment_text(after)} (line {line}){more}: replayed as no requests at "
             "all; if data is missing there rather than traffic, cut the trace at the gap"]
+
+
+COUNTER_ROWS: Final = 10
+"""Rows a model needs before its requests are judged as a counter's running total or not."""
+
+
+def _counter_notes(trace: Trace) -> list[str]:
+    """A warning when the models' requests only rise from one row to the next, as a counter's running total
+    does: a Prometheus counter (`..._count`, `..._total`) exported without `increase()` replays millions of
+    requests an interval, and every figure of the report is then wrong with nothing to show it. Traffic rises
+    and falls; a model whose count stays level is left out (an idle counter, or a flat test trace), and a
+    fall in one step of twenty is allowed (a counter restarts with its pod)."""
+    n = len(trace.models)
+    order = np.lexsort((trace.slot, trace.model))
+    model, requests = trace.model[order], trace.requests[order]
+    same = model[1:] == model[:-1]
+    step = np.diff(requests)[same]
+    owner = model[1:][same]
+    steps = np.bincount(owner, minlength=n)
+    rises = np.bincount(owner, weights=step > 0, minlength=n)
+    falls = np.bincount(owner, weights=step < 0, minlength=n)
+    judged = (steps >= COUNTER_ROWS - 1) & (rises > 0)
+    counting = judged & (falls <= 0.05 * steps) & (rises >= 0.5 * steps)
+    if not judged.any() or counting.sum() < 0.9 * judged.sum():
+        return []
+    example = int(np.flatnonzero(counting)[np.argmax(steps[counting])])
+    mine = trace.model == example
+    first, last = int(trace.slot[mine].argmin()), int(trace.slot[mine].argmax())
+    values = trace.requests[mine]
+    return [f"the requests of {int(counting.sum())} of {int(judged.sum())} models only rise from one interval to "
+            f"the next (model {trace.models[example]!r}: {values[first]:,.0f} to {values[last]:,.0f}), as a "
+            "counter's running total does: if they are one, export the requests in each interval (PromQL: "
+            f"increase(COUNTER[{trace.interval_s:g}s])) instead; if the traffic does rise all along, ignore this"]
 
 
 def from_rows(times: list[float], names: list[str], counts: list[float], name: str = "trace",
