@@ -255,6 +255,7 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     notes = [f"ignoring {len(others)} column{'s' if len(others) > 1 else ''} of the trace not used: "
              f"{', '.join(others)}"] if others else []
     notes += _gap_notes(trace, lines)
+    notes += _step_notes(trace, lines)
     notes += _counter_notes(trace)
     return replace(trace, notes=trace.notes + tuple(notes)) if notes else trace
 
@@ -275,6 +276,37 @@ def _gap_notes(trace: Trace, lines: Sequence[int]) -> list[str]:
     return [f"no rows for {(after - before - trace.interval_s) / 3600:.3g} h between the rows at "
             f"{moment_text(before)} and at {moment_text(after)} (line {line}){more}: replayed as no requests at "
             "all; if data is missing there rather than traffic, cut the trace at the gap"]
+
+
+COARSE_RUN: Final = 20
+"""Steps in a row, all the same multiple of the interval, that make a stretch of rows at a coarser step."""
+
+
+def _step_notes(trace: Trace, lines: Sequence[int]) -> list[str]:
+    """The longest stretch whose rows, of all models, come every k intervals (k >= 2, at most 10 min) for
+    COARSE_RUN steps in a row: the interval is the finest step of the file, so where an export's step changed
+    (Prometheus answers 11,000 points a query, and a day is fetched in pieces) each coarse row's requests are
+    replayed within one fine interval, k times the rate, and none in the k - 1 after."""
+    slots = np.unique(trace.slot)
+    gaps = np.diff(slots)
+    if len(gaps) < COARSE_RUN:
+        return []
+    change = np.flatnonzero(np.diff(gaps)) + 1  # runs of equal gaps: [starts[i], ends[i])
+    starts, ends = np.append(0, change), np.append(change, len(gaps))
+    coarse = (gaps[starts] >= 2) & (gaps[starts] * trace.interval_s <= MAX_INTERVAL_S)
+    coarse &= ends - starts >= COARSE_RUN
+    if not coarse.any():
+        return []
+    longest = int(np.argmax(np.where(coarse, ends - starts, 0)))
+    first, last = int(slots[starts[longest]]), int(slots[ends[longest] - 1])  # the last row at the coarse step
+    row_of = {int(slot): row for row, slot in reversed(list(enumerate(trace.slot.tolist())))}
+    step = int(gaps[starts[longest]]) * trace.interval_s
+    return [f"rows come every {step:g} s from {moment_text(trace.start_s + first * trace.interval_s)} to "
+            f"{moment_text(trace.start_s + last * trace.interval_s)} (lines {lines[row_of[first]]} to "
+            f"{lines[row_of[last]]}) but every {trace.interval_s:g} s elsewhere: replayed in "
+            f"{trace.interval_s:g} s intervals, each of those rows' requests arrive within {trace.interval_s:g} s "
+            f"and none in the {step - trace.interval_s:g} s after. If the export's step changed there, export "
+            "the whole trace at one step"]
 
 
 COUNTER_ROWS: Final = 10

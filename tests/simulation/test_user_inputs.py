@@ -155,3 +155,23 @@ def test_other_keys_beside_a_bare_behavior_are_refused_not_left_out(tmp_path: Pa
     assert "unknown field 'minReplica' (did you mean 'minReplicas'?)" in result.stderr, result.stderr
     result = run_with_behavior(tmp_path, "maxReplicas: 4\nbehavior:\n  scaleDown: {selectPolicy: Min}\n")
     assert result.returncode == 0, result.stderr  # a spec pasted without `spec:` is read as one
+
+
+def test_an_export_whose_step_changes_partway_is_named(tmp_path: Path) -> None:
+    """Prometheus answers at most 11,000 points a query, so a day is exported in pieces, often at other steps:
+    an hour at 60 s then an hour at 15 s was replayed in 15 s intervals, each 60 s row's requests arriving in
+    15 s (4x the rate) and none in the 45 s after, with no word."""
+    rows = "".join(f"{60 * i},a,600\n" for i in range(60))
+    rows += "".join(f"{3600 + 15 * i},a,150\n" for i in range(240))
+    result = simulate(tmp_path, rows, "--policies", "mean-hpa")
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if "every 60 s" in line]
+    assert len(warnings) == 1, result.stderr
+    assert "from 0 to 3540 (lines 2 to 61)" in warnings[0] and "every 15 s elsewhere" in warnings[0], warnings[0]
+
+
+def test_a_model_requested_every_few_intervals_among_busy_ones_is_not_named(tmp_path: Path) -> None:
+    rows = "".join(f"{60 * i},batch,100\n" for i in range(0, 120, 5))
+    rows += "".join(f"{60 * i},a,{50 + i % 7}\n" for i in range(120))
+    result = simulate(tmp_path, rows, "--policies", "mean-hpa")
+    assert result.returncode == 0 and "every" not in result.stderr, result.stderr
