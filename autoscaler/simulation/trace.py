@@ -27,6 +27,7 @@ from typing import BinaryIO, Final, TextIO, overload
 
 import numpy as np
 
+from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.shapes import SHAPE_PRESETS, Shape
 from autoscaler.simulation.timestamps import moment_text, parse_time, seconds_text
 
@@ -75,19 +76,30 @@ class Bucket:
     rates: list[float]
 
 
+def fitting_tick(interval_s: float, tick_s: float) -> float:
+    """The tick nearest `tick_s` (the larger on a tie) that divides `interval_s` or that it divides, at most
+    ModelMesh's rate check (longer ticks are warned about), for the message that asks for one."""
+    candidates = {round(interval_s * k, 6) for k in range(1, 601)} | {round(interval_s / k, 6) for k in range(1, 601)}
+    fitting = [t for t in candidates if 0.001 <= t <= RATE_CHECK_S]
+    whole = [t for t in fitting if t == int(t)] or fitting  # a whole number of seconds where one fits
+    return min(whole or [interval_s], key=lambda t: (abs(t - tick_s), -t))
+
+
 def buckets(trace: Trace, tick_s: float) -> tuple[float, Buckets]:
     """(bucket length in seconds, buckets in time order) for replay with ticks of `tick_s`."""
     ratio = trace.interval_s / tick_s
     if ratio >= 1.0:
         if abs(ratio - round(ratio)) > 1e-9:
             raise TraceError(f"the trace interval ({trace.interval_s:g} s) is not a multiple of --tick "
-                             f"({tick_s:g} s); choose a --tick that divides it")
+                             f"({tick_s:g} s); choose a --tick that divides it, e.g. --tick "
+                             f"{fitting_tick(trace.interval_s, tick_s):g}")
         length, group = trace.interval_s, 1
     else:
         inverse = tick_s / trace.interval_s
         if abs(inverse - round(inverse)) > 1e-9:
             raise TraceError(f"--tick ({tick_s:g} s) is not a multiple of the trace interval "
-                             f"({trace.interval_s:g} s); choose a --tick that it divides")
+                             f"({trace.interval_s:g} s); choose a --tick that it divides, e.g. --tick "
+                             f"{fitting_tick(trace.interval_s, tick_s):g}")
         length, group = tick_s, round(inverse)
     count = math.ceil(trace.intervals / group)
     key = trace.slot // group

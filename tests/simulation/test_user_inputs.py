@@ -175,3 +175,18 @@ def test_a_model_requested_every_few_intervals_among_busy_ones_is_not_named(tmp_
     rows += "".join(f"{60 * i},a,{50 + i % 7}\n" for i in range(120))
     result = simulate(tmp_path, rows, "--policies", "mean-hpa")
     assert result.returncode == 0 and "every" not in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(("step", "tick"), [(3, "6"), (7, "7"), (130, "5"), (37, "1")])
+def test_a_trace_step_the_default_tick_does_not_fit_is_told_which_tick_does(tmp_path: Path, step: int,
+                                                                            tick: str) -> None:
+    """"choose a --tick that it divides" left the user to work out which; the message names one."""
+    rows = "".join(f"{step * i},a,{step}\n" for i in range(4))
+    result = simulate(tmp_path, rows, "--policies", "mean-hpa")
+    if step == 130:  # 130 = 26 x 5: the default tick fits
+        assert result.returncode == 0, result.stderr
+        return
+    assert result.returncode == 2, result.stderr
+    assert f"e.g. --tick {tick}" in result.stderr, result.stderr
+    result = simulate(tmp_path, rows, "--policies", "mean-hpa", "--tick", tick)
+    assert result.returncode == 0, result.stderr
