@@ -396,7 +396,9 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
         raise TraceError(f"{name}: line {line_of(dup)}: model {models[int(model[dup])]!r} at "
                          f"{moment_text(float(t[dup]))} is listed twice (one row per model and interval: sum an "
                          "export per pod by model first, e.g. sum by (model) in PromQL)")
-    return Trace(models, start, interval, int(slot.max()) + 1, slot, model, counts)
+    notes = () if len(gaps) else (f"the trace has one timestamp, so no step to infer its interval from: taken as "
+                                  f"{interval:g} s (the requests of each row arrive over {interval:g} s)",)
+    return Trace(models, start, interval, int(slot.max()) + 1, slot, model, counts, notes)
 
 
 def write_csv(trace: Trace, path: str | os.PathLike[str]) -> None:

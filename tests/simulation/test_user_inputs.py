@@ -190,3 +190,12 @@ def test_a_trace_step_the_default_tick_does_not_fit_is_told_which_tick_does(tmp_
     assert f"e.g. --tick {tick}" in result.stderr, result.stderr
     result = simulate(tmp_path, rows, "--policies", "mean-hpa", "--tick", tick)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_trace_of_one_timestamp_says_which_interval_it_took(tmp_path: Path) -> None:
+    """With one timestamp there is no step to infer: 60 s was taken without a word, so a row of a 1 s export
+    replayed its requests over a minute, at a sixtieth of their rate."""
+    result = simulate(tmp_path, "1733011200,a,100\n1733011200,b,20\n", "--policies", "mean-hpa")
+    assert result.returncode == 0, result.stderr
+    assert "one timestamp" in result.stderr and "taken as 60 s" in result.stderr, result.stderr
+    assert report(tmp_path)["trace"]["interval_s"] == 60
