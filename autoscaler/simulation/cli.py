@@ -7,6 +7,7 @@ import math
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -163,6 +164,8 @@ def sizing(peak_rps: float, first_rps: float, pod_rps: float, min_replicas: int,
     return fixed, maximum, start
 
 
+OUTPUTS: Final = ("report.json", "report.md", "timeline.png")
+"""The files `simulate` writes in --out."""
 MANY_PODS: Final = 2000
 """A maxReplicas past this makes a run slow enough (minutes) to look hung: `simulate` says why."""
 MAX_PODS: Final = 20_000
@@ -198,6 +201,26 @@ def _check_out(out: Path) -> None:
             pass
     except OSError as error:
         raise ValueError(f"--out {out}: cannot write there: {error.strerror or error}") from None
+    for name in OUTPUTS:  # a directory (or a device) where a report file goes: open() fails only at the end
+        path = out / name
+        if path.exists() and not path.is_file():
+            kind = "a directory" if path.is_dir() else "not a regular file"
+            raise ValueError(f"--out {out}: cannot write {name} there: it is {kind}")
+
+
+def _write(out: Path, report: dict[str, Any], plot: Callable[[Path], None] | None) -> None:
+    """The report's files; a write that fails (a full disk) is one line naming the file, not a traceback."""
+    from autoscaler.simulation.report import write_report
+
+    try:
+        write_report(out, report)
+        if plot is not None:
+            plot(out / "timeline.png")
+        else:  # an earlier run's plot left beside this run's report would be read as this run's
+            (out / "timeline.png").unlink(missing_ok=True)
+    except OSError as error:
+        name = Path(error.filename).name if error.filename else "the report"
+        raise ValueError(f"--out {out}: cannot write {name} there: {error.strerror or error}") from None
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -206,7 +229,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from autoscaler.simulation.cluster import ClusterShape
     from autoscaler.simulation.engine import PolicyResult, oracle, simulate
     from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy, max_bound
-    from autoscaler.simulation.report import ProgressBar, RunInfo, build_report, figure, plot_timeline, write_report
+    from autoscaler.simulation.report import ProgressBar, RunInfo, build_report, figure, plot_timeline
     from autoscaler.simulation.trace import buckets
 
     warnings: list[str] = []
@@ -277,13 +300,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         warnings=warnings,
     )
     report = build_report(info, results)
-    write_report(args.out, report)
-    if not args.no_plot:
-        rates = trace.rate_per_interval()
-        plot_timeline(args.out / "timeline.png", [trace.interval_s * i for i in range(len(rates))],
-                      rates.tolist(), results)
-    else:  # an earlier run's plot left beside this run's report would be read as this run's
-        (args.out / "timeline.png").unlink(missing_ok=True)
+    rates = trace.rate_per_interval()
+    _write(args.out, report, None if args.no_plot else lambda path: plot_timeline(
+        path, [trace.interval_s * i for i in range(len(rates))], rates.tolist(), results))
     return report
 
 

@@ -199,3 +199,18 @@ def test_a_trace_of_one_timestamp_says_which_interval_it_took(tmp_path: Path) ->
     assert result.returncode == 0, result.stderr
     assert "one timestamp" in result.stderr and "taken as 60 s" in result.stderr, result.stderr
     assert report(tmp_path)["trace"]["interval_s"] == 60
+
+
+@pytest.mark.parametrize("name", ["report.json", "report.md", "timeline.png"])
+def test_an_output_file_that_cannot_be_written_is_one_line_before_the_run(tmp_path: Path, name: str) -> None:
+    """A directory where a report file goes (or any file that cannot be opened) ended the run, after it had
+    simulated everything, in an IsADirectoryError traceback."""
+    (tmp_path / "out" / name).mkdir(parents=True)
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp_s,model,requests\n0,a,60\n60,a,60\n")
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"), "--quiet"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == (f"simulate: --out {tmp_path / 'out'}: cannot write {name} there: it is a "
+                             "directory\n"), result.stderr
+    assert result.stdout == ""
