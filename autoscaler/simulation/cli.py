@@ -258,6 +258,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     shape = ClusterShape(pod_rps=args.pod_rps, cache_models=args.cache_models, load_time_s=args.load_time,
                          startup_delay_s=args.startup_delay, slo_queue_s=args.slo_queue_ms / 1000.0)
     bucket_s, arrivals = buckets(trace, args.tick)
+    if trace.interval_s < args.tick:
+        warn(f"the trace's {trace.interval_s:g} s intervals are added up into --tick {args.tick:g} s steps, whose "
+             f"requests are spread evenly over the step: bursts shorter than {args.tick:g} s queue less than they "
+             f"did; --tick {trace.interval_s:g} replays each interval (slower)")
     best = oracle(trace, shape, policy.target_lru_age_s, bucket_s)
     first = sum(arrivals[0].rates) if arrivals else 0.0
     fixed, maximum, start = sizing(best.peak_rps, first, shape.pod_rps, args.min_replicas, args.max_replicas)
