@@ -274,6 +274,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.hpa_behavior is not None and (other := _other_bounds(args.hpa_behavior, hpa_spec, args.min_replicas,
                                                                    maximum)):
         warn(other)
+    if args.config is not None and policy.max_replicas is not None and policy.max_replicas < args.min_replicas:
+        raise ValueError(f"{args.config}: defaults: max_replicas {policy.max_replicas} is below --min-replicas "
+                         f"{args.min_replicas} (the HPA's minReplicas): raise it, or give --min-replicas "
+                         f"{policy.max_replicas}")
+    if args.config is not None and policy.min_replicas is not None and policy.min_replicas > maximum:
+        warn(f"{args.config}: defaults: min_replicas {policy.min_replicas} is above this run's maxReplicas "
+             f"{maximum}: the HPA holds skew-aware at {maximum} (give --max-replicas {policy.min_replicas} or more "
+             "to simulate the policy's own)")
     # The adapter takes bounds it is not given from the HPA (docs/design.md); here the HPA is the simulated one.
     ours = replace(policy, min_replicas=max(policy.min_replicas or 1, args.min_replicas),
                    max_replicas=policy.max_replicas or maximum)

@@ -227,3 +227,26 @@ def test_a_trace_finer_than_the_tick_says_its_bursts_are_spread_over_the_tick(tm
     assert len(warnings) == 1 and "1 s intervals" in warnings[0], result.stderr
     result = simulate(tmp_path, rows, "--policies", "mean-hpa", "--tick", "1")
     assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
+
+
+def run_with_config(tmp_path: Path, text: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    config = tmp_path / "policy.yaml"
+    config.write_text(text)
+    return simulate(tmp_path, "0,a,60\n60,b,60\n", "--config", str(config), "--policies", "skew-aware", *flags)
+
+
+def test_a_policy_max_below_the_hpas_min_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    """`max_replicas: 1` in the policy file, minReplicas 2 (the default): a KeyError traceback mid-run."""
+    result = run_with_config(tmp_path, "defaults:\n  max_replicas: 1\n")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == (f"simulate: {tmp_path / 'policy.yaml'}: defaults: max_replicas 1 is below "
+                             "--min-replicas 2 (the HPA's minReplicas): raise it, or give --min-replicas 1\n")
+    assert run_with_config(tmp_path, "defaults:\n  max_replicas: 1\n", "--min-replicas", "1").returncode == 0
+
+
+def test_a_policy_min_above_the_hpas_max_is_warned_about(tmp_path: Path) -> None:
+    """`min_replicas: 50` with maxReplicas 3: skew-aware ran at 3 pods, as its HPA holds it, without a word."""
+    result = run_with_config(tmp_path, "defaults:\n  min_replicas: 50\n")
+    assert result.returncode == 0, result.stderr
+    assert (f"warning: {tmp_path / 'policy.yaml'}: defaults: min_replicas 50 is above this run's maxReplicas 3: "
+            "the HPA holds skew-aware at 3") in result.stderr, result.stderr
