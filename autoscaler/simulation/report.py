@@ -223,6 +223,10 @@ def _downsample(values: Sequence[float], group: int, how: str) -> list[float]:
     return out
 
 
+FEW_POINTS = 30
+"""Under this many points a panel marks each one: a line alone shows nothing of one or two."""
+
+
 def plot_timeline(path: Path, load_t_s: Sequence[float], load_rps: Sequence[float],
                   results: Sequence[PolicyResult]) -> None:
     """Load, replicas per policy, delayed requests and cold loads over time, in four panels."""
@@ -236,15 +240,22 @@ def plot_timeline(path: Path, load_t_s: Sequence[float], load_rps: Sequence[floa
 
     fig, axes = plt.subplots(4, 1, figsize=(11, 10), sharex=True, constrained_layout=True)
     hours = [t / 3600.0 for t in load_t_s]
-    axes[0].plot(hours, load_rps, color="black", linewidth=0.8)
+    dots = "o" if len(hours) < FEW_POINTS else None  # a line through one point draws nothing
+    axes[0].plot(hours, load_rps, color="black", linewidth=0.8, marker=dots, markersize=3)
     axes[0].set_ylabel("load (req/s)")
     for result in results:
         tl = result.timeline
         group = max(1, len(tl.t_s) // 600)
         t = [x / 3600.0 for x in tl.t_s[::group]]
-        axes[1].step(t, _downsample(tl.replicas, group, "max"), where="post", label=result.name, linewidth=1)
-        axes[2].plot(t, _downsample(tl.delayed, group, "sum"), label=result.name, linewidth=0.8)
-        axes[3].plot(t, _downsample(tl.cold_loads, group, "sum"), label=result.name, linewidth=0.8)
+        dots = "o" if len(t) < FEW_POINTS else None
+        axes[1].step(t, _downsample(tl.replicas, group, "max"), where="post", label=result.name, linewidth=1,
+                     marker=dots, markersize=3)
+        axes[2].plot(t, _downsample(tl.delayed, group, "sum"), label=result.name, linewidth=0.8, marker=dots,
+                     markersize=3)
+        axes[3].plot(t, _downsample(tl.cold_loads, group, "sum"), label=result.name, linewidth=0.8, marker=dots,
+                     markersize=3)
+    if hours:
+        axes[3].set_xlim(left=min(0.0, hours[0]))  # time starts at 0: one point was centred on a negative axis
     axes[1].set_ylabel("replicas")
     axes[2].set_ylabel("delayed requests")
     axes[3].set_ylabel("cold loads")

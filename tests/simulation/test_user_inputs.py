@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import matplotlib.image
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -289,3 +290,16 @@ def test_traffic_that_rises_with_noise_is_not_taken_for_a_counter(tmp_path: Path
     path = tmp_path / "traffic.csv"
     path.write_text("\n".join(rows) + "\n")
     assert not any("running total" in note for note in read_csv(path).notes)
+
+
+def test_the_plot_of_a_one_row_trace_shows_its_point(tmp_path: Path) -> None:
+    """Lines through one point draw nothing: the plot of a one-row (or one-bucket) trace was empty panels."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp_s,model,requests\n0,a,60\n")
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"), "--quiet"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    image = matplotlib.image.imread(tmp_path / "out" / "timeline.png")[..., :3]
+    lower = image[image.shape[0] // 2:]  # the delayed-requests and cold-loads panels: no legend there
+    red = (np.abs(lower - np.array([0xD6, 0x27, 0x28]) / 255.0).max(axis=-1) < 0.1).sum()  # skew-aware's C3
+    assert red > 0
