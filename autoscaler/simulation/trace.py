@@ -378,7 +378,14 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
         # Grafana's CSV export and many dashboards write epoch milliseconds: say so rather than leave a
         # user puzzling over "15000 s apart" in a trace of 15 s steps.
         millis = distinct[0] > 1e11 and MIN_INTERVAL_S <= interval / 1000.0 <= MAX_INTERVAL_S
-        hint = ": these look like milliseconds since the epoch; divide timestamp_s by 1000" if millis else ""
+        if millis:
+            hint = ": these look like milliseconds since the epoch; divide timestamp_s by 1000"
+        elif interval > MAX_INTERVAL_S:
+            hint = (": export at a step of 10 min or less (an autoscaler acts within minutes, which coarser rows "
+                    "cannot show)")
+        else:
+            hint = (": sum the rows into 1 s intervals (pandas: .dt.floor('1s'), then sum by timestamp_s and model; "
+                    "a log of single requests: python -m autoscaler.simulation.request_log --interval 1)")
         raise TraceError(f"{name}: timestamps are {interval:g} s apart; intervals must be 1 s to 10 min{hint}")
     start = float(distinct[0])
     position = (t - start) / interval

@@ -303,3 +303,14 @@ def test_the_plot_of_a_one_row_trace_shows_its_point(tmp_path: Path) -> None:
     lower = image[image.shape[0] // 2:]  # the delayed-requests and cold-loads panels: no legend there
     red = (np.abs(lower - np.array([0xD6, 0x27, 0x28]) / 255.0).max(axis=-1) < 0.1).sum()  # skew-aware's C3
     assert red > 0
+
+
+@pytest.mark.parametrize(("rows", "hint"), [
+    ("0,a,6\n3600,a,6\n", "export at a step of 10 min or less"),
+    ("0,a,6\n0.25,a,6\n", "sum the rows into 1 s intervals"),
+])
+def test_an_interval_out_of_range_says_what_to_do(tmp_path: Path, rows: str, hint: str) -> None:
+    """"intervals must be 1 s to 10 min" said what was wrong, not what to do with an hourly or a per-request
+    export."""
+    result = simulate(tmp_path, rows)
+    assert result.returncode == 2 and hint in result.stderr, result.stderr
