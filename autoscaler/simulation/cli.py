@@ -42,7 +42,11 @@ def _policies(value: str) -> tuple[str, ...]:
 
 def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--trace", type=Path, help="CSV (or .csv.gz) with the columns timestamp_s,model,requests")
+    source.add_argument("--trace", type=Path,
+                        help="CSV (or .csv.gz) with the columns timestamp_s,model,requests: the requests (a "
+                             "count, not a rate) that arrived for the model in the interval starting at "
+                             "timestamp_s (epoch seconds or ISO 8601; intervals of 1 s to 10 min); a log of "
+                             "single requests converts with python -m autoscaler.simulation.request_log")
     source.add_argument("--synthetic", action="store_true", help="use the built-in trace generator instead")
     parser.add_argument("--out", type=Path, required=True, help="directory for report.json, report.md, timeline.png")
     parser.add_argument("--policies", type=_policies, default=POLICY_NAMES,

@@ -314,3 +314,11 @@ def test_an_interval_out_of_range_says_what_to_do(tmp_path: Path, rows: str, hin
     export."""
     result = simulate(tmp_path, rows)
     assert result.returncode == 2 and hint in result.stderr, result.stderr
+
+
+def test_the_help_says_what_a_trace_row_counts() -> None:
+    """--help named the columns only: Prometheus users put rate() values (per second) where counts belong."""
+    result = subprocess.run([*SIMULATE, "--help"], capture_output=True, text=True, timeout=60)
+    text = " ".join(result.stdout.split())
+    assert "(a count, not a rate) that arrived for the model in the interval starting at timestamp_s" in text
+    assert "python -m autoscaler.simulation.request_log" in text
