@@ -393,9 +393,18 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
     off = np.abs(position - slot) > 1e-6
     if off.any():
         bad = int(np.argmax(off))
+        jitter = _jitter(distinct)
+        if jitter is not None:
+            step, worst, at = jitter
+            bad = int(np.argmax(t == at))
+            raise TraceError(f"{name}: timestamps are about {step:g} s apart but not exactly (up to {worst:.2g} s off, "
+                             f"as scrape times are; line {line_of(bad)}: {moment_text(at)}): round every "
+                             f"timestamp to the {step:g} s step (pandas: .dt.round('{step:g}s'), then sum by "
+                             "timestamp_s and model), or export with query_range, whose steps are exact")
+        step = max(MIN_INTERVAL_S, float(np.rint(np.median(gaps))))
         raise TraceError(f"{name}: line {line_of(bad)}: timestamp {moment_text(float(t[bad]))} is not on the "
                          f"{interval:g} s grid starting at {seconds_text(start)}: round every timestamp down to one "
-                         "interval (pandas: .dt.floor('60s'), then sum by timestamp_s and model)")
+                         f"interval (pandas: .dt.floor('{step:g}s'), then sum by timestamp_s and model)")
     key = slot * len(models) + model
     uniq, repeats = np.unique(key, return_counts=True)
     if (repeats > 1).any():
@@ -406,6 +415,20 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
     notes = () if len(gaps) else (f"the trace has one timestamp, so no step to infer its interval from: taken as "
                                   f"{interval:g} s (the requests of each row arrive over {interval:g} s)",)
     return Trace(models, start, interval, int(slot.max()) + 1, slot, model, counts, notes)
+
+
+def _jitter(distinct: np.ndarray) -> tuple[float, float, float] | None:
+    """(step, largest distance from its multiples, the timestamp that far off) when the distinct timestamps sit
+    within a tenth of a whole-second step of that step's multiples (a scraper's times: 15 s apart give or take
+    milliseconds), else None."""
+    if len(distinct) < 2:
+        return None
+    step = float(np.rint(np.median(np.diff(distinct))))
+    if not MIN_INTERVAL_S <= step <= MAX_INTERVAL_S:
+        return None
+    off = np.abs(distinct - np.rint(distinct / step) * step)
+    worst = int(np.argmax(off))
+    return (step, float(off[worst]), float(distinct[worst])) if off[worst] <= 0.1 * step else None
 
 
 def write_csv(trace: Trace, path: str | os.PathLike[str]) -> None:

@@ -322,3 +322,14 @@ def test_the_help_says_what_a_trace_row_counts() -> None:
     text = " ".join(result.stdout.split())
     assert "(a count, not a rate) that arrived for the model in the interval starting at timestamp_s" in text
     assert "python -m autoscaler.simulation.request_log" in text
+
+
+def test_scrape_jitter_is_named_with_the_step_to_round_to(tmp_path: Path) -> None:
+    """Timestamps a few ms off a 15 s step (scrape times, not query_range's) read "not on the 14.913 s grid
+    ... (pandas: .dt.floor('60s'))": neither step was the trace's."""
+    rows = "".join(f"{1733011200 + 15 * i + (0.03 if i % 2 else -0.04):.3f},a,{10 + i % 3}\n" for i in range(40))
+    result = simulate(tmp_path, rows)
+    assert result.returncode == 2, result.stderr
+    assert "are about 15 s apart but not exactly (up to 0.04 s off, as scrape times are" in result.stderr, \
+        result.stderr
+    assert ".dt.round('15s')" in result.stderr and "60s" not in result.stderr, result.stderr
