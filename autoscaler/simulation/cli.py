@@ -270,7 +270,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     first = sum(arrivals[0].rates) if arrivals else 0.0
     fixed, maximum, start = sizing(best.peak_rps, first, shape.pod_rps, args.min_replicas, args.max_replicas)
     check_size(args.policies, fixed, maximum, best.peak_rps, shape.pod_rps, args.max_replicas is not None)
-    _check_out(args.out)
     if maximum > MANY_PODS:
         warn(f"the trace's peak ({best.peak_rps:,.0f} requests/s) at --pod-rps {shape.pod_rps:g} sizes "
               f"maxReplicas {maximum:,}: each policy simulates that many pods, which takes long. Check --pod-rps "
@@ -286,6 +285,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         warn(f"{args.config}: defaults: min_replicas {policy.min_replicas} is above this run's maxReplicas "
              f"{maximum}: the HPA holds skew-aware at {maximum} (give --max-replicas {policy.min_replicas} or more "
              "to simulate the policy's own)")
+    _check_out(args.out)  # after every check of what was given: a refused run leaves no directory behind
     # The adapter takes bounds it is not given from the HPA (docs/design.md); here the HPA is the simulated one.
     ours = replace(policy, min_replicas=max(policy.min_replicas or 1, args.min_replicas),
                    max_replicas=policy.max_replicas or maximum)

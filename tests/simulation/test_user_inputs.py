@@ -247,6 +247,7 @@ def test_a_policy_max_below_the_hpas_min_is_one_line_not_a_traceback(tmp_path: P
     assert result.returncode == 2, result.stderr
     assert result.stderr == (f"simulate: {tmp_path / 'policy.yaml'}: defaults: max_replicas 1 is below "
                              "--min-replicas 2 (the HPA's minReplicas): raise it, or give --min-replicas 1\n")
+    assert not (tmp_path / "out").exists()
     assert run_with_config(tmp_path, "defaults:\n  max_replicas: 1\n", "--min-replicas", "1").returncode == 0
 
 
