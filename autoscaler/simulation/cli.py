@@ -7,6 +7,7 @@ import math
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -41,7 +42,11 @@ def _policies(value: str) -> tuple[str, ...]:
 
 def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--trace", type=Path, help="CSV (or .csv.gz) with the columns timestamp_s,model,requests")
+    source.add_argument("--trace", type=Path,
+                        help="CSV (or .csv.gz) with the columns timestamp_s,model,requests: the requests (a "
+                             "count, not a rate) that arrived for the model in the interval starting at "
+                             "timestamp_s (epoch seconds or ISO 8601; intervals of 1 s to 10 min); a log of "
+                             "single requests converts with python -m autoscaler.simulation.request_log")
     source.add_argument("--synthetic", action="store_true", help="use the built-in trace generator instead")
     parser.add_argument("--out", type=Path, required=True, help="directory for report.json, report.md, timeline.png")
     parser.add_argument("--policies", type=_policies, default=POLICY_NAMES,
@@ -75,6 +80,21 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+def yaml_error_text(path: Path, error: yaml.YAMLError) -> str:
+    """One line, `FILE:LINE:COLUMN: not valid YAML: what`, as compilers and linters write it: PyYAML's own
+    message is five lines with copies of the text and carets, whose line numbers name "<unicode string>"."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+    context, context_mark = getattr(error, "context", None), getattr(error, "context_mark", None)
+    started = ""
+    if context and context_mark is not None and context_mark.line != getattr(mark, "line", None):
+        started = f" ({context} at line {context_mark.line + 1})"
+    elif context:
+        started = f" ({context})"
+    return f"{where}: not valid YAML: {problem}{started}"
+
+
 def _behavior(path: Path | None) -> tuple[Behavior, dict[str, Any]]:
     """The behavior of the HPA in `path` (default: the shipped one) and that HPA's spec ({} for a bare
     behavior), whose replica bounds the run compares with its own."""
@@ -87,7 +107,7 @@ def _behavior(path: Path | None) -> tuple[Behavior, dict[str, Any]]:
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: not UTF-8 text ({exc.reason})") from exc
     except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not valid YAML: {exc}") from exc
+        raise ValueError(yaml_error_text(path, exc)) from exc
     listed = len(documents) == 1 and isinstance(documents[0], dict) and documents[0].get("kind") == "List"
     if listed:  # `kubectl get hpa -o yaml` without a name prints its HPAs as the items of a List
         items = documents[0].get("items")
@@ -107,7 +127,7 @@ def _behavior(path: Path | None) -> tuple[Behavior, dict[str, Any]]:
         behavior = behavior_from_manifest(document)
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path}: {exc}") from exc
-    spec = document.get("spec")
+    spec = document.get("spec", document if "behavior" in document else None)  # a spec pasted without `spec:`
     return behavior, spec if isinstance(spec, dict) else {}
 
 
@@ -148,8 +168,31 @@ def sizing(peak_rps: float, first_rps: float, pod_rps: float, min_replicas: int,
     return fixed, maximum, start
 
 
+OUTPUTS: Final = ("report.json", "report.md", "timeline.png")
+"""The files `simulate` writes in --out."""
 MANY_PODS: Final = 2000
 """A maxReplicas past this makes a run slow enough (minutes) to look hung: `simulate` says why."""
+MAX_PODS: Final = 20_000
+"""More pods than a runtime runs, and a day of them takes hours a policy: a run sized past this is refused."""
+
+
+def check_size(policies: tuple[str, ...], fixed: int, maximum: int, peak_rps: float, pod_rps: float,
+               max_given: bool) -> None:
+    """Refuse a run that would simulate more than MAX_PODS pods, naming what sized it: a count no cluster
+    serves (a byte count, a counter's running total, a rate of a coarser unit) sized billions of pods, and the
+    run, warned about, never ended."""
+    if maximum > MAX_PODS and any(name != "fixed" for name in policies):
+        if max_given:
+            raise ValueError(f"--max-replicas {maximum:,} is more pods than simulate runs ({MAX_PODS:,}): give a "
+                             "smaller one")
+        raise ValueError(f"the trace's peak ({peak_rps:,.0f} requests/s) at --pod-rps {pod_rps:g} needs "
+                         f"{peak_need(peak_rps, pod_rps):,} pods, more than simulate runs ({MAX_PODS:,}). Check "
+                         "the trace's requests (the count in each interval: not a rate, a byte count or a "
+                         "counter's running total) and --pod-rps (what one pod serves at 100% busy)")
+    if fixed > MAX_PODS and "fixed" in policies:
+        raise ValueError(f"fixed (the peak's need at 80% busy) runs {fixed:,} pods, more than simulate runs "
+                         f"({MAX_PODS:,}): check the trace's requests and --pod-rps, or leave fixed out of "
+                         "--policies")
 
 def _check_out(out: Path) -> None:
     """Make `--out` and write a file there before the run, so that a directory that cannot be written is one
@@ -162,6 +205,26 @@ def _check_out(out: Path) -> None:
             pass
     except OSError as error:
         raise ValueError(f"--out {out}: cannot write there: {error.strerror or error}") from None
+    for name in OUTPUTS:  # a directory (or a device) where a report file goes: open() fails only at the end
+        path = out / name
+        if path.exists() and not path.is_file():
+            kind = "a directory" if path.is_dir() else "not a regular file"
+            raise ValueError(f"--out {out}: cannot write {name} there: it is {kind}")
+
+
+def _write(out: Path, report: dict[str, Any], plot: Callable[[Path], None] | None) -> None:
+    """The report's files; a write that fails (a full disk) is one line naming the file, not a traceback."""
+    from autoscaler.simulation.report import write_report
+
+    try:
+        write_report(out, report)
+        if plot is not None:
+            plot(out / "timeline.png")
+        else:  # an earlier run's plot left beside this run's report would be read as this run's
+            (out / "timeline.png").unlink(missing_ok=True)
+    except OSError as error:
+        name = Path(error.filename).name if error.filename else "the report"
+        raise ValueError(f"--out {out}: cannot write {name} there: {error.strerror or error}") from None
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -170,7 +233,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from autoscaler.simulation.cluster import ClusterShape
     from autoscaler.simulation.engine import PolicyResult, oracle, simulate
     from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy, max_bound
-    from autoscaler.simulation.report import ProgressBar, RunInfo, build_report, plot_timeline, write_report
+    from autoscaler.simulation.report import ProgressBar, RunInfo, build_report, figure, plot_timeline
     from autoscaler.simulation.trace import buckets
 
     warnings: list[str] = []
@@ -196,13 +259,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     trace, source = _load_trace(args)
     for note in trace.notes:
         warn(note)
-    _check_out(args.out)
     shape = ClusterShape(pod_rps=args.pod_rps, cache_models=args.cache_models, load_time_s=args.load_time,
                          startup_delay_s=args.startup_delay, slo_queue_s=args.slo_queue_ms / 1000.0)
     bucket_s, arrivals = buckets(trace, args.tick)
+    if trace.interval_s < args.tick:
+        warn(f"the trace's {trace.interval_s:g} s intervals are added up into --tick {args.tick:g} s steps, whose "
+             f"requests are spread evenly over the step: bursts shorter than {args.tick:g} s queue less than they "
+             f"did; --tick {trace.interval_s:g} replays each interval (slower)")
     best = oracle(trace, shape, policy.target_lru_age_s, bucket_s)
     first = sum(arrivals[0].rates) if arrivals else 0.0
     fixed, maximum, start = sizing(best.peak_rps, first, shape.pod_rps, args.min_replicas, args.max_replicas)
+    check_size(args.policies, fixed, maximum, best.peak_rps, shape.pod_rps, args.max_replicas is not None)
     if maximum > MANY_PODS:
         warn(f"the trace's peak ({best.peak_rps:,.0f} requests/s) at --pod-rps {shape.pod_rps:g} sizes "
               f"maxReplicas {maximum:,}: each policy simulates that many pods, which takes long. Check --pod-rps "
@@ -210,6 +277,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.hpa_behavior is not None and (other := _other_bounds(args.hpa_behavior, hpa_spec, args.min_replicas,
                                                                    maximum)):
         warn(other)
+    if args.config is not None and policy.max_replicas is not None and policy.max_replicas < args.min_replicas:
+        raise ValueError(f"{args.config}: defaults: max_replicas {policy.max_replicas} is below --min-replicas "
+                         f"{args.min_replicas} (the HPA's minReplicas): raise it, or give --min-replicas "
+                         f"{policy.max_replicas}")
+    if args.config is not None and policy.min_replicas is not None and policy.min_replicas > maximum:
+        warn(f"{args.config}: defaults: min_replicas {policy.min_replicas} is above this run's maxReplicas "
+             f"{maximum}: the HPA holds skew-aware at {maximum} (give --max-replicas {policy.min_replicas} or more "
+             "to simulate the policy's own)")
+    _check_out(args.out)  # after every check of what was given: a refused run leaves no directory behind
     # The adapter takes bounds it is not given from the HPA (docs/design.md); here the HPA is the simulated one.
     ours = replace(policy, min_replicas=max(policy.min_replicas or 1, args.min_replicas),
                    max_replicas=policy.max_replicas or maximum)
@@ -231,7 +307,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         results.append(result)
     info = RunInfo(
         trace={"source": source, "models": len(trace.models), "interval_s": trace.interval_s,
-               "hours": round(trace.duration_s / 3600.0, 3), "requests": round(trace.total_requests)},
+               "hours": figure(trace.duration_s / 3600.0), "requests": round(trace.total_requests)},
         cluster={"pod_rps": shape.pod_rps, "cache_models": shape.cache_models, "load_time_s": shape.load_time_s,
                  "startup_delay_s": shape.startup_delay_s, "min_replicas": args.min_replicas,
                  "max_replicas": maximum, "fixed_replicas": fixed, "tick_s": args.tick,
@@ -240,13 +316,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         warnings=warnings,
     )
     report = build_report(info, results)
-    write_report(args.out, report)
-    if not args.no_plot:
-        rates = trace.rate_per_interval()
-        plot_timeline(args.out / "timeline.png", [trace.interval_s * i for i in range(len(rates))],
-                      rates.tolist(), results)
-    else:  # an earlier run's plot left beside this run's report would be read as this run's
-        (args.out / "timeline.png").unlink(missing_ok=True)
+    rates = trace.rate_per_interval()
+    _write(args.out, report, None if args.no_plot else lambda path: plot_timeline(
+        path, [trace.interval_s * i for i in range(len(rates))], rates.tolist(), results))
     return report
 
 

@@ -110,18 +110,25 @@ class ModelCopies:
         mu = self.shape.pod_rps
         cutoff = recent_load_cutoff(now, interval, self.shape.load_time_s)
         rates = [(p.name, p.rate) for p in ready]
+        # Per model, the pods whose copy began loading after the cutoff, found once per check: each of a hot
+        # model's thousands of copies looked through all the others' (a run of 3,750 pods took minutes a check)
+        recent: dict[int, dict[str, float]] = {}
         for pod in counted:
             counts, pod.counted = pod.counted, {}
             total = sum(counts.values()) / interval
             for model, count in counts.items():
                 rate = count / interval
                 limit = copy_threshold(mu, rate, total, count)
-                holders = self.holders.get(model)
-                if rate < limit or holders is None or pod not in holders:
+                if rate < limit or model not in pod.cache:  # a loaded copy here: `holders` has the pod
                     continue
+                if model not in recent:
+                    recent[model] = {p: t for p, t in self.load_start.get(model, {}).items() if t > cutoff}
+                if loaded_since(recent[model], cutoff, pod.name):
+                    continue
+                holders = self.holders[model]
                 taken = {h.name for h in holders} | {name for m, name in self.copying if m == model}
                 candidates = len(ready) - len(taken)
-                if candidates <= 0 or loaded_since(self.load_start.get(model, {}), cutoff, pod.name):
+                if candidates <= 0:
                     continue
                 busy = excluded(rates, pod.name, pod.rate, self.busy_mark)
                 if busy:
@@ -133,6 +140,7 @@ class ModelCopies:
                         break
                     spares.remove(spare)
                     self.start_copy(model, spare, now)
+                    recent[model][spare.name] = now
 
 
 def _last_used(item: tuple[int, float]) -> float:

@@ -24,6 +24,7 @@ from autoscaler.simulation.hpa import (
 
 SPEC_FIELDS = ("scaleTargetRef", "minReplicas", "maxReplicas", "metrics", "behavior",
                "targetCPUUtilizationPercentage")  # autoscaling/v2's, and v1's one more
+OBJECT_FIELDS = ("apiVersion", "kind", "metadata", "status")
 BEHAVIOR_FIELDS = ("scaleUp", "scaleDown")
 RULES_FIELDS = ("stabilizationWindowSeconds", "selectPolicy", "policies", "tolerance")
 POLICY_FIELDS = ("type", "value", "periodSeconds")
@@ -105,15 +106,23 @@ def _tolerance(raw: Any, where: str) -> float:
 
 
 def behavior_from_manifest(document: Mapping[str, Any]) -> Behavior:
-    """The `spec.behavior` of an HPA manifest (or a bare behavior mapping), with Kubernetes' defaults."""
+    """The `spec.behavior` of an HPA manifest (or a bare behavior mapping, or a spec without `spec:`), with
+    Kubernetes' defaults."""
+    kind = document.get("kind")
+    if kind is not None and kind != "HorizontalPodAutoscaler":
+        raise ValueError(f"a {kind}, not a HorizontalPodAutoscaler: give the HPA's manifest (kubectl get hpa NAME "
+                         "-o yaml) or a mapping with `behavior:`")
     if "spec" in document:
         spec = document["spec"]
         if not isinstance(spec, Mapping):
             raise ValueError(f"spec: expected a mapping, got {spec!r}")
         _known(spec, SPEC_FIELDS, "spec")
         raw = spec.get("behavior")
+    elif "behavior" in document:  # a spec pasted without `spec:`, or `behavior:` alone: its siblings checked too
+        _known(document, (*OBJECT_FIELDS, *SPEC_FIELDS), "the file")
+        raw = document["behavior"]
     else:
-        raw = document.get("behavior", document)
+        raw = document
     if raw is None:
         return DEFAULT_BEHAVIOR
     if not isinstance(raw, Mapping):

@@ -27,6 +27,7 @@ from typing import BinaryIO, Final, TextIO, overload
 
 import numpy as np
 
+from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.shapes import SHAPE_PRESETS, Shape
 from autoscaler.simulation.timestamps import moment_text, parse_time, seconds_text
 
@@ -75,19 +76,30 @@ class Bucket:
     rates: list[float]
 
 
+def fitting_tick(interval_s: float, tick_s: float) -> float:
+    """The tick nearest `tick_s` (the larger on a tie) that divides `interval_s` or that it divides, at most
+    ModelMesh's rate check (longer ticks are warned about), for the message that asks for one."""
+    candidates = {round(interval_s * k, 6) for k in range(1, 601)} | {round(interval_s / k, 6) for k in range(1, 601)}
+    fitting = [t for t in candidates if 0.001 <= t <= RATE_CHECK_S]
+    whole = [t for t in fitting if t == int(t)] or fitting  # a whole number of seconds where one fits
+    return min(whole or [interval_s], key=lambda t: (abs(t - tick_s), -t))
+
+
 def buckets(trace: Trace, tick_s: float) -> tuple[float, Buckets]:
     """(bucket length in seconds, buckets in time order) for replay with ticks of `tick_s`."""
     ratio = trace.interval_s / tick_s
     if ratio >= 1.0:
         if abs(ratio - round(ratio)) > 1e-9:
             raise TraceError(f"the trace interval ({trace.interval_s:g} s) is not a multiple of --tick "
-                             f"({tick_s:g} s); choose a --tick that divides it")
+                             f"({tick_s:g} s); choose a --tick that divides it, e.g. --tick "
+                             f"{fitting_tick(trace.interval_s, tick_s):g}")
         length, group = trace.interval_s, 1
     else:
         inverse = tick_s / trace.interval_s
         if abs(inverse - round(inverse)) > 1e-9:
             raise TraceError(f"--tick ({tick_s:g} s) is not a multiple of the trace interval "
-                             f"({trace.interval_s:g} s); choose a --tick that it divides")
+                             f"({trace.interval_s:g} s); choose a --tick that it divides, e.g. --tick "
+                             f"{fitting_tick(trace.interval_s, tick_s):g}")
         length, group = tick_s, round(inverse)
     count = math.ceil(trace.intervals / group)
     key = trace.slot // group
@@ -255,6 +267,8 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     notes = [f"ignoring {len(others)} column{'s' if len(others) > 1 else ''} of the trace not used: "
              f"{', '.join(others)}"] if others else []
     notes += _gap_notes(trace, lines)
+    notes += _step_notes(trace, lines)
+    notes += _counter_notes(trace)
     return replace(trace, notes=trace.notes + tuple(notes)) if notes else trace
 
 
@@ -274,6 +288,70 @@ def _gap_notes(trace: Trace, lines: Sequence[int]) -> list[str]:
     return [f"no rows for {(after - before - trace.interval_s) / 3600:.3g} h between the rows at "
             f"{moment_text(before)} and at {moment_text(after)} (line {line}){more}: replayed as no requests at "
             "all; if data is missing there rather than traffic, cut the trace at the gap"]
+
+
+COARSE_RUN: Final = 20
+"""Steps in a row, all the same multiple of the interval, that make a stretch of rows at a coarser step."""
+
+
+def _step_notes(trace: Trace, lines: Sequence[int]) -> list[str]:
+    """The longest stretch whose rows, of all models, come every k intervals (k >= 2, at most 10 min) for
+    COARSE_RUN steps in a row: the interval is the finest step of the file, so where an export's step changed
+    (Prometheus answers 11,000 points a query, and a day is fetched in pieces) each coarse row's requests are
+    replayed within one fine interval, k times the rate, and none in the k - 1 after."""
+    slots = np.unique(trace.slot)
+    gaps = np.diff(slots)
+    if len(gaps) < COARSE_RUN:
+        return []
+    change = np.flatnonzero(np.diff(gaps)) + 1  # runs of equal gaps: [starts[i], ends[i])
+    starts, ends = np.append(0, change), np.append(change, len(gaps))
+    coarse = (gaps[starts] >= 2) & (gaps[starts] * trace.interval_s <= MAX_INTERVAL_S)
+    coarse &= ends - starts >= COARSE_RUN
+    if not coarse.any():
+        return []
+    longest = int(np.argmax(np.where(coarse, ends - starts, 0)))
+    first, last = int(slots[starts[longest]]), int(slots[ends[longest] - 1])  # the last row at the coarse step
+    row_of = {int(slot): row for row, slot in reversed(list(enumerate(trace.slot.tolist())))}
+    step = int(gaps[starts[longest]]) * trace.interval_s
+    return [f"rows come every {step:g} s from {moment_text(trace.start_s + first * trace.interval_s)} to "
+            f"{moment_text(trace.start_s + last * trace.interval_s)} (lines {lines[row_of[first]]} to "
+            f"{lines[row_of[last]]}) but every {trace.interval_s:g} s elsewhere: replayed in "
+            f"{trace.interval_s:g} s intervals, each of those rows' requests arrive within {trace.interval_s:g} s "
+            f"and none in the {step - trace.interval_s:g} s after. If the export's step changed there, export "
+            "the whole trace at one step"]
+
+
+COUNTER_ROWS: Final = 10
+"""Rows a model needs before its requests are judged as a counter's running total or not."""
+
+
+def _counter_notes(trace: Trace) -> list[str]:
+    """A warning when the models' requests only rise from one row to the next, as a counter's running total
+    does: a Prometheus counter (`..._count`, `..._total`) exported without `increase()` replays millions of
+    requests an interval, and every figure of the report is then wrong with nothing to show it. Traffic rises
+    and falls; a model whose count stays level is left out (an idle counter, or a flat test trace), and a
+    fall in one step of twenty is allowed (a counter restarts with its pod)."""
+    n = len(trace.models)
+    order = np.lexsort((trace.slot, trace.model))
+    model, requests = trace.model[order], trace.requests[order]
+    same = model[1:] == model[:-1]
+    step = np.diff(requests)[same]
+    owner = model[1:][same]
+    steps = np.bincount(owner, minlength=n)
+    rises = np.bincount(owner, weights=step > 0, minlength=n)
+    falls = np.bincount(owner, weights=step < 0, minlength=n)
+    judged = (steps >= COUNTER_ROWS - 1) & (rises > 0)
+    counting = judged & (falls <= 0.05 * steps) & (rises >= 0.5 * steps)
+    if not judged.any() or counting.sum() < 0.9 * judged.sum():
+        return []
+    example = int(np.flatnonzero(counting)[np.argmax(steps[counting])])
+    mine = trace.model == example
+    first, last = int(trace.slot[mine].argmin()), int(trace.slot[mine].argmax())
+    values = trace.requests[mine]
+    return [f"the requests of {int(counting.sum())} of {int(judged.sum())} models only rise from one interval to "
+            f"the next (model {trace.models[example]!r}: {values[first]:,.0f} to {values[last]:,.0f}), as a "
+            "counter's running total does: if they are one, export the requests in each interval (PromQL: "
+            f"increase(COUNTER[{trace.interval_s:g}s])) instead; if the traffic does rise all along, ignore this"]
 
 
 def from_rows(times: list[float], names: list[str], counts: list[float], name: str = "trace",
@@ -300,7 +378,14 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
         # Grafana's CSV export and many dashboards write epoch milliseconds: say so rather than leave a
         # user puzzling over "15000 s apart" in a trace of 15 s steps.
         millis = distinct[0] > 1e11 and MIN_INTERVAL_S <= interval / 1000.0 <= MAX_INTERVAL_S
-        hint = ": these look like milliseconds since the epoch; divide timestamp_s by 1000" if millis else ""
+        if millis:
+            hint = ": these look like milliseconds since the epoch; divide timestamp_s by 1000"
+        elif interval > MAX_INTERVAL_S:
+            hint = (": export at a step of 10 min or less (an autoscaler acts within minutes, which coarser rows "
+                    "cannot show)")
+        else:
+            hint = (": sum the rows into 1 s intervals (pandas: .dt.floor('1s'), then sum by timestamp_s and model; "
+                    "a log of single requests: python -m autoscaler.simulation.request_log --interval 1)")
         raise TraceError(f"{name}: timestamps are {interval:g} s apart; intervals must be 1 s to 10 min{hint}")
     start = float(distinct[0])
     position = (t - start) / interval
@@ -308,9 +393,18 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
     off = np.abs(position - slot) > 1e-6
     if off.any():
         bad = int(np.argmax(off))
+        jitter = _jitter(distinct)
+        if jitter is not None:
+            step, worst, at = jitter
+            bad = int(np.argmax(t == at))
+            raise TraceError(f"{name}: timestamps are about {step:g} s apart but not exactly (up to {worst:.2g} s off, "
+                             f"as scrape times are; line {line_of(bad)}: {moment_text(at)}): round every "
+                             f"timestamp to the {step:g} s step (pandas: .dt.round('{step:g}s'), then sum by "
+                             "timestamp_s and model), or export with query_range, whose steps are exact")
+        step = max(MIN_INTERVAL_S, float(np.rint(np.median(gaps))))
         raise TraceError(f"{name}: line {line_of(bad)}: timestamp {moment_text(float(t[bad]))} is not on the "
                          f"{interval:g} s grid starting at {seconds_text(start)}: round every timestamp down to one "
-                         "interval (pandas: .dt.floor('60s'), then sum by timestamp_s and model)")
+                         f"interval (pandas: .dt.floor('{step:g}s'), then sum by timestamp_s and model)")
     key = slot * len(models) + model
     uniq, repeats = np.unique(key, return_counts=True)
     if (repeats > 1).any():
@@ -318,7 +412,23 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
         raise TraceError(f"{name}: line {line_of(dup)}: model {models[int(model[dup])]!r} at "
                          f"{moment_text(float(t[dup]))} is listed twice (one row per model and interval: sum an "
                          "export per pod by model first, e.g. sum by (model) in PromQL)")
-    return Trace(models, start, interval, int(slot.max()) + 1, slot, model, counts)
+    notes = () if len(gaps) else (f"the trace has one timestamp, so no step to infer its interval from: taken as "
+                                  f"{interval:g} s (the requests of each row arrive over {interval:g} s)",)
+    return Trace(models, start, interval, int(slot.max()) + 1, slot, model, counts, notes)
+
+
+def _jitter(distinct: np.ndarray) -> tuple[float, float, float] | None:
+    """(step, largest distance from its multiples, the timestamp that far off) when the distinct timestamps sit
+    within a tenth of a whole-second step of that step's multiples (a scraper's times: 15 s apart give or take
+    milliseconds), else None."""
+    if len(distinct) < 2:
+        return None
+    step = float(np.rint(np.median(np.diff(distinct))))
+    if not MIN_INTERVAL_S <= step <= MAX_INTERVAL_S:
+        return None
+    off = np.abs(distinct - np.rint(distinct / step) * step)
+    worst = int(np.argmax(off))
+    return (step, float(off[worst]), float(distinct[worst])) if off[worst] <= 0.1 * step else None
 
 
 def write_csv(trace: Trace, path: str | os.PathLike[str]) -> None:

@@ -54,10 +54,11 @@ def test_a_csv_trace_is_read_with_its_interval_inferred(tmp_path: Path) -> None:
     ("timestamp_s,model,requests\n0,,1\n", "line 2: model is empty"),
     ("timestamp_s,model,requests\n", "no rows after the header"),
     ("", "empty file; expected the header timestamp_s,model,requests"),
-    # a collector's jittered times: the smallest gap (59.5 s) is taken as the interval; the fix is said
+    # a collector's jittered times: named as a step of about 60 s, rounded to it (flooring to the smallest
+    # gap's grid, as it said before, put 119.5 with 60 and read as a row listed twice)
     ("timestamp_s,model,requests\n0,a,1\n60,a,1\n119.5,a,1\n180,a,1\n",
-     "line 3: timestamp 60 is not on the 59.5 s grid starting at 0: round every timestamp down to one interval "
-     "\\(pandas: .dt.floor\\('60s'\\), then sum by timestamp_s and model\\)"),
+     "timestamps are about 60 s apart but not exactly \\(up to 0.5 s off, as scrape times are; line 4: 119.5\\): "
+     "round every timestamp to the 60 s step \\(pandas: .dt.round\\('60s'\\)"),
     # Excel in locales with a decimal comma writes ';' between fields; some exports use tabs
     ("timestamp_s;model;requests\n0;a;1\n", "line 1: fields are separated by ';', not commas: save the file as "
      "comma-separated CSV"),
