@@ -31,6 +31,7 @@ from autoscaler.policies.policy_values import (
     HINTS,
     apply_overrides,
     check_policy,
+    closest_field,
     parse_field,
     policy_problem,
     show_value,
@@ -149,6 +150,12 @@ class PolicyBook:
                             POLICY_ANNOTATION_PREFIX, name.replace("_", "-"))
                 continue
             name = annotation.removeprefix(POLICY_ANNOTATION_PREFIX).replace("-", "_")
+            if name not in HINTS:  # the hint in the annotation's own spelling, not the file key's
+                close = closest_field(name)
+                log.warning("runtime %s: ignoring annotation %s=%r: no such policy annotation%s", key, annotation,
+                            raw, f" (did you mean {POLICY_ANNOTATION_PREFIX}{close.replace('_', '-')}?)"
+                            if close else "")
+                continue
             try:
                 parsed[name] = parse_field(name, raw)
             except ValueError as exc:

@@ -93,13 +93,19 @@ def _ratio_hint(name: str, value: object) -> str:
     return ""
 
 
+def closest_field(name: str) -> str | None:
+    """The policy key a misspelt `name` most likely means: a field the name starts, else the closest spelling."""
+    close = [f for f in FIELDS if f.startswith(name)] or difflib.get_close_matches(name, FIELDS, n=1, cutoff=0.5)
+    return close[0] if close else None
+
+
 def _suggest(name: str) -> str:
-    """A hint for a misspelt key: a field the name starts, else the closest spelling; for a runtime's name
-    (a `runtimes:` entry written under `defaults:`), where it goes."""
+    """A hint for a misspelt key (`closest_field`); for a runtime's name (a `runtimes:` entry written under
+    `defaults:`), where it goes."""
     if name in ("namespace", "deployment"):
         return " (a runtime's namespace and deployment go in a 'runtimes:' entry, with its policy keys)"
-    close = [f for f in FIELDS if f.startswith(name)] or difflib.get_close_matches(name, FIELDS, n=1, cutoff=0.5)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    close = closest_field(name)
+    return f" (did you mean {close!r}?)" if close else ""
 
 
 def _positive(x: float | None) -> bool:

@@ -93,7 +93,8 @@ def test_annotation_null_clears_an_optional_field() -> None:
         ("scale-down-tau-s", "nan", "must be finite"),
         ("skew-order", "null", "may not be null"),
         ("min-replicas", "50", "max_replicas must be null or >= min_replicas"),
-        ("target-rps-per-pdo", "10", "unknown key 'target_rps_per_pdo' (did you mean 'target_rps_per_pod'?)"),
+        # the hint in the annotation's spelling: the file key's ('target_rps_per_pod') is not what to write here
+        ("target-rps-per-pdo", "10", f"no such policy annotation (did you mean {PREFIX}target-rps-per-pod?)"),
     ],
     ids=[
         "not_a_number",
