@@ -10,9 +10,10 @@ adapter calls data stale, plus one refresh: `ServeSettings.stalled_after_s`) the
 adapter itself would serve, and the API says so: runtime answers are 503 (the HPA holds its replicas),
 `/readyz` fails (the Service sends the HPA to another replica) and `/livez` fails (the kubelet restarts the
 pod, the only cure for a hang). The log says when it starts and when values arrive again. Before the first
-snapshot the time is counted from the serving side's start: a refresh that hangs before it ever delivers (a
-deadlock in start-up) would otherwise leave the pod unready for good and never restarted, since `/readyz` alone
-failing restarts nothing.
+snapshot the time is counted from the serving side's start, against `limit_s` plus `FIRST_VALUES_ALLOWANCE_S`
+(start-up: discovery's first inventory, the first scrape of every pod, on a node that may be busy): a refresh
+that hangs before it ever delivers (a deadlock in start-up) would otherwise leave the pod unready for good and
+never restarted, since `/readyz` alone failing restarts nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ from autoscaler.api.snapshot import SnapshotStore
 from autoscaler.api.status import ApiError
 
 log = logging.getLogger(__name__)
+
+FIRST_VALUES_ALLOWANCE_S = 120.0
+"""What start-up may take beyond `limit_s` before the first values count as stalled (a loaded test machine took
+over 10 s for a first refresh that normally takes well under one)."""
 
 
 class StallWatch:
@@ -47,16 +52,23 @@ class StallWatch:
         """Seconds since the last snapshot (before the first, since the start) when more than `limit_s`, else
         None."""
         updated = self._store.updated_at
-        age = self._clock() - (self._started if updated is None else updated)
+        if updated is None:
+            age = self._clock() - self._started
+            return age if age > self.limit_s + FIRST_VALUES_ALLOWANCE_S else None
+        age = self._clock() - updated
         return age if age > self.limit_s else None
 
     def refuse_if_stalled(self) -> None:
         """Raise the 503 a client is told while stalled; nothing otherwise. (`stalled_for`'s test inline: this
         runs on every runtime request.)"""
         updated = self._store.updated_at
-        if (age := self._clock() - (self._started if updated is None else updated)) > self.limit_s:
-            raise ApiError(503, f"the adapter's values have not been refreshed for {age:.0f} s (its refresh is "
-                                "hung or far too slow); the HPA holds its current replicas")
+        if updated is not None:
+            if (age := self._clock() - updated) > self.limit_s:
+                raise ApiError(503, f"the adapter's values have not been refreshed for {age:.0f} s (its refresh "
+                                    "is hung or far too slow); the HPA holds its current replicas")
+        elif (age := self._clock() - self._started) > self.limit_s + FIRST_VALUES_ALLOWANCE_S:
+            raise ApiError(503, f"the adapter's values have not come since the start, {age:.0f} s ago (its "
+                                "refresh is hung or far too slow); the HPA holds its current replicas")
 
     def check(self) -> None:
         """Log when a stall starts and when it ends (once each)."""

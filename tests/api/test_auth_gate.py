@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -175,9 +174,8 @@ async def test_slow_kubernetes_api_never_blocks_health_and_never_allows(
     secured.kube.delay("subjectaccessreviews", 5.0)
     pending = asyncio.create_task(secured.get(metric_path(), cert=secured.pki.proxy, headers=HPA))
     await asyncio.sleep(0.05)
-    started = time.perf_counter()
     assert (await secured.get("/healthz"))[0] == 200
-    assert time.perf_counter() - started < 0.3
+    assert not pending.done()  # health was answered while the review still waited on the API server
     status, body = await pending
     assert status == 500
     assert_status(body, 500, "InternalError")
