@@ -155,10 +155,12 @@ def test_the_docs_say_keda_does_not_scale_runtimes_to_zero() -> None:
 
 
 def test_the_trigger_authentication_fills_the_parameters_keda_reads() -> None:
-    """`authMode` in the trigger's metadata and a `token` parameter are the names KEDA's auth config reads."""
+    """`authMode` in the trigger's metadata and a `token` parameter: names today's KEDA reads
+    (`authModes;authMode`, `bearerToken;token`) and the only ones KEDA 2.17 and earlier read
+    (`config.TriggerMetadata["authMode"]`, `config.AuthParams["token"]` in v2.17.0's metrics_api_scaler.go)."""
     objects = kustomize(KEDA)
     trigger = example()["spec"]["triggers"][0]
-    modes = [trigger["metadata"][name] for name in AUTH_MODE_NAMES if name in trigger["metadata"]]
-    assert modes == ["bearer"]
+    modes = {name: trigger["metadata"][name] for name in AUTH_MODE_NAMES if name in trigger["metadata"]}
+    assert modes == {"authMode": "bearer"}
     auth = find(objects, "TriggerAuthentication", trigger["authenticationRef"]["name"])
     assert [ref["parameter"] for ref in auth["spec"]["secretTargetRef"]] == [BEARER_TOKEN_NAMES[1]]
