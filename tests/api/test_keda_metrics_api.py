@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import re
 from typing import Any
 
@@ -35,8 +36,14 @@ OPERATIONS = REPO / "docs" / "operations.md"
 PATH = KEDA_ROUTE.format(namespace=KEY.namespace, deployment=KEY.deployment)
 
 
-def example() -> dict[str, Any]:
+@functools.cache
+def _example() -> dict[str, Any]:
     return find(kustomize(KEDA), "ScaledObject")
+
+
+def example() -> dict[str, Any]:
+    """The shipped ScaledObject, as `kubectl kustomize` renders it (a copy: tests change it)."""
+    return copy.deepcopy(_example())
 
 
 def with_desired(view: RuntimeView, desired: int) -> RuntimeView:
