@@ -171,3 +171,17 @@ def test_the_trigger_authentication_fills_the_parameters_keda_reads() -> None:
     assert modes == {"authMode": "bearer"}
     auth = find(objects, "TriggerAuthentication", trigger["authenticationRef"]["name"])
     assert [ref["parameter"] for ref in auth["spec"]["secretTargetRef"]] == [BEARER_TOKEN_NAMES[1]]
+
+
+def test_the_docs_say_to_give_keda_a_runtime_scale_with_replicas() -> None:
+    """A RuntimeScale created without `spec.replicas` (as the docs say to create it: the adapter adopts the
+    runtime's) reads 0 through its scale subresource (KEDA's `GetCurrentReplicas`). A known runtime makes the
+    trigger active, so KEDA's `scaleFromZeroOrIdle` writes `minReplicaCount` before the adapter adopts: the
+    bridge then copies that into the ServingRuntime and a running 8-pod runtime is cut to 1 until the HPA's next
+    sync. The plain HPA does not scale a target at 0, so only KEDA users need to wait for the adoption."""
+    model = ScaledObjectModel.from_manifest(example())
+    assert model.poll(*answer(with_desired(runtime_view(), 8)), replicas=0) == 1
+    section = keda_section()
+    assert "spec.replicas" in section and "Desired" in section, (
+        "docs/operations.md's KEDA section does not say to apply a ScaledObject only once its RuntimeScale has "
+        "replicas")
