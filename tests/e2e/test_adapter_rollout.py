@@ -131,6 +131,11 @@ async def ready(replica: Replica, timeout_s: float = 60.0) -> None:
             await asyncio.sleep(0.1)
 
 
+def milli(quantity: str) -> int:
+    """A served quantity ("6", "5500m") in thousandths."""
+    return int(quantity[:-1]) if quantity.endswith("m") else 1000 * int(quantity)
+
+
 def holder(kube: FakeKubeApi) -> str | None:
     lease = kube.get("leases", NS, LEASE)
     return (lease or {}).get("spec", {}).get("holderIdentity") or None
@@ -206,7 +211,7 @@ async def test_a_rolling_upgrade_keeps_one_writer_writes_no_cost_again_and_carri
         while asking:
             for replica in list(endpoints):
                 code, body = await answer(replica.url + METRIC)
-                served.append((cluster.replicas.index(replica), code, body[:300]))
+                served.append((cluster.replicas.index(replica), code, body))
             await asyncio.sleep(0.2)
 
     polling = asyncio.create_task(hpa())
@@ -237,3 +242,5 @@ async def test_a_rolling_upgrade_keeps_one_writer_writes_no_cost_again_and_carri
     assert rewritten == [], "the new leaders found every cost in place and wrote none again"
     assert costs(kube) == left
     assert served and [s for s in served if s[1] != 200] == []
+    values = [milli(value) for *_, body in served for value in re.findall(r'"value": ?"(\d+m?)"', body)]
+    assert len(values) == len(served) and min(values) >= values[0], "the HPA never saw a lowered value"
