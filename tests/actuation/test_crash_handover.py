@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.actuation.test_two_adapters import (
+    LOAD,
     Adapter,
     exporters,
     healthy,
@@ -103,3 +104,37 @@ async def test_an_oom_killed_leader_is_replaced_once_its_lease_expires_and_its_w
     finally:
         for adapter in adapters:
             await adapter.stop(signal.SIGKILL)
+
+
+async def test_a_frozen_leader_that_wakes_after_the_takeover_writes_nothing_more(
+    kube: FakeKubeApi, exporters: str, tmp_path: Path
+) -> None:
+    # A node that freezes (a live migration, a hung hypervisor) stops the leader's processes without a signal
+    # they could act on; when it thaws, another replica has led for a while and the old one must not write.
+    targets, kubeconfig = runtime_files(kube, exporters, tmp_path)
+    adapters = [await start_adapter(tmp_path, i, targets, kubeconfig) for i in range(2)]
+    try:
+        leader, follower = await leader_and_follower(kube, adapters)
+        frozen = [leader.process.pid, *serving_workers(leader.process.pid)]
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            await wait_for(lambda: holder(kube) == follower.identity, 30, "the follower takes over")
+            await wait_for(lambda: len(pod_writes(kube.requests, follower)) >= len(LOAD), 15,
+                           "the new leader writes the pods")
+        finally:
+            for pid in frozen:
+                os.kill(pid, signal.SIGCONT)
+        thawed = len(kube.requests)
+        await wait_for(lambda: lease_reads(kube.requests[thawed:], leader) >= 5, 15,
+                       "the thawed replica tries the Lease again, as a follower")
+        assert pod_writes(kube.requests[thawed:], leader) == []
+        assert holder(kube) == follower.identity
+    finally:
+        for adapter in adapters:
+            await adapter.stop(signal.SIGKILL)
+
+
+def pod_writes(requests: list[RecordedRequest], adapter: Adapter) -> list[str]:
+    return [r.path for r in requests if r.resource == "pods" and r.method == "PATCH"
+            and f"({adapter.identity})" in r.headers.get("User-Agent", "")]
