@@ -115,6 +115,7 @@ async def test_a_frozen_leader_that_wakes_after_the_takeover_writes_nothing_more
     adapters = [await start_adapter(tmp_path, i, targets, kubeconfig) for i in range(2)]
     try:
         leader, follower = await leader_and_follower(kube, adapters)
+        await wait_for(lambda: len(pod_writes(kube.requests, leader)) >= len(LOAD), 15, "the leader writes the pods")
         frozen = [leader.process.pid, *serving_workers(leader.process.pid)]
         for pid in frozen:
             os.kill(pid, signal.SIGSTOP)
