@@ -56,6 +56,10 @@ log = logging.getLogger(__name__)
 READY, FAILED = b"ready", b"error:"
 CERT_DIRECTORY_PREFIX, METRICS_DIRECTORY_PREFIX = "mm-autoscaler-cert-", "mm-autoscaler-metrics-"
 START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 10.0
+"""How long the workers together get to stop after SIGTERM before they are killed: one deadline for all of them,
+so that with `--workers N` the pod still stops within its terminationGracePeriodSeconds (30 s in the base, which
+also covers --shutdown-delay and the Lease release; tests/manifests/test_manifests.py checks the sum)."""
 
 
 class WorkerStartError(Exception):
@@ -236,8 +240,10 @@ class WorkerPool:
                 process.terminate()
         for pipe in self.pipes:
             pipe.close()
+        deadline = time.monotonic() + STOP_TIMEOUT_S
         for process in self.processes:
-            process.join(10)
+            process.join(max(0.0, deadline - time.monotonic()))
+        for process in self.processes:
             if process.is_alive():
                 process.kill()
                 process.join()

@@ -572,3 +572,28 @@ def test_sidecar_obeys_modelmesh_rules_for_extra_containers() -> None:
     assert sidecar["securityContext"]["runAsNonRoot"] is True
     assert sidecar["securityContext"]["readOnlyRootFilesystem"] is True
 
+
+
+def test_a_rollout_starts_the_new_replica_before_it_stops_an_old_one() -> None:
+    # maxUnavailable 0: an old replica goes only once a new one is Ready (has refreshed); maxSurge 1 lets the
+    # rollout proceed at all (with both 0 the Deployment is rejected). The PDB keeps a replica through drains.
+    strategy = adapter_deployment()["spec"]["strategy"]
+    assert strategy["type"] == "RollingUpdate"
+    assert strategy["rollingUpdate"]["maxUnavailable"] == 0
+    assert strategy["rollingUpdate"]["maxSurge"] >= 1
+
+
+def test_a_stopping_replica_is_done_before_the_kubelet_kills_it() -> None:
+    # After SIGTERM: the Lease release (a read and a write, each within the client timeout), --shutdown-delay of
+    # serving on, then the serving workers' stop (one deadline for all of them, autoscaler/workers.py). A pod
+    # still running at terminationGracePeriodSeconds is SIGKILLed mid-way (and its stop logged as a failure).
+    from autoscaler.actuation.leader import client_timeout_s
+    from autoscaler.workers import STOP_TIMEOUT_S
+
+    deployment = adapter_deployment()
+    settings = serve_settings(deployment)
+    release_s = 2 * client_timeout_s(settings.leader_elect_lease_duration_s, settings.leader_elect_renew_deadline_s)
+    budget_s = release_s + settings.shutdown_delay_s + STOP_TIMEOUT_S
+    grace_s = deployment["spec"]["template"]["spec"].get("terminationGracePeriodSeconds", 30)
+    assert settings.shutdown_delay_s > 0, "without it the endpoints still route to a closed port for a moment"
+    assert budget_s + 5 <= grace_s, (budget_s, grace_s)
