@@ -17,6 +17,7 @@ import yaml
 from autoscaler.policies.config import ConfigError
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.yaml_errors import yaml_error_text
 from autoscaler.settings import count, positive
 from autoscaler.simulation.hpa import SYNC_PERIOD_S, Behavior
 from autoscaler.simulation.hpa_manifest import behavior_from_manifest
@@ -84,21 +85,6 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                        help="a request waiting longer than this in a queue is delayed (default 100)")
     parser.add_argument("--no-plot", action="store_true", help="skip timeline.png")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-def yaml_error_text(path: Path, error: yaml.YAMLError) -> str:
-    """One line, `FILE:LINE:COLUMN: not valid YAML: what`, as compilers and linters write it: PyYAML's own
-    message is five lines with copies of the text and carets, whose line numbers name "<unicode string>"."""
-    mark = getattr(error, "problem_mark", None)
-    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
-    context, context_mark = getattr(error, "context", None), getattr(error, "context_mark", None)
-    started = ""
-    if context and context_mark is not None and context_mark.line != getattr(mark, "line", None):
-        started = f" ({context} at line {context_mark.line + 1})"
-    elif context:
-        started = f" ({context})"
-    return f"{where}: not valid YAML: {problem}{started}"
 
 
 def _behavior(path: Path | None) -> tuple[Behavior, dict[str, Any]]:
