@@ -108,7 +108,7 @@ class WatchedFile:
         try:
             parse_policy_book(yaml.safe_load(text), self.path, self.base)
         except (yaml.YAMLError, ConfigError) as exc:
-            problem = exc if isinstance(exc, ConfigError) else f"{self.path}: not valid YAML: {exc}"
+            problem = exc if isinstance(exc, ConfigError) else yaml_error_text(self.path, exc)
             log.warning("policy file %s changed on disk and the new version has a mistake: %s. The adapter keeps "
                         "the policy it started with, and would not start with this file: fix it before any "
                         "restart", self.path, " ".join(str(problem).split()))

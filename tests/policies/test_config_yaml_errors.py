@@ -70,3 +70,17 @@ def test_the_loader_raises_the_one_line_message(tmp_path: Path) -> None:
         load_policy_book(policy)
     assert str(caught.value).startswith(f"{policy}:3:3: not valid YAML: ")
     assert isinstance(caught.value.__cause__, yaml.YAMLError)
+
+
+def test_an_edit_with_a_yaml_mistake_is_warned_about_with_its_line_and_column(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The warning for a file edited while running (a ConfigMap updated in place) read PyYAML's message."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("defaults:\n  skew_order: 2\n")
+    book = load_policy_book(policy)
+    policy.write_text(BAD + "# edited\n")
+    with caplog.at_level("WARNING", logger="autoscaler.policies.config"):
+        book.notice_file_change()
+    [record] = [r for r in caplog.records if "changed on disk" in r.getMessage()]
+    assert f"{policy}:3:3: not valid YAML: " in record.getMessage(), record.getMessage()
+    assert "<unicode string>" not in record.getMessage()
