@@ -59,9 +59,6 @@ def test_the_value_a_flag_takes_in_configuration_md_is_the_one_help_shows(sectio
     assert not wrong, "\n".join(wrong)
 
 
-@pytest.mark.xfail(strict=True, reason="autoscaler/simulation/cli.py (not this change's file) names its values "
-                   "after the flags (--pod-rps POD_RPS, --tick TICK): give each the metavar of its "
-                   "docs/configuration.md row (REQ/S, SECONDS, N, FILE, DIR, MS, HOURS, LIST)")
 def test_the_value_a_simulate_flag_takes_in_configuration_md_is_the_one_help_shows() -> None:
     wrong = mismatches("modelmesh-autoscaler simulate", subcommand("simulate"))
     assert not wrong, "\n".join(wrong)

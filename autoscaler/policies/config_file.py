@@ -14,6 +14,7 @@ from autoscaler.policies.config import ConfigError, PolicyBook, parse_policy_boo
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.policy_origins import flag_origins
 from autoscaler.policies.policy_values import parse_field, show_value
+from autoscaler.policies.yaml_errors import yaml_error_text
 
 log = logging.getLogger("autoscaler.policies.config")
 
@@ -50,7 +51,7 @@ def load_policy_book(
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{source}: not UTF-8 text ({exc.reason})") from exc
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
+        raise ConfigError(yaml_error_text(source, exc)) from exc
     book = parse_policy_book(document, source, base)
     if announce:
         _announce(document, source, base)
@@ -107,7 +108,7 @@ class WatchedFile:
         try:
             parse_policy_book(yaml.safe_load(text), self.path, self.base)
         except (yaml.YAMLError, ConfigError) as exc:
-            problem = exc if isinstance(exc, ConfigError) else f"{self.path}: not valid YAML: {exc}"
+            problem = exc if isinstance(exc, ConfigError) else yaml_error_text(self.path, exc)
             log.warning("policy file %s changed on disk and the new version has a mistake: %s. The adapter keeps "
                         "the policy it started with, and would not start with this file: fix it before any "
                         "restart", self.path, " ".join(str(problem).split()))

@@ -17,6 +17,7 @@ import yaml
 from autoscaler.policies.config import ConfigError
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.yaml_errors import yaml_error_text
 from autoscaler.settings import count, positive
 from autoscaler.simulation.hpa import SYNC_PERIOD_S, Behavior
 from autoscaler.simulation.hpa_manifest import behavior_from_manifest
@@ -42,57 +43,48 @@ def _policies(value: str) -> tuple[str, ...]:
 
 def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--trace", type=Path,
+    source.add_argument("--trace", metavar="FILE.csv", type=Path,
                         help="CSV (or .csv.gz) with the columns timestamp_s,model,requests: the requests (a "
                              "count, not a rate) that arrived for the model in the interval starting at "
                              "timestamp_s (epoch seconds or ISO 8601; intervals of 1 s to 10 min); a log of "
                              "single requests converts with python -m autoscaler.simulation.request_log")
     source.add_argument("--synthetic", action="store_true", help="use the built-in trace generator instead")
-    parser.add_argument("--out", type=Path, required=True, help="directory for report.json, report.md, timeline.png")
-    parser.add_argument("--policies", type=_policies, default=POLICY_NAMES,
+    parser.add_argument("--out", metavar="DIR", type=Path, required=True,
+                        help="directory for report.json, report.md, timeline.png")
+    parser.add_argument("--policies", metavar="LIST", type=_policies, default=POLICY_NAMES,
                         help="comma-separated, from fixed,fixed-max,mean-hpa,skew-aware (default: all four; "
                              "fixed-max, maxReplicas all day, is the bound no replica policy beats)")
-    parser.add_argument("--config", type=Path, help="the adapter's policy file (its `defaults:` are used)")
-    parser.add_argument("--hpa-behavior", type=Path,
+    parser.add_argument("--config", metavar="FILE", type=Path,
+                        help="the adapter's policy file (its `defaults:` are used)")
+    parser.add_argument("--hpa-behavior", metavar="FILE", type=Path,
                         help="HPA manifest (or a YAML with `behavior:`; in a file of several manifests, its "
                              "HorizontalPodAutoscaler) whose behavior skew-aware uses; default: the shipped one")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic trace (default 0)")
+    parser.add_argument("--seed", metavar="N", type=int, default=0, help="seed of the synthetic trace (default 0)")
     synth = parser.add_argument_group("synthetic trace")
-    synth.add_argument("--models", type=count, default=500, help="models (default 500)")
-    synth.add_argument("--hours", type=positive, default=24.0, help="hours (default 24)")
-    synth.add_argument("--rps", type=positive, default=150.0, help="mean total requests per second (default 150)")
+    synth.add_argument("--models", metavar="N", type=count, default=500, help="models (default 500)")
+    synth.add_argument("--hours", metavar="HOURS", type=positive, default=24.0, help="hours (default 24)")
+    synth.add_argument("--rps", metavar="REQ/S", type=positive, default=150.0,
+                       help="mean total requests per second (default 150)")
     synth.add_argument("--shape", choices=SHAPES, default="mixed",
                        help="popularity and time shape (default mixed: Zipf, daily cycle, bursts, churn)")
     shape = parser.add_argument_group("cluster")
-    shape.add_argument("--pod-rps", type=positive, default=20.0,
+    shape.add_argument("--pod-rps", metavar="REQ/S", type=positive, default=20.0,
                        help="requests per second one pod serves at 100%% busy (default 20)")
-    shape.add_argument("--cache-models", type=count, default=100, help="model copies one pod holds (default 100)")
-    shape.add_argument("--load-time", type=positive, default=10.0, help="seconds to load a model (default 10)")
-    shape.add_argument("--startup-delay", type=positive, default=30.0,
+    shape.add_argument("--cache-models", metavar="N", type=count, default=100,
+                       help="model copies one pod holds (default 100)")
+    shape.add_argument("--load-time", metavar="SECONDS", type=positive, default=10.0,
+                       help="seconds to load a model (default 10)")
+    shape.add_argument("--startup-delay", metavar="SECONDS", type=positive, default=30.0,
                        help="seconds until a new pod is Ready, above 0 (default 30)")
-    shape.add_argument("--min-replicas", type=count, default=2, help="HPA minReplicas (default 2)")
-    shape.add_argument("--max-replicas", type=count, default=None,
+    shape.add_argument("--min-replicas", metavar="N", type=count, default=2, help="HPA minReplicas (default 2)")
+    shape.add_argument("--max-replicas", metavar="N", type=count, default=None,
                        help="HPA maxReplicas (default: twice what the trace's peak needs)")
-    shape.add_argument("--tick", type=positive, default=5.0, help="simulation step in seconds (default 5)")
-    shape.add_argument("--slo-queue-ms", type=positive, default=100.0,
+    shape.add_argument("--tick", metavar="SECONDS", type=positive, default=5.0,
+                       help="simulation step in seconds (default 5)")
+    shape.add_argument("--slo-queue-ms", metavar="MS", type=positive, default=100.0,
                        help="a request waiting longer than this in a queue is delayed (default 100)")
     parser.add_argument("--no-plot", action="store_true", help="skip timeline.png")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-def yaml_error_text(path: Path, error: yaml.YAMLError) -> str:
-    """One line, `FILE:LINE:COLUMN: not valid YAML: what`, as compilers and linters write it: PyYAML's own
-    message is five lines with copies of the text and carets, whose line numbers name "<unicode string>"."""
-    mark = getattr(error, "problem_mark", None)
-    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
-    context, context_mark = getattr(error, "context", None), getattr(error, "context_mark", None)
-    started = ""
-    if context and context_mark is not None and context_mark.line != getattr(mark, "line", None):
-        started = f" ({context} at line {context_mark.line + 1})"
-    elif context:
-        started = f" ({context})"
-    return f"{where}: not valid YAML: {problem}{started}"
 
 
 def _behavior(path: Path | None) -> tuple[Behavior, dict[str, Any]]:

@@ -16,6 +16,7 @@ one with the least work ahead, as ModelMesh judges by requests in flight.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Final
 
 from autoscaler.simulation.copies import ModelCopies
@@ -56,8 +57,15 @@ def spread(ready: Sequence[SimPod], copies: ModelCopies, regular: RegularUse, no
     # ones first lets the hot ones fill the gaps, as per-request least-busy routing does. Models already
     # held go before those to load: their requests keep coming all bucket long, so their copies are
     # recently used when a load evicts, and a load takes the LRU copy of a model not asked for.
-    held = holders_of.__contains__
-    for rate, model in sorted(zip(rates, models, strict=True), key=lambda rm: (not held(rm[1]), rm[0])):
+    # (Partitioned, each part sorted by rate: the stable sort on (not held, rate) it replaces gives the same
+    # order, without calling a key function for each of thousands of models every bucket.)
+    pairs = list(zip(rates, models, strict=True))
+    order = [rm for rm in pairs if rm[1] in holders_of]
+    order.sort(key=itemgetter(0))
+    to_load = [rm for rm in pairs if rm[1] not in holders_of]
+    to_load.sort(key=itemgetter(0))
+    order += to_load
+    for rate, model in order:
         holders = holders_of.get(model)
         if holders is None:
             target = choose_pod(ready, capacity, now, 0.0)

@@ -190,7 +190,7 @@ def test_a_bad_file_raises_naming_the_file_and_the_key(tmp_path: Path, text: str
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as raised:
         load_policy_book(path)
-    assert str(raised.value).startswith(f"{path}: ")
+    assert str(raised.value).startswith(f"{path}:")  # `FILE: what`, or `FILE:LINE:COLUMN: ` for YAML
     assert message in str(raised.value)
 
 

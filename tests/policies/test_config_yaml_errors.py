@@ -1,0 +1,86 @@
+"""A YAML mistake in the policy file (`--config`) is one line naming the file, line and column, as a user runs
+`serve` and `simulate`: PyYAML's own message is five lines of copied text and carets that name
+"<unicode string>" rather than the file (the shape `simulate --hpa-behavior` already had)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from autoscaler.policies.config import ConfigError
+from autoscaler.policies.config_file import load_policy_book
+from autoscaler.policies.yaml_errors import yaml_error_text
+
+REPO = Path(__file__).resolve().parents[2]
+
+# `target_gpu_busy: 0.8` is one space short under `defaults:`: PyYAML stops at line 3, column 2
+BAD = "defaults:\n   skew_order: 2\n  target_gpu_busy: 0.8\n"
+
+
+def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "autoscaler.cli", *args], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def test_serve_names_the_line_and_column_of_a_yaml_mistake_in_one_line(tmp_path: Path) -> None:
+    policy = tmp_path / "bad.yaml"
+    policy.write_text(BAD)
+    result = run(tmp_path, "serve", "--config", str(policy))
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert f"cannot start: --config {policy}:3:3: not valid YAML: " in line, line
+    assert "<unicode string>" not in line and "fix the file" in line, line
+
+
+def test_simulate_names_the_line_and_column_of_a_yaml_mistake_in_one_line(tmp_path: Path) -> None:
+    policy = tmp_path / "bad.yaml"
+    policy.write_text(BAD)
+    result = run(tmp_path, "simulate", "--synthetic", "--models", "5", "--hours", "0.1", "--out",
+                 str(tmp_path / "out"), "--no-plot", "--quiet", "--config", str(policy))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"simulate: {policy}:3:3: not valid YAML: "), result.stderr
+    assert "<unicode string>" not in result.stderr
+
+
+@given(st.text(alphabet="ab:-[]{}'\"\t #&*!|>\n ,?", max_size=40))
+def test_whatever_yaml_a_policy_file_holds_its_error_is_one_line_naming_the_file(text: str) -> None:
+    """The promise for any text, not the two mistakes above: one line, the file first, never PyYAML's name."""
+    try:
+        yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        message = yaml_error_text("policy.yaml", exc)
+    else:
+        return
+    assert "\n" not in message and message.startswith("policy.yaml"), message
+    assert "<unicode string>" not in message and ": not valid YAML: " in message, message
+
+
+def test_the_loader_raises_the_one_line_message(tmp_path: Path) -> None:
+    policy = tmp_path / "bad.yaml"
+    policy.write_text(BAD)
+    with pytest.raises(ConfigError) as caught:
+        load_policy_book(policy)
+    assert str(caught.value).startswith(f"{policy}:3:3: not valid YAML: ")
+    assert isinstance(caught.value.__cause__, yaml.YAMLError)
+
+
+def test_an_edit_with_a_yaml_mistake_is_warned_about_with_its_line_and_column(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The warning for a file edited while running (a ConfigMap updated in place) read PyYAML's message."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("defaults:\n  skew_order: 2\n")
+    book = load_policy_book(policy)
+    policy.write_text(BAD + "# edited\n")
+    with caplog.at_level("WARNING", logger="autoscaler.policies.config"):
+        book.notice_file_change()
+    [record] = [r for r in caplog.records if "changed on disk" in r.getMessage()]
+    assert f"{policy}:3:3: not valid YAML: " in record.getMessage(), record.getMessage()
+    assert "<unicode string>" not in record.getMessage()
