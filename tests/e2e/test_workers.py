@@ -60,9 +60,10 @@ def adapter_running(workdir: Path, targets: Path) -> Iterator[tuple[subprocess.P
     """Two workers and the refresh process, once both workers have a snapshot; the log is workdir/adapter.log."""
     port = free_port()
     url = f"https://127.0.0.1:{port}"
-    with running([*serve_args(port, targets), "--refresh-interval", "1"], url + "/healthz",
+    # --refresh-nice as shipped: the processes the tests start get 0 (tests/support/processes.TEST_PROCESS_ENV).
+    with running([*serve_args(port, targets), "--refresh-interval", "1", "--refresh-nice", "10"], url + "/healthz",
                  workdir / "adapter.log") as process:
-        poll(lambda: all(http_get(url + "/readyz")[0] == 200 for _ in range(10)), timeout=10)  # both have one
+        poll(lambda: all(http_get(url + "/readyz")[0] == 200 for _ in range(10)), timeout=60)  # both have one
         yield process, url
 
 

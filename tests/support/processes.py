@@ -27,8 +27,11 @@ _INSECURE.check_hostname = False
 _INSECURE.verify_mode = ssl.CERT_NONE
 
 
-def http_get(url: str, timeout: float = 2.0) -> tuple[int, str]:
-    """GET a URL (https without verification: test servers are self-signed); (status, body)."""
+def http_get(url: str, timeout: float = 30.0) -> tuple[int, str]:
+    """GET a URL (https without verification: test servers are self-signed); (status, body).
+
+    The timeout is generous (it costs nothing where the server answers): on the 2-core CI machine with three test
+    files and a dozen server processes at once, a server can take seconds to answer."""
     try:
         with urllib.request.urlopen(url, timeout=timeout, context=_INSECURE) as response:
             return response.status, response.read().decode()
@@ -37,7 +40,7 @@ def http_get(url: str, timeout: float = 2.0) -> tuple[int, str]:
             return error.code, error.read().decode()
 
 
-def http_post_json(url: str, body: str, timeout: float = 2.0) -> int:
+def http_post_json(url: str, body: str, timeout: float = 30.0) -> int:
     request = urllib.request.Request(url, data=body.encode(), method="POST",
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=timeout, context=_INSECURE) as response:
@@ -45,7 +48,7 @@ def http_post_json(url: str, body: str, timeout: float = 2.0) -> int:
         return status
 
 
-def wait_until_answers(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 20.0) -> None:
+def wait_until_answers(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -58,12 +61,22 @@ def wait_until_answers(url: str, process: subprocess.Popen[bytes], log: Path, ti
     raise TimeoutError(f"{url} did not answer within {timeout} s:\n{log.read_text()}")
 
 
+TEST_PROCESS_ENV: dict[str, str] = {"AUTOSCALER_REFRESH_NICE": "0"}
+"""What every process started here gets unless the test's own `env` (or a flag) says otherwise.
+
+The adapter's refresh process lowers its priority by 10 (`--refresh-nice`) so that, in a pod, its own serving
+workers run first. On the 2-core CI machine it competes instead with three test workers and a dozen other test
+servers, all at priority 0, and at a tenth of their share it starved: an end-to-end test's adapter took 26 s after
+it started serving to discover its one runtime, and the test's 30 s wait for a served value ran out
+(`test_scale_seams`, only under load). `test_workers` starts its adapter with the flag and checks the niceness."""
+
+
 def start(module_args: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """Start `python -m <module_args>` with its output going to `log`."""
     with open(log, "ab") as output:
         return subprocess.Popen(
             [sys.executable, "-m", *module_args], stdout=output, stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
+            env={**os.environ, **TEST_PROCESS_ENV, **(env or {})},
         )
 
 
