@@ -13,6 +13,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from tests.support.processes import TEST_PROCESS_ENV
+
 REPO = Path(__file__).resolve().parent.parent
 OPERATIONS = (REPO / "docs" / "operations.md").read_text()
 
@@ -44,7 +46,8 @@ def test_a_new_adapter_is_ready_long_before_one_refresh_interval(tmp_path: Path)
         adapter = subprocess.Popen(
             [sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev", "--listen", "127.0.0.1:0",
              "--targets", str(tmp_path / "targets.yaml"), "--refresh-interval", "3600", "--workers", "0"],
-            stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
+            stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path,
+            env={**os.environ, **TEST_PROCESS_ENV, "PYTHONPATH": str(REPO)})
     try:
         deadline = time.monotonic() + 120  # generous for a loaded machine; the interval is 3600 s
         port = None

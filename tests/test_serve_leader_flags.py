@@ -13,6 +13,7 @@ import pytest
 from autoscaler import cli
 from autoscaler.preflight import check_startup
 from autoscaler.settings import settings_from_args
+from tests.support.processes import TEST_PROCESS_ENV
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -40,7 +41,7 @@ def serve(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
          "--kubeconfig", str(tmp_path / "kubeconfig"), "--targets", str(tmp_path / "targets.yaml"),
          "--leader-elect", "true", *flags],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO)})
+        env={**os.environ, **TEST_PROCESS_ENV, "PYTHONPATH": str(REPO)})
 
 
 @pytest.mark.parametrize(("flags", "says"), [

@@ -22,7 +22,7 @@ from autoscaler.names import DELETION_COST_ANNOTATION
 from exporter import names
 from tests.actuation.conftest import KEY, add_pods
 from tests.fakes.kube import FakeKubeApi
-from tests.support.processes import free_port
+from tests.support.processes import TEST_PROCESS_ENV, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -86,7 +86,7 @@ class Adapter:
 async def start_adapter(workdir: Path, index: int, targets: Path, kubeconfig: Path, *more: str) -> Adapter:
     port = free_port()
     log = workdir / f"adapter-{index}.log"
-    env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
+    env = {**{k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}, **TEST_PROCESS_ENV}
     with log.open("wb") as output:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}",

@@ -118,7 +118,9 @@ async def test_healthz_answers_while_the_narrow_reader_reads_the_largest_body(
             stop.set()
             await asyncio.to_thread(prober.join)
     [answers] = during
-    assert answers >= 2 * READS, f"/healthz answered {answers} times while the narrow reader read the body"
+    # Before: one or two answers over all the reads. Under load fewer answers come (the count is a rate), so the
+    # line is drawn just above what the old code could give: more than one a read.
+    assert answers > READS, f"/healthz answered {answers} times while the narrow reader read the body"
 
 
 @pytest.mark.slow
@@ -148,4 +150,4 @@ def test_the_library_paths_line_filter_lets_other_threads_run_over_the_largest_b
         stop.set()
         other.join()
     assert picked.count("\n") > 10_000  # the count lines of every model, and the comments
-    assert during >= 5, f"another thread ran {during} times while the lines were picked"
+    assert during >= 3, f"another thread ran {during} times while the lines were picked"  # before: one at most

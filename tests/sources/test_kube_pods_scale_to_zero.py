@@ -66,7 +66,7 @@ async def test_a_runtime_scaled_to_zero_shows_zero_replicas_within_seconds(kube:
         for name in names:
             kube.delete_pod(NS, name)
 
-        await eventually(lambda: replicas(subject) == 0, timeout=2.0)
+        await eventually(lambda: replicas(subject) == 0)
         assert deployment_reads(kube) == [f"{DEPLOYMENTS}/{TRITON.deployment}"]  # one GET of that one, no list
     finally:
         await subject.close()
@@ -80,7 +80,7 @@ async def test_terminating_pods_count_as_gone(kube: FakeKubeApi) -> None:
         kube.set_replicas(NS, TRITON.deployment, 0)
         kube.delete_pod(NS, names[0], graceful=True)
 
-        await eventually(lambda: replicas(subject) == 0, timeout=2.0)
+        await eventually(lambda: replicas(subject) == 0)
     finally:
         await subject.close()
 
@@ -94,7 +94,7 @@ async def test_a_runtime_back_from_zero_shows_its_new_replicas_within_seconds(ku
         kube.set_replicas(NS, TRITON.deployment, 2)  # an InferenceService arrives
         kube.add_pod(NS, "triton-a", labels=LABELS, ready=False)
 
-        await eventually(lambda: replicas(subject) == 2, timeout=2.0)
+        await eventually(lambda: replicas(subject) == 2)
     finally:
         await subject.close()
 
@@ -108,7 +108,7 @@ async def test_discovered_runtimes_are_read_again_by_name_too(kube: FakeKubeApi)
         kube.set_replicas(NS, MLSERVER.deployment, 0)
         kube.delete_pod(NS, names[0])
 
-        await eventually(lambda: replicas(subject, MLSERVER) == 0, timeout=2.0)
+        await eventually(lambda: replicas(subject, MLSERVER) == 0)
         assert replicas(subject, TRITON) == 1
         assert deployment_reads(kube) == [f"{DEPLOYMENTS}/{MLSERVER.deployment}"]
     finally:
@@ -161,6 +161,6 @@ async def test_a_runtime_whose_pods_lack_modelmeshs_name_label_is_seen_scaled_to
         for name in names:
             kube.delete_pod(NS, name)
 
-        await eventually(lambda: replicas(subject, custom) == 0, timeout=5.0)
+        await eventually(lambda: replicas(subject, custom) == 0)
     finally:
         await subject.close()
