@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import requests
 
+from autoscaler.sources.tls_causes import HOST_MISMATCH, NOT_TLS, ssl_cause
 from exporter import names
 
 # Reasons counted in `PrometheusSource.errors` (the first five are whole-refresh failures).
@@ -59,13 +60,6 @@ HOST_MISMATCH_HINT: Final = (
     "address or another Service's name"
 )
 
-_NOT_TLS: Final = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "UNKNOWN_PROTOCOL",
-                             "PACKET_LENGTH_TOO_LONG", "HTTP_REQUEST"})
-"""OpenSSL's reasons when the other end answered a TLS handshake with something else (plain http, mostly)."""
-
-_HOST_MISMATCH: Final = frozenset({62, 64})
-"""X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH: a certificate that chains to a trusted CA but
-is not issued for the name asked."""
 LOGIN_HINT: Final = (
     "a login proxy in front of Prometheus? Give it a token (--prometheus-token-file), or check --prometheus-url"
 )
@@ -179,30 +173,16 @@ def tls_failed(url: str, error: requests.exceptions.SSLError) -> PrometheusSourc
     """A TLS failure said as OpenSSL says it, without urllib3's retry wrapping, with the hint that fits it: a
     certificate no given CA signs (--prometheus-ca-file), a certificate for another host (the URL's host), or no
     TLS at all at that address (http://)."""
-    cause = _ssl_error(error)
+    cause = ssl_cause(error)
     if isinstance(cause, ssl.SSLCertVerificationError) and cause.verify_message:
         said = f"certificate verify failed: {cause.verify_message.rstrip('.')}"
-        hint = HOST_MISMATCH_HINT if cause.verify_code in _HOST_MISMATCH else TLS_HINT
+        hint = HOST_MISMATCH_HINT if cause.verify_code in HOST_MISMATCH else TLS_HINT
     else:
         found = _SSL_REASON.search(str(error))
         said = found[1] if found else repr(error)
-        hint = PLAIN_HTTP_HINT if cause is not None and cause.reason in _NOT_TLS else TLS_HINT
+        hint = PLAIN_HTTP_HINT if cause is not None and cause.reason in NOT_TLS else TLS_HINT
     return PrometheusSourceError(REASON_TLS, f"{shown(url)}: {said}; {hint}")
 
-
-def _ssl_error(error: BaseException) -> ssl.SSLError | None:
-    """The `ssl.SSLError` that requests' SSLError wraps (through urllib3's MaxRetryError and SSLError), if any."""
-    seen: set[int] = set()
-    pending: list[object] = [error]
-    while pending:
-        current = pending.pop()
-        if not isinstance(current, BaseException) or id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, ssl.SSLError):
-            return current
-        pending.extend((getattr(current, "reason", None), current.__cause__, current.__context__, *current.args))
-    return None
 
 
 def not_json(url: str, error: requests.exceptions.JSONDecodeError) -> PrometheusSourceError:

@@ -17,6 +17,7 @@ from typing import Final
 
 import aiohttp
 
+from autoscaler.sources.tls_causes import HOST_MISMATCH, NOT_TLS, ssl_cause
 from exporter import names
 
 MAX_BODY_BYTES = 1 << 20
@@ -37,10 +38,6 @@ REFUSED_HINT: Final = ("the exporter, or a proxy in front of it (kube-rbac-proxy
                        "without credentials: let it through, or point the adapter at the exporter's own port")
 NOT_FOUND_HINT: Final = "no /metrics at that address: is the port the exporter's (9187), not ModelMesh's own?"
 _HTTP_HINTS: Final = {401: REFUSED_HINT, 403: REFUSED_HINT, 404: NOT_FOUND_HINT}
-_NOT_TLS: Final = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "UNKNOWN_PROTOCOL",
-                             "PACKET_LENGTH_TOO_LONG", "HTTP_REQUEST"})
-"""OpenSSL's reasons when the peer answers with something that is not TLS (a plain HTTP server)."""
-_HOST_MISMATCH: Final = frozenset({62, 64})  # X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH
 
 
 class FetchError(Exception):
@@ -83,29 +80,14 @@ async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_byte
 def tls_detail(url: str, error: BaseException) -> str:
     """A TLS failure as OpenSSL says it, with the hint that fits: a CA to trust, a certificate for another
     address, or no TLS at all at that address."""
-    cause = _ssl_cause(error)
+    cause = ssl_cause(error)
     if isinstance(cause, ssl.SSLCertVerificationError) and cause.verify_message:
-        hint = HOST_HINT if cause.verify_code in _HOST_MISMATCH else CA_HINT
+        hint = HOST_HINT if cause.verify_code in HOST_MISMATCH else CA_HINT
         return f"{url}: certificate verify failed: {cause.verify_message.rstrip('.')}; {hint}"
-    if cause is not None and cause.reason in _NOT_TLS:
+    if cause is not None and cause.reason in NOT_TLS:
         return f"{url}: {cause.reason}; {PLAIN_HINT}"
     return f"{url}: {error}"
 
-
-def _ssl_cause(error: BaseException) -> ssl.SSLError | None:
-    """The `ssl.SSLError` behind an aiohttp connection error (its cause, context or arguments), if any."""
-    seen: set[int] = set()
-    pending: list[object] = [error]
-    while pending:
-        current = pending.pop()
-        if not isinstance(current, BaseException) or id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, ssl.SSLError) and not isinstance(current, aiohttp.ClientError):  # aiohttp's subclass
-            return current
-        pending.extend((getattr(current, "certificate_error", None), getattr(current, "os_error", None),
-                        current.__cause__, current.__context__, *current.args))
-    return None
 
 
 async def _read_capped(response: aiohttp.ClientResponse, url: str, max_bytes: int) -> bytes:
