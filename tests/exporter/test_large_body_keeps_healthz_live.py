@@ -39,6 +39,26 @@ def probe_until(url: str, stop: threading.Event, answered: list[int]) -> None:
         time.sleep(0.01)
 
 
+async def scrape_while_probing(modelmesh_url: str, answered: list[int]) -> None:
+    """One read of `modelmesh_url` by the real collector behind the real app, /healthz asked from another thread
+    all the while (its answers counted in `answered[0]`)."""
+    health = CollectorHealth()
+    collector = ModelMeshCollector(health, modelmesh_url, timeout_s=30)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    registry.register(health)
+    async with TestServer(metrics_app(registry, health), host="127.0.0.1") as server:
+        stop = threading.Event()
+        prober = threading.Thread(target=probe_until, args=(str(server.make_url("/healthz")), stop, answered))
+        prober.start()
+        try:
+            async with aiohttp.ClientSession() as session:
+                assert await collector.scrape_once(session)
+        finally:
+            stop.set()
+            await asyncio.to_thread(prober.join)
+
+
 @pytest.mark.slow
 async def test_healthz_answers_while_the_largest_body_is_parsed(
     unfiltered_modelmesh: str, monkeypatch: pytest.MonkeyPatch,
@@ -58,21 +78,7 @@ async def test_healthz_answers_while_the_largest_body_is_parsed(
         return reading
 
     monkeypatch.setattr(modelmesh_collector, "parse_modelmesh", parse_counting)
-    health = CollectorHealth()
-    collector = ModelMeshCollector(health, unfiltered_modelmesh, timeout_s=30)
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(collector)
-    registry.register(health)
-    async with TestServer(metrics_app(registry, health), host="127.0.0.1") as server, \
-            aiohttp.ClientSession() as session:
-        stop = threading.Event()
-        prober = threading.Thread(target=probe_until, args=(str(server.make_url("/healthz")), stop, answered))
-        prober.start()
-        try:
-            assert await collector.scrape_once(session)
-        finally:
-            stop.set()
-            await asyncio.to_thread(prober.join)
+    await scrape_while_probing(unfiltered_modelmesh, answered)
     [answers] = during
     assert answers >= 2, f"/healthz answered {answers} times while the exporter parsed the body"
 
@@ -103,20 +109,7 @@ async def test_healthz_answers_while_the_narrow_reader_reads_the_largest_body(
         return reading
 
     monkeypatch.setattr(modelmesh_collector, "parse_modelmesh", parse_counting)
-    health = CollectorHealth()
-    collector = ModelMeshCollector(health, unfiltered_modelmesh, timeout_s=30)
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(collector)
-    async with TestServer(metrics_app(registry, health), host="127.0.0.1") as server:
-        stop = threading.Event()
-        prober = threading.Thread(target=probe_until, args=(str(server.make_url("/healthz")), stop, answered))
-        prober.start()
-        try:
-            async with aiohttp.ClientSession() as session:
-                assert await collector.scrape_once(session)
-        finally:
-            stop.set()
-            await asyncio.to_thread(prober.join)
+    await scrape_while_probing(unfiltered_modelmesh, answered)
     [answers] = during
     # Before: one or two answers over all the reads. Under load fewer answers come (the count is a rate), so the
     # line is drawn just above what the old code could give: more than one a read.
