@@ -78,3 +78,20 @@ async def test_a_runtime_scale_changed_only_in_its_metadata_is_still_adopted(
     assert kube.stored("runtimescales", NS, "triton")["spec"]["replicas"] == 8
     assert kube.serving_runtime_replicas(NS, "triton") == 8
     assert [status for _, status in spec_patches(kube)] == [409, 200]
+
+
+async def test_a_runtime_scale_waiting_for_its_replicas_says_what_its_hpa_and_keda_show_meanwhile(
+    kube: FakeKubeApi, bridge: ReplicaBridge
+) -> None:
+    """A runtime scaled to zero is adopted only when modelmesh-serving starts it; until then KEDA's
+    "ScaledObjectCheckFailed" and the HPA's "FailedGetScale" look like faults: `kubectl describe runtimescale`
+    says they are the wait, and that nothing changes the runtime meanwhile."""
+    kube.add_serving_runtime(NS, "triton")
+    kube.add_modelmesh_runtime(NS, DEPLOYMENT, replicas=0)
+    kube.add_runtime_scale(NS, "triton")
+
+    await bridge.sync()
+
+    [ready] = kube.stored("runtimescales", NS, "triton")["status"]["conditions"]
+    assert (ready["status"], ready["reason"]) == ("False", "NoReplicas")
+    assert "FailedGetScale" in ready["message"] and "ScaledObjectCheckFailed" in ready["message"]
