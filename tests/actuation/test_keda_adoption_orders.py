@@ -68,7 +68,8 @@ class Rig:
         """Bridge steps that changed a `spec.replicas` someone had already set."""
 
     def _new_bridge(self) -> ReplicaBridge:
-        return ReplicaBridge(self.client, namespaces=[NS], clock=SteppedClock(), rand=lambda: 1.0)
+        self.clock = SteppedClock()
+        return ReplicaBridge(self.client, namespaces=[NS], clock=self.clock, rand=lambda: 1.0)
 
     def _replicas(self) -> int | None:
         scale = self.kube.get("runtimescales", NS, RUNTIME)
@@ -108,6 +109,7 @@ class Rig:
         if self.first is None:
             await self.step("create")
         for _ in range(4):
+            self.clock.advance(120.0)  # any retry the bridge has pending falls due
             for step in ("bridge pass", "scaler", "scaler loop", "hpa", "bridge pass", "modelmesh-serving"):
                 await self.step(step)
 
@@ -117,7 +119,7 @@ async def play(steps: list[str], *, keda: bool, min_replica_count: int, desired:
     async with FakeKubeApi() as kube, aiohttp.ClientSession() as session:
         with tempfile.TemporaryDirectory() as folder:
             config = kube.write_kubeconfig(Path(folder) / "kubeconfig", namespace=NS)
-            client = await KubeClient.connect(config, user_agent="modelmesh-autoscaler/test", timeout_s=5.0)
+            client = await KubeClient.connect(config, user_agent="modelmesh-autoscaler/test", timeout_s=30.0)
             try:
                 rig = Rig(kube, client, session, keda=keda, min_replica_count=min_replica_count, desired=desired,
                           runtime_replicas=runtime_replicas)
