@@ -9,9 +9,11 @@ reverted at once; its webhook rejects unknown autoscaler classes and class `hpa`
 How (`ReplicaBridge`): each RuntimeScale is reconciled against its ServingRuntime and Deployment, writing
 only what differs: a merge patch of `ServingRuntime.spec.replicas`, a merge patch of the RuntimeScale's `status`
 subresource, and (once, for a RuntimeScale created without replicas) its `spec.replicas` adopted from the
-runtime so that the HPA's first read of the scale works. A RuntimeScale that changes (`RuntimeScaleWatch` hands
-it over: the HPA's write) is reconciled alone at once, reading its two objects: the write reaches the runtime
-within a round trip at any fleet size. Every `resync_interval_s` (Deployment replicas change without touching
+runtime so that the HPA's first read of the scale works (until then the API server refuses that read, so no
+scaler can write first), conditional on the version read so that replicas set since are kept. A RuntimeScale
+that changes (`RuntimeScaleWatch` hands it over: the HPA's write) is reconciled alone at once, reading its two
+objects: the write reaches the runtime within a round trip at any fleet size.
+Every `resync_interval_s` (Deployment replicas change without touching
 the RuntimeScale), after a relist and when a retry falls due, a full pass reconciles them all from three lists
 a namespace (RuntimeScales, ServingRuntimes, ModelMesh Deployments): reading two objects per RuntimeScale
 instead was 10,000 sequential requests a pass at 5,000 runtimes, longer than the resync interval. It runs on
