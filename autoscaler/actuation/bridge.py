@@ -9,9 +9,11 @@ reverted at once; its webhook rejects unknown autoscaler classes and class `hpa`
 How (`ReplicaBridge`): each RuntimeScale is reconciled against its ServingRuntime and Deployment, writing
 only what differs: a merge patch of `ServingRuntime.spec.replicas`, a merge patch of the RuntimeScale's `status`
 subresource, and (once, for a RuntimeScale created without replicas) its `spec.replicas` adopted from the
-runtime so that the HPA's first read of the scale works. A RuntimeScale that changes (`RuntimeScaleWatch` hands
-it over: the HPA's write) is reconciled alone at once, reading its two objects: the write reaches the runtime
-within a round trip at any fleet size. Every `resync_interval_s` (Deployment replicas change without touching
+runtime so that the HPA's first read of the scale works (until then the API server refuses that read, so no
+scaler can write first), conditional on the version read so that replicas set since are kept. A RuntimeScale
+that changes (`RuntimeScaleWatch` hands it over: the HPA's write) is reconciled alone at once, reading its two
+objects: the write reaches the runtime within a round trip at any fleet size.
+Every `resync_interval_s` (Deployment replicas change without touching
 the RuntimeScale), after a relist and when a retry falls due, a full pass reconciles them all from three lists
 a namespace (RuntimeScales, ServingRuntimes, ModelMesh Deployments): reading two objects per RuntimeScale
 instead was 10,000 sequential requests a pass at 5,000 runtimes, longer than the resync interval. It runs on
@@ -388,11 +390,9 @@ class ReplicaBridge:
                     # and carried back, 0 would keep the runtime at 0 once an InferenceService comes.
                     adopted = replicas_of(deployment)
                 if adopted is not None:
-                    scale = await self._patch("runtimescale_replicas", RUNTIME_SCALES, namespace, name,
-                                              {"spec": {"replicas": adopted}})
-                    writes += 1
-                    log.info("RuntimeScale %s/%s: spec.replicas adopted from the runtime: %d", *key, adopted)
-                    wanted = adopted
+                    scale, written = await self._adopt(key, scale, adopted)
+                    writes += written
+                    wanted = replicas_of(scale)
             self._note_reconciled(key, scale)
             found = replicas_of(runtime)
             if wanted is not None and found != wanted:
@@ -420,6 +420,40 @@ class ReplicaBridge:
                 self._carried[key] = wanted
         outcome = verdict(scale, runtime, deployment, cluster_runtime=cluster_runtime)
         return writes + await self._write_status(key, scale, deployment, outcome)
+
+    async def _adopt(self, key: ScaleId, scale: JSON, adopted: int) -> tuple[JSON, int]:
+        """Write `adopted` (the runtime's replicas) into the `spec.replicas` the RuntimeScale lacks; returns the
+        RuntimeScale afterwards and the writes made.
+
+        Only into the version that was read without replicas (its resourceVersion is the patch's precondition):
+        a list or watch event can be older than a value the HPA, KEDA or a user has set since (a new leader's
+        late event, a leader that has just lost its Lease), and adopting over it replaced their decision with
+        the runtime's old size. On a conflict the RuntimeScale is read again: replicas set meanwhile are kept,
+        and a RuntimeScale that still has none (only its metadata changed) is adopted into that version."""
+        try:
+            return await self._write_adopted(key, scale, adopted), 1
+        except KubeApiError as error:
+            if error.status != 409:
+                raise
+            fresh = await self._client.get_custom(RUNTIME_SCALES, *key)
+            if fresh is None:
+                raise
+        found = replicas_of(fresh)
+        if found is not None:
+            log.info("RuntimeScale %s/%s: spec.replicas was set to %d while the adapter adopted the runtime's %d: "
+                     "kept", *key, found, adopted)
+            return fresh, 0
+        return await self._write_adopted(key, fresh, adopted), 1
+
+    async def _write_adopted(self, key: ScaleId, scale: JSON, adopted: int) -> JSON:
+        """The adoption's merge patch, conditional on `scale`'s resourceVersion (409 when it changed since)."""
+        patch: JSON = {"spec": {"replicas": adopted}}
+        version = (scale.get("metadata") or {}).get("resourceVersion")
+        if isinstance(version, str) and version:
+            patch["metadata"] = {"resourceVersion": version}
+        result = await self._patch("runtimescale_replicas", RUNTIME_SCALES, *key, patch)
+        log.info("RuntimeScale %s/%s: spec.replicas adopted from the runtime: %d", *key, adopted)
+        return result
 
     async def _write_status(self, key: ScaleId, scale: JSON, deployment: JSON | None, outcome: Verdict) -> int:
         """Note `outcome` (log, Ready gauge) and write the status it gives when it differs; returns the writes."""

@@ -31,6 +31,12 @@ CLASS_NONE: Final = "none"
 """The only class that leaves replicas to `spec.replicas` (modelmesh-serving's `AutoscalerClassNone`)."""
 
 READY: Final = "Ready"
+UNTIL_ADOPTED: Final = (
+    "; until it is, the scale subresource cannot be read (the API server answers 500, the spec replicas field "
+    "does not exist), so the HPA shows FailedGetScale and a KEDA ScaledObject ScaledObjectCheckFailed, and "
+    "neither changes the runtime")
+"""Why nothing scales a RuntimeScale without replicas: the API server's `ScaleREST.Get` refuses to read it, and
+the HPA and KEDA read the scale before every write (they PUT back the version they read)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,9 +127,9 @@ def verdict(
         return Verdict(False, "NoReplicas",
                        f"spec.replicas is not set yet: ServingRuntime {name} sets none and Deployment "
                        f"{deployment_name(scale)} is scaled to zero (no InferenceService uses the runtime); it is "
-                       "adopted from the Deployment when modelmesh-serving starts it")
+                       f"adopted from the Deployment when modelmesh-serving starts it{UNTIL_ADOPTED}")
     if wanted is None:
-        return Verdict(False, "NoReplicas", "spec.replicas is not set yet")
+        return Verdict(False, "NoReplicas", f"spec.replicas is not set yet{UNTIL_ADOPTED}")
     if deployment is None:
         return Verdict(False, "DeploymentNotFound",
                        f"ServingRuntime {name} has spec.replicas {wanted}, but Deployment {deployment_name(scale)} "

@@ -11,9 +11,22 @@ Read from kedacore/keda at commit 8b4f083ca8c8c2baf8477e322bd4d16ac4dfa09a (v2.2
   `GetMetricTargetMili` (the HPA's target from `targetValue`);
 - `pkg/scalers/authentication/authentication_types.go`: the parameter names `authModes;authMode` and
   `bearerToken;token`;
-- `pkg/scaling/executor/scale_scaledobjects.go`: `RequestScale` (what KEDA itself writes to the target);
+- `pkg/scaling/executor/scale_scaledobjects.go`: `RequestScale` (what KEDA itself writes to the target) and
+  `updateScaleOnScaleTarget` (a GET of the target's `scale` subresource, then a PUT of that Scale with the
+  replicas changed: its `resourceVersion` makes the write conditional);
+- `pkg/scaling/resolver/scale_resolvers.go`: `GetCurrentReplicas` (for a custom resource: its `spec.replicas`
+  when it has one, else the `scale` subresource; an error there ends `RequestScale` before any write,
+  "ErrorGettingCurrentReplicas");
+- `controllers/keda/scaledobject_controller.go`: `checkTargetResourceIsScalable` (a GET of the `scale`
+  subresource; on an error the ScaledObject reads `Ready False`, reason `ScaledObjectCheckFailed`, and neither
+  the HPA nor the scale loop is started: the reconcile is retried with controller-runtime's backoff);
 - `pkg/fallback/fallback.go`: `GetMetricsWithFallback` / `doFallback` (what the HPA is fed after
   `failureThreshold` failures, per `behavior`).
+
+The API server answers a GET of the `scale` subresource of a custom resource whose `spec.replicas` is unset with
+500 "the spec replicas field ".spec.replicas" does not exist" (kubernetes/kubernetes `apiextensions-apiserver`
+`pkg/registry/customresource/etcd.go`, `ScaleREST.Get`), so `current` below is None, never 0, for a RuntimeScale
+the adapter has not adopted yet: KEDA writes nothing to it.
 
 The HPA's external `AverageValue` rule is kubernetes/kubernetes `pkg/controller/podautoscaler/
 replica_calculator.go` (`GetExternalPerPodMetricReplicas`, commit 00067268967ec95a40035bd666374a1caf48dd1a),
@@ -121,21 +134,10 @@ class ScaledObjectModel:
         the fallback metric, or holds on an error (FailedGetExternalMetric). `replicas` is the target's
         `spec.replicas` (`GetCurrentReplicas` for a custom resource) and, for the HPA, its status.replicas.
         """
-        try:
-            value: float | None = read_value(status, body, self.value_location)
-        except ScalerError:
-            value = None
-        active = value is not None and value > self.activation
-        # RequestScale: what KEDA writes itself.
-        if not active:
-            if value is None and self.fallback is None:
-                return replicas  # "Triggers defined in ScaledObject are not working correctly": hold
-            if value is not None and replicas > 0 and self.min_replicas == 0:
-                return 0  # scaleToZeroOrIdle (after cooldownPeriod)
-            if value is not None and replicas < self.min_replicas:
-                return self.min_replicas
-        elif replicas == 0:
-            return max(self.min_replicas, 1)  # scaleFromZeroOrIdle
+        value = self.trigger_value(status, body)
+        written = self.request_scale(value, replicas)  # what KEDA writes itself
+        if written is not None:
+            return written
         if replicas == 0:
             return 0  # the HPA does not scale a target at zero
         # The HPA, fed by KEDA's metrics server (GetMetricsWithFallback).
@@ -146,6 +148,31 @@ class ScaledObjectModel:
             raise NotImplementedError("only AverageValue targets are modelled")
         proposal = hpa_average_value_replicas(usage, milli(self.target_value), replicas)
         return min(max(proposal, max(self.min_replicas, 1)), self.max_replicas)
+
+    def trigger_value(self, status: int, body: bytes) -> float | None:
+        """The trigger's value from one answer of the endpoint; None when KEDA counts the trigger as failing."""
+        try:
+            return read_value(status, body, self.value_location)
+        except ScalerError:
+            return None
+
+    def request_scale(self, value: float | None, current: int | None) -> int | None:
+        """`RequestScale` (no idle replicas, cooldown over): the replicas KEDA writes to the target itself, or
+        None when it writes nothing. `value`: the trigger's (None: failing); `current`: `GetCurrentReplicas`
+        (None: it failed, as it does for a RuntimeScale without `spec.replicas`: the scale GET is a 500)."""
+        if current is None:
+            return None  # ErrorGettingCurrentReplicas: nothing below runs
+        if value is not None and value > self.activation:
+            return max(self.min_replicas, 1) if current == 0 else None  # scaleFromZeroOrIdle, else the HPA's
+        if value is None and self.fallback is None:
+            return None  # TriggerError: "Triggers defined in ScaledObject are not working correctly"
+        if value is None and self.fallback is not None and int(self.fallback.get("replicas", 0)) != 0:
+            return None  # the fallback takes over after failureThreshold, through the HPA
+        if current > 0 and self.min_replicas == 0:
+            return 0  # scaleToZeroOrIdle (after cooldownPeriod)
+        if current < self.min_replicas:
+            return self.min_replicas
+        return None
 
     def _metric(self, value: float | None, replicas: int) -> int | None:
         if value is not None:
