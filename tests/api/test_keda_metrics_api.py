@@ -174,11 +174,11 @@ def test_the_trigger_authentication_fills_the_parameters_keda_reads() -> None:
 
 
 def test_the_docs_say_to_give_keda_a_runtime_scale_with_replicas() -> None:
-    """A RuntimeScale created without `spec.replicas` (as the docs say to create it: the adapter adopts the
-    runtime's) reads 0 through its scale subresource (KEDA's `GetCurrentReplicas`). A known runtime makes the
-    trigger active, so KEDA's `scaleFromZeroOrIdle` writes `minReplicaCount` before the adapter adopts: the
-    bridge then copies that into the ServingRuntime and a running 8-pod runtime is cut to 1 until the HPA's next
-    sync. The plain HPA does not scale a target at 0, so only KEDA users need to wait for the adoption."""
+    """A RuntimeScale whose replicas read 0 makes an active trigger scale to `minReplicaCount` (KEDA's
+    `scaleFromZeroOrIdle`). One created without `spec.replicas` cannot be read at all (its scale GET is a 500
+    until the adapter adopts the runtime's replicas, `tests/actuation/test_keda_adoption.py`), and KEDA retries
+    a ScaledObject that failed that check with a delay doubling to 1,000 s: so the docs say to apply the
+    ScaledObject once the RuntimeScale shows `Desired`."""
     model = ScaledObjectModel.from_manifest(example())
     assert model.poll(*answer(with_desired(runtime_view(), 8)), replicas=0) == 1
     section = keda_section()

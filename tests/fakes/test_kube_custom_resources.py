@@ -113,6 +113,30 @@ async def test_scale_of_an_object_without_replicas_is_an_internal_error(
     assert 'the spec replicas field ".spec.replicas" does not exist' in json.loads(error.value.body or "{}")["message"]
 
 
+async def test_kubectl_scale_sets_the_replicas_of_an_object_that_has_none(kube: FakeKubeApi, tmp_path: Path) -> None:
+    """Only reading such a scale fails: a write that sets replicas is taken, as the API server does."""
+    kube.add_runtime_scale(NS, "triton")
+
+    code, _, stderr = await kubectl(kube, tmp_path, "scale", "-n", NS, "runtimescale/triton", "--replicas=3")
+
+    assert code == 0, stderr
+    assert kube.stored("runtimescales", NS, "triton")["spec"]["replicas"] == 3
+
+
+async def test_a_scale_patch_that_leaves_no_replicas_is_a_bad_request(
+    kube: FakeKubeApi, custom: client.CustomObjectsApi
+) -> None:
+    kube.add_runtime_scale(NS, "triton")
+
+    with pytest.raises(ApiException) as error:
+        await asyncio.to_thread(custom.patch_namespaced_custom_object_scale, GROUP, VERSION, NS, PLURAL, "triton",
+                                {"metadata": {"labels": {"team": "a"}}})
+
+    assert error.value.status == 400
+    assert 'the spec replicas field ".spec.replicas" cannot be empty' in json.loads(error.value.body or "{}")["message"]
+    assert "replicas" not in kube.stored("runtimescales", NS, "triton")["spec"]
+
+
 async def test_negative_scale_is_invalid(kube: FakeKubeApi, custom: client.CustomObjectsApi) -> None:
     kube.add_runtime_scale(NS, "triton", replicas=1)
 

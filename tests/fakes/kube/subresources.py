@@ -10,7 +10,8 @@ Kept as the API server does it (apiextensions-apiserver `customresource/status_s
   (always present, 0 when the path is empty) and `status.selector` (omitted when empty). GET of an object whose
   spec replicas path holds no value is a 500 InternalError ("the spec replicas field ".spec.replicas" does not
   exist"), as the docs promise. PUT takes a Scale (its `resourceVersion` a precondition) and writes
-  `spec.replicas` into the object; PATCH patches the Scale and does the same. A negative count is 422.
+  `spec.replicas` into the object; PATCH patches the Scale and does the same, also on an object with no
+  replicas yet (`kubectl scale` works there; a patch that leaves them unset is a 400). A negative count is 422.
 """
 
 from __future__ import annotations
@@ -67,12 +68,14 @@ class Subresources(ObjectWrites):
 
     def _scale_write(self, rtype: ResourceType, key: ObjectKey, existing: JSON, paths: ScalePaths, method: str,
                      body: bytes, content_type: str) -> JSON:
-        scale = _scale_of(rtype, existing, paths)
         if method == "GET":
-            return scale
+            return _scale_of(rtype, existing, paths)
+        scale = _scale_of(rtype, existing, paths, unset=_UNSET_REPLICAS)
         changed = _decode(body) if method == "PUT" else _apply(scale, body, content_type)
         _precondition(rtype, key, existing, changed)
         replicas = (changed.get("spec") or {}).get("replicas", 0)
+        if replicas == _UNSET_REPLICAS:
+            raise ApiError.bad_request(f'the spec replicas field "{paths.spec_replicas}" cannot be empty')
         if not isinstance(replicas, int) or isinstance(replicas, bool):
             raise ApiError.bad_request("json: cannot unmarshal value into Go struct field ScaleSpec.spec.replicas "
                                        "of type int32")
@@ -85,9 +88,16 @@ class Subresources(ObjectWrites):
         return _scale_of(rtype, self._objects[rtype][key], paths)
 
 
-def _scale_of(rtype: ResourceType, obj: JSON, paths: ScalePaths) -> JSON:
+_UNSET_REPLICAS = -2147483648
+"""The API server's stand-in for a spec replicas path with no value while it writes the scale (`ScaleREST.Update`
+in apiextensions-apiserver): a write that sets replicas succeeds, a patch that leaves them unset is a 400."""
+
+
+def _scale_of(rtype: ResourceType, obj: JSON, paths: ScalePaths, unset: int | None = None) -> JSON:
     metadata = obj["metadata"]
     found, spec_replicas = _get(obj, paths.spec_replicas)
+    if not found and unset is not None:
+        found, spec_replicas = True, unset
     if not found:
         raise ApiError(500, f'Internal error occurred: the spec replicas field "{paths.spec_replicas}" does not exist',
                        "InternalError", {"causes": [{"message": f'the spec replicas field "{paths.spec_replicas}" '
