@@ -24,7 +24,10 @@ The safety margin is `lease_duration - renew_deadline`, and every delay is count
 - When the leader dies, a follower takes over one lease duration after it first saw the last renewal, at its
   next retry: 15-24 s after that renewal at the defaults (each of the two waits is up to one jittered retry
   period, 2.2 x 2 s). On a clean shutdown the leader releases the Lease (empty holder, 1 s duration), so a
-  follower takes over at its next retry.
+  follower takes over at its next retry. The actuator first waits for the leader's writes in flight
+  (`autoscaler.actuation.write_fence`): released at once, the Lease let the next leader write before a write of
+  the old one landed. Where one of them got no answer (it may still land) the Lease is left to expire
+  (`release_on_stop`).
 
 `LeaseElector.run()` does all of it until cancelled; `try_acquire_or_renew()` and `release()` are the single
 steps, for tests with an injected clock. Listeners hear every change of `is_leader`.
@@ -124,6 +127,9 @@ class LeaseElector:
         self._observed_at = -math.inf  # our monotonic time when that spec last changed
         self._listeners: list[Callable[[bool], None]] = []
         self._failing: str | None = None  # the last failed attempt's error, until the API answers again
+        self.release_on_stop = True
+        """Whether `run()` releases the Lease when cancelled. False: a write of this term may still land (it got
+        no answer), so followers must wait until the Lease expires."""
 
     @property
     def is_leader(self) -> bool:
@@ -149,7 +155,13 @@ class LeaseElector:
                 await self._renew(acquired_from)
                 self._set_leader(False)
         except asyncio.CancelledError:
-            await self.release()  # also when cancelled mid-acquire: a write may have landed; release checks
+            if self.release_on_stop:
+                await self.release()  # also when cancelled mid-acquire: a write may have landed; release checks
+            else:
+                self._set_leader(False)
+                cfg = self.config
+                log.warning("lease %s/%s: not released (a write may still land); followers take over when it "
+                            "expires", cfg.namespace, cfg.name)
             raise
 
     async def try_acquire_or_renew(self) -> bool:
