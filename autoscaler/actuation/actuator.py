@@ -25,11 +25,9 @@ import contextlib
 import logging
 import socket
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-
-from aiohttp import web
 
 from autoscaler import __version__
 from autoscaler.actuation.bridge import ReplicaBridge
@@ -190,18 +188,3 @@ async def start_actuator(
     actuator = DeletionCostActuator(kube, writer, elector, refresher, metrics, bridge=bridge, fence=fence)
     actuator.start()
     return actuator
-
-
-def deletion_cost_context(
-    settings: ServeSettings, refresher: Refresher, metrics: AdapterMetrics,
-    cluster_cost: Callable[[str, str], str | None] | None = None,
-) -> Callable[[web.Application], AsyncIterator[None]]:
-    """An `app.cleanup_ctx` entry: start the actuator with the app, stop it (releasing the Lease) at shutdown."""
-
-    async def context(app: web.Application) -> AsyncIterator[None]:
-        actuator = await start_actuator(settings, refresher, metrics, cluster_cost=cluster_cost)
-        yield
-        if actuator is not None:
-            await actuator.stop()
-
-    return context
