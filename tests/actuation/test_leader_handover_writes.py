@@ -229,3 +229,25 @@ async def test_servingruntime_replicas_the_old_leader_sent_before_stopping_never
     assert replicas == 7, f"the runtime is scaled to the old leader's stale {replicas} replicas"
     written = [(a.identity, a.body) for a in kube.applied if a.resource == "servingruntimes"]
     assert [identity for identity, _ in written] == ["old", "new"], written
+
+
+async def test_a_write_that_got_no_answer_leaves_the_lease_to_expire(
+    kube: HoldingKubeApi, kubeconfig: Path, actuators: list[DeletionCostActuator]
+) -> None:
+    """The old leader's write is still held when its client gives up (the client timeout): it may land at any
+    moment, so the Lease is not released and the next leader waits for it to expire."""
+    add_pods(kube, [POD])
+    old, _ = await two_replicas(kube, kubeconfig, actuators, bridge=False)
+    assert old.writer is not None
+    hold = kube.hold("old", "PATCH", "pods", POD)
+    old.writer.offer(views_of({POD: 100}))
+    await wait_for(hold.arrived.is_set, "the old leader's write reaches the API server")
+    mark = len(kube.requests)
+
+    await old.stop()  # returns once the write's client timeout has passed
+
+    assert holder(kube) == "old", "the Lease was released while a write of its term could still land"
+    assert not [r for r in kube.requests[mark:] if r.resource == "leases" and r.method == "PUT"
+                and agent_of(r) == "old" and not (r.body or {}).get("spec", {}).get("holderIdentity")]
+    hold.release()
+    await wait_for(hold.applied.is_set, "the API server applies the held write")
