@@ -165,8 +165,9 @@ class LeaseElector:
             else:
                 self._set_leader(False)
                 cfg = self.config
-                log.warning("lease %s/%s: not released (a write may still land); followers take over when it "
-                            "expires", cfg.namespace, cfg.name)
+                if self.holder == cfg.identity:
+                    log.warning("lease %s/%s: not released (a write may still land); followers take over when "
+                                "it expires", cfg.namespace, cfg.name)
             raise
 
     async def try_acquire_or_renew(self) -> bool:

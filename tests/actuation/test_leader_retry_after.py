@@ -112,7 +112,7 @@ async def test_a_follower_asks_for_the_lease_again_only_after_the_servers_retry_
     holder = Replica(kube_client, "a", clock)
     assert await holder.elector.try_acquire_or_renew()  # "a" holds the Lease and is not running: b waits
     follower = Replica(kube_client, "b", clock)
-    kube.fail("/leases", 429, times=1, retry_after=7)
+    kube.fail("/leases", 429, times=1, method="GET", retry_after=7)
     follower.start()
     replicas.append(follower)
 
@@ -136,7 +136,7 @@ async def test_a_leader_renews_only_after_the_servers_retry_after_and_stops_at_i
     leader.start()
     replicas.append(leader)
     await until(lambda: leader.elector.is_leader, "it leads")
-    kube.fail("/leases", 429, times=1 if leads_on else None, retry_after=retry_after)
+    kube.fail("/leases", 429, times=1 if leads_on else None, method="GET", retry_after=retry_after)
 
     def renewed_after_the_429_or_stopped() -> bool:
         return len(leader.changes) > 1 or any(
