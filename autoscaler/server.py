@@ -214,6 +214,7 @@ class OneProcessLifecycle:
         await self.drain()
 
     async def drain(self) -> None:
+        """Stop the refresh, fail readiness, stop writing and release the Lease (after the writes in flight)."""
         if self._drained:
             return
         self._drained = True
