@@ -1,6 +1,11 @@
 """The composition root of `modelmesh-autoscaler serve`: builds discovery, source, policies, the refresh
 loop and the API from the settings, and runs them in one event loop.
 
+With `--workers 0` (`serve_in_process`) that loop also serves, and stops the way the refresh process of
+`--workers N` stops its workers (`autoscaler.workers`): on SIGTERM with a `--shutdown-delay`, the refresh stops,
+`/readyz` fails, writing stops and the Lease is released, the port answers for the delay (the Service's endpoints
+drop a terminating pod only a moment after it is signalled), then it closes.
+
 Start-up mistakes (missing files, contradictory flags) stop the process with one clear line; everything
 that can fail later (Kubernetes, exporters, Prometheus) is handled where it happens and never stops serving.
 """
@@ -18,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from autoscaler.actuation.actuator import deletion_cost_context
+from autoscaler.actuation.actuator import DeletionCostActuator, start_actuator
 from autoscaler.api.app import build_served_app
 from autoscaler.api.cert_reload import certificate_reload_context
 from autoscaler.api.certs import self_signed_server_context, server_context
@@ -124,6 +129,21 @@ def tls_context(settings: ServeSettings) -> ssl.SSLContext:
                                                                socket.gethostname()])
 
 
+class ServingRefresher(Refresher):
+    """The refresh loop, with a readiness that can be failed for good while its values stay served: how a
+    process that serves its own refresh (`--workers 0`) fails `/readyz` once SIGTERM came (the workers of
+    `--workers N` get a snapshot marked not ready instead)."""
+
+    _ready_withdrawn = False
+
+    @property
+    def ready(self) -> bool:
+        return super().ready and not self._ready_withdrawn
+
+    def withdraw_readiness(self) -> None:
+        self._ready_withdrawn = True
+
+
 class RefreshStack:
     """Everything behind the answers: discovery, the metric source, the HPA watch and the refresh loop.
 
@@ -136,8 +156,8 @@ class RefreshStack:
         policies = policy_book(settings)
         self.discovery = build_discovery(settings, policies)
         self.source = build_source(settings, self.discovery)
-        self.refresher = Refresher(self.source, policies, self.metrics, interval_s=settings.refresh_interval_s,
-                                   window_s=settings.window_s)
+        self.refresher = ServingRefresher(self.source, policies, self.metrics,
+                                          interval_s=settings.refresh_interval_s, window_s=settings.window_s)
         self.hpas = build_hpa_watch(settings)
         if self.hpas is not None:
             self.refresher.hpa_bounds = self.hpas.bounds
@@ -164,28 +184,63 @@ class RefreshStack:
         await self.discovery.close()
 
 
-async def build_app(settings: ServeSettings, tls: ssl.SSLContext | None = None) -> web.Application:
-    """The API application. `tls` is the serving context: authentication adds the client CAs to it."""
-    stack = RefreshStack(settings)
-    refresher, metrics = stack.refresher, stack.metrics
-    app = await build_served_app(refresher, metrics, settings, tls)
+class OneProcessLifecycle:
+    """The refresh loop and the writing side of the one-process mode, started with the app. `drain()` stops
+    them in the order the refresh process of `--workers N` does (the refresh, readiness, the writes and the
+    Lease), either early, on SIGTERM while the port still answers, or at the app's cleanup; only its first call
+    does anything."""
 
-    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        await stack.start()
-        task = asyncio.create_task(refresher.run())
+    def __init__(self, settings: ServeSettings, stack: RefreshStack) -> None:
+        self._settings = settings
+        self._stack = stack
+        self._refreshing: asyncio.Task[None] | None = None
+        self._actuator: DeletionCostActuator | None = None
+        self._drained = False
+
+    async def refresh_context(self, app: web.Application) -> AsyncIterator[None]:
+        """An `app.cleanup_ctx` entry: discovery, the HPA watch and the refresh loop."""
+        await self._stack.start()
+        self._refreshing = asyncio.create_task(self._stack.refresher.run())
         yield
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        await stack.close()
+        await self.drain()
+        await self._stack.close()
 
-    app.cleanup_ctx.append(lifecycle)
+    async def actuator_context(self, app: web.Application) -> AsyncIterator[None]:
+        """An `app.cleanup_ctx` entry after the refresh loop's: deletion costs, the bridge, the Lease."""
+        stack = self._stack
+        self._actuator = await start_actuator(self._settings, stack.refresher, stack.metrics,
+                                              cluster_cost=stack.cluster_deletion_cost)
+        yield
+        await self.drain()
+
+    async def drain(self) -> None:
+        """Stop the refresh, fail readiness, stop writing and release the Lease (after the writes in flight)."""
+        if self._drained:
+            return
+        self._drained = True
+        if self._refreshing is not None:
+            self._refreshing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refreshing
+        self._stack.refresher.withdraw_readiness()  # /readyz fails; the last values stay served
+        if self._actuator is not None:
+            await self._actuator.stop()  # writes in flight answered, then the Lease released
+
+
+async def build_app(settings: ServeSettings,
+                    tls: ssl.SSLContext | None = None) -> tuple[web.Application, OneProcessLifecycle]:
+    """The API application with the refresh behind it, in one process; `tls` is the serving context:
+    authentication adds the client CAs to it."""
+    stack = RefreshStack(settings)
+    app = await build_served_app(stack.refresher, stack.metrics, settings, tls)
+    lifecycle = OneProcessLifecycle(settings, stack)
+    app.cleanup_ctx.append(lifecycle.refresh_context)
     if tls is not None and settings.tls_cert_file and settings.tls_private_key_file:
         # cert-manager renews the serving certificate in place: serve the new one without a restart.
         app.cleanup_ctx.append(certificate_reload_context(tls, settings.tls_cert_file, settings.tls_private_key_file))
     # After the refresh loop: started once it runs, stopped (Lease released) before it stops.
-    app.cleanup_ctx.append(deletion_cost_context(settings, refresher, metrics, stack.cluster_deletion_cost))
-    return app
+    app.cleanup_ctx.append(lifecycle.actuator_context)
+    return app, lifecycle
 
 
 def serve(settings: ServeSettings) -> None:
@@ -221,8 +276,9 @@ def serve(settings: ServeSettings) -> None:
 
 
 def serve_in_process(settings: ServeSettings) -> None:
-    # From here Ctrl-C is serving's (`autoscaler.cli` ended the start at once until now): KeyboardInterrupt,
-    # then the loop's handler stops the refresh and releases the Lease.
+    """`--workers 0`. From here Ctrl-C is serving's (`autoscaler.cli` ended the start at once until now):
+    KeyboardInterrupt, then the loop's handler stops the refresh and releases the Lease. SIGTERM honours
+    `--shutdown-delay` (the module's docstring)."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
     from autoscaler.gcsettings import tune_for_refresh
     from autoscaler.workers import connection_limits, serve_until_stopped
@@ -236,8 +292,8 @@ def serve_in_process(settings: ServeSettings) -> None:
                  settings.serving_url, settings.source, settings.refresh_interval_s)
 
     async def run() -> None:
-        app = await build_app(settings, context)
+        app, lifecycle = await build_app(settings, context)
         await serve_until_stopped(app, host, settings.listen_port, context, connection_limits(settings),
-                                  on_ready=announce)
+                                  on_ready=announce, drain=lifecycle.drain, shutdown_delay_s=settings.shutdown_delay_s)
 
     asyncio.run(run())

@@ -31,7 +31,7 @@ import socket
 import ssl
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -59,7 +59,8 @@ START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
 """How long the workers together get to stop after SIGTERM before they are killed: one deadline for all of them,
 so that with `--workers N` the pod still stops within its terminationGracePeriodSeconds (30 s in the base, which
-also covers --shutdown-delay and the Lease release; tests/manifests/test_manifests.py checks the sum)."""
+also covers the leader's writes in flight, the Lease release and --shutdown-delay; tests/manifests/test_manifests.py
+checks the sum)."""
 
 
 class WorkerStartError(Exception):
@@ -75,9 +76,16 @@ def connection_limits(settings: ServeSettings) -> ConnectionLimits:
 async def serve_until_stopped(app: web.Application, host: str, port: int, tls: ssl.SSLContext | None,
                               limits: ConnectionLimits, *, reuse_port: bool = False,
                               on_ready: Callable[[], None] | None = None,
-                              until: asyncio.Future[None] | None = None) -> bool:
+                              until: asyncio.Future[None] | None = None,
+                              drain: Callable[[], Awaitable[None]] | None = None,
+                              shutdown_delay_s: float = 0.0) -> bool:
     """Serve `app` until SIGTERM or SIGINT (or `until` completes), then clean it up (its cleanup contexts run:
-    the refresh loop stops, the Lease is released). True when a signal stopped it."""
+    the refresh loop stops, the Lease is released). True when a signal stopped it.
+
+    With a `shutdown_delay_s`, SIGTERM (the kubelet's; a terminal's Ctrl-C stops at once) runs `drain()` and
+    keeps the port answering for the delay before it closes, as the refresh process of `--workers N` keeps its
+    workers: the Service's endpoints drop a terminating pod only a moment after it is signalled. A second
+    SIGTERM or SIGINT ends the wait."""
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     try:
@@ -85,16 +93,31 @@ async def serve_until_stopped(app: web.Application, host: str, port: int, tls: s
         if on_ready is not None:
             on_ready()
         stop = asyncio.Event()
+        received: list[signal.Signals] = []
+
+        def stop_on(signum: signal.Signals) -> None:
+            received.append(signum)
+            stop.set()
+
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
+            loop.add_signal_handler(signum, stop_on, signum)
         waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(stop.wait())]
         if until is not None:
             waiters.append(until)
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         for waiter in waiters:
             waiter.cancel()
-        return stop.is_set()
+        if shutdown_delay_s > 0 and received[:1] == [signal.SIGTERM]:
+            log.info("SIGTERM: stopping")
+            stop.clear()
+            if drain is not None:
+                await drain()  # /readyz fails, values served, the Lease released
+            log.info("serving %g s more (--shutdown-delay) so that the endpoints drop this pod first",
+                     shutdown_delay_s)
+            with contextlib.suppress(TimeoutError):  # a second SIGTERM or SIGINT stops at once
+                await asyncio.wait_for(stop.wait(), shutdown_delay_s)
+        return bool(received)
     finally:
         await runner.cleanup()
 

@@ -13,6 +13,9 @@ The rules, so that an adapter never writes where nobody asked it to:
 - `--leader-elect` defaults to on in a cluster (replicas behind one Service) and off outside one. Without it
   this replica writes alone. The Lease lives in `--leader-elect-namespace`, else the pod's namespace (or the
   kubeconfig context's).
+- Stopping (SIGTERM) starts no more writes, waits for the writes in flight (at most one client timeout:
+  `autoscaler.actuation.write_fence`), and only then releases the Lease, so that no write of the old leader can
+  land after the next leader's.
 """
 
 from __future__ import annotations
@@ -22,17 +25,16 @@ import contextlib
 import logging
 import socket
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-
-from aiohttp import web
 
 from autoscaler import __version__
 from autoscaler.actuation.bridge import ReplicaBridge
 from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
 from autoscaler.actuation.deletion_cost import DeletionCostWriter
 from autoscaler.actuation.leader import DEFAULT_CLIENT_TIMEOUT_S, LeaseConfig, LeaseElector, client_timeout_s
+from autoscaler.actuation.write_fence import FencedClient, WriteFence
 from autoscaler.kube.client import KubeClient, KubeConfigError, in_cluster
 from autoscaler.model import RuntimeKey
 from autoscaler.refresher import Refresher
@@ -40,6 +42,10 @@ from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
 
 log = logging.getLogger(__name__)
+
+DRAIN_SLACK_S = 0.5
+"""Waited for the writes in flight beyond the client timeout (which ends each of them): the event loop's own
+delay in noticing, so that a write answered at the timeout's edge still counts as answered."""
 
 
 def leader_identity() -> str:
@@ -65,6 +71,8 @@ class DeletionCostActuator:
     metrics: AdapterMetrics
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     bridge: ReplicaBridge | None = None
+    fence: WriteFence = field(default_factory=WriteFence)
+    _stopped: bool = field(default=False, init=False)
 
     def start(self) -> None:
         if self.writer is not None:
@@ -83,11 +91,22 @@ class DeletionCostActuator:
             self.metrics.set_leader(True)
 
     async def stop(self) -> None:
-        """Stop writing first, then give the Lease up (the elector releases it when cancelled), then close."""
+        """Stop writing first and wait for the writes in flight, then give the Lease up (the elector releases it
+        when cancelled), then close. Only the first call does anything."""
+        if self._stopped:
+            return
+        self._stopped = True
         self.refresher.scaled_replicas = None
         if self.writer is not None:
             with contextlib.suppress(ValueError):
                 self.refresher.listeners.remove(self.writer.on_refresh)
+        in_flight = self.fence.in_flight
+        answered = await self.fence.drain(self.kube.request_timeout_s + DRAIN_SLACK_S)
+        if in_flight:
+            log.info("stopping: %d write%s in flight %s", in_flight, "" if in_flight == 1 else "s",
+                     "answered" if answered else "not all answered")
+        if not answered and self.elector is not None:
+            self.elector.release_on_stop = False  # one may land later: the next leader waits for the expiry
         for task in self.tasks:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -141,10 +160,13 @@ async def start_actuator(
             await kube.close()
             raise
         elector = LeaseElector(kube, lease)
-    may_write: Callable[[], bool] = (lambda: elector.is_leader) if elector is not None else (lambda: True)
-    writer = DeletionCostWriter(kube, metrics, may_write=may_write, cluster_cost=cluster_cost) \
+    fence = WriteFence()
+    may_write: Callable[[], bool] = (lambda: fence.open and elector.is_leader) if elector is not None \
+        else (lambda: fence.open)
+    fenced = FencedClient(kube, fence)
+    writer = DeletionCostWriter(fenced, metrics, may_write=may_write, cluster_cost=cluster_cost) \
         if settings.deletion_cost else None
-    bridge = ReplicaBridge(kube, namespaces=settings.namespaces, metrics=metrics, may_write=may_write) \
+    bridge = ReplicaBridge(fenced, namespaces=settings.namespaces, metrics=metrics, may_write=may_write) \
         if bridge_on else None
     acting = " and ".join(part for part, on in (("pod-deletion costs are written", writer is not None),
                                                 ("RuntimeScales are bridged", bridge is not None)) if on)
@@ -163,21 +185,6 @@ async def start_actuator(
                  acting, elector.config.namespace, elector.config.name, identity)
     else:
         log.info("%s (leader election off: run one replica only)", acting)
-    actuator = DeletionCostActuator(kube, writer, elector, refresher, metrics, bridge=bridge)
+    actuator = DeletionCostActuator(kube, writer, elector, refresher, metrics, bridge=bridge, fence=fence)
     actuator.start()
     return actuator
-
-
-def deletion_cost_context(
-    settings: ServeSettings, refresher: Refresher, metrics: AdapterMetrics,
-    cluster_cost: Callable[[str, str], str | None] | None = None,
-) -> Callable[[web.Application], AsyncIterator[None]]:
-    """An `app.cleanup_ctx` entry: start the actuator with the app, stop it (releasing the Lease) at shutdown."""
-
-    async def context(app: web.Application) -> AsyncIterator[None]:
-        actuator = await start_actuator(settings, refresher, metrics, cluster_cost=cluster_cost)
-        yield
-        if actuator is not None:
-            await actuator.stop()
-
-    return context

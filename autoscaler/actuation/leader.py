@@ -24,7 +24,14 @@ The safety margin is `lease_duration - renew_deadline`, and every delay is count
 - When the leader dies, a follower takes over one lease duration after it first saw the last renewal, at its
   next retry: 15-24 s after that renewal at the defaults (each of the two waits is up to one jittered retry
   period, 2.2 x 2 s). On a clean shutdown the leader releases the Lease (empty holder, 1 s duration), so a
-  follower takes over at its next retry.
+  follower takes over at its next retry. The actuator first waits for the leader's writes in flight
+  (`autoscaler.actuation.write_fence`): released at once, the Lease let the next leader write before a write of
+  the old one landed. Where one of them got no answer (it may still land) the Lease is left to expire
+  (`release_on_stop`).
+- A failed attempt whose answer carries a `Retry-After` (429 from API Priority and Fairness, some 503s) is not
+  followed by another before it has passed: the server throttles the adapter's whole flow, and retrying every
+  retry period only adds to its load. A follower waits for it (at most a lease duration); the leader waits at
+  most until its renew deadline, where it stops leading as on any failure to renew.
 
 `LeaseElector.run()` does all of it until cancelled; `try_acquire_or_renew()` and `release()` are the single
 steps, for tests with an injected clock. Listeners hear every change of `is_leader`.
@@ -124,6 +131,10 @@ class LeaseElector:
         self._observed_at = -math.inf  # our monotonic time when that spec last changed
         self._listeners: list[Callable[[bool], None]] = []
         self._failing: str | None = None  # the last failed attempt's error, until the API answers again
+        self._retry_at = -math.inf  # our monotonic time before which the server asked for no new attempt
+        self.release_on_stop = True
+        """Whether `run()` releases the Lease when cancelled. False: a write of this term may still land (it got
+        no answer), so followers must wait until the Lease expires."""
 
     @property
     def is_leader(self) -> bool:
@@ -149,7 +160,14 @@ class LeaseElector:
                 await self._renew(acquired_from)
                 self._set_leader(False)
         except asyncio.CancelledError:
-            await self.release()  # also when cancelled mid-acquire: a write may have landed; release checks
+            if self.release_on_stop:
+                await self.release()  # also when cancelled mid-acquire: a write may have landed; release checks
+            else:
+                self._set_leader(False)
+                cfg = self.config
+                if self.holder == cfg.identity:
+                    log.warning("lease %s/%s: not released (a write may still land); followers take over when "
+                                "it expires", cfg.namespace, cfg.name)
             raise
 
     async def try_acquire_or_renew(self) -> bool:
@@ -157,8 +175,11 @@ class LeaseElector:
         try:
             result = await self._try_acquire_or_renew()
         except KubeApiError as error:
+            if error.retry_after_s is not None and error.retry_after_s > 0:
+                self._retry_at = self._clock() + error.retry_after_s
             self._failed(f"attempt failed: {error}", routine=error.status == 409)  # 409: a lost race
             return False
+        self._retry_at = -math.inf
         if self._failing is not None:  # only a whole attempt that went through: a read that works while the
             # write is refused (RBAC without create or update) is no recovery, and logging it as one said
             # "answers again" and the refusal anew every retry period
@@ -244,17 +265,20 @@ class LeaseElector:
             started = self._clock()
             if await self._attempt(cfg.renew_deadline_s):
                 return started
-            await self._sleep(cfg.retry_period_s * (1.0 + JITTER_FACTOR * self._rand()))
+            wait = cfg.retry_period_s * (1.0 + JITTER_FACTOR * self._rand())
+            await self._sleep(max(wait, min(self._server_wait(), cfg.lease_duration_s)))
 
     async def _renew(self, last_renewed: float) -> None:
-        """Renew every retry period; return when leadership is lost. `last_renewed` and every later renewal
-        count from when the successful attempt started."""
+        """Renew every retry period (after a failure with `Retry-After`, once it has passed, if that comes before
+        the renew deadline); return when leadership is lost. `last_renewed` and every later renewal count from
+        when the successful attempt started."""
         cfg = self.config
         while True:
-            await self._sleep(cfg.retry_period_s)
+            until_deadline = cfg.renew_deadline_s - (self._clock() - last_renewed)
+            await self._sleep(max(0.0, min(max(cfg.retry_period_s, self._server_wait()), until_deadline)))
             started = self._clock()
             remaining = cfg.renew_deadline_s - (started - last_renewed)
-            if remaining > 0 and await self._attempt(remaining):
+            if remaining > 0 and self._server_wait() <= 0 and await self._attempt(remaining):
                 last_renewed = started
                 self._lead_until = started + cfg.renew_deadline_s
                 continue
@@ -266,6 +290,10 @@ class LeaseElector:
                 log.warning("lease %s/%s: not renewed within %.1f s; stopping writes", cfg.namespace, cfg.name,
                             cfg.renew_deadline_s)
                 return
+
+    def _server_wait(self) -> float:
+        """Seconds until the last failed attempt's `Retry-After` has passed (0 or less: it has)."""
+        return self._retry_at - self._clock()
 
     async def _attempt(self, timeout_s: float) -> bool:
         try:
