@@ -584,7 +584,8 @@ def test_a_rollout_starts_the_new_replica_before_it_stops_an_old_one() -> None:
 
 
 def test_a_stopping_replica_is_done_before_the_kubelet_kills_it() -> None:
-    # After SIGTERM: the Lease release (a read and a write, each within the client timeout), --shutdown-delay of
+    # After SIGTERM: the leader's writes in flight (one client timeout, autoscaler/actuation/write_fence.py), the
+    # Lease release (a read and a write, each within the client timeout), --shutdown-delay of
     # serving on, then the serving workers' stop (one deadline for all of them, autoscaler/workers.py). A pod
     # still running at terminationGracePeriodSeconds is SIGKILLed mid-way (and its stop logged as a failure).
     from autoscaler.actuation.leader import client_timeout_s
@@ -592,7 +593,7 @@ def test_a_stopping_replica_is_done_before_the_kubelet_kills_it() -> None:
 
     deployment = adapter_deployment()
     settings = serve_settings(deployment)
-    release_s = 2 * client_timeout_s(settings.leader_elect_lease_duration_s, settings.leader_elect_renew_deadline_s)
+    release_s = 3 * client_timeout_s(settings.leader_elect_lease_duration_s, settings.leader_elect_renew_deadline_s)
     budget_s = release_s + settings.shutdown_delay_s + STOP_TIMEOUT_S
     grace_s = deployment["spec"]["template"]["spec"].get("terminationGracePeriodSeconds", 30)
     assert settings.shutdown_delay_s > 0, "without it the endpoints still route to a closed port for a moment"
