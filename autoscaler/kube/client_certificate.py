@@ -176,7 +176,7 @@ class PluginCertificate:
         self._refused = False
         self._next_try = -float("inf")
         self._warnings.recovered()
-        log.info("Kubernetes credentials: the exec plugin's client certificate is renewed, valid until %s",
+        log.debug("Kubernetes credentials: the exec plugin's client certificate is renewed, valid until %s",
                  datetime.fromtimestamp(expiry).astimezone().isoformat(timespec="seconds"))
 
     def _write(self, cert: bytes, key: bytes) -> tuple[str, str]:

@@ -91,6 +91,36 @@ class CertificatePlugin:
         self.credential.write_text(json.dumps({"apiVersion": "client.authentication.k8s.io/v1",
                                                "kind": "ExecCredential", "status": status}))
 
+    def sign_each_run(self, authority: trustme.CA, lifetime_s: float) -> None:
+        """From now on each run signs a new certificate with `authority`, valid for `lifetime_s` seconds from
+        the run (real time: for a process whose clock a test cannot step)."""
+        ca_cert, ca_key = self.folder / "ca.crt", self.folder / "ca.key"
+        authority.cert_pem.write_to_path(str(ca_cert))
+        authority.private_key_pem.write_to_path(str(ca_key))
+        self.script.write_text(
+            "import datetime, json, pathlib\n"
+            "from cryptography import x509\n"
+            "from cryptography.hazmat.primitives import hashes, serialization\n"
+            "from cryptography.hazmat.primitives.asymmetric import ec\n"
+            "from cryptography.x509.oid import NameOID\n"
+            f"with open({str(self._runs)!r}, 'a') as runs: runs.write('run\\n')\n"
+            f"ca = x509.load_pem_x509_certificate(pathlib.Path({str(ca_cert)!r}).read_bytes())\n"
+            f"ca_key = serialization.load_pem_private_key(pathlib.Path({str(ca_key)!r}).read_bytes(), None)\n"
+            "key = ec.generate_private_key(ec.SECP256R1())\n"
+            "now = datetime.datetime.now(datetime.UTC)\n"
+            f"expires = now + datetime.timedelta(seconds={lifetime_s!r})\n"
+            "cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "
+            "'adapter')])).issuer_name(ca.subject).public_key(key.public_key())"
+            ".serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))"
+            ".not_valid_after(expires).sign(ca_key, hashes.SHA256()))\n"
+            "status = {'clientCertificateData': cert.public_bytes(serialization.Encoding.PEM).decode(),\n"
+            "          'clientKeyData': key.private_bytes(serialization.Encoding.PEM, "
+            "serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode(),\n"
+            "          'expirationTimestamp': expires.strftime('%Y-%m-%dT%H:%M:%SZ')}\n"
+            "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', 'kind': 'ExecCredential', "
+            "'status': status}))\n"
+        )
+
     @property
     def runs(self) -> int:
         return len(self._runs.read_text().splitlines()) if self._runs.exists() else 0
