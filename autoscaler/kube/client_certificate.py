@@ -7,13 +7,13 @@ each API client's TLS context, so from the certificate's expiry every call answe
 restart (its token refresh hook never runs either: there is no token). kubectl and client-go run the plugin
 again at the expiry or after a 401, and close the connections the old certificate opened.
 
-`watch_client_certificate` adds an aiohttp trace to the configuration, which every API client made from it
-carries. Before each request: once the certificate is within `RENEW_BEFORE_S` (or a fifth of its lifetime,
-when shorter) of its expiry, or after a 401 or a TLS failure, the plugin runs again (at most every
-`EXEC_RETRY_S` while it keeps failing); a new certificate, checked against its key first, is loaded into the
-client's TLS context and the idle connections the old one opened are closed. A response of 401 also closes
-its connection. When no new certificate can be had, requests go on with the last good one and the reason is
-logged once per change, as a WARNING.
+`watch_client_certificate` adds an aiohttp trace to the configuration, which every API client made from it carries.
+Before each request: once the certificate is within `RENEW_BEFORE_S` (or a fifth of its lifetime, when shorter) of
+its expiry, the plugin runs again (at most every `EXEC_RETRY_S` while it keeps failing); so it does after a 401, or
+a TLS failure (in TLS 1.3: a new connection closed right after the handshake), at most every `EXEC_RETRY_S`. A new
+certificate, checked against its key first, is loaded into the client's TLS context and the idle connections the
+old one opened are closed. A response of 401 also closes its connection. When no new certificate can be had,
+requests go on with the last good one and the reason is logged once per change, as a WARNING.
 
 The TLS context lives in aiohttp's connector (`_ssl`) and the idle connections in its pool (`_conns`): both
 private, read here only, so an aiohttp that changes them leaves the adapter as before (no reload, said once),
@@ -105,6 +105,7 @@ class PluginCertificate:
         self._loaded: weakref.WeakKeyDictionary[ssl.SSLContext, int] = weakref.WeakKeyDictionary()
         self._folder: Path | None = None
         self._refused = False  # a 401 or a TLS failure since the last renewal: renew at the next request
+        self._next_forced = -float("inf")  # ...at most every EXEC_RETRY_S: a refusal may not be the certificate's
         self._next_try = -float("inf")
         self._lock = asyncio.Lock()
         self._warnings = _Warnings()
@@ -117,13 +118,14 @@ class PluginCertificate:
     def trace_config(self) -> aiohttp.TraceConfig:
         trace = aiohttp.TraceConfig()
         trace.on_request_start.append(self._on_request_start)
+        trace.on_connection_create_end.append(self._on_connection_create_end)
         trace.on_request_end.append(self._on_request_end)
         trace.on_request_exception.append(self._on_request_exception)
         return trace
 
     def _due(self) -> bool:
         now = self._clock()
-        return now >= self._next_try and (self._refused or now >= self._renew_at)
+        return now >= self._next_try and (now >= self._renew_at or (self._refused and now >= self._next_forced))
 
     async def _on_request_start(self, session: aiohttp.ClientSession, _ctx: SimpleNamespace, _params: Any) -> None:
         if self._due():
@@ -153,12 +155,21 @@ class PluginCertificate:
             if connection is not None and connection.protocol is not None:
                 connection.protocol.force_close()  # it may carry a certificate the server no longer takes
 
-    async def _on_request_exception(self, _session: aiohttp.ClientSession, _ctx: SimpleNamespace,
+    async def _on_connection_create_end(self, _session: aiohttp.ClientSession, ctx: SimpleNamespace,
+                                        _params: object) -> None:
+        ctx.new_connection = True
+
+    async def _on_request_exception(self, _session: aiohttp.ClientSession, ctx: SimpleNamespace,
                                     params: aiohttp.TraceRequestExceptionParams) -> None:
-        if _is_tls_failure(params.exception):
-            self._refused = True  # a server that checks the certificate in the handshake refuses it there
+        # A server that checks the certificate in the handshake refuses it there: a TLS error in TLS 1.2; in
+        # TLS 1.3 the client's handshake is done first, and the refusal is a connection closed at once.
+        error = params.exception
+        if _is_tls_failure(error) or (getattr(ctx, "new_connection", False)
+                                      and isinstance(error, aiohttp.ServerDisconnectedError)):
+            self._refused = True
 
     async def _renew(self) -> None:
+        self._next_forced = self._clock() + EXEC_RETRY_S
         try:
             status = await ExecProvider(self._exec_config).run()  # type: ignore[no-untyped-call]
             cert, key, expiry = _certificate_in(status, self._clock())

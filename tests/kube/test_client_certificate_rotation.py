@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import trustme
 
 from autoscaler.kube.client import KubeApiError, KubeClient
 from tests.kube.client_cert_api import CertificatePlugin, ClientCertKubeApi, serial_of
@@ -140,5 +141,28 @@ async def test_a_certificate_the_server_refuses_is_fetched_again_after_the_401(
         assert refused.value.status == 401
         assert await client.get_lease("ml", "modelmesh-autoscaler") is None
         assert kube.serials[-1] == serial_of(second)
+    finally:
+        await client.close()
+
+
+async def test_a_certificate_refused_in_the_tls_handshake_is_fetched_again(
+    kube: ClientCertKubeApi, clock: SteppedClock, tmp_path: Path
+) -> None:
+    """A server (or a proxy in front of it) that checks the certificate in the handshake refuses one signed by
+    a CA it does not trust (its CA rotated): no HTTP answer at all, a TLS failure; the next call must go out
+    with a new certificate, as after a 401."""
+    plugin = CertificatePlugin(tmp_path)
+    foreign = trustme.CA().issue_cert(common_name="adapter")
+    plugin.hand_out(foreign, clock.now + HOUR)
+    client = await connect(kube, plugin)
+    try:
+        with pytest.raises(KubeApiError) as refused:
+            await client.get_lease("ml", "modelmesh-autoscaler")
+        assert refused.value.status is None
+        good = kube.issue("adapter", clock.now + HOUR)
+        plugin.hand_out(good, clock.now + HOUR)
+
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        assert kube.serials[-1] == serial_of(good)
     finally:
         await client.close()
