@@ -166,3 +166,30 @@ async def test_a_certificate_refused_in_the_tls_handshake_is_fetched_again(
         assert kube.serials[-1] == serial_of(good)
     finally:
         await client.close()
+
+
+@pytest.mark.parametrize("answer", ["a key that is not the certificate's", "a certificate already expired"])
+async def test_a_plugin_answer_that_cannot_be_used_leaves_the_last_certificate(
+    kube: ClientCertKubeApi, clock: SteppedClock, tmp_path: Path, caplog: pytest.LogCaptureFixture, answer: str
+) -> None:
+    """Loading a certificate with the wrong key into the live TLS context would leave it with neither pair:
+    the answer is checked first, and the calls go on with the certificate that still works."""
+    plugin = CertificatePlugin(tmp_path)
+    first = kube.issue("adapter", clock.now + HOUR)
+    plugin.hand_out(first, clock.now + HOUR)
+    client = await connect(kube, plugin)
+    try:
+        clock.now += HOUR - 60
+        if answer == "a key that is not the certificate's":
+            mismatched = kube.issue("adapter", clock.now + HOUR)
+            mismatched.private_key_pem = kube.issue("other", clock.now + HOUR).private_key_pem
+            plugin.hand_out(mismatched, clock.now + HOUR)
+        else:
+            plugin.hand_out(kube.issue("adapter", clock.now - 1), clock.now - 1)
+        with caplog.at_level(logging.WARNING, "autoscaler.kube"):
+            assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+    finally:
+        await client.close()
+    assert kube.serials[-1] == serial_of(first)
+    [warning] = [r.getMessage() for r in caplog.records if r.name == "autoscaler.kube"]
+    assert "using the last certificate: ValueError: the plugin's certificate" in warning
