@@ -68,6 +68,13 @@ def watch_client_certificate(loader: Any, configuration: client.Configuration) -
     return True
 
 
+def renewal_time(now: float, expiry: float) -> float:
+    """When a certificate valid from `now` until `expiry` is renewed: `RENEW_BEFORE_S` before its expiry, or a
+    fifth of its lifetime when that is shorter; never before `now`, never after `expiry`."""
+    lifetime = max(0.0, expiry - now)
+    return expiry - min(RENEW_BEFORE_S, RENEW_BEFORE_FRACTION * lifetime)
+
+
 def _expiry_of(pem: bytes) -> float:
     return x509.load_pem_x509_certificate(pem).not_valid_after_utc.timestamp()
 
@@ -112,8 +119,7 @@ class PluginCertificate:
         self._cannot_reload_said = False
 
     def _renewal_time(self, expiry: float) -> float:
-        lifetime = max(0.0, expiry - self._clock())
-        return expiry - min(RENEW_BEFORE_S, RENEW_BEFORE_FRACTION * lifetime)
+        return renewal_time(self._clock(), expiry)
 
     def trace_config(self) -> aiohttp.TraceConfig:
         trace = aiohttp.TraceConfig()

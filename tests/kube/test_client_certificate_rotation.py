@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 import trustme
+from hypothesis import given
+from hypothesis import strategies as st
 
 from autoscaler.kube.client import KubeApiError, KubeClient
+from autoscaler.kube.client_certificate import RENEW_BEFORE_S, renewal_time
 from tests.kube.client_cert_api import CertificatePlugin, ClientCertKubeApi, serial_of
 
 HOUR = 3600.0
@@ -193,3 +196,13 @@ async def test_a_plugin_answer_that_cannot_be_used_leaves_the_last_certificate(
     assert kube.serials[-1] == serial_of(first)
     [warning] = [r.getMessage() for r in caplog.records if r.name == "autoscaler.kube"]
     assert "using the last certificate: ValueError: the plugin's certificate" in warning
+
+
+@given(st.floats(1e9, 3e9), st.floats(0.001, 30 * 24 * HOUR))
+def test_a_certificate_is_renewed_within_its_life_never_more_than_five_minutes_early(
+    now: float, lifetime: float
+) -> None:
+    renew_at = renewal_time(now, now + lifetime)
+    assert now <= renew_at < now + lifetime
+    assert now + lifetime - renew_at <= RENEW_BEFORE_S + 1e-6
+    assert renew_at - now >= 0.8 * lifetime - 1e-6  # a short certificate is used for most of its life
