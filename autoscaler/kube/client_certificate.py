@@ -23,8 +23,10 @@ never broken.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
 import os
+import shutil
 import ssl
 import tempfile
 import time
@@ -199,7 +201,8 @@ class PluginCertificate:
     def _write(self, cert: bytes, key: bytes) -> tuple[str, str]:
         """The pair as private files (the TLS context loads only files), named by generation."""
         if self._folder is None:
-            self._folder = Path(tempfile.mkdtemp(prefix="modelmesh-autoscaler-kube-"))
+            self._folder = Path(tempfile.mkdtemp(prefix="modelmesh-autoscaler-kube-"))  # 0700
+            atexit.register(shutil.rmtree, self._folder, True)  # no private key left behind by a clean exit
         paths = []
         for name, data in (("tls.crt", cert), ("tls.key", key)):
             path = self._folder / f"{self._generation + 1}-{name}"
