@@ -4,13 +4,18 @@ Modelled on custom-metrics-apiserver (request counts and latency, a freshness hi
 and node_exporter (per-source errors and refresh duration), plus what only this adapter knows: how many
 refreshes in a row a runtime has been missing data, and how its authentication and authorization fare (a
 rising `error` count means the Kubernetes API is failing the adapter's reviews: HPA requests get errors).
+
+No `_created` series: prometheus_client writes one beside every counter and histogram series by default,
+doubling them; they are in none of the documented metric lists and Prometheus users turn them off.
+`prometheus_client` has one switch for the whole process (`disable_created_metrics`), turned here before any
+series exists (tests/test_no_created_series.py scrapes both formats).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
 from autoscaler.model import RuntimeView
 from autoscaler.request_tally import RequestTally
@@ -22,6 +27,7 @@ class AdapterMetrics:
         """`per_runtime` False (`--per-runtime-metrics off`) leaves out every series labelled by runtime, pod or
         RuntimeScale: they are still set (the code that sets them does not ask), but not exposed."""
         self.per_runtime = per_runtime
+        disable_created_metrics()  # type: ignore[no-untyped-call]  # the process's switch; the exporter turns it too
         self.registry = CollectorRegistry(auto_describe=True)
         self.tally = RequestTally()
         """The serving path counts into its series through this (`autoscaler.request_tally`)."""

@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import hdrs, web
 from aiohttp.typedefs import Handler
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, disable_created_metrics
 from prometheus_client.aiohttp import make_aiohttp_handler
 
 from exporter import names
@@ -50,6 +50,9 @@ def modelmesh_ssl(settings: ExporterSettings) -> ssl.SSLContext | bool:
 
 def build_app(settings: ExporterSettings) -> web.Application:
     """The exporter: ModelMesh collector, GPU collector unless `--no-gpu`, self-metrics, and their loops."""
+    # No `_created` series (a second series beside each counter, in no documented list): our families carry no
+    # creation time, and this keeps it so for a prometheus_client Counter or Histogram added later.
+    disable_created_metrics()  # type: ignore[no-untyped-call]
     registry = CollectorRegistry(auto_describe=False)
     health = CollectorHealth()
     modelmesh = ModelMeshCollector(

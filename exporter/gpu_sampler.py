@@ -4,13 +4,14 @@ This is the worker-thread side of the GPU collector: everything here may block o
 guarded by one lock so that one pass runs at a time. A pass returns a `PassOutcome` (the readings to serve
 and what went wrong) for the collector to publish on the event loop.
 
-NVML is initialised on the first pass, which chooses the devices (`--gpu-uuids`, or every visible GPU).
-Without a library, with init failing, or with no GPU visible a pass returns the problem and no readings;
-a lost GPU is dropped (the others stay), reported as a problem. A MIG device has no busy ratio: a problem only
-when no chosen whole GPU has one (else it is logged once: how MIG is, not a failure).
-NVML is re-initialised, which re-enumerates the GPUs, after 1 s, then 2, 4, ... up to 30 s between tries
-(while NVML is down the passes in between try nothing: `measure()` returns None), so a GPU that comes
-back (driver reload, device plugin) is found again without spending CPU on a node that has none.
+NVML is initialised on the first pass, which chooses the devices (`--gpu-uuids`, or every visible GPU). Without a
+library, with init failing, or with no GPU visible a pass returns the problem and no readings; a lost GPU is
+dropped (the others stay), reported as a problem. Reporting every visible GPU, a GPU sampled before that a
+re-initialisation no longer finds (gone at a driver reload) is a lost GPU too, until it is back. A MIG device has
+no busy ratio: a problem only when no chosen whole GPU has one (else it is logged once: how MIG is, not a
+failure). NVML is re-initialised, which re-enumerates the GPUs, after 1 s, then 2, 4, ... up to 30 s between tries
+(while NVML is down the passes in between try nothing: `measure()` returns None), so a GPU that comes back (driver
+reload, device plugin) is found again without spending CPU on a node that has none.
 
 Logs go to the GPU collector's logger (`exporter.collectors.gpu`), the one operators filter on.
 """
@@ -89,6 +90,9 @@ class GpuSampler:
         self._announced: tuple[str, str] | None = None
         self._without_memory: set[str] = set()  # GPUs whose memory query is unsupported, logged once each
         self._mig_said: tuple[str, ...] = ()  # the MIG devices last said to have no busy ratio beside whole GPUs
+        self._sampled: dict[str, str] = {}
+        """Whole GPUs (UUID: label) this exporter has sampled, reporting every visible GPU: one no longer enumerated
+        (gone at a driver reload, fallen off the bus) is a lost GPU, not a node that always had one fewer."""
         self._reconnect_at = -math.inf
         self._retry_delay_s = retry_initial_s
 
@@ -148,6 +152,8 @@ class GpuSampler:
                             "sidecar sees the node's GPUs with NVIDIA_VISIBLE_DEVICES=all")
         if not self._uuids or selection.missing:
             problems.extend(str(failure) for failure in inventory.failures)
+        if not self._uuids and not inventory.failures:  # with failures, those are the problem said
+            problems.extend(self._gone(selection.devices))
         if not selection.devices and not problems:
             problems.append(f"NVML sees no GPU ({NOT_VISIBLE_HINT})")
         self._session = session
@@ -165,6 +171,15 @@ class GpuSampler:
                 "NVML initialised (driver %s): sampling %s", driver, sampling)
         self._announced = announced
         return None
+
+    def _gone(self, devices: Sequence[nvml.Device]) -> list[str]:
+        """Problems for the GPUs sampled before and not enumerated now; remembers the ones enumerated now."""
+        now = {device.parent_uuid or device.uuid: device.label.split("/")[0] for device in devices}
+        gone = [f"GPU {uuid} (GPU {label} when last seen) is no longer visible to NVML: lost, or gone at a driver "
+                "reload; it counts as lost until it is back or the exporter restarts"
+                for uuid, label in self._sampled.items() if uuid not in now]
+        self._sampled.update(now)
+        return gone
 
     def _disconnect(self) -> None:
         if self._session is not None:

@@ -76,9 +76,6 @@ TURN_OFF_HINT: Final = (
 )
 """How to turn the PodResources feature off, in the words of a sidecar's manifest (its variable) and of the
 command line (its flag)."""
-PATIENCE_S: Final = 30.0
-"""How long the start waits for a kubelet that may answer in a moment: a kubelet restart, well inside the
-sidecar's liveness probe (first after 10 s, killed after three failures 30 s apart)."""
 
 
 class PodResourcesError(Exception):
@@ -171,7 +168,7 @@ async def pod_resources(socket_path: str, namespace: str, name: str, timeout_s: 
         return await list_pod_resources(socket_path, timeout_s)
 
 
-async def pod_resources_waiting(socket_path: str, namespace: str, name: str, patience_s: float = PATIENCE_S,
+async def pod_resources_waiting(socket_path: str, namespace: str, name: str, patience_s: float,
                                 timeout_s: float = 5.0) -> list[PodDevices]:
     """`pod_resources`, asked again (after 0.5 s, 1, 2, 4, ... 8 s) while the kubelet may answer in a moment, for
     `patience_s` at most; a kubelet that cannot answer (no permission, a garbled answer) fails at once."""
@@ -185,7 +182,7 @@ async def pod_resources_waiting(socket_path: str, namespace: str, name: str, pat
             if not error.transient or left_s <= 0:
                 raise
             if delay_s == 0.5:
-                log.warning("waiting for the kubelet (up to %.0f s): %s", patience_s, error)
+                log.warning("waiting for the kubelet (up to %g s): %s", patience_s, error)
             await asyncio.sleep(min(delay_s, left_s))
             delay_s = min(delay_s * 2, 8.0)
 

@@ -59,6 +59,11 @@ class ExporterSettings:
     """Why this pod's GPUs could not be told (the kubelet's PodResources API could not be asked): the GPU
     collector then samples nothing and fails with this, rather than report other pods' GPUs. Set at start-up,
     never by a flag."""
+    pod_resources_wait_s: float = 30.0
+    """Seconds the start waits for a kubelet that may answer in a moment (restarting: its socket is gone, or
+    nobody listens on it yet) before it stops with status 2 for the container's restart to ask again. 30 s
+    covers a kubelet restart and stays inside the sidecar's liveness probe (first after 10 s, killed after
+    three failures 30 s apart); a node whose kubelet takes longer to come back needs more."""
     pod_name: str | None = None
     pod_namespace: str | None = None
     """This pod, as the PodResources API names it (the downward API's metadata.name and metadata.namespace)."""
@@ -188,6 +193,9 @@ _OPTIONS: Final = (
     _Option("--gpu-pod-resources-socket", Path, "the kubelet's PodResources socket (hostPath "
             "/var/lib/kubelet/pod-resources/kubelet.sock): report only the GPUs the kubelet gave this pod; needs "
             "--gpu-pod-name and --gpu-pod-namespace and the grpcio package", "off", "SOCKET"),
+    _Option("--gpu-pod-resources-wait", seconds, "seconds to wait at start for a kubelet that does not answer "
+            "on --gpu-pod-resources-socket yet (restarting) before stopping with status 2, for the container's "
+            "restart to ask again", f"{_D.pod_resources_wait_s:g} s"),
     _Option("--gpu-pod-name", str, "this pod's name, for --gpu-pod-resources-socket (downward API "
             "metadata.name)", "none", "NAME"),
     _Option("--gpu-pod-namespace", str, "this pod's namespace, for --gpu-pod-resources-socket (downward API "
@@ -289,6 +297,7 @@ def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | N
         gpu_enabled=not values.get("no_gpu", not _D.gpu_enabled),
         gpu_uuids=values.get("gpu_uuids", _D.gpu_uuids),
         pod_resources_socket=values.get("gpu_pod_resources_socket", _D.pod_resources_socket),
+        pod_resources_wait_s=values.get("gpu_pod_resources_wait", _D.pod_resources_wait_s),
         pod_name=values.get("gpu_pod_name", _D.pod_name),
         pod_namespace=values.get("gpu_pod_namespace", _D.pod_namespace),
         gpu_window_s=values.get("gpu_window", _D.gpu_window_s),

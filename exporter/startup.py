@@ -62,7 +62,7 @@ def own_gpus(settings: ExporterSettings) -> ExporterSettings:
     permission; this pod not listed) leaves the GPU collector failing with the reason (`gpu_unattributed`) rather
     than report other pods' GPUs; the ModelMesh signals are served all the same. It stopped the start (exit 2):
     the sidecar crash-looped, which made the whole runtime pod not Ready. A kubelet that did not answer for
-    `PATIENCE_S` (restarting) still stops the start: the container's restart asks it again."""
+    `pod_resources_wait_s` (restarting) still stops the start: the container's restart asks it again."""
     import asyncio
 
     from exporter.pod_resources import (
@@ -79,13 +79,15 @@ def own_gpus(settings: ExporterSettings) -> ExporterSettings:
     assert settings.pod_resources_socket is not None and settings.pod_name and settings.pod_namespace
     try:
         pods = asyncio.run(pod_resources_waiting(str(settings.pod_resources_socket), settings.pod_namespace,
-                                                 settings.pod_name))
+                                                 settings.pod_name, settings.pod_resources_wait_s))
     except PodResourcesError as error:
         said = str(error) if TURN_OFF_HINT in str(error) else f"{error}; {TURN_OFF_HINT}"
         if error.transient:
-            # A kubelet that did not answer for PATIENCE_S may yet: the container's restart asks it again, where
+            # A kubelet that did not answer for the wait may yet: the container's restart asks it again, where
             # serving on without GPUs would go without them until some later restart.
-            log.error("cannot start: %s", said)
+            log.error("cannot start: the kubelet did not answer on %s within %g s (%s sets how long to wait): %s",
+                      settings.pod_resources_socket, settings.pod_resources_wait_s,
+                      setting("--gpu-pod-resources-wait"), said)
             sys.exit(2)
         log.error("cannot tell this pod's GPUs, so none is reported (the GPU collector fails; ModelMesh's signals "
                   "are served): %s", said)

@@ -5,7 +5,8 @@ service account when running in a cluster; else the default kubeconfig (`$KUBECO
 Authentication, pod discovery and the deletion-cost writer all load their settings here, so they cannot
 disagree about which cluster they talk to. A failure is a `KubeConfigError` (a `ValueError`: the CLI reports
 it in one line at start-up); the library's exception is chained. A kubeconfig token read from a file or an
-exec plugin is kept current (`credentials`); in a cluster the library reads the service-account token again.
+exec plugin, and an exec plugin's client certificate, are kept current (`credentials`); in a cluster the
+library reads the service-account token again.
 """
 
 from __future__ import annotations

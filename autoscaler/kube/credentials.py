@@ -14,6 +14,8 @@ within the library's five minutes of expiry, at most every `EXEC_RETRY_S` while 
 token cannot be had, requests go out with the last one (it may still be valid) and the reason is logged once
 per change, as a WARNING.
 
+An exec plugin that answers with a client certificate instead of a token is renewed by `client_certificate`.
+
 The loader's per-user state is private to the library (`_user`, `exec_plugin_expiry`): read here only, so a
 library that changes it leaves the adapter as it was before (no refresh), never broken.
 """
@@ -29,6 +31,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from kubernetes.aio import client
+
+from autoscaler.kube.client_certificate import watch_client_certificate
 
 log = logging.getLogger("autoscaler.kube")
 
@@ -46,6 +50,8 @@ def watch_credentials(loader: Any, configuration: client.Configuration) -> None:
     if user is None or not hasattr(user, "value") or not isinstance(user.value, dict):
         return
     entry: dict[str, Any] = user.value
+    if "exec" in entry and watch_client_certificate(loader, configuration):
+        return  # the plugin answered with a client certificate, not a token
     if "exec" in entry and hasattr(loader, "exec_plugin_expiry") and hasattr(loader, "load_from_exec_plugin"):
         configuration.refresh_api_key_hook = _ExecToken(loader)  # type: ignore[assignment]
     elif not entry.get("token") and isinstance(entry.get("tokenFile"), str) and entry["tokenFile"]:

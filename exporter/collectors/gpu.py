@@ -5,15 +5,14 @@ A background loop (`run`) asks a `GpuSampler` (`exporter.gpu_sampler`) for one N
 NVML nothing. Busy is the mean of NVML's own utilization samples over the last `window_s` seconds
 (`exporter.gpu_busy`).
 
-No GPU is a state, not a crash. Without a library, with init failing, or with no GPU visible, there are no
-GPU series and `collector_success{collector="gpu"}` is 0; a lost GPU drops its own series (the others stay)
-and also counts as a failure. A MIG device has memory series but no busy ratio (NVML measures no
-utilization per MIG device): beside a whole GPU with one that is logged once, not a failure (the whole GPUs'
-busy stays fresh); with only MIG devices, busy is missing and the collector fails, so a dashboard shows why.
-Each failed try adds to `scrape_errors_total{reason="nvml"}` (`internal` for a bug) and the outage is logged
-once (CollectorHealth). NVML is re-initialised with backoff, 1 s up to 30 s between tries (the passes in
-between try nothing and count nothing), so a GPU that comes back is found again.
-"""
+No GPU is a state, not a crash. Without a library, with init failing, or with no GPU visible, there are no GPU
+series and `collector_success{collector="gpu"}` is 0; a lost GPU drops its own series (the others stay) and also
+counts as a failure, as does one no longer found after a driver reload. A MIG device has memory series but no busy
+ratio (NVML measures no utilization per MIG device): beside a whole GPU with one that is logged once, not a
+failure (the whole GPUs' busy stays fresh); with only MIG devices, busy is missing and the collector fails, so a
+dashboard shows why. Each failed try adds to `scrape_errors_total{reason="nvml"}` (`internal` for a bug) and the
+outage is logged once (CollectorHealth). NVML is re-initialised with backoff, 1 s up to 30 s between tries (the
+passes in between try nothing and count nothing), so a GPU that comes back is found again. """
 
 from __future__ import annotations
 

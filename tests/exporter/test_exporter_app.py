@@ -234,6 +234,7 @@ FLAG_CASES: list[tuple[str, str, str, Any]] = [
     ("--model-recency-horizon", "600", "model_recency_horizon_s", 600.0),
     ("--no-gpu", "true", "gpu_enabled", False),
     ("--gpu-uuids", "GPU-a, GPU-b", "gpu_uuids", ("GPU-a", "GPU-b")),
+    ("--gpu-pod-resources-wait", "90", "pod_resources_wait_s", 90.0),
     ("--gpu-pod-name", "triton-0", "pod_name", "triton-0"),
     ("--gpu-pod-namespace", "ml", "pod_namespace", "ml"),
     ("--gpu-window", "20", "gpu_window_s", 20.0),

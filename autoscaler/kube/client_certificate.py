@@ -1,0 +1,259 @@
+"""Keeping a kubeconfig exec plugin's client certificate current while the adapter runs.
+
+A plugin may answer with a client certificate and key (`status.clientCertificateData` / `clientKeyData`, with
+an `expirationTimestamp`) instead of a token: Teleport's `tsh`, Pinniped, in-house CAs; certificates of minutes
+to hours. `kubernetes.aio` runs the plugin once, at load, and its REST client reads the certificate once into
+each API client's TLS context, so from the certificate's expiry every call answered 401 Unauthorized until a
+restart (its token refresh hook never runs either: there is no token). kubectl and client-go run the plugin
+again at the expiry or after a 401, and close the connections the old certificate opened.
+
+`watch_client_certificate` adds an aiohttp trace to the configuration, which every API client made from it carries.
+Before each request: once the certificate is within `RENEW_BEFORE_S` (or a fifth of its lifetime, when shorter) of
+its expiry, the plugin runs again (at most every `EXEC_RETRY_S` while it keeps failing); so it does after a 401, or
+a TLS failure (in TLS 1.3: a new connection closed right after the handshake), at most every `EXEC_RETRY_S`. A new
+certificate, checked against its key first, is loaded into the client's TLS context and the idle connections the
+old one opened are closed. A response of 401 also closes its connection. When no new certificate can be had,
+requests go on with the last good one and the reason is logged once per change, as a WARNING.
+
+The TLS context lives in aiohttp's connector (`_ssl`) and the idle connections in its pool (`_conns`): both
+private, read here only, so an aiohttp that changes them leaves the adapter as before (no reload, said once),
+never broken.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import logging
+import os
+import shutil
+import ssl
+import tempfile
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Final
+
+import aiohttp
+from cryptography import x509
+from kubernetes.aio import client
+from kubernetes.aio.config.exec_provider import ExecProvider
+
+log = logging.getLogger("autoscaler.kube")
+
+CLOCK: Callable[[], float] = time.time
+"""Wall-clock time (expiry timestamps are wall-clock); tests step their own."""
+
+RENEW_BEFORE_S: Final = 300.0
+"""Run the plugin again this long before the certificate expires (the library's skew for tokens)..."""
+RENEW_BEFORE_FRACTION: Final = 0.2
+"""...or this fraction of the certificate's lifetime, when that is shorter (a 5-minute Pinniped certificate)."""
+EXEC_RETRY_S: Final = 10.0
+"""After a failed plugin run, how long requests use the last certificate before the plugin runs again."""
+
+
+def watch_client_certificate(loader: Any, configuration: client.Configuration) -> bool:
+    """Renew `configuration`'s client certificate from the exec plugin of the kubeconfig user `loader` (the
+    library's `KubeConfigLoader`) chose, when that plugin answered with a certificate. False when it did not."""
+    entry = getattr(getattr(loader, "_user", None), "value", None)
+    if not isinstance(entry, dict) or "exec" not in entry or getattr(loader, "token", None):
+        return False
+    cert_file, key_file = getattr(loader, "cert_file", None), getattr(loader, "key_file", None)
+    if not isinstance(cert_file, str) or not isinstance(key_file, str) or configuration.cert_file != cert_file:
+        return False
+    renewal = PluginCertificate(loader._user["exec"], configuration, (cert_file, key_file),
+                                _expiry_of(Path(cert_file).read_bytes()))
+    configuration.trace_configs = [*(configuration.trace_configs or []), renewal.trace_config()]
+    return True
+
+
+def renewal_time(now: float, expiry: float) -> float:
+    """When a certificate valid from `now` until `expiry` is renewed: `RENEW_BEFORE_S` before its expiry, or a
+    fifth of its lifetime when that is shorter; never before `now`, never after `expiry`."""
+    lifetime = max(0.0, expiry - now)
+    return expiry - min(RENEW_BEFORE_S, RENEW_BEFORE_FRACTION * lifetime)
+
+
+def _expiry_of(pem: bytes) -> float:
+    return x509.load_pem_x509_certificate(pem).not_valid_after_utc.timestamp()
+
+
+class _Warnings:
+    """One WARNING per new reason the certificate cannot be renewed, one INFO when it can again."""
+
+    def __init__(self) -> None:
+        self._failing: str | None = None
+
+    def failed(self, reason: str) -> None:
+        if reason != self._failing:
+            log.warning("Kubernetes credentials: cannot refresh the client certificate of the kubeconfig's exec "
+                        "plugin, using the last certificate: %s", reason)
+        self._failing = reason
+
+    def recovered(self) -> None:
+        if self._failing is not None:
+            log.info("Kubernetes credentials: the exec plugin's client certificate is renewed again")
+        self._failing = None
+
+
+class PluginCertificate:
+    """The current certificate of one exec plugin and the TLS contexts that carry it (one per API client)."""
+
+    def __init__(self, exec_config: Any, configuration: client.Configuration, files: tuple[str, str],
+                 expiry: float, clock: Callable[[], float] | None = None) -> None:
+        """`files`: the certificate and key files the library wrote at load, which `configuration` names."""
+        self._exec_config = exec_config
+        self._configuration = configuration
+        self._files = files
+        self._clock = clock or (lambda: CLOCK())
+        self._renew_at = self._renewal_time(expiry)
+        self._generation = 0
+        self._loaded: weakref.WeakKeyDictionary[ssl.SSLContext, int] = weakref.WeakKeyDictionary()
+        self._folder: Path | None = None
+        self._refused = False  # a 401 or a TLS failure since the last renewal: renew at the next request
+        self._next_forced = -float("inf")  # ...at most every EXEC_RETRY_S: a refusal may not be the certificate's
+        self._next_try = -float("inf")
+        self._lock = asyncio.Lock()
+        self._warnings = _Warnings()
+        self._cannot_reload_said = False
+
+    def _renewal_time(self, expiry: float) -> float:
+        return renewal_time(self._clock(), expiry)
+
+    def trace_config(self) -> aiohttp.TraceConfig:
+        trace = aiohttp.TraceConfig()
+        trace.on_request_start.append(self._on_request_start)
+        trace.on_connection_create_end.append(self._on_connection_create_end)
+        trace.on_request_end.append(self._on_request_end)
+        trace.on_request_exception.append(self._on_request_exception)
+        return trace
+
+    def _due(self) -> bool:
+        now = self._clock()
+        return now >= self._next_try and (now >= self._renew_at or (self._refused and now >= self._next_forced))
+
+    async def _on_request_start(self, session: aiohttp.ClientSession, _ctx: SimpleNamespace, _params: Any) -> None:
+        if self._due():
+            async with self._lock:  # concurrent requests that find it due run the plugin once
+                if self._due():
+                    await self._renew()
+        if self._generation == 0:
+            return  # the library's certificate, loaded by every client at its start
+        context = getattr(session.connector, "_ssl", None)
+        if isinstance(context, ssl.SSLContext) and self._loaded.get(context) == self._generation:
+            return
+        if not isinstance(context, ssl.SSLContext):
+            if not self._cannot_reload_said:
+                log.warning("Kubernetes credentials: this aiohttp keeps no TLS context where the adapter looks; the "
+                            "renewed client certificate is used only by API clients made from now on")
+                self._cannot_reload_said = True
+            return
+        context.load_cert_chain(*self._files)
+        self._loaded[context] = self._generation
+        _close_idle(session.connector)
+
+    async def _on_request_end(self, _session: aiohttp.ClientSession, _ctx: SimpleNamespace,
+                              params: aiohttp.TraceRequestEndParams) -> None:
+        if params.response.status == 401:
+            self._refused = True
+            connection = params.response.connection
+            if connection is not None and connection.protocol is not None:
+                connection.protocol.force_close()  # it may carry a certificate the server no longer takes
+
+    async def _on_connection_create_end(self, _session: aiohttp.ClientSession, ctx: SimpleNamespace,
+                                        _params: object) -> None:
+        ctx.new_connection = True
+
+    async def _on_request_exception(self, _session: aiohttp.ClientSession, ctx: SimpleNamespace,
+                                    params: aiohttp.TraceRequestExceptionParams) -> None:
+        # A server that checks the certificate in the handshake refuses it there: a TLS error in TLS 1.2; in
+        # TLS 1.3 the client's handshake is done first, and the refusal is a connection closed at once.
+        error = params.exception
+        if _is_tls_failure(error) or (getattr(ctx, "new_connection", False)
+                                      and isinstance(error, aiohttp.ServerDisconnectedError)):
+            self._refused = True
+
+    async def _renew(self) -> None:
+        self._next_forced = self._clock() + EXEC_RETRY_S
+        try:
+            status = await ExecProvider(self._exec_config).run()  # type: ignore[no-untyped-call]
+            cert, key, expiry = _certificate_in(status, self._clock())
+        except Exception as error:  # the library's and the plugin's errors end here: the last certificate stays
+            self._next_try = self._clock() + EXEC_RETRY_S
+            self._warnings.failed(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+            return
+        old, self._files = self._files, self._write(cert, key)
+        self._configuration.cert_file, self._configuration.key_file = self._files  # for clients made later
+        if self._generation > 0:
+            for path in old:  # ours; the first pair is the library's
+                Path(path).unlink(missing_ok=True)
+        self._generation += 1
+        self._renew_at = self._renewal_time(expiry)
+        self._refused = False
+        self._next_try = -float("inf")
+        self._warnings.recovered()
+        log.debug("Kubernetes credentials: the exec plugin's client certificate is renewed, valid until %s",
+                 datetime.fromtimestamp(expiry).astimezone().isoformat(timespec="seconds"))
+
+    def _write(self, cert: bytes, key: bytes) -> tuple[str, str]:
+        """The pair as private files (the TLS context loads only files), named by generation."""
+        if self._folder is None:
+            self._folder = Path(tempfile.mkdtemp(prefix="modelmesh-autoscaler-kube-"))  # 0700
+            atexit.register(shutil.rmtree, self._folder, True)  # no private key left behind by a clean exit
+        paths = []
+        for name, data in (("tls.crt", cert), ("tls.key", key)):
+            path = self._folder / f"{self._generation + 1}-{name}"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
+            paths.append(str(path))
+        return paths[0], paths[1]
+
+
+def _certificate_in(status: Mapping[str, Any], now: float) -> tuple[bytes, bytes, float]:
+    """The certificate, key and expiry a plugin's `status` holds; ValueError when they are missing, do not
+    belong together, or are already expired."""
+    cert, key = status.get("clientCertificateData"), status.get("clientKeyData")
+    if not isinstance(cert, str) or not isinstance(key, str) or not cert or not key:
+        raise ValueError("the plugin's answer has no clientCertificateData and clientKeyData")
+    with tempfile.TemporaryDirectory() as folder:
+        cert_path, key_path = Path(folder, "tls.crt"), Path(folder, "tls.key")
+        cert_path.write_text(cert)
+        key_path.write_text(key)
+        try:
+            ssl.create_default_context().load_cert_chain(cert_path, key_path)
+        except ssl.SSLError as error:
+            raise ValueError(f"the plugin's certificate and key do not load: {error}") from error
+    expiry = _expiry_of(cert.encode())
+    stated = status.get("expirationTimestamp")
+    if isinstance(stated, str) and stated:
+        expiry = min(expiry, datetime.fromisoformat(stated.replace("Z", "+00:00")).timestamp())
+    if expiry <= now:
+        raise ValueError(f"the plugin's certificate expired at {datetime.fromtimestamp(expiry).isoformat()}")
+    return cert.encode(), key.encode(), expiry
+
+
+def _is_tls_failure(error: BaseException) -> bool:
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError | aiohttp.ClientSSLError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _close_idle(connector: Any) -> None:
+    """Close the pooled connections (opened with the old certificate): the pool drops a closed one when it next
+    looks. Those in use go back to the pool and serve until the server refuses them (a 401 closes its
+    connection): the renewal comes minutes before the old certificate expires."""
+    pool = getattr(connector, "_conns", None)
+    if not isinstance(pool, Mapping):
+        return
+    for idle in pool.values():
+        for entry in list(idle):
+            protocol = entry[0] if isinstance(entry, tuple) and entry else None
+            if protocol is not None and hasattr(protocol, "close"):
+                protocol.close()

@@ -1,0 +1,203 @@
+"""NVML failures a real node shows, from the fake NVML up to what the adapter reads: the exporter's /metrics as
+Prometheus takes it (promtool-clean; which series, `collector_success`, the error counter, the GPU freshness
+timestamp) and the same text read by the adapter's own reader (`read_exporter_text`). A GPU that cannot be
+read must never read as an idle one: its pod's GPU busy is either the GPUs that still answer or unknown, and
+the GPU freshness stops advancing while the collector fails, so the adapter holds rather than scales down.
+
+Faults: NVML_ERROR_GPU_IS_LOST on one GPU mid-run, NVML_ERROR_DRIVER_NOT_LOADED at start, NVML_ERROR_TIMEOUT
+from a GPU, and a GPU that is gone after a driver reload.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pynvml
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from autoscaler.model import PodSample
+from autoscaler.sources.exposition import read_exporter_text
+from exporter import names
+from exporter.collectors.gpu import GpuCollector
+from exporter.collectors.health import CollectorHealth
+from tests.fakes.nvml import DRIVER_NOT_LOADED, GPU_IS_LOST, FakeNvml, default_uuid
+from tests.fakes.prometheus import PROMTOOL_BIN
+
+START = 1_700_000_000.0
+TIMEOUT = pynvml.NVML_ERROR_TIMEOUT
+
+
+class Clock:
+    """The collector's clock and the fake NVML's sample clock, stepped together."""
+
+    def __init__(self, fake: FakeNvml) -> None:
+        self.now = START
+        self.fake = fake
+        fake.set_time(self.now)
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        self.fake.set_time(self.now)
+
+
+@pytest.fixture
+def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeNvml:
+    """Two GPUs, 80% and 60% busy, NVML sampling once a second."""
+    fake = FakeNvml.create(tmp_path, gpus=2)
+    fake.set(sample_period_us=1_000_000, sample_buffer=30)
+    fake.set_gpu(0, util=80)
+    fake.set_gpu(1, util=60)
+    fake.install(monkeypatch)
+    return fake
+
+
+@pytest.fixture
+def clock(fake: FakeNvml) -> Clock:
+    return Clock(fake)
+
+
+class Exporter:
+    """The GPU side of one exporter: its collector and health, scraped as /metrics serves them."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.health = CollectorHealth(clock=clock)
+        self.gpu = GpuCollector(self.health, window_s=10.0, clock=clock)
+        self.registry = CollectorRegistry()
+        self.registry.register(self.gpu)
+        self.registry.register(self.health)
+
+    def scrape(self) -> str:
+        text = generate_latest(self.registry).decode()
+        done = subprocess.run([PROMTOOL_BIN, "check", "metrics"], input=text, capture_output=True, text=True,
+                              timeout=30, check=False)
+        assert (done.returncode, done.stderr.strip()) == (0, ""), text
+        return text
+
+    def series(self, name: str) -> dict[str, float]:
+        """{gpu label, or collector / reason: value} of one family in a scrape."""
+        found: dict[str, float] = {}
+        for family in text_string_to_metric_families(self.scrape()):
+            for sample in family.samples:
+                if sample.name == name:
+                    labels = sample.labels
+                    found[labels.get("gpu") or labels.get("reason") or labels.get("collector", "")] = sample.value
+        return found
+
+    def gpu_success(self) -> float:
+        return self.series(names.COLLECTOR_SUCCESS)[names.COLLECTOR_GPU]
+
+    def nvml_errors(self) -> float:
+        return self.series(names.SCRAPE_ERRORS_TOTAL).get(names.REASON_NVML, 0.0)
+
+    def adapter_reads(self) -> PodSample:
+        """The pod as the adapter reads this scrape (the GPU part: no ModelMesh series here)."""
+        return read_exporter_text(self.scrape(), "pod-0", True, self.clock.now).sample
+
+
+@pytest.fixture
+def exporter(clock: Clock) -> Iterator[Exporter]:
+    made = Exporter(clock)
+    yield made
+    made.gpu.close()
+
+
+def run_for(exporter: Exporter, seconds: int) -> list[PodSample]:
+    """One pass a second for `seconds`, and what the adapter read after each."""
+    read = []
+    for _ in range(seconds):
+        exporter.clock.advance(1)
+        exporter.gpu.sample_once()
+        read.append(exporter.adapter_reads())
+    return read
+
+
+def test_a_gpu_lost_mid_run_is_never_read_as_idle(fake: FakeNvml, exporter: Exporter) -> None:
+    exporter.gpu.sample_once()
+    healthy = exporter.adapter_reads()
+    assert healthy.gpu_busy == pytest.approx(0.7)
+    assert healthy.gpu_sampled_at == START
+
+    fake.set_gpu(1, error=GPU_IS_LOST)
+    read = run_for(exporter, 60)  # through several re-initialisations, each finding it lost again
+
+    assert exporter.series(names.GPU_BUSY_RATIO) == {"0": pytest.approx(0.8)}  # GPU 1's series is gone
+    assert exporter.gpu_success() == 0
+    assert exporter.nvml_errors() >= 1
+    assert [pod.gpu_busy for pod in read] == [pytest.approx(0.8)] * 60  # the GPU still answering, never 0
+    assert {pod.gpu_sampled_at for pod in read} == {START}  # not fresh: the adapter's max age runs out
+
+
+def test_the_driver_not_loaded_at_start_is_no_gpu_signal_then_the_gpus_once_it_loads(
+    fake: FakeNvml, exporter: Exporter
+) -> None:
+    """The GPU operator's driver container is still starting when the runtime pod does."""
+    fake.set(init_error=DRIVER_NOT_LOADED)
+    read = run_for(exporter, 10)
+
+    assert exporter.series(names.GPU_BUSY_RATIO) == {}
+    assert exporter.gpu_success() == 0
+    assert names.COLLECTOR_GPU not in exporter.series(names.LAST_SUCCESS_TIMESTAMP)
+    assert {(pod.gpu_busy, pod.gpu_sampled_at) for pod in read} == {(None, None)}  # unknown, not idle
+
+    fake.set(init_error=0)
+    read = run_for(exporter, 31)  # the retry backoff is 30 s at most
+
+    assert exporter.gpu_success() == 1
+    assert read[-1].gpu_busy == pytest.approx(0.7)
+    assert read[-1].gpu_sampled_at == exporter.clock.now
+
+
+def test_an_nvml_timeout_drops_that_gpu_until_it_answers_again(fake: FakeNvml, exporter: Exporter) -> None:
+    exporter.gpu.sample_once()
+    fake.set_gpu(1, samples_error=TIMEOUT, util_error=TIMEOUT)
+    read = run_for(exporter, 5)
+
+    assert exporter.series(names.GPU_BUSY_RATIO) == {"0": pytest.approx(0.8)}
+    assert exporter.gpu_success() == 0
+    assert [pod.gpu_busy for pod in read] == [pytest.approx(0.8)] * 5
+    assert {pod.gpu_sampled_at for pod in read} == {START}
+
+    fake.set_gpu(1, samples_error=0, util_error=0)
+    read = run_for(exporter, 31)
+
+    assert exporter.gpu_success() == 1
+    assert set(exporter.series(names.GPU_BUSY_RATIO)) == {"0", "1"}
+    assert read[-1].gpu_busy == pytest.approx(0.7)
+
+
+def test_a_gpu_gone_after_a_driver_reload_is_a_failure_not_a_smaller_node(
+    fake: FakeNvml, exporter: Exporter
+) -> None:
+    """The driver is reloaded (an upgrade by the GPU operator, a GPU fallen off the bus reset) and comes back
+    without GPU 1. The sidecar reports every GPU it sees: a GPU it sampled that is no longer there is a lost GPU
+    (docs/design.md: a GPU lost is collector_success 0), not a node that always had one GPU fewer."""
+    exporter.gpu.sample_once()
+    assert exporter.gpu_success() == 1
+    for index in (0, 1):
+        fake.set_gpu(index, error=DRIVER_NOT_LOADED)
+    run_for(exporter, 2)
+    assert exporter.gpu_success() == 0
+
+    del fake.gpus[1]
+    fake.set_gpu(0, error=0)
+    read = run_for(exporter, 31)
+
+    assert exporter.series(names.GPU_BUSY_RATIO) == {"0": pytest.approx(0.8)}
+    assert exporter.gpu_success() == 0
+    # Unknown while NVML is down, then GPU 0's busy with the last good time before the reload: never fresh.
+    assert {pod.gpu_sampled_at for pod in read} == {None, START}
+    assert read[-1].gpu_busy == pytest.approx(0.8)
+
+    fake.add_gpu(util=60)  # it is back (a reset that worked)
+    assert fake.gpus[1].uuid == default_uuid(1)
+    read = run_for(exporter, 31)
+    assert exporter.gpu_success() == 1
+    assert read[-1].gpu_busy == pytest.approx(0.7)

@@ -1,0 +1,208 @@
+"""A kubeconfig exec plugin that hands out a client certificate instead of a token (Teleport's `tsh`,
+Pinniped, in-house CAs; `status.clientCertificateData` / `clientKeyData`, client.authentication.k8s.io/v1).
+kubectl runs the plugin again when the certificate expires, or when the server answers 401. `kubernetes.aio`
+reads the certificate once into its TLS context: from the certificate's expiry every call answered
+401 Unauthorized until someone restarted the adapter."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import trustme
+from hypothesis import given
+from hypothesis import strategies as st
+
+from autoscaler.kube.client import KubeApiError, KubeClient
+from autoscaler.kube.client_certificate import RENEW_BEFORE_S, renewal_time
+from tests.kube.client_cert_api import CertificatePlugin, ClientCertKubeApi, serial_of
+
+HOUR = 3600.0
+
+
+class SteppedClock:
+    """Wall-clock time that moves only when the test says so, shared by the server and the adapter."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> SteppedClock:
+    stepped = SteppedClock()
+    monkeypatch.setattr("autoscaler.kube.client_certificate.CLOCK", stepped)
+    return stepped
+
+
+@pytest.fixture
+async def kube(clock: SteppedClock) -> AsyncIterator[ClientCertKubeApi]:
+    kube = ClientCertKubeApi(cert_clock=clock)
+    async with kube:
+        yield kube
+
+
+async def connect(kube: ClientCertKubeApi, plugin: CertificatePlugin) -> KubeClient:
+    return await KubeClient.connect(plugin.kubeconfig(kube, "ml"), user_agent="modelmesh-autoscaler/test",
+                                    timeout_s=5.0)
+
+
+async def test_a_plugin_certificate_is_fetched_again_when_it_expires(
+    kube: ClientCertKubeApi, clock: SteppedClock, tmp_path: Path
+) -> None:
+    plugin = CertificatePlugin(tmp_path)
+    first = kube.issue("adapter", clock.now + HOUR)
+    plugin.hand_out(first, clock.now + HOUR)
+    client = await connect(kube, plugin)
+    try:
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None  # 404: authenticated, nothing there
+        second = kube.issue("adapter", clock.now + 2 * HOUR)
+        plugin.hand_out(second, clock.now + 2 * HOUR)
+
+        clock.now += HOUR + 1  # the first certificate has expired
+
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        assert kube.serials[-1] == serial_of(second)
+    finally:
+        await client.close()
+
+
+async def test_a_plugin_certificate_is_replaced_before_it_expires_and_old_connections_are_not_reused(
+    kube: ClientCertKubeApi, clock: SteppedClock, tmp_path: Path
+) -> None:
+    """Renewed a few minutes ahead, so no call meets the expiry; connections the old certificate opened are
+    closed, or a busy one would carry it past its expiry (the server judges each request by its connection)."""
+    plugin = CertificatePlugin(tmp_path)
+    first = kube.issue("adapter", clock.now + HOUR)
+    plugin.hand_out(first, clock.now + HOUR)
+    client = await connect(kube, plugin)
+    try:
+        for _ in range(3):
+            assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        second = kube.issue("adapter", clock.now + 2 * HOUR)
+        plugin.hand_out(second, clock.now + 2 * HOUR)
+        runs = plugin.runs
+
+        clock.now += HOUR - 60  # a minute before the expiry
+        for _ in range(3):
+            assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+
+        assert kube.serials[-3:] == [serial_of(second)] * 3
+        assert plugin.runs - runs == 1
+    finally:
+        await client.close()
+
+
+async def test_a_plugin_that_fails_leaves_the_last_certificate_and_warns_once(
+    kube: ClientCertKubeApi, clock: SteppedClock, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    plugin = CertificatePlugin(tmp_path)
+    first = kube.issue("adapter", clock.now + HOUR)
+    plugin.hand_out(first, clock.now + HOUR)
+    client = await connect(kube, plugin)
+    try:
+        plugin.credential.unlink()  # the plugin now fails ("not logged in")
+        clock.now += HOUR - 60
+        runs = plugin.runs
+        with caplog.at_level(logging.INFO, "autoscaler.kube"):
+            for _ in range(3):
+                assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+    finally:
+        await client.close()
+    assert kube.serials[-3:] == [serial_of(first)] * 3
+    assert plugin.runs - runs == 1, "not a plugin run per call"
+    [warning] = [r for r in caplog.records if r.name == "autoscaler.kube"]
+    assert warning.levelname == "WARNING"
+    assert warning.getMessage().startswith(
+        "Kubernetes credentials: cannot refresh the client certificate of the kubeconfig's exec plugin, "
+        "using the last certificate: ")
+    assert "not logged in" in warning.getMessage()
+
+
+async def test_a_certificate_the_server_refuses_is_fetched_again_after_the_401(
+    kube: ClientCertKubeApi, clock: SteppedClock, tmp_path: Path
+) -> None:
+    """Revoked, or its CA rotated, well before the expiry the plugin gave: the call that met the 401 fails (the
+    caller retries), the next one goes out with a new certificate."""
+    plugin = CertificatePlugin(tmp_path)
+    first = kube.issue("adapter", clock.now + HOUR)
+    plugin.hand_out(first, clock.now + HOUR)
+    client = await connect(kube, plugin)
+    try:
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        kube.revoked.add(serial_of(first))
+        second = kube.issue("adapter", clock.now + HOUR)
+        plugin.hand_out(second, clock.now + HOUR)
+
+        with pytest.raises(KubeApiError) as refused:
+            await client.get_lease("ml", "modelmesh-autoscaler")
+        assert refused.value.status == 401
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        assert kube.serials[-1] == serial_of(second)
+    finally:
+        await client.close()
+
+
+async def test_a_certificate_refused_in_the_tls_handshake_is_fetched_again(
+    kube: ClientCertKubeApi, clock: SteppedClock, tmp_path: Path
+) -> None:
+    """A server (or a proxy in front of it) that checks the certificate in the handshake refuses one signed by
+    a CA it does not trust (its CA rotated): no HTTP answer at all, a TLS failure; the next call must go out
+    with a new certificate, as after a 401."""
+    plugin = CertificatePlugin(tmp_path)
+    foreign = trustme.CA().issue_cert(common_name="adapter")
+    plugin.hand_out(foreign, clock.now + HOUR)
+    client = await connect(kube, plugin)
+    try:
+        with pytest.raises(KubeApiError) as refused:
+            await client.get_lease("ml", "modelmesh-autoscaler")
+        assert refused.value.status is None
+        good = kube.issue("adapter", clock.now + HOUR)
+        plugin.hand_out(good, clock.now + HOUR)
+
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        assert kube.serials[-1] == serial_of(good)
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize("answer", ["a key that is not the certificate's", "a certificate already expired"])
+async def test_a_plugin_answer_that_cannot_be_used_leaves_the_last_certificate(
+    kube: ClientCertKubeApi, clock: SteppedClock, tmp_path: Path, caplog: pytest.LogCaptureFixture, answer: str
+) -> None:
+    """Loading a certificate with the wrong key into the live TLS context would leave it with neither pair:
+    the answer is checked first, and the calls go on with the certificate that still works."""
+    plugin = CertificatePlugin(tmp_path)
+    first = kube.issue("adapter", clock.now + HOUR)
+    plugin.hand_out(first, clock.now + HOUR)
+    client = await connect(kube, plugin)
+    try:
+        clock.now += HOUR - 60
+        if answer == "a key that is not the certificate's":
+            mismatched = kube.issue("adapter", clock.now + HOUR)
+            mismatched.private_key_pem = kube.issue("other", clock.now + HOUR).private_key_pem
+            plugin.hand_out(mismatched, clock.now + HOUR)
+        else:
+            plugin.hand_out(kube.issue("adapter", clock.now - 1), clock.now - 1)
+        with caplog.at_level(logging.WARNING, "autoscaler.kube"):
+            assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+    finally:
+        await client.close()
+    assert kube.serials[-1] == serial_of(first)
+    [warning] = [r.getMessage() for r in caplog.records if r.name == "autoscaler.kube"]
+    assert "using the last certificate: ValueError: the plugin's certificate" in warning
+
+
+@given(st.floats(1e9, 3e9), st.floats(0.001, 30 * 24 * HOUR))
+def test_a_certificate_is_renewed_within_its_life_never_more_than_five_minutes_early(
+    now: float, lifetime: float
+) -> None:
+    renew_at = renewal_time(now, now + lifetime)
+    assert now <= renew_at < now + lifetime
+    assert now + lifetime - renew_at <= RENEW_BEFORE_S + 1e-6
+    assert renew_at - now >= 0.8 * lifetime - 1e-6  # a short certificate is used for most of its life
