@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -153,8 +154,10 @@ class ApiSecurity:
 
 
 async def build_api_security(settings: ServeSettings, tls: ssl.SSLContext | None, metrics: AdapterMetrics,
-                             *, kube_timeout_s: float = DEFAULT_TIMEOUT_S) -> ApiSecurity:
+                             *, kube_timeout_s: float = DEFAULT_TIMEOUT_S,
+                             clock: Callable[[], float] = time.time) -> ApiSecurity:
     """Connect to the Kubernetes API, learn the front-proxy settings, make `tls` ask for client certificates.
+    `clock` (POSIX seconds) is what client certificates' validity is checked against on each request.
 
     Raises `ValueError` subclasses (`KubeConfigError`, `AuthConfigError`) for start-up mistakes.
     """
@@ -167,7 +170,7 @@ async def build_api_security(settings: ServeSettings, tls: ssl.SSLContext | None
         raise
     if tls is not None:
         trust_client_certificates(tls, config.requestheader_ca, config.client_ca)
-    inspector = ClientCertificateInspector(config.requestheader_ca, config.client_ca)
+    inspector = ClientCertificateInspector(config.requestheader_ca, config.client_ca, clock=clock)
     authenticators: list[Authenticator] = []
     if config.requestheader_ca is not None:
         authenticators.append(RequestHeaderAuthenticator(inspector, config.rules))

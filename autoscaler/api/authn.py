@@ -206,7 +206,8 @@ class UnionAuthenticator:
     What the certificate-based authenticators (requestheader, x509) answer depends only on the connection's
     certificate, the CAs and the request's headers, so the answer is kept on the connection (`ConnectionMemo`)
     and `remembered` gives it again, without a coroutine, to the next request with the same headers under the
-    same CAs. A bearer token's answer is never kept this way: its TokenReview expires on its own TTL.
+    same CAs while the certificate is valid. A bearer token's answer is never kept this way: its TokenReview
+    expires on its own TTL.
 
     Equal users are handed out as one object (`USERS_KEPT` of them): the user is half of every authorization
     cache key, and a key whose parts are the very objects of the stored key compares by identity, not field by
@@ -225,7 +226,7 @@ class UnionAuthenticator:
         """(user, method) as the previous request on this connection, if this one must get the same answer."""
         memo = getattr(request.protocol, "identity", None)
         if (memo is not None and self._inspector is not None and memo[0] is self._inspector.generation
-                and memo[1] == request.raw_headers):
+                and memo[1] == request.raw_headers and self._inspector.valid_now(request)):
             return memo[2]  # type: ignore[no-any-return]
         return None
 
