@@ -113,7 +113,7 @@ def auth_gate(authenticator: UnionAuthenticator, authorizer: Authorizer, always_
             user, method = await authenticator.authenticate(request)
         except Unauthenticated as error:
             tally.count(unauthenticated)
-            log.debug("401 for %s %s: %s", request.method, request.path, error)
+            log.debug("401 for %s %r: %s", request.method, request.path, error)
             raise ApiError(401, "Unauthorized") from None
         tally.count(authenticated[method])
         await authorize(request, user, request_attributes(request.method, request.rel_url.raw_path))
@@ -123,7 +123,7 @@ def auth_gate(authenticator: UnionAuthenticator, authorizer: Authorizer, always_
             decision = await authorizer.authorize(user, attributes)
         except AuthorizationFailed as error:
             tally.count(errors)
-            log.warning("cannot authorize %s %s for %r: %s", request.method, request.path, user.name, error)
+            log.warning("cannot authorize %s %r for %r: %s", request.method, request.path, user.name, error)
             raise ApiError(500, "Internal error occurred: the request could not be authorized right now "
                                 "(Kubernetes API unavailable); try again later") from None
         admit(decision, user, attributes)
