@@ -5,7 +5,8 @@ Order and answers follow kube-apiserver's filter chain:
   served with no authentication at all, so probes and Prometheus never depend on the Kubernetes API;
 - no accepted credentials: 401 `Unauthorized`;
 - the SubjectAccessReview denies: 403 `Forbidden`, with kube's message (`User "u" cannot list resource ...`);
-- the review cannot be made (API down or slower than its deadline): 500 `InternalError`, never allowed.
+- the review cannot be made (API down or slower than its deadline): 500 `InternalError`, never allowed;
+- the user already has as many reviews under way as may run at once: 429 `TooManyRequests` (`authz`).
 Authorization happens before routing decides anything, so a caller without rights cannot learn which
 runtimes or metrics exist.
 """
@@ -32,7 +33,13 @@ from autoscaler.api.authn import (
     Unauthenticated,
     UnionAuthenticator,
 )
-from autoscaler.api.authz import AuthorizationFailed, Authorizer, Decision, SubjectAccessReviewAuthorizer
+from autoscaler.api.authz import (
+    AuthorizationFailed,
+    Authorizer,
+    Decision,
+    ReviewsBusy,
+    SubjectAccessReviewAuthorizer,
+)
 from autoscaler.api.ca_reload import ClientCaReloader
 from autoscaler.api.client_certs import ClientCertificateInspector, trust_client_certificates
 from autoscaler.api.identity import (
@@ -121,6 +128,10 @@ def auth_gate(authenticator: UnionAuthenticator, authorizer: Authorizer, always_
     async def authorize(request: web.Request, user: UserInfo, attributes: Attributes) -> None:
         try:
             decision = await authorizer.authorize(user, attributes)
+        except ReviewsBusy as error:
+            log.debug("429 for %s %r for %r: %s", request.method, request.path, user.name, error)
+            raise ApiError(429, f'Too many requests: user "{user.name}" has too many authorization checks under '
+                                "way; try again shortly") from None
         except AuthorizationFailed as error:
             tally.count(errors)
             log.warning("cannot authorize %s %r for %r: %s", request.method, request.path, user.name, error)
