@@ -5,7 +5,8 @@ Order and answers follow kube-apiserver's filter chain:
   served with no authentication at all, so probes and Prometheus never depend on the Kubernetes API;
 - no accepted credentials: 401 `Unauthorized`;
 - the SubjectAccessReview denies: 403 `Forbidden`, with kube's message (`User "u" cannot list resource ...`);
-- the review cannot be made (API down or slower than its deadline): 500 `InternalError`, never allowed.
+- the review cannot be made (API down or slower than its deadline): 500 `InternalError`, never allowed;
+- the user already has as many reviews under way as may run at once: 429 `TooManyRequests` (`authz`).
 Authorization happens before routing decides anything, so a caller without rights cannot learn which
 runtimes or metrics exist.
 """
@@ -16,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -31,7 +33,13 @@ from autoscaler.api.authn import (
     Unauthenticated,
     UnionAuthenticator,
 )
-from autoscaler.api.authz import AuthorizationFailed, Authorizer, Decision, SubjectAccessReviewAuthorizer
+from autoscaler.api.authz import (
+    AuthorizationFailed,
+    Authorizer,
+    Decision,
+    ReviewsBusy,
+    SubjectAccessReviewAuthorizer,
+)
 from autoscaler.api.ca_reload import ClientCaReloader
 from autoscaler.api.client_certs import ClientCertificateInspector, trust_client_certificates
 from autoscaler.api.identity import (
@@ -112,7 +120,7 @@ def auth_gate(authenticator: UnionAuthenticator, authorizer: Authorizer, always_
             user, method = await authenticator.authenticate(request)
         except Unauthenticated as error:
             tally.count(unauthenticated)
-            log.debug("401 for %s %s: %s", request.method, request.path, error)
+            log.debug("401 for %s %r: %s", request.method, request.path, error)
             raise ApiError(401, "Unauthorized") from None
         tally.count(authenticated[method])
         await authorize(request, user, request_attributes(request.method, request.rel_url.raw_path))
@@ -120,9 +128,13 @@ def auth_gate(authenticator: UnionAuthenticator, authorizer: Authorizer, always_
     async def authorize(request: web.Request, user: UserInfo, attributes: Attributes) -> None:
         try:
             decision = await authorizer.authorize(user, attributes)
+        except ReviewsBusy as error:
+            log.debug("429 for %s %r for %r: %s", request.method, request.path, user.name, error)
+            raise ApiError(429, f'Too many requests: user "{user.name}" has too many authorization checks under '
+                                "way; try again shortly") from None
         except AuthorizationFailed as error:
             tally.count(errors)
-            log.warning("cannot authorize %s %s for %r: %s", request.method, request.path, user.name, error)
+            log.warning("cannot authorize %s %r for %r: %s", request.method, request.path, user.name, error)
             raise ApiError(500, "Internal error occurred: the request could not be authorized right now "
                                 "(Kubernetes API unavailable); try again later") from None
         admit(decision, user, attributes)
@@ -153,8 +165,10 @@ class ApiSecurity:
 
 
 async def build_api_security(settings: ServeSettings, tls: ssl.SSLContext | None, metrics: AdapterMetrics,
-                             *, kube_timeout_s: float = DEFAULT_TIMEOUT_S) -> ApiSecurity:
+                             *, kube_timeout_s: float = DEFAULT_TIMEOUT_S,
+                             clock: Callable[[], float] = time.time) -> ApiSecurity:
     """Connect to the Kubernetes API, learn the front-proxy settings, make `tls` ask for client certificates.
+    `clock` (POSIX seconds) is what client certificates' validity is checked against on each request.
 
     Raises `ValueError` subclasses (`KubeConfigError`, `AuthConfigError`) for start-up mistakes.
     """
@@ -167,7 +181,7 @@ async def build_api_security(settings: ServeSettings, tls: ssl.SSLContext | None
         raise
     if tls is not None:
         trust_client_certificates(tls, config.requestheader_ca, config.client_ca)
-    inspector = ClientCertificateInspector(config.requestheader_ca, config.client_ca)
+    inspector = ClientCertificateInspector(config.requestheader_ca, config.client_ca, clock=clock)
     authenticators: list[Authenticator] = []
     if config.requestheader_ca is not None:
         authenticators.append(RequestHeaderAuthenticator(inspector, config.rules))

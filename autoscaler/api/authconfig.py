@@ -6,8 +6,8 @@ kube-apiserver publishes its front-proxy settings in `kube-system/extension-apis
 `-uid-headers` as JSON lists). When neither `--requestheader-client-ca-file` nor `--client-ca-file` is given,
 the adapter reads that ConfigMap at start-up (RBAC: the `extension-apiserver-authentication-reader` Role),
 retrying briefly; if it cannot be read the adapter does not start, since serving without knowing the front
-proxy would mean refusing every HPA request. Settings are read once: rotating the front-proxy CA needs a
-restart of the adapter (kube-apiserver's own rotation also restarts it).
+proxy would mean refusing every HPA request. The header rules and allowed names are read once; the CAs are
+read again every minute (`ca_reload`), so a rotated front-proxy CA needs no restart.
 """
 
 from __future__ import annotations

@@ -14,7 +14,10 @@ Three authenticators, tried in kube's order; the first that recognizes the reque
    TTL. Concurrent requests with the same token share one review, and at most `max_in_flight` reviews run at
    once: a request that would start one more is refused (401) at once, so a client sending random tokens
    cannot multiply TokenReviews against the API server. Rejected tokens are cached apart from accepted
-   ones, so such a flood cannot evict the answers of real clients.
+   ones, so such a flood cannot evict the answers of real clients; and a token the API server accepted within
+   the last `KNOWN_TOKEN_S` is reviewed again even when the cap is full, so such a flood cannot refuse a real
+   client (KEDA's ServiceAccount token) each time its answer expires either. The reviews past the cap are
+   bounded by the valid tokens in use, which a client without credentials cannot add to.
 
 Every authenticated user gets the `system:authenticated` group, as kube's `AuthenticatedGroupAdder` does
 (each authenticator adds it: `authenticated_groups`).
@@ -46,6 +49,9 @@ log = logging.getLogger(__name__)
 
 AUTHENTICATED_GROUP = "system:authenticated"
 CERTIFICATE_METHODS = frozenset({"requestheader", "x509"})
+KNOWN_TOKEN_S = 900.0
+"""How long a token the API server accepted may be reviewed again past the cap on reviews in flight: longer
+than any client's pause between requests (KEDA's polling interval, an HPA's sync period)."""
 """Authentication methods whose answer is a function of the connection's certificate and the headers alone."""
 
 
@@ -148,6 +154,8 @@ class TokenAuthenticator:
         self._reviewer = reviewer
         self._accepted: TTLCache[bytes, TokenReviewResult] = TTLCache(cache_size, ttl_s, timer=timer)
         self._rejected: TTLCache[bytes, TokenReviewResult] = TTLCache(cache_size, ttl_s, timer=timer)
+        self._known: TTLCache[bytes, None] = TTLCache(cache_size, KNOWN_TOKEN_S, timer=timer)
+        """Tokens accepted within `KNOWN_TOKEN_S`, by hash: reviewed again even when the cap is full."""
         self._in_flight: dict[bytes, asyncio.Task[TokenReviewResult]] = {}
         self._max_in_flight = max_in_flight
 
@@ -169,7 +177,7 @@ class TokenAuthenticator:
     async def _review(self, key: bytes, token: str) -> TokenReviewResult:
         task = self._in_flight.get(key)
         if task is None:
-            if len(self._in_flight) >= self._max_in_flight:
+            if len(self._in_flight) >= self._max_in_flight and key not in self._known:
                 raise AuthenticationError(f"{self._max_in_flight} TokenReviews already in flight; not starting "
                                           "another")
             task = asyncio.create_task(self._call(key, token))
@@ -183,7 +191,12 @@ class TokenAuthenticator:
             result = await self._reviewer.review_token(token)
         except KubeApiError as error:
             raise AuthenticationError(f"TokenReview failed: {error}") from error
-        (self._accepted if result.authenticated else self._rejected)[key] = result
+        if result.authenticated:
+            self._accepted[key] = result
+            self._known[key] = None
+        else:
+            self._rejected[key] = result
+            self._known.pop(key, None)  # revoked: no longer reviewed past the cap
         return result
 
 
@@ -193,7 +206,8 @@ class UnionAuthenticator:
     What the certificate-based authenticators (requestheader, x509) answer depends only on the connection's
     certificate, the CAs and the request's headers, so the answer is kept on the connection (`ConnectionMemo`)
     and `remembered` gives it again, without a coroutine, to the next request with the same headers under the
-    same CAs. A bearer token's answer is never kept this way: its TokenReview expires on its own TTL.
+    same CAs while the certificate is valid. A bearer token's answer is never kept this way: its TokenReview
+    expires on its own TTL.
 
     Equal users are handed out as one object (`USERS_KEPT` of them): the user is half of every authorization
     cache key, and a key whose parts are the very objects of the stored key compares by identity, not field by
@@ -212,7 +226,7 @@ class UnionAuthenticator:
         """(user, method) as the previous request on this connection, if this one must get the same answer."""
         memo = getattr(request.protocol, "identity", None)
         if (memo is not None and self._inspector is not None and memo[0] is self._inspector.generation
-                and memo[1] == request.raw_headers):
+                and memo[1] == request.raw_headers and self._inspector.valid_now(request)):
             return memo[2]  # type: ignore[no-any-return]
         return None
 

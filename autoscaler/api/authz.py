@@ -1,16 +1,22 @@
 """Authorization by SubjectAccessReview, cached briefly, failing closed.
 
 Every protected request is one SubjectAccessReview for its attributes (`autoscaler.api.identity`): for an
-HPA, `list` on `external.metrics.k8s.io/<metric>` in the namespace. Answers are cached (kube's delegated
+HPA, `get` on `external.metrics.k8s.io/<metric>` in the namespace. Answers are cached (kube's delegated
 authorizer does the same, 10 s each way) under the whole subject (user, uid, groups, extra) and the whole
 attribute set, so a change of either is a new review. Concurrent requests with the same key share one
 review instead of stampeding the API server when the cache expires, and at most `max_in_flight` reviews run at
-once (the others wait their turn within the review deadline). A key still in use is reviewed again in the
-background once `refresh_ahead` of its TTL has passed, so an HPA polling every 15 s keeps finding its answer
-cached instead of waiting on the API server every TTL. Caches are sized for the fleet (an HPA per runtime
-asks for four metrics: 5,000 runtimes are 20,000 keys). Decisions on attributes longer than any this API
-serves (`identity.CACHED_PATH_LENGTH` characters together) are not kept: a client sending unique paths of up
-to 8 KB would otherwise fill the caches with hundreds of MB within a TTL.
+once (the others wait their turn). A key still in use is reviewed again in the background once
+`refresh_ahead` of its TTL has passed, so an HPA polling every 15 s keeps finding its answer cached instead of
+waiting on the API server every TTL. Caches are sized for the fleet (an HPA per runtime asks for four metrics:
+5,000 runtimes are 20,000 keys). Decisions on attributes longer than any this API serves
+(`identity.CACHED_PATH_LENGTH` characters together) are not kept: a client sending unique paths of up to 8 KB
+would otherwise fill the caches with hundreds of MB within a TTL.
+
+One user may have at most `max_in_flight` reviews under way (running or waiting): a request that would start
+one more is refused at once (`ReviewsBusy`, a 429), as kube-apiserver's priority and fairness refuses a flow
+over its share. Any authenticated identity (a pod's ServiceAccount token) can ask for paths never reviewed (a
+random namespace); before, its queue of reviews, each holding a connection open, grew without bound until
+the aggregator's own connections were refused.
 
 A review that fails (API server down, slow past the deadline, answering 5xx) is never "allowed" and never
 cached: it raises `AuthorizationFailed`, which the API answers with a 500 `InternalError` Status, the code
@@ -33,6 +39,10 @@ from autoscaler.kube.reviews import AccessReviewResult
 
 class AuthorizationFailed(Exception):
     """The decision could not be made; never treated as allowed."""
+
+
+class ReviewsBusy(Exception):
+    """The user already has as many reviews under way as may run at once; not started (429)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +98,9 @@ class SubjectAccessReviewAuthorizer:
         self._refresh_after = (allowed_ttl_s * refresh_ahead, denied_ttl_s * refresh_ahead)
         self._in_flight: dict[CacheKey, asyncio.Task[Decision]] = {}
         self._slots = asyncio.Semaphore(max_in_flight)
+        self._max_in_flight = max_in_flight
+        self._under_way: dict[str, int] = {}
+        """Reviews started and not finished (running or waiting for a slot), by user name."""
 
     def cached(self, user: UserInfo, attributes: Attributes) -> Decision | None:
         """The cached decision (a key in use is reviewed again in the background once `refresh_ahead` of its
@@ -104,25 +117,41 @@ class SubjectAccessReviewAuthorizer:
                 return None
             refresh_after = self._refresh_after[1]
         decision, stored_at = entry[0]
-        if now - stored_at >= refresh_after and key not in self._in_flight:
+        if (now - stored_at >= refresh_after and key not in self._in_flight
+                and self._under_way.get(user.name, 0) < self._max_in_flight):
             # nobody awaits a refresh: a failure only leaves the old answer
             self._start(key).add_done_callback(_consume)
         return decision
 
     async def authorize(self, user: UserInfo, attributes: Attributes) -> Decision:
+        """The decision; `ReviewsBusy` when it needs a review and the user has `max_in_flight` under way."""
         decision = self.cached(user, attributes)
         if decision is not None:
             return decision
+        key = (user, attributes)
+        if key not in self._in_flight and self._under_way.get(user.name, 0) >= self._max_in_flight:
+            raise ReviewsBusy(f"{self._max_in_flight} SubjectAccessReviews of this user already under way")
         # shield: one caller giving up (client gone) must not cancel the review the others wait for
-        return await asyncio.shield(self._start((user, attributes)))
+        return await asyncio.shield(self._start(key))
 
     def _start(self, key: CacheKey) -> asyncio.Task[Decision]:
         task = self._in_flight.get(key)
         if task is None:
+            name = key[0].name
+            self._under_way[name] = self._under_way.get(name, 0) + 1
             task = asyncio.create_task(self._review(key))
             self._in_flight[key] = task
-            task.add_done_callback(lambda _: self._in_flight.pop(key, None))
+            task.add_done_callback(lambda _: self._finished(key))
         return task
+
+    def _finished(self, key: CacheKey) -> None:
+        self._in_flight.pop(key, None)
+        name = key[0].name
+        left = self._under_way.get(name, 0) - 1
+        if left > 0:
+            self._under_way[name] = left
+        else:
+            self._under_way.pop(name, None)
 
     async def _review(self, key: CacheKey) -> Decision:
         user, attributes = key

@@ -3,20 +3,26 @@
 The serving TLS context trusts the requestheader (front-proxy) CA and the client CA together, so a completed
 handshake only says "some trusted CA"; it cannot say which. Identity headers must only be believed from the
 front proxy, so each authenticator checks the peer's leaf itself: its issuer name matches a certificate of
-*its* CA bundle and that CA's key verifies the leaf's signature (`verify_directly_issued_by`). Validity dates
-and the chain were already checked by OpenSSL during the handshake. A leaf signed by an intermediate of the
-bundle is not accepted: kube-apiserver's front-proxy certificate is issued directly by the front-proxy CA.
+*its* CA bundle and that CA's key verifies the leaf's signature (`verify_directly_issued_by`). A leaf signed
+by an intermediate of the bundle is not accepted: kube-apiserver's front-proxy certificate is issued directly
+by the front-proxy CA.
+
+Validity dates are checked by OpenSSL during the handshake, and again on every request (`valid_now`), as
+kube-apiserver's x509 authenticator verifies the chain at the time of each request: a connection kept open
+past the expiry of its certificate, or of the CA that issued it, authenticates no longer.
 
 Parsing and checking a certificate costs tens of microseconds, so results are cached by the leaf's DER
-bytes (the handshake re-verifies dates on every connection), and each connection keeps its own result: a TLS
-connection has one peer certificate for its whole life, since the serving context refuses renegotiation
-(`trust_client_certificates`), so only its first request reads the certificate (`bench/bench_request_cost.py`).
-A CA reload forgets both.
+bytes, and each connection keeps its own result: a TLS connection has one peer certificate for its whole
+life, since the serving context refuses renegotiation (`trust_client_certificates`), so only its first
+request reads the certificate (`bench/bench_request_cost.py`); later ones compare the clock with the validity
+kept. A CA reload forgets both.
 """
 
 from __future__ import annotations
 
 import ssl
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -52,15 +58,19 @@ class CertificateAuthorities:
 
     def issued(self, leaf: x509.Certificate) -> bool:
         """True when one of these CAs signed `leaf` directly and the leaf may be used for client auth."""
+        return self.issuer(leaf) is not None
+
+    def issuer(self, leaf: x509.Certificate) -> x509.Certificate | None:
+        """The CA of these that signed `leaf` directly, if the leaf may be used for client auth; else None."""
         if not _client_auth_allowed(leaf):
-            return False
+            return None
         for ca in self.certificates:
             try:
                 leaf.verify_directly_issued_by(ca)
             except (ValueError, TypeError, InvalidSignature):
                 continue
-            return True
-        return False
+            return ca
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +81,13 @@ class ClientCertificate:
     organizations: tuple[str, ...]
     from_requestheader_ca: bool
     from_client_ca: bool
+    valid_from: float = float("-inf")
+    """POSIX seconds from which the leaf and the CAs that issued it are all valid."""
+    valid_until: float = float("inf")
+    """POSIX seconds after which one of them has expired."""
+
+    def valid_at(self, now: float) -> bool:
+        return self.valid_from <= now <= self.valid_until
 
 
 def trust_client_certificates(context: ssl.SSLContext, *bundles: CertificateAuthorities | None) -> None:
@@ -103,7 +120,8 @@ class ClientCertificateInspector:
     """Reads the peer's certificate off a request and classifies it against the two CA bundles."""
 
     def __init__(self, requestheader_ca: CertificateAuthorities | None, client_ca: CertificateAuthorities | None,
-                 cache_size: int = 1024) -> None:
+                 cache_size: int = 1024, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
         self.requestheader_ca = requestheader_ca
         self.client_ca = client_ca
         self._cache: LRUCache[bytes, ClientCertificate | None] = LRUCache(maxsize=cache_size)
@@ -126,16 +144,25 @@ class ClientCertificateInspector:
         protocol = request.protocol
         memo = getattr(protocol, "peer_certificate", None)
         if memo is not None and memo[0] is self.generation:
-            return memo[1]  # type: ignore[no-any-return]
-        transport = request.transport
-        ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
-        if not isinstance(ssl_object, ssl.SSLObject | ssl.SSLSocket):
+            certificate = memo[1]
+        else:
+            transport = request.transport
+            ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
+            if not isinstance(ssl_object, ssl.SSLObject | ssl.SSLSocket):
+                return None
+            der = ssl_object.getpeercert(binary_form=True)
+            certificate = self.classify(der) if der else None
+            if isinstance(protocol, ConnectionMemo):
+                protocol.peer_certificate = (self.generation, certificate)
+        if certificate is None or not certificate.valid_at(self.clock()):
             return None
-        der = ssl_object.getpeercert(binary_form=True)
-        certificate = self.classify(der) if der else None
-        if isinstance(protocol, ConnectionMemo):
-            protocol.peer_certificate = (self.generation, certificate)
-        return certificate
+        return certificate  # type: ignore[no-any-return]
+
+    def valid_now(self, request: web.Request) -> bool:
+        """Whether the certificate this connection's first request found (`inspect`) is still valid: what a
+        request whose identity the connection kept (`authn.UnionAuthenticator.remembered`) must check."""
+        memo = getattr(request.protocol, "peer_certificate", None)
+        return memo is not None and memo[1] is not None and memo[1].valid_at(self.clock())
 
     def classify(self, der: bytes) -> ClientCertificate | None:
         try:
@@ -147,11 +174,16 @@ class ClientCertificateInspector:
         except ValueError:
             result = None
         else:
+            proxy_ca = self.requestheader_ca.issuer(leaf) if self.requestheader_ca is not None else None
+            client_ca = self.client_ca.issuer(leaf) if self.client_ca is not None else None
+            chain = [leaf, *(ca for ca in (proxy_ca, client_ca) if ca is not None)]
             result = ClientCertificate(
                 common_name=next(iter(_attribute(leaf.subject, NameOID.COMMON_NAME)), ""),
                 organizations=tuple(_attribute(leaf.subject, NameOID.ORGANIZATION_NAME)),
-                from_requestheader_ca=self.requestheader_ca is not None and self.requestheader_ca.issued(leaf),
-                from_client_ca=self.client_ca is not None and self.client_ca.issued(leaf),
+                from_requestheader_ca=proxy_ca is not None,
+                from_client_ca=client_ca is not None,
+                valid_from=max(c.not_valid_before_utc.timestamp() for c in chain),
+                valid_until=min(c.not_valid_after_utc.timestamp() for c in chain),
             )
         self._cache[der] = result
         return result

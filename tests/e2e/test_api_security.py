@@ -33,6 +33,7 @@ NAMESPACE, DEPLOYMENT = "default", "modelmesh-serving-demo"
 METRIC = (f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}/modelmesh_request_load"
           f"?labelSelector=deployment%3D{DEPLOYMENT}")
 HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
+TENANT = "tenant-a"
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -46,6 +47,19 @@ class Cluster:
     alice: trustme.LeafCert
     bob: trustme.LeafCert
     stranger: trustme.LeafCert
+    dora: trustme.LeafCert
+    """A tenant: may read the external metrics of her namespace, `tenant-a`, and nothing else."""
+
+    def open_get(self, path: str) -> tuple[int, str]:
+        """A client with no credentials at all (any pod that reaches the Service)."""
+        context = ssl.create_default_context()
+        self.server_ca.configure_trust(context)
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=5, context=context) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            with error:
+                return error.code, error.read().decode()
 
     def kubeconfig(self, name: str, leaf: trustme.LeafCert | None = None, token: str | None = None) -> Path:
         return write_kubeconfig(
@@ -84,7 +98,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     (workdir / "state.yaml").write_text(yaml.safe_dump({
         "tokens": {"carol-token": {"user": "carol", "groups": ["devs"]}},
         "allow": [{"user": "alice"}, {"user": "carol"},
-                  {"user": HPA_USER, "verb": "get", "group": "external.metrics.k8s.io"}],
+                  {"user": HPA_USER, "verb": "get", "group": "external.metrics.k8s.io"},
+                  {"user": "dora", "verb": "get", "group": "external.metrics.k8s.io", "namespace": TENANT}],
     }))
     kube_port, mm_port, exporter_port, adapter_port = free_port(), free_port(), free_port(), free_port()
     mm_url, exporter_url = f"https://127.0.0.1:{mm_port}/metrics", f"http://127.0.0.1:{exporter_port}/metrics"
@@ -114,6 +129,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             alice=client_ca.issue_cert(common_name="alice", organization_name="analysts"),
             bob=client_ca.issue_cert(common_name="bob"),
             stranger=other_ca.issue_cert(common_name="alice"),
+            dora=client_ca.issue_cert(common_name="dora"),
         )
 
 
@@ -216,3 +232,26 @@ def test_a_client_that_takes_only_protobuf_is_told_what_is_served(cluster: Clust
     status, body = cluster.https_get(METRIC, cluster.alice, {"Accept": "application/vnd.kubernetes.protobuf"})
     assert (status, body["reason"], body["message"]) == (
         406, "NotAcceptable", "only the following media types are accepted: application/json")
+
+
+@pytest.mark.xfail(strict=True, reason="/metrics is in the default --authorization-always-allow-paths (settings.py); "
+                   "kube's default is /healthz,/readyz,/livez and /metrics is authorized (nonResourceURLs)")
+def test_a_client_without_credentials_learns_no_runtime_from_the_self_metrics(cluster: Cluster) -> None:
+    """What the gate refuses on the API (which runtimes exist, what they serve) must not be open elsewhere:
+    `modelmesh_autoscaler_served_value{namespace,deployment,metric}` is every runtime's name and values."""
+    poll(lambda: cluster.https_get(METRIC, cluster.alice, {})[0] == 200, timeout=30)  # values are served
+    status, text = cluster.open_get("/metrics")
+    assert DEPLOYMENT not in text, f"{status}: {DEPLOYMENT} is named by an unauthenticated /metrics"
+
+
+@pytest.mark.xfail(strict=True, reason="handlers._not_found names the other namespaces holding a runtime of the "
+                   "asked name, whatever the user may read there")
+def test_a_not_found_names_no_namespace_the_user_may_not_read(cluster: Cluster) -> None:
+    """Dora may read her namespace only: a 404 there must not tell her which other namespaces run a runtime of
+    that name (kube-apiserver's 404 never does), or a tenant maps every other tenant's runtimes by guessing
+    names (`modelmesh-serving-triton`, `-mlserver`, ...)."""
+    poll(lambda: cluster.https_get(METRIC, cluster.alice, {})[0] == 200, timeout=30)  # the runtime is known
+    path = METRIC.replace(f"/namespaces/{NAMESPACE}/", f"/namespaces/{TENANT}/")
+    status, body = cluster.https_get(path, cluster.dora, {})
+    assert (status, body["reason"]) == (404, "NotFound")
+    assert f"namespace {NAMESPACE}" not in body["message"], body["message"]

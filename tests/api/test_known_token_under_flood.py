@@ -1,0 +1,60 @@
+"""An unauthenticated client sending random bearer tokens cannot lock a known client (KEDA with its
+ServiceAccount token) out: the cap on TokenReviews in flight refuses reviews of tokens never seen, but a token
+the API server accepted a short while ago is reviewed again even while the cap is full. Before, the KEDA
+token's answer expiring during such a flood (every `--authentication-token-webhook-cache-ttl`) was a 401, and
+KEDA's trigger failed, for as long as the flood went on."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from autoscaler.api.app import build_api_app
+from autoscaler.api.auth import build_api_security
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.settings import ServeSettings
+from tests.api.builders import KEY, Pki, refresher_with, runtime_view
+from tests.api.conftest import SecuredApi, listening
+from tests.fakes.kube import FakeKubeApi
+from tests.support.waiting import eventually
+
+KEDA_PATH = f"/keda/v1/namespaces/{KEY.namespace}/runtimes/{KEY.deployment}"
+SLOTS = 2
+"""TokenReviews in flight at once (`--max-in-flight-reviews`): two are enough to fill."""
+
+
+@pytest.fixture
+async def uncached(pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings]
+                   ) -> AsyncIterator[SecuredApi]:
+    """The gate with token answers kept for no time at all: every request is a TokenReview, as the first
+    request after each TTL is. The Kubernetes API deadline is long, so that held reviews stay in flight."""
+    metrics, tls = AdapterMetrics(), pki.server_context()
+    settings = settings_for(token_cache_ttl_s=0.0, max_in_flight_reviews=SLOTS)
+    security = await build_api_security(settings, tls, metrics, kube_timeout_s=60.0)
+    refresher = refresher_with(runtime_view(KEY), metrics=metrics)
+    try:
+        async with listening(build_api_app(refresher, metrics, security.gate), tls) as port:
+            yield SecuredApi(f"https://127.0.0.1:{port}", pki, kube, metrics, refresher, security)
+    finally:
+        await security.close()
+
+
+async def test_a_token_accepted_before_is_reviewed_again_while_random_tokens_fill_the_cap(
+        uncached: SecuredApi) -> None:
+    kube = uncached.kube
+    kube.tokens["keda-token"] = ("system:serviceaccount:keda:keda-operator", [])
+    kube.allow(user="system:serviceaccount:keda:keda-operator", resource="runtimes")
+    assert (await uncached.get(KEDA_PATH, token="keda-token"))[0] == 200
+
+    held = kube.delay("tokenreviews", 3.0, times=SLOTS)  # the flood's reviews, held: the cap is full
+    flood = [asyncio.create_task(uncached.get(KEDA_PATH, token=secrets.token_hex(16))) for _ in range(SLOTS)]
+    await eventually(lambda: held.hits == SLOTS)
+    assert (await uncached.get(KEDA_PATH, token=secrets.token_hex(16)))[0] == 401  # unseen: refused at once
+
+    status, body = await uncached.get(KEDA_PATH, token="keda-token")
+
+    assert status == 200, body
+    assert {status for status, _ in await asyncio.gather(*flood)} == {401}

@@ -1,0 +1,61 @@
+"""One identity cannot queue SubjectAccessReviews without bound. Any pod's ServiceAccount token authenticates
+(no rights needed: a denial takes a review too), and a request to a path not reviewed yet (a random namespace)
+costs a review. Before, such requests waited their turn for one of the `--max-in-flight-reviews` slots, each
+holding its connection open meanwhile: a few hundred of them kept every one of the `--max-connections` busy,
+and the aggregator's new connections were refused, so every HPA held. Now a user with as many reviews under
+way as there are slots gets 429 `TooManyRequests` at once, as kube-apiserver's priority and fairness answers
+a flow over its share, and other users' reviews take the next free slot."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from autoscaler.api.app import build_api_app
+from autoscaler.api.auth import build_api_security
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.settings import ServeSettings
+from tests.api.builders import KEY, Pki, refresher_with, runtime_view
+from tests.api.conftest import SecuredApi, listening
+from tests.fakes.kube import FakeKubeApi
+from tests.support.waiting import eventually
+
+SLOTS = 2
+HPA = {"X-Remote-User": "hpa"}
+
+
+@pytest.fixture
+async def api(pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings]) -> AsyncIterator[SecuredApi]:
+    metrics, tls = AdapterMetrics(), pki.server_context()
+    security = await build_api_security(settings_for(max_in_flight_reviews=SLOTS), tls, metrics, kube_timeout_s=60.0)
+    refresher = refresher_with(runtime_view(KEY), metrics=metrics)
+    try:
+        async with listening(build_api_app(refresher, metrics, security.gate), tls) as port:
+            yield SecuredApi(f"https://127.0.0.1:{port}", pki, kube, metrics, refresher, security)
+    finally:
+        await security.close()
+
+
+def somewhere_new() -> str:
+    return f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{secrets.token_hex(6)}/modelmesh_gpu_busy"
+
+
+async def test_a_user_with_every_slot_taken_gets_429_and_others_are_still_served(
+        api: SecuredApi, metric_path: Callable[..., str]) -> None:
+    api.kube.tokens["pod-token"] = ("system:serviceaccount:apps:some-pod", [])
+    api.kube.allow(user="hpa")
+    assert (await api.get(somewhere_new(), token="pod-token"))[0] == 403  # its token is now known and cached
+
+    held = api.kube.delay("subjectaccessreviews", 5.0, times=SLOTS)
+    holding = [asyncio.create_task(api.get(somewhere_new(), token="pod-token")) for _ in range(SLOTS)]
+    await eventually(lambda: held.hits == SLOTS)  # the pod's reviews have every slot
+
+    status, body = await api.get(somewhere_new(), token="pod-token")
+    assert (status, body["reason"]) == (429, "TooManyRequests"), body
+    assert not any(task.done() for task in holding)  # answered at once, not after a slot came free
+
+    assert (await api.get(metric_path(), cert=api.pki.proxy, headers=HPA))[0] == 200
+    assert [status for status, _ in await asyncio.gather(*holding)] == [403] * SLOTS
