@@ -47,7 +47,9 @@ class ServeSettings:
     requestheader_group_headers: tuple[str, ...] = ("X-Remote-Group",)
     requestheader_extra_headers_prefix: tuple[str, ...] = ("X-Remote-Extra-",)
     client_ca_file: Path | None = None
-    authorization_always_allow_paths: tuple[str, ...] = ("/healthz", "/livez", "/readyz", "/metrics")
+    # k8s.io/apiserver's default: /metrics names every runtime with its values, so it is authorized
+    # (`get` on nonResourceURL /metrics) like metrics-server's; adding it here opens it to anyone.
+    authorization_always_allow_paths: tuple[str, ...] = ("/healthz", "/livez", "/readyz")
     kubeconfig: Path | None = None
     # Where the data comes from.
     source: Literal["scrape", "prometheus"] = "scrape"
@@ -385,7 +387,9 @@ _OPTIONS: Final = (
     _Option("--client-ca-file", file_path, "CA (PEM) for client certificates: CN is the user, O the groups",
             "read from kube-system/extension-apiserver-authentication in a cluster", "FILE", _TLS),
     _Option("--authorization-always-allow-paths", csv, "comma list of paths served without authentication "
-            "or authorization", _listed(_D.authorization_always_allow_paths), "PATH,...", _TLS),
+            "or authorization (a trailing * matches a prefix); /metrics is authorized as get on the "
+            "nonResourceURL /metrics unless listed here, which opens every runtime's name and values to "
+            "anyone who reaches the port", _listed(_D.authorization_always_allow_paths), "PATH,...", _TLS),
     _Option("--authentication-token-webhook-cache-ttl", duration, "how long TokenReview answers (accepted "
             "and rejected) are cached", f"{_D.token_cache_ttl_s:g} s", "DURATION", _TLS),
     _Option("--authorization-webhook-cache-authorized-ttl", duration, "how long allowed SubjectAccessReview "

@@ -98,6 +98,8 @@ from tests.support.processes import serving_workers  # noqa: E402
 
 HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
 HEADERS = {"X-Remote-User": HPA_USER, "X-Remote-Group": "system:serviceaccounts"}
+SCRAPER_USER, SCRAPER_TOKEN = "system:serviceaccount:monitoring:prometheus", "bench-prometheus-token"
+"""Who reads the adapter's /metrics here: a token granted `get` on it, as Prometheus scrapes it in a cluster."""
 METRICS = ("modelmesh_desired_replicas", "modelmesh_gpu_busy", "modelmesh_request_load", "modelmesh_cache_pressure")
 NAMESPACE = "bench"
 PODS_PER_RUNTIME = 2
@@ -193,6 +195,8 @@ def serve_kube(workdir: Path, ports: multiprocessing.Queue[int]) -> None:
 
         async with FakeKubeApi() as kube:
             kube.allow(user=HPA_USER, verb="get", group=API_GROUP)
+            kube.tokens[SCRAPER_TOKEN] = (SCRAPER_USER, ["system:serviceaccounts"])
+            kube.allow(user=SCRAPER_USER, verb="get", path="/metrics")
             kube.write_kubeconfig(workdir / "kubeconfig")
             ports.put(kube.port)
             await asyncio.Event().wait()
@@ -586,7 +590,8 @@ class FleetHealth:
 
     @classmethod
     def read(cls, base: str, client: ssl.SSLContext) -> FleetHealth:
-        with urllib.request.urlopen(base + "/metrics", context=client, timeout=30) as response:
+        scrape = urllib.request.Request(base + "/metrics", headers={"Authorization": f"Bearer {SCRAPER_TOKEN}"})
+        with urllib.request.urlopen(scrape, context=client, timeout=30) as response:
             text = response.read().decode()
 
         def value(pattern: str) -> float:

@@ -161,11 +161,19 @@ async def test_every_protected_path_is_reviewed_with_its_attributes(
     assert {k: v for k, v in spec.items() if k.endswith("Attributes")} == attributes
 
 
-@pytest.mark.parametrize("path", ["/healthz", "/livez", "/readyz", "/metrics"])
-async def test_health_and_metrics_need_no_credentials(secured: SecuredApi, path: str) -> None:
+@pytest.mark.parametrize("path", ["/healthz", "/livez", "/readyz"])
+async def test_health_needs_no_credentials(secured: SecuredApi, path: str) -> None:
     status, _ = await secured.get(path)
     assert status == 200
     assert secured.kube.requests == []
+
+
+async def test_self_metrics_need_credentials_by_default(secured: SecuredApi) -> None:
+    """They name every runtime with its values: not open, as k8s.io/apiserver's default (tests/api/
+    test_metrics_authorized.py has the grant)."""
+    status, body = await secured.get("/metrics")
+    assert_status(body, 401, "Unauthorized")
+    assert status == 401
 
 
 async def test_slow_kubernetes_api_never_blocks_health_and_never_allows(
@@ -209,13 +217,17 @@ async def test_self_metrics_count_decisions(secured: SecuredApi, metric_path: Ca
     await secured.get(metric_path(), cert=secured.pki.proxy, headers={"X-Remote-User": "hpa"})
     await secured.get(metric_path(), cert=secured.pki.proxy, headers={"X-Remote-User": "hpa"})
     await secured.get(metric_path())
-    status, text = await secured.get("/metrics")
+    secured.kube.tokens["scraper"] = ("prometheus", [])  # a scrape as Prometheus makes it: a token, reviewed too
+    secured.kube.allow(user="prometheus", verb="get", path="/metrics")
+    status, text = await secured.get("/metrics", token="scraper")
     assert status == 200
-    assert 'modelmesh_autoscaler_authorization_decisions_total{cached="false",decision="allowed"} 1.0' in text
+    # Reviewed: the HPA's first request and the scrape itself; cached: the HPA's second.
+    assert 'modelmesh_autoscaler_authorization_decisions_total{cached="false",decision="allowed"} 2.0' in text
     assert 'modelmesh_autoscaler_authorization_decisions_total{cached="true",decision="allowed"} 1.0' in text
     assert 'modelmesh_autoscaler_authentications_total{method="none",result="failure"} 1.0' in text
+    assert 'modelmesh_autoscaler_authentications_total{method="token",result="success"} 1.0' in text
     assert 'modelmesh_autoscaler_kube_api_request_duration_seconds_count{call="subjectaccessreview",' \
-           'outcome="ok"} 1.0' in text
+           'outcome="ok"} 2.0' in text
 
 
 async def test_the_reviewed_namespace_is_the_one_the_router_serves(secured: SecuredApi) -> None:

@@ -1,15 +1,16 @@
 """`/metrics` behind authentication and authorization, as metrics-server and prometheus-adapter serve it.
 
-k8s.io/apiserver's `--authorization-always-allow-paths` default is `/healthz,/readyz,/livez`: their `/metrics`
-is authorized by a SubjectAccessReview of the non-resource URL (`get /metrics`; Prometheus's service account is
-granted it by a ClusterRole with `nonResourceURLs: ["/metrics"]`). Ours is open by default, so that the shipped
-scrape configuration works with no token; an operator who drops `/metrics` from the flag gets what those
-servers do. These tests hold that mode to it: no credentials 401, a token without the grant 403 in kube's
-words, a token with it the page.
+k8s.io/apiserver's `--authorization-always-allow-paths` default is `/healthz,/readyz,/livez`, and so is ours:
+`/metrics` names every runtime with its served values, so it is authorized by a SubjectAccessReview of the
+non-resource URL (`get /metrics`; Prometheus's service account is granted it by a ClusterRole with
+`nonResourceURLs: ["/metrics"]`, manifests/examples/prometheus). These tests hold the default to it: no
+credentials 401, a token without the grant 403 in kube's words, a token with it the page; and the flag that
+opens it again does, without a call to the Kubernetes API.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Callable
 
 import pytest
@@ -23,20 +24,25 @@ from tests.api.conftest import SecuredApi, listening
 from tests.fakes.kube import FakeKubeApi
 
 
-@pytest.fixture
-async def closed_metrics(
-    pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings]
-) -> AsyncIterator[SecuredApi]:
+@contextlib.asynccontextmanager
+async def secured_api(pki: Pki, kube: FakeKubeApi, settings: ServeSettings) -> AsyncIterator[SecuredApi]:
     metrics = AdapterMetrics()
     refresher = refresher_with(runtime_view(KEY), metrics=metrics)
     tls = pki.server_context()
-    settings = settings_for(authorization_always_allow_paths=("/healthz", "/livez", "/readyz"))
     security = await build_api_security(settings, tls, metrics, kube_timeout_s=2.0)
     try:
         async with listening(build_api_app(refresher, metrics, security.gate), tls) as port:
             yield SecuredApi(f"https://127.0.0.1:{port}", pki, kube, metrics, refresher, security)
     finally:
         await security.close()
+
+
+@pytest.fixture
+async def closed_metrics(
+    pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings]
+) -> AsyncIterator[SecuredApi]:
+    async with secured_api(pki, kube, settings_for()) as api:  # the default settings
+        yield api
 
 
 async def test_metrics_without_credentials_is_401(closed_metrics: SecuredApi) -> None:
@@ -61,3 +67,15 @@ async def test_metrics_for_a_token_granted_get_on_the_url_is_the_page(closed_met
     assert review["nonResourceAttributes"] == {"path": "/metrics", "verb": "get"}
     status, _ = await closed_metrics.get("/healthz")  # health stays open for the kubelet
     assert status == 200
+
+
+async def test_the_flag_opens_metrics_again_without_asking_the_kubernetes_api(
+    pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings]
+) -> None:
+    """`--authorization-always-allow-paths=/healthz,/livez,/readyz,/metrics`: the scrape needs no token (and
+    anyone who reaches the port reads every runtime's values)."""
+    opened = settings_for(authorization_always_allow_paths=("/healthz", "/livez", "/readyz", "/metrics"))
+    async with secured_api(pki, kube, opened) as api:
+        status, body = await api.get("/metrics")
+        assert status == 200 and "modelmesh_autoscaler_api_requests_total" in body
+        assert kube.token_reviews == [] and kube.access_reviews == []

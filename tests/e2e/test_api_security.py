@@ -33,6 +33,10 @@ NAMESPACE, DEPLOYMENT = "default", "modelmesh-serving-demo"
 METRIC = (f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}/modelmesh_request_load"
           f"?labelSelector=deployment%3D{DEPLOYMENT}")
 HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
+PROMETHEUS_USER = "system:serviceaccount:monitoring:prometheus"
+PROMETHEUS_TOKEN = "prometheus-token"
+"""Prometheus's service account token, granted `get` on the non-resource URL `/metrics` (as the shipped
+`manifests/examples/prometheus/rbac-adapter-metrics.yaml` grants it) and nothing else."""
 TENANT = "tenant-a"
 REPO = Path(__file__).resolve().parents[2]
 
@@ -96,8 +100,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     proxy_ca.cert_pem.write_to_path(str(workdir / "front-proxy-ca.crt"))
     client_ca.cert_pem.write_to_path(str(workdir / "client-ca.crt"))
     (workdir / "state.yaml").write_text(yaml.safe_dump({
-        "tokens": {"carol-token": {"user": "carol", "groups": ["devs"]}},
+        "tokens": {"carol-token": {"user": "carol", "groups": ["devs"]},
+                   PROMETHEUS_TOKEN: {"user": PROMETHEUS_USER, "groups": ["system:serviceaccounts"]}},
         "allow": [{"user": "alice"}, {"user": "carol"},
+                  {"user": PROMETHEUS_USER, "verb": "get", "path": "/metrics"},
                   {"user": HPA_USER, "verb": "get", "group": "external.metrics.k8s.io"},
                   {"user": "dora", "verb": "get", "group": "external.metrics.k8s.io", "namespace": TENANT}],
     }))
@@ -213,7 +219,7 @@ def test_identity_headers_from_a_client_certificate_user_are_not_trusted(cluster
 
 
 def test_health_needs_no_credentials(cluster: Cluster) -> None:
-    for path in ("/healthz", "/livez", "/metrics"):
+    for path in ("/healthz", "/livez", "/readyz"):
         context = ssl.create_default_context()
         cluster.server_ca.configure_trust(context)
         with urllib.request.urlopen(cluster.url + path, timeout=5, context=context) as response:
@@ -234,14 +240,52 @@ def test_a_client_that_takes_only_protobuf_is_told_what_is_served(cluster: Clust
         406, "NotAcceptable", "only the following media types are accepted: application/json")
 
 
-@pytest.mark.xfail(strict=True, reason="/metrics is in the default --authorization-always-allow-paths (settings.py); "
-                   "kube's default is /healthz,/readyz,/livez and /metrics is authorized (nonResourceURLs)")
+def curl(url: str, *args: str) -> tuple[int, str]:
+    """`curl -k URL`: what anyone who reaches the Service's port sees (status, body)."""
+    result = subprocess.run(["curl", "-k", "-sS", "--max-time", "10", "-w", "\n%{http_code}", *args, url],
+                            capture_output=True, text=True, timeout=20, check=True)
+    body, _, status = result.stdout.rpartition("\n")
+    return int(status), body
+
+
 def test_a_client_without_credentials_learns_no_runtime_from_the_self_metrics(cluster: Cluster) -> None:
     """What the gate refuses on the API (which runtimes exist, what they serve) must not be open elsewhere:
-    `modelmesh_autoscaler_served_value{namespace,deployment,metric}` is every runtime's name and values."""
+    `modelmesh_autoscaler_served_value{namespace,deployment,metric}` is every runtime's name and values.
+    By default `/metrics` is authorized like metrics-server's: `curl -k` alone gets kube's 401 Status."""
     poll(lambda: cluster.https_get(METRIC, cluster.alice, {})[0] == 200, timeout=30)  # values are served
-    status, text = cluster.open_get("/metrics")
+    status, text = curl(cluster.url + "/metrics")
     assert DEPLOYMENT not in text, f"{status}: {DEPLOYMENT} is named by an unauthenticated /metrics"
+    body = json.loads(text)
+    assert (status, body["kind"], body["reason"], body["code"]) == (401, "Status", "Unauthorized", 401), text
+
+
+def test_prometheus_token_granted_the_metrics_url_scrapes_the_self_metrics(cluster: Cluster) -> None:
+    """Prometheus's service account, granted `get` on nonResourceURL `/metrics` and nothing else, scrapes the
+    page (the runtime's served value included) and is still refused the metrics API itself."""
+    served = f'deployment="{DEPLOYMENT}"'
+    answers: list[tuple[int, str]] = []
+
+    def scraped() -> bool:
+        answers.append(curl(cluster.url + "/metrics", "-H", f"Authorization: Bearer {PROMETHEUS_TOKEN}"))
+        return answers[-1][0] == 200 and served in answers[-1][1]
+
+    try:
+        poll(scraped, timeout=30)
+    except AssertionError:
+        status, text = answers[-1]
+        raise AssertionError(f"the scrape never served the runtime: {status} {text[:400]!r}") from None
+    assert "modelmesh_autoscaler_served_value{" in answers[-1][1]
+    status, text = curl(cluster.url + METRIC, "-H", f"Authorization: Bearer {PROMETHEUS_TOKEN}")
+    body = json.loads(text)
+    assert (status, body["reason"]) == (403, "Forbidden"), text
+    assert f'User "{PROMETHEUS_USER}" cannot get resource "modelmesh_request_load"' in body["message"], text
+
+
+def test_a_token_without_the_metrics_url_grant_is_forbidden_the_self_metrics(cluster: Cluster) -> None:
+    """Dora may read her namespace's metrics: that grant is no grant of `/metrics` (kube's 403 names the URL)."""
+    status, body = cluster.https_get("/metrics", cluster.dora, {})
+    assert (status, body["reason"]) == (403, "Forbidden"), body
+    assert 'User "dora" cannot get path "/metrics"' in body["message"], body
 
 
 @pytest.mark.xfail(strict=True, reason="handlers._not_found names the other namespaces holding a runtime of the "

@@ -25,6 +25,9 @@ CERT_MANAGER = EXAMPLES / "cert-manager"
 KEDA = EXAMPLES / "keda"
 KUSTOMIZATIONS = (BASE, EXAMPLES, CERT_MANAGER, PROMETHEUS, KEDA)
 
+SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+"""Where a pod (Prometheus's) finds its ServiceAccount token: the shipped adapter job sends it."""
+
 KUBECTL = "/usr/bin/kubectl"
 PROMTOOL = "/usr/bin/promtool"
 
@@ -57,6 +60,18 @@ def container(pod_spec: Object, name: str) -> Object:
     matches: list[Object] = [c for c in pod_spec["containers"] if c["name"] == name]
     assert len(matches) == 1, f"expected one container {name!r}, found {[c['name'] for c in pod_spec['containers']]}"
     return matches[0]
+
+
+def with_token_file(config: dict[str, Any], token_file: Path, token: str = "a-token") -> dict[str, Any]:
+    """`config` (a Prometheus configuration) with every job that sends the pod's ServiceAccount token reading
+    `token_file` instead, written with `token`: outside a pod there is no file at that path, and promtool and
+    Prometheus both refuse a credentials file they cannot read."""
+    token_file.write_text(token)
+    for job in config["scrape_configs"]:
+        authorization = job.get("authorization", {})
+        if authorization.get("credentials_file") == SERVICE_ACCOUNT_TOKEN:
+            authorization["credentials_file"] = str(token_file)
+    return config
 
 
 def load_yaml(path: Path) -> Any:

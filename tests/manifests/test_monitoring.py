@@ -41,6 +41,7 @@ from tests.manifests.support import (
     KEDA,
     PROMETHEUS,
     PROMTOOL,
+    SERVICE_ACCOUNT_TOKEN,
     container,
     find,
     kustomize,
@@ -48,6 +49,7 @@ from tests.manifests.support import (
     load_yaml,
     metric_names,
     run,
+    with_token_file,
 )
 
 DASHBOARD = GRAFANA / "modelmesh-autoscaler.json"
@@ -162,7 +164,7 @@ def test_scrape_config_with_the_rules_passes_promtool(tmp_path: Path) -> None:
         job["static_configs"] = [{"targets": ["127.0.0.1:9187"]}]
     config["rule_files"] = [str(PROMETHEUS / "rules.yaml")]
     wrapped = tmp_path / "prometheus.yml"
-    wrapped.write_text(yaml.safe_dump(config))
+    wrapped.write_text(yaml.safe_dump(with_token_file(config, tmp_path / "token")))
     done = run([PROMTOOL, "check", "config", str(wrapped)])
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -314,6 +316,29 @@ def test_pod_monitors_match_the_scrape_config() -> None:
         # The operator adds namespace and pod itself; the rest must be relabelled like the scrape config.
         wanted = {r["target_label"] for r in jobs[job]["relabel_configs"] if "target_label" in r}
         assert wanted - {"namespace", "pod"} <= set(relabelled), f"{monitor_name}: missing labels"
+
+
+def test_the_adapter_scrape_sends_a_token_granted_get_on_metrics() -> None:
+    """The adapter authorizes /metrics (`get` on the non-resource URL): the plain job sends the pod's
+    ServiceAccount token, and the PodMonitor a token Secret of a ServiceAccount the shipped binding grants
+    exactly that. Without them the upgraded adapter's target would be down with 401."""
+    assert scrape_jobs()[ADAPTER_JOB]["authorization"] == {"credentials_file": SERVICE_ACCOUNT_TOKEN}
+    objects = kustomize(PROMETHEUS)
+    (endpoint,) = find(objects, "PodMonitor", ADAPTER_JOB)["spec"]["podMetricsEndpoints"]
+    assert endpoint["authorization"]["type"] == "Bearer"
+    credentials = endpoint["authorization"]["credentials"]
+    secret = find(objects, "Secret", credentials["name"])
+    assert secret["type"] == "kubernetes.io/service-account-token" and credentials["key"] == "token"
+    monitor_namespace = find(objects, "PodMonitor", ADAPTER_JOB)["metadata"]["namespace"]
+    assert secret["metadata"]["namespace"] == monitor_namespace, "the operator reads the Secret beside the monitor"
+    account = find(objects, "ServiceAccount", secret["metadata"]["annotations"]["kubernetes.io/service-account.name"])
+    role = find(objects, "ClusterRole", "modelmesh-autoscaler-metrics-reader")
+    assert role["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}], "that, and nothing more"
+    bindings = [b for b in objects
+                if b["kind"] == "ClusterRoleBinding" and b["roleRef"]["name"] == role["metadata"]["name"]]
+    subjects = [s for b in bindings for s in b["subjects"]]
+    assert {"kind": "ServiceAccount", "name": account["metadata"]["name"],
+            "namespace": account["metadata"]["namespace"]} in subjects
 
 
 # ---- the dashboard ----

@@ -4,15 +4,21 @@
 through a Python copy of Prometheus's relabelling. Here nothing is copied: real exporters (`exporter.cli
 --no-gpu`, reading fake ModelMesh containers) and a real adapter (`autoscaler.cli serve`, serving its
 /metrics over https) are scraped by a real Prometheus running the shipped `scrape-config.yaml` (its relabel
-rules, honor_labels, scheme and TLS settings as they are) and evaluating the shipped `rules.yaml`. Only the
-Kubernetes discovery is replaced (Debian's Prometheus has none): each target is a static one carrying the
-`__meta_kubernetes_*` labels pod discovery would give it, and scrapes come every second instead of 15.
+rules, honor_labels, scheme, TLS and authorization settings as they are) and evaluating the shipped
+`rules.yaml`. Only the Kubernetes discovery is replaced (Debian's Prometheus has none): each target is a static
+one carrying the `__meta_kubernetes_*` labels pod discovery would give it, and scrapes come every second
+instead of 15. The adapter authenticates and authorizes as in a cluster (its default open paths, the fake
+Kubernetes API's TokenReviews and SubjectAccessReviews): Prometheus scrapes its /metrics with a ServiceAccount
+token from the file the shipped job names, granted what the shipped ClusterRole grants, as a user would.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import ssl
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -20,13 +26,25 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+import trustme
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import names
 from tests.fakes.prometheus import PrometheusServer
 from tests.manifests.series import pod_discovery_labels
-from tests.manifests.support import BASE, EXAMPLES, PROMETHEUS, container, find, kustomize, load_yaml, metric_names
+from tests.manifests.support import (
+    BASE,
+    EXAMPLES,
+    PROMETHEUS,
+    SERVICE_ACCOUNT_TOKEN,
+    container,
+    find,
+    kustomize,
+    load_yaml,
+    metric_names,
+    with_token_file,
+)
 from tests.manifests.test_monitoring import (
     DCGM,
     KUBE_STATE_METRICS,
@@ -49,11 +67,14 @@ EMPTY_HERE = {
     "GPU busy: served vs plain mean": "no GPU busy, so none served either",
     "Pod deletion cost": "no Kubernetes API here: nothing is written",
     "Leader and deletion-cost patches": "no Kubernetes API here: no patches (B)",
-    "Authentication and authorization": "--insecure-dev authenticates no one",
     "Adapter source errors": "a healthy fleet: the labelled error counters have no series before a first error",
     "Exporter errors": "likewise",
 }
 """Panels (or one of their queries) that find nothing in this setup, and why."""
+PROMETHEUS_USER = "system:serviceaccount:monitoring:prometheus"
+PROMETHEUS_TOKEN = "prometheus-service-account-token"
+HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler"
+HPA_TOKEN = "hpa-service-account-token"
 
 
 class ShippedConfigPrometheus(PrometheusServer):
@@ -67,9 +88,10 @@ class ShippedConfigPrometheus(PrometheusServer):
         return self._shipped
 
 
-def shipped_config(exporters: list[tuple[str, str]], adapter: str) -> dict[str, Any]:
+def shipped_config(exporters: list[tuple[str, str]], adapter: str, token_file: Path) -> dict[str, Any]:
     """scrape-config.yaml with each job's Kubernetes discovery replaced by static targets that carry the
-    labels pod discovery would give them; `exporters` are (pod name, host:port)."""
+    labels pod discovery would give them; `exporters` are (pod name, host:port). The ServiceAccount token the
+    adapter's job reads in a pod is read from `token_file` here."""
     config: dict[str, Any] = load_yaml(PROMETHEUS / "scrape-config.yaml")
     runtime = find(kustomize(EXAMPLES), "ServingRuntime")
     (sidecar_port,) = container(runtime["spec"], "autoscaler-exporter")["ports"]
@@ -92,20 +114,46 @@ def shipped_config(exporters: list[tuple[str, str]], adapter: str) -> dict[str, 
         else:
             job["static_configs"] = [static(deployment["metadata"]["namespace"], "modelmesh-autoscaler-0",
                                             pod["metadata"]["labels"], https, adapter)]
+            assert job["authorization"] == {"credentials_file": SERVICE_ACCOUNT_TOKEN}, job
     config["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
     config["rule_files"] = [str(PROMETHEUS / "rules.yaml")]
-    return config
+    return with_token_file(config, token_file, PROMETHEUS_TOKEN)
+
+
+def metrics_grants(user: str) -> list[dict[str, str]]:
+    """The fake Kubernetes API's access rules for what the shipped ClusterRole grants, bound to `user`."""
+    role = find(kustomize(PROMETHEUS), "ClusterRole", "modelmesh-autoscaler-metrics-reader")
+    return [{"user": user, "verb": verb, "path": url}
+            for rule in role["rules"] for url in rule["nonResourceURLs"] for verb in rule["verbs"]]
+
+
+def kube_state() -> dict[str, Any]:
+    """The fake Kubernetes API's tokens and grants: Prometheus's ServiceAccount bound to the shipped
+    ClusterRole, and the HPA controller reading external metrics (as its built-in role allows)."""
+    return {
+        "tokens": {PROMETHEUS_TOKEN: {"user": PROMETHEUS_USER, "groups": ["system:serviceaccounts"]},
+                   HPA_TOKEN: {"user": HPA_USER, "groups": ["system:serviceaccounts"]}},
+        "allow": [*metrics_grants(PROMETHEUS_USER),
+                  {"user": HPA_USER, "verb": "get", "group": "external.metrics.k8s.io"}],
+    }
 
 
 def data_path(workdir: Path, stack: ExitStack) -> tuple[list[tuple[str, str]], str]:
-    """Fake ModelMesh containers, their exporters and one adapter scraping them, all running in `stack`."""
+    """Fake ModelMesh containers, their exporters, a fake Kubernetes API and one adapter scraping them, all
+    running in `stack`."""
     mm_ports = [free_port() for _ in range(PODS)]
     exporter_ports = [free_port() for _ in range(PODS)]
+    kube_port = free_port()
+    (workdir / "kube-state.yaml").write_text(yaml.safe_dump(kube_state()))
+    trustme.CA().cert_pem.write_to_path(str(workdir / "client-ca.crt"))  # no client certificates here
     stack.enter_context(all_running([
-        Server(["autoscaler.demo.fake_modelmesh", "--listen", f"127.0.0.1:{port}", "--http",
-                "--rps", str(40 * (i + 1))],
-               f"http://127.0.0.1:{port}/metrics", workdir / f"modelmesh-{i}.log")
-        for i, port in enumerate(mm_ports)]))
+        Server(["tests.fakes.kube", "--port", str(kube_port), "--state", str(workdir / "kube-state.yaml"),
+                "--kubeconfig", str(workdir / "kube.yaml")],
+               f"http://127.0.0.1:{kube_port}/healthz", workdir / "kube.log"),
+        *(Server(["autoscaler.demo.fake_modelmesh", "--listen", f"127.0.0.1:{port}", "--http",
+                  "--rps", str(40 * (i + 1))],
+                 f"http://127.0.0.1:{port}/metrics", workdir / f"modelmesh-{i}.log")
+          for i, port in enumerate(mm_ports))]))
     stack.enter_context(all_running([
         Server(["exporter.cli", "--listen", f"127.0.0.1:{port}", "--no-gpu", "--modelmesh-url",
                 f"http://127.0.0.1:{mm}/metrics", "--modelmesh-interval", "0.5", "--load-window", "3"],
@@ -118,10 +166,27 @@ def data_path(workdir: Path, stack: ExitStack) -> tuple[list[tuple[str, str]], s
         "pods": [{"name": name, "url": f"http://{address}/metrics"} for name, address in pods]}]}))
     adapter_port = free_port()
     stack.enter_context(running(
-        ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{adapter_port}", "--targets",
-         str(targets), "--refresh-interval", "1", "--window", "3"],
+        ["autoscaler.cli", "serve", "--listen", f"127.0.0.1:{adapter_port}", "--targets", str(targets),
+         "--kubeconfig", str(workdir / "kube.yaml"), "--client-ca-file", str(workdir / "client-ca.crt"),
+         "--deletion-cost", "off", "--refresh-interval", "1", "--window", "3"],
         f"https://127.0.0.1:{adapter_port}/healthz", workdir / "adapter.log"))
     return pods, f"127.0.0.1:{adapter_port}"
+
+
+_UNVERIFIED = ssl.create_default_context()
+_UNVERIFIED.check_hostname = False
+_UNVERIFIED.verify_mode = ssl.CERT_NONE
+
+
+def get_with_token(url: str, token: str) -> tuple[int, str]:
+    """GET with `Authorization: Bearer <token>`, the adapter's self-signed certificate unverified; (status, body)."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=30, context=_UNVERIFIED) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, error.read().decode()
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +202,8 @@ async def prometheus(processes: tuple[Path, list[tuple[str, str]], str]) -> Asyn
     workdir, pods, adapter = processes
     hpa = asyncio.create_task(hpa_asking(adapter))
     try:
-        async with ShippedConfigPrometheus(shipped_config(pods, adapter), workdir / "prometheus") as server:
+        config = shipped_config(pods, adapter, workdir / "prometheus-token")
+        async with ShippedConfigPrometheus(config, workdir / "prometheus") as server:
             # Both jobs scraped, the adapter serving values, and rates over a few scrapes.
             await server.wait_for('count(up{job="modelmesh-exporter"} == 1) == 2', timeout=30)
             await server.wait_for('up{job="modelmesh-autoscaler"} == 1', timeout=30)
@@ -153,14 +219,14 @@ async def hpa_asking(adapter: str) -> None:
     url = (f"https://{adapter}{EXTERNAL_METRICS}/namespaces/{RUNTIME_NAMESPACE}/modelmesh_desired_replicas"
            f"?labelSelector=deployment%3D{RUNTIME_DEPLOYMENT}")
     while True:
-        await asyncio.to_thread(http_get, url)
+        await asyncio.to_thread(get_with_token, url, HPA_TOKEN)
         await asyncio.sleep(0.5)
 
 
-def published_names(url: str) -> set[str]:
+def published_names(url: str, token: str | None = None) -> set[str]:
     """The sample names a real process declares on its /metrics (a labelled family with no series yet, such
     as an error counter before the first error, is declared by its HELP and TYPE lines)."""
-    status, text = http_get(url)
+    status, text = http_get(url) if token is None else get_with_token(url, token)
     assert status == 200, text
     return {name for family in text_string_to_metric_families(text) for name in family_sample_names(family)}
 
@@ -173,7 +239,8 @@ async def test_every_metric_name_in_rules_and_dashboard_is_published(
     dashboard use must be one the real processes publish (or a recording rule, kube-state-metrics' or
     Prometheus's own)."""
     _, pods, adapter = processes
-    published = published_names(f"http://{pods[0][1]}/metrics") | published_names(f"https://{adapter}/metrics")
+    published = (published_names(f"http://{pods[0][1]}/metrics")
+                 | published_names(f"https://{adapter}/metrics", PROMETHEUS_TOKEN))
     recorded = {rule["record"] for rule in rules() if "record" in rule}
     used = set().union(*(metric_names(expr) for _, expr in every_expression()))
     # The leader gauge only from an adapter that writes to a cluster: this one has no Kubernetes API.

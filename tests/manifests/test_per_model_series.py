@@ -23,6 +23,7 @@ from tests.manifests.support import (
     load_yaml,
     metric_names,
     run,
+    with_token_file,
 )
 from tests.manifests.test_monitoring import EXPORTER_JOB, KUBERNETES_SD_FIELDS, every_expression
 
@@ -61,7 +62,7 @@ def test_the_scrape_config_with_the_drop_passes_promtool(tmp_path: Path) -> None
         assert set(discovery) <= KUBERNETES_SD_FIELDS
         each["static_configs"] = [{"targets": ["127.0.0.1:9187"]}]
     wrapped = tmp_path / "prometheus.yml"
-    wrapped.write_text(yaml.safe_dump(config))
+    wrapped.write_text(yaml.safe_dump(with_token_file(config, tmp_path / "token")))
     done = run([PROMTOOL, "check", "config", str(wrapped)])
     assert done.returncode == 0, done.stdout + done.stderr
 
