@@ -1,8 +1,9 @@
 """The API's gate: authenticate, then authorize, then serve; and the composition of the parts that do it.
 
 Order and answers follow kube-apiserver's filter chain:
-- paths in `--authorization-always-allow-paths` (health, `/metrics`; a trailing `*` matches a prefix) are
-  served with no authentication at all, so probes and Prometheus never depend on the Kubernetes API;
+- paths in `--authorization-always-allow-paths` (the health paths by default; a trailing `*` matches a prefix)
+  are served with no authentication at all, so probes never depend on the Kubernetes API; `/metrics` is
+  authorized as `get` on the non-resource URL, as kube-apiserver's own;
 - no accepted credentials: 401 `Unauthorized`;
 - the SubjectAccessReview denies: 403 `Forbidden`, with kube's message (`User "u" cannot list resource ...`);
 - the review cannot be made (API down or slower than its deadline): 500 `InternalError`, never allowed;

@@ -105,6 +105,13 @@ def _open(operation_id: str, description: str, produces: str = "text/plain", *er
                                                   **_errors(*errors)}}}
 
 
+def _text(operation_id: str, description: str, produces: str) -> dict[str, Any]:
+    """A text path behind the gate: the document's security, and its 401 and 403."""
+    return {"get": {"operationId": operation_id, "description": description, "produces": [produces],
+                    "responses": {"200": {"description": "OK", "schema": {"type": "string"}},
+                                  **_errors(401, 403)}}}
+
+
 def _path_parameter(name: str, description: str) -> dict[str, Any]:
     return {"name": name, "in": "path", "required": True, "type": "string", "description": description}
 
@@ -156,7 +163,8 @@ def document() -> dict[str, Any]:
                             "refreshed (503 once the refresh has stalled).", "text/plain", 503),
             "/readyz": _open("checkReadiness", "Readiness: ok once the first refresh completed, while its values "
                              "are refreshed.", "text/plain", 503),
-            "/metrics": _open("getSelfMetrics", "The adapter's own Prometheus metrics.",
+            "/metrics": _text("getSelfMetrics", "The adapter's own Prometheus metrics: `get` on the non-resource "
+                              "URL /metrics, unless --authorization-always-allow-paths opens it.",
                               "text/plain; version=0.0.4"),
         },
         "definitions": _definitions(),

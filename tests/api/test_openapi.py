@@ -70,3 +70,13 @@ def test_the_metric_parameter_names_every_served_metric() -> None:
     metric = next(p for p in item["parameters"] if p["name"] == "metric")
     assert all(m.value in metric["description"] for m in ServedMetric)
     assert item["get"]["x-kubernetes-action"] == "list"
+
+
+def test_the_paths_documented_open_are_the_ones_served_open_by_default() -> None:
+    """A client generated from the document sends credentials exactly where the default gate asks for them."""
+    from autoscaler.settings import ServeSettings
+
+    spec = document()
+    documented_open = {path for path, item in spec["paths"].items() if item["get"].get("security") == []}
+    assert documented_open == set(ServeSettings().authorization_always_allow_paths)
+    assert "401" in spec["paths"]["/metrics"]["get"]["responses"]
