@@ -29,7 +29,7 @@ from kubernetes.aio.config.config_exception import ConfigException
 
 from autoscaler.kube.config import in_cluster, load_kube_settings
 from autoscaler.kube.errors import KubeApiError, KubeConfigError
-from autoscaler.kube.raw import Endpoint, read_json, scope_name
+from autoscaler.kube.raw import Endpoint, read_json, retry_wait, scope_name
 
 __all__ = ["JSON", "CustomResource", "KubeApiError", "KubeClient", "KubeConfigError", "in_cluster"]
 
@@ -170,7 +170,7 @@ class KubeClient:
                 "utf-8", "replace")
             reason = str(document.get("reason") or "")
             raise KubeApiError(f"{method} {path.format(**path_params)}: {status} {message}", status, reason,
-                               _seconds(retry_after))
+                               retry_wait(document, retry_after))
         return document
 
 
@@ -188,9 +188,3 @@ def _parse(raw: bytes) -> JSON:
         return {}
     return document if isinstance(document, dict) else {}
 
-
-def _seconds(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None  # an HTTP date: rare from the API server; the caller's own backoff applies

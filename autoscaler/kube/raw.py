@@ -86,24 +86,29 @@ def status_error(what: str, code: int, body: Any, retry_after: str | None = None
     else from the Status's `details.retryAfterSeconds` (all a watch's ERROR event carries)."""
     reason = ""
     message = ""
-    wait: float | None = None
     if isinstance(body, dict):
         reason = str(body.get("reason") or "")
         message = str(body.get("message") or "")
         code = int(body.get("code") or code)
-        details = body.get("details")
-        seconds = details.get("retryAfterSeconds") if isinstance(details, dict) else None
-        if isinstance(seconds, int | float) and not isinstance(seconds, bool) and seconds > 0:
-            wait = float(seconds)
     elif isinstance(body, str):
         message = body.strip()[:200]
-    if retry_after is not None:
-        with contextlib.suppress(ValueError):  # an HTTP date: the API server sends seconds
-            wait = max(0.0, float(retry_after))
     text = f"{what}: {code} {reason}: {message}".rstrip(": ")
     if code == 410:
         return WatchExpiredError(text, code, reason)
-    return KubeApiError(text, code, reason, wait)
+    return KubeApiError(text, code, reason, retry_wait(body, retry_after))
+
+
+def retry_wait(body: Any, retry_after: str | None) -> float | None:
+    """The server's wait before a retry: the `Retry-After` header in seconds, else the Status's
+    `details.retryAfterSeconds`; None when it gave none (or an HTTP date, which the API server never sends)."""
+    if retry_after is not None:
+        with contextlib.suppress(ValueError):
+            return max(0.0, float(retry_after))
+    details = body.get("details") if isinstance(body, dict) else None
+    seconds = details.get("retryAfterSeconds") if isinstance(details, dict) else None
+    if isinstance(seconds, int | float) and not isinstance(seconds, bool) and seconds > 0:
+        return float(seconds)
+    return None
 
 
 def describe(error: BaseException) -> str:
