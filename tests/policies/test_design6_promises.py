@@ -181,3 +181,52 @@ def test_a_cap_lowered_by_the_hpa_is_served_at_once_from_a_state_far_above() -> 
     view, memory = decide(snapshot(pods, now=later), with_hpa_bounds(policy, 1, 20), memory, later, WINDOW)
     assert desired_of(view) == 20.0
     assert memory.smoothed[DESIRED].value == 20.0
+
+
+# --- missing data never lowers a value: the cache signal, and pods leaving ---------------------------
+
+fault_pod = st.tuples(
+    st.floats(min_value=0.0, max_value=1.0),  # load
+    st.floats(min_value=1.0, max_value=3000.0),  # LRU age (s), full caches: pressure 600 / max age
+    st.sampled_from(["ok", "ok", "stale", "no_cache", "no_gpu", "not_ready", "gone"]),
+)
+MISSING = {"stale", "no_cache", "no_gpu"}
+"""Faults that make a signal missing on a Ready pod; `not_ready` and `gone` pods are simply left out."""
+USES = {
+    DESIRED: {"stale", "no_cache", "no_gpu"},
+    ServedMetric.CACHE_PRESSURE: {"stale", "no_cache"},
+    ServedMetric.GPU_BUSY: {"stale", "no_gpu"},
+}
+
+
+@PROPERTIES
+@given(steps=st.lists(st.lists(fault_pod, min_size=5, max_size=5), min_size=2, max_size=15),
+       tau=st.sampled_from([0.0, 60.0]))
+def test_no_value_falls_while_its_signal_is_missing_on_a_ready_pod_with_pods_leaving_too(
+    steps: list[list[tuple[float, float, str]]], tau: float,
+) -> None:
+    """Five pod slots with full caches; each step every slot is fine, stale, without its cache signal or
+    GPU, not Ready, or gone. While some Ready pod misses a signal, no served value that uses it falls below
+    what was served before (pods that left or are not Ready may lower values: that is not missing data)."""
+    policy = RuntimePolicy(scale_down_tau_s=tau)
+    memory: RuntimeMemory | None = None
+    last: dict[ServedMetric, float] = {}
+    for i, step in enumerate(steps):
+        now = NOW + 15.0 * i
+        pods = []
+        for j, (load, lru, fault) in enumerate(step):
+            if fault == "gone":
+                continue
+            cache = {} if fault == "no_cache" else {"cache": 0.95, "lru": lru, "models": 3.0}
+            pods.append(pod(f"p{j}", gpu=None if fault == "no_gpu" else load, rps=100.0 * load, queue=0.0,
+                            age=300.0 if fault == "stale" else 3.0, ready=fault != "not_ready", now=now,
+                            **cache))  # type: ignore[arg-type]
+        view, memory = decide(snapshot(tuple(pods), now=now), policy, memory, now, WINDOW)
+        faults = {fault for _, _, fault in step}
+        for metric, uses in USES.items():
+            value = view.values[metric].value
+            if value is None:
+                continue
+            if faults & uses and metric in last:
+                assert value >= last[metric], (i, metric, value, last[metric], step)
+            last[metric] = value
