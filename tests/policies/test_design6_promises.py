@@ -220,7 +220,7 @@ def test_no_value_falls_while_its_signal_is_missing_on_a_ready_pod_with_pods_lea
             cache = {} if fault == "no_cache" else {"cache": 0.95, "lru": lru, "models": 3.0}
             pods.append(pod(f"p{j}", gpu=None if fault == "no_gpu" else load, rps=100.0 * load, queue=0.0,
                             age=300.0 if fault == "stale" else 3.0, ready=fault != "not_ready", now=now,
-                            **cache))  # type: ignore[arg-type]
+                            **cache))
         view, memory = decide(snapshot(tuple(pods), now=now), policy, memory, now, WINDOW)
         faults = {fault for _, _, fault in step}
         for metric, uses in USES.items():
