@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
+from autoscaler.actuation.bridge_owners import RuntimeOwners
 from autoscaler.actuation.bridge_status import (
     CLUSTER_SERVING_RUNTIMES,
     RUNTIME_SCALES,
@@ -45,6 +46,7 @@ from autoscaler.actuation.bridge_status import (
     autoscaler_class,
     deployment_name,
     desired_status,
+    duplicate,
     misplaced_policy_annotations,
     not_written,
     replicas_of,
@@ -155,9 +157,16 @@ class ReplicaBridge:
         # pass's own consistent list, and its late event of an older spec wrote that older spec.replicas back
         # to the runtime (a pod started, then removed with its models when the next event came).
         self._generations: dict[ScaleId, tuple[str, int]] = {}
-        # The spec.replicas this replica last saw the runtime hold as its RuntimeScale asked: the runtime found
-        # at another value while the RuntimeScale still asks for it was changed by someone else (said, as set back).
-        self._carried: dict[ScaleId, int] = {}
+        # The ServingRuntime and spec.replicas this replica last saw it hold as its RuntimeScale asked: the
+        # runtime found at another value while the RuntimeScale still asks for it was changed by someone else
+        # (said, as set back). The runtime is part of it: a RuntimeScale pointed at another runtime finds that
+        # one at its former owner's value, not a hand edit (and one that was a duplicate meanwhile, `_carried`
+        # dropped, finds its runtime at the owner's).
+        self._carried: dict[ScaleId, tuple[str, int]] = {}
+        # Which RuntimeScale owns each ServingRuntime (one per runtime, the oldest): from each full pass's list of
+        # a scope, kept current by the watch's hand-overs; deletions come with a full pass (the watch wakes one).
+        self._owners = RuntimeOwners()
+        self._covered: set[str | None] = set()  # namespaces (None: all) whose RuntimeScales `_owners` holds
         self._reasons: dict[ScaleId, str] = {}
         self._set_backs: dict[ScaleId, tuple[int | None, float]] = {}  # the last outside value set back, and when
         self._misplaced: dict[ScaleId, tuple[tuple[str, str], ...]] = {}  # policy annotations on the runtime, warned
@@ -207,16 +216,57 @@ class ReplicaBridge:
     async def _sync_changed(self) -> int:
         changed, self._changed = self._changed, {}
         writes = 0
+        todo: dict[ScaleId, JSON] = {}
         for key, scale in changed.items():
-            if not self._may_write():
-                return writes
             version = (scale.get("metadata") or {}).get("resourceVersion")
             if version is not None and version == self._written.get(key):
                 continue  # our own write, handed back
             if self._older_than_reconciled(key, scale):
                 continue  # a late event: a newer spec was reconciled already
+            todo[key] = scale
+        # All of them noted before any is reconciled: a RuntimeScale and its copy handed over together must not
+        # each find itself alone on the runtime.
+        if self._note_moves_an_owner(todo):
+            # An owner pointed at another runtime (or a same-second copy that sorts first): the RuntimeScale that
+            # owns the runtime now was not handed over, nor the one that no longer does. One pass over all.
+            return await self._sync()
+        for key, scale in todo.items():
+            if not self._may_write():
+                return writes
+            if not self._covers(key[0]):
+                try:
+                    await self._cover(key[0])
+                except KubeApiError as error:
+                    self._failed(key, error)  # its owner is not known: nothing written until it is
+                    continue
             writes += await self._reconcile_guarded(key, scale, None)
         return writes
+
+    def _note_moves_an_owner(self, scales: dict[ScaleId, JSON]) -> bool:
+        """Note `scales` in `_owners`; whether a runtime they named or name now changed hands (from one
+        RuntimeScale to another: a first claim moves nothing)."""
+        runtimes: set[tuple[str, str]] = set()
+        for key, scale in scales.items():
+            claim = self._owners.claim(key)
+            if claim is not None:
+                runtimes.add(claim.runtime)
+            named = (scale.get("spec") or {}).get("servingRuntime")
+            if isinstance(named, str) and named:
+                runtimes.add((key[0], named))
+        before = {runtime: self._owners.owner(runtime) for runtime in runtimes}
+        for key, scale in scales.items():
+            self._owners.note(key, scale)
+        return any(owner is not None and self._owners.owner(runtime) != owner for runtime, owner in before.items())
+
+    def _covers(self, namespace: str) -> bool:
+        return None in self._covered or namespace in self._covered
+
+    async def _cover(self, namespace: str) -> None:
+        """List the RuntimeScales of `namespace` into `_owners` (a hand-over before the first full pass of this
+        leader): who owns a runtime is only known from all the RuntimeScales that name it."""
+        listed = await self._client.list_custom(RUNTIME_SCALES, namespace)
+        self._owners.replace(namespace, _keyed(listed, namespace))
+        self._covered.add(namespace)
 
     async def sync(self) -> int:
         """One pass over every RuntimeScale; returns the number of writes made. The RuntimeScales whose
@@ -253,6 +303,7 @@ class ReplicaBridge:
             self._retries.clear()
             for key in list(self._reasons):
                 self._forget(key)
+            self._owners, self._covered = RuntimeOwners(), set()  # not kept current while not leading
             return 0
         self._passed_at = self._clock()
         self._pass_failed = False
@@ -266,11 +317,11 @@ class ReplicaBridge:
                 self._warn(f"cannot list RuntimeScales in {scope or 'all namespaces'}: {error}")
                 unlisted.add(scope)
                 continue
-            items = [scale for scale in listed.get("items") or [] if isinstance(scale, dict)]
+            items = _keyed(listed, scope)
+            self._owners.replace(scope, items)
+            self._covered.add(scope)
             known = await self._list_targets(scope) if items else _Listed({}, {})
-            for scale in items:
-                meta = scale.get("metadata") or {}
-                key = (str(meta.get("namespace") or scope or ""), str(meta.get("name") or ""))
+            for key, scale in items:
                 seen.add(key)
                 retry = self._retries.get(key)
                 if retry is not None and retry.retry_at > self._clock():
@@ -364,6 +415,9 @@ class ReplicaBridge:
         """`known`: the full pass's lists (None: read the ServingRuntime and Deployment now)."""
         namespace, name = key
         runtime_name = (scale.get("spec") or {}).get("servingRuntime")
+        owner = self._owners.owner((namespace, runtime_name)) if isinstance(runtime_name, str) else None
+        if owner is not None and owner != key:
+            return await self._refuse_duplicate(key, scale, owner, known)
         runtime = deployment = None
         cluster_runtime = False
         if isinstance(runtime_name, str) and runtime_name:
@@ -403,7 +457,7 @@ class ReplicaBridge:
                     await self._report_not_written(key, scale, deployment, found, error)
                     raise
                 writes += 1
-                if self._carried.get(key) == wanted:
+                if self._carried.get(key) == (runtime_name, wanted):
                     log.log(
                         self._set_back_level(key, found),
                         "ServingRuntime %s/%s spec.replicas was set to %s outside RuntimeScale %s/%s (by hand, or by "
@@ -417,9 +471,25 @@ class ReplicaBridge:
             if wanted is None:
                 self._carried.pop(key, None)
             else:
-                self._carried[key] = wanted
+                self._carried[key] = (str(runtime_name), wanted)
         outcome = verdict(scale, runtime, deployment, cluster_runtime=cluster_runtime)
         return writes + await self._write_status(key, scale, deployment, outcome)
+
+    async def _refuse_duplicate(self, key: ScaleId, scale: JSON, owner: ScaleId, known: _Listed | None) -> int:
+        """A RuntimeScale whose runtime an older one owns: nothing is written to the runtime or adopted from it;
+        its status says which RuntimeScale owns the runtime and still mirrors the Deployment (what
+        `kubectl get runtimescale` shows is what runs). Logged once, as its Ready reason changes."""
+        self._carried.pop(key, None)  # what it carried before it was a duplicate is not what the runtime holds
+        self._set_backs.pop(key, None)
+        self._misplaced.pop(key, None)  # the owner warns about the runtime's annotations
+        deployment = None
+        if known is not None and known.deployments is not None:
+            deployment = known.deployments.get((key[0], deployment_name(scale)))
+        if deployment is None:
+            deployment = await self._client.get_deployment(key[0], deployment_name(scale))
+        claim = self._owners.claim(owner)
+        outcome = duplicate(scale, owner[1], "" if claim is None else claim.created)
+        return await self._write_status(key, scale, deployment, outcome)
 
     async def _adopt(self, key: ScaleId, scale: JSON, adopted: int) -> tuple[JSON, int]:
         """Write `adopted` (the runtime's replicas) into the `spec.replicas` the RuntimeScale lacks; returns the
@@ -553,6 +623,16 @@ def _generation(scale: JSON) -> tuple[str, int] | None:
     if not isinstance(uid, str) or not isinstance(generation, int) or isinstance(generation, bool):
         return None
     return uid, generation
+
+
+def _keyed(listed: JSON, scope: str | None) -> list[tuple[ScaleId, JSON]]:
+    """A list's RuntimeScales with their (namespace, name)."""
+    keyed = []
+    for scale in listed.get("items") or []:
+        if isinstance(scale, dict):
+            meta = scale.get("metadata") or {}
+            keyed.append(((str(meta.get("namespace") or scope or ""), str(meta.get("name") or "")), scale))
+    return keyed
 
 
 def _by_name(listed: JSON) -> Objects:

@@ -143,6 +143,18 @@ def verdict(
     return Verdict(True, "Bridged", message)
 
 
+def duplicate(scale: Mapping[str, Any], owner: str, owner_created: str) -> Verdict:
+    """The `Ready` condition of a RuntimeScale that names a ServingRuntime another, older RuntimeScale owns
+    (`bridge_owners`): its `spec.replicas` (its HPA's decisions) is not carried, nor adopted from the runtime."""
+    spec = scale.get("spec") or {}
+    name = spec.get("servingRuntime")
+    since = f"created {owner_created}, " if owner_created else ""
+    return Verdict(False, "DuplicateRuntimeScale",
+                   f"ServingRuntime {name} is scaled by RuntimeScale {owner} ({since}the oldest that names it): one "
+                   "RuntimeScale per ServingRuntime, so this one's spec.replicas is not carried and its HPA changes "
+                   "nothing; delete this one or point spec.servingRuntime at another runtime")
+
+
 def not_written(scale: Mapping[str, Any], found: int | None, error: object, *, forbidden: bool) -> Verdict:
     """The `Ready` condition while the RuntimeScale's `spec.replicas` cannot be written to its ServingRuntime:
     the runtime does not follow it, whatever an earlier `Bridged` said."""

@@ -4,6 +4,8 @@ scale subresource reaches `ServingRuntime.spec.replicas` within a round trip ins
 It hands the bridge each RuntimeScale that changed (after a relist or a deletion: all of them), and keeps each
 runtime Deployment's RuntimeScale `spec.replicas` (`replicas_for`): what the HPA last asked for is part of "what
 runs" for a runtime the adapter has no memory of (`autoscaler.policies.warmup`), on every replica, leader or not.
+Where two RuntimeScales name one ServingRuntime, only the owner's ask counts (`bridge_owners`): it is the one the
+bridge carries, so the other's is not what runs.
 
 The list + watch is `autoscaler.kube.list_watch`'s: a watch that ends is resumed from the last version seen; one
 the server no longer retains (410, as an ERROR event or a status) is replaced by a fresh list; other failures
@@ -18,7 +20,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Protocol
 
-from autoscaler.actuation.bridge_status import RUNTIME_SCALES, deployment_name, replicas_of
+from autoscaler.actuation.bridge_owners import RuntimeOwners
+from autoscaler.actuation.bridge_status import RUNTIME_SCALES
 from autoscaler.kube.backoff import spread_delay
 from autoscaler.kube.client import CustomResource
 from autoscaler.kube.list_watch import ListWatch
@@ -53,10 +56,9 @@ class RuntimeScaleWatch:
     ) -> None:
         self.scope = scope
         self._on_change = on_change
-        self._runtime_of: dict[tuple[str, str], RuntimeKey] = {}  # RuntimeScale -> the runtime it scales
-        # runtime -> RuntimeScale -> its spec.replicas: `replicas_for` runs for runtimes warming up each refresh,
-        # and a scan of every RuntimeScale per runtime cost 5,000 x 5,000 comparisons (seconds) a refresh.
-        self._replicas: dict[RuntimeKey, dict[tuple[str, str], int]] = {}
+        # Indexed by runtime: `replicas_for` runs for runtimes warming up each refresh, and a scan of every
+        # RuntimeScale per runtime cost 5,000 x 5,000 comparisons (seconds) a refresh.
+        self._owners = RuntimeOwners()
         self._ok = False  # the last list or watch opened (True) or failed (False)
         self._warned = False  # a failure was warned about and its recovery not said yet
         self._loop = ListWatch(
@@ -71,12 +73,12 @@ class RuntimeScaleWatch:
         await self._loop.run()
 
     def replicas_for(self, key: RuntimeKey) -> int | None:
-        """The `spec.replicas` of the RuntimeScale that scales runtime Deployment `key`, if one is seen."""
-        found = self._replicas.get(key)
-        return max(found.values()) if found else None
+        """The `spec.replicas` of the RuntimeScale that scales runtime Deployment `key` (its runtime's owner, the
+        oldest, where several name it), if one is seen and has replicas."""
+        return self._owners.owner_replicas(key.namespace, key.deployment)
 
     def _listed(self, items: list[JSON]) -> None:
-        self._runtime_of, self._replicas = {}, {}
+        self._owners = RuntimeOwners()
         for item in items:
             self._remember("ADDED", item)
         self._on_change(None)
@@ -89,16 +91,10 @@ class RuntimeScaleWatch:
         meta = scale.get("metadata") or {}
         namespace = str(meta.get("namespace") or self.scope or "")
         name = (namespace, str(meta.get("name") or ""))
-        replicas = replicas_of(scale)
-        before = self._runtime_of.pop(name, None)
-        if before is not None:  # forget where it was: its runtime (or replicas) may have changed
-            scales = self._replicas[before]
-            del scales[name]
-            if not scales:
-                del self._replicas[before]
-        if kind != "DELETED" and replicas is not None:
-            runtime = self._runtime_of[name] = RuntimeKey(namespace, deployment_name(scale))
-            self._replicas.setdefault(runtime, {})[name] = replicas
+        if kind == "DELETED":
+            self._owners.drop(name)
+        else:  # where it was is forgotten: its runtime (or replicas) may have changed
+            self._owners.note(name, scale)
 
     def _failed(self, error: Exception, failures: int) -> None:
         """Warn when the watch starts failing (a Role with `list` but not `watch` on runtimescales said

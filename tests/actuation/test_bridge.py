@@ -302,18 +302,21 @@ async def test_the_watch_knows_what_the_hpa_asked_for_each_runtime(kube: FakeKub
         async with asyncio.timeout(5):
             while watch.replicas_for(key) != 7:
                 await asyncio.sleep(0.02)
-        # A second RuntimeScale on the same runtime (a misconfiguration): the larger ask counts, until it is
-        # pointed at another runtime.
+        # A second RuntimeScale on the same runtime (a copy, a misconfiguration): the owner's ask counts, the
+        # oldest's, which the bridge carries; the copy's 9 is not what runs. (Events arrive in order: once the
+        # owner's 8 is seen, so is the copy.)
         kube.add_runtime_scale(NS, "triton-too", serving_runtime="triton", replicas=9)
+        kube.update_object("runtimescales", NS, "triton", lambda o: o["spec"].update(replicas=8))
+        async with asyncio.timeout(5):
+            while watch.replicas_for(key) != 8:
+                await asyncio.sleep(0.02)
+        # The owner deleted: the copy owns the runtime now.
+        kube.delete_object("runtimescales", NS, "triton")
         async with asyncio.timeout(5):
             while watch.replicas_for(key) != 9:
                 await asyncio.sleep(0.02)
+        # Pointed at another runtime: it owns that one, and nothing asks for the first.
         kube.update_object("runtimescales", NS, "triton-too", lambda o: o["spec"].update(servingRuntime="ovms"))
-        async with asyncio.timeout(5):
-            while watch.replicas_for(key) != 7:
-                await asyncio.sleep(0.02)
-        assert watch.replicas_for(RuntimeKey(NS, "modelmesh-serving-ovms")) == 9
-        kube.delete_object("runtimescales", NS, "triton")
         async with asyncio.timeout(5):
             while watch.replicas_for(key) is not None:
                 await asyncio.sleep(0.02)

@@ -28,11 +28,6 @@ def bridge(kube_client: KubeClient, clock: SteppedClock) -> ReplicaBridge:
     return ReplicaBridge(kube_client, namespaces=[NS], clock=clock, rand=lambda: 1.0)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bridge carries every RuntimeScale that names the runtime: replicas flip 3, 5, 3 (4 writes in 3 passes) and "
-    "each pass logs the other as a hand edit. Fix in ReplicaBridge (_sync/_reconcile, bridge_status.verdict): one "
-    "owner per (namespace, spec.servingRuntime), the oldest by creationTimestamp then name; the others write "
-    "nothing and get Ready=False reason DuplicateRuntimeScale naming the owner"))
 async def test_two_runtime_scales_on_one_serving_runtime_do_not_flip_its_replicas(
     kube: FakeKubeApi, bridge: ReplicaBridge, clock: SteppedClock,
 ) -> None:
