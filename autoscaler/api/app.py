@@ -46,10 +46,12 @@ CATCH_ALL_NAME = "unmatched"
 """The catch-all route's name: not a path of the API (`unmatched`)."""
 
 SLASH_TOLERANT = frozenset({"/apis", "/apis/external.metrics.k8s.io", f"/apis/{GROUP_VERSION}",
-                            EXTERNAL_METRIC_ROUTE, "/version"})
+                            EXTERNAL_METRIC_ROUTE, "/version", runtimes.KEDA_ROUTE, runtimes.DEBUG_ROUTE})
 """Routes also answered with a trailing slash, counted under the route: kube-apiserver's (go-restful's) are,
 and clients ask for them so (the `kubernetes` Python client's `ApisApi` asks for `/apis/`, `VersionApi` for
-`/version/`). `/openapi/v2`, the health paths and `/metrics` are exact paths there, as here."""
+`/version/`); a runtime's explanation and KEDA values are pasted into browsers and scaler specs with one too.
+Authorization is alike with or without it (`identity.request_attributes` splits the path without its slashes).
+`/openapi/v2`, the health paths and `/metrics` are exact paths there, as here."""
 
 TEXT_ROUTES = frozenset({"/healthz", "/livez", "/readyz", "/metrics"})
 """Routes that answer in text whatever the client accepts (probes and Prometheus name no JSON); the others
@@ -76,7 +78,7 @@ _WHERE: tuple[tuple[str, str], ...] = (
 def _not_found(path: str) -> str:
     message = f"the server could not find the requested resource {path!r}"
     for prefix, where in _WHERE:
-        if path.startswith(prefix):
+        if path.startswith(prefix) or path == prefix[:-1]:  # `/debug` as `/debug/`
             return f"{message}; {where}"
     return message
 
