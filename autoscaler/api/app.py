@@ -33,6 +33,7 @@ from autoscaler.api.selfmetrics_split import worker_metrics_handler
 from autoscaler.api.snapshot import SNAPSHOT_KEY, SnapshotStore
 from autoscaler.api.stall import STALL_KEY, StallWatch, stall_context
 from autoscaler.api.status import ApiError, status_response
+from autoscaler.gcsettings import tune_for_serving
 from autoscaler.names import GROUP_VERSION
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
@@ -226,10 +227,17 @@ async def build_served_app(
     authorization (their Kubernetes clients close with the app; `tls` learns the client CAs), or open with
     `--insecure-dev`. Start-up mistakes are `ValueError`s (`KubeConfigError`, `AuthConfigError`)."""
     if settings.insecure_dev:
-        return build_api_app(source, metrics, stalled_after_s=settings.stalled_after_s)
-    from autoscaler.api.auth import build_api_security  # only secured serving needs the Kubernetes client
+        app = build_api_app(source, metrics, stalled_after_s=settings.stalled_after_s)
+    else:
+        from autoscaler.api.auth import build_api_security  # only secured serving needs the Kubernetes client
 
-    security = await build_api_security(settings, tls, metrics)
-    app = build_api_app(source, metrics, security.gate, settings.stalled_after_s)
-    app.on_cleanup.append(security.close)
+        security = await build_api_security(settings, tls, metrics)
+        app = build_api_app(source, metrics, security.gate, settings.stalled_after_s)
+        app.on_cleanup.append(security.close)
+    app.on_startup.append(_frozen_start_up)
     return app
+
+
+async def _frozen_start_up(app: web.Application) -> None:
+    """Start-up is over when the app starts serving: what it left alive is frozen (`gcsettings.tune_for_serving`)."""
+    tune_for_serving()
