@@ -9,13 +9,14 @@ turn, a fixed number of keep-alive requests each, and before and after each run 
 thread of the serving process its CPU time from `schedstat` (nanoseconds, not clock ticks), user and system
 time from `stat`, and voluntary and involuntary context switches. CPU time a request still moves with what
 runs on the other cores (a hyperthread sibling slows every instruction): compare servers within one run,
-round by round. `--compare-tree DIR` adds the adapter of another checkout to the same rounds, so that a change
-is measured against its parent under the same load. With `--strace`, one more run per server under
-`strace -c -f` names every system call and its count a request (strace slows the server: its times mean
-nothing, its counts are exact).
+round by round. `--compare-tree DIR` (repeatable) adds the adapter of another checkout to the same rounds, so
+that a change is measured against its parent under the same load. `--idle-seconds S` first reads each server's
+CPU over S seconds without requests (timers, snapshot swaps, review refreshes: what a request-count figure
+would spread over its requests). With `--strace`, one more run per server under `strace -c -f` names every
+system call and its count a request (strace slows the server: its times mean nothing, its counts are exact).
 
     python bench/bench_serving_kernel.py [--runtimes 1000] [--requests 20000] [--rounds 3] [--strace]
-        [--compare-tree DIR]
+        [--idle-seconds 30] [--compare-tree DIR ...]
 
 Prints one row per server per round and the medians. Plain script, no asserts.
 """
@@ -180,9 +181,12 @@ def main() -> None:
     parser.add_argument("--strace", action="store_true", help="also count system calls by name under strace")
     parser.add_argument("--serving-cpu", type=int, default=0 if len(os.sched_getaffinity(0)) >= 2 else -1,
                         help="pin the serving processes to this CPU and everything else off it (-1: no pinning)")
-    parser.add_argument("--compare-tree", type=Path, default=None,
+    parser.add_argument("--compare-tree", type=Path, action="append", default=[],
                         help="also run the adapter of this source tree (another commit's checkout), in the same "
-                        "rounds: a change's effect, under the same load")
+                        "rounds: a change's effect, under the same load (repeatable)")
+    parser.add_argument("--idle-seconds", type=float, default=0.0,
+                        help="first measure each server's CPU over this many seconds without requests: what its "
+                        "timers, snapshot swaps and review refreshes cost whatever the load")
     parser.add_argument("--adapter-env", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment variable for the adapters only (to compare a setting)")
     args = parser.parse_args()
@@ -195,7 +199,8 @@ def main() -> None:
     pods = args.runtimes * PODS_PER_RUNTIME
     plan = RefreshPlan.for_fleet(pods, args.refresh_interval, None, 64)
     extra = dict(item.split("=", 1) for item in args.adapter_env)
-    trees = {"adapter": REPO, **({"compared": args.compare_tree.resolve()} if args.compare_tree else {})}
+    trees = {"adapter": REPO, **{f"compared {n}" if len(args.compare_tree) > 1 else "compared": tree.resolve()
+                                 for n, tree in enumerate(args.compare_tree, 1)}}
     with tempfile.TemporaryDirectory(prefix="bench-serving-kernel-") as directory:
         workdir = Path(directory)
         client = write_pki(workdir)
@@ -224,9 +229,15 @@ def main() -> None:
                     pin(pid, {args.serving_cpu})
             for _, url in servers.values():  # warm-up
                 ab(url, pem, min(args.requests, 2000), args.concurrency)
+            if args.idle_seconds:
+                idle_before = {name: Counts.of(pid) for name, (pid, _) in servers.items()}
+                time.sleep(args.idle_seconds)
+                print("CPU while no request comes (timers, the refresh's snapshots, review refreshes): " + ", ".join(
+                    f"{name} {Counts.of(pid).minus(idle_before[name]).cpu_ns / 1e6 / args.idle_seconds:.2f} ms a second"
+                    for name, (pid, _) in servers.items()))
             print(f"{args.runtimes:,} runtimes, {plan.words()}; {args.requests:,} requests a run over "
                   f"{args.concurrency} keep-alive connections (ab, one URL); "
-                  + (f"compared: the adapter of {args.compare_tree}; " if args.compare_tree else "")
+                  + "".join(f"{name}: the adapter of {tree}; " for name, tree in trees.items() if name != "adapter")
                   + f"load average {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
             print("| server | CPU µs a request (schedstat) | user / system µs | voluntary / involuntary switches "
                   "a request | threads |")
@@ -267,11 +278,12 @@ def report(rows: list[Row], traced: dict[str, dict[str, float]]) -> None:
         ratio = f"; per-core ratio bare / {name} {bare['cpu_us'] / m['cpu_us']:.2f}" if name != "bare" else ""
         print(f"median {name}: CPU a request {m['cpu_us']:.1f} µs (user {m['user_us']:.1f}, system "
               f"{m['system_us']:.1f}){ratio}")
-    if "compared" in medians:
-        ours, theirs = ([r for r in rows if r.server == name] for name in ("adapter", "compared"))
+    for compared in (name for name in names if name.startswith("compared")):
+        ours, theirs = ([r for r in rows if r.server == name] for name in ("adapter", compared))
         pairs = [(a.used.cpu_ns / a.requests) / (c.used.cpu_ns / c.requests) for a, c in zip(ours, theirs, strict=True)]
-        print("adapter / compared CPU a request, round by round: " + ", ".join(f"{p:.3f}" for p in pairs)
-              + f" (median {statistics.median(pairs):.3f})")
+        print(f"adapter / {compared} CPU a request, round by round: " + ", ".join(f"{p:.3f}" for p in pairs)
+              + f" (median {statistics.median(pairs):.3f}; adapter cheaper in {sum(p < 1 for p in pairs)} of "
+              f"{len(pairs)})")
     if traced:
         calls = sorted({call for counts in traced.values() for call in counts},
                        key=lambda call: -max(counts.get(call, 0) for counts in traced.values()))
