@@ -56,24 +56,38 @@ from tests.support.processes import serving_workers  # noqa: E402
 STARTUP_TIMEOUT_S = 600.0  # imports and the first refresh under valgrind
 
 
-def callgrind(out: Path) -> list[str]:
+def callgrind(out: Path, simulate: bool = False) -> list[str]:
+    """valgrind's callgrind, counting from when it is told to; `simulate`: with its cache and branch-predictor
+    models too (misses, mispredictions), several times slower."""
     return ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--trace-children=yes",
-            f"--callgrind-out-file={out}/callgrind.%p", "--dump-instr=no", "--compress-strings=no"]
+            f"--callgrind-out-file={out}/callgrind.%p", "--dump-instr=no", "--compress-strings=no",
+            *(["--cache-sim=yes", "--branch-sim=yes"] if simulate else [])]
+
+
+Events = dict[str, float]
+"""callgrind's events by name: `Ir` (instructions), and with the simulation `I1mr`, `D1mr`, `D1mw` (first-level
+misses), `ILmr`, `DLmr`, `DLmw` (last-level), `Bcm`, `Bim` (mispredicted conditional and indirect branches)."""
 
 
 def control(*args: str) -> None:
     subprocess.run(["callgrind_control", *args], check=True, capture_output=True, timeout=120)
 
 
-def dumped_instructions(out: Path, pid: int) -> int:
-    """The instructions of the last dump of `pid` (callgrind numbers its dumps: callgrind.PID.N)."""
+def dumped_events(out: Path, pid: int) -> Events:
+    """The events of the last dump of `pid` (callgrind numbers its dumps: callgrind.PID.N)."""
     dumps = sorted(out.glob(f"callgrind.{pid}.*"), key=lambda path: int(path.suffix[1:]))
     if not dumps:
         raise RuntimeError(f"no callgrind dump of process {pid} in {out}")
-    match = re.search(r"^(?:summary|totals): (\d+)", dumps[-1].read_text(errors="replace"), re.M)
-    if match is None:
-        raise RuntimeError(f"{dumps[-1]}: no totals line")
-    return int(match.group(1))
+    text = dumps[-1].read_text(errors="replace")
+    names = re.search(r"^events: (.+)$", text, re.M)
+    match = re.search(r"^(?:summary|totals): ([\d ]+)$", text, re.M)
+    if names is None or match is None:
+        raise RuntimeError(f"{dumps[-1]}: no events or totals line")
+    return {name: float(value) for name, value in zip(names.group(1).split(), match.group(1).split(), strict=False)}
+
+
+def per_request(before: Events, after: Events, requests: int) -> Events:
+    return {name: (after[name] - before.get(name, 0.0)) / requests for name in after}
 
 
 async def send(session: aiohttp.ClientSession, urls: list[str], requests: int, concurrency: int,
@@ -95,11 +109,49 @@ async def send(session: aiohttp.ClientSession, urls: list[str], requests: int, c
     return answered
 
 
+def ab_requests(url: str, client_pem: Path, requests: int, concurrency: int) -> int:
+    """`requests` keep-alive GETs of one URL over `concurrency` new connections from ApacheBench, as
+    `bench_fleet.py`'s load run sends them (HTTP/1.0 keep-alive, ab's own headers); the number answered 2xx."""
+    from bench.bench_serving_kernel import ab
+
+    return ab(url, client_pem, requests, concurrency)
+
+
+async def count_ab(pid: int, out: Path, url: str, client_pem: Path, args: argparse.Namespace) -> Events:
+    """Instructions per request of `pid` under ab's requests for one URL, as `bench_fleet.py`'s /proc figure is
+    measured. ab opens its connections anew each run, so each server is counted for a short run and for one
+    `--requests` longer, and the difference is divided by `--requests`: the handshakes cancel out."""
+    await asyncio.to_thread(control, "--instr=on", str(pid))
+    await asyncio.to_thread(ab_requests, url, client_pem, max(args.warm, 200), args.concurrency)
+    totals = []
+    for requests in (SHORT_AB_RUN, SHORT_AB_RUN + args.requests):
+        await asyncio.to_thread(control, "--zero", str(pid))
+        await asyncio.to_thread(ab_requests, url, client_pem, requests, args.concurrency)
+        await asyncio.to_thread(control, "--dump", str(pid))
+        totals.append(dumped_events(out, pid))
+    return per_request(totals[0], totals[1], args.requests)
+
+
+SHORT_AB_RUN = 200
+"""The requests of the short ab run whose count (handshakes included) is taken from the long one's."""
+
+
+SIMULATED = (("I1mr", "L1 instruction misses"), ("D1mr", "L1 data read misses"), ("D1mw", "L1 data write misses"),
+             ("ILmr", "last-level instruction misses"), ("DLmr", "last-level data read misses"),
+             ("DLmw", "last-level data write misses"), ("Bcm", "mispredicted conditional branches"),
+             ("Bim", "mispredicted indirect branches"))
+
+
+def simulated_words(events: Events) -> str:
+    """The simulated misses a request, where `--simulate` counted them."""
+    return "".join(f"; {events[name]:,.0f} {words}" for name, words in SIMULATED if name in events)
+
+
 failures: list[str] = []
 """The first few answers other than 200, printed when a count is refused for them."""
 
 
-async def count(pid: int, out: Path, urls: list[str], client: ssl.SSLContext, args: argparse.Namespace) -> float:
+async def count(pid: int, out: Path, urls: list[str], client: ssl.SSLContext, args: argparse.Namespace) -> Events:
     """Instructions per request of the serving process `pid`, already under callgrind. The warm-up asks every
     answer once (as HPAs have, by the time a fleet runs steadily) over the connections that the counted
     requests then reuse, as the aggregator keeps its connections open: no TLS handshake is counted."""
@@ -115,7 +167,7 @@ async def count(pid: int, out: Path, urls: list[str], client: ssl.SSLContext, ar
     if answered != args.requests:
         raise RuntimeError(f"only {answered} of {args.requests} requests were answered 200; the first others: "
                            + "; ".join(failures))
-    return dumped_instructions(out, pid) / int(args.requests)
+    return per_request({}, dumped_events(out, pid), args.requests)
 
 
 def bare_main(workdir: str, body_file: str, port: int) -> None:
@@ -138,6 +190,14 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=0, help="requests sent before counting (at least one for "
                         "each runtime x metric)")
     parser.add_argument("--concurrency", type=int, default=8, help="keep-alive connections")
+    parser.add_argument("--client", choices=("aiohttp", "ab"), default="aiohttp",
+                        help="aiohttp: every runtime x metric in turn over connections kept from the warm-up "
+                        "(as HPAs ask); ab: one URL again and again, as bench_fleet.py's load run (the /proc "
+                        "figure) asks it, each server counted for a short and a longer run and the difference "
+                        "taken, so that ab's handshakes are not counted")
+    parser.add_argument("--simulate", action="store_true",
+                        help="also simulate the caches and branch predictor (callgrind's models): misses and "
+                        "mispredictions a request, where time per instruction can differ between the servers")
     parser.add_argument("--adapter-only", action="store_true",
                         help="count the adapter only (when comparing changes to it: the bare figure does not move)")
     parser.add_argument("--keep", type=Path, default=None,
@@ -160,7 +220,7 @@ def main() -> None:
             adapter_out.mkdir()
             log = open(workdir / "adapter.log", "wb")  # noqa: SIM115
             processes.append(subprocess.Popen(
-                [*callgrind(adapter_out), sys.executable, "-m", "autoscaler.cli", "serve", "--listen",
+                [*callgrind(adapter_out, args.simulate), sys.executable, "-m", "autoscaler.cli", "serve", "--listen",
                  f"127.0.0.1:{port}", "--tls-cert-file", str(workdir / "server.pem"), "--tls-private-key-file",
                  str(workdir / "server.pem"), "--requestheader-client-ca-file", str(workdir / "front-proxy-ca.pem"),
                  "--requestheader-allowed-names", "front-proxy-client", "--kubeconfig", str(workdir / "kubeconfig"),
@@ -174,9 +234,13 @@ def main() -> None:
                 raise RuntimeError(f"expected one serving worker, found {workers}")
             adapter_urls = [base + metric_path(r, m) for r in range(args.runtimes) for m in METRICS]
             print(f"adapter served after {time.monotonic() - started:.0f} s under valgrind; counting", flush=True)
-            adapter = asyncio.run(count(workers[0], adapter_out, adapter_urls, client, args))
+            pem = workdir / "front-proxy-client.pem"
+            if args.client == "ab":
+                adapter = asyncio.run(count_ab(workers[0], adapter_out, adapter_urls[0], pem, args))
+            else:
+                adapter = asyncio.run(count(workers[0], adapter_out, adapter_urls, client, args))
             if args.adapter_only:
-                print(f"adapter: {adapter / 1e3:.1f}k instructions a request")
+                print(f"adapter: {adapter['Ir'] / 1e3:.1f}k instructions a request" + simulated_words(adapter))
                 return
 
             bare_port = free_port()
@@ -184,13 +248,15 @@ def main() -> None:
             bare_out.mkdir()
             (workdir / "body.json").write_bytes(body)
             processes.append(subprocess.Popen(
-                [*callgrind(bare_out), sys.executable, __file__, "--serve-bare", str(workdir),
+                [*callgrind(bare_out, args.simulate), sys.executable, __file__, "--serve-bare", str(workdir),
                  str(workdir / "body.json"), str(bare_port)], env=env))
             bare_base = f"https://127.0.0.1:{bare_port}"
             asyncio.run(wait_served(bare_base + metric_path(0, METRICS[0]), client, STARTUP_TIMEOUT_S))
-            bare = asyncio.run(count(processes[1].pid, bare_out, [bare_base + metric_path(r, m)
-                                                                  for r in range(args.runtimes) for m in METRICS],
-                                     client, args))
+            bare_urls = [bare_base + metric_path(r, m) for r in range(args.runtimes) for m in METRICS]
+            if args.client == "ab":
+                bare = asyncio.run(count_ab(processes[1].pid, bare_out, bare_urls[0], pem, args))
+            else:
+                bare = asyncio.run(count(processes[1].pid, bare_out, bare_urls, client, args))
         finally:
             for process in processes:
                 process.terminate()
@@ -205,10 +271,13 @@ def main() -> None:
             if args.keep is not None:
                 shutil.copytree(workdir, args.keep, dirs_exist_ok=True,
                                 ignore=shutil.ignore_patterns("*.pem", "*.yaml", "kubeconfig"))
-    print("| runtimes | requests x connections | adapter instructions a request | bare | bare / adapter |")
-    print("|---|---|---|---|---|")
-    print(f"| {args.runtimes} | {args.requests} x {args.concurrency} | {adapter / 1e3:.0f}k | {bare / 1e3:.0f}k "
-          f"| {bare / adapter:.2f} |")
+    print("| runtimes | client | requests x connections | adapter instructions a request | bare | bare / adapter |")
+    print("|---|---|---|---|---|---|")
+    print(f"| {args.runtimes} | {args.client} | {args.requests} x {args.concurrency} | {adapter['Ir'] / 1e3:.0f}k "
+          f"| {bare['Ir'] / 1e3:.0f}k | {bare['Ir'] / adapter['Ir']:.2f} |")
+    if args.simulate:
+        print(f"adapter:{simulated_words(adapter)}")
+        print(f"bare:{simulated_words(bare)}")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from autoscaler.api.selfmetrics_split import worker_metrics_handler
 from autoscaler.api.snapshot import SNAPSHOT_KEY, SnapshotStore
 from autoscaler.api.stall import STALL_KEY, StallWatch, stall_context
 from autoscaler.api.status import ApiError, status_response
+from autoscaler.gcsettings import tune_for_serving
 from autoscaler.names import GROUP_VERSION
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
@@ -46,10 +47,12 @@ CATCH_ALL_NAME = "unmatched"
 """The catch-all route's name: not a path of the API (`unmatched`)."""
 
 SLASH_TOLERANT = frozenset({"/apis", "/apis/external.metrics.k8s.io", f"/apis/{GROUP_VERSION}",
-                            EXTERNAL_METRIC_ROUTE, "/version"})
+                            EXTERNAL_METRIC_ROUTE, "/version", runtimes.KEDA_ROUTE, runtimes.DEBUG_ROUTE})
 """Routes also answered with a trailing slash, counted under the route: kube-apiserver's (go-restful's) are,
 and clients ask for them so (the `kubernetes` Python client's `ApisApi` asks for `/apis/`, `VersionApi` for
-`/version/`). `/openapi/v2`, the health paths and `/metrics` are exact paths there, as here."""
+`/version/`); a runtime's explanation and KEDA values are pasted into browsers and scaler specs with one too.
+Authorization is alike with or without it (`identity.request_attributes` splits the path without its slashes).
+`/openapi/v2`, the health paths and `/metrics` are exact paths there, as here."""
 
 TEXT_ROUTES = frozenset({"/healthz", "/livez", "/readyz", "/metrics"})
 """Routes that answer in text whatever the client accepts (probes and Prometheus name no JSON); the others
@@ -76,7 +79,7 @@ _WHERE: tuple[tuple[str, str], ...] = (
 def _not_found(path: str) -> str:
     message = f"the server could not find the requested resource {path!r}"
     for prefix, where in _WHERE:
-        if path.startswith(prefix):
+        if path.startswith(prefix) or path == prefix[:-1]:  # `/debug` as `/debug/`
             return f"{message}; {where}"
     return message
 
@@ -224,10 +227,17 @@ async def build_served_app(
     authorization (their Kubernetes clients close with the app; `tls` learns the client CAs), or open with
     `--insecure-dev`. Start-up mistakes are `ValueError`s (`KubeConfigError`, `AuthConfigError`)."""
     if settings.insecure_dev:
-        return build_api_app(source, metrics, stalled_after_s=settings.stalled_after_s)
-    from autoscaler.api.auth import build_api_security  # only secured serving needs the Kubernetes client
+        app = build_api_app(source, metrics, stalled_after_s=settings.stalled_after_s)
+    else:
+        from autoscaler.api.auth import build_api_security  # only secured serving needs the Kubernetes client
 
-    security = await build_api_security(settings, tls, metrics)
-    app = build_api_app(source, metrics, security.gate, settings.stalled_after_s)
-    app.on_cleanup.append(security.close)
+        security = await build_api_security(settings, tls, metrics)
+        app = build_api_app(source, metrics, security.gate, settings.stalled_after_s)
+        app.on_cleanup.append(security.close)
+    app.on_startup.append(_frozen_start_up)
     return app
+
+
+async def _frozen_start_up(app: web.Application) -> None:
+    """Start-up is over when the app starts serving: what it left alive is frozen (`gcsettings.tune_for_serving`)."""
+    tune_for_serving()

@@ -110,20 +110,22 @@ class SnapshotStore(Protocol):
 
 
 class SnapshotHolder:
-    """A snapshot replaced in one assignment by whoever receives the next one."""
+    """A snapshot replaced in one assignment by whoever receives the next one.
+
+    `current` is a plain attribute, read by every request without a Python call (a property's getter is one);
+    assigning it also notes `updated_at` (`__setattr__`, once a refresh)."""
+
+    current: ServingSnapshot
+    updated_at: float | None
 
     def __init__(self, snapshot: ServingSnapshot = EMPTY) -> None:
-        self._current = snapshot
-        self.updated_at: float | None = None if snapshot is EMPTY else time.monotonic()
+        object.__setattr__(self, "current", snapshot)
+        object.__setattr__(self, "updated_at", None if snapshot is EMPTY else time.monotonic())
 
-    @property
-    def current(self) -> ServingSnapshot:
-        return self._current
-
-    @current.setter
-    def current(self, snapshot: ServingSnapshot) -> None:
-        self._current = snapshot
-        self.updated_at = time.monotonic()
+    def __setattr__(self, name: str, value: object) -> None:
+        object.__setattr__(self, name, value)
+        if name == "current":
+            object.__setattr__(self, "updated_at", time.monotonic())
 
 
 SNAPSHOT_KEY: web.AppKey[SnapshotStore] = web.AppKey("snapshots")
