@@ -7,11 +7,13 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+import logging
 from collections.abc import Callable
 from json.encoder import encode_basestring_ascii as _json_str
 from typing import Final
 
 from aiohttp import web
+from cachetools import TTLCache
 
 from autoscaler.api import documents
 from autoscaler.api.negotiation import asks_to_watch
@@ -138,6 +140,10 @@ def runtime_debug_record(request: web.Request, namespace: str, deployment: str) 
 
 
 _NAMESPACES_NAMED: Final = 3
+log = logging.getLogger(__name__)
+_ELSEWHERE_TOLD: TTLCache[tuple[str, str], bool] = TTLCache(maxsize=256, ttl=600)
+"""The 404s whose "known in other namespaces" line was logged in the last 10 minutes: one line per asked
+runtime, however often a misconfigured HPA (or a tenant guessing names) asks."""
 """How many other namespaces holding a runtime of the asked name a 404 names."""
 
 
@@ -154,8 +160,13 @@ def _not_found(snapshot: ServingSnapshot, namespace: str, deployment: str) -> Ap
                  "any error reading them")
     elsewhere = sorted(ns for ns, name in snapshot.runtimes if name == deployment)  # a 404 only: rare, and gated
     if elsewhere:
+        # Said in the log, not to the client: a user allowed in one namespace must not learn whether others run
+        # a runtime of a name they guess (kube-apiserver's 404 names nothing either).
         shown = ", ".join(elsewhere[:_NAMESPACES_NAMED]) + (", ..." if len(elsewhere) > _NAMESPACES_NAMED else "")
-        hint += f"; the adapter knows {deployment} in namespace{'s' if len(elsewhere) > 1 else ''} {shown}"
+        if (namespace, deployment) not in _ELSEWHERE_TOLD:
+            _ELSEWHERE_TOLD[namespace, deployment] = True
+            log.info("404 for runtime %r in namespace %r: the adapter knows %r in namespace%s %s", deployment,
+                     namespace, deployment, "s" if len(elsewhere) > 1 else "", shown)
     return ApiError(404, f"runtime {namespace}/{deployment} is not known to the adapter (no Deployment of that "
                          "name with ModelMesh pods in a namespace it watches, --namespaces, nor in its --targets "
                          f"file){hint}")

@@ -11,6 +11,7 @@ a path one segment short (no namespace, no deployment) was a bare "could not fin
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from autoscaler.api import handlers
 from autoscaler.api.app import build_api_app
 from autoscaler.api.status import REASONS, status_body
 from tests.api.builders import DEPLOYMENT, KEY, NAMESPACE, Pki, refresher_with, runtime_view
@@ -123,11 +125,24 @@ async def test_an_unknown_metric_lists_the_served_ones(kubeconfig: Path) -> None
     assert "available: modelmesh_desired_replicas, modelmesh_gpu_busy" in said, said
 
 
-async def test_a_runtime_asked_in_the_wrong_namespace_names_the_one_it_is_in(kubeconfig: Path) -> None:
-    said = await kubectl(kubeconfig, f"{GROUP_VERSION}/namespaces/default/modelmesh_desired_replicas"
-                                     f"?labelSelector=deployment%3D{DEPLOYMENT}")
-    assert said.startswith("Error from server (NotFound): "), said
-    assert f"the adapter knows {DEPLOYMENT} in namespace {NAMESPACE}" in said, said
+async def test_a_runtime_asked_in_the_wrong_namespace_is_placed_in_the_log_not_the_answer(
+    kubeconfig: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The operator learns where the runtime is; the client (a tenant allowed in one namespace) learns nothing
+    of the others. Asked twice, the log says it once."""
+    caplog.set_level(logging.INFO, logger="autoscaler.api.handlers")
+    handlers._ELSEWHERE_TOLD.clear()  # another test in this process may have asked the same runtime
+    for _ in range(2):
+        said = await kubectl(kubeconfig, f"{GROUP_VERSION}/namespaces/default/modelmesh_desired_replicas"
+                                         f"?labelSelector=deployment%3D{DEPLOYMENT}")
+        assert said.startswith("Error from server (NotFound): "), said
+        # the same answer as for a name known nowhere: nothing tells that it exists elsewhere
+        unknown = await kubectl(kubeconfig, f"{GROUP_VERSION}/namespaces/default/modelmesh_desired_replicas"
+                                            "?labelSelector=deployment%3Dnope")
+        assert said == unknown.replace("nope", DEPLOYMENT), (said, unknown)
+    placed = [r.getMessage() for r in caplog.records if "the adapter knows" in r.getMessage()]
+    assert placed == [f"404 for runtime '{DEPLOYMENT}' in namespace 'default': the adapter knows '{DEPLOYMENT}' "
+                      f"in namespace {NAMESPACE}"], placed
 
 
 async def test_a_404_from_an_adapter_that_knows_no_runtime_says_so(pki: Pki, tmp_path: Path) -> None:

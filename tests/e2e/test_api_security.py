@@ -288,8 +288,6 @@ def test_a_token_without_the_metrics_url_grant_is_forbidden_the_self_metrics(clu
     assert 'User "dora" cannot get path "/metrics"' in body["message"], body
 
 
-@pytest.mark.xfail(strict=True, reason="handlers._not_found names the other namespaces holding a runtime of the "
-                   "asked name, whatever the user may read there")
 def test_a_not_found_names_no_namespace_the_user_may_not_read(cluster: Cluster) -> None:
     """Dora may read her namespace only: a 404 there must not tell her which other namespaces run a runtime of
     that name (kube-apiserver's 404 never does), or a tenant maps every other tenant's runtimes by guessing
