@@ -87,14 +87,14 @@ def _not_found(path: str) -> str:
 def error_response(request: web.Request, error: Exception) -> web.Response:
     """Every error leaves as a Kubernetes `Status`; internal detail goes to the log, not the client."""
     if isinstance(error, ApiError):
-        return status_response(error.code, error.message)
+        return status_response(error.code, error.message, retry_after_s=error.retry_after_s)
     if isinstance(error, web.HTTPException):
         message = {404: _not_found(request.path),
                    405: f"method {request.method} is not allowed on {request.path!r}"}.get(
             error.status, error.reason)
         allow = error.headers.get("Allow")  # a 405 must say which methods are (RFC 9110, 15.5.6)
         return status_response(error.status, message, {"Allow": allow} if allow else None)
-    log.error("internal error serving %s %s", request.method, request.path, exc_info=error)
+    log.error("internal error serving %s %r", request.method, request.path, exc_info=error)
     return status_response(500, "internal error; see the adapter's log")
 
 

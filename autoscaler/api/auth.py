@@ -132,7 +132,7 @@ def auth_gate(authenticator: UnionAuthenticator, authorizer: Authorizer, always_
         except ReviewsBusy as error:
             log.debug("429 for %s %r for %r: %s", request.method, request.path, user.name, error)
             raise ApiError(429, f'Too many requests: user "{user.name}" has too many authorization checks under '
-                                "way; try again shortly") from None
+                                "way; try again shortly", retry_after_s=1) from None
         except AuthorizationFailed as error:
             tally.count(errors)
             log.warning("cannot authorize %s %r for %r: %s", request.method, request.path, user.name, error)

@@ -38,7 +38,7 @@ def reason_for(code: int) -> str:
     return REASONS.get(code, "InternalError" if code >= 500 else "")
 
 
-def status_body(code: int, message: str) -> dict[str, Any]:
+def status_body(code: int, message: str, retry_after_s: int | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",
@@ -50,17 +50,25 @@ def status_body(code: int, message: str) -> dict[str, Any]:
     }
     if not body["reason"]:
         del body["reason"]  # `omitempty`, as kube writes StatusReasonUnknown
+    if retry_after_s is not None:
+        body["details"] = {"retryAfterSeconds": retry_after_s}
     return body
 
 
-def status_response(code: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
-    return web.json_response(status_body(code, message), status=code, headers=headers)
+def status_response(code: int, message: str, headers: dict[str, str] | None = None,
+                    retry_after_s: int | None = None) -> web.Response:
+    """The Status; with `retry_after_s` also the `Retry-After` header, as kube-apiserver writes both: client-go
+    (the HPA's client, kubectl) then waits that long and retries by itself instead of failing the call."""
+    if retry_after_s is not None:
+        headers = {**(headers or {}), "Retry-After": str(retry_after_s)}
+    return web.json_response(status_body(code, message, retry_after_s), status=code, headers=headers)
 
 
 class ApiError(Exception):
     """Raised by handlers to answer with a `Status`; the middleware renders it."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, retry_after_s: int | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.retry_after_s = retry_after_s
