@@ -66,6 +66,7 @@ def policy_entry(result: PolicyResult, baseline: PolicyResult | None, unavoidabl
         "delayed_requests": round(result.delayed_requests),
         "delayed_ratio": round(result.delayed_ratio, 6),
         "delayed_waiting_for_loads": round(result.delayed_loading),
+        "refused_requests": round(result.refused_requests),
         "cold_loads": result.cold_loads,
         "avoidable_cold_loads": max(0, result.cold_loads - unavoidable),
         "copy_loads": result.copy_loads,
