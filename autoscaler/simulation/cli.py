@@ -318,7 +318,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         cluster={"pod_rps": shape.pod_rps, "cache_models": shape.cache_models, "load_time_s": shape.load_time_s,
                  "startup_delay_s": shape.startup_delay_s, "min_replicas": args.min_replicas,
                  "max_replicas": maximum, "fixed_replicas": fixed, "tick_s": args.tick,
-                 "slo_queue_ms": args.slo_queue_ms},
+                 "slo_queue_ms": args.slo_queue_ms, "min_churn_age_s": shape.min_churn_age_s},
         oracle=best,
         warnings=warnings,
     )
