@@ -131,12 +131,15 @@ class Cluster:
         ModelMesh's pre-shutdown (ModelMesh.java `preShutdown`) asks for a copy elsewhere of every model in
         the leaving pod's cache (`triggerNewModelCopyElsewhere`) and keeps serving until those used in the
         last hour have loaded, within the termination grace period (90 s in config/base/deployment.yaml):
-        a scale-down moves models rather than dropping them. Without a Ready pod left they are lost."""
+        a scale-down moves models rather than dropping them. Without a Ready pod left they are lost, and so are
+        those every pod refuses (the churn limit, placement.py) and those a full pod drops at once because their
+        last use is older than its own oldest copy (the load "immediately evicted" in ModelMesh's cache-miss path:
+        a move never displaces a copy used more recently)."""
         ready = self.ready_pods()
+        capacity = self.shape.cache_models
         for used, model in sorted(orphans, reverse=True):
-            target = (choose_pod(ready, self.shape.cache_models, now, now - used, self.shape.min_churn_age_s)
-                      if ready else None)
-            if target is None:
+            target = choose_pod(ready, capacity, now, now - used, self.shape.min_churn_age_s) if ready else None
+            if target is None or (len(target.cache) >= capacity and used < next(iter(target.cache.values()))):
                 self._lost.add(model)
                 continue
             self.copies.load(target, model, now, used)

@@ -218,3 +218,31 @@ def test_a_pod_with_room_takes_a_load_however_recent_its_copies() -> None:
     cluster.route(0.0, [0, 1], [1.0, 1.0], 60.0)
     cluster.route(60.0, [2, 3], [1.0, 1.0], 60.0)
     assert cluster.cold_loads == 4 and cluster.refused == 0.0 and len(cluster.holders) == 4
+
+
+def test_a_scale_down_does_not_evict_newer_copies_for_the_leaving_pods_older_ones() -> None:
+    # ModelMesh's pre-shutdown asks for each leaving copy elsewhere with its last use (`triggerNewModelCopyElsewhere`
+    # with the cache entry's lruTime); a full pod drops such a load at once when that last use is older than its own
+    # oldest copy ("the new entry was immediately evicted ... Discard the load", ModelMesh.java). Pod A's models,
+    # last used at 0, do not displace pod B's, used at 400: they are lost, and come back as cold loads.
+    cluster = Cluster(SHAPE, 2, tick_s=5.0)
+    leaving, staying = cluster.pods
+    for model in (0, 1):
+        cluster.copies.load(leaving, model, 0.0)
+    for model in (2, 3):
+        cluster.copies.load(staying, model, 400.0)
+    leaving.deletion_cost = -1
+    assert cluster.scale_to(1, 800.0) == [leaving.name]
+    assert list(staying.cache) == [2, 3] and cluster.migrated_loads == 0
+    assert 0 not in cluster.holders and 1 not in cluster.holders
+
+
+def test_a_scale_down_moves_a_leaving_copy_newer_than_the_oldest_one_where_it_goes() -> None:
+    cluster = Cluster(SHAPE, 2, tick_s=5.0)
+    leaving, staying = cluster.pods
+    cluster.copies.load(leaving, 0, 500.0)
+    for model in (2, 3):
+        cluster.copies.load(staying, model, 400.0)
+    leaving.deletion_cost = -1
+    cluster.scale_to(1, 800.0)
+    assert list(staying.cache) == [3, 0] and cluster.migrated_loads == 1  # 2, the oldest (400), made room
