@@ -10,6 +10,7 @@ that appear after the start, for at most 1.15x the pod-hours; autoscaler/simulat
 goal is within reach of some replica policy on that trace. Plain script:
 
     python bench/simulate_shapes.py [--hours 24] [--models 500] [--seeds 0] [--fixed] [--ceiling] [--beyond 4,8] \\
+        [--min-churn-age 300] \\
         [--hourly] [--variant 'name:scale_down_tau_s=120,down_window=300,down_pods=1,down_period=120'] ...
 
 A variant sets RuntimePolicy fields (`skew_order`, `target_gpu_busy`, `scale_down_tau_s`, ...) and the HPA's
@@ -70,7 +71,7 @@ def parse_variant(text: str) -> Variant:
 def run_shape(shape_name: str, seed: int, args: argparse.Namespace, variants: list[Variant]
               ) -> tuple[PolicyResult, list[PolicyResult], float, int]:
     trace = synthetic(models=args.models, hours=args.hours, mean_rps=args.rps, shape=shape_name, seed=seed)
-    shape = ClusterShape(pod_rps=args.pod_rps, cache_models=args.cache_models)
+    shape = ClusterShape(pod_rps=args.pod_rps, cache_models=args.cache_models, min_churn_age_s=args.min_churn_age)
     bucket_s, arrivals = buckets(trace, 5.0)
     best = oracle(trace, shape, 600.0, bucket_s)
     fixed, maximum, start = sizing(best.peak_rps, sum(arrivals[0].rates), shape.pod_rps, MIN_REPLICAS, None)
@@ -112,6 +113,9 @@ def main() -> None:
     parser.add_argument("--rps", type=float, default=150.0)
     parser.add_argument("--pod-rps", type=float, default=20.0)
     parser.add_argument("--cache-models", type=int, default=100)
+    parser.add_argument("--min-churn-age", type=float, default=ClusterShape().min_churn_age_s,
+                        help="ModelMesh's churn limit in seconds (0: a full pod always evicts, as before it was "
+                             "modelled)")
     parser.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
     parser.add_argument("--shapes", default=",".join(SHAPES))
     parser.add_argument("--variant", action="append", default=[], help="name:key=value,... (repeatable)")

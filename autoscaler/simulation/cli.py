@@ -32,6 +32,16 @@ POLICY_NAMES: Final = ("fixed", "fixed-max", "mean-hpa", "skew-aware")
 """`fixed-max` (maxReplicas all day) is the bound: the fewest delays any replica policy gets."""
 
 
+def seconds_or_off(value: str) -> float:
+    """Seconds greater than 0, or 0 for a limit that is off."""
+    try:
+        return positive(value)
+    except argparse.ArgumentTypeError:
+        if value.strip() in ("0", "0.0"):
+            return 0.0
+        raise
+
+
 def _policies(value: str) -> tuple[str, ...]:
     names = tuple(p.strip() for p in value.split(",") if p.strip())
     unknown = [n for n in names if n not in POLICY_NAMES]
@@ -76,6 +86,10 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                        help="seconds to load a model (default 10)")
     shape.add_argument("--startup-delay", metavar="SECONDS", type=positive, default=30.0,
                        help="seconds until a new pod is Ready, above 0 (default 30)")
+    shape.add_argument("--min-churn-age", metavar="SECONDS", type=seconds_or_off, default=300.0,
+                       help="a full pod whose least recently used model is younger refuses a load and the request "
+                            "fails, as ModelMesh's tas.min_churn_age_ms (10x max(3 s, the runtime's load timeout / "
+                            "3)); 0: never (default 300, for modelmesh-serving's 90 s load timeout)")
     shape.add_argument("--min-replicas", metavar="N", type=count, default=2, help="HPA minReplicas (default 2)")
     shape.add_argument("--max-replicas", metavar="N", type=count, default=None,
                        help="HPA maxReplicas (default: twice what the trace's peak needs)")
@@ -252,7 +266,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for note in trace.notes:
         warn(note)
     shape = ClusterShape(pod_rps=args.pod_rps, cache_models=args.cache_models, load_time_s=args.load_time,
-                         startup_delay_s=args.startup_delay, slo_queue_s=args.slo_queue_ms / 1000.0)
+                         startup_delay_s=args.startup_delay, slo_queue_s=args.slo_queue_ms / 1000.0,
+                         min_churn_age_s=args.min_churn_age)
     bucket_s, arrivals = buckets(trace, args.tick)
     if trace.interval_s < args.tick:
         warn(f"the trace's {trace.interval_s:g} s intervals are added up into --tick {args.tick:g} s steps, whose "
@@ -303,7 +318,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         cluster={"pod_rps": shape.pod_rps, "cache_models": shape.cache_models, "load_time_s": shape.load_time_s,
                  "startup_delay_s": shape.startup_delay_s, "min_replicas": args.min_replicas,
                  "max_replicas": maximum, "fixed_replicas": fixed, "tick_s": args.tick,
-                 "slo_queue_ms": args.slo_queue_ms},
+                 "slo_queue_ms": args.slo_queue_ms, "min_churn_age_s": shape.min_churn_age_s},
         oracle=best,
         warnings=warnings,
     )

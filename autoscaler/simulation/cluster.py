@@ -51,10 +51,18 @@ class Cluster:
         self.migrated_loads = 0  # models a scale-down moved from a leaving pod to a remaining one
         self.cold_loads_after_removal = 0  # cold loads of models whose only copy left with a removed pod
         self._lost: set[int] = set()  # models whose last copy a scale-down removed, not requested since
+        # Cold loads of a model evicted from every cache, by how long before the load its evicted copy was last
+        # used (seconds, one entry per such load): short gaps are thrashing, caches too small for the models in
+        # use; long ones are models nobody asked for in between, which more pods would only have held idle.
+        self.reload_gaps: list[float] = []
         self.delayed = 0.0
         self.delayed_loading = 0.0  # of `delayed`: requests that waited for a cold load
         self.orphan = 0.0  # requests that arrived while no pod was Ready
         self._unrouted = 0.0  # request rate of the bucket while no pod is Ready
+        # Requests that failed because every pod refused their model's load (ModelMesh's churn limit:
+        # placement.py); counted in `delayed` too, and never served
+        self.refused = 0.0
+        self._refused_rate = 0.0  # request rate of the models whose load the last routing saw refused
         self._last_check = start_s
         self._pending = TickStats()
         self._regular = RegularUse()
@@ -123,11 +131,15 @@ class Cluster:
         ModelMesh's pre-shutdown (ModelMesh.java `preShutdown`) asks for a copy elsewhere of every model in
         the leaving pod's cache (`triggerNewModelCopyElsewhere`) and keeps serving until those used in the
         last hour have loaded, within the termination grace period (90 s in config/base/deployment.yaml):
-        a scale-down moves models rather than dropping them. Without a Ready pod left they are lost."""
+        a scale-down moves models rather than dropping them. Without a Ready pod left they are lost, and so are
+        those every pod refuses (the churn limit, placement.py) and those a full pod drops at once because their
+        last use is older than its own oldest copy (the load "immediately evicted" in ModelMesh's cache-miss path:
+        a move never displaces a copy used more recently)."""
         ready = self.ready_pods()
+        capacity = self.shape.cache_models
         for used, model in sorted(orphans, reverse=True):
-            target = choose_pod(ready, self.shape.cache_models, now, now - used) if ready else None
-            if target is None:
+            target = choose_pod(ready, capacity, now, now - used, self.shape.min_churn_age_s) if ready else None
+            if target is None or (len(target.cache) >= capacity and used < next(iter(target.cache.values()))):
                 self._lost.add(model)
                 continue
             self.copies.load(target, model, now, used)
@@ -147,15 +159,20 @@ class Cluster:
         ready = self.ready_pods()
         routing.begin(self.pods, ready)
         self._unrouted = 0.0 if ready else sum(rates)
+        self._refused_rate = 0.0
         if not ready:
             return
         if self.orphan:
             orphan, self.orphan = self.orphan, 0.0
             self._requeue(orphan)
         load_wait = min(self.shape.load_time_s, remaining_s)
-        for model, rate, target in routing.spread(ready, self.copies, self._regular, now, models, rates):
+        cold, self._refused_rate = routing.spread(ready, self.copies, self._regular, now, models, rates)
+        for model, rate, target in cold:
             self.cold_loads += 1
             self._pending.cold_loads += 1
+            last_used = self.copies.evicted.pop(model, None)
+            if last_used is not None:
+                self.reload_gaps.append(now - last_used)
             if model in self._lost:
                 self._lost.discard(model)
                 self.cold_loads_after_removal += 1
@@ -188,6 +205,8 @@ class Cluster:
         for pod in self.pods:
             pod.counted, pod.counted_all = {}, 0.0
         self.cold_loads = self.copy_loads = self.cold_loads_after_removal = self.migrated_loads = 0
+        self.reload_gaps = []
+        self.refused = self._refused_rate = 0.0
         self._pending = TickStats()
 
     # -- time -------------------------------------------------------------------------------------------
@@ -208,6 +227,11 @@ class Cluster:
             stats.delayed += done.delayed
             if done.overloaded:
                 stats.overloaded = True
+        if self._refused_rate:  # loads every pod refused: those requests fail
+            failed = self._refused_rate * t
+            self.arrived += failed
+            self.refused += failed
+            stats.delayed += failed
         if self._unrouted:  # no Ready pod: the requests wait for one, all delayed
             waiting = self._unrouted * t
             self.arrived += waiting

@@ -33,17 +33,19 @@ class ModelCopies:
         self.copying: dict[tuple[int, str], float] = {}  # (model, pod) -> when the extra copy is loaded
         self.load_start: dict[int, dict[str, float]] = {}  # model -> pod -> when its copy there began loading
         self.busy_mark = threshold(shape.pod_rps)
+        self.evicted: dict[int, float] = {}  # model -> last use of its last copy, evicted from a full cache
 
     def load(self, pod: SimPod, model: int, now: float, used: float | None = None) -> None:
         """Put a copy on `pod`, evicting its least recently used one; `used`: a moved copy's last use."""
         cache = pod.cache
         if len(cache) >= self.shape.cache_models:
-            evicted, _ = cache.popitem(last=False)
+            evicted, last_used = cache.popitem(last=False)
             self.load_start[evicted].pop(pod.name, None)
             holders = self.holders[evicted]
             holders.remove(pod)
             if not holders:
                 del self.holders[evicted]
+                self.evicted[evicted] = last_used
         self.holders.setdefault(model, []).append(pod)
         self.load_start.setdefault(model, {}).setdefault(pod.name, now)  # a copy load began when asked for
         if used is None:
@@ -135,7 +137,8 @@ class ModelCopies:
                     candidates -= sum(1 for name in busy if name not in taken) + len(busy)
                 spares = [p for p in ready if p.name not in taken and p.name not in busy]
                 for _ in range(copies_to_load(rate, limit, candidates, len(ready))):
-                    spare = choose_pod(spares, self.shape.cache_models, now, -NEW_COPY_AHEAD_S)
+                    spare = choose_pod(spares, self.shape.cache_models, now, -NEW_COPY_AHEAD_S,
+                                       self.shape.min_churn_age_s)
                     if spare is None:
                         break
                     spares.remove(spare)

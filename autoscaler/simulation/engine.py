@@ -64,6 +64,11 @@ class PolicyResult:
     events: list[ScaleEvent]
     timeline: Timeline
     wall_s: float = 0.0
+    # Of `cold_loads`: each reload of a model an eviction had taken from every cache, the seconds between its
+    # evicted copy's last use and the reload (`Cluster.reload_gaps`)
+    reload_gaps: list[float] = field(default_factory=list)
+    refused_requests: float = 0.0  # of `delayed_requests`: failed, every pod refusing their model's load (churn)
+    unused_evictions: int = 0  # models evicted from every cache and not requested again before the trace ended
 
     @property
     def delayed_ratio(self) -> float:
@@ -122,7 +127,8 @@ def simulate(buckets: Sequence[Bucket], bucket_s: float, tick_s: float, shape: C
         requests=cluster.arrived, served=served, cold_loads=cluster.cold_loads, copy_loads=cluster.copy_loads,
         cold_loads_after_removal=cluster.cold_loads_after_removal, migrated_loads=cluster.migrated_loads,
         scale_events=len(events), peak_replicas=peak,
-        terms=dict(policy.terms), events=events, timeline=timeline,
+        terms=dict(policy.terms), events=events, timeline=timeline, reload_gaps=cluster.reload_gaps,
+        refused_requests=cluster.refused, unused_evictions=len(cluster.copies.evicted),
     )
 
 

@@ -12,6 +12,12 @@ pod's requests per minute for a copy the rate task asked for (its last-used time
 floor of 100 requests per minute. It then picks at random among those left; the simulator, to stay
 deterministic, takes the first of them in placement order. So a new, empty pod collects the loads of
 models nobody holds, and a full cluster loads where the coldest copy lives.
+
+A full pod whose least recently used copy is younger than the minimum churn age refuses the load ("limit the
+rate of cache churn - if we are full and our LRU entry is recent, reject the load rather than thrashing":
+`minChurnAgeMs`, `tas.min_churn_age_ms`, in the cache-miss loop of `invokeModel`), and the request tries the
+next pod; when every pod is full and that recent, there is no pod (None) and the request fails with "Cache
+churn threshold exceeded". Copies the rate task or a pre-shutdown asks for load through the same loop.
 """
 
 from __future__ import annotations
@@ -53,8 +59,10 @@ def busier_factor(last_used_ago_s: float) -> float:
     return math.inf
 
 
-def choose_pod(pods: Iterable[P], capacity: int, now: float, last_used_ago_s: float) -> P | None:
-    """The pod ModelMesh would load a model on, among `pods` (those that may take it); None when none.
+def choose_pod(pods: Iterable[P], capacity: int, now: float, last_used_ago_s: float,
+               min_churn_age_s: float = 0.0) -> P | None:
+    """The pod ModelMesh would load a model on, among `pods` (those that may take it); None when none, or when
+    every one is full with its least recently used copy used within `min_churn_age_s` (each refuses the load).
 
     The first pod, in `PLACEMENT_ORDER`, of the shortlist's pods not too busy, found without sorting: the
     shortlist's bounds only grow along that order (model count among pods with room, LRU age among full ones),
@@ -75,6 +83,12 @@ def choose_pod(pods: Iterable[P], capacity: int, now: float, last_used_ago_s: fl
         keys = [(len(pod.cache), _oldest(pod), pod.rate, pod.name) for pod in shortlist]
     else:  # all full: ordered by oldest LRU entry, then model count, rate and name
         olds = [next(iter(pod.cache.values())) if pod.cache else math.inf for pod in candidates]  # _oldest, inline
+        if min_churn_age_s > 0.0:  # a pod whose oldest copy is that recent refuses; the request tries the next
+            cutoff = now - min_churn_age_s
+            kept = [(old, pod) for old, pod in zip(olds, candidates, strict=True) if old <= cutoff]
+            if not kept:
+                return None
+            olds, candidates = [old for old, _ in kept], [pod for _, pod in kept]
         best_lru = min(olds)
         within = (now - best_lru) / 10.0
         near = [(old, pod) for old, pod in zip(olds, candidates, strict=True)

@@ -23,6 +23,9 @@ class ClusterShape:
     cache_models: int = 100  # model copies one pod holds
     load_time_s: float = 10.0
     startup_delay_s: float = 30.0
+    # A full pod whose least recently used copy is younger than this refuses a load (ModelMesh's
+    # `tas.min_churn_age_ms`, 10x max(3 s, load timeout / 3): 300 s with modelmesh-serving's 90 s runtimes; 0: never)
+    min_churn_age_s: float = 300.0
     slo_queue_s: float = 0.1
     gpu_window_s: float = 10.0
     load_window_s: float = 30.0

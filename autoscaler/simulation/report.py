@@ -66,6 +66,7 @@ def policy_entry(result: PolicyResult, baseline: PolicyResult | None, unavoidabl
         "delayed_requests": round(result.delayed_requests),
         "delayed_ratio": round(result.delayed_ratio, 6),
         "delayed_waiting_for_loads": round(result.delayed_loading),
+        "refused_requests": round(result.refused_requests),
         "cold_loads": result.cold_loads,
         "avoidable_cold_loads": max(0, result.cold_loads - unavoidable),
         "copy_loads": result.copy_loads,
@@ -174,6 +175,11 @@ def markdown(report: Mapping[str, Any]) -> str:
         lines += [bound_text(report), ""]
     for name, p in report["policies"].items():
         lines.append(f"- **{name}**: {p['description']}")
+        if p.get("refused_requests"):  # counted delayed too; said apart, being errors the clients saw
+            churn = cluster.get("min_churn_age_s", 300)
+            lines.append(f"  - {p['refused_requests']} requests failed (of the delayed): every pod's cache full "
+                         f"with copies used within the last {churn:g} s, each refused the model's load, as "
+                         f"ModelMesh answers \"Cache churn threshold exceeded\"")
         if p["terms"]:
             terms = ", ".join(f"{k} {v}" for k, v in sorted(p["terms"].items(), key=lambda kv: -kv[1]))
             lines.append(f"  - term that decided the recommendation, per refresh: {terms}")

@@ -11,6 +11,9 @@ evicts for them while one has room.
 
 While routing, a queue counts as load it would take `BACKLOG_HORIZON_S` to drain: the least busy pod is the
 one with the least work ahead, as ModelMesh judges by requests in flight.
+
+A load no pod takes (every pod full, each with a copy used within the minimum churn age: placement.py) is
+refused: the model stays unloaded and its requests fail until a later routing finds a pod that takes it.
 """
 
 from __future__ import annotations
@@ -44,10 +47,12 @@ def end(pods: Sequence[SimPod]) -> None:
 
 
 def spread(ready: Sequence[SimPod], copies: ModelCopies, regular: RegularUse, now: float,
-           models: Sequence[int], rates: Sequence[float]) -> list[tuple[int, float, SimPod]]:
+           models: Sequence[int], rates: Sequence[float]) -> tuple[list[tuple[int, float, SimPod]], float]:
     """Route each model's rate (between `begin` and `end`); the cold loads it started, as (model, rate, the
-    pod loading it)."""
+    pod loading it), and the request rate of models whose load every pod refused (those requests fail)."""
     capacity = copies.shape.cache_models
+    churn_age = copies.shape.min_churn_age_s
+    refused = 0.0
     holders_of = copies.holders
     cold: list[tuple[int, float, SimPod]] = []
     starting: dict[SimPod, int] = {}  # second copies this routing started per pod, not in its cache yet
@@ -68,8 +73,10 @@ def spread(ready: Sequence[SimPod], copies: ModelCopies, regular: RegularUse, no
     for rate, model in order:
         holders = holders_of.get(model)
         if holders is None:
-            target = choose_pod(ready, capacity, now, 0.0)
-            assert target is not None
+            target = choose_pod(ready, capacity, now, 0.0, churn_age)
+            if target is None:  # every pod full and churning: ModelMesh fails the request
+                refused += rate
+                continue
             copies.load(target, model, now)
             regular.forget(model)  # a fresh cache entry, whose first use is this one
             regular.used(model, now)
@@ -86,7 +93,7 @@ def spread(ready: Sequence[SimPod], copies: ModelCopies, regular: RegularUse, no
                 others = [p for p in ready if p is not pod]
                 room = [p for p in others if len(p.cache) + starting.get(p, 0) < capacity]
                 full = [p for p in others if p not in starting]  # not a pod its loads under way just filled
-                spare = choose_pod(room or full or others, capacity, now, RATE_CHECK_S)
+                spare = choose_pod(room or full or others, capacity, now, RATE_CHECK_S, churn_age)
                 if spare is not None:
                     copies.start_copy(model, spare, now)
                     starting[spare] = starting.get(spare, 0) + 1
@@ -98,4 +105,4 @@ def spread(ready: Sequence[SimPod], copies: ModelCopies, regular: RegularUse, no
             for pod, was in zip(holders, before, strict=True):
                 if pod.rate > was:
                     pod.shares[model] = pod.rate - was
-    return cold
+    return cold, refused

@@ -362,3 +362,28 @@ def test_the_need_weights_of_the_policy_file_show_in_skew_awares_description(tmp
     given, built_in = descriptions
     assert "need weights requests 0.5, gpu 0.5, cache 3, unique 0" in given
     assert "need weights requests 0.5, gpu 0.5, cache 2, unique 1" in built_in
+
+
+@pytest.mark.parametrize("churn_age", ["300", "0"])
+def test_requests_a_full_cache_refuses_to_load_for_are_reported_as_failed(tmp_path: Path, churn_age: str) -> None:
+    """One pod holding one model, two models taking turns each minute: ModelMesh's churn limit (300 s by default)
+    refuses each load while the held model was used within it, and the report says how many requests failed;
+    with `--min-churn-age 0` every turn is a cold load instead."""
+    trace = tmp_path / "turns.csv"
+    trace.write_text("timestamp_s,model,requests\n" + "".join(
+        f"{60 * i},{'ab'[i % 2]},6\n" for i in range(10)))
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(out), "--policies", "fixed",
+                             "--min-replicas", "1", "--cache-models", "1", "--min-churn-age", churn_age,
+                             "--no-plot", "--quiet"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    fixed = json.loads((out / "report.json").read_text())["policies"]["fixed"]
+    said = (out / "report.md").read_text()
+    if churn_age == "0":
+        assert fixed["refused_requests"] == 0 and fixed["cold_loads"] == 9
+        assert "requests failed" not in said
+    else:  # model a stays (used every other minute); b's 6 requests a turn fail, 5 turns
+        assert fixed["refused_requests"] == 30 and fixed["cold_loads"] == 0
+        assert fixed["delayed_requests"] >= 30
+        assert "30 requests failed (of the delayed): every pod's cache full with copies used within the last " \
+               "300 s" in said

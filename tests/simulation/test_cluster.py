@@ -38,11 +38,12 @@ def test_a_pod_over_capacity_queues_and_delays_what_waits_past_the_slo() -> None
 def test_a_full_cache_evicts_the_least_recently_used_model() -> None:
     cluster = Cluster(SHAPE, 1, tick_s=5.0)
     pod = cluster.pods[0]
+    # (Each use 10 minutes apart: a full pod refuses a load while its oldest copy is under 300 s old, below.)
     cluster.route(0.0, [0, 1], [1.0, 2.0], 60.0)
-    cluster.route(60.0, [1], [2.0], 60.0)  # model 1 used again, model 0 not
-    cluster.route(120.0, [2], [1.0], 60.0)
+    cluster.route(600.0, [1], [2.0], 60.0)  # model 1 used again, model 0 not
+    cluster.route(1200.0, [2], [1.0], 60.0)
     assert list(pod.cache) == [1, 2] and 0 not in cluster.holders
-    cluster.route(180.0, [0], [1.0], 60.0)  # back: a cold load again, evicting model 1 (last used at 60)
+    cluster.route(1800.0, [0], [1.0], 60.0)  # back: a cold load again, evicting model 1 (last used at 600)
     assert list(pod.cache) == [2, 0]
     assert cluster.cold_loads == 4
 
@@ -167,8 +168,8 @@ def test_a_load_evicts_a_model_nobody_asks_for_rather_than_one_in_use() -> None:
     cluster = Cluster(SHAPE, 1, tick_s=5.0)
     pod = cluster.pods[0]
     cluster.route(0.0, [0], [1.0], 60.0)
-    cluster.route(60.0, [1], [1.0], 60.0)
-    cluster.route(120.0, [0, 2], [5.0, 1.0], 60.0)
+    cluster.route(600.0, [1], [1.0], 60.0)
+    cluster.route(1200.0, [0, 2], [5.0, 1.0], 60.0)
     assert sorted(pod.cache) == [0, 2] and cluster.cold_loads == 3
 
 
@@ -187,3 +188,61 @@ def test_a_scale_down_with_room_left_keeps_every_model(pods: int, rates: list[fl
     assert set(cluster.holders) == held
     cluster.route(60.0, models, rates, 60.0)
     assert cluster.cold_loads == len(models) and cluster.cold_loads_after_removal == 0
+
+
+def test_a_full_pod_whose_oldest_copy_is_recent_refuses_a_load_and_its_requests_fail() -> None:
+    # ModelMesh.java, the cache-miss loop: "limit the rate of cache churn - if we are full and our LRU entry is
+    # recent, reject the load rather than thrashing" (`minChurnAgeMs`, `tas.min_churn_age_ms`, 10x
+    # max(3 s, load timeout / 3): 300 s with modelmesh-serving's 90 s runtimes). Every pod refuses, so the
+    # request fails ("Cache churn threshold exceeded"); nothing is evicted. Once the oldest copy is 300 s old,
+    # the load goes ahead.
+    cluster = Cluster(SHAPE, 1, tick_s=5.0)
+    pod = cluster.pods[0]
+    cluster.route(0.0, [0, 1], [1.0, 1.0], 60.0)
+    for k in range(12):
+        cluster.step(5.0 * k)
+    cluster.route(60.0, [2], [2.0], 60.0)  # the oldest copy here was used 60 s ago
+    for k in range(12):
+        cluster.step(60.0 + 5.0 * k)
+    assert list(pod.cache) == [0, 1] and cluster.cold_loads == 2
+    assert cluster.refused == pytest.approx(120.0)  # 2 req/s for the 60 s until the next routing
+    assert cluster.delayed >= cluster.refused  # a request that fails did not meet the SLO
+    assert cluster.arrived == pytest.approx(cluster.served + cluster.queued() + cluster.refused)
+    cluster.route(300.0, [2], [2.0], 60.0)  # model 0 and 1 last used at 0: 300 s old, the load goes ahead
+    assert list(pod.cache) == [1, 2] and cluster.cold_loads == 3
+
+
+def test_a_pod_with_room_takes_a_load_however_recent_its_copies() -> None:
+    # The churn limit applies to full pods only (`isFull(remaining)`): another pod with room takes the load.
+    cluster = Cluster(SHAPE, 2, tick_s=5.0)
+    cluster.route(0.0, [0, 1], [1.0, 1.0], 60.0)
+    cluster.route(60.0, [2, 3], [1.0, 1.0], 60.0)
+    assert cluster.cold_loads == 4 and cluster.refused == 0.0 and len(cluster.holders) == 4
+
+
+def test_a_scale_down_does_not_evict_newer_copies_for_the_leaving_pods_older_ones() -> None:
+    # ModelMesh's pre-shutdown asks for each leaving copy elsewhere with its last use (`triggerNewModelCopyElsewhere`
+    # with the cache entry's lruTime); a full pod drops such a load at once when that last use is older than its own
+    # oldest copy ("the new entry was immediately evicted ... Discard the load", ModelMesh.java). Pod A's models,
+    # last used at 0, do not displace pod B's, used at 400: they are lost, and come back as cold loads.
+    cluster = Cluster(SHAPE, 2, tick_s=5.0)
+    leaving, staying = cluster.pods
+    for model in (0, 1):
+        cluster.copies.load(leaving, model, 0.0)
+    for model in (2, 3):
+        cluster.copies.load(staying, model, 400.0)
+    leaving.deletion_cost = -1
+    assert cluster.scale_to(1, 800.0) == [leaving.name]
+    assert list(staying.cache) == [2, 3] and cluster.migrated_loads == 0
+    assert 0 not in cluster.holders and 1 not in cluster.holders
+
+
+def test_a_scale_down_moves_a_leaving_copy_newer_than_the_oldest_one_where_it_goes() -> None:
+    cluster = Cluster(SHAPE, 2, tick_s=5.0)
+    leaving, staying = cluster.pods
+    cluster.copies.load(leaving, 0, 500.0)
+    for model in (2, 3):
+        cluster.copies.load(staying, model, 400.0)
+    leaving.deletion_cost = -1
+    cluster.scale_to(1, 800.0)
+    assert list(staying.cache) == [3, 0] and cluster.migrated_loads == 1  # 2, the oldest (400), made room

@@ -41,7 +41,8 @@ def test_the_simulated_pods_report_the_models_they_served_and_when() -> None:
 
 def scale_down_once(weight: float) -> tuple[list[str], int]:
     """One refresh with the unique-copy term at `weight`, a scale-down by one pod, and the same load again:
-    which pod went, and the cold loads that followed."""
+    which pod went, and the models that lost their place: cold loads, and models no pod holds after it (with
+    every cache full of copies used seconds ago, each pod refuses their load: ModelMesh's churn limit)."""
     cluster = quiet_pod_cluster()
     policy = SkewAwarePolicy(RuntimePolicy(min_replicas=2, max_replicas=12, need_weight_unique=weight), 2, 12,
                              SHIPPED_BEHAVIOR)
@@ -49,15 +50,15 @@ def scale_down_once(weight: float) -> tuple[list[str], int]:
     removed = cluster.scale_to(2, 40.0)
     before = cluster.cold_loads
     cluster.route(45.0, QUIET + HOT, [0.05] * len(QUIET) + [1.0] * len(HOT), 5.0)
-    return removed, cluster.cold_loads - before
+    return removed, cluster.cold_loads - before + sum(1 for m in QUIET + HOT if m not in cluster.holders)
 
 
 @pytest.mark.parametrize("weight", [1.0, 2.0])
 def test_skew_aware_with_the_term_removes_a_pod_whose_models_another_holds(weight: float) -> None:
     # Without the term the quiet pod ranks lowest (least busy, caches all full); its models move to the two
-    # busy pods as ModelMesh's pre-shutdown moves them, but a full pod makes room by evicting its least
-    # recently used copy, and a moved copy keeps its age (20 s, older than every busy copy): each moved copy
-    # evicts the one moved before it. With the term, a busy pod goes, and the other holds every model it had.
+    # busy pods as ModelMesh's pre-shutdown moves them, but a full pod whose copies were all used seconds ago
+    # refuses them (the churn limit), so they are lost and their requests fail. With the term, a busy pod goes,
+    # and the other holds every model it had.
     blind, lost = scale_down_once(0.0)
     assert blind == ["pod-0"] and lost > 0
     kept, none_lost = scale_down_once(weight)
