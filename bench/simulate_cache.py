@@ -22,17 +22,22 @@ Variants are those of bench/simulate_shapes.py (RuntimePolicy fields, HPA scale-
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
-from simulate_shapes import MIN_REPLICAS, parse_variant
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # run as `python bench/simulate_cache.py`: its sibling is bench.simulate_shapes
 
-from autoscaler.simulation.cli import sizing
-from autoscaler.simulation.cluster import ClusterShape
-from autoscaler.simulation.engine import PolicyResult, oracle, simulate
-from autoscaler.simulation.goal import judge
-from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy
-from autoscaler.simulation.trace import buckets, synthetic
+from autoscaler.simulation.cli import sizing  # noqa: E402
+from autoscaler.simulation.cluster import ClusterShape  # noqa: E402
+from autoscaler.simulation.engine import PolicyResult, oracle, simulate  # noqa: E402
+from autoscaler.simulation.goal import judge  # noqa: E402
+from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy  # noqa: E402
+from autoscaler.simulation.trace import buckets, synthetic  # noqa: E402
+from bench.simulate_shapes import MIN_REPLICAS, parse_variant  # noqa: E402
 
 GAP_EDGES = (60.0, 600.0, 3600.0)  # seconds: under a minute, within target_lru_age_s, within the hour, beyond
 
