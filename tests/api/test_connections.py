@@ -182,7 +182,16 @@ async def test_a_client_that_stops_reading_its_answers_makes_room_and_is_disconn
             writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n" * 2000)  # megabytes of answers, unread
             await writer.drain()
             held.append(writer)
-        await asyncio.sleep(0.5)
+        guard = site.guard
+
+        def every_open_connection_stalled() -> bool:  # its answers backed up: sooner or later by the machine's load
+            waiting = list(guard.waiting)
+            return len(waiting) == guard.open and all(c._stalled is not None for c in waiting)
+
+        deadline = time.monotonic() + 60
+        while not every_open_connection_stalled() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert every_open_connection_stalled(), "the unread answers never backed up"
         status, _ = await listener.request(get(METRIC))
         assert status == 200  # a stalled one made room
         deadline = time.monotonic() + 10 * limits.write_stall_timeout_s
