@@ -120,14 +120,21 @@ def test_settings_left_in_the_shell_do_not_change_the_demo() -> None:
 def test_an_adapter_that_stops_ends_the_demo_with_its_reason() -> None:
     """Not 'adapter serves: starting' until the end of the run, with the reason in a log the demo deletes."""
     demo = subprocess.Popen([*DEMO, "--duration", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert demo.stdout is not None
-    workdir = workdir_of(demo.stdout.readline())
-    time.sleep(2)
-    adapter = subprocess.run(["pgrep", "-f", f"autoscaler.cli serve .*{workdir}"], capture_output=True,
-                             text=True).stdout.split()
-    assert adapter, processes_using(workdir)
-    os.kill(int(adapter[0]), signal.SIGKILL)
-    _, err = demo.communicate(timeout=30)
+    try:
+        assert demo.stdout is not None
+        workdir = workdir_of(demo.stdout.readline())
+        deadline, adapter = time.monotonic() + 45, list[str]()
+        while not adapter and time.monotonic() < deadline:  # the demo starts it after its exporters: by load
+            time.sleep(0.2)
+            adapter = subprocess.run(["pgrep", "-f", f"autoscaler.cli serve .*{workdir}"], capture_output=True,
+                                     text=True).stdout.split()
+        assert adapter, processes_using(workdir)
+        os.kill(int(adapter[0]), signal.SIGKILL)
+        _, err = demo.communicate(timeout=30)
+    finally:
+        if demo.poll() is None:  # a failed assertion above: leave no demo running into later tests
+            demo.send_signal(signal.SIGTERM)
+            demo.communicate(timeout=30)
     assert demo.returncode == 1, err
     # The reason, and what the adapter's own processes logged last when one did in time (its refresh process
     # and serving worker see their parent gone, and may say so first): either way one line.
