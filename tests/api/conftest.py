@@ -97,19 +97,30 @@ async def listening(app: web.Application, tls: ssl.SSLContext,
         await runner.cleanup()
 
 
-@pytest.fixture
-async def secured(
-    pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings]
-) -> AsyncIterator[SecuredApi]:
+@asynccontextmanager
+async def secured_api(pki: Pki, kube: FakeKubeApi, settings: ServeSettings, *, kube_timeout_s: float = 0.5,
+                      clock: Callable[[], float] | None = None) -> AsyncIterator[SecuredApi]:
+    """The API with one runtime behind its real gate (`build_api_security` against `kube`), on a TLS port.
+    `kube_timeout_s`: long where a test holds reviews in flight; `clock`: what certificate dates are checked
+    against."""
     metrics = AdapterMetrics()
     refresher = refresher_with(runtime_view(KEY), metrics=metrics)
     tls = pki.server_context()
-    security = await build_api_security(settings_for(), tls, metrics, kube_timeout_s=0.5)
+    security = await build_api_security(settings, tls, metrics, kube_timeout_s=kube_timeout_s,
+                                        **({"clock": clock} if clock is not None else {}))
     try:
         async with listening(build_api_app(refresher, metrics, security.gate), tls) as port:
             yield SecuredApi(f"https://127.0.0.1:{port}", pki, kube, metrics, refresher, security)
     finally:
         await security.close()
+
+
+@pytest.fixture
+async def secured(
+    pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings]
+) -> AsyncIterator[SecuredApi]:
+    async with secured_api(pki, kube, settings_for()) as api:
+        yield api
 
 
 @pytest.fixture

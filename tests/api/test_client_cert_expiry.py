@@ -17,13 +17,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from autoscaler.api.app import build_api_app
-from autoscaler.api.auth import build_api_security
 from autoscaler.api.client_certs import CertificateAuthorities, ClientCertificateInspector
-from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.kube.reviews import DEFAULT_TIMEOUT_S
 from autoscaler.settings import ServeSettings
-from tests.api.builders import KEY, PROXY_CN, Pki, refresher_with, runtime_view
-from tests.api.conftest import listening
+from tests.api.builders import KEY, PROXY_CN, Pki
+from tests.api.conftest import secured_api
 from tests.fakes.kube import FakeKubeApi
 
 PATH = f"/debug/runtimes/{KEY.namespace}/{KEY.deployment}"
@@ -51,13 +49,8 @@ async def url(pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSett
               clock: SteppedClock) -> AsyncIterator[str]:
     kube.allow(user="hpa")
     kube.allow(user="alice")
-    metrics, tls = AdapterMetrics(), pki.server_context()
-    security = await build_api_security(settings_for(), tls, metrics, clock=clock)
-    try:
-        async with listening(build_api_app(refresher_with(runtime_view(KEY)), metrics, security.gate), tls) as port:
-            yield f"https://127.0.0.1:{port}{PATH}"
-    finally:
-        await security.close()
+    async with secured_api(pki, kube, settings_for(), kube_timeout_s=DEFAULT_TIMEOUT_S, clock=clock) as api:
+        yield api.url + PATH
 
 
 def short_lived(pki: Pki, kind: str) -> tuple[trustme.LeafCert, dict[str, str]]:

@@ -12,12 +12,9 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from autoscaler.api.app import build_api_app
-from autoscaler.api.auth import build_api_security
-from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
-from tests.api.builders import KEY, Pki, refresher_with, runtime_view
-from tests.api.conftest import SecuredApi, listening
+from tests.api.builders import KEY, Pki
+from tests.api.conftest import SecuredApi, secured_api
 from tests.fakes.kube import FakeKubeApi
 from tests.support.waiting import eventually
 
@@ -31,15 +28,9 @@ async def uncached(pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., Serv
                    ) -> AsyncIterator[SecuredApi]:
     """The gate with token answers kept for no time at all: every request is a TokenReview, as the first
     request after each TTL is. The Kubernetes API deadline is long, so that held reviews stay in flight."""
-    metrics, tls = AdapterMetrics(), pki.server_context()
     settings = settings_for(token_cache_ttl_s=0.0, max_in_flight_reviews=SLOTS)
-    security = await build_api_security(settings, tls, metrics, kube_timeout_s=60.0)
-    refresher = refresher_with(runtime_view(KEY), metrics=metrics)
-    try:
-        async with listening(build_api_app(refresher, metrics, security.gate), tls) as port:
-            yield SecuredApi(f"https://127.0.0.1:{port}", pki, kube, metrics, refresher, security)
-    finally:
-        await security.close()
+    async with secured_api(pki, kube, settings, kube_timeout_s=60.0) as api:
+        yield api
 
 
 async def test_a_token_accepted_before_is_reviewed_again_while_random_tokens_fill_the_cap(

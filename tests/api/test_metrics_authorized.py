@@ -10,38 +10,21 @@ opens it again does, without a call to the Kubernetes API.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from autoscaler.api.app import build_api_app
-from autoscaler.api.auth import build_api_security
-from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
-from tests.api.builders import KEY, Pki, refresher_with, runtime_view
-from tests.api.conftest import SecuredApi, listening
+from tests.api.builders import Pki
+from tests.api.conftest import SecuredApi, secured_api
 from tests.fakes.kube import FakeKubeApi
-
-
-@contextlib.asynccontextmanager
-async def secured_api(pki: Pki, kube: FakeKubeApi, settings: ServeSettings) -> AsyncIterator[SecuredApi]:
-    metrics = AdapterMetrics()
-    refresher = refresher_with(runtime_view(KEY), metrics=metrics)
-    tls = pki.server_context()
-    security = await build_api_security(settings, tls, metrics, kube_timeout_s=2.0)
-    try:
-        async with listening(build_api_app(refresher, metrics, security.gate), tls) as port:
-            yield SecuredApi(f"https://127.0.0.1:{port}", pki, kube, metrics, refresher, security)
-    finally:
-        await security.close()
 
 
 @pytest.fixture
 async def closed_metrics(
     pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings]
 ) -> AsyncIterator[SecuredApi]:
-    async with secured_api(pki, kube, settings_for()) as api:  # the default settings
+    async with secured_api(pki, kube, settings_for(), kube_timeout_s=2.0) as api:  # the default settings
         yield api
 
 
@@ -75,7 +58,7 @@ async def test_the_flag_opens_metrics_again_without_asking_the_kubernetes_api(
     """`--authorization-always-allow-paths=/healthz,/livez,/readyz,/metrics`: the scrape needs no token (and
     anyone who reaches the port reads every runtime's values)."""
     opened = settings_for(authorization_always_allow_paths=("/healthz", "/livez", "/readyz", "/metrics"))
-    async with secured_api(pki, kube, opened) as api:
+    async with secured_api(pki, kube, opened, kube_timeout_s=2.0) as api:
         status, body = await api.get("/metrics")
         assert status == 200 and "modelmesh_autoscaler_api_requests_total" in body
         assert kube.token_reviews == [] and kube.access_reviews == []

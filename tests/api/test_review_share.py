@@ -15,12 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.api.app import build_api_app
-from autoscaler.api.auth import build_api_security
-from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
-from tests.api.builders import KEY, Pki, refresher_with, runtime_view
-from tests.api.conftest import SecuredApi, listening
+from tests.api.builders import Pki
+from tests.api.conftest import SecuredApi, secured_api
 from tests.fakes.kube import FakeKubeApi
 from tests.support.kubectl import KUBECTL, write_kubeconfig
 from tests.support.waiting import eventually
@@ -31,14 +28,8 @@ HPA = {"X-Remote-User": "hpa"}
 
 @pytest.fixture
 async def api(pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings]) -> AsyncIterator[SecuredApi]:
-    metrics, tls = AdapterMetrics(), pki.server_context()
-    security = await build_api_security(settings_for(max_in_flight_reviews=SLOTS), tls, metrics, kube_timeout_s=60.0)
-    refresher = refresher_with(runtime_view(KEY), metrics=metrics)
-    try:
-        async with listening(build_api_app(refresher, metrics, security.gate), tls) as port:
-            yield SecuredApi(f"https://127.0.0.1:{port}", pki, kube, metrics, refresher, security)
-    finally:
-        await security.close()
+    async with secured_api(pki, kube, settings_for(max_in_flight_reviews=SLOTS), kube_timeout_s=60.0) as api:
+        yield api
 
 
 def somewhere_new() -> str:
