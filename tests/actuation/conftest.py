@@ -12,21 +12,9 @@ from autoscaler.kube.client import KubeClient
 from autoscaler.model import PodView, PodViews, RuntimeKey, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
 from tests.fakes.kube import FakeKubeApi
+from tests.support.clock import SteppedClock as SteppedClock  # re-exported: the actuation tests import it from here
 
 KEY = RuntimeKey("ml", "modelmesh-serving-triton")
-
-
-class SteppedClock:
-    """A monotonic clock that moves only when the test says so."""
-
-    def __init__(self, start: float = 1000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @pytest.fixture

@@ -23,25 +23,16 @@ from autoscaler.settings import ServeSettings
 from tests.api.builders import KEY, PROXY_CN, Pki
 from tests.api.conftest import secured_api
 from tests.fakes.kube import FakeKubeApi
+from tests.support.clock import SteppedClock
 
 PATH = f"/debug/runtimes/{KEY.namespace}/{KEY.deployment}"
 NOW = datetime.datetime.now(datetime.UTC)
 NOT_AFTER = NOW + datetime.timedelta(days=1)
 
 
-class SteppedClock:
-    """The adapter's wall clock: now, until a test moves it (the handshake's own check keeps the real time)."""
-
-    def __init__(self) -> None:
-        self.now = NOW.timestamp()
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def clock() -> SteppedClock:
-    return SteppedClock()
+    return SteppedClock(NOW.timestamp())  # the adapter's wall clock; the handshake's own check keeps the real time
 
 
 @pytest.fixture

@@ -12,18 +12,11 @@ import pytest
 from autoscaler.api.snapshot import EMPTY, SnapshotHolder
 from autoscaler.api.stall import FIRST_VALUES_ALLOWANCE_S, StallWatch
 from autoscaler.api.status import ApiError
-
-
-class SteppedClock:
-    def __init__(self) -> None:
-        self.now = time.monotonic()
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clock import SteppedClock
 
 
 def test_no_first_snapshot_within_the_limit_is_a_stall_that_fails_liveness(caplog: pytest.LogCaptureFixture) -> None:
-    clock, store = SteppedClock(), SnapshotHolder()
+    clock, store = SteppedClock(time.monotonic()), SnapshotHolder()
     watch = StallWatch(store, 60.0, clock=clock)
     assert FIRST_VALUES_ALLOWANCE_S == 120.0  # start-up's allowance beyond the limit (the examples below)
     clock.now += 179.0  # a slow start (a loaded node, a fleet of thousands of runtimes) is not judged
@@ -40,7 +33,7 @@ def test_no_first_snapshot_within_the_limit_is_a_stall_that_fails_liveness(caplo
 
 
 def test_the_first_snapshot_ends_it_and_later_ones_are_judged_from_their_own_time() -> None:
-    clock, store = SteppedClock(), SnapshotHolder()
+    clock, store = SteppedClock(time.monotonic()), SnapshotHolder()
     watch = StallWatch(store, 60.0, clock=clock)
     clock.now += 200.0
     assert watch.stalled_for() == pytest.approx(200.0)

@@ -29,6 +29,7 @@ from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
 from exporter.counters import CounterWindow
 from exporter.modelmesh_text import QUEUE_COUNT, QUEUE_SUM_MS, REQUESTS, ScrapeFailure, parse_modelmesh
+from tests.support.clock import SteppedClock
 
 INTERVAL_S = 5.0
 WINDOW_S = 30.0
@@ -42,19 +43,6 @@ MODELMESH_FAMILIES = (
     names.REQUESTS_TOTAL, names.REQUESTS_PER_SECOND, names.QUEUE_DELAY_SECONDS, names.CACHE_MISSES_PER_SECOND,
     names.LRU_AGE_SECONDS, names.CACHE_USED_RATIO, names.CACHE_CAPACITY_BYTES, names.MODELS_LOADED,
 )
-
-
-@dataclass
-class SteppedClock:
-    """Monotonic seconds that move only when a test says so."""
-
-    now: float = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @dataclass(frozen=True)
@@ -150,7 +138,7 @@ async def rig_factory(certificates: Certificates) -> AsyncIterator[RigFactory]:
     async with aiohttp.ClientSession() as session:
 
         async def build(*, timeout_s: float = TIMEOUT_S, load: ModelMeshLoad | None = None) -> Rig:
-            clock = SteppedClock()
+            clock = SteppedClock(100.0)
             fake = FakeModelMesh(load or ModelMeshLoad(requests_per_second=40.0), clock=clock)
             rig = Rig(clock, fake, certificates, session, timeout_s=timeout_s)
             rigs.append(rig)
@@ -357,7 +345,7 @@ async def test_modelmeshs_own_certificate_is_said_with_the_setting_a_manifest_se
 ) -> None:
     """The exporter verifying ModelMesh's self-signed certificate: the log said to run it with
     --modelmesh-insecure, which a sidecar's manifest spells EXPORTER_MODELMESH_INSECURE=true."""
-    fake = FakeModelMesh(clock=SteppedClock())
+    fake = FakeModelMesh(clock=SteppedClock(100.0))
     files = certificates.modelmesh
     runner = await serve(fake, "127.0.0.1", 0, ssl_context=server_context(files.cert_file, files.key_file))
     try:
@@ -373,7 +361,7 @@ async def test_modelmeshs_own_certificate_is_said_with_the_setting_a_manifest_se
 
 
 async def test_wrong_ca_file_is_a_tls_error_from_the_first_scrape(certificates: Certificates) -> None:
-    clock = SteppedClock()
+    clock = SteppedClock(100.0)
     fake = FakeModelMesh(clock=clock)
     files = certificates.modelmesh
     runner = await serve(fake, "127.0.0.1", 0, ssl_context=server_context(files.cert_file, files.key_file))
@@ -520,7 +508,7 @@ def test_a_garbled_line_in_a_series_the_exporter_reads_still_fails_the_read() ->
 
 
 def test_the_fakes_own_output_parses_as_modelmesh_output() -> None:
-    clock = SteppedClock()
+    clock = SteppedClock(100.0)
     fake = FakeModelMesh(ModelMeshLoad(requests_per_second=10.0, queue_delay_ms=4.0), clock=clock)
     clock.advance(10.0)
     reading = parse_modelmesh(fake_output(fake))
@@ -535,7 +523,7 @@ def fake_output(fake: FakeModelMesh) -> str:
 
 
 def test_the_fake_labels_its_histograms_by_model_as_modelmesh_with_per_model_metrics() -> None:
-    clock = SteppedClock()
+    clock = SteppedClock(100.0)
     fake = FakeModelMesh(ModelMeshLoad(requests_per_second=10.0, models_loaded=3), clock=clock)
     assert parse_modelmesh(fake_output(fake)).counters[QUEUE_COUNT] == {}  # no series before a model's first use
     clock.advance(1.0)
@@ -562,7 +550,7 @@ def test_the_fakes_per_model_counts_never_fall_and_add_up_to_the_whole_requests(
 ) -> None:
     """Whatever the caller does to the rate and to the models the pod holds, no model's count falls (the
     exporter would read a restart) and the models' counts add up to the requests of the set rates."""
-    clock = SteppedClock()
+    clock = SteppedClock(100.0)
     fake = FakeModelMesh(clock=clock)
     before: dict[tuple[tuple[str, str], ...], float] = {}
     integrated = 0.0

@@ -19,23 +19,14 @@ from hypothesis import strategies as st
 from autoscaler.kube.client import KubeApiError, KubeClient
 from autoscaler.kube.client_certificate import RENEW_BEFORE_S, renewal_time
 from tests.kube.client_cert_api import CertificatePlugin, ClientCertKubeApi, serial_of
+from tests.support.clock import SteppedClock
 
 HOUR = 3600.0
 
 
-class SteppedClock:
-    """Wall-clock time that moves only when the test says so, shared by the server and the adapter."""
-
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> SteppedClock:
-    stepped = SteppedClock()
+    stepped = SteppedClock(time.time())  # wall-clock time, shared by the server and the adapter
     monkeypatch.setattr("autoscaler.kube.client_certificate.CLOCK", stepped)
     return stepped
 
