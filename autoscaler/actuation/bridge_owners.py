@@ -12,36 +12,26 @@ in their status (`bridge_status.duplicate`), as the HPA controller reports `Ambi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from autoscaler.actuation.bridge_status import deployment_name, replicas_of
+from autoscaler.kube.timestamps import posix_seconds
 
 ScaleId = tuple[str, str]
 """(namespace, name) of a RuntimeScale."""
 RuntimeId = tuple[str, str]
 """(namespace, spec.servingRuntime) of a RuntimeScale: what one RuntimeScale owns."""
 
-_UNKNOWN_AGE = datetime.max.replace(tzinfo=UTC)
-"""A RuntimeScale without a readable creationTimestamp (the API server always sets one) counts as the newest: it
-never takes a runtime from one whose age is known."""
-
-
-def creation_order(scale: Mapping[str, Any]) -> tuple[datetime, str]:
-    """The RuntimeScale's place in the line for its runtime: creation time, then name; the smallest owns it."""
+def creation_order(scale: Mapping[str, Any]) -> tuple[float, str]:
+    """The RuntimeScale's place in the line for its runtime: creation time, then name; the smallest owns it. One
+    without a readable creationTimestamp (the API server always sets one) counts as the newest: it never takes a
+    runtime from one whose age is known."""
     meta = scale.get("metadata") or {}
-    created = meta.get("creationTimestamp")
-    when = _UNKNOWN_AGE
-    if isinstance(created, str) and created:
-        try:
-            when = datetime.fromisoformat(created)
-        except ValueError:
-            pass
-        else:
-            when = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-    return when, str(meta.get("name") or "")
+    created = posix_seconds(meta.get("creationTimestamp"))
+    return (math.inf if created is None else created), str(meta.get("name") or "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +39,7 @@ class Claim:
     """What one RuntimeScale asks of its runtime."""
 
     runtime: RuntimeId
-    order: tuple[datetime, str]
+    order: tuple[float, str]
     deployment: str
     """The runtime Deployment it scales (`spec.deployment`, else modelmesh-serving's name)."""
     replicas: int | None

@@ -42,6 +42,8 @@ from cryptography import x509
 from kubernetes.aio import client
 from kubernetes.aio.config.exec_provider import ExecProvider
 
+from autoscaler.kube.timestamps import posix_seconds
+
 log = logging.getLogger("autoscaler.kube")
 
 CLOCK: Callable[[], float] = time.time
@@ -229,8 +231,11 @@ def _certificate_in(status: Mapping[str, Any], now: float) -> tuple[bytes, bytes
             raise ValueError(f"the plugin's certificate and key do not load: {error}") from error
     expiry = _expiry_of(cert.encode())
     stated = status.get("expirationTimestamp")
-    if isinstance(stated, str) and stated:
-        expiry = min(expiry, datetime.fromisoformat(stated.replace("Z", "+00:00")).timestamp())
+    if stated:
+        stated_s = posix_seconds(stated)
+        if stated_s is None:
+            raise ValueError(f"the plugin's expirationTimestamp {stated!r} is not a time")
+        expiry = min(expiry, stated_s)
     if expiry <= now:
         raise ValueError(f"the plugin's certificate expired at {datetime.fromtimestamp(expiry).isoformat()}")
     return cert.encode(), key.encode(), expiry

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Final
 
 from autoscaler.kube.raw import JSON
+from autoscaler.kube.timestamps import posix_seconds
 from autoscaler.model import RuntimeKey
 from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.sources.base import PodTarget, RuntimeInventory
@@ -74,7 +74,7 @@ def parse_pod(obj: Any) -> PodRecord | None:
         labels,
         ready,
         ip if isinstance(ip, str) and ip else None,
-        _parse_time(metadata.get("creationTimestamp")),
+        posix_seconds(metadata.get("creationTimestamp")),
         terminating,
         _owning_deployment(metadata, labels),
     )
@@ -183,15 +183,6 @@ def _pivot(selector: Mapping[str, str]) -> tuple[str, str] | None:
 def _mapping(value: Any) -> Mapping[str, Any]:
     """`value` if it is a JSON object, else empty: a malformed field must not break discovery."""
     return value if isinstance(value, dict) else {}
-
-
-def _parse_time(value: Any) -> float | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value).timestamp()
-    except ValueError:
-        return None
 
 
 def _selects(selector: Mapping[str, str], pod: PodRecord) -> bool:
