@@ -62,7 +62,8 @@ class Cluster:
         # Requests that failed because every pod refused their model's load (ModelMesh's churn limit:
         # placement.py); counted in `delayed` too, and never served
         self.refused = 0.0
-        self._refused_rate = 0.0  # request rate of the models whose load the last routing saw refused
+        self._refused: dict[int, float] = {}  # model -> request rate, of the models whose load every pod refused
+        self._refused_rate = 0.0  # their request rates added up
         self._last_check = start_s
         self._pending = TickStats()
         self._regular = RegularUse()
@@ -159,14 +160,31 @@ class Cluster:
         ready = self.ready_pods()
         routing.begin(self.pods, ready)
         self._unrouted = 0.0 if ready else sum(rates)
-        self._refused_rate = 0.0
+        self._refused, self._refused_rate = {}, 0.0
         if not ready:
             return
         if self.orphan:
             orphan, self.orphan = self.orphan, 0.0
             self._requeue(orphan)
+        cold, self._refused = routing.spread(ready, self.copies, self._regular, now, models, rates)
+        self._refused_rate = sum(self._refused.values())
+        self._count_cold(cold, now, remaining_s)
+        routing.end(self.pods)
+
+    def retry_refused(self, now: float, remaining_s: float) -> None:
+        """Try the loads every pod refused at the last routing again, as ModelMesh's next request for each
+        model does (it keeps no record of a churn refusal); `remaining_s`: seconds left of the bucket."""
+        if not self._refused:
+            return
+        cold = routing.retry(self.ready_pods(), self.copies, self._regular, now, self._refused)
+        if cold:
+            self._refused_rate = sum(self._refused.values())
+            self._count_cold(cold, now, remaining_s)
+
+    def _count_cold(self, cold: list[tuple[int, float, SimPod]], now: float, remaining_s: float) -> None:
+        """Count the cold loads routing started: their requests wait the load time (or what is left of the
+        bucket, after which the next routing counts again)."""
         load_wait = min(self.shape.load_time_s, remaining_s)
-        cold, self._refused_rate = routing.spread(ready, self.copies, self._regular, now, models, rates)
         for model, rate, target in cold:
             self.cold_loads += 1
             self._pending.cold_loads += 1
@@ -179,7 +197,6 @@ class Cluster:
             self._pending.delayed += rate * load_wait
             self._pending.delayed_loading += rate * load_wait
             target.waiting_for_load += rate * load_wait  # counted delayed now: not again if they also queue
-        routing.end(self.pods)
 
     def _rate_check(self, now: float) -> None:
         interval = now - self._last_check
@@ -207,6 +224,7 @@ class Cluster:
         self.cold_loads = self.copy_loads = self.cold_loads_after_removal = self.migrated_loads = 0
         self.reload_gaps = []
         self.refused = self._refused_rate = 0.0
+        self._refused = {}
         self._pending = TickStats()
 
     # -- time -------------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ The runtime starts warm (the first interval's models already loaded), as one tha
 while: cold loads then measure what scaling does, not the first start of every model.
 
 Time moves in ticks (default 5 s). At the start of each bucket of the trace the arrivals are routed; every
-tick pods become Ready when their start-up delay is over, the policy is asked at every HPA sync (15 s), the
+tick pods become Ready when their start-up delay is over, loads every pod refused (ModelMesh's churn limit)
+are tried again, as each request of the model tries again, the policy is asked at every HPA sync (15 s), the
 replicas change at once (new pods start, removed pods go in the ReplicaSet's order), and the pods serve.
 """
 
@@ -97,6 +98,8 @@ def simulate(buckets: Sequence[Bucket], bucket_s: float, tick_s: float, shape: C
             now = start + k * tick_s
             if cluster.settle(now):
                 cluster.route(now, bucket.models, bucket.rates, bucket_s - k * tick_s)
+            elif k:  # loads refused at the last routing: each request tries again (at k = 0 it just did)
+                cluster.retry_refused(now, bucket_s - k * tick_s)
             if now >= next_sync:
                 while next_sync <= now:  # on the HPA's own 15 s grid: a tick that does not divide it is late, not slow
                     next_sync += SYNC_PERIOD_S

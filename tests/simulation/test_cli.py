@@ -387,3 +387,25 @@ def test_requests_a_full_cache_refuses_to_load_for_are_reported_as_failed(tmp_pa
         assert fixed["delayed_requests"] >= 30
         assert "30 requests failed (of the delayed): every pod's cache full with copies used within the last " \
                "300 s" in said
+
+
+def test_a_refused_load_is_tried_again_by_the_next_request_not_at_the_next_interval(tmp_path: Path) -> None:
+    """ModelMesh keeps no record of a churn refusal ("Cache churn threshold exceeded" is thrown before the load
+    starts, and `updateLocalModelRecordAfterRemoteLoadFailure` records nothing for it): every request of a model
+    no pod holds goes through the cache-miss loop again. One pod of two copies: b used at 0, a at 0 and 120; c
+    comes at 240 at 2 req/s for two minutes. b's copy is 240 s old, under the 300 s limit, so c's requests fail
+    until 300 s, when the next one loads c in b's place: 60 s of them fail (120), and 10 s wait for the load
+    (20 delayed). The simulator failed all 240 of the two-minute row, as if the refusal held until the next row."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp_s,model,requests\n0,a,120\n0,b,120\n120,a,120\n240,c,240\n")
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(out), "--policies", "fixed",
+                             "--min-replicas", "1", "--cache-models", "2", "--no-plot", "--quiet"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    fixed = json.loads((out / "report.json").read_text())["policies"]["fixed"]
+    assert fixed["requests"] == 600
+    assert fixed["refused_requests"] == 120
+    assert fixed["cold_loads"] == 1
+    assert fixed["delayed_waiting_for_loads"] == 20
+    assert fixed["delayed_requests"] == 140
