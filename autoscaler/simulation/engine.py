@@ -141,6 +141,9 @@ class Oracle:
     cache_pod_hours: float
     peak_rps: float
     first_loads: int  # models first requested after the warm start: cold loads no policy avoids
+    # The most pods one interval needs to serve its requests at full capacity and hold the models used within
+    # `target_lru_age_s` (the largest term of `cache_pod_hours`): what the peak needs, its models included
+    peak_pods: int = 0
 
 
 def oracle(trace: Trace, shape: ClusterShape, target_lru_age_s: float, warm_s: float = 0.0) -> Oracle:
@@ -158,7 +161,8 @@ def oracle(trace: Trace, shape: ClusterShape, target_lru_age_s: float, warm_s: f
     np.minimum.at(first, trace.model[used], trace.slot[used])
     warm_slots = max(1, round(warm_s / trace.interval_s))
     late = int(((first >= warm_slots) & (first < np.iinfo(np.int64).max)).sum())
-    return Oracle(float(need.sum() * hours), float(cache_need.sum() * hours), float(rate.max(initial=0.0)), late)
+    return Oracle(float(need.sum() * hours), float(cache_need.sum() * hours), float(rate.max(initial=0.0)), late,
+                  int(cache_need.max(initial=0.0)))
 
 
 def _recent_models(trace: Trace, lookback: int) -> np.ndarray:
