@@ -132,7 +132,10 @@ class Cluster:
         ModelMesh's pre-shutdown (ModelMesh.java `preShutdown`) asks for a copy elsewhere of every model in
         the leaving pod's cache (`triggerNewModelCopyElsewhere`) and keeps serving until those used in the
         last hour have loaded, within the termination grace period (90 s in config/base/deployment.yaml):
-        a scale-down moves models rather than dropping them. Without a Ready pod left they are lost, and so are
+        a scale-down moves models rather than dropping them. Only the models no other pod holds are moved here:
+        ModelMesh also copies a leaving copy of a model held elsewhere to a pod without one (the holders are
+        excluded), and its janitor later removes extra copies (`removeModelCopies`), neither of which the
+        simulator models (docs/simulation.md, the last section). Without a Ready pod left they are lost, and so are
         those every pod refuses (the churn limit, placement.py) and those a full pod drops at once because their
         last use is older than its own oldest copy (the load "immediately evicted" in ModelMesh's cache-miss path:
         a move never displaces a copy used more recently)."""
