@@ -1,4 +1,5 @@
-"""A proposed cache-need floor for the decision, tried on the tuning shapes: not shipped, not in DESIGN §6.
+"""A proposed cache-need floor for the decision, tried on the tuning shapes: not shipped (docs/design.md,
+Recommendation, has no such term).
 
 skew-aware's avoidable cold loads on mixed traces (0.30x mean-hpa's, goal 0.25x) come from one scale-down a
 day, 5 pods to 4, at night: the runtime uses about 425 models within `target_lru_age_s` (600 s), more than 4
