@@ -36,7 +36,8 @@ def main() -> None:
     bucket_s, arrivals = buckets(trace, 5.0)
     shape = ClusterShape()
     best = oracle(trace, shape, 600.0, bucket_s)
-    fixed, maximum, start = sizing(best.peak_rps, sum(arrivals[0].rates), shape.pod_rps, 2, None)
+    fixed, maximum, start = sizing(best.peak_rps, sum(arrivals[0].rates), shape.pod_rps, 2, None,
+                                   peak_pods=best.peak_pods)
     prepared = time.perf_counter() - started
     print(f"trace: {args.models} models, {args.hours:g} h, {len(trace.slot)} rows, "
           f"{trace.total_requests:.0f} requests; read from CSV and bucketed in {prepared:.2f} s")

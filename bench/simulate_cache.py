@@ -12,9 +12,9 @@ would have held it idle for hours to spare one load). Plain script, no asserts:
     python bench/simulate_cache.py [--models 5000] [--hours 24] [--shape mixed] [--seed 0] [--no-fixed] \\
         [--max-replicas N] [--min-churn-age 300] [--variant 'name:target_lru_age_s=300'] ...
 
-`--max-replicas` (default twice the peak's need, as `simulate`) shows what the cache term asks for when the
-HPA's bound does not cut it; `--min-churn-age 0` replays as the simulator did before it modelled ModelMesh's
-churn limit (a full pod evicting a copy used seconds ago rather than refusing the load).
+`--max-replicas` (default twice the peak's need, its models included, as `simulate`) shows what the cache term
+asks for when the HPA's bound does not cut it; `--min-churn-age 0` replays as the simulator did before it
+modelled ModelMesh's churn limit (a full pod evicting a copy used seconds ago rather than refusing the load).
 
 Variants are those of bench/simulate_shapes.py (RuntimePolicy fields, HPA scale-down behavior).
 """
@@ -70,7 +70,7 @@ def main() -> None:
     lru_age = variants[0].policy.target_lru_age_s
     best = oracle(trace, shape, lru_age, bucket_s)
     fixed, maximum, start = sizing(best.peak_rps, sum(arrivals[0].rates), shape.pod_rps, MIN_REPLICAS,
-                                  args.max_replicas)
+                                   args.max_replicas, peak_pods=best.peak_pods)
     print(f"{args.shape}, seed {args.seed}: {args.models} models, {args.hours:g} h, {trace.total_requests:,.0f} "
           f"requests; oracle {best.pod_hours:.1f} pod-hours, cache oracle ({lru_age:g} s) {best.cache_pod_hours:.1f}; "
           f"first loads {best.first_loads}; fixed {fixed}, maxReplicas {maximum}; "

@@ -74,7 +74,8 @@ def run_shape(shape_name: str, seed: int, args: argparse.Namespace, variants: li
     shape = ClusterShape(pod_rps=args.pod_rps, cache_models=args.cache_models, min_churn_age_s=args.min_churn_age)
     bucket_s, arrivals = buckets(trace, 5.0)
     best = oracle(trace, shape, 600.0, bucket_s)
-    fixed, maximum, start = sizing(best.peak_rps, sum(arrivals[0].rates), shape.pod_rps, MIN_REPLICAS, None)
+    fixed, maximum, start = sizing(best.peak_rps, sum(arrivals[0].rates), shape.pod_rps, MIN_REPLICAS, None,
+                                   peak_pods=best.peak_pods)
     base = simulate(arrivals, bucket_s, 5.0, shape, MeanHpaPolicy(MIN_REPLICAS, maximum), start)
     results = [simulate(arrivals, bucket_s, 5.0, shape, FixedPolicy(fixed), fixed)] if args.fixed else []
     if args.ceiling:  # the floor of delays: every pod maxReplicas allows, all day

@@ -92,7 +92,9 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                             "3)); 0: never (default 300, for modelmesh-serving's 90 s load timeout)")
     shape.add_argument("--min-replicas", metavar="N", type=count, default=2, help="HPA minReplicas (default 2)")
     shape.add_argument("--max-replicas", metavar="N", type=count, default=None,
-                       help="HPA maxReplicas (default: twice what the trace's peak needs)")
+                       help="HPA maxReplicas (default: twice what the trace's peak needs: pods to serve its "
+                            "requests at full capacity or, where more, to hold the models used within "
+                            "target_lru_age_s, 600 s, in --cache-models copies each)")
     shape.add_argument("--tick", metavar="SECONDS", type=positive, default=5.0,
                        help="simulation step in seconds (default 5)")
     shape.add_argument("--slo-queue-ms", metavar="MS", type=positive, default=100.0,
@@ -163,11 +165,16 @@ def peak_need(peak_rps: float, pod_rps: float) -> int:
 
 
 def sizing(peak_rps: float, first_rps: float, pod_rps: float, min_replicas: int, max_replicas: int | None,
-           busy: float = 0.8) -> tuple[int, int, int]:
-    """(fixed replicas: the peak at `busy`; maxReplicas: twice what the peak needs at full capacity unless
-    given; the autoscaled policies' starting replicas: what the first bucket needs at `busy`)."""
+           busy: float = 0.8, peak_pods: int = 0) -> tuple[int, int, int]:
+    """(fixed replicas: the peak at `busy`; maxReplicas: twice what the peak needs unless given; the autoscaled
+    policies' starting replicas: what the first bucket needs at `busy`).
+
+    What the peak needs is the larger of the pods its requests need at full capacity and `peak_pods`, the most
+    any interval needs to hold the models used within `target_lru_age_s` as well (`Oracle.peak_pods`): sized
+    from requests alone, a runtime of many quiet models got a bound below what its cache needs, and every policy
+    sat at it, with ModelMesh refusing loads (a tenth of the requests failing on a day of 5,000 models)."""
     fixed = max(min_replicas, math.ceil(peak_rps / (pod_rps * busy) - 1e-9))
-    maximum = max_replicas or max(min_replicas + 1, 2 * peak_need(peak_rps, pod_rps))
+    maximum = max_replicas or max(min_replicas + 1, 2 * max(peak_need(peak_rps, pod_rps), peak_pods))
     if maximum < min_replicas:
         raise ValueError(f"--max-replicas ({maximum}) is below --min-replicas ({min_replicas})")
     start = min(maximum, max(min_replicas, math.ceil(first_rps / (pod_rps * busy) - 1e-9)))
@@ -182,8 +189,13 @@ MAX_PODS: Final = 20_000
 """More pods than a runtime runs, and a day of them takes hours a policy: a run sized past this is refused."""
 
 
+def cache_sized(peak_rps: float, pod_rps: float, peak_pods: int) -> bool:
+    """Whether the models in use, not the requests, size the default maxReplicas."""
+    return peak_pods > peak_need(peak_rps, pod_rps)
+
+
 def check_size(policies: tuple[str, ...], fixed: int, maximum: int, peak_rps: float, pod_rps: float,
-               max_given: bool) -> None:
+               max_given: bool, peak_pods: int = 0, cache_models: int = 0) -> None:
     """Refuse a run that would simulate more than MAX_PODS pods, naming what sized it: a count no cluster
     serves (a byte count, a counter's running total, a rate of a coarser unit) sized billions of pods, and the
     run, warned about, never ended."""
@@ -191,6 +203,11 @@ def check_size(policies: tuple[str, ...], fixed: int, maximum: int, peak_rps: fl
         if max_given:
             raise ValueError(f"--max-replicas {maximum:,} is more pods than simulate runs ({MAX_PODS:,}): give a "
                              "smaller one")
+        if cache_sized(peak_rps, pod_rps, peak_pods):  # a request's id in the model column: a model per request
+            raise ValueError(f"the models the trace uses at once, {cache_models:,} copies a pod (--cache-models), "
+                             f"need {peak_pods:,} pods, more than simulate runs ({MAX_PODS:,}). Check the trace's "
+                             "model column (a model's name, not a request's id) and --cache-models, or give "
+                             "--max-replicas")
         raise ValueError(f"the trace's peak ({peak_rps:,.0f} requests/s) at --pod-rps {pod_rps:g} needs "
                          f"{peak_need(peak_rps, pod_rps):,} pods, more than simulate runs ({MAX_PODS:,}). Check "
                          "the trace's requests (the count in each interval: not a rate, a byte count or a "
@@ -275,9 +292,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
              f"did; --tick {trace.interval_s:g} replays each interval (slower)")
     best = oracle(trace, shape, policy.target_lru_age_s, bucket_s)
     first = sum(arrivals[0].rates) if arrivals else 0.0
-    fixed, maximum, start = sizing(best.peak_rps, first, shape.pod_rps, args.min_replicas, args.max_replicas)
-    check_size(args.policies, fixed, maximum, best.peak_rps, shape.pod_rps, args.max_replicas is not None)
-    if maximum > MANY_PODS:
+    fixed, maximum, start = sizing(best.peak_rps, first, shape.pod_rps, args.min_replicas, args.max_replicas,
+                                   peak_pods=best.peak_pods)
+    check_size(args.policies, fixed, maximum, best.peak_rps, shape.pod_rps, args.max_replicas is not None,
+               best.peak_pods, shape.cache_models)
+    if maximum > MANY_PODS and cache_sized(best.peak_rps, shape.pod_rps, best.peak_pods):
+        warn(f"the models the trace uses at once, {shape.cache_models:,} copies a pod (--cache-models), size "
+             f"maxReplicas {maximum:,}: each policy simulates that many pods, which takes long. Check "
+             "--cache-models and the trace's model column (a model's name, not a request's id)")
+    elif maximum > MANY_PODS:
         warn(f"the trace's peak ({best.peak_rps:,.0f} requests/s) at --pod-rps {shape.pod_rps:g} sizes "
               f"maxReplicas {maximum:,}: each policy simulates that many pods, which takes long. Check --pod-rps "
               "(what one pod serves at 100% busy) and the trace's requests (a count per interval, not a rate)")
@@ -317,7 +340,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                "hours": figure(trace.duration_s / 3600.0), "requests": round(trace.total_requests)},
         cluster={"pod_rps": shape.pod_rps, "cache_models": shape.cache_models, "load_time_s": shape.load_time_s,
                  "startup_delay_s": shape.startup_delay_s, "min_replicas": args.min_replicas,
-                 "max_replicas": maximum, "fixed_replicas": fixed, "tick_s": args.tick,
+                 "max_replicas": maximum, "fixed_replicas": fixed, "peak_pods": best.peak_pods, "tick_s": args.tick,
                  "slo_queue_ms": args.slo_queue_ms, "min_churn_age_s": shape.min_churn_age_s},
         oracle=best,
         warnings=warnings,

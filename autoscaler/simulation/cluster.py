@@ -62,7 +62,8 @@ class Cluster:
         # Requests that failed because every pod refused their model's load (ModelMesh's churn limit:
         # placement.py); counted in `delayed` too, and never served
         self.refused = 0.0
-        self._refused_rate = 0.0  # request rate of the models whose load the last routing saw refused
+        self._refused: dict[int, float] = {}  # model -> request rate, of the models whose load every pod refused
+        self._refused_rate = 0.0  # their request rates added up
         self._last_check = start_s
         self._pending = TickStats()
         self._regular = RegularUse()
@@ -131,7 +132,10 @@ class Cluster:
         ModelMesh's pre-shutdown (ModelMesh.java `preShutdown`) asks for a copy elsewhere of every model in
         the leaving pod's cache (`triggerNewModelCopyElsewhere`) and keeps serving until those used in the
         last hour have loaded, within the termination grace period (90 s in config/base/deployment.yaml):
-        a scale-down moves models rather than dropping them. Without a Ready pod left they are lost, and so are
+        a scale-down moves models rather than dropping them. Only the models no other pod holds are moved here:
+        ModelMesh also copies a leaving copy of a model held elsewhere to a pod without one (the holders are
+        excluded), and its janitor later removes extra copies (`removeModelCopies`), neither of which the
+        simulator models (docs/simulation.md, the last section). Without a Ready pod left they are lost, and so are
         those every pod refuses (the churn limit, placement.py) and those a full pod drops at once because their
         last use is older than its own oldest copy (the load "immediately evicted" in ModelMesh's cache-miss path:
         a move never displaces a copy used more recently)."""
@@ -159,14 +163,31 @@ class Cluster:
         ready = self.ready_pods()
         routing.begin(self.pods, ready)
         self._unrouted = 0.0 if ready else sum(rates)
-        self._refused_rate = 0.0
+        self._refused, self._refused_rate = {}, 0.0
         if not ready:
             return
         if self.orphan:
             orphan, self.orphan = self.orphan, 0.0
             self._requeue(orphan)
+        cold, self._refused = routing.spread(ready, self.copies, self._regular, now, models, rates)
+        self._refused_rate = sum(self._refused.values())
+        self._count_cold(cold, now, remaining_s)
+        routing.end(self.pods)
+
+    def retry_refused(self, now: float, remaining_s: float) -> None:
+        """Try the loads every pod refused at the last routing again, as ModelMesh's next request for each
+        model does (it keeps no record of a churn refusal); `remaining_s`: seconds left of the bucket."""
+        if not self._refused:
+            return
+        cold = routing.retry(self.ready_pods(), self.copies, self._regular, now, self._refused)
+        if cold:
+            self._refused_rate = sum(self._refused.values())
+            self._count_cold(cold, now, remaining_s)
+
+    def _count_cold(self, cold: list[tuple[int, float, SimPod]], now: float, remaining_s: float) -> None:
+        """Count the cold loads routing started: their requests wait the load time (or what is left of the
+        bucket, after which the next routing counts again)."""
         load_wait = min(self.shape.load_time_s, remaining_s)
-        cold, self._refused_rate = routing.spread(ready, self.copies, self._regular, now, models, rates)
         for model, rate, target in cold:
             self.cold_loads += 1
             self._pending.cold_loads += 1
@@ -179,7 +200,6 @@ class Cluster:
             self._pending.delayed += rate * load_wait
             self._pending.delayed_loading += rate * load_wait
             target.waiting_for_load += rate * load_wait  # counted delayed now: not again if they also queue
-        routing.end(self.pods)
 
     def _rate_check(self, now: float) -> None:
         interval = now - self._last_check
@@ -207,6 +227,7 @@ class Cluster:
         self.cold_loads = self.copy_loads = self.cold_loads_after_removal = self.migrated_loads = 0
         self.reload_gaps = []
         self.refused = self._refused_rate = 0.0
+        self._refused = {}
         self._pending = TickStats()
 
     # -- time -------------------------------------------------------------------------------------------

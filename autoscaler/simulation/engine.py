@@ -4,7 +4,8 @@ The runtime starts warm (the first interval's models already loaded), as one tha
 while: cold loads then measure what scaling does, not the first start of every model.
 
 Time moves in ticks (default 5 s). At the start of each bucket of the trace the arrivals are routed; every
-tick pods become Ready when their start-up delay is over, the policy is asked at every HPA sync (15 s), the
+tick pods become Ready when their start-up delay is over, loads every pod refused (ModelMesh's churn limit)
+are tried again, as each request of the model tries again, the policy is asked at every HPA sync (15 s), the
 replicas change at once (new pods start, removed pods go in the ReplicaSet's order), and the pods serve.
 """
 
@@ -97,6 +98,8 @@ def simulate(buckets: Sequence[Bucket], bucket_s: float, tick_s: float, shape: C
             now = start + k * tick_s
             if cluster.settle(now):
                 cluster.route(now, bucket.models, bucket.rates, bucket_s - k * tick_s)
+            elif k:  # loads refused at the last routing: each request tries again (at k = 0 it just did)
+                cluster.retry_refused(now, bucket_s - k * tick_s)
             if now >= next_sync:
                 while next_sync <= now:  # on the HPA's own 15 s grid: a tick that does not divide it is late, not slow
                     next_sync += SYNC_PERIOD_S
@@ -138,6 +141,9 @@ class Oracle:
     cache_pod_hours: float
     peak_rps: float
     first_loads: int  # models first requested after the warm start: cold loads no policy avoids
+    # The most pods one interval needs to serve its requests at full capacity and hold the models used within
+    # `target_lru_age_s` (the largest term of `cache_pod_hours`): what the peak needs, its models included
+    peak_pods: int = 0
 
 
 def oracle(trace: Trace, shape: ClusterShape, target_lru_age_s: float, warm_s: float = 0.0) -> Oracle:
@@ -155,7 +161,8 @@ def oracle(trace: Trace, shape: ClusterShape, target_lru_age_s: float, warm_s: f
     np.minimum.at(first, trace.model[used], trace.slot[used])
     warm_slots = max(1, round(warm_s / trace.interval_s))
     late = int(((first >= warm_slots) & (first < np.iinfo(np.int64).max)).sum())
-    return Oracle(float(need.sum() * hours), float(cache_need.sum() * hours), float(rate.max(initial=0.0)), late)
+    return Oracle(float(need.sum() * hours), float(cache_need.sum() * hours), float(rate.max(initial=0.0)), late,
+                  int(cache_need.max(initial=0.0)))
 
 
 def _recent_models(trace: Trace, lookback: int) -> np.ndarray:

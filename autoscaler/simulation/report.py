@@ -211,6 +211,11 @@ def bound_text(report: Mapping[str, Any]) -> str:
         return (text + f"maxReplicas ({cluster['max_replicas']}) is below the {cluster['fixed_replicas']} pods "
                 f"the peak needs at 80% busy, so the delays left wait for pods it does not allow: raise "
                 f"--max-replicas to see what ModelMesh's copies leave.")
+    if cluster.get("peak_pods", 0) > cluster["max_replicas"]:  # short of pods to hold the models in use
+        return (text + f"maxReplicas ({cluster['max_replicas']}) is below the {cluster['peak_pods']} pods the peak "
+                f"needs to hold the models it uses (those used within target_lru_age_s, at {cluster['cache_models']} "
+                f"copies a pod), so ModelMesh refuses loads and evicts models still in use: raise --max-replicas "
+                f"to see what its copies leave.")
     return (text + "the delays left wait for ModelMesh to copy hot models (its rate check) and to load cold "
             "ones, not for pods, and no replica policy removes them.")
 

@@ -13,7 +13,9 @@ While routing, a queue counts as load it would take `BACKLOG_HORIZON_S` to drain
 one with the least work ahead, as ModelMesh judges by requests in flight.
 
 A load no pod takes (every pod full, each with a copy used within the minimum churn age: placement.py) is
-refused: the model stays unloaded and its requests fail until a later routing finds a pod that takes it.
+refused: the model stays unloaded and its requests fail. ModelMesh keeps no record of the refusal, so each
+request of the model tries again; the cluster tries the refused models again every tick (`retry`), and the
+first request after a pod's oldest copy has aged past the limit loads the model there.
 """
 
 from __future__ import annotations
@@ -46,13 +48,43 @@ def end(pods: Sequence[SimPod]) -> None:
         pod.rate = max(0.0, pod.rate - pod.backlog / BACKLOG_HORIZON_S)
 
 
+def cold_load(copies: ModelCopies, regular: RegularUse, target: SimPod, model: int, rate: float,
+              now: float) -> None:
+    """Load `model`, held nowhere, on `target`, and route its rate there."""
+    copies.load(target, model, now)
+    regular.forget(model)  # a fresh cache entry, whose first use is this one
+    regular.used(model, now)
+    target.rate += rate
+    target.shares[model] = rate
+
+
+def retry(ready: Sequence[SimPod], copies: ModelCopies, regular: RegularUse, now: float,
+          refused: dict[int, float]) -> list[tuple[int, float, SimPod]]:
+    """Try the loads every pod refused again at `now`, as the models' next requests do; the cold loads that
+    went ahead, as `spread` gives them, each model taken out of `refused` (model -> request rate).
+
+    The busiest model first: its next request is the likeliest to come first. Once a load is refused again
+    every later one is (no pod aged past the limit, and a load only makes its pod's copies younger)."""
+    capacity, churn_age = copies.shape.cache_models, copies.shape.min_churn_age_s
+    cold: list[tuple[int, float, SimPod]] = []
+    for model, rate in sorted(refused.items(), key=itemgetter(1), reverse=True):
+        target = choose_pod(ready, capacity, now, 0.0, churn_age)
+        if target is None:
+            break
+        cold_load(copies, regular, target, model, rate, now)
+        cold.append((model, rate, target))
+        del refused[model]
+    return cold
+
+
 def spread(ready: Sequence[SimPod], copies: ModelCopies, regular: RegularUse, now: float,
-           models: Sequence[int], rates: Sequence[float]) -> tuple[list[tuple[int, float, SimPod]], float]:
+           models: Sequence[int], rates: Sequence[float]) -> tuple[list[tuple[int, float, SimPod]], dict[int, float]]:
     """Route each model's rate (between `begin` and `end`); the cold loads it started, as (model, rate, the
-    pod loading it), and the request rate of models whose load every pod refused (those requests fail)."""
+    pod loading it), and the models whose load every pod refused, with their request rates (those requests
+    fail until a load goes ahead: `retry`)."""
     capacity = copies.shape.cache_models
     churn_age = copies.shape.min_churn_age_s
-    refused = 0.0
+    refused: dict[int, float] = {}
     holders_of = copies.holders
     cold: list[tuple[int, float, SimPod]] = []
     starting: dict[SimPod, int] = {}  # second copies this routing started per pod, not in its cache yet
@@ -75,14 +107,10 @@ def spread(ready: Sequence[SimPod], copies: ModelCopies, regular: RegularUse, no
         if holders is None:
             target = choose_pod(ready, capacity, now, 0.0, churn_age)
             if target is None:  # every pod full and churning: ModelMesh fails the request
-                refused += rate
+                refused[model] = rate
                 continue
-            copies.load(target, model, now)
-            regular.forget(model)  # a fresh cache entry, whose first use is this one
-            regular.used(model, now)
+            cold_load(copies, regular, target, model, rate, now)
             cold.append((model, rate, target))
-            target.rate += rate
-            target.shares[model] = rate
         elif len(holders) == 1:
             pod = holders[0]
             pod.rate += rate

@@ -387,3 +387,83 @@ def test_requests_a_full_cache_refuses_to_load_for_are_reported_as_failed(tmp_pa
         assert fixed["delayed_requests"] >= 30
         assert "30 requests failed (of the delayed): every pod's cache full with copies used within the last " \
                "300 s" in said
+
+
+def test_a_refused_load_is_tried_again_by_the_next_request_not_at_the_next_interval(tmp_path: Path) -> None:
+    """ModelMesh keeps no record of a churn refusal ("Cache churn threshold exceeded" is thrown before the load
+    starts, and `updateLocalModelRecordAfterRemoteLoadFailure` records nothing for it): every request of a model
+    no pod holds goes through the cache-miss loop again. One pod of two copies: b used at 0, a at 0 and 120; c
+    comes at 240 at 2 req/s for two minutes. b's copy is 240 s old, under the 300 s limit, so c's requests fail
+    until 300 s, when the next one loads c in b's place: 60 s of them fail (120), and 10 s wait for the load
+    (20 delayed). The simulator failed all 240 of the two-minute row, as if the refusal held until the next row."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp_s,model,requests\n0,a,120\n0,b,120\n120,a,120\n240,c,240\n")
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(out), "--policies", "fixed",
+                             "--min-replicas", "1", "--cache-models", "2", "--no-plot", "--quiet"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    fixed = json.loads((out / "report.json").read_text())["policies"]["fixed"]
+    assert fixed["requests"] == 600
+    assert fixed["refused_requests"] == 120
+    assert fixed["cold_loads"] == 1
+    assert fixed["delayed_waiting_for_loads"] == 20
+    assert fixed["delayed_requests"] == 140
+
+
+def many_quiet_models(tmp_path: Path) -> Path:
+    """An hour at 60 s intervals: 40 models at 6 requests a minute each (4 req/s in all)."""
+    trace = tmp_path / "quiet.csv"
+    trace.write_text("timestamp_s,model,requests\n" + "".join(
+        f"{60 * minute},model-{i},6\n" for minute in range(60) for i in range(40)))
+    return trace
+
+
+def test_the_default_max_replicas_holds_the_models_in_use_not_only_the_requests(tmp_path: Path) -> None:
+    """40 models at 0.1 req/s each: their 4 req/s need one pod of 20 req/s, but holding them, 4 copies a pod,
+    needs 10. maxReplicas was twice the requests' need, 3 (minReplicas 2 + 1), and skew-aware sat at it all hour
+    with most requests failing (ModelMesh's churn limit refusing loads on pods full of copies in use), a bound
+    the user had not chosen and the report did not name. It is now twice the larger need: 20."""
+    trace = many_quiet_models(tmp_path)
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(out), "--cache-models", "4",
+                             "--no-plot", "--quiet"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert (report["cluster"]["max_replicas"], report["cluster"]["peak_pods"]) == (20, 10)
+    skew = report["policies"]["skew-aware"]
+    assert "max_replicas" not in skew["terms"] and skew["peak_replicas"] < 20  # its own need decided, not the bound
+    assert skew["refused_requests"] < 0.1 * skew["requests"]
+    assert report["policies"]["fixed-max"]["refused_requests"] == 0
+
+
+def test_a_max_replicas_below_what_the_models_in_use_need_is_named(tmp_path: Path) -> None:
+    """The same hour at --max-replicas 3 (the former default): every policy is short of pods to hold the models,
+    and the bound's words sent the user to ModelMesh's copy timing ("no replica policy removes them")."""
+    trace = many_quiet_models(tmp_path)
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(out), "--cache-models", "4",
+                             "--max-replicas", "3", "--no-plot", "--quiet"], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "report.json").read_text())
+    skew = report["policies"]["skew-aware"]
+    assert skew["terms"]["max_replicas"] > 0 and skew["refused_requests"] > 0.5 * skew["requests"]
+    for text in (result.stdout, (out / "report.md").read_text()):
+        assert "no replica policy removes them" not in text
+        assert "maxReplicas (3) is below the 10 pods the peak needs to hold the models it uses" in text
+
+
+def test_a_model_column_of_request_ids_is_refused_naming_the_column(tmp_path: Path) -> None:
+    """A request log binned by its request id rather than its model: 12,000 "models" at --cache-models 1 need
+    12,000 pods to hold, which now sizes maxReplicas (24,000, past what simulate runs); the refusal names the
+    model column, not --pod-rps and the request counts, which are fine."""
+    trace = tmp_path / "ids.csv"
+    trace.write_text("timestamp_s,model,requests\n" + "".join(f"0,req-{i},1\n" for i in range(12_000))
+                     + "60,req-0,1\n")
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"), "--cache-models",
+                             "1", "--no-plot", "--quiet"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "need 12,000 pods, more than simulate runs (20,000)" in result.stderr, result.stderr
+    assert "Check the trace's model column (a model's name, not a request's id)" in result.stderr
+    assert not (tmp_path / "out").exists()
