@@ -29,8 +29,10 @@ LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
 class ExporterSettings:
     """What the exporter runs with; the defaults are what a ModelMesh runtime pod needs."""
 
-    listen_host: str = "0.0.0.0"
-    """Address for /metrics and /healthz: all interfaces, so Prometheus and the adapter reach the pod."""
+    listen_host: str = ""
+    """Address for /metrics and /healthz. Empty: every address, IPv4 and IPv6, so Prometheus, the adapter and the
+    kubelet's probe reach the pod at its address whichever family the cluster gives pods (0.0.0.0 is IPv4's
+    only)."""
     listen_port: int = 9187
     """9187: the exporter's port in the manifests and the adapter's `--exporter-port` default."""
     modelmesh_url: str = "https://127.0.0.1:2112/metrics"
@@ -89,7 +91,7 @@ def host_port(value: str) -> tuple[str, int]:
     host, sep, port = value.strip().rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
         raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
-    return host.strip("[]") or "0.0.0.0", int(port)
+    return host.strip("[]"), int(port)  # an empty host: every address, IPv4 and IPv6
 
 
 def seconds(value: str) -> float:
@@ -164,7 +166,8 @@ class _Option(EnvFlag):
 
 _D: Final = ExporterSettings()
 _OPTIONS: Final = (
-    _Option("--listen", host_port, "address to serve /metrics and /healthz on",
+    _Option("--listen", host_port, "address to serve /metrics and /healthz on; no host (:9187) is every "
+            "address, IPv4 and IPv6, as a pod's address may be either; 0.0.0.0 is IPv4's only",
             f"{_D.listen_host}:{_D.listen_port}", "HOST:PORT"),
     _Option("--modelmesh-url", metrics_url,
             "the local ModelMesh container's metrics URL; ModelMesh serves https by default", _D.modelmesh_url,

@@ -16,7 +16,7 @@ log = logging.getLogger("exporter")
 
 def serve(argv: list[str] | None) -> None:
     from exporter.app import build_app, run
-    from exporter.listen import ListenError, bind_listeners, bound_port
+    from exporter.listen import ListenError, bind_listeners, bound_addresses
     from exporter.settings import parse_settings
 
     settings = parse_settings(argv)
@@ -39,9 +39,9 @@ def serve(argv: list[str] | None) -> None:
                   exc_info=settings.log_level == "DEBUG")
         sys.exit(2)
     log.info(
-        "serving on %s:%d; reading ModelMesh at %s every %g s (%s; timeout %g s; load window %g s); "
+        "serving on %s; reading ModelMesh at %s every %g s (%s; timeout %g s; load window %g s); "
         "GPU collector %s",
-        settings.listen_host, bound_port(sockets), settings.modelmesh_url, settings.modelmesh_interval_s,
+        bound_addresses(sockets), settings.modelmesh_url, settings.modelmesh_interval_s,
         tls, settings.modelmesh_timeout_s, settings.load_window_s,
         "off" if not settings.gpu_enabled else "failing (this pod's GPUs are not known)"
         if settings.gpu_unattributed is not None else "on",
