@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.metadata
 import math
 import os
 import ssl
@@ -229,6 +230,15 @@ class _SidecarParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def _installed_version() -> str:
+    """The package's version, as `modelmesh-autoscaler --version` says it (the sidecar and the adapter are one
+    package and one image: operations.md, Upgrading, keeps them on the same version)."""
+    try:
+        return importlib.metadata.version("modelmesh-autoscaler")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> _SidecarParser:
     """The `modelmesh-exporter` parser. Defaults are None here: `parse_settings` fills in each unset flag
     from its variable, then from `ExporterSettings`, so `--help` shows the real default, not the environment."""
@@ -242,6 +252,7 @@ def build_parser() -> _SidecarParser:
             "wins over its variable; switches take true/false in their variable."
         ),
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_installed_version()}")
     groups: dict[str, argparse._ArgumentGroup] = {}
     for option in _OPTIONS:
         title = next((t for prefix, t in _GROUPS.items() if option.flag.startswith(prefix)), None)
