@@ -74,6 +74,31 @@ def _check_flag_rules(settings: ServeSettings) -> None:
     if bool(settings.tls_cert_file) != bool(settings.tls_private_key_file):
         raise PreflightError("--tls-cert-file and --tls-private-key-file go together")
     _check_leader_durations(settings)
+    _warn_settings_of_the_other_source(settings)
+
+
+_PROMETHEUS_ONLY = ("prometheus_url", "prometheus_ca_file", "prometheus_token_file", "prometheus_headers",
+                    "prometheus_timeout_s", "prometheus_namespace_label", "prometheus_pod_label",
+                    "dcgm_pod_label", "dcgm_namespace_label")
+_SCRAPE_ONLY = ("scrape_timeout_s", "scrape_concurrency", "exporter_ca_file")
+
+
+def _flag(field: str) -> str:
+    return "--" + field.removesuffix("_s").replace("_", "-")
+
+
+def _warn_settings_of_the_other_source(settings: ServeSettings) -> None:
+    """A setting of the source not in use did nothing, silently: `--prometheus-url` alone looked like a switch to
+    Prometheus, while the adapter went on scraping the exporters. Said once at start; not refused, so that an
+    adapter with a leftover variable that starts today still starts after an upgrade."""
+    defaults = ServeSettings()
+    unused, fix = ((_PROMETHEUS_ONLY, f"--source {settings.source} (the default): add --source prometheus to read "
+                    "Prometheus") if settings.source != "prometheus" else
+                   (_SCRAPE_ONLY, "--source prometheus: the adapter reads Prometheus, not the exporters"))
+    given = [_flag(name) for name in unused if getattr(settings, name) != getattr(defaults, name)]
+    if given:
+        names = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
+        log.warning("%s %s not used with %s", names, "is" if len(given) == 1 else "are", fix)
 
 
 def _check_leader_durations(settings: ServeSettings) -> None:

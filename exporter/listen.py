@@ -37,7 +37,7 @@ def bind_listeners(host: str, port: int) -> list[socket.socket]:
     try:
         infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as error:
-        raise ListenError(f"cannot listen on {host}:{port}: {error.strerror}", error) from error
+        raise ListenError(f"cannot listen on {show(host, port)}: {error.strerror}", error) from error
     sockets: list[socket.socket] = []
     seen: set[tuple[int, object]] = set()
     try:
@@ -45,7 +45,12 @@ def bind_listeners(host: str, port: int) -> list[socket.socket]:
             if (family, address) in seen:
                 continue
             seen.add((family, address))
-            sock = socket.socket(family, kind, proto)
+            try:
+                sock = socket.socket(family, kind, proto)
+            except OSError as error:
+                if not host and error.errno in _NO_SUCH_FAMILY:
+                    continue  # every address: a kernel without IPv6 has IPv4's alone
+                raise ListenError(f"cannot listen on {show(host, port)}: {error.strerror or error}", error) from error
             sockets.append(sock)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             if family == socket.AF_INET6:
@@ -53,9 +58,15 @@ def bind_listeners(host: str, port: int) -> list[socket.socket]:
             try:
                 sock.bind(address)
             except OSError as error:
-                raise ListenError(f"cannot listen on {host}:{port}: {error.strerror or error}", error) from error
+                if not host and family == socket.AF_INET6 and error.errno in _NO_SUCH_FAMILY:
+                    sockets.pop().close()  # IPv6 turned off in this pod (net.ipv6.conf.all.disable_ipv6)
+                    continue
+                raise ListenError(f"cannot listen on {show(host, port)}: {error.strerror or error}", error) from error
             sock.listen(BACKLOG)
             sock.setblocking(False)
+        if not sockets:
+            raise ListenError(f"cannot listen on {show(host, port)}: no address family can be used",
+                              OSError(errno.EADDRNOTAVAIL, "no address"))
     except BaseException:
         for sock in sockets:
             sock.close()
@@ -63,7 +74,14 @@ def bind_listeners(host: str, port: int) -> list[socket.socket]:
     return sockets
 
 
-def bound_port(sockets: list[socket.socket]) -> int:
-    """The port actually bound (port 0 asks the kernel for one)."""
-    port: int = sockets[0].getsockname()[1]
-    return port
+_NO_SUCH_FAMILY = (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL, errno.EPROTONOSUPPORT)
+
+
+def show(host: str, port: int) -> str:
+    """`HOST:PORT` as a URL writes it: an IPv6 address in brackets, no host as every address's `:PORT`."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def bound_addresses(sockets: list[socket.socket]) -> str:
+    """Where the sockets listen, for the log: `0.0.0.0:9187 and [::]:9187`."""
+    return " and ".join(show(*sock.getsockname()[:2]) for sock in sockets)

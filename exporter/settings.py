@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.metadata
 import math
 import os
 import ssl
@@ -29,8 +30,10 @@ LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
 class ExporterSettings:
     """What the exporter runs with; the defaults are what a ModelMesh runtime pod needs."""
 
-    listen_host: str = "0.0.0.0"
-    """Address for /metrics and /healthz: all interfaces, so Prometheus and the adapter reach the pod."""
+    listen_host: str = ""
+    """Address for /metrics and /healthz. Empty: every address, IPv4 and IPv6, so Prometheus, the adapter and the
+    kubelet's probe reach the pod at its address whichever family the cluster gives pods (0.0.0.0 is IPv4's
+    only)."""
     listen_port: int = 9187
     """9187: the exporter's port in the manifests and the adapter's `--exporter-port` default."""
     modelmesh_url: str = "https://127.0.0.1:2112/metrics"
@@ -89,7 +92,7 @@ def host_port(value: str) -> tuple[str, int]:
     host, sep, port = value.strip().rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
         raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
-    return host.strip("[]") or "0.0.0.0", int(port)
+    return host.strip("[]"), int(port)  # an empty host: every address, IPv4 and IPv6
 
 
 def seconds(value: str) -> float:
@@ -164,7 +167,8 @@ class _Option(EnvFlag):
 
 _D: Final = ExporterSettings()
 _OPTIONS: Final = (
-    _Option("--listen", host_port, "address to serve /metrics and /healthz on",
+    _Option("--listen", host_port, "address to serve /metrics and /healthz on; no host (:9187) is every "
+            "address, IPv4 and IPv6, as a pod's address may be either; 0.0.0.0 is IPv4's only",
             f"{_D.listen_host}:{_D.listen_port}", "HOST:PORT"),
     _Option("--modelmesh-url", metrics_url,
             "the local ModelMesh container's metrics URL; ModelMesh serves https by default", _D.modelmesh_url,
@@ -226,6 +230,15 @@ class _SidecarParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def _installed_version() -> str:
+    """The package's version, as `modelmesh-autoscaler --version` says it (the sidecar and the adapter are one
+    package and one image: operations.md, Upgrading, keeps them on the same version)."""
+    try:
+        return importlib.metadata.version("modelmesh-autoscaler")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> _SidecarParser:
     """The `modelmesh-exporter` parser. Defaults are None here: `parse_settings` fills in each unset flag
     from its variable, then from `ExporterSettings`, so `--help` shows the real default, not the environment."""
@@ -239,6 +252,7 @@ def build_parser() -> _SidecarParser:
             "wins over its variable; switches take true/false in their variable."
         ),
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_installed_version()}")
     groups: dict[str, argparse._ArgumentGroup] = {}
     for option in _OPTIONS:
         title = next((t for prefix, t in _GROUPS.items() if option.flag.startswith(prefix)), None)

@@ -16,7 +16,7 @@ log = logging.getLogger("exporter")
 
 def serve(argv: list[str] | None) -> None:
     from exporter.app import build_app, run
-    from exporter.listen import ListenError, bind_listeners, bound_port
+    from exporter.listen import ListenError, bind_listeners, bound_addresses
     from exporter.settings import parse_settings
 
     settings = parse_settings(argv)
@@ -39,19 +39,32 @@ def serve(argv: list[str] | None) -> None:
                   exc_info=settings.log_level == "DEBUG")
         sys.exit(2)
     log.info(
-        "serving on %s:%d; reading ModelMesh at %s every %g s (%s; timeout %g s; load window %g s); "
+        "serving on %s; reading ModelMesh at %s every %g s (%s; timeout %g s; load window %g s); "
         "GPU collector %s",
-        settings.listen_host, bound_port(sockets), settings.modelmesh_url, settings.modelmesh_interval_s,
+        bound_addresses(sockets), settings.modelmesh_url, settings.modelmesh_interval_s,
         tls, settings.modelmesh_timeout_s, settings.load_window_s,
         "off" if not settings.gpu_enabled else "failing (this pod's GPUs are not known)"
         if settings.gpu_unattributed is not None else "on",
     )
+    if not settings.gpu_enabled:
+        unused_gpu_settings(settings)
     if settings.modelmesh_insecure and settings.modelmesh_url.startswith("https"):
         log.info("--modelmesh-insecure (EXPORTER_MODELMESH_INSECURE): ModelMesh's certificate is not verified (its "
                  "metrics port makes a new self-signed one at every start)")
     # The access log only at DEBUG: one line per scrape otherwise fills the pod's log for nothing.
     run(build_app(settings), settings.listen_host, settings.listen_port,
         access_log=settings.log_level == "DEBUG", sockets=sockets)
+
+
+def unused_gpu_settings(settings: ExporterSettings) -> None:
+    """The GPU settings `--no-gpu` leaves unused, named once: a sidecar told which GPUs to report and also to
+    report none said nothing of the first."""
+    from exporter.settings import setting
+
+    given = [flag for flag, value in (("--gpu-uuids", settings.gpu_uuids),
+                                      ("--gpu-pod-resources-socket", settings.pod_resources_socket)) if value]
+    for flag in given:
+        log.warning("%s is not used: %s turns the GPU collector off", setting(flag), setting("--no-gpu"))
 
 
 def own_gpus(settings: ExporterSettings) -> ExporterSettings:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import shutil
 import signal
 import sys
 import tempfile
@@ -79,6 +80,28 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the demo HPA's maxReplicas, at least --pods (default 2 x --pods)")
     parser.add_argument("--interval", type=positive, default=3.0, metavar="SECONDS",
                         help="seconds between printed tables (default 3)")
+
+
+POD_COLUMNS = ("true req/s", "exporter req/s", "deletion cost", "models only it served")
+POD_TABLE_HEADER = "  pod     " + "".join(f"   {heading}" for heading in POD_COLUMNS)
+
+
+def pod_table_row(name: str, true_rps: float, exporter_rps: float | None, cost: int | None, unique: int | None,
+                  ready: bool) -> str:
+    """One pod's line of the table, each value right-aligned under the end of its heading; `-` for what is not
+    known yet (an exporter that has not answered, a pod the adapter has not ranked)."""
+    cells = (f"{true_rps:.0f}", "-" if exporter_rps is None else f"{exporter_rps:.1f}",
+             "-" if cost is None else str(cost), "-" if unique is None else str(unique))
+    row = f"  {name:8}" + "".join(f"   {cell:>{len(heading)}}" for cell, heading in zip(cells, POD_COLUMNS,
+                                                                                          strict=True))
+    return row if ready else f"{row}  (starting)"
+
+
+def average_hpa_wants(rates: list[float], target: float, min_replicas: int, max_replicas: int) -> int:
+    """What an HPA on the pods' average rate would ask for: the total over the target per pod, rounded up, held
+    to the same minReplicas and maxReplicas as the demo's HPA (which the adapter's value is held to as well)."""
+    wanted = math.ceil(sum(rates) / target - 1e-9)
+    return min(max_replicas, max(min_replicas, wanted, 1))
 
 
 class Demo:
@@ -198,18 +221,17 @@ class Demo:
         ready = sum(1 for p in pods if p.ready)
         print(f"\n[{self.elapsed():4.0f}s] {self.phase.title}")
         print(f"  replicas {len(pods)} ({ready} ready)")
-        print("  pod      true req/s   exporter req/s   deletion cost   models only it served")
+        print(POD_TABLE_HEADER)
         for pod, rate in zip(pods, rates, strict=True):
-            shown = "   -" if rate is None else f"{rate:8.1f}"
             cost, unique = ranked.get(pod.name, (None, None))
-            state = "" if pod.ready else "  (starting)"
-            print(f"  {pod.name:8} {pod.fake.load.requests_per_second:10.0f}   {shown}"
-                  f"         {'-' if cost is None else cost:>6}   {'-' if unique is None else unique:>6}{state}")
+            print(pod_table_row(pod.name, pod.fake.load.requests_per_second, rate, cost, unique, pod.ready))
         known = [r for r in rates if r is not None]
         if known:
-            average_wants = max(1, math.ceil(sum(known) / TARGET_RPS_PER_POD - 1e-9))
+            average_wants = average_hpa_wants(known, TARGET_RPS_PER_POD, self.spec.min_replicas,
+                                              self.spec.max_replicas)
             print(f"  an HPA on the average would want {average_wants} pod{'' if average_wants == 1 else 's'} "
-                  f"(mean {sum(known) / len(known):.0f} req/s per pod, target {TARGET_RPS_PER_POD:.0f})")
+                  f"(mean {sum(known) / len(known):.0f} req/s per pod, target {TARGET_RPS_PER_POD:.0f}, replicas "
+                  f"{self.spec.min_replicas}..{self.spec.max_replicas})")
         print(f"  adapter serves: request_load={served[ServedMetric.REQUEST_LOAD]}  "
               f"desired_replicas={served[ServedMetric.DESIRED_REPLICAS]}  "
               f"cache_pressure={served[ServedMetric.CACHE_PRESSURE]}  gpu_busy={served[ServedMetric.GPU_BUSY]}")
@@ -232,7 +254,7 @@ class Demo:
         pods = f"{self.initial} fake ModelMesh pod{'s' if self.initial != 1 else ''}"
         exporters = f"{self.initial} exporter{'s' if self.initial != 1 else ''}"
         return (f"demo: {pods}, {exporters}, adapter on https://127.0.0.1:{adapter_port} (logs in "
-                f"{self.workdir}/processes.log)")
+                f"{self.workdir}/processes.log, kept if the demo fails)")
 
     async def run(self) -> None:
         async with self.fleet.running(self.initial), aiohttp.ClientSession() as session:
@@ -280,7 +302,8 @@ async def _run_until_signalled(demo: Demo) -> int:
         print("\ninterrupted: every process stopped.")
         return 130
     except DemoError as error:
-        print(f"demo: {error}; every process stopped", file=sys.stderr)
+        print(f"demo: {error}; every process stopped; their log is kept in {demo.workdir}/processes.log",
+              file=sys.stderr)
         return 1
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -297,6 +320,18 @@ def run_demo(args: argparse.Namespace) -> int:
     # From here Ctrl-C is the demo's: KeyboardInterrupt removes the directory, then the loop's handler stops
     # what it started (`autoscaler.cli` ended the start at once until now).
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    with tempfile.TemporaryDirectory(prefix="modelmesh-demo-") as directory:
-        demo = Demo(args.pods, args.duration, args.interval, Path(directory), args.max_pods)
-        return asyncio.run(_run_until_signalled(demo))
+    # The directory goes when the demo ends or is interrupted, but not when it failed: the first line pointed the
+    # user to its log, and that log holds the reason.
+    directory = Path(tempfile.mkdtemp(prefix="modelmesh-demo-"))
+    failed = True
+    try:
+        demo = Demo(args.pods, args.duration, args.interval, directory, args.max_pods)
+        code = asyncio.run(_run_until_signalled(demo))
+        failed = code == 1
+        return code
+    except KeyboardInterrupt:
+        failed = False
+        raise
+    finally:
+        if not failed:
+            shutil.rmtree(directory, ignore_errors=True)

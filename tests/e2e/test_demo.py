@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -117,8 +119,9 @@ def test_settings_left_in_the_shell_do_not_change_the_demo() -> None:
     assert served and float(served[-1]) > 0, result.stdout
 
 
-def test_an_adapter_that_stops_ends_the_demo_with_its_reason() -> None:
-    """Not 'adapter serves: starting' until the end of the run, with the reason in a log the demo deletes."""
+def test_an_adapter_that_stops_ends_the_demo_with_its_reason_and_keeps_the_log() -> None:
+    """Not 'adapter serves: starting' until the end of the run. And the log the first line points to is kept:
+    it was deleted with the demo's directory as the demo ended, so `cat` on the path it printed found nothing."""
     demo = subprocess.Popen([*DEMO, "--duration", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert demo.stdout is not None
@@ -129,6 +132,9 @@ def test_an_adapter_that_stops_ends_the_demo_with_its_reason() -> None:
             adapter = subprocess.run(["pgrep", "-f", f"autoscaler.cli serve .*{workdir}"], capture_output=True,
                                      text=True).stdout.split()
         assert adapter, processes_using(workdir)
+        log = Path(workdir) / "processes.log"
+        while "serving external.metrics.k8s.io" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)  # killed once it has logged, so that the log kept has something to show
         os.kill(int(adapter[0]), signal.SIGKILL)
         _, err = demo.communicate(timeout=30)
     finally:
@@ -138,7 +144,17 @@ def test_an_adapter_that_stops_ends_the_demo_with_its_reason() -> None:
     assert demo.returncode == 1, err
     # The reason, and what the adapter's own processes logged last when one did in time (its refresh process
     # and serving worker see their parent gone, and may say so first): either way one line.
-    assert re.fullmatch(r"demo: the adapter stopped \(killed by signal 9\)(: [^\n]+)?; every process stopped\n",
-                        err), err
-    time.sleep(1)
-    assert processes_using(workdir) == ""
+    assert re.fullmatch(r"demo: the adapter stopped \(killed by signal 9\)(: [^\n]+)?; every process stopped; "
+                        rf"their log is kept in {re.escape(str(log))}\n", err), err
+    try:
+        assert "autoscaler.workers: serving external.metrics.k8s.io" in log.read_text(), "the adapter's lines"
+        time.sleep(1)
+        assert processes_using(workdir) == ""
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_a_demo_that_ends_removes_its_directory(full_run: subprocess.CompletedProcess[str]) -> None:
+    """Kept only where it failed: a finished demo leaves nothing behind, and its first line says so."""
+    assert "kept if the demo fails" in full_run.stdout.splitlines()[0], full_run.stdout.splitlines()[0]
+    assert not Path(workdir_of(full_run.stdout)).exists()

@@ -1,0 +1,51 @@
+"""The sidecar as shipped answers on the pod's IPv6 address too.
+
+In an IPv6 (single-stack, or dual-stack with IPv6 first) cluster a pod's address is IPv6: the kubelet's liveness
+probe and the adapter's scrape go to `[podIP]:9187`. The shipped sidecar listened on `0.0.0.0:9187`, IPv4 only,
+so neither reached it: the probe restarted the sidecar every 90 s and the runtime never had a fresh pod. The
+adapter already scrapes `http://[podIP]:9187/metrics`; the sidecar must answer there.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+
+from tests.manifests.support import EXAMPLES
+from tests.support.processes import free_port, http_get, running
+
+
+def shipped_listen() -> str:
+    """EXPORTER_LISTEN as the sidecar patch sets it."""
+    [patch] = yaml.safe_load((EXAMPLES / "exporter-sidecar-patch.yaml").read_text())
+    [value] = [e["value"] for e in patch["value"]["env"] if e["name"] == "EXPORTER_LISTEN"]
+    assert isinstance(value, str)
+    return value
+
+
+def test_the_shipped_sidecar_answers_on_ipv6_and_ipv4(tmp_path: Path) -> None:
+    port = free_port()
+    host = shipped_listen().rpartition(":")[0]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXPORTER_")}
+    env.update(EXPORTER_LISTEN=f"{host}:{port}", EXPORTER_NO_GPU="true",
+               EXPORTER_MODELMESH_URL="http://127.0.0.1:1/metrics")
+    log = tmp_path / "exporter.log"
+    with running(["exporter.cli"], f"http://127.0.0.1:{port}/healthz", log, env=env):
+        assert http_get(f"http://[::1]:{port}/healthz") == (200, "ok\n"), "the probe to [podIP]:9187"
+        assert http_get(f"http://127.0.0.1:{port}/healthz") == (200, "ok\n")
+    serving = next(line for line in log.read_text().splitlines() if "serving on" in line)
+    assert f"0.0.0.0:{port} and [::]:{port}" in serving, serving
+
+
+def test_an_explicit_ipv4_address_stays_ipv4(tmp_path: Path) -> None:
+    """0.0.0.0 still means IPv4's every address, as it does for every server."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXPORTER_")}
+    env.update(EXPORTER_LISTEN=f"0.0.0.0:{port}", EXPORTER_NO_GPU="true",
+               EXPORTER_MODELMESH_URL="http://127.0.0.1:1/metrics")
+    log = tmp_path / "exporter.log"
+    with running(["exporter.cli"], f"http://127.0.0.1:{port}/healthz", log, env=env):
+        pass
+    assert f"serving on 0.0.0.0:{port};" in log.read_text()
