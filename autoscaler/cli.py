@@ -99,8 +99,8 @@ def _stop_while_starting(signum: int, frame: object) -> None:
     KeyboardInterrupt, a Ctrl-C that came while an import ran one of its weak-reference callbacks
     (`_get_module_lock`'s) was printed as "Exception ignored in ..." with a traceback and then lost: the command
     went on (a CI run of the demo's Ctrl-C test failed so). Each command takes Ctrl-C over before it starts
-    anything to stop or remove (`serve`'s refresh process, the demo's processes and directory); `simulate`
-    starts nothing, so this handler ends it whenever Ctrl-C comes."""
+    anything to stop or remove (`serve`'s refresh process, the demo's processes and directory, the `--out`
+    directory `simulate` makes)."""
     import os  # built in
 
     sys.stderr.write("\ninterrupted.\n")

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import os
+import signal
 import sys
 import tempfile
 import time
@@ -352,7 +355,30 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
+def _stop_on_signals(out: Path) -> None:
+    """Ctrl-C and SIGTERM (`timeout`, a cancelled CI job, a deleted pod) end the run at once with one line and
+    the signal's status, and remove `out` if this run made it and nothing was written there yet: left empty,
+    it read as a run that wrote nothing. A directory that was there before is the user's and stays.
+
+    Ended with `os._exit` from the handler, not an exception: simulating is plain computation with nothing to
+    close, and an exception raised inside one of an import's callbacks is printed and lost (see `main`)."""
+    made_here = not out.exists()
+
+    def stop(signum: int, frame: object) -> None:
+        if made_here:
+            with contextlib.suppress(OSError):  # not empty (the report was being written): it stays
+                out.rmdir()
+        sys.stderr.write("\ninterrupted.\n" if signum == signal.SIGINT else "\nterminated.\n")
+        sys.stderr.flush()
+        os._exit(128 + signum)
+
+    with contextlib.suppress(ValueError):  # not the main thread (a test calling run_simulate): nothing to take over
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+
+
 def run_simulate(args: argparse.Namespace) -> int:
+    _stop_on_signals(args.out)
     try:
         report = run(args)
     except ModuleNotFoundError as error:
