@@ -247,6 +247,21 @@ def file_path(value: str) -> Path:
     return Path(value.strip())
 
 
+def token_file(value: str) -> Path:
+    """A file holding a bearer token, read now: a wrong path or an empty file (a Secret key not set) otherwise
+    started the adapter, which then failed every refresh with 401s or the same error while the HPA held. It is
+    read again at each refresh (the kubelet rotates projected tokens); this checks only that it is usable now."""
+    path = file_path(value)
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise argparse.ArgumentTypeError(f"cannot read a token from '{path}': {reason}") from error
+    if not token:
+        raise argparse.ArgumentTypeError(f"cannot read a token from '{path}': the file is empty")
+    return path
+
+
 def text(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError("expected a value, got an empty one")
@@ -430,9 +445,9 @@ _OPTIONS: Final = (
     _Option("--prometheus-ca-file", ca_file, "CA bundle (PEM) that signs Prometheus's https certificate (the "
             "cluster's service CA for Thanos Querier on OpenShift); checked at start", "the system's CAs", "FILE",
             _SOURCE),
-    _Option("--prometheus-token-file", file_path, "file holding a bearer token sent to Prometheus (a service "
-            "account token, /var/run/secrets/kubernetes.io/serviceaccount/token); read again when it changes, "
-            "as the kubelet rotates it", "none", "FILE", _SOURCE),
+    _Option("--prometheus-token-file", token_file, "file holding a bearer token sent to Prometheus (a service "
+            "account token, /var/run/secrets/kubernetes.io/serviceaccount/token); checked at start, read again "
+            "when it changes, as the kubelet rotates it", "none", "FILE", _SOURCE),
     _Option("--prometheus-headers", headers, "HTTP headers sent with every query to Prometheus, as "
             "Name=Value,Name2=Value2 (X-Scope-OrgID=TENANT for Grafana Mimir or Cortex)", "none",
             "NAME=VALUE,...", _SOURCE),

@@ -15,6 +15,8 @@ import pytest
 from autoscaler import cli
 from autoscaler.settings import ServeSettings, SettingsError, env_variables, settings_from_args
 
+TOKEN = Path(__file__).resolve().parent / "support" / "bearer-token"  # a token file as the kubelet mounts one
+
 # (flag, value, field, expected): each changes a default, so each proves its flag and its variable work.
 FLAG_CASES: list[tuple[str, str, str, Any]] = [
     ("--listen", "127.0.0.1:7443", "listen_port", 7443),
@@ -57,7 +59,7 @@ FLAG_CASES: list[tuple[str, str, str, Any]] = [
     ("--bridge", "off", "bridge", False),
     ("--per-runtime-metrics", "off", "per_runtime_metrics", False),
     ("--prometheus-ca-file", certifi.where(), "prometheus_ca_file", Path(certifi.where())),  # checked: a bundle
-    ("--prometheus-token-file", "/var/run/secrets/token", "prometheus_token_file", Path("/var/run/secrets/token")),
+    ("--prometheus-token-file", str(TOKEN), "prometheus_token_file", TOKEN),  # checked: readable, not empty
     ("--prometheus-headers", "X-Scope-OrgID=a, X-B=c=d", "prometheus_headers",
      (("X-Scope-OrgID", "a"), ("X-B", "c=d"))),
     ("--prometheus-timeout", "12s", "prometheus_timeout_s", 12.0),

@@ -213,3 +213,19 @@ def test_a_kubeconfig_that_is_no_kubeconfig_says_so(tmp_path: Path, content: byt
     line = one_line(serve(tmp_path, ["--kubeconfig", str(kubeconfig), "--workers", "0"]))
     assert f"cannot load Kubernetes connection settings from {kubeconfig}: not a kubeconfig" in line, line
     assert "fix or replace the file given with --kubeconfig" in line
+
+
+@pytest.mark.parametrize("broken", ["missing", "empty"])
+def test_a_prometheus_token_file_that_cannot_be_used_is_named_at_start(tmp_path: Path, broken: str) -> None:
+    """A wrong --prometheus-token-file path started the adapter, which then failed every refresh with the same
+    error while the HPA held; --prometheus-ca-file was already checked at start. An empty file (a Secret key
+    that is not set) sends `Authorization: Bearer ` and gets 401s the same way."""
+    token = tmp_path / "token"
+    if broken == "empty":
+        token.write_text("\n")
+    result = serve(tmp_path, ["--insecure-dev", "--targets", targets(tmp_path), "--source", "prometheus",
+                              "--prometheus-url", "http://127.0.0.1:1", "--prometheus-token-file", str(token)])
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and "serving" not in result.stderr, result.stderr
+    says = "No such file or directory" if broken == "missing" else "the file is empty"
+    assert f"argument --prometheus-token-file: cannot read a token from '{token}': {says}" in result.stderr
