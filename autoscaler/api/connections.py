@@ -250,15 +250,15 @@ def choose_room(waiting: dict[_GuardedConnection, None], counted: dict[_GuardedC
                 first_new = connection
         else:
             coming = True  # an answer still being handed over
-    if first is not None:
-        return "close", first
     for connection in counted:
         if connection.closing:
             coming = True
-        elif connection not in waiting:  # a request in flight
+        elif connection.in_flight:
             if connection.refused:
                 return "after-answer", connection
             coming = True
+    if first is not None:
+        return "close", first
     if coming:
         return "wait", None
     if first_new is not None:
@@ -282,6 +282,8 @@ class _GuardedConnection(asyncio.Protocol):
         self.refused = False
         """The last answer was a 4xx: the client was refused (a bad token, a denied user, too many requests)."""
         self.answered_once = False
+        self.in_flight = False
+        """A request's headers are complete and it is not yet answered (or others are queued behind it)."""
         self.opened = 0.0
         """When it took its place (loop time)."""
         self.closing = False
@@ -377,6 +379,8 @@ class _GuardedConnection(asyncio.Protocol):
         self.refused = 400 <= status < 500
         self.answered_once = True
         guard = self._guard
+        if idle:
+            self.in_flight = False
         if (idle and not self.closing and self._awaiting_since is None and self._transport is not None
                 and not self._transport.is_closing()):
             waiting = guard.waiting
@@ -392,6 +396,8 @@ class _GuardedConnection(asyncio.Protocol):
         kernel, or its client has stopped reading it (stalled: a slow client, closed anyway in time)."""
         if self._stalled is not None:
             return True
+        if self.in_flight:
+            return False
         for transport in (self._transport, self._raw):
             if transport is not None and transport.get_write_buffer_size() > 0:  # type: ignore[attr-defined]
                 return False
@@ -444,6 +450,7 @@ class _GuardedConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if data[-4:] == _HEADER_END:  # the usual read: one whole request's headers, nothing after them
             self._awaiting_since = None
+            self.in_flight = True
             self._guard.waiting.pop(self, None)
             self._tail = _HEADER_END_TAIL
             if self._handler is not None:
@@ -455,6 +462,7 @@ class _GuardedConnection(asyncio.Protocol):
         end = seen.rfind(_HEADER_END)
         if end >= 0:
             # Headers complete; whatever follows the last header block starts the next request's clock.
+            self.in_flight = True
             if end + len(_HEADER_END) < len(seen):
                 self._awaiting(self._loop.time())  # a new request starts: to the back of the line
             else:
@@ -486,7 +494,7 @@ class _GuardedConnection(asyncio.Protocol):
         if self._stalled is not None:
             self._stalled.cancel()
             self._stalled = None
-        if self._awaiting_since is None:
+        if self._awaiting_since is None and self.in_flight:
             self._guard.waiting.pop(self, None)  # busy writing again (`answered` puts it back when done)
         if self._handler is not None:
             self._handler.resume_writing()
