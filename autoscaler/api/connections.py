@@ -5,10 +5,17 @@ keeps every connection open runs out of memory under a few thousand slow or idle
 Here, as Go's `http.Server` does for kube-apiserver and other extension API servers:
 
 - **A bound on open connections** per serving process (`--max-connections`). At the bound, a new connection
-  takes the place of the one that has waited longest for its request headers: a slow client, or an idle one
-  (kept alive after its last answer), so slow or idle clients cannot lock others out; when every open
-  connection is busy with a request, the new one is closed the moment it is accepted, before any TLS
-  handshake, so refusing costs next to nothing.
+  waits in line, before any TLS handshake (an accepted socket costs next to nothing), for the next place to
+  free, first come first served, and a place is freed for it (`ConnectionGuard.make_room`): first by a
+  connection whose last answer was a 4xx (a bad token's 401, a denied user's 403, a 429), idle at once or
+  busy after the answer in flight, so a client refused for who it is or how fast it asks cannot keep the
+  places from clients that are served (the security review's case: one looping on instant 401s in every
+  place, reconnecting at once, got KEDA's new connection reset); then by the connection that has waited
+  longest for its request headers: a slow client, or an idle one (kept alive after its last answer; Go's
+  server closes idle connections on its own clock, and HTTP clients reconnect). A connection with a request
+  in flight is never closed to make room, nor one whose answer is not yet handed to the kernel unless its
+  client stopped reading it. The line is as long as the bound and a connection waits in it for the header
+  timeout at most; when it is full, or no place is to come, the new connection is closed as it is accepted.
 - **A TLS handshake and header read timeout** (`--header-read-timeout`): the handshake, and then the complete
   header block of each request, must arrive within it, counted from the connection's start or from the first
   byte of a request. A slow-header client ("slowloris") is disconnected.
