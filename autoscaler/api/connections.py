@@ -145,15 +145,15 @@ class ConnectionGuard:
         self.evicted = 0
         self.closed_after_answer = 0
         self.closing = 0
-        """Connections told to close after their current answer that have not yet closed."""
+        """Connections told to go (at once, or after their current answer) that have not yet gone: places coming."""
         self.waiting: dict[_GuardedConnection, None] = {}
         """Open connections waiting for request headers (a handshake, a slow client, one idle after its last
         answer) or stalled in a write, longest-waiting first (dicts keep insertion order)."""
         self.counted: dict[_GuardedConnection, None] = {}
         """Every connection holding a place, oldest first."""
         self.promised: deque[_GuardedConnection] = deque()
-        """New connections accepted at the bound and held before their TLS handshake, each promised the place of
-        a refused client's connection that closes after its current answer; first come, first admitted."""
+        """New connections accepted at the bound, held before their TLS handshake in line for the next place to
+        free; first come, first admitted (`make_room`, `place_freed`)."""
         self._handler_kwargs: dict[str, Any] = {
             "keepalive_timeout": limits.keepalive_timeout_s,
             "max_line_size": limits.max_line_size,
@@ -386,7 +386,7 @@ class _GuardedConnection(asyncio.Protocol):
         self.refused = 400 <= status < 500
         self.answered_once = True
         guard = self._guard
-        if idle:
+        if idle or self.closing:  # told to close: nothing queued behind this answer is read or answered
             self.in_flight = False
         if (idle and not self.closing and self._awaiting_since is None and self._transport is not None
                 and not self._transport.is_closing()):
