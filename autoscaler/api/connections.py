@@ -14,7 +14,7 @@ Here, as Go's `http.Server` does for kube-apiserver and other extension API serv
   longest for its request headers: a slow client, or an idle one (kept alive after its last answer; Go's
   server closes idle connections on its own clock, and HTTP clients reconnect). A connection with a request
   in flight is never closed to make room, nor one whose answer is not yet handed to the kernel unless its
-  client stopped reading it. The line is as long as the bound and a connection waits in it for the header
+  client has stopped reading its answers. The line is as long as the bound and a connection waits in it for the header
   timeout at most; when it is full, or no place is to come, the new connection is closed as it is accepted.
 - **A TLS handshake and header read timeout** (`--header-read-timeout`): the handshake, and then the complete
   header block of each request, must arrive within it, counted from the connection's start or from the first
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import asyncio.sslproto
+import contextlib
 import json
 import logging
 import socket
@@ -191,8 +192,8 @@ class ConnectionGuard:
            complete (a slow client), a connection idle since its last answer (Go's server closes idle
            connections on its own clock too; an HTTP client reconnects for its next request), or one whose
            client stopped reading its answer.
-        A connection with a request in flight is never closed before its answer, and one whose answer is
-        still being handed over only once its client has stopped reading it (`_GuardedConnection.closable`)."""
+        A connection with a request in flight, or whose answer is still being handed over, is never closed
+        before its answer is, unless its client has stopped reading its answers (`_GuardedConnection.closable`)."""
         if len(self.promised) >= self.limits.max_connections:
             return False
         decision, victim = choose_room(self.waiting, self.counted, asyncio.get_running_loop().time())
@@ -386,7 +387,7 @@ class _GuardedConnection(asyncio.Protocol):
         self.refused = 400 <= status < 500
         self.answered_once = True
         guard = self._guard
-        if idle or self.closing:  # told to close: nothing queued behind this answer is read or answered
+        if idle:
             self.in_flight = False
         if (idle and not self.closing and self._awaiting_since is None and self._transport is not None
                 and not self._transport.is_closing()):
@@ -394,8 +395,9 @@ class _GuardedConnection(asyncio.Protocol):
             waiting.pop(self, None)
             waiting[self] = None
         if guard.promised and len(guard.promised) > guard.closing:
-            guard.serve_line()
-        if self.closing:
+            guard.serve_line()  # may tell this very connection to go
+        if self.closing:  # nothing queued behind this answer is read or answered (aiohttp's `close`)
+            self.in_flight = False
             self._loop.call_soon(self._drop_once_handed_over)
 
     def closable(self) -> bool:
@@ -403,12 +405,18 @@ class _GuardedConnection(asyncio.Protocol):
         kernel, or its client has stopped reading it (stalled: a slow client, closed anyway in time)."""
         if self._stalled is not None:
             return True
-        if self.in_flight:
-            return False
+        return not self.in_flight and self._unsent() == 0
+
+    def _unsent(self) -> int:
+        """Bytes of answers still in the process's buffers (TLS and TCP transports)."""
+        unsent = 0
         for transport in (self._transport, self._raw):
-            if transport is not None and transport.get_write_buffer_size() > 0:  # type: ignore[attr-defined]
-                return False
-        return True
+            if transport is None:
+                continue
+            # asyncio's TLS transport, closed twice, has let go of its protocol (AttributeError)
+            with contextlib.suppress(AttributeError):
+                unsent += transport.get_write_buffer_size()  # type: ignore[attr-defined]
+        return unsent
 
     def close_after_answer(self) -> None:
         """Close as soon as the request in flight is answered (aiohttp's `close`: no request pipelined behind

@@ -2,7 +2,8 @@
 (any status, handed over at once or not), stalled readers and clients hanging up:
 
 - a connection with a request in flight is never closed, nor one whose answer is still in the process's
-  buffers unless its client has stopped reading it (a stalled write: the slow client the guard evicts anyway);
+  buffers, unless its client has stopped reading its answers (a stalled write: the slow client the guard
+  evicts anyway);
 - a connection whose last answer refused its client (a 4xx) makes room before any served client's connection;
 - no more connections hold a place than the bound, and no more wait in line for one.
 
@@ -61,7 +62,7 @@ class Transport:
     def abort(self) -> None:
         if self.closing:
             return
-        if self.in_flight:
+        if self.in_flight and not self.stalled:
             self.violations.append("closed with a request in flight")
         if self.unsent and not self.stalled:
             self.violations.append("closed with its answer still being handed over")
