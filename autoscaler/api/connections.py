@@ -423,6 +423,7 @@ class _GuardedConnection(asyncio.Protocol):
         it is read or answered) and the answer handed over to the kernel (`_drop_once_handed_over`)."""
         if self._handler is not None:
             self._handler.close()
+        self._loop.call_soon(self._drop_once_handed_over)  # aiohttp may be between answers: it closes then
 
     def _drop_once_handed_over(self) -> None:
         """Close a connection told to go once its answer is out of the process's buffers. Its place does not
@@ -430,9 +431,11 @@ class _GuardedConnection(asyncio.Protocol):
         `tls_shutdown_timeout_s`): the answer is complete by its length, and the close is a TCP FIN after it."""
         if not self._counted:
             return
-        if self.closable():
+        transport = self._transport
+        finished = transport is not None and transport.is_closing()  # aiohttp closed it: it writes no more
+        if self._stalled is not None or ((finished or not self.in_flight) and self._unsent() == 0):
             self.abort()
-        else:  # a client slow to take a large answer: again shortly (a stalled one is closed by its timer)
+        else:  # an answer under way, or a client slow to take it: again shortly
             self._loop.call_later(0.05, self._drop_once_handed_over)
 
     def _to_back_of_line(self) -> None:
