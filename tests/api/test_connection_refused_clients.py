@@ -7,7 +7,8 @@ connection had waited longest for request headers, so the attacker's connections
 instant answer) pushed the good client's new connection, still in its TLS handshake, to the front, and the
 attacker's next reconnect evicted it: KEDA's or the aggregator's request failed with a reset connection.
 
-The attacker runs in a process of its own, over real TLS sockets, as another pod would.
+The attacker runs in a process of its own, over real TLS sockets, as another pod would. (`guarded_api` is
+`tests.api.conftest.secured_api` with connection limits of its own.)
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 
 from autoscaler.api.app import build_api_app
 from autoscaler.api.auth import build_api_security
@@ -106,7 +108,6 @@ async def guarded_api(pki: Pki, kube: FakeKubeApi, settings: ServeSettings,
     refresher = refresher_with(runtime_view(KEY), metrics=metrics)
     tls = pki.server_context()
     security = await build_api_security(settings, tls, metrics, kube_timeout_s=30.0)
-    from aiohttp import web
     runner = web.AppRunner(build_api_app(refresher, metrics, security.gate), access_log=None)
     await runner.setup()
     site = GuardedSite(runner, "127.0.0.1", 0, tls=tls, limits=limits)
