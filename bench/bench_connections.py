@@ -1,11 +1,19 @@
 """Memory of the adapter under slow connections: `--slow` clients each open a TLS connection, send part of a
 request's headers and dribble one byte every 2 s, reconnecting whenever the adapter closes them, for
-`--seconds`; meanwhile a probe asks `/healthz` every second. Prints the adapter's RSS (refresh process and
-serving workers together) every few seconds, and how many probes were answered. Plain script, no asserts:
+`--seconds`; meanwhile a probe asks `/healthz` every second, each time on a new connection. Prints the
+adapter's RSS (refresh process and serving workers together) every few seconds, and how many probes were
+answered. Plain script, no asserts:
 
     python bench/bench_connections.py [--slow 2500] [--seconds 30] [--workers 1]
 
 The shipped memory limit is 512 MiB; before connection limits, 1,450 idle TLS connections passed it.
+
+`--refused N` adds N clients that loop on instant 4xx answers (a path that does not exist: 404, as a bad token's
+401 would be), `--pipeline` requests at a time on a kept-alive connection, reconnecting at once whenever the
+adapter closes it; with `--max-connections` below N they hold every place, and the probes show whether a new
+client still gets in:
+
+    python bench/bench_connections.py --slow 0 --refused 64 --pipeline 8 --max-connections 16 --seconds 20
 """
 
 from __future__ import annotations
@@ -77,6 +85,31 @@ async def slow_client(port: int, until: float, counters: dict[str, int]) -> None
             writer.close()
 
 
+async def refused_client(port: int, until: float, counters: dict[str, int], pipeline: int) -> None:
+    batch = b"GET /no-such-path HTTP/1.1\r\nHost: adapter\r\n\r\n" * pipeline
+    while time.monotonic() < until:
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection("127.0.0.1", port, ssl=INSECURE), 20)
+        except (OSError, TimeoutError, ssl.SSLError):
+            counters["refused"] += 1
+            continue  # again at once
+        counters["opened"] += 1
+        try:
+            while time.monotonic() < until:
+                writer.write(batch)
+                for _ in range(pipeline):
+                    head = await reader.readuntil(b"\r\n\r\n")
+                    length = next(int(line.partition(b":")[2]) for line in head.split(b"\r\n")
+                                  if line.lower().startswith(b"content-length:"))
+                    await reader.readexactly(length)
+                    counters["4xx answered"] += 1
+        except (OSError, ssl.SSLError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            pass
+        finally:
+            writer.close()
+
+
 async def probe(url: str, until: float, counters: dict[str, int]) -> None:
     while time.monotonic() < until:
         try:
@@ -92,7 +125,7 @@ async def probe(url: str, until: float, counters: dict[str, int]) -> None:
 
 
 async def run(args: argparse.Namespace, pid: int, port: int) -> None:
-    counters = {"opened": 0, "refused": 0, "probes ok": 0, "probes failed": 0}
+    counters = {"opened": 0, "refused": 0, "4xx answered": 0, "probes ok": 0, "probes failed": 0}
     until = time.monotonic() + args.seconds
     print(f"adapter RSS before: {rss_mib(pid):.0f} MiB")
     peak = 0.0
@@ -108,11 +141,13 @@ async def run(args: argparse.Namespace, pid: int, port: int) -> None:
 
     tasks = [asyncio.create_task(probe(f"https://127.0.0.1:{port}", until, counters)),
              asyncio.create_task(monitor())]
+    for _ in range(args.refused):
+        tasks.append(asyncio.create_task(refused_client(port, until, counters, args.pipeline)))
     for _ in range(args.slow):
         tasks.append(asyncio.create_task(slow_client(port, until, counters)))
         await asyncio.sleep(0.002)
     await asyncio.gather(*tasks, return_exceptions=True)
-    print(f"peak RSS {peak:.0f} MiB with {args.slow} slow clients; {counters}")
+    print(f"peak RSS {peak:.0f} MiB with {args.slow} slow clients, {args.refused} refused clients; {counters}")
 
 
 def main() -> None:
@@ -120,6 +155,9 @@ def main() -> None:
     parser.add_argument("--slow", type=int, default=2500)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--refused", type=int, default=0, help="clients looping on instant 4xx answers")
+    parser.add_argument("--pipeline", type=int, default=1, help="requests a refused client sends at a time")
+    parser.add_argument("--max-connections", type=int, default=None, help="the adapter's, if not its default")
     args = parser.parse_args()
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="bench-connections-") as directory:
@@ -129,7 +167,9 @@ def main() -> None:
         adapter = subprocess.Popen(
             [sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}",
              "--targets", str(targets), "--workers", str(args.workers), "--deletion-cost", "off",
-             "--log-level", "ERROR"], env={**os.environ, "PYTHONPATH": str(REPO)})
+             "--log-level", "ERROR",
+             *(["--max-connections", str(args.max_connections)] if args.max_connections else [])],
+            env={**os.environ, "PYTHONPATH": str(REPO)})
         try:
             time.sleep(4)
             asyncio.run(run(args, adapter.pid, port))

@@ -5,10 +5,17 @@ keeps every connection open runs out of memory under a few thousand slow or idle
 Here, as Go's `http.Server` does for kube-apiserver and other extension API servers:
 
 - **A bound on open connections** per serving process (`--max-connections`). At the bound, a new connection
-  takes the place of the one that has waited longest for its request headers: a slow client, or an idle one
-  (kept alive after its last answer), so slow or idle clients cannot lock others out; when every open
-  connection is busy with a request, the new one is closed the moment it is accepted, before any TLS
-  handshake, so refusing costs next to nothing.
+  waits in line, before any TLS handshake (an accepted socket costs next to nothing), for the next place to
+  free, first come first served, and a place is freed for it (`ConnectionGuard.make_room`): first by a
+  connection whose last answer was a 4xx (a bad token's 401, a denied user's 403, a 429), idle at once or
+  busy after the answer in flight, so a client refused for who it is or how fast it asks cannot keep the
+  places from clients that are served (the security review's case: one looping on instant 401s in every
+  place, reconnecting at once, got KEDA's new connection reset); then by the connection that has waited
+  longest for its request headers: a slow client, or an idle one (kept alive after its last answer; Go's
+  server closes idle connections on its own clock, and HTTP clients reconnect). A connection with a request
+  in flight is never closed to make room, nor one whose answer is not yet handed to the kernel unless its
+  client has stopped reading its answers. The line is as long as the bound and a connection waits in it for the header
+  timeout at most; when it is full, or no place is to come, the new connection is closed as it is accepted.
 - **A TLS handshake and header read timeout** (`--header-read-timeout`): the handshake, and then the complete
   header block of each request, must arrive within it, counted from the connection's start or from the first
   byte of a request. A slow-header client ("slowloris") is disconnected.
@@ -29,13 +36,15 @@ from __future__ import annotations
 
 import asyncio
 import asyncio.sslproto
+import contextlib
 import json
 import logging
 import socket
 import ssl
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
@@ -70,6 +79,9 @@ class ConnectionLimits:
     """How long an answer may stay backed up (the client reads nothing) before the connection is closed.
     Answers are at most a few MB (`/metrics` of a large fleet), which a client that reads at all takes in far
     less."""
+    tls_shutdown_timeout_s: float = 5.0
+    """How long a closing connection waits for its client's TLS close_notify before it is dropped (asyncio's
+    default, 30 s, let a client that never answers hold a place that long after it was told to go)."""
     max_line_size: int = 8190
     """Longest request line (URL) or header line accepted, bytes (aiohttp's and nginx's default)."""
     max_field_size: int = 8190
@@ -81,9 +93,9 @@ class StatusRequestHandler(RequestHandler, ConnectionMemo):
 
     line_limit: int = 8190
     """The longest request line or header field accepted (`ConnectionLimits`), named in the 431's message."""
-    on_idle: Callable[[], None] | None = None
-    """Called when an answer is written and no other request is queued: the connection waits for its next
-    request (`_GuardedConnection.idle`)."""
+    on_answered: Callable[[int, bool], None] | None = None
+    """Called when an answer is handed to the transport, with its status and whether no other request is
+    queued (the connection then waits for its next request): `_GuardedConnection.answered`."""
 
     def log_access(self, request: BaseRequest, response: web.StreamResponse, time: float | None) -> None:
         """aiohttp calls this as the last step of every answer (`finish_response`, written or not), so it is
@@ -91,8 +103,8 @@ class StatusRequestHandler(RequestHandler, ConnectionMemo):
         `finish_response`: that added a coroutine layer to every request (`bench/bench_request_cost.py`)."""
         if self._logging_enabled:  # never, as the adapter serves (`access_log=None`); aiohttp's own test
             super().log_access(request, response, time)
-        if self.on_idle is not None and not self._messages:
-            self.on_idle()
+        if self.on_answered is not None:
+            self.on_answered(response.status, not self._messages)
 
     def handle_error(self, request: BaseRequest, status: int = 500, exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:
@@ -122,7 +134,8 @@ class StatusRequestHandler(RequestHandler, ConnectionMemo):
 
 
 class ConnectionGuard:
-    """A protocol factory for `loop.create_server`: counts, upgrades to TLS, times headers, hands over."""
+    """A protocol factory for `loop.create_server`: counts, upgrades to TLS, times headers, hands over, and at
+    the bound decides which connection makes room for a new one (`make_room`)."""
 
     def __init__(self, server: web.Server, tls: ssl.SSLContext | None, limits: ConnectionLimits) -> None:
         self.server = server
@@ -131,8 +144,17 @@ class ConnectionGuard:
         self.open = 0
         self.refused = 0
         self.evicted = 0
+        self.closed_after_answer = 0
+        self.closing = 0
+        """Connections told to go (at once, or after their current answer) that have not yet gone: places coming."""
         self.waiting: dict[_GuardedConnection, None] = {}
-        """Open connections waiting for request headers, longest-waiting first (dicts keep insertion order)."""
+        """Open connections waiting for request headers (a handshake, a slow client, one idle after its last
+        answer) or stalled in a write, longest-waiting first (dicts keep insertion order)."""
+        self.counted: dict[_GuardedConnection, None] = {}
+        """Every connection holding a place, oldest first."""
+        self.promised: deque[_GuardedConnection] = deque()
+        """New connections accepted at the bound, held before their TLS handshake in line for the next place to
+        free; first come, first admitted (`make_room`, `place_freed`)."""
         self._handler_kwargs: dict[str, Any] = {
             "keepalive_timeout": limits.keepalive_timeout_s,
             "max_line_size": limits.max_line_size,
@@ -148,6 +170,109 @@ class ConnectionGuard:
         handler.line_limit = min(self.limits.max_line_size, self.limits.max_field_size)
         return handler
 
+    def make_room(self) -> bool:
+        """At the bound, for a new connection: whether it may wait in line (`promised`), before its TLS
+        handshake, for the next place to free (False: refused, closed at once). Places go to the line first
+        come, first served, so that a client that reconnects at once cannot take the place freed for a client
+        that came before it. The line is as long as the bound at most, and a connection waits in it for
+        `header_read_timeout_s` at most; an accepted socket not yet in TLS costs next to nothing.
+
+        A place is freed for the line (`choose_room`, `tell_to_go`), so that a client refused for who it is or
+        how fast it asks cannot keep the places from clients that are served:
+        1. a connection whose last answer was a 4xx (401, 403, 429: a bad token, a denied user, a client over
+           its share), waiting for its next request, longest-waiting first: closed at once;
+        2. a connection whose last answer was a 4xx and that has another request in flight, oldest first:
+           closed as soon as that request is answered, the answer handed over in full (HTTP/1.1 lets a server
+           close a connection between answers; a client resends what it had pipelined behind);
+        3. none, while a place is coming: a connection told to go has not yet gone, or a request is in flight
+           (if its answer is a 4xx, that connection goes then: `_GuardedConnection.answered`). A client
+           refused at once reconnects at once: it must not take the place of a new client still in its TLS
+           handshake;
+        4. any other waiting connection, longest-waiting first: a TLS handshake or request headers not yet
+           complete (a slow client), a connection idle since its last answer (Go's server closes idle
+           connections on its own clock too; an HTTP client reconnects for its next request), or one whose
+           client stopped reading its answer.
+        A connection with a request in flight, or whose answer is still being handed over, is never closed
+        before its answer is, unless its client has stopped reading its answers (`_GuardedConnection.closable`)."""
+        if len(self.promised) >= self.limits.max_connections:
+            return False
+        decision, victim = choose_room(self.waiting, self.counted, asyncio.get_running_loop().time())
+        if decision == "refuse":
+            return False
+        if victim is not None:
+            self.tell_to_go(victim, decision)
+        return True
+
+    def tell_to_go(self, victim: _GuardedConnection, decision: Room) -> None:
+        self.closing += 1
+        victim.closing = True
+        if decision == "close":
+            self.evicted += 1
+            victim.abort()
+        else:
+            self.closed_after_answer += 1
+            victim.close_after_answer()
+
+    def serve_line(self) -> None:
+        """An answer was handed over while connections wait in line for more places than are coming: free
+        one now if `choose_room` finds one to close (a 4xx answered, an idle connection)."""
+        while len(self.promised) > self.closing:
+            decision, victim = choose_room(self.waiting, self.counted, asyncio.get_running_loop().time())
+            if victim is None:
+                return
+            self.tell_to_go(victim, decision)
+
+    def place_freed(self) -> None:
+        """A counted connection has gone: its place to the first connection still waiting for one."""
+        promised = self.promised
+        while promised:
+            newcomer = promised.popleft()
+            if newcomer.admit():
+                return
+
+
+Room = Literal["close", "after-answer", "wait", "refuse"]
+NEW_CONNECTION_S = 1.0
+"""A client's TLS handshake and first request take milliseconds on a cluster network; until then, and for at
+most this long, a new connection is not closed to make room while a place is coming anyway."""
+
+
+def choose_room(waiting: dict[_GuardedConnection, None], counted: dict[_GuardedConnection, None],
+                now: float) -> tuple[Room, _GuardedConnection | None]:
+    """What frees a place at the bound (`ConnectionGuard.make_room`, in its order): close a connection at once,
+    close one after its current answer, wait for a place that is coming, or nothing (refuse). A new
+    connection (not yet answered, open less than `NEW_CONNECTION_S`) is closed only when no place is coming."""
+    first: _GuardedConnection | None = None
+    first_new: _GuardedConnection | None = None
+    coming = False
+    for connection in waiting:
+        if connection.closing:
+            coming = True
+        elif connection.closable():
+            if connection.refused:
+                return "close", connection
+            if connection.answered_once or now - connection.opened >= NEW_CONNECTION_S:
+                if first is None:
+                    first = connection
+            elif first_new is None:
+                first_new = connection
+        else:
+            coming = True  # an answer still being handed over
+    for connection in counted:
+        if connection.closing:
+            coming = True
+        elif connection.in_flight:
+            if connection.refused:
+                return "after-answer", connection
+            coming = True
+    if first is not None:
+        return "close", first
+    if coming:
+        return "wait", None
+    if first_new is not None:
+        return "close", first_new
+    return "refuse", None
+
 
 class _GuardedConnection(asyncio.Protocol):
     def __init__(self, guard: ConnectionGuard) -> None:
@@ -155,25 +280,45 @@ class _GuardedConnection(asyncio.Protocol):
         self._loop = asyncio.get_running_loop()
         self._counted = False
         self._handler: StatusRequestHandler | None = None
+        self._raw: asyncio.BaseTransport | None = None
         self._transport: asyncio.BaseTransport | None = None
         self._awaiting_since: float | None = None  # start of headers not yet complete
         self._timer: asyncio.TimerHandle | None = None
         self._stalled: asyncio.TimerHandle | None = None  # closes a connection whose answer stays backed up
         self._tail = b""
         self._early: list[bytes] = []  # decrypted before `start_tls` returned (TLS 1.3 clients send at once)
+        self.refused = False
+        """The last answer was a 4xx: the client was refused (a bad token, a denied user, too many requests)."""
+        self.answered_once = False
+        self.in_flight = False
+        """A request's headers are complete and it is not yet answered (or others are queued behind it)."""
+        self.opened = 0.0
+        """When it took its place (loop time)."""
+        self.closing = False
+        """Told to go (at once, or after its current answer) to make room: its place is promised to the line."""
 
     # The raw TCP connection.
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         guard = self._guard
+        self._raw = transport
         if guard.open >= guard.limits.max_connections:
-            if not guard.waiting:
+            if not guard.make_room():
                 guard.refused += 1
                 transport.abort()  # type: ignore[attr-defined]
                 return
-            guard.evicted += 1
-            next(iter(guard.waiting)).abort()
+            # In line, before any TLS handshake, for the next place to free (`ConnectionGuard.place_freed`).
+            transport.pause_reading()  # type: ignore[attr-defined]
+            guard.promised.append(self)
+            self._timer = self._loop.call_later(guard.limits.header_read_timeout_s, self._promise_expired)
+            return
+        self._take_place(transport)
+
+    def _take_place(self, transport: asyncio.BaseTransport) -> None:
+        guard = self._guard
         guard.open += 1
+        guard.counted[self] = None
         self._counted = True
+        self.opened = self._loop.time()
         self._transport = transport
         self._awaiting(self._loop.time())
         if guard.tls is None:
@@ -182,11 +327,31 @@ class _GuardedConnection(asyncio.Protocol):
             transport.pause_reading()  # type: ignore[attr-defined]  # the ClientHello is for start_tls
             self._loop.create_task(self._upgrade(transport))
 
+    def admit(self) -> bool:
+        """Given a place it was promised (`ConnectionGuard.place_freed`); False when it is gone meanwhile."""
+        raw = self._raw
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if raw is None or raw.is_closing():
+            return False
+        self._take_place(raw)
+        if self._guard.tls is None:
+            raw.resume_reading()  # type: ignore[attr-defined]
+        return True
+
+    def _promise_expired(self) -> None:
+        self._timer = None
+        log.debug("closing a new connection whose promised place was not given up in time")
+        if self._raw is not None:
+            self._raw.abort()  # type: ignore[attr-defined]
+
     async def _upgrade(self, raw: asyncio.BaseTransport) -> None:
         try:
             secured = await self._loop.start_tls(
                 raw, self, self._guard.tls, server_side=True,  # type: ignore[arg-type]
-                ssl_handshake_timeout=self._guard.limits.header_read_timeout_s)
+                ssl_handshake_timeout=self._guard.limits.header_read_timeout_s,
+                ssl_shutdown_timeout=self._guard.limits.tls_shutdown_timeout_s)
         except (OSError, ssl.SSLError, TimeoutError, ConnectionError, RuntimeError) as error:
             log.debug("TLS handshake failed: %s", error)
             raw.abort()  # type: ignore[attr-defined]
@@ -200,7 +365,7 @@ class _GuardedConnection(asyncio.Protocol):
     def _start(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport
         self._handler = self._guard.make_handler()
-        self._handler.on_idle = self.idle
+        self._handler.on_answered = self.answered
         self._handler.connection_made(transport)
         early, self._early = self._early, []
         for data in early:
@@ -213,15 +378,65 @@ class _GuardedConnection(asyncio.Protocol):
         if self._timer is None:
             self._timer = self._loop.call_at(since + self._guard.limits.header_read_timeout_s, self._check)
 
-    def idle(self) -> None:
-        """The last answer is written: the connection waits for its next request, first in line to make room
-        for a new connection once it has waited longest. Idle time is aiohttp's keep-alive timeout's to judge,
-        so the header clock starts only with the next request's first byte. (`_to_back_of_line` inline: this
-        runs once a request.)"""
-        if self._awaiting_since is None and self._transport is not None and not self._transport.is_closing():
-            waiting = self._guard.waiting
+    def answered(self, status: int, idle: bool) -> None:
+        """An answer is handed to the transport. Once no other request is queued (`idle`) the connection waits
+        for its next request, first in line to make room for a new connection once it has waited longest;
+        before any other if this answer refused the client (a 4xx). Idle time is aiohttp's keep-alive
+        timeout's to judge, so the header clock starts only with the next request's first byte.
+        (`_to_back_of_line` inline: this runs once a request.)"""
+        self.refused = 400 <= status < 500
+        self.answered_once = True
+        guard = self._guard
+        if idle:
+            self.in_flight = False
+        if (idle and not self.closing and self._awaiting_since is None and self._transport is not None
+                and not self._transport.is_closing()):
+            waiting = guard.waiting
             waiting.pop(self, None)
             waiting[self] = None
+        if guard.promised and len(guard.promised) > guard.closing:
+            guard.serve_line()  # may tell this very connection to go
+        if self.closing:  # nothing queued behind this answer is read or answered (aiohttp's `close`)
+            self.in_flight = False
+            self._loop.call_soon(self._drop_once_handed_over)
+
+    def closable(self) -> bool:
+        """May be closed at once: no request in flight (it is waiting), and its last answer handed over to the
+        kernel, or its client has stopped reading it (stalled: a slow client, closed anyway in time)."""
+        if self._stalled is not None:
+            return True
+        return not self.in_flight and self._unsent() == 0
+
+    def _unsent(self) -> int:
+        """Bytes of answers still in the process's buffers (TLS and TCP transports)."""
+        unsent = 0
+        for transport in (self._transport, self._raw):
+            if transport is None:
+                continue
+            # asyncio's TLS transport, closed twice, has let go of its protocol (AttributeError)
+            with contextlib.suppress(AttributeError):
+                unsent += transport.get_write_buffer_size()  # type: ignore[attr-defined]
+        return unsent
+
+    def close_after_answer(self) -> None:
+        """Close as soon as the request in flight is answered (aiohttp's `close`: no request pipelined behind
+        it is read or answered) and the answer handed over to the kernel (`_drop_once_handed_over`)."""
+        if self._handler is not None:
+            self._handler.close()
+        self._loop.call_soon(self._drop_once_handed_over)  # aiohttp may be between answers: it closes then
+
+    def _drop_once_handed_over(self) -> None:
+        """Close a connection told to go once its answer is out of the process's buffers. Its place does not
+        wait for the client's TLS close_notify, which a client may never send (it would hold the place for
+        `tls_shutdown_timeout_s`): the answer is complete by its length, and the close is a TCP FIN after it."""
+        if not self._counted:
+            return
+        transport = self._transport
+        finished = transport is not None and transport.is_closing()  # aiohttp closed it: it writes no more
+        if self._stalled is not None or ((finished or not self.in_flight) and self._unsent() == 0):
+            self.abort()
+        else:  # an answer under way, or a client slow to take it: again shortly
+            self._loop.call_later(0.05, self._drop_once_handed_over)
 
     def _to_back_of_line(self) -> None:
         """Evictable, after every connection that has waited longer (`ConnectionGuard.waiting` keeps order)."""
@@ -232,8 +447,9 @@ class _GuardedConnection(asyncio.Protocol):
         """Close at once (evicted, or its headers too slow); `connection_lost` releases its place."""
         self._guard.waiting.pop(self, None)
         self._awaiting_since = None
-        if self._transport is not None:
-            self._transport.abort()  # type: ignore[attr-defined]
+        transport = self._transport or self._raw  # the raw one: held for a promised place, before TLS
+        if transport is not None:
+            transport.abort()  # type: ignore[attr-defined]
         else:
             self._release()
 
@@ -252,6 +468,7 @@ class _GuardedConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if data[-4:] == _HEADER_END:  # the usual read: one whole request's headers, nothing after them
             self._awaiting_since = None
+            self.in_flight = True
             self._guard.waiting.pop(self, None)
             self._tail = _HEADER_END_TAIL
             if self._handler is not None:
@@ -263,6 +480,7 @@ class _GuardedConnection(asyncio.Protocol):
         end = seen.rfind(_HEADER_END)
         if end >= 0:
             # Headers complete; whatever follows the last header block starts the next request's clock.
+            self.in_flight = True
             if end + len(_HEADER_END) < len(seen):
                 self._awaiting(self._loop.time())  # a new request starts: to the back of the line
             else:
@@ -294,8 +512,8 @@ class _GuardedConnection(asyncio.Protocol):
         if self._stalled is not None:
             self._stalled.cancel()
             self._stalled = None
-        if self._awaiting_since is None:
-            self._guard.waiting.pop(self, None)  # busy writing again (`idle` puts it back when done)
+        if self._awaiting_since is None and self.in_flight:
+            self._guard.waiting.pop(self, None)  # busy writing again (`answered` puts it back when done)
         if self._handler is not None:
             self._handler.resume_writing()
 
@@ -317,10 +535,16 @@ class _GuardedConnection(asyncio.Protocol):
             self._stalled.cancel()
             self._stalled = None
         self._awaiting_since = None
-        self._guard.waiting.pop(self, None)
+        guard = self._guard
+        guard.waiting.pop(self, None)
         if self._counted:
             self._counted = False
-            self._guard.open -= 1
+            guard.open -= 1
+            guard.counted.pop(self, None)
+            if self.closing:
+                guard.closing -= 1
+            if guard.promised:
+                guard.place_freed()
 
 
 class GuardedSite(web.BaseSite):
@@ -349,6 +573,13 @@ class GuardedSite(web.BaseSite):
         self._server = await asyncio.get_running_loop().create_server(
             self.guard, self._host, self._port, backlog=self._backlog, reuse_address=True,
             reuse_port=self._reuse_port, family=socket.AF_INET if ":" not in self._host else socket.AF_INET6)
+
+    async def stop(self) -> None:
+        if self.guard is not None:  # connections held for a promised place have no handler to close them
+            for newcomer in self.guard.promised:
+                newcomer.abort()
+            self.guard.promised.clear()
+        await super().stop()
 
     @property
     def port(self) -> int:
