@@ -217,7 +217,7 @@ def external_metric_handler(store: SnapshotStore, metrics: AdapterMetrics, stall
             deployment = deployment_from_query(query)
         except SelectorError as error:
             raise ApiError(400, str(error)) from error
-        if stall is not None:
+        if stall is not None and stall.suspect:  # the exact test only near or past the limit (`StallWatch`)
             stall.refuse_if_stalled()
         snapshot = store.current
         answer = snapshot.runtimes.answer((namespace, deployment), which)
