@@ -19,7 +19,12 @@ from multidict import CIMultiDict
 from autoscaler.api import documents
 from autoscaler.api.negotiation import asks_to_watch
 from autoscaler.api.quantity import MAX_SERVABLE, milli_quantity
-from autoscaler.api.selector import SelectorError, deployment_from_query
+from autoscaler.api.selector import (
+    CACHED_QUERY_LENGTH,
+    SelectorError,
+    cached_deployment_from_query,
+    deployment_from_query,
+)
 from autoscaler.api.snapshot import (
     METRIC_INDEX,
     SNAPSHOT_KEY,
@@ -214,7 +219,8 @@ def external_metric_handler(store: SnapshotStore, metrics: AdapterMetrics, stall
         if "watch" in query and asks_to_watch(query):
             raise ApiError(405, f'watch is not supported on resources of kind "{name}.{API_GROUP}"')
         try:
-            deployment = deployment_from_query(query)
+            deployment = (cached_deployment_from_query(query) if len(query) <= CACHED_QUERY_LENGTH  # inline
+                          else deployment_from_query(query))
         except SelectorError as error:
             raise ApiError(400, str(error)) from error
         if stall is not None and stall.suspect:  # the exact test only near or past the limit (`StallWatch`)
