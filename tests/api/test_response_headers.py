@@ -12,8 +12,8 @@ route, its errors (401, 403, 404, 405, 406) and the open health paths.
 from __future__ import annotations
 
 import aiohttp
-from multidict import CIMultiDictProxy
 import pytest
+from multidict import CIMultiDictProxy
 
 from tests.api.conftest import SecuredApi
 

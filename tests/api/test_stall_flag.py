@@ -50,10 +50,10 @@ steps = st.lists(st.one_of(
 def test_a_request_is_refused_for_a_stall_exactly_while_the_values_are_stalled(
         course: list[tuple[str, float]], first_delivered: bool) -> None:
     clock, store = SteppedClock(0.0), Store()
-    watch = StallWatch(store, LIMIT_S, clock=clock)  # type: ignore[arg-type]
+    watch = StallWatch(store, LIMIT_S, clock=clock)
     if first_delivered:
         store.updated_at = clock.now
-    handler = external_metric_handler(store, METRICS, watch)  # type: ignore[arg-type]
+    handler = external_metric_handler(store, METRICS, watch)
     request = make_mocked_request(
         "GET", "/apis/external.metrics.k8s.io/v1beta1/namespaces/ml/modelmesh_desired_replicas"
         "?labelSelector=deployment%3Dx", match_info={"namespace": "ml", "metric": "modelmesh_desired_replicas"})
@@ -79,7 +79,7 @@ def test_a_request_is_refused_for_a_stall_exactly_while_the_values_are_stalled(
 def test_the_watch_clears_its_suspicion_only_two_intervals_before_the_limit() -> None:
     """Worked by hand: limit 10 s, interval 1 s (a quarter of the limit, at most 1 s)."""
     clock, store = SteppedClock(0.0), Store()
-    watch = StallWatch(store, LIMIT_S, clock=clock)  # type: ignore[arg-type]
+    watch = StallWatch(store, LIMIT_S, clock=clock)
     assert watch.interval_s == 1.0 and watch.suspect  # until the first check, every request is tested
     store.updated_at = 0.0
     clock.now = 7.9
@@ -101,13 +101,13 @@ def test_the_watch_clears_its_suspicion_only_two_intervals_before_the_limit() ->
 @pytest.mark.parametrize("first_delivered", [True, False])
 def test_a_stall_between_two_checks_is_refused_from_its_start(first_delivered: bool) -> None:
     clock, store = SteppedClock(0.0), Store()
-    watch = StallWatch(store, LIMIT_S, clock=clock)  # type: ignore[arg-type]
+    watch = StallWatch(store, LIMIT_S, clock=clock)
     limit = LIMIT_S if first_delivered else LIMIT_S + FIRST_VALUES_ALLOWANCE_S
     store.updated_at = 0.0 if first_delivered else None
     clock.now = limit - 1.5
     watch.check()  # the last check before the stall; the next comes 1 s (or, late, 2 s) after it
     clock.now = limit + 0.4
-    handler = external_metric_handler(store, METRICS, watch)  # type: ignore[arg-type]
+    handler = external_metric_handler(store, METRICS, watch)
     request = make_mocked_request(
         "GET", "/apis/external.metrics.k8s.io/v1beta1/namespaces/ml/modelmesh_desired_replicas"
         "?labelSelector=deployment%3Dx", match_info={"namespace": "ml", "metric": "modelmesh_desired_replicas"})
