@@ -1,8 +1,9 @@
 """The freshness histogram (`modelmesh_autoscaler_metric_freshness_seconds`): the age of the values behind every
 answer that serves some, observed once per such answer (a guard for any change to how the serving path
-counts: observing it with the request's count in one tally call was tried, docs/performance.md). Every value of `runtime_view` was sampled 5 s before the refresh that
-decided it, so each answer served adds one observation of 5 s; an answer that serves no value (a 404, the 503
-of an unknown runtime, discovery) adds none."""
+counts: observing it with the request's count in one tally call was tried, docs/performance.md). Every value
+of `runtime_view` was sampled 5 s before the refresh that decided it, so each answer served adds one
+observation of 5 s; an answer that serves no value (a 404, the 503 of an unknown runtime, discovery) adds
+none."""
 
 from __future__ import annotations
 
