@@ -32,7 +32,7 @@ from autoscaler.api.render import RefresherSnapshots
 from autoscaler.api.selfmetrics_split import worker_metrics_handler
 from autoscaler.api.snapshot import SNAPSHOT_KEY, SnapshotStore
 from autoscaler.api.stall import STALL_KEY, StallWatch, stall_context
-from autoscaler.api.status import ApiError, status_response
+from autoscaler.api.status import ApiError, ApiResponse, as_api_response, status_response
 from autoscaler.gcsettings import tune_for_serving
 from autoscaler.names import GROUP_VERSION
 from autoscaler.refresher import Refresher
@@ -137,6 +137,8 @@ class Serving:
                 response = error_response(request, error)
             except Exception as error:  # ApiError, and anything unexpected
                 response = error_response(request, error)
+            if response.__class__ is not ApiResponse:  # kube's headers, no `Server` (`status.ApiResponse`)
+                response = as_api_response(cast(web.Response, response))
             status = response.status
             series = children.get(status)
             if series is None:

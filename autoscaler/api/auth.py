@@ -48,7 +48,7 @@ from autoscaler.api.identity import (
     Attributes,
     ResourceAttributes,
     UserInfo,
-    cached_request_attributes,
+    cached_get_attributes,
     describe,
     request_attributes,
 )
@@ -103,8 +103,9 @@ def auth_gate(authenticator: UnionAuthenticator, authorizer: Authorizer, always_
         if remembered is None:
             return authenticate_then_authorize(request)
         user, method = remembered
-        attributes = (cached_request_attributes(request.method, raw_path) if len(raw_path) <= CACHED_PATH_LENGTH
-                      else request_attributes(request.method, raw_path))
+        verb = request.method  # `request_attributes` inline
+        attributes = (cached_get_attributes(raw_path) if verb == "GET" and len(raw_path) <= CACHED_PATH_LENGTH
+                      else request_attributes(verb, raw_path))
         decision = authorizer.cached(user, attributes)
         if decision is None:
             tally.count(authenticated[method])

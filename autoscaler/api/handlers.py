@@ -12,13 +12,19 @@ from collections.abc import Callable
 from json.encoder import encode_basestring_ascii as _json_str
 from typing import Final
 
-from aiohttp import web
+from aiohttp import hdrs, web
 from cachetools import TTLCache
+from multidict import CIMultiDict
 
 from autoscaler.api import documents
 from autoscaler.api.negotiation import asks_to_watch
 from autoscaler.api.quantity import MAX_SERVABLE, milli_quantity
-from autoscaler.api.selector import SelectorError, deployment_from_query
+from autoscaler.api.selector import (
+    CACHED_QUERY_LENGTH,
+    SelectorError,
+    cached_deployment_from_query,
+    deployment_from_query,
+)
 from autoscaler.api.snapshot import (
     METRIC_INDEX,
     SNAPSHOT_KEY,
@@ -28,7 +34,7 @@ from autoscaler.api.snapshot import (
     error_answer,
 )
 from autoscaler.api.stall import STALL_KEY, StallWatch
-from autoscaler.api.status import ApiError
+from autoscaler.api.status import KUBE_HEADERS, ApiError, ApiResponse, json_answer
 from autoscaler.model import RuntimeView
 from autoscaler.names import (
     API_GROUP,
@@ -177,14 +183,16 @@ def respond(answer: Answer, metrics: AdapterMetrics) -> web.Response:
     status, body, age = answer
     if age is not None:
         metrics.tally.observe(metrics.freshness, age)
-    return web.Response(body=body, status=status, content_type="application/json", charset="utf-8")
+    return ApiResponse(body=body, status=status, headers=_METRIC_HEADERS)
 
 
 _WHICH: Final = {metric.value: METRIC_INDEX[metric] for metric in ServedMetric}
 """Each served metric's answer index by its exact name, the HPA's (which lower-cases names); any other case
 goes through `lookup_metric`."""
 
-_JSON: Final = "application/json"
+_METRIC_HEADERS: Final = CIMultiDict({hdrs.CONTENT_TYPE: "application/json; charset=utf-8", **KUBE_HEADERS})
+"""A metric answer's headers, built once: aiohttp copies them into each response (in C) where `content_type`
+and `charset` would be joined and set on every request."""
 
 
 def external_metric_handler(store: SnapshotStore, metrics: AdapterMetrics, stall: StallWatch | None = None
@@ -211,10 +219,11 @@ def external_metric_handler(store: SnapshotStore, metrics: AdapterMetrics, stall
         if "watch" in query and asks_to_watch(query):
             raise ApiError(405, f'watch is not supported on resources of kind "{name}.{API_GROUP}"')
         try:
-            deployment = deployment_from_query(query)
+            deployment = (cached_deployment_from_query(query) if len(query) <= CACHED_QUERY_LENGTH  # inline
+                          else deployment_from_query(query))
         except SelectorError as error:
             raise ApiError(400, str(error)) from error
-        if stall is not None:
+        if stall is not None and stall.suspect:  # the exact test only near or past the limit (`StallWatch`)
             stall.refuse_if_stalled()
         snapshot = store.current
         answer = snapshot.runtimes.answer((namespace, deployment), which)
@@ -223,37 +232,37 @@ def external_metric_handler(store: SnapshotStore, metrics: AdapterMetrics, stall
         status, body, age = answer
         if age is not None:
             tally.observe(freshness, age)
-        return web.Response(body=body, status=status, content_type=_JSON, charset="utf-8")
+        return ApiResponse(body=body, status=status, headers=_METRIC_HEADERS)
 
     return external_metric
 
 
 async def api_group_list(request: web.Request) -> web.Response:
-    return web.json_response(documents.api_group_list())
+    return json_answer(json.dumps(documents.api_group_list()).encode())
 
 
 async def api_group(request: web.Request) -> web.Response:
-    return web.json_response(documents.api_group())
+    return json_answer(json.dumps(documents.api_group()).encode())
 
 
 async def api_resource_list(request: web.Request) -> web.Response:
-    return web.json_response(documents.api_resource_list())
+    return json_answer(json.dumps(documents.api_resource_list()).encode())
 
 
 async def version(request: web.Request) -> web.Response:
-    return web.json_response(documents.version_info())
+    return json_answer(json.dumps(documents.version_info()).encode())
 
 
 async def healthz(request: web.Request) -> web.Response:
     _raise_if_stalled(request)
-    return web.Response(text="ok")
+    return ApiResponse(text="ok")
 
 
 async def readyz(request: web.Request) -> web.Response:
     if not request.app[SNAPSHOT_KEY].current.ready:
         raise ApiError(503, "waiting for the first refresh")
     _raise_if_stalled(request)
-    return web.Response(text="ok")
+    return ApiResponse(text="ok")
 
 
 def _raise_if_stalled(request: web.Request) -> None:

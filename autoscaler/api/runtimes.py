@@ -33,6 +33,7 @@ from autoscaler.api.handlers import (
 from autoscaler.api.quantity import MAX_SERVABLE
 from autoscaler.api.snapshot import KEDA, SNAPSHOT_KEY, Answer, error_answer
 from autoscaler.api.stall import STALL_KEY
+from autoscaler.api.status import json_answer
 from autoscaler.model import RuntimeView
 from autoscaler.names import ServedMetric, runtime_labels
 
@@ -82,4 +83,4 @@ async def keda_runtime(request: web.Request) -> web.Response:
 
 async def debug_runtime(request: web.Request) -> web.Response:
     record = runtime_debug_record(request, request.match_info["namespace"], request.match_info["deployment"])
-    return web.Response(body=debug_json(record), content_type="application/json", charset="utf-8")
+    return json_answer(debug_json(record))

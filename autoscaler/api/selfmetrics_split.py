@@ -27,6 +27,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from autoscaler.api.snapshot import SnapshotStore
+from autoscaler.api.status import ApiResponse
 from autoscaler.selfmetrics import AdapterMetrics
 
 MULTIPROCESS_DIRECTORY = "PROMETHEUS_MULTIPROC_DIR"
@@ -97,7 +98,7 @@ def worker_metrics_handler(metrics: AdapterMetrics, snapshots: SnapshotStore) ->
 
     async def handler(request: web.Request) -> web.Response:
         body = generate_latest(own) + snapshots.current.refresh_metrics
-        response = web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        response = ApiResponse(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
         # Compressed for a scraper that asks (Prometheus does), as prometheus_client's own handlers do: 4-5.5 MB
         # of text at 5,000 runtimes. aiohttp compresses a body this size in its executor, off the event loop.
         response.enable_compression()

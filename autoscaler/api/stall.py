@@ -47,6 +47,13 @@ class StallWatch:
         self._clock = clock
         self._started = clock()
         self._reported = False
+        self.interval_s = min(1.0, limit_s / 4)
+        """How often `watch` checks."""
+        self.suspect = True
+        """False while no stall can begin before the watch's next check: a runtime request then skips
+        `refuse_if_stalled` (a call and a clock read on every request). Set by every `check` (True until the
+        first): true from two intervals before the limit on, so a stall is still refused from its very
+        start, and while values are late (`refuse_if_stalled` decides then, exactly)."""
 
     def stalled_for(self) -> float | None:
         """Seconds since the last snapshot (before the first, since the start) when more than `limit_s`, else
@@ -71,7 +78,13 @@ class StallWatch:
                                 "refresh is hung or far too slow); the HPA holds its current replicas")
 
     def check(self) -> None:
-        """Log when a stall starts and when it ends (once each)."""
+        """Log when a stall starts and when it ends (once each); set `suspect` for the requests until the next
+        check."""
+        updated = self._store.updated_at
+        if updated is None:
+            self.suspect = self._clock() - self._started + 2 * self.interval_s > self.limit_s + FIRST_VALUES_ALLOWANCE_S
+        else:
+            self.suspect = self._clock() - updated + 2 * self.interval_s > self.limit_s
         age = self.stalled_for()
         if age is not None and not self._reported:
             self._reported = True
@@ -87,7 +100,7 @@ class StallWatch:
         """`check` a few times per limit, until cancelled: the log speaks even if no probe asks."""
         while True:
             self.check()
-            await asyncio.sleep(min(1.0, self.limit_s / 4))
+            await asyncio.sleep(self.interval_s)
 
 
 STALL_KEY: web.AppKey[StallWatch] = web.AppKey("stall", StallWatch)

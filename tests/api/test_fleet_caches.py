@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tracemalloc
 
-from autoscaler.api.identity import cached_request_attributes, request_attributes
+from autoscaler.api.identity import cached_get_attributes, request_attributes
 from autoscaler.api.selector import deployment_from_selector
 
 RUNTIMES = 5_000
@@ -21,13 +21,13 @@ def test_every_selector_of_a_5000_runtime_fleet_is_parsed_once() -> None:
 
 
 def test_every_metric_path_of_a_5000_runtime_fleet_is_resolved_once() -> None:
-    cached_request_attributes.cache_clear()
+    cached_get_attributes.cache_clear()
     paths = [f"/apis/external.metrics.k8s.io/v1beta1/namespaces/ns{i}/{metric}"
              for i in range(RUNTIMES) for metric in METRICS]
     for _ in range(2):
         for path in paths:
             request_attributes("GET", path)
-    assert cached_request_attributes.cache_info().hits == len(paths)
+    assert cached_get_attributes.cache_info().hits == len(paths)
 
 
 def test_unique_long_paths_do_not_pile_up_in_the_attribute_cache() -> None:
