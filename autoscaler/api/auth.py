@@ -7,7 +7,9 @@ Order and answers follow kube-apiserver's filter chain:
 - no accepted credentials: 401 `Unauthorized`;
 - the SubjectAccessReview denies: 403 `Forbidden`, with kube's message (`User "u" cannot list resource ...`);
 - the review cannot be made (API down or slower than its deadline): 500 `InternalError`, never allowed;
-- the user already has as many reviews under way as may run at once: 429 `TooManyRequests` (`authz`).
+- the user already has as many reviews under way as may run at once: 429 `TooManyRequests` (`authz`); so is
+  a bearer token not reviewed lately while `--max-in-flight-reviews` TokenReviews are under way (not judged,
+  so not a 401: `authn.TokenReviewsBusy`).
 Authorization happens before routing decides anything, so a caller without rights cannot learn which
 runtimes or metrics exist.
 """
@@ -27,6 +29,7 @@ from aiohttp import web
 from autoscaler.api import authconfig
 from autoscaler.api.app import Gate
 from autoscaler.api.authn import (
+    AuthenticationBusy,
     Authenticator,
     ClientCertificateAuthenticator,
     RequestHeaderAuthenticator,
@@ -124,6 +127,11 @@ def auth_gate(authenticator: UnionAuthenticator, authorizer: Authorizer, always_
             tally.count(unauthenticated)
             log.debug("401 for %s %r: %s", request.method, request.path, error)
             raise ApiError(401, "Unauthorized") from None
+        except AuthenticationBusy as error:
+            tally.count(unauthenticated)
+            log.debug("429 for %s %r: %s", request.method, request.path, error)
+            raise ApiError(429, "Too many requests: too many TokenReviews under way to check this bearer token; "
+                                "try again shortly", retry_after_s=1) from None
         tally.count(authenticated[method])
         await authorize(request, user, request_attributes(request.method, request.rel_url.raw_path))
 

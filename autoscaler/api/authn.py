@@ -63,6 +63,17 @@ class Unauthenticated(Exception):
     """No authenticator accepted the request; the reasons are for the log only."""
 
 
+class TokenReviewsBusy(AuthenticationError):
+    """A bearer token not reviewed recently, while `max_in_flight` TokenReviews are under way: it was not
+    judged, so the answer is kube's 429 with a Retry-After (`AuthenticationBusy`), not a 401 that sent operators
+    looking at a token that was fine (KEDA's, after an adapter restart during a random-token flood)."""
+
+
+class AuthenticationBusy(Exception):
+    """No authenticator accepted the request, and a bearer token among its credentials was not judged
+    (`TokenReviewsBusy`): answered 429, to be tried again."""
+
+
 @dataclass(frozen=True, slots=True)
 class RequestHeaderRules:
     """The `--requestheader-*` settings (or their values from the extension-apiserver-authentication ConfigMap)."""
@@ -178,8 +189,8 @@ class TokenAuthenticator:
         task = self._in_flight.get(key)
         if task is None:
             if len(self._in_flight) >= self._max_in_flight and key not in self._known:
-                raise AuthenticationError(f"{self._max_in_flight} TokenReviews already in flight; not starting "
-                                          "another")
+                raise TokenReviewsBusy(f"{self._max_in_flight} TokenReviews already in flight; not starting "
+                                       "another")
             task = asyncio.create_task(self._call(key, token))
             self._in_flight[key] = task
             task.add_done_callback(lambda _: self._in_flight.pop(key, None))
@@ -241,11 +252,13 @@ class UnionAuthenticator:
     async def authenticate(self, request: web.Request) -> tuple[UserInfo, str]:
         """(user, method); `Unauthenticated` when no authenticator accepted the request."""
         errors: list[str] = []
+        busy = False
         for authenticator in self.authenticators:
             try:
                 user = await authenticator.authenticate(request)
             except AuthenticationError as error:
                 errors.append(f"{authenticator.method}: {error}")
+                busy = busy or isinstance(error, TokenReviewsBusy)
                 continue
             if user is not None:
                 user = self._one_of_equals(user)
@@ -255,6 +268,8 @@ class UnionAuthenticator:
                     protocol.identity = (self._inspector.generation, request.raw_headers,
                                          (user, authenticator.method))
                 return user, authenticator.method
+        if busy:
+            raise AuthenticationBusy("; ".join(errors))
         raise Unauthenticated("; ".join(errors) or "no credentials")
 
     def _one_of_equals(self, user: UserInfo) -> UserInfo:
