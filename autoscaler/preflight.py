@@ -23,6 +23,7 @@ from contextlib import contextmanager
 
 from autoscaler.actuation.leader import LeaseConfig
 from autoscaler.api.certs import server_context
+from autoscaler.api.connections import NO_SUCH_FAMILY
 from autoscaler.kube.config import load_kube_settings
 from autoscaler.kube.errors import KubeConfigError
 from autoscaler.policies.config import ConfigError
@@ -184,14 +185,27 @@ def _check_port(settings: ServeSettings) -> None:
     host, port = settings.bound_host, settings.listen_port
     if port == 0:
         return
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # No host: every address of both families (`connections.listen_family`), so both are probed; IPv6 only
+    # where this machine has it.
+    for family, address in ([(socket.AF_INET, ""), (socket.AF_INET6, "::")] if not host
+                            else [(socket.AF_INET6 if ":" in host else socket.AF_INET, host)]):
         try:
-            probe.bind((host, port))
-        except OSError as error:
-            fix = ("choose another port with --listen, or stop the process that holds it"
-                   if error.errno == errno.EADDRINUSE else f"{listen_fix(error)} with --listen")
-            raise PreflightError(f"cannot listen on {host}:{port}: {error.strerror}; {fix}") from error
+            probe = socket.socket(family, socket.SOCK_STREAM)
+        except OSError:
+            continue  # a kernel without IPv6
+        with probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)  # as asyncio binds it
+            try:
+                probe.bind((address, port))
+            except OSError as error:
+                if not host and family == socket.AF_INET6 and error.errno in NO_SUCH_FAMILY:
+                    continue  # IPv6 turned off here: IPv4 alone is served
+                fix = ("choose another port with --listen, or stop the process that holds it"
+                       if error.errno == errno.EADDRINUSE else f"{listen_fix(error)} with --listen")
+                shown = f"[{address}]" if ":" in address else address
+                raise PreflightError(f"cannot listen on {shown}:{port}: {error.strerror}; {fix}") from error
 
 
 @contextmanager

@@ -35,7 +35,8 @@ MIN_STALL_S: Final = 10.0
 
 @dataclass(frozen=True, slots=True)
 class ServeSettings:
-    listen_host: str = "0.0.0.0"
+    listen_host: str = ""
+    """Empty: every address of both families, IPv4 and IPv6 (`--listen :6443`)."""
     listen_port: int = 6443
     insecure_dev: bool = False
     # TLS and authentication (docs/design.md, "What the adapter serves").
@@ -129,7 +130,7 @@ class ServeSettings:
     @property
     def serving_url(self) -> str:
         """`https://HOST:PORT/` of the bound address, an IPv6 address in brackets, for the log."""
-        host = f"[{self.bound_host}]" if ":" in self.bound_host else self.bound_host
+        host = f"[{self.bound_host}]" if ":" in self.bound_host else self.bound_host or "*"
         return f"https://{host}:{self.listen_port}"
 
 
@@ -375,7 +376,8 @@ def _listed(values: tuple[str, ...]) -> str:
 
 
 _OPTIONS: Final = (
-    _Option("--listen", host_port, "address of the HTTPS API", f"{_D.listen_host}:{_D.listen_port}", "HOST:PORT"),
+    _Option("--listen", host_port, "address of the HTTPS API; no host (:6443) is every address of IPv4 and IPv6, "
+            "0.0.0.0 IPv4's alone, [::] IPv6's alone", f"{_D.listen_host}:{_D.listen_port}", "HOST:PORT"),
     _Option("--insecure-dev", boolean, "local development only: no authentication or authorization, "
             "binds 127.0.0.1 only; never in a cluster", "off", switch=True),
     _Option("--log-level", choice(*LOG_LEVELS, upper=True), f"log level: {', '.join(LOG_LEVELS)}",

@@ -356,7 +356,7 @@ def _serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | 
              else contextlib.nullcontext()) as metrics_directory:
         if tls_files is None:
             files = generate_self_signed(directory, "modelmesh-autoscaler",
-                                         [settings.bound_host, "localhost", socket.gethostname()])
+                                         [h for h in (settings.bound_host, "localhost", socket.gethostname()) if h])
             tls_files = (files.cert_file, files.key_file)
         pool = WorkerPool(settings, *tls_files, metrics_directory, between_starts=starting.check)
         try:

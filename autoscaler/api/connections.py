@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import asyncio.sslproto
 import contextlib
+import errno
 import json
 import logging
 import socket
@@ -547,6 +548,20 @@ class _GuardedConnection(asyncio.Protocol):
                 guard.place_freed()
 
 
+NO_SUCH_FAMILY = (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL, errno.EPROTONOSUPPORT)
+"""What binding IPv6's wildcard raises where IPv6 is turned off."""
+
+
+def listen_family(host: str) -> socket.AddressFamily:
+    """The family to bind for `--listen HOST:PORT`: no host is every address of both families (a socket each,
+    as Go's servers answer on both for a wildcard), so the kubelet and the aggregator reach the pod at an IPv6
+    address too; an address is its own family's (`0.0.0.0` IPv4's, `[::]` IPv6's alone: asyncio sets
+    IPV6_V6ONLY)."""
+    if not host:
+        return socket.AF_UNSPEC
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
 class GuardedSite(web.BaseSite):
     """A TCP site whose connections go through a `ConnectionGuard`; `reuse_port` lets several serving
     processes listen on one port (the kernel spreads connections across them)."""
@@ -570,9 +585,19 @@ class GuardedSite(web.BaseSite):
         server = self._runner.server
         assert server is not None
         self.guard = ConnectionGuard(server, self._tls, self._limits)
-        self._server = await asyncio.get_running_loop().create_server(
-            self.guard, self._host, self._port, backlog=self._backlog, reuse_address=True,
-            reuse_port=self._reuse_port, family=socket.AF_INET if ":" not in self._host else socket.AF_INET6)
+        loop = asyncio.get_running_loop()
+        family = listen_family(self._host)
+        try:
+            self._server = await loop.create_server(
+                self.guard, self._host or None, self._port, backlog=self._backlog, reuse_address=True,
+                reuse_port=self._reuse_port, family=family)
+        except OSError as error:
+            if family != socket.AF_UNSPEC or error.errno not in NO_SUCH_FAMILY:
+                raise
+            # IPv6 turned off in this pod or container (net.ipv6.conf.all.disable_ipv6): IPv4's addresses alone
+            self._server = await loop.create_server(
+                self.guard, None, self._port, backlog=self._backlog, reuse_address=True,
+                reuse_port=self._reuse_port, family=socket.AF_INET)
 
     async def stop(self) -> None:
         if self.guard is not None:  # connections held for a promised place have no handler to close them

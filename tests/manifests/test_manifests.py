@@ -306,7 +306,7 @@ def test_adapter_command_line_parses_with_the_real_cli() -> None:
     pod_spec = deployment["spec"]["template"]["spec"]
     mounts = mount_paths(pod_spec, container(pod_spec, ADAPTER))
 
-    assert (settings.listen_host, settings.listen_port) == ("0.0.0.0", 6443)
+    assert (settings.listen_host, settings.listen_port) == ("", 6443)  # every address, IPv4 and IPv6
     assert settings.leader_elect is True and settings.deletion_cost
     assert settings.leader_elect_namespace == deployment["metadata"]["namespace"] == "modelmesh-autoscaler"
     assert not settings.insecure_dev and settings.targets is None
