@@ -8,6 +8,7 @@ Deployment's pod was never Ready there. Go's servers (kube-apiserver, metrics-se
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import socket
 import ssl
@@ -65,7 +66,7 @@ def test_an_explicit_ipv4_wildcard_stays_what_it_says() -> None:
     assert settings.listen_host == "0.0.0.0" and settings.serving_url == "https://0.0.0.0:6443"
 
 
-def _serve_args(argv: list[str]) -> object:
+def _serve_args(argv: list[str]) -> argparse.Namespace:
     from autoscaler.cli import build_parser
 
     return build_parser().parse_args(["serve", *argv])
