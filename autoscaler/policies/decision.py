@@ -43,7 +43,15 @@ from autoscaler.policies.podviews import examine_pods
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
 from autoscaler.policies.ranking import WeightedTerm, default_terms
 from autoscaler.policies.recommendation import CACHE, GPU, NO_CAPACITY_SETTING, QUEUE, REQUESTS, ceil_pods, recommend
-from autoscaler.policies.signals import SIGNAL_CACHE, SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_REQUESTS, SIGNALS, SignalStats
+from autoscaler.policies.signals import (
+    SIGNAL_CACHE,
+    SIGNAL_GPU,
+    SIGNAL_MODELS,
+    SIGNAL_QUEUE,
+    SIGNAL_REQUESTS,
+    SIGNALS,
+    SignalStats,
+)
 from autoscaler.policies.slots import slot_builder, slot_twin
 from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, _state, smooth
 
@@ -82,6 +90,9 @@ assert (_DESIRED, *(metric for metric, _, _ in _SIGNAL_PLAN)) == tuple(ServedMet
 _MAY_RISE: Final = "data missing on some ready pod; may rise, not fall"
 
 _ALL_SIGNALS: Final = frozenset(SIGNALS)
+_WITH_MODELS: Final = frozenset((*SIGNALS, SIGNAL_MODELS))
+"""Every signal and per-model use (`signals.SIGNAL_MODELS`): `seen` of a runtime whose exporters report it all."""
+_MODELS: Final = frozenset((SIGNAL_MODELS,))
 
 _view: Final = slot_builder(RuntimeView, (
     "key", "refreshed_at", "window_s", "ready_pods", "fresh_pods", "coverage", "complete", "known", "values",
@@ -244,6 +255,8 @@ def decide(
         reason = ""  # what `_reason` says when nothing is wrong, without the call
     else:
         reason = _reason(snapshot, agg, policy, known, memory, held, by_signal)
+    if rec.explained and known:  # the cache need decided: say so, in /debug and the logs
+        reason = f"{reason}; {rec.explained}" if reason else rec.explained
     consecutive_misses = 0 if complete else memory.consecutive_misses + 1
     view = _view(
         snapshot.key,  # key
@@ -269,11 +282,19 @@ def decide(
     )
     seen = memory.seen
     # The signals reported so far: the same set (object) while no new one appears, as on most refreshes
-    # (`is`: equal frozensets would still be compared element-wise).
-    if seen is not _ALL_SIGNALS and not fresh_signals <= seen:
-        seen = seen | fresh_signals
+    # (`is`: equal frozensets would still be compared element-wise); per-model use too, once a fresh pod reports it.
+    if seen is _ALL_SIGNALS:
+        if agg.models_in_use is not None:
+            seen = _WITH_MODELS
+    elif seen is not _WITH_MODELS:
+        if not fresh_signals <= seen:
+            seen = seen | fresh_signals
+        if agg.models_in_use is not None and SIGNAL_MODELS not in seen:
+            seen = seen | _MODELS
         if seen == _ALL_SIGNALS:
             seen = _ALL_SIGNALS
+        elif seen == _WITH_MODELS:
+            seen = _WITH_MODELS
     next_memory = _memory(
         smoothed,
         consecutive_misses,
