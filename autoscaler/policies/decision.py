@@ -181,7 +181,7 @@ def decide(
     profile = _PROFILES.get(id(by_signal))
     if profile is None or profile[0] is not by_signal:
         profile = _profile(by_signal)
-    _, signal_coverage, fresh_signals, fixed_complete, rps_complete, named = profile
+    _, signal_coverage, reported_signals, fixed_complete, rps_complete, named = profile
     # A signal the runtime does not have misses on no pod, so "complete where present" is "misses nowhere".
     desired_complete = (
         known and n == ready and fixed_complete and (rps_complete or policy.target_rps_per_pod is None)
@@ -287,8 +287,8 @@ def decide(
         if agg.models_in_use is not None:
             seen = _WITH_MODELS
     elif seen is not _WITH_MODELS:
-        if not fresh_signals <= seen:
-            seen = seen | fresh_signals
+        if not reported_signals <= seen:
+            seen = seen | reported_signals
         if agg.models_in_use is not None and SIGNAL_MODELS not in seen:
             seen = seen | _MODELS
         if seen == _ALL_SIGNALS:
@@ -316,16 +316,17 @@ def _profile(
     once per runtime: `signal_stats` hands the same mapping to every runtime with the same counts, refresh
     after refresh, so it is found by identity (the entry keeps the mapping alive, so its id is not reused
     while cached; cleared past 4,096 entries). In order: the mapping; the coverage of each signal present
-    (the view's `signal_coverage`, shared like the mapping and never mutated); the signals fresh on some
-    pod (for `seen`); whether the GPU, queue and cache signals miss on no pod; whether the request rate
-    misses on none; whether GPU busy, request rate and cache state are all present (`_reason` names the ones
-    that are not)."""
+    (the view's `signal_coverage`, shared like the mapping and never mutated); the signals present, fresh
+    on some pod or missing on one (for `seen`: a GPU reading whose own time is stale is reported, so a
+    refresh where no pod carries one finds the GPU missing, not absent); whether the GPU, queue and cache
+    signals miss on no pod; whether the request rate misses on none; whether GPU busy, request rate and cache
+    state are all present (`_reason` names the ones that are not)."""
     if len(_PROFILES) >= 4096:
         _PROFILES.clear()
     profile = _PROFILES[id(by_signal)] = (
         by_signal,
         _signal_coverage(by_signal),
-        frozenset(signal for signal, stats in by_signal.items() if stats.fresh > 0),
+        frozenset(signal for signal, stats in by_signal.items() if stats.fresh + stats.missing > 0),
         all(by_signal[signal].missing == 0 for signal in (SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_CACHE)),
         by_signal[SIGNAL_REQUESTS].missing == 0,
         all(by_signal[signal].fresh + by_signal[signal].missing > 0 for _, signal in _DESCRIBED),

@@ -291,7 +291,7 @@ def plain_decide(
 def _seen(before: frozenset[str], by_signal: Mapping[str, SignalStats], agg: Aggregate) -> frozenset[str]:
     """The signals reported so far, per-model use among them: the same set (object) once no new one appears,
     as on most refreshes."""
-    now_fresh = {s for s, st in by_signal.items() if st.fresh > 0}
+    now_fresh = {s for s, st in by_signal.items() if st.present}
     if agg.models_in_use is not None:
         now_fresh.add(SIGNAL_MODELS)
     return before if now_fresh <= before else before | now_fresh
