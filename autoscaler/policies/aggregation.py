@@ -15,6 +15,7 @@ their own to find, say, the busiest pod.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -31,6 +32,7 @@ from autoscaler.policies.signals import (
     NOT_READY,
     SIGNAL_CACHE,
     SIGNAL_GPU,
+    SIGNAL_MODELS,
     SIGNAL_QUEUE,
     SIGNAL_REQUESTS,
     SIGNALS,
@@ -45,8 +47,8 @@ from autoscaler.policies.signals import (
 from autoscaler.policies.slots import slot_builder
 
 __all__ = [  # the signal names are re-exported for the modules that read them with an Aggregate
-    "SIGNALS", "SIGNAL_CACHE", "SIGNAL_GPU", "SIGNAL_QUEUE", "SIGNAL_REQUESTS", "Aggregate", "SignalStats",
-    "aggregate", "scan_pods",
+    "SIGNALS", "SIGNAL_CACHE", "SIGNAL_GPU", "SIGNAL_MODELS", "SIGNAL_QUEUE", "SIGNAL_REQUESTS", "Aggregate",
+    "SignalStats", "aggregate", "scan_pods",
 ]
 
 T = TypeVar("T")
@@ -87,6 +89,14 @@ class Aggregate:
     # Every signal of SIGNALS, in that order, when built by `aggregate` (`recommend` and `decide` read it as is).
     signals: Mapping[str, SignalStats] = field(default_factory=dict)
     pod_signals: tuple[tuple[tuple[str, str], ...], ...] = ()  # per pod: (signal, state) for each signal
+    # The cache need (docs/design.md, Recommendation): the distinct models the Ready pods with fresh load data
+    # served within `target_lru_age_s` of `now` (their `recent_models`), None when none of them reports per-model
+    # use; a pod's capacity in models (`models_loaded / cache_used_ratio`, the mean over those of them that report
+    # both), None when none does; and the Ready pods with fresh load data that report no per-model use while
+    # others do, or while the runtime did before (`SIGNAL_MODELS` in `seen`): the term that reads it then holds.
+    models_in_use: int | None = None
+    pod_capacity: float | None = None
+    models_missing: int = 0
 
     @property
     def request_load(self) -> float | None:
@@ -119,12 +129,18 @@ def scan_pods(
     policy: RuntimePolicy,
     now: float,
     seen: Collection[str] = frozenset(),
+    count_models: bool = True,
 ) -> tuple[Aggregate, ReadyTerms]:
     """`aggregate`, and what the need terms see among the Ready pods (for `podviews.examine_pods`).
 
     One pass over the pods, reading each field once and allocating nothing per pod but what the result
     holds. The values are not checked again here: every producer of a `PodSample` already made each one
     finite and non-negative (or absent), as `PodSample` says.
+
+    `count_models` False: the caller counts `Aggregate.models_in_use` itself and sets it (`set_models_in_use`),
+    left None here: `podviews.examine_pods` reads it off the unique-copy term's count of the same models, which
+    it makes anyway, rather than have every recent model of every pod counted twice (a refresh of 10,000 pods
+    reporting 50 models each cost 47% more instructions so).
 
     Whether a signal is *expected* depends on all pods, so each pod's signal states are first kept as
     a small code (`signals.NOT_READY`) and turned into shared state tuples (`state_table`) once the pass is
@@ -154,6 +170,11 @@ def scan_pods(
     # The bounds of the fresh GPU busy and request rates, as `power_mean` would find them (`power_mean_bounded`).
     gpu_top = rps_top = 0.0
     gpu_low = rps_low = inf
+    # The per-model use of the Ready pods with fresh load data, and their capacities (`Aggregate.models_in_use`):
+    # only such pods go the general branch, so the usual pod pays nothing for it.
+    used_models: list[Mapping[str, float]] = []
+    capacity_sum = 0.0
+    capacities = 0
     # A Ready pod's state code (the bits of `signals`, see NOT_READY there) is built up branch by branch:
     # is the GPU's time fresh, is the load's, and which signals are used. The bits are bound to locals, which
     # the loop reads as cheaply as literals; each branch adds a distinct bit, so `+` is `|` (and Python 3.11
@@ -235,6 +256,13 @@ def scan_pods(
                 if b is not None:
                     gpus = True
             if load_ok:
+                m = pod.recent_models
+                if m is not None:
+                    used_models.append(m)
+                    loaded = pod.models_loaded
+                    if loaded and c:
+                        capacity_sum += loaded / c
+                        capacities += 1
                 if r is not None:
                     rps.append(r)
                     if r > rps_top:
@@ -300,6 +328,14 @@ def scan_pods(
         pressure = None
     ready = len(codes) - not_ready
     n = ready - stale
+    models_in_use: int | None = None
+    models_missing = 0
+    if used_models:
+        if count_models:
+            models_in_use = _models_in_use(used_models, now - policy.target_lru_age_s)
+        models_missing = n - len(used_models)
+    elif SIGNAL_MODELS in seen:
+        models_missing = n
     fresh_g, fresh_r = len(gpu), n - no_rate
     fresh_q, fresh_c = n - no_queue, n - no_cache
     # GPU busy is expected also where a Ready pod carries a reading whose own time is stale (`gpus`): the GPU has
@@ -350,8 +386,38 @@ def scan_pods(
         saturated,
         signals,
         pod_signals,
+        models_in_use,
+        capacity_sum / capacities if capacities else None,  # pod_capacity
+        models_missing,
     )
-    return agg, _ready_terms(ReadyTerms, (top_rate, rated, gpus or fresh_g > 0, caches, models))
+    return agg, _ready_terms(ReadyTerms, (top_rate, rated, gpus or fresh_g > 0, caches, models, len(used_models)))
+
+
+set_models_in_use: Final = Aggregate.__dict__["models_in_use"].__set__
+"""Sets `Aggregate.models_in_use` on an aggregate `scan_pods` just made with `count_models` False, before anyone
+else sees it (its slot's own setter: the frozen dataclass's `__setattr__` refuses)."""
+
+
+def fresh_models_in_use(servers: Mapping[str, int], pods: Sequence[PodSample], fresh: Sequence[bool],
+                        since: float) -> int:
+    """How many distinct models the Ready pods with fresh load data (`fresh`, `Aggregate.fresh`) served at or
+    after `since`, from `servers`: how many Ready pods served each model then (the unique-copy term's count).
+    The models that only stale pods served are taken off, so this reads the stale pods' models alone (few)."""
+    stale: Counter[str] = Counter()
+    for pod, ok in zip(pods, fresh, strict=True):
+        if pod.ready and not ok and (m := pod.recent_models):
+            stale.update([model for model, at in m.items() if at >= since])
+    return len(servers) - sum(1 for model, count in stale.items() if servers.get(model) == count)
+
+
+def _models_in_use(used: list[Mapping[str, float]], since: float) -> int:
+    """How many distinct models the pods served at or after `since`: one comprehension per pod keeping its
+    in-window ids (as `ranking.UniqueCopyTerm.counts` reads them) and one set they are added to, in C."""
+    in_use: set[str] = set()
+    add = in_use.update
+    for models in used:
+        add([model for model, at in models.items() if at >= since])
+    return len(in_use)
 
 
 _ready_terms: Final = tuple.__new__
@@ -395,5 +461,5 @@ def _rated_pods(codes: list[int], rated: int) -> Sequence[int]:
 _aggregate: Final = slot_builder(Aggregate, (
     "pods", "fresh", "weights", "ready", "n", "coverage", "gpu_busy", "request_rate", "queue_delay_sum_s",
     "queue_delay_max_s", "cache_pressure", "cache_full", "oldest_sample_at", "queue_excess_s", "saturated",
-    "signals", "pod_signals",
+    "signals", "pod_signals", "models_in_use", "pod_capacity", "models_missing",
 ))

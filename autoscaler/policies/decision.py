@@ -43,7 +43,15 @@ from autoscaler.policies.podviews import examine_pods
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
 from autoscaler.policies.ranking import WeightedTerm, default_terms
 from autoscaler.policies.recommendation import CACHE, GPU, NO_CAPACITY_SETTING, QUEUE, REQUESTS, ceil_pods, recommend
-from autoscaler.policies.signals import SIGNAL_CACHE, SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_REQUESTS, SIGNALS, SignalStats
+from autoscaler.policies.signals import (
+    SIGNAL_CACHE,
+    SIGNAL_GPU,
+    SIGNAL_MODELS,
+    SIGNAL_QUEUE,
+    SIGNAL_REQUESTS,
+    SIGNALS,
+    SignalStats,
+)
 from autoscaler.policies.slots import slot_builder, slot_twin
 from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, _state, smooth
 
@@ -82,6 +90,9 @@ assert (_DESIRED, *(metric for metric, _, _ in _SIGNAL_PLAN)) == tuple(ServedMet
 _MAY_RISE: Final = "data missing on some ready pod; may rise, not fall"
 
 _ALL_SIGNALS: Final = frozenset(SIGNALS)
+_WITH_MODELS: Final = frozenset((*SIGNALS, SIGNAL_MODELS))
+"""Every signal and per-model use (`signals.SIGNAL_MODELS`): `seen` of a runtime whose exporters report it all."""
+_MODELS: Final = frozenset((SIGNAL_MODELS,))
 
 _view: Final = slot_builder(RuntimeView, (
     "key", "refreshed_at", "window_s", "ready_pods", "fresh_pods", "coverage", "complete", "known", "values",
@@ -170,7 +181,7 @@ def decide(
     profile = _PROFILES.get(id(by_signal))
     if profile is None or profile[0] is not by_signal:
         profile = _profile(by_signal)
-    _, signal_coverage, fresh_signals, fixed_complete, rps_complete, named = profile
+    _, signal_coverage, reported_signals, fixed_complete, rps_complete, named = profile
     # A signal the runtime does not have misses on no pod, so "complete where present" is "misses nowhere".
     desired_complete = (
         known and n == ready and fixed_complete and (rps_complete or policy.target_rps_per_pod is None)
@@ -244,6 +255,8 @@ def decide(
         reason = ""  # what `_reason` says when nothing is wrong, without the call
     else:
         reason = _reason(snapshot, agg, policy, known, memory, held, by_signal)
+    if rec.explained and known:  # the cache need decided: say so, in /debug and the logs
+        reason = f"{reason}; {rec.explained}" if reason else rec.explained
     consecutive_misses = 0 if complete else memory.consecutive_misses + 1
     view = _view(
         snapshot.key,  # key
@@ -269,11 +282,19 @@ def decide(
     )
     seen = memory.seen
     # The signals reported so far: the same set (object) while no new one appears, as on most refreshes
-    # (`is`: equal frozensets would still be compared element-wise).
-    if seen is not _ALL_SIGNALS and not fresh_signals <= seen:
-        seen = seen | fresh_signals
+    # (`is`: equal frozensets would still be compared element-wise); per-model use too, once a fresh pod reports it.
+    if seen is _ALL_SIGNALS:
+        if agg.models_in_use is not None:
+            seen = _WITH_MODELS
+    elif seen is not _WITH_MODELS:
+        if not reported_signals <= seen:
+            seen = seen | reported_signals
+        if agg.models_in_use is not None and SIGNAL_MODELS not in seen:
+            seen = seen | _MODELS
         if seen == _ALL_SIGNALS:
             seen = _ALL_SIGNALS
+        elif seen == _WITH_MODELS:
+            seen = _WITH_MODELS
     next_memory = _memory(
         smoothed,
         consecutive_misses,
@@ -295,16 +316,17 @@ def _profile(
     once per runtime: `signal_stats` hands the same mapping to every runtime with the same counts, refresh
     after refresh, so it is found by identity (the entry keeps the mapping alive, so its id is not reused
     while cached; cleared past 4,096 entries). In order: the mapping; the coverage of each signal present
-    (the view's `signal_coverage`, shared like the mapping and never mutated); the signals fresh on some
-    pod (for `seen`); whether the GPU, queue and cache signals miss on no pod; whether the request rate
-    misses on none; whether GPU busy, request rate and cache state are all present (`_reason` names the ones
-    that are not)."""
+    (the view's `signal_coverage`, shared like the mapping and never mutated); the signals present, fresh
+    on some pod or missing on one (for `seen`: a GPU reading whose own time is stale is reported, so a
+    refresh where no pod carries one finds the GPU missing, not absent); whether the GPU, queue and cache
+    signals miss on no pod; whether the request rate misses on none; whether GPU busy, request rate and cache
+    state are all present (`_reason` names the ones that are not)."""
     if len(_PROFILES) >= 4096:
         _PROFILES.clear()
     profile = _PROFILES[id(by_signal)] = (
         by_signal,
         _signal_coverage(by_signal),
-        frozenset(signal for signal, stats in by_signal.items() if stats.fresh > 0),
+        frozenset(signal for signal, stats in by_signal.items() if stats.fresh + stats.missing > 0),
         all(by_signal[signal].missing == 0 for signal in (SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_CACHE)),
         by_signal[SIGNAL_REQUESTS].missing == 0,
         all(by_signal[signal].fresh + by_signal[signal].missing > 0 for _, signal in _DESCRIBED),

@@ -16,7 +16,7 @@ from itertools import repeat
 from typing import Final
 
 from autoscaler.model import PodRow, PodSample, PodViews
-from autoscaler.policies.aggregation import Aggregate, scan_pods
+from autoscaler.policies.aggregation import Aggregate, fresh_models_in_use, scan_pods, set_models_in_use
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.ranking import (
     COST_BUCKETS,
@@ -103,26 +103,35 @@ def examine_pods(
     (`UniqueCopyTerm.counts`, shown in /debug whatever the term's weight) are counted first and scored on the
     way as the fourth term (`unique_scores`' `u_i / max u`); when none does, the term drops out, and the rows
     are those of the three signal terms."""
-    agg, seen_terms = scan_pods(pods, policy, now, seen)
     hit = _WEIGHTS_BY_ID.get(id(terms))
     if hit is None or hit[0] is not terms:
         hit = _weights_of(terms)
     weights = hit[1]
+    unique_term = terms[3].term if len(terms) == 4 else None
+    # The unique-copy term counts the models the Ready pods served in the policy's window: the cache need's
+    # `models_in_use` is read off that count (below) rather than counted twice.
+    by_term = (weights is not None and type(unique_term) is UniqueCopyTerm
+               and unique_term.window_s == policy.target_lru_age_s)
+    agg, seen_terms = scan_pods(pods, policy, now, seen, not by_term)
     if weights is None:
         return agg, pod_views(agg, rank_pods(agg.pods, terms, now), now)
-    top, rated, gpus, caches, models = seen_terms
+    top, rated, gpus, caches, models, fresh_models = seen_terms
     w_r, w_g, w_c, w_u = weights
     uniques: Iterable[int | None] = repeat(None)
     top_u = 0
     counted = False
-    unique_term = terms[3].term if len(terms) == 4 else None
     if models and isinstance(unique_term, UniqueCopyTerm):
-        counts = unique_term.counts([pod for pod in agg.pods if pod.ready], now)
+        counts, served = unique_term.counts_and_models([pod for pod in agg.pods if pod.ready], now)
         if counts is not None:  # (some Ready pod reports: `models`)
             top_u = max((u for u in counts if u is not None), default=0)
             it = iter(counts)
             uniques = [next(it) if pod.ready else None for pod in agg.pods]
             counted = True
+        if by_term and fresh_models:
+            # The term counted every Ready pod's models; the need counts only those of the fresh ones, the same
+            # pods unless some Ready pod is stale (then the models only stale pods served are taken off).
+            set_models_in_use(agg, len(served) if agg.n == agg.ready else fresh_models_in_use(
+                served, agg.pods, agg.fresh, now - policy.target_lru_age_s))
     # A term counts when its weight is positive and some Ready pod reports its signal (`_ready_needs`).
     use_r = w_r > 0.0 and rated
     use_g = w_g > 0.0 and gpus

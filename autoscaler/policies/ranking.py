@@ -123,14 +123,22 @@ class UniqueCopyTerm:
     def counts(self, pods: Sequence[PodSample], now: float) -> list[int | None] | None:
         """`u_i` per pod (None where the pod reports no per-model use); None when no pod reports it. Shown in
         /debug as each pod's `unique_models`."""
+        return self.counts_and_models(pods, now)[0]
+
+    def counts_and_models(
+        self, pods: Sequence[PodSample], now: float,
+    ) -> tuple[list[int | None] | None, Counter[str]]:
+        """`counts`, and how many of the pods served each model in the window (empty when none reports): the
+        recommendation's cache need reads how many models that is (`Aggregate.models_in_use`), counted here at no
+        cost."""
         models = [pod.recent_models for pod in pods]
         if models.count(None) == len(models):
-            return None
+            return None, Counter()
         since = now - self.window_s
         recent = [None if m is None else [model for model, at in m.items() if at >= since] for m in models]
         servers = Counter(chain.from_iterable(served for served in recent if served))
         once = {model for model, count in servers.items() if count == 1}
-        return [None if served is None else len(once.intersection(served)) for served in recent]
+        return [None if served is None else len(once.intersection(served)) for served in recent], servers
 
 
 def unique_scores(counts: Sequence[int | None] | None, pods: int) -> list[float | None]:
@@ -241,6 +249,7 @@ class ReadyTerms(NamedTuple):
     gpus: bool  # some Ready pod reports GPU busy
     caches: bool  # some Ready pod reports its cache use
     models: bool  # some Ready pod reports its recent models (`recent_models`)
+    fresh_models: int = 0  # Ready pods with fresh load data that report them (`Aggregate.models_in_use`)
 
 
 @dataclass(frozen=True, slots=True)

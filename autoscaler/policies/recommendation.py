@@ -5,7 +5,8 @@
     desired = max( lower bound,
                    ceil(D),
                    ceil(D' + Σ max(0, q_i - target_queue_delay_s) / queue_drain_s)  while some q_i > target,
-                   ceil(n_c * min(cache_pressure_cap, pressure))                      while every cache is full,
+                   max( ceil(n_c * min(cache_pressure_cap, pressure))                 while every cache is full,
+                        ceil(U / C) )                             the cache need, where per-model use is known,
                    Ready pods                                        while no capacity term can propose )
     desired = min(desired, upper bound)
 
@@ -15,9 +16,19 @@ queue term adds only the *excess* backlog on top of the demand (queued requests 
 cannot take them), so iterating `n := desired` reaches a fixed point. (The earlier `n + ceil(Σq/drain)`
 asked for one more pod at every step while any queue persisted.)
 
+The cache need `ceil(U / C)` (U: the distinct models the Ready pods served within `target_lru_age_s`; C: a pod's
+capacity in models, `Aggregate.models_in_use` and `.pod_capacity`) holds the pods that the models in use fill:
+with fewer, ModelMesh evicts copies still in use and loads them again within minutes. It is part of the cache
+term, and it is what the shared contract's cache formula lacks: that one proposes only while *every* cache is
+full and judges pressure by the oldest copy anywhere, so it let a runtime using 425 models go from 5 pods of 100
+to 4 (docs/simulation.md, the last section). U and C do not grow with the pods, so it is demand-bounded.
+
 Missing data (§6): a term whose signal is missing on some Ready pod may rise but not fall (it is at least its
 `held` proposal from the last refresh); a term whose signal is absent everywhere, or covered on fewer than
-`min_coverage` of the Ready pods, keeps its held proposal unchanged.
+`min_coverage` of the Ready pods, keeps its held proposal unchanged. Per-model use is read on the load's
+clock, so a pod whose load data is stale holds the cache term through the cache signal; a fresh pod that reports
+no per-model use while others do (or while the runtime did before) makes U too small, so the cache term may then
+rise but not fall (`Aggregate.models_missing`).
 """
 
 from __future__ import annotations
@@ -85,6 +96,9 @@ class Recommendation:
     winner: str  # one of TERMS, or MAX_REPLICAS when the cap cut the winner down
     held: dict[str, str] = field(default_factory=dict)
     no_capacity: bool = False  # neither the GPU nor the request term could propose
+    # Why the cache term proposes what it does, in words, when its cache need (`ceil(U / C)`) decided the
+    # recommendation: "cache: 425 models in use within 600 s need 5 pods at 100 models a pod"; else empty.
+    explained: str = ""
 
 
 def _hold(
@@ -111,7 +125,7 @@ def _hold(
 
 _NO_HELD: Final[Mapping[str, int]] = {}
 _recommendation: Final = slot_builder(
-    Recommendation, ("desired", "proposals", "winner", "held", "no_capacity"))
+    Recommendation, ("desired", "proposals", "winner", "held", "no_capacity", "explained"))
 
 
 def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | None = None) -> Recommendation:
@@ -153,8 +167,20 @@ def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | N
     cache_stats = signals[SIGNAL_CACHE]
     if agg.cache_full and agg.cache_pressure is not None:
         cache = cache_stats.fresh * min(policy.cache_pressure_cap, agg.cache_pressure)
+    need: float | None = None  # the cache need, U / C
+    in_use, per_pod = agg.models_in_use, agg.pod_capacity
+    if in_use is not None and per_pod:
+        need = in_use / per_pod
+        if cache is None or need > cache:
+            cache = need
     if cache_stats.missing != 0 or cache_stats.fresh <= 0:
         cache = _hold(CACHE, cache, cache_stats, ready, min_coverage, held, why)
+    if agg.models_missing:
+        last = held.get(CACHE)
+        if last is not None and (cache is None or cache < last):
+            why.setdefault(CACHE, f"per-model use missing on {agg.models_missing} of {ready} ready pods; "
+                                  f"may rise, not fall below {last}")
+            cache = float(last)
 
     no_capacity = demand is None
     p_gpu = None if gpu is None else ceil_pods(gpu)
@@ -181,7 +207,16 @@ def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | N
         desired, winner = ready, READY_PODS
     if desired is None or low > desired:
         desired, winner = low, MIN_REPLICAS
+    explained = ""
+    if winner == CACHE and need is not None and ceil_pods(need) == p_cache:  # the cache need decided (rare)
+        explained = cache_need_words(in_use, policy.target_lru_age_s, p_cache, per_pod)  # type: ignore[arg-type]
     cap = policy.max_replicas
     if cap is not None and desired > cap:
         winner, desired = MAX_REPLICAS, cap
-    return _recommendation(desired, proposals, winner, why, no_capacity)
+    return _recommendation(desired, proposals, winner, why, no_capacity, explained)
+
+
+def cache_need_words(in_use: int, window_s: float, pods: int, per_pod: float) -> str:
+    """The cache need in words, for /debug and the logs (`Recommendation.explained`)."""
+    return (f"cache: {in_use} models in use within {window_s:g} s need {pods} pods "
+            f"at {per_pod:.4g} models a pod")

@@ -16,6 +16,10 @@ SIGNAL_QUEUE: Final = "queue"
 SIGNAL_CACHE: Final = "cache"
 SIGNALS: Final = (SIGNAL_GPU, SIGNAL_REQUESTS, SIGNAL_QUEUE, SIGNAL_CACHE)
 """The per-pod signals whose freshness is judged one by one (§6)."""
+SIGNAL_MODELS: Final = "models"
+"""Per-model use (`PodSample.recent_models`), on the load's clock: not one of SIGNALS (no served value reads it,
+and it has no state per pod), but remembered in the decision's `seen` like them, so that a runtime that reported
+it and reports it nowhere now holds the cache term rather than dropping its cache need (`Aggregate.models_missing`)."""
 
 FRESH: Final = "fresh"
 STALE: Final = "stale"

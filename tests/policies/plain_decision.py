@@ -19,6 +19,7 @@ from autoscaler.names import ServedMetric
 from autoscaler.policies.aggregation import (
     SIGNAL_CACHE,
     SIGNAL_GPU,
+    SIGNAL_MODELS,
     SIGNAL_QUEUE,
     SIGNAL_REQUESTS,
     SIGNALS,
@@ -99,7 +100,17 @@ def plain_recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, in
     cache: float | None = None
     if agg.cache_full and agg.cache_pressure is not None:
         cache = agg.stats(SIGNAL_CACHE).fresh * min(policy.cache_pressure_cap, agg.cache_pressure)
+    # The cache need: the pods whose caches hold the models in use, ceil(U / C).
+    need: float | None = None
+    if agg.models_in_use is not None and agg.pod_capacity:
+        need = agg.models_in_use / agg.pod_capacity
+        cache = need if cache is None else max(cache, need)
     cache = _hold(CACHE, cache, agg, policy, held, why)
+    last = held.get(CACHE)
+    if agg.models_missing > 0 and last is not None and (cache is None or cache < last):
+        why.setdefault(CACHE, f"per-model use missing on {agg.models_missing} of {agg.ready} ready pods; "
+                              f"may rise, not fall below {last}")
+        cache = float(last)
 
     proposals: dict[str, int | None] = dict.fromkeys(TERMS)
     for term, value in ((GPU, gpu), (REQUESTS, rps), (QUEUE, queue), (CACHE, cache)):
@@ -111,9 +122,14 @@ def plain_recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, in
 
     desired = max(v for v in proposals.values() if v is not None)
     winner = next(t for t in TERMS if proposals[t] == desired)
+    explained = ""
+    if winner == CACHE and need is not None and ceil_pods(need) == proposals[CACHE]:
+        explained = (f"cache: {agg.models_in_use} models in use within {policy.target_lru_age_s:g} s need "
+                     f"{proposals[CACHE]} pods at {agg.pod_capacity:.4g} models a pod")
     if policy.max_replicas is not None and desired > policy.max_replicas:
         winner, desired = MAX_REPLICAS, policy.max_replicas
-    return Recommendation(desired=desired, proposals=proposals, winner=winner, held=why, no_capacity=no_capacity)
+    return Recommendation(desired=desired, proposals=proposals, winner=winner, held=why, no_capacity=no_capacity,
+                          explained=explained)
 
 
 def _raw_values(agg: Aggregate, desired: int) -> dict[ServedMetric, float | None]:
@@ -252,7 +268,8 @@ def plain_decide(
         proposals=rec.proposals,
         winner=rec.winner if known else None,
         pods=pods,
-        reason=_reason(snapshot, agg, policy, known, memory, held),
+        reason="; ".join(part for part in (_reason(snapshot, agg, policy, known, memory, held),
+                                           rec.explained if known else "") if part),
         consecutive_misses=0 if complete else memory.consecutive_misses + 1,
         current_replicas=snapshot.replicas,
         signal_coverage={s: st.coverage for s, st in by_signal.items() if st.present},
@@ -265,15 +282,18 @@ def plain_decide(
         consecutive_misses=view.consecutive_misses,
         known=known,
         proposals=_remembered(rec, memory) if known else memory.proposals,
-        seen=_seen(memory.seen, by_signal),
+        seen=_seen(memory.seen, by_signal, agg),
         warned_no_capacity=memory.warned_no_capacity or bool(warnings),
     )
     return view, next_memory
 
 
-def _seen(before: frozenset[str], by_signal: Mapping[str, SignalStats]) -> frozenset[str]:
-    """The signals reported so far: the same set (object) once no new one appears, as on most refreshes."""
-    now_fresh = {s for s, st in by_signal.items() if st.fresh > 0}
+def _seen(before: frozenset[str], by_signal: Mapping[str, SignalStats], agg: Aggregate) -> frozenset[str]:
+    """The signals reported so far, per-model use among them: the same set (object) once no new one appears,
+    as on most refreshes."""
+    now_fresh = {s for s, st in by_signal.items() if st.present}
+    if agg.models_in_use is not None:
+        now_fresh.add(SIGNAL_MODELS)
     return before if now_fresh <= before else before | now_fresh
 
 

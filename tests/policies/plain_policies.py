@@ -18,7 +18,7 @@ from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.power_mean import power_mean, request_weights
 from autoscaler.policies.ranking import COST_BUCKETS, COST_SPACING, NeedTerm, Ranking, UniqueCopyTerm, WeightedTerm
 from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state, clean_sample, fresh_time, gpu_time
-from autoscaler.policies.signals import FRESH, MISSING, NONE, SIGNALS, STALE, SignalStats
+from autoscaler.policies.signals import FRESH, MISSING, NONE, SIGNAL_MODELS, SIGNALS, STALE, SignalStats
 from autoscaler.policies.smoothing import SmoothState
 
 
@@ -145,6 +145,18 @@ def plain_aggregate(
         )
         for k, s in enumerate(SIGNALS)
     }
+    # The cache need's inputs: the models the Ready pods with fresh load data served within target_lru_age_s,
+    # and the mean of their capacities in models (models loaded / share of the cache used).
+    reporting = [pod for i, pod in enumerate(cleaned)
+                 if pod.ready and load_fresh[i] and pod.recent_models is not None]
+    models_in_use: int | None = None
+    if reporting:
+        since = now - policy.target_lru_age_s
+        models_in_use = len({model for pod in reporting for model, at in (pod.recent_models or {}).items()
+                             if at >= since})
+    capacities = [pod.models_loaded / pod.cache_used_ratio for pod in reporting
+                  if pod.models_loaded and pod.cache_used_ratio]
+    expected_models = bool(reporting) or SIGNAL_MODELS in seen
     return Aggregate(
         pods=tuple(cleaned),
         fresh=tuple(load_fresh),
@@ -163,6 +175,9 @@ def plain_aggregate(
         saturated=saturated,
         signals=signals,
         pod_signals=tuple(pod_states),
+        models_in_use=models_in_use,
+        pod_capacity=sum(capacities) / len(capacities) if capacities else None,
+        models_missing=n - len(reporting) if expected_models else 0,
     )
 
 

@@ -26,7 +26,7 @@ from autoscaler.policies.power_mean import power_mean, power_mean_bounded, rate_
 from autoscaler.policies.ranking import WeightedTerm, default_terms, rank_pods
 from autoscaler.policies.recommendation import PROPOSAL_LIMIT, ceil_pods
 from autoscaler.policies.samples import clean_sample, oldest_fresh
-from autoscaler.policies.signals import SIGNALS
+from autoscaler.policies.signals import SIGNAL_MODELS, SIGNALS
 from autoscaler.policies.smoothing import SmoothState, smooth
 from tests.policies.builders import NOW, PROPERTIES, snapshot
 from tests.policies.plain_decision import plain_decide
@@ -89,7 +89,7 @@ policies = st.builds(
     target_lru_age_s=st.sampled_from([300.0, 600.0]),
 )
 runtimes = st.lists(pods(), max_size=12).map(tuple)
-seen_sets = st.frozensets(st.sampled_from(SIGNALS))
+seen_sets = st.frozensets(st.sampled_from((*SIGNALS, SIGNAL_MODELS)))
 
 
 @PROPERTIES

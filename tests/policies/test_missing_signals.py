@@ -209,6 +209,10 @@ pod_step = st.tuples(
 @PROPERTIES
 @given(steps=st.lists(st.lists(pod_step, min_size=PODS, max_size=PODS), min_size=2, max_size=20),
        tau=st.sampled_from([0.0, 60.0]))
+# A GPU reading whose own time is stale is reported (missing, not absent): when no pod carries one at the next
+# refresh, the GPU is still missing, and the replicas (4, the Ready pods while no capacity term proposed) hold.
+@example(steps=[[(0.0, "stale"), (0.0, "stale"), (0.0, "gpu_stale"), (0.0, "bare")],
+                [(0.0, "no_gpu")] * 4], tau=0.0)
 @example(steps=[[(0.0, "stale"), (0.0, "stale"), (0.0, "gpu_stale"), (1.0, "gpu_stale")],
                 [(0.0, "gpu_stale")] * 4], tau=0.0)
 def test_no_served_value_falls_while_a_signal_it_uses_is_missing(
