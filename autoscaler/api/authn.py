@@ -12,12 +12,15 @@ Three authenticators, tried in kube's order; the first that recognizes the reque
 3. **token**: `Authorization: Bearer <token>`, checked with a TokenReview; answers (yes and no) are cached for
    `--authentication-token-webhook-cache-ttl` under the token's SHA-256 so a busy client costs one review per
    TTL. Concurrent requests with the same token share one review, and at most `max_in_flight` reviews run at
-   once: a request that would start one more is refused (401) at once, so a client sending random tokens
-   cannot multiply TokenReviews against the API server. Rejected tokens are cached apart from accepted
-   ones, so such a flood cannot evict the answers of real clients; and a token the API server accepted within
-   the last `KNOWN_TOKEN_S` is reviewed again even when the cap is full, so such a flood cannot refuse a real
-   client (KEDA's ServiceAccount token) each time its answer expires either. The reviews past the cap are
-   bounded by the valid tokens in use, which a client without credentials cannot add to.
+   once: a request that would start one more is refused at once (429, `TokenReviewsBusy`: not judged), so a
+   client sending random tokens cannot multiply TokenReviews against the API server. Each peer address may
+   start at most `peer_share(max_in_flight)` of them (a quarter) for tokens not known, as kube's
+   priority-and-fairness gives each flow a share, so one pod flooding random tokens leaves three quarters of
+   the cap to the others (KEDA's token, not known yet after an adapter restart, among them). Rejected tokens
+   are cached apart from accepted ones, so such a flood cannot evict the answers of real clients; and a token
+   the API server accepted within the last `KNOWN_TOKEN_S` is reviewed again even past the cap and its peer's
+   share, so such a flood cannot refuse a real client each time its answer expires either. The reviews past
+   the cap are bounded by the valid tokens in use, which a client without credentials cannot add to.
 
 Every authenticated user gets the `system:authenticated` group, as kube's `AuthenticatedGroupAdder` does
 (each authenticator adds it: `authenticated_groups`).
@@ -49,10 +52,24 @@ log = logging.getLogger(__name__)
 
 AUTHENTICATED_GROUP = "system:authenticated"
 CERTIFICATE_METHODS = frozenset({"requestheader", "x509"})
+"""Authentication methods whose answer is a function of the connection's certificate and the headers alone."""
 KNOWN_TOKEN_S = 900.0
 """How long a token the API server accepted may be reviewed again past the cap on reviews in flight: longer
 than any client's pause between requests (KEDA's polling interval, an HPA's sync period)."""
-"""Authentication methods whose answer is a function of the connection's certificate and the headers alone."""
+PEER_SHARE_DIVISOR = 4
+"""A peer address may have a quarter of the TokenReview cap under way for tokens not known (`peer_share`)."""
+
+
+def peer_share(max_in_flight: int) -> int:
+    """TokenReviews of tokens not known that one peer address may have under way: `max_in_flight // 4`, at
+    least 1. A quarter, not less: a real client has one token or a few (and requests with one token share
+    a review), but several clients can share an address (pods on the host network, clients behind SNAT), and
+    the share must leave them room. Not more: one pod flooding random tokens then leaves three quarters of the
+    cap (24 of the default 32) to everyone else; it takes four addresses to fill it. Derived from
+    `--max-in-flight-reviews` rather than a flag of its own, as kube derives a flow's share from its priority
+    level's limit: raising that flag raises both. With fewer than 8 the share is 1, and with a cap of 1 there
+    is no room left for others."""
+    return max(1, max_in_flight // PEER_SHARE_DIVISOR)
 
 
 class AuthenticationError(Exception):
@@ -169,6 +186,10 @@ class TokenAuthenticator:
         """Tokens accepted within `KNOWN_TOKEN_S`, by hash: reviewed again even when the cap is full."""
         self._in_flight: dict[bytes, asyncio.Task[TokenReviewResult]] = {}
         self._max_in_flight = max_in_flight
+        self._peer_share = peer_share(max_in_flight)
+        self._by_peer: dict[str, int] = {}
+        """Reviews of tokens not known under way, by the peer address whose request started them (a peer
+        with none has no entry, so the dict holds only the peers with reviews under way)."""
 
     async def authenticate(self, request: web.Request) -> UserInfo | None:
         scheme, _, token = request.headers.get("Authorization", "").strip().partition(" ")
@@ -180,22 +201,42 @@ class TokenAuthenticator:
         except UnicodeEncodeError:  # bytes that are not UTF-8 (aiohttp keeps them as surrogates): no token
             raise AuthenticationError("the bearer token is not UTF-8") from None
         key = hashlib.sha256(encoded).digest()
-        result = self._accepted.get(key) or self._rejected.get(key) or await self._review(key, token)
+        result = (self._accepted.get(key) or self._rejected.get(key)
+                  or await self._review(key, token, request.remote or ""))
         if not result.authenticated:
             raise AuthenticationError(f"invalid bearer token: {result.error or 'not authenticated'}")
         return UserInfo(result.username, result.uid, authenticated_groups(result.groups), result.extra)
 
-    async def _review(self, key: bytes, token: str) -> TokenReviewResult:
+    async def _review(self, key: bytes, token: str, peer: str) -> TokenReviewResult:
+        """The review of `key`'s token: the one under way (whoever started it), else one started now for
+        `peer`; `TokenReviewsBusy` when the token is not known and the cap or `peer`'s share is full."""
         task = self._in_flight.get(key)
         if task is None:
-            if len(self._in_flight) >= self._max_in_flight and key not in self._known:
-                raise TokenReviewsBusy(f"{self._max_in_flight} TokenReviews already in flight; not starting "
-                                       "another")
+            charged: str | None = None  # the peer whose share this review takes (None: a known token's)
+            if key not in self._known:
+                if len(self._in_flight) >= self._max_in_flight:
+                    raise TokenReviewsBusy(f"{self._max_in_flight} TokenReviews already in flight; not "
+                                           "starting another")
+                started = self._by_peer.get(peer, 0)
+                if started >= self._peer_share:
+                    raise TokenReviewsBusy(f"{started} TokenReviews of tokens not known already in flight for "
+                                           f"{peer or 'this peer'} (its share of {self._max_in_flight}); not "
+                                           "starting another")
+                self._by_peer[peer] = started + 1
+                charged = peer
             task = asyncio.create_task(self._call(key, token))
             self._in_flight[key] = task
-            task.add_done_callback(lambda _: self._in_flight.pop(key, None))
+            task.add_done_callback(lambda _: self._done(key, charged))
         # shield: one caller giving up (client gone) must not cancel the review the others wait for
         return await asyncio.shield(task)
+
+    def _done(self, key: bytes, charged: str | None) -> None:
+        """A review ended: it is no longer in flight, nor part of its peer's share."""
+        self._in_flight.pop(key, None)
+        if charged is not None:
+            left = self._by_peer.pop(charged, 1) - 1
+            if left:
+                self._by_peer[charged] = left
 
     async def _call(self, key: bytes, token: str) -> TokenReviewResult:
         try:

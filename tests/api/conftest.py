@@ -55,11 +55,13 @@ class SecuredApi:
         return self._contexts[key]
 
     async def get(self, path: str, *, cert: trustme.LeafCert | None = None, headers: dict[str, str] | None = None,
-                  token: str | None = None) -> tuple[int, Any]:
+                  token: str | None = None, local_address: str | None = None) -> tuple[int, Any]:
+        """`local_address`: the client's source address (any of 127/8 on Linux), to be another peer."""
         all_headers = dict(headers or {})
         if token is not None:
             all_headers["Authorization"] = f"Bearer {token}"
-        connector = aiohttp.TCPConnector(ssl=self.context(cert))
+        connector = aiohttp.TCPConnector(ssl=self.context(cert),
+                                         local_addr=(local_address, 0) if local_address is not None else None)
         async with aiohttp.ClientSession(connector=connector) as session, \
                 session.get(self.url + path, headers=all_headers) as response:
             body = await response.read()

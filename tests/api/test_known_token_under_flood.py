@@ -20,7 +20,16 @@ from tests.support.waiting import eventually
 
 KEDA_PATH = f"/keda/v1/namespaces/{KEY.namespace}/runtimes/{KEY.deployment}"
 SLOTS = 2
-"""TokenReviews in flight at once (`--max-in-flight-reviews`): two are enough to fill."""
+"""TokenReviews in flight at once (`--max-in-flight-reviews`): two are enough to fill. A peer address has a
+share of one of them (`authn.peer_share`), so the flood comes from two pods (127.0.0.2 and 127.0.0.3: Linux
+routes all of 127/8 to loopback): a flood from enough addresses still fills the cap."""
+FLOODERS = ("127.0.0.2", "127.0.0.3")
+
+
+def random_token_flood(api: SecuredApi) -> list[asyncio.Task[tuple[int, object]]]:
+    """One request with a random token from each flooding pod: SLOTS reviews, the cap full."""
+    return [asyncio.create_task(api.get(KEDA_PATH, token=secrets.token_hex(16), local_address=peer))
+            for peer in FLOODERS]
 
 
 @pytest.fixture
@@ -41,7 +50,7 @@ async def test_a_token_accepted_before_is_reviewed_again_while_random_tokens_fil
     assert (await uncached.get(KEDA_PATH, token="keda-token"))[0] == 200
 
     held = kube.delay("tokenreviews", 3.0, times=SLOTS)  # the flood's reviews, held: the cap is full
-    flood = [asyncio.create_task(uncached.get(KEDA_PATH, token=secrets.token_hex(16))) for _ in range(SLOTS)]
+    flood = random_token_flood(uncached)
     await eventually(lambda: held.hits == SLOTS)
     assert (await uncached.get(KEDA_PATH, token=secrets.token_hex(16)))[0] == 429  # unseen: refused at once
 
@@ -61,7 +70,7 @@ async def test_a_token_not_yet_reviewed_while_the_cap_is_full_is_told_to_retry_n
     kube.tokens["keda-token"] = ("system:serviceaccount:keda:keda-operator", [])
     kube.allow(user="system:serviceaccount:keda:keda-operator", resource="runtimes")
     held = kube.delay("tokenreviews", 1.0, times=SLOTS)
-    flood = [asyncio.create_task(uncached.get(KEDA_PATH, token=secrets.token_hex(16))) for _ in range(SLOTS)]
+    flood = random_token_flood(uncached)
     await eventually(lambda: held.hits == SLOTS)
 
     status, body = await uncached.get(KEDA_PATH, token="keda-token")

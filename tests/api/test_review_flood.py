@@ -31,7 +31,8 @@ async def test_fifty_concurrent_requests_with_one_unknown_token_make_one_token_r
 
 async def test_random_bearer_tokens_are_refused_without_a_review_each(
         secured: SecuredApi, metric_path: Callable[..., str]) -> None:
-    """Those reviewed get 401; those past the cap on reviews under way were not judged: 429, try again."""
+    """Those reviewed get 401; those past the cap on reviews under way, or past the client's share of it (a
+    quarter: counted exactly in `test_token_review_share.py`), were not judged: 429, try again."""
     secured.kube.delay("tokenreviews", 0.5)
     answers = await asyncio.gather(*(secured.get(metric_path(), token=secrets.token_hex(16)) for _ in range(80)))
     statuses = [status for status, _ in answers]
