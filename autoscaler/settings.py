@@ -415,8 +415,9 @@ _OPTIONS: Final = (
     _Option("--authorization-webhook-cache-unauthorized-ttl", duration, "how long denied SubjectAccessReview "
             "answers are cached", f"{_D.unauthorized_cache_ttl_s:g} s", "DURATION", _TLS),
     _Option("--max-in-flight-reviews", count, "TokenReviews, and SubjectAccessReviews, in flight at once per "
-            "serving process; a request that would start one more TokenReview gets 401, SubjectAccessReviews "
-            "wait their turn", str(_D.max_in_flight_reviews), "N", _TLS),
+            "serving process; a request that would start one more TokenReview, or more than its client address's "
+            "share (a quarter), gets 429, SubjectAccessReviews wait their turn", str(_D.max_in_flight_reviews),
+            "N", _TLS),
     _Option("--kubeconfig", file_path, "kubeconfig for the Kubernetes API",
             "in-cluster service account, else $KUBECONFIG or ~/.kube/config", "FILE", _TLS),
     # Serving.
