@@ -41,7 +41,7 @@ from typing import Any
 from aiohttp import web
 
 from autoscaler.api import packed
-from autoscaler.api.app import build_served_app
+from autoscaler.api.app import build_served_app, install_dispatch
 from autoscaler.api.certs import generate_self_signed, server_context
 from autoscaler.api.connections import ConnectionLimits, GuardedSite
 from autoscaler.api.render import SnapshotPublisher
@@ -88,6 +88,8 @@ async def serve_until_stopped(app: web.Application, host: str, port: int, tls: s
     SIGTERM or SIGINT ends the wait."""
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
+    if runner.server is not None:
+        install_dispatch(app, runner.server)  # the HPA's request served without routing (`Serving.dispatch`)
     try:
         await GuardedSite(runner, host, port, tls=tls, limits=limits, reuse_port=reuse_port).start()
         if on_ready is not None:

@@ -149,6 +149,61 @@ class Serving:
 
         return served
 
+    def dispatch(self, handler: handlers.MetricHandler, path: str, application: Handler) -> Handler:
+        """The serving worker's request handler: the HPA's request, `GET` of an external metric
+        (`EXTERNAL_METRIC_ROUTE`, with or without its trailing slash), recognised by a string test of its raw
+        path and served by `handler` as its route would serve it (the gate, the 406, errors as `Status`, counted
+        under `path`); every other request goes to `application` (the app's own `_handle`: routing, the
+        catch-all's 404 and 405) unchanged.
+
+        aiohttp's routing costs the HPA's request a `UrlDispatcher.resolve` coroutine, the route's regex, a match
+        info to build and freeze, and a coroutine layer of its own around the handler; a bare aiohttp handler
+        pays all of them too. Served here only where the route would match it with the same namespace and
+        metric: a path with a `%` (the route matches the decoded path), `{` or `}` (not in the route's
+        segments), another method (HEAD included) or an `Expect` header goes through routing.
+        `tests/api/test_fast_dispatch.py` holds both ways to the same answers."""
+        metrics, gate, tally, clock = self._metrics, self._gate, self._metrics.tally, time.perf_counter
+        children: dict[int, tuple[Counter, Histogram]] = {}
+        prefix, start = _HOT_PREFIX, len(_HOT_PREFIX)
+
+        async def dispatch(request: web.Request) -> web.StreamResponse:
+            raw = request.rel_url.raw_path
+            if request.method != "GET" or not raw.startswith(prefix) or "%" in raw or "{" in raw or "}" in raw:
+                return await application(request)
+            parts = raw[start:].split("/")
+            if (len(parts) != 2 and (len(parts) != 3 or parts[2])) or not parts[0] or not parts[1] or (
+                    hdrs.EXPECT in request.headers):
+                return await application(request)
+            started = clock()
+            try:
+                if gate is not None and (deciding := gate(request)) is not None:
+                    await deciding
+                if (accept := request.headers.get(hdrs.ACCEPT)) and not accepts_json(accept):
+                    raise ApiError(406, NOT_ACCEPTABLE)
+                response = handler(request, parts[0], parts[1])
+            except web.HTTPException as error:
+                if error.status < 400:
+                    raise
+                response = error_response(request, error)
+            except Exception as error:  # ApiError, and anything unexpected
+                response = error_response(request, error)
+            status = response.status
+            series = children.get(status)
+            if series is None:
+                series = children[status] = (metrics.requests.labels(path, str(status)),
+                                             metrics.request_seconds.labels(path))
+            tally.count_and_observe(*series, clock() - started)
+            return response
+
+        return dispatch
+
+
+_HOT_PREFIX = f"/apis/{GROUP_VERSION}/namespaces/"
+"""What the raw path of the HPA's request starts with (`Serving.dispatch`)."""
+
+DISPATCH_KEY: web.AppKey[Handler] = web.AppKey("dispatch", Handler)  # type: ignore[arg-type]
+"""The app's request handler for its server (`serve_until_stopped`): `Serving.dispatch` ahead of the app."""
+
 
 async def unmatched(request: web.Request) -> web.StreamResponse:
     """The catch-all route's handler: 405 where another route has the path with other methods, else 404."""
@@ -219,7 +274,16 @@ def build_api_app(source: Refresher | SnapshotStore, metrics: AdapterMetrics, ga
         if path in SLASH_TOLERANT:
             app.router.add_get(path + "/", wrapped)
     app.router.add_route("*", CATCH_ALL_ROUTE, serving(unmatched, "unmatched"), name=CATCH_ALL_NAME)
+    app[DISPATCH_KEY] = serving.dispatch(handlers.external_metric_answerer(app[SNAPSHOT_KEY], metrics, stall),
+                                         EXTERNAL_METRIC_ROUTE, app._handle)
     return app
+
+
+def install_dispatch(app: web.Application, server: web.Server) -> None:
+    """Serve the app's requests on `server` through its `DISPATCH_KEY` handler (`Serving.dispatch`), where it
+    has one; aiohttp's `Server.request_handler` is the app's `_handle` until then."""
+    if (dispatch := app.get(DISPATCH_KEY)) is not None:
+        server.request_handler = cast(Callable[[web.BaseRequest], Awaitable[web.StreamResponse]], dispatch)
 
 
 async def build_served_app(

@@ -195,19 +195,34 @@ _METRIC_HEADERS: Final = CIMultiDict({hdrs.CONTENT_TYPE: "application/json; char
 and `charset` would be joined and set on every request."""
 
 
+MetricHandler = Callable[[web.Request, str, str], web.Response]
+"""The external metric's handler, given the path's namespace and metric name (`external_metric_answerer`)."""
+
+
 def external_metric_handler(store: SnapshotStore, metrics: AdapterMetrics, stall: StallWatch | None = None
                             ) -> Callable[[web.Request], web.Response]:
+    """`external_metric_answerer` as a route's handler: the namespace and metric from the route's match."""
+    answer = external_metric_answerer(store, metrics, stall)
+
+    def external_metric(request: web.Request) -> web.Response:
+        match = request.match_info
+        return answer(request, match["namespace"], match["metric"])
+
+    return external_metric
+
+
+def external_metric_answerer(store: SnapshotStore, metrics: AdapterMetrics, stall: StallWatch | None = None
+                             ) -> MetricHandler:
     """`GET .../namespaces/NS/METRIC?labelSelector=...`, bound to the snapshots and self-metrics it uses: it is the
     HPA's every request, and reading them from `request.app` costs two lookups through aiohttp's properties.
+    Given the namespace and metric name (`app.Serving.dispatch` reads them off the raw path, without routing).
 
     A plain function, not a coroutine: it never waits, and `app.Serving` calls it without a coroutine layer.
     `runtime_answer` and `respond` inline, for the same reason (each Python call is a few hundred
     instructions of a request that costs about 300,000 in all: `bench/bench_request_cost.py`)."""
     tally, freshness = metrics.tally, metrics.freshness
 
-    def external_metric(request: web.Request) -> web.Response:
-        match = request.match_info
-        namespace, name = match["namespace"], match["metric"]
+    def external_metric(request: web.Request, namespace: str, name: str) -> web.Response:
         which = _WHICH.get(name)
         if which is None:
             metric = lookup_metric(name)
