@@ -8,8 +8,8 @@ Order and answers follow kube-apiserver's filter chain:
 - the SubjectAccessReview denies: 403 `Forbidden`, with kube's message (`User "u" cannot list resource ...`);
 - the review cannot be made (API down or slower than its deadline): 500 `InternalError`, never allowed;
 - the user already has as many reviews under way as may run at once: 429 `TooManyRequests` (`authz`); so is
-  a bearer token not reviewed lately while `--max-in-flight-reviews` TokenReviews are under way (not judged,
-  so not a 401: `authn.TokenReviewsBusy`).
+  a bearer token not reviewed lately while `--max-in-flight-reviews` TokenReviews are under way, or while its
+  client address has its share of them (a quarter) under way (not judged, so not a 401: `authn.TokenReviewsBusy`).
 Authorization happens before routing decides anything, so a caller without rights cannot learn which
 runtimes or metrics exist.
 """
