@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 import ssl
 
 from aiohttp import web
@@ -19,16 +18,8 @@ from autoscaler.api.app import build_api_app
 from autoscaler.api.connections import ConnectionLimits, GuardedSite
 from autoscaler.settings import ServeSettings, settings_from_args
 from tests.api.builders import KEY, Pki, refresher_with, runtime_view
+from tests.support.ports import machine_has_ipv6
 from tests.support.processes import free_port
-
-
-def machine_has_ipv6() -> bool:
-    try:
-        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
-            probe.bind(("::1", 0))
-    except OSError:
-        return False
-    return True
 
 
 async def status_of(host: str, port: int, client: ssl.SSLContext) -> bytes:

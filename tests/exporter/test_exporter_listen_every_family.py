@@ -9,12 +9,12 @@ adapter already scrapes `http://[podIP]:9187/metrics`; the sidecar must answer t
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 
 import yaml
 
 from tests.manifests.support import EXAMPLES
+from tests.support.ports import machine_has_ipv6
 from tests.support.processes import free_port, http_get, running
 
 
@@ -25,15 +25,6 @@ def shipped_listen() -> str:
     assert isinstance(value, str)
     return value
 
-
-def machine_has_ipv6() -> bool:
-    """Whether this kernel lets a socket bind IPv6's loopback (a container may run with IPv6 turned off)."""
-    try:
-        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
-            probe.bind(("::1", 0))
-    except OSError:
-        return False
-    return True
 
 
 def test_the_shipped_sidecar_answers_on_ipv6_and_ipv4(tmp_path: Path) -> None:

@@ -59,3 +59,14 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         fallback: int = sock.getsockname()[1]
         return fallback
+
+
+def machine_has_ipv6() -> bool:
+    """Whether this kernel lets a socket bind IPv6's loopback (a container may run with IPv6 turned off): the
+    tests of listening on every family check `[::1]` only where it exists."""
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
