@@ -23,14 +23,13 @@ from contextlib import contextmanager
 
 from autoscaler.actuation.leader import LeaseConfig
 from autoscaler.api.certs import server_context
-from autoscaler.api.connections import NO_SUCH_FAMILY
 from autoscaler.kube.config import load_kube_settings
 from autoscaler.kube.errors import KubeConfigError
 from autoscaler.policies.config import ConfigError
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.settings import ServeSettings
 from autoscaler.sources.targets import TargetsFileError, load_targets
-from exporter.listen import listen_fix
+from exporter.listen import NO_SUCH_FAMILY, listen_fix
 
 log = logging.getLogger(__name__)
 

@@ -48,7 +48,7 @@ def bind_listeners(host: str, port: int) -> list[socket.socket]:
             try:
                 sock = socket.socket(family, kind, proto)
             except OSError as error:
-                if not host and error.errno in _NO_SUCH_FAMILY:
+                if not host and error.errno in NO_SUCH_FAMILY:
                     continue  # every address: a kernel without IPv6 has IPv4's alone
                 raise ListenError(f"cannot listen on {show(host, port)}: {error.strerror or error}", error) from error
             sockets.append(sock)
@@ -58,7 +58,7 @@ def bind_listeners(host: str, port: int) -> list[socket.socket]:
             try:
                 sock.bind(address)
             except OSError as error:
-                if not host and family == socket.AF_INET6 and error.errno in _NO_SUCH_FAMILY:
+                if not host and family == socket.AF_INET6 and error.errno in NO_SUCH_FAMILY:
                     sockets.pop().close()  # IPv6 turned off in this pod (net.ipv6.conf.all.disable_ipv6)
                     continue
                 raise ListenError(f"cannot listen on {show(host, port)}: {error.strerror or error}", error) from error
@@ -74,7 +74,9 @@ def bind_listeners(host: str, port: int) -> list[socket.socket]:
     return sockets
 
 
-_NO_SUCH_FAMILY = (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL, errno.EPROTONOSUPPORT)
+NO_SUCH_FAMILY = (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL, errno.EPROTONOSUPPORT)
+"""What making or binding an IPv6 socket raises where IPv6 is turned off (the exporter's and the adapter's
+every-family listen then serve IPv4 alone)."""
 
 
 def show(host: str, port: int) -> str:

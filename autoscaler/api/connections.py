@@ -37,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import asyncio.sslproto
 import contextlib
-import errno
 import json
 import logging
 import socket
@@ -54,6 +53,7 @@ from aiohttp.web_request import BaseRequest
 
 from autoscaler.api.connection_memo import ConnectionMemo
 from autoscaler.api.status import status_body
+from exporter.listen import NO_SUCH_FAMILY
 
 log = logging.getLogger(__name__)
 
@@ -546,10 +546,6 @@ class _GuardedConnection(asyncio.Protocol):
                 guard.closing -= 1
             if guard.promised:
                 guard.place_freed()
-
-
-NO_SUCH_FAMILY = (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL, errno.EPROTONOSUPPORT)
-"""What binding IPv6's wildcard raises where IPv6 is turned off."""
 
 
 def listen_family(host: str) -> socket.AddressFamily:
