@@ -117,20 +117,21 @@ class Serving:
     def __call__(self, handler: Handler | PlainHandler, path: str, *, writes_json: bool = False) -> Handler:
         """`handler` served; one that `writes_json` first refuses, after the gate, a client that takes no
         JSON (406, `negotiation`). A handler that is a plain function (the HPA's: it never waits) is called
-        without a coroutine layer of its own."""
+        without a coroutine layer of its own. Arguments after the request go to `handler` (`dispatch` gives
+        the namespace and metric it read off the path)."""
         metrics, gate, tally, clock = self._metrics, self._gate, self._metrics.tally, time.perf_counter
         children: dict[int, tuple[Counter, Histogram]] = {}
-        plain = None if inspect.iscoroutinefunction(handler) else cast(PlainHandler, handler)
-        awaited = cast(Handler, handler)
+        plain = None if inspect.iscoroutinefunction(handler) else cast(Callable[..., web.StreamResponse], handler)
+        awaited = cast(Callable[..., Awaitable[web.StreamResponse]], handler)
 
-        async def served(request: web.Request) -> web.StreamResponse:
+        async def served(request: web.Request, *args: str) -> web.StreamResponse:
             started = clock()
             try:
                 if gate is not None and (deciding := gate(request)) is not None:
                     await deciding
                 if writes_json and (accept := request.headers.get(hdrs.ACCEPT)) and not accepts_json(accept):
                     raise ApiError(406, NOT_ACCEPTABLE)
-                response = plain(request) if plain is not None else await awaited(request)
+                response = plain(request, *args) if plain is not None else await awaited(request, *args)
             except web.HTTPException as error:
                 if error.status < 400:
                     raise
@@ -152,9 +153,9 @@ class Serving:
     def dispatch(self, handler: handlers.MetricHandler, path: str, application: Handler) -> Handler:
         """The serving worker's request handler: the HPA's request, `GET` of an external metric
         (`EXTERNAL_METRIC_ROUTE`, with or without its trailing slash), recognised by a string test of its raw
-        path and served by `handler` as its route would serve it (the gate, the 406, errors as `Status`, counted
-        under `path`); every other request goes to `application` (the app's own `_handle`: routing, the
-        catch-all's 404 and 405) unchanged.
+        path and served by `handler` as its route would serve it (`__call__`'s wrapping: the gate, the 406,
+        errors as `Status`, counted under `path`); every other request goes to `application` (the app's own
+        `_handle`: routing, the catch-all's 404 and 405) unchanged.
 
         aiohttp's routing costs the HPA's request a `UrlDispatcher.resolve` coroutine, the route's regex, a match
         info to build and freeze, and a coroutine layer of its own around the handler; a bare aiohttp handler
@@ -162,8 +163,8 @@ class Serving:
         metric: a path with a `%` (the route matches the decoded path), `{` or `}` (not in the route's
         segments), another method (HEAD included) or an `Expect` header goes through routing.
         `tests/api/test_fast_dispatch.py` holds both ways to the same answers."""
-        metrics, gate, tally, clock = self._metrics, self._gate, self._metrics.tally, time.perf_counter
-        children: dict[int, tuple[Counter, Histogram]] = {}
+        served = cast(Callable[..., Awaitable[web.StreamResponse]],
+                      self(cast(PlainHandler, handler), path, writes_json=True))
         prefix, start = _HOT_PREFIX, len(_HOT_PREFIX)
 
         async def dispatch(request: web.Request) -> web.StreamResponse:
@@ -174,26 +175,7 @@ class Serving:
             if (len(parts) != 2 and (len(parts) != 3 or parts[2])) or not parts[0] or not parts[1] or (
                     hdrs.EXPECT in request.headers):
                 return await application(request)
-            started = clock()
-            try:
-                if gate is not None and (deciding := gate(request)) is not None:
-                    await deciding
-                if (accept := request.headers.get(hdrs.ACCEPT)) and not accepts_json(accept):
-                    raise ApiError(406, NOT_ACCEPTABLE)
-                response = handler(request, parts[0], parts[1])
-            except web.HTTPException as error:
-                if error.status < 400:
-                    raise
-                response = error_response(request, error)
-            except Exception as error:  # ApiError, and anything unexpected
-                response = error_response(request, error)
-            status = response.status
-            series = children.get(status)
-            if series is None:
-                series = children[status] = (metrics.requests.labels(path, str(status)),
-                                             metrics.request_seconds.labels(path))
-            tally.count_and_observe(*series, clock() - started)
-            return response
+            return await served(request, parts[0], parts[1])
 
         return dispatch
 
