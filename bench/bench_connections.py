@@ -63,16 +63,23 @@ def _parent(entry: Path) -> int:
         return -1
 
 
+async def connect(port: int, counters: dict[str, int]) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+    """A TLS connection to the adapter, counted as opened or refused (None)."""
+    try:
+        streams = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port, ssl=INSECURE), 20)
+    except (OSError, TimeoutError, ssl.SSLError):
+        counters["refused"] += 1
+        return None
+    counters["opened"] += 1
+    return streams
+
+
 async def slow_client(port: int, until: float, counters: dict[str, int]) -> None:
     while time.monotonic() < until:
-        try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection("127.0.0.1", port, ssl=INSECURE), 20)
-        except (OSError, TimeoutError, ssl.SSLError):
-            counters["refused"] += 1
+        if (streams := await connect(port, counters)) is None:
             await asyncio.sleep(0.5)
             continue
-        counters["opened"] += 1
+        reader, writer = streams
         try:
             writer.write(b"GET /healthz HTTP/1.1\r\nHost: adapter\r\n")
             while time.monotonic() < until and not reader.at_eof():
@@ -88,13 +95,9 @@ async def slow_client(port: int, until: float, counters: dict[str, int]) -> None
 async def refused_client(port: int, until: float, counters: dict[str, int], pipeline: int) -> None:
     batch = b"GET /no-such-path HTTP/1.1\r\nHost: adapter\r\n\r\n" * pipeline
     while time.monotonic() < until:
-        try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection("127.0.0.1", port, ssl=INSECURE), 20)
-        except (OSError, TimeoutError, ssl.SSLError):
-            counters["refused"] += 1
+        if (streams := await connect(port, counters)) is None:
             continue  # again at once
-        counters["opened"] += 1
+        reader, writer = streams
         try:
             while time.monotonic() < until:
                 writer.write(batch)
