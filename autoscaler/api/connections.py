@@ -142,7 +142,6 @@ class ConnectionGuard:
         self.server = server
         self.tls = tls
         self.limits = limits
-        self.open = 0
         self.refused = 0
         self.evicted = 0
         self.closed_after_answer = 0
@@ -170,6 +169,11 @@ class ConnectionGuard:
         handler = StatusRequestHandler(self.server, loop=asyncio.get_running_loop(), **self._handler_kwargs)
         handler.line_limit = min(self.limits.max_line_size, self.limits.max_field_size)
         return handler
+
+    @property
+    def open(self) -> int:
+        """Connections holding a place."""
+        return len(self.counted)
 
     def make_room(self) -> bool:
         """At the bound, for a new connection: whether it may wait in line (`promised`), before its TLS
@@ -316,7 +320,6 @@ class _GuardedConnection(asyncio.Protocol):
 
     def _take_place(self, transport: asyncio.BaseTransport) -> None:
         guard = self._guard
-        guard.open += 1
         guard.counted[self] = None
         self._counted = True
         self.opened = self._loop.time()
@@ -540,7 +543,6 @@ class _GuardedConnection(asyncio.Protocol):
         guard.waiting.pop(self, None)
         if self._counted:
             self._counted = False
-            guard.open -= 1
             guard.counted.pop(self, None)
             if self.closing:
                 guard.closing -= 1
