@@ -27,6 +27,7 @@ Here, as Go's `http.Server` does for kube-apiserver and other extension API serv
   headers over its limit) with reason `BadRequest` (metav1 has no reason of its own for 431, and a client must
   not retry it unchanged), its message naming the limit; any other unparseable request with a 400 `Status`, logged
   once per interval in one short WARNING line, never with the request or a traceback (`client_errors.py`).
+  Either carries kube-apiserver's headers and `Connection: close`, as every answer of the API does.
 
 TLS is negotiated here (`loop.start_tls`) rather than by the server socket, which is what makes refusing
 before the handshake possible; aiohttp's request handler then runs unchanged on the TLS transport.
@@ -37,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import asyncio.sslproto
 import contextlib
-import json
 import logging
 import socket
 import ssl
@@ -46,13 +46,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aiohttp import web
+from aiohttp import hdrs, web
 from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
 from autoscaler.api.connection_memo import ConnectionMemo
-from autoscaler.api.status import status_body
+from autoscaler.api.status import status_response
 from exporter.listen import NO_SUCH_FAMILY
 
 log = logging.getLogger(__name__)
@@ -89,8 +89,11 @@ class ConnectionLimits:
 
 
 class StatusRequestHandler(RequestHandler, ConnectionMemo):
-    """aiohttp's protocol handler, answering requests it cannot parse with a `Status` instead of text, and
-    keeping what authentication found out about the connection (`ConnectionMemo`)."""
+    """aiohttp's protocol handler, answering requests it cannot parse with a `Status` instead of text (with
+    kube-apiserver's headers, as every answer: `status.ApiResponse`), and keeping what authentication found out
+    about the connection (`ConnectionMemo`). aiohttp answers these from here (`handle_error`, called by its
+    `_make_error_handler`) without the server's request handler, so neither the app's routes nor the serving
+    worker's dispatch (`app.Serving`) see them."""
 
     line_limit: int = 8190
     """The longest request line or header field accepted (`ConnectionLimits`), named in the 431's message."""
@@ -128,8 +131,9 @@ class StatusRequestHandler(RequestHandler, ConnectionMemo):
                       str(exc)[:200] if exc is not None else message)
         if request.writer.output_size > 0:
             raise ConnectionError("response already started; closing the connection")
-        response = web.Response(body=json.dumps(status_body(code, text)).encode(), status=code,
-                                content_type="application/json", charset="utf-8")
+        # kube's headers and no `Server`, as every other answer (`ApiResponse`); `Connection: close` said, as Go's
+        # server says it: aiohttp answers on HTTP/1.0 here (it could not read the version), where it is implied
+        response = status_response(code, text, {hdrs.CONNECTION: "close"})
         response.force_close()
         return response
 

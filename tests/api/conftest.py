@@ -15,7 +15,7 @@ import pytest
 import trustme
 from aiohttp import web
 
-from autoscaler.api.app import build_api_app
+from autoscaler.api.app import build_api_app, install_dispatch
 from autoscaler.api.auth import ApiSecurity, build_api_security
 from autoscaler.api.connections import ConnectionLimits, GuardedSite
 from autoscaler.refresher import Refresher
@@ -86,11 +86,15 @@ def settings_for(pki: Pki, tmp_path: Path, kube: FakeKubeApi) -> Callable[..., S
 
 @asynccontextmanager
 async def listening(app: web.Application, tls: ssl.SSLContext,
-                    limits: ConnectionLimits | None = None) -> AsyncIterator[int]:
+                    limits: ConnectionLimits | None = None, *, dispatch: bool = False) -> AsyncIterator[int]:
     """`app` served as `serve` serves it, through the guarded listener and its protocol (which keeps what
-    authentication found out about a connection), on a free port of 127.0.0.1; the port."""
+    authentication found out about a connection), on a free port of 127.0.0.1; the port. `dispatch`: with the
+    serving worker's fast dispatch installed (`install_dispatch`), as a worker serves."""
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
+    if dispatch:
+        assert runner.server is not None
+        install_dispatch(app, runner.server)
     site = GuardedSite(runner, "127.0.0.1", 0, tls=tls, limits=limits or ConnectionLimits())
     try:
         await site.start()
