@@ -52,6 +52,7 @@ from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
 from autoscaler.api.connection_memo import ConnectionMemo
+from autoscaler.api.peer_share import PeerCounts
 from autoscaler.api.status import status_response
 from exporter.listen import NO_SUCH_FAMILY
 
@@ -158,7 +159,12 @@ class ConnectionGuard:
         """Every connection holding a place, oldest first."""
         self.promised: deque[_GuardedConnection] = deque()
         """New connections accepted at the bound, held before their TLS handshake in line for the next place to
-        free; first come, first admitted (`make_room`, `place_freed`)."""
+        free; first come, first admitted, those of an address under its share first (`make_room`,
+        `place_freed`)."""
+        self.held = PeerCounts(limits.max_connections)
+        """Places held, by the client's address, and each address's share of them (`make_room`)."""
+        self.lined = PeerCounts(limits.max_connections)
+        """New connections in line (`promised`), by the client's address."""
         self._handler_kwargs: dict[str, Any] = {
             "keepalive_timeout": limits.keepalive_timeout_s,
             "max_line_size": limits.max_line_size,
@@ -179,12 +185,27 @@ class ConnectionGuard:
         """Connections holding a place."""
         return len(self.counted)
 
-    def make_room(self) -> bool:
-        """At the bound, for a new connection: whether it may wait in line (`promised`), before its TLS
-        handshake, for the next place to free (False: refused, closed at once). Places go to the line first
+    def make_room(self, peer: str) -> bool:
+        """At the bound, for a new connection from `peer`: whether it may wait in line (`promised`), before its
+        TLS handshake, for the next place to free (False: refused, closed at once). Places go to the line first
         come, first served, so that a client that reconnects at once cannot take the place freed for a client
         that came before it. The line is as long as the bound at most, and a connection waits in it for
         `header_read_timeout_s` at most; an accepted socket not yet in TLS costs next to nothing.
+
+        Each client address has a share of the places, a quarter of the bound (`peer_share.peer_share`, as the
+        TokenReviews under way: several clients may share an address, and one address holding its share leaves
+        three quarters to the others). A new connection from an address that holds, with its connections in
+        line, less than its share is ahead of the others: it goes before them in line (`place_freed`), and when
+        the line is full it takes the place in line of the newest connection of an address over its share,
+        closed instead. Without it, one client opening many times the bound (reconnecting at once) kept the line
+        full and every other address's new connection was refused as it was accepted. A place freed for the
+        line is one of an address over its share where one is idle (`choose_room`), so its other clients keep
+        theirs. The share is a fixed quarter, not the bound divided among the addresses present: behind the
+        aggregation layer nearly every connection is kube-apiserver's, from one address per replica, and an
+        address is never held to less than its share, so kube-apiserver keeps at least a quarter of the places
+        however many other addresses connect (each replica its own quarter); with no other address at the
+        bound the share changes nothing, since an address over its share is put after, never refused for it,
+        and the order of places and victims among its own connections is as before.
 
         A place is freed for the line (`choose_room`, `tell_to_go`), so that a client refused for who it is or
         how fast it asks cannot keep the places from clients that are served:
@@ -204,13 +225,38 @@ class ConnectionGuard:
         A connection with a request in flight, or whose answer is still being handed over, is never closed
         before its answer is, unless its client has stopped reading its answers (`_GuardedConnection.closable`)."""
         if len(self.promised) >= self.limits.max_connections:
-            return False
-        decision, victim = choose_room(self.waiting, self.counted, asyncio.get_running_loop().time())
+            # A place is already coming for each connection in line: an address under its share can only take
+            # one of theirs, that of an address over its share.
+            if not self.under_share(peer) or (displaced := self._displaceable()) is None:
+                return False
+            self.refused += 1
+            displaced.leave_line()
+            displaced.abort()
+            return True
+        decision, victim = choose_room(self.waiting, self.counted, asyncio.get_running_loop().time(),
+                                       self.over_share)
         if decision == "refuse":
             return False
         if victim is not None:
             self.tell_to_go(victim, decision)
         return True
+
+    def under_share(self, peer: str) -> bool:
+        """`peer` holds, with its connections in line, fewer places than its share: a new one goes first."""
+        return self.held.held(peer) + self.lined.held(peer) < self.held.share
+
+    def over_share(self, connection: _GuardedConnection) -> bool:
+        """`connection`'s address holds more places than its share: its idle ones make room first."""
+        return self.held.held(connection.peer) > self.held.share
+
+    def _displaceable(self) -> _GuardedConnection | None:
+        """The newest connection in line of an address that holds, with its connections in line, more places
+        than its share."""
+        share = self.held.share
+        for newcomer in reversed(self.promised):
+            if self.held.held(newcomer.peer) + self.lined.held(newcomer.peer) > share:
+                return newcomer
+        return None
 
     def tell_to_go(self, victim: _GuardedConnection, decision: Room) -> None:
         self.closing += 1
@@ -226,16 +272,19 @@ class ConnectionGuard:
         """An answer was handed over while connections wait in line for more places than are coming: free
         one now if `choose_room` finds one to close (a 4xx answered, an idle connection)."""
         while len(self.promised) > self.closing:
-            decision, victim = choose_room(self.waiting, self.counted, asyncio.get_running_loop().time())
+            decision, victim = choose_room(self.waiting, self.counted, asyncio.get_running_loop().time(),
+                                           self.over_share)
             if victim is None:
                 return
             self.tell_to_go(victim, decision)
 
     def place_freed(self) -> None:
-        """A counted connection has gone: its place to the first connection still waiting for one."""
-        promised = self.promised
+        """A counted connection has gone: its place to the first connection in line of an address holding fewer
+        places than its share, else to the first in line."""
+        promised, held, share = self.promised, self.held, self.held.share
         while promised:
-            newcomer = promised.popleft()
+            newcomer = next((one for one in promised if held.held(one.peer) < share), promised[0])
+            newcomer.leave_line()
             if newcomer.admit():
                 return
 
@@ -247,12 +296,15 @@ most this long, a new connection is not closed to make room while a place is com
 
 
 def choose_room(waiting: dict[_GuardedConnection, None], counted: dict[_GuardedConnection, None],
-                now: float) -> tuple[Room, _GuardedConnection | None]:
+                now: float, over_share: Callable[[_GuardedConnection], bool] = lambda _: False,
+                ) -> tuple[Room, _GuardedConnection | None]:
     """What frees a place at the bound (`ConnectionGuard.make_room`, in its order): close a connection at once,
     close one after its current answer, wait for a place that is coming, or nothing (refuse). A new
-    connection (not yet answered, open less than `NEW_CONNECTION_S`) is closed only when no place is coming."""
+    connection (not yet answered, open less than `NEW_CONNECTION_S`) is closed only when no place is coming.
+    Among the served clients' waiting connections, one whose address is `over_share` goes first."""
     first: _GuardedConnection | None = None
     first_new: _GuardedConnection | None = None
+    first_over = first_new_over = False
     coming = False
     for connection in waiting:
         if connection.closing:
@@ -261,10 +313,10 @@ def choose_room(waiting: dict[_GuardedConnection, None], counted: dict[_GuardedC
             if connection.refused:
                 return "close", connection
             if connection.answered_once or now - connection.opened >= NEW_CONNECTION_S:
-                if first is None:
-                    first = connection
-            elif first_new is None:
-                first_new = connection
+                if not first_over and (first is None or over_share(connection)):
+                    first, first_over = connection, over_share(connection)
+            elif not first_new_over and (first_new is None or over_share(connection)):
+                first_new, first_new_over = connection, over_share(connection)
         else:
             coming = True  # an answer still being handed over
     for connection in counted:
@@ -305,26 +357,42 @@ class _GuardedConnection(asyncio.Protocol):
         """When it took its place (loop time)."""
         self.closing = False
         """Told to go (at once, or after its current answer) to make room: its place is promised to the line."""
+        self.peer = ""
+        """The client's address (its share of places: `ConnectionGuard.make_room`)."""
+        self._in_line = False
 
     # The raw TCP connection.
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         guard = self._guard
         self._raw = transport
+        peername = transport.get_extra_info("peername")
+        self.peer = str(peername[0]) if peername else ""
         if guard.open >= guard.limits.max_connections:
-            if not guard.make_room():
+            if not guard.make_room(self.peer):
                 guard.refused += 1
                 transport.abort()  # type: ignore[attr-defined]
                 return
             # In line, before any TLS handshake, for the next place to free (`ConnectionGuard.place_freed`).
             transport.pause_reading()  # type: ignore[attr-defined]
             guard.promised.append(self)
+            guard.lined.take(self.peer)
+            self._in_line = True
             self._timer = self._loop.call_later(guard.limits.header_read_timeout_s, self._promise_expired)
             return
         self._take_place(transport)
 
+    def leave_line(self) -> None:
+        """Out of the line (`ConnectionGuard.promised`): admitted, gone, or closed for another."""
+        if self._in_line:
+            self._in_line = False
+            guard = self._guard
+            guard.promised.remove(self)
+            guard.lined.give_back(self.peer)
+
     def _take_place(self, transport: asyncio.BaseTransport) -> None:
         guard = self._guard
         guard.counted[self] = None
+        guard.held.take(self.peer)
         self._counted = True
         self.opened = self._loop.time()
         self._transport = transport
@@ -545,9 +613,11 @@ class _GuardedConnection(asyncio.Protocol):
         self._awaiting_since = None
         guard = self._guard
         guard.waiting.pop(self, None)
+        self.leave_line()
         if self._counted:
             self._counted = False
             guard.counted.pop(self, None)
+            guard.held.give_back(self.peer)
             if self.closing:
                 guard.closing -= 1
             if guard.promised:
@@ -603,9 +673,9 @@ class GuardedSite(web.BaseSite):
 
     async def stop(self) -> None:
         if self.guard is not None:  # connections held for a promised place have no handler to close them
-            for newcomer in self.guard.promised:
+            for newcomer in list(self.guard.promised):
+                newcomer.leave_line()
                 newcomer.abort()
-            self.guard.promised.clear()
         await super().stop()
 
     @property
