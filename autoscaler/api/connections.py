@@ -16,6 +16,10 @@ Here, as Go's `http.Server` does for kube-apiserver and other extension API serv
   in flight is never closed to make room, nor one whose answer is not yet handed to the kernel unless its
   client has stopped reading its answers. The line is as long as the bound and a connection waits in it for the header
   timeout at most; when it is full, or no place is to come, the new connection is closed as it is accepted.
+  Each client address has a share of the places (a quarter of the bound, as of the TokenReviews under way:
+  `peer_share.py`): a new connection from an address under its share goes first in line, takes the line place of
+  an address over its share when the line is full, and an idle place of an address over its share makes room
+  first; so one client opening many times the bound cannot keep another address out.
 - **A TLS handshake and header read timeout** (`--header-read-timeout`): the handshake, and then the complete
   header block of each request, must arrive within it, counted from the connection's start or from the first
   byte of a request. A slow-header client ("slowloris") is disconnected.
