@@ -14,6 +14,14 @@ adapter closes it; with `--max-connections` below N they hold every place, and t
 client still gets in:
 
     python bench/bench_connections.py --slow 0 --refused 64 --pipeline 8 --max-connections 16 --seconds 20
+
+`--greedy N` adds N clients that are served (`/healthz`, 200) in a loop, reconnecting at once whenever the
+adapter closes them, all from 127.0.0.1: one address opening many times `--max-connections`. With
+`--probe-address 127.0.0.2` the probes come from another address (Linux routes all of 127/8 to loopback), and
+show whether that address still gets in (each address has a share of the places):
+
+    python bench/bench_connections.py --slow 0 --greedy 64 --max-connections 16 --probe-address 127.0.0.2 \
+        --seconds 20
 """
 
 from __future__ import annotations
@@ -93,7 +101,18 @@ async def slow_client(port: int, until: float, counters: dict[str, int]) -> None
 
 
 async def refused_client(port: int, until: float, counters: dict[str, int], pipeline: int) -> None:
-    batch = b"GET /no-such-path HTTP/1.1\r\nHost: adapter\r\n\r\n" * pipeline
+    await looping_client(port, until, counters, pipeline, "/no-such-path", "4xx answered")
+
+
+async def greedy_client(port: int, until: float, counters: dict[str, int], pipeline: int) -> None:
+    await looping_client(port, until, counters, pipeline, "/healthz", "greedy answered")
+
+
+async def looping_client(port: int, until: float, counters: dict[str, int], pipeline: int, path: str,
+                         counter: str) -> None:
+    """`path` asked `pipeline` times at a time on one kept-alive connection, until the adapter closes it; then
+    again at once on a new one."""
+    batch = f"GET {path} HTTP/1.1\r\nHost: adapter\r\n\r\n".encode() * pipeline
     while time.monotonic() < until:
         if (streams := await connect(port, counters)) is None:
             continue  # again at once
@@ -106,18 +125,20 @@ async def refused_client(port: int, until: float, counters: dict[str, int], pipe
                     length = next(int(line.partition(b":")[2]) for line in head.split(b"\r\n")
                                   if line.lower().startswith(b"content-length:"))
                     await reader.readexactly(length)
-                    counters["4xx answered"] += 1
+                    counters[counter] += 1
         except (OSError, ssl.SSLError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass
         finally:
             writer.close()
 
 
-async def probe(url: str, until: float, counters: dict[str, int]) -> None:
+async def probe(url: str, until: float, counters: dict[str, int], address: str | None) -> None:
+    """`/healthz` every second on a new connection, from `address` (None: the system's choice, 127.0.0.1)."""
     while time.monotonic() < until:
         try:
             reader, writer = await asyncio.wait_for(asyncio.open_connection(
-                "127.0.0.1", int(url.rsplit(":", 1)[1]), ssl=INSECURE), 5)
+                "127.0.0.1", int(url.rsplit(":", 1)[1]), ssl=INSECURE,
+                local_addr=(address, 0) if address else None), 5)
             writer.write(b"GET /healthz HTTP/1.1\r\nHost: adapter\r\nConnection: close\r\n\r\n")
             answer = await asyncio.wait_for(reader.read(), 5)
             writer.close()
@@ -128,7 +149,8 @@ async def probe(url: str, until: float, counters: dict[str, int]) -> None:
 
 
 async def run(args: argparse.Namespace, pid: int, port: int) -> None:
-    counters = {"opened": 0, "refused": 0, "4xx answered": 0, "probes ok": 0, "probes failed": 0}
+    counters = {"opened": 0, "refused": 0, "4xx answered": 0, "greedy answered": 0, "probes ok": 0,
+                "probes failed": 0}
     until = time.monotonic() + args.seconds
     print(f"adapter RSS before: {rss_mib(pid):.0f} MiB")
     peak = 0.0
@@ -142,15 +164,18 @@ async def run(args: argparse.Namespace, pid: int, port: int) -> None:
             print(f"  t={args.seconds - (until - time.monotonic()):4.0f} s  RSS {rss:6.0f} MiB  {counters}",
                   flush=True)
 
-    tasks = [asyncio.create_task(probe(f"https://127.0.0.1:{port}", until, counters)),
+    tasks = [asyncio.create_task(probe(f"https://127.0.0.1:{port}", until, counters, args.probe_address)),
              asyncio.create_task(monitor())]
     for _ in range(args.refused):
         tasks.append(asyncio.create_task(refused_client(port, until, counters, args.pipeline)))
+    for _ in range(args.greedy):
+        tasks.append(asyncio.create_task(greedy_client(port, until, counters, args.pipeline)))
     for _ in range(args.slow):
         tasks.append(asyncio.create_task(slow_client(port, until, counters)))
         await asyncio.sleep(0.002)
     await asyncio.gather(*tasks, return_exceptions=True)
-    print(f"peak RSS {peak:.0f} MiB with {args.slow} slow clients, {args.refused} refused clients; {counters}")
+    print(f"peak RSS {peak:.0f} MiB with {args.slow} slow clients, {args.refused} refused clients, "
+          f"{args.greedy} greedy clients; {counters}")
 
 
 def main() -> None:
@@ -159,7 +184,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--refused", type=int, default=0, help="clients looping on instant 4xx answers")
-    parser.add_argument("--pipeline", type=int, default=1, help="requests a refused client sends at a time")
+    parser.add_argument("--greedy", type=int, default=0,
+                        help="clients served in a loop from 127.0.0.1, reconnecting at once when closed")
+    parser.add_argument("--pipeline", type=int, default=1,
+                        help="requests a refused or greedy client sends at a time")
+    parser.add_argument("--probe-address", default=None,
+                        help="the probes' source address (e.g. 127.0.0.2: another client address)")
     parser.add_argument("--max-connections", type=int, default=None, help="the adapter's, if not its default")
     args = parser.parse_args()
     port = free_port()

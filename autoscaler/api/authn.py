@@ -14,7 +14,7 @@ Three authenticators, tried in kube's order; the first that recognizes the reque
    TTL. Concurrent requests with the same token share one review, and at most `max_in_flight` reviews run at
    once: a request that would start one more is refused at once (429, `TokenReviewsBusy`: not judged), so a
    client sending random tokens cannot multiply TokenReviews against the API server. Each peer address may
-   start at most `peer_share(max_in_flight)` of them (a quarter) for tokens not known, as kube's
+   start at most `peer_share.peer_share(max_in_flight)` of them (a quarter) for tokens not known, as kube's
    priority-and-fairness gives each flow a share, so one pod flooding random tokens leaves three quarters of
    the cap to the others (KEDA's token, not known yet after an adapter restart, among them). Rejected tokens
    are cached apart from accepted ones, so such a flood cannot evict the answers of real clients; and a token
@@ -45,6 +45,7 @@ from cachetools import LRUCache, TTLCache
 from autoscaler.api.client_certs import ClientCertificateInspector
 from autoscaler.api.connection_memo import ConnectionMemo
 from autoscaler.api.identity import UserInfo
+from autoscaler.api.peer_share import PeerCounts
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.reviews import TokenReviewResult
 
@@ -56,22 +57,6 @@ CERTIFICATE_METHODS = frozenset({"requestheader", "x509"})
 KNOWN_TOKEN_S = 900.0
 """How long a token the API server accepted may be reviewed again past the cap on reviews in flight: longer
 than any client's pause between requests (KEDA's polling interval, an HPA's sync period)."""
-PEER_SHARE_DIVISOR = 4
-"""A peer address may have a quarter of the TokenReview cap under way for tokens not known (`peer_share`)."""
-
-
-def peer_share(max_in_flight: int) -> int:
-    """TokenReviews of tokens not known that one peer address may have under way: `max_in_flight // 4`, at
-    least 1. A quarter, not less: a real client has one token or a few (and requests with one token share
-    a review), but several clients can share an address (pods on the host network, clients behind SNAT), and
-    the share must leave them room. Not more: one pod flooding random tokens then leaves three quarters of the
-    cap (24 of the default 32) to everyone else; it takes four addresses to fill it. Derived from
-    `--max-in-flight-reviews` rather than a flag of its own, as kube derives a flow's share from its priority
-    level's limit: raising that flag raises both. With fewer than 8 the share is 1, and with a cap of 1 there
-    is no room left for others."""
-    return max(1, max_in_flight // PEER_SHARE_DIVISOR)
-
-
 class AuthenticationError(Exception):
     """Credentials were presented but are not valid, or could not be checked."""
 
@@ -186,10 +171,9 @@ class TokenAuthenticator:
         """Tokens accepted within `KNOWN_TOKEN_S`, by hash: reviewed again even when the cap is full."""
         self._in_flight: dict[bytes, asyncio.Task[TokenReviewResult]] = {}
         self._max_in_flight = max_in_flight
-        self._peer_share = peer_share(max_in_flight)
-        self._by_peer: dict[str, int] = {}
-        """Reviews of tokens not known under way, by the peer address whose request started them (a peer
-        with none has no entry, so the dict holds only the peers with reviews under way)."""
+        self._by_peer = PeerCounts(max_in_flight)
+        """Reviews of tokens not known under way, by the peer address whose request started them, and the
+        share each may start (`peer_share.peer_share`: a quarter of the cap)."""
 
     async def authenticate(self, request: web.Request) -> UserInfo | None:
         scheme, _, token = request.headers.get("Authorization", "").strip().partition(" ")
@@ -217,12 +201,12 @@ class TokenAuthenticator:
                 if len(self._in_flight) >= self._max_in_flight:
                     raise TokenReviewsBusy(f"{self._max_in_flight} TokenReviews already in flight; not "
                                            "starting another")
-                started = self._by_peer.get(peer, 0)
-                if started >= self._peer_share:
+                started = self._by_peer.held(peer)
+                if started >= self._by_peer.share:
                     raise TokenReviewsBusy(f"{started} TokenReviews of tokens not known already in flight for "
                                            f"{peer or 'this peer'} (its share of {self._max_in_flight}); not "
                                            "starting another")
-                self._by_peer[peer] = started + 1
+                self._by_peer.take(peer)
                 charged = peer
             task = asyncio.create_task(self._call(key, token))
             self._in_flight[key] = task
@@ -234,9 +218,7 @@ class TokenAuthenticator:
         """A review ended: it is no longer in flight, nor part of its peer's share."""
         self._in_flight.pop(key, None)
         if charged is not None:
-            left = self._by_peer.pop(charged, 1) - 1
-            if left:
-                self._by_peer[charged] = left
+            self._by_peer.give_back(charged)
 
     async def _call(self, key: bytes, token: str) -> TokenReviewResult:
         try:

@@ -16,6 +16,10 @@ Here, as Go's `http.Server` does for kube-apiserver and other extension API serv
   in flight is never closed to make room, nor one whose answer is not yet handed to the kernel unless its
   client has stopped reading its answers. The line is as long as the bound and a connection waits in it for the header
   timeout at most; when it is full, or no place is to come, the new connection is closed as it is accepted.
+  Each client address has a share of the places (a quarter of the bound, as of the TokenReviews under way:
+  `peer_share.py`): a new connection from an address under its share goes first in line, takes the line place of
+  an address over its share when the line is full, and an idle place of an address over its share makes room
+  first; so one client opening many times the bound cannot keep another address out.
 - **A TLS handshake and header read timeout** (`--header-read-timeout`): the handshake, and then the complete
   header block of each request, must arrive within it, counted from the connection's start or from the first
   byte of a request. A slow-header client ("slowloris") is disconnected.
@@ -27,6 +31,7 @@ Here, as Go's `http.Server` does for kube-apiserver and other extension API serv
   headers over its limit) with reason `BadRequest` (metav1 has no reason of its own for 431, and a client must
   not retry it unchanged), its message naming the limit; any other unparseable request with a 400 `Status`, logged
   once per interval in one short WARNING line, never with the request or a traceback (`client_errors.py`).
+  Either carries kube-apiserver's headers and `Connection: close`, as every answer of the API does.
 
 TLS is negotiated here (`loop.start_tls`) rather than by the server socket, which is what makes refusing
 before the handshake possible; aiohttp's request handler then runs unchanged on the TLS transport.
@@ -37,7 +42,6 @@ from __future__ import annotations
 import asyncio
 import asyncio.sslproto
 import contextlib
-import json
 import logging
 import socket
 import ssl
@@ -46,13 +50,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aiohttp import web
+from aiohttp import hdrs, web
 from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
 from autoscaler.api.connection_memo import ConnectionMemo
-from autoscaler.api.status import status_body
+from autoscaler.api.peer_share import PeerCounts
+from autoscaler.api.status import status_response
 from exporter.listen import NO_SUCH_FAMILY
 
 log = logging.getLogger(__name__)
@@ -89,8 +94,11 @@ class ConnectionLimits:
 
 
 class StatusRequestHandler(RequestHandler, ConnectionMemo):
-    """aiohttp's protocol handler, answering requests it cannot parse with a `Status` instead of text, and
-    keeping what authentication found out about the connection (`ConnectionMemo`)."""
+    """aiohttp's protocol handler, answering requests it cannot parse with a `Status` instead of text (with
+    kube-apiserver's headers, as every answer: `status.ApiResponse`), and keeping what authentication found out
+    about the connection (`ConnectionMemo`). aiohttp answers these from here (`handle_error`, called by its
+    `_make_error_handler`) without the server's request handler, so neither the app's routes nor the serving
+    worker's dispatch (`app.Serving`) see them."""
 
     line_limit: int = 8190
     """The longest request line or header field accepted (`ConnectionLimits`), named in the 431's message."""
@@ -128,8 +136,9 @@ class StatusRequestHandler(RequestHandler, ConnectionMemo):
                       str(exc)[:200] if exc is not None else message)
         if request.writer.output_size > 0:
             raise ConnectionError("response already started; closing the connection")
-        response = web.Response(body=json.dumps(status_body(code, text)).encode(), status=code,
-                                content_type="application/json", charset="utf-8")
+        # kube's headers and no `Server`, as every other answer (`ApiResponse`); `Connection: close` said, as Go's
+        # server says it: aiohttp answers on HTTP/1.0 here (it could not read the version), where it is implied
+        response = status_response(code, text, {hdrs.CONNECTION: "close"})
         response.force_close()
         return response
 
@@ -154,7 +163,12 @@ class ConnectionGuard:
         """Every connection holding a place, oldest first."""
         self.promised: deque[_GuardedConnection] = deque()
         """New connections accepted at the bound, held before their TLS handshake in line for the next place to
-        free; first come, first admitted (`make_room`, `place_freed`)."""
+        free; first come, first admitted, those of an address under its share first (`make_room`,
+        `place_freed`)."""
+        self.held = PeerCounts(limits.max_connections)
+        """Places held, by the client's address, and each address's share of them (`make_room`)."""
+        self.lined = PeerCounts(limits.max_connections)
+        """New connections in line (`promised`), by the client's address."""
         self._handler_kwargs: dict[str, Any] = {
             "keepalive_timeout": limits.keepalive_timeout_s,
             "max_line_size": limits.max_line_size,
@@ -175,12 +189,27 @@ class ConnectionGuard:
         """Connections holding a place."""
         return len(self.counted)
 
-    def make_room(self) -> bool:
-        """At the bound, for a new connection: whether it may wait in line (`promised`), before its TLS
-        handshake, for the next place to free (False: refused, closed at once). Places go to the line first
+    def make_room(self, peer: str) -> bool:
+        """At the bound, for a new connection from `peer`: whether it may wait in line (`promised`), before its
+        TLS handshake, for the next place to free (False: refused, closed at once). Places go to the line first
         come, first served, so that a client that reconnects at once cannot take the place freed for a client
         that came before it. The line is as long as the bound at most, and a connection waits in it for
         `header_read_timeout_s` at most; an accepted socket not yet in TLS costs next to nothing.
+
+        Each client address has a share of the places, a quarter of the bound (`peer_share.peer_share`, as the
+        TokenReviews under way: several clients may share an address, and one address holding its share leaves
+        three quarters to the others). A new connection from an address that holds, with its connections in
+        line, less than its share is ahead of the others: it goes before them in line (`place_freed`), and when
+        the line is full it takes the place in line of the newest connection of an address over its share,
+        closed instead. Without it, one client opening many times the bound (reconnecting at once) kept the line
+        full and every other address's new connection was refused as it was accepted. A place freed for the
+        line is one of an address over its share where one is idle (`choose_room`), so its other clients keep
+        theirs. The share is a fixed quarter, not the bound divided among the addresses present: behind the
+        aggregation layer nearly every connection is kube-apiserver's, from one address per replica, and an
+        address is never held to less than its share, so kube-apiserver keeps at least a quarter of the places
+        however many other addresses connect (each replica its own quarter); with no other address at the
+        bound the share changes nothing, since an address over its share is put after, never refused for it,
+        and the order of places and victims among its own connections is as before.
 
         A place is freed for the line (`choose_room`, `tell_to_go`), so that a client refused for who it is or
         how fast it asks cannot keep the places from clients that are served:
@@ -200,13 +229,38 @@ class ConnectionGuard:
         A connection with a request in flight, or whose answer is still being handed over, is never closed
         before its answer is, unless its client has stopped reading its answers (`_GuardedConnection.closable`)."""
         if len(self.promised) >= self.limits.max_connections:
-            return False
-        decision, victim = choose_room(self.waiting, self.counted, asyncio.get_running_loop().time())
+            # A place is already coming for each connection in line: an address under its share can only take
+            # one of theirs, that of an address over its share.
+            if not self.under_share(peer) or (displaced := self._displaceable()) is None:
+                return False
+            self.refused += 1
+            displaced.leave_line()
+            displaced.abort()
+            return True
+        decision, victim = choose_room(self.waiting, self.counted, asyncio.get_running_loop().time(),
+                                       self.over_share)
         if decision == "refuse":
             return False
         if victim is not None:
             self.tell_to_go(victim, decision)
         return True
+
+    def under_share(self, peer: str) -> bool:
+        """`peer` holds, with its connections in line, fewer places than its share: a new one goes first."""
+        return self.held.held(peer) + self.lined.held(peer) < self.held.share
+
+    def over_share(self, connection: _GuardedConnection) -> bool:
+        """`connection`'s address holds more places than its share: its idle ones make room first."""
+        return self.held.held(connection.peer) > self.held.share
+
+    def _displaceable(self) -> _GuardedConnection | None:
+        """The newest connection in line of an address that holds, with its connections in line, more places
+        than its share."""
+        share = self.held.share
+        for newcomer in reversed(self.promised):
+            if self.held.held(newcomer.peer) + self.lined.held(newcomer.peer) > share:
+                return newcomer
+        return None
 
     def tell_to_go(self, victim: _GuardedConnection, decision: Room) -> None:
         self.closing += 1
@@ -222,16 +276,19 @@ class ConnectionGuard:
         """An answer was handed over while connections wait in line for more places than are coming: free
         one now if `choose_room` finds one to close (a 4xx answered, an idle connection)."""
         while len(self.promised) > self.closing:
-            decision, victim = choose_room(self.waiting, self.counted, asyncio.get_running_loop().time())
+            decision, victim = choose_room(self.waiting, self.counted, asyncio.get_running_loop().time(),
+                                           self.over_share)
             if victim is None:
                 return
             self.tell_to_go(victim, decision)
 
     def place_freed(self) -> None:
-        """A counted connection has gone: its place to the first connection still waiting for one."""
-        promised = self.promised
+        """A counted connection has gone: its place to the first connection in line of an address holding fewer
+        places than its share, else to the first in line."""
+        promised, held, share = self.promised, self.held, self.held.share
         while promised:
-            newcomer = promised.popleft()
+            newcomer = next((one for one in promised if held.held(one.peer) < share), promised[0])
+            newcomer.leave_line()
             if newcomer.admit():
                 return
 
@@ -243,12 +300,15 @@ most this long, a new connection is not closed to make room while a place is com
 
 
 def choose_room(waiting: dict[_GuardedConnection, None], counted: dict[_GuardedConnection, None],
-                now: float) -> tuple[Room, _GuardedConnection | None]:
+                now: float, over_share: Callable[[_GuardedConnection], bool] = lambda _: False,
+                ) -> tuple[Room, _GuardedConnection | None]:
     """What frees a place at the bound (`ConnectionGuard.make_room`, in its order): close a connection at once,
     close one after its current answer, wait for a place that is coming, or nothing (refuse). A new
-    connection (not yet answered, open less than `NEW_CONNECTION_S`) is closed only when no place is coming."""
+    connection (not yet answered, open less than `NEW_CONNECTION_S`) is closed only when no place is coming.
+    Among the served clients' waiting connections, one whose address is `over_share` goes first."""
     first: _GuardedConnection | None = None
     first_new: _GuardedConnection | None = None
+    first_over = first_new_over = False
     coming = False
     for connection in waiting:
         if connection.closing:
@@ -257,10 +317,10 @@ def choose_room(waiting: dict[_GuardedConnection, None], counted: dict[_GuardedC
             if connection.refused:
                 return "close", connection
             if connection.answered_once or now - connection.opened >= NEW_CONNECTION_S:
-                if first is None:
-                    first = connection
-            elif first_new is None:
-                first_new = connection
+                if not first_over and (first is None or over_share(connection)):
+                    first, first_over = connection, over_share(connection)
+            elif not first_new_over and (first_new is None or over_share(connection)):
+                first_new, first_new_over = connection, over_share(connection)
         else:
             coming = True  # an answer still being handed over
     for connection in counted:
@@ -301,26 +361,42 @@ class _GuardedConnection(asyncio.Protocol):
         """When it took its place (loop time)."""
         self.closing = False
         """Told to go (at once, or after its current answer) to make room: its place is promised to the line."""
+        self.peer = ""
+        """The client's address (its share of places: `ConnectionGuard.make_room`)."""
+        self._in_line = False
 
     # The raw TCP connection.
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         guard = self._guard
         self._raw = transport
+        peername = transport.get_extra_info("peername")
+        self.peer = str(peername[0]) if peername else ""
         if guard.open >= guard.limits.max_connections:
-            if not guard.make_room():
+            if not guard.make_room(self.peer):
                 guard.refused += 1
                 transport.abort()  # type: ignore[attr-defined]
                 return
             # In line, before any TLS handshake, for the next place to free (`ConnectionGuard.place_freed`).
             transport.pause_reading()  # type: ignore[attr-defined]
             guard.promised.append(self)
+            guard.lined.take(self.peer)
+            self._in_line = True
             self._timer = self._loop.call_later(guard.limits.header_read_timeout_s, self._promise_expired)
             return
         self._take_place(transport)
 
+    def leave_line(self) -> None:
+        """Out of the line (`ConnectionGuard.promised`): admitted, gone, or closed for another."""
+        if self._in_line:
+            self._in_line = False
+            guard = self._guard
+            guard.promised.remove(self)
+            guard.lined.give_back(self.peer)
+
     def _take_place(self, transport: asyncio.BaseTransport) -> None:
         guard = self._guard
         guard.counted[self] = None
+        guard.held.take(self.peer)
         self._counted = True
         self.opened = self._loop.time()
         self._transport = transport
@@ -541,9 +617,11 @@ class _GuardedConnection(asyncio.Protocol):
         self._awaiting_since = None
         guard = self._guard
         guard.waiting.pop(self, None)
+        self.leave_line()
         if self._counted:
             self._counted = False
             guard.counted.pop(self, None)
+            guard.held.give_back(self.peer)
             if self.closing:
                 guard.closing -= 1
             if guard.promised:
@@ -599,9 +677,9 @@ class GuardedSite(web.BaseSite):
 
     async def stop(self) -> None:
         if self.guard is not None:  # connections held for a promised place have no handler to close them
-            for newcomer in self.guard.promised:
+            for newcomer in list(self.guard.promised):
+                newcomer.leave_line()
                 newcomer.abort()
-            self.guard.promised.clear()
         await super().stop()
 
     @property

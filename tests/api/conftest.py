@@ -15,9 +15,9 @@ import pytest
 import trustme
 from aiohttp import web
 
-from autoscaler.api.app import build_api_app
+from autoscaler.api.app import build_api_app, install_dispatch
 from autoscaler.api.auth import ApiSecurity, build_api_security
-from autoscaler.api.connections import ConnectionLimits, GuardedSite
+from autoscaler.api.connections import ConnectionGuard, ConnectionLimits, GuardedSite
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
@@ -46,6 +46,9 @@ class SecuredApi:
     metrics: AdapterMetrics
     refresher: Refresher
     security: ApiSecurity
+    port: int
+    guard: ConnectionGuard
+    """The listener's connection guard: what it refused, evicted, holds in line."""
     _contexts: dict[int, ssl.SSLContext] = field(default_factory=dict)
 
     def context(self, leaf: trustme.LeafCert | None) -> ssl.SSLContext:
@@ -85,24 +88,40 @@ def settings_for(pki: Pki, tmp_path: Path, kube: FakeKubeApi) -> Callable[..., S
 
 
 @asynccontextmanager
-async def listening(app: web.Application, tls: ssl.SSLContext,
-                    limits: ConnectionLimits | None = None) -> AsyncIterator[int]:
+async def guarded_site(app: web.Application, tls: ssl.SSLContext, limits: ConnectionLimits | None = None, *,
+                       dispatch: bool = False) -> AsyncIterator[GuardedSite]:
     """`app` served as `serve` serves it, through the guarded listener and its protocol (which keeps what
-    authentication found out about a connection), on a free port of 127.0.0.1; the port."""
+    authentication found out about a connection), on a free port of 127.0.0.1; the started site (its `port`,
+    its `guard`). `dispatch`: with the serving worker's fast dispatch installed (`install_dispatch`), as a
+    worker serves."""
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
+    if dispatch:
+        assert runner.server is not None
+        install_dispatch(app, runner.server)
     site = GuardedSite(runner, "127.0.0.1", 0, tls=tls, limits=limits or ConnectionLimits())
     try:
         await site.start()
-        yield site.port
+        assert site.guard is not None
+        yield site
     finally:
         await runner.cleanup()
 
 
 @asynccontextmanager
+async def listening(app: web.Application, tls: ssl.SSLContext,
+                    limits: ConnectionLimits | None = None, *, dispatch: bool = False) -> AsyncIterator[int]:
+    """`guarded_site`'s port."""
+    async with guarded_site(app, tls, limits, dispatch=dispatch) as site:
+        yield site.port
+
+
+@asynccontextmanager
 async def secured_api(pki: Pki, kube: FakeKubeApi, settings: ServeSettings, *, kube_timeout_s: float = 0.5,
-                      clock: Callable[[], float] | None = None) -> AsyncIterator[SecuredApi]:
-    """The API with one runtime behind its real gate (`build_api_security` against `kube`), on a TLS port.
+                      clock: Callable[[], float] | None = None,
+                      limits: ConnectionLimits | None = None) -> AsyncIterator[SecuredApi]:
+    """The API with one runtime behind its real gate (`build_api_security` against `kube`), on a TLS port
+    behind the guarded listener (`limits`: its connection limits, else the defaults).
     `kube_timeout_s`: long where a test holds reviews in flight; `clock`: what certificate dates are checked
     against."""
     metrics = AdapterMetrics()
@@ -111,8 +130,10 @@ async def secured_api(pki: Pki, kube: FakeKubeApi, settings: ServeSettings, *, k
     security = await build_api_security(settings, tls, metrics, kube_timeout_s=kube_timeout_s,
                                         **({"clock": clock} if clock is not None else {}))
     try:
-        async with listening(build_api_app(refresher, metrics, security.gate), tls) as port:
-            yield SecuredApi(f"https://127.0.0.1:{port}", pki, kube, metrics, refresher, security)
+        async with guarded_site(build_api_app(refresher, metrics, security.gate), tls, limits) as site:
+            assert site.guard is not None
+            yield SecuredApi(f"https://127.0.0.1:{site.port}", pki, kube, metrics, refresher, security,
+                             site.port, site.guard)
     finally:
         await security.close()
 

@@ -7,8 +7,7 @@ connection had waited longest for request headers, so the attacker's connections
 instant answer) pushed the good client's new connection, still in its TLS handshake, to the front, and the
 attacker's next reconnect evicted it: KEDA's or the aggregator's request failed with a reset connection.
 
-The attacker runs in a process of its own, over real TLS sockets, as another pod would. (`guarded_api` is
-`tests.api.conftest.secured_api` with connection limits of its own.)
+The attacker runs in a process of its own, over real TLS sockets, as another pod would.
 """
 
 from __future__ import annotations
@@ -16,24 +15,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import ssl
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from typing import Any
 
-import aiohttp
 import pytest
-from aiohttp import web
 
-from autoscaler.api.app import build_api_app
-from autoscaler.api.auth import build_api_security
-from autoscaler.api.connections import ConnectionGuard, ConnectionLimits, GuardedSite
-from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.api.connections import ConnectionLimits
 from autoscaler.settings import ServeSettings
-from tests.api.builders import KEY, Pki, refresher_with, runtime_view
+from tests.api.builders import KEY, Pki
+from tests.api.conftest import SecuredApi, secured_api
 from tests.fakes.kube import FakeKubeApi
 from tests.support.waiting import eventually
 
@@ -85,52 +77,17 @@ sys.stdin.read()
 """
 
 
-@dataclass
-class Rig:
-    url: str
-    port: int
-    kube: FakeKubeApi
-    guard: ConnectionGuard
-    client: ssl.SSLContext
-
-    async def get(self, path: str, token: str) -> tuple[int, Any]:
-        """One request on a new connection, as a client whose pooled connection was closed makes it."""
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self.client)) as session, \
-                session.get(self.url + path, headers={"Authorization": f"Bearer {token}"}) as response:
-            return response.status, json.loads(await response.read())
-
-
-@asynccontextmanager
-async def guarded_api(pki: Pki, kube: FakeKubeApi, settings: ServeSettings,
-                      limits: ConnectionLimits) -> AsyncIterator[Rig]:
-    """The API behind its real gate (`build_api_security` against `kube`) and its guarded listener."""
-    metrics = AdapterMetrics()
-    refresher = refresher_with(runtime_view(KEY), metrics=metrics)
-    tls = pki.server_context()
-    security = await build_api_security(settings, tls, metrics, kube_timeout_s=30.0)
-    runner = web.AppRunner(build_api_app(refresher, metrics, security.gate), access_log=None)
-    await runner.setup()
-    site = GuardedSite(runner, "127.0.0.1", 0, tls=tls, limits=limits)
-    try:
-        await site.start()
-        assert site.guard is not None
-        yield Rig(f"https://127.0.0.1:{site.port}", site.port, kube, site.guard, pki.client_context())
-    finally:
-        await runner.cleanup()
-        await security.close()
-
-
 @pytest.fixture
-async def rig(pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings]) -> AsyncIterator[Rig]:
+async def rig(pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings]) -> AsyncIterator[SecuredApi]:
     kube.tokens["keda-token"] = (KEDA_USER, [])
     kube.allow(user=KEDA_USER, resource="runtimes")
     limits = ConnectionLimits(max_connections=PLACES, header_read_timeout_s=10, keepalive_timeout_s=60)
-    async with guarded_api(pki, kube, settings_for(), limits) as api:
+    async with secured_api(pki, kube, settings_for(), kube_timeout_s=30.0, limits=limits) as api:
         yield api
 
 
 @asynccontextmanager
-async def attacker(rig: Rig, *, token: str = "not-a-token", depth: int = 1) -> AsyncIterator[None]:
+async def attacker(rig: SecuredApi, *, token: str = "not-a-token", depth: int = 1) -> AsyncIterator[None]:
     """Another process holding every place with `token`, `depth` requests pipelined at a time, in a loop."""
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-c", ATTACKER, str(rig.port), str(PLACES), token, KEDA_PATH, str(depth),
@@ -148,10 +105,10 @@ async def attacker(rig: Rig, *, token: str = "not-a-token", depth: int = 1) -> A
 
 
 @pytest.mark.parametrize("depth", [1, 8], ids=["one-at-a-time", "pipelined"])
-async def test_a_client_looping_on_401s_in_every_place_cannot_lock_keda_out(rig: Rig, depth: int) -> None:
+async def test_a_client_looping_on_401s_in_every_place_cannot_lock_keda_out(rig: SecuredApi, depth: int) -> None:
     async with attacker(rig, depth=depth):
         for _ in range(5):  # KEDA's polls, each on a new connection (its pooled one was closed meanwhile)
-            status, body = await rig.get(KEDA_PATH, "keda-token")
+            status, body = await rig.get(KEDA_PATH, token="keda-token")
             assert status == 200, body
             assert body["modelmesh_desired_replicas"] >= 0
     guard = rig.guard
@@ -176,28 +133,29 @@ def request(path: str, token: str) -> bytes:
 
 
 @pytest.fixture
-async def one_place(pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings]) -> AsyncIterator[Rig]:
+async def one_place(pki: Pki, kube: FakeKubeApi,
+                    settings_for: Callable[..., ServeSettings]) -> AsyncIterator[SecuredApi]:
     kube.tokens["keda-token"] = (KEDA_USER, [])
     kube.allow(user=KEDA_USER, resource="runtimes")
     kube.tokens["denied-token"] = ("system:serviceaccount:tenant:nosy", [])  # no grant: 403
     limits = ConnectionLimits(max_connections=1, header_read_timeout_s=30, keepalive_timeout_s=60)
-    async with guarded_api(pki, kube, settings_for(), limits) as api:
+    async with secured_api(pki, kube, settings_for(), kube_timeout_s=30.0, limits=limits) as api:
         yield api
 
 
 async def test_a_refused_clients_request_in_flight_is_answered_in_full_before_its_connection_makes_room(
-        one_place: Rig) -> None:
+        one_place: SecuredApi) -> None:
     """The only place is a connection whose last answer was a 403 and that now waits for a slow
     authorization: a new client takes its place only once that answer is written, whole."""
     rig = one_place
-    reader, writer = await asyncio.open_connection("127.0.0.1", rig.port, ssl=rig.client)
+    reader, writer = await asyncio.open_connection("127.0.0.1", rig.port, ssl=rig.context(None))
     writer.write(request(KEDA_PATH, "denied-token"))
     assert (await answer_on(reader))[0] == 403
     held = rig.kube.delay("subjectaccessreviews", HELD_S, times=1)
     writer.write(request(KEDA_PATH, "keda-token"))
     await eventually(lambda: held.hits == 1)  # in flight
 
-    newcomer = asyncio.create_task(rig.get(KEDA_PATH, "keda-token"))
+    newcomer = asyncio.create_task(rig.get(KEDA_PATH, token="keda-token"))
     await eventually(lambda: rig.guard.closed_after_answer == 1 and len(rig.guard.promised) == 1)
     assert held.hits == 1 and not reader.at_eof()  # still in flight: nothing closed it
 
@@ -208,16 +166,16 @@ async def test_a_refused_clients_request_in_flight_is_answered_in_full_before_it
     writer.close()
 
 
-async def test_a_request_in_flight_is_never_cut_off_and_a_new_client_waits_for_its_place(one_place: Rig) -> None:
+async def test_a_request_in_flight_is_never_cut_off_and_a_new_client_waits_for_its_place(one_place: SecuredApi) -> None:
     """Every place busy with a served client's request: before, a new connection was refused at once. It waits,
     before its TLS handshake, until that answer is written; then the idle connection makes room."""
     rig = one_place
     held = rig.kube.delay("subjectaccessreviews", HELD_S, times=1)
-    reader, writer = await asyncio.open_connection("127.0.0.1", rig.port, ssl=rig.client)
+    reader, writer = await asyncio.open_connection("127.0.0.1", rig.port, ssl=rig.context(None))
     writer.write(request(KEDA_PATH, "keda-token"))
     await eventually(lambda: held.hits == 1)
 
-    newcomer = asyncio.create_task(rig.get(KEDA_PATH, "keda-token"))
+    newcomer = asyncio.create_task(rig.get(KEDA_PATH, token="keda-token"))
     await eventually(lambda: len(rig.guard.promised) == 1)
     assert rig.guard.closed_after_answer == rig.guard.evicted == 0 and not reader.at_eof()
 

@@ -21,7 +21,7 @@ from tests.support.waiting import eventually
 KEDA_PATH = f"/keda/v1/namespaces/{KEY.namespace}/runtimes/{KEY.deployment}"
 SLOTS = 2
 """TokenReviews in flight at once (`--max-in-flight-reviews`): two are enough to fill. A peer address has a
-share of one of them (`authn.peer_share`), so the flood comes from two pods (127.0.0.2 and 127.0.0.3: Linux
+share of one of them (`peer_share.peer_share`), so the flood comes from two pods (127.0.0.2 and 127.0.0.3: Linux
 routes all of 127/8 to loopback): a flood from enough addresses still fills the cap."""
 FLOODERS = ("127.0.0.2", "127.0.0.3")
 

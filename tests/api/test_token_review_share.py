@@ -17,7 +17,8 @@ from aiohttp.test_utils import make_mocked_request
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from autoscaler.api.authn import AuthenticationError, TokenAuthenticator, TokenReviewsBusy, peer_share
+from autoscaler.api.authn import AuthenticationError, TokenAuthenticator, TokenReviewsBusy
+from autoscaler.api.peer_share import peer_share
 from autoscaler.kube.reviews import TokenReviewResult
 from autoscaler.settings import ServeSettings
 from tests.api.builders import KEY, Pki

@@ -1,0 +1,78 @@
+"""A request aiohttp cannot parse is answered as kube-apiserver answers: a `Status` with kube's headers.
+
+aiohttp answers a request it cannot parse (a bad request line, a bad header, a line over the limit) from its
+protocol handler, before any route or the adapter's dispatch sees it, so the answer does not pass through
+`Serving`, which gives every other answer kube-apiserver's `Cache-Control: no-cache, private` and
+`X-Content-Type-Options: nosniff` and takes out aiohttp's `Server` header. These tests send the raw bytes
+over a real TLS socket to the guarded listener, as the adapter serves, and read what the client sees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+
+from autoscaler.api.app import build_api_app
+from tests.api.builders import DEPLOYMENT, KEY, NAMESPACE, Pki, refresher_with, runtime_view
+from tests.api.conftest import listening
+
+METRIC = (f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}/modelmesh_desired_replicas"
+          f"?labelSelector=deployment%3D{DEPLOYMENT}")
+
+
+@pytest.fixture(params=["routed", "dispatched"])
+async def port(request: pytest.FixtureRequest, pki: Pki) -> AsyncIterator[int]:
+    """The API on a guarded TLS port, through aiohttp's routing or the serving worker's fast dispatch."""
+    refresher = refresher_with(runtime_view(KEY))
+    app = build_api_app(refresher, refresher.metrics)
+    async with listening(app, pki.server_context(), dispatch=request.param == "dispatched") as bound:
+        yield bound
+
+
+async def exchange(port: int, pki: Pki, raw: bytes) -> tuple[int, dict[str, list[str]], bytes]:
+    """`raw` sent over TLS on a new connection; the status, headers (lower-case names) and body the client
+    reads before the server closes the connection."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=pki.client_context())
+    writer.write(raw)
+    await writer.drain()
+    answer = await asyncio.wait_for(reader.read(), 5)
+    writer.close()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers: dict[str, list[str]] = {}
+    for line in lines:
+        name, _, value = line.partition(":")
+        headers.setdefault(name.strip().lower(), []).append(value.strip())
+    return int(status_line.split()[1]), headers, body
+
+
+UNPARSEABLE = [
+    pytest.param(b"GET /healthz HTTP/1.1\r\nHost: adapter\r\nBroken header line\r\n\r\n", 400, id="bad-header"),
+    pytest.param(b"GET /healthz HTTP/1.1 x\r\nHost: adapter\r\n\r\n", 400, id="bad-request-line"),
+    pytest.param(b"\x16\x03\x01 not HTTP at all\r\n\r\n", 400, id="not-http"),
+    pytest.param(b"GET /healthz HTTP/1.1\r\nHost: adapter\r\nContent-Length: x\r\n\r\n", 400,
+                 id="bad-content-length"),
+    pytest.param(f"GET {METRIC}&pad={'a' * 9000} HTTP/1.1\r\nHost: adapter\r\n\r\n".encode(), 431,
+                 id="url-too-long"),
+    pytest.param(f"GET {METRIC} HTTP/1.1\r\nHost: adapter\r\nX-Padding: {'b' * 9000}\r\n\r\n".encode(), 431,
+                 id="header-too-long"),
+]
+
+
+@pytest.mark.parametrize(("raw", "code"), UNPARSEABLE)
+async def test_an_unparseable_request_gets_a_status_with_kubes_headers(
+        port: int, pki: Pki, raw: bytes, code: int) -> None:
+    status, headers, body = await exchange(port, pki, raw)
+    assert status == code
+    assert headers.get("cache-control") == ["no-cache, private"], headers
+    assert headers.get("x-content-type-options") == ["nosniff"], headers
+    assert "server" not in headers, headers
+    assert headers.get("content-type") == ["application/json; charset=utf-8"], headers
+    assert headers.get("connection") == ["close"], headers  # said, as Go's server says it: nothing follows
+    answer = json.loads(body)
+    assert {k: answer[k] for k in ("kind", "apiVersion", "status", "reason", "code")} == {
+        "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "BadRequest", "code": code}
+    assert answer["message"]
