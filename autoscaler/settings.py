@@ -426,8 +426,10 @@ _OPTIONS: Final = (
     _Option("--refresh-nice", niceness, "niceness the refresh process adds to its own (0-19), so that where "
             "cores are short the serving workers run first and a refresh takes longer instead",
             str(_D.refresh_nice), "N", _SERVING),
-    _Option("--max-connections", count, "open connections per serving process; more are closed as they are "
-            "accepted, before any TLS handshake", str(_D.max_connections), "N", _SERVING),
+    _Option("--max-connections", count, "open connections per serving process; at the bound a new connection "
+            "waits in line, before its TLS handshake, for a place freed by a refused or idle connection; each "
+            "client address may hold a quarter of the places ahead of an address over its share",
+            str(_D.max_connections), "N", _SERVING),
     _Option("--header-read-timeout", duration, "time allowed for the TLS handshake and for each request's "
             "headers", f"{_D.header_read_timeout_s:g} s", "DURATION", _SERVING),
     _Option("--keepalive-timeout", duration, "idle time before a kept-alive connection is closed",
