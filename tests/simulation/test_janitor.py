@@ -122,9 +122,10 @@ def test_the_janitor_never_unloads_a_models_last_copy(pods: int, capacity: int, 
     # before a run is held after, and a pod unloads at most 5% of its capacity a run (at least one copy).
     shape = ClusterShape(pod_rps=10.0, cache_models=capacity)
     cluster = Cluster(shape, pods, tick_s=5.0)
-    pool = max(2, capacity * pods // 2)
+    pool = capacity + pods  # models shared between pods, caches mostly full: the janitor has work
     for pod in cluster.pods:
-        held = data.draw(st.lists(st.integers(0, pool), unique=True, max_size=capacity))
+        free = data.draw(st.integers(0, 1) | st.integers(0, capacity))
+        held = data.draw(st.lists(st.integers(0, pool), unique=True, min_size=capacity - free, max_size=capacity))
         for model in held:
             used = data.draw(st.floats(0.0, 20_000.0))
             cluster.copies.load(pod, model, data.draw(st.sampled_from([0.0, 19_000.0])), used)
