@@ -2,13 +2,15 @@
 
 The parts, one module each: a pod, how it serves a tick and what its exporter reports (pods.py); where
 requests go (routing.py); where copies are and when ModelMesh makes more (copies.py, rate_check.py,
-placement.py, regular_use.py). This module wires them to the simulated clock: pods that start, become Ready
-and go, and the counts (arrived, served, delayed, cold loads, copies, models moved by a scale-down).
+placement.py, regular_use.py) or unloads extra ones (janitor.py). This module wires them to the simulated
+clock: pods that start, become Ready and go, and the counts (arrived, served, delayed, cold loads, copies,
+models moved by a scale-down, copies the janitor unloaded).
 
-New pods become Ready after the start-up delay with an empty cache. A removed pod's models that no other pod
-holds are loaded on the remaining pods before it goes, as ModelMesh's pre-shutdown does (each such load is
-a *migrated load*), and its queued requests go to the least busy remaining pod (ModelMesh retries them), so
-no request is lost.
+New pods become Ready after the start-up delay with an empty cache. Every model a removed pod held gets a copy
+on a remaining pod that neither holds nor loads it, as ModelMesh's pre-shutdown asks (each such load is a
+*migrated load*), and its queued requests go to the least busy remaining pod (ModelMesh retries them), so
+no request is lost. Every 6 minutes each pod's janitor unloads copies of models held elsewhere that are no
+longer busy, while the caches are close to full (janitor.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import math
 
 from autoscaler.model import PodSample
-from autoscaler.simulation import routing
+from autoscaler.simulation import janitor, routing
 from autoscaler.simulation.copies import ModelCopies
 from autoscaler.simulation.placement import choose_pod
 from autoscaler.simulation.pods import (
@@ -48,7 +50,8 @@ class Cluster:
         self.served = 0.0
         self.cold_loads = 0
         self.copy_loads = 0
-        self.migrated_loads = 0  # models a scale-down moved from a leaving pod to a remaining one
+        self.migrated_loads = 0  # copies a scale-down made of a leaving pod's models on the remaining pods
+        self.janitor_removals = 0  # copies of models held elsewhere the janitor unloaded (janitor.py)
         self.cold_loads_after_removal = 0  # cold loads of models whose only copy left with a removed pod
         self._lost: set[int] = set()  # models whose last copy a scale-down removed, not requested since
         # Cold loads of a model evicted from every cache, by how long before the load its evicted copy was last
@@ -67,6 +70,7 @@ class Cluster:
         self._last_check = start_s
         self._pending = TickStats()
         self._regular = RegularUse()
+        self._next_janitor = math.inf  # the earliest `janitor_at` of the pods
         for i in range(replicas):  # running since before the trace, the first oldest
             pod = self._new_pod(start_s - shape.startup_delay_s - (replicas - i), start_s)
             pod.ready = True
@@ -82,6 +86,7 @@ class Cluster:
         pod = new_pod(f"pod-{self._serial}", now, ready_at, self.shape, self.tick_s)
         self._serial += 1
         self.pods.append(pod)
+        self._next_janitor = min(self._next_janitor, pod.janitor_at)
         return pod
 
     @property
@@ -107,7 +112,24 @@ class Cluster:
             self._rate_check(now)
         loaded = self.copies.finish(now, self.pods)
         self.copy_loads += loaded
-        return changed or loaded > 0
+        unloaded = self._janitor(now) if now >= self._next_janitor else 0
+        return changed or loaded > 0 or unloaded > 0
+
+    def _janitor(self, now: float) -> int:
+        """Run the janitor of each pod whose run is due, on its own 6-minute grid; how many copies it unloaded."""
+        ready = self.ready_pods()
+        stats = janitor.cluster_stats(ready, self.shape.cache_models)
+        unloaded = 0
+        for pod in self.pods:
+            if pod.janitor_at > now:
+                continue
+            if pod.ready:
+                unloaded += janitor.run(pod, ready, self.copies, stats, now)
+            while pod.janitor_at <= now:  # a fixed rate: late, not shifted
+                pod.janitor_at += janitor.JANITOR_PERIOD_S
+        self._next_janitor = min((p.janitor_at for p in self.pods), default=math.inf)
+        self.janitor_removals += unloaded
+        return unloaded
 
     def scale_to(self, replicas: int, now: float) -> list[str]:
         """Add pods (Ready after the start-up delay) or remove them in the ReplicaSet's order; removed names."""
@@ -119,35 +141,56 @@ class Cluster:
         gone = {r.name for r in pods_to_remove(view, len(self.pods) - replicas)}
         removed = [p for p in self.pods if p.name in gone]
         self.pods = [p for p in self.pods if p.name not in gone]
-        orphans = self.copies.drop(removed)
+        leaving = self.copies.drop(removed)
+        self._next_janitor = min((p.janitor_at for p in self.pods), default=math.inf)
         for pod in removed:
             if pod.backlog:
                 self._requeue(pod.backlog)
-        self._migrate(orphans, now)
+        self._migrate(leaving, now)
         return sorted(gone)
 
-    def _migrate(self, orphans: list[tuple[float, int]], now: float) -> None:
-        """Load elsewhere the models only removed pods held, most recently used first, keeping their age.
+    def _migrate(self, leaving: list[tuple[float, int]], now: float) -> None:
+        """Copy every model the removed pods held to a remaining pod that neither holds nor loads it, most
+        recently used first, keeping its age.
 
-        ModelMesh's pre-shutdown (ModelMesh.java `preShutdown`) asks for a copy elsewhere of every model in
-        the leaving pod's cache (`triggerNewModelCopyElsewhere`) and keeps serving until those used in the
-        last hour have loaded, within the termination grace period (90 s in config/base/deployment.yaml):
-        a scale-down moves models rather than dropping them. Only the models no other pod holds are moved here:
-        ModelMesh also copies a leaving copy of a model held elsewhere to a pod without one (the holders are
-        excluded), and its janitor later removes extra copies (`removeModelCopies`), neither of which the
-        simulator models (docs/simulation.md, the last section). Without a Ready pod left they are lost, and so are
-        those every pod refuses (the churn limit, placement.py) and those a full pod drops at once because their
-        last use is older than its own oldest copy (the load "immediately evicted" in ModelMesh's cache-miss path:
-        a move never displaces a copy used more recently)."""
+        ModelMesh's pre-shutdown (ModelMesh.java `preShutdown`) goes over the leaving pod's cache, most
+        recently used first ("loop over local cache most recently used to least recent"), and asks for a copy
+        of each model elsewhere, `triggerNewModelCopyElsewhere(modelId, mr, lruTime, ce.getWeight())`, which
+        excludes every instance the model record lists, loaded or loading ("toExclude.addAll(current)"; only
+        this instance when it is the only one): a model held elsewhere gets a new copy too, on a pod without
+        one. It then keeps serving until the models used in the last hour have loaded somewhere other than
+        itself, within the termination grace period (90 s in config/base/deployment.yaml), and deregisters.
+        The janitor later unloads the copies that turn out to be extra (janitor.py). A model several leaving
+        pods held gets one copy: their pre-shutdowns exclude the same holders, and the second request finds
+        the first one's copy loading on a pod it did not exclude.
+
+        Without a Ready pod left the models nobody else holds are lost, and so are those every pod refuses (the
+        churn limit, placement.py) and those a full pod drops at once because their last use is older than its
+        own oldest copy (the load "immediately evicted" in ModelMesh's cache-miss path: a move never displaces
+        a copy used more recently); a model held elsewhere keeps its copies there.
+
+        Simplification: every copy loads at once, as the leaving pod serves until the models with no other copy
+        have loaded; ModelMesh does not wait for the copy of a model with loaded copies elsewhere ("won't wait
+        for *additional* copies to finish loading if there already other fully-loaded copies"), which the
+        model's other copies serve for the load time. Placed at once, each copy fills its pod's cache for the
+        placements after it, as ModelMesh's cache entry does from the load's start."""
         ready = self.ready_pods()
         capacity = self.shape.cache_models
-        for used, model in sorted(orphans, reverse=True):
-            target = choose_pod(ready, capacity, now, now - used, self.shape.min_churn_age_s) if ready else None
+        copies = self.copies
+        for used, model in sorted(leaving, reverse=True):
+            held = copies.holders.get(model)
+            taken = {p.name for p in held} if held else set()
+            taken |= copies.loading_on(model)
+            pods = [p for p in ready if p.name not in taken] if taken else ready
+            target = choose_pod(pods, capacity, now, now - used, self.shape.min_churn_age_s) if pods else None
             if target is None or (len(target.cache) >= capacity and used < next(iter(target.cache.values()))):
-                self._lost.add(model)
+                if not held:
+                    self._lost.add(model)
                 continue
-            self.copies.load(target, model, now, used)
+            copies.load(target, model, now, used)
             self.migrated_loads += 1
+        for _, model in leaving:  # the leaving pods deregister their copies
+            copies.unloaded(model, now)
 
     def _requeue(self, requests: float) -> None:
         ready = self.ready_pods()
@@ -223,8 +266,9 @@ class Cluster:
                     starts[name] = -math.inf
         self._last_check = now
         for pod in self.pods:
-            pod.counted, pod.counted_all = {}, 0.0
+            pod.counted, pod.counted_all, pod.counting_s = {}, 0.0, 0.0
         self.cold_loads = self.copy_loads = self.cold_loads_after_removal = self.migrated_loads = 0
+        self.janitor_removals = 0
         self.reload_gaps = []
         self.refused = self._refused_rate = 0.0
         self._refused = {}
@@ -236,9 +280,9 @@ class Cluster:
         """Serve one tick; returns what happened in it (including cold loads since the last step)."""
         stats, self._pending = self._pending, TickStats()
         t = self.tick_s
-        busy_mark = self.copies.busy_mark
+        heavy_mark = self.copies.heavy_mark
         for pod in self.pods:  # the requests each copy on a busy pod takes, for the next rate check
-            count_for_rate_check(pod, t, busy_mark)
+            count_for_rate_check(pod, t, heavy_mark)
         for pod in self.pods:
             if not pod.ready:
                 continue

@@ -4,21 +4,27 @@ A load puts a copy on a pod, evicting that pod's least recently used one when it
 ModelMesh's rate check (rate_check.py) gives a model more copies, placed as any load is (placement.py), when
 one copy's own request rate over the last 10 s reached 90% of what its pod has left for it: rate / threshold
 copies, at most max(2, a third of the pods), none while another copy's load is recent. A copy the rate check
-(or the regular-use rule) asks for takes the load time before it serves.
+(or the regular-use rule) asks for takes the load time before it serves. The rate check also stamps each copy
+whose rate passed three quarters of its threshold (`heavy`), and every unload that leaves a model more than two
+copies is kept (`last_unload`): the janitor reads both (janitor.py).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from autoscaler.simulation.placement import choose_pod
-from autoscaler.simulation.pods import ClusterShape, SimPod
+from autoscaler.simulation.pods import ClusterShape, SimPod, flush_counts
 from autoscaler.simulation.rate_check import (
+    HEAVY_SHARE,
     NEW_COPY_AHEAD_S,
     copies_to_load,
     copy_threshold,
     excluded,
+    heavy_mark,
     loaded_since,
+    quiet_count,
     recent_load_cutoff,
     threshold,
 )
@@ -33,7 +39,12 @@ class ModelCopies:
         self.copying: dict[tuple[int, str], float] = {}  # (model, pod) -> when the extra copy is loaded
         self.load_start: dict[int, dict[str, float]] = {}  # model -> pod -> when its copy there began loading
         self.busy_mark = threshold(shape.pod_rps)
+        # Pods below this serve no copy over `HEAVY_SHARE` of its threshold (rate_check.heavy_mark): not counted
+        self.heavy_mark = heavy_mark(shape.pod_rps)
         self.evicted: dict[int, float] = {}  # model -> last use of its last copy, evicted from a full cache
+        # model -> when a copy of it was last unloaded leaving more than two (`ModelRecord.updateLastUnloadTime`:
+        # "instanceIds.size() <= 2 ? 0L : System.currentTimeMillis()"); the janitor waits 80 s after it
+        self.last_unload: dict[int, float] = {}
 
     def load(self, pod: SimPod, model: int, now: float, used: float | None = None) -> None:
         """Put a copy on `pod`, evicting its least recently used one; `used`: a moved copy's last use."""
@@ -41,11 +52,13 @@ class ModelCopies:
         if len(cache) >= self.shape.cache_models:
             evicted, last_used = cache.popitem(last=False)
             self.load_start[evicted].pop(pod.name, None)
+            pod.heavy.pop(evicted, None)
             holders = self.holders[evicted]
             holders.remove(pod)
             if not holders:
                 del self.holders[evicted]
                 self.evicted[evicted] = last_used
+            self.unloaded(evicted, now)
         self.holders.setdefault(model, []).append(pod)
         self.load_start.setdefault(model, {}).setdefault(pod.name, now)  # a copy load began when asked for
         if used is None:
@@ -58,13 +71,13 @@ class ModelCopies:
             cache.update(ordered)
 
     def drop(self, removed: Sequence[SimPod]) -> list[tuple[float, int]]:
-        """Forget the copies of pods that go, and the loads they had started; (last used, model) of the
-        models no remaining pod holds."""
+        """Forget the copies of pods that go, and the loads they had started; (last used, model) of every model
+        they held, its most recent use among them, once a model (whether or not a remaining pod holds it)."""
         gone = {p.name for p in removed}
         for key in [k for k in self.copying if k[1] in gone]:  # their loads stop with them
             del self.copying[key]
             self.load_start.get(key[0], {}).pop(key[1], None)
-        orphans: list[tuple[float, int]] = []
+        leaving: dict[int, float] = {}
         for pod in removed:
             for model, used in pod.cache.items():
                 self.load_start[model].pop(pod.name, None)
@@ -72,8 +85,30 @@ class ModelCopies:
                 holders.remove(pod)
                 if not holders:
                     del self.holders[model]
-                    orphans.append((used, model))
-        return orphans
+                if used > leaving.get(model, -math.inf):
+                    leaving[model] = used
+        return [(used, model) for model, used in leaving.items()]
+
+    def remove(self, pod: SimPod, model: int, now: float) -> None:
+        """Unload the copy of `model` on `pod` (the janitor's scale-down; another pod holds a loaded one)."""
+        del pod.cache[model]
+        pod.heavy.pop(model, None)
+        self.load_start[model].pop(pod.name, None)
+        self.holders[model].remove(pod)
+        self.unloaded(model, now)
+
+    def unloaded(self, model: int, now: float) -> None:
+        """A copy of `model` was unloaded at `now`: note it when more than two copies, loaded or loading, are left
+        (`ModelRecord.updateLastUnloadTime`)."""
+        held = len(self.holders.get(model, ()))
+        if held > 2 or (held + self.loading(model) > 2):
+            self.last_unload[model] = now
+        else:
+            self.last_unload.pop(model, None)
+
+    def loading_on(self, model: int) -> set[str]:
+        """The pods where a copy of `model` is loading."""
+        return {name for m, name in self.copying if m == model} if self.copying else set()
 
     def start_copy(self, model: int, pod: SimPod, now: float) -> None:
         """An extra copy of `model` begins loading on `pod`; it serves after the load time."""
@@ -102,12 +137,14 @@ class ModelCopies:
     def rate_check(self, now: float, interval: float, pods: Sequence[SimPod], ready: Sequence[SimPod]) -> None:
         """ModelMesh's `rateTrackingTask` (rate_check.py) over the requests each copy on a busy pod took
         since the last run (`interval` seconds ago): more copies of a model whose copy reached its threshold."""
-        counted = [p for p in pods if p.counted_all]
+        counted = [p for p in pods if p.counted_all or p.counting_s]
         for pod in counted:
+            if pod.counted and pod.counting_s:  # shares changed since the last check: add the current ones up
+                flush_counts(pod)
             pod.counted_all = 0.0
         if len(ready) < 2 or interval <= 0.0:  # l.5658: no other pod to copy to
             for pod in counted:
-                pod.counted = {}
+                pod.counted, pod.counting_s = {}, 0.0
             return
         mu = self.shape.pod_rps
         cutoff = recent_load_cutoff(now, interval, self.shape.load_time_s)
@@ -117,11 +154,24 @@ class ModelCopies:
         recent: dict[int, dict[str, float]] = {}
         for pod in counted:
             counts, pod.counted = pod.counted, {}
-            total = sum(counts.values()) / interval
-            for model, count in counts.items():
+            factor = 1.0
+            if not counts:  # one set of shares since the last check: the requests are share x seconds
+                counts, factor = pod.shares, pod.counting_s
+            pod.counting_s = 0.0
+            if not factor:
+                continue
+            total = sum(counts.values()) * factor / interval
+            least = quiet_count(mu, total, interval) / factor
+            for model, value in counts.items():
+                if value <= least:  # neither heavy nor asking for a copy (most copies of a pod not saturated)
+                    continue
+                count = value * factor
                 rate = count / interval
                 limit = copy_threshold(mu, rate, total, count)
-                if rate < limit or model not in pod.cache:  # a loaded copy here: `holders` has the pod
+                held = model in pod.cache  # a loaded copy here: `holders` has the pod
+                if held and rate > HEAVY_SHARE * limit:  # "if (rpm > heavyRpms) ce.setLastHeavyTime(now)" (l.5710)
+                    pod.heavy[model] = now
+                if rate < limit or not held:
                     continue
                 if model not in recent:
                     recent[model] = {p: t for p, t in self.load_start.get(model, {}).items() if t > cutoff}

@@ -105,6 +105,16 @@ def choose_pod(pods: Iterable[P], capacity: int, now: float, last_used_ago_s: fl
     return shortlist[min(idle or range(len(shortlist)), key=keys.__getitem__)]
 
 
+def placement_key(pod: CachePod, capacity: int) -> tuple[bool, float, float, float, str]:
+    """The pod's place in `PLACEMENT_ORDER` (smaller: where a load goes first): pods with room before full ones;
+    with room, the fewest models, then the oldest LRU entry; full, the oldest LRU entry, then the fewest models;
+    then the least busy, then the name (ModelMesh's last ties: loading threads, capacity, then the instance id)."""
+    count, oldest = len(pod.cache), _oldest(pod)
+    if count < capacity:
+        return (False, count, oldest, pod.rate, pod.name)
+    return (True, oldest, count, pod.rate, pod.name)
+
+
 def _oldest(pod: CachePod) -> float:
     """When the pod's least recently used copy was last used (inf: no copy)."""
     cache = pod.cache

@@ -16,6 +16,10 @@ from autoscaler.model import PodSample
 from autoscaler.policies.samples import clean_sample
 from autoscaler.simulation.fluid import share_over_threshold
 
+JANITOR_FIRST_S = 1.0
+"""ModelMesh runs a pod's janitor first this long after it starts (`scheduleAtFixedRate(janitorTask(), 1L, ...)`,
+ModelMesh.java); here after its start-up delay, when the simulated pod starts serving."""
+
 
 @dataclass(frozen=True, slots=True)
 class ClusterShape:
@@ -49,12 +53,17 @@ class SimPod:
     shares: dict[int, float] = field(default_factory=dict)  # model -> the rate its copy here takes
     counted: dict[int, float] = field(default_factory=dict)  # model -> requests since the last rate check
     counted_all: float = 0.0  # all requests counted since the last rate check
+    # Seconds since the last routing (or `flush_counts`) the pod was busy enough to count: its copies' requests
+    # at their current shares, not yet in `counted`
+    counting_s: float = 0.0
     waiting_for_load: float = 0.0  # requests still to arrive here already counted delayed (a cold load's)
+    heavy: dict[int, float] = field(default_factory=dict)  # model -> when the rate check last found its copy heavy
+    janitor_at: float = 0.0  # when the pod's janitor runs next (janitor.py)
 
 
 def new_pod(name: str, now: float, ready_at: float, shape: ClusterShape, tick_s: float) -> SimPod:
     """A pod created at `now`, Ready at `ready_at`, with exporter windows sized for ticks of `tick_s`."""
-    pod = SimPod(name, created_at=now, ready_at=ready_at)
+    pod = SimPod(name, created_at=now, ready_at=ready_at, janitor_at=now + shape.startup_delay_s + JANITOR_FIRST_S)
     gpu_ticks = max(1, round(shape.gpu_window_s / tick_s))
     load_ticks = max(1, round(shape.load_window_s / tick_s))
     pod.busy, pod.served, pod.queue = deque(maxlen=gpu_ticks), deque(maxlen=load_ticks), deque(maxlen=load_ticks)
@@ -105,13 +114,24 @@ def serve(pod: SimPod, shape: ClusterShape, tick_s: float) -> Served:
     return Served(arrivals, served, delayed, b1 > threshold)
 
 
-def count_for_rate_check(pod: SimPod, tick_s: float, busy_mark: float) -> None:
-    """Add the tick's requests of each copy on a busy pod to what the next rate check reads."""
-    if pod.ready and pod.rate >= busy_mark:
+def count_for_rate_check(pod: SimPod, tick_s: float, mark: float) -> None:
+    """Count the tick for the next rate check when the pod takes at least `mark` requests per second (below it
+    no copy on it is heavy or asks for more: rate_check.heavy_mark); its copies' requests are added up when
+    their shares change (`flush_counts`) or at the rate check, not every tick."""
+    if pod.ready and pod.rate >= mark:
+        pod.counting_s += tick_s
+
+
+def flush_counts(pod: SimPod) -> None:
+    """Add the requests the pod's copies took at their current shares, over the seconds counted, to `counted`:
+    before a routing changes the shares."""
+    seconds = pod.counting_s
+    if seconds:
         counts = pod.counted
         for model, rate in pod.shares.items():
-            counts[model] = counts.get(model, 0.0) + rate * tick_s
-        pod.counted_all += pod.rate * tick_s
+            counts[model] = counts.get(model, 0.0) + rate * seconds
+        pod.counted_all += pod.rate * seconds
+        pod.counting_s = 0.0
 
 
 def sample(pod: SimPod, now: float, cache_models: int, per_model: bool = True) -> PodSample:

@@ -25,6 +25,11 @@ arrival, before any queueing: l.2691) into a rate and:
 - loads min(rate / threshold, pods that hold no copy) copies, capped at max(2, a third of the pods) (l.5791-
   5795), each placed as any load is (placement.py) with its last use set 20 s ahead (l.5675).
 
+Before any of that it stamps the copy "heavy" when its rate is over three quarters of the threshold
+(`heavyRpms = (scaleUpRpms * 3) / 4`, l.5706; `if (rpm > heavyRpms) ce.setLastHeavyTime(now)`, l.5710): the
+janitor keeps a third copy of a model heavy within the last 5 hours (janitor.py). A copy can be that busy only
+on a pod taking over `HEAVY_SHARE` of the busy mark (`heavy_mark`), so only those pods' requests are counted.
+
 A copy still loading takes no requests while a loaded one exists (`ForwardingLB`, l.4309-4390).
 """
 
@@ -44,12 +49,20 @@ EXCLUDE_FACTOR = 4.0
 """Pods over this many times the threshold take no new copy (`getExcludeSet`, l.5841)."""
 NEW_COPY_AHEAD_S = 20.0
 """A copy the rate check asks for counts as used this far in the future when placed (l.5675)."""
+HEAVY_SHARE = 0.75
+"""A copy over this share of its threshold is "heavy" (`heavyRpms = (scaleUpRpms * 3) / 4`, l.5706)."""
 
 
 def threshold(pod_rps: float) -> float:
     """Requests per second a copy alone on its pod must take before it asks for more: 90% of what one pod
     serves. Pods below it are not counted: no copy on them can reach its own threshold."""
     return BANDWIDTH_SHARE * pod_rps
+
+
+def heavy_mark(pod_rps: float) -> float:
+    """Requests per second under which no copy on a pod is heavy: a copy at r on a pod at R <= `pod_rps` is
+    heavy when r > 0.75 x 0.9 x (pod_rps - R + r), which with r <= R needs R > 0.675 x `pod_rps`."""
+    return HEAVY_SHARE * threshold(pod_rps)
 
 
 def copy_threshold(pod_rps: float, rate: float, pod_rate: float, count: float) -> float:
@@ -60,6 +73,22 @@ def copy_threshold(pod_rps: float, rate: float, pod_rate: float, count: float) -
         return DEFAULT_RPS
     served = min(1.0, pod_rps / pod_rate) if pod_rate > 0.0 else 1.0  # the share of arrivals a pod serves
     return BANDWIDTH_SHARE * max(0.0, pod_rps - (pod_rate - rate) * served)
+
+
+def quiet_count(pod_rps: float, pod_rate: float, interval_s: float) -> float:
+    """Requests in the interval at or under which a copy on a pod at `pod_rate` is neither heavy nor asks for
+    more: its rate r is heavy when r > 0.675 x (`pod_rps` - (`pod_rate` - r) x served), served the share of
+    arrivals the pod serves (`copy_threshold`), i.e. r > 0.675 a / (1 - 0.675 served), a = `pod_rps` -
+    `pod_rate` x served; a hair under that, so that a copy the rate check skips for it is one `copy_threshold`
+    also finds quiet. (A copy under `FEW_REQUESTS` has the 2000 rpm threshold, heavy over 25 req/s: not under 8
+    requests in the check's 10 s.) Without it every copy of a busy pod went through `copy_threshold` at every
+    check."""
+    served = min(1.0, pod_rps / pod_rate) if pod_rate > 0.0 else 1.0
+    spare = pod_rps - pod_rate * served
+    if spare <= 0.0 or interval_s < 1.0:
+        return 0.0
+    share = HEAVY_SHARE * BANDWIDTH_SHARE
+    return share * spare / (1.0 - share * served) * interval_s * (1.0 - 1e-9)
 
 
 def recent_load_cutoff(now: float, interval_s: float, load_time_s: float) -> float:

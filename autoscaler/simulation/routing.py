@@ -27,7 +27,7 @@ from typing import Final
 from autoscaler.simulation.copies import ModelCopies
 from autoscaler.simulation.fluid import water_fill
 from autoscaler.simulation.placement import choose_pod
-from autoscaler.simulation.pods import SimPod
+from autoscaler.simulation.pods import SimPod, flush_counts
 from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.regular_use import RegularUse
 
@@ -35,8 +35,11 @@ BACKLOG_HORIZON_S: Final = 10.0
 
 
 def begin(pods: Sequence[SimPod], ready: Sequence[SimPod]) -> None:
-    """Start a routing: every pod's rate is its queued work, no copy has a share yet."""
+    """Start a routing: every pod's rate is its queued work, no copy has a share yet (the requests counted at
+    the shares so far kept for the rate check)."""
     for pod in pods:
+        if pod.counting_s:
+            flush_counts(pod)
         pod.rate = pod.backlog / BACKLOG_HORIZON_S
     for pod in ready:
         pod.shares = {}
@@ -51,6 +54,8 @@ def end(pods: Sequence[SimPod]) -> None:
 def cold_load(copies: ModelCopies, regular: RegularUse, target: SimPod, model: int, rate: float,
               now: float) -> None:
     """Load `model`, held nowhere, on `target`, and route its rate there."""
+    if target.counting_s:  # a retry between routings: the shares change
+        flush_counts(target)
     copies.load(target, model, now)
     regular.forget(model)  # a fresh cache entry, whose first use is this one
     regular.used(model, now)
