@@ -8,7 +8,8 @@ promise that no alert fires. But the adapter counts those answers in
 judged the share of 503s alone, fired for good wherever more than one HPA'd runtime in twenty was idle.
 
 Here a real adapter (`--targets`: one runtime `triton` with a real exporter over a fake ModelMesh, one runtime
-`idle` with no pods, i.e. scaled to zero) is asked by two "HPAs" in turn; its own /metrics says how it counted
+`idle` with no pods, i.e. scaled to zero, and one in use without the sidecar, whose values are unknown with nothing
+wrong, test_monitoring_runtimes_without_sidecar.py) is asked by two "HPAs" in turn; its own /metrics says how it counted
 their answers. That count, at the HPA's pace (each HPA once every 15 s), becomes an hour of series for a
 `promtool test rules` unit test over the shipped rules.yaml. Then the exporter stops: `triton`'s values turn
 unknown (a real outage), and the same alert must fire.
@@ -34,6 +35,8 @@ from tests.support.processes import Server, all_running, free_port, http_get, po
 NAMESPACE = "modelmesh-serving"
 BUSY = "modelmesh-serving-triton"
 IDLE = "modelmesh-serving-idle"
+PLAIN = "modelmesh-serving-mlserver-1.x"
+"""A runtime in use without the exporter sidecar (nobody scales it): its values are unknown, nothing is wrong."""
 EXTERNAL_METRICS = "/apis/external.metrics.k8s.io/v1beta1"
 ADAPTER_LABELS = {"job": "modelmesh-autoscaler", "namespace": "modelmesh-autoscaler", "pod": "modelmesh-autoscaler-0"}
 """The target labels the shipped adapter job gives every series (per-runtime series keep their own namespace)."""
@@ -52,12 +55,14 @@ class Fleet:
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     workdir = tmp_path_factory.mktemp("scaled-to-zero")
-    mm, exporter, adapter = free_port(), free_port(), free_port()
+    mm, exporter, adapter, nothing = free_port(), free_port(), free_port(), free_port()
     targets = workdir / "targets.yaml"
     targets.write_text(yaml.safe_dump({"runtimes": [
         {"namespace": NAMESPACE, "deployment": BUSY,
          "pods": [{"name": f"{BUSY}-5d9c7b-0", "url": f"http://127.0.0.1:{exporter}/metrics"}]},
         {"namespace": NAMESPACE, "deployment": IDLE, "pods": []},  # its Deployment asks for 0 replicas
+        {"namespace": NAMESPACE, "deployment": PLAIN,
+         "pods": [{"name": f"{PLAIN}-7f8d9c-0", "url": f"http://127.0.0.1:{nothing}/metrics"}]},
     ]}))
     with ExitStack() as stack:
         stack.enter_context(running(["autoscaler.demo.fake_modelmesh", "--listen", f"127.0.0.1:{mm}", "--http",
@@ -92,9 +97,10 @@ def requests_counted(fleet: Fleet) -> Counter[tuple[str, str]]:
                     if name == "modelmesh_autoscaler_api_requests_total" and labels["path"] != "/metrics"})
 
 
-def an_hour_of(fleet: Fleet, rounds: int = 5) -> list[dict[str, str]]:
+def an_hour_of(fleet: Fleet, exporter_up: int, rounds: int = 5) -> list[dict[str, str]]:
     """`rounds` rounds of one request by each HPA, as the adapter counts them, repeated at the HPA's pace for an
-    hour; and the adapter's per-runtime gauges as it publishes them now, held for the hour."""
+    hour; the adapter's per-runtime gauges as it publishes them now, held for the hour; and `triton`'s exporter
+    as the shipped exporter job scrapes it (`up` as given; the runtime without the sidecar has no target)."""
     before = requests_counted(fleet)
     for _ in range(rounds):
         for deployment in (BUSY, IDLE):
@@ -102,7 +108,10 @@ def an_hour_of(fleet: Fleet, rounds: int = 5) -> list[dict[str, str]]:
     per_round = requests_counted(fleet) - before
     assert sum(per_round.values()) == 2 * rounds, per_round
     target = ", ".join(f'{k}="{v}"' for k, v in ADAPTER_LABELS.items())
-    series = [{"series": f"up{{{target}}}", "values": f"1x{MINUTES}"}]
+    exporter = (f'up{{job="modelmesh-exporter", namespace="{NAMESPACE}", pod="{BUSY}-5d9c7b-0", '
+                f'deployment="{BUSY}", instance="10.0.0.1:9187"}}')
+    series = [{"series": f"up{{{target}}}", "values": f"1x{MINUTES}"},
+              {"series": exporter, "values": f"{exporter_up}x{MINUTES}"}]
     for (path, code), count in per_round.items():
         step = count / rounds * ASKS_PER_MINUTE
         series.append({"series": f'modelmesh_autoscaler_api_requests_total{{{target}, path="{path}", code="{code}"}}',
@@ -143,7 +152,9 @@ def test_an_hpa_on_a_runtime_scaled_to_zero_fires_no_alert(fleet: Fleet, tmp_pat
     poll(lambda: ask(fleet, BUSY)[0] == 200, timeout=30)
     status, body = ask(fleet, IDLE)
     assert status == 503 and "scaled to zero" in json.loads(body)["message"], body
-    series = an_hour_of(fleet)
+    poll(lambda: any(labels.get("deployment") == PLAIN and value == 0 for name, labels, value in scrape(fleet)
+                     if name == "modelmesh_autoscaler_runtime_values_known"), timeout=30)
+    series = an_hour_of(fleet, exporter_up=1)
     loud = []
     for alert in alert_names():
         done = alerts_at(tmp_path, series, alert, 0)
@@ -159,6 +170,6 @@ def test_a_runtime_whose_values_are_unknown_fires_the_503_alert(fleet: Fleet, tm
     poll(lambda: ask(fleet, BUSY)[0] == 200, timeout=30)
     stop(fleet.exporter)
     poll(lambda: ask(fleet, BUSY)[0] == 503, timeout=30)
-    series = an_hour_of(fleet)
+    series = an_hour_of(fleet, exporter_up=0)
     done = alerts_at(tmp_path, series, "ModelMeshAutoscalerServing503", 1)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
