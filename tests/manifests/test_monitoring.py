@@ -311,7 +311,7 @@ def test_pod_monitors_match_the_scrape_config() -> None:
         assert endpoint["port"] in {p["name"] for p in ports}
         assert endpoint.get("honorLabels", False) == jobs[job].get("honor_labels", False)
         assert endpoint.get("scheme", "http") == jobs[job].get("scheme", "http")
-        relabelled = {r["targetLabel"]: r for r in endpoint["relabelings"]}
+        relabelled = {r["targetLabel"]: r for r in endpoint["relabelings"] if "targetLabel" in r}
         assert relabelled["job"]["replacement"] == job
         # The operator adds namespace and pod itself; the rest must be relabelled like the scrape config.
         wanted = {r["target_label"] for r in jobs[job]["relabel_configs"] if "target_label" in r}

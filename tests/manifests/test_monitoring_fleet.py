@@ -100,8 +100,10 @@ def test_single_pod_runtimes_replaced_every_minute_do_not_fire_the_503_alert(tmp
                   "description": "For 15 minutes the adapter has answered 100% of the external metric requests "
                                  "with 503 (data too stale or too sparse, or the source down): those HPAs hold "
                                  "their replicas. A few runtimes at a time (a single-pod runtime whose pod is being "
-                                 "replaced) do not count; ModelMeshRuntimeValuesUnknown names every runtime "
-                                 "unknown for 10 minutes; the adapter's log says why."}}]}]},
+                                 "replaced) do not count, and the 503s of runtimes scaled to zero (nothing is wrong "
+                                 "there) fire it only while some runtime's values are unknown; "
+                                 "ModelMeshRuntimeValuesUnknown names every runtime unknown for 10 minutes; the "
+                                 "adapter's log says why."}}]}]},
     ])
     assert done.returncode == 0, done.stdout + done.stderr
 

@@ -1,0 +1,175 @@
+"""The shipped alerts on an adapter that serves a runtime scaled to zero, as a real adapter counts its answers.
+
+modelmesh-serving scales every runtime that no InferenceService uses to zero (its `scaleToZero`, on by default).
+The RuntimeScale keeps the replicas the HPA last set, so the HPA keeps asking for its metric every 15 s, and the
+adapter answers each request with a 503 "scaled to zero": nothing is wrong, and the README and operations.md
+promise that no alert fires. But the adapter counts those answers in
+`modelmesh_autoscaler_api_requests_total{code="503"}` like any other, so `ModelMeshAutoscalerServing503`, which
+judged the share of 503s alone, fired for good wherever more than one HPA'd runtime in twenty was idle.
+
+Here a real adapter (`--targets`: one runtime `triton` with a real exporter over a fake ModelMesh, one runtime
+`idle` with no pods, i.e. scaled to zero, and one in use without the sidecar, whose values are unknown with nothing
+wrong, test_monitoring_runtimes_without_sidecar.py) is asked by two "HPAs" in turn; its own /metrics says how it counted
+their answers. That count, at the HPA's pace (each HPA once every 15 s), becomes an hour of series for a
+`promtool test rules` unit test over the shipped rules.yaml. Then the exporter stops: `triton`'s values turn
+unknown (a real outage), and the same alert must fire.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.manifests.support import PROMETHEUS, PROMTOOL, load_yaml
+from tests.support.processes import Server, all_running, free_port, http_get, poll, running, stop
+
+NAMESPACE = "modelmesh-serving"
+BUSY = "modelmesh-serving-triton"
+IDLE = "modelmesh-serving-idle"
+PLAIN = "modelmesh-serving-mlserver-1.x"
+"""A runtime in use without the exporter sidecar (nobody scales it): its values are unknown, nothing is wrong."""
+EXTERNAL_METRICS = "/apis/external.metrics.k8s.io/v1beta1"
+ADAPTER_LABELS = {"job": "modelmesh-autoscaler", "namespace": "modelmesh-autoscaler", "pod": "modelmesh-autoscaler-0"}
+"""The target labels the shipped adapter job gives every series (per-runtime series keep their own namespace)."""
+ASKS_PER_MINUTE = 4
+"""An HPA asks for each of its metrics once per sync period, 15 s by default."""
+MINUTES = 60
+
+
+@dataclass
+class Fleet:
+    adapter: str
+    exporter: subprocess.Popen[bytes]  # stopping it is the outage
+    workdir: Path
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    workdir = tmp_path_factory.mktemp("scaled-to-zero")
+    mm, exporter, adapter, nothing = free_port(), free_port(), free_port(), free_port()
+    targets = workdir / "targets.yaml"
+    targets.write_text(yaml.safe_dump({"runtimes": [
+        {"namespace": NAMESPACE, "deployment": BUSY,
+         "pods": [{"name": f"{BUSY}-5d9c7b-0", "url": f"http://127.0.0.1:{exporter}/metrics"}]},
+        {"namespace": NAMESPACE, "deployment": IDLE, "pods": []},  # its Deployment asks for 0 replicas
+        {"namespace": NAMESPACE, "deployment": PLAIN,
+         "pods": [{"name": f"{PLAIN}-7f8d9c-0", "url": f"http://127.0.0.1:{nothing}/metrics"}]},
+    ]}))
+    with ExitStack() as stack:
+        stack.enter_context(running(["autoscaler.demo.fake_modelmesh", "--listen", f"127.0.0.1:{mm}", "--http",
+                                     "--rps", "40"], f"http://127.0.0.1:{mm}/metrics", workdir / "modelmesh.log"))
+        (exporter_process,) = stack.enter_context(all_running([Server(
+            ["exporter.cli", "--listen", f"127.0.0.1:{exporter}", "--no-gpu", "--modelmesh-url",
+             f"http://127.0.0.1:{mm}/metrics", "--modelmesh-interval", "0.5", "--load-window", "3"],
+            f"http://127.0.0.1:{exporter}/metrics", workdir / "exporter.log")]))
+        stack.enter_context(running(
+            ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{adapter}", "--targets",
+             str(targets), "--deletion-cost", "off", "--refresh-interval", "1", "--window", "3"],
+            f"https://127.0.0.1:{adapter}/healthz", workdir / "adapter.log"))
+        yield Fleet(f"127.0.0.1:{adapter}", exporter_process, workdir)
+
+
+def ask(fleet: Fleet, deployment: str) -> tuple[int, str]:
+    """What an HPA on `deployment`'s `modelmesh_desired_replicas` gets: (status, body)."""
+    return http_get(f"https://{fleet.adapter}{EXTERNAL_METRICS}/namespaces/{NAMESPACE}/modelmesh_desired_replicas"
+                    f"?labelSelector=deployment%3D{deployment}")
+
+
+def scrape(fleet: Fleet) -> list[tuple[str, dict[str, str], float]]:
+    status, text = http_get(f"https://{fleet.adapter}/metrics")
+    assert status == 200, text
+    return [(sample.name, sample.labels, sample.value)
+            for family in text_string_to_metric_families(text) for sample in family.samples]
+
+
+def requests_counted(fleet: Fleet) -> Counter[tuple[str, str]]:
+    """The adapter's count of external-metrics answers, by route and status (its own /metrics scrapes left out)."""
+    return Counter({(labels["path"], labels["code"]): value for name, labels, value in scrape(fleet)
+                    if name == "modelmesh_autoscaler_api_requests_total" and labels["path"] != "/metrics"})
+
+
+def an_hour_of(fleet: Fleet, exporter_up: int, rounds: int = 5) -> list[dict[str, str]]:
+    """`rounds` rounds of one request by each HPA, as the adapter counts them, repeated at the HPA's pace for an
+    hour; the adapter's per-runtime gauges as it publishes them now, held for the hour; and `triton`'s exporter
+    as the shipped exporter job scrapes it (`up` as given; the runtime without the sidecar has no target)."""
+    before = requests_counted(fleet)
+    for _ in range(rounds):
+        for deployment in (BUSY, IDLE):
+            ask(fleet, deployment)
+    per_round = requests_counted(fleet) - before
+    assert sum(per_round.values()) == 2 * rounds, per_round
+    target = ", ".join(f'{k}="{v}"' for k, v in ADAPTER_LABELS.items())
+    exporter = (f'up{{job="modelmesh-exporter", namespace="{NAMESPACE}", pod="{BUSY}-5d9c7b-0", '
+                f'deployment="{BUSY}", instance="10.0.0.1:9187"}}')
+    series = [{"series": f"up{{{target}}}", "values": f"1x{MINUTES}"},
+              {"series": exporter, "values": f"{exporter_up}x{MINUTES}"}]
+    for (path, code), count in per_round.items():
+        step = count / rounds * ASKS_PER_MINUTE
+        series.append({"series": f'modelmesh_autoscaler_api_requests_total{{{target}, path="{path}", code="{code}"}}',
+                       "values": f"0+{step:g}x{MINUTES}"})
+    for name, labels, value in scrape(fleet):
+        if name.startswith(("modelmesh_autoscaler_runtime_", "modelmesh_autoscaler_served_value")):
+            labelled = {**ADAPTER_LABELS, **labels}  # honor_labels: the runtime's own namespace stays
+            selector = ", ".join(f'{k}="{v}"' for k, v in labelled.items())
+            series.append({"series": f"{name}{{{selector}}}", "values": f"{value:g}x{MINUTES}"})
+    return series
+
+
+def alerts_at(tmp_path: Path, series: list[dict[str, str]], alert: str, firing: int,
+              ) -> subprocess.CompletedProcess[str]:
+    """promtool's verdict on `alert` at minutes 30 and 59 of the hour: `firing` alerts of that name expected
+    (counted, so that the test does not restate the annotations' wording)."""
+    check: dict[str, object] = (
+        {"alert_rule_test": [{"eval_time": f"{minute}m", "alertname": alert, "exp_alerts": []}
+                             for minute in (30, 59)]} if not firing else
+        {"promql_expr_test": [{"expr": f'count(ALERTS{{alertname="{alert}", alertstate="firing"}})',
+                               "eval_time": f"{minute}m", "exp_samples": [{"labels": "{}", "value": firing}]}
+                              for minute in (30, 59)]})
+    path = tmp_path / "scaled_to_zero_test.yaml"
+    path.write_text(yaml.safe_dump({
+        "rule_files": [str(PROMETHEUS / "rules.yaml")], "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": series, **check}]}))
+    return subprocess.run([PROMTOOL, "test", "rules", str(path)], capture_output=True, text=True, timeout=120,
+                          check=False)
+
+
+def alert_names() -> list[str]:
+    return [rule["alert"] for group in load_yaml(PROMETHEUS / "rules.yaml")["groups"] for rule in group["rules"]
+            if "alert" in rule]
+
+
+@pytest.mark.slow
+def test_an_hpa_on_a_runtime_scaled_to_zero_fires_no_alert(fleet: Fleet, tmp_path: Path) -> None:
+    poll(lambda: ask(fleet, BUSY)[0] == 200, timeout=30)
+    status, body = ask(fleet, IDLE)
+    assert status == 503 and "scaled to zero" in json.loads(body)["message"], body
+    poll(lambda: any(labels.get("deployment") == PLAIN and value == 0 for name, labels, value in scrape(fleet)
+                     if name == "modelmesh_autoscaler_runtime_values_known"), timeout=30)
+    series = an_hour_of(fleet, exporter_up=1)
+    loud = []
+    for alert in alert_names():
+        done = alerts_at(tmp_path, series, alert, 0)
+        if done.returncode != 0:
+            loud.append(f"{alert}:\n{(done.stdout + done.stderr)[-1500:]}")
+    assert not loud, "\n".join(loud)
+
+
+@pytest.mark.slow
+def test_a_runtime_whose_values_are_unknown_fires_the_503_alert(fleet: Fleet, tmp_path: Path) -> None:
+    """The other side: the exporter of `triton` stops (scrapes fail, its data turns stale), so its HPA gets
+    503s too, and its values are unknown: HPAs hold for a reason someone must fix."""
+    poll(lambda: ask(fleet, BUSY)[0] == 200, timeout=30)
+    stop(fleet.exporter)
+    poll(lambda: ask(fleet, BUSY)[0] == 503, timeout=30)
+    series = an_hour_of(fleet, exporter_up=0)
+    done = alerts_at(tmp_path, series, "ModelMeshAutoscalerServing503", 1)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
