@@ -28,7 +28,8 @@ class SourceProblem:
 
     reason: str
     """The `modelmesh_autoscaler_source_errors_total` reason (`connect`, `timeout`, `tls`, `http`, `parse`,
-    `empty`), or `discovery`; or, not errors but why pods lack data, Prometheus's `unseen` and `partial`."""
+    `empty`), or `discovery`; or, not errors but why pods lack data, Prometheus's `unseen` and `partial` and
+    the scrape source's `no_exporter` (a pod that runs no exporter sidecar)."""
     detail: str
     """The backend's own words, as the log has them (credentials left out)."""
     since: float

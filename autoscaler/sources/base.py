@@ -40,8 +40,11 @@ class PodTarget:
 
     name: str
     ready: bool
-    url: str | None  # the exporter's /metrics URL; None when the pod has no IP yet
+    url: str | None  # the exporter's /metrics URL; None when the pod has no IP yet, or runs no exporter
     created_at: float | None = None
+    undeclared_exporter_port: int | None = None
+    """The exporter's port, where the pod's containers declare ports and not this one: it runs no exporter
+    sidecar, so it is not scraped (a `no_exporter` problem in /debug, not a source error)."""
 
 
 @dataclass(frozen=True, slots=True)

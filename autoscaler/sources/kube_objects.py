@@ -5,7 +5,9 @@ it reads as absent. A runtime is a Deployment (docs/design.md); its pods are the
 (`spec.selector.matchLabels`; ModelMesh uses `modelmesh-service` and `name`) matches in its namespace.
 
 A pod is Ready when its `Ready` condition is True and it is not terminating (no `deletionTimestamp`): the
-ReplicaSet counts a terminating pod as gone, so must we. Its exporter is `http://<podIP>:<exporter_port>/metrics`.
+ReplicaSet counts a terminating pod as gone, so must we. Its exporter is `http://<podIP>:<exporter_port>/metrics`,
+unless its containers declare ports and not that one: the pod runs no exporter sidecar (a runtime modelmesh-serving
+runs that was never given one), and scraping it would only count a connection refused at every refresh.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ class PodRecord:
     deployment: str | None = None
     """The Deployment that runs the pod, by its controlling ReplicaSet (`<deployment>-<pod-template-hash>`);
     None for a pod no Deployment runs."""
+    declared_ports: frozenset[int] | None = None
+    """The `containerPort`s its containers declare; None when they declare none (declaring is optional, so
+    then nothing is known about which ports answer)."""
 
 
 @dataclass(slots=True)
@@ -77,7 +82,19 @@ def parse_pod(obj: Any) -> PodRecord | None:
         posix_seconds(metadata.get("creationTimestamp")),
         terminating,
         _owning_deployment(metadata, labels),
+        _declared_ports(_mapping(_mapping(obj).get("spec"))),
     )
+
+
+def _declared_ports(spec: Mapping[str, Any]) -> frozenset[int] | None:
+    containers = spec.get("containers")
+    ports = frozenset(
+        number
+        for container in _list(containers)
+        for port in _list(_mapping(container).get("ports"))
+        if isinstance(number := _mapping(port).get("containerPort"), int)
+    )
+    return ports or None
 
 
 def _owning_deployment(metadata: Mapping[str, Any], labels: Mapping[str, str]) -> str | None:
@@ -180,6 +197,11 @@ def _pivot(selector: Mapping[str, str]) -> tuple[str, str] | None:
     return None if first is None else (first, selector[first])
 
 
+def _list(value: Any) -> list[Any]:
+    """`value` if it is a JSON array, else empty."""
+    return value if isinstance(value, list) else []
+
+
 def _mapping(value: Any) -> Mapping[str, Any]:
     """`value` if it is a JSON object, else empty: a malformed field must not break discovery."""
     return value if isinstance(value, dict) else {}
@@ -190,6 +212,8 @@ def _selects(selector: Mapping[str, str], pod: PodRecord) -> bool:
 
 
 def _target(pod: PodRecord, exporter_port: int) -> PodTarget:
+    if pod.declared_ports is not None and exporter_port not in pod.declared_ports:
+        return PodTarget(pod.name, pod.ready, None, pod.created_at, undeclared_exporter_port=exporter_port)
     url = None
     if pod.ip:
         host = f"[{pod.ip}]" if ":" in pod.ip else pod.ip

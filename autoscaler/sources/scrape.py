@@ -6,7 +6,10 @@ Every cost of a refresh is bounded, whatever the pods do:
 - a deadline for the whole refresh: scrapes still running when it passes are cancelled and count as
   timeouts, so a lost node's black-holed pods cannot stretch a refresh past `max_staleness`;
 - pods that failed are retried with backoff and go after the others (`scrape_retry`), so a crowd of dead
-  pods cannot starve a healthy one.
+  pods cannot starve a healthy one;
+- a pod whose containers declare ports but not the exporter's runs no sidecar (`kube_objects`): it is not
+  scraped, and /debug and one WARNING per runtime say so (`no_exporter`), but no error is counted:
+  modelmesh-serving runs runtimes nobody scales, and their pods must not read as a failing source.
 A pod whose scrape fails (or is skipped) keeps its last good sample: the policies see it growing stale,
 never idle.
 """
@@ -20,6 +23,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Final
 
 import aiohttp
 
@@ -47,6 +51,10 @@ from exporter import names
 log = logging.getLogger(__name__)
 
 _PodKey = tuple[RuntimeKey, str]
+
+REASON_NO_EXPORTER: Final = "no_exporter"
+"""A `SourceProblem`'s reason, not an error: a Ready pod runs no exporter sidecar
+(`PodTarget.undeclared_exporter_port`)."""
 
 
 class ScrapeSource:
@@ -84,6 +92,7 @@ class ScrapeSource:
         """Scrapes tried so far, failed or not (`modelmesh_autoscaler_source_reads_total`)."""
         self._news = ScrapeNews()
         self._failing: dict[RuntimeKey, dict[str, SourceProblem]] = {}  # pods whose last scrape failed, by runtime
+        self._without_exporter: dict[RuntimeKey, dict[str, SourceProblem]] = {}  # Ready pods with no sidecar
         self._discovery_outage = DiscoveryOutage()
 
     def _client(self) -> aiohttp.ClientSession:
@@ -96,6 +105,7 @@ class ScrapeSource:
         inventory = self._discovery.inventory()
         source_ok = self._discovery_outage.note(self._discovery.healthy, now, discovery_problem(self._discovery))
         pods = [(runtime.key, pod) for runtime in inventory.values() for pod in runtime.pods]
+        self._note_without_exporter(pods, now)
         samples = {(key, pod.name): self._fallback(key, pod) for key, pod in pods}
         due = [(key, pod) for key, pod in pods
                if pod.url is not None and pod.ready and self._retries.due((key, pod.name), now)]
@@ -156,6 +166,28 @@ class ScrapeSource:
         self._last_good[(key, pod.name)] = sample
         return key, sample
 
+    def _note_without_exporter(self, pods: list[tuple[RuntimeKey, PodTarget]], now: float) -> None:
+        """Keep, for /debug, the Ready pods that run no exporter, and say once when a runtime first has one:
+        its values stay unknown (503) until the sidecar is added, which is right for a runtime nobody scales."""
+        before = self._without_exporter
+        found: dict[RuntimeKey, dict[str, SourceProblem]] = {}
+        for key, pod in pods:
+            port = pod.undeclared_exporter_port
+            if port is None or not pod.ready:
+                continue
+            known = before.get(key, {}).get(pod.name)
+            found.setdefault(key, {})[pod.name] = known or SourceProblem(
+                REASON_NO_EXPORTER,
+                f"pod {pod.name} declares container ports but not the exporter's {port}: it runs no "
+                f"modelmesh-exporter sidecar, so it is not scraped (add the sidecar to scale this runtime: "
+                f"manifests/examples/exporter-sidecar-patch.yaml)", now, pod.name)
+        for key, problems in found.items():
+            if key not in before:
+                log.warning("%s: %d Ready pod(s) run no exporter sidecar (%s): not scraped, so the runtime's values "
+                            "stay unknown until it is added; fine for a runtime no HPA scales", key, len(problems),
+                            next(iter(problems.values())).detail)
+        self._without_exporter = found
+
     def _failed(self, key: RuntimeKey, pod: PodTarget, reason: str, detail: str, now: float) -> None:
         self.errors[reason] += 1
         failing = self._failing.setdefault(key, {})
@@ -202,9 +234,11 @@ class ScrapeSource:
         self._retries.forget_all_but(known)
 
     def problems(self, key: RuntimeKey) -> tuple[SourceProblem, ...]:
-        """What fails now, for /debug: discovery out of date, and each of the runtime's pods whose last scrape
-        failed, with its error and the time its run of failures began (a pod waiting out its backoff included)."""
-        return self._discovery_outage.problems() + tuple(self._failing.get(key, {}).values())
+        """What fails now, for /debug: discovery out of date, each of the runtime's pods whose last scrape
+        failed, with its error and the time its run of failures began (a pod waiting out its backoff included),
+        and its Ready pods that run no exporter."""
+        return (self._discovery_outage.problems() + tuple(self._failing.get(key, {}).values())
+                + tuple(self._without_exporter.get(key, {}).values()))
 
     async def close(self) -> None:
         if self._session is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Final
 
@@ -148,10 +148,12 @@ class ClusterControls(ObjectStore):
         phase: str = "Running",
         node: str = "node-1",
         owner_replica_set: str | None = None,
+        ports: Sequence[tuple[str, int]] = (),
     ) -> JSON:
         """A pod as the kubelet reports it. A Running pod with no `ip` gets the next 10.244.0.x; a Pending one
         has no IP. `created` is a Unix time or datetime (default: now). `owner_replica_set` names the ReplicaSet
-        that controls it (`metadata.ownerReferences`, as a Deployment's pods have: `<deployment>-<hash>`)."""
+        that controls it (`metadata.ownerReferences`, as a Deployment's pods have: `<deployment>-<hash>`).
+        `ports`: (name, containerPort) its container declares (none by default, as declaring is optional)."""
         now = self.clock()
         created_at = timestamp(created, now)
         if ip is None and phase == "Running":
@@ -169,7 +171,9 @@ class ClusterControls(ObjectStore):
                 "annotations": dict(annotations or {}),
             },
             "spec": {
-                "containers": [{"name": "main", "image": "registry.example/fake:latest"}],
+                "containers": [{"name": "main", "image": "registry.example/fake:latest", **({"ports": [
+                    {"name": name, "containerPort": number, "protocol": "TCP"} for name, number in ports]}
+                    if ports else {})}],
                 "nodeName": node,
                 "restartPolicy": "Always",
                 "schedulerName": "default-scheduler",
