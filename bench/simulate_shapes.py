@@ -11,7 +11,7 @@ goal is within reach of some replica policy on that trace. Plain script:
 
     python bench/simulate_shapes.py [--hours 24] [--models 500] [--seeds 0] [--fixed] [--ceiling] [--beyond 4,8] \\
         [--min-churn-age 300] \\
-        [--hourly] [--variant 'name:scale_down_tau_s=120,down_window=300,down_pods=1,down_period=120'] ...
+        [--hourly] [--events] [--variant 'name:scale_down_tau_s=120,down_window=300,down_pods=1,down_period=120'] ...
 
 A variant sets RuntimePolicy fields (`skew_order`, `target_gpu_busy`, `scale_down_tau_s`, ...) and the HPA's
 scale-down behavior (`down_window` s, `down_pods` per `down_period` s) and its tolerances (`up_tolerance`,
@@ -24,6 +24,7 @@ costs unset, as the adapter's `--deletion-cost off` (the ReplicaSet then removes
 from __future__ import annotations
 
 import argparse
+import itertools
 import time
 from dataclasses import dataclass, replace
 
@@ -107,6 +108,27 @@ def hourly_table(named: list[tuple[str, PolicyResult]]) -> str:
     return "\n".join(lines)
 
 
+UNDONE_S = 60.0
+"""A scale-down followed by a scale-up within this many seconds was undone: the removal itself asked for the pods
+back (a scale-down's pre-shutdown filled every cache, and the cache term saw pressure)."""
+
+
+def events_table(named: list[tuple[str, PolicyResult]]) -> str:
+    """Per policy: its scale-ups, scale-downs (pods removed), the scale-downs a scale-up undid within `UNDONE_S`,
+    and the cold loads of models whose only copy left with a removed pod. Where avoidable cold loads come from: a
+    policy that removes a pod only to add one back moves (and evicts) copies for nothing."""
+    lines = ["| policy | scale-ups | scale-downs (pods removed) | undone within 60 s | cold loads after a removal |",
+             "|---|---:|---:|---:|---:|"]
+    for name, result in named:
+        events = result.events
+        downs = [e for e in events if e.after < e.before]
+        undone = sum(1 for e, nxt in itertools.pairwise(events)
+                     if e.after < e.before and nxt.after > nxt.before and nxt.at_s - e.at_s <= UNDONE_S)
+        lines.append(f"| {name} | {len(events) - len(downs)} | {len(downs)} ({sum(e.before - e.after for e in downs)})"
+                     f" | {undone} | {result.cold_loads_after_removal} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hours", type=float, default=24.0)
@@ -127,6 +149,9 @@ def main() -> None:
                         help="also fixed at these multiples of the peak's need, e.g. 4,8,16 (beyond maxReplicas)")
     parser.add_argument("--hourly", action="store_true",
                         help="after each shape and seed, its delayed requests and replicas hour by hour per policy")
+    parser.add_argument("--events", action="store_true",
+                        help="after each shape and seed, each policy's scale-ups and scale-downs, the scale-downs "
+                             "undone within a minute, and the cold loads of models a removal took")
     args = parser.parse_args()
     variants = [parse_variant(v) for v in args.variant] or [parse_variant("skew-aware:")]
     print("| shape | seed | policy | pod-hours | x oracle | delayed ratio | cold loads (migrated loads) | "
@@ -149,6 +174,9 @@ def main() -> None:
             if args.hourly:
                 print(f"\n{shape_name}, seed {seed}, hour by hour:\n\n"
                       f"{hourly_table([('mean-hpa', base), *zip(names, results, strict=True)])}\n", flush=True)
+            if args.events:
+                print(f"\n{shape_name}, seed {seed}, scale events:\n\n"
+                      f"{events_table([('mean-hpa', base), *zip(names, results, strict=True)])}\n", flush=True)
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 
