@@ -15,7 +15,6 @@ their own to find, say, the busiest pod.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -89,10 +88,11 @@ class Aggregate:
     # Every signal of SIGNALS, in that order, when built by `aggregate` (`recommend` and `decide` read it as is).
     signals: Mapping[str, SignalStats] = field(default_factory=dict)
     pod_signals: tuple[tuple[tuple[str, str], ...], ...] = ()  # per pod: (signal, state) for each signal
-    # The cache need (docs/design.md, Recommendation): the distinct models the Ready pods with fresh load data
-    # served within `target_lru_age_s` of `now` (their `recent_models`), None when none of them reports per-model
-    # use; a pod's capacity in models (`models_loaded / cache_used_ratio`, the mean over those of them that report
-    # both), None when none does; and the Ready pods with fresh load data that report no per-model use while
+    # The cache need (docs/design.md, Recommendation): the copies the Ready pods with fresh load data served
+    # within `target_lru_age_s` of `now` (their `recent_models`; a model served on two pods counts twice, as a
+    # scale-down's pre-shutdown moves both), None when none of them reports per-model use; a pod's capacity in
+    # models (`models_loaded / cache_used_ratio`, the mean over those of them that report both), None when none
+    # does; and the Ready pods with fresh load data that report no per-model use while
     # others do, or while the runtime did before (`SIGNAL_MODELS` in `seen`): the term that reads it then holds.
     models_in_use: int | None = None
     pod_capacity: float | None = None
@@ -400,24 +400,25 @@ else sees it (its slot's own setter: the frozen dataclass's `__setattr__` refuse
 
 def fresh_models_in_use(servers: Mapping[str, int], pods: Sequence[PodSample], fresh: Sequence[bool],
                         since: float) -> int:
-    """How many distinct models the Ready pods with fresh load data (`fresh`, `Aggregate.fresh`) served at or
-    after `since`, from `servers`: how many Ready pods served each model then (the unique-copy term's count).
-    The models that only stale pods served are taken off, so this reads the stale pods' models alone (few)."""
-    stale: Counter[str] = Counter()
+    """How many copies the Ready pods with fresh load data (`fresh`, `Aggregate.fresh`) served at or after
+    `since`, from `servers`: how many Ready pods served each model then (the unique-copy term's count). The copies
+    stale pods served are taken off, so this reads the stale pods' models alone (few)."""
+    stale = 0
     for pod, ok in zip(pods, fresh, strict=True):
         if pod.ready and not ok and (m := pod.recent_models):
-            stale.update([model for model, at in m.items() if at >= since])
-    return len(servers) - sum(1 for model, count in stale.items() if servers.get(model) == count)
+            stale += len([at for at in m.values() if at >= since])
+    return sum(servers.values()) - stale
 
 
 def _models_in_use(used: list[Mapping[str, float]], since: float) -> int:
-    """How many distinct models the pods served at or after `since`: one comprehension per pod keeping its
-    in-window ids (as `ranking.UniqueCopyTerm.counts` reads them) and one set they are added to, in C."""
-    in_use: set[str] = set()
-    add = in_use.update
-    for models in used:
-        add([model for model, at in models.items() if at >= since])
-    return len(in_use)
+    """How many copies the pods served at or after `since` (a model on two pods counts twice): each pod's
+    in-window models counted, as `ranking.UniqueCopyTerm.counts` reads them.
+
+    Copies, not distinct models: a scale-down's pre-shutdown asks for a copy of every model the leaving pod
+    holds on a pod without one (extra copies of busy models too), so what the pods that stay must hold is the
+    copies; counted as distinct models, a runtime whose busy models have two copies each scaled to half the
+    pods its copies in use fill, and the moves evicted copies still in use (docs/simulation.md)."""
+    return sum([len([at for at in models.values() if at >= since]) for models in used])
 
 
 _ready_terms: Final = tuple.__new__

@@ -108,8 +108,8 @@ def examine_pods(
         hit = _weights_of(terms)
     weights = hit[1]
     unique_term = terms[3].term if len(terms) == 4 else None
-    # The unique-copy term counts the models the Ready pods served in the policy's window: the cache need's
-    # `models_in_use` is read off that count (below) rather than counted twice.
+    # The unique-copy term counts the models the Ready pods served in the policy's window, and on how many pods:
+    # the cache need's `models_in_use` (copies) is read off that count (below) rather than counted twice.
     by_term = (weights is not None and type(unique_term) is UniqueCopyTerm
                and unique_term.window_s == policy.target_lru_age_s)
     agg, seen_terms = scan_pods(pods, policy, now, seen, not by_term)
@@ -130,7 +130,7 @@ def examine_pods(
         if by_term and fresh_models:
             # The term counted every Ready pod's models; the need counts only those of the fresh ones, the same
             # pods unless some Ready pod is stale (then the models only stale pods served are taken off).
-            set_models_in_use(agg, len(served) if agg.n == agg.ready else fresh_models_in_use(
+            set_models_in_use(agg, sum(served.values()) if agg.n == agg.ready else fresh_models_in_use(
                 served, agg.pods, agg.fresh, now - policy.target_lru_age_s))
     # A term counts when its weight is positive and some Ready pod reports its signal (`_ready_needs`).
     use_r = w_r > 0.0 and rated

@@ -16,12 +16,15 @@ queue term adds only the *excess* backlog on top of the demand (queued requests 
 cannot take them), so iterating `n := desired` reaches a fixed point. (The earlier `n + ceil(Σq/drain)`
 asked for one more pod at every step while any queue persisted.)
 
-The cache need `ceil(U / C)` (U: the distinct models the Ready pods served within `target_lru_age_s`; C: a pod's
-capacity in models, `Aggregate.models_in_use` and `.pod_capacity`) holds the pods that the models in use fill:
-with fewer, ModelMesh evicts copies still in use and loads them again within minutes. It is part of the cache
+The cache need `ceil(U / C)` (U: the copies the Ready pods served within `target_lru_age_s`, a model served on
+two pods counted twice; C: a pod's capacity in models, `Aggregate.models_in_use` and `.pod_capacity`) holds the
+pods that the copies in use fill: with fewer, ModelMesh evicts copies still in use and loads them again within
+minutes. Copies, not distinct models, because a scale-down's pre-shutdown copies every model the leaving pod
+holds to a pod without one, extra copies of busy models too. It is part of the cache
 term, and it is what the shared contract's cache formula lacks: that one proposes only while *every* cache is
 full and judges pressure by the oldest copy anywhere, so it let a runtime using 425 models go from 5 pods of 100
-to 4 (docs/simulation.md, the last section). U and C do not grow with the pods, so it is demand-bounded.
+to 4 (docs/simulation.md). U and C do not grow with the pods (ModelMesh copies a model for its load, not for
+the pods there are), so it is demand-bounded.
 
 Missing data (§6): a term whose signal is missing on some Ready pod may rise but not fall (it is at least its
 `held` proposal from the last refresh); a term whose signal is absent everywhere, or covered on fewer than
@@ -97,7 +100,7 @@ class Recommendation:
     held: dict[str, str] = field(default_factory=dict)
     no_capacity: bool = False  # neither the GPU nor the request term could propose
     # Why the cache term proposes what it does, in words, when its cache need (`ceil(U / C)`) decided the
-    # recommendation: "cache: 425 models in use within 600 s need 5 pods at 100 models a pod"; else empty.
+    # recommendation: "cache: 425 copies in use within 600 s need 5 pods at 100 models a pod"; else empty.
     explained: str = ""
 
 
@@ -218,5 +221,5 @@ def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | N
 
 def cache_need_words(in_use: int, window_s: float, pods: int, per_pod: float) -> str:
     """The cache need in words, for /debug and the logs (`Recommendation.explained`)."""
-    return (f"cache: {in_use} models in use within {window_s:g} s need {pods} pods "
+    return (f"cache: {in_use} copies in use within {window_s:g} s need {pods} pods "
             f"at {per_pod:.4g} models a pod")

@@ -100,7 +100,7 @@ def plain_recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, in
     cache: float | None = None
     if agg.cache_full and agg.cache_pressure is not None:
         cache = agg.stats(SIGNAL_CACHE).fresh * min(policy.cache_pressure_cap, agg.cache_pressure)
-    # The cache need: the pods whose caches hold the models in use, ceil(U / C).
+    # The cache need: the pods whose caches hold the copies in use, ceil(U / C).
     need: float | None = None
     if agg.models_in_use is not None and agg.pod_capacity:
         need = agg.models_in_use / agg.pod_capacity
@@ -124,7 +124,7 @@ def plain_recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, in
     winner = next(t for t in TERMS if proposals[t] == desired)
     explained = ""
     if winner == CACHE and need is not None and ceil_pods(need) == proposals[CACHE]:
-        explained = (f"cache: {agg.models_in_use} models in use within {policy.target_lru_age_s:g} s need "
+        explained = (f"cache: {agg.models_in_use} copies in use within {policy.target_lru_age_s:g} s need "
                      f"{proposals[CACHE]} pods at {agg.pod_capacity:.4g} models a pod")
     if policy.max_replicas is not None and desired > policy.max_replicas:
         winner, desired = MAX_REPLICAS, policy.max_replicas

@@ -1,7 +1,8 @@
 """The cache need (docs/design.md, Recommendation): the cache term proposes at least ceil(U / C) pods, U the
-models the Ready pods served within `target_lru_age_s`, C a pod's capacity in models (models loaded over the
-share of the cache used). Served through the decision's entry point (`decide`) and /debug, as the HPA and a
-user see it; every expected number worked out by hand in the comment beside it."""
+copies the Ready pods served within `target_lru_age_s` (here each model on one pod, so the models), C a pod's
+capacity in models (models loaded over the share of the cache used). Served through the decision's entry point
+(`decide`) and /debug, as the HPA and a user see it; every expected number worked out by hand in the comment
+beside it."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def test_five_pods_whose_models_in_use_fill_five_caches_stay_five() -> None:
     assert (served(view), view.winner) == (5.0, "cache")
     shown = json.loads(debug_body(view))
     assert shown["winner"] == "cache" and shown["proposals"]["cache"] == 5
-    assert shown["reason"] == "cache: 425 models in use within 600 s need 5 pods at 100 models a pod"
+    assert shown["reason"] == "cache: 425 copies in use within 600 s need 5 pods at 100 models a pod"
 
 
 def test_without_per_model_use_the_cache_need_is_absent() -> None:

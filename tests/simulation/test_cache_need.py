@@ -42,7 +42,7 @@ def test_a_runtime_using_more_models_than_two_pods_hold_keeps_three() -> None:
     # runtime went to 1 pod and reloaded the models it kept asking for.
     replicas, reason = replicas_after(50)
     assert min(replicas) == 3 and replicas[-1] == 3
-    assert reason == "cache: 50 models in use within 600 s need 3 pods at 20 models a pod"
+    assert reason == "cache: 50 copies in use within 600 s need 3 pods at 20 models a pod"
 
 
 def test_a_runtime_using_fewer_models_than_two_pods_hold_goes_to_two() -> None:
