@@ -69,6 +69,19 @@ def test_a_gap_of_days_is_warned_about_and_replayed(tmp_path: Path) -> None:
     assert any(w.startswith("no rows for 47 h") for w in report(tmp_path)["warnings"])
 
 
+def test_rows_that_repeat_a_model_and_interval_are_counted_and_how_to_sum_them_is_said(tmp_path: Path) -> None:
+    """A converted public trace repeats many rows (a function under two triggers, two regions' files pasted
+    together): the refusal named the first and told a pandas user to sum by (model) in PromQL."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text(HEADER + "0,a,1\n0,b,1\n60,a,2\n0,a,3\n60,a,1\n0,b,5\n")
+    result = simulate(tmp_path, trace)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        f"simulate: {trace}: line 5: model 'a' at 0 is listed twice; 3 rows in all repeat a model and interval "
+        "(one row per model and interval: sum them first: pandas df.groupby(['timestamp_s', 'model'], "
+        "as_index=False).sum(); an export per pod: sum by (model) in PromQL)")
+
+
 def test_a_trace_whose_every_row_counts_no_requests_is_refused(tmp_path: Path) -> None:
     """Every row 0 (the wrong column taken as requests, an export of an idle runtime): the report said 0
     pod-hours of oracle and "0.00 x oracle" for every policy, figures of nothing that read as a result."""
