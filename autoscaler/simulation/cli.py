@@ -220,6 +220,34 @@ def check_size(policies: tuple[str, ...], fixed: int, maximum: int, peak_rps: fl
                          f"({MAX_PODS:,}): check the trace's requests and --pod-rps, or leave fixed out of "
                          "--policies")
 
+def models_pods(models: int, cache_models: int) -> int:
+    """The pods that hold `models` at `cache_models` copies a pod."""
+    return math.ceil(models / cache_models)
+
+
+def _short_of_cache(maximum: int, cache_models: int, peak_models: int, lru_age_s: float) -> str | None:
+    """What a given maxReplicas too few to hold the models in use does: every policy's pods are short of cache
+    there, ModelMesh refuses loads and requests fail, and the table read as the policies' result with nothing
+    said before the run (a day of 5,000 quiet models at --max-replicas 10: 83% of requests refused)."""
+    need = models_pods(peak_models, cache_models)
+    if need <= maximum:
+        return None
+    return (f"--max-replicas {maximum} pods hold {maximum * cache_models:,} model copies (--cache-models "
+            f"{cache_models}), fewer than the {peak_models:,} models the trace uses within {lru_age_s:g} s "
+            f"(target_lru_age_s) at its busiest, which need {need:,} pods: there every policy's pods are short of "
+            "cache, ModelMesh evicts models still in use and refuses loads (those requests fail, counted as "
+            f"delayed). Give --max-replicas {2 * need} (what it defaults to) or more, or check --cache-models")
+
+
+def _fixed_why(fixed: int, cache_models: int, peak_models: int) -> str:
+    """`fixed`'s description: sized from the peak's requests, which on a trace of many quiet models is far
+    below what holding them takes, and a report that called it "the peak's need" read as a fair baseline."""
+    need = models_pods(peak_models, cache_models)
+    if need <= fixed:
+        return "the peak's need at 80% busy"
+    return f"the peak's requests at 80% busy, fewer than the {need:,} pods the models in use need"
+
+
 def _check_out(out: Path) -> None:
     """Make `--out` and write a file there before the run, so that a directory that cannot be written is one
     line at the start, not a traceback after minutes of simulating."""
@@ -307,6 +335,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         warn(f"the trace's peak ({best.peak_rps:,.0f} requests/s) at --pod-rps {shape.pod_rps:g} sizes "
               f"maxReplicas {maximum:,}: each policy simulates that many pods, which takes long. Check --pod-rps "
               "(what one pod serves at 100% busy) and the trace's requests (a count per interval, not a rate)")
+    if args.max_replicas is not None and (short := _short_of_cache(maximum, shape.cache_models, best.peak_models,
+                                                                   policy.target_lru_age_s)):
+        warn(short)
     if args.hpa_behavior is not None and (other := _other_bounds(args.hpa_behavior, hpa_spec, args.min_replicas,
                                                                    maximum)):
         warn(other)
@@ -325,7 +356,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     skew_aware = SkewAwarePolicy(ours, args.min_replicas, maximum, behavior)
     low, high = skew_aware.bounds  # the policy file's bounds too: it starts within what it can run
     makers: dict[str, tuple[SimPolicy, int]] = {
-        "fixed": (FixedPolicy(fixed), fixed),
+        "fixed": (FixedPolicy(fixed, why=_fixed_why(fixed, shape.cache_models, best.peak_models)), fixed),
         "fixed-max": (max_bound(maximum), maximum),
         "mean-hpa": (MeanHpaPolicy(args.min_replicas, maximum), start),
         "skew-aware": (skew_aware, min(high, max(low, start))),
@@ -389,9 +420,11 @@ def run_simulate(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as error:  # TraceError is a ValueError
         print(f"simulate: {error}", file=sys.stderr)
         return 2
-    from autoscaler.simulation.report import bound_text, table
+    from autoscaler.simulation.report import bound_text, cache_text, table
 
     print(table(report))
+    if cache := cache_text(report):
+        print("\n" + cache)
     if "bound" in report:
         print("\n" + bound_text(report))
     print(f"\nreport: {args.out / 'report.md'}, {args.out / 'report.json'}"

@@ -144,6 +144,7 @@ class Oracle:
     # The most pods one interval needs to serve its requests at full capacity and hold the models used within
     # `target_lru_age_s` (the largest term of `cache_pod_hours`): what the peak needs, its models included
     peak_pods: int = 0
+    peak_models: int = 0  # the most models used within `target_lru_age_s` of one another (what sizes `peak_pods`)
 
 
 def oracle(trace: Trace, shape: ClusterShape, target_lru_age_s: float, warm_s: float = 0.0) -> Oracle:
@@ -162,7 +163,7 @@ def oracle(trace: Trace, shape: ClusterShape, target_lru_age_s: float, warm_s: f
     warm_slots = max(1, round(warm_s / trace.interval_s))
     late = int(((first >= warm_slots) & (first < np.iinfo(np.int64).max)).sum())
     return Oracle(float(need.sum() * hours), float(cache_need.sum() * hours), float(rate.max(initial=0.0)), late,
-                  int(cache_need.max(initial=0.0)))
+                  int(cache_need.max(initial=0.0)), int(recent.max(initial=0)))
 
 
 def _recent_models(trace: Trace, lookback: int) -> np.ndarray:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import math
 import sys
 from array import array
@@ -25,7 +26,7 @@ from typing import Final, TextIO
 import numpy as np
 
 from autoscaler.simulation.timestamps import parse_time, seconds_text
-from autoscaler.simulation.trace import HEADER, MAX_INTERVAL_S, MIN_INTERVAL_S, TraceError, open_csv
+from autoscaler.simulation.trace import HEADER, MAX_INTERVAL_S, MIN_INTERVAL_S, TraceError, not_utf8, open_csv
 
 DEFAULT_TIMESTAMP_COLUMNS: Final = ("timestamp", "time", "ts", "timestamp_s")
 """Column names taken as the request's time when `--timestamp-column` is not given (case-insensitive)."""
@@ -71,7 +72,20 @@ def _seconds(text: str, unit: str, where: str) -> float:
 def read_requests(path: Path, model: str | None, timestamp_column: str | None,
                   model_column: str | None, unit: str = "s") -> Iterator[tuple[float, str]]:
     """(time in seconds, model) of each request row of one file; TraceError names the file and line. `unit`:
-    of numeric timestamps, a key of UNITS."""
+    of numeric timestamps, a key of UNITS. A file that is not UTF-8 (Excel's code page), or a gzip cut short,
+    was a traceback."""
+    try:
+        yield from _requests(path, model, timestamp_column, model_column, unit)
+    except UnicodeDecodeError as exc:
+        raise TraceError(not_utf8(str(path))) from exc
+    except EOFError as exc:
+        raise TraceError(f"{path}: the gzip file ends early (cut short?)") from exc
+    except gzip.BadGzipFile as exc:
+        raise TraceError(f"{path}: not a gzip file ({exc}); name it .csv if it is plain text") from exc
+
+
+def _requests(path: Path, model: str | None, timestamp_column: str | None, model_column: str | None,
+              unit: str) -> Iterator[tuple[float, str]]:
     with open_csv(path) as stream:
         rows = csv.reader(stream)
         header = next(rows, None)

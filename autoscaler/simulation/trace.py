@@ -154,17 +154,52 @@ def _number(text: str, what: str, where: str, unit: str = "") -> float:
     return value
 
 
+LATEST_S: Final = 1e13
+"""Seconds past the year 300,000: a timestamp_s this large is of a finer unit (epoch milliseconds, the one
+finer unit read as seconds and named by the interval they make, are under it) or no time at all."""
+SECONDS_PER_YEAR: Final = 31_556_952.0
+FINER: Final = ((1e17, "nanoseconds", 1_000_000_000), (1e14, "microseconds", 1_000_000))
+
+
 def _timestamp(text: str, where: str) -> float:
     try:
-        return parse_time(text)
+        value = parse_time(text)
     except ValueError:
         raise TraceError(f"{where}: timestamp_s must be seconds since the epoch or an ISO 8601 date-time, "
                          f"got {text!r}") from None
+    if abs(value) < LATEST_S:
+        return value
+    # Epoch microseconds read "timestamps are 6e+07 s apart: export at a step of 10 min or less", and a stray
+    # 1e300 overflowed the interval's arithmetic (numpy's RuntimeWarning, then a step of 5e+299 s to round to)
+    for least, unit, per_second in FINER:
+        if least <= abs(value) < least * 1000:
+            raise TraceError(f"{where}: timestamp_s {text.strip()} is the year "
+                             f"{1970 + int(value / SECONDS_PER_YEAR):,} as seconds since the epoch: these look like "
+                             f"{unit}; divide timestamp_s by {per_second}")
+    raise TraceError(f"{where}: timestamp_s {text.strip()} is past the year 300,000 as seconds since the epoch: "
+                     "write seconds since the epoch or since the trace's start")
+
+
+GZIP_MAGIC: Final = b"\x1f\x8b"
+UTF16_MARKS: Final = (b"\xff\xfe", b"\xfe\xff")
+
+
+def _gzipped(name: str, head: bytes) -> bool:
+    """Whether to read the file through gzip: by its name, or by its first bytes where the name says `.csv`
+    (a download saved without unpacking read as "not UTF-8 text (invalid start byte)"). UTF-16 (Excel's
+    "Unicode Text", PowerShell's Out-File) is refused saying how to save it, rather than as not UTF-8."""
+    if head[:2] in UTF16_MARKS:
+        raise TraceError(f"{name}: UTF-16 text, not UTF-8: save it as CSV UTF-8 (PowerShell: Out-File -Encoding "
+                         "utf8)")
+    return name.endswith(".gz") or head[:2] == GZIP_MAGIC
 
 
 def open_csv(path: str | os.PathLike[str]) -> TextIO:
-    """A CSV file for `csv.reader`: `.gz` read as it is, a byte-order mark (Excel's "CSV UTF-8") skipped."""
-    if os.fspath(path).endswith(".gz"):
+    """A CSV file for `csv.reader`: gzip read as it is (`.gz`, or its first bytes), a byte-order mark (Excel's
+    "CSV UTF-8") skipped."""
+    with open(path, "rb") as raw:
+        head = raw.read(2)
+    if _gzipped(os.fspath(path), head):
         return gzip.open(path, "rt", newline="", encoding="utf-8-sig")
     return open(path, newline="", encoding="utf-8-sig")
 
@@ -177,19 +212,43 @@ def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] 
     try:
         with open(name, "rb") as raw:
             size = os.fstat(raw.fileno()).st_size
-            with _text(raw, gzipped=name.endswith(".gz")) as fh:
+            head = raw.read(2)
+            raw.seek(0)
+            with _text(raw, gzipped=_gzipped(name, head)) as fh:
                 trace = _parse(csv.reader(fh), name, None if progress is None else lambda: progress(raw.tell(), size))
         if progress is not None:
             progress(size, size)
         return trace
-    except gzip.BadGzipFile as exc:
+    except (gzip.BadGzipFile, EOFError) as exc:
+        if not name.endswith(".gz"):  # read as gzip for its first two bytes only: it may be neither
+            raise TraceError(f"{name}: not UTF-8 text: it begins as gzip does, but does not unpack (cut short?)") \
+                from exc
+        if isinstance(exc, EOFError):
+            raise TraceError(f"{name}: the gzip file ends early (cut short?)") from exc
         raise TraceError(f"{name}: not a gzip file ({exc}); name it .csv if it is plain text") from exc
-    except EOFError as exc:
-        raise TraceError(f"{name}: the gzip file ends early (cut short?)") from exc
     except OSError as exc:
         raise TraceError(f"{name}: cannot read trace: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
-        raise TraceError(f"{name}: not UTF-8 text ({exc.reason})") from exc
+        raise TraceError(not_utf8(name)) from exc
+
+
+def not_utf8(name: str) -> str:
+    """The error for a file that is not UTF-8, naming its first line that is not (Excel's plain "CSV" writes
+    the locale's code page: a model named café was "not UTF-8 text (invalid continuation byte)", somewhere)."""
+    try:
+        with open(name, "rb") as raw:
+            packed = _gzipped(name, raw.read(2))
+            raw.seek(0)
+            lines: Iterator[bytes] = iter(gzip.GzipFile(fileobj=raw) if packed else raw)  # closed with raw
+            for line, text in enumerate(lines, start=1):
+                try:
+                    text.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    return (f"{name}: line {line}: not UTF-8 text ({exc.reason} at {text[exc.start:exc.end]!r}): "
+                            "save it as CSV UTF-8")
+    except (OSError, EOFError):
+        pass
+    return f"{name}: not UTF-8 text: save it as CSV UTF-8"
 
 
 def _columns(header: list[str] | None, name: str) -> tuple[int, int, int, tuple[str, ...]]:
@@ -242,18 +301,23 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     times, counts, models, lines = array("d"), array("d"), array("q"), array("q")
     index: dict[str, int] = {}
     for line, row in numbered:
-        if not row or (len(row) == 1 and not row[0].strip()):
-            continue
-        where = f"{name}: line {line}"
         if len(row) != width:
-            raise TraceError(f"{where}: expected {width} fields, as in the header, got {len(row)}")
-        t = _timestamp(row[at_time], where)
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue
+            raise TraceError(f"{name}: line {line}: expected {width} fields, as in the header, got {len(row)}")
+        try:  # the usual row without a call per field (a third of the reading time); others go the long way
+            t, r = float(row[at_time]), float(row[at_requests])
+            if not (abs(t) < LATEST_S and 0.0 <= r < math.inf):
+                raise ValueError
+        except ValueError:
+            where = f"{name}: line {line}"
+            t = _timestamp(row[at_time], where)
+            r = _number(row[at_requests], "requests", where)
+            if r < 0:
+                raise TraceError(f"{where}: requests must be >= 0, got {row[at_requests]!r}") from None
         model = row[at_model].strip()
         if not model:
-            raise TraceError(f"{where}: model is empty")
-        r = _number(row[at_requests], "requests", where)
-        if r < 0:
-            raise TraceError(f"{where}: requests must be >= 0, got {row[at_requests]!r}")
+            raise TraceError(f"{name}: line {line}: model is empty")
         times.append(t)
         models.append(index.setdefault(model, len(index)))
         counts.append(r)
@@ -262,6 +326,9 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
             report()
     if not times:
         raise TraceError(f"{name}: no rows after the header")
+    if not np.frombuffer(counts).any():  # a report of nothing read as a result: 0 pod-hours, "0.00 x oracle"
+        raise TraceError(f"{name}: every row's requests is 0 ({len(counts):,} row{'s' if len(counts) > 1 else ''}): "
+                         "nothing to replay; requests is the count of requests in each interval")
     trace = _checked(np.frombuffer(times), np.frombuffer(models, dtype=np.int64), tuple(index),
                      np.frombuffer(counts), name, lines)
     notes = [f"ignoring {len(others)} column{'s' if len(others) > 1 else ''} of the trace not used: "
@@ -387,6 +454,8 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
             hint = (": sum the rows into 1 s intervals (pandas: .dt.floor('1s'), then sum by timestamp_s and model; "
                     "a log of single requests: python -m autoscaler.simulation.request_log --interval 1)")
         raise TraceError(f"{name}: timestamps are {interval:g} s apart; intervals must be 1 s to 10 min{hint}")
+    if len(gaps) and (problem := _mostly_gap(distinct, gaps, interval, t, line_of)):
+        raise TraceError(f"{name}: {problem}")
     start = float(distinct[0])
     position = (t - start) / interval
     slot = np.rint(position).astype(np.int64)
@@ -409,12 +478,55 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
     uniq, repeats = np.unique(key, return_counts=True)
     if (repeats > 1).any():
         dup = int(np.flatnonzero(key == uniq[int(np.argmax(repeats > 1))])[1])
+        # How many, and the pandas line beside PromQL's: a converted public trace (a function under two
+        # triggers, files of two regions pasted together) repeats many, and was told only of the first
+        extra = len(key) - len(uniq)
+        more = f"; {extra:,} rows in all repeat a model and interval" if extra > 1 else ""
         raise TraceError(f"{name}: line {line_of(dup)}: model {models[int(model[dup])]!r} at "
-                         f"{moment_text(float(t[dup]))} is listed twice (one row per model and interval: sum an "
-                         "export per pod by model first, e.g. sum by (model) in PromQL)")
+                         f"{moment_text(float(t[dup]))} is listed twice{more} (one row per model and interval: sum "
+                         "them first: pandas df.groupby(['timestamp_s', 'model'], as_index=False).sum(); an export "
+                         "per pod: sum by (model) in PromQL)")
     notes = () if len(gaps) else (f"the trace has one timestamp, so no step to infer its interval from: taken as "
                                   f"{interval:g} s (the requests of each row arrive over {interval:g} s)",)
     return Trace(models, start, interval, int(slot.max()) + 1, slot, model, counts, notes)
+
+
+MOSTLY_GAP_S: Final = 30 * 86400.0
+"""A stretch without rows longer than this and than the rest of the trace is refused, not replayed: a month of
+nothing is no quiet weekend, and replaying it costs a minute a policy for no figure (shorter gaps are warned
+about, QUIET_GAP_S: a log of a few requests two weeks apart still replays)."""
+EPOCH_FROM_S: Final = 1e8
+"""Timestamps from here (1973) on are taken as the epoch's; under it, as seconds from a trace's start."""
+
+
+def _mostly_gap(distinct: np.ndarray, gaps: np.ndarray, interval: float, t: np.ndarray,
+                line_of: Callable[[int], int]) -> str | None:
+    """What to fix where one stretch without rows is over a month and most of the trace: rows with two time
+    origins (a converted trace's seconds from its start pasted onto epoch seconds: 54 years between them) or
+    captures far apart. Replayed, each empty interval is ticked through by every policy: a run of hours, then
+    days, at 0% on its progress bar."""
+    widest = int(np.argmax(gaps))
+    gap = float(gaps[widest])
+    if gap <= MOSTLY_GAP_S or 2 * gap <= float(distinct[-1] - distinct[0]):
+        return None
+    before, after = float(distinct[widest]), float(distinct[widest + 1])
+    line_before, line_after = (line_of(int(np.argmax(t == moment))) for moment in (before, after))
+    text = (f"line {line_after}: no rows for {_span_text(gap - interval)} before {moment_text(after)}, after "
+            f"{moment_text(before)} on line {line_before}: ")
+    if before < EPOCH_FROM_S <= after:
+        return text + ("the timestamps mix seconds from the trace's start with seconds since the epoch: write them "
+                       "all one way")
+    return text + (f"replayed, that is {_span_text(gap)} of nothing to simulate: cut the trace at the gap, or shift "
+                   "the rows after it to follow on")
+
+
+def _span_text(seconds: float) -> str:
+    """A long stretch of time in the unit a user thinks of it in."""
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.3g} h"
+    if seconds < 730 * 86400:
+        return f"{seconds / 86400:.3g} days"
+    return f"{seconds / SECONDS_PER_YEAR:.3g} years"
 
 
 def _jitter(distinct: np.ndarray) -> tuple[float, float, float] | None:

@@ -1,0 +1,250 @@
+"""`simulate` on traces as users bring them from public datasets and their own fleets: Azure Functions'
+invocations per minute (thousands of quiet models, most rows absent), traces pasted together from several
+sources, files compressed or saved by a spreadsheet. Each ends in a right report or one line that says what
+to fix, never a run that does not end, a traceback, or figures that read as something else."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from autoscaler.simulation.report import bound_text, hours_text
+from autoscaler.simulation.trace import read_csv
+
+SIMULATE = [sys.executable, "-m", "autoscaler.cli", "simulate"]
+HEADER = "timestamp_s,model,requests\n"
+
+
+def simulate(tmp_path: Path, trace: Path, *flags: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"), "--no-plot", "--quiet",
+                           *flags], capture_output=True, text=True, timeout=timeout)
+
+
+def report(tmp_path: Path) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((tmp_path / "out" / "report.json").read_text())
+    return loaded
+
+
+@pytest.mark.parametrize(("rows", "said"), [
+    # a converted trace (seconds from its start) pasted onto an export in epoch seconds: 54 years between
+    ("0,a,5\n60,a,3\n1699999980,a,4\n1700000040,a,2\n",
+     "line 4: no rows for 53.9 years before 1699999980 (2023-11-14T22:13:00Z), after 60 on line 3: the "
+     "timestamps mix seconds from the trace's start with seconds since the epoch"),
+    # and where the epoch part is not on the first part's grid, which read "not on the 60 s grid"
+    ("0,a,5\n60,a,3\n1700000000,a,4\n1700000060,a,2\n", "mix seconds from the trace's start with seconds since"),
+    # two captures a year apart
+    ("0,a,5\n60,a,3\n31536000,a,4\n31536060,a,2\n",
+     "line 4: no rows for 365 days before 31536000, after 60 on line 3"),
+])
+def test_a_trace_that_is_mostly_one_gap_is_refused_at_once_not_replayed_for_days(tmp_path: Path, rows: str,
+                                                                                 said: str) -> None:
+    """Rows of two captures with different time origins (or a year apart) replayed decades of nothing: a
+    warning, then a progress bar at 0% for hours (and Python lists of every empty minute)."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text(HEADER + rows)
+    result = simulate(tmp_path, trace, timeout=60)
+    assert result.returncode == 2, result.stderr[-2000:]
+    line = result.stderr.strip().splitlines()[-1]
+    assert said in line, line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_gap_of_days_is_warned_about_and_replayed(tmp_path: Path) -> None:
+    """The refusal is for gaps of over a month that are most of the trace: two days without rows between two
+    hours of them replay, said."""
+    rows = "".join(f"{60 * i},a,{1 + i % 3}\n" for i in range(60))
+    rows += "".join(f"{86400 * 2 + 60 * i},a,{1 + i % 3}\n" for i in range(60))
+    trace = tmp_path / "trace.csv"
+    trace.write_text(HEADER + rows)
+    result = simulate(tmp_path, trace, "--policies", "fixed")
+    assert result.returncode == 0, result.stderr
+    assert any(w.startswith("no rows for 47 h") for w in report(tmp_path)["warnings"])
+
+
+def test_rows_that_repeat_a_model_and_interval_are_counted_and_how_to_sum_them_is_said(tmp_path: Path) -> None:
+    """A converted public trace repeats many rows (a function under two triggers, two regions' files pasted
+    together): the refusal named the first and told a pandas user to sum by (model) in PromQL."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text(HEADER + "0,a,1\n0,b,1\n60,a,2\n0,a,3\n60,a,1\n0,b,5\n")
+    result = simulate(tmp_path, trace)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        f"simulate: {trace}: line 5: model 'a' at 0 is listed twice; 3 rows in all repeat a model and interval "
+        "(one row per model and interval: sum them first: pandas df.groupby(['timestamp_s', 'model'], "
+        "as_index=False).sum(); an export per pod: sum by (model) in PromQL)")
+
+
+def test_a_trace_whose_every_row_counts_no_requests_is_refused(tmp_path: Path) -> None:
+    """Every row 0 (the wrong column taken as requests, an export of an idle runtime): the report said 0
+    pod-hours of oracle and "0.00 x oracle" for every policy, figures of nothing that read as a result."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text(HEADER + "0,a,0\n60,b,0\n120,a,0\n")
+    result = simulate(tmp_path, trace)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (f"simulate: {trace}: every row's requests is 0 (3 rows): nothing to replay; "
+                                     "requests is the count of requests in each interval")
+
+
+def test_a_gzipped_trace_not_named_gz_is_read_as_one(tmp_path: Path) -> None:
+    """A download saved as trace.csv that is gzip inside (curl without --compressed, a renamed file) read
+    "not UTF-8 text (invalid start byte)"."""
+    rows = HEADER + "0,a,60\n60,b,30\n120,a,12\n"
+    plain, packed = tmp_path / "plain.csv", tmp_path / "packed.csv"
+    plain.write_text(rows)
+    packed.write_bytes(gzip.compress(rows.encode()))
+    assert read_csv(packed).requests.tolist() == read_csv(plain).requests.tolist()
+    result = simulate(tmp_path, packed, "--policies", "fixed")
+    assert result.returncode == 0, result.stderr
+    assert report(tmp_path)["trace"]["requests"] == 102
+
+
+def test_a_trace_in_a_code_page_names_the_line_that_is_not_utf8(tmp_path: Path) -> None:
+    """Excel's plain "CSV" writes the locale's code page: a model named café read "not UTF-8 text (invalid
+    continuation byte)", with no line to look at in a file of millions."""
+    trace = tmp_path / "trace.csv"
+    trace.write_bytes((HEADER + "0,a,5\n60,café,3\n").encode("cp1252"))
+    result = simulate(tmp_path, trace)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (f"simulate: {trace}: line 3: not UTF-8 text (invalid continuation byte at "
+                                     "b'\\xe9'): save it as CSV UTF-8")
+
+
+@pytest.mark.parametrize("mistake", ["code page", "gzip cut short", "gzip named csv"])
+def test_the_request_log_converter_reads_or_names_what_users_save(tmp_path: Path, mistake: str) -> None:
+    """A log in a code page, or a gzip cut short (a download stopped), was a UnicodeDecodeError or EOFError
+    traceback; a gzip named .csv was read as not UTF-8."""
+    log = tmp_path / "log.csv"
+    text = "timestamp,model\n1700000000,café\n1700000001,a\n"
+    log.write_bytes({"code page": text.encode("cp1252"), "gzip cut short": gzip.compress(text.encode())[:30],
+                     "gzip named csv": gzip.compress(text.encode())}[mistake])
+    result = subprocess.run([sys.executable, "-m", "autoscaler.simulation.request_log", "--model-column", "model",
+                             str(log), "--out", "-"], capture_output=True, text=True, timeout=60)
+    if mistake == "gzip named csv":
+        assert result.returncode == 0 and result.stdout.splitlines()[1:] == ["0,café,1", "1,a,1"], result.stderr
+        return
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip() == {
+        "code page": f"error: {log}: line 2: not UTF-8 text (invalid continuation byte at b'\\xe9'): save it as CSV "
+                     "UTF-8",
+        "gzip cut short": f"error: {log}: the gzip file ends early (cut short?)"}[mistake]
+
+
+def test_a_utf16_trace_says_how_to_save_it(tmp_path: Path) -> None:
+    """Excel's "Unicode Text" and PowerShell's Out-File write UTF-16: "not UTF-8 text (invalid start byte)"
+    did not say what to do."""
+    trace = tmp_path / "trace.csv"
+    trace.write_bytes((HEADER + "0,a,5\n60,a,3\n").encode("utf-16"))
+    result = simulate(tmp_path, trace)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (f"simulate: {trace}: UTF-16 text, not UTF-8: save it as CSV UTF-8 "
+                                     "(PowerShell: Out-File -Encoding utf8)")
+
+
+@pytest.mark.parametrize(("stamp", "said"), [
+    ("1733011260000000", "line 3: timestamp_s 1733011260000000 is the year 54,918,910 as seconds since the "
+                         "epoch: these look like microseconds; divide timestamp_s by 1000000"),
+    ("1e300", "line 3: timestamp_s 1e300 is past the year 300,000 as seconds since the epoch"),
+])
+def test_a_timestamp_of_another_unit_or_none_is_named_on_its_line(tmp_path: Path, stamp: str, said: str) -> None:
+    """Epoch microseconds read "timestamps are 6e+07 s apart: export at a step of 10 min or less"; a stray
+    1e300 printed numpy's RuntimeWarning and told the user to floor to '5e+299s'."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text(HEADER + f"0,a,5\n{stamp},a,3\n")
+    result = simulate(tmp_path, trace)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and said in result.stderr, result.stderr
+
+
+def test_a_max_replicas_that_cannot_hold_the_models_in_use_is_warned_about_at_the_start(tmp_path: Path) -> None:
+    """120 models each requested every minute, 10 copies a pod: 12 pods hold them. --max-replicas 4 ran, and
+    the report's table read as a policy result: most requests refused, with nothing said at the start and the
+    bound's text naming the requests' need only."""
+    rows = "".join(f"{60 * t},m{m:03d},2\n" for t in range(30) for m in range(120))
+    trace = tmp_path / "trace.csv"
+    trace.write_text(HEADER + rows)
+    result = simulate(tmp_path, trace, "--cache-models", "10", "--max-replicas", "4", "--policies", "fixed-max")
+    assert result.returncode == 0, result.stderr
+    warning = ("--max-replicas 4 pods hold 40 model copies (--cache-models 10), fewer than the 120 models the "
+               "trace uses within 600 s (target_lru_age_s) at its busiest, which need 12 pods")
+    assert warning in result.stderr, result.stderr
+    assert any(w.startswith(warning) for w in report(tmp_path)["warnings"])
+
+
+def test_where_the_models_in_use_size_the_runtime_the_report_reads_pod_hours_against_the_cache_oracle(
+        tmp_path: Path) -> None:
+    """A day of quiet models (Azure Functions' shape) at 20 copies a pod needs its pods for the cache, not the
+    requests: the table's "x oracle" (the requests' oracle) read 58x for a policy within 1.1x of what holding
+    the models takes, and fixed, sized from requests alone, was described as the peak's need."""
+    rows = "".join(f"{60 * t},m{m:03d},1\n" for t in range(20) for m in range(200))
+    trace = tmp_path / "trace.csv"
+    trace.write_text(HEADER + rows)
+    result = simulate(tmp_path, trace, "--cache-models", "20", "--policies", "fixed,fixed-max")
+    assert result.returncode == 0, result.stderr
+    got = report(tmp_path)
+    cache = got["cache_oracle_pod_hours"]
+    fixed_max = got["policies"]["fixed-max"]["pod_hours"]
+    said = (f"The models in use, not the requests, size this runtime: holding them takes {hours_text(cache)} pod-hours "
+            f"(the cache oracle), {cache / got['oracle_pod_hours']:.3g}x the requests' oracle that `x oracle` "
+            f"divides by; against it: fixed {got['policies']['fixed']['pod_hours'] / cache:.2f}x, fixed-max "
+            f"{fixed_max / cache:.2f}x.")
+    assert said in result.stdout, result.stdout
+    assert said in (tmp_path / "out" / "report.md").read_text()
+    assert "fewer than the 10 pods the models in use need" in got["policies"]["fixed"]["description"]
+
+
+def test_the_bound_names_the_cache_where_holding_the_models_needs_more_pods_than_the_requests() -> None:
+    """A day of 5,000 quiet models at --max-replicas 10: its requests need 19 pods at 80% busy and its models 31;
+    83% of requests were refused loads, and the bound's words named the requests' 19 only."""
+    bound = {"policy": "fixed-max", "replicas": 10, "delayed_requests": 14_039_608, "delayed_ratio": 0.8294,
+             "delayed_waiting_for_loads": 5766, "delayed_vs_mean-hpa": 0.953, "delay_goal_reachable": False}
+    cluster = {"max_replicas": 10, "fixed_replicas": 19, "peak_pods": 31, "cache_models": 100}
+    text = bound_text({"bound": bound, "cluster": cluster})
+    assert "maxReplicas (10) is below the 31 pods the peak needs to hold the models it uses" in text, text
+    cluster["peak_pods"] = 19  # the requests' need is the larger (or as large): it is named
+    assert "maxReplicas (10) is below the 19 pods the peak needs at 80% busy" in bound_text({"bound": bound,
+                                                                                              "cluster": cluster})
+
+
+lines = st.lists(st.tuples(st.integers(0, 40), st.sampled_from(["a", "b,c", 'say "hi"', "模型-ü", " d "]),
+                           st.one_of(st.integers(0, 10**6), st.floats(0, 1e6, allow_nan=False))),
+                 min_size=1, max_size=40, unique_by=lambda row: (row[0], row[1].strip()))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=lines, shuffle=st.randoms(use_true_random=False), crlf=st.booleans(), bom=st.booleans(),
+       packed=st.booleans(), epoch=st.sampled_from([0, 1_700_000_040]))
+def test_a_trace_reads_the_same_in_any_row_order_line_ending_encoding_and_time_origin(
+        tmp_path: Path, rows: list[tuple[int, str, float]], shuffle: Any, crlf: bool, bom: bool, packed: bool,
+        epoch: int) -> None:
+    """The promise users lean on when they convert a trace their own way: rows in any order, CRLF, a BOM,
+    gzip, quoted names with commas, quotes and non-ASCII, and epoch or relative seconds all read as the same
+    requests per model and interval."""
+    def per_model(path: Path) -> dict[tuple[float, str], float]:
+        trace = read_csv(path)
+        return {(trace.start_s + s * trace.interval_s, trace.models[m]): r for s, m, r in
+                zip(trace.slot.tolist(), trace.model.tolist(), trace.requests.tolist(), strict=True)}
+
+    def text(ordered: list[tuple[int, str, float]], newline: str) -> str:
+        quoted = ['"' + m.replace('"', '""') + '"' for _, m, _ in ordered]
+        return newline.join([HEADER.strip(), *(f"{epoch + 60 * t},{q},{r!r}" for (t, _, r), q in
+                                               zip(ordered, quoted, strict=True))]) + newline
+
+    rows = [(0, "anchor", 1.0), (1, "anchor", 1.0), *rows]  # on a 60 s grid whatever else is drawn
+    base = tmp_path / "base.csv"
+    base.write_text(text(sorted(rows), "\n"), encoding="utf-8")
+    mixed = list(rows)
+    shuffle.shuffle(mixed)
+    data = text(mixed, "\r\n" if crlf else "\n").encode("utf-8-sig" if bom else "utf-8")
+    other = tmp_path / ("other.csv.gz" if packed else "other.csv")
+    other.write_bytes(gzip.compress(data) if packed else data)
+    expected = per_model(base)
+    assert per_model(other) == expected
+    assert sum(expected.values()) == pytest.approx(sum(r for _, _, r in rows))
