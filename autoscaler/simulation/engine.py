@@ -58,7 +58,8 @@ class PolicyResult:
     cold_loads: int
     copy_loads: int
     cold_loads_after_removal: int  # of `cold_loads`: models whose only copy left with a pod a scale-down removed
-    migrated_loads: int  # loads of a leaving pod's models on the pods that stay (ModelMesh's pre-shutdown)
+    migrated_loads: int  # copies a scale-down made of a leaving pod's models on the pods that stay (pre-shutdown)
+    janitor_removals: int  # extra copies of models held elsewhere that ModelMesh's janitor unloaded
     scale_events: int
     peak_replicas: int
     terms: dict[str, int]
@@ -129,6 +130,7 @@ def simulate(buckets: Sequence[Bucket], bucket_s: float, tick_s: float, shape: C
         overloaded_seconds=overloaded, delayed_requests=cluster.delayed, delayed_loading=cluster.delayed_loading,
         requests=cluster.arrived, served=served, cold_loads=cluster.cold_loads, copy_loads=cluster.copy_loads,
         cold_loads_after_removal=cluster.cold_loads_after_removal, migrated_loads=cluster.migrated_loads,
+        janitor_removals=cluster.janitor_removals,
         scale_events=len(events), peak_replicas=peak,
         terms=dict(policy.terms), events=events, timeline=timeline, reload_gaps=cluster.reload_gaps,
         refused_requests=cluster.refused, unused_evictions=len(cluster.copies.evicted),

@@ -72,6 +72,7 @@ def policy_entry(result: PolicyResult, baseline: PolicyResult | None, unavoidabl
         "copy_loads": result.copy_loads,
         "cold_loads_after_removal": result.cold_loads_after_removal,
         "migrated_loads": result.migrated_loads,
+        "janitor_removals": result.janitor_removals,
         "scale_events": result.scale_events,
         "peak_replicas": result.peak_replicas,
         "requests": round(result.requests),

@@ -107,11 +107,16 @@ def spread(ready: Sequence[SimPod], copies: ModelCopies, regular: RegularUse, no
     to_load = [rm for rm in pairs if rm[1] not in holders_of]
     to_load.sort(key=itemgetter(0))
     order += to_load
+    churning = False  # a load every pod refused: so will they the next (no cache changed since)
     for rate, model in order:
         holders = holders_of.get(model)
         if holders is None:
-            target = choose_pod(ready, capacity, now, 0.0, churn_age)
+            # The models to load come last and only a load changes a cache, so once every pod is full and
+            # churning it stays so for the rest of this routing: no need to ask each pod again per model (a
+            # day of 5,000 models at 10 pods asked 718,240 times in vain).
+            target = None if churning else choose_pod(ready, capacity, now, 0.0, churn_age)
             if target is None:  # every pod full and churning: ModelMesh fails the request
+                churning = True
                 refused[model] = rate
                 continue
             cold_load(copies, regular, target, model, rate, now)
