@@ -26,7 +26,7 @@ from typing import Final, TextIO
 import numpy as np
 
 from autoscaler.simulation.timestamps import parse_time, seconds_text
-from autoscaler.simulation.trace import HEADER, MAX_INTERVAL_S, MIN_INTERVAL_S, TraceError, not_utf8, open_csv
+from autoscaler.simulation.trace_file import HEADER, MAX_INTERVAL_S, MIN_INTERVAL_S, TraceError, not_utf8, open_csv
 
 DEFAULT_TIMESTAMP_COLUMNS: Final = ("timestamp", "time", "ts", "timestamp_s")
 """Column names taken as the request's time when `--timestamp-column` is not given (case-insensitive)."""

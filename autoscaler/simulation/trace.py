@@ -11,35 +11,45 @@ at least one tick long (requests spread evenly within each), else ticks that add
 The generator draws the shapes the shipped defaults are tuned on (docs/design.md): Zipf popularity (a few hot
 models, a long tail), a daily cycle, bursts on random models (a cold model turning hot is exactly the skew
 a plain mean hides), and churn (models that appear and go quiet). It is seeded, so a run repeats exactly.
+
+Opening the file and what one field may hold: trace_file.py; what the rows as a whole are warned about or
+refused for (gaps, a changed step, a counter's running total, two time origins): trace_checks.py.
 """
 
 from __future__ import annotations
 
 import csv
 import gzip
-import io
 import math
 import os
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import BinaryIO, Final, TextIO, overload
+from typing import Final, overload
 
 import numpy as np
 
 from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.shapes import SHAPE_PRESETS, Shape
-from autoscaler.simulation.timestamps import moment_text, parse_time, seconds_text
+from autoscaler.simulation.timestamps import moment_text, seconds_text
+from autoscaler.simulation.trace_checks import counter_notes, gap_notes, jitter, mostly_gap, step_notes
+from autoscaler.simulation.trace_file import (
+    HEADER,
+    LATEST_S,
+    MAX_INTERVAL_S,
+    MIN_INTERVAL_S,
+    TraceError,
+    columns,
+    gzipped,
+    not_utf8,
+    number_field,
+    numbered_rows,
+    text_of,
+    timestamp_field,
+)
 
-HEADER: Final = ("timestamp_s", "model", "requests")
-MIN_INTERVAL_S: Final = 1.0
-MAX_INTERVAL_S: Final = 600.0
-QUIET_GAP_S: Final = 3600.0
-"""A stretch this long without a row for any model is named: more often missing data than no traffic."""
-
-
-class TraceError(ValueError):
-    """The trace cannot be used; the message names the file, the line and what to fix."""
+__all__ = ["HEADER", "MAX_INTERVAL_S", "MIN_INTERVAL_S", "Bucket", "Buckets", "Trace", "TraceError", "buckets",
+           "fitting_tick", "from_rows", "read_csv", "synthetic", "write_csv"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,66 +154,6 @@ class Buckets(Sequence[Bucket]):
         return (self[i] for i in range(len(self)))
 
 
-def _number(text: str, what: str, where: str, unit: str = "") -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise TraceError(f"{where}: {what} must be a number{unit}, got {text!r}") from None
-    if not math.isfinite(value):
-        raise TraceError(f"{where}: {what} must be finite, got {text!r}")
-    return value
-
-
-LATEST_S: Final = 1e13
-"""Seconds past the year 300,000: a timestamp_s this large is of a finer unit (epoch milliseconds, the one
-finer unit read as seconds and named by the interval they make, are under it) or no time at all."""
-SECONDS_PER_YEAR: Final = 31_556_952.0
-FINER: Final = ((1e17, "nanoseconds", 1_000_000_000), (1e14, "microseconds", 1_000_000))
-
-
-def _timestamp(text: str, where: str) -> float:
-    try:
-        value = parse_time(text)
-    except ValueError:
-        raise TraceError(f"{where}: timestamp_s must be seconds since the epoch or an ISO 8601 date-time, "
-                         f"got {text!r}") from None
-    if abs(value) < LATEST_S:
-        return value
-    # Epoch microseconds read "timestamps are 6e+07 s apart: export at a step of 10 min or less", and a stray
-    # 1e300 overflowed the interval's arithmetic (numpy's RuntimeWarning, then a step of 5e+299 s to round to)
-    for least, unit, per_second in FINER:
-        if least <= abs(value) < least * 1000:
-            raise TraceError(f"{where}: timestamp_s {text.strip()} is the year "
-                             f"{1970 + int(value / SECONDS_PER_YEAR):,} as seconds since the epoch: these look like "
-                             f"{unit}; divide timestamp_s by {per_second}")
-    raise TraceError(f"{where}: timestamp_s {text.strip()} is past the year 300,000 as seconds since the epoch: "
-                     "write seconds since the epoch or since the trace's start")
-
-
-GZIP_MAGIC: Final = b"\x1f\x8b"
-UTF16_MARKS: Final = (b"\xff\xfe", b"\xfe\xff")
-
-
-def _gzipped(name: str, head: bytes) -> bool:
-    """Whether to read the file through gzip: by its name, or by its first bytes where the name says `.csv`
-    (a download saved without unpacking read as "not UTF-8 text (invalid start byte)"). UTF-16 (Excel's
-    "Unicode Text", PowerShell's Out-File) is refused saying how to save it, rather than as not UTF-8."""
-    if head[:2] in UTF16_MARKS:
-        raise TraceError(f"{name}: UTF-16 text, not UTF-8: save it as CSV UTF-8 (PowerShell: Out-File -Encoding "
-                         "utf8)")
-    return name.endswith(".gz") or head[:2] == GZIP_MAGIC
-
-
-def open_csv(path: str | os.PathLike[str]) -> TextIO:
-    """A CSV file for `csv.reader`: gzip read as it is (`.gz`, or its first bytes), a byte-order mark (Excel's
-    "CSV UTF-8") skipped."""
-    with open(path, "rb") as raw:
-        head = raw.read(2)
-    if _gzipped(os.fspath(path), head):
-        return gzip.open(path, "rt", newline="", encoding="utf-8-sig")
-    return open(path, newline="", encoding="utf-8-sig")
-
-
 def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] | None = None) -> Trace:
     """Read and check a trace file; TraceError names the first problem. `progress(done, total)`: bytes of the
     file read so far (compressed ones for `.gz`), every `PROGRESS_ROWS` rows and once at the end: a
@@ -214,7 +164,7 @@ def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] 
             size = os.fstat(raw.fileno()).st_size
             head = raw.read(2)
             raw.seek(0)
-            with _text(raw, gzipped=_gzipped(name, head)) as fh:
+            with text_of(raw, gzipped=gzipped(name, head)) as fh:
                 trace = _parse(csv.reader(fh), name, None if progress is None else lambda: progress(raw.tell(), size))
         if progress is not None:
             progress(size, size)
@@ -232,70 +182,14 @@ def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] 
         raise TraceError(not_utf8(name)) from exc
 
 
-def not_utf8(name: str) -> str:
-    """The error for a file that is not UTF-8, naming its first line that is not (Excel's plain "CSV" writes
-    the locale's code page: a model named café was "not UTF-8 text (invalid continuation byte)", somewhere)."""
-    try:
-        with open(name, "rb") as raw:
-            packed = _gzipped(name, raw.read(2))
-            raw.seek(0)
-            lines: Iterator[bytes] = iter(gzip.GzipFile(fileobj=raw) if packed else raw)  # closed with raw
-            for line, text in enumerate(lines, start=1):
-                try:
-                    text.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    return (f"{name}: line {line}: not UTF-8 text ({exc.reason} at {text[exc.start:exc.end]!r}): "
-                            "save it as CSV UTF-8")
-    except (OSError, EOFError):
-        pass
-    return f"{name}: not UTF-8 text: save it as CSV UTF-8"
-
-
-def _columns(header: list[str] | None, name: str) -> tuple[int, int, int, tuple[str, ...]]:
-    """Where timestamp_s, model and requests are in the header row, and the other columns, in words: exports
-    keep columns a trace does not need (pandas its index, unnamed), which are left out."""
-    if header is None:
-        raise TraceError(f"{name}: empty file; expected the header {','.join(HEADER)}")
-    found = [h.strip().lower() for h in header]
-    for separator, words in ((";", "';'"), ("\t", "tabs")):
-        if len(found) == 1 and separator in found[0]:
-            raise TraceError(f"{name}: line 1: fields are separated by {words}, not commas: save the file as "
-                             "comma-separated CSV")
-    problems = [f"missing {column}" for column in HEADER if column not in found]
-    problems += [f"{column} listed twice" for column in HEADER if found.count(column) > 1]
-    if problems:
-        raise TraceError(f"{name}: line 1: expected the header {','.join(HEADER)} (in any order, other columns "
-                         f"left out), got {','.join(header)!r}: {'; '.join(problems)}")
-    at_time, at_model, at_requests = (found.index(column) for column in HEADER)
-    others = tuple("an unnamed one (pandas' index)" if i == 0 else "an unnamed one" if not column else
-                   repr(header[i].strip()) for i, column in enumerate(found) if column not in HEADER)
-    return at_time, at_model, at_requests, others
-
-
-def _numbered(reader: Iterator[list[str]]) -> Iterator[tuple[int, list[str]]]:
-    """Each row with the file line it starts on: blank lines and quoted fields spanning lines (a model name
-    with a newline) make that differ from the row's index, and a user opens the file at the line we name."""
-    line = 1
-    for row in reader:
-        yield line, row
-        line = getattr(reader, "line_num", line) + 1
-
-
-def _text(raw: BinaryIO, gzipped: bool) -> TextIO:
-    """`open_csv`'s text over a file already open, so that its byte position can be read as it is parsed."""
-    if gzipped:
-        return gzip.open(raw, "rt", newline="", encoding="utf-8-sig")
-    return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
-
-
 PROGRESS_ROWS: Final = 1 << 16
 """Rows between two progress reports while reading a trace."""
 
 
 def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | None = None) -> Trace:
-    numbered = _numbered(rows)
+    numbered = numbered_rows(rows)
     header = next(numbered, None)
-    at_time, at_model, at_requests, others = _columns(header[1] if header else None, name)
+    at_time, at_model, at_requests, others = columns(header[1] if header else None, name)
     width = len(header[1]) if header else 0
     # Packed arrays, not lists of Python objects: 32 bytes a row rather than 250 (a 2 GB export fits in memory)
     times, counts, models, lines = array("d"), array("d"), array("q"), array("q")
@@ -311,8 +205,8 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
                 raise ValueError
         except ValueError:
             where = f"{name}: line {line}"
-            t = _timestamp(row[at_time], where)
-            r = _number(row[at_requests], "requests", where)
+            t = timestamp_field(row[at_time], where)
+            r = number_field(row[at_requests], "requests", where)
             if r < 0:
                 raise TraceError(f"{where}: requests must be >= 0, got {row[at_requests]!r}") from None
         model = row[at_model].strip()
@@ -333,92 +227,10 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
                      np.frombuffer(counts), name, lines)
     notes = [f"ignoring {len(others)} column{'s' if len(others) > 1 else ''} of the trace not used: "
              f"{', '.join(others)}"] if others else []
-    notes += _gap_notes(trace, lines)
-    notes += _step_notes(trace, lines)
-    notes += _counter_notes(trace)
+    notes += gap_notes(trace, lines)
+    notes += step_notes(trace, lines)
+    notes += counter_notes(trace)
     return replace(trace, notes=trace.notes + tuple(notes)) if notes else trace
-
-
-def _gap_notes(trace: Trace, lines: Sequence[int]) -> list[str]:
-    """The longest stretch without a row, if any is past QUIET_GAP_S: an absent row is replayed as no requests,
-    which is right for a quiet model and wrong for data that is missing (a collector down, exports pasted
-    together), and the report cannot tell the two apart."""
-    slots = np.unique(trace.slot)
-    gaps = np.diff(slots) * trace.interval_s
-    long = np.flatnonzero(gaps > QUIET_GAP_S)
-    if not len(long):
-        return []
-    widest = int(long[np.argmax(gaps[long])])
-    before, after = (trace.start_s + float(slots[i]) * trace.interval_s for i in (widest, widest + 1))
-    line = lines[int(np.flatnonzero(trace.slot == slots[widest + 1])[0])]
-    more = f" ({len(long)} such gaps, this the longest)" if len(long) > 1 else ""
-    return [f"no rows for {(after - before - trace.interval_s) / 3600:.3g} h between the rows at "
-            f"{moment_text(before)} and at {moment_text(after)} (line {line}){more}: replayed as no requests at "
-            "all; if data is missing there rather than traffic, cut the trace at the gap"]
-
-
-COARSE_RUN: Final = 20
-"""Steps in a row, all the same multiple of the interval, that make a stretch of rows at a coarser step."""
-
-
-def _step_notes(trace: Trace, lines: Sequence[int]) -> list[str]:
-    """The longest stretch whose rows, of all models, come every k intervals (k >= 2, at most 10 min) for
-    COARSE_RUN steps in a row: the interval is the finest step of the file, so where an export's step changed
-    (Prometheus answers 11,000 points a query, and a day is fetched in pieces) each coarse row's requests are
-    replayed within one fine interval, k times the rate, and none in the k - 1 after."""
-    slots = np.unique(trace.slot)
-    gaps = np.diff(slots)
-    if len(gaps) < COARSE_RUN:
-        return []
-    change = np.flatnonzero(np.diff(gaps)) + 1  # runs of equal gaps: [starts[i], ends[i])
-    starts, ends = np.append(0, change), np.append(change, len(gaps))
-    coarse = (gaps[starts] >= 2) & (gaps[starts] * trace.interval_s <= MAX_INTERVAL_S)
-    coarse &= ends - starts >= COARSE_RUN
-    if not coarse.any():
-        return []
-    longest = int(np.argmax(np.where(coarse, ends - starts, 0)))
-    first, last = int(slots[starts[longest]]), int(slots[ends[longest] - 1])  # the last row at the coarse step
-    row_of = {int(slot): row for row, slot in reversed(list(enumerate(trace.slot.tolist())))}
-    step = int(gaps[starts[longest]]) * trace.interval_s
-    return [f"rows come every {step:g} s from {moment_text(trace.start_s + first * trace.interval_s)} to "
-            f"{moment_text(trace.start_s + last * trace.interval_s)} (lines {lines[row_of[first]]} to "
-            f"{lines[row_of[last]]}) but every {trace.interval_s:g} s elsewhere: replayed in "
-            f"{trace.interval_s:g} s intervals, each of those rows' requests arrive within {trace.interval_s:g} s "
-            f"and none in the {step - trace.interval_s:g} s after. If the export's step changed there, export "
-            "the whole trace at one step"]
-
-
-COUNTER_ROWS: Final = 10
-"""Rows a model needs before its requests are judged as a counter's running total or not."""
-
-
-def _counter_notes(trace: Trace) -> list[str]:
-    """A warning when the models' requests only rise from one row to the next, as a counter's running total
-    does: a Prometheus counter (`..._count`, `..._total`) exported without `increase()` replays millions of
-    requests an interval, and every figure of the report is then wrong with nothing to show it. Traffic rises
-    and falls; a model whose count stays level is left out (an idle counter, or a flat test trace), and a
-    fall in one step of twenty is allowed (a counter restarts with its pod)."""
-    n = len(trace.models)
-    order = np.lexsort((trace.slot, trace.model))
-    model, requests = trace.model[order], trace.requests[order]
-    same = model[1:] == model[:-1]
-    step = np.diff(requests)[same]
-    owner = model[1:][same]
-    steps = np.bincount(owner, minlength=n)
-    rises = np.bincount(owner, weights=step > 0, minlength=n)
-    falls = np.bincount(owner, weights=step < 0, minlength=n)
-    judged = (steps >= COUNTER_ROWS - 1) & (rises > 0)
-    counting = judged & (falls <= 0.05 * steps) & (rises >= 0.5 * steps)
-    if not judged.any() or counting.sum() < 0.9 * judged.sum():
-        return []
-    example = int(np.flatnonzero(counting)[np.argmax(steps[counting])])
-    mine = trace.model == example
-    first, last = int(trace.slot[mine].argmin()), int(trace.slot[mine].argmax())
-    values = trace.requests[mine]
-    return [f"the requests of {int(counting.sum())} of {int(judged.sum())} models only rise from one interval to "
-            f"the next (model {trace.models[example]!r}: {values[first]:,.0f} to {values[last]:,.0f}), as a "
-            "counter's running total does: if they are one, export the requests in each interval (PromQL: "
-            f"increase(COUNTER[{trace.interval_s:g}s])) instead; if the traffic does rise all along, ignore this"]
 
 
 def from_rows(times: list[float], names: list[str], counts: list[float], name: str = "trace",
@@ -454,7 +266,7 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
             hint = (": sum the rows into 1 s intervals (pandas: .dt.floor('1s'), then sum by timestamp_s and model; "
                     "a log of single requests: python -m autoscaler.simulation.request_log --interval 1)")
         raise TraceError(f"{name}: timestamps are {interval:g} s apart; intervals must be 1 s to 10 min{hint}")
-    if len(gaps) and (problem := _mostly_gap(distinct, gaps, interval, t, line_of)):
+    if len(gaps) and (problem := mostly_gap(distinct, gaps, interval, t, line_of)):
         raise TraceError(f"{name}: {problem}")
     start = float(distinct[0])
     position = (t - start) / interval
@@ -462,9 +274,9 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
     off = np.abs(position - slot) > 1e-6
     if off.any():
         bad = int(np.argmax(off))
-        jitter = _jitter(distinct)
-        if jitter is not None:
-            step, worst, at = jitter
+        off_grid = jitter(distinct)
+        if off_grid is not None:
+            step, worst, at = off_grid
             bad = int(np.argmax(t == at))
             raise TraceError(f"{name}: timestamps are about {step:g} s apart but not exactly (up to {worst:.2g} s off, "
                              f"as scrape times are; line {line_of(bad)}: {moment_text(at)}): round every "
@@ -489,58 +301,6 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
     notes = () if len(gaps) else (f"the trace has one timestamp, so no step to infer its interval from: taken as "
                                   f"{interval:g} s (the requests of each row arrive over {interval:g} s)",)
     return Trace(models, start, interval, int(slot.max()) + 1, slot, model, counts, notes)
-
-
-MOSTLY_GAP_S: Final = 30 * 86400.0
-"""A stretch without rows longer than this and than the rest of the trace is refused, not replayed: a month of
-nothing is no quiet weekend, and replaying it costs a minute a policy for no figure (shorter gaps are warned
-about, QUIET_GAP_S: a log of a few requests two weeks apart still replays)."""
-EPOCH_FROM_S: Final = 1e8
-"""Timestamps from here (1973) on are taken as the epoch's; under it, as seconds from a trace's start."""
-
-
-def _mostly_gap(distinct: np.ndarray, gaps: np.ndarray, interval: float, t: np.ndarray,
-                line_of: Callable[[int], int]) -> str | None:
-    """What to fix where one stretch without rows is over a month and most of the trace: rows with two time
-    origins (a converted trace's seconds from its start pasted onto epoch seconds: 54 years between them) or
-    captures far apart. Replayed, each empty interval is ticked through by every policy: a run of hours, then
-    days, at 0% on its progress bar."""
-    widest = int(np.argmax(gaps))
-    gap = float(gaps[widest])
-    if gap <= MOSTLY_GAP_S or 2 * gap <= float(distinct[-1] - distinct[0]):
-        return None
-    before, after = float(distinct[widest]), float(distinct[widest + 1])
-    line_before, line_after = (line_of(int(np.argmax(t == moment))) for moment in (before, after))
-    text = (f"line {line_after}: no rows for {_span_text(gap - interval)} before {moment_text(after)}, after "
-            f"{moment_text(before)} on line {line_before}: ")
-    if before < EPOCH_FROM_S <= after:
-        return text + ("the timestamps mix seconds from the trace's start with seconds since the epoch: write them "
-                       "all one way")
-    return text + (f"replayed, that is {_span_text(gap)} of nothing to simulate: cut the trace at the gap, or shift "
-                   "the rows after it to follow on")
-
-
-def _span_text(seconds: float) -> str:
-    """A long stretch of time in the unit a user thinks of it in."""
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.3g} h"
-    if seconds < 730 * 86400:
-        return f"{seconds / 86400:.3g} days"
-    return f"{seconds / SECONDS_PER_YEAR:.3g} years"
-
-
-def _jitter(distinct: np.ndarray) -> tuple[float, float, float] | None:
-    """(step, largest distance from its multiples, the timestamp that far off) when the distinct timestamps sit
-    within a tenth of a whole-second step of that step's multiples (a scraper's times: 15 s apart give or take
-    milliseconds), else None."""
-    if len(distinct) < 2:
-        return None
-    step = float(np.rint(np.median(np.diff(distinct))))
-    if not MIN_INTERVAL_S <= step <= MAX_INTERVAL_S:
-        return None
-    off = np.abs(distinct - np.rint(distinct / step) * step)
-    worst = int(np.argmax(off))
-    return (step, float(off[worst]), float(distinct[worst])) if off[worst] <= 0.1 * step else None
 
 
 def write_csv(trace: Trace, path: str | os.PathLike[str]) -> None:

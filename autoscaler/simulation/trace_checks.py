@@ -1,0 +1,157 @@
+"""What a trace's rows as a whole are warned about or refused for, beyond any one field.
+
+Warnings (`notes`: on stderr and in report.json's `warnings`) for what replays but may not be what the user
+meant: a long stretch without rows, a stretch at a coarser step, requests that only rise (a counter's running
+total). Refusals for what cannot replay into a figure: a stretch of nothing that is most of the trace (two time
+origins pasted together), timestamps a scraper's jitter keeps off the grid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Final
+
+import numpy as np
+
+from autoscaler.simulation.timestamps import moment_text
+from autoscaler.simulation.trace_file import MAX_INTERVAL_S, MIN_INTERVAL_S, SECONDS_PER_YEAR
+
+if TYPE_CHECKING:
+    from autoscaler.simulation.trace import Trace
+
+QUIET_GAP_S: Final = 3600.0
+"""A stretch this long without a row for any model is named: more often missing data than no traffic."""
+
+
+def gap_notes(trace: Trace, lines: Sequence[int]) -> list[str]:
+    """The longest stretch without a row, if any is past QUIET_GAP_S: an absent row is replayed as no requests,
+    which is right for a quiet model and wrong for data that is missing (a collector down, exports pasted
+    together), and the report cannot tell the two apart."""
+    slots = np.unique(trace.slot)
+    gaps = np.diff(slots) * trace.interval_s
+    long = np.flatnonzero(gaps > QUIET_GAP_S)
+    if not len(long):
+        return []
+    widest = int(long[np.argmax(gaps[long])])
+    before, after = (trace.start_s + float(slots[i]) * trace.interval_s for i in (widest, widest + 1))
+    line = lines[int(np.flatnonzero(trace.slot == slots[widest + 1])[0])]
+    more = f" ({len(long)} such gaps, this the longest)" if len(long) > 1 else ""
+    return [f"no rows for {(after - before - trace.interval_s) / 3600:.3g} h between the rows at "
+            f"{moment_text(before)} and at {moment_text(after)} (line {line}){more}: replayed as no requests at "
+            "all; if data is missing there rather than traffic, cut the trace at the gap"]
+
+
+COARSE_RUN: Final = 20
+"""Steps in a row, all the same multiple of the interval, that make a stretch of rows at a coarser step."""
+
+
+def step_notes(trace: Trace, lines: Sequence[int]) -> list[str]:
+    """The longest stretch whose rows, of all models, come every k intervals (k >= 2, at most 10 min) for
+    COARSE_RUN steps in a row: the interval is the finest step of the file, so where an export's step changed
+    (Prometheus answers 11,000 points a query, and a day is fetched in pieces) each coarse row's requests are
+    replayed within one fine interval, k times the rate, and none in the k - 1 after."""
+    slots = np.unique(trace.slot)
+    gaps = np.diff(slots)
+    if len(gaps) < COARSE_RUN:
+        return []
+    change = np.flatnonzero(np.diff(gaps)) + 1  # runs of equal gaps: [starts[i], ends[i])
+    starts, ends = np.append(0, change), np.append(change, len(gaps))
+    coarse = (gaps[starts] >= 2) & (gaps[starts] * trace.interval_s <= MAX_INTERVAL_S)
+    coarse &= ends - starts >= COARSE_RUN
+    if not coarse.any():
+        return []
+    longest = int(np.argmax(np.where(coarse, ends - starts, 0)))
+    first, last = int(slots[starts[longest]]), int(slots[ends[longest] - 1])  # the last row at the coarse step
+    row_of = {int(slot): row for row, slot in reversed(list(enumerate(trace.slot.tolist())))}
+    step = int(gaps[starts[longest]]) * trace.interval_s
+    return [f"rows come every {step:g} s from {moment_text(trace.start_s + first * trace.interval_s)} to "
+            f"{moment_text(trace.start_s + last * trace.interval_s)} (lines {lines[row_of[first]]} to "
+            f"{lines[row_of[last]]}) but every {trace.interval_s:g} s elsewhere: replayed in "
+            f"{trace.interval_s:g} s intervals, each of those rows' requests arrive within {trace.interval_s:g} s "
+            f"and none in the {step - trace.interval_s:g} s after. If the export's step changed there, export "
+            "the whole trace at one step"]
+
+
+COUNTER_ROWS: Final = 10
+"""Rows a model needs before its requests are judged as a counter's running total or not."""
+
+
+def counter_notes(trace: Trace) -> list[str]:
+    """A warning when the models' requests only rise from one row to the next, as a counter's running total
+    does: a Prometheus counter (`..._count`, `..._total`) exported without `increase()` replays millions of
+    requests an interval, and every figure of the report is then wrong with nothing to show it. Traffic rises
+    and falls; a model whose count stays level is left out (an idle counter, or a flat test trace), and a
+    fall in one step of twenty is allowed (a counter restarts with its pod)."""
+    n = len(trace.models)
+    order = np.lexsort((trace.slot, trace.model))
+    model, requests = trace.model[order], trace.requests[order]
+    same = model[1:] == model[:-1]
+    step = np.diff(requests)[same]
+    owner = model[1:][same]
+    steps = np.bincount(owner, minlength=n)
+    rises = np.bincount(owner, weights=step > 0, minlength=n)
+    falls = np.bincount(owner, weights=step < 0, minlength=n)
+    judged = (steps >= COUNTER_ROWS - 1) & (rises > 0)
+    counting = judged & (falls <= 0.05 * steps) & (rises >= 0.5 * steps)
+    if not judged.any() or counting.sum() < 0.9 * judged.sum():
+        return []
+    example = int(np.flatnonzero(counting)[np.argmax(steps[counting])])
+    mine = trace.model == example
+    first, last = int(trace.slot[mine].argmin()), int(trace.slot[mine].argmax())
+    values = trace.requests[mine]
+    return [f"the requests of {int(counting.sum())} of {int(judged.sum())} models only rise from one interval to "
+            f"the next (model {trace.models[example]!r}: {values[first]:,.0f} to {values[last]:,.0f}), as a "
+            "counter's running total does: if they are one, export the requests in each interval (PromQL: "
+            f"increase(COUNTER[{trace.interval_s:g}s])) instead; if the traffic does rise all along, ignore this"]
+
+
+MOSTLY_GAP_S: Final = 30 * 86400.0
+"""A stretch without rows longer than this and than the rest of the trace is refused, not replayed: a month of
+nothing is no quiet weekend, and replaying it costs a minute a policy for no figure (shorter gaps are warned
+about, QUIET_GAP_S: a log of a few requests two weeks apart still replays)."""
+EPOCH_FROM_S: Final = 1e8
+"""Timestamps from here (1973) on are taken as the epoch's; under it, as seconds from a trace's start."""
+
+
+def mostly_gap(distinct: np.ndarray, gaps: np.ndarray, interval: float, t: np.ndarray,
+                line_of: Callable[[int], int]) -> str | None:
+    """What to fix where one stretch without rows is over a month and most of the trace: rows with two time
+    origins (a converted trace's seconds from its start pasted onto epoch seconds: 54 years between them) or
+    captures far apart. Replayed, each empty interval is ticked through by every policy: a run of hours, then
+    days, at 0% on its progress bar."""
+    widest = int(np.argmax(gaps))
+    gap = float(gaps[widest])
+    if gap <= MOSTLY_GAP_S or 2 * gap <= float(distinct[-1] - distinct[0]):
+        return None
+    before, after = float(distinct[widest]), float(distinct[widest + 1])
+    line_before, line_after = (line_of(int(np.argmax(t == moment))) for moment in (before, after))
+    text = (f"line {line_after}: no rows for {span_text(gap - interval)} before {moment_text(after)}, after "
+            f"{moment_text(before)} on line {line_before}: ")
+    if before < EPOCH_FROM_S <= after:
+        return text + ("the timestamps mix seconds from the trace's start with seconds since the epoch: write them "
+                       "all one way")
+    return text + (f"replayed, that is {span_text(gap)} of nothing to simulate: cut the trace at the gap, or shift "
+                   "the rows after it to follow on")
+
+
+def span_text(seconds: float) -> str:
+    """A long stretch of time in the unit a user thinks of it in."""
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.3g} h"
+    if seconds < 730 * 86400:
+        return f"{seconds / 86400:.3g} days"
+    return f"{seconds / SECONDS_PER_YEAR:.3g} years"
+
+
+def jitter(distinct: np.ndarray) -> tuple[float, float, float] | None:
+    """(step, largest distance from its multiples, the timestamp that far off) when the distinct timestamps sit
+    within a tenth of a whole-second step of that step's multiples (a scraper's times: 15 s apart give or take
+    milliseconds), else None."""
+    if len(distinct) < 2:
+        return None
+    step = float(np.rint(np.median(np.diff(distinct))))
+    if not MIN_INTERVAL_S <= step <= MAX_INTERVAL_S:
+        return None
+    off = np.abs(distinct - np.rint(distinct / step) * step)
+    worst = int(np.argmax(off))
+    return (step, float(off[worst]), float(distinct[worst])) if off[worst] <= 0.1 * step else None

@@ -1,0 +1,143 @@
+"""Reading a trace file: where its bytes come from and what one field may hold.
+
+A trace is CSV with the header `timestamp_s,model,requests`, its columns found by name in any order (others
+left out and named); gzip is read as it is (`.gz`, or a `.csv` whose first bytes are gzip's: a download saved
+without unpacking), a byte-order mark (Excel's "CSV UTF-8") skipped, UTF-16 and code-page text refused naming
+how to save it. Each error names the file, the line and what to fix (`TraceError`). trace.py turns the rows
+into a `Trace`; request_log.py reads per-request logs with the same opening rules.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import math
+import os
+from collections.abc import Iterator
+from typing import BinaryIO, Final, TextIO
+
+from autoscaler.simulation.timestamps import parse_time
+
+HEADER: Final = ("timestamp_s", "model", "requests")
+MIN_INTERVAL_S: Final = 1.0
+MAX_INTERVAL_S: Final = 600.0
+
+
+class TraceError(ValueError):
+    """The trace cannot be used; the message names the file, the line and what to fix."""
+
+
+def number_field(text: str, what: str, where: str, unit: str = "") -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise TraceError(f"{where}: {what} must be a number{unit}, got {text!r}") from None
+    if not math.isfinite(value):
+        raise TraceError(f"{where}: {what} must be finite, got {text!r}")
+    return value
+
+
+LATEST_S: Final = 1e13
+"""Seconds past the year 300,000: a timestamp_s this large is of a finer unit (epoch milliseconds, the one
+finer unit read as seconds and named by the interval they make, are under it) or no time at all."""
+SECONDS_PER_YEAR: Final = 31_556_952.0
+FINER: Final = ((1e17, "nanoseconds", 1_000_000_000), (1e14, "microseconds", 1_000_000))
+
+
+def timestamp_field(text: str, where: str) -> float:
+    try:
+        value = parse_time(text)
+    except ValueError:
+        raise TraceError(f"{where}: timestamp_s must be seconds since the epoch or an ISO 8601 date-time, "
+                         f"got {text!r}") from None
+    if abs(value) < LATEST_S:
+        return value
+    # Epoch microseconds read "timestamps are 6e+07 s apart: export at a step of 10 min or less", and a stray
+    # 1e300 overflowed the interval's arithmetic (numpy's RuntimeWarning, then a step of 5e+299 s to round to)
+    for least, unit, per_second in FINER:
+        if least <= abs(value) < least * 1000:
+            raise TraceError(f"{where}: timestamp_s {text.strip()} is the year "
+                             f"{1970 + int(value / SECONDS_PER_YEAR):,} as seconds since the epoch: these look like "
+                             f"{unit}; divide timestamp_s by {per_second}")
+    raise TraceError(f"{where}: timestamp_s {text.strip()} is past the year 300,000 as seconds since the epoch: "
+                     "write seconds since the epoch or since the trace's start")
+
+
+GZIP_MAGIC: Final = b"\x1f\x8b"
+UTF16_MARKS: Final = (b"\xff\xfe", b"\xfe\xff")
+
+
+def gzipped(name: str, head: bytes) -> bool:
+    """Whether to read the file through gzip: by its name, or by its first bytes where the name says `.csv`
+    (a download saved without unpacking read as "not UTF-8 text (invalid start byte)"). UTF-16 (Excel's
+    "Unicode Text", PowerShell's Out-File) is refused saying how to save it, rather than as not UTF-8."""
+    if head[:2] in UTF16_MARKS:
+        raise TraceError(f"{name}: UTF-16 text, not UTF-8: save it as CSV UTF-8 (PowerShell: Out-File -Encoding "
+                         "utf8)")
+    return name.endswith(".gz") or head[:2] == GZIP_MAGIC
+
+
+def open_csv(path: str | os.PathLike[str]) -> TextIO:
+    """A CSV file for `csv.reader`: gzip read as it is (`.gz`, or its first bytes), a byte-order mark (Excel's
+    "CSV UTF-8") skipped."""
+    with open(path, "rb") as raw:
+        head = raw.read(2)
+    if gzipped(os.fspath(path), head):
+        return gzip.open(path, "rt", newline="", encoding="utf-8-sig")
+    return open(path, newline="", encoding="utf-8-sig")
+
+
+def not_utf8(name: str) -> str:
+    """The error for a file that is not UTF-8, naming its first line that is not (Excel's plain "CSV" writes
+    the locale's code page: a model named café was "not UTF-8 text (invalid continuation byte)", somewhere)."""
+    try:
+        with open(name, "rb") as raw:
+            packed = gzipped(name, raw.read(2))
+            raw.seek(0)
+            lines: Iterator[bytes] = iter(gzip.GzipFile(fileobj=raw) if packed else raw)  # closed with raw
+            for line, text in enumerate(lines, start=1):
+                try:
+                    text.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    return (f"{name}: line {line}: not UTF-8 text ({exc.reason} at {text[exc.start:exc.end]!r}): "
+                            "save it as CSV UTF-8")
+    except (OSError, EOFError):
+        pass
+    return f"{name}: not UTF-8 text: save it as CSV UTF-8"
+
+
+def columns(header: list[str] | None, name: str) -> tuple[int, int, int, tuple[str, ...]]:
+    """Where timestamp_s, model and requests are in the header row, and the other columns, in words: exports
+    keep columns a trace does not need (pandas its index, unnamed), which are left out."""
+    if header is None:
+        raise TraceError(f"{name}: empty file; expected the header {','.join(HEADER)}")
+    found = [h.strip().lower() for h in header]
+    for separator, words in ((";", "';'"), ("\t", "tabs")):
+        if len(found) == 1 and separator in found[0]:
+            raise TraceError(f"{name}: line 1: fields are separated by {words}, not commas: save the file as "
+                             "comma-separated CSV")
+    problems = [f"missing {column}" for column in HEADER if column not in found]
+    problems += [f"{column} listed twice" for column in HEADER if found.count(column) > 1]
+    if problems:
+        raise TraceError(f"{name}: line 1: expected the header {','.join(HEADER)} (in any order, other columns "
+                         f"left out), got {','.join(header)!r}: {'; '.join(problems)}")
+    at_time, at_model, at_requests = (found.index(column) for column in HEADER)
+    others = tuple("an unnamed one (pandas' index)" if i == 0 else "an unnamed one" if not column else
+                   repr(header[i].strip()) for i, column in enumerate(found) if column not in HEADER)
+    return at_time, at_model, at_requests, others
+
+
+def numbered_rows(reader: Iterator[list[str]]) -> Iterator[tuple[int, list[str]]]:
+    """Each row with the file line it starts on: blank lines and quoted fields spanning lines (a model name
+    with a newline) make that differ from the row's index, and a user opens the file at the line we name."""
+    line = 1
+    for row in reader:
+        yield line, row
+        line = getattr(reader, "line_num", line) + 1
+
+
+def text_of(raw: BinaryIO, gzipped: bool) -> TextIO:
+    """`open_csv`'s text over a file already open, so that its byte position can be read as it is parsed."""
+    if gzipped:
+        return gzip.open(raw, "rt", newline="", encoding="utf-8-sig")
+    return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
