@@ -149,7 +149,17 @@ class AdapterMetrics:
             "True), else 0 (the leader only).",
             ("namespace", "runtimescale"),
         )
-        self.object_gauges = (self.pod_deletion_cost, self.runtime_scale_ready)
+        self.runtime_scale_not_ready = RuntimeGauge(
+            "modelmesh_autoscaler_runtime_scale_not_ready",
+            "1 while a RuntimeScale's Ready condition is False, with that condition's reason (as kubectl describe "
+            "runtimescale shows it); absent while it is Ready (the leader only). NoReplicas is the normal state of "
+            "a runtime scaled to zero; the other reasons mean its HPA's replicas reach no ServingRuntime.",
+            ("namespace", "runtimescale", "reason"),
+        )
+        self._scale_reasons: dict[tuple[str, str], str] = {}
+        """The reason each RuntimeScale's not-Ready series carries: one series per RuntimeScale, the last
+        reason's removed when it changes."""
+        self.object_gauges = (self.pod_deletion_cost, self.runtime_scale_ready, self.runtime_scale_not_ready)
         """Per pod and per RuntimeScale, set one series at a time by the leader; kept as text like the
         per-runtime ones (`autoscaler.runtime_gauges`)."""
         if per_runtime:
@@ -169,6 +179,26 @@ class AdapterMetrics:
                 registry=self.registry,
             )
         self.leader.set(1 if leading else 0)
+
+    def set_runtime_scale_ready(self, namespace: str, name: str, ready: bool, reason: str) -> None:
+        """Publish a RuntimeScale's Ready condition: `runtime_scale_ready` 1 or 0 (its meaning since it was
+        first shipped), and while it is not Ready, `runtime_scale_not_ready` with the reason, so that an alert can
+        leave out NoReplicas (a runtime scaled to zero) and name what to do for the others."""
+        self.runtime_scale_ready.labels(namespace, name).set(1 if ready else 0)
+        last = self._scale_reasons.get((namespace, name))
+        if last is not None and (ready or last != reason):
+            self.runtime_scale_not_ready.remove(namespace, name, last)
+            del self._scale_reasons[namespace, name]
+        if not ready:
+            self.runtime_scale_not_ready.labels(namespace, name, reason).set(1)
+            self._scale_reasons[namespace, name] = reason
+
+    def forget_runtime_scale(self, namespace: str, name: str) -> None:
+        """Remove a RuntimeScale's series: it is gone, or this replica stopped leading."""
+        self.runtime_scale_ready.remove(namespace, name)
+        last = self._scale_reasons.pop((namespace, name), None)
+        if last is not None:
+            self.runtime_scale_not_ready.remove(namespace, name, last)
 
     def publish_runtimes(self, views: Iterable[RuntimeView]) -> None:
         """Set every per-runtime series from this refresh's views, and remove the series this refresh did not

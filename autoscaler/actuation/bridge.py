@@ -376,8 +376,7 @@ class ReplicaBridge:
         self._misplaced.pop(key, None)
         self._written.pop(key, None)
         if self._metrics is not None:
-            with contextlib.suppress(KeyError):
-                self._metrics.runtime_scale_ready.remove(*key)
+            self._metrics.forget_runtime_scale(*key)
 
     async def _patch(self, write: str, resource: CustomResource, namespace: str, name: str, patch: JSON,
                      subresource: str | None = None) -> JSON:
@@ -532,7 +531,7 @@ class ReplicaBridge:
             self._reason_changes.append((outcome.ready, key, outcome.reason, outcome.message))
             self._reasons[key] = outcome.reason
         if self._metrics is not None:
-            self._metrics.runtime_scale_ready.labels(namespace, name).set(1 if outcome.ready else 0)
+            self._metrics.set_runtime_scale_ready(namespace, name, outcome.ready, outcome.reason)
         status = desired_status(scale, deployment, outcome, _rfc3339_now())
         old = scale.get("status") or {}
         if {field: old.get(field) for field in status} != status:
