@@ -1,0 +1,151 @@
+"""docs/operations.md's Troubleshooting, followed as an operator follows it in an incident, against real processes
+(fake ModelMesh -> `modelmesh-exporter` -> `modelmesh-autoscaler serve`, read with the real `kubectl get --raw`):
+what the doc says the operator will see (a 503's words and its `why:` line, the /debug fields and the values of
+`winner`) must be what they see. Each check quotes the doc, so that the two cannot drift apart silently."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import DEPLOYMENT, DataPath, data_path_running
+from tests.e2e.test_hung_refresh import refresh_process, refused
+from tests.support.kubectl import get_raw
+from tests.support.processes import poll
+
+pytestmark = pytest.mark.slow
+
+OPERATIONS = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
+DEBUG = f"/debug/runtimes/default/{DEPLOYMENT}"
+WHY = f"why: {DEBUG} on an adapter pod"
+
+
+def section(heading: str) -> str:
+    """The doc's text from `heading` (a `###` title) to the next heading."""
+    start = OPERATIONS.index(f"### {heading}\n")
+    match = re.compile(r"\n##+ ").search(OPERATIONS, start + 4)  # a heading, not a shell comment in a block
+    return OPERATIONS[start:match.start() if match else None]
+
+
+def bullet(text: str, lead: str) -> str:
+    """The `- **lead...` bullet of `text`, up to the next bullet or paragraph."""
+    start = text.index(f"- **{lead}")
+    ends = [i for i in (text.find("\n- **", start + 1), text.find("\n\n", start)) if i > 0]
+    return text[start:min(ends) if ends else None]
+
+
+def documented_503s() -> dict[str, str]:
+    """The 503 section's bullets by the quoted words they open with, those words as a pattern (N, M, X: numbers)."""
+    bullets = {}
+    text = section("A 503, and what it means")
+    for lead in re.findall(r'^- \*\*"([^"]+)"\*\*', text, flags=re.M):
+        pattern = re.sub(r"\b[NMX]\b", r"\\d+", re.escape(lead))
+        bullets[pattern] = bullet(text, f'"{lead}"')
+    assert bullets, "docs/operations.md's 503 section quotes no message any more: update this test"
+    return bullets
+
+
+def the_bullet_for(message: str) -> str:
+    """The 503 section's bullet whose quoted words the message carries: the one the operator is sent to."""
+    found = [text for pattern, text in documented_503s().items() if re.search(pattern, message)]
+    assert found, f"the 503 the operator sees is not among docs/operations.md's 503s: {message}"
+    return found[0]
+
+
+def keys_of(document: Any) -> set[str]:
+    """Every key at any depth of a JSON document."""
+    if isinstance(document, dict):
+        return set(document) | {key for value in document.values() for key in keys_of(value)}
+    if isinstance(document, list):
+        return {key for value in document for key in keys_of(value)}
+    return set()
+
+
+def debug_document(path: DataPath, ready: Any = lambda document: document.get("winner")) -> Any:
+    def read() -> Any:
+        code, document = get_raw(path.kubeconfig, DEBUG)
+        return document if code == 0 and ready(document) else None
+    return poll(read, timeout=60)
+
+
+def test_a_hung_refresh_503_is_one_the_doc_explains_and_its_why_line_is_as_the_doc_says(tmp_path: Path) -> None:
+    """Every runtime answers 503 while the refresh hangs: the operator looks the message up in the 503 section."""
+    with data_path_running(tmp_path, adapter_args=["--workers", "1"]) as path:
+        poll(lambda: path.value("modelmesh_request_load"), timeout=60)
+        refresh_pid = refresh_process(path.adapter_url)
+        os.kill(refresh_pid, signal.SIGSTOP)
+        try:
+            _, message = poll(lambda: refused(path.served("modelmesh_desired_replicas")), timeout=40)
+        finally:
+            os.kill(refresh_pid, signal.SIGCONT)
+    assert "ServiceUnavailable" in message, message
+    explained = the_bullet_for(message)
+    if not message.strip().endswith(WHY):
+        # The doc may not promise the `why:` line for a 503 that has none.
+        assert "no `why:`" in explained, (
+            f"the 503 section's bullet for {message!r} does not say it has no `why:` line")
+        assert "Every 503 the HPA gets ends with" not in OPERATIONS, (
+            f"docs/operations.md says every 503 ends with `why: ...`; this one does not: {message}")
+
+
+@pytest.fixture(scope="module")
+def two_pods_no_gpu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DataPath]:
+    """Two pods without a GPU or `target_rps_per_pod`: no capacity signal, so the Ready pods are the floor."""
+    with data_path_running(tmp_path_factory.mktemp("no-capacity"), pods=2) as path:
+        yield path
+
+
+def test_every_proposal_and_winner_the_debug_shows_is_one_the_doc_names(two_pods_no_gpu: DataPath) -> None:
+    document = debug_document(two_pods_no_gpu)
+    text = section("/debug/runtimes: why the adapter decided what it did")
+    for term in [*document["proposals"], document["winner"]]:
+        assert f"`{term}`" in text, f"/debug shows the term {term!r}, which docs/operations.md's /debug part omits"
+
+
+def test_the_does_not_scale_down_finding_names_what_debug_shows_for_no_capacity_signal(
+        two_pods_no_gpu: DataPath) -> None:
+    document = debug_document(two_pods_no_gpu)
+    finding = bullet(section("/debug/runtimes: why the adapter decided what it did"), "It does not scale down")
+    assert any("no capacity signal" in warning for warning in document["warnings"]), document["warnings"]
+    assert "`warnings`" in finding, f"the finding does not send the operator to `warnings`: {finding}"
+    assert f'`winner` is `{document["winner"]}`' in finding, f"/debug's winner {document['winner']!r}: {finding}"
+
+
+def test_every_field_the_doc_names_is_in_the_debug_document(two_pods_no_gpu: DataPath) -> None:
+    """The fields of the /debug paragraph exist, in a served runtime's document and a failing source's."""
+    served = debug_document(two_pods_no_gpu)
+    text = section("/debug/runtimes: why the adapter decided what it did").split("\n\n")[1]
+    text = re.sub(r"each with a `reason` \(.*?\), `detail`", "each with a `reason`, `detail`", text, flags=re.S)
+    named = set(re.findall(r"`([a-z_]+)`", text))
+    two_pods_no_gpu.kill_exporter(0)
+    failing = debug_document(two_pods_no_gpu, lambda document: document["source"]["problems"])
+    present = keys_of(served) | keys_of(failing) | set(served["proposals"])
+    assert named - present == set(), f"docs/operations.md names /debug fields it does not have: {named - present}"
+
+
+@pytest.mark.xfail(strict=True, reason="a refused exporter's `detail` is aiohttp's words alone ('ssl:default' for "
+                   "an http:// URL) and says nothing of what to change, where the doc promises both")
+def test_a_refused_exporter_detail_says_what_to_change(two_pods_no_gpu: DataPath) -> None:
+    """The doc: `detail` (the backend's words and what to change). The commonest cause is no sidecar listening
+    at --exporter-port, or a NetworkPolicy."""
+    two_pods_no_gpu.kill_exporter(0)
+    failing = debug_document(two_pods_no_gpu, lambda document: document["source"]["problems"])
+    problem = next(p for p in failing["source"]["problems"] if p["pod"] == "pod-0")
+    assert problem["reason"] == "connect", problem
+    assert "ssl:" not in problem["detail"], f"an http:// scrape reads as a TLS one: {problem['detail']}"
+    assert "--exporter-port" in problem["detail"], f"nothing to change in: {problem['detail']}"
+
+
+def test_winner_at_the_upper_bound_is_the_word_the_doc_gives(tmp_path: Path) -> None:
+    """Two Ready pods (the floor) against a bound of one: the operator is told what `winner` reads."""
+    with data_path_running(tmp_path, pods=2, policy={"max_replicas": 1}) as path:
+        document = debug_document(path)
+    finding = bullet(section("/debug/runtimes: why the adapter decided what it did"), "It asks for more than")
+    assert document["proposals"]["ready_pods"] == 2 and document["winner"] != "ready_pods", document["proposals"]
+    assert f'`winner` is `{document["winner"]}`' in finding, f"/debug's winner {document['winner']!r}: {finding}"
