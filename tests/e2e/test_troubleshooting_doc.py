@@ -5,10 +5,11 @@ what the doc says the operator will see (a 503's words and its `why:` line, the 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,9 @@ import pytest
 
 from tests.e2e.conftest import DEPLOYMENT, DataPath, data_path_running
 from tests.e2e.test_hung_refresh import refresh_process, refused
-from tests.support.kubectl import get_raw
-from tests.support.processes import poll
+from tests.fakes.kube import FakeKubeApi
+from tests.support.kubectl import get_raw, write_kubeconfig
+from tests.support.processes import free_port, poll, running
 
 pytestmark = pytest.mark.slow
 
@@ -34,10 +36,10 @@ def section(heading: str) -> str:
 
 
 def bullet(text: str, lead: str) -> str:
-    """The `- **lead...` bullet of `text`, up to the next bullet or paragraph."""
+    """The `- **lead...` bullet of `text`, up to the next bullet or paragraph, its lines joined."""
     start = text.index(f"- **{lead}")
     ends = [i for i in (text.find("\n- **", start + 1), text.find("\n\n", start)) if i > 0]
-    return text[start:min(ends) if ends else None]
+    return " ".join(text[start:min(ends) if ends else None].split())
 
 
 def documented_503s() -> dict[str, str]:
@@ -129,6 +131,17 @@ def test_every_field_the_doc_names_is_in_the_debug_document(two_pods_no_gpu: Dat
     assert named - present == set(), f"docs/operations.md names /debug fields it does not have: {named - present}"
 
 
+def test_a_stale_pod_reads_as_the_does_not_scale_down_finding_says(two_pods_no_gpu: DataPath) -> None:
+    """One of two exporters gone: `reason` carries the doc's quoted words and the pod reads `fresh: false`."""
+    finding = bullet(section("/debug/runtimes: why the adapter decided what it did"), "It does not scale down")
+    quoted = re.search(r'\("([^"]+)"\)', finding)
+    assert quoted is not None, f"the finding quotes no reason any more: update this test: {finding}"
+    assert "`fresh: false`" in finding, finding
+    two_pods_no_gpu.kill_exporter(0)
+    document = debug_document(two_pods_no_gpu, lambda document: quoted[1] in document["reason"])
+    assert [pod["name"] for pod in document["pods"] if pod["fresh"] is False] == ["pod-0"], document["pods"]
+
+
 @pytest.mark.xfail(strict=True, reason="a refused exporter's `detail` is aiohttp's words alone ('ssl:default' for "
                    "an http:// URL) and says nothing of what to change, where the doc promises both")
 def test_a_refused_exporter_detail_says_what_to_change(two_pods_no_gpu: DataPath) -> None:
@@ -149,3 +162,83 @@ def test_winner_at_the_upper_bound_is_the_word_the_doc_gives(tmp_path: Path) -> 
     finding = bullet(section("/debug/runtimes: why the adapter decided what it did"), "It asks for more than")
     assert document["proposals"]["ready_pods"] == 2 and document["winner"] != "ready_pods", document["proposals"]
     assert f'`winner` is `{document["winner"]}`' in finding, f"/debug's winner {document['winner']!r}: {finding}"
+
+
+def table_rows() -> list[list[str]]:
+    """The FailedGetExternalMetric table's rows, as cells (answer, meaning, what to do)."""
+    text = section("FailedGetExternalMetric on the HPA")
+    rows = [[cell.strip() for cell in line.strip().strip("|").split(" | ")]
+            for line in text.splitlines() if line.startswith("| ") and not line.startswith("| answer")]
+    assert rows, "docs/operations.md's FailedGetExternalMetric table is gone: update this test"
+    return rows
+
+
+def the_row_for(message: str) -> list[str]:
+    """The table row whose answer (a status, and the quoted words where it has them) is the one kubectl shows."""
+    for row in table_rows():
+        status = re.search(r"`(\w+)`", row[0])
+        quoted = re.search(r'"([^"]+)"', row[0])
+        pattern = (re.escape(quoted[1]).replace(r"\.\.\.", ".*").replace("NS/DEPLOYMENT", r"\S+/\S+")
+                   if quoted else "")
+        if status and f"({status[1]})" in message and re.search(pattern, message):
+            return row
+    raise AssertionError(f"no row of docs/operations.md's FailedGetExternalMetric table answers: {message}")
+
+
+SCALED = "modelmesh-serving-triton"
+SCALED_LABELS = {"modelmesh-service": "modelmesh-serving", "name": SCALED}
+
+
+@pytest.fixture
+async def cluster_adapter(tmp_path: Path) -> AsyncIterator[tuple[Path, Path]]:
+    """An adapter on the fake Kubernetes API with one runtime, scaled to zero: (kubectl's kubeconfig, its log)."""
+    port = free_port()
+    async with FakeKubeApi() as kube:
+        kube.add_deployment("team-a", SCALED, replicas=0, labels=SCALED_LABELS, selector=SCALED_LABELS)
+        with running(
+            ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}",
+             "--kubeconfig", str(kube.write_kubeconfig(tmp_path / "cluster.kubeconfig")),
+             "--refresh-interval", "1", "--leader-elect", "false"],
+            f"https://127.0.0.1:{port}/healthz", tmp_path / "adapter.log",
+        ):
+            kubeconfig = write_kubeconfig(tmp_path / "adapter.kubeconfig", f"https://127.0.0.1:{port}")
+            yield kubeconfig, tmp_path / "adapter.log"
+
+
+async def kubectl(kubeconfig: Path, metric: str, selector: str | None = f"deployment%3D{SCALED}") -> str:
+    """kubectl's error for the HPA's query, once the adapter has refreshed (else the first-refresh 503)."""
+    path = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/team-a/{metric}"
+    path += f"?labelSelector={selector}" if selector else ""
+    for _ in range(240):
+        code, body = await asyncio.to_thread(get_raw, kubeconfig, path)
+        assert code != 0, f"served a value for a runtime scaled to zero: {body}"
+        if "first refresh" not in str(body) and "have not been refreshed" not in str(body):
+            return str(body)
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"no refresh: {body}")
+
+
+async def test_a_runtime_scaled_to_zero_answers_as_the_doc_says(cluster_adapter: tuple[Path, Path]) -> None:
+    kubeconfig, log = cluster_adapter
+    message = await kubectl(kubeconfig, "modelmesh_desired_replicas")
+    assert "(ServiceUnavailable)" in message and "503" in the_row_for(message)[0], message
+    explained = the_bullet_for(message)
+    assert explained.startswith('- **"scaled to zero"**'), explained
+    assert message.strip().endswith(f"why: /debug/runtimes/team-a/{SCALED} on an adapter pod"), message
+    lines = [line for line in log.read_text().splitlines() if f"runtime team-a/{SCALED}: " in line]
+    assert "logs one INFO line" in explained and [" INFO " in line for line in lines] == [True], lines
+
+
+async def test_the_table_rows_for_a_wrong_name_a_case_and_a_selector(cluster_adapter: tuple[Path, Path]) -> None:
+    kubeconfig, _ = cluster_adapter
+    wrong = await kubectl(kubeconfig, "modelmesh_desired_replica")
+    assert "one of the four names" in the_row_for(wrong)[2], wrong
+    # "case does not matter": the name in capitals is the same metric (here its 503), not a 404.
+    assert "case does not matter" in the_row_for(wrong)[2]
+    shouted = await kubectl(kubeconfig, "MODELMESH_DESIRED_REPLICAS")
+    assert "(ServiceUnavailable)" in shouted and "scaled to zero" in shouted, shouted
+    unknown = await kubectl(kubeconfig, "modelmesh_desired_replicas", "deployment%3Dmodelmesh-serving-nothing")
+    assert "`modelmesh-serving-<runtime>`" in the_row_for(unknown)[2], unknown
+    for selector in (None, "deployment%20in%20(a,b)", f"deployment%3D{SCALED},servingruntime%3Dother"):
+        refused = await kubectl(kubeconfig, "modelmesh_desired_replicas", selector)
+        assert "exactly one of" in the_row_for(refused)[2], refused
