@@ -19,7 +19,7 @@ from tests.e2e.conftest import DEPLOYMENT, DataPath, data_path_running
 from tests.e2e.test_hung_refresh import refresh_process, refused
 from tests.fakes.kube import FakeKubeApi
 from tests.support.kubectl import get_raw, write_kubeconfig
-from tests.support.processes import free_port, poll, running
+from tests.support.processes import free_port, http_get, poll, running
 
 pytestmark = pytest.mark.slow
 
@@ -242,3 +242,23 @@ async def test_the_table_rows_for_a_wrong_name_a_case_and_a_selector(cluster_ada
     for selector in (None, "deployment%20in%20(a,b)", f"deployment%3D{SCALED},servingruntime%3Dother"):
         refused = await kubectl(kubeconfig, "modelmesh_desired_replicas", selector)
         assert "exactly one of" in the_row_for(refused)[2], refused
+
+
+def test_the_self_metrics_the_503_section_names_say_what_it_says(tmp_path: Path) -> None:
+    """An exporter gone: the runtime's 503 is the coverage one, `runtime_values_known` reads 0 while it lasts and
+    `source_errors_total` counts the failures by their reason, as the 503 section tells the operator to look."""
+    text = section("A 503, and what it means")
+    assert "`modelmesh_autoscaler_runtime_values_known` is 0 for a runtime while it is answered with 503" in " ".join(
+        text.split()), "the 503 section no longer says what values_known reads: update this test"
+    assert "`modelmesh_autoscaler_source_errors_total` counts failures by reason" in " ".join(text.split())
+    with data_path_running(tmp_path, pods=1) as path:
+        poll(lambda: path.value("modelmesh_request_load"), timeout=60)
+        path.kill_exporter(0)
+        _, message = poll(lambda: refused(path.served("modelmesh_request_load")), timeout=30)
+        exposition = http_get(path.adapter_url + "/metrics")[1]
+    assert the_bullet_for(message).startswith('- **"only N of M ready pods fresh'), message
+    series = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+              for line in exposition.splitlines() if line and not line.startswith("#")}
+    labels = f'{{deployment="{DEPLOYMENT}",namespace="default"}}'
+    assert series[f"modelmesh_autoscaler_runtime_values_known{labels}"] == 0, exposition
+    assert series['modelmesh_autoscaler_source_errors_total{reason="connect",source="scrape"}'] >= 1, exposition
