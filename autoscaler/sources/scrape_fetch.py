@@ -7,7 +7,8 @@ over the cap is abandoned and its connection closed as soon as the cap is passed
 
 Failure reasons are the exporter's own (`exporter.names.REASON_*`: a TLS failure is `tls` on both sides),
 plus `too_large`. The detail (logged, and shown in /debug for the pod) says the failure as OpenSSL or HTTP says
-it, and what to change where the failure names it: a CA to trust, plain http, a refusing proxy, a wrong port.
+it, and what to change where the failure names it: a CA to trust, plain http, a refusing proxy, a wrong port,
+no sidecar listening.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ PLAIN_HINT: Final = ("nothing speaks TLS there (the exporter serves plain http u
 REFUSED_HINT: Final = ("the exporter, or a proxy in front of it (kube-rbac-proxy), refuses the adapter, which scrapes "
                        "without credentials: let it through, or point the adapter at the exporter's own port")
 NOT_FOUND_HINT: Final = "no /metrics at that address: is the port the exporter's (9187), not ModelMesh's own?"
+CONNECT_HINT: Final = ("nothing accepts connections there: is the exporter sidecar in the pod and listening on "
+                      "--exporter-port (default 9187), and does a NetworkPolicy let the adapter reach it?")
 _HTTP_HINTS: Final = {401: REFUSED_HINT, 403: REFUSED_HINT, 404: NOT_FOUND_HINT}
 
 
@@ -67,6 +70,9 @@ async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_byte
         raise FetchError(names.REASON_TIMEOUT, f"no answer from {url} in {timeout.total} s") from error
     except (aiohttp.ClientSSLError, ssl.SSLError) as error:
         raise FetchError(names.REASON_TLS, tls_detail(url, error)) from error
+    except aiohttp.ClientConnectorError as error:
+        # The OS's words, not aiohttp's ("Cannot connect to host ... ssl:default" read as TLS on an http:// URL)
+        raise FetchError(names.REASON_CONNECT, f"{url}: {error.os_error}; {CONNECT_HINT}") from error
     except aiohttp.ClientPayloadError as error:
         raise FetchError(names.REASON_PARSE, f"incomplete body from {url}: {error}") from error
     except aiohttp.ClientError as error:

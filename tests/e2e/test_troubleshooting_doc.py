@@ -142,8 +142,6 @@ def test_a_stale_pod_reads_as_the_does_not_scale_down_finding_says(two_pods_no_g
     assert [pod["name"] for pod in document["pods"] if pod["fresh"] is False] == ["pod-0"], document["pods"]
 
 
-@pytest.mark.xfail(strict=True, reason="a refused exporter's `detail` is aiohttp's words alone ('ssl:default' for "
-                   "an http:// URL) and says nothing of what to change, where the doc promises both")
 def test_a_refused_exporter_detail_says_what_to_change(two_pods_no_gpu: DataPath) -> None:
     """The doc: `detail` (the backend's words and what to change). The commonest cause is no sidecar listening
     at --exporter-port, or a NetworkPolicy."""
