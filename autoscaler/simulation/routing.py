@@ -91,6 +91,7 @@ def spread(ready: Sequence[SimPod], copies: ModelCopies, regular: RegularUse, no
     churn_age = copies.shape.min_churn_age_s
     refused: dict[int, float] = {}
     holders_of = copies.holders
+    used = regular.used  # bound once: called for most of a bucket's thousands of models
     cold: list[tuple[int, float, SimPod]] = []
     starting: dict[SimPod, int] = {}  # second copies this routing started per pod, not in its cache yet
     # ModelMesh adds a second copy for regular use only while the caches are at least 10% free
@@ -125,9 +126,10 @@ def spread(ready: Sequence[SimPod], copies: ModelCopies, regular: RegularUse, no
             pod = holders[0]
             pod.rate += rate
             pod.shares[model] = rate
-            pod.cache[model] = now
-            pod.cache.move_to_end(model)
-            if rate > 0.0 and regular.used(model, now) and roomy and not copies.loading(model):
+            cache = pod.cache
+            cache[model] = now
+            cache.move_to_end(model)
+            if rate > 0.0 and used(model, now) and roomy and not copies.loading(model):
                 others = [p for p in ready if p is not pod]
                 room = [p for p in others if len(p.cache) + starting.get(p, 0) < capacity]
                 full = [p for p in others if p not in starting]  # not a pod its loads under way just filled
