@@ -23,7 +23,7 @@ churn threshold exceeded". Copies the rate task or a pre-shutdown asks for load 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
 _MIN_RPM = 100.0  # requests per minute below which a pod is never "too busy" to take a load
@@ -60,7 +60,7 @@ def busier_factor(last_used_ago_s: float) -> float:
 
 
 def choose_pod(pods: Iterable[P], capacity: int, now: float, last_used_ago_s: float,
-               min_churn_age_s: float = 0.0) -> P | None:
+               min_churn_age_s: float = 0.0, oldest: Mapping[P, float] | None = None) -> P | None:
     """The pod ModelMesh would load a model on, among `pods` (those that may take it); None when none, or when
     every one is full with its least recently used copy used within `min_churn_age_s` (each refuses the load).
 
@@ -68,7 +68,8 @@ def choose_pod(pods: Iterable[P], capacity: int, now: float, last_used_ago_s: fl
     shortlist's bounds only grow along that order (model count among pods with room, LRU age among full ones),
     so it is the pods within them, and the first of a set in that order is its least by the order's key. A day
     of 5,000 models (one placement per cold load, about a million) sorted every pod for every one of them.
-    `min` keeps the first of equal keys, as the stable sort it replaces did."""
+    `min` keeps the first of equal keys, as the stable sort it replaces did. `oldest`: each pod's
+    `oldest_copy`, where the caller keeps them (routing's loads, one after another, change one pod's at a time)."""
     candidates = pods if isinstance(pods, list) else list(pods)
     if not candidates:
         return None
@@ -88,9 +89,12 @@ def choose_pod(pods: Iterable[P], capacity: int, now: float, last_used_ago_s: fl
         firsts = counts
 
         def second(i: int) -> float:  # the i-th pod's place in the order after its first: its oldest copy
-            return _oldest(candidates[i])
+            return oldest_copy(candidates[i]) if oldest is None else oldest[candidates[i]]
     else:  # all full: ordered by oldest LRU entry, then model count, rate and name
-        olds = [next(iter(pod.cache.values())) if pod.cache else math.inf for pod in candidates]  # _oldest, inline
+        if oldest is None:  # `oldest_copy`, inline
+            olds = [next(iter(pod.cache.values())) if pod.cache else math.inf for pod in candidates]
+        else:
+            olds = [oldest[pod] for pod in candidates]
         best_lru = min(olds)
         # A pod whose oldest copy is that recent refuses; the request tries the next (none: every pod refuses)
         cutoff = now - min_churn_age_s if min_churn_age_s > 0.0 else math.inf
@@ -134,13 +138,13 @@ def placement_key(pod: CachePod, capacity: int) -> tuple[bool, float, float, flo
     """The pod's place in `PLACEMENT_ORDER` (smaller: where a load goes first): pods with room before full ones;
     with room, the fewest models, then the oldest LRU entry; full, the oldest LRU entry, then the fewest models;
     then the least busy, then the name (ModelMesh's last ties: loading threads, capacity, then the instance id)."""
-    count, oldest = len(pod.cache), _oldest(pod)
+    count, oldest = len(pod.cache), oldest_copy(pod)
     if count < capacity:
         return (False, count, oldest, pod.rate, pod.name)
     return (True, oldest, count, pod.rate, pod.name)
 
 
-def _oldest(pod: CachePod) -> float:
+def oldest_copy(pod: CachePod) -> float:
     """When the pod's least recently used copy was last used (inf: no copy)."""
     cache = pod.cache
     return next(iter(cache.values())) if cache else math.inf

@@ -62,13 +62,13 @@ def test_a_big_log_shows_the_reading_bar_move_on_a_terminal(tmp_path: Path) -> N
 
 def test_a_log_file_gets_the_finished_bar_alone_and_quiet_none(tmp_path: Path) -> None:
     inputs = big_log(tmp_path, files=1)
-    logged = subprocess.run(CONVERT + [*inputs, "--out", str(tmp_path / "a.csv")], cwd=REPO, capture_output=True,
+    logged = subprocess.run([*CONVERT, *inputs, "--out", str(tmp_path / "a.csv")], cwd=REPO, capture_output=True,
                             text=True, timeout=120)
     assert logged.returncode == 0, logged.stderr
     lines = [line for line in logged.stderr.splitlines() if line]  # the bar's "\r" read as a line end
     assert len(lines) == 2 and re.fullmatch(r"reading\s+\[#+\] 100%\s+\d+\.\ds", lines[0]), logged.stderr
     assert lines[1].startswith(f"{2 * PROGRESS_ROWS} requests of 1 models")
-    quiet = subprocess.run(CONVERT + [*inputs, "--out", str(tmp_path / "b.csv"), "--quiet"], cwd=REPO,
+    quiet = subprocess.run([*CONVERT, *inputs, "--out", str(tmp_path / "b.csv"), "--quiet"], cwd=REPO,
                            capture_output=True, text=True, timeout=120)
     assert quiet.returncode == 0, quiet.stderr
     assert quiet.stderr.startswith(f"{2 * PROGRESS_ROWS} requests of 1 models"), quiet.stderr
