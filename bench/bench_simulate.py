@@ -9,12 +9,16 @@ user's is read, and drawing the plot. Plain script, no asserts:
 thousands of functions): per-model rates log-normal over five orders of magnitude, most models a request an
 hour or less, a row only where a model has requests. The synthetic shapes give every model traffic in most
 minutes; this one is where reading and the cache's pods, not the requests, take the time. `--trace` times a
-file of your own. The largest resident size is printed at the end.
+file of your own. The largest resident size is printed at the end. `--digest` also prints a hash of every
+policy's result less its wall-clock seconds: a change meant to make the simulator faster, not different, prints
+the same one before and after (bench/simulate_report_hashes.py does the same for the synthetic shapes).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import hashlib
 import resource
 import tempfile
 import time
@@ -25,7 +29,7 @@ import numpy as np
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.simulation.cli import sizing
 from autoscaler.simulation.cluster import ClusterShape
-from autoscaler.simulation.engine import oracle, simulate
+from autoscaler.simulation.engine import PolicyResult, oracle, simulate
 from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy, max_bound
 from autoscaler.simulation.report import plot_timeline
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
@@ -40,6 +44,7 @@ def main() -> None:
     parser.add_argument("--trace", type=Path, help="time this trace file instead of a drawn one")
     parser.add_argument("--pod-rps", type=float, default=20.0)
     parser.add_argument("--cache-models", type=int, default=100)
+    parser.add_argument("--digest", action="store_true", help="print a hash of the results (see above)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:  # a user's trace comes as a file: read as `--trace` does
         path = args.trace or Path(directory) / "trace.csv"
@@ -74,6 +79,14 @@ def main() -> None:
     print(f"plot        {time.perf_counter() - t0:6.2f} s")
     print(f"total       {time.perf_counter() - started:6.2f} s")
     print(f"max RSS     {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:6.0f} MB")
+    if args.digest:
+        print(f"digest      {digest(results)}")
+
+
+def digest(results: list[PolicyResult]) -> str:
+    """A hash of the results, their wall-clock seconds (the only field two identical runs differ in) left out."""
+    fields = [repr(dataclasses.replace(result, wall_s=0.0)) for result in results]
+    return hashlib.sha256("\n".join(fields).encode()).hexdigest()[:16]
 
 
 def functions(models: int, hours: float, seed: int = 1) -> Trace:

@@ -5,9 +5,10 @@ timestamp per request. This converter bins such rows by time, per model, into `t
 with `timestamp_s` counted from the first request. A model comes either from a column of each row
 (`--model-column`) or from the file (`MODEL=FILE`, one file per model, as the Azure LLM inference traces
 come). Timestamps are Unix seconds or ISO 8601 date-times (any number of fractional digits; without a zone
-they are read as UTC, only differences matter).
+they are read as UTC, only differences matter). Reading shows `simulate`'s progress bar (report.ProgressBar) by
+bytes of the inputs: 3 million requests take half a minute, which without a word looked like a hang.
 
-    python -m autoscaler.simulation.request_log --out trace.csv [--interval 1] [--timestamp-column NAME]
+    python -m autoscaler.simulation.request_log --out trace.csv [--interval 1] [--timestamp-column NAME] [--quiet]
         (MODEL=FILE ... | --model-column NAME FILE ...)
 """
 
@@ -17,16 +18,26 @@ import argparse
 import csv
 import gzip
 import math
+import os
 import sys
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Final, TextIO
 
 import numpy as np
 
 from autoscaler.simulation.timestamps import parse_time, seconds_text
-from autoscaler.simulation.trace_file import HEADER, MAX_INTERVAL_S, MIN_INTERVAL_S, TraceError, not_utf8, open_csv
+from autoscaler.simulation.trace import PROGRESS_ROWS
+from autoscaler.simulation.trace_file import (
+    HEADER,
+    MAX_INTERVAL_S,
+    MIN_INTERVAL_S,
+    TraceError,
+    gzipped,
+    not_utf8,
+    text_of,
+)
 
 DEFAULT_TIMESTAMP_COLUMNS: Final = ("timestamp", "time", "ts", "timestamp_s")
 """Column names taken as the request's time when `--timestamp-column` is not given (case-insensitive)."""
@@ -70,12 +81,14 @@ def _seconds(text: str, unit: str, where: str) -> float:
 
 
 def read_requests(path: Path, model: str | None, timestamp_column: str | None,
-                  model_column: str | None, unit: str = "s") -> Iterator[tuple[float, str]]:
+                  model_column: str | None, unit: str = "s",
+                  progress: Callable[[int], None] | None = None) -> Iterator[tuple[float, str]]:
     """(time in seconds, model) of each request row of one file; TraceError names the file and line. `unit`:
-    of numeric timestamps, a key of UNITS. A file that is not UTF-8 (Excel's code page), or a gzip cut short,
-    was a traceback."""
+    of numeric timestamps, a key of UNITS. `progress(done)`: bytes of the file read so far (compressed ones
+    for `.gz`), every `PROGRESS_ROWS` rows. A file that is not UTF-8 (Excel's code page), or a gzip cut
+    short, was a traceback."""
     try:
-        yield from _requests(path, model, timestamp_column, model_column, unit)
+        yield from _requests(path, model, timestamp_column, model_column, unit, progress)
     except UnicodeDecodeError as exc:
         raise TraceError(not_utf8(str(path))) from exc
     except EOFError as exc:
@@ -85,26 +98,36 @@ def read_requests(path: Path, model: str | None, timestamp_column: str | None,
 
 
 def _requests(path: Path, model: str | None, timestamp_column: str | None, model_column: str | None,
-              unit: str) -> Iterator[tuple[float, str]]:
-    with open_csv(path) as stream:
-        rows = csv.reader(stream)
-        header = next(rows, None)
-        if header is None:
-            raise TraceError(f"{path}: empty file; expected a header row")
-        at = _column(header, timestamp_column, DEFAULT_TIMESTAMP_COLUMNS, "timestamp", str(path))
-        which = None if model_column is None else _column(header, model_column, (), "model", str(path))
-        for line, row in enumerate(rows, start=2):
-            if not row:
-                continue
-            try:
-                stamp, name = row[at], model if which is None else row[which].strip()
-            except IndexError:
-                raise TraceError(f"{path}, line {line}: expected {len(header)} fields, as in the header, got "
-                                 f"{len(row)}") from None
-            seconds = _seconds(stamp, unit, f"{path}, line {line}")
-            if not name:
-                raise TraceError(f"{path}, line {line}: empty model name")
-            yield seconds, name
+              unit: str, progress: Callable[[int], None] | None) -> Iterator[tuple[float, str]]:
+    with open(path, "rb") as raw:  # as `open_csv` opens it, its byte position at hand for `progress`
+        head = raw.read(2)
+        raw.seek(0)
+        with text_of(raw, gzipped(str(path), head)) as stream:
+            yield from _rows(csv.reader(stream), path, model, timestamp_column, model_column, unit,
+                             None if progress is None else lambda: progress(raw.tell()))
+
+
+def _rows(rows: Iterator[list[str]], path: Path, model: str | None, timestamp_column: str | None,
+          model_column: str | None, unit: str, report: Callable[[], None] | None) -> Iterator[tuple[float, str]]:
+    header = next(rows, None)
+    if header is None:
+        raise TraceError(f"{path}: empty file; expected a header row")
+    at = _column(header, timestamp_column, DEFAULT_TIMESTAMP_COLUMNS, "timestamp", str(path))
+    which = None if model_column is None else _column(header, model_column, (), "model", str(path))
+    for line, row in enumerate(rows, start=2):
+        if not row:
+            continue
+        try:
+            stamp, name = row[at], model if which is None else row[which].strip()
+        except IndexError:
+            raise TraceError(f"{path}, line {line}: expected {len(header)} fields, as in the header, got "
+                             f"{len(row)}") from None
+        seconds = _seconds(stamp, unit, f"{path}, line {line}")
+        if not name:
+            raise TraceError(f"{path}, line {line}: empty model name")
+        yield seconds, name
+        if report is not None and not line % PROGRESS_ROWS:
+            report()
 
 
 def bin_requests(requests: Iterable[tuple[float, str]], interval_s: float) -> list[tuple[float, str, int]]:
@@ -160,7 +183,39 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--model-column", default=None, help="column holding each request's model")
     parser.add_argument("--timestamp-unit", choices=tuple(UNITS), default="s",
                         help="unit of numeric timestamps (default s; ms for epoch milliseconds)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
+
+
+def _reading_progress(paths: Sequence[Path]) -> Callable[[int], Callable[[int], None]]:
+    """Per input (by its place in `paths`), the `progress` of `read_requests` that draws `simulate`'s reading
+    bar over the bytes of all inputs; a file that cannot be read counts 0 (reading it says why). Past the
+    last input (`len(paths)`), it finishes the bar, which a log file gets alone."""
+    from autoscaler.simulation.report import ProgressBar  # as cli.py: the report module only when it is used
+
+    sizes = [_size(path) for path in paths]
+    starts = [sum(sizes[:i]) for i in range(len(sizes) + 1)]
+    total = sum(sizes)
+    bar = ProgressBar("reading")
+
+    def of(at: int) -> Callable[[int], None]:
+        if at == len(paths):
+            return lambda _: bar(total, total)
+
+        def progress(done: int) -> None:
+            # Short of the end until every input is read: the file is read ahead of the rows parsed, so its
+            # last bytes can be read at a report before the last rows (the finished bar then came twice)
+            bar(min(total - 1, starts[at] + done), total)
+        return progress
+
+    return of
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -177,10 +232,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             sources.append((None, Path(item)))
         else:
             parser.error(f"{item!r}: give MODEL=FILE without --model-column, or FILE with it")
+    reading = None if args.quiet else _reading_progress([path for _, path in sources])
     try:
-        rows = bin_requests((r for model, path in sources
+        rows = bin_requests((r for at, (model, path) in enumerate(sources)
                              for r in read_requests(path, model, args.timestamp_column, args.model_column,
-                                                    args.timestamp_unit)), args.interval)
+                                                    args.timestamp_unit, reading and reading(at))),
+                            args.interval)
+        if reading is not None:
+            reading(len(sources))(0)
     except (OSError, TraceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,75 @@
+"""The request-log converter's progress bar as a user sees it: on a terminal it moves while a big log is read
+(3 million requests took half a minute without a word), in a log file it is one finished line, `--quiet` none.
+The bar is `simulate`'s own (report.ProgressBar), so it reads as `simulate`'s does."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from autoscaler.simulation.trace import PROGRESS_ROWS, read_csv
+
+REPO = Path(__file__).resolve().parents[2]
+CONVERT = [sys.executable, "-m", "autoscaler.simulation.request_log"]
+
+
+def big_log(tmp_path: Path, files: int = 2) -> list[str]:
+    """MODEL=FILE arguments of `files` logs of a request a millisecond, together several progress reports'
+    worth of rows (`PROGRESS_ROWS` each)."""
+    rows = 2 * PROGRESS_ROWS
+    inputs = []
+    for i in range(files):
+        log = tmp_path / f"m{i}.csv"
+        log.write_text("timestamp\n" + "".join(f"{1_700_000_000 + n / 1000:.3f}\n" for n in range(rows)))
+        inputs.append(f"m{i}={log}")
+    return inputs
+
+
+def on_a_terminal(args: list[str]) -> tuple[int, str]:
+    """Run the converter with its stderr on a pseudo-terminal, as in a user's shell; (status, what it showed)."""
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(CONVERT + args, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=follower)
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the terminal closed: the process ended
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    return process.wait(timeout=120), shown.decode()
+
+
+def test_a_big_log_shows_the_reading_bar_move_on_a_terminal(tmp_path: Path) -> None:
+    out = tmp_path / "trace.csv"
+    status, shown = on_a_terminal([*big_log(tmp_path), "--out", str(out)])
+    assert status == 0, shown
+    percents = [int(p) for p in re.findall(r"reading\s+\[[#.]+\]\s+(\d+)%", shown)]
+    assert percents[-1] == 100
+    assert any(0 < p < 100 for p in percents), shown  # drawn while reading, not only once done
+    assert percents == sorted(percents)  # over both files' bytes: the second file does not start it again
+    assert f"{4 * PROGRESS_ROWS} requests of 2 models" in shown
+    assert read_csv(out).total_requests == 4 * PROGRESS_ROWS
+
+
+def test_a_log_file_gets_the_finished_bar_alone_and_quiet_none(tmp_path: Path) -> None:
+    inputs = big_log(tmp_path, files=1)
+    logged = subprocess.run([*CONVERT, *inputs, "--out", str(tmp_path / "a.csv")], cwd=REPO, capture_output=True,
+                            text=True, timeout=120)
+    assert logged.returncode == 0, logged.stderr
+    lines = [line for line in logged.stderr.splitlines() if line]  # the bar's "\r" read as a line end
+    assert len(lines) == 2 and re.fullmatch(r"reading\s+\[#+\] 100%\s+\d+\.\ds", lines[0]), logged.stderr
+    assert lines[1].startswith(f"{2 * PROGRESS_ROWS} requests of 1 models")
+    quiet = subprocess.run([*CONVERT, *inputs, "--out", str(tmp_path / "b.csv"), "--quiet"], cwd=REPO,
+                           capture_output=True, text=True, timeout=120)
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr.startswith(f"{2 * PROGRESS_ROWS} requests of 1 models"), quiet.stderr
+    assert (tmp_path / "a.csv").read_text() == (tmp_path / "b.csv").read_text()
