@@ -165,7 +165,9 @@ def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] 
             head = raw.read(2)
             raw.seek(0)
             with text_of(raw, gzipped=gzipped(name, head)) as fh:
-                trace = _parse(csv.reader(fh), name, None if progress is None else lambda: progress(raw.tell(), size))
+                # short of the end until read: the text is read ahead of the rows parsed, and the bar finished twice
+                trace = _parse(csv.reader(fh), name,
+                               None if progress is None else lambda: progress(min(raw.tell(), size - 1), size))
         if progress is not None:
             progress(size, size)
         return trace

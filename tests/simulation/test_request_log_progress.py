@@ -4,6 +4,7 @@ The bar is `simulate`'s own (report.ProgressBar), so it reads as `simulate`'s do
 
 from __future__ import annotations
 
+import io
 import os
 import pty
 import re
@@ -11,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from autoscaler.simulation.report import ProgressBar
 from autoscaler.simulation.trace import PROGRESS_ROWS, read_csv
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,3 +75,13 @@ def test_a_log_file_gets_the_finished_bar_alone_and_quiet_none(tmp_path: Path) -
     assert quiet.returncode == 0, quiet.stderr
     assert quiet.stderr.startswith(f"{2 * PROGRESS_ROWS} requests of 1 models"), quiet.stderr
     assert (tmp_path / "a.csv").read_text() == (tmp_path / "b.csv").read_text()
+
+
+def test_simulate_reading_a_trace_finishes_its_bar_once(tmp_path: Path) -> None:
+    """A trace of exactly one report's rows: the reader reads ahead of the rows it parses, so the last report
+    came at the file's last byte and the bar finished twice ("reading ... 100%" on two lines of a log)."""
+    path = tmp_path / "trace.csv"
+    path.write_text("timestamp_s,model,requests\n" + "".join(f"{60 * i},m{i % 7},1\n" for i in range(PROGRESS_ROWS)))
+    log = io.StringIO()
+    read_csv(path, ProgressBar("reading", log))
+    assert log.getvalue().count("100%") == 1, log.getvalue()
