@@ -418,6 +418,9 @@ def run_simulate(args: argparse.Namespace) -> int:
         print(f"simulate: needs {error.name}: pip install 'modelmesh-autoscaler[simulate]'", file=sys.stderr)
         return 2
     except (ConfigError, ValueError) as error:  # TraceError is a ValueError
+        from autoscaler.simulation.report import ProgressBar
+
+        ProgressBar.end_line()  # a bar left short of its end (reading): the error on a line of its own
         print(f"simulate: {error}", file=sys.stderr)
         return 2
     from autoscaler.simulation.report import bound_text, cache_text, table

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, ClassVar, TextIO
 
 from autoscaler.simulation.engine import Oracle, PolicyResult
 from autoscaler.simulation.goal import DELAYED, QUIET_RATIO, QUIET_SLACK, judge
@@ -23,6 +23,18 @@ BOUND = "fixed-max"
 
 class ProgressBar:
     """A one-line bar on stderr per policy, redrawn at most every 2%."""
+
+    drawing: ClassVar[TextIO | None] = None
+    """The stream a bar was last drawn on short of its end (a terminal's line not yet ended): `end_line`."""
+
+    @classmethod
+    def end_line(cls) -> None:
+        """End the line a bar was left on, so that what follows (an error) starts a line of its own rather
+        than being glued to "reading [####......]  33%   0.1s"."""
+        if cls.drawing is not None:
+            cls.drawing.write("\n")
+            cls.drawing.flush()
+            cls.drawing = None
 
     def __init__(self, label: str, stream: TextIO | None = None, width: int = 30) -> None:
         self.label, self.stream, self.width = label, stream or sys.stderr, width
@@ -40,6 +52,7 @@ class ProgressBar:
                           f"{elapsed:5.1f}s")
         if done >= total:
             self.stream.write("\n")
+        ProgressBar.drawing = None if done >= total else self.stream
         self.stream.flush()
 
 

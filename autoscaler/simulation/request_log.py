@@ -241,6 +241,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if reading is not None:
             reading(len(sources))(0)
     except (OSError, TraceError) as exc:
+        from autoscaler.simulation.report import ProgressBar
+
+        ProgressBar.end_line()  # a bar left short of its end: the error on a line of its own
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if not rows:

@@ -31,10 +31,11 @@ def big_log(tmp_path: Path, files: int = 2) -> list[str]:
     return inputs
 
 
-def on_a_terminal(args: list[str]) -> tuple[int, str]:
-    """Run the converter with its stderr on a pseudo-terminal, as in a user's shell; (status, what it showed)."""
+def on_a_terminal(args: list[str], command: list[str] = CONVERT) -> tuple[int, str]:
+    """Run the converter (or `command`) with its stderr on a pseudo-terminal, as in a user's shell; (status, what it
+    showed)."""
     leader, follower = pty.openpty()
-    process = subprocess.Popen(CONVERT + args, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+    process = subprocess.Popen(command + args, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=follower)
     os.close(follower)
     shown = b""
@@ -85,3 +86,21 @@ def test_simulate_reading_a_trace_finishes_its_bar_once(tmp_path: Path) -> None:
     log = io.StringIO()
     read_csv(path, ProgressBar("reading", log))
     assert log.getvalue().count("100%") == 1, log.getvalue()
+
+
+def test_an_error_after_a_partly_drawn_bar_starts_its_own_line(tmp_path: Path) -> None:
+    """A bad row past the first progress report: the error printed after the bar's "\r...  40%" was glued to
+    it ("reading [####......]  40%   0.1serror: ..."), in both the converter and simulate."""
+    rows = "".join(f"{1_700_000_000 + n / 1000:.3f}\n" for n in range(3 * PROGRESS_ROWS // 2))
+    log = tmp_path / "m.csv"
+    log.write_text("timestamp\n" + rows + "yesterday\n" + rows)
+    status, shown = on_a_terminal([f"m={log}", "--out", str(tmp_path / "out.csv")])
+    assert status == 1 and re.search(r"\d%", shown), shown  # failed, after a bar drawn short of its end
+    assert re.search(r"(^|\n)error: ", shown), shown
+    trace = tmp_path / "trace.csv"
+    rows = "".join(f"{60 * i},m{i % 7},1\n" for i in range(3 * PROGRESS_ROWS // 2))
+    trace.write_text("timestamp_s,model,requests\n" + rows + "later,m1,1\n")
+    status, shown = on_a_terminal(["simulate", "--trace", str(trace), "--out", str(tmp_path / "report")],
+                                  [sys.executable, "-m", "autoscaler.cli"])
+    assert status == 2 and re.search(r"\d%", shown), shown
+    assert re.search(r"(^|\n)simulate: ", shown), shown
