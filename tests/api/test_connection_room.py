@@ -114,6 +114,33 @@ class Guard(ConnectionGuard):
         return Handler()
 
 
+def guard_of(places: int) -> Guard:
+    """A guard whose timeouts never fire: only arrivals, answers and hang-ups make room."""
+    return Guard(None, None, ConnectionLimits(max_connections=places, header_read_timeout_s=1e6,  # type: ignore[arg-type]
+                                              keepalive_timeout_s=1e6, write_stall_timeout_s=1e6))
+
+
+def act(chosen: Transport, kind: str, status: int, unsent: int) -> None:
+    """What a client (or the answer to it) does on a connection that holds a place."""
+    if kind in ("request", "serve", "pipeline") and not chosen.in_flight and not chosen.protocol.closing:
+        chosen.in_flight = True  # aiohttp reads nothing more once told to close
+        chosen.protocol.data_received(REQUEST + (b"GET /next HTTP/1.1\r\n" if kind == "pipeline" else b""))
+    if kind in ("answer", "serve") and chosen.in_flight:
+        chosen.in_flight, chosen.answered, chosen.refused = False, True, 400 <= status < 500
+        chosen.unsent = unsent
+        handler = chosen.protocol._handler
+        assert handler is not None and handler.on_answered is not None
+        handler.on_answered(status, True)
+    elif kind == "flush" and chosen.unsent:
+        chosen.unsent, chosen.stalled = 0, False
+        chosen.protocol.resume_writing()
+    elif kind == "stall" and chosen.unsent and not chosen.stalled:
+        chosen.stalled = True
+        chosen.protocol.pause_writing()
+    elif kind == "hang-up":
+        chosen.hang_up()
+
+
 KINDS = ["arrive", "arrive", "serve", "serve", "request", "pipeline", "answer", "flush", "stall", "hang-up"]
 """`serve`: a request and its answer; `request`, `answer`: one kept in flight, answered later; `pipeline`: a
 request with the start of the next one behind it."""
@@ -133,29 +160,9 @@ events = st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 7), st.sample
 def test_room_is_made_only_by_connections_that_may_go(steps: list[tuple[str, int, int, int]], new_s: float) -> None:
     """`new_s`: `NEW_CONNECTION_S`: every unanswered connection is new (protected while a place is coming), or
     none is."""
-    def act(chosen: Transport, kind: str, status: int, unsent: int) -> None:
-        if kind in ("request", "serve", "pipeline") and not chosen.in_flight and not chosen.protocol.closing:
-            chosen.in_flight = True  # aiohttp reads nothing more once told to close
-            chosen.protocol.data_received(REQUEST + (b"GET /next HTTP/1.1\r\n" if kind == "pipeline" else b""))
-        if kind in ("answer", "serve") and chosen.in_flight:
-            chosen.in_flight, chosen.answered, chosen.refused = False, True, 400 <= status < 500
-            chosen.unsent = unsent
-            handler = chosen.protocol._handler
-            assert handler is not None and handler.on_answered is not None
-            handler.on_answered(status, True)
-        elif kind == "flush" and chosen.unsent:
-            chosen.unsent, chosen.stalled = 0, False
-            chosen.protocol.resume_writing()
-        elif kind == "stall" and chosen.unsent and not chosen.stalled:
-            chosen.stalled = True
-            chosen.protocol.pause_writing()
-        elif kind == "hang-up":
-            chosen.hang_up()
-
     async def run() -> None:
         loop = asyncio.get_running_loop()
-        guard = Guard(None, None, ConnectionLimits(max_connections=PLACES, header_read_timeout_s=1e6,  # type: ignore[arg-type]
-                                                   keepalive_timeout_s=1e6, write_stall_timeout_s=1e6))
+        guard = guard_of(PLACES)
         violations: list[str] = []
         transports: list[Transport] = []
         try:

@@ -24,9 +24,9 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from autoscaler.api.connections import ConnectionLimits, _GuardedConnection
+from autoscaler.api.connections import _GuardedConnection
 from autoscaler.api.peer_share import peer_share
-from tests.api.test_connection_room import REQUEST, Guard, Transport
+from tests.api.test_connection_room import Transport, act, guard_of
 
 PLACES = 4
 SHARE = peer_share(PLACES)
@@ -59,8 +59,7 @@ def test_an_address_under_its_share_is_never_refused_for_one_over_it(
         steps: list[tuple[str, int, int, int, int]]) -> None:
     async def run() -> None:
         loop = asyncio.get_running_loop()
-        guard = Guard(None, None, ConnectionLimits(max_connections=PLACES, header_read_timeout_s=1e6,  # type: ignore[arg-type]
-                                                   keepalive_timeout_s=1e6, write_stall_timeout_s=1e6))
+        guard = guard_of(PLACES)
         violations: list[str] = []
         transports: list[PeerTransport] = []
 
@@ -110,34 +109,12 @@ def test_an_address_under_its_share_is_never_refused_for_one_over_it(
     asyncio.run(run())
 
 
-def act(chosen: Transport, kind: str, status: int, unsent: int) -> None:
-    """What a client (or the answer to it) does on a connection that holds a place."""
-    if kind in ("request", "serve") and not chosen.in_flight and not chosen.protocol.closing:
-        chosen.in_flight = True  # aiohttp reads nothing more once told to close
-        chosen.protocol.data_received(REQUEST)
-    if kind in ("answer", "serve") and chosen.in_flight:
-        chosen.in_flight, chosen.answered, chosen.refused = False, True, 400 <= status < 500
-        chosen.unsent = unsent
-        handler = chosen.protocol._handler
-        assert handler is not None and handler.on_answered is not None
-        handler.on_answered(status, True)
-    elif kind == "flush" and chosen.unsent:
-        chosen.unsent, chosen.stalled = 0, False
-        chosen.protocol.resume_writing()
-    elif kind == "stall" and chosen.unsent and not chosen.stalled:
-        chosen.stalled = True
-        chosen.protocol.pause_writing()
-    elif kind == "hang-up":
-        chosen.hang_up()
-
-
 def test_the_greedy_example_is_served_ahead() -> None:
     """The shape of the user-visible case (`test_connection_peer_share`), step by step: the other address's
     connection is neither refused nor left behind the greedy address's line."""
     async def run() -> None:
         loop = asyncio.get_running_loop()
-        guard = Guard(None, None, ConnectionLimits(max_connections=PLACES, header_read_timeout_s=1e6,  # type: ignore[arg-type]
-                                                   keepalive_timeout_s=1e6, write_stall_timeout_s=1e6))
+        guard = guard_of(PLACES)
         violations: list[str] = []
         transports: list[PeerTransport] = []
 
