@@ -13,49 +13,22 @@ other client connects from 127.0.0.2 (Linux routes all of 127/8 to the loopback 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import aiohttp
 import pytest
 
-from autoscaler.api.connections import ConnectionLimits
 from autoscaler.settings import ServeSettings
-from tests.api.builders import KEY, Pki
-from tests.api.conftest import SecuredApi, secured_api
+from tests.api.builders import Pki
+from tests.api.conftest import SecuredApi
+from tests.api.looping_clients import KEDA_PATH, PLACES, keda_api, looping_client
 from tests.fakes.kube import FakeKubeApi
-from tests.support.waiting import eventually
 
-KEDA_PATH = f"/keda/v1/namespaces/{KEY.namespace}/runtimes/{KEY.deployment}"
-KEDA_USER = "system:serviceaccount:keda:keda-operator"
-PLACES = 4
 GREEDY_CONNECTIONS = 4 * PLACES
 OTHER_ADDRESS = "127.0.0.2"
 
 GREEDY = r"""
-import socket, ssl, sys, threading
-port, connections, token, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
-context = ssl.create_default_context()
-context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
-request = f"GET {path} HTTP/1.1\r\nHost: adapter\r\nAuthorization: Bearer {token}\r\n\r\n".encode()
-served = threading.Semaphore(0)
-
-def answer(stream):
-    status = stream.readline()
-    if not status:
-        raise ConnectionError("closed")
-    length = 0
-    while (line := stream.readline()) not in (b"\r\n", b""):
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    stream.read(length)
-    return int(status.split()[1])
-
 def loop():
     while True:
         try:
@@ -65,44 +38,32 @@ def loop():
                 while True:
                     tls.sendall(request)
                     assert answer(stream) == 200
-                    served.release()
+                    answered.release()
         except OSError:
             pass  # closed or refused: again at once
 
 for _ in range(connections):
     threading.Thread(target=loop, daemon=True).start()
 for _ in range(4 * connections):
-    served.acquire()  # served, and at the bound
+    answered.acquire()  # served, and at the bound
 print("ready", flush=True)
 sys.stdin.read()
 """
+"""`looping_client`'s script: served requests on every connection, many more connections than places."""
 
 
 @pytest.fixture
 async def api(pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings]) -> AsyncIterator[SecuredApi]:
-    kube.tokens["keda-token"] = (KEDA_USER, [])
-    kube.allow(user=KEDA_USER, resource="runtimes")
-    limits = ConnectionLimits(max_connections=PLACES, header_read_timeout_s=10, keepalive_timeout_s=60)
-    async with secured_api(pki, kube, settings_for(), kube_timeout_s=30.0, limits=limits) as secured:
+    async with keda_api(pki, kube, settings_for) as secured:
         yield secured
 
 
 @asynccontextmanager
 async def greedy_client(api: SecuredApi) -> AsyncIterator[None]:
     """Another process at 127.0.0.1 keeping `GREEDY_CONNECTIONS` connections busy with served requests."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", GREEDY, str(api.port), str(GREEDY_CONNECTIONS), "keda-token", KEDA_PATH,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert process.stdout is not None and process.stdin is not None
-    try:
-        assert await asyncio.wait_for(process.stdout.readline(), 60) == b"ready\n"
-        await eventually(lambda: api.guard.open == PLACES and len(api.guard.promised) > 0)
+    async with looping_client(GREEDY, api, GREEDY_CONNECTIONS, "keda-token", 1,
+                              lambda: api.guard.open == PLACES and len(api.guard.promised) > 0):
         yield
-    finally:
-        process.stdin.close()
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
 
 
 async def test_an_address_holding_many_times_the_bound_cannot_keep_another_address_out(api: SecuredApi) -> None:

@@ -13,10 +13,7 @@ The attacker runs in a process of its own, over real TLS sockets, as another pod
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -24,35 +21,13 @@ import pytest
 
 from autoscaler.api.connections import ConnectionLimits
 from autoscaler.settings import ServeSettings
-from tests.api.builders import KEY, Pki
+from tests.api.builders import Pki
 from tests.api.conftest import SecuredApi, secured_api
+from tests.api.looping_clients import KEDA_PATH, KEDA_USER, PLACES, keda_api, looping_client
 from tests.fakes.kube import FakeKubeApi
 from tests.support.waiting import eventually
 
-KEDA_PATH = f"/keda/v1/namespaces/{KEY.namespace}/runtimes/{KEY.deployment}"
-KEDA_USER = "system:serviceaccount:keda:keda-operator"
-PLACES = 4
-
 ATTACKER = r"""
-import socket, ssl, sys, threading
-port, connections, token, path, depth = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
-context = ssl.create_default_context()
-context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
-request = f"GET {path} HTTP/1.1\r\nHost: adapter\r\nAuthorization: Bearer {token}\r\n\r\n".encode() * depth
-answered = threading.Semaphore(0)
-
-def answer(stream):
-    status = stream.readline()
-    if not status:
-        raise ConnectionError("closed")
-    length = 0
-    while (line := stream.readline()) not in (b"\r\n", b""):
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    stream.read(length)
-    return int(status.split()[1])
-
 def loop():
     first = True
     while True:
@@ -75,33 +50,20 @@ for _ in range(connections):
 print("ready", flush=True)
 sys.stdin.read()
 """
+"""`looping_client`'s script: every place held with an instant 4xx answer, one place after the other."""
 
 
 @pytest.fixture
 async def rig(pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings]) -> AsyncIterator[SecuredApi]:
-    kube.tokens["keda-token"] = (KEDA_USER, [])
-    kube.allow(user=KEDA_USER, resource="runtimes")
-    limits = ConnectionLimits(max_connections=PLACES, header_read_timeout_s=10, keepalive_timeout_s=60)
-    async with secured_api(pki, kube, settings_for(), kube_timeout_s=30.0, limits=limits) as api:
+    async with keda_api(pki, kube, settings_for) as api:
         yield api
 
 
 @asynccontextmanager
 async def attacker(rig: SecuredApi, *, token: str = "not-a-token", depth: int = 1) -> AsyncIterator[None]:
     """Another process holding every place with `token`, `depth` requests pipelined at a time, in a loop."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", ATTACKER, str(rig.port), str(PLACES), token, KEDA_PATH, str(depth),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert process.stdout is not None and process.stdin is not None
-    try:
-        assert await asyncio.wait_for(process.stdout.readline(), 60) == b"ready\n"
-        await eventually(lambda: rig.guard.open == PLACES)
+    async with looping_client(ATTACKER, rig, PLACES, token, depth, lambda: rig.guard.open == PLACES):
         yield
-    finally:
-        process.stdin.close()
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
 
 
 @pytest.mark.parametrize("depth", [1, 8], ids=["one-at-a-time", "pipelined"])
