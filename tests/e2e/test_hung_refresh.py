@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,16 +25,12 @@ def test_a_hung_refresh_process_makes_the_pod_unready_and_not_live_instead_of_se
     # refresh every 1 s, data stale after 3 s: a snapshot older than 3 + 1 s, and at least 10 s, is a stall
     with data_path_running(tmp_path, adapter_args=["--workers", "1"]) as path:
         poll(lambda: path.value("modelmesh_request_load"), timeout=30)
-        refresh_pid = refresh_process(path.adapter_url)
-        os.kill(refresh_pid, signal.SIGSTOP)
-        try:
+        with refresh_stopped(path.adapter_url):
             _, text = poll(lambda: refused(path.served("modelmesh_request_load")), timeout=25)
             assert "ServiceUnavailable" in text and "not been refreshed" in text, text
             assert http_get(path.adapter_url + "/readyz")[0] == 503
             assert http_get(path.adapter_url + "/livez")[0] == 503
             poll(lambda: "no new values from the refresh process for" in path.adapter_log(), timeout=5)
-        finally:
-            os.kill(refresh_pid, signal.SIGCONT)
         poll(lambda: path.value("modelmesh_request_load"), timeout=15)
         assert http_get(path.adapter_url + "/readyz")[0] == 200
         assert http_get(path.adapter_url + "/livez")[0] == 200
@@ -42,6 +40,17 @@ def test_a_hung_refresh_process_makes_the_pod_unready_and_not_live_instead_of_se
 def refused(answer: tuple[int, float | str]) -> tuple[int, str] | None:
     code, text = answer
     return (code, str(text)) if code != 0 else None
+
+
+@contextmanager
+def refresh_stopped(adapter_url: str) -> Iterator[None]:
+    """The adapter's refresh process stopped (SIGSTOP: hung, as far as its workers can tell) for the block."""
+    pid = refresh_process(adapter_url)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 def refresh_process(adapter_url: str) -> int:

@@ -6,9 +6,7 @@ what the doc says the operator will see (a 503's words and its `why:` line, the 
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import DEPLOYMENT, DataPath, data_path_running
-from tests.e2e.test_hung_refresh import refresh_process, refused
+from tests.e2e.test_hung_refresh import refresh_stopped, refused
 from tests.fakes.kube import FakeKubeApi
 from tests.support.kubectl import get_raw, write_kubeconfig
 from tests.support.processes import free_port, http_get, poll, running
@@ -80,12 +78,8 @@ def test_a_hung_refresh_503_is_one_the_doc_explains_and_its_why_line_is_as_the_d
     """Every runtime answers 503 while the refresh hangs: the operator looks the message up in the 503 section."""
     with data_path_running(tmp_path, adapter_args=["--workers", "1"]) as path:
         poll(lambda: path.value("modelmesh_request_load"), timeout=60)
-        refresh_pid = refresh_process(path.adapter_url)
-        os.kill(refresh_pid, signal.SIGSTOP)
-        try:
+        with refresh_stopped(path.adapter_url):
             _, message = poll(lambda: refused(path.served("modelmesh_desired_replicas")), timeout=40)
-        finally:
-            os.kill(refresh_pid, signal.SIGCONT)
     assert "ServiceUnavailable" in message, message
     explained = the_bullet_for(message)
     if not message.strip().endswith(WHY):
