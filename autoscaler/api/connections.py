@@ -245,9 +245,13 @@ class ConnectionGuard:
             self.tell_to_go(victim, decision)
         return True
 
+    def holding(self, peer: str) -> int:
+        """The places `peer` holds and the connections it has in line for one."""
+        return self.held.held(peer) + self.lined.held(peer)
+
     def under_share(self, peer: str) -> bool:
         """`peer` holds, with its connections in line, fewer places than its share: a new one goes first."""
-        return self.held.held(peer) + self.lined.held(peer) < self.held.share
+        return self.holding(peer) < self.held.share
 
     def over_share(self, connection: _GuardedConnection) -> bool:
         """`connection`'s address holds more places than its share: its idle ones make room first."""
@@ -257,10 +261,7 @@ class ConnectionGuard:
         """The newest connection in line of an address that holds, with its connections in line, more places
         than its share."""
         share = self.held.share
-        for newcomer in reversed(self.promised):
-            if self.held.held(newcomer.peer) + self.lined.held(newcomer.peer) > share:
-                return newcomer
-        return None
+        return next((newcomer for newcomer in reversed(self.promised) if self.holding(newcomer.peer) > share), None)
 
     def tell_to_go(self, victim: _GuardedConnection, decision: Room) -> None:
         self.closing += 1
