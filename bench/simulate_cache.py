@@ -34,7 +34,7 @@ if str(REPO) not in sys.path:
 from autoscaler.simulation.cli import sizing  # noqa: E402
 from autoscaler.simulation.cluster import ClusterShape  # noqa: E402
 from autoscaler.simulation.engine import PolicyResult, oracle, simulate  # noqa: E402
-from autoscaler.simulation.goal import judge  # noqa: E402
+from autoscaler.simulation.goal import judge, times_text  # noqa: E402
 from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy  # noqa: E402
 from autoscaler.simulation.trace import buckets, synthetic  # noqa: E402
 from bench.simulate_shapes import MIN_REPLICAS, parse_variant  # noqa: E402
@@ -98,7 +98,7 @@ def main() -> None:
         versus = "n/a"
         if base is not None and r is not base:
             v = judge(r, base, best.first_loads)
-            versus = f"{v.pod_hours:.2f}x / {v.delayed:.3f}x / {v.cold:.3f}x"
+            versus = f"{v.pod_hours:.2f}x / {times_text(v.delayed)} / {v.cold:.3f}x"
         terms = ", ".join(f"{k} {n}" for k, n in sorted(r.terms.items(), key=lambda kv: -kv[1])) or "—"
         print(f"| {r.name} | {r.pod_hours:.1f} | {r.pod_hours / best.pod_hours:.2f} | "
               f"{r.pod_hours / best.cache_pod_hours:.2f} | {r.delayed_ratio:.4f} "

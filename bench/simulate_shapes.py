@@ -33,7 +33,7 @@ from autoscaler.policies.policy_values import apply_overrides
 from autoscaler.simulation.cli import peak_need, sizing
 from autoscaler.simulation.cluster import ClusterShape
 from autoscaler.simulation.engine import PolicyResult, oracle, simulate
-from autoscaler.simulation.goal import judge
+from autoscaler.simulation.goal import judge, times_text
 from autoscaler.simulation.hpa import Behavior, ScalingPolicy, ScalingRules
 from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SkewAwarePolicy, max_bound
 from autoscaler.simulation.shapes import SHAPES
@@ -169,7 +169,7 @@ def main() -> None:
                 v = judge(r, base, floor)  # cold loads beyond the first loads of models that appear later
                 print(f"| {shape_name} | {seed} | {name} | {r.pod_hours:.1f} | {r.pod_hours / oracle_hours:.2f} | "
                       f"{r.delayed_ratio:.4f} | {r.cold_loads} ({r.migrated_loads}) | "
-                      f"{v.pod_hours:.2f}x / {v.delayed:.3f}x / {v.cold:.3f}x | "
+                      f"{v.pod_hours:.2f}x / {times_text(v.delayed)} / {v.cold:.3f}x | "
                       f"{'met' if v.met else 'delays met' if v.delays_met else 'missed'} |", flush=True)
             if args.hourly:
                 print(f"\n{shape_name}, seed {seed}, hour by hour:\n\n"

@@ -37,7 +37,7 @@ class Outcome(Protocol):
 @dataclass(frozen=True, slots=True)
 class Verdict:
     pod_hours: float  # x mean-hpa's
-    delayed: float  # x mean-hpa's (0 when mean-hpa delayed none)
+    delayed: float | None  # x mean-hpa's; None when mean-hpa delayed none (then met only by delaying none)
     cold: float  # avoidable cold loads, x mean-hpa's (0 when mean-hpa had none)
     delays_met: bool
     met: bool
@@ -46,9 +46,15 @@ class Verdict:
 def judge(result: Outcome, base: Outcome, unavoidable_cold: int) -> Verdict:
     """`result` against mean-hpa's `base` on the same trace; `unavoidable_cold`: first loads after the start."""
     pod_hours = result.pod_hours / base.pod_hours if base.pod_hours else 0.0
-    delayed = result.delayed_requests / base.delayed_requests if base.delayed_requests else 0.0
+    # Over a mean-hpa that delayed none there is no ratio: it read 0.0x, and met, for a policy that delayed some
+    delayed = result.delayed_requests / base.delayed_requests if base.delayed_requests else None
     avoidable = base.cold_loads - unavoidable_cold
     cold = (result.cold_loads - unavoidable_cold) / avoidable if avoidable > 0 else 0.0
     quiet = base.delayed_ratio < QUIET_RATIO and result.delayed_requests <= base.delayed_requests * QUIET_SLACK
-    delays_met = delayed <= DELAYED or quiet
+    delays_met = (delayed is not None and delayed <= DELAYED) or quiet
     return Verdict(pod_hours, delayed, cold, delays_met, pod_hours <= POD_HOURS and delays_met and cold <= COLD)
+
+
+def times_text(ratio: float | None) -> str:
+    """A ratio as the tables print it: `0.592x`, or `n/a` where mean-hpa's figure was 0."""
+    return "n/a" if ratio is None else f"{ratio:.3f}x"

@@ -99,7 +99,8 @@ def policy_entry(result: PolicyResult, baseline: PolicyResult | None, unavoidabl
             "cold_loads": _ratio(result.cold_loads, baseline.cold_loads),
         }
         verdict = judge(result, baseline, unavoidable)
-        entry["goal"] = {"pod_hours": round(verdict.pod_hours, 3), "delayed": round(verdict.delayed, 3),
+        delayed = None if verdict.delayed is None else round(verdict.delayed, 3)  # None: mean-hpa delayed none
+        entry["goal"] = {"pod_hours": round(verdict.pod_hours, 3), "delayed": delayed,
                          "avoidable_cold_loads": round(verdict.cold, 3), "met": verdict.met}
     return entry
 

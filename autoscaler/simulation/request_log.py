@@ -187,7 +187,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _reading_progress(paths: Sequence[Path]) -> Callable[[int], Callable[[int], None]]:
+def reading_progress(paths: Sequence[Path]) -> Callable[[int], Callable[[int], None]]:
     """Per input (by its place in `paths`), the `progress` of `read_requests` that draws `simulate`'s reading
     bar over the bytes of all inputs; a file that cannot be read counts 0 (reading it says why). Past the
     last input (`len(paths)`), it finishes the bar, which a log file gets alone."""
@@ -232,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sources.append((None, Path(item)))
         else:
             parser.error(f"{item!r}: give MODEL=FILE without --model-column, or FILE with it")
-    reading = None if args.quiet else _reading_progress([path for _, path in sources])
+    reading = None if args.quiet else reading_progress([path for _, path in sources])
     try:
         rows = bin_requests((r for at, (model, path) in enumerate(sources)
                              for r in read_requests(path, model, args.timestamp_column, args.model_column,

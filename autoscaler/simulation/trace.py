@@ -13,7 +13,8 @@ models, a long tail), a daily cycle, bursts on random models (a cold model turni
 a plain mean hides), and churn (models that appear and go quiet). It is seeded, so a run repeats exactly.
 
 Opening the file and what one field may hold: trace_file.py; what the rows as a whole are warned about or
-refused for (gaps, a changed step, a counter's running total, two time origins): trace_checks.py.
+refused for (gaps, a changed step, a counter's running total, two time origins): trace_checks.py; a table of
+a row per model and a column per minute (Azure Functions' trace as it comes): trace_minutes.py.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from autoscaler.simulation.trace_file import (
     text_of,
     timestamp_field,
 )
+from autoscaler.simulation.trace_minutes import MINUTE_S, first_minute_column, read_minutes
 
 __all__ = ["HEADER", "MAX_INTERVAL_S", "MIN_INTERVAL_S", "Bucket", "Buckets", "Trace", "TraceError", "buckets",
            "fitting_tick", "from_rows", "read_csv", "synthetic", "write_csv"]
@@ -154,10 +156,12 @@ class Buckets(Sequence[Bucket]):
         return (self[i] for i in range(len(self)))
 
 
-def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] | None = None) -> Trace:
+def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] | None = None, *,
+             all_zero_ok: bool = False) -> Trace:
     """Read and check a trace file; TraceError names the first problem. `progress(done, total)`: bytes of the
     file read so far (compressed ones for `.gz`), every `PROGRESS_ROWS` rows and once at the end: a
-    2 GB export takes minutes to read, which without it looked like a hang."""
+    2 GB export takes minutes to read, which without it looked like a hang. `all_zero_ok`: a per-minute
+    table of nothing but 0 is read (a quiet day among others), not refused."""
     name = os.fspath(path)
     try:
         with open(name, "rb") as raw:
@@ -167,7 +171,8 @@ def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] 
             with text_of(raw, gzipped=gzipped(name, head)) as fh:
                 # short of the end until read: the text is read ahead of the rows parsed, and the bar finished twice
                 trace = _parse(csv.reader(fh), name,
-                               None if progress is None else lambda: progress(min(raw.tell(), size - 1), size))
+                               None if progress is None else lambda: progress(min(raw.tell(), size - 1), size),
+                               all_zero_ok)
         if progress is not None:
             progress(size, size)
         return trace
@@ -188,9 +193,14 @@ PROGRESS_ROWS: Final = 1 << 16
 """Rows between two progress reports while reading a trace."""
 
 
-def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | None = None) -> Trace:
+def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | None = None,
+           all_zero_ok: bool = False) -> Trace:
     numbered = numbered_rows(rows)
     header = next(numbered, None)
+    if header is not None and first_minute_column(header[1]) is not None:  # Azure Functions' layout
+        table = read_minutes(numbered, header[1], name, report, all_zero_ok=all_zero_ok)
+        return Trace(table.models, 0.0, MINUTE_S, table.minutes, table.slot, table.model, table.requests,
+                     table.notes)
     at_time, at_model, at_requests, others = columns(header[1] if header else None, name)
     width = len(header[1]) if header else 0
     # Packed arrays, not lists of Python objects: 32 bytes a row rather than 250 (a 2 GB export fits in memory)
@@ -306,13 +316,20 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
 
 
 def write_csv(trace: Trace, path: str | os.PathLike[str]) -> None:
-    """Write a trace in the format `read_csv` reads (rows with requests only)."""
+    """Write a trace in the format `read_csv` reads: rows with requests, and a row of 0 in each of the first
+    two intervals that has none, which pin the start and the step where read back (a trace whose first
+    requests come an hour apart was read back as starting there, at a step of an hour)."""
+    busy = trace.requests > 0
+    used = set(trace.slot[busy].tolist())
+    pins = [s for s in range(min(2, trace.intervals)) if s not in used]
     with open(path, "w", newline="", encoding="utf-8") as fh:
         out = csv.writer(fh)
         out.writerow(HEADER)
-        for s, m, r in zip(trace.slot.tolist(), trace.model.tolist(), trace.requests.tolist(), strict=True):
-            if r > 0:
-                out.writerow((seconds_text(trace.start_s + s * trace.interval_s), trace.models[m], f"{r:.17g}"))
+        for s in pins:
+            out.writerow((seconds_text(trace.start_s + s * trace.interval_s), trace.models[0], "0"))
+        for s, m, r in zip(trace.slot[busy].tolist(), trace.model[busy].tolist(), trace.requests[busy].tolist(),
+                           strict=True):
+            out.writerow((seconds_text(trace.start_s + s * trace.interval_s), trace.models[m], f"{r:.17g}"))
 
 
 def synthetic(models: int = 500, hours: float = 24.0, mean_rps: float = 150.0, shape: str | Shape = "mixed",

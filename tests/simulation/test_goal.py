@@ -46,6 +46,16 @@ def test_where_mean_hpa_barely_delays_the_delay_part_asks_only_not_to_be_worse()
     assert not judge(Run(200.0, 530.0, 1e6, 100), quiet, 100).delays_met
 
 
+def test_where_mean_hpa_delays_none_a_policy_that_delays_some_has_no_ratio_and_misses() -> None:
+    """A day of the 500 busiest Azure Functions: mean-hpa delayed none, skew-aware 353 in its last minute. The
+    verdict read "delayed: 0.0" and met (a ratio over a baseline of 0 was taken as 0)."""
+    none = Run(1275.8, 0.0, 7.4e7, 0)
+    worse = judge(Run(1318.8, 353.0, 7.4e7, 0), none, 0)
+    assert (worse.delayed, worse.delays_met, worse.met) == (None, False, False)
+    level = judge(Run(1318.8, 0.0, 7.4e7, 0), none, 0)
+    assert (level.delayed, level.delays_met, level.met) == (None, True, True)
+
+
 def test_the_report_says_when_no_replica_policy_reaches_the_delay_goal() -> None:
     bound = {"policy": "fixed-max", "replicas": 46, "delayed_requests": 713_599, "delayed_ratio": 0.0423,
              "delayed_waiting_for_loads": 0, "delayed_vs_mean-hpa": 0.245, "delay_goal_reachable": False}

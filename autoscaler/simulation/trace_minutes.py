@@ -1,0 +1,133 @@
+"""Reading a per-minute table: a row per model, then a column per minute named 1, 2, ... N.
+
+Azure Functions' public trace comes this way, a file a day (`invocations_per_function_md.anon.d01.csv`:
+HashOwner, HashApp, HashFunction, Trigger, then 1 .. 1440 with the invocations of each minute), and so do
+spreadsheets of per-minute counts. Refusing it for its header made every user write the same reshaping
+code; trace.py reads it as the trace it is: minute k of the file is the interval starting at (k - 1) * 60 s.
+The model is the `HashFunction` column where there is one (Azure hashes a function's name with its app, so it
+names one function), else the first column. A function under two triggers is on two rows: they are one
+model, their requests added up, and said so.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from autoscaler.simulation.trace_file import TraceError, number_field
+
+MINUTE_S: Final = 60.0
+MODEL_COLUMN: Final = "hashfunction"
+"""The model's column where present (any case): Azure Functions' function id."""
+MANY_MODELS: Final = 5000
+"""Past this many models a replay takes minutes; the note names the converter that keeps the busiest."""
+READ_AS: Final = "read as a per-minute table"
+"""How the first note begins: the converter, which reads nothing else, leaves it out."""
+MANY: Final = "models take minutes to replay"
+"""In the note past MANY_MODELS: the converter leaves it out where --top is given."""
+
+
+@dataclass(frozen=True, slots=True)
+class MinuteRows:
+    """A table's non-zero cells as trace rows: minute index (from 0), model index into `models`, requests."""
+
+    models: tuple[str, ...]
+    minutes: int
+    slot: np.ndarray
+    model: np.ndarray
+    requests: np.ndarray
+    notes: tuple[str, ...]
+
+
+def first_minute_column(header: Sequence[str]) -> int | None:
+    """Where the minute columns start, if the header ends in columns named 1, 2, ... N (N >= 2) after at least
+    one other column (the model's); None for any other header."""
+    names = [h.strip() for h in header]
+    start = len(names)
+    while start > 0 and names[start - 1].isdigit():
+        start -= 1
+    minutes = names[start:]
+    if start == 0 or len(minutes) < 2 or minutes != [str(k) for k in range(1, len(minutes) + 1)]:
+        return None
+    return start
+
+
+def read_minutes(numbered: Iterator[tuple[int, list[str]]], header: Sequence[str], name: str,
+                 report: Callable[[], None] | None = None, every: int = 1 << 10,
+                 all_zero_ok: bool = False) -> MinuteRows:
+    """The table's cells after its header (`numbered`: rows with their file lines); TraceError names the line
+    and minute of the first cell that is not a count. `report()` every `every` rows. A table of nothing but 0
+    is refused unless `all_zero_ok` (a quiet day among others the converter joins)."""
+    first = first_minute_column(header)
+    if first is None:
+        raise TraceError(f"{name}: not a per-minute table")
+    lowered = [h.strip().lower() for h in header]
+    at_model = lowered.index(MODEL_COLUMN) if MODEL_COLUMN in lowered else 0
+    width, minutes = len(header), len(header) - first
+    # Packed buffers grown in place (a day of 46,000 functions is 16 M cells with requests): kept as a list of
+    # arrays a row, then joined, the day took twice the memory at the end
+    slots, models, counts = array("q"), array("q"), array("d")
+    index: dict[str, int] = {}
+    rows = 0
+    for line, row in numbered:
+        if len(row) != width:
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue
+            raise TraceError(f"{name}: line {line}: expected {width} fields, as in the header, got {len(row)}")
+        label = row[at_model].strip()
+        if not label:
+            raise TraceError(f"{name}: line {line}: {header[at_model].strip()} (the model) is empty")
+        cells = _counts(row[first:], f"{name}: line {line}")
+        busy = np.flatnonzero(cells)
+        slots.frombytes(busy.astype(np.int64).tobytes())
+        models.frombytes(np.full(len(busy), index.setdefault(label, len(index)), dtype=np.int64).tobytes())
+        counts.frombytes(cells[busy].tobytes())
+        rows += 1
+        if report is not None and not rows % every:
+            report()
+    if not rows:
+        raise TraceError(f"{name}: no rows after the header")
+    slot, model = np.frombuffer(slots, dtype=np.int64), np.frombuffer(models, dtype=np.int64)
+    requests = np.frombuffer(counts)
+    if not len(requests) and not all_zero_ok:
+        raise TraceError(f"{name}: every cell is 0 ({rows:,} row{'s' if rows > 1 else ''} of {minutes:,} minutes): "
+                         "nothing to replay")
+    notes = [f"{READ_AS} (a row per model and a column per minute, as Azure Functions' trace "
+             f"comes): {len(index):,} models from column {header[at_model].strip()!r}, {minutes:,} minutes"]
+    if rows > len(index):
+        slot, model, requests = _added_up(slot, model, requests, len(index))
+        twice = rows - len(index)
+        rows_text = "2 rows" if twice == 1 else "several rows"
+        notes.append(f"{twice:,} model{' is' if twice == 1 else 's are'} on {rows_text} (a function under two "
+                     "triggers): their requests are added up")
+    if len(index) > MANY_MODELS:
+        notes.append(f"{len(index):,} {MANY}; python -m autoscaler.simulation.minute_table "
+                     f"{name} --top 500 --out trace.csv keeps the 500 busiest")
+    return MinuteRows(tuple(index), minutes, slot, model, requests, tuple(notes))
+
+
+def _counts(cells: list[str], where: str) -> np.ndarray:
+    try:  # a whole row at once; a row numpy refuses goes the long way, which names the cell's minute
+        values = np.asarray(cells, dtype=np.float64)
+        if np.isfinite(values).all() and (values >= 0).all():
+            return values
+    except ValueError:
+        pass
+    values = np.empty(len(cells))
+    for minute, text in enumerate(cells, start=1):
+        values[minute - 1] = number_field(text, "requests", f"{where}: minute {minute}")
+        if values[minute - 1] < 0:
+            raise TraceError(f"{where}: minute {minute}: requests must be >= 0, got {text!r}")
+    return values
+
+
+def _added_up(slot: np.ndarray, model: np.ndarray, requests: np.ndarray,
+              models: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One row per (minute, model): a model on several rows has its cells summed."""
+    keys, where = np.unique(slot * models + model, return_inverse=True)
+    sums = np.bincount(where, weights=requests, minlength=len(keys))
+    return keys // models, keys % models, sums

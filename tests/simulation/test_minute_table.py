@@ -1,0 +1,155 @@
+"""Per-minute tables as users download them: Azure Functions' public trace comes as a file a day with a row per
+function and a column per minute (`invocations_per_function_md.anon.d01.csv`: HashOwner, HashApp,
+HashFunction, Trigger, then 1 .. 1440). `simulate --trace` reads such a file as it is, and
+`python -m autoscaler.simulation.minute_table` joins days and keeps the busiest functions. Every figure below
+is counted by hand from the rows written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from autoscaler.simulation.trace import read_csv
+
+REPO = Path(__file__).resolve().parents[2]
+AZURE_IDS = ("HashOwner", "HashApp", "HashFunction", "Trigger")
+
+
+def day_file(path: Path, rows: Sequence[tuple[str, str, Mapping[int, object]]], minutes: int = 1440) -> Path:
+    """A day in Azure's layout: (function, trigger, {minute: invocations}), every other minute 0."""
+    lines = [",".join((*AZURE_IDS, *map(str, range(1, minutes + 1))))]
+    for function, trigger, counts in rows:
+        cells = [str(counts.get(minute, 0)) for minute in range(1, minutes + 1)]
+        lines.append(",".join((f"owner-{function}", f"app-{function}", function, trigger, *cells)))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+HOURLY = {minute: 1 for minute in range(60, 1441, 60)}  # a request in the last minute of every hour: 24
+
+
+def test_simulate_replays_a_day_of_azure_functions_as_downloaded(tmp_path: Path) -> None:
+    """The file as the tarball holds it, fed to `simulate`: it was refused for its header ("expected the header
+    timestamp_s,model,requests"). f-a is listed under two triggers (2 + 1 requests in minute 1, 3 in minute
+    1440): one model of 6 requests; f-b has 24. 30 requests of 2 models over 24 h at 60 s."""
+    day = day_file(tmp_path / "invocations_per_function_md.anon.d01.csv",
+                   [("f-a", "http", {1: 2, 1440: 3}), ("f-b", "timer", HOURLY), ("f-a", "queue", {1: 1})])
+    result = subprocess.run([sys.executable, "-m", "autoscaler.cli", "simulate", "--trace", str(day), "--out",
+                             str(tmp_path / "out"), "--no-plot", "--quiet", "--policies", "fixed"],
+                            capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["trace"] == {"source": str(day), "models": 2, "interval_s": 60.0, "hours": 24.0, "requests": 30}
+    warnings = "\n".join(report["warnings"])
+    assert "a row per model and a column per minute" in warnings
+    assert "1 model is on 2 rows (a function under two triggers): their requests are added up" in warnings
+    assert "a row per model and a column per minute" in result.stderr
+
+
+def test_the_first_and_last_minutes_land_on_the_first_and_last_intervals(tmp_path: Path) -> None:
+    """Minute 1 is the interval starting at 0 s, minute 1440 the one starting at 86,340 s."""
+    trace = read_csv(day_file(tmp_path / "d.csv", [("f-a", "http", {1: 2, 1440: 3})]))
+    assert (trace.start_s, trace.interval_s, trace.intervals) == (0.0, 60.0, 1440)
+    assert sorted(zip(trace.slot.tolist(), trace.requests.tolist(), strict=True)) == [(0, 2.0), (1439, 3.0)]
+
+
+def test_a_cell_that_is_not_a_count_is_refused_naming_its_line_and_minute(tmp_path: Path) -> None:
+    day = day_file(tmp_path / "d.csv", [("f-a", "http", {1: 2}), ("f-b", "http", {7: "x", 9: -1})])
+    result = subprocess.run([sys.executable, "-m", "autoscaler.cli", "simulate", "--trace", str(day), "--out",
+                             str(tmp_path / "out"), "--no-plot", "--quiet"],
+                            capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"simulate: {day}: line 3: minute 7: requests must be a number, got 'x'")
+    day_file(day, [("f-a", "http", {1: 2}), ("f-b", "http", {9: -1})])
+    result = subprocess.run([sys.executable, "-m", "autoscaler.cli", "simulate", "--trace", str(day), "--out",
+                             str(tmp_path / "out"), "--no-plot", "--quiet"],
+                            capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"simulate: {day}: line 3: minute 9: requests must be >= 0, got '-1'")
+
+
+def convert(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "autoscaler.simulation.minute_table", *map(str, args)],
+                          capture_output=True, text=True, cwd=REPO, timeout=60)
+
+
+def test_two_days_joined_keep_the_busiest_function(tmp_path: Path) -> None:
+    """Day 1: f-a 6 requests, f-b 24 (one at the end of each hour); day 2: f-b 100 in its minute 2, f-c 1.
+    Over both days f-b has 124 of 131: `--top 1` keeps it, day 2's minute 2 starting at 86,460 s."""
+    day1 = day_file(tmp_path / "d01.csv", [("f-a", "http", {1: 2, 1440: 3}), ("f-b", "timer", HOURLY),
+                                           ("f-a", "queue", {1: 1})])
+    day2 = day_file(tmp_path / "d02.csv", [("f-b", "timer", {2: 100}), ("f-c", "http", {5: 1})])
+    out = tmp_path / "trace.csv"
+    result = convert(day1, day2, "--top", "1", "--out", out)
+    assert result.returncode == 0, result.stderr
+    hours = [f"{minute * 60 - 60},f-b,1" for minute in range(60, 1441, 60)]
+    anchors = ["0,f-b,0", "60,f-b,0"]  # the start and the step pinned: else read as rows an hour apart from 3,540 s
+    assert out.read_text().splitlines() == ["timestamp_s,model,requests", *anchors, *hours, "86460,f-b,100"]
+    assert "kept the 1 busiest of 3 models: 124 of 131 requests (94.7%)" in result.stderr
+    assert "131 requests of 3 models over 2 days" in result.stderr
+    trace = read_csv(out)
+    assert (trace.interval_s, trace.total_requests, trace.models) == (60.0, 124.0, ("f-b",))
+
+
+def test_days_of_different_lengths_or_no_table_are_refused(tmp_path: Path) -> None:
+    day1 = day_file(tmp_path / "d01.csv", [("f-a", "http", {1: 2})])
+    short = day_file(tmp_path / "d02.csv", [("f-a", "http", {1: 2})], minutes=60)
+    result = convert(day1, short, "--out", tmp_path / "t.csv", "--quiet")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (f"error: {short}: 60 minute columns, but {day1} has 1440: each file must be one "
+                                     "day of the same length, given in order")
+    plain = tmp_path / "plain.csv"
+    plain.write_text("timestamp_s,model,requests\n0,a,1\n")
+    result = convert(plain, "--out", tmp_path / "t.csv", "--quiet")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (f"error: {plain}: not a per-minute table (a row per model, then columns "
+                                     "named 1, 2, ... for its minutes): it replays as it is with simulate --trace")
+
+
+tables = st.lists(  # files of one length; per file (function index, {minute: count}) rows
+    st.lists(st.tuples(st.integers(0, 4), st.dictionaries(st.integers(1, 6), st.integers(0, 9), max_size=4)),
+             min_size=1, max_size=5),
+    min_size=1, max_size=3)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(files=tables, top=st.integers(1, 5))
+def test_what_is_kept_is_every_request_of_the_busiest_at_its_own_minute(tmp_path: Path,
+                                                                         files: list[list[tuple[int, dict[int, int]]]],
+                                                                         top: int) -> None:
+    """Over random days of six minutes: each kept (model, second) has the requests its cells add up to, and the
+    models kept are `top` of the busiest (any order among equals)."""
+    paths = [day_file(tmp_path / f"d{i}.csv", [(f"f{f}", "http", counts) for f, counts in rows], minutes=6)
+             for i, rows in enumerate(files)]
+    want: dict[tuple[str, int], int] = {}
+    for day, rows in enumerate(files):
+        for f, counts in rows:
+            for minute, n in counts.items():
+                key = (f"f{f}", (day * 6 + minute - 1) * 60)
+                want[key] = want.get(key, 0) + n
+    totals: dict[str, int] = {}
+    for (model, _), n in want.items():
+        totals[model] = totals.get(model, 0) + n
+    out = tmp_path / "out.csv"
+    result = convert(*paths, "--top", str(top), "--out", out, "--quiet")
+    if not any(totals.values()):
+        assert result.returncode == 1 and "every cell of every file is 0" in result.stderr
+        return
+    assert result.returncode == 0, result.stderr
+    got: dict[tuple[str, int], int] = {}
+    for line in out.read_text().splitlines()[1:]:
+        stamp, model, count = line.split(",")
+        if int(count):  # rows of 0 pin the start and the step
+            got[(model, int(stamp))] = int(count)
+    kept = {model for model, _ in got}
+    busy = sorted((n for n in totals.values() if n), reverse=True)
+    assert len(kept) == min(top, len(busy))
+    assert sorted((totals[m] for m in kept), reverse=True) == busy[:len(kept)]
+    assert got == {key: n for key, n in want.items() if key[0] in kept and n}
