@@ -113,18 +113,22 @@ def _rows(rows: Iterator[list[str]], path: Path, model: str | None, timestamp_co
     if header is None:
         raise TraceError(f"{path}: empty file; expected a header row")
     at = _column(header, timestamp_column, DEFAULT_TIMESTAMP_COLUMNS, "timestamp", str(path))
-    which = None if model_column is None else _column(header, model_column, (), "model", str(path))
+    # Several columns name a model together (Azure Functions' 2021 trace: a func id is unique within its app)
+    which = None if model_column is None else [_column(header, column.strip(), (), "model", str(path))
+                                               for column in model_column.split(",")]
     for line, row in enumerate(rows, start=2):
         if not row:
             continue
         try:
-            stamp, name = row[at], model if which is None else row[which].strip()
+            stamp = row[at]
+            parts = [model or ""] if which is None else [row[i].strip() for i in which]
         except IndexError:
             raise TraceError(f"{path}, line {line}: expected {len(header)} fields, as in the header, got "
                              f"{len(row)}") from None
         seconds = _seconds(stamp, unit, f"{path}, line {line}")
-        if not name:
+        if not any(parts):
             raise TraceError(f"{path}, line {line}: empty model name")
+        name = "/".join(parts)
         yield seconds, name
         if report is not None and not line % PROGRESS_ROWS:
             report()
@@ -180,7 +184,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--timestamp-column", default=None,
                         help="column holding each request's time, Unix seconds or ISO 8601 (default: the first "
                              f"of {', '.join(DEFAULT_TIMESTAMP_COLUMNS)}, any case)")
-    parser.add_argument("--model-column", default=None, help="column holding each request's model")
+    parser.add_argument("--model-column", default=None,
+                        help="column holding each request's model; several, comma-separated, name it together, "
+                             "joined with '/' (app,func for Azure Functions' 2021 trace, whose func ids repeat "
+                             "across apps)")
     parser.add_argument("--timestamp-unit", choices=tuple(UNITS), default="s",
                         help="unit of numeric timestamps (default s; ms for epoch milliseconds)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -130,3 +130,19 @@ def test_a_big_log_is_binned_in_a_few_dozen_bytes_a_request(tmp_path: Path) -> N
     assert f"{requests} requests of 50 models over 300 s" in result.stderr
     assert int(result.stdout) * 1024 / requests < 40, f"{int(result.stdout) * 1024 / requests:.0f} bytes a request"
     assert read_csv(tmp_path / "t.csv").total_requests == requests
+
+
+def test_a_model_named_by_two_columns_keeps_functions_of_two_apps_apart(tmp_path: Path) -> None:
+    """Azure Functions' 2021 invocation trace (app, func, end_timestamp, duration): a func id is unique only
+    within its app, so `--model-column func` made one model of two apps' functions. With `app,func` the second
+    app's function is its own model: a/f has 2 requests in second 0, b/f 1 in second 1."""
+    log = tmp_path / "invocations.csv"
+    log.write_text("app,func,end_timestamp,duration\na,f,5160.14,0.134\nb,f,5161.28,0.013\na,f,5160.9,0.2\n")
+    out = tmp_path / "trace.csv"
+    result = convert(log, "--model-column", "app,func", "--timestamp-column", "end_timestamp", "--out", out,
+                     "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert out.read_text() == "timestamp_s,model,requests\n0,a/f,2\n1,b/f,1\n"
+    result = convert(log, "--model-column", "app,fn", "--timestamp-column", "end_timestamp", "--out", out, "--quiet")
+    assert result.returncode == 1
+    assert "no model column (fn) in the header app, func, end_timestamp, duration" in result.stderr
