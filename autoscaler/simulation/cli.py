@@ -59,7 +59,10 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--trace", metavar="FILE.csv", type=Path,
                         help="CSV (or .csv.gz) with the columns timestamp_s,model,requests: the requests (a "
                              "count, not a rate) that arrived for the model in the interval starting at "
-                             "timestamp_s (epoch seconds or ISO 8601; intervals of 1 s to 10 min); a log of "
+                             "timestamp_s (epoch seconds or ISO 8601; intervals of 1 s to 10 min); or a "
+                             "per-minute table, a row per model and columns 1, 2, ... N (Azure Functions' "
+                             "invocations_per_function files as they come; python -m "
+                             "autoscaler.simulation.minute_table joins days and keeps the busiest); a log of "
                              "single requests converts with python -m autoscaler.simulation.request_log")
     source.add_argument("--synthetic", action="store_true", help="use the built-in trace generator instead")
     parser.add_argument("--out", metavar="DIR", type=Path, required=True,

@@ -24,7 +24,7 @@ import numpy as np
 from autoscaler.simulation.request_log import reading_progress
 from autoscaler.simulation.trace import Trace, read_csv, write_csv
 from autoscaler.simulation.trace_file import TraceError, open_csv
-from autoscaler.simulation.trace_minutes import MANY, MINUTE_S, READ_AS, first_minute_column
+from autoscaler.simulation.trace_minutes import MANY, MINUTE_S, READ_AS, minute_columns
 
 
 def _check_table(path: Path) -> None:
@@ -34,7 +34,7 @@ def _check_table(path: Path) -> None:
             header = next(csv.reader(fh), None)
     except (OSError, UnicodeDecodeError, EOFError):
         return  # read_csv says what is wrong with it
-    if header is None or first_minute_column(header) is None:
+    if header is None or minute_columns(header) is None:
         raise TraceError(f"{path}: not a per-minute table (a row per model, then columns named 1, 2, ... for its "
                          "minutes): it replays as it is with simulate --trace")
 

@@ -48,7 +48,7 @@ from autoscaler.simulation.trace_file import (
     text_of,
     timestamp_field,
 )
-from autoscaler.simulation.trace_minutes import MINUTE_S, first_minute_column, read_minutes
+from autoscaler.simulation.trace_minutes import MINUTE_S, minute_columns, read_minutes
 
 __all__ = ["HEADER", "MAX_INTERVAL_S", "MIN_INTERVAL_S", "Bucket", "Buckets", "Trace", "TraceError", "buckets",
            "fitting_tick", "from_rows", "read_csv", "synthetic", "write_csv"]
@@ -197,7 +197,7 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
            all_zero_ok: bool = False) -> Trace:
     numbered = numbered_rows(rows)
     header = next(numbered, None)
-    if header is not None and first_minute_column(header[1]) is not None:  # Azure Functions' layout
+    if header is not None and minute_columns(header[1]) is not None:  # Azure Functions' layout
         table = read_minutes(numbered, header[1], name, report, all_zero_ok=all_zero_ok)
         return Trace(table.models, 0.0, MINUTE_S, table.minutes, table.slot, table.model, table.requests,
                      table.notes)

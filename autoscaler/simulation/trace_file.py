@@ -120,7 +120,8 @@ def columns(header: list[str] | None, name: str) -> tuple[int, int, int, tuple[s
     problems += [f"{column} listed twice" for column in HEADER if found.count(column) > 1]
     if problems:
         raise TraceError(f"{name}: line 1: expected the header {','.join(HEADER)} (in any order, other columns "
-                         f"left out), got {','.join(header)!r}: {'; '.join(problems)}")
+                         f"left out), got {','.join(header)!r}: {'; '.join(problems)}; or a per-minute table: a "
+                         "row per model, then columns named 1, 2, ... for its minutes")
     at_time, at_model, at_requests = (found.index(column) for column in HEADER)
     others = tuple("an unnamed one (pandas' index)" if i == 0 else "an unnamed one" if not column else
                    repr(header[i].strip()) for i, column in enumerate(found) if column not in HEADER)

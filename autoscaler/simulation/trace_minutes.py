@@ -43,17 +43,21 @@ class MinuteRows:
     notes: tuple[str, ...]
 
 
-def first_minute_column(header: Sequence[str]) -> int | None:
-    """Where the minute columns start, if the header ends in columns named 1, 2, ... N (N >= 2) after at least
-    one other column (the model's); None for any other header."""
+def minute_columns(header: Sequence[str]) -> tuple[int, int] | None:
+    """Where the minute columns are, [start, end), if the header ends in columns named 1, 2, ... N (N >= 2) after
+    at least one other column (the model's), empty names after them left out (a spreadsheet's trailing comma);
+    None for any other header."""
     names = [h.strip() for h in header]
-    start = len(names)
+    end = len(names)
+    while end > 0 and not names[end - 1]:
+        end -= 1
+    start = end
     while start > 0 and names[start - 1].isdigit():
         start -= 1
-    minutes = names[start:]
+    minutes = names[start:end]
     if start == 0 or len(minutes) < 2 or minutes != [str(k) for k in range(1, len(minutes) + 1)]:
         return None
-    return start
+    return start, end
 
 
 def read_minutes(numbered: Iterator[tuple[int, list[str]]], header: Sequence[str], name: str,
@@ -62,12 +66,13 @@ def read_minutes(numbered: Iterator[tuple[int, list[str]]], header: Sequence[str
     """The table's cells after its header (`numbered`: rows with their file lines); TraceError names the line
     and minute of the first cell that is not a count. `report()` every `every` rows. A table of nothing but 0
     is refused unless `all_zero_ok` (a quiet day among others the converter joins)."""
-    first = first_minute_column(header)
-    if first is None:
+    span = minute_columns(header)
+    if span is None:
         raise TraceError(f"{name}: not a per-minute table")
+    first, end = span
     lowered = [h.strip().lower() for h in header]
     at_model = lowered.index(MODEL_COLUMN) if MODEL_COLUMN in lowered else 0
-    width, minutes = len(header), len(header) - first
+    width, minutes = len(header), end - first
     # Packed buffers grown in place (a day of 46,000 functions is 16 M cells with requests): kept as a list of
     # arrays a row, then joined, the day took twice the memory at the end
     slots, models, counts = array("q"), array("q"), array("d")
@@ -81,7 +86,7 @@ def read_minutes(numbered: Iterator[tuple[int, list[str]]], header: Sequence[str
         label = row[at_model].strip()
         if not label:
             raise TraceError(f"{name}: line {line}: {header[at_model].strip()} (the model) is empty")
-        cells = _counts(row[first:], f"{name}: line {line}")
+        cells = _counts(row[first:end], f"{name}: line {line}")
         busy = np.flatnonzero(cells)
         slots.frombytes(busy.astype(np.int64).tobytes())
         models.frombytes(np.full(len(busy), index.setdefault(label, len(index)), dtype=np.int64).tobytes())

@@ -153,3 +153,23 @@ def test_what_is_kept_is_every_request_of_the_busiest_at_its_own_minute(tmp_path
     assert len(kept) == min(top, len(busy))
     assert sorted((totals[m] for m in kept), reverse=True) == busy[:len(kept)]
     assert got == {key: n for key, n in want.items() if key[0] in kept and n}
+
+
+def test_a_spreadsheets_trailing_comma_reads_the_same_and_another_azure_file_is_told_what_replays(
+        tmp_path: Path) -> None:
+    """Saved from a spreadsheet, every line ends in a comma (an empty column after minute N): the same trace.
+    The durations file of the same tarball is neither a trace nor a table: the refusal says what would be."""
+    day = day_file(tmp_path / "d.csv", [("f-a", "http", {1: 2, 1440: 3})])
+    saved = tmp_path / "saved.csv"
+    saved.write_text("".join(line + ",\n" for line in day.read_text().splitlines()))
+    trace = read_csv(saved)
+    assert sorted(zip(trace.slot.tolist(), trace.requests.tolist(), strict=True)) == [(0, 2.0), (1439, 3.0)]
+    durations = tmp_path / "function_durations_percentiles.anon.d01.csv"
+    durations.write_text("HashOwner,HashApp,HashFunction,Average,Count\no,a,f,120,4\n")
+    result = subprocess.run([sys.executable, "-m", "autoscaler.cli", "simulate", "--trace", str(durations), "--out",
+                             str(tmp_path / "out"), "--no-plot", "--quiet"],
+                            capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert result.returncode == 2
+    assert result.stderr.strip().endswith(
+        "missing timestamp_s; missing model; missing requests; or a per-minute table: a row per model, then "
+        "columns named 1, 2, ... for its minutes")
