@@ -401,24 +401,46 @@ else sees it (its slot's own setter: the frozen dataclass's `__setattr__` refuse
 def fresh_models_in_use(servers: Mapping[str, int], pods: Sequence[PodSample], fresh: Sequence[bool],
                         since: float) -> int:
     """How many copies the Ready pods with fresh load data (`fresh`, `Aggregate.fresh`) served at or after
-    `since`, from `servers`: how many Ready pods served each model then (the unique-copy term's count). The copies
-    stale pods served are taken off, so this reads the stale pods' models alone (few)."""
-    stale = 0
+    `since`, at most COUNTED_COPIES of a model, from `servers`: how many Ready pods served each model then (the
+    unique-copy term's count). The copies stale pods served are taken off, so this reads the stale pods' models
+    alone (few)."""
+    stale: dict[str, int] = {}
     for pod, ok in zip(pods, fresh, strict=True):
         if pod.ready and not ok and (m := pod.recent_models):
-            stale += len([at for at in m.values() if at >= since])
-    return sum(servers.values()) - stale
+            for model, at in m.items():
+                if at >= since:
+                    stale[model] = stale.get(model, 0) + 1
+    if not stale:
+        return counted_copies(servers)
+    return sum([min(COUNTED_COPIES, n - stale.get(model, 0)) for model, n in servers.items()])
 
 
 def _models_in_use(used: list[Mapping[str, float]], since: float) -> int:
-    """How many copies the pods served at or after `since` (a model on two pods counts twice): each pod's
-    in-window models counted, as `ranking.UniqueCopyTerm.counts` reads them.
+    """How many copies the pods served at or after `since` (a model on two pods counts twice, on more pods
+    COUNTED_COPIES times): each pod's in-window models counted, as `ranking.UniqueCopyTerm.counts` reads them.
 
     Copies, not distinct models: a scale-down's pre-shutdown asks for a copy of every model the leaving pod
     holds on a pod without one (extra copies of busy models too), so what the pods that stay must hold is the
     copies; counted as distinct models, a runtime whose busy models have two copies each scaled to half the
     pods its copies in use fill, and the moves evicted copies still in use (docs/simulation.md)."""
-    return sum([len([at for at in models.values() if at >= since]) for models in used])
+    servers: dict[str, int] = {}
+    for models in used:
+        for model, at in models.items():
+            if at >= since:
+                servers[model] = servers.get(model, 0) + 1
+    return counted_copies(servers)
+
+
+COUNTED_COPIES: Final = 2
+"""The copies of one model the cache need counts: ModelMesh keeps a second copy while a model is used, and its
+janitor unloads a third that is no longer busy (removeModelCopies), so copies past the second follow the load
+(the GPU and request terms' to size). Counted all, pods added for a busy model's load filled with its copies and
+asked for themselves again: a runtime of one model a pod never scaled down."""
+
+
+def counted_copies(servers: Mapping[str, int]) -> int:
+    """The copies in use the cache need counts, from how many pods served each model (at most COUNTED_COPIES)."""
+    return sum([n if n < COUNTED_COPIES else COUNTED_COPIES for n in servers.values()])
 
 
 _ready_terms: Final = tuple.__new__

@@ -16,7 +16,13 @@ from itertools import repeat
 from typing import Final
 
 from autoscaler.model import PodRow, PodSample, PodViews
-from autoscaler.policies.aggregation import Aggregate, fresh_models_in_use, scan_pods, set_models_in_use
+from autoscaler.policies.aggregation import (
+    Aggregate,
+    counted_copies,
+    fresh_models_in_use,
+    scan_pods,
+    set_models_in_use,
+)
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.ranking import (
     COST_BUCKETS,
@@ -130,7 +136,7 @@ def examine_pods(
         if by_term and fresh_models:
             # The term counted every Ready pod's models; the need counts only those of the fresh ones, the same
             # pods unless some Ready pod is stale (then the models only stale pods served are taken off).
-            set_models_in_use(agg, sum(served.values()) if agg.n == agg.ready else fresh_models_in_use(
+            set_models_in_use(agg, counted_copies(served) if agg.n == agg.ready else fresh_models_in_use(
                 served, agg.pods, agg.fresh, now - policy.target_lru_age_s))
     # A term counts when its weight is positive and some Ready pod reports its signal (`_ready_needs`).
     use_r = w_r > 0.0 and rated

@@ -5,7 +5,8 @@
     desired = max( lower bound,
                    ceil(D),
                    ceil(D' + Σ max(0, q_i - target_queue_delay_s) / queue_drain_s)  while some q_i > target,
-                   max( ceil(n_c * min(cache_pressure_cap, pressure))                 while every cache is full,
+                   max( ceil(min(n_c * min(cache_pressure_cap, pressure),            while every cache is full,
+                                 cache_pressure_cap * U / C)),               (the second where U is known)
                         ceil(U / C) )                             the cache need, where per-model use is known,
                    Ready pods                                        while no capacity term can propose )
     desired = min(desired, upper bound)
@@ -17,10 +18,16 @@ cannot take them), so iterating `n := desired` reaches a fixed point. (The earli
 asked for one more pod at every step while any queue persisted.)
 
 The cache need `ceil(U / C)` (U: the copies the Ready pods served within `target_lru_age_s`, a model served on
-two pods counted twice; C: a pod's capacity in models, `Aggregate.models_in_use` and `.pod_capacity`) holds the
-pods that the copies in use fill: with fewer, ModelMesh evicts copies still in use and loads them again within
-minutes. Copies, not distinct models, because a scale-down's pre-shutdown copies every model the leaving pod
-holds to a pod without one, extra copies of busy models too. It is part of the cache
+two pods counted twice, on more pods still twice; C: a pod's capacity in models, `Aggregate.models_in_use` and
+`.pod_capacity`) holds the pods that the copies in use fill: with fewer, ModelMesh evicts copies still in use
+and loads them again within minutes. Copies, not distinct models, because a scale-down's pre-shutdown copies
+every model the leaving pod holds to a pod without one, extra copies of busy models too. At most two of a model,
+because ModelMesh keeps a second copy while the model is used and its janitor unloads a third that is no longer
+busy: copies beyond the second follow the load, which the GPU and request terms size. Counted all, the copies
+of a busy model that filled the pods added for its load asked for those pods again (one model a pod: the
+pods, at every refresh), and the pressure term, `n_c x 1.2` while every cache is full, asked for 20% more at
+every sync, however many pods there were: on the Azure LLM trace skew-aware climbed to 20 pods for a load of 6
+and held them. So the pressure term is also at most `cache_pressure_cap` over the need. It is part of the cache
 term, and it is what the shared contract's cache formula lacks: that one proposes only while *every* cache is
 full and judges pressure by the oldest copy anywhere, so it let a runtime using 425 models go from 5 pods of 100
 to 4 (docs/simulation.md). U and C do not grow with the pods (ModelMesh copies a model for its load, not for
@@ -174,6 +181,10 @@ def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | N
     in_use, per_pod = agg.models_in_use, agg.pod_capacity
     if in_use is not None and per_pod:
         need = in_use / per_pod
+        if cache is not None and need > 0:
+            # Pressure is all copies used lately, which extra copies of a busy model keep true however many pods
+            # they fill: at most the cap over what the models in use need, or it ratchets (one model a pod)
+            cache = min(cache, policy.cache_pressure_cap * need)
         if cache is None or need > cache:
             cache = need
     if cache_stats.missing != 0 or cache_stats.fresh <= 0:

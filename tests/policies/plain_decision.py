@@ -100,10 +100,13 @@ def plain_recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, in
     cache: float | None = None
     if agg.cache_full and agg.cache_pressure is not None:
         cache = agg.stats(SIGNAL_CACHE).fresh * min(policy.cache_pressure_cap, agg.cache_pressure)
-    # The cache need: the pods whose caches hold the copies in use, ceil(U / C).
+    # The cache need: the pods whose caches hold the copies in use (two of a model at most), ceil(U / C); the
+    # pressure term at most cache_pressure_cap times it.
     need: float | None = None
     if agg.models_in_use is not None and agg.pod_capacity:
         need = agg.models_in_use / agg.pod_capacity
+        if cache is not None and need > 0:
+            cache = min(cache, policy.cache_pressure_cap * need)
         cache = need if cache is None else max(cache, need)
     cache = _hold(CACHE, cache, agg, policy, held, why)
     last = held.get(CACHE)

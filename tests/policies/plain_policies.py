@@ -145,14 +145,20 @@ def plain_aggregate(
         )
         for k, s in enumerate(SIGNALS)
     }
-    # The cache need's inputs: the copies the Ready pods with fresh load data served within target_lru_age_s,
+    # The cache need's inputs: the copies the Ready pods with fresh load data served within target_lru_age_s
+    # (two of a model at most),
     # and the mean of their capacities in models (models loaded / share of the cache used).
     reporting = [pod for i, pod in enumerate(cleaned)
                  if pod.ready and load_fresh[i] and pod.recent_models is not None]
     models_in_use: int | None = None
     if reporting:
         since = now - policy.target_lru_age_s
-        models_in_use = sum(1 for pod in reporting for at in (pod.recent_models or {}).values() if at >= since)
+        servers: dict[str, int] = {}
+        for reporter in reporting:
+            for model, at in (reporter.recent_models or {}).items():
+                if at >= since:
+                    servers[model] = servers.get(model, 0) + 1
+        models_in_use = sum(min(2, count) for count in servers.values())  # two copies of a model at most
     capacities = [pod.models_loaded / pod.cache_used_ratio for pod in reporting
                   if pod.models_loaded and pod.cache_used_ratio]
     expected_models = bool(reporting) or SIGNAL_MODELS in seen
