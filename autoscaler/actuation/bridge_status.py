@@ -128,6 +128,11 @@ def verdict(
                        f"spec.replicas is not set yet: ServingRuntime {name} sets none and Deployment "
                        f"{deployment_name(scale)} is scaled to zero (no InferenceService uses the runtime); it is "
                        f"adopted from the Deployment when modelmesh-serving starts it{UNTIL_ADOPTED}")
+    if wanted is None and deployment is None:  # not a runtime scaled to zero: nothing runs it (alerted)
+        return Verdict(False, "DeploymentNotFound",
+                       f"Deployment {deployment_name(scale)} of ServingRuntime {name} does not exist, and no "
+                       "spec.replicas is set to adopt: is the modelmesh-serving controller running and the runtime "
+                       f"enabled?{UNTIL_ADOPTED}")
     if wanted is None:
         return Verdict(False, "NoReplicas", f"spec.replicas is not set yet{UNTIL_ADOPTED}")
     if deployment is None:

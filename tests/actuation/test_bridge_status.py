@@ -82,6 +82,15 @@ def test_a_scale_without_replicas_is_not_ready() -> None:
     assert verdict(scale(replicas=None), RUNTIME, DEPLOYMENT).reason == "NoReplicas"
 
 
+def test_a_scale_without_replicas_whose_deployment_does_not_exist_is_not_waiting_for_a_scale_to_zero() -> None:
+    """NoReplicas is the normal state of a runtime scaled to zero, and the shipped alert leaves it out; a
+    RuntimeScale whose runtime has no Deployment at all (the controller not running, the runtime disabled) read
+    NoReplicas too, and no alert ever said that its HPA's replicas reach nothing."""
+    outcome = verdict(scale(replicas=None), RUNTIME, None)
+    assert (outcome.ready, outcome.reason) == (False, "DeploymentNotFound")
+    assert outcome.message.startswith("Deployment modelmesh-serving-triton of ServingRuntime triton does not exist")
+
+
 def test_status_mirrors_the_deployment() -> None:
     status = desired_status(scale(), DEPLOYMENT, verdict(scale(), RUNTIME, DEPLOYMENT), "2026-01-01T00:00:00Z")
 
