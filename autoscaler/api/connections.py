@@ -46,15 +46,16 @@ import logging
 import socket
 import ssl
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aiohttp import hdrs, web
+from aiohttp import HttpVersion10, hdrs, web
 from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
+from autoscaler.api.client_errors import AIOHTTP_SERVER_LOGGER
 from autoscaler.api.connection_memo import ConnectionMemo
 from autoscaler.api.peer_share import PeerCounts
 from autoscaler.api.status import status_response
@@ -143,11 +144,39 @@ class StatusRequestHandler(RequestHandler, ConnectionMemo):
         return response
 
 
+RequestHandlerFunction = Callable[[BaseRequest], Awaitable[web.StreamResponse]]
+
+
+def refusing_http09(handler: RequestHandlerFunction) -> RequestHandlerFunction:
+    """`handler`, for requests of HTTP/1.0 and later. aiohttp's parser takes a request line without a version
+    (`GET /healthz`) as HTTP/0.9 and the request was served, its answer headed `HTTP/0.9 200`; Go's server, and
+    so kube-apiserver, refuses it as malformed. A plain function, not a coroutine around the handler: it
+    returns the handler's awaitable, so a request pays one call and a comparison, not a coroutine layer."""
+
+    def versioned(request: BaseRequest) -> Awaitable[web.StreamResponse]:
+        if request.version < HttpVersion10:
+            return _malformed_version(request)
+        return handler(request)
+
+    return versioned
+
+
+async def _malformed_version(request: BaseRequest) -> web.StreamResponse:
+    # Logged as aiohttp logs a request it cannot parse, so the client-error filter (api/client_errors.py) makes
+    # it one WARNING a minute: a client looping on it cannot fill the log
+    error = BadHttpMessage(f"malformed HTTP version: HTTP/{request.version.major}.{request.version.minor}")
+    logging.getLogger(AIOHTTP_SERVER_LOGGER).error("Error handling request from %s", request.remote, exc_info=error)
+    response = status_response(400, "malformed HTTP version: HTTP/1.0 or later is served", {hdrs.CONNECTION: "close"})
+    response.force_close()
+    return response
+
+
 class ConnectionGuard:
     """A protocol factory for `loop.create_server`: counts, upgrades to TLS, times headers, hands over, and at
     the bound decides which connection makes room for a new one (`make_room`)."""
 
     def __init__(self, server: web.Server, tls: ssl.SSLContext | None, limits: ConnectionLimits) -> None:
+        server.request_handler = refusing_http09(server.request_handler)  # each connection's handler reads it
         self.server = server
         self.tls = tls
         self.limits = limits

@@ -53,6 +53,9 @@ UNPARSEABLE = [
     pytest.param(b"GET /healthz HTTP/1.1\r\nHost: adapter\r\nBroken header line\r\n\r\n", 400, id="bad-header"),
     pytest.param(b"GET /healthz HTTP/1.1 x\r\nHost: adapter\r\n\r\n", 400, id="bad-request-line"),
     pytest.param(b"\x16\x03\x01 not HTTP at all\r\n\r\n", 400, id="not-http"),
+    # HTTP/0.9's request line, no version: answered "HTTP/0.9 200" with a 1.x head; Go's server refuses it
+    pytest.param(b"GET /healthz\r\n\r\n", 400, id="http-0.9"),
+    pytest.param(b"GET /healthz HTTP/0.9\r\nHost: adapter\r\n\r\n", 400, id="version-0.9"),
     pytest.param(b"GET /healthz HTTP/1.1\r\nHost: adapter\r\nContent-Length: x\r\n\r\n", 400,
                  id="bad-content-length"),
     pytest.param(f"GET {METRIC}&pad={'a' * 9000} HTTP/1.1\r\nHost: adapter\r\n\r\n".encode(), 431,
