@@ -178,13 +178,14 @@ def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | N
     if agg.cache_full and agg.cache_pressure is not None:
         cache = cache_stats.fresh * min(policy.cache_pressure_cap, agg.cache_pressure)
     need: float | None = None  # the cache need, U / C
+    capped = False  # the pressure term held to cache_pressure_cap x the need
     in_use, per_pod = agg.models_in_use, agg.pod_capacity
     if in_use is not None and per_pod:
         need = in_use / per_pod
-        if cache is not None and need > 0:
+        if cache is not None and need > 0 and cache > policy.cache_pressure_cap * need:
             # Pressure is all copies used lately, which extra copies of a busy model keep true however many pods
             # they fill: at most the cap over what the models in use need, or it ratchets (one model a pod)
-            cache = min(cache, policy.cache_pressure_cap * need)
+            cache, capped = policy.cache_pressure_cap * need, True
         if cache is None or need > cache:
             cache = need
     if cache_stats.missing != 0 or cache_stats.fresh <= 0:
@@ -224,6 +225,9 @@ def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | N
     explained = ""
     if winner == CACHE and need is not None and ceil_pods(need) == p_cache:  # the cache need decided (rare)
         explained = cache_need_words(in_use, policy.target_lru_age_s, p_cache, per_pod)  # type: ignore[arg-type]
+    elif winner == CACHE and capped and need is not None:
+        explained = capped_pressure_words(agg.cache_pressure or 0.0, policy.cache_pressure_cap, ceil_pods(need),
+                                          in_use, policy.target_lru_age_s, per_pod)  # type: ignore[arg-type]
     cap = policy.max_replicas
     if cap is not None and desired > cap:
         winner, desired = MAX_REPLICAS, cap
@@ -234,3 +238,11 @@ def cache_need_words(in_use: int, window_s: float, pods: int, per_pod: float) ->
     """The cache need in words, for /debug and the logs (`Recommendation.explained`)."""
     return (f"cache: {in_use} copies in use within {window_s:g} s need {pods} pods "
             f"at {per_pod:.4g} models a pod")
+
+
+def capped_pressure_words(pressure: float, cap: float, pods: int, in_use: int, window_s: float,
+                          per_pod: float) -> str:
+    """The pressure term held to `cap` x the cache need, in words (`Recommendation.explained`)."""
+    return (f"cache: every cache is full (pressure {pressure:.3g}), held to {cap:g} x the {pods} pods that {in_use} "
+            f"copies in use within {window_s:g} s need at {per_pod:.4g} model{'' if per_pod == 1 else 's'} a pod "
+            f"(two copies of a model at most)")

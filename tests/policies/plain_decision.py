@@ -103,10 +103,11 @@ def plain_recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, in
     # The cache need: the pods whose caches hold the copies in use (two of a model at most), ceil(U / C); the
     # pressure term at most cache_pressure_cap times it.
     need: float | None = None
+    capped = False
     if agg.models_in_use is not None and agg.pod_capacity:
         need = agg.models_in_use / agg.pod_capacity
-        if cache is not None and need > 0:
-            cache = min(cache, policy.cache_pressure_cap * need)
+        if cache is not None and need > 0 and cache > policy.cache_pressure_cap * need:
+            cache, capped = policy.cache_pressure_cap * need, True
         cache = need if cache is None else max(cache, need)
     cache = _hold(CACHE, cache, agg, policy, held, why)
     last = held.get(CACHE)
@@ -129,6 +130,11 @@ def plain_recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, in
     if winner == CACHE and need is not None and ceil_pods(need) == proposals[CACHE]:
         explained = (f"cache: {agg.models_in_use} copies in use within {policy.target_lru_age_s:g} s need "
                      f"{proposals[CACHE]} pods at {agg.pod_capacity:.4g} models a pod")
+    elif winner == CACHE and capped and need is not None and agg.pod_capacity:
+        explained = (f"cache: every cache is full (pressure {agg.cache_pressure or 0.0:.3g}), held to "
+                     f"{policy.cache_pressure_cap:g} x the {ceil_pods(need)} pods that {agg.models_in_use} copies in "
+                     f"use within {policy.target_lru_age_s:g} s need at {agg.pod_capacity:.4g} "
+                     f"model{'' if agg.pod_capacity == 1 else 's'} a pod (two copies of a model at most)")
     if policy.max_replicas is not None and desired > policy.max_replicas:
         winner, desired = MAX_REPLICAS, policy.max_replicas
     return Recommendation(desired=desired, proposals=proposals, winner=winner, held=why, no_capacity=no_capacity,

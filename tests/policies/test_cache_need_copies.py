@@ -70,6 +70,16 @@ def test_a_runtime_of_one_model_a_pod_asks_for_its_load_not_for_the_pods_it_has(
     assert (view.values[DESIRED].value, view.winner) == (6.0, "gpu")
 
 
+def test_where_the_pressure_term_is_held_to_the_need_the_reason_says_so() -> None:
+    # GPU 0.1 everywhere: 10 x 0.1 / 0.8 = 1.25, 2 pods. The cache term wins with 1.2 x 3 = 3.6, 4 pods: the
+    # pressure term held to the cap over the need, which /debug and the log explain, as they do the need.
+    idle = tuple(replace(p, gpu_busy=0.1) for p in one_model_a_pod())
+    view, _ = decide(snapshot(idle), RuntimePolicy(), None, NOW, WINDOW)
+    assert (view.values[DESIRED].value, view.winner) == (4.0, "cache")
+    assert view.reason.endswith("cache: every cache is full (pressure 120), held to 1.2 x the 3 pods that 3 copies "
+                              "in use within 600 s need at 1 model a pod (two copies of a model at most)")
+
+
 @PROPERTIES
 @given(extra=st.integers(1, 20), gpu=st.floats(0.0, 1.0))
 def test_pods_holding_more_copies_of_a_busy_model_do_not_raise_the_cache_term(extra: int, gpu: float) -> None:
