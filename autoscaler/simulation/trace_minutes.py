@@ -76,6 +76,7 @@ def read_minutes(numbered: Iterator[tuple[int, list[str]]], header: Sequence[str
     # Packed buffers grown in place (a day of 46,000 functions is 16 M cells with requests): kept as a list of
     # arrays a row, then joined, the day took twice the memory at the end
     slots, models, counts = array("q"), array("q"), array("d")
+    row_models = array("q")  # each row's model: which are on more than one row
     index: dict[str, int] = {}
     rows = 0
     for line, row in numbered:
@@ -88,8 +89,10 @@ def read_minutes(numbered: Iterator[tuple[int, list[str]]], header: Sequence[str
             raise TraceError(f"{name}: line {line}: {header[at_model].strip()} (the model) is empty")
         cells = _counts(row[first:end], f"{name}: line {line}")
         busy = np.flatnonzero(cells)
+        at = index.setdefault(label, len(index))
+        row_models.append(at)
         slots.frombytes(busy.astype(np.int64).tobytes())
-        models.frombytes(np.full(len(busy), index.setdefault(label, len(index)), dtype=np.int64).tobytes())
+        models.frombytes(np.full(len(busy), at, dtype=np.int64).tobytes())
         counts.frombytes(cells[busy].tobytes())
         rows += 1
         if report is not None and not rows % every:
@@ -105,10 +108,9 @@ def read_minutes(numbered: Iterator[tuple[int, list[str]]], header: Sequence[str
              f"comes): {len(index):,} models from column {header[at_model].strip()!r}, {minutes:,} minutes"]
     if rows > len(index):
         slot, model, requests = _added_up(slot, model, requests, len(index))
-        twice = rows - len(index)
-        rows_text = "2 rows" if twice == 1 else "several rows"
-        notes.append(f"{twice:,} model{' is' if twice == 1 else 's are'} on {rows_text} (a function under two "
-                     "triggers): their requests are added up")
+        repeated = int((np.bincount(np.frombuffer(row_models, dtype=np.int64)) > 1).sum())
+        notes.append(f"{repeated:,} model{' is' if repeated == 1 else 's are'} on more than one row (a function "
+                     "under two triggers): their requests are added up")
     if len(index) > MANY_MODELS:
         notes.append(f"{len(index):,} {MANY}; python -m autoscaler.simulation.minute_table "
                      f"{name} --top 500 --out trace.csv keeps the 500 busiest")
