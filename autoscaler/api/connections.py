@@ -176,7 +176,6 @@ class ConnectionGuard:
     the bound decides which connection makes room for a new one (`make_room`)."""
 
     def __init__(self, server: web.Server, tls: ssl.SSLContext | None, limits: ConnectionLimits) -> None:
-        server.request_handler = refusing_http09(server.request_handler)  # each connection's handler reads it
         self.server = server
         self.tls = tls
         self.limits = limits
@@ -690,6 +689,7 @@ class GuardedSite(web.BaseSite):
         asyncio.sslproto.SSLProtocol.max_size = TLS_READ_BUFFER  # this process serves small requests only
         server = self._runner.server
         assert server is not None
+        server.request_handler = refusing_http09(server.request_handler)  # each connection's handler reads it
         self.guard = ConnectionGuard(server, self._tls, self._limits)
         loop = asyncio.get_running_loop()
         family = listen_family(self._host)
