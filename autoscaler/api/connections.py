@@ -139,9 +139,7 @@ class StatusRequestHandler(RequestHandler, ConnectionMemo):
             raise ConnectionError("response already started; closing the connection")
         # kube's headers and no `Server`, as every other answer (`ApiResponse`); `Connection: close` said, as Go's
         # server says it: aiohttp answers on HTTP/1.0 here (it could not read the version), where it is implied
-        response = status_response(code, text, {hdrs.CONNECTION: "close"})
-        response.force_close()
-        return response
+        return closing_status(code, text)
 
 
 RequestHandlerFunction = Callable[[BaseRequest], Awaitable[web.StreamResponse]]
@@ -166,7 +164,13 @@ async def _malformed_version(request: BaseRequest) -> web.StreamResponse:
     # it one WARNING a minute: a client looping on it cannot fill the log
     error = BadHttpMessage(f"malformed HTTP version: HTTP/{request.version.major}.{request.version.minor}")
     logging.getLogger(AIOHTTP_SERVER_LOGGER).error("Error handling request from %s", request.remote, exc_info=error)
-    response = status_response(400, "malformed HTTP version: HTTP/1.0 or later is served", {hdrs.CONNECTION: "close"})
+    return closing_status(400, "malformed HTTP version: HTTP/1.0 or later is served")
+
+
+def closing_status(code: int, text: str) -> web.StreamResponse:
+    """A `Status` that closes the connection, and says so (`Connection: close`), as Go's server says it after a
+    request it could not take: nothing more is read from it."""
+    response = status_response(code, text, {hdrs.CONNECTION: "close"})
     response.force_close()
     return response
 

@@ -197,8 +197,8 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
            all_zero_ok: bool = False) -> Trace:
     numbered = numbered_rows(rows)
     header = next(numbered, None)
-    if header is not None and minute_columns(header[1]) is not None:  # Azure Functions' layout
-        table = read_minutes(numbered, header[1], name, report, all_zero_ok=all_zero_ok)
+    if header is not None and (span := minute_columns(header[1])) is not None:  # Azure Functions' layout
+        table = read_minutes(numbered, header[1], span, name, report, all_zero_ok=all_zero_ok)
         return Trace(table.models, 0.0, MINUTE_S, table.minutes, table.slot, table.model, table.requests,
                      table.notes)
     at_time, at_model, at_requests, others = columns(header[1] if header else None, name)

@@ -60,15 +60,13 @@ def minute_columns(header: Sequence[str]) -> tuple[int, int] | None:
     return start, end
 
 
-def read_minutes(numbered: Iterator[tuple[int, list[str]]], header: Sequence[str], name: str,
-                 report: Callable[[], None] | None = None, every: int = 1 << 10,
+def read_minutes(numbered: Iterator[tuple[int, list[str]]], header: Sequence[str], span: tuple[int, int],
+                 name: str, report: Callable[[], None] | None = None, every: int = 1 << 10,
                  all_zero_ok: bool = False) -> MinuteRows:
-    """The table's cells after its header (`numbered`: rows with their file lines); TraceError names the line
-    and minute of the first cell that is not a count. `report()` every `every` rows. A table of nothing but 0
-    is refused unless `all_zero_ok` (a quiet day among others the converter joins)."""
-    span = minute_columns(header)
-    if span is None:
-        raise TraceError(f"{name}: not a per-minute table")
+    """The table's cells after its header (`numbered`: rows with their file lines; `span`: its minute columns,
+    `minute_columns(header)`); TraceError names the line and minute of the first cell that is not a count.
+    `report()` every `every` rows. A table of nothing but 0 is refused unless `all_zero_ok` (a quiet day among
+    others the converter joins)."""
     first, end = span
     lowered = [h.strip().lower() for h in header]
     at_model = lowered.index(MODEL_COLUMN) if MODEL_COLUMN in lowered else 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import replace
 
 from hypothesis import given
@@ -24,15 +25,17 @@ DESIRED = ServedMetric.DESIRED_REPLICAS
 WINDOW = 30.0
 
 
+def serving(name: str, served: Iterable[str], ago: float, **signals: float) -> PodSample:
+    """A Ready pod with no queue that served each of `served` `ago` seconds before NOW, and these signals."""
+    return replace(pod(name, queue=0.0, **signals), recent_models=dict.fromkeys(served, NOW - ago))  # type: ignore[arg-type]
+
+
 def shared_pods() -> tuple[PodSample, ...]:
     """10 Ready pods at GPU busy 0.32: the GPU term asks for 10 x 0.32 / 0.8 = 4 pods. Each holds 80 models at
     0.8 of its cache (a capacity of 100 models, and room: no cache pressure). Model j (400 of them) was served
     30 s ago on pods j mod 10 and (j + 1) mod 10: 400 distinct models, 800 copies in use."""
-    return tuple(
-        replace(pod(f"pod-{i}", gpu=0.32, queue=0.0, lru=3600.0, cache=0.8, models=80.0),
-                recent_models={f"m{j}": NOW - 30.0 for j in range(400) if i in (j % 10, (j + 1) % 10)})
-        for i in range(10)
-    )
+    return tuple(serving(f"pod-{i}", [f"m{j}" for j in range(400) if i in (j % 10, (j + 1) % 10)], 30.0,
+                         gpu=0.32, lru=3600.0, cache=0.8, models=80.0) for i in range(10))
 
 
 def test_busy_models_with_two_copies_each_keep_the_pods_their_copies_fill() -> None:
@@ -52,11 +55,8 @@ def test_copies_served_before_the_window_do_not_count() -> None:
 def one_model_a_pod() -> tuple[PodSample, ...]:
     """An LLM-sized runtime: 10 Ready pods whose caches hold one model each, full (pressure 600 / 5 = 120). Model
     a, busy, is on 9 of them at GPU busy 0.5; model b on the tenth at 0.1; both served 5 s ago."""
-    return tuple(
-        replace(pod(f"pod-{i}", gpu=0.5 if i < 9 else 0.1, queue=0.0, lru=5.0, cache=1.0, models=1.0),
-                recent_models={"a" if i < 9 else "b": NOW - 5.0})
-        for i in range(10)
-    )
+    return tuple(serving(f"pod-{i}", ["a" if i < 9 else "b"], 5.0, gpu=0.5 if i < 9 else 0.1, lru=5.0, cache=1.0,
+                         models=1.0) for i in range(10))
 
 
 def test_a_runtime_of_one_model_a_pod_asks_for_its_load_not_for_the_pods_it_has() -> None:
@@ -86,8 +86,7 @@ def test_pods_holding_more_copies_of_a_busy_model_do_not_raise_the_cache_term(ex
     # The ratchet: pods added for load fill with copies of the busy model, and every cache is full again. The
     # cache term must not follow the pods: whatever their number, it asks for what two copies of a and one of b
     # hold (3 pods), at most 1.2 x that.
-    more = tuple(replace(pod(f"more-{k}", gpu=gpu, queue=0.0, lru=5.0, cache=1.0, models=1.0),
-                         recent_models={"a": NOW - 5.0}) for k in range(extra))
+    more = tuple(serving(f"more-{k}", ["a"], 5.0, gpu=gpu, lru=5.0, cache=1.0, models=1.0) for k in range(extra))
     view, _ = decide(snapshot(one_model_a_pod() + more), RuntimePolicy(), None, NOW, WINDOW)
     assert view.proposals["cache"] == 4
 
@@ -101,11 +100,8 @@ def test_the_recommendation_leaves_room_for_two_copies_of_each_model_in_use(n: i
     # model is used), so a scale-down to it moves none of those out of the caches.
     held = data.draw(st.lists(st.lists(st.integers(0, 3 * capacity), max_size=capacity, unique=True),
                               min_size=n, max_size=n))
-    pods = tuple(
-        replace(pod(f"pod-{i}", gpu=0.0, queue=0.0, lru=60.0, cache=0.5, models=capacity / 2),
-                recent_models={f"m{j}": NOW - 30.0 for j in models})
-        for i, models in enumerate(held)
-    )
+    pods = tuple(serving(f"pod-{i}", [f"m{j}" for j in models], 30.0, gpu=0.0, lru=60.0, cache=0.5,
+                         models=capacity / 2) for i, models in enumerate(held))
     view, _ = decide(snapshot(pods), RuntimePolicy(), None, NOW, WINDOW)
     servers = Counter(model for models in held for model in models)
     copies = sum(min(2, count) for count in servers.values())

@@ -6,7 +6,6 @@ is counted by hand from the rows written."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -16,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.simulation.trace import read_csv
+from tests.simulation.runs import report, simulate
 
 REPO = Path(__file__).resolve().parents[2]
 AZURE_IDS = ("HashOwner", "HashApp", "HashFunction", "Trigger")
@@ -40,13 +40,11 @@ def test_simulate_replays_a_day_of_azure_functions_as_downloaded(tmp_path: Path)
     1440): one model of 6 requests; f-b has 24. 30 requests of 2 models over 24 h at 60 s."""
     day = day_file(tmp_path / "invocations_per_function_md.anon.d01.csv",
                    [("f-a", "http", {1: 2, 1440: 3}), ("f-b", "timer", HOURLY), ("f-a", "queue", {1: 1})])
-    result = subprocess.run([sys.executable, "-m", "autoscaler.cli", "simulate", "--trace", str(day), "--out",
-                             str(tmp_path / "out"), "--no-plot", "--quiet", "--policies", "fixed"],
-                            capture_output=True, text=True, timeout=120, cwd=REPO)
+    result = simulate(tmp_path, day, "--policies", "fixed")
     assert result.returncode == 0, result.stderr
-    report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert report["trace"] == {"source": str(day), "models": 2, "interval_s": 60.0, "hours": 24.0, "requests": 30}
-    warnings = "\n".join(report["warnings"])
+    written = report(tmp_path)
+    assert written["trace"] == {"source": str(day), "models": 2, "interval_s": 60.0, "hours": 24.0, "requests": 30}
+    warnings = "\n".join(written["warnings"])
     assert "a row per model and a column per minute" in warnings
     assert "1 model is on more than one row (a function under two triggers): their requests are added up" in warnings
     assert "a row per model and a column per minute" in result.stderr
@@ -61,16 +59,12 @@ def test_the_first_and_last_minutes_land_on_the_first_and_last_intervals(tmp_pat
 
 def test_a_cell_that_is_not_a_count_is_refused_naming_its_line_and_minute(tmp_path: Path) -> None:
     day = day_file(tmp_path / "d.csv", [("f-a", "http", {1: 2}), ("f-b", "http", {7: "x", 9: -1})])
-    result = subprocess.run([sys.executable, "-m", "autoscaler.cli", "simulate", "--trace", str(day), "--out",
-                             str(tmp_path / "out"), "--no-plot", "--quiet"],
-                            capture_output=True, text=True, timeout=120, cwd=REPO)
+    result = simulate(tmp_path, day)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
         f"simulate: {day}: line 3: minute 7: requests must be a number, got 'x'")
     day_file(day, [("f-a", "http", {1: 2}), ("f-b", "http", {9: -1})])
-    result = subprocess.run([sys.executable, "-m", "autoscaler.cli", "simulate", "--trace", str(day), "--out",
-                             str(tmp_path / "out"), "--no-plot", "--quiet"],
-                            capture_output=True, text=True, timeout=120, cwd=REPO)
+    result = simulate(tmp_path, day)
     assert result.stderr.strip().splitlines()[-1] == (
         f"simulate: {day}: line 3: minute 9: requests must be >= 0, got '-1'")
 
@@ -166,9 +160,7 @@ def test_a_spreadsheets_trailing_comma_reads_the_same_and_another_azure_file_is_
     assert sorted(zip(trace.slot.tolist(), trace.requests.tolist(), strict=True)) == [(0, 2.0), (1439, 3.0)]
     durations = tmp_path / "function_durations_percentiles.anon.d01.csv"
     durations.write_text("HashOwner,HashApp,HashFunction,Average,Count\no,a,f,120,4\n")
-    result = subprocess.run([sys.executable, "-m", "autoscaler.cli", "simulate", "--trace", str(durations), "--out",
-                             str(tmp_path / "out"), "--no-plot", "--quiet"],
-                            capture_output=True, text=True, timeout=120, cwd=REPO)
+    result = simulate(tmp_path, durations)
     assert result.returncode == 2
     assert result.stderr.strip().endswith(
         "missing timestamp_s; missing model; missing requests; or a per-minute table: a row per model, then "

@@ -6,7 +6,6 @@ to fix, never a run that does not end, a traceback, or figures that read as some
 from __future__ import annotations
 
 import gzip
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -18,19 +17,9 @@ from hypothesis import strategies as st
 
 from autoscaler.simulation.report import bound_text, hours_text
 from autoscaler.simulation.trace import read_csv
+from tests.simulation.runs import report, simulate
 
-SIMULATE = [sys.executable, "-m", "autoscaler.cli", "simulate"]
 HEADER = "timestamp_s,model,requests\n"
-
-
-def simulate(tmp_path: Path, trace: Path, *flags: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"), "--no-plot", "--quiet",
-                           *flags], capture_output=True, text=True, timeout=timeout)
-
-
-def report(tmp_path: Path) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads((tmp_path / "out" / "report.json").read_text())
-    return loaded
 
 
 @pytest.mark.parametrize(("rows", "said"), [
@@ -106,15 +95,20 @@ def test_a_gzipped_trace_not_named_gz_is_read_as_one(tmp_path: Path) -> None:
     assert report(tmp_path)["trace"]["requests"] == 102
 
 
-def test_a_trace_in_a_code_page_names_the_line_that_is_not_utf8(tmp_path: Path) -> None:
-    """Excel's plain "CSV" writes the locale's code page: a model named café read "not UTF-8 text (invalid
-    continuation byte)", with no line to look at in a file of millions."""
+@pytest.mark.parametrize(("encoding", "said"), [
+    # Excel's plain "CSV" writes the locale's code page: a model named café read "not UTF-8 text (invalid
+    # continuation byte)", with no line to look at in a file of millions
+    ("cp1252", "line 3: not UTF-8 text (invalid continuation byte at b'\\xe9'): save it as CSV UTF-8"),
+    # Excel's "Unicode Text" and PowerShell's Out-File write UTF-16: "not UTF-8 text (invalid start byte)" did not
+    # say what to do
+    ("utf-16", "UTF-16 text, not UTF-8: save it as CSV UTF-8 (PowerShell: Out-File -Encoding utf8)"),
+])
+def test_a_trace_not_in_utf8_says_where_and_how_to_save_it(tmp_path: Path, encoding: str, said: str) -> None:
     trace = tmp_path / "trace.csv"
-    trace.write_bytes((HEADER + "0,a,5\n60,café,3\n").encode("cp1252"))
+    trace.write_bytes((HEADER + "0,a,5\n60,café,3\n").encode(encoding))
     result = simulate(tmp_path, trace)
     assert result.returncode == 2, result.stderr
-    assert result.stderr.strip() == (f"simulate: {trace}: line 3: not UTF-8 text (invalid continuation byte at "
-                                     "b'\\xe9'): save it as CSV UTF-8")
+    assert result.stderr.strip() == f"simulate: {trace}: {said}"
 
 
 @pytest.mark.parametrize("mistake", ["code page", "gzip cut short", "gzip named csv"])
@@ -135,17 +129,6 @@ def test_the_request_log_converter_reads_or_names_what_users_save(tmp_path: Path
         "code page": f"error: {log}: line 2: not UTF-8 text (invalid continuation byte at b'\\xe9'): save it as CSV "
                      "UTF-8",
         "gzip cut short": f"error: {log}: the gzip file ends early (cut short?)"}[mistake]
-
-
-def test_a_utf16_trace_says_how_to_save_it(tmp_path: Path) -> None:
-    """Excel's "Unicode Text" and PowerShell's Out-File write UTF-16: "not UTF-8 text (invalid start byte)"
-    did not say what to do."""
-    trace = tmp_path / "trace.csv"
-    trace.write_bytes((HEADER + "0,a,5\n60,a,3\n").encode("utf-16"))
-    result = simulate(tmp_path, trace)
-    assert result.returncode == 2, result.stderr
-    assert result.stderr.strip() == (f"simulate: {trace}: UTF-16 text, not UTF-8: save it as CSV UTF-8 "
-                                     "(PowerShell: Out-File -Encoding utf8)")
 
 
 @pytest.mark.parametrize(("stamp", "said"), [

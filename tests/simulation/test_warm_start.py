@@ -5,12 +5,9 @@ alike, which on a day that delays none after it decided the ratio of delays betw
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.simulation.runs import report, simulate
 
 
 def test_a_steady_load_with_hot_models_delays_nothing_from_the_first_minute(tmp_path: Path) -> None:
@@ -24,12 +21,10 @@ def test_a_steady_load_with_hot_models_delays_nothing_from_the_first_minute(tmp_
         rows += [f"{minute * 60},quiet-{q},60" for q in range(100)]
     trace = tmp_path / "steady.csv"
     trace.write_text("\n".join(rows) + "\n")
-    result = subprocess.run([sys.executable, "-m", "autoscaler.cli", "simulate", "--trace", str(trace), "--out",
-                             str(tmp_path / "out"), "--no-plot", "--quiet", "--policies", "fixed,mean-hpa"],
-                            capture_output=True, text=True, timeout=300, cwd=REPO)
+    result = simulate(tmp_path, trace, "--policies", "fixed,mean-hpa", timeout=300)
     assert result.returncode == 0, result.stderr
-    report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert report["cluster"]["fixed_replicas"] == 44
+    written = report(tmp_path)
+    assert written["cluster"]["fixed_replicas"] == 44
     for policy in ("fixed", "mean-hpa"):
-        entry = report["policies"][policy]
+        entry = written["policies"][policy]
         assert (entry["requests"], entry["delayed_requests"]) == (1_260_000, 0), policy
