@@ -90,6 +90,10 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                        help="model copies one pod holds (default 100)")
     shape.add_argument("--load-time", metavar="SECONDS", type=positive, default=10.0,
                        help="seconds to load a model (default 10)")
+    shape.add_argument("--load-concurrency", metavar="N", type=count, default=1,
+                       help="models one pod loads at a time, the runtime's maxLoadingConcurrency; paces the copies "
+                            "a scale-down's pre-shutdown sends to the pods that stay, whose requests wait when their "
+                            "only copy left (default 1, as ModelMesh Serving's built-in adapters)")
     shape.add_argument("--startup-delay", metavar="SECONDS", type=positive, default=30.0,
                        help="seconds until a new pod is Ready, above 0 (default 30)")
     shape.add_argument("--min-churn-age", metavar="SECONDS", type=seconds_or_off, default=300.0,
@@ -317,7 +321,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for note in trace.notes:
         warn(note)
     shape = ClusterShape(pod_rps=args.pod_rps, cache_models=args.cache_models, load_time_s=args.load_time,
-                         startup_delay_s=args.startup_delay, slo_queue_s=args.slo_queue_ms / 1000.0,
+                         load_concurrency=args.load_concurrency, startup_delay_s=args.startup_delay,
+                         slo_queue_s=args.slo_queue_ms / 1000.0,
                          min_churn_age_s=args.min_churn_age)
     bucket_s, arrivals = buckets(trace, args.tick)
     if trace.interval_s < args.tick:
@@ -376,7 +381,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         trace={"source": source, "models": len(trace.models), "interval_s": trace.interval_s,
                "hours": figure(trace.duration_s / 3600.0), "requests": round(trace.total_requests)},
         cluster={"pod_rps": shape.pod_rps, "cache_models": shape.cache_models, "load_time_s": shape.load_time_s,
-                 "startup_delay_s": shape.startup_delay_s, "min_replicas": args.min_replicas,
+                 "load_concurrency": shape.load_concurrency, "startup_delay_s": shape.startup_delay_s,
+                 "min_replicas": args.min_replicas,
                  "max_replicas": maximum, "fixed_replicas": fixed, "peak_pods": best.peak_pods, "tick_s": args.tick,
                  "slo_queue_ms": args.slo_queue_ms, "min_churn_age_s": shape.min_churn_age_s},
         oracle=best,

@@ -9,13 +9,16 @@ models moved by a scale-down, copies the janitor unloaded).
 New pods become Ready after the start-up delay with an empty cache. Every model a removed pod held gets a copy
 on a remaining pod that neither holds nor loads it, as ModelMesh's pre-shutdown asks (each such load is a
 *migrated load*), and its queued requests go to the least busy remaining pod (ModelMesh retries them), so
-no request is lost. Every 6 minutes each pod's janitor unloads copies of models held elsewhere that are no
-longer busy, while the caches are close to full (janitor.py).
+no request is lost. The requests for a model whose only copies left wait for its new copy, which each pod
+loads `load_concurrency` at a time, the most recently used first (`MigratingCopy`). Every 6 minutes each
+pod's janitor unloads copies of models held elsewhere that are no longer busy, while the caches are close to
+full (janitor.py).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Final
 
 from autoscaler.model import PodSample
@@ -43,6 +46,20 @@ first four minutes under every policy, a start that decided the day's delays on 
 
 
 __all__ = ["Cluster", "ClusterShape", "SimPod", "TickStats"]
+
+
+@dataclass(slots=True)
+class MigratingCopy:
+    """The copy a pre-shutdown asked for of a model whose only copies left: its requests wait until it loads.
+
+    ModelMesh's pre-shutdown removes each cache entry of the leaving pod (`ce.remove()`) before it asks for a
+    copy elsewhere, so nothing serves the model until that copy loads. The copy is in `pod`'s cache at once and
+    takes the model's requests, as a cold load's does; they count delayed from the routing that finds it
+    loading until `ready_at`, at each routing's rates, `counted_until` marking how far they were counted."""
+
+    pod: SimPod
+    ready_at: float
+    counted_until: float
 
 
 class Cluster:
@@ -79,6 +96,7 @@ class Cluster:
         self._pending = TickStats()
         self._regular = RegularUse()
         self._next_janitor = math.inf  # the earliest `janitor_at` of the pods
+        self._migrating: dict[int, MigratingCopy] = {}  # model -> its copy a pre-shutdown asked for, loading
         for i in range(replicas):  # running since before the trace, the first oldest
             pod = self._new_pod(start_s - shape.startup_delay_s - (replicas - i), start_s)
             pod.ready = True
@@ -154,6 +172,8 @@ class Cluster:
         for pod in removed:
             if pod.backlog:
                 self._requeue(pod.backlog)
+        if self._migrating:  # copies loading on a removed pod load nowhere
+            self._migrating = {m: c for m, c in self._migrating.items() if c.pod.name not in gone}
         self._migrate(leaving, now)
         return sorted(gone)
 
@@ -177,11 +197,15 @@ class Cluster:
         own oldest copy (the load "immediately evicted" in ModelMesh's cache-miss path: a move never displaces
         a copy used more recently); a model held elsewhere keeps its copies there.
 
-        Simplification: every copy loads at once, as the leaving pod serves until the models with no other copy
-        have loaded; ModelMesh does not wait for the copy of a model with loaded copies elsewhere ("won't wait
-        for *additional* copies to finish loading if there already other fully-loaded copies"), which the
-        model's other copies serve for the load time. Placed at once, each copy fills its pod's cache for the
-        placements after it, as ModelMesh's cache entry does from the load's start."""
+        Each pod loads the copies sent to it `load_concurrency` at a time (its loading queue orders them by
+        last use, most recent first, as they are sent), after those earlier pre-shutdowns sent it: a model whose
+        only copies left is served by none until its copy loads (`MigratingCopy`); a model with loaded copies
+        elsewhere is served by those. Placed at once, each copy fills its pod's cache for the placements after
+        it, as ModelMesh's cache entry does from the load's start.
+
+        Simplifications: the leaving pod's other loads under way stop with it, and the loads the pre-shutdown
+        queues do not hold back the pod's cold loads, which ModelMesh's loading queue puts first (a load a request
+        waits for overtakes the others: `upgradePriority`), nor its rate check's extra copies."""
         ready = self.ready_pods()
         capacity = self.shape.cache_models
         copies = self.copies
@@ -197,8 +221,37 @@ class Cluster:
                 continue
             copies.load(target, model, now, used)
             self.migrated_loads += 1
+            ready_at = self._queue_load(target, now)
+            if not held:
+                self._migrating[model] = MigratingCopy(target, ready_at, now)
         for _, model in leaving:  # the leaving pods deregister their copies
             copies.unloaded(model, now)
+
+    def _queue_load(self, pod: SimPod, now: float) -> float:
+        """Queue a load on `pod`'s loading threads; when it is loaded."""
+        slots = pod.loader_free_at
+        if len(slots) < self.shape.load_concurrency:
+            slots.append(now)
+        first = min(range(len(slots)), key=slots.__getitem__)
+        slots[first] = max(now, slots[first]) + self.shape.load_time_s
+        return slots[first]
+
+    def _count_migrating(self, now: float, models: list[int], rates: list[float], remaining_s: float) -> None:
+        """Count the requests that wait for a pre-shutdown's copy, at this routing's rates, up to the end of
+        the bucket (`remaining_s` from `now`) or the copy's load, whichever is first; the next routing counts on."""
+        until = now + remaining_s
+        rate_of = dict(zip(models, rates, strict=True))
+        for model, copy in list(self._migrating.items()):
+            start, end = max(now, copy.counted_until), min(until, copy.ready_at)
+            rate = rate_of.get(model, 0.0)
+            if end > start and rate and model in copy.pod.cache:
+                waiting = rate * (end - start)
+                self._pending.delayed += waiting
+                self._pending.delayed_loading += waiting
+                copy.pod.waiting_for_load += waiting  # counted delayed now: not again if they also queue
+            copy.counted_until = max(copy.counted_until, end)
+            if copy.ready_at <= until or model not in copy.pod.cache:
+                del self._migrating[model]
 
     def _requeue(self, requests: float) -> None:
         ready = self.ready_pods()
@@ -223,6 +276,8 @@ class Cluster:
         cold, self._refused = routing.spread(ready, self.copies, self._regular, now, models, rates)
         self._refused_rate = sum(self._refused.values())
         self._count_cold(cold, now, remaining_s)
+        if self._migrating:
+            self._count_migrating(now, models, rates, remaining_s)
         routing.end(self.pods)
 
     def retry_refused(self, now: float, remaining_s: float) -> None:

@@ -26,6 +26,9 @@ class ClusterShape:
     pod_rps: float = 20.0  # requests per second one pod serves at 100% busy
     cache_models: int = 100  # model copies one pod holds
     load_time_s: float = 10.0
+    # Loads one pod runs at once (the runtime's maxLoadingConcurrency: 1 in ModelMesh Serving's built-in
+    # adapters); the rest wait in its loading queue. Here it paces the loads a scale-down's pre-shutdown queues
+    load_concurrency: int = 1
     startup_delay_s: float = 30.0
     # A full pod whose least recently used copy is younger than this refuses a load (ModelMesh's
     # `tas.min_churn_age_ms`, 10x max(3 s, load timeout / 3): 300 s with modelmesh-serving's 90 s runtimes; 0: never)
@@ -57,6 +60,8 @@ class SimPod:
     # at their current shares, not yet in `counted`
     counting_s: float = 0.0
     waiting_for_load: float = 0.0  # requests still to arrive here already counted delayed (a cold load's)
+    # When each of its `load_concurrency` loading threads is free of the loads pre-shutdowns queued on it
+    loader_free_at: list[float] = field(default_factory=list)
     heavy: dict[int, float] = field(default_factory=dict)  # model -> when the rate check last found its copy heavy
     janitor_at: float = 0.0  # when the pod's janitor runs next (janitor.py)
 

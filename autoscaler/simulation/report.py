@@ -172,7 +172,8 @@ def markdown(report: Mapping[str, Any]) -> str:
         "",
         f"Trace: {trace['source']}: {trace['models']} models, {hours_text(trace['hours'])} h in "
         f"{trace['interval_s']:g} s intervals, {trace['requests']} requests. Cluster: {cluster['pod_rps']:g} req/s "
-        f"per pod, {cluster['cache_models']} model copies per pod, load {cluster['load_time_s']:g} s, start-up "
+        f"per pod, {cluster['cache_models']} model copies per pod, load {cluster['load_time_s']:g} s "
+        f"({cluster.get('load_concurrency', 1)} at a time), start-up "
         f"{cluster['startup_delay_s']:g} s, replicas {cluster['min_replicas']}..{cluster['max_replicas']}, "
         f"queueing SLO {cluster['slo_queue_ms']:g} ms.",
         "",
