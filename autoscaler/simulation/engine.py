@@ -52,7 +52,7 @@ class PolicyResult:
     pod_hours: float
     overloaded_seconds: float
     delayed_requests: float
-    delayed_loading: float  # of `delayed_requests`: requests that waited for a cold load
+    delayed_loading: float  # of `delayed_requests`: requests that waited for a load (cold, or a scale-down's copy)
     requests: float
     served: float
     cold_loads: int

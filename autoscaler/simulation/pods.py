@@ -78,7 +78,7 @@ def new_pod(name: str, now: float, ready_at: float, shape: ClusterShape, tick_s:
 @dataclass(slots=True)
 class TickStats:
     delayed: float = 0.0
-    delayed_loading: float = 0.0  # of `delayed`: requests that waited for a cold load
+    delayed_loading: float = 0.0  # of `delayed`: requests that waited for a load (cold, or a scale-down's copy)
     cold_loads: int = 0
     overloaded: bool = False
 

@@ -228,7 +228,7 @@ def bound_text(report: Mapping[str, Any]) -> str:
     requests = "request is" if delayed == 1 else "requests are"
     text = (f"Bound: with every pod maxReplicas allows ({bound['replicas']}) all day, {delayed} {requests} "
             f"delayed (ratio {bound['delayed_ratio']:.4f}; {bound['delayed_waiting_for_loads']} of "
-            f"them waited for a cold load): about the fewest any replica policy within these bounds gets.")
+            f"them waited for a load): about the fewest any replica policy within these bounds gets.")
     versus = bound.get(f"delayed_vs_{BASELINE}")
     if versus is None:
         return text
