@@ -43,8 +43,6 @@ WARM_ROUNDS: Final = 64
 a while holds. Four rounds left a hot model at 74 requests/s on too few pods: 60,000 requests delayed in the
 first four minutes under every policy, a start that decided the day's delays on a trace that delays none after."""
 
-
-
 __all__ = ["Cluster", "ClusterShape", "SimPod", "TickStats"]
 
 
@@ -172,6 +170,8 @@ class Cluster:
         for pod in removed:
             if pod.backlog:
                 self._requeue(pod.backlog)
+            if pod.waiting_for_load:  # counted delayed before they arrived here: taken back, they count where they go
+                self._wait_for_load(pod, -pod.waiting_for_load)
         if self._migrating:  # copies loading on a removed pod load nowhere
             self._migrating = {m: c for m, c in self._migrating.items() if c.pod.name not in gone}
         self._migrate(leaving, now)
@@ -245,10 +245,7 @@ class Cluster:
             start, end = max(now, copy.counted_until), min(until, copy.ready_at)
             rate = rate_of.get(model, 0.0)
             if end > start and rate and model in copy.pod.cache:
-                waiting = rate * (end - start)
-                self._pending.delayed += waiting
-                self._pending.delayed_loading += waiting
-                copy.pod.waiting_for_load += waiting  # counted delayed now: not again if they also queue
+                self._wait_for_load(copy.pod, rate * (end - start))
             copy.counted_until = max(copy.counted_until, end)
             if copy.ready_at <= until or model not in copy.pod.cache:
                 del self._migrating[model]
@@ -303,9 +300,14 @@ class Cluster:
             if model in self._lost:
                 self._lost.discard(model)
                 self.cold_loads_after_removal += 1
-            self._pending.delayed += rate * load_wait
-            self._pending.delayed_loading += rate * load_wait
-            target.waiting_for_load += rate * load_wait  # counted delayed now: not again if they also queue
+            self._wait_for_load(target, rate * load_wait)
+
+    def _wait_for_load(self, pod: SimPod, requests: float) -> None:
+        """Count `requests` that wait for a load on `pod` as delayed, now: the pod serves them as they arrive
+        (a fluid), and its queue does not count them again (`waiting_for_load`)."""
+        self._pending.delayed += requests
+        self._pending.delayed_loading += requests
+        pod.waiting_for_load += requests
 
     def _rate_check(self, now: float) -> None:
         interval = now - self._last_check

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -61,7 +61,7 @@ def test_two_leaving_pods_holding_a_model_ask_for_one_copy_between_them() -> Non
     assert cluster.migrated_loads == 1
 
 
-ROOMY = ClusterShape(pod_rps=10.0, cache_models=3, load_time_s=10.0, startup_delay_s=30.0, slo_queue_s=0.1)
+ROOMY = replace(SHAPE, cache_models=3)
 """Room on the pod that stays for every model of the one that leaves."""
 
 
@@ -112,9 +112,7 @@ def test_a_pod_loads_the_models_a_pre_shutdown_sends_it_one_at_a_time() -> None:
 
 
 def test_a_runtime_that_loads_two_models_at_once_waits_the_load_time_for_each() -> None:
-    shape = ClusterShape(pod_rps=10.0, cache_models=3, load_time_s=10.0, startup_delay_s=30.0, slo_queue_s=0.1,
-                         load_concurrency=2)
-    cluster, models, rates = leaving_with({0: 1.0, 1: 1.0}, shape)
+    cluster, models, rates = leaving_with({0: 1.0, 1: 1.0}, replace(ROOMY, load_concurrency=2))
     assert delayed_after_scale_down(cluster, models, rates, 60.0) == 20.0
 
 
@@ -141,6 +139,28 @@ def test_a_wait_longer_than_the_bucket_counts_on_into_the_next() -> None:
     assert delayed == 25.0
     cluster.route(215.0, models, rates, 60.0)
     assert sum(cluster.step(215.0 + 5 * k).delayed for k in range(6)) == 5.0
+
+
+def test_requests_counted_waiting_for_a_load_on_a_pod_that_goes_are_counted_where_they_go_instead() -> None:
+    # A cold load on a pod counts its model's requests of the next 10 s delayed at once (a fluid). Removed 5 s
+    # later, that pod takes none of them: they go where the model is loaded next and count there. Before, they
+    # counted twice: model 0 at 1 request/s, 10 delayed on the pod that went and 10 on the one it went to, 20
+    # delayed of the 15 requests that arrived in the 15 s.
+    cluster = Cluster(ROOMY, 1, tick_s=5.0)
+    cluster.scale_to(2, -30.0)
+    cluster.promote(0.0)
+    staying, going = cluster.pods
+    for model in (1, 2, 3):  # the pod that stays is full (of old copies): the cold load goes to the empty one
+        cluster.copies.load(staying, model, -1000.0)
+    cluster.route(0.0, [0], [1.0], 60.0)
+    assert cluster.holders[0] == [going]
+    delayed = cluster.step(0.0).delayed
+    going.deletion_cost = -1
+    cluster.scale_to(1, 5.0)
+    cluster.route(5.0, [0], [1.0], 55.0)
+    delayed += sum(cluster.step(5.0 * k).delayed for k in (1, 2))
+    assert cluster.arrived == 15.0
+    assert delayed == 15.0
 
 
 def test_a_runtime_that_loads_one_model_at_a_time_delays_more_after_a_scale_down(tmp_path: Path) -> None:
