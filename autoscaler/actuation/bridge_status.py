@@ -128,17 +128,17 @@ def verdict(
                        f"spec.replicas is not set yet: ServingRuntime {name} sets none and Deployment "
                        f"{deployment_name(scale)} is scaled to zero (no InferenceService uses the runtime); it is "
                        f"adopted from the Deployment when modelmesh-serving starts it{UNTIL_ADOPTED}")
-    if wanted is None and deployment is None:  # not a runtime scaled to zero: nothing runs it (alerted)
-        return Verdict(False, "DeploymentNotFound",
-                       f"Deployment {deployment_name(scale)} of ServingRuntime {name} does not exist, and no "
-                       "spec.replicas is set to adopt: is the modelmesh-serving controller running and the runtime "
-                       f"enabled?{UNTIL_ADOPTED}")
-    if wanted is None:
-        return Verdict(False, "NoReplicas", f"spec.replicas is not set yet{UNTIL_ADOPTED}")
-    if deployment is None:
+    if deployment is None:  # with or without spec.replicas, not a runtime scaled to zero: nothing runs it (alerted)
+        if wanted is None:
+            return Verdict(False, "DeploymentNotFound",
+                           f"Deployment {deployment_name(scale)} of ServingRuntime {name} does not exist, and no "
+                           "spec.replicas is set to adopt: is the modelmesh-serving controller running and the "
+                           f"runtime enabled?{UNTIL_ADOPTED}")
         return Verdict(False, "DeploymentNotFound",
                        f"ServingRuntime {name} has spec.replicas {wanted}, but Deployment {deployment_name(scale)} "
                        "does not exist (yet): is the modelmesh-serving controller running and the runtime enabled?")
+    if wanted is None:
+        return Verdict(False, "NoReplicas", f"spec.replicas is not set yet{UNTIL_ADOPTED}")
     message = (f"ServingRuntime {name} spec.replicas follows this RuntimeScale ({wanted}); Deployment "
                f"{deployment_name(scale)} has {replicas_of(deployment, 'status') or 0} replicas")
     if replicas_of(deployment) == 0 and wanted > 0:

@@ -49,13 +49,15 @@ which reads one HTTP/1.1 answer whole and gives its status. The script goes on w
 and waits on stdin."""
 
 
+PLACES_LIMITS = ConnectionLimits(max_connections=PLACES, header_read_timeout_s=10, keepalive_timeout_s=60)
+
+
 @asynccontextmanager
-async def keda_api(pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings]
-                   ) -> AsyncIterator[SecuredApi]:
-    """The secured API at `PLACES` connections, serving KEDA's token."""
+async def keda_api(pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings],
+                   limits: ConnectionLimits = PLACES_LIMITS) -> AsyncIterator[SecuredApi]:
+    """The secured API at `limits` (`PLACES` connections), serving KEDA's token."""
     kube.tokens["keda-token"] = (KEDA_USER, [])
     kube.allow(user=KEDA_USER, resource="runtimes")
-    limits = ConnectionLimits(max_connections=PLACES, header_read_timeout_s=10, keepalive_timeout_s=60)
     async with secured_api(pki, kube, settings_for(), kube_timeout_s=30.0, limits=limits) as api:
         yield api
 

@@ -22,8 +22,8 @@ import pytest
 from autoscaler.api.connections import ConnectionLimits
 from autoscaler.settings import ServeSettings
 from tests.api.builders import Pki
-from tests.api.conftest import SecuredApi, secured_api
-from tests.api.looping_clients import KEDA_PATH, KEDA_USER, PLACES, keda_api, looping_client
+from tests.api.conftest import SecuredApi
+from tests.api.looping_clients import KEDA_PATH, PLACES, keda_api, looping_client
 from tests.fakes.kube import FakeKubeApi
 from tests.support.waiting import eventually
 
@@ -97,11 +97,9 @@ def request(path: str, token: str) -> bytes:
 @pytest.fixture
 async def one_place(pki: Pki, kube: FakeKubeApi,
                     settings_for: Callable[..., ServeSettings]) -> AsyncIterator[SecuredApi]:
-    kube.tokens["keda-token"] = (KEDA_USER, [])
-    kube.allow(user=KEDA_USER, resource="runtimes")
     kube.tokens["denied-token"] = ("system:serviceaccount:tenant:nosy", [])  # no grant: 403
     limits = ConnectionLimits(max_connections=1, header_read_timeout_s=30, keepalive_timeout_s=60)
-    async with secured_api(pki, kube, settings_for(), kube_timeout_s=30.0, limits=limits) as api:
+    async with keda_api(pki, kube, settings_for, limits) as api:
         yield api
 
 

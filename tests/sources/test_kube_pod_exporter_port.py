@@ -12,15 +12,11 @@ from hypothesis import strategies as st
 
 from autoscaler.model import RuntimeKey
 from autoscaler.sources.kube_objects import RuntimeRecord, build_inventory, parse_pod
+from tests.sources.test_kube_pod_owner import JSONISH
 
 KEY = RuntimeKey("modelmesh-serving", "modelmesh-serving-mlserver-1.x")
 SELECTOR = {"name": KEY.deployment}
 EXPORTER_PORT = 9187
-JSONISH = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=12),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=14), inner, max_size=4),
-    max_leaves=25,
-)
 
 
 def pod(spec: Any) -> dict[str, Any]:
