@@ -130,7 +130,7 @@ def plain_recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, in
     if winner == CACHE and need is not None and ceil_pods(need) == proposals[CACHE]:
         explained = (f"cache: {agg.models_in_use} copies in use within {policy.target_lru_age_s:g} s need "
                      f"{proposals[CACHE]} pods at {agg.pod_capacity:.4g} models a pod")
-    elif winner == CACHE and capped and need is not None and agg.pod_capacity:
+    elif winner == CACHE and capped and need is not None:
         explained = (f"cache: every cache is full (pressure {agg.cache_pressure or 0.0:.3g}), held to "
                      f"{policy.cache_pressure_cap:g} x the {ceil_pods(need)} pods that {agg.models_in_use} copies in "
                      f"use within {policy.target_lru_age_s:g} s need at {agg.pod_capacity:.4g} "

@@ -10,6 +10,7 @@ sums moved to builtins."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Collection, Sequence
 
 from autoscaler.model import PodSample, PodView, PodViews
@@ -153,11 +154,8 @@ def plain_aggregate(
     models_in_use: int | None = None
     if reporting:
         since = now - policy.target_lru_age_s
-        servers: dict[str, int] = {}
-        for reporter in reporting:
-            for model, at in (reporter.recent_models or {}).items():
-                if at >= since:
-                    servers[model] = servers.get(model, 0) + 1
+        servers = Counter(model for reporter in reporting
+                          for model, at in (reporter.recent_models or {}).items() if at >= since)
         models_in_use = sum(min(2, count) for count in servers.values())  # two copies of a model at most
     capacities = [pod.models_loaded / pod.cache_used_ratio for pod in reporting
                   if pod.models_loaded and pod.cache_used_ratio]

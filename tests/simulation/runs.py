@@ -1,4 +1,5 @@
-"""`modelmesh-autoscaler simulate` run as a user runs it, in a subprocess, and the report it writes."""
+"""`modelmesh-autoscaler simulate` and the trace converters run as a user runs them, in a subprocess, the trace
+files fed to them and the report `simulate` writes."""
 
 from __future__ import annotations
 
@@ -8,16 +9,38 @@ import sys
 from pathlib import Path
 from typing import Any
 
+REPO = Path(__file__).resolve().parents[2]
 SIMULATE = [sys.executable, "-m", "autoscaler.cli", "simulate"]
+HEADER = "timestamp_s,model,requests\n"
 
 
-def simulate(tmp_path: Path, trace: Path, *flags: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """`simulate --trace trace --out tmp_path/out --no-plot --quiet *flags`."""
-    return subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"), "--no-plot", "--quiet",
-                           *flags], capture_output=True, text=True, timeout=timeout)
+def write_trace(tmp_path: Path, rows: str) -> Path:
+    """tmp_path/trace.csv: the header, then `rows`."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text(HEADER + rows)
+    return trace
+
+
+def simulate(tmp_path: Path, trace: Path, *flags: str, timeout: float = 120,
+             plot: bool = False) -> subprocess.CompletedProcess[str]:
+    """`simulate --trace trace --out tmp_path/out --no-plot --quiet *flags` (without --no-plot if `plot`)."""
+    return subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"),
+                           *([] if plot else ["--no-plot"]), "--quiet", *flags],
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def report(tmp_path: Path) -> dict[str, Any]:
     """The report.json that `simulate` wrote."""
     loaded: dict[str, Any] = json.loads((tmp_path / "out" / "report.json").read_text())
     return loaded
+
+
+def run_module(module: str, *args: str | Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """`python -m module *args` from the repository root, its output captured."""
+    return subprocess.run([sys.executable, "-m", module, *map(str, args)], capture_output=True, text=True, cwd=REPO,
+                          timeout=timeout)
+
+
+def convert(*args: str | Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """The request-log converter, `python -m autoscaler.simulation.request_log *args`."""
+    return run_module("autoscaler.simulation.request_log", *args, timeout=timeout)

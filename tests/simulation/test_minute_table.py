@@ -7,7 +7,6 @@ is counted by hand from the rows written."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -15,9 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.simulation.trace import read_csv
-from tests.simulation.runs import report, simulate
+from tests.simulation.runs import report, run_module, simulate
 
-REPO = Path(__file__).resolve().parents[2]
 AZURE_IDS = ("HashOwner", "HashApp", "HashFunction", "Trigger")
 
 
@@ -32,14 +30,15 @@ def day_file(path: Path, rows: Sequence[tuple[str, str, Mapping[int, object]]], 
 
 
 HOURLY = {minute: 1 for minute in range(60, 1441, 60)}  # a request in the last minute of every hour: 24
+# f-a under two triggers (2 + 1 requests in minute 1, 3 in minute 1440), f-b HOURLY
+DAY_ONE = (("f-a", "http", {1: 2, 1440: 3}), ("f-b", "timer", HOURLY), ("f-a", "queue", {1: 1}))
 
 
 def test_simulate_replays_a_day_of_azure_functions_as_downloaded(tmp_path: Path) -> None:
     """The file as the tarball holds it, fed to `simulate`: it was refused for its header ("expected the header
     timestamp_s,model,requests"). f-a is listed under two triggers (2 + 1 requests in minute 1, 3 in minute
     1440): one model of 6 requests; f-b has 24. 30 requests of 2 models over 24 h at 60 s."""
-    day = day_file(tmp_path / "invocations_per_function_md.anon.d01.csv",
-                   [("f-a", "http", {1: 2, 1440: 3}), ("f-b", "timer", HOURLY), ("f-a", "queue", {1: 1})])
+    day = day_file(tmp_path / "invocations_per_function_md.anon.d01.csv", DAY_ONE)
     result = simulate(tmp_path, day, "--policies", "fixed")
     assert result.returncode == 0, result.stderr
     written = report(tmp_path)
@@ -70,15 +69,13 @@ def test_a_cell_that_is_not_a_count_is_refused_naming_its_line_and_minute(tmp_pa
 
 
 def convert(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "autoscaler.simulation.minute_table", *map(str, args)],
-                          capture_output=True, text=True, cwd=REPO, timeout=60)
+    return run_module("autoscaler.simulation.minute_table", *args)
 
 
 def test_two_days_joined_keep_the_busiest_function(tmp_path: Path) -> None:
     """Day 1: f-a 6 requests, f-b 24 (one at the end of each hour); day 2: f-b 100 in its minute 2, f-c 1.
     Over both days f-b has 124 of 131: `--top 1` keeps it, day 2's minute 2 starting at 86,460 s."""
-    day1 = day_file(tmp_path / "d01.csv", [("f-a", "http", {1: 2, 1440: 3}), ("f-b", "timer", HOURLY),
-                                           ("f-a", "queue", {1: 1})])
+    day1 = day_file(tmp_path / "d01.csv", DAY_ONE)
     day2 = day_file(tmp_path / "d02.csv", [("f-b", "timer", {2: 100}), ("f-c", "http", {5: 1})])
     out = tmp_path / "trace.csv"
     result = convert(day1, day2, "--top", "1", "--out", out)

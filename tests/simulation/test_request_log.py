@@ -8,13 +8,7 @@ import sys
 from pathlib import Path
 
 from autoscaler.simulation.trace import read_csv
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def convert(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "autoscaler.simulation.request_log", *map(str, args)],
-                          capture_output=True, text=True, cwd=REPO, timeout=60)
+from tests.simulation.runs import REPO, convert
 
 
 def test_one_file_per_model_with_iso_times_becomes_counts_per_second(tmp_path: Path) -> None:

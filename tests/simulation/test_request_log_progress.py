@@ -14,8 +14,8 @@ from pathlib import Path
 
 from autoscaler.simulation.report import ProgressBar
 from autoscaler.simulation.trace import PROGRESS_ROWS, read_csv
+from tests.simulation.runs import REPO, convert, write_trace
 
-REPO = Path(__file__).resolve().parents[2]
 CONVERT = [sys.executable, "-m", "autoscaler.simulation.request_log"]
 
 
@@ -65,14 +65,12 @@ def test_a_big_log_shows_the_reading_bar_move_on_a_terminal(tmp_path: Path) -> N
 
 def test_a_log_file_gets_the_finished_bar_alone_and_quiet_none(tmp_path: Path) -> None:
     inputs = big_log(tmp_path, files=1)
-    logged = subprocess.run([*CONVERT, *inputs, "--out", str(tmp_path / "a.csv")], cwd=REPO, capture_output=True,
-                            text=True, timeout=120)
+    logged = convert(*inputs, "--out", str(tmp_path / "a.csv"), timeout=120)
     assert logged.returncode == 0, logged.stderr
     lines = [line for line in logged.stderr.splitlines() if line]  # the bar's "\r" read as a line end
     assert len(lines) == 2 and re.fullmatch(r"reading\s+\[#+\] 100%\s+\d+\.\ds", lines[0]), logged.stderr
     assert lines[1].startswith(f"{2 * PROGRESS_ROWS} requests of 1 models")
-    quiet = subprocess.run([*CONVERT, *inputs, "--out", str(tmp_path / "b.csv"), "--quiet"], cwd=REPO,
-                           capture_output=True, text=True, timeout=120)
+    quiet = convert(*inputs, "--out", str(tmp_path / "b.csv"), "--quiet", timeout=120)
     assert quiet.returncode == 0, quiet.stderr
     assert quiet.stderr.startswith(f"{2 * PROGRESS_ROWS} requests of 1 models"), quiet.stderr
     assert (tmp_path / "a.csv").read_text() == (tmp_path / "b.csv").read_text()
@@ -81,8 +79,7 @@ def test_a_log_file_gets_the_finished_bar_alone_and_quiet_none(tmp_path: Path) -
 def test_simulate_reading_a_trace_finishes_its_bar_once(tmp_path: Path) -> None:
     """A trace of exactly one report's rows: the reader reads ahead of the rows it parses, so the last report
     came at the file's last byte and the bar finished twice ("reading ... 100%" on two lines of a log)."""
-    path = tmp_path / "trace.csv"
-    path.write_text("timestamp_s,model,requests\n" + "".join(f"{60 * i},m{i % 7},1\n" for i in range(PROGRESS_ROWS)))
+    path = write_trace(tmp_path, "".join(f"{60 * i},m{i % 7},1\n" for i in range(PROGRESS_ROWS)))
     log = io.StringIO()
     read_csv(path, ProgressBar("reading", log))
     assert log.getvalue().count("100%") == 1, log.getvalue()
@@ -97,9 +94,8 @@ def test_an_error_after_a_partly_drawn_bar_starts_its_own_line(tmp_path: Path) -
     status, shown = on_a_terminal([f"m={log}", "--out", str(tmp_path / "out.csv")])
     assert status == 1 and re.search(r"\d%", shown), shown  # failed, after a bar drawn short of its end
     assert re.search(r"(^|\n)error: ", shown), shown
-    trace = tmp_path / "trace.csv"
     rows = "".join(f"{60 * i},m{i % 7},1\n" for i in range(3 * PROGRESS_ROWS // 2))
-    trace.write_text("timestamp_s,model,requests\n" + rows + "later,m1,1\n")
+    trace = write_trace(tmp_path, rows + "later,m1,1\n")
     status, shown = on_a_terminal(["simulate", "--trace", str(trace), "--out", str(tmp_path / "report")],
                                   [sys.executable, "-m", "autoscaler.cli"])
     assert status == 2 and re.search(r"\d%", shown), shown

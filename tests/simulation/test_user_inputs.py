@@ -3,11 +3,8 @@ the wrong series, and HPA files with mistakes. Each ends in a right report or on
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import matplotlib.image
 import numpy as np
@@ -16,20 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.simulation.trace import read_csv
-
-SIMULATE = [sys.executable, "-m", "autoscaler.cli", "simulate"]
+from tests.simulation import runs
+from tests.simulation.runs import SIMULATE, report, write_trace
 
 
 def simulate(tmp_path: Path, rows: str, *flags: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    trace = tmp_path / "trace.csv"
-    trace.write_text("timestamp_s,model,requests\n" + rows)
-    return subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"), "--no-plot", "--quiet",
-                           *flags], capture_output=True, text=True, timeout=timeout)
-
-
-def report(tmp_path: Path) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads((tmp_path / "out" / "report.json").read_text())
-    return loaded
+    return runs.simulate(tmp_path, write_trace(tmp_path, rows), *flags, timeout=timeout)
 
 
 def test_a_queue_on_one_pod_matches_the_figures_worked_out_by_hand(tmp_path: Path) -> None:
@@ -212,10 +201,7 @@ def test_an_output_file_that_cannot_be_written_is_one_line_before_the_run(tmp_pa
     """A directory where a report file goes (or any file that cannot be opened) ended the run, after it had
     simulated everything, in an IsADirectoryError traceback."""
     (tmp_path / "out" / name).mkdir(parents=True)
-    trace = tmp_path / "trace.csv"
-    trace.write_text("timestamp_s,model,requests\n0,a,60\n60,a,60\n")
-    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"), "--quiet"],
-                            capture_output=True, text=True, timeout=120)
+    result = runs.simulate(tmp_path, write_trace(tmp_path, "0,a,60\n60,a,60\n"), plot=True)
     assert result.returncode == 2, result.stderr
     assert result.stderr == (f"simulate: --out {tmp_path / 'out'}: cannot write {name} there: it is a "
                              "directory\n"), result.stderr
@@ -295,10 +281,7 @@ def test_traffic_that_rises_with_noise_is_not_taken_for_a_counter(tmp_path: Path
 
 def test_the_plot_of_a_one_row_trace_shows_its_point(tmp_path: Path) -> None:
     """Lines through one point draw nothing: the plot of a one-row (or one-bucket) trace was empty panels."""
-    trace = tmp_path / "trace.csv"
-    trace.write_text("timestamp_s,model,requests\n0,a,60\n")
-    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"), "--quiet"],
-                            capture_output=True, text=True, timeout=120)
+    result = runs.simulate(tmp_path, write_trace(tmp_path, "0,a,60\n"), plot=True)
     assert result.returncode == 0, result.stderr
     image = matplotlib.image.imread(tmp_path / "out" / "timeline.png")[..., :3]
     lower = image[image.shape[0] // 2:]  # the delayed-requests and cold-loads panels: no legend there

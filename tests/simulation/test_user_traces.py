@@ -6,8 +6,6 @@ to fix, never a run that does not end, a traceback, or figures that read as some
 from __future__ import annotations
 
 import gzip
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +15,7 @@ from hypothesis import strategies as st
 
 from autoscaler.simulation.report import bound_text, hours_text
 from autoscaler.simulation.trace import read_csv
-from tests.simulation.runs import report, simulate
-
-HEADER = "timestamp_s,model,requests\n"
+from tests.simulation.runs import HEADER, convert, report, simulate, write_trace
 
 
 @pytest.mark.parametrize(("rows", "said"), [
@@ -37,8 +33,7 @@ def test_a_trace_that_is_mostly_one_gap_is_refused_at_once_not_replayed_for_days
                                                                                  said: str) -> None:
     """Rows of two captures with different time origins (or a year apart) replayed decades of nothing: a
     warning, then a progress bar at 0% for hours (and Python lists of every empty minute)."""
-    trace = tmp_path / "trace.csv"
-    trace.write_text(HEADER + rows)
+    trace = write_trace(tmp_path, rows)
     result = simulate(tmp_path, trace, timeout=60)
     assert result.returncode == 2, result.stderr[-2000:]
     line = result.stderr.strip().splitlines()[-1]
@@ -51,8 +46,7 @@ def test_a_gap_of_days_is_warned_about_and_replayed(tmp_path: Path) -> None:
     hours of them replay, said."""
     rows = "".join(f"{60 * i},a,{1 + i % 3}\n" for i in range(60))
     rows += "".join(f"{86400 * 2 + 60 * i},a,{1 + i % 3}\n" for i in range(60))
-    trace = tmp_path / "trace.csv"
-    trace.write_text(HEADER + rows)
+    trace = write_trace(tmp_path, rows)
     result = simulate(tmp_path, trace, "--policies", "fixed")
     assert result.returncode == 0, result.stderr
     assert any(w.startswith("no rows for 47 h") for w in report(tmp_path)["warnings"])
@@ -61,8 +55,7 @@ def test_a_gap_of_days_is_warned_about_and_replayed(tmp_path: Path) -> None:
 def test_rows_that_repeat_a_model_and_interval_are_counted_and_how_to_sum_them_is_said(tmp_path: Path) -> None:
     """A converted public trace repeats many rows (a function under two triggers, two regions' files pasted
     together): the refusal named the first and told a pandas user to sum by (model) in PromQL."""
-    trace = tmp_path / "trace.csv"
-    trace.write_text(HEADER + "0,a,1\n0,b,1\n60,a,2\n0,a,3\n60,a,1\n0,b,5\n")
+    trace = write_trace(tmp_path, "0,a,1\n0,b,1\n60,a,2\n0,a,3\n60,a,1\n0,b,5\n")
     result = simulate(tmp_path, trace)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == (
@@ -74,8 +67,7 @@ def test_rows_that_repeat_a_model_and_interval_are_counted_and_how_to_sum_them_i
 def test_a_trace_whose_every_row_counts_no_requests_is_refused(tmp_path: Path) -> None:
     """Every row 0 (the wrong column taken as requests, an export of an idle runtime): the report said 0
     pod-hours of oracle and "0.00 x oracle" for every policy, figures of nothing that read as a result."""
-    trace = tmp_path / "trace.csv"
-    trace.write_text(HEADER + "0,a,0\n60,b,0\n120,a,0\n")
+    trace = write_trace(tmp_path, "0,a,0\n60,b,0\n120,a,0\n")
     result = simulate(tmp_path, trace)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == (f"simulate: {trace}: every row's requests is 0 (3 rows): nothing to replay; "
@@ -119,8 +111,7 @@ def test_the_request_log_converter_reads_or_names_what_users_save(tmp_path: Path
     text = "timestamp,model\n1700000000,café\n1700000001,a\n"
     log.write_bytes({"code page": text.encode("cp1252"), "gzip cut short": gzip.compress(text.encode())[:30],
                      "gzip named csv": gzip.compress(text.encode())}[mistake])
-    result = subprocess.run([sys.executable, "-m", "autoscaler.simulation.request_log", "--model-column", "model",
-                             str(log), "--out", "-"], capture_output=True, text=True, timeout=60)
+    result = convert("--model-column", "model", log, "--out", "-")
     if mistake == "gzip named csv":
         assert result.returncode == 0 and result.stdout.splitlines()[1:] == ["0,café,1", "1,a,1"], result.stderr
         return
@@ -139,8 +130,7 @@ def test_the_request_log_converter_reads_or_names_what_users_save(tmp_path: Path
 def test_a_timestamp_of_another_unit_or_none_is_named_on_its_line(tmp_path: Path, stamp: str, said: str) -> None:
     """Epoch microseconds read "timestamps are 6e+07 s apart: export at a step of 10 min or less"; a stray
     1e300 printed numpy's RuntimeWarning and told the user to floor to '5e+299s'."""
-    trace = tmp_path / "trace.csv"
-    trace.write_text(HEADER + f"0,a,5\n{stamp},a,3\n")
+    trace = write_trace(tmp_path, f"0,a,5\n{stamp},a,3\n")
     result = simulate(tmp_path, trace)
     assert result.returncode == 2, result.stderr
     assert result.stderr.count("\n") == 1 and said in result.stderr, result.stderr
@@ -151,8 +141,7 @@ def test_a_max_replicas_that_cannot_hold_the_models_in_use_is_warned_about_at_th
     the report's table read as a policy result: most requests refused, with nothing said at the start and the
     bound's text naming the requests' need only."""
     rows = "".join(f"{60 * t},m{m:03d},2\n" for t in range(30) for m in range(120))
-    trace = tmp_path / "trace.csv"
-    trace.write_text(HEADER + rows)
+    trace = write_trace(tmp_path, rows)
     result = simulate(tmp_path, trace, "--cache-models", "10", "--max-replicas", "4", "--policies", "fixed-max")
     assert result.returncode == 0, result.stderr
     warning = ("--max-replicas 4 pods hold 40 model copies (--cache-models 10), fewer than the 120 models the "
@@ -167,8 +156,7 @@ def test_where_the_models_in_use_size_the_runtime_the_report_reads_pod_hours_aga
     requests: the table's "x oracle" (the requests' oracle) read 58x for a policy within 1.1x of what holding
     the models takes, and fixed, sized from requests alone, was described as the peak's need."""
     rows = "".join(f"{60 * t},m{m:03d},1\n" for t in range(20) for m in range(200))
-    trace = tmp_path / "trace.csv"
-    trace.write_text(HEADER + rows)
+    trace = write_trace(tmp_path, rows)
     result = simulate(tmp_path, trace, "--cache-models", "20", "--policies", "fixed,fixed-max")
     assert result.returncode == 0, result.stderr
     got = report(tmp_path)
