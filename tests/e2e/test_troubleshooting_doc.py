@@ -5,7 +5,6 @@ what the doc says the operator will see (a 503's words and its `why:` line, the 
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -13,11 +12,16 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import DEPLOYMENT, DataPath, data_path_running
+from tests.e2e.conftest import (
+    DEPLOYMENT,
+    DataPath,
+    cluster_adapter_running,
+    data_path_running,
+    external_metric_once_refreshed,
+)
 from tests.e2e.test_hung_refresh import refresh_stopped, refused
-from tests.fakes.kube import FakeKubeApi
-from tests.support.kubectl import get_raw, write_kubeconfig
-from tests.support.processes import free_port, http_get, poll, running
+from tests.support.kubectl import get_raw
+from tests.support.processes import http_get, poll
 
 pytestmark = pytest.mark.slow
 
@@ -178,36 +182,20 @@ def the_row_for(message: str) -> list[str]:
 
 
 SCALED = "modelmesh-serving-triton"
-SCALED_LABELS = {"modelmesh-service": "modelmesh-serving", "name": SCALED}
 
 
 @pytest.fixture
 async def cluster_adapter(tmp_path: Path) -> AsyncIterator[tuple[Path, Path]]:
     """An adapter on the fake Kubernetes API with one runtime, scaled to zero: (kubectl's kubeconfig, its log)."""
-    port = free_port()
-    async with FakeKubeApi() as kube:
-        kube.add_deployment("team-a", SCALED, replicas=0, labels=SCALED_LABELS, selector=SCALED_LABELS)
-        with running(
-            ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}",
-             "--kubeconfig", str(kube.write_kubeconfig(tmp_path / "cluster.kubeconfig")),
-             "--refresh-interval", "1", "--leader-elect", "false"],
-            f"https://127.0.0.1:{port}/healthz", tmp_path / "adapter.log",
-        ):
-            kubeconfig = write_kubeconfig(tmp_path / "adapter.kubeconfig", f"https://127.0.0.1:{port}")
-            yield kubeconfig, tmp_path / "adapter.log"
+    async with cluster_adapter_running(tmp_path, SCALED, ("team-a",)) as kubeconfig:
+        yield kubeconfig, tmp_path / "adapter.log"
 
 
 async def kubectl(kubeconfig: Path, metric: str, selector: str | None = f"deployment%3D{SCALED}") -> str:
     """kubectl's error for the HPA's query, once the adapter has refreshed (else the first-refresh 503)."""
-    path = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/team-a/{metric}"
-    path += f"?labelSelector={selector}" if selector else ""
-    for _ in range(240):
-        code, body = await asyncio.to_thread(get_raw, kubeconfig, path)
-        assert code != 0, f"served a value for a runtime scaled to zero: {body}"
-        if "first refresh" not in str(body) and "have not been refreshed" not in str(body):
-            return str(body)
-        await asyncio.sleep(0.5)
-    raise AssertionError(f"no refresh: {body}")
+    code, body = await external_metric_once_refreshed(kubeconfig, "team-a", metric, selector)
+    assert code != 0, f"served a value for a runtime scaled to zero: {body}"
+    return str(body)
 
 
 async def test_a_runtime_scaled_to_zero_answers_as_the_doc_says(cluster_adapter: tuple[Path, Path]) -> None:

@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample as ScrapedSample
 
 from autoscaler.api.app import EXTERNAL_METRIC_ROUTE
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
@@ -28,8 +29,13 @@ from exporter import names
 from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
 from tests.fakes.prometheus import Sample
+from tests.support.processes import http_get
 
 Labels = dict[str, str]
+
+ADAPTER_LABELS = {"job": "modelmesh-autoscaler", "namespace": "modelmesh-autoscaler", "pod": "modelmesh-autoscaler-0"}
+"""The target labels the shipped adapter job gives every series of the adapter pod (with `honor_labels`,
+per-runtime series keep their own namespace: `attach`)."""
 
 
 # ---- relabelling, as Prometheus does it for the actions the scrape config uses ----
@@ -150,6 +156,13 @@ class ExporterPod:
             self.collector.ingest(generate_latest(self._mm_registry).decode(), now)
             self.health.succeeded(names.COLLECTOR_MODELMESH)
         self.health.succeeded(names.COLLECTOR_GPU)
+
+
+def adapter_metrics(adapter: str) -> list[ScrapedSample]:
+    """Every sample of a running adapter's own /metrics (`adapter`: its host:port, served over https)."""
+    status, text = http_get(f"https://{adapter}/metrics")
+    assert status == 200, text
+    return [sample for family in text_string_to_metric_families(text) for sample in family.samples]
 
 
 def adapter_step(metrics: AdapterMetrics, namespace: str, deployment: str, pods: list[str],

@@ -130,3 +130,22 @@ def label_matchers(expr: str) -> list[tuple[str, str, str]]:
 
 def run(command: list[str], cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+# ---- the shipped rules under promtool ----
+
+
+def alert_names() -> list[str]:
+    """The name of every alert the shipped rules.yaml defines."""
+    return [rule["alert"] for group in load_yaml(PROMETHEUS / "rules.yaml")["groups"] for rule in group["rules"]
+            if "alert" in rule]
+
+
+def promtool_test_rules(tmp_path: Path, tests: list[dict[str, Any]], name: str = "rules_test.yaml",
+                        timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`promtool test rules` on a unit-test file written to `tmp_path / name`: `tests` (each with its own
+    `interval`, `input_series` and checks) over the shipped rules.yaml, evaluated every minute."""
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump({"rule_files": [str(PROMETHEUS / "rules.yaml")], "evaluation_interval": "1m",
+                                    "tests": tests}))
+    return run([PROMTOOL, "test", "rules", str(path)], timeout=timeout)

@@ -23,18 +23,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.actuation.bridge import BridgeSettings
 from tests.fakes.kube import FakeKubeApi
-from tests.manifests.support import BASE, PROMETHEUS, PROMTOOL, find, kustomize
-from tests.support.processes import free_port, http_get, running
+from tests.manifests.series import ADAPTER_LABELS, adapter_metrics
+from tests.manifests.support import BASE, find, kustomize, promtool_test_rules
+from tests.support.processes import free_port, running
 
 pytestmark = pytest.mark.slow
 
 TEAM = "team-a"  # a runtime namespace the base's write Role (in modelmesh-serving) does not reach
-ADAPTER_LABELS = {"job": "modelmesh-autoscaler", "namespace": "modelmesh-autoscaler", "pod": "modelmesh-autoscaler-0"}
 MINUTES = 60
 
 
@@ -45,10 +43,8 @@ def writes_without_the_role() -> list[tuple[str, str]]:
 
 
 def bridge_writes(adapter: str) -> dict[tuple[str, str], float]:
-    status, text = http_get(f"https://{adapter}/metrics")
-    assert status == 200, text
-    return {(s.labels["write"], s.labels["result"]): s.value for family in text_string_to_metric_families(text)
-            for s in family.samples if s.name == "modelmesh_autoscaler_bridge_writes_total"}
+    return {(s.labels["write"], s.labels["result"]): s.value for s in adapter_metrics(adapter)
+            if s.name == "modelmesh_autoscaler_bridge_writes_total"}
 
 
 async def one_pass_apart(adapter: str) -> dict[tuple[str, str], float]:
@@ -80,24 +76,15 @@ def an_hour(totals: dict[tuple[str, str], float], per_pass: dict[tuple[str, str]
 def firing_at(tmp_path: Path, series: list[dict[str, str]], minute: int) -> subprocess.CompletedProcess[str]:
     """promtool's answer to: how many alerts fire at `minute` (asked as `count(ALERTS{alertstate="firing"})`,
     expected 1; no alert at all gives no sample and fails)."""
-    path = tmp_path / "bridge_test.yaml"
-    path.write_text(yaml.safe_dump({
-        "rule_files": [str(PROMETHEUS / "rules.yaml")], "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": series, "promql_expr_test": [
-            {"expr": 'count(ALERTS{alertstate="firing"})', "eval_time": f"{minute}m",
-             "exp_samples": [{"labels": "{}", "value": 1}]}]}]}))
-    return subprocess.run([PROMTOOL, "test", "rules", str(path)], capture_output=True, text=True, timeout=120,
-                          check=False)
+    return promtool_test_rules(tmp_path, [{"interval": "1m", "input_series": series, "promql_expr_test": [
+        {"expr": 'count(ALERTS{alertstate="firing"})', "eval_time": f"{minute}m",
+         "exp_samples": [{"labels": "{}", "value": 1}]}]}], "bridge_test.yaml")
 
 
 def quiet_at(tmp_path: Path, series: list[dict[str, str]], minute: int) -> subprocess.CompletedProcess[str]:
-    path = tmp_path / "bridge_quiet_test.yaml"
-    path.write_text(yaml.safe_dump({
-        "rule_files": [str(PROMETHEUS / "rules.yaml")], "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": series, "promql_expr_test": [
-            {"expr": 'ALERTS{alertstate="firing"}', "eval_time": f"{minute}m", "exp_samples": []}]}]}))
-    return subprocess.run([PROMTOOL, "test", "rules", str(path)], capture_output=True, text=True, timeout=120,
-                          check=False)
+    return promtool_test_rules(tmp_path, [{"interval": "1m", "input_series": series, "promql_expr_test": [
+        {"expr": 'ALERTS{alertstate="firing"}', "eval_time": f"{minute}m", "exp_samples": []}]}],
+        "bridge_quiet_test.yaml")
 
 
 @contextlib.contextmanager

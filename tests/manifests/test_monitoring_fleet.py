@@ -13,9 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from tests.manifests.support import GRAFANA, PROMETHEUS, PROMTOOL
+from tests.manifests.support import GRAFANA, promtool_test_rules
 
 SCRAPES_PER_MINUTE = 40_000
 """10,000 pods scraped every 15 s by one replica."""
@@ -36,11 +34,7 @@ def adapter_counters(errors_per_minute: int, reason: str, scrapes_per_minute: in
 
 
 def promtool_test(tmp_path: Path, tests: list[dict[str, Any]]) -> subprocess.CompletedProcess[str]:
-    path = tmp_path / "fleet_test.yaml"
-    path.write_text(yaml.safe_dump({"rule_files": [str(PROMETHEUS / "rules.yaml")], "evaluation_interval": "1m",
-                                    "tests": tests}))
-    return subprocess.run([PROMTOOL, "test", "rules", str(path)], capture_output=True, text=True, timeout=60,
-                          check=False)
+    return promtool_test_rules(tmp_path, tests, "fleet_test.yaml", timeout=60)
 
 
 def test_a_few_broken_exporters_in_a_large_fleet_do_not_fire_the_source_errors_alert(tmp_path: Path) -> None:

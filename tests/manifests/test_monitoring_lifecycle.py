@@ -14,18 +14,11 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-import yaml
-
-from tests.manifests.support import PROMETHEUS, PROMTOOL, load_yaml
+from tests.manifests.support import alert_names, promtool_test_rules
 
 NS = "modelmesh-serving"
 API_PATH = "/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/{metric}"
 MINUTES = 60
-
-
-def alert_names() -> list[str]:
-    return [rule["alert"] for group in load_yaml(PROMETHEUS / "rules.yaml")["groups"] for rule in group["rules"]
-            if "alert" in rule]
 
 
 def during(start: int, end: int, values: str) -> str:
@@ -106,12 +99,8 @@ def adapter(pod: str, start: int, end: int, runtimes: dict[str, tuple[int, int]]
 def promtool_test(tmp_path: Path, input_series: list[dict[str, str]]) -> subprocess.CompletedProcess[str]:
     quiet = [{"eval_time": f"{minute}m", "alertname": name, "exp_alerts": []}
              for minute in (12, 25, 34, 42, 50, 59) for name in alert_names()]
-    path = tmp_path / "lifecycle_test.yaml"
-    path.write_text(yaml.safe_dump({
-        "rule_files": [str(PROMETHEUS / "rules.yaml")], "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": input_series, "alert_rule_test": quiet}]}))
-    return subprocess.run([PROMTOOL, "test", "rules", str(path)], capture_output=True, text=True, timeout=120,
-                          check=False)
+    return promtool_test_rules(tmp_path, [{"interval": "1m", "input_series": input_series, "alert_rule_test": quiet}],
+                               "lifecycle_test.yaml")
 
 
 def test_an_ordinary_hour_of_a_fleet_fires_no_alert(tmp_path: Path) -> None:

@@ -20,11 +20,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tests.manifests.series import pod_discovery_labels, relabel
-from tests.manifests.support import EXAMPLES, PROMETHEUS, PROMTOOL, container, find, kustomize, load_yaml
-from tests.manifests.test_monitoring import RUNTIME_NAMESPACE, RUNTIME_POD_LABELS
+from tests.manifests.support import EXAMPLES, PROMETHEUS, container, find, kustomize, promtool_test_rules
+from tests.manifests.test_monitoring import EXPORTER_JOB, RUNTIME_NAMESPACE, RUNTIME_POD_LABELS, scrape_jobs
 
 POD = "modelmesh-serving-triton-5d9c7b-x1"
 PULL_MINUTES = 12
@@ -38,12 +36,6 @@ def runtime_pod(phase: str, ready: str) -> dict[str, str]:
     labels = pod_discovery_labels(RUNTIME_NAMESPACE, POD, RUNTIME_POD_LABELS, port["name"], port["containerPort"],
                                   "10.0.3.7")
     return {**labels, "__meta_kubernetes_pod_phase": phase, "__meta_kubernetes_pod_ready": ready}
-
-
-def exporter_job() -> dict[str, Any]:
-    jobs: list[dict[str, Any]] = load_yaml(PROMETHEUS / "scrape-config.yaml")["scrape_configs"]
-    (job,) = [j for j in jobs if j["job_name"] == "modelmesh-exporter"]
-    return job
 
 
 def pod_monitor_job() -> dict[str, Any]:
@@ -73,18 +65,14 @@ def down_alerts_while_pulling(tmp_path: Path, job: dict[str, Any]) -> subprocess
     assert starting in (None, running), (starting, running)
     series = [{"series": "up{" + ", ".join(f'{k}="{v}"' for k, v in running.items()) + "}",
                "values": f"{pulling} 1x{MINUTES - PULL_MINUTES}"}]
-    path = tmp_path / "pending_test.yaml"
-    path.write_text(yaml.safe_dump({
-        "rule_files": [str(PROMETHEUS / "rules.yaml")], "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": series,
-                   "alert_rule_test": [{"eval_time": f"{minute}m", "alertname": "ModelMeshExporterDown",
-                                        "exp_alerts": []} for minute in (6, 9, 11, 20)]}]}))
-    return subprocess.run([PROMTOOL, "test", "rules", str(path)], capture_output=True, text=True, timeout=120,
-                          check=False)
+    quiet = [{"eval_time": f"{minute}m", "alertname": "ModelMeshExporterDown", "exp_alerts": []}
+             for minute in (6, 9, 11, 20)]
+    return promtool_test_rules(tmp_path, [{"interval": "1m", "input_series": series, "alert_rule_test": quiet}],
+                               "pending_test.yaml")
 
 
 def test_a_runtime_pod_pulling_its_images_fires_no_exporter_down(tmp_path: Path) -> None:
-    done = down_alerts_while_pulling(tmp_path, exporter_job())
+    done = down_alerts_while_pulling(tmp_path, scrape_jobs()[EXPORTER_JOB])
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
 
 
@@ -95,5 +83,5 @@ def test_nor_through_the_pod_monitor(tmp_path: Path) -> None:
 
 def test_a_running_pod_whose_exporter_does_not_answer_is_still_scraped() -> None:
     """The alert's own case stays: a sidecar that crashes or listens elsewhere in a Running pod (Ready or not)."""
-    for job in (exporter_job(), pod_monitor_job()):
+    for job in (scrape_jobs()[EXPORTER_JOB], pod_monitor_job()):
         assert relabel(job, runtime_pod("Running", "false")) is not None

@@ -23,16 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.actuation.bridge import BridgeSettings
 from autoscaler.actuation.bridge_status import AUTOSCALER_CLASS_ANNOTATION
 from tests.fakes.kube import FakeKubeApi
-from tests.manifests.series import attach
-from tests.manifests.support import PROMETHEUS, PROMTOOL
-from tests.manifests.test_monitoring_bridge import ADAPTER_LABELS, leading_adapter
-from tests.support.processes import http_get
+from tests.manifests.series import ADAPTER_LABELS, adapter_metrics, attach
+from tests.manifests.support import promtool_test_rules
+from tests.manifests.test_monitoring_bridge import leading_adapter
 
 pytestmark = pytest.mark.slow
 
@@ -43,15 +40,12 @@ Snapshot = dict[str, float]  # series text (with the adapter's target labels) ->
 def runtime_scale_series(adapter: str) -> Snapshot:
     """Every `modelmesh_autoscaler_runtime_scale_*` sample of the adapter's /metrics, as Prometheus would store
     it when it scrapes the adapter pod (`honor_labels`: the RuntimeScale's namespace, not the adapter's)."""
-    status, text = http_get(f"https://{adapter}/metrics")
-    assert status == 200, text
     found: Snapshot = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name.startswith("modelmesh_autoscaler_runtime_scale_"):
-                labels = attach(ADAPTER_LABELS, sample.labels, honor_labels=True)  # as scrape-config.yaml has it
-                found[sample.name + "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"] = (
-                    sample.value)
+    for sample in adapter_metrics(adapter):
+        if sample.name.startswith("modelmesh_autoscaler_runtime_scale_"):
+            labels = attach(ADAPTER_LABELS, sample.labels, honor_labels=True)  # as scrape-config.yaml has it
+            found[sample.name + "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"] = (
+                sample.value)
     return found
 
 
@@ -94,16 +88,11 @@ def alerts_at(tmp_path: Path, series: list[dict[str, str]], minute: int,
               expected: list[dict[str, str]]) -> subprocess.CompletedProcess[str]:
     """promtool's check that the alerts firing at `minute`, by alert name, RuntimeScale and reason, are
     exactly `expected` (each once)."""
-    path = tmp_path / "runtime_scale_ready_test.yaml"
-    path.write_text(yaml.safe_dump({
-        "rule_files": [str(PROMETHEUS / "rules.yaml")], "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": series, "promql_expr_test": [
-            {"expr": 'count by (alertname, namespace, runtimescale, reason) (ALERTS{alertstate="firing"})',
-             "eval_time": f"{minute}m",
-             "exp_samples": [{"labels": "{" + ", ".join(f'{k}="{v}"' for k, v in labels.items()) + "}",
-                              "value": 1} for labels in expected]}]}]}))
-    return subprocess.run([PROMTOOL, "test", "rules", str(path)], capture_output=True, text=True, timeout=120,
-                          check=False)
+    return promtool_test_rules(tmp_path, [{"interval": "1m", "input_series": series, "promql_expr_test": [
+        {"expr": 'count by (alertname, namespace, runtimescale, reason) (ALERTS{alertstate="firing"})',
+         "eval_time": f"{minute}m",
+         "exp_samples": [{"labels": "{" + ", ".join(f'{k}="{v}"' for k, v in labels.items()) + "}",
+                          "value": 1} for labels in expected]}]}], "runtime_scale_ready_test.yaml")
 
 
 async def test_a_runtime_scale_that_reaches_no_runtime_fires_an_alert_but_one_scaled_to_zero_does_not(

@@ -25,13 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
 from tests.fakes.kube import FakeKubeApi
-from tests.manifests.series import pod_discovery_labels, relabel
-from tests.manifests.support import EXAMPLES, PROMETHEUS, PROMTOOL, container, find, kustomize, load_yaml
+from tests.manifests.series import ADAPTER_LABELS, adapter_metrics, attach, pod_discovery_labels, relabel
+from tests.manifests.support import EXAMPLES, container, find, kustomize, promtool_test_rules
+from tests.manifests.test_monitoring import EXPORTER_JOB, scrape_jobs
 from tests.support.processes import free_port, http_get, running, stop
 
 pytestmark = pytest.mark.slow
@@ -39,7 +38,6 @@ pytestmark = pytest.mark.slow
 NS = "modelmesh-serving"
 SCALED = "modelmesh-serving-triton"  # the runtime the guide adds the sidecar to
 OTHER = "modelmesh-serving-mlserver-1.x"  # a built-in runtime in use, without the sidecar
-ADAPTER_LABELS = {"job": "modelmesh-autoscaler", "namespace": "modelmesh-autoscaler", "pod": "modelmesh-autoscaler-0"}
 MINUTES = 60
 MODELMESH_PORTS = [("grpc", 8033), ("http", 8008), ("prometheus", 2112)]
 """Ports a runtime pod declares without the sidecar (ModelMesh's, the REST proxy's)."""
@@ -90,14 +88,11 @@ async def cluster(workdir: Path) -> AsyncIterator[Cluster]:
 
 def per_runtime_series(adapter: str) -> dict[str, dict[str, float]]:
     """deployment -> {series name: value} of the adapter's per-runtime gauges."""
-    status, text = http_get(f"https://{adapter}/metrics")
-    assert status == 200, text
     found: dict[str, dict[str, float]] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name in ("modelmesh_autoscaler_runtime_values_known",
-                               "modelmesh_autoscaler_runtime_consecutive_misses"):
-                found.setdefault(sample.labels["deployment"], {})[sample.name] = sample.value
+    for sample in adapter_metrics(adapter):
+        if sample.name in ("modelmesh_autoscaler_runtime_values_known",
+                           "modelmesh_autoscaler_runtime_consecutive_misses"):
+            found.setdefault(sample.labels["deployment"], {})[sample.name] = sample.value
     return found
 
 
@@ -116,8 +111,7 @@ async def settled(adapter: str, known: dict[str, float]) -> dict[str, dict[str, 
 def exporter_targets(pods: dict[str, str], exporter_up: float) -> list[dict[str, str]]:
     """What the shipped exporter job scrapes of the two pods: the sidecar's declared port on `triton`'s (`up` as
     given), ModelMesh's ports alone on the other's (none kept)."""
-    (job,) = [j for j in load_yaml(PROMETHEUS / "scrape-config.yaml")["scrape_configs"]
-              if j["job_name"] == "modelmesh-exporter"]
+    job = scrape_jobs()[EXPORTER_JOB]
     (sidecar,) = container(find(kustomize(EXAMPLES), "ServingRuntime")["spec"], "autoscaler-exporter")["ports"]
     declared = {SCALED: [*MODELMESH_PORTS, (sidecar["name"], sidecar["containerPort"])], OTHER: MODELMESH_PORTS}
     series = []
@@ -136,7 +130,8 @@ def an_hour(adapter_series: dict[str, dict[str, float]], exporter: list[dict[str
     target = ", ".join(f'{k}="{v}"' for k, v in ADAPTER_LABELS.items())
     series = [{"series": f"up{{{target}}}", "values": f"1x{MINUTES}"}, *exporter]
     for deployment, values in adapter_series.items():
-        own = {**ADAPTER_LABELS, "namespace": NS, "deployment": deployment}  # honor_labels: the runtime's namespace
+        # honor_labels: the runtime's namespace
+        own = attach(ADAPTER_LABELS, {"namespace": NS, "deployment": deployment}, honor_labels=True)
         labels = ", ".join(f'{k}="{v}"' for k, v in own.items())
         for name, value in values.items():
             rising = name.endswith("consecutive_misses") and value > 0
@@ -148,14 +143,9 @@ def an_hour(adapter_series: dict[str, dict[str, float]], exporter: list[dict[str
 def firing(tmp_path: Path, series: list[dict[str, str]], alerts: list[str]) -> subprocess.CompletedProcess[str]:
     """promtool's check that at minute 45 exactly `alerts` fire, each for `triton` (asked of ALERTS)."""
     expected = [{"labels": f'{{alertname="{alert}", deployment="{SCALED}"}}', "value": 1} for alert in alerts]
-    path = tmp_path / "sidecar_test.yaml"
-    path.write_text(yaml.safe_dump({
-        "rule_files": [str(PROMETHEUS / "rules.yaml")], "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": series, "promql_expr_test": [
-            {"expr": 'count by (alertname, deployment) (ALERTS{alertstate="firing"})', "eval_time": "45m",
-             "exp_samples": expected}]}]}))
-    return subprocess.run([PROMTOOL, "test", "rules", str(path)], capture_output=True, text=True, timeout=120,
-                          check=False)
+    return promtool_test_rules(tmp_path, [{"interval": "1m", "input_series": series, "promql_expr_test": [
+        {"expr": 'count by (alertname, deployment) (ALERTS{alertstate="firing"})', "eval_time": "45m",
+         "exp_samples": expected}]}], "sidecar_test.yaml")
 
 
 async def test_runtimes_without_the_sidecar_fire_no_alert_and_a_broken_one_does(tmp_path: Path) -> None:
@@ -178,10 +168,9 @@ async def test_a_runtime_without_the_sidecar_is_not_a_failing_source(tmp_path: P
     counter has no runtime label to leave it out by), and /debug says why that runtime has no data."""
     async with cluster(tmp_path) as c:
         await settled(c.adapter, {SCALED: 1, OTHER: 0})
-        status, text = await asyncio.to_thread(http_get, f"https://{c.adapter}/metrics")
-        assert status == 200, text
-        errors = {sample.labels["reason"]: sample.value for family in text_string_to_metric_families(text)
-                  for sample in family.samples if sample.name == "modelmesh_autoscaler_source_errors_total"}
+        samples = await asyncio.to_thread(adapter_metrics, c.adapter)
+        errors = {sample.labels["reason"]: sample.value for sample in samples
+                  if sample.name == "modelmesh_autoscaler_source_errors_total"}
         assert sum(errors.values()) == 0, errors
         status, text = await asyncio.to_thread(http_get, f"https://{c.adapter}/debug/runtimes/{NS}/{OTHER}")
         assert status == 200, text

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
-from tests.manifests.support import PROMETHEUS, PROMTOOL, load_yaml
+from tests.manifests.series import ADAPTER_LABELS, adapter_metrics, attach
+from tests.manifests.support import alert_names, promtool_test_rules
 from tests.support.processes import Server, all_running, free_port, http_get, poll, running, stop
 
 NAMESPACE = "modelmesh-serving"
@@ -38,8 +38,6 @@ IDLE = "modelmesh-serving-idle"
 PLAIN = "modelmesh-serving-mlserver-1.x"
 """A runtime in use without the exporter sidecar (nobody scales it): its values are unknown, nothing is wrong."""
 EXTERNAL_METRICS = "/apis/external.metrics.k8s.io/v1beta1"
-ADAPTER_LABELS = {"job": "modelmesh-autoscaler", "namespace": "modelmesh-autoscaler", "pod": "modelmesh-autoscaler-0"}
-"""The target labels the shipped adapter job gives every series (per-runtime series keep their own namespace)."""
 ASKS_PER_MINUTE = 4
 """An HPA asks for each of its metrics once per sync period, 15 s by default."""
 MINUTES = 60
@@ -84,17 +82,10 @@ def ask(fleet: Fleet, deployment: str) -> tuple[int, str]:
                     f"?labelSelector=deployment%3D{deployment}")
 
 
-def scrape(fleet: Fleet) -> list[tuple[str, dict[str, str], float]]:
-    status, text = http_get(f"https://{fleet.adapter}/metrics")
-    assert status == 200, text
-    return [(sample.name, sample.labels, sample.value)
-            for family in text_string_to_metric_families(text) for sample in family.samples]
-
-
 def requests_counted(fleet: Fleet) -> Counter[tuple[str, str]]:
     """The adapter's count of external-metrics answers, by route and status (its own /metrics scrapes left out)."""
-    return Counter({(labels["path"], labels["code"]): value for name, labels, value in scrape(fleet)
-                    if name == "modelmesh_autoscaler_api_requests_total" and labels["path"] != "/metrics"})
+    return Counter({(s.labels["path"], s.labels["code"]): s.value for s in adapter_metrics(fleet.adapter)
+                    if s.name == "modelmesh_autoscaler_api_requests_total" and s.labels["path"] != "/metrics"})
 
 
 def an_hour_of(fleet: Fleet, exporter_up: int, rounds: int = 5) -> list[dict[str, str]]:
@@ -116,11 +107,11 @@ def an_hour_of(fleet: Fleet, exporter_up: int, rounds: int = 5) -> list[dict[str
         step = count / rounds * ASKS_PER_MINUTE
         series.append({"series": f'modelmesh_autoscaler_api_requests_total{{{target}, path="{path}", code="{code}"}}',
                        "values": f"0+{step:g}x{MINUTES}"})
-    for name, labels, value in scrape(fleet):
-        if name.startswith(("modelmesh_autoscaler_runtime_", "modelmesh_autoscaler_served_value")):
-            labelled = {**ADAPTER_LABELS, **labels}  # honor_labels: the runtime's own namespace stays
+    for sample in adapter_metrics(fleet.adapter):
+        if sample.name.startswith(("modelmesh_autoscaler_runtime_", "modelmesh_autoscaler_served_value")):
+            labelled = attach(ADAPTER_LABELS, sample.labels, honor_labels=True)  # the runtime's own namespace stays
             selector = ", ".join(f'{k}="{v}"' for k, v in labelled.items())
-            series.append({"series": f"{name}{{{selector}}}", "values": f"{value:g}x{MINUTES}"})
+            series.append({"series": f"{sample.name}{{{selector}}}", "values": f"{sample.value:g}x{MINUTES}"})
     return series
 
 
@@ -134,17 +125,8 @@ def alerts_at(tmp_path: Path, series: list[dict[str, str]], alert: str, firing: 
         {"promql_expr_test": [{"expr": f'count(ALERTS{{alertname="{alert}", alertstate="firing"}})',
                                "eval_time": f"{minute}m", "exp_samples": [{"labels": "{}", "value": firing}]}
                               for minute in (30, 59)]})
-    path = tmp_path / "scaled_to_zero_test.yaml"
-    path.write_text(yaml.safe_dump({
-        "rule_files": [str(PROMETHEUS / "rules.yaml")], "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": series, **check}]}))
-    return subprocess.run([PROMTOOL, "test", "rules", str(path)], capture_output=True, text=True, timeout=120,
-                          check=False)
-
-
-def alert_names() -> list[str]:
-    return [rule["alert"] for group in load_yaml(PROMETHEUS / "rules.yaml")["groups"] for rule in group["rules"]
-            if "alert" in rule]
+    return promtool_test_rules(tmp_path, [{"interval": "1m", "input_series": series, **check}],
+                               "scaled_to_zero_test.yaml")
 
 
 @pytest.mark.slow
@@ -152,8 +134,8 @@ def test_an_hpa_on_a_runtime_scaled_to_zero_fires_no_alert(fleet: Fleet, tmp_pat
     poll(lambda: ask(fleet, BUSY)[0] == 200, timeout=30)
     status, body = ask(fleet, IDLE)
     assert status == 503 and "scaled to zero" in json.loads(body)["message"], body
-    poll(lambda: any(labels.get("deployment") == PLAIN and value == 0 for name, labels, value in scrape(fleet)
-                     if name == "modelmesh_autoscaler_runtime_values_known"), timeout=30)
+    poll(lambda: any(s.labels.get("deployment") == PLAIN and s.value == 0 for s in adapter_metrics(fleet.adapter)
+                     if s.name == "modelmesh_autoscaler_runtime_values_known"), timeout=30)
     series = an_hour_of(fleet, exporter_up=1)
     loud = []
     for alert in alert_names():

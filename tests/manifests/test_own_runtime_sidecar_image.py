@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.manifests.support import EXAMPLES, KUBECTL, REPO
+from tests.manifests.support import EXAMPLES, KUBECTL, REPO, Object
 
 OPERATIONS = REPO / "docs" / "operations.md"
 MY_IMAGE = "registry.test/platform/modelmesh-autoscaler:9.9.9"
@@ -57,13 +57,21 @@ exec {KUBECTL} patch --local -f {EXAMPLES / "servingruntime-triton.yaml"} -o yam
     return shim.parent
 
 
-def test_the_guide_patches_a_runtime_of_your_own_with_your_image(tmp_path: Path) -> None:
+def patched_example(script: str, tmp_path: Path, failure: str = "") -> tuple[Object, Object]:
+    """Run `script` as a reader would (bash -euo pipefail, from the repository root, IMAGE set to MY_IMAGE) with
+    `kubectl_on_the_example` first on PATH: (the patched example ServingRuntime, its sidecar container). A failing
+    script fails the test, its stderr after `failure`."""
     env = {**os.environ, "PATH": f"{kubectl_on_the_example(tmp_path)}:{os.environ['PATH']}", "IMAGE": MY_IMAGE}
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", sidecar_block()], cwd=REPO, env=env,
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, failure + done.stderr
     runtime = yaml.safe_load(done.stdout)
     [sidecar] = [c for c in runtime["spec"]["containers"] if c["name"] == "autoscaler-exporter"]
+    return runtime, sidecar
+
+
+def test_the_guide_patches_a_runtime_of_your_own_with_your_image(tmp_path: Path) -> None:
+    _, sidecar = patched_example(sidecar_block(), tmp_path)
     assert sidecar["image"] == MY_IMAGE, f"the guide's command runs {sidecar['image']}, not the image you built"
 
 

@@ -11,16 +11,14 @@ ServingRuntime with `kubectl patch --local` (the real kubectl, no cluster).
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.manifests.support import EXAMPLES, REPO
-from tests.manifests.test_own_runtime_sidecar_image import MY_IMAGE, kubectl_on_the_example
+from tests.manifests.test_own_runtime_sidecar_image import MY_IMAGE, patched_example
 
 PATCH_FILE = "manifests/examples/exporter-sidecar-patch.yaml"
 MARKDOWN = ("README.md", "docs/operations.md", "manifests/README.md")
@@ -61,12 +59,7 @@ def test_each_place_that_adds_the_sidecar_gives_a_command() -> None:
 @pytest.mark.parametrize(("doc", "command"), every_command())
 def test_the_command_runs_the_image_you_built(doc: str, command: str, tmp_path: Path) -> None:
     script = command.replace("NAME", "triton").replace(" NS ", " modelmesh-serving ")
-    env = {**os.environ, "PATH": f"{kubectl_on_the_example(tmp_path)}:{os.environ['PATH']}", "IMAGE": MY_IMAGE}
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=60)
-    assert done.returncode == 0, f"{doc}: {command}\n{done.stderr}"
-    runtime = yaml.safe_load(done.stdout)
+    runtime, sidecar = patched_example(script, tmp_path, f"{doc}: {command}\n")
     assert runtime["metadata"]["name"] == yaml.safe_load((EXAMPLES / "servingruntime-triton.yaml").read_text())[
         "metadata"]["name"]
-    [sidecar] = [c for c in runtime["spec"]["containers"] if c["name"] == "autoscaler-exporter"]
     assert sidecar["image"] == MY_IMAGE, f"{doc}: `{command}` runs {sidecar['image']}, not the image you built"
