@@ -9,8 +9,9 @@ models moved by a scale-down, copies the janitor unloaded).
 New pods become Ready after the start-up delay with an empty cache. Every model a removed pod held gets a copy
 on a remaining pod that neither holds nor loads it, as ModelMesh's pre-shutdown asks (each such load is a
 *migrated load*), and its queued requests go to the least busy remaining pod (ModelMesh retries them), so
-no request is lost. The requests for a model whose only copies left wait for its new copy, which each pod
-loads `load_concurrency` at a time, the most recently used first (`MigratingCopy`). Every 6 minutes each
+no request is lost. The requests for a model whose only copies left wait for its new copy (`MigratingCopy`).
+Each pod loads the copies asked of it (a pre-shutdown's, the rate check's, the regular-use rule's)
+`load_concurrency` at a time, in the order asked (`pods.queue_load`). Every 6 minutes each
 pod's janitor unloads copies of models held elsewhere that are no longer busy, while the caches are close to
 full (janitor.py).
 """
@@ -31,6 +32,7 @@ from autoscaler.simulation.pods import (
     TickStats,
     count_for_rate_check,
     new_pod,
+    queue_load,
     sample,
     serve,
 )
@@ -198,14 +200,14 @@ class Cluster:
         a copy used more recently); a model held elsewhere keeps its copies there.
 
         Each pod loads the copies sent to it `load_concurrency` at a time (its loading queue orders them by
-        last use, most recent first, as they are sent), after those earlier pre-shutdowns sent it: a model whose
-        only copies left is served by none until its copy loads (`MigratingCopy`); a model with loaded copies
-        elsewhere is served by those. Placed at once, each copy fills its pod's cache for the placements after
+        last use, most recent first, as they are sent), after the copies asked of it before (`queue_load`): a
+        model whose only copies left is served by none until its copy loads (`MigratingCopy`); a model with loaded
+        copies elsewhere is served by those. Placed at once, each copy fills its pod's cache for the placements after
         it, as ModelMesh's cache entry does from the load's start.
 
-        Simplifications: the leaving pod's other loads under way stop with it, and the loads the pre-shutdown
-        queues do not hold back the pod's cold loads, which ModelMesh's loading queue puts first (a load a request
-        waits for overtakes the others: `upgradePriority`), nor its rate check's extra copies."""
+        Simplifications: the leaving pod's other loads under way stop with it, and the queue is first come, first
+        served (`queue_load`): the loads queued do not hold back the pod's cold loads, which ModelMesh's loading
+        queue puts first (a load a request waits for overtakes the others: `upgradePriority`)."""
         ready = self.ready_pods()
         capacity = self.shape.cache_models
         copies = self.copies
@@ -221,20 +223,11 @@ class Cluster:
                 continue
             copies.load(target, model, now, used)
             self.migrated_loads += 1
-            ready_at = self._queue_load(target, now)
+            ready_at = queue_load(target, now, self.shape)
             if not held:
                 self._migrating[model] = MigratingCopy(target, ready_at, now)
         for _, model in leaving:  # the leaving pods deregister their copies
             copies.unloaded(model, now)
-
-    def _queue_load(self, pod: SimPod, now: float) -> float:
-        """Queue a load on `pod`'s loading threads; when it is loaded."""
-        slots = pod.loader_free_at
-        if len(slots) < self.shape.load_concurrency:
-            slots.append(now)
-        first = min(range(len(slots)), key=slots.__getitem__)
-        slots[first] = max(now, slots[first]) + self.shape.load_time_s
-        return slots[first]
 
     def _count_migrating(self, now: float, models: list[int], rates: list[float], remaining_s: float) -> None:
         """Count the requests that wait for a pre-shutdown's copy, at this routing's rates, up to the end of
@@ -332,8 +325,9 @@ class Cluster:
             if not loaded:  # the rate check asks for no more: as a runtime serving this load for a while is
                 break
         self._last_check = now
-        for pod in self.pods:
+        for pod in self.pods:  # the warm copies loaded before the trace: every loading thread free
             pod.counted, pod.counted_all, pod.counting_s = {}, 0.0, 0.0
+            pod.loader_free_at = []
         self.cold_loads = self.copy_loads = self.cold_loads_after_removal = self.migrated_loads = 0
         self.janitor_removals = 0
         self.reload_gaps = []

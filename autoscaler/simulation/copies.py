@@ -4,7 +4,8 @@ A load puts a copy on a pod, evicting that pod's least recently used one when it
 ModelMesh's rate check (rate_check.py) gives a model more copies, placed as any load is (placement.py), when
 one copy's own request rate over the last 10 s reached 90% of what its pod has left for it: rate / threshold
 copies, at most max(2, a third of the pods), none while another copy's load is recent. A copy the rate check
-(or the regular-use rule) asks for takes the load time before it serves. The rate check also stamps each copy
+(or the regular-use rule) asks for serves once its pod has loaded it: `load_concurrency` loads at a time a pod,
+in the order asked (`pods.queue_load`), each taking the load time. The rate check also stamps each copy
 whose rate passed three quarters of its threshold (`heavy`), and every unload that leaves a model more than two
 copies is kept (`last_unload`): the janitor reads both (janitor.py).
 """
@@ -15,7 +16,7 @@ import math
 from collections.abc import Sequence
 
 from autoscaler.simulation.placement import choose_pod
-from autoscaler.simulation.pods import ClusterShape, SimPod, flush_counts
+from autoscaler.simulation.pods import ClusterShape, SimPod, flush_counts, queue_load
 from autoscaler.simulation.rate_check import (
     HEAVY_SHARE,
     NEW_COPY_AHEAD_S,
@@ -111,8 +112,9 @@ class ModelCopies:
         return {name for m, name in self.copying if m == model} if self.copying else set()
 
     def start_copy(self, model: int, pod: SimPod, now: float) -> None:
-        """An extra copy of `model` begins loading on `pod`; it serves after the load time."""
-        self.copying[(model, pod.name)] = now + self.shape.load_time_s
+        """An extra copy of `model` is asked of `pod` (in the model record from now); it serves once loaded, after
+        the loads queued on `pod` before it (`queue_load`)."""
+        self.copying[(model, pod.name)] = queue_load(pod, now, self.shape)
         self.load_start.setdefault(model, {})[pod.name] = now
 
     def loading(self, model: int) -> int:

@@ -60,13 +60,14 @@ def test_a_copys_bandwidth_is_what_its_pod_has_left_for_it() -> None:
 def test_a_pod_at_80_percent_copies_none_of_its_models_and_a_saturated_one_copies_them() -> None:
     # The rate is per copy (`ce.getAndResetIntervalCount()`, l.5690). Four models at 4 req/s on a 20 req/s pod:
     # each has 20 - 12 = 8 req/s left, threshold 7.2: no copy. At 6 req/s (24 on 20) each has 5 left,
-    # threshold 4.5: 6 // 4.5 = 1 more copy of each, on the two other pods.
+    # threshold 4.5: 6 // 4.5 = 1 more copy of each, on the two other pods: two a pod, which loads one at a time,
+    # the second of them 20 s after the check that asked for them.
     models = [1, 2, 3, 4]
     for rate, copies in ((4.0, 1), (6.0, 2)):
         cluster = Cluster(ClusterShape(pod_rps=20.0, cache_models=4, load_time_s=10.0), 1, tick_s=5.0)
         run(cluster, models, [rate] * 4, 60.0)
         cluster.scale_to(3, 60.0)
-        run(cluster, models, [rate] * 4, 115.0, start=60.0)
+        run(cluster, models, [rate] * 4, 135.0, start=60.0)
         assert [len(cluster.holders[m]) for m in models] == [copies] * 4
 
 

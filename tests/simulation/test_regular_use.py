@@ -45,7 +45,9 @@ def test_second_copies_go_to_a_pod_with_room_rather_than_evicting_on_full_ones()
     runtime.scale_to(3, 0.0)
     assert runtime.promote(30.0)
     runtime.route(600.0, list(range(6)), [0.01] * 6, 60.0)  # six of them used again 10 minutes later
-    runtime.settle(610.0)
+    runtime.settle(650.0)  # the new pod loads them one at a time: five of the six by 650
+    assert runtime.copy_loads == 5
+    runtime.settle(660.0)
     empty = runtime.pods[2]
     assert sorted(empty.cache) == [0, 1, 2, 3, 4, 5]
     assert all(m in runtime.holders for m in range(20))  # nothing evicted from the full pods
@@ -61,7 +63,8 @@ def test_second_copies_stop_going_to_a_pod_once_its_loads_under_way_fill_it() ->
     runtime.scale_to(3, 0.0)
     assert runtime.promote(30.0)
     runtime.route(600.0, list(range(12)), [0.01] * 12, 60.0)
-    runtime.settle(610.0)
+    for now in range(610, 710, 10):  # ten loads one after the other on the new pod: the last from 690 to 700
+        runtime.settle(float(now))
     assert runtime.copy_loads == 12
     assert len(runtime.pods[2].cache) == 10
     assert all(len(runtime.holders[m]) == 2 for m in range(12))  # every second copy stayed loaded
