@@ -91,10 +91,10 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     shape.add_argument("--load-time", metavar="SECONDS", type=positive, default=10.0,
                        help="seconds to load a model (default 10)")
     shape.add_argument("--load-concurrency", metavar="N", type=count, default=1,
-                       help="models one pod loads at a time, the runtime's maxLoadingConcurrency; paces the extra "
-                            "copies the rate check asks for and those a scale-down's pre-shutdown sends to the pods "
-                            "that stay, whose requests wait when their only copy left (default 1, as ModelMesh "
-                            "Serving's built-in adapters)")
+                       help="models one pod loads at a time, the runtime's maxLoadingConcurrency; the rest wait in "
+                            "its loading queue, a load a request waits for first: paces cold loads, the rate "
+                            "check's extra copies and those a scale-down's pre-shutdown sends to the pods that stay "
+                            "(default 1, as ModelMesh Serving's built-in adapters)")
     shape.add_argument("--startup-delay", metavar="SECONDS", type=positive, default=30.0,
                        help="seconds until a new pod is Ready, above 0 (default 30)")
     shape.add_argument("--min-churn-age", metavar="SECONDS", type=seconds_or_off, default=300.0,

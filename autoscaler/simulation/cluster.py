@@ -9,9 +9,10 @@ models moved by a scale-down, copies the janitor unloaded).
 New pods become Ready after the start-up delay with an empty cache. Every model a removed pod held gets a copy
 on a remaining pod that neither holds nor loads it, as ModelMesh's pre-shutdown asks (each such load is a
 *migrated load*), and its queued requests go to the least busy remaining pod (ModelMesh retries them), so
-no request is lost. The requests for a model whose only copies left wait for its new copy (`MigratingCopy`).
-Each pod loads the copies asked of it (a pre-shutdown's, the rate check's, the regular-use rule's)
-`load_concurrency` at a time, in the order asked (`pods.queue_load`). Every 6 minutes each
+no request is lost. The requests for a model whose only copies left wait for its new copy, as those for a model
+held nowhere wait for its cold load (`AwaitedLoad`). Each pod runs its loads (cold loads, and the copies a
+pre-shutdown, the rate check and the regular-use rule ask of it) through one loading queue, `load_concurrency`
+at a time, in ModelMesh's priority order (loading.py). Every 6 minutes each
 pod's janitor unloads copies of models held elsewhere that are no longer busy, while the caches are close to
 full (janitor.py).
 """
@@ -25,6 +26,7 @@ from typing import Final
 from autoscaler.model import PodSample
 from autoscaler.simulation import janitor, routing
 from autoscaler.simulation.copies import ModelCopies
+from autoscaler.simulation.loading import Load
 from autoscaler.simulation.placement import choose_pod
 from autoscaler.simulation.pods import (
     ClusterShape,
@@ -32,7 +34,6 @@ from autoscaler.simulation.pods import (
     TickStats,
     count_for_rate_check,
     new_pod,
-    queue_load,
     sample,
     serve,
 )
@@ -49,16 +50,18 @@ __all__ = ["Cluster", "ClusterShape", "SimPod", "TickStats"]
 
 
 @dataclass(slots=True)
-class MigratingCopy:
-    """The copy a pre-shutdown asked for of a model whose only copies left: its requests wait until it loads.
+class AwaitedLoad:
+    """A load the requests for its model wait for: a cold load, or the copy a pre-shutdown asked for of a model
+    whose only copies left.
 
     ModelMesh's pre-shutdown removes each cache entry of the leaving pod (`ce.remove()`) before it asks for a
     copy elsewhere, so nothing serves the model until that copy loads. The copy is in `pod`'s cache at once and
-    takes the model's requests, as a cold load's does; they count delayed from the routing that finds it
-    loading until `ready_at`, at each routing's rates, `counted_until` marking how far they were counted."""
+    takes the model's requests; they count delayed from the routing that finds it loading until its load is
+    done (`load.ready_at`, as the pod's loading queue has it then), at each routing's rates, on into the next
+    bucket when the wait outlasts this one, `counted_until` marking how far they were counted."""
 
     pod: SimPod
-    ready_at: float
+    load: Load
     counted_until: float
 
 
@@ -96,7 +99,7 @@ class Cluster:
         self._pending = TickStats()
         self._regular = RegularUse()
         self._next_janitor = math.inf  # the earliest `janitor_at` of the pods
-        self._migrating: dict[int, MigratingCopy] = {}  # model -> its copy a pre-shutdown asked for, loading
+        self._awaited: dict[int, AwaitedLoad] = {}  # model -> the load its requests wait for
         for i in range(replicas):  # running since before the trace, the first oldest
             pod = self._new_pod(start_s - shape.startup_delay_s - (replicas - i), start_s)
             pod.ready = True
@@ -174,8 +177,8 @@ class Cluster:
                 self._requeue(pod.backlog)
             if pod.waiting_for_load:  # counted delayed before they arrived here: taken back, they count where they go
                 self._wait_for_load(pod, -pod.waiting_for_load)
-        if self._migrating:  # copies loading on a removed pod load nowhere
-            self._migrating = {m: c for m, c in self._migrating.items() if c.pod.name not in gone}
+        if self._awaited:  # loads on a removed pod load nowhere
+            self._awaited = {m: a for m, a in self._awaited.items() if a.pod.name not in gone}
         self._migrate(leaving, now)
         return sorted(gone)
 
@@ -200,14 +203,12 @@ class Cluster:
         a copy used more recently); a model held elsewhere keeps its copies there.
 
         Each pod loads the copies sent to it `load_concurrency` at a time (its loading queue orders them by
-        last use, most recent first, as they are sent), after the copies asked of it before (`queue_load`): a
-        model whose only copies left is served by none until its copy loads (`MigratingCopy`); a model with loaded
-        copies elsewhere is served by those. Placed at once, each copy fills its pod's cache for the placements after
+        last use, most recent first; loading.py): a model whose only copies left is served by none until its copy
+        loads (`AwaitedLoad`), whose load goes ahead once a request for it arrives; a model with loaded copies
+        elsewhere is served by those. Placed at once, each copy fills its pod's cache for the placements after
         it, as ModelMesh's cache entry does from the load's start.
 
-        Simplifications: the leaving pod's other loads under way stop with it, and the queue is first come, first
-        served (`queue_load`): the loads queued do not hold back the pod's cold loads, which ModelMesh's loading
-        queue puts first (a load a request waits for overtakes the others: `upgradePriority`)."""
+        Simplification: the leaving pod's other loads under way stop with it."""
         ready = self.ready_pods()
         capacity = self.shape.cache_models
         copies = self.copies
@@ -223,25 +224,35 @@ class Cluster:
                 continue
             copies.load(target, model, now, used)
             self.migrated_loads += 1
-            ready_at = queue_load(target, now, self.shape)
+            load = target.loading.add(now, used)
             if not held:
-                self._migrating[model] = MigratingCopy(target, ready_at, now)
+                self._awaited[model] = AwaitedLoad(target, load, now)
         for _, model in leaving:  # the leaving pods deregister their copies
             copies.unloaded(model, now)
 
-    def _count_migrating(self, now: float, models: list[int], rates: list[float], remaining_s: float) -> None:
-        """Count the requests that wait for a pre-shutdown's copy, at this routing's rates, up to the end of
-        the bucket (`remaining_s` from `now`) or the copy's load, whichever is first; the next routing counts on."""
-        until = now + remaining_s
-        rate_of = dict(zip(models, rates, strict=True))
-        for model, copy in list(self._migrating.items()):
-            start, end = max(now, copy.counted_until), min(until, copy.ready_at)
-            rate = rate_of.get(model, 0.0)
-            if end > start and rate and model in copy.pod.cache:
-                self._wait_for_load(copy.pod, rate * (end - start))
-            copy.counted_until = max(copy.counted_until, end)
-            if copy.ready_at <= until or model not in copy.pod.cache:
-                del self._migrating[model]
+    def _hurry(self, now: float, rate_of: dict[int, float]) -> None:
+        """Move the awaited loads of the models requested now ahead in their pods' queues (`upgradePriority`)."""
+        for model, awaited in self._awaited.items():
+            if rate_of.get(model) and model in awaited.pod.cache:
+                awaited.pod.loading.upgrade(awaited.load, now)
+
+    def _count_awaited(self, now: float, rate_of: dict[int, float], until: float) -> None:
+        """Count the requests that wait for a load, at this routing's rates, up to `until` (the end of the
+        bucket) or the load's end, whichever is first; the next routing counts on."""
+        for model, awaited in list(self._awaited.items()):
+            if self._count_awaited_load(model, awaited, rate_of.get(model, 0.0), now, until):
+                del self._awaited[model]
+
+    def _count_awaited_load(self, model: int, awaited: AwaitedLoad, rate: float, now: float, until: float) -> bool:
+        """Count the requests at `rate` that wait for `awaited` from `now` to `until`; True when it is done with
+        (loaded by `until`, or its copy gone)."""
+        ready_at = awaited.load.ready_at
+        start, end = max(now, awaited.counted_until), min(until, ready_at)
+        held = model in awaited.pod.cache
+        if end > start and rate and held:
+            self._wait_for_load(awaited.pod, rate * (end - start))
+        awaited.counted_until = max(awaited.counted_until, end)
+        return ready_at <= until or not held
 
     def _requeue(self, requests: float) -> None:
         ready = self.ready_pods()
@@ -265,9 +276,12 @@ class Cluster:
             self._requeue(orphan)
         cold, self._refused = routing.spread(ready, self.copies, self._regular, now, models, rates)
         self._refused_rate = sum(self._refused.values())
+        rate_of = dict(zip(models, rates, strict=True)) if self._awaited else {}
+        if self._awaited:  # before the cold loads queue: those loads were asked for first
+            self._hurry(now, rate_of)
         self._count_cold(cold, now, remaining_s)
-        if self._migrating:
-            self._count_migrating(now, models, rates, remaining_s)
+        if rate_of:
+            self._count_awaited(now, rate_of, now + remaining_s)
         routing.end(self.pods)
 
     def retry_refused(self, now: float, remaining_s: float) -> None:
@@ -281,9 +295,10 @@ class Cluster:
             self._count_cold(cold, now, remaining_s)
 
     def _count_cold(self, cold: list[tuple[int, float, SimPod]], now: float, remaining_s: float) -> None:
-        """Count the cold loads routing started: their requests wait the load time (or what is left of the
-        bucket, after which the next routing counts again)."""
-        load_wait = min(self.shape.load_time_s, remaining_s)
+        """Queue the cold loads routing started, ahead of the loads waiting on their pods, and count them: their
+        requests wait for the load under way there and their own (up to the end of the bucket, `remaining_s`
+        from `now`; the next routing counts on)."""
+        until = now + remaining_s
         for model, rate, target in cold:
             self.cold_loads += 1
             self._pending.cold_loads += 1
@@ -293,7 +308,9 @@ class Cluster:
             if model in self._lost:
                 self._lost.discard(model)
                 self.cold_loads_after_removal += 1
-            self._wait_for_load(target, rate * load_wait)
+            awaited = AwaitedLoad(target, target.loading.add_urgent(now), now)
+            if not self._count_awaited_load(model, awaited, rate, now, until):
+                self._awaited[model] = awaited
 
     def _wait_for_load(self, pod: SimPod, requests: float) -> None:
         """Count `requests` that wait for a load on `pod` as delayed, now: the pod serves them as they arrive
@@ -327,12 +344,13 @@ class Cluster:
         self._last_check = now
         for pod in self.pods:  # the warm copies loaded before the trace: every loading thread free
             pod.counted, pod.counted_all, pod.counting_s = {}, 0.0, 0.0
-            pod.loader_free_at = []
+            pod.loading.clear()
         self.cold_loads = self.copy_loads = self.cold_loads_after_removal = self.migrated_loads = 0
         self.janitor_removals = 0
         self.reload_gaps = []
         self.refused = self._refused_rate = 0.0
         self._refused = {}
+        self._awaited = {}  # the warm start's cold loads, done before the trace
         self._pending = TickStats()
 
     # -- time -------------------------------------------------------------------------------------------

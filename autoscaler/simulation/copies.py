@@ -1,13 +1,12 @@
 """Where each model's copies are, which copies are loading, and ModelMesh's rate check that asks for more.
 
 A load puts a copy on a pod, evicting that pod's least recently used one when its cache is full. Every 10 s
-ModelMesh's rate check (rate_check.py) gives a model more copies, placed as any load is (placement.py), when
-one copy's own request rate over the last 10 s reached 90% of what its pod has left for it: rate / threshold
-copies, at most max(2, a third of the pods), none while another copy's load is recent. A copy the rate check
-(or the regular-use rule) asks for serves once its pod has loaded it: `load_concurrency` loads at a time a pod,
-in the order asked (`pods.queue_load`), each taking the load time. The rate check also stamps each copy
-whose rate passed three quarters of its threshold (`heavy`), and every unload that leaves a model more than two
-copies is kept (`last_unload`): the janitor reads both (janitor.py).
+ModelMesh's rate check (rate_check.py) gives a model more copies, placed as any load is (placement.py), when one
+copy's own request rate over the last 10 s reached 90% of what its pod has left for it: rate / threshold copies, at
+most max(2, a third of the pods), none while another copy's load is recent. A copy the rate check (or the
+regular-use rule) asks for serves once its pod has loaded it, in its pod's loading queue (loading.py). The rate
+check also stamps each copy whose rate passed three quarters of its threshold (`heavy`), and every unload that
+leaves a model more than two copies is kept (`last_unload`): the janitor reads both (janitor.py).
 """
 
 from __future__ import annotations
@@ -15,8 +14,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from autoscaler.simulation.loading import Load
 from autoscaler.simulation.placement import choose_pod
-from autoscaler.simulation.pods import ClusterShape, SimPod, flush_counts, queue_load
+from autoscaler.simulation.pods import ClusterShape, SimPod, flush_counts
 from autoscaler.simulation.rate_check import (
     HEAVY_SHARE,
     NEW_COPY_AHEAD_S,
@@ -37,7 +37,7 @@ class ModelCopies:
     def __init__(self, shape: ClusterShape) -> None:
         self.shape = shape
         self.holders: dict[int, list[SimPod]] = {}  # model -> pods holding a loaded copy
-        self.copying: dict[tuple[int, str], float] = {}  # (model, pod) -> when the extra copy is loaded
+        self.copying: dict[tuple[int, str], Load] = {}  # (model, pod) -> the extra copy's load in the pod's queue
         self.load_start: dict[int, dict[str, float]] = {}  # model -> pod -> when its copy there began loading
         self.busy_mark = threshold(shape.pod_rps)
         # Pods below this serve no copy over `HEAVY_SHARE` of its threshold (rate_check.heavy_mark): not counted
@@ -111,10 +111,10 @@ class ModelCopies:
         """The pods where a copy of `model` is loading."""
         return {name for m, name in self.copying if m == model} if self.copying else set()
 
-    def start_copy(self, model: int, pod: SimPod, now: float) -> None:
-        """An extra copy of `model` is asked of `pod` (in the model record from now); it serves once loaded, after
-        the loads queued on `pod` before it (`queue_load`)."""
-        self.copying[(model, pod.name)] = queue_load(pod, now, self.shape)
+    def start_copy(self, model: int, pod: SimPod, now: float, last_used: float) -> None:
+        """An extra copy of `model` is asked of `pod` (in the model record from now); it serves once loaded, its
+        load queued on `pod` with priority `last_used` (loading.py)."""
+        self.copying[(model, pod.name)] = pod.loading.add(now, last_used)
         self.load_start.setdefault(model, {})[pod.name] = now
 
     def loading(self, model: int) -> int:
@@ -127,8 +127,8 @@ class ModelCopies:
             return 0
         by_name = {p.name: p for p in pods}
         loaded = 0
-        for key, due in list(self.copying.items()):
-            if due <= now:
+        for key, load in list(self.copying.items()):
+            if load.ready_at <= now:
                 del self.copying[key]
                 pod = by_name.get(key[1])
                 if pod is not None and key[0] not in pod.cache:
@@ -194,7 +194,7 @@ class ModelCopies:
                     if spare is None:
                         break
                     spares.remove(spare)
-                    self.start_copy(model, spare, now)
+                    self.start_copy(model, spare, now, now + NEW_COPY_AHEAD_S)
                     recent[model][spare.name] = now
 
 

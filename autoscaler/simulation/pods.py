@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from autoscaler.model import PodSample
 from autoscaler.policies.samples import clean_sample
 from autoscaler.simulation.fluid import share_over_threshold
+from autoscaler.simulation.loading import LoadingQueue
 
 JANITOR_FIRST_S = 1.0
 """ModelMesh runs a pod's janitor first this long after it starts (`scheduleAtFixedRate(janitorTask(), 1L, ...)`,
@@ -27,8 +28,7 @@ class ClusterShape:
     cache_models: int = 100  # model copies one pod holds
     load_time_s: float = 10.0
     # Loads one pod runs at once (the runtime's maxLoadingConcurrency: 1 in ModelMesh Serving's built-in
-    # adapters); the rest wait in its loading queue. Here it paces the copies the rate check, the regular-use
-    # rule and a scale-down's pre-shutdown ask for (`queue_load`)
+    # adapters); the rest wait in its loading queue (loading.py)
     load_concurrency: int = 1
     startup_delay_s: float = 30.0
     # A full pod whose least recently used copy is younger than this refuses a load (ModelMesh's
@@ -61,35 +61,25 @@ class SimPod:
     # at their current shares, not yet in `counted`
     counting_s: float = 0.0
     waiting_for_load: float = 0.0  # requests still to arrive here already counted delayed (a cold load's)
-    # When each of its `load_concurrency` loading threads is free of the copy loads queued on it (`queue_load`)
-    loader_free_at: list[float] = field(default_factory=list)
+    # Its loads under way and waiting for a loading thread (loading.py)
+    loading: LoadingQueue = field(default_factory=lambda: loading_queue(ClusterShape()))
     heavy: dict[int, float] = field(default_factory=dict)  # model -> when the rate check last found its copy heavy
     janitor_at: float = 0.0  # when the pod's janitor runs next (janitor.py)
 
 
 def new_pod(name: str, now: float, ready_at: float, shape: ClusterShape, tick_s: float) -> SimPod:
     """A pod created at `now`, Ready at `ready_at`, with exporter windows sized for ticks of `tick_s`."""
-    pod = SimPod(name, created_at=now, ready_at=ready_at, janitor_at=now + shape.startup_delay_s + JANITOR_FIRST_S)
+    pod = SimPod(name, created_at=now, ready_at=ready_at, janitor_at=now + shape.startup_delay_s + JANITOR_FIRST_S,
+                 loading=loading_queue(shape))
     gpu_ticks = max(1, round(shape.gpu_window_s / tick_s))
     load_ticks = max(1, round(shape.load_window_s / tick_s))
     pod.busy, pod.served, pod.queue = deque(maxlen=gpu_ticks), deque(maxlen=load_ticks), deque(maxlen=load_ticks)
     return pod
 
 
-def queue_load(pod: SimPod, now: float, shape: ClusterShape) -> float:
-    """Queue a copy's load at `now` on the first of `pod`'s loading threads to be free; when it is loaded.
-
-    ModelMesh runs `maxLoadingConcurrency` loads a pod at once and queues the rest. The queue here is first
-    come, first served: ModelMesh's orders waiting loads by last use, most recent first, which puts a rate
-    check's copy (last use 20 s ahead) before a pre-shutdown's waiting ones. A cold load, which a request waits
-    for, goes ahead of every queued load in ModelMesh (`upgradePriority`); here it neither waits for the queue nor
-    holds it back."""
-    slots = pod.loader_free_at
-    if len(slots) < shape.load_concurrency:
-        slots.append(now)
-    first = min(range(len(slots)), key=slots.__getitem__)
-    slots[first] = max(now, slots[first]) + shape.load_time_s
-    return slots[first]
+def loading_queue(shape: ClusterShape) -> LoadingQueue:
+    """An idle loading queue for a pod of `shape`."""
+    return LoadingQueue(shape.load_concurrency, shape.load_time_s)
 
 
 @dataclass(slots=True)

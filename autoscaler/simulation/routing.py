@@ -141,7 +141,7 @@ def spread(ready: Sequence[SimPod], copies: ModelCopies, regular: RegularUse, no
                 full = [p for p in others if p not in starting]  # not a pod its loads under way just filled
                 spare = choose_pod(room or full or others, capacity, now, RATE_CHECK_S, churn_age)
                 if spare is not None:
-                    copies.start_copy(model, spare, now)
+                    copies.start_copy(model, spare, now, now - RATE_CHECK_S)  # last use: the last check's time
                     starting[spare] = starting.get(spare, 0) + 1
         else:
             before = [pod.rate for pod in holders]

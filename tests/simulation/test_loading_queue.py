@@ -1,15 +1,21 @@
-"""One loading queue a pod: the copies the rate check, the regular-use rule and a scale-down's pre-shutdown ask
-for load `load_concurrency` at a time on each pod, in the order they were asked for.
+"""One loading queue a pod: cold loads and the copies the rate check, the regular-use rule and a scale-down's
+pre-shutdown ask for load `load_concurrency` at a time on each pod, in ModelMesh's priority order.
 
 ModelMesh hands every load to its pod's loading threads (`maxLoadingConcurrency`, 1 in ModelMesh Serving's
-built-in adapters); the loads beyond them wait in the pod's loading queue. Numbers by hand.
+built-in adapters); the loads beyond them wait in the pod's loading queue, the latest last use first, a load a
+request waits for before all (ModelMesh.java `loadLocal`, `upgradePriority`). Numbers by hand.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from autoscaler.simulation.cluster import Cluster, ClusterShape, SimPod
+from autoscaler.simulation.loading import URGENT_AHEAD_S, Load, LoadingQueue
 
 SHAPE = ClusterShape(pod_rps=20.0, cache_models=4, load_time_s=10.0, startup_delay_s=30.0)
 
@@ -28,40 +34,91 @@ def test_two_copies_asked_of_one_pod_at_once_load_one_after_the_other() -> None:
     # Copies of models 0 and 1 asked of the second pod at t=100: model 0 loads from 100 to 110, model 1 from 110
     # to 120 (it was ready at 110 with both loading at once).
     cluster = Cluster(SHAPE, 2, tick_s=5.0)
-    cluster.copies.start_copy(0, cluster.pods[1], 100.0)
-    cluster.copies.start_copy(1, cluster.pods[1], 100.0)
+    cluster.copies.start_copy(0, cluster.pods[1], 100.0, 120.0)
+    cluster.copies.start_copy(1, cluster.pods[1], 100.0, 120.0)
     assert loaded_at(cluster, 0, range(100, 130)) == 110.0
     assert loaded_at(cluster, 1, range(110, 130)) == 120.0
 
 
 def test_a_runtime_that_loads_two_at_once_loads_both_copies_in_the_load_time() -> None:
     cluster = Cluster(replace(SHAPE, load_concurrency=2), 2, tick_s=5.0)
-    cluster.copies.start_copy(0, cluster.pods[1], 100.0)
-    cluster.copies.start_copy(1, cluster.pods[1], 100.0)
+    cluster.copies.start_copy(0, cluster.pods[1], 100.0, 120.0)
+    cluster.copies.start_copy(1, cluster.pods[1], 100.0, 120.0)
     assert loaded_at(cluster, 1, range(100, 130)) == 110.0
 
 
-def test_a_copy_asked_of_a_pod_loading_a_pre_shutdowns_copies_waits_for_them() -> None:
-    # A scale-down at t=200 sends the second pod the two models only the leaving pod held (10 s each, one after
-    # the other: loaded at 210 and 220); the rate check's copy of model 5, asked of it at 200 too, loads third,
-    # from 220 to 230.
+def scaled_down_onto_spare() -> tuple[Cluster, SimPod]:
+    """Three pods at t=200; the first, alone holding models 0 and 1 (last used at 100 and 101), leaves, and its
+    pre-shutdown sends both to the second (the third is full of copies used at 199 and refuses them): model 1,
+    the more recent, loads from 200 to 210, model 0 waits."""
     cluster = Cluster(SHAPE, 3, tick_s=5.0)
     leaving, spare, other = cluster.pods
     for model in (0, 1):
         cluster.copies.load(leaving, model, 100.0 + model)
-    for model in (2, 3, 5, 6):  # a full pod, recently used: it refuses the pre-shutdown's copies
+    for model in (2, 3, 5, 6):
         cluster.copies.load(other, model, 199.0)
     leaving.deletion_cost = -1
     cluster.scale_to(2, 200.0)
-    assert sorted(cluster.copies.loading_on(0) | {p.name for p in cluster.holders[0]}) == [spare.name]
-    cluster.copies.start_copy(5, spare, 200.0)
+    assert {p.name for p in cluster.holders[0]} == {p.name for p in cluster.holders[1]} == {spare.name}
+    return cluster, spare
+
+
+def test_a_rate_checks_copy_goes_before_a_pre_shutdowns_waiting_copies() -> None:
+    # ModelMesh's loading queue runs the load of the latest last use first: the rate check's copy of model 5
+    # (last use 20 s ahead, 220) goes before model 0's move (last use 100), after the load under way (model 1):
+    # from 210 to 220; model 0 from 220 to 230, so a request for it at 210 waits 20 s.
+    cluster, spare = scaled_down_onto_spare()
+    cluster.copies.start_copy(5, spare, 200.0, 220.0)
+    cluster.settle(210.0)
+    cluster.route(210.0, [0], [1.0], 60.0)  # model 0's first request, with model 5's load under way: waits to 230
+    assert sum(cluster.step(210.0 + 5 * k).delayed for k in range(12)) == 20.0
+    assert loaded_at(cluster, 5, range(210, 240), spare) == 220.0
+
+
+def test_a_request_for_a_model_waiting_for_its_copy_moves_the_copy_ahead() -> None:
+    # Model 0's only copy left and a request for it arrives (1/s): `upgradePriority` puts its load two hours
+    # ahead, before the rate check's copy of model 5: model 0 loads from 210 to 220, 20 requests waiting for it
+    # (200 to 220), and model 5 from 220 to 230.
+    cluster, spare = scaled_down_onto_spare()
+    cluster.copies.start_copy(5, spare, 200.0, 220.0)
+    cluster.route(200.0, [0], [1.0], 60.0)
+    delayed = sum(cluster.step(200.0 + 5 * k).delayed for k in range(12))
+    assert delayed == 20.0
     assert loaded_at(cluster, 5, range(200, 240), spare) == 230.0
+
+
+def one_pod_loading_copies(*models: int) -> Cluster:
+    """One pod asked at t=100 for copies of `models` (by the rate check: last use 20 s ahead)."""
+    cluster = Cluster(SHAPE, 1, tick_s=5.0)
+    for model in models:
+        cluster.copies.start_copy(model, cluster.pods[0], 100.0, 120.0)
+    return cluster
+
+
+def test_a_cold_load_waits_for_the_load_under_way_on_its_pod() -> None:
+    # The pod loads a copy of model 7 from 100 to 110; a request for model 3, held nowhere, at 105 loads it next,
+    # from 110 to 120: its 2 requests a second wait 15 s, 30 requests (10 s, 20, when nothing else loads).
+    cluster = one_pod_loading_copies(7)
+    cluster.route(105.0, [3], [2.0], 60.0)
+    assert sum(cluster.step(105.0 + 5 * k).delayed for k in range(12)) == 30.0
+    idle = Cluster(SHAPE, 1, tick_s=5.0)
+    idle.route(105.0, [3], [2.0], 60.0)
+    assert sum(idle.step(105.0 + 5 * k).delayed for k in range(12)) == 20.0
+
+
+def test_a_cold_load_goes_before_the_copies_waiting_on_its_pod() -> None:
+    # Copies of 7 (100 to 110) and 8 (queued, 110 to 120) on the pod; the cold load of model 3 at 105 goes before
+    # model 8: 3 from 110 to 120, 8 from 120 to 130.
+    cluster = one_pod_loading_copies(7, 8)
+    cluster.route(105.0, [3], [2.0], 60.0)
+    assert sum(cluster.step(105.0 + 5 * k).delayed for k in range(12)) == 30.0
+    assert loaded_at(cluster, 8, range(105, 140), cluster.pods[0]) == 130.0
 
 
 def test_a_copy_asked_of_an_idle_pod_long_after_its_last_load_takes_the_load_time() -> None:
     cluster = Cluster(SHAPE, 2, tick_s=5.0)
-    cluster.copies.start_copy(0, cluster.pods[1], 100.0)
-    cluster.copies.start_copy(1, cluster.pods[1], 500.0)
+    cluster.copies.start_copy(0, cluster.pods[1], 100.0, 120.0)
+    cluster.copies.start_copy(1, cluster.pods[1], 500.0, 520.0)
     assert loaded_at(cluster, 1, range(500, 530)) == 510.0
 
 
@@ -71,5 +128,50 @@ def test_the_warm_start_leaves_every_loading_thread_free() -> None:
     cluster = Cluster(SHAPE, 3, tick_s=5.0)
     cluster.warm(0.0, [0], [60.0])
     assert len(cluster.holders[0]) == 3
-    cluster.copies.start_copy(1, cluster.pods[1], 0.0)
+    cluster.copies.start_copy(1, cluster.pods[1], 0.0, 20.0)
     assert loaded_at(cluster, 1, range(0, 30)) == 10.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(threads=st.integers(1, 3),
+       steps=st.lists(st.tuples(st.floats(0.0, 15.0), st.sampled_from(["copy", "cold", "request"]),
+                                st.floats(-600.0, 60.0)), min_size=1, max_size=40))
+def test_a_pods_loads_never_overlap_beyond_its_threads_and_a_cold_load_waits_at_most_one_load(
+        threads: int, steps: list[tuple[float, str, float]]) -> None:
+    # Random loads on one pod at increasing times: copies at random last uses, cold loads, and requests that
+    # hurry a waiting copy. Whatever the order: each load takes the load time, from no earlier than it was asked
+    # for; no more than `threads` at once; and a load a request waits for, asked when no other such load waits,
+    # waits for the loads under way and no copy: it starts within one load time, plus one for each load a
+    # request asked for later (ModelMesh's priority is the time of asking plus two hours: a later one overtakes).
+    queue = LoadingQueue(threads, 10.0)
+    loads: list[tuple[float, Load]] = []
+    prompt: list[tuple[float, Load]] = []  # urgent loads asked with no other urgent one waiting
+    now = 0.0
+    for gap, kind, last_use in steps:
+        now += gap
+        if kind == "copy":
+            loads.append((now, queue.add(now, now + last_use)))
+            continue
+        if kind == "request":
+            waiting = [load for _, load in loads if load.start > now]
+            if not waiting:
+                continue
+            load = waiting[0]
+        urgent_waiting = any(load.start > now and load.priority > now + 1000.0 for _, load in loads)
+        if kind == "cold":
+            load = queue.add_urgent(now)
+            loads.append((now, load))
+        else:
+            queue.upgrade(load, now)
+        if not urgent_waiting:
+            prompt.append((now, load))
+    for asked, load in loads:
+        assert load.ready_at - load.start == pytest.approx(10.0)
+        assert load.start >= asked
+    for _, load in loads:
+        running = [other for _, other in loads if other.start <= load.start < other.ready_at]
+        assert len(running) <= threads
+    urgent_times = [load.priority - URGENT_AHEAD_S for _, load in loads if load.priority > 1000.0]
+    for asked, load in prompt:
+        later = sum(1 for t in urgent_times if t > asked)
+        assert load.start <= asked + 10.0 * (1 + later) + 1e-9

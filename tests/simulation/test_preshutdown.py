@@ -40,7 +40,7 @@ def test_a_model_every_other_pod_holds_or_loads_gets_no_new_copy() -> None:
     leaving, holder, loader = cluster.pods
     for pod in (leaving, holder):
         cluster.copies.load(pod, 0, 100.0)
-    cluster.copies.start_copy(0, loader, 150.0)
+    cluster.copies.start_copy(0, loader, 150.0, 170.0)
     leaving.deletion_cost = -1
     cluster.scale_to(2, 155.0)
     assert cluster.holders[0] == [holder] and cluster.migrated_loads == 0
