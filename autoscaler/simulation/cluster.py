@@ -58,11 +58,14 @@ class AwaitedLoad:
     copy elsewhere, so nothing serves the model until that copy loads. The copy is in `pod`'s cache at once and
     takes the model's requests; they count delayed from the routing that finds it loading until its load is
     done (`load.ready_at`, as the pod's loading queue has it then), at each routing's rates, on into the next
-    bucket when the wait outlasts this one, `counted_until` marking how far they were counted."""
+    bucket when the wait outlasts this one, `counted_until` marking how far they were counted and `rate` at
+    what rate last. A load that ends sooner than counted (one before it stopped), or a copy evicted while it
+    loads, gives back the requests counted past that (they are served, or wait where they go)."""
 
     pod: SimPod
     load: Load
     counted_until: float
+    rate: float = 0.0
 
 
 class Cluster:
@@ -224,7 +227,7 @@ class Cluster:
                 continue
             copies.load(target, model, now, used)
             self.migrated_loads += 1
-            load = target.loading.add(now, used)
+            load = target.loading.add(model, now, used)
             if not held:
                 self._awaited[model] = AwaitedLoad(target, load, now)
         for _, model in leaving:  # the leaving pods deregister their copies
@@ -245,14 +248,19 @@ class Cluster:
 
     def _count_awaited_load(self, model: int, awaited: AwaitedLoad, rate: float, now: float, until: float) -> bool:
         """Count the requests at `rate` that wait for `awaited` from `now` to `until`; True when it is done with
-        (loaded by `until`, or its copy gone)."""
-        ready_at = awaited.load.ready_at
+        (loaded by now, or its copy gone)."""
+        pod, ready_at = awaited.pod, awaited.load.ready_at
+        past = awaited.counted_until - max(now, ready_at)
+        if past > 0.0 and awaited.rate:  # counted to an end that came sooner, or for a copy gone: given back
+            self._wait_for_load(pod, -min(awaited.rate * past, pod.waiting_for_load))
+            awaited.counted_until -= past
+        held = model in pod.cache
         start, end = max(now, awaited.counted_until), min(until, ready_at)
-        held = model in awaited.pod.cache
         if end > start and rate and held:
-            self._wait_for_load(awaited.pod, rate * (end - start))
+            self._wait_for_load(pod, rate * (end - start))
+            awaited.rate = rate
         awaited.counted_until = max(awaited.counted_until, end)
-        return ready_at <= until or not held
+        return ready_at <= now or not held
 
     def _requeue(self, requests: float) -> None:
         ready = self.ready_pods()
@@ -308,7 +316,7 @@ class Cluster:
             if model in self._lost:
                 self._lost.discard(model)
                 self.cold_loads_after_removal += 1
-            awaited = AwaitedLoad(target, target.loading.add_urgent(now), now)
+            awaited = AwaitedLoad(target, target.loading.add_urgent(model, now), now)
             if not self._count_awaited_load(model, awaited, rate, now, until):
                 self._awaited[model] = awaited
 

@@ -52,6 +52,7 @@ class ModelCopies:
         cache = pod.cache
         if len(cache) >= self.shape.cache_models:
             evicted, last_used = cache.popitem(last=False)
+            pod.loading.cancel(evicted, now)  # a copy evicted while it loads stops its load
             self.load_start[evicted].pop(pod.name, None)
             pod.heavy.pop(evicted, None)
             holders = self.holders[evicted]
@@ -93,6 +94,7 @@ class ModelCopies:
     def remove(self, pod: SimPod, model: int, now: float) -> None:
         """Unload the copy of `model` on `pod` (the janitor's scale-down; another pod holds a loaded one)."""
         del pod.cache[model]
+        pod.loading.cancel(model, now)
         pod.heavy.pop(model, None)
         self.load_start[model].pop(pod.name, None)
         self.holders[model].remove(pod)
@@ -114,7 +116,7 @@ class ModelCopies:
     def start_copy(self, model: int, pod: SimPod, now: float, last_used: float) -> None:
         """An extra copy of `model` is asked of `pod` (in the model record from now); it serves once loaded, its
         load queued on `pod` with priority `last_used` (loading.py)."""
-        self.copying[(model, pod.name)] = pod.loading.add(now, last_used)
+        self.copying[(model, pod.name)] = pod.loading.add(model, now, last_used)
         self.load_start.setdefault(model, {})[pod.name] = now
 
     def loading(self, model: int) -> int:

@@ -8,7 +8,8 @@ l.5675), a second copy for regular use has the last check's time. A load a reque
 a cold load from the start (`prioritize`), a queued copy once a request for its model arrives
 (`upgradePriority(now + 3600_000L, now + 7200_000L)`, l.4432), so of two such loads the one asked for later goes
 first. A load under way runs to its end; the others run in priority order, first come first within equal
-priority, as the threads free up.
+priority, as the threads free up. A copy evicted from its pod's cache before its load is done stops it (its
+cache entry's `remove`: a queued load is dropped, one under way cancelled), and the loads after it move up.
 
 Each `Load` carries its current `ready_at`, moved back when a load of higher priority is queued before it, so
 whoever waits for it (a copy the rate check asked for, a model whose only copies left) reads the time as it
@@ -32,6 +33,7 @@ URGENT_AHEAD_S: Final = 7200.0
 class Load:
     """One load on a pod: queued, under way (`start` <= now) or done (`ready_at` <= now)."""
 
+    model: int
     priority: float  # larger loads first (a model's last use, or 2 hours ahead for one a request waits for)
     order: int  # first come first, within equal priority
     start: float = math.inf
@@ -52,15 +54,28 @@ class LoadingQueue:
     loads: list[Load] = field(default_factory=list)
     _serial: count[int] = field(default_factory=count)
 
-    def add(self, now: float, priority: float) -> Load:
-        """Queue a load at `now`; it runs once the loads under way and those of higher priority are done."""
-        load = Load(priority, next(self._serial))
+    def add(self, model: int, now: float, priority: float) -> Load:
+        """Queue a load of `model` at `now`; it runs once the loads under way and those of higher priority are
+        done."""
+        load = Load(model, priority, next(self._serial))
         self._insert(load, now)
         return load
 
-    def add_urgent(self, now: float) -> Load:
+    def add_urgent(self, model: int, now: float) -> Load:
         """Queue a load a request waits for (a cold load): after those under way and other urgent ones only."""
-        return self.add(now, now + URGENT_AHEAD_S)
+        return self.add(model, now, now + URGENT_AHEAD_S)
+
+    def cancel(self, model: int, now: float) -> None:
+        """The copy of `model` left the pod's cache: stop its load if not done, and move the loads after it up."""
+        loads = self.loads
+        index = next((i for i, load in enumerate(loads) if load.model == model), None)
+        if index is None or loads[index].ready_at <= now:
+            return
+        load = loads[index]
+        del loads[index]
+        load.start = load.ready_at = now  # stopped: whoever reads it finds it over
+        if index < len(loads):
+            self._reschedule(now)
 
     def upgrade(self, load: Load, now: float) -> None:
         """A request waits for `load`: move it ahead as ModelMesh's `upgradePriority` does (a no-op once it runs,
@@ -85,6 +100,16 @@ class LoadingQueue:
         loads = self.loads
         place = bisect_right(loads, _run_order(load), lo=first, key=_run_order)
         loads.insert(place, load)
+        self._start_from(place, first, now)
+
+    def _reschedule(self, now: float) -> None:
+        """Start the waiting loads again from the first, as the threads free (after a load stopped)."""
+        first = self._drop_done(now)
+        self._start_from(first, first, now)
+
+    def _start_from(self, place: int, first: int, now: float) -> None:
+        """Start the loads from `place` on (the first `first` are under way) as the threads free."""
+        loads = self.loads
         if self.threads == 1:  # one after another from the end of the one before (or now, when none is)
             free = loads[place - 1].ready_at if place else now
             step = self.load_time_s

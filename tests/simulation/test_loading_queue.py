@@ -115,6 +115,23 @@ def test_a_cold_load_goes_before_the_copies_waiting_on_its_pod() -> None:
     assert loaded_at(cluster, 8, range(105, 140), cluster.pods[0]) == 130.0
 
 
+def test_a_copy_evicted_before_its_load_starts_gives_its_place_in_the_queue_up() -> None:
+    # A pod of two cache places loads model 7's copy from 100 to 110; cold loads of models 3 and 4 at 105 (1
+    # request a second each) queue behind it, 3 from 110 to 120, 4 from 120 to 130: 15 and 25 requests counted
+    # waiting. At 106 a load of model 5 evicts model 3's copy, whose load had not started, and model 3's requests
+    # stop: ModelMesh drops the removed entry's queued load (`CacheEntry.remove`), so model 4 loads from 110 to
+    # 120. Delayed: model 3's request of the second it waited, and model 4's 15 (106 to 120 and 105 to 106):
+    # 16, where the evicted load kept its place before (40: 15 + 25).
+    cluster = Cluster(replace(SHAPE, cache_models=2), 1, tick_s=5.0)
+    pod = cluster.pods[0]
+    cluster.copies.start_copy(7, pod, 100.0, 120.0)
+    cluster.route(105.0, [3, 4], [1.0, 1.0], 60.0)
+    cluster.copies.load(pod, 5, 106.0)
+    assert 3 not in pod.cache
+    cluster.route(106.0, [4], [1.0], 59.0)
+    assert sum(cluster.step(106.0 + 5 * k).delayed for k in range(12)) == 16.0
+
+
 def test_a_copy_asked_of_an_idle_pod_long_after_its_last_load_takes_the_load_time() -> None:
     cluster = Cluster(SHAPE, 2, tick_s=5.0)
     cluster.copies.start_copy(0, cluster.pods[1], 100.0, 120.0)
@@ -134,23 +151,31 @@ def test_the_warm_start_leaves_every_loading_thread_free() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(threads=st.integers(1, 3),
-       steps=st.lists(st.tuples(st.floats(0.0, 15.0), st.sampled_from(["copy", "cold", "request"]),
+       steps=st.lists(st.tuples(st.floats(0.0, 15.0), st.sampled_from(["copy", "cold", "request", "evict"]),
                                 st.floats(-600.0, 60.0)), min_size=1, max_size=40))
 def test_a_pods_loads_never_overlap_beyond_its_threads_and_a_cold_load_waits_at_most_one_load(
         threads: int, steps: list[tuple[float, str, float]]) -> None:
-    # Random loads on one pod at increasing times: copies at random last uses, cold loads, and requests that
-    # hurry a waiting copy. Whatever the order: each load takes the load time, from no earlier than it was asked
-    # for; no more than `threads` at once; and a load a request waits for, asked when no other such load waits,
-    # waits for the loads under way and no copy: it starts within one load time, plus one for each load a
-    # request asked for later (ModelMesh's priority is the time of asking plus two hours: a later one overtakes).
+    # Random loads on one pod at increasing times: copies at random last uses, cold loads, requests that hurry a
+    # waiting copy, and evictions that stop a load not done. Whatever the order, of the loads not stopped: each
+    # takes the load time, from no earlier than it was asked for; no more than `threads` at once; and a load a
+    # request waits for, asked when no other such load waits, waits for the loads under way and no copy: it
+    # starts within one load time, plus one for each load a request asked for later (ModelMesh's priority is
+    # the time of asking plus two hours: a later one overtakes).
     queue = LoadingQueue(threads, 10.0)
     loads: list[tuple[float, Load]] = []
     prompt: list[tuple[float, Load]] = []  # urgent loads asked with no other urgent one waiting
     now = 0.0
+    cancelled: set[int] = set()
     for gap, kind, last_use in steps:
         now += gap
         if kind == "copy":
-            loads.append((now, queue.add(now, now + last_use)))
+            loads.append((now, queue.add(len(loads), now, now + last_use)))
+            continue
+        if kind == "evict":  # the copy of a load not yet done leaves the cache
+            pending = [load for _, load in loads if load.ready_at > now]
+            if pending:
+                cancelled.add(pending[0].model)
+                queue.cancel(pending[0].model, now)
             continue
         if kind == "request":
             waiting = [load for _, load in loads if load.start > now]
@@ -159,12 +184,13 @@ def test_a_pods_loads_never_overlap_beyond_its_threads_and_a_cold_load_waits_at_
             load = waiting[0]
         urgent_waiting = any(load.start > now and load.priority > now + 1000.0 for _, load in loads)
         if kind == "cold":
-            load = queue.add_urgent(now)
+            load = queue.add_urgent(len(loads), now)
             loads.append((now, load))
         else:
             queue.upgrade(load, now)
         if not urgent_waiting:
             prompt.append((now, load))
+    loads = [(asked, load) for asked, load in loads if load.model not in cancelled]
     for asked, load in loads:
         assert load.ready_at - load.start == pytest.approx(10.0)
         assert load.start >= asked
@@ -173,5 +199,7 @@ def test_a_pods_loads_never_overlap_beyond_its_threads_and_a_cold_load_waits_at_
         assert len(running) <= threads
     urgent_times = [load.priority - URGENT_AHEAD_S for _, load in loads if load.priority > 1000.0]
     for asked, load in prompt:
+        if load.model in cancelled:
+            continue
         later = sum(1 for t in urgent_times if t > asked)
         assert load.start <= asked + 10.0 * (1 + later) + 1e-9
