@@ -27,6 +27,7 @@ from typing import Final
 
 import aiohttp
 
+from autoscaler.log_lists import NAMED, few
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.sources.base import (
     DiscoveryOutage,
@@ -181,11 +182,17 @@ class ScrapeSource:
                 f"pod {pod.name} declares container ports but not the exporter's {port}: it runs no "
                 f"modelmesh-exporter sidecar, so it is not scraped (add the sidecar to scale this runtime: "
                 f"manifests/examples/exporter-sidecar-patch.yaml)", now, pod.name)
-        for key, problems in found.items():
-            if key not in before:
+        new = {key: problems for key, problems in found.items() if key not in before}
+        if len(new) <= NAMED:
+            for key, problems in new.items():
                 log.warning("%s: %d Ready pod(s) run no exporter sidecar (%s): not scraped, so the runtime's values "
                             "stay unknown until it is added; fine for a runtime no HPA scales", key, len(problems),
                             next(iter(problems.values())).detail)
+        else:  # a fleet where few runtimes are scaled: one line, not one a runtime (500 at the first refresh)
+            log.warning("%d runtimes have Ready pods that run no exporter sidecar (%d pods): %s; not scraped, so "
+                        "their values stay unknown until it is added; fine for a runtime no HPA scales (e.g. %s)",
+                        len(new), sum(map(len, new.values())), few(list(new)),
+                        next(iter(next(iter(new.values())).values())).detail)
         self._without_exporter = found
 
     def _failed(self, key: RuntimeKey, pod: PodTarget, reason: str, detail: str, now: float) -> None:
