@@ -11,9 +11,9 @@ first. A load under way runs to its end; the others run in priority order, first
 priority, as the threads free up. A copy evicted from its pod's cache before its load is done stops it (its
 cache entry's `remove`: a queued load is dropped, one under way cancelled), and the loads after it move up.
 
-Each `Load` carries its current `ready_at`, moved back when a load of higher priority is queued before it, so
-whoever waits for it (a copy the rate check asked for, a model whose only copies left) reads the time as it
-stands.
+Each `Load` carries its current `ready_at`, moved back when a load of higher priority is queued before it and up
+when one before it stops, so whoever waits for it (a copy the rate check asked for, a model held nowhere or
+whose only copies left) reads the time as it stands.
 """
 
 from __future__ import annotations
