@@ -284,11 +284,13 @@ class Cluster:
             self._requeue(orphan)
         cold, self._refused = routing.spread(ready, self.copies, self._regular, now, models, rates)
         self._refused_rate = sum(self._refused.values())
-        rate_of = dict(zip(models, rates, strict=True)) if self._awaited else {}
-        if self._awaited:  # before the cold loads queue: those loads were asked for first
+        # The loads requests already waited for, hurried before the cold loads queue (asked for first), and
+        # counted after them (the cold loads count their own when queued)
+        rate_of = dict(zip(models, rates, strict=True)) if self._awaited else None
+        if rate_of is not None:
             self._hurry(now, rate_of)
         self._count_cold(cold, now, remaining_s)
-        if rate_of:
+        if rate_of is not None:
             self._count_awaited(now, rate_of, now + remaining_s)
         routing.end(self.pods)
 

@@ -108,7 +108,8 @@ class LoadingQueue:
         self._start_from(first, first, now)
 
     def _start_from(self, place: int, first: int, now: float) -> None:
-        """Start the loads from `place` on (the first `first` are under way) as the threads free."""
+        """Start the loads from `place` on as the threads free (the first `first` are under way): with one thread
+        those before `place` keep their times; with several, every waiting load is started again from `first`."""
         loads = self.loads
         if self.threads == 1:  # one after another from the end of the one before (or now, when none is)
             free = loads[place - 1].ready_at if place else now

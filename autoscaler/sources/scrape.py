@@ -187,12 +187,11 @@ class ScrapeSource:
             for key, problems in new.items():
                 log.warning("%s: %d Ready pod(s) run no exporter sidecar (%s): not scraped, so the runtime's values "
                             "stay unknown until it is added; fine for a runtime no HPA scales", key, len(problems),
-                            next(iter(problems.values())).detail)
+                            _one_detail(problems))
         else:  # a fleet where few runtimes are scaled: one line, not one a runtime (500 at the first refresh)
             log.warning("%d runtimes have Ready pods that run no exporter sidecar (%d pods): %s; not scraped, so "
                         "their values stay unknown until it is added; fine for a runtime no HPA scales (e.g. %s)",
-                        len(new), sum(map(len, new.values())), few(list(new)),
-                        next(iter(next(iter(new.values())).values())).detail)
+                        len(new), sum(map(len, new.values())), few(list(new)), _one_detail(next(iter(new.values()))))
         self._without_exporter = found
 
     def _failed(self, key: RuntimeKey, pod: PodTarget, reason: str, detail: str, now: float) -> None:
@@ -254,3 +253,8 @@ class ScrapeSource:
 
 def _with_readiness(sample: PodSample, pod: PodTarget) -> PodSample:
     return sample if sample.ready == pod.ready else replace(sample, ready=pod.ready)
+
+
+def _one_detail(problems: dict[str, SourceProblem]) -> str:
+    """One pod's words, for a log line about all of a runtime's pods without the sidecar."""
+    return next(iter(problems.values())).detail

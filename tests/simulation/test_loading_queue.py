@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from autoscaler.simulation.cluster import Cluster, ClusterShape, SimPod
 from autoscaler.simulation.loading import URGENT_AHEAD_S, Load, LoadingQueue
+from tests.simulation.ticks import delayed_over
 
 SHAPE = ClusterShape(pod_rps=20.0, cache_models=4, load_time_s=10.0, startup_delay_s=30.0)
 
@@ -71,7 +72,7 @@ def test_a_rate_checks_copy_goes_before_a_pre_shutdowns_waiting_copies() -> None
     cluster.copies.start_copy(5, spare, 200.0, 220.0)
     cluster.settle(210.0)
     cluster.route(210.0, [0], [1.0], 60.0)  # model 0's first request, with model 5's load under way: waits to 230
-    assert sum(cluster.step(210.0 + 5 * k).delayed for k in range(12)) == 20.0
+    assert delayed_over(cluster, 210.0, 12) == 20.0
     assert loaded_at(cluster, 5, range(210, 240), spare) == 220.0
 
 
@@ -82,7 +83,7 @@ def test_a_request_for_a_model_waiting_for_its_copy_moves_the_copy_ahead() -> No
     cluster, spare = scaled_down_onto_spare()
     cluster.copies.start_copy(5, spare, 200.0, 220.0)
     cluster.route(200.0, [0], [1.0], 60.0)
-    delayed = sum(cluster.step(200.0 + 5 * k).delayed for k in range(12))
+    delayed = delayed_over(cluster, 200.0, 12)
     assert delayed == 20.0
     assert loaded_at(cluster, 5, range(200, 240), spare) == 230.0
 
@@ -100,10 +101,10 @@ def test_a_cold_load_waits_for_the_load_under_way_on_its_pod() -> None:
     # from 110 to 120: its 2 requests a second wait 15 s, 30 requests (10 s, 20, when nothing else loads).
     cluster = one_pod_loading_copies(7)
     cluster.route(105.0, [3], [2.0], 60.0)
-    assert sum(cluster.step(105.0 + 5 * k).delayed for k in range(12)) == 30.0
+    assert delayed_over(cluster, 105.0, 12) == 30.0
     idle = Cluster(SHAPE, 1, tick_s=5.0)
     idle.route(105.0, [3], [2.0], 60.0)
-    assert sum(idle.step(105.0 + 5 * k).delayed for k in range(12)) == 20.0
+    assert delayed_over(idle, 105.0, 12) == 20.0
 
 
 def test_a_cold_load_goes_before_the_copies_waiting_on_its_pod() -> None:
@@ -111,7 +112,7 @@ def test_a_cold_load_goes_before_the_copies_waiting_on_its_pod() -> None:
     # model 8: 3 from 110 to 120, 8 from 120 to 130.
     cluster = one_pod_loading_copies(7, 8)
     cluster.route(105.0, [3], [2.0], 60.0)
-    assert sum(cluster.step(105.0 + 5 * k).delayed for k in range(12)) == 30.0
+    assert delayed_over(cluster, 105.0, 12) == 30.0
     assert loaded_at(cluster, 8, range(105, 140), cluster.pods[0]) == 130.0
 
 
@@ -129,7 +130,7 @@ def test_a_copy_evicted_before_its_load_starts_gives_its_place_in_the_queue_up()
     cluster.copies.load(pod, 5, 106.0)
     assert 3 not in pod.cache
     cluster.route(106.0, [4], [1.0], 59.0)
-    assert sum(cluster.step(106.0 + 5 * k).delayed for k in range(12)) == 16.0
+    assert delayed_over(cluster, 106.0, 12) == 16.0
 
 
 def test_a_copy_asked_of_an_idle_pod_long_after_its_last_load_takes_the_load_time() -> None:

@@ -14,6 +14,7 @@ from autoscaler.simulation.engine import simulate
 from autoscaler.simulation.policies import FixedPolicy, SyncOutcome
 from autoscaler.simulation.trace import buckets, synthetic
 from tests.simulation import runs
+from tests.simulation.ticks import delayed_over
 
 SHAPE = ClusterShape(pod_rps=10.0, cache_models=2, load_time_s=10.0, startup_delay_s=30.0, slo_queue_s=0.1)
 
@@ -126,7 +127,7 @@ def test_a_model_with_a_loaded_copy_elsewhere_is_served_by_it_while_the_new_copy
     cluster.scale_to(2, 200.0)
     cluster.route(200.0, [0], [4.0], 60.0)
     assert spare in cluster.holders[0]  # the pre-shutdown's copy
-    assert sum(cluster.step(200.0 + 5 * k).delayed for k in range(6)) == 0.0
+    assert delayed_over(cluster, 200.0, 6) == 0.0
 
 
 def test_a_wait_longer_than_the_bucket_counts_on_into_the_next() -> None:
@@ -135,10 +136,10 @@ def test_a_wait_longer_than_the_bucket_counts_on_into_the_next() -> None:
     cluster, models, rates = leaving_with({0: 1.0, 1: 1.0})
     cluster.scale_to(1, 200.0)
     cluster.route(200.0, models, rates, 15.0)
-    delayed = sum(cluster.step(200.0 + 5 * k).delayed for k in range(3))
+    delayed = delayed_over(cluster, 200.0, 3)
     assert delayed == 25.0
     cluster.route(215.0, models, rates, 60.0)
-    assert sum(cluster.step(215.0 + 5 * k).delayed for k in range(6)) == 5.0
+    assert delayed_over(cluster, 215.0, 6) == 5.0
 
 
 def test_requests_counted_waiting_for_a_load_on_a_pod_that_goes_are_counted_where_they_go_instead() -> None:
@@ -158,7 +159,7 @@ def test_requests_counted_waiting_for_a_load_on_a_pod_that_goes_are_counted_wher
     going.deletion_cost = -1
     cluster.scale_to(1, 5.0)
     cluster.route(5.0, [0], [1.0], 55.0)
-    delayed += sum(cluster.step(5.0 * k).delayed for k in (1, 2))
+    delayed += delayed_over(cluster, 5.0, 2)
     assert cluster.arrived == 15.0
     assert delayed == 15.0
 
