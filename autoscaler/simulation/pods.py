@@ -10,6 +10,7 @@ copies' last use per model (`recent_models`, for the unique-copy need term).
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from autoscaler.model import PodSample
@@ -146,9 +147,9 @@ def flush_counts(pod: SimPod) -> None:
         pod.counting_s = 0.0
 
 
-def sample(pod: SimPod, now: float, cache_models: int, per_model: bool = True) -> PodSample:
-    """The pod as its exporter reports it now (not Ready, or Ready but not yet scraped: no data); without its
-    per-model use when `per_model` is False."""
+def sample(pod: SimPod, now: float, cache_models: int, recent_models: Mapping[str, float] | None) -> PodSample:
+    """The pod as its exporter reports it now (not Ready, or Ready but not yet scraped: no data), with its
+    copies' last uses `recent_models` (`last_uses(pod.cache)`, or None: not reported)."""
     if not pod.ready or not pod.served:
         return PodSample(pod.name, ready=pod.ready, created_at=pod.created_at)
     lru = now - next(iter(pod.cache.values())) if pod.cache else None
@@ -156,11 +157,11 @@ def sample(pod: SimPod, now: float, cache_models: int, per_model: bool = True) -
         pod.name, ready=True, sampled_at=now,
         gpu_busy=_mean(pod.busy), requests_per_second=_mean(pod.served), queue_delay_s=_mean(pod.queue),
         lru_age_s=lru, cache_used_ratio=len(pod.cache) / cache_models, models_loaded=float(len(pod.cache)),
-        recent_models=_recent_models(pod.cache) if per_model else None, created_at=pod.created_at,
+        recent_models=recent_models, created_at=pod.created_at,
     ))
 
 
-def _recent_models(cache: dict[int, float]) -> dict[str, float]:
+def last_uses(cache: dict[int, float]) -> dict[str, float]:
     """The pod's copies and when each last took requests (or was loaded: ModelMesh stamps a copy's last use
     when it loads), by model id, as the exporter's per-model recency series reports them; a copy, as the
     cache changes after the sample is taken. The ids' strings are made once (`_MODEL_IDS`): `str` of every

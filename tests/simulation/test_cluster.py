@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import chain
 
 import pytest
 from hypothesis import given, settings
@@ -246,3 +247,23 @@ def test_a_scale_down_moves_a_leaving_copy_newer_than_the_oldest_one_where_it_go
     leaving.deletion_cost = -1
     cluster.scale_to(1, 800.0)
     assert list(staying.cache) == [3, 0] and cluster.migrated_loads == 1  # 2, the oldest (400), made room
+
+
+def test_pods_report_their_copies_last_uses_as_they_change_between_syncs() -> None:
+    # The exporter's per-model recency (`recent_models`) feeds the unique-copy need term; an HPA sync reads it
+    # every 15 s, between routings and in the middle of them. Two pods of two slots, model 0 on one of them.
+    cluster = Cluster(SHAPE, 2, tick_s=5.0)
+    cluster.route(0.0, [0], [1.0], 60.0)
+    cluster.step(0.0)
+    holder = cluster.holders[0][0]
+    first = {s.name: s.recent_models for s in cluster.samples(15.0)}
+    assert first[holder.name] == {"0": 0.0}
+    assert {s.name: s.recent_models for s in cluster.samples(30.0)} == first  # nothing routed since
+    cluster.route(60.0, [0, 1], [1.0, 1.0], 60.0)  # model 0 used again at 60, model 1 loaded at 60
+    cluster.step(60.0)
+    second = {s.name: s.recent_models for s in cluster.samples(75.0)}
+    assert second[holder.name]["0"] == 60.0
+    assert sorted(chain.from_iterable(second.values())) == ["0", "1"]
+    cluster.scale_to(1, 75.0)  # the pod that stays takes a copy of the other's model (pre-shutdown)
+    (left,) = cluster.samples(90.0)
+    assert sorted(left.recent_models or {}) == ["0", "1"]

@@ -83,6 +83,6 @@ def test_prometheus_garbage_is_absent() -> None:
 def test_simulated_pod_with_a_garbled_reading_reports_it_absent() -> None:
     pod = SimPod("sim-1", created_at=0.0, ready_at=0.0, ready=True)
     pod.busy, pod.served, pod.queue = deque([0.5]), deque([10.0]), deque([math.nan])
-    reported = sample(pod, 100.0, cache_models=4)
+    reported = sample(pod, 100.0, cache_models=4, recent_models=None)
     assert_valid(reported)
     assert (reported.gpu_busy, reported.requests_per_second, reported.queue_delay_s) == (0.5, 10.0, None)
