@@ -26,7 +26,7 @@ from typing import Final
 from autoscaler.model import PodSample
 from autoscaler.simulation import janitor, routing
 from autoscaler.simulation.copies import ModelCopies
-from autoscaler.simulation.loading import Load
+from autoscaler.simulation.loading import Load, LoadWaits
 from autoscaler.simulation.placement import choose_pod
 from autoscaler.simulation.pods import (
     ClusterShape,
@@ -109,6 +109,7 @@ class Cluster:
         # every 15 s where routings come every bucket (a day of 20,000 functions: a fifth of skew-aware's time
         # went to making them anew at each sync)
         self._caches_changed = 0
+        self._load_waits = LoadWaits()  # how long each load waited for its pod's loading thread (loading.py)
         self._last_uses: dict[SimPod, dict[str, float]] = {}
         self._last_uses_at = -1
         for i in range(replicas):  # running since before the trace, the first oldest
@@ -123,7 +124,7 @@ class Cluster:
     # -- pods -------------------------------------------------------------------------------------------
 
     def _new_pod(self, now: float, ready_at: float) -> SimPod:
-        pod = new_pod(f"pod-{self._serial}", now, ready_at, self.shape, self.tick_s)
+        pod = new_pod(f"pod-{self._serial}", now, ready_at, self.shape, self.tick_s, self._load_waits)
         self._serial += 1
         self.pods.append(pod)
         self._next_janitor = min(self._next_janitor, pod.janitor_at)
@@ -187,6 +188,7 @@ class Cluster:
         leaving = self.copies.drop(removed)
         self._next_janitor = min((p.janitor_at for p in self.pods), default=math.inf)
         for pod in removed:
+            pod.loading.close(now)  # its loads stop with it; those started count their waits
             if pod.backlog:
                 self._requeue(pod.backlog)
             if pod.waiting_for_load:  # counted delayed before they arrived here: taken back, they count where they go
@@ -374,6 +376,7 @@ class Cluster:
         self.refused = self._refused_rate = 0.0
         self._refused = {}
         self._awaited = {}  # the warm start's cold loads, done before the trace
+        self._load_waits.clear()
         self._pending = TickStats()
         self._caches_changed += 1  # its last copies loaded after its last routing
 
@@ -426,6 +429,10 @@ class Cluster:
                 uses = known[pod] = last_uses(pod.cache)
             samples.append(sample(pod, now, cache_models, uses))
         return tuple(samples)
+
+    def load_waits(self, now: float) -> LoadWaits:
+        """How long each load waited for a loading thread, of those under way or done by `now` (a copy)."""
+        return self._load_waits.with_started((pod.loading for pod in self.pods), now)
 
     def queued(self) -> float:
         return sum(p.backlog for p in self.pods) + self.orphan

@@ -19,6 +19,7 @@ import numpy as np
 
 from autoscaler.simulation.cluster import Cluster, ClusterShape
 from autoscaler.simulation.hpa import SYNC_PERIOD_S
+from autoscaler.simulation.loading import LoadWaits
 from autoscaler.simulation.policies import SimPolicy
 from autoscaler.simulation.trace import Bucket, Trace
 
@@ -71,6 +72,8 @@ class PolicyResult:
     reload_gaps: list[float] = field(default_factory=list)
     refused_requests: float = 0.0  # of `delayed_requests`: failed, every pod refusing their model's load (churn)
     unused_evictions: int = 0  # models evicted from every cache and not requested again before the trace ended
+    # How long each load that ran waited for its pod's loading thread (the runtime's `maxLoadingConcurrency`)
+    load_waits: LoadWaits = field(default_factory=LoadWaits)
 
     @property
     def delayed_ratio(self) -> float:
@@ -134,6 +137,7 @@ def simulate(buckets: Sequence[Bucket], bucket_s: float, tick_s: float, shape: C
         scale_events=len(events), peak_replicas=peak,
         terms=dict(policy.terms), events=events, timeline=timeline, reload_gaps=cluster.reload_gaps,
         refused_requests=cluster.refused, unused_evictions=len(cluster.copies.evicted),
+        load_waits=cluster.load_waits(len(buckets) * bucket_s),
     )
 
 

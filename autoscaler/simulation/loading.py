@@ -14,15 +14,21 @@ cache entry's `remove`: a queued load is dropped, one under way cancelled), and 
 Each `Load` carries its current `ready_at`, moved back when a load of higher priority is queued before it and up
 when one before it stops, so whoever waits for it (a copy the rate check asked for, a model held nowhere or
 whose only copies left) reads the time as it stands.
+
+How long each load waited for a thread, from asked to started, goes to the queue's `LoadWaits` (one a runtime,
+shared by its pods' queues) once it is done, or as it stands when its pod goes (`close`) or the trace ends
+(`LoadWaits.with_started`); a stopped load is not counted. The report shows them: what the runtime's
+`maxLoadingConcurrency` costs its loads.
 """
 
 from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
-from itertools import count, islice
+from itertools import count, islice, takewhile
 from typing import Final
 
 URGENT_AHEAD_S: Final = 7200.0
@@ -36,8 +42,34 @@ class Load:
     model: int
     priority: float  # larger loads first (a model's last use, or 2 hours ahead for one a request waits for)
     order: int  # first come first, within equal priority
+    asked: float = 0.0
+    cold: bool = False  # a cold load (queued as one a request waits for), not a copy
     start: float = math.inf
     ready_at: float = math.inf
+
+
+@dataclass(slots=True)
+class LoadWaits:
+    """Seconds each load waited for a loading thread (from asked to started): cold loads, and copies (of the rate
+    check, the regular-use rule and a scale-down's pre-shutdown)."""
+
+    cold: list[float] = field(default_factory=list)
+    copies: list[float] = field(default_factory=list)
+
+    def add(self, load: Load) -> None:
+        (self.cold if load.cold else self.copies).append(load.start - load.asked)
+
+    def clear(self) -> None:
+        self.cold.clear()
+        self.copies.clear()
+
+    def with_started(self, queues: Iterable[LoadingQueue], now: float) -> LoadWaits:
+        """These waits and those of the loads `queues` have under way or done by `now`, not counted yet."""
+        waits = LoadWaits(list(self.cold), list(self.copies))
+        for queue in queues:
+            for load in queue.started(now):
+                waits.add(load)
+        return waits
 
 
 def _run_order(load: Load) -> tuple[float, int]:
@@ -51,19 +83,20 @@ class LoadingQueue:
 
     threads: int
     load_time_s: float
+    waits: LoadWaits = field(default_factory=LoadWaits)
     loads: list[Load] = field(default_factory=list)
     _serial: count[int] = field(default_factory=count)
 
-    def add(self, model: int, now: float, priority: float) -> Load:
+    def add(self, model: int, now: float, priority: float, cold: bool = False) -> Load:
         """Queue a load of `model` at `now`; it runs once the loads under way and those of higher priority are
         done."""
-        load = Load(model, priority, next(self._serial))
+        load = Load(model, priority, next(self._serial), now, cold)
         self._insert(load, now)
         return load
 
     def add_urgent(self, model: int, now: float) -> Load:
         """Queue a load a request waits for (a cold load): after those under way and other urgent ones only."""
-        return self.add(model, now, now + URGENT_AHEAD_S)
+        return self.add(model, now, now + URGENT_AHEAD_S, cold=True)
 
     def cancel(self, model: int, now: float) -> None:
         """The copy of `model` left the pod's cache: stop its load if not done, and move the loads after it up."""
@@ -88,6 +121,17 @@ class LoadingQueue:
 
     def clear(self) -> None:
         """Forget every load (the warm start's, loaded before the trace)."""
+        self.loads = []
+
+    def started(self, now: float) -> Iterator[Load]:
+        """The loads under way or done by `now` whose waits are not counted yet (those done are counted as the
+        queue next moves)."""
+        return takewhile(lambda load: load.start <= now, self.loads)
+
+    def close(self, now: float) -> None:
+        """The pod goes at `now`: count the waits of the loads started by then, and forget every load."""
+        for load in self.started(now):
+            self.waits.add(load)
         self.loads = []
 
     def _insert(self, load: Load, now: float) -> None:
@@ -134,7 +178,12 @@ class LoadingQueue:
                 break
             under_way += 1
         if any(load.ready_at <= now for load in islice(loads, under_way)):
-            running = [load for load in loads[:under_way] if load.ready_at > now]
+            running = []
+            for load in loads[:under_way]:
+                if load.ready_at > now:
+                    running.append(load)
+                else:
+                    self.waits.add(load)
             loads[:under_way] = running
             under_way = len(running)
         return under_way

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from autoscaler.model import PodSample
 from autoscaler.policies.samples import clean_sample
 from autoscaler.simulation.fluid import share_over_threshold
-from autoscaler.simulation.loading import LoadingQueue
+from autoscaler.simulation.loading import LoadingQueue, LoadWaits
 
 JANITOR_FIRST_S = 1.0
 """ModelMesh runs a pod's janitor first this long after it starts (`scheduleAtFixedRate(janitorTask(), 1L, ...)`,
@@ -68,19 +68,21 @@ class SimPod:
     janitor_at: float = 0.0  # when the pod's janitor runs next (janitor.py)
 
 
-def new_pod(name: str, now: float, ready_at: float, shape: ClusterShape, tick_s: float) -> SimPod:
-    """A pod created at `now`, Ready at `ready_at`, with exporter windows sized for ticks of `tick_s`."""
+def new_pod(name: str, now: float, ready_at: float, shape: ClusterShape, tick_s: float,
+            waits: LoadWaits | None = None) -> SimPod:
+    """A pod created at `now`, Ready at `ready_at`, with exporter windows sized for ticks of `tick_s`; its loads'
+    waits go to `waits` (its runtime's)."""
     pod = SimPod(name, created_at=now, ready_at=ready_at, janitor_at=now + shape.startup_delay_s + JANITOR_FIRST_S,
-                 loading=loading_queue(shape))
+                 loading=loading_queue(shape, waits))
     gpu_ticks = max(1, round(shape.gpu_window_s / tick_s))
     load_ticks = max(1, round(shape.load_window_s / tick_s))
     pod.busy, pod.served, pod.queue = deque(maxlen=gpu_ticks), deque(maxlen=load_ticks), deque(maxlen=load_ticks)
     return pod
 
 
-def loading_queue(shape: ClusterShape) -> LoadingQueue:
-    """An idle loading queue for a pod of `shape`."""
-    return LoadingQueue(shape.load_concurrency, shape.load_time_s)
+def loading_queue(shape: ClusterShape, waits: LoadWaits | None = None) -> LoadingQueue:
+    """An idle loading queue for a pod of `shape`, counting its loads' waits in `waits` (None: its own)."""
+    return LoadingQueue(shape.load_concurrency, shape.load_time_s, LoadWaits() if waits is None else waits)
 
 
 @dataclass(slots=True)

@@ -7,6 +7,7 @@ loads it (it is the `simulate` extra: `pip install modelmesh-autoscaler[simulate
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -90,6 +91,8 @@ def policy_entry(result: PolicyResult, baseline: PolicyResult | None, unavoidabl
         "peak_replicas": result.peak_replicas,
         "requests": round(result.requests),
         "terms": dict(sorted(result.terms.items())),
+        "load_waits_s": {"cold_loads": wait_summary(result.load_waits.cold),
+                         "copies": wait_summary(result.load_waits.copies)},
         "wall_seconds": round(result.wall_s, 2),
     }
     if baseline is not None and baseline is not result:
@@ -103,6 +106,17 @@ def policy_entry(result: PolicyResult, baseline: PolicyResult | None, unavoidabl
         entry["goal"] = {"pod_hours": round(verdict.pod_hours, 3), "delayed": delayed,
                          "avoidable_cold_loads": round(verdict.cold, 3), "met": verdict.met}
     return entry
+
+
+def wait_summary(waits: Sequence[float]) -> dict[str, Any]:
+    """How many loads, and their waits for a loading thread: mean, 95th percentile (nearest rank) and longest,
+    in seconds (None without a load)."""
+    if not waits:
+        return {"loads": 0, "mean": None, "p95": None, "max": None}
+    ordered = sorted(waits)
+    p95 = ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+    return {"loads": len(ordered), "mean": round(sum(ordered) / len(ordered), 1), "p95": round(p95, 1),
+            "max": round(ordered[-1], 1)}
 
 
 def bound_entry(bound: PolicyResult, baseline: PolicyResult | None, replicas: int) -> dict[str, Any]:
@@ -198,10 +212,23 @@ def markdown(report: Mapping[str, Any]) -> str:
             lines.append(f"  - {p['refused_requests']} requests failed (of the delayed): every pod's cache full "
                          f"with copies used within the last {churn:g} s, each refused the model's load, as "
                          f"ModelMesh answers \"Cache churn threshold exceeded\"")
+        if waits := waits_text(p.get("load_waits_s"), cluster.get("load_concurrency", 1)):
+            lines.append(f"  - {waits}")
         if p["terms"]:
             terms = ", ".join(f"{k} {v}" for k, v in sorted(p["terms"].items(), key=lambda kv: -kv[1]))
             lines.append(f"  - term that decided the recommendation, per refresh: {terms}")
     return "\n".join(lines) + "\n"
+
+
+def waits_text(waits: Mapping[str, Mapping[str, Any]] | None, threads: int) -> str | None:
+    """The loads' waits for a loading thread in words (None: no load ran)."""
+    if not waits:
+        return None
+    parts = [f"{w['loads']} {what}: mean {w['mean']:g} s, p95 {w['p95']:g} s, longest {w['max']:g} s"
+             for what, w in (("cold loads", waits["cold_loads"]), ("copies", waits["copies"])) if w["loads"]]
+    if not parts:
+        return None
+    return f"waited for a loading thread ({threads} a pod): " + "; ".join(parts)
 
 
 CACHE_SIZED = 1.5

@@ -30,7 +30,7 @@ def test_a_small_synthetic_run_writes_the_report_the_table_and_the_plot(tmp_path
         entry = report["policies"][name]
         for key in ("pod_hours", "overloaded_seconds", "delayed_requests", "delayed_ratio", "cold_loads",
                     "migrated_loads", "janitor_removals", "delayed_waiting_for_loads", "scale_events", "requests",
-                    "terms"):
+                    "terms", "load_waits_s"):
             assert key in entry, (name, key)
         assert entry["requests"] == report["trace"]["requests"]
     assert report["policies"]["fixed"]["scale_events"] == 0

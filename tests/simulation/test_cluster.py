@@ -261,7 +261,7 @@ def test_pods_report_their_copies_last_uses_as_they_change_between_syncs() -> No
     assert {s.name: s.recent_models for s in cluster.samples(30.0)} == first  # nothing routed since
     cluster.route(60.0, [0, 1], [1.0, 1.0], 60.0)  # model 0 used again at 60, model 1 loaded at 60
     cluster.step(60.0)
-    second = {s.name: s.recent_models for s in cluster.samples(75.0)}
+    second = {s.name: dict(s.recent_models or {}) for s in cluster.samples(75.0)}
     assert second[holder.name]["0"] == 60.0
     assert sorted(chain.from_iterable(second.values())) == ["0", "1"]
     cluster.scale_to(1, 75.0)  # the pod that stays takes a copy of the other's model (pre-shutdown)

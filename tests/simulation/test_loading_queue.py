@@ -8,7 +8,9 @@ request waits for before all (ModelMesh.java `loadLocal`, `upgradePriority`). Nu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -16,6 +18,7 @@ from hypothesis import strategies as st
 
 from autoscaler.simulation.cluster import Cluster, ClusterShape, SimPod
 from autoscaler.simulation.loading import URGENT_AHEAD_S, Load, LoadingQueue
+from tests.simulation import runs
 from tests.simulation.ticks import delayed_over
 
 SHAPE = ClusterShape(pod_rps=20.0, cache_models=4, load_time_s=10.0, startup_delay_s=30.0)
@@ -52,12 +55,18 @@ def scaled_down_onto_spare() -> tuple[Cluster, SimPod]:
     """Three pods at t=200; the first, alone holding models 0 and 1 (last used at 100 and 101), leaves, and its
     pre-shutdown sends both to the second (the third is full of copies used at 199 and refuses them): model 1,
     the more recent, loads from 200 to 210, model 0 waits."""
+    return scaled_down_onto_spare_after(lambda _: None)
+
+
+def scaled_down_onto_spare_after(before: Callable[[SimPod], None]) -> tuple[Cluster, SimPod]:
+    """`scaled_down_onto_spare`, with `before(leaving pod)` done to the leaving pod first."""
     cluster = Cluster(SHAPE, 3, tick_s=5.0)
     leaving, spare, other = cluster.pods
     for model in (0, 1):
         cluster.copies.load(leaving, model, 100.0 + model)
     for model in (2, 3, 5, 6):
         cluster.copies.load(other, model, 199.0)
+    before(leaving)
     leaving.deletion_cost = -1
     cluster.scale_to(2, 200.0)
     assert {p.name for p in cluster.holders[0]} == {p.name for p in cluster.holders[1]} == {spare.name}
@@ -114,6 +123,44 @@ def test_a_cold_load_goes_before_the_copies_waiting_on_its_pod() -> None:
     cluster.route(105.0, [3], [2.0], 60.0)
     assert delayed_over(cluster, 105.0, 12) == 30.0
     assert loaded_at(cluster, 8, range(105, 140), cluster.pods[0]) == 130.0
+
+
+def test_each_load_says_how_long_it_waited_for_a_loading_thread() -> None:
+    # Copies of 7 (asked at 100, loads 100 to 110) and 8 (asked at 100), and model 3's cold load asked at 105:
+    # 3 runs 110 to 120 (waited 5 s), 8 runs 120 to 130 (waited 20 s). Model 9's copy, asked at 125, is under way
+    # at the end (130 to 140, waited 5 s); model 6's, asked at 126, is stopped by an eviction before it runs.
+    cluster = one_pod_loading_copies(7, 8)
+    cluster.route(105.0, [3], [2.0], 60.0)
+    for now in (110.0, 115.0, 120.0):
+        cluster.settle(now)
+    pod = cluster.pods[0]
+    cluster.copies.start_copy(9, pod, 125.0, 145.0)
+    cluster.copies.start_copy(6, pod, 126.0, 146.0)
+    pod.loading.cancel(6, 127.0)
+    waits = cluster.load_waits(135.0)
+    assert sorted(waits.cold) == [5.0] and sorted(waits.copies) == [0.0, 5.0, 20.0]
+
+
+def test_loads_a_pod_had_when_a_scale_down_removed_it_count_their_waits() -> None:
+    # The first pod alone held models 0 and 1 and leaves at 200; its pre-shutdown sends both to the second pod:
+    # model 1 loads at once (0 s), model 0 after it (10 s). The leaving pod had loaded model 4 (asked at 185, 185
+    # to 195: 0 s) and was loading model 8 (asked at 190, under way since 195: 5 s): they count as they stood
+    # when the pod went.
+    def loading_two(leaving: SimPod) -> None:
+        leaving.loading.add(4, 185.0, 185.0)
+        leaving.loading.add(8, 190.0, 190.0)
+
+    cluster, _ = scaled_down_onto_spare_after(loading_two)
+    for now in range(200, 230, 5):
+        cluster.settle(float(now))
+    assert sorted(cluster.load_waits(230.0).copies) == [0.0, 0.0, 5.0, 10.0]
+
+
+def test_the_warm_start_counts_no_load_waits() -> None:
+    cluster = Cluster(SHAPE, 3, tick_s=5.0)
+    cluster.warm(0.0, [0, 1, 2], [60.0, 1.0, 1.0])
+    waits = cluster.load_waits(0.0)
+    assert (waits.cold, waits.copies) == ([], [])
 
 
 def test_a_copy_evicted_before_its_load_starts_gives_its_place_in_the_queue_up() -> None:
@@ -204,3 +251,26 @@ def test_a_pods_loads_never_overlap_beyond_its_threads_and_a_cold_load_waits_at_
             continue
         later = sum(1 for t in urgent_times if t > asked)
         assert load.start <= asked + 10.0 * (1 + later) + 1e-9
+
+
+@pytest.mark.parametrize(("concurrency", "waits", "words"), [
+    ("1", {"loads": 2, "mean": 5.0, "p95": 10.0, "max": 10.0},
+     "waited for a loading thread (1 a pod): 2 cold loads: mean 5 s, p95 10 s, longest 10 s"),
+    ("2", {"loads": 2, "mean": 0.0, "p95": 0.0, "max": 0.0},
+     "waited for a loading thread (2 a pod): 2 cold loads: mean 0 s, p95 0 s, longest 0 s"),
+])
+def test_the_report_says_how_long_loads_waited_for_a_loading_thread(tmp_path: Path, concurrency: str,
+                                                                    waits: dict[str, float], words: str) -> None:
+    # One pod serves model-a; at 60 s models b and c, held nowhere, are asked for at once: with one loading thread
+    # b loads from 60 to 70 and c from 70 to 80 (waits 0 and 10 s; their 1 request a second wait 10 + 20 s), with
+    # two both load at once.
+    trace = runs.write_trace(tmp_path, "0,model-a,60\n60,model-a,60\n60,model-b,60\n60,model-c,60\n"
+                                       "120,model-a,60\n120,model-b,60\n120,model-c,60\n")
+    result = runs.simulate(tmp_path, trace, "--policies", "fixed", "--min-replicas", "1",
+                           "--load-concurrency", concurrency)
+    assert result.returncode == 0, result.stderr
+    fixed = runs.report(tmp_path)["policies"]["fixed"]
+    assert fixed["load_waits_s"] == {"cold_loads": waits,
+                                     "copies": {"loads": 0, "mean": None, "p95": None, "max": None}}
+    assert fixed["delayed_requests"] == (30 if concurrency == "1" else 20)
+    assert words in (tmp_path / "out" / "report.md").read_text()
