@@ -160,7 +160,7 @@ def test_the_warm_start_counts_no_load_waits() -> None:
     cluster = Cluster(SHAPE, 3, tick_s=5.0)
     cluster.warm(0.0, [0, 1, 2], [60.0, 1.0, 1.0])
     waits = cluster.load_waits(0.0)
-    assert (waits.cold, waits.copies) == ([], [])
+    assert (list(waits.cold), list(waits.copies)) == ([], [])
 
 
 def test_a_copy_evicted_before_its_load_starts_gives_its_place_in_the_queue_up() -> None:
