@@ -40,6 +40,7 @@ from autoscaler.model import RuntimeKey
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
+from autoscaler.stopping import stop_tasks
 
 log = logging.getLogger(__name__)
 
@@ -107,10 +108,8 @@ class DeletionCostActuator:
                      "answered" if answered else "not all answered")
         if not answered and self.elector is not None:
             self.elector.release_on_stop = False  # one may land later: the next leader waits for the expiry
-        for task in self.tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        for task in self.tasks:  # one after the other, the elector (which gives the Lease up) last
+            await stop_tasks([task])
         self.metrics.set_leader(False)
         await self.kube.close()
 

@@ -18,6 +18,7 @@ from kubernetes.aio.client import ApiClient
 
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.raw import describe
+from autoscaler.stopping import stop_tasks
 
 ClientFactory = Callable[[], "ApiClient | Awaitable[ApiClient]"]
 """Makes the API client when the loops start; may be async (loading a kubeconfig is)."""
@@ -61,11 +62,10 @@ class KubeSession:
         return task
 
     async def close(self) -> None:
-        """Cancel every loop, wait for them, then close the client; safe to call twice."""
+        """Stop every loop (cancelled again while one goes on: `stop_tasks`), then close the client; safe to
+        call twice."""
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await stop_tasks(tasks)
         if self._api is not None:
             api, self._api = self._api, None
             with contextlib.suppress(Exception):
