@@ -64,12 +64,16 @@ class LoadWaits:
     def clear(self) -> None:
         del self.cold[:], self.copies[:]
 
+    def add_started(self, queue: LoadingQueue, now: float) -> None:
+        """Add the waits of the loads `queue` has under way or done by `now`, not counted yet."""
+        for load in queue.started(now):
+            self.add(load)
+
     def with_started(self, queues: Iterable[LoadingQueue], now: float) -> LoadWaits:
         """These waits and those of the loads `queues` have under way or done by `now`, not counted yet."""
         waits = LoadWaits(array("d", self.cold), array("d", self.copies))
         for queue in queues:
-            for load in queue.started(now):
-                waits.add(load)
+            waits.add_started(queue, now)
         return waits
 
 
@@ -131,8 +135,7 @@ class LoadingQueue:
 
     def close(self, now: float) -> None:
         """The pod goes at `now`: count the waits of the loads started by then, and forget every load."""
-        for load in self.started(now):
-            self.waits.add(load)
+        self.waits.add_started(self, now)
         self.loads = []
 
     def _insert(self, load: Load, now: float) -> None:
