@@ -13,7 +13,6 @@ that can fail later (Kubernetes, exporters, Prometheus) is handled where it happ
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 import socket
@@ -37,6 +36,7 @@ from autoscaler.settings import ServeSettings, is_loopback
 from autoscaler.sources.base import MetricSource, PodDiscovery
 from autoscaler.sources.scrape import ScrapeSource
 from autoscaler.sources.targets import StaticTargetsDiscovery
+from exporter.stopping import stop_tasks
 
 if TYPE_CHECKING:
     from autoscaler.sources.kube_hpas import HpaWatch
@@ -219,9 +219,7 @@ class OneProcessLifecycle:
             return
         self._drained = True
         if self._refreshing is not None:
-            self._refreshing.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._refreshing
+            await stop_tasks([self._refreshing])  # even a refresh that takes its first cancel for a timeout
         self._stack.refresher.withdraw_readiness()  # /readyz fails; the last values stay served
         if self._actuator is not None:
             await self._actuator.stop()  # writes in flight answered, then the Lease released

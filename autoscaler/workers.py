@@ -50,6 +50,7 @@ from autoscaler.api.snapshot import SnapshotHolder
 from autoscaler.scratch import owned_directory, sweep_abandoned
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
+from exporter.stopping import stop_tasks
 
 log = logging.getLogger(__name__)
 
@@ -440,10 +441,7 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
             code = 1
         return code
     finally:
-        for task in (refreshing, exited, stopping):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await stop_tasks([refreshing, exited, stopping])  # even a refresh that takes its first cancel for a timeout
         if draining:
             stop.clear()
             with contextlib.suppress(OSError):  # a worker that has gone is stopped below in any case

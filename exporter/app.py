@@ -10,7 +10,6 @@ gzip when the scraper asks for it, as with the library's reference server. Only 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import socket
@@ -29,6 +28,7 @@ from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
 from exporter.listen import bind_listeners
 from exporter.settings import ExporterSettings
+from exporter.stopping import stop_tasks
 
 log = logging.getLogger(__name__)
 
@@ -118,11 +118,7 @@ def metrics_app(registry: CollectorRegistry, health: CollectorHealth, loops: Seq
     async def background(app: web.Application) -> AsyncIterator[None]:
         tasks = [asyncio.create_task(loop()) for loop in loops]
         yield
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await stop_tasks(tasks)  # even a read that takes the stop for its own timeout
 
     async def healthz(request: web.Request) -> web.Response:
         # Alive as long as it serves; a failing collector is reported in /metrics, not by restarting the

@@ -40,7 +40,7 @@ from autoscaler.model import RuntimeKey
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
-from autoscaler.stopping import stop_tasks
+from exporter.stopping import stop_tasks
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,6 @@ runtimes or metrics exist.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import ssl
 import time
@@ -59,6 +58,7 @@ from autoscaler.api.status import ApiError
 from autoscaler.kube.reviews import DEFAULT_TIMEOUT_S, KubeAuthApi, load_configuration
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
+from exporter.stopping import stop_tasks
 
 log = logging.getLogger(__name__)
 
@@ -218,8 +218,6 @@ async def build_api_security(settings: ServeSettings, tls: ssl.SSLContext | None
     reloading = asyncio.create_task(reloader.run(), name="client-ca-reload")
 
     async def stop_reloading() -> None:
-        reloading.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await reloading
+        await stop_tasks([reloading])  # even a ConfigMap read that takes its first cancel for a timeout
 
     return ApiSecurity(gate, [stop_reloading, kube.close], reloader.check)

@@ -18,7 +18,7 @@ from kubernetes.aio.client import ApiClient
 
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.raw import describe
-from autoscaler.stopping import stop_tasks
+from exporter.stopping import stop_tasks
 
 ClientFactory = Callable[[], "ApiClient | Awaitable[ApiClient]"]
 """Makes the API client when the loops start; may be async (loading a kubeconfig is)."""

@@ -188,6 +188,25 @@ async def test_the_elected_leader_writes_and_releases_the_lease_on_shutdown(
     assert refresher.metrics.registry.get_sample_value("modelmesh_autoscaler_leader") == 0
 
 
+async def test_the_lease_is_released_on_shutdown_when_the_api_server_answers_slowly(
+    kube: FakeKubeApi, kubeconfig: Path, refresher: Refresher
+) -> None:
+    """A release that takes seconds (a loaded API server) is not cut short by the stop: a stop that gave up on it
+    would leave the followers waiting for the Lease to expire."""
+    settings = ServeSettings(kubeconfig=kubeconfig, leader_elect=True)  # the shipped lease: a call may take 2.5 s
+    actuator = await start_actuator(settings, refresher, refresher.metrics, identity="replica-1")
+    assert actuator is not None and actuator.elector is not None
+    try:
+        await wait_for(lambda: actuator.elector is not None and actuator.elector.is_leader)
+        assert actuator.kube.request_timeout_s >= 2.0
+        kube.delay("/leases/", 1.8, method="PUT")  # within it, and longer than a stop waits before cancelling again
+    finally:
+        await actuator.stop()
+
+    lease = kube.get("leases", "ml", "modelmesh-autoscaler")
+    assert lease is not None and not lease["spec"].get("holderIdentity")
+
+
 async def test_a_restarted_adapter_counts_what_the_hpa_asked_of_the_runtimescale_as_running(
     kube: FakeKubeApi, kubeconfig: Path, refresher: Refresher, stopper: list[DeletionCostActuator]
 ) -> None:

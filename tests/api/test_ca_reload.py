@@ -4,6 +4,8 @@ from a CA dropped from the bundle stops authenticating."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
@@ -11,13 +13,16 @@ import aiohttp
 import pytest
 import trustme
 
+from autoscaler.api import auth, authconfig
 from autoscaler.api.app import build_api_app
 from autoscaler.api.auth import ApiSecurity, build_api_security
+from autoscaler.api.ca_reload import ClientCaReloader
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
 from tests.api.builders import KEY, PROXY_CN, Pki, refresher_with, runtime_view
 from tests.api.conftest import listening
 from tests.fakes.kube import FakeKubeApi
+from tests.support.stubborn import StubbornRequest
 
 
 @dataclass
@@ -114,3 +119,24 @@ async def test_a_dropped_ca_stops_authenticating_on_a_connection_kept_open(
         assert await served.reload()
         assert await status() == 401
     assert connections == 1  # every request went over the one connection
+
+
+async def test_closing_stops_a_reload_whose_read_takes_its_first_cancel_for_a_timeout(
+    pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reload reads the ConfigMap over HTTP. A read that turns the adapter's stop into its own timeout is
+    "client CAs not re-read", then a minute's sleep and another read: the shutdown must not wait on it."""
+    kube.set_authentication_config(requestheader_client_ca=bundle(pki.front_proxy_ca), allowed_names=[PROXY_CN])
+    monkeypatch.setattr(auth, "ClientCaReloader", functools.partial(ClientCaReloader, interval_s=0.01))
+    security = await build_api_security(settings_for(files=False), pki.server_context(), AdapterMetrics())
+    read = StubbornRequest()
+
+    async def read_that_never_answers(*_: object) -> None:
+        await read()
+
+    monkeypatch.setattr(authconfig, "resolve", read_that_never_answers)
+    await asyncio.wait_for(read.waiting.wait(), timeout=10)
+    closing = asyncio.create_task(security.close())
+    done, _ = await asyncio.wait({closing}, timeout=10)  # not `wait_for`: its cancel would stop the reload
+    assert done == {closing}, "close() still waits for the reload ten seconds on"
+    assert read.took_a_cancel_for_a_timeout
