@@ -1,0 +1,70 @@
+"""`stop_tasks`: every task stops, one that took its cancel back is cancelled again, and one still handling its
+cancel is left to finish (the Lease release, the NVML pass: tests/actuation/test_actuation.py and the GPU
+collector's tests show those from outside)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from exporter.stopping import stop_tasks
+from tests.support.stubborn import StubbornRequest
+
+
+async def stopped_within(tasks: list[asyncio.Task[None]], seconds: float) -> bool:
+    stopping = asyncio.create_task(stop_tasks(tasks, recancel_after_s=0.05))
+    done, _ = await asyncio.wait({stopping}, timeout=seconds)  # not `wait_for`: its cancel would stop them
+    return stopping in done
+
+
+async def test_a_loop_that_took_its_first_cancel_for_a_timeout_is_cancelled_again() -> None:
+    request = StubbornRequest()
+
+    async def loop() -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await request()
+
+    task = asyncio.create_task(loop())
+    await request.waiting.wait()
+    assert await stopped_within([task], 5)
+    assert request.took_a_cancel_for_a_timeout and task.cancelled()
+
+
+async def test_a_task_whose_cancel_count_leaked_is_still_cancelled() -> None:
+    """A count left at 1 by a cancel taken without `uncancel()` (aiohttp before 3.10.8 left one after every
+    timed-out request, aio-libs/aiohttp#9326): the task is not being stopped, and must be."""
+    swallowed = asyncio.Event()
+
+    async def loop() -> None:
+        while True:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                if swallowed.is_set():
+                    raise
+                swallowed.set()  # and goes on, its count still 1
+
+    task = asyncio.create_task(loop())
+    await asyncio.sleep(0)
+    task.cancel()
+    await swallowed.wait()
+    assert task.cancelling() == 1
+    assert await stopped_within([task], 5)
+
+
+async def test_cleanup_after_a_cancel_is_not_cut_short() -> None:
+    finished: list[str] = []
+
+    async def releases_on_stop() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.3)  # six times what the stop waits before looking again
+            finished.append("released")
+            raise
+
+    task = asyncio.create_task(releases_on_stop())
+    await asyncio.sleep(0)
+    assert await stopped_within([task], 5)
+    assert finished == ["released"]
