@@ -200,7 +200,7 @@ class OneProcessLifecycle:
     async def refresh_context(self, app: web.Application) -> AsyncIterator[None]:
         """An `app.cleanup_ctx` entry: discovery, the HPA watch and the refresh loop."""
         await self._stack.start()
-        self._refreshing = asyncio.create_task(self._stack.refresher.run())
+        self._refreshing = asyncio.create_task(self._stack.refresher.run(), name="refresh")
         yield
         await self.drain()
         await self._stack.close()

@@ -421,9 +421,9 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
     await stack.start()
     actuator = await start_actuator(settings, refresher, metrics, cluster_cost=stack.cluster_deletion_cost)
     tune_for_refresh()  # start-up is over; the refresh's many short-lived objects (autoscaler/gcsettings.py)
-    refreshing = asyncio.ensure_future(refresher.run())
-    exited = asyncio.ensure_future(pool.first_exit())
-    stopping = asyncio.ensure_future(stop.wait())
+    refreshing = asyncio.create_task(refresher.run(), name="refresh")
+    exited = asyncio.create_task(pool.first_exit(), name="serving-workers")
+    stopping = asyncio.create_task(stop.wait(), name="signals")
     draining = False
     try:
         await asyncio.wait([refreshing, exited, stopping], return_when=asyncio.FIRST_COMPLETED)

@@ -109,6 +109,12 @@ def metrics_handler(registry: CollectorRegistry, gzip_level: int = 6) -> Handler
     return metrics
 
 
+def _loop_name(loop: Loop) -> str:
+    """`ModelMeshCollector.run` for `functools.partial(collector.run, interval)`: what a stop's log names."""
+    function = loop.func if isinstance(loop, functools.partial) else loop
+    return getattr(function, "__qualname__", repr(function))
+
+
 def metrics_app(registry: CollectorRegistry, health: CollectorHealth, loops: Sequence[Loop] = ()) -> web.Application:
     """Serve `registry` at /metrics and liveness at /healthz, running `loops` while the app runs.
 
@@ -116,7 +122,7 @@ def metrics_app(registry: CollectorRegistry, health: CollectorHealth, loops: Seq
     """
 
     async def background(app: web.Application) -> AsyncIterator[None]:
-        tasks = [asyncio.create_task(loop()) for loop in loops]
+        tasks = [asyncio.create_task(loop(), name=_loop_name(loop)) for loop in loops]
         yield
         await stop_tasks(tasks)  # even a read that takes the stop for its own timeout
 

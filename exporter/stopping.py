@@ -19,8 +19,11 @@ never the other way round).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterable
 from typing import Any, Final
+
+log = logging.getLogger(__name__)
 
 RECANCEL_AFTER_S: Final = 1.0
 """How long `stop_tasks` waits for a cancelled task before it cancels it again."""
@@ -35,6 +38,9 @@ async def stop_tasks(tasks: Iterable[asyncio.Task[Any]], recancel_after_s: float
     while pending:
         for task in pending:
             if task not in cancels or task.cancelling() < cancels[task]:  # ours not sent yet, or taken back
+                if task in cancels:
+                    log.warning("stopping: %s went on after its cancel (a request took it for its timeout); "
+                                "cancelling it again", task.get_name())
                 task.cancel()
                 cancels[task] = task.cancelling()
         _, pending = await asyncio.wait(pending, timeout=recancel_after_s)

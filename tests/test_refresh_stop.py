@@ -78,6 +78,7 @@ def test_sigterm_stops_serve_whose_refresh_takes_its_first_cancel_for_a_timeout(
         except subprocess.TimeoutExpired:
             pytest.fail(f"serve --workers {workers} still running a minute after SIGTERM:\n{log.read_text()}")
         assert code == 0, log.read_text()
+        assert "stopping: refresh went on after its cancel" in log.read_text()
     finally:
         if adapter.poll() is None:
             adapter.kill()

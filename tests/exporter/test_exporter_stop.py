@@ -24,7 +24,7 @@ from tests.support.stubborn import StubbornRequest
 
 
 async def test_the_app_stops_a_modelmesh_loop_whose_read_takes_the_stop_for_a_timeout(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     health = CollectorHealth()
     collector = ModelMeshCollector(health, "http://127.0.0.1:1/metrics")
@@ -47,3 +47,5 @@ async def test_the_app_stops_a_modelmesh_loop_whose_read_takes_the_stop_for_a_ti
     done, _ = await asyncio.wait({stopping}, timeout=10)  # not `wait_for`: its cancel would stop the loop
     assert done == {stopping}, "the exporter still waits for its ModelMesh loop ten seconds after the stop"
     assert read.took_a_cancel_for_a_timeout
+    assert any(message.startswith("stopping: ModelMeshCollector.run went on after its cancel")
+               for message in caplog.messages)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+import pytest
+
 from exporter.stopping import stop_tasks
 from tests.support.stubborn import StubbornRequest
 
@@ -17,7 +19,9 @@ async def stopped_within(tasks: list[asyncio.Task[None]], seconds: float) -> boo
     return stopping in done
 
 
-async def test_a_loop_that_took_its_first_cancel_for_a_timeout_is_cancelled_again() -> None:
+async def test_a_loop_that_took_its_first_cancel_for_a_timeout_is_cancelled_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     request = StubbornRequest()
 
     async def loop() -> None:
@@ -25,10 +29,12 @@ async def test_a_loop_that_took_its_first_cancel_for_a_timeout_is_cancelled_agai
             with contextlib.suppress(TimeoutError):
                 await request()
 
-    task = asyncio.create_task(loop())
+    task = asyncio.create_task(loop(), name="hpa-watch")
     await request.waiting.wait()
     assert await stopped_within([task], 5)
     assert request.took_a_cancel_for_a_timeout and task.cancelled()
+    assert "stopping: hpa-watch went on after its cancel (a request took it for its timeout); cancelling it " \
+           "again" in caplog.messages
 
 
 async def test_a_task_whose_cancel_count_leaked_is_still_cancelled() -> None:
@@ -53,7 +59,7 @@ async def test_a_task_whose_cancel_count_leaked_is_still_cancelled() -> None:
     assert await stopped_within([task], 5)
 
 
-async def test_cleanup_after_a_cancel_is_not_cut_short() -> None:
+async def test_cleanup_after_a_cancel_is_not_cut_short(caplog: pytest.LogCaptureFixture) -> None:
     finished: list[str] = []
 
     async def releases_on_stop() -> None:
@@ -68,3 +74,4 @@ async def test_cleanup_after_a_cancel_is_not_cut_short() -> None:
     await asyncio.sleep(0)
     assert await stopped_within([task], 5)
     assert finished == ["released"]
+    assert not caplog.messages  # nothing went on after its cancel
