@@ -9,7 +9,8 @@ a cold load from the start (`prioritize`), a queued copy once a request for its 
 (`upgradePriority(now + 3600_000L, now + 7200_000L)`, l.4432), so of two such loads the one asked for later goes
 first. A load under way runs to its end; the others run in priority order, first come first within equal
 priority, as the threads free up. A copy evicted from its pod's cache before its load is done stops it (its
-cache entry's `remove`: a queued load is dropped, one under way cancelled), and the loads after it move up.
+cache entry's `remove`: a queued load is dropped, one under way cancelled, `loadFuture.cancel(true)`, l.1932, which
+interrupts its thread), and the loads after it move up: the freed thread takes the next load at once.
 
 Each `Load` carries its current `ready_at`, moved back when a load of higher priority is queued before it and up
 when one before it stops, so whoever waits for it (a copy the rate check asked for, a model held nowhere or
