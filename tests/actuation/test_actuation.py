@@ -199,7 +199,7 @@ async def test_the_lease_is_released_on_shutdown_when_the_api_server_answers_slo
     try:
         await wait_for(lambda: actuator.elector is not None and actuator.elector.is_leader)
         assert actuator.kube.request_timeout_s >= 2.0
-        kube.delay("/leases/", 1.8, method="PUT")  # within it, and longer than a stop waits before cancelling again
+        kube.delay("/leases/", 1.5, method="PUT")  # within it, and longer than a stop waits before cancelling again
     finally:
         await actuator.stop()
 
