@@ -12,7 +12,9 @@ the reading holds is new, and the old container's series are forgotten: one that
 container's and counts in full, not as a second reset against the old count. Outside a restart, a series
 missing from one body adds nothing and is remembered, so it does not count twice when it comes back; a new
 series counts in full. Comparing sums instead would read a missing series as a restart and count the whole
-history again as new load.
+history again as new load. A body without an unlabelled series the last one had is refused instead (ModelMesh
+serves those from its start, at 0 in a new container): it is cut or garbled, and read as a restart it would
+count the whole history again too.
 
 Logs go to the ModelMesh collector's logger (`exporter.collectors.modelmesh`), the one operators filter on.
 """
@@ -24,14 +26,17 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from exporter import names
 from exporter.modelmesh_text import (
     CACHE_MISSES,
     COUNTER_FIELDS,
     QUEUE_COUNT,
     QUEUE_SUM_MS,
     REQUESTS,
+    SAMPLE_OF_FIELD,
     Labels,
     ModelMeshReading,
+    ScrapeFailure,
 )
 
 log = logging.getLogger("exporter.collectors.modelmesh")
@@ -84,7 +89,8 @@ class CounterWindow:
         """Times the rate window started again (after a gap longer than the window, or a counter reset)."""
 
     def add(self, reading: ModelMeshReading, at: float) -> frozenset[Labels] | None:
-        """Fold in one reading taken at monotonic time `at` (seconds).
+        """Fold in one reading taken at monotonic time `at` (seconds); ScrapeFailure, changing nothing, for one
+        that cannot be ModelMesh's (`_check_unlabelled_kept`).
 
         Returns the labels of the request-count series that rose since the last reading: a series of a model
         served since then (all of a new container's with a count, at a restart; a new series in full). None
@@ -93,6 +99,7 @@ class CounterWindow:
         previous = self._history[-1] if self._history else None
         series = {(field, labels): value for field in COUNTER_FIELDS
                   for labels, value in reading.counters.get(field, {}).items()}
+        self._check_unlabelled_kept(series)
         restart = None if previous is None else self._restart(series)
         # The first reading is the baseline: what ModelMesh counted before the exporter started is not ours.
         values: dict[str, float] = dict.fromkeys(COUNTER_FIELDS, 0.0) if previous is None else dict(previous.values)
@@ -136,6 +143,20 @@ class CounterWindow:
         for key in stale:
             del self._last[key]
         return None if risen is None else frozenset(risen)
+
+    def _check_unlabelled_kept(self, series: Mapping[tuple[str, Labels], float]) -> None:
+        """Refuse a reading without an unlabelled series the last one had (ScrapeFailure, changing nothing).
+
+        ModelMesh serves its unlabelled histograms (queue delay and cache miss, without per-model metrics) from
+        its start, at 0 in a new container: a body without one is cut or garbled, never a restart. Taken as
+        good, it read as a restart (none of the last series left), and the next good read counted ModelMesh's
+        whole history again as new load. (With per-model metrics on every series is labelled, and a new
+        container has none before its first request: there a body without counters still reads as a restart.)"""
+        lost = sorted({SAMPLE_OF_FIELD[field] for field, labels in self._current
+                       if not labels and (field, labels) not in series})
+        if lost:
+            raise ScrapeFailure(names.REASON_PARSE, f"ModelMesh output lacks {', '.join(lost)}, which it serves "
+                                "from its start (cut short or garbled?)")
 
     def _restart(self, series: Mapping[tuple[str, Labels], float]) -> str | None:
         """Why this reading is of a new container, or None. ModelMesh never drops a series in its life, so a

@@ -84,10 +84,10 @@ class NarrowReader:
         """Label text → sorted labels, from the reads before: per-model series come back every read."""
 
     def series(self, text: str) -> dict[str, dict[Labels, float]] | None:
-        """The series read: sample name → the labels of each of its series, sorted, → its value (the last, when
-        a series is repeated), in the text's order of first appearance; None when a line the library would read
-        is not in the shapes above, or a value is one the caller's checks would refuse (not finite, or negative
-        but for `may_be_negative`).
+        """The series read: sample name → the labels of each of its series, sorted, → its value, in the text's
+        order of first appearance; None when a line the library would read is not in the shapes above, a series
+        is written twice, or a value is one the caller's checks would refuse (not finite, or negative but for
+        `may_be_negative`).
 
         `text` ends with a newline (the caller refuses a body that does not: cut off)."""
         lines = []
@@ -123,6 +123,8 @@ class NarrowReader:
             values = series.get(name)
             if values is None:
                 values = series[name] = {}
+            elif key in values:
+                return None  # a series written twice: the library's path refuses the body
             values[key] = value
             count += 1
         if len(keys) > _KEYS_KEPT * count + 64:

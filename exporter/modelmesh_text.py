@@ -35,6 +35,7 @@ _COUNTER_SAMPLES: Final = {
     f"{names.MM_QUEUE_DELAY_MS}_sum": QUEUE_SUM_MS,
     f"{names.MM_CACHE_MISS_MS}_count": CACHE_MISSES,
 }
+SAMPLE_OF_FIELD: Final = {field: name for name, field in _COUNTER_SAMPLES.items()}
 _REQUIRED_GAUGES: Final = (names.MM_CAPACITY_BYTES, names.MM_USED_BYTES, names.MM_MODELS_TOTAL, names.MM_LRU_AGE_S)
 _OPTIONAL_GAUGES: Final = (names.MM_LRU_S,)
 SAMPLES_READ: Final = (*_COUNTER_SAMPLES, *_REQUIRED_GAUGES, *_OPTIONAL_GAUGES)
@@ -148,22 +149,38 @@ def parse_with_library(text: str) -> ModelMeshReading:
     _check_ends(text)
     counters: dict[str, dict[Labels, float]] = {field: {} for field in COUNTER_FIELDS}
     gauges: dict[str, float] = {}
+    gauge_series: set[tuple[str, Labels]] = set()
     try:
         for family in text_string_to_metric_families(_lines_read(text)):
             for sample in family.samples:
                 field = _COUNTER_SAMPLES.get(sample.name)
                 if field is not None:
                     key = tuple(sorted(sample.labels.items()))
+                    if key in counters[field]:
+                        raise _repeated(sample.name, sample.labels)
                     counters[field][key] = _checked(sample.name, sample.value)
-                elif sample.name == names.MM_LRU_AGE_S and -math.inf < sample.value < 0:
-                    gauges[sample.name] = 0.0  # a model stamped ahead: just used (`_lru_age`)
                 elif sample.name in _REQUIRED_GAUGES or sample.name in _OPTIONAL_GAUGES:
-                    gauges[sample.name] = _checked(sample.name, sample.value)
+                    series = (sample.name, tuple(sorted(sample.labels.items())))
+                    if series in gauge_series:
+                        raise _repeated(sample.name, sample.labels)
+                    gauge_series.add(series)
+                    if sample.name == names.MM_LRU_AGE_S and -math.inf < sample.value < 0:
+                        gauges[sample.name] = 0.0  # a model stamped ahead: just used (`_lru_age`)
+                    else:
+                        gauges[sample.name] = _checked(sample.name, sample.value)
     except ScrapeFailure:
         raise
     except (ValueError, TypeError, IndexError, KeyError, OverflowError) as error:  # Overflow: 1e309 as digits
         raise ScrapeFailure(names.REASON_PARSE, f"unparseable exposition: {error}") from error
     return _reading(counters, gauges)
+
+
+def _repeated(name: str, labels: Mapping[str, str]) -> ScrapeFailure:
+    """A series written twice: no exposition holds one (Prometheus refuses such a scrape), so the body is two
+    answers run together or garbled. Taken as good, whichever value was read could be a count that went down at
+    the next read: a restart, and ModelMesh's whole history counted again as new load."""
+    shown = "{" + ",".join(f'{key}="{value}"' for key, value in sorted(labels.items())) + "}" if labels else ""
+    return ScrapeFailure(names.REASON_PARSE, f"{name}{shown} appears twice (two answers run together?)")
 
 
 def _check_ends(text: str) -> None:

@@ -192,6 +192,8 @@ class MetricsPort:
         self.delay_s = 0.0
         self.garbage = False
         """Answer 200 with an HTML page instead of metrics (a proxy's error page)."""
+        self.garble: Callable[[str], str] | None = None
+        """Pass the text through this before answering: a body a broken proxy or a bug has cut or repeated."""
         self.port = 0
         self.requests: list[URL] = []
         self._ssl = ssl_context
@@ -203,7 +205,8 @@ class MetricsPort:
         self.requests.append(request.rel_url)
         if self.garbage:
             return web.Response(text="<html><body>502 Bad Gateway</body></html>\n")
-        response = web.Response(body=self.container.render(frozenset(request.query.getall("name[]", []))).encode())
+        text = self.container.render(frozenset(request.query.getall("name[]", [])))
+        response = web.Response(body=(text if self.garble is None else self.garble(text)).encode())
         response.headers.popall("Content-Type", None)  # NettyServer sets none
         return response
 

@@ -97,6 +97,51 @@ async def test_a_modelmesh_restart_is_one_reset_with_no_rate_mixing_the_two_cont
     assert len(restart_lines(caplog)) == 1, restart_lines(caplog)
 
 
+def instance_gauges_only(text: str) -> str:
+    """What a proxy or filter that lost the histograms passes on: ModelMesh's instance gauges alone."""
+    return "".join(line for line in text.splitlines(keepends=True) if "modelmesh_instance" in line)
+
+
+def queue_count_twice(text: str) -> str:
+    """Every queue-delay count written twice, the second from another body (two answers run together)."""
+    lines = []
+    for line in text.splitlines(keepends=True):
+        lines.append(line)
+        if line.startswith(f"{names.MM_QUEUE_DELAY_MS}_count"):
+            lines.append(line.rsplit(" ", 1)[0] + " 99999.0\n")
+    return "".join(lines)
+
+
+@pytest.mark.parametrize(("garble", "per_model"), [
+    pytest.param(instance_gauges_only, False, id="histograms-lost"),
+    pytest.param(queue_count_twice, False, id="series-repeated"),
+    pytest.param(queue_count_twice, True, id="series-repeated-per-model"),
+])
+async def test_a_garbled_body_is_refused_not_taken_for_a_restart(
+    pod_factory: PodFactory, caplog: pytest.LogCaptureFixture, garble: Callable[[str], str], per_model: bool,
+) -> None:
+    """A body that lost the histograms ModelMesh serves from its start, or that repeats a series, cannot come
+    from a running or a restarted ModelMesh. Taken as good, it read as a restart (no series left, or a count
+    that went down at the next good read), and the next good read counted ModelMesh's whole history again:
+    `requests_total` jumped by everything the pod ever served, and the load with it. It must be refused as
+    any garbled read is: the last good values stay, and the next good read counts only what was served."""
+    pod = await pod_factory(per_model=per_model)
+    if per_model:
+        pod.container.serve(1.0, model="model-1", latency_ms=20.0)  # a queue series per model: two of them
+    for _ in range(6):
+        before = await pod.step()
+    pod.port.garble = garble
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        assert pod_series(await pod.step()) == pod_series(before)  # refused: the last good values stay
+        pod.port.garble = None
+        after = [await pod.step() for _ in range(2)]
+    assert after[-1][names.REQUESTS_TOTAL] == before[names.REQUESTS_TOTAL] + 3 * 200.0
+    assert after[-1][names.REQUESTS_PER_SECOND] == 40.0
+    assert restart_lines(caplog) == []
+    failed = [r.getMessage() for r in caplog.records if "modelmesh collector failed (parse)" in r.getMessage()]
+    assert len(failed) == 1, failed
+
+
 async def test_no_cache_capacity_while_modelmesh_has_published_no_instance_record(
     pod_factory: PodFactory,
 ) -> None:
