@@ -116,7 +116,7 @@ def run_command(argv: list[str] | None) -> None:
     if unknown:  # reported by the command, with its usage: `parse_args` would print the top level's
         command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "serve":
-        from autoscaler.settings import SettingsError, settings_from_args
+        from autoscaler.settings import SettingsError, settings_from_args, unknown_variables
 
         try:
             settings = settings_from_args(args)
@@ -125,6 +125,8 @@ def run_command(argv: list[str] | None) -> None:
             print(f"modelmesh-autoscaler serve: error: {error}", file=sys.stderr)
             sys.exit(2)
         logging.basicConfig(level=settings.log_level, format=LOG_FORMAT)
+        for warning in unknown_variables():
+            logging.getLogger("autoscaler").warning("%s", warning)
         from autoscaler.preflight import PreflightError
         from autoscaler.server import StartupError, serve
 

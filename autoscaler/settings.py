@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from exporter import env_flags
 from exporter.env_flags import EnvFlag, EnvFlagError, resolve_flags
 from exporter.settings import boolean, ca_file, host_port, metrics_url
 
@@ -625,3 +626,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
         log_level=v.get("log_level", _D.log_level),
         per_runtime_metrics=_D.per_runtime_metrics if per_runtime_metrics is None else per_runtime_metrics == "on",
     )
+
+
+def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The `AUTOSCALER_*` variables no flag reads, each as a warning (`env_flags.unknown_variables`)."""
+    return env_flags.unknown_variables(_OPTIONS, os.environ if environ is None else environ, ENV_PREFIX)

@@ -62,6 +62,7 @@ def build_app(settings: ExporterSettings) -> web.Application:
         timeout_s=settings.modelmesh_timeout_s,
         load_window_s=settings.load_window_s,
         model_recency_horizon_s=settings.model_recency_horizon_s,
+        ca_file=settings.modelmesh_ca_file,
     )
     registry.register(modelmesh)
     loops: list[Loop] = [functools.partial(modelmesh.run, settings.modelmesh_interval_s)]

@@ -11,9 +11,11 @@ Lives in `exporter` because the adapter may import the exporter and never the ot
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 
 class EnvFlagError(ValueError):
@@ -56,3 +58,24 @@ def resolve_flags(options: Iterable[EnvFlag], given: Mapping[str, Any], environ:
             except argparse.ArgumentTypeError as error:
                 raise EnvFlagError(f"environment variable {option.env}: {error}") from None
     return values
+
+
+_SERVICE_LINK: Final = re.compile(
+    r".*_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?)")
+"""The variables the kubelet puts in every container for each Service of its namespace (`<NAME>_SERVICE_HOST`,
+`<NAME>_PORT_9187_TCP_ADDR`, ...): a Service named `exporter` or `autoscaler-...` makes some with our prefix."""
+
+
+def unknown_variables(options: Iterable[EnvFlag], environ: Mapping[str, str], prefix: str) -> list[str]:
+    """A warning for each variable with the command's `prefix` that no flag reads, naming the one meant where
+    one is close. A typo in a pod spec (`EXPORTER_MODELMESH_INSECRUE`) was ignored without a word and showed
+    only later, as the failure the setting was to prevent. Not refused: a Service's links share the prefix."""
+    known = {option.env for option in options}
+    said = []
+    for name in sorted(environ):
+        if not name.startswith(prefix) or name in known or _SERVICE_LINK.fullmatch(name):
+            continue
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+        meant = f" (did you mean {close[0]}?)" if close else ""
+        said.append(f"environment variable {name} is not a setting{meant}; ignored (--help lists every variable)")
+    return said

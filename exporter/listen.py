@@ -24,9 +24,10 @@ class ListenError(OSError):
 
 def listen_fix(cause: OSError) -> str:
     """What to change for this cause of a failed bind (the adapter's too): a busy port wants another port, a
-    wrong host another host."""
+    wrong host another host (no host, not 0.0.0.0, for all: 0.0.0.0 is IPv4 alone, and in an IPv6 cluster the
+    probes and the adapter's scrape would find nothing)."""
     if isinstance(cause, socket.gaierror) or cause.errno == errno.EADDRNOTAVAIL:
-        return "give an address of this machine, or 0.0.0.0 for all of them"
+        return "give an address of this machine, or no host (:PORT) for all of them, IPv4 and IPv6"
     if cause.errno == errno.EACCES:
         return "choose a port above 1023 (lower ones need privileges)"
     return "choose a free port"

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, NoReturn
 
+from exporter import env_flags
 from exporter.env_flags import EnvFlag, EnvFlagError, resolve_flags
 
 ENV_PREFIX: Final = "EXPORTER_"
@@ -318,3 +319,8 @@ def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | N
         gpu_interval_s=values.get("gpu_interval", _D.gpu_interval_s),
         log_level=values.get("log_level", _D.log_level),
     )
+
+
+def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The `EXPORTER_*` variables no flag reads, each as a warning (`env_flags.unknown_variables`)."""
+    return env_flags.unknown_variables(_OPTIONS, os.environ if environ is None else environ, ENV_PREFIX)

@@ -17,12 +17,14 @@ log = logging.getLogger("exporter")
 def serve(argv: list[str] | None) -> None:
     from exporter.app import build_app, run
     from exporter.listen import ListenError, bind_listeners, bound_addresses
-    from exporter.settings import parse_settings
+    from exporter.settings import parse_settings, unknown_variables
 
     settings = parse_settings(argv)
     logging.basicConfig(
         level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    for warning in unknown_variables():
+        log.warning("%s", warning)
     tls = (
         "plain HTTP" if not settings.modelmesh_url.startswith("https")
         else "without verifying its certificate" if settings.modelmesh_insecure

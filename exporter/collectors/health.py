@@ -35,6 +35,9 @@ class _State:
     failing_since_reason: str | None = None
     logged_detail: str | None = None  # what the last failure line said, and when
     logged_at: float = 0.0
+    logged_reason: str | None = None
+    outage_logged: bool = False  # whether the current outage has had its line (and so gets "recovered")
+    unlogged: int = 0  # outages since the last failure line that had none of their own
     errors: Counter[str] = field(default_factory=Counter)
     duration_s: float | None = None
 
@@ -55,7 +58,7 @@ class CollectorHealth(Collector):
 
     def succeeded(self, collector: str) -> None:
         state = self._states.setdefault(collector, _State())
-        if state.failing_since_reason is not None:
+        if state.failing_since_reason is not None and state.outage_logged:
             log.info("%s collector recovered", collector)
         state.success = True
         state.last_success = self._clock()
@@ -66,15 +69,29 @@ class CollectorHealth(Collector):
         meanwhile (the ModelMesh collector keeps its last values; the GPU collector serves only the GPUs that
         answered), and when what it says changes, at most once every `RELOG_AFTER_S`: a GPU lost while MIG
         devices already failed the collector (reason nvml for good) must show in the log, and a detail that
-        changes at every pass must not log at every pass."""
+        changes at every pass must not log at every pass.
+
+        An outage that starts again for the same reason within `RELOG_AFTER_S` of the last line is counted,
+        not logged (nor its recovery): a ModelMesh failing every other read logged two lines a flap, some
+        17,000 a day a pod. The next line says how many there were; one that lasts is logged after the minute."""
         state = self._states.setdefault(collector, _State())
         state.success = False
         state.errors[reason] += 1
         now = self._clock()
-        if state.failing_since_reason != reason or (
-                detail != state.logged_detail and now - state.logged_at >= self.RELOG_AFTER_S):
-            log.warning("%s collector failed (%s): %s; %s", collector, reason, detail, served)
+        recent = now - state.logged_at < self.RELOG_AFTER_S
+        if state.failing_since_reason is None and reason == state.logged_reason and recent:
+            state.unlogged += 1  # a flap: the same failure as the line a moment ago
+            state.failing_since_reason, state.outage_logged = reason, False
+            return
+        if state.failing_since_reason != reason or (not recent and (
+                detail != state.logged_detail or not state.outage_logged)):
+            more = ""
+            if state.unlogged:
+                more = (f" (it failed {state.unlogged} more times since the last line {now - state.logged_at:.0f} s "
+                        "ago, each over at a later read)")
+            log.warning("%s collector failed (%s): %s; %s%s", collector, reason, detail, served, more)
             state.failing_since_reason, state.logged_detail, state.logged_at = reason, detail, now
+            state.logged_reason, state.outage_logged, state.unlogged = reason, True, 0
 
     def observe_duration(self, collector: str, seconds: float) -> None:
         """Record how long the collector's last attempt took, successful or not."""

@@ -18,6 +18,7 @@ import logging
 import ssl
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Final
 
 import aiohttp
@@ -65,6 +66,8 @@ _INSECURE: Final = setting("--modelmesh-insecure", "true")
 _SCHEME_SETTING: Final = ("modelmesh-serving's metrics.scheme (the mm container's MM_METRICS=prometheus:...;"
                            "scheme=...)")
 """Where a ModelMesh runtime's metrics port is set to http or https."""
+_NO_HANDSHAKE: Final = (f"no TLS handshake: where ModelMesh serves plain http, {_SCHEME_SETTING} is http: use an "
+                        f"http:// URL in {_URL}")
 
 
 class ModelMeshCollector(Collector):
@@ -86,9 +89,12 @@ class ModelMeshCollector(Collector):
         wall_clock: Callable[[], float] = time.time,
         max_body_bytes: int = MAX_BODY_BYTES,
         model_recency_horizon_s: float = 3600.0,
+        ca_file: Path | None = None,
     ) -> None:
         """`model_recency_horizon_s`: how long a model stays published after this pod last served it (0: the
-        per-model series is off)."""
+        per-model series is off). `ca_file`: the CA bundle `ssl_context` trusts, if one was given (named in
+        the log when a certificate does not verify)."""
+        self._ca_file = ca_file
         self._health = health
         self._max_body_bytes = max_body_bytes
         self._url = url
@@ -162,12 +168,15 @@ class ModelMeshCollector(Collector):
             except TimeoutError as error:
                 raise ScrapeFailure(names.REASON_TIMEOUT, f"no answer within {self._timeout.total} s") from error
             except (aiohttp.ClientConnectorCertificateError, ssl.SSLCertVerificationError) as error:
-                raise ScrapeFailure(names.REASON_TLS, f"{error} (ModelMesh's metrics port serves a self-signed "
-                                    "certificate it makes anew at every start: run the exporter with "
-                                    f"{_INSECURE}; the request stays inside the pod)") from error
+                raise ScrapeFailure(names.REASON_TLS, f"{error} ({self._unverified_hint()})") from error
             except (aiohttp.ClientSSLError, ssl.SSLError) as error:
-                raise ScrapeFailure(names.REASON_TLS, f"{error} (no TLS handshake: where ModelMesh serves plain "
-                                    f"http, {_SCHEME_SETTING} is http: use an http:// URL in {_URL})") from error
+                raise ScrapeFailure(names.REASON_TLS, f"{error} ({_NO_HANDSHAKE})") from error
+            except aiohttp.ClientConnectorError as error:
+                if self._url.startswith("https://") and isinstance(error.os_error, ConnectionResetError):
+                    # accepted, then dropped at the client's hello: a plain-http server that does not answer it
+                    raise ScrapeFailure(names.REASON_TLS, f"{error}: the server hung up on the TLS handshake "
+                                        f"({_NO_HANDSHAKE})") from error
+                raise ScrapeFailure(names.REASON_CONNECT, str(error)) from error
             except aiohttp.ServerDisconnectedError as error:
                 if attempt == 1:
                     continue
@@ -184,6 +193,17 @@ class ModelMeshCollector(Collector):
             except (aiohttp.ClientError, UnicodeDecodeError) as error:
                 raise ScrapeFailure(names.REASON_PARSE, str(error)) from error
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _unverified_hint(self) -> str:
+        """What to change when the certificate does not verify: ModelMesh's own is self-signed and made anew at
+        every start, so the flag that skips the check; with a CA file (a proxy of the user's), the CA file or
+        the certificate, as the settings refuse both together."""
+        if self._ca_file is not None:
+            return (f"the certificate is not signed by a CA in {self._ca_file}, or does not name the URL's host: "
+                    f"fix the certificate or --modelmesh-ca-file; for ModelMesh's own port, whose certificate is "
+                    f"self-signed, drop the CA file for {_INSECURE}")
+        return (f"ModelMesh's metrics port serves a self-signed certificate it makes anew at every start: run the "
+                f"exporter with {_INSECURE}; the request stays inside the pod")
 
     async def _body(self, response: aiohttp.ClientResponse) -> str:
         """The body as text, read up to `max_body_bytes`: past that it is no ModelMesh output the exporter

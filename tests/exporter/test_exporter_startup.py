@@ -15,8 +15,8 @@ from tests.exporter.test_exporter_process import exporter_command
 from tests.support.processes import free_port, http_get, running
 
 
-def start_on_busy_port(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EXPORTER_")}
+def start_on_busy_port(*args: str, variables: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXPORTER_")} | (variables or {})
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -35,6 +35,19 @@ def test_a_busy_port_is_one_line_and_no_serving_line() -> None:
     assert "cannot start: cannot listen on 127.0.0.1:" in lines[0]
     assert "Address already in use" in lines[0] and "--listen" in lines[0]
     assert "serving" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_misspelt_variable_is_named_with_the_one_meant() -> None:
+    """A typo in the pod spec was ignored without a word (and showed later as the `tls` failures the setting was
+    to prevent). The variables the kubelet makes for a Service named `exporter` share the prefix: not ours."""
+    result = start_on_busy_port(variables={
+        "EXPORTER_MODELMESH_INSECRUE": "true", "EXPORTER_SERVICE_HOST": "10.0.0.7",
+        "EXPORTER_PORT": "tcp://10.0.0.7:9187", "EXPORTER_PORT_9187_TCP_ADDR": "10.0.0.7",
+        "EXPORTER_SERVICE_PORT_METRICS": "9187"})
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 2, result.stderr  # the warning, then the busy port
+    assert ("WARNING exporter: environment variable EXPORTER_MODELMESH_INSECRUE is not a setting (did you mean "
+            "EXPORTER_MODELMESH_INSECURE?); ignored") in lines[0], lines[0]
 
 
 def test_the_traceback_of_a_busy_port_only_at_debug_level() -> None:
@@ -81,5 +94,6 @@ def test_a_listen_host_that_is_not_this_machine_is_named_with_its_fix(host: str,
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert result.returncode == 2 and len(lines) == 1, result.stderr
     assert f"cannot start: cannot listen on {host}:" in lines[0] and says in lines[0]
-    assert "give an address of this machine, or 0.0.0.0 for all of them with --listen" in lines[0]
+    assert ("give an address of this machine, or no host (:PORT) for all of them, IPv4 and IPv6 with --listen"
+            in lines[0])
     assert "free port" not in lines[0]

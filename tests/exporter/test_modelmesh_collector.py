@@ -390,6 +390,27 @@ async def test_an_outage_is_logged_once_not_at_every_scrape(rig: Rig, caplog: py
     assert len([r for r in caplog.records if "modelmesh collector failed" in r.getMessage()]) == 1
 
 
+async def test_a_flapping_modelmesh_is_logged_once_a_minute_not_at_every_flap(
+    rig: Rig, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A ModelMesh that fails every other read (answering near the timeout, a proxy restarting) wrote a warning
+    and a "recovered" line at every flap: at the 5 s default some 17,000 lines a day a pod. An outage that
+    starts again within a minute of the last logged one is counted, not logged; the next line says how many."""
+    await prime(rig)
+    with caplog.at_level("INFO", logger="exporter.collectors.health"):
+        for _ in range(60):  # two minutes: a failed read, then a good one, every second
+            rig.fake.set_fault("error")
+            assert not await rig.step(1.0)
+            rig.fake.set_fault(None)
+            assert await rig.step(1.0)
+    failed = [r.getMessage() for r in caplog.records if "modelmesh collector failed" in r.getMessage()]
+    recovered = [r.getMessage() for r in caplog.records if "modelmesh collector recovered" in r.getMessage()]
+    assert len(failed) == 2, failed  # at the start and a minute later
+    assert "29 more times" in failed[1], failed[1]  # the outages between the two lines, each over at the next read
+    assert len(recovered) == 2, recovered
+    assert rig.errors(names.REASON_HTTP) == 60.0  # every one counted
+
+
 async def test_an_unexpected_error_is_counted_and_the_loop_goes_on(
     rig: Rig, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
 ) -> None:

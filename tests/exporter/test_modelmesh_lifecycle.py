@@ -7,9 +7,12 @@ One stepped clock drives ModelMesh's wall clock and the exporter's clocks, so ev
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
+import socket
 import ssl
+import struct
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -269,3 +272,55 @@ async def test_a_url_scheme_modelmesh_does_not_serve_is_named_in_the_log(
         await port.down()
     [line] = [r.getMessage() for r in caplog.records if "modelmesh collector failed" in r.getMessage()]
     assert advice in line and "metrics.scheme" in line, line
+
+
+async def test_an_https_url_to_a_plain_port_that_hangs_up_is_named_in_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A plain-http server may drop a TLS handshake unanswered instead of answering it with an HTTP error (which
+    the TLS library reads as "wrong version number"): the log said only "Cannot connect to host ... [None]",
+    reason connect, which reads as nothing listening."""
+
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(64)  # the client's hello
+        writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.close()
+
+    server = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    clock = Clock()
+    try:
+        collector = ModelMeshCollector(CollectorHealth(clock=clock), f"https://127.0.0.1:{port}/metrics",
+                                       ssl_context=False, clock=clock)
+        with caplog.at_level(logging.WARNING, logger="exporter"):
+            async with aiohttp.ClientSession() as session:
+                assert not await collector.scrape_once(session)
+    finally:
+        server.close()
+        await server.wait_closed()
+    [line] = [r.getMessage() for r in caplog.records if "modelmesh collector failed" in r.getMessage()]
+    assert "(tls)" in line and "use an http:// URL in --modelmesh-url" in line and "metrics.scheme" in line, line
+
+
+async def test_a_certificate_the_ca_file_does_not_verify_names_the_ca_file(
+    tmp_path: Path, tls_context: ssl.SSLContext, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """With --modelmesh-ca-file (a proxy of the user's in front of ModelMesh) the advice was "run the exporter
+    with --modelmesh-insecure", which the settings refuse beside a CA file: the CA file, or the certificate, is
+    what to change."""
+    other_ca = generate_self_signed(tmp_path, "someone-else", ["127.0.0.1"]).cert_file
+    clock = Clock()
+    port = MetricsPort(ModelMeshContainer(clock), tls_context)
+    await port.up()
+    try:
+        collector = ModelMeshCollector(CollectorHealth(clock=clock), port.url, clock=clock,
+                                       ssl_context=ssl.create_default_context(cafile=str(other_ca)),
+                                       ca_file=other_ca)
+        with caplog.at_level(logging.WARNING, logger="exporter"):
+            async with aiohttp.ClientSession() as session:
+                assert not await collector.scrape_once(session)
+    finally:
+        await port.down()
+    [line] = [r.getMessage() for r in caplog.records if "modelmesh collector failed" in r.getMessage()]
+    assert f"not signed by a CA in {other_ca}" in line and "--modelmesh-ca-file" in line, line
+    assert "run the exporter with --modelmesh-insecure" not in line, line

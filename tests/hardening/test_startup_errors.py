@@ -194,6 +194,19 @@ def test_a_file_that_is_not_text_is_named(tmp_path: Path, flag: str) -> None:
     assert str(binary) in line and "not UTF-8 text" in line, line
 
 
+def test_a_misspelt_variable_is_named_with_the_one_meant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`AUTOSCALER_REFRESH_INTERVALL` was ignored without a word: the adapter ran on the default interval."""
+    monkeypatch.setenv("AUTOSCALER_REFRESH_INTERVALL", "5")
+    monkeypatch.setenv("AUTOSCALER_SERVICE_HOST", "10.0.0.9")  # a Service named `autoscaler`: not a setting
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "https://127.0.0.1:1")
+    result = serve(tmp_path, ["--kubeconfig", str(kubeconfig), "--targets", targets(tmp_path), "--workers", "0",
+                              "--listen", "203.0.113.5:6443"])
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2 and len(lines) == 2, result.stderr  # the warning, then the address
+    assert ("environment variable AUTOSCALER_REFRESH_INTERVALL is not a setting (did you mean "
+            "AUTOSCALER_REFRESH_INTERVAL?); ignored") in lines[0], lines[0]
+
+
 @pytest.mark.parametrize("host", ["203.0.113.5", "no-such-host.invalid"])
 def test_a_listen_host_that_is_not_this_machine_is_told_to_change_the_address(tmp_path: Path, host: str) -> None:
     """Not "choose another port": the port was never the problem."""
@@ -201,7 +214,7 @@ def test_a_listen_host_that_is_not_this_machine_is_told_to_change_the_address(tm
     line = one_line(serve(tmp_path, ["--kubeconfig", str(kubeconfig), "--targets", targets(tmp_path), "--workers",
                                      "0", "--listen", f"{host}:6443"]))
     assert f"cannot start: cannot listen on {host}:6443" in line
-    assert "give an address of this machine, or 0.0.0.0 for all of them with --listen" in line
+    assert "give an address of this machine, or no host (:PORT) for all of them, IPv4 and IPv6 with --listen" in line
     assert "port" not in line.split(f"{host}:6443", 1)[1], line
 
 
