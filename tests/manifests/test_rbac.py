@@ -91,6 +91,8 @@ async def _record_calls(workdir: Path) -> set[Call]:
         kube.add_runtime_scale(NS, "triton", replicas=2)  # the HPA's choice: patched into the ServingRuntime
         kube.add_serving_runtime(NS, "fresh", replicas=1)
         kube.add_runtime_scale(NS, "fresh")  # no replicas yet: adopted from the runtime
+        # ... conditionally on the version read: changed meanwhile (409), the RuntimeScale is read again
+        kube.fail(r"/runtimescales/fresh$", status=409, method="PATCH")
         kube.add_cluster_serving_runtime("shared")
         kube.add_runtime_scale(NS, "shared")  # names a ClusterServingRuntime: read only to explain
         kubeconfig = kube.write_kubeconfig(workdir / "kubeconfig", namespace="modelmesh-autoscaler")
