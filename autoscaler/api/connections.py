@@ -27,11 +27,13 @@ Here, as Go's `http.Server` does for kube-apiserver and other extension API serv
 - **A stalled-answer timeout**: a client that stops reading (pipelined requests, answers never read) stalls
   its connection in a write that would never end; from the moment the answer backs up it is a slow client,
   first in line to make room, and it is closed when it has taken nothing for `write_stall_timeout_s`.
-- **Oversized request lines or headers** are refused with a Kubernetes `Status`, code 431 (as Go answers for
-  headers over its limit) with reason `BadRequest` (metav1 has no reason of its own for 431, and a client must
-  not retry it unchanged), its message naming the limit; any other unparseable request with a 400 `Status`, logged
-  once per interval in one short WARNING line, never with the request or a traceback (`client_errors.py`).
-  Either carries kube-apiserver's headers and `Connection: close`, as every answer of the API does.
+- **Oversized request lines or headers** (a line or field over `max_line_size`, more than `max_header_fields`
+  fields, a header block over `max_header_bytes`: `header_budget.py`) are refused with a Kubernetes `Status`,
+  code 431 (as Go answers for headers over its limit) with reason `BadRequest` (metav1 has no reason of its
+  own for 431, and a client must not retry it unchanged), its message naming the limit that was hit; any other
+  unparseable request with a 400 `Status`, logged once per interval in one short WARNING line, never with the
+  request or a traceback (`client_errors.py`). Either carries kube-apiserver's headers and `Connection: close`,
+  as every answer of the API does.
 
 TLS is negotiated here (`loop.start_tls`) rather than by the server socket, which is what makes refusing
 before the handshake possible; aiohttp's request handler then runs unchanged on the TLS transport.
@@ -57,6 +59,7 @@ from aiohttp.web_request import BaseRequest
 
 from autoscaler.api.client_errors import AIOHTTP_SERVER_LOGGER
 from autoscaler.api.connection_memo import ConnectionMemo
+from autoscaler.api.header_budget import HeaderBlockTooLarge, HeaderBudgetParser
 from autoscaler.api.peer_share import PeerCounts
 from autoscaler.api.status import status_response
 from exporter.listen import NO_SUCH_FAMILY
@@ -92,6 +95,16 @@ class ConnectionLimits:
     max_line_size: int = 8190
     """Longest request line (URL) or header line accepted, bytes (aiohttp's and nginx's default)."""
     max_field_size: int = 8190
+    max_header_fields: int = 2048
+    """Header fields a request may have. The front proxy sends one `X-Remote-Group` per group of the user it
+    forwards; aiohttp's default, 128, refused a user in about 115 groups. Go's server counts no fields, only
+    bytes (`max_header_bytes`); the count still bounds what the parser keeps per field (about 250 bytes of
+    Python objects each, so 2048 tiny fields cost about 500 KB)."""
+    max_header_bytes: int = 256 * 1024
+    """Bytes of a request's header block (`header_budget.py`): 2048 fields of 128 bytes. Go's server allows
+    1 MiB, but aiohttp keeps each field twice (bytes and text) besides its objects: a request's headers held
+    while they arrive cost about 1.2 MB at most (tracemalloc, 2048 fields of 120 bytes), where aiohttp's
+    default 128 fields of 8 KiB each allowed about 2 MB."""
 
 
 class StatusRequestHandler(RequestHandler, ConnectionMemo):
@@ -103,9 +116,17 @@ class StatusRequestHandler(RequestHandler, ConnectionMemo):
 
     line_limit: int = 8190
     """The longest request line or header field accepted (`ConnectionLimits`), named in the 431's message."""
+    fields_limit: int = 2048
+    """The most header fields a request may have (`ConnectionLimits.max_header_fields`), named in the 431's
+    message."""
     on_answered: Callable[[int, bool], None] | None = None
     """Called when an answer is handed to the transport, with its status and whether no other request is
     queued (the connection then waits for its next request): `_GuardedConnection.answered`."""
+
+    def bound_header_bytes(self, limit: int) -> None:
+        """Refuse a request whose header block is over `limit` bytes (`header_budget.py`): aiohttp bounds each
+        field and their count, not their total."""
+        self._parser = HeaderBudgetParser(self._parser, limit)  # type: ignore[assignment]  # it parses as the parser it wraps
 
     def log_access(self, request: BaseRequest, response: web.StreamResponse, time: float | None) -> None:
         """aiohttp calls this as the last step of every answer (`finish_response`, written or not), so it is
@@ -118,12 +139,20 @@ class StatusRequestHandler(RequestHandler, ConnectionMemo):
 
     def handle_error(self, request: BaseRequest, status: int = 500, exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:
-        if isinstance(exc, LineTooLong) or (isinstance(exc, BadHttpMessage) and "too many headers"
-                                            in str(exc).lower()):
+        # Which limit it was, said apart: a user in many groups (one X-Remote-Group each, from the front proxy)
+        # must not be told that the URL is too long
+        if isinstance(exc, LineTooLong):
             code, text = 431, (f"the request line (the URL with its query) or a header field is longer than "
-                                f"{self.line_limit} bytes, or there are too many header fields; an external "
-                                "metric's labelSelector names one runtime (deployment=<Deployment name>), far "
-                                "shorter: check the URL and headers the client sends")
+                                f"{self.line_limit} bytes; an external metric's labelSelector names one runtime "
+                                "(deployment=<Deployment name>), far shorter: check the URL and headers the "
+                                "client sends")
+        elif isinstance(exc, HeaderBlockTooLarge):
+            code, text = 431, (f"the request's header fields total more than {exc.limit} bytes; check the "
+                                "headers the client sends")
+        elif isinstance(exc, BadHttpMessage) and "too many headers" in str(exc).lower():
+            code, text = 431, (f"the request has more than {self.fields_limit} header fields; check the headers "
+                                "the client sends (the front proxy sends one X-Remote-Group per group of the "
+                                "user)")
         elif isinstance(exc, BadHttpMessage) or status == 400:
             code, text = 400, "malformed HTTP request"
         else:
@@ -205,6 +234,7 @@ class ConnectionGuard:
             "keepalive_timeout": limits.keepalive_timeout_s,
             "max_line_size": limits.max_line_size,
             "max_field_size": limits.max_field_size,
+            "max_headers": limits.max_header_fields,
             "access_log": None,
         }
 
@@ -214,6 +244,8 @@ class ConnectionGuard:
     def make_handler(self) -> StatusRequestHandler:
         handler = StatusRequestHandler(self.server, loop=asyncio.get_running_loop(), **self._handler_kwargs)
         handler.line_limit = min(self.limits.max_line_size, self.limits.max_field_size)
+        handler.fields_limit = self.limits.max_header_fields
+        handler.bound_header_bytes(self.limits.max_header_bytes)
         return handler
 
     @property
