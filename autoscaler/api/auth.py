@@ -8,7 +8,8 @@ Order and answers follow kube-apiserver's filter chain:
   slow, or refusing the adapter), as kube-apiserver answers an authenticator's error, but that is logged as a
   WARNING (once a minute per cause: `log_limit.LogLimiter`) and counted as `result="error"`, not as a bad token;
 - the SubjectAccessReview denies: 403 `Forbidden`, with kube's message (`User "u" cannot list resource ...`);
-- the review cannot be made (API down or slower than its deadline): 500 `InternalError`, never allowed;
+- the review cannot be made (API down or slower than its deadline): 500 `InternalError`, never allowed, logged
+  once a minute per cause;
 - the user already has as many reviews under way as may run at once: 429 `TooManyRequests` (`authz`); so is
   a bearer token not reviewed lately while `--max-in-flight-reviews` TokenReviews are under way, or while its
   client address has its share of them (a quarter) under way (not judged, so not a 401: `authn.TokenReviewsBusy`).
@@ -162,7 +163,10 @@ def auth_gate(authenticator: UnionAuthenticator, authorizer: Authorizer, always_
                                 "way; try again shortly", retry_after_s=1) from None
         except AuthorizationFailed as error:
             tally.count(errors)
-            log.warning("cannot authorize %s %r for %r: %s", request.method, request.path, user.name, error)
+            suppressed = limiter.admit(("subjectaccessreview", error.cause))
+            if suppressed is not None:
+                log.warning("cannot authorize %s %r for %r: %s (answered 500)%s", request.method, request.path,
+                            user.name, error, limiter.note(suppressed))
             raise ApiError(500, "Internal error occurred: the request could not be authorized right now "
                                 "(Kubernetes API unavailable); try again later") from None
         admit(decision, user, attributes)

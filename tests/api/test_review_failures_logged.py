@@ -60,3 +60,14 @@ async def test_a_token_review_that_cannot_be_made_is_401_logged_once_a_minute_an
     assert 'modelmesh_autoscaler_authentications_total{method="token",result="error"} 6.0' in text
     assert 'modelmesh_autoscaler_authentications_total{method="none",result="failure"} 1.0' in text
 
+
+async def test_a_failing_access_review_is_logged_once_a_minute_not_once_a_request(
+        secured: SecuredApi, metric_path: Callable[..., str], caplog: pytest.LogCaptureFixture) -> None:
+    secured.kube.allow()
+    secured.kube.fail("subjectaccessreviews", 500, times=None)
+    for _ in range(30):
+        status, body = await secured.get(metric_path(), cert=secured.pki.proxy, headers=HPA)
+        assert status == 500
+        assert_status(body, 500, "InternalError")
+    [said] = warnings(caplog, "cannot authorize")
+    assert "SubjectAccessReview" in said or "subjectaccessreview" in said, said
