@@ -50,7 +50,7 @@ import ssl
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from aiohttp import HttpVersion10, hdrs, web
 from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
@@ -61,7 +61,7 @@ from autoscaler.api.client_errors import AIOHTTP_SERVER_LOGGER
 from autoscaler.api.connection_memo import ConnectionMemo
 from autoscaler.api.header_budget import HeaderBlockTooLarge, HeaderBudgetParser
 from autoscaler.api.peer_share import PeerCounts
-from autoscaler.api.status import status_response
+from autoscaler.api.status import ApiResponse, status_response
 from exporter.listen import NO_SUCH_FAMILY
 
 log = logging.getLogger(__name__)
@@ -174,18 +174,45 @@ class StatusRequestHandler(RequestHandler, ConnectionMemo):
 RequestHandlerFunction = Callable[[BaseRequest], Awaitable[web.StreamResponse]]
 
 
-def refusing_http09(handler: RequestHandlerFunction) -> RequestHandlerFunction:
-    """`handler`, for requests of HTTP/1.0 and later. aiohttp's parser takes a request line without a version
-    (`GET /healthz`) as HTTP/0.9 and the request was served, its answer headed `HTTP/0.9 200`; Go's server, and
-    so kube-apiserver, refuses it as malformed. A plain function, not a coroutine around the handler: it
-    returns the handler's awaitable, so a request pays one call and a comparison, not a coroutine layer."""
+def before_routing(handler: RequestHandlerFunction) -> RequestHandlerFunction:
+    """`handler`, for requests of HTTP/1.0 and later whose target is a path; the others answered here, with
+    kube's headers and no `Server`, as every answer (`status.ApiResponse`):
+
+    - a request line without a version (`GET /healthz`): aiohttp's parser takes it as HTTP/0.9 and the request
+      was served, its answer headed `HTTP/0.9 200`; Go's server, and so kube-apiserver, refuses it as malformed;
+    - `OPTIONS *` (RFC 9112's asterisk form: the server itself, not a resource): Go's server answers it before
+      any handler, 200 with `Content-Length: 0`; aiohttp's router matched no route and answered `404: Not Found`
+      as text, with its `Server` header and without kube's;
+    - `CONNECT host:port` (the authority form: a tunnel, which the API does not serve): a 405 `Status`, the
+      connection closed; aiohttp answered it as `OPTIONS *`. (Other methods with a target that is not a path,
+      `GET *`, are refused by aiohttp's parser: a 400 `Status`, `StatusRequestHandler.handle_error`.)
+
+    A plain function, not a coroutine around the handler: it returns the handler's awaitable, so a request pays
+    one call and two comparisons, not a coroutine layer."""
 
     def versioned(request: BaseRequest) -> Awaitable[web.StreamResponse]:
         if request.version < HttpVersion10:
             return _malformed_version(request)
+        if request.raw_path[:1] != "/" and request.method in _NOT_ROUTED and request.path[:1] != "/":
+            return _not_routed(request)  # not `OPTIONS http://host/apis` (absolute form: a path, routed)
         return handler(request)
 
     return versioned
+
+
+_NOT_ROUTED: Final = frozenset({hdrs.METH_OPTIONS, hdrs.METH_CONNECT})
+"""The methods whose request target may be something other than a path (asterisk, authority form)."""
+
+
+async def _not_routed(request: BaseRequest) -> web.StreamResponse:
+    """`before_routing`'s answer to a request whose target is not a path."""
+    if request.method == hdrs.METH_CONNECT:
+        response = closing_status(405, "CONNECT is not served: this API answers GET on paths such as /apis")
+        response.headers[hdrs.ALLOW] = "GET,HEAD"  # RFC 9110 15.5.6: a 405 says which methods are served
+        return response
+    if request.raw_path == "*":
+        return ApiResponse(status=200)  # Go's `globalOptionsHandler`: no body
+    return closing_status(400, "malformed HTTP request: the request target must be a path, as /apis")
 
 
 async def _malformed_version(request: BaseRequest) -> web.StreamResponse:
@@ -725,7 +752,7 @@ class GuardedSite(web.BaseSite):
         asyncio.sslproto.SSLProtocol.max_size = TLS_READ_BUFFER  # this process serves small requests only
         server = self._runner.server
         assert server is not None
-        server.request_handler = refusing_http09(server.request_handler)  # each connection's handler reads it
+        server.request_handler = before_routing(server.request_handler)  # each connection's handler reads it
         self.guard = ConnectionGuard(server, self._tls, self._limits)
         loop = asyncio.get_running_loop()
         family = listen_family(self._host)
