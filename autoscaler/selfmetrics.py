@@ -102,7 +102,7 @@ class AdapterMetrics:
         self.authentications = Counter(
             "modelmesh_autoscaler_authentications_total",
             "Authentication outcomes of protected requests by method (requestheader, x509, token, none) and result "
-            "(success, failure).",
+            "(success, failure; error: a token whose TokenReview could not be made).",
             ["method", "result"], registry=self.registry,
         )
         self.authorizations = Counter(

@@ -292,6 +292,8 @@ def serve_in_process(settings: ServeSettings) -> None:
     async def run() -> None:
         app, lifecycle = await build_app(settings, context)
         await serve_until_stopped(app, host, settings.listen_port, context, connection_limits(settings),
-                                  on_ready=announce, drain=lifecycle.drain, shutdown_delay_s=settings.shutdown_delay_s)
+                                  on_ready=announce, drain=lifecycle.drain, shutdown_delay_s=settings.shutdown_delay_s,
+                                  log_signals=True)
 
     asyncio.run(run())
+    log.info("stopped (exit code 0)")  # as `--workers N` ends: a pod's log tells a clean stop from a kill

@@ -79,14 +79,16 @@ async def serve_until_stopped(app: web.Application, host: str, port: int, tls: s
                               on_ready: Callable[[], None] | None = None,
                               until: asyncio.Future[None] | None = None,
                               drain: Callable[[], Awaitable[None]] | None = None,
-                              shutdown_delay_s: float = 0.0) -> bool:
+                              shutdown_delay_s: float = 0.0, log_signals: bool = False) -> bool:
     """Serve `app` until SIGTERM or SIGINT (or `until` completes), then clean it up (its cleanup contexts run:
     the refresh loop stops, the Lease is released). True when a signal stopped it.
 
     With a `shutdown_delay_s`, SIGTERM (the kubelet's; a terminal's Ctrl-C stops at once) runs `drain()` and
     keeps the port answering for the delay before it closes, as the refresh process of `--workers N` keeps its
     workers: the Service's endpoints drop a terminating pod only a moment after it is signalled. A second
-    SIGTERM or SIGINT ends the wait."""
+    SIGTERM or SIGINT ends the wait. `log_signals`: say which signal stops it (`SIGTERM: stopping`), as the
+    refresh process of `--workers N` says it (`--workers 0`); a serving worker stops quietly, its refresh process
+    speaks for it."""
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     if runner.server is not None:
@@ -99,6 +101,8 @@ async def serve_until_stopped(app: web.Application, host: str, port: int, tls: s
         received: list[signal.Signals] = []
 
         def stop_on(signum: signal.Signals) -> None:
+            if log_signals:
+                log.info("%s: %s", signum.name, "stopping" if not received else "stopping at once")
             received.append(signum)
             stop.set()
 
@@ -112,7 +116,6 @@ async def serve_until_stopped(app: web.Application, host: str, port: int, tls: s
         for waiter in waiters:
             waiter.cancel()
         if shutdown_delay_s > 0 and received[:1] == [signal.SIGTERM]:
-            log.info("SIGTERM: stopping")
             stop.clear()
             if drain is not None:
                 await drain()  # /readyz fails, values served, the Lease released

@@ -4,9 +4,12 @@ Order and answers follow kube-apiserver's filter chain:
 - paths in `--authorization-always-allow-paths` (the health paths by default; a trailing `*` matches a prefix)
   are served with no authentication at all, so probes never depend on the Kubernetes API; `/metrics` is
   authorized as `get` on the non-resource URL, as kube-apiserver's own;
-- no accepted credentials: 401 `Unauthorized`;
+- no accepted credentials: 401 `Unauthorized`; so is a bearer token whose TokenReview cannot be made (API down,
+  slow, or refusing the adapter), as kube-apiserver answers an authenticator's error, but that is logged as a
+  WARNING (once a minute per cause: `log_limit.LogLimiter`) and counted as `result="error"`, not as a bad token;
 - the SubjectAccessReview denies: 403 `Forbidden`, with kube's message (`User "u" cannot list resource ...`);
-- the review cannot be made (API down or slower than its deadline): 500 `InternalError`, never allowed;
+- the review cannot be made (API down or slower than its deadline): 500 `InternalError`, never allowed, logged
+  once a minute per cause;
 - the user already has as many reviews under way as may run at once: 429 `TooManyRequests` (`authz`); so is
   a bearer token not reviewed lately while `--max-in-flight-reviews` TokenReviews are under way, or while its
   client address has its share of them (a quarter) under way (not judged, so not a 401: `authn.TokenReviewsBusy`).
@@ -29,6 +32,7 @@ from autoscaler.api import authconfig
 from autoscaler.api.app import Gate
 from autoscaler.api.authn import (
     AuthenticationBusy,
+    AuthenticationUnavailable,
     Authenticator,
     ClientCertificateAuthenticator,
     RequestHeaderAuthenticator,
@@ -54,6 +58,7 @@ from autoscaler.api.identity import (
     describe,
     request_attributes,
 )
+from autoscaler.api.log_limit import LogLimiter
 from autoscaler.api.status import ApiError
 from autoscaler.kube.reviews import DEFAULT_TIMEOUT_S, KubeAuthApi, load_configuration
 from autoscaler.selfmetrics import AdapterMetrics
@@ -83,6 +88,9 @@ def auth_gate(authenticator: UnionAuthenticator, authorizer: Authorizer, always_
     """The gate of `autoscaler.api.app`: lets a request through, or refuses it with the `ApiError` kube would
     answer (raised at once, or by the awaitable it returns)."""
     unauthenticated = metrics.authentications.labels("none", "failure")
+    unreviewed = metrics.authentications.labels("token", "error")
+    limiter = LogLimiter()
+    """One WARNING a minute per cause of a review that cannot be made: an outage must not write a line a request."""
     authenticated = {a.method: metrics.authentications.labels(a.method, "success")
                      for a in authenticator.authenticators}
     decisions = {(allowed, cached): metrics.authorizations.labels("allowed" if allowed else "denied",
@@ -123,6 +131,17 @@ def auth_gate(authenticator: UnionAuthenticator, authorizer: Authorizer, always_
     async def authenticate_then_authorize(request: web.Request) -> None:
         try:
             user, method = await authenticator.authenticate(request)
+        except AuthenticationUnavailable as error:
+            tally.count(unreviewed)
+            cause = error.failure.cause
+            suppressed = limiter.admit(("tokenreview", cause))
+            if suppressed is not None:
+                hint = (": the adapter's ServiceAccount needs the system:auth-delegator ClusterRoleBinding"
+                        if cause == 403 else "")
+                log.warning("Unable to authenticate the request: %s %r answered 401 because the TokenReview of "
+                            "its bearer token could not be made (%s)%s%s", request.method, request.path,
+                            error.failure, hint, limiter.note(suppressed))
+            raise ApiError(401, "Unauthorized") from None
         except Unauthenticated as error:
             tally.count(unauthenticated)
             log.debug("401 for %s %r: %s", request.method, request.path, error)
@@ -144,7 +163,10 @@ def auth_gate(authenticator: UnionAuthenticator, authorizer: Authorizer, always_
                                 "way; try again shortly", retry_after_s=1) from None
         except AuthorizationFailed as error:
             tally.count(errors)
-            log.warning("cannot authorize %s %r for %r: %s", request.method, request.path, user.name, error)
+            suppressed = limiter.admit(("subjectaccessreview", error.cause))
+            if suppressed is not None:
+                log.warning("cannot authorize %s %r for %r: %s (answered 500)%s", request.method, request.path,
+                            user.name, error, limiter.note(suppressed))
             raise ApiError(500, "Internal error occurred: the request could not be authorized right now "
                                 "(Kubernetes API unavailable); try again later") from None
         admit(decision, user, attributes)

@@ -65,6 +65,26 @@ class Unauthenticated(Exception):
     """No authenticator accepted the request; the reasons are for the log only."""
 
 
+class TokenReviewFailed(AuthenticationError):
+    """The TokenReview could not be made (the Kubernetes API down, slow, or refusing the adapter: a 403 when its
+    ServiceAccount lacks `system:auth-delegator`): the token was not judged. Still a 401, as kube-apiserver's
+    `WithAuthentication` answers an authenticator's error, but logged and counted apart from a bad token."""
+
+    def __init__(self, message: str, cause: object) -> None:
+        super().__init__(message)
+        self.cause = cause
+        """What went wrong, to log once per cause: the API's status code, else the kind of error."""
+
+
+class AuthenticationUnavailable(Exception):
+    """No authenticator accepted the request, and a bearer token among its credentials could not be reviewed
+    (`TokenReviewFailed`): 401, with a WARNING and `result="error"`."""
+
+    def __init__(self, message: str, failure: TokenReviewFailed) -> None:
+        super().__init__(message)
+        self.failure = failure
+
+
 class TokenReviewsBusy(AuthenticationError):
     """A bearer token not reviewed recently, while `max_in_flight` TokenReviews are under way: it was not
     judged, so the answer is kube's 429 with a Retry-After (`AuthenticationBusy`), not a 401 that sent operators
@@ -224,7 +244,7 @@ class TokenAuthenticator:
         try:
             result = await self._reviewer.review_token(token)
         except KubeApiError as error:
-            raise AuthenticationError(f"TokenReview failed: {error}") from error
+            raise TokenReviewFailed(f"TokenReview failed: {error}", error.cause) from error
         if result.authenticated:
             self._accepted[key] = result
             self._known[key] = None
@@ -276,12 +296,15 @@ class UnionAuthenticator:
         """(user, method); `Unauthenticated` when no authenticator accepted the request."""
         errors: list[str] = []
         busy = False
+        failed: TokenReviewFailed | None = None
         for authenticator in self.authenticators:
             try:
                 user = await authenticator.authenticate(request)
             except AuthenticationError as error:
                 errors.append(f"{authenticator.method}: {error}")
                 busy = busy or isinstance(error, TokenReviewsBusy)
+                if isinstance(error, TokenReviewFailed):
+                    failed = error
                 continue
             if user is not None:
                 user = self._one_of_equals(user)
@@ -293,6 +316,8 @@ class UnionAuthenticator:
                 return user, authenticator.method
         if busy:
             raise AuthenticationBusy("; ".join(errors))
+        if failed is not None:
+            raise AuthenticationUnavailable("; ".join(errors), failed)
         raise Unauthenticated("; ".join(errors) or "no credentials")
 
     def _one_of_equals(self, user: UserInfo) -> UserInfo:

@@ -40,6 +40,11 @@ from autoscaler.kube.reviews import AccessReviewResult
 class AuthorizationFailed(Exception):
     """The decision could not be made; never treated as allowed."""
 
+    def __init__(self, message: str, cause: object = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+        """What went wrong, to log once a minute per cause: the API's status code, else the kind of error."""
+
 
 class ReviewsBusy(Exception):
     """The user already has as many reviews under way as may run at once; not started (429)."""
@@ -159,9 +164,9 @@ class SubjectAccessReviewAuthorizer:
             try:
                 result = await self._reviewer.review_access(access_review_spec(user, attributes))
             except KubeApiError as error:
-                raise AuthorizationFailed(f"SubjectAccessReview failed: {error}") from error
+                raise AuthorizationFailed(f"SubjectAccessReview failed: {error}", error.cause) from error
         if result.allowed and result.denied:
-            raise AuthorizationFailed("SubjectAccessReview answered both allowed and denied")
+            raise AuthorizationFailed("SubjectAccessReview answered both allowed and denied", "both")
         if sum(map(len, attributes)) <= CACHED_PATH_LENGTH:  # longer: no path this API serves
             entry = (Decision(result.allowed, result.reason, cached=True), self._timer())
             (self._allowed if result.allowed else self._denied)[key] = entry

@@ -6,7 +6,8 @@ a 60 KB junk body writes ~50 KB of log per request, so anyone who can open a con
 and bury real errors. Those are the client's mistakes, not the adapter's. `install_client_error_filter`
 puts a filter on that logger which rewrites such a record into one WARNING line (the exception's kind and
 the start of its message, control characters escaped) and drops the others for an interval, saying how
-many it dropped when it next logs. Server errors (5xx, anything not an HTTP parse error) pass unchanged.
+many it dropped when it next logs (`log_limit.LogLimiter`, which limits the review failures' lines too).
+Server errors (5xx, anything not an HTTP parse error) pass unchanged.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from collections.abc import Callable
 
 from aiohttp.http_exceptions import HttpProcessingError
 
+from autoscaler.api.log_limit import INTERVAL_S, LogLimiter
+
 AIOHTTP_SERVER_LOGGER = "aiohttp.server"
-INTERVAL_S = 60.0
-"""One line a minute is enough to see that someone sends garbage; more only costs disk."""
 MAX_DETAIL_CHARS = 160
 """Enough for the parser's reason and the start of the offending line."""
 
@@ -47,27 +48,21 @@ class ClientErrorLogFilter(logging.Filter):
     def __init__(self, interval_s: float = INTERVAL_S, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.interval_s = interval_s
-        self._clock = clock
-        self._next_at: float | None = None
-        self._suppressed = 0
+        self._limiter = LogLimiter(interval_s, clock)
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = client_error(record)
         if error is None:
             return True
-        now = self._clock()
-        if self._next_at is not None and now < self._next_at:
-            self._suppressed += 1
+        suppressed = self._limiter.admit()
+        if suppressed is None:
             return False
         remote = record.args[0] if isinstance(record.args, tuple) and record.args else "unknown"
-        note = (f" ({self._suppressed} more in the last {self.interval_s:.0f} s not logged)"
-                if self._suppressed else "")
+        note = self._limiter.note(suppressed)
         record.levelno, record.levelname = logging.WARNING, "WARNING"
         record.msg = "malformed request from %s: %s%s; further ones logged once per %.0f s"
         record.args = (remote, summarize(error), note, self.interval_s)
         record.exc_info, record.exc_text, record.stack_info = None, None, None
-        self._next_at = now + self.interval_s
-        self._suppressed = 0
         return True
 
 

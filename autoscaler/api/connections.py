@@ -27,11 +27,13 @@ Here, as Go's `http.Server` does for kube-apiserver and other extension API serv
 - **A stalled-answer timeout**: a client that stops reading (pipelined requests, answers never read) stalls
   its connection in a write that would never end; from the moment the answer backs up it is a slow client,
   first in line to make room, and it is closed when it has taken nothing for `write_stall_timeout_s`.
-- **Oversized request lines or headers** are refused with a Kubernetes `Status`, code 431 (as Go answers for
-  headers over its limit) with reason `BadRequest` (metav1 has no reason of its own for 431, and a client must
-  not retry it unchanged), its message naming the limit; any other unparseable request with a 400 `Status`, logged
-  once per interval in one short WARNING line, never with the request or a traceback (`client_errors.py`).
-  Either carries kube-apiserver's headers and `Connection: close`, as every answer of the API does.
+- **Oversized request lines or headers** (a line or field over `max_line_size`, more than `max_header_fields`
+  fields, a header block over `max_header_bytes`: `header_budget.py`) are refused with a Kubernetes `Status`,
+  code 431 (as Go answers for headers over its limit) with reason `BadRequest` (metav1 has no reason of its
+  own for 431, and a client must not retry it unchanged), its message naming the limit that was hit; any other
+  unparseable request with a 400 `Status`, logged once per interval in one short WARNING line, never with the
+  request or a traceback (`client_errors.py`). Either carries kube-apiserver's headers and `Connection: close`,
+  as every answer of the API does.
 
 TLS is negotiated here (`loop.start_tls`) rather than by the server socket, which is what makes refusing
 before the handshake possible; aiohttp's request handler then runs unchanged on the TLS transport.
@@ -48,7 +50,7 @@ import ssl
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from aiohttp import HttpVersion10, hdrs, web
 from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
@@ -57,8 +59,9 @@ from aiohttp.web_request import BaseRequest
 
 from autoscaler.api.client_errors import AIOHTTP_SERVER_LOGGER
 from autoscaler.api.connection_memo import ConnectionMemo
+from autoscaler.api.header_budget import HeaderBlockTooLarge, HeaderBudgetParser
 from autoscaler.api.peer_share import PeerCounts
-from autoscaler.api.status import status_response
+from autoscaler.api.status import ApiResponse, status_response
 from exporter.listen import NO_SUCH_FAMILY
 
 log = logging.getLogger(__name__)
@@ -92,6 +95,16 @@ class ConnectionLimits:
     max_line_size: int = 8190
     """Longest request line (URL) or header line accepted, bytes (aiohttp's and nginx's default)."""
     max_field_size: int = 8190
+    max_header_fields: int = 2048
+    """Header fields a request may have. The front proxy sends one `X-Remote-Group` per group of the user it
+    forwards; aiohttp's default, 128, refused a user in about 115 groups. Go's server counts no fields, only
+    bytes (`max_header_bytes`); the count still bounds what the parser keeps per field (about 250 bytes of
+    Python objects each, so 2048 tiny fields cost about 500 KB)."""
+    max_header_bytes: int = 256 * 1024
+    """Bytes of a request's header block (`header_budget.py`): 2048 fields of 128 bytes. Go's server allows
+    1 MiB, but aiohttp keeps each field twice (bytes and text) besides its objects: a request's headers held
+    while they arrive cost about 1.2 MB at most (tracemalloc, 2048 fields of 120 bytes), where aiohttp's
+    default 128 fields of 8 KiB each allowed about 2 MB."""
 
 
 class StatusRequestHandler(RequestHandler, ConnectionMemo):
@@ -103,9 +116,17 @@ class StatusRequestHandler(RequestHandler, ConnectionMemo):
 
     line_limit: int = 8190
     """The longest request line or header field accepted (`ConnectionLimits`), named in the 431's message."""
+    fields_limit: int = 2048
+    """The most header fields a request may have (`ConnectionLimits.max_header_fields`), named in the 431's
+    message."""
     on_answered: Callable[[int, bool], None] | None = None
     """Called when an answer is handed to the transport, with its status and whether no other request is
     queued (the connection then waits for its next request): `_GuardedConnection.answered`."""
+
+    def bound_header_bytes(self, limit: int) -> None:
+        """Refuse a request whose header block is over `limit` bytes (`header_budget.py`): aiohttp bounds each
+        field and their count, not their total."""
+        self._parser = HeaderBudgetParser(self._parser, limit)  # type: ignore[assignment]  # it parses as the parser it wraps
 
     def log_access(self, request: BaseRequest, response: web.StreamResponse, time: float | None) -> None:
         """aiohttp calls this as the last step of every answer (`finish_response`, written or not), so it is
@@ -118,12 +139,20 @@ class StatusRequestHandler(RequestHandler, ConnectionMemo):
 
     def handle_error(self, request: BaseRequest, status: int = 500, exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:
-        if isinstance(exc, LineTooLong) or (isinstance(exc, BadHttpMessage) and "too many headers"
-                                            in str(exc).lower()):
+        # Which limit it was, said apart: a user in many groups (one X-Remote-Group each, from the front proxy)
+        # must not be told that the URL is too long
+        if isinstance(exc, LineTooLong):
             code, text = 431, (f"the request line (the URL with its query) or a header field is longer than "
-                                f"{self.line_limit} bytes, or there are too many header fields; an external "
-                                "metric's labelSelector names one runtime (deployment=<Deployment name>), far "
-                                "shorter: check the URL and headers the client sends")
+                                f"{self.line_limit} bytes; an external metric's labelSelector names one runtime "
+                                "(deployment=<Deployment name>), far shorter: check the URL and headers the "
+                                "client sends")
+        elif isinstance(exc, HeaderBlockTooLarge):
+            code, text = 431, (f"the request's header fields total more than {exc.limit} bytes; check the "
+                                "headers the client sends")
+        elif isinstance(exc, BadHttpMessage) and "too many headers" in str(exc).lower():
+            code, text = 431, (f"the request has more than {self.fields_limit} header fields; check the headers "
+                                "the client sends (the front proxy sends one X-Remote-Group per group of the "
+                                "user)")
         elif isinstance(exc, BadHttpMessage) or status == 400:
             code, text = 400, "malformed HTTP request"
         else:
@@ -145,18 +174,45 @@ class StatusRequestHandler(RequestHandler, ConnectionMemo):
 RequestHandlerFunction = Callable[[BaseRequest], Awaitable[web.StreamResponse]]
 
 
-def refusing_http09(handler: RequestHandlerFunction) -> RequestHandlerFunction:
-    """`handler`, for requests of HTTP/1.0 and later. aiohttp's parser takes a request line without a version
-    (`GET /healthz`) as HTTP/0.9 and the request was served, its answer headed `HTTP/0.9 200`; Go's server, and
-    so kube-apiserver, refuses it as malformed. A plain function, not a coroutine around the handler: it
-    returns the handler's awaitable, so a request pays one call and a comparison, not a coroutine layer."""
+def before_routing(handler: RequestHandlerFunction) -> RequestHandlerFunction:
+    """`handler`, for requests of HTTP/1.0 and later whose target is a path; the others answered here, with
+    kube's headers and no `Server`, as every answer (`status.ApiResponse`):
+
+    - a request line without a version (`GET /healthz`): aiohttp's parser takes it as HTTP/0.9 and the request
+      was served, its answer headed `HTTP/0.9 200`; Go's server, and so kube-apiserver, refuses it as malformed;
+    - `OPTIONS *` (RFC 9112's asterisk form: the server itself, not a resource): Go's server answers it before
+      any handler, 200 with `Content-Length: 0`; aiohttp's router matched no route and answered `404: Not Found`
+      as text, with its `Server` header and without kube's;
+    - `CONNECT host:port` (the authority form: a tunnel, which the API does not serve): a 405 `Status`, the
+      connection closed; aiohttp answered it as `OPTIONS *`. (Other methods with a target that is not a path,
+      `GET *`, are refused by aiohttp's parser: a 400 `Status`, `StatusRequestHandler.handle_error`.)
+
+    A plain function, not a coroutine around the handler: it returns the handler's awaitable, so a request pays
+    one call and two comparisons, not a coroutine layer."""
 
     def versioned(request: BaseRequest) -> Awaitable[web.StreamResponse]:
         if request.version < HttpVersion10:
             return _malformed_version(request)
+        if request.raw_path[:1] != "/" and request.method in _NOT_ROUTED and request.path[:1] != "/":
+            return _not_routed(request)  # not `OPTIONS http://host/apis` (absolute form: a path, routed)
         return handler(request)
 
     return versioned
+
+
+_NOT_ROUTED: Final = frozenset({hdrs.METH_OPTIONS, hdrs.METH_CONNECT})
+"""The methods whose request target may be something other than a path (asterisk, authority form)."""
+
+
+async def _not_routed(request: BaseRequest) -> web.StreamResponse:
+    """`before_routing`'s answer to a request whose target is not a path."""
+    if request.method == hdrs.METH_CONNECT:
+        response = closing_status(405, "CONNECT is not served: this API answers GET on paths such as /apis")
+        response.headers[hdrs.ALLOW] = "GET,HEAD"  # RFC 9110 15.5.6: a 405 says which methods are served
+        return response
+    if request.raw_path == "*":
+        return ApiResponse(status=200)  # Go's `globalOptionsHandler`: no body
+    return closing_status(400, "malformed HTTP request: the request target must be a path, as /apis")
 
 
 async def _malformed_version(request: BaseRequest) -> web.StreamResponse:
@@ -205,6 +261,7 @@ class ConnectionGuard:
             "keepalive_timeout": limits.keepalive_timeout_s,
             "max_line_size": limits.max_line_size,
             "max_field_size": limits.max_field_size,
+            "max_headers": limits.max_header_fields,
             "access_log": None,
         }
 
@@ -214,6 +271,8 @@ class ConnectionGuard:
     def make_handler(self) -> StatusRequestHandler:
         handler = StatusRequestHandler(self.server, loop=asyncio.get_running_loop(), **self._handler_kwargs)
         handler.line_limit = min(self.limits.max_line_size, self.limits.max_field_size)
+        handler.fields_limit = self.limits.max_header_fields
+        handler.bound_header_bytes(self.limits.max_header_bytes)
         return handler
 
     @property
@@ -693,7 +752,7 @@ class GuardedSite(web.BaseSite):
         asyncio.sslproto.SSLProtocol.max_size = TLS_READ_BUFFER  # this process serves small requests only
         server = self._runner.server
         assert server is not None
-        server.request_handler = refusing_http09(server.request_handler)  # each connection's handler reads it
+        server.request_handler = before_routing(server.request_handler)  # each connection's handler reads it
         self.guard = ConnectionGuard(server, self._tls, self._limits)
         loop = asyncio.get_running_loop()
         family = listen_family(self._host)

@@ -31,6 +31,12 @@ class KubeApiError(Exception):
         self.retry_after_s = retry_after_s
 
     @property
+    def cause(self) -> int | str:
+        """What went wrong, for a log that says each cause once a minute (`api/log_limit.py`): the status code
+        the server answered, else the kind of error the call met (`TimeoutError`, a connection error)."""
+        return self.status if self.status is not None else type(self.__cause__ or self).__name__
+
+    @property
     def retryable(self) -> bool:
         """Worth trying again later: no answer, a conflict, throttling or a server-side failure."""
         return self.status is None or self.status in (409, 429) or self.status >= 500

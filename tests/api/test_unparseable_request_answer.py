@@ -9,7 +9,6 @@ over a real TLS socket to the guarded listener, as the adapter serves, and read 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 
@@ -18,6 +17,7 @@ import pytest
 from autoscaler.api.app import build_api_app
 from tests.api.builders import DEPLOYMENT, KEY, NAMESPACE, Pki, refresher_with, runtime_view
 from tests.api.conftest import listening
+from tests.api.raw_http import exchange
 
 METRIC = (f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}/modelmesh_desired_replicas"
           f"?labelSelector=deployment%3D{DEPLOYMENT}")
@@ -30,23 +30,6 @@ async def port(request: pytest.FixtureRequest, pki: Pki) -> AsyncIterator[int]:
     app = build_api_app(refresher, refresher.metrics)
     async with listening(app, pki.server_context(), dispatch=request.param == "dispatched") as bound:
         yield bound
-
-
-async def exchange(port: int, pki: Pki, raw: bytes) -> tuple[int, dict[str, list[str]], bytes]:
-    """`raw` sent over TLS on a new connection; the status, headers (lower-case names) and body the client
-    reads before the server closes the connection."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=pki.client_context())
-    writer.write(raw)
-    await writer.drain()
-    answer = await asyncio.wait_for(reader.read(), 5)
-    writer.close()
-    head, _, body = answer.partition(b"\r\n\r\n")
-    status_line, *lines = head.decode("latin-1").split("\r\n")
-    headers: dict[str, list[str]] = {}
-    for line in lines:
-        name, _, value = line.partition(":")
-        headers.setdefault(name.strip().lower(), []).append(value.strip())
-    return int(status_line.split()[1]), headers, body
 
 
 UNPARSEABLE = [

@@ -1,0 +1,68 @@
+"""A bound on a request's header block in bytes, which aiohttp's parser does not have.
+
+Go's server, and so kube-apiserver, bounds only the bytes of a request's header block (`MaxHeaderBytes`,
+1 MiB), never the count of its fields: the aggregator's front proxy sends one `X-Remote-Group` header per
+group of the user it forwards, and a user may be in hundreds of groups. aiohttp bounds each field
+(`max_field_size`) and their count (`max_headers`, 128 by default: a user in about 115 groups was refused)
+but not their total. A large count alone would let a client hold count x field size (thousands x 8 KiB) in
+every connection while it sends its headers slowly; so the count is raised to what a total-bytes bound allows,
+and the total is bounded here.
+
+The parser held by aiohttp's protocol handler is wrapped: the bytes fed to it since it last finished a
+request's headers are counted, and past the bound it raises `HeaderBlockTooLarge`, an HTTP parse error that
+aiohttp answers through the handler's `handle_error` (a 431 `Status`, `connections.StatusRequestHandler`).
+Counted per read, so a header block may run past the bound by up to a read (a TLS record, 16 KiB) before it
+is refused. A request's body is not counted: its bytes are fed to the same parser.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp.http_exceptions import BadHttpMessage
+from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
+
+
+class HeaderBlockTooLarge(BadHttpMessage):
+    """A request's header block past the bound: 431, as Go's server answers it."""
+
+    code = 431
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"request header fields total more than {limit} bytes")
+        self.limit = limit
+
+
+class HeaderBudgetParser:
+    """aiohttp's request parser, counting the bytes of the header block it is reading (`feed_data`); every
+    other attribute is the parser's own."""
+
+    __slots__ = ("_body", "_limit", "_parser", "_unfinished")
+
+    def __init__(self, parser: Any, limit: int) -> None:
+        self._parser = parser
+        self._limit = limit
+        self._unfinished = 0
+        """Bytes fed since the last read that finished a request's headers (or its body)."""
+        self._body: StreamReader | None = None
+        """The body the last request's headers announced, while it is being read: not header bytes."""
+
+    def feed_data(self, data: bytes) -> Any:
+        fed = self._parser.feed_data(data)
+        messages = fed[0]
+        if messages:
+            self._unfinished = 0
+            payload = messages[-1][1]
+            self._body = None if payload is EMPTY_PAYLOAD or payload.is_eof() else payload
+            return fed
+        if self._body is not None:
+            if not self._body.is_eof():
+                return fed
+            self._body = None  # what follows the body in this read starts the next request: counted below
+        self._unfinished += len(data)
+        if self._unfinished > self._limit:
+            raise HeaderBlockTooLarge(self._limit)
+        return fed
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._parser, name)
