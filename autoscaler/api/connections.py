@@ -59,7 +59,7 @@ from aiohttp.web_request import BaseRequest
 
 from autoscaler.api.client_errors import AIOHTTP_SERVER_LOGGER
 from autoscaler.api.connection_memo import ConnectionMemo
-from autoscaler.api.header_budget import HeaderBlockTooLarge, HeaderBudgetParser
+from autoscaler.api.header_budget import HeaderBlockTooLarge, wrap_request_parser
 from autoscaler.api.peer_share import PeerCounts
 from autoscaler.api.status import ApiResponse, status_response
 from exporter.listen import NO_SUCH_FAMILY
@@ -126,7 +126,7 @@ class StatusRequestHandler(RequestHandler, ConnectionMemo):
     def bound_header_bytes(self, limit: int) -> None:
         """Refuse a request whose header block is over `limit` bytes (`header_budget.py`): aiohttp bounds each
         field and their count, not their total."""
-        self._parser = HeaderBudgetParser(self._parser, limit)  # type: ignore[assignment]  # it parses as the parser it wraps
+        wrap_request_parser(self, limit)
 
     def log_access(self, request: BaseRequest, response: web.StreamResponse, time: float | None) -> None:
         """aiohttp calls this as the last step of every answer (`finish_response`, written or not), so it is

@@ -17,10 +17,38 @@ is refused. A request's body is not counted: its bytes are fed to the same parse
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import logging
+from typing import Any, Final
 
 from aiohttp.http_exceptions import BadHttpMessage
 from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
+
+log = logging.getLogger(__name__)
+
+PARSER_ATTRIBUTES: Final = ("_parser", "_request_parser")
+"""Where aiohttp's request handler holds its request parser: `_parser` from aiohttp 3.14 (on its base protocol),
+`_request_parser` from 3.10 (the oldest this project takes) to 3.13. Wrapping only the first made every
+connection fail on 3.13 ("'StatusRequestHandler' object has no attribute '_parser'")."""
+
+
+def wrap_request_parser(handler: Any, limit: int) -> None:
+    """Bound the header blocks `handler`'s parser reads to `limit` bytes, whichever aiohttp it is. Where neither
+    attribute holds a parser (a later aiohttp), the handler keeps its own: field count and size still bounded,
+    their total not, said once."""
+    for attribute in PARSER_ATTRIBUTES:
+        parser = getattr(handler, attribute, None)
+        if parser is not None:
+            setattr(handler, attribute, HeaderBudgetParser(parser, limit))
+            return
+    _say_unbounded()
+
+
+@functools.cache
+def _say_unbounded() -> None:
+    """Once a process: each connection would say it again."""
+    log.warning("this aiohttp holds its request parser in none of %s: header blocks are bounded by field count "
+                "and size only, not in total bytes", ", ".join(PARSER_ATTRIBUTES))
 
 
 class HeaderBlockTooLarge(BadHttpMessage):

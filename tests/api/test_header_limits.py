@@ -13,7 +13,9 @@ import json
 from collections.abc import Callable
 
 import aiohttp
+import pytest
 
+from autoscaler.api.header_budget import HeaderBlockTooLarge, HeaderBudgetParser, wrap_request_parser
 from tests.api.conftest import SecuredApi
 from tests.api.raw_http import exchange
 
@@ -59,3 +61,31 @@ async def test_header_fields_over_the_total_byte_bound_are_a_431_that_says_so(se
     answer = json.loads(body)
     assert "header fields" in answer["message"] and "bytes" in answer["message"], answer
     assert "labelSelector" not in answer["message"], answer
+
+
+class _ParserWaitingForHeaders:
+    """A request parser that has not yet seen the end of a header block: it returns no message."""
+
+    def feed_data(self, data: bytes) -> tuple[list[object], bool, bytes]:
+        return [], False, b""
+
+
+class _HandlerBefore314:
+    """aiohttp 3.10 to 3.13's request handler as the bound sees it: its parser in `_request_parser`, with
+    `__slots__` (no `_parser` to read or set). The merged bound read `_parser` alone, and every connection
+    failed there ("'StatusRequestHandler' object has no attribute '_parser'")."""
+
+    __slots__ = ("_request_parser",)
+
+    def __init__(self) -> None:
+        self._request_parser: object = _ParserWaitingForHeaders()
+
+
+def test_the_header_byte_bound_holds_on_aiohttp_before_314() -> None:
+    handler = _HandlerBefore314()
+    wrap_request_parser(handler, limit=1000)
+    parser = handler._request_parser
+    assert isinstance(parser, HeaderBudgetParser)
+    parser.feed_data(b"x" * 1000)
+    with pytest.raises(HeaderBlockTooLarge):
+        parser.feed_data(b"x")
