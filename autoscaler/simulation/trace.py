@@ -20,7 +20,6 @@ a row per model and a column per minute (Azure Functions' trace as it comes): tr
 from __future__ import annotations
 
 import csv
-import gzip
 import math
 import os
 from array import array
@@ -47,6 +46,7 @@ from autoscaler.simulation.trace_file import (
     numbered_rows,
     text_of,
     timestamp_field,
+    unpacking,
 )
 from autoscaler.simulation.trace_minutes import MINUTE_S, minute_columns, read_minutes
 
@@ -164,7 +164,7 @@ def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] 
     table of nothing but 0 is read (a quiet day among others), not refused."""
     name = os.fspath(path)
     try:
-        with open(name, "rb") as raw:
+        with unpacking(name), open(name, "rb") as raw:
             size = os.fstat(raw.fileno()).st_size
             head = raw.read(2)
             raw.seek(0)
@@ -176,13 +176,6 @@ def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] 
         if progress is not None:
             progress(size, size)
         return trace
-    except (gzip.BadGzipFile, EOFError) as exc:
-        if not name.endswith(".gz"):  # read as gzip for its first two bytes only: it may be neither
-            raise TraceError(f"{name}: not UTF-8 text: it begins as gzip does, but does not unpack (cut short?)") \
-                from exc
-        if isinstance(exc, EOFError):
-            raise TraceError(f"{name}: the gzip file ends early (cut short?)") from exc
-        raise TraceError(f"{name}: not a gzip file ({exc}); name it .csv if it is plain text") from exc
     except OSError as exc:
         raise TraceError(f"{name}: cannot read trace: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
