@@ -24,6 +24,7 @@ from autoscaler.policies.yaml_errors import yaml_error_text
 from autoscaler.settings import count, positive
 from autoscaler.simulation.hpa import SYNC_PERIOD_S, Behavior
 from autoscaler.simulation.hpa_manifest import behavior_from_manifest
+from autoscaler.simulation.outputs import discard, write_together
 from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.shapes import SHAPES
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
@@ -274,18 +275,21 @@ def _check_out(out: Path) -> None:
             raise ValueError(f"--out {out}: cannot write {name} there: it is {kind}")
 
 
+def _text(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+
+
 def _write(out: Path, report: dict[str, Any], plot: Callable[[Path], None] | None) -> None:
-    """The report's files; a write that fails (a full disk) is one line naming the file, not a traceback."""
-    from autoscaler.simulation.report import write_report
+    """The report's files, put in place together or not at all (outputs.py); a write that fails (a full disk)
+    is one line naming the file, not a traceback."""
+    from autoscaler.simulation.report import json_text, markdown
 
     try:
-        write_report(out, report)
-        if plot is not None:
-            plot(out / "timeline.png")
-        else:  # an earlier run's plot left beside this run's report would be read as this run's
-            (out / "timeline.png").unlink(missing_ok=True)
+        write_together(out, {"report.json": lambda path: _text(path, json_text(report)),
+                             "report.md": lambda path: _text(path, markdown(report)),
+                             "timeline.png": plot})  # None: an earlier run's plot is removed
     except OSError as error:
-        name = Path(error.filename).name if error.filename else "the report"
+        name = Path(error.filename).name.replace(".partial", "") if error.filename else "the report"
         raise ValueError(f"--out {out}: cannot write {name} there: {error.strerror or error}") from None
 
 
@@ -398,16 +402,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def _stop_on_signals(out: Path) -> None:
     """Ctrl-C and SIGTERM (`timeout`, a cancelled CI job, a deleted pod) end the run at once with one line and
-    the signal's status, and remove `out` if this run made it and nothing was written there yet: left empty,
-    it read as a run that wrote nothing. A directory that was there before is the user's and stays.
+    the signal's status, and remove `out` if this run made it: left empty, it read as a run that wrote nothing.
+    A report being written is discarded (outputs.py: its files are put in place together or not at all). A
+    directory that was there before is the user's and stays.
 
     Ended with `os._exit` from the handler, not an exception: simulating is plain computation with nothing to
     close, and an exception raised inside one of an import's callbacks is printed and lost (see `main`)."""
     made_here = not out.exists()
 
     def stop(signum: int, frame: object) -> None:
+        discard(out, OUTPUTS)  # the files of a report being written: none is put in place
         if made_here:
-            with contextlib.suppress(OSError):  # not empty (the report was being written): it stays
+            with contextlib.suppress(OSError):  # not empty (a whole report put in place): it stays
                 out.rmdir()
         sys.stderr.write("\ninterrupted.\n" if signum == signal.SIGINT else "\nterminated.\n")
         sys.stderr.flush()

@@ -285,10 +285,9 @@ def bound_text(report: Mapping[str, Any]) -> str:
             "ones, not for pods, and no replica policy removes them.")
 
 
-def write_report(out: Path, report: Mapping[str, Any]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
-    (out / "report.md").write_text(markdown(report))
+def json_text(report: Mapping[str, Any]) -> str:
+    """report.json's text."""
+    return json.dumps(report, indent=2) + "\n"
 
 
 def _downsample(values: Sequence[float], group: int, how: str) -> list[float]:
