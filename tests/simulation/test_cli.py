@@ -146,6 +146,12 @@ def run_with_behavior(tmp_path: Path, text: str) -> subprocess.CompletedProcess[
     ("kind: HorizontalPodAutoscaler\nspec:\n  maxReplicas: 4\n  behaviour:\n    scaleDown: {selectPolicy: Min}\n",
      "spec: unknown field 'behaviour' (did you mean 'behavior'?)"),
     ("apiVersion: v1\nkind: List\nitems: []\n", "no HorizontalPodAutoscaler among the 0 items of its List"),
+    # No policy at all froze that direction's scaling without a word; the API server refuses it (HPAScalingRules:
+    # "At least one policy must be specified")
+    ("behavior:\n  scaleUp:\n    policies: []\n", "behavior.scaleUp: policies is empty: at least one policy must be "
+     "given (the API server refuses none); leave policies out for the default ones"),
+    ("kind: HorizontalPodAutoscaler\nspec:\n  behavior:\n    scaleDown: {selectPolicy: Min, policies: []}\n",
+     "behavior.scaleDown: policies is empty: at least one policy must be given"),
 ])
 def test_a_bad_behavior_file_is_refused_naming_the_field(tmp_path: Path, text: str, message: str) -> None:
     result = run_with_behavior(tmp_path, text)
