@@ -379,7 +379,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         sim_policy, initial = makers[name]
         bar = None if args.quiet else ProgressBar(name)
         started = time.perf_counter()
-        result = simulate(arrivals, bucket_s, args.tick, shape, sim_policy, initial, bar)
+        result = simulate(arrivals, bucket_s, args.tick, shape, sim_policy, initial, bar, trace.duration_s)
         result.wall_s = time.perf_counter() - started
         results.append(result)
     info = RunInfo(

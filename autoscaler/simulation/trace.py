@@ -98,7 +98,10 @@ def fitting_tick(interval_s: float, tick_s: float) -> float:
 
 
 def buckets(trace: Trace, tick_s: float) -> tuple[float, Buckets]:
-    """(bucket length in seconds, buckets in time order) for replay with ticks of `tick_s`."""
+    """(bucket length in seconds, buckets in time order) for replay with ticks of `tick_s`. Where a tick adds
+    several intervals up and the trace is no whole number of ticks long, the last bucket holds the intervals
+    left, its requests spread over the whole tick: the replay counts pods only up to the trace's end
+    (`engine.simulate`'s `duration_s`)."""
     ratio = trace.interval_s / tick_s
     if ratio >= 1.0:
         if abs(ratio - round(ratio)) > 1e-9:

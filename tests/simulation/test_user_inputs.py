@@ -59,6 +59,27 @@ def test_a_model_first_requested_in_the_second_minute_waits_one_load(tmp_path: P
     assert "Oracle pod-hours: 0.0333 " in (tmp_path / "out" / "report.md").read_text()  # was 0.0
 
 
+@pytest.mark.parametrize(("rows", "tick", "seconds"), [
+    ("".join(f"{60 * t},a,60\n" for t in range(60)), "2400", 3600),  # an hour at 60 s: ticks of 40 minutes
+    ("".join(f"{t},a,1\n" for t in range(63)), "5", 63),  # 63 s at 1 s: ticks of 5 s, the last 3 s of one
+])
+def test_pods_are_counted_for_the_traces_own_time_where_the_tick_does_not_divide_it(
+        tmp_path: Path, rows: str, tick: str, seconds: int) -> None:
+    """A trace of 1 request/s whose length is not a whole number of ticks: fixed runs 2 pods (--min-replicas 2)
+    and fixed-max 3 (--max-replicas 3) for the trace's `seconds`. The last tick was counted whole, past the
+    trace's end: an hour at --tick 2400 read 2.67 pod-hours for fixed, 63 s at the default 5 s tick 0.0361.
+    The oracle, a pod for each second with requests, is 1 pod for `seconds`: fixed is 2.00x it."""
+    result = simulate(tmp_path, rows, "--tick", tick, "--max-replicas", "3", "--policies", "fixed,fixed-max")
+    assert result.returncode == 0, result.stderr
+    got = report(tmp_path)
+    assert got["oracle_pod_hours"] == pytest.approx(seconds / 3600, rel=1e-5)
+    assert got["policies"]["fixed"]["pod_hours"] == pytest.approx(2 * seconds / 3600, rel=1e-5)
+    assert got["policies"]["fixed-max"]["pod_hours"] == pytest.approx(3 * seconds / 3600, rel=1e-5)
+    assert got["policies"]["fixed"]["requests"] == seconds
+    fixed = next(line for line in result.stdout.splitlines() if line.startswith("| fixed |"))
+    assert fixed.split("|")[3].strip() == "2.00", fixed  # x oracle
+
+
 def test_a_count_no_cluster_could_serve_is_refused_at_once_not_simulated_for_hours(tmp_path: Path) -> None:
     """1e12 requests in a minute (a byte count, a counter's total) sized 1.7 billion pods: a warning, then a run
     that never ended. Refused at once, naming what to check; so is a --max-replicas of that size."""
