@@ -28,6 +28,12 @@ from autoscaler.simulation.outputs import discard, write_together
 from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.shapes import SHAPES
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
+from autoscaler.simulation.synthetic_size import (
+    MAX_MODEL_HOURS,
+    MAX_SYNTHETIC_HOURS,
+    MAX_SYNTHETIC_MODELS,
+    MAX_SYNTHETIC_RPS,
+)
 
 if TYPE_CHECKING:
     from autoscaler.simulation.trace import Trace
@@ -78,10 +84,13 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                              "HorizontalPodAutoscaler) whose behavior skew-aware uses; default: the shipped one")
     parser.add_argument("--seed", metavar="N", type=int, default=0, help="seed of the synthetic trace (default 0)")
     synth = parser.add_argument_group("synthetic trace")
-    synth.add_argument("--models", metavar="N", type=count, default=500, help="models (default 500)")
-    synth.add_argument("--hours", metavar="HOURS", type=positive, default=24.0, help="hours (default 24)")
+    synth.add_argument("--models", metavar="N", type=count, default=500,
+                       help=f"models, at most {MAX_SYNTHETIC_MODELS:,} (default 500)")
+    synth.add_argument("--hours", metavar="HOURS", type=positive, default=24.0,
+                       help=f"hours, at most {MAX_SYNTHETIC_HOURS:,} (a year), and --models x --hours at most "
+                            f"{MAX_MODEL_HOURS:,} model-hours (a day of {MAX_MODEL_HOURS // 24:,} models) (default 24)")
     synth.add_argument("--rps", metavar="REQ/S", type=positive, default=150.0,
-                       help="mean total requests per second (default 150)")
+                       help=f"mean total requests per second, at most {MAX_SYNTHETIC_RPS:,} (default 150)")
     synth.add_argument("--shape", choices=SHAPES, default="mixed",
                        help="popularity and time shape (default mixed: Zipf, daily cycle, bursts, churn)")
     shape = parser.add_argument_group("cluster")

@@ -31,6 +31,7 @@ import numpy as np
 
 from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.shapes import SHAPE_PRESETS, Shape
+from autoscaler.simulation.synthetic_size import check_synthetic_size
 from autoscaler.simulation.timestamps import moment_text, seconds_text
 from autoscaler.simulation.trace_checks import counter_notes, gap_notes, jitter, mostly_gap, step_notes
 from autoscaler.simulation.trace_file import (
@@ -331,8 +332,7 @@ def write_csv(trace: Trace, path: str | os.PathLike[str]) -> None:
 def synthetic(models: int = 500, hours: float = 24.0, mean_rps: float = 150.0, shape: str | Shape = "mixed",
               seed: int = 0, interval_s: float = 60.0) -> Trace:
     """A seeded synthetic trace; `mean_rps` is the mean total request rate before bursts."""
-    if models < 1 or hours <= 0 or mean_rps <= 0:
-        raise TraceError("--models, --hours and the request rate must be positive")
+    check_synthetic_size(models, hours, mean_rps)
     spec = SHAPE_PRESETS[shape] if isinstance(shape, str) else shape
     rng = np.random.default_rng(seed)
     steps = max(1, round(hours * 3600 / interval_s))

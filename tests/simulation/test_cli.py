@@ -96,6 +96,28 @@ def test_bad_input_is_a_clear_error_and_writes_nothing(tmp_path: Path) -> None:
     assert result.returncode == 2 and "unknown policy 'magic'" in result.stderr
 
 
+@pytest.mark.parametrize(("flags", "message"), [
+    # a billion hours of 5 models: numpy's _ArrayMemoryError, a traceback
+    (["--models", "5", "--hours", "1e9"], "--hours 1e+09 is more than the synthetic trace makes (8,760, a year)"),
+    # a hundred million models: nothing said, for as long as one waited
+    (["--models", "100000000", "--hours", "1"],
+     "--models 100,000,000 is more than the synthetic trace makes (100,000)"),
+    (["--models", "50000", "--hours", "24"],
+     "--models 50,000 x --hours 24 is 1,200,000 model-hours, more than the synthetic trace makes (500,000: a day of "
+     "20,833 models, a week of 2,976)"),
+    # "simulate: lam value too large"
+    (["--rps", "1e300"], "--rps 1e+300 is more than the synthetic trace makes (1,000,000 requests/s)"),
+])
+def test_a_synthetic_trace_too_large_to_make_is_refused_at_once(tmp_path: Path, flags: list[str],
+                                                              message: str) -> None:
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--synthetic", *flags, "--out", str(out), "--quiet"], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == f"simulate: {message}: give a smaller one", result.stderr
+    assert not out.exists()
+
+
 def test_a_max_replicas_below_the_peaks_need_is_named_as_what_delays_not_modelmesh(tmp_path: Path) -> None:
     # 5 models at 30 to 150 req/s (450 in all) need 29 pods of 20 req/s at 80% busy; maxReplicas 2 serves a
     # fraction. The bound's delays then wait for pods maxReplicas does not allow (fixed, at 29 pods, delays far
