@@ -82,16 +82,18 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hpa-behavior", metavar="FILE", type=Path,
                         help="HPA manifest (or a YAML with `behavior:`; in a file of several manifests, its "
                              "HorizontalPodAutoscaler) whose behavior skew-aware uses; default: the shipped one")
-    parser.add_argument("--seed", metavar="N", type=int, default=0, help="seed of the synthetic trace (default 0)")
-    synth = parser.add_argument_group("synthetic trace")
-    synth.add_argument("--models", metavar="N", type=count, default=500,
+    # The synthetic trace's flags default to None (SYNTHETIC holds their defaults): one given with --trace is
+    # refused rather than left out without a word
+    synth = parser.add_argument_group("synthetic trace (with --synthetic only)")
+    synth.add_argument("--seed", metavar="N", type=int, help="seed of the synthetic trace (default 0)")
+    synth.add_argument("--models", metavar="N", type=count,
                        help=f"models, at most {MAX_SYNTHETIC_MODELS:,} (default 500)")
-    synth.add_argument("--hours", metavar="HOURS", type=positive, default=24.0,
+    synth.add_argument("--hours", metavar="HOURS", type=positive,
                        help=f"hours, at most {MAX_SYNTHETIC_HOURS:,} (a year), and --models x --hours at most "
                             f"{MAX_MODEL_HOURS:,} model-hours (a day of {MAX_MODEL_HOURS // 24:,} models) (default 24)")
-    synth.add_argument("--rps", metavar="REQ/S", type=positive, default=150.0,
+    synth.add_argument("--rps", metavar="REQ/S", type=positive,
                        help=f"mean total requests per second, at most {MAX_SYNTHETIC_RPS:,} (default 150)")
-    synth.add_argument("--shape", choices=SHAPES, default="mixed",
+    synth.add_argument("--shape", choices=SHAPES,
                        help="popularity and time shape (default mixed: Zipf, daily cycle, bursts, churn)")
     shape = parser.add_argument_group("cluster")
     shape.add_argument("--pod-rps", metavar="REQ/S", type=positive, default=20.0,
@@ -170,14 +172,35 @@ def _other_bounds(path: Path, spec: dict[str, Any], low: int, high: int) -> str 
             f"give --min-replicas {minimum} --max-replicas {maximum} to simulate them")
 
 
+SYNTHETIC: Final[dict[str, Any]] = {"seed": 0, "models": 500, "hours": 24.0, "rps": 150.0, "shape": "mixed"}
+"""The synthetic trace's flags and their defaults. The seed draws the synthetic trace only: the replay itself
+is deterministic (placement.py), so a replay of a file is the same for every seed."""
+
+
+def _synthetic_only(args: argparse.Namespace) -> None:
+    """Refuse the synthetic trace's flags given with --trace: left out without a word, a user who asked for
+    --hours 2 of a day's trace got the whole day, and took the report for two hours'."""
+    given = [f"--{name}" for name in SYNTHETIC if getattr(args, name, None) is not None]
+    if args.trace is not None and given:
+        raise ValueError(f"{', '.join(given)}: only for --synthetic (a --trace replays as it is): leave "
+                         f"{'them' if len(given) > 1 else 'it'} out")
+
+
+def _synthetic(args: argparse.Namespace, name: str) -> Any:
+    """A synthetic trace's flag as given, or its default."""
+    value = getattr(args, name, None)
+    return SYNTHETIC[name] if value is None else value
+
+
 def _load_trace(args: argparse.Namespace) -> tuple[Trace, str]:
     from autoscaler.simulation.report import ProgressBar
     from autoscaler.simulation.trace import read_csv, synthetic
 
     if args.trace is not None:
         return read_csv(args.trace, None if args.quiet else ProgressBar("reading")), str(args.trace)
-    trace = synthetic(models=args.models, hours=args.hours, mean_rps=args.rps, shape=args.shape, seed=args.seed)
-    return trace, f"synthetic ({args.shape}, seed {args.seed})"
+    models, hours, rps, shape, seed = (_synthetic(args, name) for name in ("models", "hours", "rps", "shape", "seed"))
+    trace = synthetic(models=models, hours=hours, mean_rps=rps, shape=shape, seed=seed)
+    return trace, f"synthetic ({shape}, seed {seed})"
 
 
 def peak_need(peak_rps: float, pod_rps: float) -> int:
@@ -311,6 +334,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from autoscaler.simulation.report import ProgressBar, RunInfo, build_report, figure, plot_timeline
     from autoscaler.simulation.trace import buckets
 
+    _synthetic_only(args)
     warnings: list[str] = []
 
     def warn(message: str) -> None:

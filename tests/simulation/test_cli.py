@@ -118,6 +118,27 @@ def test_a_synthetic_trace_too_large_to_make_is_refused_at_once(tmp_path: Path, 
     assert not out.exists()
 
 
+@pytest.mark.parametrize(("flags", "named"), [
+    (["--models", "50"], "--models"),
+    (["--hours", "2", "--rps", "10", "--shape", "steady"], "--hours, --rps, --shape"),
+    # the seed draws the synthetic trace only: a replay of a file is the same for every seed
+    (["--seed", "3"], "--seed"),
+    (["--models", "500"], "--models"),  # the default, given: still a flag that does nothing
+])
+def test_synthetic_flags_given_with_a_trace_are_refused_naming_them(tmp_path: Path, flags: list[str],
+                                                                    named: str) -> None:
+    """They were left out without a word: a user who asked for --hours 2 of a day's trace got the whole day."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp_s,model,requests\n0,a,60\n60,a,30\n")
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), *flags, "--out", str(out), "--quiet"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (f"simulate: {named}: only for --synthetic (a --trace replays as it is): leave "
+                                     f"{'them' if ',' in named else 'it'} out"), result.stderr
+    assert not out.exists()
+
+
 def test_a_max_replicas_below_the_peaks_need_is_named_as_what_delays_not_modelmesh(tmp_path: Path) -> None:
     # 5 models at 30 to 150 req/s (450 in all) need 29 pods of 20 req/s at 80% busy; maxReplicas 2 serves a
     # fraction. The bound's delays then wait for pods maxReplicas does not allow (fixed, at 29 pods, delays far
