@@ -200,7 +200,11 @@ def _load_trace(args: argparse.Namespace) -> tuple[Trace, str]:
         return read_csv(args.trace, None if args.quiet else ProgressBar("reading")), str(args.trace)
     models, hours, rps, shape, seed = (_synthetic(args, name) for name in ("models", "hours", "rps", "shape", "seed"))
     trace = synthetic(models=models, hours=hours, mean_rps=rps, shape=shape, seed=seed)
-    return trace, f"synthetic ({shape}, seed {seed})"
+    source = f"synthetic ({shape}, seed {seed})"
+    if not trace.total_requests:  # as a trace file of only zeros is refused: the report read "0.00 x oracle"
+        raise ValueError(f"the synthetic trace ({shape}, seed {seed}) drew no request: {models:,} models at --rps "
+                         f"{rps:g} for --hours {hours:g}: nothing to replay; give a larger --rps or --hours")
+    return trace, source
 
 
 def peak_need(peak_rps: float, pod_rps: float) -> int:

@@ -139,6 +139,18 @@ def test_synthetic_flags_given_with_a_trace_are_refused_naming_them(tmp_path: Pa
     assert not out.exists()
 
 
+def test_a_synthetic_trace_that_draws_no_request_is_refused_as_a_trace_of_zeros_is(tmp_path: Path) -> None:
+    """0.0001 requests/s for an hour is 0.36 requests expected: seed 0 draws none, and the run reported
+    "0.00 x oracle" for every policy, where a trace file of only zeros is refused."""
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--synthetic", "--models", "5", "--hours", "1", "--rps", "0.0001", "--out",
+                             str(out), "--quiet"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == ("simulate: the synthetic trace (mixed, seed 0) drew no request: 5 models at "
+                                     "--rps 0.0001 for --hours 1: nothing to replay; give a larger --rps or --hours")
+    assert not out.exists()
+
+
 def test_a_max_replicas_below_the_peaks_need_is_named_as_what_delays_not_modelmesh(tmp_path: Path) -> None:
     # 5 models at 30 to 150 req/s (450 in all) need 29 pods of 20 req/s at 80% busy; maxReplicas 2 serves a
     # fraction. The bound's delays then wait for pods maxReplicas does not allow (fixed, at 29 pods, delays far
