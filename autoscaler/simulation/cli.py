@@ -52,6 +52,14 @@ def seconds_or_off(value: str) -> float:
         raise
 
 
+def out_dir(value: str) -> Path:
+    """--out: a directory named, not an empty one. `--out ''` (a shell variable left unset: --out "$DIR") was
+    read as the current directory, and a blank name as a directory of spaces."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("empty: give a directory (--out . for the current one)")
+    return Path(value)
+
+
 def _policies(value: str) -> tuple[str, ...]:
     names = tuple(p.strip() for p in value.split(",") if p.strip())
     unknown = [n for n in names if n not in POLICY_NAMES]
@@ -72,7 +80,7 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                              "autoscaler.simulation.minute_table joins days and keeps the busiest); a log of "
                              "single requests converts with python -m autoscaler.simulation.request_log")
     source.add_argument("--synthetic", action="store_true", help="use the built-in trace generator instead")
-    parser.add_argument("--out", metavar="DIR", type=Path, required=True,
+    parser.add_argument("--out", metavar="DIR", type=out_dir, required=True,
                         help="directory for report.json, report.md, timeline.png")
     parser.add_argument("--policies", metavar="LIST", type=_policies, default=POLICY_NAMES,
                         help="comma-separated, from fixed,fixed-max,mean-hpa,skew-aware (default: all four; "

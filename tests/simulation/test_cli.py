@@ -151,6 +151,17 @@ def test_a_synthetic_trace_that_draws_no_request_is_refused_as_a_trace_of_zeros_
     assert not out.exists()
 
 
+@pytest.mark.parametrize("out", ["", "  "])
+def test_an_empty_out_is_refused_not_taken_for_the_current_directory(tmp_path: Path, out: str) -> None:
+    """`--out ''` (a shell variable left unset: --out "$DIR") wrote the report into the current directory."""
+    result = subprocess.run([*SIMULATE, "--synthetic", "--hours", "0.1", "--out", out, "--quiet"],
+                            capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == ("modelmesh-autoscaler simulate: error: argument --out: empty: give a directory "
+                                     "(--out . for the current one)"), result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_max_replicas_below_the_peaks_need_is_named_as_what_delays_not_modelmesh(tmp_path: Path) -> None:
     # 5 models at 30 to 150 req/s (450 in all) need 29 pods of 20 req/s at 80% busy; maxReplicas 2 serves a
     # fraction. The bound's delays then wait for pods maxReplicas does not allow (fixed, at 29 pods, delays far
