@@ -43,13 +43,20 @@ POLICY_NAMES: Final = ("fixed", "fixed-max", "mean-hpa", "skew-aware")
 
 
 def seconds_or_off(value: str) -> float:
-    """Seconds greater than 0, or 0 for a limit that is off."""
+    """Seconds greater than 0, or 0 for a limit that is off. Below 0 said "must be greater than 0", though 0
+    is taken (and documented); and 0 written 0.00 or -0 was refused."""
     try:
         return positive(value)
-    except argparse.ArgumentTypeError:
-        if value.strip() in ("0", "0.0"):
+    except argparse.ArgumentTypeError as error:
+        try:
+            number = float(value)
+        except ValueError:
+            raise error from None  # not a number ('5m': "write 300")
+        if not math.isfinite(number):
+            raise error from None
+        if number == 0:
             return 0.0
-        raise
+        raise argparse.ArgumentTypeError(f"must be 0 (off) or more, got {value!r}") from None
 
 
 def out_dir(value: str) -> Path:

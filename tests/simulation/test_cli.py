@@ -162,6 +162,18 @@ def test_an_empty_out_is_refused_not_taken_for_the_current_directory(tmp_path: P
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(("value", "said"), [
+    ("-5", "must be 0 (off) or more, got '-5'"),  # said "must be greater than 0", though 0 is taken (off)
+    ("5m", "expected a number of seconds, got '5m': write 300"),
+    ("nan", "must be a finite number, got 'nan'"),
+])
+def test_a_bad_min_churn_age_says_what_it_may_be(tmp_path: Path, value: str, said: str) -> None:
+    result = subprocess.run([*SIMULATE, "--synthetic", "--min-churn-age", value, "--out", str(tmp_path / "out")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == f"modelmesh-autoscaler simulate: error: argument --min-churn-age: {said}"
+
+
 def test_a_max_replicas_below_the_peaks_need_is_named_as_what_delays_not_modelmesh(tmp_path: Path) -> None:
     # 5 models at 30 to 150 req/s (450 in all) need 29 pods of 20 req/s at 80% busy; maxReplicas 2 serves a
     # fraction. The bound's delays then wait for pods maxReplicas does not allow (fixed, at 29 pods, delays far
