@@ -24,9 +24,16 @@ from autoscaler.policies.yaml_errors import yaml_error_text
 from autoscaler.settings import count, positive
 from autoscaler.simulation.hpa import SYNC_PERIOD_S, Behavior
 from autoscaler.simulation.hpa_manifest import behavior_from_manifest
+from autoscaler.simulation.outputs import discard, write_together
 from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.shapes import SHAPES
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
+from autoscaler.simulation.synthetic_size import (
+    MAX_MODEL_HOURS,
+    MAX_SYNTHETIC_HOURS,
+    MAX_SYNTHETIC_MODELS,
+    MAX_SYNTHETIC_RPS,
+)
 
 if TYPE_CHECKING:
     from autoscaler.simulation.trace import Trace
@@ -36,13 +43,28 @@ POLICY_NAMES: Final = ("fixed", "fixed-max", "mean-hpa", "skew-aware")
 
 
 def seconds_or_off(value: str) -> float:
-    """Seconds greater than 0, or 0 for a limit that is off."""
+    """Seconds greater than 0, or 0 for a limit that is off. Below 0 said "must be greater than 0", though 0
+    is taken (and documented); and 0 written 0.00 or -0 was refused."""
     try:
         return positive(value)
-    except argparse.ArgumentTypeError:
-        if value.strip() in ("0", "0.0"):
+    except argparse.ArgumentTypeError as error:
+        try:
+            number = float(value)
+        except ValueError:
+            raise error from None  # not a number ('5m': "write 300")
+        if not math.isfinite(number):
+            raise error from None
+        if number == 0:
             return 0.0
-        raise
+        raise argparse.ArgumentTypeError(f"must be 0 (off) or more, got {value!r}") from None
+
+
+def out_dir(value: str) -> Path:
+    """--out: a directory named, not an empty one. `--out ''` (a shell variable left unset: --out "$DIR") was
+    read as the current directory, and a blank name as a directory of spaces."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("empty: give a directory (--out . for the current one)")
+    return Path(value)
 
 
 def _policies(value: str) -> tuple[str, ...]:
@@ -65,7 +87,7 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                              "autoscaler.simulation.minute_table joins days and keeps the busiest); a log of "
                              "single requests converts with python -m autoscaler.simulation.request_log")
     source.add_argument("--synthetic", action="store_true", help="use the built-in trace generator instead")
-    parser.add_argument("--out", metavar="DIR", type=Path, required=True,
+    parser.add_argument("--out", metavar="DIR", type=out_dir, required=True,
                         help="directory for report.json, report.md, timeline.png")
     parser.add_argument("--policies", metavar="LIST", type=_policies, default=POLICY_NAMES,
                         help="comma-separated, from fixed,fixed-max,mean-hpa,skew-aware (default: all four; "
@@ -75,13 +97,18 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hpa-behavior", metavar="FILE", type=Path,
                         help="HPA manifest (or a YAML with `behavior:`; in a file of several manifests, its "
                              "HorizontalPodAutoscaler) whose behavior skew-aware uses; default: the shipped one")
-    parser.add_argument("--seed", metavar="N", type=int, default=0, help="seed of the synthetic trace (default 0)")
-    synth = parser.add_argument_group("synthetic trace")
-    synth.add_argument("--models", metavar="N", type=count, default=500, help="models (default 500)")
-    synth.add_argument("--hours", metavar="HOURS", type=positive, default=24.0, help="hours (default 24)")
-    synth.add_argument("--rps", metavar="REQ/S", type=positive, default=150.0,
-                       help="mean total requests per second (default 150)")
-    synth.add_argument("--shape", choices=SHAPES, default="mixed",
+    # The synthetic trace's flags default to None (SYNTHETIC holds their defaults): one given with --trace is
+    # refused rather than left out without a word
+    synth = parser.add_argument_group("synthetic trace (with --synthetic only)")
+    synth.add_argument("--seed", metavar="N", type=int, help="seed of the synthetic trace (default 0)")
+    synth.add_argument("--models", metavar="N", type=count,
+                       help=f"models, at most {MAX_SYNTHETIC_MODELS:,} (default 500)")
+    synth.add_argument("--hours", metavar="HOURS", type=positive,
+                       help=f"hours, at most {MAX_SYNTHETIC_HOURS:,} (a year), and --models x --hours at most "
+                            f"{MAX_MODEL_HOURS:,} model-hours (a day of {MAX_MODEL_HOURS // 24:,} models) (default 24)")
+    synth.add_argument("--rps", metavar="REQ/S", type=positive,
+                       help=f"mean total requests per second, at most {MAX_SYNTHETIC_RPS:,} (default 150)")
+    synth.add_argument("--shape", choices=SHAPES,
                        help="popularity and time shape (default mixed: Zipf, daily cycle, bursts, churn)")
     shape = parser.add_argument_group("cluster")
     shape.add_argument("--pod-rps", metavar="REQ/S", type=positive, default=20.0,
@@ -160,14 +187,39 @@ def _other_bounds(path: Path, spec: dict[str, Any], low: int, high: int) -> str 
             f"give --min-replicas {minimum} --max-replicas {maximum} to simulate them")
 
 
+SYNTHETIC: Final[dict[str, Any]] = {"seed": 0, "models": 500, "hours": 24.0, "rps": 150.0, "shape": "mixed"}
+"""The synthetic trace's flags and their defaults. The seed draws the synthetic trace only: the replay itself
+is deterministic (placement.py), so a replay of a file is the same for every seed."""
+
+
+def _synthetic_only(args: argparse.Namespace) -> None:
+    """Refuse the synthetic trace's flags given with --trace: left out without a word, a user who asked for
+    --hours 2 of a day's trace got the whole day, and took the report for two hours'."""
+    given = [f"--{name}" for name in SYNTHETIC if getattr(args, name, None) is not None]
+    if args.trace is not None and given:
+        raise ValueError(f"{', '.join(given)}: only for --synthetic (a --trace replays as it is): leave "
+                         f"{'them' if len(given) > 1 else 'it'} out")
+
+
+def _synthetic(args: argparse.Namespace, name: str) -> Any:
+    """A synthetic trace's flag as given, or its default."""
+    value = getattr(args, name, None)
+    return SYNTHETIC[name] if value is None else value
+
+
 def _load_trace(args: argparse.Namespace) -> tuple[Trace, str]:
     from autoscaler.simulation.report import ProgressBar
     from autoscaler.simulation.trace import read_csv, synthetic
 
     if args.trace is not None:
         return read_csv(args.trace, None if args.quiet else ProgressBar("reading")), str(args.trace)
-    trace = synthetic(models=args.models, hours=args.hours, mean_rps=args.rps, shape=args.shape, seed=args.seed)
-    return trace, f"synthetic ({args.shape}, seed {args.seed})"
+    models, hours, rps, shape, seed = (_synthetic(args, name) for name in ("models", "hours", "rps", "shape", "seed"))
+    trace = synthetic(models=models, hours=hours, mean_rps=rps, shape=shape, seed=seed)
+    source = f"synthetic ({shape}, seed {seed})"
+    if not trace.total_requests:  # as a trace file of only zeros is refused: the report read "0.00 x oracle"
+        raise ValueError(f"the synthetic trace ({shape}, seed {seed}) drew no request: {models:,} models at --rps "
+                         f"{rps:g} for --hours {hours:g}: nothing to replay; give a larger --rps or --hours")
+    return trace, source
 
 
 def peak_need(peak_rps: float, pod_rps: float) -> int:
@@ -274,18 +326,21 @@ def _check_out(out: Path) -> None:
             raise ValueError(f"--out {out}: cannot write {name} there: it is {kind}")
 
 
+def _text(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+
+
 def _write(out: Path, report: dict[str, Any], plot: Callable[[Path], None] | None) -> None:
-    """The report's files; a write that fails (a full disk) is one line naming the file, not a traceback."""
-    from autoscaler.simulation.report import write_report
+    """The report's files, put in place together or not at all (outputs.py); a write that fails (a full disk)
+    is one line naming the file, not a traceback."""
+    from autoscaler.simulation.report import json_text, markdown
 
     try:
-        write_report(out, report)
-        if plot is not None:
-            plot(out / "timeline.png")
-        else:  # an earlier run's plot left beside this run's report would be read as this run's
-            (out / "timeline.png").unlink(missing_ok=True)
+        write_together(out, {"report.json": lambda path: _text(path, json_text(report)),
+                             "report.md": lambda path: _text(path, markdown(report)),
+                             "timeline.png": plot})  # None: an earlier run's plot is removed
     except OSError as error:
-        name = Path(error.filename).name if error.filename else "the report"
+        name = Path(error.filename).name.replace(".partial", "") if error.filename else "the report"
         raise ValueError(f"--out {out}: cannot write {name} there: {error.strerror or error}") from None
 
 
@@ -298,6 +353,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from autoscaler.simulation.report import ProgressBar, RunInfo, build_report, figure, plot_timeline
     from autoscaler.simulation.trace import buckets
 
+    _synthetic_only(args)
     warnings: list[str] = []
 
     def warn(message: str) -> None:
@@ -375,7 +431,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         sim_policy, initial = makers[name]
         bar = None if args.quiet else ProgressBar(name)
         started = time.perf_counter()
-        result = simulate(arrivals, bucket_s, args.tick, shape, sim_policy, initial, bar)
+        result = simulate(arrivals, bucket_s, args.tick, shape, sim_policy, initial, bar, trace.duration_s)
         result.wall_s = time.perf_counter() - started
         results.append(result)
     info = RunInfo(
@@ -398,16 +454,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def _stop_on_signals(out: Path) -> None:
     """Ctrl-C and SIGTERM (`timeout`, a cancelled CI job, a deleted pod) end the run at once with one line and
-    the signal's status, and remove `out` if this run made it and nothing was written there yet: left empty,
-    it read as a run that wrote nothing. A directory that was there before is the user's and stays.
+    the signal's status, and remove `out` if this run made it: left empty, it read as a run that wrote nothing.
+    A report being written is discarded (outputs.py: its files are put in place together or not at all). A
+    directory that was there before is the user's and stays.
 
     Ended with `os._exit` from the handler, not an exception: simulating is plain computation with nothing to
     close, and an exception raised inside one of an import's callbacks is printed and lost (see `main`)."""
     made_here = not out.exists()
 
     def stop(signum: int, frame: object) -> None:
+        discard(out, OUTPUTS)  # the files of a report being written: none is put in place
         if made_here:
-            with contextlib.suppress(OSError):  # not empty (the report was being written): it stays
+            with contextlib.suppress(OSError):  # not empty (a whole report put in place): it stays
                 out.rmdir()
         sys.stderr.write("\ninterrupted.\n" if signum == signal.SIGINT else "\nterminated.\n")
         sys.stderr.flush()

@@ -51,6 +51,9 @@ def _rules(raw: Any, default: ScalingRules, where: str) -> ScalingRules:
     if raw.get("policies") is not None:
         if not isinstance(raw["policies"], list):
             raise ValueError(f"{where}: policies must be a list, got {raw['policies']!r}")
+        if not raw["policies"]:  # a rule of none never moves: its direction froze without a word
+            raise ValueError(f"{where}: policies is empty: at least one policy must be given (the API server "
+                             "refuses none); leave policies out for the default ones")
         # the order of policies means nothing; sorted, equal rules compare equal
         policies = tuple(sorted(_policy(p, f"{where}: policy {i}") for i, p in enumerate(raw["policies"], 1)))
     select = str(raw.get("selectPolicy", default.select_policy))

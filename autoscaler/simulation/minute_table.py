@@ -23,16 +23,16 @@ import numpy as np
 
 from autoscaler.simulation.request_log import reading_progress
 from autoscaler.simulation.trace import Trace, read_csv, write_csv
-from autoscaler.simulation.trace_file import TraceError, open_csv
+from autoscaler.simulation.trace_file import TraceError, open_csv, unpacking
 from autoscaler.simulation.trace_minutes import MANY, MINUTE_S, READ_AS, minute_columns
 
 
 def _check_table(path: Path) -> None:
     """Refuse a file that is not a per-minute table before reading it all: a trace replays as it is."""
     try:
-        with open_csv(path) as fh:
+        with unpacking(path), open_csv(path) as fh:  # a damaged gzip: said here, as read_csv says it
             header = next(csv.reader(fh), None)
-    except (OSError, UnicodeDecodeError, EOFError):
+    except (OSError, UnicodeDecodeError):
         return  # read_csv says what is wrong with it
     if header is None or minute_columns(header) is None:
         raise TraceError(f"{path}: not a per-minute table (a row per model, then columns named 1, 2, ... for its "

@@ -72,13 +72,38 @@ def hours_text(value: float) -> str:
     return f"{value:.1f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """A replay's figures as the report shows them (a goal.Outcome): delayed requests in whole requests, and
+    the delayed ratio and every comparison worked out from that count.
+
+    The replay is fluid: a request spread over its interval is delayed in part (a tenth of a minute's one
+    request waiting for a 10 s load). Written as a whole count beside a ratio of the fraction, a report read
+    "0 delayed" with ratio 2.8e-05, and "1x" mean-hpa's delays where 0 against 0 reads "n/a" elsewhere. A
+    user counts requests, so the count is whole, and what is said of it agrees with it."""
+
+    pod_hours: float
+    delayed_requests: int
+    requests: int
+    cold_loads: int
+
+    @property
+    def delayed_ratio(self) -> float:
+        return self.delayed_requests / self.requests if self.requests else 0.0
+
+
+def counted(result: PolicyResult) -> Counted:
+    return Counted(result.pod_hours, round(result.delayed_requests), round(result.requests), result.cold_loads)
+
+
 def policy_entry(result: PolicyResult, baseline: PolicyResult | None, unavoidable: int = 0) -> dict[str, Any]:
+    shown = counted(result)
     entry: dict[str, Any] = {
         "description": result.description,
         "pod_hours": figure(result.pod_hours),
         "overloaded_seconds": round(result.overloaded_seconds, 1),
-        "delayed_requests": round(result.delayed_requests),
-        "delayed_ratio": round(result.delayed_ratio, 6),
+        "delayed_requests": shown.delayed_requests,
+        "delayed_ratio": round(shown.delayed_ratio, 6),
         "delayed_waiting_for_loads": round(result.delayed_loading),
         "refused_requests": round(result.refused_requests),
         "cold_loads": result.cold_loads,
@@ -89,19 +114,20 @@ def policy_entry(result: PolicyResult, baseline: PolicyResult | None, unavoidabl
         "janitor_removals": result.janitor_removals,
         "scale_events": result.scale_events,
         "peak_replicas": result.peak_replicas,
-        "requests": round(result.requests),
+        "requests": shown.requests,
         "terms": dict(sorted(result.terms.items())),
         "load_waits_s": {"cold_loads": wait_summary(result.load_waits.cold),
                          "copies": wait_summary(result.load_waits.copies)},
         "wall_seconds": round(result.wall_s, 2),
     }
     if baseline is not None and baseline is not result:
+        base = counted(baseline)
         entry[f"vs_{BASELINE}"] = {
             "pod_hours": _ratio(result.pod_hours, baseline.pod_hours),
-            "delayed_requests": _ratio(result.delayed_requests, baseline.delayed_requests),
+            "delayed_requests": _ratio(shown.delayed_requests, base.delayed_requests),
             "cold_loads": _ratio(result.cold_loads, baseline.cold_loads),
         }
-        verdict = judge(result, baseline, unavoidable)
+        verdict = judge(shown, base, unavoidable)
         delayed = None if verdict.delayed is None else round(verdict.delayed, 3)  # None: mean-hpa delayed none
         entry["goal"] = {"pod_hours": round(verdict.pod_hours, 3), "delayed": delayed,
                          "avoidable_cold_loads": round(verdict.cold, 3), "met": verdict.met}
@@ -122,16 +148,18 @@ def wait_summary(waits: Sequence[float]) -> dict[str, Any]:
 def bound_entry(bound: PolicyResult, baseline: PolicyResult | None, replicas: int) -> dict[str, Any]:
     """The fewest delays any replica policy within the bounds gets (fixed-max), and whether that reaches the
     goal's 0.1x mean-hpa: if not, no setting of ours does, and what is left is ModelMesh's copy timing."""
+    shown = counted(bound)
     entry: dict[str, Any] = {
-        "policy": BOUND, "replicas": replicas, "delayed_requests": round(bound.delayed_requests),
-        "delayed_ratio": round(bound.delayed_ratio, 6),
+        "policy": BOUND, "replicas": replicas, "delayed_requests": shown.delayed_requests,
+        "delayed_ratio": round(shown.delayed_ratio, 6),
         "delayed_waiting_for_loads": round(bound.delayed_loading),
     }
     if baseline is not None:
-        verdict = judge(bound, baseline, 0)
-        entry[f"delayed_vs_{BASELINE}"] = _ratio(bound.delayed_requests, baseline.delayed_requests)
+        base = counted(baseline)
+        verdict = judge(shown, base, 0)
+        entry[f"delayed_vs_{BASELINE}"] = _ratio(shown.delayed_requests, base.delayed_requests)
         entry["delay_goal_reachable"] = verdict.delays_met
-        entry["quiet_baseline"] = baseline.delayed_ratio < QUIET_RATIO  # too few delays for a ratio to mean much
+        entry["quiet_baseline"] = base.delayed_ratio < QUIET_RATIO  # too few delays for a ratio to mean much
     return entry
 
 
@@ -285,10 +313,9 @@ def bound_text(report: Mapping[str, Any]) -> str:
             "ones, not for pods, and no replica policy removes them.")
 
 
-def write_report(out: Path, report: Mapping[str, Any]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
-    (out / "report.md").write_text(markdown(report))
+def json_text(report: Mapping[str, Any]) -> str:
+    """report.json's text."""
+    return json.dumps(report, indent=2) + "\n"
 
 
 def _downsample(values: Sequence[float], group: int, how: str) -> list[float]:

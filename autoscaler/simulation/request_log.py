@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gzip
 import math
 import os
 import sys
@@ -37,6 +36,7 @@ from autoscaler.simulation.trace_file import (
     gzipped,
     not_utf8,
     text_of,
+    unpacking,
 )
 
 DEFAULT_TIMESTAMP_COLUMNS: Final = ("timestamp", "time", "ts", "timestamp_s")
@@ -88,13 +88,10 @@ def read_requests(path: Path, model: str | None, timestamp_column: str | None,
     for `.gz`), every `PROGRESS_ROWS` rows. A file that is not UTF-8 (Excel's code page), or a gzip cut
     short, was a traceback."""
     try:
-        yield from _requests(path, model, timestamp_column, model_column, unit, progress)
+        with unpacking(path):
+            yield from _requests(path, model, timestamp_column, model_column, unit, progress)
     except UnicodeDecodeError as exc:
         raise TraceError(not_utf8(str(path))) from exc
-    except EOFError as exc:
-        raise TraceError(f"{path}: the gzip file ends early (cut short?)") from exc
-    except gzip.BadGzipFile as exc:
-        raise TraceError(f"{path}: not a gzip file ({exc}); name it .csv if it is plain text") from exc
 
 
 def _requests(path: Path, model: str | None, timestamp_column: str | None, model_column: str | None,

@@ -20,7 +20,6 @@ a row per model and a column per minute (Azure Functions' trace as it comes): tr
 from __future__ import annotations
 
 import csv
-import gzip
 import math
 import os
 from array import array
@@ -32,6 +31,7 @@ import numpy as np
 
 from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.shapes import SHAPE_PRESETS, Shape
+from autoscaler.simulation.synthetic_size import check_synthetic_size
 from autoscaler.simulation.timestamps import moment_text, seconds_text
 from autoscaler.simulation.trace_checks import counter_notes, gap_notes, jitter, mostly_gap, step_notes
 from autoscaler.simulation.trace_file import (
@@ -47,6 +47,7 @@ from autoscaler.simulation.trace_file import (
     numbered_rows,
     text_of,
     timestamp_field,
+    unpacking,
 )
 from autoscaler.simulation.trace_minutes import MINUTE_S, minute_columns, read_minutes
 
@@ -98,7 +99,10 @@ def fitting_tick(interval_s: float, tick_s: float) -> float:
 
 
 def buckets(trace: Trace, tick_s: float) -> tuple[float, Buckets]:
-    """(bucket length in seconds, buckets in time order) for replay with ticks of `tick_s`."""
+    """(bucket length in seconds, buckets in time order) for replay with ticks of `tick_s`. Where a tick adds
+    several intervals up and the trace is no whole number of ticks long, the last bucket holds the intervals
+    left, its requests spread over the whole tick: the replay counts pods only up to the trace's end
+    (`engine.simulate`'s `duration_s`)."""
     ratio = trace.interval_s / tick_s
     if ratio >= 1.0:
         if abs(ratio - round(ratio)) > 1e-9:
@@ -164,7 +168,7 @@ def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] 
     table of nothing but 0 is read (a quiet day among others), not refused."""
     name = os.fspath(path)
     try:
-        with open(name, "rb") as raw:
+        with unpacking(name), open(name, "rb") as raw:
             size = os.fstat(raw.fileno()).st_size
             head = raw.read(2)
             raw.seek(0)
@@ -176,13 +180,6 @@ def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] 
         if progress is not None:
             progress(size, size)
         return trace
-    except (gzip.BadGzipFile, EOFError) as exc:
-        if not name.endswith(".gz"):  # read as gzip for its first two bytes only: it may be neither
-            raise TraceError(f"{name}: not UTF-8 text: it begins as gzip does, but does not unpack (cut short?)") \
-                from exc
-        if isinstance(exc, EOFError):
-            raise TraceError(f"{name}: the gzip file ends early (cut short?)") from exc
-        raise TraceError(f"{name}: not a gzip file ({exc}); name it .csv if it is plain text") from exc
     except OSError as exc:
         raise TraceError(f"{name}: cannot read trace: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
@@ -335,8 +332,7 @@ def write_csv(trace: Trace, path: str | os.PathLike[str]) -> None:
 def synthetic(models: int = 500, hours: float = 24.0, mean_rps: float = 150.0, shape: str | Shape = "mixed",
               seed: int = 0, interval_s: float = 60.0) -> Trace:
     """A seeded synthetic trace; `mean_rps` is the mean total request rate before bursts."""
-    if models < 1 or hours <= 0 or mean_rps <= 0:
-        raise TraceError("--models, --hours and the request rate must be positive")
+    check_synthetic_size(models, hours, mean_rps)
     spec = SHAPE_PRESETS[shape] if isinstance(shape, str) else shape
     rng = np.random.default_rng(seed)
     steps = max(1, round(hours * 3600 / interval_s))

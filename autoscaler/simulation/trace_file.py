@@ -9,10 +9,12 @@ into a `Trace`; request_log.py reads per-request logs with the same opening rule
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import math
 import os
+import zlib
 from collections.abc import Iterator
 from typing import BinaryIO, Final, TextIO
 
@@ -77,6 +79,36 @@ def gzipped(name: str, head: bytes) -> bool:
     return name.endswith(".gz") or head[:2] == GZIP_MAGIC
 
 
+def begins_as_gzip(name: str) -> bool:
+    """Whether the file's first bytes are gzip's (False where it cannot be read: what opened it says why)."""
+    try:
+        with open(name, "rb") as raw:
+            return raw.read(2) == GZIP_MAGIC
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def unpacking(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Turn what gzip raises while a file is read into a TraceError naming the file and what to do, the same
+    for every reader (a trace, a request log, a per-minute table). A byte flipped in the deflate stream raised
+    zlib.error, a traceback, and a CRC that did not match read "not a gzip file": a `.gz` that begins as gzip
+    does is gzip, damaged; only one that does not is "not a gzip file". A file not named .gz is read as gzip
+    for its first bytes only, so it may be neither: it is "not UTF-8 text" that does not unpack."""
+    try:
+        yield
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        name = os.fspath(path)
+        why = "cut short?" if isinstance(exc, EOFError) else str(exc)
+        if not name.endswith(".gz"):
+            raise TraceError(f"{name}: not UTF-8 text: it begins as gzip does, but does not unpack ({why})") from exc
+        if isinstance(exc, EOFError):
+            raise TraceError(f"{name}: the gzip file ends early (cut short?)") from exc
+        if begins_as_gzip(name):
+            raise TraceError(f"{name}: a damaged gzip file ({exc}): copy or download it again") from exc
+        raise TraceError(f"{name}: not a gzip file ({exc}); name it .csv if it is plain text") from exc
+
+
 def open_csv(path: str | os.PathLike[str]) -> TextIO:
     """A CSV file for `csv.reader`: gzip read as it is (`.gz`, or its first bytes), a byte-order mark (Excel's
     "CSV UTF-8") skipped."""
@@ -101,7 +133,7 @@ def not_utf8(name: str) -> str:
                 except UnicodeDecodeError as exc:
                     return (f"{name}: line {line}: not UTF-8 text ({exc.reason} at {text[exc.start:exc.end]!r}): "
                             "save it as CSV UTF-8")
-    except (OSError, EOFError):
+    except (OSError, EOFError, zlib.error):  # damaged past the line that is not UTF-8: that line is not found
         pass
     return f"{name}: not UTF-8 text: save it as CSV UTF-8"
 

@@ -96,6 +96,84 @@ def test_bad_input_is_a_clear_error_and_writes_nothing(tmp_path: Path) -> None:
     assert result.returncode == 2 and "unknown policy 'magic'" in result.stderr
 
 
+@pytest.mark.parametrize(("flags", "message"), [
+    # a billion hours of 5 models: numpy's _ArrayMemoryError, a traceback
+    (["--models", "5", "--hours", "1e9"], "--hours 1e+09 is more than the synthetic trace makes (8,760, a year)"),
+    # a hundred million models: nothing said, for as long as one waited
+    (["--models", "100000000", "--hours", "1"],
+     "--models 100,000,000 is more than the synthetic trace makes (100,000)"),
+    (["--models", "50000", "--hours", "24"],
+     "--models 50,000 x --hours 24 is 1,200,000 model-hours, more than the synthetic trace makes (500,000: a day of "
+     "20,833 models, a week of 2,976)"),
+    # "simulate: lam value too large"
+    (["--rps", "1e300"], "--rps 1e+300 is more than the synthetic trace makes (1,000,000 requests/s)"),
+])
+def test_a_synthetic_trace_too_large_to_make_is_refused_at_once(tmp_path: Path, flags: list[str],
+                                                              message: str) -> None:
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--synthetic", *flags, "--out", str(out), "--quiet"], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == f"simulate: {message}: give a smaller one", result.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("flags", "named"), [
+    (["--models", "50"], "--models"),
+    (["--hours", "2", "--rps", "10", "--shape", "steady"], "--hours, --rps, --shape"),
+    # the seed draws the synthetic trace only: a replay of a file is the same for every seed
+    (["--seed", "3"], "--seed"),
+    (["--models", "500"], "--models"),  # the default, given: still a flag that does nothing
+])
+def test_synthetic_flags_given_with_a_trace_are_refused_naming_them(tmp_path: Path, flags: list[str],
+                                                                    named: str) -> None:
+    """They were left out without a word: a user who asked for --hours 2 of a day's trace got the whole day."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp_s,model,requests\n0,a,60\n60,a,30\n")
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), *flags, "--out", str(out), "--quiet"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (f"simulate: {named}: only for --synthetic (a --trace replays as it is): leave "
+                                     f"{'them' if ',' in named else 'it'} out"), result.stderr
+    assert not out.exists()
+
+
+def test_a_synthetic_trace_that_draws_no_request_is_refused_as_a_trace_of_zeros_is(tmp_path: Path) -> None:
+    """0.0001 requests/s for an hour is 0.36 requests expected: seed 0 draws none, and the run reported
+    "0.00 x oracle" for every policy, where a trace file of only zeros is refused."""
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--synthetic", "--models", "5", "--hours", "1", "--rps", "0.0001", "--out",
+                             str(out), "--quiet"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == ("simulate: the synthetic trace (mixed, seed 0) drew no request: 5 models at "
+                                     "--rps 0.0001 for --hours 1: nothing to replay; give a larger --rps or --hours")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("out", ["", "  "])
+def test_an_empty_out_is_refused_not_taken_for_the_current_directory(tmp_path: Path, out: str) -> None:
+    """`--out ''` (a shell variable left unset: --out "$DIR") wrote the report into the current directory."""
+    result = subprocess.run([*SIMULATE, "--synthetic", "--hours", "0.1", "--out", out, "--quiet"],
+                            capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == ("modelmesh-autoscaler simulate: error: argument --out: empty: give a directory "
+                                     "(--out . for the current one)"), result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("-5", "must be 0 (off) or more, got '-5'"),  # said "must be greater than 0", though 0 is taken (off)
+    ("5m", "expected a number of seconds, got '5m': write 300"),
+    ("nan", "must be a finite number, got 'nan'"),
+])
+def test_a_bad_min_churn_age_says_what_it_may_be(tmp_path: Path, value: str, said: str) -> None:
+    result = subprocess.run([*SIMULATE, "--synthetic", "--min-churn-age", value, "--out", str(tmp_path / "out")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == f"modelmesh-autoscaler simulate: error: argument --min-churn-age: {said}"
+
+
 def test_a_max_replicas_below_the_peaks_need_is_named_as_what_delays_not_modelmesh(tmp_path: Path) -> None:
     # 5 models at 30 to 150 req/s (450 in all) need 29 pods of 20 req/s at 80% busy; maxReplicas 2 serves a
     # fraction. The bound's delays then wait for pods maxReplicas does not allow (fixed, at 29 pods, delays far
@@ -146,6 +224,12 @@ def run_with_behavior(tmp_path: Path, text: str) -> subprocess.CompletedProcess[
     ("kind: HorizontalPodAutoscaler\nspec:\n  maxReplicas: 4\n  behaviour:\n    scaleDown: {selectPolicy: Min}\n",
      "spec: unknown field 'behaviour' (did you mean 'behavior'?)"),
     ("apiVersion: v1\nkind: List\nitems: []\n", "no HorizontalPodAutoscaler among the 0 items of its List"),
+    # No policy at all froze that direction's scaling without a word; the API server refuses it (HPAScalingRules:
+    # "At least one policy must be specified")
+    ("behavior:\n  scaleUp:\n    policies: []\n", "behavior.scaleUp: policies is empty: at least one policy must be "
+     "given (the API server refuses none); leave policies out for the default ones"),
+    ("kind: HorizontalPodAutoscaler\nspec:\n  behavior:\n    scaleDown: {selectPolicy: Min, policies: []}\n",
+     "behavior.scaleDown: policies is empty: at least one policy must be given"),
 ])
 def test_a_bad_behavior_file_is_refused_naming_the_field(tmp_path: Path, text: str, message: str) -> None:
     result = run_with_behavior(tmp_path, text)

@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from autoscaler.cli import build_parser, command_parser
+from autoscaler.simulation.cli import run
+
 SIMULATE = [sys.executable, "-m", "autoscaler.cli", "simulate"]
 LONG_RUN = ["--synthetic", "--models", "200", "--hours", "24", "--no-plot"]
 
@@ -54,3 +57,60 @@ def test_a_directory_the_user_made_stays_even_empty(tmp_path: Path) -> None:
     run = stop_while_simulating(out, signal.SIGTERM)
     assert run.returncode == 143, run.stderr
     assert out.is_dir() and not list(out.iterdir())
+
+
+STOP_WHILE_PLOTTING = """
+import os, signal, sys, time
+import autoscaler.simulation.report as report
+
+def plot(*args, **kwargs):  # the report's text files written (or not), the plot under way: Ctrl-C
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(30)
+
+report.plot_timeline = plot
+from autoscaler.cli import main
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("earlier_run", [True, False])
+def test_ctrl_c_while_the_files_are_written_leaves_an_earlier_report_whole_or_nothing(tmp_path: Path,
+                                                                                     earlier_run: bool) -> None:
+    """Ctrl-C while the plot was drawn left this run's report.json and report.md beside the earlier run's
+    timeline.png, read as one run's, or in a new --out a report without its plot. The outputs now appear
+    together or not at all: the earlier run's files stay as they were, and a new directory goes."""
+    out = tmp_path / "report"
+    earlier = {name: f"earlier {name}" for name in ("report.json", "report.md", "timeline.png")}
+    if earlier_run:
+        out.mkdir()
+        for name, text in earlier.items():
+            (out / name).write_text(text)
+    run = subprocess.run([sys.executable, "-c", STOP_WHILE_PLOTTING, "simulate", "--synthetic", "--models", "5",
+                          "--hours", "1", "--out", str(out), "--quiet"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 130, run.stderr
+    assert run.stderr.strip().splitlines()[-1] == "interrupted.", run.stderr
+    if earlier_run:
+        assert {path.name: path.read_text() for path in out.iterdir()} == earlier
+    else:
+        assert not out.exists(), list(out.iterdir())
+
+
+def test_an_error_while_the_files_are_written_leaves_the_earlier_report_whole(tmp_path: Path) -> None:
+    """A plot that fails (here a KeyboardInterrupt raised where no handler of ours runs: a test calling the run)
+    leaves the earlier run's files as they were and nothing half-written beside them."""
+    out = tmp_path / "report"
+    out.mkdir()
+    earlier = {name: f"earlier {name}" for name in ("report.json", "report.md", "timeline.png")}
+    for name, text in earlier.items():
+        (out / name).write_text(text)
+    args = command_parser(build_parser(), "simulate").parse_args(
+        ["--synthetic", "--models", "5", "--hours", "1", "--out", str(out), "--quiet"])
+
+    def plot(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("autoscaler.simulation.report.plot_timeline", plot)
+        with pytest.raises(KeyboardInterrupt):
+            run(args)
+    assert {path.name: path.read_text() for path in out.iterdir()} == earlier

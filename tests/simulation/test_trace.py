@@ -131,9 +131,13 @@ def test_a_gzipped_trace_is_read_as_it_is(tmp_path: Path) -> None:
         fh.write("timestamp_s,model,requests\n0,a,30\n5,a,10\n5,b,5\n")
     trace = read_csv(tmp_path / "t.csv.gz")
     assert (trace.models, trace.interval_s, trace.total_requests) == (("a", "b"), 5.0, 45.0)
+    # gzip's first bytes, then not its format: damaged gzip; no gzip bytes at all: plain text misnamed
     (tmp_path / "broken.csv.gz").write_bytes(b"\x1f\x8b not really gzip")
-    with pytest.raises(TraceError, match=r"broken.csv.gz: not a gzip file"):
+    with pytest.raises(TraceError, match=r"broken.csv.gz: a damaged gzip file \(Unknown compression method\)"):
         read_csv(tmp_path / "broken.csv.gz")
+    (tmp_path / "plain.csv.gz").write_text("timestamp_s,model,requests\n0,a,30\n")
+    with pytest.raises(TraceError, match=r"plain.csv.gz: not a gzip file .*; name it .csv if it is plain text"):
+        read_csv(tmp_path / "plain.csv.gz")
 
 
 def test_the_header_is_read_in_any_case(tmp_path: Path) -> None:

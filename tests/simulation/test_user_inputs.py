@@ -22,21 +22,22 @@ def simulate(tmp_path: Path, rows: str, *flags: str, timeout: float = 120) -> su
 
 
 def test_a_queue_on_one_pod_matches_the_figures_worked_out_by_hand(tmp_path: Path) -> None:
-    """120 requests in the first minute (2/s) on one pod serving 1/s, none in the second: the queue grows 1/s
-    to 60 at 60 s and drains to 0 at 120 s. A request arriving at t waits t seconds, so all but those of the
-    first 0.1 s wait past the 100 ms SLO: 120 - 2 * 0.1 = 119.8 delayed. The queue is past the SLO (0.1 requests
-    at 1/s) at the end of every 5 s tick but the last: 115 s overloaded. One pod for 120 s: 1/30 pod-hours
-    (the report said 0.033, and 0.067 / 0.033 = 2.03x the oracle where it is 2x)."""
-    result = simulate(tmp_path, "0,a,120\n60,a,0\n", "--pod-rps", "1", "--min-replicas", "1", "--max-replicas", "1",
-                      "--policies", "fixed-max,mean-hpa,skew-aware")
+    """1,200 requests in the first minute (20/s) on one pod serving 10/s, none in the second: the queue grows
+    10/s to 600 at 60 s and drains to 0 at 120 s. A request arriving at t waits t seconds, so all but those of
+    the first 0.1 s wait past the 100 ms SLO: 1,200 - 20 * 0.1 = 1,198 delayed (a whole count: the report
+    counts delayed requests whole). The queue is past the SLO (1 request at 10/s) at the end of every 5 s tick
+    but the last: 115 s overloaded. One pod for 120 s: 1/30 pod-hours (the report said 0.033, and 0.067 /
+    0.033 = 2.03x the oracle where it is 2x)."""
+    result = simulate(tmp_path, "0,a,1200\n60,a,0\n", "--pod-rps", "10", "--min-replicas", "1", "--max-replicas",
+                      "1", "--policies", "fixed-max,mean-hpa,skew-aware")
     assert result.returncode == 0, result.stderr
     got = report(tmp_path)
     assert got["oracle_pod_hours"] == pytest.approx(2 / 60, rel=1e-4)  # 2 pods' worth in the first minute
     assert got["cache_oracle_pod_hours"] == pytest.approx(3 / 60, rel=1e-4)  # and a pod for the model after it
     for name, policy in got["policies"].items():
-        assert policy["requests"] == 120, name
+        assert policy["requests"] == 1200, name
         assert policy["pod_hours"] == pytest.approx(1 / 30, rel=1e-4), name
-        assert policy["delayed_ratio"] == pytest.approx(119.8 / 120, rel=1e-6), name
+        assert (policy["delayed_requests"], policy["delayed_ratio"]) == (1198, round(1198 / 1200, 6)), name
         assert policy["overloaded_seconds"] == 115, name
         assert policy["cold_loads"] == 0 and policy["scale_events"] == 0, name
 
@@ -57,6 +58,44 @@ def test_a_model_first_requested_in_the_second_minute_waits_one_load(tmp_path: P
     fixed = next(line for line in table if line.startswith("| fixed |"))
     assert fixed.startswith("| fixed | 0.0667 | 2.00 |"), fixed  # was "0.1 | 2.03"
     assert "Oracle pod-hours: 0.0333 " in (tmp_path / "out" / "report.md").read_text()  # was 0.0
+
+
+@pytest.mark.parametrize(("rows", "tick", "seconds"), [
+    ("".join(f"{60 * t},a,60\n" for t in range(60)), "2400", 3600),  # an hour at 60 s: ticks of 40 minutes
+    ("".join(f"{t},a,1\n" for t in range(63)), "5", 63),  # 63 s at 1 s: ticks of 5 s, the last 3 s of one
+])
+def test_pods_are_counted_for_the_traces_own_time_where_the_tick_does_not_divide_it(
+        tmp_path: Path, rows: str, tick: str, seconds: int) -> None:
+    """A trace of 1 request/s whose length is not a whole number of ticks: fixed runs 2 pods (--min-replicas 2)
+    and fixed-max 3 (--max-replicas 3) for the trace's `seconds`. The last tick was counted whole, past the
+    trace's end: an hour at --tick 2400 read 2.67 pod-hours for fixed, 63 s at the default 5 s tick 0.0361.
+    The oracle, a pod for each second with requests, is 1 pod for `seconds`: fixed is 2.00x it."""
+    result = simulate(tmp_path, rows, "--tick", tick, "--max-replicas", "3", "--policies", "fixed,fixed-max")
+    assert result.returncode == 0, result.stderr
+    got = report(tmp_path)
+    assert got["oracle_pod_hours"] == pytest.approx(seconds / 3600, rel=1e-5)
+    assert got["policies"]["fixed"]["pod_hours"] == pytest.approx(2 * seconds / 3600, rel=1e-5)
+    assert got["policies"]["fixed-max"]["pod_hours"] == pytest.approx(3 * seconds / 3600, rel=1e-5)
+    assert got["policies"]["fixed"]["requests"] == seconds
+    fixed = next(line for line in result.stdout.splitlines() if line.startswith("| fixed |"))
+    assert fixed.split("|")[3].strip() == "2.00", fixed  # x oracle
+
+
+def test_a_fraction_of_a_delayed_request_reads_0_delayed_everywhere(tmp_path: Path) -> None:
+    """a at 100 a minute for an hour, and one request of b in minute 10: b's request arrives spread over its
+    minute (1/60 a second) and its 10 s cold load delays 10/60 of it. The report said 0 delayed, ratio 2.8e-05
+    (1/6 of 6,001), and "1x" mean-hpa's delays where 0 against 0 reads n/a: now 0 delayed is ratio 0 and n/a."""
+    rows = "".join(f"{60 * t},a,100\n" for t in range(60)) + "600,b,1\n"
+    result = simulate(tmp_path, rows)
+    assert result.returncode == 0, result.stderr
+    got = report(tmp_path)
+    for name, policy in got["policies"].items():
+        assert (policy["requests"], policy["delayed_requests"], policy["delayed_ratio"]) == (6001, 0, 0), name
+        if name != "mean-hpa":
+            assert policy["vs_mean-hpa"]["delayed_requests"] is None and policy["goal"]["delayed"] is None, name
+    assert (got["bound"]["delayed_ratio"], got["bound"]["delayed_vs_mean-hpa"]) == (0, None)
+    fixed = next(line for line in result.stdout.splitlines() if line.startswith("| fixed |"))
+    assert fixed.split("|")[4:6] == [" 0 ", " 0.0000 "] and fixed.split("|")[-2].strip() == "1x / n/a / 1x", fixed
 
 
 def test_a_count_no_cluster_could_serve_is_refused_at_once_not_simulated_for_hours(tmp_path: Path) -> None:

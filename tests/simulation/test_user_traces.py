@@ -6,6 +6,7 @@ to fix, never a run that does not end, a traceback, or figures that read as some
 from __future__ import annotations
 
 import gzip
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from autoscaler.simulation.report import bound_text, hours_text
 from autoscaler.simulation.trace import read_csv
-from tests.simulation.runs import HEADER, convert, report, simulate, write_trace
+from tests.simulation.runs import HEADER, convert, report, run_module, simulate, write_trace
 
 
 @pytest.mark.parametrize(("rows", "said"), [
@@ -119,7 +120,60 @@ def test_the_request_log_converter_reads_or_names_what_users_save(tmp_path: Path
     assert result.stderr.strip() == {
         "code page": f"error: {log}: line 2: not UTF-8 text (invalid continuation byte at b'\\xe9'): save it as CSV "
                      "UTF-8",
-        "gzip cut short": f"error: {log}: the gzip file ends early (cut short?)"}[mistake]
+        # named .csv, read as gzip for its first bytes only: as simulate says it of such a trace
+        "gzip cut short": f"error: {log}: not UTF-8 text: it begins as gzip does, but does not unpack (cut "
+                          "short?)"}[mistake]
+
+
+def damaged(data: bytes, where: str) -> bytes:
+    """`data` gzipped, then one byte flipped: in the deflate stream (a bit error on a disk or in a transfer), or
+    in the CRC at the end (the data unpacks, then is found wrong)."""
+    packed = bytearray(gzip.compress(data))
+    packed[20 if where == "stream" else -6] ^= 0x55
+    return bytes(packed)
+
+
+DAMAGED_READERS = {  # what each reader is given (its own kind of file), its exit status and its message's start
+    "simulate": (HEADER + "0,a,5\n60,a,3\n120,b,4\n", 2, "simulate: "),
+    "request_log": ("timestamp,model\n1700000000,a\n1700000001,b\n", 1, "error: "),
+    "minute_table": ("HashOwner,HashApp,HashFunction,Trigger,1,2\no,a,f,http,1,2\n", 1, "error: "),
+}
+
+
+def read_with(reader: str, tmp_path: Path, path: Path) -> subprocess.CompletedProcess[str]:
+    """`path` given to `reader` as a user runs it."""
+    if reader == "simulate":
+        return simulate(tmp_path, path)
+    if reader == "request_log":
+        return convert("--model-column", "model", path, "--out", tmp_path / "t.csv", "--quiet")
+    return run_module("autoscaler.simulation.minute_table", path, "--out", tmp_path / "t.csv", "--quiet")
+
+
+@pytest.mark.parametrize("where", ["stream", "crc"])
+@pytest.mark.parametrize("reader", list(DAMAGED_READERS))
+def test_a_damaged_gzip_is_named_damaged_by_every_reader(tmp_path: Path, reader: str, where: str) -> None:
+    """A byte flipped in a .csv.gz (a bad disk, a transfer) was a zlib.error traceback (status 1) from the
+    deflate stream, and "not a gzip file; name it .csv if it is plain text" from its CRC: it is gzip, damaged."""
+    text, status, start = DAMAGED_READERS[reader]
+    path = tmp_path / "in.csv.gz"
+    path.write_bytes(damaged(text.encode(), where))
+    result = read_with(reader, tmp_path, path)
+    assert result.returncode == status, result.stderr
+    assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1, result.stderr
+    line = result.stderr.strip()
+    assert line.startswith(f"{start}{path}: a damaged gzip file (") and line.endswith("): copy or download it again"), \
+        line
+
+
+@pytest.mark.parametrize("reader", list(DAMAGED_READERS))
+def test_plain_text_named_gz_is_told_to_be_named_csv_by_every_reader(tmp_path: Path, reader: str) -> None:
+    text, status, start = DAMAGED_READERS[reader]
+    path = tmp_path / "in.csv.gz"
+    path.write_text(text)
+    result = read_with(reader, tmp_path, path)
+    assert result.returncode == status, result.stderr
+    assert result.stderr.strip() == (f"{start}{path}: not a gzip file (Not a gzipped file ({text[:2].encode()!r})); "
+                                     "name it .csv if it is plain text")
 
 
 @pytest.mark.parametrize(("stamp", "said"), [
