@@ -26,29 +26,27 @@ from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
 
 log = logging.getLogger(__name__)
 
-PARSER_ATTRIBUTES: Final = ("_parser", "_request_parser")
-"""Where aiohttp's request handler holds its request parser: `_parser` from aiohttp 3.14 (on its base protocol),
-`_request_parser` from 3.10 (the oldest this project takes) to 3.13. Wrapping only the first made every
-connection fail on 3.13 ("'StatusRequestHandler' object has no attribute '_parser'")."""
+PARSER_ATTRIBUTE: Final = "_parser"
+"""Where aiohttp's request handler holds its request parser (on its base protocol, since aiohttp 3.14; 3.10 to
+3.13 named it `_request_parser`, and the wrapper read `_parser` there: every connection failed)."""
 
 
 def wrap_request_parser(handler: Any, limit: int) -> None:
-    """Bound the header blocks `handler`'s parser reads to `limit` bytes, whichever aiohttp it is. Where neither
-    attribute holds a parser (a later aiohttp), the handler keeps its own: field count and size still bounded,
-    their total not, said once."""
-    for attribute in PARSER_ATTRIBUTES:
-        parser = getattr(handler, attribute, None)
-        if parser is not None:
-            setattr(handler, attribute, HeaderBudgetParser(parser, limit))
-            return
-    _say_unbounded()
+    """Bound the header blocks `handler`'s parser reads to `limit` bytes. Where the handler holds no parser there
+    (an aiohttp that moved it), it keeps its own: the field count and size still bounded, their total not, said
+    once, and every connection served."""
+    parser = getattr(handler, PARSER_ATTRIBUTE, None)
+    if parser is None:
+        _say_unbounded()
+        return
+    setattr(handler, PARSER_ATTRIBUTE, HeaderBudgetParser(parser, limit))
 
 
 @functools.cache
 def _say_unbounded() -> None:
     """Once a process: each connection would say it again."""
-    log.warning("this aiohttp holds its request parser in none of %s: header blocks are bounded by field count "
-                "and size only, not in total bytes", ", ".join(PARSER_ATTRIBUTES))
+    log.warning("this aiohttp holds no request parser in %s: header blocks are bounded by field count and size "
+                "only, not in total bytes", PARSER_ATTRIBUTE)
 
 
 class HeaderBlockTooLarge(BadHttpMessage):

@@ -10,11 +10,13 @@ read what the client sees, and what the SubjectAccessReview is asked.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 
 import aiohttp
 import pytest
 
+from autoscaler.api import header_budget
 from autoscaler.api.header_budget import HeaderBlockTooLarge, HeaderBudgetParser, wrap_request_parser
 from tests.api.conftest import SecuredApi
 from tests.api.raw_http import exchange
@@ -70,10 +72,10 @@ class _ParserWaitingForHeaders:
         return [], False, b""
 
 
-class _HandlerBefore314:
-    """aiohttp 3.10 to 3.13's request handler as the bound sees it: its parser in `_request_parser`, with
-    `__slots__` (no `_parser` to read or set). The merged bound read `_parser` alone, and every connection
-    failed there ("'StatusRequestHandler' object has no attribute '_parser'")."""
+class _HandlerWithParserElsewhere:
+    """A request handler that keeps its parser under another name, with `__slots__` (as aiohttp 3.10 to 3.13's
+    `_request_parser`): the bound read `_parser` alone, and every connection failed there ("'StatusRequestHandler'
+    object has no attribute '_parser'")."""
 
     __slots__ = ("_request_parser",)
 
@@ -81,10 +83,24 @@ class _HandlerBefore314:
         self._request_parser: object = _ParserWaitingForHeaders()
 
 
-def test_the_header_byte_bound_holds_on_aiohttp_before_314() -> None:
-    handler = _HandlerBefore314()
+def test_a_handler_whose_parser_is_elsewhere_keeps_it_and_says_so_once(caplog: pytest.LogCaptureFixture) -> None:
+    header_budget._say_unbounded.cache_clear()  # said once a process: this test's process may have said it
+    with caplog.at_level(logging.WARNING, logger="autoscaler.api.header_budget"):
+        for _ in range(3):
+            handler = _HandlerWithParserElsewhere()
+            wrap_request_parser(handler, limit=1000)
+            assert isinstance(handler._request_parser, _ParserWaitingForHeaders)
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "not in total bytes" in said[0], said
+
+
+def test_the_bound_refuses_a_header_block_past_it() -> None:
+    class Handler:
+        _parser: object = _ParserWaitingForHeaders()
+
+    handler = Handler()
     wrap_request_parser(handler, limit=1000)
-    parser = handler._request_parser
+    parser = handler._parser
     assert isinstance(parser, HeaderBudgetParser)
     parser.feed_data(b"x" * 1000)
     with pytest.raises(HeaderBlockTooLarge):
