@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from autoscaler.policies import strict_yaml
 from autoscaler.policies.config import ConfigError, PolicyBook, parse_policy_book
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.policy_origins import flag_origins
@@ -42,7 +43,7 @@ def load_policy_book(
         with open(source, encoding="utf-8") as fh:
             status = os.fstat(fh.fileno())
             text = fh.read()
-        document = yaml.safe_load(text)
+        document = strict_yaml.safe_load(text)
     except IsADirectoryError as exc:
         raise ConfigError(f"{source}: cannot read config file: it is a directory (a mounted ConfigMap?); "
                           f"{_file_inside(source)}") from exc
@@ -106,7 +107,7 @@ class WatchedFile:
         if text == self.text:
             return
         try:
-            parse_policy_book(yaml.safe_load(text), self.path, self.base)
+            parse_policy_book(strict_yaml.safe_load(text), self.path, self.base)
         except (yaml.YAMLError, ConfigError) as exc:
             problem = exc if isinstance(exc, ConfigError) else yaml_error_text(self.path, exc)
             log.warning("policy file %s changed on disk and the new version has a mistake: %s. The adapter keeps "

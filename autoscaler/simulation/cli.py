@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 
+from autoscaler.policies import strict_yaml
 from autoscaler.policies.config import ConfigError
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
@@ -147,7 +148,7 @@ def _behavior(path: Path | None) -> tuple[Behavior, dict[str, Any]]:
     if path is None:
         return SHIPPED_BEHAVIOR, {}
     try:
-        documents = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
+        documents = [d for d in strict_yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
     except OSError as exc:
         raise ValueError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:

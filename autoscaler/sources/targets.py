@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from autoscaler.model import RuntimeKey
+from autoscaler.policies import strict_yaml
 from autoscaler.sources.base import PodTarget, RuntimeInventory
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ def _text(entry: dict[str, Any], key: str, where: str) -> str:
 
 def load_targets(path: Path) -> dict[RuntimeKey, RuntimeInventory]:
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        document = strict_yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise TargetsFileError(f"cannot read targets file {path}: {error.strerror}") from error
     except UnicodeDecodeError as error:

@@ -14,6 +14,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from autoscaler.policies import strict_yaml
 from autoscaler.policies.config import ConfigError
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.yaml_errors import yaml_error_text
@@ -84,3 +85,44 @@ def test_an_edit_with_a_yaml_mistake_is_warned_about_with_its_line_and_column(
     [record] = [r for r in caplog.records if "changed on disk" in r.getMessage()]
     assert f"{policy}:3:3: not valid YAML: " in record.getMessage(), record.getMessage()
     assert "<unicode string>" not in record.getMessage()
+
+
+TWICE = "defaults:\n  skew_order: 3\n  target_gpu_busy: 0.8\n  skew_order: 4\n"
+"""`skew_order` given twice in one mapping: PyYAML kept the last, 4, without a word."""
+
+
+def test_serve_refuses_a_key_given_twice_naming_both_lines(tmp_path: Path) -> None:
+    policy = tmp_path / "twice.yaml"
+    policy.write_text(TWICE)
+    result = run(tmp_path, "serve", "--config", str(policy))
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert f"--config {policy}:4:3: not valid YAML: found duplicate key 'skew_order' (first at line 2)" in line, line
+
+
+def test_simulate_refuses_a_key_given_twice(tmp_path: Path) -> None:
+    policy = tmp_path / "twice.yaml"
+    policy.write_text(TWICE)
+    result = run(tmp_path, "simulate", "--synthetic", "--models", "5", "--hours", "0.1", "--out",
+                 str(tmp_path / "out"), "--no-plot", "--quiet", "--config", str(policy))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"simulate: {policy}:4:3: not valid YAML: found duplicate key 'skew_order'"), \
+        result.stderr
+
+
+def test_a_merge_key_may_still_be_overridden() -> None:
+    """`<<: *anchor` then a key of the anchor's: the mapping's own key wins, as YAML's merge says; not a repeat."""
+    text = "base: &base {skew_order: 3, target_gpu_busy: 0.8}\nruntime:\n  <<: *base\n  skew_order: 4\n"
+    assert strict_yaml.safe_load(text)["runtime"] == {"skew_order": 4, "target_gpu_busy": 0.8}
+
+
+KEYS = st.one_of(st.text(max_size=8), st.integers(), st.booleans())
+DOCUMENTS = st.recursive(st.one_of(st.none(), st.integers(), st.text(max_size=8), st.floats(allow_nan=False)),
+                         lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                 st.dictionaries(KEYS, inner, max_size=4)), max_leaves=12)
+
+
+@given(DOCUMENTS)
+def test_a_file_without_a_repeated_key_reads_as_pyyaml_reads_it(document: object) -> None:
+    text = yaml.safe_dump(document)
+    assert strict_yaml.safe_load(text) == yaml.safe_load(text)

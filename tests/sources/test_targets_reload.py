@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from autoscaler.model import RuntimeKey
-from autoscaler.sources.targets import StaticTargetsDiscovery
+from autoscaler.sources.targets import StaticTargetsDiscovery, TargetsFileError, load_targets
 
 KEY = RuntimeKey("default", "modelmesh-serving-demo")
 
@@ -39,3 +39,13 @@ async def test_added_and_removed_pods_show_up_and_a_broken_edit_keeps_the_last_g
     touch_later(path, "runtimes: [oops", 3)
     assert [p.name for p in discovery.inventory()[KEY].pods] == ["demo-0", "demo-2"]
     assert "keeping the last good one" in caplog.text
+
+
+def test_a_runtime_key_given_twice_in_the_targets_file_is_named(tmp_path: Path) -> None:
+    """Two `pods:` under one runtime (a paste): PyYAML kept the second list, and the first list's pods were never
+    scraped, without a word."""
+    path = tmp_path / "targets.yaml"
+    path.write_text("runtimes:\n- namespace: default\n  deployment: d\n  pods: [{name: a, url: 'http://a/metrics'}]\n"
+                    "  pods: [{name: b, url: 'http://b/metrics'}]\n")
+    with pytest.raises(TargetsFileError, match="found duplicate key 'pods' \\(first at line 4\\)"):
+        load_targets(path)
