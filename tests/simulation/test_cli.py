@@ -43,6 +43,7 @@ def test_a_small_synthetic_run_writes_the_report_the_table_and_the_plot(tmp_path
     assert f"Bound: with every pod maxReplicas allows ({maximum}) all day" in result.stdout
     assert f"Bound: with every pod maxReplicas allows ({maximum}) all day" in (out / "report.md").read_text()
     assert sum(report["policies"]["skew-aware"]["terms"].values()) > 0
+    assert report["warnings"] == []  # the key a script reads is there when the run took everything as given
     assert "vs_mean-hpa" in report["policies"]["skew-aware"]
     for name in POLICIES:
         assert f"| {name} |" in result.stdout
