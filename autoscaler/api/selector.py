@@ -72,7 +72,7 @@ def deployment_from_selector(selector: str | None) -> str:
     for requirement in _split_requirements(selector):
         match = _EQUALITY.fullmatch(requirement) or _IN.fullmatch(requirement)
         if match is None:
-            raise SelectorError(f"unsupported requirement {requirement.strip()!r} in labelSelector; {HELP}")
+            raise SelectorError(f"{_unsupported(requirement)}; {HELP}")
         key, value = match.group(1), match.group(match.lastindex or 2)
         if not value:
             raise SelectorError(f"empty value for {key!r} in labelSelector; {HELP}")
@@ -85,6 +85,26 @@ def deployment_from_selector(selector: str | None) -> str:
     if len(deployments) != 1:
         raise SelectorError(f"labelSelector names {len(deployments)} different runtimes; {HELP}")
     return deployments.pop()
+
+
+_LOOSE_EQUALITY = re.compile(r"[ \t]*([A-Za-z0-9./_-]+)[ \t]*(==|=|!=)[ \t]*(.*?)[ \t]*")
+
+
+def _unsupported(requirement: str) -> str:
+    """Why a requirement is refused: for `key=value` whose value no label can hold, what is wrong with it, in
+    kube-apiserver's words (`deployment=-bad-` and a 64-character name read only "unsupported requirement");
+    else the forms taken."""
+    loose = _LOOSE_EQUALITY.fullmatch(requirement)
+    if loose is not None and loose.group(2) != "!=":
+        key, value = loose.group(1), loose.group(3)
+        if not value:
+            return f"empty value for {key!r} in labelSelector"
+        problem = (f"must be no more than 63 characters, not {len(value)}" if len(value) > 63 else
+                   "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                   "alphanumeric character")
+        return f"invalid label value {value!r} for {key!r} in labelSelector: {problem}"
+    return (f"unsupported requirement {requirement.strip()!r} in labelSelector (taken: key=value, key==value, "
+            "key in (value))")
 
 
 def _did_you_mean(key: str) -> str:

@@ -107,6 +107,9 @@ async def test_a_debug_path_without_a_deployment_says_what_it_takes(kubeconfig: 
                                                              "'servingruntime'?)"),
     ("?labelSelector=deployments%3Dtriton", "BadRequest", "(did you mean 'deployment'?)"),
     ("?labelSelector=deployment%21%3Dtriton", "BadRequest", "unsupported requirement 'deployment!=triton'"),
+    ("?labelSelector=deployment%3D-triton-", "BadRequest", "invalid label value '-triton-' for 'deployment' in "
+                                                          "labelSelector: must consist of alphanumeric"),
+    (f"?labelSelector=deployment%3D{'t' * 64}", "BadRequest", "must be no more than 63 characters, not 64"),
     (f"?labelSelector=deployment%3D{DEPLOYMENT},deployment%3Dother", "BadRequest", "names 2 different runtimes"),
     ("?labelSelector=deployment%3Dnope", "NotFound", f"runtime {NAMESPACE}/nope is not known"),
 ])

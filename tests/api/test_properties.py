@@ -55,7 +55,7 @@ def test_a_runtime_whose_deployment_name_is_no_label_value_is_named_by_servingru
     # `deployment=` requirement naming it is refused (as kube-apiserver refuses the selector), and
     # `servingruntime=` names it. Hypothesis found the pair the property above once generated.
     runtime = "0" * 46
-    with pytest.raises(SelectorError, match="unsupported requirement"):
+    with pytest.raises(SelectorError, match="must be no more than 63 characters, not 64"):
         deployment_from_selector(f"servingruntime={runtime},deployment={SERVINGRUNTIME_DEPLOYMENT_PREFIX}{runtime}")
     assert deployment_from_selector(f"servingruntime={runtime}") == SERVINGRUNTIME_DEPLOYMENT_PREFIX + runtime
 
