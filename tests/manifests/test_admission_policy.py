@@ -45,6 +45,13 @@ def serving_runtime() -> dict[str, Any]:
     return find(kustomize(EXAMPLES), "ServingRuntime")
 
 
+def runtime_scale() -> dict[str, Any]:
+    """The example RuntimeScale as created: no replicas yet (the adapter adopts its runtime's)."""
+    scale = find(kustomize(EXAMPLES), "RuntimeScale")
+    assert "replicas" not in scale["spec"]
+    return scale
+
+
 def program(expression: str) -> celpy.Runner:
     environment = celpy.Environment()
     return environment.program(environment.compile(expression))
@@ -56,13 +63,16 @@ def admitted(old: dict[str, Any] | None, new: dict[str, Any] | None, *, user: st
     spec = policy()["spec"]
     target = new or old
     assert target is not None
-    resource = "pods" if target["kind"] == "Pod" else "servingruntimes"
+    resource = {"Pod": "pods", "ServingRuntime": "servingruntimes", "RuntimeScale": "runtimescales"}[target["kind"]]
     activation = {
         "object": json_to_cel(new),
         "oldObject": json_to_cel(old),
         "request": json_to_cel({"operation": operation, "userInfo": {"username": user},
                                       "resource": {"group": "", "version": "v1", "resource": resource}}),
     }
+    rules = spec["matchConstraints"]["resourceRules"]
+    if not any(resource in rule["resources"] and operation in rule["operations"] for rule in rules):
+        return True  # a resource or operation the policy does not match
     if not all(program(c["expression"]).evaluate(activation) for c in spec["matchConditions"]):
         return True  # not the adapter: the policy does not apply
     for validation in spec["validations"]:
@@ -145,9 +155,32 @@ def test_the_policy_names_every_field_of_the_serving_runtime_schema() -> None:
     assert named == set(SERVING_RUNTIME_SPEC_FIELDS) - {"replicas"}
 
 
+def test_the_adapter_may_adopt_a_runtime_scales_replicas() -> None:
+    scale = runtime_scale()
+    assert admitted(scale, patched(scale, {"spec": {"replicas": 8}}))
+
+
+@pytest.mark.parametrize(("case", "patch"), [
+    ("replicas the HPA set", {"spec": {"replicas": 5}}),
+    ("another runtime", {"spec": {"servingRuntime": "other"}}),
+    ("a Deployment named", {"spec": {"replicas": 8, "deployment": "modelmesh-serving-other"}}),
+    ("a label", {"spec": {"replicas": 8}, "metadata": {"labels": {"team": "x"}}}),
+    ("an annotation", {"spec": {"replicas": 8}, "metadata": {"annotations": {"example.com/x": "1"}}}),
+    ("finalizers", {"spec": {"replicas": 8}, "metadata": {"finalizers": ["example.com/keep"]}}),
+])
+def test_the_adapter_may_change_nothing_else_on_a_runtime_scale(case: str, patch: dict[str, Any]) -> None:
+    """Retargeted (`spec.servingRuntime`), a RuntimeScale's HPA would scale another runtime; its replicas, once
+    set, are the HPA's."""
+    scale = runtime_scale()
+    old = patched(scale, {"spec": {"replicas": 3}}) if case == "replicas the HPA set" else scale
+    assert not admitted(old, patched(old, patch))
+
+
 @pytest.mark.parametrize("operation", ["CREATE", "DELETE"])
-def test_the_adapter_may_not_create_or_delete(operation: str) -> None:
-    new, old = (POD, None) if operation == "CREATE" else (None, POD)
+@pytest.mark.parametrize("kind", ["Pod", "RuntimeScale"])
+def test_the_adapter_may_not_create_or_delete(operation: str, kind: str) -> None:
+    obj = POD if kind == "Pod" else runtime_scale()
+    new, old = (obj, None) if operation == "CREATE" else (None, obj)
     assert not admitted(old, new, operation=operation)
 
 
