@@ -179,6 +179,14 @@ def positive(value: str) -> float:
     return number
 
 
+def non_negative(value: str) -> float:
+    """A finite number of at least 0 (seconds where 0 turns something off)."""
+    number = _number(value)
+    if not number >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value!r}")
+    return number
+
+
 def order(value: str) -> float:
     """A power-mean order: a finite number of at least 1."""
     number = _number(value)
@@ -488,8 +496,8 @@ _OPTIONS: Final = (
             "built-in policy defaults", "FILE", _DECIDE),
     _Option("--skew-order", order, "power-mean order p over pods, at least 1 (1: plain mean); policy key "
             "skew_order for every runtime the config file or an annotation leaves unset", "2", "P", _DECIDE),
-    _Option("--scale-down-tau", positive, "seconds: time constant of the served values' fall; policy key "
-            "scale_down_tau_s, as for --skew-order", "300 s", "SECONDS", _DECIDE),
+    _Option("--scale-down-tau", non_negative, "seconds: time constant of the served values' fall (0: they fall "
+            "at once); policy key scale_down_tau_s, as for --skew-order", "300 s", "SECONDS", _DECIDE),
     _Option("--max-staleness", positive, "seconds after which a pod's signal counts as missing; policy key "
             "max_staleness_s, as for --skew-order", "3 x --refresh-interval", "SECONDS", _DECIDE),
     _Option("--min-coverage", fraction, "ratio in (0, 1] of Ready pods with fresh data needed to serve a "

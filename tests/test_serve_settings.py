@@ -122,6 +122,12 @@ def test_each_flag_and_its_variable_set_the_same_field(flag: str, value: str, fi
     assert getattr(ServeSettings(), field) != expected  # the case changes a default
 
 
+def test_a_scale_down_tau_of_0_falls_at_once_as_its_policy_key_allows() -> None:
+    """`scale_down_tau_s: 0` is a documented policy value (no slow fall); its flag refused 0."""
+    assert settings(["--scale-down-tau", "0"], environ={}).scale_down_tau_s == 0.0
+    assert settings([], environ={"AUTOSCALER_SCALE_DOWN_TAU": "0"}).scale_down_tau_s == 0.0
+
+
 def test_a_flag_wins_over_its_variable() -> None:
     environ = {"AUTOSCALER_LISTEN": "127.0.0.1:1111", "AUTOSCALER_REFRESH_INTERVAL": "60",
                "AUTOSCALER_DELETION_COST": "off", "AUTOSCALER_LEADER_ELECT": "true"}

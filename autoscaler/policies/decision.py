@@ -108,6 +108,15 @@ _DESCRIBED: Final = (("GPU busy", SIGNAL_GPU), ("request rate", SIGNAL_REQUESTS)
 """The signals `_reason` names when no fresh pod reports them, in words."""
 
 
+def no_capacity_signal(agg: Aggregate, policy: RuntimePolicy) -> bool:
+    """Whether the runtime has no capacity signal at all: no pod reports a GPU, fresh or not, and
+    `target_rps_per_pod` is not set. A GPU reading fresh on too few pods also leaves the recommendation at the
+    Ready pods, but the warning then named the wrong setting ("no pod reports a GPU ... set target_rps_per_pod")
+    where the reason already says the GPU is fresh on too few, and it is logged once a runtime, for good."""
+    gpu = agg.signals[SIGNAL_GPU]
+    return gpu.fresh + gpu.missing == 0 and policy.target_rps_per_pod is None
+
+
 def _no_capacity_warning(key: object) -> str:
     return (
         f"runtime {key}: no capacity signal (no pod reports a GPU and {NO_CAPACITY_SETTING} is not set); "
@@ -246,7 +255,7 @@ def decide(
         values[metric] = value
 
     warnings: tuple[str, ...] = ()
-    if known and rec.no_capacity:
+    if known and rec.no_capacity and no_capacity_signal(agg, policy):
         warnings = (_no_capacity_warning(snapshot.key),)
         if not memory.warned_no_capacity:
             log.warning("%s", warnings[0])

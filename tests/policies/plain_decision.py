@@ -27,7 +27,7 @@ from autoscaler.policies.aggregation import (
     SignalStats,
     aggregate,
 )
-from autoscaler.policies.decision import _NO_MEMORY, VALUE_SIGNAL, RuntimeMemory
+from autoscaler.policies.decision import _NO_MEMORY, VALUE_SIGNAL, RuntimeMemory, no_capacity_signal
 from autoscaler.policies.podviews import pod_views
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
 from autoscaler.policies.ranking import WeightedTerm, default_terms, rank_pods
@@ -257,7 +257,7 @@ def plain_decide(
                                      timestamp=agg.oldest_sample_at)
 
     warnings: tuple[str, ...] = ()
-    if known and rec.no_capacity:
+    if known and rec.no_capacity and no_capacity_signal(agg, policy):
         warnings = (_no_capacity_warning(snapshot.key),)
         if not memory.warned_no_capacity:
             log.warning("%s", warnings[0])

@@ -12,6 +12,7 @@ Each was checked to fail on a mutated copy of the code (the floor removed; the s
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 
@@ -117,6 +118,24 @@ def test_an_idle_cpu_runtime_keeps_its_five_ready_pods_and_says_which_setting_is
         assert desired_of(view) == 5.0
         assert view.winner == "ready_pods"
     assert len([r for r in caplog.records if NO_CAPACITY_WORDS in r.getMessage()]) == 1
+
+
+def test_a_gpu_fresh_on_too_few_pods_holds_the_ready_pods_without_saying_there_is_no_gpu(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """By hand: 4 Ready GPU pods at 80% busy, the GPU reading fresh on 1 (an NVML pass hung on the other 3):
+    coverage 1/4 is under min_coverage 0.5 and there is no earlier GPU proposal, so the GPU term proposes
+    nothing and the 4 Ready pods hold. The log said "no pod reports a GPU ... Set target_rps_per_pod": the wrong
+    setting, once for good. The reason says what is wrong: the GPU fresh on 1 of 4."""
+    caplog.set_level(logging.WARNING, logger="autoscaler.policies.decision")
+    fresh = pod("p0", gpu=0.8, rps=10.0, queue=0.0, cache=0.3, models=1.0)
+    hung = [dataclasses.replace(pod(f"p{j}", gpu=0.8, rps=10.0, queue=0.0, cache=0.3, models=1.0),
+                                gpu_sampled_at=NOW - 300.0) for j in (1, 2, 3)]
+    view, _ = decide(snapshot((fresh, *hung)), RuntimePolicy(), None, NOW, WINDOW)
+    assert (desired_of(view), view.winner) == (4.0, "ready_pods")
+    assert view.warnings == ()
+    assert not [r for r in caplog.records if NO_CAPACITY_WORDS in r.getMessage()]
+    assert "gpu fresh on 1 of 4 ready pods" in view.reason, view.reason
 
 
 # --- bounds: never above the upper bound, never below the lower one -----------------------------------
