@@ -13,10 +13,10 @@ from json.encoder import encode_basestring_ascii as _json_str
 from typing import Final
 
 from aiohttp import hdrs, web
-from cachetools import TTLCache
 from multidict import CIMultiDict
 
 from autoscaler.api import documents
+from autoscaler.api.log_limit import LogLimiter
 from autoscaler.api.negotiation import asks_to_watch
 from autoscaler.api.quantity import MAX_SERVABLE, milli_quantity
 from autoscaler.api.selector import (
@@ -146,11 +146,12 @@ def runtime_debug_record(request: web.Request, namespace: str, deployment: str) 
 
 
 _NAMESPACES_NAMED: Final = 3
-log = logging.getLogger(__name__)
-_ELSEWHERE_TOLD: TTLCache[tuple[str, str], bool] = TTLCache(maxsize=256, ttl=600)
-"""The 404s whose "known in other namespaces" line was logged in the last 10 minutes: one line per asked
-runtime, however often a misconfigured HPA (or a tenant guessing names) asks."""
 """How many other namespaces holding a runtime of the asked name a 404 names."""
+log = logging.getLogger(__name__)
+_ELSEWHERE_LOG = LogLimiter(interval_s=600.0)
+"""The "known in other namespaces" line of a 404: at most one per runtime name every 10 minutes, however often a
+misconfigured HPA asks, and in however many namespaces (one line per asked namespace let a reader allowed
+everywhere write a line per namespace name it made up)."""
 
 
 def _not_found(snapshot: ServingSnapshot, namespace: str, deployment: str) -> ApiError:
@@ -169,10 +170,10 @@ def _not_found(snapshot: ServingSnapshot, namespace: str, deployment: str) -> Ap
         # Said in the log, not to the client: a user allowed in one namespace must not learn whether others run
         # a runtime of a name they guess (kube-apiserver's 404 names nothing either).
         shown = ", ".join(elsewhere[:_NAMESPACES_NAMED]) + (", ..." if len(elsewhere) > _NAMESPACES_NAMED else "")
-        if (namespace, deployment) not in _ELSEWHERE_TOLD:
-            _ELSEWHERE_TOLD[namespace, deployment] = True
-            log.info("404 for runtime %r in namespace %r: the adapter knows %r in namespace%s %s", deployment,
-                     namespace, deployment, "s" if len(elsewhere) > 1 else "", shown)
+        left_out = _ELSEWHERE_LOG.admit(deployment)
+        if left_out is not None:
+            log.info("404 for runtime %r in namespace %r: the adapter knows %r in namespace%s %s%s", deployment,
+                     namespace, deployment, "s" if len(elsewhere) > 1 else "", shown, _ELSEWHERE_LOG.note(left_out))
     return ApiError(404, f"runtime {namespace}/{deployment} is not known to the adapter (no Deployment of that "
                          "name with ModelMesh pods in a namespace it watches, --namespaces, nor in its --targets "
                          f"file){hint}")

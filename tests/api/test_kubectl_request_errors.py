@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from autoscaler.api import handlers
 from autoscaler.api.app import build_api_app
+from autoscaler.api.log_limit import LogLimiter
 from autoscaler.api.status import REASONS, status_body
 from tests.api.builders import DEPLOYMENT, KEY, NAMESPACE, Pki, refresher_with, runtime_view
 from tests.api.conftest import listening
@@ -129,12 +130,12 @@ async def test_an_unknown_metric_lists_the_served_ones(kubeconfig: Path) -> None
 
 
 async def test_a_runtime_asked_in_the_wrong_namespace_is_placed_in_the_log_not_the_answer(
-    kubeconfig: Path, caplog: pytest.LogCaptureFixture
+    kubeconfig: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The operator learns where the runtime is; the client (a tenant allowed in one namespace) learns nothing
     of the others. Asked twice, the log says it once."""
     caplog.set_level(logging.INFO, logger="autoscaler.api.handlers")
-    handlers._ELSEWHERE_TOLD.clear()  # another test in this process may have asked the same runtime
+    monkeypatch.setattr(handlers, "_ELSEWHERE_LOG", LogLimiter(600.0))  # another test may have asked it
     for _ in range(2):
         said = await kubectl(kubeconfig, f"{GROUP_VERSION}/namespaces/default/modelmesh_desired_replicas"
                                          f"?labelSelector=deployment%3D{DEPLOYMENT}")
@@ -146,6 +147,20 @@ async def test_a_runtime_asked_in_the_wrong_namespace_is_placed_in_the_log_not_t
     placed = [r.getMessage() for r in caplog.records if "the adapter knows" in r.getMessage()]
     assert placed == [f"404 for runtime '{DEPLOYMENT}' in namespace 'default': the adapter knows '{DEPLOYMENT}' "
                       f"in namespace {NAMESPACE}"], placed
+
+
+async def test_a_runtime_asked_in_many_made_up_namespaces_is_one_log_line(
+    kubeconfig: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader allowed everywhere, guessing namespaces, wrote a line per namespace name it made up."""
+    caplog.set_level(logging.INFO, logger="autoscaler.api.handlers")
+    monkeypatch.setattr(handlers, "_ELSEWHERE_LOG", LogLimiter(600.0))
+    for guess in range(12):
+        said = await kubectl(kubeconfig, f"{GROUP_VERSION}/namespaces/guess-{guess}/modelmesh_desired_replicas"
+                                         f"?labelSelector=deployment%3D{DEPLOYMENT}")
+        assert said.startswith("Error from server (NotFound): "), said
+    placed = [r.getMessage() for r in caplog.records if "the adapter knows" in r.getMessage()]
+    assert len(placed) == 1 and "namespace 'guess-0'" in placed[0], placed
 
 
 async def test_a_404_from_an_adapter_that_knows_no_runtime_says_so(pki: Pki, tmp_path: Path) -> None:
