@@ -25,6 +25,7 @@ import yaml
 
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
 from autoscaler.names import DELETION_COST_ANNOTATION
+from autoscaler.settings import ServeSettings
 from tests.fakes.kube import FakeKubeApi
 from tests.fakes.kube.resources import parse_path
 from tests.manifests.support import BASE, kustomize
@@ -224,3 +225,11 @@ def test_nothing_writes_cluster_wide() -> None:
                     and not set(rule["resources"]) <= {"tokenreviews", "subjectaccessreviews"}]
 
     assert cluster_wide == []
+
+
+def test_the_adapter_may_read_and_renew_only_its_own_lease() -> None:
+    """Any Lease in its namespace was open to it: another controller's too (a leader election it could take)."""
+    lease_rules = [rule for _, _, rule in grants() if "leases" in rule["resources"]]
+    for rule in lease_rules:
+        if {"get", "update"} & set(rule["verbs"]):
+            assert rule.get("resourceNames") == [ServeSettings().leader_elect_lease_name], rule
