@@ -43,8 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     simulate = commands.add_parser(
         "simulate", help="replay a request trace through the decision code and an HPA; compare policies",
         description="Replay a per-model request trace (or a synthetic one) on a simulated ModelMesh runtime "
-                    "under fixed replicas, an HPA on mean utilization, and the skew-aware adapter; write "
-                    "report.json, report.md and timeline.png.",
+                    "under fixed replicas (for the peak, and maxReplicas all day: the bound), an HPA on mean "
+                    "utilization, and the skew-aware adapter; write report.json, report.md and timeline.png.",
     )
     add_simulate_arguments(simulate)
     return parser

@@ -218,6 +218,16 @@ def count(value: str) -> int:
     return _whole_number(value, 1, None, "at least 1")
 
 
+DEMO_MAX_PODS: Final = 32
+"""The most pods `demo` runs: each is a fake ModelMesh and a real exporter process on this machine (about 40 MB
+and some CPU each); `--pods 100000` began starting them one by one on a 2-core machine, without a word."""
+
+
+def demo_pods(value: str) -> int:
+    """A demo's pod count: 1 to `DEMO_MAX_PODS`."""
+    return _whole_number(value, 1, DEMO_MAX_PODS, f"1 to {DEMO_MAX_PODS} (each is an exporter process here)")
+
+
 def workers(value: str) -> int:
     """0 (everything in one process) or more serving processes."""
     return _whole_number(value, 0, None, "0 or more")
@@ -388,7 +398,8 @@ _OPTIONS: Final = (
     _Option("--listen", host_port, "address of the HTTPS API; no host (:6443) is every address of IPv4 and IPv6, "
             "0.0.0.0 IPv4's alone, [::] IPv6's alone", f"{_D.listen_host}:{_D.listen_port}", "HOST:PORT"),
     _Option("--insecure-dev", boolean, "local development only: no authentication or authorization, "
-            "binds 127.0.0.1 only; never in a cluster", "off", switch=True),
+            "binds loopback only (the --listen host if it is loopback, ::1 included, else 127.0.0.1); never in a "
+            "cluster", "off", switch=True),
     _Option("--log-level", choice(*LOG_LEVELS, upper=True), f"log level: {', '.join(LOG_LEVELS)}",
             _D.log_level, "LEVEL"),
     _Option("--per-runtime-metrics", choice("on", "off"), "expose the self-metric series of each runtime, pod "

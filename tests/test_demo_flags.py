@@ -21,10 +21,13 @@ def demo(*flags: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize(("flag", "value", "says"), [
-    ("--pods", "0", "must be at least 1"),
-    ("--pods", "-1", "must be at least 1"),
+    ("--pods", "0", "must be 1 to 32"),
+    ("--pods", "-1", "must be 1 to 32"),
     ("--pods", "2.5", "expected a whole number"),
-    ("--max-pods", "0", "must be at least 1"),
+    ("--max-pods", "0", "must be 1 to 32"),
+    # Accepted, 100,000 pods began to start one by one (an exporter process each) on a 2-core machine.
+    ("--pods", "100000", "must be 1 to 32 (each is an exporter process here)"),
+    ("--max-pods", "33", "must be 1 to 32"),
     ("--duration", "0", "must be greater than 0"),
     ("--duration", "-5", "must be greater than 0"),
     # Accepted, `nan` started every process and ended at once; `inf` never reached the demo's later phases.

@@ -26,7 +26,7 @@ import aiohttp
 
 from autoscaler.demo.fleet import DEPLOYMENT, NAMESPACE, DemoFleet, DemoPod
 from autoscaler.names import GROUP_VERSION, ServedMetric
-from autoscaler.settings import count, positive
+from autoscaler.settings import DEMO_MAX_PODS, demo_pods, positive
 from autoscaler.simulation.hpa import (
     Behavior,
     HorizontalPodAutoscaler,
@@ -74,10 +74,11 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     (`--pods 0`, `--duration nan`) is one line naming the flag and the value, before anything starts."""
     parser.add_argument("--duration", type=positive, default=60.0, metavar="SECONDS",
                         help="seconds to run; Ctrl-C stops it earlier (default 60)")
-    parser.add_argument("--pods", type=count, default=4, metavar="N",
-                        help="fake ModelMesh pods at the start (default 4)")
-    parser.add_argument("--max-pods", type=count, default=None, metavar="N",
-                        help="the demo HPA's maxReplicas, at least --pods (default 2 x --pods)")
+    parser.add_argument("--pods", type=demo_pods, default=4, metavar="N",
+                        help=f"fake ModelMesh pods at the start, 1 to {DEMO_MAX_PODS} (default 4)")
+    parser.add_argument("--max-pods", type=demo_pods, default=None, metavar="N",
+                        help=f"the demo HPA's maxReplicas, at least --pods and at most {DEMO_MAX_PODS} (default 2 x "
+                             f"--pods, at most {DEMO_MAX_PODS})")
     parser.add_argument("--interval", type=positive, default=3.0, metavar="SECONDS",
                         help="seconds between printed tables (default 3)")
 
@@ -108,8 +109,8 @@ class Demo:
     def __init__(self, pods: int, duration: float, interval: float, workdir: Path, max_pods: int | None = None
                  ) -> None:
         self.initial, self.duration, self.interval = pods, duration, interval
-        self.spec = HpaSpec((DESIRED,), min_replicas=min(2, pods), max_replicas=max_pods or 2 * pods,
-                            behavior=DEMO_BEHAVIOR)
+        self.spec = HpaSpec((DESIRED,), min_replicas=min(2, pods),
+                            max_replicas=max_pods or min(2 * pods, DEMO_MAX_PODS), behavior=DEMO_BEHAVIOR)
         # In a cluster the adapter reads the HPA's bounds (docs/design.md); here they are handed to it.
         self.fleet = DemoFleet(workdir, {"target_rps_per_pod": TARGET_RPS_PER_POD,
                                          "scale_down_tau_s": SCALE_DOWN_TAU_S,
@@ -213,7 +214,8 @@ class Demo:
     async def report(self, session: aiohttp.ClientSession) -> None:
         pods = list(self.fleet.pods)
         rates = await asyncio.gather(*(self.exporter_rps(session, pod) for pod in pods))
-        served = {m: (await self.served(session, m))[0] for m in ServedMetric}
+        answers = {m: await self.served(session, m) for m in ServedMetric}
+        served = {m: shown for m, (shown, _) in answers.items()}
         # the adapter ranks the pods of its last refresh: a pod removed since then is not in the table
         listed = {pod.name for pod in pods}
         ranked = {name: shown for name, shown in (await self.ranked_pods(session)).items() if name in listed}
@@ -235,7 +237,10 @@ class Demo:
         print(f"  adapter serves: request_load={served[ServedMetric.REQUEST_LOAD]}  "
               f"desired_replicas={served[ServedMetric.DESIRED_REPLICAS]}  "
               f"cache_pressure={served[ServedMetric.CACHE_PRESSURE]}  gpu_busy={served[ServedMetric.GPU_BUSY]}")
-        if costs and min(costs.values()) < max(costs.values()):
+        # Costs are written only while the runtime's values are known (docs/design.md, Choosing the pod to
+        # remove): before the first served value, the ranking the adapter shows is not on the pods yet
+        written = answers[ServedMetric.DESIRED_REPLICAS][1] is not None
+        if written and costs and min(costs.values()) < max(costs.values()):
             cheapest, dearest = min(costs.values()), max(costs.values())
             first = [name for name, cost in sorted(costs.items()) if cost == cheapest]
             last = [name for name, cost in sorted(costs.items()) if cost == dearest]

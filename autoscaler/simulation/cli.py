@@ -484,7 +484,8 @@ def run_simulate(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as error:
         if error.name not in ("numpy", "matplotlib"):
             raise
-        print(f"simulate: needs {error.name}: pip install 'modelmesh-autoscaler[simulate]'", file=sys.stderr)
+        print(f"simulate: needs {error.name}: pip install 'modelmesh-autoscaler[simulate]' (in a checkout: "
+              ".venv/bin/pip install -e '.[simulate]')", file=sys.stderr)
         return 2
     except (ConfigError, ValueError) as error:  # TraceError is a ValueError
         from autoscaler.simulation.report import ProgressBar
