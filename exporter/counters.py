@@ -14,7 +14,8 @@ missing from one body adds nothing and is remembered, so it does not count twice
 series counts in full. Comparing sums instead would read a missing series as a restart and count the whole
 history again as new load. A body without an unlabelled series the last one had is refused instead (ModelMesh
 serves those from its start, at 0 in a new container): it is cut or garbled, and read as a restart it would
-count the whole history again too.
+count the whole history again too. Where such a body came first (the exporter's first read), the read that
+brings the unlabelled series is a new baseline: its series were missing before, not new since.
 
 Logs go to the ModelMesh collector's logger (`exporter.collectors.modelmesh`), the one operators filter on.
 """
@@ -101,12 +102,16 @@ class CounterWindow:
                   for labels, value in reading.counters.get(field, {}).items()}
         self._check_unlabelled_kept(series)
         restart = None if previous is None else self._restart(series)
+        # ModelMesh serves its unlabelled histograms from its start: appearing now, they were missing from the
+        # reads before (a body cut or filtered), whose series are no baseline to count from
+        rebase = previous is not None and not restart and any(
+            not labels and (field, labels) not in self._current for field, labels in series)
         # The first reading is the baseline: what ModelMesh counted before the exporter started is not ours.
         values: dict[str, float] = dict.fromkeys(COUNTER_FIELDS, 0.0) if previous is None else dict(previous.values)
         risen: set[Labels] | None = None
         if previous is not None:
             risen = set()
-            for key, value in series.items():
+            for key, value in () if rebase else series.items():
                 last = None if restart else self._last.get(key)
                 # A new series, or any series of a new container: all of it happened since the last reading.
                 increase = value if last is None else value - last[0]
@@ -121,7 +126,12 @@ class CounterWindow:
             self._last[key] = (value, at)
         self._current = set(series)
         gap = previous is not None and at - previous.at > self.window_s
-        if previous is not None and (restart or gap):
+        if rebase:
+            self._history.clear()
+            self.restarts += 1
+            log.info("ModelMesh's unlabelled histograms are back after reads without them: this read is the new "
+                     "baseline (nothing counted across the reads without them); no rates until the next one")
+        elif previous is not None and (restart or gap):
             # A rate across a gap would average the gap in (low load right after a saturation); one across a
             # restart mixes two containers' counts. Start the window again from this reading: no rate until
             # the next one (docs/design.md, Missing data). The running totals go on counting.

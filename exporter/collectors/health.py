@@ -88,7 +88,7 @@ class CollectorHealth(Collector):
             more = ""
             if state.unlogged:
                 more = (f" (it failed {state.unlogged} more times since the last line {now - state.logged_at:.0f} s "
-                        "ago, each over at a later read)")
+                        "ago, recovering in between)")
             log.warning("%s collector failed (%s): %s; %s%s", collector, reason, detail, served, more)
             state.failing_since_reason, state.logged_detail, state.logged_at = reason, detail, now
             state.logged_reason, state.outage_logged, state.unlogged = reason, True, 0

@@ -145,6 +145,20 @@ async def test_a_garbled_body_is_refused_not_taken_for_a_restart(
     assert len(failed) == 1, failed
 
 
+async def test_a_garbled_first_read_does_not_count_modelmesh_history_later(pod_factory: PodFactory) -> None:
+    """The exporter's first read met a body without the histograms (a proxy still starting): nothing to keep,
+    so it is the baseline. The histograms ModelMesh serves from its start then appeared as new series and
+    counted in full: every request the pod had served before the exporter started, as served in one read."""
+    pod = await pod_factory()
+    pod.container.serve(100_000.0)  # what ModelMesh served before this exporter started
+    pod.port.garble = instance_gauges_only
+    await pod.step()
+    pod.port.garble = None
+    served = [await pod.step() for _ in range(3)]
+    assert served[-1][names.REQUESTS_TOTAL] <= 4 * 200.0  # what was served since the exporter's first read
+    assert served[-1][names.REQUESTS_PER_SECOND] == 40.0
+
+
 async def test_no_cache_capacity_while_modelmesh_has_published_no_instance_record(
     pod_factory: PodFactory,
 ) -> None:
