@@ -193,7 +193,7 @@ def before_routing(handler: RequestHandlerFunction) -> RequestHandlerFunction:
     def versioned(request: BaseRequest) -> Awaitable[web.StreamResponse]:
         if request.version < HttpVersion10:
             return _malformed_version(request)
-        if request.raw_path[:1] != "/" and request.method in _NOT_ROUTED and request.path[:1] != "/":
+        if request.method in _NOT_ROUTED and request.raw_path[:1] != "/" and request.path[:1] != "/":
             return _not_routed(request)  # not `OPTIONS http://host/apis` (absolute form: a path, routed)
         return handler(request)
 

@@ -120,7 +120,13 @@ def metric_names(expr: str) -> set[str]:
         if call or word.lower() in _KEYWORDS or re.fullmatch(r"\d.*", word):
             continue
         found.add(word)
+    for label, operator, value in label_matchers(expr):  # `{__name__=~"a|b"}`: a selector of several names
+        if label == "__name__" and operator in ("=", "=~") and _NAME_ALTERNATIVES.fullmatch(value):
+            found.update(value.split("|"))
     return found
+
+
+_NAME_ALTERNATIVES = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*(?:\|[a-zA-Z_:][a-zA-Z0-9_:]*)*")
 
 
 def label_matchers(expr: str) -> list[tuple[str, str, str]]:
