@@ -174,8 +174,10 @@ def auth_gate(authenticator: UnionAuthenticator, authorizer: Authorizer, always_
     def admit(decision: Decision, user: UserInfo, attributes: Attributes) -> None:
         tally.count(decisions[decision.allowed, decision.cached])
         if not decision.allowed:
-            target = (f"{attributes.resource}.{attributes.group} is forbidden: "
-                      if isinstance(attributes, ResourceAttributes) else "forbidden: ")
+            target = "forbidden: "
+            if isinstance(attributes, ResourceAttributes):  # kube's `NewForbidden`: the object named, where one is
+                named = f' "{attributes.name}"' if attributes.name else ""
+                target = f"{attributes.resource}.{attributes.group}{named} is forbidden: "
             reason = f": {decision.reason}" if decision.reason else ""
             raise ApiError(403, f'{target}User "{user.name}" cannot {describe(attributes)}{reason}')
 

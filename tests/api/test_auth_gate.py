@@ -51,6 +51,18 @@ async def test_a_denied_user_gets_403_with_kubes_message(
            f'"external.metrics.k8s.io" in the namespace "{KEY.namespace}"' in body["message"]
 
 
+async def test_a_denied_user_of_a_named_runtime_is_told_its_name_as_kube_does(secured: SecuredApi) -> None:
+    """kube-apiserver names the object a request is forbidden on (`NewForbidden`: `runtimes.<group> "<name>" is
+    forbidden: ...`); the message left the name out."""
+    path = f"/keda/v1/namespaces/{KEY.namespace}/runtimes/{KEY.deployment}"
+    status, body = await secured.get(path, cert=secured.pki.proxy, headers={"X-Remote-User": "bob"})
+    assert status == 403
+    assert_status(body, 403, "Forbidden")
+    assert body["message"].startswith(f'runtimes.external.metrics.k8s.io "{KEY.deployment}" is forbidden: User '
+                                      '"bob" cannot get resource "runtimes" in API group "external.metrics.k8s.io" '
+                                      f'in the namespace "{KEY.namespace}"'), body["message"]
+
+
 async def test_denial_comes_before_routing_so_runtimes_cannot_be_probed(
         secured: SecuredApi, metric_path: Callable[..., str]) -> None:
     status, body = await secured.get(metric_path(deployment="no-such-runtime"), cert=secured.pki.proxy,
