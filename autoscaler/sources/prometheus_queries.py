@@ -334,11 +334,15 @@ class PrometheusReader:
 
     def _read_token(self) -> None:
         """Send the token file's token as `Authorization: Bearer`, read every round (a few bytes, every refresh):
-        the kubelet rotates a projected service-account token in place, hourly by default."""
+        the kubelet rotates a projected service-account token in place, hourly by default. An empty file is a
+        failed read (a tool rewriting it in place empties it first): it sent `Bearer ` with nothing after it,
+        and kept that as the last token read."""
         if self._token_file is None:
             return
         try:
             token = self._token_file.read_text(encoding="utf-8").strip()
+            if not token:
+                raise OSError(0, "the file is empty")
         except OSError as error:  # keep the token last read; with none yet, the round is an outage, said so
             if self._token is None:
                 raise PrometheusSourceError(REASON_CONNECT, f"cannot read --prometheus-token-file "

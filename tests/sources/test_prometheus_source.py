@@ -637,6 +637,10 @@ async def test_a_prometheus_behind_tls_and_a_bearer_token_is_read_with_the_ca_an
         token_file.write_text("token-two\n")
         accepted = {"Bearer token-two"}
         assert by_pod(await source.collect(now))["team-a", "a-1"].requests_per_second == 12.5
+        # A tool that rewrites the file in place empties it first: read then, it sent `Bearer ` with nothing
+        # after it (a 401 outage), and kept the empty token as the last one read. The last good one stays.
+        token_file.write_text("")
+        assert by_pod(await source.collect(now))["team-a", "a-1"].requests_per_second == 12.5
         assert source.errors == {}
     finally:
         await source.close()
