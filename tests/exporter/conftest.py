@@ -8,6 +8,7 @@ needs and names the class in a `pod_class` fixture; `pod_factory` builds pods of
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -102,3 +103,12 @@ async def pod_factory(aiohttp_client: AiohttpClient,
         yield build
         for port in ports:
             await port.down()
+
+
+async def failed_read_line(collector: ModelMeshCollector, caplog: pytest.LogCaptureFixture) -> str:
+    """One read of ModelMesh that fails, and the one log line saying so: all an operator has to go on."""
+    with caplog.at_level(logging.WARNING, logger="exporter"):
+        async with aiohttp.ClientSession() as session:
+            assert not await collector.scrape_once(session)
+    [line] = [r.getMessage() for r in caplog.records if "modelmesh collector failed" in r.getMessage()]
+    return line

@@ -29,6 +29,7 @@ from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
 from exporter.counters import CounterWindow
 from exporter.modelmesh_text import QUEUE_COUNT, QUEUE_SUM_MS, REQUESTS, ScrapeFailure, parse_modelmesh
+from tests.exporter.conftest import failed_read_line
 from tests.support.clock import SteppedClock
 
 INTERVAL_S = 5.0
@@ -351,12 +352,9 @@ async def test_modelmeshs_own_certificate_is_said_with_the_setting_a_manifest_se
     try:
         collector = ModelMeshCollector(CollectorHealth(), f"https://127.0.0.1:{runner.addresses[0][1]}/metrics",
                                        timeout_s=TIMEOUT_S)
-        with caplog.at_level(logging.WARNING, logger="exporter"):
-            async with aiohttp.ClientSession() as session:
-                assert not await collector.scrape_once(session)
+        line = await failed_read_line(collector, caplog)
     finally:
         await runner.cleanup()
-    [line] = [r.getMessage() for r in caplog.records if "modelmesh collector failed" in r.getMessage()]
     assert "--modelmesh-insecure" in line and "EXPORTER_MODELMESH_INSECURE=true" in line, line
 
 

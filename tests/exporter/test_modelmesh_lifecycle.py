@@ -16,7 +16,6 @@ import struct
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -24,7 +23,7 @@ from autoscaler.api.certs import generate_self_signed, server_context
 from exporter import names
 from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
-from tests.exporter.conftest import Clock, ExporterPod
+from tests.exporter.conftest import Clock, ExporterPod, failed_read_line
 from tests.exporter.modelmesh_wire import MetricsPort, ModelMeshContainer
 
 INTERVAL_S = 5.0
@@ -279,12 +278,9 @@ async def test_a_url_scheme_modelmesh_does_not_serve_is_named_in_the_log(
     try:
         url = f"{url_scheme}://127.0.0.1:{port.port}/metrics"
         collector = ModelMeshCollector(CollectorHealth(clock=clock), url, ssl_context=False, clock=clock)
-        with caplog.at_level(logging.WARNING, logger="exporter"):
-            async with aiohttp.ClientSession() as session:
-                assert not await collector.scrape_once(session)
+        line = await failed_read_line(collector, caplog)
     finally:
         await port.down()
-    [line] = [r.getMessage() for r in caplog.records if "modelmesh collector failed" in r.getMessage()]
     assert advice in line and "metrics.scheme" in line, line
 
 
@@ -306,13 +302,10 @@ async def test_an_https_url_to_a_plain_port_that_hangs_up_is_named_in_the_log(
     try:
         collector = ModelMeshCollector(CollectorHealth(clock=clock), f"https://127.0.0.1:{port}/metrics",
                                        ssl_context=False, clock=clock)
-        with caplog.at_level(logging.WARNING, logger="exporter"):
-            async with aiohttp.ClientSession() as session:
-                assert not await collector.scrape_once(session)
+        line = await failed_read_line(collector, caplog)
     finally:
         server.close()
         await server.wait_closed()
-    [line] = [r.getMessage() for r in caplog.records if "modelmesh collector failed" in r.getMessage()]
     assert "(tls)" in line and "use an http:// URL in --modelmesh-url" in line and "metrics.scheme" in line, line
 
 
@@ -330,11 +323,8 @@ async def test_a_certificate_the_ca_file_does_not_verify_names_the_ca_file(
         collector = ModelMeshCollector(CollectorHealth(clock=clock), port.url, clock=clock,
                                        ssl_context=ssl.create_default_context(cafile=str(other_ca)),
                                        ca_file=other_ca)
-        with caplog.at_level(logging.WARNING, logger="exporter"):
-            async with aiohttp.ClientSession() as session:
-                assert not await collector.scrape_once(session)
+        line = await failed_read_line(collector, caplog)
     finally:
         await port.down()
-    [line] = [r.getMessage() for r in caplog.records if "modelmesh collector failed" in r.getMessage()]
     assert f"not signed by a CA in {other_ca}" in line and "--modelmesh-ca-file" in line, line
     assert "run the exporter with --modelmesh-insecure" not in line, line

@@ -30,24 +30,38 @@ def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           timeout=120, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
 
 
-def test_serve_names_the_line_and_column_of_a_yaml_mistake_in_one_line(tmp_path: Path) -> None:
+TWICE = "defaults:\n  skew_order: 3\n  target_gpu_busy: 0.8\n  skew_order: 4\n"
+"""`skew_order` given twice in one mapping: PyYAML kept the last, 4, without a word."""
+
+MISTAKES = [
+    pytest.param(BAD, "3:3: not valid YAML: ", id="indentation"),
+    pytest.param(TWICE, "4:3: not valid YAML: found duplicate key 'skew_order' (first at line 2)", id="key-twice"),
+]
+"""(policy text, what follows `FILE:` in the one line that names the mistake)."""
+
+
+@pytest.mark.parametrize(("text", "said"), MISTAKES)
+def test_serve_names_the_line_and_column_of_a_yaml_mistake_in_one_line(tmp_path: Path, text: str,
+                                                                       said: str) -> None:
     policy = tmp_path / "bad.yaml"
-    policy.write_text(BAD)
+    policy.write_text(text)
     result = run(tmp_path, "serve", "--config", str(policy))
     assert result.returncode == 2, result.stderr
     [line] = result.stderr.strip().splitlines()
-    assert f"cannot start: --config {policy}:3:3: not valid YAML: " in line, line
+    assert f"cannot start: --config {policy}:{said}" in line, line
     assert "<unicode string>" not in line and "fix the file" in line, line
 
 
-def test_simulate_names_the_line_and_column_of_a_yaml_mistake_in_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("text", "said"), MISTAKES)
+def test_simulate_names_the_line_and_column_of_a_yaml_mistake_in_one_line(tmp_path: Path, text: str,
+                                                                          said: str) -> None:
     policy = tmp_path / "bad.yaml"
-    policy.write_text(BAD)
+    policy.write_text(text)
     result = run(tmp_path, "simulate", "--synthetic", "--models", "5", "--hours", "0.1", "--out",
                  str(tmp_path / "out"), "--no-plot", "--quiet", "--config", str(policy))
     assert result.returncode == 2, result.stderr
     assert result.stderr.count("\n") == 1, result.stderr
-    assert result.stderr.startswith(f"simulate: {policy}:3:3: not valid YAML: "), result.stderr
+    assert result.stderr.startswith(f"simulate: {policy}:{said}"), result.stderr
     assert "<unicode string>" not in result.stderr
 
 
@@ -85,29 +99,6 @@ def test_an_edit_with_a_yaml_mistake_is_warned_about_with_its_line_and_column(
     [record] = [r for r in caplog.records if "changed on disk" in r.getMessage()]
     assert f"{policy}:3:3: not valid YAML: " in record.getMessage(), record.getMessage()
     assert "<unicode string>" not in record.getMessage()
-
-
-TWICE = "defaults:\n  skew_order: 3\n  target_gpu_busy: 0.8\n  skew_order: 4\n"
-"""`skew_order` given twice in one mapping: PyYAML kept the last, 4, without a word."""
-
-
-def test_serve_refuses_a_key_given_twice_naming_both_lines(tmp_path: Path) -> None:
-    policy = tmp_path / "twice.yaml"
-    policy.write_text(TWICE)
-    result = run(tmp_path, "serve", "--config", str(policy))
-    assert result.returncode == 2, result.stderr
-    [line] = result.stderr.strip().splitlines()
-    assert f"--config {policy}:4:3: not valid YAML: found duplicate key 'skew_order' (first at line 2)" in line, line
-
-
-def test_simulate_refuses_a_key_given_twice(tmp_path: Path) -> None:
-    policy = tmp_path / "twice.yaml"
-    policy.write_text(TWICE)
-    result = run(tmp_path, "simulate", "--synthetic", "--models", "5", "--hours", "0.1", "--out",
-                 str(tmp_path / "out"), "--no-plot", "--quiet", "--config", str(policy))
-    assert result.returncode == 2, result.stderr
-    assert result.stderr.startswith(f"simulate: {policy}:4:3: not valid YAML: found duplicate key 'skew_order'"), \
-        result.stderr
 
 
 def test_a_merge_key_may_still_be_overridden() -> None:
