@@ -12,21 +12,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.processes import TEST_PROCESS_ENV
+from tests.hardening.adapter import write_targets
+from tests.support.processes import TEST_PROCESS_ENV, wait_until_logged
 
 REPO = Path(__file__).resolve().parent.parent
-
-TARGETS = """runtimes:
-  - namespace: default
-    deployment: modelmesh-serving-demo
-    pods:
-      - {name: demo-0, url: "http://127.0.0.1:1/metrics"}
-"""
 
 SERVE_WITH_A_STUBBORN_SOURCE = '''
 import sys
@@ -56,22 +49,18 @@ if __name__ == "__main__":  # the serving workers start by importing this file a
 
 @pytest.mark.parametrize("workers", [0, 1])
 def test_sigterm_stops_serve_whose_refresh_takes_its_first_cancel_for_a_timeout(tmp_path: Path, workers: int) -> None:
-    (tmp_path / "targets.yaml").write_text(TARGETS)
+    targets = write_targets(tmp_path / "targets.yaml", ["http://127.0.0.1:1/metrics"])
     (tmp_path / "stubborn_serve.py").write_text(SERVE_WITH_A_STUBBORN_SOURCE)
     log = tmp_path / "adapter.log"
     with log.open("w") as out:
         adapter = subprocess.Popen(
             [sys.executable, str(tmp_path / "stubborn_serve.py"), "serve", "--insecure-dev", "--listen",
-             "127.0.0.1:0", "--targets", str(tmp_path / "targets.yaml"), "--refresh-interval", "3600",
+             "127.0.0.1:0", "--targets", str(targets), "--refresh-interval", "3600",
              "--workers", str(workers)],
             stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path,
             env={**os.environ, **TEST_PROCESS_ENV, "PYTHONPATH": str(REPO)})
     try:
-        deadline = time.monotonic() + 120  # generous for a loaded machine
-        while not ("serving external.metrics.k8s.io" in log.read_text() and "collecting" in log.read_text()):
-            assert adapter.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, f"the adapter never started its refresh:\n{log.read_text()}"
-            time.sleep(0.2)
+        wait_until_logged(adapter, log, "serving external.metrics.k8s.io", "collecting")
         adapter.send_signal(signal.SIGTERM)
         try:
             code = adapter.wait(timeout=60)  # the refresh interval is an hour

@@ -7,43 +7,23 @@ from a kill. The real `serve` runs here in a subprocess, is sent SIGTERM, and it
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.processes import TEST_PROCESS_ENV
-
-REPO = Path(__file__).resolve().parent.parent
-
-TARGETS = """runtimes:
-  - namespace: default
-    deployment: modelmesh-serving-demo
-    pods:
-      - {name: demo-0, url: "http://127.0.0.1:1/metrics"}
-"""
+from tests.hardening.adapter import write_targets
+from tests.support.processes import start, wait_until_logged
 
 
 @pytest.mark.parametrize("workers", [0, 1])
 def test_sigterm_is_logged_and_so_is_the_exit_code(tmp_path: Path, workers: int) -> None:
-    (tmp_path / "targets.yaml").write_text(TARGETS)
+    targets = write_targets(tmp_path / "targets.yaml", ["http://127.0.0.1:1/metrics"])
     log = tmp_path / "adapter.log"
-    with log.open("w") as out:
-        adapter = subprocess.Popen(
-            [sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev", "--listen", "127.0.0.1:0",
-             "--targets", str(tmp_path / "targets.yaml"), "--refresh-interval", "3600", "--workers", str(workers)],
-            stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path,
-            env={**os.environ, **TEST_PROCESS_ENV, "PYTHONPATH": str(REPO)})
+    adapter = start(["autoscaler.cli", "serve", "--insecure-dev", "--listen", "127.0.0.1:0", "--targets",
+                     str(targets), "--refresh-interval", "3600", "--workers", str(workers)], log)
     try:
-        deadline = time.monotonic() + 120  # generous for a loaded machine
-        while "serving external.metrics.k8s.io" not in log.read_text():
-            assert adapter.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, f"the adapter never started serving:\n{log.read_text()}"
-            time.sleep(0.2)
+        wait_until_logged(adapter, log, "serving external.metrics.k8s.io")
         adapter.send_signal(signal.SIGTERM)
         assert adapter.wait(timeout=60) == 0, log.read_text()
         said = log.read_text()

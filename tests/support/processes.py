@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from tests.support.ports import free_port as free_port  # re-exported: servers started here need one
 
@@ -59,6 +59,18 @@ def wait_until_answers(url: str, process: subprocess.Popen[bytes], log: Path, ti
         except (OSError, urllib.error.URLError):
             time.sleep(0.1)
     raise TimeoutError(f"{url} did not answer within {timeout} s:\n{log.read_text()}")
+
+
+def wait_until_logged(process: subprocess.Popen[Any], log: Path, *texts: str, timeout: float = 120.0) -> None:
+    """Wait until every one of `texts` is in `log` (a process that reaches a point says so there); the log in the
+    error where the process exits or the time runs out first (generous: a loaded machine starts slowly)."""
+    deadline = time.monotonic() + timeout
+    while not all(text in log.read_text() for text in texts):
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args!r} exited with {process.returncode}:\n{log.read_text()}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{texts} not logged within {timeout} s:\n{log.read_text()}")
+        time.sleep(0.2)
 
 
 TEST_PROCESS_ENV: dict[str, str] = {"AUTOSCALER_REFRESH_NICE": "0"}
