@@ -12,7 +12,10 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
 - the backend fails as a whole (connection refused, timeout, HTTP error, a body that is not the expected
   JSON, or no series at all for the inventory's pods while Ready pods exist): every snapshot of that refresh
   says `source_ok=False` and carries each pod's **last good** `PodSample`, never zeros, so the policies hold.
-  The failure is logged once per outage with the backend's detail, and again when it recovers.
+  The failure is logged once per outage with the backend's detail, and again when it recovers; an outage
+  that starts again for the same reason within FLAP_QUIET_S of the last line is counted, not logged (nor its
+  recovery), and the next line says how many there were: a backend failing every other refresh wrote two lines
+  a flap.
 - one series is garbage (NaN, ±Inf, negative, unparseable): only that pod's signal is absent (None), the
   refresh is still good. Logged once per pod and signal until it is good again.
 - the answers say they are partial (Thanos Query's `warnings` about stores it could not reach, VictoriaMetrics'
@@ -33,6 +36,7 @@ The first two are counted in `errors` by reason, and passed to the optional `on_
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -67,6 +71,9 @@ REASON_PARTIAL = "partial"
 REASON_UNSEEN = "unseen"
 """A `SourceProblem`'s reason while none of the runtime's Ready pods has series and other runtimes' pods have them
 (not an error: a new pod not scraped yet, or a namespace Prometheus does not scrape)."""
+
+FLAP_QUIET_S = 60.0
+"""How long after an outage's line a new outage for the same reason is only counted (as the exporter does)."""
 
 UNSEEN_WARN_AFTER_S = 120.0
 """How long all of a runtime's Ready pods may lack series before the log names it: longer than Prometheus takes
@@ -163,6 +170,10 @@ class PrometheusSource:
         self.outage_since: float | None = None
         """Clock time the current outage began; None while Prometheus answers."""
         self.last_error: PrometheusSourceError | None = None
+        self._outage_logged = False  # the current outage has had its line (and so gets "answers again")
+        self._logged_at = -math.inf  # when the last outage line was written, and for what reason
+        self._logged_reason: str | None = None
+        self._unlogged = 0  # outages since that line that had none of their own (flaps)
         self._discovery_outage = DiscoveryOutage()
 
     @property
@@ -460,21 +471,31 @@ class PrometheusSource:
             self._on_error(reason)
 
     def _failed(self, error: PrometheusSourceError) -> None:
+        """Log an outage when it starts, unless it is a flap (the same reason within FLAP_QUIET_S of the last
+        line); an outage not logged at its start is logged once it has lasted past that minute."""
         self._count(error.reason)
         self.last_error = error
+        now = self._clock()
         if self.outage_since is None:
-            self.outage_since = self._clock()
-            log.warning(
-                "Prometheus at %s failed (%s): %s; holding last good samples until it answers",
-                self._url, error.reason, error.detail,
-            )
-        else:
+            self.outage_since, self._outage_logged = now, False
+        quiet = error.reason == self._logged_reason and now - self._logged_at < FLAP_QUIET_S
+        if self._outage_logged or quiet:
             log.debug("Prometheus still failing (%s): %s", error.reason, error.detail)
+            return
+        more = (f" (it failed {self._unlogged} more times since the last line {now - self._logged_at:.0f} s ago, "
+                "recovering in between)" if self._unlogged else "")
+        log.warning("Prometheus at %s failed (%s): %s; holding last good samples until it answers%s",
+                    self._url, error.reason, error.detail, more)
+        self._logged_at, self._logged_reason, self._outage_logged, self._unlogged = now, error.reason, True, 0
 
     def _recovered(self) -> None:
         if self.outage_since is not None:
             down_s = self._clock() - self.outage_since
-            log.info("Prometheus at %s answers again after %.0f s", self._url, down_s)
+            if self._outage_logged:
+                log.info("Prometheus at %s answers again after %.0f s", self._url, down_s)
+            else:
+                self._unlogged += 1
+                log.debug("Prometheus answers again after %.0f s (the outage was a flap, not logged)", down_s)
         self.outage_since = None
         self.last_error = None
 

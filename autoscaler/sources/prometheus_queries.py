@@ -53,6 +53,7 @@ from prometheus_api_client.prometheus_connect import PrometheusConnect
 from urllib3.util.retry import Retry
 
 from autoscaler.policies.samples import clean
+from autoscaler.sources.cuttable_http import CuttableAdapter
 from autoscaler.sources.exposition import CLOCK_TOLERANCE_S, clock_offset
 from autoscaler.sources.prometheus_answers import (
     REASON_CONNECT,
@@ -272,18 +273,28 @@ class PrometheusReader:
             # time 30 s forward, so values 40 s old would pass for 10 s old. Prometheus, Thanos and Mimir ignore it.
             "nocache": "1",
         }
+        # read=False: a read timeout surfaces as requests' ReadTimeout, not as a ConnectionError.
+        retry = retry or Retry(total=0, read=False, raise_on_status=False)
         self._client = PrometheusConnect(
             url=self.url,
             headers=dict(headers or {}),
-            # read=False: a read timeout surfaces as requests' ReadTimeout, not as a ConnectionError.
-            retry=retry or Retry(total=0, read=False, raise_on_status=False),
+            retry=retry,
             session=self._session,
             timeout=cast(int, timeout_s),  # hinted int, but passed as is to requests, which takes floats
         )
+        # In place of the adapter the library mounts for its URL, with the same retries: one whose connections a
+        # round past its deadline shuts (`cuttable_http`), also for a redirect to another host.
+        self._adapter = CuttableAdapter(max_retries=retry)
+        for prefix in (self._client.url, "http://", "https://"):
+            self._session.mount(prefix, self._adapter)
+        self._round = 0
+        """The round being read; moved on when a round is given up, so that its threads start no request."""
 
     def close(self) -> None:
-        """Release the HTTP connections and the query threads (a query still running ends at its timeout)."""
+        """Release the HTTP connections and the query threads (a query still reading is cut off)."""
+        self._round += 1
         self._threads.shutdown(wait=False, cancel_futures=True)
+        self._adapter.cut()
         self._session.close()
 
     async def read_all(self) -> Answers:
@@ -294,19 +305,26 @@ class PrometheusReader:
         self._read_token()
         self.warnings, self.unlabelled = [], []
         self.models, self.models_error = None, None
+        self._round += 1
+        round_ = self._round
         try:
             async with asyncio.timeout(self._deadline_s):
                 loop = asyncio.get_running_loop()
                 models = (None if self.models_query is None
-                          else loop.run_in_executor(self._threads, self._query_models, self.models_query))
+                          else loop.run_in_executor(self._threads, self._query_models, self.models_query, round_))
                 outcomes, models_outcome = await asyncio.gather(
-                    asyncio.gather(*(loop.run_in_executor(self._threads, self._query, signal.promql)
+                    asyncio.gather(*(loop.run_in_executor(self._threads, self._query, signal.promql, round_)
                                      for signal in self.signals), return_exceptions=True),
                     _outcome(models),
                 )
         except TimeoutError as error:
+            # Its threads may be in reads that never time out (an answer trickled a byte at a time): shut its
+            # connections, or they would hold every thread, and every later round would wait behind them.
+            self._round += 1
+            cut = self._adapter.cut()
             raise PrometheusSourceError(
                 REASON_TIMEOUT, f"queries took longer than {self._deadline_s:.1f} s"
+                + (f" (closed the {cut} connections still open)" if cut else "")
             ) from error
         if isinstance(models_outcome, PrometheusSourceError):
             self.models_error = models_outcome
@@ -352,16 +370,19 @@ class PrometheusReader:
             self._client.headers["Authorization"] = f"Bearer {token}"
             self._token = token
 
-    def _query(self, promql: str, key: Callable[[Mapping[str, str]], Any] | None = None
+    def _query(self, promql: str, round_: int, key: Callable[[Mapping[str, str]], Any] | None = None
                ) -> tuple[dict[Any, str], float | None]:
-        """One blocking instant query (run in a worker thread), keyed by (namespace, pod), and how far
-        Prometheus's clock is from ours by its evaluation time (None for an empty answer, which has none).
+        """One blocking instant query (run in a worker thread) of round `round_`, keyed by (namespace, pod), and
+        how far Prometheus's clock is from ours by its evaluation time (None for an empty answer, which has none).
 
         A refused or reset connection is retried once, quietly, after a short pause: it covers a restart
         blip or a pooled connection the server just closed without turning the refresh into an outage.
-        (urllib3's own retries would log a warning per query per refresh while Prometheus is down.)
+        (urllib3's own retries would log a warning per query per refresh while Prometheus is down.) Neither
+        try starts once the round is given up (its connections cut): nobody waits for the answer.
         """
         for attempt in range(_CONNECT_ATTEMPTS):
+            if round_ != self._round:
+                raise PrometheusSourceError(REASON_TIMEOUT, "the round was given up at its deadline")
             try:
                 asked_at = self._clock()
                 result = self._request(promql)
@@ -376,9 +397,9 @@ class PrometheusReader:
                 time.sleep(_CONNECT_RETRY_PAUSE_S)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _query_models(self, promql: str) -> ModelAnswers:
+    def _query_models(self, promql: str, round_: int) -> ModelAnswers:
         """The models query (run in a worker thread), as `_query` runs a signal's, indexed by pod then model."""
-        values, _ = self._query(promql, key=self._model_key)
+        values, _ = self._query(promql, round_, key=self._model_key)
         models: ModelAnswers = {}
         for (namespace, pod, model), value in values.items():
             served = models.setdefault((namespace, pod), {})

@@ -36,6 +36,8 @@ from exporter import names
 from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text
 from tests.sources.conftest import StartPrometheus
 from tests.sources.static_discovery import StaticDiscovery
+from tests.support.clock import SteppedClock
+from tests.support.waiting import eventually
 
 AGE_S = 10.0  # how old the newest backfilled scrape is: well inside instant queries' 5-minute lookback
 OLDER_AGE_S = 40.0  # an older scrape, whose values the newest one must hide
@@ -419,6 +421,114 @@ async def test_slow_prometheus_times_out(
     assert time.monotonic() - started < 1.5
     assert all(not s.source_ok for s in snapshots)
     assert source.errors == {"timeout": 1}
+
+
+async def test_a_flapping_prometheus_is_logged_once_a_minute_not_at_every_flip(
+    aiohttp_server: AiohttpServer, make_source: MakeSource, caplog: pytest.LogCaptureFixture, now: float
+) -> None:
+    """A Prometheus (or the proxy before it) failing every other refresh logged a warning and an "answers again"
+    a flap: at a 5 s refresh about 17,000 lines a day. An outage that starts again for the same reason within a
+    minute of the last line is counted, not logged (nor its recovery); the next line says how many there were."""
+    refreshes = 0
+
+    async def flap(request: web.Request) -> web.Response:
+        if refreshes % 2 == 0:
+            return web.json_response({"status": "error", "errorType": "unavailable", "error": "not ready"},
+                                     status=503)
+        return web.json_response({"status": "success", "data": {"resultType": "vector", "result": []}})
+
+    app = web.Application()
+    app.router.add_get("/api/v1/query", flap)
+    server = await aiohttp_server(app)
+    clock = SteppedClock(now)
+    disc = StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1"]}, not_ready=["a-1"])
+    source = make_source(str(server.make_url("")), disc, clock=clock)
+
+    with caplog.at_level(logging.INFO, logger=source_module.__name__):
+        for refreshes in range(30):  # 150 s: 15 outages, each over at the next refresh
+            (snapshot,) = await source.collect(clock())
+            assert snapshot.source_ok == (refreshes % 2 == 1)
+            clock.advance(5)
+
+    failed = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    recovered = [r.getMessage() for r in caplog.records if "answers again" in r.getMessage()]
+    assert len(failed) == 3, failed  # at 0 s, 60 s and 120 s
+    assert "11 more times" not in failed[0] and "HTTP 503" in failed[0]
+    assert "it failed 5 more times since the last line 60 s ago, recovering in between" in failed[1], failed[1]
+    assert len(recovered) == 3, recovered  # the logged outages' recoveries only
+    assert source.errors == {"http": 15}
+
+
+class TricklingPrometheus:
+    """A Prometheus (or a proxy before it) that answers slower than any timeout can see: it sends a byte of its
+    answer's headers or of its body every 50 ms, for as long as the connection stays open, so that no socket
+    read ever waits as long as the read timeout. `mode` says what the next connections get: "body" (200 and a
+    body that never ends), "headers" (a status line and headers that never end) or "answer" (an empty vector,
+    at once)."""
+
+    def __init__(self) -> None:
+        self.mode = "body"
+        self.trickling = 0  # connections being trickled to now
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            if self.mode == "answer":
+                body = b'{"status": "success", "data": {"resultType": "vector", "result": []}}'
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                             b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+                await writer.drain()
+                return
+            self.trickling += 1
+            try:
+                if self.mode == "body":
+                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                 b"Content-Length: 1000000\r\n\r\n{")
+                else:
+                    writer.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                while not reader.at_eof():
+                    writer.write(b" " if self.mode == "body" else b"X")
+                    await writer.drain()
+                    await asyncio.sleep(0.05)
+            finally:
+                self.trickling -= 1
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+
+@pytest.mark.parametrize("mode", ["body", "headers"])
+async def test_a_prometheus_that_trickles_its_answers_wedges_nothing(
+    make_source: MakeSource, mode: str, now: float
+) -> None:
+    """requests' read timeout bounds each socket read, not an answer: a backend that sends a byte every 50 ms
+    never trips it. Before, each query thread stayed in such a read for as long as the backend trickled, and
+    every later refresh queued behind them ("queries took longer than 1.6 s", nothing asked) even once the
+    backend answered again, until the adapter restarted. Now the round's deadline shuts its connections: the
+    refresh fails as a timeout, the backend sees them closed, and the next refresh reads the healed backend."""
+    backend = TricklingPrometheus()
+    backend.mode = mode
+    server = await asyncio.start_server(backend.serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    disc = StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1"]}, not_ready=["a-1"])
+    source = make_source(f"http://127.0.0.1:{port}", disc, timeout_s=0.3)
+    try:
+        started = time.monotonic()
+        (stuck,) = await source.collect(now)
+        waited = time.monotonic() - started
+        assert not stuck.source_ok and source.errors == {"timeout": 1}
+        assert waited < 5  # the deadline (2 x 0.3 s + 1 s), not the trickle
+        await eventually(lambda: backend.trickling == 0, timeout=5)  # the adapter let go of every connection
+
+        backend.mode = "answer"
+        (healed,) = await source.collect(now + 15)
+
+        assert healed.source_ok, source.last_error
+        assert source.errors == {"timeout": 1}
+    finally:
+        server.close()
+        await server.wait_closed()
 
 
 async def test_unhealthy_discovery_marks_snapshots_not_ok(
