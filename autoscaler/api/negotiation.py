@@ -21,11 +21,21 @@ NOT_ACCEPTABLE = f"only the following media types are accepted: {SERVED_MEDIA_TY
 
 @functools.lru_cache(maxsize=1024)
 def accepts_json(accept: str) -> bool:
-    """Whether an `Accept` header admits JSON: some clause's media range (before its parameters) is JSON,
-    `application/*` or `*/*`. Weights are not read, as apimachinery's negotiation does not read them. Kept
-    per header: clients send the same one each time; at most 1,024 are remembered (each at most 8 KiB,
-    aiohttp's limit on a header)."""
-    return any(clause.split(";", 1)[0].strip().lower() in _TAKES_JSON for clause in accept.split(","))
+    """Whether an `Accept` header admits the JSON this server writes: some clause's media range (before its
+    parameters) is JSON, `application/*` or `*/*`, and the clause asks for no conversion (`as=Table`, kubectl's
+    tables; `as=APIGroupDiscoveryList`, aggregated discovery): apimachinery passes over a clause whose `as` the
+    endpoint does not convert to, and this server converts to none, so a client that asks for a Table alone gets
+    406 rather than a list it would read as a Table (kubectl names plain JSON after its Table clauses, and gets
+    JSON). Weights are not read, as apimachinery's negotiation does not read them. Kept per header: clients
+    send the same one each time; at most 1,024 are remembered (each at most 8 KiB, aiohttp's limit on a
+    header)."""
+    return any(_plain_json(clause) for clause in accept.split(","))
+
+
+def _plain_json(clause: str) -> bool:
+    media_range, *parameters = clause.split(";")
+    return (media_range.strip().lower() in _TAKES_JSON
+            and not any(parameter.split("=", 1)[0].strip().lower() == "as" for parameter in parameters))
 
 
 def asks_to_watch(raw_query: str) -> bool:

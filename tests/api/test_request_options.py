@@ -52,6 +52,9 @@ async def test_watch_false_is_an_ordinary_list(client: Client, watch: str) -> No
     "application/json", "application/json, */*", "*/*", "application/*",
     "application/vnd.kubernetes.protobuf, */*",  # the HPA controller's client (protobuf first, anything after)
     "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",  # kubectl get
+    # kubectl's discovery: aggregated discovery first, plain JSON last
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;"
+    "g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json",
     "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",  # a browser
     "APPLICATION/JSON",
 ])
@@ -61,7 +64,12 @@ async def test_json_is_served_to_every_client_that_takes_it(client: Client, acce
         assert (status, content_type) == (200, "application/json"), path
 
 
-@pytest.mark.parametrize("accept", ["application/vnd.kubernetes.protobuf", "application/yaml", "text/plain"])
+@pytest.mark.parametrize("accept", [
+    "application/vnd.kubernetes.protobuf", "application/yaml", "text/plain",
+    # A Table alone (no plain JSON after it): apimachinery skips a clause whose conversion the endpoint lacks.
+    "application/json;as=Table;v=v1;g=meta.k8s.io",
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+])
 async def test_a_client_that_cannot_read_json_gets_406_not_json_it_would_fail_to_decode(
         client: Client, accept: str) -> None:
     """A client that asks only for protobuf and gets JSON fails in its decoder with a message about bytes;
