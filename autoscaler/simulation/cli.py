@@ -86,7 +86,8 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                              "per-minute table, a row per model and columns 1, 2, ... N (Azure Functions' "
                              "invocations_per_function files as they come; python -m "
                              "autoscaler.simulation.minute_table joins days and keeps the busiest); a log of "
-                             "single requests converts with python -m autoscaler.simulation.request_log")
+                             "single requests converts with python -m autoscaler.simulation.request_log. - reads "
+                             "standard input (plain or gzip)")
     source.add_argument("--synthetic", action="store_true", help="use the built-in trace generator instead")
     parser.add_argument("--out", metavar="DIR", type=out_dir, required=True,
                         help="directory for report.json, report.md, timeline.png")
@@ -210,10 +211,11 @@ def _synthetic(args: argparse.Namespace, name: str) -> Any:
 
 def _load_trace(args: argparse.Namespace) -> tuple[Trace, str]:
     from autoscaler.simulation.report import ProgressBar
-    from autoscaler.simulation.trace import read_csv, synthetic
+    from autoscaler.simulation.trace import STDIN, STDIN_NAME, read_csv, synthetic
 
     if args.trace is not None:
-        return read_csv(args.trace, None if args.quiet else ProgressBar("reading")), str(args.trace)
+        name = STDIN_NAME if str(args.trace) == STDIN else str(args.trace)
+        return read_csv(args.trace, None if args.quiet else ProgressBar("reading")), name
     models, hours, rps, shape, seed = (_synthetic(args, name) for name in ("models", "hours", "rps", "shape", "seed"))
     trace = synthetic(models=models, hours=hours, mean_rps=rps, shape=shape, seed=seed)
     source = f"synthetic ({shape}, seed {seed})"

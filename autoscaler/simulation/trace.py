@@ -22,10 +22,11 @@ from __future__ import annotations
 import csv
 import math
 import os
+import sys
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Final, overload
+from typing import BinaryIO, Final, overload
 
 import numpy as np
 
@@ -160,13 +161,21 @@ class Buckets(Sequence[Bucket]):
         return (self[i] for i in range(len(self)))
 
 
+STDIN: Final = "-"
+"""The trace name that reads standard input (`--trace -`)."""
+STDIN_NAME: Final = "standard input"
+"""How errors and the report name a trace read from standard input."""
+
+
 def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] | None = None, *,
              all_zero_ok: bool = False) -> Trace:
-    """Read and check a trace file; TraceError names the first problem. `progress(done, total)`: bytes of the
-    file read so far (compressed ones for `.gz`), every `PROGRESS_ROWS` rows and once at the end: a
-    2 GB export takes minutes to read, which without it looked like a hang. `all_zero_ok`: a per-minute
-    table of nothing but 0 is read (a quiet day among others), not refused."""
+    """Read and check a trace file (`STDIN`: standard input); TraceError names the first problem.
+    `progress(done, total)`: bytes of the file read so far (compressed ones for `.gz`), every `PROGRESS_ROWS`
+    rows and once at the end: a 2 GB export takes minutes to read, which without it looked like a hang.
+    `all_zero_ok`: a per-minute table of nothing but 0 is read (a quiet day among others), not refused."""
     name = os.fspath(path)
+    if name == STDIN:
+        return _read_piped(sys.stdin.buffer, all_zero_ok)
     try:
         with unpacking(name), open(name, "rb") as raw:
             size = os.fstat(raw.fileno()).st_size
@@ -184,6 +193,24 @@ def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] 
         raise TraceError(f"{name}: cannot read trace: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise TraceError(not_utf8(name)) from exc
+
+
+def _read_piped(raw: BinaryIO, all_zero_ok: bool) -> Trace:
+    """A trace piped in (`zcat day.csv.gz | ... --trace -`, an export query's output), read as a file is, gzip
+    told by its first bytes; without progress, as its size is not known ahead. A terminal is refused: `--trace -`
+    with nothing piped in waited, silent, for a CSV to be typed."""
+    if raw.isatty():
+        raise TraceError(f"--trace {STDIN}: {STDIN_NAME} is a terminal: pipe a trace into it (zcat day.csv.gz | "
+                         f"modelmesh-autoscaler simulate --trace {STDIN} ...), or give the file's name")
+    try:
+        with unpacking(STDIN_NAME):
+            head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
+            with text_of(raw, gzipped=gzipped(STDIN_NAME, head)) as fh:
+                return _parse(csv.reader(fh), STDIN_NAME, None, all_zero_ok)
+    except OSError as exc:
+        raise TraceError(f"{STDIN_NAME}: cannot read trace: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise TraceError(not_utf8(STDIN_NAME)) from exc
 
 
 PROGRESS_ROWS: Final = 1 << 16

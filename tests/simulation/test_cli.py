@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -76,6 +78,43 @@ def test_a_csv_trace_and_a_policy_subset(tmp_path: Path) -> None:
     assert "bound" not in report and "Bound:" not in result.stdout
     assert report["trace"]["requests"] == 20 * 30 * (1 + 2 + 3 + 4 + 5)
     assert not (out / "timeline.png").exists()  # an earlier run's plot beside this run's report would be read as its
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["csv", "gzip"])
+def test_a_trace_piped_into_standard_input_is_read_as_the_file_is(tmp_path: Path, packed: bool) -> None:
+    """`--trace -` reads standard input, as `zcat day.csv.gz | ... --trace -` or an export query piped in would
+    give it (gzip is told by its first bytes); it said `-: cannot read trace: No such file or directory`."""
+    trace = five_models(tmp_path, 30)
+    body = trace.read_bytes()
+    if packed:
+        body = gzip.compress(body)
+    runs = {}
+    for name, flags, given in (("file", ["--trace", str(trace)], None), ("stdin", ["--trace", "-"], body)):
+        out = tmp_path / name
+        result = subprocess.run([*SIMULATE, *flags, "--out", str(out), "--policies", "mean-hpa,skew-aware",
+                                 "--no-plot", "--quiet"], input=given, capture_output=True, timeout=120)
+        assert result.returncode == 0, result.stderr.decode()
+        runs[name] = json.loads((out / "report.json").read_text())
+    assert runs["stdin"]["trace"]["source"] == "standard input"
+    for report in runs.values():  # what differs: the name, and how long each replay took
+        del report["trace"]["source"]
+        for policy in report["policies"].values():
+            del policy["wall_seconds"]
+    assert runs["stdin"] == runs["file"]
+
+
+def test_a_trace_on_standard_input_that_is_a_terminal_is_refused_not_waited_for(tmp_path: Path) -> None:
+    """`--trace -` typed with nothing piped in would wait, silent, on the terminal for a CSV to be typed."""
+    primary, secondary = os.openpty()
+    try:
+        result = subprocess.run([*SIMULATE, "--trace", "-", "--out", str(tmp_path / "out")], stdin=secondary,
+                                capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(primary)
+        os.close(secondary)
+    assert result.returncode == 2, result.stderr
+    assert "--trace -: standard input is a terminal: pipe a trace into it" in result.stderr, result.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_bad_input_is_a_clear_error_and_writes_nothing(tmp_path: Path) -> None:
