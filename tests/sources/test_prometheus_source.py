@@ -498,9 +498,9 @@ class TricklingPrometheus:
             writer.close()
 
 
-@pytest.mark.parametrize("mode", ["body", "headers"])
+@pytest.mark.parametrize(("mode", "tls"), [("body", False), ("headers", False), ("body", True)])
 async def test_a_prometheus_that_trickles_its_answers_wedges_nothing(
-    make_source: MakeSource, mode: str, now: float
+    make_source: MakeSource, mode: str, tls: bool, now: float, tmp_path: Path
 ) -> None:
     """requests' read timeout bounds each socket read, not an answer: a backend that sends a byte every 50 ms
     never trips it. Before, each query thread stayed in such a read for as long as the backend trickled, and
@@ -509,10 +509,14 @@ async def test_a_prometheus_that_trickles_its_answers_wedges_nothing(
     refresh fails as a timeout, the backend sees them closed, and the next refresh reads the healed backend."""
     backend = TricklingPrometheus()
     backend.mode = mode
-    server = await asyncio.start_server(backend.serve, "127.0.0.1", 0)
+    certificates = generate_self_signed(tmp_path / "tls", "prometheus", ["127.0.0.1"]) if tls else None
+    server = await asyncio.start_server(
+        backend.serve, "127.0.0.1", 0,
+        ssl=None if certificates is None else server_context(certificates.cert_file, certificates.key_file))
     port = server.sockets[0].getsockname()[1]
     disc = StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1"]}, not_ready=["a-1"])
-    source = make_source(f"http://127.0.0.1:{port}", disc, timeout_s=0.3)
+    source = make_source(f"{'https' if tls else 'http'}://127.0.0.1:{port}", disc, timeout_s=0.3,
+                         verify=True if certificates is None else str(certificates.cert_file))
     try:
         started = time.monotonic()
         (stuck,) = await source.collect(now)
