@@ -4,12 +4,15 @@ Nothing else in the project imports `pynvml`. Every `pynvml.NVMLError` (and an `
 library) leaves this module as one of these, with the NVML error chained as `__cause__` and its code kept:
 
     NvmlError            any NVML failure; `.code` is the NVML return code (None when there was none)
-    ├── NvmlUnavailable  NVML cannot be used at all: library missing, driver not loaded, init failed,
-    │                    not initialised, no permission. Retry `NvmlSession.open()` later.
+    ├── NvmlUnavailable  NVML cannot be used at all: library missing, driver not loaded, init failed (any
+    │                    code, NO_PERMISSION included), not initialised. Retry `NvmlSession.open()` later.
     ├── GpuLost          one GPU stopped answering (GPU_IS_LOST, RESET_REQUIRED, GPU_NOT_FOUND).
     │                    Other GPUs may still work; a new session re-enumerates.
     └── NotSupported     this device or driver lacks the query (NOT_SUPPORTED, FUNCTION_NOT_FOUND), e.g.
-                         utilization of a MIG device. Not an outage: use a fallback or leave the series out.
+        │                utilization of a MIG device. Not an outage: use a fallback or leave the series out.
+        └── NotPermitted this process may not make this query on this device (NO_PERMISSION from a device
+                         call, e.g. nvmlDeviceGetMemoryInfo in a container on a MIG GPU): the same for the
+                         caller as a query the device lacks; NVML and the other devices work.
 
 Two NVML answers are not errors here: NOT_FOUND from `nvmlDeviceGetSamples` means "no sample newer than the
 timestamp you gave" and INSUFFICIENT_SIZE means more samples arrived between pynvml's sizing call and its
@@ -34,7 +37,6 @@ DRIVER_NOT_LOADED: Final[int] = pynvml.NVML_ERROR_DRIVER_NOT_LOADED
 """NvmlUnavailable codes that mean this container has no NVIDIA driver (for callers that do not import pynvml)."""
 _UNAVAILABLE_CODES: Final = frozenset({
     pynvml.NVML_ERROR_UNINITIALIZED,
-    pynvml.NVML_ERROR_NO_PERMISSION,
     pynvml.NVML_ERROR_DRIVER_NOT_LOADED,
     pynvml.NVML_ERROR_LIBRARY_NOT_FOUND,
     pynvml.NVML_ERROR_OPERATING_SYSTEM,
@@ -87,6 +89,14 @@ class NotSupported(NvmlError):
     """The device or driver does not offer this query; use a fallback or leave the value out."""
 
 
+class NotPermitted(NotSupported):
+    """NVML refuses this process this query on this device (NO_PERMISSION from a device call).
+
+    Not NvmlUnavailable: that dropped every GPU and re-initialised NVML, only to be refused again, so one
+    device's memory query (refused in containers on MIG GPUs) kept the whole pod's GPU signal stale for good.
+    A refused nvmlInit is still NvmlUnavailable (`NvmlSession.open`)."""
+
+
 def _translate(error: Exception, operation: str) -> NvmlError:
     """Map a pynvml error (or OSError) to our hierarchy, keeping the code; the caller chains the cause."""
     if isinstance(error, pynvml.NVMLError):
@@ -96,6 +106,8 @@ def _translate(error: Exception, operation: str) -> NvmlError:
             return GpuLost(message, code)
         if code in _NOT_SUPPORTED_CODES:
             return NotSupported(message, code)
+        if code == pynvml.NVML_ERROR_NO_PERMISSION:
+            return NotPermitted(message, code)
         if code in _UNAVAILABLE_CODES:
             return NvmlUnavailable(message, code)
         return NvmlError(message, code)

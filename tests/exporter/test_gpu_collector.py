@@ -658,6 +658,20 @@ def test_nvml_errors_are_ours_with_code_and_cause(fake: FakeNvml) -> None:
     assert isinstance(unavailable.value.__cause__, pynvml.NVMLError_DriverNotLoaded)
 
 
+def test_no_permission_is_one_devices_refusal_but_a_refused_init_is_nvml_unavailable(fake: FakeNvml) -> None:
+    fake.set_gpu(0, memory_error=NO_PERMISSION)
+    with nvml.NvmlSession.open() as session:
+        device = session.inventory().devices[0]
+        with pytest.raises(nvml.NotSupported) as refused:
+            session.memory(device)
+        assert isinstance(refused.value, nvml.NotPermitted)
+        assert refused.value.code == NO_PERMISSION
+    fake.set(init_error=NO_PERMISSION)  # /dev/nvidiactl not open to this user
+    with pytest.raises(nvml.NvmlUnavailable) as unavailable:
+        nvml.NvmlSession.open()
+    assert unavailable.value.code == NO_PERMISSION
+
+
 def test_samples_come_back_oldest_first_with_microsecond_timestamps(fake: FakeNvml, clock: Clock) -> None:
     fake.set_gpu(0, util=42)
     with nvml.NvmlSession.open() as session:

@@ -5,11 +5,12 @@ read must never read as an idle one: its pod's GPU busy is either the GPUs that 
 the GPU freshness stops advancing while the collector fails, so the adapter holds rather than scales down.
 
 Faults: NVML_ERROR_GPU_IS_LOST on one GPU mid-run, NVML_ERROR_DRIVER_NOT_LOADED at start, NVML_ERROR_TIMEOUT
-from a GPU, and a GPU that is gone after a driver reload.
+from a GPU, a GPU that is gone after a driver reload, and NVML_ERROR_NO_PERMISSION from one GPU's memory query.
 """
 
 from __future__ import annotations
 
+import logging
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +25,7 @@ from autoscaler.sources.exposition import read_exporter_text
 from exporter import names
 from exporter.collectors.gpu import GpuCollector
 from exporter.collectors.health import CollectorHealth
-from tests.fakes.nvml import DRIVER_NOT_LOADED, GPU_IS_LOST, FakeNvml, default_uuid
+from tests.fakes.nvml import DRIVER_NOT_LOADED, GPU_IS_LOST, NO_PERMISSION, FakeNvml, default_uuid
 from tests.fakes.prometheus import PROMTOOL_BIN
 
 START = 1_700_000_000.0
@@ -201,3 +202,24 @@ def test_a_gpu_gone_after_a_driver_reload_is_a_failure_not_a_smaller_node(
     read = run_for(exporter, 31)
     assert exporter.gpu_success() == 1
     assert read[-1].gpu_busy == pytest.approx(0.7)
+
+
+def test_a_gpu_whose_memory_nvml_will_not_tell_this_container_keeps_every_gpus_busy(
+    fake: FakeNvml, exporter: Exporter, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """nvmlDeviceGetMemoryInfo answers NO_PERMISSION for a device this container may not ask (nvml.h; seen in
+    containers on MIG GPUs, NVIDIA/nvidia-container-toolkit#842). That is one device's one query, not NVML
+    gone: it dropped every GPU of the pod, at every re-initialisation, so the pod's GPU signal was never fresh."""
+    fake.set_gpu(1, memory_error=NO_PERMISSION, mem_used=3 << 30)
+    fake.set_gpu(0, mem_used=5 << 30)
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        read = run_for(exporter, 40)
+
+    assert exporter.series(names.GPU_BUSY_RATIO) == {"0": pytest.approx(0.8), "1": pytest.approx(0.6)}
+    assert exporter.series(names.GPU_MEMORY_USED_BYTES) == {"0": 5 << 30}  # GPU 1's is left out, not 0
+    assert exporter.gpu_success() == 1
+    assert exporter.nvml_errors() == 0
+    assert read[-1].gpu_busy == pytest.approx(0.7)
+    assert read[-1].gpu_sampled_at == exporter.clock.now
+    said = [r.getMessage() for r in caplog.records if default_uuid(1) in r.getMessage() and "memory" in r.getMessage()]
+    assert len(said) == 1 and "Insufficient Permissions" in said[0], said
