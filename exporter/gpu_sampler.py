@@ -38,6 +38,20 @@ NOT_VISIBLE_HINT = (
 """Said with the failures that mean this container sees no NVIDIA driver or no GPU: NVML's own words name
 neither the setting that gives the sidecar sight of the GPUs nor the one that turns the collector off."""
 _NOT_VISIBLE_CODES = frozenset({None, nvml.LIBRARY_NOT_FOUND, nvml.DRIVER_NOT_LOADED})
+VERSION_MISMATCH_HINT = (
+    "this container's NVIDIA library and the driver loaded on the node are of different versions, which no retry "
+    "here changes: the driver was upgraded on the node without a reboot (reboot the node, or reload its driver), "
+    "or reloaded after this container started with the old one's library (delete this pod: a new one is given "
+    "the new library)"
+)
+"""Said with NVML_ERROR_LIB_RM_VERSION_MISMATCH, at init or mid-run: NVML's words name neither cause nor cure."""
+
+
+def _said(error: nvml.NvmlError) -> str:
+    """The error as the log and the health line say it: with what to do, where NVML's words do not say."""
+    if error.code == nvml.LIB_RM_VERSION_MISMATCH:
+        return f"{error} ({VERSION_MISMATCH_HINT})"
+    return str(error)
 
 
 @dataclass(frozen=True)
@@ -135,13 +149,13 @@ class GpuSampler:
         except nvml.NvmlError as error:
             if isinstance(error, nvml.NvmlUnavailable) and error.code in _NOT_VISIBLE_CODES:
                 return f"{error} ({NOT_VISIBLE_HINT})"
-            return str(error)
+            return _said(error)
         try:
             inventory = session.inventory()
             driver = session.driver_version()
         except nvml.NvmlError as error:
             session.close()
-            return str(error)
+            return _said(error)
         selection = nvml.select_devices(inventory.devices, self._uuids)
         problems = [f"configured GPU {uuid} is not visible" for uuid in selection.missing]
         if selection.missing:
@@ -204,7 +218,7 @@ class GpuSampler:
                 # NVML itself is gone (driver unloaded, uninitialised under us): start over.
                 self._disconnect()
                 self._schedule_reconnect(now)
-                return PassOutcome((), (str(error),))
+                return PassOutcome((), (_said(error),))
             except nvml.NvmlError as error:
                 lost.append(device.uuid)
                 problems.append(str(error))

@@ -34,7 +34,9 @@ import pynvml
 
 LIBRARY_NOT_FOUND: Final[int] = pynvml.NVML_ERROR_LIBRARY_NOT_FOUND
 DRIVER_NOT_LOADED: Final[int] = pynvml.NVML_ERROR_DRIVER_NOT_LOADED
-"""NvmlUnavailable codes that mean this container has no NVIDIA driver (for callers that do not import pynvml)."""
+LIB_RM_VERSION_MISMATCH: Final[int] = pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH
+"""NvmlUnavailable codes that mean this container has no NVIDIA driver, and the one that means its NVIDIA library
+and the node's loaded driver differ in version (for callers that do not import pynvml)."""
 _UNAVAILABLE_CODES: Final = frozenset({
     pynvml.NVML_ERROR_UNINITIALIZED,
     pynvml.NVML_ERROR_DRIVER_NOT_LOADED,

@@ -11,11 +11,14 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import pynvml
 import pytest
 
 from exporter.collectors.gpu import GpuCollector
 from exporter.collectors.health import CollectorHealth
 from tests.fakes.nvml import DRIVER_NOT_LOADED, FakeNvml, hide_nvml_library
+
+LIB_RM_VERSION_MISMATCH = pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH
 
 
 def warning_after_one_pass(collector: GpuCollector, caplog: pytest.LogCaptureFixture) -> str:
@@ -71,3 +74,23 @@ def test_a_configured_gpu_not_seen_is_said_with_the_gpus_that_are_and_the_settin
     assert "GPU-fa4e0000-typo" in message
     assert all(gpu.uuid in message for gpu in fake.gpus), message
     assert "EXPORTER_GPU_UUIDS" in message and "NVIDIA_VISIBLE_DEVICES=all" in message, message
+
+
+@pytest.mark.parametrize("when", ["at start", "mid-run"])
+def test_a_driver_and_library_of_different_versions_say_what_makes_them_match(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, when: str,
+) -> None:
+    """NVML_ERROR_LIB_RM_VERSION_MISMATCH: the node's driver was upgraded without a reboot, or reloaded under a
+    running container. No retry of this exporter's ever fixes it (its library is what it is), and NVML's words
+    ("RM has detected an NVML/RM version mismatch.") name neither cause nor what to do about it."""
+    fake = FakeNvml.create(tmp_path, gpus=1)
+    fake.install(monkeypatch)
+    collector = GpuCollector(CollectorHealth())
+    if when == "at start":
+        fake.set(init_error=LIB_RM_VERSION_MISMATCH)
+    else:
+        collector.sample_once()
+        fake.set_gpu(0, error=LIB_RM_VERSION_MISMATCH)
+    message = warning_after_one_pass(collector, caplog)
+    assert "NVML/RM version mismatch" in message  # NVML's own words stay
+    assert "reboot the node" in message and "delete this pod" in message, message
