@@ -137,6 +137,10 @@ class Device:
     parent_uuid: str | None = None
     handle: Any = field(default=None, repr=False, compare=False)
     """pynvml's opaque `c_nvmlDevice_t`; valid only within the session that enumerated it."""
+    minor: int | None = None
+    """The (parent) GPU's device minor number, the N of `/dev/nvidiaN` (`nvmlDeviceGetMinorNumber`), by which
+    GKE's device plugin names it; None where NVML has none. Not NVML's index: the kernel numbers GPUs in probe
+    order, NVML in PCI bus order."""
 
     @property
     def label(self) -> str:
@@ -181,22 +185,34 @@ class MemoryInfo:
     total_bytes: int
 
 
+DEVICE_FILE_PREFIX: Final = "nvidia"
+"""`nvidia<minor>`: a GPU named by its device file `/dev/nvidia<minor>`, as GKE's device plugin names GPUs."""
+
+
 def select_devices(devices: Sequence[Device], uuids: Sequence[str] | None) -> Selection:
-    """Keep the devices named by UUID (a GPU's UUID selects all its MIG devices); None or empty keeps all.
+    """Keep the devices named by UUID (a GPU's UUID selects all its MIG devices) or by device file
+    (`nvidia<minor>`, GKE's names; likewise with its MIG devices); None or empty keeps all.
 
     UUIDs compare case-insensitively and without surrounding spaces, as people paste them from
     `nvidia-smi -L`. A configured UUID that matches nothing is reported so the caller can call it an outage.
     """
-    wanted = [u.strip().lower() for u in uuids or () if u.strip()]
+    wanted = {u.strip().lower() for u in uuids or () if u.strip()}
     if not wanted:
         return Selection(tuple(devices))
-    chosen = tuple(
-        d for d in devices
-        if d.uuid.lower() in wanted or (d.parent_uuid is not None and d.parent_uuid.lower() in wanted)
-    )
-    seen = {d.uuid.lower() for d in devices} | {d.parent_uuid.lower() for d in devices if d.parent_uuid}
+    chosen = tuple(d for d in devices if _names(d) & wanted)
+    seen = set().union(*(_names(d) for d in devices))
     missing = tuple(u.strip() for u in uuids or () if u.strip() and u.strip().lower() not in seen)
     return Selection(chosen, missing)
+
+
+def _names(device: Device) -> set[str]:
+    """What selects a device, lower-cased: its UUID, its GPU's UUID, its GPU's device file name."""
+    names = {device.uuid.lower()}
+    if device.parent_uuid is not None:
+        names.add(device.parent_uuid.lower())
+    if device.minor is not None:
+        names.add(f"{DEVICE_FILE_PREFIX}{device.minor}")
+    return names
 
 
 class NvmlSession:
@@ -277,8 +293,9 @@ class NvmlSession:
             uuid = str(pynvml.nvmlDeviceGetUUID(handle))
         with _calling(f"GPU {index}: nvmlDeviceGetName"):
             name = str(pynvml.nvmlDeviceGetName(handle))
+        minor = self._minor_number(handle, index)
         if not self._mig_enabled(handle, index):
-            return [Device(index, uuid, name, handle=handle)]
+            return [Device(index, uuid, name, handle=handle, minor=minor)]
         with _calling(f"GPU {index}: nvmlDeviceGetMaxMigDeviceCount"):
             slots = int(pynvml.nvmlDeviceGetMaxMigDeviceCount(handle))
         migs: list[Device] = []
@@ -296,8 +313,17 @@ class NvmlSession:
                 mig_uuid = str(pynvml.nvmlDeviceGetUUID(mig_handle))
             with _calling(f"GPU {index} MIG {mig_index}: nvmlDeviceGetName"):
                 mig_name = str(pynvml.nvmlDeviceGetName(mig_handle))
-            migs.append(Device(index, mig_uuid, mig_name, mig_index, uuid, mig_handle))
+            migs.append(Device(index, mig_uuid, mig_name, mig_index, uuid, mig_handle, minor))
         return migs
+
+    @staticmethod
+    def _minor_number(handle: Any, index: int) -> int | None:
+        """The GPU's device minor number; None where NVML has none for it (NOT_SUPPORTED)."""
+        try:
+            with _calling(f"GPU {index}: nvmlDeviceGetMinorNumber"):
+                return int(pynvml.nvmlDeviceGetMinorNumber(handle))
+        except NotSupported:
+            return None
 
     @staticmethod
     def _mig_enabled(handle: Any, index: int) -> bool:

@@ -8,7 +8,9 @@ device IDs it gave each container: `v1.PodResourcesLister/List` on the unix sock
 are GPU UUIDs (`GPU-...`, or `MIG-...` for MIG devices) with its default `DEVICE_ID_STRATEGY=uuid`; those are
 exactly what `--gpu-uuids` takes. A GPU shared by time-slicing or MPS (the device plugin's `sharing:` config) is
 handed out as replicas named `<GPU UUID>::<replica>` (`nvidia.com/gpu`, or renamed `nvidia.com/gpu.shared`): the
-GPU is the UUID before `::`, counted once however many replicas of it the pod holds.
+GPU is the UUID before `::`, counted once however many replicas of it the pod holds. GKE runs a device plugin of
+its own, which names a GPU by its device file, `nvidia<minor>` (replicas of a time-shared one `nvidia0/vgpu1`, MIG
+devices `nvidia0/gi3`): the exporter finds such a GPU by NVML's minor number (`exporter.nvml.select_devices`).
 
 This pod alone is asked for with `v1.PodResourcesLister/Get` (beta and on by default since Kubernetes 1.34); a
 kubelet without it (UNIMPLEMENTED before 1.27, an error while its feature gate is off) is asked for every pod
@@ -38,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -61,6 +64,14 @@ DRA_GPU_DRIVER: Final = "gpu.nvidia.com"
 """NVIDIA's DRA driver for GPUs (k8s-dra-driver-gpu), as a ClaimResource's `driver_name`."""
 REPLICA_SEPARATOR: Final = "::"
 """The device plugin's replica IDs of a shared GPU: `GPU-<uuid>::<replica>` (its `rm.AnnotatedID`)."""
+GKE_GPU: Final = re.compile(r"nvidia[0-9]+")
+"""GKE's own device plugin names a GPU by its device file, `nvidia<minor>` (`/dev/nvidia<minor>`), not by UUID;
+the exporter finds it by NVML's minor number."""
+GKE_REPLICA: Final = re.compile(r"(nvidia[0-9]+(?:/gi[0-9]+)?)/vgpu[0-9]+")
+"""GKE's replicas of a time-shared GPU (`nvidia0/vgpu1`) or MIG device (`nvidia0/gi3/vgpu1`): the device is
+the part before `/vgpu`."""
+GKE_MIG: Final = re.compile(r"nvidia[0-9]+/gi[0-9]+")
+"""GKE's MIG devices, by GPU instance (`nvidia0/gi3`)."""
 
 
 log = logging.getLogger(__name__)
@@ -124,7 +135,7 @@ def pod_gpu_ids(pods: Sequence[PodDevices], namespace: str, name: str) -> tuple[
     for pod in pods:
         if (pod.namespace, pod.name) == (namespace, name):
             uuids = (
-                (d.resource_name, device_id.partition(REPLICA_SEPARATOR)[0])
+                (d.resource_name, _shared_device(device_id) or device_id)
                 for d in pod.devices if not d.claimed for device_id in d.device_ids
             )
             return tuple(dict.fromkeys(uuid for resource, uuid in uuids if _is_gpu(resource, uuid)))
@@ -134,11 +145,21 @@ def pod_gpu_ids(pods: Sequence[PodDevices], namespace: str, name: str) -> tuple[
 def pod_shared_gpus(pods: Sequence[PodDevices], namespace: str, name: str) -> tuple[str, ...]:
     """The GPU UUIDs one pod holds as replicas of a GPU shared by time-slicing or MPS (`<UUID>::<replica>`)."""
     return tuple(dict.fromkeys(
-        device_id.partition(REPLICA_SEPARATOR)[0]
+        shared
         for pod in pods if (pod.namespace, pod.name) == (namespace, name)
         for d in pod.devices if not d.claimed for device_id in d.device_ids
-        if REPLICA_SEPARATOR in device_id and _is_gpu(d.resource_name, device_id)
+        if (shared := _shared_device(device_id)) and _is_gpu(d.resource_name, device_id)
     ))
+
+
+def _shared_device(device_id: str) -> str | None:
+    """The device a replica ID of a shared GPU names (`GPU-<uuid>::3` and GKE's `nvidia0/vgpu3`); None for a
+    device ID that is no replica."""
+    if REPLICA_SEPARATOR in device_id:
+        return device_id.partition(REPLICA_SEPARATOR)[0]
+    if matched := GKE_REPLICA.fullmatch(device_id):
+        return matched.group(1)
+    return None
 
 
 def pod_claimed_gpus(pods: Sequence[PodDevices], namespace: str, name: str) -> tuple[str, ...]:

@@ -81,6 +81,8 @@ def own_gpus(settings: ExporterSettings) -> ExporterSettings:
     import asyncio
 
     from exporter.pod_resources import (
+        GKE_GPU,
+        GKE_MIG,
         GPU_ID_PREFIXES,
         TURN_OFF_HINT,
         PodResourcesError,
@@ -128,7 +130,14 @@ def own_gpus(settings: ExporterSettings) -> ExporterSettings:
     if not ids:
         log.info("the kubelet gave pod %s/%s no GPU: GPU collector off", settings.pod_namespace, settings.pod_name)
         return dataclasses.replace(settings, gpu_enabled=False)
-    if indexes := [i for i in ids if not i.startswith(GPU_ID_PREFIXES)]:
+    if gke_mig := [i for i in ids if GKE_MIG.fullmatch(i)]:
+        # GKE names a MIG device by GPU instance; which of NVML's MIG devices that is, is not matched here.
+        log.error("the kubelet names this pod's MIG devices as GKE's device plugin does (%s), by GPU instance: the "
+                  "exporter does not match those to NVML's MIG devices, so the GPU collector fails (a MIG device has "
+                  "no busy ratio of its own anyway); read GPU busy from NVIDIA's DCGM exporter (the adapter's "
+                  "--gpu-source=dcgm) and turn this collector off (EXPORTER_NO_GPU=true, --no-gpu)", ", ".join(gke_mig))
+    if indexes := [i for i in ids if not i.startswith(GPU_ID_PREFIXES) and not GKE_GPU.fullmatch(i)
+                   and not GKE_MIG.fullmatch(i)]:
         # The device plugin's DEVICE_ID_STRATEGY=index: an index among the GPUs the plugin sees, which need not
         # be the sidecar's; guessing would report another pod's GPU as a success. Kept as configured: they fail.
         log.error("the kubelet names this pod's GPUs by index (%s), not by UUID: the NVIDIA device plugin runs with "

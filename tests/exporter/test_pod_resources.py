@@ -377,6 +377,52 @@ async def test_a_mig_device_is_the_pods_alone_with_memory_and_no_busy(tmp_path: 
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("ids", "shared"), [(("nvidia0",), False), (("nvidia0/vgpu1", "nvidia0/vgpu4"), True)],
+                         ids=["whole", "time-shared"])
+async def test_gke_device_names_are_the_gpus_of_those_device_files(
+    tmp_path: Path, ids: tuple[str, ...], shared: bool,
+) -> None:
+    """GKE's own device plugin names a GPU by its device file, `nvidia<minor>` (`nvidia0/vgpu1` for a replica of
+    a time-shared GPU), not by UUID. The sidecar logged "DEVICE_ID_STRATEGY=index" (a setting GKE has no plugin
+    for) and failed its GPU collector for good. The minor number is NVML's too (nvmlDeviceGetMinorNumber), and it
+    need not follow NVML's index: here /dev/nvidia0 is NVML's GPU 1."""
+    nvml = node_with_gpus(tmp_path)
+    for index, minor in enumerate((2, 0, 1)):
+        nvml.set_gpu(index, minor=minor)
+
+    text = await served_metrics(tmp_path, node_answer(ours=(("nvidia.com/gpu", ids),)), nvml)
+
+    assert busy_uuids(text) == {default_uuid(1)}
+    assert gpu_success(text) == 1
+    log = (tmp_path / "exporter.log").read_text()
+    assert "DEVICE_ID_STRATEGY" not in log
+    assert ("whole GPU" in log) == shared  # the time-sharing warning, as for the device plugin's replicas
+
+
+def test_gke_replicas_of_a_time_shared_device_are_that_device_once() -> None:
+    from exporter.pod_resources import pod_shared_gpus
+
+    pods = decode_list_response(node_answer(ours=(("nvidia.com/gpu", ("nvidia1/gi3/vgpu0", "nvidia1/gi3/vgpu2")),)))
+    assert pod_gpu_ids(pods, *OUR_POD) == ("nvidia1/gi3",)
+    assert pod_shared_gpus(pods, *OUR_POD) == ("nvidia1/gi3",)
+
+
+@pytest.mark.slow
+async def test_gke_mig_device_names_are_said_to_be_unmatched_not_blamed_on_a_device_plugin_setting(
+    tmp_path: Path,
+) -> None:
+    """GKE names a MIG device by GPU instance (`nvidia0/gi3`); the exporter does not match those to NVML's MIG
+    devices. The log blamed DEVICE_ID_STRATEGY, a setting of NVIDIA's device plugin, which GKE does not run."""
+    text = await served_metrics(tmp_path, node_answer(ours=(("nvidia.com/gpu", ("nvidia0/gi3",)),)),
+                                node_with_gpus(tmp_path))
+
+    assert gpu_success(text) == 0
+    log = (tmp_path / "exporter.log").read_text()
+    assert "DEVICE_ID_STRATEGY" not in log
+    assert "nvidia0/gi3" in log and "--gpu-source=dcgm" in log, log
+
+
+@pytest.mark.slow
 async def test_gpu_indexes_from_the_device_plugin_are_named_as_such_in_the_log(tmp_path: Path) -> None:
     """The device plugin's `DEVICE_ID_STRATEGY=index` names GPUs `0`, `1` (and MIG devices `0:1`). An index says
     which GPU only among those NVML shows the plugin, not the sidecar, so it is not guessed at: no GPU is

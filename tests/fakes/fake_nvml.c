@@ -27,6 +27,9 @@
  *   gpu.I.memory_error N    returned by nvmlDeviceGetMemoryInfo(_v2)
  *   gpu.I.mig_handle_error N returned by nvmlDeviceGetMigDeviceHandleByIndex for an existing MIG device
  *                           (4 = no permission: a container not given that MIG device)
+ *   gpu.I.minor N           device minor number, the N of /dev/nvidiaN (nvmlDeviceGetMinorNumber); -1 (default):
+ *                           the GPU's index. The kernel numbers GPUs in probe order, NVML in PCI bus order, so
+ *                           the two can differ on a real node
  *
  * A missing state file acts as "driver not loaded". Samples are stateless: the ones newer than the
  * caller's lastSeenTimeStamp, on a grid of sample_period_us, carry the current utilization. MIG behaves
@@ -75,7 +78,7 @@ struct fake_gpu {
     char uuid[STR_LEN], name[STR_LEN];
     unsigned util, mem_util;
     unsigned long long mem_used, mem_total;
-    int mig, error, handle_error, samples_error, util_error, memory_error, mig_handle_error;
+    int mig, error, handle_error, samples_error, util_error, memory_error, mig_handle_error, minor;
 };
 
 struct fake_state {
@@ -129,6 +132,7 @@ static void set_gpu_field(struct fake_gpu *g, const char *field, const char *val
     else if (!strcmp(field, "util_error")) g->util_error = (int)n;
     else if (!strcmp(field, "memory_error")) g->memory_error = (int)n;
     else if (!strcmp(field, "mig_handle_error")) g->mig_handle_error = (int)n;
+    else if (!strcmp(field, "minor")) g->minor = (int)n;
 }
 
 static void read_state(struct fake_state *s) {
@@ -140,6 +144,7 @@ static void read_state(struct fake_state *s) {
         snprintf(s->gpu[i].uuid, STR_LEN, "GPU-fa4e0000-0000-0000-0000-%012d", i);
         copy_str(s->gpu[i].name, STR_LEN, "NVIDIA H100 80GB HBM3");
         s->gpu[i].mem_total = 85899345920ULL;
+        s->gpu[i].minor = -1;
     }
     const char *path = getenv("FAKE_NVML_STATE");
     FILE *f = path ? fopen(path, "r") : NULL;
@@ -317,6 +322,17 @@ nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int len
     char buf[STR_LEN + 32];
     snprintf(buf, sizeof buf, "%s MIG %dg", g->name, 7 / (g->mig > 0 ? g->mig : 1));
     return copy_out(name, length, buf);
+}
+
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minor) {
+    count_call(C_OTHER);
+    struct fake_state s; struct fake_gpu *g; int mig;
+    nvmlReturn_t r = resolve(device, &s, &g, &mig);
+    if (r) return r;
+    if (mig >= 0) return NVML_ERROR_NOT_SUPPORTED; /* a MIG device has no /dev/nvidiaN of its own */
+    if (minor == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    *minor = g->minor >= 0 ? (unsigned)g->minor : (unsigned)device->gpu;
+    return NVML_SUCCESS;
 }
 
 /* ---- MIG ---- */

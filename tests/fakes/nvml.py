@@ -114,6 +114,8 @@ class FakeGpu:
     memory_error: int = 0
     mig_handle_error: int = 0
     """Returned by nvmlDeviceGetMigDeviceHandleByIndex for this GPU's existing MIG devices."""
+    minor: int = -1
+    """Device minor number, the N of /dev/nvidiaN (nvmlDeviceGetMinorNumber); -1: the GPU's index."""
 
 
 @dataclass
