@@ -18,9 +18,14 @@ the RuntimeScale), after a relist and when a retry falls due, a full pass reconc
 a namespace (RuntimeScales, ServingRuntimes, ModelMesh Deployments): reading two objects per RuntimeScale
 instead was 10,000 sequential requests a pass at 5,000 runtimes, longer than the resync interval. It runs on
 its own task, so a slow API server never delays a refresh or an HPA request.
-Failures are per RuntimeScale: 409/429/5xx and no answer are retried with exponential backoff and jitter
-(honouring `Retry-After`), others (403: RBAC) wait for the next resync. Only the leader writes; all state lives
-in the cluster, so a new leader (or a restarted adapter) simply carries on.
+Failures are per RuntimeScale: 409/429/5xx and no answer are retried with exponential backoff and jitter,
+others (403: RBAC) wait for the next resync. Retries wait at least half their backoff, counted from the start of
+the pass that failed, and the first one due starts a pass that takes every one whose half has passed: each
+retry due on its own started a pass of three fleet-wide lists for it alone, back to back while an outage failed
+every write. A `Retry-After` (429 from API Priority and Fairness, which throttles the adapter's whole flow)
+holds every call of the bridge until it has passed: the pass stops there, and an HPA write handed over meanwhile
+waits for the pass after it, instead of one doomed request per RuntimeScale. Only the leader writes; all state
+lives in the cluster, so a new leader (or a restarted adapter) simply carries on.
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ from autoscaler.actuation.bridge_status import (
     replicas_of,
     verdict,
 )
-from autoscaler.kube.backoff import retry_delay
+from autoscaler.kube.backoff import exponential_delay, retry_delay
 from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.log_lists import NAMED, few
@@ -121,6 +126,9 @@ class _Listed:
 class _Retry:
     failures: int = 0
     retry_at: float = 0.0
+    """When this retry wakes the bridge (jittered)."""
+    not_before: float = 0.0
+    """From when a pass retries it: half its backoff (or the server's Retry-After) after the pass that failed."""
 
 
 class ReplicaBridge:
@@ -177,6 +185,8 @@ class ReplicaBridge:
         self._warned: set[str] = set()
         self._pass_failed = False
         self._passed_at = -math.inf  # when the last pass started: retries due by then were looked at
+        self._started_at = -math.inf  # when the pass (full or of the changed) now running started
+        self._hold_until = -math.inf  # no call before this: the server's Retry-After
 
     def wake(self, scale: JSON | None = None) -> None:
         """Reconcile now: `scale` alone (a RuntimeScale the watch saw added or changed), or every one (None: a
@@ -200,7 +210,7 @@ class ReplicaBridge:
             except Exception:
                 log.exception("replica bridge pass failed; trying again at the next resync")
             try:
-                async with asyncio.timeout(self._sleep_s()):
+                async with asyncio.timeout(self.next_pass_in_s()):
                     await self._wake.wait()
             except TimeoutError:
                 self._full = True  # the resync, or a retry fell due
@@ -214,7 +224,10 @@ class ReplicaBridge:
             self._log_changed_reasons()
 
     async def _sync_changed(self) -> int:
+        if self._held():
+            return 0  # kept in `_changed`: the pass after the server's wait reads them all
         changed, self._changed = self._changed, {}
+        self._started_at = self._clock()
         writes = 0
         todo: dict[ScaleId, JSON] = {}
         for key, scale in changed.items():
@@ -232,6 +245,9 @@ class ReplicaBridge:
             return await self._sync()
         for key, scale in todo.items():
             if not self._may_write():
+                return writes
+            if self._held():
+                self._changed = {**todo, **self._changed}  # for the pass after the server's wait
                 return writes
             if not self._covers(key[0]):
                 try:
@@ -305,7 +321,10 @@ class ReplicaBridge:
                 self._forget(key)
             self._owners, self._covered = RuntimeOwners(), set()  # not kept current while not leading
             return 0
-        self._passed_at = self._clock()
+        if self._held():
+            self._full = True  # due once the server's wait has passed
+            return 0
+        self._passed_at = self._started_at = self._clock()
         self._pass_failed = False
         writes = 0
         seen: set[ScaleId] = set()
@@ -315,6 +334,7 @@ class ReplicaBridge:
                 listed = await self._client.list_custom(RUNTIME_SCALES, scope)
             except KubeApiError as error:
                 self._warn(f"cannot list RuntimeScales in {scope or 'all namespaces'}: {error}")
+                self._hold(error)
                 unlisted.add(scope)
                 continue
             items = _keyed(listed, scope)
@@ -324,9 +344,12 @@ class ReplicaBridge:
             for key, scale in items:
                 seen.add(key)
                 retry = self._retries.get(key)
-                if retry is not None and retry.retry_at > self._clock():
+                if retry is not None and retry.not_before > self._clock():
                     continue
                 if not self._may_write():
+                    return writes
+                if self._held():  # the rest waits with it; nothing it held is forgotten
+                    self._full = True
                     return writes
                 writes += await self._reconcile_guarded(key, scale, known)
         if None in unlisted:
@@ -347,12 +370,14 @@ class ReplicaBridge:
         except KubeApiError as error:
             self._warn(f"cannot list ServingRuntimes in {scope or 'all namespaces'}, reading them one by one: "
                        f"{error}")
+            self._hold(error)
             runtimes = None
         try:
             deployments: Objects | None = _by_name(
                 await self._client.list_deployments(scope, MODELMESH_DEPLOYMENTS))
         except KubeApiError as error:
             self._warn(f"cannot list Deployments in {scope or 'all namespaces'}, reading them one by one: {error}")
+            self._hold(error)
             deployments = None
         return _Listed(runtimes, deployments)
 
@@ -390,6 +415,7 @@ class ReplicaBridge:
         except KubeApiError as error:
             if self._metrics is not None:
                 self._metrics.bridge_writes.labels(write, "retried" if error.retryable else "failed").inc()
+            self._hold(error)
             raise
         if self._metrics is not None:
             self._metrics.bridge_writes.labels(write, "ok").inc()
@@ -546,7 +572,7 @@ class ReplicaBridge:
         (403: RBAC, waits for the resync), from the second failure in a row when it is retried (one 409 or 503
         retried a second later would flap Ready). Best effort: the write's own failure is what is retried."""
         earlier = self._retries.get(key)
-        if error.retryable and (earlier is None or earlier.failures == 0):
+        if (error.retryable and (earlier is None or earlier.failures == 0)) or self._held():
             return
         outcome = not_written(scale, found, error, forbidden=error.status == 403)
         with contextlib.suppress(KubeApiError):
@@ -588,16 +614,31 @@ class ReplicaBridge:
             raise
 
     def _failed(self, key: ScaleId, error: KubeApiError) -> None:
+        """Schedule the RuntimeScale's retry. Counted from the start of the pass, so that the retries of one pass
+        share their earliest moment and go out in one pass (`next_pass_in_s`)."""
         retry = self._retries.setdefault(key, _Retry())
         retry.failures += 1
         now = self._clock()
+        self._hold(error)
         if error.retryable:
-            retry.retry_at = now + retry_delay(retry.failures, self.settings.backoff_base_s,
-                                               self.settings.backoff_cap_s, self._rand(), error.retry_after_s)
+            base, cap = self.settings.backoff_base_s, self.settings.backoff_cap_s
+            start = self._started_at if -math.inf < self._started_at <= now else now
+            retry.retry_at = start + retry_delay(retry.failures, base, cap, self._rand(), error.retry_after_s)
+            retry.not_before = start + max(exponential_delay(retry.failures, base, cap) / 2,
+                                           error.retry_after_s or 0.0)
         else:
-            retry.retry_at = now + self.settings.resync_interval_s
-        self._warn(f"RuntimeScale {key[0]}/{key[1]} not reconciled (next try in {retry.retry_at - now:.0f} s): "
-                   f"{error}", kind=str(error.status))
+            retry.retry_at = retry.not_before = now + self.settings.resync_interval_s
+        self._warn(f"RuntimeScale {key[0]}/{key[1]} not reconciled (next try in {max(0.0, retry.retry_at - now):.0f} "
+                   f"s): {error}", kind=str(error.status))
+
+    def _hold(self, error: KubeApiError) -> None:
+        """No call of the bridge before the server's `Retry-After` (at most `backoff_cap_s`) has passed."""
+        if error.retry_after_s is not None and error.retry_after_s > 0:
+            wait = min(error.retry_after_s, self.settings.backoff_cap_s)
+            self._hold_until = max(self._hold_until, self._clock() + wait)
+
+    def _held(self) -> bool:
+        return self._clock() < self._hold_until
 
     def _warn(self, message: str, kind: str | None = None) -> None:
         cause = kind or message
@@ -606,10 +647,14 @@ class ReplicaBridge:
         self._pass_failed = True
         log.log(level, "replica bridge: %s", message)
 
-    def _sleep_s(self) -> float:
-        """Until the resync or the next retry the last pass did not look at: one due by then was tried, or its
-        scope could not be listed, which the resync (or a watch event) tries again; not in a tight loop."""
+    def next_pass_in_s(self) -> float:
+        """Seconds until the next full pass (`run` waits that long for a watch event): the end of the server's
+        `Retry-After` while one holds the bridge; else the resync or the next retry the last pass did not look at
+        (one due by then was tried, or its scope could not be listed, which the resync or a watch event tries
+        again: not in a tight loop)."""
         now = self._clock()
+        if now < self._hold_until:
+            return self._hold_until - now
         due = [retry.retry_at - now for retry in self._retries.values() if retry.retry_at > self._passed_at]
         return max(0.0, min([self.settings.resync_interval_s, *due]))
 
