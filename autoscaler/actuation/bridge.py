@@ -574,7 +574,8 @@ class ReplicaBridge:
         earlier = self._retries.get(key)
         if (error.retryable and (earlier is None or earlier.failures == 0)) or self._held():
             return
-        outcome = not_written(scale, found, error, forbidden=error.status == 403)
+        outcome = not_written(scale, found, error, forbidden=error.status == 403, retried=error.retryable,
+                              resync_s=self.settings.resync_interval_s)
         with contextlib.suppress(KubeApiError):
             await self._write_status(key, scale, deployment, outcome)
 

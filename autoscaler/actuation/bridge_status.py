@@ -160,9 +160,12 @@ def duplicate(scale: Mapping[str, Any], owner: str, owner_created: str) -> Verdi
                    "nothing; delete this one or point spec.servingRuntime at another runtime")
 
 
-def not_written(scale: Mapping[str, Any], found: int | None, error: object, *, forbidden: bool) -> Verdict:
+def not_written(scale: Mapping[str, Any], found: int | None, error: object, *, forbidden: bool, retried: bool,
+                resync_s: float) -> Verdict:
     """The `Ready` condition while the RuntimeScale's `spec.replicas` cannot be written to its ServingRuntime:
-    the runtime does not follow it, whatever an earlier `Bridged` said."""
+    the runtime does not follow it, whatever an earlier `Bridged` said. `retried`: the failure is retried with
+    backoff (no answer, 409, 429, 5xx); else it waits for the next resync, every `resync_s` (a refusal: RBAC,
+    an admission webhook or policy), and says so rather than promise a retry that does not come."""
     spec = scale.get("spec") or {}
     name, wanted = spec.get("servingRuntime"), replicas_of(scale)
     namespace = (scale.get("metadata") or {}).get("namespace", "")
@@ -171,8 +174,10 @@ def not_written(scale: Mapping[str, Any], found: int | None, error: object, *, f
     if forbidden:
         message += (f"; grant the adapter patch on servingruntimes in namespace {namespace} (copy "
                     "manifests/base/role-runtimes.yaml and role-binding-runtimes.yaml there)")
-    else:
+    elif retried:
         message += "; retried with backoff"
+    else:
+        message += f"; tried again at the next resync (every {resync_s:g} s)"
     return Verdict(False, "ServingRuntimeNotWritten", message)
 
 

@@ -137,6 +137,24 @@ async def test_a_scale_the_bridge_cannot_carry_is_not_reported_as_bridged(
     assert (ready(kube)["status"], ready(kube)["reason"]) == ("True", "Bridged")
 
 
+async def test_a_write_an_admission_webhook_refuses_is_not_said_to_be_retried_with_backoff(
+    kube: FakeKubeApi, bridge: ReplicaBridge, clock: SteppedClock, runtime: None
+) -> None:
+    """A policy engine (Kyverno, Gatekeeper) that denies changes to ServingRuntimes answers 400: the bridge
+    tries again at the next resync, yet `kubectl describe runtimescale` said "retried with backoff"."""
+    kube.add_runtime_scale(NS, "triton", replicas=3)
+    await bridge.sync()
+    kube.fail(r"/servingruntimes/triton$", status=400, times=None, method="PATCH",
+              message='admission webhook "validate.kyverno.svc-fail" denied the request: spec.replicas is locked')
+    hpa_writes(kube, 5)
+
+    await bridge.sync()
+
+    message = ready(kube)["message"]
+    assert "denied the request" in message
+    assert "retried with backoff" not in message and "tried again at the next resync (every 15 s)" in message
+
+
 async def test_one_retried_conflict_does_not_flap_the_ready_condition(
     kube: FakeKubeApi, bridge: ReplicaBridge, clock: SteppedClock, runtime: None
 ) -> None:
