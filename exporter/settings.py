@@ -13,6 +13,7 @@ import contextlib
 import importlib.metadata
 import math
 import os
+import re
 import ssl
 import urllib.parse
 from collections.abc import Mapping
@@ -157,8 +158,30 @@ def log_level(value: str) -> str:
     return level
 
 
+_UUID_HINT: Final = "give the UUIDs nvidia-smi -L prints (GPU-..., MIG-...)"
+
+
 def uuid_list(value: str) -> tuple[str, ...]:
-    return tuple(part.strip() for part in value.split(",") if part.strip())
+    """GPU UUIDs (`GPU-...`, `MIG-...`) or GKE's device file names (`nvidia0`). NVIDIA_VISIBLE_DEVICES's other
+    values (`all`, `none`, `void`, indexes) are refused here: taken as UUIDs, they matched no GPU, and the GPU
+    collector failed for good ("configured GPU all is not visible")."""
+    names = tuple(part.strip() for part in value.split(",") if part.strip())
+    for name in names:
+        lowered = name.lower()
+        if lowered.startswith(("gpu-", "mig-")) or re.fullmatch(r"nvidia[0-9]+", lowered):
+            continue
+        if lowered == "all":
+            raise argparse.ArgumentTypeError(
+                "GPU UUIDs, not NVIDIA_VISIBLE_DEVICES's 'all': leave it unset to report every GPU this container sees")
+        if lowered in ("none", "void"):
+            raise argparse.ArgumentTypeError(
+                f"GPU UUIDs, not NVIDIA_VISIBLE_DEVICES's {name!r}: --no-gpu (EXPORTER_NO_GPU=true) turns the GPU "
+                "collector off")
+        if name.isdigit():
+            raise argparse.ArgumentTypeError(
+                f"GPU UUIDs, not indexes ({name!r}), which change with the order the node finds its GPUs: {_UUID_HINT}")
+        raise argparse.ArgumentTypeError(f"{name!r} is not a GPU UUID: {_UUID_HINT}")
+    return names
 
 
 class _Option(EnvFlag):

@@ -345,6 +345,35 @@ def test_an_error_in_settings_a_manifest_sets_names_each_variable_and_its_flag(
     assert all(name in said for name in names_), said
 
 
+@pytest.mark.parametrize(("value", "says"), [
+    ("all", "EXPORTER_GPU_UUIDS: GPU UUIDs, not NVIDIA_VISIBLE_DEVICES's 'all': leave it unset to report every GPU "
+            "this container sees"),
+    ("none", "EXPORTER_GPU_UUIDS: GPU UUIDs, not NVIDIA_VISIBLE_DEVICES's 'none': --no-gpu (EXPORTER_NO_GPU=true) "
+             "turns the GPU collector off"),
+    ("0,1", "EXPORTER_GPU_UUIDS: GPU UUIDs, not indexes ('0'), which change with the order the node finds its GPUs: "
+            "give the UUIDs nvidia-smi -L prints (GPU-..., MIG-...)"),
+    ("GPU-a,3b:00.0", "EXPORTER_GPU_UUIDS: '3b:00.0' is not a GPU UUID: give the UUIDs nvidia-smi -L prints (GPU-..., "
+                      "MIG-...)"),
+])
+def test_gpu_uuids_that_are_not_uuids_are_refused_at_start_not_reported_missing_for_ever(
+    value: str, says: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`EXPORTER_GPU_UUIDS=all` (as NVIDIA_VISIBLE_DEVICES is written), `none` or GPU indexes were taken as UUIDs
+    that match no GPU: the GPU collector failed for good, "configured GPU all is not visible", an outage that no
+    wait ends."""
+    with pytest.raises(SystemExit) as exit_:
+        parse_settings([], environ={"EXPORTER_GPU_UUIDS": value})
+    assert exit_.value.code == 2
+    assert says in capsys.readouterr().err
+
+
+def test_gpu_uuids_and_gke_device_names_are_taken() -> None:
+    given = "GPU-5b3d6e2a-8f1c-4c55-9e8a-0b7c2d4e6f81, MIG-1a2b3c4d-0000-5555-aaaa-bbbbccccdddd, nvidia0, mig-GPU-x/1/0"
+    assert parse_settings(["--gpu-uuids", given], environ={}).gpu_uuids == (
+        "GPU-5b3d6e2a-8f1c-4c55-9e8a-0b7c2d4e6f81", "MIG-1a2b3c4d-0000-5555-aaaa-bbbbccccdddd", "nvidia0",
+        "mig-GPU-x/1/0")
+
+
 def test_insecure_and_a_ca_file_contradict_even_across_flag_and_variable(
     modelmesh_cert: CertificateFiles, capsys: pytest.CaptureFixture[str],
 ) -> None:
