@@ -216,8 +216,9 @@ _OPTIONS: Final = (
             "model the pod ever served. At least the adapter's target_lru_age_s, and at least "
             "--modelmesh-interval", f"{_D.model_recency_horizon_s:g} s; 0: off", "SECONDS"),
     _Option("--no-gpu", boolean, "turn the GPU collector off (CPU-only runtimes)", "GPU on", switch=True),
-    _Option("--gpu-uuids", uuid_list, "comma-separated GPU UUIDs to report (a GPU's UUID includes its MIG "
-            "devices)", "every GPU visible to this container", "UUID,..."),
+    _Option("--gpu-uuids", uuid_list, "comma-separated GPU UUIDs to report, as nvidia-smi -L prints them (a GPU's "
+            "UUID includes its MIG devices; not NVIDIA_VISIBLE_DEVICES's all, none or indexes)",
+            "every GPU visible to this container", "UUID,..."),
     _Option("--gpu-pod-resources-socket", Path, "the kubelet's PodResources socket (hostPath "
             "/var/lib/kubelet/pod-resources/kubelet.sock): report only the GPUs the kubelet gave this pod; needs "
             "--gpu-pod-name and --gpu-pod-namespace and the grpcio package", "off", "SOCKET"),
