@@ -117,13 +117,14 @@ async def listening(app: web.Application, tls: ssl.SSLContext,
 
 
 @asynccontextmanager
-async def secured_api(pki: Pki, kube: FakeKubeApi, settings: ServeSettings, *, kube_timeout_s: float = 0.5,
+async def secured_api(pki: Pki, kube: FakeKubeApi, settings: ServeSettings, *, kube_timeout_s: float = 2.0,
                       clock: Callable[[], float] | None = None,
                       limits: ConnectionLimits | None = None) -> AsyncIterator[SecuredApi]:
     """The API with one runtime behind its real gate (`build_api_security` against `kube`), on a TLS port
     behind the guarded listener (`limits`: its connection limits, else the defaults).
-    `kube_timeout_s`: long where a test holds reviews in flight; `clock`: what certificate dates are checked
-    against."""
+    `kube_timeout_s`: long where a test holds reviews in flight; by default 2 s, as the settings' default: at
+    0.5 s a review the fake answered at once timed out on a loaded 2-core machine, a second warning in a test of
+    one; `clock`: what certificate dates are checked against."""
     metrics = AdapterMetrics()
     refresher = refresher_with(runtime_view(KEY), metrics=metrics)
     tls = pki.server_context()
