@@ -4,8 +4,9 @@ Busy is the mean of the samples (`nvmlDeviceGetSamples`, one every 1/6 s to 1 s 
 timestamps fall in the window: every sample the driver took counts once, whatever the caller's timing.
 Where a device has no samples, or NVML stamps them with a clock too far from ours to window them, the
 driver's latest `nvmlDeviceGetUtilizationRates` reading stands in, read once per pass. Histories are kept
-by UUID, across passes and across NVML re-initialisation. A wall clock stepped back leaves samples stamped ahead
-of ours: they are not the current window, which starts again.
+by UUID, across passes and across NVML re-initialisation. The window ends when the samples were read, the time
+the busy ratio describes (a GPU that holds the call for seconds moves it past the pass's start). A wall clock
+stepped back leaves samples stamped ahead of ours: they are not the current window, which starts again.
 
 Logs go to the GPU collector's logger (`exporter.collectors.gpu`), the one operators filter on.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -30,6 +31,16 @@ _CLOCK_STEP_S: Final = 1.0
 resumed VM): NVML stamps with the same clock, so a sample is never newer than the moment it is read."""
 _MAX_SAMPLES: Final = 10_000
 """Bound on a GPU's kept samples whatever NVML's rate (60 at 6 Hz over the default 10 s window)."""
+
+
+@dataclass(frozen=True)
+class Busy:
+    """A device's busy ratio and the time its window ends."""
+
+    ratio: float
+    """Mean utilization over the window, 0..1."""
+    as_of: float
+    """Unix time the window ends: when NVML's samples were read (the pass's clock)."""
 
 
 @dataclass
@@ -57,18 +68,23 @@ class BusyWindow:
         wanted = set(uuids)
         self._histories = {uuid: h for uuid, h in self._histories.items() if uuid in wanted}
 
-    def busy_ratio(self, session: nvml.NvmlSession, device: nvml.Device, now: float) -> float:
-        """Mean utilization over the window, 0..1; raises NotSupported when neither NVML query works."""
+    def busy_ratio(self, session: nvml.NvmlSession, device: nvml.Device, clock: Callable[[], float]) -> Busy:
+        """Mean utilization over the window ending when NVML's samples came back; raises NotSupported when neither
+        NVML query works.
+
+        The window ends when the samples were read, not when the pass began: a hung GPU can hold
+        nvmlDeviceGetSamples for seconds, and a window ending before the call then left out the samples that
+        came back with it (for good: NVML is asked only for newer ones) while the pass was stamped fresh as of its
+        end. `Busy.as_of` is that end, the freshness the collector publishes."""
         history = self._histories.setdefault(device.uuid, _History())
-        now_us = round(now * 1_000_000)
-        cutoff_us = now_us - round(self._window_s * 1_000_000)
-        newest_us = now_us + round(_CLOCK_STEP_S * 1_000_000)
-        if history.last_seen_us > newest_us:
+        asked_us = round(clock() * 1_000_000)
+        if history.last_seen_us > asked_us + round(_CLOCK_STEP_S * 1_000_000):
             # The wall clock stepped back: what we hold is from "the future", and NVML would give nothing newer.
             log.info("GPU %s: the clock went back %.0f s; its utilization window starts again", device.label,
-                     (history.last_seen_us - now_us) / 1_000_000)
+                     (history.last_seen_us - asked_us) / 1_000_000)
             history.samples.clear()
-            history.last_seen_us = cutoff_us
+            history.last_seen_us = asked_us - round(self._window_s * 1_000_000)
+        samples: list[nvml.UtilizationSample] = []
         if not history.use_rates:
             try:
                 samples = session.utilization_samples(device, history.last_seen_us)
@@ -76,21 +92,26 @@ class BusyWindow:
                 log.info("GPU %s %s has no utilization samples; reading utilization rates", device.label,
                          device.uuid)
                 history.use_rates = True
-                samples = []
-            # NVML's buffer still holds samples stamped before a step back of the clock: not this window's.
-            samples = [sample for sample in samples if sample.timestamp_us <= newest_us]
-            if samples:
-                newest = samples[-1].timestamp_us
-                if abs(newest - now_us) > _MAX_CLOCK_SKEW_S * 1_000_000:
-                    log.warning(
-                        "GPU %s: NVML sample time %.0f s from ours; reading utilization rates instead",
-                        device.label, (newest - now_us) / 1_000_000,
-                    )
-                    history.use_rates = True
-                    history.samples.clear()
-                else:
-                    history.last_seen_us = max(history.last_seen_us, newest)
-                    history.samples.extend((s.timestamp_us, s.percent) for s in samples)
+        # After the samples call, however long it was held: the window ends now. A utilization rate asked for
+        # below is stamped now too, before its own call: no later than the driver's reading it returns.
+        now = clock()
+        now_us = round(now * 1_000_000)
+        cutoff_us = now_us - round(self._window_s * 1_000_000)
+        newest_us = now_us + round(_CLOCK_STEP_S * 1_000_000)
+        # NVML's buffer still holds samples stamped before a step back of the clock: not this window's.
+        samples = [sample for sample in samples if sample.timestamp_us <= newest_us]
+        if samples:
+            newest = samples[-1].timestamp_us
+            if abs(newest - now_us) > _MAX_CLOCK_SKEW_S * 1_000_000:
+                log.warning(
+                    "GPU %s: NVML sample time %.0f s from ours; reading utilization rates instead",
+                    device.label, (newest - now_us) / 1_000_000,
+                )
+                history.use_rates = True
+                history.samples.clear()
+            else:
+                history.last_seen_us = max(history.last_seen_us, newest)
+                history.samples.extend((s.timestamp_us, s.percent) for s in samples)
         in_window = [(t, p) for t, p in history.samples if cutoff_us < t <= newest_us]
         if history.use_rates or not in_window:
             # Rates mode, or samples stopped coming: the driver's latest reading stands in for the window.
@@ -99,4 +120,4 @@ class BusyWindow:
         history.samples.clear()
         history.samples.extend(in_window)
         mean = sum(p for _t, p in in_window) / len(in_window)
-        return min(1.0, max(0.0, mean / 100.0))
+        return Busy(min(1.0, max(0.0, mean / 100.0)), now)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from exporter import names, nvml
-from exporter.gpu_busy import BusyWindow
+from exporter.gpu_busy import Busy, BusyWindow
 
 log = logging.getLogger("exporter.collectors.gpu")
 
@@ -63,6 +63,8 @@ class GpuReading:
     busy_ratio: float | None
     memory_used_bytes: int | None
     memory_total_bytes: int | None
+    as_of: float | None = None
+    """Unix time its busy ratio's window ends (when NVML's samples were read); None without a busy ratio."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,9 @@ class PassOutcome:
     problems: tuple[str, ...]
     duration_s: float | None = None
     """How long the NVML work took (health's collector_duration_seconds)."""
+    as_of: float | None = None
+    """The time the busy ratios describe, the oldest of their windows' ends: published as the collector's
+    success time, not the pass's end, which a hung NVML call puts seconds later. None: no busy ratio."""
     reason: str = names.REASON_NVML
 
 
@@ -213,7 +218,7 @@ class GpuSampler:
         mig_without_busy: list[tuple[nvml.Device, str]] = []
         for device in self._devices:
             try:
-                reading, unsupported = self._read_device(self._session, device, now)
+                reading, unsupported = self._read_device(self._session, device)
             except nvml.NvmlUnavailable as error:
                 # NVML itself is gone (driver unloaded, uninitialised under us): start over.
                 self._disconnect()
@@ -229,6 +234,7 @@ class GpuSampler:
             else:
                 problems.extend(unsupported)
         problems.extend(self._mig_problems(mig_without_busy, readings))
+        as_of = min((reading.as_of for reading in readings if reading.as_of is not None), default=None)
         if lost:
             self._devices = tuple(d for d in self._devices if d.uuid not in lost)
             self._standing_problems += tuple(f"GPU {uuid} dropped until NVML re-initialises" for uuid in lost)
@@ -237,7 +243,7 @@ class GpuSampler:
                 self._schedule_reconnect(now)
         else:
             self._retry_delay_s = self._retry_initial_s  # NVML and every chosen GPU answer again
-        return PassOutcome(tuple(readings), tuple(problems))
+        return PassOutcome(tuple(readings), tuple(problems), as_of=as_of)
 
     def _mig_problems(self, mig_without_busy: Sequence[tuple[nvml.Device, str]],
                       readings: Sequence[GpuReading]) -> list[str]:
@@ -262,7 +268,7 @@ class GpuSampler:
         return []
 
     def _read_device(
-        self, session: nvml.NvmlSession, device: nvml.Device, now: float,
+        self, session: nvml.NvmlSession, device: nvml.Device,
     ) -> tuple[GpuReading, list[str]]:
         """Busy and memory of one device; other errors raise.
 
@@ -272,7 +278,7 @@ class GpuSampler:
         the pod's GPU signal stale forever and hold its runtime's scale-down."""
         unsupported: list[str] = []
         try:
-            busy = self._busy.busy_ratio(session, device, now)
+            busy: Busy | None = self._busy.busy_ratio(session, device, self._clock)
         except nvml.NotSupported as error:
             busy = None
             unsupported.append(f"no utilization for GPU {device.label} {device.uuid}: {error}")
@@ -287,8 +293,9 @@ class GpuSampler:
         reading = GpuReading(
             label=device.label,
             uuid=device.uuid,
-            busy_ratio=busy,
+            busy_ratio=None if busy is None else busy.ratio,
             memory_used_bytes=None if memory is None else memory.used_bytes,
             memory_total_bytes=None if memory is None else memory.total_bytes,
+            as_of=None if busy is None else busy.as_of,
         )
         return reading, unsupported

@@ -211,7 +211,7 @@ class GpuCollector(Collector):
             self._health.failed(names.COLLECTOR_GPU, outcome.reason, "; ".join(outcome.problems),
                                 served=_served(outcome.readings))
         else:
-            self._health.succeeded(names.COLLECTOR_GPU)
+            self._health.succeeded(names.COLLECTOR_GPU, as_of=outcome.as_of)
 
 
 def _served(readings: Sequence[GpuReading]) -> str:

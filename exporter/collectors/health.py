@@ -56,12 +56,15 @@ class CollectorHealth(Collector):
         """Make a collector's series appear (success 0) before its first attempt."""
         self._states.setdefault(collector, _State())
 
-    def succeeded(self, collector: str) -> None:
+    def succeeded(self, collector: str, as_of: float | None = None) -> None:
+        """Record a good collection; `as_of` is the time its values describe, when that is not now (on this
+        clock): a GPU pass held by a hung NVML call ends seconds after the samples it serves were read, and a
+        success stamped at its end would pass them off as that much fresher."""
         state = self._states.setdefault(collector, _State())
         if state.failing_since_reason is not None and state.outage_logged:
             log.info("%s collector recovered", collector)
         state.success = True
-        state.last_success = self._clock()
+        state.last_success = self._clock() if as_of is None else as_of
         state.failing_since_reason = None
 
     def failed(self, collector: str, reason: str, detail: str, *, served: str = "keeping last good values") -> None:
@@ -119,7 +122,8 @@ class CollectorHealth(Collector):
         )
         last = GaugeMetricFamily(
             names.LAST_SUCCESS_TIMESTAMP,
-            "Unix time of the last successful collection; it does not move while collection fails.",
+            "Unix time of the last successful collection; it does not move while collection fails. For gpu, the "
+            "time its busy ratios describe (when NVML's samples were read), not when the pass ended.",
             labels=["collector"],
         )
         errors = CounterMetricFamily(

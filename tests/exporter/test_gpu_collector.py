@@ -7,6 +7,7 @@ and no test sleeps, except the one that runs the real background loop.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 import logging
 import os
@@ -249,6 +250,41 @@ def test_a_scrape_never_calls_nvml(fake: FakeNvml, collector: GpuCollector, heal
         _, series = scrape(collector, health)
     assert fake.calls() == before
     assert 0 < series[(names.COLLECTOR_DURATION_SECONDS, (("collector", names.COLLECTOR_GPU),))] < 1
+
+
+@pytest.mark.parametrize(
+    ("hung_call", "held_s", "read_after_s"),
+    [("samples", 4, 4), ("memory", 4, 0)],
+    ids=["samples-call-held-4s", "memory-call-held-4s-after-the-samples-were-read"],
+)
+def test_a_pass_held_by_a_hung_nvml_call_publishes_the_time_its_busy_ratio_describes(
+    fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector,
+    hung_call: str, held_s: float, read_after_s: float,
+) -> None:
+    """A hung GPU can hold an NVML call for seconds. The pass's busy ratio was the window ending when the pass
+    started, yet `last_success_timestamp{collector="gpu"}` was stamped when the pass ended: the adapter took a
+    busy ratio as old as the hang for a fresh one. The timestamp is now the end of the window the busy ratio
+    covers: when the samples were read (after a held samples call, the samples that came in meanwhile count).
+
+    The GPU was idle, then fully busy from T0: the busy ratio over the 10 s window ending at time t is
+    (t - T0 + 1) / 10 (NVML samples once a second, on whole seconds), so the published value must be that of the
+    published timestamp."""
+    collector.sample_once()  # START: ten idle seconds in the window
+    clock.advance(1)
+    started = clock.now  # T0
+    fake.set_gpu(0, util=100, hang=hung_call)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        passing = pool.submit(collector.sample_once)
+        fake.wait_until_hung()
+        clock.advance(held_s)
+        fake.set_gpu(0, hang="")
+        passing.result(timeout=10)
+    _, series = scrape(collector, health)
+    stamp = series[(names.LAST_SUCCESS_TIMESTAMP, (("collector", names.COLLECTOR_GPU),))]
+    assert health_of(series) == (1.0, 0.0)
+    assert stamp == started + read_after_s
+    assert gpu_series(series, names.GPU_BUSY_RATIO)["0"] == pytest.approx((stamp - started + 1) / 10)
+    assert series[(names.EXPORTER_TIME, ())] == started + held_s
 
 
 # ---- no GPU, lost GPU, recovery ----

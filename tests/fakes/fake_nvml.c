@@ -30,6 +30,10 @@
  *   gpu.I.minor N           device minor number, the N of /dev/nvidiaN (nvmlDeviceGetMinorNumber); -1 (default):
  *                           the GPU's index. The kernel numbers GPUs in probe order, NVML in PCI bus order, so
  *                           the two can differ on a real node
+ *   gpu.I.hang S            a call group ("samples", "utilization" or "memory") that blocks on this GPU and its MIG
+ *                           devices while this names it, as a hung GPU blocks the driver call for seconds; the call
+ *                           then answers from the state as it is when released (fake_nvml_hung counts the calls
+ *                           held, so a test knows one is in before it moves its clocks and lets it go)
  *
  * A missing state file acts as "driver not loaded". Samples are stateless: the ones newer than the
  * caller's lastSeenTimeStamp, on a grid of sample_period_us, carry the current utilization. MIG behaves
@@ -79,6 +83,7 @@ struct fake_gpu {
     unsigned util, mem_util;
     unsigned long long mem_used, mem_total;
     int mig, error, handle_error, samples_error, util_error, memory_error, mig_handle_error, minor;
+    char hang[16];
 };
 
 struct fake_state {
@@ -96,6 +101,7 @@ static const char *call_names[C_N] = {"init", "shutdown", "count", "handle", "uu
                                       "memory", "samples", "mig", "driver", "other"};
 static unsigned long calls[C_N];
 static int init_refcount;
+static int hung_calls;
 
 static void count_call(int which) { __atomic_fetch_add(&calls[which], 1, __ATOMIC_RELAXED); }
 
@@ -106,6 +112,8 @@ unsigned long fake_nvml_calls(const char *name) {
             total += __atomic_load_n(&calls[i], __ATOMIC_RELAXED);
     return total;
 }
+
+unsigned long fake_nvml_hung(void) { return (unsigned long)__atomic_load_n(&hung_calls, __ATOMIC_RELAXED); }
 
 void fake_nvml_reset(void) {
     for (int i = 0; i < C_N; i++) __atomic_store_n(&calls[i], 0, __ATOMIC_RELAXED);
@@ -133,6 +141,7 @@ static void set_gpu_field(struct fake_gpu *g, const char *field, const char *val
     else if (!strcmp(field, "memory_error")) g->memory_error = (int)n;
     else if (!strcmp(field, "mig_handle_error")) g->mig_handle_error = (int)n;
     else if (!strcmp(field, "minor")) g->minor = (int)n;
+    else if (!strcmp(field, "hang")) copy_str(g->hang, sizeof g->hang, value);
 }
 
 static void read_state(struct fake_state *s) {
@@ -191,6 +200,21 @@ static nvmlDevice_t handle_of(int gpu, int mig) {
     d->gpu = gpu;
     d->mig = mig;
     return d;
+}
+
+/* Block while the device's GPU is set to hang `call`, re-reading the state every millisecond; then resolve the
+ * device again against the state as it is now (the clock and readings a test moved while the call was held). */
+static nvmlReturn_t held(nvmlDevice_t device, const char *call, struct fake_state *s, struct fake_gpu **gpu,
+                         int *mig) {
+    if (strcmp((*gpu)->hang, call) != 0) return NVML_SUCCESS;
+    __atomic_fetch_add(&hung_calls, 1, __ATOMIC_RELAXED);
+    struct timespec pause = {0, 1000000};
+    do {
+        nanosleep(&pause, NULL);
+        read_state(s);
+    } while (s->loaded && (unsigned)device->gpu < s->count && !strcmp(s->gpu[device->gpu].hang, call));
+    __atomic_fetch_sub(&hung_calls, 1, __ATOMIC_RELAXED);
+    return resolve(device, s, gpu, mig);
 }
 
 /* ---- initialisation ---- */
@@ -398,6 +422,7 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
     struct fake_state s; struct fake_gpu *g; int mig;
     nvmlReturn_t r = resolve(device, &s, &g, &mig);
     if (r) return r;
+    if ((r = held(device, "utilization", &s, &g, &mig))) return r;
     if (g->util_error) return g->util_error;
     if (mig >= 0 || g->mig > 0) return NVML_ERROR_NOT_SUPPORTED;
     if (utilization == NULL) return NVML_ERROR_INVALID_ARGUMENT;
@@ -418,6 +443,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) 
     struct fake_state s; struct fake_gpu *g; int mig;
     nvmlReturn_t r = resolve(device, &s, &g, &mig);
     if (r) return r;
+    if ((r = held(device, "memory", &s, &g, &mig))) return r;
     if (g->memory_error) return g->memory_error;
     if (memory == NULL) return NVML_ERROR_INVALID_ARGUMENT;
     memory_of(g, mig, &memory->total, &memory->used);
@@ -430,6 +456,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *me
     struct fake_state s; struct fake_gpu *g; int mig;
     nvmlReturn_t r = resolve(device, &s, &g, &mig);
     if (r) return r;
+    if ((r = held(device, "memory", &s, &g, &mig))) return r;
     if (g->memory_error) return g->memory_error;
     if (memory == NULL) return NVML_ERROR_INVALID_ARGUMENT;
     if (memory->version != 0x02000028) return 25; /* NVML_ERROR_ARGUMENT_VERSION_MISMATCH */
@@ -451,6 +478,7 @@ nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t device, int type, unsigned long l
     struct fake_state s; struct fake_gpu *g; int mig;
     nvmlReturn_t r = resolve(device, &s, &g, &mig);
     if (r) return r;
+    if ((r = held(device, "samples", &s, &g, &mig))) return r;
     if (g->samples_error) return g->samples_error;
     if (mig >= 0 || g->mig > 0) return NVML_ERROR_NOT_SUPPORTED;
     if (type != NVML_GPU_UTILIZATION_SAMPLES && type != NVML_MEMORY_UTILIZATION_SAMPLES)

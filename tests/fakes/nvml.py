@@ -11,6 +11,7 @@ exporter runs, in this process or in a subprocess:
     fake.set_gpu(0, util=75, mem_used=2 << 30)
     fake.set_gpu(1, error=NVML_ERROR_GPU_IS_LOST)
     fake.set(now_us=...) / fake.set_time(seconds)     # fixed NVML clock for sample timestamps
+    fake.set_gpu(0, hang="samples"); fake.wait_until_hung(); ...; fake.set_gpu(0, hang="")   # a hung driver call
 
 "Library missing" is `hide_nvml_library(monkeypatch)` in-process, or a child without `fake.env()`.
 """
@@ -22,6 +23,7 @@ import hashlib
 import os
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Final
@@ -116,6 +118,10 @@ class FakeGpu:
     """Returned by nvmlDeviceGetMigDeviceHandleByIndex for this GPU's existing MIG devices."""
     minor: int = -1
     """Device minor number, the N of /dev/nvidiaN (nvmlDeviceGetMinorNumber); -1: the GPU's index."""
+    hang: str = ""
+    """A call group ("samples", "utilization", "memory") that blocks on this GPU until this no longer names it, as
+    a hung GPU holds the driver call for seconds; it then answers from the state as it is then. `hung()` counts
+    the calls held."""
 
 
 @dataclass
@@ -156,6 +162,7 @@ class FakeNvml:
         self._lib = ctypes.CDLL(str(self.library_path))
         self._lib.fake_nvml_calls.restype = ctypes.c_ulong
         self._lib.fake_nvml_calls.argtypes = [ctypes.c_char_p]
+        self._lib.fake_nvml_hung.restype = ctypes.c_ulong
         self._lib.fake_nvml_reset()  # the library stays loaded across tests: clear its counters
         monkeypatch.setattr(pynvml, "nvmlLib", self._lib)
 
@@ -167,6 +174,20 @@ class FakeNvml:
         if self._lib is None:
             raise RuntimeError("calls() counts in-process calls: install() the fake first")
         return int(self._lib.fake_nvml_calls(function.encode()))
+
+    def hung(self) -> int:
+        """NVML calls in this process held by a GPU's `hang` right now."""
+        if self._lib is None:
+            raise RuntimeError("hung() counts in-process calls: install() the fake first")
+        return int(self._lib.fake_nvml_hung())
+
+    def wait_until_hung(self, calls: int = 1, timeout_s: float = 10.0) -> None:
+        """Return once `calls` calls are held by a `hang` (a pass running in another thread has reached it)."""
+        deadline = time.monotonic() + timeout_s
+        while self.hung() < calls:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no NVML call held after {timeout_s} s ({self.hung()} of {calls})")
+            time.sleep(0.001)
 
     def set(self, **settings: int | str) -> None:
         """Change top-level settings (init_error, count_error, now_us, sample_period_us, ...) and write."""
