@@ -11,7 +11,9 @@ re-initialisation no longer finds (gone at a driver reload) is a lost GPU too, u
 no busy ratio: a problem only when no chosen whole GPU has one (else it is logged once: how MIG is, not a
 failure). NVML is re-initialised, which re-enumerates the GPUs, after 1 s, then 2, 4, ... up to 30 s between tries
 (while NVML is down the passes in between try nothing: `measure()` returns None), so a GPU that comes back (driver
-reload, device plugin) is found again without spending CPU on a node that has none.
+reload, device plugin) is found again without spending CPU on a node that has none. A GPU switched into or out of
+MIG mode while the exporter runs is enumerated again in the pass that meets it, so its MIG devices (or the whole
+GPU) are read from then on.
 
 Logs go to the GPU collector's logger (`exporter.collectors.gpu`), the one operators filter on.
 """
@@ -162,17 +164,22 @@ class GpuSampler:
             session.close()
             return _said(error)
         selection = nvml.select_devices(inventory.devices, self._uuids)
-        problems = [f"configured GPU {uuid} is not visible" for uuid in selection.missing]
-        if selection.missing:
+        # GPUs in MIG mode with no MIG device yet: not missing, not lost, not sampled; said as what they are.
+        mig_empty = nvml.select_devices(inventory.mig_without_devices, self._uuids).devices
+        missing = [uuid for uuid in selection.missing if not nvml.select_devices(mig_empty, [uuid]).devices]
+        problems = [f"GPU {gpu.label} {gpu.uuid} is in MIG mode with no MIG device: nothing to sample on it until "
+                    "its MIG devices are created (looked for again at each retry)" for gpu in mig_empty]
+        problems.extend(f"configured GPU {uuid} is not visible" for uuid in missing)
+        if missing:
             # Which UUIDs this container does see: a typo is then plain without exec-ing into the pod.
             seen = ", ".join(d.uuid for d in inventory.devices) or "none"
             problems.append(f"this container sees {seen}: the GPUs reported come from EXPORTER_GPU_UUIDS "
                             "(--gpu-uuids) or, with EXPORTER_GPU_POD_RESOURCES_SOCKET, from the kubelet, and the "
                             "sidecar sees the node's GPUs with NVIDIA_VISIBLE_DEVICES=all")
-        if not self._uuids or selection.missing:
+        if not self._uuids or missing:
             problems.extend(str(failure) for failure in inventory.failures)
         if not self._uuids and not inventory.failures:  # with failures, those are the problem said
-            problems.extend(self._gone(selection.devices))
+            problems.extend(self._gone((*selection.devices, *mig_empty)))
         if not selection.devices and not problems:
             problems.append(f"NVML sees no GPU ({NOT_VISIBLE_HINT})")
         self._session = session
@@ -209,22 +216,35 @@ class GpuSampler:
         self._reconnect_at = now + self._retry_delay_s
         self._retry_delay_s = min(self._retry_delay_s * 2, self._retry_max_s)
 
-    def _read_devices(self, now: float) -> PassOutcome:
-        """Read every chosen device; a lost one is dropped until the next re-initialisation."""
+    def _read_devices(self, now: float, *, enumerated: bool = False) -> PassOutcome:
+        """Read every chosen device; a lost one is dropped until the next re-initialisation.
+
+        A GPU whose MIG mode was switched since the devices were enumerated is read as it is now: NVML enumerates
+        again within this pass (`enumerated`: it just did). Otherwise a GPU switched into MIG mode failed every
+        pass (a whole GPU's utilization turns NOT_SUPPORTED, and no retry was due) and its MIG devices were never
+        seen until the exporter restarted; one switched out read as lost until the next re-initialisation."""
         assert self._session is not None
         readings: list[GpuReading] = []
         problems = list(self._standing_problems)
         lost: list[str] = []
         mig_without_busy: list[tuple[nvml.Device, str]] = []
+        switched: list[nvml.Device] = []
         for device in self._devices:
             try:
                 reading, unsupported = self._read_device(self._session, device)
+                if (not enumerated and not device.is_mig and reading.busy_ratio is None
+                        and self._session.mig_enabled(device)):
+                    switched.append(device)
+                    continue
             except nvml.NvmlUnavailable as error:
                 # NVML itself is gone (driver unloaded, uninitialised under us): start over.
                 self._disconnect()
                 self._schedule_reconnect(now)
                 return PassOutcome((), (_said(error),))
             except nvml.NvmlError as error:
+                if not enumerated and device.is_mig and self._left_mig_mode(device):
+                    switched.append(device)
+                    continue
                 lost.append(device.uuid)
                 problems.append(str(error))
                 continue
@@ -233,6 +253,8 @@ class GpuSampler:
                 mig_without_busy.extend((device, problem) for problem in unsupported)
             else:
                 problems.extend(unsupported)
+        if switched:
+            return self._enumerate_again(now, switched)
         problems.extend(self._mig_problems(mig_without_busy, readings))
         as_of = min((reading.as_of for reading in readings if reading.as_of is not None), default=None)
         if lost:
@@ -245,6 +267,28 @@ class GpuSampler:
             self._retry_delay_s = self._retry_initial_s  # NVML and every chosen GPU answer again
         return PassOutcome(tuple(readings), tuple(problems), as_of=as_of)
 
+    def _left_mig_mode(self, device: nvml.Device) -> bool:
+        """Whether the GPU of a MIG device that failed is out of MIG mode now (its MIG devices are gone)."""
+        assert self._session is not None
+        try:
+            return not self._session.mig_enabled(device)
+        except nvml.NvmlError:
+            return False  # the GPU does not answer either: lost, as before
+
+    def _enumerate_again(self, now: float, switched: Sequence[nvml.Device]) -> PassOutcome:
+        """Re-initialise NVML, which enumerates the GPUs as they are now, and read them in this same pass."""
+        gpus = dict.fromkeys((device.label.split("/")[0], device.parent_uuid or device.uuid, device.is_mig)
+                             for device in switched)
+        for label, uuid, was_mig in gpus:
+            log.info("GPU %s %s %s: enumerating the GPUs again", label, uuid,
+                     "left MIG mode, its MIG devices are gone" if was_mig else
+                     "is now in MIG mode, where NVML measures no utilization of the whole GPU")
+        failure = self._connect()
+        if failure is not None:
+            self._schedule_reconnect(now)
+            return PassOutcome((), (failure,))
+        return self._read_devices(now, enumerated=True)
+
     def _mig_problems(self, mig_without_busy: Sequence[tuple[nvml.Device, str]],
                       readings: Sequence[GpuReading]) -> list[str]:
         """The MIG devices' missing busy ratios as problems, or none where a whole GPU gives one.
@@ -255,6 +299,7 @@ class GpuSampler:
         scale-down for good. Said once in the log instead. With no busy ratio at all (only MIG devices), the
         signal scaled on is missing: a failure, as before."""
         if not mig_without_busy:
+            self._mig_said = ()  # no MIG device now (switched out of MIG mode): said again if they come back
             return []
         busy_from = [reading.label for reading in readings if reading.busy_ratio is not None]
         if not busy_from:

@@ -19,7 +19,8 @@ timestamp you gave" and INSUFFICIENT_SIZE means more samples arrived between pyn
 fetch; both return no samples, and the next call (same `since_us`) picks them up.
 
 MIG: a GPU in MIG mode reports no utilization, and what a workload owns is a MIG device, so enumeration
-returns the MIG devices of such a GPU (labelled `"<gpu>/<mig>"`) instead of the GPU itself. NVML keeps one
+returns the MIG devices of such a GPU (labelled `"<gpu>/<mig>"`) instead of the GPU itself; `mig_enabled` tells
+a caller whether a GPU's MIG mode has changed since (then enumerate again). NVML keeps one
 process-wide state, so sessions are cheap wrappers: `nvmlInit` and `nvmlShutdown` are reference counted.
 """
 
@@ -141,6 +142,8 @@ class Device:
     """The (parent) GPU's device minor number, the N of `/dev/nvidiaN` (`nvmlDeviceGetMinorNumber`), by which
     GKE's device plugin names it; None where NVML has none. Not NVML's index: the kernel numbers GPUs in probe
     order, NVML in PCI bus order."""
+    parent_handle: Any = field(default=None, repr=False, compare=False)
+    """A MIG device's GPU's handle (None for a whole GPU), to ask whether that GPU is still in MIG mode."""
 
     @property
     def label(self) -> str:
@@ -160,6 +163,9 @@ class Inventory:
     failures: tuple[NvmlError, ...] = ()
     not_permitted: tuple[str, ...] = ()
     """MIG devices NVML gave this process no permission on (`"<gpu>/<mig>"`): another container's, left out."""
+    mig_without_devices: tuple[Device, ...] = ()
+    """GPUs in MIG mode with no MIG device yet (switched on, instances not created): nothing to sample, and no
+    GPU lost either. Each as its whole GPU, which is not sampled: it has no utilization in MIG mode."""
 
 
 @dataclass(frozen=True)
@@ -267,16 +273,17 @@ class NvmlSession:
         devices: list[Device] = []
         failures: list[NvmlError] = []
         not_permitted: list[str] = []
+        mig_without_devices: list[Device] = []
         for index in range(count):
             try:
-                devices.extend(self._enumerate_gpu(index, not_permitted))
+                devices.extend(self._enumerate_gpu(index, not_permitted, mig_without_devices))
             except NvmlUnavailable:
                 raise  # NVML itself went away: the whole session is useless
             except NvmlError as error:
                 failures.append(error)
-        return Inventory(tuple(devices), tuple(failures), tuple(not_permitted))
+        return Inventory(tuple(devices), tuple(failures), tuple(not_permitted), tuple(mig_without_devices))
 
-    def _enumerate_gpu(self, index: int, not_permitted: list[str]) -> list[Device]:
+    def _enumerate_gpu(self, index: int, not_permitted: list[str], mig_without_devices: list[Device]) -> list[Device]:
         """The GPU at `index`, or its MIG devices; none for a GPU this process may not talk to.
 
         nvmlDeviceGetCount_v2 counts every GPU of the machine, and nvmlDeviceGetHandleByIndex_v2 answers
@@ -313,7 +320,9 @@ class NvmlSession:
                 mig_uuid = str(pynvml.nvmlDeviceGetUUID(mig_handle))
             with _calling(f"GPU {index} MIG {mig_index}: nvmlDeviceGetName"):
                 mig_name = str(pynvml.nvmlDeviceGetName(mig_handle))
-            migs.append(Device(index, mig_uuid, mig_name, mig_index, uuid, mig_handle, minor))
+            migs.append(Device(index, mig_uuid, mig_name, mig_index, uuid, mig_handle, minor, handle))
+        if not migs and not any(label.startswith(f"{index}/") for label in not_permitted):
+            mig_without_devices.append(Device(index, uuid, name, handle=handle, minor=minor))
         return migs
 
     @staticmethod
@@ -324,6 +333,14 @@ class NvmlSession:
                 return int(pynvml.nvmlDeviceGetMinorNumber(handle))
         except NotSupported:
             return None
+
+    def mig_enabled(self, device: Device) -> bool:
+        """Whether the GPU of `device` (the GPU itself, or a MIG device's GPU) is in MIG mode now.
+
+        Enumeration fixes which devices a session reads, and MIG mode can be switched under it: a whole GPU
+        switched on then answers NOT_SUPPORTED to utilization, a MIG device of a GPU switched off answers as a
+        device that does not exist. This tells either from a GPU without the query or a GPU lost."""
+        return self._mig_enabled(device.parent_handle if device.is_mig else device.handle, device.index)
 
     @staticmethod
     def _mig_enabled(handle: Any, index: int) -> bool:

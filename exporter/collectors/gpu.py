@@ -10,9 +10,11 @@ series and `collector_success{collector="gpu"}` is 0; a lost GPU drops its own s
 counts as a failure, as does one no longer found after a driver reload. A MIG device has memory series but no busy
 ratio (NVML measures no utilization per MIG device): beside a whole GPU with one that is logged once, not a
 failure (the whole GPUs' busy stays fresh); with only MIG devices, busy is missing and the collector fails, so a
-dashboard shows why. Each failed try adds to `scrape_errors_total{reason="nvml"}` (`internal` for a bug) and the
-outage is logged once (CollectorHealth). NVML is re-initialised with backoff, 1 s up to 30 s between tries (the
-passes in between try nothing and count nothing), so a GPU that comes back is found again. """
+dashboard shows why. A GPU switched into or out of MIG mode is enumerated again in the pass that meets it, so
+its MIG devices (or the whole GPU) are read without a restart. Each failed try adds to
+`scrape_errors_total{reason="nvml"}` (`internal` for a bug) and the outage is logged once (CollectorHealth).
+NVML is re-initialised with backoff, 1 s up to 30 s between tries (the passes in between try nothing and count
+nothing), so a GPU that comes back is found again. """
 
 from __future__ import annotations
 

@@ -512,6 +512,92 @@ def test_mig_devices_beside_whole_gpus_report_memory_and_leave_busy_to_the_whole
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
+def test_a_gpu_switched_into_mig_mode_while_running_is_sampled_as_its_mig_devices(
+    fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A GPU switched into MIG mode under a running exporter answers NOT_SUPPORTED to whole-GPU utilization. The
+    devices were enumerated only at start, so the collector failed at every pass (GPU 0's busy read as stale,
+    the runtime's scale-down held) and the new MIG devices were never seen until the exporter restarted. The
+    switch is now seen at the pass that meets it: NVML re-enumerates at once, the MIG devices' series appear,
+    and the collector never fails."""
+    fake.set_gpu(0, util=40)
+    fake.set_gpu(1, util=60)
+    collector.sample_once()
+    assert busy(collector) == {"0": pytest.approx(0.4), "1": pytest.approx(0.6)}
+
+    fake.set_gpu(1, mig=2, mem_used=10 * GIB, mem_total=80 * GIB)
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        for _ in range(3):
+            clock.advance(1)
+            collector.sample_once()
+    text, series = scrape(collector, health)
+    assert gpu_series(series, names.GPU_BUSY_RATIO) == {"0": pytest.approx(0.4)}
+    assert gpu_series(series, names.GPU_MEMORY_TOTAL_BYTES) == {"0": 80 * GIB, "1/0": 40 * GIB, "1/1": 40 * GIB}
+    assert f'uuid="MIG-{default_uuid(1).removeprefix("GPU-")}-0"' in text
+    assert health_of(series) == (1.0, 0.0)
+    assert series[(names.LAST_SUCCESS_TIMESTAMP, (("collector", names.COLLECTOR_GPU),))] == clock.now
+    said = [r.getMessage() for r in caplog.records]
+    assert any("MIG mode" in line and default_uuid(1) in line for line in said), said
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], said
+    checked = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, check=False)
+    assert (checked.returncode, checked.stderr) == (0, "")
+
+
+def test_a_gpu_in_mig_mode_before_its_mig_devices_are_created_says_so_and_finds_them_once_they_are(
+    fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """MIG mode is switched on first and the MIG devices created after (`nvidia-smi mig -cgi ... -C`, or the MIG
+    manager). In between the GPU has nothing to sample: a failure, but said as what it is, not as a GPU lost at a
+    driver reload that "counts as lost until the exporter restarts"; the MIG devices are found at the next try."""
+    fake.set_gpu(0, util=40)
+    fake.set_gpu(1, util=60)
+    collector.sample_once()
+    fake.set_gpu(1, mig=2, mig_created=0)
+    with caplog.at_level(logging.WARNING, logger="exporter"):
+        clock.advance(1)
+        collector.sample_once()
+    _, series = scrape(collector, health)
+    assert gpu_series(series, names.GPU_BUSY_RATIO) == {"0": pytest.approx(0.4)}
+    assert set(gpu_series(series, names.GPU_MEMORY_TOTAL_BYTES)) == {"0"}
+    assert health_of(series) == (0.0, 1.0)
+    (said,) = [r.getMessage() for r in caplog.records]
+    assert f"GPU 1 {default_uuid(1)} is in MIG mode with no MIG device" in said, said
+    assert "lost" not in said, said
+
+    fake.set_gpu(1, mig_created=-1)  # the MIG devices are created
+    clock.advance(1)  # the next try
+    collector.sample_once()
+    _, series = scrape(collector, health)
+    assert gpu_series(series, names.GPU_BUSY_RATIO) == {"0": pytest.approx(0.4)}
+    assert set(gpu_series(series, names.GPU_MEMORY_TOTAL_BYTES)) == {"0", "1/0", "1/1"}
+    assert health_of(series) == (1.0, 1.0)
+
+
+def test_a_gpu_switched_out_of_mig_mode_while_running_is_sampled_whole_again(
+    fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The other way: the MIG devices of a GPU that leaves MIG mode no longer exist (NVML answers Invalid
+    Argument for them). That read as the GPU lost: a failure, a warning, and the whole GPU's series only after
+    the next re-initialisation. Its busy ratio is now back at the pass that meets the switch."""
+    fake.set_gpu(0, util=40)
+    fake.set_gpu(1, mig=2)
+    collector.sample_once()
+    assert set(gpu_series(scrape(collector)[1], names.GPU_MEMORY_TOTAL_BYTES)) == {"0", "1/0", "1/1"}
+
+    fake.set_gpu(1, mig=0, util=70)
+    with caplog.at_level(logging.WARNING, logger="exporter"):
+        clock.advance(1)
+        collector.sample_once()
+    _, series = scrape(collector, health)
+    assert gpu_series(series, names.GPU_BUSY_RATIO) == {"0": pytest.approx(0.4), "1": pytest.approx(0.7)}
+    assert set(gpu_series(series, names.GPU_MEMORY_TOTAL_BYTES)) == {"0", "1"}
+    assert health_of(series) == (1.0, 0.0)
+    assert not caplog.records, [r.getMessage() for r in caplog.records]
+
+
 def test_mig_devices_this_container_may_not_see_are_left_out_not_a_failure_for_good(
     fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector,
     caplog: pytest.LogCaptureFixture,

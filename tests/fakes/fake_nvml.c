@@ -20,6 +20,8 @@
  *   gpu.I.mem_total N       bytes
  *   gpu.I.mig N             -1: not MIG-capable, 0: MIG off (default), K > 0: MIG on with K MIG devices
  *                           (UUIDs MIG-<parent uuid without GPU->-<j>, memory = the GPU's divided by K)
+ *   gpu.I.mig_created N     MIG devices created yet, of the `mig` slots (-1, default: all): 0 is a GPU just switched
+ *                           into MIG mode, before its GPU instances are created (empty slots answer NOT_FOUND)
  *   gpu.I.error N           returned by every call on this GPU or its MIG devices (15 = GPU is lost)
  *   gpu.I.handle_error N    returned by nvmlDeviceGetHandleByIndex_v2
  *   gpu.I.samples_error N   returned by nvmlDeviceGetSamples (3 = not supported)
@@ -83,6 +85,7 @@ struct fake_gpu {
     unsigned util, mem_util;
     unsigned long long mem_used, mem_total;
     int mig, error, handle_error, samples_error, util_error, memory_error, mig_handle_error, minor;
+    int mig_created;
     char hang[16];
 };
 
@@ -141,6 +144,7 @@ static void set_gpu_field(struct fake_gpu *g, const char *field, const char *val
     else if (!strcmp(field, "memory_error")) g->memory_error = (int)n;
     else if (!strcmp(field, "mig_handle_error")) g->mig_handle_error = (int)n;
     else if (!strcmp(field, "minor")) g->minor = (int)n;
+    else if (!strcmp(field, "mig_created")) g->mig_created = (int)n;
     else if (!strcmp(field, "hang")) copy_str(g->hang, sizeof g->hang, value);
 }
 
@@ -154,6 +158,7 @@ static void read_state(struct fake_state *s) {
         copy_str(s->gpu[i].name, STR_LEN, "NVIDIA H100 80GB HBM3");
         s->gpu[i].mem_total = 85899345920ULL;
         s->gpu[i].minor = -1;
+        s->gpu[i].mig_created = -1;
     }
     const char *path = getenv("FAKE_NVML_STATE");
     FILE *f = path ? fopen(path, "r") : NULL;
@@ -180,6 +185,11 @@ static void read_state(struct fake_state *s) {
     fclose(f);
 }
 
+/* MIG devices that exist on a GPU: `mig` of them, or `mig_created` while fewer were created yet. */
+static int created(const struct fake_gpu *g) {
+    return g->mig_created >= 0 && g->mig_created < g->mig ? g->mig_created : g->mig;
+}
+
 /* Common checks for a call on a device: initialised, state readable, handle valid, GPU not failing. */
 static nvmlReturn_t resolve(nvmlDevice_t device, struct fake_state *s, struct fake_gpu **gpu, int *mig) {
     if (__atomic_load_n(&init_refcount, __ATOMIC_RELAXED) <= 0) return NVML_ERROR_UNINITIALIZED;
@@ -191,7 +201,7 @@ static nvmlReturn_t resolve(nvmlDevice_t device, struct fake_state *s, struct fa
     *gpu = &s->gpu[device->gpu];
     *mig = device->mig;
     if ((*gpu)->error) return (*gpu)->error;
-    if (*mig >= 0 && *mig >= (*gpu)->mig) return NVML_ERROR_INVALID_ARGUMENT;
+    if (*mig >= 0 && *mig >= created(*gpu)) return NVML_ERROR_INVALID_ARGUMENT;
     return NVML_SUCCESS;
 }
 
@@ -390,7 +400,7 @@ nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned i
     if (r) return r;
     if (mig >= 0 || g->mig <= 0) return NVML_ERROR_NOT_SUPPORTED;
     if (mig_device == NULL || index >= MAX_MIG) return NVML_ERROR_INVALID_ARGUMENT;
-    if ((int)index >= g->mig) return NVML_ERROR_NOT_FOUND;
+    if ((int)index >= created(g)) return NVML_ERROR_NOT_FOUND;
     if (g->mig_handle_error) return g->mig_handle_error;
     *mig_device = handle_of(device->gpu, (int)index);
     return NVML_SUCCESS;

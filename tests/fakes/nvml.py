@@ -108,6 +108,9 @@ class FakeGpu:
     mem_total: int = 80 * GIB
     mig: int = 0
     """-1: not MIG-capable; 0: MIG off; K > 0: MIG on with K MIG devices."""
+    mig_created: int = -1
+    """MIG devices created yet of the `mig` (-1: all); 0 is a GPU just switched into MIG mode, before its GPU
+    instances are created: MIG on, no MIG device."""
     error: int = 0
     """NVML code every call on this GPU returns, e.g. GPU_IS_LOST (15); 0 for success."""
     handle_error: int = 0
