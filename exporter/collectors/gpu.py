@@ -64,7 +64,8 @@ class GpuCollector(Collector):
         window_s: seconds of NVML samples averaged into busy (`gpu_window`, docs/design.md): long enough to smooth
           a bursty inference load, short next to the adapter's 15 s refresh.
         uuids: `--gpu-uuids`; a GPU UUID selects its MIG devices too. None or empty: every visible GPU.
-        clock: Unix time in seconds; must agree with NVML's sample timestamps (the wall clock).
+        clock: Unix time in seconds; must agree with NVML's sample timestamps (the wall clock). The GPU success
+          time handed to `health` is read from it (when the samples were read), so it should be health's clock.
         retry_initial_s, retry_max_s: backoff between NVML re-initialisations while NVML or a GPU is
           missing; it doubles per failed try. 30 s bounds how long a returned GPU stays unreported.
         open_nvml: how to start an NVML session (tests may pass a stand-in).
