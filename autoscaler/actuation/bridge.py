@@ -17,7 +17,10 @@ Every `resync_interval_s` (Deployment replicas change without touching
 the RuntimeScale), after a relist and when a retry falls due, a full pass reconciles them all from three lists
 a namespace (RuntimeScales, ServingRuntimes, ModelMesh Deployments): reading two objects per RuntimeScale
 instead was 10,000 sequential requests a pass at 5,000 runtimes, longer than the resync interval. It runs on
-its own task, so a slow API server never delays a refresh or an HPA request.
+its own task, so a slow API server never delays a refresh or an HPA request. A RuntimeScale handed over while a
+full pass runs is reconciled between two of the pass's RuntimeScales, not after the last (a new leader's first
+pass writes every status, one round trip each: an HPA's scale-up waited tens of seconds for it); the pass then
+skips it unless it listed a newer spec, so an older listed `spec.replicas` never overwrites the HPA's.
 Failures are per RuntimeScale: 409/429/5xx and no answer are retried with exponential backoff and jitter,
 others (403: RBAC) wait for the next resync. Retries wait at least half their backoff, counted from the start of
 the pass that failed, and the first one due starts a pass that takes every one whose half has passed: each
@@ -226,9 +229,21 @@ class ReplicaBridge:
     async def _sync_changed(self) -> int:
         if self._held():
             return 0  # kept in `_changed`: the pass after the server's wait reads them all
-        changed, self._changed = self._changed, {}
         self._started_at = self._clock()
-        writes = 0
+        todo = self._take_changed({})
+        # All of them noted before any is reconciled: a RuntimeScale and its copy handed over together must not
+        # each find itself alone on the runtime.
+        if self._note_moves_an_owner(todo):
+            # An owner pointed at another runtime (or a same-second copy that sorts first): the RuntimeScale that
+            # owns the runtime now was not handed over, nor the one that no longer does. One pass over all.
+            return await self._sync()
+        return await self._reconcile_changed(todo, {})
+
+    def _take_changed(self, listed: dict[ScaleId, JSON]) -> dict[ScaleId, JSON]:
+        """The hand-overs waiting (now taken), less our own writes handed back and those older than the spec
+        already reconciled, or than `listed` (the running pass's list, which reconciles that one in its turn):
+        the watch stream can lag behind the bridge's own reads."""
+        changed, self._changed = self._changed, {}
         todo: dict[ScaleId, JSON] = {}
         for key, scale in changed.items():
             version = (scale.get("metadata") or {}).get("resourceVersion")
@@ -236,19 +251,23 @@ class ReplicaBridge:
                 continue  # our own write, handed back
             if self._older_than_reconciled(key, scale):
                 continue  # a late event: a newer spec was reconciled already
+            if key in listed and _older(scale, listed[key]):
+                continue  # a late event: the pass has a newer spec listed
             todo[key] = scale
-        # All of them noted before any is reconciled: a RuntimeScale and its copy handed over together must not
-        # each find itself alone on the runtime.
-        if self._note_moves_an_owner(todo):
-            # An owner pointed at another runtime (or a same-second copy that sorts first): the RuntimeScale that
-            # owns the runtime now was not handed over, nor the one that no longer does. One pass over all.
-            return await self._sync()
+        return todo
+
+    async def _reconcile_changed(self, todo: dict[ScaleId, JSON], done: dict[ScaleId, JSON]) -> int:
+        """Reconcile the hand-overs `todo` (noted in `_owners`) one by one, reading their runtimes; each one tried
+        is put in `done`. Returns the writes made; stops where this replica stopped leading, or where the
+        server's `Retry-After` holds the bridge (the rest back in `_changed`)."""
+        writes = 0
         for key, scale in todo.items():
             if not self._may_write():
                 return writes
             if self._held():
-                self._changed = {**todo, **self._changed}  # for the pass after the server's wait
+                self._changed = {**{k: v for k, v in todo.items() if k not in done}, **self._changed}
                 return writes
+            done[key] = scale
             if not self._covers(key[0]):
                 try:
                     await self._cover(key[0])
@@ -257,6 +276,25 @@ class ReplicaBridge:
                     continue
             writes += await self._reconcile_guarded(key, scale, None)
         return writes
+
+    async def _between(self, listed: dict[ScaleId, JSON], done: dict[ScaleId, JSON]) -> int | None:
+        """The hand-overs waiting while a full pass runs, reconciled between two of its RuntimeScales: waiting
+        for the pass to end held an HPA's scale-up back by the whole pass (a new leader's first pass writes the
+        status of every RuntimeScale, a round trip each: tens of seconds with a slow API server).
+
+        `listed`: the pass's RuntimeScales of the scope it is in; `done` collects the ones reconciled here, which
+        the pass then leaves alone unless it lists a newer spec (its older `spec.replicas` would undo the
+        HPA's). Returns the writes made, or None when a hand-over moves a runtime to another owner: the new owner
+        may be behind the pass already, so the pass stops and a new one, which lists again, follows at once
+        (`_full`), as `sync_changed` does for it."""
+        todo = self._take_changed(listed)
+        if not todo:
+            return 0
+        if self._note_moves_an_owner(todo):
+            self._full = True
+            self._wake.set()
+            return None
+        return await self._reconcile_changed(todo, done)
 
     def _note_moves_an_owner(self, scales: dict[ScaleId, JSON]) -> bool:
         """Note `scales` in `_owners`; whether a runtime they named or name now changed hands (from one
@@ -328,6 +366,7 @@ class ReplicaBridge:
         self._pass_failed = False
         writes = 0
         seen: set[ScaleId] = set()
+        handed: dict[ScaleId, JSON] = {}  # reconciled from a hand-over during this pass (`_between`)
         unlisted: set[str | None] = set()  # scopes whose list failed: what they hold is unknown, not gone
         for scope in self.scopes:
             try:
@@ -341,8 +380,16 @@ class ReplicaBridge:
             self._owners.replace(scope, items)
             self._covered.add(scope)
             known = await self._list_targets(scope) if items else _Listed({}, {})
+            this_scope = dict(items)
             for key, scale in items:
                 seen.add(key)
+                if self._changed and self._may_write() and not self._held():
+                    between = await self._between(this_scope, handed)
+                    if between is None:
+                        return writes
+                    writes += between
+                if (key in handed and not _older(handed[key], scale)) or self._older_than_reconciled(key, scale):
+                    continue  # reconciled from its hand-over during this pass: the listed spec is no newer
                 retry = self._retries.get(key)
                 if retry is not None and retry.not_before > self._clock():
                     continue
@@ -668,6 +715,12 @@ def _generation(scale: JSON) -> tuple[str, int] | None:
     if not isinstance(uid, str) or not isinstance(generation, int) or isinstance(generation, bool):
         return None
     return uid, generation
+
+
+def _older(scale: JSON, than: JSON) -> bool:
+    """Whether `scale` is the same object as `than` with an older spec (generation)."""
+    mine, theirs = _generation(scale), _generation(than)
+    return mine is not None and theirs is not None and mine[0] == theirs[0] and mine[1] < theirs[1]
 
 
 def _keyed(listed: JSON, scope: str | None) -> list[tuple[ScaleId, JSON]]:

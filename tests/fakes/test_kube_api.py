@@ -515,6 +515,19 @@ async def test_a_delay_makes_a_tight_client_timeout_fire(kube: FakeKubeApi, api:
     assert (await call(client.CoreV1Api(api).list_namespaced_pod, NS)).items == []
 
 
+async def test_a_trigger_changes_the_store_before_the_matching_request_is_answered(kube: FakeKubeApi) -> None:
+    """`on_request`: the third GET of the pod finds what the action wrote, once; the first two pass."""
+    kube.add_pod(NS, "p")
+    kube.on_request(r"/pods/p$", lambda: kube.update_object("pods", NS, "p", lambda o: o["metadata"].update(
+        labels={"seen": "yes"})), method="GET", after=2)
+
+    labels = [(await raw(kube, "GET", f"/api/v1/namespaces/{NS}/pods/p"))[1]["metadata"].get("labels")
+              for _ in range(4)]
+
+    assert labels == [None, None, {"seen": "yes"}, {"seen": "yes"}]
+    assert kube.triggers[0].hits == 4
+
+
 async def test_pause_refuses_connections_and_resume_keeps_port_and_state(kube: FakeKubeApi) -> None:
     kube.add_pod(NS, "p")
     port = kube.port

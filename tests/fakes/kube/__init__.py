@@ -18,7 +18,7 @@ Where things live (each module imports only those above it):
 - `discovery.py`: `/version`, `/api`, `/apis` and APIResourceLists, derived from the table.
 - `patches.py`: merge patch (RFC 7386), strategic merge patch and JSON patch (RFC 6902).
 - `faults.py`: recording of requests (`RecordedRequest`, `RecordedPatch`), injected failures and delays, RBAC
-  denials (`forbid`).
+  denials (`forbid`), actions run when a request arrives (`on_request`).
 - `workloads.py`: what the kubelet and controllers would write (pod conditions, Deployment status) and pod
   validation of the deletion cost.
 - `store.py`: `ObjectStore`: objects, the resourceVersion counter, event history, watchers, list and watch.
@@ -73,7 +73,7 @@ from a version that is no longer retained. Watches cut at once (a proxy that cut
 down): `kube.cut_watches = True; kube.end_watches()`.
 """
 
-from tests.fakes.kube.faults import Delay, Fault, Forbidden, RecordedPatch, RecordedRequest
+from tests.fakes.kube.faults import Delay, Fault, Forbidden, RecordedPatch, RecordedRequest, Trigger
 from tests.fakes.kube.patches import (
     JSON_PATCH,
     MERGE_PATCH,
@@ -127,6 +127,7 @@ __all__ = [
     "RecordedPatch",
     "RecordedRequest",
     "ResourceType",
+    "Trigger",
     "json_patch",
     "main",
     "merge_patch",

@@ -1,8 +1,11 @@
-"""What tests do to the fake's traffic: record every request, inject failures and slow answers.
+"""What tests do to the fake's traffic: record every request, inject failures and slow answers, and make
+something else happen in the cluster while a client is mid-way through its work.
 
-`FaultInjection` keeps `requests` (every request with its answer's status) and the injected `faults` and
-`delays`; the server's middleware calls `_record` first and `_inject` before authentication, so an injected
-failure answers even an unauthenticated request, as an overloaded real server would. `forbid` refuses a verb
+`FaultInjection` keeps `requests` (every request with its answer's status) and the injected `faults`,
+`delays` and `triggers`; the server's middleware calls `_record` first and `_inject` before authentication, so
+an injected failure answers even an unauthenticated request, as an overloaded real server would. A trigger
+(`on_request`) runs a test's action when a matching request arrives, before it is answered: "the HPA writes
+while the fifth status write is in flight" without guessing at timings. `forbid` refuses a verb
 on a resource in a namespace with RBAC's own 403 message, naming the object, the user and the missing
 permission, as a missing Role does.
 """
@@ -13,6 +16,7 @@ import asyncio
 import itertools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -118,6 +122,26 @@ class Delay:
         return (self.method is None or self.method == method) and self.pattern.search(path) is not None
 
 
+@dataclass(slots=True)
+class Trigger:
+    """A test's action, run when a matching request arrives: the first `after` matches pass, the next `times`
+    (None: all) run it. `hits` counts the requests it matched."""
+
+    pattern: re.Pattern[str]
+    action: Callable[[], object]
+    after: int
+    times: int | None
+    method: str | None
+    hits: int = 0
+
+    def fire(self, method: str, path: str) -> None:
+        if (self.method is not None and self.method != method) or self.pattern.search(path) is None:
+            return
+        self.hits += 1
+        if self.hits > self.after and (self.times is None or self.hits <= self.after + self.times):
+            self.action()
+
+
 _DEFAULT_MESSAGES: Final = {
     401: "Unauthorized",
     403: "forbidden: the fake API server was told to refuse this request",
@@ -139,6 +163,7 @@ class FaultInjection:
         self._answers = itertools.count()
         self.faults: list[Fault] = []
         self.delays: list[Delay] = []
+        self.triggers: list[Trigger] = []
         self.forbidden: list[Forbidden] = []
 
     # ---- test controls ---------------------------------------------------------------------------------------
@@ -167,6 +192,15 @@ class FaultInjection:
         self.delays.append(entry)
         return entry
 
+    def on_request(self, path_regex: str, action: Callable[[], object], *, method: str | None = None, after: int = 0,
+                   times: int | None = 1) -> Trigger:
+        """Run `action()` (a change to the store, a client's callback) when a matching request arrives, before it
+        is delayed or answered; the first `after` matches pass, then `times` of them (None: all, until
+        `clear_faults()`) run it. `path_regex` is searched in the path (no query)."""
+        trigger = Trigger(re.compile(path_regex), action, after, times, method.upper() if method else None)
+        self.triggers.append(trigger)
+        return trigger
+
     def forbid(self, verb: str, resource: str, namespace: str | None = None,
                user: str = "system:serviceaccount:modelmesh-autoscaler:modelmesh-autoscaler") -> Forbidden:
         """Refuse `verb` (`get`, `create`, `update`, `patch`, `delete`) on `resource` in `namespace` (None: all)
@@ -178,6 +212,7 @@ class FaultInjection:
     def clear_faults(self) -> None:
         self.faults.clear()
         self.delays.clear()
+        self.triggers.clear()
         self.forbidden.clear()
 
     def _answered(self, record: RecordedRequest, status: int) -> None:
@@ -225,7 +260,10 @@ class FaultInjection:
         return record
 
     async def _inject(self, request: web.Request) -> None:
-        """Hold the request for the first matching delay, then raise the first matching fault's error."""
+        """Run the matching triggers, hold the request for the first matching delay, then raise the first
+        matching fault's error."""
+        for trigger in list(self.triggers):
+            trigger.fire(request.method, request.path)
         for entry in self.delays:
             if entry.applies(request.method, request.path):
                 entry.hits += 1

@@ -1,0 +1,196 @@
+"""An HPA's write while the replica bridge's full pass is under way, as the API server sees it: the pass of a
+new leader writes the status of every RuntimeScale one after another (1,000 writes at 1,000 runtimes, each a
+round trip), and a scale-up the watch handed over meanwhile waited for the whole pass to end, tens of seconds
+with a slow API server. It now goes out between two reconciles of the pass, and the pass never writes the older
+`spec.replicas` it listed back over it (docs/design.md, "The RuntimeScale bridge")."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import functools
+import tempfile
+from collections import deque
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autoscaler.actuation.bridge import BridgeSettings, ReplicaBridge
+from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
+from autoscaler.kube.client import KubeClient
+from tests.fakes.kube import JSON, FakeKubeApi
+from tests.support.waiting import eventually
+
+NS = "ml"
+RUNTIMES = 30
+STATUS_WRITE = r"/runtimescales/[^/]+/status$"
+
+
+def rt(i: int) -> str:
+    """The i-th runtime and its RuntimeScale: lists return them in this order."""
+    return f"rt{i:02d}"
+
+
+def fleet(kube: FakeKubeApi, runtimes: int = RUNTIMES) -> None:
+    """`runtimes` runtimes at 2 replicas, each with a RuntimeScale asking for 3 and no status yet: a pass writes
+    every runtime and every status, as a new leader's first pass does."""
+    for i in range(runtimes):
+        kube.add_serving_runtime(NS, rt(i), replicas=2)
+        kube.add_modelmesh_runtime(NS, f"modelmesh-serving-{rt(i)}", replicas=2)
+        kube.add_runtime_scale(NS, rt(i), replicas=3)
+
+
+def runtime_writes(kube: FakeKubeApi) -> list[tuple[str, int]]:
+    """(ServingRuntime, replicas) of each runtime write, in the order the fake answered them."""
+    patches = sorted((r for r in kube.requests if r.method == "PATCH" and r.resource == "servingruntimes"),
+                     key=lambda r: r.answered or 0)
+    return [(str(r.name), r.body["spec"]["replicas"]) for r in patches]
+
+
+def hpa_writes(kube: FakeKubeApi, name: str, replicas: int) -> JSON:
+    """The HPA's write to the RuntimeScale's scale subresource, as stored (what the watch hands over)."""
+    kube.update_object("runtimescales", NS, name, lambda o: o["spec"].update(replicas=replicas))
+    return copy.deepcopy(kube.stored("runtimescales", NS, name))
+
+
+@pytest.mark.parametrize(("scaled", "pass_order"), [
+    pytest.param("rt03", [*range(10), "hpa", *range(10, RUNTIMES)], id="a-runtime-the-pass-has-done"),
+    pytest.param("rt20", [*range(10), "hpa", *range(10, 20), *range(21, RUNTIMES)], id="one-it-has-yet-to-do"),
+])
+async def test_an_hpa_write_during_a_full_pass_reaches_the_runtime_before_the_pass_ends(
+    kube: FakeKubeApi, kube_client: KubeClient, scaled: str, pass_order: list[int | str]
+) -> None:
+    """The HPA scales `scaled` to 5 while the pass writes its tenth status: the runtime gets 5 right after that
+    write, not once the other twenty are done; and the pass, which listed `scaled` at 3, does not write 3 back
+    (for a RuntimeScale it has yet to reach, that was 3 over the HPA's 5 until the pass ended)."""
+    fleet(kube)
+    bridge = ReplicaBridge(kube_client, namespaces=[NS])
+    kube.on_request(STATUS_WRITE, lambda: bridge.wake(hpa_writes(kube, scaled, 5)), method="PATCH", after=9)
+
+    await bridge.sync()
+
+    expected = [(scaled, 5) if step == "hpa" else (rt(int(step)), 3) for step in pass_order]
+    assert runtime_writes(kube) == expected
+    assert kube.serving_runtime_replicas(NS, scaled) == 5
+    kube.clear_requests()
+    assert await bridge.sync_changed() == 0 and await bridge.sync() == 0  # nothing left over, nothing undone
+    assert runtime_writes(kube) == []
+
+
+async def test_with_a_slow_api_server_the_watch_hands_an_hpa_write_over_in_the_middle_of_a_new_leaders_pass(
+    kube: FakeKubeApi, kube_client: KubeClient
+) -> None:
+    """The bridge and its watch as the adapter runs them, every status write answered slowly: the HPA's write
+    to rt00 during the tenth reaches rt00 before the pass writes its last status."""
+    fleet(kube)
+    kube.delay(STATUS_WRITE, 0.05, method="PATCH")
+    kube.on_request(STATUS_WRITE, lambda: hpa_writes(kube, "rt00", 5), method="PATCH", after=9)
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=BridgeSettings(resync_interval_s=3600.0))
+    tasks = [asyncio.create_task(RuntimeScaleWatch(kube_client, NS, bridge.wake).run())]
+    try:
+        await kube.wait_for_watches(1, "runtimescales")
+        tasks.append(asyncio.create_task(bridge.run()))
+        await eventually(lambda: kube.serving_runtime_replicas(NS, "rt00") == 5 and all(
+            (kube.stored("runtimescales", NS, rt(i)).get("status") or {}).get("replicas") is not None
+            for i in range(RUNTIMES)))
+    finally:
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    status_writes = [r for r in kube.requests if r.method == "PATCH" and r.path.endswith("/status")]
+    carried = next(r for r in kube.requests if r.method == "PATCH" and r.resource == "servingruntimes"
+                   and r.name == "rt00" and r.body["spec"]["replicas"] == 5)
+    last_of_pass = next(r for r in reversed(status_writes) if r.name == rt(RUNTIMES - 1))
+    assert (carried.answered or 0) < (last_of_pass.answered or 0)
+    assert [replicas for name, replicas in runtime_writes(kube) if name == "rt00"] == [3, 5]
+
+
+# One step between two requests of the pass (each status write it sends): the HPA writes a RuntimeScale (the API
+# server keeps its new version), or the watch, in order and as late as it likes, hands the oldest version not
+# yet handed over to the bridge.
+STEP = st.one_of(st.tuples(st.just("hpa"), st.integers(0, 5)), st.tuples(st.just("watch"), st.just(0)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(steps=st.lists(st.lists(STEP, max_size=3), min_size=1, max_size=12))
+def test_an_older_listed_or_handed_over_replicas_never_overwrites_a_newer_one(
+    steps: list[list[tuple[str, int]]],
+) -> None:
+    """Whatever the HPA writes during a pass and however late the watch hands it over, each runtime's
+    replicas only move forward through the HPA's writes (here always upwards: 3 listed, then 4, 5, ...), and
+    end at the HPA's last once the watch has caught up."""
+    written, wanted = asyncio.run(_pass_with_hpa_writes(steps))
+
+    for name, last in wanted.items():
+        values = [replicas for runtime, replicas in written if runtime == name]
+        assert values == sorted(values), f"{name}: {values}"
+        assert values[-1] == last
+
+
+async def _pass_with_hpa_writes(steps: list[list[tuple[str, int]]]) -> tuple[list[tuple[str, int]], dict[str, int]]:
+    """A full pass over six RuntimeScales with `steps[i]` taken at its i-th status write, then the watch's
+    remaining hand-overs; returns the runtime writes and each runtime's last HPA replicas."""
+    async with FakeKubeApi() as kube:
+        fleet(kube, 6)
+        with tempfile.TemporaryDirectory() as folder:
+            config = kube.write_kubeconfig(Path(folder) / "kubeconfig", namespace=NS)
+            client = await KubeClient.connect(config, user_agent="modelmesh-autoscaler/test", timeout_s=5.0)
+        try:
+            bridge = ReplicaBridge(client, namespaces=[NS])
+            wanted = {rt(i): 3 for i in range(6)}
+            unseen: deque[JSON] = deque()  # the watch stream's events not yet handed over, oldest first
+
+            def take(step: list[tuple[str, int]]) -> None:
+                for kind, runtime in step:
+                    if kind == "hpa":
+                        name = rt(runtime)
+                        wanted[name] += 1
+                        unseen.append(hpa_writes(kube, name, wanted[name]))
+                    elif unseen:
+                        bridge.wake(unseen.popleft())
+
+            for index, step in enumerate(steps):
+                kube.on_request(STATUS_WRITE, functools.partial(take, step), method="PATCH", after=index)
+            await bridge.sync()
+            kube.clear_faults()
+            while unseen:
+                bridge.wake(unseen.popleft())
+            await bridge.sync_changed()
+            return runtime_writes(kube), wanted
+        finally:
+            await client.close()
+
+
+async def test_a_runtime_changing_owner_during_a_pass_has_the_pass_start_again_from_a_fresh_list(
+    kube: FakeKubeApi, kube_client: KubeClient
+) -> None:
+    """`rt10` is pointed at another runtime while the pass runs, handing its runtime to `rt0-copy`, a younger
+    RuntimeScale for the same runtime that the pass had already found a duplicate. Reconciling the hand-over
+    alone and going on left the new owner's 7 for the next resync (15 s); the pass starts again instead."""
+    fleet(kube, 12)
+    kube.add_serving_runtime(NS, "spare", replicas=2)
+    kube.add_modelmesh_runtime(NS, "modelmesh-serving-spare", replicas=2)
+    created = kube.clock()
+    kube.clock = lambda: created + 60.0  # a minute younger than rt10: a duplicate
+    kube.add_runtime_scale(NS, "rt0-copy", serving_runtime=rt(10), replicas=7)  # listed first: "-" sorts first
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], settings=BridgeSettings(resync_interval_s=3600.0))
+
+    def repointed() -> None:
+        kube.update_object("runtimescales", NS, rt(10), lambda o: o["spec"].update(servingRuntime="spare"))
+        bridge.wake(copy.deepcopy(kube.stored("runtimescales", NS, rt(10))))
+
+    kube.on_request(STATUS_WRITE, repointed, method="PATCH", after=4)
+    task = asyncio.create_task(bridge.run())
+    try:
+        await eventually(lambda: kube.serving_runtime_replicas(NS, rt(10)) == 7
+                         and kube.serving_runtime_replicas(NS, "spare") == 3, timeout=10.0)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert (rt(10), 3) not in runtime_writes(kube)  # the pass stopped before it reached rt10 as listed
