@@ -101,7 +101,7 @@ class CounterWindow:
         series = {(field, labels): value for field in COUNTER_FIELDS
                   for labels, value in reading.counters.get(field, {}).items()}
         self._check_unlabelled_kept(series)
-        restart = None if previous is None else self._restart(series)
+        restart = None if previous is None else self._restart(series, reading.has_instance_record)
         # ModelMesh serves its unlabelled histograms from its start: appearing now, they were missing from the
         # reads before (a body cut or filtered), whose series are no baseline to count from
         rebase = previous is not None and not restart and any(
@@ -168,16 +168,27 @@ class CounterWindow:
             raise ScrapeFailure(names.REASON_PARSE, f"ModelMesh output lacks {', '.join(lost)}, which it serves "
                                 "from its start (cut short or garbled?)")
 
-    def _restart(self, series: Mapping[tuple[str, Labels], float]) -> str | None:
+    def _restart(self, series: Mapping[tuple[str, Labels], float], instance_record: bool) -> str | None:
         """Why this reading is of a new container, or None. ModelMesh never drops a series in its life, so a
         counter that went down is a restart, and so is a reading without any series of the one before (a new
         container that has served nothing yet: with per-model metrics on, every series is labelled and none
-        exists before its first request). One series missing alone is not: a body may lack it."""
+        exists before its first request). One series missing alone is not: a body may lack it.
+
+        Nor are its labelled series all missing alone, but they are with no instance record (`instance_record`
+        False: capacity 0): a new JVM's gauges read 0 until it first publishes one. That is how a new container
+        looks by default (per-model metrics off, and a model server that does not limit model concurrency, so
+        ModelMesh never times its queue): its unlabelled histograms are at 0 as the old one's were, none went
+        down, and without this its first reading was taken for the old container's: a rate of the old counts
+        over the window, and the new requests counted only beyond the old counts until one series fell below."""
         down = sum(1 for key, value in series.items() if key in self._last and value < self._last[key][0])
         if down:
             return f"{down} of its counter series went down"
         if self._current and not self._current & series.keys():
             return f"none of its {len(self._current)} counter series is left"
+        labelled = [key for key in self._current if key[1]]
+        if labelled and not instance_record and not any(key in series for key in labelled):
+            return (f"none of its {len(labelled)} labelled counter series is left, and it has published no "
+                    "instance record yet")
         return None
 
     @property

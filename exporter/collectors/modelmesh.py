@@ -29,7 +29,14 @@ from exporter import names
 from exporter.collectors.health import CollectorHealth
 from exporter.counters import CounterWindow
 from exporter.model_recency import ModelRecency
-from exporter.modelmesh_text import REQUESTS, SAMPLES_READ, ModelMeshReading, ScrapeFailure, parse_modelmesh
+from exporter.modelmesh_text import (
+    QUEUE_COUNT,
+    REQUESTS,
+    SAMPLES_READ,
+    ModelMeshReading,
+    ScrapeFailure,
+    parse_modelmesh,
+)
 from exporter.settings import setting
 
 log = logging.getLogger(__name__)
@@ -70,6 +77,17 @@ _NO_HANDSHAKE: Final = (f"no TLS handshake: where ModelMesh serves plain http, {
                         f"http:// URL in {_URL}")
 
 
+_QUEUE_UNTIMED: Final = (
+    "ModelMesh ran %s requests in this pod and timed none in its request queue "
+    f"({names.MM_QUEUE_DELAY_MS}): it times them only where the model server limits each model's concurrency "
+    "(limitModelConcurrency in its runtime status; for modelmesh-serving's built-in runtimes, the ServingRuntime "
+    "annotation perModelConcurrencyLimit, which sets LIMIT_PER_MODEL_CONCURRENCY on the adapter). Until then "
+    f"{names.QUEUE_DELAY_SECONDS} reads 0 here and no pod counts as saturated by its queue")
+"""Said once: ModelMesh times a request's queueing only in `MaxConcCacheEntry.beforeInvoke` (kserve/modelmesh
+`ModelMesh.java`, v0.9.0 on), before the request runs, so within one container its queue count is at least its
+request count there, and stays 0 where it does not limit model concurrency (the built-in runtimes' default)."""
+
+
 class ModelMeshCollector(Collector):
     """Scrapes ModelMesh in the background and publishes the per-pod load and cache metrics.
 
@@ -106,6 +124,7 @@ class ModelMeshCollector(Collector):
         self._reading: ModelMeshReading | None = None
         self._lru_age_s: float | None = None
         self._recency = ModelRecency(model_recency_horizon_s) if model_recency_horizon_s > 0 else None
+        self._queue_untimed_told = False
         health.register(names.COLLECTOR_MODELMESH)
 
     @property
@@ -150,6 +169,9 @@ class ModelMeshCollector(Collector):
             self._recency.update(reading, risen, now)
         self._reading = reading
         self._lru_age_s = reading.lru_age_at(now)
+        if not self._queue_untimed_told and reading.total(REQUESTS) > 0 and reading.total(QUEUE_COUNT) == 0:
+            self._queue_untimed_told = True
+            log.warning(_QUEUE_UNTIMED, f"{reading.total(REQUESTS):.0f}")
 
     async def _fetch(self, session: aiohttp.ClientSession) -> tuple[str, float, str]:
         """The body, the time its counters were read (when the response headers arrived), and its content type.

@@ -85,13 +85,15 @@ def pod_class() -> type[ExporterPod]:
 @pytest.fixture
 async def pod_factory(aiohttp_client: AiohttpClient,
                       pod_class: type[ExporterPod]) -> AsyncIterator[Callable[..., Awaitable[Any]]]:
-    """Builds pods whose ModelMesh has published 8 models; keyword options go to the exporter's collector."""
+    """Builds pods whose ModelMesh has published 8 models (`per_model`, `queue_timed`: its `ModelMeshContainer`);
+    other keyword options go to the exporter's collector."""
     ports: list[MetricsPort] = []
     async with aiohttp.ClientSession() as session:
 
-        async def build(*, per_model: bool = False, **collector_options: Any) -> ExporterPod:
+        async def build(*, per_model: bool = False, queue_timed: bool = True,
+                        **collector_options: Any) -> ExporterPod:
             clock = Clock()
-            container = ModelMeshContainer(clock, per_model=per_model)
+            container = ModelMeshContainer(clock, per_model=per_model, queue_timed=queue_timed)
             container.publish(models=8, lru_time_s=clock.now - 100.0)
             port = MetricsPort(container)
             ports.append(port)

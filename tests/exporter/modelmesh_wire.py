@@ -20,7 +20,11 @@ what kserve/modelmesh does, read from its source (`Metrics.PrometheusMetrics`, `
   (`add_models`), the families the exporter does not read as well; the request histograms label it
   `method, code, modelId, vModelId` in that order (`Metrics.PrometheusMetrics`), the others `modelId, vModelId`
   with an empty `vModelId` (`logTimingMetricDuration`), and a request without a model id is labelled `""`;
-- label values escaped as simpleclient's `writeEscapedLabelValue` does: `\\`, `\"` and `\n`.
+- label values escaped as simpleclient's `writeEscapedLabelValue` does: `\\`, `\"` and `\n`;
+- the queue-delay histogram times a request only where the model server limits each model's concurrency
+  (`RuntimeStatusResponse.limitModelConcurrency`: ModelMesh then makes `MaxConcCacheEntry`s, whose
+  `beforeInvoke` alone records `QUEUE_DELAY`); elsewhere, the default of modelmesh-serving's built-in runtimes,
+  it stays at 0 (or, with per-model metrics on, has no series): `queue_timed`.
 
 Time is the caller's wall clock (`wall`), so the tests step it.
 """
@@ -111,9 +115,13 @@ class _Histogram:
 class ModelMeshContainer:
     """One `mm` container's metrics state; `restart()` makes it a new container."""
 
-    def __init__(self, wall: Callable[[], float], *, per_model: bool = False) -> None:
+    def __init__(self, wall: Callable[[], float], *, per_model: bool = False, queue_timed: bool = True) -> None:
+        """`queue_timed`: the model server limits each model's concurrency (`limitModelConcurrency`), so ModelMesh
+        times every request in its queue; False as modelmesh-serving's built-in runtimes run by default (no
+        `perModelConcurrencyLimit` annotation on the ServingRuntime)."""
         self._wall = wall
         self.per_model = per_model
+        self.queue_timed = queue_timed
         self.restart()
 
     def restart(self) -> None:
@@ -143,7 +151,8 @@ class ModelMeshContainer:
         model they were sent to ("" when sent to the model itself)."""
         per_model = (model, vmodel) if self.per_model else ()
         self.invoke.series.setdefault((method, code, *per_model), _Series()).observe(latency_ms, requests)
-        self.queue.series.setdefault((model, "") if self.per_model else (), _Series()).observe(queue_ms, requests)
+        if self.queue_timed:
+            self.queue.series.setdefault((model, "") if self.per_model else (), _Series()).observe(queue_ms, requests)
 
     def add_models(self, count: int, requests_each: float = 3.0) -> None:
         """`count` models each loaded, used, missed and evicted here once: their series in every histogram."""

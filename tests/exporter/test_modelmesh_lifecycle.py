@@ -67,16 +67,23 @@ def restart_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if RESTART_LOG in r.getMessage()]
 
 
-@pytest.mark.parametrize("per_model", [False, True], ids=["per-model-off", "per-model-on"])
+@pytest.mark.parametrize(("per_model", "queue_timed"), [(False, True), (True, True), (False, False)],
+                         ids=["per-model-off", "per-model-on", "per-model-off-queue-untimed"])
 async def test_a_modelmesh_restart_is_one_reset_with_no_rate_mixing_the_two_containers(
-    pod_factory: PodFactory, caplog: pytest.LogCaptureFixture, per_model: bool,
+    pod_factory: PodFactory, caplog: pytest.LogCaptureFixture, per_model: bool, queue_timed: bool,
 ) -> None:
     """The `mm` container restarts: its port refuses connections for 20 s (inside the load window), then its
     new JVM answers with no request series yet, and traffic resumes a little later. One restart must be one
     reset: no rate from the old container's counts once the new one answers, a rate on every read once two
     readings of the new one exist (above all when traffic resumes, when the pod turns Ready and the adapter
-    needs it), every request of the new container counted, and one log line that says it restarted."""
-    pod = await pod_factory(per_model=per_model)
+    needs it), every request of the new container counted, and one log line that says it restarted.
+
+    `per-model-off-queue-untimed` is modelmesh-serving's default: per-model metrics off, and a built-in runtime
+    that does not limit model concurrency, so ModelMesh (kserve/modelmesh v0.9.0 to v0.12.0, `ModelMesh.java`:
+    `QUEUE_DELAY` only in `MaxConcCacheEntry.beforeInvoke`) never times its queue. Its new JVM's first answer
+    then holds its unlabelled histograms at 0 as the old one's were (no counter went down), no invoke series,
+    and no instance record yet (its gauges at 0, `Metrics.logInstanceStats` not yet called)."""
+    pod = await pod_factory(per_model=per_model, queue_timed=queue_timed)
     for _ in range(6):
         before = await pod.step()
     assert before[names.REQUESTS_PER_SECOND] == 40.0
@@ -97,6 +104,37 @@ async def test_a_modelmesh_restart_is_one_reset_with_no_rate_mixing_the_two_cont
     assert rates[-1] == 40.0
     assert (await pod.published())[names.REQUESTS_TOTAL] == before[names.REQUESTS_TOTAL] + 7 * 200.0
     assert len(restart_lines(caplog)) == 1, restart_lines(caplog)
+
+
+QUEUE_UNTIMED_LOG = "timed none in its request queue"
+
+
+@pytest.mark.parametrize("per_model", [False, True], ids=["per-model-off", "per-model-on"])
+@pytest.mark.parametrize("queue_timed", [False, True], ids=["queue-untimed", "queue-timed"])
+async def test_a_modelmesh_that_does_not_time_its_queue_is_named_in_the_log(
+    pod_factory: PodFactory, caplog: pytest.LogCaptureFixture, per_model: bool, queue_timed: bool,
+) -> None:
+    """ModelMesh times a request's queueing only where the model server limits each model's concurrency
+    (kserve/modelmesh v0.9.0 to v0.12.0, `ModelMesh.java`: `Metric.QUEUE_DELAY` is recorded in
+    `MaxConcCacheEntry.beforeInvoke` alone, made only when `limitModelConcurrency`), and modelmesh-serving's
+    built-in runtimes do not by default (kserve/modelmesh-runtime-adapter: `LIMIT_PER_MODEL_CONCURRENCY`
+    defaults to 0, `runtimeStatus.LimitModelConcurrency = ... > 0`). Its queue histogram then stays at
+    `_count 0.0` (per-model metrics on: has no series) however busy the pod, and the exporter's queue delay
+    reads 0: not a measurement. The operator is told once, with the setting that turns it on; a ModelMesh that
+    times its queue is not named."""
+    pod = await pod_factory(per_model=per_model, queue_timed=queue_timed)
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        served = [await pod.step(40.0) for _ in range(4)]
+    assert served[-1][names.REQUESTS_PER_SECOND] == 40.0
+    assert served[-1][names.QUEUE_DELAY_SECONDS] == (0.001 if queue_timed else 0.0)
+    told = [r for r in caplog.records if QUEUE_UNTIMED_LOG in r.getMessage()]
+    if queue_timed:
+        assert told == []
+    else:
+        [line] = told
+        assert line.levelno == logging.WARNING
+        assert "perModelConcurrencyLimit" in line.getMessage()
+        assert names.QUEUE_DELAY_SECONDS in line.getMessage()
 
 
 def instance_gauges_only(text: str) -> str:
