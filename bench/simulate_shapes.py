@@ -72,7 +72,8 @@ def parse_variant(text: str) -> Variant:
 def run_shape(shape_name: str, seed: int, args: argparse.Namespace, variants: list[Variant]
               ) -> tuple[PolicyResult, list[PolicyResult], float, int]:
     trace = synthetic(models=args.models, hours=args.hours, mean_rps=args.rps, shape=shape_name, seed=seed)
-    shape = ClusterShape(pod_rps=args.pod_rps, cache_models=args.cache_models, min_churn_age_s=args.min_churn_age)
+    shape = ClusterShape(pod_rps=args.pod_rps, cache_models=args.cache_models, min_churn_age_s=args.min_churn_age,
+                         queue_timed=not args.queue_untimed)
     bucket_s, arrivals = buckets(trace, 5.0)
     best = oracle(trace, shape, 600.0, bucket_s)
     fixed, maximum, start = sizing(best.peak_rps, sum(arrivals[0].rates), shape.pod_rps, MIN_REPLICAS, None,
@@ -139,6 +140,9 @@ def main() -> None:
     parser.add_argument("--min-churn-age", type=float, default=ClusterShape().min_churn_age_s,
                         help="ModelMesh's churn limit in seconds (0: a full pod always evicts, as before it was "
                              "modelled)")
+    parser.add_argument("--queue-untimed", action="store_true",
+                        help="ModelMesh times no request queue (modelmesh-serving's built-in runtimes without "
+                             "perModelConcurrencyLimit): the queue term never decides")
     parser.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
     parser.add_argument("--shapes", default=",".join(SHAPES))
     parser.add_argument("--variant", action="append", default=[], help="name:key=value,... (repeatable)")

@@ -130,6 +130,11 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                        help="a full pod whose least recently used model is younger refuses a load and the request "
                             "fails, as ModelMesh's tas.min_churn_age_ms (10x max(3 s, the runtime's load timeout / "
                             "3)); 0: never (default 300, for modelmesh-serving's 90 s load timeout)")
+    shape.add_argument("--queue-untimed", action="store_true",
+                       help="ModelMesh times no request queue, as on modelmesh-serving's built-in runtimes unless "
+                            "the ServingRuntime is annotated perModelConcurrencyLimit: the exporter reports a queue "
+                            "delay of 0, so the queue term never decides (requests still queue and count as "
+                            "delayed); default: the queue timed")
     shape.add_argument("--min-replicas", metavar="N", type=count, default=2, help="HPA minReplicas (default 2)")
     shape.add_argument("--max-replicas", metavar="N", type=count, default=None,
                        help="HPA maxReplicas (default: twice what the trace's peak needs: pods to serve its "
@@ -383,7 +388,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     shape = ClusterShape(pod_rps=args.pod_rps, cache_models=args.cache_models, load_time_s=args.load_time,
                          load_concurrency=args.load_concurrency, startup_delay_s=args.startup_delay,
                          slo_queue_s=args.slo_queue_ms / 1000.0,
-                         min_churn_age_s=args.min_churn_age)
+                         min_churn_age_s=args.min_churn_age, queue_timed=not args.queue_untimed)
     bucket_s, arrivals = buckets(trace, args.tick)
     if trace.interval_s < args.tick:
         warn(f"the trace's {trace.interval_s:g} s intervals are added up into --tick {args.tick:g} s steps, whose "
@@ -444,7 +449,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                  "load_concurrency": shape.load_concurrency, "startup_delay_s": shape.startup_delay_s,
                  "min_replicas": args.min_replicas,
                  "max_replicas": maximum, "fixed_replicas": fixed, "peak_pods": best.peak_pods, "tick_s": args.tick,
-                 "slo_queue_ms": args.slo_queue_ms, "min_churn_age_s": shape.min_churn_age_s},
+                 "slo_queue_ms": args.slo_queue_ms, "min_churn_age_s": shape.min_churn_age_s,
+                 "queue_timed": shape.queue_timed},
         oracle=best,
         warnings=warnings,
     )

@@ -416,9 +416,9 @@ class Cluster:
     def samples(self, now: float, per_model: bool = True) -> tuple[PodSample, ...]:
         """Every pod as its exporter reports it now (not-Ready pods with no data); `per_model` False leaves out
         the per-model use (`recent_models`), for a reader that never looks at it (mean-hpa: GPU busy only)."""
-        cache_models = self.shape.cache_models
+        cache_models, timed = self.shape.cache_models, self.shape.queue_timed
         if not per_model:
-            return tuple(sample(pod, now, cache_models, None) for pod in self.pods)
+            return tuple(sample(pod, now, cache_models, None, queue_timed=timed) for pod in self.pods)
         if self._last_uses_at != self._caches_changed:
             self._last_uses, self._last_uses_at = {}, self._caches_changed
         known = self._last_uses
@@ -427,7 +427,7 @@ class Cluster:
             uses = known.get(pod)
             if uses is None:
                 uses = known[pod] = last_uses(pod.cache)
-            samples.append(sample(pod, now, cache_models, uses))
+            samples.append(sample(pod, now, cache_models, uses, queue_timed=timed))
         return tuple(samples)
 
     def load_waits(self, now: float) -> LoadWaits:

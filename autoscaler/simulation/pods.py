@@ -36,6 +36,10 @@ class ClusterShape:
     # `tas.min_churn_age_ms`, 10x max(3 s, load timeout / 3): 300 s with modelmesh-serving's 90 s runtimes; 0: never)
     min_churn_age_s: float = 300.0
     slo_queue_s: float = 0.1
+    # Whether ModelMesh times its request queue: only where the model server limits each model's concurrency
+    # (modelmesh-serving's built-in runtimes do not, unless annotated perModelConcurrencyLimit); untimed, the
+    # exporter reports a queue delay of 0 and the queue term never decides. Requests still queue and are delayed.
+    queue_timed: bool = True
     gpu_window_s: float = 10.0
     load_window_s: float = 30.0
 
@@ -149,15 +153,18 @@ def flush_counts(pod: SimPod) -> None:
         pod.counting_s = 0.0
 
 
-def sample(pod: SimPod, now: float, cache_models: int, recent_models: Mapping[str, float] | None) -> PodSample:
+def sample(pod: SimPod, now: float, cache_models: int, recent_models: Mapping[str, float] | None, *,
+           queue_timed: bool = True) -> PodSample:
     """The pod as its exporter reports it now (not Ready, or Ready but not yet scraped: no data), with its
-    copies' last uses `recent_models` (`last_uses(pod.cache)`, or None: not reported)."""
+    copies' last uses `recent_models` (`last_uses(pod.cache)`, or None: not reported); `queue_timed` False: a
+    queue delay of 0, as the exporter reports it where ModelMesh does not time its queue (`ClusterShape`)."""
     if not pod.ready or not pod.served:
         return PodSample(pod.name, ready=pod.ready, created_at=pod.created_at)
     lru = now - next(iter(pod.cache.values())) if pod.cache else None
     return clean_sample(PodSample(  # as a source would hand it over: garbled values absent (`PodSample`)
         pod.name, ready=True, sampled_at=now,
-        gpu_busy=_mean(pod.busy), requests_per_second=_mean(pod.served), queue_delay_s=_mean(pod.queue),
+        gpu_busy=_mean(pod.busy), requests_per_second=_mean(pod.served),
+        queue_delay_s=_mean(pod.queue) if queue_timed else 0.0,
         lru_age_s=lru, cache_used_ratio=len(pod.cache) / cache_models, models_loaded=float(len(pod.cache)),
         recent_models=recent_models, created_at=pod.created_at,
     ))
