@@ -119,6 +119,13 @@ def busy(collector: GpuCollector) -> dict[str, float]:
     return {r.label: r.busy_ratio for r in collector.readings if r.busy_ratio is not None}
 
 
+def passes(collector: GpuCollector, clock: Clock, count: int = 3) -> None:
+    """`count` passes a second apart, the clock moved before each (as the collector's loop runs them)."""
+    for _ in range(count):
+        clock.advance(1)
+        collector.sample_once()
+
+
 # ---- readings ----
 
 def test_busy_ratio_averages_the_samples_in_the_window(
@@ -476,9 +483,7 @@ def test_a_wall_clock_stepped_back_does_not_serve_the_old_busy_as_new(
 
     fake.set_gpu(0, util=0)
     clock.advance(-30)
-    for _ in range(3):
-        clock.advance(1)
-        collector.sample_once()
+    passes(collector, clock)
     _, series = scrape(collector, health)
     assert gpu_series(series, names.GPU_BUSY_RATIO)["0"] == 0.0
     assert health_of(series) == (1.0, 0.0)
@@ -496,9 +501,7 @@ def test_mig_devices_beside_whole_gpus_report_memory_and_leave_busy_to_the_whole
     fake.set_gpu(0, util=40)
     fake.set_gpu(1, mig=2, mem_used=10 * GIB, mem_total=80 * GIB)
     with caplog.at_level(logging.INFO, logger="exporter"):
-        for _ in range(3):
-            clock.advance(1)
-            collector.sample_once()
+        passes(collector, clock)
     text, series = scrape(collector, health)
     assert gpu_series(series, names.GPU_BUSY_RATIO) == {"0": 0.4}
     assert gpu_series(series, names.GPU_MEMORY_TOTAL_BYTES) == {"0": 80 * GIB, "1/0": 40 * GIB, "1/1": 40 * GIB}
@@ -528,9 +531,7 @@ def test_a_gpu_switched_into_mig_mode_while_running_is_sampled_as_its_mig_device
 
     fake.set_gpu(1, mig=2, mem_used=10 * GIB, mem_total=80 * GIB)
     with caplog.at_level(logging.INFO, logger="exporter"):
-        for _ in range(3):
-            clock.advance(1)
-            collector.sample_once()
+        passes(collector, clock)
     text, series = scrape(collector, health)
     assert gpu_series(series, names.GPU_BUSY_RATIO) == {"0": pytest.approx(0.4)}
     assert gpu_series(series, names.GPU_MEMORY_TOTAL_BYTES) == {"0": 80 * GIB, "1/0": 40 * GIB, "1/1": 40 * GIB}
@@ -608,9 +609,7 @@ def test_mig_devices_this_container_may_not_see_are_left_out_not_a_failure_for_g
     fake.set_gpu(0, util=40)
     fake.set_gpu(1, mig=2, mig_handle_error=NO_PERMISSION)
     with caplog.at_level(logging.INFO, logger="exporter"):
-        for _ in range(3):
-            clock.advance(1)
-            collector.sample_once()
+        passes(collector, clock)
     _, series = scrape(collector, health)
     assert gpu_series(series, names.GPU_BUSY_RATIO) == {"0": 0.4}
     assert set(gpu_series(series, names.GPU_MEMORY_TOTAL_BYTES)) == {"0"}
