@@ -13,7 +13,6 @@ import contextlib
 import importlib.metadata
 import math
 import os
-import re
 import ssl
 import urllib.parse
 from collections.abc import Mapping
@@ -23,6 +22,7 @@ from typing import Final, NoReturn
 
 from exporter import env_flags
 from exporter.env_flags import EnvFlag, EnvFlagError, resolve_flags
+from exporter.pod_resources import GKE_GPU, GPU_ID_PREFIXES
 
 ENV_PREFIX: Final = "EXPORTER_"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -168,7 +168,7 @@ def uuid_list(value: str) -> tuple[str, ...]:
     names = tuple(part.strip() for part in value.split(",") if part.strip())
     for name in names:
         lowered = name.lower()
-        if lowered.startswith(("gpu-", "mig-")) or re.fullmatch(r"nvidia[0-9]+", lowered):
+        if name.upper().startswith(GPU_ID_PREFIXES) or GKE_GPU.fullmatch(lowered):
             continue
         if lowered == "all":
             raise argparse.ArgumentTypeError(
