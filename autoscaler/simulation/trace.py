@@ -19,14 +19,16 @@ a row per model and a column per minute (Azure Functions' trace as it comes): tr
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import math
 import os
 import sys
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import BinaryIO, Final, overload
+from typing import Final, cast, overload
 
 import numpy as np
 
@@ -174,43 +176,33 @@ def read_csv(path: str | os.PathLike[str], progress: Callable[[int, int], None] 
     rows and once at the end: a 2 GB export takes minutes to read, which without it looked like a hang.
     `all_zero_ok`: a per-minute table of nothing but 0 is read (a quiet day among others), not refused."""
     name = os.fspath(path)
-    if name == STDIN:
-        return _read_piped(sys.stdin.buffer, all_zero_ok)
+    piped = name == STDIN
+    shown = STDIN_NAME if piped else name
     try:
-        with unpacking(name), open(name, "rb") as raw:
-            size = os.fstat(raw.fileno()).st_size
-            head = raw.read(2)
-            raw.seek(0)
-            with text_of(raw, gzipped=gzipped(name, head)) as fh:
+        with unpacking(shown), (_standard_input() if piped else open(name, "rb")) as raw:
+            # A pipe's size is not known ahead: no progress there
+            size = None if piped else os.fstat(raw.fileno()).st_size
+            report = None if progress is None or size is None else (
                 # short of the end until read: the text is read ahead of the rows parsed, and the bar finished twice
-                trace = _parse(csv.reader(fh), name,
-                               None if progress is None else lambda: progress(min(raw.tell(), size - 1), size),
-                               all_zero_ok)
-        if progress is not None:
+                lambda: progress(min(raw.tell(), size - 1), size))
+            with text_of(raw, gzipped=gzipped(shown, raw.peek(2)[:2])) as fh:
+                trace = _parse(csv.reader(fh), shown, report, all_zero_ok)
+        if progress is not None and size is not None:
             progress(size, size)
         return trace
     except OSError as exc:
-        raise TraceError(f"{name}: cannot read trace: {exc.strerror or exc}") from exc
+        raise TraceError(f"{shown}: cannot read trace: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
-        raise TraceError(not_utf8(name)) from exc
+        raise TraceError(not_utf8(shown)) from exc
 
 
-def _read_piped(raw: BinaryIO, all_zero_ok: bool) -> Trace:
-    """A trace piped in (`zcat day.csv.gz | ... --trace -`, an export query's output), read as a file is, gzip
-    told by its first bytes; without progress, as its size is not known ahead. A terminal is refused: `--trace -`
-    with nothing piped in waited, silent, for a CSV to be typed."""
-    if raw.isatty():
+def _standard_input() -> contextlib.AbstractContextManager[io.BufferedReader]:
+    """A trace piped in (`zcat day.csv.gz | ... --trace -`, an export query's output), read as a file is. A
+    terminal is refused: `--trace -` with nothing piped in waited, silent, for a CSV to be typed."""
+    if sys.stdin.isatty():
         raise TraceError(f"--trace {STDIN}: {STDIN_NAME} is a terminal: pipe a trace into it (zcat day.csv.gz | "
                          f"modelmesh-autoscaler simulate --trace {STDIN} ...), or give the file's name")
-    try:
-        with unpacking(STDIN_NAME):
-            head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
-            with text_of(raw, gzipped=gzipped(STDIN_NAME, head)) as fh:
-                return _parse(csv.reader(fh), STDIN_NAME, None, all_zero_ok)
-    except OSError as exc:
-        raise TraceError(f"{STDIN_NAME}: cannot read trace: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise TraceError(not_utf8(STDIN_NAME)) from exc
+    return contextlib.nullcontext(cast(io.BufferedReader, sys.stdin.buffer))
 
 
 PROGRESS_ROWS: Final = 1 << 16
