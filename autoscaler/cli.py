@@ -17,7 +17,7 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 def build_parser() -> argparse.ArgumentParser:
     import argparse
 
-    from autoscaler.demo.run import add_demo_arguments
+    from autoscaler.demo.arguments import add_demo_arguments
     from autoscaler.settings import SERVE_DESCRIPTION, add_serve_arguments
 
     parser = argparse.ArgumentParser(

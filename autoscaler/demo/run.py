@@ -26,7 +26,7 @@ import aiohttp
 
 from autoscaler.demo.fleet import DEPLOYMENT, NAMESPACE, DemoFleet, DemoPod
 from autoscaler.names import GROUP_VERSION, ServedMetric
-from autoscaler.settings import DEMO_MAX_PODS, demo_pods, positive
+from autoscaler.settings import DEMO_MAX_PODS
 from autoscaler.simulation.hpa import (
     Behavior,
     HorizontalPodAutoscaler,
@@ -67,20 +67,6 @@ PHASES = (
     Phase(0.2, "a hot model lands on the oldest pod: +300 req/s there", 90, 300),
     Phase(0.5, "traffic drops: the HPA brings pods down slowly, least-needed first", 10, 30),
 )
-
-
-def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
-    """The demo's flags, checked as `serve` checks its own (`autoscaler.settings`): a value it cannot run with
-    (`--pods 0`, `--duration nan`) is one line naming the flag and the value, before anything starts."""
-    parser.add_argument("--duration", type=positive, default=60.0, metavar="SECONDS",
-                        help="seconds to run; Ctrl-C stops it earlier (default 60)")
-    parser.add_argument("--pods", type=demo_pods, default=4, metavar="N",
-                        help=f"fake ModelMesh pods at the start, 1 to {DEMO_MAX_PODS} (default 4)")
-    parser.add_argument("--max-pods", type=demo_pods, default=None, metavar="N",
-                        help=f"the demo HPA's maxReplicas, at least --pods and at most {DEMO_MAX_PODS} (default 2 x "
-                             f"--pods, at most {DEMO_MAX_PODS})")
-    parser.add_argument("--interval", type=positive, default=3.0, metavar="SECONDS",
-                        help="seconds between printed tables (default 3)")
 
 
 POD_COLUMNS = ("true req/s", "exporter req/s", "deletion cost", "models only it served")

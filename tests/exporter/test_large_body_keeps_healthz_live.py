@@ -84,7 +84,7 @@ async def test_healthz_answers_while_the_largest_body_is_parsed(
 
 
 MAX_READS = 20
-ANSWERS_IN_ONE_READ = 3
+ANSWERS_IN_ONE_READ = 2
 
 
 @pytest.mark.slow
