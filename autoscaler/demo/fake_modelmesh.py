@@ -4,9 +4,11 @@ It serves the metric names, types, labels and histogram buckets of ModelMesh's o
 (`Metrics.PrometheusMetrics` in kserve/modelmesh) with `per_model_metrics=true` in its MM_METRICS: millisecond
 histograms labelled `method, code, modelId, vModelId` (the invoke histogram) or `modelId, vModelId` (queue
 delay, cache miss, load; prometheus_client prints label names sorted, which no reader depends on), with a
-series per model from the model's first observation, and the `modelmesh_instance_*` gauges. So the exporter
-is exercised against the real shape, its per-model recency included, with the quirks docs/design.md lists: an
-empty pod reads LRU age 0, and a container restart resets the counters. `per_model=False` (`--no-per-model-
+series per model from the model's first observation, and the `modelmesh_instance_*` gauges, the LRU model's
+last-use time (`modelmesh_instance_lru_seconds`, whole seconds since the epoch, which the exporter reads the age
+from) with its age. So the exporter is exercised against the real shape, its per-model recency included, with
+the quirks docs/design.md lists: an empty pod reads LRU age 0 (and its last-use time Java's `Long.MAX_VALUE`
+milliseconds in seconds), and a container restart resets the counters. `per_model=False` (`--no-per-model-
 metrics`) serves ModelMesh's default instead: `method, code` on the invoke histogram, the others unlabelled and
 there from the start at 0.
 
@@ -62,6 +64,8 @@ MS_TIME_BUCKETS: tuple[float, ...] = (
     0.5, 1, 2, 5, 10, 20, 50, 75, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 60000, 120000, 300000,
 )
 GIB = 1024**3
+NO_LRU_SECONDS: Final = (2**63 - 1) // 1000
+"""`modelmesh_instance_lru_seconds` of a pod that holds no model: ModelMesh's `Long.MAX_VALUE` ms, in seconds."""
 
 FAULTS: Final = frozenset({"garbage", "truncated", "cut", "slow", "error", "endless"})
 """Fault modes of the fake's `/metrics` (see the module docstring)."""
@@ -128,11 +132,14 @@ class FakeModelMesh(Collector):
     _instances = itertools.count()
 
     def __init__(self, load: ModelMeshLoad | None = None, clock: Callable[[], float] = time.monotonic, *,
-                 per_model: bool = True, model_prefix: str | None = None) -> None:
+                 per_model: bool = True, model_prefix: str | None = None,
+                 wall: Callable[[], float] = time.time) -> None:
         """`per_model`: serve as ModelMesh with `per_model_metrics=true` (a series per model), else its default.
         `model_prefix`: the start of this pod's model ids (default: one of its own in this process); pods
-        given the same prefix serve copies of the same models."""
+        given the same prefix serve copies of the same models. `wall`: the node's clock, which the LRU model's
+        last-use time is told in (the exporter beside it reads the same clock)."""
         self._clock = clock
+        self._wall = wall
         self.load = load or ModelMeshLoad()
         self.per_model = per_model
         self._prefix = model_prefix or f"fake{next(self._instances)}"
@@ -207,7 +214,8 @@ class FakeModelMesh(Collector):
         (which the exporter sends) selects by these names, and would find nothing of a collector without them."""
         for name in (names.MM_INVOKE_MODEL_MS, names.MM_QUEUE_DELAY_MS, names.MM_CACHE_MISS_MS, names.MM_LOAD_MODEL_MS):
             yield HistogramMetricFamily(name, "")
-        for name in (names.MM_LRU_AGE_S, names.MM_CAPACITY_BYTES, names.MM_USED_BYTES, names.MM_MODELS_TOTAL):
+        for name in (names.MM_LRU_S, names.MM_LRU_AGE_S, names.MM_CAPACITY_BYTES, names.MM_USED_BYTES,
+                     names.MM_MODELS_TOTAL):
             yield GaugeMetricFamily(name, "")
 
     def collect(self) -> Iterable[Metric]:
@@ -222,6 +230,8 @@ class FakeModelMesh(Collector):
         yield self._histogram(names.MM_LOAD_MODEL_MS, "Time taken to load model", self._load_model, ())
         empty = load.models_loaded <= 0
         for name, help_text, value in (
+            (names.MM_LRU_S, "Last used time of least recently used model in pod (in secs since epoch)",
+             float(NO_LRU_SECONDS if empty else math.floor(self._wall() - load.lru_age_s))),
             (names.MM_LRU_AGE_S, "Last used age of least recently used model in pod (secs ago)",
              0.0 if empty else load.lru_age_s),
             (names.MM_CAPACITY_BYTES, "Effective model capacity of pod excluding unload buffer",

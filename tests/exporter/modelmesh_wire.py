@@ -40,12 +40,11 @@ from typing import Final
 from aiohttp import web
 from yarl import URL
 
+from autoscaler.demo.fake_modelmesh import NO_LRU_SECONDS
 from exporter import names
 
 MS_TIME_BUCKETS: Final = (0.5, 1, 2, 5, 10, 20, 50, 75, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 60000,
                           120000, 300000)
-NO_LRU_SECONDS: Final = (2**63 - 1) // 1000
-"""What ModelMesh publishes as the LRU time of a pod with no model (`Long.MAX_VALUE` ms, in seconds)."""
 GIB: Final = 1 << 30
 
 

@@ -89,7 +89,7 @@ class Rig:
         context = ssl.create_default_context(cafile=str(self.certificates.modelmesh.cert_file))
         self.collector = ModelMeshCollector(
             self.health, f"https://127.0.0.1:{self.port}/metrics", ssl_context=context,
-            timeout_s=self.timeout_s, load_window_s=WINDOW_S, clock=clock,
+            timeout_s=self.timeout_s, load_window_s=WINDOW_S, clock=clock, wall_clock=lambda: EPOCH + clock.now,
         )
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)
@@ -140,7 +140,8 @@ async def rig_factory(certificates: Certificates) -> AsyncIterator[RigFactory]:
 
         async def build(*, timeout_s: float = TIMEOUT_S, load: ModelMeshLoad | None = None) -> Rig:
             clock = SteppedClock(100.0)
-            fake = FakeModelMesh(load or ModelMeshLoad(requests_per_second=40.0), clock=clock)
+            fake = FakeModelMesh(load or ModelMeshLoad(requests_per_second=40.0), clock=clock,
+                                 wall=lambda: EPOCH + clock.now)
             rig = Rig(clock, fake, certificates, session, timeout_s=timeout_s)
             rigs.append(rig)
             await rig.start()
@@ -249,6 +250,15 @@ async def test_cache_ratio_capacity_and_models_loaded_are_modelmesh_s(rig: Rig) 
     assert rig.value(names.CACHE_CAPACITY_BYTES) == 8 * 2**30
     assert rig.value(names.MODELS_LOADED) == 12.0
     assert rig.value(names.LRU_AGE_SECONDS) == 321.0
+
+
+async def test_the_lru_age_is_told_from_the_last_use_time_modelmesh_publishes(rig: Rig) -> None:
+    """The fake publishes the LRU model's last-use time as ModelMesh does, in whole seconds since the epoch, and
+    the exporter tells the age from it (at a whole second, a use 60.5 s ago was published as 61 s ago), not
+    from ModelMesh's age gauge (60.5 here), which stands still between ModelMesh's publishes."""
+    rig.fake.update(lru_age_s=60.5)
+    await rig.step()
+    assert rig.value(names.LRU_AGE_SECONDS) == 61.0
 
 
 # ---- faults keep the last good data ----
