@@ -53,6 +53,9 @@ class _History:
     """Newest NVML sample timestamp received; nvmlDeviceGetSamples returns only newer ones."""
     use_rates: bool = False
     """The device has no usable samples: read nvmlDeviceGetUtilizationRates each pass instead."""
+    rates_said: bool = False
+    """That the device is read by rates was logged: once a rate was read, so a device on which neither query
+    works (a MIG device, a GPU just switched into MIG mode) is not said to be read by rates."""
 
 
 class BusyWindow:
@@ -89,8 +92,6 @@ class BusyWindow:
             try:
                 samples = session.utilization_samples(device, history.last_seen_us)
             except nvml.NotSupported:
-                log.info("GPU %s %s has no utilization samples; reading utilization rates", device.label,
-                         device.uuid)
                 history.use_rates = True
         # After the samples call, however long it was held: the window ends now. A utilization rate asked for
         # below is stamped now too, before its own call: no later than the driver's reading it returns.
@@ -107,7 +108,7 @@ class BusyWindow:
                     "GPU %s: NVML sample time %.0f s from ours; reading utilization rates instead",
                     device.label, (newest - now_us) / 1_000_000,
                 )
-                history.use_rates = True
+                history.use_rates = history.rates_said = True
                 history.samples.clear()
             else:
                 history.last_seen_us = max(history.last_seen_us, newest)
@@ -117,6 +118,10 @@ class BusyWindow:
             # Rates mode, or samples stopped coming: the driver's latest reading stands in for the window.
             reading = (now_us, session.utilization_rate(device))
             in_window.append(reading)
+            if history.use_rates and not history.rates_said:
+                history.rates_said = True
+                log.info("GPU %s %s has no utilization samples; reading utilization rates", device.label,
+                         device.uuid)
         history.samples.clear()
         history.samples.extend(in_window)
         mean = sum(p for _t, p in in_window) / len(in_window)

@@ -430,16 +430,20 @@ def test_no_gpu_visible_is_a_failure_not_a_crash(
 
 def test_unsupported_samples_fall_back_to_utilization_rates(
     fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     fake.set_gpu(0, samples_error=NOT_SUPPORTED, util=60)
-    collector.sample_once()
-    assert busy(collector)["0"] == pytest.approx(0.6)
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        collector.sample_once()
+        assert busy(collector)["0"] == pytest.approx(0.6)
 
-    fake.set_gpu(0, util=20)
-    clock.advance(1)
-    collector.sample_once()
+        fake.set_gpu(0, util=20)
+        clock.advance(1)
+        collector.sample_once()
     assert busy(collector)["0"] == pytest.approx(0.4)  # rates read once per pass, averaged over the window
     assert health_of(scrape(health)[1]) == (1.0, 0.0)
+    said = [r.getMessage() for r in caplog.records if "utilization" in r.getMessage()]
+    assert said == [f"GPU 0 {default_uuid(0)} has no utilization samples; reading utilization rates"]
 
 
 def test_no_new_samples_keeps_the_window_then_reads_rates(
@@ -458,14 +462,20 @@ def test_no_new_samples_keeps_the_window_then_reads_rates(
     assert health_of(scrape(health)[1]) == (1.0, 0.0)
 
 
+@pytest.mark.parametrize("offset_s", [3600, -3600])
 def test_an_nvml_clock_far_from_ours_falls_back_to_rates(
-    fake: FakeNvml, clock: Clock, collector: GpuCollector,
+    fake: FakeNvml, clock: Clock, collector: GpuCollector, caplog: pytest.LogCaptureFixture, offset_s: int,
 ) -> None:
     clock.fake = None
-    fake.set_time(clock.now + 3600)
+    fake.set_time(clock.now + offset_s)
     fake.set_gpu(0, util=30)
-    collector.sample_once()
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        collector.sample_once()
     assert busy(collector)["0"] == pytest.approx(0.3)
+    said = [r.getMessage() for r in caplog.records]
+    assert not [line for line in said if "no utilization samples" in line], said  # it has them, an hour off
+    if offset_s < 0:  # (an hour ahead, they are left out as from before a step back of our clock)
+        assert any("NVML sample time -3600 s from ours" in line for line in said), said
 
 
 def test_a_wall_clock_stepped_back_does_not_serve_the_old_busy_as_new(
@@ -541,6 +551,8 @@ def test_a_gpu_switched_into_mig_mode_while_running_is_sampled_as_its_mig_device
     said = [r.getMessage() for r in caplog.records]
     assert any("MIG mode" in line and default_uuid(1) in line for line in said), said
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], said
+    # Not a GPU without utilization samples: it is in MIG mode, where neither NVML query works.
+    assert not [line for line in said if "utilization samples" in line], said
     checked = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, check=False)
     assert (checked.returncode, checked.stderr) == (0, "")
 
