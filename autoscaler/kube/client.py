@@ -29,7 +29,7 @@ from kubernetes.aio.config.config_exception import ConfigException
 
 from autoscaler.kube.config import in_cluster, load_kube_settings
 from autoscaler.kube.errors import KubeApiError, KubeConfigError
-from autoscaler.kube.raw import Endpoint, read_json, retry_wait, scope_name
+from autoscaler.kube.raw import CACHED, Endpoint, read_json, retry_wait, scope_name
 
 __all__ = ["JSON", "CustomResource", "KubeApiError", "KubeClient", "KubeConfigError", "in_cluster"]
 
@@ -111,11 +111,15 @@ class KubeClient:
         return await read_json(call, f"list {resource.plural}.{resource.group} in {scope_name(namespace)}")
 
     async def list_deployments(self, namespace: str | None, label_selector: str) -> JSON:
-        """The `apps/v1` Deployments in `namespace` (None: all namespaces) that `label_selector` selects."""
+        """The `apps/v1` Deployments in `namespace` (None: all namespaces) that `label_selector` selects, from the
+        API server's watch cache (`resourceVersion=0`, as informers list): whole pod templates, listed at every
+        resync, which Kubernetes before 1.31 otherwise reads from etcd each time. They may lag the latest write
+        by the cache's delay (milliseconds), which a status read from them takes up at the next resync."""
         api = client.AppsV1Api(self._api)
         method = (partial(api.list_deployment_for_all_namespaces_without_preload_content) if namespace is None
                   else partial(api.list_namespaced_deployment_without_preload_content, namespace))
-        call = partial(method, label_selector=label_selector, _request_timeout=self._timeout_s)
+        call = partial(method, label_selector=label_selector, resource_version=CACHED,
+                       _request_timeout=self._timeout_s)
         return await read_json(call, f"list deployments in {scope_name(namespace)}")
 
     def custom_endpoint(self, resource: CustomResource, namespace: str | None) -> Endpoint:

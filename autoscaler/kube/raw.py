@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Final
 
 import aiohttp
 
@@ -24,6 +24,11 @@ JSON = dict[str, Any]
 
 Scope = str | None
 """Where one list or watch looks: a namespace, or None for all namespaces."""
+
+CACHED: Final = "0"
+"""A list's `resourceVersion` for "any version": the API server answers from its watch cache, as it answers an
+informer's list, where a list without one is a consistent read, from etcd before Kubernetes 1.31. For lists
+repeated at every resync whose objects a write of ours does not depend on (up to the cache's milliseconds late)."""
 
 Endpoint = Callable[..., Awaitable[aiohttp.ClientResponse]]
 """A generated `list_*_without_preload_content` method bound to its resource and scope: with the list options

@@ -51,6 +51,11 @@ async def test_a_full_pass_reads_three_lists_not_two_objects_per_runtime_scale(
     start = len(kube.requests)
     assert await bridge.sync() == 0  # the resync of a fleet in step: three requests
     assert sum(requests_since(kube, start).values()) == 3
+    # The Deployments (whole pod templates, read for the status alone) come from the API server's watch cache,
+    # not from etcd at every resync (where consistent reads are not served from the cache: before Kubernetes
+    # 1.31); the RuntimeScales and ServingRuntimes, whose replicas the pass compares and writes, are read current.
+    versions = {r.resource: r.query.get("resourceVersion") for r in kube.requests[start:]}
+    assert versions == {"runtimescales": None, "servingruntimes": None, "deployments": "0"}
 
 
 async def test_without_list_on_servingruntimes_the_pass_reads_them_one_by_one_and_says_so(
