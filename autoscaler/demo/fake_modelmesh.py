@@ -84,6 +84,10 @@ class ModelMeshLoad:
     cache_used_ratio: float = 0.5
     lru_age_s: float = 900.0
     models_loaded: int = 8
+    lru_time_published: bool = True
+    """Whether `modelmesh_instance_lru_seconds` is served (the exporter then tells the age from it, in whole
+    seconds, as from a real ModelMesh); False leaves ModelMesh's age gauge alone, which carries `lru_age_s` as
+    it is (a reading no whole-second last-use time can give, such as a subnormal age)."""
 
 
 @dataclass(slots=True)
@@ -229,9 +233,11 @@ class FakeModelMesh(Collector):
         yield self._histogram(names.MM_CACHE_MISS_MS, "Cache miss delay", self._cache_miss, ())
         yield self._histogram(names.MM_LOAD_MODEL_MS, "Time taken to load model", self._load_model, ())
         empty = load.models_loaded <= 0
+        if load.lru_time_published:
+            yield GaugeMetricFamily(
+                names.MM_LRU_S, "Last used time of least recently used model in pod (in secs since epoch)",
+                value=float(NO_LRU_SECONDS if empty else math.floor(self._wall() - load.lru_age_s)))
         for name, help_text, value in (
-            (names.MM_LRU_S, "Last used time of least recently used model in pod (in secs since epoch)",
-             float(NO_LRU_SECONDS if empty else math.floor(self._wall() - load.lru_age_s))),
             (names.MM_LRU_AGE_S, "Last used age of least recently used model in pod (secs ago)",
              0.0 if empty else load.lru_age_s),
             (names.MM_CAPACITY_BYTES, "Effective model capacity of pod excluding unload buffer",
