@@ -28,7 +28,8 @@ Scope = str | None
 CACHED: Final = "0"
 """A list's `resourceVersion` for "any version": the API server answers from its watch cache, as it answers an
 informer's list, where a list without one is a consistent read, from etcd before Kubernetes 1.31. For lists
-repeated at every resync whose objects a write of ours does not depend on (up to the cache's milliseconds late)."""
+repeated at every resync whose objects a write of ours does not depend on, and no read by name must overtake (the
+cache may be older than a read just before it, by milliseconds or, with etcd under load, seconds)."""
 
 Endpoint = Callable[..., Awaitable[aiohttp.ClientResponse]]
 """A generated `list_*_without_preload_content` method bound to its resource and scope: with the list options

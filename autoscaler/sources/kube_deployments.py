@@ -28,7 +28,7 @@ from typing import Any
 from kubernetes.aio.client import ApiClient, AppsV1Api
 
 from autoscaler.kube.errors import KubeApiError
-from autoscaler.kube.raw import CACHED, Scope, read_json, scope_name
+from autoscaler.kube.raw import Scope, read_json, scope_name
 from autoscaler.log_lists import few
 from autoscaler.model import RuntimeKey
 from autoscaler.names import SERVINGRUNTIME_DEPLOYMENT_PREFIX
@@ -242,7 +242,6 @@ class DeploymentResync:
     async def _list_deployments(self, apps: AppsV1Api, namespace: Scope) -> list[RuntimeRecord]:
         options: dict[str, Any] = {
             "label_selector": self._label_selector,
-            "resource_version": CACHED,  # the runtimes' selectors, listed at every resync
             "_request_timeout": self._request_timeout_s,
         }
         if namespace is None:

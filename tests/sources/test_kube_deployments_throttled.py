@@ -1,7 +1,6 @@
 """Pod discovery's Deployment resync against an API server that sheds load: a 429 with `Retry-After` (API
 Priority and Fairness) is obeyed, as client-go's REST client obeys it; a 0.5 s backoff of its own came back
-long before the server asked, into the overload. And what it asks of the server at every resync: a list from
-the watch cache, not from etcd."""
+long before the server asked, into the overload."""
 
 from __future__ import annotations
 
@@ -53,22 +52,3 @@ async def test_a_throttled_resync_waits_as_long_as_the_server_asks(api: tuple[Fa
             await task
     assert waits[0] == 7  # the server's Retry-After, not the 0.5 s backoff
 
-
-async def test_every_resync_lists_the_deployments_from_the_watch_cache(api: tuple[FakeKubeApi, ApiClient]) -> None:
-    """`resourceVersion=0`, as an informer lists: before Kubernetes 1.31 a list without it is read from etcd, every
-    runtime's whole pod template at every resync."""
-    kube, client = api
-    kube.add_modelmesh_runtime(NS, KEY.deployment, replicas=2)
-    resync = DeploymentResync(lambda: client, static=(), discover=True, namespaces=[NS],
-                              label_selector="modelmesh-service", resync_interval_s=0.01, request_timeout_s=2.0,
-                              backoff=lambda failures: 0.5, on_change=lambda: None)
-    task = asyncio.create_task(resync.run(asyncio.Event()))
-    try:
-        await eventually(lambda: len([r for r in kube.requests if r.resource == "deployments"]) >= 2)
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-    lists = [r for r in kube.requests if r.resource == "deployments"]
-    assert {(r.method, r.query.get("resourceVersion")) for r in lists} == {("GET", "0")}
-    assert KEY in resync.runtimes
