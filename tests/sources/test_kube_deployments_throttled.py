@@ -51,4 +51,3 @@ async def test_a_throttled_resync_waits_as_long_as_the_server_asks(api: tuple[Fa
         with contextlib.suppress(asyncio.CancelledError):
             await task
     assert waits[0] == 7  # the server's Retry-After, not the 0.5 s backoff
-
