@@ -23,7 +23,6 @@ from contextlib import contextmanager
 
 from autoscaler.actuation.leader import LeaseConfig
 from autoscaler.api.certs import server_context
-from autoscaler.kube.config import load_kube_settings
 from autoscaler.kube.errors import KubeConfigError
 from autoscaler.policies.config import ConfigError
 from autoscaler.policies.config_file import load_policy_book
@@ -142,6 +141,10 @@ def needs_kubernetes(settings: ServeSettings) -> bool:
 
 
 def _check_kube_settings(settings: ServeSettings) -> None:
+    # Here, not at the top: the Kubernetes library takes a third of a second or more to import, which a serve of
+    # `--insecure-dev --targets FILE` (the demo's) does not need.
+    from autoscaler.kube.config import load_kube_settings
+
     notes: list[str] = []
     try:
         with _library_warnings_into(notes):

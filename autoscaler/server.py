@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from autoscaler.actuation.actuator import DeletionCostActuator, start_actuator
+from autoscaler.actuation.writes_off import writes_nothing
 from autoscaler.api.app import build_served_app
 from autoscaler.api.cert_reload import certificate_reload_context
 from autoscaler.api.certs import self_signed_server_context, server_context
@@ -39,6 +39,7 @@ from autoscaler.sources.targets import StaticTargetsDiscovery
 from exporter.stopping import stop_tasks
 
 if TYPE_CHECKING:
+    from autoscaler.actuation.actuator import DeletionCostActuator
     from autoscaler.sources.kube_hpas import HpaWatch
 
 log = logging.getLogger(__name__)
@@ -208,8 +209,11 @@ class OneProcessLifecycle:
     async def actuator_context(self, app: web.Application) -> AsyncIterator[None]:
         """An `app.cleanup_ctx` entry after the refresh loop's: deletion costs, the bridge, the Lease."""
         stack = self._stack
-        self._actuator = await start_actuator(self._settings, stack.refresher, stack.metrics,
-                                              cluster_cost=stack.cluster_deletion_cost)
+        if not writes_nothing(self._settings):
+            from autoscaler.actuation.actuator import start_actuator  # the Kubernetes library: only to write
+
+            self._actuator = await start_actuator(self._settings, stack.refresher, stack.metrics,
+                                                  cluster_cost=stack.cluster_deletion_cost)
         yield
         await self.drain()
 

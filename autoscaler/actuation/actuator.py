@@ -35,6 +35,7 @@ from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
 from autoscaler.actuation.deletion_cost import DeletionCostWriter
 from autoscaler.actuation.leader import DEFAULT_CLIENT_TIMEOUT_S, LeaseConfig, LeaseElector, client_timeout_s
 from autoscaler.actuation.write_fence import FencedClient, WriteFence
+from autoscaler.actuation.writes_off import bridges_replicas, writes_nothing
 from autoscaler.kube.client import KubeClient, KubeConfigError, in_cluster
 from autoscaler.model import RuntimeKey
 from autoscaler.refresher import Refresher
@@ -120,13 +121,7 @@ async def start_actuator(
 ) -> DeletionCostActuator | None:
     """Start writing deletion costs and bridging replicas as the settings say, or return None (after saying why
     in the log)."""
-    bridge_on = settings.bridge if settings.bridge is not None else settings.targets is None
-    if not settings.deletion_cost and not bridge_on:
-        log.info("--deletion-cost=off and the replica bridge off: no Kubernetes writes; serving metrics only")
-        return None
-    if settings.kubeconfig is None and settings.targets is not None and not in_cluster():
-        log.warning("pod-deletion costs cannot be written: --targets without --kubeconfig outside a cluster "
-                    "names no Kubernetes API; serving metrics only")
+    if writes_nothing(settings):
         return None
     if not settings.deletion_cost:
         log.info("--deletion-cost=off: pod-deletion costs are not written")
@@ -166,7 +161,7 @@ async def start_actuator(
     writer = DeletionCostWriter(fenced, metrics, may_write=may_write, cluster_cost=cluster_cost) \
         if settings.deletion_cost else None
     bridge = ReplicaBridge(fenced, namespaces=settings.namespaces, metrics=metrics, may_write=may_write) \
-        if bridge_on else None
+        if bridges_replicas(settings) else None
     acting = " and ".join(part for part, on in (("pod-deletion costs are written", writer is not None),
                                                 ("RuntimeScales are bridged", bridge is not None)) if on)
     if elector is not None:

@@ -49,7 +49,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final, Protocol
 
-from autoscaler.kube.client import JSON, KubeApiError
+from autoscaler.kube.errors import KubeApiError
+from autoscaler.kube.raw import JSON
 
 log = logging.getLogger(__name__)
 

@@ -27,9 +27,10 @@ from kubernetes.aio import client
 from kubernetes.aio.client.exceptions import OpenApiException
 from kubernetes.aio.config.config_exception import ConfigException
 
-from autoscaler.kube.config import in_cluster, load_kube_settings
+from autoscaler.kube.config import load_kube_settings
 from autoscaler.kube.errors import KubeApiError, KubeConfigError
 from autoscaler.kube.raw import CACHED, Endpoint, read_json, retry_wait, scope_name
+from autoscaler.kube.where import in_cluster
 
 __all__ = ["JSON", "CustomResource", "KubeApiError", "KubeClient", "KubeConfigError", "in_cluster"]
 

@@ -11,7 +11,6 @@ library reads the service-account token again.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from os import PathLike, fspath
 from pathlib import Path
@@ -22,14 +21,9 @@ from kubernetes.aio.config.config_exception import ConfigException
 
 from autoscaler.kube.credentials import watch_credentials
 from autoscaler.kube.errors import KubeConfigError
+from autoscaler.kube.where import in_cluster
 
-_SERVICE_HOST_ENV: Final = "KUBERNETES_SERVICE_HOST"
 _SERVICE_ACCOUNT_NAMESPACE: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-
-
-def in_cluster() -> bool:
-    """True inside a pod: the kubelet sets the API server's address in every container's environment."""
-    return bool(os.environ.get(_SERVICE_HOST_ENV))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,31 @@
+"""Whether `serve` writes to Kubernetes at all (deletion costs, the replica bridge), decided from its settings
+before the writing side is imported: that side imports the Kubernetes library, a third of a second or more of
+every start, which `--targets FILE` outside a cluster (the demo's adapter, and `--deletion-cost off` with the
+bridge off) never uses."""
+
+from __future__ import annotations
+
+import logging
+
+from autoscaler.kube.where import in_cluster
+from autoscaler.settings import ServeSettings
+
+log = logging.getLogger(__name__)
+
+
+def bridges_replicas(settings: ServeSettings) -> bool:
+    """Whether the replica bridge runs: as `--bridge` says, else wherever runtimes are discovered in a cluster
+    (not from a targets file)."""
+    return settings.bridge if settings.bridge is not None else settings.targets is None
+
+
+def writes_nothing(settings: ServeSettings) -> bool:
+    """True, after saying why in the log, where these settings write nothing to Kubernetes."""
+    if not settings.deletion_cost and not bridges_replicas(settings):
+        log.info("--deletion-cost=off and the replica bridge off: no Kubernetes writes; serving metrics only")
+        return True
+    if settings.kubeconfig is None and settings.targets is not None and not in_cluster():
+        log.warning("pod-deletion costs cannot be written: --targets without --kubeconfig outside a cluster "
+                    "names no Kubernetes API; serving metrics only")
+        return True
+    return False
