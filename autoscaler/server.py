@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from autoscaler.actuation.writes_off import writes_nothing
+from autoscaler.actuation.writes_off import start_writing
 from autoscaler.api.app import build_served_app
 from autoscaler.api.cert_reload import certificate_reload_context
 from autoscaler.api.certs import self_signed_server_context, server_context
@@ -209,11 +209,8 @@ class OneProcessLifecycle:
     async def actuator_context(self, app: web.Application) -> AsyncIterator[None]:
         """An `app.cleanup_ctx` entry after the refresh loop's: deletion costs, the bridge, the Lease."""
         stack = self._stack
-        if not writes_nothing(self._settings):
-            from autoscaler.actuation.actuator import start_actuator  # the Kubernetes library: only to write
-
-            self._actuator = await start_actuator(self._settings, stack.refresher, stack.metrics,
-                                                  cluster_cost=stack.cluster_deletion_cost)
+        self._actuator = await start_writing(self._settings, stack.refresher, stack.metrics,
+                                             cluster_cost=stack.cluster_deletion_cost)
         yield
         await self.drain()
 

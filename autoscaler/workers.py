@@ -390,7 +390,7 @@ def _lower_priority(increment: int) -> None:
 
 
 async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: _SignalsWhileStarting) -> int:
-    from autoscaler.actuation.writes_off import writes_nothing
+    from autoscaler.actuation.writes_off import start_writing
     from autoscaler.gcsettings import tune_for_refresh
     from autoscaler.server import RefreshStack
 
@@ -422,11 +422,7 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
         loop.add_signal_handler(signum, stop_on, signum)
     starting.check()  # a signal that came before the loop took them over
     await stack.start()
-    actuator = None
-    if not writes_nothing(settings):
-        from autoscaler.actuation.actuator import start_actuator  # the Kubernetes library: only to write
-
-        actuator = await start_actuator(settings, refresher, metrics, cluster_cost=stack.cluster_deletion_cost)
+    actuator = await start_writing(settings, refresher, metrics, cluster_cost=stack.cluster_deletion_cost)
     tune_for_refresh()  # start-up is over; the refresh's many short-lived objects (autoscaler/gcsettings.py)
     refreshing = asyncio.create_task(refresher.run(), name="refresh")
     exited = asyncio.create_task(pool.first_exit(), name="serving-workers")
