@@ -74,8 +74,7 @@ def main() -> None:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as directory:
         rates = trace.rate_per_interval()
-        plot_timeline(Path(directory) / "timeline.png", [trace.interval_s * i for i in range(len(rates))],
-                      rates.tolist(), results)
+        plot_timeline(Path(directory) / "timeline.png", trace.interval_s, rates.tolist(), results)
     print(f"plot        {time.perf_counter() - t0:6.2f} s")
     print(f"total       {time.perf_counter() - started:6.2f} s")
     print(f"max RSS     {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:6.0f} MB")

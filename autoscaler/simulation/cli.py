@@ -148,7 +148,7 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def _behavior(path: Path | None) -> tuple[Behavior, dict[str, Any]]:
+def _behavior(path: Path | None) -> tuple[Behavior | None, dict[str, Any]]:
     """The behavior of the HPA in `path` (default: the shipped one) and that HPA's spec ({} for a bare
     behavior), whose replica bounds the run compares with its own."""
     if path is None:
@@ -307,6 +307,18 @@ def _short_of_cache(maximum: int, cache_models: int, peak_models: int, lru_age_s
             f"delayed). Give --max-replicas {2 * need} (what it defaults to) or more, or check --cache-models")
 
 
+def _short_of_requests(maximum: int, fixed: int, peak_rps: float, pod_rps: float, default: int) -> str | None:
+    """What a given maxReplicas below the peak's requests does: every policy is held there and queues, and the
+    table reads as the policies' result; the bound's line said so only after the run."""
+    if fixed <= maximum:
+        return None
+    rate = f"{peak_rps:,.0f}" if peak_rps >= 100 else f"{peak_rps:.3g}"
+    return (f"--max-replicas {maximum} is below the {fixed} pods the trace's peak ({rate} requests/s) needs "
+            f"at 80% busy (--pod-rps {pod_rps:g}): every policy is held at {maximum} there and its requests queue, "
+            f"so the table shows the cap, not the policies. Give --max-replicas {default} (what it defaults to) "
+            "or more, or check --pod-rps")
+
+
 def _fixed_why(fixed: int, cache_models: int, peak_models: int) -> str:
     """`fixed`'s description: sized from the peak's requests, which on a trace of many quiet models is far
     below what holding them takes, and a report that called it "the peak's need" read as a fair baseline."""
@@ -408,9 +420,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         warn(f"the trace's peak ({best.peak_rps:,.0f} requests/s) at --pod-rps {shape.pod_rps:g} sizes "
               f"maxReplicas {maximum:,}: each policy simulates that many pods, which takes long. Check --pod-rps "
               "(what one pod serves at 100% busy) and the trace's requests (a count per interval, not a rate)")
-    if args.max_replicas is not None and (short := _short_of_cache(maximum, shape.cache_models, best.peak_models,
-                                                                   policy.target_lru_age_s)):
-        warn(short)
+    if args.max_replicas is not None:  # short of pods for the models in use, or else for the requests
+        default = sizing(best.peak_rps, first, shape.pod_rps, args.min_replicas, None, peak_pods=best.peak_pods)[1]
+        short = (_short_of_cache(maximum, shape.cache_models, best.peak_models, policy.target_lru_age_s)
+                 or _short_of_requests(maximum, fixed, best.peak_rps, shape.pod_rps, default))
+        if short:
+            warn(short)
     if args.hpa_behavior is not None and (other := _other_bounds(args.hpa_behavior, hpa_spec, args.min_replicas,
                                                                    maximum)):
         warn(other)
@@ -457,7 +472,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     report = build_report(info, results)
     rates = trace.rate_per_interval()
     _write(args.out, report, None if args.no_plot else lambda path: plot_timeline(
-        path, [trace.interval_s * i for i in range(len(rates))], rates.tolist(), results))
+        path, trace.interval_s, rates.tolist(), results))
     return report
 
 

@@ -11,13 +11,21 @@ follows the documented algorithm and the controller it describes (`pkg/controlle
 - `External` metrics: a `Value` target scales by `value / target` over the Ready pods; an `AverageValue`
   target divides the value by the current replicas, i.e. proposes `ceil(value / target)`;
 - per-pod metrics (`Pods`, `Resource` utilization): the mean over pods with metrics; pods without a metric
-  count as using the target on a scale-down and nothing on a scale-up, not-yet-Ready pods count as using
-  nothing on a scale-up, and the whole proposal is dropped if that reverses its direction;
+  count as using the target on a scale-down (a `Resource` utilization target: 100% of the request, or the
+  target where it is higher) and nothing on a scale-up (at a ratio of exactly 1, neither: they are left
+  out), not-yet-Ready pods count as using nothing on a scale-up, and the whole proposal is dropped if that
+  reverses its direction; a utilization is read in whole percent, as the controller's integer division
+  reads it;
 - the largest proposal over all metrics wins; if some metric fails and the rest would scale down, nothing
   happens (an HPA scales up on what it can read, never down on a partial view);
 - `behavior`: the scale-up window takes the lowest, the scale-down window the highest recommendation seen
   within it; then the policies limit the change per period (`selectPolicy` Max, Min or Disabled), counted
-  from the replicas at the start of each policy's period; then `minReplicas`/`maxReplicas`.
+  from the replicas at the start of each policy's period; then `minReplicas`/`maxReplicas`;
+- an HPA without `behavior` (`behavior` None: the API server defaults the fields of a behavior it is given,
+  never a missing one) takes the controller's older path: the highest recommendation of the last 300 s
+  (the cluster's `--horizontal-pod-autoscaler-downscale-stabilization`), on the way up too, then at most
+  max(2x the current replicas, 4) per sync, then `minReplicas`/`maxReplicas`;
+- a target scaled to 0 replicas is left there (`ScalingDisabled`) unless `minReplicas` is 0.
 
 Pure apart from its own memory (recommendations and scale events, as the controller keeps them); the caller
 passes the time and the metric readings, so the demo can read a real API, the simulator a simulated one, and
@@ -35,6 +43,9 @@ SYNC_PERIOD_S: Final = 15.0
 TOLERANCE: Final = 0.1
 DOWNSCALE_STABILIZATION_S: Final = 300
 """`--horizontal-pod-autoscaler-downscale-stabilization`: the scale-down window when behavior names none."""
+SCALE_UP_LIMIT_FACTOR: Final = 2
+SCALE_UP_LIMIT_MINIMUM: Final = 4
+"""Without `behavior`, a sync scales up to at most max(2x the current replicas, 4) (`calculateScaleUpLimit`)."""
 
 PolicyType = Literal["Pods", "Percent"]
 SelectPolicy = Literal["Max", "Min", "Disabled"]
@@ -98,12 +109,15 @@ class HpaSpec:
     metrics: tuple[MetricSpec, ...]
     min_replicas: int = 1
     max_replicas: int = 10
-    behavior: Behavior = DEFAULT_BEHAVIOR
+    behavior: Behavior | None = DEFAULT_BEHAVIOR
+    """None: the HPA has no `spec.behavior`, and the controller takes its older path (module docstring)."""
     tolerance: float = TOLERANCE  # the cluster's `--horizontal-pod-autoscaler-tolerance`
 
     @property
     def tolerances(self) -> Tolerances:
         """Each direction's own tolerance where its behavior sets one, else the cluster's."""
+        if self.behavior is None:
+            return Tolerances(self.tolerance, self.tolerance)
         up, down = self.behavior.scale_up.tolerance, self.behavior.scale_down.tolerance
         return Tolerances(self.tolerance if up is None else up, self.tolerance if down is None else down)
 
@@ -166,6 +180,9 @@ class HorizontalPodAutoscaler:
         recommendation history is kept either way)."""
         spec = self.spec
         proposals: dict[str, int | None] = {}
+        if current == 0 and spec.min_replicas != 0:
+            return ScaleDecision(0, 0, proposals, None, None,
+                                 "scaling is disabled since the replica count of the target is zero (ScalingDisabled)")
         if current > spec.max_replicas:
             return ScaleDecision(current, spec.max_replicas, proposals, None, "maxReplicas",
                                  "current replicas above maxReplicas")
@@ -197,6 +214,8 @@ class HorizontalPodAutoscaler:
 
     def _stabilize(self, now: float, current: int, desired: int) -> tuple[int, str | None]:
         """Bring the recommendation inside the windows; remember the raw one (the controller's order)."""
+        if self.spec.behavior is None:
+            return self._stabilize_without_behavior(now, desired)
         up_cut = now - self.spec.behavior.scale_up.stabilization_window_s
         down_cut = now - self.spec.behavior.scale_down.stabilization_window_s
         up, down = desired, desired
@@ -219,8 +238,25 @@ class HorizontalPodAutoscaler:
             window = "scaleDown window"
         return result, window
 
+    def _stabilize_without_behavior(self, now: float, desired: int) -> tuple[int, str | None]:
+        """The controller's `stabilizeRecommendation`: the highest recommendation of the window, whichever way
+        the replicas go (a sample exactly at the window's start still counts: only one `Before` it is old)."""
+        cut = now - DOWNSCALE_STABILIZATION_S
+        kept = [(at, recommendation) for at, recommendation in self._recommendations if at >= cut]
+        highest = max([desired, *(recommendation for _, recommendation in kept)])
+        kept.append((now, desired))
+        self._recommendations = kept
+        return highest, "downscale stabilization window" if highest > desired else None
+
     def _limit(self, now: float, current: int, desired: int) -> tuple[int, str | None]:
         spec = self.spec
+        if spec.behavior is None:  # `convertDesiredReplicasWithRules`
+            up_limit = max(SCALE_UP_LIMIT_FACTOR * current, SCALE_UP_LIMIT_MINIMUM)
+            if desired < spec.min_replicas:
+                return spec.min_replicas, "minReplicas"
+            ceiling, why = ((up_limit, "scale-up limit (twice the replicas, at least 4)")
+                            if spec.max_replicas > up_limit else (spec.max_replicas, "maxReplicas"))
+            return (ceiling, why) if desired > ceiling else (desired, None)
         if desired > current:
             limit = max(current, _rate_limit(current, now, self._ups, self._downs, spec.behavior.scale_up, up=True))
             ceiling, why = (limit, "scaleUp policy") if spec.max_replicas > limit else (spec.max_replicas,
@@ -276,27 +312,42 @@ def propose(metric: MetricSpec, reading: MetricReading, current: int, pods: Sequ
         if current == 0:
             return math.ceil(ratio)
         return current if tolerances.within(ratio) else math.ceil(ratio * ready)
-    return _per_pod(metric.target, reading, current, pods, tolerances)
+    return _per_pod(metric, reading, current, pods, tolerances)
 
 
-def _per_pod(target: float, values: Mapping[str, float], current: int, pods: Sequence[HpaPod],
+def _usage_ratio(metric: MetricSpec, values: Mapping[str, float]) -> float:
+    """The mean over the pods against the target; a utilization in whole percent, as the controller's
+    `GetResourceUtilizationRatio` divides integers (87.9% reads 87)."""
+    mean = sum(values.values()) / len(values)
+    if metric.kind == "Resource" and metric.target_type == "Utilization":
+        mean = math.floor(round(mean, 9))  # rounded first: 80% summed from floats must not read 79
+    return mean / metric.target
+
+
+def _per_pod(metric: MetricSpec, values: Mapping[str, float], current: int, pods: Sequence[HpaPod],
              tolerances: Tolerances) -> int | None:
-    """The controller's plain per-pod calculation, with its missing-metric and not-ready rules."""
+    """The controller's per-pod calculation (`calcPlainMetricReplicas`, `GetResourceReplicas`), with its
+    missing-metric and not-ready rules."""
     metrics = {p.name: values[p.name] for p in pods if p.ready and p.name in values}
     unready = [p.name for p in pods if not p.ready]
     missing = [p.name for p in pods if p.ready and p.name not in values]
     if not metrics:
         return None
-    ratio = sum(metrics.values()) / len(metrics) / target
+    ratio = _usage_ratio(metric, metrics)
     up_with_unready = bool(unready) and ratio > 1.0
     if not up_with_unready and not missing:
         return current if tolerances.within(ratio) else math.ceil(ratio * len(metrics))
-    for name in missing:
-        metrics[name] = target if ratio < 1.0 else 0.0
+    if ratio < 1.0:
+        # A pod without a metric on a scale-down: at the target, or a utilization's whole request (100%).
+        at = max(100.0, metric.target) if metric.kind == "Resource" and metric.target_type == "Utilization" \
+            else metric.target
+        metrics.update((name, at) for name in missing)
+    elif ratio > 1.0:
+        metrics.update((name, 0.0) for name in missing)
     if up_with_unready:
         for name in unready:
             metrics[name] = 0.0
-    new_ratio = sum(metrics.values()) / len(metrics) / target
+    new_ratio = _usage_ratio(metric, metrics)
     if tolerances.within(new_ratio) or (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
         return current
     replicas = math.ceil(new_ratio * len(metrics))

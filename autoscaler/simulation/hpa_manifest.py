@@ -2,8 +2,9 @@
 
 A scaling rule left out of `behavior` takes the default rule whole; a field left out of a rule takes that
 field of the default rule (`SetDefaults_HorizontalPodAutoscalerBehavior`); a rule's `tolerance` left out is
-the cluster's (0.1). The order of policies means
-nothing to the controller, so they are kept sorted and equal rules compare equal.
+the cluster's (0.1). An HPA with no `behavior` at all is not defaulted (the API server fills in the fields of
+a behavior it is given, never a missing one) and the controller scales it by its older rules: read as None.
+The order of policies means nothing to the controller, so they are kept sorted and equal rules compare equal.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from autoscaler.simulation.hpa import (
-    DEFAULT_BEHAVIOR,
     DEFAULT_SCALE_DOWN,
     DEFAULT_SCALE_UP,
+    DOWNSCALE_STABILIZATION_S,
+    SCALE_UP_LIMIT_MINIMUM,
     Behavior,
     ScalingPolicy,
     ScalingRules,
@@ -108,9 +110,9 @@ def _tolerance(raw: Any, where: str) -> float:
     return value
 
 
-def behavior_from_manifest(document: Mapping[str, Any]) -> Behavior:
+def behavior_from_manifest(document: Mapping[str, Any]) -> Behavior | None:
     """The `spec.behavior` of an HPA manifest (or a bare behavior mapping, or a spec without `spec:`), with
-    Kubernetes' defaults."""
+    Kubernetes' defaults; None for an HPA without one (`kubectl get hpa -o yaml` of an HPA created so)."""
     kind = document.get("kind")
     if kind is not None and kind != "HorizontalPodAutoscaler":
         raise ValueError(f"a {kind}, not a HorizontalPodAutoscaler: give the HPA's manifest (kubectl get hpa NAME "
@@ -127,7 +129,7 @@ def behavior_from_manifest(document: Mapping[str, Any]) -> Behavior:
     else:
         raw = document
     if raw is None:
-        return DEFAULT_BEHAVIOR
+        return None
     if not isinstance(raw, Mapping):
         raise ValueError(f"behavior: expected a mapping, got {raw!r}")
     _known(raw, BEHAVIOR_FIELDS, "behavior")
@@ -135,8 +137,11 @@ def behavior_from_manifest(document: Mapping[str, Any]) -> Behavior:
                     _rules(raw.get("scaleDown"), DEFAULT_SCALE_DOWN, "behavior.scaleDown"))
 
 
-def describe_behavior(behavior: Behavior) -> str:
+def describe_behavior(behavior: Behavior | None) -> str:
     """One line per direction, as `kubectl describe hpa` would make a person read it."""
+    if behavior is None:
+        return (f"none (the controller's rules without behavior: up to max(2x, {SCALE_UP_LIMIT_MINIMUM}) pods a "
+                f"sync, the highest recommendation of the last {DOWNSCALE_STABILIZATION_S}s)")
     lines = []
     for name, rules in (("scaleUp", behavior.scale_up), ("scaleDown", behavior.scale_down)):
         policies = ", ".join(f"{p.value}{'%' if p.type == 'Percent' else ' pods'} per {p.period_s}s"

@@ -99,7 +99,7 @@ class MeanHpaPolicy:
         self.hpa = HorizontalPodAutoscaler(HpaSpec((GPU_METRIC,), self.min_replicas, self.max_replicas))
 
     def sync(self, now: float, cluster: Cluster) -> SyncOutcome:
-        # A Ready pod not scraped yet has no metric: the HPA counts it as missing (at the target on a
+        # A Ready pod not scraped yet has no metric: the HPA counts it as missing (at 100% of its request on a
         # scale-down, idle on a scale-up), not as an idle pod.
         values = {s.name: 100.0 * s.gpu_busy for s in cluster.samples(now, per_model=False)
                   if s.ready and s.gpu_busy is not None}
@@ -116,7 +116,7 @@ class SkewAwarePolicy:
     policy: RuntimePolicy
     min_replicas: int
     max_replicas: int
-    behavior: Behavior = DEFAULT_BEHAVIOR
+    behavior: Behavior | None = DEFAULT_BEHAVIOR  # None: an HPA without `behavior` (the older rules)
     window_s: float = 30.0
     deletion_costs: bool = True  # False: as the adapter's `--deletion-cost off`, the ReplicaSet removes the newest
     name: str = "skew-aware"

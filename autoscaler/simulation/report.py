@@ -329,8 +329,15 @@ FEW_POINTS = 30
 """Under this many points a panel marks each one: a line alone shows nothing of one or two."""
 
 
-def plot_timeline(path: Path, load_t_s: Sequence[float], load_rps: Sequence[float],
-                  results: Sequence[PolicyResult]) -> None:
+def load_steps(interval_s: float, load_rps: Sequence[float]) -> tuple[list[float], list[float]]:
+    """The load panel's points in hours, drawn as steps: each interval's rate held from its start to the next
+    one's, and the last to the trace's end. A line through the starts put each change an interval early and
+    cut the last interval off the axis."""
+    hours = [interval_s * i / 3600.0 for i in range(len(load_rps) + 1)]
+    return hours, [*load_rps, *load_rps[-1:]]
+
+
+def plot_timeline(path: Path, interval_s: float, load_rps: Sequence[float], results: Sequence[PolicyResult]) -> None:
     """Load, replicas per policy, delayed requests and cold loads over time, in four panels."""
     import logging
 
@@ -341,9 +348,9 @@ def plot_timeline(path: Path, load_t_s: Sequence[float], load_rps: Sequence[floa
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(4, 1, figsize=(11, 10), sharex=True, constrained_layout=True)
-    hours = [t / 3600.0 for t in load_t_s]
+    hours, rates = load_steps(interval_s, load_rps)
     dots = "o" if len(hours) < FEW_POINTS else None  # a line through one point draws nothing
-    axes[0].plot(hours, load_rps, color="black", linewidth=0.8, marker=dots, markersize=3)
+    axes[0].step(hours, rates, where="post", color="black", linewidth=0.8, marker=dots, markersize=3)
     axes[0].set_ylabel("load (req/s)")
     for result in results:
         tl = result.timeline

@@ -13,6 +13,7 @@ import matplotlib.image
 import pytest
 import yaml
 
+from autoscaler.simulation.report import load_steps
 from tests.support.terminal import ctrl_c_after, moment_of_start_up
 
 SIMULATE = [sys.executable, "-m", "autoscaler.cli", "simulate"]
@@ -54,6 +55,16 @@ def test_a_small_synthetic_run_writes_the_report_the_table_and_the_plot(tmp_path
     assert image.shape[0] > 400 and image.shape[1] > 400
     assert "100%" in result.stderr  # the progress bar finished for each policy
     assert result.stderr.count("100%") == 4
+
+
+def test_the_load_panel_holds_each_intervals_rate_to_its_end_and_reaches_the_traces_end() -> None:
+    """Half an hour at 60 s intervals, 60 requests/s for 10 minutes then 10: the plot drew a line through the
+    interval starts, so the fall began at 9 minutes and the axis stopped at 29."""
+    hours, rates = load_steps(60.0, [60.0] * 10 + [10.0] * 20)
+    drawn = list(zip(hours, rates, strict=True))  # drawn as steps: each rate held from its point to the next
+    assert drawn[9] == pytest.approx((9 / 60, 60.0))  # the tenth minute still at 60 ...
+    assert drawn[10] == pytest.approx((10 / 60, 10.0))  # ... the fall at 10 minutes
+    assert drawn[-1] == pytest.approx((0.5, 10.0))  # the last minute's rate reaches the trace's end
 
 
 def five_models(tmp_path: Path, per_minute: int) -> Path:

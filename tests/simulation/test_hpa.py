@@ -26,6 +26,13 @@ DESIRED = MetricSpec("modelmesh_desired_replicas", "External", "AverageValue", 1
 BUSY = MetricSpec("modelmesh_gpu_busy", "External", "Value", 0.8)
 
 
+def behavior_of(document: dict[str, object]) -> Behavior:
+    """A manifest's behavior, one that has it."""
+    behavior = behavior_from_manifest(document)
+    assert behavior is not None
+    return behavior
+
+
 def pods(n: int, unready: int = 0) -> list[HpaPod]:
     return [HpaPod(f"p{i}", ready=i >= unready) for i in range(n)]
 
@@ -109,7 +116,7 @@ def test_scale_down_stabilization_window_uses_the_highest_recommendation_of_the_
 
 
 def test_a_policy_limiting_scale_down_to_one_pod_per_period() -> None:
-    behavior = behavior_from_manifest({"behavior": {"scaleDown": {
+    behavior = behavior_of({"behavior": {"scaleDown": {
         "stabilizationWindowSeconds": 600, "selectPolicy": "Min",
         "policies": [{"type": "Pods", "value": 1, "periodSeconds": 300}]}}})
     down = behavior.scale_down
@@ -176,6 +183,67 @@ def test_missing_and_unready_pods_are_counted_conservatively() -> None:
     assert hpa.sync(15.0, 4, pods(4, unready=2), {PER_POD.name: hot}).proposals[PER_POD.name] == 4
 
 
+def test_a_pod_without_a_utilization_counts_as_using_its_whole_request_on_a_scale_down() -> None:
+    # 9 of 10 pods at 70% against 80%, the tenth Ready but not measured yet. A utilization target counts it at
+    # 100% of its request: (9 * 70 + 100) / 10 = 73, ratio 0.9125, within the tolerance: hold at 10. A Pods
+    # metric counts it at the target: (9 * 70 + 80) / 10 = 71, ratio 0.8875: ceil(8.875) = 9.
+    nine = {f"p{i}": 70.0 for i in range(9)}
+    utilization = MetricSpec("cpu", "Resource", "Utilization", 80.0)
+    per_pod = MetricSpec("requests", "Pods", "AverageValue", 80.0)
+    assert HorizontalPodAutoscaler(HpaSpec((utilization,), max_replicas=20)).sync(
+        0.0, 10, pods(10), {"cpu": nine}).desired == 10
+    assert HorizontalPodAutoscaler(HpaSpec((per_pod,), max_replicas=20)).sync(
+        0.0, 10, pods(10), {"requests": nine}).desired == 9
+    # A target above 100%: the missing pod counts at the target. 3 pods at 120% against 150%, one missing:
+    # (360 + 150) / 4 = 127.5, read as 127: ratio 0.8467: ceil(3.39) = 4, a scale-down refused, hold at 4.
+    over = MetricSpec("cpu", "Resource", "Utilization", 150.0)
+    assert HorizontalPodAutoscaler(HpaSpec((over,), max_replicas=20)).sync(
+        0.0, 4, pods(4), {"cpu": {"p0": 120.0, "p1": 120.0, "p2": 120.0}}).desired == 4
+
+
+def test_a_utilization_is_read_in_whole_percent() -> None:
+    # 3 pods at 88.5% against 80%: the controller divides integers and reads 88%, ratio 1.1, within the
+    # tolerance: hold at 3 (88.5 / 80 = 1.106 would have scaled to ceil(3.32) = 4).
+    hpa = HorizontalPodAutoscaler(HpaSpec((MetricSpec("cpu", "Resource", "Utilization", 80.0),), max_replicas=20))
+    assert hpa.sync(0.0, 3, pods(3), {"cpu": even(3, 88.5)}).desired == 3
+    assert hpa.sync(15.0, 3, pods(3), {"cpu": even(3, 89.0)}).desired == 4  # 89 / 80 = 1.1125: ceil(3.34)
+
+
+def test_at_a_ratio_of_exactly_one_a_pod_without_a_metric_is_left_out() -> None:
+    # 3 pods exactly at the target and a fourth not measured yet: neither a scale-up nor a scale-down, so the
+    # controller fills in nothing and the ratio stays 1: hold at 4 (counting it as idle read 0.75: 3 pods).
+    hpa = HorizontalPodAutoscaler(HpaSpec((PER_POD,), max_replicas=20))
+    assert hpa.sync(0.0, 4, pods(4), {PER_POD.name: even(3, 100.0)}).desired == 4
+
+
+def test_an_hpa_without_behavior_scales_by_the_controllers_older_rules() -> None:
+    behavior = behavior_from_manifest({"kind": "HorizontalPodAutoscaler", "spec": {"maxReplicas": 40}})
+    assert behavior is None
+    # At most max(2 x current, 4) a sync: 1 -> 4, 2 -> 4, 3 -> 6, 10 -> 20 (the default behavior's
+    # "100% or 4 pods per 15 s" would give 5, 6, 7 and 20).
+    for current, expected in ((1, 4), (2, 4), (3, 6), (10, 20)):
+        hpa = HorizontalPodAutoscaler(HpaSpec((DESIRED,), 1, 40, behavior))
+        assert hpa.sync(0.0, current, pods(current), {DESIRED.name: 30.0}).desired == expected
+    # The highest recommendation of the last 300 s holds on the way up too: 12 asked at 4 pods (8 allowed),
+    # then 10 asked at 8 pods: the window still holds 12 (the default behavior would go to 10).
+    hpa = HorizontalPodAutoscaler(HpaSpec((DESIRED,), 1, 40, behavior))
+    assert hpa.sync(0.0, 4, pods(4), {DESIRED.name: 12.0}).desired == 8
+    assert hpa.sync(15.0, 8, pods(8), {DESIRED.name: 10.0}).desired == 12
+    # ... and on the way down for 300 s, a recommendation exactly 300 s old included: at 300 s the 12 asked at
+    # 0 s, at 315 s the 10 asked at 15 s, then the 5s alone.
+    assert hpa.sync(300.0, 12, pods(12), {DESIRED.name: 5.0}).desired == 12
+    assert hpa.sync(315.0, 12, pods(12), {DESIRED.name: 5.0}).desired == 10
+    assert hpa.sync(316.0, 10, pods(10), {DESIRED.name: 5.0}).desired == 5
+
+
+def test_a_target_at_zero_replicas_is_left_there_unless_min_replicas_is_zero() -> None:
+    held = HorizontalPodAutoscaler(HpaSpec((DESIRED,), 1, 10)).sync(0.0, 0, [], {DESIRED.name: 5.0})
+    assert held.desired == 0 and "ScalingDisabled" in held.reason
+    # minReplicas 0 (HPAScaleToZero): it scales from zero, asked for 5, as far as the default scale-up policies
+    # allow from 0 pods: max(100% of 0, 4 pods) = 4.
+    assert HorizontalPodAutoscaler(HpaSpec((DESIRED,), 0, 10)).sync(0.0, 0, [], {DESIRED.name: 5.0}).desired == 4
+
+
 def test_replicas_stay_within_min_and_max() -> None:
     hpa = HorizontalPodAutoscaler(HpaSpec((DESIRED,), min_replicas=2, max_replicas=6))
     up = hpa.sync(0.0, 4, pods(4), {DESIRED.name: 40.0})
@@ -184,11 +252,11 @@ def test_replicas_stay_within_min_and_max() -> None:
 
 
 def test_manifest_behavior_fills_left_out_fields_with_kubernetes_defaults() -> None:
-    behavior = behavior_from_manifest({"spec": {"behavior": {"scaleDown": {"policies": [
+    behavior = behavior_of({"spec": {"behavior": {"scaleDown": {"policies": [
         {"type": "Pods", "value": 2, "periodSeconds": 120}]}}}})
     assert behavior.scale_up == DEFAULT_BEHAVIOR.scale_up
     assert behavior.scale_down == ScalingRules(300, "Max", (ScalingPolicy("Pods", 2, 120),))
-    assert behavior_from_manifest({"spec": {}}) == DEFAULT_BEHAVIOR
+    assert behavior_from_manifest({"spec": {"behavior": {}}}) == DEFAULT_BEHAVIOR
     with pytest.raises(ValueError, match="selectPolicy"):
         behavior_from_manifest({"behavior": {"scaleUp": {"selectPolicy": "Fastest"}}})
 
@@ -197,7 +265,7 @@ def test_configurable_tolerance_per_direction_as_the_kubernetes_blog_example() -
     # The v1.33 blog's HPA: scale-down tolerance 5%, none for scale-up. At 25 replicas a recommendation of 27
     # (ratio 1.08) is within the default 10% and held; with no scale-up tolerance the HPA goes to 27. A fall to
     # 23.5 (ratio 0.94) is past 5%: ceil(23.5) = 24; 24.0 (0.96) stays within it.
-    behavior = behavior_from_manifest({"spec": {"behavior": {"scaleDown": {"tolerance": "50m"},
+    behavior = behavior_of({"spec": {"behavior": {"scaleDown": {"tolerance": "50m"},
                                                              "scaleUp": {"tolerance": 0}}}})
     assert (behavior.scale_up.tolerance, behavior.scale_down.tolerance) == (0.0, 0.05)
     assert behavior.scale_up.policies == DEFAULT_BEHAVIOR.scale_up.policies  # the rest of each rule defaulted

@@ -204,6 +204,18 @@ def test_a_max_replicas_that_cannot_hold_the_models_in_use_is_warned_about_at_th
     assert any(w.startswith(warning) for w in report(tmp_path)["warnings"])
 
 
+def test_a_max_replicas_below_the_peaks_requests_is_warned_about_at_the_start(tmp_path: Path) -> None:
+    """1,800 requests in the first minute (30 a second) on pods of 20: 2 pods at 80% busy (30 / 16). At
+    --max-replicas 1 the README promised a warning before the run; only the bound's line said it, afterwards."""
+    trace = write_trace(tmp_path, "0,m1,1800\n60,m1,0\n120,m1,600\n")
+    result = simulate(tmp_path, trace, "--min-replicas", "1", "--max-replicas", "1", "--policies", "fixed-max")
+    assert result.returncode == 0, result.stderr
+    warning = ("--max-replicas 1 is below the 2 pods the trace's peak (30 requests/s) needs at 80% busy "
+               "(--pod-rps 20)")
+    assert warning in result.stderr, result.stderr
+    assert any(w.startswith(warning) for w in report(tmp_path)["warnings"])
+
+
 def test_where_the_models_in_use_size_the_runtime_the_report_reads_pod_hours_against_the_cache_oracle(
         tmp_path: Path) -> None:
     """A day of quiet models (Azure Functions' shape) at 20 copies a pod needs its pods for the cache, not the
