@@ -30,7 +30,7 @@ from tests.api.keda_model import (
     ScalerError,
     read_value,
 )
-from tests.manifests.support import KEDA, REPO, find, kustomize
+from tests.manifests.support import KEDA, REPO, find, installed
 
 OPERATIONS = REPO / "docs" / "operations.md"
 PATH = KEDA_ROUTE.format(namespace=KEY.namespace, deployment=KEY.deployment)
@@ -38,7 +38,7 @@ PATH = KEDA_ROUTE.format(namespace=KEY.namespace, deployment=KEY.deployment)
 
 @functools.cache
 def _example() -> dict[str, Any]:
-    return find(kustomize(KEDA), "ScaledObject")
+    return find(installed(KEDA), "ScaledObject")
 
 
 def example() -> dict[str, Any]:
@@ -165,7 +165,7 @@ def test_the_trigger_authentication_fills_the_parameters_keda_reads() -> None:
     """`authMode` in the trigger's metadata and a `token` parameter: names today's KEDA reads
     (`authModes;authMode`, `bearerToken;token`) and the only ones KEDA 2.17 and earlier read
     (`config.TriggerMetadata["authMode"]`, `config.AuthParams["token"]` in v2.17.0's metrics_api_scaler.go)."""
-    objects = kustomize(KEDA)
+    objects = installed(KEDA)
     trigger = example()["spec"]["triggers"][0]
     modes = {name: trigger["metadata"][name] for name in AUTH_MODE_NAMES if name in trigger["metadata"]}
     assert modes == {"authMode": "bearer"}

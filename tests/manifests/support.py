@@ -23,6 +23,8 @@ PROMETHEUS = EXAMPLES / "prometheus"
 GRAFANA = EXAMPLES / "grafana"
 CERT_MANAGER = EXAMPLES / "cert-manager"
 KEDA = EXAMPLES / "keda"
+KEDA_SCALED_OBJECT = KEDA / "scaled-object-triton.yaml"
+"""Applied on its own once the RuntimeScale has its replicas: not part of the overlay (docs/operations.md, KEDA)."""
 KUSTOMIZATIONS = (BASE, EXAMPLES, CERT_MANAGER, PROMETHEUS, KEDA)
 
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
@@ -47,6 +49,13 @@ def _build(directory: Path) -> str:
 def kustomize(directory: Path) -> list[Object]:
     """The objects `kubectl kustomize DIR` renders (a fresh copy each call: tests may change them)."""
     return [doc for doc in yaml.safe_load_all(_build(directory)) if doc is not None]
+
+
+def installed(directory: Path) -> list[Object]:
+    """What the install guides apply from `directory`: its kustomization, and for the KEDA overlay also the
+    ScaledObject applied after it."""
+    extra = [load_yaml(KEDA_SCALED_OBJECT)] if directory == KEDA else []
+    return kustomize(directory) + extra
 
 
 def find(objects: list[Object], kind: str, name: str | None = None) -> Object:

@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tests.manifests.support import CERT_MANAGER, EXAMPLES, KEDA, PROMETHEUS, Object, kustomize
+from tests.manifests.support import CERT_MANAGER, EXAMPLES, KEDA, PROMETHEUS, Object, installed
 from tests.manifests.test_pod_resources_patch import runtime_with_patch
 
 SCHEMAS: dict[str, Any] = json.loads((Path(__file__).parent / "crd_schemas.json").read_text())["schemas"]
@@ -48,7 +48,7 @@ def problems(obj: Object) -> list[str]:
 
 
 def foreign(directory: Path) -> list[Object]:
-    return [o for o in kustomize(directory) if f"{o['apiVersion']} {o['kind']}" in SCHEMAS]
+    return [o for o in installed(directory) if f"{o['apiVersion']} {o['kind']}" in SCHEMAS]
 
 
 FOREIGN = [(directory, obj["kind"], obj["metadata"]["name"])
@@ -57,7 +57,7 @@ FOREIGN = [(directory, obj["kind"], obj["metadata"]["name"])
 
 def test_every_foreign_kind_the_examples_ship_has_its_schema() -> None:
     kinds = {f"{o['apiVersion']} {o['kind']}" for d in (EXAMPLES, KEDA, CERT_MANAGER, PROMETHEUS)
-             for o in kustomize(d) if o["apiVersion"].split("/")[0] in
+             for o in installed(d) if o["apiVersion"].split("/")[0] in
              {"serving.kserve.io", "keda.sh", "monitoring.coreos.com", "cert-manager.io"}}
     assert kinds == set(SCHEMAS), "update crd_schemas.json with make_crd_schemas.py"
 

@@ -10,12 +10,12 @@ from urllib.parse import urlsplit
 from autoscaler.api.identity import ResourceAttributes, request_attributes
 from autoscaler.api.runtimes import KEDA_ROUTE
 from autoscaler.names import ServedMetric
-from tests.manifests.support import BASE, EXAMPLES, KEDA, REPO, Object, container, find, kustomize
+from tests.manifests.support import BASE, EXAMPLES, KEDA, REPO, Object, container, find, installed, kustomize
 from tests.manifests.test_manifests import adapter_deployment, serve_settings
 
 
 def trigger() -> Object:
-    scaled = find(kustomize(KEDA), "ScaledObject")
+    scaled = find(installed(KEDA), "ScaledObject")
     [metrics_api] = scaled["spec"]["triggers"]
     assert metrics_api["type"] == "metrics-api"
     return metrics_api  # type: ignore[no-any-return]
@@ -30,7 +30,7 @@ def test_keda_overlay_is_the_base_without_the_api_service() -> None:
 
 
 def test_scaled_object_scales_the_runtime_scale_of_the_example_runtime() -> None:
-    scaled = find(kustomize(KEDA), "ScaledObject")
+    scaled = find(installed(KEDA), "ScaledObject")
     runtime_scale = find(kustomize(EXAMPLES), "RuntimeScale")
 
     assert scaled["spec"]["scaleTargetRef"] == {"apiVersion": "autoscaler.modelmesh.io/v1alpha1",
@@ -42,7 +42,7 @@ def test_scaled_object_scales_the_runtime_scale_of_the_example_runtime() -> None
 def test_the_hpa_keda_makes_scales_down_like_the_shipped_hpa() -> None:
     """One slow scale-down rail, the adapter's (docs/design.md, Slow scale-down): the HPA KEDA creates adds
     none of its own, as manifests/examples/hpa-triton.yaml does not."""
-    scaled = find(kustomize(KEDA), "ScaledObject")
+    scaled = find(installed(KEDA), "ScaledObject")
     hpa = find(kustomize(EXAMPLES), "HorizontalPodAutoscaler")
     behavior = scaled["spec"]["advanced"]["horizontalPodAutoscalerConfig"].get("behavior", {})
     assert behavior.get("scaleDown") == hpa["spec"]["behavior"]["scaleDown"]
@@ -66,13 +66,29 @@ def test_keda_users_install_the_example_runtime_without_its_hpa() -> None:
     command that applies manifests/examples without its HPA, and that command selects exactly that."""
     objects = kustomize(EXAMPLES)
     hpa = find(objects, "HorizontalPodAutoscaler")
-    guides = ("README.md", "docs/operations.md", "manifests/README.md", "manifests/examples/keda/kustomization.yaml")
-    for guide in guides:
+    for guide in KEDA_GUIDES:
         commands = KEDA_RUNTIME_COMMAND.findall((REPO / guide).read_text())
         assert commands, f"{guide} does not say how KEDA users install the example runtime"
         for selector in commands:
             left_out = [o for o in objects if not selects(selector, o["metadata"].get("labels", {}))]
             assert left_out == [hpa], f"{guide}: -l {selector} leaves out {[o['kind'] for o in left_out]}"
+
+
+SCALED_OBJECT_COMMAND = "kubectl apply -f manifests/examples/keda/scaled-object-triton.yaml"
+KEDA_GUIDES = ("README.md", "docs/operations.md", "manifests/README.md", "manifests/examples/keda/kustomization.yaml")
+
+
+def test_the_scaled_object_is_applied_once_the_runtime_scale_has_its_replicas() -> None:
+    """KEDA reads the RuntimeScale's scale first, is refused until the adapter has adopted the runtime's replicas,
+    and retries with a delay that doubles to 1,000 s without watching the RuntimeScale. The overlay applied the
+    ScaledObject with the adapter, before the runtime it scales existed, so a runtime started by its first
+    InferenceService could go unscaled for some 17 minutes. Every guide now applies it once `Desired` shows."""
+    assert not [o for o in kustomize(KEDA) if o["kind"] == "ScaledObject"]
+    for guide in KEDA_GUIDES:
+        text = (REPO / guide).read_text()
+        assert SCALED_OBJECT_COMMAND in text, f"{guide} does not say when to apply the ScaledObject"
+        before = text[:text.index(SCALED_OBJECT_COMMAND)]
+        assert "Desired" in before[-600:], f"{guide}: the ScaledObject is not applied after `Desired` shows"
 
 
 def test_trigger_reads_the_adapters_keda_document_through_its_service() -> None:
@@ -90,7 +106,7 @@ def test_trigger_reads_the_adapters_keda_document_through_its_service() -> None:
 
 
 def test_kedas_token_is_authorized_for_exactly_what_the_adapter_checks() -> None:
-    objects = kustomize(KEDA)
+    objects = installed(KEDA)
     url = urlsplit(trigger()["metadata"]["url"])
     attributes = request_attributes("GET", url.path)
     assert isinstance(attributes, ResourceAttributes)

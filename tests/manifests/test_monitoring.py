@@ -44,6 +44,7 @@ from tests.manifests.support import (
     SERVICE_ACCOUNT_TOKEN,
     container,
     find,
+    installed,
     kustomize,
     label_matchers,
     load_yaml,
@@ -255,7 +256,7 @@ def test_the_at_max_replicas_alert_watches_the_hpas_the_examples_ship() -> None:
     (selector,) = re.findall(r"kube_horizontalpodautoscaler_info(\{[^}]*\})", rule["expr"])
     matchers = label_matchers(selector)
     hpa = find(kustomize(EXAMPLES), "HorizontalPodAutoscaler")
-    scaled = find(kustomize(KEDA), "ScaledObject")
+    scaled = find(installed(KEDA), "ScaledObject")
     shipped = {
         "hpa-triton.yaml": hpa_info_labels(hpa["metadata"]["namespace"], hpa["metadata"]["name"],
                                            hpa["spec"]["scaleTargetRef"]),
