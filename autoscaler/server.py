@@ -24,7 +24,6 @@ from aiohttp import web
 
 from autoscaler.actuation.writes_off import start_writing
 from autoscaler.api.app import build_served_app
-from autoscaler.api.cert_reload import certificate_reload_context
 from autoscaler.api.certs import self_signed_server_context, server_context
 from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.config_file import load_policy_book
@@ -234,9 +233,6 @@ async def build_app(settings: ServeSettings,
     app = await build_served_app(stack.refresher, stack.metrics, settings, tls)
     lifecycle = OneProcessLifecycle(settings, stack)
     app.cleanup_ctx.append(lifecycle.refresh_context)
-    if tls is not None and settings.tls_cert_file and settings.tls_private_key_file:
-        # cert-manager renews the serving certificate in place: serve the new one without a restart.
-        app.cleanup_ctx.append(certificate_reload_context(tls, settings.tls_cert_file, settings.tls_private_key_file))
     # After the refresh loop: started once it runs, stopped (Lease released) before it stops.
     app.cleanup_ctx.append(lifecycle.actuator_context)
     return app, lifecycle

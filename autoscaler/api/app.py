@@ -25,6 +25,7 @@ from prometheus_client import Counter, Histogram
 from prometheus_client.aiohttp import make_aiohttp_handler
 
 from autoscaler.api import handlers, runtimes
+from autoscaler.api.cert_reload import certificate_reload_context
 from autoscaler.api.client_errors import install_client_error_filter
 from autoscaler.api.negotiation import NOT_ACCEPTABLE, accepts_json
 from autoscaler.api.openapi import openapi_v2
@@ -273,7 +274,11 @@ async def build_served_app(
 ) -> web.Application:
     """`build_api_app` as `serve` runs it, in one process or in each worker: behind authentication and
     authorization (their Kubernetes clients close with the app; `tls` learns the client CAs), or open with
-    `--insecure-dev`. Start-up mistakes are `ValueError`s (`KubeConfigError`, `AuthConfigError`)."""
+    `--insecure-dev`. Start-up mistakes are `ValueError`s (`KubeConfigError`, `AuthConfigError`).
+
+    A serving certificate given as files is reloaded here, by every process that serves with `tls`: each worker
+    of `--workers N` has its own `SSLContext`, and one that never reloaded it went on presenting the old
+    certificate after cert-manager's renewal (and an expired one later: the APIService unavailable)."""
     if settings.insecure_dev:
         app = build_api_app(source, metrics, stalled_after_s=settings.stalled_after_s)
     else:
@@ -282,6 +287,8 @@ async def build_served_app(
         security = await build_api_security(settings, tls, metrics)
         app = build_api_app(source, metrics, security.gate, settings.stalled_after_s)
         app.on_cleanup.append(security.close)
+    if tls is not None and settings.tls_cert_file and settings.tls_private_key_file:
+        app.cleanup_ctx.append(certificate_reload_context(tls, settings.tls_cert_file, settings.tls_private_key_file))
     app.on_startup.append(_frozen_start_up)
     return app
 

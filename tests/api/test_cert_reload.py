@@ -1,21 +1,26 @@
 """A renewed serving certificate is served without a restart, the way a mounted Secret is renewed: the
-kubelet writes the new files into a fresh directory and swaps the `..data` symlink."""
+kubelet writes the new files into a fresh directory and swaps the `..data` symlink. The reloader on its own,
+and a real `serve` as the shipped Deployment runs it (serving workers, `--workers 1` by default)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import trustme
+import yaml
 from aiohttp import web
+from cryptography import x509
+from cryptography.x509.oid import NameOID
 
 from autoscaler.api.cert_reload import ServingCertificateReloader
 from autoscaler.api.certs import server_context
-from tests.support.processes import free_port
+from tests.support.processes import free_port, poll, running
 
 
 def write_secret_volume(volume: Path, leaf: trustme.LeafCert, version: str) -> None:
@@ -107,3 +112,44 @@ async def test_the_reloader_task_picks_up_a_renewal_by_itself(
                 await asyncio.sleep(0.05)
     finally:
         task.cancel()
+
+
+def common_name_served_at(port: int, ca: trustme.CA) -> str:
+    """The common name of the certificate a new TLS connection to `port` is shown (it must verify against `ca`)."""
+    client = ssl.create_default_context()
+    ca.configure_trust(client)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as raw, \
+            client.wrap_socket(raw, server_hostname="localhost") as connection:
+        der = connection.getpeercert(binary_form=True)
+    assert der is not None
+    return str(x509.load_der_x509_certificate(der).subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("workers", "processes"), [([], 1), (["--workers", "2"], 2)],
+                         ids=["default-workers", "two-workers"])
+def test_serve_presents_a_renewed_certificate_without_a_restart(
+        tmp_path: Path, ca: trustme.CA, workers: list[str], processes: int) -> None:
+    """cert-manager renews the Secret, the kubelet swaps its files: every new connection, whichever serving
+    worker takes it, is shown the renewed certificate, and the log says it was reloaded."""
+    volume = tmp_path / "serving-cert"
+    volume.mkdir()
+    write_secret_volume(volume, ca.issue_cert("localhost", common_name="first"), "v1")
+    targets = tmp_path / "targets.yaml"
+    targets.write_text(yaml.safe_dump({"runtimes": [{
+        "namespace": "default", "deployment": "modelmesh-serving-demo",
+        "pods": [{"name": "pod-0", "url": f"http://127.0.0.1:{free_port()}/metrics"}]}]}))
+    port = free_port()
+    log = tmp_path / "adapter.log"
+    with running(["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}", "--targets",
+                  str(targets), "--tls-cert-file", str(volume / "tls.crt"), "--tls-private-key-file",
+                  str(volume / "tls.key"), "--deletion-cost", "off", *workers],
+                 f"https://127.0.0.1:{port}/healthz", log):
+        assert {common_name_served_at(port, ca) for _ in range(10)} == {"first"}
+
+        write_secret_volume(volume, ca.issue_cert("localhost", common_name="renewed"), "v2")
+
+        poll(lambda: common_name_served_at(port, ca) == "renewed", timeout=60)
+        # the reloader looks every 10 s: wait for every worker to say it reloaded, then ask them all again
+        poll(lambda: log.read_text().count("serving certificate reloaded from") >= processes, timeout=60)
+        assert {common_name_served_at(port, ca) for _ in range(20)} == {"renewed"}
