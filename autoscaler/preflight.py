@@ -23,6 +23,7 @@ from contextlib import contextmanager
 
 from autoscaler.actuation.leader import LeaseConfig
 from autoscaler.api.certs import server_context
+from autoscaler.api.open_paths import AlwaysAllowPaths, OpenPathError
 from autoscaler.kube.errors import KubeConfigError
 from autoscaler.policies.config import ConfigError
 from autoscaler.policies.config_file import load_policy_book
@@ -72,6 +73,10 @@ def _check_flag_rules(settings: ServeSettings) -> None:
         raise PreflightError("--gpu-source dcgm reads DCGM_FI_DEV_GPU_UTIL from Prometheus: use --source prometheus")
     if bool(settings.tls_cert_file) != bool(settings.tls_private_key_file):
         raise PreflightError("--tls-cert-file and --tls-private-key-file go together")
+    try:
+        AlwaysAllowPaths.parse(settings.authorization_always_allow_paths)
+    except OpenPathError as error:  # kube refuses it at start too; accepted, it matched nothing
+        raise PreflightError(str(error)) from error
     _check_leader_durations(settings)
     _warn_settings_of_the_other_source(settings)
 

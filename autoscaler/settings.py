@@ -424,9 +424,11 @@ _OPTIONS: Final = (
     _Option("--client-ca-file", file_path, "CA (PEM) for client certificates: CN is the user, O the groups",
             "read from kube-system/extension-apiserver-authentication in a cluster", "FILE", _TLS),
     _Option("--authorization-always-allow-paths", csv, "comma list of paths served without authentication "
-            "or authorization (a trailing * matches a prefix); /metrics is authorized as get on the "
-            "nonResourceURL /metrics unless listed here, which opens every runtime's name and values to "
-            "anyone who reaches the port", _listed(_D.authorization_always_allow_paths), "PATH,...", _TLS),
+            "or authorization, as k8s.io/apiserver's flag (a leading / is optional, a trailing * matches a "
+            "prefix, a * elsewhere is refused); resource requests (metric values, /keda and /debug/runtimes) are "
+            "authorized even under a listed path; /metrics is authorized as get on the nonResourceURL /metrics "
+            "unless listed here, which opens every runtime's name and values to anyone who reaches the port",
+            _listed(_D.authorization_always_allow_paths), "PATH,...", _TLS),
     _Option("--authentication-token-webhook-cache-ttl", duration, "how long TokenReview answers (accepted "
             "and rejected) are cached", f"{_D.token_cache_ttl_s:g} s", "DURATION", _TLS),
     _Option("--authorization-webhook-cache-authorized-ttl", duration, "how long allowed SubjectAccessReview "

@@ -2,8 +2,9 @@
 
 Order and answers follow kube-apiserver's filter chain:
 - paths in `--authorization-always-allow-paths` (the health paths by default; a trailing `*` matches a prefix)
-  are served with no authentication at all, so probes never depend on the Kubernetes API; `/metrics` is
-  authorized as `get` on the non-resource URL, as kube-apiserver's own;
+  are served with no authentication at all, so probes never depend on the Kubernetes API; as in kube, only
+  non-resource requests (`autoscaler.api.open_paths`); `/metrics` is authorized as `get` on the non-resource
+  URL, as kube-apiserver's own;
 - no accepted credentials: 401 `Unauthorized`; so is a bearer token whose TokenReview cannot be made (API down,
   slow, or refusing the adapter), as kube-apiserver answers an authenticator's error, but that is logged as a
   WARNING (once a minute per cause: `log_limit.LogLimiter`) and counted as `result="error"`, not as a bad token;
@@ -23,7 +24,7 @@ import asyncio
 import logging
 import ssl
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -59,6 +60,7 @@ from autoscaler.api.identity import (
     request_attributes,
 )
 from autoscaler.api.log_limit import LogLimiter
+from autoscaler.api.open_paths import AlwaysAllowPaths, is_non_resource
 from autoscaler.api.status import ApiError
 from autoscaler.kube.reviews import DEFAULT_TIMEOUT_S, KubeAuthApi, load_configuration
 from autoscaler.selfmetrics import AdapterMetrics
@@ -66,21 +68,6 @@ from autoscaler.settings import ServeSettings
 from exporter.stopping import stop_tasks
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class AlwaysAllowPaths:
-    exact: frozenset[str]
-    prefixes: tuple[str, ...]
-
-    @classmethod
-    def parse(cls, paths: Iterable[str]) -> AlwaysAllowPaths:
-        paths = list(paths)
-        return cls(frozenset(p for p in paths if not p.endswith("*")),
-                   tuple(p[:-1] for p in paths if p.endswith("*")))
-
-    def __contains__(self, path: object) -> bool:
-        return path in self.exact or (bool(self.prefixes) and isinstance(path, str) and path.startswith(self.prefixes))
 
 
 def auth_gate(authenticator: UnionAuthenticator, authorizer: Authorizer, always_allow: AlwaysAllowPaths,
@@ -102,13 +89,15 @@ def auth_gate(authenticator: UnionAuthenticator, authorizer: Authorizer, always_
 
     def gate(request: web.Request) -> Awaitable[None] | None:
         # The usual request (the same connection and headers as the previous one, its decision cached) is
-        # decided here without a coroutine; anything else continues in one. `AlwaysAllowPaths.__contains__`
-        # and `request_attributes` inline: each Python call is a few hundred instructions of every request.
+        # decided here without a coroutine; anything else continues in one. `AlwaysAllowPaths.opens` (its
+        # resource check only for a listed path) and `request_attributes` inline: each Python call is a few
+        # hundred instructions of every request.
         raw_path = request.rel_url.raw_path
         if "%" in raw_path:  # kube matches the decoded path
-            if request.path in always_allow:
+            if always_allow.opens(request.method, raw_path, request.path):
                 return None
-        elif raw_path in open_exact or (open_prefixes and raw_path.startswith(open_prefixes)):
+        elif (raw_path in open_exact or (open_prefixes and raw_path.startswith(open_prefixes))) \
+                and is_non_resource(request.method, raw_path):  # as kube: never a resource request
             return None
         remembered = authenticator.remembered(request)
         if remembered is None:
@@ -216,6 +205,7 @@ async def build_api_security(settings: ServeSettings, tls: ssl.SSLContext | None
     if tls is not None:
         trust_client_certificates(tls, config.requestheader_ca, config.client_ca)
     inspector = ClientCertificateInspector(config.requestheader_ca, config.client_ca, clock=clock)
+    always_allow = AlwaysAllowPaths.parse(settings.authorization_always_allow_paths)  # checked at start already
     authenticators: list[Authenticator] = []
     if config.requestheader_ca is not None:
         authenticators.append(RequestHeaderAuthenticator(inspector, config.rules))
@@ -226,7 +216,7 @@ async def build_api_security(settings: ServeSettings, tls: ssl.SSLContext | None
     log.info("authentication from %s: %s; allowed front-proxy names: %s; open paths: %s", config.source,
              ", ".join(a.method for a in authenticators),
              ", ".join(sorted(config.rules.allowed_names)) or "any",
-             ", ".join(settings.authorization_always_allow_paths) or "none")
+             ", ".join(always_allow.entries) or "none")
     if config.requestheader_ca is None:
         log.warning("no requestheader CA: requests through the aggregation layer (the HPA) cannot authenticate")
     elif not config.rules.allowed_names:
@@ -237,7 +227,7 @@ async def build_api_security(settings: ServeSettings, tls: ssl.SSLContext | None
         kube, allowed_ttl_s=settings.authorized_cache_ttl_s, denied_ttl_s=settings.unauthorized_cache_ttl_s,
         max_in_flight=settings.max_in_flight_reviews)
     gate = auth_gate(UnionAuthenticator(authenticators, inspector), authorizer,
-                     AlwaysAllowPaths.parse(settings.authorization_always_allow_paths), metrics)
+                     always_allow, metrics)
     reloader = ClientCaReloader(settings, kube, tls, inspector, config)
     reloading = asyncio.create_task(reloader.run(), name="client-ca-reload")
 

@@ -19,10 +19,11 @@ from hypothesis import strategies as st
 from yarl import URL
 
 from autoscaler.api.app import build_api_app
-from autoscaler.api.auth import AlwaysAllowPaths, auth_gate
+from autoscaler.api.auth import auth_gate
 from autoscaler.api.authn import UnionAuthenticator
 from autoscaler.api.authz import Decision
 from autoscaler.api.identity import Attributes, UserInfo
+from autoscaler.api.open_paths import AlwaysAllowPaths
 from autoscaler.api.selector import SelectorError, deployment_from_query, deployment_from_selector
 from autoscaler.model import RuntimeKey
 from autoscaler.names import ServedMetric

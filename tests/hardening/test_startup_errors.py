@@ -154,6 +154,20 @@ def test_contradictory_flags_are_refused_before_anything_is_served(
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("paths", ["/healthz,/livez,/read*yz", "/apis/*/v1beta1"])
+def test_an_open_path_with_a_star_before_its_end_is_refused_naming_the_flag(
+        tmp_path: Path, mode: list[str], paths: str) -> None:
+    """k8s.io/apiserver refuses it (only a trailing `*` matches a prefix); accepted, it matched nothing, and a
+    probe of `/readyz` got 401 with nothing said."""
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "https://127.0.0.1:1")
+    line = one_line(serve(tmp_path, ["--kubeconfig", str(kubeconfig), "--targets", targets(tmp_path),
+                                     "--authorization-always-allow-paths", paths, *mode]))
+    bad = paths.rpartition(",")[2]
+    assert (f'cannot start: --authorization-always-allow-paths: only a trailing * is allowed (it matches a '
+            f'prefix), not "{bad}"') in line, line
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("broken", ["cert-missing", "key-missing", "cert-not-pem", "key-of-another-cert"])
 def test_a_tls_certificate_that_cannot_be_loaded_names_its_flag_and_file(
         tmp_path: Path, mode: list[str], broken: str) -> None:

@@ -39,6 +39,8 @@ NS = "modelmesh-serving"
 SCALED = "modelmesh-serving-triton"  # the runtime the guide adds the sidecar to
 OTHER = "modelmesh-serving-mlserver-1.x"  # a built-in runtime in use, without the sidecar
 MINUTES = 60
+OPERATOR, OPERATOR_TOKEN = "operator", "operator-token"
+"""Who reads `/debug/runtimes`."""
 MODELMESH_PORTS = [("grpc", 8033), ("http", 8008), ("prometheus", 2112)]
 """Ports a runtime pod declares without the sidecar (ModelMesh's, the REST proxy's)."""
 
@@ -67,6 +69,9 @@ async def cluster(workdir: Path) -> AsyncIterator[Cluster]:
             kube.add_pod(NS, pod_name(deployment), labels={**selector, "pod-template-hash": "5d9c7b"}, ip=ip,
                          ports=declared[deployment])
         kubeconfig = kube.write_kubeconfig(workdir / "kubeconfig", namespace="modelmesh-autoscaler")
+        # /debug/runtimes is a resource request: read with a token allowed get on runtimes/debug, as the docs say
+        kube.tokens[OPERATOR_TOKEN] = (OPERATOR, [])
+        kube.allow(user=OPERATOR, verb="get", group="external.metrics.k8s.io", resource="runtimes", namespace=NS)
         runner = await serve(FakeModelMesh(ModelMeshLoad(requests_per_second=50)), ips[SCALED], mm)
         stack = contextlib.ExitStack()
         try:
@@ -76,7 +81,7 @@ async def cluster(workdir: Path) -> AsyncIterator[Cluster]:
                 f"http://{ips[SCALED]}:{exporter}/healthz", workdir / "exporter.log"))
             await asyncio.to_thread(stack.enter_context, running(
                 ["autoscaler.cli", "serve", "--listen", f"127.0.0.1:{adapter}", "--kubeconfig", str(kubeconfig),
-                 "--authorization-always-allow-paths", "/healthz,/livez,/readyz,/metrics,/debug/*", "--exporter-port",
+                 "--authorization-always-allow-paths", "/healthz,/livez,/readyz,/metrics", "--exporter-port",
                  str(exporter), "--deletion-cost", "off", "--bridge", "off", "--refresh-interval", "1",
                  "--window", "3"],
                 f"https://127.0.0.1:{adapter}/healthz", workdir / "adapter.log"))
@@ -172,7 +177,8 @@ async def test_a_runtime_without_the_sidecar_is_not_a_failing_source(tmp_path: P
         errors = {sample.labels["reason"]: sample.value for sample in samples
                   if sample.name == "modelmesh_autoscaler_source_errors_total"}
         assert sum(errors.values()) == 0, errors
-        status, text = await asyncio.to_thread(http_get, f"https://{c.adapter}/debug/runtimes/{NS}/{OTHER}")
+        status, text = await asyncio.to_thread(http_get, f"https://{c.adapter}/debug/runtimes/{NS}/{OTHER}",
+                                               headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"})
         assert status == 200, text
         problems = json.loads(text)["source"]["problems"]
         assert [(p["reason"], p["pod"]) for p in problems] == [("no_exporter", pod_name(OTHER))], problems

@@ -27,13 +27,15 @@ _INSECURE.check_hostname = False
 _INSECURE.verify_mode = ssl.CERT_NONE
 
 
-def http_get(url: str, timeout: float = 30.0) -> tuple[int, str]:
-    """GET a URL (https without verification: test servers are self-signed); (status, body).
+def http_get(url: str, timeout: float = 30.0, headers: dict[str, str] | None = None) -> tuple[int, str]:
+    """GET a URL (https without verification: test servers are self-signed), with `headers` (a bearer token);
+    (status, body).
 
     The timeout is generous (it costs nothing where the server answers): on the 2-core CI machine with three test
     files and a dozen server processes at once, a server can take seconds to answer."""
+    request = urllib.request.Request(url, headers=headers or {})
     try:
-        with urllib.request.urlopen(url, timeout=timeout, context=_INSECURE) as response:
+        with urllib.request.urlopen(request, timeout=timeout, context=_INSECURE) as response:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as error:
         with error:  # its socket closed now, not whenever it is collected (a ResourceWarning, an error here)
