@@ -172,7 +172,12 @@ class GpuCollector(Collector):
         stops the GPU series at once and counts a timeout, so the GPU reads as missing, not as the last good
         value with a success timestamp that merely ages (docs/design.md, Missing data); the loop then waits
         for the pass (a thread cannot be cancelled) instead of piling more passes onto a stuck driver. A stop
-        waits `STOP_WAIT_S` at most for the pass, so a hung driver never holds up the exporter's exit."""
+        waits `STOP_WAIT_S` at most for the pass, so a hung driver never holds up the exporter's exit.
+
+        The pass is only ever waited on through `asyncio.wait`, which a cancel leaves running: awaiting it directly
+        after the overrun let the stop's cancel cancel the pass's future too, so the stop took a pass hung in the
+        driver for one that had ended and shut NVML down behind it, waiting on the hung call's lock until the
+        kubelet's SIGKILL."""
         task = _in_daemon_thread(self._sampler.measure)
         try:
             done, _ = await asyncio.wait({task}, timeout=overrun_s)
@@ -182,7 +187,8 @@ class GpuCollector(Collector):
                     names.COLLECTOR_GPU, names.REASON_TIMEOUT, f"NVML pass still running after {overrun_s:.0f} s",
                     served="no GPU series until it returns",
                 )
-            return await task
+                await asyncio.wait({task})
+            return task.result()
         except asyncio.CancelledError:
             done, _ = await asyncio.wait({task}, timeout=STOP_WAIT_S)
             if not done:

@@ -36,7 +36,7 @@ from tests.fakes.nvml import (
     default_uuid,
     hide_nvml_library,
 )
-from tests.support.processes import free_port, running
+from tests.support.processes import free_port, running, wait_until_logged
 
 START = 1_700_000_000.0  # a whole second, so the fake's 1 s sample grid lines up with it
 Series = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -894,3 +894,30 @@ def test_a_stop_while_an_nvml_call_hangs_does_not_wait_on_the_driver(tmp_path: P
         except subprocess.TimeoutExpired:
             raise AssertionError(f"still running 5 s after SIGTERM:\n{log.read_text()}") from None
         assert process.returncode == 0, log.read_text()
+
+
+def test_a_stop_after_an_nvml_call_has_hung_past_the_overrun_does_not_wait_on_the_driver(tmp_path: Path) -> None:
+    """The same stop, once the hung call has outlasted the pass's overrun (5 s: the GPU series are dropped and a
+    timeout counted), which is when a GPU has really fallen off the bus and its node is drained. The exporter
+    exited only once the call returned: the pod sat out its grace period until the kubelet's SIGKILL.
+
+    The real exporter process, on the fake NVML: the samples call of GPU 0 blocks until the test lets it go."""
+    fake = FakeNvml.create(tmp_path, gpus=1)
+    fake.set_gpu(0, util=40)
+    port = free_port()
+    log = tmp_path / "exporter.log"
+    with running(["exporter.cli", "--listen", f"127.0.0.1:{port}", "--modelmesh-url", "http://127.0.0.1:9/metrics"],
+                 f"http://127.0.0.1:{port}/healthz", log, env=fake.env()) as process:
+        try:
+            wait_until_logged(process, log, "NVML initialised")
+            fake.set_gpu(0, hang="samples")  # the next pass blocks in the driver
+            wait_until_logged(process, log, "NVML pass still running after")
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                raise AssertionError(f"still running 5 s after SIGTERM:\n{log.read_text()}") from None
+        finally:
+            fake.set_gpu(0, hang="")  # a process left running ends at the block's stop
+    assert process.returncode == 0, log.read_text()
+    assert "stopping while an NVML call has not returned: NVML is not shut down" in log.read_text()
