@@ -72,13 +72,20 @@ class CounterWindow:
     `requests_total` back from the absorbed total to ModelMesh's count since its restart, which Prometheus
     reads as a counter reset: every request ModelMesh counted since its restart, served in one scrape
     interval. Starting at 0, the restart adds only what the new exporter counted. After a gap between
-    readings longer than the window, or a counter reset, the window starts again at that reading, and no
-    rate is given until a second reading falls inside it.
+    readings longer than the window plus `late_s`, or a counter reset, the window starts again at that reading,
+    and no rate is given until a second reading comes.
     """
 
-    def __init__(self, window_s: float, forget_after_s: float = 3600.0) -> None:
-        """`forget_after_s`: how long a vanished series is remembered (bounds memory under label churn)."""
+    def __init__(self, window_s: float, forget_after_s: float = 3600.0, *, late_s: float = 0.0) -> None:
+        """`forget_after_s`: how long a vanished series is remembered (bounds memory under label churn).
+
+        `late_s`: how much farther apart than the window two readings may be and still not be a gap: the read's
+        timeout. A read answers up to its timeout after it starts, so reads that came on time are up to the
+        interval plus the timeout apart, and the window may be as short as the interval. Without it, a window
+        equal to the interval (which the settings allow) took every reading, a few milliseconds more than the
+        interval after the last, for a gap: no rate, ever, and a log line at every read."""
         self.window_s = window_s
+        self.late_s = late_s
         self._forget_after_s = forget_after_s
         self._history: deque[Totals] = deque()
         self._last: dict[tuple[str, Labels], tuple[float, float]] = {}  # series → (value, seen at)
@@ -87,7 +94,8 @@ class CounterWindow:
         self.resets = 0
         """ModelMesh restarts seen."""
         self.restarts = 0
-        """Times the rate window started again (after a gap longer than the window, or a counter reset)."""
+        """Times the rate window started again (after a gap longer than the window plus `late_s`, or a counter
+        reset)."""
 
     def add(self, reading: ModelMeshReading, at: float) -> frozenset[Labels] | None:
         """Fold in one reading taken at monotonic time `at` (seconds); ScrapeFailure, changing nothing, for one
@@ -125,7 +133,7 @@ class CounterWindow:
         for key, value in series.items():
             self._last[key] = (value, at)
         self._current = set(series)
-        gap = previous is not None and at - previous.at > self.window_s
+        gap = previous is not None and at - previous.at > self.window_s + self.late_s
         if rebase:
             self._history.clear()
             self.restarts += 1
@@ -143,8 +151,9 @@ class CounterWindow:
                 log.info("ModelMesh restarted (%s)%s: counting on from its new counts; no rates until a second "
                          "reading of the new container", restart, after)
             else:
-                log.info("no ModelMesh reading for %.0f s (load window %.0f s): rates start again",
-                         at - previous.at, self.window_s)
+                log.info("no good ModelMesh reading for %.1f s, more than the load window (%g s) plus the read "
+                         "timeout (%g s): rates start again from this reading", at - previous.at, self.window_s,
+                         self.late_s)
         self._history.append(Totals(at, values))
         # Keep one point at or before the window start so the rate covers the whole window.
         while len(self._history) > 2 and self._history[1].at <= at - self.window_s:

@@ -317,7 +317,7 @@ def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | N
     window = values.get("load_window", _D.load_window_s)
     if window < interval:
         parser.refuse(f"{setting('--load-window')} is {window:g} s: it must be at least "
-                     f"{setting('--modelmesh-interval')}, {interval:g} s: a rate needs two scrapes inside its window")
+                     f"{setting('--modelmesh-interval')}, {interval:g} s: a rate needs two reads")
     horizon = values.get("model_recency_horizon", _D.model_recency_horizon_s)
     if 0 < horizon < interval:
         parser.refuse(f"{setting('--model-recency-horizon')} is {horizon:g} s: it must be 0 (off) or at least "

@@ -120,7 +120,7 @@ class ModelMeshCollector(Collector):
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._clock = clock
         self._wall_clock = wall_clock
-        self._window = CounterWindow(load_window_s)
+        self._window = CounterWindow(load_window_s, late_s=timeout_s)
         self._reading: ModelMeshReading | None = None
         self._lru_age_s: float | None = None
         self._recency = ModelRecency(model_recency_horizon_s) if model_recency_horizon_s > 0 else None

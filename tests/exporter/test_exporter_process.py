@@ -176,3 +176,32 @@ def test_a_modelmesh_restart_does_not_set_the_total_back(data_path: DataPath) ->
 
     poll(grown, timeout=10, interval=0.05)
     assert min(seen) >= before  # it went on counting from where it was, never back towards zero
+
+
+def test_a_load_window_equal_to_the_interval_gives_rates(tmp_path: Path) -> None:
+    """`--load-window` may equal `--modelmesh-interval` (the rule at start), yet no rate came: reads come a few
+    milliseconds more than the interval apart (the loop sleeps what is left of it), and each was taken for a gap
+    longer than the window, logged as `no ModelMesh reading for 1 s (load window 0 s): rates start again` though
+    every read came on time. Checked once the exporter has read ModelMesh at 40 requests/s about ten times (200
+    requests counted: the first read is the baseline, then 20 a read)."""
+    mm_port, exporter_port = free_port(), free_port()
+    modelmesh_url = f"http://127.0.0.1:{mm_port}/metrics"
+    exporter_url = f"http://127.0.0.1:{exporter_port}/metrics"
+    log = tmp_path / "exporter.log"
+
+    def value(body: str, name: str) -> float | None:
+        found = [line.split()[1] for line in body.splitlines() if line.startswith(f"{name} ")]
+        return float(found[0]) if found else None
+
+    def counted_200() -> str | None:
+        body = http_get(exporter_url)[1]
+        return body if (value(body, names.REQUESTS_TOTAL) or 0.0) >= 200 else None
+
+    with running(["autoscaler.demo.fake_modelmesh", "--listen", f"127.0.0.1:{mm_port}", "--rps", "40", "--http"],
+                 modelmesh_url, tmp_path / "modelmesh.log"), \
+         running(["exporter.cli", "--listen", f"127.0.0.1:{exporter_port}", "--no-gpu", "--modelmesh-url",
+                  modelmesh_url, "--modelmesh-interval", "0.5", "--load-window", "0.5"],
+                 f"http://127.0.0.1:{exporter_port}/healthz", log):
+        body = poll(counted_200, timeout=60)
+    assert "rates start again" not in log.read_text(), log.read_text()  # no gap was said: none happened
+    assert value(body, names.REQUESTS_PER_SECOND) == pytest.approx(40.0, rel=0.5), log.read_text()
