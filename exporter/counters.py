@@ -99,7 +99,7 @@ class CounterWindow:
 
     def add(self, reading: ModelMeshReading, at: float) -> frozenset[Labels] | None:
         """Fold in one reading taken at monotonic time `at` (seconds); ScrapeFailure, changing nothing, for one
-        that cannot be ModelMesh's (`_check_unlabelled_kept`).
+        that cannot be ModelMesh's (`_check_unlabelled_kept`, `_check_requests_kept`).
 
         Returns the labels of the request-count series that rose since the last reading: a series of a model
         served since then (all of a new container's with a count, at a restart; a new series in full). None
@@ -110,6 +110,8 @@ class CounterWindow:
                   for labels, value in reading.counters.get(field, {}).items()}
         self._check_unlabelled_kept(series)
         restart = None if previous is None else self._restart(series, reading.has_instance_record)
+        if previous is not None and not restart:
+            self._check_requests_kept(series)
         # ModelMesh serves its unlabelled histograms from its start: appearing now, they were missing from the
         # reads before (a body cut or filtered), whose series are no baseline to count from
         rebase = previous is not None and not restart and any(
@@ -176,6 +178,25 @@ class CounterWindow:
         if lost:
             raise ScrapeFailure(names.REASON_PARSE, f"ModelMesh output lacks {', '.join(lost)}, which it serves "
                                 "from its start (cut short or garbled?)")
+
+    def _check_requests_kept(self, series: Mapping[tuple[str, Labels], float]) -> None:
+        """Refuse a reading of the same container without any of the request series the last one had
+        (ScrapeFailure, changing nothing).
+
+        ModelMesh never drops a series while it runs, so a body that lost every request series while another
+        series the last read had above 0 is still there, not lower (no restart), is cut, garbled, or from a
+        ModelMesh that names its request histogram otherwise. Taken as good, it was served as 0 requests/s, fresh
+        and with nothing in the log: a busy pod read as idle. Where no such series proves the same container (a
+        new one may publish its instance record before it serves, its unlabelled histograms at 0 as the old
+        one's were), the reading is taken as before: missing series add nothing, and the new container's first
+        requests are a restart (counts that went down)."""
+        had = [key for key in self._current if key[0] == REQUESTS]
+        if not had or any(key in series for key in had):
+            return
+        if any(key in self._current and self._last[key][0] > 0 for key in series):
+            raise ScrapeFailure(names.REASON_PARSE, f"ModelMesh output lacks every {SAMPLE_OF_FIELD[REQUESTS]} "
+                                f"series the last read had ({len(had)}), while its other counts go on (no "
+                                "restart): cut short, garbled, or the request histogram renamed?")
 
     def _restart(self, series: Mapping[tuple[str, Labels], float], instance_record: bool) -> str | None:
         """Why this reading is of a new container, or None. ModelMesh never drops a series in its life, so a

@@ -86,6 +86,16 @@ _QUEUE_UNTIMED: Final = (
 """Said once: ModelMesh times a request's queueing only in `MaxConcCacheEntry.beforeInvoke` (kserve/modelmesh
 `ModelMesh.java`, v0.9.0 on), before the request runs, so within one container its queue count is at least its
 request count there, and stays 0 where it does not limit model concurrency (the built-in runtimes' default)."""
+_REQUESTS_UNSEEN: Final = (
+    f"ModelMesh timed %s requests in its request queue ({names.MM_QUEUE_DELAY_MS}) but none of its request "
+    f"series ({names.MM_INVOKE_MODEL_MS}), which count every request it runs, is there, two reads in a row: "
+    f"{names.REQUESTS_PER_SECOND} reads 0 here. Check that {_URL} is this pod's ModelMesh metrics port, and that "
+    f"its ModelMesh names its request histogram {names.MM_INVOKE_MODEL_MS}")
+"""Said once, the converse of `_QUEUE_UNTIMED`: ModelMesh times a request in its queue before it runs it, and
+counts it in the request histogram when it ends, so a queue count with no request series at all across two reads
+(one request still running at one read is not) is a request histogram the exporter does not find. A series that
+vanishes is refused as a garbled read (`CounterWindow`); one never seen has nothing to lose, and read 0 silently."""
+
 
 
 class ModelMeshCollector(Collector):
@@ -125,6 +135,9 @@ class ModelMeshCollector(Collector):
         self._lru_age_s: float | None = None
         self._recency = ModelRecency(model_recency_horizon_s) if model_recency_horizon_s > 0 else None
         self._queue_untimed_told = False
+        self._requests_unseen_told = False
+        self._requests_unseen_last = False
+        """The last reading counted queued requests and had no request series."""
         health.register(names.COLLECTOR_MODELMESH)
 
     @property
@@ -172,6 +185,11 @@ class ModelMeshCollector(Collector):
         if not self._queue_untimed_told and reading.total(REQUESTS) > 0 and reading.total(QUEUE_COUNT) == 0:
             self._queue_untimed_told = True
             log.warning(_QUEUE_UNTIMED, f"{reading.total(REQUESTS):.0f}")
+        unseen = reading.total(QUEUE_COUNT) > 0 and not reading.counters.get(REQUESTS)
+        if unseen and self._requests_unseen_last and not self._requests_unseen_told:
+            self._requests_unseen_told = True
+            log.warning(_REQUESTS_UNSEEN, f"{reading.total(QUEUE_COUNT):.0f}")
+        self._requests_unseen_last = unseen
 
     async def _fetch(self, session: aiohttp.ClientSession) -> tuple[str, float, str]:
         """The body, the time its counters were read (when the response headers arrived), and its content type.

@@ -24,7 +24,7 @@ from exporter import names
 from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
 from tests.exporter.conftest import Clock, ExporterPod, failed_read_line
-from tests.exporter.modelmesh_wire import MetricsPort, ModelMeshContainer
+from tests.exporter.modelmesh_wire import MetricsPort, ModelMeshContainer, _Series
 
 INTERVAL_S = 5.0
 WINDOW_S = 30.0
@@ -106,6 +106,32 @@ async def test_a_modelmesh_restart_is_one_reset_with_no_rate_mixing_the_two_cont
     assert len(restart_lines(caplog)) == 1, restart_lines(caplog)
 
 
+@pytest.mark.parametrize("queue_timed", [False, True], ids=["queue-untimed", "queue-timed"])
+async def test_a_new_modelmesh_that_published_its_record_before_serving_is_no_garbled_read(
+    pod_factory: PodFactory, caplog: pytest.LogCaptureFixture, queue_timed: bool,
+) -> None:
+    """A new JVM may publish its instance record (its models loaded) before the exporter reads it and before it
+    serves: none of the old request series is left, as in a body that lost them, but nothing proves the same
+    container (its unlabelled histograms at 0, below or as the old one's). That read is not refused; the new
+    container's requests are counted in full once they come."""
+    pod = await pod_factory(queue_timed=queue_timed)
+    for _ in range(6):
+        before = await pod.step()
+    await pod.port.down()
+    await pod.step(0.0)
+    pod.container.restart()
+    pod.container.publish(models=8, lru_time_s=pod.clock.now - 1.0)
+    await pod.port.up()
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        first = await pod.step(0.0)
+        served = [await pod.step(40.0) for _ in range(7)]
+    assert first[names.MODELS_LOADED] == 8.0
+    assert not [r for r in caplog.records if "collector failed (parse)" in r.getMessage()]
+    assert served[-1][names.REQUESTS_TOTAL] == before[names.REQUESTS_TOTAL] + 7 * 200.0
+    assert served[-1][names.REQUESTS_PER_SECOND] == 40.0
+    assert len(restart_lines(caplog)) == 1, restart_lines(caplog)
+
+
 QUEUE_UNTIMED_LOG = "timed none in its request queue"
 
 
@@ -152,10 +178,18 @@ def queue_count_twice(text: str) -> str:
     return "".join(lines)
 
 
+def request_histogram_renamed(text: str) -> str:
+    """The request histogram under another name (a ModelMesh that renamed it, a relabelling proxy): every request
+    series gone, while the instance gauges and the queue histogram, which goes on counting, stay."""
+    return text.replace(names.MM_INVOKE_MODEL_MS, "modelmesh_invoke_model_ms")
+
+
 @pytest.mark.parametrize(("garble", "per_model"), [
     pytest.param(instance_gauges_only, False, id="histograms-lost"),
     pytest.param(queue_count_twice, False, id="series-repeated"),
     pytest.param(queue_count_twice, True, id="series-repeated-per-model"),
+    pytest.param(request_histogram_renamed, False, id="request-series-lost"),
+    pytest.param(request_histogram_renamed, True, id="request-series-lost-per-model"),
 ])
 async def test_a_garbled_body_is_refused_not_taken_for_a_restart(
     pod_factory: PodFactory, caplog: pytest.LogCaptureFixture, garble: Callable[[str], str], per_model: bool,
@@ -164,7 +198,11 @@ async def test_a_garbled_body_is_refused_not_taken_for_a_restart(
     from a running or a restarted ModelMesh. Taken as good, it read as a restart (no series left, or a count
     that went down at the next good read), and the next good read counted ModelMesh's whole history again:
     `requests_total` jumped by everything the pod ever served, and the load with it. It must be refused as
-    any garbled read is: the last good values stay, and the next good read counts only what was served."""
+    any garbled read is: the last good values stay, and the next good read counts only what was served.
+
+    So must a body without any of the request series the last one had while the queue histogram's counts go on
+    (the same container: ModelMesh never drops a series while it runs). It was served as 0 requests/s, a fresh
+    and good read with nothing in the log: a busy pod read as idle, which can scale it down."""
     pod = await pod_factory(per_model=per_model)
     if per_model:
         pod.container.serve(1.0, model="model-1", latency_ms=20.0)  # a queue series per model: two of them
@@ -180,6 +218,37 @@ async def test_a_garbled_body_is_refused_not_taken_for_a_restart(
     assert restart_lines(caplog) == []
     failed = [r.getMessage() for r in caplog.records if "modelmesh collector failed (parse)" in r.getMessage()]
     assert len(failed) == 1, failed
+
+
+REQUESTS_UNSEEN_LOG = "but none of its request series"
+
+
+@pytest.mark.parametrize("per_model", [False, True], ids=["per-model-off", "per-model-on"])
+@pytest.mark.parametrize("renamed", [False, True], ids=["as-modelmesh-names-it", "request-histogram-renamed"])
+async def test_a_modelmesh_whose_request_series_stay_absent_while_it_queues_requests_is_named_in_the_log(
+    pod_factory: PodFactory, caplog: pytest.LogCaptureFixture, per_model: bool, renamed: bool,
+) -> None:
+    """An exporter started against a ModelMesh whose request histogram has another name (or a port that serves
+    ModelMesh's other families) reads 0 requests/s for good: there was never a request series to lose. Where the
+    queue histogram counts requests, which ModelMesh times before it runs each one, the operator is told once,
+    as for a queue that is never timed. A request queued and not yet run at one read (its request series comes
+    when it ends) is no reason: requests must stay absent across reads."""
+    pod = await pod_factory(per_model=per_model)
+    if renamed:
+        pod.port.garble = request_histogram_renamed
+    pod.container.queue.series.setdefault(("model-0", "") if per_model else (), _Series()).observe(1.0, 1)
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        await pod.step(0.0)  # one request queued, still running: no request series yet
+        served = [await pod.step(40.0) for _ in range(3)]
+    assert served[-1][names.REQUESTS_PER_SECOND] == (0.0 if renamed else 40.0)
+    told = [r for r in caplog.records if REQUESTS_UNSEEN_LOG in r.getMessage()]
+    if not renamed:
+        assert told == []
+    else:
+        [line] = told
+        assert line.levelno == logging.WARNING
+        assert names.MM_INVOKE_MODEL_MS in line.getMessage() and "--modelmesh-url" in line.getMessage()
+        assert names.REQUESTS_PER_SECOND in line.getMessage()
 
 
 async def test_a_garbled_first_read_does_not_count_modelmesh_history_later(pod_factory: PodFactory) -> None:
