@@ -77,6 +77,15 @@ _NO_HANDSHAKE: Final = (f"no TLS handshake: where ModelMesh serves plain http, {
                         f"http:// URL in {_URL}")
 
 
+def _redirects_said(error: aiohttp.TooManyRedirects) -> str:
+    """A redirect loop, said with where it went: aiohttp's own words for it are `0, message=''` and the URL with
+    the exporter's whole `name[]` query. ModelMesh's metrics port never redirects, so something else answers at
+    the URL (a proxy's login page, most likely), and where it sends the reads is what points at it."""
+    targets = dict.fromkeys(response.headers.get(aiohttp.hdrs.LOCATION, "?") for response in error.history)
+    return (f"too many redirects ({len(error.history)}), to {', '.join(targets)}: ModelMesh's metrics port does not "
+            f"redirect; is {_URL} ModelMesh's metrics port, or a proxy in front of it?")
+
+
 _QUEUE_UNTIMED: Final = (
     "ModelMesh ran %s requests in this pod and timed none in its request queue "
     f"({names.MM_QUEUE_DELAY_MS}): it times them only where the model server limits each model's concurrency "
@@ -226,6 +235,8 @@ class ModelMeshCollector(Collector):
                             f"default; {_SCHEME_SETTING} says which: for https use an https:// URL in {_URL} with "
                             f"{_INSECURE})")
                 raise ScrapeFailure(names.REASON_CONNECT, f"server closed the connection: {error}{hint}") from error
+            except aiohttp.TooManyRedirects as error:
+                raise ScrapeFailure(names.REASON_HTTP, _redirects_said(error)) from error
             except aiohttp.ClientPayloadError as error:
                 raise ScrapeFailure(names.REASON_PARSE, f"incomplete body: {error}") from error
             except aiohttp.ClientConnectionError as error:

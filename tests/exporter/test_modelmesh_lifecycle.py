@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.api.certs import generate_self_signed, server_context
@@ -435,3 +436,29 @@ async def test_a_certificate_the_ca_file_does_not_verify_names_the_ca_file(
         await port.down()
     assert f"not signed by a CA in {other_ca}" in line and "--modelmesh-ca-file" in line, line
     assert "run the exporter with --modelmesh-insecure" not in line, line
+
+
+async def test_a_redirect_loop_in_front_of_modelmesh_is_named_in_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    """A proxy in front of ModelMesh that redirects without end (here to `/login`, which redirects back) failed
+    every read as reason `parse`, said as `0, message=''`: no body was read, and nothing named the redirects. It
+    is an HTTP-level failure, reason `http`, and the line says where the redirects went."""
+
+    async def redirect(request: web.Request) -> web.Response:
+        raise web.HTTPFound("/login" if request.path == "/metrics" else "/metrics")
+
+    app = web.Application()
+    app.router.add_get("/metrics", redirect)
+    app.router.add_get("/login", redirect)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    clock = Clock()
+    try:
+        url = f"http://127.0.0.1:{runner.addresses[0][1]}/metrics"
+        collector = ModelMeshCollector(CollectorHealth(clock=clock), url, ssl_context=False, clock=clock)
+        line = await failed_read_line(collector, caplog)
+    finally:
+        await runner.cleanup()
+    assert "(http)" in line and "too many redirects" in line, line
+    assert "/login" in line, line
