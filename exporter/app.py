@@ -15,7 +15,7 @@ import logging
 import socket
 import ssl
 import zlib
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 from aiohttp import hdrs, web
@@ -97,8 +97,8 @@ def metrics_handler(registry: CollectorRegistry, gzip_level: int = 6) -> Handler
 
     async def metrics(request: web.Request) -> web.StreamResponse:
         response = await render(request)
-        accepted = ",".join(request.headers.getall(hdrs.ACCEPT_ENCODING, ()))
-        if not isinstance(response, web.Response) or not isinstance(response.body, bytes) or "gzip" not in accepted:
+        accepted = gzip_accepted(request.headers.getall(hdrs.ACCEPT_ENCODING, ()))
+        if not isinstance(response, web.Response) or not isinstance(response.body, bytes) or not accepted:
             return response
         body = response.body
         compressor = zlib.compressobj(gzip_level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
@@ -108,6 +108,30 @@ def metrics_handler(registry: CollectorRegistry, gzip_level: int = 6) -> Handler
         return response
 
     return metrics
+
+
+def gzip_accepted(accept_encoding: Iterable[str]) -> bool:
+    """Whether the `Accept-Encoding` header values ask for gzip: `gzip` (or its alias `x-gzip`) listed with a
+    qvalue above 0 (RFC 9110, 12.5.3: `q=0` is "not acceptable"). `*` is not taken as gzip: the body is sent
+    plain unless gzip is named, as before.
+
+    Ours because neither library has it: prometheus_client's `gzip_accepted` and aiohttp's own compression take
+    any `gzip` entry, `gzip;q=0` too, and a client that said it cannot read gzip got gzip."""
+    for entry in ",".join(accept_encoding).split(","):
+        coding, *parameters = (part.strip() for part in entry.split(";"))
+        if coding.lower() not in ("gzip", "x-gzip"):
+            continue
+        quality = 1.0
+        for parameter in parameters:
+            name, _, value = parameter.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    quality = float(value.strip())
+                except ValueError:
+                    quality = 0.0  # not a qvalue: not a request for gzip
+        if quality > 0:
+            return True
+    return False
 
 
 def _loop_name(loop: Loop) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -163,6 +164,27 @@ async def test_metrics_are_gzipped_when_the_scraper_asks(aiohttp_client: Aiohttp
     response = await client.get("/metrics", headers={"Accept-Encoding": "gzip"})
     assert response.headers.get("Content-Encoding") == "gzip"
     assert names.COLLECTOR_SUCCESS in await response.text()
+
+
+@pytest.mark.parametrize(("accept_encoding", "encoding"), [
+    ("gzip;q=0, identity", None),
+    ("GZIP; Q=0", None),
+    ("deflate, gzip;q=0.000", None),
+    ("identity", None),
+    ("gzip;q=0.5, identity;q=0.1", "gzip"),
+    ("deflate, gzip;q=1.0", "gzip"),
+])
+async def test_metrics_are_not_gzipped_for_a_scraper_that_refuses_gzip(
+    aiohttp_client: AiohttpClient, modelmesh_cert: CertificateFiles, accept_encoding: str, encoding: str | None,
+) -> None:
+    """A qvalue of 0 says "not acceptable" (RFC 9110, 12.5.3): `gzip;q=0` got a gzipped body all the same, which
+    a client that cannot read gzip (and says so) gets as bytes it cannot read."""
+    client = await aiohttp_client(build_app(exporter_settings("https://127.0.0.1:1/metrics",
+                                                              modelmesh_cert.cert_file)))
+    response = await client.get("/metrics", headers={"Accept-Encoding": accept_encoding}, auto_decompress=False)
+    assert response.headers.get("Content-Encoding") == encoding
+    body = await response.read()
+    assert (gzip.decompress(body) if encoding else body).decode().count(names.COLLECTOR_SUCCESS) > 0
 
 
 async def test_the_name_filter_finds_the_modelmesh_and_health_families(
