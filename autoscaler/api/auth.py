@@ -213,8 +213,8 @@ async def build_api_security(settings: ServeSettings, tls: ssl.SSLContext | None
         authenticators.append(ClientCertificateAuthenticator(inspector))
     authenticators.append(TokenAuthenticator(kube, settings.token_cache_ttl_s,
                                              max_in_flight=settings.max_in_flight_reviews))
-    log.info("authentication from %s: %s; allowed front-proxy names: %s; open paths: %s", config.source,
-             ", ".join(a.method for a in authenticators),
+    log.info("authentication from %s: %s; allowed front-proxy names: %s; open paths (non-resource requests only): "
+             "%s", config.source, ", ".join(a.method for a in authenticators),
              ", ".join(sorted(config.rules.allowed_names)) or "any",
              ", ".join(always_allow.entries) or "none")
     if config.requestheader_ca is None:
