@@ -6,11 +6,12 @@ whatever the number of runtimes or pods), aggregated `by (namespace, pod)`: `bui
 
 Freshness. An instant query stamps every result with the *evaluation* time, not the time of the sample it
 found (which may be up to the 5-minute lookback old), so the freshness query asks `timestamp()` for the
-scrape time and takes, per pod, the minimum of that and the exporter's own
+scrape time and takes, per series, the minimum of that and the exporter's own
 `modelmesh_exporter_last_success_timestamp_seconds{collector="modelmesh"}`, moved onto Prometheus's clock by
 the exporter's clock offset (`modelmesh_exporter_time_seconds` against its scrape time, where the exporter
-reports it and it is off by more than a second); a pod whose exporter reports no such series falls back to
-the scrape time of its request rate. The GPU signal has its own freshness query:
+reports it and it is off by more than a second), and per pod the newest of its series (a pod scraped by two
+jobs is as fresh as the later scrape); a pod whose exporter reports no such series falls back to the scrape
+time of its request rate. The GPU signal has its own freshness query:
 the exporter's `collector="gpu"` timestamp (same minimum), or with DCGM the series' own sample times
 (`DCGM_FI_DEV_GPU_UTIL` of whole GPUs, `DCGM_FI_PROF_GR_ENGINE_ACTIVE` of MIG instances).
 Those times are on Prometheus's clock; `PrometheusReader.clock_offset_s` says how far it is from the adapter's
@@ -141,10 +142,16 @@ def build_queries(
     gpu_success = f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_GPU}"}}'
     offset = _exporter_clock_offset(by)
 
-    def reported(success: str) -> str:
-        """The pod's reported success time on Prometheus's clock, labelled as the reported one."""
-        moved = f"(min by ({by}) ({success}) - on ({by}) {offset})"
-        return f'label_replace({moved}, "freshness", "reported", "", "")'
+    def newest(success: str) -> str:
+        """Per pod, the newest of its series' success times: each series (one per job that scrapes the pod) the
+        older of its reported time, moved onto Prometheus's clock, and its scrape time; then the newest series.
+        A pod scraped by a PodMonitor and by an annotation-based job at the 1-minute default is as fresh as the
+        PodMonitor's last scrape: the minimum over both jobs read it as the slow job's, and every pod went stale
+        once a minute (values held, 503 below `min_coverage`)."""
+        moved = f"({success} - on ({by}) group_left () {offset})"
+        per_series = (f'min without (freshness) (label_replace({moved}, "freshness", "reported", "", "")'
+                      f' or label_replace(timestamp({success}), "freshness", "scraped", "", ""))')
+        return f"max by ({by}) ({per_series})"
 
     if gpu_source == "dcgm":
         moves = ((dcgm_namespace_label, namespace_label), (dcgm_pod_label, pod_label))
@@ -161,17 +168,9 @@ def build_queries(
         gpu_freshness = f"min by ({by}) ({_relabel(sampled, *moves)})"
     else:
         gpu = f"avg by ({by}) ({names.GPU_BUSY_RATIO})"
-        gpu_freshness = (
-            f"min by ({by}) ("
-            f"{reported(gpu_success)}"
-            f' or label_replace(timestamp({gpu_success}), "freshness", "scraped", "", ""))'
-        )
-    freshness = (
-        f"min by ({by}) ("
-        f"{reported(last_success)}"
-        f' or label_replace(timestamp({last_success}), "freshness", "scraped", "", "")'
-        f' or label_replace(timestamp({names.REQUESTS_PER_SECOND}), "freshness", "signal", "", ""))'
-    )
+        gpu_freshness = newest(gpu_success)
+    # A pod whose exporter reports no success time: the newest scrape of its request rate.
+    freshness = f"{newest(last_success)} or max by ({by}) (timestamp({names.REQUESTS_PER_SECOND}))"
     return (
         SignalQuery(FRESHNESS, freshness),
         SignalQuery("gpu_busy", gpu),

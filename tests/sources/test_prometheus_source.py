@@ -323,6 +323,28 @@ async def test_an_exporter_clock_that_is_off_is_read_on_its_own_clock(
     assert pods["team-a", "c-3"].sampled_at == pytest.approx(at - 4, abs=1e-3)
 
 
+@pytest.mark.slow
+async def test_a_pod_scraped_by_two_jobs_is_as_fresh_as_its_newest_scrape(
+    start_prometheus: StartPrometheus, make_source: MakeSource, now: float
+) -> None:
+    """The same exporter scraped by a PodMonitor and by an annotation-based job at Prometheus's 1-minute default:
+    d-1's collector succeeded 2 s before the fast job's scrape, AGE_S ago; the slow job last scraped it 60 s
+    before that. The pod's freshness is the newest scrape's, AGE_S + 2 s old; read as the slow job's, 72 s
+    old, every pod went stale once a minute, holding every value and answering 503 below `min_coverage`."""
+    at, slow = now - AGE_S, now - AGE_S - 60
+    values = signals(10, 0, 0, 0.5, 1)
+    samples = [*exporter_series("team-a", "d-1", at, values, gpus=[0.5], last_success=at - 2),
+               *(replace(sample, labels={**sample.labels, "job": "kubernetes-pods"})
+                 for sample in exporter_series("team-a", "d-1", slow, values, gpus=[0.5], last_success=slow - 2))]
+    prom = await start_prometheus(samples)
+    source = make_source(prom.url, StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["d-1"]}))
+
+    pods = by_pod(await source.collect(now))
+
+    assert pods["team-a", "d-1"].sampled_at == pytest.approx(at - 2, abs=1e-3)
+    assert pods["team-a", "d-1"].gpu_sampled_at == pytest.approx(at - 10, abs=1e-3)  # the GPU collector's
+
+
 async def test_scraped_exporter_series_are_joined_by_their_own_labels(
     aiohttp_server: AiohttpServer, tmp_path: Path, make_source: MakeSource
 ) -> None:
