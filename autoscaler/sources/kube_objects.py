@@ -45,6 +45,9 @@ class PodRecord:
     declared_ports: frozenset[int] | None = None
     """The `containerPort`s its containers declare; None when they declare none (declaring is optional, so
     then nothing is known about which ports answer)."""
+    controlled: bool = False
+    """Whether a controller owns it (`ownerReferences` with `controller: true`); with `deployment` None, one
+    that is no Deployment's ReplicaSet (another kind, or not named for the pod's template hash)."""
 
 
 @dataclass(slots=True)
@@ -83,7 +86,13 @@ def parse_pod(obj: Any) -> PodRecord | None:
         terminating,
         _owning_deployment(metadata, labels),
         _declared_ports(_mapping(_mapping(obj).get("spec"))),
+        _controlled(metadata),
     )
+
+
+def _controlled(metadata: Mapping[str, Any]) -> bool:
+    owners = metadata.get("ownerReferences")
+    return any(_mapping(owner).get("controller") is True for owner in (owners if isinstance(owners, list) else ()))
 
 
 def _declared_ports(spec: Mapping[str, Any]) -> frozenset[int] | None:
@@ -180,7 +189,8 @@ def build_inventory(
                     by_value.setdefault(pod.labels.get(label), []).append(pod)
             candidates = by_value.get(value, ())
         targets = sorted(
-            (_target(pod, exporter_port) for pod in candidates if _selects(runtime.selector, pod)),
+            (_target(pod, exporter_port) for pod in candidates
+             if _selects(runtime.selector, pod) and _runs_under(key, pod)),
             key=lambda target: target.name,
         )
         result[key] = RuntimeInventory(key, tuple(targets), runtime.replicas, dict(runtime.annotations))
@@ -209,6 +219,15 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 
 def _selects(selector: Mapping[str, str], pod: PodRecord) -> bool:
     return all(pod.labels.get(key) == value for key, value in selector.items())
+
+
+def _runs_under(key: RuntimeKey, pod: PodRecord) -> bool:
+    """Whether the runtime's Deployment runs the pod, or may: its ReplicaSet controls it, or nothing does (a
+    ReplicaSet adopts an orphan its selector matches). A pod another controller owns is never the runtime's,
+    however its labels match (a canary with the runtime's labels): a ReplicaSet counts and removes only the
+    pods it controls, so counting it put another workload's load into the runtime's values, and the adapter
+    wrote its deletion cost over the other workload's."""
+    return not pod.controlled or pod.deployment == key.deployment
 
 
 def _target(pod: PodRecord, exporter_port: int) -> PodTarget:

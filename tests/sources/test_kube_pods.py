@@ -156,6 +156,26 @@ async def test_pods_are_assigned_by_the_deployment_selector(kube: FakeKubeApi) -
         await subject.close()
 
 
+async def test_a_pod_another_controller_runs_is_not_the_runtimes_though_its_labels_match(kube: FakeKubeApi) -> None:
+    """A canary Deployment whose pods carry the runtime's labels: its ReplicaSet, not the runtime's, controls
+    them, and a ReplicaSet only ever counts (and removes) the pods it controls. Counted as the runtime's, the
+    canary's load went into the runtime's values and the adapter wrote its own deletion cost over the
+    canary's. A pod with no controller stays: the runtime's ReplicaSet adopts an orphan its selector matches."""
+    names = kube.add_modelmesh_runtime(NS, TRITON.deployment, replicas=2)
+    kube.add_pod(NS, "canary-6f7d8-abcde", labels={**LABELS, "pod-template-hash": "6f7d8"},
+                 owner_replica_set="canary-6f7d8")
+    kube.add_pod(NS, "triton-by-hand", labels={**LABELS, "pod-template-hash": "5d9c8b7f6"},
+                 owner_replica_set=f"{TRITON.deployment}-5d9c8b7f6")
+    kube.add_pod(NS, "orphan", labels=LABELS)
+    subject = discovery(kube)
+
+    await subject.start()
+    try:
+        assert sorted(pods(subject)) == sorted([*names, "triton-by-hand", "orphan"])
+    finally:
+        await subject.close()
+
+
 async def test_a_watch_expired_with_410_is_replaced_by_a_fresh_list(
     kube: FakeKubeApi, running: KubePodDiscovery
 ) -> None:
