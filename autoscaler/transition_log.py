@@ -16,6 +16,7 @@ from collections import defaultdict
 
 from autoscaler.log_lists import NAMED, few
 from autoscaler.model import RuntimeView
+from autoscaler.policies.decision import SOURCE_DOWN
 
 log = logging.getLogger("autoscaler.refresher")
 
@@ -45,6 +46,8 @@ def _level(view: RuntimeView) -> int:
 
 
 def _line(view: RuntimeView) -> str:
+    if view.reason.startswith(SOURCE_DOWN):  # its pods' samples are the last good ones, kept: none read now
+        return f"runtime {view.key}: {view.ready_pods} ready pods, none read; {view.reason}"
     return f"runtime {view.key}: {view.fresh_pods}/{view.ready_pods} ready pods fresh; {view.reason or 'serving'}"
 
 

@@ -88,6 +88,8 @@ _SIGNAL_PLAN: Final = tuple((metric, signal, metric.value) for metric, signal in
 assert (_DESIRED, *(metric for metric, _, _ in _SIGNAL_PLAN)) == tuple(ServedMetric)
 
 _MAY_RISE: Final = "data missing on some ready pod; may rise, not fall"
+SOURCE_DOWN: Final = "metric source down"
+"""How every reason of a refresh whose source failed begins: the cause first (logs, /debug, 503 messages)."""
 
 _ALL_SIGNALS: Final = frozenset(SIGNALS)
 _WITH_MODELS: Final = frozenset((*SIGNALS, SIGNAL_MODELS))
@@ -131,7 +133,7 @@ def _reason(
 ) -> str:
     """Why values are unknown or held, in words for logs and /debug; empty when nothing is wrong."""
     if not snapshot.source_ok:
-        return "metric source down; values unknown (503), HPA holds"
+        return f"{SOURCE_DOWN}; values unknown (503), HPA holds"
     if agg.ready == 0:
         return "no ready pods; values unknown (503), HPA holds"
     missing = agg.ready - agg.n

@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 
 from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
-from autoscaler.policies.decision import VALUE_SIGNAL, RuntimeMemory, decide
+from autoscaler.policies.decision import SOURCE_DOWN, VALUE_SIGNAL, RuntimeMemory, decide
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.signals import FRESH, NONE
 from autoscaler.policies.smoothing import SmoothState
@@ -120,17 +120,22 @@ def decide_remembering(
         return view, seeded, None
     left = grace_s(policy) - (now - warm.since)
     if left > 0.0:
-        why = (f"warming up: the adapter has no memory of this runtime and {_unseen(view)}; served once every "
-               f"ready pod is fresh, or in {left:.0f} s (warmup_grace_s) with {_DESIRED.value} not below the "
-               f"current {floor} replicas")
-        if not snapshot.source_ok:  # the cause, first: no pod can be fresh while the source is down
-            why = f"metric source down; {why}"
+        grace = f"in {left:.0f} s (warmup_grace_s) with {_DESIRED.value} not below the current {floor} replicas"
+        unseen = f"warming up: the adapter has no memory of this runtime and {_unseen(view)}"
+        why = f"{unseen}; served once every ready pod is fresh, or {grace}"
+        if not snapshot.source_ok:  # the cause, first, and nothing is served while it lasts, grace or not
+            why = (f"{SOURCE_DOWN}; values unknown (503) until it answers; {unseen}; once it answers, served when "
+                   f"every ready pod is fresh, or, once warmup_grace_s has passed (in {left:.0f} s), with "
+                   f"{_DESIRED.value} not below the current {floor} replicas")
         state = replace(warm, misses=view.consecutive_misses, warned_no_capacity=seeded.warned_no_capacity)
         return _unserved(view, why), None, state
     note = (f"warm-up grace period over with {_unseen(view)}: {_DESIRED.value} not below the current {floor} "
             "replicas")
-    view, seeded = whole_or_unknown(replace(view, reason="; ".join(p for p in (note, view.reason) if p)),
-                                    seeded, seed)
+    parts = (note, view.reason)
+    if not snapshot.source_ok:  # still nothing to serve: the outage first, the grace for when it ends
+        parts = (view.reason, f"warm-up grace period over: once the source answers, {_DESIRED.value} is served "
+                              f"not below the current {floor} replicas")
+    view, seeded = whole_or_unknown(replace(view, reason="; ".join(p for p in parts if p)), seeded, seed)
     return view, seeded, None
 
 

@@ -77,13 +77,14 @@ class FleetSource:
     def __init__(self) -> None:
         self.keys = [RuntimeKey("fleet", f"modelmesh-serving-rt{number}") for number in range(FLEET)]
         self.stale: set[RuntimeKey] = set()
+        self.down = False  # the backend unreachable: the last good samples kept, as the sources keep them
         self.reads = 0
 
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
         self.reads += 2 * len(self.keys)
         return [RuntimeSnapshot(key, tuple(PodSample(f"{key.deployment}-{pod}", requests_per_second=20.0, gpu_busy=0.5,
                                                      sampled_at=now - (600 if key in self.stale and pod else 1))
-                                           for pod in range(2)), taken_at=now, replicas=2)
+                                           for pod in range(2)), taken_at=now, replicas=2, source_ok=not self.down)
                 for key in self.keys]
 
     async def close(self) -> None:
@@ -125,6 +126,12 @@ async def test_a_fleet_that_starts_or_turns_stale_together_is_logged_in_a_few_li
     await refresher.refresh_once()
     [alone] = runtime_lines(caplog)
     assert alone.startswith(f"runtime {source.keys[7]}: 1/2 ready pods fresh; ")
+
+    source.stale, source.down = set(), True  # Prometheus down: the kept samples are no fresh read
+    await refresher.refresh_once()
+    down = runtime_lines(caplog)
+    assert any(f"runtime {source.keys[0]}: 2 ready pods, none read; metric source down" in line for line in down), down
+    assert not any("ready pods fresh" in line for line in down), down
     assert max(len(line) for line in started + stale + recovered) < LONGEST_LINE
     # What the source errors are judged against (the shipped alert: tests/manifests/test_monitoring_fleet.py).
     assert metrics.registry.get_sample_value("modelmesh_autoscaler_source_reads_total", {"source": "test"}) == \

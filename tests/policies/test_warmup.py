@@ -82,6 +82,21 @@ def test_a_restart_while_the_metric_source_is_down_says_so_first() -> None:
     assert "warming up" in view.reason and "(503), HPA holds" in view.reason
 
 
+def test_while_the_source_stays_down_no_value_is_promised_for_the_end_of_the_grace_period() -> None:
+    """The 503 said "served ... or in 15 s (warmup_grace_s)" while Prometheus was down, and past the grace the
+    log said "warm-up grace period over: not below the current 4 replicas" before "metric source down": an
+    operator waited for a value that no grace period brings while the source is down."""
+    never_read = tuple(pod(f"pod-{i}", gpu=0.5, rps=20.0, age=None, now=NOW) for i in range(4))
+    steps = [(NOW + t, snapshot(never_read, source_ok=False, now=NOW + t)) for t in (0.0, 15.0, 45.0)]
+    views = [view for view, _, _ in restart(steps)]
+    assert all(served(view) == {m: None for m in ServedMetric} for view in views)
+    assert all(view.reason.startswith("metric source down; values unknown (503)") for view in views), views
+    during, after = views[1].reason, views[2].reason
+    assert "until it answers" in during and "once it answers, served when every ready pod is fresh" in during
+    assert "once warmup_grace_s has passed (in 15 s)" in during
+    assert "warm-up grace period over: once the source answers" in after, after
+
+
 def test_after_the_grace_period_only_the_recommendation_is_served_never_below_what_runs() -> None:
     """The cold pods alone would say desired 1, request load 60 (3 x 20) and GPU busy 0.2: all below what was
     served before the restart (3, 307.9, 0.482). Past the grace period the recommendation is served at the
