@@ -83,14 +83,15 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
                        created_at: float | None = None, requested_at: float | None = None) -> ExporterReading:
     """Read the signals of one pod.
 
-    `sampled_at` is the exporter's own last good ModelMesh collection time when it reports one (a failing
-    exporter keeps serving old values with an old timestamp, which is how staleness is noticed), and
-    `gpu_sampled_at` its last good GPU collection time. Both are on the node's clock. Where the exporter also
-    reports that clock at the scrape (`modelmesh_exporter_time_seconds`) and it is off the adapter's
-    (`clock_offset`; the scrape was sent at `requested_at`, default `scraped_at`, and read by `scraped_at`),
-    both are moved by the offset, so that a node clock a minute behind does not make every sample look a
-    minute old (a pod stale for good, its runtime never scaled down), nor one ahead make a hung collector
-    look fresh. Both are then capped at the scrape time: data never looks fresher than the scrape that read it.
+    `sampled_at` is the exporter's own last good ModelMesh collection time when it reports one (a failing exporter
+    keeps serving old values with an old timestamp, which is how staleness is noticed), and `gpu_sampled_at` its last
+    good GPU collection time (no GPU signal at all while the exporter says its GPU collector fails: what it still
+    serves is the GPUs that answer, not the pod). Both are on the node's clock. Where the exporter also reports that
+    clock at the scrape (`modelmesh_exporter_time_seconds`) and it is off the adapter's (`clock_offset`; the scrape
+    was sent at `requested_at`, default `scraped_at`, and read by `scraped_at`), both are moved by the offset, so that
+    a node clock a minute behind does not make every sample look a minute old (a pod stale for good, its runtime never
+    scaled down), nor one ahead make a hung collector look fresh. Both are then capped at the scrape time: data never
+    looks fresher than the scrape that read it.
     """
     if not text.endswith("\n"):
         raise ExpositionError("truncated exposition (no final newline)")
@@ -98,6 +99,7 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     gpu_busy: list[float] = []
     modelmesh_ok_at: float | None = None
     gpu_ok_at: float | None = None
+    gpu_failing = False
     exporter_now: float | None = None
     seen_exporter = False
     models: dict[str, float] = {}
@@ -129,6 +131,8 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
                     gpu_ok_at = value
             elif name == names.COLLECTOR_SUCCESS:
                 seen_exporter = True
+                if labels.get("collector") == names.COLLECTOR_GPU and value == 0.0:
+                    gpu_failing = True
             elif name == names.EXPORTER_TIME:
                 exporter_now = clean(value)
     except (ValueError, TypeError, IndexError, KeyError) as error:
@@ -145,8 +149,10 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
         modelmesh_ok_at = None if modelmesh_ok_at is None else modelmesh_ok_at - offset
         gpu_ok_at = None if gpu_ok_at is None else gpu_ok_at - offset
     # The GPU signal has its own freshness (the GPU collector can fail or hang while ModelMesh's works):
-    # without a GPU timestamp, GPU series cannot be judged fresh, so they are left out.
-    gpu = sum(gpu_busy) / len(gpu_busy) if gpu_busy and gpu_ok_at is not None else None
+    # without a GPU timestamp, GPU series cannot be judged fresh, so they are left out. Nor while the exporter
+    # says its GPU collector fails: the series left are the GPUs that still answer (a lost one's are dropped),
+    # whose mean is not the pod's busy (a 90%-busy GPU off the bus read the pod as its idle neighbour's 5%).
+    gpu = sum(gpu_busy) / len(gpu_busy) if gpu_busy and gpu_ok_at is not None and not gpu_failing else None
     gpu_at = min(gpu_ok_at, scraped_at) if gpu is not None and gpu_ok_at is not None else None
     if modelmesh_ok_at is None or "requests_per_second" not in values:
         # No ModelMesh collection yet, or only one (a rate needs two): no load data to offer yet. Reporting

@@ -167,7 +167,10 @@ def build_queries(
         sampled = f"(timestamp({whole}) or on ({device}) timestamp({DCGM_GR_ENGINE_ACTIVE}))"
         gpu_freshness = f"min by ({by}) ({_relabel(sampled, *moves)})"
     else:
-        gpu = f"avg by ({by}) ({names.GPU_BUSY_RATIO})"
+        # Not while the exporter says its GPU collector fails: the series left are the GPUs that still answer
+        # (a lost one's are dropped), whose mean is not the pod's busy; a job that says so is enough.
+        failing = f'min by ({by}) ({names.COLLECTOR_SUCCESS}{{collector="{names.COLLECTOR_GPU}"}}) == 0'
+        gpu = f"avg by ({by}) ({names.GPU_BUSY_RATIO}) unless on ({by}) ({failing})"
         gpu_freshness = newest(gpu_success)
     # A pod whose exporter reports no success time: the newest scrape of its request rate.
     freshness = f"{newest(last_success)} or max by ({by}) (timestamp({names.REQUESTS_PER_SECOND}))"

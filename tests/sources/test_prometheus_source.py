@@ -345,6 +345,31 @@ async def test_a_pod_scraped_by_two_jobs_is_as_fresh_as_its_newest_scrape(
     assert pods["team-a", "d-1"].gpu_sampled_at == pytest.approx(at - 10, abs=1e-3)  # the GPU collector's
 
 
+@pytest.mark.slow
+async def test_a_pod_whose_gpu_collector_fails_has_no_gpu_signal_not_the_mean_of_the_gpus_left(
+    start_prometheus: StartPrometheus, make_source: MakeSource, now: float
+) -> None:
+    """e-1's exporter lost its 90%-busy GPU: it serves the idle one's series alone and says its GPU collector
+    fails. Averaged, the pod read 5% busy with the GPU timestamp of the pass before, still fresh; it is missing
+    GPU data instead (held, never lowered). e-2, whose collector works, is read as ever."""
+    at = now - AGE_S
+    values = signals(10, 0, 0, 0.5, 1)
+    failing = {"namespace": "team-a", "pod": "e-1", "job": "modelmesh-exporter", "instance": "e-1:9187",
+               "collector": names.COLLECTOR_GPU}
+    samples = [*exporter_series("team-a", "e-1", at, values, gpus=[0.05], last_success=at - 2),
+               Sample(names.COLLECTOR_SUCCESS, failing, 0.0, at),
+               *exporter_series("team-a", "e-2", at, values, gpus=[0.05, 0.9], last_success=at - 2),
+               Sample(names.COLLECTOR_SUCCESS, {**failing, "pod": "e-2", "instance": "e-2:9187"}, 1.0, at)]
+    prom = await start_prometheus(samples)
+    source = make_source(prom.url, StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["e-1", "e-2"]}))
+
+    pods = by_pod(await source.collect(now))
+
+    assert pods["team-a", "e-1"].gpu_busy is None
+    assert pods["team-a", "e-1"].requests_per_second == 10  # its load, read as ever
+    assert pods["team-a", "e-2"].gpu_busy == pytest.approx(0.475)
+
+
 async def test_scraped_exporter_series_are_joined_by_their_own_labels(
     aiohttp_server: AiohttpServer, tmp_path: Path, make_source: MakeSource
 ) -> None:
