@@ -56,6 +56,14 @@ def _said(error: nvml.NvmlError) -> str:
     return str(error)
 
 
+def _dropped(device: nvml.Device, error: nvml.NvmlError) -> str:
+    """A GPU dropped after an error, with its cause, in the same words at the pass that drops it and at every pass
+    until NVML re-initialises: a GPU that still enumerates is read again at each re-initialisation and fails again,
+    and two texts taking turns (NVML's error, then the bare "dropped") made CollectorHealth log the one outage
+    again every minute."""
+    return f"GPU {device.label} {device.uuid} dropped until NVML re-initialises: {_said(error)}"
+
+
 @dataclass(frozen=True)
 class GpuReading:
     """What one pass learnt about one GPU or MIG device; None where NVML could not say."""
@@ -226,7 +234,7 @@ class GpuSampler:
         assert self._session is not None
         readings: list[GpuReading] = []
         problems = list(self._standing_problems)
-        lost: list[str] = []
+        lost: dict[str, str] = {}  # UUID: why it is dropped, said the same at every pass until it is back
         mig_without_busy: list[tuple[nvml.Device, str]] = []
         switched: list[nvml.Device] = []
         for device in self._devices:
@@ -245,8 +253,8 @@ class GpuSampler:
                 if not enumerated and device.is_mig and self._left_mig_mode(device):
                     switched.append(device)
                     continue
-                lost.append(device.uuid)
-                problems.append(str(error))
+                lost[device.uuid] = _dropped(device, error)
+                problems.append(lost[device.uuid])
                 continue
             readings.append(reading)
             if device.is_mig and reading.busy_ratio is None:
@@ -259,7 +267,7 @@ class GpuSampler:
         as_of = min((reading.as_of for reading in readings if reading.as_of is not None), default=None)
         if lost:
             self._devices = tuple(d for d in self._devices if d.uuid not in lost)
-            self._standing_problems += tuple(f"GPU {uuid} dropped until NVML re-initialises" for uuid in lost)
+            self._standing_problems += tuple(lost.values())
         if self._standing_problems:
             if self._reconnect_at == math.inf:
                 self._schedule_reconnect(now)

@@ -32,6 +32,8 @@ from tests.fakes.nvml import (
     INSUFFICIENT_SIZE,
     NO_PERMISSION,
     NOT_SUPPORTED,
+    TIMEOUT,
+    UNKNOWN,
     FakeNvml,
     default_uuid,
     hide_nvml_library,
@@ -397,6 +399,43 @@ def test_a_lost_gpu_drops_its_series_until_nvml_finds_it_again(
     _, series = scrape(collector, health)
     assert set(gpu_series(series, names.GPU_BUSY_RATIO)) == {"0", "1"}
     assert health_of(series)[0] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [({"samples_error": UNKNOWN}, "nvmlDeviceGetSamples: Unknown Error"),
+     ({"memory_error": UNKNOWN}, "nvmlDeviceGetMemoryInfo: Unknown Error"),
+     ({"samples_error": TIMEOUT}, "nvmlDeviceGetSamples: Timeout")],
+    ids=["samples-unknown", "memory-unknown", "samples-timeout"],
+)
+def test_a_gpu_whose_readings_keep_failing_is_logged_once_per_outage(
+    fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector,
+    caplog: pytest.LogCaptureFixture, fault: dict[str, int], said: str,
+) -> None:
+    """A GPU that still enumerates but whose samples or memory keep failing (NVML UNKNOWN, TIMEOUT) is read again
+    at every re-initialisation (every 30 s once backed off), which fails with NVML's words, while the passes in
+    between said "dropped until NVML re-initialises" without the cause: the two texts took turns, a WARNING a
+    minute, 1,440 a day a pod, with nothing new happening. One line for the outage, with its cause; one when the
+    GPU is back."""
+    fake.set_gpu(0, util=40)
+    fake.set_gpu(1, util=70)
+    collector.sample_once()
+    fake.set_gpu(1, **fault)
+    with caplog.at_level(logging.WARNING, logger="exporter"):
+        passes(collector, clock, 600)  # ten minutes of passes, one a second
+    _, series = scrape(collector, health)
+    assert gpu_series(series, names.GPU_BUSY_RATIO) == {"0": pytest.approx(0.4)}
+    assert health_of(series)[0] == 0.0
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1, lines
+    assert f"GPU 1 {default_uuid(1)} dropped until NVML re-initialises" in lines[0], lines[0]
+    assert said in lines[0] and lines[0].endswith("; serving only GPU 0"), lines[0]
+
+    fake.set_gpu(1, samples_error=0, memory_error=0)
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        passes(collector, clock, 31)  # the next re-initialisation, at most 30 s away
+    assert set(busy(collector)) == {"0", "1"}
+    assert [r.getMessage() for r in caplog.records][1:] == ["gpu collector recovered"]
 
 
 def test_driver_going_away_mid_run_drops_every_series(
