@@ -3,7 +3,8 @@
 Busy is the mean of the samples (`nvmlDeviceGetSamples`, one every 1/6 s to 1 s depending on the GPU) whose
 timestamps fall in the window: every sample the driver took counts once, whatever the caller's timing.
 Where a device has no samples, or NVML stamps them with a clock too far from ours to window them, the
-driver's latest `nvmlDeviceGetUtilizationRates` reading stands in, read once per pass. Histories are kept
+driver's latest `nvmlDeviceGetUtilizationRates` reading stands in, read once per pass; samples are
+asked for again once a minute, and read again once they come back usable. Histories are kept
 by UUID, across passes and across NVML re-initialisation. The window ends when the samples were read, the time
 the busy ratio describes (a GPU that holds the call for seconds moves it past the pass's start). A wall clock
 stepped back leaves samples stamped ahead of ours: they are not the current window, which starts again.
@@ -14,6 +15,7 @@ Logs go to the GPU collector's logger (`exporter.collectors.gpu`), the one opera
 from __future__ import annotations
 
 import logging
+import math
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -29,6 +31,9 @@ them and use utilization rates instead."""
 _CLOCK_STEP_S: Final = 1.0
 """A sample stamped further than this ahead of our clock was taken before the wall clock stepped back (NTP, a
 resumed VM): NVML stamps with the same clock, so a sample is never newer than the moment it is read."""
+_SAMPLES_RETRY_S: Final = 60.0
+"""How often a device read by rates is asked for samples again: one refused them for a while (a GPU being reset)
+or stamped them off our clock (until NTP set it) goes back to them, for one call a minute where it never will."""
 _MAX_SAMPLES: Final = 10_000
 """Bound on a GPU's kept samples whatever NVML's rate (60 at 6 Hz over the default 10 s window)."""
 
@@ -52,10 +57,14 @@ class _History:
     last_seen_us: int = 0
     """Newest NVML sample timestamp received; nvmlDeviceGetSamples returns only newer ones."""
     use_rates: bool = False
-    """The device has no usable samples: read nvmlDeviceGetUtilizationRates each pass instead."""
-    rates_said: bool = False
-    """That the device is read by rates was logged: once a rate was read, so a device on which neither query
-    works (a MIG device, a GPU just switched into MIG mode) is not said to be read by rates."""
+    """The device is read by nvmlDeviceGetUtilizationRates each pass: NVML refused it samples while a rate was
+    read, or stamped them too far from our clock."""
+    samples_again_at: float = math.inf
+    """When a device read by rates is asked for samples again (Unix s)."""
+    rates_said: str = ""
+    """Why the log last said the device is read by rates ("refused", "skew"; "" for not said): each said once,
+    and a refusal only once a rate was read, so a device on which neither query works (a MIG device, a GPU just
+    switched into MIG mode, a GPU refusing every query for a while) is not said to be read by rates."""
 
 
 class BusyWindow:
@@ -80,19 +89,15 @@ class BusyWindow:
         came back with it (for good: NVML is asked only for newer ones) while the pass was stamped fresh as of its
         end. `Busy.as_of` is that end, the freshness the collector publishes."""
         history = self._histories.setdefault(device.uuid, _History())
-        asked_us = round(clock() * 1_000_000)
-        if history.last_seen_us > asked_us + round(_CLOCK_STEP_S * 1_000_000):
-            # The wall clock stepped back: what we hold is from "the future", and NVML would give nothing newer.
-            log.info("GPU %s: the clock went back %.0f s; its utilization window starts again", device.label,
-                     (history.last_seen_us - asked_us) / 1_000_000)
-            history.samples.clear()
-            history.last_seen_us = asked_us - round(self._window_s * 1_000_000)
+        self._restart_after_step_back(history, device, clock())
+        asked = not history.use_rates or clock() >= history.samples_again_at
         samples: list[nvml.UtilizationSample] = []
-        if not history.use_rates:
+        refused = False
+        if asked:
             try:
                 samples = session.utilization_samples(device, history.last_seen_us)
             except nvml.NotSupported:
-                history.use_rates = True
+                refused = True
         # After the samples call, however long it was held: the window ends now. A utilization rate asked for
         # below is stamped now too, before its own call: no later than the driver's reading it returns.
         now = clock()
@@ -100,29 +105,76 @@ class BusyWindow:
         cutoff_us = now_us - round(self._window_s * 1_000_000)
         newest_us = now_us + round(_CLOCK_STEP_S * 1_000_000)
         # NVML's buffer still holds samples stamped before a step back of the clock: not this window's.
-        samples = [sample for sample in samples if sample.timestamp_us <= newest_us]
-        if samples:
-            newest = samples[-1].timestamp_us
-            if abs(newest - now_us) > _MAX_CLOCK_SKEW_S * 1_000_000:
-                log.warning(
-                    "GPU %s: NVML sample time %.0f s from ours; reading utilization rates instead",
-                    device.label, (newest - now_us) / 1_000_000,
-                )
-                history.use_rates = history.rates_said = True
-                history.samples.clear()
-            else:
-                history.last_seen_us = max(history.last_seen_us, newest)
-                history.samples.extend((s.timestamp_us, s.percent) for s in samples)
+        current = [sample for sample in samples if sample.timestamp_us <= newest_us]
+        skew_us = _skew_us(current, now_us)
+        if skew_us is not None:
+            self._rates_for_skew(history, device, skew_us, now)
+        elif asked and not refused:
+            if history.use_rates:
+                self._back_to_samples(history, device)
+            if current:
+                history.last_seen_us = max(history.last_seen_us, current[-1].timestamp_us)
+                history.samples.extend((s.timestamp_us, s.percent) for s in current)
         in_window = [(t, p) for t, p in history.samples if cutoff_us < t <= newest_us]
-        if history.use_rates or not in_window:
-            # Rates mode, or samples stopped coming: the driver's latest reading stands in for the window.
-            reading = (now_us, session.utilization_rate(device))
-            in_window.append(reading)
-            if history.use_rates and not history.rates_said:
-                history.rates_said = True
-                log.info("GPU %s %s has no utilization samples; reading utilization rates", device.label,
-                         device.uuid)
+        if history.use_rates or refused or not in_window:
+            # Rates mode, no samples, or samples stopped coming: the driver's latest reading stands in for the
+            # window. Raises NotSupported where the device has no rate either: nothing is learnt then.
+            in_window.append((now_us, session.utilization_rate(device)))
+            if refused:
+                self._rates_for_refusal(history, device, now)
         history.samples.clear()
         history.samples.extend(in_window)
         mean = sum(p for _t, p in in_window) / len(in_window)
         return Busy(min(1.0, max(0.0, mean / 100.0)), now)
+
+    def _restart_after_step_back(self, history: _History, device: nvml.Device, now: float) -> bool:
+        """Start the window again when our wall clock stepped back; returns whether it did.
+
+        What we hold is then from "the future", and NVML, asked only for newer samples, would give nothing."""
+        asked_us = round(now * 1_000_000)
+        if history.last_seen_us <= asked_us + round(_CLOCK_STEP_S * 1_000_000):
+            return False
+        log.info("GPU %s: the clock went back %.0f s; its utilization window starts again", device.label,
+                 (history.last_seen_us - asked_us) / 1_000_000)
+        history.samples.clear()
+        history.last_seen_us = asked_us - round(self._window_s * 1_000_000)
+        return True
+
+    @staticmethod
+    def _rates_for_skew(history: _History, device: nvml.Device, skew_us: int, now: float) -> None:
+        """Read the device by rates, its samples stamped too far from our clock to window; warned once."""
+        if history.rates_said != "skew":
+            log.warning("GPU %s: NVML sample time %+.0f s from ours; reading utilization rates instead",
+                        device.label, skew_us / 1_000_000)
+        history.use_rates, history.rates_said = True, "skew"
+        history.samples_again_at = now + _SAMPLES_RETRY_S
+        history.samples.clear()
+
+    @staticmethod
+    def _rates_for_refusal(history: _History, device: nvml.Device, now: float) -> None:
+        """Read the device by rates: NVML refused it samples and a rate was read (said once)."""
+        if history.rates_said != "refused":
+            log.info("GPU %s %s has no utilization samples; reading utilization rates", device.label, device.uuid)
+        history.use_rates, history.rates_said = True, "refused"
+        history.samples_again_at = now + _SAMPLES_RETRY_S
+
+    @staticmethod
+    def _back_to_samples(history: _History, device: nvml.Device) -> None:
+        """Read the device by its samples again: NVML gave usable ones to a device read by rates."""
+        if history.rates_said == "refused":
+            log.info("GPU %s %s has utilization samples again; reading them", device.label, device.uuid)
+        elif history.rates_said == "skew":
+            log.info("GPU %s: NVML sample time agrees with ours again; reading its utilization samples",
+                     device.label)
+        history.use_rates, history.rates_said = False, ""
+        history.samples_again_at = math.inf
+
+
+def _skew_us(current: list[nvml.UtilizationSample], now_us: int) -> int | None:
+    """How far NVML's sample clock is from ours (µs), where beyond what a window can take; None when within.
+
+    Judged on the newest sample stamped no later than now."""
+    if not current:
+        return None
+    skew_us = current[-1].timestamp_us - now_us
+    return skew_us if abs(skew_us) > _MAX_CLOCK_SKEW_S * 1_000_000 else None

@@ -64,6 +64,12 @@ def _dropped(device: nvml.Device, error: nvml.NvmlError) -> str:
     return f"GPU {device.label} {device.uuid} dropped until NVML re-initialises: {_said(error)}"
 
 
+def _busy_beside_memory(busy: Busy | None) -> str:
+    """What becomes of a device's busy ratio, said with its memory left out: "read as usual" was said of a GPU that
+    refused every query (NOT_SUPPORTED, NO_PERMISSION for a while) beside the collector's failure over its busy."""
+    return "its busy ratio is read as usual" if busy is not None else "it has no busy ratio either"
+
+
 @dataclass(frozen=True)
 class GpuReading:
     """What one pass learnt about one GPU or MIG device; None where NVML could not say."""
@@ -341,8 +347,8 @@ class GpuSampler:
             memory = None
             if device.uuid not in self._without_memory:
                 self._without_memory.add(device.uuid)
-                log.info("GPU %s %s reports no memory use (%s): its memory series are left out; its busy ratio "
-                         "is read as usual", device.label, device.uuid, error)
+                log.info("GPU %s %s reports no memory use (%s): its memory series are left out; %s", device.label,
+                         device.uuid, error, _busy_beside_memory(busy))
         reading = GpuReading(
             label=device.label,
             uuid=device.uuid,

@@ -224,10 +224,18 @@ class GpuCollector(Collector):
 
 
 def _served(readings: Sequence[GpuReading]) -> str:
-    """What a failed pass leaves served, for the log: the GPUs that answered, or none."""
-    if not readings:
+    """What a failed pass leaves served, for the log: the GPUs that have series, or none. A reading whose values
+    are all None has none (`collect` leaves it out): a GPU refusing every query was said to be served."""
+    served = [reading.label for reading in readings if _has_series(reading)]
+    if not served:
         return "no GPU series until NVML answers again"
-    return "serving only " + ", ".join(f"GPU {reading.label}" for reading in readings)
+    return "serving only " + ", ".join(f"GPU {label}" for label in served)
+
+
+def _has_series(reading: GpuReading) -> bool:
+    """Whether `collect` serves any series for the reading."""
+    values = (reading.busy_ratio, reading.memory_used_bytes, reading.memory_total_bytes)
+    return any(value is not None for value in values)
 
 
 def _in_daemon_thread(function: Callable[[], T]) -> asyncio.Future[T]:

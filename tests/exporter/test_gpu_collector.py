@@ -485,6 +485,60 @@ def test_unsupported_samples_fall_back_to_utilization_rates(
     assert said == [f"GPU 0 {default_uuid(0)} has no utilization samples; reading utilization rates"]
 
 
+@pytest.mark.parametrize("code", [NOT_SUPPORTED, NO_PERMISSION], ids=["not-supported", "no-permission"])
+def test_a_gpu_refusing_every_query_for_a_while_is_said_as_it_is_and_read_by_samples_when_back(
+    fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector,
+    caplog: pytest.LogCaptureFixture, code: int,
+) -> None:
+    """A whole GPU answering NOT_SUPPORTED or NO_PERMISSION to every query for a while. The log said its "busy
+    ratio is read as usual" (it had none), that the collector was "serving only GPU 0, GPU 1" (GPU 1 had no series
+    at all), and when the GPU came back, that it "has no utilization samples; reading utilization rates", just as
+    it had samples again: the exporter then read it by rates until it restarted."""
+    fake.set_gpu(0, util=40)
+    fake.set_gpu(1, util=70)
+    collector.sample_once()
+    fake.set_gpu(1, error=code)
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        passes(collector, clock, 8)
+        _, series = scrape(collector, health)
+        assert {labels for (name, labels) in series if name.startswith("modelmesh_pod_gpu")} == {
+            (("gpu", "0"), ("uuid", default_uuid(0)))}
+        fake.set_gpu(1, error=0, util=20)
+        passes(collector, clock, 12)
+    said = [r.getMessage() for r in caplog.records]
+    memory = [line for line in said if "reports no memory use" in line]
+    assert len(memory) == 1 and "read as usual" not in memory[0] and "no busy ratio" in memory[0], memory
+    failed = [line for line in said if "gpu collector failed" in line]
+    assert len(failed) == 1 and failed[0].endswith("; serving only GPU 0"), failed
+    assert not [line for line in said if "utilization rates" in line], said
+    assert said[-1] == "gpu collector recovered", said
+    assert busy(collector) == {"0": pytest.approx(0.4), "1": pytest.approx(0.2)}
+    rates = fake.calls("utilization")
+    passes(collector, clock)
+    assert fake.calls("utilization") == rates  # read from NVML's samples again
+
+
+def test_a_gpu_whose_samples_come_back_is_read_by_samples_again(
+    fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Rates stand in where a device has no samples; once it has them again, it is read by them again (within a
+    minute), which the log says. It stayed on rates until the exporter restarted."""
+    fake.set_gpu(0, samples_error=NOT_SUPPORTED, util=60)
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        passes(collector, clock)
+        fake.set_gpu(0, samples_error=0)
+        passes(collector, clock, 61)
+    rates = fake.calls("utilization")
+    passes(collector, clock)
+    assert fake.calls("utilization") == rates
+    assert busy(collector)["0"] == pytest.approx(0.6)
+    assert health_of(scrape(health)[1]) == (1.0, 0.0)
+    said = [r.getMessage() for r in caplog.records if "utilization" in r.getMessage()]
+    assert said == [f"GPU 0 {default_uuid(0)} has no utilization samples; reading utilization rates",
+                    f"GPU 0 {default_uuid(0)} has utilization samples again; reading them"], said
+
+
 def test_no_new_samples_keeps_the_window_then_reads_rates(
     fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector,
 ) -> None:
