@@ -2,8 +2,8 @@
 
 Busy is the mean of the samples (`nvmlDeviceGetSamples`, one every 1/6 s to 1 s depending on the GPU) whose
 timestamps fall in the window: every sample the driver took counts once, whatever the caller's timing.
-Where a device has no samples, or NVML stamps them with a clock too far from ours to window them, the
-driver's latest `nvmlDeviceGetUtilizationRates` reading stands in, read once per pass; samples are
+Where a device has no samples, or NVML stamps them with a clock too far from ours to window them (behind
+or ahead), the driver's latest `nvmlDeviceGetUtilizationRates` reading stands in, read once per pass; samples are
 asked for again once a minute, and read again once they come back usable. Histories are kept
 by UUID, across passes and across NVML re-initialisation. The window ends when the samples were read, the time
 the busy ratio describes (a GPU that holds the call for seconds moves it past the pass's start). A wall clock
@@ -89,7 +89,7 @@ class BusyWindow:
         came back with it (for good: NVML is asked only for newer ones) while the pass was stamped fresh as of its
         end. `Busy.as_of` is that end, the freshness the collector publishes."""
         history = self._histories.setdefault(device.uuid, _History())
-        self._restart_after_step_back(history, device, clock())
+        stepped_back = self._restart_after_step_back(history, device, clock())
         asked = not history.use_rates or clock() >= history.samples_again_at
         samples: list[nvml.UtilizationSample] = []
         refused = False
@@ -106,7 +106,7 @@ class BusyWindow:
         newest_us = now_us + round(_CLOCK_STEP_S * 1_000_000)
         # NVML's buffer still holds samples stamped before a step back of the clock: not this window's.
         current = [sample for sample in samples if sample.timestamp_us <= newest_us]
-        skew_us = _skew_us(current, now_us)
+        skew_us = _skew_us(samples, current, now_us, stepped_back)
         if skew_us is not None:
             self._rates_for_skew(history, device, skew_us, now)
         elif asked and not refused:
@@ -170,11 +170,18 @@ class BusyWindow:
         history.samples_again_at = math.inf
 
 
-def _skew_us(current: list[nvml.UtilizationSample], now_us: int) -> int | None:
+def _skew_us(samples: list[nvml.UtilizationSample], current: list[nvml.UtilizationSample], now_us: int,
+             stepped_back: bool) -> int | None:
     """How far NVML's sample clock is from ours (µs), where beyond what a window can take; None when within.
 
-    Judged on the newest sample stamped no later than now."""
-    if not current:
+    Judged on the newest sample stamped no later than now; where every sample is stamped ahead of our clock,
+    on the newest of all, unless our clock just stepped back (those are then from before the step). They were
+    dropped as from before a step, silently, pass after pass, while NVML's clock was ahead of ours."""
+    if current:
+        judged = current[-1].timestamp_us
+    elif samples and not stepped_back:
+        judged = samples[-1].timestamp_us
+    else:
         return None
-    skew_us = current[-1].timestamp_us - now_us
+    skew_us = judged - now_us
     return skew_us if abs(skew_us) > _MAX_CLOCK_SKEW_S * 1_000_000 else None

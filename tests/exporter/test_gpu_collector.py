@@ -47,9 +47,11 @@ Series = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 class Clock:
     """The collector's clock and the fake NVML's sample clock, stepped together."""
 
-    def __init__(self, fake: FakeNvml | None, start: float = START) -> None:
+    def __init__(self, fake: FakeNvml | None, start: float = START, nvml_ahead_s: float = 0.0) -> None:
+        """`nvml_ahead_s`: how far the fake NVML's sample clock runs ahead of ours (negative: behind)."""
         self.now = start
         self.fake = fake
+        self.nvml_ahead_s = nvml_ahead_s
         self._sync()
 
     def __call__(self) -> float:
@@ -61,7 +63,7 @@ class Clock:
 
     def _sync(self) -> None:
         if self.fake is not None:
-            self.fake.set_time(self.now)
+            self.fake.set_time(self.now + self.nvml_ahead_s)
 
 
 @pytest.fixture
@@ -567,8 +569,30 @@ def test_an_nvml_clock_far_from_ours_falls_back_to_rates(
     assert busy(collector)["0"] == pytest.approx(0.3)
     said = [r.getMessage() for r in caplog.records]
     assert not [line for line in said if "no utilization samples" in line], said  # it has them, an hour off
-    if offset_s < 0:  # (an hour ahead, they are left out as from before a step back of our clock)
-        assert any("NVML sample time -3600 s from ours" in line for line in said), said
+    assert any(f"NVML sample time {offset_s:+} s from ours" in line for line in said), said
+
+
+@pytest.mark.parametrize("ahead_s", [300, -300], ids=["ahead", "behind"])
+def test_an_nvml_clock_off_ours_either_way_is_warned_once_and_read_by_rates(
+    fake: FakeNvml, caplog: pytest.LogCaptureFixture, ahead_s: int,
+) -> None:
+    """NVML's sample clock 300 s behind ours was warned once; 300 s ahead, every sample was dropped as stamped
+    before a step back of our clock, with nothing said, pass after pass (and the whole buffer asked for each)."""
+    clock = Clock(fake, nvml_ahead_s=ahead_s)
+    health = CollectorHealth(clock=clock)
+    collector = GpuCollector(health, uuids=[default_uuid(0)], clock=clock)
+    fake.set_gpu(0, util=60)
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        passes(collector, clock, 1)
+        asked = fake.calls("samples")  # one read of NVML's samples (pynvml sizes, then fills)
+        passes(collector, clock, 149)
+    assert busy(collector) == {"0": pytest.approx(0.6)}
+    assert fake.calls("samples") <= 3 * asked  # the first pass, then once a minute: do they agree again?
+    collector.close()
+    said = [r.getMessage() for r in caplog.records if "NVML sample time" in r.getMessage()]
+    assert said == [f"GPU 0: NVML sample time {ahead_s:+} s from ours; reading utilization rates instead"], said
+    assert [r.levelname for r in caplog.records if "NVML sample time" in r.getMessage()] == ["WARNING"]
+    assert health_of(scrape(health)[1]) == (1.0, 0.0)
 
 
 def test_a_wall_clock_stepped_back_does_not_serve_the_old_busy_as_new(
