@@ -40,6 +40,11 @@ NOT_VISIBLE_HINT = (
 """Said with the failures that mean this container sees no NVIDIA driver or no GPU: NVML's own words name
 neither the setting that gives the sidecar sight of the GPUs nor the one that turns the collector off."""
 _NOT_VISIBLE_CODES = frozenset({None, nvml.LIBRARY_NOT_FOUND, nvml.DRIVER_NOT_LOADED})
+MIG_HINT = (
+    "NVML measures no utilization per MIG device anyway: on MIG, read GPU busy from NVIDIA's DCGM exporter (the "
+    "adapter's --gpu-source=dcgm) and turn this collector off (EXPORTER_NO_GPU=true, --no-gpu)"
+)
+"""Said where this container has only MIG devices to read, or none of its own: docs/operations.md's way for MIG."""
 VERSION_MISMATCH_HINT = (
     "this container's NVIDIA library and the driver loaded on the node are of different versions, which no retry "
     "here changes: the driver was upgraded on the node without a reboot (reboot the node, or reload its driver), "
@@ -54,6 +59,18 @@ def _said(error: nvml.NvmlError) -> str:
     if error.code == nvml.LIB_RM_VERSION_MISMATCH:
         return f"{error} ({VERSION_MISMATCH_HINT})"
     return str(error)
+
+
+def _nothing_to_sample(not_permitted: Sequence[str]) -> str:
+    """Why a session that chose no device samples nothing: NVML sees no GPU, or only other containers' MIG devices.
+
+    The MIG devices NVML shows this container and refuses it (NO_PERMISSION) are another container's: NVML does
+    see the GPU, so the line said "NVML sees no GPU" and sent the operator to NVIDIA_VISIBLE_DEVICES, set right."""
+    if not not_permitted:
+        return f"NVML sees no GPU ({NOT_VISIBLE_HINT})"
+    return ("the only GPUs NVML shows this container are MIG devices of other containers ("
+            + ", ".join(f"GPU {label}" for label in not_permitted) + ": NVML gives this container no permission on "
+            f"them); {MIG_HINT}")
 
 
 def _dropped(device: nvml.Device, error: nvml.NvmlError) -> str:
@@ -195,7 +212,7 @@ class GpuSampler:
         if not self._uuids and not inventory.failures:  # with failures, those are the problem said
             problems.extend(self._gone((*selection.devices, *mig_empty)))
         if not selection.devices and not problems:
-            problems.append(f"NVML sees no GPU ({NOT_VISIBLE_HINT})")
+            problems.append(_nothing_to_sample(inventory.not_permitted))
         self._session = session
         self._devices = selection.devices
         self._standing_problems = tuple(problems)

@@ -16,7 +16,7 @@ import pytest
 
 from exporter.collectors.gpu import GpuCollector
 from exporter.collectors.health import CollectorHealth
-from tests.fakes.nvml import DRIVER_NOT_LOADED, FakeNvml, hide_nvml_library
+from tests.fakes.nvml import DRIVER_NOT_LOADED, NO_PERMISSION, FakeNvml, hide_nvml_library
 
 LIB_RM_VERSION_MISMATCH = pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH
 
@@ -61,6 +61,21 @@ def test_no_gpu_visible_says_the_same(
     message = warning_after_one_pass(GpuCollector(CollectorHealth()), caplog)
     assert "NVML sees no GPU" in message
     assert_names_both_fixes(message)
+
+
+def test_mig_devices_all_of_other_containers_are_said_as_such_not_as_no_gpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A GPU in MIG mode whose every MIG device NVML gives this container no permission on (other containers'):
+    the line said "NVML sees no GPU" and sent the operator to NVIDIA_VISIBLE_DEVICES, which is right (NVML sees
+    the GPU and its MIG devices). It says whose they are, and that MIG pods read GPU busy from DCGM."""
+    fake = FakeNvml.create(tmp_path, gpus=1)
+    fake.install(monkeypatch)
+    fake.set_gpu(0, mig=3, mig_handle_error=NO_PERMISSION)
+    message = warning_after_one_pass(GpuCollector(CollectorHealth()), caplog)
+    assert "NVML sees no GPU" not in message and "NVIDIA_VISIBLE_DEVICES" not in message, message
+    assert "GPU 0/0, GPU 0/1, GPU 0/2" in message and "other containers" in message, message
+    assert "DCGM" in message and "--gpu-source=dcgm" in message and "EXPORTER_NO_GPU=true" in message, message
 
 
 def test_a_configured_gpu_not_seen_is_said_with_the_gpus_that_are_and_the_setting(
