@@ -144,7 +144,9 @@ def own_gpus(settings: ExporterSettings) -> ExporterSettings:
                   "DEVICE_ID_STRATEGY=index; set DEVICE_ID_STRATEGY=uuid (its default), or drop %s and give the "
                   "sidecar %s; until then the GPU collector fails", ", ".join(indexes),
                   setting("--gpu-pod-resources-socket"), setting("--gpu-uuids"))
-    log.info("reporting the GPUs the kubelet gave this pod: %s", ", ".join(ids))
+    if usable := [i for i in ids if i not in gke_mig and i not in indexes]:
+        # Only IDs a GPU can match: the ones the ERRORs above name never do, and were said to be reported.
+        log.info("reporting the GPUs the kubelet gave this pod: %s", ", ".join(usable))
     if shared := pod_shared_gpus(pods, settings.pod_namespace, settings.pod_name):
         # NVML measures a whole GPU: the replica a pod holds has no utilization of its own.
         log.warning("GPU %s is shared by time-slicing or MPS (the kubelet gave this pod replicas of it): its busy "

@@ -439,6 +439,31 @@ async def test_gpu_indexes_from_the_device_plugin_are_named_as_such_in_the_log(t
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("ids", "reported"), [
+    (("0", "2"), None),
+    (("nvidia0/gi3",), None),
+    (("nvidia1", "nvidia0/gi3"), "nvidia1"),
+], ids=["indexes", "gke-mig", "gke-gpu-beside-gke-mig"])
+async def test_device_ids_that_cannot_be_used_are_not_said_to_be_reported(
+    tmp_path: Path, ids: tuple[str, ...], reported: str | None,
+) -> None:
+    """Right after the ERROR saying the kubelet's device IDs cannot be used (indexes of DEVICE_ID_STRATEGY=index,
+    GKE's MIG devices), an INFO line said "reporting the GPUs the kubelet gave this pod: 0, 2", which never
+    match a GPU. Only the IDs that name a GPU the exporter can find are said to be reported, and none when none
+    does."""
+    text = await served_metrics(tmp_path, node_answer(ours=(("nvidia.com/gpu", ids),)), node_with_gpus(tmp_path))
+
+    assert gpu_success(text) == 0
+    log = (tmp_path / "exporter.log").read_text()
+    assert "ERROR" in log, log
+    said = [line for line in log.splitlines() if "reporting the GPUs the kubelet gave this pod" in line]
+    if reported is None:
+        assert said == [], said
+    else:
+        assert len(said) == 1 and said[0].endswith(f"this pod: {reported}"), said
+
+
+@pytest.mark.slow
 async def test_a_socket_volume_not_mounted_is_said_with_the_fix_and_the_sidecar_keeps_serving(tmp_path: Path) -> None:
     """The manifest sets EXPORTER_GPU_POD_RESOURCES_SOCKET but the pod has no hostPath volume for the kubelet's
     directory: the socket's directory is not there, and it will not appear by waiting. The sidecar waited 30 s
