@@ -8,7 +8,7 @@ import math
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Final
 
@@ -93,10 +93,17 @@ def _ratio_hint(name: str, value: object) -> str:
     return ""
 
 
-def closest_field(name: str) -> str | None:
-    """The policy key a misspelt `name` most likely means: a field the name starts, else the closest spelling."""
-    close = [f for f in FIELDS if f.startswith(name)] or difflib.get_close_matches(name, FIELDS, n=1, cutoff=0.5)
+def closest_name(name: str, known: Sequence[str]) -> str | None:
+    """The name in `known` a misspelt `name` most likely means: one the name starts, else the closest spelling.
+    One rule for every key a user writes in a file (the policy file's, the targets file's), so that the hints
+    read the same everywhere."""
+    close = [k for k in known if k.startswith(name)] or difflib.get_close_matches(name, known, n=1, cutoff=0.5)
     return close[0] if close else None
+
+
+def closest_field(name: str) -> str | None:
+    """The policy key a misspelt `name` most likely means (`closest_name` over the policy keys)."""
+    return closest_name(name, FIELDS)
 
 
 def _suggest(name: str) -> str:

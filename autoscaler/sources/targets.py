@@ -7,21 +7,25 @@ runtimes:
     pods:
       - {name: demo-0, url: "http://127.0.0.1:9187/metrics"}
 ```
-Every listed pod counts as Ready. A mistake in the file at start stops start-up with a message that names
-the file and the entry. The file is read again when it changes (the demo adds and removes pods this way);
-a broken edit is logged and the last good inventory kept.
+Every listed pod counts as Ready. A mistake in the file at start (a key it does not read among them, with a
+"did you mean" hint) stops start-up with a message that names the file and the entry. The file is read again
+when it changes (the demo adds and removes pods this way); a broken edit is logged and the last good inventory
+kept.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import yaml
 
 from autoscaler.model import RuntimeKey
 from autoscaler.policies import strict_yaml
+from autoscaler.policies.policy_values import closest_name
+from autoscaler.policies.yaml_errors import yaml_error_text
 from autoscaler.sources.base import PodTarget, RuntimeInventory
 
 log = logging.getLogger(__name__)
@@ -31,6 +35,14 @@ class TargetsFileError(ValueError):
     """The targets file is missing or malformed."""
 
 
+_TOP_KEYS: Final = ("runtimes",)
+_RUNTIME_KEYS: Final = ("namespace", "deployment", "annotations", "pods")
+_POD_KEYS: Final = ("name", "url")
+_POD_KEY_NOTES: Final[Mapping[str, str]] = {"ready": "every listed pod counts as Ready"}
+"""Keys a user may expect a pod entry to take, with what the file does instead."""
+_NO_NOTES: Final[Mapping[str, str]] = {}
+
+
 def _text(entry: dict[str, Any], key: str, where: str) -> str:
     value = entry.get(key)
     if not isinstance(value, str) or not value:
@@ -38,47 +50,82 @@ def _text(entry: dict[str, Any], key: str, where: str) -> str:
     return value
 
 
-def load_targets(path: Path) -> dict[RuntimeKey, RuntimeInventory]:
+def _check_keys(entry: dict[Any, Any], known: tuple[str, ...], where: str, what: str = "key",
+                notes: Mapping[str, str] = _NO_NOTES) -> None:
+    """Refuse a key the file does not read: dropped without a word, a misspelt `annotatons:` left the runtime's
+    policy annotations unapplied. The hint is the policy file's (`closest_name`), else the keys it takes, with
+    what the file does instead of a key a user may expect (`notes`)."""
+    for key in entry:
+        if key in known:
+            continue
+        close = closest_name(str(key), known)
+        if close is not None and str(key) not in notes:
+            raise TargetsFileError(f"{where}: unknown {what} {key!r} (did you mean {close!r}?)")
+        note = f"; {notes[str(key)]}" if str(key) in notes else ""
+        raise TargetsFileError(f"{where}: unknown {what} {key!r} (expected {', '.join(map(repr, known))}{note})")
+
+
+def _read_document(path: Path) -> object:
+    """The file's YAML, or a `TargetsFileError` in one line (`FILE:LINE:COLUMN: not valid YAML: ...`, as the
+    policy file says it)."""
     try:
-        document = strict_yaml.safe_load(path.read_text(encoding="utf-8"))
+        return strict_yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise TargetsFileError(f"cannot read targets file {path}: {error.strerror}") from error
     except UnicodeDecodeError as error:
         raise TargetsFileError(f"targets file {path} is not UTF-8 text ({error.reason})") from error
     except yaml.YAMLError as error:
-        raise TargetsFileError(f"targets file {path} is not valid YAML: {error}") from error
+        raise TargetsFileError(yaml_error_text(path, error)) from error
+
+
+def _pods(entry: dict[str, Any], key: RuntimeKey, where: str) -> tuple[PodTarget, ...]:
+    """The pods of one runtime entry, each checked."""
+    pods_entry = entry.get("pods")
+    if not isinstance(pods_entry, list):
+        raise TargetsFileError(f"{where}: 'pods' must be a list")
+    pods: list[PodTarget] = []
+    for pod_index, pod in enumerate(pods_entry):
+        pod_where = f"{where}.pods[{pod_index}]"
+        if not isinstance(pod, dict):
+            raise TargetsFileError(f"{pod_where} must be a mapping with 'name' and 'url'")
+        _check_keys(pod, _POD_KEYS, pod_where, notes=_POD_KEY_NOTES)
+        url = _text(pod, "url", pod_where)
+        if not url.startswith(("http://", "https://")):
+            raise TargetsFileError(f"{pod_where}: url must start with http:// or https://, got {url!r}")
+        name = _text(pod, "name", pod_where)
+        if any(existing.name == name for existing in pods):
+            raise TargetsFileError(f"{pod_where}: pod {name!r} is listed twice in runtime {key}")
+        pods.append(PodTarget(name=name, ready=True, url=url))
+    return tuple(pods)
+
+
+def _runtime(entry: object, where: str) -> RuntimeInventory:
+    """One `runtimes:` entry, checked."""
+    if not isinstance(entry, dict):
+        raise TargetsFileError(f"{where} must be a mapping")
+    _check_keys(entry, _RUNTIME_KEYS, where)
+    key = RuntimeKey(_text(entry, "namespace", where), _text(entry, "deployment", where))
+    pods = _pods(entry, key, where)
+    annotations = entry.get("annotations") or {}
+    if not isinstance(annotations, dict):
+        raise TargetsFileError(f"{where}: 'annotations' must be a mapping")
+    return RuntimeInventory(key=key, pods=pods, replicas=len(pods),
+                            annotations={str(k): str(v) for k, v in annotations.items()})
+
+
+def load_targets(path: Path) -> dict[RuntimeKey, RuntimeInventory]:
+    """Every runtime of the file; `TargetsFileError` names the file, the entry and the mistake."""
+    document = _read_document(path)
+    if isinstance(document, dict):
+        _check_keys(document, _TOP_KEYS, str(path), "top-level key")
     if not isinstance(document, dict) or not isinstance(document.get("runtimes"), list):
         raise TargetsFileError(f"{path}: expected a mapping with a 'runtimes' list")
     inventory: dict[RuntimeKey, RuntimeInventory] = {}
     for index, entry in enumerate(document["runtimes"]):
-        where = f"{path}: runtimes[{index}]"
-        if not isinstance(entry, dict):
-            raise TargetsFileError(f"{where} must be a mapping")
-        key = RuntimeKey(_text(entry, "namespace", where), _text(entry, "deployment", where))
-        if key in inventory:
-            raise TargetsFileError(f"{where}: runtime {key} is listed twice")
-        pods_entry = entry.get("pods")
-        if not isinstance(pods_entry, list):
-            raise TargetsFileError(f"{where}: 'pods' must be a list")
-        pods: list[PodTarget] = []
-        for pod_index, pod in enumerate(pods_entry):
-            pod_where = f"{where}.pods[{pod_index}]"
-            if not isinstance(pod, dict):
-                raise TargetsFileError(f"{pod_where} must be a mapping with 'name' and 'url'")
-            url = _text(pod, "url", pod_where)
-            if not url.startswith(("http://", "https://")):
-                raise TargetsFileError(f"{pod_where}: url must start with http:// or https://, got {url!r}")
-            name = _text(pod, "name", pod_where)
-            if any(existing.name == name for existing in pods):
-                raise TargetsFileError(f"{pod_where}: pod {name!r} is listed twice in runtime {key}")
-            pods.append(PodTarget(name=name, ready=True, url=url))
-        annotations = entry.get("annotations") or {}
-        if not isinstance(annotations, dict):
-            raise TargetsFileError(f"{where}: 'annotations' must be a mapping")
-        inventory[key] = RuntimeInventory(
-            key=key, pods=tuple(pods), replicas=len(pods),
-            annotations={str(k): str(v) for k, v in annotations.items()},
-        )
+        runtime = _runtime(entry, f"{path}: runtimes[{index}]")
+        if runtime.key in inventory:
+            raise TargetsFileError(f"{path}: runtimes[{index}]: runtime {runtime.key} is listed twice")
+        inventory[runtime.key] = runtime
     return inventory
 
 

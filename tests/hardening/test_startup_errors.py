@@ -256,3 +256,19 @@ def test_a_prometheus_token_file_that_cannot_be_used_is_named_at_start(tmp_path:
     assert "Traceback" not in result.stderr and "serving" not in result.stderr, result.stderr
     says = "No such file or directory" if broken == "missing" else "the file is empty"
     assert f"argument --prometheus-token-file: cannot read a token from '{token}': {says}" in result.stderr
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("runtimes:\n  - namespace: default\n    deployment: d\n    annotatons: {}\n    pods: []\n",
+     "{path}: runtimes[0]: unknown key 'annotatons' (did you mean 'annotations'?)"),
+    ("runtimes:\n  - namespace: default\n    namespace: x\n    deployment: d\n    pods: []\n",
+     "{path}:3:5: not valid YAML: found duplicate key 'namespace' (first at line 2)"),
+], ids=["misspelt-key", "duplicate-key"])
+def test_a_targets_file_mistake_is_one_line_naming_the_file_where_and_what(
+        tmp_path: Path, text: str, says: str) -> None:
+    """A misspelt key was ignored without a word, and a YAML mistake ran over several lines naming
+    "<unicode string>"."""
+    path = tmp_path / "bad-targets.yaml"
+    path.write_text(text)
+    line = one_line(serve(tmp_path, ["--insecure-dev", "--workers", "0", "--targets", str(path)]))
+    assert f"cannot start: --targets: {says.format(path=path)}" in line, line

@@ -49,3 +49,50 @@ def test_a_runtime_key_given_twice_in_the_targets_file_is_named(tmp_path: Path) 
                     "  pods: [{name: b, url: 'http://b/metrics'}]\n")
     with pytest.raises(TargetsFileError, match="found duplicate key 'pods' \\(first at line 4\\)"):
         load_targets(path)
+
+
+async def test_an_edit_with_a_misspelt_key_is_refused_and_the_last_good_kept(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """`annotatons:` was dropped without a word: the runtime's policy annotations never applied."""
+    path = tmp_path / "targets.yaml"
+    path.write_text(targets("demo-0"))
+    discovery = StaticTargetsDiscovery(path)
+    await discovery.start()
+    touch_later(path, targets("demo-0", "demo-1").replace(
+        "    pods:", "    annotatons: {autoscaler.modelmesh.io/max-replicas: '3'}\n    pods:"), 1)
+    assert [p.name for p in discovery.inventory()[KEY].pods] == ["demo-0"]
+    assert (f"targets file changed but cannot be used; keeping the last good one: {path}: runtimes[0]: unknown key "
+            "'annotatons' (did you mean 'annotations'?)") in caplog.text, caplog.text
+
+
+async def test_an_edit_that_is_not_yaml_is_one_line_with_file_line_and_column(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """PyYAML's own message ran over seven lines of the log and named "<unicode string>", not the file."""
+    path = tmp_path / "targets.yaml"
+    path.write_text(targets("demo-0"))
+    discovery = StaticTargetsDiscovery(path)
+    await discovery.start()
+    touch_later(path, "runtimes: [ {namespace: default\n", 1)
+    discovery.inventory()
+    [warning] = [r.getMessage() for r in caplog.records if "keeping the last good one" in r.getMessage()]
+    assert "\n" not in warning and "<unicode string>" not in warning, warning
+    assert f"keeping the last good one: {path}:2:1: not valid YAML: " in warning, warning
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("runtimes:\n- namespace: default\n  deployment: d\n  pods: []\n  annotatons: {}\n",
+     "runtimes[0]: unknown key 'annotatons' (did you mean 'annotations'?)"),
+    ("runtimes:\n- namespace: default\n  deployment: d\n  pods: [{name: p, url: 'http://a/metrics', ready: false}]\n",
+     "runtimes[0].pods[0]: unknown key 'ready' (expected 'name', 'url'; every listed pod counts as Ready)"),
+    ("runtimes:\n- namespace: default\n  deployment: d\n  pods: [{name: p, urll: 'http://a/metrics'}]\n",
+     "runtimes[0].pods[0]: unknown key 'urll' (did you mean 'url'?)"),
+    ("runtime:\n- namespace: default\n  deployment: d\n  pods: []\n",
+     "unknown top-level key 'runtime' (did you mean 'runtimes'?)"),
+], ids=["runtime-entry", "pod-entry-ready", "pod-entry-misspelt", "top-level"])
+def test_an_unknown_key_is_named_with_the_file_the_entry_and_the_one_meant(
+        tmp_path: Path, text: str, says: str) -> None:
+    path = tmp_path / "targets.yaml"
+    path.write_text(text)
+    with pytest.raises(TargetsFileError) as raised:
+        load_targets(path)
+    assert str(raised.value) == f"{path}: {says}"
