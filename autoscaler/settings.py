@@ -238,19 +238,32 @@ def niceness(value: str) -> int:
     return _whole_number(value, 0, 19, "0 to 19")
 
 
-def duration(value: str) -> float:
-    """Seconds, as a number or a Go duration of one unit as kube's flags take it (`10s`, `2m`, `500ms`)."""
-    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION: Final = re.compile(r"([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))(ms|s|m|h)")
+_DURATION_UNITS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _duration_seconds(value: str) -> float:
+    """Seconds of a number or a Go duration of one unit (`10s`, `2m`, `500ms`), of any sign: the one parser of
+    `duration` and `delay`, which differ only in the range they take."""
     stripped = value.strip()
-    for suffix in ("ms", "s", "m", "h"):
-        if stripped.endswith(suffix) and stripped[: -len(suffix)].replace(".", "", 1).isdigit():
-            return positive(stripped[: -len(suffix)]) * units[suffix]
-    return positive(stripped)
+    found = _DURATION.fullmatch(stripped)
+    return _number(found[1]) * _DURATION_UNITS[found[2]] if found else _number(stripped)
+
+
+def duration(value: str) -> float:
+    """Seconds greater than 0, as a number or a Go duration of one unit as kube's flags take it."""
+    seconds = _duration_seconds(value)
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0, got {value!r}")
+    return seconds
 
 
 def delay(value: str) -> float:
-    """0 (none) or a `duration`."""
-    return 0.0 if value.strip() in ("0", "0s", "0ms") else duration(value)
+    """A `duration` that may be 0 (none), however 0 is written (`0.0`, `0m`): the docs say `0` closes at once."""
+    seconds = _duration_seconds(value)
+    if not seconds >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value!r}")
+    return seconds or 0.0  # -0 is 0
 
 
 def port(value: str) -> int:

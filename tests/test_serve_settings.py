@@ -252,3 +252,24 @@ def test_a_bad_flag_value_is_one_line_naming_the_flag_and_exit_status_2(
     [line] = done.stderr.splitlines()
     assert line.startswith(f"modelmesh-autoscaler serve: error: argument {flag}: {says}")
     assert repr(value) in line
+
+
+@pytest.mark.parametrize("zero", ["0", "0.0", "00", "0s", "0ms", "0m", "0h", " 0.0s "])
+def test_every_spelling_of_a_zero_shutdown_delay_closes_at_once(zero: str) -> None:
+    """`0` is documented ("0 closes at once"), yet `0.0` and `0m` were refused with "must be greater than 0"."""
+    assert settings(["--shutdown-delay", zero], environ={}).shutdown_delay_s == 0.0
+    assert settings([], environ={"AUTOSCALER_SHUTDOWN_DELAY": zero}).shutdown_delay_s == 0.0
+
+
+@pytest.mark.parametrize("value", ["-1", "-1s", "-0.5m"])
+def test_a_negative_shutdown_delay_is_told_0_or_more(value: str, tmp_path: Path) -> None:
+    """"must be greater than 0" told the user 0 was refused too, which it is not."""
+    variable = "AUTOSCALER_SHUTDOWN_DELAY"
+    for args, env, named in (([f"--shutdown-delay={value}"], {}, "argument --shutdown-delay"),
+                             ([], {variable: value}, f"environment variable {variable}")):
+        done = subprocess.run([sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev", *args],
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                              env={**os.environ, **env, "PYTHONPATH": str(Path(__file__).parent.parent)})
+        assert done.returncode == 2
+        [line] = done.stderr.splitlines()
+        assert line == f"modelmesh-autoscaler serve: error: {named}: must be 0 or more, got {value!r}", line
