@@ -61,9 +61,21 @@ def resolve_flags(options: Iterable[EnvFlag], given: Mapping[str, Any], environ:
 
 
 _SERVICE_LINK: Final = re.compile(
-    r".*_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?)")
+    r".*_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)")
 """The variables the kubelet puts in every container for each Service of its namespace (`<NAME>_SERVICE_HOST`,
-`<NAME>_PORT_9187_TCP_ADDR`, ...): a Service named `exporter` or `autoscaler-...` makes some with our prefix."""
+`<NAME>_PORT_9187_TCP_ADDR`, ...) but the bare `<NAME>_PORT` (`_SERVICE_URL`): a Service named `exporter` or
+`autoscaler-...` makes some with our prefix."""
+_SERVICE_URL: Final = re.compile(r"(tcp|udp|sctp)://\S+", re.IGNORECASE)
+"""The value of the kubelet's bare `<NAME>_PORT` (`tcp://10.0.0.7:9187`)."""
+
+
+def _is_service_link(name: str, value: str) -> bool:
+    """Whether a variable is one the kubelet makes for a Service. A bare `<NAME>_PORT` is one only when it holds
+    the kubelet's URL: by name alone, a misspelt `AUTOSCALER_EXPORTR_PORT=9188` passed for a Service's link and
+    was ignored without a word."""
+    if _SERVICE_LINK.fullmatch(name):
+        return True
+    return name.endswith("_PORT") and _SERVICE_URL.fullmatch(value.strip()) is not None
 
 
 def unknown_variables(options: Iterable[EnvFlag], environ: Mapping[str, str], prefix: str) -> list[str]:
@@ -73,7 +85,7 @@ def unknown_variables(options: Iterable[EnvFlag], environ: Mapping[str, str], pr
     known = {option.env for option in options}
     said = []
     for name in sorted(environ):
-        if not name.startswith(prefix) or name in known or _SERVICE_LINK.fullmatch(name):
+        if not name.startswith(prefix) or name in known or _is_service_link(name, environ[name]):
             continue
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
         meant = f" (did you mean {close[0]}?)" if close else ""

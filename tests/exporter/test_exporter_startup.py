@@ -97,3 +97,16 @@ def test_a_listen_host_that_is_not_this_machine_is_named_with_its_fix(host: str,
     assert ("give an address of this machine, or no host (:PORT) for all of them, IPv4 and IPv6 with --listen"
             in lines[0])
     assert "free port" not in lines[0]
+
+
+def test_a_misspelt_variable_ending_in_port_is_named_but_a_service_link_is_not() -> None:
+    """`EXPORTER_LISTEN_PORT=43013` was taken for the kubelet's link of a Service named `exporter-listen` and
+    ignored without a word: the exporter kept port 9187. The kubelet's `<NAME>_PORT` always holds a URL."""
+    result = start_on_busy_port(variables={
+        "EXPORTER_LISTEN_PORT": "43013", "EXPORTER_METRICS_PORT": "tcp://10.0.0.8:9187",
+        "EXPORTER_PORT": "tcp://10.0.0.7:9187", "EXPORTER_PORT_9187_TCP": "tcp://10.0.0.7:9187",
+        "EXPORTER_PORT_9187_TCP_PORT": "9187", "EXPORTER_SERVICE_PORT": "9187"})
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 2, result.stderr  # the warning, then the busy port
+    assert ("WARNING exporter: environment variable EXPORTER_LISTEN_PORT is not a setting (did you mean "
+            "EXPORTER_LISTEN?); ignored") in lines[0], lines[0]

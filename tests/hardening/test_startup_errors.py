@@ -272,3 +272,18 @@ def test_a_targets_file_mistake_is_one_line_naming_the_file_where_and_what(
     path.write_text(text)
     line = one_line(serve(tmp_path, ["--insecure-dev", "--workers", "0", "--targets", str(path)]))
     assert f"cannot start: --targets: {says.format(path=path)}" in line, line
+
+
+def test_a_misspelt_variable_ending_in_port_is_named_but_a_service_link_is_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`AUTOSCALER_EXPORTR_PORT=9188` was taken for a Service link and ignored: the scraper kept port 9187."""
+    monkeypatch.setenv("AUTOSCALER_EXPORTR_PORT", "9188")
+    monkeypatch.setenv("AUTOSCALER_PORT", "tcp://10.0.0.9:443")  # a Service named `autoscaler`: not a setting
+    monkeypatch.setenv("AUTOSCALER_PORT_443_TCP", "tcp://10.0.0.9:443")
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "https://127.0.0.1:1")
+    result = serve(tmp_path, ["--kubeconfig", str(kubeconfig), "--targets", targets(tmp_path), "--workers", "0",
+                              "--listen", "203.0.113.5:6443"])
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2 and len(lines) == 2, result.stderr  # the warning, then the address
+    assert ("environment variable AUTOSCALER_EXPORTR_PORT is not a setting (did you mean "
+            "AUTOSCALER_EXPORTER_PORT?); ignored") in lines[0], lines[0]
