@@ -228,9 +228,14 @@ def demo_pods(value: str) -> int:
     return _whole_number(value, 1, DEMO_MAX_PODS, f"1 to {DEMO_MAX_PODS} (each is an exporter process here)")
 
 
+def whole_number(value: str) -> int:
+    """A whole number of at least 0 (a count that may be none, a random seed)."""
+    return _whole_number(value, 0, None, "0 or more")
+
+
 def workers(value: str) -> int:
     """0 (everything in one process) or more serving processes."""
-    return _whole_number(value, 0, None, "0 or more")
+    return whole_number(value)
 
 
 def niceness(value: str) -> int:

@@ -22,7 +22,7 @@ from autoscaler.policies.config import ConfigError
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.yaml_errors import yaml_error_text
-from autoscaler.settings import count, positive
+from autoscaler.settings import count, positive, whole_number
 from autoscaler.simulation.hpa import SYNC_PERIOD_S, Behavior
 from autoscaler.simulation.hpa_manifest import behavior_from_manifest
 from autoscaler.simulation.outputs import discard, write_together
@@ -102,7 +102,7 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     # The synthetic trace's flags default to None (SYNTHETIC holds their defaults): one given with --trace is
     # refused rather than left out without a word
     synth = parser.add_argument_group("synthetic trace (with --synthetic only)")
-    synth.add_argument("--seed", metavar="N", type=int, help="seed of the synthetic trace (default 0)")
+    synth.add_argument("--seed", metavar="N", type=whole_number, help="seed of the synthetic trace (default 0)")
     synth.add_argument("--models", metavar="N", type=count,
                        help=f"models, at most {MAX_SYNTHETIC_MODELS:,} (default 500)")
     synth.add_argument("--hours", metavar="HOURS", type=positive,

@@ -356,3 +356,12 @@ def test_scrape_jitter_is_named_with_the_step_to_round_to(tmp_path: Path) -> Non
     assert "are about 15 s apart but not exactly (up to 0.04 s off, as scrape times are" in result.stderr, \
         result.stderr
     assert ".dt.round('15s')" in result.stderr and "60s" not in result.stderr, result.stderr
+
+
+def test_a_negative_seed_is_refused_naming_the_flag(tmp_path: Path) -> None:
+    """numpy's "expected non-negative integer" came after the flags were read, and named no flag."""
+    result = subprocess.run([*SIMULATE, "--synthetic", "--out", str(tmp_path / "out"), "--hours", "1", "--models",
+                             "20", "--seed", "-1", "--quiet", "--no-plot"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert line == "modelmesh-autoscaler simulate: error: argument --seed: must be 0 or more, got '-1'", line
