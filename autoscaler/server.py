@@ -28,6 +28,7 @@ from autoscaler.api.certs import self_signed_server_context, server_context
 from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.policy_origins import FLAG_DESTS
 from autoscaler.policies.policy_values import apply_overrides
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
@@ -49,7 +50,7 @@ class StartupError(Exception):
 
 
 def policy_book(settings: ServeSettings) -> PolicyBook:
-    """Built-in defaults, then the config file, then flags that set a field for every runtime."""
+    """Built-in defaults, then the flags that set a field for every runtime, then the config file."""
     overrides: dict[str, object] = {
         "skew_order": settings.skew_order,
         "scale_down_tau_s": settings.scale_down_tau_s,
@@ -59,7 +60,14 @@ def policy_book(settings: ServeSettings) -> PolicyBook:
     base = apply_overrides(RuntimePolicy(), {k: v for k, v in overrides.items() if v is not None})
     if settings.config is None:
         return PolicyBook(defaults=base)
-    return load_policy_book(settings.config, base=base)
+    return load_policy_book(settings.config, base=base, given_by=policy_keys_given(settings))
+
+
+def policy_keys_given(settings: ServeSettings) -> dict[str, str]:
+    """Where each policy key a flag or its variable set came from (`flag --skew-order`, `variable
+    AUTOSCALER_SKEW_ORDER`): only those a user wrote, not `max_staleness_s` derived from `--refresh-interval`."""
+    given = dict(settings.given_by)
+    return {key: given[dest] for key, dest in FLAG_DESTS.items() if dest in given}
 
 
 def build_discovery(settings: ServeSettings, policies: PolicyBook) -> PodDiscovery:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from exporter import env_flags
-from exporter.env_flags import EnvFlag, EnvFlagError, resolve_flags
+from exporter.env_flags import EnvFlag, EnvFlagError, resolve_flags, where_given
 from exporter.settings import boolean, ca_file, host_port, metrics_url
 
 ENV_PREFIX: Final = "AUTOSCALER_"
@@ -108,6 +108,9 @@ class ServeSettings:
     authorized_cache_ttl_s: float = 10.0
     unauthorized_cache_ttl_s: float = 10.0
     max_in_flight_reviews: int = 32
+    given_by: tuple[tuple[str, str], ...] = ()
+    """(dest, `flag --x` or `variable AUTOSCALER_X`) of each setting given, not left at its default: what a
+    message about a setting names (the policy file replacing a flag set by a variable names the variable)."""
 
     @property
     def bound_host(self) -> str:
@@ -664,6 +667,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
         bridge=_D.bridge if bridge is None else bridge == "on",
         log_level=v.get("log_level", _D.log_level),
         per_runtime_metrics=_D.per_runtime_metrics if per_runtime_metrics is None else per_runtime_metrics == "on",
+        given_by=tuple(where_given(_BY_DEST.values(), vars(args), os.environ if environ is None else environ).items()),
     )
 
 

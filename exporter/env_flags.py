@@ -60,6 +60,18 @@ def resolve_flags(options: Iterable[EnvFlag], given: Mapping[str, Any], environ:
     return values
 
 
+def where_given(options: Iterable[EnvFlag], given: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, str]:
+    """Where each option `resolve_flags` found was set, by dest: `flag --some-flag` or `variable PREFIX_SOME_FLAG`,
+    for a message that names what the user wrote (a value from a pod spec's variable is not from its flag)."""
+    where: dict[str, str] = {}
+    for option in options:
+        if given.get(option.dest) is not None:
+            where[option.dest] = f"flag {option.flag}"
+        elif option.env in environ:
+            where[option.dest] = f"variable {option.env}"
+    return where
+
+
 _SERVICE_LINK: Final = re.compile(
     r".*_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)")
 """The variables the kubelet puts in every container for each Service of its namespace (`<NAME>_SERVICE_HOST`,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import subprocess
 import sys
@@ -273,3 +274,39 @@ def test_a_negative_shutdown_delay_is_told_0_or_more(value: str, tmp_path: Path)
         assert done.returncode == 2
         [line] = done.stderr.splitlines()
         assert line == f"modelmesh-autoscaler serve: error: {named}: must be 0 or more, got {value!r}", line
+
+
+def replaced_flag_warnings(argv: list[str], environ: dict[str, str], policy: str, tmp_path: Path,
+                           caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The warnings `serve` logs at start that the policy file replaces a flag, for these flags and variables."""
+    from autoscaler.server import policy_book
+
+    path = tmp_path / "policy.yaml"
+    path.write_text(policy)
+    with caplog.at_level(logging.WARNING, logger="autoscaler.policies.config"):
+        policy_book(settings([*argv, "--config", str(path)], environ))
+    return [r.getMessage() for r in caplog.records if "which wins" in r.getMessage()]
+
+
+def test_the_policy_file_replacing_a_variable_names_the_variable_not_its_flag(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """`--skew-order` appeared nowhere in the Deployment's arguments: AUTOSCALER_SKEW_ORDER set the value."""
+    [warning] = replaced_flag_warnings([], {"AUTOSCALER_SKEW_ORDER": "3"}, "defaults:\n  skew_order: 2\n",
+                                       tmp_path, caplog)
+    assert warning.startswith("variable AUTOSCALER_SKEW_ORDER gives skew_order=3, but "), warning
+    assert "--skew-order" not in warning and "for the variable to apply" in warning, warning
+
+
+def test_the_policy_file_replacing_a_flag_still_names_the_flag(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    [warning] = replaced_flag_warnings(["--skew-order", "3"], {"AUTOSCALER_SKEW_ORDER": "4"},
+                                       "defaults:\n  skew_order: 2\n", tmp_path, caplog)
+    assert warning.startswith("flag --skew-order gives skew_order=3, but "), warning
+
+
+def test_a_staleness_derived_from_the_refresh_interval_is_not_a_flag_the_file_replaces(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """`--refresh-interval 5` with the file's `max_staleness_s: 45`: the file's key is what the user asked for,
+    and no `--max-staleness` was given to be replaced."""
+    for argv, environ in ((["--refresh-interval", "5"], {}), ([], {"AUTOSCALER_REFRESH_INTERVAL": "5"})):
+        assert replaced_flag_warnings(argv, environ, "defaults:\n  max_staleness_s: 45\n", tmp_path, caplog) == []

@@ -13,7 +13,6 @@ import yaml
 from autoscaler.policies import strict_yaml
 from autoscaler.policies.config import ConfigError, PolicyBook, parse_policy_book
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.policy_origins import flag_origins
 from autoscaler.policies.policy_values import parse_field, show_value
 from autoscaler.policies.yaml_errors import yaml_error_text
 
@@ -32,12 +31,15 @@ def _file_inside(directory: str) -> str:
 
 
 def load_policy_book(
-    path: str | os.PathLike[str], base: RuntimePolicy | None = None, *, announce: bool = True
+    path: str | os.PathLike[str], base: RuntimePolicy | None = None, *, announce: bool = True,
+    given_by: Mapping[str, str] | None = None,
 ) -> PolicyBook:
     """Read the YAML config file (`defaults:` and `runtimes:`, docs/configuration.md, Policy).
 
     `announce`: log what a user may not expect of a file that loads (empty; a flag its `defaults:` replace);
-    off for the start-up check, which only asks whether it loads."""
+    off for the start-up check, which only asks whether it loads. `given_by`: where each policy key of `base`
+    that a flag or its variable set came from (`flag --skew-order`, `variable AUTOSCALER_SKEW_ORDER`), the
+    settings the warning names; a key not in it (left at its default, or derived) is not warned about."""
     source = os.fspath(path)
     try:
         with open(source, encoding="utf-8") as fh:
@@ -55,26 +57,27 @@ def load_policy_book(
         raise ConfigError(yaml_error_text(source, exc)) from exc
     book = parse_policy_book(document, source, base)
     if announce:
-        _announce(document, source, base)
+        _announce(document, source, base, given_by or {})
     book.source_file = WatchedFile(source, text, base, (status.st_ino, status.st_mtime_ns, status.st_size))
     return book
 
 
-def _announce(document: object, source: str, base: RuntimePolicy | None) -> None:
-    """An empty file, and flags the file's `defaults:` replace (the documented order, which surprises whoever
-    passes `--skew-order 3` with the shipped file that restates `skew_order: 2`)."""
+def _announce(document: object, source: str, base: RuntimePolicy | None, given_by: Mapping[str, str]) -> None:
+    """An empty file, and settings the file's `defaults:` replace (the documented order, which surprises whoever
+    passes `--skew-order 3` with the shipped file that restates `skew_order: 2`), named as the user set them."""
     if document is None:
         log.info("policy file %s is empty: every runtime scales on the built-in defaults and the flags", source)
         return
     defaults = document.get("defaults") if isinstance(document, Mapping) else None
     if base is None or not isinstance(defaults, Mapping):
         return
-    flags = flag_origins(base)
     for name, raw in defaults.items():
-        if name in flags and getattr(base, name) != parse_field(name, raw):
+        if name in given_by and getattr(base, name) != parse_field(name, raw):
+            where = given_by[name]
             log.warning("%s gives %s=%s, but %s sets defaults: {%s: %s}, which wins (the policy file comes after "
-                        "the flags, docs/configuration.md, Policy); remove the key from the file for the flag to apply",
-                        flags[name], name, show_value(getattr(base, name)), source, name, raw)
+                        "the flags and their variables, docs/configuration.md, Policy); remove the key from the "
+                        "file for the %s to apply", where, name, show_value(getattr(base, name)), source, name, raw,
+                        where.split()[0])
 
 
 @dataclass(slots=True)

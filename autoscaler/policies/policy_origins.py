@@ -32,6 +32,8 @@ def policy_document(explained: PolicyExplained | None) -> dict[str, dict[str, ob
 _FLAGS: Final = {"skew_order": "--skew-order", "scale_down_tau_s": "--scale-down-tau",
                  "max_staleness_s": "--max-staleness (else 3 x --refresh-interval)", "min_coverage": "--min-coverage"}
 """The policy keys `serve` flags set for every runtime (`autoscaler.server.policy_book`)."""
+FLAG_DESTS: Final = {name: flag.split()[0].removeprefix("--").replace("-", "_") for name, flag in _FLAGS.items()}
+"""Each of those keys with its flag's dest, as `ServeSettings.given_by` names a setting given."""
 
 
 def flag_origins(base: RuntimePolicy) -> dict[str, str]:

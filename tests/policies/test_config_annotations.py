@@ -131,7 +131,7 @@ def test_a_flag_the_policy_file_replaces_is_said_at_start(tmp_path: Path, caplog
     path = tmp_path / "policy.yaml"
     path.write_text("defaults: {skew_order: 2, min_coverage: 0.5}\n")
     with caplog.at_level(logging.INFO, logger=LOGGER):
-        book = load_policy_book(path, base=RuntimePolicy(skew_order=3.0))
+        book = load_policy_book(path, base=RuntimePolicy(skew_order=3.0), given_by={"skew_order": "flag --skew-order"})
     assert book.policy_for(TRITON).skew_order == 2.0  # the documented order: the file's defaults win
     [message] = [r.getMessage() for r in caplog.records]
     assert "--skew-order" in message and "3" in message and "{skew_order: 2}" in message and str(path) in message
