@@ -26,7 +26,7 @@ from typing import Any, Final, Literal
 
 from exporter import env_flags
 from exporter.env_flags import EnvFlag, EnvFlagError, resolve_flags, where_given
-from exporter.settings import boolean, ca_file, host_port, metrics_url
+from exporter.settings import boolean, ca_file, file_path, host_port, metrics_url
 
 ENV_PREFIX: Final = "AUTOSCALER_"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -279,13 +279,6 @@ def port(value: str) -> int:
     if number > 65535:
         raise argparse.ArgumentTypeError(f"expected a port in 1..65535, got {value!r}")
     return number
-
-
-def file_path(value: str) -> Path:
-    """A path, not checked here (the component that reads it says what is wrong); never empty."""
-    if not value.strip():
-        raise argparse.ArgumentTypeError("expected a file path, got an empty value")
-    return Path(value.strip())
 
 
 def token_file(value: str) -> Path:

@@ -132,9 +132,17 @@ def metrics_url(value: str) -> str:
     return value.strip()
 
 
+def file_path(value: str) -> Path:
+    """A path, not checked here (the component that reads it says what is wrong); never empty: a templated
+    variable left empty was the path `.`, whose error then named something else. Both commands' `FILE`s."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("expected a file path, got an empty value")
+    return Path(value.strip())
+
+
 def ca_file(value: str) -> Path:
     """A readable PEM bundle: checked now, so a wrong path fails at start-up and not at every scrape."""
-    path = Path(value)
+    path = file_path(value)
     try:
         ssl.create_default_context(cafile=str(path))
     except (OSError, ssl.SSLError) as error:
@@ -219,7 +227,7 @@ _OPTIONS: Final = (
     _Option("--gpu-uuids", uuid_list, "comma-separated GPU UUIDs to report, as nvidia-smi -L prints them (a GPU's "
             "UUID includes its MIG devices; not NVIDIA_VISIBLE_DEVICES's all, none or indexes)",
             "every GPU visible to this container", "UUID,..."),
-    _Option("--gpu-pod-resources-socket", Path, "the kubelet's PodResources socket (hostPath "
+    _Option("--gpu-pod-resources-socket", file_path, "the kubelet's PodResources socket (hostPath "
             "/var/lib/kubelet/pod-resources/kubelet.sock): report only the GPUs the kubelet gave this pod; needs "
             "--gpu-pod-name and --gpu-pod-namespace and the grpcio package", "off", "SOCKET"),
     _Option("--gpu-pod-resources-wait", seconds, "seconds to wait at start for a kubelet that does not answer "

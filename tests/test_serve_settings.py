@@ -172,6 +172,8 @@ BAD_VARIABLES = [
     ("AUTOSCALER_DELETION_COST", "maybe", "on, off"),
     ("AUTOSCALER_INSECURE_DEV", "sometimes", "true or false"),
     ("AUTOSCALER_CONFIG", "", "file path"),
+    ("AUTOSCALER_EXPORTER_CA_FILE", "", "expected a file path, got an empty value"),
+    ("AUTOSCALER_PROMETHEUS_CA_FILE", " ", "expected a file path, got an empty value"),
     ("AUTOSCALER_LOG_LEVEL", "LOUD", "DEBUG"),
     ("AUTOSCALER_REFRESH_NICE", "20", "0 to 19"),
 ]

@@ -110,3 +110,18 @@ def test_a_misspelt_variable_ending_in_port_is_named_but_a_service_link_is_not()
     assert len(lines) == 2, result.stderr  # the warning, then the busy port
     assert ("WARNING exporter: environment variable EXPORTER_LISTEN_PORT is not a setting (did you mean "
             "EXPORTER_LISTEN?); ignored") in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(("args", "variables", "named"), [
+    ([], {"EXPORTER_GPU_POD_RESOURCES_SOCKET": ""}, "environment variable EXPORTER_GPU_POD_RESOURCES_SOCKET"),
+    ([], {"EXPORTER_MODELMESH_CA_FILE": " "}, "environment variable EXPORTER_MODELMESH_CA_FILE"),
+    (["--gpu-pod-resources-socket", ""], {}, "argument --gpu-pod-resources-socket"),
+    (["--modelmesh-ca-file", ""], {}, "argument --modelmesh-ca-file"),
+], ids=["socket-variable", "ca-variable", "socket-flag", "ca-flag"])
+def test_an_empty_path_is_one_line_saying_so(args: list[str], variables: dict[str, str], named: str) -> None:
+    """A templated variable left empty was taken as the path `.`: the socket's error was about two other settings
+    (--gpu-pod-name and --gpu-pod-namespace), the CA file's "[Errno 21] Is a directory"."""
+    result = start_on_busy_port(*args, variables=variables)
+    assert result.returncode == 2, result.stderr
+    [line] = [line for line in result.stderr.splitlines() if line.strip()]
+    assert line == f"modelmesh-exporter: error: {named}: expected a file path, got an empty value", line
