@@ -44,9 +44,14 @@ def serve_with(tmp_path: Path, config: Path) -> tuple[int, list[str]]:
         ("target_rps_per_pod: 120", ["'target_rps_per_pod'", "under 'defaults:'"]),
         ("defaults: {namespace: a, deployment: b, max_replicas: 3}",
          ["defaults", "'namespace'", "'runtimes:' entry"]),
+        # Said "deployment must be a non-empty string, got None", never naming the key written.
+        ("runtimes:\n  - {namespace: a, deploymnet: b, max_replicas: 3}\n",
+         ["runtimes[0]: unknown key 'deploymnet' (did you mean 'deployment'?)"]),
+        ("runtimes:\n  - {namespace: a, deployment: b, max_replicsa: 3}\n",
+         ["runtimes[0] (a/b): unknown key 'max_replicsa' (did you mean 'max_replicas'?)"]),
     ],
     ids=["percent_ratio", "ratio_as_percent", "milliseconds", "minutes_in_a_runtime", "key_at_top_level",
-         "runtime_under_defaults"],
+         "runtime_under_defaults", "misspelt_deployment", "misspelt_key_in_a_runtime"],
 )
 def test_a_policy_file_mistake_is_one_line_naming_key_value_and_fix(
     tmp_path: Path, text: str, expected: list[str]

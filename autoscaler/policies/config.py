@@ -32,6 +32,7 @@ from autoscaler.policies.policy_values import (
     apply_overrides,
     check_policy,
     closest_field,
+    closest_name,
     parse_field,
     policy_problem,
     show_value,
@@ -231,6 +232,7 @@ def parse_policy_book(document: object, source: str, base: RuntimePolicy | None 
         namespace, deployment = overrides.pop("namespace", None), overrides.pop("deployment", None)
         for name, value in (("namespace", namespace), ("deployment", deployment)):
             if not isinstance(value, str) or not value:
+                _refuse_unknown_entry_key(overrides, f"{source}: {where}")
                 raise ConfigError(f"{source}: {where}: {name} must be a non-empty string, got {value!r}")
         key = RuntimeKey(str(namespace), str(deployment))
         if key in runtimes:
@@ -238,6 +240,18 @@ def parse_policy_book(document: object, source: str, base: RuntimePolicy | None 
         runtimes[key] = _layer(defaults, overrides, source, f"{where} ({key})")
         origins[key] = {**default_origins, **_origins_of(overrides, f"{source}: {where}")}
     return PolicyBook(defaults=defaults, runtimes=runtimes, origins=origins)
+
+
+_ENTRY_KEYS: Final = ("namespace", "deployment", *FIELDS)
+
+
+def _refuse_unknown_entry_key(entry: Mapping[object, object], where: str) -> None:
+    """Name a `runtimes:` entry's unknown key, with the policy keys' hint: a misspelt `deploymnet:` was said as
+    "deployment must be a non-empty string, got None", which never named the key written."""
+    for key in entry:
+        if str(key) not in _ENTRY_KEYS:
+            close = closest_name(str(key), _ENTRY_KEYS)
+            raise ConfigError(f"{where}: unknown key {key!r}" + (f" (did you mean {close!r}?)" if close else ""))
 
 
 def _origins_of(overrides: object, origin: str) -> dict[str, str]:
