@@ -1,8 +1,9 @@
 """NVML failures a real node shows, from the fake NVML up to what the adapter reads: the exporter's /metrics as
 Prometheus takes it (promtool-clean; which series, `collector_success`, the error counter, the GPU freshness
 timestamp) and the same text read by the adapter's own reader (`read_exporter_text`). A GPU that cannot be
-read must never read as an idle one: its pod's GPU busy is either the GPUs that still answer or unknown, and
-the GPU freshness stops advancing while the collector fails, so the adapter holds rather than scales down.
+read must never read as an idle one: while the collector fails, the pod's GPU busy is unknown (the GPUs that
+still answer are not the pod: a lost busy GPU beside an idle one read the pod idle), and the GPU freshness stops
+advancing, so the adapter holds rather than scales down.
 
 Faults: NVML_ERROR_GPU_IS_LOST on one GPU mid-run, NVML_ERROR_DRIVER_NOT_LOADED at start, NVML_ERROR_TIMEOUT
 from a GPU, a GPU that is gone after a driver reload, and NVML_ERROR_NO_PERMISSION from one GPU's memory query.
@@ -132,8 +133,24 @@ def test_a_gpu_lost_mid_run_is_never_read_as_idle(fake: FakeNvml, exporter: Expo
     assert exporter.series(names.GPU_BUSY_RATIO) == {"0": pytest.approx(0.8)}  # GPU 1's series is gone
     assert exporter.gpu_success() == 0
     assert exporter.nvml_errors() >= 1
-    assert [pod.gpu_busy for pod in read] == [pytest.approx(0.8)] * 60  # the GPU still answering, never 0
-    assert {pod.gpu_sampled_at for pod in read} == {START}  # not fresh: the adapter's max age runs out
+    assert {(pod.gpu_busy, pod.gpu_sampled_at) for pod in read} == {(None, None)}  # unknown, never 0 nor GPU 0's
+
+
+def test_a_lost_busy_gpu_beside_an_idle_one_is_unknown_not_the_idle_ones_busy(
+    fake: FakeNvml, exporter: Exporter
+) -> None:
+    """The adapter averaged the GPUs still served, with the success time of the pass before, still fresh: a pod
+    whose 90%-busy GPU fell off the bus read as its idle neighbour's 5% until that time aged past
+    max_staleness_s, lowering the runtime's GPU busy and the pod's need."""
+    fake.set_gpu(0, util=5)
+    fake.set_gpu(1, util=90)
+    before = run_for(exporter, 3)[-1]
+    assert before.gpu_busy == pytest.approx(0.475)  # (0.05 + 0.90) / 2
+
+    fake.set_gpu(1, error=GPU_IS_LOST)
+    after = run_for(exporter, 1)[-1]
+    assert exporter.series(names.GPU_BUSY_RATIO) == {"0": pytest.approx(0.05)}
+    assert (after.gpu_busy, after.gpu_sampled_at) == (None, None)  # read 0.05, sampled a second before
 
 
 def test_the_driver_not_loaded_at_start_is_no_gpu_signal_then_the_gpus_once_it_loads(
@@ -163,8 +180,7 @@ def test_an_nvml_timeout_drops_that_gpu_until_it_answers_again(fake: FakeNvml, e
 
     assert exporter.series(names.GPU_BUSY_RATIO) == {"0": pytest.approx(0.8)}
     assert exporter.gpu_success() == 0
-    assert [pod.gpu_busy for pod in read] == [pytest.approx(0.8)] * 5
-    assert {pod.gpu_sampled_at for pod in read} == {START}
+    assert {(pod.gpu_busy, pod.gpu_sampled_at) for pod in read} == {(None, None)}
 
     fake.set_gpu(1, samples_error=0, util_error=0)
     read = run_for(exporter, 31)
@@ -193,9 +209,8 @@ def test_a_gpu_gone_after_a_driver_reload_is_a_failure_not_a_smaller_node(
 
     assert exporter.series(names.GPU_BUSY_RATIO) == {"0": pytest.approx(0.8)}
     assert exporter.gpu_success() == 0
-    # Unknown while NVML is down, then GPU 0's busy with the last good time before the reload: never fresh.
-    assert {pod.gpu_sampled_at for pod in read} == {None, START}
-    assert read[-1].gpu_busy == pytest.approx(0.8)
+    # Unknown while NVML is down, and while GPU 1 is lost: never GPU 0's busy alone.
+    assert {(pod.gpu_busy, pod.gpu_sampled_at) for pod in read} == {(None, None)}
 
     fake.add_gpu(util=60)  # it is back (a reset that worked)
     assert fake.gpus[1].uuid == default_uuid(1)
