@@ -75,6 +75,8 @@ async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_byte
         raise FetchError(names.REASON_CONNECT, f"{url}: {error.os_error}; {CONNECT_HINT}") from error
     except aiohttp.ClientPayloadError as error:
         raise FetchError(names.REASON_PARSE, f"incomplete body from {url}: {error}") from error
+    except aiohttp.TooManyRedirects as error:
+        raise FetchError(names.REASON_HTTP, f"{url}: {redirects_said(error)}") from error
     except aiohttp.ClientError as error:
         raise FetchError(names.REASON_CONNECT, f"{url}: {error}") from error
     try:
@@ -94,6 +96,13 @@ def tls_detail(url: str, error: BaseException) -> str:
         return f"{url}: {cause.reason}; {PLAIN_HINT}"
     return f"{url}: {error}"
 
+
+def redirects_said(error: aiohttp.TooManyRedirects) -> str:
+    """A redirect loop, said with where it went, as the exporter says its own (`http`, not `connect`): aiohttp's
+    words for it are `0, message=''`, and the exporter did answer, so the connect hint would point the wrong way.
+    Kept here rather than shared with `exporter.collectors.modelmesh`, whose wording names ModelMesh's port."""
+    targets = dict.fromkeys(response.headers.get(aiohttp.hdrs.LOCATION, "?") for response in error.history)
+    return f"too many redirects ({len(error.history)}), to {', '.join(targets)}"
 
 
 async def _read_capped(response: aiohttp.ClientResponse, url: str, max_bytes: int) -> bytes:

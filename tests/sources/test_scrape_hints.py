@@ -77,3 +77,16 @@ async def test_an_http_error_says_what_it_means(aiohttp_server: AiohttpServer, s
     reason, detail = await said(f"http://127.0.0.1:{port}/metrics")
     assert reason == "http"
     assert f"HTTP {status}" in detail and hint in detail, detail
+
+
+async def test_a_redirect_loop_is_an_http_error_that_says_where_it_went(aiohttp_server: AiohttpServer) -> None:
+    """Before, aiohttp's TooManyRedirects fell through as reason `connect` with `0, message=''`, sending the
+    operator to the "nothing accepts connections" hint although the exporter did answer."""
+    async def loop(request: web.Request) -> web.Response:
+        raise web.HTTPFound(location="/metrics")
+
+    port = await serve(aiohttp_server, loop)
+    reason, detail = await said(f"http://127.0.0.1:{port}/metrics")
+    assert reason == "http"
+    assert "too many redirects (" in detail and "to /metrics" in detail, detail
+    assert "message=''" not in detail, detail
