@@ -22,6 +22,7 @@ def test_the_page_says_the_file_is_read_again_when_it_changes() -> None:
     assert "read once" not in section, section
     assert "read again when it changes" in section, section
     assert "keeps the last good" in section, section
+    assert "two refreshes in a row" in section and "by rename" in section, section
 
 
 async def test_what_the_page_says_is_what_the_adapter_does(tmp_path: Path) -> None:
@@ -31,7 +32,9 @@ async def test_what_the_page_says_is_what_the_adapter_does(tmp_path: Path) -> No
     discovery = StaticTargetsDiscovery(path)
     await discovery.start()
     path.write_text(entry.format("modelmesh-serving-bb"))  # another size: a change even where mtimes are coarse
+    discovery.inventory()  # written in place: used once two refreshes in a row find it unchanged
     assert [key.deployment for key in discovery.inventory()] == ["modelmesh-serving-bb"]
     path.write_text("runtimes: [")
+    discovery.inventory()
     assert [key.deployment for key in discovery.inventory()] == ["modelmesh-serving-bb"]
     await discovery.close()

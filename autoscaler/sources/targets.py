@@ -129,39 +129,73 @@ def load_targets(path: Path) -> dict[RuntimeKey, RuntimeInventory]:
     return inventory
 
 
+_Stamp = tuple[int, int, int, int]
+"""(device, inode, mtime_ns, size): a new inode is a file renamed into place, whole; the same inode with a new
+mtime or size is a file written in place, which may be caught half-written."""
+
+
 class StaticTargetsDiscovery:
     """A `PodDiscovery` over a fixed inventory read from a targets file."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
         self._inventory: dict[RuntimeKey, RuntimeInventory] = {}
-        self._stamp: tuple[int, int] | None = None
+        self._stamp: _Stamp | None = None
+        self._pending: _Stamp | None = None
 
     @property
     def healthy(self) -> bool:
         return True
 
-    def _file_stamp(self) -> tuple[int, int] | None:
+    def _file_stamp(self) -> _Stamp | None:
         try:
             stat = self._path.stat()
         except OSError:
             return None
-        return stat.st_mtime_ns, stat.st_size
+        return stat.st_dev, stat.st_ino, stat.st_mtime_ns, stat.st_size
 
     async def start(self) -> None:
         self._stamp = self._file_stamp()
         self._inventory = load_targets(self._path)
 
     def inventory(self) -> dict[RuntimeKey, RuntimeInventory]:
-        """The inventory, read again first if the file changed since (one `stat` per call otherwise)."""
+        """The inventory, read again first if the file changed since and is whole (one `stat` per call otherwise)."""
         stamp = self._file_stamp()
-        if stamp is not None and stamp != self._stamp:
+        if stamp is not None and stamp != self._stamp and self._settled(stamp):
             self._stamp = stamp
             try:
-                self._inventory = load_targets(self._path)
+                inventory = load_targets(self._path)
             except TargetsFileError as error:
                 log.warning("targets file changed but cannot be used; keeping the last good one: %s", error)
+            else:
+                _log_changes(self._path, self._inventory, inventory)
+                self._inventory = inventory
         return self._inventory
+
+    def _settled(self, stamp: _Stamp) -> bool:
+        """Whether a changed file may be read now. One renamed into place (a ConfigMap's symlink swap, an atomic
+        writer: a new inode) is whole, so at once. One written in place may be caught mid-write, still valid YAML
+        with runtimes missing, which dropped them for a refresh (their HPAs got 404) and brought them back with
+        no memory; so it is read only once two checks in a row find it unchanged."""
+        if self._stamp is None or stamp[:2] != self._stamp[:2]:
+            return True
+        settled, self._pending = stamp == self._pending, stamp
+        return settled
 
     async def close(self) -> None:
         return None
+
+
+def _log_changes(path: Path, old: dict[RuntimeKey, RuntimeInventory],
+                 new: dict[RuntimeKey, RuntimeInventory]) -> None:
+    """One line per reload that changed anything, so a runtime that drops out or comes back is never silent."""
+    def pods(inventory: dict[RuntimeKey, RuntimeInventory]) -> set[str]:
+        return {f"{key}/{pod.name}" for key, entry in inventory.items() for pod in entry.pods}
+
+    changes = [(what, sorted(names)) for what, names in (
+        ("added runtimes", {str(key) for key in new.keys() - old.keys()}),
+        ("removed runtimes", {str(key) for key in old.keys() - new.keys()}),
+        ("added pods", pods(new) - pods(old)), ("removed pods", pods(old) - pods(new))) if names]
+    if changes:
+        log.info("targets file %s read again: %s", path,
+                 "; ".join(f"{what} {', '.join(names)}" for what, names in changes))

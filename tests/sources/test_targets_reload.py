@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -19,9 +20,12 @@ def targets(*names: str) -> str:
 
 
 def touch_later(path: Path, text: str, step: int) -> None:
-    path.write_text(text)
+    """Replace the file by a rename, as a ConfigMap's symlink swap or an atomic writer does: used at once."""
+    staged = path.with_suffix(".staged")
+    staged.write_text(text)
     stamp = path.stat().st_mtime_ns + step * 1_000_000_000  # a new mtime even on coarse file systems
-    os.utime(path, ns=(stamp, stamp))
+    os.utime(staged, ns=(stamp, stamp))
+    os.replace(staged, path)
 
 
 async def test_added_and_removed_pods_show_up_and_a_broken_edit_keeps_the_last_good(
@@ -96,3 +100,52 @@ def test_an_unknown_key_is_named_with_the_file_the_entry_and_the_one_meant(
     with pytest.raises(TargetsFileError) as raised:
         load_targets(path)
     assert str(raised.value) == f"{path}: {says}"
+
+
+def two_runtimes(*names: str) -> str:
+    other = ("  - namespace: default\n    deployment: modelmesh-serving-other\n"
+             "    pods: [{name: other-0, url: 'http://127.0.0.1:1/metrics'}]\n")
+    return "runtimes:\n" + other + targets(*names).removeprefix("runtimes:\n")
+
+
+def write_in_place(path: Path, text: str, step: int) -> None:
+    """Truncate and write the same file (same inode), as `cat new > targets.yaml` or a slow writer does."""
+    with path.open("r+") as file:
+        file.truncate(0)
+        file.write(text)
+    stamp = path.stat().st_mtime_ns + step * 1_000_000_000
+    os.utime(path, ns=(stamp, stamp))
+
+
+async def test_a_file_caught_half_written_in_place_is_not_used(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A targets file rewritten in place was used as the reload found it: half-written (still valid YAML, the
+    second runtime not there yet), the runtime dropped out for a refresh, its HPA got 404, and it came back with
+    no memory. A file changed in place is used only once two checks in a row find it unchanged."""
+    caplog.set_level(logging.INFO, "autoscaler.sources.targets")
+    path = tmp_path / "targets.yaml"
+    whole = two_runtimes("demo-0", "demo-1")
+    path.write_text(whole)
+    discovery = StaticTargetsDiscovery(path)
+    await discovery.start()
+    write_in_place(path, whole[:whole.index("  - namespace: default\n    deployment: modelmesh-serving-demo")], 1)
+    assert KEY in discovery.inventory()  # the refresh that catches it half-written keeps the runtime
+    write_in_place(path, two_runtimes("demo-0", "demo-1", "demo-2"), 2)
+    assert [p.name for p in discovery.inventory()[KEY].pods] == ["demo-0", "demo-1"]  # just changed: not yet
+    assert [p.name for p in discovery.inventory()[KEY].pods] == ["demo-0", "demo-1", "demo-2"]  # settled: used
+    assert "added pods default/modelmesh-serving-demo/demo-2" in caplog.text, caplog.text
+    assert "modelmesh-serving-other" not in caplog.text, caplog.text  # never said removed: it never was
+
+
+async def test_a_reload_says_which_runtimes_and_pods_it_added_and_removed(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "autoscaler.sources.targets")
+    path = tmp_path / "targets.yaml"
+    path.write_text(two_runtimes("demo-0", "demo-1"))
+    discovery = StaticTargetsDiscovery(path)
+    await discovery.start()
+    touch_later(path, targets("demo-1", "demo-2"), 1)
+    assert [p.name for p in discovery.inventory()[KEY].pods] == ["demo-1", "demo-2"]
+    assert "removed runtimes default/modelmesh-serving-other" in caplog.text, caplog.text
+    assert "added pods default/modelmesh-serving-demo/demo-2" in caplog.text, caplog.text
+    assert "removed pods default/modelmesh-serving-demo/demo-0" in caplog.text, caplog.text
