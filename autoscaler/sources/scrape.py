@@ -58,6 +58,12 @@ REASON_NO_EXPORTER: Final = "no_exporter"
 (`PodTarget.undeclared_exporter_port`)."""
 
 
+REASON_GARBAGE: Final = "garbage"
+"""An answer with no usable ModelMesh reading, as the Prometheus source names its garbled values."""
+_GARBLED: Final = ("answered, but with no usable ModelMesh reading (a request rate that is NaN, infinite or "
+                   "negative, or missing, or no modelmesh last-success timestamp): its load signals are held")
+
+
 class ScrapeSource:
     name = "scrape"
 
@@ -156,16 +162,35 @@ class ScrapeSource:
                 self._failed(key, pod, names.REASON_TIMEOUT,
                              f"{pod.url}: no answer before the refresh deadline of {self._deadline_s:g} s", now)
                 raise
+        self._note_clock((key, pod.name), offset)
+        if sample.sampled_at is None and (key, pod.name) in self._last_good:
+            return key, self._garbled(key, pod, sample, now)
         failing = self._failing.get(key)
         if failing is not None:
             failing.pop(pod.name, None)
         if self._retries.succeeded((key, pod.name)):
             self._news.recovered(f"{key}/{pod.name}")
-        self._note_clock((key, pod.name), offset)
-        if sample.sampled_at is None and (key, pod.name) in self._last_good:
-            return key, self._fallback(key, pod)
         self._last_good[(key, pod.name)] = sample
         return key, sample
+
+    def _garbled(self, key: RuntimeKey, pod: PodTarget, sample: PodSample, now: float) -> PodSample:
+        """An answer that parses but has no usable ModelMesh reading (a NaN rate, no ModelMesh success time),
+        from a pod that had one: its load signals are held, as for a failed scrape, but it is counted (`garbage`,
+        as the Prometheus source counts its garbled values), shown in /debug and logged when it starts, where it
+        used to turn stale without a word. Its GPU reading, judged fresh on its own, is kept. No backoff: the
+        exporter answers, and its GPU reading is wanted at every refresh."""
+        self.errors[REASON_GARBAGE] += 1
+        failing = self._failing.setdefault(key, {})
+        started = failing.get(pod.name)
+        if started is None or started.reason != REASON_GARBAGE:
+            self._news.failed(f"{key}/{pod.name}", REASON_GARBAGE, f"{pod.url}: {_GARBLED}")
+        failing[pod.name] = SourceProblem(REASON_GARBAGE, f"{pod.url}: {_GARBLED}",
+                                          now if started is None else started.since, pod.name)
+        held = self._fallback(key, pod)
+        if sample.gpu_sampled_at is not None:
+            held = replace(held, gpu_busy=sample.gpu_busy, gpu_sampled_at=sample.gpu_sampled_at)
+        self._last_good[(key, pod.name)] = held
+        return held
 
     def _note_without_exporter(self, pods: list[tuple[RuntimeKey, PodTarget]], now: float) -> None:
         """Keep, for /debug, the Ready pods that run no exporter, and say once when a runtime first has one:

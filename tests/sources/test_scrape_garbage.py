@@ -1,0 +1,70 @@
+"""An exporter that answers, but with no usable ModelMesh reading (a NaN request rate, or no ModelMesh success
+timestamp), is a source problem, as the Prometheus source's garbage values are. Before, the pod silently turned
+stale: /debug `source.problems` was empty, `source_errors_total` counted nothing, no log line named the pod, and
+the pod's fresh GPU reading was thrown away with the load signals ("gpu missing"), although GPU freshness is
+judged on its own.
+
+A real exporter stand-in on a real socket, whose answer the test changes between refreshes.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from aiohttp import web
+from pytest_aiohttp import AiohttpServer
+
+from autoscaler.model import RuntimeKey
+from autoscaler.sources.base import PodTarget, RuntimeInventory
+from autoscaler.sources.scrape import ScrapeSource
+from tests.sources.static_discovery import StaticDiscovery
+
+KEY = RuntimeKey("ml", "modelmesh-serving-nan")
+
+
+def exposition(rps: str, gpu: float, modelmesh_timestamp: bool = True) -> str:
+    now = time.time()
+    lines = [f'modelmesh_pod_gpu_busy_ratio{{gpu="0",uuid="GPU-0"}} {gpu}',
+             'modelmesh_exporter_collector_success{collector="modelmesh"} 1',
+             'modelmesh_exporter_collector_success{collector="gpu"} 1',
+             f'modelmesh_exporter_last_success_timestamp_seconds{{collector="gpu"}} {now - 0.5}',
+             f"modelmesh_exporter_time_seconds {now}", f"modelmesh_pod_requests_per_second {rps}",
+             "modelmesh_pod_queue_delay_seconds 0", "modelmesh_pod_cache_used_ratio 0.5"]
+    if modelmesh_timestamp:
+        lines.append(f'modelmesh_exporter_last_success_timestamp_seconds{{collector="modelmesh"}} {now - 0.5}')
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("garbled", [{"rps": "NaN"}, {"modelmesh_timestamp": False}], ids=["nan-rate", "no-ts"])
+async def test_an_answer_with_no_usable_modelmesh_reading_is_a_counted_problem_and_keeps_the_gpu(
+        aiohttp_server: AiohttpServer, garbled: dict[str, object], caplog: pytest.LogCaptureFixture) -> None:
+    answer = {"text": exposition("40", 0.5)}
+
+    async def exporter(request: web.Request) -> web.Response:
+        return web.Response(text=answer["text"])
+
+    app = web.Application()
+    app.router.add_get("/metrics", exporter)
+    server = await aiohttp_server(app)
+    url = f"http://127.0.0.1:{server.port}/metrics"
+    source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, (PodTarget("nan-0", True, url),))]), timeout_s=5.0)
+    try:
+        [good] = await source.collect(time.time())
+        assert good.pods[0].requests_per_second == 40.0
+        answer["text"] = exposition(**{"rps": "40", "gpu": 0.9, **garbled})  # type: ignore[arg-type]
+        [held] = await source.collect(time.time())
+        [problem] = source.problems(KEY)
+        assert (problem.reason, problem.pod) == ("garbage", "nan-0"), problem
+        assert "no usable ModelMesh reading" in problem.detail, problem.detail
+        assert source.errors["garbage"] == 1
+        assert "nan-0" in caplog.text
+        pod = held.pods[0]
+        assert pod.requests_per_second == 40.0 and pod.sampled_at == good.pods[0].sampled_at  # held
+        assert pod.gpu_busy == 0.9  # the fresh GPU reading, not the held one
+        assert pod.gpu_sampled_at is not None and pod.gpu_sampled_at > good.pods[0].sampled_at  # type: ignore[operator]
+        answer["text"] = exposition("40", 0.9)
+        await source.collect(time.time())
+        assert source.problems(KEY) == ()  # answered in full again: no longer a problem
+    finally:
+        await source.close()
