@@ -58,6 +58,9 @@ REASON_NO_EXPORTER: Final = "no_exporter"
 (`PodTarget.undeclared_exporter_port`)."""
 
 
+REASON_NOT_SCRAPED: Final = "not_scraped"
+"""A `SourceProblem`'s reason, not an error: the pod's scrape was still queued behind --scrape-concurrency when
+the refresh's deadline passed, so it was never sent."""
 REASON_GARBAGE: Final = "garbage"
 """An answer with no usable ModelMesh reading, as the Prometheus source names its garbled values."""
 _GARBLED: Final = ("answered, but with no usable ModelMesh reading (a request rate that is NaN, infinite or "
@@ -96,11 +99,15 @@ class ScrapeSource:
         self._retries = retries or ScrapeRetries()
         self.errors: Counter[str] = Counter()
         self.reads = 0
-        """Scrapes tried so far, failed or not (`modelmesh_autoscaler_source_reads_total`)."""
+        """Scrapes sent so far, failed or not (`modelmesh_autoscaler_source_reads_total`); not those still queued
+        at a refresh's deadline, which were never tried."""
         self._news = ScrapeNews()
         self._failing: dict[RuntimeKey, dict[str, SourceProblem]] = {}  # pods whose last scrape failed, by runtime
         self._without_exporter: dict[RuntimeKey, dict[str, SourceProblem]] = {}  # Ready pods with no sidecar
         self._discovery_outage = DiscoveryOutage()
+        self._sent: set[_PodKey] = set()  # this refresh's pods whose scrape left the concurrency queue
+        self._unsent: set[_PodKey] = set()  # pods still queued at the last refresh's deadline
+        self._queued_said = False
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -116,15 +123,21 @@ class ScrapeSource:
         samples = {(key, pod.name): self._fallback(key, pod) for key, pod in pods}
         due = [(key, pod) for key, pod in pods
                if pod.url is not None and pod.ready and self._retries.due((key, pod.name), now)]
-        # Pods not failing first: the semaphore admits waiters in order.
-        due.sort(key=lambda entry: self._retries.failures((entry[0], entry[1].name)))
-        tasks = [asyncio.create_task(self._pod_sample(key, pod, now)) for key, pod in due]
-        self.reads += len(tasks)
+        # Pods not failing first, and of those, the ones left unsent last time: the semaphore admits waiters in
+        # order, so without the second key the same pods were last at every refresh, and starved for good.
+        left = self._unsent
+        due.sort(key=lambda entry: (self._retries.failures((entry[0], entry[1].name)), (entry[0], entry[1].name)
+                                    not in left))
+        self._sent = set()
+        tasks = {asyncio.create_task(self._pod_sample(key, pod, now)): (key, pod) for key, pod in due}
+        self._unsent = set()
         if tasks:
             done, pending = await asyncio.wait(tasks, timeout=self._deadline_s)
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
+            self._not_sent([tasks[task] for task in pending if (tasks[task][0], tasks[task][1].name)
+                            not in self._sent], now)
             self._news.flush()
             for task in done:
                 key, sample = task.result()
@@ -151,8 +164,28 @@ class ScrapeSource:
             return PodSample(name=pod.name, ready=pod.ready, created_at=pod.created_at)
         return _with_readiness(remembered, pod)
 
+    def _not_sent(self, queued: list[tuple[RuntimeKey, PodTarget]], now: float) -> None:
+        """The pods still queued behind the concurrency bound when the refresh's deadline passed: never sent, so
+        no scrape tried nor failed, and nothing the exporter did; said so in /debug, and logged when it starts,
+        with the flag to raise. They go first at the next refresh."""
+        detail = (f"not scraped: the refresh's {self._deadline_s:g} s ran out with {len(queued)} scrapes still "
+                  f"queued behind --scrape-concurrency ({self._concurrency}); raise it, or --scrape-timeout is "
+                  f"too long for this fleet")
+        for key, pod in queued:
+            failing = self._failing.setdefault(key, {})
+            started = failing.get(pod.name)
+            failing[pod.name] = SourceProblem(REASON_NOT_SCRAPED, detail, now if started is None else started.since,
+                                              pod.name)
+            self._unsent.add((key, pod.name))
+        if queued and not self._queued_said:
+            log.warning("%d pods %s; they hold their last good samples and go first at the next refresh",
+                        len(queued), detail)
+        self._queued_said = bool(queued)
+
     async def _pod_sample(self, key: RuntimeKey, pod: PodTarget, now: float) -> tuple[RuntimeKey, PodSample]:
         async with self._limit:
+            self.reads += 1
+            self._sent.add((key, pod.name))
             try:
                 sample, offset = await self._scrape(pod)
             except FetchError as error:
