@@ -122,11 +122,11 @@ class ScrapeSource:
         self._note_without_exporter(pods, now)
         samples = {(key, pod.name): self._fallback(key, pod) for key, pod in pods}
         due = [(key, pod) for key, pod in pods
-               if pod.url is not None and pod.ready and self._retries.due((key, pod.name), now)]
+               if pod.url is not None and pod.ready and self._retries.due(_streak(key, pod), now)]
         # Pods not failing first, and of those, the ones left unsent last time: the semaphore admits waiters in
         # order, so without the second key the same pods were last at every refresh, and starved for good.
         left = self._unsent
-        due.sort(key=lambda entry: (self._retries.failures((entry[0], entry[1].name)), (entry[0], entry[1].name)
+        due.sort(key=lambda entry: (self._retries.failures(_streak(*entry)), (entry[0], entry[1].name)
                                     not in left))
         self._sent = set()
         tasks = {asyncio.create_task(self._pod_sample(key, pod, now)): (key, pod) for key, pod in due}
@@ -201,7 +201,7 @@ class ScrapeSource:
         failing = self._failing.get(key)
         if failing is not None:
             failing.pop(pod.name, None)
-        if self._retries.succeeded((key, pod.name)):
+        if self._retries.succeeded(_streak(key, pod)):
             self._news.recovered(f"{key}/{pod.name}")
         self._last_good[(key, pod.name)] = sample
         return key, sample
@@ -257,7 +257,7 @@ class ScrapeSource:
         failing = self._failing.setdefault(key, {})
         started = failing.get(pod.name)
         failing[pod.name] = SourceProblem(reason, detail, now if started is None else started.since, pod.name)
-        if self._retries.failed((key, pod.name), now) == 1:
+        if self._retries.failed(_streak(key, pod), now) == 1:
             self._news.failed(f"{key}/{pod.name}", reason, detail)
 
     def _note_clock(self, pod: _PodKey, offset: float) -> None:
@@ -295,7 +295,7 @@ class ScrapeSource:
                 del failing[name]
             if not failing:
                 del self._failing[runtime]
-        self._retries.forget_all_but(known)
+        self._retries.forget_all_but(_streak(key, pod) for key, runtime in inventory.items() for pod in runtime.pods)
 
     def problems(self, key: RuntimeKey) -> tuple[SourceProblem, ...]:
         """What fails now, for /debug: discovery out of date, each of the runtime's pods whose last scrape
@@ -307,6 +307,12 @@ class ScrapeSource:
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
+
+
+def _streak(key: RuntimeKey, pod: PodTarget) -> tuple[RuntimeKey, str, str | None]:
+    """A pod's failure streak is its URL's too: a URL fixed in the targets file (or a pod's new IP) is a new
+    address, tried at once, not after the old one's backoff (up to a minute with no fresh reading)."""
+    return key, pod.name, pod.url
 
 
 def _with_readiness(sample: PodSample, pod: PodTarget) -> PodSample:

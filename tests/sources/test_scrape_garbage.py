@@ -68,3 +68,30 @@ async def test_an_answer_with_no_usable_modelmesh_reading_is_a_counted_problem_a
         assert source.problems(KEY) == ()  # answered in full again: no longer a problem
     finally:
         await source.close()
+
+
+async def test_fixing_a_pods_url_ends_its_backoff(aiohttp_server: AiohttpServer) -> None:
+    """A pod whose URL was wrong (here a 404) and is then corrected waited out the old URL's backoff (up to 60 s,
+    `fresh: false`) because the streak was keyed by runtime and pod name only; it is keyed by URL too."""
+    async def exporter(request: web.Request) -> web.Response:
+        return web.Response(text=exposition("40", 0.5))
+
+    app = web.Application()
+    app.router.add_get("/metrics", exporter)
+    server = await aiohttp_server(app)
+    refused = await aiohttp_server(web.Application())
+    wrong = f"http://127.0.0.1:{refused.port}/nothing/here"  # 404: a failure that starts a streak
+    discovery = StaticDiscovery([RuntimeInventory(KEY, (PodTarget("p-0", True, wrong),))])
+    source = ScrapeSource(discovery, timeout_s=5.0)
+    try:
+        start = time.time()
+        for step in range(3):  # a streak of three: the next try is well past the refresh below
+            await source.collect(start + 20 * step)
+        assert [problem.reason for problem in source.problems(KEY)] == ["http"]
+        fixed = f"http://127.0.0.1:{server.port}/metrics"
+        discovery.set_runtime(RuntimeInventory(KEY, (PodTarget("p-0", True, fixed),)))
+        [snapshot] = await source.collect(start + 41)
+        assert snapshot.pods[0].requests_per_second == 40.0, snapshot.pods[0]
+        assert source.problems(KEY) == ()
+    finally:
+        await source.close()
