@@ -22,6 +22,7 @@ from typing import Any, Final
 
 import yaml
 
+from autoscaler.log_lists import few
 from autoscaler.model import RuntimeKey
 from autoscaler.policies import strict_yaml
 from autoscaler.policies.policy_values import closest_name
@@ -198,4 +199,4 @@ def _log_changes(path: Path, old: dict[RuntimeKey, RuntimeInventory],
         ("added pods", pods(new) - pods(old)), ("removed pods", pods(old) - pods(new))) if names]
     if changes:
         log.info("targets file %s read again: %s", path,
-                 "; ".join(f"{what} {', '.join(names)}" for what, names in changes))
+                 "; ".join(f"{what} {few(names)}" for what, names in changes))  # a fleet's names: a few, counted
