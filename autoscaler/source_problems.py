@@ -17,6 +17,9 @@ from autoscaler.model import RuntimeKey
 
 REASON_DISCOVERY: Final = "discovery"
 """A `SourceProblem`'s reason while pod discovery is out of date: every snapshot is `source_ok=False`."""
+REASON_GARBAGE: Final = "garbage"
+"""A value or an answer that is no usable reading (NaN, infinite, negative, or a ModelMesh reading missing from an
+exporter's answer): counted by both sources under this reason; the exporter answered, so nothing backs off."""
 DISCOVERY_DETAIL: Final = ("pod discovery is out of date (the Kubernetes API unreachable, or a pod watch or the "
                            "Deployment read failing, e.g. refused by RBAC); values cannot fall until it recovers: the "
                            "adapter's log has its error ('Kubernetes discovery: ...')")

@@ -46,8 +46,9 @@ from pathlib import Path
 from urllib3.util.retry import Retry
 
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
+from autoscaler.source_problems import REASON_GARBAGE
 from autoscaler.sources.base import DiscoveryOutage, PodDiscovery, RuntimeInventory, SourceProblem, discovery_problem
-from autoscaler.sources.prometheus_answers import REASON_EMPTY, REASON_GARBAGE, PrometheusSourceError
+from autoscaler.sources.prometheus_answers import REASON_EMPTY, PrometheusSourceError
 from autoscaler.sources.prometheus_queries import (
     DCGM_GR_ENGINE_ACTIVE,
     FRESHNESS,

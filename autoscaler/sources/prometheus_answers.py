@@ -30,7 +30,6 @@ REASON_TLS: Final = names.REASON_TLS  # the certificate did not verify (as the s
 REASON_HTTP: Final = "http"  # an HTTP error status (bad query, Prometheus not ready, proxy 5xx, refused credentials)
 REASON_PARSE: Final = "parse"  # the body is not the query API's JSON
 REASON_EMPTY: Final = "empty"  # Ready pods exist but Prometheus has no series for any of them
-REASON_GARBAGE: Final = "garbage"  # one series' value is NaN, infinite, negative or not a number
 
 SUMMARY_CHARS: Final = 200
 """The most of a body quoted in a log line."""

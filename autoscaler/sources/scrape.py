@@ -29,6 +29,7 @@ import aiohttp
 
 from autoscaler.log_lists import NAMED, few
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
+from autoscaler.source_problems import REASON_GARBAGE
 from autoscaler.sources.base import (
     DiscoveryOutage,
     PodDiscovery,
@@ -61,8 +62,6 @@ REASON_NO_EXPORTER: Final = "no_exporter"
 REASON_NOT_SCRAPED: Final = "not_scraped"
 """A `SourceProblem`'s reason, not an error: the pod's scrape was still queued behind --scrape-concurrency when
 the refresh's deadline passed, so it was never sent."""
-REASON_GARBAGE: Final = "garbage"
-"""An answer with no usable ModelMesh reading, as the Prometheus source names its garbled values."""
 _GARBLED: Final = ("answered, but with no usable ModelMesh reading (a request rate that is NaN, infinite or "
                    "negative, or missing, or no modelmesh last-success timestamp): its load signals are held")
 

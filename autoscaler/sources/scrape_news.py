@@ -15,6 +15,7 @@ import logging
 from collections import defaultdict
 
 from autoscaler.log_lists import NAMED, few
+from autoscaler.source_problems import REASON_GARBAGE
 
 log = logging.getLogger("autoscaler.sources.scrape")
 
@@ -48,8 +49,8 @@ class ScrapeNews:
         self._failed, self._recovered = [], []
         if len(failed) + len(recovered) <= NAMED:
             for pod, reason, detail in failed:
-                log.warning("scrape of %s failed (%s): %s; holding its last good sample, retrying with backoff",
-                            pod, reason, detail)
+                log.warning("scrape of %s failed (%s): %s; holding its last good sample, %s", pod, reason, detail,
+                            _next_try(reason))
             for pod in recovered:
                 log.info("scrape of %s recovered", pod)
             return
@@ -57,8 +58,8 @@ class ScrapeNews:
         for pod, reason, detail in failed:
             by_reason[reason].append((pod, detail))
         for reason, pods in by_reason.items():
-            log.warning("scrapes of %d pods failed (%s): %s (e.g. %s: %s); holding their last good samples, "
-                        "retrying with backoff", len(pods), reason, few([pod for pod, _ in pods]), *pods[0])
+            log.warning("scrapes of %d pods failed (%s): %s (e.g. %s: %s); holding their last good samples, %s",
+                        len(pods), reason, few([pod for pod, _ in pods]), *pods[0], _next_try(reason))
         if recovered:
             log.info("scrapes of %d pods recovered: %s", len(recovered), few(recovered))
 
@@ -82,3 +83,9 @@ class ScrapeNews:
                 log.info("%s: the exporter's clock agrees with the adapter's again", pod)
         else:
             log.info("the exporters of %d pods have clocks that agree with the adapter's again: %s", len(ok), few(ok))
+
+
+def _next_try(reason: str) -> str:
+    """When the pod is read again: at every refresh for an answer without a usable reading (the exporter
+    answers, so nothing backs off), else with backoff."""
+    return "reading it again at every refresh" if reason == REASON_GARBAGE else "retrying with backoff"
