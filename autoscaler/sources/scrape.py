@@ -171,10 +171,7 @@ class ScrapeSource:
                   f"queued behind --scrape-concurrency ({self._concurrency}); raise it, or --scrape-timeout is "
                   f"too long for this fleet")
         for key, pod in queued:
-            failing = self._failing.setdefault(key, {})
-            started = failing.get(pod.name)
-            failing[pod.name] = SourceProblem(REASON_NOT_SCRAPED, detail, now if started is None else started.since,
-                                              pod.name)
+            self._problem(key, pod, REASON_NOT_SCRAPED, detail, now)
             self._unsent.add((key, pod.name))
         if queued and not self._queued_said:
             log.warning("%d pods %s; they hold their last good samples and go first at the next refresh",
@@ -212,12 +209,9 @@ class ScrapeSource:
         used to turn stale without a word. Its GPU reading, judged fresh on its own, is kept. No backoff: the
         exporter answers, and its GPU reading is wanted at every refresh."""
         self.errors[REASON_GARBAGE] += 1
-        failing = self._failing.setdefault(key, {})
-        started = failing.get(pod.name)
-        if started is None or started.reason != REASON_GARBAGE:
+        before = self._problem(key, pod, REASON_GARBAGE, f"{pod.url}: {_GARBLED}", now)
+        if before is None or before.reason != REASON_GARBAGE:
             self._news.failed(f"{key}/{pod.name}", REASON_GARBAGE, f"{pod.url}: {_GARBLED}")
-        failing[pod.name] = SourceProblem(REASON_GARBAGE, f"{pod.url}: {_GARBLED}",
-                                          now if started is None else started.since, pod.name)
         held = self._fallback(key, pod)
         if sample.gpu_sampled_at is not None:
             held = replace(held, gpu_busy=sample.gpu_busy, gpu_sampled_at=sample.gpu_sampled_at)
@@ -251,11 +245,18 @@ class ScrapeSource:
                         len(new), sum(map(len, new.values())), few(list(new)), _one_detail(next(iter(new.values()))))
         self._without_exporter = found
 
+    def _problem(self, key: RuntimeKey, pod: PodTarget, reason: str, detail: str,
+                 now: float) -> SourceProblem | None:
+        """Record what fails for the pod now (for /debug), failing since its first problem of this spell;
+        returns the problem it had before, if any."""
+        failing = self._failing.setdefault(key, {})
+        before = failing.get(pod.name)
+        failing[pod.name] = SourceProblem(reason, detail, now if before is None else before.since, pod.name)
+        return before
+
     def _failed(self, key: RuntimeKey, pod: PodTarget, reason: str, detail: str, now: float) -> None:
         self.errors[reason] += 1
-        failing = self._failing.setdefault(key, {})
-        started = failing.get(pod.name)
-        failing[pod.name] = SourceProblem(reason, detail, now if started is None else started.since, pod.name)
+        self._problem(key, pod, reason, detail, now)
         if self._retries.failed(_streak(key, pod), now) == 1:
             self._news.failed(f"{key}/{pod.name}", reason, detail)
 
