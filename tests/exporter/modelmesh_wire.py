@@ -150,6 +150,11 @@ class ModelMeshContainer:
         model they were sent to ("" when sent to the model itself)."""
         per_model = (model, vmodel) if self.per_model else ()
         self.invoke.series.setdefault((method, code, *per_model), _Series()).observe(latency_ms, requests)
+        self.queued(requests, model=model, queue_ms=queue_ms)
+
+    def queued(self, requests: float, *, model: str = "model-0", queue_ms: float = 1.0) -> None:
+        """`requests` of `model` left ModelMesh's queue (timed there, where it times it) and are still running:
+        their request series comes when they end (`serve`)."""
         if self.queue_timed:
             self.queue.series.setdefault((model, "") if self.per_model else (), _Series()).observe(queue_ms, requests)
 

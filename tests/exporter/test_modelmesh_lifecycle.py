@@ -25,7 +25,7 @@ from exporter import names
 from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
 from tests.exporter.conftest import Clock, ExporterPod, failed_read_line
-from tests.exporter.modelmesh_wire import MetricsPort, ModelMeshContainer, _Series
+from tests.exporter.modelmesh_wire import MetricsPort, ModelMeshContainer
 
 INTERVAL_S = 5.0
 WINDOW_S = 30.0
@@ -237,7 +237,7 @@ async def test_a_modelmesh_whose_request_series_stay_absent_while_it_queues_requ
     pod = await pod_factory(per_model=per_model)
     if renamed:
         pod.port.garble = request_histogram_renamed
-    pod.container.queue.series.setdefault(("model-0", "") if per_model else (), _Series()).observe(1.0, 1)
+    pod.container.queued(1)
     with caplog.at_level(logging.INFO, logger="exporter"):
         await pod.step(0.0)  # one request queued, still running: no request series yet
         served = [await pod.step(40.0) for _ in range(3)]

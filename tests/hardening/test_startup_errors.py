@@ -208,17 +208,24 @@ def test_a_file_that_is_not_text_is_named(tmp_path: Path, flag: str) -> None:
     assert str(binary) in line and "not UTF-8 text" in line, line
 
 
-def test_a_misspelt_variable_is_named_with_the_one_meant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`AUTOSCALER_REFRESH_INTERVALL` was ignored without a word: the adapter ran on the default interval."""
-    monkeypatch.setenv("AUTOSCALER_REFRESH_INTERVALL", "5")
-    monkeypatch.setenv("AUTOSCALER_SERVICE_HOST", "10.0.0.9")  # a Service named `autoscaler`: not a setting
+@pytest.mark.parametrize(("variables", "misspelt", "meant"), [
+    # `AUTOSCALER_REFRESH_INTERVALL` was ignored without a word: the adapter ran on the default interval.
+    ({"AUTOSCALER_REFRESH_INTERVALL": "5", "AUTOSCALER_SERVICE_HOST": "10.0.0.9"},  # a Service `autoscaler`'s
+     "AUTOSCALER_REFRESH_INTERVALL", "AUTOSCALER_REFRESH_INTERVAL"),
+    # `AUTOSCALER_EXPORTR_PORT=9188` was taken for a Service link and ignored: the scraper kept port 9187.
+    ({"AUTOSCALER_EXPORTR_PORT": "9188", "AUTOSCALER_PORT": "tcp://10.0.0.9:443",  # a Service's links: not settings
+      "AUTOSCALER_PORT_443_TCP": "tcp://10.0.0.9:443"}, "AUTOSCALER_EXPORTR_PORT", "AUTOSCALER_EXPORTER_PORT"),
+], ids=["misspelt", "misspelt-ending-in-port"])
+def test_a_misspelt_variable_is_named_with_the_one_meant_but_a_service_link_is_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variables: dict[str, str], misspelt: str, meant: str) -> None:
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "https://127.0.0.1:1")
     result = serve(tmp_path, ["--kubeconfig", str(kubeconfig), "--targets", targets(tmp_path), "--workers", "0",
                               "--listen", "203.0.113.5:6443"])
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert result.returncode == 2 and len(lines) == 2, result.stderr  # the warning, then the address
-    assert ("environment variable AUTOSCALER_REFRESH_INTERVALL is not a setting (did you mean "
-            "AUTOSCALER_REFRESH_INTERVAL?); ignored") in lines[0], lines[0]
+    assert (f"environment variable {misspelt} is not a setting (did you mean {meant}?); ignored") in lines[0], lines[0]
 
 
 @pytest.mark.parametrize("host", ["203.0.113.5", "no-such-host.invalid"])
@@ -272,18 +279,3 @@ def test_a_targets_file_mistake_is_one_line_naming_the_file_where_and_what(
     path.write_text(text)
     line = one_line(serve(tmp_path, ["--insecure-dev", "--workers", "0", "--targets", str(path)]))
     assert f"cannot start: --targets: {says.format(path=path)}" in line, line
-
-
-def test_a_misspelt_variable_ending_in_port_is_named_but_a_service_link_is_not(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`AUTOSCALER_EXPORTR_PORT=9188` was taken for a Service link and ignored: the scraper kept port 9187."""
-    monkeypatch.setenv("AUTOSCALER_EXPORTR_PORT", "9188")
-    monkeypatch.setenv("AUTOSCALER_PORT", "tcp://10.0.0.9:443")  # a Service named `autoscaler`: not a setting
-    monkeypatch.setenv("AUTOSCALER_PORT_443_TCP", "tcp://10.0.0.9:443")
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "https://127.0.0.1:1")
-    result = serve(tmp_path, ["--kubeconfig", str(kubeconfig), "--targets", targets(tmp_path), "--workers", "0",
-                              "--listen", "203.0.113.5:6443"])
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert result.returncode == 2 and len(lines) == 2, result.stderr  # the warning, then the address
-    assert ("environment variable AUTOSCALER_EXPORTR_PORT is not a setting (did you mean "
-            "AUTOSCALER_EXPORTER_PORT?); ignored") in lines[0], lines[0]

@@ -190,28 +190,24 @@ def test_a_timestamp_of_another_unit_or_none_is_named_on_its_line(tmp_path: Path
     assert result.stderr.count("\n") == 1 and said in result.stderr, result.stderr
 
 
-def test_a_max_replicas_that_cannot_hold_the_models_in_use_is_warned_about_at_the_start(tmp_path: Path) -> None:
-    """120 models each requested every minute, 10 copies a pod: 12 pods hold them. --max-replicas 4 ran, and
-    the report's table read as a policy result: most requests refused, with nothing said at the start and the
-    bound's text naming the requests' need only."""
-    rows = "".join(f"{60 * t},m{m:03d},2\n" for t in range(30) for m in range(120))
+@pytest.mark.parametrize(("rows", "flags", "warning"), [
+    # 120 models each requested every minute, 10 copies a pod: 12 pods hold them. --max-replicas 4 ran, and the
+    # report's table read as a policy result: most requests refused, with nothing said at the start and the
+    # bound's text naming the requests' need only.
+    ("".join(f"{60 * t},m{m:03d},2\n" for t in range(30) for m in range(120)),
+     ("--cache-models", "10", "--max-replicas", "4"),
+     "--max-replicas 4 pods hold 40 model copies (--cache-models 10), fewer than the 120 models the trace uses "
+     "within 600 s (target_lru_age_s) at its busiest, which need 12 pods"),
+    # 1,800 requests in the first minute (30 a second) on pods of 20: 2 pods at 80% busy (30 / 16). At
+    # --max-replicas 1 the README promised a warning before the run; only the bound's line said it, afterwards.
+    ("0,m1,1800\n60,m1,0\n120,m1,600\n", ("--min-replicas", "1", "--max-replicas", "1"),
+     "--max-replicas 1 is below the 2 pods the trace's peak (30 requests/s) needs at 80% busy (--pod-rps 20)"),
+], ids=["short-of-cache", "short-of-requests"])
+def test_a_max_replicas_below_what_the_peak_needs_is_warned_about_at_the_start(
+        tmp_path: Path, rows: str, flags: tuple[str, ...], warning: str) -> None:
     trace = write_trace(tmp_path, rows)
-    result = simulate(tmp_path, trace, "--cache-models", "10", "--max-replicas", "4", "--policies", "fixed-max")
+    result = simulate(tmp_path, trace, *flags, "--policies", "fixed-max")
     assert result.returncode == 0, result.stderr
-    warning = ("--max-replicas 4 pods hold 40 model copies (--cache-models 10), fewer than the 120 models the "
-               "trace uses within 600 s (target_lru_age_s) at its busiest, which need 12 pods")
-    assert warning in result.stderr, result.stderr
-    assert any(w.startswith(warning) for w in report(tmp_path)["warnings"])
-
-
-def test_a_max_replicas_below_the_peaks_requests_is_warned_about_at_the_start(tmp_path: Path) -> None:
-    """1,800 requests in the first minute (30 a second) on pods of 20: 2 pods at 80% busy (30 / 16). At
-    --max-replicas 1 the README promised a warning before the run; only the bound's line said it, afterwards."""
-    trace = write_trace(tmp_path, "0,m1,1800\n60,m1,0\n120,m1,600\n")
-    result = simulate(tmp_path, trace, "--min-replicas", "1", "--max-replicas", "1", "--policies", "fixed-max")
-    assert result.returncode == 0, result.stderr
-    warning = ("--max-replicas 1 is below the 2 pods the trace's peak (30 requests/s) needs at 80% busy "
-               "(--pod-rps 20)")
     assert warning in result.stderr, result.stderr
     assert any(w.startswith(warning) for w in report(tmp_path)["warnings"])
 

@@ -19,6 +19,15 @@ def targets(*names: str) -> str:
     return f"runtimes:\n  - namespace: default\n    deployment: modelmesh-serving-demo\n    pods:\n{pods}\n"
 
 
+async def started(tmp_path: Path, text: str) -> tuple[Path, StaticTargetsDiscovery]:
+    """A targets file of `text` and the discovery started on it."""
+    path = tmp_path / "targets.yaml"
+    path.write_text(text)
+    discovery = StaticTargetsDiscovery(path)
+    await discovery.start()
+    return path, discovery
+
+
 def touch_later(path: Path, text: str, step: int) -> None:
     """Replace the file by a rename, as a ConfigMap's symlink swap or an atomic writer does: used at once."""
     staged = path.with_suffix(".staged")
@@ -30,10 +39,7 @@ def touch_later(path: Path, text: str, step: int) -> None:
 
 async def test_added_and_removed_pods_show_up_and_a_broken_edit_keeps_the_last_good(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    path = tmp_path / "targets.yaml"
-    path.write_text(targets("demo-0", "demo-1"))
-    discovery = StaticTargetsDiscovery(path)
-    await discovery.start()
+    path, discovery = await started(tmp_path, targets("demo-0", "demo-1"))
     assert [p.name for p in discovery.inventory()[KEY].pods] == ["demo-0", "demo-1"]
     touch_later(path, targets("demo-0", "demo-1", "demo-2"), 1)
     assert [p.name for p in discovery.inventory()[KEY].pods] == ["demo-0", "demo-1", "demo-2"]
@@ -58,10 +64,7 @@ def test_a_runtime_key_given_twice_in_the_targets_file_is_named(tmp_path: Path) 
 async def test_an_edit_with_a_misspelt_key_is_refused_and_the_last_good_kept(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """`annotatons:` was dropped without a word: the runtime's policy annotations never applied."""
-    path = tmp_path / "targets.yaml"
-    path.write_text(targets("demo-0"))
-    discovery = StaticTargetsDiscovery(path)
-    await discovery.start()
+    path, discovery = await started(tmp_path, targets("demo-0"))
     touch_later(path, targets("demo-0", "demo-1").replace(
         "    pods:", "    annotatons: {autoscaler.modelmesh.io/max-replicas: '3'}\n    pods:"), 1)
     assert [p.name for p in discovery.inventory()[KEY].pods] == ["demo-0"]
@@ -72,10 +75,7 @@ async def test_an_edit_with_a_misspelt_key_is_refused_and_the_last_good_kept(
 async def test_an_edit_that_is_not_yaml_is_one_line_with_file_line_and_column(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """PyYAML's own message ran over seven lines of the log and named "<unicode string>", not the file."""
-    path = tmp_path / "targets.yaml"
-    path.write_text(targets("demo-0"))
-    discovery = StaticTargetsDiscovery(path)
-    await discovery.start()
+    path, discovery = await started(tmp_path, targets("demo-0"))
     touch_later(path, "runtimes: [ {namespace: default\n", 1)
     discovery.inventory()
     [warning] = [r.getMessage() for r in caplog.records if "keeping the last good one" in r.getMessage()]
@@ -123,11 +123,8 @@ async def test_a_file_caught_half_written_in_place_is_not_used(
     second runtime not there yet), the runtime dropped out for a refresh, its HPA got 404, and it came back with
     no memory. A file changed in place is used only once two checks in a row find it unchanged."""
     caplog.set_level(logging.INFO, "autoscaler.sources.targets")
-    path = tmp_path / "targets.yaml"
     whole = two_runtimes("demo-0", "demo-1")
-    path.write_text(whole)
-    discovery = StaticTargetsDiscovery(path)
-    await discovery.start()
+    path, discovery = await started(tmp_path, whole)
     write_in_place(path, whole[:whole.index("  - namespace: default\n    deployment: modelmesh-serving-demo")], 1)
     assert KEY in discovery.inventory()  # the refresh that catches it half-written keeps the runtime
     write_in_place(path, two_runtimes("demo-0", "demo-1", "demo-2"), 2)
@@ -140,10 +137,7 @@ async def test_a_file_caught_half_written_in_place_is_not_used(
 async def test_a_reload_says_which_runtimes_and_pods_it_added_and_removed(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, "autoscaler.sources.targets")
-    path = tmp_path / "targets.yaml"
-    path.write_text(two_runtimes("demo-0", "demo-1"))
-    discovery = StaticTargetsDiscovery(path)
-    await discovery.start()
+    path, discovery = await started(tmp_path, two_runtimes("demo-0", "demo-1"))
     touch_later(path, targets("demo-1", "demo-2"), 1)
     assert [p.name for p in discovery.inventory()[KEY].pods] == ["demo-1", "demo-2"]
     assert "removed runtimes default/modelmesh-serving-other" in caplog.text, caplog.text
