@@ -99,6 +99,11 @@ class MetricSpec:
     target_type: TargetType
     target: float  # the value, average value, or utilization in percent
 
+    @property
+    def resource_utilization(self) -> bool:
+        """A `Resource` metric with a `Utilization` target: the controller's `GetResourceReplicas` rules."""
+        return self.kind == "Resource" and self.target_type == "Utilization"
+
     def describe(self) -> str:
         unit = "%" if self.target_type == "Utilization" else ""
         return f"{self.kind} {self.name} {self.target_type} {self.target:g}{unit}"
@@ -319,7 +324,7 @@ def _usage_ratio(metric: MetricSpec, values: Mapping[str, float]) -> float:
     """The mean over the pods against the target; a utilization in whole percent, as the controller's
     `GetResourceUtilizationRatio` divides integers (87.9% reads 87)."""
     mean = sum(values.values()) / len(values)
-    if metric.kind == "Resource" and metric.target_type == "Utilization":
+    if metric.resource_utilization:
         mean = math.floor(round(mean, 9))  # rounded first: 80% summed from floats must not read 79
     return mean / metric.target
 
@@ -339,8 +344,7 @@ def _per_pod(metric: MetricSpec, values: Mapping[str, float], current: int, pods
         return current if tolerances.within(ratio) else math.ceil(ratio * len(metrics))
     if ratio < 1.0:
         # A pod without a metric on a scale-down: at the target, or a utilization's whole request (100%).
-        at = max(100.0, metric.target) if metric.kind == "Resource" and metric.target_type == "Utilization" \
-            else metric.target
+        at = max(100.0, metric.target) if metric.resource_utilization else metric.target
         metrics.update((name, at) for name in missing)
     elif ratio > 1.0:
         metrics.update((name, 0.0) for name in missing)

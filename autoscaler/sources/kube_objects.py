@@ -76,6 +76,7 @@ def parse_pod(obj: Any) -> PodRecord | None:
         and any(_mapping(c).get("type") == "Ready" and _mapping(c).get("status") == "True" for c in conditions)
     )
     ip = status.get("podIP")
+    controller = _controller(metadata)
     return PodRecord(
         name,
         namespace,
@@ -84,15 +85,17 @@ def parse_pod(obj: Any) -> PodRecord | None:
         ip if isinstance(ip, str) and ip else None,
         posix_seconds(metadata.get("creationTimestamp")),
         terminating,
-        _owning_deployment(metadata, labels),
+        _owning_deployment(controller, labels),
         _declared_ports(_mapping(_mapping(obj).get("spec"))),
-        _controlled(metadata),
+        controller is not None,
     )
 
 
-def _controlled(metadata: Mapping[str, Any]) -> bool:
+def _controller(metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The owner reference with `controller: true` (Kubernetes allows one), or None."""
     owners = metadata.get("ownerReferences")
-    return any(_mapping(owner).get("controller") is True for owner in (owners if isinstance(owners, list) else ()))
+    return next((owner for owner in map(_mapping, owners if isinstance(owners, list) else ())
+                 if owner.get("controller") is True), None)
 
 
 def _declared_ports(spec: Mapping[str, Any]) -> frozenset[int] | None:
@@ -106,20 +109,17 @@ def _declared_ports(spec: Mapping[str, Any]) -> frozenset[int] | None:
     return ports or None
 
 
-def _owning_deployment(metadata: Mapping[str, Any], labels: Mapping[str, str]) -> str | None:
+def _owning_deployment(controller: Mapping[str, Any] | None, labels: Mapping[str, str]) -> str | None:
     """The Deployment of a pod whose controller is a ReplicaSet named `<deployment>-<pod-template-hash>`, the
     name the Deployment controller gives every ReplicaSet it makes."""
     template_hash = labels.get("pod-template-hash")
-    if not template_hash:
+    if not template_hash or controller is None or controller.get("kind") != "ReplicaSet":
         return None
-    owners = metadata.get("ownerReferences")
-    for owner in owners if isinstance(owners, list) else ():
-        owner = _mapping(owner)
-        name = owner.get("name")
-        if owner.get("controller") is True and owner.get("kind") == "ReplicaSet" and isinstance(name, str):
-            deployment, dash, suffix = name.rpartition("-")
-            return deployment if dash and deployment and suffix == template_hash else None
-    return None
+    name = controller.get("name")
+    if not isinstance(name, str):
+        return None
+    deployment, dash, suffix = name.rpartition("-")
+    return deployment if dash and deployment and suffix == template_hash else None
 
 
 def deletion_cost_of(obj: Any) -> str | None:
