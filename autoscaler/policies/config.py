@@ -32,7 +32,7 @@ from autoscaler.policies.policy_values import (
     apply_overrides,
     check_policy,
     closest_field,
-    closest_name,
+    did_you_mean,
     parse_field,
     policy_problem,
     show_value,
@@ -250,8 +250,7 @@ def _refuse_unknown_entry_key(entry: Mapping[object, object], where: str) -> Non
     "deployment must be a non-empty string, got None", which never named the key written."""
     for key in entry:
         if str(key) not in _ENTRY_KEYS:
-            close = closest_name(str(key), _ENTRY_KEYS)
-            raise ConfigError(f"{where}: unknown key {key!r}" + (f" (did you mean {close!r}?)" if close else ""))
+            raise ConfigError(f"{where}: unknown key {key!r}{did_you_mean(str(key), _ENTRY_KEYS)}")
 
 
 def _origins_of(overrides: object, origin: str) -> dict[str, str]:

@@ -101,18 +101,24 @@ def closest_name(name: str, known: Sequence[str]) -> str | None:
     return close[0] if close else None
 
 
+def did_you_mean(name: str, known: Sequence[str]) -> str:
+    """` (did you mean 'x'?)` for a misspelt key (`closest_name`), or nothing: the hint every file's unknown key
+    gets."""
+    close = closest_name(name, known)
+    return f" (did you mean {close!r}?)" if close else ""
+
+
 def closest_field(name: str) -> str | None:
     """The policy key a misspelt `name` most likely means (`closest_name` over the policy keys)."""
     return closest_name(name, FIELDS)
 
 
 def _suggest(name: str) -> str:
-    """A hint for a misspelt key (`closest_field`); for a runtime's name (a `runtimes:` entry written under
+    """A hint for a misspelt key (`did_you_mean`); for a runtime's name (a `runtimes:` entry written under
     `defaults:`), where it goes."""
     if name in ("namespace", "deployment"):
         return " (a runtime's namespace and deployment go in a 'runtimes:' entry, with its policy keys)"
-    close = closest_field(name)
-    return f" (did you mean {close!r}?)" if close else ""
+    return did_you_mean(name, FIELDS)
 
 
 def _positive(x: float | None) -> bool:

@@ -25,7 +25,7 @@ import yaml
 from autoscaler.log_lists import few
 from autoscaler.model import RuntimeKey
 from autoscaler.policies import strict_yaml
-from autoscaler.policies.policy_values import closest_name
+from autoscaler.policies.policy_values import did_you_mean
 from autoscaler.policies.yaml_errors import yaml_error_text
 from autoscaler.sources.base import PodTarget, RuntimeInventory
 
@@ -54,14 +54,14 @@ def _text(entry: dict[str, Any], key: str, where: str) -> str:
 def _check_keys(entry: dict[Any, Any], known: tuple[str, ...], where: str, what: str = "key",
                 notes: Mapping[str, str] = _NO_NOTES) -> None:
     """Refuse a key the file does not read: dropped without a word, a misspelt `annotatons:` left the runtime's
-    policy annotations unapplied. The hint is the policy file's (`closest_name`), else the keys it takes, with
+    policy annotations unapplied. The hint is the policy file's (`did_you_mean`), else the keys it takes, with
     what the file does instead of a key a user may expect (`notes`)."""
     for key in entry:
         if key in known:
             continue
-        close = closest_name(str(key), known)
-        if close is not None and str(key) not in notes:
-            raise TargetsFileError(f"{where}: unknown {what} {key!r} (did you mean {close!r}?)")
+        hint = "" if str(key) in notes else did_you_mean(str(key), known)
+        if hint:
+            raise TargetsFileError(f"{where}: unknown {what} {key!r}{hint}")
         note = f"; {notes[str(key)]}" if str(key) in notes else ""
         raise TargetsFileError(f"{where}: unknown {what} {key!r} (expected {', '.join(map(repr, known))}{note})")
 
