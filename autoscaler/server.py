@@ -28,7 +28,7 @@ from autoscaler.api.certs import self_signed_server_context, server_context
 from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.policy_origins import FLAG_DESTS
+from autoscaler.policies.policy_origins import FLAG_DESTS, flag_origins
 from autoscaler.policies.policy_values import apply_overrides
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
@@ -58,9 +58,10 @@ def policy_book(settings: ServeSettings) -> PolicyBook:
         "min_coverage": settings.min_coverage,
     }
     base = apply_overrides(RuntimePolicy(), {k: v for k, v in overrides.items() if v is not None})
+    given_by = policy_keys_given(settings)
     if settings.config is None:
-        return PolicyBook(defaults=base)
-    return load_policy_book(settings.config, base=base, given_by=policy_keys_given(settings))
+        return PolicyBook(defaults=base, origins={None: flag_origins(base, given_by)})
+    return load_policy_book(settings.config, base=base, given_by=given_by)
 
 
 def policy_keys_given(settings: ServeSettings) -> dict[str, str]:

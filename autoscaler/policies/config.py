@@ -201,8 +201,10 @@ class PolicyBook:
                         "none until it appears%s", key, len(keys), hint)
 
 
-def parse_policy_book(document: object, source: str, base: RuntimePolicy | None = None) -> PolicyBook:
-    """Build a PolicyBook from a parsed config document; `source` names it in errors (the file path)."""
+def parse_policy_book(document: object, source: str, base: RuntimePolicy | None = None,
+                      given_by: Mapping[str, str] | None = None) -> PolicyBook:
+    """Build a PolicyBook from a parsed config document; `source` names it in errors (the file path), `given_by`
+    where the flags' keys were written (`flag_origins`)."""
     if document is None:
         document = {}
     if not isinstance(document, Mapping):
@@ -217,7 +219,7 @@ def parse_policy_book(document: object, source: str, base: RuntimePolicy | None 
                  if unknown[0] in HINTS else "")
         raise ConfigError(f"{source}: unknown top-level key {unknown[0]!r} (expected 'defaults', 'runtimes'){where}")
     defaults = _layer(base or RuntimePolicy(), document.get("defaults"), source, "defaults")
-    default_origins = flag_origins(base or RuntimePolicy())
+    default_origins = flag_origins(base or RuntimePolicy(), given_by)
     default_origins.update(_origins_of(document.get("defaults"), f"{source}: defaults"))
     origins: dict[RuntimeKey | None, dict[str, str]] = {None: default_origins}
     runtimes: dict[RuntimeKey, RuntimePolicy] = {}

@@ -55,7 +55,7 @@ def load_policy_book(
         raise ConfigError(f"{source}: not UTF-8 text ({exc.reason})") from exc
     except yaml.YAMLError as exc:
         raise ConfigError(yaml_error_text(source, exc)) from exc
-    book = parse_policy_book(document, source, base)
+    book = parse_policy_book(document, source, base, given_by)
     if announce:
         _announce(document, source, base, given_by or {})
     book.source_file = WatchedFile(source, text, base, (status.st_ino, status.st_mtime_ns, status.st_size))

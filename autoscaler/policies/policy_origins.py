@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final
 
 from autoscaler.policies.policy import RuntimePolicy
@@ -36,8 +37,10 @@ FLAG_DESTS: Final = {name: flag.split()[0].removeprefix("--").replace("-", "_") 
 """Each of those keys with its flag's dest, as `ServeSettings.given_by` names a setting given."""
 
 
-def flag_origins(base: RuntimePolicy) -> dict[str, str]:
-    """Where the keys of the flags' layer come from: the flag (or its AUTOSCALER_* variable: same value) where
-    it differs from the built-in default (`max_staleness_s` also follows `--refresh-interval`)."""
-    return {name: f"flag {_FLAGS.get(name, name)}" for name in FIELDS
+def flag_origins(base: RuntimePolicy, given_by: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Where the keys of the flags' layer come from, where they differ from the built-in default: as `given_by`
+    names what the user wrote (`variable AUTOSCALER_SCALE_DOWN_TAU`: a pod spec's variable is not its flag), else
+    the flag (`max_staleness_s` also follows `--refresh-interval`)."""
+    given_by = given_by or {}
+    return {name: given_by.get(name) or f"flag {_FLAGS.get(name, name)}" for name in FIELDS
             if getattr(base, name) != getattr(BUILT_IN, name)}
