@@ -25,9 +25,13 @@ from exporter import nvml
 
 log = logging.getLogger("exporter.collectors.gpu")
 
-_MAX_CLOCK_SKEW_S: Final = 60.0
-"""NVML stamps samples with the host's wall clock; beyond this difference from ours we cannot window
-them and use utilization rates instead."""
+_MIN_BEHIND_S: Final = 5.0
+"""NVML stamps samples with the host's wall clock. The newest sample it just handed over stamped more than the
+window (at least this) behind ours cannot be windowed: utilization rates are read instead, and said. The floor
+keeps a short window's newest sample, up to a sample period plus a pass old, from passing for a clock that is off."""
+_MAX_AHEAD_S: Final = 60.0
+"""Samples stamped ahead of our clock are taken once our clock reaches them (`_CLOCK_STEP_S`): a window that lags
+by the difference. Beyond this, rates are read instead, and said."""
 _CLOCK_STEP_S: Final = 1.0
 """A sample stamped further than this ahead of our clock was taken before the wall clock stepped back (NTP, a
 resumed VM): NVML stamps with the same clock, so a sample is never newer than the moment it is read."""
@@ -106,7 +110,8 @@ class BusyWindow:
         newest_us = now_us + round(_CLOCK_STEP_S * 1_000_000)
         # NVML's buffer still holds samples stamped before a step back of the clock: not this window's.
         current = [sample for sample in samples if sample.timestamp_us <= newest_us]
-        skew_us = _skew_us(samples, current, now_us, stepped_back)
+        behind_us = round(max(self._window_s, _MIN_BEHIND_S) * 1_000_000)
+        skew_us = _skew_us(samples, current, now_us, stepped_back, behind_us)
         if skew_us is not None:
             self._rates_for_skew(history, device, skew_us, now)
         elif asked and not refused:
@@ -171,8 +176,10 @@ class BusyWindow:
 
 
 def _skew_us(samples: list[nvml.UtilizationSample], current: list[nvml.UtilizationSample], now_us: int,
-             stepped_back: bool) -> int | None:
-    """How far NVML's sample clock is from ours (µs), where beyond what a window can take; None when within.
+             stepped_back: bool, behind_us: int) -> int | None:
+    """How far NVML's sample clock is from ours (µs), where beyond what a window can take (behind by more than
+    `behind_us`, ahead by more than `_MAX_AHEAD_S`); None when within. A clock 30 s behind with the 10 s window
+    left no sample in it, and rates were read pass after pass without a word (only a minute off was said).
 
     Judged on the newest sample stamped no later than now; where every sample is stamped ahead of our clock,
     on the newest of all, unless our clock just stepped back (those are then from before the step). They were
@@ -184,4 +191,4 @@ def _skew_us(samples: list[nvml.UtilizationSample], current: list[nvml.Utilizati
     else:
         return None
     skew_us = judged - now_us
-    return skew_us if abs(skew_us) > _MAX_CLOCK_SKEW_S * 1_000_000 else None
+    return skew_us if skew_us < -behind_us or skew_us > round(_MAX_AHEAD_S * 1_000_000) else None

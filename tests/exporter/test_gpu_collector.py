@@ -572,12 +572,14 @@ def test_an_nvml_clock_far_from_ours_falls_back_to_rates(
     assert any(f"NVML sample time {offset_s:+} s from ours" in line for line in said), said
 
 
-@pytest.mark.parametrize("ahead_s", [300, -300], ids=["ahead", "behind"])
+@pytest.mark.parametrize("ahead_s", [300, -300, -30], ids=["ahead", "behind", "behind-the-window"])
 def test_an_nvml_clock_off_ours_either_way_is_warned_once_and_read_by_rates(
     fake: FakeNvml, caplog: pytest.LogCaptureFixture, ahead_s: int,
 ) -> None:
     """NVML's sample clock 300 s behind ours was warned once; 300 s ahead, every sample was dropped as stamped
-    before a step back of our clock, with nothing said, pass after pass (and the whole buffer asked for each)."""
+    before a step back of our clock, with nothing said, pass after pass (and the whole buffer asked for each).
+    30 s behind, past the 10 s window but within a minute, no sample could be windowed and rates were read
+    without a word."""
     clock = Clock(fake, nvml_ahead_s=ahead_s)
     health = CollectorHealth(clock=clock)
     collector = GpuCollector(health, uuids=[default_uuid(0)], clock=clock)
@@ -593,6 +595,25 @@ def test_an_nvml_clock_off_ours_either_way_is_warned_once_and_read_by_rates(
     assert said == [f"GPU 0: NVML sample time {ahead_s:+} s from ours; reading utilization rates instead"], said
     assert [r.levelname for r in caplog.records if "NVML sample time" in r.getMessage()] == ["WARNING"]
     assert health_of(scrape(health)[1]) == (1.0, 0.0)
+
+
+@pytest.mark.parametrize("ahead_s", [3, -3])
+def test_an_nvml_clock_a_few_seconds_off_ours_is_still_read_by_its_samples(
+    fake: FakeNvml, caplog: pytest.LogCaptureFixture, ahead_s: int,
+) -> None:
+    """Within the window behind, or within a minute ahead (taken once our clock reaches them), samples still
+    window: no warning, and NVML's samples are read every pass."""
+    clock = Clock(fake, nvml_ahead_s=ahead_s)
+    collector = GpuCollector(CollectorHealth(clock=clock), uuids=[default_uuid(0)], clock=clock)
+    fake.set_gpu(0, util=60)
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        passes(collector, clock, 1)
+        asked = fake.calls("samples")
+        passes(collector, clock, 20)
+    assert busy(collector) == {"0": pytest.approx(0.6)}
+    assert fake.calls("samples") >= 20 * asked
+    collector.close()
+    assert not [r for r in caplog.records if "NVML sample time" in r.getMessage()]
 
 
 def test_a_wall_clock_stepped_back_does_not_serve_the_old_busy_as_new(
