@@ -195,9 +195,10 @@ class ScrapeSource:
         if sample.sampled_at is None and (key, pod.name) in self._last_good:
             return key, self._garbled(key, pod, sample, now)
         failing = self._failing.get(key)
-        if failing is not None:
-            failing.pop(pod.name, None)
-        if self._retries.succeeded(_streak(key, pod)):
+        ended = failing.pop(pod.name, None) if failing is not None else None
+        # Said where its start was: a streak of failed scrapes, a garbage answer, or a failure at a URL since
+        # corrected (a new streak: none of its own to end). Pods left unsent had one line for all of them.
+        if self._retries.succeeded(_streak(key, pod)) or (ended is not None and ended.reason != REASON_NOT_SCRAPED):
             self._news.recovered(f"{key}/{pod.name}")
         self._last_good[(key, pod.name)] = sample
         return key, sample

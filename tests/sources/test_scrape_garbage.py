@@ -9,6 +9,7 @@ A real exporter stand-in on a real socket, whose answer the test changes between
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
@@ -39,6 +40,7 @@ def exposition(rps: str, gpu: float, modelmesh_timestamp: bool = True) -> str:
 @pytest.mark.parametrize("garbled", [{"rps": "NaN"}, {"modelmesh_timestamp": False}], ids=["nan-rate", "no-ts"])
 async def test_an_answer_with_no_usable_modelmesh_reading_is_a_counted_problem_and_keeps_the_gpu(
         aiohttp_server: AiohttpServer, garbled: dict[str, object], caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="autoscaler.sources.scrape")
     answer = {"text": exposition("40", 0.5)}
 
     async def exporter(request: web.Request) -> web.Response:
@@ -67,13 +69,18 @@ async def test_an_answer_with_no_usable_modelmesh_reading_is_a_counted_problem_a
         answer["text"] = exposition("40", 0.9)
         await source.collect(time.time())
         assert source.problems(KEY) == ()  # answered in full again: no longer a problem
+        assert f"scrape of {KEY}/nan-0 recovered" in [r.getMessage() for r in caplog.records]  # said, as its start
     finally:
         await source.close()
 
 
-async def test_fixing_a_pods_url_ends_its_backoff(aiohttp_server: AiohttpServer) -> None:
+async def test_fixing_a_pods_url_ends_its_backoff(aiohttp_server: AiohttpServer,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
     """A pod whose URL was wrong (here a 404) and is then corrected waited out the old URL's backoff (up to 60 s,
-    `fresh: false`) because the streak was keyed by runtime and pod name only; it is keyed by URL too."""
+    `fresh: false`) because the streak was keyed by runtime and pod name only; it is keyed by URL too. Its
+    recovery is said, as its failure was (the new URL's streak had none to end: nothing was said)."""
+    caplog.set_level(logging.INFO, logger="autoscaler.sources.scrape")
+
     async def exporter(request: web.Request) -> web.Response:
         return web.Response(text=exposition("40", 0.5))
 
@@ -94,5 +101,8 @@ async def test_fixing_a_pods_url_ends_its_backoff(aiohttp_server: AiohttpServer)
         [snapshot] = await source.collect(start + 41)
         assert snapshot.pods[0].requests_per_second == 40.0, snapshot.pods[0]
         assert source.problems(KEY) == ()
+        said = [r.getMessage() for r in caplog.records if f"{KEY}/p-0" in r.getMessage()]
+        assert said[0].startswith(f"scrape of {KEY}/p-0 failed (http)"), said
+        assert said[-1] == f"scrape of {KEY}/p-0 recovered", said
     finally:
         await source.close()
