@@ -73,6 +73,14 @@ def _nothing_to_sample(not_permitted: Sequence[str]) -> str:
             f"them); {MIG_HINT}")
 
 
+def _configured_of_others(gpu: nvml.Device, not_permitted: Sequence[str]) -> str:
+    """A GPU named in --gpu-uuids whose MIG devices are all another container's: it was said "not visible", and
+    "this container sees none", which sent the operator after a UUID that was right."""
+    labels = ", ".join(f"GPU {label}" for label in not_permitted if label.startswith(f"{gpu.index}/"))
+    return (f"configured GPU {gpu.uuid} (GPU {gpu.label}) is in MIG mode and its MIG devices are other containers' "
+            f"({labels}: NVML gives this container no permission on them); {MIG_HINT}")
+
+
 def _dropped(device: nvml.Device, error: nvml.NvmlError) -> str:
     """A GPU dropped after an error, with its cause, in the same words at the pass that drops it and at every pass
     until NVML re-initialises: a GPU that still enumerates is read again at each re-initialisation and fails again,
@@ -197,9 +205,13 @@ class GpuSampler:
         selection = nvml.select_devices(inventory.devices, self._uuids)
         # GPUs in MIG mode with no MIG device yet: not missing, not lost, not sampled; said as what they are.
         mig_empty = nvml.select_devices(inventory.mig_without_devices, self._uuids).devices
-        missing = [uuid for uuid in selection.missing if not nvml.select_devices(mig_empty, [uuid]).devices]
+        # Configured GPUs whose MIG devices are all another container's: seen, so not "not visible".
+        of_others = nvml.select_devices(inventory.mig_of_others, self._uuids).devices if self._uuids else ()
+        missing = [uuid for uuid in selection.missing
+                   if not nvml.select_devices((*mig_empty, *of_others), [uuid]).devices]
         problems = [f"GPU {gpu.label} {gpu.uuid} is in MIG mode with no MIG device: nothing to sample on it until "
                     "its MIG devices are created (looked for again at each retry)" for gpu in mig_empty]
+        problems.extend(_configured_of_others(gpu, inventory.not_permitted) for gpu in of_others)
         problems.extend(f"configured GPU {uuid} is not visible" for uuid in missing)
         if missing:
             # Which UUIDs this container does see: a typo is then plain without exec-ing into the pod.

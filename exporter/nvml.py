@@ -166,6 +166,9 @@ class Inventory:
     mig_without_devices: tuple[Device, ...] = ()
     """GPUs in MIG mode with no MIG device yet (switched on, instances not created): nothing to sample, and no
     GPU lost either. Each as its whole GPU, which is not sampled: it has no utilization in MIG mode."""
+    mig_of_others: tuple[Device, ...] = ()
+    """GPUs in MIG mode whose every MIG device is another container's (in `not_permitted`): seen, not missing, so
+    one named in `--gpu-uuids` is said as such. Each as its whole GPU, which is not sampled."""
 
 
 @dataclass(frozen=True)
@@ -274,16 +277,19 @@ class NvmlSession:
         failures: list[NvmlError] = []
         not_permitted: list[str] = []
         mig_without_devices: list[Device] = []
+        mig_of_others: list[Device] = []
         for index in range(count):
             try:
-                devices.extend(self._enumerate_gpu(index, not_permitted, mig_without_devices))
+                devices.extend(self._enumerate_gpu(index, not_permitted, mig_without_devices, mig_of_others))
             except NvmlUnavailable:
                 raise  # NVML itself went away: the whole session is useless
             except NvmlError as error:
                 failures.append(error)
-        return Inventory(tuple(devices), tuple(failures), tuple(not_permitted), tuple(mig_without_devices))
+        return Inventory(tuple(devices), tuple(failures), tuple(not_permitted), tuple(mig_without_devices),
+                         tuple(mig_of_others))
 
-    def _enumerate_gpu(self, index: int, not_permitted: list[str], mig_without_devices: list[Device]) -> list[Device]:
+    def _enumerate_gpu(self, index: int, not_permitted: list[str], mig_without_devices: list[Device],
+                       mig_of_others: list[Device]) -> list[Device]:
         """The GPU at `index`, or its MIG devices; none for a GPU this process may not talk to.
 
         nvmlDeviceGetCount_v2 counts every GPU of the machine, and nvmlDeviceGetHandleByIndex_v2 answers
@@ -321,8 +327,10 @@ class NvmlSession:
             with _calling(f"GPU {index} MIG {mig_index}: nvmlDeviceGetName"):
                 mig_name = str(pynvml.nvmlDeviceGetName(mig_handle))
             migs.append(Device(index, mig_uuid, mig_name, mig_index, uuid, mig_handle, minor, handle))
-        if not migs and not any(label.startswith(f"{index}/") for label in not_permitted):
-            mig_without_devices.append(Device(index, uuid, name, handle=handle, minor=minor))
+        if not migs:
+            whole = Device(index, uuid, name, handle=handle, minor=minor)
+            others = any(label.startswith(f"{index}/") for label in not_permitted)
+            (mig_of_others if others else mig_without_devices).append(whole)
         return migs
 
     @staticmethod

@@ -63,17 +63,21 @@ def test_no_gpu_visible_says_the_same(
     assert_names_both_fixes(message)
 
 
+@pytest.mark.parametrize("configured", [False, True], ids=["every-gpu", "gpu-uuids"])
 def test_mig_devices_all_of_other_containers_are_said_as_such_not_as_no_gpu(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, configured: bool,
 ) -> None:
     """A GPU in MIG mode whose every MIG device NVML gives this container no permission on (other containers'):
     the line said "NVML sees no GPU" and sent the operator to NVIDIA_VISIBLE_DEVICES, which is right (NVML sees
-    the GPU and its MIG devices). It says whose they are, and that MIG pods read GPU busy from DCGM."""
+    the GPU and its MIG devices). It says whose they are, and that MIG pods read GPU busy from DCGM. With the GPU
+    named in --gpu-uuids it said "configured GPU ... is not visible", and "this container sees none"."""
     fake = FakeNvml.create(tmp_path, gpus=1)
     fake.install(monkeypatch)
     fake.set_gpu(0, mig=3, mig_handle_error=NO_PERMISSION)
-    message = warning_after_one_pass(GpuCollector(CollectorHealth()), caplog)
+    uuids = [fake.gpus[0].uuid] if configured else None
+    message = warning_after_one_pass(GpuCollector(CollectorHealth(), uuids=uuids), caplog)
     assert "NVML sees no GPU" not in message and "NVIDIA_VISIBLE_DEVICES" not in message, message
+    assert "not visible" not in message, message
     assert "GPU 0/0, GPU 0/1, GPU 0/2" in message and "other containers" in message, message
     assert "DCGM" in message and "--gpu-source=dcgm" in message and "EXPORTER_NO_GPU=true" in message, message
 
