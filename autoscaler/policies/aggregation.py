@@ -24,7 +24,7 @@ from autoscaler.model import PodSample
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.power_mean import power_mean_bounded, rate_summary
 from autoscaler.policies.ranking import ReadyTerms
-from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state, oldest_fresh
+from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state, lru_age, oldest_fresh
 from autoscaler.policies.signals import (
     GPU_TIME_FRESH,
     LOAD_TIME_FRESH,
@@ -315,7 +315,7 @@ def scan_pods(
                 room = True
             else:
                 full = full or state == CACHE_FULL
-                a = pod.lru_age_s
+                a = lru_age(pod, state)
                 if a is not None and a > global_lru:
                     global_lru = a
         codes.append(code)

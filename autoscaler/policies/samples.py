@@ -151,22 +151,36 @@ def gpu_time(pod: PodSample) -> float | None:
 
 CACHE_ROOM, CACHE_FULL, CACHE_UNKNOWN = 0, 1, 2
 
+JUST_USED_LRU_AGE_S: Final = 1.0
+"""The LRU age a full pod with models and no age stands for: the exporter leaves the age out when it is 0 or less
+(the copy just used, or added stamped ahead), so it is under the second the ages are read to. Read as no cache
+signal, the worst thrash served no pressure (503) and dropped the cache term without a hold."""
+
+
+def lru_age(pod: PodSample, state: int) -> float | None:
+    """The age of the pod's least recently used copy, for the runtime's global LRU age: its reported age, or
+    `JUST_USED_LRU_AGE_S` for a full pod that reports none."""
+    a = pod.lru_age_s
+    return a if a or state != CACHE_FULL else JUST_USED_LRU_AGE_S
+
 
 def cache_state(pod: PodSample, full_ratio: float) -> int:
     """Room, full, or unknown, for one pod with clean signals.
 
     Room: cache use below the ratio, or no model held (`models_loaded == 0`, or no LRU age — the exporter
     leaves it out when nothing is loaded — and no model count saying otherwise; an LRU age of 0 is ModelMesh's
-    own "no LRU"). Unknown: the pod does not say enough (no cache use, or a model count without an age);
-    an unknown pod neither gives the runtime room nor proves it full.
+    own "no LRU"). Full: cache use at the ratio with an LRU age, or with models and no age, which the exporter
+    leaves out when its least recently used copy was just used (the worst thrash: `JUST_USED_LRU_AGE_S`).
+    Unknown: the pod does not say enough (no cache use); an unknown pod neither gives the runtime room nor proves
+    it full.
     """
     c = pod.cache_used_ratio
     k = pod.models_loaded
     a = pod.lru_age_s
     if (c is not None and c < full_ratio) or k == 0.0:
         return CACHE_ROOM
-    if c is None and a is None and k is None:
+    if c is None:
         return CACHE_UNKNOWN
-    if not a:  # None or 0: nothing in the LRU
-        return CACHE_UNKNOWN if k is not None else CACHE_ROOM
-    return CACHE_UNKNOWN if c is None else CACHE_FULL
+    if not a and k is None:  # None or 0 and no model count: nothing in the LRU
+        return CACHE_ROOM
+    return CACHE_FULL

@@ -18,7 +18,15 @@ from autoscaler.policies.aggregation import Aggregate
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.power_mean import power_mean, request_weights
 from autoscaler.policies.ranking import COST_BUCKETS, COST_SPACING, NeedTerm, Ranking, UniqueCopyTerm, WeightedTerm
-from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state, clean_sample, fresh_time, gpu_time
+from autoscaler.policies.samples import (
+    CACHE_FULL,
+    CACHE_ROOM,
+    cache_state,
+    clean_sample,
+    fresh_time,
+    gpu_time,
+    lru_age,
+)
 from autoscaler.policies.signals import FRESH, MISSING, NONE, SIGNAL_MODELS, SIGNALS, STALE, SignalStats
 from autoscaler.policies.smoothing import SmoothState
 
@@ -130,7 +138,7 @@ def plain_aggregate(
             room = True
         else:
             full = full or state == CACHE_FULL
-            a = pod.lru_age_s
+            a = lru_age(pod, state)
             if a is not None and a > global_lru:
                 global_lru = a
     pressure: float | None

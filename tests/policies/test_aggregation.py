@@ -165,6 +165,16 @@ AGG_CASES = [
         pods_with(cache=[0.95, 0.95], lru=[100.0, 200.0], models=[10.0, 0.0]),
         {"cache_pressure": 0.0, "cache_full": False},
     ),
+    AggCase(  # the exporter leaves the age out when it is 0 or less on a pod with models: the LRU copy just used
+        "full_caches_whose_lru_copies_were_all_just_used_are_at_their_highest_pressure",
+        pods_with(cache=[0.97] * 4, lru=[None] * 4, models=[20.0] * 4),
+        {"cache_pressure": 600.0 / 1.0, "cache_full": True},
+    ),
+    AggCase(
+        "a_just_used_lru_copy_beside_an_older_one_reads_the_older",
+        pods_with(cache=[0.97, 0.97], lru=[None, 200.0], models=[20.0, 20.0]),
+        {"cache_pressure": 600.0 / 200.0, "cache_full": True},
+    ),
     AggCase(
         "lru_age_zero_means_no_lru",
         pods_with(cache=[0.95, 0.95], lru=[100.0, 0.0]),

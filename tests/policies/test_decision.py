@@ -180,6 +180,24 @@ def test_stale_pod_holds_values_that_would_fall() -> None:
     assert served(view)[LOAD] == pytest.approx(4 * 90.0)
 
 
+def test_full_caches_whose_lru_copies_were_just_used_hold_the_cache_term() -> None:
+    """Every full cache's least recently used copy used within the second (the exporter leaves the age out; 0 or a
+    copy stamped ahead): the worst thrash read as no cache signal at all, 503 for the pressure, and the cache term
+    gone without a hold, so the replicas fell to what the GPU asked (5 to 1 at tau 0)."""
+    policy = RuntimePolicy(scale_down_tau_s=0.0)
+
+    def thrashing(lru: float | None, now: float) -> tuple[PodSample, ...]:
+        return tuple(pod(f"pod-{i}", gpu=0.2, rps=5.0, queue=0.0, cache=0.97, lru=lru, models=20.0, now=now)
+                     for i in range(4))
+
+    one_second, memory = decide(snapshot(thrashing(1.0, NOW)), policy, None, NOW, WINDOW)
+    just_used, _ = decide(snapshot(thrashing(None, NOW + 15), now=NOW + 15), policy, memory, NOW + 15, WINDOW)
+    assert served(one_second)[CACHE] == pytest.approx(600.0) and served(one_second)[DESIRED] == 5.0
+    assert served(just_used)[CACHE] == pytest.approx(600.0)
+    assert served(just_used)[DESIRED] == 5.0  # 1.2 x the 4 pods, rounded up: the cache term still decides
+    assert just_used.winner == "cache"
+
+
 def test_unknown_spell_keeps_memory_so_values_resume_where_they_were() -> None:
     _, memory = decide(snapshot(busy_pods(0.9, 0.9)), POLICY, None, NOW, WINDOW)
     held = memory.smoothed[GPU].value
