@@ -13,7 +13,8 @@ So, for a runtime with no memory (docs/design.md, After a restart: warming up):
   `spec.replicas`, or its RuntimeScale's when higher; in a targets file, its listed pods; else its Ready
   pods): the HPA adopts the recommendation, so what runs is the best estimate of what was served before.
   It then rises at once and falls slowly as always.
-- **Warming up.** Until every Ready pod is fresh on every signal (the decision's `complete`), nothing is
+- **Warming up.** Until every Ready pod is fresh on every signal (the decision's `complete`; without
+  `target_rps_per_pod`, on every signal but the request rate, which the replica count does not read), nothing is
   served: the API answers 503 as for too little coverage, and the HPA, for which a failing metric means
   "no scale-down", holds.
 - **After the grace period** (`warmup_grace_s`, default `max_staleness_s`: a pod not fresh by then would
@@ -44,7 +45,7 @@ from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
 from autoscaler.policies.decision import SOURCE_DOWN, VALUE_SIGNAL, RuntimeMemory, decide
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.signals import FRESH, NONE
+from autoscaler.policies.signals import FRESH, NONE, SIGNAL_CACHE, SIGNAL_GPU, SIGNAL_QUEUE
 from autoscaler.policies.smoothing import SmoothState
 
 _DESIRED = ServedMetric.DESIRED_REPLICAS
@@ -52,6 +53,8 @@ SCALED_TO_ZERO = ("scaled to zero: the Deployment asks for 0 replicas (modelmesh
                   "InferenceService uses to zero); nothing to judge until it has pods; values unknown (503), HPA "
                   "holds")
 _SHOWN_PODS = 3
+_REPLICA_SIGNALS = frozenset((SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_CACHE))
+"""The signals the replica count reads besides the request rate (`decision.decide`'s `desired_complete`)."""
 """Pods named in the warming-up explanation; the rest are counted."""
 
 
@@ -118,6 +121,9 @@ def decide_remembering(
     view, seeded = decide(snapshot, policy, seed, now, window_s)
     if view.complete:
         return view, seeded, None
+    if _whole_for_replicas(view, policy):  # the values it lacks stay unknown, as for a warm runtime
+        view, seeded = whole_or_unknown(view, seeded, seed)
+        return view, seeded, None
     left = grace_s(policy) - (now - warm.since)
     if left > 0.0:
         grace = f"in {left:.0f} s (warmup_grace_s) with {_DESIRED.value} not below the current {floor} replicas"
@@ -137,6 +143,17 @@ def decide_remembering(
                               f"not below the current {floor} replicas")
     view, seeded = whole_or_unknown(replace(view, reason="; ".join(p for p in parts if p)), seeded, seed)
     return view, seeded, None
+
+
+def _whole_for_replicas(view: RuntimeView, policy: RuntimePolicy) -> bool:
+    """Whether every Ready pod is fresh on every signal the replica count uses, the request rate missing on
+    some: without `target_rps_per_pod` it decides nothing, and the decision lets the replicas fall then
+    (`decision.decide`, `desired_complete`). Waiting on it held the seed for the grace period and then one
+    refresh only: "never below the current replicas" while the pod "held" nothing."""
+    if policy.target_rps_per_pod is not None or not view.known or view.fresh_pods != view.ready_pods:
+        return False
+    return all(state in (FRESH, NONE) for pod in view.pods if pod.ready
+               for signal, state in pod.signals if signal in _REPLICA_SIGNALS)
 
 
 def whole_or_unknown(

@@ -168,6 +168,27 @@ def test_a_restart_with_every_pod_fresh_serves_at_once_but_never_below_what_runs
     assert served(view)[DESIRED] == 4.0 and served(view)[LOAD] == 60.0 and warm is None and memory is not None
 
 
+def test_a_pod_missing_only_a_signal_the_replicas_do_not_use_is_a_whole_restart_for_them() -> None:
+    """A GPU runtime (no `target_rps_per_pod`: the request rate decides nothing) with pod-0 publishing no request
+    rate. The warm-up waited on it for the grace period, served the four that run and said the missing pod held
+    them, then the next refresh let the recommendation fall (it was complete for the replicas): "never below the
+    current replicas" lasted one refresh. The replicas' signals are whole, so the restart is whole for them: the
+    four that run at once, then the slow fall, 1 + 3 x e^-1 = 2.10 -> 3 after 300 s; the request load stays
+    unknown (503), naming pod-0."""
+    policy = RuntimePolicy(warmup_grace_s=30.0)
+
+    def gpu_runtime(now: float) -> tuple[PodSample, ...]:
+        return pods_with(gpu=[0.1] * 4, rps=[None, 5.0, 5.0, 5.0], queue=[0.0] * 4, cache=[0.5] * 4,
+                         lru=[900.0] * 4, models=[3.0] * 4) if now == NOW else tuple(
+            replace(p, sampled_at=now - 5.0) for p in gpu_runtime(NOW))
+
+    steps = [(NOW + t, RuntimeSnapshot(KEY, gpu_runtime(NOW + t), NOW + t, replicas=4)) for t in (0.0, 15.0, 315.0)]
+    views = [view for view, _, _ in restart(steps, policy)]
+    assert [served(v)[DESIRED] for v in views] == [4.0, 4.0, 3.0]
+    assert [served(v)[LOAD] for v in views] == [None, None, None]
+    assert "requests not fresh on pod-0" in views[0].warming_up
+
+
 def test_a_runtime_with_memory_of_every_value_is_decided_as_before() -> None:
     _, memory = decide(snapshot(hot_runtime(NOW)), POLICY, None, NOW, WINDOW)
     snap = snapshot(hot_runtime(NOW + 15.0, hot_age=None), now=NOW + 15.0)
