@@ -85,6 +85,9 @@ class RuntimeSnapshot:
     source_ok: bool = True
     replicas: int | None = None
     annotations: dict[str, str] = field(default_factory=dict)
+    uid: str | None = None
+    """The Deployment's uid, where discovery reads it: a runtime deleted and created again under the same name
+    is another runtime, whose memory starts again (`Refresher`)."""
 
 
 @dataclass(frozen=True, slots=True)

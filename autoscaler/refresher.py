@@ -49,6 +49,7 @@ class Refresher:
         self._clock = clock
         self._memory: dict[RuntimeKey, RuntimeMemory] = {}
         self._warming: dict[RuntimeKey, WarmUp] = {}  # runtimes with no memory yet (autoscaler.policies.warmup)
+        self._uids: dict[RuntimeKey, str] = {}  # each runtime's Deployment uid, where discovery reads it
         self._failing: set[RuntimeKey] = set()  # runtimes whose last decision raised (logged once)
         self.views: dict[RuntimeKey, RuntimeView] = {}
         self.refreshes = 0
@@ -79,6 +80,8 @@ class Refresher:
             policy = self.policies.policy_for(snapshot.key, snapshot.annotations)
             if self.hpa_bounds is not None:
                 policy = with_hpa_bounds(policy, *self.hpa_bounds(snapshot.key))
+            if snapshot.uid is not None and self._uids.get(snapshot.key, snapshot.uid) != snapshot.uid:
+                self._forget_recreated(snapshot.key, snapshot.uid)
             memory = self._memory.get(snapshot.key)
             # What the HPA last asked for counts only for a runtime without memory (`warmup.replica_floor`).
             scaled = None if memory is not None or self.scaled_replicas is None else self.scaled_replicas(snapshot.key)
@@ -104,6 +107,7 @@ class Refresher:
             del self._memory[gone]
         for gone in set(self._warming) - set(views) - failed:
             del self._warming[gone]
+        self._uids = {snapshot.key: snapshot.uid for snapshot in snapshots if snapshot.uid is not None}
         self.policies.forget_all_but({snapshot.key for snapshot in snapshots})
         self.policies.notice_file_change()  # an edited policy file: a restart applies it (logged once)
         self._failing &= failed  # a runtime decided again (or gone) is logged again if it fails later
@@ -118,6 +122,15 @@ class Refresher:
                 await listener(views)
             except Exception:
                 log.exception("refresh listener failed; metrics serving is unaffected")
+
+    def _forget_recreated(self, key: RuntimeKey, uid: str) -> None:
+        """The runtime's Deployment was deleted and created again under its name: another runtime, whose memory
+        starts again (warming up from what runs). Kept, the old runtime's slow fall was served at once for the new
+        one (4 replicas for the 2 that run and need 1) and its HPA scaled it up."""
+        self._memory.pop(key, None)
+        self._warming.pop(key, None)
+        log.info("runtime %s: its Deployment was deleted and created again (uid %s, was %s): the adapter's memory of "
+                 "it starts again, from what runs", key, uid, self._uids[key])
 
     def _decision_failed(self, key: RuntimeKey) -> None:
         """One runtime's decision raised (a bug, or a source that let a bad value through: `PodSample` says

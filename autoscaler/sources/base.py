@@ -55,6 +55,8 @@ class RuntimeInventory:
     pods: tuple[PodTarget, ...]
     replicas: int | None = None
     annotations: dict[str, str] = field(default_factory=dict)
+    uid: str | None = None
+    """The Deployment's uid (Kubernetes discovery): a new one under the same name is another runtime."""
 
 
 class PodDiscovery(Protocol):

@@ -134,9 +134,14 @@ class DeploymentResync:
             log.debug("Kubernetes discovery: re-reading Deployment %s failed (left to the resync): %s", key, error)
             return
         current = self.runtimes.get(key)
-        if record is None or current is None or started < max(self._table_read, self._newer.get(key, 0)):
+        if current is None or started < max(self._table_read, self._newer.get(key, 0)):
             return
         self._newer[key] = started
+        if record is None:  # a discovered runtime's Deployment deleted: gone now, not at the resync
+            del self.runtimes[key]
+            log.info("Kubernetes discovery: runtime %s removed (its Deployment is gone)", key)
+            self._on_change()
+            return
         if runtime_table({key: record}) != runtime_table({key: current}):
             if record.replicas != current.replicas:
                 log.info("Kubernetes discovery: runtime %s replicas %s -> %s (read again as its pods changed)",
@@ -145,7 +150,9 @@ class DeploymentResync:
             self._on_change()
 
     async def _read_discovered(self, apps: AppsV1Api, key: RuntimeKey) -> RuntimeRecord | None:
-        """A discovered runtime's Deployment by name; None when it is gone (the resync's list removes it)."""
+        """A discovered runtime's Deployment by name; None when it is gone (removed at once: left to the resync,
+        it stayed a runtime with replicas and no pods, 503 "no ready pods" with a WARNING, for up to 30 s, and its
+        memory was kept for a Deployment created again under its name)."""
         call = partial(apps.read_namespaced_deployment_without_preload_content, key.deployment, key.namespace,
                        _request_timeout=self._request_timeout_s)
         try:
@@ -201,10 +208,14 @@ class DeploymentResync:
             for namespace in self._namespaces if self._namespaces is not None else (None,):
                 for runtime in await self._list_deployments(apps, namespace):
                     fresh.setdefault(runtime.key, runtime)
-        # A runtime read by name after this resync started is newer than what this resync read of it.
+        # A runtime read by name after this resync started is newer than what this resync read of it (or found
+        # its Deployment gone).
         newer = {key: at for key, at in self._newer.items() if at > started and key in fresh}
         for key in newer:
-            fresh[key] = self.runtimes[key]
+            if key in self.runtimes:
+                fresh[key] = self.runtimes[key]
+            else:
+                del fresh[key]
         self._table_read, self._newer = started, newer
         if runtime_table(fresh) != runtime_table(self.runtimes):
             added = sorted(str(key) for key in fresh.keys() - self.runtimes.keys())

@@ -58,6 +58,8 @@ class RuntimeRecord:
     selector: dict[str, str]
     replicas: int | None = None
     annotations: dict[str, str] = field(default_factory=dict)
+    uid: str | None = None
+    """The Deployment's `metadata.uid` (None: no Deployment read, a configured runtime without one)."""
 
 
 def parse_pod(obj: Any) -> PodRecord | None:
@@ -145,7 +147,9 @@ def parse_deployment(deployment: JSON, key: RuntimeKey) -> RuntimeRecord:
     selector = {str(k): str(v) for k, v in match_labels.items()} or fallback_selector(key)
     replicas = spec.get("replicas", 1)  # the API defaults an unset replicas to 1
     annotations = {str(k): str(v) for k, v in _mapping(metadata.get("annotations")).items()}
-    return RuntimeRecord(key, selector, replicas if isinstance(replicas, int) else None, annotations)
+    uid = metadata.get("uid")
+    return RuntimeRecord(key, selector, replicas if isinstance(replicas, int) else None, annotations,
+                         uid if isinstance(uid, str) else None)
 
 
 def fallback_selector(key: RuntimeKey) -> dict[str, str]:
@@ -156,7 +160,7 @@ def fallback_selector(key: RuntimeKey) -> dict[str, str]:
 def runtime_table(runtimes: Mapping[RuntimeKey, RuntimeRecord]) -> dict[RuntimeKey, tuple[Any, ...]]:
     """The runtimes as comparable values: equal tables mean a Deployment read changed nothing."""
     return {
-        key: (tuple(sorted(r.selector.items())), r.replicas, tuple(sorted(r.annotations.items())))
+        key: (tuple(sorted(r.selector.items())), r.replicas, tuple(sorted(r.annotations.items())), r.uid)
         for key, r in runtimes.items()
     }
 
@@ -193,7 +197,7 @@ def build_inventory(
              if _selects(runtime.selector, pod) and _runs_under(key, pod)),
             key=lambda target: target.name,
         )
-        result[key] = RuntimeInventory(key, tuple(targets), runtime.replicas, dict(runtime.annotations))
+        result[key] = RuntimeInventory(key, tuple(targets), runtime.replicas, dict(runtime.annotations), runtime.uid)
     return result
 
 

@@ -292,6 +292,7 @@ class PrometheusSource:
             source_ok=source_ok,
             replicas=runtime.replicas,
             annotations=dict(runtime.annotations),
+            uid=runtime.uid,
         )
 
     def _read_pod(self, ref: PodRef, answers: Mapping[str, Mapping[PodRef, str]]) -> PodSample | None:

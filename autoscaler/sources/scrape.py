@@ -153,6 +153,7 @@ class ScrapeSource:
                 source_ok=source_ok,
                 replicas=runtime.replicas,
                 annotations=runtime.annotations,
+                uid=runtime.uid,
             )
             for key, runtime in inventory.items()
         ]

@@ -164,3 +164,44 @@ async def test_a_runtime_whose_pods_lack_modelmeshs_name_label_is_seen_scaled_to
         await eventually(lambda: replicas(subject, custom) == 0)
     finally:
         await subject.close()
+
+
+def deployment_uid(kube: FakeKubeApi, key: RuntimeKey) -> str:
+    deployment = kube.get("deployments", key.namespace, key.deployment)
+    assert deployment is not None
+    return str(deployment["metadata"]["uid"])
+
+
+async def test_a_deleted_runtime_is_gone_within_seconds_not_at_the_resync(kube: FakeKubeApi) -> None:
+    """Its Deployment and pods deleted: the read by name its pods' going asks for answers 404, and the runtime was
+    left to the resync (30 s by default) as a runtime with replicas and no pods: 503 "no ready pods" and a WARNING
+    at every deletion, and its memory kept for a Deployment created again under its name."""
+    names = kube.add_modelmesh_runtime(NS, MLSERVER.deployment, replicas=1)
+    kube.add_modelmesh_runtime(NS, TRITON.deployment, replicas=1)
+    subject = await started(kube, runtimes=[], discover=True, namespaces=[NS])
+    try:
+        assert MLSERVER in subject.inventory()
+        kube.delete_deployment(NS, MLSERVER.deployment)
+        kube.delete_pod(NS, names[0])
+
+        await eventually(lambda: MLSERVER not in subject.inventory())
+        assert TRITON in subject.inventory()
+    finally:
+        await subject.close()
+
+
+async def test_a_runtime_created_again_under_its_name_carries_its_new_deployments_uid(kube: FakeKubeApi) -> None:
+    """`kubectl delete` then `apply` at once: the read by name finds the new Deployment, which is another runtime
+    (its memory starts again, `Refresher`): the inventory says so by the Deployment's uid."""
+    names = kube.add_modelmesh_runtime(NS, MLSERVER.deployment, replicas=1)
+    subject = await started(kube, runtimes=[], discover=True, namespaces=[NS])
+    try:
+        assert subject.inventory()[MLSERVER].uid == deployment_uid(kube, MLSERVER)
+        kube.delete_deployment(NS, MLSERVER.deployment)
+        kube.delete_pod(NS, names[0])
+        kube.add_modelmesh_runtime(NS, MLSERVER.deployment, replicas=1)
+        new_uid = deployment_uid(kube, MLSERVER)
+
+        await eventually(lambda: MLSERVER in subject.inventory() and subject.inventory()[MLSERVER].uid == new_uid)
+    finally:
+        await subject.close()

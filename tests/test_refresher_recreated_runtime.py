@@ -1,0 +1,65 @@
+"""A runtime whose Deployment is deleted and created again under the same name (`kubectl delete` then `apply`, a
+GitOps replace, a re-applied ServingRuntime) is another runtime: it warms up from what runs, not from the old
+one's memory. The old runtime was at 4 replicas in its slow fall; the new one runs 2 pods at GPU busy 0.1 (1 pod
+of demand). It was served 4 at once, with the old runtime's GPU busy, and its HPA scaled it from 2 to 4."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
+from autoscaler.names import ServedMetric
+from autoscaler.policies.config import PolicyBook
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.refresher import Refresher
+from autoscaler.selfmetrics import AdapterMetrics
+
+KEY = RuntimeKey("churn", "modelmesh-serving-rtprobe")
+
+
+class DeploymentSource:
+    """One runtime: its Deployment's uid, its pods (all Ready and fresh) and their GPU busy."""
+
+    name = "test"
+    errors: dict[str, int] = {}
+
+    def __init__(self, uid: str, pods: int, busy: float) -> None:
+        self.uid, self.pods, self.busy = uid, pods, busy
+
+    async def collect(self, now: float) -> list[RuntimeSnapshot]:
+        pods = tuple(PodSample(f"{self.uid}-{i}", sampled_at=now - 1, gpu_busy=self.busy, requests_per_second=10.0,
+                               queue_delay_s=0.0) for i in range(self.pods))
+        return [RuntimeSnapshot(KEY, pods, now, replicas=self.pods, uid=self.uid)]
+
+    async def close(self) -> None:
+        return None
+
+
+def served(refresher: Refresher) -> dict[ServedMetric, float | None]:
+    return {metric: value.value for metric, value in refresher.views[KEY].values.items()}
+
+
+async def test_a_deployment_created_again_under_the_same_name_starts_without_the_old_ones_memory(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = [1_700_000_000.0]
+    source = DeploymentSource("uid-old", pods=3, busy=0.95)
+    refresher = Refresher(source, PolicyBook(RuntimePolicy(warmup_grace_s=30.0)), AdapterMetrics(),
+                          clock=lambda: clock[0])
+    await refresher.refresh_once()
+    assert served(refresher)[ServedMetric.DESIRED_REPLICAS] == 4.0  # 3 x 0.95 / 0.8 = 3.56
+    clock[0] += 15.0
+    source.busy = 0.1
+    await refresher.refresh_once()
+    assert served(refresher)[ServedMetric.DESIRED_REPLICAS] == 4.0  # the slow fall
+
+    clock[0] += 15.0
+    source.uid, source.pods = "uid-new", 2  # deleted and created again: 2 new pods at 0.1
+    caplog.set_level(logging.INFO, logger="autoscaler.refresher")
+    await refresher.refresh_once()
+    values = served(refresher)
+    assert values[ServedMetric.DESIRED_REPLICAS] == 2.0  # what runs, not the old runtime's 4
+    assert values[ServedMetric.GPU_BUSY] == pytest.approx(0.1)
+    assert any("created again" in r.getMessage() and str(KEY) in r.getMessage() for r in caplog.records)
