@@ -11,6 +11,7 @@ library reads the service-account token again.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from os import PathLike, fspath
 from pathlib import Path
@@ -42,7 +43,7 @@ async def load_kube_settings(
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
             namespace = _read_text(_SERVICE_ACCOUNT_NAMESPACE) or "default"
         else:
-            path = fspath(kubeconfig) if kubeconfig is not None else None
+            path = fspath(kubeconfig) if kubeconfig is not None else default_kubeconfig()
             loader = await config.load_kube_config(  # type: ignore[no-untyped-call]
                 config_file=path, context=context, client_configuration=configuration, persist_config=False
             )
@@ -57,6 +58,12 @@ async def load_kube_settings(
                                "current-context)")
         raise KubeConfigError(f"cannot load Kubernetes connection settings from {where}: {error}") from error
     return KubeSettings(configuration, namespace)
+
+
+def default_kubeconfig() -> str:
+    """`$KUBECONFIG` (a path, or several joined by `:`), else `~/.kube/config`, read now. An empty `KUBECONFIG` is
+    unset, as for kubectl: the library, which reads the variable once at import, took "" for the file."""
+    return os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
 
 
 def _read_text(path: Path) -> str | None:

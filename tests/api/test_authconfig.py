@@ -122,6 +122,24 @@ def test_unreadable_ca_files_are_start_up_errors(tmp_path: Path) -> None:
         authconfig.from_settings(ServeSettings(requestheader_client_ca_file=tmp_path / "empty.crt"))
 
 
+async def test_an_empty_kubeconfig_variable_is_unset_as_for_kubectl(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`export KUBECONFIG=` (an empty value, from a profile or an env template): kubectl reads ~/.kube/config;
+    `serve` stopped with "Config not found: " (the library took the empty string for the file)."""
+    (tmp_path / ".kube").mkdir()
+    (tmp_path / ".kube" / "config").write_text(
+        "apiVersion: v1\nkind: Config\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:6443', insecure-skip-tls-verify: true}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n")
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", "")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    configuration = await load_configuration(None)
+    assert configuration.host == "https://127.0.0.1:6443"
+
+
 async def test_no_kubeconfig_anywhere_is_a_start_up_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
