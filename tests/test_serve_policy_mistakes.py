@@ -90,12 +90,16 @@ def test_debug_shows_each_policy_value_and_where_it_came_from(tmp_path: Path) ->
     args = ["autoscaler.cli", "serve", "--insecure-dev", "--workers", "1", "--listen", f"127.0.0.1:{listen}",
             "--targets", str(targets), "--config", str(config), "--skew-order", "3"]
     url = f"https://127.0.0.1:{listen}/debug/runtimes/default/modelmesh-serving-demo"
-    with running(args, url, tmp_path / "adapter.log", env={"AUTOSCALER_SCALE_DOWN_TAU": "120"}):
+    env = {"AUTOSCALER_SCALE_DOWN_TAU": "120", "AUTOSCALER_REFRESH_INTERVAL": "5"}
+    with running(args, url, tmp_path / "adapter.log", env=env):
         status, body = poll(lambda: answer if (answer := http_get(url))[0] != 503 else None, timeout=30)
     assert status == 200, body
     policy = json.loads(body)["policy"]
     assert policy["skew_order"] == {"value": 3.0, "from": "flag --skew-order"}
     assert policy["scale_down_tau_s"] == {"value": 120.0, "from": "variable AUTOSCALER_SCALE_DOWN_TAU"}
+    assert policy["max_staleness_s"]["value"] == 15.0  # no --max-staleness: 3 x the refresh interval
+    assert "--max-staleness" not in policy["max_staleness_s"]["from"], policy["max_staleness_s"]
+    assert "3 x --refresh-interval" in policy["max_staleness_s"]["from"], policy["max_staleness_s"]
     assert policy["target_gpu_busy"] == {"value": 0.7, "from": f"{config}: defaults"}
     assert policy["target_rps_per_pod"] == {"value": 50.0, "from": f"{config}: runtimes[0]"}
     assert policy["max_replicas"] == {"value": 8, "from": "annotation autoscaler.modelmesh.io/max-replicas"}

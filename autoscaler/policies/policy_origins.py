@@ -37,10 +37,17 @@ FLAG_DESTS: Final = {name: flag.split()[0].removeprefix("--").replace("-", "_") 
 """Each of those keys with its flag's dest, as `ServeSettings.given_by` names a setting given."""
 
 
+_DERIVED: Final = {"max_staleness_s": "3 x --refresh-interval (flag or AUTOSCALER_REFRESH_INTERVAL)"}
+"""Where a key the flags' layer sets comes from when no flag or variable of its own set it."""
+
+
 def flag_origins(base: RuntimePolicy, given_by: Mapping[str, str] | None = None) -> dict[str, str]:
     """Where the keys of the flags' layer come from, where they differ from the built-in default: as `given_by`
-    names what the user wrote (`variable AUTOSCALER_SCALE_DOWN_TAU`: a pod spec's variable is not its flag), else
-    the flag (`max_staleness_s` also follows `--refresh-interval`)."""
-    given_by = given_by or {}
-    return {name: given_by.get(name) or f"flag {_FLAGS.get(name, name)}" for name in FIELDS
+    names what the user wrote (`variable AUTOSCALER_SCALE_DOWN_TAU`: a pod spec's variable is not its flag), a
+    `max_staleness_s` no one gave as following `--refresh-interval` (it named `--max-staleness`, which appeared
+    nowhere); without `given_by`, the flag."""
+    if given_by is None:
+        return {name: f"flag {_FLAGS.get(name, name)}" for name in FIELDS
+                if getattr(base, name) != getattr(BUILT_IN, name)}
+    return {name: given_by.get(name) or _DERIVED.get(name) or f"flag {_FLAGS.get(name, name)}" for name in FIELDS
             if getattr(base, name) != getattr(BUILT_IN, name)}
