@@ -79,6 +79,7 @@ def _check_flag_rules(settings: ServeSettings) -> None:
         raise PreflightError(str(error)) from error
     _check_leader_durations(settings)
     _warn_settings_of_the_other_source(settings)
+    _warn_discovery_settings_with_targets(settings)
 
 
 _PROMETHEUS_ONLY = ("prometheus_url", "prometheus_ca_file", "prometheus_token_file", "prometheus_headers",
@@ -103,6 +104,23 @@ def _warn_settings_of_the_other_source(settings: ServeSettings) -> None:
     if given:
         names = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
         log.warning("%s %s not used with %s", names, "is" if len(given) == 1 else "are", fix)
+
+
+def _warn_discovery_settings_with_targets(settings: ServeSettings) -> None:
+    """Settings of Kubernetes discovery given with a targets file, which names the runtimes and their pods'
+    URLs: a runtime outside `--namespaces foo` was served and an explicit `--bridge on` did nothing, silently.
+    Said once at start, as for the other source's settings."""
+    if settings.targets is None:
+        return
+    defaults = ServeSettings()
+    given = [_flag(name) for name in ("namespaces", "exporter_port")
+             if getattr(settings, name) != getattr(defaults, name)]
+    if settings.bridge:
+        given.append("--bridge on")
+    if given:
+        names = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
+        log.warning("%s %s nothing with --targets: the targets file names the runtimes served and their pods' URLs "
+                    "(no Kubernetes discovery, no RuntimeScale bridge)", names, "does" if len(given) == 1 else "do")
 
 
 def _check_leader_durations(settings: ServeSettings) -> None:

@@ -48,6 +48,19 @@ def test_a_setting_of_the_other_source_is_named_at_start(tmp_path: Path, flags: 
     assert says in log, log
 
 
+@pytest.mark.parametrize(("flags", "says"), [
+    (["--namespaces", "foo"], "--namespaces does nothing with --targets"),
+    (["--namespaces", "foo", "--exporter-port", "1234", "--bridge", "on"],
+     "--namespaces, --exporter-port and --bridge on do nothing with --targets"),
+])
+def test_a_kubernetes_discovery_setting_with_a_targets_file_is_named_at_start(
+        tmp_path: Path, flags: list[str], says: str) -> None:
+    """The runtime in namespace `default` was served under `--namespaces foo`, and an explicit `--bridge on` did
+    nothing, without a word: the targets file names the runtimes and their pods."""
+    log = start_log(tmp_path, *flags)
+    assert says in log, log
+
+
 def test_the_settings_of_the_source_in_use_say_nothing(tmp_path: Path) -> None:
     log = start_log(tmp_path, "--scrape-timeout", "2", "--exporter-port", "9187")
     assert "is not used with" not in log and "are not used with" not in log, log
