@@ -259,7 +259,7 @@ def serve(settings: ServeSettings) -> None:
     if settings.insecure_dev:
         if not is_loopback(settings.listen_host):
             log.warning("--insecure-dev binds loopback only: ignoring host %s, listening on 127.0.0.1",
-                        settings.listen_host)
+                        settings.listen_host or "'' (every address)")
         log.warning("INSECURE DEV MODE: no authentication or authorization; never use this in a cluster")
     if settings.workers == 0:
         serve_in_process(settings)

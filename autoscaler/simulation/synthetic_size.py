@@ -31,7 +31,7 @@ def check_synthetic_size(models: int, hours: float, mean_rps: float) -> None:
                     f"synthetic trace makes ({MAX_MODEL_HOURS:,}: a day of {MAX_MODEL_HOURS // 24:,} models, a week "
                     f"of {MAX_MODEL_HOURS // 168:,})")
     elif mean_rps > MAX_SYNTHETIC_RPS:
-        too_many = f"--rps {mean_rps:g} is more than the synthetic trace makes ({MAX_SYNTHETIC_RPS:,} requests/s)"
+        too_many = f"--rps {mean_rps:,.15g} is more than the synthetic trace makes ({MAX_SYNTHETIC_RPS:,} requests/s)"
     else:
         return
     raise TraceError(f"{too_many}: give a smaller one")

@@ -32,18 +32,22 @@ def listening_addresses(port: int) -> set[str]:
     return addresses
 
 
-@pytest.mark.parametrize("mode", [pytest.param([], id="workers-default"),
-                                  pytest.param(["--workers", "0"], id="workers-0")])
-def test_insecure_dev_binds_loopback_when_asked_for_every_interface(tmp_path: Path, mode: list[str]) -> None:
+@pytest.mark.parametrize(("mode", "host", "said"), [
+    pytest.param([], "0.0.0.0", "0.0.0.0", id="workers-default"),
+    pytest.param(["--workers", "0"], "0.0.0.0", "0.0.0.0", id="workers-0"),
+    pytest.param([], "", "'' (every address)", id="no-host"),  # `--listen :PORT` said "ignoring host ,"
+])
+def test_insecure_dev_binds_loopback_when_asked_for_every_interface(tmp_path: Path, mode: list[str], host: str,
+                                                                    said: str) -> None:
     port = free_port()
     targets = write_targets(tmp_path / "targets.yaml", ["http://127.0.0.1:1/metrics"])
     log = tmp_path / "adapter.log"
-    with running(["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"0.0.0.0:{port}",
+    with running(["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"{host}:{port}",
                   "--targets", str(targets), "--deletion-cost", "off", *mode],
                  f"https://127.0.0.1:{port}/healthz", log):
         assert listening_addresses(port) == {"127.0.0.1"}
     text = log.read_text()
-    assert "--insecure-dev binds loopback only: ignoring host 0.0.0.0, listening on 127.0.0.1" in text, text
+    assert f"--insecure-dev binds loopback only: ignoring host {said}, listening on 127.0.0.1" in text, text
     assert f"on https://127.0.0.1:{port}" in text, text
 
 

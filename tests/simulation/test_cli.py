@@ -179,6 +179,8 @@ def test_bad_input_is_a_clear_error_and_writes_nothing(tmp_path: Path) -> None:
      "20,833 models, a week of 2,976)"),
     # "simulate: lam value too large"
     (["--rps", "1e300"], "--rps 1e+300 is more than the synthetic trace makes (1,000,000 requests/s)"),
+    # one over the limit read "1e+06 is more than ... (1,000,000)"
+    (["--rps", "1000001"], "--rps 1,000,001 is more than the synthetic trace makes (1,000,000 requests/s)"),
 ])
 def test_a_synthetic_trace_too_large_to_make_is_refused_at_once(tmp_path: Path, flags: list[str],
                                                               message: str) -> None:
