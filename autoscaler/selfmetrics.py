@@ -79,8 +79,9 @@ class AdapterMetrics:
         )
         self.runtime_known = RuntimeGauge(
             "modelmesh_autoscaler_runtime_values_known",
-            "1 when the runtime's values are served, 0 while the API answers 503 for it; absent while it is scaled "
-            "to zero (its Deployment asks for 0 replicas: nothing to know).",
+            "1 when the runtime's values are served, 0 while the API answers 503 for all of them (one metric no pod "
+            "reports is 503 alone: its served_value is absent); absent while it is scaled to zero (its Deployment "
+            "asks for 0 replicas: nothing to know).",
             ("namespace", "deployment"),
         )
         self.runtime_warming_up = RuntimeGauge(
