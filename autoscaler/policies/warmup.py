@@ -53,9 +53,9 @@ SCALED_TO_ZERO = ("scaled to zero: the Deployment asks for 0 replicas (modelmesh
                   "InferenceService uses to zero); nothing to judge until it has pods; values unknown (503), HPA "
                   "holds")
 _SHOWN_PODS = 3
+"""Pods named in the warming-up explanation; the rest are counted."""
 _REPLICA_SIGNALS = frozenset((SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_CACHE))
 """The signals the replica count reads besides the request rate (`decision.decide`'s `desired_complete`)."""
-"""Pods named in the warming-up explanation; the rest are counted."""
 
 
 @dataclass(frozen=True, slots=True)
