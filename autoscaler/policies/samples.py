@@ -171,16 +171,16 @@ def cache_state(pod: PodSample, full_ratio: float) -> int:
     leaves it out when nothing is loaded — and no model count saying otherwise; an LRU age of 0 is ModelMesh's
     own "no LRU"). Full: cache use at the ratio with an LRU age, or with models and no age, which the exporter
     leaves out when its least recently used copy was just used (the worst thrash: `JUST_USED_LRU_AGE_S`).
-    Unknown: the pod does not say enough (no cache use); an unknown pod neither gives the runtime room nor proves
-    it full.
+    Unknown: the pod does not say enough (no cache use, with an age or a model count); an unknown pod neither
+    gives the runtime room nor proves it full.
     """
     c = pod.cache_used_ratio
     k = pod.models_loaded
     a = pod.lru_age_s
     if (c is not None and c < full_ratio) or k == 0.0:
         return CACHE_ROOM
-    if c is None:
+    if c is None and a is None and k is None:
         return CACHE_UNKNOWN
-    if not a and k is None:  # None or 0 and no model count: nothing in the LRU
+    if not a and k is None:  # None or 0, and no model count: nothing in the LRU
         return CACHE_ROOM
-    return CACHE_FULL
+    return CACHE_UNKNOWN if c is None else CACHE_FULL  # with models and no age: the LRU copy just used
