@@ -36,6 +36,12 @@ class AdapterMetrics:
             "API requests by route and HTTP status code.",
             ["path", "code"], registry=self.registry,
         )
+        self.scaled_to_zero_answers = Counter(
+            "modelmesh_autoscaler_api_scaled_to_zero_answers_total",
+            "External metric and KEDA answers that were a 503 for a runtime scaled to zero (its Deployment asks for "
+            "0 replicas): nothing is wrong; counted in api_requests_total too, and left out of the 503 alert.",
+            registry=self.registry,
+        )
         self.request_seconds = Histogram(
             "modelmesh_autoscaler_api_request_duration_seconds",
             "API request latency by route.",

@@ -32,6 +32,7 @@ from autoscaler.api.snapshot import (
     ServingSnapshot,
     SnapshotStore,
     error_answer,
+    unknown_answer,
 )
 from autoscaler.api.stall import STALL_KEY, StallWatch
 from autoscaler.api.status import KUBE_HEADERS, ApiError, ApiResponse, json_answer
@@ -110,9 +111,9 @@ def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str) -> Answ
     another number (`autoscaler.api.quantity`) is unknown: a 503, as KEDA's document has `null` for it."""
     served = view.values.get(metric)
     if not view.known or served is None or (value := served.value) is None or served.timestamp is None:
-        return error_answer(503, f"{metric.value} for runtime {view.key} is unknown right now: "
-                                 f"{unknown_because(view)}; the HPA holds its current replicas; why: "
-                                 f"{debug_path(view)}")
+        return unknown_answer(view, f"{metric.value} for runtime {view.key} is unknown right now: "
+                                    f"{unknown_because(view)}; the HPA holds its current replicas; why: "
+                                    f"{debug_path(view)}")
     if not 0.0 <= value <= MAX_SERVABLE:  # `quantity`'s rule, inline: this runs for every runtime and metric
         return error_answer(503, f"{metric.value} for runtime {view.key} is {value!r}, which the HPA cannot "
                                  "read as a quantity (see /debug); the HPA holds its current replicas")
@@ -183,7 +184,10 @@ def respond(answer: Answer, metrics: AdapterMetrics) -> web.Response:
     """A pre-rendered answer; the freshness of what a 200 serves is observed as it is served."""
     status, body, age = answer
     if age is not None:
-        metrics.tally.observe(metrics.freshness, age)
+        if age >= 0.0:
+            metrics.tally.observe(metrics.freshness, age)
+        else:  # SCALED_TO_ZERO_AGE: a 503 with nothing wrong
+            metrics.tally.count(metrics.scaled_to_zero_answers)
     return ApiResponse(body=body, status=status, headers=_METRIC_HEADERS)
 
 
@@ -221,7 +225,7 @@ def external_metric_answerer(store: SnapshotStore, metrics: AdapterMetrics, stal
     A plain function, not a coroutine: it never waits, and `app.Serving` calls it without a coroutine layer.
     `runtime_answer` and `respond` inline, for the same reason (each Python call is a few hundred
     instructions of a request that costs about 300,000 in all: `bench/bench_request_cost.py`)."""
-    tally, freshness = metrics.tally, metrics.freshness
+    tally, freshness, scaled_to_zero = metrics.tally, metrics.freshness, metrics.scaled_to_zero_answers
 
     def external_metric(request: web.Request, namespace: str, name: str) -> web.Response:
         which = _WHICH.get(name)
@@ -247,7 +251,10 @@ def external_metric_answerer(store: SnapshotStore, metrics: AdapterMetrics, stal
             raise _not_found(snapshot, namespace, deployment)
         status, body, age = answer
         if age is not None:
-            tally.observe(freshness, age)
+            if age >= 0.0:
+                tally.observe(freshness, age)
+            else:  # SCALED_TO_ZERO_AGE, as in `respond`
+                tally.count(scaled_to_zero)
         return ApiResponse(body=body, status=status, headers=_METRIC_HEADERS)
 
     return external_metric

@@ -31,7 +31,7 @@ from autoscaler.api.handlers import (
     unknown_because,
 )
 from autoscaler.api.quantity import MAX_SERVABLE
-from autoscaler.api.snapshot import KEDA, SNAPSHOT_KEY, Answer, error_answer
+from autoscaler.api.snapshot import KEDA, SNAPSHOT_KEY, Answer, error_answer, unknown_answer
 from autoscaler.api.stall import STALL_KEY
 from autoscaler.api.status import json_answer
 from autoscaler.model import RuntimeView
@@ -67,8 +67,8 @@ def keda_values(view: RuntimeView) -> tuple[dict[str, Any], float | None]:
 def keda_answer(view: RuntimeView) -> Answer:
     """The KEDA endpoint's answer for a runtime: its values, or the 503 while they are unknown."""
     if not view.known:
-        return error_answer(503, f"values of runtime {view.key} are unknown right now: "
-                                 f"{unknown_because(view)}; scalers should hold; why: {debug_path(view)}")
+        return unknown_answer(view, f"values of runtime {view.key} are unknown right now: "
+                                    f"{unknown_because(view)}; scalers should hold; why: {debug_path(view)}")
     document, oldest = keda_values(view)
     if oldest is None:
         return error_answer(503, f"no value of runtime {view.key} is known right now; scalers should hold")

@@ -34,8 +34,8 @@ MULTIPROCESS_DIRECTORY = "PROMETHEUS_MULTIPROC_DIR"
 """prometheus_client's switch to multiprocess values: read when it is imported, so it must be in a worker's
 environment from its start."""
 
-SERVING_ATTRIBUTES = ("requests", "request_seconds", "freshness", "authentications", "authorizations",
-                      "kube_api_seconds")
+SERVING_ATTRIBUTES = ("requests", "scaled_to_zero_answers", "request_seconds", "freshness", "authentications",
+                      "authorizations", "kube_api_seconds")
 """The `AdapterMetrics` series a serving worker owns; every other one belongs to the refresh process."""
 
 

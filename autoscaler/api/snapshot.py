@@ -21,11 +21,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Mapping
-from typing import NamedTuple, Protocol
+from typing import Final, NamedTuple, Protocol
 
 from aiohttp import web
 
 from autoscaler.api.status import status_body
+from autoscaler.model import RuntimeView
 from autoscaler.names import ServedMetric
 
 METRICS: tuple[ServedMetric, ...] = tuple(ServedMetric)
@@ -95,6 +96,17 @@ EMPTY = ServingSnapshot(False, RenderedRuntimes({}))
 
 def error_answer(code: int, message: str) -> Answer:
     return code, json.dumps(status_body(code, message)).encode(), None
+
+
+SCALED_TO_ZERO_AGE: Final = -1.0
+"""The age of a 503 answered for a runtime scaled to zero (no age is negative): `respond` counts it apart
+(`modelmesh_autoscaler_api_scaled_to_zero_answers_total`), so that the 503 alert leaves out what is not wrong."""
+
+
+def unknown_answer(view: RuntimeView, message: str) -> Answer:
+    """The 503 for a runtime whose values are unknown; marked when it is scaled to zero (`SCALED_TO_ZERO_AGE`)."""
+    code, body, _ = error_answer(503, message)
+    return code, body, SCALED_TO_ZERO_AGE if view.scaled_to_zero else None
 
 
 class SnapshotStore(Protocol):

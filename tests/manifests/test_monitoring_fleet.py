@@ -92,12 +92,13 @@ def test_single_pod_runtimes_replaced_every_minute_do_not_fire_the_503_alert(tmp
               "exp_annotations": {
                   "summary": "modelmesh-autoscaler answers HPAs with 503",
                   "description": "For 15 minutes the adapter has answered 100% of the external metric requests "
-                                 "with 503 (data too stale or too sparse, or the source down): those HPAs hold "
-                                 "their replicas. A few runtimes at a time (a single-pod runtime whose pod is being "
-                                 "replaced) do not count, and the 503s of runtimes scaled to zero (nothing is wrong "
-                                 "there) fire it only while some runtime's values are unknown; "
-                                 "ModelMeshRuntimeValuesUnknown names every runtime unknown for 10 minutes; the "
-                                 "adapter's log says why."}}]}]},
+                                 "with 503 (data too stale or too sparse, the source down, or a metric no pod "
+                                 "reports): those HPAs hold their replicas. A few runtimes at a time (a single-pod "
+                                 "runtime whose pod is being replaced) do not count, nor do the 503s of runtimes "
+                                 "scaled to zero (nothing is wrong there); ModelMeshRuntimeValuesUnknown names every "
+                                 "runtime unknown for 10 minutes, and a metric answered 503 while its runtime's "
+                                 "others are served has no modelmesh_autoscaler_served_value series; the adapter's "
+                                 "log and /debug say why."}}]}]},
     ])
     assert done.returncode == 0, done.stdout + done.stderr
 

@@ -76,28 +76,38 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
         yield Fleet(f"127.0.0.1:{adapter}", exporter_process, workdir)
 
 
-def ask(fleet: Fleet, deployment: str) -> tuple[int, str]:
-    """What an HPA on `deployment`'s `modelmesh_desired_replicas` gets: (status, body)."""
-    return http_get(f"https://{fleet.adapter}{EXTERNAL_METRICS}/namespaces/{NAMESPACE}/modelmesh_desired_replicas"
+def ask(fleet: Fleet, deployment: str, metric: str = "modelmesh_desired_replicas") -> tuple[int, str]:
+    """What an HPA on `deployment`'s `metric` gets: (status, body)."""
+    return http_get(f"https://{fleet.adapter}{EXTERNAL_METRICS}/namespaces/{NAMESPACE}/{metric}"
                     f"?labelSelector=deployment%3D{deployment}")
 
 
+SCALED_TO_ZERO_ANSWERS = "modelmesh_autoscaler_api_scaled_to_zero_answers_total"
+
+
 def requests_counted(fleet: Fleet) -> Counter[tuple[str, str]]:
-    """The adapter's count of external-metrics answers, by route and status (its own /metrics scrapes left out)."""
-    return Counter({(s.labels["path"], s.labels["code"]): s.value for s in adapter_metrics(fleet.adapter)
-                    if s.name == "modelmesh_autoscaler_api_requests_total" and s.labels["path"] != "/metrics"})
+    """The adapter's count of external-metrics answers, by route and status (its own /metrics scrapes left out),
+    and of the 503s it answered for a runtime scaled to zero (under the key ("", SCALED_TO_ZERO_ANSWERS))."""
+    return Counter({(s.labels.get("path", ""), s.labels.get("code", s.name)): s.value
+                    for s in adapter_metrics(fleet.adapter)
+                    if (s.name == "modelmesh_autoscaler_api_requests_total" and s.labels["path"] != "/metrics")
+                    or s.name == SCALED_TO_ZERO_ANSWERS})
 
 
-def an_hour_of(fleet: Fleet, exporter_up: int, rounds: int = 5) -> list[dict[str, str]]:
-    """`rounds` rounds of one request by each HPA, as the adapter counts them, repeated at the HPA's pace for an
-    hour; the adapter's per-runtime gauges as it publishes them now, held for the hour; and `triton`'s exporter
-    as the shipped exporter job scrapes it (`up` as given; the runtime without the sidecar has no target)."""
+def an_hour_of(fleet: Fleet, exporter_up: int, rounds: int = 5,
+               hpas: tuple[tuple[str, str], ...] = ((BUSY, "modelmesh_desired_replicas"),
+                                                     (IDLE, "modelmesh_desired_replicas"))) -> list[dict[str, str]]:
+    """`rounds` rounds of one request by each HPA (runtime, metric), as the adapter counts them, repeated at the
+    HPA's pace for an hour; the adapter's per-runtime gauges as it publishes them now, held for the hour; and
+    `triton`'s exporter as the shipped exporter job scrapes it (`up` as given; the runtime without the sidecar has
+    no target)."""
     before = requests_counted(fleet)
     for _ in range(rounds):
-        for deployment in (BUSY, IDLE):
-            ask(fleet, deployment)
+        for deployment, metric in hpas:
+            ask(fleet, deployment, metric)
     per_round = requests_counted(fleet) - before
-    assert sum(per_round.values()) == 2 * rounds, per_round
+    answered = sum(count for (path, _), count in per_round.items() if path)
+    assert answered == len(hpas) * rounds, per_round
     target = ", ".join(f'{k}="{v}"' for k, v in ADAPTER_LABELS.items())
     exporter = (f'up{{job="modelmesh-exporter", namespace="{NAMESPACE}", pod="{BUSY}-5d9c7b-0", '
                 f'deployment="{BUSY}", instance="10.0.0.1:9187"}}')
@@ -105,8 +115,9 @@ def an_hour_of(fleet: Fleet, exporter_up: int, rounds: int = 5) -> list[dict[str
               {"series": exporter, "values": f"{exporter_up}x{MINUTES}"}]
     for (path, code), count in per_round.items():
         step = count / rounds * ASKS_PER_MINUTE
-        series.append({"series": f'modelmesh_autoscaler_api_requests_total{{{target}, path="{path}", code="{code}"}}',
-                       "values": f"0+{step:g}x{MINUTES}"})
+        name = (f'modelmesh_autoscaler_api_requests_total{{{target}, path="{path}", code="{code}"}}' if path else
+                f"{SCALED_TO_ZERO_ANSWERS}{{{target}}}")
+        series.append({"series": name, "values": f"0+{step:g}x{MINUTES}"})
     for sample in adapter_metrics(fleet.adapter):
         if sample.name.startswith(("modelmesh_autoscaler_runtime_", "modelmesh_autoscaler_served_value")):
             labelled = attach(ADAPTER_LABELS, sample.labels, honor_labels=True)  # the runtime's own namespace stays
@@ -146,6 +157,21 @@ def test_an_hpa_on_a_runtime_scaled_to_zero_fires_no_alert(fleet: Fleet, tmp_pat
 
 
 @pytest.mark.slow
+def test_an_hpa_on_a_metric_no_pod_reports_fires_the_503_alert(fleet: Fleet, tmp_path: Path) -> None:
+    """`triton`'s exporter runs without its GPU collector, so no pod reports GPU busy: an HPA on
+    `modelmesh_gpu_busy` gets a 503 at every sync and holds for good, while the runtime's other values are served
+    (values_known 1). The alert left every 503 out while no runtime's values were unknown (that was how it told
+    a runtime scaled to zero apart), and stayed silent with half the answers 503."""
+    poll(lambda: ask(fleet, BUSY)[0] == 200, timeout=30)
+    status, body = ask(fleet, BUSY, "modelmesh_gpu_busy")
+    assert status == 503 and "GPU busy" in json.loads(body)["message"], body
+    series = an_hour_of(fleet, exporter_up=1, hpas=((BUSY, "modelmesh_desired_replicas"),
+                                                    (BUSY, "modelmesh_gpu_busy"), (IDLE, "modelmesh_desired_replicas")))
+    done = alerts_at(tmp_path, series, "ModelMeshAutoscalerServing503", 1)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+
+
+@pytest.mark.slow
 def test_a_runtime_whose_values_are_unknown_fires_the_503_alert(fleet: Fleet, tmp_path: Path) -> None:
     """The other side: the exporter of `triton` stops (scrapes fail, its data turns stale), so its HPA gets
     503s too, and its values are unknown: HPAs hold for a reason someone must fix."""
@@ -155,3 +181,4 @@ def test_a_runtime_whose_values_are_unknown_fires_the_503_alert(fleet: Fleet, tm
     series = an_hour_of(fleet, exporter_up=0)
     done = alerts_at(tmp_path, series, "ModelMeshAutoscalerServing503", 1)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+
