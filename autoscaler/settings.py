@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from exporter import env_flags
-from exporter.env_flags import EnvFlag, EnvFlagError, resolve_flags, where_given
+from exporter.env_flags import DNS_LABEL, EnvFlag, EnvFlagError, namespace, resolve_flags, where_given
 from exporter.settings import boolean, ca_file, file_path, host_port, metrics_url
 
 ENV_PREFIX: Final = "AUTOSCALER_"
@@ -347,24 +347,13 @@ def csv(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-_DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _DNS_SUBDOMAIN: Final = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
-
-
-def namespace(value: str) -> str:
-    """A namespace name (a DNS-1123 label). The Kubernetes API answers a list in a namespace that cannot exist
-    with no objects, so a typo (`modelmesh_serving`) would show only as runtimes "not known to the adapter"."""
-    name = text(value)
-    if not _DNS_LABEL.fullmatch(name):
-        raise argparse.ArgumentTypeError(
-            f"expected a namespace name (lower-case letters, digits and '-', at most 63), got {value!r}")
-    return name
 
 
 def namespaces(value: str) -> tuple[str, ...]:
     """A `csv` of namespace names, each checked as `namespace` checks one."""
     names = csv(value)
-    if not all(_DNS_LABEL.fullmatch(name) for name in names):
+    if not all(DNS_LABEL.fullmatch(name) for name in names):
         raise argparse.ArgumentTypeError(
             f"expected namespace names (lower-case letters, digits and '-', at most 63 each), got {value!r}")
     return names

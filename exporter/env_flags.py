@@ -103,3 +103,20 @@ def unknown_variables(options: Iterable[EnvFlag], environ: Mapping[str, str], pr
         meant = f" (did you mean {close[0]}?)" if close else ""
         said.append(f"environment variable {name} is not a setting{meant}; ignored (--help lists every variable)")
     return said
+
+
+DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+"""A DNS-1123 label: what a Kubernetes namespace name is."""
+
+
+def namespace(value: str) -> str:
+    """A namespace name (a DNS-1123 label), for both programs' flags. The Kubernetes API answers a list in a
+    namespace that cannot exist with no objects, and the kubelet finds no pod there, so a typo (`modelmesh_serving`)
+    showed only as runtimes "not known to the adapter", or a sidecar that never learnt its GPUs."""
+    name = value.strip()
+    if not name:
+        raise argparse.ArgumentTypeError("expected a value, got an empty one")
+    if not DNS_LABEL.fullmatch(name):
+        raise argparse.ArgumentTypeError(
+            f"expected a namespace name (lower-case letters, digits and '-', at most 63), got {value!r}")
+    return name

@@ -235,8 +235,8 @@ _OPTIONS: Final = (
             "restart to ask again", f"{_D.pod_resources_wait_s:g} s"),
     _Option("--gpu-pod-name", str, "this pod's name, for --gpu-pod-resources-socket (downward API "
             "metadata.name)", "none", "NAME"),
-    _Option("--gpu-pod-namespace", str, "this pod's namespace, for --gpu-pod-resources-socket (downward API "
-            "metadata.namespace)", "none", "NAMESPACE"),
+    _Option("--gpu-pod-namespace", env_flags.namespace, "this pod's namespace, for --gpu-pod-resources-socket "
+            "(downward API metadata.namespace)", "none", "NAMESPACE"),
     _Option("--gpu-window", seconds, "seconds of NVML utilization samples averaged into the busy ratio",
             f"{_D.gpu_window_s:g} s"),
     _Option("--gpu-interval", seconds, "seconds between NVML reads (in the background, never inside a "

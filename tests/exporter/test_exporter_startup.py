@@ -125,3 +125,17 @@ def test_an_empty_path_is_one_line_saying_so(args: list[str], variables: dict[st
     assert result.returncode == 2, result.stderr
     [line] = [line for line in result.stderr.splitlines() if line.strip()]
     assert line == f"modelmesh-exporter: error: {named}: expected a file path, got an empty value", line
+
+
+@pytest.mark.parametrize(("args", "variables", "named"), [
+    (["--gpu-pod-namespace", "N_bad"], {}, "argument --gpu-pod-namespace"),
+    ([], {"EXPORTER_GPU_POD_NAMESPACE": "Team_A"}, "environment variable EXPORTER_GPU_POD_NAMESPACE"),
+], ids=["flag", "variable"])
+def test_a_pod_namespace_that_no_namespace_can_have_is_refused(args: list[str], variables: dict[str, str],
+                                                               named: str) -> None:
+    """configuration.md says NAMESPACE values are Kubernetes names; the exporter took `N_bad`, and the kubelet then
+    found no such pod, with nothing said about the setting."""
+    result = start_on_busy_port(*args, variables=variables)
+    assert result.returncode == 2, result.stderr
+    [line] = [line for line in result.stderr.splitlines() if line.strip()]
+    assert line.startswith(f"modelmesh-exporter: error: {named}: expected a namespace name"), line
