@@ -159,8 +159,10 @@ class ScrapeSource:
         ]
 
     def _fallback(self, key: RuntimeKey, pod: PodTarget) -> PodSample:
+        """The pod's last good sample, or none. Not another pod's of the same name (created again: a StatefulSet-
+        like controller, a hand-made pod), whose reading was held for the new one and counted fresh."""
         remembered = self._last_good.get((key, pod.name))
-        if remembered is None:
+        if remembered is None or remembered.created_at != pod.created_at:
             return PodSample(name=pod.name, ready=pod.ready, created_at=pod.created_at)
         return _with_readiness(remembered, pod)
 

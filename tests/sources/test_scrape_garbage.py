@@ -106,3 +106,31 @@ async def test_fixing_a_pods_url_ends_its_backoff(aiohttp_server: AiohttpServer,
         assert said[-1] == f"scrape of {KEY}/p-0 recovered", said
     finally:
         await source.close()
+
+
+async def test_a_pod_created_again_under_its_name_does_not_inherit_the_old_ones_reading(
+        aiohttp_server: AiohttpServer) -> None:
+    """A pod deleted and created again under the same name (a StatefulSet-like controller, a hand-made pod), whose
+    new exporter does not answer yet: the old pod's reading was held for it, and counted fresh until
+    `max_staleness_s`, as the new pod's load."""
+    async def exporter(request: web.Request) -> web.Response:
+        return web.Response(text=exposition("77", 0.9))
+
+    app = web.Application()
+    app.router.add_get("/metrics", exporter)
+    server = await aiohttp_server(app)
+    refused = await aiohttp_server(web.Application())
+    old = PodTarget("p-0", True, f"http://127.0.0.1:{server.port}/metrics", created_at=1_000.0)
+    discovery = StaticDiscovery([RuntimeInventory(KEY, (old,))])
+    source = ScrapeSource(discovery, timeout_s=5.0)
+    try:
+        [first] = await source.collect(time.time())
+        assert first.pods[0].requests_per_second == 77.0
+        new = PodTarget("p-0", True, f"http://127.0.0.1:{refused.port}/nothing", created_at=2_000.0)
+        discovery.set_runtime(RuntimeInventory(KEY, (new,)))
+        [second] = await source.collect(time.time())
+        pod = second.pods[0]
+        assert pod.sampled_at is None and pod.requests_per_second is None, pod
+        assert pod.created_at == 2_000.0
+    finally:
+        await source.close()
