@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 import pytest
 from aiohttp import web
@@ -35,6 +36,18 @@ def exposition(rps: str, gpu: float, modelmesh_timestamp: bool = True) -> str:
     if modelmesh_timestamp:
         lines.append(f'modelmesh_exporter_last_success_timestamp_seconds{{collector="modelmesh"}} {now - 0.5}')
     return "\n".join(lines) + "\n"
+
+
+async def answering_and_404(aiohttp_server: AiohttpServer, text: Callable[[], str]) -> tuple[str, str]:
+    """An exporter's URL that answers `text()` (written at each request), and a URL on a server that answers 404."""
+    async def exporter(request: web.Request) -> web.Response:
+        return web.Response(text=text())
+
+    app = web.Application()
+    app.router.add_get("/metrics", exporter)
+    server = await aiohttp_server(app)
+    refused = await aiohttp_server(web.Application())
+    return f"http://127.0.0.1:{server.port}/metrics", f"http://127.0.0.1:{refused.port}/nothing/here"
 
 
 @pytest.mark.parametrize("garbled", [{"rps": "NaN"}, {"modelmesh_timestamp": False}], ids=["nan-rate", "no-ts"])
@@ -80,15 +93,7 @@ async def test_fixing_a_pods_url_ends_its_backoff(aiohttp_server: AiohttpServer,
     `fresh: false`) because the streak was keyed by runtime and pod name only; it is keyed by URL too. Its
     recovery is said, as its failure was (the new URL's streak had none to end: nothing was said)."""
     caplog.set_level(logging.INFO, logger="autoscaler.sources.scrape")
-
-    async def exporter(request: web.Request) -> web.Response:
-        return web.Response(text=exposition("40", 0.5))
-
-    app = web.Application()
-    app.router.add_get("/metrics", exporter)
-    server = await aiohttp_server(app)
-    refused = await aiohttp_server(web.Application())
-    wrong = f"http://127.0.0.1:{refused.port}/nothing/here"  # 404: a failure that starts a streak
+    fixed, wrong = await answering_and_404(aiohttp_server, lambda: exposition("40", 0.5))  # 404: starts a streak
     discovery = StaticDiscovery([RuntimeInventory(KEY, (PodTarget("p-0", True, wrong),))])
     source = ScrapeSource(discovery, timeout_s=5.0)
     try:
@@ -96,7 +101,6 @@ async def test_fixing_a_pods_url_ends_its_backoff(aiohttp_server: AiohttpServer,
         for step in range(3):  # a streak of three: the next try is well past the refresh below
             await source.collect(start + 20 * step)
         assert [problem.reason for problem in source.problems(KEY)] == ["http"]
-        fixed = f"http://127.0.0.1:{server.port}/metrics"
         discovery.set_runtime(RuntimeInventory(KEY, (PodTarget("p-0", True, fixed),)))
         [snapshot] = await source.collect(start + 41)
         assert snapshot.pods[0].requests_per_second == 40.0, snapshot.pods[0]
@@ -113,20 +117,14 @@ async def test_a_pod_created_again_under_its_name_does_not_inherit_the_old_ones_
     """A pod deleted and created again under the same name (a StatefulSet-like controller, a hand-made pod), whose
     new exporter does not answer yet: the old pod's reading was held for it, and counted fresh until
     `max_staleness_s`, as the new pod's load."""
-    async def exporter(request: web.Request) -> web.Response:
-        return web.Response(text=exposition("77", 0.9))
-
-    app = web.Application()
-    app.router.add_get("/metrics", exporter)
-    server = await aiohttp_server(app)
-    refused = await aiohttp_server(web.Application())
-    old = PodTarget("p-0", True, f"http://127.0.0.1:{server.port}/metrics", created_at=1_000.0)
+    answering, refused = await answering_and_404(aiohttp_server, lambda: exposition("77", 0.9))
+    old = PodTarget("p-0", True, answering, created_at=1_000.0)
     discovery = StaticDiscovery([RuntimeInventory(KEY, (old,))])
     source = ScrapeSource(discovery, timeout_s=5.0)
     try:
         [first] = await source.collect(time.time())
         assert first.pods[0].requests_per_second == 77.0
-        new = PodTarget("p-0", True, f"http://127.0.0.1:{refused.port}/nothing", created_at=2_000.0)
+        new = PodTarget("p-0", True, refused, created_at=2_000.0)
         discovery.set_runtime(RuntimeInventory(KEY, (new,)))
         [second] = await source.collect(time.time())
         pod = second.pods[0]
