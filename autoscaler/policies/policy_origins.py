@@ -46,8 +46,6 @@ def flag_origins(base: RuntimePolicy, given_by: Mapping[str, str] | None = None)
     names what the user wrote (`variable AUTOSCALER_SCALE_DOWN_TAU`: a pod spec's variable is not its flag), a
     `max_staleness_s` no one gave as following `--refresh-interval` (it named `--max-staleness`, which appeared
     nowhere); without `given_by`, the flag."""
-    if given_by is None:
-        return {name: f"flag {_FLAGS.get(name, name)}" for name in FIELDS
-                if getattr(base, name) != getattr(BUILT_IN, name)}
-    return {name: given_by.get(name) or _DERIVED.get(name) or f"flag {_FLAGS.get(name, name)}" for name in FIELDS
+    given, derived = (given_by, _DERIVED) if given_by is not None else ({}, {})
+    return {name: given.get(name) or derived.get(name) or f"flag {_FLAGS.get(name, name)}" for name in FIELDS
             if getattr(base, name) != getattr(BUILT_IN, name)}
