@@ -14,6 +14,11 @@ snapshot the time is counted from the serving side's start, against `limit_s` pl
 (start-up: discovery's first inventory, the first scrape of every pod, on a node that may be busy): a refresh
 that hangs before it ever delivers (a deadlock in start-up) would otherwise leave the pod unready for good and
 never restarted, since `/readyz` alone failing restarts nothing.
+
+A refresh that stopped on purpose is not hung: after SIGTERM the refresh side stops and marks its last values
+not ready (`--shutdown-delay`), and they are served, `/livez` passing, until the port closes. Judged by their
+age, a delay longer than `limit_s` turned the drain into 503s (the HPA's FailedGetExternalMetric, which the
+delay is there to avoid) and an ERROR that the refresh was hung.
 """
 
 from __future__ import annotations
@@ -55,22 +60,27 @@ class StallWatch:
         first): true from two intervals before the limit on, so a stall is still refused from its very
         start, and while values are late (`refuse_if_stalled` decides then, exactly)."""
 
+    def draining(self) -> bool:
+        """The refresh side has withdrawn readiness from values it delivered: only its drain after SIGTERM does
+        (a snapshot is marked ready from the first refresh on), and the drain stops the refresh on purpose."""
+        return self._store.updated_at is not None and not self._store.current.ready
+
     def stalled_for(self) -> float | None:
-        """Seconds since the last snapshot (before the first, since the start) when more than `limit_s`, else
-        None."""
+        """Seconds since the last snapshot (before the first, since the start) when more than `limit_s` and
+        not `draining`, else None."""
         updated = self._store.updated_at
         if updated is None:
             age = self._clock() - self._started
             return age if age > self.limit_s + FIRST_VALUES_ALLOWANCE_S else None
         age = self._clock() - updated
-        return age if age > self.limit_s else None
+        return age if age > self.limit_s and not self.draining() else None
 
     def refuse_if_stalled(self) -> None:
         """Raise the 503 a client is told while stalled; nothing otherwise. (`stalled_for`'s test inline: this
         runs on every runtime request.)"""
         updated = self._store.updated_at
         if updated is not None:
-            if (age := self._clock() - updated) > self.limit_s:
+            if (age := self._clock() - updated) > self.limit_s and not self.draining():
                 raise ApiError(503, f"the adapter's values have not been refreshed for {age:.0f} s (its refresh "
                                     "is hung or far too slow); the HPA holds its current replicas")
         elif (age := self._clock() - self._started) > self.limit_s + FIRST_VALUES_ALLOWANCE_S:
@@ -84,7 +94,7 @@ class StallWatch:
         if updated is None:
             self.suspect = self._clock() - self._started + 2 * self.interval_s > self.limit_s + FIRST_VALUES_ALLOWANCE_S
         else:
-            self.suspect = self._clock() - updated + 2 * self.interval_s > self.limit_s
+            self.suspect = self._clock() - updated + 2 * self.interval_s > self.limit_s and not self.draining()
         age = self.stalled_for()
         if age is not None and not self._reported:
             self._reported = True

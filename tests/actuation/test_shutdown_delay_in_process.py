@@ -5,6 +5,7 @@ the Lease is released and `/readyz` fails while the port answers, for the delay 
 
 from __future__ import annotations
 
+import asyncio
 import signal
 from pathlib import Path
 
@@ -41,5 +42,36 @@ async def test_one_process_answers_for_the_shutdown_delay_after_releasing_the_le
         assert adapter.process.returncode == 0
         log = adapter.log.read_text()
         assert log.index("released by") < log.index("serving 20 s more (--shutdown-delay)")
+    finally:
+        await adapter.stop(signal.SIGKILL)
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+async def test_a_shutdown_delay_longer_than_the_stall_limit_keeps_answering_and_calls_nothing_hung(
+    kube: FakeKubeApi, exporters: str, tmp_path: Path, workers: str
+) -> None:
+    """The refresh stops at SIGTERM on purpose; the serving side must not take the drain for a hung refresh.
+    With a refresh interval of 0.5 s the stall limit is its floor, 10 s: a 14 s delay outlasts it. Taken for a
+    stall, every value answered 503 (the HPA's FailedGetExternalMetric, what the delay is there to avoid),
+    `/livez` failed and each worker logged an ERROR that the refresh was hung."""
+    targets, kubeconfig = runtime_files(kube, exporters, tmp_path)
+    adapter = await start_adapter(tmp_path, 0, targets, kubeconfig, "--workers", workers, "--shutdown-delay", "14s")
+    try:
+        await healthy(adapter)
+        for _ in range(100):  # the values are known once every pod has been read
+            if await status_of(adapter.url + METRIC) == 200:
+                break
+            await asyncio.sleep(0.1)
+        assert await status_of(adapter.url + METRIC) == 200
+        adapter.process.send_signal(signal.SIGTERM)
+        await wait_for(lambda: "--shutdown-delay" in adapter.log.read_text(), 15, "it starts its shutdown delay")
+        await asyncio.sleep(11.5)  # past the 10 s stall limit, within the 14 s delay
+        assert adapter.process.returncode is None, "still in its shutdown delay"
+        assert await status_of(adapter.url + METRIC) == 200, "the last values are still served"
+        assert await status_of(adapter.url + "/livez") == 200, "nothing is hung: the kubelet must not restart it"
+        assert await status_of(adapter.url + "/readyz") == 503, "its readiness fails, as for the whole delay"
+        await wait_for(lambda: adapter.process.returncode is not None, 30, "it stops after the delay")
+        assert adapter.process.returncode == 0
+        assert "hung" not in adapter.log.read_text()
     finally:
         await adapter.stop(signal.SIGKILL)

@@ -23,10 +23,11 @@ METRICS = AdapterMetrics()
 
 
 class Store:
-    """A snapshot store whose delivery time is the test's clock."""
+    """A snapshot store whose delivery time is the test's clock; its values are a running refresh's (ready:
+    a snapshot marked not ready after the first is a drain's, never stalled)."""
 
     def __init__(self) -> None:
-        self.current: ServingSnapshot = EMPTY
+        self.current: ServingSnapshot = EMPTY._replace(ready=True)
         self.updated_at: float | None = None
 
 
@@ -112,3 +113,18 @@ def test_a_stall_between_two_checks_is_refused_from_its_start(first_delivered: b
         "GET", "/apis/external.metrics.k8s.io/v1beta1/namespaces/ml/modelmesh_desired_replicas"
         "?labelSelector=deployment%3Dx", match_info={"namespace": "ml", "metric": "modelmesh_desired_replicas"})
     assert refused_for_a_stall(handler, request)
+
+
+def test_a_drain_is_never_a_stall() -> None:
+    """After SIGTERM the refresh side marks its last values not ready and stops refreshing on purpose: however
+    long the shutdown delay, they are served and nothing is logged as hung."""
+    clock, store = SteppedClock(0.0), Store()
+    watch = StallWatch(store, LIMIT_S, clock=clock)
+    store.updated_at = 0.0
+    store.current = EMPTY  # the drain's snapshot: not ready
+    clock.now = 10 * LIMIT_S
+    watch.check()
+    assert watch.stalled_for() is None and not watch.suspect
+    watch.refuse_if_stalled()  # raises nothing
+    store.current = EMPTY._replace(ready=True)  # the same age, from a refresh that still runs: stalled
+    assert watch.stalled_for() == 10 * LIMIT_S
