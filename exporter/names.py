@@ -22,6 +22,8 @@ MM_MODEL_ID_LABEL: Final = "modelId"
 
 # ---- What the exporter publishes per pod (docs/design.md) ----
 GPU_BUSY_RATIO: Final = "modelmesh_pod_gpu_busy_ratio"
+GPU_LABELS: Final = ("gpu", "uuid")
+"""The labels that tell a pod's GPUs (and MIG devices) apart on the GPU series: index or MIG name, and UUID."""
 GPU_MEMORY_USED_BYTES: Final = "modelmesh_pod_gpu_memory_used_bytes"
 GPU_MEMORY_TOTAL_BYTES: Final = "modelmesh_pod_gpu_memory_total_bytes"
 REQUESTS_TOTAL: Final = "modelmesh_pod_requests_total"

@@ -134,8 +134,10 @@ def build_queries(
     """The instant queries of one refresh, one per signal, each covering every pod Prometheus knows.
 
     Non-GPU signals use `max by` only to collapse duplicate series (a pod scraped by two jobs) and to drop
-    labels we do not join on; GPU busy is the mean over a pod's GPUs (docs/design.md). NaN survives `avg`/`max`
-    of a single series, so garbage still reaches the validation in Python and is counted there.
+    labels we do not join on; GPU busy is the mean over a pod's GPUs (docs/design.md), each GPU's duplicates
+    collapsed first the same way (averaged with them, a slow job's older sample halved a rise for up to its
+    interval). NaN survives `avg`/`max` of a single series, so garbage still reaches the validation in Python
+    and is counted there.
     """
     by = f"{namespace_label}, {pod_label}"
     last_success = f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_MODELMESH}"}}'
@@ -161,16 +163,19 @@ def build_queries(
         device = f"{dcgm_namespace_label}, {dcgm_pod_label}, gpu, {DCGM_INSTANCE_LABEL}"
         whole = f'{names.DCGM_GPU_UTIL}{{{DCGM_INSTANCE_LABEL}=""}}'
         busy = f"({whole} / 100 or on ({device}) {DCGM_GR_ENGINE_ACTIVE})"
-        gpu = f"avg by ({by}) ({_relabel(busy, *moves)})"
+        gpu = f"avg by ({by}) ({_relabel(f'max by ({device}) {busy}', *moves)})"
         # The series' own sample times: `timestamp()` must wrap the bare selector, as it gives a sample's time
-        # only for a selector; of any other expression (a `label_replace`) it gives the query's time.
+        # only for a selector; of any other expression (a `label_replace`) it gives the query's time. Per
+        # device the newest (a dcgm-exporter scraped by two jobs is as fresh as the later scrape), then the
+        # pod's stalest device.
         sampled = f"(timestamp({whole}) or on ({device}) timestamp({DCGM_GR_ENGINE_ACTIVE}))"
-        gpu_freshness = f"min by ({by}) ({_relabel(sampled, *moves)})"
+        gpu_freshness = f"min by ({by}) ({_relabel(f'max by ({device}) {sampled}', *moves)})"
     else:
         # Not while the exporter says its GPU collector fails: the series left are the GPUs that still answer
         # (a lost one's are dropped), whose mean is not the pod's busy; a job that says so is enough.
         failing = f'min by ({by}) ({names.COLLECTOR_SUCCESS}{{collector="{names.COLLECTOR_GPU}"}}) == 0'
-        gpu = f"avg by ({by}) ({names.GPU_BUSY_RATIO}) unless on ({by}) ({failing})"
+        gpu = (f"avg by ({by}) (max by ({by}, {', '.join(names.GPU_LABELS)}) ({names.GPU_BUSY_RATIO}))"
+               f" unless on ({by}) ({failing})")
         gpu_freshness = newest(gpu_success)
     # A pod whose exporter reports no success time: the newest scrape of its request rate.
     freshness = f"{newest(last_success)} or max by ({by}) (timestamp({names.REQUESTS_PER_SECOND}))"

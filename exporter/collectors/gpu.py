@@ -118,14 +118,14 @@ class GpuCollector(Collector):
             "Fraction of the sample window in which a kernel ran on the GPU (NVML utilization samples "
             "averaged over the window), 0..1. The whole GPU's: on a GPU shared by time-slicing or MPS, the same "
             "in every pod sharing it.",
-            labels=["gpu", "uuid"],
+            labels=list(names.GPU_LABELS),
         )
         used = GaugeMetricFamily(
             names.GPU_MEMORY_USED_BYTES, "GPU memory in use (total minus free), in bytes.",
-            labels=["gpu", "uuid"],
+            labels=list(names.GPU_LABELS),
         )
         total = GaugeMetricFamily(
-            names.GPU_MEMORY_TOTAL_BYTES, "GPU memory size, in bytes.", labels=["gpu", "uuid"],
+            names.GPU_MEMORY_TOTAL_BYTES, "GPU memory size, in bytes.", labels=list(names.GPU_LABELS),
         )
         return busy, used, total
 

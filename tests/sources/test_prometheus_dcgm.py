@@ -140,3 +140,23 @@ async def test_dcgm_series_that_name_no_runtime_pod_are_said_in_the_log(
     if target:
         assert "gpu-operator/nvidia-dcgm-exporter-7x2k" in warnings[0]
         assert "--dcgm-pod-label exported_pod" in warnings[0]
+
+
+@pytest.mark.slow
+async def test_a_dcgm_exporter_scraped_by_two_jobs_reads_as_its_newest_scrape(
+    start_prometheus: StartPrometheus, now: float
+) -> None:
+    """dcgm-exporter scraped by a ServiceMonitor and by an annotation-based job at the 1-minute default: the fast
+    job scraped 90% AGE_S ago, the slow one 10% 60 s before. The GPU is as fresh as the fast job's scrape and at
+    least as busy (the larger, as for every signal scraped twice). Taken by the oldest scrape, the GPU went missing
+    on every pod for part of each minute (503, the GPU term frozen); averaged over the jobs, it read 50% busy."""
+    at, slow = now - AGE_S, now - AGE_S - 60
+    device = gpu(0, "GPU-5f1c") | used_by("a-0")
+    samples = [*freshness("a-0", at), Sample(names.DCGM_GPU_UTIL, device, 90, at),
+               Sample(names.DCGM_GPU_UTIL, device | {"job": "kubernetes-pods"}, 10, slow)]
+    prom = await start_prometheus(samples)
+
+    pods = await read(prom.url, ["a-0"], now)
+
+    assert pods["a-0"].gpu_busy == pytest.approx(0.9)
+    assert pods["a-0"].gpu_sampled_at == pytest.approx(at, abs=1e-3)

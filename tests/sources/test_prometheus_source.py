@@ -346,6 +346,28 @@ async def test_a_pod_scraped_by_two_jobs_is_as_fresh_as_its_newest_scrape(
 
 
 @pytest.mark.slow
+async def test_a_pod_scraped_by_two_jobs_reads_each_gpu_once(
+    start_prometheus: StartPrometheus, make_source: MakeSource, now: float
+) -> None:
+    """The two jobs of the test above, the load just risen: the fast job's scrape has the GPUs 90% and 70% busy,
+    the slow job's, 60 s older, 10% each. The pod is 80% busy, the mean of its two GPUs, each read once and the
+    larger of its two scrapes (as every signal scraped twice); averaged over the four series it read 45% until
+    the slow job scraped again, a scale-up held back up to a minute while the pod counted fresh."""
+    at, slow = now - AGE_S, now - AGE_S - 60
+    values = signals(10, 0, 0, 0.5, 1)
+    samples = [*exporter_series("team-a", "d-1", at, values, gpus=[0.9, 0.7], last_success=at - 2),
+               *(replace(sample, labels={**sample.labels, "job": "kubernetes-pods"})
+                 for sample in exporter_series("team-a", "d-1", slow, values, gpus=[0.1, 0.1],
+                                               last_success=slow - 2))]
+    prom = await start_prometheus(samples)
+    source = make_source(prom.url, StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["d-1"]}))
+
+    pods = by_pod(await source.collect(now))
+
+    assert pods["team-a", "d-1"].gpu_busy == pytest.approx(0.8)
+
+
+@pytest.mark.slow
 async def test_a_pod_whose_gpu_collector_fails_has_no_gpu_signal_not_the_mean_of_the_gpus_left(
     start_prometheus: StartPrometheus, make_source: MakeSource, now: float
 ) -> None:
