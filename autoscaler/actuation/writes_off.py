@@ -21,9 +21,11 @@ log = logging.getLogger(__name__)
 
 
 def bridges_replicas(settings: ServeSettings) -> bool:
-    """Whether the replica bridge runs: as `--bridge` says, else wherever runtimes are discovered in a cluster
-    (not from a targets file)."""
-    return settings.bridge if settings.bridge is not None else settings.targets is None
+    """Whether the replica bridge runs: where runtimes are discovered in a cluster, unless `--bridge off`. Never
+    with a targets file, as the start-up warning says of `--bridge on` there: the file names the runtimes served,
+    and a bridge without discovery (nor `--namespaces`) wrote every RuntimeScale of the cluster, runtimes the
+    file does not name included."""
+    return settings.targets is None and settings.bridge is not False
 
 
 def writes_nothing(settings: ServeSettings) -> bool:
