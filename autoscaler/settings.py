@@ -26,7 +26,7 @@ from typing import Any, Final, Literal
 
 from exporter import env_flags
 from exporter.env_flags import DNS_LABEL, EnvFlag, EnvFlagError, namespace, resolve_flags, where_given
-from exporter.settings import boolean, ca_file, file_path, host_port, metrics_url
+from exporter.settings import boolean, ca_file, file_path, host_port, metrics_url, without_password
 
 ENV_PREFIX: Final = "AUTOSCALER_"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -322,7 +322,8 @@ def prometheus_url(value: str) -> str:
     for suffix in ("/api/v1/query", "/api/v1"):
         if url.endswith(suffix):
             raise argparse.ArgumentTypeError(
-                f"give Prometheus's base URL, without {suffix}: {url.removesuffix(suffix)}; got {value!r}")
+                f"give Prometheus's base URL, without {suffix}: {without_password(url.removesuffix(suffix))}; "
+                f"got {without_password(value)!r}")
     return metrics_url(value)
 
 

@@ -118,6 +118,17 @@ def seconds_or_off(value: str) -> float:
         raise argparse.ArgumentTypeError(f"{error} (or 0: off)") from None
 
 
+def without_password(url: str) -> str:
+    """`url` for logs and errors: a password in it (basic auth, `https://user:password@host`) as `***`. Read
+    by hand rather than by `urlsplit`, which raises on the malformed URLs that the errors quote."""
+    scheme, separator, rest = url.partition("://")
+    end = min((found for found in map(rest.find, "/?#") if found >= 0), default=len(rest))
+    userinfo, at, host = rest[:end].rpartition("@")
+    if not separator or not at or ":" not in userinfo:
+        return url
+    return f"{scheme}://{userinfo.partition(':')[0]}:***@{host}{rest[end:]}"
+
+
 def metrics_url(value: str) -> str:
     """An http(s) URL with a host and a valid port, if any: a typo such as `:2112metrics` would otherwise
     fail every scrape for good, and a malformed one (`http://[::1/`) raises ValueError, which argparse
@@ -126,9 +137,10 @@ def metrics_url(value: str) -> str:
         parsed = urllib.parse.urlsplit(value.strip())
         _ = parsed.port  # raises ValueError for a port that is not a number in 0..65535
     except ValueError as error:
-        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {value!r}: {error}") from error
+        raise argparse.ArgumentTypeError(
+            f"expected an http:// or https:// URL, got {without_password(value)!r}: {error}") from error
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {value!r}")
+        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {without_password(value)!r}")
     return value.strip()
 
 

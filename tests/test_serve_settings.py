@@ -257,6 +257,21 @@ def test_a_bad_flag_value_is_one_line_naming_the_flag_and_exit_status_2(
     assert repr(value) in line
 
 
+@pytest.mark.parametrize("url", ["https://admin:S3cret@prometheus:9090/api/v1", "htps://admin:S3cret@prometheus:9090",
+                                 "https://admin:S3cret@prometheus:90x90", "https://admin:S3cret@[::1/"])
+def test_a_mistyped_prometheus_url_is_told_without_its_password(url: str, tmp_path: Path) -> None:
+    """configuration.md: the password of a basic-auth URL is never logged, and `AUTOSCALER_PROMETHEUS_URL` from a
+    Secret keeps it out of the Deployment. A typo (a trailing /api/v1, a scheme, a port) put it, in clear, in
+    the one line `kubectl logs` shows."""
+    for args, env in ((["--prometheus-url", url], {}), ([], {"AUTOSCALER_PROMETHEUS_URL": url})):
+        done = subprocess.run([sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev", "--source",
+                               "prometheus", *args], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                              env={**os.environ, **env, "PYTHONPATH": str(Path(__file__).parent.parent)})
+        assert done.returncode == 2
+        assert "S3cret" not in done.stderr + done.stdout
+        assert "admin:***@" in done.stderr
+
+
 @pytest.mark.parametrize("zero", ["0", "0.0", "00", "0s", "0ms", "0m", "0h", " 0.0s "])
 def test_every_spelling_of_a_zero_shutdown_delay_closes_at_once(zero: str) -> None:
     """`0` is documented ("0 closes at once"), yet `0.0` and `0m` were refused with "must be greater than 0"."""

@@ -61,9 +61,9 @@ from autoscaler.sources.prometheus_queries import (
     build_models_query,
     build_queries,
     valid_value,
-    without_password,
 )
 from exporter import names
+from exporter.settings import without_password
 
 log = logging.getLogger(__name__)
 

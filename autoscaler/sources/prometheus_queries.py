@@ -41,7 +41,6 @@ import logging
 import re
 import sys
 import time
-import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +66,7 @@ from autoscaler.sources.prometheus_answers import (
     tls_failed,
 )
 from exporter import names
+from exporter.settings import without_password
 
 log = logging.getLogger("autoscaler.sources.prometheus")  # the source's logger: operators filter on one name
 
@@ -491,15 +491,6 @@ def _without_query(error: Exception) -> str:
     """The error's text with the URL-encoded PromQL left out of the URLs it quotes (urllib3 quotes the whole
     request URL, about 1.5 KB for the freshness query); the error's chained cause keeps everything."""
     return _QUERY_STRING.sub(r"\1?...", str(error))
-
-def without_password(url: str) -> str:
-    """`url` for logs and errors: a password in it (basic auth, `https://user:password@host`) as `***`."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
-
 
 def valid_value(raw: str) -> float | None:
     """A sample value as the policies may use it: finite and non-negative, else None."""
