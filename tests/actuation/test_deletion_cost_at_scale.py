@@ -34,9 +34,10 @@ def writer_on(kube_client: KubeClient, clock: SteppedClock, **settings: object) 
 async def test_a_slow_fall_below_the_replicas_writes_each_pod_at_most_once_a_minute_after_the_first(
     kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The served recommendation falls from 4 towards 3 over a few minutes (the slow scale-down), a little at
-    every refresh, while two pods' needs hover at a bucket edge. The costs are written at once when it first
-    falls below the replicas and again when the HPA is about to act; in between the minute per pod holds."""
+    """The served recommendation falls from 4 to 2.4 over four minutes (the slow scale-down), a little at every
+    refresh, while two pods' needs hover at a bucket edge. The costs are written at once when the HPA is about
+    to act (at 3.0, a whole replica below 4: from 3.9 to 3.1 the HPA, rounding up, keeps 4); otherwise the minute
+    per pod holds."""
     caplog.set_level(logging.INFO, logger="autoscaler.actuation.deletion_cost")
     pods = ["pod-a", "pod-b", "pod-c", "pod-d"]
     add_pods(kube, pods)
@@ -46,9 +47,9 @@ async def test_a_slow_fall_below_the_replicas_writes_each_pod_at_most_once_a_min
     kube.clear_requests()
 
     desired = 4.0
-    for step in range(16):  # four minutes of refreshes, every one a little lower: 3.95 .. 3.2
+    for step in range(16):  # four minutes of refreshes, every one a little lower: 3.9 .. 2.4
         clock.advance(REFRESH_S)
-        desired -= 0.05
+        desired = round(desired - 0.1, 1)
         flip = 100 * (step % 2)  # pod-a and pod-b swap buckets at every refresh
         view = runtime_view([pod_view("pod-a", 400 + flip), pod_view("pod-b", 500 - flip),
                              pod_view("pod-c", 500), pod_view("pod-d", 500)], desired=desired, current=4)
@@ -56,7 +57,7 @@ async def test_a_slow_fall_below_the_replicas_writes_each_pod_at_most_once_a_min
         await writer.sync()
 
     per_pod = Counter(patch.name for patch in kube.patches)
-    # Once at the fall below 4 replicas, then at most once a minute: 1 + 4 minutes' worth.
+    # Once when the HPA is about to remove a pod, and at most once a minute: 1 + 4 minutes' worth.
     assert max(per_pod.values()) <= 1 + 4
     announcements = [r for r in caplog.records if "writing deletion costs now" in r.getMessage()]
     assert len(announcements) == 1
@@ -89,7 +90,7 @@ async def test_a_fleet_wide_drop_in_load_is_one_log_line(
     await writer.sync()
 
     clock.advance(REFRESH_S)
-    writer.offer(fleet(200, 2, desired=1.9, current=2))
+    writer.offer(fleet(200, 2, desired=1.0, current=2))
     await writer.sync()
 
     lines = [r.getMessage() for r in caplog.records]

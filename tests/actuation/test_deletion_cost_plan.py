@@ -79,8 +79,10 @@ def test_patches_come_urgent_then_changed_and_new_in_turns_then_refreshes_each_o
 
 @pytest.mark.parametrize(
     ("desired", "current", "pending"),
-    [(2.0, 3, (2.0, 3)), (3.0, 3, None), (4.0, 3, None), (None, 3, None), (2.0, None, None)],
-    ids=["below", "equal", "above", "unknown recommendation", "unknown replicas"],
+    [(2.0, 3, (2.0, 3)), (2.7, 4, (3, 4)), (3.0, 3, None), (3.7, 4, None), (4.0, 3, None), (None, 3, None),
+     (2.0, None, None)],
+    ids=["below", "below by a whole replica once rounded up", "equal",
+         "below but not by a whole replica: the HPA keeps 4", "above", "unknown recommendation", "unknown replicas"],
 )
 def test_scale_down_pending(desired: float | None, current: int | None, pending: tuple[float, int] | None) -> None:
     assert scale_down_pending(runtime_view([], desired=desired, current=current)) == pending
