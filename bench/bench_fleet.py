@@ -27,13 +27,14 @@ between the adapter and the bare handler:
   not the fleet, would differ. The last line gives the spread of p99 over the fleet sizes both ways.
 
 Where there are two CPUs or more, the serving processes (the adapter's worker, the bare handler) get CPU 0
-alone and everything else the others (`--serving-cpu`): the adapter's pod has a core for its worker and one
-for its refresh (its CPU limit is workers + 1), and real HPAs and exporters run elsewhere; without it the
-figures are those of a machine where four client processes, the fake fleet and the refresh take the
-worker's core by turns. `--cpu-limit N` runs the adapter under a pod's CPU limit instead. The clients (ab,
-the HPA-paced processes, the aiohttp load run) share the other CPU with the fake fleet and the refresh, which
-in a cluster run elsewhere, so they run at a raised priority where allowed (`bench/client_priority.py`);
-without it their own wait for that core is part of the p99, for either server.
+alone (with `--workers N`, CPUs 0 to N-1, where there is one more) and everything else the others
+(`--serving-cpu`): the adapter's pod has a core for each worker and one for its refresh (its CPU limit is
+workers + 1), and real HPAs and exporters run elsewhere; without it the figures are those of a machine where
+four client processes, the fake fleet and the refresh take the worker's core by turns. `--cpu-limit N` runs
+the adapter under a pod's CPU limit instead. The clients (ab, the HPA-paced processes, the aiohttp load run)
+share the other CPU with the fake fleet and the refresh, which in a cluster run elsewhere, so they run at a
+raised priority where allowed (`bench/client_priority.py`); without it their own wait for that core is part of
+the p99, for either server.
 
 The fake exporters answer from a bare asyncio protocol: real exporters run on other nodes, so on the
 benchmark's machine their cost should take as little as possible from the adapter's cores.
@@ -316,6 +317,12 @@ def cpu_seconds(pids: list[int]) -> float:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         total += int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15 of proc(5)
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def serving_cpus(args: argparse.Namespace) -> set[int]:
+    """The CPUs the serving processes share: one per serving worker of the adapter, from `--serving-cpu` on. All
+    on one CPU, `--workers 2` measured two processes taking turns on a core, not what a second worker buys."""
+    return set(range(args.serving_cpu, args.serving_cpu + max(1, args.workers)))
 
 
 def pin(pid: int, cpus: set[int]) -> None:
@@ -678,7 +685,7 @@ async def measure(args: argparse.Namespace, runtimes: int, workdir: Path, client
             raise RuntimeError(f"found serving workers {serving['adapter']} of the adapter, not {args.workers}")
         if args.serving_cpu is not None:
             for pid in serving["adapter"] + serving["bare"]:
-                pin(pid, {args.serving_cpu})
+                pin(pid, serving_cpus(args))
         loads = {name: Sample() for name in bases}
         paced = {name: Paced() for name in bases}
         same_rate = {name: Paced() for name in bases}
@@ -801,11 +808,12 @@ def main() -> None:
     parser.add_argument("--cpu-limit", type=float, default=None,
                         help="run the adapter (refresh process and workers) under this many cores of CFS quota, "
                         "as a pod's limits.cpu (cgroup v1, root)")
-    parser.add_argument("--serving-cpu", type=int, default=0 if len(os.sched_getaffinity(0)) >= 2 else -1,
-                        help="give the serving processes (the adapter's workers, the bare handler) this CPU alone "
-                        "and everything else (clients, fake fleet, the adapter's refresh) the others, as the "
-                        "adapter's pod has a core for its worker and one for its refresh (default 0 where there "
-                        "are two CPUs or more; -1: no pinning, everything shares every CPU)")
+    parser.add_argument("--serving-cpu", type=int, default=None,
+                        help="give the serving processes (the adapter's workers, the bare handler) this CPU alone, "
+                        "and the next ones with --workers N (N CPUs from this one), and everything else "
+                        "(clients, fake fleet, the adapter's refresh) the others, as the adapter's pod has a core "
+                        "per worker and one for its refresh (default 0 where there is at least one CPU more than "
+                        "the workers; -1: no pinning, everything shares every CPU)")
     parser.add_argument("--same-rate", type=float, default=None,
                         help="requests a second of the same-rate run, alike for every fleet size so that only the "
                         "fleet's size differs (default: the largest fleet's HPA pace)")
@@ -818,12 +826,16 @@ def main() -> None:
         if args.load_client == "python":
             print("no `ab` on the PATH (apt-get install -y apache2-utils): the load run uses the Python client, "
                   "whose own core adds to the p99 under load")
+    if args.serving_cpu is None:
+        args.serving_cpu = 0 if len(os.sched_getaffinity(0)) > max(1, args.workers) else -1
     if args.serving_cpu < 0:
         args.serving_cpu = None
     if args.serving_cpu is not None:
-        others = os.sched_getaffinity(0) - {args.serving_cpu}
-        if args.serving_cpu not in os.sched_getaffinity(0) or not others:
-            parser.error(f"--serving-cpu {args.serving_cpu}: needs that CPU and at least one other")
+        wanted = serving_cpus(args)
+        others = os.sched_getaffinity(0) - wanted
+        if not wanted <= os.sched_getaffinity(0) or not others:
+            parser.error(f"--serving-cpu {args.serving_cpu} with --workers {args.workers}: needs CPUs "
+                         f"{','.join(map(str, sorted(wanted)))} and at least one other (-1: no pinning)")
         os.sched_setaffinity(0, others)  # what this process starts inherits it
     args.same_rate = args.same_rate or max(sizes) * len(METRICS) / HPA_PERIOD_S
     plans = {runtimes: RefreshPlan.for_fleet(runtimes * PODS_PER_RUNTIME, args.refresh_interval,
@@ -836,7 +848,8 @@ def main() -> None:
           f"pace: runtimes x 4 / 15 s for {args.hpa_seconds:g} s from {args.hpa_clients} client processes; "
           f"{args.rounds} interleaved rounds; same rate: {args.same_rate:g} requests a second at every size"
           + (f"; the adapter under a CPU limit of {args.cpu_limit:g} cores" if args.cpu_limit else "")
-          + (f"; serving alone on CPU {args.serving_cpu}" if args.serving_cpu is not None else "")
+          + (f"; serving alone on CPUs {','.join(map(str, sorted(serving_cpus(args))))}"
+             if args.serving_cpu is not None else "")
           + f"; {client_priority_words()}")
     print("| runtimes (pods) | throughput vs bare | serving CPU a request, adapter / bare (throughput per core "
           "vs bare) | adapter p50 / p99 under load | bare p50 / p99 under load "

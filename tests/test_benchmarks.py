@@ -124,6 +124,19 @@ def test_a_fleet_run_stopped_with_sigterm_stops_the_adapter_it_started(tmp_path:
         bench.wait()
 
 
+def test_a_fleet_run_with_more_workers_than_serving_cpus_says_which_cpus_it_needs() -> None:
+    """`--workers 2` pinned both workers to the one `--serving-cpu`: two processes taking turns on a core, not
+    what a second worker buys. They get one CPU each now, from `--serving-cpu` on; where those are not there
+    (the last CPU and the one after it), the run stops at once saying which it needs."""
+    last = max(os.sched_getaffinity(0))
+    done = subprocess.run(
+        [sys.executable, "bench/bench_fleet.py", "--runtimes", "10", "--workers", "2", "--serving-cpu", str(last)],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert (f"--serving-cpu {last} with --workers 2: needs CPUs {last},{last + 1} and at least one other"
+            in done.stderr), done.stderr
+
+
 class _EveryThird503:
     """A TLS server answering 503 to every third request and 200 to the others, counting what it sent."""
 
