@@ -194,6 +194,8 @@ class LeaseElector:
         lease = await self._store.get_lease(cfg.namespace, cfg.name)
         now = self._clock()  # after the read: the record may have changed until the server answered
         if lease is None:
+            if self._held_by_another(now):
+                return False
             spec = self._spec(acquire_time=wall, renew_time=wall, transitions=0)
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                     "metadata": {"name": cfg.name, "namespace": cfg.namespace}, "spec": spec}
@@ -234,6 +236,15 @@ class LeaseElector:
             return False
         log.info("lease %s/%s released by %s", cfg.namespace, cfg.name, cfg.identity)
         return True
+
+    def _held_by_another(self, now: float) -> bool:
+        """Whether the Lease, now gone, was last seen held by another replica less than its duration ago. A
+        deleted Lease does not stop its holder: it leads until its next attempt, a retry period or up to a
+        renew deadline later. Created at once, the follower led beside it, both writing; waiting out the
+        duration it last saw is the same wait as for a Lease that stopped changing, and the holder, if it
+        lives, creates the Lease again meanwhile."""
+        holder = (self._observed or {}).get("holderIdentity") or ""
+        return bool(holder) and holder != self.config.identity and not self._expired(now)
 
     def _spec(self, *, acquire_time: str, renew_time: str, transitions: int) -> JSON:
         return {

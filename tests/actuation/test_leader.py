@@ -106,6 +106,26 @@ async def test_a_held_lease_is_taken_only_after_a_lease_duration_without_change(
     assert lease["acquireTime"] == lease["renewTime"]
 
 
+async def test_a_deleted_lease_is_taken_by_a_follower_only_after_a_lease_duration(
+    kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock
+) -> None:
+    """Someone deletes the Lease (a cleanup script, a namespace being re-created) while `a` leads. `a` still
+    takes itself for the leader until its next attempt, up to a retry period (or a renew deadline) later: a
+    follower that created the Lease at once led beside it, both writing. The follower treats the holder it last
+    saw as holding until a lease duration has passed on its own clock; `a` creates the Lease again meanwhile."""
+    a = elector(kube_client, "a", clock=clock)
+    b = elector(kube_client, "b", clock=clock)
+    await a.try_acquire_or_renew()
+    assert not await b.try_acquire_or_renew()  # t=0: b sees a's record
+    kube.delete_object("leases", "ml", "modelmesh-autoscaler")
+    clock.advance(1)
+    assert not await b.try_acquire_or_renew()  # t=1: the Lease is gone; a may still be writing
+    assert kube.get("leases", "ml", "modelmesh-autoscaler") is None
+    clock.advance(14)
+    assert await b.try_acquire_or_renew()  # t=15: a lease duration since a was last seen holding it
+    assert spec(kube)["holderIdentity"] == "b"
+
+
 async def test_two_candidates_racing_for_a_free_lease_yield_one_leader(
     kube: FakeKubeApi, kube_client: KubeClient
 ) -> None:
