@@ -338,7 +338,10 @@ def headers(value: str) -> tuple[tuple[str, str], ...]:
         name, equals, header_value = item.partition("=")
         name = name.strip()
         if not equals or not _HEADER_NAME.fullmatch(name):
-            raise argparse.ArgumentTypeError(f"expected Name=Value pairs separated by commas, got {item!r}")
+            # Only the start: a header's value is often a token (`Authorization: Bearer ...` from a Secret).
+            start = re.split(r"[:=\s]", item, maxsplit=1)[0]
+            raise argparse.ArgumentTypeError(f"expected Name=Value pairs separated by commas, got an item "
+                                             f"beginning {start!r} (the rest not shown: it may be a secret)")
         pairs.append((name, header_value.strip()))
     return tuple(pairs)
 

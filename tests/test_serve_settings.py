@@ -272,6 +272,19 @@ def test_a_mistyped_prometheus_url_is_told_without_its_password(url: str, tmp_pa
         assert "admin:***@" in done.stderr
 
 
+@pytest.mark.parametrize("value", ["Authorization: Bearer S3cret", "X-Scope-OrgID=t,Authorization Bearer S3cret",
+                                   "Bad Name=S3cret"])
+def test_a_malformed_prometheus_header_is_told_without_its_value(value: str, tmp_path: Path) -> None:
+    """A header written as `Name: Value` (a token, from a Secret) was quoted whole in the start-up error."""
+    done = subprocess.run([sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev", "--source",
+                           "prometheus", "--prometheus-url", "http://prometheus:9090"], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path, env={**os.environ, "AUTOSCALER_PROMETHEUS_HEADERS": value,
+                                                         "PYTHONPATH": str(Path(__file__).parent.parent)})
+    assert done.returncode == 2
+    assert "S3cret" not in done.stderr + done.stdout
+    assert "expected Name=Value pairs separated by commas" in done.stderr
+
+
 @pytest.mark.parametrize("zero", ["0", "0.0", "00", "0s", "0ms", "0m", "0h", " 0.0s "])
 def test_every_spelling_of_a_zero_shutdown_delay_closes_at_once(zero: str) -> None:
     """`0` is documented ("0 closes at once"), yet `0.0` and `0m` were refused with "must be greater than 0"."""

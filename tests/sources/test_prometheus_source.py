@@ -532,8 +532,8 @@ class TricklingPrometheus:
     """A Prometheus (or a proxy before it) that answers slower than any timeout can see: it sends a byte of its
     answer's headers or of its body every 50 ms, for as long as the connection stays open, so that no socket
     read ever waits as long as the read timeout. `mode` says what the next connections get: "body" (200 and a
-    body that never ends), "headers" (a status line and headers that never end) or "answer" (an empty vector,
-    at once)."""
+    body that never ends; "body-close" says `Connection: close`, "body-http10" answers in HTTP/1.0), "headers"
+    (a status line and headers that never end) or "answer" (an empty vector, at once)."""
 
     def __init__(self) -> None:
         self.mode = "body"
@@ -550,13 +550,14 @@ class TricklingPrometheus:
                 return
             self.trickling += 1
             try:
-                if self.mode == "body":
-                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                                 b"Content-Length: 1000000\r\n\r\n{")
+                if self.mode.startswith("body"):
+                    writer.write(b"HTTP/1.0 200 OK\r\n" if self.mode == "body-http10" else b"HTTP/1.1 200 OK\r\n")
+                    writer.write(b"Connection: close\r\n" if self.mode == "body-close" else b"")
+                    writer.write(b"Content-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{")
                 else:
                     writer.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
                 while not reader.at_eof():
-                    writer.write(b" " if self.mode == "body" else b"X")
+                    writer.write(b"X" if self.mode == "headers" else b" ")
                     await writer.drain()
                     await asyncio.sleep(0.05)
             finally:
@@ -567,7 +568,8 @@ class TricklingPrometheus:
             writer.close()
 
 
-@pytest.mark.parametrize(("mode", "tls"), [("body", False), ("headers", False), ("body", True)])
+@pytest.mark.parametrize(("mode", "tls"), [("body", False), ("headers", False), ("body", True),
+                                           ("body-close", False), ("body-http10", False), ("body-close", True)])
 async def test_a_prometheus_that_trickles_its_answers_wedges_nothing(
     make_source: MakeSource, mode: str, tls: bool, now: float, tmp_path: Path
 ) -> None:
@@ -575,7 +577,9 @@ async def test_a_prometheus_that_trickles_its_answers_wedges_nothing(
     never trips it. Before, each query thread stayed in such a read for as long as the backend trickled, and
     every later refresh queued behind them ("queries took longer than 1.6 s", nothing asked) even once the
     backend answered again, until the adapter restarted. Now the round's deadline shuts its connections: the
-    refresh fails as a timeout, the backend sees them closed, and the next refresh reads the healed backend."""
+    refresh fails as a timeout, the backend sees them closed, and the next refresh reads the healed backend.
+    Also for an answer that will close its connection (`Connection: close`, HTTP/1.0), whose socket http.client
+    hands to the response alone: it was not cut, and every value stayed 503 for as long as the trickle lasted."""
     backend = TricklingPrometheus()
     backend.mode = mode
     certificates = generate_self_signed(tmp_path / "tls", "prometheus", ["127.0.0.1"]) if tls else None
