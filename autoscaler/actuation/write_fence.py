@@ -11,13 +11,18 @@ So stopping goes through a `WriteFence`: `drain()` closes it (no write starts fr
 `may_write`), waits until every write in flight has been answered, at most a bound the caller gives (one client
 timeout: every call ends by then), and says whether all were answered. Only then is the Lease released; a write
 that got no answer (it timed out, or was still in flight at the bound) may still land, so the caller leaves the
-Lease to expire instead. `FencedClient` is the writers' Kubernetes client with every write counted.
+Lease to expire instead. So may one that timed out shortly before the drain: a write that ended unanswered
+within that bound before it counts too (one that timed out a moment before SIGTERM landed 5 s later, after
+the new leader's, and was taken for a hand edit). `FencedClient` is the writers' Kubernetes client with every
+write counted.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping
+import math
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from autoscaler.kube.client import CustomResource, KubeClient
@@ -30,13 +35,15 @@ T = TypeVar("T")
 class WriteFence:
     """Counts the writes in flight; once closed, says whether each of them was answered."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.open = True
         """False once `drain()` started: no write may start (the writers check `may_write` just before sending)."""
+        self._clock = clock
         self._in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
         self._unanswered = 0  # writes that ended without an answer after the fence closed
+        self._last_unanswered_at = -math.inf  # when one last did while it was open
 
     @property
     def in_flight(self) -> int:
@@ -56,15 +63,20 @@ class WriteFence:
             raise
         finally:
             self._in_flight -= 1
-            if not answered and not self.open:
-                self._unanswered += 1
+            if not answered:
+                if self.open:
+                    self._last_unanswered_at = self._clock()
+                else:
+                    self._unanswered += 1
             if self._in_flight == 0:
                 self._idle.set()
 
     async def drain(self, timeout_s: float) -> bool:
         """Close the fence and wait (at most `timeout_s`) for the writes in flight; True when every one of them
-        was answered, so none can land later."""
+        was answered, and none went unanswered in the `timeout_s` before, so none can land later."""
         self.open = False
+        if self._clock() - self._last_unanswered_at <= timeout_s:
+            self._unanswered += 1
         try:
             async with asyncio.timeout(timeout_s):
                 await self._idle.wait()
