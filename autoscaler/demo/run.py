@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import math
 import shutil
 import signal
@@ -21,6 +22,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 import aiohttp
 
@@ -272,9 +274,13 @@ class Demo:
         print("\ndemo finished: every process stopped.")
 
 
+STOPPING_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 async def _run_until_signalled(demo: Demo) -> int:
-    """Run the demo; Ctrl-C or SIGTERM (even where the shell set SIGINT to be ignored, as it does for
-    background jobs) cancels it, and cancelling stops every process it started."""
+    """Run the demo; Ctrl-C, SIGTERM or SIGHUP (even where the shell set SIGINT to be ignored, as it does for
+    background jobs; SIGHUP: a terminal closed, an SSH session dropped) cancels it, and cancelling stops every
+    process it started."""
     task = asyncio.current_task()
     assert task is not None
     loop = asyncio.get_running_loop()
@@ -285,19 +291,20 @@ async def _run_until_signalled(demo: Demo) -> int:
         if not task.cancelling():
             task.cancel()
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in STOPPING_SIGNALS:
         loop.add_signal_handler(signum, stop)
     try:
         await demo.run()
     except asyncio.CancelledError:
-        print("\ninterrupted: every process stopped.")
+        with contextlib.suppress(OSError):  # a terminal hung up: nowhere to say it
+            print("\ninterrupted: every process stopped.")
         return 130
     except DemoError as error:
         print(f"demo: {error}; every process stopped; their log is kept in {demo.workdir}/processes.log",
               file=sys.stderr)
         return 1
     finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in STOPPING_SIGNALS:
             loop.remove_signal_handler(signum)
     return 0
 

@@ -81,18 +81,22 @@ def test_replicas_follow_the_hot_model_up_and_come_down_slowly_least_needed_firs
     assert processes_using(workdir_of(out)) == ""
 
 
-def test_sigterm_stops_the_demo_and_every_process_it_started() -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_stops_the_demo_and_every_process_it_started(signum: signal.Signals) -> None:
+    """SIGHUP too (a terminal closed, an SSH session dropped): it ended the demo alone, leaving the adapter and
+    the exporters running, holding their ports, and the directory with the fake ModelMesh's private key."""
     demo = subprocess.Popen([*DEMO, "--duration", "120"], stdout=subprocess.PIPE, text=True)
     assert demo.stdout is not None
     first_line = demo.stdout.readline()
     workdir = workdir_of(first_line)
     time.sleep(3)
     assert processes_using(workdir), "the exporters and the adapter should be running"
-    demo.send_signal(signal.SIGTERM)
+    demo.send_signal(signum)
     rest, _ = demo.communicate(timeout=30)
     assert demo.returncode == 130
     assert "interrupted: every process stopped." in rest
     assert processes_using(workdir) == ""
+    assert not Path(workdir).exists()
 
 
 
