@@ -549,8 +549,10 @@ class ReplicaBridge:
 
     async def _refuse_duplicate(self, key: ScaleId, scale: JSON, owner: ScaleId, known: _Listed | None) -> int:
         """A RuntimeScale whose runtime an older one owns: nothing is written to the runtime or adopted from it;
-        its status says which RuntimeScale owns the runtime and still mirrors the Deployment (what
-        `kubectl get runtimescale` shows is what runs). Logged once, as its Ready reason changes."""
+        its status says which RuntimeScale owns the runtime, and its `status.replicas` still mirrors the
+        Deployment (what `kubectl get runtimescale` shows is what runs), but it has no `status.selector`: the HPA
+        controller stops every HPA whose pods two scales select, the owner's too. Logged once, as its Ready
+        reason changes."""
         self._carried.pop(key, None)  # what it carried before it was a duplicate is not what the runtime holds
         self._set_backs.pop(key, None)
         self._misplaced.pop(key, None)  # the owner warns about the runtime's annotations
@@ -561,7 +563,7 @@ class ReplicaBridge:
             deployment = await self._client.get_deployment(key[0], deployment_name(scale))
         claim = self._owners.claim(owner)
         outcome = duplicate(scale, owner[1], "" if claim is None else claim.created)
-        return await self._write_status(key, scale, deployment, outcome)
+        return await self._write_status(key, scale, deployment, outcome, selects_pods=False)
 
     async def _adopt(self, key: ScaleId, scale: JSON, adopted: int) -> tuple[JSON, int]:
         """Write `adopted` (the runtime's replicas) into the `spec.replicas` the RuntimeScale lacks; returns the
@@ -597,15 +599,17 @@ class ReplicaBridge:
         log.info("RuntimeScale %s/%s: spec.replicas adopted from the runtime: %d", *key, adopted)
         return result
 
-    async def _write_status(self, key: ScaleId, scale: JSON, deployment: JSON | None, outcome: Verdict) -> int:
-        """Note `outcome` (log, Ready gauge) and write the status it gives when it differs; returns the writes."""
+    async def _write_status(self, key: ScaleId, scale: JSON, deployment: JSON | None, outcome: Verdict, *,
+                            selects_pods: bool = True) -> int:
+        """Note `outcome` (log, Ready gauge) and write the status it gives when it differs; returns the writes.
+        `selects_pods` False: no `status.selector` (`desired_status`)."""
         namespace, name = key
         if self._reasons.get(key) != outcome.reason:
             self._reason_changes.append((outcome.ready, key, outcome.reason, outcome.message))
             self._reasons[key] = outcome.reason
         if self._metrics is not None:
             self._metrics.set_runtime_scale_ready(namespace, name, outcome.ready, outcome.reason)
-        status = desired_status(scale, deployment, outcome, _rfc3339_now())
+        status = desired_status(scale, deployment, outcome, _rfc3339_now(), selects_pods=selects_pods)
         old = scale.get("status") or {}
         if {field: old.get(field) for field in status} != status:
             await self._patch("runtimescale_status", RUNTIME_SCALES, namespace, name, {"status": status},

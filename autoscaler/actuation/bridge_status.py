@@ -182,9 +182,15 @@ def not_written(scale: Mapping[str, Any], found: int | None, error: object, *, f
 
 
 def desired_status(
-    scale: Mapping[str, Any], deployment: Mapping[str, Any] | None, outcome: Verdict, now: str
+    scale: Mapping[str, Any], deployment: Mapping[str, Any] | None, outcome: Verdict, now: str, *,
+    selects_pods: bool = True,
 ) -> JSON:
-    """The RuntimeScale's whole `status` as it should be; `now` is an RFC 3339 time for a changed condition."""
+    """The RuntimeScale's whole `status` as it should be; `now` is an RFC 3339 time for a changed condition.
+
+    `selects_pods` False (a duplicate, whose runtime another RuntimeScale owns): no `selector`, removed if one was
+    written. The HPA controller refuses to act for any HPA whose pods another HPA's scale also selects
+    (`AmbiguousSelector`), so a duplicate advertising the runtime's selector stopped the owner's HPA too; without
+    one only the duplicate's own HPA stops ("selector is required")."""
     old = scale.get("status") or {}
     condition: JSON = {"type": READY, "status": "True" if outcome.ready else "False", "reason": outcome.reason,
                  "message": outcome.message, "lastTransitionTime": now}
@@ -203,6 +209,8 @@ def desired_status(
         status["observedGeneration"] = generation
     if deployment is None and isinstance(old.get("selector"), str) and old["selector"]:
         status["selector"] = old["selector"]  # a Deployment gone for a moment does not blind the HPA
+    if not selects_pods:
+        status["selector"] = None  # a merge patch's null: removed
     return status
 
 

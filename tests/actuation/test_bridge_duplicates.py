@@ -14,14 +14,17 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.actuation.bridge import ReplicaBridge
 from autoscaler.kube.client import KubeClient
+from autoscaler.simulation.hpa import HpaSpec, MetricSpec
 from tests.actuation.conftest import SteppedClock
 from tests.fakes.kube import FakeKubeApi
+from tests.support.hpa_step import HpaStep
 
 NS = "ml"
 JSON = dict[str, Any]
@@ -103,8 +106,41 @@ async def test_the_oldest_owns_the_runtime_whatever_the_names(
     assert [r.levelno for r in duplicates] == [logging.WARNING]
     assert "ml/a-copy" in duplicates[0].getMessage()
     assert set_by_hand_warnings(caplog) == []
-    # Its status still mirrors the Deployment (what `kubectl get runtimescale` shows is what runs).
-    assert kube.stored("runtimescales", NS, "a-copy")["status"]["selector"]
+
+
+async def test_a_duplicates_hpa_stops_alone_and_the_owners_hpa_keeps_scaling(
+    kube: FakeKubeApi, bridge: ReplicaBridge, runtimes: None
+) -> None:
+    """A copy exported with `kubectl get -o yaml` carries spec.replicas, so its HPA can read its scale. That
+    scale advertised the runtime's pod selector too: the HPA controller then saw two HPAs over the same pods and
+    set AmbiguousSelector (ScalingActive False) on both, the owner's included, while the owner said Bridged.
+    The copy publishes no selector: only its own HPA stops ("selector is required")."""
+    created_at(kube, 1_700_000_000, "triton", replicas=2)
+    created_at(kube, 1_700_000_100, "triton-copy", serving_runtime="triton", replicas=3)
+    await bridge.sync()
+
+    async def six() -> float:
+        return 6.0
+
+    def hpa_of(name: str) -> HpaStep:
+        return HpaStep(f"{kube.url}/apis/autoscaler.modelmesh.io/v1alpha1/namespaces/{NS}/runtimescales/{name}/scale",
+                       six, HpaSpec((MetricSpec("m", "External", "AverageValue", 1.0),)))
+
+    owners_hpa, copys_hpa = hpa_of("triton"), hpa_of("triton-copy")
+    async with aiohttp.ClientSession() as session:
+        for hpa in (owners_hpa, copys_hpa):
+            await hpa.sync(session)
+        scales = {name: await (await session.get(hpa.scale_url)).json()
+                  for name, hpa in (("triton", owners_hpa), ("triton-copy", copys_hpa))}
+    await bridge.sync()
+
+    # Only the owner's scale selects the runtime's pods: one HPA over them, never two.
+    assert [name for name, scale in scales.items() if scale["status"].get("selector")] == ["triton"]
+    assert copys_hpa.events == ["InvalidSelector selector is required"]
+    assert owners_hpa.events == ["SuccessfulRescale 2 -> 6"]
+    assert kube.serving_runtime_replicas(NS, "triton") == 6
+    assert ready(kube, "triton-copy")["reason"] == "DuplicateRuntimeScale"
+    assert kube.stored("runtimescales", NS, "triton-copy")["status"]["replicas"] == 2  # what runs, for kubectl
 
 
 async def test_a_duplicate_created_without_replicas_is_not_adopted(
@@ -140,6 +176,7 @@ async def test_the_next_oldest_owns_the_runtime_once_the_owner_is_deleted(
     assert kube.serving_runtime_replicas(NS, "triton") == 3
     assert [w["spec"]["replicas"] for w in runtime_writes(kube)] == [3]
     assert (ready(kube, "triton-copy")["status"], ready(kube, "triton-copy")["reason"]) == ("True", "Bridged")
+    assert kube.stored("runtimescales", NS, "triton-copy")["status"]["selector"]  # its HPA may act now
     assert set_by_hand_warnings(caplog) == []  # the old owner's value was not a hand edit
 
 
@@ -318,6 +355,8 @@ async def check(kube: FakeKubeApi, bridge: ReplicaBridge, history: list[Op]) -> 
                     named = scale["metadata"]["name"]
                     reason = ready(kube, named)["reason"]
                     assert (reason == "DuplicateRuntimeScale") == (now_held[scale["spec"]["servingRuntime"]] != named)
+                    # One HPA over the runtime's pods: only its owner's scale selects them.
+                    assert bool(scale["status"].get("selector")) == (reason != "DuplicateRuntimeScale")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -331,8 +370,8 @@ async def check(kube: FakeKubeApi, bridge: ReplicaBridge, history: list[Op]) -> 
 @given(history=st.lists(ops, max_size=16))
 def test_the_runtime_follows_its_owner_after_every_pass(history: list[Op]) -> None:
     """For any RuntimeScales (creation times with ties, names, runtimes, asks, deletions between passes), after
-    each pass every runtime holds its owner's ask, written at most once; no duplicate is adopted into or said
-    to be ready, and no owner change is taken for a hand edit."""
+    each pass every runtime holds its owner's ask, written at most once; no duplicate is adopted into, said
+    to be ready or given the runtime's pod selector, and no owner change is taken for a hand edit."""
     with capture_warnings() as warnings:
         asyncio.run(play(history))
     assert [w for w in warnings if "outside RuntimeScale" in w] == []
