@@ -621,9 +621,13 @@ class ReplicaBridge:
                                   error: KubeApiError) -> None:
         """The runtime does not follow the RuntimeScale: say so in its status, at once when the write is refused
         (403: RBAC, waits for the resync), from the second failure in a row when it is retried (one 409 or 503
-        retried a second later would flap Ready). Best effort: the write's own failure is what is retried."""
+        retried a second later would flap Ready). Best effort: the write's own failure is what is retried.
+
+        Also while a 429's `Retry-After` holds the bridge (this write's own 429 set it): skipping the status then
+        left a runtime throttled pass after pass `Bridged` for good. It is one write per hold, the pass stops
+        here."""
         earlier = self._retries.get(key)
-        if (error.retryable and (earlier is None or earlier.failures == 0)) or self._held():
+        if error.retryable and (earlier is None or earlier.failures == 0):
             return
         outcome = not_written(scale, found, error, forbidden=error.status == 403, retried=error.retryable,
                               resync_s=self.settings.resync_interval_s)

@@ -137,6 +137,38 @@ async def test_a_scale_the_bridge_cannot_carry_is_not_reported_as_bridged(
     assert (ready(kube)["status"], ready(kube)["reason"]) == ("True", "Bridged")
 
 
+async def test_a_runtime_write_throttled_with_retry_after_is_not_reported_as_bridged(
+    kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock, runtime: None
+) -> None:
+    """API Priority and Fairness answering the runtime's writes 429 with Retry-After, pass after pass: the HPA's 5
+    never reached the runtime, yet the RuntimeScale said Ready True, Bridged, for as long as the 429s lasted (a
+    503 turned it ServingRuntimeNotWritten at the second failure)."""
+    metrics = AdapterMetrics()
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], clock=clock, rand=lambda: 1.0, metrics=metrics)
+    kube.add_runtime_scale(NS, "triton", replicas=3)
+    await bridge.sync()
+    kube.fail(r"/servingruntimes/triton$", status=429, times=None, method="PATCH", retry_after=1)
+    hpa_writes(kube, 5)
+
+    for _ in range(3):
+        await bridge.sync()
+        clock.advance(bridge.next_pass_in_s())
+
+    assert kube.serving_runtime_replicas(NS, "triton") == 3
+    condition = ready(kube)
+    assert (condition["status"], condition["reason"]) == ("False", "ServingRuntimeNotWritten")
+    assert "429" in condition["message"] and "retried with backoff" in condition["message"]
+    gauge = metrics.registry.get_sample_value("modelmesh_autoscaler_runtime_scale_ready",
+                                              {"namespace": NS, "runtimescale": "triton"})
+    assert gauge == 0
+
+    kube.clear_faults()
+    clock.advance(60.0)
+    await bridge.sync()
+    assert kube.serving_runtime_replicas(NS, "triton") == 5
+    assert (ready(kube)["status"], ready(kube)["reason"]) == ("True", "Bridged")
+
+
 async def test_a_write_an_admission_webhook_refuses_is_not_said_to_be_retried_with_backoff(
     kube: FakeKubeApi, bridge: ReplicaBridge, clock: SteppedClock, runtime: None
 ) -> None:
