@@ -60,6 +60,7 @@ from autoscaler.actuation.bridge_status import (
     replicas_of,
     verdict,
 )
+from autoscaler.actuation.bridge_watch import crd_missing
 from autoscaler.kube.backoff import exponential_delay, retry_delay
 from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
@@ -372,7 +373,11 @@ class ReplicaBridge:
             try:
                 listed = await self._client.list_custom(RUNTIME_SCALES, scope)
             except KubeApiError as error:
-                self._warn(f"cannot list RuntimeScales in {scope or 'all namespaces'}: {error}")
+                if crd_missing(error):  # said at WARNING by the scope's watch, on every replica
+                    self._pass_failed = True
+                    log.debug("replica bridge: cannot list RuntimeScales in %s: %s", scope or "all namespaces", error)
+                else:
+                    self._warn(f"cannot list RuntimeScales in {scope or 'all namespaces'}: {error}")
                 self._hold(error)
                 unlisted.add(scope)
                 continue

@@ -24,11 +24,18 @@ from autoscaler.actuation.bridge_owners import RuntimeOwners
 from autoscaler.actuation.bridge_status import RUNTIME_SCALES
 from autoscaler.kube.backoff import spread_delay
 from autoscaler.kube.client import CustomResource
+from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.raw import JSON, Endpoint, scope_name
 from autoscaler.model import RuntimeKey
 
 log = logging.getLogger("autoscaler.actuation.bridge")
+
+
+def crd_missing(error: Exception) -> bool:
+    """Whether a list or watch of RuntimeScales failed because the API server does not serve them: a 404 on a
+    collection (a namespace that does not exist lists empty) is a resource type without its CRD."""
+    return isinstance(error, KubeApiError) and error.status == 404
 
 
 class WatchClient(Protocol):
@@ -98,10 +105,18 @@ class RuntimeScaleWatch:
 
     def _failed(self, error: Exception, failures: int) -> None:
         """Warn when the watch starts failing (a Role with `list` but not `watch` on runtimescales said
-        nothing at all: HPA writes silently took a resync instead of a round trip); the rest at DEBUG."""
+        nothing at all: HPA writes silently took a resync instead of a round trip); the rest at DEBUG. A 404 is
+        the CRD not installed: then the resync cannot carry anything either, and the line says what to apply (the
+        bridge's own list failure is DEBUG then: this line, on every replica, is the one that says it)."""
         if self._ok or (failures == 1 and not self._warned):
-            log.warning("replica bridge: RuntimeScale watch of %s failing; HPA writes reach ServingRuntimes at the "
-                        "next resync instead of at once: %s", scope_name(self.scope), error)
+            if crd_missing(error):
+                log.warning("replica bridge: the RuntimeScale CRD %s.%s is not installed (%s): no HPA write reaches "
+                            "a ServingRuntime until it is; apply manifests/base "
+                            "(custom-resource-definition-runtimescales.yaml)", RUNTIME_SCALES.plural,
+                            RUNTIME_SCALES.group, error)
+            else:
+                log.warning("replica bridge: RuntimeScale watch of %s failing; HPA writes reach ServingRuntimes at "
+                            "the next resync instead of at once: %s", scope_name(self.scope), error)
             self._warned = True
         else:
             log.debug("replica bridge: RuntimeScale watch failed (%d in a row): %s", failures, error)
