@@ -52,6 +52,7 @@ from autoscaler.actuation.bridge_status import (
     SERVING_RUNTIMES,
     Verdict,
     autoscaler_class,
+    bridged_spec,
     deployment_name,
     desired_status,
     duplicate,
@@ -173,7 +174,8 @@ class ReplicaBridge:
         # runtime found at another value while the RuntimeScale still asks for it was changed by someone else
         # (said, as set back). The runtime is part of it: a RuntimeScale pointed at another runtime finds that
         # one at its former owner's value, not a hand edit (and one that was a duplicate meanwhile, `_carried`
-        # dropped, finds its runtime at the owner's).
+        # dropped, finds its runtime at the owner's). Where this replica carried nothing yet (a new leader, a
+        # restarted adapter), the RuntimeScale's status says what the last leader carried (`bridged_spec`).
         self._carried: dict[ScaleId, tuple[str, int]] = {}
         # Which RuntimeScale owns each ServingRuntime (one per runtime, the oldest): from each full pass's list of
         # a scope, kept current by the watch's hand-overs; deletions come with a full pass (the watch wakes one).
@@ -534,7 +536,7 @@ class ReplicaBridge:
                     await self._report_not_written(key, scale, deployment, found, error)
                     raise
                 writes += 1
-                if self._carried.get(key) == (runtime_name, wanted):
+                if self._carried.get(key, bridged_spec(scale)) == (runtime_name, wanted):
                     log.log(
                         self._set_back_level(key, found),
                         "ServingRuntime %s/%s spec.replicas was set to %s outside RuntimeScale %s/%s (by hand, or by "

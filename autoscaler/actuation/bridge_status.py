@@ -181,6 +181,23 @@ def not_written(scale: Mapping[str, Any], found: int | None, error: object, *, f
     return Verdict(False, "ServingRuntimeNotWritten", message)
 
 
+def bridged_spec(scale: Mapping[str, Any]) -> tuple[str, int] | None:
+    """The ServingRuntime and `spec.replicas` the status says a leader carried: `Ready` True, `Bridged`, for the
+    current spec (the condition's `observedGeneration` is `metadata.generation`, which every change of
+    `spec.servingRuntime` or `spec.replicas` raises). Bridged is written only once the runtime holds that value,
+    so a new leader (or a restarted adapter) that finds the runtime at another one meets an outside change, as
+    the leader that carried it would. None when the status says nothing of the kind."""
+    generation = (scale.get("metadata") or {}).get("generation")
+    condition = _find((scale.get("status") or {}).get("conditions") or [], READY)
+    spec = scale.get("spec") or {}
+    runtime, replicas = spec.get("servingRuntime"), replicas_of(scale)
+    if (condition is None or (condition.get("status"), condition.get("reason")) != ("True", "Bridged")
+            or not isinstance(generation, int) or condition.get("observedGeneration") != generation
+            or not isinstance(runtime, str) or replicas is None):
+        return None
+    return runtime, replicas
+
+
 def desired_status(
     scale: Mapping[str, Any], deployment: Mapping[str, Any] | None, outcome: Verdict, now: str, *,
     selects_pods: bool = True,

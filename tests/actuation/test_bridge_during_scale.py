@@ -210,6 +210,35 @@ def ready(kube: FakeKubeApi) -> dict[str, Any]:
     return condition  # type: ignore[no-any-return]
 
 
+async def test_a_hand_edit_met_by_a_new_leader_is_set_back_with_the_same_warning(
+    kube: FakeKubeApi, kube_client: KubeClient, clock: SteppedClock, runtime: None,
+    caplog: pytest.LogCaptureFixture
+) -> None:
+    """The adapter restarted (a rollout, a new leader) while someone edited the runtime's replicas: the new leader
+    set them back with an INFO line like an HPA's scale, and the one line that says to stop doing it was lost
+    every time leadership moved (a GitOps tool re-applying spec.replicas fights every rollout)."""
+    kube.add_runtime_scale(NS, "triton", replicas=4)
+    await ReplicaBridge(kube_client, namespaces=[NS], clock=clock, rand=lambda: 1.0).sync()  # the old leader
+
+    kube.update_object("servingruntimes", NS, "triton", lambda o: o["spec"].update(replicas=7))  # kubectl edit
+    with caplog.at_level(logging.INFO, "autoscaler.actuation.bridge"):
+        await ReplicaBridge(kube_client, namespaces=[NS], clock=clock, rand=lambda: 1.0).sync()  # the new one
+
+    assert kube.serving_runtime_replicas(NS, "triton") == 4
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "ServingRuntime ml/triton spec.replicas was set to 7 outside RuntimeScale ml/triton" in warning
+    assert "set back to 4" in warning
+
+    # The HPA's write that no leader carried yet is the HPA's, not a hand edit, for the next leader too.
+    caplog.clear()
+    hpa_writes(kube, 6)
+    with caplog.at_level(logging.INFO, "autoscaler.actuation.bridge"):
+        await ReplicaBridge(kube_client, namespaces=[NS], clock=clock, rand=lambda: 1.0).sync()
+    assert kube.serving_runtime_replicas(NS, "triton") == 6
+    assert [r.levelno for r in caplog.records] == [logging.INFO] * len(caplog.records)
+    assert "RuntimeScale ml/triton: ServingRuntime triton spec.replicas 4 -> 6" in caplog.messages
+
+
 async def test_a_tool_that_keeps_setting_the_runtime_replicas_is_warned_about_once_per_episode(
     kube: FakeKubeApi, bridge: ReplicaBridge, runtime: None, clock: SteppedClock, caplog: pytest.LogCaptureFixture
 ) -> None:
