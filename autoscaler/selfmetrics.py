@@ -150,6 +150,13 @@ class AdapterMetrics:
             "retried with backoff), failed (refused; tried again at the next resync).",
             ["write", "result"], registry=self.registry,
         )
+        self.bridge_runtime_scale_list_failures = Counter(
+            "modelmesh_autoscaler_bridge_runtime_scale_list_failures_total",
+            "Lists of RuntimeScales the bridge's pass could not make (refused, 5xx or no answer; not a 404, "
+            "the CRD not installed): the RuntimeScales of that namespace, or of all, then get neither their "
+            "replicas carried nor a status (the leader only).",
+            registry=self.registry,
+        )
         self.runtime_scale_ready = RuntimeGauge(
             "modelmesh_autoscaler_runtime_scale_ready",
             "1 while the bridge carries a RuntimeScale's replicas to its ServingRuntime (its Ready condition is "

@@ -57,6 +57,7 @@ from autoscaler.actuation.bridge_status import (
     desired_status,
     duplicate,
     misplaced_policy_annotations,
+    not_read,
     not_written,
     replicas_of,
     verdict,
@@ -380,6 +381,8 @@ class ReplicaBridge:
                     log.debug("replica bridge: cannot list RuntimeScales in %s: %s", scope or "all namespaces", error)
                 else:
                     self._warn(f"cannot list RuntimeScales in {scope or 'all namespaces'}: {error}")
+                    if self._metrics is not None:  # no status can say it: the bridge sees no RuntimeScale there
+                        self._metrics.bridge_runtime_scale_list_failures.inc()
                 self._hold(error)
                 unlisted.add(scope)
                 continue
@@ -503,7 +506,11 @@ class ReplicaBridge:
             if known is not None and known.runtimes is not None:
                 runtime = known.runtimes.get((namespace, runtime_name))
             else:
-                runtime = await self._client.get_custom(SERVING_RUNTIMES, namespace, runtime_name)
+                try:
+                    runtime = await self._client.get_custom(SERVING_RUNTIMES, namespace, runtime_name)
+                except KubeApiError as error:
+                    await self._report_not_read(key, scale, known, error)
+                    raise
             if runtime is None:
                 cluster_runtime = await self._cluster_runtime_exists(runtime_name)
             else:
@@ -633,13 +640,36 @@ class ReplicaBridge:
         Also while a 429's `Retry-After` holds the bridge (this write's own 429 set it): skipping the status then
         left a runtime throttled pass after pass `Bridged` for good. It is one write per hold, the pass stops
         here."""
-        earlier = self._retries.get(key)
-        if error.retryable and (earlier is None or earlier.failures == 0):
+        if self._first_retried(key, error):
             return
         outcome = not_written(scale, found, error, forbidden=error.status == 403, retried=error.retryable,
                               resync_s=self.settings.resync_interval_s)
         with contextlib.suppress(KubeApiError):
             await self._write_status(key, scale, deployment, outcome)
+
+    async def _report_not_read(self, key: ScaleId, scale: JSON, known: _Listed | None, error: KubeApiError) -> None:
+        """The ServingRuntime could not be read, so nothing is written to it: say so in the status, when
+        `_report_not_written` would (at once for a refusal, from the second failure in a row for one retried).
+        Without it the last verdict stayed, `Bridged` and its gauge at 1, while the HPA's replicas reached
+        nothing: a ClusterRole without get/list on ServingRuntimes fired no alert. Best effort, as there: the
+        read's own failure is what is retried (and where the Deployment cannot be read either, nothing is said)."""
+        if self._first_retried(key, error):
+            return
+        outcome = not_read(scale, error, forbidden=error.status == 403, retried=error.retryable,
+                           resync_s=self.settings.resync_interval_s)
+        deployment = None
+        if known is not None and known.deployments is not None:
+            deployment = known.deployments.get((key[0], deployment_name(scale)))
+        with contextlib.suppress(KubeApiError):
+            if deployment is None:  # for the status's replicas and selector, which the HPA keeps reading
+                deployment = await self._client.get_deployment(key[0], deployment_name(scale))
+            await self._write_status(key, scale, deployment, outcome)
+
+    def _first_retried(self, key: ScaleId, error: KubeApiError) -> bool:
+        """Whether `error` is a retried failure (no answer, 409, 429, 5xx) with none before it in a row: not yet
+        worth a status, one 409 or 503 retried a second later would flap Ready."""
+        earlier = self._retries.get(key)
+        return error.retryable and (earlier is None or earlier.failures == 0)
 
     def _set_back_level(self, key: ScaleId, found: int | None) -> int:
         """WARNING for the first set-back of an episode, DEBUG for the rest: a GitOps tool with self-heal that

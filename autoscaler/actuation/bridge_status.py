@@ -174,11 +174,32 @@ def not_written(scale: Mapping[str, Any], found: int | None, error: object, *, f
     if forbidden:
         message += (f"; grant the adapter patch on servingruntimes in namespace {namespace} (copy "
                     "manifests/base/role-runtimes.yaml and role-binding-runtimes.yaml there)")
-    elif retried:
-        message += "; retried with backoff"
     else:
-        message += f"; tried again at the next resync (every {resync_s:g} s)"
+        message += _tried_again(retried, resync_s)
     return Verdict(False, "ServingRuntimeNotWritten", message)
+
+
+def not_read(scale: Mapping[str, Any], error: object, *, forbidden: bool, retried: bool, resync_s: float) -> Verdict:
+    """The `Ready` condition while the RuntimeScale's ServingRuntime cannot be read: the bridge writes
+    `spec.replicas` only to a runtime it has read (it compares first), so the HPA's replicas reach nothing, whatever
+    an earlier `Bridged` said. `forbidden` (403): a ClusterRole without `get`/`list` on ServingRuntimes, an
+    upgrade that kept the one from before the bridge; `retried` as in `not_written`."""
+    spec = scale.get("spec") or {}
+    name, wanted = spec.get("servingRuntime"), replicas_of(scale)
+    message = (f"ServingRuntime {name} could not be read, so spec.replicas {wanted} is not carried to it and the "
+               f"runtime does not follow this RuntimeScale: {error}")
+    if forbidden:
+        message += ("; grant the adapter get and list on servingruntimes (ClusterRole modelmesh-autoscaler, "
+                    "manifests/base/cluster-role.yaml)")
+    else:
+        message += _tried_again(retried, resync_s)
+    return Verdict(False, "ServingRuntimeNotRead", message)
+
+
+def _tried_again(retried: bool, resync_s: float) -> str:
+    """When a failure is tried again, as a condition's message ends: with backoff, or at the next resync (a
+    refusal, said rather than promising a retry that does not come)."""
+    return "; retried with backoff" if retried else f"; tried again at the next resync (every {resync_s:g} s)"
 
 
 def bridged_spec(scale: Mapping[str, Any]) -> tuple[str, int] | None:
