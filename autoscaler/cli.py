@@ -13,6 +13,10 @@ if TYPE_CHECKING:
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
+INHERITED_MULTIPROCESS_VARIABLES = ("PROMETHEUS_MULTIPROC_DIR", "prometheus_multiproc_dir")
+"""prometheus_client's switch to multiprocess values (the lower-case spelling is its deprecated one), read when
+it is imported; `autoscaler.api.selfmetrics_split.MULTIPROCESS_DIRECTORY` is the one the adapter sets itself."""
+
 
 def build_parser() -> argparse.ArgumentParser:
     import argparse
@@ -108,6 +112,19 @@ def _stop_while_starting(signum: int, frame: object) -> None:
     os._exit(130)
 
 
+def _drop_inherited_multiprocess_directory() -> list[str]:
+    """Remove prometheus_client's multiprocess switch from the environment before anything imports
+    prometheus_client, for this process and the serving workers it starts; the names removed.
+
+    Inherited (an image's or a shell's setting), it put every process's counters in files in that directory, and
+    one worker's `/metrics` summed every file there: a restarted adapter counted the requests of its earlier runs
+    and of any other process writing there, and each run left its files behind. Only several workers share
+    their counts, in a fresh directory of their own (`autoscaler.workers`)."""
+    import os  # built in
+
+    return [name for name in INHERITED_MULTIPROCESS_VARIABLES if os.environ.pop(name, None) is not None]
+
+
 def run_command(argv: list[str] | None) -> None:
     import logging  # here, not at the top: inside main's Ctrl-C handling
 
@@ -116,6 +133,7 @@ def run_command(argv: list[str] | None) -> None:
     if unknown:  # reported by the command, with its usage: `parse_args` would print the top level's
         command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "serve":
+        dropped = _drop_inherited_multiprocess_directory()
         from autoscaler.settings import SettingsError, settings_from_args, unknown_variables
 
         try:
@@ -127,6 +145,10 @@ def run_command(argv: list[str] | None) -> None:
         logging.basicConfig(level=settings.log_level, format=LOG_FORMAT)
         for warning in unknown_variables():
             logging.getLogger("autoscaler").warning("%s", warning)
+        for name in dropped:
+            logging.getLogger("autoscaler").warning(
+                "%s is set: ignored (the adapter counts its own requests, in a private directory where several "
+                "--workers share them)", name)
         from autoscaler.preflight import PreflightError
         from autoscaler.server import StartupError, serve
 

@@ -10,7 +10,9 @@ With several workers, Prometheus scrapes whichever worker the kernel hands its c
 count every worker's requests, or the counters would jump between scrapes and `rate()` would read resets.
 The workers then keep their series in prometheus_client's multiprocess mode (`MULTIPROCESS_DIRECTORY`, set
 by the refresh process for the workers it starts, `autoscaler.workers`): values in files one per process in
-a directory of the pod, summed on every page by `MultiProcessCollector`. One worker keeps its own registry.
+a directory of the pod, summed on every page by `MultiProcessCollector`. One worker keeps its own registry. The
+variable inherited from the environment is dropped at start (`autoscaler.cli`): it would have summed whatever
+files lay in that directory, earlier runs' included.
 """
 
 from __future__ import annotations

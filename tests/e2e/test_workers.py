@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import os
 import signal
@@ -308,3 +309,32 @@ def test_listen_port_0_serves_on_one_free_port_that_the_log_names(tmp_path: Path
         assert poll(lambda: all(http_get(url + "/healthz")[0] == 200 for _ in range(10)), timeout=10)
     finally:
         stop(process)
+
+
+def healthz_counted(url: str, at_least: int) -> float | None:
+    """The /healthz answers the /metrics page counts, once they are `at_least` (each worker hands its counts over
+    every second)."""
+    count = requests_counted(http_get(url + "/metrics")[1], "/healthz", "200")
+    return count if count >= at_least else None
+
+
+@pytest.mark.parametrize("workers", ["0", "1", "2"])
+def test_counters_of_a_restarted_adapter_start_from_zero_whatever_prometheus_multiproc_dir_says(
+        tmp_path: Path, targets: Path, workers: str) -> None:
+    """PROMETHEUS_MULTIPROC_DIR in the environment (an image's, a shell's): with one worker its /metrics summed
+    every counter file in that directory, so a restarted adapter counted the requests of its earlier runs (and
+    of any other process writing there), and every run left its files behind. The adapter keeps its own counts,
+    in a private directory where several workers share them."""
+    inherited = tmp_path / "multiproc"
+    inherited.mkdir()
+    for run, sent in enumerate((5, 1)):
+        port = free_port()
+        url = f"https://127.0.0.1:{port}"
+        # ready once it answers at all (/readyz): a request to /healthz would count
+        with running([*serve_args(port, targets), "--workers", workers], url + "/readyz", tmp_path / f"run-{run}.log",
+                     env={"PROMETHEUS_MULTIPROC_DIR": str(inherited)}):
+            for _ in range(sent):
+                assert http_get(url + "/healthz")[0] == 200
+            assert poll(functools.partial(healthz_counted, url, sent), timeout=30) == sent, f"run {run}"
+        assert "PROMETHEUS_MULTIPROC_DIR is set: ignored" in (tmp_path / f"run-{run}.log").read_text()
+    assert sorted(path.name for path in inherited.iterdir()) == []
