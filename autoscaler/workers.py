@@ -79,9 +79,10 @@ async def serve_until_stopped(app: web.Application, host: str, port: int, tls: s
                               on_ready: Callable[[], None] | None = None,
                               until: asyncio.Future[None] | None = None,
                               drain: Callable[[], Awaitable[None]] | None = None,
-                              shutdown_delay_s: float = 0.0, log_signals: bool = False) -> bool:
-    """Serve `app` until SIGTERM or SIGINT (or `until` completes), then clean it up (its cleanup contexts run:
-    the refresh loop stops, the Lease is released). True when a signal stopped it.
+                              shutdown_delay_s: float = 0.0, log_signals: bool = False,
+                              stop_signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT)) -> bool:
+    """Serve `app` until one of `stop_signals` (or `until` completes), then clean it up (its cleanup contexts
+    run: the refresh loop stops, the Lease is released). True when a signal stopped it.
 
     With a `shutdown_delay_s`, SIGTERM (the kubelet's; a terminal's Ctrl-C stops at once) runs `drain()` and
     keeps the port answering for the delay before it closes, as the refresh process of `--workers N` keeps its
@@ -107,7 +108,7 @@ async def serve_until_stopped(app: web.Application, host: str, port: int, tls: s
             stop.set()
 
         loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
+        for signum in stop_signals:
             loop.add_signal_handler(signum, stop_on, signum)
         waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(stop.wait())]
         if until is not None:
@@ -144,6 +145,14 @@ def worker_main(settings: ServeSettings, cert_file: Path, key_file: Path, pipe: 
 
 
 async def _worker(settings: ServeSettings, cert_file: Path, key_file: Path, pipe: Connection) -> int:
+    """Serve until the refresh process closes the pipe (or a Ctrl-C); the exit code.
+
+    SIGTERM does not stop a worker: the refresh process speaks for the pod. Sent to the whole process group
+    (systemd's default KillMode, `kill -TERM -PGID`), it reached the workers too, and they closed the port at
+    once while the refresh process said it kept serving for `--shutdown-delay`. Noted here, it only makes the
+    end of the pipe that follows a stop asked for, not a refresh process that has gone."""
+    asked_to_stop: list[signal.Signals] = []
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, asked_to_stop.append, signal.SIGTERM)
     metrics = AdapterMetrics()
     holder = SnapshotHolder()
     try:
@@ -161,13 +170,13 @@ async def _worker(settings: ServeSettings, cert_file: Path, key_file: Path, pipe
     try:
         signalled = await serve_until_stopped(
             app, settings.bound_host, settings.listen_port, tls, connection_limits(settings), reuse_port=True,
-            on_ready=ready, until=receiving)
+            on_ready=ready, until=receiving, stop_signals=(signal.SIGINT,))
     except OSError as error:
         with contextlib.suppress(BrokenPipeError):
             pipe.send_bytes(FAILED + f"cannot listen on {settings.bound_host}:{settings.listen_port}: "
                                      f"{error}".encode())
         return 2
-    if not signalled:
+    if not signalled and not asked_to_stop:
         log.error("the refresh process has gone; stopping so that Kubernetes restarts the pod")
         return 1
     return 0
@@ -262,8 +271,8 @@ class WorkerPool:
                 loop.remove_reader(process.sentinel)
 
     def stop(self) -> None:
-        """SIGTERM first (a worker stops serving quietly), then close the pipes (its reading thread ends; one
-        that missed the signal sees end of file and goes too), then wait."""
+        """SIGTERM first (a worker still starting ends at once; a serving one only notes it, `_worker`), then close
+        the pipes (a serving worker sees end of file and stops, quietly after that SIGTERM), then wait."""
         for process in self.processes:
             if process.is_alive():
                 process.terminate()

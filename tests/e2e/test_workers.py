@@ -23,7 +23,17 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.api.runtimes import KEDA_ROUTE
 from autoscaler.request_tally import FLUSH_INTERVAL_S
-from tests.support.processes import free_port, http_get, poll, running, serving_workers, stop
+from tests.support.processes import (
+    TEST_PROCESS_ENV,
+    free_port,
+    http_get,
+    poll,
+    running,
+    serving_workers,
+    stop,
+    wait_until_answers,
+    wait_until_logged,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -338,3 +348,42 @@ def test_counters_of_a_restarted_adapter_start_from_zero_whatever_prometheus_mul
             assert poll(functools.partial(healthz_counted, url, sent), timeout=30) == sent, f"run {run}"
         assert "PROMETHEUS_MULTIPROC_DIR is set: ignored" in (tmp_path / f"run-{run}.log").read_text()
     assert sorted(path.name for path in inherited.iterdir()) == []
+
+
+def status_or_refused(url: str) -> int:
+    """The status a GET of `url` is answered with; 0 when nothing answers (the port closed)."""
+    try:
+        return http_get(url, timeout=5)[0]
+    except OSError:
+        return 0
+
+
+def test_a_sigterm_to_the_whole_process_group_keeps_answering_for_the_shutdown_delay(
+        tmp_path: Path, targets: Path) -> None:
+    """systemd's default KillMode and `kill -TERM -PGID` signal every process of the adapter. The serving workers
+    stopped at once and the port refused connections, while the refresh process logged that it kept serving for
+    --shutdown-delay. They keep answering, /readyz failing, until the refresh process stops them."""
+    port = free_port()
+    url = f"https://127.0.0.1:{port}"
+    log = tmp_path / "adapter.log"
+    with open(log, "wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", *serve_args(port, targets), "--refresh-interval", "1", "--shutdown-delay", "60s"],
+            stdout=output, stderr=subprocess.STDOUT, env={**os.environ, **TEST_PROCESS_ENV}, start_new_session=True)
+    try:
+        wait_until_answers(url + "/healthz", process, log)
+        poll(lambda: all(http_get(url + "/readyz")[0] == 200 for _ in range(10)), timeout=60)  # both have values
+        workers = serving_workers(process.pid)
+        os.killpg(process.pid, signal.SIGTERM)
+        wait_until_logged(process, log, "serving 60 s more (--shutdown-delay)", timeout=30)
+        assert poll(lambda: all(status_or_refused(url + "/readyz") == 503 for _ in range(10)), timeout=10)
+        assert [status_or_refused(url + RUNTIME) for _ in range(10)] == [503] * 10  # answered (its exporter is absent)
+
+        os.killpg(process.pid, signal.SIGTERM)  # a second one ends the delay
+        assert process.wait(timeout=30) == 0
+        poll(lambda: not any(alive(pid) for pid in workers), timeout=15)
+    finally:
+        stop(process)
+    text = log.read_text()
+    assert "ERROR" not in text and "Traceback" not in text, text
+    assert text.rstrip().endswith("stopped (exit code 0)")
