@@ -12,7 +12,8 @@ Workers listen on the same port with `SO_REUSEPORT` (the kernel spreads connecti
 its own authentication, review caches and connection limits. Either side ending is seen by the other: the
 refresh process watches every worker's process sentinel and stops everything (exit 1) when one dies; a
 worker reading end-of-file on its pipe (the refresh process died) exits 1. Kubernetes then restarts the pod,
-rather than letting it serve values that no longer change.
+rather than letting it serve values that no longer change. A worker that hangs is treated as one that died
+(`WorkerPool.first_hung`); a refresh that hangs is noticed by the workers (`autoscaler.api.stall`).
 
 Start-up mistakes found in a worker (authentication settings, a port in use) reach the refresh process as one
 line and end `serve` with the usual "cannot start: ..." and exit code 2. `--workers 0` keeps everything in one
@@ -22,6 +23,7 @@ process (`autoscaler.server.serve_in_process`): for tests, the demo and debuggin
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import multiprocessing
@@ -54,7 +56,7 @@ from exporter.stopping import stop_tasks
 
 log = logging.getLogger(__name__)
 
-READY, FAILED = b"ready", b"error:"
+READY, FAILED, TAKEN = b"ready", b"error:", b"taken"
 CERT_DIRECTORY_PREFIX, METRICS_DIRECTORY_PREFIX = "mm-autoscaler-cert-", "mm-autoscaler-metrics-"
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
@@ -62,6 +64,12 @@ STOP_TIMEOUT_S = 10.0
 so that with `--workers N` the pod still stops within its terminationGracePeriodSeconds (30 s in the base, which
 also covers the leader's writes in flight, the Lease release and --shutdown-delay; tests/manifests/test_manifests.py
 checks the sum)."""
+
+
+HUNG_WORKER_FLOOR_S = 30.0
+"""The shortest time a serving worker may leave a snapshot untaken before it counts as hung (`WorkerPool.first_hung`):
+it takes one in milliseconds, so this is only there to spare a worker busy for a moment (a long pause of its
+collector, a node short of CPU) from a restart; the stall limit (`ServeSettings.stalled_after_s`) when longer."""
 
 
 class WorkerStartError(Exception):
@@ -194,6 +202,8 @@ async def _receive_snapshots(pipe: Connection, holder: SnapshotHolder) -> None:
         except (EOFError, OSError):
             return
         holder.current = snapshot
+        with contextlib.suppress(OSError):  # the refresh process has gone: the next receive ends this loop
+            pipe.send_bytes(TAKEN)  # from the event loop: a loop that is stuck takes no more (`first_hung`)
 
 
 # The refresh process.
@@ -209,6 +219,8 @@ class WorkerPool:
         spawn = multiprocessing.get_context("spawn")
         self.processes: list[BaseProcess] = []
         self.pipes: list[Connection] = []
+        self.untaken: list[collections.deque[float]] = []
+        """Per worker, when each snapshot it has not yet said it took was sent (monotonic seconds)."""
         try:
             # multiprocessing starts its resource tracker with the first worker, and unblocks SIGINT when it
             # has (bpo-33613): started here, it cannot let a Ctrl-C through `_interrupts_held_from_the_worker`
@@ -224,6 +236,7 @@ class WorkerPool:
                     theirs.close()
                     self.processes.append(process)
                     self.pipes.append(ours)
+                    self.untaken.append(collections.deque())
                     between_starts()
         except BaseException:  # SIGTERM while starting (`_SignalsWhileStarting`): stop what did start
             self.stop()
@@ -248,6 +261,9 @@ class WorkerPool:
     async def send(self, blob: bytes) -> None:
         """Put the packed snapshot in shared memory and pass it to every worker (each maps it)."""
         fd = await asyncio.to_thread(packed.share, blob)
+        now = time.monotonic()
+        for waiting in self.untaken:
+            waiting.append(now)
         try:
             await asyncio.gather(*(asyncio.to_thread(packed.send, pipe, fd) for pipe in self.pipes))
         finally:
@@ -269,6 +285,38 @@ class WorkerPool:
         finally:
             for process in self.processes:
                 loop.remove_reader(process.sentinel)
+
+    async def first_hung(self, after_s: float) -> BaseProcess:
+        """Waits until some worker has left a snapshot untaken for more than `after_s`, and returns it.
+
+        A worker whose event loop is stuck (a deadlock, a call that blocks, a stopped process) is not dead: it
+        keeps its share of the listening port (`SO_REUSEPORT`), so the kernel goes on handing it new connections,
+        which hang, while its siblings answer the probes. It also stops taking snapshots, which each worker
+        acknowledges from its event loop (`TAKEN`): that silence is what shows it."""
+        loop = asyncio.get_running_loop()
+        for index, pipe in enumerate(self.pipes):
+            loop.add_reader(pipe.fileno(), self._taken, index)
+        try:
+            while True:
+                await asyncio.sleep(min(1.0, after_s / 4))
+                now = time.monotonic()
+                for process, waiting in zip(self.processes, self.untaken, strict=True):
+                    if waiting and now - waiting[0] > after_s:
+                        return process
+        finally:
+            for pipe in self.pipes:
+                loop.remove_reader(pipe.fileno())
+
+    def _taken(self, index: int) -> None:
+        """Read what worker `index` said it took (one snapshot each, in the order sent)."""
+        pipe, waiting = self.pipes[index], self.untaken[index]
+        try:
+            while pipe.poll():
+                pipe.recv_bytes()
+                if waiting:
+                    waiting.popleft()
+        except (EOFError, OSError):  # the worker has gone: `first_exit` says so
+            asyncio.get_running_loop().remove_reader(pipe.fileno())
 
     def stop(self) -> None:
         """SIGTERM first (a worker still starting ends at once; a serving one only notes it, `_worker`), then close
@@ -435,12 +483,14 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
     tune_for_refresh()  # start-up is over; the refresh's many short-lived objects (autoscaler/gcsettings.py)
     refreshing = asyncio.create_task(refresher.run(), name="refresh")
     exited = asyncio.create_task(pool.first_exit(), name="serving-workers")
+    hung_after_s = max(settings.stalled_after_s, HUNG_WORKER_FLOOR_S)
+    hung = asyncio.create_task(pool.first_hung(hung_after_s), name="hung-workers")
     stopping = asyncio.create_task(stop.wait(), name="signals")
     draining = False
     try:
-        await asyncio.wait([refreshing, exited, stopping], return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait([refreshing, exited, hung, stopping], return_when=asyncio.FIRST_COMPLETED)
         # the kubelet's SIGTERM, not a terminal's Ctrl-C (which reaches the workers too: they stop at once)
-        draining = (settings.shutdown_delay_s > 0 and stopping.done() and not exited.done()
+        draining = (settings.shutdown_delay_s > 0 and stopping.done() and not exited.done() and not hung.done()
                     and stopped_by[:1] == [signal.SIGTERM])
         code = 0
         if exited.done():
@@ -448,12 +498,19 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
             log.error("serving worker %s exited with code %s; stopping so that Kubernetes restarts the pod",
                       process.name, process.exitcode)
             code = 1
+        elif hung.done():
+            process = hung.result()
+            log.error("serving worker %s has taken no new values for %g s: it is hung; stopping so that "
+                      "Kubernetes restarts the pod", process.name, hung_after_s)
+            process.kill()  # a stuck process takes no SIGTERM
+            code = 1
         elif refreshing.done():
             log.error("the refresh loop ended: %r; stopping", refreshing.exception())
             code = 1
         return code
     finally:
-        await stop_tasks([refreshing, exited, stopping])  # even a refresh that takes its first cancel for a timeout
+        # even a refresh that takes its first cancel for a timeout
+        await stop_tasks([refreshing, exited, hung, stopping])
         if draining:
             stop.clear()
             with contextlib.suppress(OSError):  # a worker that has gone is stopped below in any case

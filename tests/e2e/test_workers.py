@@ -126,6 +126,25 @@ def test_a_worker_that_dies_ends_the_adapter(adapter: tuple[subprocess.Popen[byt
     assert process.wait(timeout=15) == 1
 
 
+def test_a_hung_worker_ends_the_adapter(adapter: tuple[subprocess.Popen[bytes], str], tmp_path: Path) -> None:
+    """A serving worker whose event loop is stuck (stopped here; a deadlock or a blocking call in a cluster) keeps
+    its share of the port: about one new connection in two hung, the probes mostly passed on its sibling, and
+    nothing was logged. It takes no more snapshots, so the refresh process notices and ends the pod, as when a
+    worker dies, and Kubernetes restarts it."""
+    process, _ = adapter
+    worker = serving_workers(process.pid)[0]
+    os.kill(worker, signal.SIGSTOP)
+    try:
+        assert process.wait(timeout=90) == 1
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(worker, signal.SIGKILL)
+    poll(lambda: not alive(worker), timeout=15)
+    log = (tmp_path / "adapter.log").read_text()
+    assert "ERROR autoscaler.workers: serving worker serving-worker-" in log, log
+    assert "it is hung; stopping so that Kubernetes restarts the pod" in log, log
+
+
 def test_workers_end_when_the_refresh_process_dies(adapter: tuple[subprocess.Popen[bytes], str]) -> None:
     process, url = adapter
     workers = [pid for pid in serving_workers(process.pid) if alive(pid)]
