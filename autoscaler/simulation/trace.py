@@ -36,13 +36,21 @@ from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.shapes import SHAPE_PRESETS, Shape
 from autoscaler.simulation.synthetic_size import check_synthetic_size
 from autoscaler.simulation.timestamps import moment_text, seconds_text
-from autoscaler.simulation.trace_checks import counter_notes, gap_notes, jitter, mostly_gap, step_notes
+from autoscaler.simulation.trace_checks import (
+    counter_notes,
+    finer_grid,
+    gap_notes,
+    jitter,
+    mostly_gap,
+    step_notes,
+)
 from autoscaler.simulation.trace_file import (
     HEADER,
     LATEST_S,
     MAX_INTERVAL_S,
     MIN_INTERVAL_S,
     TraceError,
+    by_name,
     columns,
     gzipped,
     not_utf8,
@@ -251,12 +259,12 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     if not np.frombuffer(counts).any():  # a report of nothing read as a result: 0 pod-hours, "0.00 x oracle"
         raise TraceError(f"{name}: every row's requests is 0 ({len(counts):,} row{'s' if len(counts) > 1 else ''}): "
                          "nothing to replay; requests is the count of requests in each interval")
-    trace = _checked(np.frombuffer(times), np.frombuffer(models, dtype=np.int64), tuple(index),
-                     np.frombuffer(counts), name, lines)
+    trace, ordered_lines = _in_order(np.frombuffer(times), np.frombuffer(models, dtype=np.int64), tuple(index),
+                                     np.frombuffer(counts), name, np.frombuffer(lines, dtype=np.int64))
     notes = [f"ignoring {len(others)} column{'s' if len(others) > 1 else ''} of the trace not used: "
              f"{', '.join(others)}"] if others else []
-    notes += gap_notes(trace, lines)
-    notes += step_notes(trace, lines)
+    notes += gap_notes(trace, ordered_lines)
+    notes += step_notes(trace, ordered_lines)
     notes += counter_notes(trace)
     return replace(trace, notes=trace.notes + tuple(notes)) if notes else trace
 
@@ -267,8 +275,19 @@ def from_rows(times: list[float], names: list[str], counts: list[float], name: s
     errors (default: row i on line i + 2, under a header)."""
     index: dict[str, int] = {}
     model = np.fromiter((index.setdefault(n, len(index)) for n in names), dtype=np.int64, count=len(names))
-    return _checked(np.asarray(times, dtype=np.float64), model, tuple(index), np.asarray(counts, dtype=np.float64),
-                    name, lines)
+    numbered = np.asarray(lines if lines is not None else range(2, len(names) + 2), dtype=np.int64)
+    return _in_order(np.asarray(times, dtype=np.float64), model, tuple(index), np.asarray(counts, dtype=np.float64),
+                     name, numbered)[0]
+
+
+def _in_order(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: np.ndarray, name: str,
+              lines: np.ndarray) -> tuple[Trace, list[int]]:
+    """`_checked` on the rows in one order whatever the file's: models numbered by name (`by_name`), rows by time,
+    then model (sums then come in one order too), and the file lines of the rows so ordered, for the notes."""
+    models, model = by_name(models, model)
+    rows = np.lexsort((model, t))  # stable: rows repeating a model and time keep their file order
+    ordered: list[int] = lines[rows].tolist()
+    return _checked(t[rows], model[rows], models, counts[rows], name, ordered), ordered
 
 
 def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: np.ndarray, name: str,
@@ -310,10 +329,18 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
                              f"as scrape times are; line {line_of(bad)}: {moment_text(at)}): round every "
                              f"timestamp to the {step:g} s step (pandas: .dt.round('{step:g}s'), then sum by "
                              "timestamp_s and model), or export with query_range, whose steps are exact")
+        where = (f"{name}: line {line_of(bad)}: timestamp {moment_text(float(t[bad]))} is not on the {interval:g} s "
+                 f"grid starting at {seconds_text(start)}")
+        if (fine := finer_grid(gaps)) is not None:
+            # A sparse trace (rows only where a model has requests) whose rows are never one step apart: flooring
+            # to the smallest gap, as said before, moved its requests and changed its step.
+            raise TraceError(f"{where}; every timestamp is on a {fine:g} s grid, but no two rows are {fine:g} s "
+                             f"apart, so the step read is the smallest gap: where the trace's step is {fine:g} s "
+                             f"(an interval without a row has no requests), add a row of 0 requests at "
+                             f"{seconds_text(start + fine)} (any model) to state it")
         step = max(MIN_INTERVAL_S, float(np.rint(np.median(gaps))))
-        raise TraceError(f"{name}: line {line_of(bad)}: timestamp {moment_text(float(t[bad]))} is not on the "
-                         f"{interval:g} s grid starting at {seconds_text(start)}: round every timestamp down to one "
-                         f"interval (pandas: .dt.floor('{step:g}s'), then sum by timestamp_s and model)")
+        raise TraceError(f"{where}: round every timestamp down to one interval (pandas: .dt.floor('{step:g}s'), "
+                         "then sum by timestamp_s and model)")
     key = slot * len(models) + model
     uniq, repeats = np.unique(key, return_counts=True)
     if (repeats > 1).any():

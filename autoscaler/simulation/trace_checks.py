@@ -143,6 +143,18 @@ def span_text(seconds: float) -> str:
     return f"{seconds / SECONDS_PER_YEAR:.3g} years"
 
 
+def finer_grid(gaps: np.ndarray) -> float | None:
+    """The step of a grid finer than the smallest gap that every gap is a whole number of (their greatest common
+    divisor, in whole seconds from 1 s), or None. A trace at that step whose rows are never one step apart (rows
+    only where a model has requests, every model quiet most minutes) reads at the smallest gap instead: said,
+    not guessed, as integer gaps of a jittered export (59, 60, 61) have one too."""
+    whole = np.rint(gaps)
+    if not len(gaps) or np.abs(gaps - whole).max() > 1e-6:
+        return None
+    step = float(np.gcd.reduce(whole.astype(np.int64)))
+    return step if 1.0 <= step < float(gaps.min()) else None
+
+
 def jitter(distinct: np.ndarray) -> tuple[float, float, float] | None:
     """(step, largest distance from its multiples, the timestamp that far off) when the distinct timestamps sit
     within a tenth of a whole-second step of that step's multiples (a scraper's times: 15 s apart give or take

@@ -18,7 +18,7 @@ from typing import Final
 
 import numpy as np
 
-from autoscaler.simulation.trace_file import TraceError, number_field
+from autoscaler.simulation.trace_file import TraceError, by_name, number_field
 
 MINUTE_S: Final = 60.0
 MODEL_COLUMN: Final = "hashfunction"
@@ -112,7 +112,9 @@ def read_minutes(numbered: Iterator[tuple[int, list[str]]], header: Sequence[str
     if len(index) > MANY_MODELS:
         notes.append(f"{len(index):,} {MANY}; python -m autoscaler.simulation.minute_table "
                      f"{name} --top 500 --out trace.csv keeps the 500 busiest")
-    return MinuteRows(tuple(index), minutes, slot, model, requests, tuple(notes))
+    names, model = by_name(tuple(index), model)  # the rows' order in the file changes nothing
+    order = np.lexsort((model, slot))
+    return MinuteRows(names, minutes, slot[order], model[order], requests[order], tuple(notes))
 
 
 def _counts(cells: list[str], where: str) -> np.ndarray:

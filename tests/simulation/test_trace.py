@@ -21,7 +21,7 @@ def write(path: Path, text: str) -> Path:
 def test_a_csv_trace_is_read_with_its_interval_inferred(tmp_path: Path) -> None:
     trace = read_csv(write(tmp_path / "t.csv", "timestamp_s,model,requests\n"
                            "1000,resnet,120\n1000,bert,6\n1060,resnet,60\n1180,bert,3\n"))
-    assert trace.models == ("resnet", "bert")
+    assert trace.models == ("bert", "resnet")  # by name, whatever the order of the rows
     assert (trace.interval_s, trace.intervals, trace.total_requests) == (60.0, 4, 189.0)
     # 126 requests in the first minute, 60 in the second, none in the third, 3 in the fourth.
     assert trace.rate_per_interval().tolist() == [2.1, 1.0, 0.0, 0.05]
@@ -118,7 +118,7 @@ def test_a_trace_as_spreadsheets_and_converters_write_it_is_read(tmp_path: Path)
             f"bert,3,{epoch + 180}\r\n")
     (tmp_path / "excel.csv").write_bytes(b"\xef\xbb\xbf" + text.encode())
     trace = read_csv(tmp_path / "excel.csv")
-    assert trace.models == ("resnet", "bert")
+    assert trace.models == ("bert", "resnet")  # by name, whatever the order of the rows
     assert (trace.start_s, trace.interval_s, trace.intervals) == (epoch, 60.0, 4)
     assert trace.rate_per_interval().tolist() == [2.1, 1.0, 0.0, 0.05]
 

@@ -281,3 +281,41 @@ def test_a_trace_reads_the_same_in_any_row_order_line_ending_encoding_and_time_o
     expected = per_model(base)
     assert per_model(other) == expected
     assert sum(expected.values()) == pytest.approx(sum(r for _, _, r in rows))
+
+
+def test_the_same_rows_in_another_order_give_the_same_report(tmp_path: Path) -> None:
+    """An export sorted by time and one sorted by series (or re-exported) are the same trace: models were
+    numbered as they first appeared in the file, and models of equal load were routed and placed in that order,
+    so fixed-max's delays (the bound) moved by 14% and every policy's figures with them."""
+    from autoscaler.simulation.trace import synthetic, write_csv
+
+    write_csv(synthetic(models=20, hours=1, seed=0), tmp_path / "by-time.csv")
+    header, *rows = (tmp_path / "by-time.csv").read_text().splitlines()
+    results = []
+    for name, ordered in (("by-time", rows), ("reversed", rows[::-1]),
+                          ("by-model", sorted(rows, key=lambda row: (row.split(",")[1], float(row.split(",")[0]))))):
+        path = tmp_path / f"{name}.csv"
+        path.write_text("\n".join([header, *ordered]) + "\n")
+        done = simulate(tmp_path, path)
+        assert done.returncode == 0, done.stderr
+        results.append({policy: {key: value for key, value in figures.items() if key != "wall_seconds"}
+                        for policy, figures in report(tmp_path)["policies"].items()})
+    assert results[1] == results[0] and results[2] == results[0]
+
+
+def test_a_sparse_trace_is_told_how_to_state_its_step(tmp_path: Path) -> None:
+    """Rows only where a model has requests, none of them one minute apart: the step read is the smallest gap,
+    120 s, and 300 is off that grid. The fix said was to floor every timestamp to 120 s, which moved requests
+    and changed the step; the trace's own grid is 60 s, and one row of 0 requests states it."""
+    trace = write_trace(tmp_path, "0,a,30\n120,a,40\n300,a,20\n420,a,10\n")
+    done = simulate(tmp_path, trace)
+    assert done.returncode == 2
+    assert "line 4: timestamp 300 is not on the 120 s grid starting at 0" in done.stderr, done.stderr
+    assert "every timestamp is on a 60 s grid" in done.stderr
+    assert "add a row of 0 requests at 60" in done.stderr
+    assert "floor" not in done.stderr
+
+    fixed = write_trace(tmp_path, "0,a,30\n60,a,0\n120,a,40\n300,a,20\n420,a,10\n")
+    done = simulate(tmp_path, fixed)
+    assert done.returncode == 0, done.stderr
+    assert report(tmp_path)["trace"]["interval_s"] == 60
