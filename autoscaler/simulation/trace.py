@@ -43,6 +43,7 @@ from autoscaler.simulation.trace_checks import (
     jitter,
     mostly_gap,
     step_notes,
+    strays,
 )
 from autoscaler.simulation.trace_file import (
     HEADER,
@@ -315,6 +316,14 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
         raise TraceError(f"{name}: timestamps are {interval:g} s apart; intervals must be 1 s to 10 min{hint}")
     if len(gaps) and (problem := mostly_gap(distinct, gaps, interval, t, line_of)):
         raise TraceError(f"{name}: {problem}")
+    if len(gaps) and (stray := strays(distinct, gaps, interval)) is not None:
+        step, off = stray
+        named = ", ".join(f"line {line_of(int(np.argmax(t == at)))}: timestamp {moment_text(float(at))}" for at in off)
+        raise TraceError(f"{name}: {named} {'is' if len(off) == 1 else 'are'} off the {step:g} s step of the "
+                         f"trace's other {len(distinct) - len(off):,} timestamps; taken for the step, the smallest "
+                         f"gap ({interval:g} s) would replay every row's requests within {interval:g} s: move "
+                         f"{'it' if len(off) == 1 else 'them'} onto the {step:g} s step, or remove "
+                         f"{'it' if len(off) == 1 else 'them'}")
     start = float(distinct[0])
     position = (t - start) / interval
     slot = np.rint(position).astype(np.int64)

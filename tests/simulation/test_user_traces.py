@@ -319,3 +319,15 @@ def test_a_sparse_trace_is_told_how_to_state_its_step(tmp_path: Path) -> None:
     done = simulate(tmp_path, fixed)
     assert done.returncode == 0, done.stderr
     assert report(tmp_path)["trace"]["interval_s"] == 60
+
+
+@pytest.mark.parametrize("stray", ["4210", "4213"])
+def test_one_stray_row_off_the_step_is_named_not_taken_for_the_step(tmp_path: Path, stray: str) -> None:
+    """Two hours of a 60 s trace and one row more, some seconds off the minute. 10 s off, the stray set the step
+    (the smallest gap): every minute's requests replayed within 10 s, six times the rate, mean-hpa 91% delayed,
+    and the warning named the good rows; 13 s off, the refusal named a good row (line 4). The row is named."""
+    rows = "".join(f"{t},a,600\n{t},b,300\n" for t in range(0, 7200, 60))
+    done = simulate(tmp_path, write_trace(tmp_path, rows + f"{stray},c,5\n"))
+    assert done.returncode == 2
+    assert f"line 242: timestamp {stray} is off the 60 s step of the trace's other 120 timestamps" in done.stderr, \
+        done.stderr
