@@ -516,6 +516,15 @@ def run_simulate(args: argparse.Namespace) -> int:
         ProgressBar.end_line()  # a bar left short of its end (reading): the error on a line of its own
         print(f"simulate: {error}", file=sys.stderr)
         return 2
+    try:
+        _print_summary(args, report)
+    except BrokenPipeError:
+        return _closed_pipe()
+    return 0
+
+
+def _print_summary(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    """The table and notes on stdout, flushed here so that a reader that has gone shows as BrokenPipeError."""
     from autoscaler.simulation.report import bound_text, cache_text, table
 
     print(table(report))
@@ -525,4 +534,14 @@ def run_simulate(args: argparse.Namespace) -> int:
         print("\n" + bound_text(report))
     print(f"\nreport: {args.out / 'report.md'}, {args.out / 'report.json'}"
           + ("" if args.no_plot else f", {args.out / 'timeline.png'}"))
-    return 0
+    sys.stdout.flush()
+
+
+def _closed_pipe() -> int:
+    """A reader that stopped (`simulate ... | head -1`): no word and 128 + SIGPIPE, as a tool killed by SIGPIPE
+    ends (`yes | head`). It was a BrokenPipeError traceback and status 1 although the report had been written.
+    stdout is pointed at devnull (Python's own recipe, docs "Note on SIGPIPE") so that the flush at exit does
+    not fail again and print "Exception ignored"."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 128 + signal.SIGPIPE

@@ -114,3 +114,20 @@ def test_an_error_while_the_files_are_written_leaves_the_earlier_report_whole(tm
         with pytest.raises(KeyboardInterrupt):
             run(args)
     assert {path.name: path.read_text() for path in out.iterdir()} == earlier
+
+
+def test_output_piped_into_a_reader_that_stops_ends_quietly_with_the_closed_pipe_status(tmp_path: Path) -> None:
+    """`simulate ... | head -1` (or `| true`): the reader gone, the table's print raised BrokenPipeError, a
+    traceback and status 1 though the report was written. Now no word and status 141 (128 + SIGPIPE), as `yes |
+    head` ends; the report files are there."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp_s,model,requests\n0,a,600\n60,a,1200\n")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has stopped before anything is written
+    try:
+        result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"), "--no-plot",
+                                 "--quiet"], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert (result.returncode, result.stderr) == (128 + signal.SIGPIPE, "")
+    assert (tmp_path / "out" / "report.json").is_file() and (tmp_path / "out" / "report.md").is_file()
