@@ -27,6 +27,7 @@ from autoscaler.simulation.hpa import SYNC_PERIOD_S, Behavior
 from autoscaler.simulation.hpa_manifest import behavior_from_manifest
 from autoscaler.simulation.outputs import discard, write_together
 from autoscaler.simulation.rate_check import RATE_CHECK_S
+from autoscaler.simulation.run_size import RunSize, peak_need
 from autoscaler.simulation.shapes import SHAPES
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
 from autoscaler.simulation.synthetic_size import (
@@ -230,11 +231,6 @@ def _load_trace(args: argparse.Namespace) -> tuple[Trace, str]:
     return trace, source
 
 
-def peak_need(peak_rps: float, pod_rps: float) -> int:
-    """The pods the peak needs at full capacity (at least one)."""
-    return max(1, math.ceil(peak_rps / pod_rps - 1e-9))
-
-
 def sizing(peak_rps: float, first_rps: float, pod_rps: float, min_replicas: int, max_replicas: int | None,
            busy: float = 0.8, peak_pods: int = 0) -> tuple[int, int, int]:
     """(fixed replicas: the peak at `busy`; maxReplicas: twice what the peak needs unless given; the autoscaled
@@ -254,40 +250,6 @@ def sizing(peak_rps: float, first_rps: float, pod_rps: float, min_replicas: int,
 
 OUTPUTS: Final = ("report.json", "report.md", "timeline.png")
 """The files `simulate` writes in --out."""
-MANY_PODS: Final = 2000
-"""A maxReplicas past this makes a run slow enough (minutes) to look hung: `simulate` says why."""
-MAX_PODS: Final = 20_000
-"""More pods than a runtime runs, and a day of them takes hours a policy: a run sized past this is refused."""
-
-
-def cache_sized(peak_rps: float, pod_rps: float, peak_pods: int) -> bool:
-    """Whether the models in use, not the requests, size the default maxReplicas."""
-    return peak_pods > peak_need(peak_rps, pod_rps)
-
-
-def check_size(policies: tuple[str, ...], fixed: int, maximum: int, peak_rps: float, pod_rps: float,
-               max_given: bool, peak_pods: int = 0, cache_models: int = 0) -> None:
-    """Refuse a run that would simulate more than MAX_PODS pods, naming what sized it: a count no cluster
-    serves (a byte count, a counter's running total, a rate of a coarser unit) sized billions of pods, and the
-    run, warned about, never ended."""
-    if maximum > MAX_PODS and any(name != "fixed" for name in policies):
-        if max_given:
-            raise ValueError(f"--max-replicas {maximum:,} is more pods than simulate runs ({MAX_PODS:,}): give a "
-                             "smaller one")
-        if cache_sized(peak_rps, pod_rps, peak_pods):  # a request's id in the model column: a model per request
-            raise ValueError(f"the models the trace uses at once, {cache_models:,} copies a pod (--cache-models), "
-                             f"need {peak_pods:,} pods, more than simulate runs ({MAX_PODS:,}). Check the trace's "
-                             "model column (a model's name, not a request's id) and --cache-models, or give "
-                             "--max-replicas")
-        raise ValueError(f"the trace's peak ({peak_rps:,.0f} requests/s) at --pod-rps {pod_rps:g} needs "
-                         f"{peak_need(peak_rps, pod_rps):,} pods, more than simulate runs ({MAX_PODS:,}). Check "
-                         "the trace's requests (the count in each interval: not a rate, a byte count or a "
-                         "counter's running total) and --pod-rps (what one pod serves at 100% busy)")
-    if fixed > MAX_PODS and "fixed" in policies:
-        raise ValueError(f"fixed (the peak's need at 80% busy) runs {fixed:,} pods, more than simulate runs "
-                         f"({MAX_PODS:,}): check the trace's requests and --pod-rps, or leave fixed out of "
-                         "--policies")
-
 def models_pods(models: int, cache_models: int) -> int:
     """The pods that hold `models` at `cache_models` copies a pod."""
     return math.ceil(models / cache_models)
@@ -410,16 +372,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     first = sum(arrivals[0].rates) if arrivals else 0.0
     fixed, maximum, start = sizing(best.peak_rps, first, shape.pod_rps, args.min_replicas, args.max_replicas,
                                    peak_pods=best.peak_pods)
-    check_size(args.policies, fixed, maximum, best.peak_rps, shape.pod_rps, args.max_replicas is not None,
-               best.peak_pods, shape.cache_models)
-    if maximum > MANY_PODS and cache_sized(best.peak_rps, shape.pod_rps, best.peak_pods):
-        warn(f"the models the trace uses at once, {shape.cache_models:,} copies a pod (--cache-models), size "
-             f"maxReplicas {maximum:,}: each policy simulates that many pods, which takes long. Check "
-             "--cache-models and the trace's model column (a model's name, not a request's id)")
-    elif maximum > MANY_PODS:
-        warn(f"the trace's peak ({best.peak_rps:,.0f} requests/s) at --pod-rps {shape.pod_rps:g} sizes "
-              f"maxReplicas {maximum:,}: each policy simulates that many pods, which takes long. Check --pod-rps "
-              "(what one pod serves at 100% busy) and the trace's requests (a count per interval, not a rate)")
+    size = RunSize(fixed, maximum, best.peak_rps, shape.pod_rps, args.min_replicas, args.max_replicas is not None,
+                   best.peak_pods, shape.cache_models, None if args.trace is not None else _synthetic(args, "rps"))
+    size.check(args.policies)
+    if slow := size.slow():
+        warn(slow)
     if args.max_replicas is not None:  # short of pods for the models in use, or else for the requests
         default = sizing(best.peak_rps, first, shape.pod_rps, args.min_replicas, None, peak_pods=best.peak_pods)[1]
         short = (_short_of_cache(maximum, shape.cache_models, best.peak_models, policy.target_lru_age_s)

@@ -393,8 +393,8 @@ def test_a_run_sized_to_thousands_of_pods_says_why_it_is_slow(tmp_path: Path) ->
                             timeout=120)
     assert result.returncode == 0, result.stderr
     # 1,000 requests/s at 0.5 a pod: 2,000 pods at full capacity; maxReplicas twice that
-    assert "sizes maxReplicas 4,000" in result.stderr, result.stderr
-    assert "Check --pod-rps" in result.stderr
+    assert "needs 2,000 pods, which size maxReplicas 4,000 (twice that)" in result.stderr, result.stderr
+    assert "--pod-rps (what one pod serves at 100% busy)" in result.stderr
 
 
 @pytest.mark.parametrize("where", ["a-file", "under-a-file", "read-only"])
@@ -623,6 +623,7 @@ def test_a_model_column_of_request_ids_is_refused_naming_the_column(tmp_path: Pa
     result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "out"), "--cache-models",
                              "1", "--no-plot", "--quiet"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stderr
-    assert "need 12,000 pods, more than simulate runs (20,000)" in result.stderr, result.stderr
+    assert ("need 12,000 pods, which size maxReplicas 24,000 (twice that): more pods than simulate runs (20,000)"
+            in result.stderr), result.stderr
     assert "Check the trace's model column (a model's name, not a request's id)" in result.stderr
     assert not (tmp_path / "out").exists()

@@ -112,6 +112,56 @@ def test_a_count_no_cluster_could_serve_is_refused_at_once_not_simulated_for_hou
     assert "--max-replicas 1,000,000 is more pods than simulate runs" in result.stderr, result.stderr
 
 
+def test_a_run_sized_past_what_simulate_runs_by_min_replicas_names_it(tmp_path: Path) -> None:
+    """--min-replicas 25000 (a 20 requests/s trace) sizes maxReplicas 25,001 and fixed 25,000: the refusal read
+    "the trace's peak ... needs 2 pods, more than simulate runs (20,000)" and sent the user to a trace that is
+    fine. It names --min-replicas, for the autoscaled policies and for fixed alone."""
+    rows = "0,a,600\n60,a,1200\n"
+    result = simulate(tmp_path, rows, "--min-replicas", "25000", timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == ("simulate: --min-replicas 25,000 sizes maxReplicas 25,001 (one more): more pods "
+                                     "than simulate runs (20,000). Give a smaller --min-replicas"), result.stderr
+    result = simulate(tmp_path, rows, "--min-replicas", "25000", "--policies", "fixed", timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == ("simulate: fixed runs --min-replicas 25,000 pods, more than simulate runs "
+                                     "(20,000): give a smaller --min-replicas"), result.stderr
+
+
+def test_a_run_made_slow_by_min_replicas_is_warned_about_naming_it(tmp_path: Path) -> None:
+    """--min-replicas 3000 on the same trace: the warning said the trace's peak "sizes maxReplicas 3,001"."""
+    result = simulate(tmp_path, "0,a,600\n60,a,1200\n", "--min-replicas", "3000", "--policies", "mean-hpa")
+    assert result.returncode == 0, result.stderr
+    assert report(tmp_path)["warnings"] == ["--min-replicas 3,000 sizes maxReplicas 3,001 (one more): each policy "
+                                            "simulates that many pods, which takes long. Give a smaller "
+                                            "--min-replicas"]
+
+
+def test_a_peak_whose_twice_is_past_what_simulate_runs_gives_both_numbers(tmp_path: Path) -> None:
+    """A peak needing 10,500 pods sizes maxReplicas 21,000 (twice that), the number refused: the line read
+    "needs 10,500 pods, more than simulate runs (20,000)"."""
+    result = simulate(tmp_path, "0,a,12600000\n60,a,3\n", timeout=60)
+    assert result.returncode == 2, result.stderr
+    line = result.stderr.strip()
+    assert line.startswith("simulate: the trace's peak (210,000 requests/s) at --pod-rps 20 needs 10,500 pods, "
+                           "which size maxReplicas 21,000 (twice that): more pods than simulate runs (20,000). "
+                           "Check the trace's requests"), line
+    assert line.endswith("or give --max-replicas"), line
+
+
+def test_a_synthetic_run_sized_past_what_simulate_runs_names_rps(tmp_path: Path) -> None:
+    """`--synthetic --rps 1000000` was told to check "the trace's requests (the count in each interval ...)": there
+    is no file; the flag that sized it is --rps."""
+    result = subprocess.run([*SIMULATE, "--synthetic", "--models", "10", "--hours", "1", "--rps", "1000000",
+                             "--out", str(tmp_path / "out"), "--quiet", "--no-plot"], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 2, result.stderr
+    line = result.stderr.strip()
+    assert line.startswith("simulate: --rps 1e+06 draws a peak of 1,006,914 requests/s, which at --pod-rps 20 needs "
+                           "50,346 pods, which size maxReplicas 100,692 (twice that): more pods than simulate runs "
+                           "(20,000). Give a smaller --rps"), line
+    assert "trace's requests" not in line and not (tmp_path / "out").exists()
+
+
 def test_fixed_sized_past_what_simulate_runs_says_to_leave_it_out(tmp_path: Path) -> None:
     """With --max-replicas given, the autoscaled policies run; fixed is still the peak's need at 80% busy."""
     result = simulate(tmp_path, "0,a,1e9\n60,a,1\n", "--max-replicas", "10", "--policies", "fixed,mean-hpa",
