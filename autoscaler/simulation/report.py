@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, TextIO
+from typing import Any, ClassVar, Final, TextIO
 
 from autoscaler.simulation.engine import Oracle, PolicyResult
 from autoscaler.simulation.goal import DELAYED, QUIET_RATIO, QUIET_SLACK, judge
@@ -57,8 +57,24 @@ class ProgressBar:
         self.stream.flush()
 
 
+SMALL_RATIO: Final = 0.001
+"""Ratios are written to 3 decimals; one below this keeps its significant digits, written "<0.001x" in text."""
+
+
+def ratio_figure(ratio: float) -> float:
+    """`ratio` to 3 decimals, or to 3 significant digits below SMALL_RATIO: rounded to 3 decimals, 1 delayed
+    request against mean-hpa's 3,190 read 0.0 in report.json and "0x" in the table, taken for no delays."""
+    return float(f"{ratio:.3g}") if 0 < abs(ratio) < SMALL_RATIO else round(ratio, 3)
+
+
+def ratio_text(ratio: float) -> str:
+    """A ratio as the table and the bound's line write it: "0.087x", and "<0.001x" for one under SMALL_RATIO
+    (not 0, and no exponent)."""
+    return f"<{SMALL_RATIO:g}x" if 0 < ratio < SMALL_RATIO else f"{ratio:g}x"
+
+
 def _ratio(value: float, base: float) -> float | None:
-    return round(value / base, 3) if base else None
+    return ratio_figure(value / base) if base else None
 
 
 def figure(value: float) -> float:
@@ -128,7 +144,7 @@ def policy_entry(result: PolicyResult, baseline: PolicyResult | None, unavoidabl
             "cold_loads": _ratio(result.cold_loads, baseline.cold_loads),
         }
         verdict = judge(shown, base, unavoidable)
-        delayed = None if verdict.delayed is None else round(verdict.delayed, 3)  # None: mean-hpa delayed none
+        delayed = None if verdict.delayed is None else ratio_figure(verdict.delayed)  # None: mean-hpa delayed none
         entry["goal"] = {"pod_hours": round(verdict.pod_hours, 3), "delayed": delayed,
                          "avoidable_cold_loads": round(verdict.cold, 3), "met": verdict.met}
     return entry
@@ -198,7 +214,7 @@ def table(report: Mapping[str, Any]) -> str:
     oracle = report["oracle_pod_hours"]
     for name, p in report["policies"].items():
         vs = p.get(f"vs_{BASELINE}")
-        versus = "—" if vs is None else " / ".join("n/a" if v is None else f"{v:g}x" for v in vs.values())
+        versus = "—" if vs is None else " / ".join("n/a" if v is None else ratio_text(v) for v in vs.values())
         times = p["pod_hours"] / oracle if oracle else 0.0
         rows.append(f"| {name} | {hours_text(p['pod_hours'])} | {times:.2f} | {p['delayed_requests']} | "
                     f"{p['delayed_ratio']:.4f} | {p['cold_loads']} | {p['migrated_loads']} | "
@@ -287,14 +303,14 @@ def bound_text(report: Mapping[str, Any]) -> str:
     if versus is None:
         return text
     if bound["delay_goal_reachable"]:
-        text += f" That is {versus:g}x {BASELINE}'s delays: the goal's {DELAYED:g}x is within reach."
+        text += f" That is {ratio_text(versus)} {BASELINE}'s delays: the goal's {DELAYED:g}x is within reach."
         if bound.get("quiet_baseline"):  # (README, Simulator: one shift of load can decide a ratio of so few)
             text += (f" {BASELINE} delays under {QUIET_RATIO:.1%} of requests: a few minutes decide a ratio of "
                      f"delays there, and where ModelMesh's copies sit when the load shifts, not the replica count, "
                      f"can put it above 1x, so the goal asks only that a policy delay at most "
                      f"{QUIET_SLACK - 1:.0%} more.")
         return text
-    text += f" That is {versus:g}x {BASELINE}'s delays, above the goal's {DELAYED:g}x: "
+    text += f" That is {ratio_text(versus)} {BASELINE}'s delays, above the goal's {DELAYED:g}x: "
     cluster = report["cluster"]
     maximum, holding = cluster["max_replicas"], cluster.get("peak_pods", 0)
     # Short of pods for the requests, not of copies; where holding the models needs more still, that is said

@@ -98,6 +98,35 @@ def test_a_fraction_of_a_delayed_request_reads_0_delayed_everywhere(tmp_path: Pa
     assert fixed.split("|")[4:6] == [" 0 ", " 0.0000 "] and fixed.split("|")[-2].strip() == "1x / n/a / 1x", fixed
 
 
+def test_a_ratio_to_mean_hpa_under_a_thousandth_is_not_written_0(tmp_path: Path) -> None:
+    """Azure Functions' day of 30 functions (one under two triggers): fixed-max delays 1 request where mean-hpa
+    delays thousands. The ratio was rounded to 3 decimals: "0x" in the table and the bound's line, 0.0 in
+    report.json, read as no delays. Now report.json keeps it (significant digits) and the text says "<0.001x"."""
+    import random
+
+    rng = random.Random(2)
+    rows = ["HashOwner,HashApp,HashFunction,Trigger," + ",".join(str(i) for i in range(1, 1441))]
+    for f in range(30):
+        base = rng.choice([0, 1, 5, 50, 300])
+        counts = [max(0, int(rng.gauss(base, base / 3 + 0.1))) for _ in range(1440)]
+        rows.append(f"o{f % 5},app{f % 7},fn{f},{rng.choice(['http', 'timer'])}," + ",".join(map(str, counts)))
+    rows.append("o0,app0,fn0,queue," + ",".join("1" for _ in range(1440)))  # fn0 under a second trigger
+    trace = tmp_path / "functions.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    result = runs.simulate(tmp_path, trace, "--policies", "fixed-max,mean-hpa")
+    assert result.returncode == 0, result.stderr
+    got = report(tmp_path)
+    bound, base = got["policies"]["fixed-max"], got["policies"]["mean-hpa"]
+    assert 0 < bound["delayed_requests"] < base["delayed_requests"] / 1000, (bound, base)
+    ratio = bound["delayed_requests"] / base["delayed_requests"]
+    assert bound["vs_mean-hpa"]["delayed_requests"] == pytest.approx(ratio, rel=0.01)
+    assert got["bound"]["delayed_vs_mean-hpa"] == pytest.approx(ratio, rel=0.01)
+    assert bound["goal"]["delayed"] > 0
+    row = next(line for line in result.stdout.splitlines() if line.startswith("| fixed-max |"))
+    assert row.split("|")[-2].strip().split(" / ")[1] == "<0.001x", row
+    assert "That is <0.001x mean-hpa's delays" in result.stdout, result.stdout
+
+
 def test_a_count_no_cluster_could_serve_is_refused_at_once_not_simulated_for_hours(tmp_path: Path) -> None:
     """1e12 requests in a minute (a byte count, a counter's total) sized 1.7 billion pods: a warning, then a run
     that never ended. Refused at once, naming what to check; so is a --max-replicas of that size."""
