@@ -24,7 +24,7 @@ from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.yaml_errors import yaml_error_text
 from autoscaler.settings import count, positive, whole_number
 from autoscaler.simulation.hpa import SYNC_PERIOD_S, Behavior
-from autoscaler.simulation.hpa_manifest import behavior_from_manifest
+from autoscaler.simulation.hpa_manifest import behavior_from_manifest, hpa_of_scaled_object
 from autoscaler.simulation.outputs import discard, write_together
 from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.run_size import RunSize, peak_need
@@ -98,8 +98,9 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", type=Path,
                         help="the adapter's policy file (its `defaults:` are used)")
     parser.add_argument("--hpa-behavior", metavar="FILE", type=Path,
-                        help="HPA manifest (or a YAML with `behavior:`; in a file of several manifests, its "
-                             "HorizontalPodAutoscaler) whose behavior skew-aware uses; default: the shipped one")
+                        help="HPA manifest (or a YAML with `behavior:`, or a KEDA ScaledObject: the HPA KEDA "
+                             "makes; in a file of several manifests, its HorizontalPodAutoscaler) whose behavior "
+                             "skew-aware uses; default: the shipped one")
     # The synthetic trace's flags default to None (SYNTHETIC holds their defaults): one given with --trace is
     # refused rather than left out without a word
     synth = parser.add_argument_group("synthetic trace (with --synthetic only)")
@@ -149,6 +150,10 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+HPA_KINDS: Final = ("HorizontalPodAutoscaler", "ScaledObject")
+"""The kinds whose HPA behavior `--hpa-behavior` reads: an HPA, or a KEDA ScaledObject (the HPA KEDA makes)."""
+
+
 def _behavior(path: Path | None) -> tuple[Behavior | None, dict[str, Any]]:
     """The behavior of the HPA in `path` (default: the shipped one) and that HPA's spec ({} for a bare
     behavior), whose replica bounds the run compares with its own."""
@@ -168,7 +173,7 @@ def _behavior(path: Path | None) -> tuple[Behavior | None, dict[str, Any]]:
         documents = items if isinstance(items, list) else []
     if listed or len(documents) > 1:  # or a file of manifests (kustomize's output, a runtime's objects): its HPA
         among = f"the {len(documents)} items of its List" if listed else f"its {len(documents)} documents"
-        hpas = [d for d in documents if isinstance(d, dict) and d.get("kind") == "HorizontalPodAutoscaler"]
+        hpas = [d for d in documents if isinstance(d, dict) and d.get("kind") in HPA_KINDS]
         if len(hpas) != 1:
             raise ValueError(f"{path}: {'no' if not hpas else len(hpas)} HorizontalPodAutoscaler"
                              f"{'s' if len(hpas) > 1 else ''} among {among}; "
@@ -178,6 +183,8 @@ def _behavior(path: Path | None) -> tuple[Behavior | None, dict[str, Any]]:
     if not isinstance(document, dict):
         raise ValueError(f"{path}: expected an HPA manifest or a mapping with `behavior:`")
     try:
+        if document.get("kind") == "ScaledObject":  # KEDA's: read as the HPA it makes
+            document = hpa_of_scaled_object(document)
         behavior = behavior_from_manifest(document)
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path}: {exc}") from exc

@@ -110,6 +110,32 @@ def _tolerance(raw: Any, where: str) -> float:
     return value
 
 
+KEDA_MIN_REPLICAS = 1
+"""minReplicas of the HPA KEDA makes where minReplicaCount is left out or 0 (KEDA scales 1 to 0 itself)."""
+KEDA_MAX_REPLICAS = 100
+"""maxReplicas of the HPA KEDA makes where maxReplicaCount is left out (KEDA's default)."""
+
+
+def hpa_of_scaled_object(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The HPA KEDA makes for a ScaledObject: its behavior is `spec.advanced.horizontalPodAutoscalerConfig
+    .behavior`, its bounds minReplicaCount (at least 1) and maxReplicaCount. The project ships a ScaledObject
+    (manifests/examples/keda/) and it was refused as "not a HorizontalPodAutoscaler". Without a behavior KEDA
+    gives its HPA none, so the controller scales by its rules without one (read as None), as for such an HPA."""
+    spec = document.get("spec")
+    if not isinstance(spec, Mapping):
+        raise ValueError(f"spec: expected a mapping, got {spec!r}")
+    config: Any = spec
+    for key in ("advanced", "horizontalPodAutoscalerConfig"):
+        config = config.get(key) or {}
+        if not isinstance(config, Mapping):
+            raise ValueError(f"{key}: expected a mapping, got {config!r}")
+    minimum = spec.get("minReplicaCount") or KEDA_MIN_REPLICAS
+    hpa_spec = {"minReplicas": minimum, "maxReplicas": spec.get("maxReplicaCount", KEDA_MAX_REPLICAS)}
+    if config.get("behavior") is not None:
+        hpa_spec["behavior"] = config["behavior"]
+    return {"kind": "HorizontalPodAutoscaler", "spec": hpa_spec}
+
+
 def behavior_from_manifest(document: Mapping[str, Any]) -> Behavior | None:
     """The `spec.behavior` of an HPA manifest (or a bare behavior mapping, or a spec without `spec:`), with
     Kubernetes' defaults; None for an HPA without one (`kubectl get hpa -o yaml` of an HPA created so)."""

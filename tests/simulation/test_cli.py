@@ -334,6 +334,29 @@ def test_kubectl_get_hpa_o_yaml_as_it_prints_is_read(tmp_path: Path) -> None:
     assert "scaleDown: window 42s" in description, description
 
 
+def test_the_projects_keda_scaled_object_is_read_as_the_hpa_keda_makes(tmp_path: Path) -> None:
+    """manifests/examples/keda/scaled-object-triton.yaml was refused as "a ScaledObject, not a
+    HorizontalPodAutoscaler": a KEDA user had to deploy it and fetch KEDA's HPA. Its behavior is read from
+    spec.advanced.horizontalPodAutoscalerConfig.behavior (the scale-down hpa-triton.yaml ships), and its
+    minReplicaCount/maxReplicaCount are the HPA's bounds."""
+    result = run_with_behavior(tmp_path, (MANIFESTS / "keda" / "scaled-object-triton.yaml").read_text())
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (f"simulate: warning: {tmp_path / 'hpa.yaml'}: its minReplicas 1 and maxReplicas 10 "
+                             "are not this run's replicas 2..3: give --min-replicas 1 --max-replicas 10 to "
+                             "simulate them\n")
+    description = json.loads((tmp_path / "out" / "report.json").read_text())["policies"]["skew-aware"]["description"]
+    assert "scaleDown: window 0s, Max of [100% per 15s]" in description, description
+
+
+def test_a_scaled_object_without_behavior_runs_the_controllers_rules_and_says_so(tmp_path: Path) -> None:
+    """KEDA gives its HPA no behavior then: the controller's rules without one, as for an HPA without one."""
+    result = run_with_behavior(tmp_path, "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nspec:\n"
+                                         "  scaleTargetRef: {name: triton}\n  maxReplicaCount: 3\n")
+    assert result.returncode == 0, result.stderr
+    description = json.loads((tmp_path / "out" / "report.json").read_text())["policies"]["skew-aware"]["description"]
+    assert "none (the controller's rules without behavior" in description, description
+
+
 def test_the_report_says_which_hpa_behavior_skew_aware_ran_with(tmp_path: Path) -> None:
     # A user who passes the HPA they run must be able to see in the report that it was the one simulated.
     result = run_with_behavior(tmp_path, "spec:\n  behavior:\n    scaleDown:\n      selectPolicy: Disabled\n"
