@@ -3,8 +3,9 @@
 A trace is CSV with the header `timestamp_s,model,requests`, its columns found by name in any order (others
 left out and named); gzip is read as it is (`.gz`, or a `.csv` whose first bytes are gzip's: a download saved
 without unpacking), a byte-order mark (Excel's "CSV UTF-8") skipped, UTF-16 and code-page text refused naming
-how to save it. Each error names the file, the line and what to fix (`TraceError`). trace.py turns the rows
-into a `Trace`; request_log.py reads per-request logs with the same opening rules.
+how to save it, xz, bzip2 and zip refused naming the tool that unpacks them. Each error names the file, the
+line and what to fix (`TraceError`). trace.py turns the rows into a `Trace`; request_log.py reads per-request
+logs with the same opening rules.
 """
 
 from __future__ import annotations
@@ -131,12 +132,36 @@ def open_csv(path: str | os.PathLike[str]) -> TextIO:
     return open(path, newline="", encoding="utf-8-sig")
 
 
+PACKED: Final = ((b"\xfd7zXZ\x00", "an xz file", "xz -d"), (b"BZh", "a bzip2 file", "bunzip2"),
+                 (b"PK\x03\x04", "a zip archive", "unzip"))
+"""First bytes of the packed formats traces ship in besides gzip (Azure Functions 2019 is a .tar.xz), what
+each is, and the tool that unpacks it."""
+
+
+def packed_text(name: str, head: bytes) -> str | None:
+    """The error for a file that `head`, its first bytes, show packed in a format read only once unpacked:
+    it read "line 1: not UTF-8 text (invalid start byte at b'\\xfd'): save it as CSV UTF-8", advice for Excel's
+    code pages that sent the user to re-save an archive."""
+    for magic, what, tool in PACKED:
+        if head.startswith(magic):
+            if ".tar." in name:  # a tarball: unpacked, still an archive of files
+                unpack, made = f"tar -xf {name}", "a CSV file in it"
+            else:
+                unpack, made = f"{tool} {name}", "the CSV file in it" if tool == "unzip" else "the file it makes"
+            return f"{name}: {what}, not CSV: unpack it first ({unpack}) and give {made}"
+    return None
+
+
 def not_utf8(name: str) -> str:
     """The error for a file that is not UTF-8, naming its first line that is not (Excel's plain "CSV" writes
-    the locale's code page: a model named café was "not UTF-8 text (invalid continuation byte)", somewhere)."""
+    the locale's code page: a model named café was "not UTF-8 text (invalid continuation byte)", somewhere),
+    or the format it is packed in (`packed_text`)."""
     try:
         with open(name, "rb") as raw:
-            packed = gzipped(name, raw.read(2))
+            head = raw.read(len(PACKED[0][0]))
+            if said := packed_text(name, head):
+                return said
+            packed = gzipped(name, head)
             raw.seek(0)
             lines: Iterator[bytes] = iter(gzip.GzipFile(fileobj=raw) if packed else raw)  # closed with raw
             for line, text in enumerate(lines, start=1):

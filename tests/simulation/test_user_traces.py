@@ -5,8 +5,11 @@ to fix, never a run that does not end, a traceback, or figures that read as some
 
 from __future__ import annotations
 
+import bz2
 import gzip
+import lzma
 import subprocess
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +177,36 @@ def test_plain_text_named_gz_is_told_to_be_named_csv_by_every_reader(tmp_path: P
     assert result.returncode == status, result.stderr
     assert result.stderr.strip() == (f"{start}{path}: not a gzip file (Not a gzipped file ({text[:2].encode()!r})); "
                                      "name it .csv if it is plain text")
+
+
+def packed(data: bytes, how: str, tmp_path: Path) -> bytes:
+    """`data` as the tool `how` packs it (a zip holds it as in.csv)."""
+    if how == "zip":
+        archive = tmp_path / "archive.zip"
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
+            zipped.writestr("in.csv", data)
+        return archive.read_bytes()
+    return lzma.compress(data) if how == "xz" else bz2.compress(data)
+
+
+@pytest.mark.parametrize(("how", "suffix", "said"), [
+    ("xz", ".csv.xz", "an xz file, not CSV: unpack it first (xz -d FILE) and give the file it makes"),
+    ("xz", ".tar.xz", "an xz file, not CSV: unpack it first (tar -xf FILE) and give a CSV file in it"),
+    ("bzip2", ".csv.bz2", "a bzip2 file, not CSV: unpack it first (bunzip2 FILE) and give the file it makes"),
+    ("zip", ".zip", "a zip archive, not CSV: unpack it first (unzip FILE) and give the CSV file in it"),
+])
+@pytest.mark.parametrize("reader", list(DAMAGED_READERS))
+def test_an_xz_bzip2_or_zip_file_is_told_to_be_unpacked_by_every_reader(tmp_path: Path, reader: str, how: str,
+                                                                         suffix: str, said: str) -> None:
+    """Public traces ship as .tar.xz (Azure Functions 2019) or .zip: such a file read "line 1: not UTF-8 text
+    (invalid start byte at b'\\xfd'): save it as CSV UTF-8", advice for Excel's code pages. Only gzip is read
+    as it is; the others are named from their first bytes, with the tool that unpacks them."""
+    text, status, start = DAMAGED_READERS[reader]
+    path = tmp_path / f"in{suffix}"
+    path.write_bytes(packed(text.encode(), how, tmp_path))
+    result = read_with(reader, tmp_path, path)
+    assert result.returncode == status, result.stderr
+    assert result.stderr.strip() == f"{start}{path}: {said.replace('FILE', str(path))}"
 
 
 @pytest.mark.parametrize(("stamp", "said"), [
