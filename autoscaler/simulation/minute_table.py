@@ -14,7 +14,9 @@ is the same model in every file; `--top N` keeps the N models with the most requ
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -81,6 +83,16 @@ def _span(minutes: int) -> str:
     return f"{minutes / 60:g} h"
 
 
+def day_written_over(out: Path, days: Sequence[Path]) -> Path | None:
+    """The day `out` is (the same file, however spelled: a symlink, another path), or None: `--out d01.csv`
+    given by mistake overwrote the downloaded day without a word."""
+    for day in days:
+        with contextlib.suppress(OSError):  # `out` not there yet (or a day not readable: reading it says so)
+            if os.path.samefile(out, day):
+                return day
+    return None
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m autoscaler.simulation.minute_table",
@@ -101,6 +113,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.top is not None and args.top < 1:
         parser.error(f"--top must be 1 or more, got {args.top}")
+    if (overwritten := day_written_over(args.out, args.days)) is not None:
+        print(f"error: --out {args.out} is {overwritten}, one of the files read: give the output another name",
+              file=sys.stderr)
+        return 1
     # With --top, every day is read twice, a day at a time: once to add up each model's requests, once to keep
     # the busiest's rows (14 days of 46,000 functions held whole until the busiest are known is 5 GB)
     passes = 1 if args.top is None else 2

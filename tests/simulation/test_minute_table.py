@@ -104,6 +104,21 @@ def test_days_of_different_lengths_or_no_table_are_refused(tmp_path: Path) -> No
                                      "named 1, 2, ... for its minutes): it replays as it is with simulate --trace")
 
 
+def test_an_out_that_is_one_of_the_days_read_is_refused_and_the_day_kept(tmp_path: Path) -> None:
+    """`minute_table d01.csv --top 5 --out d01.csv` (a typo'd --out) overwrote the downloaded day, no word said.
+    Refused before anything is read, whatever the spelling of the path (here a symlink to the day)."""
+    day1 = day_file(tmp_path / "d01.csv", DAY_ONE)
+    day2 = day_file(tmp_path / "d02.csv", DAY_ONE)
+    (tmp_path / "link.csv").symlink_to(day2)
+    before = day2.read_bytes()
+    for out in (day2, tmp_path / "link.csv"):
+        result = convert(day1, day2, "--top", "1", "--out", out, "--quiet")
+        assert result.returncode == 1, result.stderr
+        assert result.stderr.strip() == (f"error: --out {out} is {day2}, one of the files read: give the output "
+                                         "another name"), result.stderr
+        assert day2.read_bytes() == before
+
+
 tables = st.lists(  # files of one length; per file (function index, {minute: count}) rows
     st.lists(st.tuples(st.integers(0, 4), st.dictionaries(st.integers(1, 6), st.integers(0, 9), max_size=4)),
              min_size=1, max_size=5),
