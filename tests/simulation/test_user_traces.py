@@ -266,6 +266,19 @@ def test_where_the_models_in_use_size_the_runtime_the_report_reads_pod_hours_aga
     assert "fewer than the 10 pods the models in use need" in got["policies"]["fixed"]["description"]
 
 
+def test_a_trace_whose_models_fit_one_pod_is_not_said_to_be_sized_by_its_models(tmp_path: Path) -> None:
+    """One model, 30 requests a minute for 2 minutes in every 20: the requests' oracle counts no pod in the idle
+    minutes and the cache oracle holds the model 600 s after its use, 4.75x more, so the report said "The models
+    in use, not the requests, size this runtime" of a runtime whose models fit in one pod's 100 copies."""
+    rows = "".join(f"{t},chat,30\n" for t in range(0, 7200, 60) if (t // 60) % 20 < 2)
+    result = simulate(tmp_path, write_trace(tmp_path, rows))
+    assert result.returncode == 0, result.stderr
+    assert "The models in use" not in result.stdout, result.stdout
+    assert "The models in use" not in (tmp_path / "out" / "report.md").read_text()
+    got = report(tmp_path)
+    assert got["cache_oracle_pod_hours"] > 1.5 * got["oracle_pod_hours"] and got["cluster"]["peak_models"] == 1
+
+
 def test_the_bound_names_the_cache_where_holding_the_models_needs_more_pods_than_the_requests() -> None:
     """A day of 5,000 quiet models at --max-replicas 10: its requests need 19 pods at 80% busy and its models 31;
     83% of requests were refused loads, and the bound's words named the requests' 19 only."""
