@@ -158,7 +158,10 @@ class LoadingQueue:
 
     def _start_from(self, place: int, first: int, now: float) -> None:
         """Start the loads from `place` on as the threads free (the first `first` are under way): with one thread
-        those before `place` keep their times; with several, every waiting load is started again from `first`."""
+        those before `place` keep their times; with several, every waiting load is started again from `first`.
+
+        Only as many free threads as there are loads are counted: more are never used, and a list the size of
+        `--load-concurrency` (every load at once, 1e8) took a minute and 1.6 GB on a 4-minute trace."""
         loads = self.loads
         if self.threads == 1:  # one after another from the end of the one before (or now, when none is)
             free = loads[place - 1].ready_at if place else now
@@ -167,7 +170,7 @@ class LoadingQueue:
                 waiting.start = free
                 free = waiting.ready_at = free + step
             return
-        free_at = [load.ready_at for load in loads[:first]] + [now] * (self.threads - first)
+        free_at = [load.ready_at for load in loads[:first]] + [now] * (min(self.threads, len(loads)) - first)
         heapify(free_at)
         for waiting in islice(loads, first, None):
             waiting.start = max(now, heappop(free_at))
