@@ -99,7 +99,6 @@ def test_sigterm_stops_the_demo_and_every_process_it_started(signum: signal.Sign
     assert not Path(workdir).exists()
 
 
-
 @pytest.mark.parametrize("share", [0.1, 0.4, 0.7, 1.0, 1.2])
 def test_ctrl_c_during_start_up_ends_with_one_line_and_leaves_nothing(share: float) -> None:
     """At any moment of the start-up (while Python imports, while the pods and processes start) Ctrl-C ends

@@ -26,7 +26,6 @@ RUNTIME = RuntimeKey("team-a", "modelmesh-serving-triton")
 AGE_S = 10.0
 
 
-
 def gpu(index: int, uuid: str, **extra: str) -> dict[str, str]:
     """A GPU's labels on every dcgm-exporter series, as scraped by a job that honors them."""
     return {"job": "dcgm-exporter", "instance": "10.0.3.7:9400", "gpu": str(index), "UUID": uuid,
