@@ -6,27 +6,17 @@ the status never says `Bridged` while the HPA's replicas do not reach the runtim
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import pytest
 
 from autoscaler.actuation.bridge import ReplicaBridge
-from autoscaler.kube.client import KubeClient
 from autoscaler.selfmetrics import AdapterMetrics
 from tests.actuation.conftest import SteppedClock
+from tests.actuation.test_bridge import NS, bridge, metrics, ready
+from tests.actuation.test_bridge_during_scale import hpa_writes
 from tests.fakes.kube import FakeKubeApi
 
-NS = "ml"
-
-
-@pytest.fixture
-def metrics() -> AdapterMetrics:
-    return AdapterMetrics()
-
-
-@pytest.fixture
-def bridge(kube_client: KubeClient, clock: SteppedClock, metrics: AdapterMetrics) -> ReplicaBridge:
-    return ReplicaBridge(kube_client, namespaces=[NS], clock=clock, rand=lambda: 1.0, metrics=metrics)
+__all__ = ["bridge", "metrics"]  # the fixtures, used by name
 
 
 @pytest.fixture
@@ -37,17 +27,6 @@ async def bridged(kube: FakeKubeApi, bridge: ReplicaBridge) -> None:
     kube.add_runtime_scale(NS, "triton", replicas=2)
     await bridge.sync()
     assert ready(kube)["reason"] == "Bridged"
-
-
-def hpa_writes(kube: FakeKubeApi, replicas: int) -> None:
-    kube.update_object("runtimescales", NS, "triton", lambda o: o["spec"].update(replicas=replicas))
-
-
-def ready(kube: FakeKubeApi) -> dict[str, Any]:
-    """The Ready condition `kubectl get runtimescale triton` shows."""
-    [condition] = [c for c in kube.stored("runtimescales", NS, "triton")["status"]["conditions"]
-                   if c["type"] == "Ready"]
-    return condition  # type: ignore[no-any-return]
 
 
 def gauges(metrics: AdapterMetrics) -> tuple[float | None, float | None]:
