@@ -514,10 +514,7 @@ class ReplicaBridge:
             if runtime is None:
                 cluster_runtime = await self._cluster_runtime_exists(runtime_name)
             else:
-                deployment = None if known is None or known.deployments is None else known.deployments.get(
-                    (namespace, deployment_name(scale)))
-                if deployment is None:  # not listed: not read yet, or not labelled as modelmesh-serving labels
-                    deployment = await self._client.get_deployment(namespace, deployment_name(scale))
+                deployment = await self._deployment(key, scale, known)
         if runtime is not None:
             self._note_misplaced(key, runtime, deployment, deployment_name(scale))
         writes = 0
@@ -570,14 +567,17 @@ class ReplicaBridge:
         self._carried.pop(key, None)  # what it carried before it was a duplicate is not what the runtime holds
         self._set_backs.pop(key, None)
         self._misplaced.pop(key, None)  # the owner warns about the runtime's annotations
-        deployment = None
-        if known is not None and known.deployments is not None:
-            deployment = known.deployments.get((key[0], deployment_name(scale)))
-        if deployment is None:
-            deployment = await self._client.get_deployment(key[0], deployment_name(scale))
+        deployment = await self._deployment(key, scale, known)
         claim = self._owners.claim(owner)
         outcome = duplicate(scale, owner[1], "" if claim is None else claim.created)
         return await self._write_status(key, scale, deployment, outcome, selects_pods=False)
+
+    async def _deployment(self, key: ScaleId, scale: JSON, known: _Listed | None) -> JSON | None:
+        """The runtime's Deployment: from the full pass's list, else read now (not listed: a pass for one
+        RuntimeScale, or a Deployment without the labels modelmesh-serving gives its own)."""
+        listed = None if known is None or known.deployments is None else known.deployments.get(
+            (key[0], deployment_name(scale)))
+        return listed if listed is not None else await self._client.get_deployment(key[0], deployment_name(scale))
 
     async def _adopt(self, key: ScaleId, scale: JSON, adopted: int) -> tuple[JSON, int]:
         """Write `adopted` (the runtime's replicas) into the `spec.replicas` the RuntimeScale lacks; returns the
@@ -657,13 +657,8 @@ class ReplicaBridge:
             return
         outcome = not_read(scale, error, forbidden=error.status == 403, retried=error.retryable,
                            resync_s=self.settings.resync_interval_s)
-        deployment = None
-        if known is not None and known.deployments is not None:
-            deployment = known.deployments.get((key[0], deployment_name(scale)))
-        with contextlib.suppress(KubeApiError):
-            if deployment is None:  # for the status's replicas and selector, which the HPA keeps reading
-                deployment = await self._client.get_deployment(key[0], deployment_name(scale))
-            await self._write_status(key, scale, deployment, outcome)
+        with contextlib.suppress(KubeApiError):  # the Deployment: the status's replicas and selector, still read
+            await self._write_status(key, scale, await self._deployment(key, scale, known), outcome)
 
     def _first_retried(self, key: ScaleId, error: KubeApiError) -> bool:
         """Whether `error` is a retried failure (no answer, 409, 429, 5xx) with none before it in a row: not yet
