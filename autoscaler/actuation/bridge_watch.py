@@ -105,15 +105,21 @@ class RuntimeScaleWatch:
 
     def _failed(self, error: Exception, failures: int) -> None:
         """Warn when the watch starts failing (a Role with `list` but not `watch` on runtimescales said
-        nothing at all: HPA writes silently took a resync instead of a round trip); the rest at DEBUG. A 404 is
-        the CRD not installed: then the resync cannot carry anything either, and the line says what to apply (the
-        bridge's own list failure is DEBUG then: this line, on every replica, is the one that says it)."""
+        nothing at all: HPA writes silently took a resync instead of a round trip); the rest at DEBUG. A failing
+        list is no such delay: the bridge's resync lists the same collection, so nothing is carried until it
+        works (the line said "at the next resync"). A 404 is the CRD not installed: the line says what to apply
+        (the bridge's own list failure is DEBUG then: this line, on every replica, is the one that says it)."""
         if self._ok or (failures == 1 and not self._warned):
             if crd_missing(error):
                 log.warning("replica bridge: the RuntimeScale CRD %s.%s is not installed (%s): no HPA write reaches "
                             "a ServingRuntime until it is; apply manifests/base "
                             "(custom-resource-definition-runtimescales.yaml)", RUNTIME_SCALES.plural,
                             RUNTIME_SCALES.group, error)
+            elif self._loop.listing:
+                log.warning("replica bridge: RuntimeScale list of %s failing; no HPA write reaches a ServingRuntime "
+                            "until it works (the bridge's resync lists them too; a 403 is the adapter's ClusterRole "
+                            "without list and watch on %s, manifests/base): %s", scope_name(self.scope),
+                            RUNTIME_SCALES.plural, error)
             else:
                 log.warning("replica bridge: RuntimeScale watch of %s failing; HPA writes reach ServingRuntimes at "
                             "the next resync instead of at once: %s", scope_name(self.scope), error)

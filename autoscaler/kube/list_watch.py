@@ -92,6 +92,9 @@ class ListWatch:
         self._filters = dict(filters or {})
         self._list_from_cache = list_from_cache
         self._log = log
+        self.listing = True
+        """Whether the next (or failing) request is a list, not a watch: a refused list leaves the owner with no
+        copy at all, a refused watch only with a stale one."""
         self._name = name
         self._sleep = sleep
 
@@ -101,9 +104,11 @@ class ListWatch:
         consistent = not self._list_from_cache
         failures = expiries = 0
         while True:
+            self.listing = version is None
             try:
                 if version is None:
                     version = await self._list(consistent)
+                    self.listing = False
                 opened = time.monotonic()
                 version, carried = await self._watch(version)
                 failures = expiries = 0

@@ -22,15 +22,21 @@ from tests.support.waiting import eventually
 NS = "ml"
 
 
-async def test_a_failing_runtime_scale_watch_is_warned_about_once_and_its_recovery_said(
-    kube: FakeKubeApi, kube_client: KubeClient, caplog: pytest.LogCaptureFixture
-) -> None:
+async def _warnings_while(kube: FakeKubeApi, kube_client: KubeClient, caplog: pytest.LogCaptureFixture,
+                          refuse_after_the_list: bool) -> list[tuple[str, str]]:
+    """What the watch logs at INFO and above while four requests for runtimescales are refused with a 403: from
+    the start (the list), or once it listed and watched (a watch resumed)."""
     kube.add_runtime_scale(NS, "triton", replicas=5)
-    refused = kube.fail(r"/runtimescales$", 403, times=4)
+    if not refuse_after_the_list:
+        refused = kube.fail(r"/runtimescales$", 403, times=4)
     watch = RuntimeScaleWatch(kube_client, NS, lambda scale: None, backoff_base_s=0.01, backoff_cap_s=0.01)
     with caplog.at_level(logging.INFO, "autoscaler.actuation.bridge"):
         task = asyncio.create_task(watch.run())
         try:
+            if refuse_after_the_list:
+                await kube.wait_for_watches(1, "runtimescales")
+                refused = kube.fail(r"/runtimescales$", 403, times=4)
+                kube.end_watches()
             await eventually(lambda: refused.hits == 4)
             await kube.wait_for_watches(1, "runtimescales")
             kube.end_watches()  # routine: resumed, nothing to say
@@ -39,12 +45,32 @@ async def test_a_failing_runtime_scale_watch_is_warned_about_once_and_its_recove
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+    return [(r.levelname, r.getMessage()) for r in caplog.records if "RuntimeScale" in r.getMessage()]
 
-    said = [(r.levelname, r.getMessage()) for r in caplog.records if "RuntimeScale watch" in r.getMessage()]
+
+async def test_a_refused_runtime_scale_watch_is_warned_about_once_and_its_recovery_said(
+    kube: FakeKubeApi, kube_client: KubeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    said = await _warnings_while(kube, kube_client, caplog, refuse_after_the_list=True)
     assert [level for level, _ in said] == ["WARNING", "INFO"], said
     assert said[0][1].startswith("replica bridge: RuntimeScale watch of namespace ml failing; HPA writes reach "
-                                 "ServingRuntimes at the next resync instead of at once: list runtimescales")
+                                 "ServingRuntimes at the next resync instead of at once: watch runtimescales")
     assert "403" in said[0][1]
+    assert said[1][1] == "replica bridge: RuntimeScale watch of namespace ml works again"
+
+
+async def test_a_refused_runtime_scale_list_is_not_promised_to_a_resync(
+    kube: FakeKubeApi, kube_client: KubeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A ClusterRole without `list` on runtimescales: the bridge's resync lists the same collection and is
+    refused too, so no HPA write reaches a ServingRuntime; the warning said they would "at the next resync"."""
+    said = await _warnings_while(kube, kube_client, caplog, refuse_after_the_list=False)
+    assert [level for level, _ in said] == ["WARNING", "INFO"], said
+    warning = said[0][1]
+    assert warning.startswith("replica bridge: RuntimeScale list of namespace ml failing; no HPA write reaches a "
+                              "ServingRuntime until it works"), warning
+    assert "list runtimescales" in warning and "403" in warning and "manifests/base" in warning
+    assert "next resync" not in warning
     assert said[1][1] == "replica bridge: RuntimeScale watch of namespace ml works again"
 
 
