@@ -347,9 +347,11 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
                              f"apart, so the step read is the smallest gap: where the trace's step is {fine:g} s "
                              f"(an interval without a row has no requests), add a row of 0 requests at "
                              f"{seconds_text(start + fine)} (any model) to state it")
-        step = max(MIN_INTERVAL_S, float(np.rint(np.median(gaps))))
-        raise TraceError(f"{where}: round every timestamp down to one interval (pandas: .dt.floor('{step:g}s'), "
-                         "then sum by timestamp_s and model)")
+        # The grid named, in whole seconds: the median gap (a 60.5/89.5 s trace read "floor('75s')") put two of
+        # the smallest gap's intervals into one, and named a step the line did not.
+        step = max(MIN_INTERVAL_S, float(np.floor(interval)))
+        raise TraceError(f"{where}: round every timestamp down to a {step:g} s step (pandas: "
+                         f".dt.floor('{step:g}s'), then sum by timestamp_s and model)")
     key = slot * len(models) + model
     uniq, repeats = np.unique(key, return_counts=True)
     if (repeats > 1).any():

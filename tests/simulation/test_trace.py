@@ -59,6 +59,11 @@ def test_a_csv_trace_is_read_with_its_interval_inferred(tmp_path: Path) -> None:
     ("timestamp_s,model,requests\n0,a,1\n60,a,1\n119.5,a,1\n180,a,1\n",
      "timestamps are about 60 s apart but not exactly \\(up to 0.5 s off, as scrape times are; line 4: 119.5\\): "
      "round every timestamp to the 60 s step \\(pandas: .dt.round\\('60s'\\)"),
+    # no common step (gaps of 60.5 and 89.5 s): the step to floor to is the grid named, in whole seconds (it
+    # said "not on the 60.5 s grid ... .dt.floor('75s')", the median gap, which merges the 60.5 s rows' minutes)
+    ("timestamp_s,model,requests\n0,a,1\n60.5,a,1\n150,a,1\n210.5,a,1\n300,a,1\n",
+     "line 4: timestamp 150 is not on the 60.5 s grid starting at 0: round every timestamp down to a 60 s step "
+     "\\(pandas: .dt.floor\\('60s'\\)"),
     # Excel in locales with a decimal comma writes ';' between fields; some exports use tabs
     ("timestamp_s;model;requests\n0;a;1\n", "line 1: fields are separated by ';', not commas: save the file as "
      "comma-separated CSV"),
