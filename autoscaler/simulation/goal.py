@@ -19,6 +19,8 @@ COLD: Final = 0.25
 QUIET_RATIO: Final = 0.001
 """Below this delayed ratio mean-hpa delays too little for a ratio to mean much."""
 QUIET_SLACK: Final = 1.05
+SMALL_RATIO: Final = 0.001
+"""Ratios are written to 3 decimals; one below this keeps its significant digits, written "<0.001x" in text."""
 
 
 class Outcome(Protocol):
@@ -56,5 +58,8 @@ def judge(result: Outcome, base: Outcome, unavoidable_cold: int) -> Verdict:
 
 
 def times_text(ratio: float | None) -> str:
-    """A ratio as the tables print it: `0.592x`, or `n/a` where mean-hpa's figure was 0."""
-    return "n/a" if ratio is None else f"{ratio:.3f}x"
+    """A ratio as the tables print it: `0.592x`, `<0.001x` (it wrote 0.000x, read as none), or `n/a` where
+    mean-hpa's figure was 0."""
+    if ratio is None:
+        return "n/a"
+    return f"<{SMALL_RATIO:g}x" if 0 < ratio < SMALL_RATIO else f"{ratio:.3f}x"

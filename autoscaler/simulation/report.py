@@ -13,10 +13,10 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Final, TextIO
+from typing import Any, ClassVar, TextIO
 
 from autoscaler.simulation.engine import Oracle, PolicyResult
-from autoscaler.simulation.goal import DELAYED, QUIET_RATIO, QUIET_SLACK, judge
+from autoscaler.simulation.goal import DELAYED, QUIET_RATIO, QUIET_SLACK, SMALL_RATIO, judge
 
 BASELINE = "mean-hpa"
 BOUND = "fixed-max"
@@ -56,9 +56,6 @@ class ProgressBar:
         ProgressBar.drawing = None if done >= total else self.stream
         self.stream.flush()
 
-
-SMALL_RATIO: Final = 0.001
-"""Ratios are written to 3 decimals; one below this keeps its significant digits, written "<0.001x" in text."""
 
 
 def ratio_figure(ratio: float) -> float:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from autoscaler.simulation.goal import judge
+from autoscaler.simulation.goal import judge, times_text
 from autoscaler.simulation.report import bound_text
 
 
@@ -83,3 +83,11 @@ def test_the_report_says_when_mean_hpa_delays_too_little_for_a_ratio_of_delays_t
                          "1x, so the goal asks only that a policy delay at most 5% more.")
     report["bound"]["quiet_baseline"] = False
     assert bound_text(report).endswith("within reach.")
+
+
+def test_the_tuning_tables_write_a_tiny_ratio_as_under_a_thousandth_not_as_none() -> None:
+    # bench/simulate_shapes.py's cells: 2 delayed requests against mean-hpa's 3,190 read "0.000x", taken for none.
+    assert times_text(2 / 3_190) == "<0.001x"
+    assert times_text(0.0) == "0.000x"
+    assert times_text(0.5921) == "0.592x"
+    assert times_text(None) == "n/a"
