@@ -19,13 +19,23 @@ from tests.manifests.support import BASE, EXAMPLES, find, kustomize
 
 ADAPTER = "system:serviceaccount:modelmesh-autoscaler:modelmesh-autoscaler"
 COST = "controller.kubernetes.io/pod-deletion-cost"
-# KServe's ServingRuntimeSpec as modelmesh-serving installs it (config/crd/bases/serving.kserve.io_servingruntimes
-# .yaml, copied from KServe v0.12): every field but `replicas` must be frozen for the adapter.
-SERVING_RUNTIME_SPEC_FIELDS = (
+# The `spec` properties of KServe's ServingRuntime CRD (v1alpha1): every field but `replicas` must be frozen for
+# the adapter. CEL cannot iterate a typed object's fields, so the policy names them; a field it does not name is
+# one the adapter may change, so both schemas a cluster may run are kept here.
+# As modelmesh-serving installs it (config/crd/bases/serving.kserve.io_servingruntimes.yaml, copied from v0.12):
+SERVING_RUNTIME_SPEC_FIELDS_V0_12 = (
     "affinity", "annotations", "builtInAdapter", "containers", "disabled", "grpcDataEndpoint", "grpcEndpoint",
     "httpDataEndpoint", "imagePullSecrets", "labels", "multiModel", "nodeSelector", "protocolVersions", "replicas",
     "storageHelper", "supportedModelFormats", "tolerations", "volumes",
 )
+# As KServe itself installs it, newest (config/crd/full/serving.kserve.io_servingruntimes.yaml): v0.14 added
+# hostIPC and workerSpec, v0.20 schedulerName, KServe's main branch after v0.20 resourceClaims (the inlined
+# ServingRuntimePodSpec of pkg/apis/serving/v1alpha1/servingruntime_types.go).
+SERVING_RUNTIME_SPEC_FIELDS_NEWEST = (
+    *SERVING_RUNTIME_SPEC_FIELDS_V0_12, "hostIPC", "resourceClaims", "schedulerName", "workerSpec",
+)
+SERVING_RUNTIME_SCHEMAS = {"kserve-0.12": SERVING_RUNTIME_SPEC_FIELDS_V0_12,
+                           "kserve-newest": SERVING_RUNTIME_SPEC_FIELDS_NEWEST}
 
 POD: dict[str, Any] = {
     "apiVersion": "v1", "kind": "Pod",
@@ -130,7 +140,7 @@ def test_the_adapter_may_set_a_serving_runtimes_replicas() -> None:
     assert admitted(scaled, patched(scaled, {"spec": {"replicas": 2}}))
 
 
-@pytest.mark.parametrize("field", [f for f in SERVING_RUNTIME_SPEC_FIELDS if f != "replicas"])
+@pytest.mark.parametrize("field", [f for f in SERVING_RUNTIME_SPEC_FIELDS_NEWEST if f != "replicas"])
 def test_every_other_serving_runtime_field_is_frozen(field: str) -> None:
     runtime = serving_runtime()
     changed = patched(runtime, {"spec": {"replicas": 3, field: {"changed": True}}})
@@ -149,10 +159,26 @@ def test_the_adapter_may_not_touch_a_serving_runtimes_metadata(case: str, patch:
     assert not admitted(runtime, patched(runtime, patch))
 
 
-def test_the_policy_names_every_field_of_the_serving_runtime_schema() -> None:
+@pytest.mark.parametrize("schema", SERVING_RUNTIME_SCHEMAS)
+def test_the_policy_names_every_field_of_the_serving_runtime_schema(schema: str) -> None:
     expression = policy()["spec"]["validations"][2]["expression"]
-    named = {f for f in SERVING_RUNTIME_SPEC_FIELDS if f"object.spec.{f})" in expression}
-    assert named == set(SERVING_RUNTIME_SPEC_FIELDS) - {"replicas"}
+    fields = SERVING_RUNTIME_SCHEMAS[schema]
+    named = {f for f in fields if f"object.spec.{f})" in expression}
+    assert named == set(fields) - {"replicas"}
+
+
+@pytest.mark.parametrize("spec", [
+    pytest.param({"hostIPC": True}, id="the host's IPC namespace"),
+    pytest.param({"workerSpec": {"containers": [{"name": "worker", "image": "example.com/anything:latest"}]}},
+                 id="a worker pod of its choosing"),
+    pytest.param({"schedulerName": "example-scheduler"}, id="another scheduler"),
+    pytest.param({"resourceClaims": [{"name": "gpu", "resourceClaimName": "someone-elses"}]}, id="a DRA claim"),
+])
+def test_the_adapter_may_not_set_fields_a_newer_kserve_added(spec: dict[str, Any]) -> None:
+    """Where the ServingRuntime CRD comes from a newer KServe than modelmesh-serving's, the adapter's identity
+    could set these along with its replicas; the policy named only v0.12's fields and let them through."""
+    runtime = serving_runtime()
+    assert not admitted(runtime, patched(runtime, {"spec": {"replicas": 3, **spec}}))
 
 
 def test_the_adapter_may_adopt_a_runtime_scales_replicas() -> None:
