@@ -47,11 +47,15 @@ class ProblemSource(Protocol):
     name: str
 
 
-def discovery_problem(discovery: object) -> str | None:
-    """What a discovery says keeps its inventory out of date (`KubePodDiscovery.problem`); None when it does
+DiscoveryErrors = tuple[tuple[str | None, str], ...]
+"""A discovery's errors, each with the namespace it is about (None: one about no single namespace)."""
+
+
+def discovery_problems(discovery: object) -> DiscoveryErrors:
+    """What a discovery says keeps its inventory out of date (`KubePodDiscovery.problems`); () when it does
     not say (a targets file never fails after start)."""
-    problem = getattr(discovery, "problem", None)
-    return problem if isinstance(problem, str) else None
+    problems = getattr(discovery, "problems", ())
+    return problems if isinstance(problems, tuple) else ()
 
 
 def source_problems(source: object, key: RuntimeKey) -> tuple[SourceProblem, ...]:
@@ -61,22 +65,31 @@ def source_problems(source: object, key: RuntimeKey) -> tuple[SourceProblem, ...
 
 
 class DiscoveryOutage:
-    """Since when discovery has been unhealthy, for the sources' `problems` (noted once per refresh)."""
+    """Since when discovery has been unhealthy, for the sources' `problems` (noted once per refresh).
+
+    Discovery is one for every namespace, so an outage holds every runtime; but its errors name namespaces
+    and carry their API errors, and a runtime's /debug is read by whoever may read that namespace's: each
+    runtime is told only the errors of its own namespace and those about none (a read of all namespaces)."""
 
     def __init__(self) -> None:
         self.since: float | None = None
-        self.detail = DISCOVERY_DETAIL
+        self._errors: DiscoveryErrors = ()
 
-    def note(self, healthy: bool, now: float, problem: str | None = None) -> bool:
+    def note(self, healthy: bool, now: float, errors: DiscoveryErrors = ()) -> bool:
         """Record discovery's health at `now`, with its own words for what fails when it has them (the
-        Kubernetes API's error: an operator at /debug should not need to find the log line); returns `healthy`."""
+        Kubernetes API's errors: an operator at /debug should not need to find the log line); returns `healthy`."""
         if healthy:
             self.since = None
         elif self.since is None:
             self.since = now
-        self.detail = (DISCOVERY_DETAIL if problem is None else
-                       f"pod discovery is out of date ({problem}); values cannot fall until it recovers")
+        self._errors = errors
         return healthy
 
-    def problems(self) -> tuple[SourceProblem, ...]:
-        return () if self.since is None else (SourceProblem(REASON_DISCOVERY, self.detail, self.since),)
+    def problems(self, namespace: str) -> tuple[SourceProblem, ...]:
+        """The outage as runtimes of `namespace` may see it."""
+        if self.since is None:
+            return ()
+        mine = "; ".join(error for where, error in self._errors if where is None or where == namespace)
+        detail = (f"pod discovery is out of date ({mine}); values cannot fall until it recovers" if mine else
+                  DISCOVERY_DETAIL)
+        return (SourceProblem(REASON_DISCOVERY, detail, self.since),)

@@ -26,12 +26,12 @@ from autoscaler.source_problems import (  # re-exported: the sources' seam
     REASON_DISCOVERY,
     DiscoveryOutage,
     SourceProblem,
-    discovery_problem,
+    discovery_problems,
     source_problems,
 )
 
 __all__ = ["REASON_DISCOVERY", "DiscoveryOutage", "MetricSource", "PodDiscovery", "PodTarget", "RuntimeInventory",
-           "SourceProblem", "discovery_problem", "source_problems"]
+           "SourceProblem", "discovery_problems", "source_problems"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,6 +90,10 @@ class DeploymentResync:
         """False until the first read, and while reading the Deployments fails."""
         self.error: str | None = None
         """What the last read failed with, while it fails (for /debug)."""
+        self.error_namespace: str | None = None
+        """The namespace whose read `error` is about; None for a read of all namespaces. /debug shows an error
+        only to runtimes of its namespace: another namespace's name and API error are no tenant's business."""
+        self._reading: str | None = None  # the namespace of the read under way, for `error_namespace`
         self._missing: set[RuntimeKey] = set()  # configured runtimes whose Deployment was not found
         self._reread_interval_s = reread_interval_s
         self._pending: dict[RuntimeKey, None] = {}  # runtimes to read by name, in the order asked
@@ -179,6 +183,7 @@ class DeploymentResync:
                     log.warning("Kubernetes discovery: cannot read runtime Deployments: %s", error)
                 self.ok = False
                 self.error = f"cannot read runtime Deployments: {error}"
+                self.error_namespace = self._reading
                 # Never sooner than the server's Retry-After (a 429 from API Priority and Fairness), never later
                 # than the resync.
                 retry_after = error.retry_after_s if isinstance(error, KubeApiError) else None
@@ -187,7 +192,7 @@ class DeploymentResync:
                 if not self.ok and failures:
                     log.info("Kubernetes discovery: runtime Deployments readable again")
                 self.ok = True
-                self.error = None
+                self.error = self.error_namespace = None
                 failures = 0
                 delay = self._resync_interval_s
             first_attempt.set()
@@ -195,17 +200,20 @@ class DeploymentResync:
 
     async def _refresh(self) -> None:
         """Read every runtime's Deployment; replace the runtime table only when every read worked."""
+        self._reading = None
         apps = AppsV1Api(self._client())
         self._reads += 1
         started = self._reads
         fresh: dict[RuntimeKey, RuntimeRecord] = {}
         reads = [self._read_deployment(apps, key) for key in self._static]
-        for outcome in await asyncio.gather(*reads, return_exceptions=True):
+        for key, outcome in zip(self._static, await asyncio.gather(*reads, return_exceptions=True), strict=True):
             if isinstance(outcome, BaseException):
+                self._reading = key.namespace
                 raise outcome
             fresh[outcome.key] = outcome
         if self._discover:
             for namespace in self._namespaces if self._namespaces is not None else (None,):
+                self._reading = namespace
                 for runtime in await self._list_deployments(apps, namespace):
                     fresh.setdefault(runtime.key, runtime)
         # A runtime read by name after this resync started is newer than what this resync read of it (or found

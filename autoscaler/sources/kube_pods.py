@@ -183,11 +183,13 @@ class KubePodDiscovery:
         return self._session.running and self._deployments.ok and all(watch.ok for watch in self._watches)
 
     @property
-    def problem(self) -> str | None:
-        """What keeps the inventory out of date, in the Kubernetes API's words: the Deployment read's error or
-        a failing pod watch's (None when healthy, or before the first attempt has failed)."""
-        errors = [self._deployments.error, *(watch.error for watch in self._watches)]
-        return "; ".join(error for error in errors if error) or None
+    def problems(self) -> tuple[tuple[str | None, str], ...]:
+        """What keeps the inventory out of date, in the Kubernetes API's words: the Deployment read's error and
+        each failing pod watch's, with the namespace each is about (None: a read of all namespaces); () when
+        healthy, or before the first attempt has failed. /debug shows a runtime only its own namespace's."""
+        errors = [(self._deployments.error_namespace, self._deployments.error),
+                  *((watch.scope, watch.error) for watch in self._watches)]
+        return tuple((namespace, error) for namespace, error in errors if error)
 
     async def start(self) -> None:
         """Start the watch and resync loops; return after their first attempt (or `start_timeout_s`)."""

@@ -47,7 +47,13 @@ from urllib3.util.retry import Retry
 
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.source_problems import REASON_GARBAGE
-from autoscaler.sources.base import DiscoveryOutage, PodDiscovery, RuntimeInventory, SourceProblem, discovery_problem
+from autoscaler.sources.base import (
+    DiscoveryOutage,
+    PodDiscovery,
+    RuntimeInventory,
+    SourceProblem,
+    discovery_problems,
+)
 from autoscaler.sources.prometheus_answers import REASON_EMPTY, PrometheusSourceError
 from autoscaler.sources.prometheus_queries import (
     DCGM_GR_ENGINE_ACTIVE,
@@ -200,7 +206,7 @@ class PrometheusSource:
             self._note_partial_runtimes(inventory, seen, now)
             self._note_models(self._reader.models_error)
             backend_ok = True
-        healthy = self._discovery_outage.note(self._discovery.healthy, now, discovery_problem(self._discovery))
+        healthy = self._discovery_outage.note(self._discovery.healthy, now, discovery_problems(self._discovery))
         source_ok = healthy and backend_ok
         snapshots = [
             self._snapshot(runtime, answers, seen, now, source_ok) for runtime in inventory.values()
@@ -213,11 +219,11 @@ class PrometheusSource:
         return snapshots
 
     def problems(self, key: RuntimeKey) -> tuple[SourceProblem, ...]:
-        """What fails now, for /debug: discovery out of date; Prometheus failing (the same for every runtime: the
-        backend fails as a whole), with its last error and the time the outage began; else, when it answers, no
-        series for any of the runtime's Ready pods (`unseen`), or answers that said they were partial and left
-        some of them out (`partial`)."""
-        problems = self._discovery_outage.problems()
+        """What fails now, for /debug: discovery out of date (its errors of the runtime's namespace); Prometheus
+        failing (the same for every runtime: the backend fails as a whole), with its last error and the time the
+        outage began; else, when it answers, no series for any of the runtime's Ready pods (`unseen`), or
+        answers that said they were partial and left some of them out (`partial`)."""
+        problems = self._discovery_outage.problems(key.namespace)
         if self.last_error is not None and self.outage_since is not None:
             problems += (SourceProblem(self.last_error.reason, self.last_error.detail, self.outage_since),)
         elif key in self._partial_left_out and self._partial_since is not None:

@@ -36,7 +36,7 @@ from autoscaler.sources.base import (
     PodTarget,
     RuntimeInventory,
     SourceProblem,
-    discovery_problem,
+    discovery_problems,
 )
 from autoscaler.sources.exposition import ExpositionError, read_exporter_text
 from autoscaler.sources.scrape_fetch import (
@@ -116,7 +116,7 @@ class ScrapeSource:
 
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
         inventory = self._discovery.inventory()
-        source_ok = self._discovery_outage.note(self._discovery.healthy, now, discovery_problem(self._discovery))
+        source_ok = self._discovery_outage.note(self._discovery.healthy, now, discovery_problems(self._discovery))
         pods = [(runtime.key, pod) for runtime in inventory.values() for pod in runtime.pods]
         self._note_without_exporter(pods, now)
         samples = {(key, pod.name): self._fallback(key, pod) for key, pod in pods}
@@ -302,10 +302,10 @@ class ScrapeSource:
         self._retries.forget_all_but(_streak(key, pod) for key, runtime in inventory.items() for pod in runtime.pods)
 
     def problems(self, key: RuntimeKey) -> tuple[SourceProblem, ...]:
-        """What fails now, for /debug: discovery out of date, each of the runtime's pods whose last scrape
-        failed, with its error and the time its run of failures began (a pod waiting out its backoff included),
-        and its Ready pods that run no exporter."""
-        return (self._discovery_outage.problems() + tuple(self._failing.get(key, {}).values())
+        """What fails now, for /debug: discovery out of date (its errors of the runtime's namespace), each of the
+        runtime's pods whose last scrape failed, with its error and the time its run of failures began (a pod
+        waiting out its backoff included), and its Ready pods that run no exporter."""
+        return (self._discovery_outage.problems(key.namespace) + tuple(self._failing.get(key, {}).values())
                 + tuple(self._without_exporter.get(key, {}).values()))
 
     async def close(self) -> None:
