@@ -125,7 +125,6 @@ async def resolve(settings: ServeSettings, kube: KubeAuthApi) -> AuthenticationC
                       header_from_file=header_file is not None)
 
 
-
 def _completed(files: AuthenticationConfig, cluster: AuthenticationConfig | None, *,
                header_from_file: bool) -> AuthenticationConfig:
     """The CA of the one file given (`files`), the other from the ConfigMap (`cluster`; None where it does not
