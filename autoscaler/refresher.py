@@ -4,6 +4,10 @@ Handlers only read `Refresher.views`; an HPA request never waits on a scrape or 
 pure functions (`autoscaler.policies.decision.decide`) of the snapshot, the policy and the memory of the previous
 refresh; this module only schedules them and keeps that memory. A runtime it has no memory of (the adapter just
 started, or the runtime is new) warms up first (`autoscaler.policies.warmup`): a restart never lowers what runs.
+
+Each refresh reads two times (`autoscaler.running_clock`): the wall clock, which sources and freshness use
+(samples carry Unix times), and the running clock, which the memory's decay and the warm-up grace count on, so
+that neither a step of the wall clock nor a stopped adapter lowers a value.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.decision import RuntimeMemory
 from autoscaler.policies.policy import with_hpa_bounds
 from autoscaler.policies.warmup import WarmUp, decide_remembering
+from autoscaler.running_clock import RunningClock
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.base import MetricSource
 from autoscaler.transition_log import RuntimeTransitions
@@ -40,13 +45,16 @@ class Refresher:
         interval_s: float = 15.0,
         window_s: float = 30.0,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        """`clock`: the wall clock; `monotonic`: the clock that only moves forward, by the time that passes.
+        Both injectable, so that tests can step the one without the other."""
         self.source = source
         self.policies = policies
         self.metrics = metrics
         self.interval_s = interval_s
         self.window_s = window_s
-        self._clock = clock
+        self._clock = RunningClock(interval_s, clock, monotonic)
         self._memory: dict[RuntimeKey, RuntimeMemory] = {}
         self._warming: dict[RuntimeKey, WarmUp] = {}  # runtimes with no memory yet (autoscaler.policies.warmup)
         self._uids: dict[RuntimeKey, str] = {}  # each runtime's Deployment uid, where discovery reads it
@@ -71,7 +79,8 @@ class Refresher:
 
     async def refresh_once(self) -> None:
         started = time.perf_counter()
-        now = self._clock()
+        reading = self._clock.read()
+        now, running = reading.wall, reading.running
         snapshots = await self.source.collect(now)
         views: dict[RuntimeKey, RuntimeView] = {}
         failed: set[RuntimeKey] = set()
@@ -87,7 +96,7 @@ class Refresher:
             scaled = None if memory is not None or self.scaled_replicas is None else self.scaled_replicas(snapshot.key)
             try:
                 view, memory, warm = decide_remembering(
-                    snapshot, policy, memory, self._warming.get(snapshot.key), now, self.window_s, scaled)
+                    snapshot, policy, memory, self._warming.get(snapshot.key), now, self.window_s, scaled, running)
             except Exception:
                 self._decision_failed(snapshot.key)
                 failed.add(snapshot.key)
@@ -157,11 +166,13 @@ class Refresher:
                 self._reported_errors[reason] = int(total)
 
     async def run(self) -> None:
-        """Refresh every `interval_s` until cancelled; a failed refresh is logged and retried next time."""
+        """Refresh every `interval_s` until cancelled; a failed refresh is logged and retried next time.
+        Timed on the monotonic clock: a wall clock stepped back an hour during a refresh would make it wait an
+        hour for the next."""
         while True:
-            started = self._clock()
+            started = self._clock.monotonic()
             try:
                 await self.refresh_once()
             except Exception:
                 log.exception("refresh failed; serving the previous values")
-            await asyncio.sleep(max(0.0, self.interval_s - (self._clock() - started)))
+            await asyncio.sleep(max(0.0, self.interval_s - (self._clock.monotonic() - started)))

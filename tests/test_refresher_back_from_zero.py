@@ -21,7 +21,7 @@ async def test_pods_back_before_the_deployment_read_are_not_served_below_what_ru
     clock = [1_700_000_000.0]
     source = IdleSource(replicas=0, pods=0)
     refresher = Refresher(source, PolicyBook(RuntimePolicy(warmup_grace_s=30.0)), AdapterMetrics(),
-                          clock=lambda: clock[0])
+                          clock=lambda: clock[0], monotonic=lambda: clock[0])
     await refresher.refresh_once()
     assert "scaled to zero" in answers(refresher)[ServedMetric.DESIRED_REPLICAS.value][1]
 

@@ -46,7 +46,7 @@ async def test_a_runtime_whose_decision_raises_is_left_out_and_the_others_are_se
     clock = [1_700_000_000.0]
     source = TwoRuntimes()
     refresher = Refresher(source, PolicyBook(RuntimePolicy(scale_down_tau_s=0.0)), AdapterMetrics(),
-                          clock=lambda: clock[0])
+                          clock=lambda: clock[0], monotonic=lambda: clock[0])
     await refresher.refresh_once()
     # Two pods at GPU 0.9 against the 0.8 target: 2 x 0.9 / 0.8 = 2.25, so 3 pods, for both runtimes.
     assert refresher.views[BROKEN].values[ServedMetric.DESIRED_REPLICAS].value == 3.0

@@ -47,7 +47,7 @@ async def test_a_deployment_created_again_under_the_same_name_starts_without_the
     clock = [1_700_000_000.0]
     source = DeploymentSource("uid-old", pods=3, busy=0.95)
     refresher = Refresher(source, PolicyBook(RuntimePolicy(warmup_grace_s=30.0)), AdapterMetrics(),
-                          clock=lambda: clock[0])
+                          clock=lambda: clock[0], monotonic=lambda: clock[0])
     await refresher.refresh_once()
     assert served(refresher)[ServedMetric.DESIRED_REPLICAS] == 4.0  # 3 x 0.95 / 0.8 = 3.56
     clock[0] += 15.0

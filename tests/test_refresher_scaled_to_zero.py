@@ -64,7 +64,7 @@ async def test_a_runtime_scaled_to_zero_answers_503_but_raises_no_data_alarm(
     source = IdleSource(replicas=3, pods=3)
     metrics = AdapterMetrics()
     policy = RuntimePolicy(warmup_grace_s=30.0, scale_down_tau_s=300.0)
-    refresher = Refresher(source, PolicyBook(policy), metrics, clock=lambda: clock[0])
+    refresher = Refresher(source, PolicyBook(policy), metrics, clock=lambda: clock[0], monotonic=lambda: clock[0])
     await refresher.refresh_once()
     # 3 pods at GPU 0.6 against the 0.8 target: 2.25 pods of demand, never below the 3 that run while warm.
     assert answers(refresher)[ServedMetric.DESIRED_REPLICAS.value] == (200, "3000m")

@@ -47,7 +47,8 @@ async def test_the_loop_warms_up_a_runtime_it_has_no_memory_of_and_says_so() -> 
     source = StepSource()
     source.down = {"pod-0"}
     metrics = AdapterMetrics()
-    refresher = Refresher(source, PolicyBook(RuntimePolicy(warmup_grace_s=30.0)), metrics, clock=lambda: clock[0])
+    refresher = Refresher(source, PolicyBook(RuntimePolicy(warmup_grace_s=30.0)), metrics, clock=lambda: clock[0],
+                          monotonic=lambda: clock[0])
 
     await refresher.refresh_once()
     view = refresher.views[KEY]

@@ -170,8 +170,14 @@ def decide(
     memory: RuntimeMemory | None,
     now: float,
     window_s: float,
+    running: float | None = None,
 ) -> tuple[RuntimeView, RuntimeMemory]:
     """Decide one runtime for the refresh at `now`; `window_s` is the aggregation window the API reports.
+
+    `now` is the wall clock, which freshness is judged on (samples carry Unix times); `running` is the clock
+    the values decay on (`autoscaler.running_clock`: time that passed with the adapter refreshing, which a
+    step of the wall clock or a stopped adapter does not advance), and what the memory's `updated_at` counts
+    in. None: `now` (one clock, as in the simulator, whose trace time is both).
 
     Written for its fixed cost per runtime (at 5,000 runtimes of 2 pods that is nearly all of a refresh):
     frozen results built through their slots (`slots`), the per-signal stats read once and what follows
@@ -206,7 +212,8 @@ def decide(
     held: dict[str, str] = {f"{term} proposal": why for term, why in rec.held.items()} if rec.held else {}
     # The replica count: usable when known, may fall when `desired_complete`, capped, served rounded up.
     target = float(rec.desired) if known else None
-    state = smooth(before.get(_DESIRED), target, now, tau, desired_complete, DESIRED_REPLICAS_SETTLE)
+    at = now if running is None else running
+    state = smooth(before.get(_DESIRED), target, at, tau, desired_complete, DESIRED_REPLICAS_SETTLE)
     served: float | None = None
     smoothed: dict[ServedMetric, SmoothState] = {}
     if state is not None:
@@ -243,7 +250,7 @@ def decide(
             if known and fresh + stats.missing > 0:  # present, under coverage
                 held[key] = (f"{signal} fresh on {fresh} of {ready} ready pods "
                              f"(< {min_coverage:.0%}); unknown (503), memory kept")
-        state = smooth(before.get(metric), target, now, tau, may_fall)
+        state = smooth(before.get(metric), target, at, tau, may_fall)
         served = None
         if state is not None:
             smoothed[metric] = state

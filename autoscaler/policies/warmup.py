@@ -28,7 +28,8 @@ So, for a runtime with no memory (docs/design.md, After a restart: warming up):
   apply from then on. This holds for any value without memory, also one a warm runtime starts to report.
 
 A runtime that is complete, or past its grace period, is warm: its memory is kept from then on. Pure: the
-caller keeps the `WarmUp` state and passes `now`.
+caller keeps the `WarmUp` state and passes `now`, and `running`, the clock the grace runs on: time that passed
+with the adapter refreshing (`autoscaler.running_clock`), so that a step of the wall clock does not end it early.
 
 **Scaled to zero** (the Deployment asks for 0 replicas and no pod is Ready: modelmesh-serving scales a runtime
 that no InferenceService uses to zero after a grace period, by default): there is nothing to judge and nothing
@@ -62,7 +63,7 @@ _REPLICA_SIGNALS = frozenset((SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_CACHE))
 class WarmUp:
     """A runtime not yet warm: since when, and what its unserved refreshes must carry to the next one."""
 
-    since: float
+    since: float  # on the running clock (`decide_remembering`)
     misses: int = 0  # refreshes in a row that were not complete
     warned_no_capacity: bool = False  # the no-capacity warning was logged for this runtime
 
@@ -85,7 +86,7 @@ def replica_floor(snapshot: RuntimeSnapshot, scaled: int | None = None) -> int:
 
 def seed_memory(floor: int, warm: WarmUp, now: float) -> RuntimeMemory:
     """The memory a runtime without one starts from: the replica series at what runs, nothing else.
-    `known=True`: the seed is not "data back after a gap"."""
+    `known=True`: the seed is not "data back after a gap". `now` on the clock the values decay on."""
     smoothed = {_DESIRED: SmoothState(float(floor), now)} if floor > 0 else {}
     return RuntimeMemory(smoothed=smoothed, consecutive_misses=warm.misses, known=True,
                          warned_no_capacity=warm.warned_no_capacity)
@@ -99,32 +100,35 @@ def decide_remembering(
     now: float,
     window_s: float,
     scaled: int | None = None,
+    running: float | None = None,
 ) -> tuple[RuntimeView, RuntimeMemory | None, WarmUp | None]:
     """`decision.decide` for a runtime with memory; for one without, the warm-up rules of this module.
     Either way a value without memory is served only from every Ready pod (`whole_or_unknown`).
 
     `scaled`: the runtime's RuntimeScale `spec.replicas`, when known (`replica_floor`).
+    `running`: the clock the values decay and the grace runs on (`decision.decide`); None: `now`.
     Returns the view to serve, the memory to keep (None while warming up: nothing was served from it) and the
     warm-up state to keep (None once warm); neither (None, None) for a runtime scaled to zero, whose memory
     is to be forgotten.
     """
     if snapshot.replicas == 0 and not any(pod.ready for pod in snapshot.pods):
-        idle, _ = decide(snapshot, policy, None, now, window_s)
+        idle, _ = decide(snapshot, policy, None, now, window_s, running)
         return replace(idle, consecutive_misses=0, reason=SCALED_TO_ZERO), None, None
     if memory is not None:
-        view, kept = decide(snapshot, policy, memory, now, window_s)
+        view, kept = decide(snapshot, policy, memory, now, window_s, running)
         view, kept = whole_or_unknown(view, kept, memory)
         return view, kept, None
-    warm = warm or WarmUp(since=now)
+    at = now if running is None else running
+    warm = warm or WarmUp(since=at)
     floor = replica_floor(snapshot, scaled)
-    seed = seed_memory(floor, warm, now)
-    view, seeded = decide(snapshot, policy, seed, now, window_s)
+    seed = seed_memory(floor, warm, at)
+    view, seeded = decide(snapshot, policy, seed, now, window_s, running)
     if view.complete:
         return view, seeded, None
     if _whole_for_replicas(view, policy):  # the values it lacks stay unknown, as for a warm runtime
         view, seeded = whole_or_unknown(view, seeded, seed)
         return view, seeded, None
-    left = grace_s(policy) - (now - warm.since)
+    left = grace_s(policy) - (at - warm.since)
     if left > 0.0:
         grace = f"in {left:.0f} s (warmup_grace_s) with {_DESIRED.value} not below the current {floor} replicas"
         unseen = f"warming up: the adapter has no memory of this runtime and {_unseen(view)}"

@@ -60,7 +60,7 @@ async def test_debug_shows_why_prometheus_fails_and_since_when(aiohttp_client: C
     port = free_port()  # nothing listens there: connection refused
     discovery = StaticDiscovery.of({(KEY.namespace, KEY.deployment): ["triton-0", "triton-1"]})
     source = PrometheusSource(discovery, f"http://127.0.0.1:{port}", timeout_s=2.0, clock=clock)
-    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=clock)
+    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=clock, monotonic=clock)
     client = await aiohttp_client(build_api_app(refresher, refresher.metrics))
     try:
         await refresher.refresh_once()
@@ -94,7 +94,7 @@ async def test_debug_shows_which_exporter_fails_and_since_when(aiohttp_client: C
     pods = (PodTarget("triton-0", ready=True, url=f"http://127.0.0.1:{port}/metrics"),)
     discovery = StaticDiscovery([RuntimeInventory(KEY, pods)])
     source = ScrapeSource(discovery, timeout_s=2.0, clock=clock)
-    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=clock)
+    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=clock, monotonic=clock)
     client = await aiohttp_client(build_api_app(refresher, refresher.metrics))
     try:
         await refresher.refresh_once()
@@ -115,7 +115,7 @@ async def test_debug_shows_discovery_out_of_date(aiohttp_client: ClientFactory) 
     discovery = StaticDiscovery.of({(KEY.namespace, KEY.deployment): ["triton-0"]})
     discovery.healthy = False
     source = ScrapeSource(discovery, clock=clock)
-    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=clock)
+    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=clock, monotonic=clock)
     client = await aiohttp_client(build_api_app(refresher, refresher.metrics))
     try:
         await refresher.refresh_once()
@@ -151,7 +151,7 @@ async def test_the_refresh_process_publishes_the_problems_to_its_workers() -> No
     clock = Clock()
     pods = (PodTarget("triton-0", ready=True, url=f"http://127.0.0.1:{free_port()}/metrics"),)
     source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, pods)]), timeout_s=2.0, clock=clock)
-    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=clock)
+    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=clock, monotonic=clock)
     try:
         await refresher.refresh_once()
         publisher = SnapshotPublisher(refresher.metrics, refresher.policies, refresher.source)

@@ -36,6 +36,7 @@ class DataPath:
     gpus: list[FakeNvml] = field(default_factory=list)
     exporter_commands: list[tuple[list[str], dict[str, str]]] = field(default_factory=list)
     stack: ExitStack | None = None
+    adapter: subprocess.Popen[bytes] | None = None
 
     @property
     def modelmesh_url(self) -> str:
@@ -88,10 +89,12 @@ def data_path_running(
     policy: Mapping[str, object] | None = None, gpus: Sequence[FakeNvml] | None = None,
     clocks_off_s: Sequence[float] = (),
     modelmesh_args: Sequence[Sequence[str]] = (),
+    adapter_env: Mapping[str, str] | None = None,
 ) -> Iterator[DataPath]:
     """`pods` fake ModelMesh containers (https), one exporter each, and one adapter scraping them.
 
     `modelmesh_args`: per pod, more arguments of its fake ModelMesh (`--model-prefix shared`, say).
+    `adapter_env`: more environment for the adapter (libfaketime's, to move its clock: `tests.fakes.node_clock`).
 
     `gpus`: one fake NVML per pod, loaded by that pod's exporter (else the exporters run with `--no-gpu`).
     `clocks_off_s`: per pod, how far its node's clock is off (`tests.fakes.node_clock`; 0 or none: right)."""
@@ -137,16 +140,16 @@ def data_path_running(
         if policy is not None:
             (workdir / "policy.yaml").write_text(yaml.safe_dump({"defaults": dict(policy)}))
             config_args = ["--config", str(workdir / "policy.yaml")]
-        stack.enter_context(running(
+        adapter = stack.enter_context(running(
             ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{adapter_port}",
              "--targets", str(targets), "--refresh-interval", "1", "--window", "3", *config_args,
              *adapter_args],
-            f"https://127.0.0.1:{adapter_port}/healthz", workdir / "adapter.log",
+            f"https://127.0.0.1:{adapter_port}/healthz", workdir / "adapter.log", dict(adapter_env or {}),
         ))
         yield DataPath(
             modelmesh_urls, exporter_urls, f"https://127.0.0.1:{adapter_port}",
             write_kubeconfig(workdir / "kubeconfig", f"https://127.0.0.1:{adapter_port}"), workdir, list(exporters),
-            list(gpus or ()), commands, stack,
+            list(gpus or ()), commands, stack, adapter,
         )
 
 

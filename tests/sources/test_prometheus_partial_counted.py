@@ -81,7 +81,7 @@ async def test_partial_answers_are_counted_and_shown_in_debug_of_the_runtimes_th
     clock = [time.time()]
     source = PrometheusSource(discovery(), url, clock=lambda: clock[0])
     metrics = AdapterMetrics()
-    refresher = Refresher(source, PolicyBook(), metrics, clock=lambda: clock[0])
+    refresher = Refresher(source, PolicyBook(), metrics, clock=lambda: clock[0], monotonic=lambda: clock[0])
     client = await aiohttp_client(build_api_app(refresher, metrics))
 
     async def problems(key: Any) -> list[dict[str, Any]]:
@@ -126,7 +126,8 @@ async def test_debug_says_prometheus_has_no_series_for_a_runtime_it_does_not_scr
     found.set_runtime(RuntimeInventory(unscraped, (PodTarget("c-1", ready=True, url=None),)))
     clock = [time.time()]
     source = PrometheusSource(found, prometheus.url, clock=lambda: clock[0])
-    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=lambda: clock[0])
+    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=lambda: clock[0],
+                          monotonic=lambda: clock[0])
     client = await aiohttp_client(build_api_app(refresher, refresher.metrics))
     try:
         started = clock[0]
