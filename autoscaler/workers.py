@@ -141,8 +141,9 @@ async def serve_until_stopped(app: web.Application, host: str, port: int, tls: s
 
 def worker_main(settings: ServeSettings, cert_file: Path, key_file: Path, pipe: Connection, index: int) -> None:
     """Entry point of a serving worker process (spawned: nothing inherited but these arguments, and SIGINT
-    ignored until its event loop handles it: `_interrupts_held_from_the_worker`)."""
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a Ctrl-C pending since the start is dropped
+    blocked: `_interrupts_held_from_the_worker`); SIGINT is ignored until its event loop handles it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C pending since the start is dropped
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     logging.basicConfig(level=settings.log_level,
                         format=f"%(asctime)s %(levelname)s %(name)s[worker {index}]: %(message)s")
     try:
@@ -337,19 +338,19 @@ class WorkerPool:
 
 @contextlib.contextmanager
 def _interrupts_held_from_the_worker() -> Iterator[None]:
-    """Start a worker with SIGINT ignored (and blocked, until `worker_main` unblocks it), so that it ignores a
-    terminal's Ctrl-C until its event loop handles it: Ctrl-C reaches the whole process group, and a worker
-    still importing would trace back with KeyboardInterrupt; the refresh process stops it as on any stop.
+    """Start a worker with SIGINT blocked (a mask survives fork and exec) until `worker_main` ignores it and
+    unblocks it, so that it ignores a terminal's Ctrl-C until its event loop handles it: Ctrl-C reaches the
+    whole process group, and a worker still importing would trace back with KeyboardInterrupt; the refresh
+    process stops it as on any stop.
 
-    An ignored signal survives exec; a handled one does not, so the refresh process's own handler is put back
-    after the start. Blocked meanwhile, a Ctrl-C that comes during the start stays pending for the refresh
-    process (Linux never drops a blocked signal as ignored) and reaches its handler once unblocked."""
+    Only blocked here, in this thread, not ignored: the refresh process must still see that Ctrl-C. A signal
+    this thread blocks goes to another thread of the process where one runs, and was dropped there while SIGINT
+    was ignored for the worker's sake (the adapter then served on, as if never asked to stop); handled, it
+    reaches the refresh process's handler from whichever thread, or stays pending here until unblocked."""
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
