@@ -23,8 +23,9 @@ import pytest_asyncio
 import yaml
 from prometheus_client.metrics_core import Metric
 
-from autoscaler.api.app import EXTERNAL_METRIC_ROUTE
+from autoscaler.api.app import EXTERNAL_METRIC_ROUTE, build_api_app
 from autoscaler.api.runtimes import KEDA_ROUTE
+from autoscaler.api.snapshot import SnapshotHolder
 from autoscaler.demo.fake_modelmesh import ModelMeshLoad
 from autoscaler.names import ServedMetric
 from autoscaler.selfmetrics import AdapterMetrics
@@ -227,6 +228,52 @@ def test_label_values_in_expressions_are_ones_the_code_produces() -> None:
             elif label == "path":  # HPAs ask the external metrics API; KEDA (examples/keda) its own route
                 for route in (EXTERNAL_METRIC_ROUTE, KEDA_ROUTE):
                     assert operator == "=~" and re.fullmatch(value, route), f"{where}: path {value!r} misses {route}"
+
+
+async def path_labels_of(client: Any, metrics: AdapterMetrics, urls: list[str]) -> set[str]:
+    """The `path` labels of `modelmesh_autoscaler_api_requests_total` that GETs of `urls` add."""
+    def labels() -> set[str]:
+        metrics.tally.flush()
+        return {sample.labels["path"] for family in metrics.registry.collect()
+                if family.name == "modelmesh_autoscaler_api_requests" for sample in family.samples}
+
+    before = labels()
+    for url in urls:
+        async with client.get(url) as response:
+            await response.read()
+    return labels() - before
+
+
+METRIC_READS = [f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{RUNTIME_NAMESPACE}/modelmesh_desired_replicas"
+                f"?labelSelector=deployment%3D{RUNTIME_DEPLOYMENT}",
+                f"/keda/v1/namespaces/{RUNTIME_NAMESPACE}/runtimes/{RUNTIME_DEPLOYMENT}"]
+"""The requests HPAs and KEDA make for a runtime's values."""
+NOT_METRIC_READS = ["/apis", "/apis/external.metrics.k8s.io", "/apis/external.metrics.k8s.io/v1beta1",
+                    "/apis/external.metrics.k8s.io/v1beta1/", "/openapi/v2", "/version", "/healthz", "/readyz",
+                    "/metrics", f"/debug/runtimes/{RUNTIME_NAMESPACE}/{RUNTIME_DEPLOYMENT}", "/apis/other.group"]
+"""Discovery (the aggregator checks the APIService's availability with it, and every client discovers the group),
+OpenAPI, health, the adapter's own metrics, /debug and a path nothing serves."""
+
+
+async def test_the_external_metric_request_counts_are_metric_reads_only(aiohttp_client: Any) -> None:
+    """The 503 alert's share and the "External metrics API answers" panel count the answers HPAs and KEDA get
+    for values. They selected `path=~"/apis/.+|/keda/.+"`, which took in discovery's 200s too: a fleet answered
+    503 for every value read stayed under the alert's 5% while discovery ran, and the panel showed discovery as
+    requests from HPAs."""
+    metrics = AdapterMetrics()
+    client = await aiohttp_client(build_api_app(SnapshotHolder(), metrics))
+    reads = await path_labels_of(client, metrics, METRIC_READS)
+    others = await path_labels_of(client, metrics, NOT_METRIC_READS)
+    assert reads and others
+    selectors = [(where, expr) for where, expr in every_expression() if "api_requests_total" in expr]
+    assert selectors
+    for where, expr in selectors:
+        for selector in re.findall(r"modelmesh_autoscaler_api_requests_total(\{[^}]*\})", expr):
+            matchers = [matcher for matcher in label_matchers(selector) if matcher[0] == "path"]
+            for path in reads:
+                assert selects(matchers, {"path": path}), f"{where}: {selector} leaves out {path}"
+            for path in others:
+                assert not selects(matchers, {"path": path}), f"{where}: {selector} counts {path}"
 
 
 def hpa_info_labels(namespace: str, name: str, target: dict[str, str]) -> dict[str, str]:
