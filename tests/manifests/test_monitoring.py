@@ -70,6 +70,8 @@ DCGM = frozenset({names.DCGM_GPU_UTIL, DCGM_GR_ENGINE_ACTIVE})
 # Grafana variables, as the test data has them.
 RUNTIME_NAMESPACE = "modelmesh-serving"
 RUNTIME_DEPLOYMENT = "modelmesh-serving-triton"
+UNKNOWN_DEPLOYMENT = "modelmesh-serving-torchserve"
+"""A runtime the adapter knows whose values it has never known (no exporter answers for it): it serves no value."""
 GRAFANA_VARIABLES = {"namespace": RUNTIME_NAMESPACE, "deployment": RUNTIME_DEPLOYMENT, "__rate_interval": "1m"}
 
 
@@ -452,6 +454,8 @@ def stored_series(now: float) -> Iterator[Sample]:
         yield from dcgm_samples(list(pods), at)
         for metrics, target in replicas:
             adapter_step(metrics, RUNTIME_NAMESPACE, RUNTIME_DEPLOYMENT, list(pods), served.__getitem__)
+            metrics.runtime_known.update({(RUNTIME_NAMESPACE, RUNTIME_DEPLOYMENT): 1,
+                                          (RUNTIME_NAMESPACE, UNKNOWN_DEPLOYMENT): 0})
             yield from samples_of(metrics.registry, target, honor_adapter, at)
 
 
@@ -497,6 +501,19 @@ async def test_dashboard_variables_list_the_runtime(prometheus: PrometheusServer
     for name, selector, label in variable_queries():
         values = {series["metric"].get(label) for series in await prometheus.query(selector)}
         assert GRAFANA_VARIABLES[name] in values, f"variable {name}: {selector} gives {values}"
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_the_runtime_list_has_a_runtime_whose_values_were_never_known(prometheus: PrometheusServer) -> None:
+    """The runtime list came from the served values, which a runtime has none of while its values are unknown:
+    the runtime that most needed the dashboard (unknown since it started) could not be picked, while
+    ModelMeshRuntimeValuesUnknown named it."""
+    variables = {name: (selector, label) for name, selector, label in variable_queries()}
+    selector, label = variables["deployment"]
+    listed = {series["metric"].get(label) for series in await prometheus.query(selector)}
+    assert UNKNOWN_DEPLOYMENT in listed, f"{selector} gives {listed}"
+    assert not await prometheus.query(
+        f'modelmesh_autoscaler_served_value{{deployment="{UNKNOWN_DEPLOYMENT}"}}'), "a runtime that serves nothing"
 
 
 @pytest.mark.asyncio(loop_scope="module")
