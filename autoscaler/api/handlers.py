@@ -8,6 +8,7 @@ import datetime
 import functools
 import json
 import logging
+import time
 from collections.abc import Callable
 from json.encoder import encode_basestring_ascii as _json_str
 from typing import Final
@@ -180,15 +181,24 @@ def _not_found(snapshot: ServingSnapshot, namespace: str, deployment: str) -> Ap
                          f"file){hint}")
 
 
-def respond(answer: Answer, metrics: AdapterMetrics) -> web.Response:
-    """A pre-rendered answer; the freshness of what a 200 serves is observed as it is served."""
+def respond(answer: Answer, metrics: AdapterMetrics, store: SnapshotStore) -> web.Response:
+    """A pre-rendered answer; the freshness of what a 200 serves is observed as it is served: the values' age at
+    the refresh that decided them plus the time since that refresh reached this process (`served_age`)."""
     status, body, age = answer
     if age is not None:
         if age >= 0.0:
-            metrics.tally.observe(metrics.freshness, age)
+            metrics.tally.observe(metrics.freshness, served_age(age, store))
         else:  # SCALED_TO_ZERO_AGE: a 503 with nothing wrong
             metrics.tally.count(metrics.scaled_to_zero_answers)
     return ApiResponse(body=body, status=status, headers=_METRIC_HEADERS)
+
+
+def served_age(age: float, store: SnapshotStore) -> float:
+    """An answer's age now: its age at the refresh (`Answer`) plus the time since the snapshot holding it reached
+    the serving process (`SnapshotStore.updated_at`). What the HPA acts on keeps ageing until the next refresh
+    replaces it, so late in an interval, or while refreshes stall, it is that much older."""
+    updated_at = store.updated_at
+    return age if updated_at is None else age + (time.monotonic() - updated_at)
 
 
 _WHICH: Final = {metric.value: METRIC_INDEX[metric] for metric in ServedMetric}
@@ -226,6 +236,7 @@ def external_metric_answerer(store: SnapshotStore, metrics: AdapterMetrics, stal
     `runtime_answer` and `respond` inline, for the same reason (each Python call is a few hundred
     instructions of a request that costs about 300,000 in all: `bench/bench_request_cost.py`)."""
     tally, freshness, scaled_to_zero = metrics.tally, metrics.freshness, metrics.scaled_to_zero_answers
+    monotonic = time.monotonic
 
     def external_metric(request: web.Request, namespace: str, name: str) -> web.Response:
         which = _WHICH.get(name)
@@ -251,8 +262,9 @@ def external_metric_answerer(store: SnapshotStore, metrics: AdapterMetrics, stal
             raise _not_found(snapshot, namespace, deployment)
         status, body, age = answer
         if age is not None:
-            if age >= 0.0:
-                tally.observe(freshness, age)
+            if age >= 0.0:  # `served_age`, inline
+                updated_at = store.updated_at
+                tally.observe(freshness, age if updated_at is None else age + (monotonic() - updated_at))
             else:  # SCALED_TO_ZERO_AGE, as in `respond`
                 tally.count(scaled_to_zero)
         return ApiResponse(body=body, status=status, headers=_METRIC_HEADERS)

@@ -78,7 +78,7 @@ def keda_answer(view: RuntimeView) -> Answer:
 async def keda_runtime(request: web.Request) -> web.Response:
     return respond(runtime_answer(request.app[SNAPSHOT_KEY], request.match_info["namespace"],
                                   request.match_info["deployment"], KEDA, request.app.get(STALL_KEY)),
-                   request.app[METRICS_KEY])
+                   request.app[METRICS_KEY], request.app[SNAPSHOT_KEY])
 
 
 async def debug_runtime(request: web.Request) -> web.Response:

@@ -34,8 +34,9 @@ METRICS: tuple[ServedMetric, ...] = tuple(ServedMetric)
 METRIC_INDEX: dict[ServedMetric, int] = {metric: index for index, metric in enumerate(METRICS)}
 
 Answer = tuple[int, bytes, float | None]
-"""(HTTP status, JSON body, age in seconds of the oldest sample behind a 200 answer, `SCALED_TO_ZERO_AGE` for the
-503 of a runtime scaled to zero, else None)."""
+"""(HTTP status, JSON body, age in seconds of the oldest sample behind a 200 answer at the refresh that rendered it
+(served, it is that plus the time since: `handlers.served_age`), `SCALED_TO_ZERO_AGE` for the 503 of a runtime
+scaled to zero, else None)."""
 
 
 class RuntimeAnswers(NamedTuple):
