@@ -469,13 +469,18 @@ def dcgm_samples(pods: list[str], at: float) -> Iterator[Sample]:
     instance = node | {"gpu": "1", "UUID": "GPU-9a2e", "device": "nvidia1", "GPU_I_PROFILE": "3g.40gb",
                        "GPU_I_ID": "2", "namespace": RUNTIME_NAMESPACE, "pod": pods[1], "container": "triton"}
     yield Sample(names.DCGM_GPU_UTIL, whole, 85.0, at)
+    # A pod of another runtime whose name extends this one's (triton and triton-2.x) on the same node.
+    other = node | {"gpu": "2", "UUID": "GPU-3b7d", "device": "nvidia2", "namespace": RUNTIME_NAMESPACE,
+                    "pod": f"{RUNTIME_DEPLOYMENT}-2.x-6c8f9d7b5-x2k4q", "container": "triton"}
+    yield Sample(names.DCGM_GPU_UTIL, other, 55.0, at)
     yield Sample(DCGM_GR_ENGINE_ACTIVE, whole, 0.8, at)
     yield Sample(DCGM_GR_ENGINE_ACTIVE, instance, 0.3, at)
 
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_the_gpu_panel_shows_dcgm_busy_per_pod_as_the_adapter_reads_it(prometheus: PrometheusServer) -> None:
-    """The whole GPU's utilization (percent), the MIG instance's engine activity (a ratio), each per pod."""
+    """The whole GPU's utilization (percent), the MIG instance's engine activity (a ratio), each per pod; not the
+    pods of another runtime whose name extends this one's (`pod=~"$deployment-.+"` alone took them in)."""
     (expr,) = [expr for where, expr in dashboard_queries() if where == "panel 'GPU busy' B"]
     shown = {series["metric"]["pod"]: float(series["value"][1]) for series in await prometheus.query(expr)}
     assert shown == {f"{RUNTIME_DEPLOYMENT}-0": pytest.approx(0.85), f"{RUNTIME_DEPLOYMENT}-1": pytest.approx(0.3)}
