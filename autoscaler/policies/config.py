@@ -19,22 +19,19 @@ from __future__ import annotations
 import logging
 import types
 from collections.abc import Collection, Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
 from autoscaler.model import RuntimeKey
 from autoscaler.names import POLICY_ANNOTATION_PREFIX, SERVINGRUNTIME_DEPLOYMENT_PREFIX
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.policy_origins import BUILT_IN, PolicyExplained, flag_origins
+from autoscaler.policies.policy_annotations import NEAR_MISSES, AnnotationMemory, apply_annotations
+from autoscaler.policies.policy_origins import BUILT_IN, BUILT_IN_ORIGIN, PolicyExplained, flag_origins
 from autoscaler.policies.policy_values import (
     FIELDS,
     HINTS,
     apply_overrides,
     check_policy,
-    closest_field,
     did_you_mean,
-    parse_field,
-    policy_problem,
     show_value,
 )
 
@@ -48,21 +45,13 @@ class ConfigError(Exception):
     """The config file (or a policy built by the caller) cannot be used; the message says where and why."""
 
 
-_NEAR_MISSES: Final = {
-    spelling: name
-    for name in FIELDS
-    for spelling in (name, name.replace("_", "-"), name.split("_")[0] + "".join(w.title() for w in name.split("_")[1:]))
-}
-"""Annotation names (after the last `/` or `.`) that spell a policy key: under another prefix, a near miss."""
-
-
 _NO_ANNOTATIONS: Final[Mapping[str, str]] = types.MappingProxyType({})
 
 
 class PolicyBook:
     """The policy of every runtime: defaults, per-runtime entries, then the Deployment's annotations."""
 
-    __slots__ = ("_cache", "_origins", "_unmatched", "defaults", "runtimes", "source_file")
+    __slots__ = ("_cache", "_memory", "_origins", "_unmatched", "defaults", "runtimes", "source_file")
 
     def __init__(
         self,
@@ -87,6 +76,8 @@ class PolicyBook:
         comparing two dicts is cheaper than picking ours out every refresh), its policy annotations, the
         policy they made and where each value came from: one entry per runtime that exists
         (`forget_all_but`), replaced when its annotations change."""
+        self._memory: dict[RuntimeKey, AnnotationMemory] = {}
+        """Per runtime, its annotations' last good values and the mistakes warned about (`apply_annotations`)."""
         self._unmatched: set[RuntimeKey] = set()
         """`runtimes:` entries already warned about as matching no runtime served."""
         self.source_file: WatchedFile | None = None
@@ -115,18 +106,21 @@ class PolicyBook:
             return cached[2]
         ours = tuple(sorted(
             (k, v) for k, v in annotations.items()
-            if k.startswith(POLICY_ANNOTATION_PREFIX) or k[max(k.rfind("/"), k.rfind(".")) + 1:] in _NEAR_MISSES
+            if k.startswith(POLICY_ANNOTATION_PREFIX) or k[max(k.rfind("/"), k.rfind(".")) + 1:] in NEAR_MISSES
         ))
         if cached is not None and cached[1] == ours:  # another annotation changed (a rollout's revision)
             self._cache[key] = (annotations, ours, cached[2], cached[3])
             return cached[2]
-        policy, applied = self._annotated(key, self.runtimes.get(key, self.defaults), ours)
         layer = self._origins.get(key if key in self.runtimes else None, {})
+        annotated = apply_annotations(key, self.runtimes.get(key, self.defaults), ours,
+                                      self._memory.setdefault(key, AnnotationMemory()),
+                                      lambda f: layer.get(f, BUILT_IN_ORIGIN))
+        policy, applied, ignored = annotated.policy, annotated.origins, annotated.ignored
         broad = self._origins.get(None, {})
-        explained = tuple(  # keys off their built-in value, and every key set for this runtime alone
-            (f, getattr(policy, f), origin) for f in FIELDS
-            if (origin := applied.get(f) or layer.get(f)) is not None
-            and (getattr(policy, f) != getattr(BUILT_IN, f) or origin != broad.get(f)))
+        explained = tuple(  # keys off their built-in value, every key set for this runtime alone, every mistake
+            (f, getattr(policy, f), origin or BUILT_IN_ORIGIN, ignored.get(f)) for f in FIELDS
+            if ((origin := applied.get(f) or layer.get(f)) is not None
+                and (getattr(policy, f) != getattr(BUILT_IN, f) or origin != broad.get(f))) or f in ignored)
         if cached is not None and cached[2] != policy:
             changes = ", ".join(f"{f} {show_value(getattr(cached[2], f))} -> {show_value(getattr(policy, f))}"
                                 for f in FIELDS if getattr(cached[2], f) != getattr(policy, f))
@@ -134,57 +128,13 @@ class PolicyBook:
         self._cache[key] = (annotations, ours, policy, explained)
         return policy
 
-    @staticmethod
-    def _annotated(
-        key: RuntimeKey, base: RuntimePolicy, annotations: tuple[tuple[str, str], ...]
-    ) -> tuple[RuntimePolicy, dict[str, str]]:
-        """`base` with the runtime's policy annotations applied together (a pair such as min and max replicas
-        is checked as a pair, not in name order against the file's other bound), and for each key applied,
-        `annotation <name>`; each one that cannot be used is left out with a warning saying why."""
-        parsed: dict[str, float | int | None] = {}
-        written: dict[str, tuple[str, str]] = {}
-        for annotation, raw in annotations:
-            if not annotation.startswith(POLICY_ANNOTATION_PREFIX):
-                name = _NEAR_MISSES[annotation[max(annotation.rfind("/"), annotation.rfind(".")) + 1:]]
-                log.warning("runtime %s: annotation %s=%r is not read: policy annotations start with %r; "
-                            "write %s%s", key, annotation, raw, POLICY_ANNOTATION_PREFIX,
-                            POLICY_ANNOTATION_PREFIX, name.replace("_", "-"))
-                continue
-            name = annotation.removeprefix(POLICY_ANNOTATION_PREFIX).replace("-", "_")
-            if name not in HINTS:  # the hint in the annotation's own spelling, not the file key's
-                close = closest_field(name)
-                log.warning("runtime %s: ignoring annotation %s=%r: no such policy annotation%s", key, annotation,
-                            raw, f" (did you mean {POLICY_ANNOTATION_PREFIX}{close.replace('_', '-')}?)"
-                            if close else "")
-                continue
-            try:
-                parsed[name] = parse_field(name, raw)
-            except ValueError as exc:
-                log.warning("runtime %s: ignoring annotation %s=%r: %s", key, annotation, raw, exc)
-                continue
-            if name in written:
-                log.warning("runtime %s: annotations %s and %s both set %s; using %s=%r", key, written[name][0],
-                            annotation, name, annotation, raw)
-            written[name] = (annotation, raw)
-        while True:
-            policy = replace(base, **parsed)  # type: ignore[arg-type]  # parse_field typed each value by field
-            problem = policy_problem(policy)
-            if problem is None:
-                return policy, {name: f"annotation {written[name][0]}" for name in parsed}
-            field, message = problem
-            # The field out of range, else (max_replicas below min_replicas) the other annotated bound.
-            culprit = field if field in parsed else "min_replicas"
-            if culprit not in parsed:  # cannot happen: `base` was checked when the book was made
-                return base, {}
-            annotation, raw = written[culprit]
-            log.warning("runtime %s: ignoring annotation %s=%r: %s", key, annotation, raw, message)
-            del parsed[culprit]
-
     def forget_all_but(self, keys: Collection[RuntimeKey]) -> None:
         """Drop the cached policies of runtimes not in `keys` (those the last refresh saw): runtimes come and go
         for days, and a policy kept for each one ever seen grows without end."""
         for gone in [key for key in self._cache if key not in keys]:
             del self._cache[gone]
+        for gone in [key for key in self._memory if key not in keys]:
+            del self._memory[gone]
         if keys and len(self._unmatched) < len(self.runtimes):
             self._warn_unmatched(keys)
 

@@ -9,24 +9,28 @@ from typing import Final
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.policy_values import FIELDS
 
-PolicyExplained = tuple[tuple[str, float | int | None, str], ...]
-"""(policy key, value, where it came from) of the keys a layer above the built-in defaults set, in field order:
-what /debug shows (`policy_document`). Only those: every runtime carries one in every refresh's snapshot, so a
-key the flags or the file's `defaults:` leave at its built-in value (the shipped file restates them all) is
-shown as built-in, which its value is."""
+PolicyExplained = tuple[tuple[str, float | int | None, str, str | None], ...]
+"""(policy key, value, where it came from, what written for it is ignored and why, or None) of the keys a layer
+above the built-in defaults set, in field order: what /debug shows (`policy_document`). Only those: every
+runtime carries one in every refresh's snapshot, so a key the flags or the file's `defaults:` leave at its
+built-in value (the shipped file restates them all) is shown as built-in, which its value is; and any key with
+an ignored annotation, so that /debug answers "why is my annotation not applied"."""
 
 BUILT_IN: Final = RuntimePolicy()
 BUILT_IN_ORIGIN: Final = "built-in"
 
 
 def policy_document(explained: PolicyExplained | None) -> dict[str, dict[str, object]] | None:
-    """Every policy key of a runtime: {key: {"value": ..., "from": ...}}, in field order (None: not known)."""
+    """Every policy key of a runtime: {key: {"value": ..., "from": ...}}, in field order (None: not known), with
+    `ignored` where an annotation written for the key is not used (`annotation='text': why`)."""
     if explained is None:
         return None
     document: dict[str, dict[str, object]] = {
         name: {"value": getattr(BUILT_IN, name), "from": BUILT_IN_ORIGIN} for name in FIELDS}
-    for name, value, origin in explained:
+    for name, value, origin, ignored in explained:
         document[name] = {"value": value, "from": origin}
+        if ignored is not None:
+            document[name]["ignored"] = ignored
     return document
 
 

@@ -59,13 +59,14 @@ def test_an_annotation_pair_is_applied_together_not_one_at_a_time(caplog: pytest
 
 
 def test_contradicting_bound_annotations_name_both_values(caplog: pytest.LogCaptureFixture) -> None:
-    book = PolicyBook()
+    """A swapped pair (min 5, max 2): keeping min 5 pinned the runtime above either bound meant; neither stands."""
+    book = PolicyBook(defaults=RuntimePolicy(max_replicas=10))
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         policy = book.policy_for(TRITON, {PREFIX + "min-replicas": "5", PREFIX + "max-replicas": "2"})
-    assert policy.max_replicas is None or policy.min_replicas is None  # one of the two stands, not both
-    [record] = caplog.records
-    message = record.getMessage()
-    assert "5" in message and "'2'" in message and "min_replicas" in message and "max_replicas" in message
+    assert (policy.min_replicas, policy.max_replicas) == (None, 10)
+    for record, written in zip(caplog.records, ("min-replicas='5'", "max-replicas='2'"), strict=True):
+        message = record.getMessage()
+        assert written in message and "got 2; min_replicas is 5" in message, message
 
 
 def test_an_annotation_changed_or_removed_while_running_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
@@ -144,3 +145,33 @@ def test_an_empty_policy_file_is_said_at_start(tmp_path: Path, caplog: pytest.Lo
         load_policy_book(path)
     [message] = [r.getMessage() for r in caplog.records]
     assert str(path) in message and "empty" in message
+
+
+def test_an_out_of_range_edit_keeps_the_last_good_value_and_removing_it_gives_the_files(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """max-replicas=8 edited to 0 removed the cap (the file sets none) until someone read the log."""
+    book = PolicyBook(runtimes={TRITON: RuntimePolicy(max_replicas=20)})
+    seen = []
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        for annotations in ({PREFIX + "max-replicas": "8"}, {PREFIX + "max-replicas": "0"}, {}):
+            seen.append(book.policy_for(TRITON, annotations).max_replicas)
+    assert seen == [8, 8, 20]
+    ignored, removed = (r.getMessage() for r in caplog.records)
+    assert "max-replicas='0'" in ignored and "keeps max_replicas 8" in ignored, ignored
+    assert "remove the annotation for max_replicas 20" in ignored, ignored
+    assert "max_replicas 8 -> 20" in removed
+
+
+def test_an_unchanged_bad_annotation_is_not_warned_again_when_another_changes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Each edit of target-rps-per-pod warned again about skew-ordr and 80%, as if the edit had caused them."""
+    book = PolicyBook()
+    bad = {PREFIX + "skew-ordr": "3", PREFIX + "target-gpu-busy": "80%"}
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        for rps in ("10", "20", "30"):
+            book.policy_for(TRITON, {**bad, PREFIX + "target-rps-per-pod": rps})
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2, messages
+    assert any("skew-ordr='3'" in m for m in messages) and any("'80%'" in m for m in messages)
