@@ -20,7 +20,6 @@ from collections.abc import Awaitable, Callable
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.decision import RuntimeMemory
-from autoscaler.policies.policy import with_hpa_bounds
 from autoscaler.policies.warmup import WarmUp, decide_remembering
 from autoscaler.running_clock import RunningClock
 from autoscaler.selfmetrics import AdapterMetrics
@@ -88,7 +87,7 @@ class Refresher:
         for snapshot in snapshots:
             policy = self.policies.policy_for(snapshot.key, snapshot.annotations)
             if self.hpa_bounds is not None:
-                policy = with_hpa_bounds(policy, *self.hpa_bounds(snapshot.key))
+                policy = self.policies.with_hpa_bounds(snapshot.key, policy, *self.hpa_bounds(snapshot.key))
             if snapshot.uid is not None and self._uids.get(snapshot.key, snapshot.uid) != snapshot.uid:
                 self._forget_recreated(snapshot.key, snapshot.uid)
             memory = self._memory.get(snapshot.key)

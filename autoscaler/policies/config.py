@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 
 from autoscaler.model import RuntimeKey
 from autoscaler.names import POLICY_ANNOTATION_PREFIX, SERVINGRUNTIME_DEPLOYMENT_PREFIX
-from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.policy import RuntimePolicy, hpa_contradiction, with_hpa_bounds
 from autoscaler.policies.policy_annotations import NEAR_MISSES, AnnotationMemory, apply_annotations
 from autoscaler.policies.policy_origins import BUILT_IN, BUILT_IN_ORIGIN, PolicyExplained, flag_origins
 from autoscaler.policies.policy_values import (
@@ -51,7 +51,7 @@ _NO_ANNOTATIONS: Final[Mapping[str, str]] = types.MappingProxyType({})
 class PolicyBook:
     """The policy of every runtime: defaults, per-runtime entries, then the Deployment's annotations."""
 
-    __slots__ = ("_cache", "_memory", "_origins", "_unmatched", "defaults", "runtimes", "source_file")
+    __slots__ = ("_cache", "_hpa_notes", "_memory", "_origins", "_unmatched", "defaults", "runtimes", "source_file")
 
     def __init__(
         self,
@@ -78,6 +78,9 @@ class PolicyBook:
         (`forget_all_but`), replaced when its annotations change."""
         self._memory: dict[RuntimeKey, AnnotationMemory] = {}
         """Per runtime, its annotations' last good values and the mistakes warned about (`apply_annotations`)."""
+        self._hpa_notes: dict[RuntimeKey, tuple[str, str]] = {}
+        """Per runtime whose configured bound contradicts its HPA's other bound: (the HPA's bound's policy key,
+        why it is not applied), warned once and shown in /debug (`with_hpa_bounds`)."""
         self._unmatched: set[RuntimeKey] = set()
         """`runtimes:` entries already warned about as matching no runtime served."""
         self.source_file: WatchedFile | None = None
@@ -93,7 +96,38 @@ class PolicyBook:
         """The runtime's policy as last decided, for /debug (`policy_document`); None for a runtime not decided
         yet. The HPA's bounds, filled in later, show in the view's `bounds`."""
         cached = self._cache.get(key)
-        return cached[3] if cached is not None else None
+        if cached is None:
+            return None
+        note = self._hpa_notes.get(key)
+        if note is None:
+            return cached[3]
+        name, why = note
+        entry = next((e for e in cached[3] if e[0] == name), (name, getattr(BUILT_IN, name), BUILT_IN_ORIGIN, None))
+        shown = (*entry[:3], why if entry[3] is None else f"{entry[3]}; {why}")
+        return tuple(sorted([e for e in cached[3] if e[0] != name] + [shown], key=lambda e: FIELDS.index(e[0])))
+
+    def with_hpa_bounds(self, key: RuntimeKey, policy: RuntimePolicy, hpa_min: int | None,
+                        hpa_max: int | None) -> RuntimePolicy:
+        """`policy.with_hpa_bounds`, warning once (and noting for /debug) where a bound the config sets contradicts
+        the HPA's other one: `max-replicas=2` under `minReplicas: 3` showed bounds [3, 2] and was said nowhere."""
+        found = hpa_contradiction(policy, hpa_min, hpa_max)
+        if found is None:
+            self._hpa_notes.pop(key, None)
+            return with_hpa_bounds(policy, hpa_min, hpa_max)
+        name, hpa_field = found
+        value, hpa_value = getattr(policy, name), hpa_min if hpa_field == "minReplicas" else hpa_max
+        cached = self._cache.get(key)
+        origin = next((e[2] for e in cached[3] if e[0] == name), "the flags") if cached is not None else "the flags"
+        other, relation = ("min_replicas", "above") if name == "max_replicas" else ("max_replicas", "below")
+        why = (f"the HPA's {hpa_field} {hpa_value}: {relation} {name} {value} ({origin}), which wins; the HPA still "
+               f"keeps the replicas it sets within its own bounds")
+        if self._hpa_notes.get(key) != (other, why):
+            self._hpa_notes[key] = (other, why)
+            log.warning("runtime %s: %s %s (%s) is %s the HPA's %s %s, which the HPA keeps to whatever is served: "
+                        "the adapter serves within %s %s and does not apply the HPA's %s; change one of the two",
+                        key, name, value, origin, "below" if relation == "above" else "above", hpa_field, hpa_value,
+                        name, value, hpa_field)
+        return with_hpa_bounds(policy, hpa_min, hpa_max)
 
     def policy_for(self, key: RuntimeKey, annotations: Mapping[str, str] | None = None) -> RuntimePolicy:
         """The policy of one runtime; cheap to call every refresh (cached while its annotations stay the same).
@@ -135,6 +169,8 @@ class PolicyBook:
             del self._cache[gone]
         for gone in [key for key in self._memory if key not in keys]:
             del self._memory[gone]
+        for gone in [key for key in self._hpa_notes if key not in keys]:
+            del self._hpa_notes[gone]
         if keys and len(self._unmatched) < len(self.runtimes):
             self._warn_unmatched(keys)
 

@@ -84,18 +84,32 @@ def lower_bound(policy: RuntimePolicy) -> int:
 def with_hpa_bounds(policy: RuntimePolicy, hpa_min: int | None, hpa_max: int | None) -> RuntimePolicy:
     """The policy with the HPA's `minReplicas`/`maxReplicas` filling bounds the config leaves unset (§6).
 
-    The config (or annotation) wins where it sets a bound. An HPA bound that contradicts a configured one
-    (HPA max below the configured min) is dropped: the operator's explicit setting stands.
+    The config (or annotation) wins where it sets a bound. An HPA bound that contradicts a configured one (the
+    HPA's max below the configured min, its min above the configured max) is dropped: the operator's explicit
+    setting stands, and the bounds are never crossed (`hpa_contradiction` says why, for the warning).
 
     Cached (a pure function of immutable values, called for every runtime on every refresh, and `replace`
     costs more than the lookup): one entry per runtime of a 65,536-runtime fleet, under 1 KiB each.
     """
     low = policy.min_replicas if policy.min_replicas is not None else hpa_min
     high = policy.max_replicas if policy.max_replicas is not None else hpa_max
-    if low is not None and low < 1:
-        low = None
+    if low is not None and (low < 1 or (policy.max_replicas is not None and low > policy.max_replicas)):
+        low = policy.min_replicas
     if high is not None and high < (low if low is not None else 1):
         high = policy.max_replicas
     if (low, high) == (policy.min_replicas, policy.max_replicas):
         return policy
     return replace(policy, min_replicas=low, max_replicas=high)
+
+
+def hpa_contradiction(policy: RuntimePolicy, hpa_min: int | None, hpa_max: int | None) -> tuple[str, str] | None:
+    """(configured key, the HPA's field) where a bound the config sets lies outside the HPA's bounds, or None.
+
+    The HPA still clamps the replicas it sets to its own bounds, so the config's bound cannot act there: a
+    `max_replicas` below `minReplicas` is never reached down to, a `min_replicas` above `maxReplicas` never up
+    to. Said, since the adapter alone serves what the config asks (`with_hpa_bounds`)."""
+    if policy.max_replicas is not None and hpa_min is not None and policy.max_replicas < hpa_min:
+        return "max_replicas", "minReplicas"
+    if policy.min_replicas is not None and hpa_max is not None and policy.min_replicas > hpa_max:
+        return "min_replicas", "maxReplicas"
+    return None

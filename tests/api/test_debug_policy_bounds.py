@@ -7,8 +7,10 @@ the config leaves unset (docs/design.md, Bounds); /debug said `"max_replicas": {
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -25,26 +27,31 @@ HPA_FILLED = "the HPA's {} (the config leaves it unset)"
 
 
 class OneRuntime:
-    """A source with one runtime of two fresh pods."""
+    """A source with one runtime of two fresh pods, its Deployment annotated with `annotations`."""
 
     name = "static"
     errors: dict[str, int] = {}
+
+    def __init__(self, annotations: dict[str, str] | None = None) -> None:
+        self.annotations = annotations or {}
 
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
         pods = tuple(PodSample(name=f"p-{i}", sampled_at=now - 1, gpu_busy=0.5, requests_per_second=10.0,
                                queue_delay_s=0.0, lru_age_s=900.0, cache_used_ratio=0.5, models_loaded=1.0)
                      for i in range(2))
-        return [RuntimeSnapshot(KEY, pods, now, replicas=2)]
+        return [RuntimeSnapshot(KEY, pods, now, replicas=2, annotations=self.annotations)]
 
     async def close(self) -> None:
         return None
 
 
-async def shown_policy(book: PolicyBook, hpa: tuple[int | None, int | None] | None) -> dict[str, Any]:
-    refresher = Refresher(OneRuntime(), book, AdapterMetrics(), clock=lambda: NOW)
+async def shown_policy(book: PolicyBook, hpa: tuple[int | None, int | None] | None,
+                       annotations: dict[str, str] | None = None, refreshes: int = 1) -> dict[str, Any]:
+    refresher = Refresher(OneRuntime(annotations), book, AdapterMetrics(), clock=lambda: NOW)
     if hpa is not None:
         refresher.hpa_bounds = lambda key: hpa
-    await refresher.refresh_once()
+    for _ in range(refreshes):
+        await refresher.refresh_once()
     snapshot = render_snapshot(refresher.views, True, policies=book)
     record = snapshot.runtimes.debug_record((KEY.namespace, KEY.deployment))
     assert record is not None
@@ -65,6 +72,31 @@ async def test_bounds_the_config_sets_stay_the_configs() -> None:
     assert document["policy"]["max_replicas"]["value"] == 6
     assert "HPA" not in str(document["policy"]["max_replicas"]["from"])
     assert document["policy"]["min_replicas"] == {"value": 2, "from": HPA_FILLED.format("minReplicas")}
+
+
+async def test_a_max_replicas_below_the_hpas_min_is_said_once_and_the_bounds_stay_possible(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """max-replicas=2 under an HPA with minReplicas 3 showed `bounds: [3, 2]`, `winner: max_replicas`, and was said
+    nowhere."""
+    with caplog.at_level(logging.WARNING):
+        document = await shown_policy(PolicyBook(), (3, 10), {"autoscaler.modelmesh.io/max-replicas": "2"}, 3)
+    low, high = document["bounds"]
+    assert (low, high) == (1, 2)  # the config's bound wins, as it does over a contradicting HPA maxReplicas
+    assert "the HPA's minReplicas 3" in document["policy"]["min_replicas"]["ignored"], document["policy"]
+    [warning] = [r.getMessage() for r in caplog.records if "minReplicas" in r.getMessage()]
+    assert "max_replicas 2 (annotation autoscaler.modelmesh.io/max-replicas)" in warning, warning
+    assert "the HPA's minReplicas 3" in warning, warning
+
+
+async def test_a_min_replicas_above_the_hpas_max_is_said_once(caplog: pytest.LogCaptureFixture) -> None:
+    """min-replicas=12 under an HPA capped at 10 dropped the HPA's cap without a word."""
+    with caplog.at_level(logging.WARNING):
+        document = await shown_policy(PolicyBook(), (3, 10), {"autoscaler.modelmesh.io/min-replicas": "12"}, 3)
+    assert document["bounds"] == [12, None]
+    assert "the HPA's maxReplicas 10" in document["policy"]["max_replicas"]["ignored"], document["policy"]
+    [warning] = [r.getMessage() for r in caplog.records if "maxReplicas" in r.getMessage()]
+    assert "min_replicas 12 (annotation autoscaler.modelmesh.io/min-replicas)" in warning, warning
 
 
 async def test_without_an_hpa_the_built_in_bounds_are_shown_as_built_in() -> None:
