@@ -41,11 +41,25 @@ def load_policy_book(
     that a flag or its variable set came from (`flag --skew-order`, `variable AUTOSCALER_SKEW_ORDER`), the
     settings the warning names; a key not in it (left at its default, or derived) is not warned about."""
     source = os.fspath(path)
+    text, status = _read_text(source)
+    try:
+        document = strict_yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(yaml_error_text(source, exc)) from exc
+    book = parse_policy_book(document, source, base, given_by)
+    if announce:
+        _announce(document, source, base, given_by or {})
+    book.source_file = WatchedFile(source, text, base, status)
+    return book
+
+
+def _read_text(source: str) -> tuple[str, tuple[int, int, int]]:
+    """The file's text and (inode, mtime, size); ConfigError with what a start says of a file it cannot read
+    (one wording at start and while running, `WatchedFile.notice_change`)."""
     try:
         with open(source, encoding="utf-8") as fh:
             status = os.fstat(fh.fileno())
-            text = fh.read()
-        document = strict_yaml.safe_load(text)
+            return fh.read(), (status.st_ino, status.st_mtime_ns, status.st_size)
     except IsADirectoryError as exc:
         raise ConfigError(f"{source}: cannot read config file: it is a directory (a mounted ConfigMap?); "
                           f"{_file_inside(source)}") from exc
@@ -53,13 +67,6 @@ def load_policy_book(
         raise ConfigError(f"{source}: cannot read config file: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{source}: not UTF-8 text ({exc.reason})") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(yaml_error_text(source, exc)) from exc
-    book = parse_policy_book(document, source, base, given_by)
-    if announce:
-        _announce(document, source, base, given_by or {})
-    book.source_file = WatchedFile(source, text, base, (status.st_ino, status.st_mtime_ns, status.st_size))
-    return book
 
 
 def _announce(document: object, source: str, base: RuntimePolicy | None, given_by: Mapping[str, str]) -> None:
@@ -87,23 +94,40 @@ class WatchedFile:
     path: str
     text: str
     base: RuntimePolicy | None
-    status: tuple[int, int, int]
-    """(inode, mtime, size) last seen: the file is read again only when one of them changes."""
+    status: tuple[int, int, int] | None
+    """(inode, mtime, size) last seen (None: no file): the file is read again only when one of them changes."""
     warned: str | None = None
-    """The content last warned about (None: none since the file was last as read at start)."""
+    """The content (or reading problem) last warned about (None: none since the file was last as read at start)."""
+    unreadable: str | None = None
+    """The reading problem the last check found (a restart's message), said once the next check finds it too."""
 
     def notice_change(self) -> None:
         """Warn once per new content when the file changed on disk. The file is read only at start
-        (docs/configuration.md), so the warning says a restart applies it, or what would stop that restart."""
+        (docs/configuration.md), so the warning says a restart applies it, or what would stop that restart: a
+        file gone (a ConfigMap key renamed or removed), not UTF-8 or a directory too, said only once two checks in
+        a row find it so (a writer that deletes then writes is not caught in between)."""
         try:
             status = os.stat(self.path)
-            with open(self.path, encoding="utf-8") as fh:
-                if (status.st_ino, status.st_mtime_ns, status.st_size) == self.status:
-                    return
-                self.status = (status.st_ino, status.st_mtime_ns, status.st_size)
-                text = fh.read()
-        except (OSError, UnicodeDecodeError):
-            return  # a ConfigMap volume swaps its files in one rename; whatever is wrong shows at the restart
+            now: tuple[int, int, int] | None = (status.st_ino, status.st_mtime_ns, status.st_size)
+        except OSError:
+            now = None
+        if now == self.status:
+            return
+        try:
+            text, _ = _read_text(self.path)
+        except ConfigError as exc:
+            if self.unreadable != str(exc):  # first sight: seen again at the next check before it is said
+                self.unreadable = str(exc)
+                return
+            self.status = now
+            if self.warned != self.unreadable:
+                self.warned = self.unreadable
+                log.warning("policy file %s changed on disk and a restart would refuse it: %s. The adapter keeps "
+                            "the policy it started with, and would not start with this file: fix it before any "
+                            "restart", self.path, " ".join(self.unreadable.split(": ", 1)[1].split()))
+            return
+        self.status = now
+        self.unreadable = None
         if text == self.warned:
             return
         self.warned = None if text == self.text else text

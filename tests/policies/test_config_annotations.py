@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from autoscaler.model import RuntimeKey
-from autoscaler.policies.config import PolicyBook
+from autoscaler.policies.config import ConfigError, PolicyBook
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
 
@@ -175,3 +175,26 @@ def test_an_unchanged_bad_annotation_is_not_warned_again_when_another_changes(
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 2, messages
     assert any("skew-ordr='3'" in m for m in messages) and any("'80%'" in m for m in messages)
+
+
+@pytest.mark.parametrize("change", ["deleted", "not_utf8", "directory"])
+def test_a_policy_file_a_restart_would_refuse_is_said_while_running(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, change: str
+) -> None:
+    """A ConfigMap key renamed or removed logged nothing, and the next rollout crash-looped (exit 2)."""
+    path = tmp_path / "policy.yaml"
+    path.write_text("defaults: {target_gpu_busy: 0.8}\n")
+    book = load_policy_book(path)
+    path.unlink()
+    if change == "not_utf8":
+        path.write_bytes(b"defaults: {skew_order: 3} # \xff\n")
+    elif change == "directory":
+        path.mkdir()
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        for _ in range(3):  # every refresh
+            book.notice_file_change()
+    with pytest.raises(ConfigError) as refused:  # what a restart says
+        load_policy_book(path)
+    [message] = [r.getMessage() for r in caplog.records]
+    assert str(refused.value).split(": ", 1)[1] in message, message
+    assert "would not start" in message and str(path) in message
