@@ -104,3 +104,23 @@ def test_debug_shows_each_policy_value_and_where_it_came_from(tmp_path: Path) ->
     assert policy["target_rps_per_pod"] == {"value": 50.0, "from": f"{config}: runtimes[0]"}
     assert policy["max_replicas"] == {"value": 8, "from": "annotation autoscaler.modelmesh.io/max-replicas"}
     assert policy["queue_drain_s"] == {"value": 60.0, "from": "built-in"}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "not_expected"),
+    [
+        ("defaults: {max_replicas: -1}", "min_replicas is null", "None"),
+        ("defaults: {min_coverage: 1.5}", "min_coverage must be in (0, 1], got 1.5", "0.015"),
+        ("defaults: {cache_full_ratio: 1.2}", "cache_full_ratio must be in (0, 1], got 1.2", "0.012"),
+    ],
+    ids=["null_spelt_null", "ratio_slightly_over_one", "ratio_over_one"],
+)
+def test_a_policy_value_out_of_range_is_said_as_written_in_the_docs(
+    tmp_path: Path, text: str, expected: str, not_expected: str
+) -> None:
+    """`min_replicas is None` (Python's word for the docs' `null`); 1.5 "fixed" to 0.015, which nobody meant."""
+    config = tmp_path / "policy.yaml"
+    config.write_text(text)
+    status, [line] = serve_with(tmp_path, config)
+    assert status == 2
+    assert expected in line and not_expected not in line, line

@@ -87,8 +87,10 @@ def _unit_hint(name: str, raw: object) -> str:
 
 
 def _ratio_hint(name: str, value: object) -> str:
-    """A ratio written as a percentage (`80` for 80%): say so, with the number to write."""
-    if name in _RATIOS and isinstance(value, (int, float)) and 1 < value <= 100:
+    """A ratio written as a percentage (`80` for 80%): say so, with the number to write. Only for a whole number
+    of percent from 2 up: a 1.5 or a 1.2 is a ratio a little over 1, and "write 0.015" fixed it to what nobody
+    meant."""
+    if name in _RATIOS and isinstance(value, (int, float)) and 2 <= value <= 100 and float(value).is_integer():
         return f" (a ratio: write {value / 100:g} for {value:g}%)"
     return ""
 
@@ -170,8 +172,8 @@ def policy_problem(policy: RuntimePolicy) -> tuple[str, str] | None:
             value = getattr(policy, name)
             hint = _ratio_hint(name, value)
             if name == "max_replicas":  # the rule names a second field: say what it holds
-                hint = f"; min_replicas is {policy.min_replicas}"
-            return name, f"{name} {rule}, got {value!r}{hint}"
+                hint = f"; min_replicas is {show_value(policy.min_replicas)}"
+            return name, f"{name} {rule}, got {show_value(value) if value is None else repr(value)}{hint}"
     return None
 
 
