@@ -260,6 +260,18 @@ def whole(pods: list[Pod], metric: ServedMetric) -> bool:
     )
 
 
+def replicas_whole(pods: list[Pod], rps_target: float | None) -> bool:
+    """Whether the replica count may be served while warming up: every Ready pod fresh on all it reads (its GPU
+    where it reports one, its queue and cache: every pod here reports its cache), the request rate alone missing
+    on some, and no `target_rps_per_pod`, without which the rate decides nothing. The other values still wait
+    for every Ready pod (the check of `whole`)."""
+    def fresh(age: float | None) -> bool:
+        return age is not None and age <= 45.0
+    return rps_target is None and any(pod[0] for pod in pods) and all(
+        fresh(age) and (gpu is None or fresh(gpu_age if gpu_age is not None else age))
+        for ready, age, gpu_age, gpu, _, _ in pods if ready)
+
+
 @PROPERTIES
 @given(
     steps=st.lists(st.tuples(PODS, st.one_of(st.none(), st.integers(0, 12))), min_size=1, max_size=5),
@@ -270,6 +282,11 @@ def whole(pods: list[Pod], metric: ServedMetric) -> bool:
 )
 # Scaled to zero between two refreshes with no pod: the grace period counts from the refresh after it.
 @example(steps=[([], None), ([], 0), ([], None)], grace=20.0, tau=0.0, cap=None, rps_target=None)
+# Two Ready pods fresh, one without its request rate, no GPU and no target_rps_per_pod: the replica count is
+# served at once (from what runs), the request load waits for the rate.
+@example(steps=[([(False, None, None, None, None, None), (False, None, None, None, None, None),
+                  (True, 1.0, None, None, None, 0.0), (True, 1.0, None, None, 0.0, 0.0)], None)],
+         grace=20.0, tau=0.0, cap=None, rps_target=None)
 def test_after_a_restart_the_recommendation_is_never_below_what_runs_and_a_value_is_served_only_whole(
     steps: list[tuple[list[Pod], int | None]], grace: float, tau: float, cap: int | None, rps_target: float | None,
 ) -> None:
@@ -304,6 +321,11 @@ def test_after_a_restart_the_recommendation_is_never_below_what_runs_and_a_value
         if desired is not None:
             assert desired >= min(runs, cap if cap is not None else math.inf), (view.reason, runs)
         if not view.complete and now - warming_since < grace:
+            if view.values[DESIRED].value is not None:
+                # The replica count alone, where nothing it reads is missing (`replicas_whole`): warm from here.
+                assert replicas_whole(pods, rps_target), view.reason
+                assert memory is not None and warm is None
+                continue
             # Warming up: nothing is served until every Ready pod is fresh or the grace period is over.
             assert all(value.value is None for value in view.values.values()), view.reason
             assert memory is None and warm is not None and view.warming_up
