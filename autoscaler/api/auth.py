@@ -207,8 +207,9 @@ async def build_api_security(settings: ServeSettings, tls: ssl.SSLContext | None
     inspector = ClientCertificateInspector(config.requestheader_ca, config.client_ca, clock=clock)
     always_allow = AlwaysAllowPaths.parse(settings.authorization_always_allow_paths)  # checked at start already
     authenticators: list[Authenticator] = []
-    if config.requestheader_ca is not None:
-        authenticators.append(RequestHeaderAuthenticator(inspector, config.rules))
+    requestheader = RequestHeaderAuthenticator(inspector, config.rules) if config.requestheader_ca else None
+    if requestheader is not None:
+        authenticators.append(requestheader)
     if config.client_ca is not None:
         authenticators.append(ClientCertificateAuthenticator(inspector))
     authenticators.append(TokenAuthenticator(kube, settings.token_cache_ttl_s,
@@ -228,7 +229,7 @@ async def build_api_security(settings: ServeSettings, tls: ssl.SSLContext | None
         max_in_flight=settings.max_in_flight_reviews)
     gate = auth_gate(UnionAuthenticator(authenticators, inspector), authorizer,
                      always_allow, metrics)
-    reloader = ClientCaReloader(settings, kube, tls, inspector, config)
+    reloader = ClientCaReloader(settings, kube, tls, inspector, config, requestheader=requestheader)
     reloading = asyncio.create_task(reloader.run(), name="client-ca-reload")
 
     async def stop_reloading() -> None:

@@ -130,6 +130,12 @@ class RequestHeaderAuthenticator:
 
     def __init__(self, inspector: ClientCertificateInspector, rules: RequestHeaderRules) -> None:
         self._inspector = inspector
+        self.replace_rules(rules)
+
+    def replace_rules(self, rules: RequestHeaderRules) -> None:
+        """Judge requests by `rules` from now on (a reload of the ConfigMap: narrowed allowed names, after a
+        front-proxy certificate leaked, must not wait for a restart). The caller also renews the inspector's
+        generation, so that no connection keeps an identity its headers gave under the old rules."""
         self._rules = rules
         self._prefixes = tuple(prefix.lower() for prefix in rules.extra_headers_prefixes)
 

@@ -9,8 +9,10 @@ What changes on a reload: the CAs that decide which client certificates authenti
 checked on every request; a CA that was dropped stops authenticating at once) and the TLS context's trust
 store, which can only grow (OpenSSL has no removal), so a dropped CA still completes a handshake but no longer
 authenticates. What needs a restart, and is logged as such: a CA that appears or disappears entirely (the
-authenticators are chosen at start) and changed front-proxy header rules or allowed names. A source that
-cannot be read, or holds a broken bundle, keeps the current CAs.
+authenticators are chosen at start). Changed front-proxy header rules or allowed names apply from the next
+request, on connections already open too, as k8s.io/apiserver's DynamicRequestHeaderController applies them:
+narrowing the allowed names is what a cluster does after a front-proxy client certificate leaked, and must not
+wait for a restart. A source that cannot be read, or holds a broken bundle, keeps the current CAs and rules.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import ssl
 
 from autoscaler.api import authconfig
 from autoscaler.api.authconfig import AuthConfigError, AuthenticationConfig
+from autoscaler.api.authn import RequestHeaderAuthenticator
 from autoscaler.api.client_certs import ClientCertificateInspector, trust_client_certificates
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.reviews import KubeAuthApi
@@ -39,27 +42,35 @@ class ClientCaReloader:
 
     def __init__(self, settings: ServeSettings, kube: KubeAuthApi, tls: ssl.SSLContext | None,
                  inspector: ClientCertificateInspector, current: AuthenticationConfig,
-                 *, interval_s: float = 60.0) -> None:
+                 *, requestheader: RequestHeaderAuthenticator | None = None, interval_s: float = 60.0) -> None:
+        """`requestheader`: the front-proxy authenticator whose header rules and allowed names a reload swaps
+        (None: there is none, the adapter started without a front-proxy CA)."""
         self._settings = settings
         self._kube = kube
         self._tls = tls
         self._inspector = inspector
+        self._requestheader = requestheader
         self._current = current
         self._interval_s = interval_s
         self._warned: set[str] = set()
 
     async def check(self) -> bool:
-        """Read the CAs again; True when new ones were swapped in."""
+        """Read the CAs and the front-proxy rules again; True when new ones were swapped in."""
         try:
             new = await authconfig.resolve(self._settings, self._kube)
         except (AuthConfigError, KubeApiError, OSError) as error:
             self._warn_once(f"read:{error}", f"client CAs not re-read, keeping the current ones: {error}")
             return False
-        if new.rules != self._current.rules:
-            self._warn_once(f"rules:{new.rules}", f"front-proxy header rules or allowed names changed in "
-                            f"{new.source}: restart the adapter to apply them")
+        rules_changed = new.rules != self._current.rules and self._requestheader is not None
+        if rules_changed and self._requestheader is not None:
+            self._requestheader.replace_rules(new.rules)
+            log.info("front-proxy header rules and allowed names reloaded from %s: allowed names %s", new.source,
+                     ", ".join(sorted(new.rules.allowed_names)) or "any")
         if _pems(new) == _pems(self._current):
-            return False
+            if rules_changed:  # a connection's identity, kept from its headers under the old rules, is judged anew
+                self._inspector.replace(self._current.requestheader_ca, self._current.client_ca)
+                self._current = new
+            return rules_changed
         for which, old_ca, new_ca in (("front-proxy (requestheader)", self._current.requestheader_ca,
                                        new.requestheader_ca), ("client", self._current.client_ca, new.client_ca)):
             if (old_ca is None) != (new_ca is None):

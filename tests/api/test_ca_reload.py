@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
@@ -140,3 +141,29 @@ async def test_closing_stops_a_reload_whose_read_takes_its_first_cancel_for_a_ti
     done, _ = await asyncio.wait({closing}, timeout=10)  # not `wait_for`: its cancel would stop the reload
     assert done == {closing}, "close() still waits for the reload ten seconds on"
     assert read.took_a_cancel_for_a_timeout
+
+
+async def test_narrowed_allowed_names_apply_without_a_restart_on_a_connection_kept_open(
+    served: Served, pki: Pki, kube: FakeKubeApi, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A front-proxy client certificate leaked: the cluster's allowed names are changed to exclude its CN. The
+    adapter kept trusting that CN to assert any user until every replica was restarted (it only logged "restart
+    the adapter to apply them"); kube-apiserver's own extension servers apply the change as they re-read the
+    ConfigMap. The aggregator's open connection must be judged by the new names from its next request."""
+    new_proxy = pki.front_proxy_ca.issue_cert(common_name="front-proxy-client-2")
+    connector = aiohttp.TCPConnector(ssl=pki.client_context(pki.proxy), limit=1)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        async def status() -> int:
+            async with session.get(served.url, headers={"X-Remote-User": "hpa"}) as response:
+                await response.read()
+                return response.status
+
+        assert [await status(), await status()] == [200, 200]
+        kube.set_authentication_config(requestheader_client_ca=bundle(pki.front_proxy_ca),
+                                       allowed_names=["front-proxy-client-2"])
+        with caplog.at_level(logging.INFO, "autoscaler.api.ca_reload"):
+            assert await served.reload()
+        assert await status() == 401
+    assert await served.status_as(pki, new_proxy) == 200
+    assert "restart" not in caplog.text
+    assert "front-proxy header rules and allowed names reloaded" in caplog.text
