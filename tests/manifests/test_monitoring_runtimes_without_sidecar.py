@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from prometheus_client.samples import Sample as ScrapedSample
 
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
 from tests.fakes.kube import FakeKubeApi
@@ -153,35 +154,66 @@ def firing(tmp_path: Path, series: list[dict[str, str]], alerts: list[str]) -> s
          "exp_samples": expected}]}], "sidecar_test.yaml")
 
 
-async def test_runtimes_without_the_sidecar_fire_no_alert_and_a_broken_one_does(tmp_path: Path) -> None:
-    async with cluster(tmp_path) as c:
-        healthy = await settled(c.adapter, {SCALED: 1, OTHER: 0})
-        done = firing(tmp_path, an_hour(healthy, exporter_targets(c.pods, 1)), [])
-        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+@dataclass
+class Seen:
+    """One run of `cluster`, as the tests below read it: first with `triton`'s sidecar answering, then stopped."""
 
+    healthy: dict[str, dict[str, float]]
+    """The per-runtime series, settled with the sidecar answering."""
+    samples: list[ScrapedSample]
+    """The adapter's /metrics, then."""
+    debug: tuple[int, str]
+    """The operator's GET of `mlserver`'s /debug/runtimes document, then."""
+    adapter_log: str
+    """The adapter's log, then."""
+    pods: dict[str, str]
+    exporter_port: int
+    broken: dict[str, dict[str, float]]
+    """The per-runtime series, settled once `triton`'s sidecar has stopped answering."""
+
+
+async def watch(workdir: Path) -> Seen:
+    async with cluster(workdir) as c:
+        healthy = await settled(c.adapter, {SCALED: 1, OTHER: 0})
+        samples = await asyncio.to_thread(adapter_metrics, c.adapter)
+        debug = await asyncio.to_thread(http_get, f"https://{c.adapter}/debug/runtimes/{NS}/{OTHER}",
+                                        headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"})
+        adapter_log = (workdir / "adapter.log").read_text()
         await asyncio.to_thread(stop, c.exporter)  # triton's sidecar stops answering: a real outage
         broken = await settled(c.adapter, {SCALED: 0, OTHER: 0})
-        done = firing(tmp_path, an_hour(broken, exporter_targets(c.pods, 0)),
-                      ["ModelMeshExporterDown", "ModelMeshRuntimeDataMissing", "ModelMeshRuntimeValuesUnknown"])
-        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        return Seen(healthy, samples, debug, adapter_log, c.pods, c.exporter_port, broken)
 
 
-async def test_a_runtime_without_the_sidecar_is_not_a_failing_source(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def seen(tmp_path_factory: pytest.TempPathFactory) -> Seen:
+    """The two tests below each started this same cluster and waited the same ~10 s for `mlserver`'s misses to
+    pass the alert's 8; the second only read what the first saw before stopping the sidecar. One run serves
+    both, each reading what it read before, at the same moment of the run."""
+    return asyncio.run(watch(tmp_path_factory.mktemp("sidecar-cluster")))
+
+
+def test_runtimes_without_the_sidecar_fire_no_alert_and_a_broken_one_does(tmp_path: Path, seen: Seen) -> None:
+    done = firing(tmp_path, an_hour(seen.healthy, exporter_targets(seen.pods, 1)), [])
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+
+    # triton's sidecar stopped answering (`watch`): a real outage
+    done = firing(tmp_path, an_hour(seen.broken, exporter_targets(seen.pods, 0)),
+                  ["ModelMeshExporterDown", "ModelMeshRuntimeDataMissing", "ModelMeshRuntimeValuesUnknown"])
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+
+
+def test_a_runtime_without_the_sidecar_is_not_a_failing_source(seen: Seen) -> None:
     """The pod without the sidecar declares ModelMesh's ports and not the exporter's: the adapter does not scrape
     it, so no `connect` error is counted for it at every backoff (which made `ModelMeshAutoscalerSourceErrors`
     fire for good: one such pod beside two with the sidecar is an 11% error share at the defaults, and the
     counter has no runtime label to leave it out by), and /debug says why that runtime has no data."""
-    async with cluster(tmp_path) as c:
-        await settled(c.adapter, {SCALED: 1, OTHER: 0})
-        samples = await asyncio.to_thread(adapter_metrics, c.adapter)
-        errors = {sample.labels["reason"]: sample.value for sample in samples
-                  if sample.name == "modelmesh_autoscaler_source_errors_total"}
-        assert sum(errors.values()) == 0, errors
-        status, text = await asyncio.to_thread(http_get, f"https://{c.adapter}/debug/runtimes/{NS}/{OTHER}",
-                                               headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"})
-        assert status == 200, text
-        problems = json.loads(text)["source"]["problems"]
-        assert [(p["reason"], p["pod"]) for p in problems] == [("no_exporter", pod_name(OTHER))], problems
-        assert "sidecar" in problems[0]["detail"] and str(c.exporter_port) in problems[0]["detail"], problems
-        adapter_log = (tmp_path / "adapter.log").read_text()
-        assert f"{NS}/{OTHER}: 1 Ready pod(s) run no exporter sidecar" in adapter_log, adapter_log[-3000:]
+    errors = {sample.labels["reason"]: sample.value for sample in seen.samples
+              if sample.name == "modelmesh_autoscaler_source_errors_total"}
+    assert sum(errors.values()) == 0, errors
+    status, text = seen.debug
+    assert status == 200, text
+    problems = json.loads(text)["source"]["problems"]
+    assert [(p["reason"], p["pod"]) for p in problems] == [("no_exporter", pod_name(OTHER))], problems
+    assert "sidecar" in problems[0]["detail"] and str(seen.exporter_port) in problems[0]["detail"], problems
+    adapter_log = seen.adapter_log
+    assert f"{NS}/{OTHER}: 1 Ready pod(s) run no exporter sidecar" in adapter_log, adapter_log[-3000:]
