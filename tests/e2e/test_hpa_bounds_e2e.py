@@ -31,7 +31,9 @@ NS = "modelmesh-serving"
 DEPLOYMENT = "modelmesh-serving-triton"
 SELECTOR = {"modelmesh-service": "modelmesh-serving", "name": DEPLOYMENT}
 PODS = {"triton-hot": "127.0.0.12", "triton-idle": "127.0.0.13"}
-TAU_S = 15
+TAU_S = 10
+"""Short enough for a quick test, long enough that a fall from the uncapped value (tau ln 27.3 = 33 s) cannot
+pass for the prompt one from the cap (tau ln 2 = 7 s): the bound of 25 s below lies between the two."""
 DESIRED = (f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NS}/modelmesh_desired_replicas"
            "?labelSelector=servingruntime%3Dtriton")
 
@@ -105,7 +107,7 @@ async def test_served_desired_is_clamped_to_the_hpa_max_and_falls_below_it_promp
 
     cluster.hot.update(requests_per_second=0.0)
     # Demand falls to 0 (the lower bound: 1 pod) within the exporter's 3 s load window. From the cap, the
-    # served value is below 3 once 1 + 2·exp(-t/15) ≤ 2: t = 15 ln 2 ≈ 10 s. From the uncapped 28.3 it would
-    # take 15 ln 27.3 ≈ 50 s, all of it served as 3 by an HPA that cannot go above its max anyway.
+    # served value is below 3 once 1 + 2·exp(-t/10) ≤ 2: t = 10 ln 2 ≈ 7 s. From the uncapped 28.3 it would
+    # take 10 ln 27.3 ≈ 33 s, all of it served as 3 by an HPA that cannot go above its max anyway.
     took = await eventually(cluster, lambda served: (served or 3.0) < 3.0, timeout=30)
     assert took < 25, took
