@@ -13,6 +13,11 @@ Deployments per `reread_interval_s`, so one runtime at most once per interval), 
 API load. A targeted read and the full resync may overlap: each record remembers when the read that produced
 it started, and a later-started read wins, so neither puts back what the other already read as older.
 
+Nor can a runtime that appears: when discovering, pods of a runtime the table does not hold (a runtime applied
+again after a delete, as GitOps tools replace one, or a new one) ask for it by name (`discover_soon`), read as
+a list of the one name under the discovery label selector, so that the API server, not this module, decides
+whether that Deployment is a runtime. Before, it answered 404 until the resync (30 s by default).
+
 Logs go to pod discovery's logger (`autoscaler.sources.kube_pods`), the one operators filter on.
 """
 
@@ -108,6 +113,14 @@ class DeploymentResync:
             self._pending[key] = None
             self._wake.set()
 
+    def discover_soon(self, key: RuntimeKey) -> None:
+        """Ask for Deployment `key`, which the table does not hold but whose pods appeared, to be looked for among
+        the Deployments discovery lists, soon (paced as `reread`); nothing unless discovering in its namespace."""
+        watched = self._namespaces is None or key.namespace in self._namespaces
+        if self._discover and watched and key not in self.runtimes and key not in self._pending:
+            self._pending[key] = None
+            self._wake.set()
+
     async def run_rereads(self) -> None:
         """Read the Deployments `reread` asked for, at most `_REREAD_BATCH` per `reread_interval_s`, forever."""
         while True:
@@ -128,17 +141,27 @@ class DeploymentResync:
         A failure is left to the periodic resync (which owns `ok`)."""
         self._reads += 1
         started = self._reads
+        looked_for = key not in self.runtimes  # asked for by `discover_soon`
         try:
             apps = AppsV1Api(self._client())
             if key in self._static:
                 record: RuntimeRecord | None = await self._read_deployment(apps, key)
+            elif looked_for:
+                record = await self._find_discovered(apps, key)
             else:
                 record = await self._read_discovered(apps, key)
         except Exception as error:
             log.debug("Kubernetes discovery: re-reading Deployment %s failed (left to the resync): %s", key, error)
             return
         current = self.runtimes.get(key)
-        if current is None or started < max(self._table_read, self._newer.get(key, 0)):
+        if started < max(self._table_read, self._newer.get(key, 0)):
+            return
+        if current is None:
+            if looked_for and record is not None:
+                self._newer[key] = started
+                self.runtimes[key] = record
+                log.info("Kubernetes discovery: runtime %s added (its pods appeared)", key)
+                self._on_change()
             return
         self._newer[key] = started
         if record is None:  # a discovered runtime's Deployment deleted: gone now, not at the resync
@@ -152,6 +175,17 @@ class DeploymentResync:
                          key, current.replicas, record.replicas)
             self.runtimes[key] = record
             self._on_change()
+
+    async def _find_discovered(self, apps: AppsV1Api, key: RuntimeKey) -> RuntimeRecord | None:
+        """Deployment `key` if discovery would list it (its labels match the selector), else None."""
+        call = partial(apps.list_namespaced_deployment_without_preload_content, key.namespace,
+                       label_selector=self._label_selector, field_selector=f"metadata.name={key.deployment}",
+                       _request_timeout=self._request_timeout_s)
+        document = await read_json(call, f"list Deployment {key}")
+        for item in document.get("items") or []:
+            if deployment_key(item) == key:
+                return parse_deployment(item, key)
+        return None
 
     async def _read_discovered(self, apps: AppsV1Api, key: RuntimeKey) -> RuntimeRecord | None:
         """A discovered runtime's Deployment by name; None when it is gone (removed at once: left to the resync,
@@ -217,13 +251,13 @@ class DeploymentResync:
                 for runtime in await self._list_deployments(apps, namespace):
                     fresh.setdefault(runtime.key, runtime)
         # A runtime read by name after this resync started is newer than what this resync read of it (or found
-        # its Deployment gone).
-        newer = {key: at for key, at in self._newer.items() if at > started and key in fresh}
+        # its Deployment gone), or found a runtime this resync listed too early to see.
+        newer = {key: at for key, at in self._newer.items() if at > started}
         for key in newer:
             if key in self.runtimes:
                 fresh[key] = self.runtimes[key]
             else:
-                del fresh[key]
+                fresh.pop(key, None)
         self._table_read, self._newer = started, newer
         if runtime_table(fresh) != runtime_table(self.runtimes):
             added = sorted(str(key) for key in fresh.keys() - self.runtimes.keys())

@@ -248,10 +248,14 @@ class KubePodDiscovery:
 
     def _runtime_pods(self, namespace: str, deployment: str, present: bool) -> None:
         """A runtime's live pods went to none (`present` False) or up from none: when that contradicts its
-        replicas as last read, modelmesh-serving scaled it to zero or back; read its Deployment again soon."""
+        replicas as last read, modelmesh-serving scaled it to zero or back; read its Deployment again soon. Pods
+        of a runtime not in the table: look for its Deployment (`DeploymentResync.discover_soon`)."""
         key = RuntimeKey(namespace, deployment)
         record = self._deployments.runtimes.get(key)
-        if record is not None and (record.replicas == 0) == present:
+        if record is None:
+            if present:  # a runtime applied again after a delete, or a new one: not at the resync
+                self._deployments.discover_soon(key)
+        elif (record.replicas == 0) == present:
             self._deployments.reread(key)
 
 

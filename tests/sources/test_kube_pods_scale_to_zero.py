@@ -205,3 +205,37 @@ async def test_a_runtime_created_again_under_its_name_carries_its_new_deployment
         await eventually(lambda: MLSERVER in subject.inventory() and subject.inventory()[MLSERVER].uid == new_uid)
     finally:
         await subject.close()
+
+
+async def test_a_runtime_deleted_and_applied_again_is_back_within_seconds_not_at_the_resync(kube: FakeKubeApi) -> None:
+    """`kubectl delete -f` then `apply -f` (a GitOps tool replacing the runtime): its going is seen at once, but
+    its coming back waited for the Deployment resync (30 s by default, an hour here), its values answering 404
+    meanwhile. Its pods appearing, for a runtime discovery does not know, ask for its Deployment by name, among
+    the Deployments discovery lists (its labels), so a Deployment of some other kind is not taken for one."""
+    names = kube.add_modelmesh_runtime(NS, MLSERVER.deployment, replicas=1)
+    subject = await started(kube, runtimes=[], discover=True, namespaces=[NS])
+    try:
+        kube.delete_deployment(NS, MLSERVER.deployment)
+        kube.delete_pod(NS, names[0])
+        await eventually(lambda: MLSERVER not in subject.inventory())
+
+        kube.add_modelmesh_runtime(NS, MLSERVER.deployment, replicas=1)
+        await eventually(lambda: MLSERVER in subject.inventory())
+        assert replicas(subject, MLSERVER) == 1 and len(subject.inventory()[MLSERVER].pods) == 1
+    finally:
+        await subject.close()
+
+
+async def test_pods_whose_deployment_is_not_a_runtime_add_no_runtime(kube: FakeKubeApi) -> None:
+    other = RuntimeKey(NS, "not-a-runtime")
+    selector = {"app": "other"}
+    kube.add_deployment(NS, other.deployment, replicas=1, labels=selector, selector=selector)
+    subject = await started(kube, runtimes=[], discover=True, namespaces=[NS])
+    try:
+        kube.add_pod(NS, "not-a-runtime-7c9f8d6b5-abcde",
+                     labels={"modelmesh-service": "modelmesh-serving", "name": other.deployment})
+        kube.add_modelmesh_runtime(NS, TRITON.deployment, replicas=1)  # found within seconds, after the other
+        await eventually(lambda: TRITON in subject.inventory())
+        assert other not in subject.inventory()
+    finally:
+        await subject.close()
