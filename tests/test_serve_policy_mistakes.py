@@ -112,8 +112,12 @@ def test_debug_shows_each_policy_value_and_where_it_came_from(tmp_path: Path) ->
         ("defaults: {max_replicas: -1}", "min_replicas is null", "None"),
         ("defaults: {min_coverage: 1.5}", "min_coverage must be in (0, 1], got 1.5", "0.015"),
         ("defaults: {cache_full_ratio: 1.2}", "cache_full_ratio must be in (0, 1], got 1.2", "0.012"),
+        # accepted, and served as 1,000,000 without a word
+        ("defaults: {min_replicas: 100000000000000000000000}",
+         "min_replicas must be null or from 1 to 1,000,000 (the most the adapter serves), got "
+         "100000000000000000000000", "Traceback"),
     ],
-    ids=["null_spelt_null", "ratio_slightly_over_one", "ratio_over_one"],
+    ids=["null_spelt_null", "ratio_slightly_over_one", "ratio_over_one", "floor_beyond_what_is_served"],
 )
 def test_a_policy_value_out_of_range_is_said_as_written_in_the_docs(
     tmp_path: Path, text: str, expected: str, not_expected: str

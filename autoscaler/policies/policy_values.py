@@ -13,6 +13,7 @@ from dataclasses import fields, replace
 from typing import Final
 
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.recommendation import PROPOSAL_LIMIT
 
 HINTS: Final = typing.get_type_hints(RuntimePolicy)
 FIELDS: Final = tuple(f.name for f in fields(RuntimePolicy))
@@ -145,11 +146,16 @@ _CHECKS: Final[tuple[tuple[str, Callable[[RuntimePolicy], bool], str], ...]] = (
     ("cache_full_ratio", lambda p: _ratio(p.cache_full_ratio), "must be in (0, 1]"),
     ("cache_pressure_cap", lambda p: _positive(p.cache_pressure_cap), "must be > 0"),
     ("scale_down_tau_s", lambda p: p.scale_down_tau_s >= 0.0, "must be >= 0 seconds (0: fall at once)"),
-    ("min_replicas", lambda p: p.min_replicas is None or p.min_replicas >= 1, "must be null or >= 1"),
+    # At most what the adapter ever serves: a larger floor was served as 1,000,000 without a word.
+    (
+        "min_replicas",
+        lambda p: p.min_replicas is None or 1 <= p.min_replicas <= PROPOSAL_LIMIT,
+        f"must be null or from 1 to {PROPOSAL_LIMIT:,} (the most the adapter serves)",
+    ),
     (
         "max_replicas",
-        lambda p: p.max_replicas is None or p.max_replicas >= (p.min_replicas or 1),
-        "must be null or >= min_replicas (and >= 1)",
+        lambda p: p.max_replicas is None or (p.min_replicas or 1) <= p.max_replicas <= PROPOSAL_LIMIT,
+        f"must be null or >= min_replicas (and >= 1), at most {PROPOSAL_LIMIT:,}",
     ),
     ("max_staleness_s", lambda p: _positive(p.max_staleness_s), "must be > 0 seconds"),
     ("min_coverage", lambda p: _ratio(p.min_coverage), "must be in (0, 1]"),
