@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from autoscaler.kube_names import DNS_SUBDOMAIN
 from exporter import env_flags
 from exporter.env_flags import DNS_LABEL, EnvFlag, EnvFlagError, namespace, resolve_flags, where_given
 from exporter.settings import boolean, ca_file, file_path, host_port, metrics_url, without_password
@@ -351,9 +352,6 @@ def csv(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-_DNS_SUBDOMAIN: Final = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
-
-
 def namespaces(value: str) -> tuple[str, ...]:
     """A `csv` of namespace names, each checked as `namespace` checks one."""
     names = csv(value)
@@ -366,7 +364,7 @@ def namespaces(value: str) -> tuple[str, ...]:
 def object_name(value: str) -> str:
     """An object name (a DNS-1123 subdomain), such as the Lease's: the API server refuses to create another."""
     name = text(value)
-    if not _DNS_SUBDOMAIN.fullmatch(name):
+    if not DNS_SUBDOMAIN.fullmatch(name):
         raise argparse.ArgumentTypeError(
             f"expected an object name (lower-case letters, digits, '-' and '.', at most 253), got {value!r}")
     return name

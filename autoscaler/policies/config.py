@@ -21,6 +21,7 @@ import types
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Final
 
+from autoscaler.kube_names import runtime_key_problem
 from autoscaler.model import RuntimeKey
 from autoscaler.names import POLICY_ANNOTATION_PREFIX, SERVINGRUNTIME_DEPLOYMENT_PREFIX
 from autoscaler.policies.policy import RuntimePolicy, hpa_contradiction, with_hpa_bounds
@@ -223,6 +224,8 @@ def parse_policy_book(document: object, source: str, base: RuntimePolicy | None 
                 _refuse_unknown_entry_key(overrides, f"{source}: {where}")
                 raise ConfigError(f"{source}: {where}: {name} must be a non-empty string, got {value!r}")
         key = RuntimeKey(str(namespace), str(deployment))
+        if (problem := runtime_key_problem(key.namespace, key.deployment)) is not None:
+            raise ConfigError(f"{source}: {where}: {problem}")
         if key in runtimes:
             raise ConfigError(f"{source}: {where}: runtime {key} is listed twice")
         runtimes[key] = _layer(defaults, overrides, source, f"{where} ({key})")

@@ -22,6 +22,7 @@ from typing import Any, Final
 
 import yaml
 
+from autoscaler.kube_names import runtime_key_problem
 from autoscaler.log_lists import few
 from autoscaler.model import RuntimeKey
 from autoscaler.policies import strict_yaml
@@ -106,6 +107,8 @@ def _runtime(entry: object, where: str) -> RuntimeInventory:
         raise TargetsFileError(f"{where} must be a mapping")
     _check_keys(entry, _RUNTIME_KEYS, where)
     key = RuntimeKey(_text(entry, "namespace", where), _text(entry, "deployment", where))
+    if (problem := runtime_key_problem(key.namespace, key.deployment)) is not None:
+        raise TargetsFileError(f"{where}: {problem}")
     pods = _pods(entry, key, where)
     annotations = entry.get("annotations") or {}
     if not isinstance(annotations, dict):

@@ -163,6 +163,9 @@ def test_an_empty_file_gives_the_built_in_defaults(tmp_path: Path) -> None:
             "runtimes[0] (a/d): max_replicas must be null or >= min_replicas",
         ),
         ("defaults: {skew_order: [", "not valid YAML"),
+        # it only warned that the entry matched no runtime, while --namespaces refuses the same name at start
+        ("runtimes: [{namespace: Model_Serving, deployment: d}]",
+         "runtimes[0]: namespace 'Model_Serving' cannot exist (a namespace name has lower-case letters"),
     ],
     ids=[
         "unknown_key",
@@ -184,6 +187,7 @@ def test_an_empty_file_gives_the_built_in_defaults(tmp_path: Path) -> None:
         "runtime_listed_twice",
         "runtime_breaks_a_default_limit",
         "broken_yaml",
+        "namespace_that_cannot_exist",
     ],
 )
 def test_a_bad_file_raises_naming_the_file_and_the_key(tmp_path: Path, text: str, message: str) -> None:

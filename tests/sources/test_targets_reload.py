@@ -51,6 +51,21 @@ async def test_added_and_removed_pods_show_up_and_a_broken_edit_keeps_the_last_g
     assert "keeping the last good one" in caplog.text
 
 
+@pytest.mark.parametrize(("namespace", "deployment", "named"), [
+    ("Default_NS", "modelmesh-serving-demo", "namespace 'Default_NS' cannot exist"),
+    ("default", "modelmesh_serving_demo", "deployment 'modelmesh_serving_demo' cannot exist"),
+])
+def test_a_runtime_no_hpa_can_ask_for_is_refused(tmp_path: Path, namespace: str, deployment: str,
+                                                 named: str) -> None:
+    """A namespace or Deployment name Kubernetes refuses: it was served, under a name no HPA's request can carry,
+    while `--namespaces` refuses the same namespace at start."""
+    path = tmp_path / "targets.yaml"
+    path.write_text(f"runtimes:\n- namespace: {namespace}\n  deployment: {deployment}\n"
+                    "  pods: [{name: a, url: 'http://a/metrics'}]\n")
+    with pytest.raises(TargetsFileError, match=f"runtimes\\[0\\]: {named}"):
+        load_targets(path)
+
+
 def test_a_runtime_key_given_twice_in_the_targets_file_is_named(tmp_path: Path) -> None:
     """Two `pods:` under one runtime (a paste): PyYAML kept the second list, and the first list's pods were never
     scraped, without a word."""
