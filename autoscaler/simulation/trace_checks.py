@@ -166,6 +166,10 @@ def strays(distinct: np.ndarray, gaps: np.ndarray, interval: float) -> tuple[flo
     is the most common gap, and at most `STRAY_MAX` timestamps (1% of them) are off its grid (anchored where most
     are). Taken for the step, one row 10 s off the minute replayed a whole 60 s trace in 10 s intervals, six times
     the rate, with a warning that named the good rows; 13 s off, it was refused naming a good row."""
+    if abs(float(gaps[0]) - interval) < 1e-6 and np.all(np.abs(np.mod(gaps / interval + 0.5, 1.0) - 0.5) < 1e-6):
+        # The trace states its step, as a sparse trace is told to (a row of 0 one step after the first, then rows
+        # only where requests came, every timestamp on that grid): 0, 60, 780, 1500 named 0 a stray of a 720 s step.
+        return None
     values, counts = np.unique(np.round(gaps, 6), return_counts=True)
     step = float(values[np.argmax(counts)])
     if step <= interval + 1e-6:
