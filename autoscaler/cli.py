@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> None:
         print("\ninterrupted.", file=sys.stderr)
         sys.exit(130)
     finally:
-        if previous is not None:
+        # not where the command ignores Ctrl-C now (`serve` once stopped: `StopSignals.hold`)
+        if previous is not None and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
             signal.signal(signal.SIGINT, previous)
 
 

@@ -281,11 +281,15 @@ def serve(settings: ServeSettings) -> None:
 
 def serve_in_process(settings: ServeSettings) -> None:
     """`--workers 0`. From here Ctrl-C is serving's (`autoscaler.cli` ended the start at once until now):
-    KeyboardInterrupt, then the loop's handler stops the refresh and releases the Lease. SIGTERM honours
-    `--shutdown-delay` (the module's docstring)."""
+    KeyboardInterrupt, then, once serving, the process's stopping signals (`exporter.stop_signals`: SIGTERM,
+    SIGINT, SIGHUP) stop the refresh and release the Lease. SIGTERM honours `--shutdown-delay` (the module's
+    docstring)."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
     from autoscaler.gcsettings import tune_for_refresh
     from autoscaler.workers import connection_limits, serve_until_stopped
+    from exporter.stop_signals import StopSignals
+
+    signals = StopSignals()
 
     host = settings.bound_host
     context = tls_context(settings)
@@ -299,7 +303,8 @@ def serve_in_process(settings: ServeSettings) -> None:
         app, lifecycle = await build_app(settings, context)
         await serve_until_stopped(app, host, settings.listen_port, context, connection_limits(settings),
                                   on_ready=announce, drain=lifecycle.drain, shutdown_delay_s=settings.shutdown_delay_s,
-                                  log_signals=True)
+                                  signals=signals)
 
     asyncio.run(run())
     log.info("stopped (exit code 0)")  # as `--workers N` ends: a pod's log tells a clean stop from a kill
+    signals.hold()

@@ -38,7 +38,7 @@ from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -52,7 +52,11 @@ from autoscaler.api.snapshot import SnapshotHolder
 from autoscaler.scratch import owned_directory, sweep_abandoned
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
+from exporter.stop_signals import StopSignals
 from exporter.stopping import stop_tasks
+
+if TYPE_CHECKING:
+    from autoscaler.server import RefreshStack
 
 log = logging.getLogger(__name__)
 
@@ -87,17 +91,18 @@ async def serve_until_stopped(app: web.Application, host: str, port: int, tls: s
                               on_ready: Callable[[], None] | None = None,
                               until: asyncio.Future[None] | None = None,
                               drain: Callable[[], Awaitable[None]] | None = None,
-                              shutdown_delay_s: float = 0.0, log_signals: bool = False,
+                              shutdown_delay_s: float = 0.0, signals: StopSignals | None = None,
                               stop_signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT)) -> bool:
-    """Serve `app` until one of `stop_signals` (or `until` completes), then clean it up (its cleanup contexts
+    """Serve `app` until a stopping signal (or `until` completes), then clean it up (its cleanup contexts
     run: the refresh loop stops, the Lease is released). True when a signal stopped it.
 
-    With a `shutdown_delay_s`, SIGTERM (the kubelet's; a terminal's Ctrl-C stops at once) runs `drain()` and
-    keeps the port answering for the delay before it closes, as the refresh process of `--workers N` keeps its
-    workers: the Service's endpoints drop a terminating pod only a moment after it is signalled. A second
-    SIGTERM or SIGINT ends the wait. `log_signals`: say which signal stops it (`SIGTERM: stopping`), as the
-    refresh process of `--workers N` says it (`--workers 0`); a serving worker stops quietly, its refresh process
-    speaks for it."""
+    With a `shutdown_delay_s`, SIGTERM (the kubelet's; a terminal's Ctrl-C or hang-up stops at once) runs
+    `drain()` and keeps the port answering for the delay before it closes, as the refresh process of `--workers N`
+    keeps its workers: the Service's endpoints drop a terminating pod only a moment after it is signalled. A second
+    signal ends the wait. `signals` (`--workers 0`): the process's own handlers, taken over once serving, which
+    stay after the loop (`exporter.stop_signals`) and say which signal stops it (`SIGTERM: stopping`), as the
+    refresh process of `--workers N` says it; else `stop_signals` through the loop (a serving worker, which stops
+    quietly: its refresh process speaks for it)."""
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     if runner.server is not None:
@@ -110,31 +115,42 @@ async def serve_until_stopped(app: web.Application, host: str, port: int, tls: s
         received: list[signal.Signals] = []
 
         def stop_on(signum: signal.Signals) -> None:
-            if log_signals:
+            if signals is not None and len(received) < 2:  # a second ends the wait; more only repeat it
                 log.info("%s: %s", signum.name, "stopping" if not received else "stopping at once")
             received.append(signum)
             stop.set()
 
-        loop = asyncio.get_running_loop()
-        for signum in stop_signals:
-            loop.add_signal_handler(signum, stop_on, signum)
-        waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(stop.wait())]
-        if until is not None:
-            waiters.append(until)
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-        for waiter in waiters:
-            waiter.cancel()
-        if shutdown_delay_s > 0 and received[:1] == [signal.SIGTERM]:
-            stop.clear()
-            if drain is not None:
-                await drain()  # /readyz fails, values served, the Lease released
-            log.info("serving %g s more (--shutdown-delay) so that the endpoints drop this pod first",
-                     shutdown_delay_s)
-            with contextlib.suppress(TimeoutError):  # a second SIGTERM or SIGINT stops at once
-                await asyncio.wait_for(stop.wait(), shutdown_delay_s)
-        return bool(received)
+        with contextlib.ExitStack() as taken:
+            if signals is not None:
+                taken.enter_context(signals.delivered(stop_on))
+                signals.install()
+            else:
+                loop = asyncio.get_running_loop()
+                for signum in stop_signals:
+                    loop.add_signal_handler(signum, stop_on, signum)
+            return await _until_stopped(stop, received, until, drain, shutdown_delay_s)
     finally:
         await runner.cleanup()
+
+
+async def _until_stopped(stop: asyncio.Event, received: list[signal.Signals], until: asyncio.Future[None] | None,
+                         drain: Callable[[], Awaitable[None]] | None, shutdown_delay_s: float) -> bool:
+    """`serve_until_stopped`'s wait: for a signal or `until`, then for the SIGTERM's `--shutdown-delay`."""
+    waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(stop.wait())]
+    if until is not None:
+        waiters.append(until)
+    await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    for waiter in waiters:
+        waiter.cancel()
+    if shutdown_delay_s > 0 and received[:1] == [signal.SIGTERM]:
+        stop.clear()
+        if drain is not None:
+            await drain()  # /readyz fails, values served, the Lease released
+        log.info("serving %g s more (--shutdown-delay) so that the endpoints drop this pod first",
+                 shutdown_delay_s)
+        with contextlib.suppress(TimeoutError):  # a second signal stops at once
+            await asyncio.wait_for(stop.wait(), shutdown_delay_s)
+    return bool(received)
 
 
 # The serving worker.
@@ -161,7 +177,8 @@ async def _worker(settings: ServeSettings, cert_file: Path, key_file: Path, pipe
     once while the refresh process said it kept serving for `--shutdown-delay`. Noted here, it only makes the
     end of the pipe that follows a stop asked for, not a refresh process that has gone."""
     asked_to_stop: list[signal.Signals] = []
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, asked_to_stop.append, signal.SIGTERM)
+    for signum in (signal.SIGTERM, signal.SIGHUP):  # SIGHUP: a terminal that closed sends the group one
+        asyncio.get_running_loop().add_signal_handler(signum, asked_to_stop.append, signum)
     metrics = AdapterMetrics()
     holder = SnapshotHolder()
     try:
@@ -374,39 +391,36 @@ def _environment(name: str, value: str | None) -> Iterator[None]:
 
 
 class _StoppedWhileStarting(Exception):
-    """SIGTERM or SIGINT came before the refresh process's event loop took the signals over."""
+    """A stopping signal came before the refresh process's event loop took the signals over."""
 
 
-class _SignalsWhileStarting:
-    """SIGTERM and SIGINT before the refresh process's event loop handles them (a pod deleted while it
-    starts): noted, and acted on at the next safe point (after each worker's start, while waiting for the
-    workers, as the loop takes the signals over), so that the workers started so far are stopped and the
-    scratch directories removed, as on any stop. Raising from the handler itself could interrupt
-    multiprocessing as it hands a new worker its start-up data; dying at once would leave the directories
-    and the workers behind."""
+class _SignalsWhileStarting(StopSignals):
+    """The refresh process's SIGTERM, SIGINT and SIGHUP, taken over once for its whole run (`StopSignals`).
 
-    def __init__(self) -> None:
-        self.received: str | None = None
-
-    def note(self, signum: int, frame: object) -> None:
-        self.received = signal.Signals(signum).name
+    Before its event loop takes them (a pod deleted while it starts) they are noted, and acted on at the next
+    safe point (after each worker's start, while waiting for the workers, as the loop takes the signals over),
+    so that the workers started so far are stopped and the scratch directories removed, as on any stop.
+    Raising from the handler itself could interrupt multiprocessing as it hands a new worker its start-up data;
+    dying at once would leave the directories and the workers behind. After the loop, while the workers are
+    stopped and the directories removed, they are only noted: that clean-up is bounded (`STOP_TIMEOUT_S`)."""
 
     def check(self) -> None:
-        if self.received is not None:
-            raise _StoppedWhileStarting(self.received)
+        if self.received:
+            raise _StoppedWhileStarting(self.received[0].name)
 
 
 def serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | None) -> int:
     """Run the refresh here and `settings.workers` serving processes; the process exit code."""
     starting = _SignalsWhileStarting()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, starting.note)
+    starting.install()
     try:
         code = _serve_with_workers(settings, tls_files, starting)
     except _StoppedWhileStarting as stopped:
         log.info("%s while starting: stopped", stopped)
-        return 0
-    log.info("stopped (exit code %d)", code)
+        code = 0
+    else:
+        log.info("stopped (exit code %d)", code)
+    starting.hold()
     return code
 
 
@@ -448,8 +462,6 @@ def _lower_priority(increment: int) -> None:
 
 
 async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: _SignalsWhileStarting) -> int:
-    from autoscaler.actuation.writes_off import start_writing
-    from autoscaler.gcsettings import tune_for_refresh
     from autoscaler.server import RefreshStack
 
     _lower_priority(settings.refresh_nice)
@@ -467,17 +479,25 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
 
     refresher.listeners.append(publish)
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-
     stopped_by: list[signal.Signals] = []
 
     def stop_on(signum: signal.Signals) -> None:
-        log.info("%s: stopping", signum.name)
+        if len(stopped_by) < 2:  # the first stops, a second ends --shutdown-delay; more only repeat them
+            log.info("%s: %s", signum.name, "stopping" if not stopped_by else "stopping at once")
         stopped_by.append(signum)
         stop.set()
 
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop_on, signum)
+    with starting.delivered(stop_on):  # until the end of the clean-up in the loop: a second signal ends the wait
+        return await _refresh_until_stopped(settings, pool, starting, stack, publisher, stop, stopped_by)
+
+
+async def _refresh_until_stopped(settings: ServeSettings, pool: WorkerPool, starting: _SignalsWhileStarting,
+                                 stack: RefreshStack, publisher: SnapshotPublisher, stop: asyncio.Event,
+                                 stopped_by: list[signal.Signals]) -> int:
+    from autoscaler.actuation.writes_off import start_writing
+    from autoscaler.gcsettings import tune_for_refresh
+
+    refresher, metrics = stack.refresher, stack.metrics
     starting.check()  # a signal that came before the loop took them over
     await stack.start()
     actuator = await start_writing(settings, refresher, metrics, cluster_cost=stack.cluster_deletion_cost)
