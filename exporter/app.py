@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import signal
 import socket
 import ssl
 import zlib
@@ -171,11 +172,30 @@ async def _log_stopping(app: web.Application) -> None:
     log.info("stopping: /metrics closes and the background sampling ends")
 
 
+async def _stop_on_hangup(app: web.Application) -> None:
+    """SIGHUP (a terminal closed, an SSH session dropped) stops the exporter as SIGTERM and SIGINT do, which
+    `run_app` handles: left at its default, it killed the exporter with no line. Added as the app starts, in
+    `run_app`'s loop; taken off as it is cleaned up."""
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGHUP, _hung_up)
+
+    async def taken_off(app: web.Application) -> None:
+        loop.remove_signal_handler(signal.SIGHUP)
+
+    app.on_cleanup.append(taken_off)
+
+
+def _hung_up() -> None:
+    log.info("SIGHUP: stopping")
+    raise web.GracefulExit  # how `run_app` stops on SIGTERM: its own handler raises it
+
+
 def run(app: web.Application, host: str, port: int, *, access_log: bool = False,
         sockets: Sequence[socket.socket] | None = None) -> None:
     """Serve until SIGTERM/SIGINT on `sockets` (bound by `exporter.listen` before anything else started), or
     on `host:port` bound here. No access log by default: Prometheus scrapes every few seconds forever,
     and formatting a log line per scrape would cost more than rendering the metrics."""
+    app.on_startup.append(_stop_on_hangup)
     web.run_app(
         app, sock=list(sockets) if sockets is not None else bind_listeners(host, port), print=None,
         access_log=logging.getLogger("aiohttp.access") if access_log else None,

@@ -25,6 +25,10 @@ def serve(argv: list[str] | None) -> None:
     )
     for warning in unknown_variables():
         log.warning("%s", warning)
+    import signal
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):  # until serving takes them over (`exporter.app.run`)
+        signal.signal(signum, _stopped_while_starting)
     tls = (
         "plain HTTP" if not settings.modelmesh_url.startswith("https")
         else "without verifying its certificate" if settings.modelmesh_insecure
@@ -56,6 +60,19 @@ def serve(argv: list[str] | None) -> None:
     # The access log only at DEBUG: one line per scrape otherwise fills the pod's log for nothing.
     run(build_app(settings), settings.listen_host, settings.listen_port,
         access_log=settings.log_level == "DEBUG", sockets=sockets)
+
+
+def _stopped_while_starting(signum: int, frame: object) -> None:
+    """SIGTERM or SIGHUP before serving (a pod deleted while its sidecar waits for the kubelet, up to
+    `--gpu-pod-resources-wait`): one line and exit 0, as `serve` stops while starting, where it ended by the
+    signal with no line (exit 143). Ended at once, as a Ctrl-C then ends (`exporter.cli`): raised instead, it could
+    land in an import's callback and be lost; nothing is open yet that needs closing (a bound socket closes with
+    the process)."""
+    import os
+    import signal
+
+    log.info("%s while starting: stopped", signal.Signals(signum).name)
+    os._exit(0)
 
 
 def unused_gpu_settings(settings: ExporterSettings) -> None:
