@@ -237,9 +237,28 @@ def whole_number(value: str) -> int:
     return _whole_number(value, 0, None, "0 or more")
 
 
+MAX_WORKERS: Final = 64
+"""The most serving processes `--workers` starts: one per core the pod may use is the most that helps, and each
+holds about 20 MB; `--workers 100000` (a zero too many) forked them 20 a second until memory ran out."""
+
+
 def workers(value: str) -> int:
-    """0 (everything in one process) or more serving processes."""
-    return whole_number(value)
+    """0 (everything in one process) to `MAX_WORKERS` serving processes."""
+    return _whole_number(value, 0, MAX_WORKERS, f"0 to {MAX_WORKERS}")
+
+
+REFRESH_INTERVAL_RANGE_S: Final = (0.1, 3600.0)
+"""The refresh intervals taken: a millisecond (a slip of unit) refreshed without pause and logged each time that
+the adapter was starved of CPU; 1e20 never refreshed after the first."""
+
+
+def refresh_interval(value: str) -> float:
+    """Seconds between refreshes, within `REFRESH_INTERVAL_RANGE_S`."""
+    number = _number(value)
+    lowest, highest = REFRESH_INTERVAL_RANGE_S
+    if not lowest <= number <= highest:
+        raise argparse.ArgumentTypeError(f"must be {lowest:g} to {highest:g} seconds, got {value!r}")
+    return number
 
 
 def niceness(value: str) -> int:
@@ -449,7 +468,8 @@ _OPTIONS: Final = (
             "in-cluster service account, else $KUBECONFIG or ~/.kube/config", "FILE", _TLS),
     # Serving.
     _Option("--workers", workers, "serving processes sharing the port (SO_REUSEPORT), fed pre-rendered answers "
-            "by one refresh process; 0 runs refresh and serving in one process", str(_D.workers), "N", _SERVING),
+            "by one refresh process; 0 runs refresh and serving in one process; at most 64", str(_D.workers), "N",
+            _SERVING),
     _Option("--refresh-nice", niceness, "niceness the refresh process adds to its own (0-19), so that where "
             "cores are short the serving workers run first and a refresh takes longer instead",
             str(_D.refresh_nice), "N", _SERVING),
@@ -506,7 +526,7 @@ _OPTIONS: Final = (
     _Option("--namespaces", namespaces, "comma list of namespaces to discover runtimes in; empty: all",
             "all namespaces", "NAMESPACE,...", _SOURCE),
     # Decisions.
-    _Option("--refresh-interval", positive, "seconds between refreshes (read, aggregate, decide)",
+    _Option("--refresh-interval", refresh_interval, "seconds between refreshes (read, aggregate, decide; 0.1 to 3600)",
             f"{_D.refresh_interval_s:g} s, the HPA's sync period", "SECONDS", _DECIDE),
     _Option("--window", positive, "aggregation window reported to the HPA, in seconds: the exporters' load "
             "window", f"{_D.window_s:g} s", "SECONDS", _DECIDE),

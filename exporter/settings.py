@@ -107,6 +107,19 @@ def seconds(value: str) -> float:
     return number
 
 
+MODELMESH_INTERVAL_RANGE_S = (0.1, 3600.0)
+"""The ModelMesh read intervals taken: 1e-6 (a slip of unit) polled ModelMesh without pause, a third of a core."""
+
+
+def modelmesh_interval(value: str) -> float:
+    """Seconds between ModelMesh reads, within `MODELMESH_INTERVAL_RANGE_S`."""
+    number = seconds(value)
+    lowest, highest = MODELMESH_INTERVAL_RANGE_S
+    if not lowest <= number <= highest:
+        raise argparse.ArgumentTypeError(f"must be {lowest:g} to {highest:g} seconds, got {value!r}")
+    return number
+
+
 def seconds_or_off(value: str) -> float:
     """`seconds`, or 0 for a feature turned off."""
     with contextlib.suppress(ValueError):
@@ -225,8 +238,8 @@ _OPTIONS: Final = (
             "verified)", "the system's CAs", "FILE"),
     _Option("--modelmesh-timeout", seconds, "seconds to wait for one ModelMesh scrape before counting a "
             "timeout and keeping the last values", f"{_D.modelmesh_timeout_s:g} s"),
-    _Option("--modelmesh-interval", seconds, "seconds between ModelMesh scrapes",
-            f"{_D.modelmesh_interval_s:g} s"),
+    _Option("--modelmesh-interval", modelmesh_interval, "seconds between ModelMesh scrapes (0.1 to 3600)",
+            f"{_D.modelmesh_interval_s:g} s", "SECONDS"),
     _Option("--load-window", seconds, "seconds over which requests/s, mean queue delay and cache misses/s "
             "are computed; at least --modelmesh-interval", f"{_D.load_window_s:g} s"),
     _Option("--model-recency-horizon", seconds_or_off, "with ModelMesh's per-model metrics on "

@@ -176,6 +176,9 @@ BAD_VARIABLES = [
     ("AUTOSCALER_PROMETHEUS_CA_FILE", " ", "expected a file path, got an empty value"),
     ("AUTOSCALER_LOG_LEVEL", "LOUD", "DEBUG"),
     ("AUTOSCALER_REFRESH_NICE", "20", "0 to 19"),
+    # Accepted, 100000 forked serving processes until memory ran out.
+    ("AUTOSCALER_WORKERS", "100000", "0 to 64"),
+    ("AUTOSCALER_REFRESH_INTERVAL", "1e20", "0.1 to 3600"),
 ]
 
 
@@ -230,6 +233,13 @@ def test_an_unknown_flag_is_reported_with_its_commands_usage(
     ("--refresh-interval", "15s", "expected a number of seconds, got '15s': write 15"),
     ("--scale-down-tau", "5m", "expected a number of seconds, got '5m': write 300"),
     ("--min-coverage", "80%", "expected a ratio, got '80%': write 0.8"),
+    # Accepted: 100000 forked serving processes, 20 a second, until memory ran out, and nothing said so.
+    ("--workers", "100000", "must be 0 to 64"),
+    ("--workers", "65", "must be 0 to 64"),
+    # Accepted: a refresh every millisecond (a log line each that blamed CPU starvation), or never.
+    ("--refresh-interval", "0.001", "must be 0.1 to 3600 seconds"),
+    ("--refresh-interval", "1e-9", "must be 0.1 to 3600 seconds"),
+    ("--refresh-interval", "1e20", "must be 0.1 to 3600 seconds"),
     # Accepted, these failed every refresh with Prometheus's 400 "parse error", which names no flag.
     ("--prometheus-namespace-label", "kubernetes-namespace", "expected a Prometheus label name"),
     ("--prometheus-pod-label", "pod name", "expected a Prometheus label name"),

@@ -51,6 +51,10 @@ def test_help_explains_units_and_defaults() -> None:
         (["--modelmesh-timeout", "-1"], {}, "argument --modelmesh-timeout"),
         (["--listen", "nowhere"], {}, "HOST:PORT"),
         ([], {"EXPORTER_LISTEN": "nowhere"}, "EXPORTER_LISTEN"),
+        # Accepted: ModelMesh polled without pause (30% of a core), or once in years.
+        (["--modelmesh-interval", "1e-6"], {}, "argument --modelmesh-interval: must be 0.1 to 3600 seconds"),
+        (["--modelmesh-interval", "1e20"], {}, "argument --modelmesh-interval: must be 0.1 to 3600 seconds"),
+        ([], {"EXPORTER_MODELMESH_INTERVAL": "0.01"}, "EXPORTER_MODELMESH_INTERVAL"),
     ],
 )
 def test_bad_flag_or_variable_exits_2_with_a_clear_error(argv: list[str], env: dict[str, str], says: str) -> None:
