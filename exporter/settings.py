@@ -337,7 +337,8 @@ def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | N
     if values.get("modelmesh_insecure") and values.get("modelmesh_ca_file") is not None:
         parser.refuse(f"{setting('--modelmesh-insecure')} and {setting('--modelmesh-ca-file')} contradict each "
                      "other: verify with the CA file, or not at all")
-    if values.get("gpu_pod_resources_socket") is not None:
+    # With --no-gpu the socket is not used (`startup.unused_gpu_settings` warns): nothing it needs is missing.
+    if values.get("gpu_pod_resources_socket") is not None and not values.get("no_gpu"):
         if not (values.get("gpu_pod_name") and values.get("gpu_pod_namespace")):
             parser.refuse(f"{setting('--gpu-pod-resources-socket')} needs {setting('--gpu-pod-name')} and "
                          f"{setting('--gpu-pod-namespace')}, from the downward API's metadata.name and "

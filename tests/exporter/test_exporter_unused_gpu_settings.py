@@ -30,6 +30,11 @@ def start_log(tmp_path: Path, env: dict[str, str]) -> str:
       "EXPORTER_GPU_POD_NAME": "p", "EXPORTER_GPU_POD_NAMESPACE": "ns"},
      "--gpu-pod-resources-socket (EXPORTER_GPU_POD_RESOURCES_SOCKET) is not used: --no-gpu (EXPORTER_NO_GPU) "
      "turns the GPU collector off"),
+    # Without the pod's name and namespace, which the socket alone needs: it stopped the start (exit 2) and a
+    # CPU-only pod from a template that sets the socket crash-looped.
+    ({"EXPORTER_NO_GPU": "true", "EXPORTER_GPU_POD_RESOURCES_SOCKET": "/var/lib/kubelet/pod-resources/kubelet.sock"},
+     "--gpu-pod-resources-socket (EXPORTER_GPU_POD_RESOURCES_SOCKET) is not used: --no-gpu (EXPORTER_NO_GPU) "
+     "turns the GPU collector off"),
 ])
 def test_a_gpu_setting_beside_no_gpu_is_named(tmp_path: Path, env: dict[str, str], says: str) -> None:
     log = start_log(tmp_path, env)
