@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from autoscaler.simulation.trace_file import TraceError
+from autoscaler.simulation.trace_error import TraceError
 
 MAX_SYNTHETIC_MODELS: Final = 100_000
 MAX_SYNTHETIC_HOURS: Final = 8_760

@@ -22,6 +22,7 @@ from typing import BinaryIO, Final, TextIO
 import numpy as np
 
 from autoscaler.simulation.timestamps import parse_time
+from autoscaler.simulation.trace_error import TraceError as TraceError  # its importers keep their import
 
 HEADER: Final = ("timestamp_s", "model", "requests")
 MIN_INTERVAL_S: Final = 1.0
@@ -36,10 +37,6 @@ def by_name(models: tuple[str, ...], model: np.ndarray) -> tuple[tuple[str, ...]
     renumbered = np.empty(len(models), dtype=np.int64)
     renumbered[named] = np.arange(len(models), dtype=np.int64)
     return tuple(models[i] for i in named), renumbered[model]
-
-
-class TraceError(ValueError):
-    """The trace cannot be used; the message names the file, the line and what to fix."""
 
 
 def number_field(text: str, what: str, where: str, unit: str = "") -> float:
