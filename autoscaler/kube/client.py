@@ -29,6 +29,7 @@ from kubernetes.aio.config.config_exception import ConfigException
 
 from autoscaler.kube.config import load_kube_settings
 from autoscaler.kube.errors import KubeApiError, KubeConfigError
+from autoscaler.kube.paths import DEPLOYMENTS, collection_endpoint, custom_endpoint
 from autoscaler.kube.raw import CACHED, Endpoint, read_json, retry_wait, scope_name
 from autoscaler.kube.where import in_cluster
 
@@ -116,22 +117,14 @@ class KubeClient:
         API server's watch cache (`resourceVersion=0`, as informers list): whole pod templates, listed at every
         resync, which Kubernetes before 1.31 otherwise reads from etcd each time. They may lag the latest write
         by the cache's delay (milliseconds), which a status read from them takes up at the next resync."""
-        api = client.AppsV1Api(self._api)
-        method = (partial(api.list_deployment_for_all_namespaces_without_preload_content) if namespace is None
-                  else partial(api.list_namespaced_deployment_without_preload_content, namespace))
-        call = partial(method, label_selector=label_selector, resource_version=CACHED,
-                       _request_timeout=self._timeout_s)
+        call = partial(collection_endpoint(self._api, DEPLOYMENTS, namespace), label_selector=label_selector,
+                       resource_version=CACHED, _request_timeout=self._timeout_s)
         return await read_json(call, f"list deployments in {scope_name(namespace)}")
 
     def custom_endpoint(self, resource: CustomResource, namespace: str | None) -> Endpoint:
         """The raw list method of a namespaced custom resource in `namespace` (None: all namespaces): it lists,
         or watches with `watch=True` (`autoscaler.kube.list_watch.ListWatch` follows it)."""
-        api = client.CustomObjectsApi(self._api)
-        if namespace is None:
-            return partial(api.list_custom_object_for_all_namespaces_without_preload_content, resource.group,
-                           resource.version, resource.plural)
-        return partial(api.list_namespaced_custom_object_without_preload_content, resource.group,
-                       resource.version, namespace, resource.plural)
+        return custom_endpoint(self._api, resource.group, resource.version, resource.plural, namespace)
 
     async def merge_patch_custom(
         self, resource: CustomResource, namespace: str, name: str, patch: JSON, *, subresource: str | None = None

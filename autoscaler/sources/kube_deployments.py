@@ -30,9 +30,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any
 
-from kubernetes.aio.client import ApiClient, AppsV1Api
+from kubernetes.aio.client import ApiClient
 
 from autoscaler.kube.errors import KubeApiError
+from autoscaler.kube.paths import DEPLOYMENTS, collection_endpoint, deployment_endpoint
 from autoscaler.kube.raw import Scope, read_json, scope_name
 from autoscaler.log_lists import few
 from autoscaler.model import RuntimeKey
@@ -143,13 +144,13 @@ class DeploymentResync:
         started = self._reads
         looked_for = key not in self.runtimes  # asked for by `discover_soon`
         try:
-            apps = AppsV1Api(self._client())
+            api = self._client()
             if key in self._static:
-                record: RuntimeRecord | None = await self._read_deployment(apps, key)
+                record: RuntimeRecord | None = await self._read_deployment(api, key)
             elif looked_for:
-                record = await self._find_discovered(apps, key)
+                record = await self._find_discovered(api, key)
             else:
-                record = await self._read_discovered(apps, key)
+                record = await self._read_discovered(api, key)
         except Exception as error:
             log.debug("Kubernetes discovery: re-reading Deployment %s failed (left to the resync): %s", key, error)
             return
@@ -176,9 +177,9 @@ class DeploymentResync:
             self.runtimes[key] = record
             self._on_change()
 
-    async def _find_discovered(self, apps: AppsV1Api, key: RuntimeKey) -> RuntimeRecord | None:
+    async def _find_discovered(self, api: ApiClient, key: RuntimeKey) -> RuntimeRecord | None:
         """Deployment `key` if discovery would list it (its labels match the selector), else None."""
-        call = partial(apps.list_namespaced_deployment_without_preload_content, key.namespace,
+        call = partial(collection_endpoint(api, DEPLOYMENTS, key.namespace),
                        label_selector=self._label_selector, field_selector=f"metadata.name={key.deployment}",
                        _request_timeout=self._request_timeout_s)
         document = await read_json(call, f"list Deployment {key}")
@@ -187,11 +188,11 @@ class DeploymentResync:
                 return parse_deployment(item, key)
         return None
 
-    async def _read_discovered(self, apps: AppsV1Api, key: RuntimeKey) -> RuntimeRecord | None:
+    async def _read_discovered(self, api: ApiClient, key: RuntimeKey) -> RuntimeRecord | None:
         """A discovered runtime's Deployment by name; None when it is gone (removed at once: left to the resync,
         it stayed a runtime with replicas and no pods, 503 "no ready pods" with a WARNING, for up to 30 s, and its
         memory was kept for a Deployment created again under its name)."""
-        call = partial(apps.read_namespaced_deployment_without_preload_content, key.deployment, key.namespace,
+        call = partial(deployment_endpoint(api, key.namespace, key.deployment),
                        _request_timeout=self._request_timeout_s)
         try:
             document = await read_json(call, f"read Deployment {key}")
@@ -235,11 +236,11 @@ class DeploymentResync:
     async def _refresh(self) -> None:
         """Read every runtime's Deployment; replace the runtime table only when every read worked."""
         self._reading = None
-        apps = AppsV1Api(self._client())
+        api = self._client()
         self._reads += 1
         started = self._reads
         fresh: dict[RuntimeKey, RuntimeRecord] = {}
-        reads = [self._read_deployment(apps, key) for key in self._static]
+        reads = [self._read_deployment(api, key) for key in self._static]
         for key, outcome in zip(self._static, await asyncio.gather(*reads, return_exceptions=True), strict=True):
             if isinstance(outcome, BaseException):
                 self._reading = key.namespace
@@ -248,7 +249,7 @@ class DeploymentResync:
         if self._discover:
             for namespace in self._namespaces if self._namespaces is not None else (None,):
                 self._reading = namespace
-                for runtime in await self._list_deployments(apps, namespace):
+                for runtime in await self._list_deployments(api, namespace):
                     fresh.setdefault(runtime.key, runtime)
         # A runtime read by name after this resync started is newer than what this resync read of it (or found
         # its Deployment gone), or found a runtime this resync listed too early to see.
@@ -268,14 +269,10 @@ class DeploymentResync:
             self.runtimes = fresh
             self._on_change()
 
-    async def _read_deployment(self, apps: AppsV1Api, key: RuntimeKey) -> RuntimeRecord:
+    async def _read_deployment(self, api: ApiClient, key: RuntimeKey) -> RuntimeRecord:
         what = f"read Deployment {key}"
-        call = partial(
-            apps.read_namespaced_deployment_without_preload_content,
-            key.deployment,
-            key.namespace,
-            _request_timeout=self._request_timeout_s,
-        )
+        call = partial(deployment_endpoint(api, key.namespace, key.deployment),
+                       _request_timeout=self._request_timeout_s)
         try:
             document = await read_json(call, what)
         except KubeApiError as error:
@@ -292,15 +289,12 @@ class DeploymentResync:
         self._missing.discard(key)
         return parse_deployment(document, key)
 
-    async def _list_deployments(self, apps: AppsV1Api, namespace: Scope) -> list[RuntimeRecord]:
+    async def _list_deployments(self, api: ApiClient, namespace: Scope) -> list[RuntimeRecord]:
         options: dict[str, Any] = {
             "label_selector": self._label_selector,
             "_request_timeout": self._request_timeout_s,
         }
-        if namespace is None:
-            call = partial(apps.list_deployment_for_all_namespaces_without_preload_content, **options)
-        else:
-            call = partial(apps.list_namespaced_deployment_without_preload_content, namespace, **options)
+        call = partial(collection_endpoint(api, DEPLOYMENTS, namespace), **options)
         document = await read_json(call, f"list Deployments in {scope_name(namespace)}")
         runtimes = []
         for item in document.get("items") or []:

@@ -33,10 +33,10 @@ from functools import partial
 from typing import Any, Final
 
 import aiohttp
-from kubernetes.aio.client import AutoscalingV2Api
 
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.list_watch import ListWatch
+from autoscaler.kube.paths import HPAS, collection_endpoint
 from autoscaler.kube.raw import JSON, Scope, scope_name
 from autoscaler.kube.session import ClientFactory, KubeSession
 from autoscaler.model import RuntimeKey
@@ -237,10 +237,7 @@ class HpaWatch:
         await self._session.close()
 
     def _endpoint(self, scope: Scope, **options: Any) -> Awaitable[aiohttp.ClientResponse]:
-        api = AutoscalingV2Api(self._session.client())
-        if scope is None:
-            return api.list_horizontal_pod_autoscaler_for_all_namespaces_without_preload_content(**options)
-        return api.list_namespaced_horizontal_pod_autoscaler_without_preload_content(scope, **options)
+        return collection_endpoint(self._session.client(), HPAS, scope)(**options)
 
     def _failed(self, scope: Scope, error: Exception, failures: int) -> None:
         self._answered(scope)

@@ -22,9 +22,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
-from kubernetes.aio.client import ApiClient, CoreV1Api
+from kubernetes.aio.client import ApiClient
 
 from autoscaler.kube.list_watch import ListWatch
+from autoscaler.kube.paths import PODS, collection_endpoint
 from autoscaler.kube.raw import JSON, Scope, scope_name
 from autoscaler.sources.kube_objects import MODELMESH_NAME_LABEL, PodRecord, deletion_cost_of, parse_pod
 
@@ -90,10 +91,7 @@ class PodWatch:
         await self._loop.run()
 
     def _endpoint(self, **options: Any) -> Awaitable[aiohttp.ClientResponse]:
-        core = CoreV1Api(self._client())
-        if self.scope is None:
-            return core.list_pod_for_all_namespaces_without_preload_content(**options)
-        return core.list_namespaced_pod_without_preload_content(self.scope, **options)
+        return collection_endpoint(self._client(), PODS, self.scope)(**options)
 
     def _synced(self) -> None:
         self._set_ok(True)

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from autoscaler.model import RuntimeKey
-from autoscaler.sources import kube_deployments
 from autoscaler.sources.kube_deployments import DeploymentResync
 from autoscaler.sources.kube_objects import RuntimeRecord, fallback_selector
 
@@ -34,20 +33,19 @@ class SlowCluster:
     def record(self) -> RuntimeRecord:
         return RuntimeRecord(KEY, fallback_selector(KEY), self.replicas)
 
-    async def list(self, apps: Any, namespace: str | None) -> list[RuntimeRecord]:
+    async def list(self, api: Any, namespace: str | None) -> list[RuntimeRecord]:
         seen = self.record()
         await self.list_gate.wait()
         return [seen]
 
-    async def get(self, apps: Any, key: RuntimeKey) -> RuntimeRecord:
+    async def get(self, api: Any, key: RuntimeKey) -> RuntimeRecord:
         seen = self.record()
         await self.get_gate.wait()
         return seen
 
 
 @pytest.fixture
-def resync(monkeypatch: pytest.MonkeyPatch) -> DeploymentResync:
-    monkeypatch.setattr(kube_deployments, "AppsV1Api", lambda client: None)
+def resync() -> DeploymentResync:
     return DeploymentResync(lambda: None, static=(), discover=True, namespaces=None,  # type: ignore[arg-type,return-value]
                             label_selector="modelmesh-service", resync_interval_s=3600.0, request_timeout_s=1.0,
                             backoff=lambda failures: 0.0, on_change=lambda: None)
