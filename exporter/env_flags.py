@@ -95,12 +95,15 @@ def unknown_variables(options: Iterable[EnvFlag], environ: Mapping[str, str], pr
     one is close. A typo in a pod spec (`EXPORTER_MODELMESH_INSECRUE`) was ignored without a word and showed
     only later, as the failure the setting was to prevent. Not refused: a Service's links share the prefix."""
     known = {option.env for option in options}
+    # Compared without the prefix every name shares: with it, `AUTOSCALER_PORT` read as close to
+    # `AUTOSCALER_SOURCE` (0.8 of the letters alike, 0.4 past the prefix) and the hint named a setting nobody meant.
+    tails = {env.removeprefix(prefix): env for env in known}
     said = []
     for name in sorted(environ):
         if not name.startswith(prefix) or name in known or _is_service_link(name, environ[name]):
             continue
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
-        meant = f" (did you mean {close[0]}?)" if close else ""
+        close = difflib.get_close_matches(name.removeprefix(prefix), tails, n=1, cutoff=0.7)
+        meant = f" (did you mean {tails[close[0]]}?)" if close else ""
         said.append(f"environment variable {name} is not a setting{meant}; ignored (--help lists every variable)")
     return said
 

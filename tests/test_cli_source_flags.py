@@ -8,6 +8,8 @@ A warning, not a refusal: an adapter that starts today with a leftover variable 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -76,3 +78,22 @@ def test_every_setting_the_warning_can_name_is_a_flag_of_serve() -> None:
     commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     flags = {s for action in commands.choices["serve"]._actions for s in action.option_strings}
     assert {_flag(name) for name in (*_PROMETHEUS_ONLY, *_SCRAPE_ONLY)} <= flags
+
+
+@pytest.mark.parametrize(("flags", "says"), [
+    (["--prometheus-ca-file", "{missing}"], "argument --prometheus-ca-file: cannot use '{missing}' as a CA bundle"),
+    (["--prometheus-token-file", "{missing}"], "argument --prometheus-token-file: cannot read a token from"),
+    (["--source", "prometheus", "--prometheus-url", "http://127.0.0.1:9/", "--exporter-ca-file", "{missing}"],
+     "argument --exporter-ca-file: cannot use '{missing}' as a CA bundle"),
+])
+def test_a_file_setting_of_the_other_source_must_still_name_a_file(tmp_path: Path, flags: list[str],
+                                                                   says: str) -> None:
+    """Unused, it only warns; a path that does not exist is a mistake either way, and the docs said both (that
+    the adapter still starts, and that the file is checked at start): it is refused at start, naming the flag."""
+    missing = str(tmp_path / "nothere.pem")
+    args = [sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev", "--listen", "127.0.0.1:9",
+            "--targets", str(tmp_path / "targets.yaml"), *(flag.format(missing=missing) for flag in flags)]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert says.format(missing=missing) in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr

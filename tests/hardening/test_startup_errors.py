@@ -279,3 +279,15 @@ def test_a_targets_file_mistake_is_one_line_naming_the_file_where_and_what(
     path.write_text(text)
     line = one_line(serve(tmp_path, ["--insecure-dev", "--workers", "0", "--targets", str(path)]))
     assert f"cannot start: --targets: {says.format(path=path)}" in line, line
+
+
+def test_a_variable_close_to_no_setting_gets_no_hint_naming_an_unrelated_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`AUTOSCALER_PORT=443` (a port meant for --listen) was told "did you mean AUTOSCALER_SOURCE?": the shared
+    `AUTOSCALER_` made the two look alike."""
+    monkeypatch.setenv("AUTOSCALER_PORT", "443")
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "https://127.0.0.1:1")
+    result = serve(tmp_path, ["--kubeconfig", str(kubeconfig), "--targets", targets(tmp_path), "--workers", "0",
+                              "--listen", "203.0.113.5:6443"])
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert "environment variable AUTOSCALER_PORT is not a setting; ignored" in lines[0], lines[0]
