@@ -27,7 +27,15 @@ from typing import Any, Final, Literal
 from autoscaler.kube_names import DNS_SUBDOMAIN
 from exporter import env_flags
 from exporter.env_flags import DNS_LABEL, EnvFlag, EnvFlagError, namespace, resolve_flags, where_given
-from exporter.settings import boolean, ca_file, file_path, host_port, metrics_url, without_password
+from exporter.settings import (
+    boolean,
+    ca_file,
+    file_path,
+    host_port,
+    metrics_url,
+    seconds_within,
+    without_password,
+)
 
 ENV_PREFIX: Final = "AUTOSCALER_"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -252,13 +260,8 @@ REFRESH_INTERVAL_RANGE_S: Final = (0.1, 3600.0)
 the adapter was starved of CPU; 1e20 never refreshed after the first."""
 
 
-def refresh_interval(value: str) -> float:
-    """Seconds between refreshes, within `REFRESH_INTERVAL_RANGE_S`."""
-    number = _number(value)
-    lowest, highest = REFRESH_INTERVAL_RANGE_S
-    if not lowest <= number <= highest:
-        raise argparse.ArgumentTypeError(f"must be {lowest:g} to {highest:g} seconds, got {value!r}")
-    return number
+refresh_interval = seconds_within(*REFRESH_INTERVAL_RANGE_S, read=_number)
+"""Seconds between refreshes, within `REFRESH_INTERVAL_RANGE_S`."""
 
 
 def niceness(value: str) -> int:

@@ -15,7 +15,7 @@ import math
 import os
 import ssl
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, NoReturn
@@ -111,13 +111,22 @@ MODELMESH_INTERVAL_RANGE_S = (0.1, 3600.0)
 """The ModelMesh read intervals taken: 1e-6 (a slip of unit) polled ModelMesh without pause, a third of a core."""
 
 
-def modelmesh_interval(value: str) -> float:
-    """Seconds between ModelMesh reads, within `MODELMESH_INTERVAL_RANGE_S`."""
-    number = seconds(value)
-    lowest, highest = MODELMESH_INTERVAL_RANGE_S
-    if not lowest <= number <= highest:
-        raise argparse.ArgumentTypeError(f"must be {lowest:g} to {highest:g} seconds, got {value!r}")
-    return number
+def seconds_within(lowest: float, highest: float,
+                   read: Callable[[str], float] = seconds) -> Callable[[str], float]:
+    """A flag's converter: seconds as `read` reads them, refused outside [`lowest`, `highest`] (an interval given
+    in the wrong unit, 1e-6 or 1e20, ran without pause or never)."""
+
+    def convert(value: str) -> float:
+        number = read(value)
+        if not lowest <= number <= highest:
+            raise argparse.ArgumentTypeError(f"must be {lowest:g} to {highest:g} seconds, got {value!r}")
+        return number
+
+    return convert
+
+
+modelmesh_interval = seconds_within(*MODELMESH_INTERVAL_RANGE_S)
+"""Seconds between ModelMesh reads, within `MODELMESH_INTERVAL_RANGE_S`."""
 
 
 def seconds_or_off(value: str) -> float:

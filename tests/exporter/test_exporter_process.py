@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -80,18 +79,6 @@ def test_listen_address_from_its_environment_variable(tmp_path: Path) -> None:
         assert status == 200
         assert 'collector="gpu"' not in body  # EXPORTER_NO_GPU: no GPU collector at all
         assert f'{names.COLLECTOR_SUCCESS}{{collector="modelmesh"}}' in body
-
-
-def test_sigterm_stops_the_exporter_and_says_so(tmp_path: Path) -> None:
-    port = free_port()
-    log = tmp_path / "exporter.log"
-    with running(["exporter.cli", "--listen", f"127.0.0.1:{port}", "--no-gpu", "--modelmesh-url",
-                  "http://127.0.0.1:1/metrics"], f"http://127.0.0.1:{port}/healthz", log) as exporter:
-        exporter.send_signal(signal.SIGTERM)
-        assert exporter.wait(timeout=10) == 0
-    text = log.read_text()
-    assert text.rstrip().endswith("stopping: /metrics closes and the background sampling ends")
-    assert "Traceback" not in text
 
 
 @dataclass

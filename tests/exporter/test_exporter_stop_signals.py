@@ -15,15 +15,17 @@ import pytest
 from tests.support.processes import free_port, running, start, wait_until_logged
 
 
-def test_sighup_stops_a_serving_exporter_and_says_so(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_stops_a_serving_exporter_and_says_so(tmp_path: Path, signum: signal.Signals) -> None:
     port = free_port()
     log = tmp_path / "exporter.log"
     with running(["exporter.cli", "--listen", f"127.0.0.1:{port}", "--no-gpu", "--modelmesh-url",
                   "http://127.0.0.1:1/metrics"], f"http://127.0.0.1:{port}/healthz", log) as exporter:
-        exporter.send_signal(signal.SIGHUP)
+        exporter.send_signal(signum)
         assert exporter.wait(timeout=60) == 0, log.read_text()
     text = log.read_text()
     assert text.rstrip().endswith("stopping: /metrics closes and the background sampling ends"), text
+    assert "Traceback" not in text
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
