@@ -33,7 +33,6 @@ HpaBounds = Callable[[RuntimeKey], tuple[int | None, int | None]]
 """(minReplicas, maxReplicas) of the HPA that scales a runtime, (None, None) when none does."""
 
 
-
 class Refresher:
     def __init__(
         self,

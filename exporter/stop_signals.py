@@ -72,7 +72,6 @@ class StopSignals:
             reading.close()
             writing.close()
 
-
     def hold(self) -> None:
         """Ignore the stopping signals for the rest of the process: called once the clean-up is over and the
         exit code logged, so that a signal still coming (one every few milliseconds, as a supervisor may send)

@@ -31,7 +31,6 @@ def show_value(value: object) -> str:
     return "null" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
-
 _NULL_WORDS: Final = frozenset({"", "null", "none", "~"})
 
 

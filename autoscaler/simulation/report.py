@@ -57,7 +57,6 @@ class ProgressBar:
         self.stream.flush()
 
 
-
 def ratio_figure(ratio: float) -> float:
     """`ratio` to 3 decimals, or to 3 significant digits below SMALL_RATIO: rounded to 3 decimals, 1 delayed
     request against mean-hpa's 3,190 read 0.0 in report.json and "0x" in the table, taken for no delays."""

@@ -183,7 +183,6 @@ def tls_failed(url: str, error: requests.exceptions.SSLError) -> PrometheusSourc
     return PrometheusSourceError(REASON_TLS, f"{shown(url)}: {said}; {hint}")
 
 
-
 def not_json(url: str, error: requests.exceptions.JSONDecodeError) -> PrometheusSourceError:
     """A 200 whose body the library could not read as JSON (and that did not say it was HTML)."""
     return PrometheusSourceError(

@@ -106,7 +106,6 @@ counts it in the request histogram when it ends, so a queue count with no reques
 vanishes is refused as a garbled read (`CounterWindow`); one never seen has nothing to lose, and read 0 silently."""
 
 
-
 class ModelMeshCollector(Collector):
     """Scrapes ModelMesh in the background and publishes the per-pod load and cache metrics.
 

@@ -287,7 +287,6 @@ async def test_a_scale_write_reaches_the_runtime_within_a_round_trip(
                 await task
 
 
-
 async def test_the_watch_knows_what_the_hpa_asked_for_each_runtime(kube: FakeKubeApi, kube_client: KubeClient) -> None:
     """Part of "what runs" for a runtime a restarted adapter has no memory of (autoscaler.policies.warmup):
     the HPA's last write to the RuntimeScale, on any replica, before the bridge has carried it anywhere."""

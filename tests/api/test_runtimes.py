@@ -138,7 +138,6 @@ def test_non_finite_numbers_become_null() -> None:
     assert explanation(runtime_view(now=NOW))["refreshed"] == "2023-11-14T22:13:20Z"
 
 
-
 async def test_a_new_refresh_is_served_at_once_not_a_cached_answer(aiohttp_client: ClientFactory) -> None:
     refresher = refresher_with(runtime_view(KEY))
     client = await aiohttp_client(build_api_app(refresher, refresher.metrics))

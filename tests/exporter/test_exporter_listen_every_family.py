@@ -26,7 +26,6 @@ def shipped_listen() -> str:
     return value
 
 
-
 def test_the_shipped_sidecar_answers_on_ipv6_and_ipv4(tmp_path: Path) -> None:
     """On a machine with IPv6 both families answer; on one without it (a pod or container with IPv6 turned off)
     the same setting still starts the sidecar, on IPv4 alone, instead of failing to bind."""

@@ -274,7 +274,6 @@ def test_series_set_one_at_a_time_read_as_a_prometheus_client_gauge(
     assert set(generate_latest(registry).splitlines()) == set(generate_latest(reference).splitlines())
 
 
-
 async def test_a_new_leader_bridging_a_fleet_logs_a_few_lines(
         kube: FakeKubeApi, kube_client: KubeClient, caplog: pytest.LogCaptureFixture) -> None:
     """Every new leader's first pass finds every RuntimeScale's `Ready` reason anew: one line per reason, not

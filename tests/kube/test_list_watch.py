@@ -83,8 +83,6 @@ async def running(loop: ListWatch) -> AsyncIterator[None]:
             await task
 
 
-
-
 def pod_lists(kube: FakeKubeApi) -> list[dict[str, str]]:
     return [r.query for r in kube.requests if r.resource == "pods" and not r.query.get("watch")]
 

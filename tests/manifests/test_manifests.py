@@ -525,7 +525,6 @@ def test_runtime_has_no_autoscaler_class_so_its_spec_replicas_rule() -> None:
     assert runtime["spec"]["multiModel"] is True
 
 
-
 def test_runtime_takes_predictors_that_name_their_protocol() -> None:
     # modelmesh-serving labels a runtime `pv:<protocol>` only from spec.protocolVersions (plus `pv:v2` for
     # grpc-v2 with the REST proxy: controllers/modelmesh/model_type_labels.go), and places a predictor that
@@ -573,7 +572,6 @@ def test_sidecar_obeys_modelmesh_rules_for_extra_containers() -> None:
         assert not 11881 <= port["containerPort"] < 11900
     assert sidecar["securityContext"]["runAsNonRoot"] is True
     assert sidecar["securityContext"]["readOnlyRootFilesystem"] is True
-
 
 
 def test_a_rollout_starts_the_new_replica_before_it_stops_an_old_one() -> None:

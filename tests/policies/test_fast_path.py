@@ -205,7 +205,6 @@ def test_ceil_pods_is_the_plain_formula(x: float) -> None:
     assert ceil_pods(x) == plain
 
 
-
 @PROPERTIES
 @given(values=st.lists(st.one_of(signal, st.sampled_from([-0.0, 1e308, 5e-324])).filter(lambda x: x is not None),
                        max_size=40),

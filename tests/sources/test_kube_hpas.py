@@ -36,8 +36,6 @@ async def watch(kube: FakeKubeApi) -> AsyncIterator[HpaWatch]:
     await subject.close()
 
 
-
-
 def started_watch(kube: FakeKubeApi, backoff: Callable[[int], float]) -> HpaWatch:
     settings = Configuration()
     settings.host = kube.url

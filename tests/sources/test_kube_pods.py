@@ -67,8 +67,6 @@ async def running(kube: FakeKubeApi) -> AsyncIterator[KubePodDiscovery]:
     await subject.close()
 
 
-
-
 def pods(subject: KubePodDiscovery, key: RuntimeKey = TRITON) -> dict[str, PodTarget]:
     runtime = subject.inventory().get(key)
     return {} if runtime is None else {pod.name: pod for pod in runtime.pods}
