@@ -69,8 +69,13 @@ def out_dir(value: str) -> Path:
     return Path(value)
 
 
+def _lower(value: str) -> str:
+    """A choice as written in any letter case, as `serve` takes its choices (`--source SCRAPE`)."""
+    return value.strip().lower()
+
+
 def _policies(value: str) -> tuple[str, ...]:
-    names = tuple(p.strip() for p in value.split(",") if p.strip())
+    names = tuple(_lower(p) for p in value.split(",") if p.strip())
     unknown = [n for n in names if n not in POLICY_NAMES]
     if unknown or not names:
         raise argparse.ArgumentTypeError(f"unknown policy {unknown[0] if unknown else value!r}; choose from "
@@ -112,7 +117,7 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                             f"{MAX_MODEL_HOURS:,} model-hours (a day of {MAX_MODEL_HOURS // 24:,} models) (default 24)")
     synth.add_argument("--rps", metavar="REQ/S", type=positive,
                        help=f"mean total requests per second, at most {MAX_SYNTHETIC_RPS:,} (default 150)")
-    synth.add_argument("--shape", choices=SHAPES,
+    synth.add_argument("--shape", type=_lower, choices=SHAPES,
                        help="popularity and time shape (default mixed: Zipf, daily cycle, bursts, churn)")
     shape = parser.add_argument_group("cluster")
     shape.add_argument("--pod-rps", metavar="REQ/S", type=positive, default=20.0,

@@ -650,3 +650,15 @@ def test_a_model_column_of_request_ids_is_refused_naming_the_column(tmp_path: Pa
             in result.stderr), result.stderr
     assert "Check the trace's model column (a model's name, not a request's id)" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_choices_are_taken_in_any_letter_case_as_serves_are(tmp_path: Path) -> None:
+    """`--shape STEADY` and `--policies Mean-HPA` were refused ("invalid choice"), while `serve` takes
+    `--source SCRAPE`: one command line, one rule."""
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--synthetic", "--models", "5", "--hours", "0.1", "--shape", "STEADY",
+                             "--policies", "Mean-HPA, Skew-Aware", "--out", str(out), "--no-plot", "--quiet"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert list(report["policies"]) == ["mean-hpa", "skew-aware"]
