@@ -179,14 +179,8 @@ class DeploymentResync:
 
     async def _find_discovered(self, api: ApiClient, key: RuntimeKey) -> RuntimeRecord | None:
         """Deployment `key` if discovery would list it (its labels match the selector), else None."""
-        call = partial(collection_endpoint(api, DEPLOYMENTS, key.namespace),
-                       label_selector=self._label_selector, field_selector=f"metadata.name={key.deployment}",
-                       _request_timeout=self._request_timeout_s)
-        document = await read_json(call, f"list Deployment {key}")
-        for item in document.get("items") or []:
-            if deployment_key(item) == key:
-                return parse_deployment(item, key)
-        return None
+        listed = await self._list_deployments(api, key.namespace, name=key.deployment)
+        return next((runtime for runtime in listed if runtime.key == key), None)
 
     async def _read_discovered(self, api: ApiClient, key: RuntimeKey) -> RuntimeRecord | None:
         """A discovered runtime's Deployment by name; None when it is gone (removed at once: left to the resync,
@@ -289,11 +283,15 @@ class DeploymentResync:
         self._missing.discard(key)
         return parse_deployment(document, key)
 
-    async def _list_deployments(self, api: ApiClient, namespace: Scope) -> list[RuntimeRecord]:
+    async def _list_deployments(self, api: ApiClient, namespace: Scope, name: str | None = None) -> list[RuntimeRecord]:
+        """The runtimes among the Deployments of `namespace` (None: all), by the discovery label selector; with
+        `name`, only that one (a field selector), for `discover_soon`."""
         options: dict[str, Any] = {
             "label_selector": self._label_selector,
             "_request_timeout": self._request_timeout_s,
         }
+        if name is not None:
+            options["field_selector"] = f"metadata.name={name}"
         call = partial(collection_endpoint(api, DEPLOYMENTS, namespace), **options)
         document = await read_json(call, f"list Deployments in {scope_name(namespace)}")
         runtimes = []

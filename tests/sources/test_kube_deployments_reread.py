@@ -33,7 +33,7 @@ class SlowCluster:
     def record(self) -> RuntimeRecord:
         return RuntimeRecord(KEY, fallback_selector(KEY), self.replicas)
 
-    async def list(self, api: Any, namespace: str | None) -> list[RuntimeRecord]:
+    async def list(self, api: Any, namespace: str | None, name: str | None = None) -> list[RuntimeRecord]:
         seen = self.record()
         await self.list_gate.wait()
         return [seen]
