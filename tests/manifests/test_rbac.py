@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import functools
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,7 +80,8 @@ def calls(tmp_path_factory: pytest.TempPathFactory) -> set[Call]:
     return asyncio.run(_record_calls(tmp_path_factory.mktemp("rbac")))
 
 
-async def _record_calls(workdir: Path) -> set[Call]:
+async def _record_calls(workdir: Path, serve_args: Sequence[str] = ()) -> set[Call]:
+    """The calls of one `serve` run with every part switched on; `serve_args` added to its command line."""
     async with FakeKubeApi() as kube, _modelmesh_pod() as mm_port:
         kube.set_authentication_config(requestheader_client_ca=_a_ca_pem())
         kube.tokens["hpa-token"] = (HPA_USER, ["system:serviceaccounts"])
@@ -109,7 +110,7 @@ async def _record_calls(workdir: Path) -> set[Call]:
                 ["autoscaler.cli", "serve", "--listen", f"127.0.0.1:{adapter_port}", "--kubeconfig", str(kubeconfig),
                  "--config", str(policy), "--exporter-port", str(exporter_port), "--refresh-interval", "1",
                  "--window", "3", "--leader-elect", "true", "--leader-elect-lease-duration", "2",
-                 "--leader-elect-renew-deadline", "1.5", "--leader-elect-retry-period", "0.2"],
+                 "--leader-elect-renew-deadline", "1.5", "--leader-elect-retry-period", "0.2", *serve_args],
                 f"https://127.0.0.1:{adapter_port}/healthz", workdir / "adapter.log"))
             context = ssl.create_default_context()
             context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
@@ -165,9 +166,10 @@ def _a_ca_pem() -> str:
     return trustme.CA().cert_pem.bytes().decode()
 
 
-def grants() -> list[tuple[str, str | None, dict[str, Any]]]:
-    """(role name, namespace or None for cluster-wide, rule) for every rule bound to the adapter's account."""
-    objects = kustomize(BASE)
+def grants(directory: Path = BASE) -> list[tuple[str, str | None, dict[str, Any]]]:
+    """(role name, namespace or None for cluster-wide, rule) for every rule bound to the adapter's account by
+    what `directory` renders."""
+    objects = kustomize(directory)
     roles = {(o["kind"], o["metadata"]["name"]): o for o in objects if o["kind"] in ("Role", "ClusterRole")}
     bound: list[tuple[str, str | None, dict[str, Any]]] = []
     for binding in (o for o in objects if o["kind"] in ("RoleBinding", "ClusterRoleBinding")):
