@@ -14,11 +14,12 @@ import dataclasses
 import shutil
 from pathlib import Path
 
+import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
 
 from tests.manifests.support import MANIFESTS, kustomize
-from tests.manifests.test_manifests import adapter_deployment, serve_settings
+from tests.manifests.test_manifests import KUBERNETES_VERSIONS, adapter_deployment, serve_settings
 from tests.manifests.test_rbac import BUILT_IN, NS, Call, _record_calls, allows, grants
 
 pytestmark = pytest.mark.slow
@@ -131,3 +132,14 @@ def test_the_shipped_overlay_serves_the_namespaces_it_binds() -> None:
              if o["kind"] == "RoleBinding" and o["roleRef"]["name"] == "modelmesh-autoscaler-runtime-namespace"}
 
     assert served == bound == {NS}
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+def test_what_the_overlay_changes_is_valid_for_kubernetes(version: str) -> None:
+    """The objects it adds or patches (the rest are the base's, checked with it)."""
+    base = kustomize(MANIFESTS / "base")
+    changed = [o for o in kustomize(MANIFESTS / OVERLAY) if o not in base]
+
+    assert {o["kind"] for o in changed} == {"ClusterRole", "RoleBinding", "Deployment"}
+    for obj in changed:
+        kubernetes_validate.validate(obj, version, strict=True)
