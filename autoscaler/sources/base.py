@@ -45,6 +45,9 @@ class PodTarget:
     undeclared_exporter_port: int | None = None
     """The exporter's port, where the pod's containers declare ports and not this one: it runs no exporter
     sidecar, so it is not scraped (a `no_exporter` problem in /debug, not a source error)."""
+    uid: str | None = None
+    """The pod's `metadata.uid` (Kubernetes discovery; None in a targets file): a pod created again under the
+    same name, even in the same second, is another pod, whose readings are its own."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,6 +48,8 @@ class PodRecord:
     controlled: bool = False
     """Whether a controller owns it (`ownerReferences` with `controller: true`); with `deployment` None, one
     that is no Deployment's ReplicaSet (another kind, or not named for the pod's template hash)."""
+    uid: str | None = None
+    """`metadata.uid`: which pod of the name it is (`PodTarget.uid`)."""
 
 
 @dataclass(slots=True)
@@ -90,6 +92,7 @@ def parse_pod(obj: Any) -> PodRecord | None:
         _owning_deployment(controller, labels),
         _declared_ports(_mapping(_mapping(obj).get("spec"))),
         controller is not None,
+        uid if isinstance(uid := metadata.get("uid"), str) and uid else None,
     )
 
 
@@ -236,9 +239,10 @@ def _runs_under(key: RuntimeKey, pod: PodRecord) -> bool:
 
 def _target(pod: PodRecord, exporter_port: int) -> PodTarget:
     if pod.declared_ports is not None and exporter_port not in pod.declared_ports:
-        return PodTarget(pod.name, pod.ready, None, pod.created_at, undeclared_exporter_port=exporter_port)
+        return PodTarget(pod.name, pod.ready, None, pod.created_at, undeclared_exporter_port=exporter_port,
+                         uid=pod.uid)
     url = None
     if pod.ip:
         host = f"[{pod.ip}]" if ":" in pod.ip else pod.ip
         url = f"http://{host}:{exporter_port}/metrics"
-    return PodTarget(pod.name, pod.ready, url, pod.created_at)
+    return PodTarget(pod.name, pod.ready, url, pod.created_at, uid=pod.uid)

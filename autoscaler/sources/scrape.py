@@ -53,6 +53,9 @@ from exporter import names
 log = logging.getLogger(__name__)
 
 _PodKey = tuple[RuntimeKey, str]
+_PodId = tuple[RuntimeKey, str, str | None]
+"""A pod's last good sample is its own: the runtime, the pod's name and its uid (a pod created again under the
+name is another pod), never its address, which a pod gone may leave to another."""
 
 REASON_NO_EXPORTER: Final = "no_exporter"
 """A `SourceProblem`'s reason, not an error: a Ready pod runs no exporter sidecar
@@ -93,7 +96,7 @@ class ScrapeSource:
         self._ssl: ssl.SSLContext | bool = ssl_context if ssl_context is not None else True
         self._clock = clock
         self._session: aiohttp.ClientSession | None = None
-        self._last_good: dict[_PodKey, PodSample] = {}
+        self._last_good: dict[_PodId, PodSample] = {}
         self._clock_offsets: dict[_PodKey, float] = {}  # pods whose exporter clock is off, as last logged
         self._retries = retries or ScrapeRetries()
         self.errors: Counter[str] = Counter()
@@ -160,8 +163,9 @@ class ScrapeSource:
 
     def _fallback(self, key: RuntimeKey, pod: PodTarget) -> PodSample:
         """The pod's last good sample, or none. Not another pod's of the same name (created again: a StatefulSet-
-        like controller, a hand-made pod), whose reading was held for the new one and counted fresh."""
-        remembered = self._last_good.get((key, pod.name))
+        like controller, a hand-made pod; in the same second too, which its creation time cannot tell), whose
+        reading was held for the new one and counted fresh."""
+        remembered = self._last_good.get(_pod_id(key, pod))
         if remembered is None or remembered.created_at != pod.created_at:
             return PodSample(name=pod.name, ready=pod.ready, created_at=pod.created_at)
         return _with_readiness(remembered, pod)
@@ -195,7 +199,7 @@ class ScrapeSource:
                              f"{pod.url}: no answer before the refresh deadline of {self._deadline_s:g} s", now)
                 raise
         self._note_clock((key, pod.name), offset)
-        if sample.sampled_at is None and (key, pod.name) in self._last_good:
+        if sample.sampled_at is None and _pod_id(key, pod) in self._last_good:
             return key, self._garbled(key, pod, sample, now)
         failing = self._failing.get(key)
         ended = failing.pop(pod.name, None) if failing is not None else None
@@ -203,7 +207,7 @@ class ScrapeSource:
         # corrected (a new streak: none of its own to end). Pods left unsent had one line for all of them.
         if self._retries.succeeded(_streak(key, pod)) or (ended is not None and ended.reason != REASON_NOT_SCRAPED):
             self._news.recovered(f"{key}/{pod.name}")
-        self._last_good[(key, pod.name)] = sample
+        self._last_good[_pod_id(key, pod)] = sample
         return key, sample
 
     def _garbled(self, key: RuntimeKey, pod: PodTarget, sample: PodSample, now: float) -> PodSample:
@@ -219,7 +223,7 @@ class ScrapeSource:
         held = self._fallback(key, pod)
         if sample.gpu_sampled_at is not None:
             held = replace(held, gpu_busy=sample.gpu_busy, gpu_sampled_at=sample.gpu_sampled_at)
-        self._last_good[(key, pod.name)] = held
+        self._last_good[_pod_id(key, pod)] = held
         return held
 
     def _note_without_exporter(self, pods: list[tuple[RuntimeKey, PodTarget]], now: float) -> None:
@@ -288,8 +292,9 @@ class ScrapeSource:
 
     def _forget_vanished(self, inventory: dict[RuntimeKey, RuntimeInventory]) -> None:
         known = {(key, pod.name) for key, runtime in inventory.items() for pod in runtime.pods}
-        for entry in [entry for entry in self._last_good if entry not in known]:
-            del self._last_good[entry]
+        pods = {_pod_id(key, pod) for key, runtime in inventory.items() for pod in runtime.pods}
+        for held in [held for held in self._last_good if held not in pods]:
+            del self._last_good[held]
         for entry in [entry for entry in self._clock_offsets if entry not in known]:
             del self._clock_offsets[entry]
         for runtime, failing in list(self._failing.items()):  # a pod gone, or no longer scraped (not Ready)
@@ -317,6 +322,10 @@ def _streak(key: RuntimeKey, pod: PodTarget) -> tuple[RuntimeKey, str, str | Non
     """A pod's failure streak is its URL's too: a URL fixed in the targets file (or a pod's new IP) is a new
     address, tried at once, not after the old one's backoff (up to a minute with no fresh reading)."""
     return key, pod.name, pod.url
+
+
+def _pod_id(key: RuntimeKey, pod: PodTarget) -> _PodId:
+    return key, pod.name, pod.uid
 
 
 def _with_readiness(sample: PodSample, pod: PodTarget) -> PodSample:

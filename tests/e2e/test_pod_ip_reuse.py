@@ -1,0 +1,136 @@
+"""A pod's address or name taken by another pod while the adapter runs, as an operator sees it in /debug and
+with `kubectl get --raw`: real exporters on the pods' own loopback IPs, the real adapter in cluster mode over
+the fake Kubernetes API.
+
+- Its node is lost, and the pod object still reads Ready (the node controller has not noticed yet) when a pod
+  of another runtime starts on another node with the same IP (a cloud CNI hands a terminated instance's IPs
+  out again at once). The address answers with the new pod's exporter: its load is the new pod's, never the
+  lost pod's nor its runtime's.
+- A pod deleted and created again under the same name within the same second (a hand-made pod, a
+  StatefulSet-like controller): the new pod has no reading yet, and the dead one's numbers are not held for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from aiohttp import web
+
+from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
+from tests.e2e.cluster_pods import start_pod
+from tests.fakes.kube import FakeKubeApi
+from tests.support.kubectl import get_raw, write_kubeconfig
+from tests.support.processes import free_port, running
+
+pytestmark = pytest.mark.slow
+
+NS = "modelmesh-serving"
+TRITON, ONNX = "modelmesh-serving-triton", "modelmesh-serving-onnx"
+T = TypeVar("T")
+
+
+def selector(deployment: str) -> dict[str, str]:
+    return {"modelmesh-service": "modelmesh-serving", "name": deployment}
+
+
+@dataclass
+class Cluster:
+    kube: FakeKubeApi
+    workdir: Path
+    exporter_port: int
+    kubeconfig: Path = Path()
+    pods: dict[str, tuple[contextlib.ExitStack, web.AppRunner]] = field(default_factory=dict)
+
+    async def start_pod(self, name: str, deployment: str, ip: str, rps: float) -> None:
+        """A Ready pod of `deployment` at `ip` whose ModelMesh serves `rps`, its exporter answering there."""
+        stack = contextlib.ExitStack()
+        runner = await start_pod(stack, self.kube, FakeModelMesh(ModelMeshLoad(requests_per_second=rps)),
+                                 namespace=NS, name=name, ip=ip, labels=selector(deployment),
+                                 exporter_port=self.exporter_port, logs=self.workdir)
+        self.pods[name] = (stack, runner)
+
+    async def lose_node_of(self, name: str) -> None:
+        """The pod's processes are gone; its object stays as it was (Ready, its IP), as when its node is lost."""
+        stack, runner = self.pods.pop(name)
+        await asyncio.to_thread(stack.close)
+        await runner.cleanup()
+
+    async def debug(self, deployment: str) -> dict[str, Any]:
+        code, document = await asyncio.to_thread(get_raw, self.kubeconfig, f"/debug/runtimes/{NS}/{deployment}")
+        assert code == 0, document
+        return dict(document)
+
+    async def pod_rps(self, deployment: str) -> dict[str, float | None]:
+        """Each pod's request rate as /debug shows it (None: no fresh reading)."""
+        document = await self.debug(deployment)
+        return {pod["name"]: pod["requests_per_second"] if pod["fresh"] else None for pod in document["pods"]}
+
+
+async def eventually(check: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
+    try:
+        async with asyncio.timeout(timeout):
+            while not (result := await check()):
+                await asyncio.sleep(0.5)
+            return result
+    except TimeoutError:
+        raise AssertionError(f"not within {timeout} s: {what}") from None
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    adapter_port = free_port()
+    async with FakeKubeApi() as kube:
+        for deployment in (TRITON, ONNX):
+            kube.add_deployment(NS, deployment, replicas=2, labels=selector(deployment), selector=selector(deployment),
+                                annotations={"autoscaler.modelmesh.io/target-rps-per-pod": "100"})
+        state = Cluster(kube, tmp_path, free_port())
+        try:
+            await state.start_pod("triton-a", TRITON, "127.0.0.71", 300.0)
+            await state.start_pod("triton-b", TRITON, "127.0.0.72", 10.0)
+            await state.start_pod("onnx-a", ONNX, "127.0.0.73", 5.0)
+            with running(["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{adapter_port}",
+                          "--kubeconfig", str(kube.write_kubeconfig(tmp_path / "cluster.kubeconfig")),
+                          "--exporter-port", str(state.exporter_port), "--refresh-interval", "1", "--window", "3",
+                          "--leader-elect", "false"],
+                         f"https://127.0.0.1:{adapter_port}/healthz", tmp_path / "adapter.log"):
+                state.kubeconfig = write_kubeconfig(tmp_path / "adapter.kubeconfig",
+                                                    f"https://127.0.0.1:{adapter_port}")
+                await eventually(lambda: _above(state, TRITON, "triton-a", 200), "triton-a's load is read")
+                yield state
+        finally:
+            for name in list(state.pods):
+                await state.lose_node_of(name)
+
+
+async def _above(cluster: Cluster, deployment: str, pod: str, rps: float) -> bool:
+    with contextlib.suppress(AssertionError):
+        return ((await cluster.pod_rps(deployment)).get(pod) or 0.0) > rps
+    return False
+
+
+async def test_a_pod_created_again_under_its_name_in_the_same_second_gets_none_of_the_dead_pods_numbers(
+    cluster: Cluster,
+) -> None:
+    created = datetime.strptime(cluster.kube.stored("pods", NS, "triton-a")["metadata"]["creationTimestamp"],
+                                "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    await cluster.lose_node_of("triton-a")
+    cluster.kube.delete_pod(NS, "triton-a")
+    # Another pod of the name, as one second's timestamp reads it the same, on an address nothing answers yet.
+    cluster.kube.add_pod(NS, "triton-a", labels={**selector(TRITON), "pod-template-hash": "abc"}, ip="127.0.0.74",
+                         created=created)
+    new_uid = cluster.kube.stored("pods", NS, "triton-a")["metadata"]["uid"]
+
+    async def refused() -> bool:
+        problems = (await cluster.debug(TRITON))["source"]["problems"]
+        return any(p["pod"] == "triton-a" and "127.0.0.74" in p["detail"] for p in problems)
+
+    await eventually(refused, "the new pod's address is tried")
+    assert cluster.kube.stored("pods", NS, "triton-a")["metadata"]["uid"] == new_uid
+    assert (await cluster.pod_rps(TRITON))["triton-a"] is None, "the dead pod's reading was held for the new pod"
