@@ -48,6 +48,7 @@ from autoscaler.sources.scrape_fetch import (
 )
 from autoscaler.sources.scrape_news import ScrapeNews
 from autoscaler.sources.scrape_retry import ScrapeRetries
+from autoscaler.sources.shared_addresses import REASON_ADDRESS_REUSED, superseded
 from exporter import names
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,7 @@ class ScrapeSource:
         self._clock = clock
         self._session: aiohttp.ClientSession | None = None
         self._last_good: dict[_PodId, PodSample] = {}
+        self._superseded: dict[_PodKey, str] = {}  # pods whose address a newer pod is listed at, as last said
         self._clock_offsets: dict[_PodKey, float] = {}  # pods whose exporter clock is off, as last logged
         self._retries = retries or ScrapeRetries()
         self.errors: Counter[str] = Counter()
@@ -122,9 +124,10 @@ class ScrapeSource:
         source_ok = self._discovery_outage.note(self._discovery.healthy, now, discovery_problems(self._discovery))
         pods = [(runtime.key, pod) for runtime in inventory.values() for pod in runtime.pods]
         self._note_without_exporter(pods, now)
+        taken = self._note_superseded(pods, now)
         samples = {(key, pod.name): self._fallback(key, pod) for key, pod in pods}
-        due = [(key, pod) for key, pod in pods
-               if pod.url is not None and pod.ready and self._retries.due(_streak(key, pod), now)]
+        due = [(key, pod) for key, pod in pods if pod.url is not None and pod.ready
+               and (key, pod.name) not in taken and self._retries.due(_streak(key, pod), now)]
         # Pods not failing first, and of those, the ones left unsent last time: the semaphore admits waiters in
         # order, so without the second key the same pods were last at every refresh, and starved for good.
         left = self._unsent
@@ -225,6 +228,30 @@ class ScrapeSource:
             held = replace(held, gpu_busy=sample.gpu_busy, gpu_sampled_at=sample.gpu_sampled_at)
         self._last_good[_pod_id(key, pod)] = held
         return held
+
+    def _note_superseded(self, pods: list[tuple[RuntimeKey, PodTarget]], now: float) -> dict[_PodKey, str]:
+        """The pods whose address a newer pod is listed at too (`shared_addresses`): not scraped this refresh,
+        shown in /debug, and said when it starts (an error nowhere: the pod is gone, its object not yet)."""
+        taken = superseded(pods)
+        noted: dict[_PodKey, str] = {}
+        started = []
+        for key, pod in pods:
+            holder = taken.get((key, pod.name))
+            if holder is None or not pod.ready:  # one not Ready is not scraped anyway
+                continue
+            noted[key, pod.name] = holder
+            detail = (f"{pod.url} is also the address of {holder}: its IP was given again, so what answers there "
+                      f"is not this pod; not scraped, it holds its last good sample until it turns stale (a pod "
+                      f"whose node is lost, not yet marked NotReady, or a pod watch behind)")
+            self._problem(key, pod, REASON_ADDRESS_REUSED, detail, now)
+            if (key, pod.name) not in self._superseded:
+                started.append(f"{key}/{pod.name}: {detail}")
+        if started:
+            log.warning("%d pod(s) not scraped, their address taken by a newer pod: %s", len(started),
+                        "; ".join(started[:NAMED]) + (f"; and {len(started) - NAMED} more" if len(started) > NAMED
+                                                      else ""))
+        self._superseded = noted
+        return taken
 
     def _note_without_exporter(self, pods: list[tuple[RuntimeKey, PodTarget]], now: float) -> None:
         """Keep, for /debug, the Ready pods that run no exporter, and say once when a runtime first has one:

@@ -115,6 +115,25 @@ async def _above(cluster: Cluster, deployment: str, pod: str, rps: float) -> boo
     return False
 
 
+async def test_a_lost_pods_ip_taken_by_another_runtimes_pod_is_read_as_the_new_pod_only(cluster: Cluster) -> None:
+    await cluster.lose_node_of("triton-a")
+    await cluster.start_pod("onnx-new", ONNX, "127.0.0.71", 900.0)  # triton-a's IP, triton-a still listed Ready
+    await eventually(lambda: _above(cluster, ONNX, "onnx-new", 600), "the new pod's load is read")
+
+    triton = await cluster.debug(TRITON)
+    [lost] = [pod for pod in triton["pods"] if pod["name"] == "triton-a"]
+    assert (lost["requests_per_second"] or 0) < 600, "the other runtime's pod was read as triton-a"
+    problems = {problem["pod"]: problem for problem in triton["source"]["problems"]}
+    assert "onnx-new" in problems["triton-a"]["detail"], problems
+    code, load = await asyncio.to_thread(
+        get_raw, cluster.kubeconfig,
+        f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NS}/modelmesh_request_load"
+        f"?labelSelector=deployment%3D{TRITON}")
+    assert code == 0, load
+    value = load["items"][0]["value"]
+    assert (int(value[:-1]) / 1000 if value.endswith("m") else float(value)) < 600, value
+
+
 async def test_a_pod_created_again_under_its_name_in_the_same_second_gets_none_of_the_dead_pods_numbers(
     cluster: Cluster,
 ) -> None:
