@@ -59,6 +59,7 @@ from aiohttp.web_request import BaseRequest
 
 from autoscaler.api.client_errors import AIOHTTP_SERVER_LOGGER
 from autoscaler.api.connection_memo import ConnectionMemo
+from autoscaler.api.handshake_refusals import HandshakeRefusals
 from autoscaler.api.header_budget import HeaderBlockTooLarge, wrap_request_parser
 from autoscaler.api.peer_share import PeerCounts
 from autoscaler.api.status import ApiResponse, status_response
@@ -257,6 +258,8 @@ class ConnectionGuard:
         """Places held, by the client's address, and each address's share of them (`make_room`)."""
         self.lined = PeerCounts(limits.max_connections)
         """New connections in line (`promised`), by the client's address."""
+        self.handshake_refusals = HandshakeRefusals(log)
+        """The handshakes refused, in the log: one line per cause a minute (`handshake_refusals`)."""
         self._handler_kwargs: dict[str, Any] = {
             "keepalive_timeout": limits.keepalive_timeout_s,
             "max_line_size": limits.max_line_size,
@@ -525,7 +528,7 @@ class _GuardedConnection(asyncio.Protocol):
                 ssl_handshake_timeout=self._guard.limits.header_read_timeout_s,
                 ssl_shutdown_timeout=self._guard.limits.tls_shutdown_timeout_s)
         except (OSError, ssl.SSLError, TimeoutError, ConnectionError, RuntimeError) as error:
-            log.debug("TLS handshake failed: %s", error)
+            self._guard.handshake_refusals.failed(self.peer, error)
             raw.abort()  # type: ignore[attr-defined]
             self._release()
             return
