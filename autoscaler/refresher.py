@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from autoscaler.capacity_warnings import NoCapacityWarnings
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.decision import RuntimeMemory
@@ -83,6 +84,7 @@ class Refresher:
         views: dict[RuntimeKey, RuntimeView] = {}
         failed: set[RuntimeKey] = set()
         transitions = RuntimeTransitions()
+        no_capacity = NoCapacityWarnings()
         for snapshot in snapshots:
             policy = self.policies.policy_for(snapshot.key, snapshot.annotations)
             if self.hpa_bounds is not None:
@@ -92,9 +94,11 @@ class Refresher:
             memory = self._memory.get(snapshot.key)
             # What the HPA last asked for counts only for a runtime without memory (`warmup.replica_floor`).
             scaled = None if memory is not None or self.scaled_replicas is None else self.scaled_replicas(snapshot.key)
+            warming = self._warming.get(snapshot.key)
+            warned_before = _warned_no_capacity(memory, warming)
             try:
                 view, memory, warm = decide_remembering(
-                    snapshot, policy, memory, self._warming.get(snapshot.key), now, self.window_s, scaled, running)
+                    snapshot, policy, memory, warming, now, self.window_s, scaled, running)
             except Exception:
                 self._decision_failed(snapshot.key)
                 failed.add(snapshot.key)
@@ -109,7 +113,9 @@ class Refresher:
             else:
                 self._warming[snapshot.key] = warm
             transitions.note(self.views.get(snapshot.key), view)
+            no_capacity.note(view, warned_before, _warned_no_capacity(memory, warm))
         transitions.flush()
+        no_capacity.flush()
         for gone in set(self._memory) - set(views) - failed:
             del self._memory[gone]
         for gone in set(self._warming) - set(views) - failed:
@@ -174,3 +180,8 @@ class Refresher:
             except Exception:
                 log.exception("refresh failed; serving the previous values")
             await asyncio.sleep(max(0.0, self.interval_s - (self._clock.monotonic() - started)))
+
+
+def _warned_no_capacity(memory: RuntimeMemory | None, warm: WarmUp | None) -> bool:
+    """Whether the runtime's no-capacity warning was said: its memory's, or while it warms up its warm-up's."""
+    return (memory is not None and memory.warned_no_capacity) or (warm is not None and warm.warned_no_capacity)

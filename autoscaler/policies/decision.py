@@ -31,7 +31,6 @@ always show them; whoever writes deletion costs should act only on known views.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
@@ -54,8 +53,6 @@ from autoscaler.policies.signals import (
 )
 from autoscaler.policies.slots import slot_builder, slot_twin
 from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, _state, smooth
-
-log = logging.getLogger(__name__)
 
 VALUE_SIGNAL: Final = {
     ServedMetric.GPU_BUSY: SIGNAL_GPU,
@@ -265,9 +262,7 @@ def decide(
 
     warnings: tuple[str, ...] = ()
     if known and rec.no_capacity and no_capacity_signal(agg, policy):
-        warnings = (_no_capacity_warning(snapshot.key),)
-        if not memory.warned_no_capacity:
-            log.warning("%s", warnings[0])
+        warnings = (_no_capacity_warning(snapshot.key),)  # said by the refresh, a fleet's in one line
 
     if complete and named and not held and (memory.known or not memory.smoothed):
         reason = ""  # what `_reason` says when nothing is wrong, without the call

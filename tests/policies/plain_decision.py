@@ -10,7 +10,6 @@ library's own, checked against its own oracle in `plain_policies`.
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Mapping
 from typing import Final
 
@@ -47,8 +46,6 @@ from autoscaler.policies.recommendation import (
 )
 from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState
 from tests.policies.plain_policies import plain_smooth
-
-log = logging.getLogger(__name__)
 
 _METRICS: Final = tuple(ServedMetric)
 
@@ -259,8 +256,6 @@ def plain_decide(
     warnings: tuple[str, ...] = ()
     if known and rec.no_capacity and no_capacity_signal(agg, policy):
         warnings = (_no_capacity_warning(snapshot.key),)
-        if not memory.warned_no_capacity:
-            log.warning("%s", warnings[0])
 
     ranking = rank_pods(agg.pods, _terms(policy), now)
     pods = pod_views(agg, ranking, now)

@@ -1,8 +1,8 @@
 """DESIGN §6 promises as properties over random runtimes, through the decision's entry point (`decide`).
 
 - "No capacity signal never scales down": while neither the GPU term nor the request term can propose, the
-  served recommendation never falls below the Ready pods, and the adapter warns once per runtime naming
-  `target_rps_per_pod`.
+  served recommendation never falls below the Ready pods, and the view's warning names `target_rps_per_pod`
+  (the refresh logs it once per runtime: tests/test_refresher_no_capacity_log.py).
 - Bounds: the served recommendation and its smoothing state never rise above the upper bound (config
   `max_replicas`, else the HPA's `maxReplicas`), and never fall below the lower bound (config
   `min_replicas`, else the HPA's `minReplicas`, else 1), also when the HPA's bounds change between refreshes.
@@ -13,10 +13,8 @@ Each was checked to fail on a mutated copy of the code (the floor removed; the s
 from __future__ import annotations
 
 import dataclasses
-import logging
 import math
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -29,24 +27,6 @@ from tests.policies.builders import NOW, PROPERTIES, pod, snapshot
 DESIRED = ServedMetric.DESIRED_REPLICAS
 WINDOW = 30.0
 NO_CAPACITY_WORDS = "no capacity signal"
-
-
-class Warnings(logging.Handler):
-    """The decision's warnings, collected per example (pytest's `caplog` is shared by every example)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-    def __enter__(self) -> Warnings:
-        logging.getLogger("autoscaler.policies.decision").addHandler(self)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        logging.getLogger("autoscaler.policies.decision").removeHandler(self)
 
 
 def desired_of(view: RuntimeView) -> float | None:
@@ -72,18 +52,17 @@ def test_a_runtime_without_a_capacity_signal_never_serves_fewer_than_its_ready_p
 ) -> None:
     """A CPU runtime (no GPU on any pod, no `target_rps_per_pod`) with any load, queues and caches, pods
     coming, going, turning stale or not Ready: whenever the recommendation is served it is at least the
-    number of Ready pods (no `max_replicas` here), and the warning is logged once for the runtime."""
+    number of Ready pods (no `max_replicas` here), and the runtime's memory says it was warned about once served
+    (what the refresh reads to log it once)."""
     policy = RuntimePolicy(scale_down_tau_s=tau)
-    with Warnings() as warnings:
-        served_once = _serve_steps(steps, policy)
-    warned = [message for message in warnings.messages if NO_CAPACITY_WORDS in message]
-    assert len(warned) == (1 if served_once else 0), warned
-    if warned:
-        assert "target_rps_per_pod" in warned[0]
+    served_once, warned = _serve_steps(steps, policy)
+    assert warned == served_once
 
 
-def _serve_steps(steps: list[list[tuple[float, float, float, float, str]]], policy: RuntimePolicy) -> bool:
-    """Decide each step in turn, checking the floor; whether anything was served."""
+def _serve_steps(steps: list[list[tuple[float, float, float, float, str]]],
+                 policy: RuntimePolicy) -> tuple[bool, bool]:
+    """Decide each step in turn, checking the floor; whether anything was served, and whether the memory says
+    the runtime was warned about."""
     memory: RuntimeMemory | None = None
     served_once = False
     for i, step in enumerate(steps):
@@ -101,15 +80,12 @@ def _serve_steps(steps: list[list[tuple[float, float, float, float, str]]], poli
         ready = sum(1 for p in pods if p.ready)
         assert value >= ready, (i, value, ready, view.proposals)
         assert view.warnings and "target_rps_per_pod" in view.warnings[0]
-    return served_once
+    return served_once, memory is not None and memory.warned_no_capacity
 
 
-def test_an_idle_cpu_runtime_keeps_its_five_ready_pods_and_says_which_setting_is_missing(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+def test_an_idle_cpu_runtime_keeps_its_five_ready_pods_and_says_which_setting_is_missing() -> None:
     """By hand: 5 Ready CPU pods, idle, no queue, caches with room: every term but the floors proposes
-    nothing (min_replicas is 1), so 5 is served, not 1; 3 refreshes log one warning."""
-    caplog.set_level(logging.WARNING, logger="autoscaler.policies.decision")
+    nothing (min_replicas is 1), so 5 is served, not 1; the view says which setting is missing."""
     memory: RuntimeMemory | None = None
     for i in range(3):
         now = NOW + 15.0 * i
@@ -117,24 +93,22 @@ def test_an_idle_cpu_runtime_keeps_its_five_ready_pods_and_says_which_setting_is
         view, memory = decide(snapshot(pods, now=now), RuntimePolicy(scale_down_tau_s=0.0), memory, now, WINDOW)
         assert desired_of(view) == 5.0
         assert view.winner == "ready_pods"
-    assert len([r for r in caplog.records if NO_CAPACITY_WORDS in r.getMessage()]) == 1
+        assert len(view.warnings) == 1 and NO_CAPACITY_WORDS in view.warnings[0], view.warnings
+    assert memory is not None and memory.warned_no_capacity
 
 
-def test_a_gpu_fresh_on_too_few_pods_holds_the_ready_pods_without_saying_there_is_no_gpu(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+def test_a_gpu_fresh_on_too_few_pods_holds_the_ready_pods_without_saying_there_is_no_gpu() -> None:
     """By hand: 4 Ready GPU pods at 80% busy, the GPU reading fresh on 1 (an NVML pass hung on the other 3):
     coverage 1/4 is under min_coverage 0.5 and there is no earlier GPU proposal, so the GPU term proposes
     nothing and the 4 Ready pods hold. The log said "no pod reports a GPU ... Set target_rps_per_pod": the wrong
     setting, once for good. The reason says what is wrong: the GPU fresh on 1 of 4."""
-    caplog.set_level(logging.WARNING, logger="autoscaler.policies.decision")
     fresh = pod("p0", gpu=0.8, rps=10.0, queue=0.0, cache=0.3, models=1.0)
     hung = [dataclasses.replace(pod(f"p{j}", gpu=0.8, rps=10.0, queue=0.0, cache=0.3, models=1.0),
                                 gpu_sampled_at=NOW - 300.0) for j in (1, 2, 3)]
-    view, _ = decide(snapshot((fresh, *hung)), RuntimePolicy(), None, NOW, WINDOW)
+    view, memory = decide(snapshot((fresh, *hung)), RuntimePolicy(), None, NOW, WINDOW)
     assert (desired_of(view), view.winner) == (4.0, "ready_pods")
     assert view.warnings == ()
-    assert not [r for r in caplog.records if NO_CAPACITY_WORDS in r.getMessage()]
+    assert not memory.warned_no_capacity
     assert "gpu fresh on 1 of 4 ready pods" in view.reason, view.reason
 
 

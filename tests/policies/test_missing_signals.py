@@ -7,7 +7,6 @@ Expected numbers are worked out by hand in the comments.
 
 from __future__ import annotations
 
-import logging
 import math
 from dataclasses import replace
 
@@ -119,18 +118,16 @@ def test_gpu_back_everywhere_lets_values_fall_again() -> None:
     assert "gpu proposal" not in view.held
 
 
-def test_cpu_runtime_under_load_without_a_request_target_keeps_its_pods(caplog: pytest.LogCaptureFixture) -> None:
+def test_cpu_runtime_under_load_without_a_request_target_keeps_its_pods() -> None:
     memory: RuntimeMemory | None = None
-    with caplog.at_level(logging.WARNING, logger="autoscaler.policies.decision"):
-        for i in range(3):
-            now = NOW + 15.0 * i
-            pods = tuple(pod(f"p{j}", rps=400.0, queue=0.0, cache=0.5, models=2.0, now=now) for j in range(6))
-            view, memory = decide(snapshot(pods, now=now), FAST, memory, now, WINDOW)
-            assert served(view)[DESIRED] == 6.0  # was 1: min_replicas won
-            assert view.winner == "ready_pods"
-    [record] = caplog.records  # once per runtime, not every refresh
-    assert "target_rps_per_pod" in record.getMessage()
+    for i in range(3):
+        now = NOW + 15.0 * i
+        pods = tuple(pod(f"p{j}", rps=400.0, queue=0.0, cache=0.5, models=2.0, now=now) for j in range(6))
+        view, memory = decide(snapshot(pods, now=now), FAST, memory, now, WINDOW)
+        assert served(view)[DESIRED] == 6.0  # was 1: min_replicas won
+        assert view.winner == "ready_pods"
     assert view.warnings and "target_rps_per_pod" in view.warnings[0]
+    assert memory.warned_no_capacity  # the refresh logs it once (tests/test_refresher_no_capacity_log.py)
 
 
 def test_cpu_runtime_with_a_request_target_scales_down() -> None:
