@@ -127,7 +127,7 @@ def test_cpu_runtime_under_load_without_a_request_target_keeps_its_pods() -> Non
         assert served(view)[DESIRED] == 6.0  # was 1: min_replicas won
         assert view.winner == "ready_pods"
     assert view.warnings and "target_rps_per_pod" in view.warnings[0]
-    assert memory.warned_no_capacity  # the refresh logs it once (tests/test_refresher_no_capacity_log.py)
+    assert memory is not None and memory.warned_no_capacity  # logged once by the refresh
 
 
 def test_cpu_runtime_with_a_request_target_scales_down() -> None:
