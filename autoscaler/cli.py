@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from autoscaler.demo.arguments import add_demo_arguments
     from autoscaler.settings import SERVE_DESCRIPTION, add_serve_arguments
+    from exporter.settings import SECONDS_FORMS
 
     parser = argparse.ArgumentParser(
         prog="modelmesh-autoscaler",
@@ -39,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser(
         "demo", help="run the whole data path on this machine: fake ModelMesh pods, exporters, the adapter",
         description="Start fake ModelMesh pods with uneven, changing load, one real exporter per pod and "
-                    "the adapter, and print what the adapter serves every few seconds. No cluster needed.",
+                    "the adapter, and print what the adapter serves every few seconds. No cluster needed. "
+                    f"SECONDS is {SECONDS_FORMS}.",
     )
     add_demo_arguments(demo)
     from autoscaler.simulation.cli import add_simulate_arguments
@@ -48,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
         "simulate", help="replay a request trace through the decision code and an HPA; compare policies",
         description="Replay a per-model request trace (or a synthetic one) on a simulated ModelMesh runtime "
                     "under fixed replicas (for the peak, and maxReplicas all day: the bound), an HPA on mean "
-                    "utilization, and the skew-aware adapter; write report.json, report.md and timeline.png.",
+                    "utilization, and the skew-aware adapter; write report.json, report.md and timeline.png. "
+                    f"SECONDS is {SECONDS_FORMS}; a switch's off form (--plot for --no-plot) turns it off.",
     )
     add_simulate_arguments(simulate)
     return parser

@@ -26,13 +26,24 @@ from typing import Any, Final, Literal
 
 from autoscaler.kube_names import DNS_SUBDOMAIN
 from exporter import env_flags
-from exporter.env_flags import DNS_LABEL, EnvFlag, EnvFlagError, namespace, resolve_flags, where_given
+from exporter.env_flags import (
+    DNS_LABEL,
+    EnvFlag,
+    EnvFlagError,
+    Switch,
+    namespace,
+    resolve_flags,
+    where_given,
+)
 from exporter.settings import (
+    SECONDS_FORMS,
     boolean,
     ca_file,
     file_path,
     host_port,
     metrics_url,
+    seconds,
+    seconds_from_zero,
     seconds_within,
     without_password,
 )
@@ -162,21 +173,17 @@ class SettingsError(ValueError):
 # ---- converters: each takes the flag's or the variable's text and raises ArgumentTypeError ----
 
 
-_WITH_UNIT = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h|%)\s*")
-_UNITS = {"ms": ("seconds", 0.001), "s": ("seconds", 1.0), "m": ("seconds", 60.0), "h": ("seconds", 3600.0),
-          "%": ("ratio", 0.01)}
+_PERCENT = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*%\s*")
 
 
 def _number(value: str) -> float:
     try:
         number = float(value)
     except ValueError as error:
-        found = _WITH_UNIT.fullmatch(value)
-        if found:  # `15s` where kube's flags take a duration, `80%` for a ratio: say the number to write
-            kind, scale = _UNITS[found[2]]
-            what = "a number of seconds" if kind == "seconds" else "a ratio"
+        found = _PERCENT.fullmatch(value)
+        if found:  # `80%` for a ratio: say the number to write (seconds take units: `exporter.settings.seconds`)
             raise argparse.ArgumentTypeError(
-                f"expected {what}, got {value!r}: write {float(found[1]) * scale:g}") from error
+                f"expected a ratio, got {value!r}: write {float(found[1]) * 0.01:g}") from error
         raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from error
     if not math.isfinite(number):
         raise argparse.ArgumentTypeError(f"must be a finite number, got {value!r}")
@@ -184,18 +191,10 @@ def _number(value: str) -> float:
 
 
 def positive(value: str) -> float:
-    """A finite number greater than 0 (seconds, most of the time)."""
+    """A finite number greater than 0 that is not seconds (a rate, hours): seconds are `seconds`."""
     number = _number(value)
     if not number > 0:
         raise argparse.ArgumentTypeError(f"must be greater than 0, got {value!r}")
-    return number
-
-
-def non_negative(value: str) -> float:
-    """A finite number of at least 0 (seconds where 0 turns something off)."""
-    number = _number(value)
-    if not number >= 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value!r}")
     return number
 
 
@@ -260,7 +259,7 @@ REFRESH_INTERVAL_RANGE_S: Final = (0.1, 3600.0)
 the adapter was starved of CPU; 1e20 never refreshed after the first."""
 
 
-refresh_interval = seconds_within(*REFRESH_INTERVAL_RANGE_S, read=_number)
+refresh_interval = seconds_within(*REFRESH_INTERVAL_RANGE_S)
 """Seconds between refreshes, within `REFRESH_INTERVAL_RANGE_S`."""
 
 
@@ -269,32 +268,13 @@ def niceness(value: str) -> int:
     return _whole_number(value, 0, 19, "0 to 19")
 
 
-_DURATION: Final = re.compile(r"([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))(ms|s|m|h)")
-_DURATION_UNITS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def _duration_seconds(value: str) -> float:
-    """Seconds of a number or a Go duration of one unit (`10s`, `2m`, `500ms`), of any sign: the one parser of
-    `duration` and `delay`, which differ only in the range they take."""
-    stripped = value.strip()
-    found = _DURATION.fullmatch(stripped)
-    return _number(found[1]) * _DURATION_UNITS[found[2]] if found else _number(stripped)
-
-
-def duration(value: str) -> float:
-    """Seconds greater than 0, as a number or a Go duration of one unit as kube's flags take it."""
-    seconds = _duration_seconds(value)
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0, got {value!r}")
-    return seconds
+duration = seconds
+"""Seconds greater than 0, as every seconds-valued flag takes them (kube's flags call them durations)."""
 
 
 def delay(value: str) -> float:
-    """A `duration` that may be 0 (none), however 0 is written (`0.0`, `0m`): the docs say `0` closes at once."""
-    seconds = _duration_seconds(value)
-    if not seconds >= 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value!r}")
-    return seconds or 0.0  # -0 is 0
+    """Seconds that may be 0 (none), however 0 is written (`0.0`, `0m`): the docs say `0` closes at once."""
+    return seconds_from_zero(value)
 
 
 def port(value: str) -> int:
@@ -457,12 +437,12 @@ _OPTIONS: Final = (
             "unless listed here, which opens every runtime's name and values to anyone who reaches the port",
             _listed(_D.authorization_always_allow_paths), "PATH,...", _TLS),
     _Option("--authentication-token-webhook-cache-ttl", duration, "how long TokenReview answers (accepted "
-            "and rejected) are cached", f"{_D.token_cache_ttl_s:g} s", "DURATION", _TLS),
+            "and rejected) are cached", f"{_D.token_cache_ttl_s:g} s", "SECONDS", _TLS),
     _Option("--authorization-webhook-cache-authorized-ttl", duration, "how long allowed SubjectAccessReview "
             "answers are cached; keys in use are reviewed again in the background before they expire",
-            f"{_D.authorized_cache_ttl_s:g} s", "DURATION", _TLS),
+            f"{_D.authorized_cache_ttl_s:g} s", "SECONDS", _TLS),
     _Option("--authorization-webhook-cache-unauthorized-ttl", duration, "how long denied SubjectAccessReview "
-            "answers are cached", f"{_D.unauthorized_cache_ttl_s:g} s", "DURATION", _TLS),
+            "answers are cached", f"{_D.unauthorized_cache_ttl_s:g} s", "SECONDS", _TLS),
     _Option("--max-in-flight-reviews", count, "TokenReviews, and SubjectAccessReviews, in flight at once per "
             "serving process; a request that would start one more TokenReview, or more than its client address's "
             "share (a quarter), gets 429, SubjectAccessReviews wait their turn", str(_D.max_in_flight_reviews),
@@ -481,12 +461,12 @@ _OPTIONS: Final = (
             "client address may hold a quarter of the places ahead of an address over its share",
             str(_D.max_connections), "N", _SERVING),
     _Option("--header-read-timeout", duration, "time allowed for the TLS handshake and for each request's "
-            "headers", f"{_D.header_read_timeout_s:g} s", "DURATION", _SERVING),
+            "headers", f"{_D.header_read_timeout_s:g} s", "SECONDS", _SERVING),
     _Option("--keepalive-timeout", duration, "idle time before a kept-alive connection is closed",
-            f"{_D.keepalive_timeout_s:g} s", "DURATION", _SERVING),
+            f"{_D.keepalive_timeout_s:g} s", "SECONDS", _SERVING),
     _Option("--shutdown-delay", delay, "after SIGTERM, how long /readyz fails while the workers still serve, "
             "so that the Service's endpoints drop the pod before its port closes; 0 closes at once",
-            f"{_D.shutdown_delay_s:g} s", "DURATION", _SERVING),
+            f"{_D.shutdown_delay_s:g} s", "SECONDS", _SERVING),
     # Where the data comes from.
     _Option("--source", choice("scrape", "prometheus"), "scrape every exporter sidecar directly (no "
             "Prometheus needed) or query Prometheus", _D.source, "{scrape,prometheus}", _SOURCE),
@@ -507,7 +487,7 @@ _OPTIONS: Final = (
             "Name=Value,Name2=Value2 (X-Scope-OrgID=TENANT for Grafana Mimir or Cortex)", "none",
             "NAME=VALUE,...", _SOURCE),
     _Option("--prometheus-timeout", duration, "how long one query to Prometheus may take before the round is "
-            "a timeout (values held, the HPA holds)", f"{_D.prometheus_timeout_s:g} s", "DURATION", _SOURCE),
+            "a timeout (values held, the HPA holds)", f"{_D.prometheus_timeout_s:g} s", "SECONDS", _SOURCE),
     _Option("--prometheus-namespace-label", label_name, "label naming the pod's namespace on the exporters' series in "
             "Prometheus (--source prometheus): kubernetes_namespace with the classic kubernetes_sd_configs "
             "relabelling", _D.prometheus_namespace_label, "LABEL", _SOURCE),
@@ -520,7 +500,7 @@ _OPTIONS: Final = (
             _D.dcgm_namespace_label, "LABEL", _SOURCE),
     _Option("--exporter-port", port, "TCP port of the exporter sidecar on each runtime pod",
             str(_D.exporter_port), "PORT", _SOURCE),
-    _Option("--scrape-timeout", positive, "seconds to wait for one exporter before keeping its last sample",
+    _Option("--scrape-timeout", seconds, "seconds to wait for one exporter before keeping its last sample",
             f"{_D.scrape_timeout_s:g} s", "SECONDS", _SOURCE),
     _Option("--scrape-concurrency", count, "number of exporters scraped at once",
             str(_D.scrape_concurrency), "N", _SOURCE),
@@ -531,15 +511,15 @@ _OPTIONS: Final = (
     # Decisions.
     _Option("--refresh-interval", refresh_interval, "seconds between refreshes (read, aggregate, decide; 0.1 to 3600)",
             f"{_D.refresh_interval_s:g} s, the HPA's sync period", "SECONDS", _DECIDE),
-    _Option("--window", positive, "aggregation window reported to the HPA, in seconds: the exporters' load "
+    _Option("--window", seconds, "aggregation window reported to the HPA, in seconds: the exporters' load "
             "window", f"{_D.window_s:g} s", "SECONDS", _DECIDE),
     _Option("--config", file_path, "policy YAML (`defaults:` and `runtimes:`, docs/configuration.md)",
             "built-in policy defaults", "FILE", _DECIDE),
     _Option("--skew-order", order, "power-mean order p over pods, at least 1 (1: plain mean); policy key "
             "skew_order for every runtime the config file or an annotation leaves unset", "2", "P", _DECIDE),
-    _Option("--scale-down-tau", non_negative, "seconds: time constant of the served values' fall (0: they fall "
+    _Option("--scale-down-tau", delay, "seconds: time constant of the served values' fall (0: they fall "
             "at once); policy key scale_down_tau_s, as for --skew-order", "300 s", "SECONDS", _DECIDE),
-    _Option("--max-staleness", positive, "seconds after which a pod's signal counts as missing; policy key "
+    _Option("--max-staleness", seconds, "seconds after which a pod's signal counts as missing; policy key "
             "max_staleness_s, as for --skew-order", "3 x --refresh-interval", "SECONDS", _DECIDE),
     _Option("--min-coverage", fraction, "ratio in (0, 1] of Ready pods with fresh data needed to serve a "
             "value (else 503); policy key min_coverage, as for --skew-order", "0.5", "RATIO", _DECIDE),
@@ -548,11 +528,11 @@ _OPTIONS: Final = (
             "runtime pods", "on", "{on,off}", _ACT),
     _Option("--leader-elect", choice("true", "false"), "elect one writer of deletion costs through a Lease",
             "true in a cluster, false outside", "{true,false}", _ACT),
-    _Option("--leader-elect-lease-duration", positive, "seconds a leader's Lease lasts",
+    _Option("--leader-elect-lease-duration", seconds, "seconds a leader's Lease lasts",
             f"{_D.leader_elect_lease_duration_s:g} s", "SECONDS", _ACT),
-    _Option("--leader-elect-renew-deadline", positive, "seconds the leader keeps trying to renew before "
+    _Option("--leader-elect-renew-deadline", seconds, "seconds the leader keeps trying to renew before "
             "giving up", f"{_D.leader_elect_renew_deadline_s:g} s", "SECONDS", _ACT),
-    _Option("--leader-elect-retry-period", positive, "seconds between attempts to acquire or renew",
+    _Option("--leader-elect-retry-period", seconds, "seconds between attempts to acquire or renew",
             f"{_D.leader_elect_retry_period_s:g} s", "SECONDS", _ACT),
     _Option("--leader-elect-namespace", namespace, "namespace of the Lease",
             "the adapter's own namespace", "NAMESPACE", _ACT),
@@ -567,8 +547,8 @@ SERVE_DESCRIPTION: Final = (
     "Serve modelmesh_desired_replicas, modelmesh_gpu_busy, modelmesh_request_load and modelmesh_cache_pressure "
     "per runtime through external.metrics.k8s.io/v1beta1 over HTTPS. Every flag can also be set with the "
     "environment variable shown with it (AUTOSCALER_ and the flag's name); a flag wins over its variable; "
-    "--insecure-dev's variable takes true/false. Durations are in seconds. docs/configuration.md in the "
-    "repository describes every flag, variable and policy key."
+    f"a switch's variable takes true/false, and --no-SWITCH turns it off. SECONDS is {SECONDS_FORMS}. "
+    "docs/configuration.md in the repository describes every flag, variable and policy key."
 )
 
 
@@ -582,7 +562,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
             target = groups.setdefault(option.group, parser.add_argument_group(option.group))
         help_text = f"{option.help} (default: {option.default_text}; env {option.env})"
         if option.switch:
-            target.add_argument(option.flag, action="store_true", default=None, help=help_text)
+            target.add_argument(option.flag, action=Switch, help=help_text)
         else:
             target.add_argument(option.flag, type=option.convert, default=None, metavar=option.metavar,
                                 help=help_text)

@@ -33,7 +33,7 @@ class EnvFlag:
     default_text: str
     metavar: str | None = None
     group: str | None = None
-    switch: bool = False  # a flag without a value; its variable takes true/false
+    switch: bool = False  # a flag without a value and its off form (`Switch`); its variable takes true/false
 
     @property
     def dest(self) -> str:
@@ -42,6 +42,35 @@ class EnvFlag:
     @property
     def env(self) -> str:
         return self.env_prefix + self.dest.upper()
+
+
+def off_flag(flag: str) -> str:
+    """The spelling that turns the switch `flag` off: `--no-X` for `--X`, and `--X` for a switch that is itself
+    a `--no-X` (`--no-gpu` is turned off, the GPU collector on, by `--gpu`)."""
+    name = flag.removeprefix("--")
+    return f"--{name.removeprefix('no-')}" if name.startswith("no-") else f"--no-{name}"
+
+
+class Switch(argparse.Action):
+    """A switch and its off form, `--quiet` and `--no-quiet`, as `argparse.BooleanOptionalAction` makes them,
+    for a switch spelled `--no-X` too (`--no-gpu` and `--gpu`, where BooleanOptionalAction's `--no-no-gpu` would
+    set the opposite). The off form is what overrides a variable set to true in a pod spec from the arguments
+    (and the other way round): with the switch alone a Deployment's `EXPORTER_NO_GPU=true` could not be undone by
+    its args. The value is None unless one is given, so that a variable can apply (`resolve_flags`)."""
+
+    def __init__(self, option_strings: list[str], dest: str, default: Any = None, help: str | None = None,
+                 **kwargs: Any) -> None:
+        if len(option_strings) != 1:
+            raise ValueError(f"a Switch is one flag, its off form is added: got {option_strings}")
+        super().__init__([*option_strings, off_flag(option_strings[0])], dest, nargs=0, default=default,
+                         help=help, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, option_string == self.option_strings[0])
+
+    def format_usage(self) -> str:
+        return " | ".join(self.option_strings)
 
 
 def resolve_flags(options: Iterable[EnvFlag], given: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:

@@ -9,10 +9,10 @@ traceback at start-up or a silently ignored setting.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.metadata
 import math
 import os
+import re
 import ssl
 import urllib.parse
 from collections.abc import Callable, Mapping
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Final, NoReturn
 
 from exporter import env_flags
-from exporter.env_flags import EnvFlag, EnvFlagError, resolve_flags
+from exporter.env_flags import EnvFlag, EnvFlagError, Switch, resolve_flags
 from exporter.pod_resources import GKE_GPU, GPU_ID_PREFIXES
 
 ENV_PREFIX: Final = "EXPORTER_"
@@ -97,14 +97,46 @@ def host_port(value: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)  # an empty host: every address, IPv4 and IPv6
 
 
-def seconds(value: str) -> float:
+DURATION_UNITS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+"""The units a seconds-valued flag takes after its number, as kube's and Go's durations write them."""
+_WITH_UNIT: Final = re.compile(r"([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*(ms|s|m|h)")
+SECONDS_FORMS: Final = "a number of seconds, or one with a unit: 500ms, 30s, 5m, 1h"
+"""What every seconds-valued flag of both programs takes, as `--help` and the errors say it."""
+
+
+def duration_seconds(value: str) -> float:
+    """Seconds, of any sign, from a bare number (`30`, `0.5`) or a number with one unit (`500ms`, `30s`, `5m`,
+    `1h`): the one parser of every seconds-valued flag and variable of both programs, so that no flag takes
+    `30s` while its neighbour refuses it (`--prometheus-timeout 5s` was taken, `--refresh-interval 30s` refused)."""
+    text = value.strip()
     try:
-        number = float(value)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {value!r}") from error
-    if not (math.isfinite(number) and number > 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds greater than 0, got {value!r}")
+        number = float(text)
+    except ValueError:
+        found = _WITH_UNIT.fullmatch(text)
+        if found is None:
+            raise argparse.ArgumentTypeError(
+                f"expected a number of seconds, got {value!r} ({SECONDS_FORMS})") from None
+        number = float(found[1]) * DURATION_UNITS[found[2]]
+    if not math.isfinite(number):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {value!r}")
     return number
+
+
+def seconds(value: str) -> float:
+    """`duration_seconds` greater than 0."""
+    number = duration_seconds(value)
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0, got {value!r}")
+    return number
+
+
+def seconds_from_zero(value: str, zero: str = "") -> float:
+    """`duration_seconds` of at least 0, however 0 is written (`0.0`, `-0`, `0s`); `zero` says what 0 does
+    where the error should say it (`" (off)"`)."""
+    number = duration_seconds(value)
+    if not number >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0{zero} or more, got {value!r}")
+    return number or 0.0  # -0 is 0
 
 
 MODELMESH_INTERVAL_RANGE_S = (0.1, 3600.0)
@@ -130,14 +162,8 @@ modelmesh_interval = seconds_within(*MODELMESH_INTERVAL_RANGE_S)
 
 
 def seconds_or_off(value: str) -> float:
-    """`seconds`, or 0 for a feature turned off."""
-    with contextlib.suppress(ValueError):
-        if float(value) == 0:
-            return 0.0
-    try:
-        return seconds(value)
-    except argparse.ArgumentTypeError as error:
-        raise argparse.ArgumentTypeError(f"{error} (or 0: off)") from None
+    """Seconds, or 0 for a feature turned off."""
+    return seconds_from_zero(value, " (off)")
 
 
 def without_password(url: str) -> str:
@@ -314,9 +340,10 @@ def build_parser() -> _SidecarParser:
         description=(
             "Per-pod sidecar for KServe ModelMesh runtimes: samples the GPU through NVML and the local "
             "ModelMesh container's own metrics in the background, and publishes per-pod load, queue and "
-            "cache metrics in the Prometheus text format at /metrics (liveness at /healthz). Durations are "
-            "in seconds. Every flag can also be set with the environment variable shown with it; a flag "
-            "wins over its variable; switches take true/false in their variable."
+            "cache metrics in the Prometheus text format at /metrics (liveness at /healthz). Every flag "
+            "can also be set with the environment variable shown with it; a flag wins over its variable; a "
+            "switch's variable takes true/false, and its off form (--no-modelmesh-insecure, --gpu for --no-gpu) "
+            f"turns it off. SECONDS is {SECONDS_FORMS}."
         ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_installed_version()}")
@@ -328,7 +355,7 @@ def build_parser() -> _SidecarParser:
             target = groups.setdefault(title, parser.add_argument_group(title))
         help_text = f"{option.help} (default: {option.default_text}; env {option.env})"
         if option.switch:
-            target.add_argument(option.flag, action="store_true", default=None, help=help_text)
+            target.add_argument(option.flag, action=Switch, help=help_text)
         else:
             metavar = option.metavar or ("SECONDS" if option.convert is seconds else None)
             target.add_argument(option.flag, type=option.convert, default=None, metavar=metavar, help=help_text)

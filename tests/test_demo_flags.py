@@ -33,7 +33,7 @@ def demo(*flags: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     # Accepted, `nan` started every process and ended at once; `inf` never reached the demo's later phases.
     ("--duration", "nan", "must be a finite number"),
     ("--duration", "inf", "must be a finite number"),
-    ("--duration", "1m", "expected a number of seconds, got '1m': write 60"),
+    ("--duration", "1 min", "expected a number of seconds, got '1 min'"),
     ("--interval", "0", "must be greater than 0"),
     # Accepted, the demo ran its whole duration without printing a single table.
     ("--interval", "nan", "must be a finite number"),

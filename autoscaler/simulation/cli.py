@@ -36,29 +36,14 @@ from autoscaler.simulation.synthetic_size import (
     MAX_SYNTHETIC_MODELS,
     MAX_SYNTHETIC_RPS,
 )
+from exporter.env_flags import Switch
+from exporter.settings import seconds, seconds_or_off
 
 if TYPE_CHECKING:
     from autoscaler.simulation.trace import Trace
 
 POLICY_NAMES: Final = ("fixed", "fixed-max", "mean-hpa", "skew-aware")
 """`fixed-max` (maxReplicas all day) is the bound: the fewest delays any replica policy gets."""
-
-
-def seconds_or_off(value: str) -> float:
-    """Seconds greater than 0, or 0 for a limit that is off. Below 0 said "must be greater than 0", though 0
-    is taken (and documented); and 0 written 0.00 or -0 was refused."""
-    try:
-        return positive(value)
-    except argparse.ArgumentTypeError as error:
-        try:
-            number = float(value)
-        except ValueError:
-            raise error from None  # not a number ('5m': "write 300")
-        if not math.isfinite(number):
-            raise error from None
-        if number == 0:
-            return 0.0
-        raise argparse.ArgumentTypeError(f"must be 0 (off) or more, got {value!r}") from None
 
 
 def out_dir(value: str) -> Path:
@@ -124,20 +109,20 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                        help="requests per second one pod serves at 100%% busy (default 20)")
     shape.add_argument("--cache-models", metavar="N", type=count, default=100,
                        help="model copies one pod holds (default 100)")
-    shape.add_argument("--load-time", metavar="SECONDS", type=positive, default=10.0,
+    shape.add_argument("--load-time", metavar="SECONDS", type=seconds, default=10.0,
                        help="seconds to load a model (default 10)")
     shape.add_argument("--load-concurrency", metavar="N", type=count, default=1,
                        help="models one pod loads at a time, the runtime's maxLoadingConcurrency; the rest wait in "
                             "its loading queue, a load a request waits for first: paces cold loads, the rate "
                             "check's extra copies and those a scale-down's pre-shutdown sends to the pods that stay "
                             "(default 1, as ModelMesh Serving's built-in adapters)")
-    shape.add_argument("--startup-delay", metavar="SECONDS", type=positive, default=30.0,
+    shape.add_argument("--startup-delay", metavar="SECONDS", type=seconds, default=30.0,
                        help="seconds until a new pod is Ready, above 0 (default 30)")
     shape.add_argument("--min-churn-age", metavar="SECONDS", type=seconds_or_off, default=300.0,
                        help="a full pod whose least recently used model is younger refuses a load and the request "
                             "fails, as ModelMesh's tas.min_churn_age_ms (10x max(3 s, the runtime's load timeout / "
                             "3)); 0: never (default 300, for modelmesh-serving's 90 s load timeout)")
-    shape.add_argument("--queue-untimed", action="store_true",
+    shape.add_argument("--queue-untimed", action=Switch, default=False,
                        help="ModelMesh times no request queue, as on modelmesh-serving's built-in runtimes unless "
                             "the ServingRuntime is annotated perModelConcurrencyLimit: the exporter reports a queue "
                             "delay of 0, so the queue term never decides (requests still queue and count as "
@@ -147,12 +132,12 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
                        help="HPA maxReplicas (default: twice what the trace's peak needs: pods to serve its "
                             "requests at full capacity or, where more, to hold the models used within "
                             "target_lru_age_s, 600 s, in --cache-models copies each)")
-    shape.add_argument("--tick", metavar="SECONDS", type=positive, default=5.0,
+    shape.add_argument("--tick", metavar="SECONDS", type=seconds, default=5.0,
                        help="simulation step in seconds (default 5)")
     shape.add_argument("--slo-queue-ms", metavar="MS", type=positive, default=100.0,
                        help="a request waiting longer than this in a queue is delayed (default 100)")
-    parser.add_argument("--no-plot", action="store_true", help="skip timeline.png")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--no-plot", action=Switch, default=False, help="skip timeline.png (--plot: draw it)")
+    parser.add_argument("--quiet", action=Switch, default=False, help="no progress bar")
 
 
 HPA_KINDS: Final = ("HorizontalPodAutoscaler", "ScaledObject")

@@ -238,7 +238,8 @@ def test_an_empty_out_is_refused_not_taken_for_the_current_directory(tmp_path: P
 
 @pytest.mark.parametrize(("value", "said"), [
     ("-5", "must be 0 (off) or more, got '-5'"),  # said "must be greater than 0", though 0 is taken (off)
-    ("5m", "expected a number of seconds, got '5m': write 300"),
+    ("5 min", "expected a number of seconds, got '5 min' (a number of seconds, or one with a unit: 500ms, 30s, 5m, "
+              "1h)"),
     ("nan", "must be a finite number, got 'nan'"),
 ])
 def test_a_bad_min_churn_age_says_what_it_may_be(tmp_path: Path, value: str, said: str) -> None:
