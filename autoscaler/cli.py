@@ -147,7 +147,9 @@ def run_command(argv: list[str] | None) -> None:
             print(f"modelmesh-autoscaler serve: error: {error}", file=sys.stderr)
             sys.exit(2)
         logging.basicConfig(level=settings.log_level, format=LOG_FORMAT)
-        for warning in unknown_variables():
+        from autoscaler.unused_settings import unused_settings
+
+        for warning in [*unknown_variables(), *unused_settings(settings)]:
             logging.getLogger("autoscaler").warning("%s", warning)
         for name in dropped:
             logging.getLogger("autoscaler").warning(

@@ -54,6 +54,7 @@ def serve(argv: list[str] | None) -> None:
     )
     if not settings.gpu_enabled:
         unused_gpu_settings(settings)
+    unused_tls_settings(settings)
     if settings.modelmesh_insecure and settings.modelmesh_url.startswith("https"):
         log.info("--modelmesh-insecure (EXPORTER_MODELMESH_INSECURE): ModelMesh's certificate is not verified (its "
                  "metrics port makes a new self-signed one at every start)")
@@ -84,6 +85,20 @@ def unused_gpu_settings(settings: ExporterSettings) -> None:
                                       ("--gpu-pod-resources-socket", settings.pod_resources_socket)) if value]
     for flag in given:
         log.warning("%s is not used: %s turns the GPU collector off", setting(flag), setting("--no-gpu"))
+
+
+def unused_tls_settings(settings: ExporterSettings) -> None:
+    """The settings that verify ModelMesh's certificate, named once where `--modelmesh-url` is plain http://: a
+    CA file given for it verified nothing, and said nothing of it."""
+    from exporter.settings import setting
+
+    if settings.modelmesh_url.lower().startswith("https://"):
+        return
+    given = [flag for flag, value in (("--modelmesh-ca-file", settings.modelmesh_ca_file),
+                                      ("--modelmesh-insecure", settings.modelmesh_insecure)) if value]
+    for flag in given:
+        log.warning("%s is not used: %s is plain http://, with no certificate to verify; leave it out, or give an "
+                    "https:// URL", setting(flag), setting("--modelmesh-url"))
 
 
 def own_gpus(settings: ExporterSettings) -> ExporterSettings:

@@ -28,16 +28,24 @@ def bridges_replicas(settings: ServeSettings) -> bool:
     return settings.targets is None and settings.bridge is not False
 
 
-def writes_nothing(settings: ServeSettings) -> bool:
-    """True, after saying why in the log, where these settings write nothing to Kubernetes."""
+def why_nothing_is_written(settings: ServeSettings) -> str | None:
+    """Why these settings write nothing to Kubernetes, or None where they write: also what the start-up warning
+    about the leader-election settings, which then elect no one, says (`autoscaler.unused_settings`)."""
     if not settings.deletion_cost and not bridges_replicas(settings):
-        log.info("--deletion-cost=off and the replica bridge off: no Kubernetes writes; serving metrics only")
-        return True
+        return "--deletion-cost=off and the replica bridge off: no Kubernetes writes"
     if settings.kubeconfig is None and settings.targets is not None and not in_cluster():
-        log.warning("pod-deletion costs cannot be written: --targets without --kubeconfig outside a cluster "
-                    "names no Kubernetes API; serving metrics only")
-        return True
-    return False
+        return ("pod-deletion costs cannot be written: --targets without --kubeconfig outside a cluster names no "
+                "Kubernetes API")
+    return None
+
+
+def writes_nothing(settings: ServeSettings) -> bool:
+    """True, after saying why in the log, where these settings write nothing to Kubernetes: at INFO where the
+    user turned the writes off, as a WARNING where deletion costs were asked for but cannot be written."""
+    reason = why_nothing_is_written(settings)
+    if reason is not None:
+        log.log(logging.WARNING if settings.deletion_cost else logging.INFO, "%s; serving metrics only", reason)
+    return reason is not None
 
 
 async def start_writing(settings: ServeSettings, refresher: Refresher, metrics: AdapterMetrics, *,

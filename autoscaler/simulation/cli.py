@@ -206,6 +206,22 @@ def _synthetic_only(args: argparse.Namespace) -> None:
                          f"{'them' if len(given) > 1 else 'it'} out")
 
 
+SKEW_AWARE_ONLY: Final = {"--config": "its defaults: shape the skew-aware policy",
+                          "--hpa-behavior": "it is the skew-aware policy's HPA"}
+"""The flags that shape only skew-aware, and what each is to it."""
+
+
+def _skew_aware_only(args: argparse.Namespace, policy: RuntimePolicy) -> list[str]:
+    """The skew-aware flags given (`--config FILE`) where `--policies` leaves skew-aware out: they do nothing, and
+    a user comparing the table with the policy file in mind took it for the file's result. A policy file's
+    `target_lru_age_s` also sizes the default maxReplicas that every policy shares: then it does something."""
+    if "skew-aware" in args.policies:
+        return []
+    sizes_max = args.max_replicas is None and policy.target_lru_age_s != RuntimePolicy().target_lru_age_s
+    return [f"{flag} {path}" for flag, path in (("--config", args.config), ("--hpa-behavior", args.hpa_behavior))
+            if path is not None and not (flag == "--config" and sizes_max)]
+
+
 def _synthetic(args: argparse.Namespace, name: str) -> Any:
     """A synthetic trace's flag as given, or its default."""
     value = getattr(args, name, None)
@@ -348,6 +364,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if book.runtimes:
             warn(f"ignoring the {len(book.runtimes)} runtimes: entr{'y' if len(book.runtimes) == 1 else 'ies'} "
                   f"of {args.config}: the simulated runtime takes its defaults: (copy an entry's keys there)")
+    for flag in _skew_aware_only(args, policy):
+        warn(f"{flag} does nothing in this run: {SKEW_AWARE_ONLY[flag.split()[0]]}, which --policies "
+             f"{','.join(args.policies)} leaves out; add skew-aware to --policies, or leave {flag.split()[0]} out")
     if args.tick > RATE_CHECK_S:
         warn(f"--tick {args.tick:g} is longer than ModelMesh's {RATE_CHECK_S:g} s rate check (and the HPA's "
               f"{SYNC_PERIOD_S:g} s sync): both then run once a tick, which delays copies and scaling; use "

@@ -1,0 +1,65 @@
+"""Settings of `serve` that do nothing beside others, named in a WARNING at start.
+
+A user who gives `--client-ca-file` with `--insecure-dev`, `--leader-elect true` where nothing is written to
+Kubernetes, or `--refresh-nice` with `--workers 0` believes the setting applies; it was taken without a word.
+Warned, not refused (as the other source's settings, `autoscaler.preflight`): an adapter that starts today with
+a leftover variable keeps starting after an upgrade. Each warning names the setting as the user gave it, the
+flag or the `AUTOSCALER_*` variable (`ServeSettings.given_by`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from autoscaler.actuation.writes_off import why_nothing_is_written
+from autoscaler.settings import ServeSettings
+
+AUTHENTICATION: Final = (
+    "requestheader_client_ca_file", "requestheader_allowed_names", "requestheader_username_headers",
+    "requestheader_group_headers", "requestheader_extra_headers_prefix", "client_ca_file",
+    "authorization_always_allow_paths", "authentication_token_webhook_cache_ttl",
+    "authorization_webhook_cache_authorized_ttl", "authorization_webhook_cache_unauthorized_ttl",
+    "max_in_flight_reviews",
+)
+"""The settings (by flag dest) of authentication and authorization, which `--insecure-dev` does not do."""
+
+LEASE: Final = ("leader_elect_lease_duration", "leader_elect_renew_deadline", "leader_elect_retry_period",
+                "leader_elect_namespace", "leader_elect_lease_name")
+"""The settings (by flag dest) of the Lease, used only where a leader is elected."""
+
+
+def unused_settings(settings: ServeSettings) -> list[str]:
+    """A warning for each group of given settings that these settings leave doing nothing."""
+    given = {dest: where.split(" ", 1)[1] for dest, where in settings.given_by}  # `--flag` or `AUTOSCALER_FLAG`
+    said = []
+    if settings.insecure_dev and (names := [given[dest] for dest in AUTHENTICATION if dest in given]):
+        said.append(f"{_in_words(names)} {_does(names)} nothing with {given['insecure_dev']}, which serves without "
+                    f"authentication or authorization: leave {_it(names)} out, or drop {given['insecure_dev']} to "
+                    "authenticate and authorize clients")
+    lease = [given[dest] for dest in LEASE if dest in given]
+    if settings.leader_elect is False and lease:
+        said.append(f"{_in_words(lease)} {_does(lease)} nothing with {given['leader_elect']} false: no Lease is "
+                    f"elected; leave {_it(lease)} out, or set {given['leader_elect']} true")
+    elif (reason := why_nothing_is_written(settings)) is not None:
+        electing = ([f"{given['leader_elect']} true"] if settings.leader_elect and "leader_elect" in given else [])
+        if names := electing + lease:
+            said.append(f"{_in_words(names)} {_does(names)} nothing: a leader is elected to write to Kubernetes, and "
+                        f"nothing is written here ({reason}): leave {_it(names)} out")
+    if settings.workers == 0 and "refresh_nice" in given:
+        said.append(f"{given['refresh_nice']} does nothing with {given['workers']} 0: the refresh shares the one "
+                    "process with serving, so there is no refresh process to lower; leave it out, or give "
+                    "--workers 1 or more for serving processes that run ahead of the refresh")
+    return said
+
+
+def _in_words(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _does(names: Sequence[str]) -> str:
+    return "does" if len(names) == 1 else "do"
+
+
+def _it(names: Sequence[str]) -> str:
+    return "it" if len(names) == 1 else "them"
