@@ -450,21 +450,40 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
-def _stop_on_signals(out: Path) -> None:
+def _missing_directories(out: Path) -> list[Path]:
+    """`out` and each of its parents that does not exist yet, deepest first: the directories `_check_out` makes,
+    and so this run's to remove if it ends before its report is in place."""
+    missing = []
+    path = out.absolute()
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    return missing
+
+
+def _remove_made(made: list[Path]) -> None:
+    """Remove the directories this run made (`_missing_directories`), deepest first, each only if empty: left,
+    `--out runs/today/report` stopped early left runs/today/, read as a run that wrote nothing. One that holds
+    anything (a whole report put in place) stays, and so do its parents."""
+    for path in made:
+        try:
+            path.rmdir()
+        except OSError:  # not empty, or never made
+            return
+
+
+def _stop_on_signals(out: Path, made: list[Path]) -> None:
     """Ctrl-C and SIGTERM (`timeout`, a cancelled CI job, a deleted pod) end the run at once with one line and
-    the signal's status, and remove `out` if this run made it: left empty, it read as a run that wrote nothing.
-    A report being written is discarded (outputs.py: its files are put in place together or not at all). A
-    directory that was there before is the user's and stays.
+    the signal's status, and remove the directories this run made for `out` (`_remove_made`). A report being
+    written is discarded (outputs.py: its files are put in place together or not at all). A directory that was
+    there before is the user's and stays.
 
     Ended with `os._exit` from the handler, not an exception: simulating is plain computation with nothing to
     close, and an exception raised inside one of an import's callbacks is printed and lost (see `main`)."""
-    made_here = not out.exists()
 
     def stop(signum: int, frame: object) -> None:
         discard(out, OUTPUTS)  # the files of a report being written: none is put in place
-        if made_here:
-            with contextlib.suppress(OSError):  # not empty (a whole report put in place): it stays
-                out.rmdir()
+        _remove_made(made)
         sys.stderr.write("\ninterrupted.\n" if signum == signal.SIGINT else "\nterminated.\n")
         sys.stderr.flush()
         os._exit(128 + signum)
@@ -475,7 +494,8 @@ def _stop_on_signals(out: Path) -> None:
 
 
 def run_simulate(args: argparse.Namespace) -> int:
-    _stop_on_signals(args.out)
+    made = _missing_directories(args.out)
+    _stop_on_signals(args.out, made)
     try:
         report = run(args)
     except ModuleNotFoundError as error:
@@ -487,6 +507,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as error:  # TraceError is a ValueError
         from autoscaler.simulation.report import ProgressBar
 
+        _remove_made(made)  # a failure after `_check_out` (a write that failed): no empty directories left
         ProgressBar.end_line()  # a bar left short of its end (reading): the error on a line of its own
         print(f"simulate: {error}", file=sys.stderr)
         return 2

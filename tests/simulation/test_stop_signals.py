@@ -131,3 +131,19 @@ def test_output_piped_into_a_reader_that_stops_ends_quietly_with_the_closed_pipe
         os.close(write_end)
     assert (result.returncode, result.stderr) == (128 + signal.SIGPIPE, "")
     assert (tmp_path / "out" / "report.json").is_file() and (tmp_path / "out" / "report.md").is_file()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_stopped_run_removes_the_parent_directories_it_made_for_out(tmp_path: Path, signum: int) -> None:
+    """`--out runs/today/report` where runs/ did not exist: Ctrl-C removed report/ and left runs/today/, empty."""
+    out = tmp_path / "runs" / "today" / "report"
+    run = stop_while_simulating(out, signum)
+    assert run.returncode == 128 + signum, run.stderr
+    assert list(tmp_path.iterdir()) == [], list(tmp_path.rglob("*"))
+
+
+def test_a_stopped_run_leaves_the_parents_that_were_there(tmp_path: Path) -> None:
+    (tmp_path / "runs").mkdir()
+    run = stop_while_simulating(tmp_path / "runs" / "today" / "report", signal.SIGINT)
+    assert run.returncode == 130, run.stderr
+    assert [path.name for path in tmp_path.rglob("*")] == ["runs"]
