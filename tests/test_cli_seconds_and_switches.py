@@ -13,7 +13,9 @@ import math
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import pytest
 from hypothesis import given
@@ -76,11 +78,10 @@ def test_a_value_with_a_unit_is_the_same_as_its_seconds_written_bare(number: flo
     """For every seconds flag: `N<unit>` is taken exactly where its seconds written as a bare number are, and as
     the same value (or both refused, by the flag's own range)."""
     flag, action = SECONDS_FLAGS[index]
-    convert = action.type
-    assert callable(convert)
+    convert = cast(Callable[[str], float], action.type)
     text = f"{number!r}{unit}"
     bare = repr(float(text.removesuffix(unit)) * UNITS[unit])
-    outcomes = []
+    outcomes: list[float | None] = []
     for value in (text, bare):
         try:
             outcomes.append(convert(value))
