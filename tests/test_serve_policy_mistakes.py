@@ -128,3 +128,22 @@ def test_a_policy_value_out_of_range_is_said_as_written_in_the_docs(
     status, [line] = serve_with(tmp_path, config)
     assert status == 2
     assert expected in line and not_expected not in line, line
+
+
+def test_debug_names_the_policy_file_where_it_sets_a_flags_key_back_to_the_built_in_value(tmp_path: Path) -> None:
+    """`--min-coverage 0.9` with a file restating `min_coverage: 0.5` (the built-in value) served 0.5 and /debug
+    said `built-in`: nothing showed that the file, not the flag, decided it."""
+    targets = tmp_path / "targets.yaml"
+    targets.write_text(TARGETS)
+    config = tmp_path / "policy.yaml"
+    config.write_text("defaults: {min_coverage: 0.5, target_gpu_busy: 0.8}\n")
+    listen = free_port()
+    args = ["autoscaler.cli", "serve", "--insecure-dev", "--workers", "0", "--listen", f"127.0.0.1:{listen}",
+            "--targets", str(targets), "--config", str(config), "--min-coverage", "0.9"]
+    url = f"https://127.0.0.1:{listen}/debug/runtimes/default/modelmesh-serving-demo"
+    with running(args, url, tmp_path / "adapter.log"):
+        status, body = poll(lambda: answer if (answer := http_get(url))[0] != 503 else None, timeout=30)
+    assert status == 200, body
+    policy = json.loads(body)["policy"]
+    assert policy["min_coverage"] == {"value": 0.5, "from": f"{config}: defaults"}
+    assert policy["target_gpu_busy"] == {"value": 0.8, "from": "built-in"}  # no layer below says otherwise

@@ -26,7 +26,7 @@ from autoscaler.model import RuntimeKey
 from autoscaler.names import POLICY_ANNOTATION_PREFIX, SERVINGRUNTIME_DEPLOYMENT_PREFIX
 from autoscaler.policies.policy import RuntimePolicy, hpa_contradiction, with_hpa_bounds
 from autoscaler.policies.policy_annotations import NEAR_MISSES, AnnotationMemory, apply_annotations
-from autoscaler.policies.policy_origins import BUILT_IN, BUILT_IN_ORIGIN, PolicyExplained, flag_origins
+from autoscaler.policies.policy_origins import BUILT_IN, BUILT_IN_ORIGIN, PolicyExplained, deciding, flag_origins
 from autoscaler.policies.policy_values import (
     FIELDS,
     HINTS,
@@ -151,11 +151,9 @@ class PolicyBook:
                                       self._memory.setdefault(key, AnnotationMemory()),
                                       lambda f: layer.get(f, BUILT_IN_ORIGIN))
         policy, applied, ignored = annotated.policy, annotated.origins, annotated.ignored
-        broad = self._origins.get(None, {})
-        explained = tuple(  # keys off their built-in value, every key set for this runtime alone, every mistake
+        explained = tuple(  # every key a layer above the built-in decided (`deciding`), every mistake
             (f, getattr(policy, f), origin or BUILT_IN_ORIGIN, ignored.get(f)) for f in FIELDS
-            if ((origin := applied.get(f) or layer.get(f)) is not None
-                and (getattr(policy, f) != getattr(BUILT_IN, f) or origin != broad.get(f))) or f in ignored)
+            if (origin := applied.get(f) or layer.get(f)) is not None or f in ignored)
         if cached is not None and cached[2] != policy:
             changes = ", ".join(f"{f} {show_value(getattr(cached[2], f))} -> {show_value(getattr(policy, f))}"
                                 for f in FIELDS if getattr(cached[2], f) != getattr(policy, f))
@@ -207,7 +205,8 @@ def parse_policy_book(document: object, source: str, base: RuntimePolicy | None 
         raise ConfigError(f"{source}: unknown top-level key {unknown[0]!r} (expected 'defaults', 'runtimes'){where}")
     defaults = _layer(base or RuntimePolicy(), document.get("defaults"), source, "defaults")
     default_origins = flag_origins(base or RuntimePolicy(), given_by)
-    default_origins.update(_origins_of(document.get("defaults"), f"{source}: defaults"))
+    default_origins.update(deciding(_origins_of(document.get("defaults"), f"{source}: defaults"), defaults,
+                                    base or RuntimePolicy()))
     origins: dict[RuntimeKey | None, dict[str, str]] = {None: default_origins}
     runtimes: dict[RuntimeKey, RuntimePolicy] = {}
     entries = document.get("runtimes") or []

@@ -12,9 +12,9 @@ from autoscaler.policies.policy_values import FIELDS
 PolicyExplained = tuple[tuple[str, float | int | None, str, str | None], ...]
 """(policy key, value, where it came from, what written for it is ignored and why, or None) of the keys a layer
 above the built-in defaults set, in field order: what /debug shows (`policy_document`). Only those: every
-runtime carries one in every refresh's snapshot, so a key the flags or the file's `defaults:` leave at its
-built-in value (the shipped file restates them all) is shown as built-in, which its value is; and any key with
-an ignored annotation, so that /debug answers "why is my annotation not applied"."""
+runtime carries one in every refresh's snapshot, so a key the flags and the file's `defaults:` leave at its
+built-in value (the shipped file restates them all) is shown as built-in, which its value is (`deciding`); and
+any key with an ignored annotation, so that /debug answers "why is my annotation not applied"."""
 
 BUILT_IN: Final = RuntimePolicy()
 BUILT_IN_ORIGIN: Final = "built-in"
@@ -53,3 +53,13 @@ def flag_origins(base: RuntimePolicy, given_by: Mapping[str, str] | None = None)
     given, derived = (given_by, _DERIVED) if given_by is not None else ({}, {})
     return {name: given.get(name) or derived.get(name) or f"flag {_FLAGS.get(name, name)}" for name in FIELDS
             if getattr(base, name) != getattr(BUILT_IN, name)}
+
+
+def deciding(written: Mapping[str, str], layer: RuntimePolicy, below: RuntimePolicy) -> dict[str, str]:
+    """Where the keys a broad layer wrote (`written`: the file's `defaults:`) come from, leaving out those that
+    restate the built-in value over a layer (`below`: the flags) that left it there too: the built-in decided
+    them. A key set back to the built-in value over a flag's other value is the layer's: shown as built-in, the
+    user could not see why the flag did not apply."""
+    return {name: origin for name, origin in written.items()
+            if getattr(layer, name) != getattr(BUILT_IN, name)
+            or getattr(below, name) != getattr(BUILT_IN, name)}
