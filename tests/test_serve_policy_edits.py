@@ -61,3 +61,56 @@ def test_a_typo_in_an_annotation_keeps_its_last_good_value(tmp_path: Path) -> No
     assert "keeps min_replicas 6" in warning, warning  # what still applies
     assert f"{PREFIX}min-replicas=6 " in warning, warning  # what to write
     assert "policy annotations changed" not in log.read_text()
+
+
+NEAR_MISSES = {  # runtime: a min-replicas annotation as people mistype it
+    "rt-case": f"{PREFIX}Min-Replicas",
+    "rt-camel": f"{PREFIX}minReplicas",
+    "rt-prefix": "autoscaling.modelmesh.io/min-replicas",
+}
+
+
+FILE_SPELLING = {  # runtime: its min-replicas annotations in the policy file's spelling, alone or beside the documented
+    "rt-underscores": {f"{PREFIX}min_replicas": "6"},
+    "rt-both": {f"{PREFIX}min-replicas": "7", f"{PREFIX}min_replicas": "6"},
+}
+
+
+def test_a_near_miss_annotation_spelling_is_ignored_and_said_once(tmp_path: Path) -> None:
+    """`autoscaler.modelmesh.io/min_replicas=6` (the file's key) was applied without a word, while `Min-Replicas`
+    or another prefix was ignored, said in a warning that did not say what applied, and shown nowhere in /debug.
+    The file's spelling was read before, so an upgrade must keep applying it: it applies, said once."""
+    targets, config, log = tmp_path / "targets.yaml", tmp_path / "policy.yaml", tmp_path / "adapter.log"
+    config.write_text("defaults: {min_replicas: 2}\n")
+    written = {runtime: {annotation: "6"} for runtime, annotation in NEAR_MISSES.items()} | FILE_SPELLING
+    targets.write_text("runtimes:\n" + "".join(
+        f"  - {{namespace: default, deployment: {runtime}, annotations: {json.dumps(annotations)},\n"
+        f"     pods: [{{name: {runtime}-0, url: 'http://127.0.0.1:9/metrics'}}]}}\n"
+        for runtime, annotations in written.items()))
+    listen = free_port()
+    url = f"https://127.0.0.1:{listen}/debug/runtimes/default/"
+    args = ["autoscaler.cli", "serve", "--insecure-dev", "--workers", "0", "--listen", f"127.0.0.1:{listen}",
+            "--targets", str(targets), "--config", str(config), "--refresh-interval", "1"]
+    with running(args, url + "rt-case", log):
+        next_refresh(url + "rt-case")
+        shown = {runtime: next_refresh(url + runtime)["policy"]["min_replicas"] for runtime in written}
+    for runtime, annotation in NEAR_MISSES.items():
+        assert shown[runtime]["value"] == 2 and shown[runtime]["from"] == f"{config}: defaults", shown[runtime]
+        assert f"{annotation}='6'" in shown[runtime]["ignored"], shown[runtime]
+        assert f"write {PREFIX}min-replicas" in shown[runtime]["ignored"], shown[runtime]
+        [warning] = [line for line in log.read_text().splitlines() if f"{annotation}='6'" in line]
+        assert "WARNING" in warning and f"default/{runtime}" in warning, warning
+        assert f"write {PREFIX}min-replicas" in warning, warning  # the one spelling read
+        assert f"uses min_replicas 2 ({config}: defaults)" in warning, warning  # what applies instead
+    assert shown["rt-underscores"] == {"value": 6, "from": f"annotation {PREFIX}min_replicas"}, shown
+    [warning] = [line for line in log.read_text().splitlines() if f"{PREFIX}min_replicas='6'" in line
+                 and "default/rt-underscores" in line]
+    assert "WARNING" in warning and f"min_replicas='6' applies as {PREFIX}min-replicas" in warning, warning
+    assert f"write {PREFIX}min-replicas=6" in warning, warning
+    both = shown["rt-both"]
+    assert both["value"] == 7 and both["from"] == f"annotation {PREFIX}min-replicas", both
+    assert f"{PREFIX}min_replicas='6'" in both["ignored"], both
+    [warning] = [line for line in log.read_text().splitlines()
+                 if f"{PREFIX}min_replicas='6'" in line and "default/rt-both" in line]
+    assert f"ignoring annotation {PREFIX}min_replicas='6'" in warning, warning
+    assert f"uses min_replicas 7 from {PREFIX}min-replicas: remove {PREFIX}min_replicas" in warning, warning

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Final
 
 from autoscaler.kube_names import runtime_key_problem
 from autoscaler.model import RuntimeKey
-from autoscaler.names import POLICY_ANNOTATION_PREFIX, SERVINGRUNTIME_DEPLOYMENT_PREFIX
+from autoscaler.names import SERVINGRUNTIME_DEPLOYMENT_PREFIX
 from autoscaler.policies.policy import RuntimePolicy, hpa_contradiction, with_hpa_bounds
-from autoscaler.policies.policy_annotations import NEAR_MISSES, AnnotationMemory, apply_annotations
+from autoscaler.policies.policy_annotations import AnnotationMemory, apply_annotations, written_for_us
 from autoscaler.policies.policy_origins import BUILT_IN, BUILT_IN_ORIGIN, PolicyExplained, deciding, flag_origins
 from autoscaler.policies.policy_values import (
     FIELDS,
@@ -133,16 +133,14 @@ class PolicyBook:
     def policy_for(self, key: RuntimeKey, annotations: Mapping[str, str] | None = None) -> RuntimePolicy:
         """The policy of one runtime; cheap to call every refresh (cached while its annotations stay the same).
 
-        Annotations whose name ends in a policy key under another prefix (`autoscaling.modelmesh.io/...`,
-        `max_replicas`) are not applied but warned about: whoever wrote one thinks it applies."""
+        Annotations that spell a policy key otherwise than documented (`autoscaling.modelmesh.io/...`,
+        `autoscaler.modelmesh.io/Max-Replicas`) are not applied but warned about: whoever wrote one thinks it
+        applies (`near_miss`); the file's spelling under our prefix still applies, warned about (`read_as`)."""
         annotations = annotations or _NO_ANNOTATIONS
         cached = self._cache.get(key)
         if cached is not None and (cached[0] is annotations or cached[0] == annotations):  # a dict compare, in C
             return cached[2]
-        ours = tuple(sorted(
-            (k, v) for k, v in annotations.items()
-            if k.startswith(POLICY_ANNOTATION_PREFIX) or k[max(k.rfind("/"), k.rfind(".")) + 1:] in NEAR_MISSES
-        ))
+        ours = tuple(sorted((k, v) for k, v in annotations.items() if written_for_us(k)))
         if cached is not None and cached[1] == ours:  # another annotation changed (a rollout's revision)
             self._cache[key] = (annotations, ours, cached[2], cached[3])
             return cached[2]

@@ -10,25 +10,51 @@ annotation is deliberate, and gives the file's value back.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import Final
 
 from autoscaler.model import RuntimeKey
 from autoscaler.names import POLICY_ANNOTATION_PREFIX
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.policy_values import FIELDS, HINTS, closest_field, parse_field, policy_problem, show_value
+from autoscaler.policies.policy_values import FIELDS, closest_field, parse_field, policy_problem, show_value
 
 log = logging.getLogger("autoscaler.policies.config")
 
 Value = float | int | None
 
-NEAR_MISSES: Final = {
-    spelling: name
-    for name in FIELDS
-    for spelling in (name, name.replace("_", "-"), name.split("_")[0] + "".join(w.title() for w in name.split("_")[1:]))
-}
-"""Annotation names (after the last `/` or `.`) that spell a policy key: under another prefix, a near miss."""
+ANNOTATIONS: Final = {POLICY_ANNOTATION_PREFIX + name.replace("_", "-"): name for name in FIELDS}
+"""Each policy annotation, in its one documented spelling, with its policy key."""
+
+
+def _squashed(name: str) -> str:
+    return name.replace("-", "").replace("_", "").lower()
+
+
+_SQUASHED_FIELDS: Final = {_squashed(name): name for name in FIELDS}
+
+
+def read_as(annotation: str) -> str | None:
+    """The documented annotation that `annotation` is read as: itself, or for the policy file's key spelling under
+    our prefix (`autoscaler.modelmesh.io/min_replicas`) the one with `-` for `_`. That spelling was read before
+    one spelling was documented, and an upgrade must not drop it (a raised floor falling back to the file's)."""
+    documented = annotation.replace("_", "-")
+    return documented if documented in ANNOTATIONS else None
+
+
+def near_miss(annotation: str) -> str | None:
+    """The policy key that an annotation not read as a policy annotation (`read_as`) names all the same
+    (`Min-Replicas`; `minReplicas`; any prefix but ours): whoever wrote one thinks it applies. None for the
+    spellings read and for other tools' annotations."""
+    if read_as(annotation) is not None:
+        return None
+    return _SQUASHED_FIELDS.get(_squashed(annotation[max(annotation.rfind("/"), annotation.rfind(".")) + 1:]))
+
+
+def written_for_us(annotation: str) -> bool:
+    """Whether the annotation is a policy annotation, or meant as one (`near_miss`, an unknown key under our
+    prefix): those are applied or warned about, the others are other tools' business."""
+    return annotation.startswith(POLICY_ANNOTATION_PREFIX) or near_miss(annotation) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +84,11 @@ class Annotated:
     policy: RuntimePolicy
     origins: dict[str, str]
     ignored: dict[str, str]
-    """Per policy key, `annotation='text': why` of the annotation ignored for it (shown in /debug)."""
+    """Per policy key, `annotation='text': why` of each annotation ignored for it (shown in /debug)."""
+
+
+Ignored = dict[str, list[tuple[Written, str]]]
+"""Per policy key, each annotation written for it that is not used, and why."""
 
 
 def apply_annotations(
@@ -66,62 +96,74 @@ def apply_annotations(
     origin_below: Callable[[str], str],
 ) -> Annotated:
     """`base` with the runtime's policy annotations applied together (a pair such as min and max replicas is
-    checked as a pair, not in name order against the file's other bound); an annotation that cannot be used is
-    ignored, its key keeping its last good annotation's value (`memory`), else `base`'s (from `origin_below`)."""
+    checked as a pair, not in name order against the file's other bound); an annotation that cannot be used
+    (a bad value, or a near-miss spelling: `near_miss`) is ignored, its key keeping its last good annotation's
+    value (`memory`), else `base`'s (from `origin_below`)."""
     fresh: dict[str, Written] = {}
-    ignored: dict[str, tuple[Written, str]] = {}
+    ignored: Ignored = {}
     warnings: dict[tuple[str, str], str] = {}
+    names = {annotation for annotation, _ in annotations}
     for annotation, raw in annotations:
-        _read_one(key, annotation, raw, fresh, ignored, warnings)
+        _read_one(key, annotation, raw, names, fresh, ignored, warnings)
     chosen = dict(fresh)
     for name in ignored:
         if name not in chosen and name in memory.last_good:
             chosen[name] = memory.last_good[name]
     policy = _settle(base, chosen, fresh, memory, ignored)
-    for name, (written, why) in ignored.items():
+    for name, entries in ignored.items():
         below = f"{name} {show_value(getattr(base, name))} ({origin_below(name)})"
-        warnings[(written.annotation, written.raw)] = _ignored_text(
-            key, name, written, why, chosen.get(name), getattr(policy, name), below)
+        for written, why in entries:
+            warnings[(written.annotation, written.raw)] = _ignored_text(
+                key, name, written, why, chosen.get(name), fresh.get(name), getattr(policy, name), below)
     _warn_new(memory, warnings)
     memory.last_good = dict(chosen)  # a valid whole: what `_settle` kept
     return Annotated(
         policy,
         {name: f"annotation {w.annotation}" + ("" if fresh.get(name) == w else f" (its last good value, {w.raw!r})")
          for name, w in chosen.items()},
-        {name: f"{w.annotation}={w.raw!r}: {why}" for name, (w, why) in ignored.items()},
+        {name: "; ".join(f"{w.annotation}={w.raw!r}: {why}" for w, why in entries)
+         for name, entries in ignored.items()},
     )
 
 
-def _read_one(key: RuntimeKey, annotation: str, raw: str, fresh: dict[str, Written],
-              ignored: dict[str, tuple[Written, str]], warnings: dict[tuple[str, str], str]) -> None:
-    """Parse one annotation into `fresh` (or `ignored`, or `warnings` when it names no key of ours)."""
-    if not annotation.startswith(POLICY_ANNOTATION_PREFIX):
-        name = NEAR_MISSES[annotation[max(annotation.rfind("/"), annotation.rfind(".")) + 1:]]
-        warnings[(annotation, raw)] = (
-            f"runtime {key}: annotation {annotation}={raw!r} is not read: policy annotations start with "
-            f"{POLICY_ANNOTATION_PREFIX!r}; write {POLICY_ANNOTATION_PREFIX}{name.replace('_', '-')}")
-        return
-    name = annotation.removeprefix(POLICY_ANNOTATION_PREFIX).replace("-", "_")
-    if name not in HINTS:  # the hint in the annotation's own spelling, not the file key's
-        close = closest_field(name)
+def _read_one(key: RuntimeKey, annotation: str, raw: str, names: Collection[str], fresh: dict[str, Written],
+              ignored: Ignored, warnings: dict[tuple[str, str], str]) -> None:
+    """Parse one annotation into `fresh` (or `ignored`, or `warnings` when it names no key of ours). A near-miss
+    spelling is ignored as a bad value is: keys have one spelling, as the file's have, and one applied in
+    another spelling is one that a second annotation of the same key silently contradicts. The file's spelling
+    under our prefix still applies (`read_as`), said once, unless the documented spelling is among `names` too."""
+    documented = read_as(annotation)
+    if documented is None:
+        meant = near_miss(annotation)
+        if meant is not None:
+            ignored.setdefault(meant, []).append((Written(annotation, raw, None), (
+                f"policy annotations are read only as documented, in lower case with '-' under "
+                f"{POLICY_ANNOTATION_PREFIX!r}: write {POLICY_ANNOTATION_PREFIX}{meant.replace('_', '-')}")))
+            return
+        close = closest_field(annotation.removeprefix(POLICY_ANNOTATION_PREFIX).replace("-", "_"))
         hint = f" (did you mean {POLICY_ANNOTATION_PREFIX}{close.replace('_', '-')}?)" if close else ""
         warnings[(annotation, raw)] = f"runtime {key}: ignoring annotation {annotation}={raw!r}: no such " \
                                       f"policy annotation{hint}"
         return
+    name = ANNOTATIONS[documented]
+    if documented != annotation:
+        if documented in names:
+            ignored.setdefault(name, []).append((Written(annotation, raw, None), (
+                f"{documented} is written too, and the documented spelling applies over the file's")))
+            return
+        warnings[(annotation, raw)] = (
+            f"runtime {key}: annotation {annotation}={raw!r} applies as {documented}, as the policy file's key "
+            f"spelling read before: write {documented}={raw}, the documented spelling, instead")
     try:
         value = parse_field(name, raw)
     except ValueError as exc:
-        ignored[name] = (Written(annotation, raw, None), str(exc))
+        ignored.setdefault(name, []).insert(0, (Written(annotation, raw, None), str(exc)))
         return
-    if name in fresh:
-        warnings[(annotation, raw)] = (f"runtime {key}: annotations {fresh[name].annotation} and {annotation} both "
-                                       f"set {name}; using {annotation}={raw!r}")
     fresh[name] = Written(annotation, raw, value)
-    ignored.pop(name, None)
 
 
 def _settle(base: RuntimePolicy, chosen: dict[str, Written], fresh: dict[str, Written], memory: AnnotationMemory,
-            ignored: dict[str, tuple[Written, str]]) -> RuntimePolicy:
+            ignored: Ignored) -> RuntimePolicy:
     """`base` with `chosen` applied, leaving out (into `ignored`) what is out of range: a fresh annotation gives
     way to its last good value, a last good value to `base`'s. Both bounds written and crossed (`min-replicas=10
     max-replicas=5`, a swapped pair) are both ignored: neither is what was meant."""
@@ -139,19 +181,22 @@ def _settle(base: RuntimePolicy, chosen: dict[str, Written], fresh: dict[str, Wr
                 return base
             written = chosen.pop(culprit)
             if fresh.get(culprit) == written:
-                ignored[culprit] = (written, why)
+                ignored.setdefault(culprit, []).insert(0, (written, why))
                 kept = memory.last_good.get(culprit)
                 if kept is not None and kept.value != written.value:
                     chosen[culprit] = kept
 
 
-def _ignored_text(key: RuntimeKey, name: str, written: Written, why: str, kept: Written | None, value: Value,
-                  below: str) -> str:
+def _ignored_text(key: RuntimeKey, name: str, written: Written, why: str, kept: Written | None,
+                  fresh: Written | None, value: Value, below: str) -> str:
     """The warning for an ignored annotation: what was written and why, what value applies now, what to write;
     `below`: the key's value without the annotation, and where it comes from."""
-    if kept is not None and kept.value == value:
+    if kept is not None and kept == fresh:  # a near miss beside the annotation as spelt, which applies
+        now = f"the runtime uses {name} {show_value(value)} from {kept.annotation}: remove {written.annotation}"
+    elif kept is not None and kept.value == value:
         now = (f"the runtime keeps {name} {show_value(value)}, the last good value of {kept.annotation}, until it "
-               f"is fixed: write {kept.annotation}={kept.raw} to keep it, or remove the annotation for {below}")
+               f"is fixed: write {read_as(kept.annotation)}={kept.raw} to keep it, or remove the annotation for "
+               f"{below}")
     else:
         now = f"the runtime uses {below} meanwhile: fix the annotation, or remove it to keep that"
     return f"runtime {key}: ignoring annotation {written.annotation}={written.raw!r}: {why}; {now}"
