@@ -61,11 +61,12 @@ class ClientCaReloader:
         except (AuthConfigError, KubeApiError, OSError) as error:
             self._warn_once(f"read:{error}", f"client CAs not re-read, keeping the current ones: {error}")
             return False
-        rules_changed = new.rules != self._current.rules and self._requestheader is not None
-        if rules_changed and self._requestheader is not None:
+        rules_changed = False
+        if self._requestheader is not None and new.rules != self._current.rules:
             self._requestheader.replace_rules(new.rules)
             log.info("front-proxy header rules and allowed names reloaded from %s: allowed names %s", new.source,
                      ", ".join(sorted(new.rules.allowed_names)) or "any")
+            rules_changed = True
         if _pems(new) == _pems(self._current):
             if rules_changed:  # a connection's identity, kept from its headers under the old rules, is judged anew
                 self._inspector.replace(self._current.requestheader_ca, self._current.client_ca)

@@ -167,3 +167,20 @@ async def test_narrowed_allowed_names_apply_without_a_restart_on_a_connection_ke
     assert await served.status_as(pki, new_proxy) == 200
     assert "restart" not in caplog.text
     assert "front-proxy header rules and allowed names reloaded" in caplog.text
+
+
+async def test_changed_header_rules_are_not_applied_where_the_adapter_has_no_front_proxy(
+    pki: Pki, kube: FakeKubeApi, settings_for: Callable[..., ServeSettings], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Started with a client CA only (no front-proxy CA, so no header authenticator): a change to the
+    ConfigMap's allowed names has nothing to apply to, and is not said as reloaded."""
+    kube.set_authentication_config(client_ca=bundle(pki.client_ca), allowed_names=[PROXY_CN])
+    security = await build_api_security(settings_for(files=False), pki.server_context(), AdapterMetrics())
+    try:
+        assert security.reload_client_cas is not None
+        kube.set_authentication_config(client_ca=bundle(pki.client_ca), allowed_names=["front-proxy-client-2"])
+        with caplog.at_level(logging.INFO, "autoscaler.api.ca_reload"):
+            assert not await security.reload_client_cas()
+    finally:
+        await security.close()
+    assert "reloaded" not in caplog.text
