@@ -49,6 +49,7 @@ from autoscaler.api.connections import ConnectionLimits, GuardedSite
 from autoscaler.api.render import SnapshotPublisher
 from autoscaler.api.selfmetrics_split import MULTIPROCESS_DIRECTORY
 from autoscaler.api.snapshot import SnapshotHolder
+from autoscaler.kube.review_connection import ReviewConnection
 from autoscaler.scratch import owned_directory, sweep_abandoned
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
@@ -155,21 +156,25 @@ async def _until_stopped(stop: asyncio.Event, received: list[signal.Signals], un
 
 # The serving worker.
 
-def worker_main(settings: ServeSettings, cert_file: Path, key_file: Path, pipe: Connection, index: int) -> None:
+def worker_main(settings: ServeSettings, cert_file: Path, key_file: Path, pipe: Connection, index: int,
+                connection: ReviewConnection | None = None) -> None:
     """Entry point of a serving worker process (spawned: nothing inherited but these arguments, and SIGINT
-    blocked: `_interrupts_held_from_the_worker`); SIGINT is ignored until its event loop handles it."""
+    blocked: `_interrupts_held_from_the_worker`); SIGINT is ignored until its event loop handles it.
+    `connection`: what its reviews need of the Kubernetes API, loaded by the refresh process, so that the worker
+    never imports the Kubernetes library (`autoscaler.kube.review_connection`); None with `--insecure-dev`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C pending since the start is dropped
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     logging.basicConfig(level=settings.log_level,
                         format=f"%(asctime)s %(levelname)s %(name)s[worker {index}]: %(message)s")
     try:
-        code = asyncio.run(_worker(settings, cert_file, key_file, pipe))
+        code = asyncio.run(_worker(settings, cert_file, key_file, pipe, connection))
     except KeyboardInterrupt:
         code = 0
     sys.exit(code)
 
 
-async def _worker(settings: ServeSettings, cert_file: Path, key_file: Path, pipe: Connection) -> int:
+async def _worker(settings: ServeSettings, cert_file: Path, key_file: Path, pipe: Connection,
+                  connection: ReviewConnection | None) -> int:
     """Serve until the refresh process closes the pipe (or a Ctrl-C); the exit code.
 
     SIGTERM does not stop a worker: the refresh process speaks for the pod. Sent to the whole process group
@@ -183,7 +188,7 @@ async def _worker(settings: ServeSettings, cert_file: Path, key_file: Path, pipe
     holder = SnapshotHolder()
     try:
         tls = server_context(cert_file, key_file)
-        app = await build_served_app(holder, metrics, settings, tls)
+        app = await build_served_app(holder, metrics, settings, tls, connection)
     except (OSError, ValueError) as error:
         pipe.send_bytes(FAILED + str(error).encode())
         return 2
@@ -230,10 +235,11 @@ class WorkerPool:
     """The serving workers, their pipes, and what the refresh process sends them."""
 
     def __init__(self, settings: ServeSettings, cert_file: Path, key_file: Path, metrics_directory: Path | None,
-                 between_starts: Callable[[], None] = lambda: None) -> None:
+                 between_starts: Callable[[], None] = lambda: None,
+                 connection: ReviewConnection | None = None) -> None:
         """Starts the workers; `between_starts` runs after each (it may raise to stop them all). Several workers
         keep their request series in files under `metrics_directory` that every worker's /metrics sums
-        (`selfmetrics_split`)."""
+        (`selfmetrics_split`). Each gets `connection` for its reviews (`worker_main`)."""
         spawn = multiprocessing.get_context("spawn")
         self.processes: list[BaseProcess] = []
         self.pipes: list[Connection] = []
@@ -247,7 +253,7 @@ class WorkerPool:
                 for index in range(settings.workers):
                     ours, theirs = spawn.Pipe(duplex=True)
                     process = spawn.Process(target=worker_main,
-                                            args=(settings, cert_file, key_file, theirs, index),
+                                            args=(settings, cert_file, key_file, theirs, index, connection),
                                             name=f"serving-worker-{index}", daemon=True)
                     with _interrupts_held_from_the_worker():
                         process.start()
@@ -436,7 +442,8 @@ def _serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | 
             files = generate_self_signed(directory, "modelmesh-autoscaler",
                                          [h for h in (settings.bound_host, "localhost", socket.gethostname()) if h])
             tls_files = (files.cert_file, files.key_file)
-        pool = WorkerPool(settings, *tls_files, metrics_directory, between_starts=starting.check)
+        pool = WorkerPool(settings, *tls_files, metrics_directory, between_starts=starting.check,
+                          connection=_review_connection(settings))
         try:
             pool.wait_ready(between_waits=starting.check)
             log.info("serving external.metrics.k8s.io on %s with %d worker process%s (source %s, "
@@ -445,6 +452,16 @@ def _serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | 
             return asyncio.run(_refresh_process(settings, pool, starting))
         finally:
             pool.stop()
+
+
+def _review_connection(settings: ServeSettings) -> ReviewConnection | None:
+    """The Kubernetes connection the workers' reviews need, loaded here once with the library this process has
+    loaded anyway (discovery, leader election); None with `--insecure-dev`, which reviews nothing."""
+    if settings.insecure_dev:
+        return None
+    from autoscaler.kube.reviews import load_review_connection
+
+    return asyncio.run(load_review_connection(settings.kubeconfig))
 
 
 def _lower_priority(increment: int) -> None:

@@ -35,6 +35,7 @@ from autoscaler.api.snapshot import SNAPSHOT_KEY, SnapshotStore
 from autoscaler.api.stall import STALL_KEY, StallWatch, stall_context
 from autoscaler.api.status import ApiError, ApiResponse, as_api_response, status_response
 from autoscaler.gcsettings import tune_for_serving
+from autoscaler.kube.review_connection import ReviewConnection
 from autoscaler.names import GROUP_VERSION
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
@@ -270,11 +271,13 @@ def install_dispatch(app: web.Application, server: web.Server) -> None:
 
 
 async def build_served_app(
-    source: Refresher | SnapshotStore, metrics: AdapterMetrics, settings: ServeSettings, tls: ssl.SSLContext | None
+    source: Refresher | SnapshotStore, metrics: AdapterMetrics, settings: ServeSettings, tls: ssl.SSLContext | None,
+    connection: ReviewConnection | None = None,
 ) -> web.Application:
     """`build_api_app` as `serve` runs it, in one process or in each worker: behind authentication and
     authorization (their Kubernetes clients close with the app; `tls` learns the client CAs), or open with
-    `--insecure-dev`. Start-up mistakes are `ValueError`s (`KubeConfigError`, `AuthConfigError`).
+    `--insecure-dev`. Start-up mistakes are `ValueError`s (`KubeConfigError`, `AuthConfigError`). A worker gets
+    the Kubernetes connection its reviews need as `connection`, loaded by the refresh process.
 
     A serving certificate given as files is reloaded here, by every process that serves with `tls`: each worker
     of `--workers N` has its own `SSLContext`, and one that never reloaded it went on presenting the old
@@ -284,7 +287,7 @@ async def build_served_app(
     else:
         from autoscaler.api.auth import build_api_security  # only secured serving needs the Kubernetes client
 
-        security = await build_api_security(settings, tls, metrics)
+        security = await build_api_security(settings, tls, metrics, connection=connection)
         app = build_api_app(source, metrics, security.gate, settings.stalled_after_s)
         app.on_cleanup.append(security.close)
     if tls is not None and settings.tls_cert_file and settings.tls_private_key_file:

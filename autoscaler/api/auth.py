@@ -62,7 +62,8 @@ from autoscaler.api.identity import (
 from autoscaler.api.log_limit import LogLimiter
 from autoscaler.api.open_paths import AlwaysAllowPaths, is_non_resource
 from autoscaler.api.status import ApiError
-from autoscaler.kube.reviews import DEFAULT_TIMEOUT_S, KubeAuthApi, load_configuration
+from autoscaler.kube.review_connection import ReviewConnection
+from autoscaler.kube.reviews import DEFAULT_TIMEOUT_S, KubeAuthApi, load_review_connection
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
 from exporter.stopping import stop_tasks
@@ -188,15 +189,19 @@ class ApiSecurity:
 
 
 async def build_api_security(settings: ServeSettings, tls: ssl.SSLContext | None, metrics: AdapterMetrics,
-                             *, kube_timeout_s: float = DEFAULT_TIMEOUT_S,
+                             *, connection: ReviewConnection | None = None, kube_timeout_s: float = DEFAULT_TIMEOUT_S,
                              clock: Callable[[], float] = time.time) -> ApiSecurity:
     """Connect to the Kubernetes API, learn the front-proxy settings, make `tls` ask for client certificates.
-    `clock` (POSIX seconds) is what client certificates' validity is checked against on each request.
+    `connection`: the settings the refresh process loaded for a serving worker (else they are loaded here, with
+    the Kubernetes library). `clock` (POSIX seconds) is what client certificates' validity is checked against on
+    each request.
 
     Raises `ValueError` subclasses (`KubeConfigError`, `AuthConfigError`) for start-up mistakes.
     """
-    kube = KubeAuthApi(await load_configuration(settings.kubeconfig), metrics, kube_timeout_s,
-                       max_connections=settings.max_in_flight_reviews)
+    if connection is None:
+        connection = await load_review_connection(settings.kubeconfig)
+    kube = await KubeAuthApi.connect(connection, metrics, kube_timeout_s,
+                                     max_connections=settings.max_in_flight_reviews)
     try:
         config = await authconfig.resolve(settings, kube)
     except BaseException:

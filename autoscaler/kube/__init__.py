@@ -3,12 +3,14 @@ JSON calls, list + watch, patches, Leases and access reviews.
 
 - `config`: where connection settings come from (`--kubeconfig`, in-cluster, default kubeconfig).
 - `credentials`: a kubeconfig's `tokenFile` or exec-plugin token, fetched again when it changes or expires.
+- `token_file`: a bearer token read again from its file whenever it changes (no library).
 - `errors`: `KubeConfigError`, `KubeApiError` (status, reason, Retry-After), `WatchExpiredError`.
 - `raw`: raw JSON reads for lists and watches; the API's error Status objects become `KubeApiError`.
 - `list_watch`: `ListWatch`, one resource kept current by list + watch (resume, relist after 410, backoff).
 - `session`: `KubeSession`, the API client a group of loops shares, and those loops' tasks.
 - `client`: typed writes: pod annotation merge patches and Lease get/create/replace.
-- `reviews`: TokenReview, SubjectAccessReview and the authentication ConfigMap.
+- `reviews`: TokenReview, SubjectAccessReview and the authentication ConfigMap, over `review_connection`: the
+  connection settings as plain data, so that the serving workers of `serve --workers N` never load the library.
 - `backoff`: the capped, jittered exponential backoff every caller retries with.
 
 Library exceptions never leave this package. May import `autoscaler.model`, `autoscaler.names` and

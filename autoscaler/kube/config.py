@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Final
 
 from kubernetes.aio import client, config
+from kubernetes.aio.config import incluster_config
 from kubernetes.aio.config.config_exception import ConfigException
 
-from autoscaler.kube.credentials import watch_credentials
+from autoscaler.kube.credentials import TokenRefresh, watch_credentials
 from autoscaler.kube.errors import KubeConfigError
 from autoscaler.kube.where import in_cluster
 
@@ -32,6 +33,9 @@ class KubeSettings:
     configuration: client.Configuration
     namespace: str
     """This process's namespace (in a cluster) or its kubeconfig context's: where its own objects go."""
+    token_refresh: TokenRefresh
+    """Where the bearer token is read again from: the service account's token file in a cluster, a kubeconfig
+    user's `tokenFile` or exec plugin; for clients that do without the library (`review_connection`)."""
 
 
 async def load_kube_settings(
@@ -42,12 +46,13 @@ async def load_kube_settings(
         if kubeconfig is None and in_cluster():
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
             namespace = _read_text(_SERVICE_ACCOUNT_NAMESPACE) or "default"
+            refresh = TokenRefresh(file=Path(incluster_config.SERVICE_TOKEN_FILENAME))  # the file it just read
         else:
             path = fspath(kubeconfig) if kubeconfig is not None else default_kubeconfig()
             loader = await config.load_kube_config(  # type: ignore[no-untyped-call]
                 config_file=path, context=context, client_configuration=configuration, persist_config=False
             )
-            watch_credentials(loader, configuration)  # tokens from a file or a plugin are fetched again
+            refresh = watch_credentials(loader, configuration)  # tokens from a file or a plugin fetched again
             namespace = _context_namespace(path, context)
     except (ConfigException, OSError, ValueError, TypeError, KeyError) as error:
         where = fspath(kubeconfig) if kubeconfig is not None else "the in-cluster settings or the default kubeconfig"
@@ -57,7 +62,7 @@ async def load_kube_settings(
             error = ValueError("not a kubeconfig (a YAML mapping with clusters, users, contexts and "
                                "current-context)")
         raise KubeConfigError(f"cannot load Kubernetes connection settings from {where}: {error}") from error
-    return KubeSettings(configuration, namespace)
+    return KubeSettings(configuration, namespace, refresh)
 
 
 def default_kubeconfig() -> str:

@@ -8,10 +8,9 @@ Unauthorized from the moment the first token expired until a restart. (In a clus
 reads the service-account token file again every minute: nothing to do there.)
 
 `watch_credentials` installs the library's `refresh_api_key_hook`, which every request awaits before it is
-sent: a `tokenFile` is read again when its modification time or size changed (a `stat` per request; the kubelet
-swaps the file with a rename, so a change is always a new inode); an exec plugin runs again once its token is
-within the library's five minutes of expiry, at most every `EXEC_RETRY_S` while it keeps failing. When a new
-token cannot be had, requests go out with the last one (it may still be valid) and the reason is logged once
+sent: a `tokenFile` is read again when it changed (`autoscaler.kube.token_file`); an exec plugin runs again once
+its token is within the library's five minutes of expiry, at most every `EXEC_RETRY_S` while it keeps failing.
+When a new token cannot be had, requests go out with the last one (it may still be valid) and the reason is logged once
 per change, as a WARNING.
 
 An exec plugin that answers with a client certificate instead of a token is renewed by `client_certificate`.
@@ -23,99 +22,64 @@ library that changes it leaves the adapter as it was before (no refresh), never 
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from kubernetes.aio import client
 
 from autoscaler.kube.client_certificate import watch_client_certificate
-
-log = logging.getLogger("autoscaler.kube")
+from autoscaler.kube.token_file import RefreshWarnings, TokenFile
 
 EXEC_RETRY_S: Final = 10.0
 """After a failed exec plugin run, how long requests use the last token before the plugin runs again."""
 
-_FileState = tuple[int, int] | None
-"""(st_mtime_ns, st_size) of a token file; None when it cannot be read."""
+
+@dataclass(frozen=True, slots=True)
+class TokenRefresh:
+    """Where `watch_credentials` keeps the bearer token current from, for clients that do without the library
+    (`autoscaler.kube.review_connection`): neither for a token given once, or none."""
+
+    file: Path | None = None
+    """The kubeconfig user's `tokenFile`, read again when it changes."""
+    plugin: bool = False
+    """The exec plugin, which only the library runs."""
 
 
-def watch_credentials(loader: Any, configuration: client.Configuration) -> None:
+def watch_credentials(loader: Any, configuration: client.Configuration) -> TokenRefresh:
     """Refresh `configuration`'s bearer token from the kubeconfig user `loader` (the library's
     `KubeConfigLoader`, as `load_kube_config` returns it) chose, when it reads one from a file or a plugin."""
     user = getattr(loader, "_user", None)
     if user is None or not hasattr(user, "value") or not isinstance(user.value, dict):
-        return
+        return TokenRefresh()
     entry: dict[str, Any] = user.value
     if "exec" in entry and watch_client_certificate(loader, configuration):
-        return  # the plugin answered with a client certificate, not a token
+        return TokenRefresh()  # the plugin answered with a client certificate, not a token
     if "exec" in entry and hasattr(loader, "exec_plugin_expiry") and hasattr(loader, "load_from_exec_plugin"):
         configuration.refresh_api_key_hook = _ExecToken(loader)  # type: ignore[assignment]
-    elif not entry.get("token") and isinstance(entry.get("tokenFile"), str) and entry["tokenFile"]:
+        return TokenRefresh(plugin=True)
+    if not entry.get("token") and isinstance(entry.get("tokenFile"), str) and entry["tokenFile"]:
         path = Path(entry["tokenFile"])
         if not path.is_absolute() and getattr(user, "path", None):
             path = Path(os.path.abspath(os.path.dirname(str(user.path)))) / path  # as the library resolves it
         configuration.refresh_api_key_hook = _FileToken(path)  # type: ignore[assignment]
-
-
-def _bearer(token: str) -> str:
-    return f"Bearer {token}"
-
-
-class _Warnings:
-    """One WARNING per new reason a token cannot be refreshed, one INFO when it can again."""
-
-    def __init__(self, what: str) -> None:
-        self._what = what
-        self._failing: str | None = None
-
-    def failed(self, reason: str) -> None:
-        if reason != self._failing:
-            log.warning("Kubernetes credentials: cannot refresh the %s, using the last token: %s", self._what, reason)
-        self._failing = reason
-
-    def recovered(self) -> None:
-        if self._failing is not None:
-            log.info("Kubernetes credentials: the %s is read again", self._what)
-        self._failing = None
+        return TokenRefresh(file=path)
+    return TokenRefresh()
 
 
 class _FileToken:
-    """A `tokenFile`, read again whenever it changed."""
+    """The library's refresh hook for a `tokenFile` (`autoscaler.kube.token_file`)."""
 
     def __init__(self, path: Path) -> None:
-        self._path = path
-        self._state: _FileState = None  # read at the first request too: it may have changed since the load
-        self._warnings = _Warnings(f"token from {path}")
-
-    def _stat(self) -> _FileState:
-        try:
-            stat = self._path.stat()
-        except OSError:
-            return None
-        return stat.st_mtime_ns, stat.st_size
+        self._file = TokenFile(path)
 
     def __call__(self, configuration: client.Configuration) -> None:
-        state = self._stat()
-        if state is None:
-            self._warnings.failed(f"{self._path} cannot be read")
-            return
-        if state == self._state:
-            return
-        try:
-            token = self._path.read_text().strip()
-        except (OSError, UnicodeDecodeError) as error:
-            self._warnings.failed(f"{type(error).__name__}: {error}")
-            return
-        if not token:
-            self._warnings.failed(f"{self._path} is empty")
-            return
-        self._state = state
-        configuration.api_key["BearerToken"] = _bearer(token)
-        self._warnings.recovered()
+        token = self._file.token()
+        if token is not None:
+            configuration.api_key["BearerToken"] = f"Bearer {token}"
 
 
 class _ExecToken:
@@ -126,7 +90,7 @@ class _ExecToken:
         self._clock = clock
         self._lock = asyncio.Lock()  # concurrent requests that find the token expired run the plugin once
         self._next_try = -float("inf")
-        self._warnings = _Warnings("token of the kubeconfig's exec plugin")
+        self._warnings = RefreshWarnings("token of the kubeconfig's exec plugin")
 
     async def __call__(self, configuration: client.Configuration) -> None:
         if self._clock() < self._next_try:

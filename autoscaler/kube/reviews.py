@@ -1,8 +1,10 @@
 """The three Kubernetes API calls authentication and authorization need: TokenReview, SubjectAccessReview and
 reading the `kube-system/extension-apiserver-authentication` ConfigMap.
 
-A lean client: one `aiohttp` session with the connection settings `autoscaler.kube.config` loads (CA, client
-certificate, bearer token, refreshed by the in-cluster hook), JSON in and out, no generated models. These
+A lean client: one `aiohttp` session with the connection settings `autoscaler.kube.config` loads, as plain facts
+(`autoscaler.kube.review_connection`: CA, client certificate, bearer token or the file it is read again from),
+JSON in and out, no generated models and no Kubernetes library: a serving worker of `serve --workers N` runs
+these reviews and never loads it (about 20 MiB each). These
 calls sit on the path of HPA requests whose answer is not cached yet, so they should cost one round trip and
 little else: the generated client builds and validates pydantic models and reads `~/.netrc` on every call.
 No client retries and a hard deadline per call: an HPA request waiting on authorization gets an answer
@@ -16,18 +18,18 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import ssl
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-from kubernetes.aio import client
 
-from autoscaler.kube.config import load_kube_settings
 from autoscaler.kube.errors import KubeApiError, KubeConfigError
 from autoscaler.kube.raw import describe, status_error
+from autoscaler.kube.review_connection import ReviewConnection
+from autoscaler.kube.token_file import TokenFile
 from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
@@ -58,28 +60,32 @@ class AccessReviewResult:
     evaluation_error: str = ""
 
 
-async def load_configuration(kubeconfig: Path | None) -> client.Configuration:
-    """The shared connection settings (`autoscaler.kube.config`), with a hint fit for this use on failure."""
+async def load_review_connection(kubeconfig: Path | None) -> ReviewConnection:
+    """The shared connection settings (`autoscaler.kube.config`) as plain facts, with a hint fit for this use on
+    failure. Loads the Kubernetes library: the refresh process calls it once and hands the result to its workers."""
+    from autoscaler.kube.config import load_kube_settings
+
     try:
         settings = await load_kube_settings(kubeconfig)
     except KubeConfigError as error:
         raise KubeConfigError(
             f"authentication and authorization need the Kubernetes API: {error}; pass --kubeconfig, run in a "
             "cluster, or use --insecure-dev for a local demo") from error
-    settings.configuration.retries = None
-    return settings.configuration
+    return ReviewConnection.of(settings, kubeconfig)
 
 
-def _tls_context(configuration: client.Configuration) -> ssl.SSLContext:
-    """The same trust and client certificate the generated client would use."""
-    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert,
-                                         cadata=getattr(configuration, "ca_cert_data", None))
-    if configuration.cert_file:
-        context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
-    if not configuration.verify_ssl:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    return context
+async def _plugin_authorization(kubeconfig: Path | None) -> Callable[[], Awaitable[str | None]]:
+    """The `Authorization` of a kubeconfig user's exec plugin, run again as its token expires: only the library
+    runs it (`autoscaler.kube.credentials`), so a worker of such a user loads the library after all."""
+    from autoscaler.kube.config import load_kube_settings
+
+    configuration = (await load_kube_settings(kubeconfig)).configuration
+
+    async def authorization() -> str | None:
+        value = await configuration.get_api_key_with_prefix("BearerToken")
+        return str(value) if value else None
+
+    return authorization
 
 
 TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
@@ -89,15 +95,38 @@ ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 class KubeAuthApi:
     """TokenReview, SubjectAccessReview and ConfigMap reads with a deadline; errors as `KubeApiError`."""
 
-    def __init__(self, configuration: client.Configuration, metrics: AdapterMetrics | None = None,
-                 timeout_s: float = DEFAULT_TIMEOUT_S, max_connections: int = 32) -> None:
-        self._configuration = configuration
-        self._base = str(configuration.host).rstrip("/")
-        self._tls = _tls_context(configuration) if self._base.startswith("https") else None
+    def __init__(self, connection: ReviewConnection, metrics: AdapterMetrics | None = None,
+                 timeout_s: float = DEFAULT_TIMEOUT_S, max_connections: int = 32,
+                 plugin_authorization: Callable[[], Awaitable[str | None]] | None = None) -> None:
+        """`plugin_authorization`: where `connection.from_plugin`, the exec plugin's (`connect` makes it)."""
+        self._connection = connection
+        self._base = connection.host
+        self._tls = connection.tls_context()
+        self._token_file = TokenFile(connection.token_file) if connection.token_file is not None else None
+        self._plugin_authorization = plugin_authorization
+        self._server_hostname = connection.tls_server_name if self._tls is not None else None
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
         self._metrics = metrics
         self.timeout_s = timeout_s
+
+    @classmethod
+    async def connect(cls, connection: ReviewConnection, metrics: AdapterMetrics | None = None,
+                      timeout_s: float = DEFAULT_TIMEOUT_S, max_connections: int = 32) -> KubeAuthApi:
+        """The client of `connection`; for an exec plugin's token, with the library loaded to run the plugin."""
+        plugin = await _plugin_authorization(connection.kubeconfig) if connection.from_plugin else None
+        return cls(connection, metrics, timeout_s, max_connections, plugin)
+
+    async def _authorization(self) -> str | None:
+        """The adapter's own `Authorization` header, current: a token file read again as the kubelet rotates
+        it (the last token read while it cannot be), an exec plugin's token, or the token given once."""
+        if self._token_file is not None:
+            token = self._token_file.token()
+            if token is not None:
+                return f"Bearer {token}"
+        if self._plugin_authorization is not None:
+            return await self._plugin_authorization()
+        return self._connection.authorization
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -118,11 +147,11 @@ class KubeAuthApi:
         try:
             async with asyncio.timeout(self.timeout_s):
                 headers = {"Content-Type": "application/json"} if body is not None else {}
-                authorization = await self._configuration.get_api_key_with_prefix("authorization")
+                authorization = await self._authorization()
                 if authorization:
                     headers["Authorization"] = authorization
                 async with self._client().request(
-                        method, self._base + path, headers=headers,
+                        method, self._base + path, headers=headers, server_hostname=self._server_hostname,
                         data=json.dumps(body).encode() if body is not None else None) as response:
                     raw = await response.read()
             try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -129,7 +130,7 @@ async def secured_api(pki: Pki, kube: FakeKubeApi, settings: ServeSettings, *, k
     refresher = refresher_with(runtime_view(KEY), metrics=metrics)
     tls = pki.server_context()
     security = await build_api_security(settings, tls, metrics, kube_timeout_s=kube_timeout_s,
-                                        **({"clock": clock} if clock is not None else {}))
+                                        clock=clock if clock is not None else time.time)
     try:
         async with guarded_site(build_api_app(refresher, metrics, security.gate), tls, limits) as site:
             assert site.guard is not None

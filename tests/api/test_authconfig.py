@@ -15,7 +15,7 @@ from autoscaler.api.app import build_api_app
 from autoscaler.api.auth import build_api_security
 from autoscaler.api.authconfig import AuthConfigError, from_config_map, resolve
 from autoscaler.kube.errors import KubeConfigError
-from autoscaler.kube.reviews import KubeAuthApi, load_configuration
+from autoscaler.kube.reviews import KubeAuthApi, load_review_connection
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
 from tests.api.builders import KEY, Pki, refresher_with, runtime_view
@@ -23,7 +23,7 @@ from tests.fakes.kube import FakeKubeApi
 
 
 async def kube_api(settings: ServeSettings) -> KubeAuthApi:
-    return KubeAuthApi(await load_configuration(settings.kubeconfig), timeout_s=0.5)
+    return KubeAuthApi(await load_review_connection(settings.kubeconfig), timeout_s=0.5)
 
 
 async def test_without_files_the_config_map_is_used(
@@ -136,8 +136,8 @@ async def test_an_empty_kubeconfig_variable_is_unset_as_for_kubectl(
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.setenv("KUBECONFIG", "")
     monkeypatch.setenv("HOME", str(tmp_path))
-    configuration = await load_configuration(None)
-    assert configuration.host == "https://127.0.0.1:6443"
+    connection = await load_review_connection(None)
+    assert connection.host == "https://127.0.0.1:6443"
 
 
 async def test_no_kubeconfig_anywhere_is_a_start_up_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -145,6 +145,6 @@ async def test_no_kubeconfig_anywhere_is_a_start_up_error(tmp_path: Path, monkey
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
     monkeypatch.setenv("HOME", str(tmp_path))
     with pytest.raises(KubeConfigError, match="--insecure-dev"):
-        await load_configuration(None)
+        await load_review_connection(None)
     with pytest.raises(KubeConfigError):
-        await load_configuration(tmp_path / "absent")
+        await load_review_connection(tmp_path / "absent")

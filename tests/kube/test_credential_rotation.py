@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from autoscaler.kube.client import KubeClient
+from autoscaler.kube.reviews import KubeAuthApi, load_review_connection
 from tests.fakes.kube import FakeKubeApi
 
 
@@ -143,12 +144,11 @@ async def test_an_unreadable_token_file_keeps_the_last_token_and_says_why_once(
     ]
 
 
-async def test_in_a_cluster_the_rotated_service_account_token_is_read_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The kubelet rewrites the projected service-account token well before it expires (at 80% of its hour).
-    The library's in-cluster hook reads the file again once a minute; here every request (the minute is
-    shortened), so the test shows the adapter's clients going through that hook with the new token."""
+@pytest.fixture
+async def in_a_pod(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[FakeKubeApi, Path]]:
+    """The fake API as a pod sees it (its address in the environment, the service account's token, CA and
+    namespace in files), with the library's in-cluster hook reading the token file at every request (its
+    minute shortened); the fake and the token file."""
     from kubernetes.aio.config import incluster_config
 
     async with FakeKubeApi(require_token="token-1", tls=True) as kube:
@@ -169,14 +169,42 @@ async def test_in_a_cluster_the_rotated_service_account_token_is_read_again(
             self._token_refresh_period = timedelta(0)
 
         monkeypatch.setattr(incluster_config.InClusterConfigLoader, "__init__", every_request)
-        client = await KubeClient.connect(None, user_agent="modelmesh-autoscaler/test", timeout_s=2.0)
-        try:
-            assert client.default_namespace == "ml"
-            assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        yield kube, token_file
 
-            rotate(kube, token_file, "token-2")
 
-            assert await client.get_lease("ml", "modelmesh-autoscaler") is None
-            assert kube.requests[-1].headers["Authorization"] == "bearer token-2"
-        finally:
-            await client.close()
+async def test_in_a_cluster_the_rotated_service_account_token_is_read_again(
+    in_a_pod: tuple[FakeKubeApi, Path]
+) -> None:
+    """The kubelet rewrites the projected service-account token well before it expires (at 80% of its hour).
+    The library's in-cluster hook reads the file again once a minute; here every request (the minute is
+    shortened), so the test shows the adapter's clients going through that hook with the new token."""
+    kube, token_file = in_a_pod
+    client = await KubeClient.connect(None, user_agent="modelmesh-autoscaler/test", timeout_s=2.0)
+    try:
+        assert client.default_namespace == "ml"
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+
+        rotate(kube, token_file, "token-2")
+
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        assert kube.requests[-1].headers["Authorization"] == "bearer token-2"
+    finally:
+        await client.close()
+
+
+async def test_in_a_cluster_the_reviews_read_the_rotated_service_account_token_again(
+    in_a_pod: tuple[FakeKubeApi, Path]
+) -> None:
+    """The reviews of a serving worker read the token file themselves, without the library: as soon as the
+    kubelet has rewritten it."""
+    kube, token_file = in_a_pod
+    reviews = KubeAuthApi(await load_review_connection(None), timeout_s=2.0)
+    try:
+        assert await reviews.read_config_map("ml", "absent") is None  # 404: authenticated, nothing there
+
+        rotate(kube, token_file, "token-2")
+
+        assert await reviews.read_config_map("ml", "absent") is None
+        assert kube.requests[-1].headers["Authorization"] == "Bearer token-2"
+    finally:
+        await reviews.close()
