@@ -21,11 +21,17 @@ connections. No HPA traffic: what is measured is what the adapter holds before a
 Once `/readyz` answers, the RSS and PSS of each of the adapter's processes are read from `/proc` every second
 for `--seconds` (long enough for a few refreshes and Deployment resyncs: 60 s and more at fleet size); the table
 gives the peak of the sum over the processes (PSS, which counts pages the processes share once) and the RSS of
-the refresh process and of the serving worker at that peak, and the ratio of each to the targets run. Each
+the refresh process and of the largest serving worker at that peak, and the ratio of each to the targets run.
+`--workers N` adds `--workers=N` to both runs (the Deployment's args leave the default, 1).
+
+A second table gives what the Kubernetes library costs a serving worker: a fresh interpreter that imports
+what a worker imports, then the same with the library's configuration and client modules on top, as every
+worker imported them to load its review connection before 5 December 2026 (the refresh process now loads it
+and hands the workers plain facts: `autoscaler.kube.review_connection`); the ratio is the worker's now to then. Each
 adapter is ended with SIGKILL once measured: a SIGTERM's `--shutdown-delay` would only add 5 s a run. Absolute
 figures move with the Python build and the libraries; the ratio is the figure to read. Plain script, no asserts:
 
-    python bench/bench_memory.py [--runtimes 1000,5000] [--seconds 60]
+    python bench/bench_memory.py [--runtimes 1000,5000] [--seconds 60] [--workers 4]
 """
 
 from __future__ import annotations
@@ -73,8 +79,9 @@ def policy_text() -> str:
     return str(config_map["data"]["policy.yaml"])
 
 
-def adapter_args(mode: str, workdir: Path, port: int, exporter_port: int, runtimes: int) -> list[str]:
-    """`serve`'s args for `mode` ("shipped" or "targets"), from the manifest's."""
+def adapter_args(mode: str, workdir: Path, port: int, exporter_port: int, runtimes: int,
+                 workers: int | None = None) -> list[str]:
+    """`serve`'s args for `mode` ("shipped" or "targets"), from the manifest's (`workers`: `--workers` added)."""
     args = []
     for arg in shipped_args():
         name = arg.split("=", 1)[0]
@@ -88,6 +95,8 @@ def adapter_args(mode: str, workdir: Path, port: int, exporter_port: int, runtim
             continue
         args.append(arg.replace("$(POD_NAMESPACE)", POD_NAMESPACE))
     args.append(f"--kubeconfig={workdir / 'kubeconfig'}")
+    if workers is not None:
+        args.append(f"--workers={workers}")
     if mode == "targets":
         args += [f"--targets={write_targets(workdir, runtimes, exporter_port)}", "--deletion-cost=off"]
     return args
@@ -176,13 +185,15 @@ def memory(pid: int) -> tuple[int, int, str]:
     return values["Rss"], values["Pss"], kind
 
 
-def measure(mode: str, workdir: Path, runtimes: int, exporter_port: int, seconds: float) -> dict[str, float]:
-    """Run the adapter in `mode` until ready, sample its processes for `seconds`; the figures at the peak."""
+def measure(mode: str, workdir: Path, runtimes: int, exporter_port: int, seconds: float,
+            workers: int | None = None) -> dict[str, float]:
+    """Run the adapter in `mode` until ready, sample its processes for `seconds`; the figures at the peak (of
+    the serving workers, the largest)."""
     port = free_port()
     log = open(workdir / f"adapter-{mode}.log", "wb")  # noqa: SIM115
     started = time.monotonic()
     adapter = subprocess.Popen(
-        [sys.executable, "-m", "autoscaler.cli", *adapter_args(mode, workdir, port, exporter_port, runtimes)],
+        [sys.executable, "-m", "autoscaler.cli", *adapter_args(mode, workdir, port, exporter_port, runtimes, workers)],
         stdout=log, stderr=subprocess.STDOUT, cwd="/",
         env={**os.environ, "PYTHONPATH": str(REPO), "POD_NAMESPACE": POD_NAMESPACE})
     try:
@@ -197,7 +208,10 @@ def measure(mode: str, workdir: Path, runtimes: int, exporter_port: int, seconds
             rows = [memory(pid) for pid in process_tree(adapter.pid)]
             pss = sum(row[1] for row in rows)
             if pss > peak["pss"]:
-                peak = {"pss": pss, **{kind: rss for rss, _, kind in rows if kind != "resource tracker"}}
+                peak = {"pss": pss}
+                for rss, _, kind in rows:
+                    if kind != "resource tracker":
+                        peak[kind] = max(peak.get(kind, 0.0), rss)
             if time.monotonic() >= end:
                 break
             time.sleep(1.0)
@@ -213,17 +227,54 @@ def measure(mode: str, workdir: Path, runtimes: int, exporter_port: int, seconds
         log.close()
 
 
+WORKER_IMPORTS = "import autoscaler.workers, autoscaler.api.auth, autoscaler.kube.reviews"
+"""What a serving worker imports to serve behind authentication (its entry point, the gate and the reviews)."""
+LIBRARY_IMPORTS = "import kubernetes.aio.config, kubernetes.aio.client"
+"""What every serving worker imported on top before 5 December 2026, to load its review connection."""
+_MEASURE_ITSELF = """
+import sys
+from pathlib import Path
+values = {}
+for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
+    key, _, rest = line.partition(":")
+    if key in ("Rss", "Pss"):
+        values[key] = int(rest.split()[0]) * 1024
+print(values["Rss"], values["Pss"], sum(1 for name in sys.modules if name.split(".")[0] == "kubernetes"))
+"""
+
+
+def imports_memory(imports: str) -> tuple[int, int, int]:
+    """(RSS, PSS, modules of the Kubernetes library loaded) of a fresh interpreter once it ran `imports`."""
+    answer = subprocess.run([sys.executable, "-c", imports + "\n" + _MEASURE_ITSELF], capture_output=True,
+                            text=True, check=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    rss, pss, modules = (int(value) for value in answer.stdout.split())
+    return rss, pss, modules
+
+
+def library_in_a_worker() -> None:
+    """The second table: a worker's imports now, and with the library on top as before 5 December 2026."""
+    now, then = imports_memory(WORKER_IMPORTS), imports_memory(WORKER_IMPORTS + "\n" + LIBRARY_IMPORTS)
+    print("\n| serving worker's imports | RSS | PSS | Kubernetes library modules | RSS / with the library |")
+    print("|---|---|---|---|---|")
+    for name, (rss, pss, modules) in (("now (review connection from the refresh process)", now),
+                                      ("with the library, as before 5 December 2026", then)):
+        print(f"| {name} | {rss / MIB:.1f} MiB | {pss / MIB:.1f} MiB | {modules} | {rss / then[0]:.2f} |")
+    print(f"\nthe library: {(then[0] - now[0]) / MIB:.1f} MiB of RSS in each worker that loads it", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runtimes", default="1000,5000", help="fleet sizes, comma-separated (default 1000,5000)")
     parser.add_argument("--seconds", type=float, default=60.0,
                         help="how long to sample each adapter once ready (default 60: four refreshes, two resyncs)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="serving workers (--workers added to both runs; default: the Deployment's args)")
     args = parser.parse_args()
     import trustme
 
-    print("| runtimes (pods) | run | ready after | refresh process RSS | serving worker RSS | all processes PSS "
-          "(peak) | PSS / targets run |")
+    print("| runtimes (pods) | run | ready after | refresh process RSS | serving worker RSS (largest) | all processes "
+          "PSS (peak) | PSS / targets run |")
     print("|---|---|---|---|---|---|---|")
     for runtimes in [int(n) for n in args.runtimes.split(",")]:
         with tempfile.TemporaryDirectory(prefix="bench-memory-") as temporary:
@@ -233,7 +284,7 @@ def main() -> None:
             exporters, _ = start(serve_exporters, exporter_port)
             kube, _ = start(serve_kube, str(workdir), runtimes, trustme.CA().cert_pem.bytes().decode())
             try:
-                results = {mode: measure(mode, workdir, runtimes, exporter_port, args.seconds)
+                results = {mode: measure(mode, workdir, runtimes, exporter_port, args.seconds, args.workers)
                            for mode in ("targets", "shipped")}
             finally:
                 kube.terminate()
@@ -244,6 +295,7 @@ def main() -> None:
                       f"| {figures.get('refresh process', 0) / MIB:.0f} MiB "
                       f"| {figures.get('serving worker', 0) / MIB:.0f} MiB | {figures['pss'] / MIB:.0f} MiB "
                       f"| {ratio:.2f} |", flush=True)
+    library_in_a_worker()
 
 
 if __name__ == "__main__":
