@@ -94,6 +94,26 @@ async def test_an_exec_plugins_expired_token_is_fetched_again(kube: FakeKubeApi,
         await client.close()
 
 
+async def test_the_reviews_of_an_exec_plugin_user_carry_its_token_fetched_again(
+    kube: FakeKubeApi, tmp_path: Path
+) -> None:
+    """The one user whose reviews load the library in a serving worker: only the library runs the plugin."""
+    token_file = tmp_path / "token"
+    token_file.write_text("token-1")
+    connection = await load_review_connection(exec_plugin_kubeconfig(kube, tmp_path, token_file))
+    assert connection.from_plugin
+    reviews = await KubeAuthApi.connect(connection, timeout_s=5.0)
+    try:
+        assert await reviews.read_config_map("ml", "absent") is None  # 404: authenticated, nothing there
+
+        rotate(kube, token_file, "token-2")
+
+        assert await reviews.read_config_map("ml", "absent") is None
+        assert kube.requests[-1].headers["Authorization"] == "Bearer token-2"
+    finally:
+        await reviews.close()
+
+
 async def test_an_exec_plugin_that_fails_leaves_the_last_token_and_is_not_run_at_every_call(
     kube: FakeKubeApi, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
