@@ -246,7 +246,7 @@ def whole_number(value: str) -> int:
 
 MAX_WORKERS: Final = 64
 """The most serving processes `--workers` starts: one per core the pod may use is the most that helps, and each
-holds about 20 MB; `--workers 100000` (a zero too many) forked them 20 a second until memory ran out."""
+adds about 35 MiB of memory; `--workers 100000` (a zero too many) forked them 20 a second until memory ran out."""
 
 
 def workers(value: str) -> int:
