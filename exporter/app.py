@@ -27,6 +27,7 @@ from prometheus_client.aiohttp import make_aiohttp_handler
 from exporter import names
 from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
+from exporter.collectors.pod import PodInfoCollector
 from exporter.listen import bind_listeners
 from exporter.settings import ExporterSettings
 from exporter.stopping import stop_tasks
@@ -84,6 +85,8 @@ def build_app(settings: ExporterSettings) -> web.Application:
         registry.register(gpu)
         loops.append(functools.partial(gpu.run, settings.gpu_interval_s))
     registry.register(health)
+    if settings.identity.labels():  # none given (a sidecar patched before the variables): no series, read as before
+        registry.register(PodInfoCollector(settings.identity))
     return metrics_app(registry, health, loops)
 
 

@@ -46,6 +46,12 @@ LAST_SUCCESS_TIMESTAMP: Final = "modelmesh_exporter_last_success_timestamp_secon
 SCRAPE_ERRORS_TOTAL: Final = "modelmesh_exporter_scrape_errors_total"
 COLLECTOR_DURATION_SECONDS: Final = "modelmesh_exporter_collector_duration_seconds"
 EXPORTER_TIME: Final = "modelmesh_exporter_time_seconds"
+POD_INFO: Final = "modelmesh_exporter_pod_info"
+"""Which pod the exporter runs in (a gauge of 1, as kube-state-metrics' `kube_pod_info`): the adapter scrapes by
+pod IP, and an IP given again to another pod must not have that pod's load read as the one it scraped for."""
+POD_LABELS: Final = ("namespace", "pod", "uid")
+"""`POD_INFO`'s labels, each present only when the exporter was told it (downward API; kube-state-metrics' names),
+in `exporter.pod_identity.PodIdentity`'s order."""
 
 # Label values of `collector` and `reason`.
 COLLECTOR_GPU: Final = "gpu"

@@ -15,6 +15,7 @@ import os
 import re
 import ssl
 import urllib.parse
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Final, NoReturn
 
 from exporter import env_flags
 from exporter.env_flags import EnvFlag, EnvFlagError, Switch, resolve_flags
+from exporter.pod_identity import PodIdentity
 from exporter.pod_resources import GKE_GPU, GPU_ID_PREFIXES
 
 ENV_PREFIX: Final = "EXPORTER_"
@@ -72,6 +74,10 @@ class ExporterSettings:
     pod_name: str | None = None
     pod_namespace: str | None = None
     """This pod, as the PodResources API names it (the downward API's metadata.name and metadata.namespace)."""
+    identity: PodIdentity = PodIdentity()  # noqa: RUF009 (a tuple: immutable, one shared default is right)
+    """The pod this sidecar runs in (downward API), published as `modelmesh_exporter_pod_info` so that the adapter,
+    which scrapes by pod IP, can tell an answer from another pod that was given the IP; nothing is published when
+    none of it is given, and such an exporter is read as before."""
     gpu_window_s: float = 10.0
     """Seconds of NVML utilization samples averaged into the busy ratio (`gpu_window` in docs/design.md)."""
     gpu_interval_s: float = 1.0
@@ -252,6 +258,31 @@ def uuid_list(value: str) -> tuple[str, ...]:
     return names
 
 
+_POD_NAME: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+"""A DNS-1123 subdomain: what a pod's name is."""
+
+
+def pod_name(value: str) -> str:
+    """A pod's name as the downward API's metadata.name gives it: a name no pod can have (a template left
+    unfilled, `$(POD_NAME)`) would name another pod than the adapter scraped for, and every answer be refused."""
+    name = value.strip()
+    if not (len(name) <= 253 and _POD_NAME.fullmatch(name)):
+        raise argparse.ArgumentTypeError(
+            f"expected a pod name (lower-case letters, digits, '-' and '.', at most 253), got {value!r}: set it from "
+            "the downward API's metadata.name")
+    return name
+
+
+def pod_uid(value: str) -> str:
+    """A pod's uid as the downward API's metadata.uid gives it (a UUID, lower-case)."""
+    try:
+        return str(uuid.UUID(value.strip()))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a pod uid (a UUID, as 0b3c2a4e-5f61-4c1d-9e7a-2f0d6b8c9a11), got {value!r}: set it from the "
+            "downward API's metadata.uid") from None
+
+
 class _Option(EnvFlag):
     __slots__ = ()
     env_prefix = ENV_PREFIX
@@ -301,10 +332,18 @@ _OPTIONS: Final = (
             f"{_D.gpu_window_s:g} s"),
     _Option("--gpu-interval", seconds, "seconds between NVML reads (in the background, never inside a "
             "scrape)", f"{_D.gpu_interval_s:g} s"),
+    _Option("--pod-name", pod_name, "this pod's name (downward API metadata.name), published with its namespace "
+            "and uid as modelmesh_exporter_pod_info: the adapter, which scrapes by pod IP, refuses an answer that "
+            "names another pod (the IP given again to a new pod while the old one is still listed)", "none", "NAME"),
+    _Option("--pod-namespace", env_flags.namespace, "this pod's namespace (downward API metadata.namespace), for "
+            "modelmesh_exporter_pod_info", "none", "NAMESPACE"),
+    _Option("--pod-uid", pod_uid, "this pod's uid (downward API metadata.uid), for modelmesh_exporter_pod_info: "
+            "what tells this pod from a pod created again under its name", "none", "UID"),
     _Option("--log-level", log_level, f"log level: {', '.join(LOG_LEVELS)}", _D.log_level, "LEVEL"),
 )
 _BY_DEST: Final = {option.dest: option for option in _OPTIONS}
-_GROUPS: Final = {"--modelmesh": "ModelMesh", "--load": "ModelMesh", "--model-": "ModelMesh", "--gpu": "GPU (NVML)",
+_GROUPS: Final = {"--pod-": "This pod (downward API)",
+                   "--modelmesh": "ModelMesh", "--load": "ModelMesh", "--model-": "ModelMesh", "--gpu": "GPU (NVML)",
                    "--no-gpu": "GPU (NVML)"}
 
 
@@ -409,6 +448,7 @@ def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | N
         pod_resources_wait_s=values.get("gpu_pod_resources_wait", _D.pod_resources_wait_s),
         pod_name=values.get("gpu_pod_name", _D.pod_name),
         pod_namespace=values.get("gpu_pod_namespace", _D.pod_namespace),
+        identity=PodIdentity(values.get("pod_namespace"), values.get("pod_name"), values.get("pod_uid")),
         gpu_window_s=values.get("gpu_window", _D.gpu_window_s),
         gpu_interval_s=values.get("gpu_interval", _D.gpu_interval_s),
         log_level=values.get("log_level", _D.log_level),

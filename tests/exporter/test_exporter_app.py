@@ -28,6 +28,7 @@ from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
 from autoscaler.sources.exposition import parse_exporter_text
 from exporter import names
 from exporter.app import REGISTRY_KEY, build_app
+from exporter.pod_identity import PodIdentity
 from exporter.settings import ExporterSettings, build_parser, parse_settings, seconds
 from tests.fakes.prometheus import PROMTOOL_BIN
 
@@ -261,6 +262,10 @@ FLAG_CASES: list[tuple[str, str, str, Any]] = [
     ("--gpu-pod-namespace", "ml", "pod_namespace", "ml"),
     ("--gpu-window", "20", "gpu_window_s", 20.0),
     ("--gpu-interval", "0.5", "gpu_interval_s", 0.5),
+    ("--pod-name", "triton-0", "identity", PodIdentity(name="triton-0")),
+    ("--pod-namespace", "ml", "identity", PodIdentity(namespace="ml")),
+    ("--pod-uid", "0B3C2A4E-5F61-4C1D-9E7A-2F0D6B8C9A11", "identity",
+     PodIdentity(uid="0b3c2a4e-5f61-4c1d-9e7a-2f0d6b8c9a11")),
     ("--log-level", "debug", "log_level", "DEBUG"),
 ]
 

@@ -149,13 +149,21 @@ def exporter_env_twins(monkeypatch: pytest.MonkeyPatch) -> set[str]:
     return {name for name in environ.read if name.startswith("EXPORTER_")}
 
 
+DOWNWARD_API: dict[str, tuple[str, str]] = {
+    "EXPORTER_POD_NAME": ("metadata.name", "modelmesh-serving-triton-5d9c-abcde"),
+    "EXPORTER_POD_NAMESPACE": ("metadata.namespace", "modelmesh-serving"),
+    "EXPORTER_POD_UID": ("metadata.uid", "0b3c2a4e-5f61-4c1d-9e7a-2f0d6b8c9a11"),
+}
+"""The sidecar's variables set from the downward API: the field each is set from, and a value the kubelet gives."""
+
+
 def exporter_settings(sidecar: Object, monkeypatch: pytest.MonkeyPatch) -> ExporterSettings:
     """The settings the sidecar starts with: its environment and its args, read by the exporter itself."""
     assert sidecar["command"] == ["modelmesh-exporter"]
     for name in [n for n in os.environ if n.startswith("EXPORTER_")]:
         monkeypatch.delenv(name)
     for item in sidecar.get("env", []):
-        monkeypatch.setenv(item["name"], item["value"])
+        monkeypatch.setenv(item["name"], item["value"] if "value" in item else DOWNWARD_API[item["name"]][1])
     argv = sidecar.get("args", [])
     errors = io.StringIO()
     try:
@@ -540,7 +548,8 @@ def test_sidecar_environment_is_exporter_flags_or_nvidia_runtime_settings(monkey
     twins = exporter_env_twins(monkeypatch)
     for item in sidecar["env"]:
         name = item["name"]
-        assert "valueFrom" not in item, name
+        if "valueFrom" in item:  # only this pod's identity, as the kubelet fills it in
+            assert item["valueFrom"] == {"fieldRef": {"fieldPath": DOWNWARD_API[name][0]}}, item
         if name in NVIDIA_RUNTIME_ENV:
             continue
         assert name.startswith("EXPORTER_"), f"{name}: the sidecar is configured through EXPORTER_* only"
