@@ -12,7 +12,8 @@ parses the whole text with the library instead, so the fast path can only ever a
 
 It returns only the samples the adapter reads (`WANTED`), in order, as `(name, labels, value)`; labels are decoded
 only for the series whose labels the adapter looks at (`LABELLED`: the freshness timestamps, the collectors'
-successes, and the per-model last-served times, one sample per model the pod served recently). The text is checked in
+successes, the per-model last-served times, one sample per model the pod served recently, and the pod the exporter
+says it runs in). The text is checked in
 one regular-expression pass and the wanted samples found in another, both in C: reading it line by line in Python cost
 about twice as much (`bench/bench_exporter_text.py`). The per-model lines, the bulk of a text with them, are read
 apart (`_plain_run`, else `_MODEL_RUN`).
@@ -30,11 +31,12 @@ Sample = tuple[str, dict[str, str], float]
 WANTED = frozenset({
     names.GPU_BUSY_RATIO, names.REQUESTS_PER_SECOND, names.QUEUE_DELAY_SECONDS, names.CACHE_MISSES_PER_SECOND,
     names.LRU_AGE_SECONDS, names.CACHE_USED_RATIO, names.MODELS_LOADED, names.LAST_SUCCESS_TIMESTAMP,
-    names.COLLECTOR_SUCCESS, names.EXPORTER_TIME, names.MODEL_LAST_SERVED_TIMESTAMP,
+    names.COLLECTOR_SUCCESS, names.EXPORTER_TIME, names.MODEL_LAST_SERVED_TIMESTAMP, names.POD_INFO,
 })
-LABELLED = frozenset({names.LAST_SUCCESS_TIMESTAMP, names.COLLECTOR_SUCCESS, names.MODEL_LAST_SERVED_TIMESTAMP})
+LABELLED = frozenset({names.LAST_SUCCESS_TIMESTAMP, names.COLLECTOR_SUCCESS, names.MODEL_LAST_SERVED_TIMESTAMP,
+                      names.POD_INFO})
 """The wanted series whose labels the adapter reads (which collector a timestamp or a success is of; a
-per-model time's model); the others' samples come with empty labels."""
+per-model time's model; which pod the exporter runs in); the others' samples come with empty labels."""
 
 _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 _LABEL_NAME = r"[a-zA-Z_][a-zA-Z0-9_]*"

@@ -20,6 +20,7 @@ from autoscaler.model import PodSample
 from autoscaler.policies.samples import clean
 from autoscaler.sources.exporter_text import Sample, fast_read
 from exporter import names
+from exporter.pod_identity import PodIdentity
 
 
 class ExpositionError(ValueError):
@@ -71,6 +72,9 @@ class ExporterReading(NamedTuple):
     """How far the exporter's clock is ahead of the adapter's (negative: behind) as its
     `modelmesh_exporter_time_seconds` showed at the scrape; 0 when `clock_offset` finds none or the exporter
     does not report its clock (one from before the series: its timestamps are read as they are, as always)."""
+    pod: PodIdentity | None = None
+    """The pod the exporter says it runs in (`modelmesh_exporter_pod_info`); None when it names none (one from
+    before the series, or a sidecar not given the downward API's variables), which is read as always."""
 
 
 def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
@@ -101,6 +105,7 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     gpu_ok_at: float | None = None
     gpu_failing = False
     exporter_now: float | None = None
+    pod_named: PodIdentity | None = None
     seen_exporter = False
     models: dict[str, float] = {}
     model_samples = 0
@@ -135,6 +140,8 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
                     gpu_failing = True
             elif name == names.EXPORTER_TIME:
                 exporter_now = clean(value)
+            elif name == names.POD_INFO:
+                pod_named = PodIdentity.from_labels(labels)
     except (ValueError, TypeError, IndexError, KeyError) as error:
         raise ExpositionError(f"unparseable exposition: {error}") from error
     if fast is not None and fast[1]:
@@ -158,7 +165,7 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
         # No ModelMesh collection yet, or only one (a rate needs two): no load data to offer yet. Reporting
         # the pod as fresh without a rate would let it count as idle.
         return ExporterReading(PodSample(name=pod, ready=ready, sampled_at=None, gpu_busy=gpu,
-                                         gpu_sampled_at=gpu_at, created_at=created_at), offset)
+                                         gpu_sampled_at=gpu_at, created_at=created_at), offset, pod_named)
     sampled_at = min(modelmesh_ok_at, scraped_at)
     return ExporterReading(PodSample(
         name=pod,
@@ -169,7 +176,7 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
         recent_models=_recent_models(models, model_samples, text, offset, sampled_at),
         created_at=created_at,
         **values,
-    ), offset)
+    ), offset, pod_named)
 
 
 def _add_models(models: dict[str, float], ids: Sequence[str], values: Sequence[float]) -> None:

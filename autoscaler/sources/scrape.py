@@ -30,6 +30,7 @@ import aiohttp
 from autoscaler.log_lists import NAMED, few
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.source_problems import REASON_GARBAGE
+from autoscaler.sources.answered_pod import REASON_OTHER_POD, another_pod_said, names_another_pod
 from autoscaler.sources.base import (
     DiscoveryOutage,
     PodDiscovery,
@@ -193,7 +194,7 @@ class ScrapeSource:
             self.reads += 1
             self._sent.add((key, pod.name))
             try:
-                sample, offset = await self._scrape(pod)
+                sample, offset = await self._scrape(key, pod)
             except FetchError as error:
                 self._failed(key, pod, error.reason, str(error), now)
                 return key, self._fallback(key, pod)
@@ -308,14 +309,20 @@ class ScrapeSource:
             self._clock_offsets[pod] = offset
             self._news.clock_off(f"{pod[0]}/{pod[1]}", offset)
 
-    async def _scrape(self, pod: PodTarget) -> tuple[PodSample, float]:
+    async def _scrape(self, key: RuntimeKey, pod: PodTarget) -> tuple[PodSample, float]:
+        """The pod's reading; raises `FetchError` for an answer refused: not one, not our exporter's, or from an
+        exporter that names another pod (`answered_pod`: the pod's IP given to a new pod)."""
         assert pod.url is not None
         requested_at = self._clock()
         text = await fetch_exposition(self._client(), pod.url, max_bytes=self._max_body_bytes)
         try:
-            return read_exporter_text(text, pod.name, pod.ready, self._clock(), pod.created_at, requested_at)
+            reading = read_exporter_text(text, pod.name, pod.ready, self._clock(), pod.created_at, requested_at)
         except ExpositionError as error:
             raise FetchError(names.REASON_PARSE, f"{pod.url}: {error}") from error
+        if names_another_pod(reading.pod, key.namespace, pod):
+            assert reading.pod is not None
+            raise FetchError(REASON_OTHER_POD, another_pod_said(pod.url, reading.pod, key.namespace, pod))
+        return reading.sample, reading.clock_offset_s
 
     def _forget_vanished(self, inventory: dict[RuntimeKey, RuntimeInventory]) -> None:
         known = {(key, pod.name) for key, runtime in inventory.items() for pod in runtime.pods}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from pathlib import Path
 
 from aiohttp import web
@@ -15,15 +16,26 @@ from tests.support.processes import free_port, running
 
 
 async def start_pod(stack: contextlib.ExitStack, kube: FakeKubeApi, modelmesh: FakeModelMesh, *, namespace: str,
-                    name: str, ip: str, labels: dict[str, str], exporter_port: int, logs: Path) -> web.AppRunner:
+                    name: str, ip: str, labels: dict[str, str], exporter_port: int, logs: Path,
+                    identity: bool = False, listed: bool = True) -> web.AppRunner:
     """Serve `modelmesh` on `ip`, start its exporter (stopped with `stack`), add the Ready pod; returns the
-    ModelMesh runner for the caller to clean up."""
+    ModelMesh runner for the caller to clean up.
+
+    `identity`: the exporter is told its pod's name, namespace and uid, as the shipped sidecar patch does from the
+    downward API (False: an exporter from before, or a sidecar without those variables). `listed=False`: the pod
+    is not in the API (yet): a pod that a lagging watch, or a test, has not listed, with a uid of its own."""
     mm_port = free_port()
     runner = await serve(modelmesh, ip, mm_port)
+    uid = str(uuid.uuid4())
+    if listed:  # not Ready until its containers run, as the kubelet reports it
+        uid = kube.add_pod(namespace, name, labels={**labels, "pod-template-hash": "abc"}, ip=ip,
+                           ready=False)["metadata"]["uid"]
+    env = {"EXPORTER_POD_NAME": name, "EXPORTER_POD_NAMESPACE": namespace, "EXPORTER_POD_UID": uid} if identity else {}
     await asyncio.to_thread(stack.enter_context, running(
         ["exporter.cli", "--listen", f"{ip}:{exporter_port}", "--no-gpu",
          "--modelmesh-url", f"http://{ip}:{mm_port}/metrics", "--modelmesh-interval", "0.5",
          "--load-window", "3"],
-        f"http://{ip}:{exporter_port}/healthz", logs / f"{name}.log"))
-    kube.add_pod(namespace, name, labels={**labels, "pod-template-hash": "abc"}, ip=ip)
+        f"http://{ip}:{exporter_port}/healthz", logs / f"{name}.log", env))
+    if listed:
+        kube.set_ready(namespace, name, True)
     return runner

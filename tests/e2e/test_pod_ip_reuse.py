@@ -6,6 +6,10 @@ the fake Kubernetes API.
   of another runtime starts on another node with the same IP (a cloud CNI hands a terminated instance's IPs
   out again at once). The address answers with the new pod's exporter: its load is the new pod's, never the
   lost pod's nor its runtime's.
+- The same, but the new pod is not listed yet (its namespace's watch lags, or the adapter may not read it):
+  only the exporter can tell. Its answer names its own pod, so it is refused for the lost pod (`other_pod` in
+  /debug, one WARNING naming both pods and the address) and the lost pod holds its last good sample. An exporter
+  that names no pod (one from before, or a sidecar without the variables: `triton-b` here) is read as always.
 - A pod deleted and created again under the same name within the same second (a hand-made pod, a
   StatefulSet-like controller): the new pod has no reading yet, and the dead one's numbers are not held for it.
 """
@@ -48,12 +52,15 @@ class Cluster:
     kubeconfig: Path = Path()
     pods: dict[str, tuple[contextlib.ExitStack, web.AppRunner]] = field(default_factory=dict)
 
-    async def start_pod(self, name: str, deployment: str, ip: str, rps: float) -> None:
-        """A Ready pod of `deployment` at `ip` whose ModelMesh serves `rps`, its exporter answering there."""
+    async def start_pod(self, name: str, deployment: str, ip: str, rps: float, *, identity: bool = True,
+                        listed: bool = True) -> None:
+        """A Ready pod of `deployment` at `ip` whose ModelMesh serves `rps`, its exporter answering there and
+        naming its pod unless not `identity` (`cluster_pods.start_pod`; `listed=False`: not in the API)."""
         stack = contextlib.ExitStack()
         runner = await start_pod(stack, self.kube, FakeModelMesh(ModelMeshLoad(requests_per_second=rps)),
                                  namespace=NS, name=name, ip=ip, labels=selector(deployment),
-                                 exporter_port=self.exporter_port, logs=self.workdir)
+                                 exporter_port=self.exporter_port, logs=self.workdir, identity=identity,
+                                 listed=listed)
         self.pods[name] = (stack, runner)
 
     async def lose_node_of(self, name: str) -> None:
@@ -93,7 +100,7 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
         state = Cluster(kube, tmp_path, free_port())
         try:
             await state.start_pod("triton-a", TRITON, "127.0.0.71", 300.0)
-            await state.start_pod("triton-b", TRITON, "127.0.0.72", 10.0)
+            await state.start_pod("triton-b", TRITON, "127.0.0.72", 10.0, identity=False)  # an older sidecar
             await state.start_pod("onnx-a", ONNX, "127.0.0.73", 5.0)
             with running(["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{adapter_port}",
                           "--kubeconfig", str(kube.write_kubeconfig(tmp_path / "cluster.kubeconfig")),
@@ -132,6 +139,35 @@ async def test_a_lost_pods_ip_taken_by_another_runtimes_pod_is_read_as_the_new_p
     assert code == 0, load
     value = load["items"][0]["value"]
     assert (int(value[:-1]) / 1000 if value.endswith("m") else float(value)) < 600, value
+
+
+async def test_a_lost_pods_ip_taken_by_a_pod_not_listed_yet_is_refused_by_the_pod_its_exporter_names(
+    cluster: Cluster,
+) -> None:
+    await cluster.lose_node_of("triton-a")
+    # triton-a's IP, triton-a still listed Ready, the new pod not listed at all (its watch behind).
+    await cluster.start_pod("onnx-new", ONNX, "127.0.0.71", 900.0, listed=False)
+    url = f"http://127.0.0.71:{cluster.exporter_port}/metrics"
+
+    async def read_or_refused() -> dict[str, Any] | None:
+        triton = await cluster.debug(TRITON)
+        [lost] = [pod for pod in triton["pods"] if pod["name"] == "triton-a"]
+        refused = [p for p in triton["source"]["problems"] if p["pod"] == "triton-a" and p["reason"] == "other_pod"]
+        return triton if (lost["requests_per_second"] or 0) > 600 or refused else None
+
+    triton = await eventually(read_or_refused, "the address is read again")
+    [lost] = [pod for pod in triton["pods"] if pod["name"] == "triton-a"]
+    assert (lost["requests_per_second"] or 0) < 600, "the unlisted pod's load was counted as triton-a's"
+    assert 200 < lost["requests_per_second"] < 400, "triton-a's last good sample is held"
+    [problem] = [p for p in triton["source"]["problems"] if p["pod"] == "triton-a"]
+    assert problem["reason"] == "other_pod", problem
+    assert f"{NS}/onnx-new" in problem["detail"] and url in problem["detail"], problem
+    assert (await cluster.pod_rps(TRITON))["triton-b"] is not None, "an exporter naming no pod is read"
+
+    logged = (cluster.workdir / "adapter.log").read_text()
+    warnings = [line for line in logged.splitlines() if "WARNING" in line and "other_pod" in line]
+    assert len(warnings) == 1, warnings
+    assert "triton-a" in warnings[0] and f"{NS}/onnx-new" in warnings[0] and url in warnings[0], warnings
 
 
 async def test_a_pod_created_again_under_its_name_in_the_same_second_gets_none_of_the_dead_pods_numbers(

@@ -22,7 +22,7 @@ from exporter import names
 NAMES = [names.GPU_BUSY_RATIO, names.REQUESTS_PER_SECOND, names.QUEUE_DELAY_SECONDS, names.LRU_AGE_SECONDS,
          names.CACHE_USED_RATIO, names.MODELS_LOADED, names.LAST_SUCCESS_TIMESTAMP, names.COLLECTOR_SUCCESS,
          names.EXPORTER_TIME, names.CACHE_CAPACITY_BYTES, names.REQUESTS_TOTAL, "modelmesh_pod_requests_created",
-         names.MODEL_LAST_SERVED_TIMESTAMP, "other_metric"]
+         names.MODEL_LAST_SERVED_TIMESTAMP, names.POD_INFO, "other_metric"]
 NUMBERS = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.integers(-10**6, 10**12).map(str),
@@ -44,7 +44,8 @@ LABEL_VALUES = st.one_of(st.sampled_from(["modelmesh", "gpu", "0", "GPU-1", "", 
 @st.composite
 def sample_line(draw: st.DrawFn) -> str:
     name = draw(st.sampled_from(NAMES))
-    labels = draw(st.lists(st.tuples(st.sampled_from(["collector", "gpu", "uuid", names.MODEL_ID_LABEL, "9bad"]),
+    keys = ["collector", "gpu", "uuid", names.MODEL_ID_LABEL, *names.POD_LABELS, "9bad"]
+    labels = draw(st.lists(st.tuples(st.sampled_from(keys),
                                      LABEL_VALUES),
                            max_size=3))
     label_text = ",".join(f'{key}="{value}"' for key, value in labels)
@@ -63,7 +64,7 @@ COMMENTS = st.sampled_from([
     "# HELP x with \\n escape", "# a plain comment", "#", "# HELP", "# TYPE x", "", "garbage line",
     f"# HELP {names.MODEL_LAST_SERVED_TIMESTAMP} Last served.", f"# TYPE {names.MODEL_LAST_SERVED_TIMESTAMP} gauge",
     f"# TYPE {names.MODEL_LAST_SERVED_TIMESTAMP} counter", f"# TYPE {names.MODEL_LAST_SERVED_TIMESTAMP} histogram",
-    f"# TYPE {names.REQUESTS_PER_SECOND} counter",
+    f"# TYPE {names.REQUESTS_PER_SECOND} counter", f"# TYPE {names.POD_INFO} gauge", f"# TYPE {names.POD_INFO} info",
 ])
 MODEL_LINES = st.builds(lambda model, value, stamp: f'{names.MODEL_LAST_SERVED_TIMESTAMP}{{model_id="{model}"}} {value}'
                         f'{stamp}', LABEL_VALUES, NUMBERS, st.sampled_from(["", "", " 1700000000000", " -5"]))
