@@ -7,7 +7,9 @@ an injected failure answers even an unauthenticated request, as an overloaded re
 (`on_request`) runs a test's action when a matching request arrives, before it is answered: "the HPA writes
 while the fifth status write is in flight" without guessing at timings. `forbid` refuses a verb
 on a resource in a namespace with RBAC's own 403 message, naming the object, the user and the missing
-permission, as a missing Role does.
+permission, as a missing Role does: `get` refuses every read (one object, a list, a watch); `list` and `watch`
+refuse only reads of a collection, or only its watches, in RBAC's words for that verb (`cannot list resource
+"pods"`), as a Role granting `get` but not `list` or `watch` does.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any, Final
 from aiohttp import web
 
 from tests.fakes.kube.resources import parse_path
-from tests.fakes.kube.wire import JSON, REASONS, ApiError
+from tests.fakes.kube.wire import JSON, REASONS, ApiError, truthy
 
 
 @dataclass(slots=True)
@@ -80,6 +82,15 @@ class Fault:
 _VERBS: Final = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
+def _read_verb(method: str, name: str | None, watch: bool) -> str | None:
+    """The RBAC verb a GET is authorized as: `get` for one object, `list` or `watch` for a collection."""
+    if method != "GET":
+        return None
+    if name is not None:
+        return "get"
+    return "watch" if watch else "list"
+
+
 @dataclass(frozen=True, slots=True)
 class Forbidden:
     """An RBAC denial: `verb` on `resource` (a plural) in `namespace` (None: every namespace) for `user`."""
@@ -89,11 +100,13 @@ class Forbidden:
     namespace: str | None
     user: str
 
-    def error(self, method: str, path: str) -> ApiError | None:
+    def error(self, method: str, path: str, watch: bool = False) -> ApiError | None:
         parsed = parse_path(path)
-        if parsed is None or _VERBS.get(method) != self.verb:
+        if parsed is None:
             return None
         rtype, namespace, name, _ = parsed
+        if _VERBS.get(method) != self.verb and _read_verb(method, name, watch) != self.verb:
+            return None
         if rtype.plural != self.resource or (self.namespace is not None and namespace != self.namespace):
             return None
         group = rtype.group
@@ -203,7 +216,8 @@ class FaultInjection:
 
     def forbid(self, verb: str, resource: str, namespace: str | None = None,
                user: str = "system:serviceaccount:modelmesh-autoscaler:modelmesh-autoscaler") -> Forbidden:
-        """Refuse `verb` (`get`, `create`, `update`, `patch`, `delete`) on `resource` in `namespace` (None: all)
+        """Refuse `verb` (`get`: every read; `list`, `watch`: a collection's reads, its watches; `create`, `update`,
+        `patch`, `delete`) on `resource` in `namespace` (None: all)
         with RBAC's 403, until `clear_faults()`: a Role missing or lacking the verb."""
         rule = Forbidden(verb, resource, namespace, user)
         self.forbidden.append(rule)
@@ -273,8 +287,9 @@ class FaultInjection:
             if fault.applies(request.method, request.path):
                 fault.hits += 1
                 raise _fault_error(fault)
+        watch = truthy(request.query.get("watch"))
         for rule in self.forbidden:
-            if (error := rule.error(request.method, request.path)) is not None:
+            if (error := rule.error(request.method, request.path, watch)) is not None:
                 raise error
 
 
