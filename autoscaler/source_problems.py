@@ -9,20 +9,21 @@ package may import the other.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final, Protocol
 
 from autoscaler.model import RuntimeKey
 
 REASON_DISCOVERY: Final = "discovery"
-"""A `SourceProblem`'s reason while pod discovery is out of date: every snapshot is `source_ok=False`."""
+"""A `SourceProblem`'s reason while pod discovery is out of date for the runtime's namespace: its snapshot is
+`source_ok=False`."""
 REASON_GARBAGE: Final = "garbage"
 """A value or an answer that is no usable reading (NaN, infinite, negative, or a ModelMesh reading missing from an
 exporter's answer): counted by both sources under this reason; the exporter answered, so nothing backs off."""
-DISCOVERY_DETAIL: Final = ("pod discovery is out of date (the Kubernetes API unreachable, or a pod watch or the "
-                           "Deployment read failing, e.g. refused by RBAC); values cannot fall until it recovers: the "
-                           "adapter's log has its error ('Kubernetes discovery: ...')")
+DISCOVERY_DETAIL: Final = ("pod discovery is out of date (the Kubernetes API unreachable, or this namespace's pod "
+                           "watch or Deployment read failing, e.g. refused by RBAC); values cannot fall until it "
+                           "recovers: the adapter's log has its error ('Kubernetes discovery: ...')")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,31 +66,37 @@ def source_problems(source: object, key: RuntimeKey) -> tuple[SourceProblem, ...
 
 
 class DiscoveryOutage:
-    """Since when discovery has been unhealthy, for the sources' `problems` (noted once per refresh).
+    """Since when discovery has been out of date for each namespace's runtimes, for the sources' `source_ok` and
+    `problems` (noted once per refresh).
 
-    Discovery is one for every namespace, so an outage holds every runtime; but its errors name namespaces
-    and carry their API errors, and a runtime's /debug is read by whoever may read that namespace's: each
-    runtime is told only the errors of its own namespace and those about none (a read of all namespaces)."""
+    Health is per namespace (`PodDiscovery.healthy_for`): one tenant's namespace refused holds its own runtimes,
+    not the fleet; a failing read of all namespaces holds every runtime. Discovery's errors name namespaces and
+    carry their API errors, and a runtime's /debug is read by whoever may read that namespace's: each runtime is
+    told only the errors of its own namespace and those about none (a read of all namespaces)."""
 
     def __init__(self) -> None:
-        self.since: float | None = None
+        self._since: dict[str, float] = {}
         self._errors: DiscoveryErrors = ()
 
-    def note(self, healthy: bool, now: float, errors: DiscoveryErrors = ()) -> bool:
-        """Record discovery's health at `now`, with its own words for what fails when it has them (the
-        Kubernetes API's errors: an operator at /debug should not need to find the log line); returns `healthy`."""
-        if healthy:
-            self.since = None
-        elif self.since is None:
-            self.since = now
+    def note(self, healthy_for: Callable[[str], bool], namespaces: Iterable[str], now: float,
+             errors: DiscoveryErrors = ()) -> None:
+        """Record at `now` whether discovery is up to date for each of `namespaces` (the inventory's), with its own
+        words for what fails when it has them (the Kubernetes API's errors: an operator at /debug should not need
+        to find the log line). Each namespace is asked once, however many runtimes it has."""
+        self._since = {namespace: self._since.get(namespace, now)
+                       for namespace in set(namespaces) if not healthy_for(namespace)}
         self._errors = errors
-        return healthy
+
+    def healthy(self, namespace: str) -> bool:
+        """Whether the runtimes of `namespace` were up to date at the last `note`: their `source_ok`."""
+        return namespace not in self._since
 
     def problems(self, namespace: str) -> tuple[SourceProblem, ...]:
-        """The outage as runtimes of `namespace` may see it."""
-        if self.since is None:
+        """The outage as runtimes of `namespace` may see it; () while their namespace is up to date."""
+        since = self._since.get(namespace)
+        if since is None:
             return ()
         mine = "; ".join(error for where, error in self._errors if where is None or where == namespace)
         detail = (f"pod discovery is out of date ({mine}); values cannot fall until it recovers" if mine else
                   DISCOVERY_DETAIL)
-        return (SourceProblem(REASON_DISCOVERY, detail, self.since),)
+        return (SourceProblem(REASON_DISCOVERY, detail, since),)

@@ -67,7 +67,13 @@ class PodDiscovery(Protocol):
 
     @property
     def healthy(self) -> bool:
-        """False while the inventory may be out of date (API unreachable, watch broken)."""
+        """False while any of the inventory may be out of date (API unreachable, a watch broken)."""
+        ...
+
+    def healthy_for(self, namespace: str) -> bool:
+        """False while what the inventory says of `namespace`'s runtimes may be out of date: the sources hold
+        those runtimes (`source_ok=False`), and only those, so one namespace's outage (its RoleBinding missing)
+        holds no other namespace's runtimes. Cheap, no I/O: asked once per namespace per refresh."""
         ...
 
     async def start(self) -> None:

@@ -3,8 +3,11 @@
 A runtime is a Deployment (docs/design.md). The table holds the configured runtimes (always, even before or
 without their Deployment) and, when discovering, every Deployment with the runtime label in the watched
 namespaces, each with its `spec.replicas`, policy annotations and pod selector. Deployments change rarely
-and carry no load, so they are re-read every resync interval instead of watched. The table is replaced only
-when every read worked; while reads fail it stays as last read and `ok` is False (docs/design.md, Missing data).
+and carry no load, so they are re-read every resync interval instead of watched. Each namespace's runtimes are
+replaced only when every read of that namespace worked; while one fails they stay as last read, the namespace is
+in `failing` with the API's error, and `ok_for` it is False (docs/design.md, Missing data). One tenant's namespace
+refused (a RoleBinding missing, the namespace being deleted) so keeps no other namespace's runtimes out of date;
+a read of all namespaces that fails is every namespace's.
 
 One change cannot wait for the resync: modelmesh-serving scaling a runtime to zero or back, which its pods show
 first. `reread(key)` asks for that one Deployment to be read again soon (`run_rereads`): a GET by name, with
@@ -92,14 +95,12 @@ class DeploymentResync:
         self.runtimes: dict[RuntimeKey, RuntimeRecord] = {
             key: RuntimeRecord(key, fallback_selector(key)) for key in self._static
         }
-        self.ok = False
-        """False until the first read, and while reading the Deployments fails."""
-        self.error: str | None = None
-        """What the last read failed with, while it fails (for /debug)."""
-        self.error_namespace: str | None = None
-        """The namespace whose read `error` is about; None for a read of all namespaces. /debug shows an error
-        only to runtimes of its namespace: another namespace's name and API error are no tenant's business."""
-        self._reading: str | None = None  # the namespace of the read under way, for `error_namespace`
+        self.tried = False
+        """Whether a resync has been tried since start (`reset`): before, nothing is known of any namespace."""
+        self.failing: dict[Scope, str] = {}
+        """What the last resync failed with, by namespace (None: a read of all namespaces, or no client), for
+        /debug, which shows an error only to runtimes of its namespace: another namespace's name and API error
+        are no tenant's business."""
         self._missing: set[RuntimeKey] = set()  # configured runtimes whose Deployment was not found
         self._reread_interval_s = reread_interval_s
         self._pending: dict[RuntimeKey, None] = {}  # runtimes to read by name, in the order asked
@@ -107,6 +108,20 @@ class DeploymentResync:
         self._reads = 0  # reads started so far: orders a targeted read against the full resync
         self._table_read = 0  # the start number of the full resync that made `runtimes`
         self._newer: dict[RuntimeKey, int] = {}  # runtimes read by name after that, with their start number
+
+    @property
+    def ok(self) -> bool:
+        """False until the first read, and while reading any namespace's Deployments fails."""
+        return self.tried and not self.failing
+
+    def ok_for(self, namespace: str) -> bool:
+        """Whether `namespace`'s runtimes are as the last resync read them: read, neither it nor all failing."""
+        return self.tried and None not in self.failing and namespace not in self.failing
+
+    def reset(self) -> None:
+        """Forget what is known of the reads: discovery starts again, and nothing is read until the first."""
+        self.tried = False
+        self.failing = {}
 
     def reread(self, key: RuntimeKey) -> None:
         """Ask for runtime `key`'s Deployment to be read again soon; O(1), never blocks, asking twice is once."""
@@ -203,48 +218,68 @@ class DeploymentResync:
         failures = 0
         while True:
             try:
-                await self._refresh()
-            except Exception as error:
-                if not isinstance(error, KubeApiError):
-                    log.exception("Kubernetes discovery: unexpected error reading runtime Deployments")
+                errors = await self._refresh()
+            except Exception as error:  # no client: every namespace
+                errors = {None: error}
+            self._note_failing(errors)
+            if errors:
                 failures += 1
-                if self.ok or failures == 1:
-                    log.warning("Kubernetes discovery: cannot read runtime Deployments: %s", error)
-                self.ok = False
-                self.error = f"cannot read runtime Deployments: {error}"
-                self.error_namespace = self._reading
                 # Never sooner than the server's Retry-After (a 429 from API Priority and Fairness), never later
                 # than the resync.
-                retry_after = error.retry_after_s if isinstance(error, KubeApiError) else None
-                delay = min(max(self._backoff(failures), retry_after or 0.0), self._resync_interval_s)
+                retry_after = max((error.retry_after_s or 0.0 for error in errors.values()
+                                   if isinstance(error, KubeApiError)), default=0.0)
+                delay = min(max(self._backoff(failures), retry_after), self._resync_interval_s)
             else:
-                if not self.ok and failures:
-                    log.info("Kubernetes discovery: runtime Deployments readable again")
-                self.ok = True
-                self.error = self.error_namespace = None
                 failures = 0
                 delay = self._resync_interval_s
             first_attempt.set()
             await self._sleep(delay)
 
-    async def _refresh(self) -> None:
-        """Read every runtime's Deployment; replace the runtime table only when every read worked."""
-        self._reading = None
+    def _note_failing(self, errors: dict[Scope, Exception]) -> None:
+        """Record each namespace's failed read, logging a namespace once when it starts failing and when it is
+        readable again."""
+        for scope, error in errors.items():
+            if not isinstance(error, KubeApiError):
+                log.error("Kubernetes discovery: unexpected error reading runtime Deployments in %s",
+                          scope_name(scope), exc_info=error)
+            elif scope not in self.failing:
+                log.warning("Kubernetes discovery: cannot read runtime Deployments in %s, keeping its runtimes as "
+                            "last read; they hold their values until it recovers: %s", scope_name(scope), error)
+        for scope in self.failing.keys() - errors.keys():
+            log.info("Kubernetes discovery: runtime Deployments in %s readable again", scope_name(scope))
+        self.failing = {scope: f"cannot read runtime Deployments: {error}" for scope, error in errors.items()}
+        self.tried = True
+
+    async def _refresh(self) -> dict[Scope, Exception]:
+        """Read every runtime's Deployment; replace a namespace's runtimes only when every read of it worked
+        (all of them, when a read of all namespaces failed). Returns the failures by namespace."""
         api = self._client()
         self._reads += 1
         started = self._reads
         fresh: dict[RuntimeKey, RuntimeRecord] = {}
+        errors: dict[Scope, Exception] = {}
         reads = [self._read_deployment(api, key) for key in self._static]
         for key, outcome in zip(self._static, await asyncio.gather(*reads, return_exceptions=True), strict=True):
-            if isinstance(outcome, BaseException):
-                self._reading = key.namespace
+            if isinstance(outcome, Exception):
+                errors.setdefault(key.namespace, outcome)
+            elif isinstance(outcome, BaseException):
                 raise outcome
-            fresh[outcome.key] = outcome
+            else:
+                fresh[outcome.key] = outcome
         if self._discover:
             for namespace in self._namespaces if self._namespaces is not None else (None,):
-                self._reading = namespace
-                for runtime in await self._list_deployments(api, namespace):
+                try:
+                    listed = await self._list_deployments(api, namespace)
+                except Exception as error:
+                    errors.setdefault(namespace, error)
+                    continue
+                for runtime in listed:
                     fresh.setdefault(runtime.key, runtime)
+        if None in errors:
+            return errors
+        if errors:  # the failing namespaces' runtimes as last read
+            fresh = {key: record for key, record in fresh.items() if key.namespace not in errors}
+            fresh.update((key, record) for key, record in self.runtimes.items() if key.namespace in errors)
         # A runtime read by name after this resync started is newer than what this resync read of it (or found
         # its Deployment gone), or found a runtime this resync listed too early to see.
         newer = {key: at for key, at in self._newer.items() if at > started}
@@ -262,6 +297,7 @@ class DeploymentResync:
                          len(removed), few(removed))
             self.runtimes = fresh
             self._on_change()
+        return errors
 
     async def _read_deployment(self, api: ApiClient, key: RuntimeKey) -> RuntimeRecord:
         what = f"read Deployment {key}"

@@ -13,8 +13,10 @@ list. This module puts the parts together behind the `PodDiscovery` interface:
   it says "scaled to zero", and seed a runtime back from zero at 0 replicas;
 - `kube_objects` reads pods and Deployments from the API's JSON and joins them into the inventory.
 
-While a watch or the Deployment read is broken `healthy` is False: the inventory is kept as last seen, and
-the metric source marks its snapshots `source_ok=False`, so nothing is lowered on stale knowledge (docs/design.md).
+While a namespace's pod watch or Deployment read is broken `healthy_for` that namespace is False: its part of
+the inventory is kept as last seen, and the metric source marks its runtimes' snapshots `source_ok=False`, so
+nothing is lowered on stale knowledge (docs/design.md). Only its runtimes: one tenant's namespace refused (a
+RoleBinding missing) holds no other namespace's; a watch or read of all namespaces that fails holds every runtime.
 
 The client is `kubernetes.aio` (native asyncio: cancellable, no thread per watch), configured from a kubeconfig
 or the in-cluster service account by `load_configuration`; responses are read as raw JSON (`autoscaler.kube.raw`).
@@ -127,8 +129,8 @@ class KubePodDiscovery:
         first list (default: twice the request timeout). `reread_interval_s` paces the reads of one Deployment
         that a runtime's pods going to none or back ask for (`DeploymentResync.reread`).
 
-        `healthy` is one flag for the whole inventory (the `PodDiscovery` contract): a namespace whose pods
-        cannot be watched (RBAC) keeps every runtime's snapshot `source_ok=False`, which is loud on purpose.
+        Health is per namespace (`healthy_for`, the `PodDiscovery` contract): a namespace whose pods cannot be
+        watched (RBAC) keeps its own runtimes' snapshots `source_ok=False`, not the other namespaces'.
         """
         static = tuple(dict.fromkeys(runtimes))
         if not static and not discover:
@@ -179,16 +181,21 @@ class KubePodDiscovery:
 
     @property
     def healthy(self) -> bool:
-        """False until the first list, and while any watch or the Deployment read is failing."""
+        """False until the first list, and while any watch or any namespace's Deployment read is failing."""
         return self._session.running and self._deployments.ok and all(watch.ok for watch in self._watches)
+
+    def healthy_for(self, namespace: str) -> bool:
+        """False until the first list, and while the pod watch or Deployment read of `namespace`, or of all
+        namespaces, is failing: only then may what is known of its runtimes be out of date."""
+        return (self._session.running and self._deployments.ok_for(namespace)
+                and all(watch.ok for watch in self._watches if watch.scope is None or watch.scope == namespace))
 
     @property
     def problems(self) -> tuple[tuple[str | None, str], ...]:
-        """What keeps the inventory out of date, in the Kubernetes API's words: the Deployment read's error and
-        each failing pod watch's, with the namespace each is about (None: a read of all namespaces); () when
-        healthy, or before the first attempt has failed. /debug shows a runtime only its own namespace's."""
-        errors = [(self._deployments.error_namespace, self._deployments.error),
-                  *((watch.scope, watch.error) for watch in self._watches)]
+        """What keeps the inventory out of date, in the Kubernetes API's words: each failing Deployment read's
+        error and each failing pod watch's, with the namespace each is about (None: a read of all namespaces);
+        () when healthy, or before the first attempt has failed. /debug shows a runtime only its own namespace's."""
+        errors = [*self._deployments.failing.items(), *((watch.scope, watch.error) for watch in self._watches)]
         return tuple((namespace, error) for namespace, error in errors if error)
 
     async def start(self) -> None:
@@ -198,7 +205,7 @@ class KubePodDiscovery:
         await self._session.open()
         for watch in self._watches:
             watch.ok = False
-        self._deployments.ok = False
+        self._deployments.reset()
         first_attempts: list[asyncio.Event] = []
         resync_done = asyncio.Event()
         first_attempts.append(resync_done)

@@ -106,7 +106,8 @@ class PodWatch:
         if ok and not self.ok:
             log.info("Kubernetes discovery: pod watch of %s established", scope)
         elif not ok and self.ok:
-            log.warning("Kubernetes discovery: pod watch of %s broken, keeping last inventory: %s", scope, error)
+            log.warning("Kubernetes discovery: pod watch of %s broken, keeping last inventory; its runtimes hold "
+                        "their values until it recovers: %s", scope, error)
         elif not ok:
             log.debug("Kubernetes discovery: pod watch of %s still failing: %s", scope, error)
         self.ok = ok

@@ -206,10 +206,12 @@ class PrometheusSource:
             self._note_partial_runtimes(inventory, seen, now)
             self._note_models(self._reader.models_error)
             backend_ok = True
-        healthy = self._discovery_outage.note(self._discovery.healthy, now, discovery_problems(self._discovery))
-        source_ok = healthy and backend_ok
+        outage = self._discovery_outage
+        outage.note(self._discovery.healthy_for, (key.namespace for key in inventory), now,
+                    discovery_problems(self._discovery))
         snapshots = [
-            self._snapshot(runtime, answers, seen, now, source_ok) for runtime in inventory.values()
+            self._snapshot(runtime, answers, seen, now, backend_ok and outage.healthy(key.namespace))
+            for key, runtime in inventory.items()
         ]
         if backend_ok:
             self._note_unseen(inventory, seen, now)

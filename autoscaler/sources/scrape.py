@@ -122,7 +122,9 @@ class ScrapeSource:
 
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
         inventory = self._discovery.inventory()
-        source_ok = self._discovery_outage.note(self._discovery.healthy, now, discovery_problems(self._discovery))
+        outage = self._discovery_outage
+        outage.note(self._discovery.healthy_for, (key.namespace for key in inventory), now,
+                    discovery_problems(self._discovery))
         pods = [(runtime.key, pod) for runtime in inventory.values() for pod in runtime.pods]
         self._note_without_exporter(pods, now)
         taken = self._note_superseded(pods, now)
@@ -157,7 +159,7 @@ class ScrapeSource:
                 key=key,
                 pods=tuple(by_runtime[key]),
                 taken_at=now,
-                source_ok=source_ok,
+                source_ok=outage.healthy(key.namespace),
                 replicas=runtime.replicas,
                 annotations=runtime.annotations,
                 uid=runtime.uid,

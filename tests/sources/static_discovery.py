@@ -41,6 +41,9 @@ class StaticDiscovery:
     def healthy(self, value: bool) -> None:
         self._healthy = value
 
+    def healthy_for(self, namespace: str) -> bool:
+        return self._healthy
+
     def set_runtime(self, runtime: RuntimeInventory) -> None:
         self._runtimes[runtime.key] = runtime
 

@@ -1,0 +1,121 @@
+"""One tenant's namespace whose pods the adapter may not watch holds that namespace's runtimes, not the fleet's.
+
+A platform team serves two namespaces (`--namespaces team-a,team-b`, the namespaced overlay) and team-b's
+RoleBinding lacks pods (or its namespace is being deleted, or the API fails for it alone): the API server refuses
+team-b's pod list and watch with RBAC's 403. Pod discovery was one flag for every namespace, so team-a's runtime
+answered 503 "metric source down" too, and nothing in the cluster could scale down. Now team-a's runtime is
+served and falls as its smoothing allows, while team-b's holds and its /debug quotes the 403.
+
+The real `serve` over the fake Kubernetes API, real exporters on the pods' IPs, read with kubectl.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
+from tests.e2e.cluster_pods import start_pod
+from tests.fakes.kube import FakeKubeApi
+from tests.support.kubectl import get_raw, write_kubeconfig
+from tests.support.processes import free_port, http_get, running
+
+pytestmark = pytest.mark.slow
+
+SERVED = "team-a"
+REFUSED = "team-b"
+DEPLOYMENT = "modelmesh-serving-triton"
+SELECTOR = {"modelmesh-service": "modelmesh-serving", "name": DEPLOYMENT}
+PODS = {"triton-0": "127.0.0.4", "triton-1": "127.0.0.5"}  # team-a's, 10 req/s each: one pod's worth at 100
+
+
+async def answered(read: Callable[[], tuple[int, Any]], wanted: Callable[[int, Any], bool],
+                   timeout: float = 60.0) -> Any:
+    """Read with kubectl until the answer is `wanted`; else fail with the last answer, which says why."""
+    last: tuple[int, Any] = (0, None)
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout):
+            while not wanted(*(last := await asyncio.to_thread(read))):
+                await asyncio.sleep(0.5)
+            return last[1]
+    raise AssertionError(f"after {timeout:g} s still {last}")
+
+
+@pytest.fixture
+async def adapter(tmp_path: Path) -> AsyncIterator[tuple[Path, str]]:
+    """`serve --namespaces team-a,team-b` where team-b's pods are refused from the start: kubectl's kubeconfig
+    and the adapter's URL."""
+    exporter_port, adapter_port = free_port(), free_port()
+    runners: list[web.AppRunner] = []
+    async with FakeKubeApi() as kube:
+        for namespace in (SERVED, REFUSED):
+            kube.add_deployment(namespace, DEPLOYMENT, replicas=2, labels=SELECTOR, selector=SELECTOR,
+                                annotations={"autoscaler.modelmesh.io/target-rps-per-pod": "100"})
+        kube.forbid("list", "pods", REFUSED)
+        kube.forbid("watch", "pods", REFUSED)
+        with contextlib.ExitStack() as stack:
+            try:
+                for name, ip in PODS.items():
+                    runners.append(await start_pod(
+                        stack, kube, FakeModelMesh(ModelMeshLoad(requests_per_second=10.0)), namespace=SERVED,
+                        name=name, ip=ip, labels=SELECTOR, exporter_port=exporter_port, logs=tmp_path))
+                kube.add_pod(REFUSED, "triton-0", labels={**SELECTOR, "pod-template-hash": "abc"})
+                await asyncio.to_thread(stack.enter_context, running(
+                    ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{adapter_port}",
+                     "--kubeconfig", str(kube.write_kubeconfig(tmp_path / "cluster.kubeconfig")),
+                     "--namespaces", f"{SERVED},{REFUSED}", "--exporter-port", str(exporter_port),
+                     "--refresh-interval", "1", "--window", "3", "--scale-down-tau", "1", "--leader-elect", "false"],
+                    f"https://127.0.0.1:{adapter_port}/healthz", tmp_path / "adapter.log"))
+                url = f"https://127.0.0.1:{adapter_port}"
+                yield write_kubeconfig(tmp_path / "adapter.kubeconfig", url), url
+            finally:
+                for runner in runners:
+                    await runner.cleanup()
+
+
+def desired(kubeconfig: Path, namespace: str) -> tuple[int, Any]:
+    return get_raw(kubeconfig, f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/"
+                               f"modelmesh_desired_replicas?labelSelector=deployment%3D{DEPLOYMENT}")
+
+
+def debug(kubeconfig: Path, namespace: str) -> dict[str, Any]:
+    code, document = get_raw(kubeconfig, f"/debug/runtimes/{namespace}/{DEPLOYMENT}")
+    assert code == 0, document
+    return dict(document)
+
+
+def values_known(url: str) -> dict[str, float]:
+    """`modelmesh_autoscaler_runtime_values_known` by namespace, as Prometheus scrapes it (the alert
+    ModelMeshRuntimeValuesUnknown reads it)."""
+    exposition = http_get(url + "/metrics")[1]
+    return {namespace: float(value) for namespace, value in re.findall(
+        rf'modelmesh_autoscaler_runtime_values_known{{deployment="{DEPLOYMENT}",namespace="([^"]+)"}} (\S+)',
+        exposition)}
+
+
+async def test_a_namespace_whose_pods_are_refused_holds_its_runtimes_only(adapter: tuple[Path, str]) -> None:
+    kubeconfig, url = adapter
+    # 20 req/s at 100 per pod: team-a's 2 replicas fall to 1, its values fresh, whatever team-b's RBAC.
+    await answered(lambda: desired(kubeconfig, SERVED),
+                   lambda code, body: code == 0 and body["items"][0]["value"] in ("1", "1000m"))
+    mine = debug(kubeconfig, SERVED)
+    assert [p for p in mine["source"]["problems"] if p["reason"] == "discovery"] == [], mine["source"]
+    assert REFUSED not in json.dumps(mine)
+    assert await asyncio.to_thread(values_known, url) == {SERVED: 1.0, REFUSED: 0.0}
+
+    code, said = desired(kubeconfig, REFUSED)  # team-b holds: 503, pointing at its /debug
+    assert code != 0 and "metric source down" in str(said), said
+    assert f"/debug/runtimes/{REFUSED}/{DEPLOYMENT}" in str(said), said
+    theirs = debug(kubeconfig, REFUSED)
+    [problem] = [p for p in theirs["source"]["problems"] if p["reason"] == "discovery"]
+    assert 'cannot list resource \\"pods\\"' in json.dumps(problem) or \
+        'cannot watch resource \\"pods\\"' in json.dumps(problem), problem
+    assert f'in the namespace \\"{REFUSED}\\"' in json.dumps(problem), problem
