@@ -17,11 +17,12 @@ import logging
 import signal
 import socket
 import ssl
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from autoscaler.actuation.cluster_pods import ClusterPods
 from autoscaler.actuation.writes_off import start_writing
 from autoscaler.api.app import build_served_app
 from autoscaler.api.certs import self_signed_server_context, server_context
@@ -172,13 +173,13 @@ class RefreshStack:
             self.refresher.hpa_bounds = self.hpas.bounds
 
     @property
-    def cluster_deletion_cost(self) -> Callable[[str, str], str | None] | None:
-        """A pod's deletion-cost annotation as discovery last saw it (with Kubernetes discovery), for the
-        writer of a new term to leave the pods that already carry the right cost. Only Kubernetes discovery
-        sees annotations (a targets file names no pod objects); asked by name, not by class, so that a targets
-        file never imports the Kubernetes client."""
-        found: Callable[[str, str], str | None] | None = getattr(self.discovery, "deletion_cost", None)
-        return found
+    def cluster_pods(self) -> ClusterPods | None:
+        """The pod objects as discovery last saw them (with Kubernetes discovery): their deletion-cost annotation,
+        for the writer of a new term to leave the pods that already carry the right cost, and their uid, to
+        write a pod created again under its name. Only Kubernetes discovery sees pod objects (a targets file
+        names none); asked by what it has, not by class, so that a targets file never imports the Kubernetes
+        client."""
+        return self.discovery if isinstance(self.discovery, ClusterPods) else None
 
     async def start(self) -> None:
         """Discovery and the HPA watch; the caller runs `refresher.run()` once they are started."""
@@ -218,7 +219,7 @@ class OneProcessLifecycle:
         """An `app.cleanup_ctx` entry after the refresh loop's: deletion costs, the bridge, the Lease."""
         stack = self._stack
         self._actuator = await start_writing(self._settings, stack.refresher, stack.metrics,
-                                             cluster_cost=stack.cluster_deletion_cost)
+                                             cluster=stack.cluster_pods)
         yield
         await self.drain()
 

@@ -517,7 +517,7 @@ async def _refresh_until_stopped(settings: ServeSettings, pool: WorkerPool, star
     refresher, metrics = stack.refresher, stack.metrics
     starting.check()  # a signal that came before the loop took them over
     await stack.start()
-    actuator = await start_writing(settings, refresher, metrics, cluster_cost=stack.cluster_deletion_cost)
+    actuator = await start_writing(settings, refresher, metrics, cluster=stack.cluster_pods)
     tune_for_refresh()  # start-up is over; the refresh's many short-lived objects (autoscaler/gcsettings.py)
     refreshing = asyncio.create_task(refresher.run(), name="refresh")
     exited = asyncio.create_task(pool.first_exit(), name="serving-workers")

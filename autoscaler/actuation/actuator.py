@@ -32,6 +32,7 @@ from functools import partial
 from autoscaler import __version__
 from autoscaler.actuation.bridge import ReplicaBridge
 from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
+from autoscaler.actuation.cluster_pods import ClusterPods
 from autoscaler.actuation.deletion_cost import DeletionCostWriter
 from autoscaler.actuation.leader import DEFAULT_CLIENT_TIMEOUT_S, LeaseConfig, LeaseElector, client_timeout_s
 from autoscaler.actuation.write_fence import FencedClient, WriteFence
@@ -117,7 +118,7 @@ class DeletionCostActuator:
 
 async def start_actuator(
     settings: ServeSettings, refresher: Refresher, metrics: AdapterMetrics, *, identity: str | None = None,
-    cluster_cost: Callable[[str, str], str | None] | None = None,
+    cluster: ClusterPods | None = None,
 ) -> DeletionCostActuator | None:
     """Start writing deletion costs and bridging replicas as the settings say, or return None (after saying why
     in the log)."""
@@ -158,7 +159,7 @@ async def start_actuator(
     may_write: Callable[[], bool] = (lambda: fence.open and elector.is_leader) if elector is not None \
         else (lambda: fence.open)
     fenced = FencedClient(kube, fence)
-    writer = DeletionCostWriter(fenced, metrics, may_write=may_write, cluster_cost=cluster_cost) \
+    writer = DeletionCostWriter(fenced, metrics, may_write=may_write, cluster=cluster) \
         if settings.deletion_cost else None
     bridge = ReplicaBridge(fenced, namespaces=settings.namespaces, metrics=metrics, may_write=may_write) \
         if bridges_replicas(settings) else None

@@ -12,10 +12,14 @@ are retried with exponential backoff and jitter, honouring `Retry-After`; other 
 wait for the 5-minute refresh. A `Retry-After` (API Priority and Fairness throttles the adapter's whole flow,
 not one pod) also pauses every other patch of the writer for that long. Writes happen only while `may_write()`
 (leadership) holds; losing it forgets what was written, so a new term starts by writing every pod once, but for
-the pods that already carry the cost it would write (`cluster_cost`, the annotation as discovery's pod watch last
-saw it): after a failover or a rolling upgrade at 50,000 pods those were a 40-minute backlog of patches at the
-qps limit that changed nothing, each a pod update sent to every pod watcher of the cluster. For the same reason
-the 5-minute rewrite of an unchanged cost is sent only where the watch shows the pod carrying something else.
+the pods that already carry the cost it would write (`cluster.deletion_cost`, the annotation as discovery's pod
+watch last saw it): after a failover or a rolling upgrade at 50,000 pods those were a 40-minute backlog of
+patches at the qps limit that changed nothing, each a pod update sent to every pod watcher of the cluster. For
+the same reason the 5-minute rewrite of an unchanged cost is sent only where the watch shows the pod carrying
+something else.
+What was written is remembered with the pod's uid (`cluster.pod_uid`): a pod deleted and created again under its
+name (a controller that reuses names) is a new object without the annotation, and is written at the next pass as
+a new pod is, not at the 5-minute rewrite.
 
 The log, at fleet size: failures are said once per pass and cause, not per pod (a Role missing in a namespace
 of 500 pods, or an API server failing every tenth patch, was a warning per pod). A cause is the status, and for
@@ -36,6 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from autoscaler.actuation.cluster_pods import ClusterPods
 from autoscaler.actuation.deletion_cost_plan import (
     PERIODIC,
     PodId,
@@ -91,14 +96,15 @@ class DeletionCostWriter:
         *,
         settings: WriterSettings | None = None,
         may_write: Callable[[], bool] = lambda: True,
-        cluster_cost: Callable[[str, str], str | None] | None = None,
+        cluster: ClusterPods | None = None,
         clock: Callable[[], float] = time.monotonic,
         rand: Callable[[], float] = random.random,
     ) -> None:
-        """`cluster_cost(namespace, pod)`: the pod's deletion-cost annotation as the cluster has it (None: none or
-        not known); without it every pod is written once per term."""
+        """`cluster`: the pods as discovery's pod watch sees them (their annotation and uid); without it (a
+        targets file) every pod is written once per term, and a pod created again under its name at the
+        5-minute rewrite."""
         self._client = client
-        self._cluster_cost = cluster_cost
+        self._cluster = cluster
         self._metrics = metrics
         self.settings = settings or WriterSettings()
         self._may_write = may_write
@@ -160,10 +166,11 @@ class DeletionCostWriter:
         now = self._planned_at = self._clock()
         # In a thread: at 50,000 pods planning is 0.2-1 s of Python, which on the event loop held up every
         # HPA request at every refresh. Nothing else touches the records meanwhile: no patch is in flight
-        # between passes, and this task is the only one that plans. The thread only reads and plans; the
-        # metrics series of vanished pods are removed here, on the loop that renders /metrics.
-        vanished, patches = await asyncio.to_thread(self._plan, views, now)
-        self._drop(vanished)
+        # between passes, and this task is the only one that plans. The thread plans and takes out the records
+        # of pods gone or created again; their metrics series are removed here, on the loop that renders
+        # /metrics.
+        gone, patches = await asyncio.to_thread(self._plan, views, now)
+        self._drop(gone)
         patches = self._skip_costs_in_place(patches, now)
         sent = await self._write(patches[: self.settings.batch_size], self._generation)
         for patch in patches[sent:]:
@@ -171,15 +178,34 @@ class DeletionCostWriter:
                 self._scale_downs.pop(patch.runtime, None)
         return sent
 
-    def _plan(self, views: Mapping[RuntimeKey, RuntimeView], now: float) -> tuple[list[PodId], list[PodPatch]]:
-        """(pods no longer in the views, the patches due): all the per-pod work of a pass, for a thread."""
+    def _plan(self, views: Mapping[RuntimeKey, RuntimeView],
+              now: float) -> tuple[list[tuple[PodId, PodRecord]], list[PodPatch]]:
+        """(the records taken out: pods no longer in the views, or created again; the patches due): all the
+        per-pod work of a pass, for a thread."""
         present = {(key.namespace, name) for key, view in views.items() for name, *_ in view.pods.deletion_costs()}
-        vanished = [pod for pod in self.records if pod not in present]
+        gone = [(pod, self.records.pop(pod)) for pod in [pod for pod in self.records if pod not in present]]
+        recreated = self._recreated()
+        gone += [(pod, self.records.pop(pod)) for pod in recreated]
+        if recreated:
+            log.info("deletion costs: %d pods were deleted and created again under their names (a new uid, "
+                     "without the annotation written on the old one); writing them as new pods: %s",
+                     len(recreated), few([f"{ns}/{name}" for ns, name in recreated]))
         for key in [key for key in self._scale_downs if key not in views]:
             del self._scale_downs[key]
-        return vanished, plan_patches(views, self.records, self._urgent(views), now,
+        return gone, plan_patches(views, self.records, self._urgent(views), now,
                                       min_interval_s=self.settings.min_interval_s,
                                       max_interval_s=self.settings.max_interval_s)
+
+    def _recreated(self) -> list[PodId]:
+        """The pods written whose name the pod watch now shows on another object (another uid)."""
+        if self._cluster is None:
+            return []
+        uid_of = self._cluster.pod_uid
+        return [pod for pod, record in self.records.items()
+                if record.uid is not None and (uid := uid_of(*pod)) is not None and uid != record.uid]
+
+    def _uid(self, pod: PodId) -> str | None:
+        return self._cluster.pod_uid(*pod) if self._cluster is not None else None
 
     def _skip_costs_in_place(self, patches: list[PodPatch], now: float) -> list[PodPatch]:
         """The patches without those whose cost the pod already carries, as discovery's pod watch last saw it.
@@ -190,23 +216,24 @@ class DeletionCostWriter:
         the pod as the cluster has it, so the rewrite would repair nothing (a hand edit or a lost write shows
         there as another value, and is written). At 10,000 pods those rewrites alone were 33 patches a second,
         over the writer's qps, each a pod update sent to every pod watcher of the cluster."""
-        if self._cluster_cost is None:
+        if self._cluster is None:
             return patches
         kept: list[PodPatch] = []
         adopted = checked = 0
         for patch in patches:
             pod = (patch.namespace, patch.pod)
             first = pod not in self.records
-            if not (first or patch.priority == PERIODIC) or self._cluster_cost(*pod) != str(patch.cost):
+            if not (first or patch.priority == PERIODIC) or self._cluster.deletion_cost(*pod) != str(patch.cost):
                 kept.append(patch)
                 continue
             if first:
-                self.records[pod] = PodRecord(cost=patch.cost,
+                self.records[pod] = PodRecord(cost=patch.cost, uid=self._uid(pod),
                                               written_at=now - self._rand() * self.settings.max_interval_s)
                 self._metrics.pod_deletion_cost.labels(*pod).set(patch.cost)
                 adopted += 1
             else:
-                self.records[pod].written_at = now
+                record = self.records[pod]
+                record.written_at, record.uid = now, self._uid(pod)
                 checked += 1
         if adopted:
             log.info("deletion costs: %d pods already carry the cost this replica would write; left as they are",
@@ -278,6 +305,7 @@ class DeletionCostWriter:
     async def _patch(self, patch: PodPatch) -> None:
         pod = (patch.namespace, patch.pod)
         record = self.records.setdefault(pod, PodRecord())
+        uid = self._uid(pod)  # read before sending: a pod created again meanwhile is written again next pass
         try:
             await self._client.patch_pod_annotations(
                 patch.namespace, patch.pod, {DELETION_COST_ANNOTATION: str(patch.cost)}
@@ -285,7 +313,7 @@ class DeletionCostWriter:
         except KubeApiError as error:
             self._failed(pod, record, error)
             return
-        record.cost, record.written_at = patch.cost, self._clock()
+        record.cost, record.written_at, record.uid = patch.cost, self._clock(), uid
         record.failures, record.retry_at = 0, -math.inf
         self._written(pod)
         self._metrics.deletion_cost_patches.labels("ok").inc()
@@ -352,9 +380,10 @@ class DeletionCostWriter:
         due = [r.retry_at for r in self.records.values() if r.failures and r.retry_at > self._planned_at]
         return max(0.0, min(due) - self._clock()) if due else None
 
-    def _drop(self, vanished: list[PodId]) -> None:
-        for pod in vanished:
-            self._remove_series(pod, self.records.pop(pod))
+    def _drop(self, gone: list[tuple[PodId, PodRecord]]) -> None:
+        """Forget pods whose records `_plan` took out: their series and any failure they held open."""
+        for pod, record in gone:
+            self._remove_series(pod, record)
             self._written(pod)
 
     def _forget(self) -> None:

@@ -63,6 +63,8 @@ class PodRecord:
     written_at: float = -math.inf
     failures: int = 0
     retry_at: float = -math.inf
+    uid: str | None = None
+    """The `metadata.uid` of the pod object written, as the pod watch showed it (None: not known)."""
 
 
 def plan_patches(

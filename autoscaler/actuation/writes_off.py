@@ -6,9 +6,9 @@ bridge off) never uses."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from autoscaler.actuation.cluster_pods import ClusterPods
 from autoscaler.kube.where import in_cluster
 from autoscaler.settings import ServeSettings
 
@@ -49,10 +49,10 @@ def writes_nothing(settings: ServeSettings) -> bool:
 
 
 async def start_writing(settings: ServeSettings, refresher: Refresher, metrics: AdapterMetrics, *,
-                        cluster_cost: Callable[[str, str], str | None] | None = None) -> DeletionCostActuator | None:
+                        cluster: ClusterPods | None = None) -> DeletionCostActuator | None:
     """`start_actuator`, imported (and the Kubernetes library with it) only where these settings write."""
     if writes_nothing(settings):
         return None
     from autoscaler.actuation.actuator import start_actuator
 
-    return await start_actuator(settings, refresher, metrics, cluster_cost=cluster_cost)
+    return await start_actuator(settings, refresher, metrics, cluster=cluster)

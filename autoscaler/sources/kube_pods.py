@@ -241,6 +241,17 @@ class KubePodDiscovery:
                     return cost
         return None
 
+    def pod_uid(self, namespace: str, pod: str) -> str | None:
+        """The `metadata.uid` of the pod of that name as last seen in the cluster (None: a pod not watched),
+        for the deletion-cost writer to tell a pod created again under its name from the one it wrote. Read
+        from the writer's planning thread: a dict lookup, atomic."""
+        for watch in self._watches:
+            if watch.scope is None or watch.scope == namespace:
+                record = watch.pods.get((namespace, pod))
+                if record is not None:
+                    return record.uid
+        return None
+
     async def close(self) -> None:
         """Stop every loop and close the client; safe to call twice."""
         await self._session.close()

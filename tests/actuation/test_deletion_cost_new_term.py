@@ -40,7 +40,7 @@ async def discovery(kube: FakeKubeApi) -> AsyncIterator[KubePodDiscovery]:
 def new_leader(kube_client: KubeClient, clock: SteppedClock, discovery: KubePodDiscovery | None,
                spread: float = 0.5) -> DeletionCostWriter:
     return DeletionCostWriter(kube_client, AdapterMetrics(), settings=WriterSettings(qps=None), clock=clock,
-                              rand=lambda: spread, cluster_cost=discovery.deletion_cost if discovery else None)
+                              rand=lambda: spread, cluster=discovery)
 
 
 async def test_a_new_leader_writes_only_the_costs_the_pods_do_not_already_carry(
