@@ -5,7 +5,8 @@ a new replica starts and becomes Ready, then an old one gets SIGTERM), while the
 RuntimeScale changes in the middle.
 
 What must hold, counted from the fake API server's request log rather than timed:
-- never two writers: every pod-deletion-cost or ServingRuntime write comes from the replica holding the Lease;
+- never two writers: every pod-deletion-cost, ServingRuntime replicas or RuntimeScale status write comes from the
+  replica holding the Lease (the replica bridge on, as cluster mode has it by default);
 - no API burst: the new leaders find the costs the old ones left in place and write none of them again;
 - the RuntimeScale's replicas set while the Lease changes hands reach the ServingRuntime;
 - the HPA never sees a value below the replicas that run.
@@ -91,7 +92,8 @@ class Cluster:
             process = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}",
                 "--kubeconfig", str(kubeconfig), "--exporter-port", str(self.exporter_port),
-                "--refresh-interval", "0.5", "--window", "3", "--shutdown-delay", "1s", *ELECTION, *more,
+                "--refresh-interval", "0.5", "--window", "3", "--shutdown-delay", "1s", "--bridge", "on", *ELECTION,
+                *more,
                 stdout=output, stderr=asyncio.subprocess.STDOUT, cwd=REPO,
             )
         replica = Replica(process, log, f"https://127.0.0.1:{port}")
@@ -145,8 +147,14 @@ def costs(kube: FakeKubeApi) -> dict[str, str | None]:
     return {pod: kube.pod_annotations(NS, pod).get(DELETION_COST_ANNOTATION) for pod in PODS}
 
 
+WRITTEN = ("pods", "servingruntimes", "runtimescales")
+"""What the leader writes: deletion costs, the ServingRuntime's replicas, the RuntimeScale's status."""
+
+
 def is_write(request: RecordedRequest) -> bool:
-    return (request.method == "PATCH" and request.resource in ("pods", "servingruntimes")
+    """A change to what the leader writes that the server applied: the adapter sends PATCHes; any other verb
+    from a replica not holding the Lease would be as wrong."""
+    return (request.method in ("PATCH", "PUT", "POST", "DELETE") and request.resource in WRITTEN
             and request.status is not None and request.status < 300)
 
 
@@ -237,6 +245,9 @@ async def test_a_rolling_upgrade_keeps_one_writer_writes_no_cost_again_and_carri
         await polling
 
     during = kube.requests[mark:]
+    written = {(r.resource, r.path.endswith("/status")) for r in kube.requests if is_write(r)}
+    assert {("pods", False), ("servingruntimes", False), ("runtimescales", True)} <= written, \
+        f"each kind of write was made at least once, so that the next check looks at it: {written}"
     assert writes_by_non_holders(kube.requests) == []
     rewritten = [r.name for r in during if is_write(r) and r.resource == "pods"]
     assert rewritten == [], "the new leaders found every cost in place and wrote none again"
