@@ -4,10 +4,16 @@ server receives, with real discovery watching the fake Kubernetes API as the ada
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import tempfile
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kubernetes.aio.client import Configuration
 
 from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
@@ -24,18 +30,27 @@ RANKED = {"pod-a": 900, "pod-b": 300}
 REFRESH_S = 15.0
 
 
-@pytest.fixture
-async def discovery(kube: FakeKubeApi) -> AsyncIterator[KubePodDiscovery]:
-    for name in RANKED:
+@contextlib.asynccontextmanager
+async def watching(kube: FakeKubeApi, pods: list[str]) -> AsyncIterator[KubePodDiscovery]:
+    """The pods, and discovery watching them as `serve` runs it."""
+    for name in pods:
         kube.add_pod(KEY.namespace, name, labels=LABELS)
-    settings = Configuration()
-    settings.host = kube.url
-    subject = KubePodDiscovery(settings, runtimes=[KEY], discover=False, resync_interval_s=0.1,
+    configuration = Configuration()
+    configuration.host = kube.url
+    subject = KubePodDiscovery(configuration, runtimes=[KEY], discover=False, resync_interval_s=0.1,
                                request_timeout_s=2.0, backoff_initial_s=0.02, backoff_max_s=0.1)
     await subject.start()
-    await kube.wait_for_watches(1, "pods")
-    yield subject
-    await subject.close()
+    try:
+        await kube.wait_for_watches(1, "pods")
+        yield subject
+    finally:
+        await subject.close()
+
+
+@pytest.fixture
+async def discovery(kube: FakeKubeApi) -> AsyncIterator[KubePodDiscovery]:
+    async with watching(kube, list(RANKED)) as subject:
+        yield subject
 
 
 def seen_uid(discovery: KubePodDiscovery, pod: str) -> str | None:
@@ -130,3 +145,48 @@ async def test_without_pod_objects_the_writer_still_writes_by_name(
     writer.offer(views)
     await writer.sync()
     assert cost_on(kube, "pod-b") == "300"
+
+
+FLEET = {"pod-a": 900, "pod-b": 300, "pod-c": 0, "pod-d": 600}
+
+
+@settings(max_examples=15, deadline=None)
+@given(steps=st.lists(st.sets(st.sampled_from(sorted(FLEET))), min_size=1, max_size=8))
+def test_after_every_refresh_each_pod_carries_its_cost_and_only_pods_created_again_are_written(
+    steps: list[set[str]],
+) -> None:
+    """Whichever pods are created again between refreshes (none, some, the same twice in a row), the refresh
+    after writes exactly those, and then every pod carries its cost: none waits for the 5-minute rewrite,
+    none is written twice. (`steps[i]`: the pods created again before the i-th refresh, within 5 minutes.)"""
+    asyncio.run(_refreshes_with_pods_created_again(steps))
+
+
+async def _refreshes_with_pods_created_again(steps: list[set[str]]) -> None:
+    async with FakeKubeApi() as kube, watching(kube, list(FLEET)) as discovery:
+        with tempfile.TemporaryDirectory() as folder:
+            config = kube.write_kubeconfig(Path(folder) / "kubeconfig", namespace=KEY.namespace)
+            client = await KubeClient.connect(config, user_agent="modelmesh-autoscaler/test", timeout_s=5.0)
+        try:
+            clock = SteppedClock()
+            writer = DeletionCostWriter(client, AdapterMetrics(), settings=WriterSettings(qps=None), clock=clock,
+                                        cluster=discovery)
+            views = views_of(FLEET)
+            carried = {pod: str(cost) for pod, cost in FLEET.items()}
+            writer.offer(views)
+            await writer.sync()
+            await eventually(lambda: all(discovery.deletion_cost(KEY.namespace, pod) == carried[pod]
+                                         for pod in FLEET))
+            for recreated in steps:
+                for pod in sorted(recreated):
+                    await recreate(kube, discovery, pod)
+                kube.clear_requests()
+                clock.advance(REFRESH_S)
+                writer.offer(views)
+                await writer.sync()
+
+                assert sorted(patch.name for patch in kube.patches) == sorted(recreated)
+                assert {pod: cost_on(kube, pod) for pod in FLEET} == carried
+                await eventually(lambda: all(discovery.deletion_cost(KEY.namespace, pod) == carried[pod]
+                                             for pod in FLEET))
+        finally:
+            await client.close()
