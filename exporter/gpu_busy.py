@@ -4,7 +4,8 @@ Busy is the mean of the samples (`nvmlDeviceGetSamples`, one every 1/6 s to 1 s 
 timestamps fall in the window: every sample the driver took counts once, whatever the caller's timing.
 Where a device has no samples, or NVML stamps them with a clock too far from ours to window them (behind
 or ahead), the driver's latest `nvmlDeviceGetUtilizationRates` reading stands in, read once per pass; samples are
-asked for again once a minute, and read again once they come back usable. Histories are kept
+asked for again once a minute, and read again once they come back usable. A MIG device that answers neither (NVML
+measures no utilization per MIG device) is asked both again once a minute, not at every pass. Histories are kept
 by UUID, across passes and across NVML re-initialisation. The window ends when the samples were read, the time
 the busy ratio describes (a GPU that holds the call for seconds moves it past the pass's start). A wall clock
 stepped back leaves samples stamped ahead of ours: they are not the current window, which starts again.
@@ -37,7 +38,8 @@ _CLOCK_STEP_S: Final = 1.0
 resumed VM): NVML stamps with the same clock, so a sample is never newer than the moment it is read."""
 _SAMPLES_RETRY_S: Final = 60.0
 """How often a device read by rates is asked for samples again: one refused them for a while (a GPU being reset)
-or stamped them off our clock (until NTP set it) goes back to them, for one call a minute where it never will."""
+or stamped them off our clock (until NTP set it) goes back to them, for one call a minute where it never will. And
+how often a MIG device that answered neither query is asked both again: two calls a minute, not two a pass."""
 _MAX_SAMPLES: Final = 10_000
 """Bound on a GPU's kept samples whatever NVML's rate (60 at 6 Hz over the default 10 s window)."""
 
@@ -65,6 +67,13 @@ class _History:
     read, or stamped them too far from our clock."""
     samples_again_at: float = math.inf
     """When a device read by rates is asked for samples again (Unix s)."""
+    unanswered: nvml.NotSupported | None = None
+    """A MIG device's refusal of the rate after its samples were refused: NVML measures no utilization per MIG
+    device, so both calls failed at every pass, for good. Said again (a fresh copy) without asking until
+    `ask_again_at`. Whole GPUs are always asked: one refusing both is being reset, or just switched into MIG mode
+    (which the sampler checks at such a pass), and its busy ratio is wanted the pass it answers again."""
+    ask_again_at: float = -math.inf
+    """When a MIG device that answered neither query is asked both again (Unix s)."""
     rates_said: str = ""
     """Why the log last said the device is read by rates ("refused", "skew"; "" for not said): each said once,
     and a refusal only once a rate was read, so a device on which neither query works (a MIG device, a GPU just
@@ -93,6 +102,11 @@ class BusyWindow:
         came back with it (for good: NVML is asked only for newer ones) while the pass was stamped fresh as of its
         end. `Busy.as_of` is that end, the freshness the collector publishes."""
         history = self._histories.setdefault(device.uuid, _History())
+        if history.unanswered is not None:
+            if clock() < history.ask_again_at:
+                refusal = history.unanswered
+                raise type(refusal)(str(refusal), refusal.code)
+            history.unanswered = None
         stepped_back = self._restart_after_step_back(history, device, clock())
         asked = not history.use_rates or clock() >= history.samples_again_at
         samples: list[nvml.UtilizationSample] = []
@@ -124,7 +138,13 @@ class BusyWindow:
         if history.use_rates or refused or not in_window:
             # Rates mode, no samples, or samples stopped coming: the driver's latest reading stands in for the
             # window. Raises NotSupported where the device has no rate either: nothing is learnt then.
-            in_window.append((now_us, session.utilization_rate(device)))
+            try:
+                in_window.append((now_us, session.utilization_rate(device)))
+            except nvml.NotSupported as error:
+                if refused and device.is_mig:
+                    history.unanswered = type(error)(str(error), error.code)  # a copy: no traceback kept
+                    history.ask_again_at = now + _SAMPLES_RETRY_S
+                raise
             if refused:
                 self._rates_for_refusal(history, device, now)
         history.samples.clear()
