@@ -13,7 +13,8 @@ failure). NVML is re-initialised, which re-enumerates the GPUs, after 1 s, then 
 (while NVML is down the passes in between try nothing: `measure()` returns None), so a GPU that comes back (driver
 reload, device plugin) is found again without spending CPU on a node that has none. A GPU switched into or out of
 MIG mode while the exporter runs is enumerated again in the pass that meets it, so its MIG devices (or the whole
-GPU) are read from then on.
+GPU) are read from then on; so is a GPU one of whose MIG devices is destroyed while it stays in MIG mode, and a GPU
+given a new MIG device is found within `MIG_RECHECK_S`.
 
 Logs go to the GPU collector's logger (`exporter.collectors.gpu`), the one operators filter on.
 """
@@ -24,8 +25,9 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Final
 
 from exporter import names, nvml
 from exporter.gpu_busy import Busy, BusyWindow
@@ -45,6 +47,15 @@ MIG_HINT = (
     "adapter's --gpu-source=dcgm) and turn this collector off (EXPORTER_NO_GPU=true, --no-gpu)"
 )
 """Said where this container has only MIG devices to read, or none of its own: docs/operations.md's way for MIG."""
+MIG_RECHECK_S: Final = 10.0
+"""How often the MIG devices of a GPU in MIG mode are listed again, to find those created or destroyed while it stays
+in MIG mode (`nvidia-smi mig -cgi`/`-dgi`, the GPU operator's mig-manager applying another profile): enumeration
+happened only at NVML's initialisation, so a new MIG device was never served. The default gpu window, and within
+the adapter's 15 s refresh: a new device is read before the adapter's next look. A listing costs a GPU 8 calls (the
+slot count, then one a slot of 7) and 2 a MIG device (UUID, name), by the fake NVML's counts: spread over ten
+passes, 0.8 + 0.2 a MIG device a pass, about its memory read's 1 a pass (what a MIG device costs now, its
+utilization asked once a minute: 3 a pass before). Every pass would have doubled the cost. A destroyed device is
+found sooner: at the pass its read fails."""
 VERSION_MISMATCH_HINT = (
     "this container's NVIDIA library and the driver loaded on the node are of different versions, which no retry "
     "here changes: the driver was upgraded on the node without a reboot (reboot the node, or reload its driver), "
@@ -93,6 +104,23 @@ def _busy_beside_memory(busy: Busy | None) -> str:
     """What becomes of a device's busy ratio, said with its memory left out: "read as usual" was said of a GPU that
     refused every query (NOT_SUPPORTED, NO_PERMISSION for a while) beside the collector's failure over its busy."""
     return "its busy ratio is read as usual" if busy is not None else "it has no busy ratio either"
+
+
+def _gpu_of(device: nvml.Device) -> tuple[str, str]:
+    """(label, UUID) of the GPU of a device: the device itself, or a MIG device's GPU."""
+    return device.label.split("/")[0], device.parent_uuid or device.uuid
+
+
+def _mig_watched(visible: Sequence[nvml.Device], sampled: Sequence[nvml.Device],
+                 mig_empty: Sequence[nvml.Device]) -> dict[str, tuple[nvml.Device, dict[str, str]]]:
+    """The GPUs of the MIG devices `sampled` and the GPUs in MIG mode with none yet (`mig_empty`), each with a device
+    to list its MIG devices by and the visible MIG devices on it (UUID: label), to tell a change from."""
+    watched: dict[str, tuple[nvml.Device, dict[str, str]]] = {}
+    for device in (*(d for d in sampled if d.is_mig), *mig_empty):
+        gpu_uuid = _gpu_of(device)[1]
+        known = {mig.uuid: mig.label for mig in visible if mig.parent_uuid == gpu_uuid}
+        watched.setdefault(gpu_uuid, (device, known))
+    return watched
 
 
 @dataclass(frozen=True)
@@ -155,6 +183,10 @@ class GpuSampler:
         (gone at a driver reload, fallen off the bus) is a lost GPU, not a node that always had one fewer."""
         self._reconnect_at = -math.inf
         self._retry_delay_s = retry_initial_s
+        self._mig_watched: dict[str, tuple[nvml.Device, dict[str, str]]] = {}
+        """GPUs in MIG mode this exporter samples (or waits on for MIG devices), by UUID: a device on it to list its
+        MIG devices by, and the MIG devices (UUID: label) enumerated on it."""
+        self._mig_recheck_at = math.inf
 
     def measure(self) -> PassOutcome | None:
         """One pass; None when NVML is down and its next try is not due (nothing was attempted)."""
@@ -227,6 +259,8 @@ class GpuSampler:
             problems.append(_nothing_to_sample(inventory.not_permitted))
         self._session = session
         self._devices = selection.devices
+        self._mig_watched = _mig_watched(inventory.devices, selection.devices, mig_empty)
+        self._mig_recheck_at = self._clock() + MIG_RECHECK_S
         self._standing_problems = tuple(problems)
         self._reconnect_at = math.inf
         self._busy.keep_only(device.uuid for device in selection.devices)
@@ -271,13 +305,19 @@ class GpuSampler:
         problems = list(self._standing_problems)
         lost: dict[str, str] = {}  # UUID: why it is dropped, said the same at every pass until it is back
         mig_without_busy: list[tuple[nvml.Device, str]] = []
-        switched: list[nvml.Device] = []
+        switched: dict[tuple[str, str], str] = {}  # (GPU label, GPU UUID): why its devices are enumerated again
+        if not enumerated and now >= self._mig_recheck_at:
+            self._mig_recheck_at = now + MIG_RECHECK_S
+            switched.update(self._mig_changes(self._mig_watched))
+            if switched:
+                return self._enumerate_again(now, switched)
         for device in self._devices:
             try:
                 reading, unsupported = self._read_device(self._session, device)
                 if (not enumerated and not device.is_mig and reading.busy_ratio is None
                         and self._session.mig_enabled(device)):
-                    switched.append(device)
+                    switched[_gpu_of(device)] = ("is now in MIG mode, where NVML measures no utilization of the "
+                                                 "whole GPU")
                     continue
             except nvml.NvmlUnavailable as error:
                 # NVML itself is gone (driver unloaded, uninitialised under us): start over.
@@ -285,8 +325,9 @@ class GpuSampler:
                 self._schedule_reconnect(now)
                 return PassOutcome((), (_said(error),))
             except nvml.NvmlError as error:
-                if not enumerated and device.is_mig and self._left_mig_mode(device):
-                    switched.append(device)
+                why = None if enumerated or not device.is_mig else self._why_mig_device_failed(device, switched)
+                if why is not None:
+                    switched[_gpu_of(device)] = why
                     continue
                 lost[device.uuid] = _dropped(device, error)
                 problems.append(lost[device.uuid])
@@ -310,6 +351,17 @@ class GpuSampler:
             self._retry_delay_s = self._retry_initial_s  # NVML and every chosen GPU answer again
         return PassOutcome(tuple(readings), tuple(problems), as_of=as_of)
 
+    def _why_mig_device_failed(self, device: nvml.Device, switched: Mapping[tuple[str, str], str]) -> str | None:
+        """Why a MIG device's read failed where its GPU is still there: it left MIG mode, or the MIG device was
+        destroyed (it then read as a GPU lost until NVML re-initialised); None for a failure of the device itself."""
+        gpu = _gpu_of(device)
+        if gpu in switched:
+            return switched[gpu]  # another of its MIG devices said why already
+        if self._left_mig_mode(device):
+            return "left MIG mode, its MIG devices are gone"
+        watched = {uuid: gpu_watched for uuid, gpu_watched in self._mig_watched.items() if uuid == gpu[1]}
+        return self._mig_changes(watched).get(gpu)
+
     def _left_mig_mode(self, device: nvml.Device) -> bool:
         """Whether the GPU of a MIG device that failed is out of MIG mode now (its MIG devices are gone)."""
         assert self._session is not None
@@ -318,14 +370,30 @@ class GpuSampler:
         except nvml.NvmlError:
             return False  # the GPU does not answer either: lost, as before
 
-    def _enumerate_again(self, now: float, switched: Sequence[nvml.Device]) -> PassOutcome:
+    def _mig_changes(self, watched: Mapping[str, tuple[nvml.Device, dict[str, str]]]) -> dict[tuple[str, str], str]:
+        """The GPUs of `watched` whose MIG devices are not the ones enumerated, with what changed.
+
+        A GPU that does not answer the listing is left to its reads, which say why (lost, left MIG mode)."""
+        assert self._session is not None
+        changes: dict[tuple[str, str], str] = {}
+        for gpu_uuid, (device, known) in watched.items():
+            try:
+                now = {mig.uuid: mig.label for mig in self._session.mig_devices(device)}
+            except nvml.NvmlError:
+                continue
+            created = [f"GPU {label} {uuid}" for uuid, label in now.items() if uuid not in known]
+            destroyed = [f"GPU {label} {uuid}" for uuid, label in known.items() if uuid not in now]
+            if created or destroyed:
+                what = "; ".join(f"{verb} {', '.join(devices)}"
+                                 for verb, devices in (("created", created), ("destroyed", destroyed)) if devices)
+                changes[(device.label.split("/")[0], gpu_uuid)] = (
+                    f"had its MIG devices changed, MIG mode on throughout ({what})")
+        return changes
+
+    def _enumerate_again(self, now: float, switched: Mapping[tuple[str, str], str]) -> PassOutcome:
         """Re-initialise NVML, which enumerates the GPUs as they are now, and read them in this same pass."""
-        gpus = dict.fromkeys((device.label.split("/")[0], device.parent_uuid or device.uuid, device.is_mig)
-                             for device in switched)
-        for label, uuid, was_mig in gpus:
-            log.info("GPU %s %s %s: enumerating the GPUs again", label, uuid,
-                     "left MIG mode, its MIG devices are gone" if was_mig else
-                     "is now in MIG mode, where NVML measures no utilization of the whole GPU")
+        for (label, uuid), why in switched.items():
+            log.info("GPU %s %s %s: enumerating the GPUs again", label, uuid, why)
         failure = self._connect()
         if failure is not None:
             self._schedule_reconnect(now)

@@ -20,7 +20,8 @@ fetch; both return no samples, and the next call (same `since_us`) picks them up
 
 MIG: a GPU in MIG mode reports no utilization, and what a workload owns is a MIG device, so enumeration
 returns the MIG devices of such a GPU (labelled `"<gpu>/<mig>"`) instead of the GPU itself; `mig_enabled` tells
-a caller whether a GPU's MIG mode has changed since (then enumerate again). NVML keeps one
+a caller whether a GPU's MIG mode has changed since, and `mig_devices` which MIG devices a GPU in MIG mode has now
+(either changed: enumerate again). NVML keeps one
 process-wide state, so sessions are cheap wrappers: `nvmlInit` and `nvmlShutdown` are reference counted.
 """
 
@@ -309,6 +310,31 @@ class NvmlSession:
         minor = self._minor_number(handle, index)
         if not self._mig_enabled(handle, index):
             return [Device(index, uuid, name, handle=handle, minor=minor)]
+        migs = self._mig_devices(handle, index, uuid, minor, not_permitted)
+        if not migs:
+            whole = Device(index, uuid, name, handle=handle, minor=minor)
+            others = any(label.startswith(f"{index}/") for label in not_permitted)
+            (mig_of_others if others else mig_without_devices).append(whole)
+        return migs
+
+    def mig_devices(self, device: Device) -> tuple[Device, ...]:
+        """The MIG devices on the GPU of `device` (the GPU itself, or one of its MIG devices) as they are now, but
+        those NVML gives this process no permission on (another container's). Raises as enumeration does where the
+        GPU does not answer, or has left MIG mode.
+
+        MIG devices are created and destroyed while the GPU stays in MIG mode (`nvidia-smi mig -cgi`/`-dgi`, the GPU
+        operator's mig-manager), and NVML may hand a destroyed device's handle to a new one: a caller compares
+        UUIDs with what it enumerated to know when to enumerate again. Costs nvmlDeviceGetMaxMigDeviceCount, one
+        nvmlDeviceGetMigDeviceHandleByIndex a slot, and a UUID and a name per MIG device."""
+        handle = device.parent_handle if device.is_mig else device.handle
+        gpu_uuid = device.parent_uuid if device.parent_uuid is not None else device.uuid
+        return tuple(self._mig_devices(handle, device.index, gpu_uuid, device.minor, []))
+
+    @staticmethod
+    def _mig_devices(handle: Any, index: int, uuid: str, minor: int | None,
+                     not_permitted: list[str]) -> list[Device]:
+        """The MIG devices of the GPU in MIG mode at `index`; the ones NVML refuses this process go in
+        `not_permitted` (another container's)."""
         with _calling(f"GPU {index}: nvmlDeviceGetMaxMigDeviceCount"):
             slots = int(pynvml.nvmlDeviceGetMaxMigDeviceCount(handle))
         migs: list[Device] = []
@@ -327,10 +353,6 @@ class NvmlSession:
             with _calling(f"GPU {index} MIG {mig_index}: nvmlDeviceGetName"):
                 mig_name = str(pynvml.nvmlDeviceGetName(mig_handle))
             migs.append(Device(index, mig_uuid, mig_name, mig_index, uuid, mig_handle, minor, handle))
-        if not migs:
-            whole = Device(index, uuid, name, handle=handle, minor=minor)
-            others = any(label.startswith(f"{index}/") for label in not_permitted)
-            (mig_of_others if others else mig_without_devices).append(whole)
         return migs
 
     @staticmethod

@@ -11,7 +11,8 @@ counts as a failure, as does one no longer found after a driver reload. A MIG de
 ratio (NVML measures no utilization per MIG device): beside a whole GPU with one that is logged once, not a
 failure (the whole GPUs' busy stays fresh); with only MIG devices, busy is missing and the collector fails, so a
 dashboard shows why. A GPU switched into or out of MIG mode is enumerated again in the pass that meets it, so
-its MIG devices (or the whole GPU) are read without a restart. Each failed try adds to
+its MIG devices (or the whole GPU) are read without a restart; MIG devices created or destroyed while MIG mode stays
+on are found within 10 s (`MIG_RECHECK_S`), a destroyed one at once. Each failed try adds to
 `scrape_errors_total{reason="nvml"}` (`internal` for a bug) and the outage is logged once (CollectorHealth).
 NVML is re-initialised with backoff, 1 s up to 30 s between tries (the passes in between try nothing and count
 nothing), so a GPU that comes back is found again. """
