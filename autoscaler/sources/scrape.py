@@ -293,9 +293,12 @@ class ScrapeSource:
         return before
 
     def _failed(self, key: RuntimeKey, pod: PodTarget, reason: str, detail: str, now: float) -> None:
+        """Count and record a failed scrape; said when its streak starts and when its reason changes (a lost
+        pod's exporter refusing, then its IP answering for another pod: `other_pod` is news of its own)."""
         self.errors[reason] += 1
-        self._problem(key, pod, reason, detail, now)
-        if self._retries.failed(_streak(key, pod), now) == 1:
+        before = self._problem(key, pod, reason, detail, now)
+        started = self._retries.failed(_streak(key, pod), now) == 1
+        if started or (before is not None and before.reason != reason):
             self._news.failed(f"{key}/{pod.name}", reason, detail)
 
     def _note_clock(self, pod: _PodKey, offset: float) -> None:

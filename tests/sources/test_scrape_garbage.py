@@ -132,3 +132,35 @@ async def test_a_pod_created_again_under_its_name_does_not_inherit_the_old_ones_
         assert pod.created_at == 2_000.0
     finally:
         await source.close()
+
+
+async def test_a_failing_pods_new_reason_is_said_as_its_first_was(aiohttp_server: AiohttpServer,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """A pod failing for one reason (here its exporter answering 500) that goes on failing for another (here an
+    answer that is no exposition): only the streak's first reason was logged, so a log that said `http` went on
+    hiding what /debug showed (seen as a lost pod's refused scrapes turning into `other_pod` when its IP went to
+    another pod). Each new reason is said once; the same reason again is not."""
+    caplog.set_level(logging.INFO, logger="autoscaler.sources.scrape")
+    answer = {"status": 500, "text": "busy"}
+
+    async def exporter(request: web.Request) -> web.Response:
+        return web.Response(status=answer["status"], text=answer["text"])
+
+    app = web.Application()
+    app.router.add_get("/metrics", exporter)
+    server = await aiohttp_server(app)
+    url = f"http://127.0.0.1:{server.port}/metrics"
+    source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, (PodTarget("p-0", True, url),))]), timeout_s=5.0)
+    try:
+        start = time.time()
+        await source.collect(start)
+        await source.collect(start + 60)
+        answer.update(status=200, text="<html>not metrics</html>")
+        await source.collect(start + 120)
+        await source.collect(start + 180)
+        assert [problem.reason for problem in source.problems(KEY)] == ["parse"]
+        said = [r.getMessage() for r in caplog.records if f"{KEY}/p-0" in r.getMessage()]
+        assert [line.split(":")[0] for line in said] == [f"scrape of {KEY}/p-0 failed (http)",
+                                                         f"scrape of {KEY}/p-0 failed (parse)"], said
+    finally:
+        await source.close()
