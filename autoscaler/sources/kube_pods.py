@@ -174,6 +174,11 @@ class KubePodDiscovery:
             )
             for scope in scopes
         )
+        self._namespace_watches = {watch.scope: watch for watch in self._watches if watch.scope is not None}
+        """The watch of each namespace watched on its own; with none (discovery in all namespaces), the one
+        watch of all serves every namespace (`_watch_of`). The deletion-cost writer looks up each pod it writes
+        at every pass: one lookup, not one per namespace watched."""
+        self._all_namespaces_watch = next((watch for watch in self._watches if watch.scope is None), None)
         self._version = 0
         self._cache: tuple[int, dict[RuntimeKey, RuntimeInventory]] | None = None
 
@@ -187,8 +192,8 @@ class KubePodDiscovery:
     def healthy_for(self, namespace: str) -> bool:
         """False until the first list, and while the pod watch or Deployment read of `namespace`, or of all
         namespaces, is failing: only then may what is known of its runtimes be out of date."""
-        return (self._session.running and self._deployments.ok_for(namespace)
-                and all(watch.ok for watch in self._watches if watch.scope is None or watch.scope == namespace))
+        watch = self._watch_of(namespace)
+        return self._session.running and self._deployments.ok_for(namespace) and (watch is None or watch.ok)
 
     @property
     def problems(self) -> tuple[tuple[str | None, str], ...]:
@@ -233,24 +238,17 @@ class KubePodDiscovery:
 
     def deletion_cost(self, namespace: str, pod: str) -> str | None:
         """The pod's `controller.kubernetes.io/pod-deletion-cost` as last seen in the cluster (None: none, or
-        a pod not watched). Read from the deletion-cost writer's planning thread: a dict lookup, atomic."""
-        for watch in self._watches:
-            if watch.scope is None or watch.scope == namespace:
-                cost = watch.deletion_costs.get((namespace, pod))
-                if cost is not None:
-                    return cost
-        return None
+        a pod not watched). Read from the deletion-cost writer's planning thread: dict lookups, atomic."""
+        watch = self._watch_of(namespace)
+        return None if watch is None else watch.deletion_costs.get((namespace, pod))
 
     def pod_uid(self, namespace: str, pod: str) -> str | None:
         """The `metadata.uid` of the pod of that name as last seen in the cluster (None: a pod not watched),
         for the deletion-cost writer to tell a pod created again under its name from the one it wrote. Read
-        from the writer's planning thread: a dict lookup, atomic."""
-        for watch in self._watches:
-            if watch.scope is None or watch.scope == namespace:
-                record = watch.pods.get((namespace, pod))
-                if record is not None:
-                    return record.uid
-        return None
+        from the writer's planning thread: dict lookups, atomic."""
+        watch = self._watch_of(namespace)
+        record = None if watch is None else watch.pods.get((namespace, pod))
+        return None if record is None else record.uid
 
     async def close(self) -> None:
         """Stop every loop and close the client; safe to call twice."""
@@ -260,6 +258,10 @@ class KubePodDiscovery:
 
     def _backoff(self, failures: int) -> float:
         return spread_delay(failures, self._backoff_initial_s, self._backoff_max_s)
+
+    def _watch_of(self, namespace: str) -> PodWatch | None:
+        """The watch that sees `namespace`'s pods: its own, else the watch of all namespaces (None: not watched)."""
+        return self._namespace_watches.get(namespace, self._all_namespaces_watch)
 
     def _changed(self) -> None:
         self._version += 1

@@ -18,6 +18,7 @@ from kubernetes.aio.client import Configuration
 from pytest_aiohttp import AiohttpServer
 
 from autoscaler.model import RuntimeKey
+from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.source_problems import REASON_DISCOVERY
 from autoscaler.sources.kube_pods import KubePodDiscovery
 from autoscaler.sources.prometheus import PrometheusSource
@@ -156,3 +157,31 @@ async def test_the_prometheus_source_holds_only_the_refused_namespaces_runtimes(
 
     assert held == {MINE: True, THEIRS: False}
     assert problems == {MINE: [], THEIRS: [REASON_DISCOVERY]}
+
+
+@pytest.mark.parametrize("namespaces", [[MINE.namespace, THEIRS.namespace], None], ids=["listed", "all"])
+async def test_each_pod_is_looked_up_in_the_watch_that_sees_its_namespace(
+        kube: FakeKubeApi, namespaces: list[str] | None) -> None:
+    """The deletion-cost writer reads each pod's cost and uid through discovery: with one watch per namespace
+    each pod is found in its own namespace's, with a watch of all namespaces in that one; a pod of a namespace
+    not listed is not watched, and reads as nothing."""
+    labels = {"modelmesh-service": "modelmesh-serving", "name": MINE.deployment}
+    for namespace, cost in ((MINE.namespace, "10"), (THEIRS.namespace, "20"), ("team-c", "30")):
+        kube.add_pod(namespace, "costed", labels=labels, annotations={DELETION_COST_ANNOTATION: cost})
+    subject = discovery(kube, namespaces=namespaces)
+    await subject.start()
+    try:
+        await eventually(lambda: subject.healthy and subject.pod_uid(THEIRS.namespace, "costed") is not None)
+        seen = {namespace: (subject.deletion_cost(namespace, "costed"), subject.pod_uid(namespace, "costed"))
+                for namespace in (MINE.namespace, THEIRS.namespace, "team-c")}
+        missing = subject.deletion_cost(MINE.namespace, "no-such-pod"), subject.pod_uid(MINE.namespace, "no-such-pod")
+    finally:
+        await subject.close()
+
+    def cluster(namespace: str) -> tuple[str, str]:
+        pod: dict[str, Any] = kube.get("pods", namespace, "costed") or {}
+        return pod["metadata"]["annotations"][DELETION_COST_ANNOTATION], pod["metadata"]["uid"]
+
+    watched = (MINE.namespace, THEIRS.namespace) if namespaces else (MINE.namespace, THEIRS.namespace, "team-c")
+    assert seen == {namespace: cluster(namespace) if namespace in watched else (None, None) for namespace in seen}
+    assert missing == (None, None)
