@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from autoscaler.capacity_warnings import NoCapacityWarnings
 from autoscaler.model import RuntimeKey, RuntimeView
@@ -70,6 +70,9 @@ class Refresher:
         """Set in cluster mode: the HPAs' bounds fill in what the config leaves unset (docs/design.md, Bounds)."""
         self.scaled_replicas: Callable[[RuntimeKey], int | None] | None = None
         """Set while the RuntimeScale bridge runs: what the HPA last asked for, part of what runs (warm-up)."""
+        self.discovery_health: Callable[[], Mapping[str, bool]] | None = None
+        """Set where discovery watches the cluster (`DiscoveryScopes.scope_health`): published with each
+        refresh's other self-metrics, so that the refresh process's /metrics says it as of that refresh."""
 
     @property
     def ready(self) -> bool:
@@ -125,6 +128,8 @@ class Refresher:
         self.policies.notice_file_change()  # an edited policy file: a restart applies it (logged once)
         self._failing &= failed  # a runtime decided again (or gone) is logged again if it fails later
         self.metrics.publish_runtimes(views.values())  # and removes the series of runtimes and values gone
+        if self.discovery_health is not None:
+            self.metrics.publish_discovery(self.discovery_health())
         self.views = views
         self.refreshes += 1
         self.refreshed_monotonic = time.monotonic()

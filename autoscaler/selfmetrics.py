@@ -13,7 +13,7 @@ series exists (tests/test_no_created_series.py scrapes both formats).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
@@ -77,6 +77,14 @@ class AdapterMetrics:
             "stores it could not reach, VictoriaMetrics' isPartial), by source. Not an error: the pods left out "
             "hold their last good samples and turn stale; /debug/runtimes names the runtimes it affects.",
             ["source"], registry=self.registry,
+        )
+        self.discovery_healthy = Gauge(
+            "modelmesh_autoscaler_discovery_healthy",
+            "1 while pod discovery of the namespace (`*`: all namespaces, without --namespaces) is current: its pod "
+            "watch and Deployment read work; 0 until the first list and while either fails (a RoleBinding missing): "
+            "its runtimes hold their replicas, and one whose Deployment was never read is not served at all "
+            "(/debug of its runtimes quotes the API's error). Absent with a targets file.",
+            ["namespace"], registry=self.registry,
         )
         self.consecutive_misses = RuntimeGauge(
             "modelmesh_autoscaler_runtime_consecutive_misses",
@@ -213,6 +221,13 @@ class AdapterMetrics:
         last = self._scale_reasons.pop((namespace, name), None)
         if last is not None:
             self.runtime_scale_not_ready.remove(namespace, name, last)
+
+    def publish_discovery(self, healthy: Mapping[str, bool]) -> None:
+        """Set discovery's health for each scope it watches. The scopes are fixed when discovery is built, so
+        there is no series to remove; one a namespace, so they are kept with `--per-runtime-metrics off` too:
+        the alert on them is what names a namespace whose runtimes never appeared at all."""
+        for namespace, ok in healthy.items():
+            self.discovery_healthy.labels(namespace).set(1 if ok else 0)
 
     def publish_runtimes(self, views: Iterable[RuntimeView]) -> None:
         """Set every per-runtime series from this refresh's views, and remove the series this refresh did not

@@ -34,7 +34,7 @@ from autoscaler.policies.policy_values import apply_overrides
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings, is_loopback
-from autoscaler.sources.base import MetricSource, PodDiscovery
+from autoscaler.sources.base import DiscoveryScopes, MetricSource, PodDiscovery
 from autoscaler.sources.scrape import ScrapeSource
 from autoscaler.sources.targets import StaticTargetsDiscovery
 from exporter.stopping import stop_tasks
@@ -171,6 +171,8 @@ class RefreshStack:
         self.hpas = build_hpa_watch(settings)
         if self.hpas is not None:
             self.refresher.hpa_bounds = self.hpas.bounds
+        if isinstance(self.discovery, DiscoveryScopes):  # asked by what it has: a targets file has no scopes
+            self.refresher.discovery_health = self.discovery.scope_health
 
     @property
     def cluster_pods(self) -> ClusterPods | None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Final, Protocol, runtime_checkable
 
 from autoscaler.model import RuntimeKey, RuntimeSnapshot
 from autoscaler.source_problems import (  # re-exported: the sources' seam
@@ -30,8 +30,12 @@ from autoscaler.source_problems import (  # re-exported: the sources' seam
     source_problems,
 )
 
-__all__ = ["REASON_DISCOVERY", "DiscoveryOutage", "MetricSource", "PodDiscovery", "PodTarget", "RuntimeInventory",
-           "SourceProblem", "discovery_problems", "source_problems"]
+__all__ = ["ALL_NAMESPACES", "REASON_DISCOVERY", "DiscoveryOutage", "DiscoveryScopes", "MetricSource", "PodDiscovery",
+           "PodTarget", "RuntimeInventory", "SourceProblem", "discovery_problems", "source_problems"]
+
+ALL_NAMESPACES: Final = "*"
+"""The scope of a discovery of every namespace (no `--namespaces`) in `DiscoveryScopes.scope_health`: no
+namespace can be named so, and an empty label value would be no label at all once Prometheus stores it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +89,19 @@ class PodDiscovery(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class DiscoveryScopes(Protocol):
+    """Optional for a `PodDiscovery`: one that watches the cluster says, per scope it watches, whether what it
+    knows there is current (Kubernetes discovery; a targets file has no scopes). Published as
+    `modelmesh_autoscaler_discovery_healthy`, so that a namespace whose runtimes never appeared (its Deployments
+    refused from the start) is named by an alert, not only the runtimes that show as unknown."""
+
+    def scope_health(self) -> dict[str, bool]:
+        """Each watched namespace (`ALL_NAMESPACES` for a watch of all) and whether discovery there is current;
+        the same scopes every call. Cheap, no I/O: asked once per refresh."""
+        ...
 
 
 class MetricSource(Protocol):

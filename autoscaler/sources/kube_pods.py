@@ -44,7 +44,7 @@ from autoscaler.kube.errors import KubeApiError, KubeConfigError, WatchExpiredEr
 from autoscaler.kube.raw import Scope
 from autoscaler.kube.session import ClientFactory, KubeSession
 from autoscaler.model import RuntimeKey
-from autoscaler.sources.base import RuntimeInventory
+from autoscaler.sources.base import ALL_NAMESPACES, RuntimeInventory
 from autoscaler.sources.kube_deployments import DeploymentResync
 from autoscaler.sources.kube_objects import (
     MODELMESH_NAME_LABEL,
@@ -194,6 +194,13 @@ class KubePodDiscovery:
         namespaces, is failing: only then may what is known of its runtimes be out of date."""
         watch = self._watch_of(namespace)
         return self._session.running and self._deployments.ok_for(namespace) and (watch is None or watch.ok)
+
+    def scope_health(self) -> dict[str, bool]:
+        """Each watch's scope (`ALL_NAMESPACES` for the watch of all) and whether discovery there is current
+        (`DiscoveryScopes`): a namespace's as `healthy_for` says, all namespaces' only while nothing fails."""
+        if self._all_namespaces_watch is not None:
+            return {ALL_NAMESPACES: self.healthy}
+        return {namespace: self.healthy_for(namespace) for namespace in self._namespace_watches}
 
     @property
     def problems(self) -> tuple[tuple[str | None, str], ...]:

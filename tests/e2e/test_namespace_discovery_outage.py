@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import re
+import subprocess
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,8 @@ from aiohttp import web
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
 from tests.e2e.cluster_pods import start_pod
 from tests.fakes.kube import FakeKubeApi
+from tests.manifests.series import ADAPTER_LABELS, adapter_metrics, attach
+from tests.manifests.support import PROMTOOL, promtool_test_rules
 from tests.support.kubectl import get_raw, write_kubeconfig
 from tests.support.processes import free_port, http_get, running
 
@@ -50,17 +53,19 @@ async def answered(read: Callable[[], tuple[int, Any]], wanted: Callable[[int, A
 
 
 @pytest.fixture
-async def adapter(tmp_path: Path) -> AsyncIterator[tuple[Path, str]]:
-    """`serve --namespaces team-a,team-b` where team-b's pods are refused from the start: kubectl's kubeconfig
-    and the adapter's URL."""
+async def adapter(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[tuple[Path, str]]:
+    """`serve --namespaces team-a,team-b` where team-b's pods (or, parametrized indirectly, the resources named)
+    are refused from the start: kubectl's kubeconfig and the adapter's URL."""
+    refused: tuple[str, ...] = getattr(request, "param", ("pods",))
     exporter_port, adapter_port = free_port(), free_port()
     runners: list[web.AppRunner] = []
     async with FakeKubeApi() as kube:
         for namespace in (SERVED, REFUSED):
             kube.add_deployment(namespace, DEPLOYMENT, replicas=2, labels=SELECTOR, selector=SELECTOR,
                                 annotations={"autoscaler.modelmesh.io/target-rps-per-pod": "100"})
-        kube.forbid("list", "pods", REFUSED)
-        kube.forbid("watch", "pods", REFUSED)
+        for resource in refused:
+            kube.forbid("list", resource, REFUSED)
+            kube.forbid("watch", resource, REFUSED)
         with contextlib.ExitStack() as stack:
             try:
                 for name, ip in PODS.items():
@@ -119,3 +124,54 @@ async def test_a_namespace_whose_pods_are_refused_holds_its_runtimes_only(adapte
     assert 'cannot list resource \\"pods\\"' in json.dumps(problem) or \
         'cannot watch resource \\"pods\\"' in json.dumps(problem), problem
     assert f'in the namespace \\"{REFUSED}\\"' in json.dumps(problem), problem
+
+
+DISCOVERY_HEALTHY = "modelmesh_autoscaler_discovery_healthy"
+
+
+def discovery_health(url: str) -> dict[str, float]:
+    """`modelmesh_autoscaler_discovery_healthy` by namespace, read over HTTPS from the adapter's /metrics."""
+    return {sample.labels.get("namespace", ""): sample.value
+            for sample in adapter_metrics(url.removeprefix("https://")) if sample.name == DISCOVERY_HEALTHY}
+
+
+def stored_for(url: str, minutes: int) -> list[dict[str, str]]:
+    """The discovery series of the adapter's /metrics as Prometheus stores them with the shipped scrape config
+    (`honor_labels`: the watched namespace, not the adapter's), held for `minutes`, as promtool input."""
+    target = ", ".join(f'{key}="{value}"' for key, value in sorted(ADAPTER_LABELS.items()))
+    series = [{"series": f"up{{{target}}}", "values": f"1x{minutes}"}]  # the adapter is scraped
+    for sample in adapter_metrics(url.removeprefix("https://")):
+        if sample.name == DISCOVERY_HEALTHY:
+            labels = attach(ADAPTER_LABELS, dict(sample.labels), honor_labels=True)
+            text = ", ".join(f'{key}="{value}"' for key, value in sorted(labels.items()))
+            series.append({"series": f"{sample.name}{{{text}}}", "values": f"{sample.value:g}x{minutes}"})
+    return series
+
+
+def firing(minute: int, expected: list[dict[str, str]]) -> dict[str, object]:
+    """A promtool check that the alerts firing at `minute`, by alert name and namespace, are `expected`."""
+    return {"expr": 'count by (alertname, namespace) (ALERTS{alertstate="firing"})', "eval_time": f"{minute}m",
+            "exp_samples": [{"labels": "{" + ", ".join(f'{k}="{v}"' for k, v in labels.items()) + "}", "value": 1}
+                            for labels in expected]}
+
+
+@pytest.mark.parametrize("adapter", [("pods",), ("deployments",)], indirect=True, ids=["pods", "deployments"])
+async def test_a_refused_namespace_reads_as_discovery_failing_on_metrics_and_its_alert_names_it(
+        adapter: tuple[Path, str], tmp_path: Path) -> None:
+    """Before, /metrics had no per-namespace view of discovery: team-b showed only as its runtime's values
+    unknown, and with its Deployments refused from the start its runtime never appeared, so nothing fired."""
+    _, url = adapter
+    await answered(lambda: (0, discovery_health(url)), lambda _, found: found == {SERVED: 1.0, REFUSED: 0.0})
+
+    page = "".join(line + "\n" for line in http_get(url + "/metrics")[1].splitlines()
+                   if DISCOVERY_HEALTHY in line)
+    linted = subprocess.run([PROMTOOL, "check", "metrics"], input=page, capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert linted.returncode == 0 and "HELP" in page, (page, linted.stdout + linted.stderr)
+
+    held = await asyncio.to_thread(stored_for, url, 30)
+    done = promtool_test_rules(tmp_path, [{"interval": "1m", "input_series": held, "promql_expr_test": [
+        firing(5, []),  # a watch re-listing, an adapter starting: not yet
+        firing(12, [{"alertname": "ModelMeshAutoscalerDiscoveryFailing", "namespace": REFUSED}])]}],
+        "discovery_outage_test.yaml")
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]

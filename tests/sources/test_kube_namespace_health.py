@@ -80,6 +80,7 @@ async def test_a_namespace_whose_pods_are_refused_holds_only_its_runtimes(
 
     assert running.healthy_for(MINE.namespace) and not running.healthy
     assert await source_ok(running) == {MINE: True, THEIRS: False}
+    assert running.scope_health() == {MINE.namespace: True, THEIRS.namespace: False}
     [(namespace, error)] = running.problems
     assert namespace == THEIRS.namespace and 'cannot watch resource "pods"' in error, error
 
@@ -134,6 +135,7 @@ async def test_a_failing_watch_of_all_namespaces_holds_every_runtime(kube: FakeK
 
         assert not subject.healthy_for(THEIRS.namespace)
         assert await source_ok(subject) == {MINE: False, THEIRS: False}
+        assert subject.scope_health() == {"*": False}  # modelmesh_autoscaler_discovery_healthy{namespace="*"}
     finally:
         await subject.close()
 
