@@ -73,7 +73,9 @@ class ExporterSettings:
     three failures 30 s apart); a node whose kubelet takes longer to come back needs more."""
     pod_name: str | None = None
     pod_namespace: str | None = None
-    """This pod, as the PodResources API names it (the downward API's metadata.name and metadata.namespace)."""
+    """This pod, as the PodResources API names it (the downward API's metadata.name and metadata.namespace):
+    `--gpu-pod-name`/`--gpu-pod-namespace`, which default to `--pod-name`/`--pod-namespace` (one fact, one setting
+    in the sidecar patch; the older ones kept for sidecars patched before)."""
     identity: PodIdentity = PodIdentity()  # noqa: RUF009 (a tuple: immutable, one shared default is right)
     """The pod this sidecar runs in (downward API), published as `modelmesh_exporter_pod_info` so that the adapter,
     which scrapes by pod IP, can tell an answer from another pod that was given the IP; nothing is published when
@@ -320,14 +322,16 @@ _OPTIONS: Final = (
             "every GPU visible to this container", "UUID,..."),
     _Option("--gpu-pod-resources-socket", file_path, "the kubelet's PodResources socket (hostPath "
             "/var/lib/kubelet/pod-resources/kubelet.sock): report only the GPUs the kubelet gave this pod; needs "
-            "--gpu-pod-name and --gpu-pod-namespace and the grpcio package", "off", "SOCKET"),
+            "--pod-name and --pod-namespace and the grpcio package", "off", "SOCKET"),
     _Option("--gpu-pod-resources-wait", seconds, "seconds to wait at start for a kubelet that does not answer "
             "on --gpu-pod-resources-socket yet (restarting) before stopping with status 2, for the container's "
             "restart to ask again", f"{_D.pod_resources_wait_s:g} s"),
-    _Option("--gpu-pod-name", str, "this pod's name, for --gpu-pod-resources-socket (downward API "
-            "metadata.name)", "none", "NAME"),
-    _Option("--gpu-pod-namespace", env_flags.namespace, "this pod's namespace, for --gpu-pod-resources-socket "
-            "(downward API metadata.namespace)", "none", "NAMESPACE"),
+    _Option("--gpu-pod-name", str, "this pod's name for --gpu-pod-resources-socket; kept for sidecars patched "
+            "before --pod-name, which it defaults to (give --pod-name alone; both, different, are refused)",
+            "--pod-name", "NAME"),
+    _Option("--gpu-pod-namespace", env_flags.namespace, "this pod's namespace for --gpu-pod-resources-socket; "
+            "kept for sidecars patched before --pod-namespace, which it defaults to (give --pod-namespace alone; "
+            "both, different, are refused)", "--pod-namespace", "NAMESPACE"),
     _Option("--gpu-window", seconds, "seconds of NVML utilization samples averaged into the busy ratio",
             f"{_D.gpu_window_s:g} s"),
     _Option("--gpu-interval", seconds, "seconds between NVML reads (in the background, never inside a "
@@ -412,12 +416,14 @@ def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | N
     if values.get("modelmesh_insecure") and values.get("modelmesh_ca_file") is not None:
         parser.refuse(f"{setting('--modelmesh-insecure')} and {setting('--modelmesh-ca-file')} contradict each "
                      "other: verify with the CA file, or not at all")
+    gpu_pod_name = _one_pod_fact(parser, values, "name")
+    gpu_pod_namespace = _one_pod_fact(parser, values, "namespace")
     # With --no-gpu the socket is not used (`startup.unused_gpu_settings` warns): nothing it needs is missing.
     if values.get("gpu_pod_resources_socket") is not None and not values.get("no_gpu"):
-        if not (values.get("gpu_pod_name") and values.get("gpu_pod_namespace")):
-            parser.refuse(f"{setting('--gpu-pod-resources-socket')} needs {setting('--gpu-pod-name')} and "
-                         f"{setting('--gpu-pod-namespace')}, from the downward API's metadata.name and "
-                         "metadata.namespace: they name this pod to the kubelet")
+        if not (gpu_pod_name and gpu_pod_namespace):
+            parser.refuse(f"{setting('--gpu-pod-resources-socket')} needs {setting('--pod-name')} and "
+                         f"{setting('--pod-namespace')}, from the downward API's metadata.name and "
+                         "metadata.namespace (the sidecar patch sets them): they name this pod to the kubelet")
         if values.get("gpu_uuids"):
             parser.refuse(f"{setting('--gpu-pod-resources-socket')} and {setting('--gpu-uuids')} both choose the "
                          "GPUs: use one")
@@ -446,13 +452,27 @@ def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | N
         gpu_uuids=values.get("gpu_uuids", _D.gpu_uuids),
         pod_resources_socket=values.get("gpu_pod_resources_socket", _D.pod_resources_socket),
         pod_resources_wait_s=values.get("gpu_pod_resources_wait", _D.pod_resources_wait_s),
-        pod_name=values.get("gpu_pod_name", _D.pod_name),
-        pod_namespace=values.get("gpu_pod_namespace", _D.pod_namespace),
+        pod_name=gpu_pod_name,
+        pod_namespace=gpu_pod_namespace,
         identity=PodIdentity(values.get("pod_namespace"), values.get("pod_name"), values.get("pod_uid")),
         gpu_window_s=values.get("gpu_window", _D.gpu_window_s),
         gpu_interval_s=values.get("gpu_interval", _D.gpu_interval_s),
         log_level=values.get("log_level", _D.log_level),
     )
+
+
+def _one_pod_fact(parser: _SidecarParser, values: Mapping[str, object], fact: str) -> str | None:
+    """This pod's `fact` ("name" or "namespace") as the kubelet is asked about it: `--gpu-pod-<fact>`, kept for
+    sidecars patched before `--pod-<fact>` existed, else `--pod-<fact>`, the one setting the sidecar patch now
+    gives. Both given and different are refused: the kubelet would be asked about one pod while
+    `modelmesh_exporter_pod_info` names another."""
+    older, newer = values.get(f"gpu_pod_{fact}"), values.get(f"pod_{fact}")
+    if older is not None and newer is not None and older != newer:
+        parser.refuse(f"{setting(f'--gpu-pod-{fact}')} is {older!r} and {setting(f'--pod-{fact}')} is {newer!r}: "
+                     f"both are this pod's {fact}; leave out {setting(f'--gpu-pod-{fact}')}, which defaults to "
+                     f"{setting(f'--pod-{fact}')}")
+    chosen = older if older is not None else newer
+    return chosen if isinstance(chosen, str) else None
 
 
 def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:

@@ -147,7 +147,8 @@ def own_gpus(settings: ExporterSettings) -> ExporterSettings:
     if ids is None:
         log.error("cannot tell this pod's GPUs, so none is reported (the GPU collector fails; ModelMesh's signals "
                   "are served): the kubelet lists no pod %s/%s: set %s and %s from the downward API's metadata.name "
-                  "and metadata.namespace", settings.pod_namespace, settings.pod_name,
+                  "and metadata.namespace (%s and %s, where given, are taken before them: leave them out)",
+                  settings.pod_namespace, settings.pod_name, setting("--pod-name"), setting("--pod-namespace"),
                   setting("--gpu-pod-name"), setting("--gpu-pod-namespace"))
         return dataclasses.replace(settings, gpu_uuids=(), gpu_unattributed=(
             f"the kubelet lists no pod {settings.pod_namespace}/{settings.pod_name} (the error at start says what "

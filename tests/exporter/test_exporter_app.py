@@ -348,7 +348,7 @@ def test_bad_settings_are_usage_errors_that_say_which(
                      ("--model-recency-horizon", "EXPORTER_MODEL_RECENCY_HORIZON", "EXPORTER_MODELMESH_INTERVAL"),
                      id="horizon"),
         pytest.param({"EXPORTER_GPU_POD_RESOURCES_SOCKET": "/k.sock"},
-                     ("EXPORTER_GPU_POD_NAME", "EXPORTER_GPU_POD_NAMESPACE", "--gpu-pod-name"), id="pod-unnamed"),
+                     ("EXPORTER_POD_NAME", "EXPORTER_POD_NAMESPACE", "--pod-name"), id="pod-unnamed"),
         pytest.param({"EXPORTER_GPU_POD_RESOURCES_SOCKET": "/k.sock", "EXPORTER_GPU_POD_NAME": "p",
                       "EXPORTER_GPU_POD_NAMESPACE": "n", "EXPORTER_GPU_UUIDS": "GPU-1"},
                      ("EXPORTER_GPU_POD_RESOURCES_SOCKET", "EXPORTER_GPU_UUIDS", "--gpu-uuids"), id="two-choices"),
@@ -428,7 +428,9 @@ def test_pod_resources_socket_needs_the_pods_name_and_excludes_gpu_uuids(capsys:
 
     with pytest.raises(SystemExit) as missing:
         parse_settings(socket, environ={})
-    assert missing.value.code == 2 and "needs --gpu-pod-name" in capsys.readouterr().err
+    assert missing.value.code == 2 and "needs --pod-name" in capsys.readouterr().err
+    settings = parse_settings([*socket, "--pod-name", "p", "--pod-namespace", "ns"], environ={})
+    assert (settings.pod_name, settings.pod_namespace) == ("p", "ns")  # the kubelet is asked about the pod named
     with pytest.raises(SystemExit):
         parse_settings([*socket, "--gpu-pod-name", "p", "--gpu-pod-namespace", "ns", "--gpu-uuids", "GPU-a"],
                        environ={})

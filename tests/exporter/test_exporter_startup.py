@@ -139,3 +139,28 @@ def test_a_pod_namespace_that_no_namespace_can_have_is_refused(args: list[str], 
     assert result.returncode == 2, result.stderr
     [line] = [line for line in result.stderr.splitlines() if line.strip()]
     assert line.startswith(f"modelmesh-exporter: error: {named}: expected a namespace name"), line
+
+
+@pytest.mark.parametrize(("variables", "older", "newer"), [
+    ({"EXPORTER_POD_NAME": "triton-7d9f8-x2x4q", "EXPORTER_GPU_POD_NAME": "triton-7d9f8-zzzzz"},
+     "--gpu-pod-name (EXPORTER_GPU_POD_NAME)", "--pod-name (EXPORTER_POD_NAME)"),
+    ({"EXPORTER_POD_NAMESPACE": "modelmesh-serving", "EXPORTER_GPU_POD_NAMESPACE": "team-a"},
+     "--gpu-pod-namespace (EXPORTER_GPU_POD_NAMESPACE)", "--pod-namespace (EXPORTER_POD_NAMESPACE)"),
+], ids=["name", "namespace"])
+def test_two_pods_named_by_the_older_and_the_newer_setting_are_one_line_refusing_them(
+    variables: dict[str, str], older: str, newer: str,
+) -> None:
+    """`--gpu-pod-name` and `--gpu-pod-namespace` default to `--pod-name` and `--pod-namespace`: given both, and
+    different, the kubelet would be asked about one pod while the adapter is told of another."""
+    result = start_on_busy_port(variables=variables)
+    assert result.returncode == 2, result.stderr
+    [line] = [line for line in result.stderr.splitlines() if line.strip()]
+    assert line.startswith("modelmesh-exporter: error: "), line
+    assert older in line and newer in line and "leave out" in line, line
+    assert all(value in line for value in variables.values()), line
+
+
+def test_the_same_pod_named_by_both_settings_is_taken() -> None:
+    result = start_on_busy_port(variables={"EXPORTER_POD_NAME": "triton-0", "EXPORTER_GPU_POD_NAME": "triton-0",
+                                           "EXPORTER_POD_NAMESPACE": "ml", "EXPORTER_GPU_POD_NAMESPACE": "ml"})
+    assert "cannot start: cannot listen" in result.stderr and "error:" not in result.stderr, result.stderr

@@ -219,11 +219,16 @@ GPU_PASS = 'modelmesh_exporter_collector_duration_seconds{collector="gpu"}'
 """Present once the GPU collector has made its first NVML pass."""
 
 
+POD_VARIABLES = {"EXPORTER_POD_NAME": OUR_POD[1], "EXPORTER_POD_NAMESPACE": OUR_POD[0]}
+"""This pod as the sidecar patch names it (downward API), which the kubelet is asked about too."""
+
+
 async def served_metrics(tmp_path: Path, answer: bytes, nvml: FakeNvml, get: KubeletGet = "absent",
-                         calls: list[str] | None = None, kubelet_after_s: float | None = None) -> str:
+                         calls: list[str] | None = None, kubelet_after_s: float | None = None,
+                         pod_env: dict[str, str] | None = None) -> str:
     """The exporter's /metrics after its first GPU pass, run as the sidecar is (`--gpu-pod-resources-socket`,
-    this pod named by the downward API's variables) beside a fake kubelet giving `answer`, up from the start or
-    `kubelet_after_s` later. Checked clean by `promtool check metrics`."""
+    this pod named by `pod_env`, by default the sidecar patch's downward API variables) beside a fake kubelet giving
+    `answer`, up from the start or `kubelet_after_s` later. Checked clean by `promtool check metrics`."""
     port = free_port()
     socket = str(tmp_path / "kubelet.sock")
     async with contextlib.AsyncExitStack() as kubelet:
@@ -236,7 +241,7 @@ async def served_metrics(tmp_path: Path, answer: bytes, nvml: FakeNvml, get: Kub
             await start_kubelet(0)
         else:  # the kubelet restarting as the sidecar starts: no socket yet
             kubelet.push_async_callback(asyncio.wait_for, asyncio.create_task(start_kubelet(kubelet_after_s)), 30)
-        env = {**nvml.env(), "EXPORTER_GPU_POD_NAME": OUR_POD[1], "EXPORTER_GPU_POD_NAMESPACE": OUR_POD[0]}
+        env = {**nvml.env(), **(POD_VARIABLES if pod_env is None else pod_env)}
         with contextlib.ExitStack() as stack:
             await asyncio.to_thread(stack.enter_context, running(
                 ["exporter.cli", "--listen", f"127.0.0.1:{port}", "--modelmesh-url", "http://127.0.0.1:9/metrics",
@@ -273,6 +278,18 @@ async def test_the_exporter_reports_only_the_gpus_the_kubelet_gave_its_pod(tmp_p
     mine = (default_uuid(1), default_uuid(2))
 
     text = await served_metrics(tmp_path, node_answer(mine), node_with_gpus(tmp_path))
+
+    assert busy_uuids(text) == set(mine)
+    assert gpu_success(text) == 1
+
+
+@pytest.mark.slow
+async def test_the_older_gpu_pod_variables_still_name_the_pod_to_the_kubelet(tmp_path: Path) -> None:
+    """A runtime patched before `--pod-name` existed names its pod with EXPORTER_GPU_POD_NAME/NAMESPACE alone."""
+    mine = (default_uuid(0),)
+    older = {"EXPORTER_GPU_POD_NAME": OUR_POD[1], "EXPORTER_GPU_POD_NAMESPACE": OUR_POD[0]}
+
+    text = await served_metrics(tmp_path, node_answer(mine), node_with_gpus(tmp_path), pod_env=older)
 
     assert busy_uuids(text) == set(mine)
     assert gpu_success(text) == 1
