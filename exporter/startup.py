@@ -9,6 +9,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from exporter.pod_identity import PodIdentity
     from exporter.settings import ExporterSettings
 
 log = logging.getLogger("exporter")
@@ -46,11 +47,12 @@ def serve(argv: list[str] | None) -> None:
         sys.exit(2)
     log.info(
         "serving on %s; reading ModelMesh at %s every %g s (%s; timeout %g s; load window %g s); "
-        "GPU collector %s",
+        "GPU collector %s; %s",
         bound_addresses(sockets), settings.modelmesh_url, settings.modelmesh_interval_s,
         tls, settings.modelmesh_timeout_s, settings.load_window_s,
         "off" if not settings.gpu_enabled else "failing (this pod's GPUs are not known)"
         if settings.gpu_unattributed is not None else "on",
+        pod_named(settings.identity),
     )
     if not settings.gpu_enabled:
         unused_gpu_settings(settings)
@@ -74,6 +76,23 @@ def _stopped_while_starting(signum: int, frame: object) -> None:
 
     log.info("%s while starting: stopped", signal.Signals(signum).name)
     os._exit(0)
+
+
+def pod_named(identity: PodIdentity) -> str:
+    """The pod this exporter's answers name, as the serving line says it: what an operator checks first when the
+    adapter refuses an answer as another pod's (`other_pod`), or when a sidecar left without the downward API's
+    variables is why an IP given to a new pod went unnoticed. Naming none is not an error: it is read as before."""
+    from exporter import names
+    from exporter.settings import setting
+
+    given = {"--pod-namespace": identity.namespace, "--pod-name": identity.name, "--pod-uid": identity.uid}
+    missing = [setting(flag) for flag, value in given.items() if value is None]
+    if len(missing) == len(given):
+        return (f"naming no pod ({', '.join(missing)} not set): the adapter cannot tell this exporter's answers "
+                "from another pod's given this pod's IP, and reads them as before, as in a rollout of mixed "
+                "versions; set them from the downward API, as the example sidecar patch does")
+    said = f"naming pod {identity} in {names.POD_INFO}"
+    return f"{said}, without {' or '.join(missing)}" if missing else said
 
 
 def unused_gpu_settings(settings: ExporterSettings) -> None:

@@ -49,6 +49,37 @@ def test_metrics_name_no_pod_without_the_variables(tmp_path: Path) -> None:
     assert names.POD_INFO not in body
 
 
+def serving_line(log: str) -> str:
+    [line] = [line for line in log.splitlines() if "serving on" in line]
+    return line
+
+
+def test_the_start_says_which_pod_the_exporter_names(tmp_path: Path) -> None:
+    """Which pod an answer will name is what an operator checks first when the adapter refuses it (`other_pod`)."""
+    _, log = served(tmp_path, POD)
+    line = serving_line(log)
+    assert (f"naming pod {POD['EXPORTER_POD_NAMESPACE']}/{POD['EXPORTER_POD_NAME']} (uid {POD['EXPORTER_POD_UID']}) "
+            f"in {names.POD_INFO}") in line, line
+
+
+def test_the_start_says_the_exporter_names_no_pod_and_what_that_means(tmp_path: Path) -> None:
+    _, log = served(tmp_path, {})
+    line = serving_line(log)
+    assert "naming no pod" in line, line
+    assert all(variable in line for variable in POD), line  # what to set
+    assert "cannot tell" in line and "another pod" in line, line  # what it costs
+    assert "mixed versions" in line, line  # and that it is not an error
+
+
+def test_the_start_names_the_pod_settings_left_out(tmp_path: Path) -> None:
+    """Name and namespace without the uid: a pod created again under the name is read as this one."""
+    _, log = served(tmp_path, {k: v for k, v in POD.items() if k != "EXPORTER_POD_UID"})
+    line = serving_line(log)
+    assert f"naming pod {POD['EXPORTER_POD_NAMESPACE']}/{POD['EXPORTER_POD_NAME']} in" in line, line
+    assert "without --pod-uid (EXPORTER_POD_UID)" in line, line
+    assert "EXPORTER_POD_NAME)" not in line, line
+
+
 @pytest.mark.parametrize(("variable", "value", "says"), [
     ("EXPORTER_POD_NAMESPACE", "Modelmesh_Serving", "EXPORTER_POD_NAMESPACE"),
     ("EXPORTER_POD_UID", "0b3c2a4e 5f61", "EXPORTER_POD_UID"),
