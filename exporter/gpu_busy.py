@@ -5,7 +5,8 @@ timestamps fall in the window: every sample the driver took counts once, whateve
 Where a device has no samples, or NVML stamps them with a clock too far from ours to window them (behind
 or ahead), the driver's latest `nvmlDeviceGetUtilizationRates` reading stands in, read once per pass; samples are
 asked for again once a minute, and read again once they come back usable. A MIG device that answers neither (NVML
-measures no utilization per MIG device) is asked both again once a minute, not at every pass. Histories are kept
+measures no utilization per MIG device) is asked both again once a minute, not at every pass
+(`exporter.nvml_refusals`). Histories are kept
 by UUID, across passes and across NVML re-initialisation. The window ends when the samples were read, the time
 the busy ratio describes (a GPU that holds the call for seconds moves it past the pass's start). A wall clock
 stepped back leaves samples stamped ahead of ours: they are not the current window, which starts again.
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from exporter import nvml
+from exporter.nvml_refusals import RefusedQueries
 
 log = logging.getLogger("exporter.collectors.gpu")
 
@@ -67,13 +69,6 @@ class _History:
     read, or stamped them too far from our clock."""
     samples_again_at: float = math.inf
     """When a device read by rates is asked for samples again (Unix s)."""
-    unanswered: nvml.NotSupported | None = None
-    """A MIG device's refusal of the rate after its samples were refused: NVML measures no utilization per MIG
-    device, so both calls failed at every pass, for good. Said again (a fresh copy) without asking until
-    `ask_again_at`. Whole GPUs are always asked: one refusing both is being reset, or just switched into MIG mode
-    (which the sampler checks at such a pass), and its busy ratio is wanted the pass it answers again."""
-    ask_again_at: float = -math.inf
-    """When a MIG device that answered neither query is asked both again (Unix s)."""
     rates_said: str = ""
     """Why the log last said the device is read by rates ("refused", "skew"; "" for not said): each said once,
     and a refusal only once a rate was read, so a device on which neither query works (a MIG device, a GPU just
@@ -87,11 +82,17 @@ class BusyWindow:
         """`window_s`: seconds of NVML samples averaged into busy (positive)."""
         self._window_s = window_s
         self._histories: dict[str, _History] = {}
+        self._unanswered = RefusedQueries(_SAMPLES_RETRY_S)
+        """MIG devices' refusals of the rate after their samples were refused: NVML measures no utilization per MIG
+        device, so both calls failed at every pass, for good. Said again without asking for a minute. Whole GPUs
+        are always asked: one refusing both is being reset, or just switched into MIG mode (which the sampler
+        checks at such a pass), and its busy ratio is wanted the pass it answers again."""
 
     def keep_only(self, uuids: Iterable[str]) -> None:
         """Forget the history of every device not in `uuids` (no longer chosen or visible)."""
         wanted = set(uuids)
         self._histories = {uuid: h for uuid, h in self._histories.items() if uuid in wanted}
+        self._unanswered.keep_only(wanted)
 
     def busy_ratio(self, session: nvml.NvmlSession, device: nvml.Device, clock: Callable[[], float]) -> Busy:
         """Mean utilization over the window ending when NVML's samples came back; raises NotSupported when neither
@@ -102,11 +103,8 @@ class BusyWindow:
         came back with it (for good: NVML is asked only for newer ones) while the pass was stamped fresh as of its
         end. `Busy.as_of` is that end, the freshness the collector publishes."""
         history = self._histories.setdefault(device.uuid, _History())
-        if history.unanswered is not None:
-            if clock() < history.ask_again_at:
-                refusal = history.unanswered
-                raise type(refusal)(str(refusal), refusal.code)
-            history.unanswered = None
+        if (refusal := self._unanswered.standing(device.uuid, clock())) is not None:
+            raise refusal
         stepped_back = self._restart_after_step_back(history, device, clock())
         asked = not history.use_rates or clock() >= history.samples_again_at
         samples: list[nvml.UtilizationSample] = []
@@ -142,8 +140,7 @@ class BusyWindow:
                 in_window.append((now_us, session.utilization_rate(device)))
             except nvml.NotSupported as error:
                 if refused and device.is_mig:
-                    history.unanswered = type(error)(str(error), error.code)  # a copy: no traceback kept
-                    history.ask_again_at = now + _SAMPLES_RETRY_S
+                    self._unanswered.remember(device.uuid, error, now)
                 raise
             if refused:
                 self._rates_for_refusal(history, device, now)

@@ -31,6 +31,7 @@ from typing import Final
 
 from exporter import names, nvml
 from exporter.gpu_busy import Busy, BusyWindow
+from exporter.nvml_refusals import RefusedQueries
 
 log = logging.getLogger("exporter.collectors.gpu")
 
@@ -54,8 +55,11 @@ happened only at NVML's initialisation, so a new MIG device was never served. Th
 the adapter's 15 s refresh: a new device is read before the adapter's next look. A listing costs a GPU 8 calls (the
 slot count, then one a slot of 7) and 2 a MIG device (UUID, name), by the fake NVML's counts: spread over ten
 passes, 0.8 + 0.2 a MIG device a pass, about its memory read's 1 a pass (what a MIG device costs now, its
-utilization asked once a minute: 3 a pass before). Every pass would have doubled the cost. A destroyed device is
-found sooner: at the pass its read fails."""
+utilization asked once a minute: 3 a pass before; its memory too where NVML refuses it). Every pass would have
+doubled the cost. A destroyed device is found sooner: at the pass its read fails."""
+MEMORY_ASKED_AGAIN_S: Final = 60.0
+"""How often a MIG device whose memory query NVML refused (NO_PERMISSION in a container on a MIG GPU, for good) is
+asked it again: one failing call a minute, not one a pass; memory given back is read within a minute."""
 VERSION_MISMATCH_HINT = (
     "this container's NVIDIA library and the driver loaded on the node are of different versions, which no retry "
     "here changes: the driver was upgraded on the node without a reboot (reboot the node, or reload its driver), "
@@ -177,6 +181,7 @@ class GpuSampler:
         self._standing_problems: tuple[str, ...] = ()
         self._announced: tuple[str, str] | None = None
         self._without_memory: set[str] = set()  # GPUs whose memory query is unsupported, logged once each
+        self._memory_refused = RefusedQueries(MEMORY_ASKED_AGAIN_S)  # MIG devices only: whole GPUs asked each pass
         self._mig_said: tuple[str, ...] = ()  # the MIG devices last said to have no busy ratio beside whole GPUs
         self._sampled: dict[str, str] = {}
         """Whole GPUs (UUID: label) this exporter has sampled, reporting every visible GPU: one no longer enumerated
@@ -264,6 +269,7 @@ class GpuSampler:
         self._standing_problems = tuple(problems)
         self._reconnect_at = math.inf
         self._busy.keep_only(device.uuid for device in selection.devices)
+        self._memory_refused.keep_only(device.uuid for device in selection.devices)
         sampling = ", ".join(f"GPU {d.label} {d.uuid} ({d.name})" for d in selection.devices) or "no GPU"
         if inventory.not_permitted:
             sampling += "; left out: " + ", ".join(f"GPU {label}" for label in inventory.not_permitted) + (
@@ -438,14 +444,7 @@ class GpuSampler:
         except nvml.NotSupported as error:
             busy = None
             unsupported.append(f"no utilization for GPU {device.label} {device.uuid}: {error}")
-        try:
-            memory: nvml.MemoryInfo | None = session.memory(device)
-        except nvml.NotSupported as error:
-            memory = None
-            if device.uuid not in self._without_memory:
-                self._without_memory.add(device.uuid)
-                log.info("GPU %s %s reports no memory use (%s): its memory series are left out; %s", device.label,
-                         device.uuid, error, _busy_beside_memory(busy))
+        memory = self._memory(session, device, busy)
         reading = GpuReading(
             label=device.label,
             uuid=device.uuid,
@@ -455,3 +454,20 @@ class GpuSampler:
             as_of=None if busy is None else busy.as_of,
         )
         return reading, unsupported
+
+    def _memory(self, session: nvml.NvmlSession, device: nvml.Device, busy: Busy | None) -> nvml.MemoryInfo | None:
+        """The device's memory, None where unsupported (said once per device). A MIG device's refusal stands for
+        `MEMORY_ASKED_AGAIN_S` without asking; a whole GPU is asked each pass, as its busy ratio is read anyway."""
+        now = self._clock()
+        if self._memory_refused.standing(device.uuid, now) is not None:
+            return None
+        try:
+            return session.memory(device)
+        except nvml.NotSupported as error:
+            if device.is_mig:
+                self._memory_refused.remember(device.uuid, error, now)
+            if device.uuid not in self._without_memory:
+                self._without_memory.add(device.uuid)
+                log.info("GPU %s %s reports no memory use (%s): its memory series are left out; %s", device.label,
+                         device.uuid, error, _busy_beside_memory(busy))
+            return None

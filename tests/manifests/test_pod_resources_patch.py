@@ -28,7 +28,7 @@ from tests.manifests.test_manifests import DOWNWARD_API
 PATCH = "exporter-pod-resources-patch.yaml"
 
 
-def runtime_with_patch(tmp_path: Path) -> dict[str, object]:
+def runtime_with_patch(tmp_path: Path) -> Object:
     copy = tmp_path / "manifests"
     shutil.copytree(MANIFESTS, copy)
     kustomization = copy / "examples" / "kustomization.yaml"

@@ -1,0 +1,49 @@
+"""`RefusedQueries`: NVML's refusals of one query, per device, said again without asking until a while has passed.
+
+Some refusals are for good: NVML measures no utilization per MIG device, and in a container on a MIG GPU it refuses
+a MIG device's memory query (NO_PERMISSION). Asked at every pass, each was a failing driver call a second per
+device, for the container's life. Remembered here by UUID and asked again after `ask_again_s`, so a device that
+does answer later (given to this container after all, a driver upgraded) is read again within that time. One
+mechanism for every such query (`exporter.gpu_busy`'s utilization, `exporter.gpu_sampler`'s memory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from exporter import nvml
+
+
+def fresh_copy(refusal: nvml.NotSupported) -> nvml.NotSupported:
+    """The refusal again, with the same words and code and no traceback: raised or kept, a copy holds no frames."""
+    return type(refusal)(str(refusal), refusal.code)
+
+
+class RefusedQueries:
+    """One NVML query's standing refusals, by device UUID."""
+
+    def __init__(self, ask_again_s: float) -> None:
+        """`ask_again_s`: seconds a refusal stands before the device is asked again."""
+        self._ask_again_s = ask_again_s
+        self._refused: dict[str, tuple[nvml.NotSupported, float]] = {}
+
+    def standing(self, uuid: str, now: float) -> nvml.NotSupported | None:
+        """The device's refusal (a fresh copy) while it stands, else None: then ask the device, and `remember` a
+        refusal."""
+        remembered = self._refused.get(uuid)
+        if remembered is None:
+            return None
+        refusal, ask_again_at = remembered
+        if now < ask_again_at:
+            return fresh_copy(refusal)
+        del self._refused[uuid]
+        return None
+
+    def remember(self, uuid: str, refusal: nvml.NotSupported, now: float) -> None:
+        """Stand by the device's `refusal` until `ask_again_s` after `now`."""
+        self._refused[uuid] = (fresh_copy(refusal), now + self._ask_again_s)
+
+    def keep_only(self, uuids: Iterable[str]) -> None:
+        """Forget the refusals of every device not in `uuids` (no longer chosen or visible)."""
+        wanted = set(uuids)
+        self._refused = {uuid: remembered for uuid, remembered in self._refused.items() if uuid in wanted}
