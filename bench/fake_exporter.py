@@ -1,26 +1,43 @@
-"""What a fake pod's exporter serves in the benchmarks: the exporter's own series, at realistic size."""
+"""What a fake pod's exporter serves in the benchmarks: the exporter's own series, at realistic size, and the pod it
+runs in (`modelmesh_exporter_pod_info`, which the example sidecar patch makes every sidecar publish), so that the
+figures include the adapter's reading of that line and its check of it."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from exporter import names
+from exporter.collectors.pod import PodInfoCollector
+from exporter.pod_identity import PodIdentity
+
+NAMESPACE = "bench"
+"""The namespace of every fake pod (the scrape benchmark's runtimes')."""
+
+
+def bench_pod(pod: int) -> PodIdentity:
+    """Pod number `pod` as its sidecar names it: what the benchmarks' targets name the pod too, so the adapter's
+    check passes as for a pod at its own IP."""
+    return PodIdentity(NAMESPACE, f"pod-{pod}", str(uuid.UUID(int=pod + 1)))
 
 
 def exporter_text(pod: int, gpus: int, modelmesh_stamp: float, gpu_stamp: float | None = None,
-                  clock: float | None = None, models: Mapping[str, float] | None = None) -> bytes:
+                  clock: float | None = None, models: Mapping[str, float] | None = None,
+                  names_pod: bool = True) -> bytes:
     """One exporter's output for pod number `pod` with `gpus` GPUs; its ModelMesh collector last succeeded at
     `modelmesh_stamp`, its GPU collector at `gpu_stamp` (no stamp when None); its clock at the scrape reads
     `clock` (`modelmesh_exporter_time_seconds`; no such series when None, as from an exporter before it); the
     models it served recently were last served at `models`' times (one
     `modelmesh_pod_model_last_served_timestamp_seconds` per model; the family without samples for {}, none at
-    all for None, as from ModelMesh without per-model metrics)."""
+    all for None, as from ModelMesh without per-model metrics); `names_pod`: it says which pod it runs in
+    (`bench_pod`), as a sidecar of the example patch does, else nothing, as one patched before that."""
+    pod_info = list(PodInfoCollector(bench_pod(pod)).collect()) if names_pod else []
 
     class Families:
-        def collect(self) -> list[GaugeMetricFamily | CounterMetricFamily]:
+        def collect(self) -> list[Metric]:
             busy = GaugeMetricFamily(names.GPU_BUSY_RATIO, "busy", labels=["gpu", "uuid"])
             used = GaugeMetricFamily(names.GPU_MEMORY_USED_BYTES, "used", labels=["gpu", "uuid"])
             for gpu in range(gpus):
@@ -48,7 +65,7 @@ def exporter_text(pod: int, gpus: int, modelmesh_stamp: float, gpu_stamp: float 
                     GaugeMetricFamily(names.LRU_AGE_SECONDS, "a", value=600.0),
                     GaugeMetricFamily(names.CACHE_USED_RATIO, "c", value=0.7),
                     GaugeMetricFamily(names.CACHE_CAPACITY_BYTES, "cap", value=1.6e10),
-                    GaugeMetricFamily(names.MODELS_LOADED, "l", value=12.0)]
+                    GaugeMetricFamily(names.MODELS_LOADED, "l", value=12.0), *pod_info]
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(Families())
