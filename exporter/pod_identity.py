@@ -10,9 +10,13 @@ exporter's settings and collector, and the adapter's check (`autoscaler.sources.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from exporter import names
+
+POD_INFO_HELP: Final = "The pod this exporter runs in (downward API)."
+"""`names.POD_INFO`'s HELP text: the exporter writes it, and the adapter's reader knows the family by it
+(`autoscaler.sources.exporter_text`), to read the pod's line apart without checking its comments again."""
 
 
 class PodIdentity(NamedTuple):

@@ -9,7 +9,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from exporter import names
-from exporter.pod_identity import PodIdentity
+from exporter.pod_identity import POD_INFO_HELP, PodIdentity
 
 
 class PodInfoCollector(Collector):
@@ -19,7 +19,7 @@ class PodInfoCollector(Collector):
     def __init__(self, pod: PodIdentity) -> None:
         labels = pod.labels()
         self._family = GaugeMetricFamily(
-            names.POD_INFO, "The pod this exporter runs in (downward API).", labels=list(labels))
+            names.POD_INFO, POD_INFO_HELP, labels=list(labels))
         self._family.add_metric(list(labels.values()), 1.0)
 
     def describe(self) -> Iterable[Metric]:

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from autoscaler.sources import exporter_text
 from autoscaler.sources.exporter_text import LABELLED, Sample, fast_samples, wanted
-from autoscaler.sources.exposition import library_samples, parse_exporter_text
+from autoscaler.sources.exposition import library_samples, parse_exporter_text, read_exporter_text
 from exporter import names
+from exporter.pod_identity import POD_INFO_HELP
 
 NAMES = [names.GPU_BUSY_RATIO, names.REQUESTS_PER_SECOND, names.QUEUE_DELAY_SECONDS, names.LRU_AGE_SECONDS,
          names.CACHE_USED_RATIO, names.MODELS_LOADED, names.LAST_SUCCESS_TIMESTAMP, names.COLLECTOR_SUCCESS,
@@ -69,7 +70,14 @@ COMMENTS = st.sampled_from([
 MODEL_LINES = st.builds(lambda model, value, stamp: f'{names.MODEL_LAST_SERVED_TIMESTAMP}{{model_id="{model}"}} {value}'
                         f'{stamp}', LABEL_VALUES, NUMBERS, st.sampled_from(["", "", " 1700000000000", " -5"]))
 """Lines of the per-model series in the exporter's own shape (mostly), several in a row as it writes them."""
-TEXTS = st.lists(st.one_of(sample_line(), COMMENTS, st.lists(MODEL_LINES, min_size=1, max_size=4).map("\n".join)),
+POD_FAMILIES = st.builds(
+    lambda help_text, namespace, pod, uid, value: f"# HELP {names.POD_INFO} {help_text}\n"
+    f'# TYPE {names.POD_INFO} gauge\n{names.POD_INFO}{{namespace="{namespace}",pod="{pod}",uid="{uid}"}} {value}',
+    st.sampled_from([POD_INFO_HELP, POD_INFO_HELP, "Other words.", "with \\ backslash"]), *[st.one_of(
+        st.from_regex(r"[a-z0-9.-]{0,12}", fullmatch=True), LABEL_VALUES)] * 3, NUMBERS)
+"""The family naming the pod in the exporter's own shape (mostly), which the reader cuts out where it comes last."""
+TEXTS = st.lists(st.one_of(sample_line(), COMMENTS, st.lists(MODEL_LINES, min_size=1, max_size=4).map("\n".join),
+                           POD_FAMILIES),
                  max_size=12).map(lambda lines: "\n".join(lines) + "\n")
 
 
@@ -106,6 +114,17 @@ def test_the_fast_reader_agrees_with_the_library_or_gives_up(text: str) -> None:
     assert_agrees_with_the_library_or_gives_up(text)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(sample_line(), COMMENTS), max_size=3), POD_FAMILIES)
+def test_a_text_ending_in_the_pod_family_reads_as_the_library_reads_it(before: list[str], family: str) -> None:
+    """The exporter's output (naming no pod), a few lines of any shape, then the family naming the pod, where the
+    exporter writes it: the reader cuts it out there when it is in the exporter's own shape."""
+    from bench.bench_exporter_text import with_models
+
+    assert_agrees_with_the_library_or_gives_up(with_models(3, None, names_pod=False) + "\n".join([*before, family])
+                                               + "\n")
+
+
 def test_the_exporters_own_output_takes_the_fast_path() -> None:
     from bench.bench_fleet import STAMP, exporter_template
 
@@ -115,6 +134,19 @@ def test_the_exporters_own_output_takes_the_fast_path() -> None:
     assert same(fast, wanted(library_samples(text)))
     sample = parse_exporter_text(text, "pod-3", True, 1234567891.0)  # scraped when its clock read the stamp
     assert (sample.gpu_busy, sample.requests_per_second, sample.sampled_at) == (0.3, 3.0, 1234567890.5)
+
+
+def test_the_pod_an_exporter_names_is_read_from_its_own_output() -> None:
+    """The family naming the pod, which a sidecar of the example patch writes last, read apart from the rest."""
+    from bench.bench_exporter_text import with_models
+    from bench.fake_exporter import bench_pod
+
+    for models in (None, {"isvc-1": 1234567800.0}):
+        text = with_models(3, models)
+        assert exporter_text.pod_family(text) is not None, text  # read apart, not the general way
+        fast = fast_samples(text)
+        assert fast is not None and same(fast, wanted(library_samples(text)))
+        assert read_exporter_text(text, "pod-3", True, 1234567891.0).pod == bench_pod(3)
 
 
 def test_an_exporter_serving_a_hundred_models_takes_the_fast_path() -> None:
