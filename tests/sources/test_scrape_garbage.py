@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -141,7 +142,7 @@ async def test_a_failing_pods_new_reason_is_said_as_its_first_was(aiohttp_server
     hiding what /debug showed (seen as a lost pod's refused scrapes turning into `other_pod` when its IP went to
     another pod). Each new reason is said once; the same reason again is not."""
     caplog.set_level(logging.INFO, logger="autoscaler.sources.scrape")
-    answer = {"status": 500, "text": "busy"}
+    answer: dict[str, Any] = {"status": 500, "text": "busy"}
 
     async def exporter(request: web.Request) -> web.Response:
         return web.Response(status=answer["status"], text=answer["text"])
