@@ -46,8 +46,15 @@ Kept as the real server does it (checked against kubernetes/apiserver sources):
   one that starts matching as ADDED. BOOKMARKs only when `allowWatchBookmarks` is set. `timeoutSeconds` ends
   the stream cleanly. `watch` is parsed like the server's bool conversion: anything but "", "0", "false"
   (any case) is true, so `kubernetes_asyncio`'s `watch=True` works.
+- Field selectors only on the fields each kind's conversion takes (pods: `spec.nodeName`, `status.phase`,
+  `status.podIP`, ...; Deployments, Leases and other built-ins without one: `metadata.name`/`namespace`; custom
+  resources: the same, "field label not supported"), else 400 with the server's message. List options are
+  validated as `ValidateListOptions` does (422): `resourceVersionMatch` without `resourceVersion`, on a watch
+  without `sendInitialEvents`, `sendInitialEvents` on a list.
 - PATCH accepts `application/merge-patch+json` (RFC 7386), `application/strategic-merge-patch+json` and
-  `application/json-patch+json` (RFC 6902); anything else is 415. A `metadata.resourceVersion` in the patch is a
+  `application/json-patch+json` (RFC 6902); anything else is 415. Custom resources (and their `status` and
+  `scale`) take no strategic merge patch (415, as apiextensions-apiserver answers `kubectl patch` without
+  `--type`). A `metadata.resourceVersion` in the patch is a
   precondition (409 when stale). Writes to the main resource keep `status` (it is a subresource). A no-op
   write does not bump resourceVersion and emits no event. `controller.kubernetes.io/pod-deletion-cost` must
   parse as a 32-bit integer (422), and annotation values must be strings (400), as in pod validation.

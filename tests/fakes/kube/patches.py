@@ -23,6 +23,21 @@ APPLY_PATCH: Final = "application/apply-patch+yaml"
 SUPPORTED_PATCH_TYPES: Final = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH)
 ADVERTISED_PATCH_TYPES: Final = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
 """What a 415 lists as accepted, as the real server does, although server-side apply is not modelled."""
+CUSTOM_PATCH_TYPES: Final = (JSON_PATCH, MERGE_PATCH)
+CUSTOM_ADVERTISED_PATCH_TYPES: Final = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH)
+"""A custom resource (and its `status` and `scale`) takes no strategic merge patch: apiextensions-apiserver's
+handler passes only these to `PatchResource` (customresource_handler.go), so kubectl's default
+`kubectl patch` is a 415 there and `--type merge` or `--type json` is what works."""
+
+
+def check_patch_type(content_type: str, custom: bool) -> None:
+    """The 415 the server answers a PATCH in a format it does not take for the resource (`custom`: a custom
+    resource, which takes no strategic merge patch)."""
+    supported, advertised = ((CUSTOM_PATCH_TYPES, CUSTOM_ADVERTISED_PATCH_TYPES) if custom
+                             else (SUPPORTED_PATCH_TYPES, ADVERTISED_PATCH_TYPES))
+    if content_type not in supported:
+        raise ApiError(415, "the body of the request was in an unknown format - accepted media types include: "
+                       + ", ".join(advertised), "UnsupportedMediaType")
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

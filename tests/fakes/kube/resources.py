@@ -12,7 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from tests.fakes.kube.wire import JSON
+from tests.fakes.kube.wire import JSON, ApiError
+
+_METADATA_FIELDS: Final = ("metadata.name", "metadata.namespace")
+POD_FIELD_LABELS: Final = (
+    "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName", "spec.hostNetwork",
+    "status.phase", "status.podIP", "status.podIPs", "status.nominatedNodeName",
+)
+"""The pod fields a field selector may name besides metadata.name and metadata.namespace, as the server's
+conversion for Pod lists them (pkg/apis/core/v1/conversion.go; `spec.host` is read as `spec.nodeName`)."""
+_FIELD_ALIASES: Final = {"spec.host": "spec.nodeName", "status.podIPs": "status.podIPs.0.ip"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +52,10 @@ class ResourceType:
     tracks_generation: bool = False  # metadata.generation starts at 1 and counts changes of `spec`
     categories: tuple[str, ...] = ()  # discovery categories: "all" puts the kind in `kubectl get all`
     scale: ScalePaths | None = None  # a CRD's `scale` subresource (autoscaling/v1 Scale), None: not served
+    field_labels: tuple[str, ...] | None = None
+    """Fields a field selector may name besides metadata.*, for a built-in kind with its own conversion (pods);
+    None: the default conversion, metadata.name and metadata.namespace only (deployments, leases, ...)."""
+    custom: bool = False  # a custom resource: served by apiextensions-apiserver (patch types, field selectors)
 
     @property
     def subresources(self) -> tuple[str, ...]:
@@ -58,6 +71,22 @@ class ResourceType:
         """The group-qualified resource as errors spell it: `pods`, `leases.coordination.k8s.io`."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
+    def field_path(self, label: str) -> tuple[str, ...]:
+        """Where a field selector's `label` reads in an object, or the server's 400 for a field it does not
+        convert for this kind (`ConvertFieldLabel`; the message is the one the kind's conversion writes)."""
+        if self.custom:
+            supported: tuple[str, ...] = _METADATA_FIELDS if self.namespaced else ("metadata.name",)
+            message = f"field label not supported: {label}"
+        elif self.field_labels is None:
+            supported = _METADATA_FIELDS
+            message = f'"{label}" is not a known field selector: only "metadata.name", "metadata.namespace"'
+        else:
+            supported = (*_METADATA_FIELDS, *self.field_labels, *_FIELD_ALIASES)
+            message = f"field label not supported: {label}"
+        if label not in supported:
+            raise ApiError.bad_request(message)
+        return tuple(_FIELD_ALIASES.get(label, label).split("."))
+
     def details(self, name: str) -> JSON:
         """`Status.details` of an error about one object of this type."""
         details: JSON = {"name": name}
@@ -68,7 +97,8 @@ class ResourceType:
 
 
 PODS: Final = ResourceType(
-    "", "v1", "pods", "Pod", "pod", short_names=("po",), status_subresource=True, categories=("all",)
+    "", "v1", "pods", "Pod", "pod", short_names=("po",), status_subresource=True, categories=("all",),
+    field_labels=POD_FIELD_LABELS,
 )
 CONFIGMAPS: Final = ResourceType("", "v1", "configmaps", "ConfigMap", "configmap", short_names=("cm",))
 DEPLOYMENTS: Final = ResourceType(
@@ -118,7 +148,8 @@ TOKEN_REVIEWS: Final = ResourceType(
 
 # KServe's runtimes, as modelmesh-serving installs their CRDs (config/crd/bases): no subresources at all.
 SERVING_RUNTIMES: Final = ResourceType(
-    "serving.kserve.io", "v1alpha1", "servingruntimes", "ServingRuntime", "servingruntime", tracks_generation=True
+    "serving.kserve.io", "v1alpha1", "servingruntimes", "ServingRuntime", "servingruntime", tracks_generation=True,
+    custom=True,
 )
 CLUSTER_SERVING_RUNTIMES: Final = ResourceType(
     "serving.kserve.io",
@@ -128,6 +159,7 @@ CLUSTER_SERVING_RUNTIMES: Final = ResourceType(
     "clusterservingruntime",
     namespaced=False,
     tracks_generation=True,
+    custom=True,
 )
 # The adapter's own CRD (manifests/base/custom-resource-definition-runtimescales.yaml): status and scale.
 RUNTIME_SCALES: Final = ResourceType(
@@ -141,6 +173,7 @@ RUNTIME_SCALES: Final = ResourceType(
     tracks_generation=True,
     categories=("modelmesh",),
     scale=ScalePaths(),
+    custom=True,
 )
 
 RESOURCE_TYPES: Final = (

@@ -32,6 +32,7 @@ from tests.fakes.kube.wire import (
     ApiError,
     FieldRequirement,
     LabelRequirement,
+    check_list_options,
     field_value,
     parse_field_selector,
     parse_label_selector,
@@ -80,13 +81,15 @@ class Watcher:
     queue: asyncio.Queue[JSON | WatchEnd] = field(default_factory=asyncio.Queue)
 
     @classmethod
-    def for_request(cls, request: web.Request, rtype: ResourceType, namespace: str | None) -> Watcher:
-        """The selectors and bookmark choice of a list or watch request's query."""
+    def for_request(cls, request: web.Request, rtype: ResourceType, namespace: str | None, *, watch: bool) -> Watcher:
+        """The selectors and bookmark choice of a list or watch request's query, refused (422, 400) where the
+        server refuses them."""
+        check_list_options(request.query, watch)
         return cls(
             rtype,
             namespace,
             parse_label_selector(request.query.get("labelSelector")),
-            parse_field_selector(request.query.get("fieldSelector")),
+            parse_field_selector(request.query.get("fieldSelector"), rtype),
             bookmarks=truthy(request.query.get("allowWatchBookmarks")),
         )
 
@@ -338,7 +341,7 @@ class ObjectStore:
     # ---- internals: list and watch over HTTP -----------------------------------------------------------------
 
     def _list(self, rtype: ResourceType, namespace: str | None, request: web.Request) -> JSON:
-        selection = Watcher.for_request(request, rtype, namespace)
+        selection = Watcher.for_request(request, rtype, namespace, watch=False)
         items = [
             self._render(rtype, obj, typed=False)
             for _, obj in sorted(self._objects[rtype].items())
@@ -352,7 +355,7 @@ class ObjectStore:
         }
 
     async def _watch(self, request: web.Request, rtype: ResourceType, namespace: str | None) -> web.StreamResponse:
-        watcher = Watcher.for_request(request, rtype, namespace)
+        watcher = Watcher.for_request(request, rtype, namespace, watch=True)
         timeout_text = request.query.get("timeoutSeconds")
         timeout = float(timeout_text) if timeout_text else None
         version_text = request.query.get("resourceVersion", "")

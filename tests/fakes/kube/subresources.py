@@ -23,8 +23,8 @@ from typing import Any
 from tests.fakes.kube.patches import (
     JSON_PATCH,
     MERGE_PATCH,
-    SUPPORTED_PATCH_TYPES,
     PatchFailed,
+    check_patch_type,
     json_patch,
     merge_patch,
 )
@@ -57,7 +57,7 @@ class Subresources(ObjectWrites):
         if method == "GET":
             return self._render(rtype, existing)
         current = self._render(rtype, existing)
-        changed = _decode(body) if method == "PUT" else _apply(current, body, content_type)
+        changed = _decode(body) if method == "PUT" else _apply(current, body, content_type, rtype.custom)
         _precondition(rtype, key, existing, changed)
         new = copy.deepcopy(existing)
         if isinstance(changed.get("status"), dict):
@@ -71,7 +71,7 @@ class Subresources(ObjectWrites):
         if method == "GET":
             return _scale_of(rtype, existing, paths)
         scale = _scale_of(rtype, existing, paths, unset=_UNSET_REPLICAS)
-        changed = _decode(body) if method == "PUT" else _apply(scale, body, content_type)
+        changed = _decode(body) if method == "PUT" else _apply(scale, body, content_type, rtype.custom)
         _precondition(rtype, key, existing, changed)
         replicas = (changed.get("spec") or {}).get("replicas", 0)
         if replicas == _UNSET_REPLICAS:
@@ -127,10 +127,8 @@ def _decode(body: bytes) -> JSON:
     return document
 
 
-def _apply(current: JSON, body: bytes, content_type: str) -> JSON:
-    if content_type not in SUPPORTED_PATCH_TYPES:
-        raise ApiError(415, f"the body of the request was in an unknown format - accepted media types include: "
-                            f"{JSON_PATCH}, {MERGE_PATCH}", "UnsupportedMediaType")
+def _apply(current: JSON, body: bytes, content_type: str, custom: bool) -> JSON:
+    check_patch_type(content_type, custom)
     try:
         patch = json.loads(body)
     except ValueError as error:

@@ -61,6 +61,25 @@ def status_object(code: int, message: str, reason: str | None = None, details: J
     return status
 
 
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One `field.Error` of a 422: the field, its `StatusCause` reason and the text after "field: "."""
+
+    field: str
+    reason: str  # FieldValueInvalid, FieldValueForbidden, FieldValueNotSupported
+    body: str  # "Invalid value: 3: must be ...", "Forbidden: ...", 'Unsupported value: "x": supported values: ...'
+
+    @classmethod
+    def forbidden(cls, field: str, detail: str) -> FieldError:
+        return cls(field, "FieldValueForbidden", f"Forbidden: {detail}")
+
+    @classmethod
+    def not_supported(cls, field: str, value: str, supported: Sequence[str]) -> FieldError:
+        values = ", ".join(json.dumps(v) for v in supported)
+        return cls(field, "FieldValueNotSupported",
+                   f"Unsupported value: {json.dumps(value)}: supported values: {values}")
+
+
 class ApiError(Exception):
     """An error answer: turned into a Status response by the server's middleware."""
 
@@ -98,7 +117,15 @@ class ApiError(Exception):
     @classmethod
     def invalid(cls, kind: str, group: str, name: str, causes: Sequence[tuple[str, Any, str]]) -> ApiError:
         """422 as `errors.NewInvalid` builds it; causes are (field, bad value, detail)."""
-        rendered = [f"{fld}: Invalid value: {_go_value(value)}: {detail}" for fld, value, detail in causes]
+        return cls.invalid_fields(kind, group, name, [
+            FieldError(fld, "FieldValueInvalid", f"Invalid value: {_go_value(value)}: {detail}")
+            for fld, value, detail in causes
+        ])
+
+    @classmethod
+    def invalid_fields(cls, kind: str, group: str, name: str, causes: Sequence[FieldError]) -> ApiError:
+        """422 as `errors.NewInvalid` builds it from `field.Error`s of any type (Invalid, Forbidden, ...)."""
+        rendered = [f"{cause.field}: {cause.body}" for cause in causes]
         joined = rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"
         qualified = f"{kind}.{group}" if group else kind
         details: JSON = {"name": name}
@@ -106,12 +133,7 @@ class ApiError(Exception):
             details["group"] = group
         details["kind"] = kind
         details["causes"] = [
-            {
-                "reason": "FieldValueInvalid",
-                "message": f"Invalid value: {_go_value(value)}: {detail}",
-                "field": fld,
-            }
-            for fld, value, detail in causes
+            {"reason": cause.reason, "message": cause.body, "field": cause.field} for cause in causes
         ]
         return cls(422, f'{qualified} "{name}" is invalid: {joined}', "Invalid", details)
 
@@ -217,36 +239,71 @@ def parse_label_selector(text: str | None) -> list[LabelRequirement]:
     return requirements
 
 
-_FIELD_PATHS: Final = {
-    "metadata.name": ("metadata", "name"),
-    "metadata.namespace": ("metadata", "namespace"),
-    "spec.nodeName": ("spec", "nodeName"),
-    "status.phase": ("status", "phase"),
-    "status.podIP": ("status", "podIP"),
-    "spec.holderIdentity": ("spec", "holderIdentity"),
-}
-
-
-def parse_field_selector(text: str | None) -> list[FieldRequirement]:
-    """Equality field selectors on the few fields the real server indexes for these kinds."""
+def parse_field_selector(text: str | None, rtype: ResourceType | None = None) -> list[FieldRequirement]:
+    """Equality field selectors; with `rtype`, only on the fields the server converts for that kind
+    (`ResourceType.field_path`: a 400 for any other, as the real server answers)."""
     requirements: list[FieldRequirement] = []
     for term in _split_terms(text or ""):
         match = re.fullmatch(r"([^=!]+?)\s*(==|!=|=)\s*(.*)", term)
         if match is None:
             raise ApiError.bad_request(f"invalid selector: '{text}'; can't understand '{term}'")
         key, operator, value = match.groups()
-        if key not in _FIELD_PATHS:
-            raise ApiError.bad_request(f"field label not supported: {key}")
-        requirements.append((_FIELD_PATHS[key], operator == "!=", value))
+        path = rtype.field_path(key) if rtype is not None else tuple(key.split("."))
+        requirements.append((path, operator == "!=", value))
     return requirements
 
 
 def field_value(obj: JSON, path: tuple[str, ...]) -> str:
-    """A field as a field selector compares it: missing fields read as ""."""
+    """A field as a field selector compares it: missing fields read as "", booleans as Go prints them; a
+    digit indexes a list (`status.podIPs.0.ip`)."""
     node: Any = obj
     for part in path:
-        node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, list) and part.isdigit():
+            node = node[int(part)] if int(part) < len(node) else None
+        else:
+            node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, bool):
+        return "true" if node else "false"
     return "" if node is None else str(node)
+
+
+_LIST_MATCHES: Final = ("Exact", "NotOlderThan")
+
+
+def check_list_options(query: Mapping[str, str], watch: bool) -> None:
+    """The list and watch options kube-apiserver refuses with 422 before it reads anything
+    (`ValidateListOptions` in apimachinery's meta/internalversion/validation, WatchList on as from 1.32)."""
+    match = query.get("resourceVersionMatch", "")
+    send_initial = query.get("sendInitialEvents")
+    causes: list[FieldError] = []
+    if watch:
+        if send_initial is not None and match != "NotOlderThan":
+            causes.append(FieldError.forbidden(
+                "resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+        if match:
+            if send_initial is None:
+                causes.append(FieldError.forbidden(
+                    "resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is "
+                    "provided"))
+            if match != "NotOlderThan":
+                causes.append(FieldError.not_supported("resourceVersionMatch", match, ["NotOlderThan"]))
+    else:
+        if match:
+            if not query.get("resourceVersion"):
+                causes.append(FieldError.forbidden(
+                    "resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+            if query.get("continue"):
+                causes.append(FieldError.forbidden(
+                    "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
+            if match not in _LIST_MATCHES:
+                causes.append(FieldError.not_supported("resourceVersionMatch", match, [*_LIST_MATCHES, ""]))
+            if match == "Exact" and query.get("resourceVersion") == "0":
+                causes.append(FieldError.forbidden(
+                    "resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'))
+        if send_initial is not None:
+            causes.append(FieldError.forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
+    if causes:
+        raise ApiError.invalid_fields("ListOptions", "meta.k8s.io", "", causes)
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 The store accepts any change; this layer refuses what the API server refuses before storing: a name or
 namespace that disagrees with the URL, a stale `resourceVersion` precondition (409), an update without one
 where the type forbids it (leases: 422), writes to `status` through the main resource (kept: it is a
-subresource), an unknown patch format (415), and the validations tests should trip over.
+subresource), a patch format the resource does not take (415), and the validations tests should trip over.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ import json
 from typing import Any
 
 from tests.fakes.kube.patches import (
-    ADVERTISED_PATCH_TYPES,
     JSON_PATCH,
     MERGE_PATCH,
-    SUPPORTED_PATCH_TYPES,
     PatchFailed,
+    check_patch_type,
     json_patch,
     merge_patch,
     strategic_merge_patch,
@@ -89,13 +88,7 @@ class ObjectWrites(ObjectStore):
         return self._replace(rtype, key, existing, obj), False
 
     def _patch(self, rtype: ResourceType, key: ObjectKey, content_type: str, raw: bytes) -> JSON:
-        if content_type not in SUPPORTED_PATCH_TYPES:
-            raise ApiError(
-                415,
-                "the body of the request was in an unknown format - accepted media types include: "
-                + ", ".join(ADVERTISED_PATCH_TYPES),
-                "UnsupportedMediaType",
-            )
+        check_patch_type(content_type, rtype.custom)
         existing = self._objects[rtype].get(key)
         if existing is None:
             raise ApiError.not_found(rtype, key[1])
