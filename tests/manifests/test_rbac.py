@@ -26,7 +26,7 @@ import yaml
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
 from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.settings import ServeSettings
-from tests.fakes.kube import FakeKubeApi
+from tests.fakes.kube import FakeKubeApi, RecordedRequest
 from tests.fakes.kube.resources import parse_path
 from tests.manifests.support import BASE, kustomize
 from tests.support.processes import free_port, running
@@ -82,7 +82,15 @@ def calls(tmp_path_factory: pytest.TempPathFactory) -> set[Call]:
 
 async def _record_calls(workdir: Path, serve_args: Sequence[str] = ()) -> set[Call]:
     """The calls of one `serve` run with every part switched on; `serve_args` added to its command line."""
-    async with FakeKubeApi() as kube, _modelmesh_pod() as mm_port:
+    requests = await record_requests(workdir, serve_args)
+    return {call for r in requests if (call := call_of(r.method, r.path, r.query)) is not None}
+
+
+async def record_requests(workdir: Path, serve_args: Sequence[str] = (),
+                          require_token: str | None = None) -> list[RecordedRequest]:
+    """Every request of one `serve` run with every part switched on, as the fake API server received them;
+    `require_token`: the fake answers 401 to any request without that bearer token (or the HPA's)."""
+    async with FakeKubeApi(require_token=require_token) as kube, _modelmesh_pod() as mm_port:
         kube.set_authentication_config(requestheader_client_ca=_a_ca_pem())
         kube.tokens["hpa-token"] = (HPA_USER, ["system:serviceaccounts"])
         kube.allow(user=HPA_USER, verb="get", group="external.metrics.k8s.io")
@@ -130,7 +138,7 @@ async def _record_calls(workdir: Path, serve_args: Sequence[str] = ()) -> set[Ca
                         await asyncio.sleep(0.1)
                     if any(r.method == "GET" and r.path.endswith("/servingruntimes/triton") for r in kube.requests):
                         break
-        return {call for r in kube.requests if (call := call_of(r.method, r.path, r.query)) is not None}
+        return list(kube.requests)
 
 
 def _scale_to(replicas: int, scale: dict[str, Any]) -> None:
