@@ -32,6 +32,8 @@ NS = "ml"
 RUNTIME = "triton"
 DEPLOYMENT = "modelmesh-serving-triton"
 RUNTIME_SCALE_PATH = f"/apis/autoscaler.modelmesh.io/v1alpha1/namespaces/{NS}/runtimescales/{RUNTIME}"
+_KEDA_AUTH = {"Authorization": "Bearer keda-operator-token"}
+"""KEDA's operator authenticates to the API server with its service-account token."""
 # The shipped example's HPA behavior (manifests/examples/keda/scaled-object-triton.yaml): no scale-down window.
 BEHAVIOR = Behavior(DEFAULT_SCALE_UP, ScalingRules(0, "Max", (ScalingPolicy("Percent", 100, 15),)))
 
@@ -125,11 +127,11 @@ class KedaOperator:
         return self.scaled.trigger_value(*self.trigger())
 
     async def _get(self, path: str) -> tuple[int, dict[str, Any]]:
-        async with self.session.get(self.kube.url + path) as response:
+        async with self.session.get(self.kube.url + path, headers=_KEDA_AUTH) as response:
             return response.status, await response.json()
 
     async def _send(self, method: str, path: str, body: dict[str, Any], content_type: str = "application/json"
                     ) -> int:
         async with self.session.request(method, self.kube.url + path, data=json.dumps(body),
-                                        headers={"Content-Type": content_type}) as response:
+                                        headers={"Content-Type": content_type, **_KEDA_AUTH}) as response:
             return response.status

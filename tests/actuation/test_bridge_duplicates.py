@@ -127,7 +127,7 @@ async def test_a_duplicates_hpa_stops_alone_and_the_owners_hpa_keeps_scaling(
                        six, HpaSpec((MetricSpec("m", "External", "AverageValue", 1.0),)))
 
     owners_hpa, copys_hpa = hpa_of("triton"), hpa_of("triton-copy")
-    async with aiohttp.ClientSession() as session:
+    async with aiohttp.ClientSession(headers={"Authorization": "Bearer test-token"}) as session:
         for hpa in (owners_hpa, copys_hpa):
             await hpa.sync(session)
         scales = {name: await (await session.get(hpa.scale_url)).json()

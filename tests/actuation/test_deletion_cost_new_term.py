@@ -29,6 +29,7 @@ async def discovery(kube: FakeKubeApi) -> AsyncIterator[KubePodDiscovery]:
                      annotations={DELETION_COST_ANNOTATION: cost} if cost is not None else None)
     settings = Configuration()
     settings.host = kube.url
+    settings.api_key = {"BearerToken": "Bearer test-token"}  # the kubeconfig's token: the fake refuses none
     subject = KubePodDiscovery(settings, runtimes=[KEY], discover=False, resync_interval_s=0.1,
                                request_timeout_s=2.0, backoff_initial_s=0.02, backoff_max_s=0.1)
     await subject.start()

@@ -58,6 +58,7 @@ async def tenants(kube: FakeKubeApi, pki: Pki, settings_for: Callable[..., Serve
     kube.add_modelmesh_runtime(THEIRS.namespace, THEIRS.deployment, replicas=1)
     configuration = Configuration()
     configuration.host = kube.url
+    configuration.api_key = {"BearerToken": "Bearer test-token"}  # the kubeconfig's: the fake refuses none
     discovery = KubePodDiscovery(configuration, namespaces=[MINE.namespace, THEIRS.namespace],
                                  request_timeout_s=2.0, watch_timeout_s=1, resync_interval_s=0.2,
                                  backoff_initial_s=0.02, backoff_max_s=0.1)

@@ -140,3 +140,28 @@ async def test_any_field_label_is_taken_exactly_where_the_kind_converts_it(label
                 answer = await response.json()
             assert response.status == (200 if taken else 400), (path, label, answer)
             assert taken or label in answer["message"]
+
+
+async def test_once_a_kubeconfig_gave_a_token_a_request_without_credentials_is_unauthorized(
+    kube: FakeKubeApi, tmp_path: Path
+) -> None:
+    kube.add_pod(NS, "p")
+    pods = f"{kube.url}/api/v1/namespaces/{NS}/pods"
+    async with aiohttp.ClientSession() as session:
+        async with session.get(pods) as before:
+            assert before.status == 200  # no client was given credentials yet: the fake takes anyone
+        kube.write_kubeconfig(tmp_path / "kubeconfig")
+
+        async with session.get(pods) as anonymous:
+            status = await anonymous.json()
+        async with session.get(pods, headers={"Authorization": "Bearer test-token"}) as with_token:
+            assert with_token.status == 200
+        async with session.get(f"{kube.url}/healthz") as health:
+            assert health.status == 200
+
+    assert anonymous.status == 401
+    assert (status["reason"], status["message"]) == ("Unauthorized", "Unauthorized")
+    # kubectl sends no credentials over the fake's plain http (it would over TLS): it is let through.
+    code, stdout, stderr = await kubectl(kube, tmp_path, "get", "pods", "-n", NS, "-o", "name")
+    assert code == 0, stderr
+    assert stdout.split() == ["pod/p"]

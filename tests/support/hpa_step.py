@@ -33,6 +33,9 @@ class HpaStep:
     spec: HpaSpec
     """One External metric (the one `read_metric` reads), its target, the replica bounds and the behavior."""
     clock: Callable[[], float] = time.monotonic
+    token: str = "horizontal-pod-autoscaler-token"
+    """The controller's service-account token, sent with every call to the Kubernetes API, as the controller
+    authenticates (the fake refuses a call without one once it has handed out a kubeconfig)."""
     hpa: HorizontalPodAutoscaler = field(init=False)
     events: list[str] = field(default_factory=list)
     """What the controller would record as events: `SuccessfulRescale`, `FailedGetScale`, ..."""
@@ -46,7 +49,8 @@ class HpaStep:
 
     async def sync(self, session: aiohttp.ClientSession) -> int | None:
         """One reconcile; returns the replicas written, or None when nothing was written."""
-        async with session.get(self.scale_url) as response:
+        auth = {"Authorization": f"Bearer {self.token}"}
+        async with session.get(self.scale_url, headers=auth) as response:
             if response.status != 200:
                 self.events.append(f"FailedGetScale {response.status}")
                 return None
@@ -67,7 +71,7 @@ class HpaStep:
         if not decision.changed:
             return None
         scale["spec"] = {"replicas": decision.desired}
-        async with session.put(self.scale_url, json=scale) as response:
+        async with session.put(self.scale_url, json=scale, headers=auth) as response:
             if response.status != 200:
                 self.events.append(f"FailedRescale {response.status}")
                 return None

@@ -60,6 +60,10 @@ Kept as the real server does it (checked against kubernetes/apiserver sources):
   parse as a 32-bit integer (422), and annotation values must be strings (400), as in pod validation.
 - Leases: PUT with a stale resourceVersion is 409 Conflict, PUT without one is 422 (leases do not allow
   unconditional updates), PUT of a missing Lease creates it, POST of an existing name is 409 AlreadyExists.
+- Authentication: once `write_kubeconfig` handed out credentials, a request without an `Authorization` header
+  is 401 (health checks and kubectl over plain http excepted: client-go sends credentials only over TLS);
+  `require_token` also refuses a wrong token. Clients built by hand (`Configuration().host = kube.url`, an
+  `aiohttp` session standing in for the HPA controller) send a bearer token in tests that write a kubeconfig.
 - SubjectAccessReview and TokenReview are validated like the server does and echoed with a `status`; creation
   answers 201. An unknown token gets `status: {user: {}, error: ...}`: `authenticated` is omitted, as Go's
   `omitempty` drops a false bool. Authenticated users get the `system:authenticated` group added.

@@ -1,7 +1,10 @@
 """Who may call the fake, and the review APIs the adapter asks about its own callers.
 
 - Authentication of requests to the fake: with `require_token` set, a request needs that bearer token or one
-  listed in `tokens` (else 401). The scheme is matched in any case ("bearer"), as the server does.
+  listed in `tokens` (else 401). The scheme is matched in any case ("bearer"), as the server does. Without it,
+  once a kubeconfig was handed out (`write_kubeconfig`), a request with no `Authorization` header at all is
+  401, as a cluster without anonymous access answers a client that dropped its credentials; two exceptions:
+  the health endpoints, and kubectl over the fake's plain http (client-go sends credentials only over TLS).
 - TokenReview (`authentication.k8s.io/v1`): `tokens` maps a token to (username, groups).
 - SubjectAccessReview (`authorization.k8s.io/v1`): decided by `authorizer` when set, else by the RBAC-like
   `access_rules` added with `allow()`; nothing is allowed by default, as RBAC denies by default.
@@ -81,6 +84,8 @@ class AuthReviews(ObjectStore):
         super().__init__()
         self.require_token: str | None = None
         """When set, requests must carry `Authorization: Bearer <it>` (or a token in `tokens`), else 401."""
+        self.credentials_given = False
+        """Set by `write_kubeconfig`: clients were given credentials, so a request without any is refused."""
         self.tokens: dict[str, tuple[str, list[str]]] = {}
         """TokenReview answers: token -> (username, groups)."""
         self.token_reviews: list[JSON] = []
@@ -154,6 +159,8 @@ class AuthReviews(ObjectStore):
 
     def _authenticate(self, request: web.Request) -> None:
         if self.require_token is None:
+            if self.credentials_given and "Authorization" not in request.headers and not _anonymous_ok(request):
+                raise ApiError(401, "Unauthorized", "Unauthorized")
             return
         # The server's bearer-token authenticator takes the scheme in any case: the Python client's in-cluster
         # loader sends "bearer <token>".
@@ -247,3 +254,15 @@ class AuthReviews(ObjectStore):
             "status": status,
         }
         return json_response(answer, status=201)
+
+
+_HEALTH_PATHS: Final = frozenset({"/healthz", "/livez", "/readyz"})
+
+
+def _anonymous_ok(request: web.Request) -> bool:
+    """A request the fake takes without credentials although clients were given some: health checks (open to
+    anonymous users on a default cluster), and kubectl over plain http, which never sends credentials there
+    (a real API server is always TLS, where kubectl would send them)."""
+    if request.path.rstrip("/") in _HEALTH_PATHS:
+        return True
+    return not request.secure and request.headers.get("User-Agent", "").startswith("kubectl/")

@@ -122,8 +122,12 @@ class FakeKubeApi(ClusterControls, KServeControls, AuthReviews, Subresources, Fa
         service-account token is handed to a process; client-go reads such a file again every minute.
 
         Over plain http kubectl sends no credentials at all (client-go reads the user's auth only for TLS
-        transports); start the fake with `tls=True` when kubectl's token matters."""
+        transports); start the fake with `tls=True` when kubectl's token matters.
+
+        From here on a request without an `Authorization` header is 401 (kubectl over http and health checks
+        excepted): a client of the code under test that drops the credentials fails here as on a cluster."""
         target = Path(path)
+        self.credentials_given = True
         cluster: JSON = {"server": self.url}
         user: JSON = {"tokenFile": str(token_file)} if token_file is not None else {"token": token}
         if self.ca_pem is not None:
