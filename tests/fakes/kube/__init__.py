@@ -19,6 +19,7 @@ Where things live (each module imports only those above it):
 - `patches.py`: merge patch (RFC 7386), strategic merge patch and JSON patch (RFC 6902).
 - `faults.py`: recording of requests (`RecordedRequest`, `RecordedPatch`), injected failures and delays, RBAC
   denials (`forbid`), actions run when a request arrives (`on_request`).
+- `leases.py`: how the server decodes and validates a Lease (MicroTime, int32 counts).
 - `workloads.py`: what the kubelet and controllers would write (pod conditions, Deployment status) and pod
   validation of the deletion cost.
 - `store.py`: `ObjectStore`: objects, the resourceVersion counter, event history, watchers, list and watch.
@@ -58,7 +59,9 @@ Kept as the real server does it (checked against kubernetes/apiserver sources):
   precondition (409 when stale). Writes to the main resource keep `status` (it is a subresource). A no-op
   write does not bump resourceVersion and emits no event. `controller.kubernetes.io/pod-deletion-cost` must
   parse as a 32-bit integer (422), and annotation values must be strings (400), as in pod validation.
-- Leases: PUT with a stale resourceVersion is 409 Conflict, PUT without one is 422 (leases do not allow
+- Leases: `acquireTime`/`renewTime` must be MicroTime with exactly six fractional digits and integer counts
+  (else 400, as decoding fails), a duration above 0 and transitions of at least 0 (else 422): `leases.py`.
+  PUT with a stale resourceVersion is 409 Conflict, PUT without one is 422 (leases do not allow
   unconditional updates), PUT of a missing Lease creates it, POST of an existing name is 409 AlreadyExists.
 - Authentication: once `write_kubeconfig` handed out credentials, a request without an `Authorization` header
   is 401 (health checks and kubectl over plain http excepted: client-go sends credentials only over TLS);

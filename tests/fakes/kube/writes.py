@@ -12,6 +12,7 @@ import copy
 import json
 from typing import Any
 
+from tests.fakes.kube.leases import check_lease
 from tests.fakes.kube.patches import (
     JSON_PATCH,
     MERGE_PATCH,
@@ -21,7 +22,7 @@ from tests.fakes.kube.patches import (
     merge_patch,
     strategic_merge_patch,
 )
-from tests.fakes.kube.resources import PODS, ResourceType
+from tests.fakes.kube.resources import LEASES, PODS, ResourceType
 from tests.fakes.kube.store import ObjectKey, ObjectStore
 from tests.fakes.kube.wire import JSON, ApiError, checked_object
 from tests.fakes.kube.workloads import check_pod_deletion_cost
@@ -124,7 +125,8 @@ class ObjectWrites(ObjectStore):
         return self._replace(rtype, key, existing, patched)
 
     def _validate(self, rtype: ResourceType, obj: JSON, old: JSON | None) -> None:
-        """The few validations tests should trip over: string-valued labels and annotations, deletion cost."""
+        """The few validations tests should trip over: string-valued labels and annotations, deletion cost,
+        a Lease's times and counts."""
         metadata = obj.get("metadata") or {}
         for key in ("labels", "annotations"):
             values = metadata.get(key) or {}
@@ -141,6 +143,8 @@ class ObjectWrites(ObjectStore):
                     )
         if rtype is PODS:
             check_pod_deletion_cost(obj, old)
+        if rtype is LEASES:
+            check_lease(obj)
 
 
 def _keep_status(rtype: ResourceType, obj: JSON, existing: JSON) -> None:
