@@ -165,3 +165,24 @@ async def test_once_a_kubeconfig_gave_a_token_a_request_without_credentials_is_u
     code, stdout, stderr = await kubectl(kube, tmp_path, "get", "pods", "-n", NS, "-o", "name")
     assert code == 0, stderr
     assert stdout.split() == ["pod/p"]
+
+
+async def test_a_runtime_scale_is_checked_against_its_crd_schema_and_pruned(kube: FakeKubeApi, tmp_path: Path) -> None:
+    kube.add_runtime_scale(NS, "triton", replicas=1)
+
+    code, _, stderr = await kubectl(kube, tmp_path, "patch", "-n", NS, "rts/triton", "--subresource", "status",
+                                    "--type", "merge", "-p", '{"status": {"conditions": [{"type": "Ready", '
+                                    '"status": "Maybe"}]}}')
+    assert code != 0
+    assert 'The RuntimeScale "triton" is invalid' in stderr
+    assert 'status.conditions[0].status: Unsupported value: "Maybe": supported values: "True", "False", ' \
+        '"Unknown"' in stderr
+    assert "status.conditions[0].lastTransitionTime: Required value" in stderr
+
+    code, _, stderr = await kubectl(kube, tmp_path, "scale", "-n", NS, "rts/triton", "--replicas=70000")
+    assert code != 0 and "spec.replicas: Invalid value: 70000" in stderr
+
+    code, _, stderr = await kubectl(kube, tmp_path, "patch", "-n", NS, "rts/triton", "--type", "merge", "-p",
+                                    '{"spec": {"replicas": 3, "notInTheSchema": true}}')
+    assert code == 0, stderr
+    assert kube.stored("runtimescales", NS, "triton")["spec"] == {"servingRuntime": "triton", "replicas": 3}

@@ -20,6 +20,8 @@ Where things live (each module imports only those above it):
 - `faults.py`: recording of requests (`RecordedRequest`, `RecordedPatch`), injected failures and delays, RBAC
   denials (`forbid`), actions run when a request arrives (`on_request`).
 - `leases.py`: how the server decodes and validates a Lease (MicroTime, int32 counts).
+- `schemas.py`: a custom resource's CRD `openAPIV3Schema` (the adapter's RuntimeScale, from `manifests/base`):
+  unknown fields pruned, invalid ones 422, on every write of the object, its `status` and its `scale`.
 - `workloads.py`: what the kubelet and controllers would write (pod conditions, Deployment status) and pod
   validation of the deletion cost.
 - `store.py`: `ObjectStore`: objects, the resourceVersion counter, event history, watchers, list and watch.
@@ -75,7 +77,8 @@ Kept as the real server does it (checked against kubernetes/apiserver sources):
   modelmesh-serving installs them) and the adapter's `runtimescales` with `status` and `scale`: GET/PUT/PATCH
   of `autoscaling/v1` `Scale`, 500 when the spec replicas path is empty (see `subresources.py`).
 
-Not modelled: admission, defaulting beyond what tests read, server-side apply (415), protobuf, managed fields,
+Not modelled: admission, defaulting beyond what tests read, KServe's CRD schemas (ServingRuntimes are stored as
+given), CEL validation rules, server-side apply (415), protobuf, managed fields,
 pagination (`limit` is ignored: allowed by the API), graceful deletion through the API (DELETE removes at once:
 there is no kubelet; `delete_pod(..., graceful=True)` shows a terminating pod instead), subresources other than
 `status` and `scale` (404).

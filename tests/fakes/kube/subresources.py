@@ -64,6 +64,7 @@ class Subresources(ObjectWrites):
             new["status"] = changed["status"]
         else:
             new.pop("status", None)
+        self._validate(rtype, new, existing)
         return self._replace(rtype, key, existing, new)
 
     def _scale_write(self, rtype: ResourceType, key: ObjectKey, existing: JSON, paths: ScalePaths, method: str,
@@ -84,6 +85,7 @@ class Subresources(ObjectWrites):
                                    [("spec.replicas", replicas, "must be greater than or equal to 0")])
         new = copy.deepcopy(existing)
         _set(new, paths.spec_replicas, replicas)
+        self._validate(rtype, new, existing)
         self._replace(rtype, key, existing, new)
         return _scale_of(rtype, self._objects[rtype][key], paths)
 

@@ -23,6 +23,7 @@ from tests.fakes.kube.patches import (
     strategic_merge_patch,
 )
 from tests.fakes.kube.resources import LEASES, PODS, ResourceType
+from tests.fakes.kube.schemas import pruned_and_checked
 from tests.fakes.kube.store import ObjectKey, ObjectStore
 from tests.fakes.kube.wire import JSON, ApiError, checked_object
 from tests.fakes.kube.workloads import check_pod_deletion_cost
@@ -126,7 +127,7 @@ class ObjectWrites(ObjectStore):
 
     def _validate(self, rtype: ResourceType, obj: JSON, old: JSON | None) -> None:
         """The few validations tests should trip over: string-valued labels and annotations, deletion cost,
-        a Lease's times and counts."""
+        a Lease's times and counts, a custom resource's CRD schema (which also prunes `obj` in place)."""
         metadata = obj.get("metadata") or {}
         for key in ("labels", "annotations"):
             values = metadata.get(key) or {}
@@ -145,6 +146,11 @@ class ObjectWrites(ObjectStore):
             check_pod_deletion_cost(obj, old)
         if rtype is LEASES:
             check_lease(obj)
+        if rtype.custom:
+            checked = pruned_and_checked(rtype.kind, rtype.group, rtype.plural, rtype.version, obj)
+            if checked is not obj:
+                obj.clear()
+                obj.update(checked)
 
 
 def _keep_status(rtype: ResourceType, obj: JSON, existing: JSON) -> None:
