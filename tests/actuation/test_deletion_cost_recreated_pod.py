@@ -37,6 +37,7 @@ async def watching(kube: FakeKubeApi, pods: list[str]) -> AsyncIterator[KubePodD
         kube.add_pod(KEY.namespace, name, labels=LABELS)
     configuration = Configuration()
     configuration.host = kube.url
+    configuration.api_key = {"BearerToken": "Bearer test-token"}  # the kubeconfig's: the fake refuses none
     subject = KubePodDiscovery(configuration, runtimes=[KEY], discover=False, resync_interval_s=0.1,
                                request_timeout_s=2.0, backoff_initial_s=0.02, backoff_max_s=0.1)
     await subject.start()
