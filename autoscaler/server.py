@@ -94,7 +94,7 @@ def build_hpa_watch(settings: ServeSettings) -> HpaWatch | None:
     from autoscaler.sources.kube_hpas import HpaWatch
     from autoscaler.sources.kube_pods import kube_configuration
 
-    return HpaWatch(kube_configuration(settings.kubeconfig), settings.namespaces)
+    return HpaWatch(kube_configuration(settings.kubeconfig, part="hpa-watch"), settings.namespaces)
 
 
 def build_source(settings: ServeSettings, discovery: PodDiscovery) -> MetricSource:

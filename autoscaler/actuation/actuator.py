@@ -29,7 +29,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from autoscaler import __version__
 from autoscaler.actuation.bridge import ReplicaBridge
 from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
 from autoscaler.actuation.cluster_pods import ClusterPods
@@ -38,6 +37,7 @@ from autoscaler.actuation.leader import DEFAULT_CLIENT_TIMEOUT_S, LeaseConfig, L
 from autoscaler.actuation.write_fence import FencedClient, WriteFence
 from autoscaler.actuation.writes_off import bridges_replicas, writes_nothing
 from autoscaler.kube.client import KubeClient, KubeConfigError, in_cluster
+from autoscaler.kube.user_agent import user_agent
 from autoscaler.model import RuntimeKey
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
@@ -133,7 +133,7 @@ async def start_actuator(
         timeout_s = client_timeout_s(settings.leader_elect_lease_duration_s, settings.leader_elect_renew_deadline_s)
     try:
         kube = await KubeClient.connect(
-            settings.kubeconfig, user_agent=f"modelmesh-autoscaler/{__version__} ({identity})", timeout_s=timeout_s
+            settings.kubeconfig, user_agent=user_agent(identity), timeout_s=timeout_s
         )
     except KubeConfigError as error:
         if settings.kubeconfig is not None:

@@ -30,6 +30,7 @@ from autoscaler.kube.errors import KubeApiError, KubeConfigError
 from autoscaler.kube.raw import describe, status_error
 from autoscaler.kube.review_connection import ReviewConnection
 from autoscaler.kube.token_file import TokenFile
+from autoscaler.kube.user_agent import user_agent
 from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
@@ -134,7 +135,7 @@ class KubeAuthApi:
                                              limit=self._max_connections)
             self._session = aiohttp.ClientSession(connector=connector, trust_env=False,
                                                   headers={"Accept": "application/json",
-                                                           "User-Agent": "modelmesh-autoscaler"})
+                                                           "User-Agent": user_agent("reviews")})
         return self._session
 
     async def close(self) -> None:

@@ -43,6 +43,7 @@ from autoscaler.kube.config import load_kube_settings
 from autoscaler.kube.errors import KubeApiError, KubeConfigError, WatchExpiredError
 from autoscaler.kube.raw import Scope
 from autoscaler.kube.session import ClientFactory, KubeSession
+from autoscaler.kube.user_agent import user_agent
 from autoscaler.model import RuntimeKey
 from autoscaler.sources.base import ALL_NAMESPACES, RuntimeInventory
 from autoscaler.sources.kube_deployments import DeploymentResync
@@ -81,13 +82,17 @@ async def load_configuration(
         raise KubeApiError(f"pod discovery: {error}") from error
 
 
-def kube_configuration(kubeconfig: str | PathLike[str] | None = None, context: str | None = None) -> ClientFactory:
+def kube_configuration(kubeconfig: str | PathLike[str] | None = None, context: str | None = None, *,
+                       part: str = "discovery") -> ClientFactory:
     """What to connect with, for `KubePodDiscovery(kube_configuration(path))`: a factory that loads the kubeconfig
     (or the in-cluster settings when `kubeconfig` is None) when discovery starts, so building the app stays
-    synchronous and a broken config surfaces from `start()` as a `KubeApiError`."""
+    synchronous and a broken config surfaces from `start()` as a `KubeApiError`. Its requests name the adapter
+    and `part` in their User-Agent (`autoscaler.kube.user_agent`)."""
 
     async def create() -> ApiClient:
-        return ApiClient(await load_configuration(kubeconfig, context))
+        client = ApiClient(await load_configuration(kubeconfig, context))
+        client.user_agent = user_agent(part)
+        return client
 
     return create
 
