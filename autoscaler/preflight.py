@@ -27,6 +27,7 @@ from autoscaler.api.open_paths import AlwaysAllowPaths, OpenPathError
 from autoscaler.kube.errors import KubeConfigError
 from autoscaler.policies.config import ConfigError
 from autoscaler.policies.config_file import load_policy_book
+from autoscaler.runtimes_outside_namespaces import runtimes_outside_namespaces
 from autoscaler.settings import ServeSettings
 from autoscaler.sources.targets import TargetsFileError, load_targets
 from exporter.listen import NO_SUCH_FAMILY, listen_fix
@@ -50,10 +51,12 @@ def check_startup(settings: ServeSettings) -> None:
     _check_serving_certificate(settings)
     if settings.config is not None:
         try:
-            load_policy_book(settings.config, announce=False)  # the refresh says what it finds
+            book = load_policy_book(settings.config, announce=False)  # the refresh says what it finds
         except ConfigError as error:
             raise PreflightError(f"--config {error}; fix the file (docs/configuration.md, Policy) or leave "
                                  "--config out for the built-in defaults") from error
+        if (outside := runtimes_outside_namespaces(settings, book.runtimes)) is not None:
+            log.warning("%s", outside)  # here: once per start, before any worker, with the file just read
     if settings.targets is not None:
         try:
             load_targets(settings.targets)

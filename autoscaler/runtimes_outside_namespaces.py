@@ -1,0 +1,57 @@
+"""The start-up warning for policy-file runtimes outside `--namespaces`: served by halves, said once.
+
+`--namespaces` bounds discovery (which Deployments are found) and, with it, the HPA watch and the RuntimeScale
+bridge; a `runtimes:` entry of the policy file is served wherever it is, even before its Deployment exists, so
+discovery reads that Deployment by name and watches the pods of its namespace. A runtime named in a namespace
+left out of `--namespaces` was therefore half-served without a word: its values answered, but its HPA's
+minReplicas/maxReplicas were never read and the bridge never copied its RuntimeScale into its ServingRuntime,
+so the HPA's decisions went nowhere. Under the namespaced RBAC overlay, which grants the adapter only the
+namespaces in `--namespaces`, its pod list is refused (403) and its values are held for good.
+
+Warned, not widened: the HPA watch and the bridge are not extended to that namespace, since the bridge writes
+ServingRuntimes there and `--namespaces` is where an operator says (and the namespaced overlay binds) where the
+adapter may act. Warned, not refused (as `autoscaler.unused_settings`): an adapter that starts today keeps
+starting after an upgrade, and its operator learns what to add.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from autoscaler.actuation.writes_off import bridges_replicas
+from autoscaler.model import RuntimeKey
+from autoscaler.settings import ServeSettings
+
+
+def runtimes_outside_namespaces(settings: ServeSettings, runtimes: Iterable[RuntimeKey]) -> str | None:
+    """The warning for the policy file's `runtimes` whose namespace `--namespaces` leaves out; None when there are
+    none, when every namespace is served (no `--namespaces`), or with a targets file (no Kubernetes discovery)."""
+    if settings.targets is not None or not settings.namespaces:
+        return None
+    outside = sorted({key for key in runtimes if key.namespace not in settings.namespaces})
+    if not outside:
+        return None
+    given = dict(settings.given_by)
+    flag = given.get("namespaces", "flag --namespaces").split(" ", 1)[1]
+    setting = _as_given(flag, ",".join(settings.namespaces))
+    config = _as_given(given.get("config", "flag --config").split(" ", 1)[1], str(settings.config))
+    missing = sorted({key.namespace for key in outside})
+    one = len(outside) == 1
+    its, hpa = ("its", "HPA's") if one else ("their", "HPAs'")
+    lacks = f"{its} {hpa} minReplicas and maxReplicas are not read"
+    if bridges_replicas(settings):
+        lacks += (f" and {its} RuntimeScale{'' if one else 's'} {'is' if one else 'are'} not bridged to {its} "
+                  f"ServingRuntime{'' if one else 's'} (the {hpa} replicas go nowhere)")
+    named = (f"runtime {outside[0]}, whose namespace" if one
+             else f"runtimes {', '.join(map(str, outside))}, whose namespaces")
+    return (f"{config} names {named} {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+            f"not in {setting}: {its} pods are watched and {its} values served, but "
+            f"{lacks}; under the namespaced RBAC overlay (manifests/examples/namespaced), with no RoleBinding in "
+            f"{', '.join(missing)}, {its} pods are refused (403) and {its} values held. Add {','.join(missing)} to "
+            f"{flag} (with a RoleBinding in each namespace added, under the namespaced overlay), or remove "
+            f"{'the runtime' if one else 'these runtimes'} from {settings.config}")
+
+
+def _as_given(name: str, value: str) -> str:
+    """A setting as the user wrote it: `--namespaces team-a`, or `AUTOSCALER_NAMESPACES=team-a` in the pod spec."""
+    return f"{name}={value}" if name.startswith("AUTOSCALER_") else f"{name} {value}"
