@@ -13,6 +13,7 @@ that neither a step of the wall clock nor a stopped adapter lowers a value.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -70,6 +71,9 @@ class Refresher:
         """Set in cluster mode: the HPAs' bounds fill in what the config leaves unset (docs/design.md, Bounds)."""
         self.scaled_replicas: Callable[[RuntimeKey], int | None] | None = None
         """Set while the RuntimeScale bridge runs: what the HPA last asked for, part of what runs (warm-up)."""
+        self.configured_warnings: Mapping[RuntimeKey, str] = {}
+        """Set at start: what the settings leave a runtime without (a policy-file runtime outside --namespaces,
+        `autoscaler.runtimes_outside_namespaces`), added to its view's `warnings` (its /debug) at every refresh."""
         self.discovery_health: Callable[[], Mapping[str, bool]] | None = None
         """Set where discovery watches the cluster (`DiscoveryScopes.scope_health`): published with each
         refresh's other self-metrics, so that the refresh process's /metrics says it as of that refresh."""
@@ -119,6 +123,9 @@ class Refresher:
             no_capacity.note(view, warned_before, _warned_no_capacity(memory, warm))
         transitions.flush()
         no_capacity.flush()
+        for key, warning in self.configured_warnings.items():  # a few runtimes at most, not one per runtime
+            if (warned := views.get(key)) is not None:
+                views[key] = dataclasses.replace(warned, warnings=(*warned.warnings, warning))
         for gone in set(self._memory) - set(views) - failed:
             del self._memory[gone]
         for gone in set(self._warming) - set(views) - failed:

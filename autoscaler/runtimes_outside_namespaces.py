@@ -52,6 +52,13 @@ def runtimes_outside_namespaces(settings: ServeSettings, runtimes: Iterable[Runt
             f"{'the runtime' if one else 'these runtimes'} from {settings.config}")
 
 
+def warnings_by_runtime(settings: ServeSettings, runtimes: Iterable[RuntimeKey]) -> dict[RuntimeKey, str]:
+    """The same warning, one runtime's each, for its /debug `warnings`: whoever looks at the runtime held or
+    unbounded reads why there, not only in a start log long rotated away."""
+    said = {key: runtimes_outside_namespaces(settings, [key]) for key in runtimes}
+    return {key: warning for key, warning in said.items() if warning is not None}
+
+
 def _as_given(name: str, value: str) -> str:
     """A setting as the user wrote it: `--namespaces team-a`, or `AUTOSCALER_NAMESPACES=team-a` in the pod spec."""
     return f"{name}={value}" if name.startswith("AUTOSCALER_") else f"{name} {value}"

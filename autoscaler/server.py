@@ -32,6 +32,7 @@ from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.policy_origins import FLAG_DESTS, flag_origins
 from autoscaler.policies.policy_values import apply_overrides
 from autoscaler.refresher import Refresher
+from autoscaler.runtimes_outside_namespaces import warnings_by_runtime
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings, is_loopback
 from autoscaler.sources.base import DiscoveryScopes, MetricSource, PodDiscovery
@@ -168,6 +169,7 @@ class RefreshStack:
         self.source = build_source(settings, self.discovery)
         self.refresher = ServingRefresher(self.source, policies, self.metrics,
                                           interval_s=settings.refresh_interval_s, window_s=settings.window_s)
+        self.refresher.configured_warnings = warnings_by_runtime(settings, policies.runtimes)
         self.hpas = build_hpa_watch(settings)
         if self.hpas is not None:
             self.refresher.hpa_bounds = self.hpas.bounds

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.kube import FakeKubeApi
+from tests.support.kubectl import get_raw, write_kubeconfig
 from tests.support.processes import free_port, running
 
 pytestmark = pytest.mark.slow
@@ -27,11 +29,10 @@ DEPLOYMENT = "modelmesh-serving-triton"
 SERVED, OUTSIDE = "team-a", "team-c"
 
 
-async def start(tmp_path: Path, namespaces: str, *flags: str) -> tuple[str, set[tuple[str, str | None]], int | None]:
+async def start(tmp_path: Path, namespaces: str, *flags: str) -> Started:
     """Run `serve --namespaces NAMESPACES --config FILE` (FILE naming a runtime in each of team-a and team-c,
     each with an HPA on its RuntimeScale, the HPA asking 3 replicas of a ServingRuntime at 2) until the bridge
-    has had its first pass in each served namespace: the start log, the (resource, namespace) pairs the API
-    server was asked for, and team-c's ServingRuntime replicas."""
+    has had its first pass in each served namespace and both runtimes were refreshed: what `Started` holds."""
     port = free_port()
     config = tmp_path / "policy.yaml"
     config.write_text("runtimes:\n" + "".join(f"  - {{namespace: {namespace}, deployment: {DEPLOYMENT}}}\n"
@@ -57,9 +58,33 @@ async def start(tmp_path: Path, namespaces: str, *flags: str) -> tuple[str, set[
                         "--bridge" in flags or all(kube.serving_runtime_replicas(namespace, "triton") == 3
                                                    for namespace in served)):
                     await asyncio.sleep(0.2)
+                adapter = write_kubeconfig(tmp_path / "adapter.kubeconfig", f"https://127.0.0.1:{port}")
+                while len(found := await asyncio.to_thread(debug_warnings, adapter)) < 2:
+                    await asyncio.sleep(0.2)
             asked = {(r.resource or "", r.namespace) for r in kube.requests if r.method == "GET"}
             replicas = kube.serving_runtime_replicas(OUTSIDE, "triton")
-    return log.read_text(), asked, replicas
+    return Started(log.read_text(), asked, replicas, found)
+
+
+@dataclass(frozen=True)
+class Started:
+    log: str
+    asked: set[tuple[str, str | None]]
+    """The (resource, namespace) pairs the API server was asked for."""
+    replicas: int | None
+    """team-c's ServingRuntime replicas."""
+    debug: dict[str, list[str]]
+    """Each runtime's `warnings` in its /debug, by namespace."""
+
+
+def debug_warnings(kubeconfig: Path) -> dict[str, list[str]]:
+    """The `warnings` of /debug/runtimes/NS/DEPLOYMENT, read with kubectl, of the runtimes refreshed so far."""
+    found = {}
+    for namespace in (SERVED, OUTSIDE):
+        code, document = get_raw(kubeconfig, f"/debug/runtimes/{namespace}/{DEPLOYMENT}")
+        if code == 0:
+            found[namespace] = list(document["warnings"])
+    return found
 
 
 def warnings(log: str) -> list[str]:
@@ -67,7 +92,8 @@ def warnings(log: str) -> list[str]:
 
 
 async def test_a_runtime_outside_namespaces_is_named_once_at_start_with_what_it_lacks(tmp_path: Path) -> None:
-    log, asked, replicas = await start(tmp_path, SERVED)
+    started = await start(tmp_path, SERVED)
+    log, asked, replicas = started.log, started.asked, started.replicas
 
     [warning] = warnings(log)
     config = tmp_path / "policy.yaml"
@@ -82,19 +108,21 @@ async def test_a_runtime_outside_namespaces_is_named_once_at_start_with_what_it_
     assert ("horizontalpodautoscalers", SERVED) in asked and ("runtimescales", SERVED) in asked, asked
     assert {resource for resource, namespace in asked if namespace == OUTSIDE} == {"pods", "deployments"}, asked
     assert replicas == 2
+    # Its /debug says it too, for whoever looks at the runtime rather than the start log; team-a's says nothing.
+    assert [w for w in started.debug[OUTSIDE] if "--namespaces" in w] == [warning.split(": ", 1)[1]], started.debug
+    assert not any("--namespaces" in w for w in started.debug[SERVED]), started.debug
 
 
 async def test_with_the_bridge_off_the_warning_does_not_blame_the_bridge(tmp_path: Path) -> None:
-    log, _, _ = await start(tmp_path, SERVED, "--bridge", "off")
-
-    [warning] = warnings(log)
+    [warning] = warnings((await start(tmp_path, SERVED, "--bridge", "off")).log)
     assert "its HPA's minReplicas and maxReplicas are not read;" in warning, warning
     assert "RuntimeScale" not in warning, warning
 
 
 async def test_with_the_namespace_added_as_the_warning_says_the_runtime_is_served_fully(tmp_path: Path) -> None:
-    log, asked, replicas = await start(tmp_path, f"{SERVED},{OUTSIDE}")
+    started = await start(tmp_path, f"{SERVED},{OUTSIDE}")
 
-    assert warnings(log) == [], log
-    assert {("horizontalpodautoscalers", OUTSIDE), ("runtimescales", OUTSIDE)} <= asked, asked
-    assert replicas == 3  # the HPA's replicas reach team-c's ServingRuntime
+    assert warnings(started.log) == [], started.log
+    assert not any("--namespaces" in w for found in started.debug.values() for w in found), started.debug
+    assert {("horizontalpodautoscalers", OUTSIDE), ("runtimescales", OUTSIDE)} <= started.asked, started.asked
+    assert started.replicas == 3  # the HPA's replicas reach team-c's ServingRuntime
