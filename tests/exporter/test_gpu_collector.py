@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pynvml
@@ -25,6 +24,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporter import names, nvml
 from exporter.collectors.gpu import GpuCollector
 from exporter.collectors.health import CollectorHealth
+from tests.exporter import gpu_rig
+from tests.exporter.gpu_rig import START, Clock
 from tests.fakes.nvml import (
     DRIVER_NOT_LOADED,
     GIB,
@@ -40,30 +41,8 @@ from tests.fakes.nvml import (
 )
 from tests.support.processes import free_port, running, wait_until_logged
 
-START = 1_700_000_000.0  # a whole second, so the fake's 1 s sample grid lines up with it
 Series = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
-
-class Clock:
-    """The collector's clock and the fake NVML's sample clock, stepped together."""
-
-    def __init__(self, fake: FakeNvml | None, start: float = START, nvml_ahead_s: float = 0.0) -> None:
-        """`nvml_ahead_s`: how far the fake NVML's sample clock runs ahead of ours (negative: behind)."""
-        self.now = start
-        self.fake = fake
-        self.nvml_ahead_s = nvml_ahead_s
-        self._sync()
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-        self._sync()
-
-    def _sync(self) -> None:
-        if self.fake is not None:
-            self.fake.set_time(self.now + self.nvml_ahead_s)
+clock, health, collector = gpu_rig.clock, gpu_rig.health, gpu_rig.collector  # the rig's fixtures, found by name
 
 
 @pytest.fixture
@@ -73,23 +52,6 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeNvml:
     fake.set(sample_period_us=1_000_000, sample_buffer=30)
     fake.install(monkeypatch)
     return fake
-
-
-@pytest.fixture
-def clock(fake: FakeNvml) -> Clock:
-    return Clock(fake)
-
-
-@pytest.fixture
-def health(clock: Clock) -> CollectorHealth:
-    return CollectorHealth(clock=clock)
-
-
-@pytest.fixture
-def collector(health: CollectorHealth, clock: Clock) -> Iterator[GpuCollector]:
-    gpu = GpuCollector(health, window_s=10.0, clock=clock)
-    yield gpu
-    gpu.close()
 
 
 def scrape(*collectors: GpuCollector | CollectorHealth) -> tuple[str, Series]:

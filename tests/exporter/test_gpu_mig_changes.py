@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,9 +18,13 @@ from exporter import names
 from exporter.collectors.gpu import GpuCollector
 from exporter.collectors.health import CollectorHealth
 from exporter.gpu_sampler import MIG_RECHECK_S
-from tests.exporter.test_gpu_collector import Clock, gpu_series, health_of, passes, scrape
+from tests.exporter import gpu_rig
+from tests.exporter.gpu_rig import Clock
+from tests.exporter.test_gpu_collector import gpu_series, health_of, passes, scrape
 from tests.fakes.nvml import GIB, FakeNvml, default_uuid
 from tests.support.processes import free_port, http_get, poll, running, wait_until_logged
+
+clock, health, collector = gpu_rig.clock, gpu_rig.health, gpu_rig.collector  # the rig's fixtures, found by name
 
 
 @pytest.fixture
@@ -33,23 +36,6 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeNvml:
     fake.set_gpu(1, mig=3, mig_created=1, mem_used=30 * GIB, mem_total=90 * GIB)
     fake.install(monkeypatch)
     return fake
-
-
-@pytest.fixture
-def clock(fake: FakeNvml) -> Clock:
-    return Clock(fake)
-
-
-@pytest.fixture
-def health(clock: Clock) -> CollectorHealth:
-    return CollectorHealth(clock=clock)
-
-
-@pytest.fixture
-def collector(health: CollectorHealth, clock: Clock) -> Iterator[GpuCollector]:
-    gpu = GpuCollector(health, window_s=10.0, clock=clock)
-    yield gpu
-    gpu.close()
 
 
 def test_a_mig_device_created_beside_the_sampled_ones_is_served_within_the_recheck_period(

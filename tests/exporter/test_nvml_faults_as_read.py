@@ -26,27 +26,14 @@ from autoscaler.sources.exposition import read_exporter_text
 from exporter import names
 from exporter.collectors.gpu import GpuCollector
 from exporter.collectors.health import CollectorHealth
+from tests.exporter import gpu_rig
+from tests.exporter.gpu_rig import START, Clock
 from tests.fakes.nvml import DRIVER_NOT_LOADED, GPU_IS_LOST, NO_PERMISSION, FakeNvml, default_uuid
 from tests.fakes.prometheus import PROMTOOL_BIN
 
-START = 1_700_000_000.0
 TIMEOUT = pynvml.NVML_ERROR_TIMEOUT
 
-
-class Clock:
-    """The collector's clock and the fake NVML's sample clock, stepped together."""
-
-    def __init__(self, fake: FakeNvml) -> None:
-        self.now = START
-        self.fake = fake
-        fake.set_time(self.now)
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-        self.fake.set_time(self.now)
+clock = gpu_rig.clock  # the GPU rig's fixture, found by name
 
 
 @pytest.fixture
@@ -58,11 +45,6 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeNvml:
     fake.set_gpu(1, util=60)
     fake.install(monkeypatch)
     return fake
-
-
-@pytest.fixture
-def clock(fake: FakeNvml) -> Clock:
-    return Clock(fake)
 
 
 class Exporter:

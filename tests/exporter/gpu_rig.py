@@ -1,0 +1,59 @@
+"""The GPU collector's test rig, shared by the modules that drive `GpuCollector` against the fake NVML: one clock
+for the collector and the fake's samples, and the health and collector fixtures built on it.
+
+A module imports the fixtures it uses by name (pytest finds fixtures among a module's globals) and keeps its own
+`fake` fixture, the node it tests, which these take. Not in conftest.py: the ModelMesh rig there has a `Clock` of
+its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from exporter.collectors.gpu import GpuCollector
+from exporter.collectors.health import CollectorHealth
+from tests.fakes.nvml import FakeNvml
+
+START = 1_700_000_000.0  # a whole second, so the fake's 1 s sample grid lines up with it
+
+
+class Clock:
+    """The collector's clock and the fake NVML's sample clock, stepped together."""
+
+    def __init__(self, fake: FakeNvml | None, start: float = START, nvml_ahead_s: float = 0.0) -> None:
+        """`nvml_ahead_s`: how far the fake NVML's sample clock runs ahead of ours (negative: behind)."""
+        self.now = start
+        self.fake = fake
+        self.nvml_ahead_s = nvml_ahead_s
+        self._sync()
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        self._sync()
+
+    def _sync(self) -> None:
+        if self.fake is not None:
+            self.fake.set_time(self.now + self.nvml_ahead_s)
+
+
+@pytest.fixture
+def clock(fake: FakeNvml) -> Clock:
+    return Clock(fake)
+
+
+@pytest.fixture
+def health(clock: Clock) -> CollectorHealth:
+    return CollectorHealth(clock=clock)
+
+
+@pytest.fixture
+def collector(health: CollectorHealth, clock: Clock) -> Iterator[GpuCollector]:
+    """Closed after the test, so no NVML handle outlives the fake library it came from."""
+    gpu = GpuCollector(health, window_s=10.0, clock=clock)
+    yield gpu
+    gpu.close()
