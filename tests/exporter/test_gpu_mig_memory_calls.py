@@ -7,16 +7,22 @@ utilization queries are; what /metrics and the log show is the same, and memory 
 from __future__ import annotations
 
 import logging
-import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from exporter import names
 from tests.exporter.test_gpu_collector import gpu_series, health_of, scrape
-from tests.exporter.test_gpu_mig_utilization_calls import ASKED_AGAIN_S, MIG_DEVICES, mig_only_node, run_passes
+from tests.exporter.test_gpu_mig_utilization_calls import (
+    ASKED_AGAIN_S,
+    MIG_DEVICES,
+    PASS_GAPS_S,
+    asked_at_most,
+    mig_only_node,
+    mig_only_node_after,
+    run_passes,
+)
 from tests.fakes.nvml import GIB, NO_PERMISSION
 
 
@@ -45,16 +51,12 @@ def test_a_mig_device_refused_its_memory_is_asked_again_once_a_minute_with_the_s
 
 
 @settings(max_examples=25, deadline=None)
-@given(gaps_s=st.lists(st.floats(min_value=0.05, max_value=90.0), min_size=1, max_size=150))
+@given(gaps_s=PASS_GAPS_S)
 def test_a_mig_device_refused_its_memory_is_asked_once_a_minute_at_most_whatever_the_passes(
     gaps_s: list[float],
 ) -> None:
     """Asked at the first pass, then again at the first pass a minute or more after the last refusal."""
-    with tempfile.TemporaryDirectory() as directory, pytest.MonkeyPatch.context() as monkeypatch:
-        fake = mig_only_node(Path(directory), monkeypatch)
-        fake.set_gpu(0, memory_error=NO_PERMISSION)
-        collector, _, _ = run_passes(fake, gaps_s)
-        collector.close()
-        tries = 1 + int(sum(gaps_s) // ASKED_AGAIN_S)
+    with mig_only_node_after(gaps_s, memory_error=NO_PERMISSION) as fake:
+        tries = asked_at_most(gaps_s)
         assert fake.calls("memory") <= MIG_DEVICES * tries, (fake.calls("memory"), tries)
 

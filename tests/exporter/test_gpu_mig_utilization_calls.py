@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,12 +19,15 @@ from hypothesis import strategies as st
 from exporter import names
 from exporter.collectors.gpu import GpuCollector
 from exporter.collectors.health import CollectorHealth
-from tests.exporter.test_gpu_collector import Clock, gpu_series, health_of, scrape
+from tests.exporter.gpu_rig import Clock
+from tests.exporter.test_gpu_collector import gpu_series, health_of, scrape
 from tests.fakes.nvml import GIB, FakeNvml
 
 MIG_DEVICES = 2
 ASKED_AGAIN_S = 60.0
 """How often a device that answered neither query is asked again (docs/operations.md says a minute)."""
+PASS_GAPS_S = st.lists(st.floats(min_value=0.05, max_value=90.0), min_size=1, max_size=150)
+"""Seconds between a collector's passes: its loop's 1 s, a stalled loop's minute and more, and anything between."""
 
 
 def mig_only_node(directory: Path, monkeypatch: pytest.MonkeyPatch) -> FakeNvml:
@@ -52,6 +56,24 @@ def run_passes(fake: FakeNvml, gaps_s: Sequence[float]) -> tuple[GpuCollector, C
     return collector, health, clock
 
 
+@contextmanager
+def mig_only_node_after(gaps_s: Sequence[float], **gpu_0: int) -> Iterator[FakeNvml]:
+    """`mig_only_node` in a directory of its own (a hypothesis example gets no `tmp_path`), GPU 0 changed by
+    `gpu_0`, after `run_passes` over `gaps_s`; the fake is yielded to count its calls before it is removed."""
+    with tempfile.TemporaryDirectory() as directory, pytest.MonkeyPatch.context() as monkeypatch:
+        fake = mig_only_node(Path(directory), monkeypatch)
+        if gpu_0:
+            fake.set_gpu(0, **gpu_0)
+        collector, _, _ = run_passes(fake, gaps_s)
+        collector.close()
+        yield fake
+
+
+def asked_at_most(gaps_s: Sequence[float]) -> int:
+    """How often a refused query may be asked over passes `gaps_s` apart: at the first pass, then once a minute."""
+    return 1 + int(sum(gaps_s) // ASKED_AGAIN_S)
+
+
 def test_mig_devices_answering_no_utilization_query_cost_at_most_one_query_a_pass(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -71,14 +93,10 @@ def test_mig_devices_answering_no_utilization_query_cost_at_most_one_query_a_pas
 
 
 @settings(max_examples=25, deadline=None)
-@given(gaps_s=st.lists(st.floats(min_value=0.05, max_value=90.0), min_size=1, max_size=150))
+@given(gaps_s=PASS_GAPS_S)
 def test_a_mig_device_is_asked_for_utilization_twice_a_minute_at_most_whatever_the_passes(
     gaps_s: list[float],
 ) -> None:
     """Both queries once at the first pass, then both again at the first pass a minute or more later."""
-    with tempfile.TemporaryDirectory() as directory, pytest.MonkeyPatch.context() as monkeypatch:
-        fake = mig_only_node(Path(directory), monkeypatch)
-        collector, _, _ = run_passes(fake, gaps_s)
-        collector.close()
-        tries = 1 + int(sum(gaps_s) // ASKED_AGAIN_S)
-        assert utilization_queries(fake) <= 2 * MIG_DEVICES * tries
+    with mig_only_node_after(gaps_s) as fake:
+        assert utilization_queries(fake) <= 2 * MIG_DEVICES * asked_at_most(gaps_s)
