@@ -39,16 +39,23 @@ def exposition(rps: str, gpu: float, modelmesh_timestamp: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def answering_and_404(aiohttp_server: AiohttpServer, text: Callable[[], str]) -> tuple[str, str]:
-    """An exporter's URL that answers `text()` (written at each request), and a URL on a server that answers 404."""
+async def serving(aiohttp_server: AiohttpServer, answer: Callable[[], web.Response]) -> str:
+    """The /metrics URL of an exporter stand-in that answers `answer()`, built at each request, so a test changes
+    the answer between refreshes."""
     async def exporter(request: web.Request) -> web.Response:
-        return web.Response(text=text())
+        return answer()
 
     app = web.Application()
     app.router.add_get("/metrics", exporter)
     server = await aiohttp_server(app)
+    return f"http://127.0.0.1:{server.port}/metrics"
+
+
+async def answering_and_404(aiohttp_server: AiohttpServer, text: Callable[[], str]) -> tuple[str, str]:
+    """An exporter's URL that answers `text()` (written at each request), and a URL on a server that answers 404."""
+    url = await serving(aiohttp_server, lambda: web.Response(text=text()))
     refused = await aiohttp_server(web.Application())
-    return f"http://127.0.0.1:{server.port}/metrics", f"http://127.0.0.1:{refused.port}/nothing/here"
+    return url, f"http://127.0.0.1:{refused.port}/nothing/here"
 
 
 @pytest.mark.parametrize("garbled", [{"rps": "NaN"}, {"modelmesh_timestamp": False}], ids=["nan-rate", "no-ts"])
@@ -56,14 +63,7 @@ async def test_an_answer_with_no_usable_modelmesh_reading_is_a_counted_problem_a
         aiohttp_server: AiohttpServer, garbled: dict[str, object], caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="autoscaler.sources.scrape")
     answer = {"text": exposition("40", 0.5)}
-
-    async def exporter(request: web.Request) -> web.Response:
-        return web.Response(text=answer["text"])
-
-    app = web.Application()
-    app.router.add_get("/metrics", exporter)
-    server = await aiohttp_server(app)
-    url = f"http://127.0.0.1:{server.port}/metrics"
+    url = await serving(aiohttp_server, lambda: web.Response(text=answer["text"]))
     source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, (PodTarget("nan-0", True, url),))]), timeout_s=5.0)
     try:
         [good] = await source.collect(time.time())
@@ -143,14 +143,7 @@ async def test_a_failing_pods_new_reason_is_said_as_its_first_was(aiohttp_server
     another pod). Each new reason is said once; the same reason again is not."""
     caplog.set_level(logging.INFO, logger="autoscaler.sources.scrape")
     answer: dict[str, Any] = {"status": 500, "text": "busy"}
-
-    async def exporter(request: web.Request) -> web.Response:
-        return web.Response(status=answer["status"], text=answer["text"])
-
-    app = web.Application()
-    app.router.add_get("/metrics", exporter)
-    server = await aiohttp_server(app)
-    url = f"http://127.0.0.1:{server.port}/metrics"
+    url = await serving(aiohttp_server, lambda: web.Response(status=answer["status"], text=answer["text"]))
     source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, (PodTarget("p-0", True, url),))]), timeout_s=5.0)
     try:
         start = time.time()
