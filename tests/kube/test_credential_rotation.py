@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,18 +35,24 @@ def rotate(kube: FakeKubeApi, token_file: Path, token: str) -> None:
     kube.require_token = token
 
 
+async def authorization_after_rotation(kube: FakeKubeApi, token_file: Path,
+                                       read: Callable[[], Awaitable[object]]) -> str:
+    """`read` (a 404: authenticated, nothing there) before and after `rotate` to token-2; the Authorization header
+    the second read sent. A read refused for its token raises instead."""
+    assert await read() is None
+    rotate(kube, token_file, "token-2")
+    assert await read() is None
+    return kube.requests[-1].headers["Authorization"]
+
+
 async def test_a_rotated_token_file_is_read_again_without_a_restart(kube: FakeKubeApi, tmp_path: Path) -> None:
     token_file = tmp_path / "token"
     token_file.write_text("token-1")
     kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig", namespace="ml", token_file=token_file)
     client = await KubeClient.connect(kubeconfig, user_agent="modelmesh-autoscaler/test", timeout_s=2.0)
     try:
-        assert await client.get_lease("ml", "modelmesh-autoscaler") is None  # 404: authenticated, nothing there
-
-        rotate(kube, token_file, "token-2")
-
-        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
-        assert kube.requests[-1].headers["Authorization"] == "Bearer token-2"
+        lease = partial(client.get_lease, "ml", "modelmesh-autoscaler")
+        assert await authorization_after_rotation(kube, token_file, lease) == "Bearer token-2"
     finally:
         await client.close()
 
@@ -85,11 +92,8 @@ async def test_an_exec_plugins_expired_token_is_fetched_again(kube: FakeKubeApi,
     kubeconfig = exec_plugin_kubeconfig(kube, tmp_path, token_file)
     client = await KubeClient.connect(kubeconfig, user_agent="modelmesh-autoscaler/test", timeout_s=5.0)
     try:
-        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
-
-        rotate(kube, token_file, "token-2")
-
-        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        lease = partial(client.get_lease, "ml", "modelmesh-autoscaler")
+        assert await authorization_after_rotation(kube, token_file, lease) == "Bearer token-2"
     finally:
         await client.close()
 
@@ -104,12 +108,8 @@ async def test_the_reviews_of_an_exec_plugin_user_carry_its_token_fetched_again(
     assert connection.from_plugin
     reviews = await KubeAuthApi.connect(connection, timeout_s=5.0)
     try:
-        assert await reviews.read_config_map("ml", "absent") is None  # 404: authenticated, nothing there
-
-        rotate(kube, token_file, "token-2")
-
-        assert await reviews.read_config_map("ml", "absent") is None
-        assert kube.requests[-1].headers["Authorization"] == "Bearer token-2"
+        config_map = partial(reviews.read_config_map, "ml", "absent")
+        assert await authorization_after_rotation(kube, token_file, config_map) == "Bearer token-2"
     finally:
         await reviews.close()
 
@@ -202,12 +202,8 @@ async def test_in_a_cluster_the_rotated_service_account_token_is_read_again(
     client = await KubeClient.connect(None, user_agent="modelmesh-autoscaler/test", timeout_s=2.0)
     try:
         assert client.default_namespace == "ml"
-        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
-
-        rotate(kube, token_file, "token-2")
-
-        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
-        assert kube.requests[-1].headers["Authorization"] == "bearer token-2"
+        lease = partial(client.get_lease, "ml", "modelmesh-autoscaler")
+        assert await authorization_after_rotation(kube, token_file, lease) == "bearer token-2"
     finally:
         await client.close()
 
@@ -220,11 +216,7 @@ async def test_in_a_cluster_the_reviews_read_the_rotated_service_account_token_a
     kube, token_file = in_a_pod
     reviews = KubeAuthApi(await load_review_connection(None), timeout_s=2.0)
     try:
-        assert await reviews.read_config_map("ml", "absent") is None  # 404: authenticated, nothing there
-
-        rotate(kube, token_file, "token-2")
-
-        assert await reviews.read_config_map("ml", "absent") is None
-        assert kube.requests[-1].headers["Authorization"] == "Bearer token-2"
+        config_map = partial(reviews.read_config_map, "ml", "absent")
+        assert await authorization_after_rotation(kube, token_file, config_map) == "Bearer token-2"
     finally:
         await reviews.close()
