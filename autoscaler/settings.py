@@ -40,6 +40,7 @@ from exporter.settings import (
     boolean,
     ca_file,
     file_path,
+    greater_than_zero,
     host_port,
     metrics_url,
     seconds,
@@ -192,10 +193,7 @@ def _number(value: str) -> float:
 
 def positive(value: str) -> float:
     """A finite number greater than 0 that is not seconds (a rate, hours): seconds are `seconds`."""
-    number = _number(value)
-    if not number > 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0, got {value!r}")
-    return number
+    return greater_than_zero(_number(value), value)
 
 
 def order(value: str) -> float:

@@ -130,12 +130,17 @@ def duration_seconds(value: str) -> float:
     return number
 
 
-def seconds(value: str) -> float:
-    """`duration_seconds` greater than 0."""
-    number = duration_seconds(value)
+def greater_than_zero(number: float, value: str) -> float:
+    """`number`, read from `value`, where it is greater than 0; else the error every such flag of both programs
+    gives."""
     if not number > 0:
         raise argparse.ArgumentTypeError(f"must be greater than 0, got {value!r}")
     return number
+
+
+def seconds(value: str) -> float:
+    """`duration_seconds` greater than 0."""
+    return greater_than_zero(duration_seconds(value), value)
 
 
 def seconds_from_zero(value: str, zero: str = "") -> float:
