@@ -114,3 +114,29 @@ def test_a_near_miss_annotation_spelling_is_ignored_and_said_once(tmp_path: Path
                  if f"{PREFIX}min_replicas='6'" in line and "default/rt-both" in line]
     assert f"ignoring annotation {PREFIX}min_replicas='6'" in warning, warning
     assert f"uses min_replicas 7 from {PREFIX}min-replicas: remove {PREFIX}min_replicas" in warning, warning
+
+
+def test_an_annotation_naming_no_policy_key_is_shown_in_debug_until_removed(tmp_path: Path) -> None:
+    """`skew-ordr=3` (a typo in the key) was warned about in the log only: /debug, where a platform engineer looks
+    to see why an annotation does not apply, showed no trace of it."""
+    targets, config, log = tmp_path / "targets.yaml", tmp_path / "policy.yaml", tmp_path / "adapter.log"
+    config.write_text(POLICY)
+    write_targets(targets, {"skew-ordr": "3", "max-replica": "8", "min-replicas": "3"})
+    listen = free_port()
+    url = f"https://127.0.0.1:{listen}/debug/runtimes/default/rt-a"
+    args = ["autoscaler.cli", "serve", "--insecure-dev", "--workers", "1", "--listen", f"127.0.0.1:{listen}",
+            "--targets", str(targets), "--config", str(config), "--refresh-interval", "1"]
+    with running(args, url, log) as adapter:
+        wait_until_logged(adapter, log, f"{PREFIX}max-replica='8'")
+        shown = next_refresh(url)["policy"]
+        write_targets(targets, {"min-replicas": "4"})  # the typos removed, and a value to see the edit read by
+        fixed = poll(lambda: doc["policy"] if (doc := debug_document(url))["bounds"][0] == 4 else None, timeout=30)
+    assert shown["unknown_annotations"] == [
+        f"{PREFIX}max-replica='8': no such policy annotation (did you mean {PREFIX}max-replicas?)",
+        f"{PREFIX}skew-ordr='3': no such policy annotation (did you mean {PREFIX}skew-order?)",
+    ], shown
+    assert shown["min_replicas"] == {"value": 3, "from": f"annotation {PREFIX}min-replicas"}, shown  # the good one
+    warnings = [line for line in log.read_text().splitlines() if "no such policy annotation" in line]
+    for entry in shown["unknown_annotations"]:  # the log's words, as the log says them
+        assert [line for line in warnings if f"ignoring annotation {entry}" in line], (entry, warnings)
+    assert "unknown_annotations" not in fixed, fixed

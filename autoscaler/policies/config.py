@@ -103,9 +103,10 @@ class PolicyBook:
         if note is None:
             return cached[3]
         name, why = note
-        entry = next((e for e in cached[3] if e[0] == name), (name, getattr(BUILT_IN, name), BUILT_IN_ORIGIN, None))
+        entries, unknown = cached[3]
+        entry = next((e for e in entries if e[0] == name), (name, getattr(BUILT_IN, name), BUILT_IN_ORIGIN, None))
         shown = (*entry[:3], why if entry[3] is None else f"{entry[3]}; {why}")
-        return tuple(sorted([e for e in cached[3] if e[0] != name] + [shown], key=lambda e: FIELDS.index(e[0])))
+        return tuple(sorted([e for e in entries if e[0] != name] + [shown], key=lambda e: FIELDS.index(e[0]))), unknown
 
     def with_hpa_bounds(self, key: RuntimeKey, policy: RuntimePolicy, hpa_min: int | None,
                         hpa_max: int | None) -> RuntimePolicy:
@@ -118,7 +119,7 @@ class PolicyBook:
         name, hpa_field = found
         value, hpa_value = getattr(policy, name), hpa_min if hpa_field == "minReplicas" else hpa_max
         cached = self._cache.get(key)
-        origin = next((e[2] for e in cached[3] if e[0] == name), "the flags") if cached is not None else "the flags"
+        origin = next((e[2] for e in cached[3][0] if e[0] == name), "the flags") if cached is not None else "the flags"
         other, relation = ("min_replicas", "above") if name == "max_replicas" else ("max_replicas", "below")
         why = (f"the HPA's {hpa_field} {hpa_value}: {relation} {name} {value} ({origin}), which wins; the HPA still "
                f"keeps the replicas it sets within its own bounds")
@@ -151,7 +152,7 @@ class PolicyBook:
         policy, applied, ignored = annotated.policy, annotated.origins, annotated.ignored
         explained = tuple(  # every key a layer above the built-in decided (`deciding`), every mistake
             (f, getattr(policy, f), origin or BUILT_IN_ORIGIN, ignored.get(f)) for f in FIELDS
-            if (origin := applied.get(f) or layer.get(f)) is not None or f in ignored)
+            if (origin := applied.get(f) or layer.get(f)) is not None or f in ignored), annotated.unknown
         if cached is not None and cached[2] != policy:
             changes = ", ".join(f"{f} {show_value(getattr(cached[2], f))} -> {show_value(getattr(policy, f))}"
                                 for f in FIELDS if getattr(cached[2], f) != getattr(policy, f))

@@ -85,6 +85,9 @@ class Annotated:
     origins: dict[str, str]
     ignored: dict[str, str]
     """Per policy key, `annotation='text': why` of each annotation ignored for it (shown in /debug)."""
+    unknown: tuple[str, ...]
+    """`annotation='text': why` of each annotation under our prefix that names no policy key, with the key it is
+    likely meant as: the log's words, shown in /debug too, where whoever wonders why it does not apply looks."""
 
 
 Ignored = dict[str, list[tuple[Written, str]]]
@@ -102,9 +105,10 @@ def apply_annotations(
     fresh: dict[str, Written] = {}
     ignored: Ignored = {}
     warnings: dict[tuple[str, str], str] = {}
+    unknown: list[str] = []
     names = {annotation for annotation, _ in annotations}
     for annotation, raw in annotations:
-        _read_one(key, annotation, raw, names, fresh, ignored, warnings)
+        _read_one(key, annotation, raw, names, fresh, ignored, warnings, unknown)
     chosen = dict(fresh)
     for name in ignored:
         if name not in chosen and name in memory.last_good:
@@ -123,15 +127,17 @@ def apply_annotations(
          for name, w in chosen.items()},
         {name: "; ".join(f"{w.annotation}={w.raw!r}: {why}" for w, why in entries)
          for name, entries in ignored.items()},
+        tuple(unknown),
     )
 
 
 def _read_one(key: RuntimeKey, annotation: str, raw: str, names: Collection[str], fresh: dict[str, Written],
-              ignored: Ignored, warnings: dict[tuple[str, str], str]) -> None:
-    """Parse one annotation into `fresh` (or `ignored`, or `warnings` when it names no key of ours). A near-miss
-    spelling is ignored as a bad value is: keys have one spelling, as the file's have, and one applied in
-    another spelling is one that a second annotation of the same key silently contradicts. The file's spelling
-    under our prefix still applies (`read_as`), said once, unless the documented spelling is among `names` too."""
+              ignored: Ignored, warnings: dict[tuple[str, str], str], unknown: list[str]) -> None:
+    """Parse one annotation into `fresh` (or `ignored`, or `unknown` and `warnings` when it names no key of
+    ours). A near-miss spelling is ignored as a bad value is: keys have one spelling, as the file's have, and one
+    applied in another spelling is one that a second annotation of the same key silently contradicts. The file's
+    spelling under our prefix still applies (`read_as`), said once, unless the documented spelling is among
+    `names` too."""
     documented = read_as(annotation)
     if documented is None:
         meant = near_miss(annotation)
@@ -142,8 +148,8 @@ def _read_one(key: RuntimeKey, annotation: str, raw: str, names: Collection[str]
             return
         close = closest_field(annotation.removeprefix(POLICY_ANNOTATION_PREFIX).replace("-", "_"))
         hint = f" (did you mean {POLICY_ANNOTATION_PREFIX}{close.replace('_', '-')}?)" if close else ""
-        warnings[(annotation, raw)] = f"runtime {key}: ignoring annotation {annotation}={raw!r}: no such " \
-                                      f"policy annotation{hint}"
+        unknown.append(f"{annotation}={raw!r}: no such policy annotation{hint}")
+        warnings[(annotation, raw)] = f"runtime {key}: ignoring annotation {unknown[-1]}"
         return
     name = ANNOTATIONS[documented]
     if documented != annotation:

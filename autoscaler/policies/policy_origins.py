@@ -4,33 +4,45 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
+from typing import Any, Final
 
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.policy_values import FIELDS
 
-PolicyExplained = tuple[tuple[str, float | int | None, str, str | None], ...]
-"""(policy key, value, where it came from, what written for it is ignored and why, or None) of the keys a layer
+PolicyEntry = tuple[str, float | int | None, str, str | None]
+PolicyExplained = tuple[tuple[PolicyEntry, ...], tuple[str, ...]]
+"""The (policy key, value, where it came from, what written for it is ignored and why, or None) of the keys a layer
 above the built-in defaults set, in field order: what /debug shows (`policy_document`). Only those: every
 runtime carries one in every refresh's snapshot, so a key the flags and the file's `defaults:` leave at its
 built-in value (the shipped file restates them all) is shown as built-in, which its value is (`deciding`); and
-any key with an ignored annotation, so that /debug answers "why is my annotation not applied"."""
+any key with an ignored annotation, so that /debug answers "why is my annotation not applied"; then each
+annotation under our prefix that names no policy key, with why (`Annotated.unknown`: `()` for nearly every
+runtime, one tuple shared by all)."""
 
 BUILT_IN: Final = RuntimePolicy()
 BUILT_IN_ORIGIN: Final = "built-in"
 
 
-def policy_document(explained: PolicyExplained | None) -> dict[str, dict[str, object]] | None:
+UNKNOWN_ANNOTATIONS: Final = "unknown_annotations"
+"""The /debug policy field listing the annotations that name no policy key: no policy key is spelt so."""
+
+
+def policy_document(explained: PolicyExplained | None) -> dict[str, Any] | None:
     """Every policy key of a runtime: {key: {"value": ..., "from": ...}}, in field order (None: not known), with
-    `ignored` where an annotation written for the key is not used (`annotation='text': why`)."""
+    `ignored` where an annotation written for the key is not used (`annotation='text': why`), and, only where
+    there are some, `unknown_annotations`: those that name no key, as the log says them, so that /debug shows
+    every annotation written for us that does not apply."""
     if explained is None:
         return None
-    document: dict[str, dict[str, object]] = {
+    entries, unknown = explained
+    document: dict[str, Any] = {
         name: {"value": getattr(BUILT_IN, name), "from": BUILT_IN_ORIGIN} for name in FIELDS}
-    for name, value, origin, ignored in explained:
+    for name, value, origin, ignored in entries:
         document[name] = {"value": value, "from": origin}
         if ignored is not None:
             document[name]["ignored"] = ignored
+    if unknown:
+        document[UNKNOWN_ANNOTATIONS] = list(unknown)
     return document
 
 

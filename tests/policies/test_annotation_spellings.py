@@ -9,11 +9,12 @@ from __future__ import annotations
 import logging
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from autoscaler.model import RuntimeKey
 from autoscaler.policies.config import PolicyBook, parse_policy_book
+from autoscaler.policies.policy_annotations import near_miss, read_as
 from autoscaler.policies.policy_origins import policy_document
 from autoscaler.policies.policy_values import FIELDS, show_value
 from tests.policies.builders import PROPERTIES
@@ -138,3 +139,43 @@ def test_an_annotation_renamed_to_a_near_miss_keeps_its_last_good_value(caplog: 
     assert seen == [6, 6, 2]
     [warning] = [r.getMessage() for r in caplog.records]
     assert "keeps min_replicas 6" in warning and f"write {PREFIX}min-replicas=6 to keep it" in warning, warning
+
+
+_KEY_LETTERS = st.text("abcdefghijklmnopqrstuvwxyz-_", min_size=1, max_size=24)
+
+
+@PROPERTIES
+@given(st.lists(_KEY_LETTERS, min_size=1, max_size=3, unique=True), st.sampled_from(["3", "8", "fast", ""]))
+def test_every_annotation_naming_no_policy_key_is_shown_in_debug_as_the_log_says_it(
+    keys: list[str], value: str,
+) -> None:
+    """`autoscaler.modelmesh.io/skew-ordr=3` was said in the log only: /debug, where whoever wonders why it does
+    not apply looks, showed no trace of it. It lists each one, in the log's words, until it is removed."""
+    annotations = [PREFIX + key for key in keys]
+    assume(all(read_as(a) is None and near_miss(a) is None for a in annotations))  # naming no key, not near one
+    book, handler = file_book(), _Collect()
+    logging.getLogger(LOGGER).addHandler(handler)
+    try:
+        for revision in "12":  # two refreshes, another annotation of the runtime changed between them
+            book.policy_for(TRITON, {**dict.fromkeys(annotations, value), PREFIX + "min-replicas": "3",
+                                     "deployment.kubernetes.io/revision": revision})
+    finally:
+        logging.getLogger(LOGGER).removeHandler(handler)
+    shown = policy_document(book.explain(TRITON)) or {}
+    assert shown["min_replicas"]["value"] == 3, shown  # the good annotation beside them applies
+    listed = shown["unknown_annotations"]
+    assert [entry.split("=", 1)[0] for entry in listed] == sorted(annotations), listed
+    assert all(f"={value!r}: no such policy annotation" in entry for entry in listed), listed
+    assert sorted(handler.messages) == sorted(f"runtime {TRITON}: ignoring annotation {e}" for e in listed)
+    book.policy_for(TRITON, {PREFIX + "min-replicas": "3"})  # the typos removed
+    assert "unknown_annotations" not in (policy_document(book.explain(TRITON)) or {})
+
+
+def test_an_unknown_annotation_is_shown_with_the_key_it_is_likely_meant_as() -> None:
+    book = file_book()
+    book.policy_for(TRITON, {PREFIX + "skew-ordr": "3", PREFIX + "max-replica": "8", PREFIX + "gpu-thing": "1"})
+    assert (policy_document(book.explain(TRITON)) or {})["unknown_annotations"] == [
+        f"{PREFIX}gpu-thing='1': no such policy annotation",
+        f"{PREFIX}max-replica='8': no such policy annotation (did you mean {PREFIX}max-replicas?)",
+        f"{PREFIX}skew-ordr='3': no such policy annotation (did you mean {PREFIX}skew-order?)",
+    ]
