@@ -58,8 +58,9 @@ passes, 0.8 + 0.2 a MIG device a pass, about its memory read's 1 a pass (what a 
 utilization asked once a minute: 3 a pass before; its memory too where NVML refuses it). Every pass would have
 doubled the cost. A destroyed device is found sooner: at the pass its read fails."""
 MEMORY_ASKED_AGAIN_S: Final = 60.0
-"""How often a MIG device whose memory query NVML refused (NO_PERMISSION in a container on a MIG GPU, for good) is
-asked it again: one failing call a minute, not one a pass; memory given back is read within a minute."""
+"""How often a device whose memory query NVML refused for good is asked it again: a MIG device refused it
+(NO_PERMISSION in a container on a MIG GPU), a whole GPU that lacks it (NOT_SUPPORTED on unified-memory parts such as
+Grace Hopper and GB10). One failing call a minute, not one a pass; memory given back is read within a minute."""
 VERSION_MISMATCH_HINT = (
     "this container's NVIDIA library and the driver loaded on the node are of different versions, which no retry "
     "here changes: the driver was upgraded on the node without a reboot (reboot the node, or reload its driver), "
@@ -181,7 +182,7 @@ class GpuSampler:
         self._standing_problems: tuple[str, ...] = ()
         self._announced: tuple[str, str] | None = None
         self._without_memory: set[str] = set()  # GPUs whose memory query is unsupported, logged once each
-        self._memory_refused = RefusedQueries(MEMORY_ASKED_AGAIN_S)  # MIG devices only: whole GPUs asked each pass
+        self._memory_refused = RefusedQueries(MEMORY_ASKED_AGAIN_S)  # refusals for good (`_refused_for_good`)
         self._mig_said: tuple[str, ...] = ()  # the MIG devices last said to have no busy ratio beside whole GPUs
         self._sampled: dict[str, str] = {}
         """Whole GPUs (UUID: label) this exporter has sampled, reporting every visible GPU: one no longer enumerated
@@ -456,18 +457,26 @@ class GpuSampler:
         return reading, unsupported
 
     def _memory(self, session: nvml.NvmlSession, device: nvml.Device, busy: Busy | None) -> nvml.MemoryInfo | None:
-        """The device's memory, None where unsupported (said once per device). A MIG device's refusal stands for
-        `MEMORY_ASKED_AGAIN_S` without asking; a whole GPU is asked each pass, as its busy ratio is read anyway."""
+        """The device's memory, None where unsupported (said once per device). A refusal for good stands for
+        `MEMORY_ASKED_AGAIN_S` without asking: a unified-memory GPU was asked at every pass, a call that could only
+        fail, beside its utilization (which stays asked at every pass: its busy ratio is wanted the pass it answers)."""
         now = self._clock()
         if self._memory_refused.standing(device.uuid, now) is not None:
             return None
         try:
             return session.memory(device)
         except nvml.NotSupported as error:
-            if device.is_mig:
+            if _refused_for_good(device, error):
                 self._memory_refused.remember(device.uuid, error, now)
             if device.uuid not in self._without_memory:
                 self._without_memory.add(device.uuid)
                 log.info("GPU %s %s reports no memory use (%s): its memory series are left out; %s", device.label,
                          device.uuid, error, _busy_beside_memory(busy))
             return None
+
+
+def _refused_for_good(device: nvml.Device, refusal: nvml.NotSupported) -> bool:
+    """Whether NVML's refusal of a device's memory query will stand: a MIG device's, whatever the code (NVML refuses
+    one's memory in a container on a MIG GPU for good), and a whole GPU's that lacks the query (NOT_SUPPORTED). A
+    whole GPU refused it NO_PERMISSION is this container's standing, which may change: it is asked at every pass."""
+    return device.is_mig or not isinstance(refusal, nvml.NotPermitted)

@@ -1,7 +1,8 @@
 """`RefusedQueries`: NVML's refusals of one query, per device, said again without asking until a while has passed.
 
-Some refusals are for good: NVML measures no utilization per MIG device, and in a container on a MIG GPU it refuses
-a MIG device's memory query (NO_PERMISSION). Asked at every pass, each was a failing driver call a second per
+Some refusals are for good: NVML measures no utilization per MIG device, in a container on a MIG GPU it refuses
+a MIG device's memory query (NO_PERMISSION), and a unified-memory GPU (Grace Hopper, GB10) lacks the memory query
+(NOT_SUPPORTED). Asked at every pass, each was a failing driver call a second per
 device, for the container's life. Remembered here by UUID and asked again after `ask_again_s`, so a device that
 does answer later (given to this container after all, a driver upgraded) is read again within that time. One
 mechanism for every such query (`exporter.gpu_busy`'s utilization, `exporter.gpu_sampler`'s memory).
