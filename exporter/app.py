@@ -10,6 +10,7 @@ gzip when the scraper asks for it, as with the library's reference server. Only 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import signal
@@ -30,6 +31,7 @@ from exporter.collectors.modelmesh import ModelMeshCollector
 from exporter.collectors.pod import PodInfoCollector
 from exporter.listen import bind_listeners
 from exporter.settings import ExporterSettings
+from exporter.stop_signals import StopSignals
 from exporter.stopping import stop_tasks
 
 log = logging.getLogger(__name__)
@@ -175,22 +177,39 @@ async def _log_stopping(app: web.Application) -> None:
     log.info("stopping: /metrics closes and the background sampling ends")
 
 
-async def _stop_on_hangup(app: web.Application) -> None:
-    """SIGHUP (a terminal closed, an SSH session dropped) stops the exporter as SIGTERM and SIGINT do, which
-    `run_app` handles: left at its default, it killed the exporter with no line. Added as the app starts, in
-    `run_app`'s loop; taken off as it is cleaned up."""
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGHUP, _hung_up)
+def _take_stop_signals(signals: StopSignals) -> Callable[[web.Application], Coroutine[Any, Any, None]]:
+    """The `on_startup` hook that hands the stopping signals to the serving loop until its clean-up is over.
 
-    async def taken_off(app: web.Application) -> None:
-        loop.remove_signal_handler(signal.SIGHUP)
+    aiohttp's own handlers (`run_app`'s) raised its GracefulExit again at a second SIGTERM during the clean-up,
+    which cut it short, and were put back to the default as it ended: a supervisor that repeats its SIGTERM left
+    the exporter exiting 1 or 143, or hung on an NVML pass it no longer waited for. Here the first of SIGTERM,
+    SIGINT and SIGHUP stops the exporter (SIGHUP, a terminal closed, stopped it with no line at its default); one
+    after it is said once and ignored, through the clean-up (the handlers go last, in `on_cleanup`) and after it
+    (`StopSignals`: only noted, then `hold`)."""
 
-    app.on_cleanup.append(taken_off)
+    async def take(app: web.Application) -> None:
+        taken = contextlib.ExitStack()
+        received: list[signal.Signals] = []
 
+        def stop_on(signum: signal.Signals) -> None:
+            received.append(signum)
+            if len(received) == 1:
+                if signum == signal.SIGHUP:  # SIGTERM and SIGINT say so in `_log_stopping`, as before
+                    log.info("SIGHUP: stopping")
+                raise web.GracefulExit  # how `run_app` stops: out of its loop, into the clean-up
+            if len(received) == 2:
+                log.info("%s while stopping: ignored (the clean-up goes on; more are ignored without a line)",
+                         signum.name)
 
-def _hung_up() -> None:
-    log.info("SIGHUP: stopping")
-    raise web.GracefulExit  # how `run_app` stops on SIGTERM: its own handler raises it
+        taken.enter_context(signals.delivered(stop_on))
+        signals.install()
+
+        async def given_back(app: web.Application) -> None:
+            taken.close()
+
+        app.on_cleanup.append(given_back)
+
+    return take
 
 
 def run(app: web.Application, host: str, port: int, *, access_log: bool = False,
@@ -198,8 +217,12 @@ def run(app: web.Application, host: str, port: int, *, access_log: bool = False,
     """Serve until SIGTERM/SIGINT on `sockets` (bound by `exporter.listen` before anything else started), or
     on `host:port` bound here. No access log by default: Prometheus scrapes every few seconds forever,
     and formatting a log line per scrape would cost more than rendering the metrics."""
-    app.on_startup.append(_stop_on_hangup)
-    web.run_app(
-        app, sock=list(sockets) if sockets is not None else bind_listeners(host, port), print=None,
-        access_log=logging.getLogger("aiohttp.access") if access_log else None,
-    )
+    signals = StopSignals()
+    app.on_startup.append(_take_stop_signals(signals))
+    try:
+        web.run_app(
+            app, sock=list(sockets) if sockets is not None else bind_listeners(host, port), print=None,
+            access_log=logging.getLogger("aiohttp.access") if access_log else None, handle_signals=False,
+        )
+    finally:
+        signals.hold()  # ignored while Python shuts down, which puts its own handlers back to the default

@@ -2,17 +2,23 @@
 
 SIGHUP (a terminal closed) killed a serving exporter with no line (exit 129), and a SIGTERM during the start-up
 wait for the kubelet (up to `--gpu-pod-resources-wait`, 30 s) killed it with none either (exit 143), although
-`serve` says `SIGTERM while starting: stopped` and exits 0 there. The real exporter runs in a subprocess here.
+`serve` says `SIGTERM while starting: stopped` and exits 0 there. Signals repeated while it stops are said once and
+ignored, through its whole clean-up. The real exporter runs in a subprocess here.
 """
 
 from __future__ import annotations
 
 import signal
+import time
 from pathlib import Path
 
 import pytest
 
+from tests.fakes.nvml import FakeNvml
 from tests.support.processes import free_port, running, start, wait_until_logged
+
+REPEATS = 300
+"""Stop signals sent after the first, one every 10 ms until the exporter exits: a supervisor repeating itself."""
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
@@ -44,3 +50,33 @@ def test_a_stop_while_it_waits_for_the_kubelet_is_logged_and_exits_0(tmp_path: P
         if exporter.poll() is None:
             exporter.kill()
             exporter.wait(timeout=60)
+
+
+def test_stop_signals_repeated_while_it_cleans_up_are_logged_and_ignored_and_it_exits_0(tmp_path: Path) -> None:
+    """aiohttp's handlers raised its GracefulExit again at a second SIGTERM during the clean-up (exit 1), and were
+    put back to the default as the clean-up ended, so one a moment later killed the exporter (exit 143): a pod
+    deleted by a supervisor that repeats its SIGTERM read as crashed. The clean-up is held here by an NVML pass
+    hung in the driver (a second, `STOP_WAIT_S`), so that repeated signals land in it and after it."""
+    fake = FakeNvml.create(tmp_path, gpus=1)
+    fake.set_gpu(0, util=40)
+    port = free_port()
+    log = tmp_path / "exporter.log"
+    with running(["exporter.cli", "--listen", f"127.0.0.1:{port}", "--modelmesh-url", "http://127.0.0.1:9/metrics"],
+                 f"http://127.0.0.1:{port}/healthz", log, env=fake.env()) as exporter:
+        try:
+            wait_until_logged(exporter, log, "NVML initialised")
+            fake.set_gpu(0, hang="samples")  # the next pass blocks in the driver, and the stop waits on it
+            wait_until_logged(exporter, log, "NVML pass still running after")
+            exporter.send_signal(signal.SIGTERM)
+            for _ in range(REPEATS):
+                if exporter.poll() is not None:
+                    break
+                exporter.send_signal(signal.SIGTERM)
+                time.sleep(0.01)
+            code = exporter.wait(timeout=60)
+        finally:
+            fake.set_gpu(0, hang="")  # a process left running ends at the block's stop
+    text = log.read_text()
+    assert code == 0, text
+    assert "SIGTERM while stopping: ignored" in text, text
+    assert "Traceback" not in text, text
