@@ -1,5 +1,6 @@
 """The GPU collector's test rig, shared by the modules that drive `GpuCollector` against the fake NVML: one clock
-for the collector and the fake's samples, and the health and collector fixtures built on it.
+for the collector and the fake's samples, the health and collector fixtures built on it, and the real exporter
+process caught in an NVML pass hung in the driver (`exporter_in_a_hung_pass`).
 
 A module imports the fixtures it uses by name (pytest finds fixtures among a module's globals) and keeps its own
 `fake` fixture, the node it tests, which these take. Not in conftest.py: the ModelMesh rig there has a `Clock` of
@@ -8,13 +9,17 @@ its own.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
 from exporter.collectors.gpu import GpuCollector
 from exporter.collectors.health import CollectorHealth
 from tests.fakes.nvml import FakeNvml
+from tests.support.processes import free_port, running, wait_until_logged
 
 START = 1_700_000_000.0  # a whole second, so the fake's 1 s sample grid lines up with it
 
@@ -57,3 +62,22 @@ def collector(health: CollectorHealth, clock: Clock) -> Iterator[GpuCollector]:
     gpu = GpuCollector(health, window_s=10.0, clock=clock)
     yield gpu
     gpu.close()
+
+
+@contextmanager
+def exporter_in_a_hung_pass(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+    """The real exporter process on one fake GPU whose samples call blocks in the driver, once a pass is seen
+    hung: (the process, its log). The call is let go as the block ends, so a process left running stops then."""
+    fake = FakeNvml.create(tmp_path, gpus=1)
+    fake.set_gpu(0, util=40)
+    port = free_port()
+    log = tmp_path / "exporter.log"
+    with running(["exporter.cli", "--listen", f"127.0.0.1:{port}", "--modelmesh-url", "http://127.0.0.1:9/metrics"],
+                 f"http://127.0.0.1:{port}/healthz", log, env=fake.env()) as process:
+        try:
+            wait_until_logged(process, log, "NVML initialised")
+            fake.set_gpu(0, hang="samples")  # the next pass blocks in the driver, and a stop waits on it
+            wait_until_logged(process, log, "NVML pass still running after")
+            yield process, log
+        finally:
+            fake.set_gpu(0, hang="")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.nvml import FakeNvml
+from tests.exporter.gpu_rig import exporter_in_a_hung_pass
 from tests.support.processes import free_port, running, start, wait_until_logged
 
 REPEATS = 300
@@ -57,25 +57,14 @@ def test_stop_signals_repeated_while_it_cleans_up_are_logged_and_ignored_and_it_
     put back to the default as the clean-up ended, so one a moment later killed the exporter (exit 143): a pod
     deleted by a supervisor that repeats its SIGTERM read as crashed. The clean-up is held here by an NVML pass
     hung in the driver (a second, `STOP_WAIT_S`), so that repeated signals land in it and after it."""
-    fake = FakeNvml.create(tmp_path, gpus=1)
-    fake.set_gpu(0, util=40)
-    port = free_port()
-    log = tmp_path / "exporter.log"
-    with running(["exporter.cli", "--listen", f"127.0.0.1:{port}", "--modelmesh-url", "http://127.0.0.1:9/metrics"],
-                 f"http://127.0.0.1:{port}/healthz", log, env=fake.env()) as exporter:
-        try:
-            wait_until_logged(exporter, log, "NVML initialised")
-            fake.set_gpu(0, hang="samples")  # the next pass blocks in the driver, and the stop waits on it
-            wait_until_logged(exporter, log, "NVML pass still running after")
+    with exporter_in_a_hung_pass(tmp_path) as (exporter, log):
+        exporter.send_signal(signal.SIGTERM)
+        for _ in range(REPEATS):
+            if exporter.poll() is not None:
+                break
             exporter.send_signal(signal.SIGTERM)
-            for _ in range(REPEATS):
-                if exporter.poll() is not None:
-                    break
-                exporter.send_signal(signal.SIGTERM)
-                time.sleep(0.01)
-            code = exporter.wait(timeout=60)
-        finally:
-            fake.set_gpu(0, hang="")  # a process left running ends at the block's stop
+            time.sleep(0.01)
+        code = exporter.wait(timeout=60)
     text = log.read_text()
     assert code == 0, text
     assert "SIGTERM while stopping: ignored" in text, text

@@ -25,7 +25,7 @@ from exporter import names, nvml
 from exporter.collectors.gpu import GpuCollector
 from exporter.collectors.health import CollectorHealth
 from tests.exporter import gpu_rig
-from tests.exporter.gpu_rig import START, Clock
+from tests.exporter.gpu_rig import START, Clock, exporter_in_a_hung_pass
 from tests.fakes.nvml import (
     DRIVER_NOT_LOADED,
     GIB,
@@ -39,7 +39,7 @@ from tests.fakes.nvml import (
     default_uuid,
     hide_nvml_library,
 )
-from tests.support.processes import free_port, running, wait_until_logged
+from tests.support.processes import free_port, running
 
 Series = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 clock, health, collector = gpu_rig.clock, gpu_rig.health, gpu_rig.collector  # the rig's fixtures, found by name
@@ -1002,22 +1002,11 @@ def test_a_stop_after_an_nvml_call_has_hung_past_the_overrun_does_not_wait_on_th
     exited only once the call returned: the pod sat out its grace period until the kubelet's SIGKILL.
 
     The real exporter process, on the fake NVML: the samples call of GPU 0 blocks until the test lets it go."""
-    fake = FakeNvml.create(tmp_path, gpus=1)
-    fake.set_gpu(0, util=40)
-    port = free_port()
-    log = tmp_path / "exporter.log"
-    with running(["exporter.cli", "--listen", f"127.0.0.1:{port}", "--modelmesh-url", "http://127.0.0.1:9/metrics"],
-                 f"http://127.0.0.1:{port}/healthz", log, env=fake.env()) as process:
+    with exporter_in_a_hung_pass(tmp_path) as (process, log):
+        process.send_signal(signal.SIGTERM)
         try:
-            wait_until_logged(process, log, "NVML initialised")
-            fake.set_gpu(0, hang="samples")  # the next pass blocks in the driver
-            wait_until_logged(process, log, "NVML pass still running after")
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=5.0)
-            except subprocess.TimeoutExpired:
-                raise AssertionError(f"still running 5 s after SIGTERM:\n{log.read_text()}") from None
-        finally:
-            fake.set_gpu(0, hang="")  # a process left running ends at the block's stop
+            process.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"still running 5 s after SIGTERM:\n{log.read_text()}") from None
     assert process.returncode == 0, log.read_text()
     assert "stopping while an NVML call has not returned: NVML is not shut down" in log.read_text()

@@ -20,7 +20,7 @@ from tests.exporter.test_gpu_mig_utilization_calls import (
     PASS_GAPS_S,
     asked_at_most,
     mig_only_node,
-    mig_only_node_after,
+    node_after,
     run_passes,
 )
 from tests.fakes.nvml import GIB, NO_PERMISSION
@@ -56,7 +56,7 @@ def test_a_mig_device_refused_its_memory_is_asked_once_a_minute_at_most_whatever
     gaps_s: list[float],
 ) -> None:
     """Asked at the first pass, then again at the first pass a minute or more after the last refusal."""
-    with mig_only_node_after(gaps_s, memory_error=NO_PERMISSION) as fake:
+    with node_after(gaps_s, memory_error=NO_PERMISSION) as fake:
         tries = asked_at_most(gaps_s)
         assert fake.calls("memory") <= MIG_DEVICES * tries, (fake.calls("memory"), tries)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -57,11 +57,13 @@ def run_passes(fake: FakeNvml, gaps_s: Sequence[float]) -> tuple[GpuCollector, C
 
 
 @contextmanager
-def mig_only_node_after(gaps_s: Sequence[float], **gpu_0: int) -> Iterator[FakeNvml]:
-    """`mig_only_node` in a directory of its own (a hypothesis example gets no `tmp_path`), GPU 0 changed by
-    `gpu_0`, after `run_passes` over `gaps_s`; the fake is yielded to count its calls before it is removed."""
+def node_after(gaps_s: Sequence[float], node: Callable[[Path, pytest.MonkeyPatch], FakeNvml] | None = None,
+               **gpu_0: int) -> Iterator[FakeNvml]:
+    """`node` (default `mig_only_node`) in a directory of its own (a hypothesis example gets no `tmp_path`), GPU 0
+    changed by `gpu_0`, after `run_passes` over `gaps_s`; the fake is yielded to count its calls before it is
+    removed."""
     with tempfile.TemporaryDirectory() as directory, pytest.MonkeyPatch.context() as monkeypatch:
-        fake = mig_only_node(Path(directory), monkeypatch)
+        fake = (node or mig_only_node)(Path(directory), monkeypatch)
         if gpu_0:
             fake.set_gpu(0, **gpu_0)
         collector, _, _ = run_passes(fake, gaps_s)
@@ -98,5 +100,5 @@ def test_a_mig_device_is_asked_for_utilization_twice_a_minute_at_most_whatever_t
     gaps_s: list[float],
 ) -> None:
     """Both queries once at the first pass, then both again at the first pass a minute or more later."""
-    with mig_only_node_after(gaps_s) as fake:
+    with node_after(gaps_s) as fake:
         assert utilization_queries(fake) <= 2 * MIG_DEVICES * asked_at_most(gaps_s)

@@ -7,7 +7,6 @@ still asked at every pass (its busy ratio is wanted the pass it answers), and wh
 from __future__ import annotations
 
 import logging
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,13 @@ from hypothesis import given, settings
 
 from exporter import names
 from tests.exporter.test_gpu_collector import gpu_series, health_of, scrape
-from tests.exporter.test_gpu_mig_utilization_calls import ASKED_AGAIN_S, PASS_GAPS_S, asked_at_most, run_passes
+from tests.exporter.test_gpu_mig_utilization_calls import (
+    ASKED_AGAIN_S,
+    PASS_GAPS_S,
+    asked_at_most,
+    node_after,
+    run_passes,
+)
 from tests.fakes.nvml import GIB, NO_PERMISSION, NOT_SUPPORTED, FakeNvml
 
 
@@ -79,9 +84,6 @@ def test_a_whole_gpu_without_memory_info_is_asked_it_once_a_minute_at_most_whate
     gaps_s: list[float],
 ) -> None:
     """Asked at the first pass, then again at the first pass a minute or more after the last refusal."""
-    with tempfile.TemporaryDirectory() as directory, pytest.MonkeyPatch.context() as monkeypatch:
-        fake = unified_memory_node(Path(directory), monkeypatch)
-        collector, _, _ = run_passes(fake, gaps_s)
-        collector.close()
+    with node_after(gaps_s, unified_memory_node) as fake:
         tries = asked_at_most(gaps_s)
         assert fake.calls("memory") <= tries, (fake.calls("memory"), tries)
