@@ -7,7 +7,7 @@ its first few and counts the rest; which runtimes exactly is what `/metrics` and
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Final
 
 NAMED: Final = 10
@@ -22,3 +22,8 @@ def few(items: Collection[object], named: int = NAMED) -> str:
     shown = [str(item) for _, item in zip(range(named), items, strict=False)]
     more = len(items) - len(shown)
     return ", ".join(shown) + (f" and {more} more" if more else "")
+
+
+def in_words(names: Sequence[str]) -> str:
+    """A short list as a sentence says it: `a`, `a and b`, `a, b and c`."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

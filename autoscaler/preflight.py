@@ -25,6 +25,7 @@ from autoscaler.actuation.leader import LeaseConfig
 from autoscaler.api.certs import server_context
 from autoscaler.api.open_paths import AlwaysAllowPaths, OpenPathError
 from autoscaler.kube.errors import KubeConfigError
+from autoscaler.log_lists import in_words
 from autoscaler.policies.config import ConfigError
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.runtimes_outside_namespaces import runtimes_outside_namespaces
@@ -105,7 +106,7 @@ def _warn_settings_of_the_other_source(settings: ServeSettings) -> None:
                    (_SCRAPE_ONLY, "--source prometheus: the adapter reads Prometheus, not the exporters"))
     given = [_flag(name) for name in unused if getattr(settings, name) != getattr(defaults, name)]
     if given:
-        names = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
+        names = in_words(given)
         log.warning("%s %s not used with %s", names, "is" if len(given) == 1 else "are", fix)
 
 
@@ -121,7 +122,7 @@ def _warn_discovery_settings_with_targets(settings: ServeSettings) -> None:
     if settings.bridge:
         given.append("--bridge on")
     if given:
-        names = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
+        names = in_words(given)
         log.warning("%s %s nothing with --targets: the targets file names the runtimes served and their pods' URLs "
                     "(no Kubernetes discovery, no RuntimeScale bridge)", names, "does" if len(given) == 1 else "do")
 

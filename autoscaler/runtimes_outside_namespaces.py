@@ -31,10 +31,9 @@ def runtimes_outside_namespaces(settings: ServeSettings, runtimes: Iterable[Runt
     outside = sorted({key for key in runtimes if key.namespace not in settings.namespaces})
     if not outside:
         return None
-    given = dict(settings.given_by)
-    flag = given.get("namespaces", "flag --namespaces").split(" ", 1)[1]
+    flag = settings.given_as("namespaces")
     setting = _as_given(flag, ",".join(settings.namespaces))
-    config = _as_given(given.get("config", "flag --config").split(" ", 1)[1], str(settings.config))
+    config = _as_given(settings.given_as("config"), str(settings.config))
     missing = sorted({key.namespace for key in outside})
     one = len(outside) == 1
     its, hpa = ("its", "HPA's") if one else ("their", "HPAs'")

@@ -133,6 +133,12 @@ class ServeSettings:
     """(dest, `flag --x` or `variable AUTOSCALER_X`) of each setting given, not left at its default: what a
     message about a setting names (the policy file replacing a flag set by a variable names the variable)."""
 
+    def given_as(self, dest: str) -> str:
+        """The setting `dest` as the user gave it, `--namespaces` or `AUTOSCALER_NAMESPACES`; its flag where it
+        was not given."""
+        where = dict(self.given_by).get(dest)
+        return where.split(" ", 1)[1] if where is not None else _BY_DEST[dest].flag
+
     @property
     def bound_host(self) -> str:
         """The address the API really binds: `--insecure-dev` serves without authentication, so loopback only

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from autoscaler.actuation.writes_off import why_nothing_is_written
+from autoscaler.log_lists import in_words
 from autoscaler.settings import ServeSettings
 
 AUTHENTICATION: Final = (
@@ -31,30 +32,27 @@ LEASE: Final = ("leader_elect_lease_duration", "leader_elect_renew_deadline", "l
 
 def unused_settings(settings: ServeSettings) -> list[str]:
     """A warning for each group of given settings that these settings leave doing nothing."""
-    given = {dest: where.split(" ", 1)[1] for dest, where in settings.given_by}  # `--flag` or `AUTOSCALER_FLAG`
+    given = {dest for dest, _ in settings.given_by}
+    said_as = settings.given_as  # `--flag` or `AUTOSCALER_FLAG`, as the user gave it
     said = []
-    if settings.insecure_dev and (names := [given[dest] for dest in AUTHENTICATION if dest in given]):
-        said.append(f"{_in_words(names)} {_does(names)} nothing with {given['insecure_dev']}, which serves without "
-                    f"authentication or authorization: leave {_it(names)} out, or drop {given['insecure_dev']} to "
+    if settings.insecure_dev and (names := [said_as(dest) for dest in AUTHENTICATION if dest in given]):
+        said.append(f"{in_words(names)} {_does(names)} nothing with {said_as('insecure_dev')}, which serves without "
+                    f"authentication or authorization: leave {_it(names)} out, or drop {said_as('insecure_dev')} to "
                     "authenticate and authorize clients")
-    lease = [given[dest] for dest in LEASE if dest in given]
+    lease = [said_as(dest) for dest in LEASE if dest in given]
     if settings.leader_elect is False and lease:
-        said.append(f"{_in_words(lease)} {_does(lease)} nothing with {given['leader_elect']} false: no Lease is "
-                    f"elected; leave {_it(lease)} out, or set {given['leader_elect']} true")
+        said.append(f"{in_words(lease)} {_does(lease)} nothing with {said_as('leader_elect')} false: no Lease is "
+                    f"elected; leave {_it(lease)} out, or set {said_as('leader_elect')} true")
     elif (reason := why_nothing_is_written(settings)) is not None:
-        electing = ([f"{given['leader_elect']} true"] if settings.leader_elect and "leader_elect" in given else [])
+        electing = ([f"{said_as('leader_elect')} true"] if settings.leader_elect and "leader_elect" in given else [])
         if names := electing + lease:
-            said.append(f"{_in_words(names)} {_does(names)} nothing: a leader is elected to write to Kubernetes, and "
+            said.append(f"{in_words(names)} {_does(names)} nothing: a leader is elected to write to Kubernetes, and "
                         f"nothing is written here ({reason}): leave {_it(names)} out")
     if settings.workers == 0 and "refresh_nice" in given:
-        said.append(f"{given['refresh_nice']} does nothing with {given['workers']} 0: the refresh shares the one "
+        said.append(f"{said_as('refresh_nice')} does nothing with {said_as('workers')} 0: the refresh shares the one "
                     "process with serving, so there is no refresh process to lower; leave it out, or give "
                     "--workers 1 or more for serving processes that run ahead of the refresh")
     return said
-
-
-def _in_words(names: Sequence[str]) -> str:
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _does(names: Sequence[str]) -> str:
