@@ -68,20 +68,20 @@ class ClientCaReloader:
                      ", ".join(sorted(new.rules.allowed_names)) or "any")
             rules_changed = True
         if _pems(new) == _pems(self._current):
-            if rules_changed:  # a connection's identity, kept from its headers under the old rules, is judged anew
-                self._inspector.replace(self._current.requestheader_ca, self._current.client_ca)
-                self._current = new
-            return rules_changed
-        for which, old_ca, new_ca in (("front-proxy (requestheader)", self._current.requestheader_ca,
-                                       new.requestheader_ca), ("client", self._current.client_ca, new.client_ca)):
-            if (old_ca is None) != (new_ca is None):
-                self._warn_once(f"presence:{which}:{new_ca is None}", f"the {which} CA was added or removed in "
-                                f"{new.source}: restart the adapter to authenticate accordingly")
-        if self._tls is not None:
-            trust_client_certificates(self._tls, new.requestheader_ca, new.client_ca)
+            if not rules_changed:
+                return False
+        else:
+            for which, old_ca, new_ca in (("front-proxy (requestheader)", self._current.requestheader_ca,
+                                           new.requestheader_ca), ("client", self._current.client_ca, new.client_ca)):
+                if (old_ca is None) != (new_ca is None):
+                    self._warn_once(f"presence:{which}:{new_ca is None}", f"the {which} CA was added or removed in "
+                                    f"{new.source}: restart the adapter to authenticate accordingly")
+            if self._tls is not None:
+                trust_client_certificates(self._tls, new.requestheader_ca, new.client_ca)
+            log.info("client CAs reloaded from %s", new.source)
+        # New CAs or new rules: a connection's identity, kept from its certificate or its headers, is judged anew.
         self._inspector.replace(new.requestheader_ca, new.client_ca)
         self._current = new
-        log.info("client CAs reloaded from %s", new.source)
         return True
 
     async def run(self) -> None:
