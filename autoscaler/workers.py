@@ -77,6 +77,22 @@ it takes one in milliseconds, so this is only there to spare a worker busy for a
 collector, a node short of CPU) from a restart; the stall limit (`ServeSettings.stalled_after_s`) when longer."""
 
 
+class StopRequests:
+    """What stop signals ask for, as `StopSignals.delivered` hands them in: the first stops, a second stops at
+    once (it ends a wait: the drain, `--shutdown-delay`); both are said (`say`), more only repeat them."""
+
+    def __init__(self, say: bool = True) -> None:
+        self.event = asyncio.Event()
+        self.received: list[signal.Signals] = []
+        self._say = say
+
+    def __call__(self, signum: signal.Signals) -> None:
+        if self._say and len(self.received) < 2:
+            log.info("%s: %s", signum.name, "stopping" if not self.received else "stopping at once")
+        self.received.append(signum)
+        self.event.set()
+
+
 class WorkerStartError(Exception):
     """A serving worker could not start; the message is the worker's one line."""
 
@@ -112,14 +128,8 @@ async def serve_until_stopped(app: web.Application, host: str, port: int, tls: s
         await GuardedSite(runner, host, port, tls=tls, limits=limits, reuse_port=reuse_port).start()
         if on_ready is not None:
             on_ready()
-        stop = asyncio.Event()
-        received: list[signal.Signals] = []
-
-        def stop_on(signum: signal.Signals) -> None:
-            if signals is not None and len(received) < 2:  # a second ends the wait; more only repeat it
-                log.info("%s: %s", signum.name, "stopping" if not received else "stopping at once")
-            received.append(signum)
-            stop.set()
+        stop_on = StopRequests(say=signals is not None)
+        stop, received = stop_on.event, stop_on.received
 
         with contextlib.ExitStack() as taken:
             if signals is not None:
@@ -495,14 +505,8 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
                   len(blob), time.perf_counter() - started)
 
     refresher.listeners.append(publish)
-    stop = asyncio.Event()
-    stopped_by: list[signal.Signals] = []
-
-    def stop_on(signum: signal.Signals) -> None:
-        if len(stopped_by) < 2:  # the first stops, a second ends --shutdown-delay; more only repeat them
-            log.info("%s: %s", signum.name, "stopping" if not stopped_by else "stopping at once")
-        stopped_by.append(signum)
-        stop.set()
+    stop_on = StopRequests()  # the first stops, a second ends --shutdown-delay
+    stop, stopped_by = stop_on.event, stop_on.received
 
     with starting.delivered(stop_on):  # until the end of the clean-up in the loop: a second signal ends the wait
         return await _refresh_until_stopped(settings, pool, starting, stack, publisher, stop, stopped_by)
