@@ -272,15 +272,6 @@ def niceness(value: str) -> int:
     return _whole_number(value, 0, 19, "0 to 19")
 
 
-duration = seconds
-"""Seconds greater than 0, as every seconds-valued flag takes them (kube's flags call them durations)."""
-
-
-def delay(value: str) -> float:
-    """Seconds that may be 0 (none), however 0 is written (`0.0`, `0m`): the docs say `0` closes at once."""
-    return seconds_from_zero(value)
-
-
 def port(value: str) -> int:
     number = count(value)
     if number > 65535:
@@ -440,12 +431,12 @@ _OPTIONS: Final = (
             "authorized even under a listed path; /metrics is authorized as get on the nonResourceURL /metrics "
             "unless listed here, which opens every runtime's name and values to anyone who reaches the port",
             _listed(_D.authorization_always_allow_paths), "PATH,...", _TLS),
-    _Option("--authentication-token-webhook-cache-ttl", duration, "how long TokenReview answers (accepted "
+    _Option("--authentication-token-webhook-cache-ttl", seconds, "how long TokenReview answers (accepted "
             "and rejected) are cached", f"{_D.token_cache_ttl_s:g} s", "SECONDS", _TLS),
-    _Option("--authorization-webhook-cache-authorized-ttl", duration, "how long allowed SubjectAccessReview "
+    _Option("--authorization-webhook-cache-authorized-ttl", seconds, "how long allowed SubjectAccessReview "
             "answers are cached; keys in use are reviewed again in the background before they expire",
             f"{_D.authorized_cache_ttl_s:g} s", "SECONDS", _TLS),
-    _Option("--authorization-webhook-cache-unauthorized-ttl", duration, "how long denied SubjectAccessReview "
+    _Option("--authorization-webhook-cache-unauthorized-ttl", seconds, "how long denied SubjectAccessReview "
             "answers are cached", f"{_D.unauthorized_cache_ttl_s:g} s", "SECONDS", _TLS),
     _Option("--max-in-flight-reviews", count, "TokenReviews, and SubjectAccessReviews, in flight at once per "
             "serving process; a request that would start one more TokenReview, or more than its client address's "
@@ -464,12 +455,12 @@ _OPTIONS: Final = (
             "waits in line, before its TLS handshake, for a place freed by a refused or idle connection; each "
             "client address may hold a quarter of the places ahead of an address over its share",
             str(_D.max_connections), "N", _SERVING),
-    _Option("--header-read-timeout", duration, "time allowed for the TLS handshake and for each request's "
+    _Option("--header-read-timeout", seconds, "time allowed for the TLS handshake and for each request's "
             "headers", f"{_D.header_read_timeout_s:g} s", "SECONDS", _SERVING),
-    _Option("--keepalive-timeout", duration, "idle time before a kept-alive connection is closed",
+    _Option("--keepalive-timeout", seconds, "idle time before a kept-alive connection is closed",
             f"{_D.keepalive_timeout_s:g} s", "SECONDS", _SERVING),
-    _Option("--shutdown-delay", delay, "after SIGTERM, how long /readyz fails while the workers still serve, "
-            "so that the Service's endpoints drop the pod before its port closes; 0 closes at once",
+    _Option("--shutdown-delay", seconds_from_zero, "after SIGTERM, how long /readyz fails while the workers still "
+            "serve, so that the Service's endpoints drop the pod before its port closes; 0 closes at once",
             f"{_D.shutdown_delay_s:g} s", "SECONDS", _SERVING),
     # Where the data comes from.
     _Option("--source", choice("scrape", "prometheus"), "scrape every exporter sidecar directly (no "
@@ -490,7 +481,7 @@ _OPTIONS: Final = (
     _Option("--prometheus-headers", headers, "HTTP headers sent with every query to Prometheus, as "
             "Name=Value,Name2=Value2 (X-Scope-OrgID=TENANT for Grafana Mimir or Cortex)", "none",
             "NAME=VALUE,...", _SOURCE),
-    _Option("--prometheus-timeout", duration, "how long one query to Prometheus may take before the round is "
+    _Option("--prometheus-timeout", seconds, "how long one query to Prometheus may take before the round is "
             "a timeout (values held, the HPA holds)", f"{_D.prometheus_timeout_s:g} s", "SECONDS", _SOURCE),
     _Option("--prometheus-namespace-label", label_name, "label naming the pod's namespace on the exporters' series in "
             "Prometheus (--source prometheus): kubernetes_namespace with the classic kubernetes_sd_configs "
@@ -523,7 +514,7 @@ _OPTIONS: Final = (
             "built-in policy defaults", "FILE", _DECIDE),
     _Option("--skew-order", order, "power-mean order p over pods, at least 1 (1: plain mean); policy key "
             "skew_order for every runtime the config file or an annotation leaves unset", "2", "P", _DECIDE),
-    _Option("--scale-down-tau", delay, "seconds: time constant of the served values' fall (0: they fall "
+    _Option("--scale-down-tau", seconds_from_zero, "seconds: time constant of the served values' fall (0: they fall "
             "at once); policy key scale_down_tau_s, as for --skew-order", "300 s", "SECONDS", _DECIDE),
     _Option("--max-staleness", seconds, "seconds after which a pod's signal counts as missing; policy key "
             "max_staleness_s, as for --skew-order", "3 x --refresh-interval", "SECONDS", _DECIDE),

@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 import yaml
 
-from autoscaler.settings import delay
+from exporter.settings import seconds_from_zero
 from tests.actuation.conftest import KEY
 from tests.actuation.test_crash_handover import EXPIRY_ATTEMPTS, LONG_LEASE, lease_reads, released_by
 from tests.actuation.test_two_adapters import (
@@ -64,7 +64,7 @@ async def test_an_old_replica_answers_until_endpoints_drop_it_and_hands_the_leas
     targets, kubeconfig = runtime_files(kube, exporters, tmp_path)
     args = shipped_shutdown_args()
     assert args, "the Deployment sets --shutdown-delay"
-    shutdown_delay_s = delay(args[0].split("=", 1)[1])
+    shutdown_delay_s = seconds_from_zero(args[0].split("=", 1)[1])
     grace_s = float(adapter_pod_spec().get("terminationGracePeriodSeconds", 30))
     old = await start_adapter(tmp_path, 0, targets, kubeconfig, *args, *LONG_LEASE)
     new: Adapter | None = None
