@@ -69,11 +69,6 @@ class RuntimeInventory:
 class PodDiscovery(Protocol):
     """Keeps an up-to-date inventory of runtimes and their pods."""
 
-    @property
-    def healthy(self) -> bool:
-        """False while any of the inventory may be out of date (API unreachable, a watch broken)."""
-        ...
-
     def healthy_for(self, namespace: str) -> bool:
         """False while what the inventory says of `namespace`'s runtimes may be out of date: the sources hold
         those runtimes (`source_ok=False`), and only those, so one namespace's outage (its RoleBinding missing)

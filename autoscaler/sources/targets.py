@@ -147,10 +147,6 @@ class StaticTargetsDiscovery:
         self._stamp: _Stamp | None = None
         self._pending: _Stamp | None = None
 
-    @property
-    def healthy(self) -> bool:
-        return True
-
     def healthy_for(self, namespace: str) -> bool:
         """A targets file, once read, is never out of date for any namespace."""
         return True
