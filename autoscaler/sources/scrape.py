@@ -99,7 +99,7 @@ class ScrapeSource:
         self._clock = clock
         self._session: aiohttp.ClientSession | None = None
         self._last_good: dict[_PodId, PodSample] = {}
-        self._superseded: dict[_PodKey, str] = {}  # pods whose address a newer pod is listed at, as last said
+        self._superseded: set[_PodKey] = set()  # pods whose address a newer pod is listed at, as last said
         self._clock_offsets: dict[_PodKey, float] = {}  # pods whose exporter clock is off, as last logged
         self._retries = retries or ScrapeRetries()
         self.errors: Counter[str] = Counter()
@@ -150,7 +150,7 @@ class ScrapeSource:
             for task in done:
                 key, sample = task.result()
                 samples[key, sample.name] = sample
-        self._forget_vanished(inventory)
+        self._forget_vanished(inventory, pods)
         by_runtime: dict[RuntimeKey, list[PodSample]] = {key: [] for key in inventory}
         for key, pod in pods:
             by_runtime[key].append(samples[key, pod.name])
@@ -236,13 +236,13 @@ class ScrapeSource:
         """The pods whose address a newer pod is listed at too (`shared_addresses`): not scraped this refresh,
         shown in /debug, and said when it starts (an error nowhere: the pod is gone, its object not yet)."""
         taken = superseded(pods)
-        noted: dict[_PodKey, str] = {}
+        noted: set[_PodKey] = set()
         started = []
         for key, pod in pods:
             holder = taken.get((key, pod.name))
             if holder is None or not pod.ready:  # one not Ready is not scraped anyway
                 continue
-            noted[key, pod.name] = holder
+            noted.add((key, pod.name))
             detail = (f"{pod.url} is also the address of {holder}: its IP was given again, so what answers there "
                       f"is not this pod; not scraped, it holds its last good sample until it turns stale (a pod "
                       f"whose node is lost, not yet marked NotReady, or a pod watch behind)")
@@ -329,10 +329,12 @@ class ScrapeSource:
             raise FetchError(REASON_OTHER_POD, another_pod_said(pod.url, reading.pod, key.namespace, pod))
         return reading.sample, reading.clock_offset_s
 
-    def _forget_vanished(self, inventory: dict[RuntimeKey, RuntimeInventory]) -> None:
-        known = {(key, pod.name) for key, runtime in inventory.items() for pod in runtime.pods}
-        pods = {_pod_id(key, pod) for key, runtime in inventory.items() for pod in runtime.pods}
-        for held in [held for held in self._last_good if held not in pods]:
+    def _forget_vanished(self, inventory: dict[RuntimeKey, RuntimeInventory],
+                         pods: list[tuple[RuntimeKey, PodTarget]]) -> None:
+        """Drop what is kept of pods no longer listed: `pods`, the inventory's, as `collect` listed them."""
+        listed = {_pod_id(key, pod) for key, pod in pods}
+        known = {(key, name) for key, name, _ in listed}
+        for held in [held for held in self._last_good if held not in listed]:
             del self._last_good[held]
         for entry in [entry for entry in self._clock_offsets if entry not in known]:
             del self._clock_offsets[entry]
