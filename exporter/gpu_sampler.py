@@ -284,7 +284,7 @@ class GpuSampler:
 
     def _gone(self, devices: Sequence[nvml.Device]) -> list[str]:
         """Problems for the GPUs sampled before and not enumerated now; remembers the ones enumerated now."""
-        now = {device.parent_uuid or device.uuid: device.label.split("/")[0] for device in devices}
+        now = {uuid: label for label, uuid in map(_gpu_of, devices)}
         gone = [f"GPU {uuid} (GPU {label} when last seen) is no longer visible to NVML: lost, or gone at a driver "
                 "reload; it counts as lost until it is back or the exporter restarts"
                 for uuid, label in self._sampled.items() if uuid not in now]
@@ -366,8 +366,8 @@ class GpuSampler:
             return switched[gpu]  # another of its MIG devices said why already
         if self._left_mig_mode(device):
             return "left MIG mode, its MIG devices are gone"
-        watched = {uuid: gpu_watched for uuid, gpu_watched in self._mig_watched.items() if uuid == gpu[1]}
-        return self._mig_changes(watched).get(gpu)
+        watched = self._mig_watched.get(gpu[1])
+        return self._mig_changes({gpu[1]: watched}).get(gpu) if watched is not None else None
 
     def _left_mig_mode(self, device: nvml.Device) -> bool:
         """Whether the GPU of a MIG device that failed is out of MIG mode now (its MIG devices are gone)."""
@@ -383,7 +383,7 @@ class GpuSampler:
         A GPU that does not answer the listing is left to its reads, which say why (lost, left MIG mode)."""
         assert self._session is not None
         changes: dict[tuple[str, str], str] = {}
-        for gpu_uuid, (device, known) in watched.items():
+        for device, known in watched.values():
             try:
                 now = {mig.uuid: mig.label for mig in self._session.mig_devices(device)}
             except nvml.NvmlError:
@@ -393,7 +393,7 @@ class GpuSampler:
             if created or destroyed:
                 what = "; ".join(f"{verb} {', '.join(devices)}"
                                  for verb, devices in (("created", created), ("destroyed", destroyed)) if devices)
-                changes[(device.label.split("/")[0], gpu_uuid)] = (
+                changes[_gpu_of(device)] = (
                     f"had its MIG devices changed, MIG mode on throughout ({what})")
         return changes
 
