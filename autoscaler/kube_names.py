@@ -4,13 +4,7 @@ served (or matched nothing) without a word, while `--namespaces` refused the sam
 
 from __future__ import annotations
 
-import re
-from typing import Final
-
-from exporter.env_flags import DNS_LABEL
-
-DNS_SUBDOMAIN: Final = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
-"""A DNS-1123 subdomain: what a Deployment's (and a Lease's) name is."""
+from exporter.env_flags import DNS_LABEL, DNS_SUBDOMAIN
 
 
 def runtime_key_problem(namespace: str, deployment: str) -> str | None:

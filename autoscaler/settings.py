@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from autoscaler.kube_names import DNS_SUBDOMAIN
 from exporter import env_flags
 from exporter.env_flags import (
     DNS_LABEL,
+    DNS_SUBDOMAIN,
     EnvFlag,
     EnvFlagError,
     Switch,

@@ -139,6 +139,8 @@ def unknown_variables(options: Iterable[EnvFlag], environ: Mapping[str, str], pr
 
 DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 """A DNS-1123 label: what a Kubernetes namespace name is."""
+DNS_SUBDOMAIN: Final = re.compile(r"(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+"""A DNS-1123 subdomain, at most 253 characters: what a pod's, a Deployment's and a Lease's name is (`fullmatch`)."""
 
 
 def namespace(value: str) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Final, NoReturn
 
 from exporter import env_flags
-from exporter.env_flags import EnvFlag, EnvFlagError, Switch, resolve_flags
+from exporter.env_flags import DNS_SUBDOMAIN, EnvFlag, EnvFlagError, Switch, resolve_flags
 from exporter.pod_identity import PodIdentity
 from exporter.pod_resources import GKE_GPU, GPU_ID_PREFIXES
 
@@ -265,15 +265,11 @@ def uuid_list(value: str) -> tuple[str, ...]:
     return names
 
 
-_POD_NAME: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-"""A DNS-1123 subdomain: what a pod's name is."""
-
-
 def pod_name(value: str) -> str:
     """A pod's name as the downward API's metadata.name gives it: a name no pod can have (a template left
     unfilled, `$(POD_NAME)`) would name another pod than the adapter scraped for, and every answer be refused."""
     name = value.strip()
-    if not (len(name) <= 253 and _POD_NAME.fullmatch(name)):
+    if not DNS_SUBDOMAIN.fullmatch(name):
         raise argparse.ArgumentTypeError(
             f"expected a pod name (lower-case letters, digits, '-' and '.', at most 253), got {value!r}: set it from "
             "the downward API's metadata.name")
