@@ -10,15 +10,17 @@ namespaces in `--namespaces`, its pod list is refused (403) and its values are h
 
 Warned, not widened: the HPA watch and the bridge are not extended to that namespace, since the bridge writes
 ServingRuntimes there and `--namespaces` is where an operator says (and the namespaced overlay binds) where the
-adapter may act. Warned, not refused (as `autoscaler.unused_settings`): an adapter that starts today keeps
-starting after an upgrade, and its operator learns what to add.
+adapter may act. For the same reason no pod-deletion cost is written on its pods
+(`autoscaler.actuation.writes_off.written_namespaces`): the leader wrote them, into a namespace nobody listed, or
+had each patch refused (403) at every pass. Warned, not refused (as `autoscaler.unused_settings`): an adapter
+that starts today keeps starting after an upgrade, and its operator learns what to add.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from autoscaler.actuation.writes_off import bridges_replicas
+from autoscaler.actuation.writes_off import bridges_replicas, written_namespaces
 from autoscaler.model import RuntimeKey
 from autoscaler.settings import ServeSettings
 
@@ -26,13 +28,14 @@ from autoscaler.settings import ServeSettings
 def runtimes_outside_namespaces(settings: ServeSettings, runtimes: Iterable[RuntimeKey]) -> str | None:
     """The warning for the policy file's `runtimes` whose namespace `--namespaces` leaves out; None when there are
     none, when every namespace is served (no `--namespaces`), or with a targets file (no Kubernetes discovery)."""
-    if settings.targets is not None or not settings.namespaces:
+    served = written_namespaces(settings)
+    if not served:
         return None
-    outside = sorted({key for key in runtimes if key.namespace not in settings.namespaces})
+    outside = sorted({key for key in runtimes if key.namespace not in served})
     if not outside:
         return None
     flag = settings.given_as("namespaces")
-    setting = _as_given(flag, ",".join(settings.namespaces))
+    setting = _as_given(flag, ",".join(served))
     config = _as_given(settings.given_as("config"), str(settings.config))
     missing = sorted({key.namespace for key in outside})
     one = len(outside) == 1
@@ -41,6 +44,9 @@ def runtimes_outside_namespaces(settings: ServeSettings, runtimes: Iterable[Runt
     if bridges_replicas(settings):
         lacks += (f" and {its} RuntimeScale{'' if one else 's'} {'is' if one else 'are'} not bridged to {its} "
                   f"ServingRuntime{'' if one else 's'} (the {hpa} replicas go nowhere)")
+    if settings.deletion_cost:
+        lacks += (f"; no pod-deletion cost is written on {its} pods: the adapter writes nothing outside "
+                  f"{flag}")
     named = (f"runtime {outside[0]}, whose namespace" if one
              else f"runtimes {', '.join(map(str, outside))}, whose namespaces")
     return (f"{config} names {named} {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} "

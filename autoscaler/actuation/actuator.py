@@ -4,6 +4,8 @@ bridge, started and stopped with the app. Both act only under the same Lease.
 
 The rules, so that an adapter never writes where nobody asked it to:
 - `--deletion-cost=off` and the bridge off: nothing here runs and the adapter makes no Kubernetes writes at all.
+- Where `--namespaces` is given, nothing is written outside it: no deletion cost on the pods of a policy-file
+  runtime in another namespace (`autoscaler.actuation.writes_off.written_namespaces`).
 - `--bridge` defaults to on when runtimes are discovered in Kubernetes (no `--targets`), off otherwise.
 - Where to write: the `--kubeconfig` when one is given; else, in a cluster, the pod's service account; else,
   when pods are discovered in Kubernetes (no `--targets`), the default kubeconfig. With `--targets`, no
@@ -35,7 +37,7 @@ from autoscaler.actuation.cluster_pods import ClusterPods
 from autoscaler.actuation.deletion_cost import DeletionCostWriter
 from autoscaler.actuation.leader import DEFAULT_CLIENT_TIMEOUT_S, LeaseConfig, LeaseElector, client_timeout_s
 from autoscaler.actuation.write_fence import FencedClient, WriteFence
-from autoscaler.actuation.writes_off import bridges_replicas, writes_nothing
+from autoscaler.actuation.writes_off import bridges_replicas, writes_nothing, written_namespaces
 from autoscaler.kube.client import KubeClient, KubeConfigError, in_cluster
 from autoscaler.kube.user_agent import user_agent
 from autoscaler.model import RuntimeKey
@@ -159,8 +161,8 @@ async def start_actuator(
     may_write: Callable[[], bool] = (lambda: fence.open and elector.is_leader) if elector is not None \
         else (lambda: fence.open)
     fenced = FencedClient(kube, fence)
-    writer = DeletionCostWriter(fenced, metrics, may_write=may_write, cluster=cluster) \
-        if settings.deletion_cost else None
+    writer = DeletionCostWriter(fenced, metrics, may_write=may_write, cluster=cluster,
+                                namespaces=written_namespaces(settings)) if settings.deletion_cost else None
     bridge = ReplicaBridge(fenced, namespaces=settings.namespaces, metrics=metrics, may_write=may_write) \
         if bridges_replicas(settings) else None
     acting = " and ".join(part for part, on in (("pod-deletion costs are written", writer is not None),

@@ -36,7 +36,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -97,13 +97,16 @@ class DeletionCostWriter:
         settings: WriterSettings | None = None,
         may_write: Callable[[], bool] = lambda: True,
         cluster: ClusterPods | None = None,
+        namespaces: Collection[str] = (),
         clock: Callable[[], float] = time.monotonic,
         rand: Callable[[], float] = random.random,
     ) -> None:
         """`cluster`: the pods as discovery's pod watch sees them (their annotation and uid); without it (a
         targets file) every pod is written once per term, and a pod created again under its name at the
-        5-minute rewrite."""
+        5-minute rewrite. `namespaces`: the only ones written in (empty: all), `--namespaces`; a runtime elsewhere
+        (a policy-file entry outside them) is served, but its pods are not written."""
         self._client = client
+        self._namespaces = frozenset(namespaces)
         self._cluster = cluster
         self._metrics = metrics
         self.settings = settings or WriterSettings()
@@ -182,6 +185,8 @@ class DeletionCostWriter:
               now: float) -> tuple[list[tuple[PodId, PodRecord]], list[PodPatch]]:
         """(the records taken out: pods no longer in the views, or created again; the patches due): all the
         per-pod work of a pass, for a thread."""
+        if self._namespaces:
+            views = {key: view for key, view in views.items() if key.namespace in self._namespaces}
         present = {(key.namespace, name) for key, view in views.items() for name, *_ in view.pods.deletion_costs()}
         gone = [(pod, self.records.pop(pod)) for pod in [pod for pod in self.records if pod not in present]]
         recreated = self._recreated()

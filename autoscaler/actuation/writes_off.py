@@ -28,6 +28,15 @@ def bridges_replicas(settings: ServeSettings) -> bool:
     return settings.targets is None and settings.bridge is not False
 
 
+def written_namespaces(settings: ServeSettings) -> tuple[str, ...]:
+    """The namespaces `serve` may write in (empty: every namespace): `--namespaces`, where runtimes are discovered
+    in Kubernetes. That flag is where an operator says, and the namespaced RBAC overlay binds, where the adapter
+    may act; a policy-file runtime outside it is still read and served (`autoscaler.runtimes_outside_namespaces`),
+    but a write there lands where nobody listed it, or is refused (403) at every pass. With a targets file
+    `--namespaces` does nothing (`autoscaler.preflight`), so it bounds nothing."""
+    return settings.namespaces if settings.targets is None else ()
+
+
 def why_nothing_is_written(settings: ServeSettings) -> str | None:
     """Why these settings write nothing to Kubernetes, or None where they write: also what the start-up warning
     about the leader-election settings, which then elect no one, says (`autoscaler.unused_settings`)."""
