@@ -80,8 +80,9 @@ class AdapterMetrics:
         )
         self.discovery_healthy = Gauge(
             "modelmesh_autoscaler_discovery_healthy",
-            "1 while pod discovery of the namespace (`*`: all namespaces, without --namespaces) is current: its pod "
-            "watch and Deployment read work; 0 until the first list and while either fails (a RoleBinding missing): "
+            "1 while pod discovery of the namespace (`*`: all namespaces, without --namespaces; then also each "
+            "namespace of a policy-file runtime, whose Deployment is read there by name) is current: its pod watch "
+            "and Deployment read work; 0 until the first list and while either fails (a RoleBinding missing): "
             "its runtimes hold their replicas, and one whose Deployment was never read is not served at all "
             "(/debug of its runtimes quotes the API's error). Absent with a targets file.",
             ["namespace"], registry=self.registry,

@@ -114,8 +114,9 @@ class DeploymentResync:
         """False until the first read, and while reading any namespace's Deployments fails."""
         return self.tried and not self.failing
 
-    def ok_for(self, namespace: str) -> bool:
-        """Whether `namespace`'s runtimes are as the last resync read them: read, neither it nor all failing."""
+    def ok_for(self, namespace: Scope) -> bool:
+        """Whether `namespace`'s runtimes are as the last resync read them: read, neither it nor all failing.
+        None: the read of all namespaces, whatever one namespace's read by name (a policy-file runtime's) says."""
         return self.tried and None not in self.failing and namespace not in self.failing
 
     def reset(self) -> None:

@@ -184,6 +184,9 @@ class KubePodDiscovery:
         watch of all serves every namespace (`_watch_of`). The deletion-cost writer looks up each pod it writes
         at every pass: one lookup, not one per namespace watched."""
         self._all_namespaces_watch = next((watch for watch in self._watches if watch.scope is None), None)
+        self._read_by_name = tuple(sorted({key.namespace for key in static}))
+        """The namespaces of the policy file's runtimes, whose Deployments are read by name: with the watch of all
+        namespaces, each can fail alone (a 403 or 500 for that namespace) while the rest of the cluster is read."""
         self._version = 0
         self._cache: tuple[int, dict[RuntimeKey, RuntimeInventory]] | None = None
 
@@ -197,15 +200,22 @@ class KubePodDiscovery:
     def healthy_for(self, namespace: str) -> bool:
         """False until the first list, and while the pod watch or Deployment read of `namespace`, or of all
         namespaces, is failing: only then may what is known of its runtimes be out of date."""
-        watch = self._watch_of(namespace)
-        return self._session.running and self._deployments.ok_for(namespace) and (watch is None or watch.ok)
+        return self._current(namespace)
 
     def scope_health(self) -> dict[str, bool]:
-        """Each watch's scope (`ALL_NAMESPACES` for the watch of all) and whether discovery there is current
-        (`DiscoveryScopes`): a namespace's as `healthy_for` says, all namespaces' only while nothing fails."""
+        """Each scope read on its own and whether discovery there is current (`DiscoveryScopes`): each namespace
+        watched, as `healthy_for` says; with the watch of all namespaces, `ALL_NAMESPACES` (that watch and the
+        list of all Deployments) and each namespace of a policy-file runtime (its Deployment read by name). One
+        such read refused set `ALL_NAMESPACES` to 0: the alert named the cluster, not the namespace, and the
+        rest of the fleet, read fine, looked unhealthy."""
         if self._all_namespaces_watch is not None:
-            return {ALL_NAMESPACES: self.healthy}
+            return {ALL_NAMESPACES: self._current(None), **{ns: self._current(ns) for ns in self._read_by_name}}
         return {namespace: self.healthy_for(namespace) for namespace in self._namespace_watches}
+
+    def _current(self, scope: Scope) -> bool:
+        """Whether the pod watch and the Deployment reads of `scope` (None: all namespaces) work."""
+        watch = self._all_namespaces_watch if scope is None else self._watch_of(scope)
+        return self._session.running and self._deployments.ok_for(scope) and (watch is None or watch.ok)
 
     @property
     def problems(self) -> tuple[tuple[str | None, str], ...]:
