@@ -501,9 +501,9 @@ _OPTIONS: Final = (
             str(_D.scrape_concurrency), "N", _SOURCE),
     _Option("--exporter-ca-file", ca_file, "CA bundle (PEM) that signs the exporters' certificates, trusted "
             "for https exporter URLs instead of the system CAs", "the system CAs", "FILE", _SOURCE),
-    _Option("--namespaces", namespaces, "comma list of namespaces to discover runtimes, watch HPAs and bridge "
-            "RuntimeScales in (a policy-file runtime outside them is served from its pods only, with a warning); "
-            "empty: all",
+    _Option("--namespaces", namespaces, "comma list of namespaces to discover runtimes, watch HPAs, bridge "
+            "RuntimeScales and write pod-deletion costs in (a policy-file runtime outside them is served from its "
+            "pods only, with a warning); empty: all",
             "all namespaces", "NAMESPACE,...", _SOURCE),
     # Decisions.
     _Option("--refresh-interval", refresh_interval, "seconds between refreshes (read, aggregate, decide; 0.1 to 3600)",
