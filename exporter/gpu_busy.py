@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -68,7 +69,8 @@ class _History:
     """The device is read by nvmlDeviceGetUtilizationRates each pass: NVML refused it samples while a rate was
     read, or stamped them too far from our clock."""
     samples_again_at: float = math.inf
-    """When a device read by rates is asked for samples again (Unix s)."""
+    """When a device read by rates is asked for samples again, on the window's monotonic clock: on the wall clock a
+    step back kept it on rates for the size of the step."""
     rates_said: str = ""
     """Why the log last said the device is read by rates ("refused", "skew"; "" for not said): each said once,
     and a refusal only once a rate was read, so a device on which neither query works (a MIG device, a GPU just
@@ -78,11 +80,14 @@ class _History:
 class BusyWindow:
     """Per-device utilization history, and the busy ratio it gives over a trailing window."""
 
-    def __init__(self, window_s: float) -> None:
-        """`window_s`: seconds of NVML samples averaged into busy (positive)."""
+    def __init__(self, window_s: float, monotonic: Callable[[], float] = time.monotonic) -> None:
+        """`window_s`: seconds of NVML samples averaged into busy (positive). `monotonic`: the clock that times
+        asking again (samples, refused queries), one no step of the wall clock moves; the window itself is on the
+        wall clock, NVML's samples' clock."""
         self._window_s = window_s
+        self._monotonic = monotonic
         self._histories: dict[str, _History] = {}
-        self._unanswered = RefusedQueries(_SAMPLES_RETRY_S)
+        self._unanswered = RefusedQueries(_SAMPLES_RETRY_S, monotonic)
         """MIG devices' refusals of the rate after their samples were refused: NVML measures no utilization per MIG
         device, so both calls failed at every pass, for good. Said again without asking for a minute. Whole GPUs
         are always asked: one refusing both is being reset, or just switched into MIG mode (which the sampler
@@ -103,10 +108,10 @@ class BusyWindow:
         came back with it (for good: NVML is asked only for newer ones) while the pass was stamped fresh as of its
         end. `Busy.as_of` is that end, the freshness the collector publishes."""
         history = self._histories.setdefault(device.uuid, _History())
-        if (refusal := self._unanswered.standing(device.uuid, clock())) is not None:
+        if (refusal := self._unanswered.standing(device.uuid)) is not None:
             raise refusal
         stepped_back = self._restart_after_step_back(history, device, clock())
-        asked = not history.use_rates or clock() >= history.samples_again_at
+        asked = not history.use_rates or self._monotonic() >= history.samples_again_at
         samples: list[nvml.UtilizationSample] = []
         refused = False
         if asked:
@@ -125,7 +130,7 @@ class BusyWindow:
         behind_us = round(max(self._window_s, _MIN_BEHIND_S) * 1_000_000)
         skew_us = _skew_us(samples, current, now_us, stepped_back, behind_us)
         if skew_us is not None:
-            self._rates_for_skew(history, device, skew_us, now)
+            self._rates_for_skew(history, device, skew_us, self._monotonic())
         elif asked and not refused:
             if history.use_rates:
                 self._back_to_samples(history, device)
@@ -140,10 +145,10 @@ class BusyWindow:
                 in_window.append((now_us, session.utilization_rate(device)))
             except nvml.NotSupported as error:
                 if refused and device.is_mig:
-                    self._unanswered.remember(device.uuid, error, now)
+                    self._unanswered.remember(device.uuid, error)
                 raise
             if refused:
-                self._rates_for_refusal(history, device, now)
+                self._rates_for_refusal(history, device, self._monotonic())
         history.samples.clear()
         history.samples.extend(in_window)
         mean = sum(p for _t, p in in_window) / len(in_window)
@@ -163,22 +168,22 @@ class BusyWindow:
         return True
 
     @staticmethod
-    def _rates_for_skew(history: _History, device: nvml.Device, skew_us: int, now: float) -> None:
+    def _rates_for_skew(history: _History, device: nvml.Device, skew_us: int, elapsed: float) -> None:
         """Read the device by rates, its samples stamped too far from our clock to window; warned once."""
         if history.rates_said != "skew":
             log.warning("GPU %s: NVML sample time %+.0f s from ours; reading utilization rates instead",
                         device.label, skew_us / 1_000_000)
         history.use_rates, history.rates_said = True, "skew"
-        history.samples_again_at = now + _SAMPLES_RETRY_S
+        history.samples_again_at = elapsed + _SAMPLES_RETRY_S
         history.samples.clear()
 
     @staticmethod
-    def _rates_for_refusal(history: _History, device: nvml.Device, now: float) -> None:
+    def _rates_for_refusal(history: _History, device: nvml.Device, elapsed: float) -> None:
         """Read the device by rates: NVML refused it samples and a rate was read (said once)."""
         if history.rates_said != "refused":
             log.info("GPU %s %s has no utilization samples; reading utilization rates", device.label, device.uuid)
         history.use_rates, history.rates_said = True, "refused"
-        history.samples_again_at = now + _SAMPLES_RETRY_S
+        history.samples_again_at = elapsed + _SAMPLES_RETRY_S
 
     @staticmethod
     def _back_to_samples(history: _History, device: nvml.Device) -> None:

@@ -14,7 +14,9 @@ failure). NVML is re-initialised, which re-enumerates the GPUs, after 1 s, then 
 reload, device plugin) is found again without spending CPU on a node that has none. A GPU switched into or out of
 MIG mode while the exporter runs is enumerated again in the pass that meets it, so its MIG devices (or the whole
 GPU) are read from then on; so is a GPU one of whose MIG devices is destroyed while it stays in MIG mode, and a GPU
-given a new MIG device is found within `MIG_RECHECK_S`.
+given a new MIG device is found within `MIG_RECHECK_S`. Those intervals (the backoff, the MIG re-listing, refused
+queries asked again) are timed on a monotonic clock: on the wall clock an NTP step back of an hour put each off by
+the hour, and a step forward brought each on at once. The wall clock times only what is published as Unix time.
 
 Logs go to the GPU collector's logger (`exporter.collectors.gpu`), the one operators filter on.
 """
@@ -164,6 +166,7 @@ class GpuSampler:
         window_s: float,
         uuids: Sequence[str],
         clock: Callable[[], float],
+        monotonic: Callable[[], float],
         retry_initial_s: float,
         retry_max_s: float,
         open_nvml: Callable[[], nvml.NvmlSession],
@@ -171,6 +174,7 @@ class GpuSampler:
         """Configure; touches no NVML until the first `measure()`. The settings are `GpuCollector`'s."""
         self._uuids = tuple(uuids)
         self._clock = clock
+        self._monotonic = monotonic
         self._retry_initial_s = retry_initial_s
         self._retry_max_s = retry_max_s
         self._open_nvml = open_nvml
@@ -178,11 +182,11 @@ class GpuSampler:
         self._lock = threading.Lock()
         self._session: nvml.NvmlSession | None = None
         self._devices: tuple[nvml.Device, ...] = ()
-        self._busy = BusyWindow(window_s)
+        self._busy = BusyWindow(window_s, monotonic)
         self._standing_problems: tuple[str, ...] = ()
         self._announced: tuple[str, str] | None = None
         self._without_memory: set[str] = set()  # GPUs whose memory query is unsupported, logged once each
-        self._memory_refused = RefusedQueries(MEMORY_ASKED_AGAIN_S)  # refusals for good (`_refused_for_good`)
+        self._memory_refused = RefusedQueries(MEMORY_ASKED_AGAIN_S, monotonic)  # for good: `_refused_for_good`
         self._mig_said: tuple[str, ...] = ()  # the MIG devices last said to have no busy ratio beside whole GPUs
         self._sampled: dict[str, str] = {}
         """Whole GPUs (UUID: label) this exporter has sampled, reporting every visible GPU: one no longer enumerated
@@ -197,7 +201,7 @@ class GpuSampler:
     def measure(self) -> PassOutcome | None:
         """One pass; None when NVML is down and its next try is not due (nothing was attempted)."""
         with self._lock:
-            now = self._clock()
+            now = self._monotonic()  # times the backoff and the MIG re-listing: no wall-clock step moves them
             if self._session is None and now < self._reconnect_at:
                 return None
             started = time.perf_counter()
@@ -208,7 +212,7 @@ class GpuSampler:
         """Drop NVML after an unexpected error, and try it again after the backoff."""
         with self._lock:
             self._disconnect()
-            self._schedule_reconnect(self._clock())
+            self._schedule_reconnect(self._monotonic())
 
     def close(self) -> None:
         """Shut NVML down; waits for a pass in flight. A later pass starts NVML again at once."""
@@ -266,7 +270,7 @@ class GpuSampler:
         self._session = session
         self._devices = selection.devices
         self._mig_watched = _mig_watched(inventory.devices, selection.devices, mig_empty)
-        self._mig_recheck_at = self._clock() + MIG_RECHECK_S
+        self._mig_recheck_at = self._monotonic() + MIG_RECHECK_S
         self._standing_problems = tuple(problems)
         self._reconnect_at = math.inf
         self._busy.keep_only(device.uuid for device in selection.devices)
@@ -460,14 +464,13 @@ class GpuSampler:
         """The device's memory, None where unsupported (said once per device). A refusal for good stands for
         `MEMORY_ASKED_AGAIN_S` without asking: a unified-memory GPU was asked at every pass, a call that could only
         fail, beside its utilization (which stays asked at every pass: its busy ratio is wanted the pass it answers)."""
-        now = self._clock()
-        if self._memory_refused.standing(device.uuid, now) is not None:
+        if self._memory_refused.standing(device.uuid) is not None:
             return None
         try:
             return session.memory(device)
         except nvml.NotSupported as error:
             if _refused_for_good(device, error):
-                self._memory_refused.remember(device.uuid, error, now)
+                self._memory_refused.remember(device.uuid, error)
             if device.uuid not in self._without_memory:
                 self._without_memory.add(device.uuid)
                 log.info("GPU %s %s reports no memory use (%s): its memory series are left out; %s", device.label,

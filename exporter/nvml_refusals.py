@@ -6,11 +6,15 @@ a MIG device's memory query (NO_PERMISSION), and a unified-memory GPU (Grace Hop
 device, for the container's life. Remembered here by UUID and asked again after `ask_again_s`, so a device that
 does answer later (given to this container after all, a driver upgraded) is read again within that time. One
 mechanism for every such query (`exporter.gpu_busy`'s utilization, `exporter.gpu_sampler`'s memory).
+
+Timed on a monotonic clock of its own: on the wall clock, an NTP step back of an hour kept a device that answered
+again unread for that hour, and a step forward asked every refused device at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 
 from exporter import nvml
 
@@ -23,26 +27,28 @@ def fresh_copy(refusal: nvml.NotSupported) -> nvml.NotSupported:
 class RefusedQueries:
     """One NVML query's standing refusals, by device UUID."""
 
-    def __init__(self, ask_again_s: float) -> None:
-        """`ask_again_s`: seconds a refusal stands before the device is asked again."""
+    def __init__(self, ask_again_s: float, monotonic: Callable[[], float] = time.monotonic) -> None:
+        """`ask_again_s`: seconds a refusal stands before the device is asked again, on `monotonic` (a clock no step
+        of the wall clock moves; a test's stepped clock)."""
         self._ask_again_s = ask_again_s
+        self._monotonic = monotonic
         self._refused: dict[str, tuple[nvml.NotSupported, float]] = {}
 
-    def standing(self, uuid: str, now: float) -> nvml.NotSupported | None:
+    def standing(self, uuid: str) -> nvml.NotSupported | None:
         """The device's refusal (a fresh copy) while it stands, else None: then ask the device, and `remember` a
         refusal."""
         remembered = self._refused.get(uuid)
         if remembered is None:
             return None
         refusal, ask_again_at = remembered
-        if now < ask_again_at:
+        if self._monotonic() < ask_again_at:
             return fresh_copy(refusal)
         del self._refused[uuid]
         return None
 
-    def remember(self, uuid: str, refusal: nvml.NotSupported, now: float) -> None:
-        """Stand by the device's `refusal` until `ask_again_s` after `now`."""
-        self._refused[uuid] = (fresh_copy(refusal), now + self._ask_again_s)
+    def remember(self, uuid: str, refusal: nvml.NotSupported) -> None:
+        """Stand by the device's `refusal` for `ask_again_s` from now."""
+        self._refused[uuid] = (fresh_copy(refusal), self._monotonic() + self._ask_again_s)
 
     def keep_only(self, uuids: Iterable[str]) -> None:
         """Forget the refusals of every device not in `uuids` (no longer chosen or visible)."""

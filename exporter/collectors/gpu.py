@@ -56,6 +56,7 @@ class GpuCollector(Collector):
         uuids: Sequence[str] | None = None,
         clock: Callable[[], float] = time.time,
         *,
+        monotonic: Callable[[], float] = time.monotonic,
         retry_initial_s: float = 1.0,
         retry_max_s: float = 30.0,
         open_nvml: Callable[[], nvml.NvmlSession] = nvml.NvmlSession.open,
@@ -67,6 +68,9 @@ class GpuCollector(Collector):
         uuids: `--gpu-uuids`; a GPU UUID selects its MIG devices too. None or empty: every visible GPU.
         clock: Unix time in seconds; must agree with NVML's sample timestamps (the wall clock). The GPU success
           time handed to `health` is read from it (when the samples were read), so it should be health's clock.
+        monotonic: seconds on a clock no step of the wall clock moves (NTP, a resumed VM), timing the intervals:
+          the re-initialisation backoff, the MIG re-listing, refused queries asked again. A test passes its own
+          clock, stepped with `clock` or apart from it.
         retry_initial_s, retry_max_s: backoff between NVML re-initialisations while NVML or a GPU is
           missing; it doubles per failed try. 30 s bounds how long a returned GPU stays unreported.
         open_nvml: how to start an NVML session (tests may pass a stand-in).
@@ -80,6 +84,7 @@ class GpuCollector(Collector):
             window_s=window_s,
             uuids=tuple(uuids or ()),
             clock=clock,
+            monotonic=monotonic,
             retry_initial_s=retry_initial_s,
             retry_max_s=retry_max_s,
             open_nvml=open_nvml,

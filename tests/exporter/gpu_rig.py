@@ -59,7 +59,7 @@ def health(clock: Clock) -> CollectorHealth:
 @pytest.fixture
 def collector(health: CollectorHealth, clock: Clock) -> Iterator[GpuCollector]:
     """Closed after the test, so no NVML handle outlives the fake library it came from."""
-    gpu = GpuCollector(health, window_s=10.0, clock=clock)
+    gpu = GpuCollector(health, window_s=10.0, clock=clock, monotonic=clock)
     yield gpu
     gpu.close()
 

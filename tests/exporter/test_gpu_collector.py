@@ -162,7 +162,7 @@ def test_gpu_uuids_choose_the_gpus_reported(
     fake: FakeNvml, health: CollectorHealth, clock: Clock, configured: list[str],
 ) -> None:
     fake.add_gpu()
-    collector = GpuCollector(health, uuids=configured, clock=clock)
+    collector = GpuCollector(health, uuids=configured, clock=clock, monotonic=clock)
     collector.sample_once()
     _, series = scrape(collector, health)
     assert set(gpu_series(series, names.GPU_BUSY_RATIO)) == {"1"}
@@ -173,7 +173,7 @@ def test_gpu_uuids_choose_the_gpus_reported(
 def test_a_configured_gpu_that_is_not_visible_is_a_failure(
     fake: FakeNvml, health: CollectorHealth, clock: Clock,
 ) -> None:
-    collector = GpuCollector(health, uuids=[default_uuid(0), "GPU-not-here"], clock=clock)
+    collector = GpuCollector(health, uuids=[default_uuid(0), "GPU-not-here"], clock=clock, monotonic=clock)
     collector.sample_once()
     _, series = scrape(collector, health)
     assert set(gpu_series(series, names.GPU_BUSY_RATIO)) == {"0"}
@@ -186,7 +186,7 @@ def test_a_configured_gpu_never_visible_is_announced_once_not_at_every_retry(
 ) -> None:
     """Each retry re-initialises NVML; the same inventory is not news: one "NVML initialised" line, not one
     per retry for as long as the GPU stays missing (the failures are counted and alerted on)."""
-    collector = GpuCollector(health, uuids=["GPU-nope"], clock=clock)
+    collector = GpuCollector(health, uuids=["GPU-nope"], clock=clock, monotonic=clock)
     with caplog.at_level(logging.INFO, logger="exporter.collectors.gpu"):
         for _ in range(40):
             collector.sample_once()
@@ -206,7 +206,7 @@ def test_a_gpu_counted_but_not_given_to_this_container_is_not_its_gpu(
     for the others. It is no outage of NVML as a whole, which served no GPU at all."""
     fake.set_gpu(0, handle_error=NO_PERMISSION)
     fake.set_gpu(1, util=40)
-    collector = GpuCollector(health, uuids=configured, clock=clock)
+    collector = GpuCollector(health, uuids=configured, clock=clock, monotonic=clock)
     collector.sample_once()
     text, series = scrape(collector, health)
     assert gpu_series(series, names.GPU_BUSY_RATIO) == {"1": 0.4}
@@ -268,7 +268,7 @@ def test_no_library_means_no_gpu_series_and_one_log_line(
     hide_nvml_library(monkeypatch)
     clock = Clock(None)
     health = CollectorHealth(clock=clock)
-    collector = GpuCollector(health, clock=clock)
+    collector = GpuCollector(health, clock=clock, monotonic=clock)
     with caplog.at_level(logging.INFO):
         for _ in range(8):  # t = 0..7 s: tries at 0, 1, 3 and 7 (backoff 1, 2, 4 s)
             collector.sample_once()
@@ -288,7 +288,7 @@ def test_a_library_that_appears_later_is_picked_up(
     hide_nvml_library(monkeypatch)
     clock = Clock(None)
     health = CollectorHealth(clock=clock)
-    collector = GpuCollector(health, clock=clock)
+    collector = GpuCollector(health, clock=clock, monotonic=clock)
     collector.sample_once()
     assert collector.readings == ()
 
@@ -544,7 +544,7 @@ def test_an_nvml_clock_off_ours_either_way_is_warned_once_and_read_by_rates(
     without a word."""
     clock = Clock(fake, nvml_ahead_s=ahead_s)
     health = CollectorHealth(clock=clock)
-    collector = GpuCollector(health, uuids=[default_uuid(0)], clock=clock)
+    collector = GpuCollector(health, uuids=[default_uuid(0)], clock=clock, monotonic=clock)
     fake.set_gpu(0, util=60)
     with caplog.at_level(logging.INFO, logger="exporter"):
         passes(collector, clock, 1)
@@ -566,7 +566,7 @@ def test_an_nvml_clock_a_few_seconds_off_ours_is_still_read_by_its_samples(
     """Within the window behind, or within a minute ahead (taken once our clock reaches them), samples still
     window: no warning, and NVML's samples are read every pass."""
     clock = Clock(fake, nvml_ahead_s=ahead_s)
-    collector = GpuCollector(CollectorHealth(clock=clock), uuids=[default_uuid(0)], clock=clock)
+    collector = GpuCollector(CollectorHealth(clock=clock), uuids=[default_uuid(0)], clock=clock, monotonic=clock)
     fake.set_gpu(0, util=60)
     with caplog.at_level(logging.INFO, logger="exporter"):
         passes(collector, clock, 1)
@@ -735,7 +735,7 @@ def test_mig_devices_alone_fail_the_collector_busy_is_missing(
 ) -> None:
     """With only MIG devices chosen, no busy ratio at all: the signal scaled on is missing, said as a failure."""
     fake.set_gpu(1, mig=2)
-    collector = GpuCollector(health, uuids=[default_uuid(1)], clock=clock)
+    collector = GpuCollector(health, uuids=[default_uuid(1)], clock=clock, monotonic=clock)
     collector.sample_once()
     collector.sample_once()
     _, series = scrape(collector, health)
@@ -769,7 +769,7 @@ def test_a_new_gpu_problem_during_an_outage_is_logged_too(
 
 def test_a_gpu_uuid_selects_its_mig_devices(fake: FakeNvml, health: CollectorHealth, clock: Clock) -> None:
     fake.set_gpu(1, mig=3)
-    collector = GpuCollector(health, uuids=[default_uuid(1)], clock=clock)
+    collector = GpuCollector(health, uuids=[default_uuid(1)], clock=clock, monotonic=clock)
     collector.sample_once()
     assert [r.label for r in collector.readings] == ["1/0", "1/1", "1/2"]
     collector.close()
@@ -791,7 +791,7 @@ def test_promtool_accepts_the_output(
         fake.set_gpu(1, mig=2 if state == "mig" else 0, error=GPU_IS_LOST if state == "gpu-lost" else 0)
         clock = Clock(fake)
     health = CollectorHealth(clock=clock)
-    collector = GpuCollector(health, clock=clock)
+    collector = GpuCollector(health, clock=clock, monotonic=clock)
     collector.sample_once()
     text, _ = scrape(collector, health)
     checked = subprocess.run(

@@ -48,7 +48,7 @@ def run_passes(fake: FakeNvml, gaps_s: Sequence[float]) -> tuple[GpuCollector, C
     """A collector's first pass, then one pass after each gap (the clock moved by it first)."""
     clock = Clock(fake)
     health = CollectorHealth(clock=clock)
-    collector = GpuCollector(health, window_s=10.0, clock=clock)
+    collector = GpuCollector(health, window_s=10.0, clock=clock, monotonic=clock)
     collector.sample_once()
     for gap_s in gaps_s:
         clock.advance(gap_s)

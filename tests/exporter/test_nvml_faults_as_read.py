@@ -53,7 +53,7 @@ class Exporter:
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
         self.health = CollectorHealth(clock=clock)
-        self.gpu = GpuCollector(self.health, window_s=10.0, clock=clock)
+        self.gpu = GpuCollector(self.health, window_s=10.0, clock=clock, monotonic=clock)
         self.registry = CollectorRegistry()
         self.registry.register(self.gpu)
         self.registry.register(self.health)
