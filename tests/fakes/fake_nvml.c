@@ -32,6 +32,9 @@
  *   gpu.I.minor N           device minor number, the N of /dev/nvidiaN (nvmlDeviceGetMinorNumber); -1 (default):
  *                           the GPU's index. The kernel numbers GPUs in probe order, NVML in PCI bus order, so
  *                           the two can differ on a real node
+ *   gpu.I.mig_generation N  MIG devices re-created so far (default 0): each new generation gives them new UUIDs
+ *                           (MIG-<parent uuid without GPU->-<j>-g<N>) at the same slots, as destroying and creating
+ *                           GPU instances again does (`nvidia-smi mig -dgi`, then `-cgi`)
  *   gpu.I.hang S            a call group ("samples", "utilization" or "memory") that blocks on this GPU and its MIG
  *                           devices while this names it, as a hung GPU blocks the driver call for seconds; the call
  *                           then answers from the state as it is when released (fake_nvml_hung counts the calls
@@ -85,7 +88,7 @@ struct fake_gpu {
     unsigned util, mem_util;
     unsigned long long mem_used, mem_total;
     int mig, error, handle_error, samples_error, util_error, memory_error, mig_handle_error, minor;
-    int mig_created;
+    int mig_created, mig_generation;
     char hang[16];
 };
 
@@ -145,6 +148,7 @@ static void set_gpu_field(struct fake_gpu *g, const char *field, const char *val
     else if (!strcmp(field, "mig_handle_error")) g->mig_handle_error = (int)n;
     else if (!strcmp(field, "minor")) g->minor = (int)n;
     else if (!strcmp(field, "mig_created")) g->mig_created = (int)n;
+    else if (!strcmp(field, "mig_generation")) g->mig_generation = (int)n;
     else if (!strcmp(field, "hang")) copy_str(g->hang, sizeof g->hang, value);
 }
 
@@ -326,7 +330,8 @@ nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device) {
 static void mig_uuid(const struct fake_gpu *g, int mig, char *out, size_t size) {
     /* Real MIG UUIDs are "MIG-<uuid>"; derive a stable, unique one from the parent's. */
     const char *tail = strncmp(g->uuid, "GPU-", 4) == 0 ? g->uuid + 4 : g->uuid;
-    snprintf(out, size, "MIG-%s-%d", tail, mig);
+    if (g->mig_generation > 0) snprintf(out, size, "MIG-%s-%d-g%d", tail, mig, g->mig_generation);
+    else snprintf(out, size, "MIG-%s-%d", tail, mig);
 }
 
 static nvmlReturn_t copy_out(char *dst, unsigned int length, const char *src) {

@@ -122,6 +122,9 @@ class FakeGpu:
     """Returned by nvmlDeviceGetMigDeviceHandleByIndex for this GPU's existing MIG devices."""
     minor: int = -1
     """Device minor number, the N of /dev/nvidiaN (nvmlDeviceGetMinorNumber); -1: the GPU's index."""
+    mig_generation: int = 0
+    """MIG devices re-created so far: a new generation gives them new UUIDs at the same slots (destroyed and created
+    again), 0 the UUIDs `MIG-<GPU UUID without GPU->-<slot>`."""
     hang: str = ""
     """A call group ("samples", "utilization", "memory") that blocks on this GPU until this no longer names it, as
     a hung GPU holds the driver call for seconds; it then answers from the state as it is then. `hung()` counts
