@@ -78,6 +78,23 @@ def test_a_whole_gpu_refused_its_memory_for_now_is_read_again_the_pass_it_is_per
     collector.close()
 
 
+def test_a_whole_gpu_refused_its_memory_pass_after_pass_says_so_once_and_fails_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Asked at every pass (its permission may change), yet said once: not a log line or a failure a pass."""
+    fake = unified_memory_node(tmp_path, monkeypatch)
+    fake.set_gpu(0, memory_error=NO_PERMISSION)
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        collector, health, _ = run_passes(fake, [1.0] * 30)
+    _, series = scrape(collector, health)
+    assert gpu_series(series, names.GPU_BUSY_RATIO) == {"0": pytest.approx(0.7)}
+    assert health_of(series) == (1.0, 0.0)
+    said = [r.getMessage() for r in caplog.records]
+    assert len([line for line in said if "GPU 0" in line and "memory" in line]) == 1, said
+    assert "Insufficient Permissions" in next(line for line in said if "reports no memory use" in line)
+    collector.close()
+
+
 @settings(max_examples=25, deadline=None)
 @given(gaps_s=PASS_GAPS_S)
 def test_a_whole_gpu_without_memory_info_is_asked_it_once_a_minute_at_most_whatever_the_passes(
