@@ -30,7 +30,8 @@ Here, as Go's `http.Server` does for kube-apiserver and other extension API serv
 - **Oversized request lines or headers** (a line or field over `max_line_size`, more than `max_header_fields`
   fields, a header block over `max_header_bytes`: `header_budget.py`) are refused with a Kubernetes `Status`,
   code 431 (as Go answers for headers over its limit) with reason `BadRequest` (metav1 has no reason of its
-  own for 431, and a client must not retry it unchanged), its message naming the limit that was hit; any other
+  own for 431, and a client must not retry it unchanged), its message naming the limit that was hit; a method
+  the parser does not know (`curl -X FOO`) with a 405 `MethodNotAllowed` (`unknown_method.py`); any other
   unparseable request with a 400 `Status`, logged once per interval in one short WARNING line, never with the
   request or a traceback (`client_errors.py`). Either carries kube-apiserver's headers and `Connection: close`,
   as every answer of the API does.
@@ -63,6 +64,7 @@ from autoscaler.api.handshake_refusals import HandshakeRefusals
 from autoscaler.api.header_budget import HeaderBlockTooLarge, wrap_request_parser
 from autoscaler.api.peer_share import PeerCounts
 from autoscaler.api.status import ApiResponse, status_response
+from autoscaler.api.unknown_method import UnknownMethod
 from exporter.listen import NO_SUCH_FAMILY
 
 log = logging.getLogger(__name__)
@@ -154,6 +156,8 @@ class StatusRequestHandler(RequestHandler, ConnectionMemo):
             code, text = 431, (f"the request has more than {self.fields_limit} header fields; check the headers "
                                 "the client sends (the front proxy sends one X-Remote-Group per group of the "
                                 "user)")
+        elif isinstance(exc, UnknownMethod):
+            code, text = 405, ""  # `method_not_served`'s, below
         elif isinstance(exc, BadHttpMessage) or status == 400:
             code, text = 400, "malformed HTTP request"
         else:
@@ -169,6 +173,8 @@ class StatusRequestHandler(RequestHandler, ConnectionMemo):
             raise ConnectionError("response already started; closing the connection")
         # kube's headers and no `Server`, as every other answer (`ApiResponse`); `Connection: close` said, as Go's
         # server says it: aiohttp answers on HTTP/1.0 here (it could not read the version), where it is implied
+        if isinstance(exc, UnknownMethod):
+            return method_not_served(exc.method)
         return closing_status(code, text)
 
 
@@ -208,9 +214,7 @@ _NOT_ROUTED: Final = frozenset({hdrs.METH_OPTIONS, hdrs.METH_CONNECT})
 async def _not_routed(request: BaseRequest) -> web.StreamResponse:
     """`before_routing`'s answer to a request whose target is not a path."""
     if request.method == hdrs.METH_CONNECT:
-        response = closing_status(405, "CONNECT is not served: this API answers GET on paths such as /apis")
-        response.headers[hdrs.ALLOW] = "GET,HEAD"  # RFC 9110 15.5.6: a 405 says which methods are served
-        return response
+        return method_not_served(hdrs.METH_CONNECT)
     if request.raw_path == "*":
         return ApiResponse(status=200)  # Go's `globalOptionsHandler`: no body
     return closing_status(400, "malformed HTTP request: the request target must be a path, as /apis")
@@ -222,6 +226,15 @@ async def _malformed_version(request: BaseRequest) -> web.StreamResponse:
     error = BadHttpMessage(f"malformed HTTP version: HTTP/{request.version.major}.{request.version.minor}")
     logging.getLogger(AIOHTTP_SERVER_LOGGER).error("Error handling request from %s", request.remote, exc_info=error)
     return closing_status(400, "malformed HTTP version: HTTP/1.0 or later is served")
+
+
+def method_not_served(method: str) -> web.StreamResponse:
+    """The 405 to a method no path of the API serves (`CONNECT`, a method the parser does not know:
+    `unknown_method`), answered before routing and credentials, as for `OPTIONS *`: no resource is asked for."""
+    response = closing_status(405, f"method {method} is not served: this API answers GET (and HEAD) on paths "
+                                   "such as /apis")
+    response.headers[hdrs.ALLOW] = "GET,HEAD"  # RFC 9110 15.5.6: a 405 says which methods are served
+    return response
 
 
 def closing_status(code: int, text: str) -> web.StreamResponse:

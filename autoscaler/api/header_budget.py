@@ -13,6 +13,9 @@ request's headers are counted, and past the bound it raises `HeaderBlockTooLarge
 aiohttp answers through the handler's `handle_error` (a 431 `Status`, `connections.StatusRequestHandler`).
 Counted per read, so a header block may run past the bound by up to a read (a TLS record, 16 KiB) before it
 is refused. A request's body is not counted: its bytes are fed to the same parser.
+
+The wrapper is also where a refused method is told apart from bytes that are not HTTP (`unknown_method`): only
+here are the bytes the parser failed on at hand.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ import functools
 import logging
 from typing import Any, Final
 
-from aiohttp.http_exceptions import BadHttpMessage
+from aiohttp.http_exceptions import BadHttpMessage, BadHttpMethod
 from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
+
+from autoscaler.api.unknown_method import refine
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +87,12 @@ class HeaderBudgetParser:
         """The body the last request's headers announced, while it is being read: not header bytes."""
 
     def feed_data(self, data: bytes) -> Any:
-        fed = self._feed(data)
+        try:
+            fed = self._feed(data)
+        except BadHttpMethod as error:
+            if self._unfinished or self._body is not None:  # `data` does not start the request
+                raise
+            raise refine(error, data) from error  # a method the parser does not know: 405 (`unknown_method`)
         messages = fed[0]
         if messages:
             self._unfinished = 0
