@@ -21,12 +21,14 @@ from typing import cast
 
 from aiohttp import hdrs, web
 from aiohttp.typedefs import Handler
+from aiohttp.web_urldispatcher import _default_expect_handler
 from prometheus_client import Counter, Histogram
 from prometheus_client.aiohttp import make_aiohttp_handler
 
 from autoscaler.api import handlers, runtimes
 from autoscaler.api.cert_reload import certificate_reload_context
 from autoscaler.api.client_errors import install_client_error_filter
+from autoscaler.api.connections import closing_status
 from autoscaler.api.negotiation import NOT_ACCEPTABLE, accepts_json
 from autoscaler.api.openapi import openapi_v2
 from autoscaler.api.render import RefresherSnapshots
@@ -200,6 +202,18 @@ async def unmatched(request: web.Request) -> web.StreamResponse:
     raise web.HTTPNotFound()
 
 
+async def expectation(request: web.Request) -> web.StreamResponse | None:
+    """Every route's `Expect` handler: aiohttp's, which meets `100-continue`, but a 417 `Status` for any other
+    expectation, closing the connection as Go's server does. aiohttp's own 417 was text, without kube's headers:
+    it answers from routing, before the route's handler (`Serving`) could make it a `Status`."""
+    try:
+        await _default_expect_handler(request)
+    except web.HTTPExpectationFailed:
+        return closing_status(417, f"Expect: {request.headers.get(hdrs.EXPECT, '')[:100]!r} cannot be met: "
+                                   "this API meets only Expect: 100-continue")
+    return None
+
+
 async def _flush_tally(app: web.Application) -> AsyncIterator[None]:
     """Hands the request counts to their series every second while the app runs (`RequestTally`)."""
     flushing = asyncio.create_task(app[handlers.METRICS_KEY].tally.flush_every_second(), name="tally-flush")
@@ -254,10 +268,11 @@ def build_api_app(source: Refresher | SnapshotStore, metrics: AdapterMetrics, ga
     ]
     for path, handler in routes:
         wrapped = serving(handler, path, writes_json=path not in TEXT_ROUTES)
-        app.router.add_get(path, wrapped)
+        app.router.add_get(path, wrapped, expect_handler=expectation)
         if path in SLASH_TOLERANT:
-            app.router.add_get(path + "/", wrapped)
-    app.router.add_route("*", CATCH_ALL_ROUTE, serving(unmatched, "unmatched"), name=CATCH_ALL_NAME)
+            app.router.add_get(path + "/", wrapped, expect_handler=expectation)
+    app.router.add_route("*", CATCH_ALL_ROUTE, serving(unmatched, "unmatched"), name=CATCH_ALL_NAME,
+                         expect_handler=expectation)
     app[DISPATCH_KEY] = serving.dispatch(handlers.external_metric_answerer(app[SNAPSHOT_KEY], metrics, stall),
                                          EXTERNAL_METRIC_ROUTE, app._handle)
     return app

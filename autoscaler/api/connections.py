@@ -53,7 +53,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from aiohttp import HttpVersion10, hdrs, web
+from aiohttp import HttpVersion, HttpVersion10, hdrs, web
 from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
@@ -187,6 +187,8 @@ def before_routing(handler: RequestHandlerFunction) -> RequestHandlerFunction:
 
     - a request line without a version (`GET /healthz`): aiohttp's parser takes it as HTTP/0.9 and the request
       was served, its answer headed `HTTP/0.9 200`; Go's server, and so kube-apiserver, refuses it as malformed;
+    - a request line of HTTP/2.0 (not HTTP/2's preface, which aiohttp does not serve): served, its answer
+      headed `HTTP/2.0 200` in HTTP/1's framing; Go's server answers 505 "unsupported protocol version";
     - `OPTIONS *` (RFC 9112's asterisk form: the server itself, not a resource): Go's server answers it before
       any handler, 200 with `Content-Length: 0`; aiohttp's router matched no route and answered `404: Not Found`
       as text, with its `Server` header and without kube's;
@@ -198,7 +200,7 @@ def before_routing(handler: RequestHandlerFunction) -> RequestHandlerFunction:
     one call and two comparisons, not a coroutine layer."""
 
     def versioned(request: BaseRequest) -> Awaitable[web.StreamResponse]:
-        if request.version < HttpVersion10:
+        if request.version < HttpVersion10 or request.version > _HTTP_1_LAST:
             return _malformed_version(request)
         if request.method in _NOT_ROUTED and request.raw_path[:1] != "/" and request.path[:1] != "/":
             return _not_routed(request)  # not `OPTIONS http://host/apis` (absolute form: a path, routed)
@@ -220,11 +222,18 @@ async def _not_routed(request: BaseRequest) -> web.StreamResponse:
     return closing_status(400, "malformed HTTP request: the request target must be a path, as /apis")
 
 
+_HTTP_1_LAST: Final = HttpVersion(1, 9)
+"""The last version of HTTP/1 a request line may name: Go's server serves any 1.x, and refuses 2.0 and later."""
+
+
 async def _malformed_version(request: BaseRequest) -> web.StreamResponse:
     # Logged as aiohttp logs a request it cannot parse, so the client-error filter (api/client_errors.py) makes
     # it one WARNING a minute: a client looping on it cannot fill the log
-    error = BadHttpMessage(f"malformed HTTP version: HTTP/{request.version.major}.{request.version.minor}")
+    version = f"HTTP/{request.version.major}.{request.version.minor}"
+    error = BadHttpMessage(f"malformed HTTP version: {version}")
     logging.getLogger(AIOHTTP_SERVER_LOGGER).error("Error handling request from %s", request.remote, exc_info=error)
+    if request.version.major > 1:
+        return closing_status(505, f"unsupported protocol version {version}: this API serves HTTP/1.1 (and 1.0)")
     return closing_status(400, "malformed HTTP version: HTTP/1.0 or later is served")
 
 
