@@ -128,15 +128,18 @@ def test_an_annotation_naming_no_policy_key_is_shown_in_debug_until_removed(tmp_
             "--targets", str(targets), "--config", str(config), "--refresh-interval", "1"]
     with running(args, url, log) as adapter:
         wait_until_logged(adapter, log, f"{PREFIX}max-replica='8'")
-        shown = next_refresh(url)["policy"]
+        document = next_refresh(url)
         write_targets(targets, {"min-replicas": "4"})  # the typos removed, and a value to see the edit read by
-        fixed = poll(lambda: doc["policy"] if (doc := debug_document(url))["bounds"][0] == 4 else None, timeout=30)
-    assert shown["unknown_annotations"] == [
+        fixed = poll(lambda: doc if (doc := debug_document(url))["bounds"][0] == 4 else None, timeout=30)
+    shown = document["policy"]
+    for key, entry in shown.items():  # a client walking the policy keys meets only `{value, from}` objects
+        assert isinstance(entry, dict) and {"value", "from"} <= entry.keys(), (key, entry)
+    assert document["unknown_annotations"] == [
         f"{PREFIX}max-replica='8': no such policy annotation (did you mean {PREFIX}max-replicas?)",
         f"{PREFIX}skew-ordr='3': no such policy annotation (did you mean {PREFIX}skew-order?)",
     ], shown
     assert shown["min_replicas"] == {"value": 3, "from": f"annotation {PREFIX}min-replicas"}, shown  # the good one
     warnings = [line for line in log.read_text().splitlines() if "no such policy annotation" in line]
-    for entry in shown["unknown_annotations"]:  # the log's words, as the log says them
+    for entry in document["unknown_annotations"]:  # the log's words, as the log says them
         assert [line for line in warnings if f"ignoring annotation {entry}" in line], (entry, warnings)
-    assert "unknown_annotations" not in fixed, fixed
+    assert fixed["unknown_annotations"] == [], fixed

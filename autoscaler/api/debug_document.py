@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from autoscaler.api.handlers import rfc3339
 from autoscaler.model import POD_FIELDS, PodViews, RuntimeView, ServedValue
-from autoscaler.policies.policy_origins import PolicyExplained, policy_document
+from autoscaler.policies.policy_origins import PolicyExplained, policy_document, unknown_annotations
 from autoscaler.source_problems import SourceProblem
 
 _VIEW_FIELDS: Final = tuple(f.name for f in dataclasses.fields(RuntimeView))
@@ -99,15 +99,18 @@ def explanation(view: RuntimeView, policy: PolicyExplained | None = None,
     """The /debug document: the view as JSON, each pod's signal states as an object
     (`{"gpu": "fresh", "requests": "missing", ...}`), with `held` (why a value or term may not fall) and
     `warnings` (a missing setting, such as no capacity signal) as the view carries them, `policy`: each
-    policy key's value and where it came from (`PolicyBook.explain`), and `source`: the metric source's name
-    and what fails now (the backend's error and since when; per pod for the scrape source), so that a 503
-    that says "metric source down" can be traced here without the log line of the outage's start."""
+    policy key's value and where it came from (`PolicyBook.explain`), `unknown_annotations`: those under our
+    prefix that name no policy key (a list of its own: `policy` holds only `{value, from}` objects), and
+    `source`: the metric source's name and what fails now (the backend's error and since when; per pod for the
+    scrape source), so that a 503 that says "metric source down" can be traced here without the log line of
+    the outage's start."""
     document: dict[str, Any] = jsonable(view)
     for pod, shown in zip(view.pods, document["pods"], strict=True):
         shown["signals"] = dict(pod.signals)
     document["key"] = {"namespace": view.key.namespace, "deployment": view.key.deployment}
     document["refreshed"] = rfc3339(view.refreshed_at)
     document["policy"] = _policy_with_bounds(policy, view.bounds)
+    document["unknown_annotations"] = unknown_annotations(policy)
     document["source"] = _source_document(_plain_source(source))
     return document
 
@@ -158,6 +161,7 @@ def _document(record: tuple[Any, ...]) -> dict[str, Any]:
     document["pods"] = pods
     document["refreshed"] = rfc3339(fields[_REFRESHED])
     document["policy"] = _policy_with_bounds(policy, fields[_BOUNDS])
+    document["unknown_annotations"] = unknown_annotations(policy)
     document["source"] = _source_document(source)
     return document
 

@@ -23,27 +23,27 @@ BUILT_IN: Final = RuntimePolicy()
 BUILT_IN_ORIGIN: Final = "built-in"
 
 
-UNKNOWN_ANNOTATIONS: Final = "unknown_annotations"
-"""The /debug policy field listing the annotations that name no policy key: no policy key is spelt so."""
-
-
 def policy_document(explained: PolicyExplained | None) -> dict[str, Any] | None:
     """Every policy key of a runtime: {key: {"value": ..., "from": ...}}, in field order (None: not known), with
-    `ignored` where an annotation written for the key is not used (`annotation='text': why`), and, only where
-    there are some, `unknown_annotations`: those that name no key, as the log says them, so that /debug shows
-    every annotation written for us that does not apply."""
+    `ignored` where an annotation written for the key is not used (`annotation='text': why`). Only keys: a client
+    walks its entries as `{value, from}` objects (the annotations that name no key are `unknown_annotations`)."""
     if explained is None:
         return None
-    entries, unknown = explained
+    entries, _unknown = explained
     document: dict[str, Any] = {
         name: {"value": getattr(BUILT_IN, name), "from": BUILT_IN_ORIGIN} for name in FIELDS}
     for name, value, origin, ignored in entries:
         document[name] = {"value": value, "from": origin}
         if ignored is not None:
             document[name]["ignored"] = ignored
-    if unknown:
-        document[UNKNOWN_ANNOTATIONS] = list(unknown)
     return document
+
+
+def unknown_annotations(explained: PolicyExplained | None) -> list[str]:
+    """The annotations under our prefix that name no policy key, as the log says them (empty where there are
+    none, or the policy is not known): /debug's `unknown_annotations`, beside `policy`, so that it shows every
+    annotation written for us that does not apply."""
+    return list(explained[1]) if explained is not None else []
 
 
 _FLAGS: Final = {"skew_order": "--skew-order", "scale_down_tau_s": "--scale-down-tau",

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from autoscaler.model import RuntimeKey
 from autoscaler.policies.config import PolicyBook, parse_policy_book
 from autoscaler.policies.policy_annotations import near_miss, read_as
-from autoscaler.policies.policy_origins import policy_document
+from autoscaler.policies.policy_origins import policy_document, unknown_annotations
 from autoscaler.policies.policy_values import FIELDS, show_value
 from tests.policies.builders import PROPERTIES
 
@@ -163,18 +163,18 @@ def test_every_annotation_naming_no_policy_key_is_shown_in_debug_as_the_log_says
         logging.getLogger(LOGGER).removeHandler(handler)
     shown = policy_document(book.explain(TRITON)) or {}
     assert shown["min_replicas"]["value"] == 3, shown  # the good annotation beside them applies
-    listed = shown["unknown_annotations"]
+    listed = unknown_annotations(book.explain(TRITON))
     assert [entry.split("=", 1)[0] for entry in listed] == sorted(annotations), listed
     assert all(f"={value!r}: no such policy annotation" in entry for entry in listed), listed
     assert sorted(handler.messages) == sorted(f"runtime {TRITON}: ignoring annotation {e}" for e in listed)
     book.policy_for(TRITON, {PREFIX + "min-replicas": "3"})  # the typos removed
-    assert "unknown_annotations" not in (policy_document(book.explain(TRITON)) or {})
+    assert unknown_annotations(book.explain(TRITON)) == []
 
 
 def test_an_unknown_annotation_is_shown_with_the_key_it_is_likely_meant_as() -> None:
     book = file_book()
     book.policy_for(TRITON, {PREFIX + "skew-ordr": "3", PREFIX + "max-replica": "8", PREFIX + "gpu-thing": "1"})
-    assert (policy_document(book.explain(TRITON)) or {})["unknown_annotations"] == [
+    assert unknown_annotations(book.explain(TRITON)) == [
         f"{PREFIX}gpu-thing='1': no such policy annotation",
         f"{PREFIX}max-replica='8': no such policy annotation (did you mean {PREFIX}max-replicas?)",
         f"{PREFIX}skew-ordr='3': no such policy annotation (did you mean {PREFIX}skew-order?)",
