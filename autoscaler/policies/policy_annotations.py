@@ -27,6 +27,11 @@ ANNOTATIONS: Final = {POLICY_ANNOTATION_PREFIX + name.replace("_", "-"): name fo
 """Each policy annotation, in its one documented spelling, with its policy key."""
 
 
+KEYS_LISTED: Final = (f"; the policy annotations are, under {POLICY_ANNOTATION_PREFIX}: "
+                      + ", ".join(name.replace("_", "-") for name in FIELDS))
+"""What the log adds for an annotation under our prefix that no policy key is likely meant by."""
+
+
 def _squashed(name: str) -> str:
     return name.replace("-", "").replace("_", "").lower()
 
@@ -106,9 +111,10 @@ def apply_annotations(
     ignored: Ignored = {}
     warnings: dict[tuple[str, str], str] = {}
     unknown: list[str] = []
+    unsuggested: set[tuple[str, str]] = set()
     names = {annotation for annotation, _ in annotations}
     for annotation, raw in annotations:
-        _read_one(key, annotation, raw, names, fresh, ignored, warnings, unknown)
+        _read_one(key, annotation, raw, names, fresh, ignored, warnings, unknown, unsuggested)
     chosen = dict(fresh)
     for name in ignored:
         if name not in chosen and name in memory.last_good:
@@ -119,7 +125,7 @@ def apply_annotations(
         for written, why in entries:
             warnings[(written.annotation, written.raw)] = _ignored_text(
                 key, name, written, why, chosen.get(name), fresh.get(name), getattr(policy, name), below)
-    _warn_new(memory, warnings)
+    _warn_new(memory, warnings, unsuggested)
     memory.last_good = dict(chosen)  # a valid whole: what `_settle` kept
     return Annotated(
         policy,
@@ -132,12 +138,13 @@ def apply_annotations(
 
 
 def _read_one(key: RuntimeKey, annotation: str, raw: str, names: Collection[str], fresh: dict[str, Written],
-              ignored: Ignored, warnings: dict[tuple[str, str], str], unknown: list[str]) -> None:
+              ignored: Ignored, warnings: dict[tuple[str, str], str], unknown: list[str],
+              unsuggested: set[tuple[str, str]]) -> None:
     """Parse one annotation into `fresh` (or `ignored`, or `unknown` and `warnings` when it names no key of
-    ours). A near-miss spelling is ignored as a bad value is: keys have one spelling, as the file's have, and one
-    applied in another spelling is one that a second annotation of the same key silently contradicts. The file's
-    spelling under our prefix still applies (`read_as`), said once, unless the documented spelling is among
-    `names` too."""
+    ours, and `unsuggested` too when no key is likely meant: `closest_field`). A near-miss spelling is ignored
+    as a bad value is: keys have one spelling, as the file's have, and one applied in another spelling is one
+    that a second annotation of the same key silently contradicts. The file's spelling under our prefix still
+    applies (`read_as`), said once, unless the documented spelling is among `names` too."""
     documented = read_as(annotation)
     if documented is None:
         meant = near_miss(annotation)
@@ -150,6 +157,8 @@ def _read_one(key: RuntimeKey, annotation: str, raw: str, names: Collection[str]
         hint = f" (did you mean {POLICY_ANNOTATION_PREFIX}{close.replace('_', '-')}?)" if close else ""
         unknown.append(f"{annotation}={raw!r}: no such policy annotation{hint}")
         warnings[(annotation, raw)] = f"runtime {key}: ignoring annotation {unknown[-1]}"
+        if close is None:
+            unsuggested.add((annotation, raw))
         return
     name = ANNOTATIONS[documented]
     if documented != annotation:
@@ -208,9 +217,15 @@ def _ignored_text(key: RuntimeKey, name: str, written: Written, why: str, kept: 
     return f"runtime {key}: ignoring annotation {written.annotation}={written.raw!r}: {why}; {now}"
 
 
-def _warn_new(memory: AnnotationMemory, warnings: dict[tuple[str, str], str]) -> None:
-    """Log the warnings not logged yet for the same annotation and text; forget those no longer written."""
+def _warn_new(memory: AnnotationMemory, warnings: dict[tuple[str, str], str],
+              unsuggested: Collection[tuple[str, str]]) -> None:
+    """Log the warnings not logged yet for the same annotation and text; forget those no longer written. The
+    first of them for an annotation that no policy key is likely meant by (`unsuggested`) lists the policy
+    annotations (`KEYS_LISTED`): once, not on each such annotation's line, nor in /debug's entry."""
+    listed = False
     for written, message in warnings.items():
         if written not in memory.warned:
+            if written in unsuggested and not listed:
+                message, listed = message + KEYS_LISTED, True
             log.warning("%s", message)
     memory.warned = set(warnings)

@@ -96,11 +96,21 @@ def _ratio_hint(name: str, value: object) -> str:
 
 
 def closest_name(name: str, known: Sequence[str]) -> str | None:
-    """The name in `known` a misspelt `name` most likely means: one the name starts, else the closest spelling.
-    One rule for every key a user writes in a file (the policy file's, the targets file's), so that the hints
-    read the same everywhere."""
-    close = [k for k in known if k.startswith(name)] or difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+    """The name in `known` a misspelt `name` most likely means: the one name that fits it (that it starts, as
+    `skew` starts `skew_order`, or that has every word of it, as `scale_down_tau_s` has `tau`), else, where none
+    fits, the closest spelling. Where several fit (`min`: `min_replicas` and `min_coverage`) there is no guess:
+    a hint that names the wrong one is worse than none. One rule for every key a user writes in a file (the
+    policy file's, the targets file's) or an annotation, so that the hints read the same everywhere."""
+    words = set(_WORD_BREAK.split(name.lower())) - {""}
+    fitting = [k for k in known if k.startswith(name) or (words and words <= set(_WORD_BREAK.split(k.lower())))]
+    if fitting:
+        return fitting[0] if len(fitting) == 1 else None
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
     return close[0] if close else None
+
+
+_WORD_BREAK: Final = re.compile(r"[-_.]")
+"""What separates the words of a key (`scale_down_tau_s`, `min-replicas`, `exporter.port`)."""
 
 
 def did_you_mean(name: str, known: Sequence[str]) -> str:
