@@ -129,7 +129,9 @@ async def _parsed(raw: bytes) -> list[object]:
     """`raw` read by a serving connection's parser."""
     guard = ConnectionGuard(web.Server(_never), None, ConnectionLimits())
     handler = guard.make_handler()
-    fed = handler._parser.feed_data(raw)  # type: ignore[attr-defined]
+    parser = handler._parser  # the wrapped parser (`header_budget`), as the connection feeds it
+    assert parser is not None
+    fed = parser.feed_data(raw)
     return [message for message, _payload in fed[0]]
 
 
