@@ -53,7 +53,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from aiohttp import HttpVersion, HttpVersion10, hdrs, web
+from aiohttp import hdrs, web
 from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
@@ -200,7 +200,7 @@ def before_routing(handler: RequestHandlerFunction) -> RequestHandlerFunction:
     one call and two comparisons, not a coroutine layer."""
 
     def versioned(request: BaseRequest) -> Awaitable[web.StreamResponse]:
-        if request.version < HttpVersion10 or request.version > _HTTP_1_LAST:
+        if request.version.major != 1:  # 0.9 (no version), or 2.0 and later: as Go's server, any 1.x is served
             return _malformed_version(request)
         if request.method in _NOT_ROUTED and request.raw_path[:1] != "/" and request.path[:1] != "/":
             return _not_routed(request)  # not `OPTIONS http://host/apis` (absolute form: a path, routed)
@@ -220,10 +220,6 @@ async def _not_routed(request: BaseRequest) -> web.StreamResponse:
     if request.raw_path == "*":
         return ApiResponse(status=200)  # Go's `globalOptionsHandler`: no body
     return closing_status(400, "malformed HTTP request: the request target must be a path, as /apis")
-
-
-_HTTP_1_LAST: Final = HttpVersion(1, 9)
-"""The last version of HTTP/1 a request line may name: Go's server serves any 1.x, and refuses 2.0 and later."""
 
 
 async def _malformed_version(request: BaseRequest) -> web.StreamResponse:
