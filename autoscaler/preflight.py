@@ -17,12 +17,10 @@ import dataclasses
 import errno
 import logging
 import socket
-import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from autoscaler.actuation.leader import LeaseConfig
-from autoscaler.api.certs import server_context
 from autoscaler.api.open_paths import AlwaysAllowPaths, OpenPathError
 from autoscaler.kube.errors import KubeConfigError
 from autoscaler.log_lists import in_words
@@ -32,6 +30,7 @@ from autoscaler.runtimes_outside_namespaces import runtimes_outside_namespaces
 from autoscaler.settings import ServeSettings
 from autoscaler.sources.targets import TargetsFileError, load_targets
 from exporter.listen import NO_SUCH_FAMILY, listen_fix
+from exporter.tls_files import pair_problem
 
 log = logging.getLogger(__name__)
 
@@ -143,22 +142,12 @@ def _check_leader_durations(settings: ServeSettings) -> None:
 
 
 def _check_serving_certificate(settings: ServeSettings) -> None:
-    """The serving certificate and key load together. `ssl` names neither file ("No such file or directory",
-    "PEM lib"), so each is read first under its flag, then the pair is loaded as serving will load it."""
+    """The serving certificate and key load together (`pair_problem`: each file named under its flag)."""
     cert, key = settings.tls_cert_file, settings.tls_private_key_file
     if cert is None or key is None:
         return
-    for flag, path in (("--tls-cert-file", cert), ("--tls-private-key-file", key)):
-        try:
-            with open(path, "rb"):
-                pass
-        except OSError as error:
-            raise PreflightError(f"{flag} {path}: cannot read it: {error.strerror or error}") from error
-    try:
-        server_context(cert, key)
-    except ssl.SSLError as error:
-        raise PreflightError(f"--tls-cert-file {cert} and --tls-private-key-file {key} are not a PEM certificate "
-                             f"and its private key: {error}") from error
+    if problem := pair_problem(cert, key, "--tls-cert-file", "--tls-private-key-file"):
+        raise PreflightError(problem)
 
 
 def needs_kubernetes(settings: ServeSettings) -> bool:

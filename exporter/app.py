@@ -213,16 +213,18 @@ def _take_stop_signals(signals: StopSignals) -> Callable[[web.Application], Coro
 
 
 def run(app: web.Application, host: str, port: int, *, access_log: bool = False,
-        sockets: Sequence[socket.socket] | None = None) -> None:
+        sockets: Sequence[socket.socket] | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
     """Serve until SIGTERM/SIGINT on `sockets` (bound by `exporter.listen` before anything else started), or
-    on `host:port` bound here. No access log by default: Prometheus scrapes every few seconds forever,
-    and formatting a log line per scrape would cost more than rendering the metrics."""
+    on `host:port` bound here; over HTTPS with `ssl_context` (`exporter.metrics_tls`). No access log by
+    default: Prometheus scrapes every few seconds forever, and formatting a log line per scrape would cost more
+    than rendering the metrics."""
     signals = StopSignals()
     app.on_startup.append(_take_stop_signals(signals))
     try:
         web.run_app(
             app, sock=list(sockets) if sockets is not None else bind_listeners(host, port), print=None,
             access_log=logging.getLogger("aiohttp.access") if access_log else None, handle_signals=False,
+            ssl_context=ssl_context,
         )
     finally:
         signals.hold()  # ignored while Python shuts down, which puts its own handlers back to the default

@@ -25,6 +25,7 @@ from exporter import env_flags
 from exporter.env_flags import DNS_SUBDOMAIN, EnvFlag, EnvFlagError, Switch, resolve_flags
 from exporter.pod_identity import PodIdentity
 from exporter.pod_resources import GKE_GPU, GPU_ID_PREFIXES
+from exporter.tls_files import pair_problem
 
 ENV_PREFIX: Final = "EXPORTER_"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -84,6 +85,12 @@ class ExporterSettings:
     """Seconds of NVML utilization samples averaged into the busy ratio (`gpu_window` in docs/design.md)."""
     gpu_interval_s: float = 1.0
     """Seconds between NVML reads; NVML's sample buffer covers several seconds, so none is missed."""
+    tls_cert_file: Path | None = None
+    """The certificate /metrics and /healthz are served with over HTTPS (None: plain HTTP, as before). Reloaded
+    when it changes (`exporter.cert_reload`): cert-manager renews it, the kubelet swaps the Secret's files."""
+    tls_key_file: Path | None = None
+    tls_client_ca_file: Path | None = None
+    """Where given, /metrics answers only clients whose certificate chains to this CA (`exporter.metrics_tls`)."""
     log_level: str = "INFO"
 
 
@@ -344,12 +351,21 @@ _OPTIONS: Final = (
             "modelmesh_exporter_pod_info", "none", "NAMESPACE"),
     _Option("--pod-uid", pod_uid, "this pod's uid (downward API metadata.uid), for modelmesh_exporter_pod_info: "
             "what tells this pod from a pod created again under its name", "none", "UID"),
+    _Option("--tls-cert-file", file_path, "PEM certificate (with its chain) to serve /metrics and /healthz over "
+            "HTTPS with, instead of plain HTTP; read again when it changes (a renewed Secret); the kubelet's probes "
+            "then need scheme: HTTPS; needs --tls-key-file", "plain HTTP", "FILE"),
+    _Option("--tls-key-file", file_path, "PEM private key of --tls-cert-file", "none", "FILE"),
+    _Option("--tls-client-ca-file", ca_file, "PEM CA bundle: /metrics answers only clients presenting a certificate "
+            "it signs (Prometheus's tls_config cert_file, the adapter's --exporter-client-cert-file); others are "
+            "refused in the handshake (a certificate it did not sign) or with 401 (none); /healthz stays open for "
+            "the kubelet's probes, which send none; needs --tls-cert-file", "no client certificate asked",
+            "FILE"),
     _Option("--log-level", log_level, f"log level: {', '.join(LOG_LEVELS)}", _D.log_level, "LEVEL"),
 )
 _BY_DEST: Final = {option.dest: option for option in _OPTIONS}
 _GROUPS: Final = {"--pod-": "This pod (downward API)",
                    "--modelmesh": "ModelMesh", "--load": "ModelMesh", "--model-": "ModelMesh", "--gpu": "GPU (NVML)",
-                   "--no-gpu": "GPU (NVML)"}
+                   "--no-gpu": "GPU (NVML)", "--tls": "TLS (serving /metrics and /healthz)"}
 
 
 class _SidecarParser(argparse.ArgumentParser):
@@ -417,6 +433,7 @@ def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | N
     if values.get("modelmesh_insecure") and values.get("modelmesh_ca_file") is not None:
         parser.refuse(f"{setting('--modelmesh-insecure')} and {setting('--modelmesh-ca-file')} contradict each "
                      "other: verify with the CA file, or not at all")
+    _check_serving_tls(parser, values)
     gpu_pod_name = _one_pod_fact(parser, values, "name")
     gpu_pod_namespace = _one_pod_fact(parser, values, "namespace")
     # With --no-gpu the socket is not used (`startup.unused_gpu_settings` warns): nothing it needs is missing.
@@ -458,8 +475,28 @@ def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | N
         identity=PodIdentity(values.get("pod_namespace"), values.get("pod_name"), values.get("pod_uid")),
         gpu_window_s=values.get("gpu_window", _D.gpu_window_s),
         gpu_interval_s=values.get("gpu_interval", _D.gpu_interval_s),
+        tls_cert_file=values.get("tls_cert_file", _D.tls_cert_file),
+        tls_key_file=values.get("tls_key_file", _D.tls_key_file),
+        tls_client_ca_file=values.get("tls_client_ca_file", _D.tls_client_ca_file),
         log_level=values.get("log_level", _D.log_level),
     )
+
+
+def _check_serving_tls(parser: _SidecarParser, values: Mapping[str, object]) -> None:
+    """The serving certificate and its key come together and load, or the start stops naming the setting and the
+    file: a sidecar that fell back to plain HTTP would be refused by every scraper configured for HTTPS, and say
+    nothing of why; one that crash-loops on a traceback hides which of the two files is wrong."""
+    cert, key = values.get("tls_cert_file"), values.get("tls_key_file")
+    if (cert is None) != (key is None):
+        given, missing = ("--tls-cert-file", "--tls-key-file") if key is None else ("--tls-key-file", "--tls-cert-file")
+        parser.refuse(f"{setting(given)} needs {setting(missing)}: the certificate and its private key, as a "
+                      "kubernetes.io/tls Secret's tls.crt and tls.key")
+    if values.get("tls_client_ca_file") is not None and cert is None:
+        parser.refuse(f"{setting('--tls-client-ca-file')} needs {setting('--tls-cert-file')} and "
+                      f"{setting('--tls-key-file')}: client certificates are asked for over HTTPS only")
+    if (isinstance(cert, Path) and isinstance(key, Path)
+            and (problem := pair_problem(cert, key, setting("--tls-cert-file"), setting("--tls-key-file")))):
+        parser.refuse(problem)
 
 
 def _one_pod_fact(parser: _SidecarParser, values: Mapping[str, object], fact: str) -> str | None:

@@ -18,6 +18,7 @@ log = logging.getLogger("exporter")
 def serve(argv: list[str] | None) -> None:
     from exporter.app import build_app, run
     from exporter.listen import ListenError, bind_listeners, bound_addresses
+    from exporter.metrics_tls import serve_over_tls, serving_said
     from exporter.settings import parse_settings, unknown_variables
 
     settings = parse_settings(argv)
@@ -54,6 +55,8 @@ def serve(argv: list[str] | None) -> None:
         if settings.gpu_unattributed is not None else "on",
         pod_named(settings.identity),
     )
+    if settings.tls_cert_file is not None:
+        log.info("serving /metrics and /healthz over %s", serving_said(settings))
     if not settings.gpu_enabled:
         unused_gpu_settings(settings)
     unused_tls_settings(settings)
@@ -61,8 +64,9 @@ def serve(argv: list[str] | None) -> None:
         log.info("--modelmesh-insecure (EXPORTER_MODELMESH_INSECURE): ModelMesh's certificate is not verified (its "
                  "metrics port makes a new self-signed one at every start)")
     # The access log only at DEBUG: one line per scrape otherwise fills the pod's log for nothing.
-    run(build_app(settings), settings.listen_host, settings.listen_port,
-        access_log=settings.log_level == "DEBUG", sockets=sockets)
+    app = build_app(settings)
+    run(app, settings.listen_host, settings.listen_port, access_log=settings.log_level == "DEBUG", sockets=sockets,
+        ssl_context=serve_over_tls(app, settings))
 
 
 def _stopped_while_starting(signum: int, frame: object) -> None:

@@ -26,7 +26,6 @@ from prometheus_client import Counter, Histogram
 from prometheus_client.aiohttp import make_aiohttp_handler
 
 from autoscaler.api import handlers, runtimes
-from autoscaler.api.cert_reload import certificate_reload_context
 from autoscaler.api.client_errors import install_client_error_filter
 from autoscaler.api.connections import closing_status
 from autoscaler.api.negotiation import NOT_ACCEPTABLE, accepts_json
@@ -42,6 +41,7 @@ from autoscaler.names import GROUP_VERSION
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
+from exporter.cert_reload import certificate_reload_context
 
 log = logging.getLogger(__name__)
 

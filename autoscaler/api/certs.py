@@ -19,6 +19,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from exporter.tls_files import server_context as server_context  # where it lived: its importers keep their import
+
 
 @dataclass(frozen=True, slots=True)
 class CertificateFiles:
@@ -59,21 +61,6 @@ def generate_self_signed(directory: Path, common_name: str, hosts: list[str]) ->
     )
     files.key_file.chmod(0o600)
     return files
-
-
-TLS12_CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20"
-"""TLS 1.2 suites: ECDHE with AES-GCM or ChaCha20-Poly1305, what Go (and so kube-apiserver, the aggregator,
-the kubelet and Prometheus) prefers. Python's default list adds CBC suites with SHA-256/384 MACs, which Go
-lists as insecure (Lucky13) and never offers, and finite-field DHE. TLS 1.3 suites are all AEAD, unchanged."""
-
-
-def server_context(cert_file: Path, key_file: Path) -> ssl.SSLContext:
-    """A TLS 1.2+ server context for the given certificate, with forward-secret AEAD suites only."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.set_ciphers(TLS12_CIPHERS)
-    context.load_cert_chain(cert_file, key_file)
-    return context
 
 
 def self_signed_server_context(common_name: str, hosts: list[str]) -> ssl.SSLContext:

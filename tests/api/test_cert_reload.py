@@ -18,8 +18,8 @@ from aiohttp import web
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from autoscaler.api.cert_reload import ServingCertificateReloader
 from autoscaler.api.certs import server_context
+from exporter.cert_reload import CertificateReloader
 from tests.support.processes import free_port, poll, running
 
 
@@ -70,7 +70,7 @@ async def test_a_renewed_certificate_is_served_to_new_connections(
     tmp_path: Path, ca: trustme.CA, served: tuple[ssl.SSLContext, int]
 ) -> None:
     context, port = served
-    reloader = ServingCertificateReloader(context, tmp_path / "tls.crt", tmp_path / "tls.key")
+    reloader = CertificateReloader(context, tmp_path / "tls.crt", tmp_path / "tls.key")
     assert await served_common_name(port, ca) == "first"
     assert not reloader.check()  # nothing changed: nothing loaded
 
@@ -85,7 +85,7 @@ async def test_a_half_written_pair_keeps_the_old_certificate_until_it_loads(
     tmp_path: Path, ca: trustme.CA, served: tuple[ssl.SSLContext, int], caplog: pytest.LogCaptureFixture
 ) -> None:
     context, port = served
-    reloader = ServingCertificateReloader(context, tmp_path / "tls.crt", tmp_path / "tls.key")
+    reloader = CertificateReloader(context, tmp_path / "tls.crt", tmp_path / "tls.key")
     renewed = ca.issue_cert("localhost", common_name="renewed")
     data = (tmp_path / "..data").resolve()
     renewed.cert_chain_pems[0].write_to_path(str(data / "tls.crt"))  # the key is not written yet
@@ -103,7 +103,7 @@ async def test_the_reloader_task_picks_up_a_renewal_by_itself(
     tmp_path: Path, ca: trustme.CA, served: tuple[ssl.SSLContext, int]
 ) -> None:
     context, port = served
-    task = asyncio.create_task(ServingCertificateReloader(context, tmp_path / "tls.crt", tmp_path / "tls.key",
+    task = asyncio.create_task(CertificateReloader(context, tmp_path / "tls.crt", tmp_path / "tls.key",
                                                           interval_s=0.05).run())
     try:
         write_secret_volume(tmp_path, ca.issue_cert("localhost", common_name="renewed"), "v2")

@@ -1,9 +1,13 @@
-"""Serving-certificate reload without a restart: cert-manager renews a certificate every 60 days of its 90 (and
-the kubelet swaps a mounted Secret's files through a symlink), so an adapter that read its certificate once
-would serve an expired one a few months after its last restart, and the aggregator would mark the APIService
-unavailable.
+"""Certificate reload without a restart: cert-manager renews a certificate every 60 days of its 90 (and the
+kubelet swaps a mounted Secret's files through a symlink), so an adapter that read its certificate once would
+serve an expired one a few months after its last restart, and the aggregator would mark the APIService
+unavailable; an exporter sidecar would be refused by every Prometheus that verifies it; the adapter's client
+certificate to the exporters would be refused by them.
 
-`ServingCertificateReloader` looks at the certificate and key files every `interval_s` (their resolved path,
+In `exporter` so that the adapter (its serving and its client certificate) and the exporter sidecar (its
+serving certificate) reload with the one reloader, without the sidecar importing the adapter's API server.
+
+`CertificateReloader` looks at the certificate and key files every `interval_s` (their resolved path,
 inode, size and modification time, so a symlink swap counts) and, when either changed, loads the pair into the
 *same* `ssl.SSLContext` the server listens with: every handshake from then on presents the new certificate,
 connections already open keep theirs. A pair that does not load (the key written before the certificate, a
@@ -41,11 +45,15 @@ def _fingerprint(*paths: Path) -> Fingerprint:
     return tuple(marks)
 
 
-class ServingCertificateReloader:
-    """Keeps `context`'s certificate in step with `cert_file`/`key_file`; run `run()` as a task."""
+class CertificateReloader:
+    """Keeps `context`'s certificate in step with `cert_file`/`key_file`; run `run()` as a task, or call
+    `check()` where the user of the context has a loop of its own. `what` names the certificate in the log
+    ("serving certificate", "client certificate")."""
 
-    def __init__(self, context: ssl.SSLContext, cert_file: Path, key_file: Path, *, interval_s: float = 10.0) -> None:
+    def __init__(self, context: ssl.SSLContext, cert_file: Path, key_file: Path, *, interval_s: float = 10.0,
+                 what: str = "serving certificate") -> None:
         self._context = context
+        self._what = what
         self._cert_file = cert_file
         self._key_file = key_file
         self._interval_s = interval_s
@@ -66,12 +74,12 @@ class ServingCertificateReloader:
                 ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)  # raises on a bad pair
                 self._context.load_cert_chain(cert, key)
         except (OSError, ssl.SSLError, ValueError) as error:
-            log.warning("serving certificate %s changed but does not load yet (keeping the current one): %s",
-                        self._cert_file, error)
+            log.warning("%s %s changed but does not load yet (keeping the current one): %s",
+                        self._what, self._cert_file, error)
             return False
         self._loaded = seen
         self.reloads += 1
-        log.info("serving certificate reloaded from %s", self._cert_file)
+        log.info("%s reloaded from %s", self._what, self._cert_file)
         return True
 
     async def run(self) -> None:
@@ -86,7 +94,7 @@ def certificate_reload_context(
     """An `app.cleanup_ctx` entry running the reloader for as long as the app runs."""
 
     async def run(app: web.Application) -> AsyncIterator[None]:
-        task = asyncio.create_task(ServingCertificateReloader(context, cert_file, key_file,
+        task = asyncio.create_task(CertificateReloader(context, cert_file, key_file,
                                                               interval_s=interval_s).run())
         yield
         task.cancel()
