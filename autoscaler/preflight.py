@@ -49,6 +49,7 @@ def check_startup(settings: ServeSettings) -> None:
     """Raise `PreflightError` for the first mistake that would stop `serve` later."""
     _check_flag_rules(settings)
     _check_serving_certificate(settings)
+    _check_exporter_client_certificate(settings)
     if settings.config is not None:
         try:
             book = load_policy_book(settings.config, announce=False)  # the refresh says what it finds
@@ -76,6 +77,9 @@ def _check_flag_rules(settings: ServeSettings) -> None:
         raise PreflightError("--gpu-source dcgm reads DCGM_FI_DEV_GPU_UTIL from Prometheus: use --source prometheus")
     if bool(settings.tls_cert_file) != bool(settings.tls_private_key_file):
         raise PreflightError("--tls-cert-file and --tls-private-key-file go together")
+    if bool(settings.exporter_client_cert_file) != bool(settings.exporter_client_key_file):
+        raise PreflightError("--exporter-client-cert-file and --exporter-client-key-file go together: the client "
+                             "certificate and its private key, as a kubernetes.io/tls Secret's tls.crt and tls.key")
     try:
         AlwaysAllowPaths.parse(settings.authorization_always_allow_paths)
     except OpenPathError as error:  # kube refuses it at start too; accepted, it matched nothing
@@ -88,7 +92,8 @@ def _check_flag_rules(settings: ServeSettings) -> None:
 _PROMETHEUS_ONLY = ("prometheus_url", "prometheus_ca_file", "prometheus_token_file", "prometheus_headers",
                     "prometheus_timeout_s", "prometheus_namespace_label", "prometheus_pod_label",
                     "dcgm_pod_label", "dcgm_namespace_label")
-_SCRAPE_ONLY = ("scrape_timeout_s", "scrape_concurrency", "exporter_ca_file")
+_SCRAPE_ONLY = ("scrape_timeout_s", "scrape_concurrency", "exporter_ca_file", "exporter_scheme",
+                "exporter_server_name", "exporter_client_cert_file", "exporter_client_key_file")
 
 
 def _flag(field: str) -> str:
@@ -116,7 +121,7 @@ def _warn_discovery_settings_with_targets(settings: ServeSettings) -> None:
     if settings.targets is None:
         return
     defaults = ServeSettings()
-    given = [_flag(name) for name in ("namespaces", "exporter_port")
+    given = [_flag(name) for name in ("namespaces", "exporter_port", "exporter_scheme")
              if getattr(settings, name) != getattr(defaults, name)]
     if settings.bridge:
         given.append("--bridge on")
@@ -147,6 +152,15 @@ def _check_serving_certificate(settings: ServeSettings) -> None:
     if cert is None or key is None:
         return
     if problem := pair_problem(cert, key, "--tls-cert-file", "--tls-private-key-file"):
+        raise PreflightError(problem)
+
+
+def _check_exporter_client_certificate(settings: ServeSettings) -> None:
+    """The client certificate for the exporters loads with its key, each file named under its flag: found at the
+    first scrape instead, it stopped the refresh process after "serving" was logged."""
+    cert, key = settings.exporter_client_cert_file, settings.exporter_client_key_file
+    if cert is not None and key is not None and (
+            problem := pair_problem(cert, key, "--exporter-client-cert-file", "--exporter-client-key-file")):
         raise PreflightError(problem)
 
 

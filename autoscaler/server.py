@@ -37,6 +37,7 @@ from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings, is_loopback
 from autoscaler.sources.base import DiscoveryScopes, MetricSource, PodDiscovery
 from autoscaler.sources.scrape import ScrapeSource
+from autoscaler.sources.scrape_tls import exporter_client_tls
 from autoscaler.sources.targets import StaticTargetsDiscovery
 from exporter.stopping import stop_tasks
 
@@ -85,6 +86,7 @@ def build_discovery(settings: ServeSettings, policies: PolicyBook) -> PodDiscove
         runtimes=list(policies.runtimes),
         namespaces=settings.namespaces,
         exporter_port=settings.exporter_port,
+        exporter_scheme=settings.exporter_scheme,
     )
 
 
@@ -123,11 +125,11 @@ def build_source(settings: ServeSettings, discovery: PodDiscovery) -> MetricSour
                                 dcgm_pod_label=settings.dcgm_pod_label)
     if settings.gpu_source == "dcgm":
         raise StartupError("--gpu-source dcgm reads DCGM_FI_DEV_GPU_UTIL from Prometheus: use --source prometheus")
-    exporter_tls = None
-    if settings.exporter_ca_file is not None:  # https exporter URLs signed by the cluster's own CA
-        exporter_tls = ssl.create_default_context(cafile=str(settings.exporter_ca_file))
+    tls = exporter_client_tls(settings.exporter_ca_file, settings.exporter_client_cert_file,
+                              settings.exporter_client_key_file)
     return ScrapeSource(discovery, timeout_s=settings.scrape_timeout_s, concurrency=settings.scrape_concurrency,
-                        deadline_s=settings.refresh_interval_s, ssl_context=exporter_tls)
+                        deadline_s=settings.refresh_interval_s, ssl_context=tls.context,
+                        server_name=settings.exporter_server_name, client_certificate=tls.client_certificate)
 
 
 def tls_context(settings: ServeSettings) -> ssl.SSLContext:

@@ -91,6 +91,15 @@ class ServeSettings:
     scrape_timeout_s: float = 5.0
     scrape_concurrency: int = 64
     exporter_ca_file: Path | None = None
+    exporter_scheme: Literal["http", "https"] = "http"
+    """How discovered exporters are scraped: https for sidecars given `--tls-cert-file` (docs/operations.md,
+    Securing the exporters' port)."""
+    exporter_server_name: str | None = None
+    """The name the exporters' certificates are checked against, instead of the pod IP scraped (Prometheus's
+    `tls_config.server_name`): certificates rarely carry a pod's IP, which changes with every pod."""
+    exporter_client_cert_file: Path | None = None
+    exporter_client_key_file: Path | None = None
+    """The client certificate presented to exporters given `--tls-client-ca-file`; read again when it changes."""
     namespaces: tuple[str, ...] = ()
     # Decisions.
     refresh_interval_s: float = 15.0
@@ -367,6 +376,17 @@ def object_name(value: str) -> str:
     return name
 
 
+def server_name(value: str) -> str:
+    """A DNS name a certificate carries, as `--exporter-server-name` checks the exporters' against: an IP or a
+    URL there would match no DNS subject alternative name, and every scrape would fail."""
+    name = text(value).lower()
+    if not DNS_SUBDOMAIN.fullmatch(name):
+        raise argparse.ArgumentTypeError(
+            f"expected a DNS name as the exporters' certificates carry it (lower-case letters, digits, '-' and '.', "
+            f"as modelmesh-exporter or modelmesh-exporter.modelmesh-serving.svc), got {value!r}")
+    return name
+
+
 def choice(*allowed: str, upper: bool = False) -> Callable[[str], str]:
     """One of `allowed`, in any letter case."""
 
@@ -501,6 +521,17 @@ _OPTIONS: Final = (
             str(_D.scrape_concurrency), "N", _SOURCE),
     _Option("--exporter-ca-file", ca_file, "CA bundle (PEM) that signs the exporters' certificates, trusted "
             "for https exporter URLs instead of the system CAs", "the system CAs", "FILE", _SOURCE),
+    _Option("--exporter-scheme", choice("http", "https"), "scheme of the discovered exporters' URLs "
+            "(https://POD-IP:PORT/metrics): https for sidecars given --tls-cert-file, their certificates verified "
+            "with --exporter-ca-file", _D.exporter_scheme, "{http,https}", _SOURCE),
+    _Option("--exporter-server-name", server_name, "name the exporters' certificates are verified against instead "
+            "of the pod IP scraped, which certificates rarely carry (Prometheus's tls_config server_name); also "
+            "sent as the TLS server name", "the address scraped", "NAME", _SOURCE),
+    _Option("--exporter-client-cert-file", file_path, "PEM client certificate presented to exporters given "
+            "--tls-client-ca-file; read again when it changes (a renewed Secret); needs --exporter-client-key-file",
+            "none", "FILE", _SOURCE),
+    _Option("--exporter-client-key-file", file_path, "PEM private key of --exporter-client-cert-file", "none",
+            "FILE", _SOURCE),
     _Option("--namespaces", namespaces, "comma list of namespaces to discover runtimes, watch HPAs, bridge "
             "RuntimeScales and write pod-deletion costs in (a policy-file runtime outside them is served from its "
             "pods only, with a warning); empty: all",
@@ -623,6 +654,10 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
         scrape_timeout_s=v.get("scrape_timeout", _D.scrape_timeout_s),
         scrape_concurrency=v.get("scrape_concurrency", _D.scrape_concurrency),
         exporter_ca_file=v.get("exporter_ca_file", _D.exporter_ca_file),
+        exporter_scheme=v.get("exporter_scheme", _D.exporter_scheme),
+        exporter_server_name=v.get("exporter_server_name", _D.exporter_server_name),
+        exporter_client_cert_file=v.get("exporter_client_cert_file", _D.exporter_client_cert_file),
+        exporter_client_key_file=v.get("exporter_client_key_file", _D.exporter_client_key_file),
         namespaces=v.get("namespaces", _D.namespaces),
         refresh_interval_s=v.get("refresh_interval", _D.refresh_interval_s),
         window_s=v.get("window", _D.window_s),

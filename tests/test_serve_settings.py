@@ -42,6 +42,10 @@ FLAG_CASES: list[tuple[str, str, str, Any]] = [
     ("--scrape-timeout", "2.5", "scrape_timeout_s", 2.5),
     ("--scrape-concurrency", "16", "scrape_concurrency", 16),
     ("--exporter-ca-file", certifi.where(), "exporter_ca_file", Path(certifi.where())),  # checked: a real bundle
+    ("--exporter-scheme", "HTTPS", "exporter_scheme", "https"),
+    ("--exporter-server-name", "modelmesh-exporter", "exporter_server_name", "modelmesh-exporter"),
+    ("--exporter-client-cert-file", "/tls/client.crt", "exporter_client_cert_file", Path("/tls/client.crt")),
+    ("--exporter-client-key-file", "/tls/client.key", "exporter_client_key_file", Path("/tls/client.key")),
     ("--namespaces", "a, b", "namespaces", ("a", "b")),
     ("--refresh-interval", "30", "refresh_interval_s", 30.0),
     ("--window", "60", "window_s", 60.0),

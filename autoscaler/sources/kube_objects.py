@@ -170,9 +170,11 @@ def runtime_table(runtimes: Mapping[RuntimeKey, RuntimeRecord]) -> dict[RuntimeK
 
 
 def build_inventory(
-    runtimes: Mapping[RuntimeKey, RuntimeRecord], pods: Iterable[PodRecord], exporter_port: int
+    runtimes: Mapping[RuntimeKey, RuntimeRecord], pods: Iterable[PodRecord], exporter_port: int,
+    scheme: str = "http",
 ) -> dict[RuntimeKey, RuntimeInventory]:
-    """Every runtime with the pods its selector matches in its namespace, both in name order.
+    """Every runtime with the pods its selector matches in its namespace, both in name order; each pod's exporter
+    at `scheme://IP:exporter_port/metrics` (https for sidecars given a certificate: `--exporter-scheme`).
 
     modelmesh-serving puts a namespace's runtimes side by side, so testing every pod of the namespace against
     every runtime's selector costs runtimes x pods: 15 s of CPU at 2,000 runtimes of 2 pods, quadratic, and
@@ -197,7 +199,7 @@ def build_inventory(
                     by_value.setdefault(pod.labels.get(label), []).append(pod)
             candidates = by_value.get(value, ())
         targets = sorted(
-            (_target(pod, exporter_port) for pod in candidates
+            (_target(pod, exporter_port, scheme) for pod in candidates
              if _selects(runtime.selector, pod) and _runs_under(key, pod)),
             key=lambda target: target.name,
         )
@@ -244,11 +246,11 @@ _pod_target: Final = slot_builder(
 keyword argument) the pods' uid made a rebuild of 10,000 pods 8% dearer (`bench/bench_discovery.py`)."""
 
 
-def _target(pod: PodRecord, exporter_port: int) -> PodTarget:
+def _target(pod: PodRecord, exporter_port: int, scheme: str) -> PodTarget:
     if pod.declared_ports is not None and exporter_port not in pod.declared_ports:
         return _pod_target(pod.name, pod.ready, None, pod.created_at, exporter_port, pod.uid)
     url = None
     if pod.ip:
         host = f"[{pod.ip}]" if ":" in pod.ip else pod.ip
-        url = f"http://{host}:{exporter_port}/metrics"
+        url = f"{scheme}://{host}:{exporter_port}/metrics"
     return _pod_target(pod.name, pod.ready, url, pod.created_at, None, pod.uid)

@@ -108,6 +108,7 @@ class KubePodDiscovery:
         discover: bool = True,
         namespaces: Sequence[str] | None = None,
         exporter_port: int = DEFAULT_EXPORTER_PORT,
+        exporter_scheme: str = "http",
         resync_interval_s: float = 30.0,
         reread_interval_s: float = 2.0,
         request_timeout_s: float = 10.0,
@@ -144,6 +145,7 @@ class KubePodDiscovery:
                                     "discovery")
         watched = tuple(dict.fromkeys(namespaces)) if namespaces else None
         self._exporter_port = exporter_port
+        self._exporter_scheme = exporter_scheme
         self._backoff_initial_s = backoff_initial_s
         self._backoff_max_s = backoff_max_s
         self._start_timeout_s = start_timeout_s if start_timeout_s is not None else 2 * float(request_timeout_s)
@@ -254,7 +256,7 @@ class KubePodDiscovery:
         if self._cache is not None and self._cache[0] == self._version:
             return dict(self._cache[1])
         pods = (pod for watch in self._watches for pod in watch.pods.values())
-        result = build_inventory(self._deployments.runtimes, pods, self._exporter_port)
+        result = build_inventory(self._deployments.runtimes, pods, self._exporter_port, self._exporter_scheme)
         self._cache = (self._version, result)
         return dict(result)
 

@@ -51,6 +51,7 @@ from autoscaler.sources.scrape_news import ScrapeNews
 from autoscaler.sources.scrape_retry import ScrapeRetries
 from autoscaler.sources.shared_addresses import REASON_ADDRESS_REUSED, superseded
 from exporter import names
+from exporter.cert_reload import CertificateReloader
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,8 @@ class ScrapeSource:
         max_body_bytes: int = MAX_BODY_BYTES,
         retries: ScrapeRetries | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        server_name: str | None = None,
+        client_certificate: CertificateReloader | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if concurrency < 1:
@@ -96,6 +99,8 @@ class ScrapeSource:
         self._limit = asyncio.Semaphore(concurrency)
         self._concurrency = concurrency
         self._ssl: ssl.SSLContext | bool = ssl_context if ssl_context is not None else True
+        self._server_name = server_name
+        self._client_certificate = client_certificate  # reloaded into `ssl_context` (`scrape_tls`)
         self._clock = clock
         self._session: aiohttp.ClientSession | None = None
         self._last_good: dict[_PodId, PodSample] = {}
@@ -121,6 +126,8 @@ class ScrapeSource:
         return self._session
 
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
+        if self._client_certificate is not None:
+            self._client_certificate.check()
         inventory = self._discovery.inventory()
         outage = self._discovery_outage
         outage.note(self._discovery.healthy_for, (key.namespace for key in inventory), now,
@@ -319,7 +326,8 @@ class ScrapeSource:
         exporter that names another pod (`answered_pod`: the pod's IP given to a new pod)."""
         assert pod.url is not None
         requested_at = self._clock()
-        text = await fetch_exposition(self._client(), pod.url, max_bytes=self._max_body_bytes)
+        text = await fetch_exposition(self._client(), pod.url, max_bytes=self._max_body_bytes,
+                                      server_name=self._server_name)
         try:
             reading = read_exporter_text(text, pod.name, pod.ready, self._clock(), pod.created_at, requested_at)
         except ExpositionError as error:

@@ -32,11 +32,19 @@ _CHUNK_BYTES = 64 * 1024
 CA_HINT: Final = ("the exporter's certificate is not signed by a CA the adapter trusts: give the CA that signs it "
                   "with --exporter-ca-file")
 HOST_HINT: Final = ("the certificate chains to a trusted CA but does not name the address scraped (the pod's IP): "
-                    "the exporters' certificates must carry it as an IP subject alternative name")
+                    "give --exporter-server-name a DNS name the exporters' certificates carry (as Prometheus's "
+                    "tls_config server_name), or issue them with the pod's IP as a subject alternative name")
+SERVER_NAME_HINT: Final = ("the certificate chains to a trusted CA but does not carry --exporter-server-name {name}: "
+                           "give the name the exporters' certificates carry (their dnsNames)")
 PLAIN_HINT: Final = ("nothing speaks TLS there (the exporter serves plain http unless given a certificate): scrape "
                      "it with http://, or give the exporter its certificate")
-REFUSED_HINT: Final = ("the exporter, or a proxy in front of it (kube-rbac-proxy), refuses the adapter, which scrapes "
-                       "without credentials: let it through, or point the adapter at the exporter's own port")
+REFUSED_HINT: Final = ("the exporter, or a proxy in front of it (kube-rbac-proxy), refuses the adapter: an exporter "
+                       "given --tls-client-ca-file wants a client certificate of that CA (--exporter-client-cert-file "
+                       "and --exporter-client-key-file); a proxy, let the adapter through, or point the adapter at the "
+                       "exporter's own port")
+CLOSED_HINT: Final = ("an exporter given --tls-client-ca-file closes the connection on a client certificate its CA did "
+                      "not sign: give the adapter one it signs with "
+                      "--exporter-client-cert-file and --exporter-client-key-file")
 NOT_FOUND_HINT: Final = "no /metrics at that address: is the port the exporter's (9187), not ModelMesh's own?"
 CONNECT_HINT: Final = ("nothing accepts connections there: is the exporter sidecar in the pod and listening on "
                       "--exporter-port (default 9187), and does a NetworkPolicy let the adapter reach it?")
@@ -55,11 +63,14 @@ def scrape_timeout(total_s: float, connect_s: float = CONNECT_TIMEOUT_S) -> aioh
     return aiohttp.ClientTimeout(total=total_s, sock_connect=min(connect_s, total_s))
 
 
-async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_bytes: int = MAX_BODY_BYTES) -> str:
-    """The body of `url` as text; raises `FetchError` with the reason for any failure."""
+async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_bytes: int = MAX_BODY_BYTES,
+                           server_name: str | None = None) -> str:
+    """The body of `url` as text; raises `FetchError` with the reason for any failure. `server_name`: the name an
+    https exporter's certificate is verified against, and sent as the TLS server name, instead of the URL's host
+    (`--exporter-server-name`)."""
     timeout = session.timeout
     try:
-        async with session.get(url) as response:
+        async with session.get(url, server_hostname=server_name) as response:
             if response.status != 200:
                 hint = f"; {_HTTP_HINTS[response.status]}" if response.status in _HTTP_HINTS else ""
                 raise FetchError(names.REASON_HTTP, f"HTTP {response.status} from {url}{hint}")
@@ -69,10 +80,15 @@ async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_byte
     except TimeoutError as error:
         raise FetchError(names.REASON_TIMEOUT, f"no answer from {url} in {timeout.total} s") from error
     except (aiohttp.ClientSSLError, ssl.SSLError) as error:
-        raise FetchError(names.REASON_TLS, tls_detail(url, error)) from error
+        raise FetchError(names.REASON_TLS, tls_detail(url, error, server_name)) from error
     except aiohttp.ClientConnectorError as error:
         # The OS's words, not aiohttp's ("Cannot connect to host ... ssl:default" read as TLS on an http:// URL)
         raise FetchError(names.REASON_CONNECT, f"{url}: {error.os_error}; {CONNECT_HINT}") from error
+    except aiohttp.ServerDisconnectedError as error:
+        # TLS 1.3 ends the handshake before the server has judged the client's certificate: its refusal comes
+        # as a connection closed at the first read, not as a TLS error.
+        hint = f"; {CLOSED_HINT}" if url.startswith("https://") else ""
+        raise FetchError(names.REASON_CONNECT, f"{url}: {error}{hint}") from error
     except aiohttp.ClientPayloadError as error:
         raise FetchError(names.REASON_PARSE, f"incomplete body from {url}: {error}") from error
     except aiohttp.TooManyRedirects as error:
@@ -85,12 +101,13 @@ async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_byte
         raise FetchError(names.REASON_PARSE, f"{url}: {error}") from error
 
 
-def tls_detail(url: str, error: BaseException) -> str:
+def tls_detail(url: str, error: BaseException, server_name: str | None = None) -> str:
     """A TLS failure as OpenSSL says it, with the hint that fits: a CA to trust, a certificate for another
-    address, or no TLS at all at that address."""
+    address (or another `--exporter-server-name`), or no TLS at all at that address."""
     cause = ssl_cause(error)
     if isinstance(cause, ssl.SSLCertVerificationError) and cause.verify_message:
-        hint = HOST_HINT if cause.verify_code in HOST_MISMATCH else CA_HINT
+        hint = (CA_HINT if cause.verify_code not in HOST_MISMATCH else HOST_HINT if server_name is None
+                else SERVER_NAME_HINT.format(name=server_name))
         return f"{url}: certificate verify failed: {cause.verify_message.rstrip('.')}; {hint}"
     if cause is not None and cause.reason in NOT_TLS:
         return f"{url}: {cause.reason}; {PLAIN_HINT}"
