@@ -22,10 +22,11 @@ EXAMPLES = MANIFESTS / "examples"
 PROMETHEUS = EXAMPLES / "prometheus"
 GRAFANA = EXAMPLES / "grafana"
 CERT_MANAGER = EXAMPLES / "cert-manager"
+EXPORTER_TLS = EXAMPLES / "exporter-tls"
 KEDA = EXAMPLES / "keda"
 KEDA_SCALED_OBJECT = KEDA / "scaled-object-triton.yaml"
 """Applied on its own once the RuntimeScale has its replicas: not part of the overlay (docs/operations.md, KEDA)."""
-KUSTOMIZATIONS = (BASE, EXAMPLES, CERT_MANAGER, PROMETHEUS, KEDA)
+KUSTOMIZATIONS = (BASE, EXAMPLES, CERT_MANAGER, PROMETHEUS, KEDA, EXPORTER_TLS)
 
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 """Where a pod (Prometheus's) finds its ServiceAccount token: the shipped adapter job sends it."""

@@ -33,6 +33,7 @@ from tests.manifests.support import (
     BASE,
     CERT_MANAGER,
     EXAMPLES,
+    EXPORTER_TLS,
     KEDA,
     KEDA_SCALED_OBJECT,
     KUSTOMIZATIONS,
@@ -202,7 +203,8 @@ def test_each_file_holds_one_object_and_is_listed(directory: Path) -> None:
 
 
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
-@pytest.mark.parametrize("directory", (BASE, EXAMPLES, CERT_MANAGER, KEDA), ids=lambda d: str(d.relative_to(REPO)))
+@pytest.mark.parametrize("directory", (BASE, EXAMPLES, CERT_MANAGER, KEDA, EXPORTER_TLS),
+                         ids=lambda d: str(d.relative_to(REPO)))
 def test_objects_are_valid_for_kubernetes(directory: Path, version: str) -> None:
     checked = 0
     for obj in kustomize(directory):
