@@ -13,6 +13,7 @@ no sidecar listening.
 
 from __future__ import annotations
 
+import errno
 import ssl
 from typing import Final
 
@@ -42,6 +43,10 @@ REFUSED_HINT: Final = ("the exporter, or a proxy in front of it (kube-rbac-proxy
                        "given --tls-client-ca-file wants a client certificate of that CA (--exporter-client-cert-file "
                        "and --exporter-client-key-file); a proxy, let the adapter through, or point the adapter at the "
                        "exporter's own port")
+CLIENT_CERTIFICATE_REFUSED: Final = frozenset({"TLSV13_ALERT_CERTIFICATE_REQUIRED", "TLSV1_ALERT_UNKNOWN_CA",
+                                              "SSLV3_ALERT_BAD_CERTIFICATE", "SSLV3_ALERT_CERTIFICATE_UNKNOWN"})
+"""OpenSSL's reasons when the exporter refused the adapter's client certificate in a TLS 1.2 handshake (or
+sent its alert before the adapter's first read)."""
 CLOSED_HINT: Final = ("an exporter given --tls-client-ca-file closes the connection on a client certificate its CA did "
                       "not sign: give the adapter one it signs with "
                       "--exporter-client-cert-file and --exporter-client-key-file")
@@ -84,10 +89,11 @@ async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_byte
     except aiohttp.ClientConnectorError as error:
         # The OS's words, not aiohttp's ("Cannot connect to host ... ssl:default" read as TLS on an http:// URL)
         raise FetchError(names.REASON_CONNECT, f"{url}: {error.os_error}; {CONNECT_HINT}") from error
-    except aiohttp.ServerDisconnectedError as error:
+    except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as error:
         # TLS 1.3 ends the handshake before the server has judged the client's certificate: its refusal comes
-        # as a connection closed at the first read, not as a TLS error.
-        hint = f"; {CLOSED_HINT}" if url.startswith("https://") else ""
+        # at the first read, as the connection closed or reset, not as a TLS error.
+        closed = isinstance(error, aiohttp.ServerDisconnectedError) or error.errno == errno.ECONNRESET
+        hint = f"; {CLOSED_HINT}" if closed and url.startswith("https://") else ""
         raise FetchError(names.REASON_CONNECT, f"{url}: {error}{hint}") from error
     except aiohttp.ClientPayloadError as error:
         raise FetchError(names.REASON_PARSE, f"incomplete body from {url}: {error}") from error
@@ -111,6 +117,8 @@ def tls_detail(url: str, error: BaseException, server_name: str | None = None) -
         return f"{url}: certificate verify failed: {cause.verify_message.rstrip('.')}; {hint}"
     if cause is not None and cause.reason in NOT_TLS:
         return f"{url}: {cause.reason}; {PLAIN_HINT}"
+    if cause is not None and cause.reason in CLIENT_CERTIFICATE_REFUSED:
+        return f"{url}: {cause.reason}; {CLOSED_HINT}"
     return f"{url}: {error}"
 
 

@@ -278,7 +278,10 @@ def test_every_flag_is_covered_here_and_documents_its_variable() -> None:
     parser = build_parser()
     # --help and --version set nothing, so have no variable
     flags = {action.option_strings[0] for action in parser._actions} - {"-h", "--version"}  # not an off form
-    assert flags == {case[0] for case in FLAG_CASES} | {"--modelmesh-ca-file", "--gpu-pod-resources-socket"}
+    # The TLS files are read at start: test_exporter_serving_tls.py and test_exporter_client_certificates.py
+    # give each through its variable to the real exporter.
+    assert flags == {case[0] for case in FLAG_CASES} | {"--modelmesh-ca-file", "--gpu-pod-resources-socket",
+                                                        "--tls-cert-file", "--tls-key-file", "--tls-client-ca-file"}
     help_text = parser.format_help()
     for flag in flags:
         assert env_name(flag) in help_text
