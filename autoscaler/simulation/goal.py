@@ -36,6 +36,23 @@ class Outcome(Protocol):
     def cold_loads(self) -> int: ...
 
 
+LABELS: Final = {"pod_hours": "pod-hours", "delayed": "delayed requests",
+                 "avoidable_cold_loads": "avoidable cold loads"}
+"""The parts by their field in report.json's `goal`, as the report names them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One of the goal's three parts: the report prints each, so that a missed goal says which part missed."""
+
+    key: str
+    """The field of report.json's `goal` that holds `ratio` (LABELS names it)."""
+    ratio: float | None
+    limit: float
+    """The most `ratio` may be: the delay part's is QUIET_SLACK where mean-hpa barely delays."""
+    met: bool
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     pod_hours: float  # x mean-hpa's
@@ -43,6 +60,15 @@ class Verdict:
     cold: float  # avoidable cold loads, x mean-hpa's (0 when mean-hpa had none)
     delays_met: bool
     met: bool
+    quiet_baseline: bool = False
+    """mean-hpa delayed under QUIET_RATIO of requests: the delay part asks only not to delay QUIET_SLACK more."""
+
+    def parts(self) -> tuple[Part, Part, Part]:
+        """The three parts in the order the goal names them; `met` is all three."""
+        return (Part("pod_hours", self.pod_hours, POD_HOURS, self.pod_hours <= POD_HOURS),
+                Part("delayed", self.delayed, max(DELAYED, QUIET_SLACK) if self.quiet_baseline else DELAYED,
+                     self.delays_met),
+                Part("avoidable_cold_loads", self.cold, COLD, self.cold <= COLD))
 
 
 def judge(result: Outcome, base: Outcome, unavoidable_cold: int) -> Verdict:
@@ -52,9 +78,11 @@ def judge(result: Outcome, base: Outcome, unavoidable_cold: int) -> Verdict:
     delayed = result.delayed_requests / base.delayed_requests if base.delayed_requests else None
     avoidable = base.cold_loads - unavoidable_cold
     cold = (result.cold_loads - unavoidable_cold) / avoidable if avoidable > 0 else 0.0
-    quiet = base.delayed_ratio < QUIET_RATIO and result.delayed_requests <= base.delayed_requests * QUIET_SLACK
+    quiet_baseline = base.delayed_ratio < QUIET_RATIO
+    quiet = quiet_baseline and result.delayed_requests <= base.delayed_requests * QUIET_SLACK
     delays_met = (delayed is not None and delayed <= DELAYED) or quiet
-    return Verdict(pod_hours, delayed, cold, delays_met, pod_hours <= POD_HOURS and delays_met and cold <= COLD)
+    return Verdict(pod_hours, delayed, cold, delays_met, pod_hours <= POD_HOURS and delays_met and cold <= COLD,
+                   quiet_baseline)
 
 
 def times_text(ratio: float | None) -> str:

@@ -1,0 +1,134 @@
+"""What a new user reads after `simulate --synthetic --models 50 --hours 1`: the printed table and report.md say
+whether each policy meets the goal, which cold loads a ratio counts, one precision a column, each policy's name
+once."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from autoscaler.simulation.goal import judge
+from autoscaler.simulation.report import Counted, goal_text, hours_column
+from tests.simulation.runs import SIMULATE
+
+LIMITS = {"pod_hours": 1.15, "delayed": 0.1, "avoidable_cold_loads": 0.25}  # the goal as the task states it
+LABELS = {"pod_hours": "pod-hours", "delayed": "delayed requests", "avoidable_cold_loads": "avoidable cold loads"}
+
+
+@dataclass(frozen=True)
+class Run:
+    stdout: str
+    markdown: str
+    report: dict[str, Any]
+    plot: Path
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The new user's run, once for the module (seconds)."""
+    out = tmp_path_factory.mktemp("q")
+    result = subprocess.run([*SIMULATE, "--synthetic", "--models", "50", "--hours", "1", "--out", str(out), "--quiet"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return Run(result.stdout, (out / "report.md").read_text(), json.loads((out / "report.json").read_text()),
+               out / "timeline.png")
+
+
+def table_rows(text: str) -> tuple[list[str], dict[str, list[str]]]:
+    """The Markdown table in `text`: its header's cells, and each policy's row's cells by its name."""
+    lines = [line for line in text.splitlines() if line.startswith("| ")]
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    rows = {cells[0]: cells for cells in
+            ([cell.strip() for cell in line.strip("|").split("|")] for line in lines[1:])}
+    return header, rows
+
+
+def judged(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: p for name, p in report["policies"].items() if "goal" in p}
+
+
+def test_the_printed_output_and_report_md_say_part_by_part_whether_each_policy_meets_the_goal(run: Run) -> None:
+    assert run.report["policies"]["mean-hpa"]["delayed_ratio"] >= 0.001  # not quiet: the delay part is 0.1x
+    policies = judged(run.report)
+    assert "skew-aware" in policies
+    for name, policy in policies.items():
+        goal = policy["goal"]
+        met = {key: goal[key] <= limit for key, limit in LIMITS.items()}
+        assert goal["met"] == all(met.values())
+        parts = [f"{LABELS[key]} {goal[key]:g}x (at most {limit:g}x: {'met' if met[key] else 'missed'})"
+                 for key, limit in LIMITS.items()]
+        line = f"- {name}: {'met' if goal['met'] else 'missed'}: " + "; ".join(parts)
+        assert line in run.stdout.splitlines(), (line, run.stdout)
+        assert line in run.markdown.splitlines(), (line, run.markdown)
+        assert goal["parts"] == {key: {"limit": LIMITS[key], "met": met[key]} for key in LIMITS}  # and for scripts
+
+
+@pytest.mark.parametrize(("delayed", "base_delayed", "said"), [
+    # mean-hpa delays 0.05% of requests: the delay part asks only not to delay 5% more
+    (520.0, 500.0, "delayed requests 1.04x (at most 1.05x, mean-hpa delaying under 0.1% of requests: met)"),
+    (0.0, 0.0, "delayed requests n/a (mean-hpa delayed none, this policy 0: met)"),
+    (353.0, 0.0, "delayed requests n/a (mean-hpa delayed none, this policy 353: missed)"),
+])
+def test_the_delay_part_says_what_it_asks_where_mean_hpa_barely_delays(delayed: float, base_delayed: float,
+                                                                        said: str) -> None:
+    base = Counted(200.0, round(base_delayed), 1_000_000, 100)
+    shown = Counted(200.0, round(delayed), 1_000_000, 100)
+    verdict = judge(shown, base, 100)
+    goal = {"pod_hours": verdict.pod_hours, "delayed": verdict.delayed, "avoidable_cold_loads": verdict.cold,
+            "met": verdict.met, "parts": {p.key: {"limit": p.limit, "met": p.met} for p in verdict.parts()}}
+    report = {"policies": {"mean-hpa": {"delayed_requests": base.delayed_requests},
+                           "skew-aware": {"delayed_requests": shown.delayed_requests, "goal": goal}}}
+    text = goal_text(report)
+    assert text is not None and said in text, text
+
+
+def test_the_tables_cold_load_ratio_is_of_the_avoidable_loads_the_goal_counts(run: Run) -> None:
+    # All 6 cold loads of the run are first loads no policy avoids: the goal's ratio is 0, and the table read 1x.
+    assert run.report["unavoidable_cold_loads"] > 0
+    for text in (run.stdout, run.markdown):
+        header, rows = table_rows(text)
+        versus = next(i for i, cell in enumerate(header) if cell.startswith("vs mean-hpa"))
+        assert header[versus].endswith("/ avoidable cold loads"), header[versus]
+        cold = header.index("cold loads (avoidable)")
+        for name, policy in run.report["policies"].items():
+            assert rows[name][cold] == f"{policy['cold_loads']} ({policy['avoidable_cold_loads']})"
+        for name, policy in judged(run.report).items():
+            assert rows[name][versus].split(" / ")[2] == f"{policy['goal']['avoidable_cold_loads']:g}x", rows[name]
+
+
+def test_report_md_names_each_policy_once_before_its_description(run: Run) -> None:
+    for name in run.report["policies"]:
+        line = next(line for line in run.markdown.splitlines() if line.startswith(f"- **{name}**: "))
+        assert not line.removeprefix(f"- **{name}**: ").startswith(f"{name}:"), line
+
+
+def test_the_pod_hours_column_has_one_precision(run: Run) -> None:
+    for text in (run.stdout, run.markdown):
+        header, rows = table_rows(text)
+        column = header.index("pod-hours")
+        cells = {name: rows[name][column] for name in run.report["policies"]}
+        assert len({len(cell.partition(".")[2]) for cell in cells.values()}) == 1, cells  # "6" beside "5.58"
+        for name, cell in cells.items():
+            decimals = len(cell.partition(".")[2])
+            assert float(cell) == pytest.approx(run.report["policies"][name]["pod_hours"], abs=0.51 * 10 ** -decimals)
+
+
+@given(st.lists(st.floats(0.0, 1e5, allow_nan=False) | st.sampled_from([0.0, 6.0, 10.0, 5.58]), min_size=1,
+                max_size=6))
+def test_a_pod_hours_column_is_one_precision_and_keeps_three_digits_of_its_smallest(values: list[float]) -> None:
+    cells = hours_column(values)
+    decimals = {len(cell.partition(".")[2]) for cell in cells}
+    assert len(decimals) == 1
+    shown = decimals.pop()
+    for value, cell in zip(values, cells, strict=True):
+        assert abs(float(cell) - value) <= 0.5 * 10 ** -shown * (1 + 1e-9) + abs(value) * 1e-12
+    smallest = min((v for v in values if v), default=0.0)
+    if 0 < smallest < 100 and shown < 6:  # 3 significant digits of the smallest: 0.0333 not 0.03
+        assert abs(float(f"{smallest:.{shown}f}") - smallest) <= 0.005 * smallest + 1e-12
