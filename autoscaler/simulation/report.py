@@ -13,10 +13,13 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TextIO
 
 from autoscaler.simulation.engine import Oracle, PolicyResult
 from autoscaler.simulation.goal import COLD, DELAYED, LABELS, POD_HOURS, QUIET_RATIO, QUIET_SLACK, SMALL_RATIO, judge
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 BASELINE = "mean-hpa"
 BOUND = "fixed-max"
@@ -415,8 +418,33 @@ def load_steps(interval_s: float, load_rps: Sequence[float]) -> tuple[list[float
     return hours, [*load_rps, *load_rps[-1:]]
 
 
-def plot_timeline(path: Path, interval_s: float, load_rps: Sequence[float], results: Sequence[PolicyResult]) -> None:
-    """Load, replicas per policy, delayed requests and cold loads over time, in four panels."""
+COLORS: Final = {"fixed": "tab:blue", "fixed-max": "tab:orange", "mean-hpa": "tab:green", "skew-aware": "tab:red"}
+"""Each policy's colour in every panel, whichever policies a run has (--policies)."""
+OTHER_COLORS: Final = ("tab:purple", "tab:brown", "tab:pink", "tab:olive")
+WIDTHS: Final = (6.4, 4.6, 3.2, 1.2)
+"""Line widths in the order policies are drawn, widest first: a line drawn over an equal one is narrower, so
+each shows a band of its colour (fixed was hidden under skew-aware, and the cold-loads panel, equal for all four,
+showed only skew-aware's)."""
+STYLES: Final = ("-", "--", "-.", "-")
+"""The last drawn solid: thinnest, dotted it was hard to find."""
+
+
+def policy_style(index: int, name: str) -> dict[str, Any]:
+    """How the `index`th policy drawn is drawn: its colour, a width that shows it under the lines drawn after
+    it, and a line style of its own."""
+    return {"color": COLORS.get(name, OTHER_COLORS[index % len(OTHER_COLORS)]),
+            "linewidth": WIDTHS[min(index, len(WIDTHS) - 1)], "linestyle": STYLES[index % len(STYLES)]}
+
+
+def point_seconds(t_s: Sequence[float], group: int, interval_s: float) -> float:
+    """How many seconds each plotted point of a count adds up: the timeline's step times the points summed."""
+    step = t_s[1] - t_s[0] if len(t_s) > 1 else interval_s
+    return step * group
+
+
+def timeline_figure(interval_s: float, load_rps: Sequence[float], results: Sequence[PolicyResult]) -> Figure:
+    """Load, replicas per policy, delayed requests and cold loads over time, in four panels, each policy
+    visible where it equals another, whole-number ticks on the counts and each axis with its unit."""
     import logging
 
     import matplotlib
@@ -424,31 +452,46 @@ def plot_timeline(path: Path, interval_s: float, load_rps: Sequence[float], resu
     logging.getLogger("matplotlib").setLevel(logging.WARNING)  # font cache chatter is not ours to log
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, axes = plt.subplots(4, 1, figsize=(11, 10), sharex=True, constrained_layout=True)
     hours, rates = load_steps(interval_s, load_rps)
     dots = "o" if len(hours) < FEW_POINTS else None  # a line through one point draws nothing
     axes[0].step(hours, rates, where="post", color="black", linewidth=0.8, marker=dots, markersize=3)
-    axes[0].set_ylabel("load (req/s)")
-    for result in results:
+    axes[0].set_ylabel("load (requests/s)")
+    seconds = interval_s
+    for index, result in enumerate(results):
         tl = result.timeline
         group = max(1, len(tl.t_s) // 600)
+        seconds = point_seconds(tl.t_s, group, interval_s)
         t = [x / 3600.0 for x in tl.t_s[::group]]
-        dots = "o" if len(t) < FEW_POINTS else None
-        axes[1].step(t, _downsample(tl.replicas, group, "max"), where="post", label=result.name, linewidth=1,
-                     marker=dots, markersize=3)
-        axes[2].plot(t, _downsample(tl.delayed, group, "sum"), label=result.name, linewidth=0.8, marker=dots,
-                     markersize=3)
-        axes[3].plot(t, _downsample(tl.cold_loads, group, "sum"), label=result.name, linewidth=0.8, marker=dots,
-                     markersize=3)
+        style = policy_style(index, result.name) | {"marker": "o" if len(t) < FEW_POINTS else None,
+                                                     "markersize": 3, "label": result.name}
+        axes[1].step(t, _downsample(tl.replicas, group, "max"), where="post", **style)
+        axes[2].plot(t, _downsample(tl.delayed, group, "sum"), **style)
+        axes[3].plot(t, _downsample(tl.cold_loads, group, "sum"), **style)
     if hours:
         axes[3].set_xlim(left=min(0.0, hours[0]))  # time starts at 0: one point was centred on a negative axis
-    axes[1].set_ylabel("replicas")
-    axes[2].set_ylabel("delayed requests")
-    axes[3].set_ylabel("cold loads")
-    axes[3].set_xlabel("hours")
-    axes[1].legend(loc="upper right", fontsize="small")
+    axes[1].set_ylabel("replicas (pods)")
+    axes[2].set_ylabel(f"delayed requests\nper {seconds:g} s interval")
+    axes[3].set_ylabel(f"cold loads\nper {seconds:g} s interval")
+    axes[3].set_xlabel("time (hours)")
+    for ax in axes[1:]:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts: 0.2 of a cold load means nothing
+        low, high = ax.get_ylim()
+        if high - low < 2:  # an axis of one count held no two whole numbers, and its ticks read 2.84, 2.88, ...
+            ax.set_ylim(low, low + 2)
+        if results:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize="small")  # beside, never over, lines
     for ax in axes:
         ax.grid(alpha=0.3)
+    return fig
+
+
+def plot_timeline(path: Path, interval_s: float, load_rps: Sequence[float], results: Sequence[PolicyResult]) -> None:
+    """`timeline_figure` written to `path` (its suffix picks the format)."""
+    import matplotlib.pyplot as plt
+
+    fig = timeline_figure(interval_s, load_rps, results)
     fig.savefig(path, dpi=90)
     plt.close(fig)

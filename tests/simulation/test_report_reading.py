@@ -1,21 +1,29 @@
-"""What a new user reads after `simulate --synthetic --models 50 --hours 1`: the printed table and report.md say
-whether each policy meets the goal, which cold loads a ratio counts, one precision a column, each policy's name
-once."""
+"""What a new user reads after `simulate --synthetic --models 50 --hours 1`: the printed table, report.md and
+timeline.png say whether each policy meets the goal, which cold loads a ratio counts, one precision a column,
+each policy's name once, and every policy's line in each panel."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import matplotlib.colors
+import matplotlib.image
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from autoscaler.simulation.cluster import ClusterShape
+from autoscaler.simulation.engine import simulate
 from autoscaler.simulation.goal import judge
-from autoscaler.simulation.report import Counted, goal_text, hours_column
+from autoscaler.simulation.policies import FixedPolicy
+from autoscaler.simulation.report import COLORS, Counted, goal_text, hours_column, timeline_figure
+from autoscaler.simulation.trace import buckets, synthetic
 from tests.simulation.runs import SIMULATE
 
 LIMITS = {"pod_hours": 1.15, "delayed": 0.1, "avoidable_cold_loads": 0.25}  # the goal as the task states it
@@ -132,3 +140,38 @@ def test_a_pod_hours_column_is_one_precision_and_keeps_three_digits_of_its_small
     smallest = min((v for v in values if v), default=0.0)
     if 0 < smallest < 100 and shown < 6:  # 3 significant digits of the smallest: 0.0333 not 0.03
         assert abs(float(f"{smallest:.{shown}f}") - smallest) <= 0.005 * smallest + 1e-12
+
+
+def pixels_near(image: np.ndarray, color: str, tolerance: float = 0.08) -> int:
+    rgb = np.array(matplotlib.colors.to_rgb(color))
+    return int((np.abs(image[..., :3] - rgb).max(axis=-1) < tolerance).sum())
+
+
+def test_every_policys_line_shows_in_the_cold_loads_panel_where_all_four_are_equal(run: Run) -> None:
+    # Each policy cold-loads the same 6 models at the same times: drawn alike, only the last drawn showed.
+    assert len({p["cold_loads"] for p in run.report["policies"].values()}) == 1
+    image = matplotlib.image.imread(run.plot)
+    height, width = image.shape[:2]
+    panel = image[int(0.72 * height):int(0.95 * height), int(0.08 * width):int(0.85 * width)]  # no legend
+    for name in run.report["policies"]:
+        assert pixels_near(panel, COLORS[name]) > 300, name
+
+
+def test_the_count_panels_tick_whole_numbers_and_say_per_what_interval() -> None:
+    shape = ClusterShape(pod_rps=20.0, cache_models=4, load_time_s=10.0, startup_delay_s=30.0)
+    trace = synthetic(models=12, hours=0.5, mean_rps=30.0, shape="churn", seed=3)
+    length, parts = buckets(trace, 5.0)
+    results = [simulate(parts, length, 5.0, shape, FixedPolicy(replicas, name), replicas)
+               for name, replicas in (("fixed", 3), ("fixed-max", 3))]
+    figure = timeline_figure(trace.interval_s, trace.rate_per_interval().tolist(), results)
+    figure.canvas.draw()
+    load, replicas, delayed, cold = figure.axes[:4]
+    assert "req" in load.get_ylabel() and "/s" in load.get_ylabel()
+    assert re.fullmatch(r"delayed requests\s+per 60 s interval", delayed.get_ylabel()), delayed.get_ylabel()
+    assert re.fullmatch(r"cold loads\s+per 60 s interval", cold.get_ylabel()), cold.get_ylabel()
+    assert "hours" in cold.get_xlabel()
+    for axis in (replicas, delayed, cold):
+        labels = [tick.get_text().replace("\N{MINUS SIGN}", "-") for tick in axis.get_yticklabels()]
+        assert labels and all(re.fullmatch(r"-?\d+", text) for text in labels), labels
+        legend = axis.get_legend()
+        assert legend is not None and [t.get_text() for t in legend.get_texts()] == ["fixed", "fixed-max"]
