@@ -98,7 +98,7 @@ def main() -> None:
         versus = "n/a"
         if base is not None and r is not base:
             v = judge(r, base, best.first_loads)
-            versus = f"{v.pod_hours:.2f}x / {times_text(v.delayed)} / {v.cold:.3f}x"
+            versus = f"{v.pod_hours:.2f}x / {times_text(v.delayed)} / {times_text(v.cold)}"
         terms = ", ".join(f"{k} {n}" for k, n in sorted(r.terms.items(), key=lambda kv: -kv[1])) or "—"
         print(f"| {r.name} | {r.pod_hours:.1f} | {r.pod_hours / best.pod_hours:.2f} | "
               f"{r.pod_hours / best.cache_pod_hours:.2f} | {r.delayed_ratio:.4f} "

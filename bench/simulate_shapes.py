@@ -174,7 +174,7 @@ def main() -> None:
                 v = judge(r, base, floor)  # cold loads beyond the first loads of models that appear later
                 print(f"| {shape_name} | {seed} | {name} | {r.pod_hours:.1f} | {r.pod_hours / oracle_hours:.2f} | "
                       f"{r.delayed_ratio:.4f} | {r.cold_loads} ({r.migrated_loads}) | "
-                      f"{v.pod_hours:.2f}x / {times_text(v.delayed)} / {v.cold:.3f}x | "
+                      f"{v.pod_hours:.2f}x / {times_text(v.delayed)} / {times_text(v.cold)} | "
                       f"{'met' if v.met else 'delays met' if v.delays_met else 'missed'} |", flush=True)
             if args.hourly:
                 print(f"\n{shape_name}, seed {seed}, hour by hour:\n\n"

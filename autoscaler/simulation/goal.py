@@ -57,10 +57,11 @@ class Part:
 class Verdict:
     pod_hours: float  # x mean-hpa's
     delayed: float | None  # x mean-hpa's; None when mean-hpa delayed none (then met only by delaying none)
-    cold: float  # avoidable cold loads, x mean-hpa's (0 when mean-hpa had none)
+    cold: float | None  # avoidable cold loads, x mean-hpa's; None when mean-hpa had none (then met only by none)
     delays_met: bool
     met: bool
     quiet_baseline: bool = False
+    cold_met: bool = True
     """mean-hpa delayed under QUIET_RATIO of requests: the delay part asks only not to delay QUIET_SLACK more."""
 
     def parts(self) -> tuple[Part, Part, Part]:
@@ -68,7 +69,7 @@ class Verdict:
         return (Part("pod_hours", self.pod_hours, POD_HOURS, self.pod_hours <= POD_HOURS),
                 Part("delayed", self.delayed, max(DELAYED, QUIET_SLACK) if self.quiet_baseline else DELAYED,
                      self.delays_met),
-                Part("avoidable_cold_loads", self.cold, COLD, self.cold <= COLD))
+                Part("avoidable_cold_loads", self.cold, COLD, self.cold_met))
 
 
 def judge(result: Outcome, base: Outcome, unavoidable_cold: int) -> Verdict:
@@ -77,12 +78,16 @@ def judge(result: Outcome, base: Outcome, unavoidable_cold: int) -> Verdict:
     # Over a mean-hpa that delayed none there is no ratio: it read 0.0x, and met, for a policy that delayed some
     delayed = result.delayed_requests / base.delayed_requests if base.delayed_requests else None
     avoidable = base.cold_loads - unavoidable_cold
-    cold = (result.cold_loads - unavoidable_cold) / avoidable if avoidable > 0 else 0.0
+    # Over a mean-hpa with no avoidable cold load there is no ratio either: it read 0.0x, and met, for a policy
+    # that had some
+    ours = max(0, result.cold_loads - unavoidable_cold)
+    cold = ours / avoidable if avoidable > 0 else None
+    cold_met = cold <= COLD if cold is not None else ours == 0
     quiet_baseline = base.delayed_ratio < QUIET_RATIO
     quiet = quiet_baseline and result.delayed_requests <= base.delayed_requests * QUIET_SLACK
     delays_met = (delayed is not None and delayed <= DELAYED) or quiet
-    return Verdict(pod_hours, delayed, cold, delays_met, pod_hours <= POD_HOURS and delays_met and cold <= COLD,
-                   quiet_baseline)
+    return Verdict(pod_hours, delayed, cold, delays_met, pod_hours <= POD_HOURS and delays_met and cold_met,
+                   quiet_baseline, cold_met)
 
 
 def times_text(ratio: float | None) -> str:

@@ -165,7 +165,8 @@ def policy_entry(result: PolicyResult, baseline: PolicyResult | None, unavoidabl
         verdict = judge(shown, base, unavoidable)
         delayed = None if verdict.delayed is None else ratio_figure(verdict.delayed)  # None: mean-hpa delayed none
         entry["goal"] = {"pod_hours": round(verdict.pod_hours, 3), "delayed": delayed,
-                         "avoidable_cold_loads": round(verdict.cold, 3), "met": verdict.met,
+                         "avoidable_cold_loads": None if verdict.cold is None else round(verdict.cold, 3),
+                         "met": verdict.met,
                          "parts": {part.key: {"limit": part.limit, "met": part.met} for part in verdict.parts()}}
     return entry
 
@@ -263,17 +264,18 @@ def goal_text(report: Mapping[str, Any]) -> str | None:
              f"and {COLD:g}x its avoidable cold loads):"]
     for name, p in judged:
         goal = p["goal"]
-        parts = "; ".join(part_text(key, goal[key], part, p["delayed_requests"])
-                          for key, part in goal["parts"].items())
+        parts = "; ".join(part_text(key, goal[key], part, p) for key, part in goal["parts"].items())
         lines.append(f"- {name}: {'met' if goal['met'] else 'missed'}: {parts}")
     return "\n".join(lines)
 
 
-def part_text(key: str, ratio: float | None, part: Mapping[str, Any], delayed: int) -> str:
+def part_text(key: str, ratio: float | None, part: Mapping[str, Any], policy: Mapping[str, Any]) -> str:
     """One part of the goal in words: "delayed requests 0.542x (at most 0.1x: missed)"."""
     verdict = "met" if part["met"] else "missed"
-    if ratio is None:  # mean-hpa delayed none: no ratio, and met only by delaying none too
-        return f"{LABELS[key]} n/a ({BASELINE} delayed none, this policy {delayed}: {verdict})"
+    if ratio is None:  # mean-hpa had none: no ratio, and met only by having none too
+        had = "delayed none" if key == "delayed" else f"had no {LABELS[key][:-1]}"
+        count = policy["delayed_requests" if key == "delayed" else key]
+        return f"{LABELS[key]} n/a ({BASELINE} {had}, this policy {count}: {verdict})"
     quiet = key == "delayed" and part["limit"] > DELAYED  # mean-hpa barely delays: the goal asks less
     why = f", {BASELINE} delaying under {QUIET_RATIO:.1%} of requests" if quiet else ""
     return f"{LABELS[key]} {ratio_text(ratio)} (at most {part['limit']:g}x{why}: {verdict})"

@@ -91,3 +91,14 @@ def test_the_tuning_tables_write_a_tiny_ratio_as_under_a_thousandth_not_as_none(
     assert times_text(0.0) == "0.000x"
     assert times_text(0.5921) == "0.592x"
     assert times_text(None) == "n/a"
+
+
+def test_where_mean_hpa_has_no_avoidable_cold_load_a_policy_that_has_some_has_no_ratio_and_misses() -> None:
+    """mean-hpa loaded only the 100 models first asked after the start; a policy evicting one it needed again
+    loads 101. The verdict read "avoidable cold loads 0.0x" and met (a ratio over 0 was taken as 0)."""
+    base = Run(200.0, 10_000.0, 1e6, 100)
+    worse = judge(Run(200.0, 500.0, 1e6, 101), base, unavoidable_cold=100)
+    assert (worse.cold, worse.met) == (None, False)
+    assert [part.met for part in worse.parts()] == [True, True, False]
+    level = judge(Run(200.0, 500.0, 1e6, 100), base, unavoidable_cold=100)
+    assert (level.cold, level.met) == (None, True)
