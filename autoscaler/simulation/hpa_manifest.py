@@ -170,6 +170,9 @@ def describe_behavior(behavior: Behavior | None) -> str:
                 f"sync, the highest recommendation of the last {DOWNSCALE_STABILIZATION_S}s)")
     lines = []
     for name, rules in (("scaleUp", behavior.scale_up), ("scaleDown", behavior.scale_down)):
+        if rules.select_policy == "Disabled":  # its window and policies do nothing: it read "Disabled of [...]"
+            lines.append(f"{name}: disabled (selectPolicy Disabled: the HPA never scales {name[5:].lower()})")
+            continue
         policies = ", ".join(f"{p.value}{'%' if p.type == 'Percent' else ' pods'} per {p.period_s}s"
                              for p in rules.policies)
         tolerance = "" if rules.tolerance is None else f", tolerance {rules.tolerance:g}"

@@ -368,7 +368,8 @@ def test_the_report_says_which_hpa_behavior_skew_aware_ran_with(tmp_path: Path) 
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     description = report["policies"]["skew-aware"]["description"]
     assert "scaleUp: window 0s, Max of [50% per 60s]" in description
-    assert "scaleDown: window 300s, Disabled" in description
+    # It read "scaleDown: window 300s, Disabled of [100% per 15s]": a window and policies that do nothing
+    assert "scaleDown: disabled (selectPolicy Disabled: the HPA never scales down)" in description
     assert description.startswith("skew-aware: ")  # report.md names the policy once, before its description
     said = (tmp_path / "out" / "report.md").read_text()
     assert f"- **skew-aware**: {description.removeprefix('skew-aware: ')}\n" in said
