@@ -29,7 +29,7 @@ from exporter import names
 from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
 from exporter.collectors.pod import PodInfoCollector
-from exporter.listen import bind_listeners
+from exporter.listen import KEEPALIVE_TIMEOUT_S, bind_listeners
 from exporter.settings import ExporterSettings
 from exporter.stop_signals import StopSignals
 from exporter.stopping import stop_tasks
@@ -217,14 +217,15 @@ def run(app: web.Application, host: str, port: int, *, access_log: bool = False,
     """Serve until SIGTERM/SIGINT on `sockets` (bound by `exporter.listen` before anything else started), or
     on `host:port` bound here; over HTTPS with `ssl_context` (`exporter.metrics_tls`). No access log by
     default: Prometheus scrapes every few seconds forever, and formatting a log line per scrape would cost more
-    than rendering the metrics."""
+    than rendering the metrics. Idle connections stay open `KEEPALIVE_TIMEOUT_S`, which the adapter's scrape
+    counts on to reuse them."""
     signals = StopSignals()
     app.on_startup.append(_take_stop_signals(signals))
     try:
         web.run_app(
             app, sock=list(sockets) if sockets is not None else bind_listeners(host, port), print=None,
             access_log=logging.getLogger("aiohttp.access") if access_log else None, handle_signals=False,
-            ssl_context=ssl_context,
+            ssl_context=ssl_context, keepalive_timeout=KEEPALIVE_TIMEOUT_S,
         )
     finally:
         signals.hold()  # ignored while Python shuts down, which puts its own handlers back to the default

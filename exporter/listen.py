@@ -13,6 +13,11 @@ import socket
 
 BACKLOG = 128
 
+KEEPALIVE_TIMEOUT_S = 75.0
+"""Seconds the exporter keeps an idle connection open (aiohttp's `run_app` default, said here so the adapter can
+rely on it): the adapter's scrape keeps one connection per exporter from one refresh to the next, and drops it
+a little before this (`autoscaler.sources.scrape_keepalive`), so that over HTTPS a refresh pays no handshake."""
+
 
 class ListenError(OSError):
     """The port cannot be bound; the message says which address and why, `fix` what to change."""

@@ -47,6 +47,7 @@ from autoscaler.sources.scrape_fetch import (
     fetch_exposition,
     scrape_timeout,
 )
+from autoscaler.sources.scrape_keepalive import scrape_keepalive_s
 from autoscaler.sources.scrape_news import ScrapeNews
 from autoscaler.sources.scrape_retry import ScrapeRetries
 from autoscaler.sources.shared_addresses import REASON_ADDRESS_REUSED, superseded
@@ -121,7 +122,10 @@ class ScrapeSource:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self._concurrency, ttl_dns_cache=300, ssl=self._ssl)
+            # One connection per pod, kept from one refresh to the next (`scrape_keepalive`): over HTTPS, no
+            # handshake per pod at every refresh. The refresh's deadline is its interval (`build_source`).
+            connector = aiohttp.TCPConnector(limit=self._concurrency, ttl_dns_cache=300, ssl=self._ssl,
+                                             keepalive_timeout=scrape_keepalive_s(self._deadline_s))
             self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
         return self._session
 
