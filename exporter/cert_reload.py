@@ -34,7 +34,8 @@ log = logging.getLogger(__name__)
 Fingerprint = tuple[tuple[str, int, int, int], ...]
 
 
-def _fingerprint(*paths: Path) -> Fingerprint:
+def fingerprint(*paths: Path) -> Fingerprint:
+    """What tells a changed file (`exporter.client_ca_reload` watches with it too)."""
     marks = []
     for path in paths:
         try:
@@ -57,13 +58,13 @@ class CertificateReloader:
         self._cert_file = cert_file
         self._key_file = key_file
         self._interval_s = interval_s
-        self._loaded = _fingerprint(cert_file, key_file)
+        self._loaded = fingerprint(cert_file, key_file)
         self.reloads = 0
         """Certificates loaded since start (not counting the first)."""
 
     def check(self) -> bool:
         """Load the files when they changed since the last load; True when a new certificate was loaded."""
-        seen = _fingerprint(self._cert_file, self._key_file)
+        seen = fingerprint(self._cert_file, self._key_file)
         if seen == self._loaded:
             return False
         try:

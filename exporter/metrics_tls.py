@@ -22,6 +22,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from exporter.cert_reload import certificate_reload_context
+from exporter.client_ca_reload import client_ca_context, client_ca_reload_context
 from exporter.settings import ExporterSettings, setting
 from exporter.tls_files import server_context
 
@@ -33,14 +34,16 @@ def serve_over_tls(app: web.Application, settings: ExporterSettings) -> ssl.SSLC
     """The context to serve `app` with (None: plain HTTP, no certificate given), its certificate reloaded for as
     long as `app` runs, and /metrics closed to clients without a certificate where a client CA is given. The
     pair was checked when the settings were read (`settings._check_serving_tls`)."""
-    if settings.tls_cert_file is None or settings.tls_key_file is None:
+    cert_file, key_file, ca_file = settings.tls_cert_file, settings.tls_key_file, settings.tls_client_ca_file
+    if cert_file is None or key_file is None:
         return None
-    context = server_context(settings.tls_cert_file, settings.tls_key_file)
-    app.cleanup_ctx.append(certificate_reload_context(context, settings.tls_cert_file, settings.tls_key_file))
-    if settings.tls_client_ca_file is not None:
-        context.load_verify_locations(cafile=str(settings.tls_client_ca_file))
-        context.verify_mode = ssl.CERT_OPTIONAL
-        app.middlewares.append(client_certificate_required)
+    if ca_file is None:
+        context = server_context(cert_file, key_file)
+        app.cleanup_ctx.append(certificate_reload_context(context, cert_file, key_file))
+        return context
+    context = client_ca_context(cert_file, key_file, ca_file)
+    app.cleanup_ctx.append(client_ca_reload_context(context, cert_file, key_file, ca_file))
+    app.middlewares.append(client_certificate_required)
     return context
 
 
@@ -48,7 +51,8 @@ def serving_said(settings: ExporterSettings) -> str:
     """How the exporter serves over HTTPS, for its log: what an operator checks when a scraper is refused."""
     said = f"HTTPS with the certificate {settings.tls_cert_file} (read again when it changes)"
     if settings.tls_client_ca_file is not None:
-        said += f"; /metrics only to client certificates signed by {settings.tls_client_ca_file}"
+        said += (f"; /metrics only to client certificates signed by {settings.tls_client_ca_file} (read again "
+                 "when it changes)")
     return said
 
 
