@@ -26,9 +26,13 @@ from pathlib import Path
 from aiohttp import web
 
 from exporter.cert_reload import fingerprint
+from exporter.settings import setting
 from exporter.tls_files import server_context
 
 log = logging.getLogger(__name__)
+
+FLAGS = ("--tls-cert-file", "--tls-key-file", "--tls-client-ca-file")
+"""The settings the watched files come from, in the reloader's order: what a warning names."""
 
 
 def client_ca_context(cert_file: Path, key_file: Path, ca_file: Path) -> ssl.SSLContext:
@@ -61,17 +65,21 @@ class ClientCaReloader:
         if seen == self._loaded:
             return False
         cert_file, key_file, ca_file = self._files
+        changed = [(flag, path) for flag, path, before, now in zip(FLAGS, self._files, self._loaded, seen, strict=True)
+                   if before != now]
         try:
             fresh = client_ca_context(cert_file, key_file, ca_file)
         except (OSError, ssl.SSLError, ValueError) as error:
-            log.warning("%s, %s or %s changed but do not load yet (keeping the current ones): %s",
-                        cert_file, key_file, ca_file, error)
+            log.warning("%s changed but does not load (%s): handshakes keep the certificate and client CAs loaded "
+                        "before, and the files are read again in %g s; the CA bundle must hold PEM certificates, "
+                        "the certificate and key must be a PEM pair",
+                        " and ".join(f"{setting(flag)} {path}" for flag, path in changed), error, self._interval_s)
             return False
-        changed = [path for path, before, now in zip(self._files, self._loaded, seen, strict=True) if before != now]
         self._current, self._loaded = fresh, seen
-        if cert_file in changed or key_file in changed:
+        flags = {flag for flag, _ in changed}
+        if flags & {"--tls-cert-file", "--tls-key-file"}:
             log.info("serving certificate reloaded from %s", cert_file)
-        if ca_file in changed:
+        if "--tls-client-ca-file" in flags:
             log.info("client CA reloaded from %s", ca_file)
         return True
 
