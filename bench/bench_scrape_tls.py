@@ -138,30 +138,32 @@ async def measure(exporters: int, rounds: int, interval_s: float, concurrency: i
     cpu: dict[str, list[float]] = {scheme: [] for scheme in SCHEMES}
     opened: dict[str, list[int]] = {scheme: [] for scheme in SCHEMES}
     exporters_cpu: dict[str, list[float]] = {scheme: [] for scheme in SCHEMES}
-    async with aiohttp.ClientSession() as asking:
-        async def ask() -> dict[str, object]:
-            async with asking.get(control) as answer:
-                return dict(await answer.json())
+    try:
+        async with aiohttp.ClientSession() as asking:
+            async def ask() -> dict[str, object]:
+                async with asking.get(control) as answer:
+                    return dict(await answer.json())
 
-        await ask()
-        for number in range(rounds):
-            started = time.monotonic()
-            for scheme in SCHEMES:  # alternating, so that a machine slowing down weighs on both alike
-                before, served_before = time.process_time(), await ask()
-                snapshots = await sources[scheme].collect(time.time())
-                cpu[scheme].append(time.process_time() - before)
-                served = await ask()
-                opened[scheme].append(int(served["connections"][scheme]))  # type: ignore[index]
-                exporters_cpu[scheme].append(float(served["cpu_s"]) - float(served_before["cpu_s"]))  # type: ignore[arg-type]
-                fresh = sum(1 for s in snapshots for p in s.pods if p.sampled_at is not None)
-                print(f"  round {number + 1} {scheme:5}: adapter CPU {cpu[scheme][-1] * 1000:6.0f} ms, exporters' "
-                      f"CPU {exporters_cpu[scheme][-1] * 1000:6.0f} ms, connections opened {opened[scheme][-1]:5}, "
-                      f"pods scraped {fresh}/{exporters}, adapter's open files {len(os.listdir('/proc/self/fd'))}",
-                      flush=True)
-            if number + 1 < rounds:
-                await asyncio.sleep(max(0.0, started + interval_s - time.monotonic()))
-    for source in sources.values():
-        await source.close()
+            await ask()
+            for number in range(rounds):
+                started = time.monotonic()
+                for scheme in SCHEMES:  # alternating, so that a machine slowing down weighs on both alike
+                    before, served_before = time.process_time(), await ask()
+                    snapshots = await sources[scheme].collect(time.time())
+                    cpu[scheme].append(time.process_time() - before)
+                    served = await ask()
+                    opened[scheme].append(int(served["connections"][scheme]))  # type: ignore[index]
+                    exporters_cpu[scheme].append(float(served["cpu_s"]) - float(served_before["cpu_s"]))  # type: ignore[arg-type]
+                    fresh = sum(1 for s in snapshots for p in s.pods if p.sampled_at is not None)
+                    print(f"  round {number + 1} {scheme:5}: adapter CPU {cpu[scheme][-1] * 1000:6.0f} ms, exporters' "
+                          f"CPU {exporters_cpu[scheme][-1] * 1000:6.0f} ms, connections opened {opened[scheme][-1]:5}, "
+                          f"pods scraped {fresh}/{exporters}, adapter's open files {len(os.listdir('/proc/self/fd'))}",
+                          flush=True)
+                if number + 1 < rounds:
+                    await asyncio.sleep(max(0.0, started + interval_s - time.monotonic()))
+    finally:  # a SIGTERM or Ctrl-C too: no connector left unclosed
+        for source in sources.values():
+            await source.close()
     steady = slice(1, None) if rounds > 1 else slice(None)  # the first refresh opens every connection anyway
     # Means, not medians: where connections are dropped, it is some refreshes that pay every handshake (those
     # after the pool's clean-up ran), and the others almost none; what a fleet pays is the mean.
@@ -208,4 +210,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    stop_on_term.run(main)
+    if "--serve" in sys.argv[1:]:
+        main()  # the exporters' process: SIGTERM's default ends it (it holds only sockets), never mid-callback
+    else:
+        stop_on_term.run(main)

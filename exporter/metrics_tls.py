@@ -32,8 +32,9 @@ CLIENT_CERTIFICATE_PATHS: Final = frozenset({"/metrics"})
 
 def serve_over_tls(app: web.Application, settings: ExporterSettings) -> ssl.SSLContext | None:
     """The context to serve `app` with (None: plain HTTP, no certificate given), its certificate reloaded for as
-    long as `app` runs, and /metrics closed to clients without a certificate where a client CA is given. The
-    pair was checked when the settings were read (`settings._check_serving_tls`)."""
+    long as `app` runs, and /metrics closed to clients without a certificate where a client CA is given, that CA
+    reloaded too (`exporter.client_ca_reload`, which then reloads the certificate as well). The pair was checked
+    when the settings were read (`settings._check_serving_tls`)."""
     cert_file, key_file, ca_file = settings.tls_cert_file, settings.tls_key_file, settings.tls_client_ca_file
     if cert_file is None or key_file is None:
         return None

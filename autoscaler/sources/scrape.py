@@ -7,6 +7,8 @@ Every cost of a refresh is bounded, whatever the pods do:
   timeouts, so a lost node's black-holed pods cannot stretch a refresh past `max_staleness`;
 - pods that failed are retried with backoff and go after the others (`scrape_retry`), so a crowd of dead
   pods cannot starve a healthy one;
+- one connection per pod, kept from one refresh to the next (`scrape_keepalive`), so exporters served over
+  HTTPS cost a TLS handshake each when the adapter starts, not at every refresh;
 - a pod whose containers declare ports but not the exporter's runs no sidecar (`kube_objects`): it is not
   scraped, and /debug and one WARNING per runtime say so (`no_exporter`), but no error is counted:
   modelmesh-serving runs runtimes nobody scales, and their pods must not read as a failing source.
