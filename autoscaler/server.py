@@ -257,10 +257,12 @@ async def build_app(settings: ServeSettings,
 def serve(settings: ServeSettings) -> None:
     """`--workers N` (default 1): the refresh here, serving in N processes (`autoscaler.workers`);
     `--workers 0`: everything in this process."""
+    from autoscaler.open_files import raise_open_file_limit
     from autoscaler.preflight import check_startup, with_chosen_port
 
     check_startup(settings)  # before any worker, bind or "serving" line
     settings = with_chosen_port(settings)
+    raise_open_file_limit()  # before the workers, which inherit it
     if settings.workers < 0:
         raise StartupError("--workers must be 0 (one process) or more")
     if settings.insecure_dev:
