@@ -358,7 +358,8 @@ _OPTIONS: Final = (
     _Option("--tls-client-ca-file", ca_file, "PEM CA bundle: /metrics answers only clients presenting a certificate "
             "it signs (Prometheus's tls_config cert_file, the adapter's --exporter-client-cert-file); others are "
             "refused in the handshake (a certificate it did not sign) or with 401 (none); /healthz stays open for "
-            "the kubelet's probes, which send none; needs --tls-cert-file", "no client certificate asked",
+            "the kubelet's probes, which send none; read again when it changes (a rotated CA); needs --tls-cert-file",
+            "no client certificate asked",
             "FILE"),
     _Option("--log-level", log_level, f"log level: {', '.join(LOG_LEVELS)}", _D.log_level, "LEVEL"),
 )
