@@ -183,3 +183,33 @@ def test_the_count_panels_tick_whole_numbers_and_say_per_what_interval() -> None
         assert labels and all(re.fullmatch(r"-?\d+", text) for text in labels), labels
         legend = axis.get_legend()
         assert legend is not None and [t.get_text() for t in legend.get_texts()] == ["fixed", "fixed-max"]
+
+
+def test_the_verdict_says_when_mean_hpa_failed_the_requests_its_ratios_measure_against() -> None:
+    """A diurnal day: mean-hpa's full caches refused 60% of the requests (a failed request loads nothing and
+    busies no pod), and skew-aware, serving them, read "missed: pod-hours 3.716x" with nothing saying why."""
+    goal = {"pod_hours": 3.716, "delayed": None, "avoidable_cold_loads": None, "met": False,
+            "parts": {"pod_hours": {"limit": 1.15, "met": False}, "delayed": {"limit": 0.1, "met": True},
+                      "avoidable_cold_loads": {"limit": 0.25, "met": True}}}
+    base: dict[str, Any] = {"requests": 1_000, "refused_requests": 600, "delayed_requests": 0,
+                            "avoidable_cold_loads": 0}
+    report = {"policies": {
+        "mean-hpa": base,
+        "skew-aware": {"requests": 1_000, "refused_requests": 0, "delayed_requests": 0, "avoidable_cold_loads": 0,
+                       "goal": goal}}}
+    text = goal_text(report)
+    assert text is not None
+    assert "- mean-hpa failed 60% of the requests" in text, text
+    assert "no baseline for a policy that serves them" in text
+    base["refused_requests"] = 5  # 0.5%: the ratios stand
+    assert "failed" not in (goal_text(report) or "")
+
+
+def test_the_goals_header_says_the_delay_part_asks_less_where_mean_hpa_barely_delays() -> None:
+    report = {"policies": {"mean-hpa": {"requests": 10, "delayed_requests": 0},
+                           "skew-aware": {"requests": 10, "delayed_requests": 0, "avoidable_cold_loads": 0,
+                                          "goal": {"pod_hours": 1.0, "delayed": None, "avoidable_cold_loads": None,
+                                                   "met": True, "parts": {}}}}}
+    header = (goal_text(report) or "").splitlines()[0]
+    assert header == ("Goal against mean-hpa (at most 1.15x its pod-hours, 0.1x its delayed requests (1.05x where "
+                      "it delays under 0.1% of requests) and 0.25x its avoidable cold loads):")
