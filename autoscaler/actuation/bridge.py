@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
+from autoscaler.actuation.bridge_news import PassWrites
 from autoscaler.actuation.bridge_owners import RuntimeOwners
 from autoscaler.actuation.bridge_status import (
     CLUSTER_SERVING_RUNTIMES,
@@ -186,6 +187,7 @@ class ReplicaBridge:
         self._set_backs: dict[ScaleId, tuple[int | None, float]] = {}  # the last outside value set back, and when
         self._misplaced: dict[ScaleId, tuple[tuple[str, str], ...]] = {}  # policy annotations on the runtime, warned
         self._reason_changes: list[tuple[bool, ScaleId, str, str]] = []  # new Ready reasons, logged after a pass
+        self._writes = PassWrites()  # replicas carried and adopted, logged after a pass
         # The causes warned about (a status, or a list's message) since the last pass that failed nowhere: one
         # WARNING each. Remembering only the last one warned again at every resync when two causes alternate (a
         # ClusterRole without get/list on ServingRuntimes fails the list, then each RuntimeScale's read).
@@ -228,6 +230,7 @@ class ReplicaBridge:
         try:
             return await self._sync_changed()
         finally:
+            self._writes.flush()
             self._log_changed_reasons()
 
     async def _sync_changed(self) -> int:
@@ -333,6 +336,7 @@ class ReplicaBridge:
         try:
             return await self._sync()
         finally:
+            self._writes.flush()
             self._log_changed_reasons()
 
     def _log_changed_reasons(self) -> None:
@@ -549,8 +553,7 @@ class ReplicaBridge:
                         "instead, and leave spec.replicas out of applied ServingRuntime manifests",
                         namespace, runtime_name, found, namespace, name, wanted)
                 else:
-                    log.info("RuntimeScale %s/%s: ServingRuntime %s spec.replicas %s -> %d",
-                             namespace, name, runtime_name, found, wanted)
+                    self._writes.carried(key, str(runtime_name), found, wanted)
             if wanted is None:
                 self._carried.pop(key, None)
             else:
@@ -610,7 +613,7 @@ class ReplicaBridge:
         if isinstance(version, str) and version:
             patch["metadata"] = {"resourceVersion": version}
         result = await self._patch("runtimescale_replicas", RUNTIME_SCALES, *key, patch)
-        log.info("RuntimeScale %s/%s: spec.replicas adopted from the runtime: %d", *key, adopted)
+        self._writes.adopted(key, adopted)
         return result
 
     async def _write_status(self, key: ScaleId, scale: JSON, deployment: JSON | None, outcome: Verdict, *,
