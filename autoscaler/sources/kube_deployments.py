@@ -48,6 +48,7 @@ from autoscaler.sources.kube_objects import (
     parse_deployment,
     runtime_table,
 )
+from autoscaler.sources.reread_news import HELD, RereadNews
 
 log = logging.getLogger("autoscaler.sources.kube_pods")
 
@@ -108,6 +109,7 @@ class DeploymentResync:
         self._reads = 0  # reads started so far: orders a targeted read against the full resync
         self._table_read = 0  # the start number of the full resync that made `runtimes`
         self._newer: dict[RuntimeKey, int] = {}  # runtimes read by name after that, with their start number
+        self._news = RereadNews()  # what those reads found, said together (`run_rereads`)
 
     @property
     def ok(self) -> bool:
@@ -139,19 +141,27 @@ class DeploymentResync:
             self._wake.set()
 
     async def run_rereads(self) -> None:
-        """Read the Deployments `reread` asked for, at most `_REREAD_BATCH` per `reread_interval_s`, forever."""
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            batch = list(itertools.islice(self._pending, _REREAD_BATCH))
-            for key in batch:
-                del self._pending[key]
-            for outcome in await asyncio.gather(*(self._reread_one(key) for key in batch), return_exceptions=True):
-                if isinstance(outcome, Exception):  # a bug, not the API (those are left to the resync): say so
-                    log.error("Kubernetes discovery: unexpected error re-reading a Deployment", exc_info=outcome)
-            await asyncio.sleep(self._reread_interval_s)
-            if self._pending:
-                self._wake.set()
+        """Read the Deployments `reread` asked for, at most `_REREAD_BATCH` per `reread_interval_s`, forever.
+        What the reads find is said once none is queued after a read interval (`reread_news`): runtimes that
+        come or go together are one line."""
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                batch = list(itertools.islice(self._pending, _REREAD_BATCH))
+                for key in batch:
+                    del self._pending[key]
+                for outcome in await asyncio.gather(*(self._reread_one(key) for key in batch),
+                                                    return_exceptions=True):
+                    if isinstance(outcome, Exception):  # a bug, not the API (those are left to the resync): say so
+                        log.error("Kubernetes discovery: unexpected error re-reading a Deployment", exc_info=outcome)
+                await asyncio.sleep(self._reread_interval_s)
+                if not self._pending or len(self._news) >= HELD:
+                    self._news.flush()
+                if self._pending:
+                    self._wake.set()
+        finally:
+            self._news.flush()
 
     async def _reread_one(self, key: RuntimeKey) -> None:
         """Read one Deployment by name and put it in the table, unless a later-started read is there already.
@@ -177,19 +187,18 @@ class DeploymentResync:
             if looked_for and record is not None:
                 self._newer[key] = started
                 self.runtimes[key] = record
-                log.info("Kubernetes discovery: runtime %s added (its pods appeared)", key)
+                self._news.added(key)
                 self._on_change()
             return
         self._newer[key] = started
         if record is None:  # a discovered runtime's Deployment deleted: gone now, not at the resync
             del self.runtimes[key]
-            log.info("Kubernetes discovery: runtime %s removed (its Deployment is gone)", key)
+            self._news.removed(key)
             self._on_change()
             return
         if runtime_table({key: record}) != runtime_table({key: current}):
             if record.replicas != current.replicas:
-                log.info("Kubernetes discovery: runtime %s replicas %s -> %s (read again as its pods changed)",
-                         key, current.replicas, record.replicas)
+                self._news.rescaled(key, current.replicas, record.replicas)
             self.runtimes[key] = record
             self._on_change()
 
