@@ -76,7 +76,7 @@ async def test_forty_runtimes_deleted_together_are_one_line(
     removed = discovery_lines(caplog, "removed")
     assert len(removed) == 1, removed
     assert removed[0].startswith(f"Kubernetes discovery: {RUNTIMES} runtimes removed (their Deployments are "
-                                 f"gone): {NS}/{runtime(0)}, ")
+                                 f"gone): {NS}/modelmesh-serving-rt")
     assert removed[0].endswith(f" and {RUNTIMES - NAMED} more")
     assert len(removed[0]) < LONGEST_LINE
 
