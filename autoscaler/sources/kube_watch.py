@@ -28,6 +28,7 @@ from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.paths import PODS, collection_endpoint
 from autoscaler.kube.raw import JSON, Scope, scope_name
 from autoscaler.sources.kube_objects import MODELMESH_NAME_LABEL, PodRecord, deletion_cost_of, parse_pod
+from autoscaler.sources.watch_news import watch_news
 
 log = logging.getLogger("autoscaler.sources.kube_pods")
 
@@ -104,10 +105,9 @@ class PodWatch:
     def _set_ok(self, ok: bool, error: Exception | None = None) -> None:
         scope = scope_name(self.scope)
         if ok and not self.ok:
-            log.info("Kubernetes discovery: pod watch of %s established", scope)
+            watch_news().established(self.scope)
         elif not ok and self.ok:
-            log.warning("Kubernetes discovery: pod watch of %s broken, keeping last inventory; its runtimes hold "
-                        "their values until it recovers: %s", scope, error)
+            watch_news().broken(self.scope, error)
         elif not ok:
             log.debug("Kubernetes discovery: pod watch of %s still failing: %s", scope, error)
         self.ok = ok

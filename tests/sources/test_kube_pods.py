@@ -372,11 +372,15 @@ async def test_a_lost_watch_is_logged_once_not_per_retry(
     caplog.set_level(logging.INFO, logger="autoscaler.sources.kube_pods")
     kube.fail(r"/pods$", status=500, times=None)
     kube.end_watches()
-    await eventually(lambda: sum(1 for r in kube.requests if r.status == 500) >= 4)
 
-    warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "broken" in r.getMessage()]
-    assert len(warnings) == 1
-    assert "500" in warnings[0].getMessage()
+    def warnings() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if r.levelno == logging.WARNING and "broken" in r.getMessage()]
+
+    await eventually(lambda: bool(warnings()))  # said within a second (`autoscaler.sources.watch_news`)
+    retried = sum(1 for r in kube.requests if r.status == 500)
+    await eventually(lambda: sum(1 for r in kube.requests if r.status == 500) >= retried + 4)
+    assert len(warnings()) == 1
+    assert "500" in warnings()[0].getMessage()
 
 
 def test_nothing_to_discover_is_refused() -> None:

@@ -1,0 +1,79 @@
+"""Pod discovery's log with `--namespaces` naming many tenants, as the platform engineer reads it: the pod watches
+of all of them starting, or all broken at once by the API server restarting (a control-plane upgrade), are a
+line or two, not two lines per namespace.
+
+With 30 namespaces, every start said `pod watch of namespace X established` 30 times, and one API server restart
+60 lines (each watch broken, then established again)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+
+from autoscaler.log_lists import NAMED
+from autoscaler.sources.kube_pods import KubePodDiscovery
+from tests.fakes.kube import FakeKubeApi
+from tests.sources.test_kube_pods import configuration
+
+TENANTS = [f"tenant{number}" for number in range(30)]
+LONGEST_LINE = 2_000
+
+
+@pytest.fixture
+async def kube() -> AsyncIterator[FakeKubeApi]:
+    async with FakeKubeApi() as kube:
+        for namespace in TENANTS:
+            kube.add_modelmesh_runtime(namespace, "modelmesh-serving-triton", replicas=2)
+        yield kube
+
+
+def watch_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.name == "autoscaler.sources.kube_pods" and "pod watch" in r.getMessage()]
+
+
+async def test_thirty_tenants_watches_established_at_start_are_one_line(
+    kube: FakeKubeApi, caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="autoscaler.sources.kube_pods")
+    subject = KubePodDiscovery(configuration(kube), runtimes=[], discover=True, namespaces=TENANTS,
+                               resync_interval_s=3600, request_timeout_s=5.0)
+    await subject.start()
+    try:
+        await asyncio.sleep(3.0)  # the line comes within a couple of seconds of the first watch
+    finally:
+        await subject.close()
+    lines = watch_lines(caplog)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"Kubernetes discovery: pod watches of {len(TENANTS)} namespaces established: ")
+    assert lines[0].endswith(f" and {len(TENANTS) - NAMED} more")
+
+
+async def test_an_api_server_restart_breaking_thirty_watches_is_two_lines(
+    kube: FakeKubeApi, caplog: pytest.LogCaptureFixture,
+) -> None:
+    subject = KubePodDiscovery(configuration(kube), runtimes=[], discover=True, namespaces=TENANTS,
+                               resync_interval_s=3600, request_timeout_s=5.0)
+    await subject.start()
+    try:
+        await asyncio.sleep(3.0)
+        caplog.set_level(logging.INFO, logger="autoscaler.sources.kube_pods")
+        caplog.clear()
+        kube.end_watches(abort=True)
+        await asyncio.sleep(0.5)
+        async with asyncio.timeout(20):
+            while not subject.healthy:  # every watch back
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(3.0)
+    finally:
+        await subject.close()
+    lines = watch_lines(caplog)
+    assert len(lines) == 2, lines
+    broken, established = lines
+    assert broken.startswith(f"Kubernetes discovery: pod watches of {len(TENANTS)} namespaces broken, keeping last "
+                             "inventory; their runtimes hold their values until they recover: ")
+    assert established.startswith(f"Kubernetes discovery: pod watches of {len(TENANTS)} namespaces established: ")
+    assert max(map(len, lines)) < LONGEST_LINE
