@@ -27,9 +27,39 @@ from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.raw import JSON, Endpoint, scope_name
+from autoscaler.kube.watch_news import ScopeLine, watch_news
 from autoscaler.model import RuntimeKey
 
 log = logging.getLogger("autoscaler.actuation.bridge")
+
+# What each namespace's RuntimeScale watch says, a line each, or one line for more than ten namespaces at once
+# (an API server restart breaks all of them together: `autoscaler.kube.watch_news`).
+CRD_MISSING = ScopeLine(
+    log.name, logging.WARNING,
+    f"replica bridge: the RuntimeScale CRD {RUNTIME_SCALES.plural}.{RUNTIME_SCALES.group} is not installed "
+    "({detail}): no HPA write reaches a ServingRuntime until it is; apply manifests/base "
+    "(custom-resource-definition-runtimescales.yaml)",
+    f"replica bridge: the RuntimeScale CRD {RUNTIME_SCALES.plural}.{RUNTIME_SCALES.group} is not installed "
+    "(the watches of {count} namespaces: {scopes}; e.g. {detail}): no HPA write reaches a ServingRuntime until it "
+    "is; apply manifests/base (custom-resource-definition-runtimescales.yaml)")
+LIST_FAILING = ScopeLine(
+    log.name, logging.WARNING,
+    "replica bridge: RuntimeScale list of {scope} failing; no HPA write reaches a ServingRuntime until it works "
+    "(the bridge's resync lists them too; a 403 is the adapter's ClusterRole without list and watch on "
+    f"{RUNTIME_SCALES.plural}, manifests/base): {{detail}}",
+    "replica bridge: RuntimeScale lists of {count} namespaces failing; no HPA write reaches their ServingRuntimes "
+    "until they work (the bridge's resync lists them too; a 403 is the adapter's ClusterRole without list and "
+    f"watch on {RUNTIME_SCALES.plural}, manifests/base): {{scopes}} (e.g. {{scope}}: {{detail}})")
+WATCH_FAILING = ScopeLine(
+    log.name, logging.WARNING,
+    "replica bridge: RuntimeScale watch of {scope} failing; HPA writes reach ServingRuntimes at the next resync "
+    "instead of at once: {detail}",
+    "replica bridge: RuntimeScale watches of {count} namespaces failing; HPA writes reach their ServingRuntimes at "
+    "the next resync instead of at once: {scopes} (e.g. {scope}: {detail})")
+WORKS_AGAIN = ScopeLine(
+    log.name, logging.INFO,
+    "replica bridge: RuntimeScale watch of {scope} works again",
+    "replica bridge: RuntimeScale watches of {count} namespaces work again: {scopes}")
 
 
 def crd_missing(error: Exception) -> bool:
@@ -77,7 +107,11 @@ class RuntimeScaleWatch:
         )
 
     async def run(self) -> None:
-        await self._loop.run()
+        """List then watch until cancelled; what the watches had still to say is said when one stops."""
+        try:
+            await self._loop.run()
+        finally:
+            watch_news().flush()
 
     def replicas_for(self, key: RuntimeKey) -> int | None:
         """The `spec.replicas` of the RuntimeScale that scales runtime Deployment `key` (its runtime's owner, the
@@ -110,19 +144,8 @@ class RuntimeScaleWatch:
         works (the line said "at the next resync"). A 404 is the CRD not installed: the line says what to apply
         (the bridge's own list failure is DEBUG then: this line, on every replica, is the one that says it)."""
         if self._ok or (failures == 1 and not self._warned):
-            if crd_missing(error):
-                log.warning("replica bridge: the RuntimeScale CRD %s.%s is not installed (%s): no HPA write reaches "
-                            "a ServingRuntime until it is; apply manifests/base "
-                            "(custom-resource-definition-runtimescales.yaml)", RUNTIME_SCALES.plural,
-                            RUNTIME_SCALES.group, error)
-            elif self._loop.listing:
-                log.warning("replica bridge: RuntimeScale list of %s failing; no HPA write reaches a ServingRuntime "
-                            "until it works (the bridge's resync lists them too; a 403 is the adapter's ClusterRole "
-                            "without list and watch on %s, manifests/base): %s", scope_name(self.scope),
-                            RUNTIME_SCALES.plural, error)
-            else:
-                log.warning("replica bridge: RuntimeScale watch of %s failing; HPA writes reach ServingRuntimes at "
-                            "the next resync instead of at once: %s", scope_name(self.scope), error)
+            line = CRD_MISSING if crd_missing(error) else LIST_FAILING if self._loop.listing else WATCH_FAILING
+            watch_news().say(line, self.scope, error)
             self._warned = True
         else:
             log.debug("replica bridge: RuntimeScale watch failed (%d in a row): %s", failures, error)
@@ -130,6 +153,6 @@ class RuntimeScaleWatch:
 
     def _synced(self) -> None:
         if self._warned:
-            log.info("replica bridge: RuntimeScale watch of %s works again", scope_name(self.scope))
+            watch_news().say(WORKS_AGAIN, self.scope)
             self._warned = False
         self._ok = True

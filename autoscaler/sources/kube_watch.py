@@ -27,8 +27,8 @@ from kubernetes.aio.client import ApiClient
 from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.paths import PODS, collection_endpoint
 from autoscaler.kube.raw import JSON, Scope, scope_name
+from autoscaler.kube.watch_news import ScopeLine, watch_news
 from autoscaler.sources.kube_objects import MODELMESH_NAME_LABEL, PodRecord, deletion_cost_of, parse_pod
-from autoscaler.sources.watch_news import watch_news
 
 log = logging.getLogger("autoscaler.sources.kube_pods")
 
@@ -37,6 +37,17 @@ PodName = tuple[str, str]
 RuntimeName = tuple[str, str]
 """(namespace, Deployment name): a runtime, as its pods' `name` label names it."""
 
+
+BROKEN = ScopeLine(
+    "autoscaler.sources.kube_pods", logging.WARNING,
+    "Kubernetes discovery: pod watch of {scope} broken, keeping last inventory; its runtimes hold their values "
+    "until it recovers: {detail}",
+    "Kubernetes discovery: pod watches of {count} namespaces broken, keeping last inventory; their runtimes hold "
+    "their values until they recover: {scopes} (e.g. {scope}: {detail})")
+ESTABLISHED = ScopeLine(
+    "autoscaler.sources.kube_pods", logging.INFO,
+    "Kubernetes discovery: pod watch of {scope} established",
+    "Kubernetes discovery: pod watches of {count} namespaces established: {scopes}")
 
 class PodWatch:
     """Lists then watches the pods of one scope forever (`run`); `pods` is what it last saw."""
@@ -89,7 +100,10 @@ class PodWatch:
 
         `first_attempt` is set once the first list has succeeded or failed."""
         self._first_attempt = first_attempt
-        await self._loop.run()
+        try:
+            await self._loop.run()
+        finally:
+            watch_news().flush()  # what the watches had still to say, when one stops
 
     def _endpoint(self, **options: Any) -> Awaitable[aiohttp.ClientResponse]:
         return collection_endpoint(self._client(), PODS, self.scope)(**options)
@@ -105,9 +119,9 @@ class PodWatch:
     def _set_ok(self, ok: bool, error: Exception | None = None) -> None:
         scope = scope_name(self.scope)
         if ok and not self.ok:
-            watch_news().established(self.scope)
+            watch_news().say(ESTABLISHED, self.scope)
         elif not ok and self.ok:
-            watch_news().broken(self.scope, error)
+            watch_news().say(BROKEN, self.scope, error)
         elif not ok:
             log.debug("Kubernetes discovery: pod watch of %s still failing: %s", scope, error)
         self.ok = ok

@@ -376,7 +376,7 @@ async def test_a_lost_watch_is_logged_once_not_per_retry(
     def warnings() -> list[logging.LogRecord]:
         return [r for r in caplog.records if r.levelno == logging.WARNING and "broken" in r.getMessage()]
 
-    await eventually(lambda: bool(warnings()))  # said within a second (`autoscaler.sources.watch_news`)
+    await eventually(lambda: bool(warnings()))  # said once the watches are quiet (`autoscaler.kube.watch_news`)
     retried = sum(1 for r in kube.requests if r.status == 500)
     await eventually(lambda: sum(1 for r in kube.requests if r.status == 500) >= retried + 4)
     assert len(warnings()) == 1
