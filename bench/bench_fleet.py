@@ -120,16 +120,19 @@ def metric_path(runtime: int, metric: str) -> str:
 
 # Processes: the exporter fleet, the fake Kubernetes API, the bare handler.
 
-def exporter_template(pod: int) -> tuple[bytes, ...]:
+def exporter_template(pod: int, names_pod: bool = True) -> tuple[bytes, ...]:
     """One exporter's output (1 GPU), split where its collection timestamp and its clock go: join the parts
-    with the time of the response (`STAMP.join(parts)` for the placeholder)."""
+    with the time of the response (`STAMP.join(parts)` for the placeholder). `names_pod`: it names pod number
+    `pod` (`bench.fake_exporter.bench_pod`), which only a fleet whose pods are so named may serve: the adapter
+    refuses an answer naming another pod of the Kubernetes API's (`other_pod`)."""
     from prometheus_client.utils import floatToGoString
 
     from bench.fake_exporter import exporter_text
 
     # The ModelMesh stamp and the exporter's clock are rewritten per response; the GPU collector's stamp is set
     # far ahead so that its signal always counts fresh in the benchmark.
-    text = exporter_text(pod, gpus=1, modelmesh_stamp=float(STAMP), gpu_stamp=4e9, clock=float(STAMP))
+    text = exporter_text(pod, gpus=1, modelmesh_stamp=float(STAMP), gpu_stamp=4e9, clock=float(STAMP),
+                         names_pod=names_pod)
     stamp: str = floatToGoString(float(STAMP))  # type: ignore[no-untyped-call]
     parts = tuple(text.split(stamp.encode()))
     if len(parts) != 3:
