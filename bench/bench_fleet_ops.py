@@ -159,7 +159,7 @@ def report_metrics(base: str) -> None:
         print(f"    {count:7d} {name}")
     totals = dict(re.findall(r"^modelmesh_autoscaler_refresh_duration_seconds_(sum|count) (\S+)$", body.decode(),
                              re.MULTILINE))
-    failed = collections.Counter()
+    failed: collections.Counter[str] = collections.Counter()
     for reason, count in re.findall(r'^modelmesh_autoscaler_source_errors_total\{[^}]*reason="([^"]+)"[^}]*\} (\S+)$',
                                     body.decode(), re.MULTILINE):
         failed[reason] += int(float(count))
