@@ -12,8 +12,9 @@ inode, size and modification time, so a symlink swap counts) and, when either ch
 *same* `ssl.SSLContext` the server listens with: every handshake from then on presents the new certificate,
 connections already open keep theirs. A pair that does not load (the key written before the certificate, a
 half-written file) keeps the old certificate and is tried again at the next look. The pair is read once into a
-private snapshot and tried on a scratch context first: OpenSSL installs the certificate before it checks the
-key, so a mismatched pair loaded straight into the live context would break every later handshake.
+private snapshot (in memory, `exporter.memory_files`: the sidecar's filesystem is read-only) and tried on a
+scratch context first: OpenSSL installs the certificate before it checks the key, so a mismatched pair loaded
+straight into the live context would break every later handshake.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ import contextlib
 import logging
 import os
 import ssl
-import tempfile
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from aiohttp import web
+
+from exporter.memory_files import files_holding
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +70,7 @@ class CertificateReloader:
         if seen == self._loaded:
             return False
         try:
-            with tempfile.TemporaryDirectory(prefix="mm-autoscaler-reload-") as directory:
-                cert, key = Path(directory) / "tls.crt", Path(directory) / "tls.key"
-                cert.write_bytes(self._cert_file.read_bytes())
-                key.write_bytes(self._key_file.read_bytes())
+            with files_holding(self._cert_file.read_bytes(), self._key_file.read_bytes()) as (cert, key):
                 ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)  # raises on a bad pair
                 self._context.load_cert_chain(cert, key)
         except (OSError, ssl.SSLError, ValueError) as error:
