@@ -7,8 +7,8 @@ over the cap is abandoned and its connection closed as soon as the cap is passed
 
 Failure reasons are the exporter's own (`exporter.names.REASON_*`: a TLS failure is `tls` on both sides),
 plus `too_large`. The detail (logged, and shown in /debug for the pod) says the failure as OpenSSL or HTTP says
-it, and what to change where the failure names it: a CA to trust, plain http, a refusing proxy, a wrong port,
-no sidecar listening.
+it, and what to change where the failure names it: a CA to trust, a certificate out of its dates, plain http
+(either way round), a refusing proxy, a wrong port, no sidecar listening.
 """
 
 from __future__ import annotations
@@ -50,6 +50,17 @@ sent its alert before the adapter's first read)."""
 CLOSED_HINT: Final = ("an exporter given --tls-client-ca-file closes the connection on a client certificate its CA did "
                       "not sign: give the adapter one it signs with "
                       "--exporter-client-cert-file and --exporter-client-key-file")
+EXPIRED_HINT: Final = ("cert-manager renews a certificate well before it expires, so an exporter serving an expired "
+                       "one did not pick up its renewal: look in the sidecar's log for 'does not load' reload "
+                       "warnings, and check that the exporters' Secret was renewed (kubectl get certificate)")
+NOT_YET_VALID_HINT: Final = ("the certificate's validity starts after the adapter's clock: the clock of the node that "
+                             "issued it (cert-manager's) or of the adapter's node is off; check their time sync (NTP)")
+_DATE_HINTS: Final = {10: EXPIRED_HINT, 9: NOT_YET_VALID_HINT}
+"""X509_V_ERR_CERT_HAS_EXPIRED and X509_V_ERR_CERT_NOT_YET_VALID: a trusted certificate out of its dates, where
+another CA would not help."""
+PLAIN_TO_TLS_HINT: Final = ("an exporter serving HTTPS (given --tls-cert-file) closes plain-HTTP connections so: "
+                            "scrape it over https with --exporter-scheme https, trusting its CA with "
+                            "--exporter-ca-file")
 NOT_FOUND_HINT: Final = "no /metrics at that address: is the port the exporter's (9187), not ModelMesh's own?"
 CONNECT_HINT: Final = ("nothing accepts connections there: is the exporter sidecar in the pod and listening on "
                       "--exporter-port (default 9187), and does a NetworkPolicy let the adapter reach it?")
@@ -93,7 +104,7 @@ async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_byte
         # TLS 1.3 ends the handshake before the server has judged the client's certificate: its refusal comes
         # at the first read, as the connection closed or reset, not as a TLS error.
         closed = isinstance(error, aiohttp.ServerDisconnectedError) or error.errno == errno.ECONNRESET
-        hint = f"; {CLOSED_HINT}" if closed and url.startswith("https://") else ""
+        hint = "" if not closed else f"; {CLOSED_HINT}" if url.startswith("https://") else f"; {PLAIN_TO_TLS_HINT}"
         raise FetchError(names.REASON_CONNECT, f"{url}: {error}{hint}") from error
     except aiohttp.ClientPayloadError as error:
         raise FetchError(names.REASON_PARSE, f"incomplete body from {url}: {error}") from error
@@ -109,11 +120,12 @@ async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_byte
 
 def tls_detail(url: str, error: BaseException, server_name: str | None = None) -> str:
     """A TLS failure as OpenSSL says it, with the hint that fits: a CA to trust, a certificate for another
-    address (or another `--exporter-server-name`), or no TLS at all at that address."""
+    address (or another `--exporter-server-name`), one out of its dates (a renewal not picked up, a clock off),
+    or no TLS at all at that address."""
     cause = ssl_cause(error)
     if isinstance(cause, ssl.SSLCertVerificationError) and cause.verify_message:
-        hint = (CA_HINT if cause.verify_code not in HOST_MISMATCH else HOST_HINT if server_name is None
-                else SERVER_NAME_HINT.format(name=server_name))
+        hint = (_DATE_HINTS.get(cause.verify_code, CA_HINT) if cause.verify_code not in HOST_MISMATCH
+                else HOST_HINT if server_name is None else SERVER_NAME_HINT.format(name=server_name))
         return f"{url}: certificate verify failed: {cause.verify_message.rstrip('.')}; {hint}"
     if cause is not None and cause.reason in NOT_TLS:
         return f"{url}: {cause.reason}; {PLAIN_HINT}"
