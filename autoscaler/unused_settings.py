@@ -3,8 +3,9 @@
 A user who gives `--client-ca-file` with `--insecure-dev`, `--leader-elect true` where nothing is written to
 Kubernetes, or `--refresh-nice` with `--workers 0` believes the setting applies; it was taken without a word.
 Warned, not refused (as the other source's settings, `autoscaler.preflight`): an adapter that starts today with
-a leftover variable keeps starting after an upgrade. Each warning names the setting as the user gave it, the
-flag or the `AUTOSCALER_*` variable (`ServeSettings.given_by`).
+a leftover variable keeps starting after an upgrade. The exporters' TLS settings with a plain-http scrape are
+here too: a user who gave `--exporter-server-name` believed the exporters' port was behind TLS. Each warning
+names the setting as the user gave it, the flag or the `AUTOSCALER_*` variable (`ServeSettings.given_by`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Final
 from autoscaler.actuation.writes_off import why_nothing_is_written
 from autoscaler.log_lists import in_words
 from autoscaler.settings import ServeSettings
+from autoscaler.sources.targets import TargetsFileError, load_targets
 
 AUTHENTICATION: Final = (
     "requestheader_client_ca_file", "requestheader_allowed_names", "requestheader_username_headers",
@@ -24,6 +26,10 @@ AUTHENTICATION: Final = (
     "max_in_flight_reviews",
 )
 """The settings (by flag dest) of authentication and authorization, which `--insecure-dev` does not do."""
+
+EXPORTER_TLS: Final = ("exporter_server_name", "exporter_client_cert_file", "exporter_client_key_file")
+"""The settings (by flag dest) of an https scrape of the exporters that nothing else asks for: the name their
+certificates are verified against, the adapter's client certificate."""
 
 LEASE: Final = ("leader_elect_lease_duration", "leader_elect_renew_deadline", "leader_elect_retry_period",
                 "leader_elect_namespace", "leader_elect_lease_name")
@@ -48,11 +54,35 @@ def unused_settings(settings: ServeSettings) -> list[str]:
         if names := electing + lease:
             said.append(f"{in_words(names)} {_does(names)} nothing: a leader is elected to write to Kubernetes, and "
                         f"nothing is written here ({reason}): leave {_it(names)} out")
+    exporter_tls = [said_as(dest) for dest in EXPORTER_TLS if dest in given]
+    if settings.source == "scrape" and exporter_tls and (plain := _plain_http_only(settings)) is not None:
+        fix = ("write https:// URLs in the targets file" if settings.targets is not None else
+               f"give {said_as('exporter_scheme')} https")
+        said.append(f"{in_words(exporter_tls)} {_does(exporter_tls)} nothing: the exporters are scraped over plain "
+                    f"http ({plain}), and {'it applies' if len(exporter_tls) == 1 else 'they apply'} only to an "
+                    f"https scrape; leave {_it(exporter_tls)} out, or, where the exporters serve HTTPS (their "
+                    f"--tls-cert-file), {fix}")
     if settings.workers == 0 and "refresh_nice" in given:
         said.append(f"{said_as('refresh_nice')} does nothing with {said_as('workers')} 0: the refresh shares the one "
                     "process with serving, so there is no refresh process to lower; leave it out, or give "
                     "--workers 1 or more for serving processes that run ahead of the refresh")
     return said
+
+
+def _plain_http_only(settings: ServeSettings) -> str | None:
+    """Why every exporter is scraped over plain http, or None where one may not be (an https URL, a scheme
+    other than http, a targets file that does not read: `serve` names that one itself)."""
+    if settings.targets is None:
+        if settings.exporter_scheme != "http":
+            return None
+        given = "exporter_scheme" in dict(settings.given_by)
+        return f"{settings.given_as('exporter_scheme')} http{'' if given else ', the default'}"
+    try:
+        runtimes = load_targets(settings.targets)
+    except (TargetsFileError, OSError):
+        return None
+    urls = [pod.url or "" for runtime in runtimes.values() for pod in runtime.pods]
+    return None if any(url.startswith("https://") for url in urls) else "the targets file names http:// URLs only"
 
 
 def _does(names: Sequence[str]) -> str:

@@ -24,12 +24,13 @@ runtimes:
 """
 
 
-def start_log(tmp_path: Path, *flags: str, env: dict[str, str] | None = None) -> str:
-    """What `serve --insecure-dev --targets FILE` (no Kubernetes API) logs by the time it answers."""
-    targets, log, port = tmp_path / "targets.yaml", tmp_path / "serve.log", free_port()
-    targets.write_text(TARGETS)
+def start_log(tmp_path: Path, *flags: str, env: dict[str, str] | None = None, targets: str = TARGETS) -> str:
+    """What `serve --insecure-dev --targets FILE` (no Kubernetes API) logs by the time it answers; the file
+    holds `targets`."""
+    targets_file, log, port = tmp_path / "targets.yaml", tmp_path / "serve.log", free_port()
+    targets_file.write_text(targets)
     args = ["autoscaler.cli", "serve", "--insecure-dev", "--workers", "0", "--listen", f"127.0.0.1:{port}",
-            "--targets", str(targets), *flags]
+            "--targets", str(targets_file), *flags]
     environ = {k: v for k, v in os.environ.items() if not k.startswith("AUTOSCALER_") and
                k != "KUBERNETES_SERVICE_HOST"}
     with running(args, f"https://127.0.0.1:{port}/healthz", log, env={**environ, **(env or {})}):
