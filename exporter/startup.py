@@ -19,7 +19,7 @@ def serve(argv: list[str] | None) -> None:
     from exporter.app import build_app, run
     from exporter.listen import ListenError, bind_listeners, bound_addresses
     from exporter.metrics_tls import serve_over_tls, serving_said
-    from exporter.settings import parse_settings, unknown_variables
+    from exporter.settings import parse_settings, setting, unknown_variables
 
     settings = parse_settings(argv)
     logging.basicConfig(
@@ -46,10 +46,13 @@ def serve(argv: list[str] | None) -> None:
         log.error("cannot start: %s (%s with --listen or EXPORTER_LISTEN)", error, error.fix,
                   exc_info=settings.log_level == "DEBUG")
         sys.exit(2)
+    # The scheme on the line that says where: what the adapter (--exporter-scheme) and Prometheus must scrape.
+    scheme = ("HTTPS" if settings.tls_cert_file is not None
+              else f"plain HTTP (no {setting('--tls-cert-file')})")
     log.info(
-        "serving on %s; reading ModelMesh at %s every %g s (%s; timeout %g s; load window %g s); "
-        "GPU collector %s; %s",
-        bound_addresses(sockets), settings.modelmesh_url, settings.modelmesh_interval_s,
+        "serving on %s; /metrics and /healthz over %s; reading ModelMesh at %s every %g s (%s; timeout %g s; "
+        "load window %g s); GPU collector %s; %s",
+        bound_addresses(sockets), scheme, settings.modelmesh_url, settings.modelmesh_interval_s,
         tls, settings.modelmesh_timeout_s, settings.load_window_s,
         "off" if not settings.gpu_enabled else "failing (this pod's GPUs are not known)"
         if settings.gpu_unattributed is not None else "on",
