@@ -31,7 +31,8 @@ def _memfd_paths(contents: tuple[bytes, ...], stack: contextlib.ExitStack) -> li
         stack.callback(os.close, fd)
         _write_all(fd, data)
         paths.append(Path(f"/proc/self/fd/{fd}"))
-    return paths
+    # OpenSSL opens the path anew: a process made non-dumpable cannot open its own /proc/self/fd entries.
+    return paths if all(os.access(path, os.R_OK) for path in paths) else None
 
 
 def _write_all(fd: int, data: bytes) -> None:
