@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 import trustme
 
-from tests.hardening.test_startup_errors import one_line, serve, targets
+from tests.hardening.adapter import write_targets
+from tests.hardening.test_startup_errors import one_line, serve
+
+
+def targets(tmp_path: Path) -> str:
+    """An exporter scraped over https, where a client certificate applies: with http:// URLs only, the flags
+    are also warned of as doing nothing (`autoscaler.unused_settings`), a second line beside the refusal."""
+    return str(write_targets(tmp_path / "targets.yaml", ["https://127.0.0.1:1/metrics"]))
 
 
 def client_pair(tmp_path: Path) -> tuple[Path, Path]:
