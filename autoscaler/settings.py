@@ -91,9 +91,10 @@ class ServeSettings:
     scrape_timeout_s: float = 5.0
     scrape_concurrency: int = 64
     exporter_ca_file: Path | None = None
-    exporter_scheme: Literal["http", "https"] = "http"
-    """How discovered exporters are scraped: https for sidecars given `--tls-cert-file` (docs/operations.md,
-    Securing the exporters' port)."""
+    exporter_scheme: Literal["auto", "http", "https"] = "auto"
+    """How discovered exporters are scraped: `auto` reads each pod's exporter port name (`https-exporter` from the
+    TLS patch: https), so runtimes move to a TLS sidecar one pod at a time (docs/operations.md, Securing the
+    exporters' port); `http` or `https` force one scheme, for pods that declare no ports."""
     exporter_server_name: str | None = None
     """The name the exporters' certificates are checked against, instead of the pod IP scraped (Prometheus's
     `tls_config.server_name`): certificates rarely carry a pod's IP, which changes with every pod."""
@@ -521,9 +522,11 @@ _OPTIONS: Final = (
             str(_D.scrape_concurrency), "N", _SOURCE),
     _Option("--exporter-ca-file", ca_file, "CA bundle (PEM) that signs the exporters' certificates, trusted "
             "for https exporter URLs instead of the system CAs", "the system CAs", "FILE", _SOURCE),
-    _Option("--exporter-scheme", choice("http", "https"), "scheme of the discovered exporters' URLs "
-            "(https://POD-IP:PORT/metrics): https for sidecars given --tls-cert-file, their certificates verified "
-            "with --exporter-ca-file", _D.exporter_scheme, "{http,https}", _SOURCE),
+    _Option("--exporter-scheme", choice("auto", "http", "https"), "scheme of the discovered exporters' URLs: "
+            "auto reads it from the name each pod declares the exporter port under (https or https-*, as the TLS "
+            "sidecar patch's https-exporter: https://POD-IP:PORT/metrics, verified with --exporter-ca-file; any "
+            "other name, or none: http); http or https: every pod so", _D.exporter_scheme, "{auto,http,https}",
+            _SOURCE),
     _Option("--exporter-server-name", server_name, "name the exporters' certificates are verified against instead "
             "of the pod IP scraped, which certificates rarely carry (Prometheus's tls_config server_name); also "
             "sent as the TLS server name", "the address scraped", "NAME", _SOURCE),

@@ -8,6 +8,11 @@ A pod is Ready when its `Ready` condition is True and it is not terminating (no 
 ReplicaSet counts a terminating pod as gone, so must we. Its exporter is `http://<podIP>:<exporter_port>/metrics`,
 unless its containers declare ports and not that one: the pod runs no exporter sidecar (a runtime modelmesh-serving
 runs that was never given one), and scraping it would only count a connection refused at every refresh.
+
+Over which scheme, each pod says by the name it declares the exporter port under, as Istio and kube-rbac-proxy
+read port names: `https` or `https-...` (the TLS patch's `https-exporter`) over https, any other name (the plain
+patch's `exporter`) or none over http (`scheme_of`). So the pods of a runtime half rolled to a TLS sidecar are
+each scraped as they serve: one scheme for every pod failed every pod not rolled yet, for the whole migration.
 """
 
 from __future__ import annotations
@@ -51,6 +56,8 @@ class PodRecord:
     that is no Deployment's ReplicaSet (another kind, or not named for the pod's template hash)."""
     uid: str | None = None
     """`metadata.uid`: which pod of the name it is (`PodTarget.uid`)."""
+    https_ports: frozenset[int] = frozenset()
+    """Those of `declared_ports` declared under a name that says HTTPS (`names_https`): served over TLS."""
 
 
 @dataclass(slots=True)
@@ -82,6 +89,7 @@ def parse_pod(obj: Any) -> PodRecord | None:
     )
     ip = status.get("podIP")
     controller = _controller(metadata)
+    ports, https_ports = _declared_ports(_mapping(_mapping(obj).get("spec")))
     return PodRecord(
         name,
         namespace,
@@ -91,9 +99,10 @@ def parse_pod(obj: Any) -> PodRecord | None:
         posix_seconds(metadata.get("creationTimestamp")),
         terminating,
         _owning_deployment(controller, labels),
-        _declared_ports(_mapping(_mapping(obj).get("spec"))),
+        ports,
         controller is not None,
         uid if isinstance(uid := metadata.get("uid"), str) and uid else None,
+        https_ports,
     )
 
 
@@ -104,15 +113,29 @@ def _controller(metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
                  if owner.get("controller") is True), None)
 
 
-def _declared_ports(spec: Mapping[str, Any]) -> frozenset[int] | None:
-    containers = spec.get("containers")
-    ports = frozenset(
-        number
-        for container in _list(containers)
-        for port in _list(_mapping(container).get("ports"))
-        if isinstance(number := _mapping(port).get("containerPort"), int)
-    )
-    return ports or None
+def _declared_ports(spec: Mapping[str, Any]) -> tuple[frozenset[int] | None, frozenset[int]]:
+    """The `containerPort`s the containers declare (None: none), and those of them named for HTTPS."""
+    declared = [(number, _mapping(port).get("name"))
+                for container in _list(spec.get("containers"))
+                for port in _list(_mapping(container).get("ports"))
+                if isinstance(number := _mapping(port).get("containerPort"), int)]
+    https = frozenset(number for number, name in declared if isinstance(name, str) and names_https(name))
+    return frozenset(number for number, _ in declared) or None, https
+
+
+def names_https(port_name: str) -> bool:
+    """Whether a declared port's name says it serves HTTPS: `https`, or `https-` and a suffix, the protocol
+    prefix Istio reads from port names (and kube-rbac-proxy's `https`). A name is lower case (IANA_SVC_NAME);
+    `httpsx` names no protocol."""
+    return port_name == "https" or port_name.startswith("https-")
+
+
+def scheme_of(pod: PodRecord, exporter_port: int, scheme: str) -> str:
+    """The scheme a pod's exporter is scraped over: `scheme` when it forces one (`--exporter-scheme http` or
+    `https`, for pods that declare no ports), else (`auto`) the one the exporter port's declared name says."""
+    if scheme != "auto":
+        return scheme
+    return "https" if exporter_port in pod.https_ports else "http"
 
 
 def _owning_deployment(controller: Mapping[str, Any] | None, labels: Mapping[str, str]) -> str | None:
@@ -171,10 +194,11 @@ def runtime_table(runtimes: Mapping[RuntimeKey, RuntimeRecord]) -> dict[RuntimeK
 
 def build_inventory(
     runtimes: Mapping[RuntimeKey, RuntimeRecord], pods: Iterable[PodRecord], exporter_port: int,
-    scheme: str = "http",
+    scheme: str = "auto",
 ) -> dict[RuntimeKey, RuntimeInventory]:
     """Every runtime with the pods its selector matches in its namespace, both in name order; each pod's exporter
-    at `scheme://IP:exporter_port/metrics` (https for sidecars given a certificate: `--exporter-scheme`).
+    at `SCHEME://IP:exporter_port/metrics`, the scheme its port's name says or the one `scheme` forces
+    (`scheme_of`, `--exporter-scheme`).
 
     modelmesh-serving puts a namespace's runtimes side by side, so testing every pod of the namespace against
     every runtime's selector costs runtimes x pods: 15 s of CPU at 2,000 runtimes of 2 pods, quadratic, and
@@ -252,5 +276,5 @@ def _target(pod: PodRecord, exporter_port: int, scheme: str) -> PodTarget:
     url = None
     if pod.ip:
         host = f"[{pod.ip}]" if ":" in pod.ip else pod.ip
-        url = f"{scheme}://{host}:{exporter_port}/metrics"
+        url = f"{scheme_of(pod, exporter_port, scheme)}://{host}:{exporter_port}/metrics"
     return _pod_target(pod.name, pod.ready, url, pod.created_at, None, pod.uid)

@@ -108,7 +108,7 @@ class KubePodDiscovery:
         discover: bool = True,
         namespaces: Sequence[str] | None = None,
         exporter_port: int = DEFAULT_EXPORTER_PORT,
-        exporter_scheme: str = "http",
+        exporter_scheme: str = "auto",
         resync_interval_s: float = 30.0,
         reread_interval_s: float = 2.0,
         request_timeout_s: float = 10.0,

@@ -43,6 +43,13 @@ class Pki:
     authority: trustme.CA
     directory: Path
 
+    @classmethod
+    def made_in(cls, directory: Path) -> Pki:
+        """A new CA, its certificate written where `ca_file` says."""
+        made = cls(trustme.CA(), directory)
+        made.authority.cert_pem.write_to_path(str(made.ca_file))
+        return made
+
     @property
     def ca_file(self) -> Path:
         return self.directory / "ca.pem"
@@ -58,9 +65,7 @@ class Pki:
 
 @pytest.fixture
 def pki(tmp_path: Path) -> Pki:
-    made = Pki(trustme.CA(), tmp_path)
-    made.authority.cert_pem.write_to_path(str(made.ca_file))
-    return made
+    return Pki.made_in(tmp_path)
 
 
 def client_secret(directory: Path, authority: trustme.CA, version: str) -> Path:

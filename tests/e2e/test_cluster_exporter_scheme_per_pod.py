@@ -1,0 +1,89 @@
+"""A runtime half way through its roll to HTTPS on the exporters' port is served from both halves: the adapter,
+left at its default `--exporter-scheme`, scrapes each pod over the scheme its exporter port's name says (the TLS
+patch's `https-exporter` over https, the plain patch's `exporter` over http), so a migration patches runtime by
+runtime, pod by pod, with no runtime's scrapes failing in between. Real exporters on the pods' IPs, the real
+adapter, the fake Kubernetes API, read with kubectl."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
+from tests.e2e.cluster_pods import start_pod
+from tests.e2e.test_cluster_exporter_tls import (
+    DEPLOYMENT,
+    NS,
+    SELECTOR,
+    SERVER_NAME,
+    Pki,
+    client_flags,
+    client_secret,
+    served_load,
+)
+from tests.fakes.kube import FakeKubeApi
+from tests.support.kubectl import get_raw, write_kubeconfig
+from tests.support.processes import free_port, poll, running
+
+pytestmark = pytest.mark.slow
+
+PODS = {"triton-tls": ("127.0.0.2", "https-exporter"), "triton-plain": ("127.0.0.3", "exporter")}
+"""Each pod: its IP and the name its exporter port is declared under (the TLS patch's, the plain patch's)."""
+
+
+@pytest.fixture
+def pki(tmp_path: Path) -> Pki:
+    return Pki.made_in(tmp_path)
+
+
+def debug(kubeconfig: Path) -> dict[str, Any]:
+    code, document = get_raw(kubeconfig, f"/debug/runtimes/{NS}/{DEPLOYMENT}")
+    return dict(document) if code == 0 else {"error": document}
+
+
+async def test_a_runtime_rolling_to_https_is_scraped_pod_by_pod_over_each_ports_scheme(
+        tmp_path: Path, pki: Pki) -> None:
+    exporter_port, adapter_port = free_port(), free_port()
+    secret = client_secret(tmp_path / "client", pki.authority, "v1")
+    async with FakeKubeApi() as kube:
+        kube.add_deployment(NS, DEPLOYMENT, replicas=2, labels=SELECTOR, selector=SELECTOR)
+        with contextlib.ExitStack() as stack:
+            runners: list[web.AppRunner] = []
+            try:
+                for name, (ip, port_name) in PODS.items():
+                    env = pki.exporter_env() if port_name.startswith("https") else None
+                    runners.append(await start_pod(
+                        stack, kube, FakeModelMesh(ModelMeshLoad(requests_per_second=50)), namespace=NS, name=name,
+                        ip=ip, labels=SELECTOR, exporter_port=exporter_port, logs=tmp_path, exporter_env=env,
+                        ports=[(port_name, exporter_port)]))
+                await asyncio.to_thread(stack.enter_context, running(  # no --exporter-scheme: the default
+                    ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{adapter_port}",
+                     "--kubeconfig", str(kube.write_kubeconfig(tmp_path / "cluster.kubeconfig")),
+                     "--exporter-port", str(exporter_port), "--refresh-interval", "1", "--window", "3",
+                     "--leader-elect", "false", "--exporter-ca-file", str(pki.ca_file),
+                     "--exporter-server-name", SERVER_NAME, *client_flags(secret)],
+                    f"https://127.0.0.1:{adapter_port}/healthz", tmp_path / "adapter.log"))
+                kubeconfig = write_kubeconfig(tmp_path / "adapter.kubeconfig", f"https://127.0.0.1:{adapter_port}")
+
+                def both_fresh() -> dict[str, Any] | None:
+                    document = debug(kubeconfig)
+                    fresh = {pod["name"]: pod["fresh"] for pod in document.get("pods", ())}
+                    return document if fresh == dict.fromkeys(PODS, True) else None
+
+                try:
+                    document = await asyncio.to_thread(poll, both_fresh, 60)
+                except AssertionError:
+                    shown = debug(kubeconfig)
+                    pytest.fail(f"not both pods fresh: {shown.get('pods')}\nsource: {shown.get('source')}\n"
+                                f"{(tmp_path / 'adapter.log').read_text()[-3000:]}")
+                load = await asyncio.to_thread(served_load, kubeconfig)
+            finally:
+                for runner in runners:
+                    await runner.cleanup()
+    assert document["source"]["problems"] == [], document["source"]
+    assert load.startswith("load="), load
