@@ -66,6 +66,14 @@ def find(objects: list[Object], kind: str, name: str | None = None) -> Object:
     return matches[0]
 
 
+def plain_exporter_endpoint(monitor: Object) -> Object:
+    """The PodMonitor endpoint that scrapes the plain sidecar's port, `exporter`; the one for its TLS twin is the
+    same but for port and scheme (tests/manifests/test_exporter_scheme_by_port_name.py)."""
+    matches: list[Object] = [e for e in monitor["spec"]["podMetricsEndpoints"] if e["port"] == "exporter"]
+    assert len(matches) == 1, f"expected one endpoint of port exporter, found {len(matches)}"
+    return matches[0]
+
+
 def container(pod_spec: Object, name: str) -> Object:
     matches: list[Object] = [c for c in pod_spec["containers"] if c["name"] == name]
     assert len(matches) == 1, f"expected one container {name!r}, found {[c['name'] for c in pod_spec['containers']]}"

@@ -116,7 +116,7 @@ def test_the_adapter_scrapes_https_verifying_the_name_the_exporter_certificate_c
     adapter["args"] = [arg.replace(mount, str(files)) for arg in adapter["args"]]  # the Secret's files, here
 
     settings = serve_settings(deployment)
-    assert settings.exporter_scheme == "https"
+    assert settings.exporter_scheme == "auto"  # https for the pods the patch names the port of, http for the rest
     assert settings.exporter_server_name in certificate(overlay, "modelmesh-exporter")["spec"]["dnsNames"]
     assert (settings.exporter_ca_file, settings.exporter_client_cert_file, settings.exporter_client_key_file) == (
         files / "ca.crt", files / "tls.crt", files / "tls.key")
@@ -155,9 +155,10 @@ async def test_prometheus_with_the_https_alternative_scrapes_an_exporter_asking_
     port = free_port()
     del job["kubernetes_sd_configs"]
     job.update(alternative, scrape_interval="1s", scrape_timeout="1s")
+    (sidecar_port,) = container(patched_runtime(tmp_path / "build")["spec"], SIDECAR)["ports"]
     labels = pod_discovery_labels("modelmesh-serving", "triton-0", {"modelmesh-service": "modelmesh-serving",
                                                                    "name": "modelmesh-serving-triton"},
-                                  "exporter", 9187, "127.0.0.1")
+                                  sidecar_port["name"], sidecar_port["containerPort"], "127.0.0.1")
     labels.pop("__address__")
     job["static_configs"] = [{"targets": [f"127.0.0.1:{port}"], "labels": labels}]
     config["scrape_configs"] = [job]

@@ -50,6 +50,7 @@ from tests.manifests.support import (
     label_matchers,
     load_yaml,
     metric_names,
+    plain_exporter_endpoint,
     run,
     with_token_file,
 )
@@ -367,15 +368,16 @@ def test_pod_monitors_match_the_scrape_config() -> None:
     jobs = scrape_jobs()
     for monitor_name, job, ports in ((EXPORTER_JOB, EXPORTER_JOB, sidecar["ports"]),
                                      (ADAPTER_JOB, ADAPTER_JOB, adapter["ports"])):
-        (endpoint,) = find(objects, "PodMonitor", monitor_name)["spec"]["podMetricsEndpoints"]
-        assert endpoint["port"] in {p["name"] for p in ports}
+        endpoints = find(objects, "PodMonitor", monitor_name)["spec"]["podMetricsEndpoints"]
+        (endpoint,) = [e for e in endpoints if e["port"] in {p["name"] for p in ports}]
         assert endpoint.get("honorLabels", False) == jobs[job].get("honor_labels", False)
         assert endpoint.get("scheme", "http") == jobs[job].get("scheme", "http")
         relabelled = {r["targetLabel"]: r for r in endpoint["relabelings"] if "targetLabel" in r}
         assert relabelled["job"]["replacement"] == job
         # The operator adds namespace and pod itself; the rest must be relabelled like the scrape config.
         wanted = {r["target_label"] for r in jobs[job]["relabel_configs"] if "target_label" in r}
-        assert wanted - {"namespace", "pod"} <= set(relabelled), f"{monitor_name}: missing labels"
+        # The scheme is each endpoint's: the operator selects a port by name, one endpoint per sidecar's port.
+        assert wanted - {"namespace", "pod", "__scheme__"} <= set(relabelled), f"{monitor_name}: missing labels"
 
 
 def test_the_adapter_scrape_sends_a_token_granted_get_on_metrics() -> None:
@@ -613,7 +615,7 @@ def test_exporter_scrapes_keep_data_fresher_than_the_adapters_max_staleness() ->
     budget = RuntimePolicy().max_staleness_s
     read = ExporterSettings().modelmesh_interval_s
     job = scrape_jobs()[EXPORTER_JOB]
-    (endpoint,) = find(kustomize(PROMETHEUS), "PodMonitor", EXPORTER_JOB)["spec"]["podMetricsEndpoints"]
+    endpoint = plain_exporter_endpoint(find(kustomize(PROMETHEUS), "PodMonitor", EXPORTER_JOB))
     for where, interval, timeout in (("scrape-config.yaml", job["scrape_interval"], job["scrape_timeout"]),
                                      ("pod-monitor-exporter.yaml", endpoint["interval"], endpoint["scrapeTimeout"])):
         oldest = seconds(interval) + seconds(timeout) + read

@@ -21,7 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from tests.manifests.series import pod_discovery_labels, relabel
-from tests.manifests.support import EXAMPLES, PROMETHEUS, container, find, kustomize, promtool_test_rules
+from tests.manifests.support import (
+    EXAMPLES,
+    PROMETHEUS,
+    container,
+    find,
+    kustomize,
+    plain_exporter_endpoint,
+    promtool_test_rules,
+)
 from tests.manifests.test_monitoring import EXPORTER_JOB, RUNTIME_NAMESPACE, RUNTIME_POD_LABELS, scrape_jobs
 
 POD = "modelmesh-serving-triton-5d9c7b-x1"
@@ -43,7 +51,7 @@ def pod_monitor_job() -> dict[str, Any]:
     the port's keep rules left out, this pod passes them; finished pods dropped; `namespace`, `pod` set), then the
     PodMonitor's relabelings."""
     monitor = find(kustomize(PROMETHEUS), "PodMonitor", "modelmesh-exporter")
-    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    endpoint = plain_exporter_endpoint(monitor)
     keys = {"sourceLabels": "source_labels", "targetLabel": "target_label"}
     rules = [{keys.get(key, key): (value.lower() if key == "action" else value) for key, value in rule.items()}
              for rule in endpoint["relabelings"]]

@@ -22,6 +22,7 @@ from tests.manifests.support import (
     kustomize,
     load_yaml,
     metric_names,
+    plain_exporter_endpoint,
     run,
     with_token_file,
 )
@@ -70,7 +71,7 @@ def test_the_scrape_config_with_the_drop_passes_promtool(tmp_path: Path) -> None
 def test_the_pod_monitors_drop_is_the_scrape_configs() -> None:
     """The operator's metricRelabelings are the scrape config's metric_relabel_configs in camelCase."""
     source = PROMETHEUS / "pod-monitor-exporter.yaml"
-    (endpoint,) = find(kustomize(PROMETHEUS), "PodMonitor", EXPORTER_JOB)["spec"]["podMetricsEndpoints"]
+    endpoint = plain_exporter_endpoint(find(kustomize(PROMETHEUS), "PodMonitor", EXPORTER_JOB))
     assert "metricRelabelings" not in endpoint  # commented: the series stays unless the user drops it
     monitor = commented_yaml(source, MARKER)["metricRelabelings"]
     scrape = commented_yaml(PROMETHEUS / "scrape-config.yaml", MARKER)["metric_relabel_configs"]
