@@ -525,8 +525,8 @@ _OPTIONS: Final = (
     _Option("--exporter-scheme", choice("auto", "http", "https"), "scheme of the discovered exporters' URLs: "
             "auto reads it from the name each pod declares the exporter port under (https or https-*, as the TLS "
             "sidecar patch's https-exporter: https://POD-IP:PORT/metrics, verified with --exporter-ca-file; any "
-            "other name, or none: http); http or https: every pod so", _D.exporter_scheme, "{auto,http,https}",
-            _SOURCE),
+            "other name, or none: http); http or https: that one for every pod, whatever its ports' names",
+            _D.exporter_scheme, "{auto,http,https}", _SOURCE),
     _Option("--exporter-server-name", server_name, "name the exporters' certificates are verified against instead "
             "of the pod IP scraped, which certificates rarely carry (Prometheus's tls_config server_name); also "
             "sent as the TLS server name", "the address scraped", "NAME", _SOURCE),
