@@ -46,6 +46,7 @@ from autoscaler.kube.session import ClientFactory, KubeSession
 from autoscaler.kube.user_agent import user_agent
 from autoscaler.model import RuntimeKey
 from autoscaler.sources.base import ALL_NAMESPACES, RuntimeInventory
+from autoscaler.sources.forced_scheme import ForcedSchemeWarning
 from autoscaler.sources.kube_deployments import DeploymentResync
 from autoscaler.sources.kube_objects import (
     MODELMESH_NAME_LABEL,
@@ -146,6 +147,7 @@ class KubePodDiscovery:
         watched = tuple(dict.fromkeys(namespaces)) if namespaces else None
         self._exporter_port = exporter_port
         self._exporter_scheme = exporter_scheme
+        self._forced_scheme = ForcedSchemeWarning(exporter_port, exporter_scheme)
         self._backoff_initial_s = backoff_initial_s
         self._backoff_max_s = backoff_max_s
         self._start_timeout_s = start_timeout_s if start_timeout_s is not None else 2 * float(request_timeout_s)
@@ -255,8 +257,9 @@ class KubePodDiscovery:
         """Runtimes and their pods as last seen; rebuilt only after a change, so calling it is cheap."""
         if self._cache is not None and self._cache[0] == self._version:
             return dict(self._cache[1])
-        pods = (pod for watch in self._watches for pod in watch.pods.values())
+        pods = [pod for watch in self._watches for pod in watch.pods.values()]
         result = build_inventory(self._deployments.runtimes, pods, self._exporter_port, self._exporter_scheme)
+        self._forced_scheme.check(pods)
         self._cache = (self._version, result)
         return dict(result)
 

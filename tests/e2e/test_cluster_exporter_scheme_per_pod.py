@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +47,10 @@ def debug(kubeconfig: Path) -> dict[str, Any]:
     return dict(document) if code == 0 else {"error": document}
 
 
-async def test_a_runtime_rolling_to_https_is_scraped_pod_by_pod_over_each_ports_scheme(
-        tmp_path: Path, pki: Pki) -> None:
+@contextlib.asynccontextmanager
+async def half_rolled_runtime(tmp_path: Path, pki: Pki, *adapter_flags: str) -> AsyncIterator[Path]:
+    """The runtime's two pods, one of each sidecar patch, and the adapter given the exporters' TLS settings and
+    `adapter_flags`; yields the kubeconfig that reads the adapter."""
     exporter_port, adapter_port = free_port(), free_port()
     secret = client_secret(tmp_path / "client", pki.authority, "v1")
     async with FakeKubeApi() as kube:
@@ -61,29 +64,48 @@ async def test_a_runtime_rolling_to_https_is_scraped_pod_by_pod_over_each_ports_
                         stack, kube, FakeModelMesh(ModelMeshLoad(requests_per_second=50)), namespace=NS, name=name,
                         ip=ip, labels=SELECTOR, exporter_port=exporter_port, logs=tmp_path, exporter_env=env,
                         ports=[(port_name, exporter_port)]))
-                await asyncio.to_thread(stack.enter_context, running(  # no --exporter-scheme: the default
+                await asyncio.to_thread(stack.enter_context, running(
                     ["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{adapter_port}",
                      "--kubeconfig", str(kube.write_kubeconfig(tmp_path / "cluster.kubeconfig")),
                      "--exporter-port", str(exporter_port), "--refresh-interval", "1", "--window", "3",
                      "--leader-elect", "false", "--exporter-ca-file", str(pki.ca_file),
-                     "--exporter-server-name", SERVER_NAME, *client_flags(secret)],
+                     "--exporter-server-name", SERVER_NAME, *client_flags(secret), *adapter_flags],
                     f"https://127.0.0.1:{adapter_port}/healthz", tmp_path / "adapter.log"))
-                kubeconfig = write_kubeconfig(tmp_path / "adapter.kubeconfig", f"https://127.0.0.1:{adapter_port}")
-
-                def both_fresh() -> dict[str, Any] | None:
-                    document = debug(kubeconfig)
-                    fresh = {pod["name"]: pod["fresh"] for pod in document.get("pods", ())}
-                    return document if fresh == dict.fromkeys(PODS, True) else None
-
-                try:
-                    document = await asyncio.to_thread(poll, both_fresh, 60)
-                except AssertionError:
-                    shown = debug(kubeconfig)
-                    pytest.fail(f"not both pods fresh: {shown.get('pods')}\nsource: {shown.get('source')}\n"
-                                f"{(tmp_path / 'adapter.log').read_text()[-3000:]}")
-                load = await asyncio.to_thread(served_load, kubeconfig)
+                yield write_kubeconfig(tmp_path / "adapter.kubeconfig", f"https://127.0.0.1:{adapter_port}")
             finally:
                 for runner in runners:
                     await runner.cleanup()
+
+
+async def test_a_runtime_rolling_to_https_is_scraped_pod_by_pod_over_each_ports_scheme(
+        tmp_path: Path, pki: Pki) -> None:
+    async with half_rolled_runtime(tmp_path, pki) as kubeconfig:  # no --exporter-scheme: the default
+
+        def both_fresh() -> dict[str, Any] | None:
+            document = debug(kubeconfig)
+            fresh = {pod["name"]: pod["fresh"] for pod in document.get("pods", ())}
+            return document if fresh == dict.fromkeys(PODS, True) else None
+
+        try:
+            document = await asyncio.to_thread(poll, both_fresh, 60)
+        except AssertionError:
+            shown = debug(kubeconfig)
+            pytest.fail(f"not both pods fresh: {shown.get('pods')}\nsource: {shown.get('source')}\n"
+                        f"{(tmp_path / 'adapter.log').read_text()[-3000:]}")
+        load = await asyncio.to_thread(served_load, kubeconfig)
     assert document["source"]["problems"] == [], document["source"]
     assert load.startswith("load="), load
+
+
+async def test_a_forced_scheme_names_the_pods_whose_port_says_otherwise_and_what_to_write(
+        tmp_path: Path, pki: Pki) -> None:
+    """`--exporter-scheme https` left from the overlay of 4 December: the pod not rolled yet fails its scrapes, and
+    the log says why, which pod, and what to write."""
+    log = tmp_path / "adapter.log"
+    async with half_rolled_runtime(tmp_path, pki, "--exporter-scheme", "https") as kubeconfig:
+        said = await asyncio.to_thread(poll, lambda: [line for line in log.read_text().splitlines()
+                                                      if "--exporter-scheme https" in line], 30)
+        problems = await asyncio.to_thread(poll, lambda: debug(kubeconfig).get("source", {}).get("problems"), 30)
+    assert len(said) == 1 and f"{NS}/triton-plain" in said[0] and "triton-tls" not in said[0], said
+    assert "Leave --exporter-scheme at auto" in said[0], said
+    assert [problem["pod"] for problem in problems] == ["triton-plain"], problems
