@@ -57,7 +57,8 @@ def unused_settings(settings: ServeSettings) -> list[str]:
     exporter_tls = [said_as(dest) for dest in EXPORTER_TLS if dest in given]
     if settings.source == "scrape" and exporter_tls and (plain := _plain_http_only(settings)) is not None:
         fix = ("write https:// URLs in the targets file" if settings.targets is not None else
-               f"give {said_as('exporter_scheme')} https")
+               f"give {said_as('exporter_scheme')} https, or auto (the default: https for pods whose exporter port "
+               f"is named https-exporter)")
         said.append(f"{in_words(exporter_tls)} {_does(exporter_tls)} nothing: the exporters are scraped over plain "
                     f"http ({plain}), and {'it applies' if len(exporter_tls) == 1 else 'they apply'} only to an "
                     f"https scrape; leave {_it(exporter_tls)} out, or, where the exporters serve HTTPS (their "
@@ -73,10 +74,8 @@ def _plain_http_only(settings: ServeSettings) -> str | None:
     """Why every exporter is scraped over plain http, or None where one may not be (an https URL, a scheme
     other than http, a targets file that does not read: `serve` names that one itself)."""
     if settings.targets is None:
-        if settings.exporter_scheme != "http":
-            return None
-        given = "exporter_scheme" in dict(settings.given_by)
-        return f"{settings.given_as('exporter_scheme')} http{'' if given else ', the default'}"
+        # `auto` (the default) scrapes a pod over https where its exporter port is named so: none is known yet
+        return f"{settings.given_as('exporter_scheme')} http" if settings.exporter_scheme == "http" else None
     try:
         runtimes = load_targets(settings.targets)
     except (TargetsFileError, OSError):

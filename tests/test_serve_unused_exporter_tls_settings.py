@@ -44,11 +44,15 @@ def test_exporter_tls_settings_with_plain_http_targets_are_named(tmp_path: Path,
     assert "https:// URLs in the targets file" in said[0], said
 
 
-def test_they_are_named_with_the_default_scheme_of_discovered_exporters() -> None:
-    """Without a targets file the fix is --exporter-scheme https (what the warning says needs no cluster)."""
-    settings = parse(["--exporter-server-name", "modelmesh-exporter"], {})
+def test_they_are_named_where_discovered_exporters_are_forced_to_plain_http() -> None:
+    """Without a targets file the fix is --exporter-scheme https or auto (what the warning says needs no
+    cluster); under `auto`, the default, a pod whose port is named https-... is scraped over https: nothing to
+    say before the pods are seen."""
+    settings = parse(["--exporter-server-name", "modelmesh-exporter", "--exporter-scheme", "http"], {})
     [said] = [line for line in unused_settings(settings) if "--exporter-server-name" in line]
     assert "--exporter-scheme http" in said and "--exporter-scheme https" in said, said
+    default = parse(["--exporter-server-name", "modelmesh-exporter"], {})
+    assert not [line for line in unused_settings(default) if "--exporter-server-name" in line]
 
 
 def test_nothing_is_said_where_a_target_is_scraped_over_https(tmp_path: Path) -> None:

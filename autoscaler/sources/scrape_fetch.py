@@ -59,8 +59,9 @@ _DATE_HINTS: Final = {10: EXPIRED_HINT, 9: NOT_YET_VALID_HINT}
 """X509_V_ERR_CERT_HAS_EXPIRED and X509_V_ERR_CERT_NOT_YET_VALID: a trusted certificate out of its dates, where
 another CA would not help."""
 PLAIN_TO_TLS_HINT: Final = ("an exporter serving HTTPS (given --tls-cert-file) closes plain-HTTP connections so: "
-                            "scrape it over https with --exporter-scheme https, trusting its CA with "
-                            "--exporter-ca-file")
+                            "name its port https-exporter, as manifests/examples/exporter-tls does, for "
+                            "--exporter-scheme auto (the default) to scrape it over https, or force "
+                            "--exporter-scheme https; trust its CA with --exporter-ca-file")
 NOT_FOUND_HINT: Final = "no /metrics at that address: is the port the exporter's (9187), not ModelMesh's own?"
 CONNECT_HINT: Final = ("nothing accepts connections there: is the exporter sidecar in the pod and listening on "
                       "--exporter-port (default 9187), and does a NetworkPolicy let the adapter reach it?")

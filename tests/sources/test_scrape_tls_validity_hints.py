@@ -67,3 +67,4 @@ async def test_plain_http_to_an_https_exporter_names_its_tls_and_the_scheme(aioh
     reason, detail = await said(f"http://127.0.0.1:{port}/metrics")
     assert reason == "connect"
     assert "--exporter-scheme https" in detail and "HTTPS" in detail and "--tls-cert-file" in detail, detail
+    assert "https-exporter" in detail, detail  # the port name `--exporter-scheme auto` reads
