@@ -156,3 +156,13 @@ def metric_path() -> Iterator[Callable[..., str]]:
                 f"?labelSelector=deployment%3D{deployment}")
 
     yield make
+
+
+@pytest.fixture(params=["routed", "dispatched"])
+async def raw_api_port(request: pytest.FixtureRequest, pki: Pki) -> AsyncIterator[int]:
+    """One runtime's API on a guarded TLS port, through aiohttp's routing or the serving worker's fast dispatch:
+    where raw requests (`raw_http.exchange`) check what aiohttp's parser and the guard answer before a handler."""
+    refresher = refresher_with(runtime_view(KEY))
+    app = build_api_app(refresher, refresher.metrics)
+    async with listening(app, pki.server_context(), dispatch=request.param == "dispatched") as bound:
+        yield bound

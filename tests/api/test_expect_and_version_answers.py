@@ -10,25 +10,16 @@ through aiohttp's routing and the serving worker's fast dispatch.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 
 import pytest
 
-from autoscaler.api.app import build_api_app
-from tests.api.builders import DEPLOYMENT, KEY, NAMESPACE, Pki, refresher_with, runtime_view
-from tests.api.conftest import SecuredApi, listening
+from tests.api.builders import DEPLOYMENT, NAMESPACE, Pki
+from tests.api.conftest import SecuredApi
 from tests.api.raw_http import exchange
 
 METRIC = (f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}/modelmesh_desired_replicas"
           f"?labelSelector=deployment%3D{DEPLOYMENT}")
 
-
-@pytest.fixture(params=["routed", "dispatched"])
-async def port(request: pytest.FixtureRequest, pki: Pki) -> AsyncIterator[int]:
-    refresher = refresher_with(runtime_view(KEY))
-    app = build_api_app(refresher, refresher.metrics)
-    async with listening(app, pki.server_context(), dispatch=request.param == "dispatched") as bound:
-        yield bound
 
 
 def status_of(headers: dict[str, list[str]], body: bytes) -> dict[str, object]:
@@ -43,9 +34,9 @@ def status_of(headers: dict[str, list[str]], body: bytes) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("path", ["/apis", METRIC, "/no/such/path"])
-async def test_an_expectation_not_met_is_a_417_status(port: int, pki: Pki, path: str) -> None:
+async def test_an_expectation_not_met_is_a_417_status(raw_api_port: int, pki: Pki, path: str) -> None:
     status, headers, body = await exchange(
-        port, pki, f"GET {path} HTTP/1.1\r\nHost: adapter\r\nExpect: foo\r\n\r\n".encode())
+        raw_api_port, pki, f"GET {path} HTTP/1.1\r\nHost: adapter\r\nExpect: foo\r\n\r\n".encode())
     assert status == 417
     answer = status_of(headers, body)
     assert answer["code"] == 417
@@ -53,17 +44,17 @@ async def test_an_expectation_not_met_is_a_417_status(port: int, pki: Pki, path:
     assert "Expect: 'foo'" in str(answer["message"]) and "100-continue" in str(answer["message"]), answer
 
 
-async def test_expect_100_continue_is_still_met(port: int, pki: Pki) -> None:
+async def test_expect_100_continue_is_still_met(raw_api_port: int, pki: Pki) -> None:
     status, _headers, body = await exchange(
-        port, pki, b"GET /apis HTTP/1.1\r\nHost: adapter\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n")
+        raw_api_port, pki, b"GET /apis HTTP/1.1\r\nHost: adapter\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n")
     assert status == 100  # then the answer itself
     assert b'"kind": "APIGroupList"' in body, body
 
 
 @pytest.mark.parametrize("version", ["2.0"])  # llhttp refuses others as malformed: a 400 `Status`
-async def test_an_http_version_after_1_is_a_505_status(port: int, pki: Pki, version: str) -> None:
+async def test_an_http_version_after_1_is_a_505_status(raw_api_port: int, pki: Pki, version: str) -> None:
     status, headers, body = await exchange(
-        port, pki, f"GET /apis HTTP/{version}\r\nHost: adapter\r\n\r\n".encode())
+        raw_api_port, pki, f"GET /apis HTTP/{version}\r\nHost: adapter\r\n\r\n".encode())
     assert status == 505
     answer = status_of(headers, body)
     assert answer["code"] == 505

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -22,11 +21,10 @@ from aiohttp.http_exceptions import BadHttpMessage
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from autoscaler.api.app import build_api_app
 from autoscaler.api.connections import ConnectionGuard, ConnectionLimits
 from autoscaler.api.unknown_method import UnknownMethod
-from tests.api.builders import KEY, Pki, refresher_with, runtime_view
-from tests.api.conftest import SecuredApi, listening
+from tests.api.builders import Pki
+from tests.api.conftest import SecuredApi
 from tests.api.raw_http import exchange
 from tests.support.ports import free_port
 from tests.support.processes import running
@@ -34,13 +32,6 @@ from tests.support.processes import running
 TCHARS = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 """RFC 9110's `tchar`: what a method may be made of."""
 
-
-@pytest.fixture(params=["routed", "dispatched"])
-async def port(request: pytest.FixtureRequest, pki: Pki) -> AsyncIterator[int]:
-    refresher = refresher_with(runtime_view(KEY))
-    app = build_api_app(refresher, refresher.metrics)
-    async with listening(app, pki.server_context(), dispatch=request.param == "dispatched") as bound:
-        yield bound
 
 
 def assert_status(headers: dict[str, list[str]], body: bytes, code: int, reason: str) -> dict[str, object]:
@@ -55,9 +46,9 @@ def assert_status(headers: dict[str, list[str]], body: bytes, code: int, reason:
 
 
 @pytest.mark.parametrize("method", ["FOO", "BREW", "get", "X-CUSTOM_1"])
-async def test_an_unknown_method_is_a_405_status_naming_it(port: int, pki: Pki, method: str) -> None:
+async def test_an_unknown_method_is_a_405_status_naming_it(raw_api_port: int, pki: Pki, method: str) -> None:
     status, headers, body = await exchange(
-        port, pki, f"{method} /apis HTTP/1.1\r\nHost: adapter\r\nConnection: close\r\n\r\n".encode())
+        raw_api_port, pki, f"{method} /apis HTTP/1.1\r\nHost: adapter\r\nConnection: close\r\n\r\n".encode())
     assert status == 405
     answer = assert_status(headers, body, 405, "MethodNotAllowed")
     assert f"method {method} " in str(answer["message"]), answer
@@ -71,8 +62,8 @@ async def test_an_unknown_method_is_a_405_status_naming_it(port: int, pki: Pki, 
     pytest.param(b"FOO /apis\r\nHost: adapter\r\n\r\n", id="no-version"),
     pytest.param(b"FOO /apis HTTP/1.1 x\r\nHost: adapter\r\n\r\n", id="bad-version"),
 ])
-async def test_a_request_line_that_is_not_http_stays_a_400_status(port: int, pki: Pki, raw: bytes) -> None:
-    status, headers, body = await exchange(port, pki, raw)
+async def test_a_request_line_that_is_not_http_stays_a_400_status(raw_api_port: int, pki: Pki, raw: bytes) -> None:
+    status, headers, body = await exchange(raw_api_port, pki, raw)
     assert status == 400
     assert_status(headers, body, 400, "BadRequest")
 

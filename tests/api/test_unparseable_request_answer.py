@@ -10,26 +10,15 @@ over a real TLS socket to the guarded listener, as the adapter serves, and read 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 
 import pytest
 
-from autoscaler.api.app import build_api_app
-from tests.api.builders import DEPLOYMENT, KEY, NAMESPACE, Pki, refresher_with, runtime_view
-from tests.api.conftest import listening
+from tests.api.builders import DEPLOYMENT, NAMESPACE, Pki
 from tests.api.raw_http import exchange
 
 METRIC = (f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}/modelmesh_desired_replicas"
           f"?labelSelector=deployment%3D{DEPLOYMENT}")
 
-
-@pytest.fixture(params=["routed", "dispatched"])
-async def port(request: pytest.FixtureRequest, pki: Pki) -> AsyncIterator[int]:
-    """The API on a guarded TLS port, through aiohttp's routing or the serving worker's fast dispatch."""
-    refresher = refresher_with(runtime_view(KEY))
-    app = build_api_app(refresher, refresher.metrics)
-    async with listening(app, pki.server_context(), dispatch=request.param == "dispatched") as bound:
-        yield bound
 
 
 UNPARSEABLE = [
@@ -50,8 +39,8 @@ UNPARSEABLE = [
 
 @pytest.mark.parametrize(("raw", "code"), UNPARSEABLE)
 async def test_an_unparseable_request_gets_a_status_with_kubes_headers(
-        port: int, pki: Pki, raw: bytes, code: int) -> None:
-    status, headers, body = await exchange(port, pki, raw)
+        raw_api_port: int, pki: Pki, raw: bytes, code: int) -> None:
+    status, headers, body = await exchange(raw_api_port, pki, raw)
     assert status == code
     assert headers.get("cache-control") == ["no-cache, private"], headers
     assert headers.get("x-content-type-options") == ["nosniff"], headers
