@@ -1,8 +1,8 @@
 """The warning for pods that `--exporter-scheme http` or `https` scrapes against what their exporter port's name says.
 
 A forced scheme is for sidecars that declare no port. Left on a fleet whose pods do declare it, it scrapes the pods
-of the other kind over the wrong scheme: `https` kept from the exporter-tls overlay of 4 December 2026 fails every
-runtime not moved to the TLS sidecar yet (503 after `max_staleness_s`). The scrape log says only that a scrape
+of the other kind over the wrong scheme: `https` given while sidecars move to TLS runtime by runtime fails every
+runtime not moved yet (503 after `max_staleness_s`). The scrape log says only that a scrape
 failed (reason `tls` or `connect`); this says why, and what to write instead.
 """
 

@@ -99,7 +99,7 @@ async def test_a_runtime_rolling_to_https_is_scraped_pod_by_pod_over_each_ports_
 
 async def test_a_forced_scheme_names_the_pods_whose_port_says_otherwise_and_what_to_write(
         tmp_path: Path, pki: Pki) -> None:
-    """`--exporter-scheme https` left from the overlay of 4 December: the pod not rolled yet fails its scrapes, and
+    """`--exporter-scheme https` given while sidecars move to TLS: the pod not rolled yet fails its scrapes, and
     the log says why, which pod, and what to write."""
     log = tmp_path / "adapter.log"
     async with half_rolled_runtime(tmp_path, pki, "--exporter-scheme", "https") as kubeconfig:
