@@ -1,9 +1,9 @@
 """What watches of one namespace each say (broken, working again), for all namespaces together in one line.
 
 One watch at a time, a line each: `pod watch of namespace team-a broken, keeping last inventory; ...`. But with
-`--namespaces` there is a watch a namespace for pods and one for RuntimeScales: they start together at every
-start, and an API server restart (a control-plane upgrade) breaks all of them at once and they come back within
-a second or two: with 30 namespaces that was 30 lines at each start and 120 at each restart. So what the watches
+`--namespaces` there is a watch a namespace for pods, one for RuntimeScales and one for HPAs: they start together
+at every start, and an API server restart (a control-plane upgrade) breaks all of them at once and they come back
+within a second or two: with 30 namespaces that was 30 lines at each start and 180 at each restart. So what the watches
 of one event loop say is kept until they have said nothing new for `QUIET_S` (at most `HELD_S` after the first of
 it) and said then, as `autoscaler.transition_log` says a refresh's runtimes: for each kind of line (`ScopeLine`), a
 line each up to `NAMED` namespaces, else one line with the count, the first few named and one namespace's detail.
@@ -15,6 +15,7 @@ import asyncio
 import logging
 import weakref
 from collections import defaultdict
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Final
 
@@ -90,3 +91,12 @@ def watch_news() -> WatchNews:
     if news is None:
         news = _BY_LOOP[loop] = WatchNews()
     return news
+
+
+async def flushed_when_stopped(run: Awaitable[None]) -> None:
+    """Await a watch's `run`; when it stops (cancelled at close, or failing), what the watches had still to say
+    is said at once rather than lost with the event loop's timer."""
+    try:
+        await run
+    finally:
+        watch_news().flush()

@@ -39,9 +39,21 @@ from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.paths import HPAS, collection_endpoint
 from autoscaler.kube.raw import JSON, Scope, scope_name
 from autoscaler.kube.session import ClientFactory, KubeSession
+from autoscaler.kube.watch_news import ScopeLine, flushed_when_stopped, watch_news
 from autoscaler.model import RuntimeKey
 
 log = logging.getLogger("autoscaler.sources.kube_hpas")
+
+# What each namespace's HPA watch says, a line each, or one line for more than ten namespaces at once: an API
+# server restart (5xx during a control-plane upgrade) refuses all of them together (`autoscaler.kube.watch_news`).
+FAILING = ScopeLine(
+    log.name, logging.WARNING,
+    "HPA watch of {scope} failing, keeping the bounds last seen: {detail}",
+    "HPA watches of {count} namespaces failing, keeping the bounds last seen: {scopes} (e.g. {scope}: {detail})")
+WORKS_AGAIN = ScopeLine(
+    log.name, logging.INFO,
+    "HPA watch of {scope} works again; the bounds are current",
+    "HPA watches of {count} namespaces work again; the bounds are current: {scopes}")
 
 RUNTIME_SCALE_KIND: Final = "RuntimeScale"
 SERVING_RUNTIME_PREFIX: Final = "modelmesh-serving-"
@@ -220,7 +232,7 @@ class HpaWatch:
             return
         await self._session.open()
         for loop in self._loops:
-            self._session.spawn(loop.run(), f"kube-hpas-{loop.scope or 'all'}")
+            self._session.spawn(flushed_when_stopped(loop.run()), f"kube-hpas-{loop.scope or 'all'}")
         try:
             async with asyncio.timeout(self._request_timeout_s):
                 await self._first_answers.wait()
@@ -242,7 +254,7 @@ class HpaWatch:
     def _failed(self, scope: Scope, error: Exception, failures: int) -> None:
         self._answered(scope)
         if isinstance(error, KubeApiError) and (self._ok[scope] or failures == 1):
-            log.warning("HPA watch of %s failing, keeping the bounds last seen: %s", scope_name(scope), error)
+            watch_news().say(FAILING, scope, error)
             self._warned_failing.add(scope)
         self._set_ok(scope, False)
 
@@ -251,7 +263,7 @@ class HpaWatch:
             self._answered(scope)
             if scope in self._warned_failing:  # the all-clear for the warning above, once
                 self._warned_failing.discard(scope)
-                log.info("HPA watch of %s works again; the bounds are current", scope_name(scope))
+                watch_news().say(WORKS_AGAIN, scope)
         self._ok[scope] = ok
         self.ok = all(self._ok.values())
 

@@ -173,6 +173,9 @@ async def test_a_list_that_fails_gives_no_bounds_logs_once_and_retries_with_back
         assert subject.bounds(TRITON) == (None, None)
         assert not subject.ok
         assert waits[:4] == [1, 2, 3, 4], "each retry waits for the backoff of one more failure in a row"
+        await eventually(lambda: bool(warnings_of(caplog)))  # said once the watches are quiet for a second
+        retries = len(waits)
+        await eventually(lambda: len(waits) >= retries + 3)  # and not again at the retries that follow
         [warning] = warnings_of(caplog)
         assert str(status) in warning and "namespace modelmesh-serving" in warning
 
@@ -221,6 +224,9 @@ async def test_a_failing_watch_keeps_the_bounds_last_seen_then_finds_what_it_mis
     await eventually(lambda: fault.hits >= 3)
     assert watch.bounds(TRITON) == (1, 5), "a lost watch must not lift a cap, nor guess a new one"
     assert not watch.ok
+    await eventually(lambda: bool(warnings_of(caplog)))  # said once the watches are quiet for a second
+    hits = fault.hits
+    await eventually(lambda: fault.hits >= hits + 3)
     assert len(warnings_of(caplog)) == 1
     kube.clear_faults()
     await eventually(lambda: watch.bounds(TRITON) == (1, 8) and watch.ok)
@@ -259,6 +265,7 @@ async def test_a_watch_that_was_warned_about_says_when_it_works_again(
         await kube.wait_for_watches(1, "horizontalpodautoscalers")
         kube.set_hpa_bounds(NS, "triton", max_replicas=4)
         await eventually(lambda: watch.bounds(TRITON) == (1, 4))
+        await eventually(lambda: any("works again" in r.getMessage() for r in caplog.records))  # quiet a second
 
     said = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "autoscaler.sources.kube_hpas"
             and "HPA watch" in r.getMessage()]
