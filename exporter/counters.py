@@ -96,6 +96,10 @@ class CounterWindow:
         self.restarts = 0
         """Times the rate window started again (after a gap longer than the window plus `late_s`, or a counter
         reset)."""
+        self.restart_news: str | None = None
+        """The line that says the last reading was of a new ModelMesh container (None: it was not). The collector
+        says it, within its recovery line when that reading ends a logged outage (`CollectorHealth.succeeded`):
+        a crash-looping ModelMesh said the end of every outage twice at the same read."""
 
     def add(self, reading: ModelMeshReading, at: float) -> frozenset[Labels] | None:
         """Fold in one reading taken at monotonic time `at` (seconds); ScrapeFailure, changing nothing, for one
@@ -105,6 +109,7 @@ class CounterWindow:
         served since then (all of a new container's with a count, at a restart; a new series in full). None
         at the first reading, which has nothing to compare with (`exporter.model_recency` decides what that
         means)."""
+        self.restart_news = None
         previous = self._history[-1] if self._history else None
         series = {(field, labels): value for field in COUNTER_FIELDS
                   for labels, value in reading.counters.get(field, {}).items()}
@@ -150,8 +155,8 @@ class CounterWindow:
             after = f" after {at - previous.at:.0f} s without a reading" if gap else ""
             if restart:
                 self.resets += 1
-                log.info("ModelMesh restarted (%s)%s: counting on from its new counts; no rates until a second "
-                         "reading of the new container", restart, after)
+                self.restart_news = (f"ModelMesh restarted ({restart}){after}: counting on from its new counts; no "
+                                     "rates until a second reading of the new container")
             else:
                 log.info("no good ModelMesh reading for %.1f s, more than the load window (%g s) plus the read "
                          "timeout (%g s): rates start again from this reading", at - previous.at, self.window_s,

@@ -56,13 +56,18 @@ class CollectorHealth(Collector):
         """Make a collector's series appear (success 0) before its first attempt."""
         self._states.setdefault(collector, _State())
 
-    def succeeded(self, collector: str, as_of: float | None = None) -> None:
+    def succeeded(self, collector: str, as_of: float | None = None, news: str | None = None) -> None:
         """Record a good collection; `as_of` is the time its values describe, when that is not now (on this
         clock): a GPU pass held by a hung NVML call ends seconds after the samples it serves were read, and a
-        success stamped at its end would pass them off as that much fresher."""
+        success stamped at its end would pass them off as that much fresher.
+
+        `news` is what else this collection has to say (ModelMesh restarted): in the `recovered` line when it
+        ends a logged outage, one line for what happened at one read, else a line of its own."""
         state = self._states.setdefault(collector, _State())
         if state.failing_since_reason is not None and state.outage_logged:
-            log.info("%s collector recovered", collector)
+            log.info("%s collector recovered%s", collector, f"; {news}" if news else "")
+        elif news:
+            log.info("%s", news)
         state.success = True
         state.last_success = self._clock() if as_of is None else as_of
         state.failing_since_reason = None
