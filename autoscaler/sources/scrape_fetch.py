@@ -37,8 +37,11 @@ HOST_HINT: Final = ("the certificate chains to a trusted CA but does not name th
                     "tls_config server_name), or issue them with the pod's IP as a subject alternative name")
 SERVER_NAME_HINT: Final = ("the certificate chains to a trusted CA but does not carry --exporter-server-name {name}: "
                            "give the name the exporters' certificates carry (their dnsNames)")
-PLAIN_HINT: Final = ("nothing speaks TLS there (the exporter serves plain http unless given a certificate): scrape "
-                     "it with http://, or give the exporter its certificate")
+PLAIN_HINT: Final = ("nothing speaks TLS there (the exporter serves plain http unless given --tls-cert-file): give "
+                     "the exporter its certificate, or scrape it over http: a discovered pod is scraped over https "
+                     "because its exporter port is named https or https-... (https-exporter, the TLS patch's; "
+                     "--exporter-scheme auto) or --exporter-scheme https forces it: name the port exporter until the "
+                     "sidecar serves TLS, or give --exporter-scheme http; in a targets file, write http://")
 REFUSED_HINT: Final = ("the exporter, or a proxy in front of it (kube-rbac-proxy), refuses the adapter: an exporter "
                        "given --tls-client-ca-file wants a client certificate of that CA (--exporter-client-cert-file "
                        "and --exporter-client-key-file); a proxy, let the adapter through, or point the adapter at the "

@@ -68,3 +68,14 @@ async def test_plain_http_to_an_https_exporter_names_its_tls_and_the_scheme(aioh
     assert reason == "connect"
     assert "--exporter-scheme https" in detail and "HTTPS" in detail and "--tls-cert-file" in detail, detail
     assert "https-exporter" in detail, detail  # the port name `--exporter-scheme auto` reads
+
+
+async def test_https_to_a_plain_exporter_names_the_port_name_and_the_scheme(aiohttp_server: AiohttpServer) -> None:
+    """A discovered pod is scraped over https when its exporter port is named https-... (`--exporter-scheme
+    auto`): a sidecar not given its certificate yet answers in plain HTTP, and the hint said "scrape it with
+    http://", which no one writes for a discovered pod."""
+    port = await serve(aiohttp_server, exporter_says)
+    reason, detail = await said(f"https://127.0.0.1:{port}/metrics", ssl.create_default_context())
+    assert reason == "tls"
+    assert "https-exporter" in detail and "--exporter-scheme http" in detail, detail
+    assert "--tls-cert-file" in detail, detail
