@@ -27,7 +27,7 @@ from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.raw import JSON, Endpoint, scope_name
-from autoscaler.kube.watch_news import ScopeLine, watch_news
+from autoscaler.kube.watch_news import ScopeLine, flushed_when_stopped, watch_news
 from autoscaler.model import RuntimeKey
 
 log = logging.getLogger("autoscaler.actuation.bridge")
@@ -108,10 +108,7 @@ class RuntimeScaleWatch:
 
     async def run(self) -> None:
         """List then watch until cancelled; what the watches had still to say is said when one stops."""
-        try:
-            await self._loop.run()
-        finally:
-            watch_news().flush()
+        await flushed_when_stopped(self._loop.run())
 
     def replicas_for(self, key: RuntimeKey) -> int | None:
         """The `spec.replicas` of the RuntimeScale that scales runtime Deployment `key` (its runtime's owner, the

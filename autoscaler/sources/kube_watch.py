@@ -27,7 +27,7 @@ from kubernetes.aio.client import ApiClient
 from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.paths import PODS, collection_endpoint
 from autoscaler.kube.raw import JSON, Scope, scope_name
-from autoscaler.kube.watch_news import ScopeLine, watch_news
+from autoscaler.kube.watch_news import ScopeLine, flushed_when_stopped, watch_news
 from autoscaler.sources.kube_objects import MODELMESH_NAME_LABEL, PodRecord, deletion_cost_of, parse_pod
 
 log = logging.getLogger("autoscaler.sources.kube_pods")
@@ -100,10 +100,7 @@ class PodWatch:
 
         `first_attempt` is set once the first list has succeeded or failed."""
         self._first_attempt = first_attempt
-        try:
-            await self._loop.run()
-        finally:
-            watch_news().flush()  # what the watches had still to say, when one stops
+        await flushed_when_stopped(self._loop.run())
 
     def _endpoint(self, **options: Any) -> Awaitable[aiohttp.ClientResponse]:
         return collection_endpoint(self._client(), PODS, self.scope)(**options)
