@@ -96,10 +96,11 @@ class CounterWindow:
         self.restarts = 0
         """Times the rate window started again (after a gap longer than the window plus `late_s`, or a counter
         reset)."""
-        self.restart_news: str | None = None
-        """The line that says the last reading was of a new ModelMesh container (None: it was not). The collector
-        says it, within its recovery line when that reading ends a logged outage (`CollectorHealth.succeeded`):
-        a crash-looping ModelMesh said the end of every outage twice at the same read."""
+        self.news: str | None = None
+        """The line that says why the rates start again at the last reading: a new ModelMesh container, or no good
+        reading for longer than the window plus `late_s` (None: neither). The collector says it, within its
+        recovery line when that reading ends a logged outage (`CollectorHealth.succeeded`): a crash-looping
+        ModelMesh, or an outage longer than the window, said the end of every outage twice at the same read."""
 
     def add(self, reading: ModelMeshReading, at: float) -> frozenset[Labels] | None:
         """Fold in one reading taken at monotonic time `at` (seconds); ScrapeFailure, changing nothing, for one
@@ -109,7 +110,7 @@ class CounterWindow:
         served since then (all of a new container's with a count, at a restart; a new series in full). None
         at the first reading, which has nothing to compare with (`exporter.model_recency` decides what that
         means)."""
-        self.restart_news = None
+        self.news = None
         previous = self._history[-1] if self._history else None
         series = {(field, labels): value for field in COUNTER_FIELDS
                   for labels, value in reading.counters.get(field, {}).items()}
@@ -155,12 +156,12 @@ class CounterWindow:
             after = f" after {at - previous.at:.0f} s without a reading" if gap else ""
             if restart:
                 self.resets += 1
-                self.restart_news = (f"ModelMesh restarted ({restart}){after}: counting on from its new counts; no "
-                                     "rates until a second reading of the new container")
+                self.news = (f"ModelMesh restarted ({restart}){after}: counting on from its new counts; no rates "
+                             "until a second reading of the new container")
             else:
-                log.info("no good ModelMesh reading for %.1f s, more than the load window (%g s) plus the read "
-                         "timeout (%g s): rates start again from this reading", at - previous.at, self.window_s,
-                         self.late_s)
+                self.news = (f"no good ModelMesh reading for {at - previous.at:.1f} s, more than the load window "
+                             f"({self.window_s:g} s) plus the read timeout ({self.late_s:g} s): rates start again "
+                             "from this reading")
         self._history.append(Totals(at, values))
         # Keep one point at or before the window start so the rate covers the whole window.
         while len(self._history) > 2 and self._history[1].at <= at - self.window_s:

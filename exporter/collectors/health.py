@@ -61,8 +61,9 @@ class CollectorHealth(Collector):
         clock): a GPU pass held by a hung NVML call ends seconds after the samples it serves were read, and a
         success stamped at its end would pass them off as that much fresher.
 
-        `news` is what else this collection has to say (ModelMesh restarted): in the `recovered` line when it
-        ends a logged outage, one line for what happened at one read, else a line of its own."""
+        `news` is what else this collection has to say (ModelMesh restarted, or no good reading for longer than
+        the load window): in the `recovered` line when it ends a logged outage, one line for what happened at one
+        read, else a line of its own."""
         state = self._states.setdefault(collector, _State())
         if state.failing_since_reason is not None and state.outage_logged:
             log.info("%s collector recovered%s", collector, f"; {news}" if news else "")

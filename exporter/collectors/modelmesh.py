@@ -175,7 +175,7 @@ class ModelMeshCollector(Collector):
             return False
         finally:
             self._health.observe_duration(names.COLLECTOR_MODELMESH, time.perf_counter() - started)
-        self._health.succeeded(names.COLLECTOR_MODELMESH, news=self._window.restart_news)
+        self._health.succeeded(names.COLLECTOR_MODELMESH, news=self._window.news)
         return True
 
     def ingest(self, text: str, at: float) -> None:

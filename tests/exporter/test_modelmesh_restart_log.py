@@ -4,7 +4,8 @@ A crash-looping `mm` container (CrashLoopBackOff: a few minutes between starts) 
 each outage twice, at the same read: `ModelMesh restarted (...): counting on from its new counts ...` and
 `modelmesh collector recovered`, some 15 extra lines a pod over the hour. That read is one line now, which says
 both (and keeps both phrases an operator greps for); a restart with no logged outage, and an outage that ends in
-the same container, still have their own line.
+the same container, still have their own line. So does an outage longer than the load window: its
+`no good ModelMesh reading for N s ... rates start again` is said within the `recovered` line.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ from tests.exporter.modelmesh_wire import MetricsPort, ModelMeshContainer
 INTERVAL_S = 5.0
 RECOVERED = "modelmesh collector recovered"
 RESTARTED = "ModelMesh restarted ("
+GAP = "no good ModelMesh reading for "
+RATES_START_AGAIN = "rates start again from this reading"
+GAP_S = 30.0 + 2.0
+"""The default load window plus the read timeout: good reads farther apart start the rates again."""
 
 
 class Pod(ExporterPod):
@@ -108,6 +113,24 @@ async def test_a_restart_between_two_reads_and_an_outage_in_one_container_keep_t
     assert lines_of(caplog) == [RECOVERED]
 
 
+async def test_an_outage_longer_than_the_load_window_ends_in_one_line(
+    pod_factory: object, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """ModelMesh's port refused reads for 40 s, more than the load window plus the read timeout, and the same
+    container answers again: the exporter said `no good ModelMesh reading for 45.0 s, ... rates start again`
+    and `modelmesh collector recovered` at the same read. One line now, with both."""
+    pod: Pod = await pod_factory()  # type: ignore[operator]
+    for _ in range(6):
+        await pod.read()
+    await outage(pod, 40.0, new_container=False)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        await pod.read()
+    assert lines_of(caplog) == [
+        f"{RECOVERED}; {GAP}45.0 s, more than the load window (30 s) plus the read timeout (2 s): "
+        f"{RATES_START_AGAIN}"]
+
+
 class Said(logging.Handler):
     """The exporter's log lines at INFO and above, as its pod's log shows them."""
 
@@ -166,12 +189,16 @@ async def live(events: list[Event]) -> None:
                     await port.up()
                 container.serve(40 * INTERVAL_S)
                 assert await read()
-                end = [line for line in said.take() if RECOVERED in line or RESTARTED in line]
-                expected = int(outage_logged or new_container)
+                end = [line for line in said.take() if RECOVERED in line or RESTARTED in line or GAP in line]
+                gap = (refused + 1) * INTERVAL_S > GAP_S
+                expected = int(outage_logged or new_container or gap)
                 assert len(end) == expected, (refused, new_container, end)
                 if end:
                     assert end[0].startswith(RECOVERED) == outage_logged, end
                     assert (RESTARTED in end[0]) == new_container, end
+                    # a new container's line says the gap itself; in the same container, the rates start again
+                    assert ("without a reading" in end[0]) == (gap and new_container), end
+                    assert (GAP in end[0] and RATES_START_AGAIN in end[0]) == (gap and not new_container), end
                 container.serve(40 * INTERVAL_S)  # counts above a new container's first read: its restart shows
                 assert await read()
     finally:
@@ -185,6 +212,6 @@ async def live(events: list[Event]) -> None:
 def test_an_outage_or_restart_ends_in_one_line_that_says_what_happened(events: list[Event]) -> None:
     """Whatever ModelMesh does (outages of any length, flaps within the minute that are counted not logged, new
     containers after an outage or between two reads): the read after it says it in one line at most, with
-    `recovered` exactly where the outage had its `failed` line, and `ModelMesh restarted` exactly where the
-    container is new."""
+    `recovered` exactly where the outage had its `failed` line, `ModelMesh restarted` exactly where the
+    container is new, and the time without a good reading exactly where it outlasted the load window."""
     asyncio.run(live(events))
