@@ -32,7 +32,7 @@ _VIEW_FIELDS: Final = tuple(f.name for f in dataclasses.fields(RuntimeView))
 _view_values = operator.attrgetter(*_VIEW_FIELDS)
 _KEY, _VALUES, _PODS, _REFRESHED, _BOUNDS = (
     _VIEW_FIELDS.index(name) for name in ("key", "values", "pods", "refreshed_at", "bounds"))
-_SIGNALS = POD_FIELDS.index("signals")
+_NAME, _SIGNALS = POD_FIELDS.index("name"), POD_FIELDS.index("signals")
 _VALUE_FIELDS: Final = tuple(f.name for f in dataclasses.fields(ServedValue))
 _value_values = operator.attrgetter(*_VALUE_FIELDS)
 _STRICT: Final = json.JSONEncoder(allow_nan=False)  # `json.dumps(..., allow_nan=False)` would build one per call
@@ -60,6 +60,11 @@ SourceState = tuple[str, tuple[SourceProblem, ...]]
 """The metric source's name and what fails now for one runtime (`sources.base.source_problems`)."""
 
 _PlainSource = tuple[str | None, tuple[tuple[str, str, float, str | None], ...]]
+
+PodUrls = dict[str, str | None]
+"""Each pod's scrape URL, by pod name (`ScrapeSource.scrape_urls`), None where the pod is not scraped; shown as
+each pod's `scrape_url`. Held apart from the pods' rows so that only /debug carries it: the decisions, the
+metric answers and the deletion costs never read it."""
 
 
 def _plain_source(source: SourceState | None) -> _PlainSource:
@@ -95,7 +100,7 @@ def _policy_with_bounds(policy: PolicyExplained | None, bounds: tuple[int, int |
 
 
 def explanation(view: RuntimeView, policy: PolicyExplained | None = None,
-                source: SourceState | None = None) -> dict[str, Any]:
+                source: SourceState | None = None, urls: PodUrls | None = None) -> dict[str, Any]:
     """The /debug document: the view as JSON, each pod's signal states as an object
     (`{"gpu": "fresh", "requests": "missing", ...}`), with `held` (why a value or term may not fall) and
     `warnings` (a missing setting, such as no capacity signal) as the view carries them, `policy`: each
@@ -103,10 +108,14 @@ def explanation(view: RuntimeView, policy: PolicyExplained | None = None,
     prefix that name no policy key (a list of its own: `policy` holds only `{value, from}` objects), and
     `source`: the metric source's name and what fails now (the backend's error and since when; per pod for the
     scrape source), so that a 503 that says "metric source down" can be traced here without the log line of
-    the outage's start."""
+    the outage's start. With `urls` (the scrape source's), each pod's `scrape_url` too: the scheme each exporter
+    is scraped over is chosen per pod (`--exporter-scheme auto`), and an operator rolling sidecars to TLS checks
+    it on healthy pods, whose URL no problem names; null for a pod not scraped, or one the source no longer lists."""
     document: dict[str, Any] = jsonable(view)
     for pod, shown in zip(view.pods, document["pods"], strict=True):
         shown["signals"] = dict(pod.signals)
+        if urls is not None:
+            shown["scrape_url"] = urls.get(pod.name)
     document["key"] = {"namespace": view.key.namespace, "deployment": view.key.deployment}
     document["refreshed"] = rfc3339(view.refreshed_at)
     document["policy"] = _policy_with_bounds(policy, view.bounds)
@@ -115,7 +124,8 @@ def explanation(view: RuntimeView, policy: PolicyExplained | None = None,
     return document
 
 
-def debug_record(view: RuntimeView, policy: PolicyExplained | None = None, source: SourceState | None = None) -> bytes:
+def debug_record(view: RuntimeView, policy: PolicyExplained | None = None, source: SourceState | None = None,
+                 urls: PodUrls | None = None) -> bytes:
     """What the snapshot carries for the runtime's /debug: its fields as plain values, made every refresh."""
     fields = list(_view_values(view))
     fields[_KEY] = (view.key.namespace, view.key.deployment)
@@ -123,10 +133,11 @@ def debug_record(view: RuntimeView, policy: PolicyExplained | None = None, sourc
     fields[_PODS] = view.pods.rows  # plain values already (`PodViews`)
     fields.append(policy)  # plain values (or None), one tuple per runtime made when its policy changes
     fields.append(_plain_source(source))
+    fields.append(urls)  # plain values (or None): the source's dict, as it is
     try:
         return _PLAIN + marshal.dumps(tuple(fields))
     except ValueError:  # not plain data: write the JSON now
-        return _JSON + json.dumps(explanation(view, policy, source)).encode()
+        return _JSON + json.dumps(explanation(view, policy, source, urls)).encode()
 
 
 def debug_json(record: bytes) -> bytes:
@@ -140,15 +151,16 @@ def debug_json(record: bytes) -> bytes:
         return json.dumps(jsonable(document)).encode()
 
 
-def debug_body(view: RuntimeView, policy: PolicyExplained | None = None, source: SourceState | None = None) -> bytes:
+def debug_body(view: RuntimeView, policy: PolicyExplained | None = None, source: SourceState | None = None,
+               urls: PodUrls | None = None) -> bytes:
     """The /debug answer of a view, made the way a serving worker makes it."""
-    return debug_json(debug_record(view, policy, source))
+    return debug_json(debug_record(view, policy, source, urls))
 
 
 def _document(record: tuple[Any, ...]) -> dict[str, Any]:
-    """`explanation`'s document from the plain fields (the view's, the policy's, the source's), keys in the same
-    order."""
-    fields, policy, source = record[:-2], record[-2], record[-1]
+    """`explanation`'s document from the plain fields (the view's, the policy's, the source's, the pods' URLs),
+    keys in the same order."""
+    fields, policy, source, urls = record[:-3], record[-3], record[-2], record[-1]
     document = dict(zip(_VIEW_FIELDS, fields, strict=True))
     namespace, deployment = fields[_KEY]
     document["key"] = {"namespace": namespace, "deployment": deployment}
@@ -157,6 +169,8 @@ def _document(record: tuple[Any, ...]) -> dict[str, Any]:
     for pod in fields[_PODS]:
         shown = dict(zip(POD_FIELDS, pod, strict=True))
         shown["signals"] = dict(pod[_SIGNALS])
+        if urls is not None:
+            shown["scrape_url"] = urls.get(pod[_NAME])
         pods.append(shown)
     document["pods"] = pods
     document["refreshed"] = rfc3339(fields[_REFRESHED])

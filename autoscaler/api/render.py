@@ -8,10 +8,10 @@ replaced (`RefresherSnapshots`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from autoscaler.api import packed, runtimes
-from autoscaler.api.debug_document import SourceState, debug_record
+from autoscaler.api.debug_document import PodUrls, SourceState, debug_record
 from autoscaler.api.handlers import metric_answers
 from autoscaler.api.selfmetrics_split import render_refresh_metrics
 from autoscaler.api.snapshot import EMPTY, METRICS, RenderedRuntimes, RuntimeAnswers, ServingSnapshot
@@ -24,11 +24,11 @@ from autoscaler.source_problems import ProblemSource, source_problems
 
 
 def render_runtime(view: RuntimeView, policy: PolicyExplained | None = None,
-                   source: SourceState | None = None) -> RuntimeAnswers:
+                   source: SourceState | None = None, urls: PodUrls | None = None) -> RuntimeAnswers:
     return RuntimeAnswers(
         metric_answers(view, METRICS),
         runtimes.keda_answer(view),
-        debug_record(view, policy, source),
+        debug_record(view, policy, source, urls),
     )
 
 
@@ -36,12 +36,14 @@ def render_snapshot(views: Mapping[RuntimeKey, RuntimeView], ready: bool,
                     refresh_metrics: bytes = b"", policies: PolicyBook | None = None,
                     source: ProblemSource | None = None) -> ServingSnapshot:
     """Every runtime's answers; `policies` (the refresher's) adds each runtime's policy and its origins to /debug,
-    and `source` (the refresher's) what fails now in reading each runtime (`sources.base.source_problems`)."""
+    and `source` (the refresher's) what fails now in reading each runtime (`sources.base.source_problems`) and,
+    where it scrapes the pods itself, each pod's URL (`scrape_urls`)."""
     explain = policies.explain if policies is not None else _unexplained
+    urls = _scrape_urls(source)
     return ServingSnapshot(
         ready,
         RenderedRuntimes({(key.namespace, key.deployment): render_runtime(view, explain(key),
-                                                                          _source_state(source, key))
+                                                                          _source_state(source, key), urls(key))
                           for key, view in views.items()}),
         refresh_metrics,
     )
@@ -52,6 +54,18 @@ def _source_state(source: ProblemSource | None, key: RuntimeKey) -> SourceState 
 
 
 def _unexplained(key: RuntimeKey) -> PolicyExplained | None:
+    return None
+
+
+def _scrape_urls(source: ProblemSource | None) -> Callable[[RuntimeKey], PodUrls | None]:
+    """The source's `scrape_urls` (the scrape source's: its pods' URLs by runtime), or no URLs for a source that
+    scrapes nothing itself (Prometheus, the simulator): /debug then has no `scrape_url`, rather than a null
+    that would read as "not scraped"."""
+    urls: Callable[[RuntimeKey], PodUrls] | None = getattr(source, "scrape_urls", None)
+    return urls if callable(urls) else _no_urls
+
+
+def _no_urls(key: RuntimeKey) -> PodUrls | None:
     return None
 
 

@@ -121,6 +121,7 @@ class ScrapeSource:
         self._sent: set[_PodKey] = set()  # this refresh's pods whose scrape left the concurrency queue
         self._unsent: set[_PodKey] = set()  # pods still queued at the last refresh's deadline
         self._queued_said = False
+        self._inventory: dict[RuntimeKey, RuntimeInventory] = {}  # as the last refresh listed it, for /debug
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -134,7 +135,7 @@ class ScrapeSource:
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
         if self._client_certificate is not None:
             self._client_certificate.check()
-        inventory = self._discovery.inventory()
+        inventory = self._inventory = self._discovery.inventory()
         outage = self._discovery_outage
         outage.note(self._discovery.healthy_for, (key.namespace for key in inventory), now,
                     discovery_problems(self._discovery))
@@ -367,6 +368,14 @@ class ScrapeSource:
         waiting out its backoff included), and its Ready pods that run no exporter."""
         return (self._discovery_outage.problems(key.namespace) + tuple(self._failing.get(key, {}).values())
                 + tuple(self._without_exporter.get(key, {}).values()))
+
+    def scrape_urls(self, key: RuntimeKey) -> dict[str, str | None]:
+        """Each of the runtime's pods' exporter URL, as the last refresh listed it (None where the pod is not
+        scraped: no exporter declared, no IP yet), by pod name: /debug shows it for every pod, healthy or not,
+        so that the scheme each was scraped over (`--exporter-scheme auto`: its port's name) can be checked.
+        Asked once a refresh by the /debug render, never on the metric answers' path."""
+        runtime = self._inventory.get(key)
+        return {} if runtime is None else {pod.name: pod.url for pod in runtime.pods}
 
     async def close(self) -> None:
         if self._session is not None:
