@@ -55,6 +55,7 @@ from autoscaler.sources.scrape_retry import ScrapeRetries
 from autoscaler.sources.shared_addresses import REASON_ADDRESS_REUSED, superseded
 from exporter import names
 from exporter.cert_reload import CertificateReloader
+from exporter.settings import without_password
 
 log = logging.getLogger(__name__)
 
@@ -374,8 +375,8 @@ class ScrapeSource:
         scraped: no exporter declared, no IP yet), by pod name: /debug shows it for every pod, healthy or not,
         so that the scheme each was scraped over (`--exporter-scheme auto`: its port's name) can be checked.
         Asked once a refresh by the /debug render, never on the metric answers' path."""
-        runtime = self._inventory.get(key)
-        return {} if runtime is None else {pod.name: pod.url for pod in runtime.pods}
+        runtime = self._inventory.get(key)  # a targets file's `user:password@` shown as `***`, as logs show it
+        return {} if runtime is None else {pod.name: pod.url and without_password(pod.url) for pod in runtime.pods}
 
     async def close(self) -> None:
         if self._session is not None:

@@ -89,3 +89,19 @@ def test_the_scrape_urls_are_written_as_the_explanation_says(urls: list[str | No
     shown = [pod["scrape_url"] for pod in explanation(view, urls=by_pod)["pods"]]
     assert shown == [None if drop_one else urls[0], *urls[1:]]
     assert "scrape_url" not in explanation(view)["pods"][0]
+
+
+async def test_a_password_in_a_targets_files_url_is_not_shown(aiohttp_client: ClientFactory) -> None:
+    """A targets file may give an exporter behind basic auth as `https://user:password@host/metrics`: /debug
+    shows the user and `***`, as the logs do, not the password."""
+    port = free_port()
+    pods = (PodTarget("triton-0", ready=True, url=f"https://scraper:s3cret@127.0.0.1:{port}/metrics"),)
+    source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, pods)]), timeout_s=2.0, clock=lambda: T0)
+    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=lambda: T0, monotonic=lambda: T0)
+    client = await aiohttp_client(build_api_app(refresher, refresher.metrics))
+    try:
+        await refresher.refresh_once()
+        shown = {pod["name"]: pod["scrape_url"] for pod in await debug_pods(client)}
+    finally:
+        await source.close()
+    assert shown == {"triton-0": f"https://scraper:***@127.0.0.1:{port}/metrics"}

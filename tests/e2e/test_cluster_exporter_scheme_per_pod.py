@@ -104,7 +104,8 @@ async def test_a_forced_scheme_names_the_pods_whose_port_says_otherwise_and_what
     log = tmp_path / "adapter.log"
     async with half_rolled_runtime(tmp_path, pki, "--exporter-scheme", "https") as kubeconfig:
         said = await asyncio.to_thread(poll, lambda: [line for line in log.read_text().splitlines()
-                                                      if "--exporter-scheme https" in line], 30)
+                                                      if "--exporter-scheme https" in line
+                                                      and "autoscaler.sources.forced_scheme" in line], 30)
         problems = await asyncio.to_thread(poll, lambda: debug(kubeconfig).get("source", {}).get("problems"), 30)
     assert len(said) == 1 and f"{NS}/triton-plain" in said[0] and "triton-tls" not in said[0], said
     assert "Leave --exporter-scheme at auto" in said[0], said
