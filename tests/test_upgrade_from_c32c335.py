@@ -19,11 +19,9 @@ from typing import Any
 
 import pytest
 import yaml
-from aiohttp import web
 from pytest_aiohttp import AiohttpServer
 
 from autoscaler.cli import build_parser
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
 from autoscaler.model import RuntimeKey
 from autoscaler.policies.aggregation import aggregate
 from autoscaler.policies.policy import RuntimePolicy
@@ -32,7 +30,7 @@ from autoscaler.sources.base import PodTarget, RuntimeInventory
 from autoscaler.sources.scrape import ScrapeSource
 from exporter.settings import parse_settings
 from tests.sources.static_discovery import StaticDiscovery
-from tests.support.processes import free_port, running
+from tests.support.upgrade_sidecars import captured_metrics, replayed_sidecar, todays_sidecar
 
 RELEASE = Path(__file__).with_name("upgrade")
 KEY = RuntimeKey("modelmesh-serving", "modelmesh-serving-triton")
@@ -42,8 +40,7 @@ NEW_POD = {"EXPORTER_POD_NAME": "modelmesh-serving-triton-new", "EXPORTER_POD_NA
 
 def old_exporter_text() -> str:
     """The old sidecar's /metrics answer, without the fixture's own header."""
-    text = (RELEASE / "c32c335-exporter-metrics.txt").read_text()
-    return text[text.index("# HELP"):]
+    return captured_metrics("c32c335")
 
 
 def old_manifests() -> dict[str, Any]:
@@ -59,28 +56,14 @@ def env_of(entries: list[dict[str, Any]], downward: str) -> dict[str, str]:
 @pytest.fixture
 async def old_sidecar(aiohttp_server: AiohttpServer) -> str:
     """An old sidecar's URL: a server answering its captured /metrics, as it would answer every scrape."""
-    async def metrics(request: web.Request) -> web.Response:
-        return web.Response(text=old_exporter_text(), content_type="text/plain")
-
-    app = web.Application()
-    app.router.add_get("/metrics", metrics)
-    server = await aiohttp_server(app)
-    return f"http://127.0.0.1:{server.port}/metrics"
+    return await replayed_sidecar(aiohttp_server, old_exporter_text())
 
 
 @pytest.fixture
 async def new_sidecar(tmp_path: Path) -> AsyncIterator[str]:
     """Today's exporter, a real process naming its pod as the sidecar patch makes it, reading a fake ModelMesh."""
-    fake = FakeModelMesh(ModelMeshLoad(requests_per_second=40))
-    mm_port, port = free_port(), free_port()
-    runner = await serve(fake, "127.0.0.1", mm_port)
-    try:
-        with running(["exporter.cli", "--listen", f"127.0.0.1:{port}", "--no-gpu", "--modelmesh-url",
-                      f"http://127.0.0.1:{mm_port}/metrics", "--modelmesh-interval", "0.3", "--load-window", "1"],
-                     f"http://127.0.0.1:{port}/healthz", tmp_path / "exporter.log", env=NEW_POD):
-            yield f"http://127.0.0.1:{port}/metrics"
-    finally:
-        await runner.cleanup()
+    async with todays_sidecar(tmp_path, NEW_POD) as url:
+        yield url
 
 
 @pytest.mark.slow

@@ -28,11 +28,9 @@ from typing import Any
 
 import pytest
 import yaml
-from aiohttp import web
 from pytest_aiohttp import AiohttpServer
 
 from autoscaler.cli import build_parser
-from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
 from autoscaler.model import RuntimeKey
 from autoscaler.policies.aggregation import aggregate
 from autoscaler.policies.policy import RuntimePolicy
@@ -44,7 +42,7 @@ from autoscaler.sources.scrape import ScrapeSource
 from exporter.settings import parse_settings
 from tests.manifests.support import EXAMPLES, KUBECTL, Object, container, find, promtool_test_rules
 from tests.sources.static_discovery import StaticDiscovery
-from tests.support.processes import free_port, running
+from tests.support.upgrade_sidecars import captured_metrics, replayed_sidecar, todays_sidecar
 from tests.test_docs_upgrading import upgrading
 
 RELEASE = Path(__file__).with_name("upgrade")
@@ -93,32 +91,15 @@ def since_ecc8de1() -> str:
 
 @pytest.fixture
 async def old_sidecar(aiohttp_server: AiohttpServer) -> str:
-    """Yesterday's sidecar: a server answering its captured /metrics (without the fixture's header)."""
-    text = (RELEASE / "ecc8de1-exporter-metrics.txt").read_text()
-    text = text[text.index("# HELP"):]
-
-    async def metrics(request: web.Request) -> web.Response:
-        return web.Response(text=text, content_type="text/plain")
-
-    app = web.Application()
-    app.router.add_get("/metrics", metrics)
-    server = await aiohttp_server(app)
-    return f"http://127.0.0.1:{server.port}/metrics"
+    """Yesterday's sidecar: a server answering its captured /metrics."""
+    return await replayed_sidecar(aiohttp_server, captured_metrics("ecc8de1"))
 
 
 @pytest.fixture
 async def new_sidecar(tmp_path: Path) -> AsyncIterator[str]:
     """Today's exporter, a real process naming its pod as the sidecar patch makes it, reading a fake ModelMesh."""
-    fake = FakeModelMesh(ModelMeshLoad(requests_per_second=40))
-    mm_port, port = free_port(), free_port()
-    runner = await serve(fake, "127.0.0.1", mm_port)
-    try:
-        with running(["exporter.cli", "--listen", f"127.0.0.1:{port}", "--no-gpu", "--modelmesh-url",
-                      f"http://127.0.0.1:{mm_port}/metrics", "--modelmesh-interval", "0.3", "--load-window", "1"],
-                     f"http://127.0.0.1:{port}/healthz", tmp_path / "exporter.log", env=NEW_POD):
-            yield f"http://127.0.0.1:{port}/metrics"
-    finally:
-        await runner.cleanup()
+    async with todays_sidecar(tmp_path, NEW_POD) as url:
+        yield url
 
 
 def test_the_new_adapter_scrapes_yesterdays_sidecars_over_plain_http() -> None:

@@ -41,20 +41,25 @@ async def debug_pods(client: Client) -> list[dict[str, Any]]:
         return pods
 
 
+async def shown_urls(aiohttp_client: ClientFactory, pods: tuple[PodTarget, ...]) -> dict[str, str | None]:
+    """Each pod's `scrape_url` in /debug after one refresh of the real scrape source over `pods`."""
+    source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, pods)]), timeout_s=2.0, clock=lambda: T0)
+    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=lambda: T0, monotonic=lambda: T0)
+    client = await aiohttp_client(build_api_app(refresher, refresher.metrics))
+    try:
+        await refresher.refresh_once()
+        return {pod["name"]: pod["scrape_url"] for pod in await debug_pods(client)}
+    finally:
+        await source.close()
+
+
 async def test_every_pod_row_shows_its_scrape_url_or_null_where_it_is_not_scraped(
         aiohttp_client: ClientFactory) -> None:
     refused = f"https://127.0.0.1:{free_port()}/metrics"  # nothing listens: the pod fails, its URL still shown
     pods = (PodTarget("triton-0", ready=True, url=refused),
             PodTarget("triton-1", ready=True, url=None, undeclared_exporter_port=9187),  # no sidecar
             PodTarget("triton-2", ready=False, url=None))  # no IP yet
-    source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, pods)]), timeout_s=2.0, clock=lambda: T0)
-    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=lambda: T0, monotonic=lambda: T0)
-    client = await aiohttp_client(build_api_app(refresher, refresher.metrics))
-    try:
-        await refresher.refresh_once()
-        shown = {pod["name"]: pod["scrape_url"] for pod in await debug_pods(client)}
-    finally:
-        await source.close()
+    shown = await shown_urls(aiohttp_client, pods)
     assert shown == {"triton-0": refused, "triton-1": None, "triton-2": None}
 
 
@@ -96,12 +101,5 @@ async def test_a_password_in_a_targets_files_url_is_not_shown(aiohttp_client: Cl
     shows the user and `***`, as the logs do, not the password."""
     port = free_port()
     pods = (PodTarget("triton-0", ready=True, url=f"https://scraper:s3cret@127.0.0.1:{port}/metrics"),)
-    source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, pods)]), timeout_s=2.0, clock=lambda: T0)
-    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=lambda: T0, monotonic=lambda: T0)
-    client = await aiohttp_client(build_api_app(refresher, refresher.metrics))
-    try:
-        await refresher.refresh_once()
-        shown = {pod["name"]: pod["scrape_url"] for pod in await debug_pods(client)}
-    finally:
-        await source.close()
+    shown = await shown_urls(aiohttp_client, pods)
     assert shown == {"triton-0": f"https://scraper:***@127.0.0.1:{port}/metrics"}
