@@ -331,18 +331,28 @@ class ScrapeSource:
 
     async def _scrape(self, key: RuntimeKey, pod: PodTarget) -> tuple[PodSample, float]:
         """The pod's reading; raises `FetchError` for an answer refused: not one, not our exporter's, or from an
-        exporter that names another pod (`answered_pod`: the pod's IP given to a new pod)."""
+        exporter that names another pod (`answered_pod`: the pod's IP given to a new pod). A targets file's
+        `user:password@` is `user:***@` in what the error says (the log, /debug), as everywhere else."""
         assert pod.url is not None
+        if "@" not in pod.url:
+            return await self._read(key, pod, pod.url)
+        try:
+            return await self._read(key, pod, pod.url)
+        except FetchError as error:
+            shown = without_password(pod.url)
+            raise FetchError(error.reason, str(error).replace(pod.url, shown)) from error
+
+    async def _read(self, key: RuntimeKey, pod: PodTarget, url: str) -> tuple[PodSample, float]:
         requested_at = self._clock()
-        text = await fetch_exposition(self._client(), pod.url, max_bytes=self._max_body_bytes,
+        text = await fetch_exposition(self._client(), url, max_bytes=self._max_body_bytes,
                                       server_name=self._server_name)
         try:
             reading = read_exporter_text(text, pod.name, pod.ready, self._clock(), pod.created_at, requested_at)
         except ExpositionError as error:
-            raise FetchError(names.REASON_PARSE, f"{pod.url}: {error}") from error
+            raise FetchError(names.REASON_PARSE, f"{url}: {error}") from error
         if names_another_pod(reading.pod, key.namespace, pod):
             assert reading.pod is not None
-            raise FetchError(REASON_OTHER_POD, another_pod_said(pod.url, reading.pod, key.namespace, pod))
+            raise FetchError(REASON_OTHER_POD, another_pod_said(url, reading.pod, key.namespace, pod))
         return reading.sample, reading.clock_offset_s
 
     def _forget_vanished(self, inventory: dict[RuntimeKey, RuntimeInventory],

@@ -41,16 +41,24 @@ async def debug_pods(client: Client) -> list[dict[str, Any]]:
         return pods
 
 
-async def shown_urls(aiohttp_client: ClientFactory, pods: tuple[PodTarget, ...]) -> dict[str, str | None]:
-    """Each pod's `scrape_url` in /debug after one refresh of the real scrape source over `pods`."""
+async def debug_after_refresh(aiohttp_client: ClientFactory, pods: tuple[PodTarget, ...]) -> dict[str, Any]:
+    """The runtime's /debug document after one refresh of the real scrape source over `pods`."""
     source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, pods)]), timeout_s=2.0, clock=lambda: T0)
     refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=lambda: T0, monotonic=lambda: T0)
     client = await aiohttp_client(build_api_app(refresher, refresher.metrics))
     try:
         await refresher.refresh_once()
-        return {pod["name"]: pod["scrape_url"] for pod in await debug_pods(client)}
+        async with client.get(DEBUG) as response:
+            assert response.status == 200
+            document: dict[str, Any] = await response.json()
+            return document
     finally:
         await source.close()
+
+
+async def shown_urls(aiohttp_client: ClientFactory, pods: tuple[PodTarget, ...]) -> dict[str, str | None]:
+    """Each pod's `scrape_url` in /debug after one refresh of the real scrape source over `pods`."""
+    return {pod["name"]: pod["scrape_url"] for pod in (await debug_after_refresh(aiohttp_client, pods))["pods"]}
 
 
 async def test_every_pod_row_shows_its_scrape_url_or_null_where_it_is_not_scraped(
@@ -103,3 +111,14 @@ async def test_a_password_in_a_targets_files_url_is_not_shown(aiohttp_client: Cl
     pods = (PodTarget("triton-0", ready=True, url=f"https://scraper:s3cret@127.0.0.1:{port}/metrics"),)
     shown = await shown_urls(aiohttp_client, pods)
     assert shown == {"triton-0": f"https://scraper:***@127.0.0.1:{port}/metrics"}
+
+
+async def test_a_password_in_a_targets_files_url_is_not_in_a_failed_scrapes_detail(
+        aiohttp_client: ClientFactory) -> None:
+    """The scrape's failure (nothing listens there) quoted the URL as written: /debug's problem detail, and the
+    WARNING it is logged with, carried the password."""
+    url = f"http://scraper:s3cret@127.0.0.1:{free_port()}/metrics"
+    document = await debug_after_refresh(aiohttp_client, (PodTarget("triton-0", ready=True, url=url),))
+    [problem] = document["source"]["problems"]
+    assert "scraper:***@127.0.0.1" in problem["detail"], problem
+    assert "s3cret" not in json.dumps(document), problem
