@@ -53,7 +53,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from aiohttp import hdrs, web
+from aiohttp import HttpVersion11, hdrs, web
 from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
@@ -229,8 +229,23 @@ async def _malformed_version(request: BaseRequest) -> web.StreamResponse:
     error = BadHttpMessage(f"malformed HTTP version: {version}")
     logging.getLogger(AIOHTTP_SERVER_LOGGER).error("Error handling request from %s", request.remote, exc_info=error)
     if request.version.major > 1:
-        return closing_status(505, f"unsupported protocol version {version}: this API serves HTTP/1.1 (and 1.0)")
+        response = closing_status(505, f"unsupported protocol version {version}: this API serves HTTP/1.1 (and 1.0)")
+        await response.prepare(_on_http_1_1(request))  # prepared once: aiohttp's own prepare then keeps it
+        return response
     return closing_status(400, "malformed HTTP version: HTTP/1.0 or later is served")
+
+
+def _on_http_1_1(request: BaseRequest) -> BaseRequest:
+    """`request` as HTTP/1.1, for the status line of its answer: aiohttp writes the request's version there, and
+    `HTTP/2.0 505` in HTTP/1 framing is a line no HTTP/1 client reads (Python's http.client raises
+    UnknownProtocol); Go's server writes `HTTP/1.1 505`. `clone` takes no version, so the copy's is set where
+    aiohttp keeps it (`_version`, read from the message at construction); an aiohttp that keeps it elsewhere
+    gets the request as it came (the status line as before, the `Status` the same)."""
+    copy = request.clone()
+    if not hasattr(copy, "_version"):
+        return request
+    copy._version = HttpVersion11
+    return copy
 
 
 def method_not_served(method: str) -> web.StreamResponse:

@@ -9,6 +9,7 @@ through aiohttp's routing and the serving worker's fast dispatch.
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -69,3 +70,15 @@ async def test_neither_waits_for_credentials(secured: SecuredApi) -> None:
         assert status == code
         status_of(headers, body)
     assert secured.kube.requests == []
+
+
+async def test_the_505_is_written_on_an_http_1_1_status_line(raw_api_port: int, pki: Pki) -> None:
+    """The 505 was written on an `HTTP/2.0 505` status line in HTTP/1 framing (aiohttp writes the request's
+    version), which an HTTP/1 client cannot read (Python's http.client raises UnknownProtocol); Go's server
+    writes `HTTP/1.1 505`."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", raw_api_port, ssl=pki.client_context())
+    writer.write(b"GET /apis HTTP/2.0\r\nHost: adapter\r\n\r\n")
+    await writer.drain()
+    status_line = await asyncio.wait_for(reader.readline(), 5)
+    writer.close()
+    assert status_line.startswith(b"HTTP/1.1 505 "), status_line
