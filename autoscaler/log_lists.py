@@ -7,8 +7,11 @@ its first few and counts the rest; which runtimes exactly is what `/metrics` and
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import Final
+import logging
+from collections.abc import Callable, Collection, Sequence
+from typing import Final, TypeVar
+
+T = TypeVar("T")
 
 NAMED: Final = 10
 """How many items one log line names before it only counts the rest."""
@@ -27,3 +30,17 @@ def few(items: Collection[object], named: int = NAMED) -> str:
 def in_words(names: Sequence[str]) -> str:
     """A short list as a sentence says it: `a`, `a and b`, `a, b and c`."""
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def say_each_or_counted(log: logging.Logger, items: Sequence[T], one: Callable[[T], str],
+                        many: Callable[[int, str], str], shown: Callable[[T], object] = str,
+                        level: int = logging.INFO) -> None:
+    """Say what happened to `items` together: a line each (`one`) up to `NAMED`, else one line (`many`, given the
+    count and `few` of them as `shown` writes each), as a refresh's changed runtimes are said
+    (`autoscaler.transition_log`): what a fleet does at once (1,000 RuntimeScales adopted, 40 runtimes pruned) is
+    one line, not one per runtime."""
+    if len(items) <= NAMED:
+        for item in items:
+            log.log(level, "%s", one(item))
+    elif items:
+        log.log(level, "%s", many(len(items), few([shown(item) for item in items])))

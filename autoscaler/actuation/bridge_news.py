@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 
 from autoscaler.actuation.bridge_owners import ScaleId
-from autoscaler.log_lists import NAMED, few
+from autoscaler.log_lists import say_each_or_counted
 
 log = logging.getLogger("autoscaler.actuation.bridge")
 
@@ -37,17 +37,24 @@ class PassWrites:
     def flush(self) -> None:
         adopted, carried = self._adopted, self._carried
         self._adopted, self._carried = [], []
-        if len(adopted) <= NAMED:
-            for (namespace, name), replicas in adopted:
-                log.info("RuntimeScale %s/%s: spec.replicas adopted from the runtime: %d", namespace, name, replicas)
-        else:
-            log.info("%d RuntimeScales: spec.replicas adopted from their runtimes: %s", len(adopted),
-                     few([f"{namespace}/{name} ({replicas})" for (namespace, name), replicas in adopted]))
-        if len(carried) <= NAMED:
-            for (namespace, name), runtime, found, wanted in carried:
-                log.info("RuntimeScale %s/%s: ServingRuntime %s spec.replicas %s -> %d", namespace, name, runtime,
-                         found, wanted)
-        else:
-            log.info("%d RuntimeScales: replicas carried to their ServingRuntimes' spec.replicas: %s", len(carried),
-                     few([f"{namespace}/{name} ({found} -> {wanted})"
-                          for (namespace, name), _, found, wanted in carried]))
+        def adopted_one(write: tuple[ScaleId, int]) -> str:
+            (namespace, name), replicas = write
+            return f"RuntimeScale {namespace}/{name}: spec.replicas adopted from the runtime: {replicas}"
+
+        def adopted_shown(write: tuple[ScaleId, int]) -> str:
+            (namespace, name), replicas = write
+            return f"{namespace}/{name} ({replicas})"
+
+        def carried_one(write: tuple[ScaleId, str, int | None, int]) -> str:
+            (namespace, name), runtime, found, wanted = write
+            return f"RuntimeScale {namespace}/{name}: ServingRuntime {runtime} spec.replicas {found} -> {wanted}"
+
+        def carried_shown(write: tuple[ScaleId, str, int | None, int]) -> str:
+            (namespace, name), _, found, wanted = write
+            return f"{namespace}/{name} ({found} -> {wanted})"
+
+        say_each_or_counted(log, adopted, adopted_one, lambda count, scales: (
+            f"{count} RuntimeScales: spec.replicas adopted from their runtimes: {scales}"), adopted_shown)
+        say_each_or_counted(log, carried, carried_one, lambda count, scales: (
+            f"{count} RuntimeScales: replicas carried to their ServingRuntimes' spec.replicas: {scales}"),
+            carried_shown)

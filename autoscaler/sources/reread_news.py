@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Final
 
-from autoscaler.log_lists import NAMED, few
+from autoscaler.log_lists import say_each_or_counted
 from autoscaler.model import RuntimeKey
 
 log = logging.getLogger("autoscaler.sources.kube_pods")
@@ -51,21 +51,16 @@ class RereadNews:
     def flush(self) -> None:
         added, removed, rescaled = self._added, self._removed, self._rescaled
         self._added, self._removed, self._rescaled = [], [], []
-        if len(added) <= NAMED:
-            for key in added:
-                log.info("Kubernetes discovery: runtime %s added (its pods appeared)", key)
-        else:
-            log.info("Kubernetes discovery: %d runtimes added (their pods appeared): %s", len(added), few(added))
-        if len(removed) <= NAMED:
-            for key in removed:
-                log.info("Kubernetes discovery: runtime %s removed (its Deployment is gone)", key)
-        else:
-            log.info("Kubernetes discovery: %d runtimes removed (their Deployments are gone): %s", len(removed),
-                     few(removed))
-        if len(rescaled) <= NAMED:
-            for key, before, after in rescaled:
-                log.info("Kubernetes discovery: runtime %s replicas %s -> %s (read again as its pods changed)",
-                         key, before, after)
-        else:
-            log.info("Kubernetes discovery: %d runtimes' replicas changed (read again as their pods changed): %s",
-                     len(rescaled), few([f"{key} ({before} -> {after})" for key, before, after in rescaled]))
+        say_each_or_counted(log, added, lambda key: f"Kubernetes discovery: runtime {key} added (its pods appeared)",
+                            lambda count, keys: f"Kubernetes discovery: {count} runtimes added (their pods "
+                                                f"appeared): {keys}")
+        say_each_or_counted(log, removed,
+                            lambda key: f"Kubernetes discovery: runtime {key} removed (its Deployment is gone)",
+                            lambda count, keys: f"Kubernetes discovery: {count} runtimes removed (their "
+                                                f"Deployments are gone): {keys}")
+        say_each_or_counted(log, rescaled,
+                            lambda change: f"Kubernetes discovery: runtime {change[0]} replicas {change[1]} -> "
+                                           f"{change[2]} (read again as its pods changed)",
+                            lambda count, keys: f"Kubernetes discovery: {count} runtimes' replicas changed (read "
+                                                f"again as their pods changed): {keys}",
+                            lambda change: f"{change[0]} ({change[1]} -> {change[2]})")
