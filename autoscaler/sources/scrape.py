@@ -334,13 +334,12 @@ class ScrapeSource:
         exporter that names another pod (`answered_pod`: the pod's IP given to a new pod). A targets file's
         `user:password@` is `user:***@` in what the error says (the log, /debug), as everywhere else."""
         assert pod.url is not None
-        if "@" not in pod.url:
-            return await self._read(key, pod, pod.url)
         try:
             return await self._read(key, pod, pod.url)
         except FetchError as error:
-            shown = without_password(pod.url)
-            raise FetchError(error.reason, str(error).replace(pod.url, shown)) from error
+            if "@" not in pod.url:
+                raise
+            raise FetchError(error.reason, str(error).replace(pod.url, without_password(pod.url))) from error
 
     async def _read(self, key: RuntimeKey, pod: PodTarget, url: str) -> tuple[PodSample, float]:
         requested_at = self._clock()
