@@ -259,7 +259,9 @@ def serve(settings: ServeSettings) -> None:
     `--workers 0`: everything in this process."""
     from autoscaler.open_files import raise_open_file_limit
     from autoscaler.preflight import check_startup, with_chosen_port
+    from exporter.stack_dumps import StackDumps
 
+    StackDumps("adapter").install()  # SIGQUIT: the stacks, also of a start that hangs (serve_* name the role)
     check_startup(settings)  # before any worker, bind or "serving" line
     settings = with_chosen_port(settings)
     raise_open_file_limit()  # before the workers, which inherit it
@@ -296,9 +298,11 @@ def serve_in_process(settings: ServeSettings) -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     from autoscaler.gcsettings import tune_for_refresh
     from autoscaler.workers import connection_limits, serve_until_stopped
+    from exporter.stack_dumps import StackDumps
     from exporter.stop_signals import StopSignals
 
     signals = StopSignals()
+    StackDumps("adapter (one process, --workers 0)").install()
 
     host = settings.bound_host
     context = tls_context(settings)

@@ -53,6 +53,7 @@ from autoscaler.kube.review_connection import ReviewConnection
 from autoscaler.scratch import owned_directory, sweep_abandoned
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
+from exporter.stack_dumps import StackDumps
 from exporter.stop_signals import StopSignals
 from exporter.stopping import stop_tasks
 
@@ -168,14 +169,16 @@ async def _until_stopped(stop: asyncio.Event, received: list[signal.Signals], un
 
 def worker_main(settings: ServeSettings, cert_file: Path, key_file: Path, pipe: Connection, index: int,
                 connection: ReviewConnection | None = None) -> None:
-    """Entry point of a serving worker process (spawned: nothing inherited but these arguments, and SIGINT
-    blocked: `_interrupts_held_from_the_worker`); SIGINT is ignored until its event loop handles it.
+    """Entry point of a serving worker process (spawned: nothing inherited but these arguments, and SIGINT and
+    SIGQUIT blocked: `_interrupts_held_from_the_worker`); SIGINT is ignored until its event loop handles it, a
+    SIGQUIT that came meanwhile (passed on by the refresh process) writes the stacks once taken over here.
     `connection`: what its reviews need of the Kubernetes API, loaded by the refresh process, so that the worker
     never imports the Kubernetes library (`autoscaler.kube.review_connection`); None with `--insecure-dev`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C pending since the start is dropped
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     logging.basicConfig(level=settings.log_level,
                         format=f"%(asctime)s %(levelname)s %(name)s[worker {index}]: %(message)s")
+    StackDumps(f"serving worker {index}").install()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_FROM_THE_WORKER)
     try:
         code = asyncio.run(_worker(settings, cert_file, key_file, pipe, connection))
     except KeyboardInterrupt:
@@ -202,7 +205,7 @@ async def _worker(settings: ServeSettings, cert_file: Path, key_file: Path, pipe
     except (OSError, ValueError) as error:
         pipe.send_bytes(FAILED + str(error).encode())
         return 2
-    receiving = asyncio.ensure_future(_receive_snapshots(pipe, holder))
+    receiving = asyncio.create_task(_receive_snapshots(pipe, holder), name="receive-snapshots")
 
     def ready() -> None:
         with contextlib.suppress(BrokenPipeError):  # the refresh process has gone: `receiving` ends at once
@@ -275,6 +278,10 @@ class WorkerPool:
         except BaseException:  # SIGTERM while starting (`_SignalsWhileStarting`): stop what did start
             self.stop()
             raise
+
+    def pids(self) -> list[int]:
+        """The workers still running: where the refresh process passes a SIGQUIT on (`StackDumps`)."""
+        return [process.pid for process in self.processes if process.pid is not None and process.exitcode is None]
 
     def wait_ready(self, timeout_s: float = START_TIMEOUT_S, between_waits: Callable[[], None] = lambda: None) -> None:
         """Block until every worker listens; `WorkerStartError` with the first failure's line. `between_waits`
@@ -369,18 +376,22 @@ class WorkerPool:
                 process.join()
 
 
+HELD_FROM_THE_WORKER = frozenset({signal.SIGINT, signal.SIGQUIT})
+
+
 @contextlib.contextmanager
 def _interrupts_held_from_the_worker() -> Iterator[None]:
-    """Start a worker with SIGINT blocked (a mask survives fork and exec) until `worker_main` ignores it and
-    unblocks it, so that it ignores a terminal's Ctrl-C until its event loop handles it: Ctrl-C reaches the
-    whole process group, and a worker still importing would trace back with KeyboardInterrupt; the refresh
-    process stops it as on any stop.
+    """Start a worker with SIGINT and SIGQUIT blocked (a mask survives fork and exec) until `worker_main` takes
+    them over and unblocks them, so that it ignores a terminal's Ctrl-C until its event loop handles it: Ctrl-C
+    reaches the whole process group, and a worker still importing would trace back with KeyboardInterrupt; the
+    refresh process stops it as on any stop. A SIGQUIT passed on while it starts, at its default, would kill it
+    with a core dump (and the pod with it: a worker that dies stops `serve`); held, it writes the stacks later.
 
     Only blocked here, in this thread, not ignored: the refresh process must still see that Ctrl-C. A signal
     this thread blocks goes to another thread of the process where one runs, and was dropped there while SIGINT
     was ignored for the worker's sake (the adapter then served on, as if never asked to stop); handled, it
     reaches the refresh process's handler from whichever thread, or stays pending here until unblocked."""
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_FROM_THE_WORKER)
     try:
         yield
     finally:
@@ -429,8 +440,10 @@ def serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | N
     """Run the refresh here and `settings.workers` serving processes; the process exit code."""
     starting = _SignalsWhileStarting()
     starting.install()
+    dumps = StackDumps("refresh process")  # passed on to the workers once they run (`_serve_with_workers`)
+    dumps.install()
     try:
-        code = _serve_with_workers(settings, tls_files, starting)
+        code = _serve_with_workers(settings, tls_files, starting, dumps)
     except _StoppedWhileStarting as stopped:
         log.info("%s while starting: stopped", stopped)
         code = 0
@@ -441,7 +454,7 @@ def serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | N
 
 
 def _serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | None,
-                        starting: _SignalsWhileStarting) -> int:
+                        starting: _SignalsWhileStarting, dumps: StackDumps) -> int:
     for prefix in (CERT_DIRECTORY_PREFIX, METRICS_DIRECTORY_PREFIX):
         sweep_abandoned(prefix)
     # a fresh metrics directory per start, as counters start from zero; only several workers share one
@@ -454,6 +467,7 @@ def _serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | 
             tls_files = (files.cert_file, files.key_file)
         pool = WorkerPool(settings, *tls_files, metrics_directory, between_starts=starting.check,
                           connection=_review_connection(settings))
+        dumps.children = pool.pids
         try:
             pool.wait_ready(between_waits=starting.check)
             log.info("serving external.metrics.k8s.io on %s with %d worker process%s (source %s, "

@@ -27,6 +27,9 @@ def serve(argv: list[str] | None) -> None:
     )
     for warning in unknown_variables():
         log.warning("%s", warning)
+    from exporter.stack_dumps import StackDumps
+
+    StackDumps("exporter").install()  # from here a hung start too (the kubelet, NVML) can be looked into
     import signal
 
     for signum in (signal.SIGTERM, signal.SIGHUP):  # until serving takes them over (`exporter.app.run`)
