@@ -55,6 +55,7 @@ from typing import Any, Final, Literal
 
 from aiohttp import HttpVersion11, hdrs, web
 from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
+from aiohttp.web_protocol import ERROR as UNREAD_REQUEST
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
@@ -171,8 +172,13 @@ class StatusRequestHandler(RequestHandler, ConnectionMemo):
                       str(exc)[:200] if exc is not None else message)
         if request.writer.output_size > 0:
             raise ConnectionError("response already started; closing the connection")
+        if getattr(request, "_message", None) is UNREAD_REQUEST:
+            # aiohttp's stand-in for a request it could not read is HTTP/1.0, the version its answer's status line
+            # took (`curl -X FOO` read `HTTP/1.0 405`, every other answer being HTTP/1.1); Go's server writes its
+            # parse errors on HTTP/1.1's. A request that was read (a handler's error) keeps its own version.
+            _made_http_1_1(request)
         # kube's headers and no `Server`, as every other answer (`ApiResponse`); `Connection: close` said, as Go's
-        # server says it: aiohttp answers on HTTP/1.0 here (it could not read the version), where it is implied
+        # server says it after a request it could not read
         if isinstance(exc, UnknownMethod):
             return method_not_served(exc.method)
         return closing_status(code, text)
@@ -238,14 +244,20 @@ async def _malformed_version(request: BaseRequest) -> web.StreamResponse:
 def _on_http_1_1(request: BaseRequest) -> BaseRequest:
     """`request` as HTTP/1.1, for the status line of its answer: aiohttp writes the request's version there, and
     `HTTP/2.0 505` in HTTP/1 framing is a line no HTTP/1 client reads (Python's http.client raises
-    UnknownProtocol); Go's server writes `HTTP/1.1 505`. `clone` takes no version, so the copy's is set where
-    aiohttp keeps it (`_version`, read from the message at construction); an aiohttp that keeps it elsewhere
-    gets the request as it came (the status line as before, the `Status` the same)."""
+    UnknownProtocol); Go's server writes `HTTP/1.1 505`. `clone` takes no version: the copy's is set
+    (`_made_http_1_1`)."""
     copy = request.clone()
-    if not hasattr(copy, "_version"):
-        return request
-    copy._version = HttpVersion11
-    return copy
+    return copy if _made_http_1_1(copy) else request
+
+
+def _made_http_1_1(request: BaseRequest) -> bool:
+    """Make `request` HTTP/1.1, the version its answer's status line takes, where aiohttp keeps it (`_version`,
+    read from the message at construction); False for an aiohttp that keeps it elsewhere, whose request stays as
+    it came (the status line as before, the `Status` the same)."""
+    if not hasattr(request, "_version"):
+        return False
+    request._version = HttpVersion11
+    return True
 
 
 def method_not_served(method: str) -> web.StreamResponse:

@@ -25,7 +25,7 @@ from autoscaler.api.connections import ConnectionGuard, ConnectionLimits
 from autoscaler.api.unknown_method import UnknownMethod
 from tests.api.builders import Pki
 from tests.api.conftest import SecuredApi
-from tests.api.raw_http import exchange
+from tests.api.raw_http import exchange, exchange_raw
 from tests.support.ports import free_port
 from tests.support.processes import running
 
@@ -68,6 +68,21 @@ async def test_a_request_line_that_is_not_http_stays_a_400_status(raw_api_port: 
     assert_status(headers, body, 400, "BadRequest")
 
 
+@pytest.mark.parametrize(("raw", "status_line"), [
+    pytest.param(b"FOO /apis HTTP/1.1\r\nHost: adapter\r\n\r\n", b"HTTP/1.1 405 Method Not Allowed\r\n",
+                 id="unknown-method"),
+    pytest.param(b"G@T /apis HTTP/1.1\r\nHost: adapter\r\n\r\n", b"HTTP/1.1 400 Bad Request\r\n", id="not-a-token"),
+    pytest.param(b"GET /apis HTTP/1.1\r\nHost: adapter\r\nX: " + b"x" * 9000 + b"\r\n\r\n",
+                 b"HTTP/1.1 431 Request Header Fields Too Large\r\n", id="field-too-long"),
+])
+async def test_a_request_the_parser_refuses_is_answered_on_an_http_1_1_status_line(
+        raw_api_port: int, pki: Pki, raw: bytes, status_line: bytes) -> None:
+    """As every other answer, and as Go's server writes its parse errors: aiohttp's error path answered on
+    `HTTP/1.0`, the version it gives a request it could not read."""
+    answer = await exchange_raw(raw_api_port, pki, raw)
+    assert answer.startswith(status_line), answer[:200]
+
+
 async def test_an_unknown_method_is_refused_before_credentials_as_connect_is(secured: SecuredApi) -> None:
     status, headers, body = await exchange(
         secured.port, secured.pki, b"FOO /apis HTTP/1.1\r\nHost: adapter\r\nConnection: close\r\n\r\n")
@@ -87,7 +102,7 @@ def test_curl_with_an_unknown_method_reads_a_405_status(tmp_path: Path) -> None:
         done = subprocess.run(["curl", "-sk", "-i", "-X", "FOO", f"https://127.0.0.1:{listen}/apis"],
                               capture_output=True, text=True, timeout=30, check=True)
     head, _, body = done.stdout.replace("\r\n", "\n").partition("\n\n")
-    assert head.split()[1] == "405", done.stdout
+    assert head.split()[:2] == ["HTTP/1.1", "405"], done.stdout
     assert "x-content-type-options: nosniff" in head.lower(), head
     assert json.loads(body)["reason"] == "MethodNotAllowed", body
 

@@ -40,7 +40,7 @@ def send_junk_after_good_request(adapter: Adapter, junk: bytes) -> bytes:
 def test_sixty_kilobyte_junk_requests_log_one_short_warning(adapter: Adapter) -> None:
     before = len(adapter.log_text())
     answers = [send_junk_after_good_request(adapter, b"Z" * 60_000) for _ in range(20)]
-    assert any(answer.startswith(b"HTTP/1.0 400") for answer in answers)
+    assert any(answer.startswith(b"HTTP/1.1 400") for answer in answers)
     time.sleep(0.5)
     added = adapter.log_text()[before:]
     assert "Traceback" not in added
