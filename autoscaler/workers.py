@@ -261,7 +261,8 @@ class WorkerPool:
         try:
             # multiprocessing starts its resource tracker with the first worker, and unblocks SIGINT when it
             # has (bpo-33613): started here, it cannot let a Ctrl-C through `_interrupts_held_from_the_worker`
-            resource_tracker.ensure_running()
+            with _sigquit_ignored():  # which it keeps: SIGQUIT to the whole group (Ctrl-\) killed it
+                resource_tracker.ensure_running()
             with _environment(MULTIPROCESS_DIRECTORY, str(metrics_directory) if metrics_directory else None):
                 for index in range(settings.workers):
                     ours, theirs = spawn.Pipe(duplex=True)
@@ -396,6 +397,19 @@ def _interrupts_held_from_the_worker() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+@contextlib.contextmanager
+def _sigquit_ignored() -> Iterator[None]:
+    """SIGQUIT ignored in this process while the block starts one that keeps it so (an ignored signal stays
+    ignored across exec): multiprocessing's resource tracker, which at Python's default was killed with a core
+    dump by a SIGQUIT to the process group (Ctrl-\\ in a terminal) while every other process wrote its stacks
+    (`exporter.stack_dumps`). The refresh process's own handler is put back after it."""
+    previous = signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGQUIT, previous if previous is not None else signal.SIG_DFL)
 
 
 @contextlib.contextmanager

@@ -8,8 +8,10 @@ process's block is headed with its role and pid. The real processes run here and
 
 from __future__ import annotations
 
+import os
 import re
 import signal
+import subprocess
 from pathlib import Path
 
 from tests.exporter.gpu_rig import exporter_in_a_hung_pass
@@ -89,3 +91,27 @@ def test_serve_passes_sigquit_to_its_workers_and_every_process_writes_its_stacks
         block = _block(text, f"serving worker {index}", worker_pid)
         assert re.search(r'File ".*autoscaler/workers\.py", line \d+ in worker_main', block), block
         assert "Stack for <Task pending name='receive-snapshots'" in block, block
+
+
+def _children(pid: int) -> dict[int, str]:
+    """The child processes of `pid`, as ps shows them: pid to state and command line."""
+    listed = subprocess.run(["ps", "-ww", "-o", "pid=,stat=,args=", "--ppid", str(pid)], capture_output=True, text=True,
+                            check=False).stdout
+    return {int(pid): rest for pid, _, rest in (line.strip().partition(" ") for line in listed.splitlines())}
+
+
+def test_sigquit_to_every_process_of_serve_as_ctrl_backslash_sends_it_kills_none(tmp_path: Path) -> None:
+    """A terminal's Ctrl-\\ reaches the whole process group: multiprocessing's resource tracker, at Python's
+    default, was killed (a zombie left) while the others wrote their stacks."""
+    with adapter_running(tmp_path, ["http://127.0.0.1:1/metrics"], ["--workers", "2"]) as adapter:
+        wait_until_logged(adapter.process, adapter.log, REFRESHING)
+        before = _children(adapter.process.pid)
+        assert any("resource_tracker" in command for command in before.values()), before
+        for pid in [adapter.process.pid, *before]:
+            os.kill(pid, signal.SIGQUIT)
+        roles = [f"end of the stacks of the serving worker {index}" for index in range(2)]
+        wait_until_logged(adapter.process, adapter.log, STILL_SERVING, *roles)
+        assert http_get(f"{adapter.url}/healthz")[0] == 200
+        after = _children(adapter.process.pid)
+    assert sorted(after) == sorted(before), (before, after)
+    assert not [command for command in after.values() if command.startswith("Z")], after
