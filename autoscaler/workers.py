@@ -484,9 +484,6 @@ def _serve_with_workers(settings: ServeSettings, tls_files: tuple[Path, Path] | 
         dumps.children = pool.pids
         try:
             pool.wait_ready(between_waits=starting.check)
-            log.info("serving external.metrics.k8s.io on %s with %d worker process%s (source %s, "
-                     "refresh every %.0f s)", settings.serving_url, settings.workers,
-                     "" if settings.workers == 1 else "es", settings.source, settings.refresh_interval_s)
             return asyncio.run(_refresh_process(settings, pool, starting))
         finally:
             pool.stop()
@@ -548,6 +545,11 @@ async def _refresh_until_stopped(settings: ServeSettings, pool: WorkerPool, star
 
     refresher, metrics = stack.refresher, stack.metrics
     starting.check()  # a signal that came before the loop took them over
+    # Said once the loop takes the signals (`starting.delivered`): a SIGTERM after this line is `SIGTERM: stopping`.
+    # Said before, as the workers answered, a signal in the few milliseconds between was `SIGTERM while starting`.
+    log.info("serving external.metrics.k8s.io on %s with %d worker process%s (source %s, refresh every %.0f s)",
+             settings.serving_url, settings.workers, "" if settings.workers == 1 else "es", settings.source,
+             settings.refresh_interval_s)
     await stack.start()
     actuator = await start_writing(settings, refresher, metrics, cluster=stack.cluster_pods)
     tune_for_refresh()  # start-up is over; the refresh's many short-lived objects (autoscaler/gcsettings.py)
