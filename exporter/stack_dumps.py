@@ -51,8 +51,13 @@ class StackDumps:
         signal.signal(signal.SIGQUIT, self._dump)
 
     def _dump(self, signum: int, frame: object) -> None:
+        """Runs between two bytecodes of whatever the main thread was doing: an error raised from here would be
+        raised there (in the event loop, in a request), so none is."""
         sys.stderr.flush()  # what was logged before the signal stays before the block
-        _write_all(2, stacks_text(self.role, os.getpid()).encode(errors="replace"))
+        try:
+            write_stacks(self.role, os.getpid())
+        except OSError as error:  # stderr closed or gone
+            log.warning("SIGQUIT: the stacks of the %s could not be written to stderr: %s", self.role, error)
         passed_to = []
         for pid in self.children():
             try:
@@ -65,17 +70,28 @@ class StackDumps:
                  self.role, os.getpid(), passed)
 
 
-def stacks_text(role: str, pid: int) -> str:
-    """The block SIGQUIT writes: a header naming the process, every thread (most recent call first, as
-    faulthandler writes it), every asyncio task of the loop running in the main thread, and an end line."""
-    return (f"SIGQUIT: the Python stacks of the {role} (pid {pid}): every thread, then every asyncio task\n"
-            f"{_threads_text()}{_tasks_text()}"
-            f"end of the stacks of the {role} (pid {pid}); it goes on serving\n")
+def write_stacks(role: str, pid: int, fd: int = 2) -> None:
+    """Write the block SIGQUIT writes to `fd`: a header naming the process, every thread (most recent call
+    first, as faulthandler writes it), every asyncio task of the loop running in the main thread, an end line.
+
+    In one write where it can. faulthandler writes only to a file descriptor: an anonymous file in memory here
+    (the exporter may run on a read-only file system, with no writable TMPDIR). A process at its open-file limit,
+    one that may well look hung, has no descriptor for it: there faulthandler writes to `fd` directly."""
+    header = f"SIGQUIT: the Python stacks of the {role} (pid {pid}): every thread, then every asyncio task\n"
+    end = f"end of the stacks of the {role} (pid {pid}); it goes on serving\n"
+    try:
+        threads = _threads_text()
+    except OSError as error:
+        _write_all(fd, f"{header}(written as gathered: no file descriptor left to gather them in: {error})\n"
+                       .encode())
+        faulthandler.dump_traceback(fd, all_threads=True)
+        _write_all(fd, f"{_tasks_text()}{end}".encode(errors="replace"))
+        return
+    _write_all(fd, f"{header}{threads}{_tasks_text()}{end}".encode(errors="replace"))
 
 
 def _threads_text() -> str:
-    """faulthandler's dump of every thread. It writes to a file descriptor: an anonymous file in memory, as the
-    exporter may run on a read-only file system with no writable TMPDIR."""
+    """faulthandler's dump of every thread, through an anonymous file in memory."""
     with open(os.memfd_create("sigquit-stacks", os.MFD_CLOEXEC), "w+b") as dumped:
         faulthandler.dump_traceback(dumped, all_threads=True)
         dumped.seek(0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import signal
 import subprocess
 from pathlib import Path
@@ -54,6 +55,27 @@ def test_the_exporter_shows_the_nvml_call_its_gpu_thread_is_stuck_in(tmp_path: P
         block = _block(log.read_text(), "exporter", exporter.pid)
     assert re.search(r'File ".*pynvml.*", line \d+ in nvmlDeviceGetSamples\n(  File .*\n)*'
                      r'  File ".*exporter/gpu_sampler\.py", line \d+ in ', block), block
+
+
+def test_an_exporter_out_of_file_descriptors_still_writes_its_stacks(tmp_path: Path) -> None:
+    """A process that looks hung may be one at its open-file limit: the stacks are gathered in an in-memory file,
+    which needs a descriptor; without one they go to stderr directly, and nothing is raised into the serving."""
+    port = free_port()
+    log = tmp_path / "exporter.log"
+    with running(["exporter.cli", "--listen", f"127.0.0.1:{port}", "--no-gpu", "--modelmesh-url",
+                  "http://127.0.0.1:1/metrics"], f"http://127.0.0.1:{port}/healthz", log) as exporter:
+        limits = resource.prlimit(exporter.pid, resource.RLIMIT_NOFILE)
+        resource.prlimit(exporter.pid, resource.RLIMIT_NOFILE, (3, limits[1]))  # every descriptor taken
+        try:
+            exporter.send_signal(signal.SIGQUIT)
+            wait_until_logged(exporter, log, STILL_SERVING)
+        finally:
+            resource.prlimit(exporter.pid, resource.RLIMIT_NOFILE, limits)
+        assert http_get(f"http://127.0.0.1:{port}/healthz") == (200, "ok\n")
+        block = _block(log.read_text(), "exporter", exporter.pid)
+    assert re.search(r'File ".*exporter/startup\.py", line \d+ in serve', block), block
+    assert "Stack for <Task pending name='ModelMeshCollector.run'" in block, block
+    assert "Traceback" not in log.read_text()
 
 
 def test_serve_in_one_process_writes_its_stacks_and_keeps_serving(tmp_path: Path) -> None:
