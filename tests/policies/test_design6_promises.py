@@ -199,6 +199,10 @@ USES = {
 # with it (6 -> 5); no signal is missing there. Hypothesis found it against a property that counted a GPU the
 # runtime never had as missing.
 @example(steps=[[(0.0, 1.0, "no_gpu")] * 5, [(0.0, 1.0, "no_gpu")] * 4 + [(0.0, 1.0, "not_ready")]], tau=0.0)
+# No fresh pod ever reported its cache (two stale, three without it), then every pod is fresh and idle: the GPU's
+# 3 pods fall to 1, and no cache term had anything to hold.
+@example(steps=[[(0.0, 1.0, "stale")] * 2 + [(0.0, 1.0, "no_cache")] * 2 + [(1.0, 1.0, "no_cache")],
+                [(0.0, 1.0, "no_cache")] * 5], tau=0.0)
 def test_no_value_falls_while_its_signal_is_missing_on_a_ready_pod_with_pods_leaving_too(
     steps: list[list[tuple[float, float, str]]], tau: float,
 ) -> None:
@@ -206,8 +210,9 @@ def test_no_value_falls_while_its_signal_is_missing_on_a_ready_pod_with_pods_lea
     GPU, not Ready, or gone. While some Ready pod misses a signal, no served value that uses it falls below
     what was served before (pods that left or are not Ready may lower values: that is not missing data). A
     GPU is missing on a pod only once the runtime has reported one: a runtime that never had a GPU is a CPU
-    runtime, whose floor is its Ready pods, and that falls as pods leave."""
-    gpu_reported = False
+    runtime, whose floor is its Ready pods, and that falls as pods leave. So is the cache signal: a runtime
+    whose fresh pods never reported one has no cache term to hold."""
+    gpu_reported = cache_reported = False
     policy = RuntimePolicy(scale_down_tau_s=tau)
     memory: RuntimeMemory | None = None
     last: dict[ServedMetric, float] = {}
@@ -224,7 +229,8 @@ def test_no_value_falls_while_its_signal_is_missing_on_a_ready_pod_with_pods_lea
         view, memory = decide(snapshot(tuple(pods), now=now), policy, memory, now, WINDOW)
         faults = {fault for _, _, fault in step}
         gpu_reported = gpu_reported or bool(faults & {"ok", "no_cache"})
-        missing = faults if gpu_reported else faults - {"no_gpu"}
+        cache_reported = cache_reported or bool(faults & {"ok", "no_gpu"})
+        missing = faults - (set() if gpu_reported else {"no_gpu"}) - (set() if cache_reported else {"no_cache"})
         for metric, uses in USES.items():
             value = view.values[metric].value
             if value is None:
