@@ -67,6 +67,10 @@ class PodSample:
     recent_models: Mapping[str, float] | None = None
     # Creation time, for the ReplicaSet's "newest first" tie-break (simulator and scenario tests).
     created_at: float | None = None
+    # The pod's exporter says it has no GPU collector (it was started with `--no-gpu`: it lists its collectors'
+    # successes, none of them "gpu"). Only a positive word counts: False wherever the source cannot tell (the
+    # Prometheus source, the simulator), so that a GPU reading merely late or failing is never taken for none.
+    no_gpu_collector: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +111,9 @@ class PodView:
     need: float | None = None
     deletion_cost: int | None = None
     # Per signal ("gpu", "requests", "queue", "cache"): "fresh", "stale" (its timestamp is too old),
-    # "missing" (absent while other pods report it or the runtime reported it before) or "none" (the
-    # runtime has no such signal). A Ready pod with a stale or missing signal holds the values that use it.
+    # "missing" (not reported while other pods report it or the runtime reported it before), "absent" (the GPU
+    # only: the pod's exporter has no GPU collector) or "none" (the runtime has no such signal). A Ready pod
+    # with a stale or missing signal holds the values that use it.
     signals: tuple[tuple[str, str], ...] = ()
     # Models only this pod (of the Ready ones) served in the last `target_lru_age_s`: its unique copies, which
     # the unique-copy need term scores. None when no Ready pod of the runtime reports per-model use, or the pod

@@ -26,6 +26,7 @@ from autoscaler.policies.power_mean import power_mean_bounded, rate_summary
 from autoscaler.policies.ranking import ReadyTerms
 from autoscaler.policies.samples import CACHE_FULL, CACHE_ROOM, cache_state, lru_age, oldest_fresh
 from autoscaler.policies.signals import (
+    GPU_ABSENT,
     GPU_TIME_FRESH,
     LOAD_TIME_FRESH,
     NOT_READY,
@@ -156,6 +157,7 @@ def scan_pods(
     # Fresh pods without a request rate, a queue delay, or any cache signal: the rare ones, counted (the fresh
     # count of the GPU signal is the length of `gpu`).
     no_queue = no_cache = no_rate = 0
+    gpu_absent = 0  # fresh pods whose exporter has no GPU collector (`signals.ABSENT`)
     gpu: list[float] = []  # the fresh GPU busy of the pods that have it
     rps: list[float] = []  # one per pod: its fresh request rate, or 0.0 when it has none (`rate_summary`)
     queue_sum = excess = 0.0
@@ -249,6 +251,9 @@ def scan_pods(
                         gpu_low = b
                     if gt < oldest:  # type: ignore[operator]  # gpu_ok: gt is a time
                         oldest = gt  # type: ignore[assignment]
+                elif g is None and pod.no_gpu_collector:  # fresh, and its exporter has no GPU collector
+                    code = GPU_ABSENT
+                    gpu_absent += 1
                 else:
                     code = gpu_time_fresh
             else:
@@ -352,12 +357,14 @@ def scan_pods(
         key = (expected, *codes)
         found = _BY_CODES.get(key)
         if found is None:
-            found = _BY_CODES[key] = _per_pod(codes, expected, (fresh_g, fresh_r, fresh_q, fresh_c), ready)
+            found = _BY_CODES[key] = _per_pod(codes, expected, (fresh_g, fresh_r, fresh_q, fresh_c), ready,
+                                              gpu_absent)
             if len(_BY_CODES) > 4096:
                 _BY_CODES.clear()
         fresh, signals, pod_signals = found
     else:
-        fresh, signals, pod_signals = _per_pod(codes, expected, (fresh_g, fresh_r, fresh_q, fresh_c), ready)
+        fresh, signals, pod_signals = _per_pod(codes, expected, (fresh_g, fresh_r, fresh_q, fresh_c), ready,
+                                               gpu_absent)
     # The GPU's power mean first, then the rates': should a value be invalid, the error is the same as ever.
     gpu_busy = power_mean_bounded(gpu, p, gpu_top, gpu_low) if gpu else None
     request_rate: float | None = None
@@ -463,10 +470,11 @@ few hundred bytes each)."""
 
 def _per_pod(
     codes: list[int], expected: tuple[bool, bool, bool, bool], fresh: tuple[int, int, int, int], ready: int,
+    gpu_absent: int,
 ) -> tuple[tuple[bool, ...], dict[str, SignalStats], PodSignals]:
     """`Aggregate.fresh`, `.signals` and `.pod_signals` from the pods' state codes: all three follow from the
     codes and `expected` (the counts, which the pass kept, are the codes' bits counted)."""
-    return (_looked_up(_LOAD_FRESH, codes), signal_stats(fresh, expected, ready),
+    return (_looked_up(_LOAD_FRESH, codes), signal_stats(fresh, expected, ready, gpu_absent),
             _looked_up(state_table(expected), codes))
 
 

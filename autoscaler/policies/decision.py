@@ -19,11 +19,13 @@ Rules, in order (freshness is per pod and per signal, see `aggregation`):
 Each value's `n` is the number of Ready pods with its signal fresh: pods we cannot see add no invented
 load, and the hold rule stops the smaller sum from lowering anything while they are missing. A signal the
 runtime never had (no GPU anywhere, say) makes that one metric unknown and that term propose nothing; the
-other metrics are still served. While neither capacity term can propose, the recommendation never falls
-below the Ready pods, and the view carries a warning naming the setting to add (logged once per runtime).
-The recommendation and the smoothing state stay within the bounds (`min_replicas`/`max_replicas`, with the
-HPA's filled in by the caller: `policy.with_hpa_bounds`). `modelmesh_desired_replicas` is served as the
-smoothed recommendation rounded up (see `smoothing`).
+other metrics are still served. A runtime whose Ready pods all say they have no GPU collector (`--no-gpu`)
+forgets the GPU it had, its last GPU proposal included (`gpu_forgetting`, which logs it: the one line a
+decision says itself, once per runtime as its pods move). While neither capacity term can propose, the
+recommendation never falls below the Ready pods, and the view carries a warning naming the setting to add
+(logged once per runtime). The recommendation and the smoothing state stay within the bounds
+(`min_replicas`/`max_replicas`, with the HPA's filled in by the caller: `policy.with_hpa_bounds`).
+`modelmesh_desired_replicas` is served as the smoothed recommendation rounded up (see `smoothing`).
 
 Pods are ranked on every refresh, known or not, from each Ready pod's last good sample, so /debug can
 always show them; whoever writes deletion costs should act only on known views.
@@ -32,12 +34,13 @@ always show them; whoever writes deletion costs should act only on known views.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
 from autoscaler.policies.aggregation import Aggregate
+from autoscaler.policies.gpu_forgetting import NO_GPU_COLLECTOR, forget_gpu, has_no_gpu, remembers_gpu
 from autoscaler.policies.podviews import examine_pods
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
 from autoscaler.policies.ranking import WeightedTerm, default_terms
@@ -70,7 +73,9 @@ class RuntimeMemory:
     consecutive_misses: int = 0  # refreshes in a row that were not complete
     known: bool = False  # whether the last view was served at all
     proposals: Mapping[str, int] = field(default_factory=dict)  # each term's last proposal, for holds
-    seen: frozenset[str] = frozenset()  # signals the runtime has reported: absent now means missing
+    # Signals the runtime has reported: not reported now means missing. But the GPU once every Ready pod says it
+    # has no GPU collector: then it is forgotten (`gpu_forgetting`).
+    seen: frozenset[str] = frozenset()
     warned_no_capacity: bool = False  # the no-capacity warning was logged for this runtime
 
 
@@ -155,6 +160,9 @@ def _reason(
     for what, signal in _DESCRIBED:  # a loop, not a comprehension: this runs for every runtime, known ones too
         stats = by_signal[signal]
         if stats.fresh + stats.missing <= 0:  # not present
+            if signal == SIGNAL_GPU and has_no_gpu(stats, agg.ready):
+                parts.append(NO_GPU_COLLECTOR)  # the pods say so: nothing to wait for
+                continue
             absent = f"{absent}, {what}" if absent else what
     if absent:
         parts.append("no fresh pod reports " + absent)
@@ -187,6 +195,10 @@ def decide(
     memory = memory or _NO_MEMORY
     policy_terms, bounds = _policy_terms(policy)
     agg, pods = examine_pods(snapshot.pods, policy, now, memory.seen, policy_terms)
+    if (agg.signals[SIGNAL_GPU].absent and snapshot.source_ok and has_no_gpu(agg.signals[SIGNAL_GPU], agg.ready)
+            and remembers_gpu(memory.seen, memory.proposals, memory.smoothed)):  # rare: once, as its pods move
+        kept = forget_gpu(snapshot.key, memory.seen, memory.proposals, memory.smoothed)
+        memory = replace(memory, seen=kept[0], proposals=kept[1], smoothed=kept[2])
     rec = recommend(agg, policy, memory.proposals)
     ready, n = agg.ready, agg.n
     min_coverage = policy.min_coverage

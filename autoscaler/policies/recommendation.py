@@ -34,11 +34,13 @@ to 4 (docs/simulation.md). U and C do not grow with the pods (ModelMesh copies a
 the pods there are), so it is demand-bounded.
 
 Missing data (§6): a term whose signal is missing on some Ready pod may rise but not fall (it is at least its
-`held` proposal from the last refresh); a term whose signal is absent everywhere, or covered on fewer than
-`min_coverage` of the Ready pods, keeps its held proposal unchanged. Per-model use is read on the load's
-clock, so a pod whose load data is stale holds the cache term through the cache signal; a fresh pod that reports
-no per-model use while others do (or while the runtime did before) makes U too small, so the cache term may then
-rise but not fall (`Aggregate.models_missing`).
+`held` proposal from the last refresh), and so may the GPU term while some Ready pods have no GPU collector and
+others do (a runtime moving to CPU-only nodes: the pods without one are not sized by it); a term whose signal is
+fresh on no Ready pod, or on fewer than `min_coverage` of them, keeps its held proposal unchanged (a runtime
+whose pods all say they have no GPU collector forgets its GPU proposal first: `gpu_forgetting`). Per-model use is
+read on the load's clock, so a pod whose load data is stale holds the cache term through the cache signal; a fresh
+pod that reports no per-model use while others do (or while the runtime did before) makes U too small, so the
+cache term may then rise but not fall (`Aggregate.models_missing`).
 """
 
 from __future__ import annotations
@@ -117,7 +119,7 @@ def _hold(
 ) -> float | None:
     """A term's proposal under the missing-data rules (§6), unrounded where computed this refresh."""
     fresh, missing = stats.fresh, stats.missing
-    if missing == 0 and fresh > 0:  # complete: the usual case
+    if missing == 0 and fresh > 0 and not stats.absent:  # complete: the usual case
         return computed
     last = held.get(term)
     if fresh + missing <= 0 and last is None:
@@ -128,7 +130,11 @@ def _hold(
                          f"keeping the last proposal {last}")
         return None if last is None else float(last)
     if last is not None and (computed is None or computed < last):
-        why[term] = f"{SIGNAL_OF[term]} missing on {missing} ready pods; may rise, not fall below {last}"
+        if missing:
+            why[term] = f"{SIGNAL_OF[term]} missing on {missing} ready pods; may rise, not fall below {last}"
+        else:  # the pods without a GPU collector, while others have one: their load is not in this term
+            why[term] = (f"{SIGNAL_OF[term]} absent on {stats.absent} ready pods (no GPU collector: their load is "
+                         f"not in this term); may rise, not fall below {last}")
         return float(last)
     return computed
 
@@ -155,7 +161,7 @@ def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | N
     gpu: float | None = None
     if agg.gpu_busy is not None:
         gpu = gpu_stats.fresh * agg.gpu_busy / policy.target_gpu_busy
-    if gpu_stats.missing != 0 or gpu_stats.fresh <= 0:
+    if gpu_stats.missing != 0 or gpu_stats.fresh <= 0 or gpu_stats.absent:
         gpu = _hold(GPU, gpu, gpu_stats, ready, min_coverage, held, why)
     rps: float | None = None
     if target_rps is not None:

@@ -46,7 +46,7 @@ from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
 from autoscaler.policies.decision import SOURCE_DOWN, VALUE_SIGNAL, RuntimeMemory, decide
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.signals import FRESH, NONE, SIGNAL_CACHE, SIGNAL_GPU, SIGNAL_QUEUE
+from autoscaler.policies.signals import ABSENT, FRESH, NONE, SIGNAL_CACHE, SIGNAL_GPU, SIGNAL_QUEUE
 from autoscaler.policies.smoothing import SmoothState
 
 _DESIRED = ServedMetric.DESIRED_REPLICAS
@@ -156,7 +156,7 @@ def _whole_for_replicas(view: RuntimeView, policy: RuntimePolicy) -> bool:
     refresh only: "never below the current replicas" while the pod "held" nothing."""
     if policy.target_rps_per_pod is not None or not view.known or view.fresh_pods != view.ready_pods:
         return False
-    return all(state in (FRESH, NONE) for pod in view.pods if pod.ready
+    return all(state in (FRESH, ABSENT, NONE) for pod in view.pods if pod.ready
                for signal, state in pod.signals if signal in _REPLICA_SIGNALS)
 
 
@@ -171,7 +171,8 @@ def whole_or_unknown(
         served = view.values.get(metric)
         if metric in before.smoothed or served is None or served.value is None:
             continue
-        lacking = [pod.name for pod in view.pods if pod.ready and dict(pod.signals).get(signal, NONE) != FRESH]
+        lacking = [pod.name for pod in view.pods
+                   if pod.ready and dict(pod.signals).get(signal, NONE) not in (FRESH, ABSENT)]
         if lacking:
             withheld[metric.value] = (
                 f"no memory of this value yet and {signal} not fresh on {_named(lacking)}; unknown (503) until "
@@ -199,7 +200,7 @@ def _unseen(view: RuntimeView) -> str:
     for pod in view.pods:
         if not pod.ready:
             continue
-        bad = [f"{signal} {state}" for signal, state in pod.signals if state not in (FRESH, NONE)]
+        bad = [f"{signal} {state}" for signal, state in pod.signals if state not in (FRESH, ABSENT, NONE)]
         if bad or not pod.fresh:
             lacking.append(f"{pod.name}: {', '.join(bad) or 'no data'}")
     shown = "; ".join(lacking[:_SHOWN_PODS]) + (f"; {len(lacking) - _SHOWN_PODS} more" if len(lacking) > _SHOWN_PODS

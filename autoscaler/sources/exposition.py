@@ -104,6 +104,7 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     modelmesh_ok_at: float | None = None
     gpu_ok_at: float | None = None
     gpu_failing = False
+    collectors_listed = gpu_listed = False  # (`no_gpu_collector` below)
     exporter_now: float | None = None
     pod_named: PodIdentity | None = None
     seen_exporter = False
@@ -120,7 +121,7 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
                     # Interned: every pod and every refresh names the same few models; one string each.
                     models[intern(model)] = value
             elif name == names.GPU_BUSY_RATIO:
-                seen_exporter = True
+                seen_exporter = gpu_listed = True
                 if clean(value) is not None:
                     gpu_busy.append(min(1.0, value))
             elif name in _SCALARS:
@@ -132,12 +133,16 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
                 collector = labels.get("collector")
                 if clean(value) is not None and collector == names.COLLECTOR_MODELMESH:
                     modelmesh_ok_at = value
-                elif clean(value) is not None and collector == names.COLLECTOR_GPU:
-                    gpu_ok_at = value
+                elif collector == names.COLLECTOR_GPU:
+                    gpu_listed = True
+                    if clean(value) is not None:
+                        gpu_ok_at = value
             elif name == names.COLLECTOR_SUCCESS:
-                seen_exporter = True
-                if labels.get("collector") == names.COLLECTOR_GPU and value == 0.0:
-                    gpu_failing = True
+                seen_exporter = collectors_listed = True
+                if labels.get("collector") == names.COLLECTOR_GPU:
+                    gpu_listed = True
+                    if value == 0.0:
+                        gpu_failing = True
             elif name == names.EXPORTER_TIME:
                 exporter_now = clean(value)
             elif name == names.POD_INFO:
@@ -161,11 +166,16 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     # whose mean is not the pod's busy (a 90%-busy GPU off the bus read the pod as its idle neighbour's 5%).
     gpu = sum(gpu_busy) / len(gpu_busy) if gpu_busy and gpu_ok_at is not None and not gpu_failing else None
     gpu_at = min(gpu_ok_at, scraped_at) if gpu is not None and gpu_ok_at is not None else None
+    # An exporter that lists its collectors' successes and no "gpu" among them was started with `--no-gpu`: every
+    # exporter with its GPU collector on publishes `collector_success{collector="gpu"}` from its start (0 until
+    # the first good pass, 0 while it fails), so a reading late or failing is never taken for no GPU.
+    no_gpu_collector = collectors_listed and not gpu_listed
     if modelmesh_ok_at is None or "requests_per_second" not in values:
         # No ModelMesh collection yet, or only one (a rate needs two): no load data to offer yet. Reporting
         # the pod as fresh without a rate would let it count as idle.
         return ExporterReading(PodSample(name=pod, ready=ready, sampled_at=None, gpu_busy=gpu,
-                                         gpu_sampled_at=gpu_at, created_at=created_at), offset, pod_named)
+                                         gpu_sampled_at=gpu_at, created_at=created_at,
+                                         no_gpu_collector=no_gpu_collector), offset, pod_named)
     sampled_at = min(modelmesh_ok_at, scraped_at)
     return ExporterReading(PodSample(
         name=pod,
@@ -175,6 +185,7 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
         gpu_busy=gpu,
         recent_models=_recent_models(models, model_samples, text, offset, sampled_at),
         created_at=created_at,
+        no_gpu_collector=no_gpu_collector,
         **values,
     ), offset, pod_named)
 

@@ -1,0 +1,71 @@
+"""A runtime moved from GPU nodes to CPU-only ones forgets its GPU, as the user sees it through kubectl, /debug
+and the adapter's log: fake ModelMesh → real exporters (fake NVML, then `--no-gpu`) → the adapter, scraping.
+
+Was: the runtime's memory of the GPU never shrank, so its last GPU proposal (5 here) was held for as long as the
+adapter ran: no scale-down, no "no capacity" warning, every pod's GPU "missing". Its exporters now say they have
+no GPU collector (no `collector="gpu"` series at all), which is what tells a CPU-only pod from a GPU pod whose
+reading is late or failing (that one still holds: tests/e2e/test_missing_signal_e2e.py). Values by hand in the
+comments; `scale_down_tau_s: 0` makes a fall show at once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import DEPLOYMENT, DataPath, data_path_running
+from tests.e2e.test_missing_signal_e2e import debug_runtime, fake_gpus, served_over
+from tests.support.processes import poll
+
+pytestmark = pytest.mark.slow
+
+
+def move_to_cpu_nodes(path: DataPath) -> None:
+    """Each pod's exporter replaced, one after the other, by one started with `--no-gpu` (the pod template's
+    sidecar after the runtime moved to CPU-only nodes), on the same address."""
+    for pod, (args, _) in enumerate(path.exporter_commands):
+        gpu_flags = {at for at, arg in enumerate(args) if arg in ("--gpu-window", "--gpu-interval")}
+        cpu = [arg for at, arg in enumerate(args) if at not in gpu_flags and at - 1 not in gpu_flags]
+        path.exporter_commands[pod] = ([*cpu, "--no-gpu"], {})
+        path.restart_exporter(pod)
+
+
+def gpu_states(path: DataPath) -> list[str]:
+    pods = debug_runtime(path).get("pods") or []
+    return [pod["signals"]["gpu"] for pod in pods]  # type: ignore[attr-defined]
+
+
+def test_a_runtime_whose_pods_now_have_no_gpu_scales_on_its_request_rate(tmp_path: Path) -> None:
+    gpus = fake_gpus(tmp_path, [90, 90, 90, 90])
+    policy = {"scale_down_tau_s": 0, "target_rps_per_pod": 100}
+    with data_path_running(tmp_path, pods=4, rps=45, gpus=gpus, policy=policy) as path:
+        # GPU: 4 pods x 0.9 / 0.8 = 4.5 pods: 5. Requests: 4 x 45 / 100 = 1.8 pods: 2 (rates a tenth off still 2).
+        poll(lambda: path.value("modelmesh_desired_replicas") == 5.0, timeout=40)
+
+        move_to_cpu_nodes(path)
+        # Without the GPU: the request term's 2 pods.
+        poll(lambda: path.value("modelmesh_desired_replicas") == 2.0, timeout=30)
+        assert all(value == 2.0 for value in served_over(path, "modelmesh_desired_replicas", 3))
+        document = debug_runtime(path)
+        assert gpu_states(path) == ["absent"] * 4, document
+        assert "gpu" not in document["signal_coverage"], document  # type: ignore[operator]
+        assert "gpu" not in document["proposals"] or document["proposals"]["gpu"] is None, document  # type: ignore[index,operator]
+        assert "no ready pod has a GPU collector" in str(document["reason"]), document
+        forgot = [line for line in path.adapter_log().splitlines() if "forgets its GPU" in line]
+        assert len(forgot) == 1, path.adapter_log()[-3000:]
+        assert "INFO" in forgot[0] and f"default/{DEPLOYMENT}" in forgot[0] and "--no-gpu" in forgot[0], forgot
+
+
+def test_a_runtime_left_without_a_capacity_signal_is_warned_about(tmp_path: Path) -> None:
+    gpus = fake_gpus(tmp_path, [90, 90, 90])
+    with data_path_running(tmp_path, pods=3, rps=50, gpus=gpus, policy={"scale_down_tau_s": 0}) as path:
+        # 3 pods x 0.9 / 0.8 = 3.4 pods: 4.
+        poll(lambda: path.value("modelmesh_desired_replicas") == 4.0, timeout=40)
+
+        move_to_cpu_nodes(path)
+        # No capacity signal left: the Ready pods, 3, and the warning that names the setting to add.
+        poll(lambda: path.value("modelmesh_desired_replicas") == 3.0, timeout=30)
+        document = debug_runtime(path)
+        assert any("target_rps_per_pod" in warning for warning in document["warnings"]), document  # type: ignore[attr-defined]
+        assert "no capacity signal" in path.adapter_log()
