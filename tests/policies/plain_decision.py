@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Final
 
 from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
@@ -57,7 +58,7 @@ def _hold(
     """A term's proposal under the missing-data rules (§6), unrounded where computed this refresh."""
     stats = agg.stats(SIGNAL_OF[term])
     last = held.get(term)
-    if stats.complete and stats.fresh > 0:
+    if stats.complete and stats.fresh > 0 and not stats.absent:
         return computed
     if not stats.present and last is None:
         return computed  # the runtime has no such signal (and never had one in memory)
@@ -67,7 +68,11 @@ def _hold(
                          f"keeping the last proposal {last}")
         return None if last is None else float(last)
     if last is not None and (computed is None or computed < last):
-        why[term] = f"{SIGNAL_OF[term]} missing on {stats.missing} ready pods; may rise, not fall below {last}"
+        if stats.missing:
+            why[term] = f"{SIGNAL_OF[term]} missing on {stats.missing} ready pods; may rise, not fall below {last}"
+        else:
+            why[term] = (f"{SIGNAL_OF[term]} absent on {stats.absent} ready pods (no GPU collector: their load is "
+                         f"not in this term); may rise, not fall below {last}")
         return float(last)
     return computed
 
@@ -190,10 +195,13 @@ def _reason(
         if stats.present and extra > 0:
             parts.append(f"{signal} missing on {stats.missing} of {agg.ready} ready pods; holding what uses it")
     parts.extend(f"{what} held: {why}" for what, why in held.items())
+    no_gpu = agg.ready > 0 and agg.stats(SIGNAL_GPU).absent == agg.ready
+    if not agg.stats(SIGNAL_GPU).present and no_gpu:
+        parts.append("no ready pod has a GPU collector (its exporter runs with --no-gpu)")
     absent = [
         what
         for what, signal in (("GPU busy", SIGNAL_GPU), ("request rate", SIGNAL_REQUESTS), ("cache state", SIGNAL_CACHE))
-        if not agg.stats(signal).present
+        if not agg.stats(signal).present and not (signal == SIGNAL_GPU and no_gpu)
     ]
     if absent:
         parts.append("no fresh pod reports " + ", ".join(absent))
@@ -218,6 +226,11 @@ def plain_decide(
     """Decide one runtime for the refresh at `now`; `window_s` is the aggregation window the API reports."""
     memory = memory or _NO_MEMORY
     agg = aggregate(snapshot.pods, policy, now, memory.seen)
+    if snapshot.source_ok and agg.ready > 0 and agg.stats(SIGNAL_GPU).absent == agg.ready:
+        # Every Ready pod says it has no GPU collector: the runtime forgets its GPU.
+        memory = replace(memory, seen=memory.seen - {SIGNAL_GPU},
+                         proposals={t: v for t, v in memory.proposals.items() if t != GPU},
+                         smoothed={m: v for m, v in memory.smoothed.items() if m is not ServedMetric.GPU_BUSY})
     rec = plain_recommend(agg, policy, memory.proposals)
     known = snapshot.source_ok and agg.ready > 0 and agg.coverage >= policy.min_coverage
     by_signal = {s: agg.stats(s) for s in SIGNALS}

@@ -27,7 +27,7 @@ from autoscaler.policies.samples import (
     gpu_time,
     lru_age,
 )
-from autoscaler.policies.signals import FRESH, MISSING, NONE, SIGNAL_MODELS, SIGNALS, STALE, SignalStats
+from autoscaler.policies.signals import ABSENT, FRESH, MISSING, NONE, SIGNAL_MODELS, SIGNALS, STALE, SignalStats
 from autoscaler.policies.smoothing import SmoothState
 
 
@@ -77,7 +77,7 @@ def plain_aggregate(
             expected[k] = expected[k] or use[k]
         expected[0] = expected[0] or has[0]  # a GPU reading whose own time is stale: missing, not absent
 
-    ready = n = 0
+    ready = n = gpu_absent = 0
     fresh_count = [0, 0, 0, 0]
     missing_count = [0, 0, 0, 0]
     pod_states: list[tuple[tuple[str, str], ...]] = []
@@ -98,11 +98,16 @@ def plain_aggregate(
         ready += 1
         if load_fresh[i]:
             n += 1
+        # Fresh, no GPU reading at all, and its exporter says it has no GPU collector: its GPU is absent.
+        absent = (load_fresh[i] and pod.gpu_busy is None and pod.gpu_sampled_at is None and pod.no_gpu_collector)
+        gpu_absent += absent
         states = []
         for k, signal in enumerate(SIGNALS):
             if use[k]:
                 fresh_count[k] += 1
                 states.append((signal, FRESH))
+            elif k == 0 and absent:
+                states.append((signal, ABSENT))
             elif expected[k]:
                 missing_count[k] += 1
                 t = gpu_time(pod) if k == 0 else pod.sampled_at
@@ -148,9 +153,11 @@ def plain_aggregate(
         pressure = policy.target_lru_age_s / global_lru
     else:
         pressure = None
+    judged = [ready - gpu_absent, ready, ready, ready]  # the Ready pods that should have each signal
     signals = {
         s: SignalStats(
-            fresh=fresh_count[k], missing=missing_count[k], coverage=fresh_count[k] / ready if ready else 0.0
+            fresh=fresh_count[k], missing=missing_count[k],
+            coverage=fresh_count[k] / judged[k] if judged[k] else 0.0, absent=gpu_absent if k == 0 else 0,
         )
         for k, s in enumerate(SIGNALS)
     }

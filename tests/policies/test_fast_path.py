@@ -73,6 +73,7 @@ def pods(draw: st.DrawFn) -> PodSample:
         cache_used_ratio=draw(signal),
         models_loaded=draw(st.one_of(signal, st.sampled_from([0.0, 3.0]))),
         recent_models=draw(recent),
+        no_gpu_collector=draw(st.booleans()),
     ))
 
 
