@@ -517,39 +517,40 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
     from autoscaler.server import RefreshStack
 
     _lower_priority(settings.refresh_nice)
-    stack = RefreshStack(settings)
-    refresher, metrics = stack.refresher, stack.metrics
-
-    publisher = SnapshotPublisher(metrics, refresher.policies, refresher.source)
-
-    async def publish(views: object) -> None:
-        started = time.perf_counter()
-        blob = publisher.snapshot_blob(refresher.views, refresher.ready)
-        await pool.send(blob)
-        log.debug("snapshot of %d runtimes (%d bytes) rendered and sent in %.3f s", len(refresher.views),
-                  len(blob), time.perf_counter() - started)
-
-    refresher.listeners.append(publish)
     stop_on = StopRequests()  # the first stops, a second ends --shutdown-delay
     stop, stopped_by = stop_on.event, stop_on.received
 
     with starting.delivered(stop_on):  # until the end of the clean-up in the loop: a second signal ends the wait
-        return await _refresh_until_stopped(settings, pool, starting, stack, publisher, stop, stopped_by)
+        starting.check()  # a signal that came before the loop took them over
+        # Said as soon as the loop takes the signals, before the refresh is built: the workers answer already
+        # (a probe, a test, a person waits for this line), and a SIGTERM after it is `SIGTERM: stopping`. Said as
+        # the workers answered, a signal in the milliseconds before the loop took them was `SIGTERM while
+        # starting`; said after the refresh was built, a second later, /healthz answered with no line.
+        log.info("serving external.metrics.k8s.io on %s with %d worker process%s (source %s, refresh every %.0f s)",
+                 settings.serving_url, settings.workers, "" if settings.workers == 1 else "es", settings.source,
+                 settings.refresh_interval_s)
+        stack = RefreshStack(settings)
+        refresher, metrics = stack.refresher, stack.metrics
+        publisher = SnapshotPublisher(metrics, refresher.policies, refresher.source)
+
+        async def publish(views: object) -> None:
+            started = time.perf_counter()
+            blob = publisher.snapshot_blob(refresher.views, refresher.ready)
+            await pool.send(blob)
+            log.debug("snapshot of %d runtimes (%d bytes) rendered and sent in %.3f s", len(refresher.views),
+                      len(blob), time.perf_counter() - started)
+
+        refresher.listeners.append(publish)
+        return await _refresh_until_stopped(settings, pool, stack, publisher, stop, stopped_by)
 
 
-async def _refresh_until_stopped(settings: ServeSettings, pool: WorkerPool, starting: _SignalsWhileStarting,
-                                 stack: RefreshStack, publisher: SnapshotPublisher, stop: asyncio.Event,
+async def _refresh_until_stopped(settings: ServeSettings, pool: WorkerPool, stack: RefreshStack,
+                                 publisher: SnapshotPublisher, stop: asyncio.Event,
                                  stopped_by: list[signal.Signals]) -> int:
     from autoscaler.actuation.writes_off import start_writing
     from autoscaler.gcsettings import tune_for_refresh
 
     refresher, metrics = stack.refresher, stack.metrics
-    starting.check()  # a signal that came before the loop took them over
-    # Said once the loop takes the signals (`starting.delivered`): a SIGTERM after this line is `SIGTERM: stopping`.
-    # Said before, as the workers answered, a signal in the few milliseconds between was `SIGTERM while starting`.
-    log.info("serving external.metrics.k8s.io on %s with %d worker process%s (source %s, refresh every %.0f s)",
-             settings.serving_url, settings.workers, "" if settings.workers == 1 else "es", settings.source,
-             settings.refresh_interval_s)
     await stack.start()
     actuator = await start_writing(settings, refresher, metrics, cluster=stack.cluster_pods)
     tune_for_refresh()  # start-up is over; the refresh's many short-lived objects (autoscaler/gcsettings.py)
