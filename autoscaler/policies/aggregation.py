@@ -83,7 +83,9 @@ class Aggregate:
     queue_delay_max_s: float | None  # max q_i; None when no pod has a fresh queue delay
     cache_pressure: float | None  # §5; 0 when some pod has room; None when no fresh pod reports its cache
     cache_full: bool  # no fresh pod has room and at least one is known full
-    oldest_sample_at: float | None  # oldest timestamp among the signals used: honest freshness
+    # The oldest timestamp behind the values: the signals used, and the last sample of each Ready pod whose stale
+    # load or GPU reading holds values (they stand on it too). Honest freshness: the `timestamp` served.
+    oldest_sample_at: float | None
     queue_excess_s: float = 0.0  # Σ max(0, q_i - target_queue_delay_s): the backlog beyond the target
     saturated: int = 0  # pods with q_i > target_queue_delay_s
     # Every signal of SIGNALS, in that order, when built by `aggregate` (`recommend` and `decide` read it as is).
@@ -260,6 +262,9 @@ def scan_pods(
                 code = 0  # the GPU's time is stale: no GPU bit
                 if b is not None:
                     gpus = True
+                    # A stale reading holds what uses the GPU, which then stands on that reading too.
+                    if gt is not None and -inf < gt < oldest:  # (a stamp that is not a time: none to tell)
+                        oldest = gt
             if load_ok:
                 m = pod.recent_models
                 if m is not None:
@@ -308,6 +313,9 @@ def scan_pods(
             else:
                 stale += 1
                 rps.append(0.0)
+                # The values are held for this pod: they stand on its last sample too (`oldest_sample_at`).
+                if t is not None and -inf < t < oldest:
+                    oldest = t
                 if r is not None:  # a rate the fresh ones (`rps`) do not show
                     rated = True
                     if r > top_rate:

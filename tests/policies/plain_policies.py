@@ -122,6 +122,11 @@ def plain_aggregate(
             oldest = _older(oldest, gpu_time(pod))
         if use[1] or use[2] or use[3]:
             oldest = _older(oldest, pod.sampled_at)
+        # Values held for a stale pod (or a stale GPU reading) stand on its last sample too.
+        if not load_fresh[i]:
+            oldest = _older(oldest, _a_time(pod.sampled_at))
+        if pod.gpu_busy is not None and not fresh_time(gpu_time(pod), now, max_stale):
+            oldest = _older(oldest, _a_time(gpu_time(pod)))
         if use[1]:
             r = pod.requests_per_second
             assert r is not None
@@ -197,6 +202,11 @@ def plain_aggregate(
         pod_capacity=sum(capacities) / len(capacities) if capacities else None,
         models_missing=n - len(reporting) if expected_models else 0,
     )
+
+
+def _a_time(t: float | None) -> float | None:
+    """`t` where it is a time, else None (NaN and the infinities tell no time)."""
+    return t if t is not None and math.isfinite(t) else None
 
 
 def _older(oldest: float | None, t: float | None) -> float | None:

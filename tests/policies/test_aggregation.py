@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 from hypothesis import given
@@ -14,8 +14,10 @@ from autoscaler.model import PodSample
 from autoscaler.policies.aggregation import aggregate
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.power_mean import power_mean
-from autoscaler.policies.samples import clean, clean_sample, is_fresh
+from autoscaler.policies.samples import clean, clean_sample, fresh_time, gpu_time, is_fresh
+from autoscaler.policies.signals import FRESH, SIGNAL_GPU
 from tests.policies.builders import NOW, PROPERTIES, pod, pods_with
+from tests.policies.test_fast_path import policies, runtimes
 
 NAN = math.nan
 INF = math.inf
@@ -205,7 +207,18 @@ AGG_CASES = [
     AggCase(
         "stale_pod_is_left_out",
         (pod("a", gpu=0.5, age=10.0), pod("b", gpu=0.5, age=30.0), pod("c", gpu=1.0, age=46.0)),
-        {"n": 2, "ready": 3, "coverage": 2 / 3, "gpu_busy": 0.5, "oldest_sample_at": NOW - 30.0},
+        # The values are held for c, so they stand on its last sample too: their timestamp is c's.
+        {"n": 2, "ready": 3, "coverage": 2 / 3, "gpu_busy": 0.5, "oldest_sample_at": NOW - 46.0},
+    ),
+    AggCase(
+        "stale_gpu_reading_dates_the_values_it_holds",
+        (pod("a", gpu=0.5, age=10.0), replace(pod("b", gpu=0.9, age=5.0), gpu_sampled_at=NOW - 60.0)),
+        {"n": 2, "gpu_busy": 0.5, "oldest_sample_at": NOW - 60.0},
+    ),
+    AggCase(
+        "never_sampled_pod_adds_no_time",
+        (pod("a", gpu=0.5, age=10.0), pod("b", age=None)),
+        {"n": 1, "oldest_sample_at": NOW - 10.0},
     ),
     AggCase(
         "never_sampled_pod_is_stale",
@@ -297,3 +310,28 @@ def test_aggregate_never_yields_nan_inf_or_negative(gpus: list[float | None]) ->
     assert all(math.isfinite(w) and 0.0 <= w <= 1.0 for w in agg.weights)
     if any(w > 0.0 for w in agg.weights):
         assert math.fsum(agg.weights) == pytest.approx(1.0)
+
+
+@PROPERTIES
+@given(pods=runtimes, policy=policies)
+def test_the_values_are_dated_no_later_than_any_sample_they_stand_on(pods: tuple[PodSample, ...],
+                                                                      policy: RuntimePolicy) -> None:
+    """The `timestamp` served (`oldest_sample_at`) is no later than any sample behind the values: each used
+    signal's, and the last one of each Ready pod whose stale load or GPU reading holds them."""
+    agg = aggregate(pods, policy, NOW)
+    behind = []
+    for index, p in enumerate(pods):
+        if not p.ready:
+            continue
+        load_fresh = fresh_time(p.sampled_at, NOW, policy.max_staleness_s)
+        used_load = any(state == FRESH for signal, state in agg.pod_signals[index] if signal != SIGNAL_GPU)
+        if not load_fresh or used_load:
+            behind.append(p.sampled_at)
+        if p.gpu_busy is not None:
+            behind.append(gpu_time(p))
+    times = [t for t in behind if t is not None and math.isfinite(t)]
+    if times:
+        assert agg.oldest_sample_at is not None and agg.oldest_sample_at <= min(times)
+        assert agg.oldest_sample_at in times
+    else:
+        assert agg.oldest_sample_at is None

@@ -146,9 +146,17 @@ def test_served_values_follow_the_formulas() -> None:
 
 
 def test_timestamp_is_the_oldest_sample_used() -> None:
-    pods = (pod("a", gpu=0.5, age=2.0), pod("b", gpu=0.5, age=40.0), pod("c", gpu=0.5, age=400.0))
+    pods = (pod("a", gpu=0.5, age=2.0), pod("b", gpu=0.5, age=40.0), pod("c", gpu=0.5, age=4.0))
     view, _ = decide(snapshot(pods), POLICY, None, NOW, WINDOW)
     assert {v.timestamp for v in view.values.values()} == {NOW - 40.0}
+
+
+def test_values_held_for_a_stale_pod_are_dated_by_its_last_sample() -> None:
+    """Was: dated by the fresh pods' samples alone (40 s old) while held because of c, 400 s old."""
+    pods = (pod("a", gpu=0.5, age=2.0), pod("b", gpu=0.5, age=40.0), pod("c", gpu=0.5, age=400.0))
+    view, _ = decide(snapshot(pods), POLICY, None, NOW, WINDOW)
+    assert "1 of 3 ready pods stale; holding values" in view.reason
+    assert {v.timestamp for v in view.values.values()} == {NOW - 400.0}
 
 
 def test_desired_replicas_is_served_rounded_up() -> None:
