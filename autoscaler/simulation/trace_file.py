@@ -189,8 +189,8 @@ def columns(header: list[str] | None, name: str) -> tuple[int, int, int, tuple[s
                          f"left out), got {','.join(header)!r}: {'; '.join(problems)}; or a per-minute table: a "
                          "row per model, then columns named 1, 2, ... for its minutes")
     at_time, at_model, at_requests = (found.index(column) for column in HEADER)
-    others = tuple("an unnamed one (pandas' index)" if i == 0 else "an unnamed one" if not column else
-                   repr(header[i].strip()) for i, column in enumerate(found) if column not in HEADER)
+    others = tuple(repr(header[i].strip()) if column else "an unnamed one (pandas' index)" if i == 0 else
+                   "an unnamed one" for i, column in enumerate(found) if column not in HEADER)
     return at_time, at_model, at_requests, others
 
 

@@ -491,6 +491,24 @@ def test_a_pandas_export_with_its_index_and_extra_columns_runs_and_says_what_it_
     assert (report["trace"]["models"], report["trace"]["interval_s"]) == (2, 60.0)
 
 
+@pytest.mark.parametrize("header, named", [
+    ("region,timestamp_s,model,requests", "'region'"),  # named, first: was "an unnamed one (pandas' index)"
+    (",timestamp_s,model,requests", "an unnamed one (pandas' index)"),
+    ("timestamp_s,,model,requests", "an unnamed one"),
+])
+def test_an_ignored_column_is_named_by_its_header_wherever_it_stands(tmp_path: Path, header: str,
+                                                                       named: str) -> None:
+    columns = header.split(",")
+    values = {"timestamp_s": ("0", "60"), "model": ("a", "a"), "requests": ("10", "20")}
+    rows = [",".join(values.get(column, ("eu", "eu"))[i] for column in columns) for i in range(2)]
+    trace = tmp_path / "t.csv"
+    trace.write_text("\n".join([header, *rows]) + "\n")
+    result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(tmp_path / "d"), "--policies", "fixed",
+                             "--no-plot", "--quiet"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == f"simulate: warning: ignoring 1 column of the trace not used: {named}\n"
+
+
 def test_hours_without_a_row_are_named_as_read_as_no_traffic(tmp_path: Path) -> None:
     """Two exports pasted together, or a collector down overnight: the hours between had no rows and were
     replayed as no requests at all, the report's pod-hours and oracle ratios counting them without a word."""
