@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from autoscaler.actuation.leader import LeaseConfig
+from autoscaler.actuation.writes_off import elects_leader
 from autoscaler.api.open_paths import AlwaysAllowPaths, OpenPathError
 from autoscaler.kube.errors import KubeConfigError
 from autoscaler.log_lists import in_words
@@ -134,8 +135,9 @@ def _warn_discovery_settings_with_targets(settings: ServeSettings) -> None:
 def _check_leader_durations(settings: ServeSettings) -> None:
     """client-go's rules between the three leader-election durations, checked by the Lease's own config (one
     place for them): found only when the refresh process elected, they stopped a start already logged as
-    serving. `--leader-elect false` uses none of them; unset, a cluster elects, so they are checked."""
-    if settings.leader_elect is False:
+    serving. Only where a Lease is elected (`elects_leader`): elsewhere none of them is used, and the start-up
+    warning (`autoscaler.unused_settings`) says so."""
+    if not elects_leader(settings):
         return
     try:
         LeaseConfig(namespace="-", name=settings.leader_elect_lease_name, identity="preflight",

@@ -58,6 +58,11 @@ def warnings(log: str) -> list[str]:
      "AUTOSCALER_LEADER_ELECT true and --leader-elect-lease-duration do nothing: a leader is elected to write to "
      "Kubernetes, and nothing is written here (--deletion-cost=off and the replica bridge off: no Kubernetes "
      "writes)"),
+    # Durations no Lease could use, where no Lease is elected: warned of, and the adapter starts (was: refused,
+    # "cannot start: --leader-elect-lease-duration must be greater than --leader-elect-renew-deadline", status 2).
+    (["--leader-elect", "true", "--leader-elect-lease-duration", "5", "--leader-elect-renew-deadline", "10"], {},
+     "--leader-elect true, --leader-elect-lease-duration and --leader-elect-renew-deadline do nothing: a leader is "
+     "elected to write to Kubernetes, and nothing is written here"),
     (["--leader-elect", "false", "--leader-elect-retry-period", "1", "--leader-elect-lease-name", "x"], {},
      "--leader-elect-retry-period and --leader-elect-lease-name do nothing with --leader-elect false: no Lease is "
      "elected; leave them out"),
@@ -65,7 +70,7 @@ def warnings(log: str) -> list[str]:
      "--refresh-nice does nothing with --workers 0: the refresh shares the one process with serving, so there is "
      "no refresh process to lower; leave it out, or give --workers 1 or more"),
 ], ids=["client-ca", "request-header-ca-and-variable", "leader-elect-no-api", "leader-elect-variable-no-writes",
-        "lease-settings-election-off", "refresh-nice-one-process"])
+        "durations-no-lease-could-use-no-api", "lease-settings-election-off", "refresh-nice-one-process"])
 def test_a_setting_that_does_nothing_beside_another_is_named_once_at_start(
         tmp_path: Path, flags: list[str], env: dict[str, str], says: str) -> None:
     log = start_log(tmp_path, *flags, env=env)

@@ -37,8 +37,8 @@ from autoscaler.actuation.cluster_pods import ClusterPods
 from autoscaler.actuation.deletion_cost import DeletionCostWriter
 from autoscaler.actuation.leader import DEFAULT_CLIENT_TIMEOUT_S, LeaseConfig, LeaseElector, client_timeout_s
 from autoscaler.actuation.write_fence import FencedClient, WriteFence
-from autoscaler.actuation.writes_off import bridges_replicas, writes_nothing, written_namespaces
-from autoscaler.kube.client import KubeClient, KubeConfigError, in_cluster
+from autoscaler.actuation.writes_off import bridges_replicas, elects_leader, writes_nothing, written_namespaces
+from autoscaler.kube.client import KubeClient, KubeConfigError
 from autoscaler.kube.user_agent import user_agent
 from autoscaler.model import RuntimeKey
 from autoscaler.refresher import Refresher
@@ -129,7 +129,7 @@ async def start_actuator(
     if not settings.deletion_cost:
         log.info("--deletion-cost=off: pod-deletion costs are not written")
     identity = identity or leader_identity()
-    electing = settings.leader_elect if settings.leader_elect is not None else in_cluster()
+    electing = elects_leader(settings)
     timeout_s = DEFAULT_CLIENT_TIMEOUT_S
     if electing:  # no call may outlive the leader's term by more than the safety margin allows
         timeout_s = client_timeout_s(settings.leader_elect_lease_duration_s, settings.leader_elect_renew_deadline_s)

@@ -48,6 +48,14 @@ def why_nothing_is_written(settings: ServeSettings) -> str | None:
     return None
 
 
+def elects_leader(settings: ServeSettings) -> bool:
+    """Whether `serve` elects a leader (a Lease): only to write to Kubernetes, where `--leader-elect` is true, or
+    unset in a cluster. Where it does not, the Lease's settings are used nowhere, so their rules do not apply."""
+    if why_nothing_is_written(settings) is not None:
+        return False
+    return settings.leader_elect if settings.leader_elect is not None else in_cluster()
+
+
 def writes_nothing(settings: ServeSettings) -> bool:
     """True, after saying why in the log, where these settings write nothing to Kubernetes: at INFO where the
     user turned the writes off, as a WARNING where deletion costs were asked for but cannot be written."""
