@@ -53,13 +53,10 @@ class DemoPod:
     modelmesh_port: int
     exporter_port: int
     created_at: float
+    models: str  # the start of its model ids (`FakeModelMesh`'s `model_prefix`): whose models it holds copies of
     ready: bool = False
     runner: web.AppRunner | None = None
     process: subprocess.Popen[bytes] | None = None
-
-
-COPIES_PREFIX = "copies"
-"""The model ids of the pods a scale-up adds: each holds copies of the same models."""
 
 
 @dataclass
@@ -130,12 +127,15 @@ class DemoFleet:
         """Start a fake ModelMesh and its exporter; it joins the targets once its exporter answers.
 
         `own_models`: the pod serves models of its own, as the pods the runtime ran with before the demo, which
-        each hold the only copies of some models. A pod added by a scale-up holds copies that the other added
-        pods hold too (`COPIES_PREFIX`), as ModelMesh's extra copies of hot models: removing one loses no model,
-        which the unique-copy need term sees (each pod's `unique_models` in /debug)."""
-        prefix = None if own_models else COPIES_PREFIX
-        fake = FakeModelMesh(ModelMeshLoad(requests_per_second=0.0, models_loaded=6), model_prefix=prefix)
-        pod = DemoPod(f"demo-{self._serial}", fake, free_port(), free_port(), created_at=time.time())
+        each hold the only copies of some models. A pod added by a scale-up holds copies of the oldest pod's
+        models, where the demo's hot model lands (`run.Demo.apply_phase`), as ModelMesh's extra copies of hot
+        models: removing one loses no model, which the unique-copy need term sees (each pod's `unique_models` in
+        /debug). Copies of models only the added pods held would each be a pod's only copy whenever one added
+        pod is left, and the scale-down would read "6 models only it served" for a pod that holds copies."""
+        name = f"demo-{self._serial}"
+        models = name if own_models or not self.pods else self.pods[0].models
+        fake = FakeModelMesh(ModelMeshLoad(requests_per_second=0.0, models_loaded=6), model_prefix=models)
+        pod = DemoPod(name, fake, free_port(), free_port(), created_at=time.time(), models=models)
         self._serial += 1
         pod.runner = web.AppRunner(build_app(pod.fake), handle_signals=False, access_log=None)
         await pod.runner.setup()
