@@ -47,14 +47,20 @@ class PassWrites:
 
         def carried_one(write: tuple[ScaleId, str, int | None, int]) -> str:
             (namespace, name), runtime, found, wanted = write
-            return f"RuntimeScale {namespace}/{name}: ServingRuntime {runtime} spec.replicas {found} -> {wanted}"
+            return (f"RuntimeScale {namespace}/{name}: ServingRuntime {runtime} spec.replicas {_shown(found)} -> "
+                    f"{wanted}")
 
         def carried_shown(write: tuple[ScaleId, str, int | None, int]) -> str:
             (namespace, name), _, found, wanted = write
-            return f"{namespace}/{name} ({found} -> {wanted})"
+            return f"{namespace}/{name} ({_shown(found)} -> {wanted})"
 
         say_each_or_counted(log, adopted, adopted_one, lambda count, scales: (
             f"{count} RuntimeScales: spec.replicas adopted from their runtimes: {scales}"), adopted_shown)
         say_each_or_counted(log, carried, carried_one, lambda count, scales: (
             f"{count} RuntimeScales: replicas carried to their ServingRuntimes' spec.replicas: {scales}"),
             carried_shown)
+
+
+def _shown(replicas: int | None) -> str:
+    """A ServingRuntime's `spec.replicas` as its YAML shows it to the user: absent is `unset`, not Python's None."""
+    return "unset" if replicas is None else str(replicas)

@@ -115,3 +115,23 @@ def test_every_scaled_runtime_is_said_once_and_a_few_by_name(scaled: int) -> Non
         assert line.startswith(f"{scaled} RuntimeScales: ")
         assert len(re.findall(r"\(2 -> 5\)", line)) == NAMED
         assert line.endswith(f" and {scaled - NAMED} more")
+
+
+@pytest.mark.parametrize("runtimes", [1, NAMED + 1], ids=["a line each", "one counted line"])
+async def test_a_servingruntime_without_spec_replicas_is_said_unset_not_none(
+    kube: FakeKubeApi, kube_client: KubeClient, caplog: pytest.LogCaptureFixture, runtimes: int,
+) -> None:
+    """Was: `ServingRuntime rt0 spec.replicas None -> 2`, a Python None in the platform engineer's log."""
+    for i in range(runtimes):
+        kube.add_serving_runtime(NS, f"rt{i}", replicas=None)
+        kube.add_modelmesh_runtime(NS, f"modelmesh-serving-rt{i}", replicas=2)
+        kube.add_runtime_scale(NS, f"rt{i}", replicas=2)
+    with caplog.at_level(logging.INFO, logger="autoscaler.actuation.bridge"):
+        await ReplicaBridge(kube_client, namespaces=[NS]).sync()
+    carried = [line for line in bridge_lines(caplog) if "->" in line]
+    assert carried, bridge_lines(caplog)
+    assert not [line for line in carried if "None" in line], carried
+    if runtimes == 1:
+        assert carried == [f"RuntimeScale {NS}/rt0: ServingRuntime rt0 spec.replicas unset -> 2"]
+    else:
+        assert len(re.findall(r"\(unset -> 2\)", carried[0])) == NAMED, carried
