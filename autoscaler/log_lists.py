@@ -27,6 +27,20 @@ def few(items: Collection[object], named: int = NAMED) -> str:
     return ", ".join(shown) + (f" and {more} more" if more else "")
 
 
+def count_of(count: int, noun: str) -> str:
+    """`1 runtime`, `2 runtimes`: a count as a person writes it (a log line's `1 runtimes` reads as a slip)."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def added_and_removed(noun: str, added: Collection[object], removed: Collection[object]) -> str:
+    """`2 runtimes added (a, b), 1 removed (c)`: each kind there is, counted and named (`few`); a kind with none is
+    left out (`0 removed (none)` said nothing but noise). Empty when both are."""
+    said = [f"{count_of(len(added), noun)} added ({few(added)})"] if added else []
+    if removed:
+        said.append(f"{len(removed) if added else count_of(len(removed), noun)} removed ({few(removed)})")
+    return ", ".join(said)
+
+
 def in_words(names: Sequence[str]) -> str:
     """A short list as a sentence says it: `a`, `a and b`, `a, b and c`."""
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

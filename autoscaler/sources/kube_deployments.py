@@ -38,7 +38,7 @@ from kubernetes.aio.client import ApiClient
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.paths import DEPLOYMENTS, collection_endpoint, deployment_endpoint
 from autoscaler.kube.raw import Scope, read_json, scope_name
-from autoscaler.log_lists import few
+from autoscaler.log_lists import added_and_removed
 from autoscaler.model import RuntimeKey
 from autoscaler.names import SERVINGRUNTIME_DEPLOYMENT_PREFIX
 from autoscaler.sources.kube_objects import (
@@ -303,8 +303,7 @@ class DeploymentResync:
             added = sorted(str(key) for key in fresh.keys() - self.runtimes.keys())
             removed = sorted(str(key) for key in self.runtimes.keys() - fresh.keys())
             if added or removed:
-                log.info("Kubernetes discovery: %d runtimes added (%s), %d removed (%s)", len(added), few(added),
-                         len(removed), few(removed))
+                log.info("Kubernetes discovery: %s", added_and_removed("runtime", added, removed))
             self.runtimes = fresh
             self._on_change()
         return errors
