@@ -13,6 +13,9 @@ if TYPE_CHECKING:
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
+PROG = "modelmesh-autoscaler"
+"""The command's name, as its messages start: `modelmesh-autoscaler simulate: error: ...`, argparse's form."""
+
 INHERITED_MULTIPROCESS_VARIABLES = ("PROMETHEUS_MULTIPROC_DIR", "prometheus_multiproc_dir")
 """prometheus_client's switch to multiprocess values (the lower-case spelling is its deprecated one), read when
 it is imported; `autoscaler.api.selfmetrics_split.MULTIPROCESS_DIRECTORY` is the one the adapter sets itself."""
@@ -26,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     from exporter.settings import SECONDS_FORMS
 
     parser = argparse.ArgumentParser(
-        prog="modelmesh-autoscaler",
+        prog=PROG,
         description="Skew-aware external metrics for scaling KServe ModelMesh runtimes with the Kubernetes HPA.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 
+from autoscaler.cli import PROG
 from autoscaler.policies import strict_yaml
 from autoscaler.policies.config import ConfigError
 from autoscaler.policies.config_file import load_policy_book
@@ -41,6 +42,10 @@ from exporter.settings import seconds, seconds_or_off
 
 if TYPE_CHECKING:
     from autoscaler.simulation.trace import Trace
+
+ERROR: Final = f"{PROG} simulate: error: "
+"""How a run's error starts: as argparse starts the errors of the flags (`autoscaler.cli`), so that every error of
+`simulate` reads the same (its own ones said `simulate: ...`)."""
 
 POLICY_NAMES: Final = ("fixed", "fixed-max", "mean-hpa", "skew-aware")
 """`fixed-max` (maxReplicas all day) is the bound: the fewest delays any replica policy gets."""
@@ -501,7 +506,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as error:
         if error.name not in ("numpy", "matplotlib"):
             raise
-        print(f"simulate: needs {error.name}: pip install 'modelmesh-autoscaler[simulate]' (in a checkout: "
+        print(f"{ERROR}needs {error.name}: pip install 'modelmesh-autoscaler[simulate]' (in a checkout: "
               ".venv/bin/pip install -e '.[simulate]')", file=sys.stderr)
         return 2
     except (ConfigError, ValueError) as error:  # TraceError is a ValueError
@@ -509,7 +514,7 @@ def run_simulate(args: argparse.Namespace) -> int:
 
         _remove_made(made)  # a failure after `_check_out` (a write that failed): no empty directories left
         ProgressBar.end_line()  # a bar left short of its end (reading): the error on a line of its own
-        print(f"simulate: {error}", file=sys.stderr)
+        print(f"{ERROR}{error}", file=sys.stderr)
         return 2
     try:
         _print_summary(args, report)

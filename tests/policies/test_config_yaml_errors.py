@@ -18,6 +18,7 @@ from autoscaler.policies import strict_yaml
 from autoscaler.policies.config import ConfigError
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.yaml_errors import yaml_error_text
+from tests.simulation.runs import FAILED
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -61,7 +62,7 @@ def test_simulate_names_the_line_and_column_of_a_yaml_mistake_in_one_line(tmp_pa
                  str(tmp_path / "out"), "--no-plot", "--quiet", "--config", str(policy))
     assert result.returncode == 2, result.stderr
     assert result.stderr.count("\n") == 1, result.stderr
-    assert result.stderr.startswith(f"simulate: {policy}:{said}"), result.stderr
+    assert result.stderr.startswith(f"{FAILED}{policy}:{said}"), result.stderr
     assert "<unicode string>" not in result.stderr
 
 

@@ -12,6 +12,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 SIMULATE = [sys.executable, "-m", "autoscaler.cli", "simulate"]
 HEADER = "timestamp_s,model,requests\n"
+FAILED = "modelmesh-autoscaler simulate: error: "
+"""How every error of `simulate` starts, its flags' (argparse's) and its inputs' alike."""
 
 
 def write_trace(tmp_path: Path, rows: str) -> Path:

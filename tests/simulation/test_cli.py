@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from autoscaler.simulation.report import load_steps
+from tests.simulation.runs import FAILED
 from tests.support.terminal import ctrl_c_after, moment_of_start_up
 
 SIMULATE = [sys.executable, "-m", "autoscaler.cli", "simulate"]
@@ -157,7 +158,7 @@ def test_bad_input_is_a_clear_error_and_writes_nothing(tmp_path: Path) -> None:
     result = subprocess.run([*SIMULATE, "--trace", str(trace), "--out", str(out)], capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 2
-    assert f"simulate: {trace}: line 3: requests must be a number, got 'lots'" in result.stderr
+    assert f"{FAILED}{trace}: line 3: requests must be a number, got 'lots'" in result.stderr
     assert not out.exists()
     behavior = tmp_path / "hpa.yaml"
     behavior.write_text("behavior:\n  scaleDown:\n    selectPolicy: Slowest\n")
@@ -189,7 +190,7 @@ def test_a_synthetic_trace_too_large_to_make_is_refused_at_once(tmp_path: Path, 
     result = subprocess.run([*SIMULATE, "--synthetic", *flags, "--out", str(out), "--quiet"], capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 2, result.stderr
-    assert result.stderr.strip() == f"simulate: {message}: give a smaller one", result.stderr
+    assert result.stderr.strip() == f"{FAILED}{message}: give a smaller one", result.stderr
     assert not out.exists()
 
 
@@ -209,7 +210,7 @@ def test_synthetic_flags_given_with_a_trace_are_refused_naming_them(tmp_path: Pa
     result = subprocess.run([*SIMULATE, "--trace", str(trace), *flags, "--out", str(out), "--quiet"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2, result.stderr
-    assert result.stderr.strip() == (f"simulate: {named}: only for --synthetic (a --trace replays as it is): leave "
+    assert result.stderr.strip() == (f"{FAILED}{named}: only for --synthetic (a --trace replays as it is): leave "
                                      f"{'them' if ',' in named else 'it'} out"), result.stderr
     assert not out.exists()
 
@@ -221,7 +222,7 @@ def test_a_synthetic_trace_that_draws_no_request_is_refused_as_a_trace_of_zeros_
     result = subprocess.run([*SIMULATE, "--synthetic", "--models", "5", "--hours", "1", "--rps", "0.0001", "--out",
                              str(out), "--quiet"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2, result.stderr
-    assert result.stderr.strip() == ("simulate: the synthetic trace (mixed, seed 0) drew no request: 5 models at "
+    assert result.stderr.strip() == (f"{FAILED}the synthetic trace (mixed, seed 0) drew no request: 5 models at "
                                      "--rps 0.0001 for --hours 1: nothing to replay; give a larger --rps or --hours")
     assert not out.exists()
 
@@ -310,7 +311,7 @@ def run_with_behavior(tmp_path: Path, text: str) -> subprocess.CompletedProcess[
 def test_a_bad_behavior_file_is_refused_naming_the_field(tmp_path: Path, text: str, message: str) -> None:
     result = run_with_behavior(tmp_path, text)
     assert result.returncode == 2, result.stderr
-    assert f"simulate: {tmp_path / 'hpa.yaml'}: {message}" in result.stderr
+    assert f"{FAILED}{tmp_path / 'hpa.yaml'}: {message}" in result.stderr
     assert "Traceback" not in result.stderr
 
 
@@ -436,7 +437,7 @@ def test_an_out_directory_that_cannot_be_written_is_one_line_before_the_run(tmp_
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [result.stderr.strip()], result.stderr
-    assert result.stderr.startswith(f"simulate: --out {out}: cannot write there: "), result.stderr
+    assert result.stderr.startswith(f"{FAILED}--out {out}: cannot write there: "), result.stderr
     assert "Traceback" not in result.stderr and result.stdout == ""
 
 
@@ -448,7 +449,7 @@ def test_a_file_that_is_not_text_is_named(tmp_path: Path, flag: str) -> None:
     result = subprocess.run([*SIMULATE, *source, "--out", str(tmp_path / "out")], capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 2, result.stderr
-    assert result.stderr.startswith(f"simulate: {binary}: not UTF-8 text"), result.stderr
+    assert result.stderr.startswith(f"{FAILED}{binary}: not UTF-8 text"), result.stderr
     assert not (tmp_path / "out").exists()
 
 
@@ -489,6 +490,18 @@ def test_a_pandas_export_with_its_index_and_extra_columns_runs_and_says_what_it_
     report = json.loads((out / "report.json").read_text())
     assert report["trace"]["requests"] == sum(30 + i for i in range(8))
     assert (report["trace"]["models"], report["trace"]["interval_s"]) == (2, 60.0)
+
+
+@pytest.mark.parametrize("flags", [
+    ["--trace", "missing.csv"],  # the run's own error (was: "simulate: missing.csv: cannot read trace: ...")
+    ["--synthetic", "--hours", "abc"],  # a flag's, from argparse
+    ["--trace", "missing.csv", "--synthetic"],  # flags that go apart, from argparse
+], ids=["input", "flag-value", "flags-together"])
+def test_every_error_of_simulate_starts_the_same(tmp_path: Path, flags: list[str]) -> None:
+    result = subprocess.run([*SIMULATE, *flags, "--out", str(tmp_path / "d"), "--quiet", "--no-plot"],
+                            capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines()[-1].startswith("modelmesh-autoscaler simulate: error: "), result.stderr
 
 
 @pytest.mark.parametrize("header, named", [

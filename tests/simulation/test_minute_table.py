@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.simulation.trace import read_csv
-from tests.simulation.runs import report, run_module, simulate
+from tests.simulation.runs import FAILED, report, run_module, simulate
 
 AZURE_IDS = ("HashOwner", "HashApp", "HashFunction", "Trigger")
 
@@ -61,11 +61,11 @@ def test_a_cell_that_is_not_a_count_is_refused_naming_its_line_and_minute(tmp_pa
     result = simulate(tmp_path, day)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
-        f"simulate: {day}: line 3: minute 7: requests must be a number, got 'x'")
+        f"{FAILED}{day}: line 3: minute 7: requests must be a number, got 'x'")
     day_file(day, [("f-a", "http", {1: 2}), ("f-b", "http", {9: -1})])
     result = simulate(tmp_path, day)
     assert result.stderr.strip().splitlines()[-1] == (
-        f"simulate: {day}: line 3: minute 9: requests must be >= 0, got '-1'")
+        f"{FAILED}{day}: line 3: minute 9: requests must be >= 0, got '-1'")
 
 
 def convert(*args: str | Path) -> subprocess.CompletedProcess[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from autoscaler.simulation.report import ProgressBar
 from autoscaler.simulation.trace import PROGRESS_ROWS, read_csv
-from tests.simulation.runs import REPO, convert, write_trace
+from tests.simulation.runs import FAILED, REPO, convert, write_trace
 
 CONVERT = [sys.executable, "-m", "autoscaler.simulation.request_log"]
 
@@ -99,4 +99,4 @@ def test_an_error_after_a_partly_drawn_bar_starts_its_own_line(tmp_path: Path) -
     status, shown = on_a_terminal(["simulate", "--trace", str(trace), "--out", str(tmp_path / "report")],
                                   [sys.executable, "-m", "autoscaler.cli"])
     assert status == 2 and re.search(r"\d%", shown), shown
-    assert re.search(r"(^|\n)simulate: ", shown), shown
+    assert re.search(f"(^|\n){FAILED}", shown), shown

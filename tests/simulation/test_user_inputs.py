@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from autoscaler.simulation.trace import read_csv
 from tests.simulation import runs
-from tests.simulation.runs import SIMULATE, report, write_trace
+from tests.simulation.runs import FAILED, SIMULATE, report, write_trace
 
 
 def simulate(tmp_path: Path, rows: str, *flags: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -135,7 +135,7 @@ def test_a_count_no_cluster_could_serve_is_refused_at_once_not_simulated_for_hou
     result = simulate(tmp_path, "0,a,1e12\n60,a,1\n", timeout=60)
     assert result.returncode == 2, result.stderr
     line = result.stderr.strip().splitlines()[-1]
-    assert line.startswith("simulate: the trace's peak (16,666,666,667 requests/s) at --pod-rps 20 needs "), line
+    assert line.startswith(f"{FAILED}the trace's peak (16,666,666,667 requests/s) at --pod-rps 20 needs "), line
     assert "Check the trace's requests" in line and "--pod-rps" in line, line
     assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
     result = simulate(tmp_path, "0,a,60\n60,a,1\n", "--max-replicas", "1000000", timeout=60)
@@ -150,11 +150,11 @@ def test_a_run_sized_past_what_simulate_runs_by_min_replicas_names_it(tmp_path: 
     rows = "0,a,600\n60,a,1200\n"
     result = simulate(tmp_path, rows, "--min-replicas", "25000", timeout=60)
     assert result.returncode == 2, result.stderr
-    assert result.stderr.strip() == ("simulate: --min-replicas 25,000 sizes maxReplicas 25,001 (one more): more pods "
+    assert result.stderr.strip() == (f"{FAILED}--min-replicas 25,000 sizes maxReplicas 25,001 (one more): more pods "
                                      "than simulate runs (20,000). Give a smaller --min-replicas"), result.stderr
     result = simulate(tmp_path, rows, "--min-replicas", "25000", "--policies", "fixed", timeout=60)
     assert result.returncode == 2, result.stderr
-    assert result.stderr.strip() == ("simulate: fixed runs --min-replicas 25,000 pods, more than simulate runs "
+    assert result.stderr.strip() == (f"{FAILED}fixed runs --min-replicas 25,000 pods, more than simulate runs "
                                      "(20,000): give a smaller --min-replicas"), result.stderr
 
 
@@ -173,7 +173,7 @@ def test_a_peak_whose_twice_is_past_what_simulate_runs_gives_both_numbers(tmp_pa
     result = simulate(tmp_path, "0,a,12600000\n60,a,3\n", timeout=60)
     assert result.returncode == 2, result.stderr
     line = result.stderr.strip()
-    assert line.startswith("simulate: the trace's peak (210,000 requests/s) at --pod-rps 20 needs 10,500 pods, "
+    assert line.startswith(f"{FAILED}the trace's peak (210,000 requests/s) at --pod-rps 20 needs 10,500 pods, "
                            "which size maxReplicas 21,000 (twice that): more pods than simulate runs (20,000). "
                            "Check the trace's requests"), line
     assert line.endswith("or give --max-replicas"), line
@@ -187,7 +187,7 @@ def test_a_synthetic_run_sized_past_what_simulate_runs_names_rps(tmp_path: Path)
                             timeout=120)
     assert result.returncode == 2, result.stderr
     line = result.stderr.strip()
-    assert line.startswith("simulate: --rps 1e+06 draws a peak of 1,006,914 requests/s, which at --pod-rps 20 needs "
+    assert line.startswith(f"{FAILED}--rps 1e+06 draws a peak of 1,006,914 requests/s, which at --pod-rps 20 needs "
                            "50,346 pods, which size maxReplicas 100,692 (twice that): more pods than simulate runs "
                            "(20,000). Give a smaller --rps"), line
     assert "trace's requests" not in line and not (tmp_path / "out").exists()
@@ -247,7 +247,7 @@ def test_a_yaml_mistake_in_the_hpa_file_is_one_line_with_its_line_and_column(tmp
                                          "      value: 1\n     periodSeconds: 60\n")
     assert result.returncode == 2, result.stderr
     assert result.stderr.count("\n") == 1, result.stderr
-    assert result.stderr.startswith(f"simulate: {tmp_path / 'hpa.yaml'}:6:6: not valid YAML: "), result.stderr
+    assert result.stderr.startswith(f"{FAILED}{tmp_path / 'hpa.yaml'}:6:6: not valid YAML: "), result.stderr
     result = run_with_behavior(tmp_path, "\tbehavior:\n")
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert f"{tmp_path / 'hpa.yaml'}:1:1: not valid YAML: " in result.stderr, result.stderr
@@ -259,7 +259,7 @@ def test_a_manifest_of_another_kind_is_named_as_such(tmp_path: Path) -> None:
     result = run_with_behavior(tmp_path, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n"
                                          "spec:\n  replicas: 3\n")
     assert result.returncode == 2, result.stderr
-    assert (f"simulate: {tmp_path / 'hpa.yaml'}: a Deployment, not a HorizontalPodAutoscaler: give the HPA's "
+    assert (f"{FAILED}{tmp_path / 'hpa.yaml'}: a Deployment, not a HorizontalPodAutoscaler: give the HPA's "
             "manifest (kubectl get hpa NAME -o yaml) or a mapping with `behavior:`") in result.stderr, result.stderr
 
 
@@ -323,7 +323,7 @@ def test_an_output_file_that_cannot_be_written_is_one_line_before_the_run(tmp_pa
     (tmp_path / "out" / name).mkdir(parents=True)
     result = runs.simulate(tmp_path, write_trace(tmp_path, "0,a,60\n60,a,60\n"), plot=True)
     assert result.returncode == 2, result.stderr
-    assert result.stderr == (f"simulate: --out {tmp_path / 'out'}: cannot write {name} there: it is a "
+    assert result.stderr == (f"{FAILED}--out {tmp_path / 'out'}: cannot write {name} there: it is a "
                              "directory\n"), result.stderr
     assert result.stdout == ""
 
@@ -351,7 +351,7 @@ def test_a_policy_max_below_the_hpas_min_is_one_line_not_a_traceback(tmp_path: P
     """`max_replicas: 1` in the policy file, minReplicas 2 (the default): a KeyError traceback mid-run."""
     result = run_with_config(tmp_path, "defaults:\n  max_replicas: 1\n")
     assert result.returncode == 2, result.stderr
-    assert result.stderr == (f"simulate: {tmp_path / 'policy.yaml'}: defaults: max_replicas 1 is below "
+    assert result.stderr == (f"{FAILED}{tmp_path / 'policy.yaml'}: defaults: max_replicas 1 is below "
                              "--min-replicas 2 (the HPA's minReplicas): raise it, or give --min-replicas 1\n")
     assert not (tmp_path / "out").exists()
     assert run_with_config(tmp_path, "defaults:\n  max_replicas: 1\n", "--min-replicas", "1").returncode == 0

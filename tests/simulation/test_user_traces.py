@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from autoscaler.simulation.report import bound_text, hours_text
 from autoscaler.simulation.trace import read_csv
-from tests.simulation.runs import HEADER, convert, report, run_module, simulate, write_trace
+from tests.simulation.runs import FAILED, HEADER, convert, report, run_module, simulate, write_trace
 
 
 @pytest.mark.parametrize(("rows", "said"), [
@@ -64,7 +64,7 @@ def test_rows_that_repeat_a_model_and_interval_are_counted_and_how_to_sum_them_i
     result = simulate(tmp_path, trace)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == (
-        f"simulate: {trace}: line 5: model 'a' at 0 is listed twice; 3 rows in all repeat a model and interval "
+        f"{FAILED}{trace}: line 5: model 'a' at 0 is listed twice; 3 rows in all repeat a model and interval "
         "(one row per model and interval: sum them first: pandas df.groupby(['timestamp_s', 'model'], "
         "as_index=False).sum(); an export per pod: sum by (model) in PromQL)")
 
@@ -75,7 +75,7 @@ def test_a_trace_whose_every_row_counts_no_requests_is_refused(tmp_path: Path) -
     trace = write_trace(tmp_path, "0,a,0\n60,b,0\n120,a,0\n")
     result = simulate(tmp_path, trace)
     assert result.returncode == 2, result.stderr
-    assert result.stderr.strip() == (f"simulate: {trace}: every row's requests is 0 (3 rows): nothing to replay; "
+    assert result.stderr.strip() == (f"{FAILED}{trace}: every row's requests is 0 (3 rows): nothing to replay; "
                                      "requests is the count of requests in each interval")
 
 
@@ -105,7 +105,7 @@ def test_a_trace_not_in_utf8_says_where_and_how_to_save_it(tmp_path: Path, encod
     trace.write_bytes((HEADER + "0,a,5\n60,café,3\n").encode(encoding))
     result = simulate(tmp_path, trace)
     assert result.returncode == 2, result.stderr
-    assert result.stderr.strip() == f"simulate: {trace}: {said}"
+    assert result.stderr.strip() == f"{FAILED}{trace}: {said}"
 
 
 @pytest.mark.parametrize("mistake", ["code page", "gzip cut short", "gzip named csv"])
@@ -138,7 +138,7 @@ def damaged(data: bytes, where: str) -> bytes:
 
 
 DAMAGED_READERS = {  # what each reader is given (its own kind of file), its exit status and its message's start
-    "simulate": (HEADER + "0,a,5\n60,a,3\n120,b,4\n", 2, "simulate: "),
+    "simulate": (HEADER + "0,a,5\n60,a,3\n120,b,4\n", 2, FAILED),
     "request_log": ("timestamp,model\n1700000000,a\n1700000001,b\n", 1, "error: "),
     "minute_table": ("HashOwner,HashApp,HashFunction,Trigger,1,2\no,a,f,http,1,2\n", 1, "error: "),
 }
