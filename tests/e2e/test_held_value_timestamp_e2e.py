@@ -85,5 +85,9 @@ def test_values_held_for_a_stale_pod_carry_its_last_sample_time(tmp_path: Path) 
         assert document["values"]["modelmesh_desired_replicas"]["timestamp"] <= last, document["values"]
 
         # Both answers served above were over STALE_BEYOND_S old: none lands in the buckets up to it.
-        count, young = poll(lambda: (seen := freshness(path))[0] >= before + 2 and seen, timeout=10)
+        def served_twice() -> tuple[float, float] | None:
+            seen = freshness(path)
+            return seen if seen[0] >= before + 2 else None
+
+        count, young = poll(served_twice, timeout=10)
         assert count >= before + 2 and young == young_before, (before, young_before, count, young)
