@@ -241,6 +241,11 @@ AGG_CASES = [
         {"gpu_busy": 0.3},
         RuntimePolicy(skew_order=1.0),
     ),
+    AggCase(  # the usual pod (all five signals): a delay exactly at target_queue_delay_s (0.05 s) is no backlog
+        "queue_exactly_at_target_is_not_saturated",
+        pods_with(gpu=[0.4], rps=[10.0], queue=[0.05], cache=[0.5]),
+        {"saturated": 0, "queue_excess_s": 0.0},
+    ),
     AggCase(
         "queue_sum_and_max",
         pods_with(queue=[0.2, 0.05, None, 0.0]),

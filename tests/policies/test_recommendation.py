@@ -172,6 +172,35 @@ CASES = [
         {"queue": 6, "gpu": 3},
         held={"queue": 6, "gpu": 3},
     ),
+    Case(
+        # the queue rides on the larger capacity term: GPU 2*0.8/0.8 = 2, requests 2*300/100 = 6; excess
+        # 30.05 - 0.05 = 30 pod-s over the default 60 s drain = 0.5: 6 + 0.5 = 6.5 -> 7 (on the GPU: 2.5 -> 3)
+        "queue_rides_on_the_request_term_when_it_is_larger",
+        pods(gpu=[0.8, 0.8], rps=[300.0, 300.0], cache=[0.5, 0.5], queue=[30.05, 0.0]),
+        7,
+        "queue",
+        {"queue": 7, "requests": 6, "gpu": 2},
+        RuntimePolicy(target_rps_per_pod=100.0),
+    ),
+    Case(
+        # no capacity term: 1 saturated pod + (120.05 - 0.05) / 60 = 1 + 2 = 3, as many as the Ready pods:
+        # the signal beats the floor it equals
+        "queue_equal_to_the_ready_pods_wins_the_tie",
+        pods(rps=[10.0, 10.0, 10.0], queue=[120.05, 0.0, 0.0]),
+        3,
+        "queue",
+        {"queue": 3, "ready_pods": 3},
+        RuntimePolicy(),
+    ),
+    Case(
+        # a queue exactly at target_queue_delay_s (0.05 s) is not a backlog: no queue proposal; GPU 0.4/0.8 -> 1
+        "queue_exactly_at_target_proposes_nothing",
+        pods(gpu=[0.4], rps=[10.0], queue=[0.05], cache=[0.5]),
+        1,
+        "gpu",
+        {"queue": None, "gpu": 1},
+        RuntimePolicy(),
+    ),
 ]
 
 
@@ -182,6 +211,15 @@ def test_recommend(case: Case) -> None:
     assert set(rec.proposals) == {"gpu", "requests", "queue", "cache", "ready_pods", "min_replicas"}
     for term, expected in case.proposals.items():
         assert rec.proposals[term] == expected, term
+
+
+def test_a_term_computed_exactly_at_its_held_proposal_is_not_held() -> None:
+    """GPU missing on pod-2 only: 2 of 3 fresh (coverage 0.67 >= 0.5), 2*0.8/0.8 = 2.0 pods, exactly the held 2:
+    the term did not fall, so /debug names no hold for it."""
+    policy = RuntimePolicy()
+    rec = recommend(aggregate(pods(gpu=[0.8, 0.8, None]), policy, NOW), policy, {"gpu": 2})
+    assert (rec.proposals["gpu"], rec.desired) == (2, 2)
+    assert "gpu" not in rec.held
 
 
 @pytest.mark.parametrize(
