@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, smooth
@@ -24,6 +24,7 @@ class Step:
     may_fall: bool
     expected: SmoothState | None
     settle: float = 0.0
+    tau: float = TAU
 
 
 STEPS = [
@@ -56,12 +57,21 @@ STEPS = [
         DESIRED_REPLICAS_SETTLE,
     ),
     Step("equal_target_is_kept", SmoothState(4.0, 0.0), 4.0, 15.0, False, SmoothState(4.0, 15.0)),
+    # No time passed since the last step: no fall, even at tau 0 (which falls at once once time passes) ...
+    Step("no_time_passed_no_fall_at_tau_zero", SmoothState(5.0, 100.0), 2.0, 100.0, True, SmoothState(5.0, 100.0),
+         tau=0.0),
+    # ... nor inside the settle band: 3.05 stays 3.05 (4 replicas served), it does not land on 3.0
+    Step("no_time_passed_no_settling", SmoothState(3.05, 100.0), 3.0, 100.0, True, SmoothState(3.05, 100.0),
+         DESIRED_REPLICAS_SETTLE),
+    # tau 1e30: after 1 s the gap is still 0.5, exactly the settle band: it lands on the target
+    Step("a_gap_exactly_at_the_settle_band_lands", SmoothState(2.5, 0.0), 2.0, 1.0, True, SmoothState(2.0, 1.0),
+         0.5, tau=1e30),
 ]
 
 
 @pytest.mark.parametrize("step", STEPS, ids=[s.id for s in STEPS])
 def test_smooth(step: Step) -> None:
-    result = smooth(step.state, step.target, step.now, TAU, step.may_fall, step.settle)
+    result = smooth(step.state, step.target, step.now, step.tau, step.may_fall, step.settle)
     if step.expected is None:
         assert result is None
     else:
@@ -128,3 +138,21 @@ def test_value_never_falls_when_a_fall_is_not_allowed_and_never_undershoots(
         if target is not None:
             assert state.value >= target  # falls approach the target from above, never pass it
             assert state.value <= max(before.value, target)
+
+
+@PROPERTIES
+@given(
+    last=st.floats(min_value=0.0, max_value=1e4),
+    share=st.floats(min_value=0.0, max_value=1.0, exclude_max=True),
+    dt=st.floats(min_value=1e-3, max_value=1e4),
+    tau=st.floats(min_value=1e-3, max_value=1e300),
+)
+# One such case (100 random examples rarely hit one): target 0.5341959852641673 below 3.2261964531573706.
+@example(last=3.2261964531573706, share=0.5341959852641673 / 3.2261964531573706, dt=1.0, tau=1e30)
+def test_a_fall_never_serves_above_the_last_value(last: float, share: float, dt: float, tau: float) -> None:
+    """With a tau far above dt the decayed gap rounds to the whole gap, and `target + gap` can come out one
+    float step above where the series was: a 'fall' that serves more than before."""
+    target = last * share
+    assume(target < last)
+    state = smooth(SmoothState(last, 0.0), target, dt, tau, True)
+    assert state is not None and target <= state.value <= last
