@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import pickle
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import pytest
 from hypothesis import given
@@ -186,6 +186,27 @@ def test_stale_pod_holds_values_that_would_fall() -> None:
     assert served(view)[GPU] == pytest.approx(0.9)
     assert served(view)[DESIRED] == 5.0
     assert served(view)[LOAD] == pytest.approx(4 * 90.0)
+
+
+def test_a_pod_whose_load_is_stale_holds_the_gpu_busy_though_every_gpu_reading_is_fresh() -> None:
+    """pod-1's load sample is 100 s old (stale at max_staleness_s 45), its GPU reading just taken: the GPU busy
+    (0.4 on both) has no pod missing, but the step is not whole, so the 0.8 served 300 s ago is held, not decayed
+    to 0.4 + 0.4 x e^(-300/300) = 0.547."""
+    pods = tuple(replace(p, gpu_sampled_at=NOW) for p in busy_pods(0.4, 0.4))
+    pods = (pods[0], replace(pods[1], sampled_at=NOW - 100.0))
+    memory = RuntimeMemory(smoothed={GPU: SmoothState(0.8, NOW - 300.0)}, known=True)
+    view, _ = decide(snapshot(pods), POLICY, memory, NOW, WINDOW)
+    assert served(view)[GPU] == 0.8
+
+
+def test_a_pod_whose_load_is_stale_holds_the_replicas_of_a_gpu_only_runtime() -> None:
+    """Pods that report only GPU busy (0.8 each: 2 x 0.8 / 0.8 = 2 pods); pod-1's load sample 100 s old, its GPU
+    reading fresh. The 4 replicas served 300 s ago are held, not decayed to 2 + 2 x e^(-1) = 2.74 -> 3."""
+    pods = (pod("pod-0", gpu=0.8), replace(pod("pod-1", gpu=0.8, age=100.0), gpu_sampled_at=NOW))
+    memory = RuntimeMemory(smoothed={DESIRED: SmoothState(4.0, NOW - 300.0)}, known=True)
+    view, _ = decide(snapshot(pods), POLICY, memory, NOW, WINDOW)
+    assert view.proposals["gpu"] == 2
+    assert served(view)[DESIRED] == 4.0
 
 
 def test_full_caches_whose_lru_copies_were_just_used_hold_the_cache_term() -> None:

@@ -189,6 +189,16 @@ def test_a_pod_missing_only_a_signal_the_replicas_do_not_use_is_a_whole_restart_
     assert "requests not fresh on pod-0" in views[0].warming_up
 
 
+def test_a_pod_with_a_fresh_gpu_reading_but_stale_load_is_waited_for_after_a_restart() -> None:
+    """A GPU-only runtime (no request rate, queue or cache) restarted with pod-1's load sample 100 s old and its GPU
+    reading just taken: not every Ready pod is fresh, so nothing is served (503) inside the grace period; the
+    reason says which pod the warm-up waits for."""
+    pods = (pod("pod-0", gpu=0.4), replace(pod("pod-1", gpu=0.4, age=100.0), gpu_sampled_at=NOW))
+    [(view, memory, warm)] = restart([(NOW, snapshot(pods))], RuntimePolicy(warmup_grace_s=30.0))
+    assert served(view)[DESIRED] is None and memory is None and warm is not None
+    assert "1 of 2 ready pods fresh (pod-1" in view.reason
+
+
 def test_a_runtime_with_memory_of_every_value_is_decided_as_before() -> None:
     _, memory = decide(snapshot(hot_runtime(NOW)), POLICY, None, NOW, WINDOW)
     snap = snapshot(hot_runtime(NOW + 15.0, hot_age=None), now=NOW + 15.0)
