@@ -188,9 +188,11 @@ def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | N
     in_use, per_pod = agg.models_in_use, agg.pod_capacity
     if in_use is not None and per_pod:
         need = in_use / per_pod
-        if cache is not None and need > 0 and cache > policy.cache_pressure_cap * need:
+        if cache is not None and cache > policy.cache_pressure_cap * need:
             # Pressure is all copies used lately, which extra copies of a busy model keep true however many pods
-            # they fill: at most the cap over what the models in use need, or it ratchets (one model a pod)
+            # they fill: at most the cap over what the models in use need, or it ratchets (one model a pod). None
+            # in use (U = 0, known: the pods report per-model use) is no pod: full caches of copies nobody served
+            # lately need none (U unknown, `models_in_use` None, leaves the pressure alone)
             cache, capped = policy.cache_pressure_cap * need, True
         if cache is None or need > cache:
             cache = need

@@ -108,7 +108,7 @@ def plain_recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, in
     capped = False
     if agg.models_in_use is not None and agg.pod_capacity:
         need = agg.models_in_use / agg.pod_capacity
-        if cache is not None and need > 0 and cache > policy.cache_pressure_cap * need:
+        if cache is not None and cache > policy.cache_pressure_cap * need:
             cache, capped = policy.cache_pressure_cap * need, True
         cache = need if cache is None else max(cache, need)
     cache = _hold(CACHE, cache, agg, policy, held, why)

@@ -63,6 +63,21 @@ def test_without_per_model_use_the_cache_need_is_absent() -> None:
     assert (view.proposals["cache"], served(view), view.winner, view.reason) == (None, 4.0, "gpu", "")
 
 
+def test_full_caches_of_copies_nobody_served_lately_ask_for_no_pods() -> None:
+    """4 full caches (0.95, 10 models), the least recently used copy 1200 s old: pressure 600 / 1200 = 0.5, which
+    alone asks for 4 x 0.5 = 2 pods. Every pod's exporter reports per-model use and none served a model within
+    600 s (U = 0 known): the pressure term is at most 1.2 x 0 = 0 pods, and the GPU's 4 x 0.1 / 0.8 = 0.5 -> 1
+    decides. From exporters without per-model use (U unknown) the pressure's 2 stands."""
+    def full(recent: dict[str, float] | None) -> tuple[PodSample, ...]:
+        return tuple(replace(pod(f"pod-{i}", gpu=0.1, rps=1.0, queue=0.0, cache=0.95, models=10.0, lru=1200.0),
+                             recent_models=recent) for i in range(4))
+
+    view, _ = decide(snapshot(full({})), RuntimePolicy(), None, NOW, WINDOW)
+    assert (view.proposals["cache"], served(view), view.winner) == (0, 1.0, "gpu")
+    unknown, _ = decide(snapshot(full(None)), RuntimePolicy(), None, NOW, WINDOW)
+    assert (unknown.proposals["cache"], served(unknown), unknown.winner) == (2, 2.0, "cache")
+
+
 def test_the_cache_need_is_capped_by_max_replicas() -> None:
     # 5 needed, maxReplicas 4: the cap decides (4), and the cache term still shows its 5.
     view, _ = decide(snapshot(night_pods()), RuntimePolicy(max_replicas=4), None, NOW, WINDOW)
