@@ -7,7 +7,7 @@ import math
 import pytest
 
 from autoscaler.actuation.deletion_cost_plan import PodPatch, PodRecord, plan_patches, scale_down_pending
-from autoscaler.model import PodView
+from autoscaler.model import PodView, RuntimeKey
 from tests.actuation.conftest import KEY, pod_view, runtime_view
 
 NOW = 10_000.0
@@ -75,6 +75,18 @@ def test_patches_come_urgent_then_changed_and_new_in_turns_then_refreshes_each_o
 
     assert [(p.priority, p.pod) for p in plan_patches(views, records, set(), NOW)] == [
         (1, "b-moved"), (2, "new"), (1, "a-moved"), (3, "older"), (3, "old")]
+
+
+def test_a_retried_write_in_a_runtime_about_to_scale_down_goes_before_other_changed_costs() -> None:
+    """pod a (about to be scaled down, its last write of 300 failed; 200 written 50 s ago) and pod d in a calm
+    runtime (500 written 100 s ago, now 400: changed, its minute over). Both are changed costs, d's older, but a's
+    scale-down is about to happen: a first."""
+    urgent, calm = KEY, RuntimeKey("ml", "modelmesh-serving-ovms")
+    views = {urgent: runtime_view([pod_view("a", 300)]), calm: runtime_view([pod_view("d", 400)], key=calm)}
+    records = {(KEY.namespace, "a"): record(200, written_ago=50.0, failures=1, retry_in=0.0),
+               (KEY.namespace, "d"): record(500, written_ago=100.0)}
+
+    assert [p.pod for p in plan_patches(views, records, {urgent}, NOW)] == ["a", "d"]
 
 
 @pytest.mark.parametrize(
