@@ -499,6 +499,62 @@ def test_a_negative_lru_age_is_a_fresh_copy_not_a_broken_body() -> None:
     assert reading.lru_age_s == 0.0
 
 
+async def published_text(body: str) -> str:
+    """The exporter's /metrics text after one scrape of a ModelMesh that answers `body`."""
+    async def metrics(_: web.Request) -> web.Response:
+        return web.Response(text=body, content_type="text/plain")
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        port = runner.addresses[0][1]
+        health = CollectorHealth()
+        collector = ModelMeshCollector(health, f"http://127.0.0.1:{port}/metrics")
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(collector)
+        registry.register(health)
+        async with aiohttp.ClientSession() as session:
+            assert await collector.scrape_once(session)
+        return generate_latest(registry).decode()
+    finally:
+        await runner.cleanup()
+
+
+def published_line(text: str, name: str) -> str | None:
+    """The sample line of an unlabelled series in exposition text, or None when it is not published."""
+    return next((line for line in text.splitlines() if line.split(" ")[0] == name), None)
+
+
+@pytest.mark.parametrize(
+    ("gauges", "lru_age"),
+    [
+        # ModelMesh's age as it is: 120 s
+        ((f"{names.MM_MODELS_TOTAL} 2.0", f"{names.MM_LRU_AGE_S} 120.0"), "120.0"),
+        # no model loaded: no LRU model to age, whatever the age gauge still says
+        ((f"{names.MM_MODELS_TOTAL} 0.0", f"{names.MM_LRU_AGE_S} 120.0"), None),
+        # a last-use time of 0: ModelMesh has not published one yet, which is no age (not 56 years)
+        ((f"{names.MM_MODELS_TOTAL} 5.0", f"{names.MM_LRU_S} 0.0"), None),
+        # ModelMesh's own age 0 (no last-use time): the copy was just used, left out as just used
+        ((f"{names.MM_MODELS_TOTAL} 2.0", f"{names.MM_LRU_AGE_S} 0.0"), None),
+    ],
+    ids=["age", "no-model", "last-use-not-published-yet", "age-zero"],
+)
+async def test_the_lru_age_is_published_only_for_a_pod_holding_a_model_with_a_known_last_use(
+    gauges: tuple[str, str], lru_age: str | None,
+) -> None:
+    models, lru = gauges
+    body = GOOD_GAUGES.replace(f"{names.MM_MODELS_TOTAL} 2.0", models)
+    body = body.replace(f"{names.MM_LRU_AGE_S} 10.0", lru) if names.MM_LRU_AGE_S in lru else body + lru + "\n"
+    text = await published_text(body)
+    assert published_line(text, names.MODELS_LOADED) == f"{names.MODELS_LOADED} {models.split()[1]}"
+    expected = None if lru_age is None else f"{names.LRU_AGE_SECONDS} {lru_age}"
+    assert published_line(text, names.LRU_AGE_SECONDS) == expected
+
+
 def per_model_body(models: int) -> str:
     """ModelMesh's output with per-model metrics on: every histogram labelled by model, with its buckets, and
     families the exporter does not read, one of them garbled."""
