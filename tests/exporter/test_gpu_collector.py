@@ -578,6 +578,50 @@ def test_an_nvml_clock_a_few_seconds_off_ours_is_still_read_by_its_samples(
     assert not [r for r in caplog.records if "NVML sample time" in r.getMessage()]
 
 
+def test_a_short_window_with_nvml_a_few_seconds_behind_reads_rates_each_pass_without_a_warning(
+    fake: FakeNvml, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A 1 s window, NVML's sample clock 3 s behind ours: no sample falls in the window, so each pass the latest rate
+    stands in (60 %), but 3 s is no clock fault (at least 5 s behind is: a sample period plus a pass): no warning,
+    and the samples are asked for again at every pass, not once a minute."""
+    clock = Clock(fake, nvml_ahead_s=-3)
+    health = CollectorHealth(clock=clock)
+    collector = GpuCollector(health, uuids=[default_uuid(0)], window_s=1.0, clock=clock, monotonic=clock)
+    fake.set_gpu(0, util=60)
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        passes(collector, clock, 1)
+        asked = fake.calls("samples")
+        passes(collector, clock, 20)
+    assert gpu_series(scrape(collector, health)[1], names.GPU_BUSY_RATIO) == {"0": pytest.approx(0.6)}
+    assert fake.calls("samples") >= 20 * asked
+    collector.close()
+    assert not [r for r in caplog.records if "NVML sample time" in r.getMessage()]
+
+
+def test_a_sample_above_100_percent_is_served_as_fully_busy(
+    fake: FakeNvml, collector: GpuCollector, health: CollectorHealth,
+) -> None:
+    fake.set_gpu(0, util=150)  # a driver's glitch: 1.5 is no busy ratio
+    collector.sample_once()
+    assert gpu_series(scrape(collector, health)[1], names.GPU_BUSY_RATIO)["0"] == 1.0
+
+
+def test_a_sample_exactly_one_second_ahead_is_no_step_back_of_the_clock(
+    fake: FakeNvml, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """NVML's clock 1 s ahead: its newest sample is stamped exactly 1 s past ours, which a second pass at the same
+    moment must not read as our clock having gone back (the window would start again)."""
+    clock = Clock(fake, nvml_ahead_s=1)
+    collector = GpuCollector(CollectorHealth(clock=clock), uuids=[default_uuid(0)], clock=clock, monotonic=clock)
+    fake.set_gpu(0, util=60)
+    with caplog.at_level(logging.INFO, logger="exporter"):
+        collector.sample_once()
+        collector.sample_once()
+    assert busy(collector) == {"0": pytest.approx(0.6)}
+    collector.close()
+    assert not [r for r in caplog.records if "clock went back" in r.getMessage()]
+
+
 def test_a_wall_clock_stepped_back_does_not_serve_the_old_busy_as_new(
     fake: FakeNvml, clock: Clock, health: CollectorHealth, collector: GpuCollector,
 ) -> None:
