@@ -1,7 +1,8 @@
 """What one pod's sample says, read on its own: which signals are valid, whether it is fresh, its cache state.
 
 A signal that is NaN, infinite or negative is treated as *absent*, never as zero: a garbled reading must not
-look like an idle pod. Freshness is per pod and per signal (DESIGN §6): the GPU signal has its own timestamp,
+look like an idle pod. Nor as a huge load: one above its ceiling (`CEILINGS`), which no real pod reaches, is
+absent too. Freshness is per pod and per signal (DESIGN §6): the GPU signal has its own timestamp,
 the load and cache signals share the ModelMesh collector's.
 """
 
@@ -10,8 +11,9 @@ from __future__ import annotations
 import math
 import struct
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Final
+from typing import Final, NamedTuple
 
 from autoscaler.model import PodSample
 
@@ -23,6 +25,49 @@ def clean(x: float | None) -> float | None:
     if x is None or not 0.0 <= x < _INF:  # NaN fails every comparison
         return None
     return x
+
+
+class Ceiling(NamedTuple):
+    """The most a pod's signal can really read: above it, the reading is garbage, refused as a NaN is."""
+
+    limit: float
+    why: str
+    """Why no real pod reads more, in the words of the refusal (after "above LIMIT:")."""
+
+
+CEILINGS: Final[Mapping[str, Ceiling]] = {
+    "requests_per_second": Ceiling(1e6, "no inference server answers a million requests a second from one pod"),
+    "queue_delay_s": Ceiling(3600.0, "no request waits an hour in a queue; clients time out in minutes"),
+    "cache_misses_per_second": Ceiling(1e6, "a miss is a request that loads a model; no pod loads a million "
+                                            "models a second"),
+    "lru_age_s": Ceiling(10 * 365 * 86400.0, "no pod has run for ten years; a last-use time of 0 (1970) reads "
+                                             "as 56 years"),
+    "cache_used_ratio": Ceiling(2.0, "a ratio of the model cache's capacity, which ModelMesh never fills twice "
+                                     "over; a percent sent as a ratio?"),
+    "models_loaded": Ceiling(1e6, "no pod holds a million model copies"),
+    "gpu_busy": Ceiling(1.1, "a ratio of the GPU's time, 1.0 when always busy (up to 1.1 is read as 1.0, for "
+                             "rounding and sampling jitter); a percent sent as a ratio?"),
+}
+"""Per `PodSample` signal, the value no real pod reaches (DESIGN: never scale up on garbage). A value that is
+merely high (a hot pod, a long queue, a full cache) is below it and used; one above it is made absent and the
+pod's last good sample held, as for a NaN, with a warning naming the pod, the series, the value and this
+ceiling. Without them, one pod whose exporter sent 1e308 requests a second read as a million-fold load: the
+runtime went to its maximum, silently, and the smoothing kept it there for an hour after the value was sane."""
+
+
+def refusal(field: str, value: float, series: str) -> str | None:
+    """Why a clean `value` of the signal `field` (`PodSample`'s name; `series` is what the user sees, the
+    exporter's series) cannot be a real reading, in words for the log and /debug; None when it is plausible."""
+    ceiling = CEILINGS.get(field)
+    if ceiling is None or value <= ceiling.limit:
+        return None
+    return f"{series} {value:g} is above {ceiling.limit:g}: {ceiling.why}"
+
+
+def plausible(field: str, x: float | None) -> float | None:
+    """`clean`, and absent (None) above the signal's ceiling (`CEILINGS`)."""
+    x = clean(x)
+    return None if x is None or x > CEILINGS[field].limit else x
 
 
 def clean_sample(pod: PodSample) -> PodSample:
@@ -41,29 +86,30 @@ def clean_sample(pod: PodSample) -> PodSample:
     a = pod.lru_age_s
     c = pod.cache_used_ratio
     k = pod.models_loaded
+    top = CEILINGS
     if (
         (t is None or -_INF < t < _INF)
         and (g is None or -_INF < g < _INF)
-        and (b is None or 0.0 <= b < _INF)
-        and (r is None or 0.0 <= r < _INF)
-        and (q is None or 0.0 <= q < _INF)
-        and (m is None or 0.0 <= m < _INF)
-        and (a is None or 0.0 <= a < _INF)
-        and (c is None or 0.0 <= c < _INF)
-        and (k is None or 0.0 <= k < _INF)
+        and (b is None or 0.0 <= b <= top["gpu_busy"].limit)
+        and (r is None or 0.0 <= r <= top["requests_per_second"].limit)
+        and (q is None or 0.0 <= q <= top["queue_delay_s"].limit)
+        and (m is None or 0.0 <= m <= top["cache_misses_per_second"].limit)
+        and (a is None or 0.0 <= a <= top["lru_age_s"].limit)
+        and (c is None or 0.0 <= c <= top["cache_used_ratio"].limit)
+        and (k is None or 0.0 <= k <= top["models_loaded"].limit)
     ):
         return pod
     return replace(
         pod,
         sampled_at=t if t is not None and -_INF < t < _INF else None,
         gpu_sampled_at=g if g is not None and -_INF < g < _INF else None,
-        gpu_busy=clean(b),
-        requests_per_second=clean(r),
-        queue_delay_s=clean(q),
-        cache_misses_per_second=clean(m),
-        lru_age_s=clean(a),
-        cache_used_ratio=clean(c),
-        models_loaded=clean(k),
+        gpu_busy=plausible("gpu_busy", b),
+        requests_per_second=plausible("requests_per_second", r),
+        queue_delay_s=plausible("queue_delay_s", q),
+        cache_misses_per_second=plausible("cache_misses_per_second", m),
+        lru_age_s=plausible("lru_age_s", a),
+        cache_used_ratio=plausible("cache_used_ratio", c),
+        models_loaded=plausible("models_loaded", k),
     )
 
 

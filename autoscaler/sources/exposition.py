@@ -2,7 +2,9 @@
 
 Shared by every reader of exporter output (the scrape source; the demo's table), so the meaning of each
 exporter series is decided once. Invalid values (NaN, infinities, negatives) leave the signal absent: a
-garbled number must never read as "idle". A garbled last-served time drops that one model from
+garbled number must never read as "idle". A value above its signal's ceiling (`samples.CEILINGS`: a million
+requests a second, an hour's queue delay) is garbage too, and never reads as a huge load: the reading has no
+load data then, and says why (`ExporterReading.refused`). A garbled last-served time drops that one model from
 `recent_models`; garbled times for every model the pod reports leave `recent_models` None (not reported), not
 empty (which says the pod served nothing recently, and would make it the cheapest to remove).
 """
@@ -17,7 +19,7 @@ from typing import Final, NamedTuple
 from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.model import PodSample
-from autoscaler.policies.samples import clean
+from autoscaler.policies.samples import clean, refusal
 from autoscaler.sources.exporter_text import Sample, fast_read
 from exporter import names
 from exporter.pod_identity import PodIdentity
@@ -27,7 +29,7 @@ class ExpositionError(ValueError):
     """The text is not Prometheus exposition from our exporter."""
 
 
-_SCALARS = {
+SCALAR_FIELDS = {
     names.REQUESTS_PER_SECOND: "requests_per_second",
     names.QUEUE_DELAY_SECONDS: "queue_delay_s",
     names.CACHE_MISSES_PER_SECOND: "cache_misses_per_second",
@@ -75,6 +77,10 @@ class ExporterReading(NamedTuple):
     pod: PodIdentity | None = None
     """The pod the exporter says it runs in (`modelmesh_exporter_pod_info`); None when it names none (one from
     before the series, or a sidecar not given the downward API's variables), which is read as always."""
+    refused: str | None = None
+    """Why the reading is not believed, when a value is above its signal's ceiling (`samples.CEILINGS`): then
+    `sample` has no load data (and no GPU busy, where that was the value), for the source to hold the pod's
+    last good sample and say so."""
 
 
 def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
@@ -101,6 +107,8 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
         raise ExpositionError("truncated exposition (no final newline)")
     values: dict[str, float] = {}
     gpu_busy: list[float] = []
+    refused: list[str] = []  # the values above their ceilings, said as `samples.refusal` says them
+    gpu_refused = False
     modelmesh_ok_at: float | None = None
     gpu_ok_at: float | None = None
     gpu_failing = False
@@ -123,11 +131,18 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
             elif name == names.GPU_BUSY_RATIO:
                 seen_exporter = gpu_listed = True
                 if clean(value) is not None:
-                    gpu_busy.append(min(1.0, value))
-            elif name in _SCALARS:
+                    if (why := refusal("gpu_busy", value, name)) is None:
+                        gpu_busy.append(min(1.0, value))
+                    else:
+                        refused.append(why)
+                        gpu_refused = True
+            elif name in SCALAR_FIELDS:
                 seen_exporter = True
                 if clean(value) is not None:
-                    values[_SCALARS[name]] = value
+                    if (why := refusal(SCALAR_FIELDS[name], value, name)) is None:
+                        values[SCALAR_FIELDS[name]] = value
+                    else:
+                        refused.append(why)
             elif name == names.LAST_SUCCESS_TIMESTAMP:
                 seen_exporter = True
                 collector = labels.get("collector")
@@ -164,18 +179,22 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     # without a GPU timestamp, GPU series cannot be judged fresh, so they are left out. Nor while the exporter
     # says its GPU collector fails: the series left are the GPUs that still answer (a lost one's are dropped),
     # whose mean is not the pod's busy (a 90%-busy GPU off the bus read the pod as its idle neighbour's 5%).
-    gpu = sum(gpu_busy) / len(gpu_busy) if gpu_busy and gpu_ok_at is not None and not gpu_failing else None
+    # A GPU busy above its ceiling is not the pod's either, nor the mean of the GPUs left without it.
+    gpu = (sum(gpu_busy) / len(gpu_busy) if gpu_busy and gpu_ok_at is not None and not gpu_failing
+           and not gpu_refused else None)
     gpu_at = min(gpu_ok_at, scraped_at) if gpu is not None and gpu_ok_at is not None else None
     # An exporter that lists its collectors' successes and no "gpu" among them was started with `--no-gpu`: every
     # exporter with its GPU collector on publishes `collector_success{collector="gpu"}` from its start (0 until
     # the first good pass, 0 while it fails), so a reading late or failing is never taken for no GPU.
     no_gpu_collector = collectors_listed and not gpu_listed
-    if modelmesh_ok_at is None or "requests_per_second" not in values:
+    if modelmesh_ok_at is None or "requests_per_second" not in values or refused:
         # No ModelMesh collection yet, or only one (a rate needs two): no load data to offer yet. Reporting
-        # the pod as fresh without a rate would let it count as idle.
+        # the pod as fresh without a rate would let it count as idle. A value above its ceiling: the reading
+        # is garbage, and none of its load signals is believed (the source holds the last good ones).
         return ExporterReading(PodSample(name=pod, ready=ready, sampled_at=None, gpu_busy=gpu,
                                          gpu_sampled_at=gpu_at, created_at=created_at,
-                                         no_gpu_collector=no_gpu_collector), offset, pod_named)
+                                         no_gpu_collector=no_gpu_collector), offset, pod_named,
+                               "; ".join(refused) or None)
     sampled_at = min(modelmesh_ok_at, scraped_at)
     return ExporterReading(PodSample(
         name=pod,

@@ -46,6 +46,7 @@ from pathlib import Path
 from urllib3.util.retry import Retry
 
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
+from autoscaler.policies.samples import refusal
 from autoscaler.source_problems import REASON_GARBAGE
 from autoscaler.sources.base import (
     DiscoveryOutage,
@@ -54,6 +55,7 @@ from autoscaler.sources.base import (
     SourceProblem,
     discovery_problems,
 )
+from autoscaler.sources.exposition import SCALAR_FIELDS
 from autoscaler.sources.prometheus_answers import REASON_EMPTY, PrometheusSourceError
 from autoscaler.sources.prometheus_queries import (
     DCGM_GR_ENGINE_ACTIVE,
@@ -72,6 +74,9 @@ from exporter import names
 from exporter.settings import without_password
 
 log = logging.getLogger(__name__)
+
+_SERIES = {field: series for series, field in SCALAR_FIELDS.items()} | {"gpu_busy": "GPU busy"}
+"""The series a signal is read from, as the refusal of a value above its ceiling names it."""
 
 REASON_PARTIAL = "partial"
 """A `SourceProblem`'s reason while the answers are partial and leave out Ready pods of the runtime (not an error)."""
@@ -172,6 +177,8 @@ class PrometheusSource:
         self._unseen_warned: set[RuntimeKey] = set()
         self._last: dict[PodRef, PodSample] = {}
         self._garbage: set[tuple[str, str, str]] = set()
+        self._refusing: dict[PodRef, str] = {}  # pods whose last reading had a value above its ceiling, and why
+        self._refused: dict[RuntimeKey, dict[str, SourceProblem]] = {}  # the same, for /debug, by runtime
         self.errors: Counter[str] = Counter()
         """Failures by reason since start: whole-refresh reasons once per refresh, `garbage` per series."""
         self.outage_since: float | None = None
@@ -239,7 +246,7 @@ class PrometheusSource:
                 f"pod of {key} while it has them for other runtimes' pods: a new pod not scraped yet, or is Prometheus "
                 f"not scraping namespace {key.namespace} (a PodMonitor's namespaceSelector, a scrape config's "
                 "relabelling, a NetworkPolicy on port 9187)?", unseen_since),)
-        return problems
+        return problems + tuple(self._refused.get(key, {}).values())
 
     async def close(self) -> None:
         """Release the HTTP connections."""
@@ -293,6 +300,7 @@ class PrometheusSource:
             else:  # not seen, garbage freshness, or older than what we had: hold the last good sample
                 sample = previous or PodSample(name=target.name)
             pods.append(replace(sample, ready=target.ready, created_at=target.created_at))
+        self._note_refused(runtime, now)
         return RuntimeSnapshot(
             key=runtime.key,
             pods=tuple(pods),
@@ -306,11 +314,20 @@ class PrometheusSource:
     def _read_pod(self, ref: PodRef, answers: Mapping[str, Mapping[PodRef, str]]) -> PodSample | None:
         """This refresh's sample of a pod; None when its freshness itself is garbage."""
         fields: dict[str, float | None] = {}
+        refused: list[str] = []
         for signal in self._signals:
             raw = answers[signal.field].get(ref)
             value = None if raw is None else valid_value(raw)
-            self._note_garbage(ref, signal.field, bad=raw is not None and value is None, raw=raw)
+            why = None if value is None else refusal(signal.field, value, _SERIES.get(signal.field, signal.field))
+            bad = (raw is not None and value is None) or why is not None
+            self._note_garbage(ref, signal.field, bad=bad, raw=raw, why=why)
+            if why is not None:
+                refused.append(why)
             fields[signal.field] = value
+        if refused:  # a value no real pod reaches: the whole reading is garbage; the last good sample is held
+            self._refusing[ref] = "; ".join(refused)
+            return None
+        self._refusing.pop(ref, None)
         sampled_at, gpu_sampled_at = fields[FRESHNESS], fields[GPU_FRESHNESS]
         if sampled_at is None:
             return None
@@ -350,7 +367,8 @@ class PrometheusSource:
         self._note_garbage(ref, RECENT_MODELS, bad=bad is not None, raw=bad, counted=True)
         return None if bad is not None and not models else models
 
-    def _note_garbage(self, ref: PodRef, field: str, *, bad: bool, raw: str | None, counted: bool = False) -> None:
+    def _note_garbage(self, ref: PodRef, field: str, *, bad: bool, raw: str | None, counted: bool = False,
+                      why: str | None = None) -> None:
         key = (ref[0], ref[1], field)
         if not bad:
             self._garbage.discard(key)
@@ -359,7 +377,29 @@ class PrometheusSource:
             self._count(REASON_GARBAGE)
         if key not in self._garbage:
             self._garbage.add(key)
-            log.warning("Prometheus gave %s/%s a %s of %r; leaving it absent", ref[0], ref[1], field, raw)
+            if why is None:
+                log.warning("Prometheus gave %s/%s a %s of %r; leaving it absent", ref[0], ref[1], field, raw)
+            else:
+                log.warning("Prometheus gave %s/%s a %s of %r, which no real pod reaches (%s); holding the pod's "
+                            "last good sample (check its exporter and ModelMesh)", ref[0], ref[1], field, raw, why)
+
+    def _note_refused(self, runtime: RuntimeInventory, now: float) -> None:
+        """Keep, for /debug, the runtime's pods whose reading had a value above its ceiling (`_read_pod`), each
+        refusing since its first such reading."""
+        before = self._refused.get(runtime.key, {})
+        found = {}
+        for target in runtime.pods:
+            why = self._refusing.get((runtime.key.namespace, target.name))
+            if why is not None:
+                known = before.get(target.name)
+                found[target.name] = SourceProblem(
+                    REASON_GARBAGE, f"Prometheus at {self._url} gave the pod a value no real pod reaches: {why}; "
+                    "holding its last good sample (check its exporter and ModelMesh)",
+                    now if known is None else known.since, target.name)
+        if found:
+            self._refused[runtime.key] = found
+        else:
+            self._refused.pop(runtime.key, None)
 
     def _forget_vanished(self, inventory: Mapping[RuntimeKey, RuntimeInventory]) -> None:
         """Drop memory of pods discovery no longer lists, so it stays bounded as pods come and go."""
@@ -367,6 +407,9 @@ class PrometheusSource:
         for ref in [ref for ref in self._last if ref not in known]:
             del self._last[ref]
         self._garbage = {key for key in self._garbage if (key[0], key[1]) in known}
+        self._refusing = {ref: why for ref, why in self._refusing.items() if ref in known}
+        for key in [key for key in self._refused if key not in inventory]:
+            del self._refused[key]
         for key in [key for key in self._unseen_since if key not in inventory]:
             del self._unseen_since[key]
         self._unseen_warned &= inventory.keys()

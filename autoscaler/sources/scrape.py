@@ -41,7 +41,7 @@ from autoscaler.sources.base import (
     SourceProblem,
     discovery_problems,
 )
-from autoscaler.sources.exposition import ExpositionError, read_exporter_text
+from autoscaler.sources.exposition import ExporterReading, ExpositionError, read_exporter_text
 from autoscaler.sources.scrape_fetch import (
     CONNECT_TIMEOUT_S,
     MAX_BODY_BYTES,
@@ -74,6 +74,7 @@ REASON_NOT_SCRAPED: Final = "not_scraped"
 the refresh's deadline passed, so it was never sent."""
 _GARBLED: Final = ("answered, but with no usable ModelMesh reading (a request rate that is NaN, infinite or "
                    "negative, or missing, or no modelmesh last-success timestamp): its load signals are held")
+_REFUSED: Final = "a value no real pod reaches, not believed (check the pod's exporter and ModelMesh)"
 
 
 class ScrapeSource:
@@ -211,7 +212,7 @@ class ScrapeSource:
             self.reads += 1
             self._sent.add((key, pod.name))
             try:
-                sample, offset = await self._scrape(key, pod)
+                reading = await self._scrape(key, pod)
             except FetchError as error:
                 self._failed(key, pod, error.reason, str(error), now)
                 return key, self._fallback(key, pod)
@@ -219,9 +220,10 @@ class ScrapeSource:
                 self._failed(key, pod, names.REASON_TIMEOUT,
                              f"{pod.url}: no answer before the refresh deadline of {self._deadline_s:g} s", now)
                 raise
-        self._note_clock((key, pod.name), offset)
-        if sample.sampled_at is None and _pod_id(key, pod) in self._last_good:
-            return key, self._garbled(key, pod, sample, now)
+        sample = reading.sample
+        self._note_clock((key, pod.name), reading.clock_offset_s)
+        if reading.refused is not None or (sample.sampled_at is None and _pod_id(key, pod) in self._last_good):
+            return key, self._garbled(key, pod, sample, now, reading.refused)
         failing = self._failing.get(key)
         ended = failing.pop(pod.name, None) if failing is not None else None
         # Said where its start was: a streak of failed scrapes, a garbage answer, or a failure at a URL since
@@ -231,16 +233,20 @@ class ScrapeSource:
         self._last_good[_pod_id(key, pod)] = sample
         return key, sample
 
-    def _garbled(self, key: RuntimeKey, pod: PodTarget, sample: PodSample, now: float) -> PodSample:
+    def _garbled(self, key: RuntimeKey, pod: PodTarget, sample: PodSample, now: float,
+                 refused: str | None = None) -> PodSample:
         """An answer that parses but has no usable ModelMesh reading (a NaN rate, no ModelMesh success time),
-        from a pod that had one: its load signals are held, as for a failed scrape, but it is counted (`garbage`,
-        as the Prometheus source counts its garbled values), shown in /debug and logged when it starts, where it
-        used to turn stale without a word. Its GPU reading, judged fresh on its own, is kept. No backoff: the
-        exporter answers, and its GPU reading is wanted at every refresh."""
+        from a pod that had one, or one with a value above its ceiling (`refused`: a rate of 1e308 read as a
+        million-fold load scaled the runtime to its maximum, silently): its load signals are held, as for a
+        failed scrape, but it is counted (`garbage`, as the Prometheus source counts its garbled values), shown
+        in /debug and logged when it starts, where it used to turn stale without a word. Its GPU reading, judged
+        fresh on its own, is kept (unless it was the value refused). No backoff: the exporter answers, and its
+        GPU reading is wanted at every refresh."""
         self.errors[REASON_GARBAGE] += 1
-        before = self._problem(key, pod, REASON_GARBAGE, f"{pod.url}: {_GARBLED}", now)
+        detail = f"{pod.url}: {_GARBLED}" if refused is None else f"{pod.url}: {refused}; {_REFUSED}"
+        before = self._problem(key, pod, REASON_GARBAGE, detail, now)
         if before is None or before.reason != REASON_GARBAGE:
-            self._news.failed(f"{key}/{pod.name}", REASON_GARBAGE, f"{pod.url}: {_GARBLED}")
+            self._news.failed(f"{key}/{pod.name}", REASON_GARBAGE, detail)
         held = self._fallback(key, pod)
         if sample.gpu_sampled_at is not None:
             held = replace(held, gpu_busy=sample.gpu_busy, gpu_sampled_at=sample.gpu_sampled_at)
@@ -329,7 +335,7 @@ class ScrapeSource:
             self._clock_offsets[pod] = offset
             self._news.clock_off(f"{pod[0]}/{pod[1]}", offset)
 
-    async def _scrape(self, key: RuntimeKey, pod: PodTarget) -> tuple[PodSample, float]:
+    async def _scrape(self, key: RuntimeKey, pod: PodTarget) -> ExporterReading:
         """The pod's reading; raises `FetchError` for an answer refused: not one, not our exporter's, or from an
         exporter that names another pod (`answered_pod`: the pod's IP given to a new pod). A targets file's
         `user:password@` is `user:***@` in what the error says (the log, /debug), as everywhere else."""
@@ -341,7 +347,7 @@ class ScrapeSource:
                 raise
             raise FetchError(error.reason, str(error).replace(pod.url, without_password(pod.url))) from error
 
-    async def _read(self, key: RuntimeKey, pod: PodTarget, url: str) -> tuple[PodSample, float]:
+    async def _read(self, key: RuntimeKey, pod: PodTarget, url: str) -> ExporterReading:
         requested_at = self._clock()
         text = await fetch_exposition(self._client(), url, max_bytes=self._max_body_bytes,
                                       server_name=self._server_name)
@@ -352,7 +358,7 @@ class ScrapeSource:
         if names_another_pod(reading.pod, key.namespace, pod):
             assert reading.pod is not None
             raise FetchError(REASON_OTHER_POD, another_pod_said(url, reading.pod, key.namespace, pod))
-        return reading.sample, reading.clock_offset_s
+        return reading
 
     def _forget_vanished(self, inventory: dict[RuntimeKey, RuntimeInventory],
                          pods: list[tuple[RuntimeKey, PodTarget]]) -> None:

@@ -37,7 +37,7 @@ def test_a_node_two_minutes_behind_reads_as_fresh_as_it_is() -> None:
     # The node's clock reads 1,999,999,880 at the scrape; its collectors succeeded 2 s and 5 s before that.
     text = exporter_text(modelmesh_ok_at=1_999_999_878.0, gpu_ok_at=1_999_999_875.0, clock=1_999_999_880.0)
 
-    sample, offset, _ = read_exporter_text(text, "pod-a", True, SCRAPED_AT)
+    sample, offset, *_ = read_exporter_text(text, "pod-a", True, SCRAPED_AT)
 
     assert offset == -120.0
     assert sample.sampled_at == 1_999_999_998.0  # 2 s old, not 122 s
@@ -49,7 +49,7 @@ def test_a_node_ahead_with_a_hung_collector_reads_as_stale_as_it_is() -> None:
     # The node's clock runs 300 s ahead; its ModelMesh collector last succeeded 100 s before the scrape.
     text = exporter_text(modelmesh_ok_at=2_000_000_200.0, gpu_ok_at=2_000_000_299.0, clock=2_000_000_300.0)
 
-    sample, offset, _ = read_exporter_text(text, "pod-a", True, SCRAPED_AT)
+    sample, offset, *_ = read_exporter_text(text, "pod-a", True, SCRAPED_AT)
 
     assert offset == 300.0
     assert sample.sampled_at == 1_999_999_900.0  # 100 s old: stale, where the cap at the scrape time said fresh
@@ -61,7 +61,7 @@ def test_a_node_ahead_with_a_hung_collector_reads_as_stale_as_it_is() -> None:
 def test_a_clock_within_a_second_or_not_reported_leaves_the_times_as_reported(clock: float | None) -> None:
     text = exporter_text(modelmesh_ok_at=1_999_999_990.0, gpu_ok_at=1_999_999_991.0, clock=clock)
 
-    sample, offset, _ = read_exporter_text(text, "pod-a", True, SCRAPED_AT)
+    sample, offset, *_ = read_exporter_text(text, "pod-a", True, SCRAPED_AT)
 
     assert offset == 0.0
     assert (sample.sampled_at, sample.gpu_sampled_at) == (1_999_999_990.0, 1_999_999_991.0)
@@ -70,7 +70,7 @@ def test_a_clock_within_a_second_or_not_reported_leaves_the_times_as_reported(cl
 def test_a_garbled_clock_is_ignored_rather_than_trusted() -> None:
     text = exporter_text(modelmesh_ok_at=1_999_999_990.0, gpu_ok_at=1_999_999_991.0, clock=float("nan"))
 
-    sample, offset, _ = read_exporter_text(text, "pod-a", True, SCRAPED_AT)
+    sample, offset, *_ = read_exporter_text(text, "pod-a", True, SCRAPED_AT)
 
     assert offset == 0.0
     assert sample.sampled_at == 1_999_999_990.0
@@ -80,7 +80,7 @@ def test_a_slow_scrape_is_not_a_clock_that_is_off() -> None:
     # Sent 3 s before it was read; the exporter, on a right clock, answered 1.5 s before the read.
     text = exporter_text(modelmesh_ok_at=1_999_999_990.0, gpu_ok_at=1_999_999_991.0, clock=1_999_999_998.5)
 
-    sample, offset, _ = read_exporter_text(text, "pod-a", True, SCRAPED_AT, requested_at=1_999_999_997.0)
+    sample, offset, *_ = read_exporter_text(text, "pod-a", True, SCRAPED_AT, requested_at=1_999_999_997.0)
 
     assert offset == 0.0
     assert sample.sampled_at == 1_999_999_990.0
@@ -93,7 +93,7 @@ def test_an_offset_found_over_a_slow_scrape_errs_towards_older_data() -> None:
     # fresher.
     text = exporter_text(modelmesh_ok_at=1_999_999_876.5, gpu_ok_at=1_999_999_876.5, clock=1_999_999_878.5)
 
-    sample, offset, _ = read_exporter_text(text, "pod-a", True, SCRAPED_AT, requested_at=1_999_999_997.0)
+    sample, offset, *_ = read_exporter_text(text, "pod-a", True, SCRAPED_AT, requested_at=1_999_999_997.0)
 
     assert offset == -118.5
     assert sample.sampled_at == 1_999_999_995.0
