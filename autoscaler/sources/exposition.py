@@ -21,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from autoscaler.model import PodSample
 from autoscaler.policies.samples import clean, refusal
 from autoscaler.sources.exporter_text import Sample, fast_read
+from autoscaler.sources.prometheus_answers import summary
 from exporter import names
 from exporter.pod_identity import PodIdentity
 
@@ -103,6 +104,10 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     scaled down), nor one ahead make a hung collector look fresh. Both are then capped at the scrape time: data never
     looks fresher than the scrape that read it.
     """
+    start = text[:1]
+    if start == "<" or (start.isspace() and text.lstrip()[:1] == "<"):  # no exposition starts so; a web page does
+        raise ExpositionError(f"{summary(text, 'text/html')}, not the exporter's metrics: a login proxy, an ingress "
+                              "or another service answering at that address? Check the pod's exporter port and path")
     if not text.endswith("\n"):
         raise ExpositionError("truncated exposition (no final newline)")
     values: dict[str, float] = {}
