@@ -55,6 +55,16 @@ ceiling. Without them, one pod whose exporter sent 1e308 requests a second read 
 runtime went to its maximum, silently, and the smoothing kept it there for an hour after the value was sane."""
 
 
+# The ceilings as plain floats: `clean_sample` runs for every pod at every refresh.
+_TOP_GPU: Final = CEILINGS["gpu_busy"].limit
+_TOP_RPS: Final = CEILINGS["requests_per_second"].limit
+_TOP_QUEUE: Final = CEILINGS["queue_delay_s"].limit
+_TOP_MISSES: Final = CEILINGS["cache_misses_per_second"].limit
+_TOP_LRU_AGE: Final = CEILINGS["lru_age_s"].limit
+_TOP_CACHE: Final = CEILINGS["cache_used_ratio"].limit
+_TOP_MODELS: Final = CEILINGS["models_loaded"].limit
+
+
 def refusal(field: str, value: float, series: str) -> str | None:
     """Why a clean `value` of the signal `field` (`PodSample`'s name; `series` is what the user sees, the
     exporter's series) cannot be a real reading, in words for the log and /debug; None when it is plausible."""
@@ -86,17 +96,16 @@ def clean_sample(pod: PodSample) -> PodSample:
     a = pod.lru_age_s
     c = pod.cache_used_ratio
     k = pod.models_loaded
-    top = CEILINGS
     if (
         (t is None or -_INF < t < _INF)
         and (g is None or -_INF < g < _INF)
-        and (b is None or 0.0 <= b <= top["gpu_busy"].limit)
-        and (r is None or 0.0 <= r <= top["requests_per_second"].limit)
-        and (q is None or 0.0 <= q <= top["queue_delay_s"].limit)
-        and (m is None or 0.0 <= m <= top["cache_misses_per_second"].limit)
-        and (a is None or 0.0 <= a <= top["lru_age_s"].limit)
-        and (c is None or 0.0 <= c <= top["cache_used_ratio"].limit)
-        and (k is None or 0.0 <= k <= top["models_loaded"].limit)
+        and (b is None or 0.0 <= b <= _TOP_GPU)
+        and (r is None or 0.0 <= r <= _TOP_RPS)
+        and (q is None or 0.0 <= q <= _TOP_QUEUE)
+        and (m is None or 0.0 <= m <= _TOP_MISSES)
+        and (a is None or 0.0 <= a <= _TOP_LRU_AGE)
+        and (c is None or 0.0 <= c <= _TOP_CACHE)
+        and (k is None or 0.0 <= k <= _TOP_MODELS)
     ):
         return pod
     return replace(
