@@ -59,6 +59,7 @@ class Refresher:
         self._warming: dict[RuntimeKey, WarmUp] = {}  # runtimes with no memory yet (autoscaler.policies.warmup)
         self._uids: dict[RuntimeKey, str] = {}  # each runtime's Deployment uid, where discovery reads it
         self._failing: set[RuntimeKey] = set()  # runtimes whose last decision raised (logged once)
+        self._transitions = RuntimeTransitions()  # kept: it remembers what each runtime's last line said was missing
         self.views: dict[RuntimeKey, RuntimeView] = {}
         self.refreshes = 0
         self.refreshed_monotonic: float | None = None
@@ -90,7 +91,7 @@ class Refresher:
         snapshots = await self.source.collect(now)
         views: dict[RuntimeKey, RuntimeView] = {}
         failed: set[RuntimeKey] = set()
-        transitions = RuntimeTransitions()
+        transitions = self._transitions
         no_capacity = NoCapacityWarnings()
         for snapshot in snapshots:
             policy = self.policies.policy_for(snapshot.key, snapshot.annotations)

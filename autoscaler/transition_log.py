@@ -7,16 +7,26 @@ policy or a lost node turns hundreds stale together. One line per runtime then i
 thing at each restart. So a refresh that changes more than `NAMED` runtimes logs one line per state instead,
 with how many, the first few named (`autoscaler.log_lists`) and the first one's own line as an example;
 which runtimes exactly, and why, is in `modelmesh_autoscaler_runtime_values_known` and `/debug/runtimes`.
+
+A runtime that stays held changes too: its GPU reading comes back on one pod while another pod stops reporting
+requests, or a missing GPU spreads from one pod to three. The line said first would then describe a fault that is
+gone, with only /debug current, so a change in *what* is missing is logged as well (`missing_now`,
+`worth_saying`): any change in which signals are missing, and a count of pods that at least doubled, or fell
+below half, since the line last said it. A count that creeps by one pod each refresh (a rollout, a node
+draining) is then a few lines, not one every refresh, and one that goes back and forth by a pod says nothing new;
+in between, /debug has the exact count.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from typing import Final
 
-from autoscaler.log_lists import NAMED, few
-from autoscaler.model import RuntimeView
+from autoscaler.log_lists import NAMED, few, in_words
+from autoscaler.model import POD_FIELDS, RuntimeKey, RuntimeView
 from autoscaler.policies.decision import SOURCE_DOWN
+from autoscaler.policies.signals import MISSING, SIGNALS, STALE
 
 log = logging.getLogger("autoscaler.refresher")
 
@@ -28,7 +38,41 @@ def changed(before: RuntimeView | None, after: RuntimeView) -> bool:
             or bool(before.warming_up) != bool(after.warming_up))
 
 
-def _state(view: RuntimeView) -> str:
+Missing = tuple[tuple[str, int], ...]
+"""What a runtime misses: (signal, Ready pods on which it is stale or missing) for each signal that some Ready pod
+misses, in SIGNALS' order; empty when nothing is missing."""
+
+assert POD_FIELDS[1] == "ready" and POD_FIELDS[12] == "signals"  # the rows' places `missing_now` reads
+_NOT_READ: Final = frozenset((STALE, MISSING))
+
+
+def missing_now(view: RuntimeView) -> Missing:
+    """What `view`'s Ready pods miss. Read from its pods only when it is not complete (a complete runtime misses
+    nothing, and is nearly every runtime of a refresh): a pass over 10,000 pods each refresh would cost for
+    nothing."""
+    if view.complete:
+        return ()
+    counts = dict.fromkeys(SIGNALS, 0)
+    for row in view.pods.rows:
+        if row[1]:  # Ready
+            for signal, state in row[12]:  # its signals' states
+                if state in _NOT_READ and signal in counts:
+                    counts[signal] += 1
+    return tuple((signal, count) for signal, count in counts.items() if count)
+
+
+def worth_saying(said: Missing, now: Missing) -> bool:
+    """Whether what a runtime misses changed enough for a line since the last one said `said`: another set of
+    signals, or a signal's count of pods at least doubled or fell below half. Why not every change of a count: a
+    runtime of 200 pods whose count moves by one each refresh as a node drains would log every refresh; doubling
+    says it at 1, 2, 4, 8, ... pods. Why below half, not at half: a count going 1, 2, 1, 2 would then log every
+    refresh; so a count that moves back and forth by one pod says nothing new."""
+    if tuple(signal for signal, _ in said) != tuple(signal for signal, _ in now):
+        return True
+    return any(count >= 2 * before or 2 * count < before for (_, before), (_, count) in zip(said, now, strict=True))
+
+
+def _state(view: RuntimeView, missing: Missing) -> str:
     if view.scaled_to_zero:
         return "scaled to zero (nothing to judge; 503, the HPA holds)"
     if view.complete:
@@ -36,7 +80,8 @@ def _state(view: RuntimeView) -> str:
     if view.warming_up:
         return "warming up (503 until every Ready pod is fresh)"
     if view.known:
-        return "holding values (some Ready pods not fresh)"
+        signals = in_words([signal for signal, _ in missing]) if missing else ""
+        return f"holding values (some Ready pods not fresh{': ' + signals + ' missing' if signals else ''})"
     return "unknown (503)"
 
 
@@ -52,24 +97,38 @@ def _line(view: RuntimeView) -> str:
 
 
 class RuntimeTransitions:
-    """Collects one refresh's changed runtimes (`note`), then logs them (`flush`)."""
+    """Collects one refresh's changed runtimes (`note`), then logs them (`flush`). One for the refresher's life: it
+    remembers what each runtime's last line said was missing (`worth_saying`)."""
 
     def __init__(self) -> None:
-        self._views: list[RuntimeView] = []
+        self._views: list[tuple[RuntimeView, Missing]] = []
+        self._said: dict[RuntimeKey, Missing] = {}  # runtimes whose last line said something missing
+        self._kept: dict[RuntimeKey, Missing] = {}  # the same, for the runtimes of this refresh
 
     def note(self, before: RuntimeView | None, after: RuntimeView) -> None:
-        if changed(before, after):
-            self._views.append(after)
+        said = self._said.get(after.key, ())
+        if after.reason.startswith(SOURCE_DOWN):  # nothing read: the pods age together, the source's line says why
+            missing = said
+            worth = changed(before, after)
+        else:
+            missing = missing_now(after)
+            worth = changed(before, after) or (missing != said and worth_saying(said, missing))
+        if worth:
+            self._views.append((after, missing))
+            said = missing
+        if said:
+            self._kept[after.key] = said
 
     def flush(self) -> None:
         views, self._views = self._views, []
+        self._said, self._kept = self._kept, {}  # runtimes gone (not noted) are forgotten
         if len(views) <= NAMED:
-            for view in views:
+            for view, _ in views:
                 log.log(_level(view), "%s", _line(view))
             return
         by_state: dict[str, list[RuntimeView]] = defaultdict(list)
-        for view in views:
-            by_state[_state(view)].append(view)
+        for view, missing in views:
+            by_state[_state(view, missing)].append(view)
         for state, group in by_state.items():
             level = _level(group[0])
             keys = [str(view.key) for view in group]
