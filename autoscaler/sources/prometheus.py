@@ -15,7 +15,8 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
   The failure is logged once per outage with the backend's detail, and again when it recovers; an outage
   that starts again for the same reason within FLAP_QUIET_S of the last line is counted, not logged (nor its
   recovery), and the next line says how many there were: a backend failing every other refresh wrote two lines
-  a flap.
+  a flap. An outage whose failure changes kind (an HTTP 503, then a 500, then Prometheus's own `timeout` error,
+  then no answer: `PrometheusSourceError.kind`) says each new kind once, so the log never names a cause gone.
 - one series is garbage (NaN, ±Inf, negative, unparseable): only that pod's signal is absent (None), the
   refresh is still good. Logged once per pod and signal until it is good again.
 - the answers say they are partial (Thanos Query's `warnings` about stores it could not reach, VictoriaMetrics'
@@ -188,6 +189,7 @@ class PrometheusSource:
         self._logged_at = -math.inf  # when the last outage line was written, and for what reason
         self._logged_reason: str | None = None
         self._unlogged = 0  # outages since that line that had none of their own (flaps)
+        self._said_kinds: set[str] = set()  # the kinds of failure the current outage's lines said (each once)
         self._discovery_outage = DiscoveryOutage()
 
     @property
@@ -532,6 +534,11 @@ class PrometheusSource:
         if self.outage_since is None:
             self.outage_since, self._outage_logged = now, False
         quiet = error.reason == self._logged_reason and now - self._logged_at < FLAP_QUIET_S
+        if self._outage_logged and error.kind not in self._said_kinds:
+            self._said_kinds.add(error.kind)
+            log.warning("Prometheus at %s now fails otherwise (%s): %s; still holding last good samples",
+                        self._url, error.reason, error.detail)
+            return
         if self._outage_logged or quiet:
             log.debug("Prometheus still failing (%s): %s", error.reason, error.detail)
             return
@@ -540,6 +547,7 @@ class PrometheusSource:
         log.warning("Prometheus at %s failed (%s): %s; holding last good samples until it answers%s",
                     self._url, error.reason, error.detail, more)
         self._logged_at, self._logged_reason, self._outage_logged, self._unlogged = now, error.reason, True, 0
+        self._said_kinds = {error.kind}
 
     def _recovered(self) -> None:
         if self.outage_since is not None:

@@ -65,12 +65,17 @@ LOGIN_HINT: Final = (
 
 
 class PrometheusSourceError(Exception):
-    """Prometheus could not be read for this refresh; `reason` is one of the REASON_* values."""
+    """Prometheus could not be read for this refresh; `reason` is one of the REASON_* values.
 
-    def __init__(self, reason: str, detail: str) -> None:
+    `kind` tells failures of one reason apart where the log should say the change (an HTTP 503, then a 500;
+    Prometheus's errorType): the reason itself unless given. Not the detail, which may differ at every refresh
+    for one cause (a connection's object address, a count of connections cut)."""
+
+    def __init__(self, reason: str, detail: str, kind: str | None = None) -> None:
         super().__init__(f"{reason}: {detail}")
         self.reason = reason
         self.detail = detail
+        self.kind = kind or reason
 
 
 def shown(url: str) -> str:
@@ -125,6 +130,10 @@ def check_answer(
     if response.is_redirect:
         return response
     if response.status_code == 200 and "html" not in _content_type(response):
+        refused = error_in_success(response.content)
+        if refused is not None:
+            response.close()
+            raise _api_refused(refused, f"{shown(query_url)} answered 200 with")
         warnings = partial_warnings(response.content)
         if warnings and on_warnings is not None:
             on_warnings(warnings)
@@ -137,13 +146,39 @@ def check_answer(
     where = asked if answered == asked else f"{asked} (redirected to {answered})"
     said = summary(text, _content_type(response))
     if response.status_code == 200:
-        raise PrometheusSourceError(REASON_PARSE, f"{where} answered {said}, not Prometheus's JSON: {LOGIN_HINT}")
+        raise PrometheusSourceError(REASON_PARSE, f"{where} answered {said}, not Prometheus's JSON: {LOGIN_HINT}",
+                                    "HTTP 200 html")
     hint = {401: CREDENTIALS_HINT, 403: CREDENTIALS_HINT, 404: NOT_FOUND_HINT}.get(response.status_code)
     error = api_error(text)
-    # Told our timeout (`timeout=`), Prometheus gives up first and says so: the same outage as ours timing out.
-    reason = REASON_TIMEOUT if error is not None and error[0] == "timeout" else REASON_HTTP
     raise PrometheusSourceError(
-        reason, f"HTTP {response.status_code} from {where}: {said}" + (f"; {hint}" if hint else ""))
+        _reason_of(error), f"HTTP {response.status_code} from {where}: {said}" + (f"; {hint}" if hint else ""),
+        f"HTTP {response.status_code} {error[0] if error else ''}")
+
+
+def _reason_of(error: tuple[str, str] | None) -> str:
+    """Told our timeout (`timeout=`), Prometheus gives up first and says so (errorType `timeout`): the same outage
+    as ours timing out. Any other error answer is `http`."""
+    return REASON_TIMEOUT if error is not None and error[0] == "timeout" else REASON_HTTP
+
+
+_ERROR_BODY_BYTES: Final = 65536
+"""The largest 200 answer read for an error: the query API's error answers are a few hundred bytes, its data up
+to megabytes (parsed by the library, once)."""
+
+
+def error_in_success(body: bytes) -> tuple[str, str] | None:
+    """The query API's own (errorType, error) in a 200 answer that says `"status":"error"`, as some gateways and
+    proxies answer a failed query (a query timed out, a storage node down). Read, it was lost: the library looked
+    for `data`, and the log said `KeyError('data')`. Parsed only when short and naming an `"error"`."""
+    if len(body) > _ERROR_BODY_BYTES or b'"error"' not in body:
+        return None
+    return api_error(body.decode("utf-8", "replace"))
+
+
+def _api_refused(error: tuple[str, str], where: str) -> PrometheusSourceError:
+    kind, message = error
+    said = f'errorType "{kind}", error "{message[:SUMMARY_CHARS]}"' if kind else f'error "{message[:SUMMARY_CHARS]}"'
+    return PrometheusSourceError(_reason_of(error), f"{where} Prometheus's own error: {said}", f"HTTP 200 {kind}")
 
 
 def partial_warnings(body: bytes) -> list[str]:
