@@ -107,7 +107,7 @@ def connection_limits(settings: ServeSettings) -> ConnectionLimits:
 async def serve_until_stopped(app: web.Application, host: str, port: int, tls: ssl.SSLContext | None,
                               limits: ConnectionLimits, *, reuse_port: bool = False,
                               on_ready: Callable[[], None] | None = None,
-                              until: asyncio.Future[None] | None = None,
+                              until: asyncio.Future[Any] | None = None,
                               drain: Callable[[], Awaitable[None]] | None = None,
                               shutdown_delay_s: float = 0.0, signals: StopSignals | None = None,
                               stop_signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT)) -> bool:
@@ -145,7 +145,7 @@ async def serve_until_stopped(app: web.Application, host: str, port: int, tls: s
         await runner.cleanup()
 
 
-async def _until_stopped(stop: asyncio.Event, received: list[signal.Signals], until: asyncio.Future[None] | None,
+async def _until_stopped(stop: asyncio.Event, received: list[signal.Signals], until: asyncio.Future[Any] | None,
                          drain: Callable[[], Awaitable[None]] | None, shutdown_delay_s: float) -> bool:
     """`serve_until_stopped`'s wait: for a signal or `until`, then for the SIGTERM's `--shutdown-delay`."""
     waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(stop.wait())]
@@ -221,22 +221,33 @@ async def _worker(settings: ServeSettings, cert_file: Path, key_file: Path, pipe
                                      f"{error}".encode())
         return 2
     if not signalled and not asked_to_stop:
+        if receiving.done() and not receiving.cancelled() and not receiving.result():
+            return 1  # it could not take a snapshot, and said why
         log.error("the refresh process has gone; stopping so that Kubernetes restarts the pod")
         return 1
     return 0
 
 
-async def _receive_snapshots(pipe: Connection, holder: SnapshotHolder) -> None:
-    """Swap in each snapshot as it arrives; returns when the refresh process has gone (end of file).
+async def _receive_snapshots(pipe: Connection, holder: SnapshotHolder) -> bool:
+    """Swap in each snapshot as it arrives; True when the refresh process has gone (the pipe's end), False when
+    a snapshot could not be taken (logged here: the call that failed and what to check).
 
     The refresh process passes each snapshot as a shared-memory file descriptor (`autoscaler.api.packed`);
     a thread receives and maps it, and requests read it in place, so the event loop only makes the
-    assignment, and the previous snapshot goes with one unmapping."""
+    assignment, and the previous snapshot goes with one unmapping. Any failure but the pipe's end was once
+    taken for it: under libfaketime `mmap` fails with EINVAL, and every worker said the live refresh process
+    had gone."""
     while True:
         try:
             snapshot = await asyncio.to_thread(packed.receive, pipe)
-        except (EOFError, OSError):
-            return
+        except packed.PIPE_ENDED:
+            return True
+        except packed.SnapshotNotTaken as failure:
+            log.error("cannot take the snapshots the refresh process sends (it is running): %s. Check what changes "
+                      "this process's system calls or memory: a library preloaded with LD_PRELOAD (libfaketime "
+                      "breaks mmap), the container's memory limit, ulimit -n and the node's vm.max_map_count; "
+                      "stopping so that Kubernetes restarts the pod", failure)
+            return False
         holder.current = snapshot
         with contextlib.suppress(OSError):  # the refresh process has gone: the next receive ends this loop
             pipe.send_bytes(TAKEN)  # from the event loop: a loop that is stuck takes no more (`first_hung`)

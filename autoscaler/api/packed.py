@@ -31,17 +31,19 @@ catches a mismatch of layouts, not a hostile sender.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import math
 import mmap
 import os
 import struct
 import tempfile
-import time
+import traceback
 from collections.abc import Iterator
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 from autoscaler.api.snapshot import METRICS, Answer, RuntimeAnswers, RuntimeTable, ServingSnapshot
 
@@ -117,7 +119,9 @@ def unpack(blob: bytes | memoryview) -> ServingSnapshot:
         for first in range(0, count, _INDEX_CHUNK):
             numbers = range(first, min(count, first + _INDEX_CHUNK))
             index.update(zip(itertools.islice(keys, len(numbers)), numbers, strict=True))
-            time.sleep(0)  # a C loop holds the GIL to its end: let the event loop's thread run between chunks
+            # A C loop holds the GIL to its end: let the event loop's thread run between chunks. sched_yield, not
+            # time.sleep(0): under libfaketime (LD_PRELOAD) that failed with EINVAL, and every worker stopped.
+            os.sched_yield()
         if next(keys, None) is not None:
             raise ValueError("more names than runtimes")
     except (ValueError, UnicodeDecodeError) as error:
@@ -209,14 +213,44 @@ def send(pipe: Connection, fd: int) -> None:
     reduction.send_handle(pipe, fd, 0)
 
 
+PIPE_ENDED: Final = (EOFError, BrokenPipeError, ConnectionResetError)
+"""What `receive` raises when the sender has gone: the pipe's end, and nothing else."""
+
+
+class SnapshotNotTaken(Exception):
+    """A snapshot the sender passed that this process could not take, the sender still there; says the call that
+    failed (the innermost line of its traceback: `recvmsg`, `mmap`, or a call in `unpack`) and its error. Told apart
+    from the pipe's end (`PIPE_ENDED`): under libfaketime a worker's `time.sleep(0)` in `unpack` failed with EINVAL,
+    and every worker reported a live refresh process as gone."""
+
+    def __init__(self, error: Exception) -> None:
+        frames = traceback.extract_tb(error.__traceback__)
+        where = f"{frames[-1].line} ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else "receive"
+        super().__init__(f"{where} failed: {_said(error)}")
+        self.error = error
+
+
+def _said(error: Exception) -> str:
+    """An error as an operator searches for it: `[Errno 22] EINVAL: Invalid argument` for an OSError."""
+    if isinstance(error, OSError) and error.errno is not None:
+        return f"[Errno {error.errno}] {errno.errorcode.get(error.errno, '?')}: {error.strerror}"
+    return repr(error)
+
+
 def receive(pipe: Connection) -> ServingSnapshot:
     """The next snapshot `send` passed over `pipe`, mapped read-only and read in place; blocking.
 
     The mapping lives as long as the snapshot: it is unmapped when the next one has replaced it and the last
-    request that looked it up has copied its answer out. `EOFError` when the sender has gone."""
-    fd = reduction.recv_handle(pipe)
+    request that looked it up has copied its answer out. One of `PIPE_ENDED` when the sender has gone;
+    `SnapshotNotTaken` for any other failure."""
     try:
-        mapped = mmap.mmap(fd, os.fstat(fd).st_size, prot=mmap.PROT_READ)
-    finally:
-        os.close(fd)
-    return unpack(memoryview(mapped))
+        fd = reduction.recv_handle(pipe)
+        try:
+            mapped = mmap.mmap(fd, os.fstat(fd).st_size, prot=mmap.PROT_READ)
+        finally:
+            os.close(fd)
+        return unpack(memoryview(mapped))
+    except PIPE_ENDED:
+        raise
+    except (OSError, RuntimeError, ValueError) as error:  # RuntimeError: no descriptor came; ValueError: PackError
+        raise SnapshotNotTaken(error) from error
