@@ -29,6 +29,7 @@ from autoscaler.policies import strict_yaml
 from autoscaler.policies.policy_values import did_you_mean
 from autoscaler.policies.yaml_errors import yaml_error_text
 from autoscaler.sources.base import PodTarget, RuntimeInventory
+from exporter.settings import without_password
 
 log = logging.getLogger(__name__)
 
@@ -192,14 +193,27 @@ class StaticTargetsDiscovery:
 
 def _log_changes(path: Path, old: dict[RuntimeKey, RuntimeInventory],
                  new: dict[RuntimeKey, RuntimeInventory]) -> None:
-    """One line per reload that changed anything, so a runtime that drops out or comes back is never silent."""
-    def pods(inventory: dict[RuntimeKey, RuntimeInventory]) -> set[str]:
-        return {f"{key}/{pod.name}" for key, entry in inventory.items() for pod in entry.pods}
+    """One line per reload that changed anything, so a runtime that drops out or comes back, a pod scraped at
+    another URL (its exporter moved, a port fixed) or a runtime's policy annotations edited, is never silent.
+    URLs as every log shows them: a password in one as `***`."""
+    def urls(inventory: dict[RuntimeKey, RuntimeInventory]) -> dict[str, str | None]:
+        return {f"{key}/{pod.name}": pod.url for key, entry in inventory.items() for pod in entry.pods}
 
+    before, after = urls(old), urls(new)
+    moved = {f"{pod} ({_shown(before[pod])} -> {_shown(url)})"
+             for pod, url in after.items() if pod in before and before[pod] != url}
     changes = [(what, sorted(names)) for what, names in (
         ("added runtimes", {str(key) for key in new.keys() - old.keys()}),
         ("removed runtimes", {str(key) for key in old.keys() - new.keys()}),
-        ("added pods", pods(new) - pods(old)), ("removed pods", pods(old) - pods(new))) if names]
+        ("added pods", after.keys() - before.keys()), ("removed pods", before.keys() - after.keys()),
+        ("pods with a changed URL", moved),
+        ("runtimes with changed annotations",
+         {str(key) for key, entry in new.items() if key in old and old[key].annotations != entry.annotations}),
+    ) if names]
     if changes:
         log.info("targets file %s read again: %s", path,
                  "; ".join(f"{what} {few(names)}" for what, names in changes))  # a fleet's names: a few, counted
+
+
+def _shown(url: str | None) -> str:
+    return "none" if url is None else without_password(url)

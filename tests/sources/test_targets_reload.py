@@ -158,3 +158,30 @@ async def test_a_reload_says_which_runtimes_and_pods_it_added_and_removed(
     assert "removed runtimes default/modelmesh-serving-other" in caplog.text, caplog.text
     assert "added pods default/modelmesh-serving-demo/demo-2" in caplog.text, caplog.text
     assert "removed pods default/modelmesh-serving-demo/demo-0" in caplog.text, caplog.text
+
+
+async def test_a_reload_that_moves_a_pod_to_another_url_says_so_without_its_password(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "autoscaler.sources.targets")
+    path, discovery = await started(tmp_path, targets("demo-0", "demo-1"))
+    moved = targets("demo-0", "demo-1").replace(
+        "{name: demo-1, url: 'http://127.0.0.1:1/metrics'}", "{name: demo-1, url: 'https://me:s3cret@10.0.0.7:9443/metrics'}")
+    touch_later(path, moved, 1)
+
+    assert [p.url for p in discovery.inventory()[KEY].pods][1] == "https://me:s3cret@10.0.0.7:9443/metrics"
+    [line] = [record.getMessage() for record in caplog.records if "read again" in record.getMessage()]
+    assert line.endswith(": pods with a changed URL default/modelmesh-serving-demo/demo-1 (http://127.0.0.1:1/metrics "
+                         "-> https://me:***@10.0.0.7:9443/metrics)"), line
+    assert "s3cret" not in caplog.text
+
+
+async def test_a_reload_that_only_edits_a_runtimes_annotations_says_so(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "autoscaler.sources.targets")
+    path, discovery = await started(tmp_path, targets("demo-0"))
+    touch_later(path, targets("demo-0").replace(
+        "    pods:", "    annotations: {autoscaler.modelmesh.io/min-replicas: '2'}\n    pods:"), 1)
+
+    assert discovery.inventory()[KEY].annotations == {"autoscaler.modelmesh.io/min-replicas": "2"}
+    [line] = [record.getMessage() for record in caplog.records if "read again" in record.getMessage()]
+    assert line.endswith(": runtimes with changed annotations default/modelmesh-serving-demo"), line
