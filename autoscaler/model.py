@@ -215,6 +215,10 @@ class RuntimeView:
     # Why a runtime the adapter has no memory of is not served in full yet (it just started, or the runtime
     # is new: `autoscaler.policies.warmup`); empty once warm.
     warming_up: str = ""
+    # The oldest fresh sample behind the values (`Aggregate.fresh_sample_at`): how far the source lags, which
+    # `modelmesh_autoscaler_metric_freshness_seconds` measures. The values' `timestamp` also counts the last
+    # sample of a stale Ready pod they are held for; None where no view said (the `timestamp` then stands).
+    fresh_sample_at: float | None = None
 
     @property
     def scaled_to_zero(self) -> bool:

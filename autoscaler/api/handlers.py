@@ -122,7 +122,16 @@ def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str) -> Answ
         f'{_ITEM_HEAD[metric]}{labels}, "timestamp": {_json_str(rfc3339(served.timestamp))}, '
         f'"window": {round(view.window_s)!r}, "value": {_json_str(milli_quantity(value))}}}]}}'
     ).encode()
-    return 200, body, max(0.0, view.refreshed_at - served.timestamp)
+    return 200, body, source_age(view, served.timestamp)
+
+
+def source_age(view: RuntimeView, timestamp: float) -> float:
+    """The age at the refresh of what a 200 serves, as `modelmesh_autoscaler_metric_freshness_seconds` counts it:
+    that of the oldest fresh sample (`RuntimeView.fresh_sample_at`), not the `timestamp`, which a stale Ready
+    pod's last sample dates back. The histogram says how far the source lags, for the whole adapter; one dead
+    exporter has alerts of its own, and pinned at its age the histogram would fire the adapter-wide one."""
+    sampled_at = view.fresh_sample_at
+    return max(0.0, view.refreshed_at - (timestamp if sampled_at is None else sampled_at))
 
 
 def runtime_answer(store: SnapshotStore, namespace: str, deployment: str, which: int,

@@ -28,6 +28,7 @@ from autoscaler.api.handlers import (
     rfc3339,
     runtime_answer,
     runtime_debug_record,
+    source_age,
     unknown_because,
 )
 from autoscaler.api.quantity import MAX_SERVABLE
@@ -72,7 +73,7 @@ def keda_answer(view: RuntimeView) -> Answer:
     document, oldest = keda_values(view)
     if oldest is None:
         return error_answer(503, f"no value of runtime {view.key} is known right now; scalers should hold")
-    return 200, json.dumps(document).encode(), max(0.0, view.refreshed_at - oldest)
+    return 200, json.dumps(document).encode(), source_age(view, oldest)
 
 
 async def keda_runtime(request: web.Request) -> web.Response:

@@ -100,6 +100,11 @@ class Aggregate:
     models_in_use: int | None = None
     pod_capacity: float | None = None
     models_missing: int = 0
+    # The oldest timestamp among the fresh signals used, without the held pods' last samples: how far behind
+    # the source is (`modelmesh_autoscaler_metric_freshness_seconds`). One dead exporter on a Ready pod dates
+    # the `timestamp` back (`oldest_sample_at`) but says nothing of the source's lag, which an adapter-wide
+    # alert reads; that pod has its own alerts (ModelMeshExporterDown, ModelMeshRuntimeDataMissing).
+    fresh_sample_at: float | None = None
 
     @property
     def request_load(self) -> float | None:
@@ -166,6 +171,7 @@ def scan_pods(
     saturated = 0
     queue_max = -1.0  # below any clean delay: None unless some pod has it fresh
     oldest = inf  # None unless some signal is used
+    held_at = inf  # the oldest last sample of a stale Ready pod or GPU reading that holds values
     room = full = False
     global_lru = 0.0
     # What the need terms see on Ready pods that the fresh ones above do not show (`ReadyTerms`).
@@ -263,8 +269,8 @@ def scan_pods(
                 if b is not None:
                     gpus = True
                     # A stale reading holds what uses the GPU, which then stands on that reading too.
-                    if gt is not None and -inf < gt < oldest:  # (a stamp that is not a time: none to tell)
-                        oldest = gt
+                    if gt is not None and -inf < gt < held_at:  # (a stamp that is not a time: none to tell)
+                        held_at = gt
             if load_ok:
                 m = pod.recent_models
                 if m is not None:
@@ -314,8 +320,8 @@ def scan_pods(
                 stale += 1
                 rps.append(0.0)
                 # The values are held for this pod: they stand on its last sample too (`oldest_sample_at`).
-                if t is not None and -inf < t < oldest:
-                    oldest = t
+                if t is not None and -inf < t < held_at:
+                    held_at = t
                 if r is not None:  # a rate the fresh ones (`rps`) do not show
                     rated = True
                     if r > top_rate:
@@ -396,7 +402,7 @@ def scan_pods(
         queue_max if fresh_q else None,  # queue_delay_max_s
         pressure,  # cache_pressure
         pressure is not None and pressure > 0.0,  # cache_full
-        oldest if oldest < inf else None,  # oldest_sample_at
+        held_at if held_at < oldest else (oldest if oldest < inf else None),  # oldest_sample_at
         excess,  # queue_excess_s
         saturated,
         signals,
@@ -404,6 +410,7 @@ def scan_pods(
         models_in_use,
         capacity_sum / capacities if capacities else None,  # pod_capacity
         models_missing,
+        oldest if oldest < inf else None,  # fresh_sample_at
     )
     return agg, _ready_terms(ReadyTerms, (top_rate, rated, gpus or fresh_g > 0, caches, models, len(used_models)))
 
@@ -504,5 +511,5 @@ def _rated_pods(codes: list[int], rated: int) -> Sequence[int]:
 _aggregate: Final = slot_builder(Aggregate, (
     "pods", "fresh", "weights", "ready", "n", "coverage", "gpu_busy", "request_rate", "queue_delay_sum_s",
     "queue_delay_max_s", "cache_pressure", "cache_full", "oldest_sample_at", "queue_excess_s", "saturated",
-    "signals", "pod_signals", "models_in_use", "pod_capacity", "models_missing",
+    "signals", "pod_signals", "models_in_use", "pod_capacity", "models_missing", "fresh_sample_at",
 ))

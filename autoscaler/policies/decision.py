@@ -101,7 +101,7 @@ _MODELS: Final = frozenset((SIGNAL_MODELS,))
 _view: Final = slot_builder(RuntimeView, (
     "key", "refreshed_at", "window_s", "ready_pods", "fresh_pods", "coverage", "complete", "known", "values",
     "proposals", "winner", "pods", "reason", "consecutive_misses", "current_replicas", "signal_coverage", "held",
-    "warnings", "bounds", "warming_up",
+    "warnings", "bounds", "warming_up", "fresh_sample_at",
 ))
 _ValueTwin: Final = slot_twin(ServedValue, ("value", "raw", "timestamp"))
 _memory: Final = slot_builder(RuntimeMemory, (
@@ -304,6 +304,7 @@ def decide(
         warnings,
         bounds,
         "",  # warming_up: set by the warm-up step (policies/warmup.py) for a runtime with no memory
+        agg.fresh_sample_at,
     )
     seen = memory.seen
     # The signals reported so far: the same set (object) while no new one appears, as on most refreshes

@@ -47,13 +47,14 @@ stamps = st.one_of(st.none(), st.floats(min_value=0.0, max_value=4e9))
 
 @settings(max_examples=300, deadline=None)
 @given(namespace=names, deployment=names, known=st.booleans(), window=st.floats(min_value=0.0, max_value=1e6),
-       served=st.lists(st.tuples(values, stamps), min_size=4, max_size=4))
+       served=st.lists(st.tuples(values, stamps), min_size=4, max_size=4), fresh_at=stamps)
 def test_templated_answers_are_the_bytes_json_dumps_gave(
     namespace: str, deployment: str, known: bool, window: float,
-    served: list[tuple[float | None, float | None]],
+    served: list[tuple[float | None, float | None]], fresh_at: float | None,
 ) -> None:
     view = dataclasses.replace(
         runtime_view(), key=RuntimeKey(namespace, deployment), known=known, window_s=window,
+        fresh_sample_at=fresh_at,
         values={metric: ServedValue(value, value, stamp)
                 for metric, (value, stamp) in zip(METRICS, served, strict=True)},
     )
@@ -67,7 +68,9 @@ def test_templated_answers_are_the_bytes_json_dumps_gave(
             continue
         assert status == 200
         assert body == dumped_answer(view, metric)
-        assert age == max(0.0, view.refreshed_at - stamp)
+        # The age the freshness histogram counts: the fresh samples' (the source's lag), the timestamp's where
+        # the view does not say.
+        assert age == max(0.0, view.refreshed_at - (stamp if fresh_at is None else fresh_at))
         assert json.loads(body)["items"][0]["metricLabels"]["deployment"] == deployment
 
 

@@ -2,9 +2,13 @@
 the adapter: fake ModelMesh → two real exporters → the adapter, one exporter stopped while its pod stays Ready.
 
 The values are then held because of that pod ("1 of 2 ready pods stale; holding values"): they stand on its last
-sample too, so the `timestamp` served with them, the KEDA document's, /debug's and
-`modelmesh_autoscaler_metric_freshness_seconds` must be at least as old as that sample. Was: the timestamp of the
-fresh pod's sample, a second old, while /debug said the other pod's data was 43 s old.
+sample too, so the `timestamp` served with them, the KEDA document's and /debug's must be at least as old as that
+sample. Was: the timestamp of the fresh pod's sample, a second old, while /debug said the other pod's data was
+43 s old.
+
+`modelmesh_autoscaler_metric_freshness_seconds` measures how far the source lags (the fresh samples the adapter
+reads), not the held pod's age: pinned at that age, one dead exporter fired the adapter-wide alert
+ModelMeshAutoscalerStaleValues, with the age stuck in the highest bucket.
 """
 
 from __future__ import annotations
@@ -84,10 +88,11 @@ def test_values_held_for_a_stale_pod_carry_its_last_sample_time(tmp_path: Path) 
         document = debug_runtime(path)
         assert document["values"]["modelmesh_desired_replicas"]["timestamp"] <= last, document["values"]
 
-        # Both answers served above were over STALE_BEYOND_S old: none lands in the buckets up to it.
+        # Both answers served above stand on the live exporter's samples, a refresh or two old, though their
+        # `timestamp` is older than STALE_BEYOND_S: they land in the buckets up to it.
         def served_twice() -> tuple[float, float] | None:
             seen = freshness(path)
             return seen if seen[0] >= before + 2 else None
 
         count, young = poll(served_twice, timeout=10)
-        assert count >= before + 2 and young == young_before, (before, young_before, count, young)
+        assert young >= young_before + 2, (before, young_before, count, young)

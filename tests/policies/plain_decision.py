@@ -293,6 +293,7 @@ def plain_decide(
         held=held,
         warnings=warnings,
         bounds=(lower_bound(policy), policy.max_replicas),
+        fresh_sample_at=agg.fresh_sample_at,
     )
     next_memory = RuntimeMemory(
         smoothed=smoothed,

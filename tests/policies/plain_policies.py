@@ -87,7 +87,8 @@ def plain_aggregate(
     queue_sum = excess = 0.0
     saturated = 0
     queue_max: float | None = None
-    oldest: float | None = None
+    oldest: float | None = None  # the `timestamp`: every sample the values stand on
+    fresh_oldest: float | None = None  # the fresh signals used alone: the source's lag
     room = full = False
     global_lru = 0.0
     for i, pod in enumerate(cleaned):
@@ -120,8 +121,10 @@ def plain_aggregate(
             assert b is not None
             gpu.append(b)
             oldest = _older(oldest, gpu_time(pod))
+            fresh_oldest = _older(fresh_oldest, gpu_time(pod))
         if use[1] or use[2] or use[3]:
             oldest = _older(oldest, pod.sampled_at)
+            fresh_oldest = _older(fresh_oldest, pod.sampled_at)
         # Values held for a stale pod (or a stale GPU reading) stand on its last sample too.
         if not load_fresh[i]:
             oldest = _older(oldest, _a_time(pod.sampled_at))
@@ -201,6 +204,7 @@ def plain_aggregate(
         models_in_use=models_in_use,
         pod_capacity=sum(capacities) / len(capacities) if capacities else None,
         models_missing=n - len(reporting) if expected_models else 0,
+        fresh_sample_at=fresh_oldest,
     )
 
 

@@ -208,12 +208,14 @@ AGG_CASES = [
         "stale_pod_is_left_out",
         (pod("a", gpu=0.5, age=10.0), pod("b", gpu=0.5, age=30.0), pod("c", gpu=1.0, age=46.0)),
         # The values are held for c, so they stand on its last sample too: their timestamp is c's.
-        {"n": 2, "ready": 3, "coverage": 2 / 3, "gpu_busy": 0.5, "oldest_sample_at": NOW - 46.0},
+        # The source's lag is the fresh samples' alone (`fresh_sample_at`): c says nothing of it.
+        {"n": 2, "ready": 3, "coverage": 2 / 3, "gpu_busy": 0.5, "oldest_sample_at": NOW - 46.0,
+         "fresh_sample_at": NOW - 30.0},
     ),
     AggCase(
         "stale_gpu_reading_dates_the_values_it_holds",
         (pod("a", gpu=0.5, age=10.0), replace(pod("b", gpu=0.9, age=5.0), gpu_sampled_at=NOW - 60.0)),
-        {"n": 2, "gpu_busy": 0.5, "oldest_sample_at": NOW - 60.0},
+        {"n": 2, "gpu_busy": 0.5, "oldest_sample_at": NOW - 60.0, "fresh_sample_at": NOW - 10.0},
     ),
     AggCase(
         "never_sampled_pod_adds_no_time",
@@ -340,3 +342,23 @@ def test_the_values_are_dated_no_later_than_any_sample_they_stand_on(pods: tuple
         assert agg.oldest_sample_at in times
     else:
         assert agg.oldest_sample_at is None
+
+
+@PROPERTIES
+@given(pods=runtimes, policy=policies)
+def test_the_source_lag_is_that_of_the_fresh_samples_used_alone(pods: tuple[PodSample, ...],
+                                                                 policy: RuntimePolicy) -> None:
+    """`fresh_sample_at` (what `modelmesh_autoscaler_metric_freshness_seconds` measures) is the oldest time of a
+    signal used fresh: a stale pod's last sample, which dates the served `timestamp` back, is not in it, so one
+    dead exporter does not read as a lagging source. It is never older than the `timestamp`."""
+    agg = aggregate(pods, policy, NOW)
+    used = []
+    for index, p in enumerate(pods):
+        for signal, state in agg.pod_signals[index]:
+            if state == FRESH:
+                used.append(gpu_time(p) if signal == SIGNAL_GPU else p.sampled_at)
+    if used:
+        assert agg.fresh_sample_at == min(t for t in used if t is not None)
+        assert agg.oldest_sample_at is not None and agg.oldest_sample_at <= agg.fresh_sample_at
+    else:
+        assert agg.fresh_sample_at is None
