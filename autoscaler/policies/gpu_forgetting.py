@@ -10,6 +10,10 @@ warning. What tells the two apart is the exporter's own word: one with its GPU c
 Ready pod has fresh load data and says so, the runtime forgets its GPU: out of `seen`, its last proposal and
 its `modelmesh_gpu_busy` memory dropped, said once at INFO. A source that cannot tell (Prometheus) never says
 so, and keeps holding.
+
+Once forgotten, only a pod that reports a GPU reading brings the GPU back, not one whose GPU collector is on and
+failing: a default exporter on a CPU node publishes such a collector, and treating it as a GPU gone missing
+would hold every CPU runtime for ever.
 """
 
 from __future__ import annotations
@@ -52,7 +56,8 @@ def forget_gpu(
     last = proposals.get(GPU)
     held = f"its last GPU proposal ({last} pods) no longer holds the recommendation" if last is not None else (
         "its GPU no longer holds the recommendation")
-    log.info("runtime %s forgets its GPU: %s; %s, which follows its other terms (a pod with a GPU collector "
-             "again, failing or not, brings the GPU back)", key, NO_GPU_COLLECTOR, held)
+    log.info("runtime %s forgets its GPU: %s; %s, which follows its other terms (a pod that reports a GPU "
+             "reading again brings it back; a GPU collector that fails, as on a node without the driver, does "
+             "not)", key, NO_GPU_COLLECTOR, held)
     return (seen - {SIGNAL_GPU}, {term: value for term, value in proposals.items() if term != GPU},
             {metric: state for metric, state in smoothed.items() if metric is not _GPU_BUSY})

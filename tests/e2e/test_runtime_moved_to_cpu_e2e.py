@@ -69,3 +69,38 @@ def test_a_runtime_left_without_a_capacity_signal_is_warned_about(tmp_path: Path
         document = debug_runtime(path)
         assert any("target_rps_per_pod" in warning for warning in document["warnings"]), document  # type: ignore[attr-defined]
         assert "no capacity signal" in path.adapter_log()
+
+
+def restart_with_gpu_collector_failing(path: DataPath) -> None:
+    """Each pod's exporter restarted with its GPU collector on but no NVML to load (a sidecar with GPU flags on a
+    node without the driver): it publishes `collector_success{collector="gpu"} 0` and no GPU reading."""
+    for pod, (args, _) in enumerate(path.exporter_commands):
+        on = [arg for arg in args if arg != "--no-gpu"]
+        path.exporter_commands[pod] = ([*on, "--gpu-window", "1", "--gpu-interval", "0.2"], {})
+        path.restart_exporter(pod)
+
+
+def test_after_forgetting_only_a_pod_reporting_a_gpu_reading_brings_the_gpu_back(tmp_path: Path) -> None:
+    """Was: the log line and docs said "a pod with a GPU collector again, failing or not, brings the GPU back",
+    and `modelmesh_gpu_busy` answered "unknown right now", as if it would pass. A failing GPU collector brings
+    nothing back (deliberately: a default exporter on a CPU node has one), so the line says what does, and the
+    503 says the runtime has no GPU signal."""
+    gpus = fake_gpus(tmp_path, [90, 90])
+    policy = {"scale_down_tau_s": 0, "target_rps_per_pod": 100}
+    with data_path_running(tmp_path, pods=2, rps=45, gpus=gpus, policy=policy) as path:
+        # GPU: 2 pods x 0.9 / 0.8 = 2.25 pods: 3. Requests: 2 x 45 / 100 = 0.9 pods: 1.
+        poll(lambda: path.value("modelmesh_desired_replicas") == 3.0, timeout=40)
+        move_to_cpu_nodes(path)
+        poll(lambda: path.value("modelmesh_desired_replicas") == 1.0, timeout=30)
+        forgot = [line for line in path.adapter_log().splitlines() if "forgets its GPU" in line]
+        assert len(forgot) == 1 and "a pod that reports a GPU reading again brings it back" in forgot[0], forgot
+        assert "failing or not" not in forgot[0], forgot
+
+        restart_with_gpu_collector_failing(path)
+        poll(lambda: gpu_states(path) == ["none", "none"], timeout=30)
+        assert all(value == 1.0 for value in served_over(path, "modelmesh_desired_replicas", 3))
+        code, answer = path.served("modelmesh_gpu_busy")
+        message = str(answer)
+        assert code != 0 and "unknown right now" not in message, message
+        assert f"runtime default/{DEPLOYMENT} is not served: the runtime has no GPU signal" in message, message
+        assert "no ready pod reports a GPU reading" in message, message
