@@ -66,19 +66,22 @@ class StackDumps:
                 continue
             passed_to.append(pid)
         passed = f"; passed on to pids {', '.join(map(str, passed_to))}, which write theirs" if passed_to else ""
-        log.info("SIGQUIT: the stacks of the %s (pid %d) written to stderr; still serving (SIGTERM stops it)%s",
+        log.info("SIGQUIT: the stacks of the %s, pid %d, written to stderr; still serving (SIGTERM stops it)%s",
                  self.role, os.getpid(), passed)
 
 
 def write_stacks(role: str, pid: int, fd: int = 2) -> None:
     """Write the block SIGQUIT writes to `fd`: a header naming the process, every thread (most recent call
-    first, as faulthandler writes it), every asyncio task of the loop running in the main thread, an end line.
+    first, as faulthandler writes it; the current thread's first frames are this dumper's own, since
+    faulthandler starts at the frame it is called from and takes no other), every asyncio task of the loop
+    running in the main thread, an end line.
 
     In one write where it can. faulthandler writes only to a file descriptor: an anonymous file in memory here
     (the exporter may run on a read-only file system, with no writable TMPDIR). A process at its open-file limit,
     one that may well look hung, has no descriptor for it: there faulthandler writes to `fd` directly."""
-    header = f"SIGQUIT: the Python stacks of the {role} (pid {pid}): every thread, then every asyncio task\n"
-    end = f"end of the stacks of the {role} (pid {pid}); it goes on serving\n"
+    # The pid after a comma: a role may end in parentheses ("adapter (one process, --workers 0)").
+    header = f"SIGQUIT: the Python stacks of the {role}, pid {pid}: every thread, then every asyncio task\n"
+    end = f"end of the stacks of the {role}, pid {pid}; it goes on serving\n"
     try:
         threads = _threads_text()
     except OSError as error:

@@ -26,9 +26,9 @@ REFRESHING = "scrape of default/modelmesh-serving-demo/pod-0 failed"
 
 def _block(text: str, role: str, pid: int) -> str:
     """The stack block of `role` (pid `pid`) in the log; fails naming what is there when it is missing."""
-    header = f"SIGQUIT: the Python stacks of the {role} (pid {pid})"
+    header = f"SIGQUIT: the Python stacks of the {role}, pid {pid}: every thread, then every asyncio task\n"
     assert header in text, text
-    return text.split(header, 1)[1].split(f"end of the stacks of the {role} (pid {pid})", 1)[0]
+    return text.split(header, 1)[1].split(f"end of the stacks of the {role}, pid {pid}; it goes on serving", 1)[0]
 
 
 def test_the_exporter_writes_every_thread_and_task_stack_and_keeps_serving(tmp_path: Path) -> None:
@@ -85,7 +85,14 @@ def test_serve_in_one_process_writes_its_stacks_and_keeps_serving(tmp_path: Path
         wait_until_logged(adapter.process, adapter.log, STILL_SERVING)
         assert http_get(f"{adapter.url}/healthz")[0] == 200
         assert adapter.process.poll() is None
-        block = _block(adapter.log_text(), "adapter (one process, --workers 0)", adapter.process.pid)
+        text = adapter.log_text()
+        block = _block(text, "adapter (one process, --workers 0)", adapter.process.pid)
+    # One pair of parentheses: was "the adapter (one process, --workers 0) (pid N)".
+    assert ") (pid" not in text, text
+    # The dump starts with the dumper's own frames (faulthandler starts at the frame it is called from), as
+    # docs/operations.md says; what the process was doing follows them.
+    assert re.search(r'Current thread 0x[0-9a-f]+ \(most recent call first\):\n'
+                     r'  File ".*exporter/stack_dumps\.py", line \d+ in _threads_text\n', block), block
     assert re.search(r'File ".*autoscaler/server\.py", line \d+ in serve_in_process', block), block
     assert "Stack for <Task pending name='refresh'" in block, block
 
@@ -106,10 +113,10 @@ def test_serve_passes_sigquit_to_its_workers_and_every_process_writes_its_stacks
     refresh = _block(text, "refresh process", adapter.process.pid)
     assert re.search(r'File ".*autoscaler/workers\.py", line \d+ in serve_with_workers', refresh), refresh
     assert "Stack for <Task pending name='refresh'" in refresh, refresh
-    pids = {int(pid) for pid in re.findall(r"the Python stacks of the serving worker \d \(pid (\d+)\)", text)}
+    pids = {int(pid) for pid in re.findall(r"the Python stacks of the serving worker \d, pid (\d+):", text)}
     assert pids == set(workers), text
     for index in range(2):
-        worker_pid = int(re.findall(rf"the Python stacks of the serving worker {index} \(pid (\d+)\)", text)[0])
+        worker_pid = int(re.findall(rf"the Python stacks of the serving worker {index}, pid (\d+):", text)[0])
         block = _block(text, f"serving worker {index}", worker_pid)
         assert re.search(r'File ".*autoscaler/workers\.py", line \d+ in worker_main', block), block
         assert "Stack for <Task pending name='receive-snapshots'" in block, block
