@@ -26,6 +26,7 @@ from prometheus_client import CollectorRegistry, disable_created_metrics
 from prometheus_client.aiohttp import make_aiohttp_handler
 
 from exporter import names
+from exporter.accept_limit import quiet_accept_errors
 from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
 from exporter.collectors.pod import PodInfoCollector
@@ -212,6 +213,11 @@ def _take_stop_signals(signals: StopSignals) -> Callable[[web.Application], Coro
     return take
 
 
+async def _quiet_accept_errors(app: web.Application) -> None:
+    """At the open-file limit the listening sockets say so once (`exporter.accept_limit`), not asyncio per attempt."""
+    quiet_accept_errors(asyncio.get_running_loop())
+
+
 def run(app: web.Application, host: str, port: int, *, access_log: bool = False,
         sockets: Sequence[socket.socket] | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
     """Serve until SIGTERM/SIGINT on `sockets` (bound by `exporter.listen` before anything else started), or
@@ -221,6 +227,7 @@ def run(app: web.Application, host: str, port: int, *, access_log: bool = False,
     counts on to reuse them."""
     signals = StopSignals()
     app.on_startup.append(_take_stop_signals(signals))
+    app.on_startup.append(_quiet_accept_errors)
     try:
         web.run_app(
             app, sock=list(sockets) if sockets is not None else bind_listeners(host, port), print=None,

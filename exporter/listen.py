@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import errno
 import socket
+from collections.abc import Sequence
+
+from exporter.accept_limit import ListeningSocket
 
 BACKLOG = 128
 
@@ -38,13 +41,17 @@ def listen_fix(cause: OSError) -> str:
     return "choose a free port"
 
 
-def bind_listeners(host: str, port: int) -> list[socket.socket]:
-    """Listening sockets for `host:port` (every address `host` resolves to), ready for `web.run_app(sock=...)`."""
+def bind_listeners(host: str, port: int, *, family: socket.AddressFamily = socket.AF_UNSPEC,
+                   reuse_port: bool = False, backlog: int = BACKLOG) -> list[ListeningSocket]:
+    """Listening sockets for `host:port` (every address `host` resolves to, of `family`), ready for
+    `web.run_app(sock=...)` or `loop.create_server(sock=...)`; `ListeningSocket`s, which say once, not at every
+    attempt, that the open-file limit stops them accepting. `reuse_port`: several processes listen on the port
+    (the adapter's serving workers)."""
     try:
-        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        infos = socket.getaddrinfo(host or None, port, family, socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as error:
         raise ListenError(f"cannot listen on {show(host, port)}: {error.strerror}", error) from error
-    sockets: list[socket.socket] = []
+    sockets: list[ListeningSocket] = []
     seen: set[tuple[int, object]] = set()
     try:
         for family, kind, proto, _, address in infos:
@@ -52,13 +59,15 @@ def bind_listeners(host: str, port: int) -> list[socket.socket]:
                 continue
             seen.add((family, address))
             try:
-                sock = socket.socket(family, kind, proto)
+                sock = ListeningSocket(family, kind, proto)
             except OSError as error:
                 if not host and error.errno in NO_SUCH_FAMILY:
                     continue  # every address: a kernel without IPv6 has IPv4's alone
                 raise ListenError(f"cannot listen on {show(host, port)}: {error.strerror or error}", error) from error
             sockets.append(sock)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if reuse_port:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
             if family == socket.AF_INET6:
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             try:
@@ -68,8 +77,9 @@ def bind_listeners(host: str, port: int) -> list[socket.socket]:
                     sockets.pop().close()  # IPv6 turned off in this pod (net.ipv6.conf.all.disable_ipv6)
                     continue
                 raise ListenError(f"cannot listen on {show(host, port)}: {error.strerror or error}", error) from error
-            sock.listen(BACKLOG)
+            sock.listen(backlog)
             sock.setblocking(False)
+            sock.where = show(*sock.getsockname()[:2])
         if not sockets:
             raise ListenError(f"cannot listen on {show(host, port)}: no address family can be used",
                               OSError(errno.EADDRNOTAVAIL, "no address"))
@@ -90,6 +100,6 @@ def show(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def bound_addresses(sockets: list[socket.socket]) -> str:
+def bound_addresses(sockets: Sequence[socket.socket]) -> str:
     """Where the sockets listen, for the log: `0.0.0.0:9187 and [::]:9187`."""
     return " and ".join(show(*sock.getsockname()[:2]) for sock in sockets)
