@@ -66,7 +66,8 @@ from autoscaler.api.header_budget import HeaderBlockTooLarge, wrap_request_parse
 from autoscaler.api.peer_share import PeerCounts
 from autoscaler.api.status import ApiResponse, status_response
 from autoscaler.api.unknown_method import UnknownMethod
-from exporter.listen import NO_SUCH_FAMILY
+from exporter.accept_limit import quiet_accept_errors
+from exporter.listen import ListenError, bind_listeners
 
 log = logging.getLogger(__name__)
 
@@ -771,8 +772,7 @@ class _GuardedConnection(asyncio.Protocol):
 def listen_family(host: str) -> socket.AddressFamily:
     """The family to bind for `--listen HOST:PORT`: no host is every address of both families (a socket each,
     as Go's servers answer on both for a wildcard), so the kubelet and the aggregator reach the pod at an IPv6
-    address too; an address is its own family's (`0.0.0.0` IPv4's, `[::]` IPv6's alone: asyncio sets
-    IPV6_V6ONLY)."""
+    address too; an address is its own family's (`0.0.0.0` IPv4's, `[::]` IPv6's alone: IPV6_V6ONLY)."""
     if not host:
         return socket.AF_UNSPEC
     return socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -790,6 +790,7 @@ class GuardedSite(web.BaseSite):
         self._limits = limits
         self._reuse_port = reuse_port
         self.guard: ConnectionGuard | None = None
+        self._more_servers: list[asyncio.Server] = []
 
     @property
     def name(self) -> str:
@@ -803,24 +804,24 @@ class GuardedSite(web.BaseSite):
         server.request_handler = before_routing(server.request_handler)  # each connection's handler reads it
         self.guard = ConnectionGuard(server, self._tls, self._limits)
         loop = asyncio.get_running_loop()
-        family = listen_family(self._host)
+        # Bound as the exporter binds (IPv4's addresses alone where IPv6 is turned off), so that at the open-file
+        # limit the sockets say so once (`exporter.accept_limit`), where asyncio logged a traceback per attempt.
         try:
-            self._server = await loop.create_server(
-                self.guard, self._host or None, self._port, backlog=self._backlog, reuse_address=True,
-                reuse_port=self._reuse_port, family=family)
-        except OSError as error:
-            if family != socket.AF_UNSPEC or error.errno not in NO_SUCH_FAMILY:
-                raise
-            # IPv6 turned off in this pod or container (net.ipv6.conf.all.disable_ipv6): IPv4's addresses alone
-            self._server = await loop.create_server(
-                self.guard, None, self._port, backlog=self._backlog, reuse_address=True,
-                reuse_port=self._reuse_port, family=socket.AF_INET)
+            sockets = bind_listeners(self._host, self._port, family=listen_family(self._host),
+                                     reuse_port=self._reuse_port, backlog=self._backlog)
+        except ListenError as error:
+            raise (error.__cause__ or error) from None  # the caller says "cannot listen on ..." itself
+        quiet_accept_errors(loop)
+        servers = [await loop.create_server(self.guard, sock=sock, backlog=self._backlog) for sock in sockets]
+        self._server, self._more_servers = servers[0], servers[1:]
 
     async def stop(self) -> None:
         if self.guard is not None:  # connections held for a promised place have no handler to close them
             for newcomer in list(self.guard.promised):
                 newcomer.leave_line()
                 newcomer.abort()
+        for server in self._more_servers:  # the other family's; `super().stop` closes the first
+            server.close()
         await super().stop()
 
     @property
