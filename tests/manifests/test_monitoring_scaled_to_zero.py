@@ -164,7 +164,7 @@ def test_an_hpa_on_a_metric_no_pod_reports_fires_the_503_alert(fleet: Fleet, tmp
     a runtime scaled to zero apart), and stayed silent with half the answers 503."""
     poll(lambda: ask(fleet, BUSY)[0] == 200, timeout=30)
     status, body = ask(fleet, BUSY, "modelmesh_gpu_busy")
-    assert status == 503 and "no ready pod has a GPU collector" in json.loads(body)["message"], body
+    assert status == 503 and "the runtime has no GPU signal" in json.loads(body)["message"], body
     series = an_hour_of(fleet, exporter_up=1, hpas=((BUSY, "modelmesh_desired_replicas"),
                                                     (BUSY, "modelmesh_gpu_busy"), (IDLE, "modelmesh_desired_replicas")))
     done = alerts_at(tmp_path, series, "ModelMeshAutoscalerServing503", 1)
