@@ -19,6 +19,7 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.transition_log import Missing, worth_saying
+from tests.hardening.test_fleet_observability import runtime_lines
 
 RUNTIME = RuntimeKey("bench", "modelmesh-serving-x")
 
@@ -44,12 +45,6 @@ class LeavingOutSource:
 
     async def close(self) -> None:
         return None
-
-
-def runtime_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
-    lines = [record.getMessage() for record in caplog.records if record.name == "autoscaler.refresher"]
-    caplog.clear()
-    return lines
 
 
 async def test_a_change_in_which_signal_is_missing_is_logged(caplog: pytest.LogCaptureFixture) -> None:

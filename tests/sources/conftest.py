@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from autoscaler.sources.prometheus import PrometheusSource
 from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text
 
 StartPrometheus = Callable[[Iterable[Sample]], Awaitable[PrometheusServer]]
@@ -35,3 +36,13 @@ async def start_prometheus(tmp_path: Path) -> AsyncIterator[StartPrometheus]:
     yield start
     for server in servers:
         await server.close()
+
+
+@pytest.fixture
+async def sources() -> AsyncIterator[list[PrometheusSource]]:
+    """The Prometheus sources a test made (appended to the list), closed after it."""
+    made: list[PrometheusSource] = []
+    yield made
+    for source in made:
+        await source.close()
+

@@ -7,7 +7,6 @@ series, the value and the ceiling), and one WARNING line says so; the other pods
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -20,14 +19,6 @@ from exporter import names
 from tests.sources.conftest import StartPrometheus
 from tests.sources.static_discovery import StaticDiscovery
 from tests.sources.test_prometheus_source import AGE_S, TRITON, exporter_series, signals
-
-
-@pytest.fixture
-async def sources() -> AsyncIterator[list[PrometheusSource]]:
-    made: list[PrometheusSource] = []
-    yield made
-    for source in made:
-        await source.close()
 
 
 def two_pods() -> StaticDiscovery:

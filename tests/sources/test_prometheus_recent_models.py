@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 import aiohttp
 import pytest
@@ -61,14 +61,6 @@ def discovery() -> StaticDiscovery:
 
 def by_pod(snapshots: list[RuntimeSnapshot]) -> dict[str, PodSample]:
     return {pod.name: pod for snapshot in snapshots for pod in snapshot.pods}
-
-
-@pytest.fixture
-async def sources() -> AsyncIterator[list[PrometheusSource]]:
-    made: list[PrometheusSource] = []
-    yield made
-    for source in made:
-        await source.close()
 
 
 async def test_each_pod_carries_the_models_it_served_on_the_adapters_clock(
