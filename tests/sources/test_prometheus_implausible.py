@@ -7,16 +7,15 @@ series, the value and the ceiling), and one WARNING line says so; the other pods
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import pytest
-from aiohttp import web
 from pytest_aiohttp import AiohttpServer
 
 from autoscaler.sources import prometheus as source_module
 from autoscaler.sources.prometheus import PrometheusSource
 from exporter import names
 from tests.sources.conftest import StartPrometheus
+from tests.sources.prometheus_stub import Answers, answering_prometheus, series_at
 from tests.sources.static_discovery import StaticDiscovery
 from tests.sources.test_prometheus_source import AGE_S, TRITON, exporter_series, signals
 
@@ -58,19 +57,11 @@ async def test_a_value_no_pod_reaches_from_prometheus_is_refused_and_said(
 async def test_a_pod_that_read_well_holds_its_last_good_sample_and_recovers(
         aiohttp_server: AiohttpServer, sources: list[PrometheusSource], now: float) -> None:
     """Prometheus answers 1e308 for a pod that read 40 a refresh before: the 40 is held, with its stamp."""
-    answers: dict[str, list[dict[str, Any]]] = {}
+    answers: Answers = {}
 
-    async def query(request: web.Request) -> web.Response:
-        result = answers.get(request.query["query"], [])
-        return web.json_response({"status": "success", "data": {"resultType": "vector", "result": result}})
-
-    def series(pod: str, value: float) -> dict[str, object]:
-        return {"metric": {"namespace": TRITON.namespace, "pod": pod}, "value": [now, repr(value)]}
-
-    app = web.Application()
-    app.router.add_get("/api/v1/query", query)
-    server = await aiohttp_server(app)
-    source = PrometheusSource(two_pods(), str(server.make_url("")))
+    series = series_at(TRITON.namespace, now)
+    url = await answering_prometheus(aiohttp_server, answers)
+    source = PrometheusSource(two_pods(), url)
     sources.append(source)
     freshness, _gpu, rps, *_ = source.queries
 

@@ -35,6 +35,7 @@ from autoscaler.sources.prometheus_queries import GpuSource
 from exporter import names
 from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text
 from tests.sources.conftest import StartPrometheus
+from tests.sources.prometheus_stub import Answers, answering_prometheus, series_at
 from tests.sources.static_discovery import StaticDiscovery
 from tests.support.clock import SteppedClock
 from tests.support.waiting import eventually
@@ -631,21 +632,10 @@ async def test_pod_missing_from_an_answer_keeps_its_last_good_sample(
     aiohttp_server: AiohttpServer, make_source: MakeSource, now: float
 ) -> None:
     """Prometheus answers, but one pod's series are gone (its scrape failed): hold, never zero, never go back."""
-    answers: dict[str, list[dict[str, object]]] = {}
-
-    async def query(request: web.Request) -> web.Response:
-        result = answers.get(request.query["query"], [])
-        return web.json_response({"status": "success", "data": {"resultType": "vector", "result": result}})
-
-    def series(pod: str, value: float) -> dict[str, object]:
-        return {"metric": {"namespace": TRITON.namespace, "pod": pod}, "value": [now, repr(value)]}
-
-    app = web.Application()
-    app.router.add_get("/api/v1/query", query)
-    server = await aiohttp_server(app)
-    source = make_source(
-        str(server.make_url("")), StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1", "a-2"]})
-    )
+    answers: Answers = {}
+    series = series_at(TRITON.namespace, now)
+    url = await answering_prometheus(aiohttp_server, answers)
+    source = make_source(url, StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1", "a-2"]}))
     freshness, _gpu, rps, *_ = source.queries
 
     answers[freshness] = [series("a-1", now - 5), series("a-2", now - 5)]
