@@ -127,8 +127,6 @@ async def serve_until_stopped(app: web.Application, host: str, port: int, tls: s
         install_dispatch(app, runner.server)  # the HPA's request served without routing (`Serving.dispatch`)
     try:
         await GuardedSite(runner, host, port, tls=tls, limits=limits, reuse_port=reuse_port).start()
-        if on_ready is not None:
-            on_ready()
         stop_on = StopRequests(say=signals is not None)
         stop, received = stop_on.event, stop_on.received
 
@@ -140,6 +138,10 @@ async def serve_until_stopped(app: web.Application, host: str, port: int, tls: s
                 loop = asyncio.get_running_loop()
                 for signum in stop_signals:
                     loop.add_signal_handler(signum, stop_on, signum)
+            # Ready once the signals are taken: said before, a SIGTERM right after the "serving" line (or the
+            # worker's word to the refresh process) found no handler yet and killed the process (exit 143).
+            if on_ready is not None:
+                on_ready()
             return await _until_stopped(stop, received, until, drain, shutdown_delay_s)
     finally:
         await runner.cleanup()
