@@ -11,8 +11,6 @@ answer and what its manifests set, captured in tests/upgrade/ (each file says ho
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -26,11 +24,14 @@ from autoscaler.model import RuntimeKey
 from autoscaler.policies.aggregation import aggregate
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.settings import settings_from_args
-from autoscaler.sources.base import PodTarget, RuntimeInventory
-from autoscaler.sources.scrape import ScrapeSource
+from autoscaler.sources.base import PodTarget
 from exporter.settings import parse_settings
-from tests.sources.static_discovery import StaticDiscovery
-from tests.support.upgrade_sidecars import captured_metrics, replayed_sidecar, todays_sidecar
+from tests.support.upgrade_sidecars import (
+    captured_metrics,
+    read_mixed_runtime,
+    replayed_sidecar,
+    todays_sidecar,
+)
 
 RELEASE = Path(__file__).with_name("upgrade")
 KEY = RuntimeKey("modelmesh-serving", "modelmesh-serving-triton")
@@ -71,14 +72,8 @@ async def test_a_runtime_of_old_and_new_sidecars_is_read_in_full_by_the_new_adap
         old_sidecar: str, new_sidecar: str) -> None:
     old = PodTarget("modelmesh-serving-triton-old", True, old_sidecar, uid="0b3c2a4e-5f61-4c1d-9e7a-2f0d6b8c9a11")
     new = PodTarget(NEW_POD["EXPORTER_POD_NAME"], True, new_sidecar, uid=NEW_POD["EXPORTER_POD_UID"])
-    source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, (old, new))]), timeout_s=5.0)
+    source, snapshot, now = await read_mixed_runtime(KEY, old, new)
     try:
-        for _ in range(50):  # the new sidecar's first rate needs two ModelMesh reads
-            now = time.time()
-            [snapshot] = await source.collect(now)
-            if all(pod.requests_per_second is not None for pod in snapshot.pods):
-                break
-            await asyncio.sleep(0.2)
         assert source.problems(KEY) == (), source.problems(KEY)  # neither refused (other_pod), nor garbage
         by_name = {pod.name: pod for pod in snapshot.pods}
         read = by_name[old.name]

@@ -17,10 +17,8 @@ release shipped and answered, captured in tests/upgrade/ (each file says how it 
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import subprocess
-import time
 import urllib.parse
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -36,13 +34,16 @@ from autoscaler.policies.aggregation import aggregate
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.runtimes_outside_namespaces import runtimes_outside_namespaces
 from autoscaler.settings import ServeSettings, settings_from_args
-from autoscaler.sources.base import PodTarget, RuntimeInventory
+from autoscaler.sources.base import PodTarget
 from autoscaler.sources.kube_objects import RuntimeRecord, build_inventory, parse_pod
-from autoscaler.sources.scrape import ScrapeSource
 from exporter.settings import parse_settings
 from tests.manifests.support import EXAMPLES, KUBECTL, Object, container, find, promtool_test_rules
-from tests.sources.static_discovery import StaticDiscovery
-from tests.support.upgrade_sidecars import captured_metrics, replayed_sidecar, todays_sidecar
+from tests.support.upgrade_sidecars import (
+    captured_metrics,
+    read_mixed_runtime,
+    replayed_sidecar,
+    todays_sidecar,
+)
 from tests.test_docs_upgrading import upgrading
 
 RELEASE = Path(__file__).with_name("upgrade")
@@ -123,14 +124,8 @@ async def test_a_runtime_of_yesterdays_and_todays_sidecars_is_read_in_full(old_s
                                                                           new_sidecar: str) -> None:
     old = PodTarget(OLD_POD.name, True, old_sidecar, uid=OLD_POD.uid)
     new = PodTarget(NEW_POD["EXPORTER_POD_NAME"], True, new_sidecar, uid=NEW_POD["EXPORTER_POD_UID"])
-    source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, (old, new))]), timeout_s=5.0)
+    source, snapshot, now = await read_mixed_runtime(KEY, old, new)
     try:
-        for _ in range(50):  # the new sidecar's first rate needs two ModelMesh reads
-            now = time.time()
-            [snapshot] = await source.collect(now)
-            if all(pod.requests_per_second is not None for pod in snapshot.pods):
-                break
-            await asyncio.sleep(0.2)
         assert source.problems(KEY) == (), source.problems(KEY)  # its pod_info names this pod: not other_pod
         read = {pod.name: pod for pod in snapshot.pods}[old.name]
         assert read.requests_per_second == pytest.approx(39.914715796721865)

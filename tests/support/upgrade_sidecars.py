@@ -3,6 +3,8 @@ tests/upgrade/, and today's exporter as a real process naming its pod as the sid
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -11,6 +13,10 @@ from aiohttp import web
 from pytest_aiohttp import AiohttpServer
 
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
+from autoscaler.model import RuntimeKey, RuntimeSnapshot
+from autoscaler.sources.base import PodTarget, RuntimeInventory
+from autoscaler.sources.scrape import ScrapeSource
+from tests.sources.static_discovery import StaticDiscovery
 from tests.support.ports import free_port
 from tests.support.processes import running
 
@@ -48,3 +54,22 @@ async def todays_sidecar(tmp_path: Path, pod_env: Mapping[str, str]) -> AsyncIte
             yield f"http://127.0.0.1:{port}/metrics"
     finally:
         await runner.cleanup()
+
+
+async def read_mixed_runtime(key: RuntimeKey, old: PodTarget,
+                             new: PodTarget) -> tuple[ScrapeSource, RuntimeSnapshot, float]:
+    """Today's scrape source reading a runtime of an old release's sidecar and today's until both pods have a rate
+    (today's first rate needs two ModelMesh reads): (the source, to close; the snapshot; the time it was read)."""
+    source = ScrapeSource(StaticDiscovery([RuntimeInventory(key, (old, new))]), timeout_s=5.0)
+    try:
+        for _ in range(50):
+            now = time.time()
+            [snapshot] = await source.collect(now)
+            if all(pod.requests_per_second is not None for pod in snapshot.pods):
+                break
+            await asyncio.sleep(0.2)
+    except BaseException:
+        await source.close()
+        raise
+    return source, snapshot, now
+
