@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from autoscaler.kube.raw import Scope, scope_name
-from autoscaler.log_lists import NAMED, few
+from autoscaler.log_lists import say_each_or_counted
 
 QUIET_S: Final = 1.0
 """How long without news before what was said is logged: watches broken together come back one after another
@@ -66,15 +66,21 @@ class WatchNews:
             self._due = None
         said, self._said = self._said, defaultdict(list)
         for line, entries in said.items():
-            log = logging.getLogger(line.logger)
-            if len(entries) <= NAMED:
-                for scope, detail in entries:
-                    log.log(line.level, "%s", line.one.format(scope=scope_name(scope), detail=detail))
-                continue
-            scope, detail = entries[0]
-            log.log(line.level, "%s", line.many.format(
-                count=len(entries), scopes=few([_named(s) for s, _ in entries]), scope=scope_name(scope),
-                detail=detail))
+            _say(line, entries)
+
+
+def _say(line: ScopeLine, entries: list[tuple[Scope, str]]) -> None:
+    """One kind's entries: a line each up to `NAMED`, else one counted line with the first one's detail."""
+    first, first_detail = entries[0]
+
+    def one(entry: tuple[Scope, str]) -> str:
+        return line.one.format(scope=scope_name(entry[0]), detail=entry[1])
+
+    def many(count: int, scopes: str) -> str:
+        return line.many.format(count=count, scopes=scopes, scope=scope_name(first), detail=first_detail)
+
+    say_each_or_counted(logging.getLogger(line.logger), entries, one, many, shown=lambda entry: _named(entry[0]),
+                        level=line.level)
 
 
 def _named(scope: Scope) -> str:
