@@ -18,7 +18,9 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
   a flap. An outage whose failure changes kind (an HTTP 503, then a 500, then Prometheus's own `timeout` error,
   then no answer: `PrometheusSourceError.kind`) says each new kind once, so the log never names a cause gone.
 - one series is garbage (NaN, ±Inf, negative, unparseable): only that pod's signal is absent (None), the
-  refresh is still good. Logged once per pod and signal until it is good again.
+  refresh is still good (a garbled freshness series holds the pod's last good sample). Logged once per pod and
+  signal until it is good again, and a `garbage` problem of the pod in /debug meanwhile (`problems`), naming
+  each series and its value, as a value above its signal's ceiling is (which holds the whole reading).
 - the answers say they are partial (Thanos Query's `warnings` about stores it could not reach, VictoriaMetrics'
   `isPartial`): the refresh is good, the pods they leave out hold their last good samples as any pod missing from
   an answer does (and turn stale). Logged once per set of warnings, and when the answers are complete again;
@@ -43,6 +45,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 from urllib3.util.retry import Retry
 
@@ -76,8 +79,12 @@ from exporter.settings import without_password
 
 log = logging.getLogger(__name__)
 
-_SERIES = {field: series for series, field in SCALAR_FIELDS.items()} | {"gpu_busy": "GPU busy"}
-"""The series a signal is read from, as the refusal of a value above its ceiling names it."""
+_SERIES = {field: series for series, field in SCALAR_FIELDS.items()} | {
+    "gpu_busy": "GPU busy",
+    FRESHNESS: f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_MODELMESH}"}}',
+    GPU_FRESHNESS: f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_GPU}"}}',
+}
+"""The series a signal is read from, as /debug and the refusal of a value above its ceiling name it."""
 
 REASON_PARTIAL = "partial"
 """A `SourceProblem`'s reason while the answers are partial and leave out Ready pods of the runtime (not an error)."""
@@ -91,6 +98,15 @@ FLAP_QUIET_S = 60.0
 UNSEEN_WARN_AFTER_S = 120.0
 """How long all of a runtime's Ready pods may lack series before the log names it: longer than Prometheus takes
 to discover and scrape a new pod (its service discovery, plus a 30 s scrape interval)."""
+
+
+class Garbled(NamedTuple):
+    """A pod's values this refresh that are no number a policy can use (NaN, infinite, negative, unparseable)."""
+
+    values: str
+    """Each series and its value as Prometheus wrote it (`modelmesh_pod_requests_per_second NaN`), for /debug."""
+    holds_sample: bool
+    """Whether one is the freshness series: without it the whole sample is held, not only those signals."""
 
 
 def _older(sample: PodSample, previous: PodSample | None) -> bool:
@@ -179,7 +195,8 @@ class PrometheusSource:
         self._last: dict[PodRef, PodSample] = {}
         self._garbage: set[tuple[str, str, str]] = set()
         self._refusing: dict[PodRef, str] = {}  # pods whose last reading had a value above its ceiling, and why
-        self._refused: dict[RuntimeKey, dict[str, SourceProblem]] = {}  # the same, for /debug, by runtime
+        self._garbled: dict[PodRef, Garbled] = {}  # pods whose last reading had NaN, infinite or negative values
+        self._refused: dict[RuntimeKey, dict[str, SourceProblem]] = {}  # both, for /debug, by runtime
         self.errors: Counter[str] = Counter()
         """Failures by reason since start: whole-refresh reasons once per refresh, `garbage` per series."""
         self.outage_since: float | None = None
@@ -302,7 +319,7 @@ class PrometheusSource:
             else:  # not seen, garbage freshness, or older than what we had: hold the last good sample
                 sample = previous or PodSample(name=target.name)
             pods.append(replace(sample, ready=target.ready, created_at=target.created_at))
-        self._note_refused(runtime, now)
+        self._note_garbled(runtime, now)
         return RuntimeSnapshot(
             key=runtime.key,
             pods=tuple(pods),
@@ -317,15 +334,23 @@ class PrometheusSource:
         """This refresh's sample of a pod; None when its freshness itself is garbage."""
         fields: dict[str, float | None] = {}
         refused: list[str] = []
+        garbled: list[str] = []
         for signal in self._signals:
             raw = answers[signal.field].get(ref)
             value = None if raw is None else valid_value(raw)
-            why = None if value is None else refusal(signal.field, value, _SERIES.get(signal.field, signal.field))
+            series = _SERIES.get(signal.field, signal.field)
+            why = None if value is None else refusal(signal.field, value, series)
             bad = (raw is not None and value is None) or why is not None
             self._note_garbage(ref, signal.field, bad=bad, raw=raw, why=why)
             if why is not None:
                 refused.append(why)
+            elif bad:
+                garbled.append(f"{series} {raw}")
             fields[signal.field] = value
+        if garbled:
+            self._garbled[ref] = Garbled(", ".join(garbled), fields[FRESHNESS] is None)
+        else:
+            self._garbled.pop(ref, None)
         if refused:  # a value no real pod reaches: the whole reading is garbage; the last good sample is held
             self._refusing[ref] = "; ".join(refused)
             return None
@@ -385,23 +410,39 @@ class PrometheusSource:
                 log.warning("Prometheus gave %s/%s a %s of %r, which no real pod reaches (%s); holding the pod's "
                             "last good sample (check its exporter and ModelMesh)", ref[0], ref[1], field, raw, why)
 
-    def _note_refused(self, runtime: RuntimeInventory, now: float) -> None:
-        """Keep, for /debug, the runtime's pods whose reading had a value above its ceiling (`_read_pod`), each
-        refusing since its first such reading."""
+    def _note_garbled(self, runtime: RuntimeInventory, now: float) -> None:
+        """Keep, for /debug, the runtime's pods whose reading had a value above its ceiling or values that are no
+        reading (NaN, infinite, negative: `_read_pod`), each a `garbage` problem since its first such reading: the
+        log says it once, at its start, and an operator at /debug an hour later should not need that line (the
+        scrape source shows its garbled answers so too)."""
         before = self._refused.get(runtime.key, {})
         found = {}
         for target in runtime.pods:
-            why = self._refusing.get((runtime.key.namespace, target.name))
-            if why is not None:
+            ref = (runtime.key.namespace, target.name)
+            detail = self._garbage_detail(self._refusing.get(ref), self._garbled.get(ref))
+            if detail is not None:
                 known = before.get(target.name)
-                found[target.name] = SourceProblem(
-                    REASON_GARBAGE, f"Prometheus at {self._url} gave the pod a value no real pod reaches: {why}; "
-                    "holding its last good sample (check its exporter and ModelMesh)",
-                    now if known is None else known.since, target.name)
+                found[target.name] = SourceProblem(REASON_GARBAGE, detail, now if known is None else known.since,
+                                                   target.name)
         if found:
             self._refused[runtime.key] = found
         else:
             self._refused.pop(runtime.key, None)
+
+    def _garbage_detail(self, refused: str | None, garbled: Garbled | None) -> str | None:
+        """What /debug says of a pod's garbage values: those above a ceiling hold its whole last good sample;
+        those that are no number it can use leave only their signals absent (unknown, never zero), but a garbled
+        freshness series holds the whole sample too."""
+        if refused is None and garbled is None:
+            return None
+        said = [f"a value no real pod reaches: {refused}"] if refused is not None else []
+        if garbled is not None:
+            said.append(f"values that are no reading (NaN, infinite or negative): {garbled.values}")
+        held = refused is not None or (garbled is not None and garbled.holds_sample)
+        outcome = ("holding its last good sample" if held else
+                   "leaving those signals absent (unknown, never zero), which holds the values that use them")
+        return (f"Prometheus at {self._url} gave the pod {'; and '.join(said)}; {outcome} until it gives good "
+                "ones (check its exporter and ModelMesh)")
 
     def _forget_vanished(self, inventory: Mapping[RuntimeKey, RuntimeInventory]) -> None:
         """Drop memory of pods discovery no longer lists, so it stays bounded as pods come and go."""
@@ -410,6 +451,7 @@ class PrometheusSource:
             del self._last[ref]
         self._garbage = {key for key in self._garbage if (key[0], key[1]) in known}
         self._refusing = {ref: why for ref, why in self._refusing.items() if ref in known}
+        self._garbled = {ref: what for ref, what in self._garbled.items() if ref in known}
         for key in [key for key in self._refused if key not in inventory]:
             del self._refused[key]
         for key in [key for key in self._unseen_since if key not in inventory]:
