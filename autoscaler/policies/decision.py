@@ -20,11 +20,13 @@ Each value's `n` is the number of Ready pods with its signal fresh: pods we cann
 load, and the hold rule stops the smaller sum from lowering anything while they are missing. A signal the
 runtime never had (no GPU anywhere, say) makes that one metric unknown and that term propose nothing; the
 other metrics are still served. A runtime whose Ready pods all say they have no GPU collector (`--no-gpu`)
-forgets the GPU it had, its last GPU proposal included (`gpu_forgetting`, which logs it: the one line a
-decision says itself, once per runtime as its pods move). While neither capacity term can propose, the
-recommendation never falls below the Ready pods, and the view carries a warning naming the setting to add
-(logged once per runtime). The recommendation and the smoothing state stay within the bounds
-(`min_replicas`/`max_replicas`, with the HPA's filled in by the caller: `policy.with_hpa_bounds`).
+forgets the GPU it had, its last GPU proposal included (`gpu_forgetting`, which logs it: one of the two lines a
+decision says itself, once per runtime as its pods move); one none of whose Ready pods has reported per-model use
+for `target_lru_age_s` forgets that, its last cache proposal included (`models_forgetting`, the other line).
+While neither capacity term can propose, the recommendation never falls below the Ready pods, and the view
+carries a warning naming the setting to add (logged once per runtime). The recommendation and the smoothing
+state stay within the bounds (`min_replicas`/`max_replicas`, with the HPA's filled in by the caller:
+`policy.with_hpa_bounds`).
 `modelmesh_desired_replicas` is served as the smoothed recommendation rounded up (see `smoothing`).
 
 Pods are ranked on every refresh, known or not, from each Ready pod's last good sample, so /debug can
@@ -41,6 +43,7 @@ from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
 from autoscaler.policies.aggregation import Aggregate
 from autoscaler.policies.gpu_forgetting import NO_GPU_COLLECTOR, forget_gpu, has_no_gpu, remembers_gpu
+from autoscaler.policies.models_forgetting import forget_models, forgets_models
 from autoscaler.policies.podviews import examine_pods
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
 from autoscaler.policies.ranking import WeightedTerm, default_terms
@@ -74,9 +77,11 @@ class RuntimeMemory:
     known: bool = False  # whether the last view was served at all
     proposals: Mapping[str, int] = field(default_factory=dict)  # each term's last proposal, for holds
     # Signals the runtime has reported: not reported now means missing. But the GPU once every Ready pod says it
-    # has no GPU collector: then it is forgotten (`gpu_forgetting`).
+    # has no GPU collector: then it is forgotten (`gpu_forgetting`); and per-model use once no Ready pod has
+    # reported it for `target_lru_age_s` (`models_forgetting`).
     seen: frozenset[str] = frozenset()
     warned_no_capacity: bool = False  # the no-capacity warning was logged for this runtime
+    models_reported_at: float | None = None  # the running clock's time a fresh Ready pod last reported per-model use
 
 
 _NO_MEMORY: Final = RuntimeMemory()
@@ -105,7 +110,7 @@ _view: Final = slot_builder(RuntimeView, (
 ))
 _ValueTwin: Final = slot_twin(ServedValue, ("value", "raw", "timestamp"))
 _memory: Final = slot_builder(RuntimeMemory, (
-    "smoothed", "consecutive_misses", "known", "proposals", "seen", "warned_no_capacity"))
+    "smoothed", "consecutive_misses", "known", "proposals", "seen", "warned_no_capacity", "models_reported_at"))
 
 
 _DESCRIBED: Final = (("GPU busy", SIGNAL_GPU), ("request rate", SIGNAL_REQUESTS), ("cache state", SIGNAL_CACHE))
@@ -199,10 +204,20 @@ def decide(
             and remembers_gpu(memory.seen, memory.proposals, memory.smoothed)):  # rare: once, as its pods move
         kept = forget_gpu(snapshot.key, memory.seen, memory.proposals, memory.smoothed)
         memory = replace(memory, seen=kept[0], proposals=kept[1], smoothed=kept[2])
-    rec = recommend(agg, policy, memory.proposals)
     ready, n = agg.ready, agg.n
     min_coverage = policy.min_coverage
     known = snapshot.source_ok and ready > 0 and agg.coverage >= min_coverage
+    at = now if running is None else running
+    models_reported_at = memory.models_reported_at
+    if agg.models_in_use is not None:
+        models_reported_at = at
+    elif models_reported_at is not None and forgets_models(memory.seen, models_reported_at, known, at,
+                                                           policy.target_lru_age_s):  # rare: once, as it goes
+        forgotten = forget_models(snapshot.key, memory.seen, memory.proposals, at - models_reported_at,
+                                  policy.target_lru_age_s)
+        memory = replace(memory, seen=forgotten[0], proposals=forgotten[1])
+        models_reported_at = None
+    rec = recommend(agg, policy, memory.proposals)
     by_signal = agg.signals  # every signal of SIGNALS (`Aggregate.signals`)
     profile = _PROFILES.get(id(by_signal))
     if profile is None or profile[0] is not by_signal:
@@ -221,7 +236,6 @@ def decide(
     held: dict[str, str] = {f"{term} proposal": why for term, why in rec.held.items()} if rec.held else {}
     # The replica count: usable when known, may fall when `desired_complete`, capped, served rounded up.
     target = float(rec.desired) if known else None
-    at = now if running is None else running
     state = smooth(before.get(_DESIRED), target, at, tau, desired_complete, DESIRED_REPLICAS_SETTLE)
     served: float | None = None
     smoothed: dict[ServedMetric, SmoothState] = {}
@@ -328,6 +342,7 @@ def decide(
         _remembered(rec.proposals) if known else memory.proposals,  # proposals
         seen,
         memory.warned_no_capacity or bool(warnings),  # warned_no_capacity
+        models_reported_at,
     )
     return view, next_memory
 

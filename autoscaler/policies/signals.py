@@ -26,7 +26,8 @@ SIGNALS: Final = (SIGNAL_GPU, SIGNAL_REQUESTS, SIGNAL_QUEUE, SIGNAL_CACHE)
 SIGNAL_MODELS: Final = "models"
 """Per-model use (`PodSample.recent_models`), on the load's clock: not one of SIGNALS (no served value reads it,
 and it has no state per pod), but remembered in the decision's `seen` like them, so that a runtime that reported
-it and reports it nowhere now holds the cache term rather than dropping its cache need (`Aggregate.models_missing`)."""
+it and reports it nowhere now holds the cache term rather than dropping its cache need (`Aggregate.models_missing`),
+until no pod has reported it for `target_lru_age_s` (`models_forgetting`)."""
 
 FRESH: Final = "fresh"
 STALE: Final = "stale"

@@ -231,8 +231,17 @@ def plain_decide(
         memory = replace(memory, seen=memory.seen - {SIGNAL_GPU},
                          proposals={t: v for t, v in memory.proposals.items() if t != GPU},
                          smoothed={m: v for m, v in memory.smoothed.items() if m is not ServedMetric.GPU_BUSY})
-    rec = plain_recommend(agg, policy, memory.proposals)
     known = snapshot.source_ok and agg.ready > 0 and agg.coverage >= policy.min_coverage
+    reported_at = memory.models_reported_at
+    if agg.models_in_use is not None:
+        reported_at = now
+    elif (known and reported_at is not None and now - reported_at >= policy.target_lru_age_s
+          and SIGNAL_MODELS in memory.seen):
+        # No Ready pod has reported per-model use for a whole window: the runtime forgets it and its cache proposal.
+        memory = replace(memory, seen=memory.seen - {SIGNAL_MODELS},
+                         proposals={t: v for t, v in memory.proposals.items() if t != CACHE})
+        reported_at = None
+    rec = plain_recommend(agg, policy, memory.proposals)
     by_signal = {s: agg.stats(s) for s in SIGNALS}
     desired_signals = _desired_signals(agg, policy)
     desired_complete = known and agg.n == agg.ready and all(by_signal[s].complete for s in desired_signals)
@@ -302,6 +311,7 @@ def plain_decide(
         proposals=_remembered(rec, memory) if known else memory.proposals,
         seen=_seen(memory.seen, by_signal, agg),
         warned_no_capacity=memory.warned_no_capacity or bool(warnings),
+        models_reported_at=reported_at,
     )
     return view, next_memory
 

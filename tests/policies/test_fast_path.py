@@ -177,6 +177,7 @@ bounded_policies = st.builds(
     scale_down_tau_s=st.sampled_from([0.0, 300.0]),
     min_replicas=st.sampled_from([None, 2]),
     max_replicas=st.sampled_from([None, 1, 3, 40]),
+    target_lru_age_s=st.sampled_from([15.0, 45.0, 600.0]),  # short: per-model use forgotten within the steps
 )
 
 

@@ -1,0 +1,125 @@
+"""A runtime whose pods stopped reporting per-model use forgets it after a window; a short gap still holds.
+
+A runtime remembers that its pods reported per-model use (`SIGNAL_MODELS` in its `seen`), so that a pod, or
+every pod, that reports none now holds the cache term rather than dropping its cache need. That memory never
+shrank: a runtime whose ModelMesh was downgraded to one without per-model metrics (or an exporter rolled back)
+held its last cache proposal for as long as the adapter ran: `per-model use missing on 4 of 4 ready pods` in
+/debug's `held`, and `modelmesh_desired_replicas` never below it, hours after the load had gone.
+
+The exporters' texts are read as the scrape source reads them (`read_exporter_text`) and decided refresh after
+refresh, as the adapter does. The by-hand runtime: four pods with 3 models at cache use 0.5 (6 models a pod),
+each the only one to have served 10 models in the last `target_lru_age_s`: 40 models need ceil(40 / 6) = 7
+pods; at 10 req/s each and `target_rps_per_pod` 20, the request term asks for 4 x 10 / 20 = 2; no GPU.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from autoscaler.model import RuntimeKey, RuntimeSnapshot, RuntimeView
+from autoscaler.names import ServedMetric
+from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.sources.exposition import read_exporter_text
+from exporter import names
+from tests.policies.builders import PROPERTIES
+
+KEY = RuntimeKey("ns", "modelmesh-serving-x")
+START = 2_000_000_000.0
+WINDOW = 30.0
+STEP = 15.0
+POLICY = RuntimePolicy(scale_down_tau_s=0.0, target_rps_per_pod=20.0)  # target_lru_age_s: the 600 s default
+FORGOTTEN = "forgets its per-model use"
+
+
+def exporter_text(pod: int, now: float, per_model: bool) -> str:
+    """One exporter's `/metrics` as it writes them at `now` (no GPU collector), with the models it served a second
+    ago when its ModelMesh reports per-model use."""
+    lines = [
+        f"{names.REQUESTS_PER_SECOND} 10.0",
+        f"{names.QUEUE_DELAY_SECONDS} 0.0",
+        f"{names.CACHE_USED_RATIO} 0.5",
+        f"{names.MODELS_LOADED} 3.0",
+        f'{names.COLLECTOR_SUCCESS}{{collector="modelmesh"}} 1.0',
+        f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="modelmesh"}} {now!r}',
+        f"{names.EXPORTER_TIME} {now!r}",
+    ]
+    if per_model:
+        lines += [f'{names.MODEL_LAST_SERVED_TIMESTAMP}{{{names.MODEL_ID_LABEL}="m-{pod}-{model}"}} {now - 1.0!r}'
+                  for model in range(10)]
+    return "\n".join(lines) + "\n"
+
+
+def refresh(reporting: list[bool], now: float, memory: RuntimeMemory | None,
+            policy: RuntimePolicy = POLICY) -> tuple[RuntimeView, RuntimeMemory]:
+    pods = tuple(read_exporter_text(exporter_text(i, now, per_model), f"pod-{i}", True, now).sample
+                 for i, per_model in enumerate(reporting))
+    return decide(RuntimeSnapshot(KEY, pods, now), policy, memory, now, WINDOW)
+
+
+def served(view: RuntimeView) -> float | None:
+    return view.values[ServedMetric.DESIRED_REPLICAS].value
+
+
+def test_a_runtime_whose_pods_stopped_reporting_per_model_use_forgets_it_after_target_lru_age_s(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    view, memory = refresh([True] * 4, START, None)
+    assert served(view) == 7.0, view.reason
+
+    # ModelMesh downgraded: no per-model metrics any more. For a window, the cache term holds its last proposal.
+    steps = int(POLICY.target_lru_age_s // STEP)
+    for step in range(1, steps):
+        view, memory = refresh([False] * 4, START + STEP * step, memory)
+        assert served(view) == 7.0, (step, view.reason)
+        assert "per-model use missing on 4 of 4 ready pods" in view.held["cache proposal"], view.held
+    assert FORGOTTEN not in caplog.text
+
+    # A whole target_lru_age_s without it: every model the held proposal counted is outside the window now.
+    view, memory = refresh([False] * 4, START + STEP * steps, memory)
+    assert served(view) == 2.0, view.reason  # the request term's
+    assert "cache proposal" not in view.held, view.held
+    [forgot] = [r for r in caplog.records if FORGOTTEN in r.getMessage()]
+    assert forgot.levelno == logging.INFO
+    assert str(KEY) in forgot.getMessage() and "7 pods" in forgot.getMessage(), forgot.getMessage()
+    assert "target_lru_age_s" in forgot.getMessage(), forgot.getMessage()
+
+    for step in range(1, 240):  # an hour on: still forgotten, said once
+        view, memory = refresh([False] * 4, START + STEP * (steps + step), memory)
+        assert served(view) == 2.0 and "cache proposal" not in view.held, view.held
+    assert len([r for r in caplog.records if FORGOTTEN in r.getMessage()]) == 1
+
+    # A pod that reports per-model use again brings it back: the cache need proposes as ever.
+    view, memory = refresh([True] * 4, START + STEP * (steps + 240), memory)
+    assert served(view) == 7.0, view.reason
+
+
+def test_one_pod_that_still_reports_keeps_the_memory() -> None:
+    """Three pods without per-model use beside one with it: those three may have served models nobody counted,
+    so the cache term is held however long it lasts (the forgetting is for a runtime none of whose pods reports)."""
+    view, memory = refresh([True] * 4, START, None)
+    for step in range(1, 100):
+        view, memory = refresh([False] * 3 + [True], START + STEP * step, memory)
+        assert served(view) == 7.0, (step, view.reason)
+        assert "per-model use missing on 3 of 4 ready pods" in view.held["cache proposal"], view.held
+
+
+@PROPERTIES
+@given(gaps=st.lists(st.integers(min_value=1, max_value=int(600 // STEP) - 1), min_size=1, max_size=6))
+def test_gaps_shorter_than_the_window_never_lower_the_served_replicas(gaps: list[int]) -> None:
+    """Per-model use gone from every pod for less than `target_lru_age_s` at a time (a models query failing, an
+    exporter restart), back in between: the cache term holds throughout, the replicas never fall below 7."""
+    view, memory = refresh([True] * 4, START, None)
+    now = START
+    for gap in gaps:
+        for _ in range(gap):
+            now += STEP
+            view, memory = refresh([False] * 4, now, memory)
+            assert served(view) == 7.0, view.reason
+        now += STEP
+        view, memory = refresh([True] * 4, now, memory)
+        assert served(view) == 7.0, view.reason
