@@ -92,6 +92,10 @@ class RuntimeSnapshot:
     uid: str | None = None
     """The Deployment's uid, where discovery reads it: a runtime deleted and created again under the same name
     is another runtime, whose memory starts again (`Refresher`)."""
+    models_unread: bool = False
+    """The source asked for per-model use and could not read it this refresh (the Prometheus source's models
+    query failed): pods without it are no evidence that ModelMesh stopped reporting it, so the runtime's memory
+    of per-model use does not age (`models_forgetting`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -209,8 +209,8 @@ def decide(
     known = snapshot.source_ok and ready > 0 and agg.coverage >= min_coverage
     at = now if running is None else running
     models_reported_at = memory.models_reported_at
-    if agg.models_in_use is not None:
-        models_reported_at = at
+    if agg.models_in_use is not None or (snapshot.models_unread and models_reported_at is not None):
+        models_reported_at = at  # reported, or unread (a failing query ages nothing: `models_forgetting`)
     elif models_reported_at is not None and forgets_models(memory.seen, models_reported_at, known, at,
                                                            policy.target_lru_age_s):  # rare: once, as it goes
         forgotten = forget_models(snapshot.key, memory.seen, memory.proposals, at - models_reported_at,

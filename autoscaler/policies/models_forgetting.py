@@ -13,7 +13,9 @@ every model the held proposal counted lies outside its window; holding it longer
 saw. The runtime then forgets per-model use and that proposal, said once at INFO, and is what a runtime that
 never reported it is: its cache term reads the cache signals alone. A pod that reports per-model use again
 brings it back. One pod that still reports keeps it: the others' models would be missing from a count the
-reporting pod keeps current.
+reporting pod keeps current. A refresh whose source could not read per-model use (`RuntimeSnapshot.models_unread`:
+the Prometheus models query failing) is no evidence that it stopped, so it does not age the memory (`decide`
+restarts the clock there): a failing query never lowers the cache need, however long it fails.
 """
 
 from __future__ import annotations

@@ -328,6 +328,7 @@ class PrometheusSource:
             replicas=runtime.replicas,
             annotations=dict(runtime.annotations),
             uid=runtime.uid,
+            models_unread=self._reader.models_error is not None,
         )
 
     def _read_pod(self, ref: PodRef, answers: Mapping[str, Mapping[PodRef, str]]) -> PodSample | None:

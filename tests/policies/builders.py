@@ -51,6 +51,8 @@ def pods_with(**columns: list[float | None]) -> tuple[PodSample, ...]:
 
 
 def snapshot(
-    pods: tuple[PodSample, ...], *, source_ok: bool = True, now: float = NOW, key: RuntimeKey = KEY
+    pods: tuple[PodSample, ...], *, source_ok: bool = True, now: float = NOW, key: RuntimeKey = KEY,
+    models_unread: bool = False,
 ) -> RuntimeSnapshot:
-    return RuntimeSnapshot(key=key, pods=pods, taken_at=now, source_ok=source_ok, replicas=len(pods))
+    return RuntimeSnapshot(key=key, pods=pods, taken_at=now, source_ok=source_ok, replicas=len(pods),
+                           models_unread=models_unread)

@@ -233,8 +233,8 @@ def plain_decide(
                          smoothed={m: v for m, v in memory.smoothed.items() if m is not ServedMetric.GPU_BUSY})
     known = snapshot.source_ok and agg.ready > 0 and agg.coverage >= policy.min_coverage
     reported_at = memory.models_reported_at
-    if agg.models_in_use is not None:
-        reported_at = now
+    if agg.models_in_use is not None or (snapshot.models_unread and reported_at is not None):
+        reported_at = now  # reported, or the source could not read it: no evidence, the memory does not age
     elif (known and reported_at is not None and now - reported_at >= policy.target_lru_age_s
           and SIGNAL_MODELS in memory.seen):
         # No Ready pod has reported per-model use for a whole window: the runtime forgets it and its cache proposal.

@@ -182,15 +182,17 @@ bounded_policies = st.builds(
 
 
 @PROPERTIES
-@given(steps=st.lists(st.tuples(runtimes, st.booleans()), min_size=1, max_size=6), policy=bounded_policies)
+@given(steps=st.lists(st.tuples(runtimes, st.booleans(), st.booleans()), min_size=1, max_size=6),
+       policy=bounded_policies)
 def test_fast_decide_equals_the_plain_composition_refresh_after_refresh(
-    steps: list[tuple[tuple[PodSample, ...], bool]], policy: RuntimePolicy,
+    steps: list[tuple[tuple[PodSample, ...], bool, bool]], policy: RuntimePolicy,
 ) -> None:
     fast = plain = None
-    for i, (pods, source_ok) in enumerate(steps):
+    for i, (pods, source_ok, models_unread) in enumerate(steps):
         now = NOW + 15.0 * i
-        fast_view, fast = decide(snapshot(pods, now=now, source_ok=source_ok), policy, fast, now, 30.0)
-        plain_view, plain = plain_decide(snapshot(pods, now=now, source_ok=source_ok), policy, plain, now, 30.0)
+        taken = snapshot(pods, now=now, source_ok=source_ok, models_unread=models_unread)
+        fast_view, fast = decide(taken, policy, fast, now, 30.0)
+        plain_view, plain = plain_decide(taken, policy, plain, now, 30.0)
         assert fast_view == plain_view
         assert fast == plain
         assert list(fast_view.values) == list(plain_view.values)  # the order /debug and renders show

@@ -55,10 +55,10 @@ def exporter_text(pod: int, now: float, per_model: bool) -> str:
 
 
 def refresh(reporting: list[bool], now: float, memory: RuntimeMemory | None,
-            policy: RuntimePolicy = POLICY) -> tuple[RuntimeView, RuntimeMemory]:
+            policy: RuntimePolicy = POLICY, models_unread: bool = False) -> tuple[RuntimeView, RuntimeMemory]:
     pods = tuple(read_exporter_text(exporter_text(i, now, per_model), f"pod-{i}", True, now).sample
                  for i, per_model in enumerate(reporting))
-    return decide(RuntimeSnapshot(KEY, pods, now), policy, memory, now, WINDOW)
+    return decide(RuntimeSnapshot(KEY, pods, now, models_unread=models_unread), policy, memory, now, WINDOW)
 
 
 def served(view: RuntimeView) -> float | None:
@@ -123,3 +123,25 @@ def test_gaps_shorter_than_the_window_never_lower_the_served_replicas(gaps: list
         now += STEP
         view, memory = refresh([True] * 4, now, memory)
         assert served(view) == 7.0, view.reason
+
+
+def test_a_models_query_failing_for_an_hour_never_lowers_and_then_ages_from_its_answer(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Prometheus mode: the recent-models query fails for an hour (`models_unread`; every other signal read). No
+    pod's per-model use is evidence of nothing, so the cache term holds all that hour; once the query answers
+    without per-model use, a whole `target_lru_age_s` of answers passes before the runtime forgets it."""
+    caplog.set_level(logging.INFO)
+    view, memory = refresh([True] * 4, START, None)
+    now = START
+    for _ in range(240):  # an hour of a failing query
+        now += STEP
+        view, memory = refresh([False] * 4, now, memory, models_unread=True)
+        assert served(view) == 7.0, view.reason
+    assert FORGOTTEN not in caplog.text
+    steps = int(POLICY.target_lru_age_s // STEP)
+    for _ in range(steps - 1):  # it answers: ModelMesh really reports none now
+        now += STEP
+        view, memory = refresh([False] * 4, now, memory)
+        assert served(view) == 7.0, view.reason
+    view, memory = refresh([False] * 4, now + STEP, memory)
+    assert served(view) == 2.0 and FORGOTTEN in caplog.text, view.reason

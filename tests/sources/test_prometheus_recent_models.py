@@ -133,10 +133,12 @@ async def test_a_failing_models_query_leaves_only_the_models_out(
         assert all(snapshot.source_ok for snapshot in snapshots)
         pods = by_pod(snapshots)
         assert all(pod.recent_models is None for pod in pods.values())
+        assert all(snapshot.models_unread for snapshot in snapshots)  # no evidence: per-model memory does not age
         assert pods["a-1"].requests_per_second == 10 and pods["a-1"].sampled_at is not None
     assert source.outage_since is None and source.errors["http"] == 2
     assert len(warnings) == 1 and "recent-models query" in warnings[0] and "shedding load" in warnings[0]
     assert by_pod(third)["a-1"].recent_models is not None
+    assert not any(snapshot.models_unread for snapshot in third)
     assert any("recent-models query again" in record.getMessage() for record in caplog.records)
 
 
