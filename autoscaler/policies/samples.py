@@ -11,11 +11,12 @@ from __future__ import annotations
 import math
 import struct
 import sys
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Final, NamedTuple
+from typing import Final
 
 from autoscaler.model import PodSample
+from exporter.signal_ceilings import CEILINGS as CEILINGS
+from exporter.signal_ceilings import refusal as refusal
 
 _INF: Final = math.inf
 
@@ -27,34 +28,6 @@ def clean(x: float | None) -> float | None:
     return x
 
 
-class Ceiling(NamedTuple):
-    """The most a pod's signal can really read: above it, the reading is garbage, refused as a NaN is."""
-
-    limit: float
-    why: str
-    """Why no real pod reads more, in the words of the refusal (after "above LIMIT:")."""
-
-
-CEILINGS: Final[Mapping[str, Ceiling]] = {
-    "requests_per_second": Ceiling(1e6, "no inference server answers a million requests a second from one pod"),
-    "queue_delay_s": Ceiling(3600.0, "no request waits an hour in a queue; clients time out in minutes"),
-    "cache_misses_per_second": Ceiling(1e6, "a miss is a request that loads a model; no pod loads a million "
-                                            "models a second"),
-    "lru_age_s": Ceiling(10 * 365 * 86400.0, "no pod has run for ten years; a last-use time of 0 (1970) reads "
-                                             "as 56 years"),
-    "cache_used_ratio": Ceiling(2.0, "a ratio of the model cache's capacity, which ModelMesh never fills twice "
-                                     "over; a percent sent as a ratio?"),
-    "models_loaded": Ceiling(1e6, "no pod holds a million model copies"),
-    "gpu_busy": Ceiling(1.1, "a ratio of the GPU's time, 1.0 when always busy (up to 1.1 is read as 1.0, for "
-                             "rounding and sampling jitter); a percent sent as a ratio?"),
-}
-"""Per `PodSample` signal, the value no real pod reaches (DESIGN: never scale up on garbage). A value that is
-merely high (a hot pod, a long queue, a full cache) is below it and used; one above it is made absent and the
-pod's last good sample held, as for a NaN, with a warning naming the pod, the series, the value and this
-ceiling. Without them, one pod whose exporter sent 1e308 requests a second read as a million-fold load: the
-runtime went to its maximum, silently, and the smoothing kept it there for an hour after the value was sane."""
-
-
 # The ceilings as plain floats: `clean_sample` runs for every pod at every refresh.
 _TOP_GPU: Final = CEILINGS["gpu_busy"].limit
 _TOP_RPS: Final = CEILINGS["requests_per_second"].limit
@@ -63,15 +36,6 @@ _TOP_MISSES: Final = CEILINGS["cache_misses_per_second"].limit
 _TOP_LRU_AGE: Final = CEILINGS["lru_age_s"].limit
 _TOP_CACHE: Final = CEILINGS["cache_used_ratio"].limit
 _TOP_MODELS: Final = CEILINGS["models_loaded"].limit
-
-
-def refusal(field: str, value: float, series: str) -> str | None:
-    """Why a clean `value` of the signal `field` (`PodSample`'s name; `series` is what the user sees, the
-    exporter's series) cannot be a real reading, in words for the log and /debug; None when it is plausible."""
-    ceiling = CEILINGS.get(field)
-    if ceiling is None or value <= ceiling.limit:
-        return None
-    return f"{series} {value:g} is above {ceiling.limit:g}: {ceiling.why}"
 
 
 def plausible(field: str, x: float | None) -> float | None:
