@@ -15,7 +15,9 @@ series counts in full. Comparing sums instead would read a missing series as a r
 history again as new load. A body without an unlabelled series the last one had is refused instead (ModelMesh
 serves those from its start, at 0 in a new container): it is cut or garbled, and read as a restart it would
 count the whole history again too. Where such a body came first (the exporter's first read), the read that
-brings the unlabelled series is a new baseline: its series were missing before, not new since.
+brings the unlabelled series is a new baseline: its series were missing before, not new since. A body whose counts
+rose faster than the signals' ceilings allow (`exporter.counter_ceilings`) is refused too, the last good values
+kept.
 
 Logs go to the ModelMesh collector's logger (`exporter.collectors.modelmesh`), the one operators filter on.
 """
@@ -28,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from exporter import names
+from exporter.counter_ceilings import Series, implausible_step
 from exporter.modelmesh_text import (
     CACHE_MISSES,
     COUNTER_FIELDS,
@@ -88,8 +91,8 @@ class CounterWindow:
         self.late_s = late_s
         self._forget_after_s = forget_after_s
         self._history: deque[Totals] = deque()
-        self._last: dict[tuple[str, Labels], tuple[float, float]] = {}  # series → (value, seen at)
-        self._current: set[tuple[str, Labels]] = set()
+        self._last: dict[Series, tuple[float, float]] = {}  # series → (value, seen at)
+        self._current: set[Series] = set()
         """The series of the last reading."""
         self.resets = 0
         """ModelMesh restarts seen."""
@@ -104,7 +107,9 @@ class CounterWindow:
 
     def add(self, reading: ModelMeshReading, at: float) -> frozenset[Labels] | None:
         """Fold in one reading taken at monotonic time `at` (seconds); ScrapeFailure, changing nothing, for one
-        that cannot be ModelMesh's (`_check_unlabelled_kept`, `_check_requests_kept`).
+        that cannot be ModelMesh's (`_check_unlabelled_kept`, `_check_requests_kept`), or whose counts rose faster
+        than any pod's (`exporter.counter_ceilings`: a garbled count of 1e308, published, was a rate of as much
+        for a whole window, on the dashboards and alerts that read the exporter's series).
 
         Returns the labels of the request-count series that rose since the last reading: a series of a model
         served since then (all of a new container's with a count, at a restart; a new series in full). None
@@ -127,13 +132,18 @@ class CounterWindow:
         risen: set[Labels] | None = None
         if previous is not None:
             risen = set()
+            increases: dict[Series, float] = {}
             for key, value in () if rebase else series.items():
                 last = None if restart else self._last.get(key)
                 # A new series, or any series of a new container: all of it happened since the last reading.
-                increase = value if last is None else value - last[0]
+                increase = increases[key] = value if last is None else value - last[0]
                 values[key[0]] += increase
                 if increase > 0 and key[0] == REQUESTS:
                     risen.add(key[1])
+            absurd = implausible_step([totals.values for totals in self._history], values, at - previous.at,
+                                      increases, series)
+            if absurd is not None:
+                raise ScrapeFailure(names.REASON_PARSE, absurd)
         if restart:
             # Every series of the old container is gone with it: one that shows up later is the new
             # container's, counted in full, not compared with the old count (a second "reset").

@@ -32,8 +32,12 @@ Time is the caller's wall clock (`wall`), so the tests step it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import http.server
 import ssl
-from collections.abc import Callable
+import threading
+import urllib.parse
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -42,6 +46,7 @@ from yarl import URL
 
 from autoscaler.demo.fake_modelmesh import NO_LRU_SECONDS
 from exporter import names
+from tests.support.ports import free_port
 
 MS_TIME_BUCKETS: Final = (0.5, 1, 2, 5, 10, 20, 50, 75, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 60000,
                           120000, 300000)
@@ -240,3 +245,32 @@ class MetricsPort:
     @property
     def url(self) -> str:
         return f"{'https' if self._ssl else 'http'}://127.0.0.1:{self.port}/metrics"
+
+
+@contextlib.contextmanager
+def served_in_a_thread(container: ModelMeshContainer) -> Iterator[str]:
+    """`container`'s port 2112 for an exporter in its own process (plain http; the URL): served from a thread, so
+    a test that drives the process with blocking calls (`tests.support.processes`) still gets every read
+    answered. `MetricsPort` serves on the test's event loop instead, for the in-process exporter."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            include = frozenset(urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("name[]", []))
+            body = container.render(include).encode()
+            self.send_response(200)  # NettyServer sets no Content-Type
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            with contextlib.suppress(ConnectionError):  # the exporter stopped mid-answer
+                self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    finally:
+        server.shutdown()
+        server.server_close()
