@@ -5,14 +5,13 @@ exporter scraped, and under a container runtime's soft 1,024 a fleet of about 90
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from tests.exporter.test_exporter_open_file_limit import SAID, held_connections, lines
+from tests.support.open_file_limit import SAID, held_connections, lines, open_files_limit
 from tests.support.processes import (
     TEST_PROCESS_ENV,
     free_port,
@@ -31,14 +30,6 @@ TARGETS = """runtimes:
     pods:
       - {name: demo-0, url: "http://127.0.0.1:1/metrics"}
 """
-
-
-def open_files_limit(pid: int) -> tuple[int, int]:
-    """(soft, hard) as the kernel shows them in /proc/PID/limits, what `cat /proc/PID/limits` tells an operator."""
-    line = next(line for line in Path(f"/proc/{pid}/limits").read_text().splitlines()
-                if line.startswith("Max open files"))
-    soft, hard = re.findall(r"\d+", line)[:2]
-    return int(soft), int(hard)
 
 
 def serve_under(tmp_path: Path, nofile: str, listen: str = "127.0.0.1:0") -> tuple[subprocess.Popen[bytes], Path]:

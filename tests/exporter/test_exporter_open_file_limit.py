@@ -12,14 +12,14 @@ from __future__ import annotations
 import os
 import resource
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 
+from tests.support.open_file_limit import SAID, held_connections, lines
 from tests.support.processes import (
     TEST_PROCESS_ENV,
     free_port,
@@ -39,39 +39,26 @@ HELD = 60
 WATCHED_S = 3.0
 """How long the log is watched at the limit: three of asyncio's one-second retries."""
 
-SAID = "out of file descriptors"
-
 
 def _low_open_file_limit() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (LIMIT, LIMIT))
 
 
 @contextmanager
-def exporter_at_a_low_limit(log: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
-    """The real exporter at `LIMIT` open files."""
+def exporter_at_a_low_limit(log: Path, port: int, soft: int = LIMIT,
+                            hard: int = LIMIT) -> Iterator[subprocess.Popen[bytes]]:
+    """The real exporter started at `soft` open files under a hard limit of `hard` (`LIMIT` both by default)."""
     with open(log, "ab") as output:
         exporter = subprocess.Popen(
             [sys.executable, "-m", "exporter.cli", "--listen", f"127.0.0.1:{port}", "--modelmesh-url",
              "http://127.0.0.1:1/metrics", "--no-gpu"], stdout=output, stderr=subprocess.STDOUT,
-            env={**os.environ, **TEST_PROCESS_ENV}, preexec_fn=_low_open_file_limit)
+            env={**os.environ, **TEST_PROCESS_ENV},
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard)))
     try:
         wait_until_answers(f"http://127.0.0.1:{port}/healthz", exporter, log)
         yield exporter
     finally:
         stop(exporter)
-
-
-@contextmanager
-def held_connections(port: int, count: int) -> Iterator[None]:
-    """`count` connections to the port that send nothing, as a client that leaks its connections holds them."""
-    with ExitStack() as held:
-        for _ in range(count):
-            held.enter_context(socket.create_connection(("127.0.0.1", port), timeout=10))
-        yield
-
-
-def lines(log: Path) -> list[str]:
-    return log.read_text(errors="replace").splitlines()
 
 
 def test_at_its_open_file_limit_it_says_so_once_and_serves_again_once_connections_close(tmp_path: Path) -> None:
