@@ -30,6 +30,12 @@ def serve(argv: list[str] | None) -> None:
     from exporter.stack_dumps import StackDumps
 
     StackDumps("exporter").install()  # from here a hung start too (the kubelet, NVML) can be looked into
+    from exporter.open_files import raise_open_file_limit
+
+    raise_open_file_limit(
+        "each client scraping /metrics (Prometheus, the adapter, which keeps its connection open) holds a file",
+        "and at the limit the exporter accepts no more connections (logged 'out of file descriptors'): their "
+        "scrapes fail", log)
     import signal
 
     for signum in (signal.SIGTERM, signal.SIGHUP):  # until serving takes them over (`exporter.app.run`)

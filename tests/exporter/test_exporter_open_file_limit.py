@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.support.open_file_limit import SAID, held_connections, lines
+from tests.support.open_file_limit import SAID, held_connections, lines, open_files_limit
 from tests.support.processes import (
     TEST_PROCESS_ENV,
     free_port,
@@ -89,6 +89,22 @@ def test_at_its_open_file_limit_it_says_so_once_and_serves_again_once_connection
     text = log.read_text()
     assert "Traceback" not in text
     assert text.count(SAID) == 1, text  # the backlog accepted as files free up is one outage, not one per file
+
+
+def test_the_exporter_raises_a_low_soft_limit_to_the_hard_one_and_says_so_once(tmp_path: Path) -> None:
+    """As `serve` does: under a container runtime's soft 1,024 below a higher hard limit (some containerd 2
+    installations), the exporter stayed at 1,024, where its clients' connections (Prometheus, the adapter, a
+    client that leaks them) run it out of files while the kernel allows more."""
+    hard = min(4096, open_files_limit(os.getpid())[1])
+    soft = hard // 2  # 1,024 where the hard limit is 2,048 or more
+    port = free_port()
+    log = tmp_path / "exporter.log"
+    with exporter_at_a_low_limit(log, port, soft, hard) as exporter:
+        assert open_files_limit(exporter.pid) == (hard, hard)  # what `cat /proc/PID/limits` shows the operator
+    said = [line for line in lines(log) if "open-file limit" in line]
+    assert len(said) == 1, log.read_text()
+    assert "INFO" in said[0], said[0]
+    assert f"open-file limit raised from {soft} to {hard} (the hard limit)" in said[0], said[0]
 
 
 CLOSED_IN_AN_OUTAGE = """
