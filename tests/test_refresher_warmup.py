@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.names import ServedMetric
 from autoscaler.policies.config import PolicyBook
@@ -76,3 +80,32 @@ async def test_the_loop_warms_up_a_runtime_it_has_no_memory_of_and_says_so() -> 
     source.present = False
     await refresher.refresh_once()
     assert gauge(metrics) is None
+
+
+class UnreadLoadSource:
+    """Three pods: pod-0 and pod-1 with a fresh GPU reading and no ModelMesh load ever read (their exporters
+    answer but cannot read ModelMesh); pod-2's exporter does not answer at all."""
+
+    name = "test"
+    errors: dict[str, int] = {}
+
+    async def collect(self, now: float) -> list[RuntimeSnapshot]:
+        pods = (*(PodSample(f"pod-{i}", gpu_busy=0.2, gpu_sampled_at=now - 1) for i in range(2)),
+                PodSample("pod-2"))
+        return [RuntimeSnapshot(KEY, pods, now, replicas=3)]
+
+    async def close(self) -> None:
+        return None
+
+
+async def test_the_warm_up_line_names_the_load_a_pod_lacks_not_no_data(caplog: pytest.LogCaptureFixture) -> None:
+    """Was: `pod-0: no data` for a pod whose GPU reading is fresh (only its ModelMesh load is missing), and
+    `pod-2: gpu stale` for a pod whose exporter does not answer, as if its load were there."""
+    clock = [1_700_000_000.0]
+    refresher = Refresher(UnreadLoadSource(), PolicyBook(RuntimePolicy(warmup_grace_s=30.0)), AdapterMetrics(),
+                          clock=lambda: clock[0], monotonic=lambda: clock[0])
+    caplog.set_level(logging.INFO, logger="autoscaler.refresher")
+    await refresher.refresh_once()
+    [line] = [record.getMessage() for record in caplog.records if record.name == "autoscaler.refresher"]
+    assert "no data" not in line, line
+    assert "(pod-0: no request load; pod-1: no request load; pod-2: gpu stale, no request load)" in line, line

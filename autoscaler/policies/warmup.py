@@ -46,7 +46,15 @@ from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
 from autoscaler.policies.decision import SOURCE_DOWN, VALUE_SIGNAL, RuntimeMemory, decide
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.signals import ABSENT, FRESH, NONE, SIGNAL_CACHE, SIGNAL_GPU, SIGNAL_QUEUE
+from autoscaler.policies.signals import (
+    ABSENT,
+    FRESH,
+    NONE,
+    SIGNAL_CACHE,
+    SIGNAL_GPU,
+    SIGNAL_QUEUE,
+    SIGNAL_REQUESTS,
+)
 from autoscaler.policies.smoothing import SmoothState
 
 _DESIRED = ServedMetric.DESIRED_REPLICAS
@@ -56,6 +64,8 @@ SCALED_TO_ZERO = ("scaled to zero: the Deployment asks for 0 replicas (modelmesh
 _SHOWN_PODS = 3
 """Pods named in the warming-up explanation; the rest are counted."""
 _REPLICA_SIGNALS = frozenset((SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_CACHE))
+_LOAD_SIGNALS = frozenset((SIGNAL_REQUESTS, SIGNAL_QUEUE, SIGNAL_CACHE))
+"""The signals of a pod's ModelMesh load data, which is fresh or not as one (`PodView.fresh`)."""
 """The signals the replica count reads besides the request rate (`decision.decide`'s `desired_complete`)."""
 
 
@@ -194,6 +204,13 @@ def _named(names: list[str]) -> str:
     return shown + (f" and {len(names) - _SHOWN_PODS} more" if len(names) > _SHOWN_PODS else "")
 
 
+def _lacking_load(age_s: float | None) -> str:
+    """What a pod without fresh load data lacks, where no load signal of its own says so (the runtime expects
+    none yet: no pod reports one). Said, not "no data": its GPU reading may be fresh, and it is ModelMesh's load
+    (request rate, queue, cache) that the exporter has not read (`age_s` None) or read too long ago."""
+    return "no request load" if age_s is None else "request load stale"
+
+
 def _unseen(view: RuntimeView) -> str:
     """Which Ready pods lack which signal, e.g. "3 of 4 ready pods fresh (pod-0: gpu stale, requests stale)"."""
     lacking = []
@@ -201,8 +218,11 @@ def _unseen(view: RuntimeView) -> str:
         if not pod.ready:
             continue
         bad = [f"{signal} {state}" for signal, state in pod.signals if state not in (FRESH, ABSENT, NONE)]
-        if bad or not pod.fresh:
-            lacking.append(f"{pod.name}: {', '.join(bad) or 'no data'}")
+        if not pod.fresh and not any(signal in _LOAD_SIGNALS and state not in (FRESH, ABSENT, NONE)
+                                     for signal, state in pod.signals):
+            bad.append(_lacking_load(pod.age_s))
+        if bad:
+            lacking.append(f"{pod.name}: {', '.join(bad)}")
     shown = "; ".join(lacking[:_SHOWN_PODS]) + (f"; {len(lacking) - _SHOWN_PODS} more" if len(lacking) > _SHOWN_PODS
                                                 else "")
     if not view.ready_pods:
