@@ -37,6 +37,7 @@ from autoscaler.api.snapshot import (
 )
 from autoscaler.api.stall import STALL_KEY, StallWatch
 from autoscaler.api.status import KUBE_HEADERS, ApiError, ApiResponse, json_answer
+from autoscaler.api.unserved import lasting_cause
 from autoscaler.model import RuntimeView
 from autoscaler.names import (
     API_GROUP,
@@ -46,7 +47,6 @@ from autoscaler.names import (
     lookup_metric,
     runtime_labels,
 )
-from autoscaler.policies.signals import SIGNAL_GPU
 from autoscaler.selfmetrics import AdapterMetrics
 
 METRICS_KEY: web.AppKey[AdapterMetrics] = web.AppKey("metrics", AdapterMetrics)
@@ -100,13 +100,6 @@ def unknown_because(view: RuntimeView) -> str:
     return view.reason.removesuffix(_HELD) or "no fresh data"
 
 
-_NO_GPU_SIGNAL: Final = (
-    "the runtime has no GPU signal (no ready pod reports a GPU reading: their exporters run with --no-gpu, or "
-    "their GPU collectors fail, as on a node without the NVIDIA driver; a pod that reports one brings it back)")
-"""Why `modelmesh_gpu_busy` is a 503 for a runtime without the GPU signal (`signal_coverage` has no "gpu"): a
-lasting state, not a moment's gap, so not "unknown right now"."""
-
-
 def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str) -> Answer:
     """The answer as `json.dumps` of
 
@@ -120,8 +113,10 @@ def _metric_answer(view: RuntimeView, metric: ServedMetric, labels: str) -> Answ
     another number (`autoscaler.api.quantity`) is unknown: a 503, as KEDA's document has `null` for it."""
     served = view.values.get(metric)
     if not view.known or served is None or (value := served.value) is None or served.timestamp is None:
-        if view.known and metric is ServedMetric.GPU_BUSY and SIGNAL_GPU not in view.signal_coverage:
-            return unknown_answer(view, f"{metric.value} for runtime {view.key} is not served: {_NO_GPU_SIGNAL}; "
+        cause = lasting_cause(view, metric)
+        if cause is not None:
+            now = "" if view.known else f"; {unknown_because(view)}"
+            return unknown_answer(view, f"{metric.value} for runtime {view.key} is not served: {cause}{now}; "
                                         f"the HPA holds its current replicas; why: {debug_path(view)}")
         return unknown_answer(view, f"{metric.value} for runtime {view.key} is unknown right now: "
                                     f"{unknown_because(view)}; the HPA holds its current replicas; why: "

@@ -86,9 +86,14 @@ def _definitions() -> dict[str, Any]:
     }
 
 
+_NOT_SERVED = ("Values not served (the HPA holds): unknown right now, or not served while a setting stays as it is; "
+               "the message says which, why, and what to change")
+"""A 503's description: a lasting cause (`autoscaler.api.unserved`) is no moment's gap."""
+
+
 def _errors(*codes: int) -> dict[str, Any]:
     text = {400: "Bad request", 401: "Unauthorized", 403: "Forbidden", 404: "Not found",
-            500: "Authorization could not be checked", 503: "Values unknown right now (the HPA holds)"}
+            500: "Authorization could not be checked", 503: _NOT_SERVED}
     return {str(code): {"description": text[code], "schema": _ref(META + "Status")} for code in codes}
 
 

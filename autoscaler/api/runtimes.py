@@ -35,6 +35,7 @@ from autoscaler.api.quantity import MAX_SERVABLE
 from autoscaler.api.snapshot import KEDA, SNAPSHOT_KEY, Answer, error_answer, unknown_answer
 from autoscaler.api.stall import STALL_KEY
 from autoscaler.api.status import json_answer
+from autoscaler.api.unserved import lasting_cause
 from autoscaler.model import RuntimeView
 from autoscaler.names import ServedMetric, runtime_labels
 
@@ -68,6 +69,10 @@ def keda_values(view: RuntimeView) -> tuple[dict[str, Any], float | None]:
 def keda_answer(view: RuntimeView) -> Answer:
     """The KEDA endpoint's answer for a runtime: its values, or the 503 while they are unknown."""
     if not view.known:
+        cause = lasting_cause(view)
+        if cause is not None:
+            return unknown_answer(view, f"values of runtime {view.key} are not served: {cause}; "
+                                        f"{unknown_because(view)}; scalers should hold; why: {debug_path(view)}")
         return unknown_answer(view, f"values of runtime {view.key} are unknown right now: "
                                     f"{unknown_because(view)}; scalers should hold; why: {debug_path(view)}")
     document, oldest = keda_values(view)

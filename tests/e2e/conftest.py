@@ -90,10 +90,12 @@ def data_path_running(
     clocks_off_s: Sequence[float] = (),
     modelmesh_args: Sequence[Sequence[str]] = (),
     adapter_env: Mapping[str, str] | None = None,
+    exporter_args: Sequence[Sequence[str]] = (),
 ) -> Iterator[DataPath]:
     """`pods` fake ModelMesh containers (https), one exporter each, and one adapter scraping them.
 
     `modelmesh_args`: per pod, more arguments of its fake ModelMesh (`--model-prefix shared`, say).
+    `exporter_args`: per pod, more arguments of its exporter, after the usual ones (a later flag wins).
     `adapter_env`: more environment for the adapter (libfaketime's, to move its clock: `tests.fakes.node_clock`).
 
     `gpus`: one fake NVML per pod, loaded by that pod's exporter (else the exporters run with `--no-gpu`).
@@ -126,7 +128,8 @@ def data_path_running(
             args = ["exporter.cli", "--listen", f"127.0.0.1:{exporter_ports[index]}",
                     "--modelmesh-url", modelmesh_urls[index],
                     "--modelmesh-ca-file", str(cert_dirs[index] / "tls.crt"), *gpu_args,
-                    "--modelmesh-interval", "0.5", "--load-window", "3"]
+                    "--modelmesh-interval", "0.5", "--load-window", "3",
+                    *(exporter_args[index] if index < len(exporter_args) else ())]
             commands.append((args, env))
         exporters = stack.enter_context(all_running([
             Server(args, exporter_urls[index], workdir / f"exporter-{index}.log", env)
