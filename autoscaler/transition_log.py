@@ -15,6 +15,10 @@ gone, with only /debug current, so a change in *what* is missing is logged as we
 below half, since the line last said it. A count that creeps by one pod each refresh (a rollout, a node
 draining) is then a few lines, not one every refresh, and one that goes back and forth by a pod says nothing new;
 in between, /debug has the exact count.
+
+A runtime that goes back and forth between states (a GPU collector timing out at every other scrape) is said
+once when it starts flapping and once when it is steady again (`autoscaler.transition_flaps`), not at every
+refresh.
 """
 
 from __future__ import annotations
@@ -23,10 +27,11 @@ import logging
 from collections import defaultdict
 from typing import Final
 
-from autoscaler.log_lists import NAMED, few, in_words
+from autoscaler.log_lists import NAMED, count_of, few, in_words
 from autoscaler.model import POD_FIELDS, RuntimeKey, RuntimeView
 from autoscaler.policies.decision import SOURCE_DOWN
 from autoscaler.policies.signals import MISSING, SIGNALS, STALE
+from autoscaler.transition_flaps import FLAP_REFRESHES, FlapWatch, Steady
 
 log = logging.getLogger("autoscaler.refresher")
 
@@ -90,49 +95,105 @@ def _level(view: RuntimeView) -> int:
     return logging.INFO if view.complete or view.scaled_to_zero else logging.WARNING
 
 
-def _line(view: RuntimeView) -> str:
+def _line(view: RuntimeView, note: str = "") -> str:
+    """The runtime's line; `note` (flapping, steady again) comes first, what it is now after it."""
     if view.reason.startswith(SOURCE_DOWN):  # its pods' samples are the last good ones, kept: none read now
-        return f"runtime {view.key}: {view.ready_pods} ready pods, none read; {view.reason}"
-    return f"runtime {view.key}: {view.fresh_pods}/{view.ready_pods} ready pods fresh; {view.reason or 'serving'}"
+        now = f"{view.ready_pods} ready pods, none read; {view.reason}"
+    else:
+        now = f"{view.fresh_pods}/{view.ready_pods} ready pods fresh; {view.reason or 'serving'}"
+    return f"runtime {view.key}: {note}; now {now}" if note else f"runtime {view.key}: {now}"
+
+
+_FLAPPING: Final = "flapping"
+_STEADY: Final = "steady"
+_UNTIL_STEADY: Final = f"its changes are not logged until it keeps one state for {FLAP_REFRESHES} refreshes"
+
+
+def _flapping_note(between: tuple[str, ...]) -> str:
+    return f"flapping between {in_words(between)} ({_UNTIL_STEADY})"
+
+
+def _steady_note(steady: Steady) -> str:
+    return (f"steady again after {count_of(steady.changes, 'change')} in {steady.refreshes} refreshes "
+            "of flapping")
+
+
+def _flap_state(view: RuntimeView, missing: Missing) -> tuple[object, ...]:
+    """What a runtime flaps between: served or not, complete, warming up, scaled to zero, its source down, and
+    which signals it misses (not on how many pods: a count that wavers is `worth_saying`'s)."""
+    return (view.known, view.complete, bool(view.warming_up), view.scaled_to_zero,
+            view.reason.startswith(SOURCE_DOWN), tuple(signal for signal, _ in missing))
+
+
+def _said(view: RuntimeView, missing: Missing) -> tuple[object, ...]:
+    """What a line about a runtime tells: its state, and on how many pods each signal misses."""
+    return (*_flap_state(view, missing), missing)
 
 
 class RuntimeTransitions:
     """Collects one refresh's changed runtimes (`note`), then logs them (`flush`). One for the refresher's life: it
-    remembers what each runtime's last line said was missing (`worth_saying`)."""
+    remembers what each runtime's last line said was missing (`worth_saying`), and which runtimes flap
+    (`FlapWatch`)."""
 
     def __init__(self) -> None:
-        self._views: list[tuple[RuntimeView, Missing]] = []
+        self._views: list[tuple[RuntimeView, Missing, str, str]] = []  # view, missing, kind, note
         self._said: dict[RuntimeKey, Missing] = {}  # runtimes whose last line said something missing
         self._kept: dict[RuntimeKey, Missing] = {}  # the same, for the runtimes of this refresh
+        self._flaps = FlapWatch()
 
     def note(self, before: RuntimeView | None, after: RuntimeView) -> None:
-        said = self._said.get(after.key, ())
+        key = after.key
+        said = self._said.get(key, ())
         if after.reason.startswith(SOURCE_DOWN):  # nothing read: the pods age together, the source's line says why
             missing = said
             worth = changed(before, after)
         else:
             missing = missing_now(after)
             worth = changed(before, after) or (missing != said and worth_saying(said, missing))
-        if worth:
-            self._views.append((after, missing))
+        flaps = self._flaps
+        if flaps.flapping(key):
+            steady = flaps.steady(key, _said(after, missing), _flap_state(after, missing), _state(after, missing))
+            if steady is not None:
+                self._views.append((after, missing, _STEADY, _steady_note(steady)))
+            said = missing  # what it misses now, for the line after it is steady
+        elif worth:
+            between = flaps.said(key, _said(after, missing), _flap_state(after, missing), _state(after, missing))
+            if between is None:
+                self._views.append((after, missing, "", ""))
+            else:
+                self._views.append((after, missing, _FLAPPING, _flapping_note(between)))
             said = missing
+        else:
+            flaps.keep(key)
         if said:
-            self._kept[after.key] = said
+            self._kept[key] = said
 
     def flush(self) -> None:
         views, self._views = self._views, []
         self._said, self._kept = self._kept, {}  # runtimes gone (not noted) are forgotten
+        self._flaps.end_refresh()
         if len(views) <= NAMED:
-            for view, _ in views:
-                log.log(_level(view), "%s", _line(view))
+            for view, _, kind, note in views:
+                log.log(_flap_level(view, kind), "%s", _line(view, note))
             return
-        by_state: dict[str, list[RuntimeView]] = defaultdict(list)
-        for view, missing in views:
-            by_state[_state(view, missing)].append(view)
+        by_state: dict[str, list[tuple[RuntimeView, str]]] = defaultdict(list)
+        for view, missing, kind, note in views:
+            state = _state(view, missing)
+            if kind == _FLAPPING:
+                state = f"flapping ({_UNTIL_STEADY}), now {state}"
+            elif kind == _STEADY:
+                state = f"steady again after flapping: {state}"
+            by_state[state].append((view, note))
         for state, group in by_state.items():
-            level = _level(group[0])
-            keys = [str(view.key) for view in group]
+            first, note = group[0]
+            level = _flap_level(first, _FLAPPING if state.startswith(_FLAPPING) else "")
+            keys = [str(view.key) for view, _ in group]
             if len(group) == 1:
-                log.log(level, "%s", _line(group[0]))
+                log.log(level, "%s", _line(first, note))
                 continue
-            log.log(level, "%d runtimes now %s: %s (e.g. %s)", len(group), state, few(keys), _line(group[0]))
+            log.log(level, "%d runtimes now %s: %s (e.g. %s)", len(group), state, few(keys), _line(first, note))
+
+
+def _flap_level(view: RuntimeView, kind: str) -> int:
+    """`_level`, but WARNING for a runtime that starts flapping, whatever it is now."""
+    return logging.WARNING if kind == _FLAPPING else _level(view)

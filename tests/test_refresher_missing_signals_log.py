@@ -8,18 +8,21 @@ a stand-in for the exporters, whose pods report or leave out each signal as the 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.transition_flaps import FLAP_REFRESHES
 from autoscaler.transition_log import Missing, worth_saying
 from tests.hardening.test_fleet_observability import runtime_lines
+from tests.policies.builders import PROPERTIES
 
 RUNTIME = RuntimeKey("bench", "modelmesh-serving-x")
 
@@ -135,3 +138,91 @@ def test_any_change_in_which_signals_are_missing_is_said(said: set[str], now: se
     before = tuple((signal, 1) for signal in order if signal in said)
     after = tuple((signal, 1) for signal in order if signal in now)
     assert worth_saying(before, after) == (said != now)
+
+
+FLIPS = {"none": ({}, {}), "gpu": ({3}, set()), "requests": (set(), {2})}
+"""What the stand-in's runtime misses at a refresh: nothing, the GPU on pod 3, or the request rate on pod 2."""
+SAYS = {"none": "4/4 ready pods fresh; serving", "gpu": "gpu missing on 1 of 4 ready pods",
+        "requests": "requests missing on 1 of 4 ready pods"}
+"""What a line about each state says."""
+
+
+class LineCatcher(logging.Handler):
+    """The refresher's log lines, as its log shows them (a handler of its own: a property test runs many
+    examples in one test, where pytest's `caplog` is one per test)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+    def take(self) -> list[str]:
+        lines, self.lines = self.lines, []
+        return lines
+
+
+async def refresh_through(states: list[str]) -> list[list[str]]:
+    """The runtime's lines at each refresh, its pods missing what each of `states` says in turn (after a first
+    refresh with nothing missing)."""
+    source = LeavingOutSource([RUNTIME])
+    refresher = Refresher(source, PolicyBook(), AdapterMetrics())
+    logger = logging.getLogger("autoscaler.refresher")
+    catcher, level = LineCatcher(), logger.level
+    logger.addHandler(catcher)
+    logger.setLevel(logging.INFO)
+    try:
+        await refresher.refresh_once()
+        catcher.take()
+        said = []
+        for state in states:
+            no_gpu, no_requests = FLIPS[state]
+            source.no_gpu, source.no_requests = {RUNTIME: set(no_gpu)}, {RUNTIME: set(no_requests)}
+            await refresher.refresh_once()
+            said.append(catcher.take())
+        return said
+    finally:
+        logger.removeHandler(catcher)
+        logger.setLevel(level)
+
+
+async def test_a_signal_flapping_at_every_refresh_is_said_when_it_starts_and_when_it_settles() -> None:
+    """Was: a GPU reading missing at every other refresh (a GPU collector timing out now and then) logged a line
+    at every refresh, 'gpu missing' and 'serving' in turn, for as long as it went on."""
+    said = await refresh_through(["gpu", "none"] * 20 + ["gpu"] * (FLAP_REFRESHES + 1))
+    lines = [line for lines in said for line in lines]
+    assert len(lines) <= 5, lines  # gpu missing, serving, gpu missing again (a blip), flapping, steady
+    [flapping] = [line for line in lines if "flapping between" in line]
+    assert "gpu missing" in flapping and "serving" in flapping, flapping
+    assert f"until it keeps one state for {FLAP_REFRESHES} refreshes" in flapping, flapping
+    assert "steady again after" in lines[-1] and SAYS["gpu"] in lines[-1], lines[-1]
+    assert said[-1] == [lines[-1]]  # said at the refresh it settled, not before
+
+
+@PROPERTIES
+@given(runs=st.lists(st.tuples(st.sampled_from(sorted(FLIPS)), st.integers(1, 3)), max_size=30))
+@example(runs=[("gpu", 1), ("none", 1)] * 6)
+def test_flips_are_said_a_few_lines_a_window_and_the_last_line_is_true(runs: list[tuple[str, int]]) -> None:
+    """However the missing signals come and go: a line back to a state a line said within `FLAP_REFRESHES`
+    refreshes (a return) comes at least `FLAP_REFRESHES` refreshes after the last such line, but for the line
+    that says it flaps; in any `FLAP_REFRESHES` refreshes in a row the lines are at most one more than the states
+    there are; and once the runtime keeps a state, the last line says that state."""
+    states = [state for state, length in runs for _ in range(length)]
+    final = states[-1] if states else "none"
+    said = asyncio.run(refresh_through([*states, *[final] * FLAP_REFRESHES]))
+    counts = [len(lines) for lines in said]
+    for start in range(len(counts)):
+        assert sum(counts[start:start + FLAP_REFRESHES]) <= len(FLIPS) + 1, (states, said)
+    last_said: dict[str, int] = {}
+    last_return: int | None = None
+    for at, lines in enumerate(said):
+        for line in lines:
+            [state] = [state for state, says in SAYS.items() if says in line]
+            if "flapping between" not in line and at - last_said.get(state, -FLAP_REFRESHES) < FLAP_REFRESHES:
+                assert last_return is None or at - last_return >= FLAP_REFRESHES, (states, said)
+                last_return = at
+            last_said[state] = at
+    lines = [line for lines in said for line in lines]
+    if lines:
+        assert SAYS[final] in lines[-1], (states, said)
