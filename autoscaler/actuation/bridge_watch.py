@@ -59,7 +59,8 @@ WATCH_FAILING = ScopeLine(
 WORKS_AGAIN = ScopeLine(
     log.name, logging.INFO,
     "replica bridge: RuntimeScale watch of {scope} works again",
-    "replica bridge: RuntimeScale watches of {count} namespaces work again: {scopes}")
+    "replica bridge: RuntimeScale watches of {count} namespaces work again: {scopes}",
+    ends=(CRD_MISSING, LIST_FAILING, WATCH_FAILING))
 
 
 def crd_missing(error: Exception) -> bool:

@@ -7,6 +7,10 @@ within a second or two: with 30 namespaces that was 30 lines at each start and 1
 of one event loop say is kept until they have said nothing new for `QUIET_S` (at most `HELD_S` after the first of
 it) and said then, as `autoscaler.transition_log` says a refresh's runtimes: for each kind of line (`ScopeLine`), a
 line each up to `NAMED` namespaces, else one line with the count, the first few named and one namespace's detail.
+
+An all-clear (a `ScopeLine` with `ends`) waits, up to `HELD_S`, while other watches that said one of the lines it
+ends still fail: on a loaded adapter some watches of a restart come back seconds after the others, and the
+recovery was then one line per group that happened to arrive a quiet second apart (four where one was promised).
 """
 
 from __future__ import annotations
@@ -38,6 +42,9 @@ class ScopeLine:
     level: int
     one: str
     many: str
+    ends: tuple[ScopeLine, ...] = ()
+    """The lines this one is the all-clear for: said while other watches still fail with one of them, it is held
+    for them (up to `HELD_S`) so that their recovery is said with it."""
 
 
 class WatchNews:
@@ -47,17 +54,42 @@ class WatchNews:
         self._quiet_s = quiet_s
         self._held_s = held_s
         self._said: dict[ScopeLine, list[tuple[Scope, str]]] = defaultdict(list)
+        self._failing: dict[ScopeLine, set[Scope]] = defaultdict(set)
+        """The scopes whose last word of each failing line has no all-clear yet: what an all-clear waits for."""
         self._due: asyncio.TimerHandle | None = None
         self._first_at = 0.0
 
     def say(self, line: ScopeLine, scope: Scope, detail: object = "") -> None:
         self._said[line].append((scope, str(detail)))
+        for ended in line.ends:
+            self._failing[ended].discard(scope)
+        if not line.ends:
+            self._failing[line].add(scope)
         loop = asyncio.get_running_loop()
         if self._due is None:
             self._first_at = loop.time()
-        else:
+        self._say_at(loop.time() + self._quiet_s)
+
+    def _say_at(self, when: float) -> None:
+        """Say what was collected at `when`, or at the latest `HELD_S` after the first of it."""
+        if self._due is not None:
             self._due.cancel()
-        self._due = loop.call_at(min(loop.time() + self._quiet_s, self._first_at + self._held_s), self.flush)
+        deadline = self._first_at + self._held_s
+        self._due = asyncio.get_running_loop().call_at(min(when, deadline), self._quiet, when >= deadline)
+
+    def _quiet(self, last_chance: bool) -> None:
+        """Quiet for `QUIET_S`: say everything but an all-clear that other failing watches may still join, which
+        waits for them (a new word says it then) or for `HELD_S`."""
+        self._due = None
+        held = set() if last_chance else {line for line in self._said if self._awaits_others(line)}
+        said = {line: entries for line, entries in self._said.items() if line not in held}
+        self._said = defaultdict(list, {line: self._said[line] for line in held})
+        if held:
+            self._say_at(self._first_at + self._held_s)
+        _say_all(said)
+
+    def _awaits_others(self, line: ScopeLine) -> bool:
+        return any(self._failing[ended] for ended in line.ends)
 
     def flush(self) -> None:
         """Say what was collected, now, in the order each kind was first said."""
@@ -65,8 +97,12 @@ class WatchNews:
             self._due.cancel()
             self._due = None
         said, self._said = self._said, defaultdict(list)
-        for line, entries in said.items():
-            _say(line, entries)
+        _say_all(said)
+
+
+def _say_all(said: dict[ScopeLine, list[tuple[Scope, str]]]) -> None:
+    for line, entries in said.items():
+        _say(line, entries)
 
 
 def _say(line: ScopeLine, entries: list[tuple[Scope, str]]) -> None:

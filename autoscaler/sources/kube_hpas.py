@@ -53,7 +53,8 @@ FAILING = ScopeLine(
 WORKS_AGAIN = ScopeLine(
     log.name, logging.INFO,
     "HPA watch of {scope} works again; the bounds are current",
-    "HPA watches of {count} namespaces work again; the bounds are current: {scopes}")
+    "HPA watches of {count} namespaces work again; the bounds are current: {scopes}",
+    ends=(FAILING,))
 
 RUNTIME_SCALE_KIND: Final = "RuntimeScale"
 SERVING_RUNTIME_PREFIX: Final = "modelmesh-serving-"

@@ -47,7 +47,8 @@ BROKEN = ScopeLine(
 ESTABLISHED = ScopeLine(
     "autoscaler.sources.kube_pods", logging.INFO,
     "Kubernetes discovery: pod watch of {scope} established",
-    "Kubernetes discovery: pod watches of {count} namespaces established: {scopes}")
+    "Kubernetes discovery: pod watches of {count} namespaces established: {scopes}",
+    ends=(BROKEN,))
 
 class PodWatch:
     """Lists then watches the pods of one scope forever (`run`); `pods` is what it last saw."""

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 from kubernetes.aio.client import ApiClient, Configuration
 
+from autoscaler.kube.watch_news import QUIET_S
 from autoscaler.log_lists import NAMED
 from autoscaler.model import RuntimeKey
 from autoscaler.sources.kube_hpas import HpaWatch
@@ -64,3 +65,31 @@ async def test_an_api_server_restart_refusing_thirty_hpa_watches_is_two_lines(
     assert again.startswith(f"HPA watches of {len(TENANTS)} namespaces work again; the bounds are current: tenant")
     assert again.endswith(f" and {len(TENANTS) - NAMED} more")
     assert max(map(len, lines)) < LONGEST_LINE
+
+
+async def test_watches_coming_back_seconds_apart_after_a_restart_still_say_one_line(
+    kube: FakeKubeApi, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A control-plane upgrade on a loaded adapter: a third of the namespaces' watches come back seconds after the
+    others (their lists answered slowly). Recovery is still one line, not one per group that happened to arrive
+    more than a quiet second apart."""
+    settings = Configuration()
+    settings.host = kube.url
+    watch = HpaWatch(lambda: ApiClient(settings), TENANTS, watch_timeout_s=30, backoff=lambda n: 0.05)
+    await watch.start()
+    try:
+        await kube.wait_for_watches(len(TENANTS), "horizontalpodautoscalers")
+        caplog.set_level("INFO", logger=LOGGER)
+        kube.fail("/horizontalpodautoscalers", 503, times=None)
+        kube.end_watches()
+        await eventually(lambda: refused_namespaces(kube) >= set(TENANTS))
+        await eventually(lambda: any("failing" in line for line in watch_lines(caplog)))
+        kube.clear_faults()
+        kube.delay("/namespaces/tenant2[0-9]/horizontalpodautoscalers", 3 * QUIET_S)  # come back after the rest
+        await eventually(lambda: watch.ok)
+        await eventually(lambda: any("work" in line for line in watch_lines(caplog)))
+    finally:
+        await watch.close()
+    lines = watch_lines(caplog)
+    assert len(lines) == 2, lines
+    assert lines[1].startswith(f"HPA watches of {len(TENANTS)} namespaces work again; the bounds are current: ")
