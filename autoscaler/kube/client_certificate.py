@@ -10,10 +10,14 @@ again at the expiry or after a 401, and close the connections the old certificat
 `watch_client_certificate` adds an aiohttp trace to the configuration, which every API client made from it carries.
 Before each request: once the certificate is within `RENEW_BEFORE_S` (or a fifth of its lifetime, when shorter) of
 its expiry, the plugin runs again (at most every `EXEC_RETRY_S` while it keeps failing); so it does after a 401, or
-a TLS failure (in TLS 1.3: a new connection closed right after the handshake), at most every `EXEC_RETRY_S`. A new
-certificate, checked against its key first, is loaded into the client's TLS context and the idle connections the
-old one opened are closed. A response of 401 also closes its connection. When no new certificate can be had,
-requests go on with the last good one and the reason is logged once per change, as a WARNING.
+a TLS failure (in TLS 1.3: a new connection closed right after the handshake), at most every `EXEC_RETRY_S`. The run
+is a task of its own: while the certificate is still valid and not refused, requests go on with it rather than wait
+(a plugin asking a remote CA, or on a loaded node, took longer than the Lease renewal's deadline, and the leader
+stopped writing a minute before its certificate expired); after that they wait for it, and one that gives up (its
+deadline) leaves the run to finish for the next. A new certificate, checked against its key first, is loaded into
+the client's TLS context and the idle connections the old one opened are closed. A response of 401 also closes its
+connection. When no new certificate can be had, requests go on with the last good one and the reason is logged
+once per change, as a WARNING.
 
 The TLS context lives in aiohttp's connector (`_ssl`) and the idle connections in its pool (`_conns`): both
 private, read here only, so an aiohttp that changes them leaves the adapter as before (no reload, said once),
@@ -111,14 +115,15 @@ class PluginCertificate:
         self._configuration = configuration
         self._files = files
         self._clock = clock or (lambda: CLOCK())
+        self._expiry = expiry
         self._renew_at = self._renewal_time(expiry)
+        self._renewal: asyncio.Task[None] | None = None
         self._generation = 0
         self._loaded: weakref.WeakKeyDictionary[ssl.SSLContext, int] = weakref.WeakKeyDictionary()
         self._folder: Path | None = None
         self._refused = False  # a 401 or a TLS failure since the last renewal: renew at the next request
         self._next_forced = -float("inf")  # ...at most every EXEC_RETRY_S: a refusal may not be the certificate's
         self._next_try = -float("inf")
-        self._lock = asyncio.Lock()
         self._warnings = _Warnings()
         self._cannot_reload_said = False
 
@@ -137,11 +142,21 @@ class PluginCertificate:
         now = self._clock()
         return now >= self._next_try and (now >= self._renew_at or (self._refused and now >= self._next_forced))
 
+    def _still_good(self) -> bool:
+        """Whether requests may go on with the current certificate while the plugin runs."""
+        return not self._refused and self._clock() < self._expiry
+
+    def _renewing(self) -> asyncio.Task[None]:
+        """The plugin run under way, or a new one: concurrent requests that find it due run the plugin once."""
+        if self._renewal is None or self._renewal.done():
+            self._renewal = asyncio.get_running_loop().create_task(self._renew(), name="exec-plugin-certificate")
+        return self._renewal
+
     async def _on_request_start(self, session: aiohttp.ClientSession, _ctx: SimpleNamespace, _params: Any) -> None:
         if self._due():
-            async with self._lock:  # concurrent requests that find it due run the plugin once
-                if self._due():
-                    await self._renew()
+            renewal = self._renewing()
+            if not self._still_good():
+                await asyncio.shield(renewal)  # a caller giving up leaves the run to the next request
         if self._generation == 0:
             return  # the library's certificate, loaded by every client at its start
         context = getattr(session.connector, "_ssl", None)
@@ -193,6 +208,7 @@ class PluginCertificate:
             for path in old:  # ours; the first pair is the library's
                 Path(path).unlink(missing_ok=True)
         self._generation += 1
+        self._expiry = expiry
         self._renew_at = self._renewal_time(expiry)
         self._refused = False
         self._next_try = -float("inf")

@@ -69,16 +69,20 @@ def serial_of(cert: trustme.LeafCert) -> int:
 
 class CertificatePlugin:
     """A kubeconfig exec plugin (client.authentication.k8s.io/v1) that prints the ExecCredential in `credential`
-    (`hand_out` writes it; no file makes the plugin fail) and appends a line to `runs` at each run."""
+    (`hand_out` writes it; no file makes the plugin fail) and appends a line to `runs` at each run. While
+    `held` (`hold()` until `release()`), a run waits before it answers: a plugin that asks a remote CA (Teleport's
+    proxy) or runs on a loaded node, as slow as a test needs, without a sleep to guess."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.credential = folder / "credential.json"
         self._runs = folder / "runs"
+        self._held = folder / "held"
         self.script = folder / "plugin.py"
         self.script.write_text(
-            "import pathlib, sys\n"
+            "import pathlib, sys, time\n"
             f"with open({str(self._runs)!r}, 'a') as runs: runs.write('run\\n')\n"
+            f"while pathlib.Path({str(self._held)!r}).exists(): time.sleep(0.01)\n"
             f"credential = pathlib.Path({str(self.credential)!r})\n"
             "if not credential.exists(): sys.exit('plugin: not logged in')\n"
             "print(credential.read_text())\n"
@@ -120,6 +124,13 @@ class CertificatePlugin:
             "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', 'kind': 'ExecCredential', "
             "'status': status}))\n"
         )
+
+    def hold(self) -> None:
+        """Runs from now on wait, after counting themselves in `runs`, until `release()`."""
+        self._held.touch()
+
+    def release(self) -> None:
+        self._held.unlink(missing_ok=True)
 
     @property
     def runs(self) -> int:

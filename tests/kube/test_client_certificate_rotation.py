@@ -6,6 +6,7 @@ reads the certificate once into its TLS context: from the certificate's expiry e
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -20,6 +21,7 @@ from autoscaler.kube.client import KubeApiError, KubeClient
 from autoscaler.kube.client_certificate import RENEW_BEFORE_S, renewal_time
 from tests.kube.client_cert_api import CertificatePlugin, ClientCertKubeApi, serial_of
 from tests.support.clock import SteppedClock
+from tests.support.waiting import eventually
 
 HOUR = 3600.0
 
@@ -79,7 +81,8 @@ async def test_a_plugin_certificate_is_replaced_before_it_expires_and_old_connec
         plugin.hand_out(second, clock.now + 2 * HOUR)
         runs = plugin.runs
 
-        clock.now += HOUR - 60  # a minute before the expiry
+        clock.now += HOUR - 60  # a minute before the expiry: the plugin runs, the calls meanwhile use the first
+        await call_until_served_with(client, kube, second)
         for _ in range(3):
             assert await client.get_lease("ml", "modelmesh-autoscaler") is None
 
@@ -87,6 +90,91 @@ async def test_a_plugin_certificate_is_replaced_before_it_expires_and_old_connec
         assert plugin.runs - runs == 1
     finally:
         await client.close()
+
+
+async def test_a_slow_plugin_delays_no_call_while_the_certificate_is_still_valid(
+    kube: ClientCertKubeApi, clock: SteppedClock, tmp_path: Path
+) -> None:
+    """The leader's Lease renewal went out behind the plugin run it set off, a minute before the certificate
+    expired: a plugin that asks a remote CA (or a loaded node) took longer than the renewal's deadline, the
+    renewal was abandoned with the run, and the leader stopped writing ("not renewed within"). The calls go on
+    with the certificate that still works while the plugin runs; the ones after it use the new one."""
+    plugin = CertificatePlugin(tmp_path)
+    first = kube.issue("adapter", clock.now + HOUR)
+    plugin.hand_out(first, clock.now + HOUR)
+    client = await connect(kube, plugin)
+    try:
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        second = kube.issue("adapter", clock.now + 2 * HOUR)
+        plugin.hand_out(second, clock.now + 2 * HOUR)
+        runs = plugin.runs
+        plugin.hold()
+        clock.now += HOUR - 60  # renewal due, a minute left
+
+        try:
+            async with asyncio.timeout(30):  # a hang guard: held, the plugin never answers
+                for _ in range(3):
+                    assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        except TimeoutError:
+            pytest.fail("the calls waited for the plugin while the certificate they had was valid for a minute")
+        assert kube.serials[-3:] == [serial_of(first)] * 3
+        await eventually(lambda: plugin.runs - runs == 1)  # the plugin had been asked, and is still held
+
+        plugin.release()
+        await call_until_served_with(client, kube, second)
+        for _ in range(3):
+            assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        assert kube.serials[-3:] == [serial_of(second)] * 3
+        assert plugin.runs - runs == 1
+    finally:
+        plugin.release()
+        await client.close()
+
+
+async def test_a_call_given_up_while_the_plugin_runs_leaves_the_renewal_to_finish(
+    kube: ClientCertKubeApi, clock: SteppedClock, tmp_path: Path
+) -> None:
+    """After the expiry a call waits for the new certificate; the caller giving up (the Lease renewal's deadline)
+    ended the plugin run with it, and the next call started another from scratch, as slow: under load none
+    ever finished. The run goes on, and the next call has its certificate."""
+    plugin = CertificatePlugin(tmp_path)
+    first = kube.issue("adapter", clock.now + HOUR)
+    plugin.hand_out(first, clock.now + HOUR)
+    client = await connect(kube, plugin)
+    try:
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        second = kube.issue("adapter", clock.now + 2 * HOUR)
+        plugin.hand_out(second, clock.now + 2 * HOUR)
+        runs = plugin.runs
+        plugin.hold()
+        clock.now += HOUR + 1  # expired
+
+        given_up = asyncio.create_task(client.get_lease("ml", "modelmesh-autoscaler"))
+        await eventually(lambda: plugin.runs > runs)
+        given_up.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await given_up
+        plugin.release()
+
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        assert kube.serials[-1] == serial_of(second)
+        assert plugin.runs - runs == 1
+    finally:
+        plugin.release()
+        await client.close()
+
+
+def said_by_credentials(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "autoscaler.kube"]
+
+
+async def call_until_served_with(client: KubeClient, kube: ClientCertKubeApi, cert: trustme.LeafCert) -> None:
+    """Call until a call goes out with `cert`: a renewal in the background lands between two calls. A generous
+    hang guard, not a timing: it ends as soon as the plugin has answered."""
+    async with asyncio.timeout(30):
+        while kube.serials[-1] != serial_of(cert):
+            assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+            await asyncio.sleep(0.01)
 
 
 async def test_a_plugin_that_fails_leaves_the_last_certificate_and_warns_once(
@@ -103,11 +191,14 @@ async def test_a_plugin_that_fails_leaves_the_last_certificate_and_warns_once(
         with caplog.at_level(logging.INFO, "autoscaler.kube"):
             for _ in range(3):
                 assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+            await eventually(lambda: said_by_credentials(caplog) != [])  # the run has failed
+            for _ in range(3):
+                assert await client.get_lease("ml", "modelmesh-autoscaler") is None
     finally:
         await client.close()
     assert kube.serials[-3:] == [serial_of(first)] * 3
     assert plugin.runs - runs == 1, "not a plugin run per call"
-    [warning] = [r for r in caplog.records if r.name == "autoscaler.kube"]
+    [warning] = said_by_credentials(caplog)
     assert warning.levelname == "WARNING"
     assert warning.getMessage().startswith(
         "Kubernetes credentials: cannot refresh the client certificate of the kubeconfig's exec plugin, "
@@ -182,10 +273,12 @@ async def test_a_plugin_answer_that_cannot_be_used_leaves_the_last_certificate(
             plugin.hand_out(kube.issue("adapter", clock.now - 1), clock.now - 1)
         with caplog.at_level(logging.WARNING, "autoscaler.kube"):
             assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+            await eventually(lambda: said_by_credentials(caplog) != [])  # the plugin's answer was refused
+            assert await client.get_lease("ml", "modelmesh-autoscaler") is None
     finally:
         await client.close()
     assert kube.serials[-1] == serial_of(first)
-    [warning] = [r.getMessage() for r in caplog.records if r.name == "autoscaler.kube"]
+    [warning] = [r.getMessage() for r in said_by_credentials(caplog)]
     assert "using the last certificate: ValueError: the plugin's certificate" in warning
 
 
