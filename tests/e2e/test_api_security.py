@@ -59,7 +59,7 @@ class Cluster:
         context = ssl.create_default_context()
         self.server_ca.configure_trust(context)
         try:
-            with urllib.request.urlopen(self.url + path, timeout=5, context=context) as response:
+            with urllib.request.urlopen(self.url + path, timeout=30, context=context) as response:
                 return response.status, response.read().decode()
         except urllib.error.HTTPError as error:
             with error:
@@ -79,7 +79,7 @@ class Cluster:
             leaf.configure_cert(context)
         request = urllib.request.Request(self.url + path, headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=5, context=context) as response:
+            with urllib.request.urlopen(request, timeout=30, context=context) as response:
                 return response.status, json.loads(response.read())
         except urllib.error.HTTPError as error:
             return error.code, json.loads(error.read())
@@ -222,7 +222,7 @@ def test_health_needs_no_credentials(cluster: Cluster) -> None:
     for path in ("/healthz", "/livez", "/readyz"):
         context = ssl.create_default_context()
         cluster.server_ca.configure_trust(context)
-        with urllib.request.urlopen(cluster.url + path, timeout=5, context=context) as response:
+        with urllib.request.urlopen(cluster.url + path, timeout=30, context=context) as response:
             assert response.status == 200
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import poll
 from tests.support.terminal import ctrl_c_after, moment_of_start_up
 
 pytestmark = pytest.mark.slow
@@ -99,8 +100,8 @@ def test_sigterm_stops_the_demo_and_every_process_it_started(signum: signal.Sign
     assert demo.stdout is not None
     first_line = demo.stdout.readline()
     workdir = workdir_of(first_line)
-    time.sleep(3)
-    assert processes_using(workdir), "the exporters and the adapter should be running"
+    # the exporters and the adapter are running (the demo starts the adapter last, after a loaded machine's while)
+    poll(lambda: "autoscaler.cli serve" in processes_using(workdir), timeout=60)
     demo.send_signal(signum)
     rest, _ = demo.communicate(timeout=30)
     assert demo.returncode == 130
@@ -161,8 +162,7 @@ def test_an_adapter_that_stops_ends_the_demo_with_its_reason_and_keeps_the_log()
                         rf"their log is kept in {re.escape(str(log))}\n", err), err
     try:
         assert "autoscaler.workers: serving external.metrics.k8s.io" in log.read_text(), "the adapter's lines"
-        time.sleep(1)
-        assert processes_using(workdir) == ""
+        poll(lambda: processes_using(workdir) == "", timeout=30)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -99,7 +99,7 @@ async def test_served_desired_is_clamped_to_the_hpa_max_and_falls_below_it_promp
     await eventually(cluster, lambda served: (served or 0) >= 25, timeout=40)
 
     cluster.kube.set_hpa_bounds(NS, "triton", max_replicas=3)
-    await eventually(cluster, lambda served: served == 3.0, timeout=10)
+    await eventually(cluster, lambda served: served == 3.0, timeout=30)
     deadline = time.monotonic() + 3
     while time.monotonic() < deadline:  # still 29 pods of demand: the cap holds
         assert await asyncio.to_thread(cluster.desired) == 3.0

@@ -30,11 +30,11 @@ def test_a_hung_refresh_process_makes_the_pod_unready_and_not_live_instead_of_se
             assert "ServiceUnavailable" in text and "not been refreshed" in text, text
             assert http_get(path.adapter_url + "/readyz")[0] == 503
             assert http_get(path.adapter_url + "/livez")[0] == 503
-            poll(lambda: "no new values from the refresh process for" in path.adapter_log(), timeout=5)
+            poll(lambda: "no new values from the refresh process for" in path.adapter_log(), timeout=30)
         poll(lambda: path.value("modelmesh_request_load"), timeout=15)
         assert http_get(path.adapter_url + "/readyz")[0] == 200
         assert http_get(path.adapter_url + "/livez")[0] == 200
-        poll(lambda: "values from the refresh process arrive again" in path.adapter_log(), timeout=5)
+        poll(lambda: "values from the refresh process arrive again" in path.adapter_log(), timeout=30)
 
 
 def refused(answer: tuple[int, float | str]) -> tuple[int, str] | None:

@@ -22,17 +22,17 @@ def test_load_step_up_is_served_at_once_and_step_down_slowly(tmp_path: Path) -> 
 
         path.set_load(pod=0, requests_per_second=400)
         # M2(400, 40) x 2 pods = 569 req/s: six pods of 100 (a plain mean would say five).
-        poll(lambda: (path.value("modelmesh_desired_replicas") or 0) >= 6, timeout=15)
+        poll(lambda: (path.value("modelmesh_desired_replicas") or 0) >= 6, timeout=30)
         peak = path.value("modelmesh_request_load")
         assert peak is not None and peak > 500
 
         path.set_load(pod=0, requests_per_second=40)
         time.sleep(5)  # past the exporters' 3 s load window: their raw rates are back to 40 req/s
         first = path.value("modelmesh_request_load")
-        time.sleep(3)
-        second = path.value("modelmesh_request_load")
-        assert first is not None and second is not None
-        assert 200 < second < first < peak, (peak, first, second)
+        assert first is not None and 200 < first < peak, (peak, first)  # far above the 80 they add up to now
+        # ...and falling towards it: a later refresh serves less (a fixed 3 s window read equal values, or one
+        # past 200, when a loaded machine stalled the refreshes)
+        poll(lambda: (path.value("modelmesh_request_load") or first) < first, timeout=30)
         assert (path.value("modelmesh_desired_replicas") or 0) > 1
 
 

@@ -20,6 +20,7 @@ import pytest
 
 from tests.fakes.kube import FakeKubeApi
 from tests.support.processes import free_port, http_get, running, serving_workers
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -84,8 +85,9 @@ async def test_a_worker_serves_an_authenticated_request_without_importing_the_ku
     token_file = tmp_path / "token"
     token_file.write_text("adapter-token")
     async with FakeKubeApi() as kube, adapter_with_two_workers(kube, tmp_path, token_file) as (adapter, url):
+        # /healthz answered by one worker: the other may still be starting on a loaded machine
+        await eventually(lambda: len(serving_workers(adapter.pid)) == 2, 60)
         workers = serving_workers(adapter.pid)
-        assert len(workers) == 2
         for _ in range(10):  # new connections, which the kernel spreads over the workers
             assert await get_as(url + DISCOVERY, "hpa-token-1") == 200
         assert [r.status for r in kube.requests if r.resource == "subjectaccessreviews"][:1] == [201]

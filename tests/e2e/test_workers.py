@@ -22,7 +22,6 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.api.runtimes import KEDA_ROUTE
-from autoscaler.request_tally import FLUSH_INTERVAL_S
 from tests.support.processes import (
     TEST_PROCESS_ENV,
     free_port,
@@ -149,7 +148,7 @@ def test_workers_end_when_the_refresh_process_dies(adapter: tuple[subprocess.Pop
     process, url = adapter
     workers = [pid for pid in serving_workers(process.pid) if alive(pid)]
     process.send_signal(signal.SIGKILL)
-    process.wait(timeout=5)
+    process.wait(timeout=30)
     poll(lambda: not any(alive(pid) for pid in workers), timeout=15)
     with pytest.raises(OSError):
         http_get(url + "/healthz", timeout=1)
@@ -222,17 +221,19 @@ def test_request_counters_are_the_pods_whichever_worker_answers_the_scrape(
     sent = 40
     for _ in range(sent):  # a connection each: spread over both workers
         assert http_get(url + RUNTIME)[0] == 503
-    time.sleep(FLUSH_INTERVAL_S + 0.5)
-    counts = {requests_counted(http_get(url + "/metrics")[1], KEDA_ROUTE, "503") for _ in range(12)}
-    assert counts == {sent}
+    # Every worker hands its counts over each second (FLUSH_INTERVAL_S), unless a loaded machine stalls it: wait until
+    # twelve pages in a row (whichever workers answer them) all count every request; one that keeps counting only
+    # its own worker's never does.
+    poll(lambda: {requests_counted(http_get(url + "/metrics")[1], KEDA_ROUTE, "503") for _ in range(12)} == {sent},
+         timeout=60)
 
 
 def test_sigterm_stops_every_process_quietly(adapter: tuple[subprocess.Popen[bytes], str], tmp_path: Path) -> None:
     process, _ = adapter
     workers = serving_workers(process.pid)
     process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=8) == 0
-    poll(lambda: not any(alive(pid) for pid in workers), timeout=5)
+    assert process.wait(timeout=30) == 0
+    poll(lambda: not any(alive(pid) for pid in workers), timeout=30)
     log = (tmp_path / "adapter.log").read_text()
     assert "ERROR" not in log
     assert "SIGTERM: stopping" in log
@@ -259,7 +260,7 @@ def test_a_start_removes_what_a_killed_adapter_left_in_the_temporary_directory(
         workers = serving_workers(killed.pid)
         left = scratch_directories(tmp)
         killed.send_signal(signal.SIGKILL)
-        killed.wait(timeout=5)
+        killed.wait(timeout=30)
         poll(lambda: not any(alive(pid) for pid in workers), timeout=15)
     assert {name.rsplit("-", 1)[0] for name in left} == {"mm-autoscaler-cert", "mm-autoscaler-metrics"}
     assert scratch_directories(tmp) == left

@@ -33,7 +33,7 @@ class Adapter:
         context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
-        return context.wrap_socket(socket.create_connection(("127.0.0.1", self.port), timeout=5))
+        return context.wrap_socket(socket.create_connection(("127.0.0.1", self.port), timeout=30))
 
 
 def write_targets(path: Path, urls: Sequence[str], names: Sequence[str] | None = None) -> Path:

@@ -111,7 +111,7 @@ async def test_a_leader_with_slow_renewals_then_cut_off_never_writes_beside_its_
         actuators = [a]
         offering = asyncio.create_task(keep_offering(actuators))
         try:
-            await wait_for(lambda: lease_holder(kube) == "replica-a" and writes_against_the_lease(kube)[0], 10,
+            await wait_for(lambda: lease_holder(kube) == "replica-a" and writes_against_the_lease(kube)[0], 30,
                            "replica-a leads and writes")
             actuators.append(await replica(kube, to_b, tmp_path, "replica-b"))
             await asyncio.sleep(1.0)
@@ -120,8 +120,9 @@ async def test_a_leader_with_slow_renewals_then_cut_off_never_writes_beside_its_
             await asyncio.sleep(4.0)
             # ...then replica-a cannot reach the Lease at all; its pod writes still go through.
             to_a.refuse(LEASES)
-            await wait_for(lambda: lease_holder(kube) == "replica-b", 10, "replica-b takes over")
-            await asyncio.sleep(3.0)
+            await wait_for(lambda: lease_holder(kube) == "replica-b", 30, "replica-b takes over")
+            await wait_for(lambda: writes_against_the_lease(kube)[0].get("replica-b"), 30, "replica-b writes")
+            await asyncio.sleep(3.0)  # a window for replica-a to write beside its successor, as it did
         finally:
             offering.cancel()
             with contextlib.suppress(asyncio.CancelledError):
