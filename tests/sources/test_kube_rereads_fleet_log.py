@@ -72,7 +72,7 @@ async def test_forty_runtimes_deleted_together_are_one_line(
             for pod in names:
                 kube.delete_pod(NS, pod)
         await until(lambda: not subject.inventory())
-        await asyncio.sleep(1.0)  # the lines come once no read is queued for a read interval
+        await until(lambda: discovery_lines(caplog, "removed"))  # once no read is queued for a read interval
     finally:
         await subject.close()
     removed = discovery_lines(caplog, "removed")
@@ -93,7 +93,7 @@ async def test_forty_runtimes_applied_together_are_one_line(
         for number in range(RUNTIMES):
             kube.add_modelmesh_runtime(NS, runtime(number), replicas=2)
         await until(lambda: len(subject.inventory()) == RUNTIMES + 1)
-        await asyncio.sleep(1.0)
+        await until(lambda: discovery_lines(caplog, "added"))
     finally:
         await subject.close()
     added = discovery_lines(caplog, "added")
@@ -114,7 +114,7 @@ async def test_one_runtime_deleted_is_said_at_once_by_name(
         for pod in pods:
             kube.delete_pod(NS, pod)
         await until(lambda: RuntimeKey(NS, runtime(0)) not in subject.inventory())
-        await asyncio.sleep(1.0)
+        await until(lambda: discovery_lines(caplog, "removed"))
     finally:
         await subject.close()
     assert discovery_lines(caplog, "removed") == [

@@ -7,7 +7,6 @@ With 30 namespaces, every start said `pod watch of namespace X established` 30 t
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator
 
@@ -17,6 +16,7 @@ from autoscaler.log_lists import NAMED
 from autoscaler.sources.kube_pods import KubePodDiscovery
 from tests.fakes.kube import FakeKubeApi
 from tests.sources.test_kube_pods import configuration
+from tests.support.waiting import eventually
 
 TENANTS = [f"tenant{number}" for number in range(30)]
 LONGEST_LINE = 2_000
@@ -43,7 +43,8 @@ async def test_thirty_tenants_watches_established_at_start_are_one_line(
                                resync_interval_s=3600, request_timeout_s=5.0)
     await subject.start()
     try:
-        await asyncio.sleep(3.0)  # the line comes within a couple of seconds of the first watch
+        await eventually(lambda: subject.healthy)  # every watch established
+        await eventually(lambda: watch_lines(caplog) != [])  # said a quiet second after the last
     finally:
         await subject.close()
     lines = watch_lines(caplog)
@@ -57,17 +58,16 @@ async def test_an_api_server_restart_breaking_thirty_watches_is_two_lines(
 ) -> None:
     subject = KubePodDiscovery(configuration(kube), runtimes=[], discover=True, namespaces=TENANTS,
                                resync_interval_s=3600, request_timeout_s=5.0)
+    caplog.set_level(logging.INFO, logger="autoscaler.sources.kube_pods")
     await subject.start()
     try:
-        await asyncio.sleep(3.0)
-        caplog.set_level(logging.INFO, logger="autoscaler.sources.kube_pods")
+        await eventually(lambda: subject.healthy)
+        await eventually(lambda: watch_lines(caplog) != [])  # the start's line, said
         caplog.clear()
         kube.end_watches(abort=True)
-        await asyncio.sleep(0.5)
-        async with asyncio.timeout(20):
-            while not subject.healthy:  # every watch back
-                await asyncio.sleep(0.05)
-        await asyncio.sleep(3.0)
+        await eventually(lambda: any("broken" in line for line in watch_lines(caplog)))
+        await eventually(lambda: subject.healthy)  # every watch back
+        await eventually(lambda: any("established" in line for line in watch_lines(caplog)))
     finally:
         await subject.close()
     lines = watch_lines(caplog)
