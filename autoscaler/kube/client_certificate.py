@@ -198,11 +198,12 @@ class PluginCertificate:
         try:
             status = await ExecProvider(self._exec_config).run()  # type: ignore[no-untyped-call]
             cert, key, expiry = _certificate_in(status, self._clock())
+            files = self._write(cert, key)  # a full or read-only /tmp: said and retried like a failed run
         except Exception as error:  # the library's and the plugin's errors end here: the last certificate stays
             self._next_try = self._clock() + EXEC_RETRY_S
             self._warnings.failed(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
             return
-        old, self._files = self._files, self._write(cert, key)
+        old, self._files = self._files, files
         self._configuration.cert_file, self._configuration.key_file = self._files  # for clients made later
         if self._generation > 0:
             for path in old:  # ours; the first pair is the library's
@@ -218,7 +219,7 @@ class PluginCertificate:
 
     def _write(self, cert: bytes, key: bytes) -> tuple[str, str]:
         """The pair as private files (the TLS context loads only files), named by generation."""
-        if self._folder is None:
+        if self._folder is None or not self._folder.is_dir():  # a node's tmp cleaner may remove it in days
             self._folder = Path(tempfile.mkdtemp(prefix="modelmesh-autoscaler-kube-"))  # 0700
             atexit.register(shutil.rmtree, self._folder, True)  # no private key left behind by a clean exit
         paths = []

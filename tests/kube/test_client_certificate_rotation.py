@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -290,3 +291,33 @@ def test_a_certificate_is_renewed_within_its_life_never_more_than_five_minutes_e
     assert now <= renew_at < now + lifetime
     assert now + lifetime - renew_at <= RENEW_BEFORE_S + 1e-6
     assert renew_at - now >= 0.8 * lifetime - 1e-6  # a short certificate is used for most of its life
+
+
+async def test_a_renewal_after_the_temporary_folder_was_cleaned_away_still_lands(
+    kube: ClientCertKubeApi, clock: SteppedClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The renewed pair lives in a private folder under the temporary directory, which a node's tmp cleaner
+    (systemd-tmpfiles, after days) may remove while the adapter runs: the next renewal makes another folder
+    rather than failing for good (it once raised in its task, and every call after expiry went on refused)."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(temporary))
+    plugin = CertificatePlugin(tmp_path)
+    plugin.hand_out(kube.issue("adapter", clock.now + HOUR), clock.now + HOUR)
+    client = await connect(kube, plugin)
+    try:
+        second = kube.issue("adapter", clock.now + 2 * HOUR)
+        plugin.hand_out(second, clock.now + 2 * HOUR)
+        clock.now += HOUR + 1
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        assert kube.serials[-1] == serial_of(second)
+        [folder] = temporary.glob("modelmesh-autoscaler-kube-*")
+        shutil.rmtree(folder)  # the tmp cleaner
+
+        third = kube.issue("adapter", clock.now + 2 * HOUR)
+        plugin.hand_out(third, clock.now + 2 * HOUR)
+        clock.now += HOUR + 1  # the second has expired
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        assert kube.serials[-1] == serial_of(third)
+    finally:
+        await client.close()
