@@ -6,16 +6,16 @@ Here, as Go's `http.Server` does for kube-apiserver and other extension API serv
 
 - **A bound on open connections** per serving process (`--max-connections`). At the bound, a new connection
   waits in line, before any TLS handshake (an accepted socket costs next to nothing), for the next place to
-  free, first come first served, and a place is freed for it (`ConnectionGuard.make_room`): first by a
-  connection whose last answer was a 4xx (a bad token's 401, a denied user's 403, a 429), idle at once or
-  busy after the answer in flight, so a client refused for who it is or how fast it asks cannot keep the
+  free, first come first served, and a place is freed for it (`ConnectionGuard.make_room`; which connection
+  goes, in what order, is `choose_room`'s): a connection whose last answer was a 4xx (a bad token's 401, a
+  denied user's 403, a 429) first, so a client refused for who it is or how fast it asks cannot keep the
   places from clients that are served (the security review's case: one looping on instant 401s in every
-  place, reconnecting at once, got KEDA's new connection reset); then by the connection that has waited
-  longest for its request headers: a slow client, or an idle one (kept alive after its last answer; Go's
-  server closes idle connections on its own clock, and HTTP clients reconnect). A connection with a request
-  in flight is never closed to make room, nor one whose answer is not yet handed to the kernel unless its
-  client has stopped reading its answers. The line is as long as the bound and a connection waits in it for the header
-  timeout at most; when it is full, or no place is to come, the new connection is closed as it is accepted.
+  place, reconnecting at once, got KEDA's new connection reset); then a slow or idle one (kept alive after its
+  last answer; Go's server closes idle connections on its own clock, and HTTP clients reconnect). A connection
+  with a request in flight is never closed to make room, nor one whose answer is not yet handed to the kernel
+  unless its client has stopped reading its answers. The line is as long as the bound and a connection waits in
+  it for the header timeout at most; when it is full, or no place is to come, the new connection is closed as it
+  is accepted.
   Each client address has a share of the places (a quarter of the bound, as of the TokenReviews under way:
   `peer_share.py`): a new connection from an address under its share goes first in line, takes the line place of
   an address over its share when the line is full, and an idle place of an address over its share makes room
@@ -351,23 +351,8 @@ class ConnectionGuard:
         bound the share changes nothing, since an address over its share is put after, never refused for it,
         and the order of places and victims among its own connections is as before.
 
-        A place is freed for the line (`choose_room`, `tell_to_go`), so that a client refused for who it is or
-        how fast it asks cannot keep the places from clients that are served:
-        1. a connection whose last answer was a 4xx (401, 403, 429: a bad token, a denied user, a client over
-           its share), waiting for its next request, longest-waiting first: closed at once;
-        2. a connection whose last answer was a 4xx and that has another request in flight, oldest first:
-           closed as soon as that request is answered, the answer handed over in full (HTTP/1.1 lets a server
-           close a connection between answers; a client resends what it had pipelined behind);
-        3. none, while a place is coming: a connection told to go has not yet gone, or a request is in flight
-           (if its answer is a 4xx, that connection goes then: `_GuardedConnection.answered`). A client
-           refused at once reconnects at once: it must not take the place of a new client still in its TLS
-           handshake;
-        4. any other waiting connection, longest-waiting first: a TLS handshake or request headers not yet
-           complete (a slow client), a connection idle since its last answer (Go's server closes idle
-           connections on its own clock too; an HTTP client reconnects for its next request), or one whose
-           client stopped reading its answer.
-        A connection with a request in flight, or whose answer is still being handed over, is never closed
-        before its answer is, unless its client has stopped reading its answers (`_GuardedConnection.closable`)."""
+        A place is freed for the line by `choose_room` (which connection, in what order: said there alone) and
+        `tell_to_go`."""
         if len(self.promised) >= self.limits.max_connections:
             # A place is already coming for each connection in line: an address under its share can only take
             # one of theirs, that of an address over its share.
@@ -443,10 +428,30 @@ most this long, a new connection is not closed to make room while a place is com
 def choose_room(waiting: dict[_GuardedConnection, None], counted: dict[_GuardedConnection, None],
                 now: float, over_share: Callable[[_GuardedConnection], bool] = lambda _: False,
                 ) -> tuple[Room, _GuardedConnection | None]:
-    """What frees a place at the bound (`ConnectionGuard.make_room`, in its order): close a connection at once,
-    close one after its current answer, wait for a place that is coming, or nothing (refuse). A new
-    connection (not yet answered, open less than `NEW_CONNECTION_S`) is closed only when no place is coming.
-    Among the served clients' waiting connections, one whose address is `over_share` goes first."""
+    """What frees a place at the bound for a connection in line (`ConnectionGuard.make_room`, `serve_line`), so
+    that a client refused for who it is or how fast it asks cannot keep the places from clients that are served.
+    The first that applies, in this order:
+
+    1. close at once a waiting connection whose last answer was a 4xx (401, 403, 429: a bad token, a denied
+       user, a client over its share), longest-waiting first;
+    2. close after its answer a connection whose last answer was a 4xx and that has another request in flight,
+       oldest first: as soon as that request is answered and the answer handed over in full (HTTP/1.1 lets a
+       server close a connection between answers; a client resends what it had pipelined behind);
+    3. close at once a waiting connection that is not new (answered once, or open `NEW_CONNECTION_S` or more),
+       even while a place is coming: a slow client (TLS handshake or request headers not complete), one idle
+       since its last answer (Go's server closes idle connections on its own clock too; an HTTP client
+       reconnects for its next request), or one whose client stopped reading its answer; one whose address is
+       `over_share` first, else the longest-waiting;
+    4. nothing, and wait, while a place is coming: a connection told to go has not yet gone, an answer is still
+       being handed over, or a request is in flight (if its answer is a 4xx, that connection goes then:
+       `_GuardedConnection.answered`). A client refused at once reconnects at once: it must not take the place
+       of a new client still in its TLS handshake;
+    5. close at once a new waiting connection (not yet answered, open less than `NEW_CONNECTION_S`), chosen as
+       in 3;
+    6. refuse: no place is coming and none may go.
+
+    A connection with a request in flight, or whose answer is still being handed over, is never closed before
+    its answer is, unless its client has stopped reading its answers (`_GuardedConnection.closable`)."""
     first: _GuardedConnection | None = None
     first_new: _GuardedConnection | None = None
     first_over = first_new_over = False
