@@ -356,37 +356,43 @@ class ConnectionGuard:
         if len(self.promised) >= self.limits.max_connections:
             # A place is already coming for each connection in line: an address under its share can only take
             # one of theirs, that of an address over its share.
-            if not self.under_share(peer) or (displaced := self._displaceable()) is None:
+            if not self.claims_under_share(peer) or (displaced := self._displaceable()) is None:
                 return False
             self.refused += 1
             displaced.leave_line()
             displaced.abort()
             return True
         decision, victim = choose_room(self.waiting, self.counted, asyncio.get_running_loop().time(),
-                                       self.over_share)
+                                       self.holds_over_share)
         if decision == "refuse":
             return False
         if victim is not None:
             self.tell_to_go(victim, decision)
         return True
 
-    def holding(self, peer: str) -> int:
+    # Two measures of an address against its share, on purpose. Who may join or keep a place in the line counts
+    # its claims (places held and connections in line: each in line is a place to come), or an address filling
+    # the line while it holds little would count as under its share. Which place goes, and who in line is
+    # admitted first, counts the places held alone (`holds_over_share`, `place_freed`): a place is what is
+    # taken away or given, and an address holding nothing is never put after for the line it fills.
+    def claims(self, peer: str) -> int:
         """The places `peer` holds and the connections it has in line for one."""
         return self.held.held(peer) + self.lined.held(peer)
 
-    def under_share(self, peer: str) -> bool:
+    def claims_under_share(self, peer: str) -> bool:
         """`peer` holds, with its connections in line, fewer places than its share: a new one goes first."""
-        return self.holding(peer) < self.held.share
+        return self.claims(peer) < self.held.share
 
-    def over_share(self, connection: _GuardedConnection) -> bool:
-        """`connection`'s address holds more places than its share: its idle ones make room first."""
+    def holds_over_share(self, connection: _GuardedConnection) -> bool:
+        """`connection`'s address holds more places than its share (its line not counted): its idle ones make
+        room first."""
         return self.held.held(connection.peer) > self.held.share
 
     def _displaceable(self) -> _GuardedConnection | None:
-        """The newest connection in line of an address that holds, with its connections in line, more places
-        than its share."""
+        """The newest connection in line of an address that claims (holds, with its connections in line) more
+        places than its share."""
         share = self.held.share
-        return next((newcomer for newcomer in reversed(self.promised) if self.holding(newcomer.peer) > share), None)
+        return next((newcomer for newcomer in reversed(self.promised) if self.claims(newcomer.peer) > share), None)
 
     def tell_to_go(self, victim: _GuardedConnection, decision: Room) -> None:
         self.closing += 1
@@ -403,14 +409,15 @@ class ConnectionGuard:
         one now if `choose_room` finds one to close (a 4xx answered, an idle connection)."""
         while len(self.promised) > self.closing:
             decision, victim = choose_room(self.waiting, self.counted, asyncio.get_running_loop().time(),
-                                           self.over_share)
+                                           self.holds_over_share)
             if victim is None:
                 return
             self.tell_to_go(victim, decision)
 
     def place_freed(self) -> None:
         """A counted connection has gone: its place to the first connection in line of an address holding fewer
-        places than its share, else to the first in line."""
+        places than its share (its line not counted: an address holding nothing is first however many it has in
+        line), else to the first in line."""
         promised, held, share = self.promised, self.held, self.held.share
         while promised:
             newcomer = next((one for one in promised if held.held(one.peer) < share), promised[0])
