@@ -27,7 +27,7 @@ from prometheus_client.aiohttp import make_aiohttp_handler
 
 from autoscaler.api import handlers, runtimes
 from autoscaler.api.client_errors import install_client_error_filter
-from autoscaler.api.connections import closing_status
+from autoscaler.api.malformed_requests import closing_status
 from autoscaler.api.negotiation import NOT_ACCEPTABLE, accepts_json
 from autoscaler.api.openapi import openapi_v2
 from autoscaler.api.render import RefresherSnapshots

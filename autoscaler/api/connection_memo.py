@@ -21,7 +21,7 @@ RawHeaders = tuple[tuple[bytes, bytes], ...]
 
 
 class ConnectionMemo:
-    """Mixed into the adapter's protocol handler (`connections.StatusRequestHandler`); where a request's
+    """Mixed into the adapter's protocol handler (`malformed_requests.StatusRequestHandler`); where a request's
     protocol is not one (aiohttp's own, in some tests), nothing is kept and every request is read in full."""
 
     peer_certificate: tuple[object, ClientCertificate | None] | None = None

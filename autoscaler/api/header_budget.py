@@ -10,7 +10,7 @@ and the total is bounded here.
 
 The parser held by aiohttp's protocol handler is wrapped: the bytes fed to it since it last finished a
 request's headers are counted, and past the bound it raises `HeaderBlockTooLarge`, an HTTP parse error that
-aiohttp answers through the handler's `handle_error` (a 431 `Status`, `connections.StatusRequestHandler`).
+aiohttp answers through the handler's `handle_error` (a 431 `Status`, `malformed_requests.StatusRequestHandler`).
 Counted per read, so a header block may run past the bound by up to a read (a TLS record, 16 KiB) before it
 is refused. A request's body is not counted: its bytes are fed to the same parser.
 

@@ -3,7 +3,7 @@
 Kube's priority-and-fairness gives each flow a share of its priority level's limit; here the flow is the peer
 address, and the share a quarter of the bound (`peer_share`). Two bounds use it: TokenReviews of tokens not known
 under way (`authn.TokenAuthenticator`, of `--max-in-flight-reviews`) and connections holding a place
-(`connections.ConnectionGuard`, of `--max-connections`). Both derive the share from their bound rather than a
+(`connection_room.ConnectionGuard`, of `--max-connections`). Both derive the share from their bound rather than a
 flag of its own, as kube derives a flow's share from its level's limit: raising the bound raises both.
 """
 

@@ -6,7 +6,7 @@ plain port, a method with a character no token may have). Both were answered 400
 server takes any token (RFC 9110 section 9: a method is a `token`) and kube-apiserver answers a method it does
 not serve with 405 `MethodNotAllowed`; so a refused method that is a token, in a request line that is
 otherwise HTTP (`METHOD SP target SP HTTP/d.d`), becomes `UnknownMethod`, which the protocol handler answers so
-(`connections.StatusRequestHandler.handle_error`).
+(`malformed_requests.StatusRequestHandler.handle_error`).
 
 The request line is read from the bytes the parser failed on (`refine`), which hold it whole when the client
 wrote its request in one write, as HTTP clients do; a request line split across reads, or pipelined after

@@ -18,7 +18,8 @@ from aiohttp import web
 
 from autoscaler.api.app import build_api_app, install_dispatch
 from autoscaler.api.auth import ApiSecurity, build_api_security
-from autoscaler.api.connections import ConnectionGuard, ConnectionLimits, GuardedSite
+from autoscaler.api.connection_room import ConnectionGuard
+from autoscaler.api.connections import ConnectionLimits, GuardedSite
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings

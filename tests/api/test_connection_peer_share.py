@@ -4,7 +4,7 @@ A client that is served (a valid token, 200s) but opens many more connections th
 once whenever one is closed, filled the line of new connections waiting for a place as fast as places freed:
 every other client's new connection was refused as it was accepted (the line full) or waited behind it, so
 KEDA, or the aggregator at its own address, competed arrival for arrival with it. Each address now has a share
-of the places (`connections.ConnectionGuard.make_room`): a new connection from an address under its share goes
+of the places (`connection_room.ConnectionGuard.make_room`): a new connection from an address under its share goes
 ahead of those of an address over it.
 
 The greedy client runs in a process of its own from 127.0.0.1, over real TLS sockets, as another pod would; the

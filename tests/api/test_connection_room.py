@@ -21,8 +21,10 @@ from unittest import mock
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from autoscaler.api import connections
-from autoscaler.api.connections import ConnectionGuard, ConnectionLimits, _GuardedConnection
+from autoscaler.api import connection_room
+from autoscaler.api.connection_room import ConnectionGuard
+from autoscaler.api.connections import ConnectionLimits
+from autoscaler.api.guarded_connection import _GuardedConnection
 
 PLACES = 3
 REQUEST = b"GET /x HTTP/1.1\r\nHost: a\r\n\r\n"
@@ -186,5 +188,5 @@ def test_room_is_made_only_by_connections_that_may_go(steps: list[tuple[str, int
             for transport in transports:
                 transport.protocol._release()
 
-    with mock.patch.object(connections, "NEW_CONNECTION_S", new_s):
+    with mock.patch.object(connection_room, "NEW_CONNECTION_S", new_s):
         asyncio.run(run())

@@ -24,7 +24,7 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from autoscaler.api.connections import _GuardedConnection
+from autoscaler.api.guarded_connection import _GuardedConnection
 from autoscaler.api.peer_share import peer_share
 from tests.api.test_connection_room import Transport, act, guard_of
 

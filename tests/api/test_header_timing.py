@@ -1,4 +1,4 @@
-"""The guarded listener's header clock (`connections._GuardedConnection.data_received`) reads the usual request,
+"""The guarded listener's header clock (`guarded_connection._GuardedConnection.data_received`) reads the usual request,
 whose headers end exactly at the end of a read, without joining and searching the bytes; on any stream of reads,
 cut anywhere, it must judge each read as the general reading does: whether the connection still waits for
 headers (its clock running, evictable) or has them all, and what it keeps of the read's end."""
@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.api.connections import ConnectionLimits, _GuardedConnection
+from autoscaler.api.connections import ConnectionLimits
+from autoscaler.api.guarded_connection import _GuardedConnection
 
 HEADER_END = b"\r\n\r\n"
 

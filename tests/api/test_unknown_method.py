@@ -21,7 +21,8 @@ from aiohttp.http_exceptions import BadHttpMessage
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from autoscaler.api.connections import ConnectionGuard, ConnectionLimits
+from autoscaler.api.connection_room import ConnectionGuard
+from autoscaler.api.connections import ConnectionLimits
 from autoscaler.api.unknown_method import UnknownMethod
 from tests.api.builders import Pki
 from tests.api.conftest import SecuredApi
