@@ -275,7 +275,8 @@ def serve(settings: ServeSettings) -> None:
     if settings.workers == 0:
         serve_in_process(settings)
         return
-    from autoscaler.workers import WorkerStartError, serve_with_workers
+    from autoscaler.worker_pool import WorkerStartError
+    from autoscaler.workers import serve_with_workers
 
     if settings.tls_cert_file and settings.tls_private_key_file:  # both or neither: `check_startup`
         files = (settings.tls_cert_file, settings.tls_private_key_file)
@@ -297,7 +298,7 @@ def serve_in_process(settings: ServeSettings) -> None:
     docstring)."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
     from autoscaler.gcsettings import tune_for_refresh
-    from autoscaler.workers import connection_limits, serve_until_stopped
+    from autoscaler.serve_loop import connection_limits, serve_until_stopped
     from exporter.stack_dumps import StackDumps
     from exporter.stop_signals import StopSignals
 

@@ -227,7 +227,7 @@ def measure(mode: str, workdir: Path, runtimes: int, exporter_port: int, seconds
         log.close()
 
 
-WORKER_IMPORTS = "import autoscaler.workers, autoscaler.api.auth, autoscaler.kube.reviews"
+WORKER_IMPORTS = "import autoscaler.serving_worker, autoscaler.api.auth, autoscaler.kube.reviews"
 """What a serving worker imports to serve behind authentication (its entry point, the gate and the reviews)."""
 LIBRARY_IMPORTS = "import kubernetes.aio.config, kubernetes.aio.client"
 """What every serving worker imported on top before 5 December 2026, to load its review connection."""

@@ -17,7 +17,7 @@ import pytest
 
 from autoscaler.api import packed
 from autoscaler.api.snapshot import SnapshotHolder
-from autoscaler.workers import _receive_snapshots
+from autoscaler.serving_worker import _receive_snapshots
 from tests.fakes.node_clock import clock_off_env
 from tests.hardening.adapter import write_targets
 from tests.support.processes import free_port, http_get, start, wait_until_answers

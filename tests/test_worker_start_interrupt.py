@@ -12,7 +12,7 @@ import signal
 import threading
 from types import FrameType
 
-from autoscaler.workers import _interrupts_held_from_the_worker
+from autoscaler.worker_pool import _interrupts_held_from_the_worker
 
 
 def test_a_ctrl_c_while_a_worker_starts_reaches_the_refresh_process_with_another_thread_running() -> None:

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from autoscaler.workers import STOP_TIMEOUT_S, WorkerPool
+from autoscaler.worker_pool import STOP_TIMEOUT_S, WorkerPool
 
 
 class StuckWorker:

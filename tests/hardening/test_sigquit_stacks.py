@@ -118,7 +118,7 @@ def test_serve_passes_sigquit_to_its_workers_and_every_process_writes_its_stacks
     for index in range(2):
         worker_pid = int(re.findall(rf"the Python stacks of the serving worker {index}, pid (\d+):", text)[0])
         block = _block(text, f"serving worker {index}", worker_pid)
-        assert re.search(r'File ".*autoscaler/workers\.py", line \d+ in worker_main', block), block
+        assert re.search(r'File ".*autoscaler/serving_worker\.py", line \d+ in worker_main', block), block
         assert "Stack for <Task pending name='receive-snapshots'" in block, block
 
 

@@ -597,10 +597,10 @@ def test_a_rollout_starts_the_new_replica_before_it_stops_an_old_one() -> None:
 def test_a_stopping_replica_is_done_before_the_kubelet_kills_it() -> None:
     # After SIGTERM: the leader's writes in flight (one client timeout, autoscaler/actuation/write_fence.py), the
     # Lease release (a read and a write, each within the client timeout), --shutdown-delay of
-    # serving on, then the serving workers' stop (one deadline for all of them, autoscaler/workers.py). A pod
+    # serving on, then the serving workers' stop (one deadline for all of them, autoscaler/worker_pool.py). A pod
     # still running at terminationGracePeriodSeconds is SIGKILLed mid-way (and its stop logged as a failure).
     from autoscaler.actuation.leader import client_timeout_s
-    from autoscaler.workers import STOP_TIMEOUT_S
+    from autoscaler.worker_pool import STOP_TIMEOUT_S
 
     deployment = adapter_deployment()
     settings = serve_settings(deployment)
