@@ -20,7 +20,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -33,6 +33,7 @@ from exporter.env_flags import (
     Switch,
     namespace,
     resolve_flags,
+    settings_fields,
     where_given,
 )
 from exporter.settings import (
@@ -417,17 +418,27 @@ def _listed(values: tuple[str, ...]) -> str:
     return ",".join(values) if values else "empty"
 
 
+def _is_on(value: str) -> bool:
+    """An `{on,off}` flag's setting."""
+    return value == "on"
+
+
+def _is_true(value: str) -> bool:
+    """A `{true,false}` flag's setting."""
+    return value == "true"
+
+
 _OPTIONS: Final = (
     _Option("--listen", host_port, "address of the HTTPS API; no host (:6443) is every address of IPv4 and IPv6, "
             "0.0.0.0 IPv4's alone, [::] IPv6's alone", f"{_D.listen_host}:{_D.listen_port}", "HOST:PORT"),
     _Option("--insecure-dev", boolean, "local development only: no authentication or authorization, "
             "binds loopback only (the --listen host if it is loopback, ::1 included, else 127.0.0.1); never in a "
-            "cluster", "off", switch=True),
+            "cluster", "off", switch=True, to_setting=bool),
     _Option("--log-level", choice(*LOG_LEVELS, upper=True), f"log level: {', '.join(LOG_LEVELS)}",
             _D.log_level, "LEVEL"),
     _Option("--per-runtime-metrics", choice("on", "off"), "expose the self-metric series of each runtime, pod "
             "and RuntimeScale on /metrics (10 per runtime of 2 pods); off keeps only the adapter-wide series",
-            "on", "{on,off}"),
+            "on", "{on,off}", to_setting=_is_on),
     # TLS and authentication.
     _Option("--tls-cert-file", file_path, "serving certificate (PEM); goes with --tls-private-key-file",
             "a generated self-signed certificate", "FILE", _TLS),
@@ -453,12 +464,13 @@ _OPTIONS: Final = (
             "unless listed here, which opens every runtime's name and values to anyone who reaches the port",
             _listed(_D.authorization_always_allow_paths), "PATH,...", _TLS),
     _Option("--authentication-token-webhook-cache-ttl", seconds, "how long TokenReview answers (accepted "
-            "and rejected) are cached", f"{_D.token_cache_ttl_s:g} s", "SECONDS", _TLS),
+            "and rejected) are cached", f"{_D.token_cache_ttl_s:g} s", "SECONDS", _TLS, setting="token_cache_ttl_s"),
     _Option("--authorization-webhook-cache-authorized-ttl", seconds, "how long allowed SubjectAccessReview "
             "answers are cached; keys in use are reviewed again in the background before they expire",
-            f"{_D.authorized_cache_ttl_s:g} s", "SECONDS", _TLS),
+            f"{_D.authorized_cache_ttl_s:g} s", "SECONDS", _TLS, setting="authorized_cache_ttl_s"),
     _Option("--authorization-webhook-cache-unauthorized-ttl", seconds, "how long denied SubjectAccessReview "
-            "answers are cached", f"{_D.unauthorized_cache_ttl_s:g} s", "SECONDS", _TLS),
+            "answers are cached", f"{_D.unauthorized_cache_ttl_s:g} s", "SECONDS", _TLS,
+            setting="unauthorized_cache_ttl_s"),
     _Option("--max-in-flight-reviews", count, "TokenReviews, and SubjectAccessReviews, in flight at once per "
             "serving process; a request that would start one more TokenReview, or more than its client address's "
             "share (a quarter), gets 429, SubjectAccessReviews wait their turn", str(_D.max_in_flight_reviews),
@@ -477,12 +489,12 @@ _OPTIONS: Final = (
             "client address may hold a quarter of the places ahead of an address over its share",
             str(_D.max_connections), "N", _SERVING),
     _Option("--header-read-timeout", seconds, "time allowed for the TLS handshake and for each request's "
-            "headers", f"{_D.header_read_timeout_s:g} s", "SECONDS", _SERVING),
+            "headers", f"{_D.header_read_timeout_s:g} s", "SECONDS", _SERVING, setting="header_read_timeout_s"),
     _Option("--keepalive-timeout", seconds, "idle time before a kept-alive connection is closed",
-            f"{_D.keepalive_timeout_s:g} s", "SECONDS", _SERVING),
+            f"{_D.keepalive_timeout_s:g} s", "SECONDS", _SERVING, setting="keepalive_timeout_s"),
     _Option("--shutdown-delay", seconds_from_zero, "after SIGTERM, how long /readyz fails while the workers still "
             "serve, so that the Service's endpoints drop the pod before its port closes; 0 closes at once",
-            f"{_D.shutdown_delay_s:g} s", "SECONDS", _SERVING),
+            f"{_D.shutdown_delay_s:g} s", "SECONDS", _SERVING, setting="shutdown_delay_s"),
     # Where the data comes from.
     _Option("--source", choice("scrape", "prometheus"), "scrape every exporter sidecar directly (no "
             "Prometheus needed) or query Prometheus", _D.source, "{scrape,prometheus}", _SOURCE),
@@ -503,7 +515,8 @@ _OPTIONS: Final = (
             "Name=Value,Name2=Value2 (X-Scope-OrgID=TENANT for Grafana Mimir or Cortex)", "none",
             "NAME=VALUE,...", _SOURCE),
     _Option("--prometheus-timeout", seconds, "how long one query to Prometheus may take before the round is "
-            "a timeout (values held, the HPA holds)", f"{_D.prometheus_timeout_s:g} s", "SECONDS", _SOURCE),
+            "a timeout (values held, the HPA holds)", f"{_D.prometheus_timeout_s:g} s", "SECONDS", _SOURCE,
+            setting="prometheus_timeout_s"),
     _Option("--prometheus-namespace-label", label_name, "label naming the pod's namespace on the exporters' series in "
             "Prometheus (--source prometheus): kubernetes_namespace with the classic kubernetes_sd_configs "
             "relabelling", _D.prometheus_namespace_label, "LABEL", _SOURCE),
@@ -517,7 +530,7 @@ _OPTIONS: Final = (
     _Option("--exporter-port", port, "TCP port of the exporter sidecar on each runtime pod",
             str(_D.exporter_port), "PORT", _SOURCE),
     _Option("--scrape-timeout", seconds, "seconds to wait for one exporter before keeping its last sample",
-            f"{_D.scrape_timeout_s:g} s", "SECONDS", _SOURCE),
+            f"{_D.scrape_timeout_s:g} s", "SECONDS", _SOURCE, setting="scrape_timeout_s"),
     _Option("--scrape-concurrency", count, "number of exporters scraped at once",
             str(_D.scrape_concurrency), "N", _SOURCE),
     _Option("--exporter-ca-file", ca_file, "CA bundle (PEM) that signs the exporters' certificates, trusted "
@@ -541,36 +554,39 @@ _OPTIONS: Final = (
             "all namespaces", "NAMESPACE,...", _SOURCE),
     # Decisions.
     _Option("--refresh-interval", refresh_interval, "seconds between refreshes (read, aggregate, decide; 0.1 to 3600)",
-            f"{_D.refresh_interval_s:g} s, the HPA's sync period", "SECONDS", _DECIDE),
+            f"{_D.refresh_interval_s:g} s, the HPA's sync period", "SECONDS", _DECIDE, setting="refresh_interval_s"),
     _Option("--window", seconds, "aggregation window reported to the HPA, in seconds: the exporters' load "
-            "window", f"{_D.window_s:g} s", "SECONDS", _DECIDE),
+            "window", f"{_D.window_s:g} s", "SECONDS", _DECIDE, setting="window_s"),
     _Option("--config", file_path, "policy YAML (`defaults:` and `runtimes:`, docs/configuration.md)",
             "built-in policy defaults", "FILE", _DECIDE),
     _Option("--skew-order", order, "power-mean order p over pods, at least 1 (1: plain mean); policy key "
             "skew_order for every runtime the config file or an annotation leaves unset", "2", "P", _DECIDE),
     _Option("--scale-down-tau", seconds_from_zero, "seconds: time constant of the served values' fall (0: they fall "
-            "at once); policy key scale_down_tau_s, as for --skew-order", "300 s", "SECONDS", _DECIDE),
+            "at once); policy key scale_down_tau_s, as for --skew-order", "300 s", "SECONDS", _DECIDE,
+            setting="scale_down_tau_s"),
     _Option("--max-staleness", seconds, "seconds after which a pod's signal counts as missing; policy key "
-            "max_staleness_s, as for --skew-order", "3 x --refresh-interval", "SECONDS", _DECIDE),
+            "max_staleness_s, as for --skew-order", "3 x --refresh-interval", "SECONDS", _DECIDE,
+            setting="max_staleness_s"),
     _Option("--min-coverage", fraction, "ratio in (0, 1] of Ready pods with fresh data needed to serve a "
             "value (else 503); policy key min_coverage, as for --skew-order", "0.5", "RATIO", _DECIDE),
     # Acting on pods.
     _Option("--deletion-cost", choice("on", "off"), "write controller.kubernetes.io/pod-deletion-cost on "
-            "runtime pods", "on", "{on,off}", _ACT),
+            "runtime pods", "on", "{on,off}", _ACT, to_setting=_is_on),
     _Option("--leader-elect", choice("true", "false"), "elect one writer of deletion costs through a Lease",
-            "true in a cluster, false outside", "{true,false}", _ACT),
+            "true in a cluster, false outside", "{true,false}", _ACT, to_setting=_is_true),
     _Option("--leader-elect-lease-duration", seconds, "seconds a leader's Lease lasts",
-            f"{_D.leader_elect_lease_duration_s:g} s", "SECONDS", _ACT),
+            f"{_D.leader_elect_lease_duration_s:g} s", "SECONDS", _ACT, setting="leader_elect_lease_duration_s"),
     _Option("--leader-elect-renew-deadline", seconds, "seconds the leader keeps trying to renew before "
-            "giving up", f"{_D.leader_elect_renew_deadline_s:g} s", "SECONDS", _ACT),
+            "giving up", f"{_D.leader_elect_renew_deadline_s:g} s", "SECONDS", _ACT,
+            setting="leader_elect_renew_deadline_s"),
     _Option("--leader-elect-retry-period", seconds, "seconds between attempts to acquire or renew",
-            f"{_D.leader_elect_retry_period_s:g} s", "SECONDS", _ACT),
+            f"{_D.leader_elect_retry_period_s:g} s", "SECONDS", _ACT, setting="leader_elect_retry_period_s"),
     _Option("--leader-elect-namespace", namespace, "namespace of the Lease",
             "the adapter's own namespace", "NAMESPACE", _ACT),
     _Option("--leader-elect-lease-name", object_name, "name of the Lease", _D.leader_elect_lease_name, "NAME", _ACT),
     _Option("--bridge", choice("on", "off"), "as the leader, copy each RuntimeScale's spec.replicas (set by the "
             "HPA) into its ServingRuntime and report the runtime Deployment in the RuntimeScale's status",
-            "on when runtimes are discovered in Kubernetes, off with --targets", "{on,off}", _ACT),
+            "on when runtimes are discovered in Kubernetes, off with --targets", "{on,off}", _ACT, to_setting=_is_on),
 )
 _BY_DEST: Final = {option.dest: option for option in _OPTIONS}
 
@@ -619,76 +635,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
     """Flags, then `AUTOSCALER_*` variables (from `environ`, default `os.environ`), then defaults."""
     v = resolve(args, environ)
     host, listen_port = v.get("listen", (_D.listen_host, _D.listen_port))
-    deletion_cost = v.get("deletion_cost")
-    leader_elect = v.get("leader_elect")
-    bridge = v.get("bridge")
-    per_runtime_metrics = v.get("per_runtime_metrics")
-    return ServeSettings(
-        listen_host=host,
-        listen_port=listen_port,
-        insecure_dev=bool(v.get("insecure_dev", _D.insecure_dev)),
-        tls_cert_file=v.get("tls_cert_file", _D.tls_cert_file),
-        tls_private_key_file=v.get("tls_private_key_file", _D.tls_private_key_file),
-        requestheader_client_ca_file=v.get("requestheader_client_ca_file", _D.requestheader_client_ca_file),
-        requestheader_allowed_names=v.get("requestheader_allowed_names", _D.requestheader_allowed_names),
-        requestheader_username_headers=v.get("requestheader_username_headers", _D.requestheader_username_headers),
-        requestheader_group_headers=v.get("requestheader_group_headers", _D.requestheader_group_headers),
-        requestheader_extra_headers_prefix=v.get(
-            "requestheader_extra_headers_prefix", _D.requestheader_extra_headers_prefix
-        ),
-        client_ca_file=v.get("client_ca_file", _D.client_ca_file),
-        authorization_always_allow_paths=v.get(
-            "authorization_always_allow_paths", _D.authorization_always_allow_paths
-        ),
-        kubeconfig=v.get("kubeconfig", _D.kubeconfig),
-        source=v.get("source", _D.source),
-        targets=v.get("targets", _D.targets),
-        prometheus_url=v.get("prometheus_url", _D.prometheus_url),
-        gpu_source=v.get("gpu_source", _D.gpu_source),
-        prometheus_ca_file=v.get("prometheus_ca_file", _D.prometheus_ca_file),
-        prometheus_token_file=v.get("prometheus_token_file", _D.prometheus_token_file),
-        prometheus_headers=v.get("prometheus_headers", _D.prometheus_headers),
-        prometheus_timeout_s=v.get("prometheus_timeout", _D.prometheus_timeout_s),
-        prometheus_namespace_label=v.get("prometheus_namespace_label", _D.prometheus_namespace_label),
-        prometheus_pod_label=v.get("prometheus_pod_label", _D.prometheus_pod_label),
-        dcgm_namespace_label=v.get("dcgm_namespace_label", _D.dcgm_namespace_label),
-        dcgm_pod_label=v.get("dcgm_pod_label", _D.dcgm_pod_label),
-        exporter_port=v.get("exporter_port", _D.exporter_port),
-        scrape_timeout_s=v.get("scrape_timeout", _D.scrape_timeout_s),
-        scrape_concurrency=v.get("scrape_concurrency", _D.scrape_concurrency),
-        exporter_ca_file=v.get("exporter_ca_file", _D.exporter_ca_file),
-        exporter_scheme=v.get("exporter_scheme", _D.exporter_scheme),
-        exporter_server_name=v.get("exporter_server_name", _D.exporter_server_name),
-        exporter_client_cert_file=v.get("exporter_client_cert_file", _D.exporter_client_cert_file),
-        exporter_client_key_file=v.get("exporter_client_key_file", _D.exporter_client_key_file),
-        namespaces=v.get("namespaces", _D.namespaces),
-        refresh_interval_s=v.get("refresh_interval", _D.refresh_interval_s),
-        window_s=v.get("window", _D.window_s),
-        config=v.get("config", _D.config),
-        skew_order=v.get("skew_order", _D.skew_order),
-        scale_down_tau_s=v.get("scale_down_tau", _D.scale_down_tau_s),
-        max_staleness_s=v.get("max_staleness", _D.max_staleness_s),
-        min_coverage=v.get("min_coverage", _D.min_coverage),
-        deletion_cost=_D.deletion_cost if deletion_cost is None else deletion_cost == "on",
-        workers=v.get("workers", _D.workers),
-        refresh_nice=v.get("refresh_nice", _D.refresh_nice),
-        max_connections=v.get("max_connections", _D.max_connections),
-        header_read_timeout_s=v.get("header_read_timeout", _D.header_read_timeout_s),
-        keepalive_timeout_s=v.get("keepalive_timeout", _D.keepalive_timeout_s),
-        shutdown_delay_s=v.get("shutdown_delay", _D.shutdown_delay_s),
-        token_cache_ttl_s=v.get("authentication_token_webhook_cache_ttl", _D.token_cache_ttl_s),
-        authorized_cache_ttl_s=v.get("authorization_webhook_cache_authorized_ttl", _D.authorized_cache_ttl_s),
-        unauthorized_cache_ttl_s=v.get("authorization_webhook_cache_unauthorized_ttl", _D.unauthorized_cache_ttl_s),
-        max_in_flight_reviews=v.get("max_in_flight_reviews", _D.max_in_flight_reviews),
-        leader_elect=_D.leader_elect if leader_elect is None else leader_elect == "true",
-        leader_elect_lease_duration_s=v.get("leader_elect_lease_duration", _D.leader_elect_lease_duration_s),
-        leader_elect_renew_deadline_s=v.get("leader_elect_renew_deadline", _D.leader_elect_renew_deadline_s),
-        leader_elect_retry_period_s=v.get("leader_elect_retry_period", _D.leader_elect_retry_period_s),
-        leader_elect_namespace=v.get("leader_elect_namespace", _D.leader_elect_namespace),
-        leader_elect_lease_name=v.get("leader_elect_lease_name", _D.leader_elect_lease_name),
-        bridge=_D.bridge if bridge is None else bridge == "on",
-        log_level=v.get("log_level", _D.log_level),
-        per_runtime_metrics=_D.per_runtime_metrics if per_runtime_metrics is None else per_runtime_metrics == "on",
+    return replace(
+        _D, **settings_fields(_OPTIONS, v, by_hand={"listen"}), listen_host=host, listen_port=listen_port,
         given_by=tuple(where_given(_BY_DEST.values(), vars(args), os.environ if environ is None else environ).items()),
     )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
@@ -34,10 +34,20 @@ class EnvFlag:
     metavar: str | None = None
     group: str | None = None
     switch: bool = False  # a flag without a value and its off form (`Switch`); its variable takes true/false
+    setting: str | None = None
+    """The settings field the value goes to where it is not the flag's name (`--window`: `window_s`), so that
+    the flag table alone says where each flag lands (`settings_fields`) and adding a flag is one edit."""
+    to_setting: Callable[[Any], Any] | None = None
+    """What the field holds of the value where it is not the value itself (`on`/`off` kept as a bool)."""
 
     @property
     def dest(self) -> str:
         return self.flag.removeprefix("--").replace("-", "_")
+
+    @property
+    def field(self) -> str:
+        """The settings field this flag sets (`setting`, else its dest)."""
+        return self.setting or self.dest
 
     @property
     def env(self) -> str:
@@ -87,6 +97,15 @@ def resolve_flags(options: Iterable[EnvFlag], given: Mapping[str, Any], environ:
             except argparse.ArgumentTypeError as error:
                 raise EnvFlagError(f"environment variable {option.env}: {error}") from None
     return values
+
+
+def settings_fields(options: Iterable[EnvFlag], values: Mapping[str, Any],
+                    by_hand: Collection[str] = ()) -> dict[str, Any]:
+    """The settings fields of the values `resolve_flags` found, each under its flag's `field` and made what the
+    field holds (`to_setting`); a flag not found is left out, so its field keeps the default. The dests in
+    `by_hand` are the caller's to place: one value in two fields (`--listen`), or values checked together."""
+    return {option.field: option.to_setting(values[option.dest]) if option.to_setting else values[option.dest]
+            for option in options if option.dest in values and option.dest not in by_hand}
 
 
 def where_given(options: Iterable[EnvFlag], given: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, str]:

@@ -11,18 +11,19 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import math
+import operator
 import os
 import re
 import ssl
 import urllib.parse
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final, NoReturn
 
 from exporter import env_flags
-from exporter.env_flags import DNS_SUBDOMAIN, EnvFlag, EnvFlagError, Switch, resolve_flags
+from exporter.env_flags import DNS_SUBDOMAIN, EnvFlag, EnvFlagError, Switch, resolve_flags, settings_fields
 from exporter.pod_identity import PodIdentity
 from exporter.pod_resources import GKE_GPU, GPU_ID_PREFIXES
 from exporter.tls_files import pair_problem
@@ -308,32 +309,34 @@ _OPTIONS: Final = (
             "URL"),
     _Option("--modelmesh-insecure", boolean, "do not verify ModelMesh's https certificate: needed for "
             "ModelMesh's own metrics port, which serves a self-signed certificate it makes anew at every start "
-            "(the request stays inside the pod)", "off", switch=True),
+            "(the request stays inside the pod)", "off", switch=True, to_setting=bool),
     _Option("--modelmesh-ca-file", ca_file, "PEM CA bundle that signs the https certificate of what serves "
             "--modelmesh-url (a proxy of yours in front of ModelMesh; ModelMesh's own certificate cannot be "
             "verified)", "the system's CAs", "FILE"),
     _Option("--modelmesh-timeout", seconds, "seconds to wait for one ModelMesh scrape before counting a "
-            "timeout and keeping the last values", f"{_D.modelmesh_timeout_s:g} s"),
+            "timeout and keeping the last values", f"{_D.modelmesh_timeout_s:g} s", setting="modelmesh_timeout_s"),
     _Option("--modelmesh-interval", modelmesh_interval, "seconds between ModelMesh scrapes (0.1 to 3600)",
-            f"{_D.modelmesh_interval_s:g} s", "SECONDS"),
+            f"{_D.modelmesh_interval_s:g} s", "SECONDS", setting="modelmesh_interval_s"),
     _Option("--load-window", seconds, "seconds over which requests/s, mean queue delay and cache misses/s "
-            "are computed; at least --modelmesh-interval", f"{_D.load_window_s:g} s"),
+            "are computed; at least --modelmesh-interval", f"{_D.load_window_s:g} s", setting="load_window_s"),
     _Option("--model-recency-horizon", seconds_or_off, "with ModelMesh's per-model metrics on "
             "(MM_METRICS=prometheus:...;per_model_metrics=true), the exporter publishes per model when this pod "
             "last served it (modelmesh_pod_model_last_served_timestamp_seconds{model_id}); a model not served for "
             "longer than this many seconds is left out, so the output holds the models served recently, not every "
             "model the pod ever served. At least the adapter's target_lru_age_s, and at least "
-            "--modelmesh-interval", f"{_D.model_recency_horizon_s:g} s; 0: off", "SECONDS"),
-    _Option("--no-gpu", boolean, "turn the GPU collector off (CPU-only runtimes)", "GPU on", switch=True),
+            "--modelmesh-interval", f"{_D.model_recency_horizon_s:g} s; 0: off", "SECONDS",
+            setting="model_recency_horizon_s"),
+    _Option("--no-gpu", boolean, "turn the GPU collector off (CPU-only runtimes)", "GPU on", switch=True,
+            setting="gpu_enabled", to_setting=operator.not_),
     _Option("--gpu-uuids", uuid_list, "comma-separated GPU UUIDs to report, as nvidia-smi -L prints them (a GPU's "
             "UUID includes its MIG devices; not NVIDIA_VISIBLE_DEVICES's all, none or indexes)",
             "every GPU visible to this container", "UUID,..."),
     _Option("--gpu-pod-resources-socket", file_path, "the kubelet's PodResources socket (hostPath "
             "/var/lib/kubelet/pod-resources/kubelet.sock): report only the GPUs the kubelet gave this pod; needs "
-            "--pod-name and --pod-namespace and the grpcio package", "off", "SOCKET"),
+            "--pod-name and --pod-namespace and the grpcio package", "off", "SOCKET", setting="pod_resources_socket"),
     _Option("--gpu-pod-resources-wait", seconds, "seconds to wait at start for a kubelet that does not answer "
             "on --gpu-pod-resources-socket yet (restarting) before stopping with status 2, for the container's "
-            "restart to ask again", f"{_D.pod_resources_wait_s:g} s"),
+            "restart to ask again", f"{_D.pod_resources_wait_s:g} s", setting="pod_resources_wait_s"),
     _Option("--gpu-pod-name", str, "this pod's name for --gpu-pod-resources-socket; kept for sidecars patched "
             "before --pod-name, which it defaults to (give --pod-name alone; both, different, are refused)",
             "--pod-name", "NAME"),
@@ -341,9 +344,9 @@ _OPTIONS: Final = (
             "kept for sidecars patched before --pod-namespace, which it defaults to (give --pod-namespace alone; "
             "both, different, are refused)", "--pod-namespace", "NAMESPACE"),
     _Option("--gpu-window", seconds, "seconds of NVML utilization samples averaged into the busy ratio",
-            f"{_D.gpu_window_s:g} s"),
+            f"{_D.gpu_window_s:g} s", setting="gpu_window_s"),
     _Option("--gpu-interval", seconds, "seconds between NVML reads (in the background, never inside a "
-            "scrape)", f"{_D.gpu_interval_s:g} s"),
+            "scrape)", f"{_D.gpu_interval_s:g} s", setting="gpu_interval_s"),
     _Option("--pod-name", pod_name, "this pod's name (downward API metadata.name), published with its namespace "
             "and uid as modelmesh_exporter_pod_info: the adapter, which scrapes by pod IP, refuses an answer that "
             "names another pod (the IP given again to a new pod while the old one is still listed)", "none", "NAME"),
@@ -364,6 +367,10 @@ _OPTIONS: Final = (
     _Option("--log-level", log_level, f"log level: {', '.join(LOG_LEVELS)}", _D.log_level, "LEVEL"),
 )
 _BY_DEST: Final = {option.dest: option for option in _OPTIONS}
+_PLACED_BY_HAND: Final = frozenset({"listen", "gpu_pod_name", "gpu_pod_namespace", "pod_name", "pod_namespace",
+                                    "pod_uid"})
+"""The flags `parse_settings` places itself: `--listen` in two fields, this pod's facts checked together
+(`_one_pod_fact`) and gathered in its identity; every other flag lands where its `_Option` says."""
 _GROUPS: Final = {"--pod-": "This pod (downward API)",
                    "--modelmesh": "ModelMesh", "--load": "ModelMesh", "--model-": "ModelMesh", "--gpu": "GPU (NVML)",
                    "--no-gpu": "GPU (NVML)", "--tls": "TLS (serving /metrics and /healthz)"}
@@ -457,29 +464,10 @@ def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | N
         parser.refuse(f"{setting('--model-recency-horizon')} is {horizon:g} s: it must be 0 (off) or at least "
                      f"{setting('--modelmesh-interval')}, {interval:g} s: a model served between two reads would be "
                      "left out at the next one")
-    return ExporterSettings(
-        listen_host=listen[0],
-        listen_port=listen[1],
-        modelmesh_url=values.get("modelmesh_url", _D.modelmesh_url),
-        modelmesh_insecure=bool(values.get("modelmesh_insecure", _D.modelmesh_insecure)),
-        modelmesh_ca_file=values.get("modelmesh_ca_file", _D.modelmesh_ca_file),
-        modelmesh_timeout_s=values.get("modelmesh_timeout", _D.modelmesh_timeout_s),
-        modelmesh_interval_s=interval,
-        load_window_s=window,
-        model_recency_horizon_s=horizon,
-        gpu_enabled=not values.get("no_gpu", not _D.gpu_enabled),
-        gpu_uuids=values.get("gpu_uuids", _D.gpu_uuids),
-        pod_resources_socket=values.get("gpu_pod_resources_socket", _D.pod_resources_socket),
-        pod_resources_wait_s=values.get("gpu_pod_resources_wait", _D.pod_resources_wait_s),
-        pod_name=gpu_pod_name,
-        pod_namespace=gpu_pod_namespace,
+    return replace(
+        _D, **settings_fields(_OPTIONS, values, by_hand=_PLACED_BY_HAND), listen_host=listen[0], listen_port=listen[1],
+        pod_name=gpu_pod_name, pod_namespace=gpu_pod_namespace,
         identity=PodIdentity(values.get("pod_namespace"), values.get("pod_name"), values.get("pod_uid")),
-        gpu_window_s=values.get("gpu_window", _D.gpu_window_s),
-        gpu_interval_s=values.get("gpu_interval", _D.gpu_interval_s),
-        tls_cert_file=values.get("tls_cert_file", _D.tls_cert_file),
-        tls_key_file=values.get("tls_key_file", _D.tls_key_file),
-        tls_client_ca_file=values.get("tls_client_ca_file", _D.tls_client_ca_file),
-        log_level=values.get("log_level", _D.log_level),
     )
 
 
