@@ -106,9 +106,15 @@ async def _until_stopped(stop: asyncio.Event, received: list[signal.Signals], un
         stop.clear()
         if drain is not None:
             await drain()  # /readyz fails, values served, the Lease released
-        log.info("serving %g s more (--shutdown-delay) so that the endpoints drop this pod first",
-                 shutdown_delay_s)
-        with contextlib.suppress(TimeoutError):  # a second signal stops at once
-            await asyncio.wait_for(stop.wait(), shutdown_delay_s)
+        await serve_shutdown_delay(stop, shutdown_delay_s)
     return bool(received)
+
+
+async def serve_shutdown_delay(stop: asyncio.Event, delay_s: float) -> None:
+    """Keep serving for `--shutdown-delay` after the kubelet's SIGTERM, so that the Service's endpoints drop the
+    pod before its port closes; `stop` (cleared by the caller) set by a second signal ends the wait at once. One
+    wait and one line for both `--workers 0` and the refresh process of `--workers N`."""
+    log.info("serving %g s more (--shutdown-delay) so that the endpoints drop this pod first", delay_s)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), delay_s)
 

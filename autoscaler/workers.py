@@ -40,7 +40,7 @@ from autoscaler.api.certs import generate_self_signed
 from autoscaler.api.render import SnapshotPublisher
 from autoscaler.kube.review_connection import ReviewConnection
 from autoscaler.scratch import owned_directory, sweep_abandoned
-from autoscaler.serve_loop import StopRequests
+from autoscaler.serve_loop import StopRequests, serve_shutdown_delay
 from autoscaler.settings import ServeSettings
 from autoscaler.worker_pool import WorkerPool
 from exporter.stack_dumps import StackDumps
@@ -48,6 +48,7 @@ from exporter.stop_signals import StopSignals
 from exporter.stopping import stop_tasks
 
 if TYPE_CHECKING:
+    from autoscaler.model import RuntimeKey, RuntimeView
     from autoscaler.server import RefreshStack
 
 log = logging.getLogger(__name__)
@@ -161,11 +162,11 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
         refresher, metrics = stack.refresher, stack.metrics
         publisher = SnapshotPublisher(metrics, refresher.policies, refresher.source)
 
-        async def publish(views: object) -> None:
+        async def publish(views: dict[RuntimeKey, RuntimeView]) -> None:
             started = time.perf_counter()
-            blob = publisher.snapshot_blob(refresher.views, refresher.ready)
+            blob = publisher.snapshot_blob(views, refresher.ready)
             await pool.send(blob)
-            log.debug("snapshot of %d runtimes (%d bytes) rendered and sent in %.3f s", len(refresher.views),
+            log.debug("snapshot of %d runtimes (%d bytes) rendered and sent in %.3f s", len(views),
                       len(blob), time.perf_counter() - started)
 
         refresher.listeners.append(publish)
@@ -219,8 +220,5 @@ async def _refresh_until_stopped(settings: ServeSettings, pool: WorkerPool, stac
         if actuator is not None:
             await actuator.stop()  # the Lease is released, so another replica leads at once
         if draining:
-            log.info("serving %g s more (--shutdown-delay) so that the endpoints drop this pod first",
-                     settings.shutdown_delay_s)
-            with contextlib.suppress(TimeoutError):  # a second SIGTERM or SIGINT stops at once
-                await asyncio.wait_for(stop.wait(), settings.shutdown_delay_s)
+            await serve_shutdown_delay(stop, settings.shutdown_delay_s)  # a second SIGTERM or SIGINT ends it
         await stack.close()
