@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from autoscaler.policies.policy import RuntimePolicy
 from exporter import env_flags
 from exporter.env_flags import (
     DNS_LABEL,
@@ -37,6 +38,7 @@ from exporter.env_flags import (
     where_given,
 )
 from exporter.settings import (
+    LOG_LEVELS,
     SECONDS_FORMS,
     boolean,
     ca_file,
@@ -51,7 +53,6 @@ from exporter.settings import (
 )
 
 ENV_PREFIX: Final = "AUTOSCALER_"
-LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
 MIN_STALL_S: Final = 10.0
 """The shortest time without new values that counts as a stalled refresh (`ServeSettings.stalled_after_s`)."""
 
@@ -407,6 +408,8 @@ class _Option(EnvFlag):
 
 
 _D: Final = ServeSettings()
+_POLICY: Final = RuntimePolicy()
+"""The built-in policy, whose values `--skew-order`, `--scale-down-tau` and `--min-coverage` show as defaults."""
 _TLS: Final = "TLS and authentication"
 _SOURCE: Final = "metrics source"
 _DECIDE: Final = "decisions"
@@ -560,15 +563,18 @@ _OPTIONS: Final = (
     _Option("--config", file_path, "policy YAML (`defaults:` and `runtimes:`, docs/configuration.md)",
             "built-in policy defaults", "FILE", _DECIDE),
     _Option("--skew-order", order, "power-mean order p over pods, at least 1 (1: plain mean); policy key "
-            "skew_order for every runtime the config file or an annotation leaves unset", "2", "P", _DECIDE),
+            "skew_order for every runtime the config file or an annotation leaves unset", f"{_POLICY.skew_order:g}",
+            "P", _DECIDE),
     _Option("--scale-down-tau", seconds_from_zero, "seconds: time constant of the served values' fall (0: they fall "
-            "at once); policy key scale_down_tau_s, as for --skew-order", "300 s", "SECONDS", _DECIDE,
+            "at once); policy key scale_down_tau_s, as for --skew-order", f"{_POLICY.scale_down_tau_s:g} s", "SECONDS",
+            _DECIDE,
             setting="scale_down_tau_s"),
     _Option("--max-staleness", seconds, "seconds after which a pod's signal counts as missing; policy key "
             "max_staleness_s, as for --skew-order", "3 x --refresh-interval", "SECONDS", _DECIDE,
             setting="max_staleness_s"),
     _Option("--min-coverage", fraction, "ratio in (0, 1] of Ready pods with fresh data needed to serve a "
-            "value (else 503); policy key min_coverage, as for --skew-order", "0.5", "RATIO", _DECIDE),
+            "value (else 503); policy key min_coverage, as for --skew-order", f"{_POLICY.min_coverage:g}", "RATIO",
+            _DECIDE),
     # Acting on pods.
     _Option("--deletion-cost", choice("on", "off"), "write controller.kubernetes.io/pod-deletion-cost on "
             "runtime pods", "on", "{on,off}", _ACT, to_setting=_is_on),
