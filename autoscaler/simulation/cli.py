@@ -70,6 +70,11 @@ def _policies(value: str) -> tuple[str, ...]:
     if unknown or not names:
         raise argparse.ArgumentTypeError(f"unknown policy {unknown[0] if unknown else value!r}; choose from "
                                          f"{','.join(POLICY_NAMES)}")
+    once = tuple(dict.fromkeys(names))
+    if once != names:  # a repeat was simulated again (twice the wait) and the report, keyed by name, showed it once
+        repeated = next(n for i, n in enumerate(names) if n in names[:i])
+        raise argparse.ArgumentTypeError(f"{repeated} is listed twice; name each policy once (--policies "
+                                         f"{','.join(once)})")
     return names
 
 

@@ -446,3 +446,17 @@ def test_a_negative_seed_is_refused_naming_the_flag(tmp_path: Path) -> None:
     assert result.returncode == 2
     [line] = result.stderr.splitlines()
     assert line == "modelmesh-autoscaler simulate: error: argument --seed: must be 0 or more, got '-1'", line
+
+
+@pytest.mark.parametrize(("listed", "once"), [("fixed,fixed", "fixed"), ("fixed,mean-hpa,FIXED", "fixed,mean-hpa")])
+def test_a_policy_listed_twice_is_refused_naming_it(tmp_path: Path, listed: str, once: str) -> None:
+    """`--policies fixed,fixed` simulated fixed twice (twice the wait) and the report showed it once."""
+    out = tmp_path / "out"
+    result = subprocess.run([*SIMULATE, "--synthetic", "--out", str(out), "--hours", "0.5", "--models", "20",
+                             "--rps", "5", "--policies", listed, "--quiet", "--no-plot"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.splitlines()
+    assert line == ("modelmesh-autoscaler simulate: error: argument --policies: fixed is listed twice; name each "
+                    f"policy once (--policies {once})"), line
+    assert not out.exists()
