@@ -34,12 +34,12 @@ class RuntimeKey(NamedTuple):
 class PodSample:
     """The newest good signals of one pod, as its exporter (or Prometheus) reported them.
 
-    Freshness is per signal (DESIGN §6): `sampled_at` is the Unix time the load and cache signals describe
-    (the exporter's own `last_success_timestamp_seconds{collector="modelmesh"}` when it reports one, else the
-    time of the scrape); `gpu_sampled_at` is the time of `gpu_busy` (the exporter's `collector="gpu"`
-    timestamp, or the DCGM series' own sample time). A GPU collector can fail or hang while the ModelMesh one
-    works, so one timestamp for both would let an old GPU reading pass as fresh. `gpu_sampled_at` None with a
-    `gpu_busy` means the source knows only one time for the pod: `sampled_at` then stands for both.
+    Freshness is per signal (docs/design.md, Missing data): `sampled_at` is the Unix time the load and cache signals
+    describe (the exporter's own `last_success_timestamp_seconds{collector="modelmesh"}` when it reports one, else
+    the time of the scrape); `gpu_sampled_at` is the time of `gpu_busy` (the exporter's `collector="gpu"` timestamp,
+    or the DCGM series' own sample time). A GPU collector can fail or hang while the ModelMesh one works, so one
+    timestamp for both would let an old GPU reading pass as fresh. `gpu_sampled_at` None with a `gpu_busy` means the
+    source knows only one time for the pod: `sampled_at` then stands for both.
     A time is None when no good data was ever read. A signal is None when the pod does not report it (no
     GPU, no model loaded for `lru_age_s`).
 
@@ -208,7 +208,8 @@ class RuntimeView:
     reason: str = ""  # why values are held or unknown, for logs and /debug
     consecutive_misses: int = 0
     current_replicas: int | None = None
-    # Per signal: the fraction of Ready pods on which it is fresh (DESIGN §6: coverage and 503 per signal).
+    # Per signal: the fraction of Ready pods on which it is fresh (coverage and 503 per signal: docs/design.md,
+    # Missing data).
     signal_coverage: dict[str, float] = field(default_factory=dict)
     # Value or term → why it may not fall this refresh (or keeps its last proposal), for /debug.
     held: dict[str, str] = field(default_factory=dict)

@@ -81,7 +81,9 @@ class Aggregate:
     request_rate: float | None  # M_p(r) per pod; None when no pod has a fresh request rate
     queue_delay_sum_s: float  # Σ q_i over pods with the queue fresh
     queue_delay_max_s: float | None  # max q_i; None when no pod has a fresh queue delay
-    cache_pressure: float | None  # §5; 0 when some pod has room; None when no fresh pod reports its cache
+    # target_lru_age_s / global LRU age (docs/design.md, Aggregation); 0 when some pod has room; None when no fresh
+    # pod reports its cache
+    cache_pressure: float | None
     cache_full: bool  # no fresh pod has room and at least one is known full
     # The oldest timestamp behind the values: the signals used, and the last sample of each Ready pod whose stale
     # load or GPU reading holds values (they stand on it too). Honest freshness: the `timestamp` served.
@@ -124,7 +126,8 @@ def aggregate(
     now: float,
     seen: Collection[str] = frozenset(),
 ) -> Aggregate:
-    """Aggregate the pods of one runtime at time `now` (DESIGN §5), judging freshness per signal (§6).
+    """Aggregate the pods of one runtime at time `now` (docs/design.md, Aggregation), judging freshness per signal
+    (Missing data).
 
     `seen`: the signals the runtime reported at an earlier refresh (the decision's memory). A signal in it
     that no pod reports now is missing everywhere, not gone: its values are held, never lowered.

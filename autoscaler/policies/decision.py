@@ -240,7 +240,7 @@ def decide(
     served: float | None = None
     smoothed: dict[ServedMetric, SmoothState] = {}
     if state is not None:
-        # Never above the upper bound (§6: a fall from far above the cap would otherwise take
+        # Never above the upper bound (docs/design.md, Bounds: a fall from far above the cap would otherwise take
         # `tau * ln(value / cap)` before the HPA sees any change).
         cap = policy.max_replicas
         if cap is not None and state.value > cap:

@@ -82,7 +82,8 @@ def lower_bound(policy: RuntimePolicy) -> int:
 
 @functools.lru_cache(maxsize=65_536)
 def with_hpa_bounds(policy: RuntimePolicy, hpa_min: int | None, hpa_max: int | None) -> RuntimePolicy:
-    """The policy with the HPA's `minReplicas`/`maxReplicas` filling bounds the config leaves unset (§6).
+    """The policy with the HPA's `minReplicas`/`maxReplicas` filling bounds the config leaves unset (docs/design.md,
+    Bounds).
 
     The config (or annotation) wins where it sets a bound. An HPA bound that contradicts a configured one (the
     HPA's max below the configured min, its min above the configured max) is dropped: the operator's explicit

@@ -1,4 +1,5 @@
-"""The replica recommendation (docs/design.md, Recommendation; DESIGN §6): one proposal per term, the largest wins.
+"""The replica recommendation (docs/design.md, Recommendation and Missing data): one proposal per term, the
+largest wins.
 
     D       = max( n_b * M_p(b) / target_gpu_busy,
                    n_r * M_p(r) / target_rps_per_pod )            (capacity demand in pods, unrounded)
@@ -33,14 +34,14 @@ full and judges pressure by the oldest copy anywhere, so it let a runtime using 
 to 4 (docs/simulation.md). U and C do not grow with the pods (ModelMesh copies a model for its load, not for
 the pods there are), so it is demand-bounded.
 
-Missing data (§6): a term whose signal is missing on some Ready pod may rise but not fall (it is at least its
-`held` proposal from the last refresh), and so may the GPU term while some Ready pods have no GPU collector and
-others do (a runtime moving to CPU-only nodes: the pods without one are not sized by it); a term whose signal is
-fresh on no Ready pod, or on fewer than `min_coverage` of them, keeps its held proposal unchanged (a runtime
-whose pods all say they have no GPU collector forgets its GPU proposal first: `gpu_forgetting`). Per-model use is
-read on the load's clock, so a pod whose load data is stale holds the cache term through the cache signal; a fresh
-pod that reports no per-model use while others do (or while the runtime did before) makes U too small, so the
-cache term may then rise but not fall (`Aggregate.models_missing`).
+Missing data (the docs/design.md section of that name): a term whose signal is missing on some Ready pod may rise
+but not fall (it is at least its `held` proposal from the last refresh), and so may the GPU term while some Ready
+pods have no GPU collector and others do (a runtime moving to CPU-only nodes: the pods without one are not sized by
+it); a term whose signal is fresh on no Ready pod, or on fewer than `min_coverage` of them, keeps its held proposal
+unchanged (a runtime whose pods all say they have no GPU collector forgets its GPU proposal first:
+`gpu_forgetting`). Per-model use is read on the load's clock, so a pod whose load data is stale holds the cache term
+through the cache signal; a fresh pod that reports no per-model use while others do (or while the runtime did
+before) makes U too small, so the cache term may then rise but not fall (`Aggregate.models_missing`).
 """
 
 from __future__ import annotations
@@ -117,7 +118,8 @@ def _hold(
     term: str, computed: float | None, stats: SignalStats, ready: int, min_coverage: float,
     held: Mapping[str, int], why: dict[str, str],
 ) -> float | None:
-    """A term's proposal under the missing-data rules (§6), unrounded where computed this refresh."""
+    """A term's proposal under the missing-data rules (docs/design.md, Missing data), unrounded where computed
+    this refresh."""
     fresh, missing = stats.fresh, stats.missing
     if missing == 0 and fresh > 0 and not stats.absent:  # complete: the usual case
         return computed
@@ -145,7 +147,8 @@ _recommendation: Final = slot_builder(
 
 
 def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | None = None) -> Recommendation:
-    """Apply §6 to one aggregate; `held` are the last refresh's proposals (the decision's memory).
+    """Apply the missing-data rules (docs/design.md, Missing data) to one aggregate; `held` are the last refresh's
+    proposals (the decision's memory).
 
     Runs once per runtime per refresh, so its fixed cost counts at fleet size: the per-signal stats are read
     once, and the result is built through its slots (`slots`).

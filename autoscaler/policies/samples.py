@@ -2,7 +2,7 @@
 
 A signal that is NaN, infinite or negative is treated as *absent*, never as zero: a garbled reading must not
 look like an idle pod. Nor as a huge load: one above its ceiling (`CEILINGS`), which no real pod reaches, is
-absent too. Freshness is per pod and per signal (DESIGN §6): the GPU signal has its own timestamp,
+absent too. Freshness is per pod and per signal (docs/design.md, Missing data): the GPU signal has its own timestamp,
 the load and cache signals share the ModelMesh collector's.
 """
 

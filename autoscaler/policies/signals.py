@@ -1,4 +1,5 @@
-"""The per-pod signals whose freshness is judged one by one (DESIGN §6), their states, and their counts.
+"""The per-pod signals whose freshness is judged one by one (docs/design.md, Missing data), their states, and their
+counts.
 
 A signal counts on a pod when the pod is Ready, the signal's timestamp is fresh and the pod reports it.
 Where it does not, on a pod that should have it (other fresh pods report it, or the runtime reported it
@@ -22,7 +23,7 @@ SIGNAL_REQUESTS: Final = "requests"
 SIGNAL_QUEUE: Final = "queue"
 SIGNAL_CACHE: Final = "cache"
 SIGNALS: Final = (SIGNAL_GPU, SIGNAL_REQUESTS, SIGNAL_QUEUE, SIGNAL_CACHE)
-"""The per-pod signals whose freshness is judged one by one (§6)."""
+"""The per-pod signals whose freshness is judged one by one (docs/design.md, Missing data)."""
 SIGNAL_MODELS: Final = "models"
 """Per-model use (`PodSample.recent_models`), on the load's clock: not one of SIGNALS (no served value reads it,
 and it has no state per pod), but remembered in the decision's `seen` like them, so that a runtime that reported
