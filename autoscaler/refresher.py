@@ -168,12 +168,12 @@ class Refresher:
             log.exception("runtime %s: its decision failed; it is left out of the API until it succeeds", key)
 
     def _count_source_errors(self) -> None:
-        reads = getattr(self.source, "reads", None)  # only the scrape source counts them
-        if isinstance(reads, int) and reads > self._reported_reads:
+        reads = self.source.reads  # only the scrape source counts them
+        if reads > self._reported_reads:
             self.metrics.source_reads.labels(self.source.name).inc(reads - self._reported_reads)
             self._reported_reads = reads
-        partial = getattr(self.source, "partial_answers", None)  # only the Prometheus source has them
-        if isinstance(partial, int) and partial > self._reported_partial:
+        partial = self.source.partial_answers  # only the Prometheus source has them
+        if partial > self._reported_partial:
             self.metrics.source_partial_answers.labels(self.source.name).inc(partial - self._reported_partial)
             self._reported_partial = partial
         for reason, total in self.source.errors.items():

@@ -43,9 +43,12 @@ class SourceProblem:
 
 
 class ProblemSource(Protocol):
-    """What the API needs of a metric source: its name (every `MetricSource` has one); `problems` is optional."""
+    """What /debug needs of a metric source to say what fails: every `MetricSource` is one (a source with no
+    problems to tell says none through `SourceDefaults`)."""
 
     name: str
+
+    def problems(self, key: RuntimeKey) -> tuple[SourceProblem, ...]: ...
 
 
 DiscoveryErrors = tuple[tuple[str | None, str], ...]
@@ -59,10 +62,9 @@ def discovery_problems(discovery: object) -> DiscoveryErrors:
     return problems if isinstance(problems, tuple) else ()
 
 
-def source_problems(source: object, key: RuntimeKey) -> tuple[SourceProblem, ...]:
-    """What `source` says fails now for runtime `key`; () for a source that does not say."""
-    problems: Callable[[RuntimeKey], tuple[SourceProblem, ...]] | None = getattr(source, "problems", None)
-    return problems(key) if callable(problems) else ()
+def source_problems(source: ProblemSource, key: RuntimeKey) -> tuple[SourceProblem, ...]:
+    """What `source` says fails now for runtime `key`."""
+    return source.problems(key)
 
 
 class DiscoveryOutage:

@@ -18,13 +18,14 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.base import SourceDefaults
 
 KEY = RuntimeKey("ml", "modelmesh-serving-triton")
 DESIRED = ServedMetric.DESIRED_REPLICAS
 INTERVAL_S = 15.0
 
 
-class GpuSource:
+class GpuSource(SourceDefaults):
     """Six pods at one GPU busy, sampled a second before each refresh (on the wall clock, as exporters are);
     `down` names pods whose exporter does not answer."""
 

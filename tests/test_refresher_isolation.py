@@ -15,11 +15,12 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.base import SourceDefaults
 
 GOOD, BROKEN = RuntimeKey("ml", "modelmesh-serving-good"), RuntimeKey("ml", "modelmesh-serving-broken")
 
 
-class TwoRuntimes:
+class TwoRuntimes(SourceDefaults):
     """Two runtimes of two pods at GPU 0.9; `garbled` makes one pod of BROKEN carry a NaN, as a source that
     broke its promise (`PodSample`: values are finite and >= 0) would hand over."""
 

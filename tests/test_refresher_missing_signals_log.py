@@ -19,6 +19,7 @@ from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.base import SourceDefaults
 from autoscaler.transition_flaps import FLAP_REFRESHES
 from autoscaler.transition_log import Missing, worth_saying
 from tests.hardening.test_fleet_observability import runtime_lines
@@ -27,7 +28,7 @@ from tests.policies.builders import PROPERTIES
 RUNTIME = RuntimeKey("bench", "modelmesh-serving-x")
 
 
-class LeavingOutSource:
+class LeavingOutSource(SourceDefaults):
     """Runtimes of `pods` pods each, every signal fresh, but those the test leaves out: `no_gpu` and `no_requests`
     name, per runtime, the pods (by index) whose answer lacks that signal."""
 

@@ -13,12 +13,13 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.base import SourceDefaults
 
 NOW = 1_700_000_000.0
 WORDS = "no capacity signal"
 
 
-class CpuFleet:
+class CpuFleet(SourceDefaults):
     """`runtimes` CPU runtimes of two Ready pods each, fresh, no GPU reported."""
 
     name = "test"

@@ -15,11 +15,12 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.base import SourceDefaults
 
 KEY = RuntimeKey("churn", "modelmesh-serving-rtprobe")
 
 
-class DeploymentSource:
+class DeploymentSource(SourceDefaults):
     """One runtime: its Deployment's uid, its pods (all Ready and fresh) and their GPU busy."""
 
     name = "test"

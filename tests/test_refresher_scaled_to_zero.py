@@ -18,11 +18,12 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.base import SourceDefaults
 
 KEY = RuntimeKey("modelmesh-serving", "modelmesh-serving-mlserver")
 
 
-class IdleSource:
+class IdleSource(SourceDefaults):
     """The runtime's Deployment asks for `replicas`; `pods` of them are Ready, each at 60 req/s and GPU 0.6
     (`fresh` of them with fresh data)."""
 

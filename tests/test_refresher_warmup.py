@@ -13,12 +13,13 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.base import SourceDefaults
 
 KEY = RuntimeKey("ml", "modelmesh-serving-triton")
 GAUGE = "modelmesh_autoscaler_runtime_warming_up"
 
 
-class StepSource:
+class StepSource(SourceDefaults):
     """Four pods at 20 req/s and GPU 0.2; `down` names pods whose exporter does not answer."""
 
     name = "test"

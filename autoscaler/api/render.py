@@ -20,7 +20,7 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.policy_origins import PolicyExplained
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
-from autoscaler.source_problems import ProblemSource, source_problems
+from autoscaler.sources.base import MetricSource, source_problems
 
 
 def render_runtime(view: RuntimeView, policy: PolicyExplained | None = None,
@@ -34,7 +34,7 @@ def render_runtime(view: RuntimeView, policy: PolicyExplained | None = None,
 
 def render_snapshot(views: Mapping[RuntimeKey, RuntimeView], ready: bool,
                     refresh_metrics: bytes = b"", policies: PolicyBook | None = None,
-                    source: ProblemSource | None = None) -> ServingSnapshot:
+                    source: MetricSource | None = None) -> ServingSnapshot:
     """Every runtime's answers; `policies` (the refresher's) adds each runtime's policy and its origins to /debug,
     and `source` (the refresher's) what fails now in reading each runtime (`sources.base.source_problems`) and,
     where it scrapes the pods itself, each pod's URL (`scrape_urls`)."""
@@ -49,7 +49,7 @@ def render_snapshot(views: Mapping[RuntimeKey, RuntimeView], ready: bool,
     )
 
 
-def _source_state(source: ProblemSource | None, key: RuntimeKey) -> SourceState | None:
+def _source_state(source: MetricSource | None, key: RuntimeKey) -> SourceState | None:
     return None if source is None else (source.name, source_problems(source, key))
 
 
@@ -57,12 +57,10 @@ def _unexplained(key: RuntimeKey) -> PolicyExplained | None:
     return None
 
 
-def _scrape_urls(source: ProblemSource | None) -> Callable[[RuntimeKey], PodUrls | None]:
-    """The source's `scrape_urls` (the scrape source's: its pods' URLs by runtime), or no URLs for a source that
-    scrapes nothing itself (Prometheus, the simulator): /debug then has no `scrape_url`, rather than a null
-    that would read as "not scraped"."""
-    urls: Callable[[RuntimeKey], PodUrls] | None = getattr(source, "scrape_urls", None)
-    return urls if callable(urls) else _no_urls
+def _scrape_urls(source: MetricSource | None) -> Callable[[RuntimeKey], PodUrls | None]:
+    """The source's `scrape_urls` (`MetricSource.scrape_urls` says what /debug shows of a source without any),
+    or no URLs without a source."""
+    return _no_urls if source is None else source.scrape_urls
 
 
 def _no_urls(key: RuntimeKey) -> PodUrls | None:
@@ -100,7 +98,7 @@ class SnapshotPublisher:
     `source` (the refresher's) puts what fails now in reading each runtime in its /debug."""
 
     def __init__(self, metrics: AdapterMetrics, policies: PolicyBook | None = None,
-                 source: ProblemSource | None = None) -> None:
+                 source: MetricSource | None = None) -> None:
         self._metrics = metrics
         self._policies = policies
         self._source = source

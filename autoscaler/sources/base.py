@@ -11,15 +11,15 @@ Rules every implementation keeps (docs/design.md, Missing data):
   see that it is stale rather than idle.
 - A source may say what is failing right now (`problems(key)`: `SourceProblem`s, the backend's words and since
   when), which /debug shows for the runtime: the log says it once, when the failure starts, and an operator
-  looking at a runtime answered 503 an hour later should not need that line. Optional: a source without it
-  shows no problems (`source_problems`). Defined in `autoscaler.source_problems`, which the API reads too.
+  looking at a runtime answered 503 an hour later should not need that line. A source without any says so
+  through `SourceDefaults` (no problems). Defined in `autoscaler.source_problems`, which the API reads too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
 from autoscaler.model import RuntimeKey, RuntimeSnapshot
 from autoscaler.source_problems import (  # re-exported: the sources' seam
@@ -30,8 +30,12 @@ from autoscaler.source_problems import (  # re-exported: the sources' seam
     source_problems,
 )
 
+if TYPE_CHECKING:
+    from autoscaler.api.debug_document import PodUrls
+
 __all__ = ["ALL_NAMESPACES", "REASON_DISCOVERY", "DiscoveryOutage", "DiscoveryScopes", "MetricSource", "PodDiscovery",
-           "PodTarget", "RuntimeInventory", "SourceProblem", "discovery_problems", "source_problems"]
+           "PodTarget", "RuntimeInventory", "SourceDefaults", "SourceProblem", "discovery_problems",
+           "source_problems"]
 
 ALL_NAMESPACES: Final = "*"
 """The scope of a discovery of every namespace (no `--namespaces`) in `DiscoveryScopes.scope_health`: no
@@ -100,7 +104,11 @@ class DiscoveryScopes(Protocol):
 
 
 class MetricSource(Protocol):
-    """Reads per-pod signals for every runtime the discovery knows."""
+    """Reads per-pod signals for every runtime the discovery knows.
+
+    Besides reading, a source says what the self-metrics and /debug show of it: each is declared here, so that a
+    renamed one is a type error rather than a self-metric or a /debug field that silently stops. A source that has
+    nothing to say for one inherits `SourceDefaults`' answer (0, none)."""
 
     name: str
 
@@ -109,8 +117,44 @@ class MetricSource(Protocol):
         """Failed reads so far, by reason; the refresher exports it as a self-metric."""
         ...
 
+    @property
+    def reads(self) -> int:
+        """Reads sent so far, failed or not (`modelmesh_autoscaler_source_reads_total`); the scrape source counts
+        them, and a source that does not stays at 0."""
+        ...
+
+    @property
+    def partial_answers(self) -> int:
+        """Answers so far that said they left some series out (`modelmesh_autoscaler_source_partial_answers_total`);
+        only Prometheus gives such answers."""
+        ...
+
+    def problems(self, key: RuntimeKey) -> tuple[SourceProblem, ...]:
+        """What fails now in reading runtime `key`, for /debug (the module's docstring says why); cheap, no I/O."""
+        ...
+
+    def scrape_urls(self, key: RuntimeKey) -> PodUrls | None:
+        """The runtime's pods' URLs as last scraped, for /debug; None from a source that scrapes nothing itself
+        (Prometheus, the simulator): /debug then has no `scrape_url`, rather than a null that would read as
+        "not scraped". Asked once a refresh by the /debug render."""
+        ...
+
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
         """One snapshot per runtime in the inventory; never raises."""
         ...
 
     async def close(self) -> None: ...
+
+
+class SourceDefaults:
+    """The answers of a `MetricSource` that has nothing to say for some of what the protocol asks: no reads of
+    its own counted, no partial answers, no problems, no URLs. A source inherits it and overrides what it has."""
+
+    reads: int = 0
+    partial_answers: int = 0
+
+    def problems(self, key: RuntimeKey) -> tuple[SourceProblem, ...]:
+        return ()
+
+    def scrape_urls(self, key: RuntimeKey) -> PodUrls | None:
+        return None

@@ -56,6 +56,7 @@ from autoscaler.sources.base import (
     DiscoveryOutage,
     PodDiscovery,
     RuntimeInventory,
+    SourceDefaults,
     SourceProblem,
     discovery_problems,
 )
@@ -117,7 +118,7 @@ def _older(sample: PodSample, previous: PodSample | None) -> bool:
     return sample.sampled_at < previous.sampled_at
 
 
-class PrometheusSource:
+class PrometheusSource(SourceDefaults):
     """A `MetricSource` that reads the exporters' series from Prometheus instead of scraping pods."""
 
     name = "prometheus"

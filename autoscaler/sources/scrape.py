@@ -38,6 +38,7 @@ from autoscaler.sources.base import (
     PodDiscovery,
     PodTarget,
     RuntimeInventory,
+    SourceDefaults,
     SourceProblem,
     discovery_problems,
 )
@@ -77,7 +78,7 @@ _GARBLED: Final = ("answered, but with no usable ModelMesh reading (a request ra
 _REFUSED: Final = "a value no real pod reaches, not believed (check the pod's exporter and ModelMesh)"
 
 
-class ScrapeSource:
+class ScrapeSource(SourceDefaults):
     name = "scrape"
 
     def __init__(

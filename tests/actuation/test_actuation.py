@@ -23,6 +23,7 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
+from autoscaler.sources.base import SourceDefaults
 from tests.actuation.conftest import KEY, add_pods
 from tests.fakes.kube import FakeKubeApi
 
@@ -31,7 +32,7 @@ SHORT_LEASE = {"leader_elect_lease_duration_s": 1.0, "leader_elect_renew_deadlin
                "leader_elect_retry_period_s": 0.1}
 
 
-class SnapshotSource:
+class SnapshotSource(SourceDefaults):
     """A metric source that reports the same fresh load every refresh (no exporters needed)."""
 
     name = "test"

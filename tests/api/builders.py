@@ -15,6 +15,7 @@ from autoscaler.policies.decision import decide
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.base import SourceDefaults
 
 NOW = 1_700_000_000.0
 NAMESPACE = "ml"
@@ -23,7 +24,7 @@ KEY = RuntimeKey(NAMESPACE, DEPLOYMENT)
 PROXY_CN = "front-proxy-client"
 
 
-class StaticSource:
+class StaticSource(SourceDefaults):
     """A metric source that is never asked: the tests set the refresher's views directly."""
 
     name = "static"

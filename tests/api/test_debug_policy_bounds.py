@@ -21,12 +21,13 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.base import SourceDefaults
 from tests.api.builders import KEY, NOW
 
 HPA_FILLED = "the HPA's {} (the config leaves it unset)"
 
 
-class OneRuntime:
+class OneRuntime(SourceDefaults):
     """A source with one runtime of two fresh pods, its Deployment annotated with `annotations`."""
 
     name = "static"

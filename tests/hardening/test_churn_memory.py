@@ -17,12 +17,13 @@ from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot, RuntimeView
 from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.base import SourceDefaults
 
 RUNTIMES = 100
 ANNOTATIONS = {"autoscaler.modelmesh.io/target-rps-per-pod": "100"}
 
 
-class ChurningSource:
+class ChurningSource(SourceDefaults):
     """`RUNTIMES` runtimes of two fresh pods each; `churn()` replaces them all by new ones."""
 
     name = "test"

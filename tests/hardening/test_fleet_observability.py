@@ -32,7 +32,7 @@ from autoscaler.refresher import Refresher
 from autoscaler.runtime_gauges import RuntimeGauge
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import settings_from_args
-from autoscaler.sources.base import PodTarget, RuntimeInventory
+from autoscaler.sources.base import PodTarget, RuntimeInventory, SourceDefaults
 from autoscaler.sources.kube_pods import KubePodDiscovery
 from autoscaler.sources.scrape import ScrapeSource
 from bench.fake_exporter import exporter_text
@@ -68,7 +68,7 @@ async def test_discovering_a_fleet_logs_one_short_line(kube: FakeKubeApi, caplog
     assert max(len(record.getMessage()) for record in caplog.records) < LONGEST_LINE
 
 
-class FleetSource:
+class FleetSource(SourceDefaults):
     """`FLEET` runtimes of two pods, all fresh but those named in `stale`."""
 
     name = "test"

@@ -12,6 +12,7 @@ from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.base import SourceDefaults
 from tests.e2e.conftest import DEPLOYMENT, data_path_running
 from tests.support.processes import http_get, poll
 
@@ -38,7 +39,7 @@ def test_a_runtime_whose_values_turn_unknown_stops_reporting_a_served_value(tmp_
         in series
 
 
-class ChangingSource:
+class ChangingSource(SourceDefaults):
     """Reports whatever runtimes the test puts in `pods_by_runtime`, all fresh."""
 
     name = "test"
