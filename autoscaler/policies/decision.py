@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Final
+from typing import Final, NamedTuple
 
 from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
@@ -220,77 +220,27 @@ def decide(
     rec = recommend(agg, policy, memory.proposals)
     by_signal = agg.signals  # every signal of SIGNALS (`Aggregate.signals`)
     profile = _PROFILES.get(id(by_signal))
-    if profile is None or profile[0] is not by_signal:
+    if profile is None or profile.by_signal is not by_signal:
         profile = _profile(by_signal)
-    _, signal_coverage, reported_signals, fixed_complete, rps_complete, named = profile
+    _, signal_coverage, reported_signals, fixed_complete, rps_complete, capacity_signals_present = profile
     # A signal the runtime does not have misses on no pod, so "complete where present" is "misses nowhere".
     desired_complete = (
         known and n == ready and fixed_complete and (rps_complete or policy.target_rps_per_pod is None)
     )
     complete = desired_complete and rps_complete
 
-    tau = policy.scale_down_tau_s
-    value_twin = _ValueTwin
-    before = memory.smoothed
-    oldest = agg.oldest_sample_at
     held: dict[str, str] = {f"{term} proposal": why for term, why in rec.held.items()} if rec.held else {}
-    # The replica count: usable when known, may fall when `desired_complete`, capped, served rounded up.
-    target = float(rec.desired) if known else None
-    state = smooth(before.get(_DESIRED), target, at, tau, desired_complete, DESIRED_REPLICAS_SETTLE)
-    served: float | None = None
     smoothed: dict[ServedMetric, SmoothState] = {}
-    if state is not None:
-        # Never above the upper bound (docs/design.md, Bounds: a fall from far above the cap would otherwise take
-        # `tau * ln(value / cap)` before the HPA sees any change).
-        cap = policy.max_replicas
-        if cap is not None and state.value > cap:
-            state = _state(float(cap), state.updated_at)
-        smoothed[_DESIRED] = state
-        if target is not None:
-            if not desired_complete and target < state.value:
-                held.setdefault(_DESIRED_KEY, _MAY_RISE)
-            served = float(ceil_pods(state.value))
-    value = value_twin()  # ServedValue(served, target, oldest), through its twin (`slots`), as below
-    value.value, value.raw, value.timestamp = served, target, oldest
-    value.__class__ = ServedValue
-    values: dict[ServedMetric, ServedValue] = {_DESIRED: value}
-    # The values of one signal each, in view order (`_SIGNAL_PLAN`).
-    request_rate = agg.request_rate
-    # (`zip` without `strict`: the lengths are equal here, and any keyword sends `zip` down its slow path)
-    for (metric, signal, key), raw in zip(_SIGNAL_PLAN, (  # noqa: B905
-        agg.gpu_busy,
-        None if request_rate is None else by_signal[SIGNAL_REQUESTS].fresh * request_rate,
-        agg.cache_pressure,
-    )):
-        stats = by_signal[signal]
-        fresh = stats.fresh
-        if known and fresh > 0 and stats.coverage >= min_coverage:  # usable
-            may_fall = stats.missing == 0 and n == ready
-            target = raw
-        else:
-            may_fall = False
-            target = None
-            if known and fresh + stats.missing > 0:  # present, under coverage
-                held[key] = (f"{signal} fresh on {fresh} of {ready} ready pods "
-                             f"(< {min_coverage:.0%}); unknown (503), memory kept")
-        state = smooth(before.get(metric), target, at, tau, may_fall)
-        served = None
-        if state is not None:
-            smoothed[metric] = state
-            if target is not None:  # (then usable)
-                served = state.value
-                if not may_fall and target < served:
-                    held.setdefault(key, _MAY_RISE)
-        value = value_twin()
-        value.value, value.raw, value.timestamp = served, target, oldest
-        value.__class__ = ServedValue
-        values[metric] = value
+    values: dict[ServedMetric, ServedValue] = {}  # in view order: the replica count, then one value per signal
+    _desired_value(float(rec.desired) if known else None, desired_complete, policy, memory.smoothed, at,
+                   agg.oldest_sample_at, held, smoothed, values)
+    _signal_values(agg, known, min_coverage, memory.smoothed, at, policy.scale_down_tau_s, held, smoothed, values)
 
     warnings: tuple[str, ...] = ()
     if known and rec.no_capacity and no_capacity_signal(agg, policy):
         warnings = (_no_capacity_warning(snapshot.key),)  # said by the refresh, a fleet's in one line
 
-    if complete and named and not held and (memory.known or not memory.smoothed):
+    if complete and capacity_signals_present and not held and (memory.known or not memory.smoothed):
         reason = ""  # what `_reason` says when nothing is wrong, without the call
     else:
         reason = _reason(snapshot, agg, policy, known, memory, held, by_signal)
@@ -320,7 +270,104 @@ def decide(
         "",  # warming_up: set by the warm-up step (policies/warmup.py) for a runtime with no memory
         agg.fresh_sample_at,
     )
-    seen = memory.seen
+    seen = _next_seen(memory.seen, reported_signals, agg)
+    next_memory = _memory(
+        smoothed,
+        consecutive_misses,
+        known,
+        _remembered(rec.proposals) if known else memory.proposals,  # proposals
+        seen,
+        memory.warned_no_capacity or bool(warnings),  # warned_no_capacity
+        models_reported_at,
+    )
+    return view, next_memory
+
+
+def _desired_value(
+    target: float | None,
+    may_fall: bool,
+    policy: RuntimePolicy,
+    before: Mapping[ServedMetric, SmoothState],
+    at: float,
+    oldest: float | None,
+    held: dict[str, str],
+    smoothed: dict[ServedMetric, SmoothState],
+    values: dict[ServedMetric, ServedValue],
+) -> None:
+    """The replica count, added to `values`: usable when `target` is known (the recommendation), may fall when
+    `may_fall` (every signal of its terms complete), capped, served rounded up. Adds its state to `smoothed`
+    and, when it is held up, its reason to `held`."""
+    state = smooth(before.get(_DESIRED), target, at, policy.scale_down_tau_s, may_fall, DESIRED_REPLICAS_SETTLE)
+    served: float | None = None
+    if state is not None:
+        # Never above the upper bound (docs/design.md, Bounds: a fall from far above the cap would otherwise take
+        # `tau * ln(value / cap)` before the HPA sees any change).
+        cap = policy.max_replicas
+        if cap is not None and state.value > cap:
+            state = _state(float(cap), state.updated_at)
+        smoothed[_DESIRED] = state
+        if target is not None:
+            if not may_fall and target < state.value:
+                held.setdefault(_DESIRED_KEY, _MAY_RISE)
+            served = float(ceil_pods(state.value))
+    value = _ValueTwin()  # ServedValue(served, target, oldest), through its twin (`slots`)
+    value.value, value.raw, value.timestamp = served, target, oldest
+    value.__class__ = ServedValue
+    values[_DESIRED] = value
+
+
+def _signal_values(
+    agg: Aggregate,
+    known: bool,
+    min_coverage: float,
+    before: Mapping[ServedMetric, SmoothState],
+    at: float,
+    tau: float,
+    held: dict[str, str],
+    smoothed: dict[ServedMetric, SmoothState],
+    values: dict[ServedMetric, ServedValue],
+) -> None:
+    """The values of one signal each, added to `values` in view order (`_SIGNAL_PLAN`): usable when the runtime
+    is `known` and the signal fresh on at least `min_coverage` of the Ready pods, may fall when it misses on
+    none. Adds their states to `smoothed` and why one is held to `held`."""
+    by_signal = agg.signals
+    n, ready, oldest = agg.n, agg.ready, agg.oldest_sample_at
+    value_twin = _ValueTwin
+    request_rate = agg.request_rate
+    # (`zip` without `strict`: the lengths are equal here, and any keyword sends `zip` down its slow path)
+    for (metric, signal, key), raw in zip(_SIGNAL_PLAN, (  # noqa: B905
+        agg.gpu_busy,
+        None if request_rate is None else by_signal[SIGNAL_REQUESTS].fresh * request_rate,
+        agg.cache_pressure,
+    )):
+        stats = by_signal[signal]
+        fresh = stats.fresh
+        target: float | None
+        if known and fresh > 0 and stats.coverage >= min_coverage:  # usable
+            may_fall = stats.missing == 0 and n == ready
+            target = raw
+        else:
+            may_fall = False
+            target = None
+            if known and fresh + stats.missing > 0:  # present, under coverage
+                held[key] = (f"{signal} fresh on {fresh} of {ready} ready pods "
+                             f"(< {min_coverage:.0%}); unknown (503), memory kept")
+        state = smooth(before.get(metric), target, at, tau, may_fall)
+        served = None
+        if state is not None:
+            smoothed[metric] = state
+            if target is not None:  # (then usable)
+                served = state.value
+                if not may_fall and target < served:
+                    held.setdefault(key, _MAY_RISE)
+        value = value_twin()
+        value.value, value.raw, value.timestamp = served, target, oldest
+        value.__class__ = ServedValue
+        values[metric] = value
+
+
+def _next_seen(seen: frozenset[str], reported_signals: frozenset[str], agg: Aggregate) -> frozenset[str]:
+    """The runtime's `seen` for its next memory (`RuntimeMemory.seen`)."""
     # The signals reported so far: the same set (object) while no new one appears, as on most refreshes
     # (`is`: equal frozensets would still be compared element-wise); per-model use too, once a fresh pod reports it.
     if seen is _ALL_SIGNALS:
@@ -335,36 +382,40 @@ def decide(
             seen = _ALL_SIGNALS
         elif seen == _WITH_MODELS:
             seen = _WITH_MODELS
-    next_memory = _memory(
-        smoothed,
-        consecutive_misses,
-        known,
-        _remembered(rec.proposals) if known else memory.proposals,  # proposals
-        seen,
-        memory.warned_no_capacity or bool(warnings),  # warned_no_capacity
-        models_reported_at,
-    )
-    return view, next_memory
+    return seen
 
 
-_PROFILES: dict[int, tuple[Mapping[str, SignalStats], dict[str, float], frozenset[str], bool, bool, bool]] = {}
+class SignalProfile(NamedTuple):
+    """What the decision reads off a runtime's signal stats (`_profile`): named fields, still a tuple (unpacked
+    as fast as one)."""
+
+    by_signal: Mapping[str, SignalStats]
+    """The stats mapping it was worked out from (its cache key, kept alive by the entry)."""
+    signal_coverage: dict[str, float]
+    """The coverage of each signal present: the view's `signal_coverage`, shared like the mapping, never
+    mutated."""
+    reported_signals: frozenset[str]
+    """The signals present, fresh on some pod or missing on one (for `seen`: a GPU reading whose own time is
+    stale is reported, so a refresh where no pod carries one finds the GPU missing, not absent)."""
+    fixed_complete: bool
+    """The GPU, queue and cache signals miss on no pod."""
+    rps_complete: bool
+    """The request rate misses on no pod."""
+    capacity_signals_present: bool
+    """GPU busy, request rate and cache state are all present: `_reason` has none to name as absent."""
 
 
-def _profile(
-    by_signal: Mapping[str, SignalStats],
-) -> tuple[Mapping[str, SignalStats], dict[str, float], frozenset[str], bool, bool, bool]:
+_PROFILES: dict[int, SignalProfile] = {}
+
+
+def _profile(by_signal: Mapping[str, SignalStats]) -> SignalProfile:
     """What the decision reads off a runtime's signal stats, worked out once per stats mapping rather than
     once per runtime: `signal_stats` hands the same mapping to every runtime with the same counts, refresh
     after refresh, so it is found by identity (the entry keeps the mapping alive, so its id is not reused
-    while cached; cleared past 4,096 entries). In order: the mapping; the coverage of each signal present
-    (the view's `signal_coverage`, shared like the mapping and never mutated); the signals present, fresh
-    on some pod or missing on one (for `seen`: a GPU reading whose own time is stale is reported, so a
-    refresh where no pod carries one finds the GPU missing, not absent); whether the GPU, queue and cache
-    signals miss on no pod; whether the request rate misses on none; whether GPU busy, request rate and cache
-    state are all present (`_reason` names the ones that are not)."""
+    while cached; cleared past 4,096 entries)."""
     if len(_PROFILES) >= 4096:
         _PROFILES.clear()
-    profile = _PROFILES[id(by_signal)] = (
+    profile = _PROFILES[id(by_signal)] = SignalProfile(
         by_signal,
         _signal_coverage(by_signal),
         frozenset(signal for signal, stats in by_signal.items() if stats.fresh + stats.missing > 0),
