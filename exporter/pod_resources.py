@@ -52,6 +52,7 @@ LIST_MAX_BYTES: Final = 16 << 20
 """The largest `List` answer read: the limit the kubelet's own gRPC clients take (gRPC's default, 4 MiB, is passed
 on busy nodes). An exporter that read a 15 MiB answer peaked at 95 MiB resident, inside the sidecar's 128 MiB."""
 DEFAULT_SOCKET: Final = "/var/lib/kubelet/pod-resources/kubelet.sock"
+"""Where the kubelet serves PodResources: the hostPath `--gpu-pod-resources-socket` names (its help says so)."""
 NVIDIA_PREFIX: Final = "nvidia.com/"
 """The domain of the NVIDIA device plugin's resources, and of NVIDIA's Network Operator NICs too."""
 GPU_RESOURCE_PREFIXES: Final = ("nvidia.com/gpu", "nvidia.com/mig-")

@@ -25,7 +25,7 @@ from typing import Final, NoReturn
 from exporter import env_flags
 from exporter.env_flags import DNS_SUBDOMAIN, EnvFlag, EnvFlagError, Switch, resolve_flags, settings_fields
 from exporter.pod_identity import PodIdentity
-from exporter.pod_resources import GKE_GPU, GPU_ID_PREFIXES
+from exporter.pod_resources import DEFAULT_SOCKET, GKE_GPU, GPU_ID_PREFIXES
 from exporter.tls_files import pair_problem
 
 ENV_PREFIX: Final = "EXPORTER_"
@@ -332,7 +332,7 @@ _OPTIONS: Final = (
             "UUID includes its MIG devices; not NVIDIA_VISIBLE_DEVICES's all, none or indexes)",
             "every GPU visible to this container", "UUID,..."),
     _Option("--gpu-pod-resources-socket", file_path, "the kubelet's PodResources socket (hostPath "
-            "/var/lib/kubelet/pod-resources/kubelet.sock): report only the GPUs the kubelet gave this pod; needs "
+            f"{DEFAULT_SOCKET}): report only the GPUs the kubelet gave this pod; needs "
             "--pod-name and --pod-namespace and the grpcio package", "off", "SOCKET", setting="pod_resources_socket"),
     _Option("--gpu-pod-resources-wait", seconds, "seconds to wait at start for a kubelet that does not answer "
             "on --gpu-pod-resources-socket yet (restarting) before stopping with status 2, for the container's "

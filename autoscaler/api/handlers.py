@@ -38,6 +38,7 @@ from autoscaler.api.snapshot import (
 from autoscaler.api.stall import STALL_KEY, StallWatch
 from autoscaler.api.status import KUBE_HEADERS, ApiError, ApiResponse, json_answer
 from autoscaler.api.unserved import lasting_cause
+from autoscaler.log_lists import few
 from autoscaler.model import RuntimeView
 from autoscaler.names import (
     API_GROUP,
@@ -186,7 +187,7 @@ def _not_found(snapshot: ServingSnapshot, namespace: str, deployment: str) -> Ap
     if elsewhere:
         # Said in the log, not to the client: a user allowed in one namespace must not learn whether others run
         # a runtime of a name they guess (kube-apiserver's 404 names nothing either).
-        shown = ", ".join(elsewhere[:_NAMESPACES_NAMED]) + (", ..." if len(elsewhere) > _NAMESPACES_NAMED else "")
+        shown = few(elsewhere, _NAMESPACES_NAMED)
         left_out = _ELSEWHERE_LOG.admit(deployment)
         if left_out is not None:
             log.info("404 for runtime %r in namespace %r: the adapter knows %r in namespace%s %s%s", deployment,

@@ -23,6 +23,7 @@ from autoscaler.api import handlers
 from autoscaler.api.app import build_api_app
 from autoscaler.api.log_limit import LogLimiter
 from autoscaler.api.status import REASONS, status_body
+from autoscaler.model import RuntimeKey
 from tests.api.builders import DEPLOYMENT, KEY, NAMESPACE, Pki, refresher_with, runtime_view
 from tests.api.conftest import listening
 from tests.support.kubectl import get_raw, write_kubeconfig
@@ -147,6 +148,22 @@ async def test_a_runtime_asked_in_the_wrong_namespace_is_placed_in_the_log_not_t
     placed = [r.getMessage() for r in caplog.records if "the adapter knows" in r.getMessage()]
     assert placed == [f"404 for runtime '{DEPLOYMENT}' in namespace 'default': the adapter knows '{DEPLOYMENT}' "
                       f"in namespace {NAMESPACE}"], placed
+
+
+async def test_a_runtime_known_in_many_namespaces_is_placed_in_the_first_three_and_a_count(
+    pki: Pki, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The line named three namespaces and then "...": how many more, the operator could not tell."""
+    caplog.set_level(logging.INFO, logger="autoscaler.api.handlers")
+    monkeypatch.setattr(handlers, "_ELSEWHERE_LOG", LogLimiter(600.0))
+    refresher = refresher_with(*(runtime_view(RuntimeKey(f"team-{n}", DEPLOYMENT)) for n in range(5)))
+    async with listening(build_api_app(refresher, refresher.metrics), pki.server_context()) as port:
+        kubeconfig = write_kubeconfig(tmp_path / "teams.kubeconfig", f"https://127.0.0.1:{port}")
+        said = await kubectl(kubeconfig, f"{METRIC}?labelSelector=deployment%3D{DEPLOYMENT}")
+    assert said.startswith("Error from server (NotFound): "), said
+    placed = [r.getMessage() for r in caplog.records if "the adapter knows" in r.getMessage()]
+    assert placed == [f"404 for runtime '{DEPLOYMENT}' in namespace '{NAMESPACE}': the adapter knows '{DEPLOYMENT}' "
+                      "in namespaces team-0, team-1, team-2 and 2 more"], placed
 
 
 async def test_a_runtime_asked_in_many_made_up_namespaces_is_one_log_line(
