@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.simulation.cli import sizing
 from autoscaler.simulation.cluster import ClusterShape
 from autoscaler.simulation.engine import PolicyResult, oracle, simulate
 from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy, max_bound
 from autoscaler.simulation.report import plot_timeline
+from autoscaler.simulation.run_size import sizing
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
 from autoscaler.simulation.trace import Trace, buckets, read_csv, synthetic, write_csv
 

@@ -31,11 +31,11 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # run as `python bench/simulate_cache.py`: its sibling is bench.simulate_shapes
 
-from autoscaler.simulation.cli import sizing  # noqa: E402
 from autoscaler.simulation.cluster import ClusterShape  # noqa: E402
 from autoscaler.simulation.engine import PolicyResult, oracle, simulate  # noqa: E402
 from autoscaler.simulation.goal import judge, times_text  # noqa: E402
 from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy  # noqa: E402
+from autoscaler.simulation.run_size import sizing  # noqa: E402
 from autoscaler.simulation.trace import buckets, synthetic  # noqa: E402
 from bench.simulate_shapes import MIN_REPLICAS, parse_variant  # noqa: E402
 

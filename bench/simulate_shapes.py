@@ -30,13 +30,12 @@ from dataclasses import dataclass, replace
 
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.policy_values import apply_overrides
-from autoscaler.simulation.cli import sizing
 from autoscaler.simulation.cluster import ClusterShape
 from autoscaler.simulation.engine import PolicyResult, oracle, simulate
 from autoscaler.simulation.goal import judge, times_text
 from autoscaler.simulation.hpa import Behavior, ScalingPolicy, ScalingRules
 from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SkewAwarePolicy, max_bound
-from autoscaler.simulation.run_size import peak_need
+from autoscaler.simulation.run_size import peak_need, sizing
 from autoscaler.simulation.shapes import SHAPES
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
 from autoscaler.simulation.trace import buckets, synthetic

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import os
 import signal
 import sys
@@ -28,7 +27,7 @@ from autoscaler.simulation.hpa import SYNC_PERIOD_S, Behavior
 from autoscaler.simulation.hpa_manifest import behavior_from_manifest, hpa_of_scaled_object
 from autoscaler.simulation.outputs import discard, write_together
 from autoscaler.simulation.rate_check import RATE_CHECK_S
-from autoscaler.simulation.run_size import RunSize, peak_need
+from autoscaler.simulation.run_size import RunSize, fixed_why, short_of_cache, short_of_requests, sizing
 from autoscaler.simulation.shapes import SHAPES
 from autoscaler.simulation.shipped import SHIPPED_BEHAVIOR
 from autoscaler.simulation.synthetic_size import (
@@ -41,7 +40,10 @@ from exporter.env_flags import Switch
 from exporter.settings import seconds, seconds_or_off
 
 if TYPE_CHECKING:
-    from autoscaler.simulation.trace import Trace
+    from autoscaler.simulation.cluster import ClusterShape
+    from autoscaler.simulation.engine import Oracle, PolicyResult
+    from autoscaler.simulation.report import RunInfo
+    from autoscaler.simulation.trace import Buckets, Trace
 
 ERROR: Final = f"{PROG} simulate: error: "
 """How a run's error starts: as argparse starts the errors of the flags (`autoscaler.cli`), so that every error of
@@ -254,63 +256,8 @@ def _load_trace(args: argparse.Namespace) -> tuple[Trace, str]:
     return trace, source
 
 
-def sizing(peak_rps: float, first_rps: float, pod_rps: float, min_replicas: int, max_replicas: int | None,
-           busy: float = 0.8, peak_pods: int = 0) -> tuple[int, int, int]:
-    """(fixed replicas: the peak at `busy`; maxReplicas: twice what the peak needs unless given; the autoscaled
-    policies' starting replicas: what the first bucket needs at `busy`).
-
-    What the peak needs is the larger of the pods its requests need at full capacity and `peak_pods`, the most
-    any interval needs to hold the models used within `target_lru_age_s` as well (`Oracle.peak_pods`): sized
-    from requests alone, a runtime of many quiet models got a bound below what its cache needs, and every policy
-    sat at it, with ModelMesh refusing loads (a tenth of the requests failing on a day of 5,000 models)."""
-    fixed = max(min_replicas, math.ceil(peak_rps / (pod_rps * busy) - 1e-9))
-    maximum = max_replicas or max(min_replicas + 1, 2 * max(peak_need(peak_rps, pod_rps), peak_pods))
-    if maximum < min_replicas:
-        raise ValueError(f"--max-replicas ({maximum}) is below --min-replicas ({min_replicas})")
-    start = min(maximum, max(min_replicas, math.ceil(first_rps / (pod_rps * busy) - 1e-9)))
-    return fixed, maximum, start
-
-
 OUTPUTS: Final = ("report.json", "report.md", "timeline.png")
 """The files `simulate` writes in --out."""
-def models_pods(models: int, cache_models: int) -> int:
-    """The pods that hold `models` at `cache_models` copies a pod."""
-    return math.ceil(models / cache_models)
-
-
-def _short_of_cache(maximum: int, cache_models: int, peak_models: int, lru_age_s: float) -> str | None:
-    """What a given maxReplicas too few to hold the models in use does: every policy's pods are short of cache
-    there, ModelMesh refuses loads and requests fail, and the table read as the policies' result with nothing
-    said before the run (a day of 5,000 quiet models at --max-replicas 10: 83% of requests refused)."""
-    need = models_pods(peak_models, cache_models)
-    if need <= maximum:
-        return None
-    return (f"--max-replicas {maximum} pods hold {maximum * cache_models:,} model copies (--cache-models "
-            f"{cache_models}), fewer than the {peak_models:,} models the trace uses within {lru_age_s:g} s "
-            f"(target_lru_age_s) at its busiest, which need {need:,} pods: there every policy's pods are short of "
-            "cache, ModelMesh evicts models still in use and refuses loads (those requests fail, counted as "
-            f"delayed). Give --max-replicas {2 * need} (what it defaults to) or more, or check --cache-models")
-
-
-def _short_of_requests(maximum: int, fixed: int, peak_rps: float, pod_rps: float, default: int) -> str | None:
-    """What a given maxReplicas below the peak's requests does: every policy is held there and queues, and the
-    table reads as the policies' result; the bound's line said so only after the run."""
-    if fixed <= maximum:
-        return None
-    rate = f"{peak_rps:,.0f}" if peak_rps >= 100 else f"{peak_rps:.3g}"
-    return (f"--max-replicas {maximum} is below the {fixed} pods the trace's peak ({rate} requests/s) needs "
-            f"at 80% busy (--pod-rps {pod_rps:g}): every policy is held at {maximum} there and its requests queue, "
-            f"so the table shows the cap, not the policies. Give --max-replicas {default} (what it defaults to) "
-            "or more, or check --pod-rps")
-
-
-def _fixed_why(fixed: int, cache_models: int, peak_models: int) -> str:
-    """`fixed`'s description: sized from the peak's requests, which on a trace of many quiet models is far
-    below what holding them takes, and a report that called it "the peak's need" read as a fair baseline."""
-    need = models_pods(peak_models, cache_models)
-    if need <= fixed:
-        return "the peak's need at 80% busy"
-    return f"the peak's requests at 80% busy, fewer than the {need:,} pods the models in use need"
 
 
 def _check_out(out: Path) -> None:
@@ -353,9 +300,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Do the whole run and write the files; returns the report."""
     # numpy and matplotlib come with the `simulate` extra; the adapter's own commands never import them.
     from autoscaler.simulation.cluster import ClusterShape
-    from autoscaler.simulation.engine import PolicyResult, oracle, simulate
-    from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy, max_bound
-    from autoscaler.simulation.report import ProgressBar, RunInfo, build_report, figure, plot_timeline
+    from autoscaler.simulation.engine import oracle
+    from autoscaler.simulation.report import build_report, plot_timeline
     from autoscaler.simulation.trace import buckets
 
     _synthetic_only(args)
@@ -367,20 +313,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"simulate: warning: {message}", file=sys.stderr)
         warnings.append(message)
 
-    policy = RuntimePolicy()
-    if args.config is not None:
-        book = load_policy_book(args.config)
-        policy = book.defaults
-        if book.runtimes:
-            warn(f"ignoring the {len(book.runtimes)} runtimes: entr{'y' if len(book.runtimes) == 1 else 'ies'} "
-                  f"of {args.config}: the simulated runtime takes its defaults: (copy an entry's keys there)")
-    for flag in _skew_aware_only(args, policy):
-        warn(f"{flag} does nothing in this run: {SKEW_AWARE_ONLY[flag.split()[0]]}, which --policies "
-             f"{','.join(args.policies)} leaves out; add skew-aware to --policies, or leave {flag.split()[0]} out")
-    if args.tick > RATE_CHECK_S:
-        warn(f"--tick {args.tick:g} is longer than ModelMesh's {RATE_CHECK_S:g} s rate check (and the HPA's "
-              f"{SYNC_PERIOD_S:g} s sync): both then run once a tick, which delays copies and scaling; use "
-              f"{RATE_CHECK_S:g} or less")
+    policy = _policy_and_warnings(args, warn)
     behavior, hpa_spec = _behavior(args.hpa_behavior)
     trace, source = _load_trace(args)
     for note in trace.notes:
@@ -396,6 +329,43 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
              f"did; --tick {trace.interval_s:g} replays each interval (slower)")
     best = oracle(trace, shape, policy.target_lru_age_s, bucket_s)
     first = sum(arrivals[0].rates) if arrivals else 0.0
+    fixed, maximum, start = _size_run(args, policy, hpa_spec, shape, best, first, warn)
+    _check_out(args.out)  # after every check of what was given: a refused run leaves no directory behind
+    results = _simulate_all(args, policy, behavior, shape, best, (fixed, maximum, start), bucket_s, arrivals,
+                            trace.duration_s)
+    report = build_report(_run_info(args, trace, source, shape, best, fixed, maximum, warnings), results)
+    rates = trace.rate_per_interval()
+    _write(args.out, report, None if args.no_plot else lambda path: plot_timeline(
+        path, trace.interval_s, rates.tolist(), results))
+    return report
+
+
+def _policy_and_warnings(args: argparse.Namespace, warn: Callable[[str], None]) -> RuntimePolicy:
+    """The simulated runtime's policy (--config's `defaults:`, else the built-in one), warning of what the run
+    leaves out of what was given: a policy file's `runtimes:`, flags for skew-aware where --policies leaves it
+    out, and a --tick longer than ModelMesh's rate check."""
+    policy = RuntimePolicy()
+    if args.config is not None:
+        book = load_policy_book(args.config)
+        policy = book.defaults
+        if book.runtimes:
+            warn(f"ignoring the {len(book.runtimes)} runtimes: entr{'y' if len(book.runtimes) == 1 else 'ies'} "
+                  f"of {args.config}: the simulated runtime takes its defaults: (copy an entry's keys there)")
+    for flag in _skew_aware_only(args, policy):
+        warn(f"{flag} does nothing in this run: {SKEW_AWARE_ONLY[flag.split()[0]]}, which --policies "
+             f"{','.join(args.policies)} leaves out; add skew-aware to --policies, or leave {flag.split()[0]} out")
+    if args.tick > RATE_CHECK_S:
+        warn(f"--tick {args.tick:g} is longer than ModelMesh's {RATE_CHECK_S:g} s rate check (and the HPA's "
+              f"{SYNC_PERIOD_S:g} s sync): both then run once a tick, which delays copies and scaling; use "
+              f"{RATE_CHECK_S:g} or less")
+    return policy
+
+
+def _size_run(args: argparse.Namespace, policy: RuntimePolicy, hpa_spec: dict[str, Any], shape: ClusterShape,
+              best: Oracle, first: float, warn: Callable[[str], None]) -> tuple[int, int, int]:
+    """`sizing`'s (fixed replicas, maxReplicas, starting replicas) for this run, refusing a run past what
+    `simulate` runs (`RunSize.check`) and bounds that contradict each other, and warning where the given bounds
+    hold every policy (the table would show the cap, not the policies) or differ from --hpa-behavior's HPA."""
     fixed, maximum, start = sizing(best.peak_rps, first, shape.pod_rps, args.min_replicas, args.max_replicas,
                                    peak_pods=best.peak_pods)
     size = RunSize(fixed, maximum, best.peak_rps, shape.pod_rps, args.min_replicas, args.max_replicas is not None,
@@ -405,8 +375,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         warn(slow)
     if args.max_replicas is not None:  # short of pods for the models in use, or else for the requests
         default = sizing(best.peak_rps, first, shape.pod_rps, args.min_replicas, None, peak_pods=best.peak_pods)[1]
-        short = (_short_of_cache(maximum, shape.cache_models, best.peak_models, policy.target_lru_age_s)
-                 or _short_of_requests(maximum, fixed, best.peak_rps, shape.pod_rps, default))
+        short = (short_of_cache(maximum, shape.cache_models, best.peak_models, policy.target_lru_age_s)
+                 or short_of_requests(maximum, fixed, best.peak_rps, shape.pod_rps, default))
         if short:
             warn(short)
     if args.hpa_behavior is not None and (other := _other_bounds(args.hpa_behavior, hpa_spec, args.min_replicas,
@@ -420,14 +390,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         warn(f"{args.config}: defaults: min_replicas {policy.min_replicas} is above this run's maxReplicas "
              f"{maximum}: the HPA holds skew-aware at {maximum} (give --max-replicas {policy.min_replicas} or more "
              "to simulate the policy's own)")
-    _check_out(args.out)  # after every check of what was given: a refused run leaves no directory behind
+    return fixed, maximum, start
+
+
+def _simulate_all(args: argparse.Namespace, policy: RuntimePolicy, behavior: Behavior | None, shape: ClusterShape,
+                  best: Oracle, sized: tuple[int, int, int], bucket_s: float, arrivals: Buckets,
+                  duration_s: float) -> list[PolicyResult]:
+    """Replay the trace under each policy of --policies, in its order, each from its starting replicas
+    (`sized`: `sizing`'s fixed replicas, maxReplicas and the autoscaled policies' start)."""
+    from autoscaler.simulation.engine import simulate
+    from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy, max_bound
+    from autoscaler.simulation.report import ProgressBar
+
+    fixed, maximum, start = sized
     # The adapter takes bounds it is not given from the HPA (docs/design.md); here the HPA is the simulated one.
     ours = replace(policy, min_replicas=max(policy.min_replicas or 1, args.min_replicas),
                    max_replicas=policy.max_replicas or maximum)
     skew_aware = SkewAwarePolicy(ours, args.min_replicas, maximum, behavior)
     low, high = skew_aware.bounds  # the policy file's bounds too: it starts within what it can run
     makers: dict[str, tuple[SimPolicy, int]] = {
-        "fixed": (FixedPolicy(fixed, why=_fixed_why(fixed, shape.cache_models, best.peak_models)), fixed),
+        "fixed": (FixedPolicy(fixed, why=fixed_why(fixed, shape.cache_models, best.peak_models)), fixed),
         "fixed-max": (max_bound(maximum), maximum),
         "mean-hpa": (MeanHpaPolicy(args.min_replicas, maximum), start),
         "skew-aware": (skew_aware, min(high, max(low, start))),
@@ -437,10 +419,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         sim_policy, initial = makers[name]
         bar = None if args.quiet else ProgressBar(name)
         started = time.perf_counter()
-        result = simulate(arrivals, bucket_s, args.tick, shape, sim_policy, initial, bar, trace.duration_s)
+        result = simulate(arrivals, bucket_s, args.tick, shape, sim_policy, initial, bar, duration_s)
         result.wall_s = time.perf_counter() - started
         results.append(result)
-    info = RunInfo(
+    return results
+
+
+def _run_info(args: argparse.Namespace, trace: Trace, source: str, shape: ClusterShape, best: Oracle, fixed: int,
+              maximum: int, warnings: list[str]) -> RunInfo:
+    """What the report says of the run besides the policies' results: the trace, the cluster, the oracle and
+    the warnings."""
+    from autoscaler.simulation.report import RunInfo, figure
+
+    return RunInfo(
         trace={"source": source, "models": len(trace.models), "interval_s": trace.interval_s,
                "hours": figure(trace.duration_s / 3600.0), "requests": round(trace.total_requests)},
         cluster={"pod_rps": shape.pod_rps, "cache_models": shape.cache_models, "load_time_s": shape.load_time_s,
@@ -453,11 +444,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         oracle=best,
         warnings=warnings,
     )
-    report = build_report(info, results)
-    rates = trace.rate_per_interval()
-    _write(args.out, report, None if args.no_plot else lambda path: plot_timeline(
-        path, trace.interval_s, rates.tolist(), results))
-    return report
 
 
 def _missing_directories(out: Path) -> list[Path]:

@@ -4,7 +4,10 @@ MANY_PODS warned about, each naming the flag or the part of the trace that sized
 The refusal once spoke only of the trace's peak: `--min-replicas 25000` (maxReplicas is at least one more) read
 "the trace's peak ... needs 2 pods, more than simulate runs (20,000)", a peak needing 10,500 pods (maxReplicas
 twice that, 21,000) read "needs 10,500 pods, more than ... (20,000)", and a synthetic run sized by `--rps` was
-told to check its trace's requests."""
+told to check its trace's requests.
+
+`sizing` works out a run's pods; `short_of_cache` and `short_of_requests` are the warnings for a --max-replicas
+below what the trace needs, and `fixed_why` is `fixed`'s description in the report."""
 
 from __future__ import annotations
 
@@ -16,11 +19,19 @@ MANY_PODS: Final = 2000
 """A maxReplicas past this makes a run slow enough (minutes) to look hung: `simulate` says why."""
 MAX_PODS: Final = 20_000
 """More pods than a runtime runs, and a day of them takes hours a policy: a run sized past this is refused."""
+BUSY: Final = 0.8
+"""How busy `fixed`'s pods are at the trace's peak, and the autoscaled policies' pods at its first interval
+(`sizing`): the messages that name it say what the run used."""
 
 
 def peak_need(peak_rps: float, pod_rps: float) -> int:
     """The pods the peak needs at full capacity (at least one)."""
     return max(1, math.ceil(peak_rps / pod_rps - 1e-9))
+
+
+def _rate(peak_rps: float) -> str:
+    """A peak's requests per second as the messages write it: whole above 100 (`1,234`), else 3 figures."""
+    return f"{peak_rps:,.0f}" if peak_rps >= 100 else f"{peak_rps:.3g}"
 
 
 def cache_sized(peak_rps: float, pod_rps: float, peak_pods: int) -> bool:
@@ -30,10 +41,10 @@ def cache_sized(peak_rps: float, pod_rps: float, peak_pods: int) -> bool:
 
 @dataclass(frozen=True)
 class RunSize:
-    """The pods a run simulates and what it was given that sized them (cli.py `sizing`)."""
+    """The pods a run simulates and what it was given that sized them (`sizing`)."""
 
     fixed: int
-    """fixed's replicas: the peak's requests at 80% busy, or --min-replicas where more."""
+    """fixed's replicas: the peak's requests at BUSY, or --min-replicas where more."""
     maximum: int
     """maxReplicas: --max-replicas, or twice what the peak needs, or --min-replicas + 1 where more."""
     peak_rps: float
@@ -47,7 +58,7 @@ class RunSize:
     """--rps of a synthetic trace (None for a file): the flag to name where the requests sized the run."""
 
     def _rate(self) -> str:
-        return f"{self.peak_rps:,.0f}" if self.peak_rps >= 100 else f"{self.peak_rps:.3g}"
+        return _rate(self.peak_rps)
 
     def _maximum_sized(self) -> tuple[str, str]:
         """(what sized maxReplicas, ending "maxReplicas N ...", and what to do about it)."""
@@ -87,7 +98,7 @@ class RunSize:
                 raise ValueError(f"fixed runs --min-replicas {self.fixed:,} pods, more than simulate runs "
                                  f"({MAX_PODS:,}): give a smaller --min-replicas")
             check = "--rps" if self.synthetic_rps is not None else "the trace's requests"
-            raise ValueError(f"fixed (the peak's need at 80% busy) runs {self.fixed:,} pods, more than simulate "
+            raise ValueError(f"fixed (the peak's need at {BUSY:.0%} busy) runs {self.fixed:,} pods, more than simulate "
                              f"runs ({MAX_PODS:,}): check {check} and --pod-rps, or leave fixed out of --policies")
 
     def slow(self) -> str | None:
@@ -96,3 +107,59 @@ class RunSize:
             return None
         sized, advice = self._maximum_sized()
         return f"{sized}: each policy simulates that many pods, which takes long. {advice}"
+
+
+def sizing(peak_rps: float, first_rps: float, pod_rps: float, min_replicas: int, max_replicas: int | None,
+           busy: float = BUSY, peak_pods: int = 0) -> tuple[int, int, int]:
+    """(fixed replicas: the peak at `busy`; maxReplicas: twice what the peak needs unless given; the autoscaled
+    policies' starting replicas: what the first bucket needs at `busy`).
+
+    What the peak needs is the larger of the pods its requests need at full capacity and `peak_pods`, the most
+    any interval needs to hold the models used within `target_lru_age_s` as well (`Oracle.peak_pods`): sized
+    from requests alone, a runtime of many quiet models got a bound below what its cache needs, and every policy
+    sat at it, with ModelMesh refusing loads (a tenth of the requests failing on a day of 5,000 models)."""
+    fixed = max(min_replicas, math.ceil(peak_rps / (pod_rps * busy) - 1e-9))
+    maximum = max_replicas or max(min_replicas + 1, 2 * max(peak_need(peak_rps, pod_rps), peak_pods))
+    if maximum < min_replicas:
+        raise ValueError(f"--max-replicas ({maximum}) is below --min-replicas ({min_replicas})")
+    start = min(maximum, max(min_replicas, math.ceil(first_rps / (pod_rps * busy) - 1e-9)))
+    return fixed, maximum, start
+
+
+def models_pods(models: int, cache_models: int) -> int:
+    """The pods that hold `models` at `cache_models` copies a pod."""
+    return math.ceil(models / cache_models)
+
+
+def short_of_cache(maximum: int, cache_models: int, peak_models: int, lru_age_s: float) -> str | None:
+    """What a given maxReplicas too few to hold the models in use does: every policy's pods are short of cache
+    there, ModelMesh refuses loads and requests fail, and the table read as the policies' result with nothing
+    said before the run (a day of 5,000 quiet models at --max-replicas 10: 83% of requests refused)."""
+    need = models_pods(peak_models, cache_models)
+    if need <= maximum:
+        return None
+    return (f"--max-replicas {maximum} pods hold {maximum * cache_models:,} model copies (--cache-models "
+            f"{cache_models}), fewer than the {peak_models:,} models the trace uses within {lru_age_s:g} s "
+            f"(target_lru_age_s) at its busiest, which need {need:,} pods: there every policy's pods are short of "
+            "cache, ModelMesh evicts models still in use and refuses loads (those requests fail, counted as "
+            f"delayed). Give --max-replicas {2 * need} (what it defaults to) or more, or check --cache-models")
+
+
+def short_of_requests(maximum: int, fixed: int, peak_rps: float, pod_rps: float, default: int) -> str | None:
+    """What a given maxReplicas below the peak's requests does: every policy is held there and queues, and the
+    table reads as the policies' result; the bound's line said so only after the run."""
+    if fixed <= maximum:
+        return None
+    return (f"--max-replicas {maximum} is below the {fixed} pods the trace's peak ({_rate(peak_rps)} requests/s) needs "
+            f"at {BUSY:.0%} busy (--pod-rps {pod_rps:g}): every policy is held at {maximum} there and its requests "
+            f"queue, so the table shows the cap, not the policies. Give --max-replicas {default} (what it defaults "
+            "to) or more, or check --pod-rps")
+
+
+def fixed_why(fixed: int, cache_models: int, peak_models: int) -> str:
+    """`fixed`'s description: sized from the peak's requests, which on a trace of many quiet models is far
+    below what holding them takes, and a report that called it "the peak's need" read as a fair baseline."""
+    need = models_pods(peak_models, cache_models)
+    if need <= fixed:
+        return f"the peak's need at {BUSY:.0%} busy"
+    return f"the peak's requests at {BUSY:.0%} busy, fewer than the {need:,} pods the models in use need"
