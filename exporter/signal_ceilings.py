@@ -34,11 +34,12 @@ CEILINGS: Final[Mapping[str, Ceiling]] = {
     "gpu_busy": Ceiling(1.1, "a ratio of the GPU's time, 1.0 when always busy (up to 1.1 is read as 1.0, for "
                              "rounding and sampling jitter); a percent sent as a ratio?"),
 }
-"""Per signal (`PodSample`'s field names), the value no real pod reaches (DESIGN: never scale up on garbage). A
-value that is merely high (a hot pod, a long queue, a full cache) is below it and used; one above it is made
-absent and the pod's last good sample held, as for a NaN, with a warning naming the pod, the series, the value
-and this ceiling. Without them, one pod whose exporter sent 1e308 requests a second read as a million-fold load:
-the runtime went to its maximum, silently, and the smoothing kept it there for an hour after the value was sane."""
+"""Per signal (`PodSample`'s field names), the value no real pod reaches (docs/design.md, Aggregation: never scale up
+on garbage). A value that is merely high (a hot pod, a long queue, a full cache) is below it and used; one above
+it is made absent and the pod's last good sample held, as for a NaN, with a warning naming the pod, the series,
+the value and this ceiling. Without them, one pod whose exporter sent 1e308 requests a second read as a
+million-fold load: the runtime went to its maximum, silently, and the smoothing kept it there for an hour after
+the value was sane."""
 
 
 def refusal(field: str, value: float, series: str) -> str | None:

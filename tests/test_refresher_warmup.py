@@ -83,7 +83,7 @@ async def test_the_loop_warms_up_a_runtime_it_has_no_memory_of_and_says_so() -> 
     assert gauge(metrics) is None
 
 
-class UnreadLoadSource:
+class UnreadLoadSource(SourceDefaults):
     """Three pods: pod-0 and pod-1 with a fresh GPU reading and no ModelMesh load ever read (their exporters
     answer but cannot read ModelMesh); pod-2's exporter does not answer at all."""
 

@@ -25,6 +25,7 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.base import SourceDefaults
 from tests.api.builders import KEY, NOW
 
 FULL = {"requests_per_second": 20.0, "queue_delay_s": 0.0, "lru_age_s": 900.0, "cache_used_ratio": 0.5,
@@ -32,7 +33,7 @@ FULL = {"requests_per_second": 20.0, "queue_delay_s": 0.0, "lru_age_s": 900.0, "
 """A pod's load data with every signal."""
 
 
-class PodsSource:
+class PodsSource(SourceDefaults):
     """Two pods with a fresh GPU reading and the load fields of `load`; `load` None: no load ever read."""
 
     name = "stand-in"
