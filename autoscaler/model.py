@@ -230,3 +230,9 @@ class RuntimeView:
         """The Deployment asks for no pods and none is Ready: nothing to judge, and nothing missing either
         (modelmesh-serving scales a runtime that no InferenceService uses to zero)."""
         return self.current_replicas == 0 and self.ready_pods == 0
+
+
+PodUrls = dict[str, str | None]
+"""Each pod's scrape URL, by pod name (`ScrapeSource.scrape_urls`), None where the pod is not scraped; shown in
+/debug as each pod's `scrape_url`. Held apart from the pods' rows so that only /debug carries it: the decisions,
+the metric answers and the deletion costs never read it."""

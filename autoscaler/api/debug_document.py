@@ -24,7 +24,7 @@ import operator
 from typing import Any, Final
 
 from autoscaler.api.handlers import rfc3339
-from autoscaler.model import POD_FIELDS, PodViews, RuntimeView, ServedValue
+from autoscaler.model import POD_FIELDS, PodUrls, PodViews, RuntimeView, ServedValue
 from autoscaler.policies.policy_origins import PolicyExplained, policy_document, unknown_annotations
 from autoscaler.source_problems import SourceProblem
 
@@ -60,12 +60,6 @@ SourceState = tuple[str, tuple[SourceProblem, ...]]
 """The metric source's name and what fails now for one runtime (`sources.base.source_problems`)."""
 
 _PlainSource = tuple[str | None, tuple[tuple[str, str, float, str | None], ...]]
-
-PodUrls = dict[str, str | None]
-"""Each pod's scrape URL, by pod name (`ScrapeSource.scrape_urls`), None where the pod is not scraped; shown as
-each pod's `scrape_url`. Held apart from the pods' rows so that only /debug carries it: the decisions, the
-metric answers and the deletion costs never read it."""
-
 
 def _plain_source(source: SourceState | None) -> _PlainSource:
     if source is None:

@@ -9,18 +9,26 @@ replaced (`RefresherSnapshots`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from autoscaler.api import packed, runtimes
-from autoscaler.api.debug_document import PodUrls, SourceState, debug_record
+from autoscaler.api.debug_document import SourceState, debug_record
 from autoscaler.api.handlers import metric_answers
 from autoscaler.api.selfmetrics_split import render_refresh_metrics
 from autoscaler.api.snapshot import EMPTY, METRICS, RenderedRuntimes, RuntimeAnswers, ServingSnapshot
-from autoscaler.model import RuntimeKey, RuntimeView
+from autoscaler.model import PodUrls, RuntimeKey, RuntimeView
 from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.policy_origins import PolicyExplained
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
-from autoscaler.sources.base import MetricSource, source_problems
+from autoscaler.source_problems import ProblemSource, source_problems
+
+
+class DebugSource(ProblemSource, Protocol):
+    """What /debug reads of the refresher's source (every `sources.base.MetricSource` is one, so the API layer
+    needs no import of the sources): what fails now in reading each runtime, and each pod's scrape URL."""
+
+    def scrape_urls(self, key: RuntimeKey) -> PodUrls | None: ...
 
 
 def render_runtime(view: RuntimeView, policy: PolicyExplained | None = None,
@@ -34,7 +42,7 @@ def render_runtime(view: RuntimeView, policy: PolicyExplained | None = None,
 
 def render_snapshot(views: Mapping[RuntimeKey, RuntimeView], ready: bool,
                     refresh_metrics: bytes = b"", policies: PolicyBook | None = None,
-                    source: MetricSource | None = None) -> ServingSnapshot:
+                    source: DebugSource | None = None) -> ServingSnapshot:
     """Every runtime's answers; `policies` (the refresher's) adds each runtime's policy and its origins to /debug,
     and `source` (the refresher's) what fails now in reading each runtime (`sources.base.source_problems`) and,
     where it scrapes the pods itself, each pod's URL (`scrape_urls`)."""
@@ -49,7 +57,7 @@ def render_snapshot(views: Mapping[RuntimeKey, RuntimeView], ready: bool,
     )
 
 
-def _source_state(source: MetricSource | None, key: RuntimeKey) -> SourceState | None:
+def _source_state(source: DebugSource | None, key: RuntimeKey) -> SourceState | None:
     return None if source is None else (source.name, source_problems(source, key))
 
 
@@ -57,7 +65,7 @@ def _unexplained(key: RuntimeKey) -> PolicyExplained | None:
     return None
 
 
-def _scrape_urls(source: MetricSource | None) -> Callable[[RuntimeKey], PodUrls | None]:
+def _scrape_urls(source: DebugSource | None) -> Callable[[RuntimeKey], PodUrls | None]:
     """The source's `scrape_urls` (`MetricSource.scrape_urls` says what /debug shows of a source without any),
     or no URLs without a source."""
     return _no_urls if source is None else source.scrape_urls
@@ -98,7 +106,7 @@ class SnapshotPublisher:
     `source` (the refresher's) puts what fails now in reading each runtime in its /debug."""
 
     def __init__(self, metrics: AdapterMetrics, policies: PolicyBook | None = None,
-                 source: MetricSource | None = None) -> None:
+                 source: DebugSource | None = None) -> None:
         self._metrics = metrics
         self._policies = policies
         self._source = source

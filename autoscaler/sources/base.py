@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
-from autoscaler.model import RuntimeKey, RuntimeSnapshot
+from autoscaler.model import PodUrls, RuntimeKey, RuntimeSnapshot
 from autoscaler.source_problems import (  # re-exported: the sources' seam
     REASON_DISCOVERY,
     DiscoveryOutage,
@@ -29,9 +29,6 @@ from autoscaler.source_problems import (  # re-exported: the sources' seam
     discovery_problems,
     source_problems,
 )
-
-if TYPE_CHECKING:
-    from autoscaler.api.debug_document import PodUrls
 
 __all__ = ["ALL_NAMESPACES", "REASON_DISCOVERY", "DiscoveryOutage", "DiscoveryScopes", "MetricSource", "PodDiscovery",
            "PodTarget", "RuntimeInventory", "SourceDefaults", "SourceProblem", "discovery_problems",
