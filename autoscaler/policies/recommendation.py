@@ -1,4 +1,4 @@
-"""The replica recommendation (docs/design.md, Recommendation and Missing data): one proposal per term, the
+"""The replica recommendation (docs/design.md, Recommendation; docs/design.md, Missing data): one proposal per term, the
 largest wins.
 
     D       = max( n_b * M_p(b) / target_gpu_busy,
