@@ -39,7 +39,6 @@ The first two are counted in `errors` by reason, and passed to the optional `on_
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -76,6 +75,7 @@ from autoscaler.sources.prometheus_queries import (
     valid_value,
 )
 from exporter import names
+from exporter.outage_log import OutageLog
 from exporter.settings import without_password
 
 log = logging.getLogger(__name__)
@@ -200,15 +200,15 @@ class PrometheusSource(SourceDefaults):
         self._refused: dict[RuntimeKey, dict[str, SourceProblem]] = {}  # both, for /debug, by runtime
         self.errors: Counter[str] = Counter()
         """Failures by reason since start: whole-refresh reasons once per refresh, `garbage` per series."""
-        self.outage_since: float | None = None
-        """Clock time the current outage began; None while Prometheus answers."""
+        self._outage = OutageLog(FLAP_QUIET_S)
         self.last_error: PrometheusSourceError | None = None
-        self._outage_logged = False  # the current outage has had its line (and so gets "answers again")
-        self._logged_at = -math.inf  # when the last outage line was written, and for what reason
-        self._logged_reason: str | None = None
-        self._unlogged = 0  # outages since that line that had none of their own (flaps)
         self._said_kinds: set[str] = set()  # the kinds of failure the current outage's lines said (each once)
         self._discovery_outage = DiscoveryOutage()
+
+    @property
+    def outage_since(self) -> float | None:
+        """Clock time the current outage began; None while Prometheus answers."""
+        return self._outage.since
 
     @property
     def queries(self) -> Sequence[str]:
@@ -575,32 +575,28 @@ class PrometheusSource(SourceDefaults):
         self._count(error.reason)
         self.last_error = error
         now = self._clock()
-        if self.outage_since is None:
-            self.outage_since, self._outage_logged = now, False
-        quiet = error.reason == self._logged_reason and now - self._logged_at < FLAP_QUIET_S
-        if self._outage_logged and error.kind not in self._said_kinds:
+        outage = self._outage
+        due = outage.failed(error.reason, now)
+        if outage.logged and error.kind not in self._said_kinds:
             self._said_kinds.add(error.kind)
             log.warning("Prometheus at %s now fails otherwise (%s): %s; still holding last good samples",
                         self._url, error.reason, error.detail)
             return
-        if self._outage_logged or quiet:
+        if not due:
             log.debug("Prometheus still failing (%s): %s", error.reason, error.detail)
             return
-        more = (f" (it failed {self._unlogged} more times since the last line {now - self._logged_at:.0f} s ago, "
-                "recovering in between)" if self._unlogged else "")
+        more = outage.line_written(error.reason, now)
         log.warning("Prometheus at %s failed (%s): %s; holding last good samples until it answers%s",
                     self._url, error.reason, error.detail, more)
-        self._logged_at, self._logged_reason, self._outage_logged, self._unlogged = now, error.reason, True, 0
         self._said_kinds = {error.kind}
 
     def _recovered(self) -> None:
-        if self.outage_since is not None:
-            down_s = self._clock() - self.outage_since
-            if self._outage_logged:
+        outage = self._outage
+        if outage.since is not None:
+            down_s = self._clock() - outage.since
+            if outage.recovered():
                 log.info("Prometheus at %s answers again after %.0f s", self._url, down_s)
             else:
-                self._unlogged += 1
                 log.debug("Prometheus answers again after %.0f s (the outage was a flap, not logged)", down_s)
-        self.outage_since = None
         self.last_error = None
 

@@ -24,20 +24,17 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from exporter import names
+from exporter.outage_log import OutageLog
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class _State:
+    outage: OutageLog
     success: bool = False
     last_success: float | None = None
-    failing_since_reason: str | None = None
-    logged_detail: str | None = None  # what the last failure line said, and when
-    logged_at: float = 0.0
-    logged_reason: str | None = None
-    outage_logged: bool = False  # whether the current outage has had its line (and so gets "recovered")
-    unlogged: int = 0  # outages since the last failure line that had none of their own
+    logged_detail: str | None = None  # what the last failure line said
     errors: Counter[str] = field(default_factory=Counter)
     duration_s: float | None = None
 
@@ -54,7 +51,13 @@ class CollectorHealth(Collector):
 
     def register(self, collector: str) -> None:
         """Make a collector's series appear (success 0) before its first attempt."""
-        self._states.setdefault(collector, _State())
+        self._state(collector)
+
+    def _state(self, collector: str) -> _State:
+        state = self._states.get(collector)
+        if state is None:
+            state = self._states[collector] = _State(OutageLog(self.RELOG_AFTER_S))
+        return state
 
     def succeeded(self, collector: str, as_of: float | None = None, news: str | None = None) -> None:
         """Record a good collection; `as_of` is the time its values describe, when that is not now (on this
@@ -64,14 +67,13 @@ class CollectorHealth(Collector):
         `news` is what else this collection has to say (ModelMesh restarted, or no good reading for longer than
         the load window): in the `recovered` line when it ends a logged outage, one line for what happened at one
         read, else a line of its own."""
-        state = self._states.setdefault(collector, _State())
-        if state.failing_since_reason is not None and state.outage_logged:
+        state = self._state(collector)
+        if state.outage.recovered():
             log.info("%s collector recovered%s", collector, f"; {news}" if news else "")
         elif news:
             log.info("%s", news)
         state.success = True
         state.last_success = self._clock() if as_of is None else as_of
-        state.failing_since_reason = None
 
     def failed(self, collector: str, reason: str, detail: str, *, served: str = "keeping last good values") -> None:
         """Count a failure; log it when the outage starts or its reason changes, with what is `served`
@@ -82,29 +84,22 @@ class CollectorHealth(Collector):
 
         An outage that starts again for the same reason within `RELOG_AFTER_S` of the last line is counted,
         not logged (nor its recovery): a ModelMesh failing every other read logged two lines a flap, some
-        17,000 a day a pod. The next line says how many there were; one that lasts is logged after the minute."""
-        state = self._states.setdefault(collector, _State())
+        17,000 a day a pod. The next line says how many there were; one that lasts is logged after the minute
+        (`OutageLog`)."""
+        state = self._state(collector)
         state.success = False
         state.errors[reason] += 1
         now = self._clock()
-        recent = now - state.logged_at < self.RELOG_AFTER_S
-        if state.failing_since_reason is None and reason == state.logged_reason and recent:
-            state.unlogged += 1  # a flap: the same failure as the line a moment ago
-            state.failing_since_reason, state.outage_logged = reason, False
-            return
-        if state.failing_since_reason != reason or (not recent and (
-                detail != state.logged_detail or not state.outage_logged)):
-            more = ""
-            if state.unlogged:
-                more = (f" (it failed {state.unlogged} more times since the last line {now - state.logged_at:.0f} s "
-                        "ago, recovering in between)")
+        outage = state.outage
+        if outage.failed(reason, now) or (outage.logged and (reason != outage.logged_reason or (
+                not outage.recent(now) and detail != state.logged_detail))):
+            more = outage.line_written(reason, now)
             log.warning("%s collector failed (%s): %s; %s%s", collector, reason, detail, served, more)
-            state.failing_since_reason, state.logged_detail, state.logged_at = reason, detail, now
-            state.logged_reason, state.outage_logged, state.unlogged = reason, True, 0
+            state.logged_detail = detail
 
     def observe_duration(self, collector: str, seconds: float) -> None:
         """Record how long the collector's last attempt took, successful or not."""
-        self._states.setdefault(collector, _State()).duration_s = seconds
+        self._state(collector).duration_s = seconds
 
     def is_healthy(self, collector: str) -> bool:
         state = self._states.get(collector)

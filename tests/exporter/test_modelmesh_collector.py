@@ -419,6 +419,25 @@ async def test_a_flapping_modelmesh_is_logged_once_a_minute_not_at_every_flap(
     assert rig.errors(names.REASON_HTTP) == 60.0  # every one counted
 
 
+async def test_an_outage_quiet_at_its_start_that_lasts_is_not_counted_among_the_flaps_before_its_line(
+    rig: Rig, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A flap within the minute, then an outage that starts quietly and lasts past the minute: its line said
+    "it failed 2 more times since the last line ..., recovering in between", counting itself, though it had not
+    recovered and the line is its own. Only the flap before it failed and recovered without a line."""
+    await prime(rig)
+    with caplog.at_level("INFO", logger="exporter.collectors.health"):
+        for fault in ["error", None, "error", None]:  # a logged outage, then a flap, each over at the next read
+            rig.fake.set_fault(fault)
+            await rig.step(1.0)
+        rig.fake.set_fault("error")
+        for _ in range(70):  # an outage that starts 4 s after the last line and lasts
+            assert not await rig.step(1.0)
+    failed = [r.getMessage() for r in caplog.records if "modelmesh collector failed" in r.getMessage()]
+    assert len(failed) == 2, failed
+    assert "(it failed 1 more times since the last line 60 s ago, recovering in between)" in failed[1], failed[1]
+
+
 async def test_an_unexpected_error_is_counted_and_the_loop_goes_on(
     rig: Rig, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
 ) -> None:

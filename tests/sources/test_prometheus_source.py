@@ -529,6 +529,37 @@ async def test_a_flapping_prometheus_is_logged_once_a_minute_not_at_every_flip(
     assert source.errors == {"http": 15}
 
 
+async def test_an_outage_quiet_at_its_start_that_lasts_is_not_counted_among_the_flaps_before_its_line(
+    aiohttp_server: AiohttpServer, make_source: MakeSource, caplog: pytest.LogCaptureFixture, now: float
+) -> None:
+    """A flap within the minute, then an outage that starts quietly and lasts past the minute: its line counts
+    the flap alone, the one outage since the last line that failed and recovered without a line of its own."""
+    answers = [False, True, False, True] + [False] * 15  # whether each refresh, 5 s apart, is answered
+    refresh = 0
+
+    async def scripted(request: web.Request) -> web.Response:
+        if answers[refresh]:
+            return web.json_response({"status": "success", "data": {"resultType": "vector", "result": []}})
+        return web.json_response({"status": "error", "errorType": "unavailable", "error": "not ready"}, status=503)
+
+    app = web.Application()
+    app.router.add_get("/api/v1/query", scripted)
+    server = await aiohttp_server(app)
+    clock = SteppedClock(now)
+    disc = StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1"]}, not_ready=["a-1"])
+    source = make_source(str(server.make_url("")), disc, clock=clock)
+
+    with caplog.at_level(logging.INFO, logger=source_module.__name__):
+        for refresh in range(len(answers)):
+            (snapshot,) = await source.collect(clock())
+            assert snapshot.source_ok == answers[refresh]
+            clock.advance(5)
+
+    failed = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(failed) == 2, failed
+    assert "(it failed 1 more times since the last line 60 s ago, recovering in between)" in failed[1], failed[1]
+
+
 class TricklingPrometheus:
     """A Prometheus (or a proxy before it) that answers slower than any timeout can see: it sends a byte of its
     answer's headers or of its body every 50 ms, for as long as the connection stays open, so that no socket
