@@ -8,10 +8,11 @@ its first few and counts the rest; which runtimes exactly is what `/metrics` and
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 from typing import Final, TypeVar
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 NAMED: Final = 10
 """How many items one log line names before it only counts the rest."""
@@ -58,3 +59,24 @@ def say_each_or_counted(log: logging.Logger, items: Sequence[T], one: Callable[[
             log.log(level, "%s", one(item))
     elif items:
         log.log(level, "%s", many(len(items), few([shown(item) for item in items])))
+
+
+def say_each_or_grouped(log: logging.Logger, items: Sequence[T], one: Callable[[T], str],
+                        state: Callable[[T], K], many: Callable[[int, K, str, T], str],
+                        shown: Callable[[T], object], level: Callable[[T], int]) -> None:
+    """Say what happened to `items` together: a line each (`one`, at its `level`) up to `NAMED`, else one line per
+    `state` they are now in (`many`, given the count, the state, `few` of them as `shown` writes each, and the
+    first as the example), as a sync's changed RuntimeScales and a refresh's changed runtimes are said: a new
+    leader's first pass that finds 1,000 RuntimeScales Ready is one line, and a state only one item is in keeps
+    that item's own line. A group's line has its first item's level."""
+    if len(items) <= NAMED:
+        for item in items:
+            log.log(level(item), "%s", one(item))
+        return
+    groups: dict[K, list[T]] = {}
+    for item in items:
+        groups.setdefault(state(item), []).append(item)
+    for key, group in groups.items():
+        first = group[0]
+        line = one(first) if len(group) == 1 else many(len(group), key, few([shown(item) for item in group]), first)
+        log.log(level(first), "%s", line)

@@ -24,10 +24,9 @@ refresh.
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from typing import Final
 
-from autoscaler.log_lists import NAMED, count_of, few, in_words
+from autoscaler.log_lists import count_of, in_words, say_each_or_grouped
 from autoscaler.model import POD_FIELDS, RuntimeKey, RuntimeView
 from autoscaler.policies.decision import SOURCE_DOWN
 from autoscaler.policies.signals import MISSING, SIGNALS, STALE
@@ -46,6 +45,10 @@ def changed(before: RuntimeView | None, after: RuntimeView) -> bool:
 Missing = tuple[tuple[str, int], ...]
 """What a runtime misses: (signal, Ready pods on which it is stale or missing) for each signal that some Ready pod
 misses, in SIGNALS' order; empty when nothing is missing."""
+
+
+_Noted = tuple[RuntimeView, Missing, str, str]
+"""A changed runtime of a refresh: its view, what it misses, its kind (`_FLAPPING`, `_STEADY` or "") and its note."""
 
 assert POD_FIELDS[1] == "ready" and POD_FIELDS[12] == "signals"  # the rows' places `missing_now` reads
 _NOT_READ: Final = frozenset((STALE, MISSING))
@@ -136,7 +139,7 @@ class RuntimeTransitions:
     (`FlapWatch`)."""
 
     def __init__(self) -> None:
-        self._views: list[tuple[RuntimeView, Missing, str, str]] = []  # view, missing, kind, note
+        self._views: list[_Noted] = []
         self._said: dict[RuntimeKey, Missing] = {}  # runtimes whose last line said something missing
         self._kept: dict[RuntimeKey, Missing] = {}  # the same, for the runtimes of this refresh
         self._flaps = FlapWatch()
@@ -172,26 +175,37 @@ class RuntimeTransitions:
         views, self._views = self._views, []
         self._said, self._kept = self._kept, {}  # runtimes gone (not noted) are forgotten
         self._flaps.end_refresh()
-        if len(views) <= NAMED:
-            for view, _, kind, note in views:
-                log.log(_flap_level(view, kind), "%s", _line(view, note))
-            return
-        by_state: dict[str, list[tuple[RuntimeView, str]]] = defaultdict(list)
-        for view, missing, kind, note in views:
-            state = _state(view, missing)
-            if kind == _FLAPPING:
-                state = f"flapping ({_UNTIL_STEADY}), now {state}"
-            elif kind == _STEADY:
-                state = f"steady again after flapping: {state}"
-            by_state[state].append((view, note))
-        for state, group in by_state.items():
-            first, note = group[0]
-            level = _flap_level(first, _FLAPPING if state.startswith(_FLAPPING) else "")
-            keys = [str(view.key) for view, _ in group]
-            if len(group) == 1:
-                log.log(level, "%s", _line(first, note))
-                continue
-            log.log(level, "%d runtimes now %s: %s (e.g. %s)", len(group), state, few(keys), _line(first, note))
+        say_each_or_grouped(log, views, one=_own_line, state=_group_state, many=_group_line, shown=_runtime_name,
+                            level=_own_level)
+
+
+def _own_line(noted: _Noted) -> str:
+    view, _, _, note = noted
+    return _line(view, note)
+
+
+def _own_level(noted: _Noted) -> int:
+    view, _, kind, _ = noted
+    return _flap_level(view, kind)
+
+
+def _group_state(noted: _Noted) -> str:
+    """The state a refresh's line for many runtimes says they are now in."""
+    view, missing, kind, _ = noted
+    state = _state(view, missing)
+    if kind == _FLAPPING:
+        return f"flapping ({_UNTIL_STEADY}), now {state}"
+    if kind == _STEADY:
+        return f"steady again after flapping: {state}"
+    return state
+
+
+def _group_line(count: int, state: str, named: str, first: _Noted) -> str:
+    return f"{count} runtimes now {state}: {named} (e.g. {_own_line(first)})"
+
+
+def _runtime_name(noted: _Noted) -> str:
+    return str(noted[0].key)
 
 
 def _flap_level(view: RuntimeView, kind: str) -> int:

@@ -39,7 +39,6 @@ import logging
 import math
 import random
 import time
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -67,7 +66,7 @@ from autoscaler.actuation.bridge_watch import crd_missing
 from autoscaler.kube.backoff import exponential_delay, retry_delay
 from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
-from autoscaler.log_lists import NAMED, few
+from autoscaler.log_lists import say_each_or_grouped
 from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
@@ -341,22 +340,8 @@ class ReplicaBridge:
 
     def _log_changed_reasons(self) -> None:
         changed, self._reason_changes = self._reason_changes, []
-        if len(changed) <= NAMED:
-            for ready, key, reason, message in changed:
-                log.log(logging.INFO if ready else logging.WARNING, "RuntimeScale %s/%s: %s: %s", *key, reason,
-                        message)
-            return
-        by_reason: dict[tuple[bool, str], list[tuple[ScaleId, str]]] = defaultdict(list)
-        for ready, key, reason, message in changed:
-            by_reason[ready, reason].append((key, message))
-        for (ready, reason), scales in by_reason.items():
-            level = logging.INFO if ready else logging.WARNING
-            (namespace, name), message = scales[0]
-            if len(scales) == 1:
-                log.log(level, "RuntimeScale %s/%s: %s: %s", namespace, name, reason, message)
-                continue
-            log.log(level, "%d RuntimeScales now %s: %s (e.g. %s/%s: %s)", len(scales), reason,
-                    few([f"{key[0]}/{key[1]}" for key, _ in scales]), namespace, name, message)
+        say_each_or_grouped(log, changed, one=_reason_line, state=_reason_state, many=_reasons_line,
+                            shown=_scale_name, level=_reason_level)
 
     async def _sync(self) -> int:
         self._full = False
@@ -748,6 +733,34 @@ class ReplicaBridge:
             return self._hold_until - now
         due = [retry.retry_at - now for retry in self._retries.values() if retry.retry_at > self._passed_at]
         return max(0.0, min([self.settings.resync_interval_s, *due]))
+
+
+_ReasonChange = tuple[bool, ScaleId, str, str]
+"""A RuntimeScale whose `Ready` reason changed this pass: Ready or not, its key, the reason and its message."""
+
+
+def _reason_line(change: _ReasonChange) -> str:
+    _, (namespace, name), reason, message = change
+    return f"RuntimeScale {namespace}/{name}: {reason}: {message}"
+
+
+def _reason_state(change: _ReasonChange) -> tuple[bool, str]:
+    ready, _, reason, _ = change
+    return ready, reason
+
+
+def _reasons_line(count: int, state: tuple[bool, str], named: str, first: _ReasonChange) -> str:
+    _, (namespace, name), _, message = first
+    return f"{count} RuntimeScales now {state[1]}: {named} (e.g. {namespace}/{name}: {message})"
+
+
+def _scale_name(change: _ReasonChange) -> str:
+    namespace, name = change[1]
+    return f"{namespace}/{name}"
+
+
+def _reason_level(change: _ReasonChange) -> int:
+    return logging.INFO if change[0] else logging.WARNING
 
 
 def _generation(scale: JSON) -> tuple[str, int] | None:
