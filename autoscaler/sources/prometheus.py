@@ -48,6 +48,7 @@ from typing import NamedTuple
 
 from urllib3.util.retry import Retry
 
+from autoscaler.log_lists import few
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.policies.samples import refusal
 from autoscaler.source_problems import REASON_GARBAGE
@@ -491,7 +492,7 @@ class PrometheusSource(SourceDefaults):
                     "has them for other runtimes: is it scraping that namespace's exporters (a PodMonitor's "
                     "namespaceSelector, a scrape config's relabelling)? Its values are unknown until it does",
                     self._url, names.LAST_SUCCESS_TIMESTAMP, key.namespace, key.deployment, len(ready),
-                    ", ".join(ready[:3]) + (", ..." if len(ready) > 3 else ""), now - since)
+                    few(ready, 3), now - since)
 
     def _note_dcgm_unmatched(self, gpu: Mapping[PodRef, str], seen: set[PodRef], now: float) -> None:
         """With `--gpu-source dcgm`, say once when for UNSEEN_WARN_AFTER_S no pod Prometheus has series for has a
@@ -511,7 +512,7 @@ class PrometheusSource(SourceDefaults):
         self._dcgm_warned = True
         others = sorted(f"{namespace}/{pod}" for namespace, pod in gpu)
         ns_label, pod_label = self._dcgm_labels
-        named = (f"they name {len(others)} other pods ({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}"
+        named = (f"they name {len(others)} other pods ({few(others, 3)}"
                  "): the DCGM exporter's own, where Prometheus does not honor its labels?" if others
                  else f"none has {ns_label} and {pod_label} labels (or there are none)")
         log.warning(

@@ -111,18 +111,21 @@ async def test_a_gpu_time_sliced_between_pods_gives_each_its_own_share(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scrape", ["honoring labels", "not honoring labels"])
+@pytest.mark.parametrize("exporters", [0, 1, 4],
+                         ids=["honoring labels", "not honoring labels", "four not honoring labels"])
 async def test_dcgm_series_that_name_no_runtime_pod_are_said_in_the_log(
-    start_prometheus: StartPrometheus, now: float, caplog: pytest.LogCaptureFixture, scrape: str,
+    start_prometheus: StartPrometheus, now: float, caplog: pytest.LogCaptureFixture, exporters: int,
     monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """dcgm-exporter without `--kubernetes` labels no GPU with a pod: scraped honoring its labels its series
     have no pod at all, scraped without, the DCGM exporter's own pod. Either way no runtime pod has a GPU busy,
-    and the log says why (once), instead of every GPU runtime quietly scaling on its other signals."""
+    and the log says why (once), instead of every GPU runtime quietly scaling on its other signals. It names the
+    first three pods the series do name, and says how many more."""
     monkeypatch.setattr(source_module, "UNSEEN_WARN_AFTER_S", 0.0)
     at = now - AGE_S
-    target = {} if scrape == "honoring labels" else {"namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-7x2k"}
-    samples = [*freshness("a-0", at), Sample(names.DCGM_GPU_UTIL, gpu(0, "GPU-5f1c") | target, 63, at)]
+    targets = [{"namespace": "gpu-operator", "pod": f"nvidia-dcgm-exporter-{index}"} for index in range(exporters)]
+    samples = [*freshness("a-0", at), *(Sample(names.DCGM_GPU_UTIL, gpu(index, f"GPU-5f1{index}") | target, 63, at)
+                                        for index, target in enumerate(targets or [{}]))]
     prom = await start_prometheus(samples)
     source = PrometheusSource(StaticDiscovery.of({(RUNTIME.namespace, RUNTIME.deployment): ["a-0"]}), prom.url,
                               gpu_source="dcgm")
@@ -136,8 +139,12 @@ async def test_dcgm_series_that_name_no_runtime_pod_are_said_in_the_log(
     assert snapshot.pods[0].gpu_busy is None
     warnings = [r.getMessage() for r in caplog.records if "--kubernetes" in r.getMessage()]
     assert len(warnings) == 1, caplog.text
-    if target:
-        assert "gpu-operator/nvidia-dcgm-exporter-7x2k" in warnings[0]
+    if exporters == 1:
+        assert "they name 1 other pods (gpu-operator/nvidia-dcgm-exporter-0)" in warnings[0]
+    if exporters == 4:
+        assert ("they name 4 other pods (gpu-operator/nvidia-dcgm-exporter-0, gpu-operator/nvidia-dcgm-exporter-1, "
+                "gpu-operator/nvidia-dcgm-exporter-2 and 1 more)") in warnings[0], warnings[0]
+    if exporters:
         assert "--dcgm-pod-label exported_pod" in warnings[0]
 
 

@@ -11,6 +11,7 @@ A real Prometheus behind a small server that plays Thanos dropping one namespace
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -143,3 +144,25 @@ async def test_debug_says_prometheus_has_no_series_for_a_runtime_it_does_not_scr
             assert (await response.json())["source"]["problems"] == []
     finally:
         await source.close()
+
+
+async def test_the_log_names_a_runtime_prometheus_has_no_series_for_with_its_first_pods_and_how_many_more(
+    prometheus: PrometheusServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The line for a runtime none of whose Ready pods Prometheus has series for names three of them and counts
+    the rest: `..., c-2 and 2 more`, not `..., c-2, ...`, which left the operator to count them in /debug."""
+    unscraped = RuntimeKey("team-c", "modelmesh-serving-triton")
+    found = discovery()
+    found.set_runtime(RuntimeInventory(unscraped, tuple(PodTarget(f"c-{index}", ready=True, url=None)
+                                                         for index in range(5))))
+    clock = [time.time()]
+    source = PrometheusSource(found, prometheus.url, clock=lambda: clock[0])
+    try:
+        with caplog.at_level(logging.WARNING, logger="autoscaler.sources.prometheus"):
+            await source.collect(clock[0])
+            clock[0] += 121
+            await source.collect(clock[0])
+    finally:
+        await source.close()
+    [line] = [r.getMessage() for r in caplog.records if "is it scraping that namespace" in r.getMessage()]
+    assert "runtime team-c/modelmesh-serving-triton (5 Ready pods: c-0, c-1, c-2 and 2 more)" in line, line
