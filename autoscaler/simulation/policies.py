@@ -33,6 +33,7 @@ from autoscaler.simulation.hpa import (
     ScaleDecision,
 )
 from autoscaler.simulation.hpa_manifest import describe_behavior
+from autoscaler.simulation.run_size import BUSY
 
 KEY: Final = RuntimeKey("simulated", "modelmesh-serving-simulated")
 MEAN_TARGET_PERCENT: Final = 80.0
@@ -67,7 +68,7 @@ class SimPolicy(Protocol):
 class FixedPolicy:
     replicas: int
     name: str = "fixed"
-    why: str = "the peak's need at 80% busy"
+    why: str = f"the peak's need at {BUSY:.0%} busy"
     terms: Counter[str] = field(default_factory=Counter)
 
     def sync(self, now: float, cluster: Cluster) -> SyncOutcome:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, TextIO
 
 from autoscaler.simulation.engine import Oracle, PolicyResult
 from autoscaler.simulation.goal import COLD, DELAYED, LABELS, POD_HOURS, QUIET_RATIO, QUIET_SLACK, SMALL_RATIO, judge
+from autoscaler.simulation.run_size import BUSY
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -396,7 +397,7 @@ def bound_text(report: Mapping[str, Any]) -> str:
     # (a day of 5,000 quiet models at --max-replicas 10: 19 pods for requests, 31 for the cache, 83% refused)
     if cluster["fixed_replicas"] > maximum and not holding > cluster["fixed_replicas"]:
         return (text + f"maxReplicas ({cluster['max_replicas']}) is below the {cluster['fixed_replicas']} pods "
-                f"the peak needs at 80% busy, so the delays left wait for pods it does not allow: raise "
+                f"the peak needs at {BUSY:.0%} busy, so the delays left wait for pods it does not allow: raise "
                 f"--max-replicas to see what ModelMesh's copies leave.")
     if holding > maximum:  # short of pods to hold the models in use
         return (text + f"maxReplicas ({cluster['max_replicas']}) is below the {cluster['peak_pods']} pods the peak "
