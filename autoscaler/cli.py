@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from autoscaler.demo.arguments import add_demo_arguments
     from autoscaler.settings import SERVE_DESCRIPTION, add_serve_arguments
-    from exporter.settings import SECONDS_FORMS
+    from exporter.flag_values import SECONDS_FORMS
 
     parser = argparse.ArgumentParser(
         prog=PROG,

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import math
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -37,18 +36,25 @@ from exporter.env_flags import (
     settings_fields,
     where_given,
 )
-from exporter.settings import (
+from exporter.flag_values import (
     LOG_LEVELS,
     SECONDS_FORMS,
     boolean,
     ca_file,
+    choice,
+    count,
+    csv,
     file_path,
-    greater_than_zero,
+    fraction,
     host_port,
     metrics_url,
+    order,
+    port,
     seconds,
     seconds_from_zero,
     seconds_within,
+    text,
+    whole_number_within,
     without_password,
 )
 
@@ -189,75 +195,7 @@ class SettingsError(ValueError):
     """An `AUTOSCALER_*` variable holds a value its flag would refuse; the message names the variable."""
 
 
-# ---- converters: each takes the flag's or the variable's text and raises ArgumentTypeError ----
-
-
-_PERCENT = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*%\s*")
-
-
-def _number(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError as error:
-        found = _PERCENT.fullmatch(value)
-        if found:  # `80%` for a ratio: say the number to write (seconds take units: `exporter.settings.seconds`)
-            raise argparse.ArgumentTypeError(
-                f"expected a ratio, got {value!r}: write {float(found[1]) * 0.01:g}") from error
-        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from error
-    if not math.isfinite(number):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {value!r}")
-    return number
-
-
-def positive(value: str) -> float:
-    """A finite number greater than 0 that is not seconds (a rate, hours): seconds are `seconds`."""
-    return greater_than_zero(_number(value), value)
-
-
-def order(value: str) -> float:
-    """A power-mean order: a finite number of at least 1."""
-    number = _number(value)
-    if not number >= 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value!r}")
-    return number
-
-
-def fraction(value: str) -> float:
-    """A ratio in (0, 1]."""
-    number = positive(value)
-    if number > 1:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {value!r}")
-    return number
-
-
-def _whole_number(value: str, lowest: int, highest: int | None, bounds: str) -> int:
-    try:
-        number = int(value.strip())
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from error
-    if number < lowest or (highest is not None and number > highest):
-        raise argparse.ArgumentTypeError(f"must be {bounds}, got {value!r}")
-    return number
-
-
-def count(value: str) -> int:
-    """A whole number of at least 1."""
-    return _whole_number(value, 1, None, "at least 1")
-
-
-DEMO_MAX_PODS: Final = 32
-"""The most pods `demo` runs: each is a fake ModelMesh and a real exporter process on this machine (about 40 MB
-and some CPU each); `--pods 100000` began starting them one by one on a 2-core machine, without a word."""
-
-
-def demo_pods(value: str) -> int:
-    """A demo's pod count: 1 to `DEMO_MAX_PODS`."""
-    return _whole_number(value, 1, DEMO_MAX_PODS, f"1 to {DEMO_MAX_PODS} (each is an exporter process here)")
-
-
-def whole_number(value: str) -> int:
-    """A whole number of at least 0 (a count that may be none, a random seed)."""
-    return _whole_number(value, 0, None, "0 or more")
+# ---- this program's own converters (those both take: exporter.flag_values) ----
 
 
 MAX_WORKERS: Final = 64
@@ -267,7 +205,7 @@ adds about 35 MiB of memory; `--workers 100000` (a zero too many) forked them 20
 
 def workers(value: str) -> int:
     """0 (everything in one process) to `MAX_WORKERS` serving processes."""
-    return _whole_number(value, 0, MAX_WORKERS, f"0 to {MAX_WORKERS}")
+    return whole_number_within(value, 0, MAX_WORKERS, f"0 to {MAX_WORKERS}")
 
 
 REFRESH_INTERVAL_RANGE_S: Final = (0.1, 3600.0)
@@ -281,14 +219,7 @@ refresh_interval = seconds_within(*REFRESH_INTERVAL_RANGE_S)
 
 def niceness(value: str) -> int:
     """A niceness increment for the refresh process: 0 (none) to 19 (the lowest priority)."""
-    return _whole_number(value, 0, 19, "0 to 19")
-
-
-def port(value: str) -> int:
-    number = count(value)
-    if number > 65535:
-        raise argparse.ArgumentTypeError(f"expected a port in 1..65535, got {value!r}")
-    return number
+    return whole_number_within(value, 0, 19, "0 to 19")
 
 
 def token_file(value: str) -> Path:
@@ -304,12 +235,6 @@ def token_file(value: str) -> Path:
     if not token:
         raise argparse.ArgumentTypeError(f"cannot read a token from '{path}': the file is empty")
     return path
-
-
-def text(value: str) -> str:
-    if not value.strip():
-        raise argparse.ArgumentTypeError("expected a value, got an empty one")
-    return value.strip()
 
 
 _LABEL_NAME: Final = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -356,11 +281,6 @@ def headers(value: str) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def csv(value: str) -> tuple[str, ...]:
-    """A comma-separated list; blanks around items are dropped, and an empty value is an empty list."""
-    return tuple(part.strip() for part in value.split(",") if part.strip())
-
-
 def namespaces(value: str) -> tuple[str, ...]:
     """A `csv` of namespace names, each checked as `namespace` checks one."""
     names = csv(value)
@@ -388,18 +308,6 @@ def server_name(value: str) -> str:
             f"expected a DNS name as the exporters' certificates carry it (lower-case letters, digits, '-' and '.', "
             f"as modelmesh-exporter or modelmesh-exporter.modelmesh-serving.svc), got {value!r}")
     return name
-
-
-def choice(*allowed: str, upper: bool = False) -> Callable[[str], str]:
-    """One of `allowed`, in any letter case."""
-
-    def convert(value: str) -> str:
-        normal = value.strip().upper() if upper else value.strip().lower()
-        if normal not in allowed:
-            raise argparse.ArgumentTypeError(f"expected one of {', '.join(allowed)}, got {value!r}")
-        return normal
-
-    return convert
 
 
 class _Option(EnvFlag):

@@ -10,26 +10,34 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import math
 import operator
 import os
-import re
-import ssl
-import urllib.parse
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final, NoReturn
 
 from exporter import env_flags
 from exporter.env_flags import DNS_SUBDOMAIN, EnvFlag, EnvFlagError, Switch, resolve_flags, settings_fields
+from exporter.flag_values import (
+    LOG_LEVELS,
+    SECONDS_FORMS,
+    boolean,
+    ca_file,
+    file_path,
+    host_port,
+    log_level,
+    metrics_url,
+    seconds,
+    seconds_or_off,
+    seconds_within,
+)
 from exporter.pod_identity import PodIdentity
 from exporter.pod_resources import DEFAULT_SOCKET, GKE_GPU, GPU_ID_PREFIXES
 from exporter.tls_files import pair_problem
 
 ENV_PREFIX: Final = "EXPORTER_"
-LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,148 +111,15 @@ def setting(flag: str, value: str = "") -> str:
     return f"{flag} ({variable}={value})" if value else f"{flag} ({variable})"
 
 
-# ---- converters: each takes the flag's or the variable's text and raises ArgumentTypeError ----
-
-
-def host_port(value: str) -> tuple[str, int]:
-    host, sep, port = value.strip().rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
-    return host.strip("[]"), int(port)  # an empty host: every address, IPv4 and IPv6
-
-
-DURATION_UNITS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-"""The units a seconds-valued flag takes after its number, as kube's and Go's durations write them."""
-_WITH_UNIT: Final = re.compile(r"([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*(ms|s|m|h)")
-SECONDS_FORMS: Final = "a number of seconds, or one with a unit: 500ms, 30s, 5m, 1h"
-"""What every seconds-valued flag of both programs takes, as `--help` and the errors say it."""
-
-
-def duration_seconds(value: str) -> float:
-    """Seconds, of any sign, from a bare number (`30`, `0.5`) or a number with one unit (`500ms`, `30s`, `5m`,
-    `1h`): the one parser of every seconds-valued flag and variable of both programs, so that no flag takes
-    `30s` while its neighbour refuses it (`--prometheus-timeout 5s` was taken, `--refresh-interval 30s` refused)."""
-    text = value.strip()
-    try:
-        number = float(text)
-    except ValueError:
-        found = _WITH_UNIT.fullmatch(text)
-        if found is None:
-            raise argparse.ArgumentTypeError(
-                f"expected a number of seconds, got {value!r} ({SECONDS_FORMS})") from None
-        number = float(found[1]) * DURATION_UNITS[found[2]]
-    if not math.isfinite(number):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {value!r}")
-    return number
-
-
-def greater_than_zero(number: float, value: str) -> float:
-    """`number`, read from `value`, where it is greater than 0; else the error every such flag of both programs
-    gives."""
-    if not number > 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0, got {value!r}")
-    return number
-
-
-def seconds(value: str) -> float:
-    """`duration_seconds` greater than 0."""
-    return greater_than_zero(duration_seconds(value), value)
-
-
-def seconds_from_zero(value: str, zero: str = "") -> float:
-    """`duration_seconds` of at least 0, however 0 is written (`0.0`, `-0`, `0s`); `zero` says what 0 does
-    where the error should say it (`" (off)"`)."""
-    number = duration_seconds(value)
-    if not number >= 0:
-        raise argparse.ArgumentTypeError(f"must be 0{zero} or more, got {value!r}")
-    return number or 0.0  # -0 is 0
+# ---- this program's own converters (those both take: exporter.flag_values) ----
 
 
 MODELMESH_INTERVAL_RANGE_S = (0.1, 3600.0)
 """The ModelMesh read intervals taken: 1e-6 (a slip of unit) polled ModelMesh without pause, a third of a core."""
 
 
-def seconds_within(lowest: float, highest: float,
-                   read: Callable[[str], float] = seconds) -> Callable[[str], float]:
-    """A flag's converter: seconds as `read` reads them, refused outside [`lowest`, `highest`] (an interval given
-    in the wrong unit, 1e-6 or 1e20, ran without pause or never)."""
-
-    def convert(value: str) -> float:
-        number = read(value)
-        if not lowest <= number <= highest:
-            raise argparse.ArgumentTypeError(f"must be {lowest:g} to {highest:g} seconds, got {value!r}")
-        return number
-
-    return convert
-
-
 modelmesh_interval = seconds_within(*MODELMESH_INTERVAL_RANGE_S)
 """Seconds between ModelMesh reads, within `MODELMESH_INTERVAL_RANGE_S`."""
-
-
-def seconds_or_off(value: str) -> float:
-    """Seconds, or 0 for a feature turned off."""
-    return seconds_from_zero(value, " (off)")
-
-
-def without_password(url: str) -> str:
-    """`url` for logs and errors: a password in it (basic auth, `https://user:password@host`) as `***`. Read
-    by hand rather than by `urlsplit`, which raises on the malformed URLs that the errors quote."""
-    scheme, separator, rest = url.partition("://")
-    end = min((found for found in map(rest.find, "/?#") if found >= 0), default=len(rest))
-    userinfo, at, host = rest[:end].rpartition("@")
-    if not separator or not at or ":" not in userinfo:
-        return url
-    return f"{scheme}://{userinfo.partition(':')[0]}:***@{host}{rest[end:]}"
-
-
-def metrics_url(value: str) -> str:
-    """An http(s) URL with a host and a valid port, if any: a typo such as `:2112metrics` would otherwise
-    fail every scrape for good, and a malformed one (`http://[::1/`) raises ValueError, which argparse
-    turns into an error for a flag but the environment variables would not."""
-    try:
-        parsed = urllib.parse.urlsplit(value.strip())
-        _ = parsed.port  # raises ValueError for a port that is not a number in 0..65535
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(
-            f"expected an http:// or https:// URL, got {without_password(value)!r}: {error}") from error
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {without_password(value)!r}")
-    return value.strip()
-
-
-def file_path(value: str) -> Path:
-    """A path, not checked here (the component that reads it says what is wrong); never empty: a templated
-    variable left empty was the path `.`, whose error then named something else. Both commands' `FILE`s."""
-    if not value.strip():
-        raise argparse.ArgumentTypeError("expected a file path, got an empty value")
-    return Path(value.strip())
-
-
-def ca_file(value: str) -> Path:
-    """A readable PEM bundle: checked now, so a wrong path fails at start-up and not at every scrape."""
-    path = file_path(value)
-    try:
-        ssl.create_default_context(cafile=str(path))
-    except (OSError, ssl.SSLError) as error:
-        raise argparse.ArgumentTypeError(f"cannot use {value!r} as a CA bundle: {error}") from error
-    return path
-
-
-def boolean(value: str) -> bool:
-    text = value.strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("", "0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
-
-
-def log_level(value: str) -> str:
-    level = value.strip().upper()
-    if level not in LOG_LEVELS:
-        raise argparse.ArgumentTypeError(f"expected one of {', '.join(LOG_LEVELS)}, got {value!r}")
-    return level
 
 
 _UUID_HINT: Final = "give the UUIDs nvidia-smi -L prints (GPU-..., MIG-...)"

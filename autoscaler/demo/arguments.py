@@ -5,9 +5,18 @@ starting, and to every `--help`."""
 from __future__ import annotations
 
 import argparse
+from typing import Final
 
-from autoscaler.settings import DEMO_MAX_PODS, demo_pods
-from exporter.settings import seconds
+from exporter.flag_values import seconds, whole_number_within
+
+DEMO_MAX_PODS: Final = 32
+"""The most pods `demo` runs: each is a fake ModelMesh and a real exporter process on this machine (about 40 MB
+and some CPU each); `--pods 100000` began starting them one by one on a 2-core machine, without a word."""
+
+
+def demo_pods(value: str) -> int:
+    """A demo's pod count: 1 to `DEMO_MAX_PODS`."""
+    return whole_number_within(value, 1, DEMO_MAX_PODS, f"1 to {DEMO_MAX_PODS} (each is an exporter process here)")
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:

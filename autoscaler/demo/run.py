@@ -26,9 +26,9 @@ from typing import Final
 
 import aiohttp
 
+from autoscaler.demo.arguments import DEMO_MAX_PODS
 from autoscaler.demo.fleet import DEPLOYMENT, NAMESPACE, DemoFleet, DemoPod
 from autoscaler.names import GROUP_VERSION, ServedMetric
-from autoscaler.settings import DEMO_MAX_PODS
 from autoscaler.simulation.hpa import (
     Behavior,
     HorizontalPodAutoscaler,

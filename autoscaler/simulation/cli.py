@@ -22,7 +22,6 @@ from autoscaler.policies.config import ConfigError
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.yaml_errors import yaml_error_text
-from autoscaler.settings import count, positive, whole_number
 from autoscaler.simulation.hpa import SYNC_PERIOD_S, Behavior
 from autoscaler.simulation.hpa_manifest import behavior_from_manifest, hpa_of_scaled_object
 from autoscaler.simulation.outputs import discard, write_together
@@ -37,7 +36,7 @@ from autoscaler.simulation.synthetic_size import (
     MAX_SYNTHETIC_RPS,
 )
 from exporter.env_flags import Switch
-from exporter.settings import seconds, seconds_or_off
+from exporter.flag_values import count, positive, seconds, seconds_or_off, whole_number
 
 if TYPE_CHECKING:
     from autoscaler.simulation.cluster import ClusterShape

@@ -76,8 +76,8 @@ from autoscaler.sources.prometheus_queries import (
     valid_value,
 )
 from exporter import names
+from exporter.flag_values import without_password
 from exporter.outage_log import OutageLog
-from exporter.settings import without_password
 
 log = logging.getLogger(__name__)
 

@@ -66,7 +66,7 @@ from autoscaler.sources.prometheus_answers import (
     tls_failed,
 )
 from exporter import names
-from exporter.settings import without_password
+from exporter.flag_values import without_password
 
 log = logging.getLogger("autoscaler.sources.prometheus")  # the source's logger: operators filter on one name
 

@@ -56,7 +56,7 @@ from autoscaler.sources.scrape_retry import ScrapeRetries
 from autoscaler.sources.shared_addresses import REASON_ADDRESS_REUSED, superseded
 from exporter import names
 from exporter.cert_reload import CertificateReloader
-from exporter.settings import without_password
+from exporter.flag_values import without_password
 
 log = logging.getLogger(__name__)
 

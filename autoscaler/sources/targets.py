@@ -29,7 +29,7 @@ from autoscaler.policies import strict_yaml
 from autoscaler.policies.policy_values import did_you_mean
 from autoscaler.policies.yaml_errors import yaml_error_text
 from autoscaler.sources.base import PodTarget, RuntimeInventory
-from exporter.settings import without_password
+from exporter.flag_values import without_password
 
 log = logging.getLogger(__name__)
 

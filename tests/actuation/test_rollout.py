@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 import yaml
 
-from exporter.settings import seconds_from_zero
+from exporter.flag_values import seconds_from_zero
 from tests.actuation.conftest import KEY
 from tests.actuation.test_crash_handover import EXPIRY_ATTEMPTS, LONG_LEASE, lease_reads, released_by
 from tests.actuation.test_two_adapters import (

@@ -28,8 +28,9 @@ from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
 from autoscaler.sources.exposition import parse_exporter_text
 from exporter import names
 from exporter.app import REGISTRY_KEY, build_app
+from exporter.flag_values import seconds
 from exporter.pod_identity import PodIdentity
-from exporter.settings import ExporterSettings, build_parser, parse_settings, seconds
+from exporter.settings import ExporterSettings, build_parser, parse_settings
 from tests.fakes.prometheus import PROMTOOL_BIN
 
 AiohttpClient = Callable[[web.Application], Awaitable[TestClient[web.Request, web.Application]]]
