@@ -109,7 +109,7 @@ class RuntimeScaleWatch:
 
     async def run(self) -> None:
         """List then watch until cancelled; what the watches had still to say is said when one stops."""
-        await flushed_when_stopped(self._loop.run())
+        await flushed_when_stopped(self._loop.run(), WORKS_AGAIN, self.scope)
 
     def replicas_for(self, key: RuntimeKey) -> int | None:
         """The `spec.replicas` of the RuntimeScale that scales runtime Deployment `key` (its runtime's owner, the

@@ -11,6 +11,9 @@ line each up to `NAMED` namespaces, else one line with the count, the first few 
 An all-clear (a `ScopeLine` with `ends`) waits, up to `HELD_S`, while other watches that said one of the lines it
 ends still fail: on a loaded adapter some watches of a restart come back seconds after the others, and the
 recovery was then one line per group that happened to arrive a quiet second apart (four where one was promised).
+So does the first all-clear of watches starting together (`started`: `pod watch established`) while others of them
+have not answered yet (`answered`): on a loaded adapter some namespaces' first lists answer seconds after the others'.
+A watch that stops (`closed`) is waited for no more, failing or not.
 """
 
 from __future__ import annotations
@@ -56,11 +59,33 @@ class WatchNews:
         self._said: dict[ScopeLine, list[tuple[Scope, str]]] = defaultdict(list)
         self._failing: dict[ScopeLine, set[Scope]] = defaultdict(set)
         """The scopes whose last word of each failing line has no all-clear yet: what an all-clear waits for."""
+        self._unanswered: dict[ScopeLine, set[Scope]] = defaultdict(set)
+        """The scopes of each all-clear whose watch started and has not answered yet: what it waits for too."""
         self._due: asyncio.TimerHandle | None = None
         self._first_at = 0.0
 
+    def started(self, all_clear: ScopeLine, scope: Scope) -> None:
+        """The watch of `scope` starts; `all_clear` said by the watches started with it waits for its first answer
+        (`answered`, or `all_clear` itself): thirty namespaces' watches coming up a second or more apart said
+        `established` in two or more lines."""
+        self._unanswered[all_clear].add(scope)
+
+    def answered(self, all_clear: ScopeLine, scope: Scope) -> None:
+        """The watch of `scope` answered (its first list worked, or failed): `all_clear` waits for it no more."""
+        self._unanswered[all_clear].discard(scope)
+        self._reconsider()
+
+    def closed(self, all_clear: ScopeLine, scope: Scope) -> None:
+        """The watch of `scope` stopped: neither its start nor its failures hold `all_clear` any longer (a
+        namespace's watch closed while failing held every later all-clear of that kind for `HELD_S`)."""
+        self._unanswered[all_clear].discard(scope)
+        for ended in all_clear.ends:
+            self._failing[ended].discard(scope)
+        self._reconsider()
+
     def say(self, line: ScopeLine, scope: Scope, detail: object = "") -> None:
         self._said[line].append((scope, str(detail)))
+        self._unanswered[line].discard(scope)
         for ended in line.ends:
             self._failing[ended].discard(scope)
         if not line.ends:
@@ -89,7 +114,13 @@ class WatchNews:
         _say_all(said)
 
     def _awaits_others(self, line: ScopeLine) -> bool:
-        return any(self._failing[ended] for ended in line.ends)
+        return bool(self._unanswered[line]) or any(self._failing[ended] for ended in line.ends)
+
+    def _reconsider(self) -> None:
+        """A watch that an all-clear held waits for has answered or stopped without a word: the all-clear is said
+        after a quiet period, as if it had."""
+        if self._due is not None and any(line.ends and not self._awaits_others(line) for line in self._said):
+            self._say_at(asyncio.get_running_loop().time() + self._quiet_s)
 
     def flush(self) -> None:
         """Say what was collected, now, in the order each kind was first said."""
@@ -135,10 +166,13 @@ def watch_news() -> WatchNews:
     return news
 
 
-async def flushed_when_stopped(run: Awaitable[None]) -> None:
-    """Await a watch's `run`; when it stops (cancelled at close, or failing), what the watches had still to say
-    is said at once rather than lost with the event loop's timer."""
+async def flushed_when_stopped(run: Awaitable[None], all_clear: ScopeLine, scope: Scope) -> None:
+    """Await the `run` of the watch of `scope` whose all-clear is `all_clear`; when it stops (cancelled at close,
+    or failing), it is forgotten (`WatchNews.closed`) and what the watches had still to say is said at once rather
+    than lost with the event loop's timer."""
     try:
         await run
     finally:
-        watch_news().flush()
+        news = watch_news()
+        news.closed(all_clear, scope)
+        news.flush()

@@ -233,7 +233,8 @@ class HpaWatch:
             return
         await self._session.open()
         for loop in self._loops:
-            self._session.spawn(flushed_when_stopped(loop.run()), f"kube-hpas-{loop.scope or 'all'}")
+            self._session.spawn(flushed_when_stopped(loop.run(), WORKS_AGAIN, loop.scope),
+                               f"kube-hpas-{loop.scope or 'all'}")
         try:
             async with asyncio.timeout(self._request_timeout_s):
                 await self._first_answers.wait()

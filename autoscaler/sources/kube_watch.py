@@ -101,18 +101,25 @@ class PodWatch:
 
         `first_attempt` is set once the first list has succeeded or failed."""
         self._first_attempt = first_attempt
-        await flushed_when_stopped(self._loop.run())
+        watch_news().started(ESTABLISHED, self.scope)
+        await flushed_when_stopped(self._loop.run(), ESTABLISHED, self.scope)
 
     def _endpoint(self, **options: Any) -> Awaitable[aiohttp.ClientResponse]:
         return collection_endpoint(self._client(), PODS, self.scope)(**options)
 
     def _synced(self) -> None:
         self._set_ok(True)
-        self._first_attempt.set()
+        self._answered()
 
     def _failed(self, error: Exception, failures: int) -> None:
         self._set_ok(False, error)
+        self._answered()
+
+    def _answered(self) -> None:
+        """The first list worked or failed: neither the start nor the other watches' `established` line wait
+        for this one any longer."""
         self._first_attempt.set()
+        watch_news().answered(ESTABLISHED, self.scope)
 
     def _set_ok(self, ok: bool, error: Exception | None = None) -> None:
         scope = scope_name(self.scope)

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from autoscaler.kube.watch_news import QUIET_S
 from autoscaler.log_lists import NAMED
 from autoscaler.sources.kube_pods import KubePodDiscovery
 from tests.fakes.kube import FakeKubeApi
@@ -35,9 +36,14 @@ def watch_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
             if r.name == "autoscaler.sources.kube_pods" and "pod watch" in r.getMessage()]
 
 
+@pytest.mark.parametrize("late_s", [0.0, 3 * QUIET_S], ids=["together", "a-third-seconds-late"])
 async def test_thirty_tenants_watches_established_at_start_are_one_line(
-    kube: FakeKubeApi, caplog: pytest.LogCaptureFixture,
+    kube: FakeKubeApi, caplog: pytest.LogCaptureFixture, late_s: float,
 ) -> None:
+    """`late_s`: how much later than the rest a third of the namespaces' first lists answer (a loaded adapter or
+    API server): still one line, not one per group that happened to come a quiet second apart."""
+    if late_s:
+        kube.delay("/namespaces/tenant2[0-9]/pods", late_s)
     caplog.set_level(logging.INFO, logger="autoscaler.sources.kube_pods")
     subject = KubePodDiscovery(configuration(kube), runtimes=[], discover=True, namespaces=TENANTS,
                                resync_interval_s=3600, request_timeout_s=5.0)
