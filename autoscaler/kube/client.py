@@ -27,6 +27,7 @@ from kubernetes.aio import client
 from kubernetes.aio.client.exceptions import OpenApiException
 from kubernetes.aio.config.config_exception import ConfigException
 
+from autoscaler.kube.client_certificate import end_renewal
 from autoscaler.kube.config import load_kube_settings
 from autoscaler.kube.errors import KubeApiError, KubeConfigError
 from autoscaler.kube.paths import DEPLOYMENTS, collection_endpoint, custom_endpoint
@@ -79,6 +80,7 @@ class KubeClient:
         return self._timeout_s
 
     async def close(self) -> None:
+        await end_renewal(self._api.configuration)  # a client certificate's plugin run, and its process
         await self._api.close()  # type: ignore[no-untyped-call]
 
     async def patch_pod_annotations(self, namespace: str, name: str, annotations: Mapping[str, str]) -> None:

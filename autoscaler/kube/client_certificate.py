@@ -17,7 +17,8 @@ stopped writing a minute before its certificate expired); after that they wait f
 deadline) leaves the run to finish for the next. A new certificate, checked against its key first, is loaded into
 the client's TLS context and the idle connections the old one opened are closed. A response of 401 also closes its
 connection. When no new certificate can be had, requests go on with the last good one and the reason is logged
-once per change, as a WARNING.
+once per change, as a WARNING. Closing the API client (`end_renewal`, as the adapter stops) ends a run under way
+and its process (`autoscaler.kube.exec_plugin`): a plugin waiting on its CA or a login outlived the adapter.
 
 The TLS context lives in aiohttp's connector (`_ssl`) and the idle connections in its pool (`_conns`): both
 private, read here only, so an aiohttp that changes them leaves the adapter as before (no reload, said once),
@@ -44,8 +45,8 @@ from typing import Any, Final
 import aiohttp
 from cryptography import x509
 from kubernetes.aio import client
-from kubernetes.aio.config.exec_provider import ExecProvider
 
+from autoscaler.kube.exec_plugin import run_exec_plugin
 from autoscaler.kube.timestamps import posix_seconds
 
 log = logging.getLogger("autoscaler.kube")
@@ -74,6 +75,14 @@ def watch_client_certificate(loader: Any, configuration: client.Configuration) -
                                 _expiry_of(Path(cert_file).read_bytes()))
     configuration.trace_configs = [*(configuration.trace_configs or []), renewal.trace_config()]
     return True
+
+
+async def end_renewal(configuration: client.Configuration) -> None:
+    """An API client made from `configuration` is closing: end the plugin run under way, if any, and its process.
+    A client of the same configuration still open runs the plugin again when it next finds it due."""
+    for trace in configuration.trace_configs or ():
+        if isinstance(trace, _RenewalTrace):
+            await trace.renewal.end_run()
 
 
 def renewal_time(now: float, expiry: float) -> float:
@@ -131,7 +140,7 @@ class PluginCertificate:
         return renewal_time(self._clock(), expiry)
 
     def trace_config(self) -> aiohttp.TraceConfig:
-        trace = aiohttp.TraceConfig()
+        trace = _RenewalTrace(self)
         trace.on_request_start.append(self._on_request_start)
         trace.on_connection_create_end.append(self._on_connection_create_end)
         trace.on_request_end.append(self._on_request_end)
@@ -156,7 +165,9 @@ class PluginCertificate:
         if self._due():
             renewal = self._renewing()
             if not self._still_good():
-                await asyncio.shield(renewal)  # a caller giving up leaves the run to the next request
+                # A caller giving up leaves the run to the next request; a run ended by its client's close
+                # (`end_renewal`) lets a caller of another client go on with the last certificate.
+                await asyncio.wait([renewal])
         if self._generation == 0:
             return  # the library's certificate, loaded by every client at its start
         context = getattr(session.connector, "_ssl", None)
@@ -193,10 +204,16 @@ class PluginCertificate:
                                       and isinstance(error, aiohttp.ServerDisconnectedError)):
             self._refused = True
 
+    async def end_run(self) -> None:
+        """End the plugin run under way (its process killed), as its client closes; the certificate stays."""
+        if self._renewal is not None and not self._renewal.done():
+            self._renewal.cancel()
+            await asyncio.wait([self._renewal])
+
     async def _renew(self) -> None:
         self._next_forced = self._clock() + EXEC_RETRY_S
         try:
-            status = await ExecProvider(self._exec_config).run()  # type: ignore[no-untyped-call]
+            status = await run_exec_plugin(self._exec_config)
             cert, key, expiry = _certificate_in(status, self._clock())
             files = self._write(cert, key)  # a full or read-only /tmp: said and retried like a failed run
         except Exception as error:  # the library's and the plugin's errors end here: the last certificate stays
@@ -230,6 +247,15 @@ class PluginCertificate:
                 file.write(data)
             paths.append(str(path))
         return paths[0], paths[1]
+
+
+class _RenewalTrace(aiohttp.TraceConfig):
+    """The requests' trace of one plugin's certificate, by which `end_renewal` finds it on a configuration (the
+    renewal lives as long as the configuration carries it, no longer)."""
+
+    def __init__(self, renewal: PluginCertificate) -> None:
+        super().__init__()
+        self.renewal = renewal
 
 
 def _certificate_in(status: Mapping[str, Any], now: float) -> tuple[bytes, bytes, float]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from kubernetes.aio.client import ApiClient
 
+from autoscaler.kube.client_certificate import end_renewal
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.raw import describe
 from exporter.stopping import stop_tasks
@@ -69,4 +70,5 @@ class KubeSession:
         if self._api is not None:
             api, self._api = self._api, None
             with contextlib.suppress(Exception):
+                await end_renewal(api.configuration)  # a client certificate's plugin run, and its process
                 await api.close()  # type: ignore[no-untyped-call]

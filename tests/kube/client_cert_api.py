@@ -97,17 +97,18 @@ class CertificatePlugin:
 
     def sign_each_run(self, authority: trustme.CA, lifetime_s: float) -> None:
         """From now on each run signs a new certificate with `authority`, valid for `lifetime_s` seconds from
-        the run (real time: for a process whose clock a test cannot step)."""
+        the run (real time: for a process whose clock a test cannot step); `hold()` holds these runs too."""
         ca_cert, ca_key = self.folder / "ca.crt", self.folder / "ca.key"
         authority.cert_pem.write_to_path(str(ca_cert))
         authority.private_key_pem.write_to_path(str(ca_key))
         self.script.write_text(
-            "import datetime, json, pathlib\n"
+            "import datetime, json, pathlib, time\n"
             "from cryptography import x509\n"
             "from cryptography.hazmat.primitives import hashes, serialization\n"
             "from cryptography.hazmat.primitives.asymmetric import ec\n"
             "from cryptography.x509.oid import NameOID\n"
             f"with open({str(self._runs)!r}, 'a') as runs: runs.write('run\\n')\n"
+            f"while pathlib.Path({str(self._held)!r}).exists(): time.sleep(0.01)\n"
             f"ca = x509.load_pem_x509_certificate(pathlib.Path({str(ca_cert)!r}).read_bytes())\n"
             f"ca_key = serialization.load_pem_private_key(pathlib.Path({str(ca_key)!r}).read_bytes(), None)\n"
             "key = ec.generate_private_key(ec.SECP256R1())\n"
@@ -135,6 +136,19 @@ class CertificatePlugin:
     @property
     def runs(self) -> int:
         return len(self._runs.read_text().splitlines()) if self._runs.exists() else 0
+
+    def processes(self) -> list[int]:
+        """The ids of this plugin's processes still running, as `ps` would list them."""
+        found = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    command = (entry / "cmdline").read_bytes().split(b"\0")
+                except OSError:  # ended meanwhile
+                    continue
+                if str(self.script).encode() in command:
+                    found.append(int(entry.name))
+        return found
 
     def kubeconfig(self, kube: FakeKubeApi, namespace: str) -> Path:
         """A kubeconfig for `kube` whose user's credential comes from this plugin."""
