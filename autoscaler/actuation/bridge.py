@@ -66,6 +66,7 @@ from autoscaler.actuation.bridge_watch import crd_missing
 from autoscaler.kube.backoff import exponential_delay, retry_delay
 from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
+from autoscaler.kube.raw import object_key
 from autoscaler.log_lists import say_each_or_grouped
 from autoscaler.selfmetrics import AdapterMetrics
 
@@ -202,8 +203,7 @@ class ReplicaBridge:
         if scale is None:
             self._full = True
         else:
-            meta = scale.get("metadata") or {}
-            self._changed[(str(meta.get("namespace") or ""), str(meta.get("name") or ""))] = scale
+            self._changed[object_key(scale)] = scale
         self._wake.set()
 
     async def run(self) -> None:
@@ -255,9 +255,9 @@ class ReplicaBridge:
             version = (scale.get("metadata") or {}).get("resourceVersion")
             if version is not None and version == self._written.get(key):
                 continue  # our own write, handed back
-            if self._older_than_reconciled(key, scale):
+            if _older_generation(_generation(scale), self._generations.get(key)):
                 continue  # a late event: a newer spec was reconciled already
-            if key in listed and _older(scale, listed[key]):
+            if key in listed and _older_generation(_generation(scale), _generation(listed[key])):
                 continue  # a late event: the pass has a newer spec listed
             todo[key] = scale
         return todo
@@ -362,42 +362,10 @@ class ReplicaBridge:
         handed: dict[ScaleId, JSON] = {}  # reconciled from a hand-over during this pass (`_between`)
         unlisted: set[str | None] = set()  # scopes whose list failed: what they hold is unknown, not gone
         for scope in self.scopes:
-            try:
-                listed = await self._client.list_custom(RUNTIME_SCALES, scope)
-            except KubeApiError as error:
-                if crd_missing(error):  # said at WARNING by the scope's watch, on every replica
-                    self._pass_failed = True
-                    log.debug("replica bridge: cannot list RuntimeScales in %s: %s", scope or "all namespaces", error)
-                else:
-                    self._warn(f"cannot list RuntimeScales in {scope or 'all namespaces'}: {error}")
-                    if self._metrics is not None:  # no status can say it: the bridge sees no RuntimeScale there
-                        self._metrics.bridge_runtime_scale_list_failures.inc()
-                self._hold(error)
-                unlisted.add(scope)
-                continue
-            items = _keyed(listed, scope)
-            self._owners.replace(scope, items)
-            self._covered.add(scope)
-            known = await self._list_targets(scope) if items else _Listed({}, {})
-            this_scope = dict(items)
-            for key, scale in items:
-                seen.add(key)
-                if self._changed and self._may_write() and not self._held():
-                    between = await self._between(this_scope, handed)
-                    if between is None:
-                        return writes
-                    writes += between
-                if (key in handed and not _older(handed[key], scale)) or self._older_than_reconciled(key, scale):
-                    continue  # reconciled from its hand-over during this pass: the listed spec is no newer
-                retry = self._retries.get(key)
-                if retry is not None and retry.not_before > self._clock():
-                    continue
-                if not self._may_write():
-                    return writes
-                if self._held():  # the rest waits with it; nothing it held is forgotten
-                    self._full = True
-                    return writes
-                writes += await self._reconcile_guarded(key, scale, known)
+            scope_writes, goes_on = await self._sync_scope(scope, seen, handed, unlisted)
+            writes += scope_writes
+            if not goes_on:
+                return writes
         if None in unlisted:
             return writes
         for key in {*self._reasons, *self._retries} - seen:
@@ -407,6 +375,52 @@ class ReplicaBridge:
         if not self._pass_failed and not self._retries:  # a whole pass without a failure: causes are news again
             self._warned.clear()
         return writes
+
+    async def _sync_scope(self, scope: str | None, seen: set[ScaleId], handed: dict[ScaleId, JSON],
+                          unlisted: set[str | None]) -> tuple[int, bool]:
+        """The full pass over one scope: its RuntimeScales listed (each added to `seen`; the scope to `unlisted`
+        where the list fails) and reconciled from the scope's lists, with the hand-overs waiting reconciled in
+        between (into `handed`). Returns the writes made, and whether the pass goes on: not once this replica
+        stopped leading, the server's `Retry-After` holds the bridge, or a hand-over moved a runtime's owner."""
+        try:
+            listed = await self._client.list_custom(RUNTIME_SCALES, scope)
+        except KubeApiError as error:
+            if crd_missing(error):  # said at WARNING by the scope's watch, on every replica
+                self._pass_failed = True
+                log.debug("replica bridge: cannot list RuntimeScales in %s: %s", scope or "all namespaces", error)
+            else:
+                self._warn(f"cannot list RuntimeScales in {scope or 'all namespaces'}: {error}")
+                if self._metrics is not None:  # no status can say it: the bridge sees no RuntimeScale there
+                    self._metrics.bridge_runtime_scale_list_failures.inc()
+            self._hold(error)
+            unlisted.add(scope)
+            return 0, True
+        items = _keyed(listed, scope)
+        self._owners.replace(scope, items)
+        self._covered.add(scope)
+        known = await self._list_targets(scope) if items else _Listed({}, {})
+        this_scope = dict(items)
+        writes = 0
+        for key, scale in items:
+            seen.add(key)
+            if self._changed and self._may_write() and not self._held():
+                between = await self._between(this_scope, handed)
+                if between is None:
+                    return writes, False
+                writes += between
+            if ((key in handed and not _older_generation(_generation(handed[key]), _generation(scale)))
+                    or _older_generation(_generation(scale), self._generations.get(key))):
+                continue  # reconciled from its hand-over during this pass: the listed spec is no newer
+            retry = self._retries.get(key)
+            if retry is not None and retry.not_before > self._clock():
+                continue
+            if not self._may_write():
+                return writes, False
+            if self._held():  # the rest waits with it; nothing it held is forgotten
+                self._full = True
+                return writes, False
+            writes += await self._reconcile_guarded(key, scale, known)
+        return writes, True
 
     async def _list_targets(self, scope: str | None) -> _Listed:
         """The ServingRuntimes and ModelMesh Deployments of `scope`, each by (namespace, name); a list that fails
@@ -426,12 +440,6 @@ class ReplicaBridge:
             self._hold(error)
             deployments = None
         return _Listed(runtimes, deployments)
-
-    def _older_than_reconciled(self, key: ScaleId, scale: JSON) -> bool:
-        """Whether `scale` is the same object as one reconciled before, with an older spec (generation)."""
-        seen = self._generations.get(key)
-        generation = _generation(scale)
-        return seen is not None and generation is not None and seen[0] == generation[0] and generation[1] < seen[1]
 
     def _note_reconciled(self, key: ScaleId, scale: JSON) -> None:
         generation = _generation(scale)
@@ -484,7 +492,7 @@ class ReplicaBridge:
 
     async def _reconcile(self, key: ScaleId, scale: JSON, known: _Listed | None) -> int:
         """`known`: the full pass's lists (None: read the ServingRuntime and Deployment now)."""
-        namespace, name = key
+        namespace = key[0]
         runtime_name = (scale.get("spec") or {}).get("servingRuntime")
         owner = self._owners.owner((namespace, runtime_name)) if isinstance(runtime_name, str) else None
         if owner is not None and owner != key:
@@ -504,47 +512,56 @@ class ReplicaBridge:
                 cluster_runtime = await self._cluster_runtime_exists(runtime_name)
             else:
                 deployment = await self._deployment(key, scale, known)
+        writes = 0
         if runtime is not None:
             self._note_misplaced(key, runtime, deployment, deployment_name(scale))
-        writes = 0
-        if runtime is not None and autoscaler_class(runtime) is None:
-            wanted = replicas_of(scale)
-            if wanted is None:
-                adopted = replicas_of(runtime)
-                if adopted is None and replicas_of(deployment) != 0:
-                    # A Deployment at 0 is modelmesh-serving's scale to zero, not the runtime's size: adopted
-                    # and carried back, 0 would keep the runtime at 0 once an InferenceService comes.
-                    adopted = replicas_of(deployment)
-                if adopted is not None:
-                    scale, written = await self._adopt(key, scale, adopted)
-                    writes += written
-                    wanted = replicas_of(scale)
-            self._note_reconciled(key, scale)
-            found = replicas_of(runtime)
-            if wanted is not None and found != wanted:
-                try:
-                    await self._patch("servingruntime_replicas", SERVING_RUNTIMES, namespace, str(runtime_name),
-                                      {"spec": {"replicas": wanted}})
-                except KubeApiError as error:
-                    await self._report_not_written(key, scale, deployment, found, error)
-                    raise
-                writes += 1
-                if self._carried.get(key, bridged_spec(scale)) == (runtime_name, wanted):
-                    log.log(
-                        self._set_back_level(key, found),
-                        "ServingRuntime %s/%s spec.replicas was set to %s outside RuntimeScale %s/%s (by hand, or by "
-                        "a tool that applies the ServingRuntime's manifest); set back to %d: the RuntimeScale, which "
-                        "its HPA scales, decides the runtime's replicas. Change the HPA's minReplicas/maxReplicas "
-                        "instead, and leave spec.replicas out of applied ServingRuntime manifests",
-                        namespace, runtime_name, found, namespace, name, wanted)
-                else:
-                    self._writes.carried(key, str(runtime_name), found, wanted)
-            if wanted is None:
-                self._carried.pop(key, None)
-            else:
-                self._carried[key] = (str(runtime_name), wanted)
+            if autoscaler_class(runtime) is None:
+                scale, writes = await self._carry_replicas(key, scale, runtime, deployment)
         outcome = verdict(scale, runtime, deployment, cluster_runtime=cluster_runtime)
         return writes + await self._write_status(key, scale, deployment, outcome)
+
+    async def _carry_replicas(self, key: ScaleId, scale: JSON, runtime: JSON,
+                              deployment: JSON | None) -> tuple[JSON, int]:
+        """Carry the RuntimeScale's `spec.replicas` to its ServingRuntime `runtime` (first adopting the runtime's
+        replicas where the RuntimeScale has none); returns the RuntimeScale afterwards and the writes made."""
+        namespace, name = key
+        runtime_name = str((scale.get("spec") or {}).get("servingRuntime"))
+        writes = 0
+        wanted = replicas_of(scale)
+        if wanted is None:
+            adopted = replicas_of(runtime)
+            if adopted is None and replicas_of(deployment) != 0:
+                # A Deployment at 0 is modelmesh-serving's scale to zero, not the runtime's size: adopted
+                # and carried back, 0 would keep the runtime at 0 once an InferenceService comes.
+                adopted = replicas_of(deployment)
+            if adopted is not None:
+                scale, writes = await self._adopt(key, scale, adopted)
+                wanted = replicas_of(scale)
+        self._note_reconciled(key, scale)
+        found = replicas_of(runtime)
+        if wanted is not None and found != wanted:
+            try:
+                await self._patch("servingruntime_replicas", SERVING_RUNTIMES, namespace, runtime_name,
+                                  {"spec": {"replicas": wanted}})
+            except KubeApiError as error:
+                await self._report_not_written(key, scale, deployment, found, error)
+                raise
+            writes += 1
+            if self._carried.get(key, bridged_spec(scale)) == (runtime_name, wanted):
+                log.log(
+                    self._set_back_level(key, found),
+                    "ServingRuntime %s/%s spec.replicas was set to %s outside RuntimeScale %s/%s (by hand, or by "
+                    "a tool that applies the ServingRuntime's manifest); set back to %d: the RuntimeScale, which "
+                    "its HPA scales, decides the runtime's replicas. Change the HPA's minReplicas/maxReplicas "
+                    "instead, and leave spec.replicas out of applied ServingRuntime manifests",
+                    namespace, runtime_name, found, namespace, name, wanted)
+            else:
+                self._writes.carried(key, runtime_name, found, wanted)
+        if wanted is None:
+            self._carried.pop(key, None)
+        else:
+            self._carried[key] = (runtime_name, wanted)
+        return scale, writes
 
     async def _refuse_duplicate(self, key: ScaleId, scale: JSON, owner: ScaleId, known: _Listed | None) -> int:
         """A RuntimeScale whose runtime an older one owns: nothing is written to the runtime or adopted from it;
@@ -773,30 +790,19 @@ def _generation(scale: JSON) -> tuple[str, int] | None:
     return uid, generation
 
 
-def _older(scale: JSON, than: JSON) -> bool:
-    """Whether `scale` is the same object as `than` with an older spec (generation)."""
-    mine, theirs = _generation(scale), _generation(than)
+def _older_generation(mine: tuple[str, int] | None, theirs: tuple[str, int] | None) -> bool:
+    """Whether `mine` (a `_generation`) is the same object as `theirs` with an older spec; None: not known."""
     return mine is not None and theirs is not None and mine[0] == theirs[0] and mine[1] < theirs[1]
 
 
 def _keyed(listed: JSON, scope: str | None) -> list[tuple[ScaleId, JSON]]:
     """A list's RuntimeScales with their (namespace, name)."""
-    keyed = []
-    for scale in listed.get("items") or []:
-        if isinstance(scale, dict):
-            meta = scale.get("metadata") or {}
-            keyed.append(((str(meta.get("namespace") or scope or ""), str(meta.get("name") or "")), scale))
-    return keyed
+    return [(object_key(scale, scope), scale) for scale in listed.get("items") or [] if isinstance(scale, dict)]
 
 
 def _by_name(listed: JSON) -> Objects:
     """A list's items by (namespace, name)."""
-    objects: Objects = {}
-    for item in listed.get("items") or []:
-        if isinstance(item, dict):
-            meta = item.get("metadata") or {}
-            objects[str(meta.get("namespace") or ""), str(meta.get("name") or "")] = item
-    return objects
+    return {object_key(item): item for item in listed.get("items") or [] if isinstance(item, dict)}
 
 
 def _rfc3339_now() -> str:

@@ -26,7 +26,7 @@ from autoscaler.kube.backoff import spread_delay
 from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.list_watch import ListWatch
-from autoscaler.kube.raw import JSON, Endpoint, scope_name
+from autoscaler.kube.raw import JSON, Endpoint, object_key, scope_name
 from autoscaler.kube.watch_news import ScopeLine, flushed_when_stopped, watch_news
 from autoscaler.model import RuntimeKey
 
@@ -127,13 +127,11 @@ class RuntimeScaleWatch:
         self._on_change(None if kind == "DELETED" else obj)
 
     def _remember(self, kind: str, scale: JSON) -> None:
-        meta = scale.get("metadata") or {}
-        namespace = str(meta.get("namespace") or self.scope or "")
-        name = (namespace, str(meta.get("name") or ""))
+        key = object_key(scale, self.scope)
         if kind == "DELETED":
-            self._owners.drop(name)
+            self._owners.drop(key)
         else:  # where it was is forgotten: its runtime (or replicas) may have changed
-            self._owners.note(name, scale)
+            self._owners.note(key, scale)
 
     def _failed(self, error: Exception, failures: int) -> None:
         """Warn when the watch starts failing (a Role with `list` but not `watch` on runtimescales said

@@ -125,3 +125,10 @@ def describe(error: BaseException) -> str:
 def scope_name(scope: Scope) -> str:
     """A scope as log and error messages say it."""
     return f"namespace {scope}" if scope is not None else "all namespaces"
+
+
+def object_key(obj: JSON, scope: Scope = None) -> tuple[str, str]:
+    """(namespace, name) from an object's metadata, each "" where missing: the key of objects held by name. A
+    namespace left out of an item falls back to `scope` (the namespace it was listed or watched in)."""
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or scope or ""), str(meta.get("name") or "")
