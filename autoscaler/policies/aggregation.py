@@ -341,13 +341,7 @@ def scan_pods(
                 if a is not None and a > global_lru:
                     global_lru = a
         codes.append(code)
-    pressure: float | None
-    if room:
-        pressure = 0.0
-    elif full and global_lru > 0.0:
-        pressure = policy.target_lru_age_s / global_lru
-    else:
-        pressure = None
+    pressure = _cache_pressure(room, full, global_lru, policy)
     ready = len(codes) - not_ready
     n = ready - stale
     models_in_use: int | None = None
@@ -360,28 +354,10 @@ def scan_pods(
         models_missing = n
     fresh_g, fresh_r = len(gpu), n - no_rate
     fresh_q, fresh_c = n - no_queue, n - no_cache
-    # GPU busy is expected also where a Ready pod carries a reading whose own time is stale (`gpus`): the GPU has
-    # its own clock, so a pod can be fresh on load and stale on GPU, and such a reading on every pod from the
-    # first refresh on (an adapter started while the runtime's GPU collectors hang) is missing, not absent.
-    # Counted absent, it let the recommendation fall on the load terms alone. A stale load makes the whole pod
-    # stale, which holds every value already.
-    expected = (fresh_g > 0 or gpus or SIGNAL_GPU in seen, fresh_r > 0 or SIGNAL_REQUESTS in seen,
-                fresh_q > 0 or SIGNAL_QUEUE in seen, fresh_c > 0 or SIGNAL_CACHE in seen)
+    fresh_counts = (fresh_g, fresh_r, fresh_q, fresh_c)
+    expected = _expected_signals(fresh_counts, gpus, seen)
     count = len(codes)
-    if count <= _SMALL_RUNTIME:
-        # A small runtime's codes repeat from refresh to refresh (and across runtimes): the per-pod tuples
-        # and the signal stats they imply come from one lookup (`_BY_CODES`) rather than four calls.
-        key = (expected, *codes)
-        found = _BY_CODES.get(key)
-        if found is None:
-            found = _BY_CODES[key] = _per_pod(codes, expected, (fresh_g, fresh_r, fresh_q, fresh_c), ready,
-                                              gpu_absent)
-            if len(_BY_CODES) > 4096:
-                _BY_CODES.clear()
-        fresh, signals, pod_signals = found
-    else:
-        fresh, signals, pod_signals = _per_pod(codes, expected, (fresh_g, fresh_r, fresh_q, fresh_c), ready,
-                                               gpu_absent)
+    fresh, signals, pod_signals = _per_pod_cached(codes, expected, fresh_counts, ready, gpu_absent)
     # The GPU's power mean first, then the rates': should a value be invalid, the error is the same as ever.
     gpu_busy = power_mean_bounded(gpu, p, gpu_top, gpu_low) if gpu else None
     request_rate: float | None = None
@@ -472,6 +448,33 @@ def counted_copies(servers: Mapping[str, int]) -> int:
     return 2 * len(servers) - list(servers.values()).count(1)  # sum(min(n, 2)): COUNTED_COPIES is 2
 
 
+def _cache_pressure(room: bool, full: bool, global_lru: float, policy: RuntimePolicy) -> float | None:
+    """`Aggregate.cache_pressure` (docs/design.md, Aggregation) from what the pass saw of the caches: 0 where
+    some pod has room, `target_lru_age_s` over the oldest LRU age of the full pods, None where neither is known.
+    Once per runtime, after the pass: the pass only notes `room`, `full` and the oldest age."""
+    if room:
+        return 0.0
+    if full and global_lru > 0.0:
+        return policy.target_lru_age_s / global_lru
+    return None
+
+
+def _expected_signals(fresh: tuple[int, int, int, int], gpus: bool,
+                      seen: Collection[str]) -> tuple[bool, bool, bool, bool]:
+    """Whether the GPU busy, request rate, queue delay and cache signals are expected of the runtime's pods
+    (`fresh`: their fresh counts, in that order): a signal some pod reports fresh, or the runtime reported at an
+    earlier refresh (`seen`), is missing on a pod without it, not absent.
+
+    GPU busy is expected also where a Ready pod carries a reading whose own time is stale (`gpus`): the GPU has
+    its own clock, so a pod can be fresh on load and stale on GPU, and such a reading on every pod from the
+    first refresh on (an adapter started while the runtime's GPU collectors hang) is missing, not absent.
+    Counted absent, it let the recommendation fall on the load terms alone. A stale load makes the whole pod
+    stale, which holds every value already."""
+    fresh_g, fresh_r, fresh_q, fresh_c = fresh
+    return (fresh_g > 0 or gpus or SIGNAL_GPU in seen, fresh_r > 0 or SIGNAL_REQUESTS in seen,
+            fresh_q > 0 or SIGNAL_QUEUE in seen, fresh_c > 0 or SIGNAL_CACHE in seen)
+
+
 _ready_terms: Final = tuple.__new__
 """`ReadyTerms(...)` is `tuple.__new__(ReadyTerms, (...))` called through a Python-level `__new__`, which costs
 as much as the rest of a two-pod runtime's aggregation; this is the call it makes."""
@@ -481,15 +484,39 @@ _SMALL_RUNTIME: Final = 16
 """Up to this many pods, a runtime's per-pod tuples are looked up by its state codes (`_BY_CODES`): building
 and hashing the key costs less than the lookups and calls it saves."""
 
-_BY_CODES: dict[tuple[object, ...], tuple[tuple[bool, ...], dict[str, SignalStats], PodSignals]] = {}
-"""(expected, *codes) → `_per_pod`'s result: shared, never mutated, bounded (cleared past 4,096 entries, a
-few hundred bytes each)."""
+_PerPod = tuple[tuple[bool, ...], dict[str, SignalStats], PodSignals]
+"""`Aggregate.fresh`, `.signals` and `.pod_signals` (`_per_pod`)."""
+
+_BY_CODES: dict[tuple[object, ...], _PerPod] = {}
+"""(expected, *codes) → `_per_pod`'s result: shared, never mutated, bounded (`_BY_CODES_BOUND`)."""
+
+_BY_CODES_BOUND: Final = 4096
+"""`_BY_CODES` is cleared past this many entries (a few hundred bytes each, a megabyte or two in all); a cleared
+cache only costs rebuilding its entries."""
+
+
+def _per_pod_cached(
+    codes: list[int], expected: tuple[bool, bool, bool, bool], fresh: tuple[int, int, int, int], ready: int,
+    gpu_absent: int,
+) -> _PerPod:
+    """`_per_pod`, looked up by the codes for a small runtime (`_SMALL_RUNTIME`): its codes repeat from refresh
+    to refresh (and across runtimes), so the per-pod tuples and the signal stats they imply come from one
+    lookup (`_BY_CODES`) rather than four calls."""
+    if len(codes) > _SMALL_RUNTIME:
+        return _per_pod(codes, expected, fresh, ready, gpu_absent)
+    key = (expected, *codes)
+    found = _BY_CODES.get(key)
+    if found is None:
+        found = _BY_CODES[key] = _per_pod(codes, expected, fresh, ready, gpu_absent)
+        if len(_BY_CODES) > _BY_CODES_BOUND:
+            _BY_CODES.clear()
+    return found
 
 
 def _per_pod(
     codes: list[int], expected: tuple[bool, bool, bool, bool], fresh: tuple[int, int, int, int], ready: int,
     gpu_absent: int,
-) -> tuple[tuple[bool, ...], dict[str, SignalStats], PodSignals]:
+) -> _PerPod:
     """`Aggregate.fresh`, `.signals` and `.pod_signals` from the pods' state codes: all three follow from the
     codes and `expected` (the counts, which the pass kept, are the codes' bits counted)."""
     return (_looked_up(_LOAD_FRESH, codes), signal_stats(fresh, expected, ready, gpu_absent),

@@ -407,13 +407,17 @@ class SignalProfile(NamedTuple):
 
 _PROFILES: dict[int, SignalProfile] = {}
 
+_PROFILES_BOUND: Final = 4096
+"""`_PROFILES` is cleared at this many entries, one per signal stats mapping (`signal_stats` keeps as many
+mappings)."""
+
 
 def _profile(by_signal: Mapping[str, SignalStats]) -> SignalProfile:
     """What the decision reads off a runtime's signal stats, worked out once per stats mapping rather than
     once per runtime: `signal_stats` hands the same mapping to every runtime with the same counts, refresh
     after refresh, so it is found by identity (the entry keeps the mapping alive, so its id is not reused
-    while cached; cleared past 4,096 entries)."""
-    if len(_PROFILES) >= 4096:
+    while cached; cleared at `_PROFILES_BOUND`)."""
+    if len(_PROFILES) >= _PROFILES_BOUND:
         _PROFILES.clear()
     profile = _PROFILES[id(by_signal)] = SignalProfile(
         by_signal,
@@ -438,20 +442,23 @@ def _signal_coverage(by_signal: Mapping[str, SignalStats]) -> dict[str, float]:
 
 _TERMS_BY_ID: dict[int, tuple[RuntimePolicy, tuple[WeightedTerm, ...], tuple[int, int | None]]] = {}
 
+_TERMS_BY_ID_BOUND: Final = 65_536
+"""`_TERMS_BY_ID` is cleared at this many entries: one policy per runtime of a 65,536-runtime fleet, well under
+1 KiB each; more only cost rebuilding."""
+
 
 def _policy_terms(policy: RuntimePolicy) -> tuple[tuple[WeightedTerm, ...], tuple[int, int | None]]:
     """`default_terms(policy)` and the view's `bounds`, made once per policy object rather than once per
     runtime and refresh, and found by the policy's identity: a refresh hands the same policy object to a
     runtime every time (`with_hpa_bounds` is cached), and hashing a 16-field policy costs more than the
-    ranking of a small runtime. The entry keeps its policy alive, so an id is never reused while cached.
-    Sized for one policy per runtime of a 65,536-runtime fleet, well under 1 KiB each; more only cost
-    rebuilding. Both are immutable, so every view of the policy shares them."""
+    ranking of a small runtime. The entry keeps its policy alive, so an id is never reused while cached
+    (cleared at `_TERMS_BY_ID_BOUND`). Both are immutable, so every view of the policy shares them."""
     hit = _TERMS_BY_ID.get(id(policy))
     if hit is not None and hit[0] is policy:
         return hit[1], hit[2]
     terms = default_terms(policy)
     bounds = (lower_bound(policy), policy.max_replicas)
-    if len(_TERMS_BY_ID) >= 65_536:
+    if len(_TERMS_BY_ID) >= _TERMS_BY_ID_BOUND:
         _TERMS_BY_ID.clear()
     _TERMS_BY_ID[id(policy)] = (policy, terms, bounds)
     return terms, bounds
