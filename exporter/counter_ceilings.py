@@ -18,8 +18,12 @@ from exporter.modelmesh_text import CACHE_MISSES, QUEUE_COUNT, QUEUE_SUM_MS, REQ
 from exporter.signal_ceilings import refusal
 
 _PER_SECOND: Final = ((REQUESTS, "requests_per_second", names.REQUESTS_PER_SECOND),
-                      (CACHE_MISSES, "cache_misses_per_second", names.CACHE_MISSES_PER_SECOND))
-"""Counter field, its signal (a `CEILINGS` key) and the exporter's series of its rate."""
+                      (CACHE_MISSES, "cache_misses_per_second", names.CACHE_MISSES_PER_SECOND),
+                      (QUEUE_COUNT, "requests_per_second", "queued requests a second"))
+"""Counter field, the signal whose ceiling its rate is held to (a `CEILINGS` key), and the exporter's series of its
+rate. A queued request is a request: a queue count that rose faster than any pod serves is garbled too, and taken
+as good it lowered the queue delay, and its true count's return read as a restart that counted the pod's whole
+history again."""
 
 Series = tuple[str, Labels]
 """A counter series: its field and ModelMesh's labels."""

@@ -17,7 +17,8 @@ serves those from its start, at 0 in a new container): it is cut or garbled, and
 count the whole history again too. Where such a body came first (the exporter's first read), the read that
 brings the unlabelled series is a new baseline: its series were missing before, not new since. A body whose counts
 rose faster than the signals' ceilings allow (`exporter.counter_ceilings`) is refused too, the last good values
-kept.
+kept, and is the baseline the next readings count on from (`exporter.counter_jumps`): a count that jumped once
+and stays costs one read, not every read after it.
 
 Logs go to the ModelMesh collector's logger (`exporter.collectors.modelmesh`), the one operators filter on.
 """
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 
 from exporter import names
 from exporter.counter_ceilings import Series, implausible_step
+from exporter.counter_jumps import CounterJumps
 from exporter.modelmesh_text import (
     CACHE_MISSES,
     COUNTER_FIELDS,
@@ -94,6 +96,10 @@ class CounterWindow:
         self._last: dict[Series, tuple[float, float]] = {}  # series → (value, seen at)
         self._current: set[Series] = set()
         """The series of the last reading."""
+        self._jumps = CounterJumps()
+        self._refused_at: float | None = None
+        """When the last reading refused for its counts' rise was read, until the next reading is accepted: the
+        rate window starts again there, as what that reading added is not counted."""
         self.resets = 0
         """ModelMesh restarts seen."""
         self.restarts = 0
@@ -109,7 +115,8 @@ class CounterWindow:
         """Fold in one reading taken at monotonic time `at` (seconds); ScrapeFailure, changing nothing, for one
         that cannot be ModelMesh's (`_check_unlabelled_kept`, `_check_requests_kept`), or whose counts rose faster
         than any pod's (`exporter.counter_ceilings`: a garbled count of 1e308, published, was a rate of as much
-        for a whole window, on the dashboards and alerts that read the exporter's series).
+        for a whole window, on the dashboards and alerts that read the exporter's series). That one changes only
+        what the next readings count on from (`exporter.counter_jumps`), not what is served.
 
         Returns the labels of the request-count series that rose since the last reading: a series of a model
         served since then (all of a new container's with a count, at a restart; a new series in full). None
@@ -117,8 +124,10 @@ class CounterWindow:
         means)."""
         self.news = None
         previous = self._history[-1] if self._history else None
-        series = {(field, labels): value for field in COUNTER_FIELDS
-                  for labels, value in reading.counters.get(field, {}).items()}
+        body = {(field, labels): value for field in COUNTER_FIELDS
+                for labels, value in reading.counters.get(field, {}).items()}
+        unjumped = self._jumps.read(body)
+        series = unjumped.counts
         self._check_unlabelled_kept(series)
         restart = None if previous is None else self._restart(series, reading.has_instance_record)
         if previous is not None and not restart:
@@ -130,23 +139,33 @@ class CounterWindow:
         # The first reading is the baseline: what ModelMesh counted before the exporter started is not ours.
         values: dict[str, float] = dict.fromkeys(COUNTER_FIELDS, 0.0) if previous is None else dict(previous.values)
         risen: set[Labels] | None = None
+        history = list(self._history)
         if previous is not None:
             risen = set()
             increases: dict[Series, float] = {}
+            before: dict[Series, float] = {}
             for key, value in () if rebase else series.items():
                 last = None if restart else self._last.get(key)
                 # A new series, or any series of a new container: all of it happened since the last reading.
-                increase = increases[key] = value if last is None else value - last[0]
+                before[key] = 0.0 if last is None else last[0]
+                increase = increases[key] = value - before[key]
                 values[key[0]] += increase
                 if increase > 0 and key[0] == REQUESTS:
                     risen.add(key[1])
-            absurd = implausible_step([totals.values for totals in self._history], values, at - previous.at,
-                                      increases, series)
+            if self._refused_at is not None and unjumped.stayed and not (restart or rebase or unjumped.ended):
+                # What the refused reading added is not counted: this one's increases are since then
+                history = [Totals(self._refused_at, previous.values)]
+            absurd = implausible_step([totals.values for totals in history], values, at - history[-1].at,
+                                      increases, body)
             if absurd is not None:
+                self._jumps.refused(body, series, before, at)
+                self._refused_at = at
                 raise ScrapeFailure(names.REASON_PARSE, absurd)
+        self._jumps.accepted(unjumped)
         if restart:
             # Every series of the old container is gone with it: one that shows up later is the new
             # container's, counted in full, not compared with the old count (a second "reset").
+            self._jumps.forget(self._last)
             self._last.clear()
         for key, value in series.items():
             self._last[key] = (value, at)
@@ -172,6 +191,20 @@ class CounterWindow:
                 self.news = (f"no good ModelMesh reading for {at - previous.at:.1f} s, more than the load window "
                              f"({self.window_s:g} s) plus the read timeout ({self.late_s:g} s): rates start again "
                              "from this reading")
+        elif unjumped.ended:
+            # Its count was garbled, not jumped: counted again from the last good count, but when the requests
+            # between came is unknown (a rate over this step alone would show them as a spike)
+            self._history.clear()
+            self.restarts += 1
+            self.news = (f"{len(unjumped.ended)} of ModelMesh's counter series back below what the refused read "
+                         "had (a garbled read, not a jump): counted on from the last good read; no rates until the "
+                         "next one")
+        elif self._refused_at is not None and unjumped.stayed:
+            self._history = deque(history)
+            self.restarts += 1
+            self.news = ("ModelMesh's counts stayed up where the refused read had them (a jump, not a garble): "
+                         "counting on from the refused read, what it added not counted")
+        self._refused_at = None
         self._history.append(Totals(at, values))
         # Keep one point at or before the window start so the rate covers the whole window.
         while len(self._history) > 2 and self._history[1].at <= at - self.window_s:
@@ -179,6 +212,7 @@ class CounterWindow:
         stale = [key for key, (_, seen) in self._last.items() if seen < at - self._forget_after_s]
         for key in stale:
             del self._last[key]
+        self._jumps.forget(stale)
         return None if risen is None else frozenset(risen)
 
     def _check_unlabelled_kept(self, series: Mapping[tuple[str, Labels], float]) -> None:

@@ -1,6 +1,7 @@
 """Whatever counts ModelMesh's exposition carries (garbled jumps to 1e308, restarts, a queue time without its
 count), the exporter never publishes a rate above its signal's ceiling, nor a request total that grew faster than
-the request-rate ceiling allows: a reading that would is refused, the last good values kept.
+the request-rate ceiling allows: a reading that would is refused, the last good values kept. A count that jumped
+once and counts on from there costs that one read; one garbled read costs nothing, and counts nothing twice.
 `test_exporter_implausible_counts` shows the real exporter process and its log.
 """
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +17,8 @@ from exporter.counters import CounterWindow
 from exporter.modelmesh_text import (
     CACHE_MISSES,
     COUNTER_FIELDS,
+    QUEUE_COUNT,
+    QUEUE_SUM_MS,
     REQUESTS,
     ModelMeshReading,
     ScrapeFailure,
@@ -53,3 +57,78 @@ def test_no_rate_above_its_ceiling_is_ever_published(readings: list[tuple[float,
         assert totals is not None
         assert totals[REQUESTS] <= CEILINGS["requests_per_second"].limit * at
         assert totals[CACHE_MISSES] <= CEILINGS["cache_misses_per_second"].limit * at
+
+
+STEADY = st.tuples(st.floats(min_value=0.0, max_value=5000.0),  # requests a second, the same throughout
+                   st.lists(st.floats(min_value=0.1, max_value=60.0), min_size=3, max_size=12),  # read intervals
+                   st.sampled_from([1.0, 30.0, 300.0]))  # the load window
+"""A pod under a steady load, read at uneven intervals."""
+RISE = st.floats(min_value=1e13, max_value=1e308, allow_nan=False, allow_infinity=False)
+"""A rise no pod's counts make between two reads: 60 s at the ceiling of 1e6 requests a second is 6e7, and the
+queue time of 300,000 requests (60 s at `STEADY`'s most) at the hour's ceiling about 1.1e12 ms."""
+
+
+def steady_counts(rate: float, at: float) -> dict[str, float]:
+    """ModelMesh's counts after `at` seconds at `rate` requests a second (each queued 10 ms, a tenth a miss)."""
+    requests = float(round(rate * at))
+    return {REQUESTS: requests, QUEUE_COUNT: requests, QUEUE_SUM_MS: 10.0 * requests,
+            CACHE_MISSES: float(round(requests / 10))}
+
+
+def refused_at(window: CounterWindow, counts: dict[str, float], at: float) -> bool:
+    try:
+        window.add(reading(counts), at)
+    except ScrapeFailure:
+        return True
+    return False
+
+
+@settings(max_examples=200, deadline=None)
+@given(steady=STEADY, jumped=st.integers(min_value=1), jump=st.integers(min_value=10**9, max_value=10**15))
+def test_a_count_that_jumped_and_stays_costs_one_read_and_the_rates_are_right_from_the_next(
+        steady: tuple[float, list[float], float], jumped: int, jump: int) -> None:
+    rate, intervals, window_s = steady
+    jumped = 1 + jumped % (len(intervals) - 1)  # the first read is the baseline
+    window = CounterWindow(window_s, late_s=2.0)
+    times = [sum(intervals[:index + 1]) for index in range(len(intervals))]
+    lost = 0.0
+    for index, at in enumerate(times):
+        counts = steady_counts(rate, at)
+        if index >= jumped:
+            counts[REQUESTS] += jump  # ModelMesh's bug: once, then it counts on from there
+        assert refused_at(window, counts, at) == (index == jumped)
+        if index == jumped:
+            lost = steady_counts(rate, at)[REQUESTS] - steady_counts(rate, times[index - 1])[REQUESTS]
+        rates = window.rates()
+        if index == jumped + 1 and at - times[index - 2] <= window_s + 2.0:
+            assert rates is not None  # rates again at once, but after a gap
+        if rates is not None:
+            elapsed = rates.elapsed_s
+            assert rates.requests_per_second == pytest.approx(rate, abs=1.0 / elapsed + 1e-9 * rate)
+    totals = window.latest
+    assert totals is not None
+    assert totals[REQUESTS] == steady_counts(rate, times[-1])[REQUESTS] - steady_counts(rate, times[0])[REQUESTS] - lost
+
+
+@settings(max_examples=200, deadline=None)
+@given(steady=STEADY, garbled=st.integers(min_value=1), field=st.sampled_from(COUNTER_FIELDS), garble=RISE)
+def test_one_garbled_read_costs_nothing_and_counts_nothing_twice(
+        steady: tuple[float, list[float], float], garbled: int, field: str, garble: float) -> None:
+    rate, intervals, window_s = steady
+    garbled = 1 + garbled % (len(intervals) - 2)  # the first read is the baseline; a read after the garbled one
+    window = CounterWindow(window_s, late_s=2.0)
+    times = [sum(intervals[:index + 1]) for index in range(len(intervals))]
+    for index, at in enumerate(times):
+        counts = steady_counts(rate, at)
+        if index == garbled:
+            counts[field] += garble
+        assert refused_at(window, counts, at) == (index == garbled)
+        rates = window.rates()
+        if rates is not None:
+            assert rates.requests_per_second <= CEILINGS["requests_per_second"].limit
+            assert rates.queue_delay_s <= CEILINGS["queue_delay_s"].limit
+    totals = window.latest
+    assert totals is not None
+    first, last = steady_counts(rate, times[0]), steady_counts(rate, times[-1])
+    for counted in COUNTER_FIELDS:
+        assert totals[counted] == last[counted] - first[counted], counted

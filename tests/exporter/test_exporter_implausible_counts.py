@@ -23,6 +23,7 @@ from tests.support.processes import free_port, http_get, poll, running
 
 ABSURD = 1e308
 PARSE_ERRORS = f'{names.SCRAPE_ERRORS_TOTAL}{{collector="modelmesh",reason="parse"}}'
+SUCCESS = f'{names.COLLECTOR_SUCCESS}{{collector="modelmesh"}}'
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,21 @@ def exporter_of(container: ModelMeshContainer, log: Path) -> Iterator[Callable[[
         yield lambda: published(http_get(f"http://127.0.0.1:{port}/metrics")[1])
 
 
+def scraped_until(scrape: Callable[[], dict[str, float]], requests_total: float) -> dict[str, float]:
+    """What the exporter serves once its `modelmesh_pod_requests_total` is `requests_total`; an AssertionError with
+    the last values served when it does not come within 30 s."""
+    seen: list[dict[str, float]] = []
+
+    def reached() -> dict[str, float] | None:
+        seen.append(scrape())
+        return seen[-1] if seen[-1].get(names.REQUESTS_TOTAL) == requests_total else None
+
+    try:
+        return poll(reached, timeout=30)
+    except AssertionError:
+        raise AssertionError(f"{names.REQUESTS_TOTAL} never {requests_total:g}; last served {seen[-1]}") from None
+
+
 @pytest.mark.parametrize("garble", GARBLES.values(), ids=GARBLES.keys())
 def test_an_absurd_count_is_refused_with_one_warning_and_the_last_good_values_stay(
         garble: Garble, tmp_path: Path) -> None:
@@ -89,16 +105,18 @@ def test_an_absurd_count_is_refused_with_one_warning_and_the_last_good_values_st
         setattr(series, garble.attribute, ABSURD)
 
         def read_or_refused() -> dict[str, float] | None:
-            """Three reads refused, or the absurd count taken (the spike a dashboard would show)."""
+            """The garbled read refused and a later read of the same count taken (counting on from the refused
+            one: nothing new), or the absurd count taken (the spike a dashboard would show)."""
             values = scrape()
             taken = (values[names.REQUESTS_TOTAL] != 100
                      or values.get(garble.published, 0.0) > CEILINGS[garble.signal].limit)
-            return values if taken or values.get(PARSE_ERRORS, 0.0) >= 3 else None
+            counted_on = values.get(PARSE_ERRORS, 0.0) >= 1 and values[SUCCESS] == 1.0
+            return values if taken or counted_on else None
 
         refused = poll(read_or_refused, timeout=30)
         assert refused[names.REQUESTS_TOTAL] == 100, refused  # the last good values stay
         assert refused.get(garble.published, 0.0) <= CEILINGS[garble.signal].limit, refused
-        assert refused[f'{names.COLLECTOR_SUCCESS}{{collector="modelmesh"}}'] == 0.0, refused
+        assert refused[PARSE_ERRORS] == 1, refused  # the first garbled read alone, not every one after it
 
         setattr(series, garble.attribute, real)  # one garbled stretch of reads, then ModelMesh's true count again
         container.serve(50, queue_ms=40.0)
@@ -122,4 +140,35 @@ def test_an_absurd_count_is_refused_with_one_warning_and_the_last_good_values_st
     assert "1e+308" in warning, warning  # the value read
     assert garble.published in warning and f"{CEILINGS[garble.signal].limit:g}" in warning, warning
     assert "keeping last good values" in warning, warning
+    assert "back below what the refused read had (a garbled read, not a jump)" in text, text
+    assert seen[-1][PARSE_ERRORS] == 1, seen[-1]  # its true count back, read as such: not refused, no restart
+    assert "restarted" not in text, text
+    assert "Traceback" not in text, text
+
+
+def test_a_count_that_jumped_and_stays_costs_one_read_and_counts_on_from_there(tmp_path: Path) -> None:
+    """A ModelMesh bug adds 1e12 to a request count once, then counts on normally: compared with the last accepted
+    reading every later one rose as far, and was refused for ever (the pod's load stale, the adapter holding the
+    runtime). The jumped reading is refused once; the next ones count on from it."""
+    container = ModelMeshContainer(lambda: 1_800_000_000.0)
+    container.publish(models=1, lru_time_s=None)
+    log = tmp_path / "exporter.log"
+    with exporter_of(container, log) as scrape:
+        poll(lambda: names.REQUESTS_TOTAL in scrape(), timeout=30)
+        container.serve(100, queue_ms=40.0)
+        poll(lambda: scrape().get(names.REQUESTS_TOTAL) == 100, timeout=30)
+
+        container.invoke.series[("ModelInfer", "OK")].count += 1e12  # the bug, once
+        poll(lambda: scrape().get(PARSE_ERRORS, 0.0) >= 1, timeout=30)
+        container.serve(50, queue_ms=40.0)  # ModelMesh counts on from its jumped count
+        counted_on = scraped_until(scrape, requests_total=150)
+        assert counted_on[SUCCESS] == 1.0, counted_on
+        container.serve(30, queue_ms=40.0)
+        later = scraped_until(scrape, requests_total=180)
+        assert 0 < later[names.REQUESTS_PER_SECOND] <= CEILINGS["requests_per_second"].limit, later
+        assert later[PARSE_ERRORS] == 1, later  # the jumped read alone was refused
+
+    text = log.read_text()
+    assert sum("WARNING" in line and "1e+12" in line for line in text.splitlines()) == 1, text
+    assert "counting on from the refused read" in text, text
     assert "Traceback" not in text, text

@@ -1,0 +1,89 @@
+"""Counts that rose in a reading refused for rising faster than any pod's, read from then on as what they added
+since that reading.
+
+The refusal (`exporter.counter_ceilings`) compared each reading with the last accepted one. A count that jumped
+and stays there (a ModelMesh bug adding 1e12 once, then counting on normally) had risen as far at every later
+read, so every read was refused: the pod's load went stale for good and the adapter held its runtime. So a
+refused reading is a new baseline for the series it raised, as a restart is for a new container's: a later count
+at or above the refused one is read as the series' count before the refusal plus what it added since. What the
+refused read itself added is not counted (one read's worth: the jump hides it).
+
+A count back below the refused one (a garble that read 1e308 once, then ModelMesh's true count again) shows that
+reading garbled, not jumped: every count it raised is read as it is again, against its count before the refusal,
+so nothing is lost and nothing counts twice. Compared with the refused count, it would read as a restart and
+count the pod's whole history again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from exporter.counter_ceilings import Series
+
+
+@dataclass(frozen=True, slots=True)
+class Jump:
+    """One series' rise in a refused reading."""
+
+    read: float
+    """What ModelMesh's body said in the refused reading."""
+    before: float
+    """The series' count as counted before it (0 when the reading was also a new container's)."""
+    refused_at: float
+    """When the refused reading was read: the jumps of one reading end together."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unjumped:
+    """One reading's counts as the running totals read them (`CounterJumps.read`)."""
+
+    counts: dict[Series, float]
+    stayed: bool
+    """Some series is at or above its refused count: the refusal is the baseline of what it counts on from."""
+    ended: frozenset[Series]
+    """The series of the refused readings that some count is back below: their jumps are over once the reading
+    is accepted."""
+
+
+class CounterJumps:
+    """The jumps of the series that rose in refused readings, until each series comes back below its jump or the
+    container restarts."""
+
+    def __init__(self) -> None:
+        self._jumps: dict[Series, Jump] = {}
+
+    def read(self, counts: Mapping[Series, float]) -> Unjumped:
+        """`counts` as ModelMesh's body had them, each jumped series read as its count before the jump plus what it
+        added since; changes nothing (a reading may still be refused)."""
+        read = dict(counts)
+        if not self._jumps:  # every read but the few after a refusal
+            return Unjumped(read, False, frozenset())
+        garbled = {jump.refused_at for key, jump in self._jumps.items() if read.get(key, jump.read) < jump.read}
+        stayed = False
+        for key, jump in self._jumps.items():
+            if key in read and jump.refused_at not in garbled:
+                # not `value - (read - before)`: 1e308 - (1e308 - 100) is 0, not 100
+                read[key] = jump.before + (read[key] - jump.read)
+                stayed = True
+        return Unjumped(read, stayed, frozenset(key for key, jump in self._jumps.items()
+                                                if jump.refused_at in garbled))
+
+    def refused(self, body: Mapping[Series, float], counts: Mapping[Series, float],
+                before: Mapping[Series, float], at: float) -> None:
+        """The reading read at `at` was refused: each series whose count (`counts`, as `read` gave them) rose above
+        the one it was compared with (`before`; none: 0) counts on from its value in the `body`."""
+        for key, value in counts.items():
+            base = before.get(key, 0.0)
+            if value > base:
+                self._jumps[key] = Jump(body[key], base, at)
+
+    def accepted(self, reading: Unjumped) -> None:
+        """A reading was accepted: the jumps it ended are over."""
+        for key in reading.ended:
+            del self._jumps[key]
+
+    def forget(self, keys: Iterable[Series]) -> None:
+        """Series that are gone (a restart's, or long unseen)."""
+        for key in keys:
+            self._jumps.pop(key, None)
