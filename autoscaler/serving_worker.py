@@ -16,14 +16,18 @@ from autoscaler.api import packed
 from autoscaler.api.app import build_served_app
 from autoscaler.api.certs import server_context
 from autoscaler.api.snapshot import SnapshotHolder
+from autoscaler.api.stall import STALL_KEY
 from autoscaler.kube.review_connection import ReviewConnection
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.serve_loop import connection_limits, log, serve_until_stopped
 from autoscaler.settings import ServeSettings
+from autoscaler.skipped_snapshots import SkippedSnapshots
+from exporter.listen import show
 from exporter.stack_dumps import StackDumps
 
-READY, FAILED, TAKEN = b"ready", b"error:", b"taken"
-"""What a worker says down its pipe: it listens; it could not start (its one line follows); it took a snapshot."""
+READY, FAILED, TAKEN, SKIPPED = b"ready", b"error:", b"taken", b"skipped"
+"""What a worker says down its pipe: it listens; it could not start (its one line follows); it took a snapshot; it
+had no file descriptor for one (`autoscaler.skipped_snapshots`)."""
 HELD_FROM_THE_WORKER = frozenset({signal.SIGINT, signal.SIGQUIT})
 """Blocked while a worker starts, until `worker_main` takes them over
 (`worker_pool._interrupts_held_from_the_worker`)."""
@@ -67,7 +71,8 @@ async def _worker(settings: ServeSettings, cert_file: Path, key_file: Path, pipe
     except (OSError, ValueError) as error:
         pipe.send_bytes(FAILED + str(error).encode())
         return 2
-    receiving = asyncio.create_task(_receive_snapshots(pipe, holder), name="receive-snapshots")
+    skips = SkippedSnapshots(show(settings.bound_host, settings.listen_port), app.get(STALL_KEY))
+    receiving = asyncio.create_task(_receive_snapshots(pipe, holder, skips), name="receive-snapshots")
 
     def ready() -> None:
         with contextlib.suppress(BrokenPipeError):  # the refresh process has gone: `receiving` ends at once
@@ -90,9 +95,10 @@ async def _worker(settings: ServeSettings, cert_file: Path, key_file: Path, pipe
     return 0
 
 
-async def _receive_snapshots(pipe: Connection, holder: SnapshotHolder) -> bool:
+async def _receive_snapshots(pipe: Connection, holder: SnapshotHolder, skips: SkippedSnapshots) -> bool:
     """Swap in each snapshot as it arrives; True when the refresh process has gone (the pipe's end), False when
-    a snapshot could not be taken (logged here: the call that failed and what to check).
+    a snapshot could not be taken (logged here: the call that failed and what to check). One this process had no
+    file descriptor for is skipped, the values it has kept (`skips` says so).
 
     The refresh process passes each snapshot as a shared-memory file descriptor (`autoscaler.api.packed`);
     a thread receives and maps it, and requests read it in place, so the event loop only makes the
@@ -104,6 +110,10 @@ async def _receive_snapshots(pipe: Connection, holder: SnapshotHolder) -> bool:
             snapshot = await asyncio.to_thread(packed.receive, pipe)
         except packed.PIPE_ENDED:
             return True
+        except packed.SnapshotSkipped as skipped:
+            skips.skipped(skipped.error)
+            _acknowledge(pipe, SKIPPED)
+            continue
         except packed.SnapshotNotTaken as failure:
             log.error("cannot take the snapshots the refresh process sends (it is running): %s. Check what changes "
                       "this process's system calls or memory: a library preloaded with LD_PRELOAD (libfaketime "
@@ -111,5 +121,11 @@ async def _receive_snapshots(pipe: Connection, holder: SnapshotHolder) -> bool:
                       "stopping so that Kubernetes restarts the pod", failure)
             return False
         holder.current = snapshot
-        with contextlib.suppress(OSError):  # the refresh process has gone: the next receive ends this loop
-            pipe.send_bytes(TAKEN)  # from the event loop: a loop that is stuck takes no more (`first_hung`)
+        skips.taken()
+        _acknowledge(pipe, TAKEN)
+
+
+def _acknowledge(pipe: Connection, said: bytes) -> None:
+    """Say a snapshot is dealt with, from the event loop: a loop that is stuck says no more (`first_hung`)."""
+    with contextlib.suppress(OSError):  # the refresh process has gone: the next receive ends the loop
+        pipe.send_bytes(said)

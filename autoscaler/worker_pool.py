@@ -126,7 +126,9 @@ class WorkerPool:
         A worker whose event loop is stuck (a deadlock, a call that blocks, a stopped process) is not dead: it
         keeps its share of the listening port (`SO_REUSEPORT`), so the kernel goes on handing it new connections,
         which hang, while its siblings answer the probes. It also stops taking snapshots, which each worker
-        acknowledges from its event loop (`TAKEN`): that silence is what shows it."""
+        acknowledges from its event loop (`TAKEN`): that silence is what shows it. One it had no file descriptor
+        for (`SKIPPED`: at its open-file limit) is acknowledged too: its loop runs, and its own stall watch fails
+        its health once its values are too old (`autoscaler.skipped_snapshots`)."""
         loop = asyncio.get_running_loop()
         for index, pipe in enumerate(self.pipes):
             loop.add_reader(pipe.fileno(), self._taken, index)
@@ -142,7 +144,7 @@ class WorkerPool:
                 loop.remove_reader(pipe.fileno())
 
     def _taken(self, index: int) -> None:
-        """Read what worker `index` said it took (one snapshot each, in the order sent)."""
+        """Read what worker `index` said of the snapshots sent (taken or skipped, one each, in the order sent)."""
         pipe, waiting = self.pipes[index], self.untaken[index]
         try:
             while pipe.poll():

@@ -75,16 +75,27 @@ def outage_said(where: str, error: OSError) -> str:
     """The one line of an outage: what fails, the limit, what happens meanwhile, and what to do."""
     waiting = (f"new connections to {where} wait in the kernel's backlog, not accepted, until a file is free "
                "(tried every second; said once until then)")
+    return f"{shortage(error)}: {waiting}: {cause_and_cure(where, error)}"
+
+
+def shortage(error: OSError) -> str:
+    """What ran out, as an outage's line starts (the words operators search the log and the docs for)."""
+    return "out of file descriptors" if error.errno in (errno.EMFILE, errno.ENFILE) else "out of memory for sockets"
+
+
+def cause_and_cure(where: str, error: OSError) -> str:
+    """Whose limit `error` reached and what to do, for a process serving on `where`: the advice of every line that
+    says a process ran out of files (a connection not accepted, a serving worker's new values not taken)."""
     if error.errno == errno.EMFILE:
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        return (f"out of file descriptors: {waiting}: this process has as many files open as its open-file limit "
-                f"({soft}; RLIMIT_NOFILE, hard limit {'unlimited' if hard == resource.RLIM_INFINITY else hard}) "
-                f"allows; look for clients holding many connections to {where} open (`ss -tn` in the pod's network "
-                "namespace), or raise the container's open-file limit (`ulimit -n`, set by the container runtime)")
+        return (f"this process has as many files open as its open-file limit ({soft}; RLIMIT_NOFILE, hard limit "
+                f"{'unlimited' if hard == resource.RLIM_INFINITY else hard}) allows; look for clients holding many "
+                f"connections to {where} open (`ss -tn` in the pod's network namespace), or raise the container's "
+                "open-file limit (`ulimit -n`, set by the container runtime)")
     if error.errno == errno.ENFILE:
-        return (f"out of file descriptors: {waiting}: the node's open-file limit (fs.file-max) is reached; look for "
-                "what holds files open on the node, or raise fs.file-max")
-    return f"out of memory for sockets: {waiting}: {error.strerror or error}; look for what uses the node's memory"
+        return ("the node's open-file limit (fs.file-max) is reached; look for what holds files open on the node, or "
+                "raise fs.file-max")
+    return f"{error.strerror or error}; look for what uses the node's memory"
 
 
 def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:

@@ -4,15 +4,19 @@ exporter scraped, and under a container runtime's soft 1,024 a fleet of about 90
 
 from __future__ import annotations
 
+import http.client
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from autoscaler.workers import HUNG_WORKER_FLOOR_S
 from tests.support.open_file_limit import SAID, held_connections, lines, open_files_limit
 from tests.support.processes import (
+    _INSECURE,
     TEST_PROCESS_ENV,
     free_port,
     http_get,
@@ -32,13 +36,16 @@ TARGETS = """runtimes:
 """
 
 
-def serve_under(tmp_path: Path, nofile: str, listen: str = "127.0.0.1:0") -> tuple[subprocess.Popen[bytes], Path]:
+def serve_under(tmp_path: Path, nofile: str, listen: str = "127.0.0.1:0",
+                *options: str) -> tuple[subprocess.Popen[bytes], Path]:
+    """`serve` under the open-file limit `nofile` (`soft:hard`), refreshing hourly unless `options` say otherwise."""
     (tmp_path / "targets.yaml").write_text(TARGETS)
     log = tmp_path / "adapter.log"
     with log.open("w") as out:
         adapter = subprocess.Popen(
             ["prlimit", f"--nofile={nofile}", sys.executable, "-m", "autoscaler.cli", "serve", "--insecure-dev",
-             "--listen", listen, "--targets", str(tmp_path / "targets.yaml"), "--refresh-interval", "3600"],
+             "--listen", listen, "--targets", str(tmp_path / "targets.yaml"), "--refresh-interval", "3600",
+             *options],
             stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path,
             env={**os.environ, **TEST_PROCESS_ENV, "PYTHONPATH": str(REPO)})
     return adapter, log
@@ -112,4 +119,60 @@ def test_serve_stopped_at_its_hard_open_file_limit_exits_0_without_a_traceback(t
         stop(adapter)
     text = log.read_text()
     assert "Traceback" not in text, text[-4000:]
+    assert "stopped (exit code 0)" in text, text[-4000:]
+
+
+SKIPPED_SAID = "out of file descriptors: cannot take the refresh process's new values"
+"""What a serving worker logs, once an outage, when it has no file for the snapshot the refresh process passes."""
+
+
+def test_workers_at_their_open_file_limit_skip_new_values_then_fail_health_past_the_stall_limit_and_never_stop(
+        tmp_path: Path) -> None:
+    """Each snapshot reaches a worker as a file descriptor; at its limit the kernel drops it. The worker raised
+    `received 0 items of ancdata` and exited 1, and the whole adapter with it: a connection flood killed the
+    adapter. Now the worker keeps its values, says so once, and past the stall limit (10 s at a 1 s refresh) answers
+    503 and fails /readyz and /livez on the connections it has, as with a hung refresh."""
+    port = free_port()
+    adapter, log = serve_under(tmp_path, "64:64", f"127.0.0.1:{port}", "--workers", "2", "--refresh-interval", "1")
+    kept_alive = [http.client.HTTPSConnection("127.0.0.1", port, timeout=30, context=_INSECURE) for _ in range(6)]
+    try:
+        poll(lambda: "serving external.metrics.k8s.io" in log.read_text() or adapter.poll() is not None, 120)
+        assert adapter.poll() is None, log.read_text()
+        assert poll(lambda: http_get(f"https://127.0.0.1:{port}/readyz", timeout=5)[0] == 200, timeout=60)
+
+        def status(connection: http.client.HTTPSConnection, path: str) -> int:
+            connection.request("GET", path)
+            with connection.getresponse() as response:
+                response.read()
+                return response.status
+
+        assert [status(connection, "/readyz") for connection in kept_alive] == [200] * len(kept_alive)
+        # each worker closes a connection that sends nothing within --header-read-timeout (10 s) and accepts the
+        # next waiting: 600 keep both at their limit past HUNG_WORKER_FLOOR_S, with moments of free files between
+        with held_connections(port, 600):
+            wait_until_logged(adapter, log, SKIPPED_SAID, timeout=90)
+            skipping_since = time.monotonic()
+            wait_until_logged(adapter, log, "skipped them for want of files", timeout=90)
+            assert {status(connection, "/readyz") for connection in kept_alive} == {503}
+            assert {status(connection, "/livez") for connection in kept_alive} == {503}
+            # skipped snapshots are acknowledged: not taken for a hung worker, which stops the adapter
+            time.sleep(max(0.0, skipping_since + HUNG_WORKER_FLOOR_S + 3 - time.monotonic()))
+            assert adapter.poll() is None, log.read_text()[-4000:]
+        wait_until_logged(adapter, log, "taking the refresh process's new values again", timeout=60)
+        assert poll(lambda: http_get(f"https://127.0.0.1:{port}/readyz", timeout=5)[0] == 200, timeout=60)
+        adapter.send_signal(signal.SIGTERM)
+        assert adapter.wait(timeout=60) == 0, log.read_text()[-4000:]
+    finally:
+        for connection in kept_alive:
+            connection.close()
+        stop(adapter)
+    text = log.read_text()
+    said = [line for line in text.splitlines() if SKIPPED_SAID in line]
+    for worker in ("[worker 0]", "[worker 1]"):  # once an outage, not at every refresh: its end said once too
+        assert sum(worker in line for line in said) <= text.count(f"{worker}: taking the refresh process's new") + 1
+    skipped = sum(int(count) for count in re.findall(r"new values again: (\d+) skipped", text))
+    assert skipped > len(said), text[-4000:]
+    assert all("WARNING" in line and "open-file limit (64; RLIMIT_NOFILE, hard limit 64)" in line
+               and "ss -tn" in line for line in said), said
+    assert "Traceback" not in text and "ancdata" not in text, text[-4000:]
     assert "stopped (exit code 0)" in text, text[-4000:]

@@ -18,6 +18,7 @@ import pytest
 from autoscaler.api import packed
 from autoscaler.api.snapshot import SnapshotHolder
 from autoscaler.serving_worker import _receive_snapshots
+from autoscaler.skipped_snapshots import SkippedSnapshots
 from tests.fakes.node_clock import clock_off_env
 from tests.hardening.adapter import write_targets
 from tests.support.processes import free_port, http_get, start, wait_until_answers
@@ -32,7 +33,7 @@ async def test_a_snapshot_that_cannot_be_mapped_is_said_with_the_call_and_errno(
     try:
         packed.send(ours, directory)
         with caplog.at_level(logging.ERROR, logger="autoscaler.workers"):
-            pipe_ended = await _receive_snapshots(theirs, SnapshotHolder())
+            pipe_ended = await _receive_snapshots(theirs, SnapshotHolder(), SkippedSnapshots("127.0.0.1:6443", None))
     finally:
         os.close(directory)
         ours.close()
@@ -49,7 +50,7 @@ async def test_the_pipes_end_is_still_the_refresh_process_gone() -> None:
     ours, theirs = multiprocessing.Pipe(duplex=True)
     ours.close()
     try:
-        assert await _receive_snapshots(theirs, SnapshotHolder()) is True
+        assert await _receive_snapshots(theirs, SnapshotHolder(), SkippedSnapshots("127.0.0.1:6443", None)) is True
     finally:
         theirs.close()
 

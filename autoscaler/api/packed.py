@@ -36,6 +36,7 @@ import itertools
 import math
 import mmap
 import os
+import socket
 import struct
 import tempfile
 import traceback
@@ -217,6 +218,21 @@ PIPE_ENDED: Final = (EOFError, BrokenPipeError, ConnectionResetError)
 """What `receive` raises when the sender has gone: the pipe's end, and nothing else."""
 
 
+OUT_OF_FILES: Final = (errno.EMFILE, errno.ENFILE)
+"""The errors of a process, or a node, with no file descriptor to spare."""
+
+
+class SnapshotSkipped(Exception):
+    """A snapshot the sender passed that this process had no file descriptor for: the kernel dropped the descriptor
+    (MSG_CTRUNC), or mapping it needed one more. The process is at its open-file limit (a connection flood), not
+    broken: it keeps the snapshot it has, and takes the next once a file is free. `error` is the shortage, EMFILE
+    (this process's limit) or ENFILE (the node's)."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(_said(error))
+        self.error = error
+
+
 class SnapshotNotTaken(Exception):
     """A snapshot the sender passed that this process could not take, the sender still there; says the call that
     failed (the innermost line of its traceback: `recvmsg`, `mmap`, or a call in `unpack`) and its error. Told apart
@@ -242,15 +258,59 @@ def receive(pipe: Connection) -> ServingSnapshot:
 
     The mapping lives as long as the snapshot: it is unmapped when the next one has replaced it and the last
     request that looked it up has copied its answer out. One of `PIPE_ENDED` when the sender has gone;
-    `SnapshotNotTaken` for any other failure."""
+    `SnapshotSkipped` when this process had no file descriptor for it (the snapshot is consumed: the next
+    `receive` waits for the next one); `SnapshotNotTaken` for any other failure."""
     try:
-        fd = reduction.recv_handle(pipe)
+        fd = _received_descriptor(pipe)
         try:
-            mapped = mmap.mmap(fd, os.fstat(fd).st_size, prot=mmap.PROT_READ)
+            mapped = mmap.mmap(fd, os.fstat(fd).st_size, prot=mmap.PROT_READ)  # it takes a descriptor of its own
         finally:
             os.close(fd)
         return unpack(memoryview(mapped))
-    except PIPE_ENDED:
+    except (*PIPE_ENDED, SnapshotSkipped):
         raise
-    except (OSError, RuntimeError, ValueError) as error:  # RuntimeError: no descriptor came; ValueError: PackError
+    except OSError as error:
+        if error.errno in OUT_OF_FILES:
+            raise SnapshotSkipped(error) from error
         raise SnapshotNotTaken(error) from error
+    except (RuntimeError, ValueError) as error:  # RuntimeError: not one descriptor came; ValueError: PackError
+        raise SnapshotNotTaken(error) from error
+
+
+_DESCRIPTOR_SPACE: Final = socket.CMSG_SPACE(struct.calcsize("i"))
+
+
+def _received_descriptor(pipe: Connection) -> int:
+    """The descriptor `send` passed (`multiprocessing.reduction.sendfds`' message: one byte and the descriptor).
+
+    Not `reduction.recv_handle`: it first duplicates the pipe's descriptor into a socket object, which a process
+    at its open-file limit cannot, and reads a descriptor the kernel dropped for want of a free one (MSG_CTRUNC) as
+    `RuntimeError('received 0 items of ancdata')`, which stopped the worker, and the adapter with it."""
+    sock = socket.socket(fileno=pipe.fileno())  # the pipe's own descriptor, not a duplicate
+    try:
+        message, ancillary, flags, _ = sock.recvmsg(1, _DESCRIPTOR_SPACE)
+        if not message and not ancillary:
+            raise EOFError
+        if reduction.ACKNOWLEDGE:  # pragma: no cover - macOS: the sender waits for it
+            sock.send(b"A")
+    finally:
+        sock.detach()
+    if flags & socket.MSG_CTRUNC:
+        raise SnapshotSkipped(_shortage(pipe.fileno()))
+    if len(ancillary) != 1 or ancillary[0][:2] != (socket.SOL_SOCKET, socket.SCM_RIGHTS):
+        raise RuntimeError(f"received {len(ancillary)} items of ancillary data, not one descriptor")
+    (fd,) = struct.unpack("i", ancillary[0][2][:struct.calcsize("i")])
+    return int(fd)
+
+
+def _shortage(fd: int) -> OSError:
+    """Why the kernel dropped a descriptor passed to this process, which it does not say (MSG_CTRUNC alone): a
+    descriptor asked for at once (a duplicate of `fd`) fails the same way, with its errno (EMFILE: this process's
+    limit, ENFILE: the node's). One that comes (a file freed meanwhile) is given back, and the process's limit
+    named."""
+    try:
+        os.close(os.dup(fd))
+    except OSError as error:
+        if error.errno in OUT_OF_FILES:
+            return error
+    return OSError(errno.EMFILE, os.strerror(errno.EMFILE))

@@ -15,6 +15,10 @@ snapshot the time is counted from the serving side's start, against `limit_s` pl
 that hangs before it ever delivers (a deadlock in start-up) would otherwise leave the pod unready for good and
 never restarted, since `/readyz` alone failing restarts nothing.
 
+A serving worker that skips the snapshots it is sent (at its open-file limit: `autoscaler.skipped_snapshots`)
+serves values that age the same way, and is judged the same way; it sets `held_back`, which the log and the 503
+say instead of a hung refresh.
+
 A refresh that stopped on purpose is not hung: after SIGTERM the refresh side stops and marks its last values
 not ready (`--shutdown-delay`), and they are served, `/livez` passing, until the port closes. Judged by their
 age, a delay longer than `limit_s` turned the drain into 503s (the HPA's FailedGetExternalMetric, which the
@@ -52,6 +56,9 @@ class StallWatch:
         self._clock = clock
         self._started = clock()
         self._reported = False
+        self.held_back: str | None = None
+        """Why this process has not taken the values sent to it (None: it took every one), said in place of a hung
+        refresh."""
         self.interval_s = min(1.0, limit_s / 4)
         """How often `watch` checks."""
         self.suspect = True
@@ -81,8 +88,9 @@ class StallWatch:
         updated = self._store.updated_at
         if updated is not None:
             if (age := self._clock() - updated) > self.limit_s and not self.draining():
-                raise ApiError(503, f"the adapter's values have not been refreshed for {age:.0f} s (its refresh "
-                                    "is hung or far too slow); the HPA holds its current replicas")
+                raise ApiError(503, f"the adapter's values have not been refreshed for {age:.0f} s "
+                                    f"({self.held_back or 'its refresh is hung or far too slow'}); the HPA holds its "
+                                    "current replicas")
         elif (age := self._clock() - self._started) > self.limit_s + FIRST_VALUES_ALLOWANCE_S:
             raise ApiError(503, f"the adapter's values have not come since the start, {age:.0f} s ago (its "
                                 "refresh is hung or far too slow); the HPA holds its current replicas")
@@ -98,10 +106,10 @@ class StallWatch:
         age = self.stalled_for()
         if age is not None and not self._reported:
             self._reported = True
-            log.error("no %s from %s for %.0f s (more than %.0f s: it is hung or far too slow); answering "
-                      "503 and failing /readyz and /livez so that Kubernetes restarts the pod",
+            log.error("no %s from %s for %.0f s (more than %.0f s: %s); answering 503 and failing /readyz and "
+                      "/livez so that Kubernetes restarts the pod",
                       "new values" if self._store.updated_at is not None else "values at all since the start",
-                      self._refresh, age, self.limit_s)
+                      self._refresh, age, self.limit_s, self.held_back or "it is hung or far too slow")
         elif age is None and self._reported:
             self._reported = False
             log.info("values from %s arrive again; serving them", self._refresh)
