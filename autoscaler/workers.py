@@ -42,7 +42,7 @@ from autoscaler.kube.review_connection import ReviewConnection
 from autoscaler.scratch import owned_directory, sweep_abandoned
 from autoscaler.serve_loop import StopRequests, serve_shutdown_delay
 from autoscaler.settings import ServeSettings
-from autoscaler.worker_pool import WorkerPool
+from autoscaler.worker_pool import STOP_TIMEOUT_S, WorkerPool
 from exporter.stack_dumps import StackDumps
 from exporter.stop_signals import StopSignals
 from exporter.stopping import stop_tasks
@@ -197,8 +197,9 @@ async def _refresh_until_stopped(settings: ServeSettings, pool: WorkerPool, stac
         code = 0
         if exited.done():
             process = exited.result()
-            log.error("serving worker %s exited with code %s; stopping so that Kubernetes restarts the pod",
-                      process.name, process.exitcode)
+            process.join(STOP_TIMEOUT_S)  # ended (its sentinel says so), but its code is only known once reaped
+            log.error("serving worker %s exited %s; stopping so that Kubernetes restarts the pod", process.name,
+                      _exit_said(process.exitcode))
             code = 1
         elif hung.done():
             process = hung.result()
@@ -222,3 +223,15 @@ async def _refresh_until_stopped(settings: ServeSettings, pool: WorkerPool, stac
         if draining:
             await serve_shutdown_delay(stop, settings.shutdown_delay_s)  # a second SIGTERM or SIGINT ends it
         await stack.close()
+
+
+def _exit_said(code: int | None) -> str:
+    """A worker's exit as the log says it: read before the process was reaped, it was `with code None`."""
+    if code is None:
+        return "(its exit code unknown)"
+    if code < 0:
+        try:
+            return f"with code {code} (killed by {signal.Signals(-code).name})"
+        except ValueError:
+            return f"with code {code} (killed by signal {-code})"
+    return f"with code {code}"

@@ -118,11 +118,15 @@ def test_the_refresh_process_yields_the_cpu_to_the_serving_workers(
     assert f"refresh process niceness {min(19, mine + 10)}" in log.read_text()
 
 
-def test_a_worker_that_dies_ends_the_adapter(adapter: tuple[subprocess.Popen[bytes], str]) -> None:
+def test_a_worker_that_dies_ends_the_adapter_and_the_log_says_how(
+        adapter: tuple[subprocess.Popen[bytes], str], tmp_path: Path) -> None:
+    """The line named the worker's exit code as `None`: read before the worker was reaped."""
     process, _ = adapter
     worker = serving_workers(process.pid)[0]
     os.kill(worker, signal.SIGKILL)
     assert process.wait(timeout=15) == 1
+    text = (tmp_path / "adapter.log").read_text()
+    assert "exited with code -9 (killed by SIGKILL);" in text, text[-4000:]
 
 
 def test_a_hung_worker_ends_the_adapter(adapter: tuple[subprocess.Popen[bytes], str], tmp_path: Path) -> None:
