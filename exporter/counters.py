@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from exporter import names
@@ -139,7 +139,7 @@ class CounterWindow:
         # The first reading is the baseline: what ModelMesh counted before the exporter started is not ours.
         values: dict[str, float] = dict.fromkeys(COUNTER_FIELDS, 0.0) if previous is None else dict(previous.values)
         risen: set[Labels] | None = None
-        history = list(self._history)
+        history: Sequence[Totals] = self._history
         if previous is not None:
             risen = set()
             increases: dict[Series, float] = {}
@@ -196,14 +196,14 @@ class CounterWindow:
             # between came is unknown (a rate over this step alone would show them as a spike)
             self._history.clear()
             self.restarts += 1
-            self.news = (f"{len(unjumped.ended)} of ModelMesh's counter series back below what the refused read "
-                         "had (a garbled read, not a jump): counted on from the last good read; no rates until the "
+            self.news = (f"ModelMesh's counts are back below what the refused read had (a garbled read, not a jump; "
+                         f"{len(unjumped.ended)} series): counted on from the last good read; no rates until the "
                          "next one")
         elif self._refused_at is not None and unjumped.stayed:
             self._history = deque(history)
             self.restarts += 1
-            self.news = ("ModelMesh's counts stayed up where the refused read had them (a jump, not a garble): "
-                         "counting on from the refused read, what it added not counted")
+            self.news = ("ModelMesh's counts stayed up where the refused read had them (jumped, or still "
+                         "garbled): counting on from the refused read, what it added not counted")
         self._refused_at = None
         self._history.append(Totals(at, values))
         # Keep one point at or before the window start so the rate covers the whole window.
