@@ -12,6 +12,11 @@ A count back below the refused one (a garble that read 1e308 once, then ModelMes
 reading garbled, not jumped: every count it raised is read as it is again, against its count before the refusal,
 so nothing is lost and nothing counts twice. Compared with the refused count, it would read as a restart and
 count the pod's whole history again.
+
+A count exactly at the refused one tells neither (`Unjumped.stuck`): a garble that stays, or a jump with no
+request since. Read from the refused count it added nothing, and a busy pod whose count was stuck at 1e308 (its
+increments lost in the float) was published idle; so while the series the refusal named sits there, each reading
+is refused too, and the pod's last good values stay.
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ class Jump:
     """The series' count as counted before it (0 when the reading was also a new container's)."""
     refused_at: float
     """When the refused reading was read: the jumps of one reading end together."""
+    culprit: bool = False
+    """The series that rose most in the refused reading (the one its refusal named): until it moves from the
+    refused count, nothing tells a jump from a garble that stays (`Unjumped.stuck`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +52,10 @@ class Unjumped:
     ended: frozenset[Series]
     """The series of the refused readings that some count is back below: their jumps are over once the reading
     is accepted."""
+    stuck: Series | None = None
+    """The series a refusal named, still at exactly its refused count: a garble that stays (a count stuck at
+    1e308, whose increments do not show) or a jump with no request since. Read from the refused count it adds 0,
+    and a busy pod was published idle; so the reading is refused too, the last good values kept, until it moves."""
 
 
 class CounterJumps:
@@ -60,6 +72,9 @@ class CounterJumps:
         if not self._jumps:  # every read but the few after a refusal
             return Unjumped(read, False, frozenset())
         garbled = {jump.refused_at for key, jump in self._jumps.items() if read.get(key, jump.read) < jump.read}
+        for key, jump in self._jumps.items():
+            if jump.culprit and jump.refused_at not in garbled and read.get(key) == jump.read:
+                return Unjumped(read, False, frozenset(), key)
         stayed = False
         for key, jump in self._jumps.items():
             if key in read and jump.refused_at not in garbled:
@@ -73,10 +88,10 @@ class CounterJumps:
                 before: Mapping[Series, float], at: float) -> None:
         """The reading read at `at` was refused: each series whose count (`counts`, as `read` gave them) rose above
         the one it was compared with (`before`; none: 0) counts on from its value in the `body`."""
-        for key, value in counts.items():
-            base = before.get(key, 0.0)
-            if value > base:
-                self._jumps[key] = Jump(body[key], base, at)
+        risen = {key: value - before.get(key, 0.0) for key, value in counts.items() if value > before.get(key, 0.0)}
+        most = max(risen, key=risen.__getitem__, default=None)
+        for key, increase in risen.items():
+            self._jumps[key] = Jump(body[key], counts[key] - increase, at, key == most)
 
     def accepted(self, reading: Unjumped) -> None:
         """A reading was accepted: the jumps it ended are over."""

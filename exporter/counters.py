@@ -127,6 +127,13 @@ class CounterWindow:
         body = {(field, labels): value for field in COUNTER_FIELDS
                 for labels, value in reading.counters.get(field, {}).items()}
         unjumped = self._jumps.read(body)
+        if unjumped.stuck is not None:
+            field, labels = unjumped.stuck
+            named = "{" + ",".join(f'{name}="{value}"' for name, value in labels) + "}" if labels else ""
+            raise ScrapeFailure(names.REASON_PARSE, (
+                f"ModelMesh's {SAMPLE_OF_FIELD[field]}{named} still reads {body[unjumped.stuck]:g}, the count the "
+                "refused read had: garbled, or jumped with no request since; read from there it would say this pod "
+                "served nothing, so no read is taken until it moves (the last good values stay)"))
         series = unjumped.counts
         self._check_unlabelled_kept(series)
         restart = None if previous is None else self._restart(series, reading.has_instance_record)

@@ -85,7 +85,7 @@ def refused_at(window: CounterWindow, counts: dict[str, float], at: float) -> bo
 
 @settings(max_examples=200, deadline=None)
 @given(steady=STEADY, jumped=st.integers(min_value=1), jump=st.integers(min_value=10**9, max_value=10**15))
-def test_a_count_that_jumped_and_stays_costs_one_read_and_the_rates_are_right_from_the_next(
+def test_a_count_that_jumped_and_stays_costs_the_reads_until_it_moves_and_the_rates_are_right_from_then(
         steady: tuple[float, list[float], float], jumped: int, jump: int) -> None:
     rate, intervals, window_s = steady
     jumped = 1 + jumped % (len(intervals) - 1)  # the first read is the baseline
@@ -96,11 +96,14 @@ def test_a_count_that_jumped_and_stays_costs_one_read_and_the_rates_are_right_fr
         counts = steady_counts(rate, at)
         if index >= jumped:
             counts[REQUESTS] += jump  # ModelMesh's bug: once, then it counts on from there
-        assert refused_at(window, counts, at) == (index == jumped)
+        # Refused at the jump, and after it while the count has not moved from the jumped value (no request since:
+        # nothing tells a jump from a garble that stays); the rates are right once it moves.
+        moved = index > jumped and steady_counts(rate, at)[REQUESTS] > steady_counts(rate, times[jumped])[REQUESTS]
+        assert refused_at(window, counts, at) == (index >= jumped and not moved)
         if index == jumped:
             lost = steady_counts(rate, at)[REQUESTS] - steady_counts(rate, times[index - 1])[REQUESTS]
         rates = window.rates()
-        if index == jumped + 1 and at - times[index - 2] <= window_s + 2.0:
+        if index == jumped + 1 and moved and at - times[index - 2] <= window_s + 2.0:
             assert rates is not None  # rates again at once, but after a gap
         if rates is not None:
             elapsed = rates.elapsed_s
@@ -132,3 +135,29 @@ def test_one_garbled_read_costs_nothing_and_counts_nothing_twice(
     first, last = steady_counts(rate, times[0]), steady_counts(rate, times[-1])
     for counted in COUNTER_FIELDS:
         assert totals[counted] == last[counted] - first[counted], counted
+
+
+@settings(max_examples=200, deadline=None)
+@given(steady=STEADY, stuck=st.integers(min_value=1), field=st.sampled_from([REQUESTS, QUEUE_SUM_MS]),
+       value=st.floats(min_value=1e16, max_value=1e308, allow_nan=False, allow_infinity=False))
+def test_a_count_stuck_at_a_garbled_value_never_lowers_a_published_rate(
+        steady: tuple[float, list[float], float], stuck: int, field: str, value: float) -> None:
+    """ModelMesh's count reads an absurd value from one read on and stays there, exactly, while the pod serves on
+    (too large for its increments to show, or a series that stopped counting): nothing tells how much it served,
+    so no read is taken, and the last good rates stay (the adapter holds the pod's last good sample). Read as
+    "stayed" from the refused read, the busy pod was published idle: 0 requests a second, 0 s queued."""
+    rate, intervals, window_s = steady
+    stuck = 1 + stuck % (len(intervals) - 1)  # the first read is the baseline
+    window = CounterWindow(window_s, late_s=2.0)
+    times = [sum(intervals[:index + 1]) for index in range(len(intervals))]
+    good = None
+    for index, at in enumerate(times):
+        counts = steady_counts(rate, at)
+        if index >= stuck:
+            counts[field] = value
+        assert refused_at(window, counts, at) == (index >= stuck), index
+        rates = window.rates()
+        if index < stuck:
+            good = rates
+        else:
+            assert rates == good  # the last good rates, neither lowered nor raised
