@@ -17,7 +17,9 @@ The lasting causes, as the decision and the sources leave them:
   publishes the cache use once ModelMesh has published its instance record; with Prometheus, a dropped series.
 - **ModelMesh never read** (every value, and KEDA's document): no Ready pod's load data was ever read since the
   adapter found the runtime (`PodView.age_s` None on each), the source answering: the exporters cannot read
-  ModelMesh (their GPU readings, where fresh, show they answer), or are not reached.
+  ModelMesh (their GPU readings, where fresh, show they answer), or are not reached; with `--source prometheus`,
+  Prometheus has no exporter series of the pods. The view does not say which source read it, so the message
+  names what to check for each (the scrape source's first, the default).
 """
 
 from __future__ import annotations
@@ -57,6 +59,11 @@ _CHECK_MODELMESH: Final = (
     "or --modelmesh-ca-file (its log says 'modelmesh collector failed (REASON)'; right after a pod starts, this "
     "passes by itself)")
 
+_PROMETHEUS_UNSEEN: Final = (
+    "with --source prometheus, Prometheus keeps no exporter series of these pods (a PodMonitor or scrape config "
+    "that leaves their namespace out, or relabelling that drops the series: /debug names the source's problem)")
+"""The same case read from Prometheus, where the adapter reaches no exporter: what to check there instead."""
+
 
 def lasting_cause(view: RuntimeView, metric: ServedMetric | None = None) -> str | None:
     """Why `metric` (None: every value, as KEDA's document has them) of `view` is not served for good, with
@@ -85,9 +92,9 @@ def _modelmesh_never_read(view: RuntimeView) -> str | None:
         return None
     names = few([pod.name for pod in ready], 3)
     if any(state == FRESH for pod in ready for signal, state in pod.signals if signal == SIGNAL_GPU):
-        return (f"no ready pod's exporter has read ModelMesh's load data since the adapter found the runtime "
-                f"({names}), though their GPU readings are fresh: the exporters answer and cannot read ModelMesh; "
-                f"{_CHECK_MODELMESH}")
-    return (f"no ready pod's load data has been read since the adapter found the runtime ({names}): the adapter "
-            "does not reach their exporters (the sidecar in the pods, its port, NetworkPolicies), or they cannot "
-            f"read ModelMesh; {_CHECK_MODELMESH}")
+        return (f"no ready pod's load data has been read since the adapter found the runtime ({names}), though "
+                "their GPU readings are fresh: with the scrape source (the default), the exporters answer and "
+                f"cannot read ModelMesh; {_CHECK_MODELMESH}; {_PROMETHEUS_UNSEEN}")
+    return (f"no ready pod's load data has been read since the adapter found the runtime ({names}): with the scrape "
+            "source (the default), the adapter does not reach their exporters (the sidecar in the pods, its port, "
+            f"NetworkPolicies), or they cannot read ModelMesh; {_CHECK_MODELMESH}; {_PROMETHEUS_UNSEEN}")

@@ -88,12 +88,14 @@ async def test_exporters_that_never_read_modelmesh_name_the_setting(aiohttp_clie
             status, message = await answer(client, metric)
             assert status == 503, message
             assert "unknown right now" not in message, message
-            assert f"{metric.value} for runtime {KEY} is not served: no ready pod's exporter has read " in message
+            assert f"{metric.value} for runtime {KEY} is not served: no ready pod's load data has been read " in message
             assert "their GPU readings are fresh" in message and "--modelmesh-url" in message, message
+            # the view does not say which source read it: a Prometheus user is told what to check there
+            assert "with --source prometheus, Prometheus keeps no exporter series" in message, message
             assert "why: /debug/runtimes/" in message, message
         status, message = await keda(client)
         assert status == 503 and "unknown right now" not in message, message
-        assert f"values of runtime {KEY} are not served: no ready pod's exporter has read " in message, message
+        assert f"values of runtime {KEY} are not served: no ready pod's load data has been read " in message, message
         assert "--modelmesh-url" in message and "scalers should hold" in message, message
 
 

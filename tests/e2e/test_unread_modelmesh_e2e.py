@@ -26,11 +26,12 @@ def test_exporters_with_a_wrong_modelmesh_url_are_named_in_every_answer(tmp_path
             "modelmesh_request_load"))[1]) else None), timeout=30)
         text = str(message)
         assert code != 0 and "unknown right now" not in text, text
-        assert f"modelmesh_request_load for runtime default/{DEPLOYMENT} is not served: no ready pod's exporter " \
-            "has read ModelMesh's load data" in text, text
+        assert f"modelmesh_request_load for runtime default/{DEPLOYMENT} is not served: no ready pod's load data " \
+            "has been read" in text, text
         assert "their GPU readings are fresh" in text and "--modelmesh-url (EXPORTER_MODELMESH_URL)" in text, text
+        assert "the exporters answer and cannot read ModelMesh" in text, text
         assert "pod-0: no request load; pod-1: no request load" in text, text
 
         status, body = http_get(f"{path.adapter_url}/keda/v1/namespaces/default/runtimes/{DEPLOYMENT}")
-        assert status == 503 and "are not served: no ready pod's exporter has read" in body, body
+        assert status == 503 and "are not served: no ready pod's load data has been read" in body, body
         assert "no data" not in path.adapter_log(), path.adapter_log()[-2000:]
