@@ -9,7 +9,8 @@ says so, with the states it goes between; its changes are then counted, not logg
 for `FLAP_REFRESHES` refreshes, and a line says it is steady again, in which state, after how many changes. The
 log's last line about a runtime is then never a state it left for good (a limit of one line a minute would leave
 the last flip unsaid). A runtime that changes to states it has not been in lately is logged at each change, as
-before: those are news.
+before: those are news; so is a flapping runtime's change to a state it did not flap between (a pod's request
+rate missing every other refresh after its GPU did): it is no longer flapping, and the line says the new state.
 """
 
 from __future__ import annotations
@@ -27,20 +28,23 @@ keeps one state this many refreshes (a minute at the default 15 s --refresh-inte
 class _Record:
     """One runtime's recent lines: the refresh each state was last said at, and its flapping if it flaps."""
 
-    said: dict[Hashable, tuple[int, str]] = field(default_factory=dict)  # what a line said -> (refresh, state)
+    said: dict[Hashable, tuple[int, str, Hashable]] = field(default_factory=dict)  # -> (refresh, description, state)
     returned_at: int | None = None  # the refresh of its last line back to what a line said lately
     flapping_since: int | None = None
     state: Hashable = None  # while flapping: its state at the last refresh
     changed_at: int = 0  # while flapping: the refresh its state last changed
     changes: int = 0  # while flapping: its changes since it started
+    between: set[Hashable] = field(default_factory=set)  # while flapping: the states it flaps between
 
 
 @dataclass(frozen=True, slots=True)
 class Steady:
-    """A flapping runtime that kept one state `FLAP_REFRESHES` refreshes: after `changes` in `refreshes`."""
+    """A flapping runtime that kept one state `FLAP_REFRESHES` refreshes, or (`left`) went to a state it did not
+    flap between: after `changes` in `refreshes`."""
 
     changes: int
     refreshes: int
+    left: bool = False
 
 
 class FlapWatch:
@@ -72,32 +76,35 @@ class FlapWatch:
             if returned_at is not None and self._refresh - returned_at < FLAP_REFRESHES:
                 record.flapping_since = record.changed_at = self._refresh
                 record.state, record.changes = state, 1
-                return tuple(dict.fromkeys((*(what for _, what in recent.values()), description)))
-        recent[said] = (self._refresh, description)
+                record.between = {*(was for _, _, was in recent.values()), state}
+                return tuple(dict.fromkeys((*(what for _, what, _ in recent.values()), description)))
+        recent[said] = (self._refresh, description, state)
         return None
 
     def steady(self, key: Hashable, said: Hashable, state: Hashable, description: str) -> Steady | None:
-        """For a flapping runtime, at each refresh: None while it flaps (a change of `state` counted, or not
-        steady long enough); else it is steady, no longer flapping, and its line is due (saying `said`)."""
+        """For a flapping runtime, at each refresh: None while it flaps (a change between its states counted, or not
+        steady long enough); else it is steady, or it went to a state it did not flap between (`Steady.left`):
+        no longer flapping, and its line is due (saying `said`)."""
         record = self._records[key]
         self._kept[key] = record
-        if state != record.state:
+        left = state != record.state and state not in record.between
+        if state != record.state and not left:
             record.state, record.changed_at = state, self._refresh
             record.changes += 1
             return None
-        if self._refresh - record.changed_at < FLAP_REFRESHES:
+        if not left and self._refresh - record.changed_at < FLAP_REFRESHES:
             return None
         since = record.flapping_since or 0
         record.flapping_since = record.returned_at = None
-        record.said = {said: (self._refresh, description)}
-        return Steady(record.changes, self._refresh - since)
+        record.said = {said: (self._refresh, description, state)}
+        return Steady(record.changes + left, self._refresh - since, left)
 
     def keep(self, key: Hashable) -> None:
         """The runtime was noted this refresh without a line: keep its record while it still matters (its lines
         within `FLAP_REFRESHES` refreshes hold its last return too: one is said with them)."""
         record = self._records.get(key)
         if record is not None and (record.flapping_since is not None or any(
-                self._refresh - at < FLAP_REFRESHES for at, _ in record.said.values())):
+                self._refresh - at < FLAP_REFRESHES for at, _, _ in record.said.values())):
             self._kept[key] = record
 
     def end_refresh(self) -> None:

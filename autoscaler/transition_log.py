@@ -48,7 +48,8 @@ misses, in SIGNALS' order; empty when nothing is missing."""
 
 
 _Noted = tuple[RuntimeView, Missing, str, str]
-"""A changed runtime of a refresh: its view, what it misses, its kind (`_FLAPPING`, `_STEADY` or "") and its note."""
+"""A changed runtime of a refresh: its view, what it misses, its kind (`_FLAPPING`, `_STEADY`, `_LEFT` or "") and
+its note."""
 
 assert POD_FIELDS[1] == "ready" and POD_FIELDS[12] == "signals"  # the rows' places `missing_now` reads
 _NOT_READ: Final = frozenset((STALE, MISSING))
@@ -109,6 +110,7 @@ def _line(view: RuntimeView, note: str = "") -> str:
 
 _FLAPPING: Final = "flapping"
 _STEADY: Final = "steady"
+_LEFT: Final = "left"  # a flapping runtime gone to a state it did not flap between
 _UNTIL_STEADY: Final = f"its changes are not logged until it keeps one state for {FLAP_REFRESHES} refreshes"
 
 
@@ -117,6 +119,9 @@ def _flapping_note(between: tuple[str, ...]) -> str:
 
 
 def _steady_note(steady: Steady) -> str:
+    if steady.left:
+        return (f"no longer flapping, a new state after {count_of(steady.changes, 'change')} in "
+                f"{steady.refreshes} refreshes of flapping")
     return (f"steady again after {count_of(steady.changes, 'change')} in {steady.refreshes} refreshes "
             "of flapping")
 
@@ -157,7 +162,7 @@ class RuntimeTransitions:
         if flaps.flapping(key):
             steady = flaps.steady(key, _said(after, missing), _flap_state(after, missing), _state(after, missing))
             if steady is not None:
-                self._views.append((after, missing, _STEADY, _steady_note(steady)))
+                self._views.append((after, missing, _LEFT if steady.left else _STEADY, _steady_note(steady)))
             said = missing  # what it misses now, for the line after it is steady
         elif worth:
             between = flaps.said(key, _said(after, missing), _flap_state(after, missing), _state(after, missing))
@@ -195,6 +200,8 @@ def _group_state(noted: _Noted) -> str:
     state = _state(view, missing)
     if kind == _FLAPPING:
         return f"flapping ({_UNTIL_STEADY}), now {state}"
+    if kind == _LEFT:
+        return f"no longer flapping, a new state: {state}"
     if kind == _STEADY:
         return f"steady again after flapping: {state}"
     return state

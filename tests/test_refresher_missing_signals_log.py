@@ -201,6 +201,19 @@ async def test_a_signal_flapping_at_every_refresh_is_said_when_it_starts_and_whe
     assert said[-1] == [lines[-1]]  # said at the refresh it settled, not before
 
 
+async def test_a_flapping_runtime_that_misses_something_new_says_so() -> None:
+    """Was: once flapping between 'gpu missing' and 'serving', a pod's request rate then missing at every other
+    refresh for 30 refreshes was never said (counted as one more change of the flap). A state it did not flap
+    between is news: a line says it is no longer flapping and what it misses now; its own flapping is said again
+    once it flaps."""
+    said = await refresh_through(["gpu", "none"] * 6 + ["requests", "none"] * 15)
+    lines = [line for lines in said[12:] for line in lines]
+    assert lines and "no longer flapping, a new state" in lines[0] and SAYS["requests"] in lines[0], lines
+    assert said[12] == [lines[0]]  # at the refresh it came
+    assert any("flapping between" in line and "requests missing" in line for line in lines), lines
+    assert len(lines) <= 5, lines
+
+
 @PROPERTIES
 @given(runs=st.lists(st.tuples(st.sampled_from(sorted(FLIPS)), st.integers(1, 3)), max_size=30))
 @example(runs=[("gpu", 1), ("none", 1)] * 6)
