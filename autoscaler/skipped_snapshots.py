@@ -24,7 +24,8 @@ from exporter.accept_limit import cause_and_cure, shortage
 
 log = logging.getLogger("autoscaler.workers")  # where the workers' other lines about their snapshots go
 
-HELD_BACK = "this worker skipped them for want of files: see its `cannot take the refresh process's new values`"
+HELD_BACK = ("the refresh runs, but this worker skipped its new values for want of files (its log line: cannot "
+             "take the refresh process's new values)")
 """Why a stalled worker's values are old (`StallWatch.held_back`), in place of a hung refresh."""
 
 

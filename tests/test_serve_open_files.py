@@ -152,7 +152,7 @@ def test_workers_at_their_open_file_limit_skip_new_values_then_fail_health_past_
         with held_connections(port, 600):
             wait_until_logged(adapter, log, SKIPPED_SAID, timeout=90)
             skipping_since = time.monotonic()
-            wait_until_logged(adapter, log, "skipped them for want of files", timeout=90)
+            wait_until_logged(adapter, log, "skipped its new values for want of files", timeout=90)
             assert {status(connection, "/readyz") for connection in kept_alive} == {503}
             assert {status(connection, "/livez") for connection in kept_alive} == {503}
             # skipped snapshots are acknowledged: not taken for a hung worker, which stops the adapter

@@ -88,9 +88,11 @@ class StallWatch:
         updated = self._store.updated_at
         if updated is not None:
             if (age := self._clock() - updated) > self.limit_s and not self.draining():
-                raise ApiError(503, f"the adapter's values have not been refreshed for {age:.0f} s "
-                                    f"({self.held_back or 'its refresh is hung or far too slow'}); the HPA holds its "
-                                    "current replicas")
+                if self.held_back is not None:
+                    raise ApiError(503, f"this serving worker's values are {age:.0f} s old ({self.held_back}); "
+                                        "the HPA holds its current replicas")
+                raise ApiError(503, f"the adapter's values have not been refreshed for {age:.0f} s (its refresh is "
+                                    "hung or far too slow); the HPA holds its current replicas")
         elif (age := self._clock() - self._started) > self.limit_s + FIRST_VALUES_ALLOWANCE_S:
             raise ApiError(503, f"the adapter's values have not come since the start, {age:.0f} s ago (its "
                                 "refresh is hung or far too slow); the HPA holds its current replicas")
