@@ -197,6 +197,7 @@ class PrometheusSource(SourceDefaults):
         self._last: dict[PodRef, PodSample] = {}
         self._garbage: set[tuple[str, str, str]] = set()
         self._refusing: dict[PodRef, str] = {}  # pods whose last reading had a value above its ceiling, and why
+        self._models_garbled = False  # the snapshot being made has a pod whose model times were all garbage
         self._garbled: dict[PodRef, Garbled] = {}  # pods whose last reading had NaN, infinite or negative values
         self._refused: dict[RuntimeKey, dict[str, SourceProblem]] = {}  # both, for /debug, by runtime
         self.errors: Counter[str] = Counter()
@@ -312,6 +313,7 @@ class PrometheusSource(SourceDefaults):
         source_ok: bool,
     ) -> RuntimeSnapshot:
         pods: list[PodSample] = []
+        self._models_garbled = False
         for target in runtime.pods:
             ref = (runtime.key.namespace, target.name)
             previous = self._last.get(ref)
@@ -330,7 +332,10 @@ class PrometheusSource(SourceDefaults):
             replicas=runtime.replicas,
             annotations=dict(runtime.annotations),
             uid=runtime.uid,
-            models_unread=self._reader.models_error is not None,
+            # No evidence that its pods stopped reporting per-model use (`RuntimeSnapshot.models_unread`): the models
+            # query failed, the answers were partial (a store Thanos could not reach), or a pod's times all garbage.
+            models_unread=(self._reader.models_error is not None or bool(self._reader.warnings)
+                           or self._models_garbled),
         )
 
     def _read_pod(self, ref: PodRef, answers: Mapping[str, Mapping[PodRef, str]]) -> PodSample | None:
@@ -395,7 +400,10 @@ class PrometheusSource(SourceDefaults):
             else:
                 models[model] = min(at - offset, sampled_at)
         self._note_garbage(ref, RECENT_MODELS, bad=bad is not None, raw=bad, counted=True)
-        return None if bad is not None and not models else models
+        if bad is not None and not models:
+            self._models_garbled = True  # garbage is no word that the pod stopped reporting per-model use
+            return None
+        return models
 
     def _note_garbage(self, ref: PodRef, field: str, *, bad: bool, raw: str | None, counted: bool = False,
                       why: str | None = None) -> None:

@@ -160,3 +160,36 @@ def serve(handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> Te
     app = web.Application()
     app.router.add_get("/api/v1/query", handler)
     return TestServer(app, host="127.0.0.1")
+
+
+async def test_garbage_or_a_partial_answer_is_no_word_that_per_model_use_stopped(
+    start_prometheus: StartPrometheus, sources: list[PrometheusSource], now: float
+) -> None:
+    """A runtime forgets per-model use once its pods have reported none for `target_lru_age_s`, and its cache need
+    may fall then: only a models answer that says "none" may count toward that. A pod whose every last-served time
+    is garbage, or an answer Thanos marks partial (a store it could not reach), leaves `recent_models` None as a
+    pod without the series does; its snapshot says the models were unread, so that the memory does not age."""
+    at = now - AGE_S
+    samples = [*fleet(now),
+               *served("team-b", "b-1", at, {"bert": math.inf})]  # every time it gives is garbage
+    prom = await start_prometheus(samples)
+    partial = False
+
+    async def thanos(request: web.Request) -> web.Response:
+        async with aiohttp.ClientSession() as session, session.get(f"{prom.url}/api/v1/query",
+                                                                   params=request.query) as answer:
+            payload = await answer.json()
+        if partial:
+            payload["warnings"] = ["No StoreAPIs matched for this query"]
+        return web.json_response(payload)
+
+    async with serve(thanos) as server:
+        sources.append(source := PrometheusSource(discovery(), str(server.make_url(""))))
+        whole = {snapshot.key: snapshot for snapshot in await source.collect(now)}
+        partial = True
+        partly = await source.collect(now + 1)
+
+    assert by_pod(list(whole.values()))["b-1"].recent_models is None
+    assert whole[MLSERVER].models_unread  # b-1's times all garbage
+    assert not whole[TRITON].models_unread  # its pods' answers say what they served
+    assert all(snapshot.models_unread for snapshot in partly)
