@@ -52,6 +52,8 @@ class Unjumped:
     ended: frozenset[Series]
     """The series of the refused readings that some count is back below: their jumps are over once the reading
     is accepted."""
+    below: int = 0
+    """How many series are back below their refused count (the ones the garble hit), for the line that says so."""
     stuck: Series | None = None
     """The series a refusal named, still at exactly its refused count: a garble that stays (a count stuck at
     1e308, whose increments do not show) or a jump with no request since. Read from the refused count it adds 0,
@@ -71,10 +73,11 @@ class CounterJumps:
         read = dict(counts)
         if not self._jumps:  # every read but the few after a refusal
             return Unjumped(read, False, frozenset())
-        garbled = {jump.refused_at for key, jump in self._jumps.items() if read.get(key, jump.read) < jump.read}
+        below = [jump.refused_at for key, jump in self._jumps.items() if read.get(key, jump.read) < jump.read]
+        garbled = set(below)
         for key, jump in self._jumps.items():
             if jump.culprit and jump.refused_at not in garbled and read.get(key) == jump.read:
-                return Unjumped(read, False, frozenset(), key)
+                return Unjumped(read, False, frozenset(), stuck=key)
         stayed = False
         for key, jump in self._jumps.items():
             if key in read and jump.refused_at not in garbled:
@@ -82,7 +85,7 @@ class CounterJumps:
                 read[key] = jump.before + (read[key] - jump.read)
                 stayed = True
         return Unjumped(read, stayed, frozenset(key for key, jump in self._jumps.items()
-                                                if jump.refused_at in garbled))
+                                                if jump.refused_at in garbled), len(below))
 
     def refused(self, body: Mapping[Series, float], counts: Mapping[Series, float],
                 before: Mapping[Series, float], at: float) -> None:

@@ -204,7 +204,7 @@ class CounterWindow:
             self._history.clear()
             self.restarts += 1
             self.news = (f"ModelMesh's counts are back below what the refused read had (a garbled read, not a jump; "
-                         f"{len(unjumped.ended)} series): counted on from the last good read; no rates until the "
+                         f"{unjumped.below} series): counted on from the last good read; no rates until the "
                          "next one")
         elif self._refused_at is not None and unjumped.stayed:
             self._history = deque(history)

@@ -161,3 +161,21 @@ def test_a_count_stuck_at_a_garbled_value_never_lowers_a_published_rate(
             good = rates
         else:
             assert rates == good  # the last good rates, neither lowered nor raised
+
+
+def test_the_line_after_a_garbled_read_counts_the_series_it_garbled() -> None:
+    """Two models' request counts; one read garbles model a's to 1e308 while b's rises as ever. When a's true count
+    comes back, the line says one series came back below, not every series that rose in the garbled read."""
+    def labelled(a: float, b: float) -> ModelMeshReading:
+        return ModelMeshReading(counters={REQUESTS: {(("modelId", "a"),): a, (("modelId", "b"),): b},
+                                          QUEUE_COUNT: {(): 2 * b}, QUEUE_SUM_MS: {(): 20.0 * b},  # as counted
+                                          CACHE_MISSES: {(): 0.0}},
+                                lru_age_s=0.0, capacity_bytes=1.0, used_bytes=0.0, models_loaded=2.0)
+
+    window = CounterWindow(30.0, late_s=2.0)
+    window.add(labelled(100.0, 100.0), 0.0)
+    window.add(labelled(110.0, 110.0), 5.0)
+    with pytest.raises(ScrapeFailure):
+        window.add(labelled(1e308, 120.0), 10.0)
+    window.add(labelled(130.0, 130.0), 15.0)
+    assert window.news is not None and "(a garbled read, not a jump; 1 series)" in window.news, window.news

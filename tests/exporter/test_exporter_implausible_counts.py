@@ -140,7 +140,7 @@ def test_an_absurd_count_is_refused_with_one_warning_and_the_last_good_values_st
     assert "1e+308" in warning, warning  # the value read
     assert garble.published in warning and f"{CEILINGS[garble.signal].limit:g}" in warning, warning
     assert "keeping last good values" in warning, warning
-    assert "back below what the refused read had (a garbled read, not a jump" in text, text
+    assert "back below what the refused read had (a garbled read, not a jump; 1 series)" in text, text
     assert seen[-1][SUCCESS] == 1.0, seen[-1]  # its true count back, read as such: not refused, no restart
     assert "restarted" not in text, text
     assert "Traceback" not in text, text
