@@ -9,8 +9,10 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-SAID = "out of file descriptors"
-"""What the exporter and the adapter log when they can accept no connection for want of files."""
+SAID = "out of file descriptors: new connections to"
+"""What the exporter and the adapter log when they can accept no connection for want of files (a serving worker's
+own line about the refresh's values, said when they arrive while it is out of files, begins the same and is another
+outage: `test_serve_open_files`)."""
 
 
 def open_files_limit(pid: int) -> tuple[int, int]:
