@@ -94,8 +94,9 @@ class RuntimeSnapshot:
     is another runtime, whose memory starts again (`Refresher`)."""
     models_unread: bool = False
     """The source asked for per-model use and could not read it this refresh (the Prometheus source's models
-    query failed): pods without it are no evidence that ModelMesh stopped reporting it, so the runtime's memory
-    of per-model use does not age (`models_forgetting`)."""
+    query failed or answered partly; a pod, Prometheus's or a scraped exporter's, published last-served times
+    that were every one garbage): pods without it are no evidence that ModelMesh stopped reporting it, so the
+    runtime's memory of per-model use does not age (`models_forgetting`)."""
 
 
 @dataclass(frozen=True, slots=True)

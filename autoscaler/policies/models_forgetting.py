@@ -14,8 +14,9 @@ saw. The runtime then forgets per-model use and that proposal, said once at INFO
 never reported it is: its cache term reads the cache signals alone. A pod that reports per-model use again
 brings it back. One pod that still reports keeps it: the others' models would be missing from a count the
 reporting pod keeps current. A refresh whose source could not read per-model use (`RuntimeSnapshot.models_unread`:
-the Prometheus models query failing) is no evidence that it stopped, so it does not age the memory (`decide`
-restarts the clock there): a failing query never lowers the cache need, however long it fails.
+the Prometheus models query failing, an exporter whose every last-served time is garbage) is no evidence that it
+stopped, so it does not age the memory (`decide` restarts the clock there): a failing query never lowers the cache
+need, however long it fails.
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ garbled number must never read as "idle". A value above its signal's ceiling (`s
 requests a second, an hour's queue delay) is garbage too, and never reads as a huge load: the reading has no
 load data then, and says why (`ExporterReading.refused`). A garbled last-served time drops that one model from
 `recent_models`; garbled times for every model the pod reports leave `recent_models` None (not reported), not
-empty (which says the pod served nothing recently, and would make it the cheapest to remove).
+empty (which says the pod served nothing recently, and would make it the cheapest to remove), and the reading
+says so (`ExporterReading.models_unread`): unlike a pod without the series, it is no evidence that ModelMesh
+stopped reporting per-model use.
 """
 
 from __future__ import annotations
@@ -82,6 +84,10 @@ class ExporterReading(NamedTuple):
     """Why the reading is not believed, when a value is above its signal's ceiling (`samples.CEILINGS`): then
     `sample` has no load data (and no GPU busy, where that was the value), for the source to hold the pod's
     last good sample and say so."""
+    models_unread: bool = False
+    """The exporter published last-served times, every one of them garbage (NaN, negative, +Inf): `recent_models`
+    is None as for an exporter without the series, but this is no evidence that ModelMesh stopped reporting
+    per-model use, so the source says so on the runtime's snapshot (`RuntimeSnapshot.models_unread`)."""
 
 
 def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
@@ -201,17 +207,18 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
                                          no_gpu_collector=no_gpu_collector), offset, pod_named,
                                "; ".join(refused) or None)
     sampled_at = min(modelmesh_ok_at, scraped_at)
+    recent = _recent_models(models, model_samples, text, offset, sampled_at)
     return ExporterReading(PodSample(
         name=pod,
         ready=ready,
         sampled_at=sampled_at,
         gpu_sampled_at=gpu_at,
         gpu_busy=gpu,
-        recent_models=_recent_models(models, model_samples, text, offset, sampled_at),
+        recent_models=recent,
         created_at=created_at,
         no_gpu_collector=no_gpu_collector,
         **values,
-    ), offset, pod_named)
+    ), offset, pod_named, None, recent is None and model_samples > 0)  # samples, every time garbage: unread
 
 
 def _add_models(models: dict[str, float], ids: Sequence[str], values: Sequence[float]) -> None:

@@ -123,6 +123,9 @@ class ScrapeSource(SourceDefaults):
         self._discovery_outage = DiscoveryOutage()
         self._sent: set[_PodKey] = set()  # this refresh's pods whose scrape left the concurrency queue
         self._unsent: set[_PodKey] = set()  # pods still queued at the last refresh's deadline
+        # This refresh's runtimes with a pod whose every model last-served time was garbage
+        # (`ExporterReading.models_unread`): their snapshots say `models_unread`.
+        self._models_unread: set[RuntimeKey] = set()
         self._queued_said = False
         self._inventory: dict[RuntimeKey, RuntimeInventory] = {}  # as the last refresh listed it, for /debug
 
@@ -154,6 +157,8 @@ class ScrapeSource(SourceDefaults):
         due.sort(key=lambda entry: (self._retries.failures(_streak(*entry)), (entry[0], entry[1].name)
                                     not in left))
         self._sent = set()
+        unread: set[RuntimeKey] = set()
+        self._models_unread = unread
         tasks = {asyncio.create_task(self._pod_sample(key, pod, now)): (key, pod) for key, pod in due}
         self._unsent = set()
         if tasks:
@@ -180,6 +185,7 @@ class ScrapeSource(SourceDefaults):
                 replicas=runtime.replicas,
                 annotations=runtime.annotations,
                 uid=runtime.uid,
+                models_unread=key in unread,
             )
             for key, runtime in inventory.items()
         ]
@@ -232,6 +238,8 @@ class ScrapeSource(SourceDefaults):
         if self._retries.succeeded(_streak(key, pod)) or (ended is not None and ended.reason != REASON_NOT_SCRAPED):
             self._news.recovered(f"{key}/{pod.name}")
         self._last_good[_pod_id(key, pod)] = sample
+        if reading.models_unread:  # rare: samples of the series, every time garbage; no evidence it stopped
+            self._models_unread.add(key)
         return key, sample
 
     def _garbled(self, key: RuntimeKey, pod: PodTarget, sample: PodSample, now: float,

@@ -1,0 +1,164 @@
+"""With `--source scrape`, an exporter whose every model last-served time is garbage (NaN, negative, +Inf) read as
+one that does not publish the series at all: `recent_models` None and nothing else said. That is evidence that
+ModelMesh stopped reporting per-model use, so after `target_lru_age_s` (600 s by default) of such garbage the
+runtime forgot its per-model use and `modelmesh_desired_replicas` fell on garbage. Now the runtime's snapshot says
+`models_unread` for such a reading (as the Prometheus source's does for a pod whose every time is garbage), and
+the memory does not age while it lasts.
+
+The real scrape source against exporter stand-ins on real sockets; its snapshots decided refresh after refresh.
+"""
+
+from __future__ import annotations
+
+import pytest
+from aiohttp import web
+from hypothesis import given
+from hypothesis import strategies as st
+from pytest_aiohttp import AiohttpServer
+
+from autoscaler.model import RuntimeKey, RuntimeView
+from autoscaler.names import ServedMetric
+from autoscaler.policies.decision import RuntimeMemory, decide
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.sources.base import PodTarget, RuntimeInventory
+from autoscaler.sources.exposition import read_exporter_text
+from autoscaler.sources.scrape import ScrapeSource
+from exporter import names
+from tests.sources.static_discovery import StaticDiscovery
+
+KEY = RuntimeKey("ml", "modelmesh-serving-models")
+START = 2_000_000_000.0
+STEP = 15.0
+POLICY = RuntimePolicy(scale_down_tau_s=0.0, target_rps_per_pod=20.0)  # target_lru_age_s: the 600 s default
+GARBAGE = ["NaN", "-5", "+Inf"]
+
+
+def exporter_text(pod: int, now: float, model_times: str | None, declared: bool = False) -> str:
+    """One exporter's `/metrics` at `now` (no GPU collector): 10 req/s, 3 models loaded at cache use 0.5, and ten
+    models of its own last served at `model_times` (a number, or garbage as an exporter writes it; a second ago when
+    "recent"); no model series when None (declared, without samples, when `declared`)."""
+    lines = [
+        f"{names.REQUESTS_PER_SECOND} 10.0",
+        f"{names.QUEUE_DELAY_SECONDS} 0.0",
+        f"{names.CACHE_USED_RATIO} 0.5",
+        f"{names.MODELS_LOADED} 3.0",
+        f'{names.COLLECTOR_SUCCESS}{{collector="modelmesh"}} 1.0',
+        f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="modelmesh"}} {now!r}',
+        f"{names.EXPORTER_TIME} {now!r}",
+    ]
+    if declared:
+        lines.append(f"# TYPE {names.MODEL_LAST_SERVED_TIMESTAMP} gauge")
+    if model_times is not None:
+        at = repr(now - 1.0) if model_times == "recent" else model_times
+        lines += [f'{names.MODEL_LAST_SERVED_TIMESTAMP}{{{names.MODEL_ID_LABEL}="m-{pod}-{model}"}} {at}'
+                  for model in range(10)]
+    return "\n".join(lines) + "\n"
+
+
+@given(st.lists(st.sampled_from([*GARBAGE, "recent", "1.5e9", "0"]), max_size=12), st.booleans())
+def test_a_reading_is_models_unread_exactly_when_it_has_model_times_and_every_one_is_garbage(
+        times: list[str], declared: bool) -> None:
+    lines = exporter_text(0, START, None, declared).splitlines()
+    lines += [f'{names.MODEL_LAST_SERVED_TIMESTAMP}{{{names.MODEL_ID_LABEL}="m-{i}"}} '
+              f'{repr(START - 1.0) if at == "recent" else at}' for i, at in enumerate(times)]
+    reading = read_exporter_text("\n".join(lines) + "\n", "pod-0", True, START)
+    all_garbage = bool(times) and all(at in GARBAGE for at in times)
+    assert reading.models_unread == all_garbage
+    if all_garbage:
+        assert reading.sample.recent_models is None and reading.sample.requests_per_second == 10.0
+
+
+class Fleet:
+    """Exporter stand-ins for pods 0..n-1, each answering what `answers[pod]` says at the request's time."""
+
+    def __init__(self, answers: list[str | None], declared: bool = False) -> None:
+        self.answers = answers
+        self.declared = declared
+        self.now = START
+
+    def clock(self) -> float:
+        return self.now
+
+    def text(self, pod: int) -> str:
+        return exporter_text(pod, self.now, self.answers[pod], self.declared)
+
+
+async def scrape_source(aiohttp_server: AiohttpServer, fleet: Fleet) -> ScrapeSource:
+    async def exporter(request: web.Request) -> web.Response:
+        return web.Response(text=fleet.text(int(request.match_info["pod"])))
+
+    app = web.Application()
+    app.router.add_get("/{pod}/metrics", exporter)
+    server = await aiohttp_server(app)
+    pods = tuple(PodTarget(f"pod-{i}", True, f"http://127.0.0.1:{server.port}/{i}/metrics")
+                 for i in range(len(fleet.answers)))
+    return ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, pods)]), timeout_s=5.0, clock=fleet.clock)
+
+
+@pytest.mark.parametrize("garbage", GARBAGE)
+@pytest.mark.parametrize("others", [[], ["recent"], [None]], ids=["alone", "beside-reporting", "beside-none"])
+async def test_a_pod_whose_every_model_time_is_garbage_makes_its_runtime_models_unread(
+        aiohttp_server: AiohttpServer, garbage: str, others: list[str | None]) -> None:
+    fleet = Fleet([garbage, *others])
+    source = await scrape_source(aiohttp_server, fleet)
+    try:
+        [snapshot] = await source.collect(fleet.now)
+        assert snapshot.pods[0].recent_models is None
+        assert snapshot.pods[0].requests_per_second == 10.0  # the load is read: only per-model use is not
+        assert snapshot.models_unread
+        fleet.answers[0] = "recent"  # the times are good again: read, and nothing is unread
+        fleet.now += STEP
+        [snapshot] = await source.collect(fleet.now)
+        assert snapshot.pods[0].recent_models is not None and not snapshot.models_unread
+    finally:
+        await source.close()
+
+
+@pytest.mark.parametrize(("answers", "declared"), [
+    (["recent", "recent"], False),
+    ([None, None], False),  # ModelMesh without per-model metrics: evidence that it reports none
+    ([None, None], True),  # the series declared, no sample: nothing served recently
+    (["recent", None], False),
+], ids=["all-reporting", "no-series", "declared-empty", "one-without"])
+async def test_readable_or_absent_model_times_are_not_unread(
+        aiohttp_server: AiohttpServer, answers: list[str | None], declared: bool) -> None:
+    fleet = Fleet(answers, declared)
+    source = await scrape_source(aiohttp_server, fleet)
+    try:
+        [snapshot] = await source.collect(fleet.now)
+        assert not snapshot.models_unread
+    finally:
+        await source.close()
+
+
+def served(view: RuntimeView) -> float | None:
+    return view.values[ServedMetric.DESIRED_REPLICAS].value
+
+
+@pytest.mark.parametrize("garbage", GARBAGE)
+async def test_700_s_of_garbage_model_times_never_lower_the_desired_replicas(
+        aiohttp_server: AiohttpServer, garbage: str) -> None:
+    """Four pods, each the only one to have served 10 models: 40 models at 6 a pod need 7 pods (the request term
+    asks for 2). Then every exporter's model times turn to garbage for 700 s, past `target_lru_age_s`: the cache
+    term holds 7 all along. Once they stop publishing the series, a whole window later the runtime forgets."""
+    fleet = Fleet(["recent"] * 4)
+    source = await scrape_source(aiohttp_server, fleet)
+    memory: RuntimeMemory | None = None
+    try:
+        [snapshot] = await source.collect(fleet.now)
+        view, memory = decide(snapshot, POLICY, memory, fleet.now, STEP * 2)
+        assert served(view) == 7.0, view.reason
+        fleet.answers = [garbage] * 4
+        for _ in range(int(700 // STEP) + 1):
+            fleet.now += STEP
+            [snapshot] = await source.collect(fleet.now)
+            view, memory = decide(snapshot, POLICY, memory, fleet.now, STEP * 2)
+            assert served(view) == 7.0, (fleet.now - START, view.reason)
+        fleet.answers = [None] * 4  # the exporters publish no model series: ModelMesh really reports none now
+        for _ in range(int(POLICY.target_lru_age_s // STEP) + 1):
+            fleet.now += STEP
+            [snapshot] = await source.collect(fleet.now)
+            view, memory = decide(snapshot, POLICY, memory, fleet.now, STEP * 2)
+        assert served(view) == 2.0, view.reason
+    finally:
+        await source.close()
