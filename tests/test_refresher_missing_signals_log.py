@@ -24,6 +24,7 @@ from autoscaler.transition_flaps import FLAP_REFRESHES
 from autoscaler.transition_log import Missing, worth_saying
 from tests.hardening.test_fleet_observability import runtime_lines
 from tests.policies.builders import PROPERTIES
+from tests.support.log_lines import LineCatcher
 
 RUNTIME = RuntimeKey("bench", "modelmesh-serving-x")
 
@@ -146,22 +147,6 @@ FLIPS = {"none": ({}, {}), "gpu": ({3}, set()), "requests": (set(), {2})}
 SAYS = {"none": "4/4 ready pods fresh; serving", "gpu": "gpu missing on 1 of 4 ready pods",
         "requests": "requests missing on 1 of 4 ready pods"}
 """What a line about each state says."""
-
-
-class LineCatcher(logging.Handler):
-    """The refresher's log lines, as its log shows them (a handler of its own: a property test runs many
-    examples in one test, where pytest's `caplog` is one per test)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-    def take(self) -> list[str]:
-        lines, self.lines = self.lines, []
-        return lines
 
 
 async def refresh_through(states: list[str]) -> list[list[str]]:

@@ -24,6 +24,7 @@ from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
 from tests.exporter.conftest import Clock, ExporterPod
 from tests.exporter.modelmesh_wire import MetricsPort, ModelMeshContainer
+from tests.support.log_lines import LineCatcher
 
 INTERVAL_S = 5.0
 RECOVERED = "modelmesh collector recovered"
@@ -131,21 +132,6 @@ async def test_an_outage_longer_than_the_load_window_ends_in_one_line(
         f"{RATES_START_AGAIN}"]
 
 
-class Said(logging.Handler):
-    """The exporter's log lines at INFO and above, as its pod's log shows them."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-    def take(self) -> list[str]:
-        lines, self.lines = self.lines, []
-        return lines
-
-
 Event = tuple[int, bool]
 """Reads refused (0: none, the container may still restart between two reads), then whether a new container
 answers; two reads of the serving ModelMesh follow each."""
@@ -161,7 +147,7 @@ async def live(events: list[Event]) -> None:
     await port.up()
     collector = ModelMeshCollector(CollectorHealth(clock=clock), port.url, ssl_context=False, clock=clock,
                                    wall_clock=clock)
-    said = Said()
+    said = LineCatcher()
     logger = logging.getLogger("exporter")
     level = logger.level
     logger.addHandler(said)

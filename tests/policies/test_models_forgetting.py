@@ -25,8 +25,8 @@ from autoscaler.names import ServedMetric
 from autoscaler.policies.decision import RuntimeMemory, decide
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.sources.exposition import read_exporter_text
-from exporter import names
 from tests.policies.builders import PROPERTIES
+from tests.support.exporter_texts import exporter_text
 
 KEY = RuntimeKey("ns", "modelmesh-serving-x")
 START = 2_000_000_000.0
@@ -36,28 +36,10 @@ POLICY = RuntimePolicy(scale_down_tau_s=0.0, target_rps_per_pod=20.0)  # target_
 FORGOTTEN = "forgets its per-model use"
 
 
-def exporter_text(pod: int, now: float, per_model: bool) -> str:
-    """One exporter's `/metrics` as it writes them at `now` (no GPU collector), with the models it served a second
-    ago when its ModelMesh reports per-model use."""
-    lines = [
-        f"{names.REQUESTS_PER_SECOND} 10.0",
-        f"{names.QUEUE_DELAY_SECONDS} 0.0",
-        f"{names.CACHE_USED_RATIO} 0.5",
-        f"{names.MODELS_LOADED} 3.0",
-        f'{names.COLLECTOR_SUCCESS}{{collector="modelmesh"}} 1.0',
-        f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="modelmesh"}} {now!r}',
-        f"{names.EXPORTER_TIME} {now!r}",
-    ]
-    if per_model:
-        lines += [f'{names.MODEL_LAST_SERVED_TIMESTAMP}{{{names.MODEL_ID_LABEL}="m-{pod}-{model}"}} {now - 1.0!r}'
-                  for model in range(10)]
-    return "\n".join(lines) + "\n"
-
-
 def refresh(reporting: list[bool], now: float, memory: RuntimeMemory | None,
             policy: RuntimePolicy = POLICY, models_unread: bool = False) -> tuple[RuntimeView, RuntimeMemory]:
-    pods = tuple(read_exporter_text(exporter_text(i, now, per_model), f"pod-{i}", True, now).sample
-                 for i, per_model in enumerate(reporting))
+    pods = tuple(read_exporter_text(exporter_text(i, now, "recent" if per_model else None), f"pod-{i}", True,
+                                    now).sample for i, per_model in enumerate(reporting))
     return decide(RuntimeSnapshot(KEY, pods, now, models_unread=models_unread), policy, memory, now, WINDOW)
 
 

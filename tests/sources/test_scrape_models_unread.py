@@ -25,34 +25,13 @@ from autoscaler.sources.exposition import read_exporter_text
 from autoscaler.sources.scrape import ScrapeSource
 from exporter import names
 from tests.sources.static_discovery import StaticDiscovery
+from tests.support.exporter_texts import exporter_text
 
 KEY = RuntimeKey("ml", "modelmesh-serving-models")
 START = 2_000_000_000.0
 STEP = 15.0
 POLICY = RuntimePolicy(scale_down_tau_s=0.0, target_rps_per_pod=20.0)  # target_lru_age_s: the 600 s default
 GARBAGE = ["NaN", "-5", "+Inf"]
-
-
-def exporter_text(pod: int, now: float, model_times: str | None, declared: bool = False) -> str:
-    """One exporter's `/metrics` at `now` (no GPU collector): 10 req/s, 3 models loaded at cache use 0.5, and ten
-    models of its own last served at `model_times` (a number, or garbage as an exporter writes it; a second ago when
-    "recent"); no model series when None (declared, without samples, when `declared`)."""
-    lines = [
-        f"{names.REQUESTS_PER_SECOND} 10.0",
-        f"{names.QUEUE_DELAY_SECONDS} 0.0",
-        f"{names.CACHE_USED_RATIO} 0.5",
-        f"{names.MODELS_LOADED} 3.0",
-        f'{names.COLLECTOR_SUCCESS}{{collector="modelmesh"}} 1.0',
-        f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="modelmesh"}} {now!r}',
-        f"{names.EXPORTER_TIME} {now!r}",
-    ]
-    if declared:
-        lines.append(f"# TYPE {names.MODEL_LAST_SERVED_TIMESTAMP} gauge")
-    if model_times is not None:
-        at = repr(now - 1.0) if model_times == "recent" else model_times
-        lines += [f'{names.MODEL_LAST_SERVED_TIMESTAMP}{{{names.MODEL_ID_LABEL}="m-{pod}-{model}"}} {at}'
-                  for model in range(10)]
-    return "\n".join(lines) + "\n"
 
 
 @given(st.lists(st.sampled_from([*GARBAGE, "recent", "1.5e9", "0"]), max_size=12), st.booleans())
