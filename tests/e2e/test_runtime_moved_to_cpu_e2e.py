@@ -97,7 +97,10 @@ def test_after_forgetting_only_a_pod_reporting_a_gpu_reading_brings_the_gpu_back
         assert "failing or not" not in forgot[0], forgot
 
         restart_with_gpu_collector_failing(path)
-        poll(lambda: gpu_states(path) == ["none", "none"], timeout=30)
+        # The restarted exporters' load is fresh once they have two ModelMesh reads (a rate): until then the pods
+        # are stale and the value a 503 (the HPA holds), on a loaded machine after their GPU state already shows.
+        poll(lambda: gpu_states(path) == ["none", "none"]
+             and path.value("modelmesh_desired_replicas") is not None, timeout=30)
         assert all(value == 1.0 for value in served_over(path, "modelmesh_desired_replicas", 3))
         code, answer = path.served("modelmesh_gpu_busy")
         message = str(answer)
