@@ -11,6 +11,11 @@ and the next refresh sends newer values anyway.
 The values age meanwhile. Past the stall limit the worker's stall watch (`autoscaler.api.stall`) refuses them
 (503) and fails /readyz and /livez, as for a hung refresh: told why here, it says the worker skipped them, not
 that the refresh is hung.
+
+Under a lasting flood a worker takes a snapshot now and then, between batches of connections closing, which ends
+an outage, and the next skip starts another: a WARNING and an INFO every ten seconds or so. So outages are logged
+as the exporter's readers' are (`exporter.outage_log`): one that starts within `QUIET_S` of the last line is
+counted, not said, and the next line says how many.
 """
 
 from __future__ import annotations
@@ -21,12 +26,17 @@ from collections.abc import Callable
 
 from autoscaler.api.stall import StallWatch
 from exporter.accept_limit import cause_and_cure, shortage
+from exporter.outage_log import OutageLog
 
 log = logging.getLogger("autoscaler.workers")  # where the workers' other lines about their snapshots go
 
 HELD_BACK = ("the refresh runs, but this worker skipped its new values for want of files (its log line: cannot "
              "take the refresh process's new values)")
 """Why a stalled worker's values are old (`StallWatch.held_back`), in place of a hung refresh."""
+
+QUIET_S = 60.0
+"""An outage starting again within this long of the last line is counted, not said (`OutageLog`)."""
+_NO_FILES = "no files"
 
 
 class SkippedSnapshots:
@@ -40,25 +50,31 @@ class SkippedSnapshots:
         self._clock = clock
         self._skipped = 0
         self._since = 0.0
+        self._outages = OutageLog(QUIET_S)
 
     def skipped(self, error: OSError) -> None:
-        """One snapshot skipped for `error` (EMFILE or ENFILE); the first of an outage is said."""
+        """One snapshot skipped for `error` (EMFILE or ENFILE); an outage is said when it starts, or when it lasts
+        past `QUIET_S` after the last line."""
+        now = self._clock()
         if self._skipped == 0:
-            self._since = self._clock()
+            self._since = now
+            if self._stall is not None:
+                self._stall.held_back = HELD_BACK
+        if self._outages.failed(_NO_FILES, now):
             aged = (f"; once they are {self._stall.limit_s:g} s old, answering 503 and failing /readyz and /livez "
                     "as for a hung refresh" if self._stall is not None else "")
             log.warning("%s: cannot take the refresh process's new values (each comes as a file descriptor, which the "
                         "kernel drops for a process with none free): serving the values it has until a file is free "
-                        "(said once until then%s): %s", shortage(error), aged, cause_and_cure(self._where, error))
-            if self._stall is not None:
-                self._stall.held_back = HELD_BACK
+                        "(said once until then%s)%s: %s", shortage(error), aged,
+                        self._outages.line_written(_NO_FILES, now), cause_and_cure(self._where, error))
         self._skipped += 1
 
     def taken(self) -> None:
-        """A snapshot taken: an outage, if there was one, is over."""
+        """A snapshot taken: an outage, if there was one, is over (said if it was)."""
         if self._skipped:
-            log.info("taking the refresh process's new values again: %d skipped over %.0f s for want of files",
-                     self._skipped, self._clock() - self._since)
+            if self._outages.recovered():
+                log.info("taking the refresh process's new values again: %d skipped over %.0f s for want of files",
+                         self._skipped, self._clock() - self._since)
             self._skipped = 0
             if self._stall is not None:
                 self._stall.held_back = None
