@@ -26,25 +26,13 @@ from autoscaler.sources import prometheus as source_module
 from autoscaler.sources.prometheus import PrometheusSource
 from exporter import names
 from tests.sources.conftest import StartPrometheus
-from tests.sources.prometheus_stub import Answers, answering_prometheus, series_at
-from tests.sources.static_discovery import StaticDiscovery
+from tests.sources.prometheus_stub import two_pods, two_pods_answering
 from tests.sources.test_prometheus_source import AGE_S, TRITON, exporter_series, signals
+from tests.support.clock import SteppedClock
 
 Client = TestClient[Any, Any]
 ClientFactory = Callable[..., Awaitable[Client]]
 DEBUG = f"/debug/runtimes/{TRITON.namespace}/{TRITON.deployment}"
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def two_pods() -> StaticDiscovery:
-    return StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1", "a-2"]})
 
 
 async def source_problems(client: Client) -> list[dict[str, Any]]:
@@ -68,8 +56,8 @@ async def test_nan_infinite_or_negative_values_from_prometheus_are_a_debug_probl
         *exporter_series("team-a", "a-2", at, signals(rps=10, queue=0.01, misses=0.1, cache=0.5, models=2),
                          gpus=[0.5], last_success=at),
     ])
-    clock = Clock(now)
-    source = PrometheusSource(two_pods(), prom.url, clock=clock)
+    clock = SteppedClock(now)
+    source = PrometheusSource(two_pods(TRITON), prom.url, clock=clock)
     sources.append(source)
     refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=clock, monotonic=clock)
     client = await aiohttp_client(build_api_app(refresher, refresher.metrics))
@@ -92,17 +80,8 @@ async def test_the_problem_goes_when_the_values_are_good_and_keeps_its_start_mea
         aiohttp_server: AiohttpServer, sources: list[PrometheusSource], now: float) -> None:
     """Prometheus answers NaN for a pod (as the stand-in writes it), then -1, then a good rate: one problem since
     the NaN, then none."""
-    answers: Answers = {}
-    series = series_at(TRITON.namespace, now)
-    url = await answering_prometheus(aiohttp_server, answers)
-    source = PrometheusSource(two_pods(), url)
-    sources.append(source)
-    freshness, _gpu, rps, *_ = source.queries
-
-    def answer(stamp: float, rate: float) -> None:
-        answers[freshness] = [series("a-1", stamp), series("a-2", stamp)]
-        answers[rps] = [series("a-1", rate), series("a-2", 10.0)]
-
+    stub = await two_pods_answering(aiohttp_server, TRITON, now, sources)
+    source, answer = stub.source, stub.answer
     answer(now - 5, math.nan)
     await source.collect(now)
     [first] = source.problems(TRITON)
@@ -122,16 +101,11 @@ async def test_the_problem_goes_when_the_values_are_good_and_keeps_its_start_mea
 async def test_a_garbled_freshness_series_says_the_pods_last_good_sample_is_held(
         aiohttp_server: AiohttpServer, sources: list[PrometheusSource], now: float) -> None:
     """Without a usable freshness time the whole reading is not believed: /debug says the sample is held."""
-    answers: Answers = {}
-    series = series_at(TRITON.namespace, now)
-    url = await answering_prometheus(aiohttp_server, answers)
-    source = PrometheusSource(two_pods(), url)
-    sources.append(source)
-    freshness, _gpu, rps, *_ = source.queries
-    answers[freshness] = [series("a-1", now - 5), series("a-2", now - 5)]
-    answers[rps] = [series("a-1", 40.0), series("a-2", 10.0)]
+    stub = await two_pods_answering(aiohttp_server, TRITON, now, sources)
+    source, answers, series = stub.source, stub.answers, stub.series
+    stub.answer(now - 5, 40.0)
     [good] = await source.collect(now)
-    answers[freshness] = [series("a-1", math.inf), series("a-2", now + 10)]
+    answers[stub.freshness] = [series("a-1", math.inf), series("a-2", now + 10)]
     [held] = await source.collect(now + 15)
 
     [problem] = source.problems(TRITON)

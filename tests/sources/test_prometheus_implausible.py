@@ -15,13 +15,8 @@ from autoscaler.sources import prometheus as source_module
 from autoscaler.sources.prometheus import PrometheusSource
 from exporter import names
 from tests.sources.conftest import StartPrometheus
-from tests.sources.prometheus_stub import Answers, answering_prometheus, series_at
-from tests.sources.static_discovery import StaticDiscovery
+from tests.sources.prometheus_stub import two_pods, two_pods_answering
 from tests.sources.test_prometheus_source import AGE_S, TRITON, exporter_series, signals
-
-
-def two_pods() -> StaticDiscovery:
-    return StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1", "a-2"]})
 
 
 @pytest.mark.slow
@@ -35,7 +30,7 @@ async def test_a_value_no_pod_reaches_from_prometheus_is_refused_and_said(
         *exporter_series("team-a", "a-2", at, signals(rps=10, queue=1e6, misses=0.1, cache=0.5, models=2),
                          gpus=[0.5], last_success=at),
     ])
-    source = PrometheusSource(two_pods(), prom.url)
+    source = PrometheusSource(two_pods(TRITON), prom.url)
     sources.append(source)
     with caplog.at_level(logging.WARNING, logger=source_module.__name__):
         [snapshot] = await source.collect(now)
@@ -57,18 +52,8 @@ async def test_a_value_no_pod_reaches_from_prometheus_is_refused_and_said(
 async def test_a_pod_that_read_well_holds_its_last_good_sample_and_recovers(
         aiohttp_server: AiohttpServer, sources: list[PrometheusSource], now: float) -> None:
     """Prometheus answers 1e308 for a pod that read 40 a refresh before: the 40 is held, with its stamp."""
-    answers: Answers = {}
-
-    series = series_at(TRITON.namespace, now)
-    url = await answering_prometheus(aiohttp_server, answers)
-    source = PrometheusSource(two_pods(), url)
-    sources.append(source)
-    freshness, _gpu, rps, *_ = source.queries
-
-    def answer(stamp: float, rate: float) -> None:
-        answers[freshness] = [series("a-1", stamp), series("a-2", stamp)]
-        answers[rps] = [series("a-1", rate), series("a-2", 10.0)]
-
+    stub = await two_pods_answering(aiohttp_server, TRITON, now, sources)
+    source, answer = stub.source, stub.answer
     answer(now - 5, 40.0)
     [first] = await source.collect(now)
     answer(now + 10, 1e308)
