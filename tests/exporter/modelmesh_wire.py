@@ -253,15 +253,29 @@ def served_in_a_thread(container: ModelMeshContainer) -> Iterator[str]:
     a test that drives the process with blocking calls (`tests.support.processes`) still gets every read
     answered. `MetricsPort` serves on the test's event loop instead, for the in-process exporter."""
 
+    def body(path: str) -> bytes:
+        return container.render(frozenset(urllib.parse.parse_qs(urllib.parse.urlsplit(path).query).get(
+            "name[]", []))).encode()
+
+    with answering_in_a_thread(body) as url:  # NettyServer sets no Content-Type
+        yield url
+
+
+@contextlib.contextmanager
+def answering_in_a_thread(body: Callable[[str], bytes], content_type: str | None = None) -> Iterator[str]:
+    """A plain-http server on a free port answering each GET with `body(path)` from a thread (the URL of its
+    /metrics): for an exporter in its own process driven by blocking calls."""
+
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            include = frozenset(urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("name[]", []))
-            body = container.render(include).encode()
-            self.send_response(200)  # NettyServer sets no Content-Type
-            self.send_header("Content-Length", str(len(body)))
+            answer = body(self.path)
+            self.send_response(200)
+            if content_type is not None:
+                self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(answer)))
             self.end_headers()
             with contextlib.suppress(ConnectionError):  # the exporter stopped mid-answer
-                self.wfile.write(body)
+                self.wfile.write(answer)
 
         def log_message(self, format: str, *args: object) -> None:
             pass

@@ -9,10 +9,7 @@ as the real process's peak resident memory (VmHWM), with the reader as it is, wh
 
 from __future__ import annotations
 
-import contextlib
-import http.server
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +18,7 @@ import yaml
 
 from exporter import names
 from exporter.collectors.modelmesh import MAX_BODY_BYTES
+from tests.exporter.modelmesh_wire import answering_in_a_thread
 from tests.support.processes import free_port, http_get, poll, running
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,26 +68,8 @@ def unfiltered_modelmesh() -> Iterator[str]:
     """A plain-http ModelMesh stand-in that answers every read with a body just under `MAX_BODY_BYTES`."""
     body = unfiltered_modelmesh_body(MAX_BODY_BYTES)
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            with contextlib.suppress(ConnectionError):  # the exporter stopped (the test ended) mid-answer
-                self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with answering_in_a_thread(lambda path: body, "text/plain; version=0.0.4; charset=utf-8") as url:
+        yield url
 
 
 def sidecar_memory_limit_bytes() -> int:
