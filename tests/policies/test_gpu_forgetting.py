@@ -22,6 +22,7 @@ from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.sources.exposition import read_exporter_text
 from exporter import names
 from tests.policies.builders import PROPERTIES
+from tests.support.exporter_texts import load_lines
 
 KEY = RuntimeKey("ns", "modelmesh-serving-x")
 START = 2_000_000_000.0
@@ -38,15 +39,7 @@ GPU_STATES = (GPU_OK, GPU_BEFORE_FIRST_PASS, GPU_FAILING, GPU_FAILING_NO_SERIES,
 
 def exporter_text(gpu: str, busy: float, now: float, rps: float = 10.0) -> str:
     """One exporter's `/metrics`, the series the adapter reads, as the exporter writes them at `now`."""
-    lines = [
-        f"{names.REQUESTS_PER_SECOND} {rps!r}",
-        f"{names.QUEUE_DELAY_SECONDS} 0.0",
-        f"{names.CACHE_USED_RATIO} 0.5",
-        f"{names.MODELS_LOADED} 3.0",
-        f'{names.COLLECTOR_SUCCESS}{{collector="modelmesh"}} 1.0',
-        f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="modelmesh"}} {now!r}',
-        f"{names.EXPORTER_TIME} {now!r}",
-    ]
+    lines = load_lines(now, rps)
     if gpu in (GPU_OK, GPU_FAILING):
         lines.append(f'{names.GPU_BUSY_RATIO}{{gpu="0",uuid="GPU-0"}} {busy!r}')
     if gpu != NO_GPU:

@@ -37,13 +37,19 @@ def refused_namespaces(kube: FakeKubeApi) -> set[str | None]:
     return {r.namespace for r in kube.requests if r.resource == "horizontalpodautoscalers" and r.status == 503}
 
 
-async def test_an_api_server_restart_refusing_thirty_hpa_watches_is_two_lines(
-    kube: FakeKubeApi, caplog: pytest.LogCaptureFixture,
-) -> None:
+async def started_watch(kube: FakeKubeApi) -> HpaWatch:
+    """The thirty tenants' HPA watch against `kube`, started, retrying at once (a 50 ms backoff)."""
     settings = Configuration()
     settings.host = kube.url
     watch = HpaWatch(lambda: ApiClient(settings), TENANTS, watch_timeout_s=30, backoff=lambda n: 0.05)
     await watch.start()
+    return watch
+
+
+async def test_an_api_server_restart_refusing_thirty_hpa_watches_is_two_lines(
+    kube: FakeKubeApi, caplog: pytest.LogCaptureFixture,
+) -> None:
+    watch = await started_watch(kube)
     try:
         await kube.wait_for_watches(len(TENANTS), "horizontalpodautoscalers")
         assert watch.bounds(RuntimeKey(TENANTS[-1], "modelmesh-serving-triton")) == (1, 5)
@@ -73,10 +79,7 @@ async def test_watches_coming_back_seconds_apart_after_a_restart_still_say_one_l
     """A control-plane upgrade on a loaded adapter: a third of the namespaces' watches come back seconds after the
     others (their lists answered slowly). Recovery is still one line, not one per group that happened to arrive
     more than a quiet second apart."""
-    settings = Configuration()
-    settings.host = kube.url
-    watch = HpaWatch(lambda: ApiClient(settings), TENANTS, watch_timeout_s=30, backoff=lambda n: 0.05)
-    await watch.start()
+    watch = await started_watch(kube)
     try:
         await kube.wait_for_watches(len(TENANTS), "horizontalpodautoscalers")
         caplog.set_level("INFO", logger=LOGGER)

@@ -6,12 +6,11 @@ from __future__ import annotations
 from exporter import names
 
 
-def exporter_text(pod: int, now: float, model_times: str | None, declared: bool = False) -> str:
-    """One exporter's `/metrics` at `now` (no GPU collector): 10 req/s, 3 models loaded at cache use 0.5, and ten
-    models of its own last served at `model_times` (a number, or garbage as an exporter writes it; a second ago when
-    "recent"); no model series when None (declared, without samples, when `declared`)."""
-    lines = [
-        f"{names.REQUESTS_PER_SECOND} 10.0",
+def load_lines(now: float, rps: float = 10.0) -> list[str]:
+    """The load series of an exporter that read ModelMesh at `now`: `rps` requests a second, no queue, 3 models
+    loaded at cache use 0.5, and its clock."""
+    return [
+        f"{names.REQUESTS_PER_SECOND} {rps!r}",
         f"{names.QUEUE_DELAY_SECONDS} 0.0",
         f"{names.CACHE_USED_RATIO} 0.5",
         f"{names.MODELS_LOADED} 3.0",
@@ -19,6 +18,13 @@ def exporter_text(pod: int, now: float, model_times: str | None, declared: bool 
         f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="modelmesh"}} {now!r}',
         f"{names.EXPORTER_TIME} {now!r}",
     ]
+
+
+def exporter_text(pod: int, now: float, model_times: str | None, declared: bool = False) -> str:
+    """One exporter's `/metrics` at `now` (no GPU collector): `load_lines`, and ten models of its own last served
+    at `model_times` (a number, or garbage as an exporter writes it; a second ago when "recent"); no model series
+    when None (declared, without samples, when `declared`)."""
+    lines = load_lines(now)
     if declared:
         lines.append(f"# TYPE {names.MODEL_LAST_SERVED_TIMESTAMP} gauge")
     if model_times is not None:
