@@ -14,7 +14,15 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from exporter import names
-from exporter.modelmesh_text import CACHE_MISSES, QUEUE_COUNT, QUEUE_SUM_MS, REQUESTS, SAMPLE_OF_FIELD, Labels
+from exporter.modelmesh_text import (
+    CACHE_MISSES,
+    QUEUE_COUNT,
+    QUEUE_SUM_MS,
+    REQUESTS,
+    SAMPLE_OF_FIELD,
+    Labels,
+    labels_text,
+)
 from exporter.signal_ceilings import refusal
 
 _PER_SECOND: Final = ((REQUESTS, "requests_per_second", names.REQUESTS_PER_SECOND),
@@ -63,6 +71,10 @@ def _said(field: str, increases: Mapping[Series, float], read: Mapping[Series, f
     if not risen:  # the queue time of earlier readings, over too few requests since
         return f"ModelMesh's {SAMPLE_OF_FIELD[field]} over the load window: {why} (a garbled count? reading refused)"
     key = max(risen, key=increases.__getitem__)
-    labels = "{" + ",".join(f'{name}="{value}"' for name, value in key[1]) + "}" if key[1] else ""
-    return (f"ModelMesh's {SAMPLE_OF_FIELD[field]}{labels} read {read[key]:g}, up {increases[key]:g} in "
+    return (f"ModelMesh's {series_text(key)} read {read[key]:g}, up {increases[key]:g} in "
             f"{elapsed_s:.1f} s: {why} (a garbled count? reading refused)")
+
+
+def series_text(key: Series) -> str:
+    """A counter series as ModelMesh's exposition names it: its sample and labels."""
+    return f"{SAMPLE_OF_FIELD[key[0]]}{labels_text(key[1])}"

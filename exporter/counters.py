@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from exporter import names
-from exporter.counter_ceilings import Series, implausible_step
+from exporter.counter_ceilings import Series, implausible_step, series_text
 from exporter.counter_jumps import CounterJumps
 from exporter.modelmesh_text import (
     CACHE_MISSES,
@@ -128,10 +128,8 @@ class CounterWindow:
                 for labels, value in reading.counters.get(field, {}).items()}
         unjumped = self._jumps.read(body)
         if unjumped.stuck is not None:
-            field, labels = unjumped.stuck
-            named = "{" + ",".join(f'{name}="{value}"' for name, value in labels) + "}" if labels else ""
             raise ScrapeFailure(names.REASON_PARSE, (
-                f"ModelMesh's {SAMPLE_OF_FIELD[field]}{named} still reads {body[unjumped.stuck]:g}, the count the "
+                f"ModelMesh's {series_text(unjumped.stuck)} still reads {body[unjumped.stuck]:g}, the count the "
                 "refused read had: garbled, or jumped with no request since; read from there it would say this pod "
                 "served nothing, so no read is taken until it moves (the last good values stay)"))
         series = unjumped.counts

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -175,12 +175,18 @@ def parse_with_library(text: str) -> ModelMeshReading:
     return _reading(counters, gauges)
 
 
+def labels_text(labels: Iterable[tuple[str, str]]) -> str:
+    """Labels as an exposition writes them, `{a="1",b="2"}`; empty for none (for the lines that name a series)."""
+    pairs = ",".join(f'{key}="{value}"' for key, value in labels)
+    return "{" + pairs + "}" if pairs else ""
+
+
 def _repeated(name: str, labels: Mapping[str, str]) -> ScrapeFailure:
     """A series written twice: no exposition holds one (Prometheus refuses such a scrape), so the body is two
     answers run together or garbled. Taken as good, whichever value was read could be a count that went down at
     the next read: a restart, and ModelMesh's whole history counted again as new load."""
-    shown = "{" + ",".join(f'{key}="{value}"' for key, value in sorted(labels.items())) + "}" if labels else ""
-    return ScrapeFailure(names.REASON_PARSE, f"{name}{shown} appears twice (two answers run together?)")
+    return ScrapeFailure(names.REASON_PARSE, f"{name}{labels_text(sorted(labels.items()))} appears twice (two answers "
+                                             "run together?)")
 
 
 def _check_ends(text: str) -> None:
