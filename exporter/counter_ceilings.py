@@ -72,7 +72,13 @@ def _said(field: str, increases: Mapping[Series, float], read: Mapping[Series, f
         return f"ModelMesh's {SAMPLE_OF_FIELD[field]} over the load window: {why} (a garbled count? reading refused)"
     key = max(risen, key=increases.__getitem__)
     return (f"ModelMesh's {series_text(key)} read {read[key]:g}, up {increases[key]:g} in "
-            f"{elapsed_s:.1f} s: {why} (a garbled count? reading refused)")
+            f"{_seconds(elapsed_s)} s: {why} (a garbled count? reading refused)")
+
+
+def _seconds(elapsed_s: float) -> str:
+    """The time a refused step took, never "0.0" for one that took some (a read that came late, then one on time,
+    at `--modelmesh-interval 0.1`): tenths from a second up, two significant digits below."""
+    return f"{elapsed_s:.1f}" if elapsed_s >= 1.0 else f"{elapsed_s:.2g}"
 
 
 def series_text(key: Series) -> str:

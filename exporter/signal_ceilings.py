@@ -9,6 +9,8 @@ policies may import nothing that does I/O (tests/test_architecture.py): both may
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Mapping
 from typing import Final, NamedTuple
 
@@ -48,4 +50,12 @@ def refusal(field: str, value: float, series: str) -> str | None:
     ceiling = CEILINGS.get(field)
     if ceiling is None or value <= ceiling.limit:
         return None
-    return f"{series} {value:g} is above {ceiling.limit:g}: {ceiling.why}"
+    return f"{series} {amount(value)} is above {ceiling.limit:g}: {ceiling.why}"
+
+
+def amount(value: float) -> str:
+    """A number as the log says it. A rate worked out from a garbled count can pass a float's range (1e308 in
+    0.1 s), which `:g` wrote as "inf": a reader asked how much, and whether the exporter divided by zero."""
+    if value == math.inf:
+        return f"over {sys.float_info.max:g} (past the largest number a float holds)"
+    return f"{value:g}"

@@ -8,6 +8,7 @@ once and counts on from there costs that one read; one garbled read costs nothin
 from __future__ import annotations
 
 import contextlib
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -179,3 +180,22 @@ def test_the_line_after_a_garbled_read_counts_the_series_it_garbled() -> None:
         window.add(labelled(1e308, 120.0), 10.0)
     window.add(labelled(130.0, 130.0), 15.0)
     assert window.news is not None and "(a garbled read, not a jump; 1 series)" in window.news, window.news
+
+
+@settings(max_examples=300, deadline=None)
+@given(before=st.fixed_dictionaries(dict.fromkeys(COUNTER_FIELDS, COUNT)),
+       after=st.fixed_dictionaries(dict.fromkeys(COUNTER_FIELDS, COUNT)),
+       elapsed_s=st.floats(min_value=0.01, max_value=3600.0))
+def test_a_refusal_says_numbers_a_reader_understands(before: dict[str, float], after: dict[str, float],
+                                                     elapsed_s: float) -> None:
+    """Whatever rise a refused read had, over as short a time as `--modelmesh-interval` allows (0.1 s, and a read
+    that came late then one on time: less), its log line says the rate as a number and the time as more than 0 s:
+    1e308 in 0.1 s was written "inf", and a step of 0.04 s "0.0 s"."""
+    window = CounterWindow(300.0, late_s=2.0)
+    window.add(reading(before), 0.0)
+    try:
+        window.add(reading(after), elapsed_s)
+    except ScrapeFailure as refusal:
+        line = str(refusal)
+        assert not re.search(r"\b(inf|nan)\b", line), line
+        assert not re.search(r"\bin 0(\.0+)? s\b", line), line
