@@ -21,7 +21,7 @@ is refused too, and the pod's last good values stay.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 
 from exporter.counter_ceilings import Series
@@ -61,8 +61,8 @@ class Unjumped:
 
 
 class CounterJumps:
-    """The jumps of the series that rose in refused readings, until each series comes back below its jump or the
-    container restarts."""
+    """The jumps of the series that rose in refused readings, until each series comes back below its jump, the
+    container restarts, or the series goes unseen as long as the running totals remember one."""
 
     def __init__(self) -> None:
         self._jumps: dict[Series, Jump] = {}
@@ -99,6 +99,22 @@ class CounterJumps:
     def accepted(self, reading: Unjumped) -> None:
         """A reading was accepted: the jumps it ended are over."""
         for key in reading.ended:
+            del self._jumps[key]
+
+    @property
+    def series(self) -> frozenset[Series]:
+        """The series with a jump kept."""
+        return frozenset(self._jumps)
+
+    def forget_unseen(self, seen: Iterable[Container[Series]], before: float) -> None:
+        """Forget the jumps of series in none of `seen` (the reading's and the running totals') that were refused
+        before `before`: a series seen once, in a refused read, never reaches the totals, whose staleness clears
+        the others (`forget`); kept, every model whose count appeared once garbled grew the memory for good."""
+        if not self._jumps:  # every read but the few after a refusal
+            return
+        places = tuple(seen)
+        for key in [key for key, jump in self._jumps.items()
+                    if jump.refused_at < before and not any(key in place for place in places)]:
             del self._jumps[key]
 
     def forget(self, keys: Iterable[Series]) -> None:

@@ -126,6 +126,7 @@ class CounterWindow:
         previous = self._history[-1] if self._history else None
         body = {(field, labels): value for field in COUNTER_FIELDS
                 for labels, value in reading.counters.get(field, {}).items()}
+        self._jumps.forget_unseen((body, self._last), at - self._forget_after_s)
         unjumped = self._jumps.read(body)
         if unjumped.stuck is not None:
             raise ScrapeFailure(names.REASON_PARSE, (
@@ -275,6 +276,12 @@ class CounterWindow:
             return (f"none of its {len(labelled)} labelled counter series is left, and it has published no "
                     "instance record yet")
         return None
+
+    @property
+    def remembered(self) -> frozenset[Series]:
+        """The series the window keeps anything of (a last count, a jump's baseline): those seen within
+        `forget_after_s`, whose memory stays bounded however series come and go."""
+        return frozenset(self._last) | self._jumps.series
 
     @property
     def latest(self) -> Totals | None:

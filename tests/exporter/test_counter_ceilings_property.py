@@ -199,3 +199,40 @@ def test_a_refusal_says_numbers_a_reader_understands(before: dict[str, float], a
         line = str(refusal)
         assert not re.search(r"\b(inf|nan)\b", line), line
         assert not re.search(r"\bin 0(\.0+)? s\b", line), line
+
+
+FORGET_AFTER_S = 1800.0
+CHURN = st.lists(st.tuples(st.floats(min_value=1.0, max_value=600.0),  # seconds since the read before
+                           st.integers(min_value=0, max_value=3),  # series of models served for the first time
+                           st.booleans()),  # their counts garbled (1e308): the read is refused
+                 min_size=2, max_size=40)
+"""Per-model series that come and go: each read brings a few new models' series, garbled or not, and keeps none of
+the earlier reads' but a steady one's."""
+
+
+@settings(max_examples=200, deadline=None)
+@given(churn=CHURN)
+def test_what_is_kept_of_series_stays_bounded_as_they_come_and_go(churn: list[tuple[float, int, bool]]) -> None:
+    """The exporter remembers a series for `forget_after_s` after it last saw it, and no longer: with per-model
+    metrics, models come and go for as long as the pod runs. A series seen once, in a read refused for its
+    garbled count, was remembered for good (its count before the jump), so memory grew with every such model."""
+    window = CounterWindow(30.0, forget_after_s=FORGET_AFTER_S, late_s=2.0)
+    seen_at: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    kept: frozenset[tuple[str, tuple[tuple[str, str], ...]]] = frozenset()
+    at = 0.0
+    for step, (elapsed, new, garbled) in enumerate(churn):
+        at += elapsed
+        counts: dict[tuple[tuple[str, str], ...], float] = {(("modelId", "steady"),): at}
+        counts.update({(("modelId", f"m-{step}-{index}"),): 1e308 if garbled else 1.0 for index in range(new)})
+        body = ModelMeshReading(counters={REQUESTS: counts, QUEUE_COUNT: {(): 0.0}, QUEUE_SUM_MS: {(): 0.0},
+                                          CACHE_MISSES: {(): 0.0}},
+                                lru_age_s=0.0, capacity_bytes=1.0, used_bytes=0.0, models_loaded=1.0)
+        seen_at.update({(field, labels): at for field, series in body.counters.items() for labels in series})
+        recent = {key for key, last in seen_at.items() if last >= at - FORGET_AFTER_S}
+        try:
+            window.add(body, at)
+        except ScrapeFailure:  # what the last accepted read kept is judged at the next accepted one
+            assert window.remembered <= recent | kept, sorted(window.remembered - recent - kept)
+        else:
+            assert window.remembered <= recent, sorted(window.remembered - recent)
+            kept = window.remembered
