@@ -25,7 +25,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Final
+from typing import Final, TypeVar
 
 import aiohttp
 
@@ -60,6 +60,7 @@ from exporter.flag_values import without_password
 
 log = logging.getLogger(__name__)
 
+_Pod = TypeVar("_Pod")
 _PodKey = tuple[RuntimeKey, str]
 _PodId = tuple[RuntimeKey, str, str | None]
 """A pod's last good sample is its own: the runtime, the pod's name and its uid (a pod created again under the
@@ -76,6 +77,10 @@ the refresh's deadline passed, so it was never sent."""
 _GARBLED: Final = ("answered, but with no usable ModelMesh reading (a request rate that is NaN, infinite or "
                    "negative, or missing, or no modelmesh last-success timestamp): its load signals are held")
 _REFUSED: Final = "a value no real pod reaches, not believed (check the pod's exporter and ModelMesh)"
+_MODELS_UNREAD: Final = (f"every {names.MODEL_LAST_SERVED_TIMESTAMP} it published was garbage (NaN, negative or "
+                         "+Inf): its per-model use is unread, no sign that ModelMesh stopped reporting it, so the "
+                         "runtime's memory of per-model use does not age while its sample is that reading's (check "
+                         "the pod's exporter)")
 
 
 class ScrapeSource(SourceDefaults):
@@ -123,9 +128,10 @@ class ScrapeSource(SourceDefaults):
         self._discovery_outage = DiscoveryOutage()
         self._sent: set[_PodKey] = set()  # this refresh's pods whose scrape left the concurrency queue
         self._unsent: set[_PodKey] = set()  # pods still queued at the last refresh's deadline
-        # This refresh's runtimes with a pod whose every model last-served time was garbage
-        # (`ExporterReading.models_unread`): their snapshots say `models_unread`.
-        self._models_unread: set[RuntimeKey] = set()
+        # Pods whose last good sample came from a reading whose every model last-served time was garbage
+        # (`ExporterReading.models_unread`), by runtime, for /debug; their runtimes' snapshots say `models_unread`
+        # while that sample is theirs, read this refresh or held (`_note_models_unread`).
+        self._models_unread: dict[RuntimeKey, dict[tuple[str, str | None], SourceProblem]] = {}
         self._queued_said = False
         self._inventory: dict[RuntimeKey, RuntimeInventory] = {}  # as the last refresh listed it, for /debug
 
@@ -157,8 +163,6 @@ class ScrapeSource(SourceDefaults):
         due.sort(key=lambda entry: (self._retries.failures(_streak(*entry)), (entry[0], entry[1].name)
                                     not in left))
         self._sent = set()
-        unread: set[RuntimeKey] = set()
-        self._models_unread = unread
         tasks = {asyncio.create_task(self._pod_sample(key, pod, now)): (key, pod) for key, pod in due}
         self._unsent = set()
         if tasks:
@@ -185,7 +189,7 @@ class ScrapeSource(SourceDefaults):
                 replicas=runtime.replicas,
                 annotations=runtime.annotations,
                 uid=runtime.uid,
-                models_unread=key in unread,
+                models_unread=key in self._models_unread,
             )
             for key, runtime in inventory.items()
         ]
@@ -238,9 +242,23 @@ class ScrapeSource(SourceDefaults):
         if self._retries.succeeded(_streak(key, pod)) or (ended is not None and ended.reason != REASON_NOT_SCRAPED):
             self._news.recovered(f"{key}/{pod.name}")
         self._last_good[_pod_id(key, pod)] = sample
-        if reading.models_unread:  # rare: samples of the series, every time garbage; no evidence it stopped
-            self._models_unread.add(key)
+        self._note_models_unread(key, pod, reading.models_unread, now)
         return key, sample
+
+    def _note_models_unread(self, key: RuntimeKey, pod: PodTarget, unread: bool, now: float) -> None:
+        """Keep whether the pod's new last good sample has per-model use unread (`unread`: its exporter published
+        last-served times, every one garbage; rare), since the first such reading. A failed or garbled scrape
+        leaves it: the sample held is that reading's, and its runtime's snapshot says `models_unread` until a
+        good reading replaces it. Noted only per refresh, a pod whose scrapes failed after such a reading read as
+        one whose ModelMesh reports no per-model use, and /debug said nothing of either."""
+        unread_pods = self._models_unread.get(key, {})
+        held = pod.name, pod.uid  # the pod's own sample, as `_last_good` keeps it
+        if not unread:
+            if unread_pods.pop(held, None) is not None and not unread_pods:
+                del self._models_unread[key]
+            return
+        self._models_unread.setdefault(key, {})[held] = unread_pods.get(held) or SourceProblem(
+            REASON_GARBAGE, f"{pod.url and without_password(pod.url)}: {_MODELS_UNREAD}", now, pod.name)
 
     def _garbled(self, key: RuntimeKey, pod: PodTarget, sample: PodSample, now: float,
                  refused: str | None = None) -> PodSample:
@@ -378,20 +396,19 @@ class ScrapeSource(SourceDefaults):
             del self._last_good[held]
         for entry in [entry for entry in self._clock_offsets if entry not in known]:
             del self._clock_offsets[entry]
-        for runtime, failing in list(self._failing.items()):  # a pod gone, or no longer scraped (not Ready)
-            scraped = {pod.name for pod in inventory[runtime].pods if pod.ready and pod.url is not None} \
-                if runtime in inventory else set()
-            for name in [name for name in failing if name not in scraped]:
-                del failing[name]
-            if not failing:
-                del self._failing[runtime]
+        # A pod gone, or no longer scraped (not Ready): its failure, and the unread-ness of a sample no longer read
+        scraped = {_pod_id(key, pod) for key, pod in pods if pod.ready and pod.url is not None}
+        _keep_only(self._failing, {(key, name) for key, name, _ in scraped})
+        _keep_only(self._models_unread, {(key, (name, uid)) for key, name, uid in scraped})
         self._retries.forget_all_but(_streak(key, pod) for key, runtime in inventory.items() for pod in runtime.pods)
 
     def problems(self, key: RuntimeKey) -> tuple[SourceProblem, ...]:
         """What fails now, for /debug: discovery out of date (its errors of the runtime's namespace), each of the
         runtime's pods whose last scrape failed, with its error and the time its run of failures began (a pod
-        waiting out its backoff included), and its Ready pods that run no exporter."""
+        waiting out its backoff included), the pods whose sample, read or held, has per-model use unread
+        (`_note_models_unread`), and its Ready pods that run no exporter."""
         return (self._discovery_outage.problems(key.namespace) + tuple(self._failing.get(key, {}).values())
+                + tuple(self._models_unread.get(key, {}).values())
                 + tuple(self._without_exporter.get(key, {}).values()))
 
     def scrape_urls(self, key: RuntimeKey) -> dict[str, str | None]:
@@ -405,6 +422,15 @@ class ScrapeSource(SourceDefaults):
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
+
+
+def _keep_only(by_runtime: dict[RuntimeKey, dict[_Pod, SourceProblem]], kept: set[tuple[RuntimeKey, _Pod]]) -> None:
+    """Drop the problems of pods not `kept` (by runtime and pod) from `by_runtime`, and the runtimes left without."""
+    for runtime, problems in list(by_runtime.items()):
+        for pod in [pod for pod in problems if (runtime, pod) not in kept]:
+            del problems[pod]
+        if not problems:
+            del by_runtime[runtime]
 
 
 def _streak(key: RuntimeKey, pod: PodTarget) -> tuple[RuntimeKey, str, str | None]:

@@ -10,16 +10,26 @@ The real scrape source against exporter stand-ins on real sockets; its snapshots
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 import pytest
 from aiohttp import web
+from aiohttp.test_utils import TestClient
 from hypothesis import given
 from hypothesis import strategies as st
 from pytest_aiohttp import AiohttpServer
 
+from autoscaler.api.app import build_api_app
+from autoscaler.api.handlers import rfc3339
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.names import ServedMetric
+from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.decision import RuntimeMemory, decide
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.refresher import Refresher
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.source_problems import REASON_GARBAGE
 from autoscaler.sources.base import PodTarget, RuntimeInventory
 from autoscaler.sources.exposition import read_exporter_text
 from autoscaler.sources.scrape import ScrapeSource
@@ -54,6 +64,8 @@ class Fleet:
         self.answers = answers
         self.declared = declared
         self.now = START
+        self.down: set[int] = set()
+        """Pods whose exporter answers 503."""
 
     def clock(self) -> float:
         return self.now
@@ -64,7 +76,10 @@ class Fleet:
 
 async def scrape_source(aiohttp_server: AiohttpServer, fleet: Fleet) -> ScrapeSource:
     async def exporter(request: web.Request) -> web.Response:
-        return web.Response(text=fleet.text(int(request.match_info["pod"])))
+        pod = int(request.match_info["pod"])
+        if pod in fleet.down:
+            return web.Response(status=503, text="exporter not ready")
+        return web.Response(text=fleet.text(pod))
 
     app = web.Application()
     app.router.add_get("/{pod}/metrics", exporter)
@@ -139,5 +154,81 @@ async def test_700_s_of_garbage_model_times_never_lower_the_desired_replicas(
             [snapshot] = await source.collect(fleet.now)
             view, memory = decide(snapshot, POLICY, memory, fleet.now, STEP * 2)
         assert served(view) == 2.0, view.reason
+    finally:
+        await source.close()
+
+
+async def test_a_pod_held_after_garbage_model_times_keeps_its_runtime_models_unread(
+        aiohttp_server: AiohttpServer) -> None:
+    """The pod's last good reading had every model time garbage; then its scrapes fail. The sample held is that
+    reading's, whose per-model use was unread: the snapshot said `models_unread` only at the refresh that read it,
+    and after it read as a pod whose ModelMesh reports no per-model use, the evidence that ages the memory."""
+    fleet = Fleet(["NaN", "recent"])
+    source = await scrape_source(aiohttp_server, fleet)
+    try:
+        [snapshot] = await source.collect(fleet.now)
+        assert snapshot.models_unread
+        fleet.down = {0}
+        for _ in range(3):
+            fleet.now += STEP
+            [snapshot] = await source.collect(fleet.now)
+            assert snapshot.pods[0].recent_models is None and snapshot.pods[0].sampled_at == START  # held
+            assert snapshot.models_unread
+        fleet.down = set()
+        fleet.answers[0] = "recent"
+        fleet.now += 120.0  # past the failing pod's backoff
+        [snapshot] = await source.collect(fleet.now)
+        assert snapshot.pods[0].recent_models is not None and not snapshot.models_unread
+    finally:
+        await source.close()
+
+
+async def test_a_pod_failing_after_a_good_reading_is_not_models_unread(aiohttp_server: AiohttpServer) -> None:
+    fleet = Fleet(["recent"])
+    source = await scrape_source(aiohttp_server, fleet)
+    try:
+        await source.collect(fleet.now)
+        fleet.down = {0}
+        fleet.now += STEP
+        [snapshot] = await source.collect(fleet.now)
+        assert snapshot.pods[0].recent_models is not None and not snapshot.models_unread
+    finally:
+        await source.close()
+
+
+async def debug_problems(client: TestClient[Any, Any]) -> list[dict[str, Any]]:
+    async with client.get(f"/debug/runtimes/{KEY.namespace}/{KEY.deployment}") as response:
+        assert response.status == 200
+        problems: list[dict[str, Any]] = (await response.json())["source"]["problems"]
+        return problems
+
+
+async def test_debug_says_a_pods_per_model_use_is_unread_while_its_sample_holds_it(
+        aiohttp_server: AiohttpServer, aiohttp_client: Callable[..., Awaitable[TestClient[Any, Any]]]) -> None:
+    """/debug said nothing of a pod whose exporter's model times were all garbage (its source problems empty, the
+    cache term held for "per-model use missing", as for a ModelMesh without per-model metrics), nor once its
+    scrapes failed and its sample was held. It shows a `garbage` problem naming the series, since the reading
+    that had it, while the pod's sample is that reading's, beside the failed scrape's own problem."""
+    fleet = Fleet(["NaN"])
+    source = await scrape_source(aiohttp_server, fleet)
+    refresher = Refresher(source, PolicyBook(), AdapterMetrics(), clock=fleet.clock, monotonic=fleet.clock)
+    client = await aiohttp_client(build_api_app(refresher, refresher.metrics))
+    try:
+        await refresher.refresh_once()
+        [unread] = await debug_problems(client)
+        assert unread["reason"] == REASON_GARBAGE and unread["pod"] == "pod-0", unread
+        assert names.MODEL_LAST_SERVED_TIMESTAMP in unread["detail"] and "per-model use" in unread["detail"], unread
+        assert unread["since"] == rfc3339(START), unread
+        fleet.down = {0}
+        fleet.now += STEP
+        await refresher.refresh_once()
+        problems = {problem["reason"]: problem for problem in await debug_problems(client)}
+        assert problems.keys() == {"http", REASON_GARBAGE}, problems
+        assert problems[REASON_GARBAGE] == unread  # the sample held is that reading's: still unread
+        fleet.down = set()
+        fleet.answers[0] = "recent"
+        fleet.now += 120.0  # past the failing pod's backoff
+        await refresher.refresh_once()
+        assert await debug_problems(client) == []
     finally:
         await source.close()
