@@ -16,7 +16,10 @@ count the pod's whole history again.
 A count exactly at the refused one tells neither (`Unjumped.stuck`): a garble that stays, or a jump with no
 request since. Read from the refused count it added nothing, and a busy pod whose count was stuck at 1e308 (its
 increments lost in the float) was published idle; so while the series the refusal named sits there, each reading
-is refused too, and the pod's last good values stay.
+is refused too, and the pod's last good values stay. Neither time nor the count's size tells the two apart: a
+busy pod's count clamped to a constant (2^31 - 1) or stopped stays as exactly as an idle jump's, for ever, though
+its increments would show in a float; so no number of unchanged reads makes it a baseline (the cost: an idle
+model whose count jumped keeps its pod's reads refused until its next request).
 """
 
 from __future__ import annotations

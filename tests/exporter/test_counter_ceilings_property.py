@@ -138,19 +138,34 @@ def test_one_garbled_read_costs_nothing_and_counts_nothing_twice(
         assert totals[counted] == last[counted] - first[counted], counted
 
 
+STUCK = {
+    REQUESTS: st.one_of(st.floats(min_value=1e16, max_value=1e308, allow_nan=False, allow_infinity=False),
+                        st.sampled_from([2.0**31 - 1, 2.0**32 - 1]),
+                        st.integers(min_value=10**9, max_value=2**53).map(float)),
+    QUEUE_SUM_MS: st.floats(min_value=1e16, max_value=1e308, allow_nan=False, allow_infinity=False),
+}
+"""Values a count may stick at, read after read, while the pod serves on: too large for its increments to show
+(1e308), or where they would show, a writer that clamps the count to a constant (2^31 - 1, 2^32 - 1) or a series
+that stopped counting. The queue time's are refused over any number of queued requests `STEADY` makes."""
+
+
 @settings(max_examples=200, deadline=None)
-@given(steady=STEADY, stuck=st.integers(min_value=1), field=st.sampled_from([REQUESTS, QUEUE_SUM_MS]),
-       value=st.floats(min_value=1e16, max_value=1e308, allow_nan=False, allow_infinity=False))
+@given(steady=STEADY, stuck=st.integers(min_value=1), unchanged=st.integers(min_value=0, max_value=6),
+       field_value=st.sampled_from(list(STUCK)).flatmap(lambda field: st.tuples(st.just(field), STUCK[field])))
 def test_a_count_stuck_at_a_garbled_value_never_lowers_a_published_rate(
-        steady: tuple[float, list[float], float], stuck: int, field: str, value: float) -> None:
-    """ModelMesh's count reads an absurd value from one read on and stays there, exactly, while the pod serves on
-    (too large for its increments to show, or a series that stopped counting): nothing tells how much it served,
-    so no read is taken, and the last good rates stay (the adapter holds the pod's last good sample). Read as
-    "stayed" from the refused read, the busy pod was published idle: 0 requests a second, 0 s queued."""
+        steady: tuple[float, list[float], float], stuck: int, unchanged: int, field_value: tuple[str, float]) -> None:
+    """ModelMesh's count reads an absurd value from one read on and stays there, exactly, while the pod serves on:
+    nothing tells how much it served, so no read is taken, and the last good rates stay (the adapter holds the
+    pod's last good sample). Read as "stayed" from the refused read, the busy pod was published idle: 0 requests a
+    second, 0 s queued. Nor does it become a baseline after some reads or load windows unchanged, nor where its
+    increments would show in a float: a jump whose series then serves nothing reads the same, but so does a
+    clamped or stopped count of a busy pod, for ever."""
     rate, intervals, window_s = steady
+    field, value = field_value
     stuck = 1 + stuck % (len(intervals) - 1)  # the first read is the baseline
     window = CounterWindow(window_s, late_s=2.0)
     times = [sum(intervals[:index + 1]) for index in range(len(intervals))]
+    times += [times[-1] + window_s * (1 + index) for index in range(unchanged)]  # reads a load window apart
     good = None
     for index, at in enumerate(times):
         counts = steady_counts(rate, at)
