@@ -229,7 +229,7 @@ class ScrapeSource(SourceDefaults):
                 return key, self._fallback(key, pod)
             except asyncio.CancelledError:
                 self._failed(key, pod, names.REASON_TIMEOUT,
-                             f"{pod.url}: no answer before the refresh deadline of {self._deadline_s:g} s", now)
+                             f"{_shown(pod)}: no answer before the refresh deadline of {self._deadline_s:g} s", now)
                 raise
         sample = reading.sample
         self._note_clock((key, pod.name), reading.clock_offset_s)
@@ -258,7 +258,7 @@ class ScrapeSource(SourceDefaults):
                 del self._models_unread[key]
             return
         self._models_unread.setdefault(key, {})[held] = unread_pods.get(held) or SourceProblem(
-            REASON_GARBAGE, f"{pod.url and without_password(pod.url)}: {_MODELS_UNREAD}", now, pod.name)
+            REASON_GARBAGE, f"{_shown(pod)}: {_MODELS_UNREAD}", now, pod.name)
 
     def _garbled(self, key: RuntimeKey, pod: PodTarget, sample: PodSample, now: float,
                  refused: str | None = None) -> PodSample:
@@ -270,7 +270,7 @@ class ScrapeSource(SourceDefaults):
         fresh on its own, is kept (unless it was the value refused). No backoff: the exporter answers, and its
         GPU reading is wanted at every refresh."""
         self.errors[REASON_GARBAGE] += 1
-        detail = f"{pod.url}: {_GARBLED}" if refused is None else f"{pod.url}: {refused}; {_REFUSED}"
+        detail = f"{_shown(pod)}: {_GARBLED}" if refused is None else f"{_shown(pod)}: {refused}; {_REFUSED}"
         before = self._problem(key, pod, REASON_GARBAGE, detail, now)
         if before is None or before.reason != REASON_GARBAGE:
             self._news.failed(f"{key}/{pod.name}", REASON_GARBAGE, detail)
@@ -417,7 +417,7 @@ class ScrapeSource(SourceDefaults):
         so that the scheme each was scraped over (`--exporter-scheme auto`: its port's name) can be checked.
         Asked once a refresh by the /debug render, never on the metric answers' path."""
         runtime = self._inventory.get(key)  # a targets file's `user:password@` shown as `***`, as logs show it
-        return {} if runtime is None else {pod.name: pod.url and without_password(pod.url) for pod in runtime.pods}
+        return {} if runtime is None else {pod.name: _shown(pod) for pod in runtime.pods}
 
     async def close(self) -> None:
         if self._session is not None:
@@ -431,6 +431,12 @@ def _keep_only(by_runtime: dict[RuntimeKey, dict[_Pod, SourceProblem]], kept: se
             del problems[pod]
         if not problems:
             del by_runtime[runtime]
+
+
+def _shown(pod: PodTarget) -> str | None:
+    """The pod's URL as the log and /debug say it: a targets file's URL may carry credentials
+    (`https://user:password@host/metrics`), whose password no line shows."""
+    return pod.url and without_password(pod.url)
 
 
 def _streak(key: RuntimeKey, pod: PodTarget) -> tuple[RuntimeKey, str, str | None]:

@@ -158,3 +158,24 @@ async def test_a_failing_pods_new_reason_is_said_as_its_first_was(aiohttp_server
                                                          f"scrape of {KEY}/p-0 failed (parse)"], said
     finally:
         await source.close()
+
+
+async def test_a_garbled_answer_is_said_without_the_targets_files_password(
+        aiohttp_server: AiohttpServer, caplog: pytest.LogCaptureFixture) -> None:
+    """A targets file may give a pod's URL with credentials (`https://user:password@host/metrics`); a failed
+    scrape's line and /debug hide the password, and so must a garbled answer's."""
+    caplog.set_level(logging.INFO, logger="autoscaler.sources.scrape")
+    answer = {"text": exposition("40", 0.5)}
+    url = await serving(aiohttp_server, lambda: web.Response(text=answer["text"]))
+    with_password = url.replace("http://", "http://scraper:s3cret@")
+    source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, (PodTarget("nan-0", True, with_password),))]),
+                          timeout_s=5.0)
+    try:
+        await source.collect(time.time())
+        answer["text"] = exposition("NaN", 0.5)
+        await source.collect(time.time())
+        [problem] = source.problems(KEY)
+        assert problem.detail.startswith(with_password.replace("s3cret", "***")), problem.detail
+        assert "s3cret" not in caplog.text, caplog.text
+    finally:
+        await source.close()
