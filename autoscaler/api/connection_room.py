@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from aiohttp import web
 
-from autoscaler.api.guarded_connection import _GuardedConnection
+from autoscaler.api.guarded_connection import GuardedConnection
 from autoscaler.api.handshake_refusals import HandshakeRefusals
 from autoscaler.api.listener_log import log
 from autoscaler.api.malformed_requests import StatusRequestHandler
@@ -40,12 +40,12 @@ class ConnectionGuard:
         self.closed_after_answer = 0
         self.closing = 0
         """Connections told to go (at once, or after their current answer) that have not yet gone: places coming."""
-        self.waiting: dict[_GuardedConnection, None] = {}
+        self.waiting: dict[GuardedConnection, None] = {}
         """Open connections waiting for request headers (a handshake, a slow client, one idle after its last
         answer) or stalled in a write, longest-waiting first (dicts keep insertion order)."""
-        self.counted: dict[_GuardedConnection, None] = {}
+        self.counted: dict[GuardedConnection, None] = {}
         """Every connection holding a place, oldest first."""
-        self.promised: deque[_GuardedConnection] = deque()
+        self.promised: deque[GuardedConnection] = deque()
         """New connections accepted at the bound, held before their TLS handshake in line for the next place to
         free; first come, first admitted, those of an address under its share first (`make_room`,
         `place_freed`)."""
@@ -64,7 +64,7 @@ class ConnectionGuard:
         }
 
     def __call__(self) -> asyncio.Protocol:
-        return _GuardedConnection(self)
+        return GuardedConnection(self)
 
     def make_handler(self) -> StatusRequestHandler:
         handler = StatusRequestHandler(self.server, loop=asyncio.get_running_loop(), **self._handler_kwargs)
@@ -132,18 +132,18 @@ class ConnectionGuard:
         """`peer` holds, with its connections in line, fewer places than its share: a new one goes first."""
         return self.claims(peer) < self.held.share
 
-    def holds_over_share(self, connection: _GuardedConnection) -> bool:
+    def holds_over_share(self, connection: GuardedConnection) -> bool:
         """`connection`'s address holds more places than its share (its line not counted): its idle ones make
         room first."""
         return self.held.held(connection.peer) > self.held.share
 
-    def _displaceable(self) -> _GuardedConnection | None:
+    def _displaceable(self) -> GuardedConnection | None:
         """The newest connection in line of an address that claims (holds, with its connections in line) more
         places than its share."""
         share = self.held.share
         return next((newcomer for newcomer in reversed(self.promised) if self.claims(newcomer.peer) > share), None)
 
-    def tell_to_go(self, victim: _GuardedConnection, decision: Room) -> None:
+    def tell_to_go(self, victim: GuardedConnection, decision: Room) -> None:
         self.closing += 1
         victim.closing = True
         if decision == "close":
@@ -181,9 +181,9 @@ NEW_CONNECTION_S = 1.0
 most this long, a new connection is not closed to make room while a place is coming anyway."""
 
 
-def choose_room(waiting: dict[_GuardedConnection, None], counted: dict[_GuardedConnection, None],
-                now: float, over_share: Callable[[_GuardedConnection], bool] = lambda _: False,
-                ) -> tuple[Room, _GuardedConnection | None]:
+def choose_room(waiting: dict[GuardedConnection, None], counted: dict[GuardedConnection, None],
+                now: float, over_share: Callable[[GuardedConnection], bool] = lambda _: False,
+                ) -> tuple[Room, GuardedConnection | None]:
     """What frees a place at the bound for a connection in line (`ConnectionGuard.make_room`, `serve_line`), so
     that a client refused for who it is or how fast it asks cannot keep the places from clients that are served.
     The first that applies, in this order:
@@ -200,16 +200,16 @@ def choose_room(waiting: dict[_GuardedConnection, None], counted: dict[_GuardedC
        `over_share` first, else the longest-waiting;
     4. nothing, and wait, while a place is coming: a connection told to go has not yet gone, an answer is still
        being handed over, or a request is in flight (if its answer is a 4xx, that connection goes then:
-       `_GuardedConnection.answered`). A client refused at once reconnects at once: it must not take the place
+       `GuardedConnection.answered`). A client refused at once reconnects at once: it must not take the place
        of a new client still in its TLS handshake;
     5. close at once a new waiting connection (not yet answered, open less than `NEW_CONNECTION_S`), chosen as
        in 3;
     6. refuse: no place is coming and none may go.
 
     A connection with a request in flight, or whose answer is still being handed over, is never closed before
-    its answer is, unless its client has stopped reading its answers (`_GuardedConnection.closable`)."""
-    first: _GuardedConnection | None = None
-    first_new: _GuardedConnection | None = None
+    its answer is, unless its client has stopped reading its answers (`GuardedConnection.closable`)."""
+    first: GuardedConnection | None = None
+    first_new: GuardedConnection | None = None
     first_over = first_new_over = False
     coming = False
     for connection in waiting:

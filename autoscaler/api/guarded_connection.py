@@ -21,7 +21,10 @@ _HEADER_END_TAIL = _HEADER_END[-3:]
 """The last three bytes seen when a read ends with a header block's end (what `data_received` keeps of it)."""
 
 
-class _GuardedConnection(asyncio.Protocol):
+class GuardedConnection(asyncio.Protocol):
+    """The guard's protocol for one accepted socket. Public because the guard (`connection_room.ConnectionGuard`)
+    creates it, keeps it in its places and lines, and reads its clocks to choose which connection makes room."""
+
     def __init__(self, guard: ConnectionGuard) -> None:
         self._guard = guard
         self._loop = asyncio.get_running_loop()

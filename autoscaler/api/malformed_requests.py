@@ -47,7 +47,7 @@ class StatusRequestHandler(RequestHandler, ConnectionMemo):
     message."""
     on_answered: Callable[[int, bool], None] | None = None
     """Called when an answer is handed to the transport, with its status and whether no other request is
-    queued (the connection then waits for its next request): `_GuardedConnection.answered`."""
+    queued (the connection then waits for its next request): `GuardedConnection.answered`."""
 
     def bound_header_bytes(self, limit: int) -> None:
         """Refuse a request whose header block is over `limit` bytes (`header_budget.py`): aiohttp bounds each

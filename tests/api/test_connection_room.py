@@ -7,7 +7,7 @@
 - a connection whose last answer refused its client (a 4xx) makes room before any served client's connection;
 - no more connections hold a place than the bound, and no more wait in line for one.
 
-The guard's own connections (`_GuardedConnection`) run on a real event loop; only the transport and aiohttp's
+The guard's own connections (`GuardedConnection`) run on a real event loop; only the transport and aiohttp's
 handler are stand-ins, which record what the guard did to them.
 """
 
@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from autoscaler.api import connection_room
 from autoscaler.api.connection_room import ConnectionGuard
 from autoscaler.api.connections import ConnectionLimits
-from autoscaler.api.guarded_connection import _GuardedConnection
+from autoscaler.api.guarded_connection import GuardedConnection
 
 PLACES = 3
 REQUEST = b"GET /x HTTP/1.1\r\nHost: a\r\n\r\n"
@@ -35,7 +35,7 @@ class Transport:
     """A socket's transport as the guard sees it, with what the client side has done."""
 
     loop: asyncio.AbstractEventLoop
-    protocol: _GuardedConnection
+    protocol: GuardedConnection
     violations: list[str]
     in_flight: bool = False  # a request whose headers are complete, not yet answered
     unsent: int = 0  # answer bytes not yet handed to the kernel
@@ -173,7 +173,7 @@ def test_room_is_made_only_by_connections_that_may_go(steps: list[tuple[str, int
                 chosen = live[index % len(live)] if live else None
                 if kind == "arrive":
                     protocol = guard()
-                    assert isinstance(protocol, _GuardedConnection)
+                    assert isinstance(protocol, GuardedConnection)
                     transport = Transport(loop, protocol, violations, peers=transports)
                     transports.append(transport)
                     protocol.connection_made(transport)  # type: ignore[arg-type]

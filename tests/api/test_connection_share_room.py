@@ -24,7 +24,7 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from autoscaler.api.guarded_connection import _GuardedConnection
+from autoscaler.api.guarded_connection import GuardedConnection
 from autoscaler.api.peer_share import peer_share
 from tests.api.test_connection_room import Transport, act, guard_of
 
@@ -85,7 +85,7 @@ def test_an_address_under_its_share_is_never_refused_for_one_over_it(
                     line_within_shares = all(holding()[c.peer] + in_line()[c.peer] <= SHARE for c in guard.promised)
                     idle_over = idle_over_share()
                     protocol = guard()
-                    assert isinstance(protocol, _GuardedConnection)
+                    assert isinstance(protocol, GuardedConnection)
                     transport = PeerTransport(loop, protocol, violations, peers=transports, address=peer)  # type: ignore[arg-type]
                     transports.append(transport)
                     protocol.connection_made(transport)  # type: ignore[arg-type]
@@ -120,7 +120,7 @@ def test_the_greedy_example_is_served_ahead() -> None:
 
         def arrive(peer: str) -> PeerTransport:
             protocol = guard()
-            assert isinstance(protocol, _GuardedConnection)
+            assert isinstance(protocol, GuardedConnection)
             transport = PeerTransport(loop, protocol, violations, peers=transports, address=peer)  # type: ignore[arg-type]
             transports.append(transport)
             protocol.connection_made(transport)  # type: ignore[arg-type]

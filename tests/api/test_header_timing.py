@@ -1,4 +1,4 @@
-"""The guarded listener's header clock (`guarded_connection._GuardedConnection.data_received`) reads the usual request,
+"""The guarded listener's header clock (`guarded_connection.GuardedConnection.data_received`) reads the usual request,
 whose headers end exactly at the end of a read, without joining and searching the bytes; on any stream of reads,
 cut anywhere, it must judge each read as the general reading does: whether the connection still waits for
 headers (its clock running, evictable) or has them all, and what it keeps of the read's end."""
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoscaler.api.connections import ConnectionLimits
-from autoscaler.api.guarded_connection import _GuardedConnection
+from autoscaler.api.guarded_connection import GuardedConnection
 
 HEADER_END = b"\r\n\r\n"
 
@@ -61,7 +61,7 @@ reads = st.lists(st.lists(pieces, min_size=1, max_size=6).map(b"".join), min_siz
 def test_every_read_is_judged_as_the_general_reading_judges_it(stream: list[bytes]) -> None:
     async def run() -> None:
         guard = Guard()
-        connection = _GuardedConnection(guard)  # type: ignore[arg-type]
+        connection = GuardedConnection(guard)  # type: ignore[arg-type]
         handler = Recorder()
         connection._handler = handler  # type: ignore[assignment]
         connection._awaiting(asyncio.get_running_loop().time())  # as `connection_made` starts the clock
