@@ -81,6 +81,13 @@ def _default_weights(terms: Sequence[WeightedTerm]) -> _Weights | None:
 
 
 _WEIGHTS_BY_ID: dict[int, tuple[Sequence[WeightedTerm], _Weights | None]] = {}
+"""id(terms) → (terms, `_default_weights(terms)`): one entry per policy's terms tuple, bounded
+(`_WEIGHTS_BY_ID_BOUND`)."""
+
+_WEIGHTS_BY_ID_BOUND: Final = 4096
+"""`_WEIGHTS_BY_ID` is cleared at this many entries: one per policy's terms (`decision._policy_terms`, at most
+one per runtime), each a small tuple that keeps its terms alive, well under a megabyte in all. A miss only
+costs `_default_weights`' few type checks, so a fleet with more runtimes than this loses little by clearing."""
 
 
 def _weights_of(
@@ -88,10 +95,10 @@ def _weights_of(
 ) -> tuple[Sequence[WeightedTerm], _Weights | None]:
     """`_default_weights(terms)`, kept by the identity of `terms` (the decision hands the same tuple for a
     policy every time: `decision._policy_terms`); the entry keeps `terms` alive, so its id is not reused
-    while cached. Cleared past 4,096 entries."""
+    while cached (cleared at `_WEIGHTS_BY_ID_BOUND`)."""
     hit = (terms, _default_weights(terms))
     if type(terms) is tuple:  # (a list could change under its id; the weighted terms themselves are frozen)
-        if len(_WEIGHTS_BY_ID) >= 4096:
+        if len(_WEIGHTS_BY_ID) >= _WEIGHTS_BY_ID_BOUND:
             _WEIGHTS_BY_ID.clear()
         _WEIGHTS_BY_ID[id(terms)] = hit
     return hit

@@ -61,6 +61,13 @@ class SignalStats:
 
 
 _BY_COUNTS: dict[tuple[int, int, int, int, int, int, int, int, int, int], dict[str, SignalStats]] = {}
+"""(*fresh, *expected, ready, gpu_absent) → `signal_stats`' mapping: shared, never mutated, bounded
+(`_BY_COUNTS_BOUND`)."""
+
+_BY_COUNTS_BOUND: Final = 4096
+"""`_BY_COUNTS` is cleared at this many distinct counts (a few hundred bytes each, a megabyte or two in all): a
+fleet's runtimes repeat far fewer. A cleared cache only costs rebuilding four stats and their mapping per new
+count, and a new mapping also misses `decision`'s profile cache, which is keyed by the mapping's identity."""
 
 
 def signal_stats(
@@ -72,11 +79,11 @@ def signal_stats(
 
     Shared, never mutated: a runtime's counts repeat from refresh to refresh, and building four stats and
     their mapping per runtime cost more than the rest of a small runtime's aggregation. Bounded: cleared
-    when it reaches 4,096 distinct counts (a few hundred bytes each)."""
+    when it reaches `_BY_COUNTS_BOUND` distinct counts."""
     key = (*fresh, *expected, ready, gpu_absent)
     found = _BY_COUNTS.get(key)
     if found is None:
-        if len(_BY_COUNTS) >= 4096:
+        if len(_BY_COUNTS) >= _BY_COUNTS_BOUND:
             _BY_COUNTS.clear()
         found = _BY_COUNTS[key] = {}
         for s, f, e in zip(SIGNALS, fresh, expected, strict=True):
