@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -20,30 +18,13 @@ from hypothesis import strategies as st
 
 from autoscaler.kube.client import KubeApiError, KubeClient
 from autoscaler.kube.client_certificate import RENEW_BEFORE_S, renewal_time
+from tests.kube import client_cert_fixtures
 from tests.kube.client_cert_api import CertificatePlugin, ClientCertKubeApi, serial_of
+from tests.kube.client_cert_fixtures import HOUR, connect
 from tests.support.clock import SteppedClock
 from tests.support.waiting import eventually
 
-HOUR = 3600.0
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> SteppedClock:
-    stepped = SteppedClock(time.time())  # wall-clock time, shared by the server and the adapter
-    monkeypatch.setattr("autoscaler.kube.client_certificate.CLOCK", stepped)
-    return stepped
-
-
-@pytest.fixture
-async def kube(clock: SteppedClock) -> AsyncIterator[ClientCertKubeApi]:
-    kube = ClientCertKubeApi(cert_clock=clock)
-    async with kube:
-        yield kube
-
-
-async def connect(kube: ClientCertKubeApi, plugin: CertificatePlugin) -> KubeClient:
-    return await KubeClient.connect(plugin.kubeconfig(kube, "ml"), user_agent="modelmesh-autoscaler/test",
-                                    timeout_s=5.0)
+clock, kube = client_cert_fixtures.clock, client_cert_fixtures.kube  # the shared fixtures (pytest finds them here)
 
 
 async def test_a_plugin_certificate_is_fetched_again_when_it_expires(

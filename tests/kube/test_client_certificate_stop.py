@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from autoscaler.kube.client import KubeClient
+from tests.kube import client_cert_fixtures
 from tests.kube.client_cert_api import CertificatePlugin, ClientCertKubeApi
-from tests.kube.test_client_certificate_rotation import HOUR, connect
+from tests.kube.client_cert_fixtures import HOUR, connect
 from tests.support.clock import SteppedClock
 from tests.support.processes import free_port, running
 from tests.support.waiting import eventually
@@ -22,19 +21,7 @@ from tests.support.waiting import eventually
 LIFETIME_S = 10.0
 """The certificates the plugin signs for `serve` (a real process, on the real clock): renewed 2 s before expiry."""
 
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> SteppedClock:
-    stepped = SteppedClock(time.time())
-    monkeypatch.setattr("autoscaler.kube.client_certificate.CLOCK", stepped)
-    return stepped
-
-
-@pytest.fixture
-async def kube(clock: SteppedClock) -> AsyncIterator[ClientCertKubeApi]:
-    kube = ClientCertKubeApi(cert_clock=clock)
-    async with kube:
-        yield kube
+clock, kube = client_cert_fixtures.clock, client_cert_fixtures.kube  # the shared fixtures (pytest finds them here)
 
 
 @pytest.fixture

@@ -1,0 +1,42 @@
+"""The certificate tests' stepped clock and client-certificate kube API, and the client they connect, written once
+for the test files that import them (`test_client_certificate_rotation`, `test_client_certificate_stop`).
+
+Not a conftest: only these files need a clock that the adapter's certificate renewal and the server's expiry
+check share, so other tests in tests/kube/ keep their own `clock` and `kube`. A test file takes the fixtures by
+importing them (pytest finds a fixture among a module's names): `clock, kube = client_cert_fixtures.clock, ...`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from autoscaler.kube.client import KubeClient
+from tests.kube.client_cert_api import CertificatePlugin, ClientCertKubeApi
+from tests.support.clock import SteppedClock
+
+HOUR = 3600.0
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> SteppedClock:
+    """Wall-clock time, stepped by the test, shared by the server (certificate expiry) and the adapter (renewal)."""
+    stepped = SteppedClock(time.time())
+    monkeypatch.setattr("autoscaler.kube.client_certificate.CLOCK", stepped)
+    return stepped
+
+
+@pytest.fixture
+async def kube(clock: SteppedClock) -> AsyncIterator[ClientCertKubeApi]:
+    """The fake kube API authenticating by client certificate, judging expiry by `clock`."""
+    kube = ClientCertKubeApi(cert_clock=clock)
+    async with kube:
+        yield kube
+
+
+async def connect(kube: ClientCertKubeApi, plugin: CertificatePlugin) -> KubeClient:
+    """The adapter's client for `kube`, its certificate from `plugin`, in namespace ml."""
+    return await KubeClient.connect(plugin.kubeconfig(kube, "ml"), user_agent="modelmesh-autoscaler/test",
+                                    timeout_s=5.0)
