@@ -142,9 +142,11 @@ async def test_any_field_label_is_taken_exactly_where_the_kind_converts_it(label
             assert taken or label in answer["message"]
 
 
-async def test_once_a_kubeconfig_gave_a_token_a_request_without_credentials_is_unauthorized(
+async def test_once_a_kubeconfig_gave_a_token_a_request_without_credentials_is_anonymous_and_forbidden(
     kube: FakeKubeApi, tmp_path: Path
 ) -> None:
+    """kube-apiserver takes a request without credentials as `system:anonymous` (`--anonymous-auth`, on by
+    default) and RBAC refuses that user all but the public paths: 403 naming the user, not 401."""
     kube.add_pod(NS, "p")
     pods = f"{kube.url}/api/v1/namespaces/{NS}/pods"
     async with aiohttp.ClientSession() as session:
@@ -154,17 +156,37 @@ async def test_once_a_kubeconfig_gave_a_token_a_request_without_credentials_is_u
 
         async with session.get(pods) as anonymous:
             status = await anonymous.json()
+        async with session.get(f"{kube.url}/apis") as discovery:
+            discovery_status = await discovery.json()
         async with session.get(pods, headers={"Authorization": "Bearer test-token"}) as with_token:
             assert with_token.status == 200
-        async with session.get(f"{kube.url}/healthz") as health:
-            assert health.status == 200
+        for public in ("/healthz", "/version"):
+            async with session.get(kube.url + public) as answer:
+                assert answer.status == 200, public
 
-    assert anonymous.status == 401
-    assert (status["reason"], status["message"]) == ("Unauthorized", "Unauthorized")
+    assert anonymous.status == 403
+    assert (status["reason"], status["message"]) == (
+        "Forbidden", f'pods is forbidden: User "system:anonymous" cannot list resource "pods" in API group "" '
+                     f'in the namespace "{NS}"')
+    assert (discovery.status, discovery_status["message"]) == (
+        403, 'forbidden: User "system:anonymous" cannot get path "/apis"')
     # kubectl sends no credentials over the fake's plain http (it would over TLS): it is let through.
     code, stdout, stderr = await kubectl(kube, tmp_path, "get", "pods", "-n", NS, "-o", "name")
     assert code == 0, stderr
     assert stdout.split() == ["pod/p"]
+
+
+async def test_with_anonymous_auth_off_a_request_without_credentials_is_unauthorized(
+    kube: FakeKubeApi, tmp_path: Path
+) -> None:
+    """A cluster started with `--anonymous-auth=false` answers 401 to every request without credentials."""
+    kube.anonymous_auth = False
+    kube.write_kubeconfig(tmp_path / "kubeconfig")
+    async with aiohttp.ClientSession() as session, session.get(f"{kube.url}/api/v1/namespaces/{NS}/pods") as anonymous:
+        status = await anonymous.json()
+
+    assert anonymous.status == 401
+    assert (status["reason"], status["message"]) == ("Unauthorized", "Unauthorized")
 
 
 async def test_a_runtime_scale_is_checked_against_its_crd_schema_and_pruned(kube: FakeKubeApi, tmp_path: Path) -> None:

@@ -66,9 +66,12 @@ Kept as the real server does it (checked against kubernetes/apiserver sources):
   PUT with a stale resourceVersion is 409 Conflict, PUT without one is 422 (leases do not allow
   unconditional updates), PUT of a missing Lease creates it, POST of an existing name is 409 AlreadyExists.
 - Authentication: once `write_kubeconfig` handed out credentials, a request without an `Authorization` header
-  is 401 (health checks and kubectl over plain http excepted: client-go sends credentials only over TLS);
-  `require_token` also refuses a wrong token. Clients built by hand (`Configuration().host = kube.url`, an
-  `aiohttp` session standing in for the HPA controller) send a bearer token in tests that write a kubeconfig.
+  is `system:anonymous`, as kube-apiserver's default `--anonymous-auth` takes it: RBAC's 403 Forbidden naming
+  that user, but for the health endpoints and /version (`anonymous_auth = False`: 401 Unauthorized, as with
+  `--anonymous-auth=false`); kubectl over plain http is let through (client-go sends credentials only over
+  TLS). `require_token` refuses anything but that token (or one in `tokens`) with 401. Clients built by hand
+  (`Configuration().host = kube.url`, an `aiohttp` session standing in for the HPA controller) send a bearer
+  token in tests that write a kubeconfig.
 - SubjectAccessReview and TokenReview are validated like the server does and echoed with a `status`; creation
   answers 201. An unknown token gets `status: {user: {}, error: ...}`: `authenticated` is omitted, as Go's
   `omitempty` drops a false bool. Authenticated users get the `system:authenticated` group added.

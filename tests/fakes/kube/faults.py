@@ -109,14 +109,31 @@ class Forbidden:
             return None
         if rtype.plural != self.resource or (self.namespace is not None and namespace != self.namespace):
             return None
-        group = rtype.group
-        where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
-        subject = f'{rtype.plural}{"." + group if group else ""} "{name}"' if name else \
-            f'{rtype.plural}{"." + group if group else ""}'
-        message = (f'{subject} is forbidden: User "{self.user}" cannot {self.verb} resource "{rtype.plural}" '
-                   f'in API group "{group}"{where}')
-        return ApiError(403, message, "Forbidden",
-                        {"name": name, "group": group, "kind": rtype.plural} if name else None)
+        return rbac_denial(self.user, self.verb, rtype.plural, rtype.group, namespace, name)
+
+
+def rbac_denial(user: str, verb: str, resource: str, group: str, namespace: str | None, name: str | None) -> ApiError:
+    """RBAC's 403 as kube-apiserver words it: the object (or collection), the user, the verb, the resource and
+    its API group, and the namespace or the cluster scope."""
+    where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
+    subject = f'{resource}{"." + group if group else ""} "{name}"' if name else \
+        f'{resource}{"." + group if group else ""}'
+    message = (f'{subject} is forbidden: User "{user}" cannot {verb} resource "{resource}" '
+               f'in API group "{group}"{where}')
+    return ApiError(403, message, "Forbidden", {"name": name, "group": group, "kind": resource} if name else None)
+
+
+def request_denial(user: str, method: str, path: str, watch: bool) -> ApiError:
+    """RBAC's 403 for `user` on any request, with the verb the server authorizes it as: a resource's
+    (`get`, `list`, `watch`, `create`, ...; a subresource named after its resource, `runtimescales/scale`) or,
+    for a path that is no resource (`/apis`), the HTTP method: `cannot get path "/apis"`."""
+    parsed = parse_path(path)
+    if parsed is None:
+        return ApiError(403, f'forbidden: User "{user}" cannot {method.lower()} path "{path}"', "Forbidden")
+    rtype, namespace, name, subresource = parsed
+    verb = _read_verb(method, name, watch) or _VERBS.get(method, method.lower())
+    resource = f"{rtype.plural}/{subresource}" if subresource else rtype.plural
+    return rbac_denial(user, verb, resource, rtype.group, namespace, name)
 
 
 @dataclass(slots=True)

@@ -1,10 +1,14 @@
 """Who may call the fake, and the review APIs the adapter asks about its own callers.
 
 - Authentication of requests to the fake: with `require_token` set, a request needs that bearer token or one
-  listed in `tokens` (else 401). The scheme is matched in any case ("bearer"), as the server does. Without it,
-  once a kubeconfig was handed out (`write_kubeconfig`), a request with no `Authorization` header at all is
-  401, as a cluster without anonymous access answers a client that dropped its credentials; two exceptions:
-  the health endpoints, and kubectl over the fake's plain http (client-go sends credentials only over TLS).
+  listed in `tokens` (else 401, even with no credentials at all: a server that takes nothing else). The scheme
+  is matched in any case ("bearer"), as the server does. Without it, once a kubeconfig was handed out
+  (`write_kubeconfig`), a request with no `Authorization` header at all is anonymous, as kube-apiserver with
+  `--anonymous-auth` (its default) takes it: user `system:anonymous` may read the health endpoints and
+  /version (RBAC's `system:public-info-viewer`) and gets RBAC's 403 Forbidden naming that user for anything
+  else, so a client that dropped its credentials fails here as on a cluster. `anonymous_auth = False` is a
+  server started with `--anonymous-auth=false`: every such request is 401 Unauthorized. Either way kubectl
+  over the fake's plain http is let through (client-go sends credentials only over TLS).
 - TokenReview (`authentication.k8s.io/v1`): `tokens` maps a token to (username, groups).
 - SubjectAccessReview (`authorization.k8s.io/v1`): decided by `authorizer` when set, else by the RBAC-like
   `access_rules` added with `allow()`; nothing is allowed by default, as RBAC denies by default.
@@ -25,9 +29,10 @@ from typing import Any, Final
 
 from aiohttp import web
 
+from tests.fakes.kube.faults import request_denial
 from tests.fakes.kube.resources import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
 from tests.fakes.kube.store import ObjectStore
-from tests.fakes.kube.wire import JSON, ApiError, checked_object, json_response
+from tests.fakes.kube.wire import JSON, ApiError, checked_object, json_response, truthy
 
 AUTH_CONFIGMAP: Final = ("kube-system", "extension-apiserver-authentication")
 
@@ -85,7 +90,10 @@ class AuthReviews(ObjectStore):
         self.require_token: str | None = None
         """When set, requests must carry `Authorization: Bearer <it>` (or a token in `tokens`), else 401."""
         self.credentials_given = False
-        """Set by `write_kubeconfig`: clients were given credentials, so a request without any is refused."""
+        """Set by `write_kubeconfig`: clients were given credentials, so a request without any is anonymous."""
+        self.anonymous_auth = True
+        """kube-apiserver's `--anonymous-auth` (on by default): a request without credentials is `system:anonymous`,
+        refused with RBAC's 403 but for the public paths; False: it is 401 Unauthorized."""
         self.tokens: dict[str, tuple[str, list[str]]] = {}
         """TokenReview answers: token -> (username, groups)."""
         self.token_reviews: list[JSON] = []
@@ -159,8 +167,11 @@ class AuthReviews(ObjectStore):
 
     def _authenticate(self, request: web.Request) -> None:
         if self.require_token is None:
-            if self.credentials_given and "Authorization" not in request.headers and not _anonymous_ok(request):
-                raise ApiError(401, "Unauthorized", "Unauthorized")
+            if self.credentials_given and "Authorization" not in request.headers and not _kubectl_over_http(request):
+                if not self.anonymous_auth:
+                    raise ApiError(401, "Unauthorized", "Unauthorized")
+                if request.path.rstrip("/") not in _PUBLIC_INFO_PATHS:
+                    raise request_denial(ANONYMOUS, request.method, request.path, truthy(request.query.get("watch")))
             return
         # The server's bearer-token authenticator takes the scheme in any case: the Python client's in-cluster
         # loader sends "bearer <token>".
@@ -256,13 +267,14 @@ class AuthReviews(ObjectStore):
         return json_response(answer, status=201)
 
 
-_HEALTH_PATHS: Final = frozenset({"/healthz", "/livez", "/readyz"})
+ANONYMOUS: Final = "system:anonymous"
+"""The user kube-apiserver gives a request without credentials while `--anonymous-auth` is on (its default)."""
+
+_PUBLIC_INFO_PATHS: Final = frozenset({"/healthz", "/livez", "/readyz", "/version"})
+"""What RBAC's default `system:public-info-viewer` ClusterRole lets `system:anonymous` read."""
 
 
-def _anonymous_ok(request: web.Request) -> bool:
-    """A request the fake takes without credentials although clients were given some: health checks (open to
-    anonymous users on a default cluster), and kubectl over plain http, which never sends credentials there
-    (a real API server is always TLS, where kubectl would send them)."""
-    if request.path.rstrip("/") in _HEALTH_PATHS:
-        return True
+def _kubectl_over_http(request: web.Request) -> bool:
+    """kubectl over the fake's plain http, which never sends credentials there (a real API server is always TLS,
+    where kubectl would send them): taken without credentials although clients were given some."""
     return not request.secure and request.headers.get("User-Agent", "").startswith("kubectl/")

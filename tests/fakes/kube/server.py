@@ -124,8 +124,9 @@ class FakeKubeApi(ClusterControls, KServeControls, AuthReviews, Subresources, Fa
         Over plain http kubectl sends no credentials at all (client-go reads the user's auth only for TLS
         transports); start the fake with `tls=True` when kubectl's token matters.
 
-        From here on a request without an `Authorization` header is 401 (kubectl over http and health checks
-        excepted): a client of the code under test that drops the credentials fails here as on a cluster."""
+        From here on a request without an `Authorization` header is `system:anonymous`, refused with RBAC's 403
+        but for the health endpoints and /version (401 with `anonymous_auth` False; kubectl over http excepted):
+        a client of the code under test that drops the credentials fails here as on a cluster."""
         target = Path(path)
         self.credentials_given = True
         cluster: JSON = {"server": self.url}
