@@ -433,13 +433,11 @@ async def test_scraped_exporter_series_are_joined_by_their_own_labels(
 async def test_dead_url_fails_fast(make_source: MakeSource, dead_url: str, now: float) -> None:
     source = make_source(dead_url, timeout_s=5.0)
 
-    started = time.monotonic()
     snapshots = await source.collect(now)
 
-    assert time.monotonic() - started < 2.0
     assert all(not s.source_ok for s in snapshots)
     assert all(pod == PodSample(name=pod.name, ready=pod.ready) for s in snapshots for pod in s.pods)
-    assert source.errors["connect"] == 1
+    assert source.errors == {"connect": 1}  # refused at once: said as such, not waited out as a timeout
     assert source.last_error is not None and isinstance(source.last_error.__cause__, Exception)
     # The log line names the URL and why, not the whole URL-encoded query (it was about 1.5 KB).
     assert "query=" not in str(source.last_error) and len(str(source.last_error)) < 400, str(source.last_error)
