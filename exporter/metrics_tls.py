@@ -23,6 +23,7 @@ from aiohttp.typedefs import Handler
 
 from exporter.cert_reload import certificate_reload_context
 from exporter.client_ca_reload import client_ca_context, client_ca_reload_context
+from exporter.refused_handshakes import tell_refused_clients
 from exporter.settings import ExporterSettings, setting
 from exporter.tls_files import server_context
 
@@ -33,16 +34,19 @@ CLIENT_CERTIFICATE_PATHS: Final = frozenset({"/metrics"})
 def serve_over_tls(app: web.Application, settings: ExporterSettings) -> ssl.SSLContext | None:
     """The context to serve `app` with (None: plain HTTP, no certificate given), its certificate reloaded for as
     long as `app` runs, and /metrics closed to clients without a certificate where a client CA is given, that CA
-    reloaded too (`exporter.client_ca_reload`, which then reloads the certificate as well). The pair was checked
-    when the settings were read (`settings._check_serving_tls`)."""
+    reloaded too (`exporter.client_ca_reload`, which then reloads the certificate as well); a client refused in
+    the handshake (plain HTTP, a certificate of another CA) told why (`exporter.refused_handshakes`). The pair
+    was checked when the settings were read (`settings._check_serving_tls`)."""
     cert_file, key_file, ca_file = settings.tls_cert_file, settings.tls_key_file, settings.tls_client_ca_file
     if cert_file is None or key_file is None:
         return None
     if ca_file is None:
         context = server_context(cert_file, key_file)
+        tell_refused_clients(context, setting("--tls-cert-file"))
         app.cleanup_ctx.append(certificate_reload_context(context, cert_file, key_file))
         return context
     context = client_ca_context(cert_file, key_file, ca_file)
+    tell_refused_clients(context, setting("--tls-cert-file"))
     app.cleanup_ctx.append(client_ca_reload_context(context, cert_file, key_file, ca_file))
     app.middlewares.append(client_certificate_required)
     return context

@@ -21,10 +21,8 @@ from collections.abc import Callable
 from typing import Final
 
 from autoscaler.api.log_limit import INTERVAL_S, LogLimiter
+from exporter.refused_handshakes import PLAIN_HTTP_REASONS
 
-_PLAIN_HTTP_REASONS: Final = frozenset({"HTTP_REQUEST", "WRONG_VERSION_NUMBER", "UNKNOWN_PROTOCOL"})
-"""OpenSSL's reasons when a client sent something other than a TLS ClientHello (`HTTP_REQUEST`: an HTTP request
-line, what OpenSSL recognises server-side)."""
 _NOTHING_IN_COMMON_REASONS: Final = frozenset({"NO_SHARED_CIPHER", "UNSUPPORTED_PROTOCOL", "NO_PROTOCOLS_AVAILABLE",
                                                "VERSION_TOO_LOW"})
 _UNTRUSTED_CLIENT: Final = (
@@ -45,7 +43,7 @@ def describe(error: ssl.SSLError) -> tuple[str, str]:
     cause = f"{reason}: {detail}" if detail else str(reason)
     if isinstance(error, ssl.SSLCertVerificationError) or reason == "CERTIFICATE_VERIFY_FAILED":
         return f"certificate verify failed ({cause})", _UNTRUSTED_CLIENT
-    if reason in _PLAIN_HTTP_REASONS:
+    if reason in PLAIN_HTTP_REASONS:
         return cause, _PLAIN_HTTP
     if reason in _NOTHING_IN_COMMON_REASONS:
         return cause, _NOTHING_IN_COMMON

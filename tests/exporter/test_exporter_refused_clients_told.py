@@ -1,0 +1,78 @@
+"""A client the exporter's HTTPS port refuses is told why, as Go's servers tell it, where it was told nothing.
+
+Plain HTTP sent to the port (a ServiceMonitor without `scheme: https`, `curl http://`) got a closed connection:
+curl said "Empty reply from server", Prometheus's target page "EOF". A client certificate of a CA the exporter
+does not trust (`--tls-client-ca-file`) got the same EOF, where OpenSSL had written the alert naming the cause.
+Checked with the real exporter process, curl and openssl s_client, as an operator checks a refused scrape."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trustme
+
+from tests.exporter.test_exporter_client_certificates import client_certificate, to_exporter
+from tests.exporter.test_exporter_serving_tls import Pki, curl, exporter_env, pki
+from tests.fakes.prometheus import PrometheusServer
+from tests.support.processes import free_port, running
+from tests.support.waiting import eventually
+
+__all__ = ["pki"]  # the fixture, taken from its module
+
+
+@pytest.fixture
+def exporter(tmp_path: Path, pki: Pki) -> Iterator[str]:
+    """The exporter's base URL as curl reaches it, serving HTTPS with client certificates asked."""
+    port = free_port()
+    env = exporter_env(port, EXPORTER_TLS_CERT_FILE=str(pki.secret / "tls.crt"),
+                       EXPORTER_TLS_KEY_FILE=str(pki.secret / "tls.key"), EXPORTER_TLS_CLIENT_CA_FILE=str(pki.ca_file))
+    with running(["exporter.cli"], f"https://127.0.0.1:{port}/healthz", tmp_path / "exporter.log", env=env):
+        yield f"https://localhost:{port}"
+
+
+def test_plain_http_to_the_https_port_is_answered_400_saying_to_use_https(pki: Pki, exporter: str) -> None:
+    port = exporter.rpartition(":")[2]
+    answer = curl(f"http://127.0.0.1:{port}/metrics")
+    assert answer.stdout.endswith("\n400"), answer
+    assert "Client sent an HTTP request to an HTTPS server" in answer.stdout
+    assert "https://" in answer.stdout
+    assert "--tls-cert-file (EXPORTER_TLS_CERT_FILE)" in answer.stdout
+    assert "modelmesh_" not in answer.stdout
+    healthz = to_exporter(f"{exporter}/healthz", pki)  # the port goes on serving HTTPS
+    assert healthz.stdout == "ok\n\n200", healthz
+
+
+async def test_prometheus_scraping_http_is_told_400_not_eof(exporter: str) -> None:
+    port = exporter.rpartition(":")[2]
+    async with PrometheusServer([f"127.0.0.1:{port}"]) as prometheus:  # scheme http, as a ServiceMonitor's default
+
+        def last_error() -> str:
+            with urllib.request.urlopen(f"{prometheus.url}/api/v1/targets", timeout=10) as answer:
+                targets = json.load(answer)["data"]["activeTargets"]
+            return str(targets[0]["lastError"]) if targets else ""
+
+        await eventually(lambda: last_error() != "")
+        assert "400 Bad Request" in last_error(), last_error()  # where its target page said "EOF"
+
+
+@pytest.mark.parametrize("version", [["--tlsv1.3"], ["--tlsv1.2", "--tls-max", "1.2"]], ids=["tls1.3", "tls1.2"])
+def test_a_certificate_of_another_ca_gets_the_alert_naming_it(tmp_path: Path, pki: Pki, exporter: str,
+                                                              version: list[str]) -> None:
+    answer = to_exporter(f"{exporter}/metrics", pki, *version,
+                         *client_certificate(tmp_path, trustme.CA(), "stranger"))
+    assert answer.returncode != 0, answer
+    assert "alert unknown ca" in answer.stderr, answer.stderr  # not "Empty reply from server" nor a bare EOF
+
+
+def test_openssl_s_client_is_told_unknown_ca(tmp_path: Path, pki: Pki, exporter: str) -> None:
+    port = exporter.rpartition(":")[2]
+    stranger = client_certificate(tmp_path, trustme.CA(), "stranger")
+    shown = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-tls1_2",
+                            "-CAfile", str(pki.ca_file), "-cert", stranger[1], "-key", stranger[3]],
+                           input="", capture_output=True, text=True, timeout=20, check=False)
+    assert "alert unknown ca" in shown.stdout + shown.stderr, shown.stderr
