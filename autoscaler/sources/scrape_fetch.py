@@ -21,6 +21,7 @@ import aiohttp
 
 from autoscaler.sources.tls_causes import HOST_MISMATCH, NOT_TLS, ssl_cause
 from exporter import names
+from exporter.refused_handshakes import GO_SAYS
 
 MAX_BODY_BYTES = 1 << 20
 """1 MiB: the exporter's whole output with 8 GPUs is about 5 KB; anything near the cap is not our exporter."""
@@ -61,7 +62,8 @@ NOT_YET_VALID_HINT: Final = ("the certificate's validity starts after the adapte
 _DATE_HINTS: Final = {10: EXPIRED_HINT, 9: NOT_YET_VALID_HINT}
 """X509_V_ERR_CERT_HAS_EXPIRED and X509_V_ERR_CERT_NOT_YET_VALID: a trusted certificate out of its dates, where
 another CA would not help."""
-PLAIN_TO_TLS_HINT: Final = ("an exporter serving HTTPS (given --tls-cert-file) closes plain-HTTP connections so: "
+PLAIN_TO_TLS_HINT: Final = ("an exporter serving HTTPS (given --tls-cert-file) refuses plain HTTP so (answering 400 "
+                            f"'{GO_SAYS}', or closing the connection, as older exporters do): "
                             "name its port https-exporter, as manifests/examples/exporter-tls does, for "
                             "--exporter-scheme auto (the default) to scrape it over https, or force "
                             "--exporter-scheme https; trust its CA with --exporter-ca-file")
@@ -92,6 +94,10 @@ async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_byte
     try:
         async with session.get(url, server_hostname=server_name) as response:
             if response.status != 200:
+                if response.status == 400 and GO_SAYS.encode() in await response.content.read(len(GO_SAYS)):
+                    # plain HTTP to an HTTPS exporter (or any Go server): a connection refused, as it was before
+                    # the exporter answered it, so the `connect` errors alerted on and the hint stay
+                    raise FetchError(names.REASON_CONNECT, f"{url}: HTTP 400 '{GO_SAYS}'; {PLAIN_TO_TLS_HINT}")
                 hint = f"; {_HTTP_HINTS[response.status]}" if response.status in _HTTP_HINTS else ""
                 raise FetchError(names.REASON_HTTP, f"HTTP {response.status} from {url}{hint}")
             body = await _read_capped(response, url, max_bytes)
@@ -107,7 +113,10 @@ async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_byte
     except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as error:
         # TLS 1.3 ends the handshake before the server has judged the client's certificate: its refusal comes
         # at the first read, as the connection closed or reset, not as a TLS error.
-        closed = isinstance(error, aiohttp.ServerDisconnectedError) or error.errno == errno.ECONNRESET
+        # An exporter that sends the alert (`exporter.refused_handshakes`) names it: the same refusal.
+        cause = ssl_cause(error)
+        closed = (isinstance(error, aiohttp.ServerDisconnectedError) or error.errno == errno.ECONNRESET
+                  or (cause is not None and cause.reason in CLIENT_CERTIFICATE_REFUSED))
         hint = "" if not closed else f"; {CLOSED_HINT}" if url.startswith("https://") else f"; {PLAIN_TO_TLS_HINT}"
         raise FetchError(names.REASON_CONNECT, f"{url}: {error}{hint}") from error
     except aiohttp.ClientPayloadError as error:
