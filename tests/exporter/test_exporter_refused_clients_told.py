@@ -8,6 +8,7 @@ Checked with the real exporter process, curl and openssl s_client, as an operato
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import urllib.request
 from collections.abc import Iterator
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import pytest
 import trustme
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.exporter.test_exporter_client_certificates import client_certificate, to_exporter
 from tests.exporter.test_exporter_serving_tls import Pki, curl, exporter_env, pki
@@ -45,6 +48,32 @@ def test_plain_http_to_the_https_port_is_answered_400_saying_to_use_https(pki: P
     assert "modelmesh_" not in answer.stdout
     healthz = to_exporter(f"{exporter}/healthz", pki)  # the port goes on serving HTTPS
     assert healthz.stdout == "ok\n\n200", healthz
+
+
+def plain_request(port: int, method: str, path: str) -> bytes:
+    """The answer a plain HTTP client reads for one request: to its Content-Length, as HTTP clients read it (the
+    exporter leaves the close to the client, which `Connection: close` asks for)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as client:
+        client.sendall(f"{method} /{path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        received = b""
+        while b"\r\n\r\n" not in received and (chunk := client.recv(4096)):
+            received += chunk
+        head, _, body = received.partition(b"\r\n\r\n")
+        length = next((int(line.partition(b":")[2]) for line in head.split(b"\r\n")
+                       if line.lower().startswith(b"content-length:")), 0)
+        while len(body) < length and (chunk := client.recv(4096)):
+            body += chunk
+    return head + b"\r\n\r\n" + body
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(method=st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZ", min_size=3, max_size=10),
+       path=st.text("abcdefghijklmnopqrstuvwxyz0123456789/-_.?=&", max_size=40))
+def test_any_plain_http_request_line_is_answered_400(exporter: str, method: str, path: str) -> None:
+    """Not only the methods OpenSSL recognises (GET, POST, HEAD, PUT): any request line gets the answer."""
+    answer = plain_request(int(exporter.rpartition(":")[2]), method, path)
+    assert answer.startswith(b"HTTP/1.0 400 Bad Request\r\n"), answer
+    assert b"Client sent an HTTP request to an HTTPS server." in answer
 
 
 async def test_prometheus_scraping_http_is_told_400_not_eof(exporter: str) -> None:
