@@ -18,11 +18,11 @@ from multidict import CIMultiDict
 
 from autoscaler.api import documents
 from autoscaler.api.log_limit import LogLimiter
-from autoscaler.api.negotiation import asks_to_watch
 from autoscaler.api.quantity import MAX_SERVABLE, milli_quantity
 from autoscaler.api.selector import (
     CACHED_QUERY_LENGTH,
     SelectorError,
+    WatchAsked,
     cached_deployment_from_query,
     deployment_from_query,
 )
@@ -263,11 +263,11 @@ def external_metric_answerer(store: SnapshotStore, metrics: AdapterMetrics, stal
                                     + ", ".join(m.value for m in ServedMetric))
             which = METRIC_INDEX[metric]
         query = request.rel_url.raw_query_string
-        if "watch" in query and asks_to_watch(query):
-            raise ApiError(405, f'watch is not supported on resources of kind "{name}.{API_GROUP}"')
         try:
             deployment = (cached_deployment_from_query(query) if len(query) <= CACHED_QUERY_LENGTH  # inline
                           else deployment_from_query(query))
+        except WatchAsked:
+            raise ApiError(405, f'watch is not supported on resources of kind "{name}.{API_GROUP}"') from None
         except SelectorError as error:
             raise ApiError(400, str(error)) from error
         if stall is not None and stall.suspect:  # the exact test only near or past the limit (`StallWatch`)

@@ -10,8 +10,7 @@ HPA's path, so each answer is kept by the header or query string that decided it
 from __future__ import annotations
 
 import functools
-
-from yarl import URL
+from collections.abc import Mapping
 
 SERVED_MEDIA_TYPE = "application/json"
 _TAKES_JSON = frozenset({SERVED_MEDIA_TYPE, "application/*", "*/*"})
@@ -38,8 +37,9 @@ def _plain_json(clause: str) -> bool:
             and not any(parameter.split("=", 1)[0].strip().lower() == "as" for parameter in parameters))
 
 
-def asks_to_watch(raw_query: str) -> bool:
-    """Whether a query string sets `watch` as Kubernetes reads a boolean parameter (its first value; any but
-    empty, `0` and `false` in any case is true). Only called when `watch` appears in the string at all."""
-    first = URL.build(query_string=raw_query, encoded=True).query.get("watch")
+def asks_to_watch(query: Mapping[str, str]) -> bool:
+    """Whether a parsed query (keys and values decoded: `%77atch` is `watch`, as Go's `url.ParseQuery` reads it)
+    sets `watch` as Kubernetes reads a boolean parameter: its first value; any but empty, `0` and `false` in any
+    case is true."""
+    first = query.get("watch")
     return first is not None and first not in ("", "0") and first.lower() != "false"

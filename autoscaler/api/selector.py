@@ -13,6 +13,7 @@ import re
 
 from yarl import URL
 
+from autoscaler.api.negotiation import asks_to_watch
 from autoscaler.names import SELECTOR_DEPLOYMENT, SELECTOR_SERVINGRUNTIME, SERVINGRUNTIME_DEPLOYMENT_PREFIX
 
 HELP = (
@@ -30,6 +31,11 @@ _MAX_SELECTOR_LENGTH = 1024
 
 class SelectorError(ValueError):
     """The selector does not name exactly one runtime."""
+
+
+class WatchAsked(Exception):
+    """The query asks to watch (`negotiation.asks_to_watch`): there is no runtime to answer once. Found while the
+    query is read for its selector, so that the HPA's query, read once and cached, is never looked at again."""
 
 
 def _split_requirements(selector: str) -> list[str]:
@@ -123,15 +129,19 @@ parameters, up to the request line's 8 KiB) is read each time, so that it cannot
 
 def deployment_from_query(raw_query: str) -> str:
     """`deployment_from_selector` of the `labelSelector` in a request's query string as sent (percent-encoded),
-    read as aiohttp reads `request.query`. Cached by the whole string, so an HPA's request, the same every
-    sync, parses neither its query nor its selector."""
+    read as aiohttp reads `request.query`; `WatchAsked` where it asks to watch, whatever its key's escapes
+    (a raw test for `watch` missed `%77atch`). Cached by the whole string, so an HPA's request, the same every
+    sync, parses neither its query nor its selector (a watch raises, so it is not cached)."""
     if len(raw_query) > CACHED_QUERY_LENGTH:
         return _deployment_from_query(raw_query)
     return cached_deployment_from_query(raw_query)
 
 
 def _deployment_from_query(raw_query: str) -> str:
-    return deployment_from_selector(URL.build(query_string=raw_query, encoded=True).query.get("labelSelector"))
+    query = URL.build(query_string=raw_query, encoded=True).query
+    if asks_to_watch(query):
+        raise WatchAsked
+    return deployment_from_selector(query.get("labelSelector"))
 
 
 cached_deployment_from_query = functools.lru_cache(maxsize=SELECTOR_CACHE_SIZE)(_deployment_from_query)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
+from yarl import URL
 
 from autoscaler.api.app import build_api_app
 from tests.api.builders import KEY, refresher_with, runtime_view
@@ -26,8 +27,9 @@ async def client(aiohttp_client: ClientFactory) -> Client:
 
 
 async def answer(client: Client, path: str, accept: str | None = None) -> tuple[int, str, Any]:
+    """The answer to `path` sent as written: the client leaves its escapes as they are (`%77` stays `%77`)."""
     headers = {} if accept is None else {"Accept": accept}
-    async with client.get(path, headers=headers) as response:
+    async with client.get(URL(path, encoded=True), headers=headers) as response:
         return response.status, response.content_type, await response.json(content_type=None)
 
 
@@ -40,6 +42,21 @@ async def test_a_watch_is_refused_with_a_405_status_as_kube_apiserver_refuses_it
     assert (status, body["kind"], body["reason"], body["code"]) == (405, "Status", "MethodNotAllowed", 405)
     assert body["message"] == ('watch is not supported on resources of kind '
                                '"modelmesh_desired_replicas.external.metrics.k8s.io"')
+
+
+@pytest.mark.parametrize("key", ["%77atch", "w%61tch", "wa%74%63h", "watc%68", "%77%61%74%63%68"])
+async def test_a_watch_whose_key_is_percent_encoded_is_refused_as_one(client: Client, key: str) -> None:
+    """kube-apiserver decodes a query's keys before it reads them (Go's `url.ParseQuery`): `%77atch=true` asks to
+    watch as `watch=true` does, and was served as a plain list."""
+    status, _, body = await answer(client, f"{METRIC}&{key}=true")
+    assert (status, body["kind"], body["reason"]) == (405, "Status", "MethodNotAllowed")
+
+
+@pytest.mark.parametrize("key", ["%57atch", "watch%20", "w%2561tch"])
+async def test_a_key_that_decodes_to_another_word_is_not_a_watch(client: Client, key: str) -> None:
+    """Keys are decoded once and compared whole, case and all, as kube-apiserver does."""
+    status, _, body = await answer(client, f"{METRIC}&{key}=true")
+    assert (status, body["kind"]) == (200, "ExternalMetricValueList")
 
 
 @pytest.mark.parametrize("watch", ["false", "0", "", "FALSE"])
