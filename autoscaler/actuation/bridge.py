@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
-from autoscaler.actuation.bridge_news import PassWrites
+from autoscaler.actuation.bridge_news import PassWrites, shown_replicas
 from autoscaler.actuation.bridge_owners import RuntimeOwners
 from autoscaler.actuation.bridge_status import (
     CLUSTER_SERVING_RUNTIMES,
@@ -179,6 +179,10 @@ class ReplicaBridge:
         # dropped, finds its runtime at the owner's). Where this replica carried nothing yet (a new leader, a
         # restarted adapter), the RuntimeScale's status says what the last leader carried (`bridged_spec`).
         self._carried: dict[ScaleId, tuple[str, int]] = {}
+        # The uid of the ServingRuntime object `_carried` was seen on: one found under that name with another uid
+        # was deleted and created again (its manifest applied anew), a new object with its own spec.replicas,
+        # not a hand edit of the one carried to.
+        self._carried_uids: dict[ScaleId, str] = {}
         # Which RuntimeScale owns each ServingRuntime (one per runtime, the oldest): from each full pass's list of
         # a scope, kept current by the watch's hand-overs; deletions come with a full pass (the watch wakes one).
         self._owners = RuntimeOwners()
@@ -450,6 +454,7 @@ class ReplicaBridge:
     def _forget(self, key: ScaleId) -> None:
         self._generations.pop(key, None)
         self._carried.pop(key, None)
+        self._carried_uids.pop(key, None)
         self._set_backs.pop(key, None)
         self._reasons.pop(key, None)
         self._misplaced.pop(key, None)
@@ -547,7 +552,12 @@ class ReplicaBridge:
                 await self._report_not_written(key, scale, deployment, found, error)
                 raise
             writes += 1
-            if self._carried.get(key, bridged_spec(scale)) == (runtime_name, wanted):
+            uid = _uid(runtime)
+            if self._carried.get(key) == (runtime_name, wanted) and self._carried_uids.get(key, uid) != uid:
+                log.info("ServingRuntime %s/%s was deleted and created again (a new object, with spec.replicas %s): "
+                         "set to %d, what RuntimeScale %s/%s asks (its HPA decides the runtime's replicas)",
+                         namespace, runtime_name, shown_replicas(found), wanted, namespace, name)
+            elif self._carried.get(key, bridged_spec(scale)) == (runtime_name, wanted):
                 log.log(
                     self._set_back_level(key, found),
                     "ServingRuntime %s/%s spec.replicas was set to %s outside RuntimeScale %s/%s (by hand, or by "
@@ -559,8 +569,11 @@ class ReplicaBridge:
                 self._writes.carried(key, runtime_name, found, wanted)
         if wanted is None:
             self._carried.pop(key, None)
+            self._carried_uids.pop(key, None)
         else:
             self._carried[key] = (runtime_name, wanted)
+            if (uid := _uid(runtime)) is not None:
+                self._carried_uids[key] = uid
         return scale, writes
 
     async def _refuse_duplicate(self, key: ScaleId, scale: JSON, owner: ScaleId, known: _Listed | None) -> int:
@@ -570,6 +583,7 @@ class ReplicaBridge:
         controller stops every HPA whose pods two scales select, the owner's too. Logged once, as its Ready
         reason changes."""
         self._carried.pop(key, None)  # what it carried before it was a duplicate is not what the runtime holds
+        self._carried_uids.pop(key, None)
         self._set_backs.pop(key, None)
         self._misplaced.pop(key, None)  # the owner warns about the runtime's annotations
         deployment = await self._deployment(key, scale, known)
@@ -778,6 +792,12 @@ def _scale_name(change: _ReasonChange) -> str:
 
 def _reason_level(change: _ReasonChange) -> int:
     return logging.INFO if change[0] else logging.WARNING
+
+
+def _uid(obj: JSON) -> str | None:
+    """The object's `metadata.uid`, which a deleted and created again object does not keep."""
+    uid = (obj.get("metadata") or {}).get("uid")
+    return uid if isinstance(uid, str) and uid else None
 
 
 def _generation(scale: JSON) -> tuple[str, int] | None:

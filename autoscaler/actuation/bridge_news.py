@@ -47,12 +47,12 @@ class PassWrites:
 
         def carried_one(write: tuple[ScaleId, str, int | None, int]) -> str:
             (namespace, name), runtime, found, wanted = write
-            return (f"RuntimeScale {namespace}/{name}: ServingRuntime {runtime} spec.replicas {_shown(found)} -> "
-                    f"{wanted}")
+            return (f"RuntimeScale {namespace}/{name}: ServingRuntime {runtime} spec.replicas "
+                    f"{shown_replicas(found)} -> {wanted}")
 
         def carried_shown(write: tuple[ScaleId, str, int | None, int]) -> str:
             (namespace, name), _, found, wanted = write
-            return f"{namespace}/{name} ({_shown(found)} -> {wanted})"
+            return f"{namespace}/{name} ({shown_replicas(found)} -> {wanted})"
 
         say_each_or_counted(log, adopted, adopted_one, lambda count, scales: (
             f"{count} RuntimeScales: spec.replicas adopted from their runtimes: {scales}"), adopted_shown)
@@ -61,6 +61,6 @@ class PassWrites:
             carried_shown)
 
 
-def _shown(replicas: int | None) -> str:
+def shown_replicas(replicas: int | None) -> str:
     """A ServingRuntime's `spec.replicas` as its YAML shows it to the user: absent is `unset`, not Python's None."""
     return "unset" if replicas is None else str(replicas)

@@ -268,3 +268,31 @@ async def test_a_tool_that_keeps_setting_the_runtime_replicas_is_warned_about_on
         await bridge.sync()  # the same fight after an hour of peace: news again
         warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert len(warnings) == 2 and all("was set to 7 outside" in w for w in warnings)
+
+
+@pytest.mark.parametrize("seen_deleted", [True, False], ids=["a-pass-saw-it-gone", "between-two-passes"])
+async def test_a_serving_runtime_deleted_and_created_again_is_not_called_a_hand_edit(
+    kube: FakeKubeApi, bridge: ReplicaBridge, runtime: None, clock: SteppedClock, caplog: pytest.LogCaptureFixture,
+    seen_deleted: bool,
+) -> None:
+    """The ServingRuntime's manifest applied again after a `kubectl delete` (or a namespace restored from a backup)
+    is a new object, with `replicas: 1` as written: the WARNING "set to 1 outside RuntimeScale ... (by hand, or by
+    a tool that applies the ServingRuntime's manifest)" sent its reader looking for a tool that fights the HPA."""
+    kube.add_runtime_scale(NS, "triton", replicas=5)
+    await bridge.sync()
+    assert kube.serving_runtime_replicas(NS, "triton") == 5
+    kube.delete_object("servingruntimes", NS, "triton")
+    if seen_deleted:
+        clock.advance(15)
+        await bridge.sync()
+    kube.add_serving_runtime(NS, "triton", replicas=1)  # the manifest applied again
+    clock.advance(15)
+    caplog.clear()  # the pass that found no runtime said so (ServingRuntimeNotFound)
+    with caplog.at_level(logging.INFO, "autoscaler.actuation.bridge"):
+        await bridge.sync()
+
+    assert kube.serving_runtime_replicas(NS, "triton") == 5  # the RuntimeScale (its HPA) still decides
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    [line] = [m for m in caplog.messages if "created again" in m]
+    assert line.startswith("ServingRuntime ml/triton was deleted and created again (a new object, with "
+                           "spec.replicas 1): set to 5, what RuntimeScale ml/triton asks"), line
