@@ -17,8 +17,10 @@ import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Protocol
 
 from autoscaler.capacity_warnings import NoCapacityWarnings
+from autoscaler.log_lists import say_each_or_counted
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.decision import RuntimeMemory
@@ -29,6 +31,28 @@ from autoscaler.sources.base import MetricSource
 from autoscaler.transition_log import RuntimeTransitions
 
 log = logging.getLogger(__name__)
+
+class ScaleAsks(Protocol):
+    """What the HPA last asked of each runtime's RuntimeScale (`autoscaler.actuation.scale_asks`)."""
+
+    def replicas_for(self, key: RuntimeKey) -> int | None: ...
+
+    def settled_for(self, key: RuntimeKey) -> bool:
+        """False until the RuntimeScales of the runtime's namespace are listed: `replicas_for` may say None then
+        for a RuntimeScale not seen yet."""
+        ...
+
+    async def wait_settled(self, timeout_s: float) -> bool:
+        """Wait, at most `timeout_s`, until every namespace's RuntimeScales are listed; whether they are."""
+        ...
+
+
+FIRST_LIST_WAIT_S = 5.0
+"""How long the first refresh waits for the bridge's RuntimeScales to be listed (a round trip; the Kubernetes
+client's own timeout, where no leader election shortens it): so that runtimes warm up from what the HPA last
+asked at once, not after a refresh of 503s. A list slower than that holds only the runtimes it covers, each for
+at most its warm-up grace (`autoscaler.policies.warmup`)."""
+
 
 RefreshListener = Callable[[dict[RuntimeKey, RuntimeView]], Awaitable[None]]
 HpaBounds = Callable[[RuntimeKey], tuple[int | None, int | None]]
@@ -70,7 +94,7 @@ class Refresher:
         self._reported_partial = 0
         self.hpa_bounds: HpaBounds | None = None
         """Set in cluster mode: the HPAs' bounds fill in what the config leaves unset (docs/design.md, Bounds)."""
-        self.scaled_replicas: Callable[[RuntimeKey], int | None] | None = None
+        self.scale_asks: ScaleAsks | None = None
         """Set while the RuntimeScale bridge runs: what the HPA last asked for, part of what runs (warm-up)."""
         self.configured_warnings: Mapping[RuntimeKey, str] = {}
         """Set at start: what the settings leave a runtime without (a policy-file runtime outside --namespaces,
@@ -93,6 +117,7 @@ class Refresher:
         failed: set[RuntimeKey] = set()
         transitions = self._transitions
         no_capacity = NoCapacityWarnings()
+        unasked: list[RuntimeKey] = []  # seeded after the grace period without their RuntimeScale's list
         for snapshot in snapshots:
             policy = self.policies.policy_for(snapshot.key, snapshot.annotations)
             if self.hpa_bounds is not None:
@@ -101,16 +126,20 @@ class Refresher:
                 self._forget_recreated(snapshot.key, snapshot.uid)
             memory = self._memory.get(snapshot.key)
             # What the HPA last asked for counts only for a runtime without memory (`warmup.replica_floor`).
-            scaled = None if memory is not None or self.scaled_replicas is None else self.scaled_replicas(snapshot.key)
+            asks = None if memory is not None else self.scale_asks
+            ask_unread = asks is not None and not asks.settled_for(snapshot.key)
+            scaled = None if asks is None or ask_unread else asks.replicas_for(snapshot.key)
             warming = self._warming.get(snapshot.key)
             warned_before = _warned_no_capacity(memory, warming)
             try:
                 view, memory, warm = decide_remembering(
-                    snapshot, policy, memory, warming, now, self.window_s, scaled, running)
+                    snapshot, policy, memory, warming, now, self.window_s, scaled, running, ask_unread)
             except Exception:
                 self._decision_failed(snapshot.key)
                 failed.add(snapshot.key)
                 continue
+            if ask_unread and memory is not None:
+                unasked.append(snapshot.key)
             views[snapshot.key] = view
             if memory is not None:
                 self._memory[snapshot.key] = memory
@@ -124,6 +153,7 @@ class Refresher:
             no_capacity.note(view, warned_before, _warned_no_capacity(memory, warm))
         transitions.flush()
         no_capacity.flush()
+        say_seeded_unasked(unasked)
         for key, warning in self.configured_warnings.items():  # a few runtimes at most, not one per runtime
             if (warned := views.get(key)) is not None:
                 views[key] = dataclasses.replace(warned, warnings=(*warned.warnings, warning))
@@ -185,7 +215,11 @@ class Refresher:
     async def run(self) -> None:
         """Refresh every `interval_s` until cancelled; a failed refresh is logged and retried next time.
         Timed on the monotonic clock: a wall clock stepped back an hour during a refresh would make it wait an
-        hour for the next."""
+        hour for the next. The first waits for the RuntimeScales' first list (`FIRST_LIST_WAIT_S`)."""
+        if self.scale_asks is not None and not await self.scale_asks.wait_settled(FIRST_LIST_WAIT_S):
+            log.info("the RuntimeScales are not listed after %.0f s: refreshing without them; a runtime new to the "
+                     "adapter is served once they are, or after its warmup_grace_s from its Deployment's replicas",
+                     FIRST_LIST_WAIT_S)
         while True:
             started = self._clock.monotonic()
             try:
@@ -193,6 +227,22 @@ class Refresher:
             except Exception:
                 log.exception("refresh failed; serving the previous values")
             await asyncio.sleep(max(0.0, self.interval_s - (self._clock.monotonic() - started)))
+
+
+def say_seeded_unasked(keys: list[RuntimeKey]) -> None:
+    """Warn of runtimes warmed up without what their HPA last asked of the RuntimeScale: the bridge's watch did
+    not list within the warm-up grace (an API server that does not answer); a line a runtime, or one for many."""
+    def one(key: RuntimeKey) -> str:
+        return (f"runtime {key}: {UNASKED}")
+
+    say_each_or_counted(log, keys, one, lambda count, named: f"{count} runtimes ({named}): {UNASKED}",
+                        level=logging.WARNING)
+
+
+UNASKED = ("the RuntimeScale watch did not answer its first list within warmup_grace_s, so the warm-up started "
+           "from the Deployment's replicas without what the HPA last asked of the RuntimeScale (a scale-up not "
+           "carried yet may be served lower, and the HPA follow); the bridge's log lines say why the list is slow, "
+           "and a longer warmup_grace_s waits longer for it")
 
 
 def _warned_no_capacity(memory: RuntimeMemory | None, warm: WarmUp | None) -> bool:

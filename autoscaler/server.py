@@ -214,18 +214,22 @@ class OneProcessLifecycle:
         self._drained = False
 
     async def refresh_context(self, app: web.Application) -> AsyncIterator[None]:
-        """An `app.cleanup_ctx` entry: discovery, the HPA watch and the refresh loop."""
+        """An `app.cleanup_ctx` entry: discovery and the HPA watch (the refresh loop starts with the writing side,
+        `actuator_context`)."""
         await self._stack.start()
-        self._refreshing = asyncio.create_task(self._stack.refresher.run(), name="refresh")
         yield
         await self.drain()
         await self._stack.close()
 
     async def actuator_context(self, app: web.Application) -> AsyncIterator[None]:
-        """An `app.cleanup_ctx` entry after the refresh loop's: deletion costs, the bridge, the Lease."""
+        """An `app.cleanup_ctx` entry after the stack's: deletion costs, the bridge, the Lease, then the refresh loop,
+        as the refresh process of `--workers N` starts them: a first refresh before the bridge's RuntimeScale
+        watches exist took "no bridge" for "no RuntimeScale" and warmed runtimes up from their Deployments alone,
+        below what their HPAs had asked (`autoscaler.policies.warmup`)."""
         stack = self._stack
         self._actuator = await start_writing(self._settings, stack.refresher, stack.metrics,
                                              cluster=stack.cluster_pods)
+        self._refreshing = asyncio.create_task(stack.refresher.run(), name="refresh")
         yield
         await self.drain()
 

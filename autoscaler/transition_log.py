@@ -30,6 +30,7 @@ from autoscaler.log_lists import count_of, in_words, say_each_or_grouped
 from autoscaler.model import POD_FIELDS, RuntimeKey, RuntimeView
 from autoscaler.policies.decision import SOURCE_DOWN
 from autoscaler.policies.signals import MISSING, SIGNALS, STALE
+from autoscaler.policies.warmup import WAITING_FOR_ASK
 from autoscaler.transition_flaps import FLAP_REFRESHES, FlapWatch, Steady
 
 log = logging.getLogger("autoscaler.refresher")
@@ -86,6 +87,8 @@ def _state(view: RuntimeView, missing: Missing) -> str:
         return "scaled to zero (nothing to judge; 503, the HPA holds)"
     if view.complete:
         return "serving"
+    if view.warming_up.startswith(WAITING_FOR_ASK):
+        return "warming up (503 until the RuntimeScales are listed)"
     if view.warming_up:
         return "warming up (503 until every Ready pod is fresh)"
     if view.known:
@@ -95,8 +98,10 @@ def _state(view: RuntimeView, missing: Missing) -> str:
 
 
 def _level(view: RuntimeView) -> int:
-    """INFO for a runtime served in full, or scaled to zero (nothing is wrong); else WARNING."""
-    return logging.INFO if view.complete or view.scaled_to_zero else logging.WARNING
+    """INFO for a runtime served in full, scaled to zero, or waiting at start for the RuntimeScales' first list (a
+    round trip at every start: nothing is wrong); else WARNING."""
+    return (logging.INFO if view.complete or view.scaled_to_zero or view.warming_up.startswith(WAITING_FOR_ASK)
+            else logging.WARNING)
 
 
 def _line(view: RuntimeView, note: str = "") -> str:

@@ -29,18 +29,17 @@ import socket
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 
 from autoscaler.actuation.bridge import ReplicaBridge
 from autoscaler.actuation.bridge_watch import RuntimeScaleWatch
 from autoscaler.actuation.cluster_pods import ClusterPods
 from autoscaler.actuation.deletion_cost import DeletionCostWriter
 from autoscaler.actuation.leader import DEFAULT_CLIENT_TIMEOUT_S, LeaseConfig, LeaseElector, client_timeout_s
+from autoscaler.actuation.scale_asks import RuntimeScaleAsks
 from autoscaler.actuation.write_fence import FencedClient, WriteFence
 from autoscaler.actuation.writes_off import bridges_replicas, elects_leader, writes_nothing, written_namespaces
 from autoscaler.kube.client import KubeClient, KubeConfigError
 from autoscaler.kube.user_agent import user_agent
-from autoscaler.model import RuntimeKey
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
@@ -57,12 +56,6 @@ def leader_identity() -> str:
     """Unique per process, readable per pod: the host name (the pod name in a cluster) and a random suffix,
     as client-go's controllers do, so a restarted pod never mistakes its predecessor's Lease for its own."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
-
-
-def scaled_replicas(watches: list[RuntimeScaleWatch], key: RuntimeKey) -> int | None:
-    """What the HPA last asked for runtime `key` (its RuntimeScale's `spec.replicas`), if any watch has seen it."""
-    found = [replicas for watch in watches if (replicas := watch.replicas_for(key)) is not None]
-    return max(found) if found else None
 
 
 @dataclass
@@ -88,7 +81,7 @@ class DeletionCostActuator:
             watches = [RuntimeScaleWatch(self.kube, scope, self.bridge.wake) for scope in self.bridge.scopes]
             for watch in watches:
                 self.tasks.append(asyncio.create_task(watch.run(), name=f"runtimescale-watch-{watch.scope or 'all'}"))
-            self.refresher.scaled_replicas = partial(scaled_replicas, watches)
+            self.refresher.scale_asks = RuntimeScaleAsks(watches)
         if self.elector is not None:
             self.metrics.set_leader(False)  # a replica waiting for the Lease says so: the series of no replica
             self.tasks.append(asyncio.create_task(self.elector.run(), name="leader-election"))  # is 1 => NoLeader
@@ -101,7 +94,7 @@ class DeletionCostActuator:
         if self._stopped:
             return
         self._stopped = True
-        self.refresher.scaled_replicas = None
+        self.refresher.scale_asks = None
         if self.writer is not None:
             with contextlib.suppress(ValueError):
                 self.refresher.listeners.remove(self.writer.on_refresh)

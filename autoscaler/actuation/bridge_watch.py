@@ -15,6 +15,7 @@ events may have been missed.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from functools import partial
@@ -98,6 +99,7 @@ class RuntimeScaleWatch:
         # RuntimeScale per runtime cost 5,000 x 5,000 comparisons (seconds) a refresh.
         self._owners = RuntimeOwners()
         self._ok = False  # the last list or watch opened (True) or failed (False)
+        self._settled = asyncio.Event()  # the first list answered, or failed (`settled`)
         self._warned = False  # a failure was warned about and its recovery not said yet
         self._loop = ListWatch(
             client.custom_endpoint(RUNTIME_SCALES, scope), RUNTIME_SCALES.plural, scope,
@@ -111,6 +113,17 @@ class RuntimeScaleWatch:
         """List then watch until cancelled; what the watches had still to say is said when one stops."""
         await flushed_when_stopped(self._loop.run(), WORKS_AGAIN, self.scope)
 
+    @property
+    def settled(self) -> bool:
+        """Whether `replicas_for` says what it can: the first list answered, or failed (said in the log: the
+        CRD missing, a ClusterRole without list). Before, a runtime's None may be a RuntimeScale not listed
+        yet; a runtime warming up waits for it (`autoscaler.actuation.scale_asks`)."""
+        return self._settled.is_set()
+
+    async def wait_settled(self) -> None:
+        """Until `settled`."""
+        await self._settled.wait()
+
     def replicas_for(self, key: RuntimeKey) -> int | None:
         """The `spec.replicas` of the RuntimeScale that scales runtime Deployment `key` (its runtime's owner, the
         oldest, where several name it), if one is seen and has replicas."""
@@ -120,6 +133,7 @@ class RuntimeScaleWatch:
         self._owners = RuntimeOwners()
         for item in items:
             self._remember("ADDED", item)
+        self._settled.set()
         self._on_change(None)
 
     def _changed(self, kind: str, obj: JSON) -> None:
@@ -146,6 +160,7 @@ class RuntimeScaleWatch:
         else:
             log.debug("replica bridge: RuntimeScale watch failed (%d in a row): %s", failures, error)
         self._ok = False
+        self._settled.set()
 
     def _synced(self) -> None:
         if self._warned:

@@ -61,6 +61,12 @@ _DESIRED = ServedMetric.DESIRED_REPLICAS
 SCALED_TO_ZERO = ("scaled to zero: the Deployment asks for 0 replicas (modelmesh-serving scales a runtime that no "
                   "InferenceService uses to zero); nothing to judge until it has pods; values unknown (503), HPA "
                   "holds")
+ASK_UNREAD = (f"warm-up grace period over before the first list of RuntimeScales: {_DESIRED.value} not below the "
+              "Deployment's replicas, without what the HPA last asked for")
+"""The reason's start for a runtime seeded without its RuntimeScale's ask (`decide_remembering`'s `ask_unread`)."""
+WAITING_FOR_ASK = "warming up: waiting for the first list of RuntimeScales"
+"""How the reason of a runtime held for the RuntimeScale watch's first list starts (`decide_remembering`'s
+`ask_unread`): a round trip at start, logged at INFO (`transition_log`)."""
 _SHOWN_PODS = 3
 """Pods named in the warming-up explanation; the rest are counted."""
 _REPLICA_SIGNALS = frozenset((SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_CACHE))
@@ -111,11 +117,15 @@ def decide_remembering(
     window_s: float,
     scaled: int | None = None,
     running: float | None = None,
+    ask_unread: bool = False,
 ) -> tuple[RuntimeView, RuntimeMemory | None, WarmUp | None]:
     """`decision.decide` for a runtime with memory; for one without, the warm-up rules of this module.
     Either way a value without memory is served only from every Ready pod (`whole_or_unknown`).
 
     `scaled`: the runtime's RuntimeScale `spec.replicas`, when known (`replica_floor`).
+    `ask_unread`: the bridge's RuntimeScale watch has not listed yet, so `scaled` may be a RuntimeScale not seen
+    yet rather than none: a runtime without memory is not served until it lists, for at most the grace period
+    (then seeded from the Deployment alone, as a runtime with no RuntimeScale is).
     `running`: the clock the values decay and the grace runs on (`decision.decide`); None: `now`.
     Returns the view to serve, the memory to keep (None while warming up: nothing was served from it) and the
     warm-up state to keep (None once warm); neither (None, None) for a runtime scaled to zero, whose memory
@@ -133,12 +143,22 @@ def decide_remembering(
     floor = replica_floor(snapshot, scaled)
     seed = seed_memory(floor, warm, at)
     view, seeded = decide(snapshot, policy, seed, now, window_s, running)
+    left = grace_s(policy) - (at - warm.since)
+    if ask_unread:
+        if left > 0.0:
+            why = (f"{WAITING_FOR_ASK} (what the HPA last asked for counts as running); served once it answers, "
+                   f"or in {left:.0f} s (warmup_grace_s) with {_DESIRED.value} not below the Deployment's {floor} "
+                   "replicas")
+            if not snapshot.source_ok:
+                why = f"{SOURCE_DOWN}; {why}"
+            state = replace(warm, misses=view.consecutive_misses, warned_no_capacity=seeded.warned_no_capacity)
+            return _unserved(view, why), None, state
+        view = replace(view, reason="; ".join(part for part in (ASK_UNREAD, view.reason) if part))
     if view.complete:
         return view, seeded, None
     if _whole_for_replicas(view, policy):  # the values it lacks stay unknown, as for a warm runtime
         view, seeded = whole_or_unknown(view, seeded, seed)
         return view, seeded, None
-    left = grace_s(policy) - (at - warm.since)
     if left > 0.0:
         grace = f"in {left:.0f} s (warmup_grace_s) with {_DESIRED.value} not below the current {floor} replicas"
         unseen = f"warming up: the adapter has no memory of this runtime and {_unseen(view)}"

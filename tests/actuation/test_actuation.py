@@ -152,6 +152,8 @@ async def test_outside_a_cluster_leader_election_defaults_off_and_this_replica_w
     actuator = await start_actuator(ServeSettings(kubeconfig=kubeconfig), refresher, refresher.metrics)
     assert actuator is not None
     stopper.append(actuator)
+    assert refresher.scale_asks is not None  # as the refresh loop's first refresh does (`Refresher.run`)
+    assert await refresher.scale_asks.wait_settled(5.0)
 
     await refresher.refresh_once()
     await wait_for(lambda: all(written(kube).values()))
@@ -218,7 +220,7 @@ async def test_a_restarted_adapter_counts_what_the_hpa_asked_of_the_runtimescale
     actuator = await start_actuator(ServeSettings(kubeconfig=kubeconfig), refresher, refresher.metrics)
     assert actuator is not None
     stopper.append(actuator)
-    await wait_for(lambda: refresher.scaled_replicas is not None and refresher.scaled_replicas(KEY) == 5)
+    await wait_for(lambda: refresher.scale_asks is not None and refresher.scale_asks.replicas_for(KEY) == 5)
 
     await refresher.refresh_once()
 
