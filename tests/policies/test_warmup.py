@@ -19,7 +19,7 @@ from autoscaler.model import PodSample, RuntimeSnapshot, RuntimeView
 from autoscaler.names import ServedMetric
 from autoscaler.policies.decision import RuntimeMemory, decide
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.warmup import WarmUp, decide_remembering, grace_s
+from autoscaler.policies.warmup import WAITING_FOR_ASK, WarmUp, decide_remembering, grace_s
 from tests.policies.builders import KEY, NOW, PROPERTIES, pod, pods_with, snapshot
 
 DESIRED = ServedMetric.DESIRED_REPLICAS
@@ -399,3 +399,36 @@ def test_what_runs_includes_what_the_hpa_asked_of_the_runtimescale() -> None:
     six, _, _ = decide_remembering(replace(cold, replicas=4), POLICY, None, None, NOW, WINDOW, scaled=6)
     four, _, _ = decide_remembering(replace(cold, replicas=4), POLICY, None, None, NOW, WINDOW, scaled=2)
     assert served(six)[DESIRED] == 6.0 and served(four)[DESIRED] == 4.0  # the cold pods alone: 1
+
+
+@PROPERTIES
+@given(
+    steps=st.lists(st.tuples(PODS, st.one_of(st.none(), st.integers(1, 12))), min_size=1, max_size=5),
+    listed_at=st.integers(0, 5),
+    asked=st.integers(1, 12),
+    grace=st.sampled_from([0.0, 20.0, 45.0, 1000.0]),
+    cap=st.one_of(st.none(), st.integers(1, 12)),
+)
+def test_before_the_runtimescales_are_listed_nothing_is_served_within_the_grace_period_and_then_never_below_the_ask(
+    steps: list[tuple[list[Pod], int | None]], listed_at: int, asked: int, grace: float, cap: int | None,
+) -> None:
+    """The RuntimeScale watch lists at refresh `listed_at` (`ask_unread` before): until then, within the grace
+    period, nothing is served, whatever the pods show; a runtime seeded once the list is in starts at least at
+    what the HPA asked (capped at max_replicas), never from the Deployment alone."""
+    policy = RuntimePolicy(warmup_grace_s=grace, max_replicas=cap)
+    memory: RuntimeMemory | None = None
+    warm: WarmUp | None = None
+    for k, (pods, replicas) in enumerate(steps):
+        now = NOW + 15.0 * k
+        unread = k < listed_at
+        had_memory = memory is not None
+        view, memory, warm = decide_remembering(build(pods, now, replicas), policy, memory, warm, now, WINDOW,
+                                                None if unread else asked, ask_unread=unread)
+        if had_memory:
+            continue
+        desired = view.values[DESIRED].value
+        if unread and now - NOW < grace:
+            assert all(value.value is None for value in view.values.values()), view.reason
+            assert memory is None and warm is not None and view.warming_up.startswith(WAITING_FOR_ASK)
+        elif not unread and desired is not None:
+            assert desired >= min(asked, cap if cap is not None else math.inf), (view.reason, asked)
