@@ -25,6 +25,7 @@ from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.decision import RuntimeMemory
 from autoscaler.policies.warmup import WarmUp, decide_remembering
+from autoscaler.ranking_hold import RankingHold, RankingWrites
 from autoscaler.running_clock import RunningClock
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.base import MetricSource
@@ -99,6 +100,10 @@ class Refresher:
         self.configured_warnings: Mapping[RuntimeKey, str] = {}
         """Set at start: what the settings leave a runtime without (a policy-file runtime outside --namespaces,
         `autoscaler.runtimes_outside_namespaces`), added to its view's `warnings` (its /debug) at every refresh."""
+        self.cost_writes: RankingWrites | None = None
+        """Set while deletion costs are written: handed each refresh's views as decided, and asked whether a
+        runtime's ranking is on its pods before its replica count may fall (`autoscaler.ranking_hold`)."""
+        self._ranking_hold = RankingHold()
         self.discovery_health: Callable[[], Mapping[str, bool]] | None = None
         """Set where discovery watches the cluster (`DiscoveryScopes.scope_health`): published with each
         refresh's other self-metrics, so that the refresh process's /metrics says it as of that refresh."""
@@ -118,6 +123,8 @@ class Refresher:
         transitions = self._transitions
         no_capacity = NoCapacityWarnings()
         unasked: list[RuntimeKey] = []  # seeded after the grace period without their RuntimeScale's list
+        writes = self.cost_writes
+        decided: dict[RuntimeKey, RuntimeView] = {}  # what the writer sees: the scale-downs a hold keeps from the HPA
         for snapshot in snapshots:
             policy = self.policies.policy_for(snapshot.key, snapshot.annotations)
             if self.hpa_bounds is not None:
@@ -140,6 +147,9 @@ class Refresher:
                 continue
             if ask_unread and memory is not None:
                 unasked.append(snapshot.key)
+            if writes is not None:
+                decided[snapshot.key] = view
+                view = self._ranking_hold.hold(view, self.views.get(snapshot.key), running, writes)
             views[snapshot.key] = view
             if memory is not None:
                 self._memory[snapshot.key] = memory
@@ -154,6 +164,8 @@ class Refresher:
         transitions.flush()
         no_capacity.flush()
         say_seeded_unasked(unasked)
+        if writes is not None:
+            self._ranking_hold.flush(views.keys())
         for key, warning in self.configured_warnings.items():  # a few runtimes at most, not one per runtime
             if (warned := views.get(key)) is not None:
                 views[key] = dataclasses.replace(warned, warnings=(*warned.warnings, warning))
@@ -169,6 +181,8 @@ class Refresher:
         if self.discovery_health is not None:
             self.metrics.publish_discovery(self.discovery_health())
         self.views = views
+        if writes is not None:
+            writes.offer(decided)
         self.refreshes += 1
         self.refreshed_monotonic = time.monotonic()
         self._count_source_errors()

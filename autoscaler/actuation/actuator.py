@@ -23,7 +23,6 @@ The rules, so that an adapter never writes where nobody asked it to:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import socket
 import uuid
@@ -74,7 +73,7 @@ class DeletionCostActuator:
 
     def start(self) -> None:
         if self.writer is not None:
-            self.refresher.listeners.append(self.writer.on_refresh)
+            self.refresher.cost_writes = self.writer  # views as decided; a scale-down waits for its costs
             self.tasks.append(asyncio.create_task(self.writer.run(), name="deletion-cost-writer"))
         if self.bridge is not None:
             self.tasks.append(asyncio.create_task(self.bridge.run(), name="replica-bridge"))
@@ -95,9 +94,8 @@ class DeletionCostActuator:
             return
         self._stopped = True
         self.refresher.scale_asks = None
-        if self.writer is not None:
-            with contextlib.suppress(ValueError):
-                self.refresher.listeners.remove(self.writer.on_refresh)
+        if self.refresher.cost_writes is self.writer:
+            self.refresher.cost_writes = None
         in_flight = self.fence.in_flight
         answered = await self.fence.drain(self.kube.request_timeout_s + DRAIN_SLACK_S)
         if in_flight:

@@ -135,6 +135,32 @@ class DeletionCostWriter:
         self._generation += 1
         self._wake.set()
 
+    def unwritten_pods(self, key: RuntimeKey, view: RuntimeView) -> tuple[int, int]:
+        """(pods not yet carrying the cost `view` ranks them at, pods written): what the refresh asks before the
+        runtime's replica count may fall (`autoscaler.ranking_hold`). A pod carries it when this replica wrote it
+        while leading, or when discovery's pod watch shows it (another leader wrote it). Pods never written count
+        as carrying it: not Ready or stale ones, and a runtime outside `--namespaces`; so does everything where
+        nothing can be known (a replica not leading, without the pod watch: a targets file)."""
+        if not view.known or (self._namespaces and key.namespace not in self._namespaces):
+            return 0, 0
+        leading = self._may_write()
+        cluster = self._cluster
+        if not leading and cluster is None:
+            return 0, 0
+        unwritten = written = 0
+        for name, ready, fresh, cost in view.pods.deletion_costs():
+            if cost is None or not ready or not fresh:
+                continue
+            written += 1
+            pod = (key.namespace, name)
+            record = self.records.get(pod) if leading else None
+            if record is not None and record.cost == cost:
+                continue
+            if cluster is not None and cluster.deletion_cost(*pod) == str(cost):
+                continue
+            unwritten += 1
+        return unwritten, written
+
     def wake(self) -> None:
         """Plan again now (leadership changed)."""
         self._wake.set()

@@ -1,0 +1,178 @@
+"""The least-needed pod is the one removed: while the costs of a new ranking are not yet on the pods (a PATCH
+refused or throttled, or still queued), `modelmesh_desired_replicas` does not fall, for at most
+`COST_HOLD_MAX_S`; then it falls anyway, with a warning saying what to fix.
+
+The reviewer's scenario (rv2, finding 1), end to end: the real refresher decides three pods whose load moves
+(pod-a was the busiest, pod-b the quietest; then the other way round, with the recommendation falling from 3 to 2),
+the real writer patches the fake Kubernetes API through the actuator's wiring, and the test reads what the HPA
+reads (the API's answer), what /debug says, and the pods' annotations the ReplicaSet picks by."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+from autoscaler.actuation.actuator import DeletionCostActuator
+from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
+from autoscaler.api.app import build_api_app
+from autoscaler.kube.client import KubeClient
+from autoscaler.model import PodSample, RuntimeSnapshot
+from autoscaler.names import DELETION_COST_ANNOTATION, ServedMetric
+from autoscaler.policies.config import PolicyBook
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.refresher import Refresher
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.base import SourceDefaults
+from tests.actuation.conftest import KEY, SteppedClock, add_pods
+from tests.fakes.kube import FakeKubeApi
+
+T0 = 1_700_000_000.0
+PODS = ("pod-a", "pod-b", "pod-c")
+BEFORE = {"pod-a": 120.0, "pod-b": 10.0, "pod-c": 90.0}  # 220 req/s at 100 a pod: 3 replicas
+AFTER = {"pod-a": 10.0, "pod-b": 90.0, "pod-c": 50.0}  # 150 req/s: 2, and pod-a is now the least needed
+POLICY = RuntimePolicy(target_rps_per_pod=100.0, scale_down_tau_s=0.0)
+DESIRED = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{KEY.namespace}/{ServedMetric.DESIRED_REPLICAS.value}" \
+          f"?labelSelector=deployment%3D{KEY.deployment}"
+DEBUG = f"/debug/runtimes/{KEY.namespace}/{KEY.deployment}"
+
+
+class LoadSource(SourceDefaults):
+    """Three Ready pods with fresh load data at the request rates of `load`, a Deployment of 3 replicas."""
+
+    name = "stand-in"
+    errors: dict[str, int] = {}
+
+    def __init__(self) -> None:
+        self.load = BEFORE
+
+    async def collect(self, now: float) -> list[RuntimeSnapshot]:
+        pods = tuple(PodSample(name, sampled_at=now - 1, requests_per_second=rps, queue_delay_s=0.0, lru_age_s=900.0,
+                               cache_used_ratio=0.5, models_loaded=3.0) for name, rps in self.load.items())
+        return [RuntimeSnapshot(KEY, pods, now, replicas=3)]
+
+    async def close(self) -> None:
+        return None
+
+
+class Cluster:
+    """The adapter (refresher, writer wired by the actuator, API) over the fake Kubernetes API, time stepped."""
+
+    def __init__(self, kube: FakeKubeApi, api: TestClient[Any, Any], refresher: Refresher, source: LoadSource,
+                 clock: SteppedClock) -> None:
+        self.kube, self.api, self.refresher, self.source, self.clock = kube, api, refresher, source, clock
+
+    async def refresh(self, after_s: float = 15.0) -> None:
+        self.clock.advance(after_s)
+        await self.refresher.refresh_once()
+
+    async def served(self) -> float:
+        """What the HPA reads: the value of the API's answer, in replicas."""
+        response = await self.api.get(DESIRED)
+        assert response.status == 200, await response.text()
+        quantity = json.loads(await response.text())["items"][0]["value"]
+        return int(quantity.removesuffix("m")) / 1000 if quantity.endswith("m") else float(quantity)
+
+    async def debug(self) -> dict[str, Any]:
+        response = await self.api.get(DEBUG)
+        document: dict[str, Any] = await response.json()
+        return document
+
+    def costs(self) -> dict[str, int | None]:
+        """The pods' deletion costs as the ReplicaSet reads them."""
+        found = {pod: self.kube.pod_annotations(KEY.namespace, pod).get(DELETION_COST_ANNOTATION) for pod in PODS}
+        return {pod: None if cost is None else int(cost) for pod, cost in found.items()}
+
+    def least_needed_in_cluster(self) -> list[str]:
+        costs = self.costs()
+        lowest = min(cost or 0 for cost in costs.values())
+        return sorted(pod for pod, cost in costs.items() if (cost or 0) == lowest)
+
+    async def until(self, met: Callable[[], bool], what: str) -> None:
+        """Wait for the writer's task (it runs on its own) to have done `met`."""
+        for _ in range(1000):
+            if met():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"the writer never {what}; cluster costs {self.costs()}")
+
+    def patched(self, pod: str) -> int:
+        return sum(1 for patch in self.kube.patches if patch.name == pod)
+
+
+@pytest.fixture
+async def cluster(kube: FakeKubeApi, kube_client: KubeClient, aiohttp_client: Any) -> AsyncIterator[Cluster]:
+    add_pods(kube, PODS)
+    clock = SteppedClock(T0)
+    source = LoadSource()
+    metrics = AdapterMetrics()
+    refresher = Refresher(source, PolicyBook(POLICY), metrics, clock=clock, monotonic=clock)
+    writer = DeletionCostWriter(kube_client, metrics, settings=WriterSettings(qps=None), clock=clock,
+                                rand=lambda: 1.0)
+    actuator = DeletionCostActuator(kube_client, writer, None, refresher, metrics)
+    actuator.start()
+    api = await aiohttp_client(build_api_app(refresher, metrics))
+    try:
+        world = Cluster(kube, api, refresher, source, clock)
+        await world.refresh(0.0)
+        await world.until(lambda: None not in world.costs().values(), "wrote the first costs")
+        assert await world.served() == 3.0
+        assert world.least_needed_in_cluster() == ["pod-b"]
+        yield world
+    finally:
+        for task in actuator.tasks:
+            task.cancel()
+        await asyncio.gather(*actuator.tasks, return_exceptions=True)
+
+
+@pytest.mark.parametrize("status", [503, 403])
+async def test_a_refused_cost_patch_holds_the_scale_down_until_the_costs_are_on_the_pods(
+        cluster: Cluster, status: int, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    cluster.kube.fail(r"/pods/pod-b$", status=status, times=None, method="PATCH")
+    cluster.source.load = AFTER
+    await cluster.refresh()
+    before = cluster.costs()["pod-a"]
+    await cluster.until(lambda: cluster.patched("pod-b") >= 2 and cluster.costs()["pod-a"] != before,
+                        "tried pod-b's raise and wrote pod-a's drop")
+    # pod-b, now the most needed, still carries the lowest cost: a scale-down now could remove it.
+    assert "pod-b" in cluster.least_needed_in_cluster()
+    assert await cluster.served() == 3.0
+    await cluster.refresh()  # the writer had its chance; the costs are still not on the pods
+    assert await cluster.served() == 3.0
+    held = (await cluster.debug())["held"]
+    assert "deletion costs of 1 of 3 pods not written" in held[ServedMetric.DESIRED_REPLICAS.value], held
+    waits = [r.getMessage() for r in caplog.records
+             if r.levelno == logging.WARNING and "scale-down waits" in r.getMessage()]
+    assert len(waits) == 1 and KEY.deployment in waits[0] and "60 s" in waits[0], waits
+
+    cluster.kube.clear_faults()
+    await cluster.refresh(400.0)  # past any retry: the writer writes pod-b's raise
+    await cluster.until(lambda: cluster.least_needed_in_cluster() == ["pod-a"], "wrote pod-b's raise")
+    await cluster.refresh()
+    assert await cluster.served() == 2.0  # now the ReplicaSet removes pod-a, the least needed
+    assert ServedMetric.DESIRED_REPLICAS.value not in (await cluster.debug())["held"]
+
+
+async def test_a_lasting_refusal_holds_the_scale_down_no_longer_than_the_bound(
+        cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
+    """RBAC without `patch pods`: the scale-down waits a minute, then goes ahead, saying what to fix."""
+    cluster.kube.fail(r"/pods/pod-b$", status=403, times=None, method="PATCH")
+    cluster.source.load = AFTER
+    await cluster.refresh()
+    await cluster.until(lambda: cluster.patched("pod-b") >= 2, "tried pod-b's raise")
+    assert await cluster.served() == 3.0
+    served = []
+    for _ in range(6):  # 90 s
+        await cluster.refresh()
+        served.append(await cluster.served())
+    assert served[:3] == [3.0, 3.0, 3.0] and served[-1] == 2.0, served
+    assert served == sorted(served, reverse=True), served  # held, then the fall: no flapping
+    went = [r.getMessage() for r in caplog.records
+            if r.levelno == logging.WARNING and "goes ahead with stale" in r.getMessage()]
+    assert len(went) == 1 and "patch" in went[0] and "pods" in went[0], went

@@ -1,0 +1,99 @@
+"""Property: whatever the load does and whichever cost PATCHes are refused (503, 403) or throttled (429 with
+Retry-After), within `COST_HOLD_MAX_S` the served `modelmesh_desired_replicas` never falls below what was served and
+what runs unless every pod carries the cost the refresh ranks it at: the ReplicaSet removes the least-needed pod.
+
+The refresher, the decision, the hold and the writer are the real ones; the pods' annotations are kept by a small
+stand-in for the API server's PATCH (the HTTP fake is too slow for hundreds of random runs)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
+from autoscaler.kube.client import KubeApiError
+from autoscaler.model import PodSample, RuntimeSnapshot
+from autoscaler.names import DELETION_COST_ANNOTATION, ServedMetric
+from autoscaler.policies.config import PolicyBook
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.ranking_hold import COST_HOLD_MAX_S
+from autoscaler.refresher import Refresher
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.base import SourceDefaults
+from tests.actuation.conftest import KEY, SteppedClock
+
+PODS = ("pod-a", "pod-b", "pod-c")
+REFRESH_S = 15.0
+POLICY = RuntimePolicy(target_rps_per_pod=100.0, scale_down_tau_s=0.0)
+
+
+class PodAnnotations:
+    """The pods' deletion costs as the API server keeps them; PATCHes of the pods in `refusing` get its status."""
+
+    def __init__(self) -> None:
+        self.costs: dict[str, str] = {}
+        self.refusing: dict[str, int] = {}
+
+    async def patch_pod_annotations(self, namespace: str, name: str, annotations: Mapping[str, str]) -> None:
+        status = self.refusing.get(name)
+        if status is not None:
+            raise KubeApiError(f"pods {name}: {status}", status=status, retry_after_s=0.01 if status == 429 else None)
+        self.costs[name] = annotations[DELETION_COST_ANNOTATION]
+
+
+class Load(SourceDefaults):
+    name = "stand-in"
+    errors: dict[str, int] = {}
+
+    def __init__(self) -> None:
+        self.rps: tuple[float, ...] = (100.0, 100.0, 100.0)
+
+    async def collect(self, now: float) -> list[RuntimeSnapshot]:
+        pods = tuple(PodSample(name, sampled_at=now - 1, requests_per_second=rps, queue_delay_s=0.0, lru_age_s=900.0,
+                               cache_used_ratio=0.5, models_loaded=3.0)
+                     for name, rps in zip(PODS, self.rps, strict=True))
+        return [RuntimeSnapshot(KEY, pods, now, replicas=3)]
+
+    async def close(self) -> None:
+        return None
+
+
+STEPS = st.lists(st.tuples(
+    st.tuples(*[st.sampled_from([0.0, 10.0, 40.0, 90.0, 150.0])] * len(PODS)),
+    st.dictionaries(st.sampled_from(PODS), st.sampled_from([503, 403, 429]), max_size=len(PODS)),
+), min_size=1, max_size=int(COST_HOLD_MAX_S // REFRESH_S))
+
+
+async def run(steps: list[tuple[tuple[float, ...], dict[str, int]]]) -> None:
+    clock = SteppedClock(1_700_000_000.0)
+    source, api = Load(), PodAnnotations()
+    metrics = AdapterMetrics()
+    refresher = Refresher(source, PolicyBook(POLICY), metrics, clock=clock, monotonic=clock)
+    writer = DeletionCostWriter(api, metrics, settings=WriterSettings(qps=None), clock=clock, rand=lambda: 1.0)
+    refresher.cost_writes = writer  # as `DeletionCostActuator.start` wires it
+    await refresher.refresh_once()
+    await writer.sync()
+    served = refresher.views[KEY].values[ServedMetric.DESIRED_REPLICAS].value
+    for rps, refusing in steps:
+        clock.advance(REFRESH_S)
+        source.rps, api.refusing = rps, refusing
+        await refresher.refresh_once()
+        view = refresher.views[KEY]
+        now = view.values[ServedMetric.DESIRED_REPLICAS].value
+        assert served is not None and now is not None
+        if now < min(served, 3):
+            wanted = {name: str(cost) for name, ready, fresh, cost in view.pods.deletion_costs() if ready and fresh}
+            carried = {name: api.costs.get(name) for name in wanted}
+            assert carried == wanted, f"served {served} -> {now} with costs {carried}, ranking {wanted}"
+        served = now
+        await writer.sync()
+
+
+@settings(max_examples=60, deadline=None)
+@given(STEPS)
+def test_the_served_replicas_fall_only_onto_a_written_ranking(steps: list[tuple[tuple[float, ...], dict[str, int]]]
+                                                              ) -> None:
+    asyncio.run(run(steps))
