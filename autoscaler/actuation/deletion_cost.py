@@ -3,8 +3,10 @@ replicas, the ReplicaSet removes the least-needed pod first (docs/design.md, "Ch
 costs come from the pure ranking (`autoscaler.policies.ranking`, through `RuntimeView.pods`); when each pod is due
 is decided by the pure `autoscaler.actuation.deletion_cost_plan`; this module does the writing.
 
-How (`DeletionCostWriter`): the refresh loop hands each refresh's views over through a one-slot mailbox (the
-newest views replace older ones; `on_refresh` never waits), and the writer's own task plans and patches. A pass
+How (`DeletionCostWriter`): the refresh loop hands each refresh's views, as decided, over through a one-slot
+mailbox (`offer`: the newest views replace older ones; it never waits), and the writer's own task plans and
+patches. Since the patches land later (or fail), the refresh asks `unwritten_pods` before it lets a runtime's
+replica count fall: a scale-down waits for its costs (`autoscaler.ranking_hold`). A pass
 writes at most `batch_size` pods, urgent ones first, with `concurrency` requests in flight and at most `qps` a
 second, and stops early when newer views arrive, so a slow API server delays only this task: never a refresh,
 never an HPA request. 404 means the pod is gone (normal: it was just removed); 409, 429 and 5xx (and no answer)
