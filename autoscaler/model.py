@@ -71,6 +71,11 @@ class PodSample:
     # successes, none of them "gpu"). Only a positive word counts: False wherever the source cannot tell (the
     # Prometheus source, the simulator), so that a GPU reading merely late or failing is never taken for none.
     no_gpu_collector: bool = False
+    # When the pod, seen Ready before, stopped being Ready (the Kubernetes discovery's clock, Unix time); None while
+    # it is Ready, when it was never seen Ready (a pod starting), or is terminating. A hot pod that fails its
+    # readiness probe under load still exists and, ModelMesh routing between its pods itself, may still serve:
+    # for a while it counts as missing data, not as no load (`policies.unready_pods`).
+    unready_since: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,6 +53,9 @@ class PodTarget:
     uid: str | None = None
     """The pod's `metadata.uid` (Kubernetes discovery; None in a targets file): a pod created again under the
     same name, even in the same second, is another pod, whose readings are its own."""
+    unready_since: float | None = None
+    """When the pod, seen Ready before by this discovery, stopped being Ready; None while Ready, when never seen
+    Ready (starting), or terminating (`PodSample.unready_since`). A targets file lists Ready pods only."""
 
 
 @dataclass(frozen=True, slots=True)

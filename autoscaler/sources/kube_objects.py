@@ -18,7 +18,7 @@ each scraped as they serve: one scheme for every pod failed every pod not rolled
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from autoscaler.kube.raw import JSON
@@ -58,6 +58,9 @@ class PodRecord:
     """`metadata.uid`: which pod of the name it is (`PodTarget.uid`)."""
     https_ports: frozenset[int] = frozenset()
     """Those of `declared_ports` declared under a name that says HTTPS (`names_https`): served over TLS."""
+    unready_since: float | None = None
+    """When the pod, seen Ready before by the watch, stopped being Ready (`PodTarget.unready_since`): not in the
+    pod's JSON, the watch sets it as it sees the change (`after_readiness_change`)."""
 
 
 @dataclass(slots=True)
@@ -104,6 +107,17 @@ def parse_pod(obj: Any) -> PodRecord | None:
         uid if isinstance(uid := metadata.get("uid"), str) and uid else None,
         https_ports,
     )
+
+
+def after_readiness_change(old: PodRecord | None, new: PodRecord, now: float) -> PodRecord:
+    """`new`, with when it stopped being Ready where the watch saw it Ready before (`old`, the same pod: same
+    uid): set when it goes from Ready to not, kept while it stays not Ready, dropped once it is Ready again or
+    terminating (the ReplicaSet counts a terminating pod as gone). A pod never seen Ready (starting, or not
+    Ready when the adapter started) gets none: the watch cannot tell it ever served."""
+    if new.ready or new.terminating or old is None or old.uid != new.uid:
+        return new
+    since = now if old.ready else old.unready_since
+    return new if since is None else replace(new, unready_since=since)
 
 
 def _controller(metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -265,16 +279,16 @@ def _runs_under(key: RuntimeKey, pod: PodRecord) -> bool:
 
 
 _pod_target: Final = slot_builder(
-    PodTarget, ("name", "ready", "url", "created_at", "undeclared_exporter_port", "uid"))
+    PodTarget, ("name", "ready", "url", "created_at", "undeclared_exporter_port", "uid", "unready_since"))
 """`PodTarget` built for every pod at every inventory rebuild: through its `__init__` (a frozen dataclass's, a
 keyword argument) the pods' uid made a rebuild of 10,000 pods 8% dearer (`bench/bench_discovery.py`)."""
 
 
 def _target(pod: PodRecord, exporter_port: int, scheme: str) -> PodTarget:
     if pod.declared_ports is not None and exporter_port not in pod.declared_ports:
-        return _pod_target(pod.name, pod.ready, None, pod.created_at, exporter_port, pod.uid)
+        return _pod_target(pod.name, pod.ready, None, pod.created_at, exporter_port, pod.uid, pod.unready_since)
     url = None
     if pod.ip:
         host = f"[{pod.ip}]" if ":" in pod.ip else pod.ip
         url = f"{scheme_of(pod, exporter_port, scheme)}://{host}:{exporter_port}/metrics"
-    return _pod_target(pod.name, pod.ready, url, pod.created_at, None, pod.uid)
+    return _pod_target(pod.name, pod.ready, url, pod.created_at, None, pod.uid, pod.unready_since)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -28,7 +29,13 @@ from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.paths import PODS, collection_endpoint
 from autoscaler.kube.raw import JSON, Scope, scope_name
 from autoscaler.kube.watch_news import ScopeLine, flushed_when_stopped, watch_news
-from autoscaler.sources.kube_objects import MODELMESH_NAME_LABEL, PodRecord, deletion_cost_of, parse_pod
+from autoscaler.sources.kube_objects import (
+    MODELMESH_NAME_LABEL,
+    PodRecord,
+    after_readiness_change,
+    deletion_cost_of,
+    parse_pod,
+)
 
 log = logging.getLogger("autoscaler.sources.kube_pods")
 
@@ -136,9 +143,12 @@ class PodWatch:
         """A fresh list: the pods are exactly these."""
         pods: dict[PodName, PodRecord] = {}
         costs: dict[PodName, str] = {}
+        now = time.time()
         for item in items:
             pod = parse_pod(item)
             if pod is not None:
+                if not pod.ready:  # (a relist after 410 keeps what the watch saw of a pod's readiness)
+                    pod = after_readiness_change(self.pods.get((pod.namespace, pod.name)), pod, now)
                 pods[(pod.namespace, pod.name)] = pod
                 if (cost := deletion_cost_of(item)) is not None:
                     costs[(pod.namespace, pod.name)] = cost
@@ -166,6 +176,8 @@ class PodWatch:
             else:
                 self.deletion_costs.pop(key, None)
             old = self.pods.get(key)
+            if not pod.ready:
+                pod = after_readiness_change(old, pod, time.time())
             if old != pod:  # most MODIFIED events (annotation writes, status chatter) change nothing
                 self.pods[key] = pod
                 self._on_change()

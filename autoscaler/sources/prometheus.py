@@ -322,7 +322,8 @@ class PrometheusSource(SourceDefaults):
                 self._last[ref] = sample
             else:  # not seen, garbage freshness, or older than what we had: hold the last good sample
                 sample = previous or PodSample(name=target.name)
-            pods.append(replace(sample, ready=target.ready, created_at=target.created_at))
+            pods.append(replace(sample, ready=target.ready, created_at=target.created_at,
+                                unready_since=target.unready_since))
         self._note_garbled(runtime, now)
         return RuntimeSnapshot(
             key=runtime.key,

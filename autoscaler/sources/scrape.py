@@ -200,7 +200,7 @@ class ScrapeSource(SourceDefaults):
         reading was held for the new one and counted fresh."""
         remembered = self._last_good.get(_pod_id(key, pod))
         if remembered is None or remembered.created_at != pod.created_at:
-            return PodSample(name=pod.name, ready=pod.ready, created_at=pod.created_at)
+            return PodSample(name=pod.name, ready=pod.ready, created_at=pod.created_at, unready_since=pod.unready_since)
         return _with_readiness(remembered, pod)
 
     def _not_sent(self, queued: list[tuple[RuntimeKey, PodTarget]], now: float) -> None:
@@ -450,7 +450,9 @@ def _pod_id(key: RuntimeKey, pod: PodTarget) -> _PodId:
 
 
 def _with_readiness(sample: PodSample, pod: PodTarget) -> PodSample:
-    return sample if sample.ready == pod.ready else replace(sample, ready=pod.ready)
+    if sample.ready == pod.ready and sample.unready_since == pod.unready_since:
+        return sample
+    return replace(sample, ready=pod.ready, unready_since=pod.unready_since)
 
 
 def _one_detail(problems: dict[str, SourceProblem]) -> str:

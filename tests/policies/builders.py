@@ -26,8 +26,10 @@ def pod(
     cache: float | None = None,
     models: float | None = None,
     now: float = NOW,
+    unready_since: float | None = None,
 ) -> PodSample:
-    """A pod sampled `age` seconds before `now` (None: never sampled)."""
+    """A pod sampled `age` seconds before `now` (None: never sampled); `unready_since`: a pod seen Ready before
+    that stopped being Ready then (`PodSample.unready_since`)."""
     return PodSample(
         name=name,
         ready=ready,
@@ -38,6 +40,7 @@ def pod(
         lru_age_s=lru,
         cache_used_ratio=cache,
         models_loaded=models,
+        unready_since=unready_since,
     )
 
 

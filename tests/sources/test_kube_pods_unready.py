@@ -1,0 +1,82 @@
+"""Discovery says when a pod it saw Ready stopped being Ready: the decision counts such a pod as missing data for a
+while (`policies.unready_pods`), never a pod that is starting or terminating."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from autoscaler.sources.kube_pods import KubePodDiscovery
+from tests.fakes.kube import FakeKubeApi
+from tests.sources.test_kube_pods import LABELS, NS, discovery, pods
+from tests.support.waiting import eventually
+
+
+@pytest.fixture
+async def kube() -> AsyncIterator[FakeKubeApi]:
+    async with FakeKubeApi() as server:
+        yield server
+
+
+@pytest.fixture
+async def running(kube: FakeKubeApi) -> AsyncIterator[KubePodDiscovery]:
+    subject = discovery(kube)
+    await subject.start()
+    await kube.wait_for_watches(1, "pods")
+    yield subject
+    await subject.close()
+
+
+async def test_a_pod_seen_ready_that_fails_its_probe_says_since_when_until_ready_again_or_terminating(
+    kube: FakeKubeApi, running: KubePodDiscovery
+) -> None:
+    kube.add_pod(NS, "hot", labels=LABELS)
+    await eventually(lambda: "hot" in pods(running) and pods(running)["hot"].ready)
+    assert pods(running)["hot"].unready_since is None
+
+    before = time.time()
+    kube.set_ready(NS, "hot", False)
+    await eventually(lambda: not pods(running)["hot"].ready)
+    since = pods(running)["hot"].unready_since
+    assert since is not None and before <= since <= time.time()
+
+    kube.set_pod_ip(NS, "hot", "10.1.2.3")  # another change while it stays not Ready: the same since
+    await eventually(lambda: "10.1.2.3" in (pods(running)["hot"].url or ""))
+    assert pods(running)["hot"].unready_since == since
+
+    kube.set_ready(NS, "hot", True)
+    await eventually(lambda: pods(running)["hot"].ready)
+    assert pods(running)["hot"].unready_since is None
+
+    kube.set_ready(NS, "hot", False)
+    await eventually(lambda: pods(running)["hot"].unready_since is not None)
+    kube.delete_pod(NS, "hot", graceful=True)  # terminating: the ReplicaSet counts it gone; so does the decision
+    await eventually(lambda: pods(running)["hot"].unready_since is None)
+    assert not pods(running)["hot"].ready
+
+
+async def test_a_pod_never_seen_ready_says_nothing(kube: FakeKubeApi, running: KubePodDiscovery) -> None:
+    kube.add_pod(NS, "starting", labels=LABELS, phase="Pending", ready=False)
+    await eventually(lambda: "starting" in pods(running))
+    kube.set_pod_ip(NS, "starting", "10.1.2.4")
+    kube.set_pod_phase(NS, "starting", "Running")
+    await eventually(lambda: "10.1.2.4" in (pods(running)["starting"].url or ""))
+    assert (pods(running)["starting"].ready, pods(running)["starting"].unready_since) == (False, None)
+
+
+async def test_a_fresh_list_after_410_keeps_since_when_a_pod_is_not_ready(
+    kube: FakeKubeApi, running: KubePodDiscovery
+) -> None:
+    kube.add_pod(NS, "hot", labels=LABELS)
+    await eventually(lambda: "hot" in pods(running) and pods(running)["hot"].ready)
+    kube.set_ready(NS, "hot", False)
+    await eventually(lambda: pods(running)["hot"].unready_since is not None)
+    since = pods(running)["hot"].unready_since
+
+    kube.end_watches()
+    kube.add_pod(NS, "during", labels=LABELS)
+    kube.compact()
+    await eventually(lambda: "during" in pods(running))
+    assert pods(running)["hot"].unready_since == since
