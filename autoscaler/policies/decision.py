@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Final, NamedTuple
 
-from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
+from autoscaler.model import PodSample, RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
 from autoscaler.policies.aggregation import Aggregate
 from autoscaler.policies.gpu_forgetting import NO_GPU_COLLECTOR, forget_gpu, has_no_gpu, remembers_gpu
@@ -59,6 +59,7 @@ from autoscaler.policies.signals import (
 )
 from autoscaler.policies.slots import slot_builder, slot_twin
 from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, _state, smooth
+from autoscaler.policies.unready_pods import counted_as_ready, held_reasons, held_unready, say_left_out, shown_unready
 
 VALUE_SIGNAL: Final = {
     ServedMetric.GPU_BUSY: SIGNAL_GPU,
@@ -82,9 +83,13 @@ class RuntimeMemory:
     seen: frozenset[str] = frozenset()
     warned_no_capacity: bool = False  # the no-capacity warning was logged for this runtime
     models_reported_at: float | None = None  # the running clock's time a fresh Ready pod last reported per-model use
+    # The pods not Ready held as missing data at this refresh (`unready_pods`), so that the one left out once it
+    # stayed not Ready too long is said once.
+    unready: frozenset[str] = frozenset()
 
 
 _NO_MEMORY: Final = RuntimeMemory()
+_NO_NAMES: Final[frozenset[str]] = frozenset()
 """A runtime's memory before its first refresh (immutable, so one object serves every runtime)."""
 
 _DESIRED: Final = ServedMetric.DESIRED_REPLICAS
@@ -110,7 +115,8 @@ _view: Final = slot_builder(RuntimeView, (
 ))
 _ValueTwin: Final = slot_twin(ServedValue, ("value", "raw", "timestamp"))
 _memory: Final = slot_builder(RuntimeMemory, (
-    "smoothed", "consecutive_misses", "known", "proposals", "seen", "warned_no_capacity", "models_reported_at"))
+    "smoothed", "consecutive_misses", "known", "proposals", "seen", "warned_no_capacity", "models_reported_at",
+    "unready"))
 
 
 _DESCRIBED: Final = (("GPU busy", SIGNAL_GPU), ("request rate", SIGNAL_REQUESTS), ("cache state", SIGNAL_CACHE))
@@ -200,6 +206,17 @@ def decide(
     memory = memory or _NO_MEMORY
     policy_terms, bounds = _policy_terms(policy)
     agg, pods = examine_pods(snapshot.pods, policy, now, memory.seen, policy_terms)
+    unready: tuple[PodSample, ...] = ()
+    unready_names = _NO_NAMES
+    if agg.ready != len(snapshot.pods):  # some pod is not Ready (rare): one that was serving counts as missing data
+        unready = held_unready(snapshot.pods, now)
+        if unready:
+            unready_names = frozenset(pod.name for pod in unready)
+            agg, pods = examine_pods(counted_as_ready(snapshot.pods, unready_names), policy, now, memory.seen,
+                                     policy_terms)
+            pods = shown_unready(pods, unready_names)
+        if memory.unready:  # a pod held until now and left out (one Ready again or gone needs no word): said once
+            say_left_out(snapshot.key, memory.unready, unready_names, snapshot.pods, now)
     if (agg.signals[SIGNAL_GPU].absent and snapshot.source_ok and has_no_gpu(agg.signals[SIGNAL_GPU], agg.ready)
             and remembers_gpu(memory.seen, memory.proposals, memory.smoothed)):  # rare: once, as its pods move
         kept = forget_gpu(snapshot.key, memory.seen, memory.proposals, memory.smoothed)
@@ -224,8 +241,9 @@ def decide(
         profile = _profile(by_signal)
     _, signal_coverage, reported_signals, fixed_complete, rps_complete, capacity_signals_present = profile
     # A signal the runtime does not have misses on no pod, so "complete where present" is "misses nowhere".
+    pods_complete = n == ready and not unready  # every Ready pod fresh, and no pod held as missing data
     desired_complete = (
-        known and n == ready and fixed_complete and (rps_complete or policy.target_rps_per_pod is None)
+        known and pods_complete and fixed_complete and (rps_complete or policy.target_rps_per_pod is None)
     )
     complete = desired_complete and rps_complete
 
@@ -234,7 +252,10 @@ def decide(
     values: dict[ServedMetric, ServedValue] = {}  # in view order: the replica count, then one value per signal
     _desired_value(float(rec.desired) if known else None, desired_complete, policy, memory.smoothed, at,
                    agg.oldest_sample_at, held, smoothed, values)
-    _signal_values(agg, known, min_coverage, memory.smoothed, at, policy.scale_down_tau_s, held, smoothed, values)
+    _signal_values(agg, known, pods_complete, min_coverage, memory.smoothed, at, policy.scale_down_tau_s, held,
+                   smoothed, values)
+    if unready:
+        held.update(held_reasons(unready, now))
 
     warnings: tuple[str, ...] = ()
     if known and rec.no_capacity and no_capacity_signal(agg, policy):
@@ -279,6 +300,7 @@ def decide(
         seen,
         memory.warned_no_capacity or bool(warnings),  # warned_no_capacity
         models_reported_at,
+        unready_names,
     )
     return view, next_memory
 
@@ -319,6 +341,7 @@ def _desired_value(
 def _signal_values(
     agg: Aggregate,
     known: bool,
+    pods_complete: bool,
     min_coverage: float,
     before: Mapping[ServedMetric, SmoothState],
     at: float,
@@ -329,9 +352,11 @@ def _signal_values(
 ) -> None:
     """The values of one signal each, added to `values` in view order (`_SIGNAL_PLAN`): usable when the runtime
     is `known` and the signal fresh on at least `min_coverage` of the Ready pods, may fall when it misses on
-    none. Adds their states to `smoothed` and why one is held to `held`."""
+    none and `pods_complete` (every Ready pod fresh, none held: `unready_pods`). Adds their states to `smoothed`
+    and why one is held to `held`."""
     by_signal = agg.signals
-    n, ready, oldest = agg.n, agg.ready, agg.oldest_sample_at
+    oldest = agg.oldest_sample_at
+    ready = agg.ready
     value_twin = _ValueTwin
     request_rate = agg.request_rate
     # (`zip` without `strict`: the lengths are equal here, and any keyword sends `zip` down its slow path)
@@ -344,7 +369,7 @@ def _signal_values(
         fresh = stats.fresh
         target: float | None
         if known and fresh > 0 and stats.coverage >= min_coverage:  # usable
-            may_fall = stats.missing == 0 and n == ready
+            may_fall = stats.missing == 0 and pods_complete
             target = raw
         else:
             may_fall = False
