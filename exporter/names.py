@@ -46,6 +46,9 @@ LAST_SUCCESS_TIMESTAMP: Final = "modelmesh_exporter_last_success_timestamp_secon
 SCRAPE_ERRORS_TOTAL: Final = "modelmesh_exporter_scrape_errors_total"
 COLLECTOR_DURATION_SECONDS: Final = "modelmesh_exporter_collector_duration_seconds"
 EXPORTER_TIME: Final = "modelmesh_exporter_time_seconds"
+MODEL_RECENCY_HORIZON: Final = "modelmesh_exporter_model_recency_horizon_seconds"
+"""How long this exporter keeps a model in `MODEL_LAST_SERVED_TIMESTAMP` (`--model-recency-horizon`): the adapter's
+cache need reads that series within `target_lru_age_s`, and a shorter horizon would cut its count unseen."""
 POD_INFO: Final = "modelmesh_exporter_pod_info"
 """Which pod the exporter runs in (a gauge of 1, as kube-state-metrics' `kube_pod_info`): the adapter scrapes by
 pod IP, and an IP given again to another pod must not have that pod's load read as the one it scraped for."""

@@ -292,6 +292,7 @@ class ModelMeshCollector(Collector):
                      names.LRU_AGE_SECONDS, names.CACHE_USED_RATIO, names.CACHE_CAPACITY_BYTES, names.MODELS_LOADED):
             yield GaugeMetricFamily(name, "")
         if self._recency is not None:
+            yield GaugeMetricFamily(names.MODEL_RECENCY_HORIZON, "")
             yield GaugeMetricFamily(names.MODEL_LAST_SERVED_TIMESTAMP, "", labels=[names.MODEL_ID_LABEL])
 
     def collect(self) -> Iterable[Metric]:
@@ -335,7 +336,14 @@ class ModelMeshCollector(Collector):
         )
         # Only with ModelMesh's per-model metrics on: without them no model is known, and there is no series.
         # With them, the family is declared even with no model served within the horizon: "served none".
+        # The horizon with them: a reader that counts models within a longer window learns it counts fewer.
         if self._recency is not None and self._recency.reports:
+            yield GaugeMetricFamily(
+                names.MODEL_RECENCY_HORIZON,
+                "Seconds a model stays in modelmesh_pod_model_last_served_timestamp_seconds after this pod last "
+                "served it (--model-recency-horizon).",
+                value=self._recency.horizon_s,
+            )
             served = GaugeMetricFamily(
                 names.MODEL_LAST_SERVED_TIMESTAMP,
                 "Unix time of the last ModelMesh read that saw this model served in this pod (its request count "

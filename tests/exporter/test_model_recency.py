@@ -38,6 +38,8 @@ class Scraped:
     served: dict[str, float]
     last_success: float | None
     has_family: bool
+    horizon_s: float | None = None
+    """`modelmesh_exporter_model_recency_horizon_seconds`; None when it is not published."""
 
 
 class Pod(ExporterPod):
@@ -59,7 +61,9 @@ class Pod(ExporterPod):
         assert family is None or all(set(s.labels) == {names.MODEL_ID_LABEL} for s in family.samples)
         success = [s.value for s in families[names.LAST_SUCCESS_TIMESTAMP].samples
                    if s.labels == {"collector": names.COLLECTOR_MODELMESH}]
-        return Scraped(served, success[0] if success else None, family is not None)
+        horizon = families.get(names.MODEL_RECENCY_HORIZON)
+        return Scraped(served, success[0] if success else None, family is not None,
+                       None if horizon is None else horizon.samples[0].value)
 
 
 PodFactory = Callable[..., Awaitable[Pod]]
@@ -96,6 +100,24 @@ async def test_each_model_is_stamped_at_the_last_read_that_saw_it_served(pod_fac
     third = await pod.read()
     assert third.served == {"resnet": second.last_success, "bert": third.last_success}
     assert (await pod.read()).served == third.served  # nothing served: the times stay where they were
+
+
+async def test_the_horizon_is_published_beside_the_models_so_that_a_longer_window_learns_it_counts_fewer(
+    pod_factory: PodFactory,
+) -> None:
+    """The adapter counts models served within `target_lru_age_s`; the exporter keeps them for its horizon only,
+    and says how long, with the per-model family: none without per-model metrics (there is nothing it bounds),
+    nor with the series off."""
+    pod = await pod_factory(horizon_s=120.0)
+    pod.container.serve(1, model="resnet")
+    assert (await pod.read()).horizon_s == 120.0
+    gone = await pod.read(200.0)  # nothing served for longer than the horizon: no model left, the horizon still said
+    assert (gone.served, gone.horizon_s) == ({}, 120.0)
+    without = await pod_factory(per_model=False)
+    assert (await without.read()).horizon_s is None
+    off = await pod_factory(horizon_s=0.0)
+    off.container.serve(1, model="resnet")
+    assert (await off.read()).horizon_s is None
 
 
 async def test_the_first_read_after_the_exporter_starts_counts_every_model_already_served(
