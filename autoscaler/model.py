@@ -65,6 +65,11 @@ class PodSample:
     # Model id -> the time this pod last served it, on the clock of `sampled_at`; None when the pod's exporter
     # reports no per-model use (ModelMesh without per-model metrics). Feeds the unique-copy need term.
     recent_models: Mapping[str, float] | None = None
+    # How long the pod's exporter keeps a model in `recent_models` after it was served (its
+    # `--model-recency-horizon`, `modelmesh_exporter_model_recency_horizon_seconds`); None where it does not say (an
+    # exporter from before the series, the Prometheus source). A horizon below `target_lru_age_s` cuts the cache
+    # need's count to the horizon: the decision warns and holds the cache term (docs/design.md, Recommendation).
+    recency_horizon_s: float | None = None
     # Creation time, for the ReplicaSet's "newest first" tie-break (simulator and scenario tests).
     created_at: float | None = None
     # The pod's exporter says it has no GPU collector (it was started with `--no-gpu`: it lists its collectors'

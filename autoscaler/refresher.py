@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Protocol
 
 from autoscaler.capacity_warnings import NoCapacityWarnings
+from autoscaler.horizon_log import ShortHorizonLog
 from autoscaler.log_lists import say_each_or_counted
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.policies.config import PolicyBook
@@ -85,6 +86,7 @@ class Refresher:
         self._uids: dict[RuntimeKey, str] = {}  # each runtime's Deployment uid, where discovery reads it
         self._failing: set[RuntimeKey] = set()  # runtimes whose last decision raised (logged once)
         self._transitions = RuntimeTransitions()  # kept: it remembers what each runtime's last line said was missing
+        self._short_horizons = ShortHorizonLog()  # kept: it remembers each runtime's short-horizon warning said
         self.views: dict[RuntimeKey, RuntimeView] = {}
         self.refreshes = 0
         self.refreshed_monotonic: float | None = None
@@ -125,6 +127,8 @@ class Refresher:
         unasked: list[RuntimeKey] = []  # seeded after the grace period without their RuntimeScale's list
         writes = self.cost_writes
         decided: dict[RuntimeKey, RuntimeView] = {}  # what the writer sees: the scale-downs a hold keeps from the HPA
+        short_horizons = self._short_horizons
+        horizons_said = short_horizons.said
         for snapshot in snapshots:
             policy = self.policies.policy_for(snapshot.key, snapshot.annotations)
             if self.hpa_bounds is not None:
@@ -161,11 +165,16 @@ class Refresher:
                 self._warming[snapshot.key] = warm
             transitions.note(self.views.get(snapshot.key), view)
             no_capacity.note(view, warned_before, _warned_no_capacity(memory, warm))
+            if view.warnings or (horizons_said and snapshot.key in horizons_said):  # rare: only those warned
+                short_horizons.note(view)
         transitions.flush()
         no_capacity.flush()
         say_seeded_unasked(unasked)
         if writes is not None:
             self._ranking_hold.flush(views.keys())
+        if horizons_said:
+            short_horizons.forget_all_but(views.keys() | failed)
+        short_horizons.flush()
         for key, warning in self.configured_warnings.items():  # a few runtimes at most, not one per runtime
             if (warned := views.get(key)) is not None:
                 views[key] = dataclasses.replace(warned, warnings=(*warned.warnings, warning))

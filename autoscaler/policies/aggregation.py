@@ -107,6 +107,11 @@ class Aggregate:
     # the `timestamp` back (`oldest_sample_at`) but says nothing of the source's lag, which an adapter-wide
     # alert reads; that pod has its own alerts (ModelMeshExporterDown, ModelMeshRuntimeDataMissing).
     fresh_sample_at: float | None = None
+    # The shortest `--model-recency-horizon` the exporters of the Ready pods reporting per-model use (fresh or not:
+    # a setting, not a reading, so a pod turning stale does not make it come and go) say they keep a served model
+    # for (`PodSample.recency_horizon_s`); None where none says. Below `target_lru_age_s`, U counts only the
+    # copies served within it: the cache term holds (`recommend`) and the view warns (`decide`).
+    recency_horizon_s: float | None = None
 
     @property
     def request_load(self) -> float | None:
@@ -186,6 +191,7 @@ def scan_pods(
     # The per-model use of the Ready pods with fresh load data, and their capacities (`Aggregate.models_in_use`):
     # only such pods go the general branch, so the usual pod pays nothing for it.
     used_models: list[Mapping[str, float]] = []
+    horizon = inf  # the shortest exporter horizon of the Ready pods reporting per-model use (`recency_horizon_s`)
     capacity_sum = 0.0
     capacities = 0
     # A Ready pod's state code (the bits of `signals`, see NOT_READY there) is built up branch by branch:
@@ -239,6 +245,9 @@ def scan_pods(
         else:
             if pod.recent_models is not None:
                 models = True
+                h = pod.recency_horizon_s
+                if h is not None and h < horizon:
+                    horizon = h
             g = pod.gpu_sampled_at
             # Each time compared in an `if` (3.11 specialises a float compare that jumps, not one whose value is kept).
             load_ok = False
@@ -405,6 +414,7 @@ def scan_pods(
         capacity_sum / capacities if capacities else None,  # pod_capacity
         models_missing,
         oldest if oldest < inf else None,  # fresh_sample_at
+        horizon if horizon < inf else None,  # recency_horizon_s
     )
     return agg, _ready_terms(ReadyTerms, (top_rate, rated, gpus or fresh_g > 0, caches, models, len(used_models)))
 
@@ -530,4 +540,5 @@ _aggregate: Final = slot_builder(Aggregate, (
     "pods", "fresh", "weights", "ready", "n", "coverage", "gpu_busy", "request_rate", "queue_delay_sum_s",
     "queue_delay_max_s", "cache_pressure", "cache_full", "oldest_sample_at", "queue_excess_s", "saturated",
     "signals", "pod_signals", "models_in_use", "pod_capacity", "models_missing", "fresh_sample_at",
+    "recency_horizon_s",
 ))

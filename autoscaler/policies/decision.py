@@ -24,8 +24,10 @@ forgets the GPU it had, its last GPU proposal included (`gpu_forgetting`, which 
 decision says itself, once per runtime as its pods move); one none of whose Ready pods has reported per-model use
 for `target_lru_age_s` forgets that, its last cache proposal included (`models_forgetting`, the other line).
 While neither capacity term can propose, the recommendation never falls below the Ready pods, and the view
-carries a warning naming the setting to add (logged once per runtime). The recommendation and the smoothing
-state stay within the bounds (`min_replicas`/`max_replicas`, with the HPA's filled in by the caller:
+carries a warning naming the setting to add (logged once per runtime). The view also warns while the pods'
+exporters keep per-model use for less than `target_lru_age_s` (`recency_horizon`; logged once per change, and the
+cache term holds in `recommend`). The recommendation and the smoothing state stay within the bounds
+(`min_replicas`/`max_replicas`, with the HPA's filled in by the caller:
 `policy.with_hpa_bounds`).
 `modelmesh_desired_replicas` is served as the smoothed recommendation rounded up (see `smoothing`).
 
@@ -47,6 +49,7 @@ from autoscaler.policies.models_forgetting import forget_models, forgets_models
 from autoscaler.policies.podviews import examine_pods
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
 from autoscaler.policies.ranking import WeightedTerm, default_terms
+from autoscaler.policies.recency_horizon import short_horizon_warning
 from autoscaler.policies.recommendation import CACHE, GPU, NO_CAPACITY_SETTING, QUEUE, REQUESTS, ceil_pods, recommend
 from autoscaler.policies.signals import (
     SIGNAL_CACHE,
@@ -258,8 +261,12 @@ def decide(
         held.update(held_reasons(unready, now))
 
     warnings: tuple[str, ...] = ()
-    if known and rec.no_capacity and no_capacity_signal(agg, policy):
+    no_capacity = known and rec.no_capacity and no_capacity_signal(agg, policy)
+    if no_capacity:
         warnings = (_no_capacity_warning(snapshot.key),)  # said by the refresh, a fleet's in one line
+    horizon = agg.recency_horizon_s
+    if horizon is not None and horizon < policy.target_lru_age_s:  # said by the refresh, once per change
+        warnings = (*warnings, short_horizon_warning(snapshot.key, horizon, policy.target_lru_age_s))
 
     if complete and capacity_signals_present and not held and (memory.known or not memory.smoothed):
         reason = ""  # what `_reason` says when nothing is wrong, without the call
@@ -298,7 +305,7 @@ def decide(
         known,
         _remembered(rec.proposals) if known else memory.proposals,  # proposals
         seen,
-        memory.warned_no_capacity or bool(warnings),  # warned_no_capacity
+        memory.warned_no_capacity or no_capacity,  # warned_no_capacity
         models_reported_at,
         unready_names,
     )

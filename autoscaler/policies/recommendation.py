@@ -41,7 +41,8 @@ it); a term whose signal is fresh on no Ready pod, or on fewer than `min_coverag
 unchanged (a runtime whose pods all say they have no GPU collector forgets its GPU proposal first:
 `gpu_forgetting`). Per-model use is read on the load's clock, so a pod whose load data is stale holds the cache term
 through the cache signal; a fresh pod that reports no per-model use while others do (or while the runtime did
-before) makes U too small, so the cache term may then rise but not fall (`Aggregate.models_missing`).
+before) makes U too small, so the cache term may then rise but not fall (`Aggregate.models_missing`); so does an
+exporter horizon below `target_lru_age_s`, which counts U within the horizon only (`recency_horizon`).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from autoscaler.policies.aggregation import (
     SignalStats,
 )
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.policies.recency_horizon import short_horizon_cause
 from autoscaler.policies.slots import slot_builder
 
 GPU: Final = "gpu"
@@ -201,11 +203,13 @@ def recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, int] | N
             cache = need
     if cache_stats.missing != 0 or cache_stats.fresh <= 0:
         cache = _hold(CACHE, cache, cache_stats, ready, min_coverage, held, why)
-    if agg.models_missing:
+    short = agg.recency_horizon_s
+    if agg.models_missing or (short is not None and short < policy.target_lru_age_s):
         last = held.get(CACHE)
         if last is not None and (cache is None or cache < last):
-            why.setdefault(CACHE, f"per-model use missing on {agg.models_missing} of {ready} ready pods; "
-                                  f"may rise, not fall below {last}")
+            cause = (f"per-model use missing on {agg.models_missing} of {ready} ready pods" if agg.models_missing
+                     else short_horizon_cause(short, policy.target_lru_age_s))  # type: ignore[arg-type]
+            why.setdefault(CACHE, f"{cause}; may rise, not fall below {last}")
             cache = float(last)
 
     no_capacity = demand is None

@@ -60,6 +60,7 @@ def clean_sample(pod: PodSample) -> PodSample:
     a = pod.lru_age_s
     c = pod.cache_used_ratio
     k = pod.models_loaded
+    h = pod.recency_horizon_s
     if (
         (t is None or -_INF < t < _INF)
         and (g is None or -_INF < g < _INF)
@@ -70,6 +71,7 @@ def clean_sample(pod: PodSample) -> PodSample:
         and (a is None or 0.0 <= a <= _TOP_LRU_AGE)
         and (c is None or 0.0 <= c <= _TOP_CACHE)
         and (k is None or 0.0 <= k <= _TOP_MODELS)
+        and (h is None or 0.0 <= h < _INF)
     ):
         return pod
     return replace(
@@ -83,6 +85,7 @@ def clean_sample(pod: PodSample) -> PodSample:
         lru_age_s=plausible("lru_age_s", a),
         cache_used_ratio=plausible("cache_used_ratio", c),
         models_loaded=plausible("models_loaded", k),
+        recency_horizon_s=clean(h),
     )
 
 

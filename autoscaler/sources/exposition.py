@@ -126,6 +126,7 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     collectors_listed = gpu_listed = False  # (`no_gpu_collector` below)
     exporter_now: float | None = None
     pod_named: PodIdentity | None = None
+    horizon: float | None = None
     seen_exporter = False
     models: dict[str, float] = {}
     model_samples = 0
@@ -173,6 +174,8 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
                 exporter_now = clean(value)
             elif name == names.POD_INFO:
                 pod_named = PodIdentity.from_labels(labels)
+            elif name == names.MODEL_RECENCY_HORIZON:
+                horizon = clean(value)
     except (ValueError, TypeError, IndexError, KeyError) as error:
         raise ExpositionError(f"unparseable exposition: {error}") from error
     if fast is not None and fast[1]:
@@ -215,6 +218,7 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
         gpu_sampled_at=gpu_at,
         gpu_busy=gpu,
         recent_models=recent,
+        recency_horizon_s=horizon,
         created_at=created_at,
         no_gpu_collector=no_gpu_collector,
         **values,

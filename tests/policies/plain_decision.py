@@ -31,6 +31,7 @@ from autoscaler.policies.decision import _NO_MEMORY, VALUE_SIGNAL, RuntimeMemory
 from autoscaler.policies.podviews import pod_views
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
 from autoscaler.policies.ranking import WeightedTerm, default_terms, rank_pods
+from autoscaler.policies.recency_horizon import short_horizon_cause, short_horizon_warning
 from autoscaler.policies.recommendation import (
     CACHE,
     GPU,
@@ -113,9 +114,11 @@ def plain_recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, in
         cache = need if cache is None else max(cache, need)
     cache = _hold(CACHE, cache, agg, policy, held, why)
     last = held.get(CACHE)
-    if agg.models_missing > 0 and last is not None and (cache is None or cache < last):
-        why.setdefault(CACHE, f"per-model use missing on {agg.models_missing} of {agg.ready} ready pods; "
-                              f"may rise, not fall below {last}")
+    short = agg.recency_horizon_s is not None and agg.recency_horizon_s < policy.target_lru_age_s
+    if (agg.models_missing > 0 or short) and last is not None and (cache is None or cache < last):
+        cause = (f"per-model use missing on {agg.models_missing} of {agg.ready} ready pods" if agg.models_missing
+                 else short_horizon_cause(agg.recency_horizon_s or 0.0, policy.target_lru_age_s))
+        why.setdefault(CACHE, f"{cause}; may rise, not fall below {last}")
         cache = float(last)
 
     proposals: dict[str, int | None] = dict.fromkeys(TERMS)
@@ -275,9 +278,12 @@ def plain_decide(
         values[metric] = ServedValue(value=_served(metric, target, state), raw=target,
                                      timestamp=agg.oldest_sample_at)
 
-    warnings: tuple[str, ...] = ()
-    if known and rec.no_capacity and no_capacity_signal(agg, policy):
-        warnings = (_no_capacity_warning(snapshot.key),)
+    warnings: list[str] = []
+    no_capacity = known and rec.no_capacity and no_capacity_signal(agg, policy)
+    if no_capacity:
+        warnings.append(_no_capacity_warning(snapshot.key))
+    if agg.recency_horizon_s is not None and agg.recency_horizon_s < policy.target_lru_age_s:
+        warnings.append(short_horizon_warning(snapshot.key, agg.recency_horizon_s, policy.target_lru_age_s))
 
     ranking = rank_pods(agg.pods, _terms(policy), now)
     pods = pod_views(agg, ranking, now)
@@ -300,7 +306,7 @@ def plain_decide(
         current_replicas=snapshot.replicas,
         signal_coverage={s: st.coverage for s, st in by_signal.items() if st.present},
         held=held,
-        warnings=warnings,
+        warnings=tuple(warnings),
         bounds=(lower_bound(policy), policy.max_replicas),
         fresh_sample_at=agg.fresh_sample_at,
     )
@@ -310,7 +316,7 @@ def plain_decide(
         known=known,
         proposals=_remembered(rec, memory) if known else memory.proposals,
         seen=_seen(memory.seen, by_signal, agg),
-        warned_no_capacity=memory.warned_no_capacity or bool(warnings),
+        warned_no_capacity=memory.warned_no_capacity or no_capacity,
         models_reported_at=reported_at,
     )
     return view, next_memory

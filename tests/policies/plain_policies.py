@@ -183,6 +183,9 @@ def plain_aggregate(
     capacities = [pod.models_loaded / pod.cache_used_ratio for pod in reporting
                   if pod.models_loaded and pod.cache_used_ratio]
     expected_models = bool(reporting) or SIGNAL_MODELS in seen
+    # The exporters' shortest horizon: a setting of every Ready pod reporting per-model use, fresh or not.
+    horizons = [pod.recency_horizon_s for pod in cleaned
+                if pod.ready and pod.recent_models is not None and pod.recency_horizon_s is not None]
     return Aggregate(
         pods=tuple(cleaned),
         fresh=tuple(load_fresh),
@@ -205,6 +208,7 @@ def plain_aggregate(
         pod_capacity=sum(capacities) / len(capacities) if capacities else None,
         models_missing=n - len(reporting) if expected_models else 0,
         fresh_sample_at=fresh_oldest,
+        recency_horizon_s=min(horizons) if horizons else None,
     )
 
 

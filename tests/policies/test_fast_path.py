@@ -73,6 +73,7 @@ def pods(draw: st.DrawFn) -> PodSample:
         cache_used_ratio=draw(signal),
         models_loaded=draw(st.one_of(signal, st.sampled_from([0.0, 3.0]))),
         recent_models=draw(recent),
+        recency_horizon_s=draw(st.sampled_from([None, 2.0, 300.0, 600.0, 3600.0, math.nan])),
         no_gpu_collector=draw(st.booleans()),
     ))
 
