@@ -42,6 +42,10 @@ SCALAR_FIELDS = {
 }
 
 
+WINDOWED: Final = frozenset({names.REQUESTS_PER_SECOND, names.QUEUE_DELAY_SECONDS, names.CACHE_MISSES_PER_SECOND})
+"""The series the exporter computes over its load window, which it publishes all together from its second
+ModelMesh read on (`exporter.counters.CounterWindow.rates`), and none of before."""
+
 _INF: Final = math.inf
 
 _MODELS_DECLARED: Final = f"# TYPE {names.MODEL_LAST_SERVED_TIMESTAMP} "
@@ -88,6 +92,12 @@ class ExporterReading(NamedTuple):
     """The exporter published last-served times, every one of them garbage (NaN, negative, +Inf): `recent_models`
     is None as for an exporter without the series, but this is no evidence that ModelMesh stopped reporting
     per-model use, so the source says so on the runtime's snapshot (`RuntimeSnapshot.models_unread`)."""
+    rates_pending: bool = False
+    """The exporter published none of its windowed rates (`WINDOWED`), nor a value above a ceiling: its ModelMesh
+    collector has not read twice since the exporter started (a rate needs two reads; a new pod, a sidecar
+    restarted), or since ModelMesh restarted or a gap longer than its load window (it says so in its own log).
+    `sample` has no load data then, and that is no garbage: the pod is not fresh yet, as before its first read.
+    A rate that is there but NaN, infinite or negative, or missing beside the other rates, is garbage."""
 
 
 def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
@@ -128,6 +138,7 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     pod_named: PodIdentity | None = None
     horizon: float | None = None
     seen_exporter = False
+    windowed = False  # any of `WINDOWED` in the text, usable or not (`ExporterReading.rates_pending`)
     models: dict[str, float] = {}
     model_samples = 0
     model_series, model_label, intern = names.MODEL_LAST_SERVED_TIMESTAMP, names.MODEL_ID_LABEL, sys.intern
@@ -150,6 +161,7 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
                         gpu_refused = True
             elif name in SCALAR_FIELDS:
                 seen_exporter = True
+                windowed = windowed or name in WINDOWED
                 if clean(value) is not None:
                     if (why := refusal(SCALAR_FIELDS[name], value, name)) is None:
                         values[SCALAR_FIELDS[name]] = value
@@ -202,13 +214,14 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     # the first good pass, 0 while it fails), so a reading late or failing is never taken for no GPU.
     no_gpu_collector = collectors_listed and not gpu_listed
     if modelmesh_ok_at is None or "requests_per_second" not in values or refused:
-        # No ModelMesh collection yet, or only one (a rate needs two): no load data to offer yet. Reporting
-        # the pod as fresh without a rate would let it count as idle. A value above its ceiling: the reading
+        # No ModelMesh collection yet, or only one (a rate needs two: no rate series at all, `rates_pending`),
+        # or a rate that is garbage: no load data to offer. Reporting the pod as fresh without a rate would let
+        # it count as idle. A value above its ceiling: the reading
         # is garbage, and none of its load signals is believed (the source holds the last good ones).
         return ExporterReading(PodSample(name=pod, ready=ready, sampled_at=None, gpu_busy=gpu,
                                          gpu_sampled_at=gpu_at, created_at=created_at,
                                          no_gpu_collector=no_gpu_collector), offset, pod_named,
-                               "; ".join(refused) or None)
+                               "; ".join(refused) or None, rates_pending=not windowed and not refused)
     sampled_at = min(modelmesh_ok_at, scraped_at)
     recent = _recent_models(models, model_samples, text, offset, sampled_at)
     return ExporterReading(PodSample(

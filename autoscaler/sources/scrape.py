@@ -75,7 +75,8 @@ REASON_NOT_SCRAPED: Final = "not_scraped"
 """A `SourceProblem`'s reason, not an error: the pod's scrape was still queued behind --scrape-concurrency when
 the refresh's deadline passed, so it was never sent."""
 _GARBLED: Final = ("answered, but with no usable ModelMesh reading (a request rate that is NaN, infinite or "
-                   "negative, or missing, or no modelmesh last-success timestamp): its load signals are held")
+                   "negative, or missing beside the other rates, or no modelmesh last-success timestamp): its load "
+                   "signals are held")
 _REFUSED: Final = "a value no real pod reaches, not believed (check the pod's exporter and ModelMesh)"
 _MODELS_UNREAD: Final = (f"every {names.MODEL_LAST_SERVED_TIMESTAMP} it published was garbage (NaN, negative or "
                          "+Inf): its per-model use is unread, no sign that ModelMesh stopped reporting it, so the "
@@ -233,7 +234,8 @@ class ScrapeSource(SourceDefaults):
                 raise
         sample = reading.sample
         self._note_clock((key, pod.name), reading.clock_offset_s)
-        if reading.refused is not None or (sample.sampled_at is None and _pod_id(key, pod) in self._last_good):
+        if reading.refused is not None or (sample.sampled_at is None and not reading.rates_pending
+                                           and _pod_id(key, pod) in self._last_good):
             return key, self._garbled(key, pod, sample, now, reading.refused)
         failing = self._failing.get(key)
         ended = failing.pop(pod.name, None) if failing is not None else None
@@ -241,6 +243,12 @@ class ScrapeSource(SourceDefaults):
         # corrected (a new streak: none of its own to end). Pods left unsent had one line for all of them.
         if self._retries.succeeded(_streak(key, pod)) or (ended is not None and ended.reason != REASON_NOT_SCRAPED):
             self._news.recovered(f"{key}/{pod.name}")
+        if sample.sampled_at is None:
+            # No rate yet (`rates_pending`: an exporter before its second ModelMesh read, a new pod or a sidecar
+            # restarted), or a pod never read: not fresh yet, as a pod before its first read. Its load signals
+            # are held, said by nobody and counted by nothing: it was a garbage WARNING and a source error at
+            # every such start, a healthy rollout feeding ModelMeshAutoscalerSourceErrors.
+            return key, self._held(key, pod, sample)
         self._last_good[_pod_id(key, pod)] = sample
         self._note_models_unread(key, pod, reading.models_unread, now)
         return key, sample
@@ -274,9 +282,17 @@ class ScrapeSource(SourceDefaults):
         before = self._problem(key, pod, REASON_GARBAGE, detail, now)
         if before is None or before.reason != REASON_GARBAGE:
             self._news.failed(f"{key}/{pod.name}", REASON_GARBAGE, detail)
+        return self._held(key, pod, sample)
+
+    def _held(self, key: RuntimeKey, pod: PodTarget, sample: PodSample) -> PodSample:
+        """The pod's last good load signals, held for an answer without them (`sample`), with that answer's GPU
+        reading, judged fresh on its own, and its word on whether it runs a GPU collector (the exporter's now);
+        kept as the pod's last good sample."""
         held = self._fallback(key, pod)
         if sample.gpu_sampled_at is not None:
             held = replace(held, gpu_busy=sample.gpu_busy, gpu_sampled_at=sample.gpu_sampled_at)
+        if held.no_gpu_collector != sample.no_gpu_collector:
+            held = replace(held, no_gpu_collector=sample.no_gpu_collector)
         self._last_good[_pod_id(key, pod)] = held
         return held
 

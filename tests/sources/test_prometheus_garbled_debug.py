@@ -22,6 +22,7 @@ from autoscaler.api.handlers import rfc3339
 from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.source_problems import REASON_GARBAGE
 from autoscaler.sources import prometheus as source_module
 from autoscaler.sources.prometheus import PrometheusSource
 from exporter import names
@@ -113,3 +114,30 @@ async def test_a_garbled_freshness_series_says_the_pods_last_good_sample_is_held
     assert f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="modelmesh"}} inf' in problem.detail, problem.detail
     assert "holding its last good sample" in problem.detail, problem.detail
     assert held.pods[0] == good.pods[0]
+
+
+@pytest.mark.slow
+async def test_an_exporter_without_its_rates_yet_is_no_garbage_as_with_the_scrape_source(
+        start_prometheus: StartPrometheus, sources: list[PrometheusSource], caplog: pytest.LogCaptureFixture,
+        now: float) -> None:
+    """An exporter after its first ModelMesh read (a new pod, a sidecar restarted) publishes its success time and
+    none of its rates, which need two reads. Prometheus has no rate series of the pod then: its request rate is
+    absent (which holds the values that use it), with no `garbage` problem, count or WARNING, as the scrape source
+    now reads the same answer (tests/e2e/test_exporter_start_not_garbage_e2e.py)."""
+    at = now - AGE_S
+    first_read = {names.CACHE_USED_RATIO: 0.5, names.MODELS_LOADED: 2}
+    prom = await start_prometheus([
+        *exporter_series("team-a", "a-1", at, first_read, gpus=[0.5], last_success=at),
+        *exporter_series("team-a", "a-2", at, signals(rps=10, queue=0.01, misses=0.1, cache=0.5, models=2),
+                         gpus=[0.5], last_success=at),
+    ])
+    source = PrometheusSource(two_pods(TRITON), prom.url)
+    sources.append(source)
+    with caplog.at_level(logging.WARNING, logger=source_module.__name__):
+        [snapshot] = await source.collect(now)
+
+    pod = next(pod for pod in snapshot.pods if pod.name == "a-1")
+    assert pod.requests_per_second is None and pod.models_loaded == 2, pod
+    assert source.problems(TRITON) == ()
+    assert source.errors[REASON_GARBAGE] == 0, source.errors
+    assert [record.getMessage() for record in caplog.records if "a-1" in record.getMessage()] == []

@@ -26,14 +26,19 @@ from tests.sources.static_discovery import StaticDiscovery
 KEY = RuntimeKey("ml", "modelmesh-serving-nan")
 
 
-def exposition(rps: str, gpu: float, modelmesh_timestamp: bool = True) -> str:
+def exposition(rps: str | None, gpu: float, modelmesh_timestamp: bool = True, rates: bool = True) -> str:
+    """An exporter's answer; `rps` None leaves the request rate out (beside the other rates), `rates` False
+    leaves every rate out, as an exporter writes it before its second ModelMesh read."""
     now = time.time()
     lines = [f'modelmesh_pod_gpu_busy_ratio{{gpu="0",uuid="GPU-0"}} {gpu}',
              'modelmesh_exporter_collector_success{collector="modelmesh"} 1',
              'modelmesh_exporter_collector_success{collector="gpu"} 1',
              f'modelmesh_exporter_last_success_timestamp_seconds{{collector="gpu"}} {now - 0.5}',
-             f"modelmesh_exporter_time_seconds {now}", f"modelmesh_pod_requests_per_second {rps}",
-             "modelmesh_pod_queue_delay_seconds 0", "modelmesh_pod_cache_used_ratio 0.5"]
+             f"modelmesh_exporter_time_seconds {now}", "modelmesh_pod_cache_used_ratio 0.5"]
+    if rates:
+        lines.append("modelmesh_pod_queue_delay_seconds 0")
+        if rps is not None:
+            lines.append(f"modelmesh_pod_requests_per_second {rps}")
     if modelmesh_timestamp:
         lines.append(f'modelmesh_exporter_last_success_timestamp_seconds{{collector="modelmesh"}} {now - 0.5}')
     return "\n".join(lines) + "\n"
@@ -58,7 +63,8 @@ async def answering_and_404(aiohttp_server: AiohttpServer, text: Callable[[], st
     return url, f"http://127.0.0.1:{refused.port}/nothing/here"
 
 
-@pytest.mark.parametrize("garbled", [{"rps": "NaN"}, {"modelmesh_timestamp": False}], ids=["nan-rate", "no-ts"])
+@pytest.mark.parametrize("garbled", [{"rps": "NaN"}, {"modelmesh_timestamp": False}, {"rps": None}],
+                         ids=["nan-rate", "no-ts", "rate-missing-beside-the-others"])
 async def test_an_answer_with_no_usable_modelmesh_reading_is_a_counted_problem_and_keeps_the_gpu(
         aiohttp_server: AiohttpServer, garbled: dict[str, object], caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="autoscaler.sources.scrape")
@@ -84,6 +90,35 @@ async def test_an_answer_with_no_usable_modelmesh_reading_is_a_counted_problem_a
         await source.collect(time.time())
         assert source.problems(KEY) == ()  # answered in full again: no longer a problem
         assert f"scrape of {KEY}/nan-0 recovered" in [r.getMessage() for r in caplog.records]  # said, as its start
+    finally:
+        await source.close()
+
+
+@pytest.mark.parametrize("read_once", [True, False], ids=["first-read-done", "no-read-yet"])
+async def test_an_exporter_without_its_rates_yet_is_held_unsaid_and_uncounted(
+        aiohttp_server: AiohttpServer, read_once: bool, caplog: pytest.LogCaptureFixture) -> None:
+    """A sidecar restarted (or a new pod's) publishes none of its rates until its second ModelMesh read, and no
+    ModelMesh success time before its first: not fresh yet, as a pod before its first read. It was a garbage
+    WARNING, a `garbage` problem and a source error at every refresh until the second read."""
+    caplog.set_level(logging.INFO, logger="autoscaler.sources.scrape")
+    answer = {"text": exposition("40", 0.5)}
+    url = await serving(aiohttp_server, lambda: web.Response(text=answer["text"]))
+    source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, (PodTarget("p-0", True, url),))]), timeout_s=5.0)
+    try:
+        [good] = await source.collect(time.time())
+        answer["text"] = exposition(None, 0.9, modelmesh_timestamp=read_once, rates=False)
+        for _ in range(3):
+            [held] = await source.collect(time.time())
+            assert source.problems(KEY) == ()
+        assert source.errors["garbage"] == 0
+        assert [r.getMessage() for r in caplog.records if "p-0" in r.getMessage()] == []
+        pod = held.pods[0]
+        assert pod.requests_per_second == 40.0 and pod.sampled_at == good.pods[0].sampled_at  # held
+        assert pod.gpu_busy == 0.9  # its fresh GPU reading
+        answer["text"] = exposition("41", 0.9)
+        [read] = await source.collect(time.time())
+        assert read.pods[0].requests_per_second == 41.0
+        assert [r.getMessage() for r in caplog.records if "p-0" in r.getMessage()] == []  # nothing to recover from
     finally:
         await source.close()
 
