@@ -155,11 +155,16 @@ HPA_KINDS: Final = ("HorizontalPodAutoscaler", "ScaledObject")
 """The kinds whose HPA behavior `--hpa-behavior` reads: an HPA, or a KEDA ScaledObject (the HPA KEDA makes)."""
 
 
-def _behavior(path: Path | None) -> tuple[Behavior | None, dict[str, Any]]:
-    """The behavior of the HPA in `path` (default: the shipped one) and that HPA's spec ({} for a bare
-    behavior), whose replica bounds the run compares with its own."""
+HPA_BOUNDS: Final = ("minReplicas", "maxReplicas")
+KEDA_BOUNDS: Final = ("minReplicaCount", "maxReplicaCount")
+"""A ScaledObject's names for the bounds of the HPA KEDA makes: what a warning about them says, as the file does."""
+
+
+def _behavior(path: Path | None) -> tuple[Behavior | None, dict[str, Any], tuple[str, str]]:
+    """The behavior of the HPA in `path` (default: the shipped one), that HPA's spec ({} for a bare
+    behavior), whose replica bounds the run compares with its own, and the file's names for those bounds."""
     if path is None:
-        return SHIPPED_BEHAVIOR, {}
+        return SHIPPED_BEHAVIOR, {}, HPA_BOUNDS
     try:
         documents = [d for d in strict_yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
     except OSError as exc:
@@ -183,23 +188,26 @@ def _behavior(path: Path | None) -> tuple[Behavior | None, dict[str, Any]]:
     document = documents[0] if documents else None
     if not isinstance(document, dict):
         raise ValueError(f"{path}: expected an HPA manifest or a mapping with `behavior:`")
+    bounds = KEDA_BOUNDS if document.get("kind") == "ScaledObject" else HPA_BOUNDS
     try:
-        if document.get("kind") == "ScaledObject":  # KEDA's: read as the HPA it makes
+        if bounds == KEDA_BOUNDS:  # KEDA's: read as the HPA it makes
             document = hpa_of_scaled_object(document)
         behavior = behavior_from_manifest(document)
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path}: {exc}") from exc
     spec = document.get("spec", document if "behavior" in document else None)  # a spec pasted without `spec:`
-    return behavior, spec if isinstance(spec, dict) else {}
+    return behavior, spec if isinstance(spec, dict) else {}, bounds
 
 
-def _other_bounds(path: Path, spec: dict[str, Any], low: int, high: int) -> str | None:
+def _other_bounds(path: Path, spec: dict[str, Any], low: int, high: int,
+                  bounds: tuple[str, str] = HPA_BOUNDS) -> str | None:
     """The HPA's own minReplicas/maxReplicas where they are not the run's: only its behavior is read, and a user
-    giving the HPA copied from the cluster would take the report for a replay of that HPA."""
+    giving the HPA copied from the cluster would take the report for a replay of that HPA. Said in the file's
+    words (`bounds`): a ScaledObject's minReplicaCount/maxReplicaCount, which the user looks for in it."""
     minimum, maximum = spec.get("minReplicas", 1), spec.get("maxReplicas")
     if not isinstance(maximum, int) or not isinstance(minimum, int) or (minimum, maximum) == (low, high):
         return None
-    return (f"{path}: its minReplicas {minimum} and maxReplicas {maximum} are not this run's replicas {low}..{high}: "
+    return (f"{path}: its {bounds[0]} {minimum} and {bounds[1]} {maximum} are not this run's replicas {low}..{high}: "
             f"give --min-replicas {minimum} --max-replicas {maximum} to simulate them")
 
 
@@ -313,7 +321,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         warnings.append(message)
 
     policy = _policy_and_warnings(args, warn)
-    behavior, hpa_spec = _behavior(args.hpa_behavior)
+    behavior, hpa_spec, bounds = _behavior(args.hpa_behavior)
     trace, source = _load_trace(args)
     for note in trace.notes:
         warn(note)
@@ -328,7 +336,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
              f"did; --tick {trace.interval_s:g} replays each interval (slower)")
     best = oracle(trace, shape, policy.target_lru_age_s, bucket_s)
     first = sum(arrivals[0].rates) if arrivals else 0.0
-    fixed, maximum, start = _size_run(args, policy, hpa_spec, shape, best, first, warn)
+    fixed, maximum, start = _size_run(args, policy, (hpa_spec, bounds), shape, best, first, warn)
     _check_out(args.out)  # after every check of what was given: a refused run leaves no directory behind
     results = _simulate_all(args, policy, behavior, shape, best, (fixed, maximum, start), bucket_s, arrivals,
                             trace.duration_s)
@@ -360,8 +368,8 @@ def _policy_and_warnings(args: argparse.Namespace, warn: Callable[[str], None]) 
     return policy
 
 
-def _size_run(args: argparse.Namespace, policy: RuntimePolicy, hpa_spec: dict[str, Any], shape: ClusterShape,
-              best: Oracle, first: float, warn: Callable[[str], None]) -> tuple[int, int, int]:
+def _size_run(args: argparse.Namespace, policy: RuntimePolicy, hpa: tuple[dict[str, Any], tuple[str, str]],
+              shape: ClusterShape, best: Oracle, first: float, warn: Callable[[str], None]) -> tuple[int, int, int]:
     """`sizing`'s (fixed replicas, maxReplicas, starting replicas) for this run, refusing a run past what
     `simulate` runs (`RunSize.check`) and bounds that contradict each other, and warning where the given bounds
     hold every policy (the table would show the cap, not the policies) or differ from --hpa-behavior's HPA."""
@@ -378,8 +386,8 @@ def _size_run(args: argparse.Namespace, policy: RuntimePolicy, hpa_spec: dict[st
                  or short_of_requests(maximum, fixed, best.peak_rps, shape.pod_rps, default))
         if short:
             warn(short)
-    if args.hpa_behavior is not None and (other := _other_bounds(args.hpa_behavior, hpa_spec, args.min_replicas,
-                                                                   maximum)):
+    if args.hpa_behavior is not None and (other := _other_bounds(args.hpa_behavior, hpa[0], args.min_replicas,
+                                                                   maximum, hpa[1])):
         warn(other)
     if args.config is not None and policy.max_replicas is not None and policy.max_replicas < args.min_replicas:
         raise ValueError(f"{args.config}: defaults: max_replicas {policy.max_replicas} is below --min-replicas "

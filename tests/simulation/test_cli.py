@@ -341,12 +341,13 @@ def test_the_projects_keda_scaled_object_is_read_as_the_hpa_keda_makes(tmp_path:
     """manifests/examples/keda/scaled-object-triton.yaml was refused as "a ScaledObject, not a
     HorizontalPodAutoscaler": a KEDA user had to deploy it and fetch KEDA's HPA. Its behavior is read from
     spec.advanced.horizontalPodAutoscalerConfig.behavior (the scale-down hpa-triton.yaml ships), and its
-    minReplicaCount/maxReplicaCount are the HPA's bounds."""
+    minReplicaCount/maxReplicaCount are the HPA's bounds, and the warning that they are not the run's names them
+    so (it said minReplicas and maxReplicas, which a reader looks for in the file in vain)."""
     result = run_with_behavior(tmp_path, (MANIFESTS / "keda" / "scaled-object-triton.yaml").read_text())
     assert result.returncode == 0, result.stderr
-    assert result.stderr == (f"simulate: warning: {tmp_path / 'hpa.yaml'}: its minReplicas 1 and maxReplicas 10 "
-                             "are not this run's replicas 2..3: give --min-replicas 1 --max-replicas 10 to "
-                             "simulate them\n")
+    assert result.stderr == (f"simulate: warning: {tmp_path / 'hpa.yaml'}: its minReplicaCount 1 and "
+                             "maxReplicaCount 10 are not this run's replicas 2..3: give --min-replicas 1 "
+                             "--max-replicas 10 to simulate them\n")
     description = json.loads((tmp_path / "out" / "report.json").read_text())["policies"]["skew-aware"]["description"]
     assert "scaleDown: window 0s, Max of [100% per 15s]" in description, description
 
