@@ -27,9 +27,9 @@ from kubernetes.aio import client
 from kubernetes.aio.client.exceptions import OpenApiException
 from kubernetes.aio.config.config_exception import ConfigException
 
-from autoscaler.kube.client_certificate import end_renewal
 from autoscaler.kube.config import load_kube_settings
 from autoscaler.kube.errors import KubeApiError, KubeConfigError
+from autoscaler.kube.exec_plugin import end_renewal
 from autoscaler.kube.paths import DEPLOYMENTS, collection_endpoint, custom_endpoint
 from autoscaler.kube.raw import CACHED, Endpoint, read_json, retry_wait, scope_name
 from autoscaler.kube.where import in_cluster
@@ -80,7 +80,7 @@ class KubeClient:
         return self._timeout_s
 
     async def close(self) -> None:
-        await end_renewal(self._api.configuration)  # a client certificate's plugin run, and its process
+        await end_renewal(self._api.configuration)  # an exec plugin run under way, and its processes
         await self._api.close()  # type: ignore[no-untyped-call]
 
     async def patch_pod_annotations(self, namespace: str, name: str, annotations: Mapping[str, str]) -> None:

@@ -17,8 +17,9 @@ stopped writing a minute before its certificate expired); after that they wait f
 deadline) leaves the run to finish for the next. A new certificate, checked against its key first, is loaded into
 the client's TLS context and the idle connections the old one opened are closed. A response of 401 also closes its
 connection. When no new certificate can be had, requests go on with the last good one and the reason is logged
-once per change, as a WARNING. Closing the API client (`end_renewal`, as the adapter stops) ends a run under way
-and its process (`autoscaler.kube.exec_plugin`): a plugin waiting on its CA or a login outlived the adapter.
+once per change, as a WARNING. Closing the API client (`exec_plugin.end_renewal`, as the adapter stops) ends a run
+under way and the plugin's processes (`autoscaler.kube.exec_plugin`): a plugin waiting on its CA or a login
+outlived the adapter.
 
 The TLS context lives in aiohttp's connector (`_ssl`) and the idle connections in its pool (`_conns`): both
 private, read here only, so an aiohttp that changes them leaves the adapter as before (no reload, said once),
@@ -27,7 +28,6 @@ never broken.
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import logging
 import os
@@ -46,7 +46,7 @@ import aiohttp
 from cryptography import x509
 from kubernetes.aio import client
 
-from autoscaler.kube.exec_plugin import run_exec_plugin
+from autoscaler.kube.exec_plugin import PluginRun, run_exec_plugin
 from autoscaler.kube.timestamps import posix_seconds
 
 log = logging.getLogger("autoscaler.kube")
@@ -75,14 +75,6 @@ def watch_client_certificate(loader: Any, configuration: client.Configuration) -
                                 _expiry_of(Path(cert_file).read_bytes()))
     configuration.trace_configs = [*(configuration.trace_configs or []), renewal.trace_config()]
     return True
-
-
-async def end_renewal(configuration: client.Configuration) -> None:
-    """An API client made from `configuration` is closing: end the plugin run under way, if any, and its process.
-    A client of the same configuration still open runs the plugin again when it next finds it due."""
-    for trace in configuration.trace_configs or ():
-        if isinstance(trace, _RenewalTrace):
-            await trace.renewal.end_run()
 
 
 def renewal_time(now: float, expiry: float) -> float:
@@ -126,7 +118,7 @@ class PluginCertificate:
         self._clock = clock or (lambda: CLOCK())
         self._expiry = expiry
         self._renew_at = self._renewal_time(expiry)
-        self._renewal: asyncio.Task[None] | None = None
+        self.plugin_run = PluginRun(self._renew, "exec-plugin-certificate")
         self._generation = 0
         self._loaded: weakref.WeakKeyDictionary[ssl.SSLContext, int] = weakref.WeakKeyDictionary()
         self._folder: Path | None = None
@@ -140,7 +132,7 @@ class PluginCertificate:
         return renewal_time(self._clock(), expiry)
 
     def trace_config(self) -> aiohttp.TraceConfig:
-        trace = _RenewalTrace(self)
+        trace = _RenewalTrace(self.plugin_run)
         trace.on_request_start.append(self._on_request_start)
         trace.on_connection_create_end.append(self._on_connection_create_end)
         trace.on_request_end.append(self._on_request_end)
@@ -155,19 +147,15 @@ class PluginCertificate:
         """Whether requests may go on with the current certificate while the plugin runs."""
         return not self._refused and self._clock() < self._expiry
 
-    def _renewing(self) -> asyncio.Task[None]:
-        """The plugin run under way, or a new one: concurrent requests that find it due run the plugin once."""
-        if self._renewal is None or self._renewal.done():
-            self._renewal = asyncio.get_running_loop().create_task(self._renew(), name="exec-plugin-certificate")
-        return self._renewal
-
     async def _on_request_start(self, session: aiohttp.ClientSession, _ctx: SimpleNamespace, _params: Any) -> None:
         if self._due():
-            renewal = self._renewing()
-            if not self._still_good():
+            # Concurrent requests that find it due run the plugin once.
+            if self._still_good():
+                self.plugin_run.start()
+            else:
                 # A caller giving up leaves the run to the next request; a run ended by its client's close
                 # (`end_renewal`) lets a caller of another client go on with the last certificate.
-                await asyncio.wait([renewal])
+                await self.plugin_run.wait()
         if self._generation == 0:
             return  # the library's certificate, loaded by every client at its start
         context = getattr(session.connector, "_ssl", None)
@@ -203,12 +191,6 @@ class PluginCertificate:
         if _is_tls_failure(error) or (getattr(ctx, "new_connection", False)
                                       and isinstance(error, aiohttp.ServerDisconnectedError)):
             self._refused = True
-
-    async def end_run(self) -> None:
-        """End the plugin run under way (its process killed), as its client closes; the certificate stays."""
-        if self._renewal is not None and not self._renewal.done():
-            self._renewal.cancel()
-            await asyncio.wait([self._renewal])
 
     async def _renew(self) -> None:
         self._next_forced = self._clock() + EXEC_RETRY_S
@@ -250,12 +232,12 @@ class PluginCertificate:
 
 
 class _RenewalTrace(aiohttp.TraceConfig):
-    """The requests' trace of one plugin's certificate, by which `end_renewal` finds it on a configuration (the
-    renewal lives as long as the configuration carries it, no longer)."""
+    """The requests' trace of one plugin's certificate, by which `end_renewal` finds its run on a configuration
+    (the renewal lives as long as the configuration carries it, no longer)."""
 
-    def __init__(self, renewal: PluginCertificate) -> None:
+    def __init__(self, plugin_run: PluginRun) -> None:
         super().__init__()
-        self.renewal = renewal
+        self.plugin_run = plugin_run
 
 
 def _certificate_in(status: Mapping[str, Any], now: float) -> tuple[bytes, bytes, float]:

@@ -9,29 +9,35 @@ reads the service-account token file again every minute: nothing to do there.)
 
 `watch_credentials` installs the library's `refresh_api_key_hook`, which every request awaits before it is
 sent: a `tokenFile` is read again when it changed (`autoscaler.kube.token_file`); an exec plugin runs again once
-its token is within the library's five minutes of expiry, at most every `EXEC_RETRY_S` while it keeps failing.
-When a new token cannot be had, requests go out with the last one (it may still be valid) and the reason is logged once
-per change, as a WARNING.
+its token is within the library's five minutes of expiry (`expirationTimestamp`; a token without one, five
+minutes after it came), at most every `EXEC_RETRY_S` while it keeps failing. The plugin runs as the library runs
+it, but as a task of its own that the requests wait for (`exec_plugin.PluginRun`): a request that gives up (its
+deadline, the adapter stopping) leaves it to finish for the next, and closing the API client
+(`exec_plugin.end_renewal`) kills it and what it started; through the library, a cancelled request left the
+plugin running, and the next request started another. When a new token cannot be had, requests go out with the
+last one (it may still be valid) and the reason is logged once per change, as a WARNING.
 
 An exec plugin that answers with a client certificate instead of a token is renewed by `client_certificate`.
 
-The loader's per-user state is private to the library (`_user`, `exec_plugin_expiry`): read here only, so a
-library that changes it leaves the adapter as it was before (no refresh), never broken.
+The loader's per-user state is private to the library (`_user`, `token`, `exec_plugin_expiry`): read here once,
+at load, so a library that changes it leaves the adapter as it was before (no refresh), never broken.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
 from kubernetes.aio import client
 
-from autoscaler.kube.client_certificate import watch_client_certificate
+from autoscaler.kube.client_certificate import RENEW_BEFORE_S, watch_client_certificate
+from autoscaler.kube.exec_plugin import PluginRun, run_exec_plugin
+from autoscaler.kube.timestamps import posix_seconds
 from autoscaler.kube.token_file import RefreshWarnings, TokenFile
 
 EXEC_RETRY_S: Final = 10.0
@@ -58,8 +64,10 @@ def watch_credentials(loader: Any, configuration: client.Configuration) -> Token
     entry: dict[str, Any] = user.value
     if "exec" in entry and watch_client_certificate(loader, configuration):
         return TokenRefresh()  # the plugin answered with a client certificate, not a token
-    if "exec" in entry and hasattr(loader, "exec_plugin_expiry") and hasattr(loader, "load_from_exec_plugin"):
-        configuration.refresh_api_key_hook = _ExecToken(loader)  # type: ignore[assignment]
+    token, expiry = getattr(loader, "token", None), getattr(loader, "exec_plugin_expiry", None)
+    if "exec" in entry and isinstance(token, str) and token and isinstance(expiry, datetime):
+        hook = _ExecToken(loader._user["exec"], token, expiry.timestamp())
+        configuration.refresh_api_key_hook = hook  # type: ignore[assignment]
         return TokenRefresh(plugin=True)
     if not entry.get("token") and isinstance(entry.get("tokenFile"), str) and entry["tokenFile"]:
         path = Path(entry["tokenFile"])
@@ -83,35 +91,48 @@ class _FileToken:
 
 
 class _ExecToken:
-    """An exec plugin's token, fetched again once the library counts it as expired."""
+    """An exec plugin's token, fetched again once it is within `RENEW_BEFORE_S` of its expiry (the library's
+    skew), as the library's `load_from_exec_plugin` did: the same run, the same `Bearer` token and expiry."""
 
-    def __init__(self, loader: Any, clock: Callable[[], float] = time.monotonic) -> None:
-        self._loader = loader
+    def __init__(self, exec_config: Any, authorization: str, expiry: float,
+                 clock: Callable[[], float] = time.time) -> None:
+        """`authorization`: the `Bearer ...` the library read at load, valid until `expiry` (Unix time)."""
+        self._exec_config = exec_config
+        self._authorization = authorization
         self._clock = clock
-        self._lock = asyncio.Lock()  # concurrent requests that find the token expired run the plugin once
+        self._renew_at = expiry - RENEW_BEFORE_S
         self._next_try = -float("inf")
         self._warnings = RefreshWarnings("token of the kubeconfig's exec plugin")
+        self.plugin_run = PluginRun(self._renew, "exec-plugin-token")
+        """Ended by `exec_plugin.end_renewal`, which finds it here, as the API client closes."""
 
     async def __call__(self, configuration: client.Configuration) -> None:
-        if self._clock() < self._next_try:
-            return
-        async with self._lock:
-            if self._clock() < self._next_try:
-                return
-            try:
-                # True at once while the token is not within five minutes of its expiry; None when the plugin
-                # failed (the library logs that itself and keeps the last token).
-                fetched = await self._loader.load_from_exec_plugin()
-            except Exception as error:  # the library's errors end here: requests go on with the last token
-                fetched = f"{type(error).__name__}: {error}"
-            if fetched is not True:
-                self._failed(fetched if isinstance(fetched, str) else "the plugin failed (see the log line above)")
-                return
-            token = getattr(self._loader, "token", None)
-            if isinstance(token, str) and token:
-                configuration.api_key["BearerToken"] = token
-            self._warnings.recovered()
+        now = self._clock()
+        if now >= self._renew_at and now >= self._next_try:
+            await self.plugin_run.wait()  # concurrent requests that find the token expired run the plugin once
+        configuration.api_key["BearerToken"] = self._authorization
 
-    def _failed(self, reason: str) -> None:
-        self._next_try = self._clock() + EXEC_RETRY_S
-        self._warnings.failed(reason)
+    async def _renew(self) -> None:
+        try:
+            token, expiry = _token_in(await run_exec_plugin(self._exec_config))
+        except Exception as error:  # the library's and the plugin's errors end here: requests use the last token
+            self._next_try = self._clock() + EXEC_RETRY_S
+            self._warnings.failed(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+            return
+        self._authorization = f"Bearer {token}"
+        self._renew_at = (expiry if expiry is not None else self._clock() + RENEW_BEFORE_S) - RENEW_BEFORE_S
+        self._next_try = -float("inf")
+        self._warnings.recovered()
+
+
+def _token_in(status: Mapping[str, Any]) -> tuple[str, float | None]:
+    """The token and expiry (None: not stated) a plugin's `status` holds; ValueError when it has no token."""
+    token, stated = status.get("token"), status.get("expirationTimestamp")
+    if not isinstance(token, str) or not token:
+        raise ValueError("the plugin's answer has no token")
+    if not stated:
+        return token, None
+    expiry = posix_seconds(stated)
+    if expiry is None:
+        raise ValueError(f"the plugin's expirationTimestamp {stated!r} is not a time")
+    return token, expiry

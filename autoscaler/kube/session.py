@@ -16,8 +16,8 @@ from typing import Any
 
 from kubernetes.aio.client import ApiClient
 
-from autoscaler.kube.client_certificate import end_renewal
 from autoscaler.kube.errors import KubeApiError
+from autoscaler.kube.exec_plugin import end_renewal
 from autoscaler.kube.raw import describe
 from exporter.stopping import stop_tasks
 
@@ -70,5 +70,5 @@ class KubeSession:
         if self._api is not None:
             api, self._api = self._api, None
             with contextlib.suppress(Exception):
-                await end_renewal(api.configuration)  # a client certificate's plugin run, and its process
+                await end_renewal(api.configuration)  # an exec plugin run under way, and its processes
                 await api.close()  # type: ignore[no-untyped-call]

@@ -10,7 +10,9 @@ refused once that certificate expires, even if the client has a new one.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shlex
 import ssl
 import sys
 import time
@@ -25,6 +27,7 @@ from aiohttp import web
 
 from tests.fakes.kube import FakeKubeApi
 from tests.fakes.kube.wire import ApiError
+from tests.support.waiting import eventually
 
 
 class ClientCertKubeApi(FakeKubeApi):
@@ -95,6 +98,13 @@ class CertificatePlugin:
         self.credential.write_text(json.dumps({"apiVersion": "client.authentication.k8s.io/v1",
                                                "kind": "ExecCredential", "status": status}))
 
+    def hand_out_token(self, token: str, expires: float) -> None:
+        """Hand out a bearer token instead (`aws eks get-token`, `gke-gcloud-auth-plugin`), valid until `expires`."""
+        status = {"token": token,
+                  "expirationTimestamp": datetime.fromtimestamp(expires, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        self.credential.write_text(json.dumps({"apiVersion": "client.authentication.k8s.io/v1",
+                                               "kind": "ExecCredential", "status": status}))
+
     def sign_each_run(self, authority: trustme.CA, lifetime_s: float) -> None:
         """From now on each run signs a new certificate with `authority`, valid for `lifetime_s` seconds from
         the run (real time: for a process whose clock a test cannot step); `hold()` holds these runs too."""
@@ -150,12 +160,27 @@ class CertificatePlugin:
                     found.append(int(entry.name))
         return found
 
-    def kubeconfig(self, kube: FakeKubeApi, namespace: str) -> Path:
-        """A kubeconfig for `kube` whose user's credential comes from this plugin."""
+    async def all_ended(self) -> bool:
+        """Whether this plugin's processes are all gone, or go within a generous wait: a killed process that the
+        adapter did not start itself (the plugin a shell started) ends in its own time. A held run stays."""
+        with contextlib.suppress(TimeoutError):
+            await eventually(lambda: self.processes() == [])
+        return self.processes() == []
+
+    def exec_config(self, *, shell_wrapped: bool = False) -> dict[str, Any]:
+        """A kubeconfig user's `exec` that runs this plugin (`kubeconfig` says what `shell_wrapped` means)."""
+        command, args = sys.executable, [str(self.script)]
+        if shell_wrapped:
+            command, args = "/bin/sh", ["-c", f"{shlex.quote(sys.executable)} {shlex.quote(str(self.script))}; true"]
+        return {"apiVersion": "client.authentication.k8s.io/v1", "command": command, "args": args,
+                "interactiveMode": "Never"}
+
+    def kubeconfig(self, kube: FakeKubeApi, namespace: str, *, shell_wrapped: bool = False) -> Path:
+        """A kubeconfig for `kube` whose user's credential comes from this plugin; `shell_wrapped`: through a shell
+        that runs it as its child rather than `exec` it (`sh -c 'aws eks get-token ...'`), so a run is two
+        processes, of which `processes()` lists the plugin's."""
         path = kube.write_kubeconfig(self.folder / "kubeconfig", namespace=namespace)
         document = yaml.safe_load(path.read_text())
-        document["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1",
-                                                 "command": sys.executable, "args": [str(self.script)],
-                                                 "interactiveMode": "Never"}}
+        document["users"][0]["user"] = {"exec": self.exec_config(shell_wrapped=shell_wrapped)}
         path.write_text(yaml.safe_dump(document))
         return path

@@ -20,6 +20,8 @@ from tests.support.waiting import eventually
 
 LIFETIME_S = 10.0
 """The certificates the plugin signs for `serve` (a real process, on the real clock): renewed 2 s before expiry."""
+HANG_S = 30.0
+"""A close that has not ended this long after it began is taken as hung (it ends in well under a second)."""
 
 clock, kube = client_cert_fixtures.clock, client_cert_fixtures.kube  # the shared fixtures (pytest finds them here)
 
@@ -50,6 +52,26 @@ async def test_closing_the_client_ends_the_plugin_run_and_its_process(
         await client.close()
     try:
         assert plugin.processes() == [], "the plugin still runs after the client closed"
+    finally:
+        plugin.release()
+
+
+async def test_closing_the_client_ends_a_shell_wrapped_plugin_with_its_shell(
+    kube: ClientCertKubeApi, clock: SteppedClock, plugin: CertificatePlugin
+) -> None:
+    """`sh -c 'tsh kube credentials ...'`: the shell runs the plugin as its child, which ending the shell alone
+    left running, and the close then waited for it (its output pipe still open): a stopping adapter hung."""
+    plugin.hand_out(kube.issue("adapter", clock.now + HOUR), clock.now + HOUR)
+    client = await KubeClient.connect(plugin.kubeconfig(kube, "ml", shell_wrapped=True),
+                                      user_agent="modelmesh-autoscaler/test", timeout_s=5.0)
+    try:
+        await renewing(client, plugin, clock)
+    finally:
+        closing = asyncio.create_task(client.close())
+        done, _ = await asyncio.wait([closing], timeout=HANG_S)
+    try:
+        assert done, f"closing the client still waits, {HANG_S:g} s on, for the plugin the shell started"
+        assert await plugin.all_ended(), "the plugin the shell started still runs after the client closed"
     finally:
         plugin.release()
 
