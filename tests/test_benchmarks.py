@@ -73,6 +73,35 @@ def test_a_normal_run_does_not_say_it_was_stopped() -> None:
     assert "stopped by SIGTERM" not in result.stderr, result.stderr[-3000:]
 
 
+def _modelmesh_bench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "bench/bench_modelmesh_text.py", "--models", "20", *args],
+                          capture_output=True, text=True, timeout=300, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def test_the_modelmesh_read_with_the_window_is_a_busy_pods_accepted_reads() -> None:
+    """`--with-window` counts the exporter's whole read (the parse, then `CounterWindow.add` and its ceiling
+    checks), which the parse alone missed. Its bodies' counts must rise as a real pod's do: a read the window
+    refused (a ScrapeFailure) or none rising would count a path the exporter takes once, not every 5 s."""
+    timed = _modelmesh_bench("--runs", "8", "--with-window")
+    assert timed.returncode == 0, timed.stdout[-2000:] + timed.stderr[-3000:]
+    rate = re.search(r"a read every 5 s: parse and window [\d,]+ µs, parse alone [\d,]+ µs; the window read "
+                     r"([\d,.]+) req/s, ([\d.]+) cache misses/s over 30 s$", timed.stdout.strip())
+    assert rate, timed.stdout
+    assert float(rate[1].replace(",", "")) > 0 and float(rate[2]) > 0, timed.stdout
+    counted = _modelmesh_bench("--parses-only", "10", "--with-window")
+    assert counted.returncode == 0 and not counted.stdout, counted.stdout + counted.stderr[-3000:]
+
+
+def test_the_modelmesh_window_count_with_too_few_bodies_says_how_many_to_render() -> None:
+    """The bodies are rendered before the reads, the same number for the two runs compared: too few for N reads
+    is refused at once, naming the `--bodies` to give both runs, not a StopIteration halfway under valgrind."""
+    done = _modelmesh_bench("--parses-only", "12", "--bodies", "12", "--with-window")
+    assert done.returncode == 2
+    assert ("--bodies 12 is too few for --parses-only 12: give at least --bodies 13 (and the same to the run it "
+            "is compared with)") in done.stderr, done.stderr
+
+
 def _descendants(pid: int) -> set[int]:
     """Every process below `pid`, from /proc (no psutil here)."""
     children: dict[int, list[int]] = {}
