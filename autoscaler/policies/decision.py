@@ -62,7 +62,15 @@ from autoscaler.policies.signals import (
 )
 from autoscaler.policies.slots import slot_builder, slot_twin
 from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, _state, smooth
-from autoscaler.policies.unready_pods import counted_as_ready, held_reasons, held_unready, say_left_out, shown_unready
+from autoscaler.policies.unready_pods import (
+    NO_CLOCKS,
+    UnreadyClocks,
+    counted_as_ready,
+    held_reasons,
+    held_unready,
+    say_left_out,
+    shown_unready,
+)
 
 VALUE_SIGNAL: Final = {
     ServedMetric.GPU_BUSY: SIGNAL_GPU,
@@ -89,6 +97,8 @@ class RuntimeMemory:
     # The pods not Ready held as missing data at this refresh (`unready_pods`), so that the one left out once it
     # stayed not Ready too long is said once.
     unready: frozenset[str] = frozenset()
+    # Each pod not Ready with an `unready_since`: its hold's start on the running clock (`unready_pods`).
+    unready_clocks: UnreadyClocks = field(default_factory=dict)
 
 
 _NO_MEMORY: Final = RuntimeMemory()
@@ -119,7 +129,7 @@ _view: Final = slot_builder(RuntimeView, (
 _ValueTwin: Final = slot_twin(ServedValue, ("value", "raw", "timestamp"))
 _memory: Final = slot_builder(RuntimeMemory, (
     "smoothed", "consecutive_misses", "known", "proposals", "seen", "warned_no_capacity", "models_reported_at",
-    "unready"))
+    "unready", "unready_clocks"))
 
 
 _DESCRIBED: Final = (("GPU busy", SIGNAL_GPU), ("request rate", SIGNAL_REQUESTS), ("cache state", SIGNAL_CACHE))
@@ -211,15 +221,17 @@ def decide(
     agg, pods = examine_pods(snapshot.pods, policy, now, memory.seen, policy_terms)
     unready: tuple[PodSample, ...] = ()
     unready_names = _NO_NAMES
+    unready_clocks = NO_CLOCKS
+    at = now if running is None else running
     if agg.ready != len(snapshot.pods):  # some pod is not Ready (rare): one that was serving counts as missing data
-        unready = held_unready(snapshot.pods, now)
+        unready, unready_clocks = held_unready(snapshot.pods, now, at, memory.unready_clocks)
         if unready:
             unready_names = frozenset(pod.name for pod in unready)
             agg, pods = examine_pods(counted_as_ready(snapshot.pods, unready_names), policy, now, memory.seen,
                                      policy_terms)
             pods = shown_unready(pods, unready_names)
         if memory.unready:  # a pod held until now and left out (one Ready again or gone needs no word): said once
-            say_left_out(snapshot.key, memory.unready, unready_names, snapshot.pods, now)
+            say_left_out(snapshot.key, memory.unready, unready_names, snapshot.pods, at, unready_clocks)
     if (agg.signals[SIGNAL_GPU].absent and snapshot.source_ok and has_no_gpu(agg.signals[SIGNAL_GPU], agg.ready)
             and remembers_gpu(memory.seen, memory.proposals, memory.smoothed)):  # rare: once, as its pods move
         kept = forget_gpu(snapshot.key, memory.seen, memory.proposals, memory.smoothed)
@@ -227,7 +239,6 @@ def decide(
     ready, n = agg.ready, agg.n
     min_coverage = policy.min_coverage
     known = snapshot.source_ok and ready > 0 and agg.coverage >= min_coverage
-    at = now if running is None else running
     models_reported_at = memory.models_reported_at
     if agg.models_in_use is not None or (snapshot.models_unread and models_reported_at is not None):
         models_reported_at = at  # reported, or unread (a failing query ages nothing: `models_forgetting`)
@@ -258,7 +269,7 @@ def decide(
     _signal_values(agg, known, pods_complete, min_coverage, memory.smoothed, at, policy.scale_down_tau_s, held,
                    smoothed, values)
     if unready:
-        held.update(held_reasons(unready, now))
+        held.update(held_reasons(unready, at, unready_clocks))
 
     warnings: tuple[str, ...] = ()
     no_capacity = known and rec.no_capacity and no_capacity_signal(agg, policy)
@@ -308,6 +319,7 @@ def decide(
         memory.warned_no_capacity or no_capacity,  # warned_no_capacity
         models_reported_at,
         unready_names,
+        unready_clocks,
     )
     return view, next_memory
 

@@ -13,14 +13,20 @@ For `NOT_READY_HOLD_S` after it stopped being Ready (`PodSample.unready_since`, 
 pod it saw Ready before and that is not terminating): a pod that crash-loops or stays unready must not block
 scale-down for ever. Past that it is left out as before, said once at INFO. A pod never seen Ready (starting)
 and one terminating are left out as always.
+
+The time is counted on the running clock (`autoscaler.running_clock`), as the slow fall's is, not on the wall
+clock: `unready_since` is a wall-clock time (when the watch saw the change, or the Ready condition's
+`lastTransitionTime`), so the first refresh that sees the pod not Ready turns it into a running-clock start
+(`UnreadyClocks`), a time in the future counting as "just stopped", and later refreshes keep that start. A wall
+clock stepped back an hour used to hold the pod for an hour and 5 minutes (it was "not Ready for 0 s" all along).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Final
+from typing import Final, TypeAlias
 
 from autoscaler.model import PodSample, PodViews, RuntimeKey
 
@@ -31,20 +37,40 @@ NOT_READY_HOLD_S: Final = 300.0
 longer than a probe's usual flap under load, short enough that a crash-looping pod delays a scale-down by
 minutes, not for good."""
 
+UnreadyClocks: TypeAlias = Mapping[str, tuple[float, float]]
+"""Per pod not Ready with an `unready_since` (held or past the bound): that `unready_since`, and the running
+clock's time its not-Ready spell began. A new `unready_since` (Ready again, then not) starts a new spell."""
+
+NO_CLOCKS: Final[UnreadyClocks] = {}
+"""No pod not Ready (never written to: one mapping serves every runtime)."""
+
 HELD_KEY_PREFIX: Final = "pod "
 """The view's `held` names each held pod as `pod <name>` (beside the values and terms it holds)."""
 
 
-def held_unready(pods: Iterable[PodSample], now: float) -> tuple[PodSample, ...]:
-    """The pods not Ready that count as missing data at `now`: seen Ready before, not terminating, and not Ready
-    for at most `NOT_READY_HOLD_S` (a clock step back, a time in the future, still counts: it just stopped)."""
-    since = now - NOT_READY_HOLD_S
+def held_unready(pods: Iterable[PodSample], now: float, at: float,
+                 before: UnreadyClocks) -> tuple[tuple[PodSample, ...], UnreadyClocks]:
+    """The pods not Ready that count as missing data: seen Ready before, not terminating, and not Ready for at
+    most `NOT_READY_HOLD_S` of running time (`at`, the running clock; `now`, the wall clock `unready_since` is
+    read against); and each such pod's clock for the next refresh (`before`, the last refresh's)."""
     held: list[PodSample] = []
+    clocks: dict[str, tuple[float, float]] = {}
     for pod in pods:  # a loop, not a generator: it runs for every runtime with a pod not Ready, most holding none
         t = pod.unready_since
-        if t is not None and t >= since and not pod.ready:
+        if t is None or pod.ready:
+            continue
+        kept = before.get(pod.name)
+        start = kept[1] if kept is not None and kept[0] == t else at - max(0.0, now - t)  # future: just stopped
+        clocks[pod.name] = (t, start)
+        if at - start <= NOT_READY_HOLD_S:
             held.append(pod)
-    return tuple(held) if held else ()
+    return (tuple(held) if held else ()), clocks
+
+
+def not_ready_for(pod: PodSample, at: float, clocks: UnreadyClocks) -> float:
+    """How long `pod` has been not Ready, in running time (0 for a pod without a clock)."""
+    clock = clocks.get(pod.name)
+    return 0.0 if clock is None else max(0.0, at - clock[1])
 
 
 def counted_as_ready(pods: Sequence[PodSample], held: Collection[str]) -> tuple[PodSample, ...]:
@@ -59,26 +85,25 @@ def shown_unready(views: PodViews, held: Collection[str]) -> PodViews:
                           for row in views.rows))
 
 
-def held_reasons(pods: Iterable[PodSample], now: float) -> dict[str, str]:
+def held_reasons(pods: Iterable[PodSample], at: float, clocks: UnreadyClocks) -> dict[str, str]:
     """Each held pod's entry in the view's `held`: why nothing falls, and until when."""
     reasons: dict[str, str] = {}
     for pod in pods:
-        since = pod.unready_since if pod.unready_since is not None else now
         rps = pod.requests_per_second
         serving = f"was serving {rps:.4g} req/s" if rps is not None else "no load read from it yet"
         reasons[f"{HELD_KEY_PREFIX}{pod.name}"] = (
-            f"not ready for {max(0.0, now - since):.0f} s ({serving}); counted as missing data, values may rise, "
-            f"not fall, until it is Ready again, deleted, or not ready for {NOT_READY_HOLD_S:.0f} s")
+            f"not ready for {not_ready_for(pod, at, clocks):.0f} s ({serving}); counted as missing data, values may "
+            f"rise, not fall, until it is Ready again, deleted, or not ready for {NOT_READY_HOLD_S:.0f} s")
     return reasons
 
 
 def say_left_out(key: RuntimeKey, held_before: Collection[str], held_now: Collection[str],
-                 pods: Iterable[PodSample], now: float) -> None:
+                 pods: Iterable[PodSample], at: float, clocks: UnreadyClocks) -> None:
     """Say once, at INFO, each pod held at the last refresh that is left out now because it stayed not Ready past
     `NOT_READY_HOLD_S` (one Ready again, deleted or terminating needs no word)."""
     for pod in pods:
         if (pod.name in held_before and pod.name not in held_now and not pod.ready
-                and pod.unready_since is not None):
+                and pod.name in clocks):
             log.info("runtime %s: pod %s not ready for %.0f s (over %.0f s): left out of the values from now, as "
                      "a pod that serves nothing; the values may fall without it", key, pod.name,
-                     now - pod.unready_since, NOT_READY_HOLD_S)
+                     not_ready_for(pod, at, clocks), NOT_READY_HOLD_S)
