@@ -59,8 +59,10 @@ class PodRecord:
     https_ports: frozenset[int] = frozenset()
     """Those of `declared_ports` declared under a name that says HTTPS (`names_https`): served over TLS."""
     unready_since: float | None = None
-    """When the pod, seen Ready before by the watch, stopped being Ready (`PodTarget.unready_since`): not in the
-    pod's JSON, the watch sets it as it sees the change (`after_readiness_change`)."""
+    """When the pod, seen Ready before by the watch, stopped being Ready (`PodTarget.unready_since`): the watch
+    sets it as it sees the change (`after_readiness_change`), from `ready_changed_at`."""
+    ready_changed_at: float | None = None
+    """Its Ready condition's `lastTransitionTime` (the kubelet's clock, whole seconds); None when absent."""
 
 
 @dataclass(slots=True)
@@ -85,11 +87,9 @@ def parse_pod(obj: Any) -> PodRecord | None:
     labels = {str(k): str(v) for k, v in _mapping(metadata.get("labels")).items()}
     terminating = metadata.get("deletionTimestamp") is not None
     conditions = status.get("conditions")
-    ready = (
-        not terminating
-        and isinstance(conditions, list)
-        and any(_mapping(c).get("type") == "Ready" and _mapping(c).get("status") == "True" for c in conditions)
-    )
+    ready_condition = next((c for c in conditions if _mapping(c).get("type") == "Ready"), None) if isinstance(
+        conditions, list) else None
+    ready = not terminating and ready_condition is not None and ready_condition.get("status") == "True"
     ip = status.get("podIP")
     controller = _controller(metadata)
     ports, https_ports = _declared_ports(_mapping(_mapping(obj).get("spec")))
@@ -106,6 +106,7 @@ def parse_pod(obj: Any) -> PodRecord | None:
         controller is not None,
         uid if isinstance(uid := metadata.get("uid"), str) and uid else None,
         https_ports,
+        ready_changed_at=posix_seconds(ready_condition.get("lastTransitionTime")) if ready_condition else None,
     )
 
 
@@ -113,10 +114,17 @@ def after_readiness_change(old: PodRecord | None, new: PodRecord, now: float) ->
     """`new`, with when it stopped being Ready where the watch saw it Ready before (`old`, the same pod: same
     uid): set when it goes from Ready to not, kept while it stays not Ready, dropped once it is Ready again or
     terminating (the ReplicaSet counts a terminating pod as gone). A pod never seen Ready (starting, or not
-    Ready when the adapter started) gets none: the watch cannot tell it ever served."""
+    Ready when the adapter started) gets none: the watch cannot tell it ever served.
+
+    When it stopped is its Ready condition's `lastTransitionTime` where it has one (at most `now`), else `now`:
+    after a watch outage the change arrives late, by a relist or a resumed watch, and timing it from then held
+    the pod for as much longer as the outage lasted."""
     if new.ready or new.terminating or old is None or old.uid != new.uid:
         return new
-    since = now if old.ready else old.unready_since
+    if old.ready:
+        since: float | None = now if new.ready_changed_at is None else min(now, new.ready_changed_at)
+    else:
+        since = old.unready_since
     return new if since is None else replace(new, unready_since=since)
 
 

@@ -40,7 +40,7 @@ async def test_a_pod_seen_ready_that_fails_its_probe_says_since_when_until_ready
     kube.set_ready(NS, "hot", False)
     await eventually(lambda: not pods(running)["hot"].ready)
     since = pods(running)["hot"].unready_since
-    assert since is not None and before <= since <= time.time()
+    assert since is not None and int(before) <= since <= time.time()  # lastTransitionTime: whole seconds
 
     kube.set_pod_ip(NS, "hot", "10.1.2.3")  # another change while it stays not Ready: the same since
     await eventually(lambda: "10.1.2.3" in (pods(running)["hot"].url or ""))
@@ -80,3 +80,32 @@ async def test_a_fresh_list_after_410_keeps_since_when_a_pod_is_not_ready(
     kube.compact()
     await eventually(lambda: "during" in pods(running))
     assert pods(running)["hot"].unready_since == since
+
+
+@pytest.mark.parametrize("history_kept", [False, True], ids=["relisted-after-410", "watch-resumed"])
+async def test_a_pod_that_went_not_ready_during_a_watch_outage_is_timed_from_its_ready_condition(
+    kube: FakeKubeApi, running: KubePodDiscovery, history_kept: bool
+) -> None:
+    """The pod watch is down for two minutes, and the hot pod fails its probe early in them: its not-Ready time is
+    its Ready condition's `lastTransitionTime`, as the kubelet wrote it, not the time discovery caught up (then the
+    hold lasted up to the outage's length past its 5 minutes). A pod never seen Ready stays without one."""
+    kube.add_pod(NS, "hot", labels=LABELS)
+    kube.add_pod(NS, "starting", labels=LABELS, ready=False)
+    await eventually(lambda: "starting" in pods(running) and "hot" in pods(running) and pods(running)["hot"].ready)
+
+    kube.fail(r"/pods$", status=503, times=None)
+    kube.end_watches()
+    await eventually(lambda: not running.healthy)
+    went = float(int(time.time()) - 120)  # metav1.Time has whole seconds
+    kube.clock = lambda: went
+    kube.set_ready(NS, "hot", False)
+    kube.set_pod_ip(NS, "starting", "10.1.2.5")
+    kube.clock = time.time
+    if not history_kept:
+        kube.compact()
+    kube.clear_faults()
+
+    await eventually(lambda: running.healthy and not pods(running)["hot"].ready
+                     and "10.1.2.5" in (pods(running)["starting"].url or ""))
+    assert pods(running)["hot"].unready_since == went
+    assert pods(running)["starting"].unready_since is None
