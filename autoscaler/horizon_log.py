@@ -3,8 +3,9 @@
 The decision puts the warning in the runtime's view (`/debug` shows it under `warnings`,
 `policies.recency_horizon`) at every refresh while it lasts; the log says it when it appears or its numbers change,
 and once when it is gone, not at every refresh. A fleet whose sidecars all run one short horizon (a policy
-file's `target_lru_age_s` raised above the default hour for every runtime) is one line with the count, the first
-few named and one runtime's own line as an example (`log_lists`), not 5,000 lines at every start.
+file's `target_lru_age_s`, 600 s by default, raised for every runtime above the sidecars' horizon, an hour by
+default) is one line with the count, the first few named and one runtime's own line as an example (`log_lists`),
+not 5,000 lines at every start.
 
 Per runtime the refresh pays two truth tests (`Refresher.refresh_once`): a view without warnings, of a runtime not
 warned about, is not looked at.
