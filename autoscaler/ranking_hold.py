@@ -1,30 +1,36 @@
-"""A scale-down waits for its deletion costs: while the costs of a runtime's new ranking are not yet on its pods,
-`modelmesh_desired_replicas` may rise but not fall below what runs (docs/design.md, "Choosing the pod to remove").
+"""A scale-down waits for its deletion costs: while the pods the ReplicaSet would remove are not the least needed by
+a runtime's new ranking, and the writes that fix it are still to come, `modelmesh_desired_replicas` may rise but not
+fall below what runs (docs/design.md, "Choosing the pod to remove").
 
 Why: the HPA lowers the replicas as soon as it reads the lower value, and the ReplicaSet then removes the pod with
 the lowest `controller.kubernetes.io/pod-deletion-cost`. The writer patches the costs on its own task, apart from the
 refresh: a PATCH refused (503, 403), a `Retry-After` pausing the writer, or a fleet-wide drop queueing thousands of
 patches (20 a second) left the lower value served while the cluster still ranked the pod now most needed lowest,
 and that pod was removed. So, as for missing data ("never signal a scale-down on missing data"), the served
-value is held where it would fall below both what was served before and the current replicas (a pod would go)
-while some pod that the writer writes does not carry the cost this refresh ranks it at.
+value is held where it would remove a pod (`ceil` of it below both what was served before and the current replicas)
+that the ranking does not count among the least needed (`autoscaler.actuation.removal_order`).
+
+The order, not the values: waiting until every pod carried exactly this refresh's cost held scale-downs under
+ordinary load noise (a bucket moved, and the writer puts a changed bucket off for its per-pod minute) until the cap,
+then blamed RBAC. A held runtime's writes are urgent, so the hold usually lasts one refresh: the refresh that lowers
+the value hands the writer the new ranking, which it writes within the next 15 s.
 
 For at most `COST_HOLD_MAX_S` (one writer backoff cap, four HPA syncs): a lasting failure (a Role without `patch` on
 `pods`) must not stop scale-downs for good. Past it the value falls with the costs as they are, and a warning says
-what to fix. Usually the hold lasts one refresh: the refresh that lowers the value is also the one that hands the
-writer the new ranking, which it writes within the next 15 s. The log says it only when it lasts longer (the
-writer had its chance), once per runtime and spell, a fleet's runtimes in one line.
+what the writes wait on. The log says it only when it lasts longer than a refresh (the writer had its chance), once
+per runtime and spell, a fleet's runtimes in one line.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from autoscaler.log_lists import few
+from autoscaler.log_lists import count_of, few
 from autoscaler.model import RuntimeKey, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
 
@@ -37,14 +43,41 @@ PATCH is tried again at least once meanwhile; four syncs of the HPA."""
 _DESIRED: Final = ServedMetric.DESIRED_REPLICAS
 
 
+NAMED_PODS: Final = 3
+"""How many pods `held` names before it counts the rest: enough to find the PATCH to look at."""
+
+RBAC_HINT: Final = "a 403 is a Role without the verb patch on pods in that namespace"
+
+
+@dataclass(frozen=True, slots=True)
+class CostsPending:
+    """Why a scale-down waits, as the writer knows it."""
+
+    unwritten: tuple[str, ...]
+    """The pods whose cost in this ranking is not on them yet."""
+    misplaced: tuple[str, ...]
+    """The pods the ReplicaSet would remove now that the ranking does not count among the least needed."""
+    causes: tuple[str, ...]
+    """What the writes wait on: `refused with 503`, `throttled by the API server (...)`, `queued`, ..."""
+
+    def describe(self) -> str:
+        """`deletion costs of pod-b not written (refused with 503)`: the pods and why, for /debug and the log."""
+        return (f"deletion costs of {few(self.unwritten, NAMED_PODS)} not written "
+                f"({', '.join(self.causes)}); the ReplicaSet would remove {few(self.misplaced, NAMED_PODS)}")
+
+
 class RankingWrites(Protocol):
     """What the hold needs from the deletion-cost writer (`DeletionCostWriter` has it), without importing it."""
 
     def offer(self, views: Mapping[RuntimeKey, RuntimeView]) -> None:
-        """Take the refresh's views as decided, before any hold: the writer must see the scale-down to hurry."""
+        """Take the refresh's views as decided, before any hold: the writer must see the scale-down to hurry.
+        Called after `misordered` was asked of every runtime of the refresh."""
 
-    def unwritten_pods(self, key: RuntimeKey, view: RuntimeView) -> tuple[int, int]:
-        """(pods whose cost the view ranks them at is not on them yet, pods the writer writes) for the runtime."""
+    def misordered(self, key: RuntimeKey, view: RuntimeView, removing: int, new: bool) -> CostsPending | None:
+        """What waits to be written while the `removing` pods the ReplicaSet would remove are not the least
+        needed by `view`'s ranking; None when they are, or nothing the writer was handed is left to write that
+        would change it. `new`: the scale-down starts (or grows) at this refresh, so the writer has not had
+        this ranking yet. A runtime it answers for has its writes made at once."""
 
 
 @dataclass(slots=True)
@@ -63,6 +96,7 @@ class RankingHold:
         self._waiting: list[str] = []  # this refresh's new warnings, said by `flush`
         self._past: list[str] = []
         self._written: list[RuntimeKey] = []
+        self._removing: dict[RuntimeKey, int] = {}  # pods the decided value removed at the last refresh
 
     def hold(self, view: RuntimeView, before: RuntimeView | None, now: float, writes: RankingWrites) -> RuntimeView:
         """The view to serve: `view`, or with its replica count held (and /debug's `held` and reason saying so).
@@ -75,18 +109,24 @@ class RankingHold:
             return view
         earlier = before.values.get(_DESIRED) if before is not None else None
         floor = float(current) if earlier is None or earlier.value is None else min(earlier.value, float(current))
-        if served.value >= floor:  # no pod would go on this value's account
+        removing = current - math.ceil(served.value)  # as the HPA rounds it
+        new = removing > self._removing.get(key, 0)
+        if removing > 0:
+            self._removing[key] = removing
+        else:
+            self._removing.pop(key, None)
+        if served.value >= floor or removing <= 0:  # no pod would go on this value's account
             self._spells.pop(key, None)
             return view
-        unwritten, of = writes.unwritten_pods(key, view)
-        if not unwritten:
+        pending = writes.misordered(key, view, removing, new)
+        if pending is None:
             spell = self._spells.pop(key, None)
             if spell is not None and spell.warned:
                 self._written.append(key)
             return view
         spell = self._spells.setdefault(key, _Spell(now))
         waited = now - spell.since
-        missing = f"deletion costs of {unwritten} of {of} pods not written"
+        missing = pending.describe()
         if waited > self.bound_s:
             if not spell.past:
                 spell.past = True
@@ -96,9 +136,9 @@ class RankingHold:
             return dataclasses.replace(view, reason=f"{view.reason}; {note}" if view.reason else note)
         if waited > 0 and not spell.warned:
             spell.warned = True
-            self._waiting.append(f"{key} (held at {floor:g}, not {served.value:g}; {unwritten} of {of} pods)")
-        why = (f"{missing} yet; held at {floor:g} (not {served.value:g}) so that the scale-down removes the least "
-               f"needed pod, for at most {self.bound_s:g} s")
+            self._waiting.append(f"{key} (held at {floor:g}, not {served.value:g}; {missing})")
+        why = (f"{missing}, not the least needed; held at {floor:g} (not {served.value:g}) so that the "
+               f"scale-down removes the least needed pods, for at most {self.bound_s:g} s")
         held = dict(view.held)
         held[_DESIRED.value] = f"{held[_DESIRED.value]}; {why}" if _DESIRED.value in held else why
         part = f"{_DESIRED.value} held: {why}"
@@ -113,19 +153,20 @@ class RankingHold:
         written, self._written = self._written, []
         if waiting:
             log.warning(
-                "scale-down waits for deletion costs: %s of %d runtime%s held, as the costs of their new ranking "
-                "are not on the pods yet (refused, throttled or still queued: the 'deletion costs ... not written' "
-                "lines say why) and the ReplicaSet would remove a pod still needed; for at most %g s, then it goes "
-                "ahead: %s", _DESIRED.value, len(waiting), "" if len(waiting) == 1 else "s", self.bound_s,
-                few(waiting))
+                "scale-down waits for deletion costs: %s of %s held, as the costs of their new ranking are not on "
+                "the pods yet and the ReplicaSet would remove a pod still needed; for at most %g s, then it goes "
+                "ahead: %s", _DESIRED.value, count_of(len(waiting), "runtime"), self.bound_s, few(waiting))
         if past:
+            refused = any("refused with 403" in line for line in past)
             log.warning(
-                "scale-down goes ahead with stale deletion costs: %d runtime%s waited %g s for them; the ReplicaSet "
-                "may remove a pod still needed. Fix what refuses the writes (the 'deletion costs ... not written' "
-                "lines: a 403 is a Role without the verb patch on pods in that namespace): %s",
-                len(past), "" if len(past) == 1 else "s", self.bound_s, few(past))
+                "scale-down goes ahead with stale deletion costs: %s waited %g s for them; the ReplicaSet may "
+                "remove a pod still needed. Fix what each names the writes wait on (the 'deletion costs ... not "
+                "written' lines of the leader's log%s): %s", count_of(len(past), "runtime"), self.bound_s,
+                f"; {RBAC_HINT}" if refused else "", few(past))
         if written:
             log.info("deletion costs written: %s may fall again for %s", _DESIRED.value,
                      few([str(key) for key in written]))
         for key in [key for key in self._spells if key not in present]:
             del self._spells[key]
+        for key in [key for key in self._removing if key not in present]:
+            del self._removing[key]

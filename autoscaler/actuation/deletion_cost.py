@@ -5,8 +5,9 @@ is decided by the pure `autoscaler.actuation.deletion_cost_plan`; this module do
 
 How (`DeletionCostWriter`): the refresh loop hands each refresh's views, as decided, over through a one-slot
 mailbox (`offer`: the newest views replace older ones; it never waits), and the writer's own task plans and
-patches. Since the patches land later (or fail), the refresh asks `unwritten_pods` before it lets a runtime's
-replica count fall: a scale-down waits for its costs (`autoscaler.ranking_hold`). A pass
+patches. Since the patches land later (or fail), the refresh asks `misordered` before it lets a runtime's
+replica count fall: a scale-down waits while the ReplicaSet would remove a pod the ranking still needs and a write
+that fixes it is still to come (`autoscaler.ranking_hold`); such a runtime's writes are urgent. A pass
 writes at most `batch_size` pods, urgent ones first, with `concurrency` requests in flight and at most `qps` a
 second, and stops early when newer views arrive, so a slow API server delays only this task: never a refresh,
 never an HPA request. 404 means the pod is gone (normal: it was just removed); 409, 429 and 5xx (and no answer)
@@ -51,11 +52,14 @@ from autoscaler.actuation.deletion_cost_plan import (
     plan_patches,
     scale_down_pending,
 )
+from autoscaler.actuation.removal_order import PodCosts, carried_cost, misplaced_removals
 from autoscaler.kube.backoff import retry_delay
 from autoscaler.kube.client import KubeApiError
 from autoscaler.log_lists import few
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.names import DELETION_COST_ANNOTATION
+from autoscaler.policies.ranking import COST_SPACING
+from autoscaler.ranking_hold import CostsPending
 from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
@@ -86,6 +90,13 @@ class WriterSettings:
     """Patches in flight at once."""
     batch_size: int = 256
     """Patches per pass before newer views are looked at: bounds how long an urgent write can wait."""
+
+
+def _pod_costs(view: RuntimeView, carried: Mapping[str, int]) -> list[PodCosts]:
+    """The pods of `carried` with the costs `view` ranks them at (a pod it does not rank: not ranked)."""
+    ranked = {name: cost if ready and fresh else None for name, ready, fresh, cost in view.pods.deletion_costs()}
+    ready = {name: ready for name, ready, *_ in view.pods.deletion_costs()}
+    return [PodCosts(name, ready.get(name, True), ranked.get(name), cost) for name, cost in carried.items()]
 
 
 class DeletionCostWriter:
@@ -120,6 +131,8 @@ class DeletionCostWriter:
         self._wake = asyncio.Event()
         self.records: dict[PodId, PodRecord] = {}
         self._scale_downs: dict[RuntimeKey, tuple[int, int]] = {}
+        self._held: frozenset[RuntimeKey] = frozenset()  # held at the last refresh: their writes are urgent
+        self._holding: set[RuntimeKey] = set()  # held so far in the refresh under way (`misordered`)
         self._next_slot = 0.0
         self._hold_until = 0.0  # real monotonic time before which no patch is sent: the server's Retry-After
         self._planned_at = -math.inf  # when the last pass planned: retries due by then were looked at
@@ -132,36 +145,67 @@ class DeletionCostWriter:
         self.offer(views)
 
     def offer(self, views: Mapping[RuntimeKey, RuntimeView]) -> None:
-        """Put the newest views in the mailbox (replacing any not yet planned) and wake the writer."""
+        """Put the newest views in the mailbox (replacing any not yet planned) and wake the writer. The refresh
+        offers after it has asked `misordered` of every runtime: the runtimes it held are urgent until next time."""
+        self._held, self._holding = frozenset(self._holding), set()
         self._latest = views
         self._generation += 1
         self._wake.set()
 
-    def unwritten_pods(self, key: RuntimeKey, view: RuntimeView) -> tuple[int, int]:
-        """(pods not yet carrying the cost `view` ranks them at, pods written): what the refresh asks before the
-        runtime's replica count may fall (`autoscaler.ranking_hold`). A pod carries it when this replica wrote it
-        while leading, or when discovery's pod watch shows it (another leader wrote it). Pods never written count
-        as carrying it: not Ready or stale ones, and a runtime outside `--namespaces`; so does everything where
-        nothing can be known (a replica not leading, without the pod watch: a targets file)."""
+    def misordered(self, key: RuntimeKey, view: RuntimeView, removing: int, new: bool) -> CostsPending | None:
+        """What a scale-down removing `removing` pods waits on (`autoscaler.ranking_hold`), or None: when the pods
+        the ReplicaSet would remove by the costs on them are among the least needed by `view`'s ranking; when the
+        scale-down is not `new` (it was there at the last refresh) and they are among the least needed by the
+        ranking of the last refresh, which the writer had its turn to write (a newer ranking's moves are load
+        noise, written at the pod's minute: waiting for them held every scale-down under noise); and when
+        nothing can be known (a runtime outside `--namespaces`; a replica not leading, without the pod watch: a
+        targets file). The costs on the pods: what this replica wrote while leading, else the pod watch's.
+
+        A replica not leading judges by the pod watch, within one cost bucket: the HPA reads every replica through
+        the Service, and a replica that held nothing let a read of it remove the pod the leader's hold kept. Its
+        ranking comes from its own scrape, which may put a pod a bucket from where the leader put it, a
+        difference the leader never writes away."""
         if not view.known or (self._namespaces and key.namespace not in self._namespaces):
-            return 0, 0
+            return None
         leading = self._may_write()
         cluster = self._cluster
         if not leading and cluster is None:
-            return 0, 0
-        unwritten = written = 0
-        for name, ready, fresh, cost in view.pods.deletion_costs():
-            if cost is None or not ready or not fresh:
-                continue
-            written += 1
-            pod = (key.namespace, name)
-            record = self.records.get(pod) if leading else None
-            if record is not None and record.cost == cost:
-                continue
-            if cluster is not None and cluster.deletion_cost(*pod) == str(cost):
-                continue
-            unwritten += 1
-        return unwritten, written
+            return None
+        slack = 0 if leading else COST_SPACING
+        carried = {name: self._carried((key.namespace, name), leading) for name, *_ in view.pods.deletion_costs()}
+        misplaced = misplaced_removals(_pod_costs(view, carried), removing, slack)
+        handed = self._latest.get(key) if self._latest is not None and not new else None
+        if handed is not None and not misplaced_removals(_pod_costs(handed, carried), removing, slack):
+            return None
+        unwritten = [name for name, ready, fresh, cost in view.pods.deletion_costs()
+                     if ready and fresh and cost is not None and cost != carried[name]]
+        if not misplaced or not unwritten:
+            return None
+        if leading:
+            self._holding.add(key)
+            causes = dict.fromkeys(self._cause(self.records.get((key.namespace, name))) for name in unwritten)
+        else:
+            causes = {"not on the pods as this replica's pod watch shows them; the leader writes them, and its "
+                      "log says why not": None}
+        return CostsPending(unwritten=tuple(unwritten), misplaced=tuple(misplaced), causes=tuple(causes))
+
+    def _carried(self, pod: PodId, leading: bool) -> int:
+        """The cost on the pod as the ReplicaSet reads it: what this replica wrote while leading (the pod watch
+        may not show it yet), else what the pod watch shows."""
+        record = self.records.get(pod) if leading else None
+        if record is not None and record.cost is not None:
+            return record.cost
+        return carried_cost(self._cluster.deletion_cost(*pod) if self._cluster is not None else None)
+
+    def _cause(self, record: PodRecord | None) -> str:
+        """Why this replica has not written a pod's cost yet, as the log and /debug say it."""
+        if record is not None and record.failures and record.refused is not None:
+            if record.refused == 429 or self._hold_until > time.monotonic():
+                return f"throttled by the API server ({record.refused}, Retry-After)"
+            return f"refused with {record.refused}" if isinstance(record.refused, int) else "no answer"
+        if self._hold_until > time.monotonic():
+            return "throttled by the API server (Retry-After)"
+        return "queued"
 
     def wake(self) -> None:
         """Plan again now (leadership changed)."""
@@ -195,12 +239,13 @@ class DeletionCostWriter:
             self._forget()
             return 0
         now = self._planned_at = self._clock()
+        held = self._held
         # In a thread: at 50,000 pods planning is 0.2-1 s of Python, which on the event loop held up every
         # HPA request at every refresh. Nothing else touches the records meanwhile: no patch is in flight
         # between passes, and this task is the only one that plans. The thread plans and takes out the records
         # of pods gone or created again; their metrics series are removed here, on the loop that renders
         # /metrics.
-        gone, patches = await asyncio.to_thread(self._plan, views, now)
+        gone, patches = await asyncio.to_thread(self._plan, views, now, held)
         self._drop(gone)
         patches = self._skip_costs_in_place(patches, now)
         sent = await self._write(patches[: self.settings.batch_size], self._generation)
@@ -209,10 +254,11 @@ class DeletionCostWriter:
                 self._scale_downs.pop(patch.runtime, None)
         return sent
 
-    def _plan(self, views: Mapping[RuntimeKey, RuntimeView],
-              now: float) -> tuple[list[tuple[PodId, PodRecord]], list[PodPatch]]:
+    def _plan(self, views: Mapping[RuntimeKey, RuntimeView], now: float,
+              held: frozenset[RuntimeKey]) -> tuple[list[tuple[PodId, PodRecord]], list[PodPatch]]:
         """(the records taken out: pods no longer in the views, or created again; the patches due): all the
-        per-pod work of a pass, for a thread."""
+        per-pod work of a pass, for a thread. `held`: runtimes whose scale-down waits for their costs, written
+        at once (not after the per-pod minute) so that it waits one refresh."""
         if self._namespaces:
             views = {key: view for key, view in views.items() if key.namespace in self._namespaces}
         present = {(key.namespace, name) for key, view in views.items() for name, *_ in view.pods.deletion_costs()}
@@ -225,7 +271,7 @@ class DeletionCostWriter:
                      len(recreated), few([f"{ns}/{name}" for ns, name in recreated]))
         for key in [key for key in self._scale_downs if key not in views]:
             del self._scale_downs[key]
-        return gone, plan_patches(views, self.records, self._urgent(views), now,
+        return gone, plan_patches(views, self.records, self._urgent(views) | held, now,
                                       min_interval_s=self.settings.min_interval_s,
                                       max_interval_s=self.settings.max_interval_s)
 
@@ -347,7 +393,7 @@ class DeletionCostWriter:
             self._failed(pod, record, error)
             return
         record.cost, record.written_at, record.uid = patch.cost, self._clock(), uid
-        record.failures, record.retry_at = 0, -math.inf
+        record.failures, record.retry_at, record.refused = 0, -math.inf, None
         self._written(pod)
         self._metrics.deletion_cost_patches.labels("ok").inc()
         self._metrics.pod_deletion_cost.labels(*pod).set(patch.cost)
@@ -362,6 +408,7 @@ class DeletionCostWriter:
             self._written(pod)  # nothing left to write: it no longer holds a failure open
             return
         record.failures += 1
+        record.refused = error.status if error.status is not None else "no answer"
         if error.retry_after_s is not None and error.retry_after_s > 0:
             pause = min(error.retry_after_s, self.settings.backoff_cap_s)
             self._hold_until = max(self._hold_until, time.monotonic() + pause)

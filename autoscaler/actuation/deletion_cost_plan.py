@@ -12,7 +12,8 @@ A pod is written:
   meanwhile), as the costs must be right before the HPA acts (`scale_down_pending` gives the pair it compares).
   Not at every small step of the slow scale-down: the served value falls a little at every refresh for
   minutes, and marking each step urgent wrote every changed cost every 15 s and logged every runtime's fall
-  at every refresh;
+  at every refresh. A runtime whose scale-down the refresh holds for its costs (`autoscaler.ranking_hold`) is
+  urgent too, for as long as it is held: else the hold waited out the minute;
 - again every `max_interval_s` (5 minutes) even when unchanged, to repair hand edits and lost writes (the writer
   drops the rewrite where discovery's pod watch shows the pod still carrying the cost);
 - after a failed write, when its backoff has passed (a retry continues a write that was due; the minute counts
@@ -65,6 +66,9 @@ class PodRecord:
     retry_at: float = -math.inf
     uid: str | None = None
     """The `metadata.uid` of the pod object written, as the pod watch showed it (None: not known)."""
+    refused: int | str | None = None
+    """The HTTP status (or "no answer") of the last failed write, until one succeeds: what a held scale-down
+    waits on (`DeletionCostWriter.misordered`)."""
 
 
 def plan_patches(
