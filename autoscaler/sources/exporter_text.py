@@ -33,12 +33,13 @@ WANTED = frozenset({
     names.GPU_BUSY_RATIO, names.REQUESTS_PER_SECOND, names.QUEUE_DELAY_SECONDS, names.CACHE_MISSES_PER_SECOND,
     names.LRU_AGE_SECONDS, names.CACHE_USED_RATIO, names.MODELS_LOADED, names.LAST_SUCCESS_TIMESTAMP,
     names.COLLECTOR_SUCCESS, names.EXPORTER_TIME, names.MODEL_LAST_SERVED_TIMESTAMP, names.POD_INFO,
-    names.MODEL_RECENCY_HORIZON,
+    names.MODEL_RECENCY_HORIZON, names.COLLECTOR_DURATION_SECONDS,
 })
 LABELLED = frozenset({names.LAST_SUCCESS_TIMESTAMP, names.COLLECTOR_SUCCESS, names.MODEL_LAST_SERVED_TIMESTAMP,
-                      names.POD_INFO})
-"""The wanted series whose labels the adapter reads (which collector a timestamp or a success is of; a
-per-model time's model; which pod the exporter runs in); the others' samples come with empty labels."""
+                      names.POD_INFO, names.COLLECTOR_DURATION_SECONDS})
+"""The wanted series whose labels the adapter reads (which collector a timestamp, a success or an attempt's
+duration is of; a per-model time's model; which pod the exporter runs in); the others' samples come with empty
+labels."""
 
 _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 _LABEL_NAME = r"[a-zA-Z_][a-zA-Z0-9_]*"

@@ -97,7 +97,18 @@ class ExporterReading(NamedTuple):
     collector has not read twice since the exporter started (a rate needs two reads; a new pod, a sidecar
     restarted), or since ModelMesh restarted or a gap longer than its load window (it says so in its own log).
     `sample` has no load data then, and that is no garbage: the pod is not fresh yet, as before its first read.
-    A rate that is there but NaN, infinite or negative, or missing beside the other rates, is garbage."""
+    A rate that is there but NaN, infinite or negative, or missing beside the other rates, is garbage. Never
+    while its ModelMesh collector fails (`modelmesh_failing`): that exporter has no rate for good.
+    The source bounds the wait (`pending_rates`): rates should come at its second read."""
+    modelmesh_failing: bool = False
+    """The exporter has no rates and says its ModelMesh collector failed at its last attempt
+    (`collector_success{collector="modelmesh"} 0` after an attempt, which `collector_duration_seconds` shows):
+    a wrong --modelmesh-url, a CA that does not sign ModelMesh's certificate, ModelMesh down. Not a pod before
+    its second read: one whose reads never work publishes no rates either, and would be held unsaid for ever."""
+    modelmesh_read_at: float | None = None
+    """The exporter's last good ModelMesh read, on its own clock as it published it (not moved by the clock
+    offset, whose measure varies from one scrape to the next: one read keeps one time), where `sample` has no
+    load data; for the source to count the reads an exporter with `rates_pending` has made without a rate."""
 
 
 def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
@@ -138,6 +149,8 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     pod_named: PodIdentity | None = None
     horizon: float | None = None
     seen_exporter = False
+    modelmesh_success: float | None = None  # `collector_success{collector="modelmesh"}`
+    modelmesh_tried = False  # its `collector_duration_seconds`: the collector has made an attempt
     windowed = False  # any of `WINDOWED` in the text, usable or not (`ExporterReading.rates_pending`)
     models: dict[str, float] = {}
     model_samples = 0
@@ -178,10 +191,14 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
                         gpu_ok_at = value
             elif name == names.COLLECTOR_SUCCESS:
                 seen_exporter = collectors_listed = True
-                if labels.get("collector") == names.COLLECTOR_GPU:
+                if labels.get("collector") == names.COLLECTOR_MODELMESH:
+                    modelmesh_success = value
+                elif labels.get("collector") == names.COLLECTOR_GPU:
                     gpu_listed = True
                     if value == 0.0:
                         gpu_failing = True
+            elif name == names.COLLECTOR_DURATION_SECONDS:
+                modelmesh_tried = modelmesh_tried or labels.get("collector") == names.COLLECTOR_MODELMESH
             elif name == names.EXPORTER_TIME:
                 exporter_now = clean(value)
             elif name == names.POD_INFO:
@@ -198,6 +215,7 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     offset = 0.0
     if exporter_now is not None:
         offset = clock_offset(exporter_now, scraped_at if requested_at is None else requested_at, scraped_at)
+    modelmesh_read_at = modelmesh_ok_at  # on the exporter's clock: the same read keeps its time at each scrape
     if offset:
         modelmesh_ok_at = None if modelmesh_ok_at is None else modelmesh_ok_at - offset
         gpu_ok_at = None if gpu_ok_at is None else gpu_ok_at - offset
@@ -215,13 +233,15 @@ def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
     no_gpu_collector = collectors_listed and not gpu_listed
     if modelmesh_ok_at is None or "requests_per_second" not in values or refused:
         # No ModelMesh collection yet, or only one (a rate needs two: no rate series at all, `rates_pending`),
-        # or a rate that is garbage: no load data to offer. Reporting the pod as fresh without a rate would let
-        # it count as idle. A value above its ceiling: the reading
-        # is garbage, and none of its load signals is believed (the source holds the last good ones).
+        # or a collector that fails (`modelmesh_failing`), or a rate that is garbage: no load data to offer.
+        # Reporting the pod as fresh without a rate would let it count as idle. A value above its ceiling: the
+        # reading is garbage, and none of its load signals is believed (the source holds the last good ones).
+        failing = not windowed and modelmesh_tried and modelmesh_success == 0.0
         return ExporterReading(PodSample(name=pod, ready=ready, sampled_at=None, gpu_busy=gpu,
                                          gpu_sampled_at=gpu_at, created_at=created_at,
                                          no_gpu_collector=no_gpu_collector), offset, pod_named,
-                               "; ".join(refused) or None, rates_pending=not windowed and not refused)
+                               "; ".join(refused) or None, rates_pending=not windowed and not refused and not failing,
+                               modelmesh_failing=failing and not refused, modelmesh_read_at=modelmesh_read_at)
     sampled_at = min(modelmesh_ok_at, scraped_at)
     recent = _recent_models(models, model_samples, text, offset, sampled_at)
     return ExporterReading(PodSample(

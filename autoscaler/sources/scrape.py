@@ -43,6 +43,7 @@ from autoscaler.sources.base import (
     discovery_problems,
 )
 from autoscaler.sources.exposition import ExporterReading, ExpositionError, read_exporter_text
+from autoscaler.sources.pending_rates import PendingRates
 from autoscaler.sources.scrape_fetch import (
     CONNECT_TIMEOUT_S,
     MAX_BODY_BYTES,
@@ -124,6 +125,7 @@ class ScrapeSource(SourceDefaults):
         """Scrapes sent so far, failed or not (`modelmesh_autoscaler_source_reads_total`); not those still queued
         at a refresh's deadline, which were never tried."""
         self._news = ScrapeNews()
+        self._pending_rates = PendingRates()  # exporters with no rates yet, reads counted (`_unusable`)
         self._failing: dict[RuntimeKey, dict[str, SourceProblem]] = {}  # pods whose last scrape failed, by runtime
         self._without_exporter: dict[RuntimeKey, dict[str, SourceProblem]] = {}  # Ready pods with no sidecar
         self._discovery_outage = DiscoveryOutage()
@@ -234,9 +236,9 @@ class ScrapeSource(SourceDefaults):
                 raise
         sample = reading.sample
         self._note_clock((key, pod.name), reading.clock_offset_s)
-        if reading.refused is not None or (sample.sampled_at is None and not reading.rates_pending
-                                           and _pod_id(key, pod) in self._last_good):
-            return key, self._garbled(key, pod, sample, now, reading.refused)
+        unusable = self._unusable(key, pod, reading)
+        if unusable is not None:
+            return key, self._garbled(key, pod, sample, now, unusable)
         failing = self._failing.get(key)
         ended = failing.pop(pod.name, None) if failing is not None else None
         # Said where its start was: a streak of failed scrapes, a garbage answer, or a failure at a URL since
@@ -245,13 +247,38 @@ class ScrapeSource(SourceDefaults):
             self._news.recovered(f"{key}/{pod.name}")
         if sample.sampled_at is None:
             # No rate yet (`rates_pending`: an exporter before its second ModelMesh read, a new pod or a sidecar
-            # restarted), or a pod never read: not fresh yet, as a pod before its first read. Its load signals
-            # are held, said by nobody and counted by nothing: it was a garbage WARNING and a source error at
-            # every such start, a healthy rollout feeding ModelMeshAutoscalerSourceErrors.
+            # restarted, for a few reads at most: `PendingRates`), or a pod never read (one whose ModelMesh
+            # collector fails is said from its second scrape): not fresh yet, as a pod before its first read. Its
+            # load signals are held, said by nobody and counted by nothing: it was a garbage WARNING and a source
+            # error at every such start, a healthy rollout feeding ModelMeshAutoscalerSourceErrors.
             return key, self._held(key, pod, sample)
         self._last_good[_pod_id(key, pod)] = sample
         self._note_models_unread(key, pod, reading.models_unread, now)
         return key, sample
+
+    def _unusable(self, key: RuntimeKey, pod: PodTarget, reading: ExporterReading) -> str | None:
+        """What makes an answer with no load data a problem to say (`_garbled`), or None for one that is not: a
+        value above its ceiling; from a pod read before (its first answer is not fresh yet, as ModelMesh may have
+        come up just after its exporter's last read), an exporter whose ModelMesh collector fails or never
+        worked, or a ModelMesh reading missing or garbled; an exporter whose rates have not come after a few of
+        its reads (`PendingRates`). An exporter before its second read (`rates_pending`) is none of these."""
+        pod_id = _pod_id(key, pod)
+        if not reading.rates_pending:
+            self._pending_rates.ended(pod_id)
+        if reading.refused is not None:
+            return f"{_shown(pod)}: {reading.refused}; {_REFUSED}"
+        if reading.sample.sampled_at is not None:
+            return None
+        if reading.rates_pending:
+            reads = self._pending_rates.overdue(pod_id, reading.modelmesh_read_at)
+            return None if reads is None else f"{_shown(pod)}: {_rates_never_came(reads)}"
+        if pod_id not in self._last_good:
+            return None
+        if reading.modelmesh_failing:
+            since = ("no good read since it started" if reading.modelmesh_read_at is None
+                     else "its reads fail since its last good one")
+            return f"{_shown(pod)}: {_cannot_read_modelmesh(since)}"
+        return f"{_shown(pod)}: {_GARBLED}"
 
     def _note_models_unread(self, key: RuntimeKey, pod: PodTarget, unread: bool, now: float) -> None:
         """Keep whether the pod's new last good sample has per-model use unread (`unread`: its exporter published
@@ -268,17 +295,15 @@ class ScrapeSource(SourceDefaults):
         self._models_unread.setdefault(key, {})[held] = unread_pods.get(held) or SourceProblem(
             REASON_GARBAGE, f"{_shown(pod)}: {_MODELS_UNREAD}", now, pod.name)
 
-    def _garbled(self, key: RuntimeKey, pod: PodTarget, sample: PodSample, now: float,
-                 refused: str | None = None) -> PodSample:
+    def _garbled(self, key: RuntimeKey, pod: PodTarget, sample: PodSample, now: float, detail: str) -> PodSample:
         """An answer that parses but has no usable ModelMesh reading (a NaN rate, no ModelMesh success time),
         from a pod that had one, or one with a value above its ceiling (`refused`: a rate of 1e308 read as a
         million-fold load scaled the runtime to its maximum, silently): its load signals are held, as for a
         failed scrape, but it is counted (`garbage`, as the Prometheus source counts its garbled values), shown
         in /debug and logged when it starts, where it used to turn stale without a word. Its GPU reading, judged
         fresh on its own, is kept (unless it was the value refused). No backoff: the exporter answers, and its
-        GPU reading is wanted at every refresh."""
+        GPU reading is wanted at every refresh. `detail` says which (`_unusable`)."""
         self.errors[REASON_GARBAGE] += 1
-        detail = f"{_shown(pod)}: {_GARBLED}" if refused is None else f"{_shown(pod)}: {refused}; {_REFUSED}"
         before = self._problem(key, pod, REASON_GARBAGE, detail, now)
         if before is None or before.reason != REASON_GARBAGE:
             self._news.failed(f"{key}/{pod.name}", REASON_GARBAGE, detail)
@@ -410,6 +435,7 @@ class ScrapeSource(SourceDefaults):
         known = {(key, name) for key, name, _ in listed}
         for held in [held for held in self._last_good if held not in listed]:
             del self._last_good[held]
+        self._pending_rates.forget_all_but(listed)
         for entry in [entry for entry in self._clock_offsets if entry not in known]:
             del self._clock_offsets[entry]
         # A pod gone, or no longer scraped (not Ready): its failure, and the unread-ness of a sample no longer read.
@@ -450,6 +476,24 @@ def _keep_only(by_runtime: dict[RuntimeKey, dict[_Pod, SourceProblem]], kept: se
             del problems[pod]
         if not problems:
             del by_runtime[runtime]
+
+
+_MODELMESH_COLLECTOR: Final = f'{{collector="{names.COLLECTOR_MODELMESH}"}}'
+
+
+def _cannot_read_modelmesh(since: str) -> str:
+    """An exporter whose ModelMesh collector fails (`since`: never worked, or since when), with what to check."""
+    return (f"its exporter cannot read ModelMesh ({names.COLLECTOR_SUCCESS}{_MODELMESH_COLLECTOR} 0, {since}), so "
+            "it publishes no load signals and the pod's are held: check the exporter's --modelmesh-url and, for an "
+            "https URL, that the CA in its --modelmesh-ca-file signs ModelMesh's certificate; the exporter's log says "
+            "why ('modelmesh collector failed (REASON)')")
+
+
+def _rates_never_came(reads: int) -> str:
+    """An exporter whose ModelMesh reads work but whose rates have not come after `reads` of them."""
+    return (f"its exporter read ModelMesh {reads} times ({names.LAST_SUCCESS_TIMESTAMP}{_MODELMESH_COLLECTOR} "
+            "moved) and still publishes no request rate (a rate needs two reads), so the pod's load signals are "
+            "held: the exporter's log says why (ModelMesh restarting, or reads further apart than its --load-window)")
 
 
 def _shown(pod: PodTarget) -> str | None:

@@ -123,6 +123,35 @@ async def test_an_exporter_without_its_rates_yet_is_held_unsaid_and_uncounted(
         await source.close()
 
 
+async def test_an_exporter_whose_rates_never_come_is_said_after_a_few_of_its_reads(
+        aiohttp_server: AiohttpServer, caplog: pytest.LogCaptureFixture) -> None:
+    """An exporter whose ModelMesh reads work (`collector_success` 1, its success time moving at each read) but
+    which never publishes a rate (ModelMesh restarting at every read, reads further apart than its load window)
+    held its pod unsaid for ever: the runtime never scaled down, and nothing said why. A healthy one has its rate
+    at its second read; after a few more it is a counted problem, said once."""
+    caplog.set_level(logging.INFO, logger="autoscaler.sources.scrape")
+    url = await serving(aiohttp_server, lambda: web.Response(text=exposition(None, 0.9, rates=False)))  # a new read
+    source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, (PodTarget("p-0", True, url),))]), timeout_s=5.0)
+
+    def said() -> list[logging.LogRecord]:
+        return [record for record in caplog.records if "p-0" in record.getMessage()]
+
+    try:
+        await source.collect(time.time())
+        await source.collect(time.time())  # its first read, and one more: a healthy exporter has a rate by now
+        assert source.problems(KEY) == () and said() == []
+        for _ in range(3):
+            await source.collect(time.time())
+        [problem] = source.problems(KEY)
+        assert (problem.reason, problem.pod) == ("garbage", "p-0"), problem
+        assert url in problem.detail and "still publishes no request rate" in problem.detail, problem.detail
+        assert source.errors["garbage"] >= 1
+        [line] = said()
+        assert line.levelname == "WARNING" and "--load-window" in line.getMessage(), line.getMessage()
+    finally:
+        await source.close()
+
+
 async def test_fixing_a_pods_url_ends_its_backoff(aiohttp_server: AiohttpServer,
                                                   caplog: pytest.LogCaptureFixture) -> None:
     """A pod whose URL was wrong (here a 404) and is then corrected waited out the old URL's backoff (up to 60 s,

@@ -1,0 +1,52 @@
+"""An exporter whose ModelMesh read never works (a wrong `--modelmesh-url`, a CA that does not sign ModelMesh's
+certificate) publishes no request rate, as a healthy one before its second read does; but it never will. Seen as
+a platform engineer sees it: `/debug/runtimes/NS/DEPLOYMENT`, the adapter's `/metrics` and its log. Fake ModelMesh
+→ real exporters (one pointed at a port where nothing listens) → the adapter, scraping (`serve --targets`).
+
+Was: taken for an exporter before its second read, the pod was held without a word: `source.problems` [], no
+`source_errors_total`, no log line, while the runtime held ("1 of 2 ready pods stale") and never scaled down.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import DEPLOYMENT, DataPath, data_path_running
+from tests.support.processes import http_get, poll
+
+pytestmark = pytest.mark.slow
+
+DEAD = "https://127.0.0.1:1/metrics"
+"""A ModelMesh URL where nothing listens: the exporter's every read fails (connect)."""
+
+
+def problems(path: DataPath) -> list[dict[str, object]]:
+    """The runtime's `source.problems` in /debug; none before the adapter's first refresh (503)."""
+    status, body = http_get(f"{path.adapter_url}/debug/runtimes/default/{DEPLOYMENT}")
+    return list(json.loads(body)["source"]["problems"]) if status == 200 else []
+
+
+def garbage_errors(path: DataPath) -> float:
+    status, body = http_get(f"{path.adapter_url}/metrics")
+    assert status == 200, body
+    found = re.search(r'modelmesh_autoscaler_source_errors_total\{reason="garbage",source="scrape"\} (\S+)', body)
+    return 0.0 if found is None else float(found[1])
+
+
+def test_an_exporter_that_cannot_read_modelmesh_is_a_problem_named_counted_and_said_once(tmp_path: Path) -> None:
+    with data_path_running(tmp_path, pods=2, exporter_args=[[], ["--modelmesh-url", DEAD]]) as path:
+        [problem] = poll(lambda: problems(path), timeout=30)
+        assert (problem["reason"], problem["pod"]) == ("garbage", "pod-1"), problem
+        detail = str(problem["detail"])
+        assert path.exporter_urls[1] in detail, detail  # the exporter to look at
+        assert "cannot read ModelMesh" in detail and "--modelmesh-url" in detail and "CA" in detail, detail
+        assert garbage_errors(path) > 0
+        poll(lambda: garbage_errors(path) >= 3, timeout=30)  # a few refreshes later: still one line
+        said = [line for line in path.adapter_log().splitlines()
+                if "autoscaler.sources.scrape" in line and "pod-1" in line]
+        assert len([line for line in said if "cannot read ModelMesh" in line]) == 1, said
+        assert not [line for line in said if "pod-0" in line], said
