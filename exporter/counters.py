@@ -93,7 +93,13 @@ class CounterWindow:
         self.late_s = late_s
         self._forget_after_s = forget_after_s
         self._history: deque[Totals] = deque()
-        self._last: dict[Series, tuple[float, float]] = {}  # series → (value, seen at)
+        # Two tables, not one of (count, seen at) pairs: each is updated from the reading's own dicts, whose
+        # stored hashes are reused (a series key is a tuple, whose hash Python does not keep, and hashing the keys
+        # was most of the window's cost: docs/performance.md)
+        self._counts: dict[Series, float] = {}
+        """Each series' last count."""
+        self._seen_at: dict[Series, float] = {}
+        """When each series was last read."""
         self._current: set[Series] = set()
         """The series of the last reading."""
         self._jumps = CounterJumps()
@@ -126,7 +132,7 @@ class CounterWindow:
         previous = self._history[-1] if self._history else None
         body = {(field, labels): value for field in COUNTER_FIELDS
                 for labels, value in reading.counters.get(field, {}).items()}
-        self._jumps.forget_unseen((body, self._last), at - self._forget_after_s)
+        self._jumps.forget_unseen((body, self._seen_at), at - self._forget_after_s)
         unjumped = self._jumps.read(body)
         if unjumped.stuck is not None:
             raise ScrapeFailure(names.REASON_PARSE, (
@@ -141,7 +147,7 @@ class CounterWindow:
         # ModelMesh serves its unlabelled histograms from its start: appearing now, they were missing from the
         # reads before (a body cut or filtered), whose series are no baseline to count from
         rebase = previous is not None and not restart and any(
-            not labels and (field, labels) not in self._current for field, labels in series)
+            (field, ()) in series and (field, ()) not in self._current for field in COUNTER_FIELDS)
         # The first reading is the baseline: what ModelMesh counted before the exporter started is not ours.
         values: dict[str, float] = dict.fromkeys(COUNTER_FIELDS, 0.0) if previous is None else dict(previous.values)
         risen: set[Labels] | None = None
@@ -149,12 +155,10 @@ class CounterWindow:
         if previous is not None:
             risen = set()
             increases: dict[Series, float] = {}
-            before: dict[Series, float] = {}
+            # A new series, or any series of a new container: all of it happened since the last reading.
+            before: Mapping[Series, float] = {} if restart or rebase else self._counts
             for key, value in () if rebase else series.items():
-                last = None if restart else self._last.get(key)
-                # A new series, or any series of a new container: all of it happened since the last reading.
-                before[key] = 0.0 if last is None else last[0]
-                increase = increases[key] = value - before[key]
+                increase = increases[key] = value - before.get(key, 0.0)
                 values[key[0]] += increase
                 if increase > 0 and key[0] == REQUESTS:
                     risen.add(key[1])
@@ -171,10 +175,11 @@ class CounterWindow:
         if restart:
             # Every series of the old container is gone with it: one that shows up later is the new
             # container's, counted in full, not compared with the old count (a second "reset").
-            self._jumps.forget(self._last)
-            self._last.clear()
-        for key, value in series.items():
-            self._last[key] = (value, at)
+            self._jumps.forget(self._counts)
+            self._counts.clear()
+            self._seen_at.clear()
+        self._counts.update(series)
+        self._seen_at.update(dict.fromkeys(series, at))
         self._current = set(series)
         gap = previous is not None and at - previous.at > self.window_s + self.late_s
         if rebase:
@@ -215,10 +220,13 @@ class CounterWindow:
         # Keep one point at or before the window start so the rate covers the whole window.
         while len(self._history) > 2 and self._history[1].at <= at - self.window_s:
             self._history.popleft()
-        stale = [key for key, (_, seen) in self._last.items() if seen < at - self._forget_after_s]
-        for key in stale:
-            del self._last[key]
-        self._jumps.forget(stale)
+        forget_before = at - self._forget_after_s
+        if min(self._seen_at.values(), default=at) < forget_before:  # only under label churn: no loop otherwise
+            stale = [key for key, seen in self._seen_at.items() if seen < forget_before]
+            for key in stale:
+                del self._counts[key]
+                del self._seen_at[key]
+            self._jumps.forget(stale)
         return None if risen is None else frozenset(risen)
 
     def _check_unlabelled_kept(self, series: Mapping[tuple[str, Labels], float]) -> None:
@@ -229,8 +237,8 @@ class CounterWindow:
         good, it read as a restart (none of the last series left), and the next good read counted ModelMesh's
         whole history again as new load. (With per-model metrics on every series is labelled, and a new
         container has none before its first request: there a body without counters still reads as a restart.)"""
-        lost = sorted({SAMPLE_OF_FIELD[field] for field, labels in self._current
-                       if not labels and (field, labels) not in series})
+        lost = sorted({SAMPLE_OF_FIELD[field] for field in COUNTER_FIELDS
+                       if (field, ()) in self._current and (field, ()) not in series})
         if lost:
             raise ScrapeFailure(names.REASON_PARSE, f"ModelMesh output lacks {', '.join(lost)}, which it serves "
                                 "from its start (cut short or garbled?)")
@@ -246,12 +254,14 @@ class CounterWindow:
         new one may publish its instance record before it serves, its unlabelled histograms at 0 as the old
         one's were), the reading is taken as before: missing series add nothing, and the new container's first
         requests are a restart (counts that went down)."""
-        had = [key for key in self._current if key[0] == REQUESTS]
-        if not had or any(key in series for key in had):
+        if not any(key[0] == REQUESTS for key in self._current):
             return
-        if any(key in self._current and self._last[key][0] > 0 for key in series):
+        if any(key[0] == REQUESTS and key in series for key in self._current):
+            return
+        if any(key in self._current and self._counts[key] > 0 for key in series):
+            had = sum(1 for key in self._current if key[0] == REQUESTS)
             raise ScrapeFailure(names.REASON_PARSE, f"ModelMesh output lacks every {SAMPLE_OF_FIELD[REQUESTS]} "
-                                f"series the last read had ({len(had)}), while its other counts go on (no "
+                                f"series the last read had ({had}), while its other counts go on (no "
                                 "restart): cut short, garbled, or the request histogram renamed?")
 
     def _restart(self, series: Mapping[tuple[str, Labels], float], instance_record: bool) -> str | None:
@@ -266,13 +276,16 @@ class CounterWindow:
         ModelMesh never times its queue): its unlabelled histograms are at 0 as the old one's were, none went
         down, and without this its first reading was taken for the old container's: a rate of the old counts
         over the window, and the new requests counted only beyond the old counts until one series fell below."""
-        down = sum(1 for key, value in series.items() if key in self._last and value < self._last[key][0])
+        counts = self._counts
+        down = sum(1 for key, value in series.items() if value < counts.get(key, value))  # new: not down
         if down:
             return f"{down} of its counter series went down"
-        if self._current and not self._current & series.keys():
+        if self._current and self._current.isdisjoint(series):
             return f"none of its {len(self._current)} counter series is left"
+        if instance_record:
+            return None
         labelled = [key for key in self._current if key[1]]
-        if labelled and not instance_record and not any(key in series for key in labelled):
+        if labelled and not any(key in series for key in labelled):
             return (f"none of its {len(labelled)} labelled counter series is left, and it has published no "
                     "instance record yet")
         return None
@@ -281,7 +294,7 @@ class CounterWindow:
     def remembered(self) -> frozenset[Series]:
         """The series the window keeps anything of (a last count, a jump's baseline): those seen within
         `forget_after_s`, whose memory stays bounded however series come and go."""
-        return frozenset(self._last) | self._jumps.series
+        return frozenset(self._seen_at) | self._jumps.series
 
     @property
     def latest(self) -> Totals | None:
