@@ -62,7 +62,8 @@ class PodRecord:
     """When the pod, seen Ready before by the watch, stopped being Ready (`PodTarget.unready_since`): the watch
     sets it as it sees the change (`after_readiness_change`), from `ready_changed_at`."""
     ready_changed_at: float | None = None
-    """Its Ready condition's `lastTransitionTime` (the kubelet's clock, whole seconds); None when absent."""
+    """Its Ready condition's `lastTransitionTime` (whole seconds), on the API server's clock as far as the pod's
+    `startTime` tells how far behind its node's is (`_on_api_server_clock`); None when absent."""
 
 
 @dataclass(slots=True)
@@ -106,8 +107,24 @@ def parse_pod(obj: Any) -> PodRecord | None:
         controller is not None,
         uid if isinstance(uid := metadata.get("uid"), str) and uid else None,
         https_ports,
-        ready_changed_at=posix_seconds(ready_condition.get("lastTransitionTime")) if ready_condition else None,
+        ready_changed_at=_on_api_server_clock(
+            posix_seconds(ready_condition.get("lastTransitionTime")) if ready_condition else None,
+            posix_seconds(metadata.get("creationTimestamp")), posix_seconds(status.get("startTime"))),
     )
+
+
+def _on_api_server_clock(
+    kubelet_time: float | None, created_at: float | None, started_at: float | None
+) -> float | None:
+    """A time the kubelet wrote (a condition's `lastTransitionTime`), moved onto the API server's clock by as much as
+    the pod's node is behind: a node whose time sync broke 6 minutes behind made a pod that failed its probe now
+    read as not Ready for 6 minutes already, past the hold (`policies.unready_pods`), and its load left the values
+    at once. The kubelet sets `startTime` as it takes the pod, just after the API server set `creationTimestamp`:
+    a start before the creation is how far behind the node is. A node ahead needs nothing: a time in the future
+    reads as now."""
+    if kubelet_time is None or created_at is None or started_at is None:
+        return kubelet_time
+    return kubelet_time + max(0.0, created_at - started_at)
 
 
 def after_readiness_change(old: PodRecord | None, new: PodRecord, now: float) -> PodRecord:

@@ -109,3 +109,21 @@ async def test_a_pod_that_went_not_ready_during_a_watch_outage_is_timed_from_its
                      and "10.1.2.5" in (pods(running)["starting"].url or ""))
     assert pods(running)["hot"].unready_since == went
     assert pods(running)["starting"].unready_since is None
+
+
+async def test_a_pod_on_a_node_whose_clock_is_behind_is_timed_from_when_it_failed(
+    kube: FakeKubeApi, running: KubePodDiscovery
+) -> None:
+    """The kubelet writes `lastTransitionTime` on its own clock. On a node 6 minutes behind, the hot pod that fails
+    its probe now read as not Ready for 6 minutes already: past the 5 minutes of the hold, its load left the values
+    at once. The pod's `startTime` (the kubelet's clock) against its `creationTimestamp` (the API server's) tells
+    how far behind the node is."""
+    kube.node_clock_off_s = -360.0
+    kube.add_pod(NS, "hot", labels=LABELS)
+    await eventually(lambda: "hot" in pods(running) and pods(running)["hot"].ready)
+
+    before = time.time()
+    kube.set_ready(NS, "hot", False)
+    await eventually(lambda: not pods(running)["hot"].ready)
+    since = pods(running)["hot"].unready_since
+    assert since is not None and int(before) - 1 <= since <= time.time(), (before, since)

@@ -28,6 +28,10 @@ class ClusterControls(ObjectStore):
     def __init__(self) -> None:
         super().__init__()
         self._ip_counter = itertools.count(10)
+        self.node_clock_off_s = 0.0
+        """How far the kubelet's clock is off the API server's (negative: behind): the times a kubelet writes
+        (`status.startTime`, a condition's `lastTransitionTime`) read `clock() + node_clock_off_s`, the
+        `creationTimestamp` the API server writes reads `clock()`, as on a node whose time sync broke."""
 
     # ---- Deployments -----------------------------------------------------------------------------------------
 
@@ -159,7 +163,8 @@ class ClusterControls(ObjectStore):
         if ip is None and phase == "Running":
             number = next(self._ip_counter)
             ip = f"10.244.{number // 250}.{number % 250 + 2}"
-        status: JSON = {"phase": phase, "hostIP": "192.168.0.10", "startTime": rfc3339(created_at)}
+        started_at = created_at + self.node_clock_off_s  # the kubelet's clock: it sets startTime
+        status: JSON = {"phase": phase, "hostIP": "192.168.0.10", "startTime": rfc3339(started_at)}
         if ip:
             status["podIP"] = ip
             status["podIPs"] = [{"ip": ip}]
@@ -186,12 +191,13 @@ class ClusterControls(ObjectStore):
                 "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{namespace}/{owner_replica_set}")),
                 "controller": True, "blockOwnerDeletion": True,
             }]
-        set_pod_ready(obj, ready and phase == "Running", created_at)
+        set_pod_ready(obj, ready and phase == "Running", started_at)
         return self._create(PODS, obj, created_at=created_at)
 
     def set_ready(self, namespace: str, name: str, ready: bool) -> JSON:
-        """Flip the pod's Ready and ContainersReady conditions (a readiness probe passing or failing)."""
-        now = self.clock()
+        """Flip the pod's Ready and ContainersReady conditions (a readiness probe passing or failing), at the
+        time the kubelet's clock reads (`node_clock_off_s`)."""
+        now = self.clock() + self.node_clock_off_s
         return self.update_object("pods", namespace, name, lambda obj: set_pod_ready(obj, ready, now))
 
     def set_pod_ip(self, namespace: str, name: str, ip: str | None) -> JSON:
@@ -209,7 +215,7 @@ class ClusterControls(ObjectStore):
         def change(obj: JSON) -> None:
             obj["status"]["phase"] = phase
             if phase in ("Succeeded", "Failed"):
-                set_pod_ready(obj, False, self.clock())
+                set_pod_ready(obj, False, self.clock() + self.node_clock_off_s)
 
         return self.update_object("pods", namespace, name, change)
 
