@@ -10,13 +10,14 @@ again at the expiry or after a 401, and close the connections the old certificat
 `watch_client_certificate` adds an aiohttp trace to the configuration, which every API client made from it carries.
 Before each request: once the certificate is within `RENEW_BEFORE_S` (or a fifth of its lifetime, when shorter) of
 its expiry, the plugin runs again (at most every `EXEC_RETRY_S` while it keeps failing); so it does after a 401, or
-a TLS failure (in TLS 1.3: a new connection closed right after the handshake), at most every `EXEC_RETRY_S`. The run
-is a task of its own: while the certificate is still valid and not refused, requests go on with it rather than wait
-(a plugin asking a remote CA, or on a loaded node, took longer than the Lease renewal's deadline, and the leader
-stopped writing a minute before its certificate expired); after that they wait for it, and one that gives up (its
-deadline) leaves the run to finish for the next. A new certificate, checked against its key first, is loaded into
-the client's TLS context and the idle connections the old one opened are closed. A response of 401 also closes its
-connection. When no new certificate can be had, requests go on with the last good one and the reason is logged
+a TLS failure (in TLS 1.3: a new connection closed right after the handshake), at most every `EXEC_RETRY_S`. The
+run is a task of its own: while the certificate is still valid and not refused, requests go on with it rather than
+wait (a plugin asking a remote CA, or on a loaded node, took longer than the Lease renewal's deadline, and the
+leader stopped writing a minute before its certificate expired); after that they wait for it, at most
+`exec_plugin.SLOW_RUN_S` (a run longer than that is said once, naming the plugin's command), and one that gives up
+(its deadline) leaves the run to finish for the next. A new certificate, checked against its key first, is loaded
+into the client's TLS context and the idle connections the old one opened are closed. A response of 401 also closes
+its connection. When no new certificate can be had, requests go on with the last good one and the reason is logged
 once per change, as a WARNING. Closing the API client (`exec_plugin.end_renewal`, as the adapter stops) ends a run
 under way and the plugin's processes (`autoscaler.kube.exec_plugin`): a plugin waiting on its CA or a login
 outlived the adapter.
@@ -46,7 +47,7 @@ import aiohttp
 from cryptography import x509
 from kubernetes.aio import client
 
-from autoscaler.kube.exec_plugin import PluginRun, run_exec_plugin
+from autoscaler.kube.exec_plugin import PluginRun, plugin_command, run_exec_plugin
 from autoscaler.kube.timestamps import posix_seconds
 
 log = logging.getLogger("autoscaler.kube")
@@ -118,7 +119,8 @@ class PluginCertificate:
         self._clock = clock or (lambda: CLOCK())
         self._expiry = expiry
         self._renew_at = self._renewal_time(expiry)
-        self.plugin_run = PluginRun(self._renew, "exec-plugin-certificate")
+        self.plugin_run = PluginRun(self._renew, "exec-plugin-certificate", command=plugin_command(exec_config),
+                                    credential="client certificate")
         self._generation = 0
         self._loaded: weakref.WeakKeyDictionary[ssl.SSLContext, int] = weakref.WeakKeyDictionary()
         self._folder: Path | None = None
@@ -149,13 +151,10 @@ class PluginCertificate:
 
     async def _on_request_start(self, session: aiohttp.ClientSession, _ctx: SimpleNamespace, _params: Any) -> None:
         if self._due():
-            # Concurrent requests that find it due run the plugin once.
-            if self._still_good():
-                self.plugin_run.start()
-            else:
-                # A caller giving up leaves the run to the next request; a run ended by its client's close
-                # (`end_renewal`) lets a caller of another client go on with the last certificate.
-                await self.plugin_run.wait()
+            # Concurrent requests that find it due run the plugin once. A caller giving up leaves the run to the
+            # next request; a run ended by its client's close (`end_renewal`) lets a caller of another client go
+            # on with the last certificate.
+            await self.plugin_run.due(still_valid=self._still_good())
         if self._generation == 0:
             return  # the library's certificate, loaded by every client at its start
         context = getattr(session.connector, "_ssl", None)

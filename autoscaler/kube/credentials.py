@@ -11,8 +11,11 @@ reads the service-account token file again every minute: nothing to do there.)
 sent: a `tokenFile` is read again when it changed (`autoscaler.kube.token_file`); an exec plugin runs again once
 its token is within the library's five minutes of expiry (`expirationTimestamp`; a token without one, five
 minutes after it came), at most every `EXEC_RETRY_S` while it keeps failing. The plugin runs as the library runs
-it, but as a task of its own that the requests wait for (`exec_plugin.PluginRun`): a request that gives up (its
-deadline, the adapter stopping) leaves it to finish for the next, and closing the API client
+it, but as a task of its own (`exec_plugin.PluginRun`): while the current token is still valid, requests go out
+with it and do not wait for the run (the library's hook waited, outside aiohttp's request timeout, and a hung
+plugin held the Lease renewal for minutes); a request with no valid token waits for it, at most
+`exec_plugin.SLOW_RUN_S`, and a run longer than that is said once, naming the plugin's command. A request that
+gives up (its deadline, the adapter stopping) leaves the run to finish for the next, and closing the API client
 (`exec_plugin.end_renewal`) kills it and what it started; through the library, a cancelled request left the
 plugin running, and the next request started another. When a new token cannot be had, requests go out with the
 last one (it may still be valid) and the reason is logged once per change, as a WARNING.
@@ -36,7 +39,7 @@ from typing import Any, Final
 from kubernetes.aio import client
 
 from autoscaler.kube.client_certificate import RENEW_BEFORE_S, watch_client_certificate
-from autoscaler.kube.exec_plugin import PluginRun, run_exec_plugin
+from autoscaler.kube.exec_plugin import PluginRun, plugin_command, run_exec_plugin
 from autoscaler.kube.timestamps import posix_seconds
 from autoscaler.kube.token_file import RefreshWarnings, TokenFile
 
@@ -92,7 +95,8 @@ class _FileToken:
 
 class _ExecToken:
     """An exec plugin's token, fetched again once it is within `RENEW_BEFORE_S` of its expiry (the library's
-    skew), as the library's `load_from_exec_plugin` did: the same run, the same `Bearer` token and expiry."""
+    skew), as the library's `load_from_exec_plugin` did: the same run, the same `Bearer` token and expiry. Until
+    the expiry itself, requests go out with the current token while the run goes on."""
 
     def __init__(self, exec_config: Any, authorization: str, expiry: float,
                  clock: Callable[[], float] = time.time) -> None:
@@ -100,16 +104,19 @@ class _ExecToken:
         self._exec_config = exec_config
         self._authorization = authorization
         self._clock = clock
+        self._expiry = expiry
         self._renew_at = expiry - RENEW_BEFORE_S
         self._next_try = -float("inf")
         self._warnings = RefreshWarnings("token of the kubeconfig's exec plugin")
-        self.plugin_run = PluginRun(self._renew, "exec-plugin-token")
+        self.plugin_run = PluginRun(self._renew, "exec-plugin-token", command=plugin_command(exec_config),
+                                    credential="token")
         """Ended by `exec_plugin.end_renewal`, which finds it here, as the API client closes."""
 
     async def __call__(self, configuration: client.Configuration) -> None:
         now = self._clock()
         if now >= self._renew_at and now >= self._next_try:
-            await self.plugin_run.wait()  # concurrent requests that find the token expired run the plugin once
+            # Concurrent requests that find it due run the plugin once; with the token still valid they go on.
+            await self.plugin_run.due(still_valid=now < self._expiry)
         configuration.api_key["BearerToken"] = self._authorization
 
     async def _renew(self) -> None:
@@ -120,7 +127,8 @@ class _ExecToken:
             self._warnings.failed(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
             return
         self._authorization = f"Bearer {token}"
-        self._renew_at = (expiry if expiry is not None else self._clock() + RENEW_BEFORE_S) - RENEW_BEFORE_S
+        self._expiry = expiry if expiry is not None else self._clock() + RENEW_BEFORE_S
+        self._renew_at = self._expiry - RENEW_BEFORE_S
         self._next_try = -float("inf")
         self._warnings.recovered()
 

@@ -11,6 +11,10 @@ real one as its child (`sh -c 'aws eks get-token ...'`), which killing the shell
 `PluginRun` is the one run under way for a plugin's credential, whether a token (`credentials`) or a client
 certificate (`client_certificate`): a task of its own, not the request's that found the credential due, so a
 request that gives up leaves the run to finish for the next, and closing the API client (`end_renewal`) ends it.
+While the current credential is still valid, requests go out with it and do not wait for the run: the run starts
+minutes before the expiry, and aiohttp's request timeout does not cover the wait (a hung `aws eks get-token` held a
+Lease renewal with a 3 s deadline for minutes, and the Lease blamed the API server). A request with no valid
+credential waits for the run at most `SLOW_RUN_S`; a run still going then is said once, naming the plugin's command.
 """
 
 from __future__ import annotations
@@ -18,14 +22,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from kubernetes.aio.config.config_exception import ConfigException
 from kubernetes.aio.config.exec_provider import ExecProvider
+
+log = logging.getLogger("autoscaler.kube")
+
+SLOW_RUN_S: float = 30.0
+"""How long a plugin run may take before it is said to be slow (once, as a WARNING), and how long a request with
+no valid credential waits for it before it goes out with the last one (and is answered 401 Unauthorized, which its
+caller reports): cloud token plugins answer in a second or two; one still running after this waits on something
+(its network, a login) that the requests cannot. A variable, so that tests need not wait this long."""
+
+
+def plugin_command(exec_config: Any) -> str:
+    """The plugin's command as the kubeconfig names it (`aws`, `/usr/local/bin/kubelogin`), to say which plugin:
+    never its arguments or environment, which may carry secrets (`--oidc-client-secret`, an `AWS_SECRET_ACCESS_KEY`)."""
+    try:
+        return str(exec_config["command"])
+    except Exception:  # the library's loader refused such a kubeconfig at load: nothing runs
+        return "(no command)"
 
 
 async def run_exec_plugin(exec_config: Any) -> dict[str, Any]:
@@ -79,28 +102,56 @@ class PluginRun:
     own: a request that gives up (its deadline, its task cancelled) leaves the run to finish for the next one,
     which then need not start the plugin again; `end()` ends it and the plugin's processes."""
 
-    def __init__(self, renew: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
-        """`renew`: one run of the plugin and what becomes of its answer; it keeps its own errors."""
+    def __init__(self, renew: Callable[[], Coroutine[Any, Any, None]], name: str, *, command: str,
+                 credential: str) -> None:
+        """`renew`: one run of the plugin and what becomes of its answer; it keeps its own errors. `command`: the
+        plugin's (`plugin_command`), and `credential` what it renews ("token"), to say which run is slow."""
         self._renew = renew
         self._name = name
+        self._command = command
+        self._credential = credential
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> asyncio.Task[None]:
         """The run under way, or a new one."""
         if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._renew(), name=self._name)
+            loop = asyncio.get_running_loop()
+            self._task = loop.create_task(self._renew(), name=self._name)
+            slow = loop.call_later(SLOW_RUN_S, self._say_slow, self._task, time.monotonic())
+            self._task.add_done_callback(lambda _task: slow.cancel())
         return self._task
 
-    async def wait(self) -> None:
-        """Start the run, or join the one under way, and wait until it ends (also when `end()` ends it). A caller
-        cancelled meanwhile leaves the run going."""
-        await asyncio.wait([self.start()])
+    async def due(self, *, still_valid: bool) -> None:
+        """The credential is due for renewal: start the run unless one is under way. While the current credential
+        is `still_valid`, return at once: the request goes out with it. Otherwise wait for the run, at most
+        `SLOW_RUN_S` (the request then goes out with the last credential); a caller cancelled meanwhile, or a run
+        ended by `end()`, leaves the request to go on as well."""
+        run = self.start()
+        if not still_valid:
+            await asyncio.wait([run], timeout=SLOW_RUN_S)
 
     async def end(self) -> None:
         """End the run under way, if any: its plugin killed and reaped."""
         if self._task is not None and not self._task.done():
             self._task.cancel()
             await asyncio.wait([self._task])
+
+    def _say_slow(self, run: asyncio.Task[None], started: float) -> None:
+        """Name the plugin that keeps the credential from being renewed, then say when it answers at last."""
+        if run.done():  # it ended as the timer fired
+            return
+        log.warning("Kubernetes credentials: the kubeconfig's exec plugin %s has not answered in %s s; the %s it "
+                    "gives is not renewed meanwhile: requests go out with the last %s while it is valid, and "
+                    "without a valid one wait for the plugin at most %s s each. Run the plugin by hand to see "
+                    "what it waits for (its network, a login)", self._command, f"{SLOW_RUN_S:g}", self._credential,
+                    self._credential, f"{SLOW_RUN_S:g}")
+
+        def answered(ended: asyncio.Task[None]) -> None:
+            if not ended.cancelled():
+                log.info("Kubernetes credentials: the exec plugin %s answered after %.1f s", self._command,
+                         time.monotonic() - started)
+
+        run.add_done_callback(answered)
 
 
 async def end_renewal(configuration: Any) -> None:

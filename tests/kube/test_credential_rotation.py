@@ -58,10 +58,11 @@ async def test_a_rotated_token_file_is_read_again_without_a_restart(kube: FakeKu
 
 
 def exec_plugin_kubeconfig(kube: FakeKubeApi, tmp_path: Path, token_file: Path) -> Path:
-    """A kubeconfig whose user runs a plugin that hands out the token in `token_file`, expiring in 4 minutes:
-    within client-go's (and the library's) 5 minutes of skew, so every call finds it expired and runs the
-    plugin again. A missing file makes the plugin fail. Each run appends a line to `runs` beside it."""
-    expires = (datetime.now(UTC) + timedelta(minutes=4)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """A kubeconfig whose user runs a plugin that hands out the token in `token_file`, already expired (the fake
+    API server does not check expiries), so every call finds it expired, waits for the plugin to run again and goes
+    out with what it hands out; a token still valid would go out while the plugin runs. A missing file makes the
+    plugin fail. Each run appends a line to `runs` beside it."""
+    expires = (datetime.now(UTC) - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     plugin = tmp_path / "plugin.py"
     credential = {"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential",
                   "status": {"token": "TOKEN", "expirationTimestamp": expires}}

@@ -19,8 +19,9 @@ from tests.kube.client_cert_api import CertificatePlugin
 from tests.support.processes import free_port, running
 from tests.support.waiting import eventually
 
-SOON_S = 240.0
-"""The tokens' lifetime: within the five minutes before expiry in which every request runs the plugin again."""
+EXPIRED_S = -60.0
+"""The tokens' lifetime: already expired (the fake API server does not check expiries), so every request runs the
+plugin again and waits for it; a token still valid goes out while the plugin runs."""
 
 
 @pytest.fixture
@@ -32,7 +33,7 @@ async def kube() -> AsyncIterator[FakeKubeApi]:
 @pytest.fixture
 def plugin(tmp_path: Path) -> CertificatePlugin:
     plugin = CertificatePlugin(tmp_path)
-    plugin.hand_out_token("token-1", time.time() + SOON_S)
+    plugin.hand_out_token("token-1", time.time() + EXPIRED_S)
     return plugin
 
 
@@ -42,7 +43,7 @@ async def connect(kube: FakeKubeApi, plugin: CertificatePlugin, *, shell_wrapped
 
 
 async def give_up_while_the_plugin_runs(client: KubeClient, plugin: CertificatePlugin) -> None:
-    """A request that finds the token due runs the plugin, held, and is cancelled while it waits for it."""
+    """A request that finds the token expired runs the plugin, held, and is cancelled while it waits for it."""
     runs = plugin.runs
     plugin.hold()
     request = asyncio.create_task(client.get_lease("ml", "modelmesh-autoscaler"))
@@ -77,7 +78,7 @@ async def test_a_request_that_gives_up_leaves_the_plugin_run_to_the_next_one(
     try:
         runs = plugin.runs
         await give_up_while_the_plugin_runs(client, plugin)
-        plugin.hand_out_token("token-2", time.time() + SOON_S)
+        plugin.hand_out_token("token-2", time.time() + EXPIRED_S)
         kube.require_token = "token-2"  # the old token no longer authenticates
         plugin.release()
         assert await client.get_lease("ml", "modelmesh-autoscaler") is None  # 404: authenticated, nothing there

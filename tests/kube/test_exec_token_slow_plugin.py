@@ -1,0 +1,111 @@
+"""An exec token plugin (`aws eks get-token`, `kubelogin`) that is slow or hangs while the token it gave last is
+still valid: the hook waited for it from five minutes before the expiry, outside aiohttp's request timeout, so a
+Lease renewal with a 3 s deadline waited a minute, then four, and the Lease blamed the API server ("not renewed
+within 10 s; stopping writes"); nothing in the log named the plugin."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from autoscaler.kube import exec_plugin
+from autoscaler.kube.client import KubeClient
+from tests.fakes.kube import FakeKubeApi
+from tests.kube.client_cert_api import CertificatePlugin
+from tests.support.waiting import eventually
+
+VALID_S = 240.0
+"""The token's lifetime: within the five minutes before expiry in which the plugin runs again."""
+HANG_S = 30.0
+"""Longer than any request here may take: a request still waiting then waits for the held plugin."""
+
+
+@pytest.fixture
+async def kube() -> AsyncIterator[FakeKubeApi]:
+    async with FakeKubeApi(require_token="token-1") as kube:
+        yield kube
+
+
+@pytest.fixture
+def plugin(tmp_path: Path) -> CertificatePlugin:
+    plugin = CertificatePlugin(tmp_path)
+    plugin.hand_out_token("token-1", time.time() + VALID_S)
+    return plugin
+
+
+@pytest.mark.parametrize("shell_wrapped", [False, True], ids=["plugin", "shell-wrapped plugin"])
+async def test_requests_go_out_with_the_valid_token_while_the_plugin_hangs(
+    kube: FakeKubeApi, plugin: CertificatePlugin, shell_wrapped: bool
+) -> None:
+    client = await KubeClient.connect(plugin.kubeconfig(kube, "ml", shell_wrapped=shell_wrapped),
+                                      user_agent="modelmesh-autoscaler/test", timeout_s=3.0)
+    plugin.hold()
+    try:
+        for _ in range(3):
+            lease = asyncio.create_task(client.get_lease("ml", "modelmesh-autoscaler"))
+            done, _ = await asyncio.wait([lease], timeout=HANG_S)
+            assert done, "the request still waits for the hung plugin while its token is valid"
+            assert lease.result() is None  # 404: authenticated, nothing there
+            assert kube.requests[-1].headers["Authorization"] == "Bearer token-1"
+        assert plugin.processes() != [], "the plugin answered: the requests did not go out while it hung"
+        assert plugin.runs == 1, "each request started the plugin again"
+    finally:
+        plugin.release()
+        await client.close()
+
+
+async def test_a_slow_plugin_run_is_said_once_naming_the_command_not_its_arguments(
+    kube: FakeKubeApi, plugin: CertificatePlugin, caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plugin's arguments and environment may carry secrets (`--client-secret`): the command alone is said."""
+    monkeypatch.setattr(exec_plugin, "SLOW_RUN_S", 0.2)
+    client = await KubeClient.connect(plugin.kubeconfig(kube, "ml"), user_agent="modelmesh-autoscaler/test",
+                                      timeout_s=3.0)
+    plugin.hold()
+    try:
+        with caplog.at_level(logging.INFO, "autoscaler.kube"):
+            assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+            await eventually(lambda: any(r.levelno == logging.WARNING for r in caplog.records))
+            assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+            plugin.release()
+            await eventually(lambda: plugin.processes() == [] and len(caplog.records) > 1)
+    finally:
+        plugin.release()
+        await client.close()
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "autoscaler.kube"]
+    assert [level for level, _ in said] == ["WARNING", "INFO"], said
+    warning, info = said[0][1], said[1][1]
+    assert f"exec plugin {sys.executable} " in warning, warning
+    assert "token" in warning and "0.2 s" in warning, warning
+    assert str(plugin.script) not in warning + info, "the plugin's arguments were logged"
+    assert info.startswith(f"Kubernetes credentials: the exec plugin {sys.executable} answered after "), info
+
+
+async def test_a_request_with_an_expired_token_waits_for_the_hung_plugin_only_so_long(
+    kube: FakeKubeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a valid token a request waits for the plugin, at most `SLOW_RUN_S`, then goes out with the last
+    token (this fake API server still takes it; a real one answers 401, which the caller reports)."""
+    monkeypatch.setattr(exec_plugin, "SLOW_RUN_S", 0.2)
+    plugin = CertificatePlugin(tmp_path)
+    plugin.hand_out_token("token-1", time.time() - 60)
+    client = await KubeClient.connect(plugin.kubeconfig(kube, "ml"), user_agent="modelmesh-autoscaler/test",
+                                      timeout_s=3.0)
+    plugin.hold()
+    try:
+        lease = asyncio.create_task(client.get_lease("ml", "modelmesh-autoscaler"))
+        done, _ = await asyncio.wait([lease], timeout=HANG_S)
+        assert done, "the request still waits for the hung plugin"
+        assert lease.result() is None
+        assert kube.requests[-1].headers["Authorization"] == "Bearer token-1"
+        assert plugin.processes() != [], "the plugin answered: the request did not go out while it hung"
+    finally:
+        plugin.release()
+        await client.close()
