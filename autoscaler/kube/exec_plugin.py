@@ -3,10 +3,11 @@
 `kubernetes.aio`'s `ExecProvider.run` starts the plugin and awaits its output, and a cancel (the adapter
 stopping, the API client closed, the request that asked giving up) leaves the process running: a plugin waiting
 on a remote CA or on a login outlived the adapter. The run here is the library's (the command, arguments and
-environment as it reads them from the kubeconfig, the same `KUBERNETES_EXEC_INFO`, the same checks of the answer
-and the same errors), except that the plugin starts in a session of its own and a cancelled run kills that whole
-process group and reaps the plugin before the cancel goes on: a plugin is often a shell wrapper that runs the
-real one as its child (`sh -c 'aws eks get-token ...'`), which killing the shell alone left running.
+environment as it reads them from the kubeconfig, its `KUBERNETES_EXEC_INFO` but `interactive` always false, the
+same checks of the answer and the same errors), except that the plugin starts in a session of its own and a
+cancelled run kills that whole process group and reaps the plugin before the cancel goes on: a plugin is often a
+shell wrapper that runs the real one as its child (`sh -c 'aws eks get-token ...'`), which killing the shell alone
+left running.
 
 `PluginRun` is the one run under way for a plugin's credential, whether a token (`credentials`) or a client
 certificate (`client_certificate`): a task of its own, not the request's that found the credential due, so a
@@ -25,7 +26,6 @@ import json
 import logging
 import os
 import signal
-import sys
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -55,7 +55,9 @@ async def run_exec_plugin(exec_config: Any) -> dict[str, Any]:
     """The `status` of the ExecCredential the plugin `exec_config` (a kubeconfig user's `exec`) prints;
     `ConfigException` when it fails or prints no such credential."""
     plugin = ExecProvider(exec_config)  # type: ignore[no-untyped-call]  # reads command, args, env as at load
-    info = {"apiVersion": plugin.api_version, "kind": "ExecCredential", "spec": {"interactive": sys.stdout.isatty()}}
+    # Never interactive: the run has a session of its own and no controlling terminal, even where the adapter's
+    # output is one (`serve` from a shell); a plugin told otherwise opened /dev/tty for a login no one could see.
+    info = {"apiVersion": plugin.api_version, "kind": "ExecCredential", "spec": {"interactive": False}}
     starting = asyncio.ensure_future(asyncio.create_subprocess_exec(
         *plugin.args, env={**plugin.env, "KUBERNETES_EXEC_INFO": json.dumps(info)}, stdin=None,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True))
