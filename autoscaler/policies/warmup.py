@@ -152,7 +152,7 @@ def decide_remembering(
             if not snapshot.source_ok:
                 why = f"{SOURCE_DOWN}; {why}"
             state = replace(warm, misses=view.consecutive_misses, warned_no_capacity=seeded.warned_no_capacity)
-            return _unserved(view, why), None, state
+            return _unserved(view, why, "the RuntimeScales are listed"), None, state
         view = replace(view, reason="; ".join(part for part in (ASK_UNREAD, view.reason) if part))
     if view.complete:
         return view, seeded, None
@@ -250,10 +250,10 @@ def _unseen(view: RuntimeView) -> str:
     return f"{view.fresh_pods} of {view.ready_pods} ready pods fresh" + (f" ({shown})" if shown else "")
 
 
-def _unserved(view: RuntimeView, why: str) -> RuntimeView:
-    """The view with every value unknown: the API answers 503, as for too little coverage."""
+def _unserved(view: RuntimeView, why: str, until: str = "every ready pod is fresh") -> RuntimeView:
+    """The view with every value unknown: the API answers 503, as for too little coverage; `held` says what it
+    waits `until`, as `reason` does."""
     values = {metric: ServedValue(None, value.raw, value.timestamp) for metric, value in view.values.items()}
-    held = {**view.held, **{metric.value: "warming up: unknown (503) until every ready pod is fresh"
-                            for metric in ServedMetric}}
+    held = {**view.held, **{metric.value: f"warming up: unknown (503) until {until}" for metric in ServedMetric}}
     return replace(view, values=values, known=False, complete=False, winner=None, held=held,
                    reason=f"{why}; values unknown (503), HPA holds", warming_up=why)

@@ -430,5 +430,7 @@ def test_before_the_runtimescales_are_listed_nothing_is_served_within_the_grace_
         if unread and now - NOW < grace:
             assert all(value.value is None for value in view.values.values()), view.reason
             assert memory is None and warm is not None and view.warming_up.startswith(WAITING_FOR_ASK)
+            # /debug's `held` says what the values wait for, as `reason` does: the list, not the pods
+            assert all("RuntimeScales" in why for why in view.held.values()), view.held
         elif not unread and desired is not None:
             assert desired >= min(asked, cap if cap is not None else math.inf), (view.reason, asked)
