@@ -11,7 +11,6 @@ import json
 import socket
 import subprocess
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,23 +18,12 @@ import trustme
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.exporter.test_exporter_client_certificates import client_certificate, to_exporter
-from tests.exporter.test_exporter_serving_tls import Pki, curl, exporter_env, pki
+from tests.exporter.test_exporter_client_certificates import client_certificate, exporter, to_exporter
+from tests.exporter.test_exporter_serving_tls import Pki, curl, pki
 from tests.fakes.prometheus import PrometheusServer
-from tests.support.processes import free_port, running
 from tests.support.waiting import eventually
 
-__all__ = ["pki"]  # the fixture, taken from its module
-
-
-@pytest.fixture
-def exporter(tmp_path: Path, pki: Pki) -> Iterator[str]:
-    """The exporter's base URL as curl reaches it, serving HTTPS with client certificates asked."""
-    port = free_port()
-    env = exporter_env(port, EXPORTER_TLS_CERT_FILE=str(pki.secret / "tls.crt"),
-                       EXPORTER_TLS_KEY_FILE=str(pki.secret / "tls.key"), EXPORTER_TLS_CLIENT_CA_FILE=str(pki.ca_file))
-    with running(["exporter.cli"], f"https://127.0.0.1:{port}/healthz", tmp_path / "exporter.log", env=env):
-        yield f"https://localhost:{port}"
+__all__ = ["exporter", "pki"]  # the fixtures, taken from their modules (an HTTPS exporter asking for certificates)
 
 
 def test_plain_http_to_the_https_port_is_answered_400_saying_to_use_https(pki: Pki, exporter: str) -> None:
