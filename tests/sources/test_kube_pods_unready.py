@@ -4,29 +4,15 @@ while (`policies.unready_pods`), never a pod that is starting or terminating."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 
 from autoscaler.sources.kube_pods import KubePodDiscovery
 from tests.fakes.kube import FakeKubeApi
-from tests.sources.test_kube_pods import LABELS, NS, discovery, pods
+from tests.sources.test_kube_pods import LABELS, NS, kube, pods, running
 from tests.support.waiting import eventually
 
-
-@pytest.fixture
-async def kube() -> AsyncIterator[FakeKubeApi]:
-    async with FakeKubeApi() as server:
-        yield server
-
-
-@pytest.fixture
-async def running(kube: FakeKubeApi) -> AsyncIterator[KubePodDiscovery]:
-    subject = discovery(kube)
-    await subject.start()
-    await kube.wait_for_watches(1, "pods")
-    yield subject
-    await subject.close()
+__all__ = ["kube", "running"]  # the fixtures, taken from their module: discovery over the fake API, started
 
 
 async def test_a_pod_seen_ready_that_fails_its_probe_says_since_when_until_ready_again_or_terminating(
