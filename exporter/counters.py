@@ -304,7 +304,10 @@ class CounterWindow:
         """Rates over the window (or the time since the first reading, if shorter); None before two readings.
 
         Mean queue delay is Δsum / Δcount of the queue histogram: the mean over the requests queued in the
-        window, 0 when none was.
+        window, 0 when none was. A count rises by whole requests; one that rose by a fraction (a garbled read that
+        passed as a count, 1e-105) counts as one request, as the ceiling check counts it
+        (`counter_ceilings.implausible_step`): divided by the fraction, 1 ms of queue time was published as a
+        delay of 1e101 s.
         """
         if len(self._history) < 2:
             return None
@@ -313,7 +316,7 @@ class CounterWindow:
         if elapsed <= 0:
             return None
         queued = last[QUEUE_COUNT] - first[QUEUE_COUNT]
-        queue_delay_s = (last[QUEUE_SUM_MS] - first[QUEUE_SUM_MS]) / queued / 1000.0 if queued > 0 else 0.0
+        queue_delay_s = (last[QUEUE_SUM_MS] - first[QUEUE_SUM_MS]) / max(queued, 1.0) / 1000.0 if queued > 0 else 0.0
         return Rates(
             requests_per_second=(last[REQUESTS] - first[REQUESTS]) / elapsed,
             queue_delay_s=queue_delay_s,
