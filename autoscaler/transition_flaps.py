@@ -11,6 +11,7 @@ log's last line about a runtime is then never a state it left for good (a limit 
 the last flip unsaid). A runtime that changes to states it has not been in lately is logged at each change, as
 before: those are news; so is a flapping runtime's change to a state it did not flap between (a pod's request
 rate missing every other refresh after its GPU did): it is no longer flapping, and the line says the new state.
+Back from there within `FLAP_REFRESHES` refreshes in a state it flapped between, it flaps again (said as such).
 """
 
 from __future__ import annotations
@@ -95,8 +96,17 @@ class FlapWatch:
         if not left and self._refresh - record.changed_at < FLAP_REFRESHES:
             return None
         since = record.flapping_since or 0
-        record.flapping_since = record.returned_at = None
-        record.said = {said: (self._refresh, description, state)}
+        record.flapping_since = None
+        if left:
+            # The states it flapped between were its state until now: back in one of them soon, it flaps again
+            # (said as flapping), where forgetting them logged that return as news, a line a refresh on.
+            record.returned_at = self._refresh
+            record.said = {line: (self._refresh - 1, what, was) for line, (_, what, was) in record.said.items()
+                           if was in record.between}
+        else:
+            record.returned_at = None
+            record.said = {}
+        record.said[said] = (self._refresh, description, state)
         return Steady(record.changes + left, self._refresh - since, left)
 
     def keep(self, key: Hashable) -> None:
