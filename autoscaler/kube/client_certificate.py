@@ -49,6 +49,7 @@ from kubernetes.aio import client
 
 from autoscaler.kube.exec_plugin import PluginRun, plugin_command, run_exec_plugin
 from autoscaler.kube.timestamps import posix_seconds
+from autoscaler.kube.unauthorized import on_unauthorized
 
 log = logging.getLogger("autoscaler.kube")
 
@@ -137,7 +138,7 @@ class PluginCertificate:
         trace = _RenewalTrace(self.plugin_run)
         trace.on_request_start.append(self._on_request_start)
         trace.on_connection_create_end.append(self._on_connection_create_end)
-        trace.on_request_end.append(self._on_request_end)
+        on_unauthorized(trace, self._on_unauthorized)
         trace.on_request_exception.append(self._on_request_exception)
         return trace
 
@@ -170,13 +171,11 @@ class PluginCertificate:
         self._loaded[context] = self._generation
         _close_idle(session.connector)
 
-    async def _on_request_end(self, _session: aiohttp.ClientSession, _ctx: SimpleNamespace,
-                              params: aiohttp.TraceRequestEndParams) -> None:
-        if params.response.status == 401:
-            self._refused = True
-            connection = params.response.connection
-            if connection is not None and connection.protocol is not None:
-                connection.protocol.force_close()  # it may carry a certificate the server no longer takes
+    def _on_unauthorized(self, params: aiohttp.TraceRequestEndParams) -> None:
+        self._refused = True
+        connection = params.response.connection
+        if connection is not None and connection.protocol is not None:
+            connection.protocol.force_close()  # it may carry a certificate the server no longer takes
 
     async def _on_connection_create_end(self, _session: aiohttp.ClientSession, ctx: SimpleNamespace,
                                         _params: object) -> None:

@@ -10,7 +10,9 @@ reads the service-account token file again every minute: nothing to do there.)
 `watch_credentials` installs the library's `refresh_api_key_hook`, which every request awaits before it is
 sent: a `tokenFile` is read again when it changed (`autoscaler.kube.token_file`); an exec plugin runs again once
 its token is within the library's five minutes of expiry (`expirationTimestamp`; a token without one, five
-minutes after it came), at most every `EXEC_RETRY_S` while it keeps failing. The plugin runs as the library runs
+minutes after it came), at most every `EXEC_RETRY_S` while it keeps failing; and after a 401 Unauthorized to
+it (`autoscaler.kube.unauthorized`: a token revoked or rotated early, as kubectl does), at most every
+`EXEC_RETRY_S`, said once when the plugin hands out the refused token again. The plugin runs as the library runs
 it, but as a task of its own (`exec_plugin.PluginRun`): while the current token is still valid, requests go out
 with it and do not wait for the run (the library's hook waited, outside aiohttp's request timeout, and a hung
 plugin held the Lease renewal for minutes); a request with no valid token waits for it, at most
@@ -28,6 +30,7 @@ at load, so a library that changes it leaves the adapter as it was before (no re
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -36,15 +39,21 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
+import aiohttp
 from kubernetes.aio import client
 
 from autoscaler.kube.client_certificate import RENEW_BEFORE_S, watch_client_certificate
 from autoscaler.kube.exec_plugin import PluginRun, plugin_command, run_exec_plugin
 from autoscaler.kube.timestamps import posix_seconds
 from autoscaler.kube.token_file import RefreshWarnings, TokenFile
+from autoscaler.kube.unauthorized import on_unauthorized
+
+log = logging.getLogger("autoscaler.kube")
 
 EXEC_RETRY_S: Final = 10.0
-"""After a failed exec plugin run, how long requests use the last token before the plugin runs again."""
+"""After a failed exec plugin run, how long requests use the last token before the plugin runs again; after a
+run that a 401 asked for, how long before another 401 runs it again (a plugin that hands out the refused token
+again, or a 401 that is not the token's, would otherwise start a process per request)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +80,7 @@ def watch_credentials(loader: Any, configuration: client.Configuration) -> Token
     if "exec" in entry and isinstance(token, str) and token and isinstance(expiry, datetime):
         hook = _ExecToken(loader._user["exec"], token, expiry.timestamp())
         configuration.refresh_api_key_hook = hook  # type: ignore[assignment]
+        configuration.trace_configs = [*(configuration.trace_configs or []), hook.trace_config()]
         return TokenRefresh(plugin=True)
     if not entry.get("token") and isinstance(entry.get("tokenFile"), str) and entry["tokenFile"]:
         path = Path(entry["tokenFile"])
@@ -95,8 +105,10 @@ class _FileToken:
 
 class _ExecToken:
     """An exec plugin's token, fetched again once it is within `RENEW_BEFORE_S` of its expiry (the library's
-    skew), as the library's `load_from_exec_plugin` did: the same run, the same `Bearer` token and expiry. Until
-    the expiry itself, requests go out with the current token while the run goes on."""
+    skew), as the library's `load_from_exec_plugin` did: the same run, the same `Bearer` token and expiry; or
+    once the API server answered a request that carried it 401 Unauthorized (revoked or rotated early), at most
+    every `EXEC_RETRY_S`, as `client_certificate` does. Until the expiry itself, and unless refused, requests go
+    out with the current token while the run goes on."""
 
     def __init__(self, exec_config: Any, authorization: str, expiry: float,
                  clock: Callable[[], float] = time.time) -> None:
@@ -107,30 +119,64 @@ class _ExecToken:
         self._expiry = expiry
         self._renew_at = expiry - RENEW_BEFORE_S
         self._next_try = -float("inf")
+        self._refused = False  # a 401 to the current token: renew at the next request...
+        self._next_forced = -float("inf")  # ...at most every EXEC_RETRY_S: a 401 may not be the token's
+        self._refused_again_said = False
+        self._command = plugin_command(exec_config)
         self._warnings = RefreshWarnings("token of the kubeconfig's exec plugin")
-        self.plugin_run = PluginRun(self._renew, "exec-plugin-token", command=plugin_command(exec_config),
+        self.plugin_run = PluginRun(self._renew, "exec-plugin-token", command=self._command,
                                     credential="token")
         """Ended by `exec_plugin.end_renewal`, which finds it here, as the API client closes."""
 
+    def trace_config(self) -> aiohttp.TraceConfig:
+        """The requests' trace by which a 401 to the current token makes the plugin run again."""
+        trace = aiohttp.TraceConfig()
+        on_unauthorized(trace, self._on_unauthorized)
+        return trace
+
     async def __call__(self, configuration: client.Configuration) -> None:
         now = self._clock()
-        if now >= self._renew_at and now >= self._next_try:
-            # Concurrent requests that find it due run the plugin once; with the token still valid they go on.
-            await self.plugin_run.due(still_valid=now < self._expiry)
+        due = now >= self._renew_at or (self._refused and now >= self._next_forced)
+        if due and now >= self._next_try:
+            # Concurrent requests that find it due run the plugin once; with the token still valid (and not
+            # refused) they go on, else they wait for the new one.
+            await self.plugin_run.due(still_valid=not self._refused and now < self._expiry)
         configuration.api_key["BearerToken"] = self._authorization
 
+    def _on_unauthorized(self, params: aiohttp.TraceRequestEndParams) -> None:
+        # Only a 401 to the token in use: one to a token already replaced (a request answered after the run)
+        # says nothing of the new one.
+        if params.headers.get("Authorization") == self._authorization:
+            self._refused = True
+
     async def _renew(self) -> None:
+        self._next_forced = self._clock() + EXEC_RETRY_S
         try:
             token, expiry = _token_in(await run_exec_plugin(self._exec_config))
         except Exception as error:  # the library's and the plugin's errors end here: requests use the last token
             self._next_try = self._clock() + EXEC_RETRY_S
             self._warnings.failed(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
             return
-        self._authorization = f"Bearer {token}"
+        authorization = f"Bearer {token}"
+        if self._refused and authorization == self._authorization:
+            self._say_refused_again()  # still refused: the next 401 runs the plugin after EXEC_RETRY_S
+        else:
+            self._refused, self._refused_again_said = False, False
+        self._authorization = authorization
         self._expiry = expiry if expiry is not None else self._clock() + RENEW_BEFORE_S
         self._renew_at = self._expiry - RENEW_BEFORE_S
         self._next_try = -float("inf")
         self._warnings.recovered()
+
+    def _say_refused_again(self) -> None:
+        if self._refused_again_said:
+            return
+        log.warning("Kubernetes credentials: the API server answers 401 Unauthorized to the token of the "
+                    "kubeconfig's exec plugin %s, and the plugin handed out the same token again (from a cache of "
+                    "its own, or the 401 is not the token's: the API server's authenticator); requests go on with "
+                    "it, and the plugin runs again after a 401 at most every %s s. Run the plugin by hand to see "
+                    "the token it gives, and clear its cache or log in again", self._command, f"{EXEC_RETRY_S:g}")
+        self._refused_again_said = True
 
 
 def _token_in(status: Mapping[str, Any]) -> tuple[str, float | None]:

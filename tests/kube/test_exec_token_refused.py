@@ -1,0 +1,92 @@
+"""An exec plugin's token that the API server stops taking before the expiry the plugin gave: an EKS token whose
+STS session was revoked, an OIDC session ended, a token rotated early. kubectl (client-go) runs the plugin again
+after a 401; the adapter ran it only 5 minutes before that expiry (up to 15 minutes on for EKS), and every call
+meanwhile was answered 401 Unauthorized."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from autoscaler.kube import credentials
+from autoscaler.kube.client import KubeApiError, KubeClient
+from tests.fakes.kube import FakeKubeApi
+from tests.kube.client_cert_api import CertificatePlugin
+
+HOUR = 3600.0
+
+
+@pytest.fixture
+async def kube() -> AsyncIterator[FakeKubeApi]:
+    async with FakeKubeApi(require_token="token-1") as kube:
+        yield kube
+
+
+@pytest.fixture
+def plugin(tmp_path: Path) -> CertificatePlugin:
+    """A plugin whose token-1 is valid for another hour: nothing but a 401 makes it run again."""
+    plugin = CertificatePlugin(tmp_path)
+    plugin.hand_out_token("token-1", time.time() + HOUR)
+    return plugin
+
+
+async def connect(kube: FakeKubeApi, plugin: CertificatePlugin) -> KubeClient:
+    return await KubeClient.connect(plugin.kubeconfig(kube, "ml"), user_agent="modelmesh-autoscaler/test",
+                                    timeout_s=5.0)
+
+
+async def refused_read(client: KubeClient) -> None:
+    with pytest.raises(KubeApiError) as refused:
+        await client.get_lease("ml", "modelmesh-autoscaler")
+    assert refused.value.status == 401
+
+
+async def test_a_token_the_server_refuses_is_fetched_again_after_the_401(
+    kube: FakeKubeApi, plugin: CertificatePlugin
+) -> None:
+    """The call that met the 401 fails (its caller retries, as with any error); the next goes out with the token
+    the plugin hands out now."""
+    client = await connect(kube, plugin)
+    try:
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None  # 404: authenticated, nothing there
+        runs = plugin.runs
+        plugin.hand_out_token("token-2", time.time() + HOUR)
+        kube.require_token = "token-2"  # token-1 revoked, an hour before its expiry
+
+        await refused_read(client)
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        assert kube.requests[-1].headers["Authorization"] == "Bearer token-2"
+        assert plugin.runs == runs + 1
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        assert plugin.runs == runs + 1, "the plugin ran again although its new token was taken"
+    finally:
+        await client.close()
+
+
+async def test_a_plugin_that_hands_out_the_refused_token_again_is_not_run_for_every_call(
+    kube: FakeKubeApi, plugin: CertificatePlugin, caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plugin's own cache (`aws eks get-token` keeps none, `kubelogin` does) or a 401 that is not the token's
+    (the API server's authenticator webhook down): running the plugin at every call would start a process per
+    request; it runs at most every `EXEC_RETRY_S` (longer than this test), and a WARNING says so once."""
+    monkeypatch.setattr(credentials, "EXEC_RETRY_S", HOUR)
+    client = await connect(kube, plugin)
+    try:
+        runs = plugin.runs
+        kube.require_token = "token-2"  # token-1 refused, and the plugin keeps handing it out
+        with caplog.at_level(logging.WARNING, "autoscaler.kube"):
+            for _ in range(5):
+                await refused_read(client)
+        assert plugin.runs == runs + 1, "the plugin runs once after the first 401, then waits EXEC_RETRY_S"
+        warnings = [r.getMessage() for r in caplog.records
+                    if r.name == "autoscaler.kube" and r.levelno == logging.WARNING]
+        assert len(warnings) == 1, warnings
+        assert "401" in warnings[0] and "same token" in warnings[0]
+        assert f"{plugin.exec_config()['command']}" in warnings[0]
+    finally:
+        await client.close()
