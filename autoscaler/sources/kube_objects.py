@@ -62,8 +62,7 @@ class PodRecord:
     """When the pod, seen Ready before by the watch, stopped being Ready (`PodTarget.unready_since`): the watch
     sets it as it sees the change (`after_readiness_change`), from `ready_changed_at`."""
     ready_changed_at: float | None = None
-    """Its Ready condition's `lastTransitionTime` (whole seconds), on the API server's clock as far as the pod's
-    `startTime` tells how far behind its node's is (`_on_api_server_clock`); None when absent."""
+    """Its Ready condition's `lastTransitionTime` (the kubelet's clock, whole seconds); None when absent."""
 
 
 @dataclass(slots=True)
@@ -107,41 +106,30 @@ def parse_pod(obj: Any) -> PodRecord | None:
         controller is not None,
         uid if isinstance(uid := metadata.get("uid"), str) and uid else None,
         https_ports,
-        ready_changed_at=_on_api_server_clock(
-            posix_seconds(ready_condition.get("lastTransitionTime")) if ready_condition else None,
-            posix_seconds(metadata.get("creationTimestamp")), posix_seconds(status.get("startTime"))),
+        ready_changed_at=posix_seconds(ready_condition.get("lastTransitionTime")) if ready_condition else None,
     )
 
 
-def _on_api_server_clock(
-    kubelet_time: float | None, created_at: float | None, started_at: float | None
-) -> float | None:
-    """A time the kubelet wrote (a condition's `lastTransitionTime`), moved onto the API server's clock by as much as
-    the pod's node is behind: a node whose time sync broke 6 minutes behind made a pod that failed its probe now
-    read as not Ready for 6 minutes already, past the hold (`policies.unready_pods`), and its load left the values
-    at once. The kubelet sets `startTime` as it takes the pod, just after the API server set `creationTimestamp`:
-    a start before the creation is how far behind the node is. A node ahead needs nothing: a time in the future
-    reads as now."""
-    if kubelet_time is None or created_at is None or started_at is None:
-        return kubelet_time
-    return kubelet_time + max(0.0, created_at - started_at)
-
-
-def after_readiness_change(old: PodRecord | None, new: PodRecord, now: float) -> PodRecord:
+def after_readiness_change(old: PodRecord | None, new: PodRecord, now: float,
+                           lost_at: float | None = None) -> PodRecord:
     """`new`, with when it stopped being Ready where the watch saw it Ready before (`old`, the same pod: same
     uid): set when it goes from Ready to not, kept while it stays not Ready, dropped once it is Ready again or
     terminating (the ReplicaSet counts a terminating pod as gone). A pod never seen Ready (starting, or not
     Ready when the adapter started) gets none: the watch cannot tell it ever served.
 
-    When it stopped is its Ready condition's `lastTransitionTime` where it has one (at most `now`), else `now`:
-    after a watch outage the change arrives late, by a relist or a resumed watch, and timing it from then held
-    the pod for as much longer as the outage lasted."""
+    When it stopped is `now`, as the watch sees the change. A change that reaches it late, caught up after the
+    watch lost touch at `lost_at`, happened at its Ready condition's `lastTransitionTime` (at most `now`): timed
+    from the catch-up, the pod was held as much longer as the outage lasted. That time is the kubelet's clock,
+    so it is never taken as earlier than `lost_at`: a node clock minutes behind (or a pod long Pending before its
+    first start) read a pod that failed its probe just now as not Ready for minutes already, past the hold."""
     if new.ready or new.terminating or old is None or old.uid != new.uid:
         return new
-    if old.ready:
-        since: float | None = now if new.ready_changed_at is None else min(now, new.ready_changed_at)
-    else:
+    if not old.ready:
         since = old.unready_since
+    elif lost_at is None or new.ready_changed_at is None:
+        since = now
+    else:
+        since = max(lost_at, min(now, new.ready_changed_at))
     return new if since is None else replace(new, unready_since=since)
 
 

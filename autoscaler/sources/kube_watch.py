@@ -20,7 +20,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Final
 
 import aiohttp
 from kubernetes.aio.client import ApiClient
@@ -38,6 +38,10 @@ from autoscaler.sources.kube_objects import (
 )
 
 log = logging.getLogger("autoscaler.sources.kube_pods")
+
+CATCH_UP_S: Final = 10.0
+"""How long after it synced again a watch's events count as an outage's catch-up: a resumed watch replays what
+happened at once, well within it."""
 
 PodName = tuple[str, str]
 """(namespace, name): a pod's identity in `PodWatch.pods`."""
@@ -95,6 +99,12 @@ class PodWatch:
         self._on_runtime_pods = on_runtime_pods
         self._live: dict[RuntimeName, int] = {}  # live pods per runtime; no entry for none
         self._first_attempt = asyncio.Event()
+        self._lost_at: float | None = None
+        """When the watch lost touch (its first failure since it was last caught up): changes that reach it
+        after that may be late (`kube_objects.after_readiness_change`)."""
+        self._catching_up_until = 0.0
+        """Until when, after it synced again, its events are the outage's catch-up (a resumed watch replays
+        them at once)."""
         self._loop = ListWatch(
             self._endpoint, "pods", scope,
             on_list=self._replace, on_event=self._apply_event, on_synced=self._synced, on_failure=self._failed,
@@ -117,10 +127,21 @@ class PodWatch:
     def _synced(self) -> None:
         self._set_ok(True)
         self._answered()
+        if self._lost_at is not None:
+            self._catching_up_until = time.time() + CATCH_UP_S
 
     def _failed(self, error: Exception, failures: int) -> None:
         self._set_ok(False, error)
         self._answered()
+        if self._lost_at is None:
+            self._lost_at = time.time()
+
+    def _lost_touch_at(self, now: float) -> float | None:
+        """When the watch lost touch, while what reaches it may be the catch-up of that outage; else None (the
+        watch sees changes as they happen), forgetting the outage once its catch-up is over."""
+        if self._lost_at is not None and self.ok and now > self._catching_up_until:
+            self._lost_at = None
+        return self._lost_at
 
     def _answered(self) -> None:
         """The first list worked or failed: neither the start nor the other watches' `established` line wait
@@ -144,11 +165,12 @@ class PodWatch:
         pods: dict[PodName, PodRecord] = {}
         costs: dict[PodName, str] = {}
         now = time.time()
+        lost_at = self._lost_at  # a list after an outage is its catch-up (it runs before `_synced`)
         for item in items:
             pod = parse_pod(item)
             if pod is not None:
                 if not pod.ready:  # (a relist after 410 keeps what the watch saw of a pod's readiness)
-                    pod = after_readiness_change(self.pods.get((pod.namespace, pod.name)), pod, now)
+                    pod = after_readiness_change(self.pods.get((pod.namespace, pod.name)), pod, now, lost_at)
                 pods[(pod.namespace, pod.name)] = pod
                 if (cost := deletion_cost_of(item)) is not None:
                     costs[(pod.namespace, pod.name)] = cost
@@ -177,7 +199,8 @@ class PodWatch:
                 self.deletion_costs.pop(key, None)
             old = self.pods.get(key)
             if not pod.ready:
-                pod = after_readiness_change(old, pod, time.time())
+                now = time.time()
+                pod = after_readiness_change(old, pod, now, self._lost_touch_at(now))
             if old != pod:  # most MODIFIED events (annotation writes, status chatter) change nothing
                 self.pods[key] = pod
                 self._on_change()

@@ -3,6 +3,7 @@ while (`policies.unready_pods`), never a pod that is starting or terminating."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -79,22 +80,51 @@ async def test_a_pod_that_went_not_ready_during_a_watch_outage_is_timed_from_its
     kube.add_pod(NS, "starting", labels=LABELS, ready=False)
     await eventually(lambda: "starting" in pods(running) and "hot" in pods(running) and pods(running)["hot"].ready)
 
+    lost = time.time()
     kube.fail(r"/pods$", status=503, times=None)
     kube.end_watches()
     await eventually(lambda: not running.healthy)
-    went = float(int(time.time()) - 120)  # metav1.Time has whole seconds
+    await asyncio.sleep(1.0)  # the outage lasts: a pod timed from the catch-up would read that much later
+    went = float(int(time.time()))  # metav1.Time has whole seconds
     kube.clock = lambda: went
     kube.set_ready(NS, "hot", False)
     kube.set_pod_ip(NS, "starting", "10.1.2.5")
     kube.clock = time.time
+    await asyncio.sleep(1.0)
     if not history_kept:
         kube.compact()
+    caught_up = time.time()
     kube.clear_faults()
 
     await eventually(lambda: running.healthy and not pods(running)["hot"].ready
                      and "10.1.2.5" in (pods(running)["starting"].url or ""))
-    assert pods(running)["hot"].unready_since == went
+    # a second after the watch lost touch (whole seconds: still after it), a second before the catch-up
+    assert pods(running)["hot"].unready_since == went, (lost, went, caught_up)
     assert pods(running)["starting"].unready_since is None
+
+
+@pytest.mark.parametrize("history_kept", [False, True], ids=["relisted-after-410", "watch-resumed"])
+async def test_a_node_clock_behind_never_times_a_change_caught_up_before_the_outage(
+    kube: FakeKubeApi, running: KubePodDiscovery, history_kept: bool
+) -> None:
+    """The kubelet writes `lastTransitionTime` on its node's clock: on a node 6 minutes behind, a pod that failed
+    its probe during a watch outage would read not Ready for 6 minutes already, past the hold. It is timed from no
+    earlier than when the watch lost touch."""
+    kube.add_pod(NS, "hot", labels=LABELS)
+    await eventually(lambda: "hot" in pods(running) and pods(running)["hot"].ready)
+    lost = time.time()
+    kube.fail(r"/pods$", status=503, times=None)
+    kube.end_watches()
+    await eventually(lambda: not running.healthy)
+    kube.node_clock_off_s = -360.0
+    kube.set_ready(NS, "hot", False)
+    if not history_kept:
+        kube.compact()
+    kube.clear_faults()
+
+    await eventually(lambda: running.healthy and not pods(running)["hot"].ready)
+    since = pods(running)["hot"].unready_since
+    assert since is not None and lost <= since <= time.time(), (lost, since)
 
 
 async def test_a_pod_on_a_node_whose_clock_is_behind_is_timed_from_when_it_failed(
@@ -102,8 +132,7 @@ async def test_a_pod_on_a_node_whose_clock_is_behind_is_timed_from_when_it_faile
 ) -> None:
     """The kubelet writes `lastTransitionTime` on its own clock. On a node 6 minutes behind, the hot pod that fails
     its probe now read as not Ready for 6 minutes already: past the 5 minutes of the hold, its load left the values
-    at once. The pod's `startTime` (the kubelet's clock) against its `creationTimestamp` (the API server's) tells
-    how far behind the node is."""
+    at once. A change the watch sees as it happens is timed from then, however the node's clock reads."""
     kube.node_clock_off_s = -360.0
     kube.add_pod(NS, "hot", labels=LABELS)
     await eventually(lambda: "hot" in pods(running) and pods(running)["hot"].ready)
