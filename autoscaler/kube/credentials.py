@@ -9,10 +9,13 @@ reads the service-account token file again every minute: nothing to do there.)
 
 `watch_credentials` installs the library's `refresh_api_key_hook`, which every request awaits before it is
 sent: a `tokenFile` is read again when it changed (`autoscaler.kube.token_file`); an exec plugin runs again once
-its token is within the library's five minutes of expiry (`expirationTimestamp`; a token without one, five
-minutes after it came), at most every `EXEC_RETRY_S` while it keeps failing; and after a 401 Unauthorized to
-it (`autoscaler.kube.unauthorized`: a token revoked or rotated early, as kubectl does), at most every
-`EXEC_RETRY_S`, said once when the plugin hands out the refused token again. The plugin runs as the library runs
+its token is within five minutes of its expiry (`expirationTimestamp`), or a fifth of its lifetime when that is
+shorter (as a client certificate, `client_certificate.renewal_time`: a 5-minute token ran the plugin at every
+request), and a token without one five minutes after it came; at most every `EXEC_RETRY_S` while it keeps
+failing; and after a 401 Unauthorized to it (`autoscaler.kube.unauthorized`: a token revoked or rotated early, as
+kubectl does), at most every `EXEC_RETRY_S`, said once when the plugin hands out the refused token again (which
+then counts as taken until the next 401: the 401 may not have been the token's). Requests sent while a run that a
+401 started is under way wait for it rather than go out with the refused token. The plugin runs as the library runs
 it, but as a task of its own (`exec_plugin.PluginRun`): while the current token is still valid, requests go out
 with it and do not wait for the run (the library's hook waited, outside aiohttp's request timeout, and a hung
 plugin held the Lease renewal for minutes); a request with no valid token waits for it, at most
@@ -32,7 +35,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -42,7 +44,8 @@ from typing import Any, Final
 import aiohttp
 from kubernetes.aio import client
 
-from autoscaler.kube.client_certificate import RENEW_BEFORE_S, watch_client_certificate
+from autoscaler.kube import client_certificate
+from autoscaler.kube.client_certificate import RENEW_BEFORE_S, renewal_time, watch_client_certificate
 from autoscaler.kube.exec_plugin import PluginRun, plugin_command, run_exec_plugin
 from autoscaler.kube.timestamps import posix_seconds
 from autoscaler.kube.token_file import RefreshWarnings, TokenFile
@@ -105,19 +108,21 @@ class _FileToken:
 
 class _ExecToken:
     """An exec plugin's token, fetched again once it is within `RENEW_BEFORE_S` of its expiry (the library's
-    skew), as the library's `load_from_exec_plugin` did: the same run, the same `Bearer` token and expiry; or
+    skew) or a fifth of its lifetime when shorter (`renewal_time`), or `RENEW_BEFORE_S` after it came when it
+    states no expiry, as the library's `load_from_exec_plugin` did: the same run, the same `Bearer` token; or
     once the API server answered a request that carried it 401 Unauthorized (revoked or rotated early), at most
     every `EXEC_RETRY_S`, as `client_certificate` does. Until the expiry itself, and unless refused, requests go
     out with the current token while the run goes on."""
 
     def __init__(self, exec_config: Any, authorization: str, expiry: float,
-                 clock: Callable[[], float] = time.time) -> None:
-        """`authorization`: the `Bearer ...` the library read at load, valid until `expiry` (Unix time)."""
+                 clock: Callable[[], float] | None = None) -> None:
+        """`authorization`: the `Bearer ...` the library read at load, valid until `expiry` (Unix time).
+        `clock`: wall-clock time, `client_certificate.CLOCK` (which tests step) unless given."""
         self._exec_config = exec_config
         self._authorization = authorization
-        self._clock = clock
+        self._clock = clock or (lambda: client_certificate.CLOCK())
         self._expiry = expiry
-        self._renew_at = expiry - RENEW_BEFORE_S
+        self._renew_at = renewal_time(self._clock(), expiry)
         self._next_try = -float("inf")
         self._refused = False  # a 401 to the current token: renew at the next request...
         self._next_forced = -float("inf")  # ...at most every EXEC_RETRY_S: a 401 may not be the token's
@@ -141,6 +146,8 @@ class _ExecToken:
             # Concurrent requests that find it due run the plugin once; with the token still valid (and not
             # refused) they go on, else they wait for the new one.
             await self.plugin_run.due(still_valid=not self._refused and now < self._expiry)
+        elif self._refused and self.plugin_run.under_way:
+            await self.plugin_run.join()  # the run a 401 started: not due again for EXEC_RETRY_S, yet refused
         configuration.api_key["BearerToken"] = self._authorization
 
     def _on_unauthorized(self, params: aiohttp.TraceRequestEndParams) -> None:
@@ -159,12 +166,18 @@ class _ExecToken:
             return
         authorization = f"Bearer {token}"
         if self._refused and authorization == self._authorization:
-            self._say_refused_again()  # still refused: the next 401 runs the plugin after EXEC_RETRY_S
+            # The same token: taken again until the next 401 (which runs the plugin after EXEC_RETRY_S), as the
+            # 401 may not have been the token's; kept refused, every request waited for a run every EXEC_RETRY_S.
+            self._say_refused_again()
         else:
-            self._refused, self._refused_again_said = False, False
+            self._refused_again_said = False
+        self._refused = False
         self._authorization = authorization
-        self._expiry = expiry if expiry is not None else self._clock() + RENEW_BEFORE_S
-        self._renew_at = self._expiry - RENEW_BEFORE_S
+        now = self._clock()
+        if expiry is None:  # valid as far as anyone knows: asked for again after RENEW_BEFORE_S, or a 401
+            self._expiry, self._renew_at = float("inf"), now + RENEW_BEFORE_S
+        else:
+            self._expiry, self._renew_at = expiry, renewal_time(now, expiry)
         self._next_try = -float("inf")
         self._warnings.recovered()
 

@@ -57,9 +57,11 @@ async def run_exec_plugin(exec_config: Any) -> dict[str, Any]:
     plugin = ExecProvider(exec_config)  # type: ignore[no-untyped-call]  # reads command, args, env as at load
     # Never interactive: the run has a session of its own and no controlling terminal, even where the adapter's
     # output is one (`serve` from a shell); a plugin told otherwise opened /dev/tty for a login no one could see.
+    # Nor any standard input (as client-go runs a plugin that may not ask): one that read it took the keystrokes
+    # of the shell `serve` ran from, or waited on them until its run was ended.
     info = {"apiVersion": plugin.api_version, "kind": "ExecCredential", "spec": {"interactive": False}}
     starting = asyncio.ensure_future(asyncio.create_subprocess_exec(
-        *plugin.args, env={**plugin.env, "KUBERNETES_EXEC_INFO": json.dumps(info)}, stdin=None,
+        *plugin.args, env={**plugin.env, "KUBERNETES_EXEC_INFO": json.dumps(info)}, stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True))
     try:
         process = await asyncio.shield(starting)
@@ -125,12 +127,23 @@ class PluginRun:
 
     async def due(self, *, still_valid: bool) -> None:
         """The credential is due for renewal: start the run unless one is under way. While the current credential
-        is `still_valid`, return at once: the request goes out with it. Otherwise wait for the run, at most
-        `SLOW_RUN_S` (the request then goes out with the last credential); a caller cancelled meanwhile, or a run
-        ended by `end()`, leaves the request to go on as well."""
-        run = self.start()
+        is `still_valid`, return at once: the request goes out with it. Otherwise wait for the run (`join`)."""
+        self.start()
         if not still_valid:
-            await asyncio.wait([run], timeout=SLOW_RUN_S)
+            await self.join()
+
+    @property
+    def under_way(self) -> bool:
+        """Whether a run has started and not ended: a request whose credential was refused waits for it (`join`)
+        rather than go out with the refused one."""
+        return self._task is not None and not self._task.done()
+
+    async def join(self) -> None:
+        """Wait for the run under way, if any, at most `SLOW_RUN_S`: the request then goes out with the last
+        credential, as it does when the run ends without a new one or `end()` ends it. A caller cancelled meanwhile
+        raises, and the run goes on for the next."""
+        if self._task is not None:
+            await asyncio.wait([self._task], timeout=SLOW_RUN_S)
 
     async def end(self) -> None:
         """End the run under way, if any: its plugin killed and reaped."""
@@ -143,8 +156,8 @@ class PluginRun:
         if run.done():  # it ended as the timer fired
             return
         log.warning("Kubernetes credentials: the kubeconfig's exec plugin %s has not answered in %s s; the %s it "
-                    "gives is not renewed meanwhile: requests go out with the last %s while it is valid, and "
-                    "without a valid one wait for the plugin at most %s s each. Run the plugin by hand to see "
+                    "gives is not renewed meanwhile: requests go out with the last %s while it is valid (and not "
+                    "refused), and otherwise wait for the plugin at most %s s each. Run the plugin by hand to see "
                     "what it waits for (its network, a login)", self._command, f"{SLOW_RUN_S:g}", self._credential,
                     self._credential, f"{SLOW_RUN_S:g}")
 

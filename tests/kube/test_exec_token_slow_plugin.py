@@ -14,14 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.kube import exec_plugin
+from autoscaler.kube import client_certificate, exec_plugin
 from autoscaler.kube.client import KubeClient
 from tests.fakes.kube import FakeKubeApi
 from tests.kube.client_cert_api import CertificatePlugin
 from tests.support.waiting import eventually
 
 VALID_S = 240.0
-"""The token's lifetime: within the five minutes before expiry in which the plugin runs again."""
+"""The token's lifetime, whose last fifth (48 s) is when the plugin runs again..."""
+LATER_S = 200.0
+"""...which a test reaches by stepping the adapter's clock this far on from the connect: due, still valid."""
 HANG_S = 30.0
 """Longer than any request here may take: a request still waiting then waits for the held plugin."""
 
@@ -41,10 +43,11 @@ def plugin(tmp_path: Path) -> CertificatePlugin:
 
 @pytest.mark.parametrize("shell_wrapped", [False, True], ids=["plugin", "shell-wrapped plugin"])
 async def test_requests_go_out_with_the_valid_token_while_the_plugin_hangs(
-    kube: FakeKubeApi, plugin: CertificatePlugin, shell_wrapped: bool
+    kube: FakeKubeApi, plugin: CertificatePlugin, shell_wrapped: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = await KubeClient.connect(plugin.kubeconfig(kube, "ml", shell_wrapped=shell_wrapped),
                                       user_agent="modelmesh-autoscaler/test", timeout_s=3.0)
+    monkeypatch.setattr(client_certificate, "CLOCK", lambda: time.time() + LATER_S)
     plugin.hold()
     try:
         for _ in range(3):
@@ -70,6 +73,7 @@ async def test_a_slow_plugin_run_is_said_once_naming_the_command_not_its_argumen
     monkeypatch.setattr(exec_plugin, "SLOW_RUN_S", 0.2)
     client = await KubeClient.connect(plugin.kubeconfig(kube, "ml"), user_agent="modelmesh-autoscaler/test",
                                       timeout_s=3.0)
+    monkeypatch.setattr(client_certificate, "CLOCK", lambda: time.time() + LATER_S)
     plugin.hold()
     try:
         with caplog.at_level(logging.INFO, "autoscaler.kube"):
