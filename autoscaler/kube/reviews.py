@@ -75,10 +75,25 @@ async def load_review_connection(kubeconfig: Path | None) -> ReviewConnection:
     return ReviewConnection.of(settings, kubeconfig)
 
 
-async def _plugin_authorization(kubeconfig: Path | None) -> Callable[[], Awaitable[str | None]]:
-    """The `Authorization` of a kubeconfig user's exec plugin, run again as its token expires: only the library
-    runs it (`autoscaler.kube.credentials`), so a worker of such a user loads the library after all."""
+@dataclass(frozen=True, slots=True)
+class PluginToken:
+    """A kubeconfig user's exec plugin token, as `autoscaler.kube.credentials` keeps it current for the library's
+    clients: this client's session carries the same trace, or a token revoked before its expiry was never fetched
+    again here (every review answered 401 until five minutes before that expiry)."""
+
+    authorization: Callable[[], Awaitable[str | None]]
+    """The current `Authorization`, the plugin run again when due."""
+    trace_configs: tuple[aiohttp.TraceConfig, ...]
+    """The requests' traces by which a 401 to the token runs the plugin again."""
+    end: Callable[[], Awaitable[None]]
+    """Ends a plugin run under way and its processes, as the client closes."""
+
+
+async def _plugin_token(kubeconfig: Path | None) -> PluginToken:
+    """The token of a kubeconfig user's exec plugin: only the library runs it (`autoscaler.kube.credentials`),
+    so a worker of such a user loads the library after all."""
     from autoscaler.kube.config import load_kube_settings
+    from autoscaler.kube.exec_plugin import end_renewal
 
     configuration = (await load_kube_settings(kubeconfig)).configuration
 
@@ -86,7 +101,10 @@ async def _plugin_authorization(kubeconfig: Path | None) -> Callable[[], Awaitab
         value = await configuration.get_api_key_with_prefix("BearerToken")
         return str(value) if value else None
 
-    return authorization
+    async def end() -> None:
+        await end_renewal(configuration)
+
+    return PluginToken(authorization, tuple(configuration.trace_configs or ()), end)
 
 
 TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
@@ -98,13 +116,13 @@ class KubeAuthApi:
 
     def __init__(self, connection: ReviewConnection, metrics: AdapterMetrics | None = None,
                  timeout_s: float = DEFAULT_TIMEOUT_S, max_connections: int = 32,
-                 plugin_authorization: Callable[[], Awaitable[str | None]] | None = None) -> None:
-        """`plugin_authorization`: where `connection.from_plugin`, the exec plugin's (`connect` makes it)."""
+                 plugin_token: PluginToken | None = None) -> None:
+        """`plugin_token`: where `connection.from_plugin`, the exec plugin's (`connect` makes it)."""
         self._connection = connection
         self._base = connection.host
         self._tls = connection.tls_context()
         self._token_file = TokenFile(connection.token_file) if connection.token_file is not None else None
-        self._plugin_authorization = plugin_authorization
+        self._plugin_token = plugin_token
         self._server_hostname = connection.tls_server_name if self._tls is not None else None
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
@@ -115,7 +133,7 @@ class KubeAuthApi:
     async def connect(cls, connection: ReviewConnection, metrics: AdapterMetrics | None = None,
                       timeout_s: float = DEFAULT_TIMEOUT_S, max_connections: int = 32) -> KubeAuthApi:
         """The client of `connection`; for an exec plugin's token, with the library loaded to run the plugin."""
-        plugin = await _plugin_authorization(connection.kubeconfig) if connection.from_plugin else None
+        plugin = await _plugin_token(connection.kubeconfig) if connection.from_plugin else None
         return cls(connection, metrics, timeout_s, max_connections, plugin)
 
     async def _authorization(self) -> str | None:
@@ -125,20 +143,23 @@ class KubeAuthApi:
             token = self._token_file.token()
             if token is not None:
                 return f"Bearer {token}"
-        if self._plugin_authorization is not None:
-            return await self._plugin_authorization()
+        if self._plugin_token is not None:
+            return await self._plugin_token.authorization()
         return self._connection.authorization
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
             connector = aiohttp.TCPConnector(ssl=self._tls if self._tls is not None else False,
                                              limit=self._max_connections)
-            self._session = aiohttp.ClientSession(connector=connector, trust_env=False,
+            traces = list(self._plugin_token.trace_configs) if self._plugin_token is not None else None
+            self._session = aiohttp.ClientSession(connector=connector, trust_env=False, trace_configs=traces,
                                                   headers={"Accept": "application/json",
                                                            "User-Agent": user_agent("reviews")})
         return self._session
 
     async def close(self) -> None:
+        if self._plugin_token is not None:
+            await self._plugin_token.end()
         if self._session is not None:
             await self._session.close()
 
