@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -16,22 +15,17 @@ from autoscaler.kube import credentials
 from autoscaler.kube.client import KubeApiError, KubeClient
 from tests.fakes.kube import FakeKubeApi
 from tests.kube.client_cert_api import CertificatePlugin
+from tests.kube.exec_token_fixtures import kube, token_plugin
+
+__all__ = ["kube"]  # the fixture, taken from its module: the fake API taking token-1 alone
 
 HOUR = 3600.0
 
 
 @pytest.fixture
-async def kube() -> AsyncIterator[FakeKubeApi]:
-    async with FakeKubeApi(require_token="token-1") as kube:
-        yield kube
-
-
-@pytest.fixture
 def plugin(tmp_path: Path) -> CertificatePlugin:
     """A plugin whose token-1 is valid for another hour: nothing but a 401 makes it run again."""
-    plugin = CertificatePlugin(tmp_path)
-    plugin.hand_out_token("token-1", time.time() + HOUR)
-    return plugin
+    return token_plugin(tmp_path, HOUR)
 
 
 async def connect(kube: FakeKubeApi, plugin: CertificatePlugin) -> KubeClient:

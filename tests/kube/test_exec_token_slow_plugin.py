@@ -9,7 +9,6 @@ import asyncio
 import logging
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,10 @@ from autoscaler.kube import client_certificate, exec_plugin
 from autoscaler.kube.client import KubeClient
 from tests.fakes.kube import FakeKubeApi
 from tests.kube.client_cert_api import CertificatePlugin
+from tests.kube.exec_token_fixtures import kube, token_plugin
 from tests.support.waiting import eventually
+
+__all__ = ["kube"]  # the fixture, taken from its module: the fake API taking token-1 alone
 
 VALID_S = 240.0
 """The token's lifetime, whose last fifth (48 s) is when the plugin runs again..."""
@@ -29,16 +31,8 @@ HANG_S = 30.0
 
 
 @pytest.fixture
-async def kube() -> AsyncIterator[FakeKubeApi]:
-    async with FakeKubeApi(require_token="token-1") as kube:
-        yield kube
-
-
-@pytest.fixture
 def plugin(tmp_path: Path) -> CertificatePlugin:
-    plugin = CertificatePlugin(tmp_path)
-    plugin.hand_out_token("token-1", time.time() + VALID_S)
-    return plugin
+    return token_plugin(tmp_path, VALID_S)
 
 
 @pytest.mark.parametrize("shell_wrapped", [False, True], ids=["plugin", "shell-wrapped plugin"])

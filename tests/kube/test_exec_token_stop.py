@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -16,8 +15,11 @@ import pytest
 from autoscaler.kube.client import KubeClient
 from tests.fakes.kube import FakeKubeApi
 from tests.kube.client_cert_api import CertificatePlugin
+from tests.kube.exec_token_fixtures import kube, token_plugin
 from tests.support.processes import free_port, running
 from tests.support.waiting import eventually
+
+__all__ = ["kube"]  # the fixture, taken from its module: the fake API taking token-1 alone
 
 EXPIRED_S = -60.0
 """The tokens' lifetime: already expired (the fake API server does not check expiries), so every request runs the
@@ -25,16 +27,8 @@ plugin again and waits for it; a token still valid goes out while the plugin run
 
 
 @pytest.fixture
-async def kube() -> AsyncIterator[FakeKubeApi]:
-    async with FakeKubeApi(require_token="token-1") as kube:
-        yield kube
-
-
-@pytest.fixture
 def plugin(tmp_path: Path) -> CertificatePlugin:
-    plugin = CertificatePlugin(tmp_path)
-    plugin.hand_out_token("token-1", time.time() + EXPIRED_S)
-    return plugin
+    return token_plugin(tmp_path, EXPIRED_S)
 
 
 async def connect(kube: FakeKubeApi, plugin: CertificatePlugin, *, shell_wrapped: bool = False) -> KubeClient:
