@@ -14,32 +14,16 @@ from pathlib import Path
 import pytest
 
 from autoscaler.kube import credentials, exec_plugin
-from autoscaler.kube.client import KubeApiError, KubeClient
 from tests.fakes.kube import FakeKubeApi
 from tests.kube.client_cert_api import CertificatePlugin
-from tests.kube.exec_token_fixtures import kube, token_plugin
+from tests.kube.exec_token_fixtures import kube
+from tests.kube.test_exec_token_refused import HOUR, connect, plugin, refused_read
 from tests.support.waiting import eventually
 
-__all__ = ["kube"]  # the fixture, taken from its module: the fake API taking token-1 alone
+__all__ = ["kube", "plugin"]  # the fixtures, taken from their modules: the fake API taking token-1 alone, and a
+# plugin whose token-1 is valid for another hour
 
-HOUR = 3600.0
 LEASE = ("ml", "modelmesh-autoscaler")
-
-
-@pytest.fixture
-def plugin(tmp_path: Path) -> CertificatePlugin:
-    return token_plugin(tmp_path, HOUR)
-
-
-async def connect(kube: FakeKubeApi, plugin: CertificatePlugin) -> KubeClient:
-    return await KubeClient.connect(plugin.kubeconfig(kube, "ml"), user_agent="modelmesh-autoscaler/test",
-                                    timeout_s=5.0)
-
-
-async def refused_read(client: KubeClient) -> None:
-    with pytest.raises(KubeApiError) as refused:
-        await client.get_lease(*LEASE)
-    assert refused.value.status == 401
 
 
 async def test_a_401_that_was_not_the_tokens_runs_the_plugin_once(
