@@ -156,6 +156,8 @@ class PluginCertificate:
             # next request; a run ended by its client's close (`end_renewal`) lets a caller of another client go
             # on with the last certificate.
             await self.plugin_run.due(still_valid=self._still_good())
+        elif self._refused and self.plugin_run.under_way:
+            await self.plugin_run.join()  # the run a refusal started: not due again for EXEC_RETRY_S, yet refused
         if self._generation == 0:
             return  # the library's certificate, loaded by every client at its start
         context = getattr(session.connector, "_ssl", None)

@@ -212,6 +212,38 @@ async def test_a_certificate_the_server_refuses_is_fetched_again_after_the_401(
         await client.close()
 
 
+async def test_calls_during_the_run_a_401_started_wait_for_the_new_certificate(
+    kube: ClientCertKubeApi, clock: SteppedClock, tmp_path: Path
+) -> None:
+    """A call made while the plugin runs after a 401 went out with the refused certificate and met a 401 of its
+    own: the run was not due again (at most every EXEC_RETRY_S), though the certificate was known refused. It waits
+    for that run, as the call that started it does."""
+    plugin = CertificatePlugin(tmp_path)
+    first = kube.issue("adapter", clock.now + HOUR)
+    plugin.hand_out(first, clock.now + HOUR)
+    client = await connect(kube, plugin)
+    try:
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        kube.revoked.add(serial_of(first))
+        second = kube.issue("adapter", clock.now + HOUR)
+        plugin.hand_out(second, clock.now + HOUR)
+        with pytest.raises(KubeApiError) as refused:
+            await client.get_lease("ml", "modelmesh-autoscaler")
+        assert refused.value.status == 401
+        runs = plugin.runs
+        plugin.hold()  # the run takes a while (a remote CA)
+        starter = asyncio.create_task(client.get_lease("ml", "modelmesh-autoscaler"))
+        await eventually(lambda: plugin.runs > runs)
+        joiner = asyncio.create_task(client.get_lease("ml", "modelmesh-autoscaler"))
+        await asyncio.sleep(0.2)  # the second call on its way
+        plugin.release()
+        assert list(await asyncio.gather(starter, joiner, return_exceptions=True)) == [None, None]
+        assert plugin.runs == runs + 1
+    finally:
+        plugin.release()
+        await client.close()
+
+
 async def test_a_certificate_refused_in_the_tls_handshake_is_fetched_again(
     kube: ClientCertKubeApi, clock: SteppedClock, tmp_path: Path
 ) -> None:
