@@ -8,9 +8,10 @@ restart (its token refresh hook never runs either: there is no token). kubectl a
 again at the expiry or after a 401, and close the connections the old certificate opened.
 
 `watch_client_certificate` adds an aiohttp trace to the configuration, which every API client made from it carries.
-Before each request: once the certificate is within `RENEW_BEFORE_S` (or a fifth of its lifetime, when shorter) of
-its expiry, the plugin runs again (at most every `EXEC_RETRY_S` while it keeps failing); so it does after a 401, or
-a TLS failure (in TLS 1.3: a new connection closed right after the handshake), at most every `EXEC_RETRY_S`. The
+Before each request, at the pace tokens keep too (`autoscaler.kube.renewal_pace`): once the certificate is within
+`RENEW_BEFORE_S` (or a fifth of its lifetime, when shorter) of its expiry, the plugin runs again (at most every
+`EXEC_RETRY_S` while it keeps failing); so it does after a 401, or a TLS failure (in TLS 1.3: a new connection
+closed right after the handshake), at most every `EXEC_RETRY_S`. The
 run is a task of its own: while the certificate is still valid and not refused, requests go on with it rather than
 wait (a plugin asking a remote CA, or on a loaded node, took longer than the Lease renewal's deadline, and the
 leader stopped writing a minute before its certificate expired); after that they wait for it, at most
@@ -41,13 +42,14 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Final
+from typing import Any
 
 import aiohttp
 from cryptography import x509
 from kubernetes.aio import client
 
 from autoscaler.kube.exec_plugin import PluginRun, plugin_command, run_exec_plugin
+from autoscaler.kube.renewal_pace import RenewalPace
 from autoscaler.kube.timestamps import posix_seconds
 from autoscaler.kube.unauthorized import on_unauthorized
 
@@ -55,14 +57,6 @@ log = logging.getLogger("autoscaler.kube")
 
 CLOCK: Callable[[], float] = time.time
 """Wall-clock time (expiry timestamps are wall-clock); tests step their own."""
-
-RENEW_BEFORE_S: Final = 300.0
-"""Run the plugin again this long before the certificate expires (the library's skew for tokens)..."""
-RENEW_BEFORE_FRACTION: Final = 0.2
-"""...or this fraction of the certificate's lifetime, when that is shorter (a 5-minute Pinniped certificate)."""
-EXEC_RETRY_S: Final = 10.0
-"""After a failed plugin run, how long requests use the last certificate before the plugin runs again."""
-
 
 def watch_client_certificate(loader: Any, configuration: client.Configuration) -> bool:
     """Renew `configuration`'s client certificate from the exec plugin of the kubeconfig user `loader` (the
@@ -77,13 +71,6 @@ def watch_client_certificate(loader: Any, configuration: client.Configuration) -
                                 _expiry_of(Path(cert_file).read_bytes()))
     configuration.trace_configs = [*(configuration.trace_configs or []), renewal.trace_config()]
     return True
-
-
-def renewal_time(now: float, expiry: float) -> float:
-    """When a certificate valid from `now` until `expiry` is renewed: `RENEW_BEFORE_S` before its expiry, or a
-    fifth of its lifetime when that is shorter; never before `now`, never after `expiry`."""
-    lifetime = max(0.0, expiry - now)
-    return expiry - min(RENEW_BEFORE_S, RENEW_BEFORE_FRACTION * lifetime)
 
 
 def _expiry_of(pem: bytes) -> float:
@@ -118,21 +105,14 @@ class PluginCertificate:
         self._configuration = configuration
         self._files = files
         self._clock = clock or (lambda: CLOCK())
-        self._expiry = expiry
-        self._renew_at = self._renewal_time(expiry)
+        self.pace = RenewalPace(self._clock, expiry)
         self.plugin_run = PluginRun(self._renew, "exec-plugin-certificate", command=plugin_command(exec_config),
                                     credential="client certificate")
         self._generation = 0
         self._loaded: weakref.WeakKeyDictionary[ssl.SSLContext, int] = weakref.WeakKeyDictionary()
         self._folder: Path | None = None
-        self._refused = False  # a 401 or a TLS failure since the last renewal: renew at the next request
-        self._next_forced = -float("inf")  # ...at most every EXEC_RETRY_S: a refusal may not be the certificate's
-        self._next_try = -float("inf")
         self._warnings = _Warnings()
         self._cannot_reload_said = False
-
-    def _renewal_time(self, expiry: float) -> float:
-        return renewal_time(self._clock(), expiry)
 
     def trace_config(self) -> aiohttp.TraceConfig:
         trace = _RenewalTrace(self.plugin_run)
@@ -142,22 +122,10 @@ class PluginCertificate:
         trace.on_request_exception.append(self._on_request_exception)
         return trace
 
-    def _due(self) -> bool:
-        now = self._clock()
-        return now >= self._next_try and (now >= self._renew_at or (self._refused and now >= self._next_forced))
-
-    def _still_good(self) -> bool:
-        """Whether requests may go on with the current certificate while the plugin runs."""
-        return not self._refused and self._clock() < self._expiry
-
     async def _on_request_start(self, session: aiohttp.ClientSession, _ctx: SimpleNamespace, _params: Any) -> None:
-        if self._due():
-            # Concurrent requests that find it due run the plugin once. A caller giving up leaves the run to the
-            # next request; a run ended by its client's close (`end_renewal`) lets a caller of another client go
-            # on with the last certificate.
-            await self.plugin_run.due(still_valid=self._still_good())
-        elif self._refused and self.plugin_run.under_way:
-            await self.plugin_run.join()  # the run a refusal started: not due again for EXEC_RETRY_S, yet refused
+        # A caller giving up leaves the run to the next request; a run ended by its client's close
+        # (`end_renewal`) lets a caller of another client go on with the last certificate.
+        await self.pace.before_request(self.plugin_run)
         if self._generation == 0:
             return  # the library's certificate, loaded by every client at its start
         context = getattr(session.connector, "_ssl", None)
@@ -174,7 +142,7 @@ class PluginCertificate:
         _close_idle(session.connector)
 
     def _on_unauthorized(self, params: aiohttp.TraceRequestEndParams) -> None:
-        self._refused = True
+        self.pace.refused = True
         connection = params.response.connection
         if connection is not None and connection.protocol is not None:
             connection.protocol.force_close()  # it may carry a certificate the server no longer takes
@@ -190,16 +158,16 @@ class PluginCertificate:
         error = params.exception
         if _is_tls_failure(error) or (getattr(ctx, "new_connection", False)
                                       and isinstance(error, aiohttp.ServerDisconnectedError)):
-            self._refused = True
+            self.pace.refused = True
 
     async def _renew(self) -> None:
-        self._next_forced = self._clock() + EXEC_RETRY_S
+        self.pace.run_started()
         try:
             status = await run_exec_plugin(self._exec_config)
             cert, key, expiry = _certificate_in(status, self._clock())
             files = self._write(cert, key)  # a full or read-only /tmp: said and retried like a failed run
         except Exception as error:  # the library's and the plugin's errors end here: the last certificate stays
-            self._next_try = self._clock() + EXEC_RETRY_S
+            self.pace.run_failed()
             self._warnings.failed(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
             return
         old, self._files = self._files, files
@@ -208,10 +176,7 @@ class PluginCertificate:
             for path in old:  # ours; the first pair is the library's
                 Path(path).unlink(missing_ok=True)
         self._generation += 1
-        self._expiry = expiry
-        self._renew_at = self._renewal_time(expiry)
-        self._refused = False
-        self._next_try = -float("inf")
+        self.pace.renewed(expiry)
         self._warnings.recovered()
         log.debug("Kubernetes credentials: the exec plugin's client certificate is renewed, valid until %s",
                  datetime.fromtimestamp(expiry).astimezone().isoformat(timespec="seconds"))

@@ -10,8 +10,8 @@ reads the service-account token file again every minute: nothing to do there.)
 `watch_credentials` installs the library's `refresh_api_key_hook`, which every request awaits before it is
 sent: a `tokenFile` is read again when it changed (`autoscaler.kube.token_file`); an exec plugin runs again once
 its token is within five minutes of its expiry (`expirationTimestamp`), or a fifth of its lifetime when that is
-shorter (as a client certificate, `client_certificate.renewal_time`: a 5-minute token ran the plugin at every
-request), and a token without one five minutes after it came; at most every `EXEC_RETRY_S` while it keeps
+shorter (the pace a client certificate keeps, `autoscaler.kube.renewal_pace`: a 5-minute token ran the plugin at
+every request), and a token without one five minutes after it came; at most every `EXEC_RETRY_S` while it keeps
 failing; and after a 401 Unauthorized to it (`autoscaler.kube.unauthorized`: a token revoked or rotated early, as
 kubectl does), at most every `EXEC_RETRY_S`, said once when the plugin hands out the refused token again (which
 then counts as taken until the next 401: the 401 may not have been the token's). Requests sent while a run that a
@@ -39,25 +39,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import aiohttp
 from kubernetes.aio import client
 
 from autoscaler.kube import client_certificate
-from autoscaler.kube.client_certificate import RENEW_BEFORE_S, renewal_time, watch_client_certificate
+from autoscaler.kube.client_certificate import watch_client_certificate
 from autoscaler.kube.exec_plugin import PluginRun, plugin_command, run_exec_plugin
+from autoscaler.kube.renewal_pace import EXEC_RETRY_S, RenewalPace
 from autoscaler.kube.timestamps import posix_seconds
 from autoscaler.kube.token_file import RefreshWarnings, TokenFile
 from autoscaler.kube.unauthorized import on_unauthorized
 
 log = logging.getLogger("autoscaler.kube")
-
-EXEC_RETRY_S: Final = 10.0
-"""After a failed exec plugin run, how long requests use the last token before the plugin runs again; after a
-run that a 401 asked for, how long before another 401 runs it again (a plugin that hands out the refused token
-again, or a 401 that is not the token's, would otherwise start a process per request)."""
-
 
 @dataclass(frozen=True, slots=True)
 class TokenRefresh:
@@ -111,8 +106,8 @@ class _ExecToken:
     skew) or a fifth of its lifetime when shorter (`renewal_time`), or `RENEW_BEFORE_S` after it came when it
     states no expiry, as the library's `load_from_exec_plugin` did: the same run, the same `Bearer` token; or
     once the API server answered a request that carried it 401 Unauthorized (revoked or rotated early), at most
-    every `EXEC_RETRY_S`, as `client_certificate` does. Until the expiry itself, and unless refused, requests go
-    out with the current token while the run goes on."""
+    every `EXEC_RETRY_S`: the pace `client_certificate` keeps (`renewal_pace.RenewalPace`). Until the expiry
+    itself, and unless refused, requests go out with the current token while the run goes on."""
 
     def __init__(self, exec_config: Any, authorization: str, expiry: float,
                  clock: Callable[[], float] | None = None) -> None:
@@ -121,11 +116,7 @@ class _ExecToken:
         self._exec_config = exec_config
         self._authorization = authorization
         self._clock = clock or (lambda: client_certificate.CLOCK())
-        self._expiry = expiry
-        self._renew_at = renewal_time(self._clock(), expiry)
-        self._next_try = -float("inf")
-        self._refused = False  # a 401 to the current token: renew at the next request...
-        self._next_forced = -float("inf")  # ...at most every EXEC_RETRY_S: a 401 may not be the token's
+        self.pace = RenewalPace(self._clock, expiry)
         self._refused_again_said = False
         self._command = plugin_command(exec_config)
         self._warnings = RefreshWarnings("token of the kubeconfig's exec plugin")
@@ -140,45 +131,32 @@ class _ExecToken:
         return trace
 
     async def __call__(self, configuration: client.Configuration) -> None:
-        now = self._clock()
-        due = now >= self._renew_at or (self._refused and now >= self._next_forced)
-        if due and now >= self._next_try:
-            # Concurrent requests that find it due run the plugin once; with the token still valid (and not
-            # refused) they go on, else they wait for the new one.
-            await self.plugin_run.due(still_valid=not self._refused and now < self._expiry)
-        elif self._refused and self.plugin_run.under_way:
-            await self.plugin_run.join()  # the run a 401 started: not due again for EXEC_RETRY_S, yet refused
+        await self.pace.before_request(self.plugin_run)
         configuration.api_key["BearerToken"] = self._authorization
 
     def _on_unauthorized(self, params: aiohttp.TraceRequestEndParams) -> None:
         # Only a 401 to the token in use: one to a token already replaced (a request answered after the run)
         # says nothing of the new one.
         if params.headers.get("Authorization") == self._authorization:
-            self._refused = True
+            self.pace.refused = True
 
     async def _renew(self) -> None:
-        self._next_forced = self._clock() + EXEC_RETRY_S
+        self.pace.run_started()
         try:
             token, expiry = _token_in(await run_exec_plugin(self._exec_config))
         except Exception as error:  # the library's and the plugin's errors end here: requests use the last token
-            self._next_try = self._clock() + EXEC_RETRY_S
+            self.pace.run_failed()
             self._warnings.failed(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
             return
         authorization = f"Bearer {token}"
-        if self._refused and authorization == self._authorization:
+        if self.pace.refused and authorization == self._authorization:
             # The same token: taken again until the next 401 (which runs the plugin after EXEC_RETRY_S), as the
             # 401 may not have been the token's; kept refused, every request waited for a run every EXEC_RETRY_S.
             self._say_refused_again()
         else:
             self._refused_again_said = False
-        self._refused = False
         self._authorization = authorization
-        now = self._clock()
-        if expiry is None:  # valid as far as anyone knows: asked for again after RENEW_BEFORE_S, or a 401
-            self._expiry, self._renew_at = float("inf"), now + RENEW_BEFORE_S
-        else:
-            self._expiry, self._renew_at = expiry, renewal_time(now, expiry)
-        self._next_try = -float("inf")
+        self.pace.renewed(expiry)  # no expiry: asked for again after RENEW_BEFORE_S, or at a 401
         self._warnings.recovered()
 
     def _say_refused_again(self) -> None:

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler.kube.client import KubeApiError, KubeClient
-from autoscaler.kube.client_certificate import RENEW_BEFORE_S, renewal_time
+from autoscaler.kube.renewal_pace import RENEW_BEFORE_S, renewal_time
 from tests.kube import client_cert_fixtures
 from tests.kube.client_cert_api import CertificatePlugin, ClientCertKubeApi, serial_of
 from tests.kube.client_cert_fixtures import HOUR, connect

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.kube import credentials
+from autoscaler.kube import renewal_pace
 from autoscaler.kube.client import KubeApiError, KubeClient
 from tests.fakes.kube import FakeKubeApi
 from tests.kube.client_cert_api import CertificatePlugin
@@ -68,7 +68,7 @@ async def test_a_plugin_that_hands_out_the_refused_token_again_is_not_run_for_ev
     """The plugin's own cache (`aws eks get-token` keeps none, `kubelogin` does) or a 401 that is not the token's
     (the API server's authenticator webhook down): running the plugin at every call would start a process per
     request; it runs at most every `EXEC_RETRY_S` (longer than this test), and a WARNING says so once."""
-    monkeypatch.setattr(credentials, "EXEC_RETRY_S", HOUR)
+    monkeypatch.setattr(renewal_pace, "EXEC_RETRY_S", HOUR)
     client = await connect(kube, plugin)
     try:
         runs = plugin.runs

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.kube import credentials, exec_plugin
+from autoscaler.kube import exec_plugin, renewal_pace
 from tests.fakes.kube import FakeKubeApi
 from tests.kube.client_cert_api import CertificatePlugin
 from tests.kube.exec_token_fixtures import kube
@@ -31,7 +31,7 @@ async def test_a_401_that_was_not_the_tokens_runs_the_plugin_once(
 ) -> None:
     """The API server's authenticator refuses once; the plugin hands out the same token, which is taken again:
     no further run without another 401, however long the requests go on."""
-    monkeypatch.setattr(credentials, "EXEC_RETRY_S", 0.2)
+    monkeypatch.setattr(renewal_pace, "EXEC_RETRY_S", 0.2)
     client = await connect(kube, plugin)
     try:
         assert await client.get_lease(*LEASE) is None
@@ -53,7 +53,7 @@ async def test_after_such_a_401_a_hung_plugin_does_not_hold_requests(
 ) -> None:
     """The plugin, which handed the same token out after the 401, hangs from then on (its network): requests
     with the accepted token go out without starting it, as for any valid token (a Lease renewal has 3 s)."""
-    monkeypatch.setattr(credentials, "EXEC_RETRY_S", 0.2)
+    monkeypatch.setattr(renewal_pace, "EXEC_RETRY_S", 0.2)
     monkeypatch.setattr(exec_plugin, "SLOW_RUN_S", 1.0)
     client = await connect(kube, plugin)
     try:
