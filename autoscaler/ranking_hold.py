@@ -95,6 +95,7 @@ class RankingHold:
         self._spells: dict[RuntimeKey, _Spell] = {}
         self._waiting: list[str] = []  # this refresh's new warnings, said by `flush`
         self._past: list[str] = []
+        self._past_refused_403 = False  # one of this refresh's runtimes past the bound had a write refused 403
         self._written: list[RuntimeKey] = []
         self._removing: dict[RuntimeKey, int] = {}  # pods the decided value removed at the last refresh
 
@@ -131,6 +132,7 @@ class RankingHold:
             if not spell.past:
                 spell.past = True
                 self._past.append(f"{key} ({missing} for {waited:.0f} s; falls to {served.value:g})")
+                self._past_refused_403 |= "refused with 403" in pending.causes
             note = (f"{missing} for {waited:.0f} s, past the {self.bound_s:g} s a scale-down waits for them: "
                     f"{_DESIRED.value} falls with the costs as they are")
             return dataclasses.replace(view, reason=f"{view.reason}; {note}" if view.reason else note)
@@ -157,7 +159,7 @@ class RankingHold:
                 "the pods yet and the ReplicaSet would remove a pod still needed; for at most %g s, then it goes "
                 "ahead: %s", _DESIRED.value, count_of(len(waiting), "runtime"), self.bound_s, few(waiting))
         if past:
-            refused = any("refused with 403" in line for line in past)
+            refused, self._past_refused_403 = self._past_refused_403, False
             log.warning(
                 "scale-down goes ahead with stale deletion costs: %s waited %g s for them; the ReplicaSet may "
                 "remove a pod still needed. Fix what each names the writes wait on (the 'deletion costs ... not "

@@ -34,6 +34,7 @@ from autoscaler.transition_log import RuntimeTransitions
 
 log = logging.getLogger(__name__)
 
+
 class ScaleAsks(Protocol):
     """What the HPA last asked of each runtime's RuntimeScale (`autoscaler.actuation.scale_asks`)."""
 
@@ -252,20 +253,20 @@ class Refresher:
             await asyncio.sleep(max(0.0, self.interval_s - (self._clock.monotonic() - started)))
 
 
-def say_seeded_unasked(keys: list[RuntimeKey]) -> None:
-    """Warn of runtimes warmed up without what their HPA last asked of the RuntimeScale: the bridge's watch did
-    not list within the warm-up grace (an API server that does not answer); a line a runtime, or one for many."""
-    def one(key: RuntimeKey) -> str:
-        return (f"runtime {key}: {UNASKED}")
-
-    say_each_or_counted(log, keys, one, lambda count, named: f"{count} runtimes ({named}): {UNASKED}",
-                        level=logging.WARNING)
-
-
 UNASKED = ("the RuntimeScale watch did not answer its first list within warmup_grace_s, so the warm-up started "
            "from the Deployment's replicas without what the HPA last asked of the RuntimeScale (a scale-up not "
            "carried yet may be served lower, and the HPA follow); the bridge's log lines say why the list is slow, "
            "and a longer warmup_grace_s waits longer for it")
+
+
+def say_seeded_unasked(keys: list[RuntimeKey]) -> None:
+    """Warn of runtimes warmed up without what their HPA last asked of the RuntimeScale: the bridge's watch did
+    not list within the warm-up grace (an API server that does not answer); a line a runtime, or one for many."""
+    def one(key: RuntimeKey) -> str:
+        return f"runtime {key}: {UNASKED}"
+
+    say_each_or_counted(log, keys, one, lambda count, named: f"{count} runtimes ({named}): {UNASKED}",
+                        level=logging.WARNING)
 
 
 def _warned_no_capacity(memory: RuntimeMemory | None, warm: WarmUp | None) -> bool:

@@ -94,9 +94,9 @@ class WriterSettings:
 
 def _pod_costs(view: RuntimeView, carried: Mapping[str, int]) -> list[PodCosts]:
     """The pods of `carried` with the costs `view` ranks them at (a pod it does not rank: not ranked)."""
-    ranked = {name: cost if ready and fresh else None for name, ready, fresh, cost in view.pods.deletion_costs()}
-    ready = {name: ready for name, ready, *_ in view.pods.deletion_costs()}
-    return [PodCosts(name, ready.get(name, True), ranked.get(name), cost) for name, cost in carried.items()]
+    ranked = {name: (ready, cost if ready and fresh else None)
+              for name, ready, fresh, cost in view.pods.deletion_costs()}
+    return [PodCosts(name, *ranked.get(name, (True, None)), cost) for name, cost in carried.items()]
 
 
 class DeletionCostWriter:
