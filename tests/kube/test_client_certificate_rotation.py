@@ -188,24 +188,35 @@ async def test_a_plugin_that_fails_leaves_the_last_certificate_and_warns_once(
     assert "not logged in" in warning.getMessage()
 
 
+async def connect_and_revoke(kube: ClientCertKubeApi, clock: SteppedClock,
+                             plugin: CertificatePlugin) -> tuple[KubeClient, trustme.LeafCert]:
+    """A client whose first certificate served a call and was then revoked, and the second the plugin hands out."""
+    first = kube.issue("adapter", clock.now + HOUR)
+    plugin.hand_out(first, clock.now + HOUR)
+    client = await connect(kube, plugin)
+    assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+    kube.revoked.add(serial_of(first))
+    second = kube.issue("adapter", clock.now + HOUR)
+    plugin.hand_out(second, clock.now + HOUR)
+    return client, second
+
+
+async def refused_read(client: KubeClient) -> None:
+    """The call that meets the revoked certificate's 401 fails (the caller retries)."""
+    with pytest.raises(KubeApiError) as refused:
+        await client.get_lease("ml", "modelmesh-autoscaler")
+    assert refused.value.status == 401
+
+
 async def test_a_certificate_the_server_refuses_is_fetched_again_after_the_401(
     kube: ClientCertKubeApi, clock: SteppedClock, tmp_path: Path
 ) -> None:
     """Revoked, or its CA rotated, well before the expiry the plugin gave: the call that met the 401 fails (the
     caller retries), the next one goes out with a new certificate."""
     plugin = CertificatePlugin(tmp_path)
-    first = kube.issue("adapter", clock.now + HOUR)
-    plugin.hand_out(first, clock.now + HOUR)
-    client = await connect(kube, plugin)
+    client, second = await connect_and_revoke(kube, clock, plugin)
     try:
-        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
-        kube.revoked.add(serial_of(first))
-        second = kube.issue("adapter", clock.now + HOUR)
-        plugin.hand_out(second, clock.now + HOUR)
-
-        with pytest.raises(KubeApiError) as refused:
-            await client.get_lease("ml", "modelmesh-autoscaler")
-        assert refused.value.status == 401
+        await refused_read(client)
         assert await client.get_lease("ml", "modelmesh-autoscaler") is None
         assert kube.serials[-1] == serial_of(second)
     finally:
@@ -219,17 +230,9 @@ async def test_calls_during_the_run_a_401_started_wait_for_the_new_certificate(
     own: the run was not due again (at most every EXEC_RETRY_S), though the certificate was known refused. It waits
     for that run, as the call that started it does."""
     plugin = CertificatePlugin(tmp_path)
-    first = kube.issue("adapter", clock.now + HOUR)
-    plugin.hand_out(first, clock.now + HOUR)
-    client = await connect(kube, plugin)
+    client, _ = await connect_and_revoke(kube, clock, plugin)
     try:
-        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
-        kube.revoked.add(serial_of(first))
-        second = kube.issue("adapter", clock.now + HOUR)
-        plugin.hand_out(second, clock.now + HOUR)
-        with pytest.raises(KubeApiError) as refused:
-            await client.get_lease("ml", "modelmesh-autoscaler")
-        assert refused.value.status == 401
+        await refused_read(client)
         runs = plugin.runs
         plugin.hold()  # the run takes a while (a remote CA)
         starter = asyncio.create_task(client.get_lease("ml", "modelmesh-autoscaler"))
