@@ -11,7 +11,7 @@ reads, which its `last_success_timestamp_seconds{collector="modelmesh"}` shows m
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Collection, Hashable
 from typing import Final
 
 READS_WITHOUT_RATES: Final = 3
@@ -39,8 +39,8 @@ class PendingRates:
         """The pod's exporter published rates, or another answer than one without them: its count starts again."""
         self._reads.pop(pod, None)
 
-    def forget_all_but(self, pods: Iterable[Hashable]) -> None:
-        """Drop the pods no longer listed."""
-        kept = set(pods)
-        for pod in [pod for pod in self._reads if pod not in kept]:
+    def forget_all_but(self, pods: Collection[Hashable]) -> None:
+        """Drop the pods no longer listed (`pods`: the listed ones, a set at fleet size). Nearly always nothing
+        is kept: then the listed pods are not looked at."""
+        for pod in [pod for pod in self._reads if pod not in pods]:
             del self._reads[pod]
