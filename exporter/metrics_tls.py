@@ -15,14 +15,16 @@ more port for the NetworkPolicy and the manifests to know.
 
 from __future__ import annotations
 
+import logging
 import ssl
 from typing import Final
 
 from aiohttp import web
-from aiohttp.typedefs import Handler
+from aiohttp.typedefs import Handler, Middleware
 
 from exporter.cert_reload import certificate_reload_context
 from exporter.client_ca_reload import client_ca_context, client_ca_reload_context
+from exporter.refusal_log import RefusalLog, Remedies
 from exporter.refused_handshakes import tell_refused_clients
 from exporter.settings import ExporterSettings, setting
 from exporter.tls_files import server_context
@@ -30,25 +32,57 @@ from exporter.tls_files import server_context
 CLIENT_CERTIFICATE_PATHS: Final = frozenset({"/metrics"})
 """The paths that need a client certificate when `--tls-client-ca-file` is given: /healthz stays open (above)."""
 
+log = logging.getLogger(__name__)
+
+
+def plain_http_advice() -> str:
+    """The line after Go's in the `400` a plain HTTP client is answered: why HTTPS, and where to say it."""
+    return (f"This port serves HTTPS only ({setting('--tls-cert-file')} is given): use https:// (Prometheus: "
+            "scheme: https in the scrape config or ServiceMonitor endpoint; probes: scheme: HTTPS).")
+
+
+def no_client_certificate() -> str:
+    """What a client without a certificate is told by /metrics' 401, and the log."""
+    return (f"/metrics needs a client certificate signed by the CA of {setting('--tls-client-ca-file')}: give "
+            "Prometheus tls_config cert_file and key_file, the adapter --exporter-client-cert-file and "
+            "--exporter-client-key-file")
+
+
+def exporter_remedies() -> Remedies:
+    """What to do about each refused handshake, in the exporter's settings' words."""
+    return Remedies(
+        untrusted_client=(
+            f"the client's certificate is not signed by a CA in {setting('--tls-client-ca-file')}: give Prometheus "
+            "(tls_config cert_file) and the adapter (--exporter-client-cert-file) a certificate that CA signed, "
+            "or add their CA to the bundle"),
+        plain_http=(f"the client sent plain HTTP to the HTTPS port ({setting('--tls-cert-file')} is given) and was "
+                    "answered 400 Bad Request: it must use https:// (Prometheus: scheme: https; probes: scheme: "
+                    "HTTPS)"),
+        nothing_in_common=("the client offers no TLS version or cipher the exporter accepts (TLS 1.2 or later): "
+                           "update the client or its TLS settings"),
+    )
+
 
 def serve_over_tls(app: web.Application, settings: ExporterSettings) -> ssl.SSLContext | None:
     """The context to serve `app` with (None: plain HTTP, no certificate given), its certificate reloaded for as
     long as `app` runs, and /metrics closed to clients without a certificate where a client CA is given, that CA
     reloaded too (`exporter.client_ca_reload`, which then reloads the certificate as well); a client refused in
-    the handshake (plain HTTP, a certificate of another CA) told why (`exporter.refused_handshakes`). The pair
-    was checked when the settings were read (`settings._check_serving_tls`)."""
+    the handshake (plain HTTP, a certificate of another CA) told why (`exporter.refused_handshakes`), and every
+    refused client in the log (`exporter.refusal_log`). The pair was checked when the settings were read
+    (`settings._check_serving_tls`)."""
     cert_file, key_file, ca_file = settings.tls_cert_file, settings.tls_key_file, settings.tls_client_ca_file
     if cert_file is None or key_file is None:
         return None
+    refusals = RefusalLog(log, exporter_remedies())
     if ca_file is None:
         context = server_context(cert_file, key_file)
-        tell_refused_clients(context, setting("--tls-cert-file"))
+        tell_refused_clients(context, plain_http_advice(), refusals.failed)
         app.cleanup_ctx.append(certificate_reload_context(context, cert_file, key_file))
         return context
     context = client_ca_context(cert_file, key_file, ca_file)
-    tell_refused_clients(context, setting("--tls-cert-file"))
+    tell_refused_clients(context, plain_http_advice(), refusals.failed)
     app.cleanup_ctx.append(client_ca_reload_context(context, cert_file, key_file, ca_file))
-    app.middlewares.append(client_certificate_required)
+    app.middlewares.append(client_certificate_required(refusals))
     return context
 
 
@@ -61,14 +95,18 @@ def serving_said(settings: ExporterSettings) -> str:
     return said
 
 
-@web.middleware
-async def client_certificate_required(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """401 for /metrics without a client certificate. A certificate that reached here was verified by the
-    handshake (`CERT_OPTIONAL` refuses one the CA did not sign), so its presence is the whole check."""
-    transport = request.transport
-    if request.path in CLIENT_CERTIFICATE_PATHS and not (transport and transport.get_extra_info("peercert")):
-        raise web.HTTPUnauthorized(text=(
-            f"/metrics needs a client certificate signed by the CA of {setting('--tls-client-ca-file')}: give "
-            "Prometheus tls_config cert_file and key_file, the adapter --exporter-client-cert-file and "
-            "--exporter-client-key-file\n"))
-    return await handler(request)
+def client_certificate_required(refusals: RefusalLog) -> Middleware:
+    """401 for /metrics without a client certificate, said in the log (`refusals`: Prometheus's target page
+    shows only the 401). A certificate that reached here was verified by the handshake (`CERT_OPTIONAL` refuses
+    one the CA did not sign), so its presence is the whole check."""
+
+    @web.middleware
+    async def required(request: web.Request, handler: Handler) -> web.StreamResponse:
+        transport = request.transport
+        if request.path in CLIENT_CERTIFICATE_PATHS and not (transport and transport.get_extra_info("peercert")):
+            refusals.refused(f"{request.method} {request.path} from {request.remote or 'an unknown peer'} (answered "
+                             "401)", "no client certificate", no_client_certificate())
+            raise web.HTTPUnauthorized(text=no_client_certificate() + "\n")
+        return await handler(request)
+
+    return required

@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from aiohttp import web
 
 from autoscaler.api.guarded_connection import GuardedConnection
-from autoscaler.api.handshake_refusals import HandshakeRefusals
+from autoscaler.api.handshake_refusals import PLAIN_HTTP_ADVICE, HandshakeRefusals
 from autoscaler.api.listener_log import log
 from autoscaler.api.malformed_requests import StatusRequestHandler
 from autoscaler.api.peer_share import PeerCounts
+from exporter.refused_handshakes import tell_refused_clients
 
 if TYPE_CHECKING:
     from autoscaler.api.connections import ConnectionLimits
@@ -34,6 +35,10 @@ class ConnectionGuard:
     def __init__(self, server: web.Server, tls: ssl.SSLContext | None, limits: ConnectionLimits) -> None:
         self.server = server
         self.tls = tls
+        if tls is not None:
+            # A client refused in the handshake is told why, then closed, as kube-apiserver tells it (Go's `400`
+            # to plain HTTP, the alert to a certificate of another CA), where it read an empty reply.
+            tell_refused_clients(tls, PLAIN_HTTP_ADVICE)
         self.limits = limits
         self.refused = 0
         self.evicted = 0

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from tests.exporter.test_exporter_client_certificates import client_certificate, exporter, to_exporter
 from tests.exporter.test_exporter_serving_tls import Pki, curl, pki
 from tests.fakes.prometheus import PrometheusServer
+from tests.support.processes import poll
 from tests.support.waiting import eventually
 
 __all__ = ["exporter", "pki"]  # the fixtures, taken from their modules (an HTTPS exporter asking for certificates)
@@ -93,3 +94,72 @@ def test_openssl_s_client_is_told_unknown_ca(tmp_path: Path, pki: Pki, exporter:
                             "-CAfile", str(pki.ca_file), "-cert", stranger[1], "-key", stranger[3]],
                            input="", capture_output=True, text=True, timeout=20, check=False)
     assert "alert unknown ca" in shown.stdout + shown.stderr, shown.stderr
+
+
+def read_until_closed(port: int, request: bytes) -> bytes:
+    """Everything a plain HTTP client that never closes reads, up to the exporter's close (EOF); a client timeout
+    (a third of asyncio's 60 s handshake timeout) where the exporter leaves the connection open."""
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as client:
+        client.sendall(request)
+        received = b""
+        while chunk := client.recv(4096):
+            received += chunk
+    return received
+
+
+def test_a_plain_http_client_that_does_not_close_reads_the_answer_then_eof(exporter: str) -> None:
+    """As Go does: the 400, then the close, where the connection stayed open until the client went or the
+    handshake timed out a minute later."""
+    received = read_until_closed(int(exporter.rpartition(":")[2]), b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert received.startswith(b"HTTP/1.0 400 Bad Request\r\n"), received
+    head, _, body = received.partition(b"\r\n\r\n")
+    assert f"Content-Length: {len(body)}".encode() in head, received  # the whole answer, then EOF
+
+
+def warnings_in(log: Path) -> list[str]:
+    """The exporter's WARNING lines about the clients its HTTPS port refused."""
+    return [line for line in log.read_text().splitlines() if "WARNING exporter.metrics_tls:" in line]
+
+
+def refusals_said(log: Path, words: str) -> list[str]:
+    """The exporter's WARNING lines naming the peer and containing `words`, once there are any."""
+    return poll(lambda: [line for line in warnings_in(log) if "127.0.0.1" in line and words in line], 20)
+
+
+def test_plain_http_is_one_warning_naming_the_peer_and_https(tmp_path: Path, exporter: str) -> None:
+    port = int(exporter.rpartition(":")[2])
+    for _ in range(5):
+        read_until_closed(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    lines = refusals_said(tmp_path / "exporter.log", "plain HTTP")
+    assert len(lines) == 1, lines  # a scraper retrying every few seconds is one line a minute, not one a try
+    assert "https://" in lines[0] and "--tls-cert-file" in lines[0], lines
+
+
+def test_a_certificate_of_another_ca_is_a_warning_naming_the_client_ca_file(tmp_path: Path, pki: Pki,
+                                                                            exporter: str) -> None:
+    to_exporter(f"{exporter}/metrics", pki, *client_certificate(tmp_path, trustme.CA(), "stranger"))
+    lines = refusals_said(tmp_path / "exporter.log", "certificate verify failed")
+    assert "--tls-client-ca-file" in lines[0], lines
+
+
+def test_no_client_certificate_for_metrics_is_a_warning_naming_the_client_options(tmp_path: Path, pki: Pki,
+                                                                                 exporter: str) -> None:
+    assert to_exporter(f"{exporter}/metrics", pki).stdout.endswith("\n401")
+    lines = refusals_said(tmp_path / "exporter.log", "no client certificate")
+    assert "--tls-client-ca-file" in lines[0] and "cert_file" in lines[0], lines
+
+
+def test_the_kubelets_probe_without_a_certificate_is_no_warning(tmp_path: Path, pki: Pki, exporter: str) -> None:
+    """/healthz answers a client with no certificate: nothing was refused."""
+    for _ in range(3):
+        assert to_exporter(f"{exporter}/healthz", pki).stdout.endswith("\n200")
+    assert [line for line in warnings_in(tmp_path / "exporter.log") if "127.0.0.1" in line] == []
+
+
+def test_a_protocol_the_exporter_does_not_speak_is_a_warning(tmp_path: Path, pki: Pki, exporter: str) -> None:
+    """TLS 1.1 (an old client): refused, and said as such, with what the exporter accepts."""
+    port = exporter.rpartition(":")[2]
+    subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0"],
+                   input="", capture_output=True, text=True, timeout=20, check=False)
+    lines = refusals_said(tmp_path / "exporter.log", "TLS 1.2")
+    assert lines, lines
