@@ -39,30 +39,29 @@ def test_plain_http_to_the_https_port_is_answered_400_saying_to_use_https(pki: P
     assert healthz.stdout == "ok\n\n200", healthz
 
 
-def plain_request(port: int, method: str, path: str) -> bytes:
-    """The answer a plain HTTP client reads for one request: to its Content-Length, as HTTP clients read it (the
-    exporter leaves the close to the client, which `Connection: close` asks for)."""
+def read_until_closed(port: int, request: bytes) -> bytes:
+    """Everything a plain HTTP client that never closes reads, up to the exporter's close (EOF); a client timeout
+    (a third of asyncio's 60 s handshake timeout) where the exporter leaves the connection open."""
     with socket.create_connection(("127.0.0.1", port), timeout=20) as client:
-        client.sendall(f"{method} /{path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        client.sendall(request)
         received = b""
-        while b"\r\n\r\n" not in received and (chunk := client.recv(4096)):
+        while chunk := client.recv(4096):
             received += chunk
-        head, _, body = received.partition(b"\r\n\r\n")
-        length = next((int(line.partition(b":")[2]) for line in head.split(b"\r\n")
-                       if line.lower().startswith(b"content-length:")), 0)
-        while len(body) < length and (chunk := client.recv(4096)):
-            body += chunk
-    return head + b"\r\n\r\n" + body
+    return received
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(method=st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZ", min_size=3, max_size=10),
        path=st.text("abcdefghijklmnopqrstuvwxyz0123456789/-_.?=&", max_size=40))
 def test_any_plain_http_request_line_is_answered_400(exporter: str, method: str, path: str) -> None:
-    """Not only the methods OpenSSL recognises (GET, POST, HEAD, PUT): any request line gets the answer."""
-    answer = plain_request(int(exporter.rpartition(":")[2]), method, path)
+    """Not only the methods OpenSSL recognises (GET, POST, HEAD, PUT): any request line gets the whole answer,
+    then the close (`read_until_closed` reads to EOF)."""
+    request = f"{method} /{path} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+    answer = read_until_closed(int(exporter.rpartition(":")[2]), request)
     assert answer.startswith(b"HTTP/1.0 400 Bad Request\r\n"), answer
-    assert b"Client sent an HTTP request to an HTTPS server." in answer
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert body.startswith(b"Client sent an HTTP request to an HTTPS server.\n"), answer
+    assert f"Content-Length: {len(body)}".encode() in head, answer
 
 
 async def test_prometheus_scraping_http_is_told_400_not_eof(exporter: str) -> None:
@@ -94,17 +93,6 @@ def test_openssl_s_client_is_told_unknown_ca(tmp_path: Path, pki: Pki, exporter:
                             "-CAfile", str(pki.ca_file), "-cert", stranger[1], "-key", stranger[3]],
                            input="", capture_output=True, text=True, timeout=20, check=False)
     assert "alert unknown ca" in shown.stdout + shown.stderr, shown.stderr
-
-
-def read_until_closed(port: int, request: bytes) -> bytes:
-    """Everything a plain HTTP client that never closes reads, up to the exporter's close (EOF); a client timeout
-    (a third of asyncio's 60 s handshake timeout) where the exporter leaves the connection open."""
-    with socket.create_connection(("127.0.0.1", port), timeout=20) as client:
-        client.sendall(request)
-        received = b""
-        while chunk := client.recv(4096):
-            received += chunk
-    return received
 
 
 def test_a_plain_http_client_that_does_not_close_reads_the_answer_then_eof(exporter: str) -> None:
