@@ -59,13 +59,13 @@ from autoscaler.api.identity import (
     describe,
     request_attributes,
 )
-from autoscaler.api.log_limit import LogLimiter
 from autoscaler.api.open_paths import AlwaysAllowPaths, is_non_resource
 from autoscaler.api.status import ApiError
 from autoscaler.kube.review_connection import ReviewConnection
 from autoscaler.kube.reviews import DEFAULT_TIMEOUT_S, KubeAuthApi, load_review_connection
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
+from exporter.log_limit import LogLimiter
 from exporter.stopping import stop_tasks
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from aiohttp.http_exceptions import HttpProcessingError
 
-from autoscaler.api.log_limit import INTERVAL_S, LogLimiter
+from exporter.log_limit import INTERVAL_S, LogLimiter
 
 AIOHTTP_SERVER_LOGGER = "aiohttp.server"
 MAX_DETAIL_CHARS = 160

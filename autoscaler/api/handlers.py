@@ -17,7 +17,6 @@ from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
 from autoscaler.api import documents
-from autoscaler.api.log_limit import LogLimiter
 from autoscaler.api.quantity import MAX_SERVABLE, milli_quantity
 from autoscaler.api.selector import (
     CACHED_QUERY_LENGTH,
@@ -49,6 +48,7 @@ from autoscaler.names import (
     runtime_labels,
 )
 from autoscaler.selfmetrics import AdapterMetrics
+from exporter.log_limit import LogLimiter
 
 METRICS_KEY: web.AppKey[AdapterMetrics] = web.AppKey("metrics", AdapterMetrics)
 

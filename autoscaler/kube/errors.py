@@ -32,7 +32,7 @@ class KubeApiError(Exception):
 
     @property
     def cause(self) -> int | str:
-        """What went wrong, for a log that says each cause once a minute (`api/log_limit.py`): the status code
+        """What went wrong, for a log that says each cause once a minute (`exporter/log_limit.py`): the status code
         the server answered, else the kind of error the call met (`TimeoutError`, a connection error)."""
         return self.status if self.status is not None else type(self.__cause__ or self).__name__
 

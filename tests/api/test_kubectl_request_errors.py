@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 from autoscaler.api import handlers
 from autoscaler.api.app import build_api_app
-from autoscaler.api.log_limit import LogLimiter
 from autoscaler.api.status import REASONS, status_body
 from autoscaler.model import RuntimeKey
+from exporter.log_limit import LogLimiter
 from tests.api.builders import DEPLOYMENT, KEY, NAMESPACE, Pki, refresher_with, runtime_view
 from tests.api.conftest import listening
 from tests.support.kubectl import get_raw, write_kubeconfig
