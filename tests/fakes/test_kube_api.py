@@ -19,6 +19,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from tests.fakes.kube import FakeKubeApi
+from tests.support.waiting import eventually
 
 NS = "default"
 RUNTIME = "modelmesh-serving-triton"
@@ -513,6 +514,21 @@ async def test_a_delay_makes_a_tight_client_timeout_fire(kube: FakeKubeApi, api:
     with pytest.raises(Exception, match=r"(?i)timed? ?out"):
         await call(client.CoreV1Api(api).list_namespaced_pod, NS, _request_timeout=0.2)
     assert (await call(client.CoreV1Api(api).list_namespaced_pod, NS)).items == []
+
+
+async def test_a_held_answer_keeps_the_matching_request_unanswered_until_released(kube: FakeKubeApi) -> None:
+    """`hold_answer`: the first matching request waits for the test; others, later matches too, are answered."""
+    kube.add_pod(NS, "p")
+    held = kube.hold_answer(r"/pods/p$", method="GET")
+    first = asyncio.create_task(raw(kube, "GET", f"/api/v1/namespaces/{NS}/pods/p"))
+    await eventually(lambda: held.hits == 1)
+
+    assert (await raw(kube, "GET", f"/api/v1/namespaces/{NS}/pods"))[0] == 200
+    assert not first.done()
+    held.release()
+    assert (await first)[0] == 200
+    assert (await raw(kube, "GET", f"/api/v1/namespaces/{NS}/pods/p"))[0] == 200
+    assert held.hits == 1
 
 
 async def test_a_trigger_changes_the_store_before_the_matching_request_is_answered(kube: FakeKubeApi) -> None:

@@ -2,10 +2,11 @@
 something else happen in the cluster while a client is mid-way through its work.
 
 `FaultInjection` keeps `requests` (every request with its answer's status) and the injected `faults`,
-`delays` and `triggers`; the server's middleware calls `_record` first and `_inject` before authentication, so
-an injected failure answers even an unauthenticated request, as an overloaded real server would. A trigger
-(`on_request`) runs a test's action when a matching request arrives, before it is answered: "the HPA writes
-while the fifth status write is in flight" without guessing at timings. `forbid` refuses a verb
+`delays`, `held_answers` and `triggers`; the server's middleware calls `_record` first and `_inject` before
+authentication, so an injected failure answers even an unauthenticated request, as an overloaded real server would.
+A trigger (`on_request`) runs a test's action when a matching request arrives, before it is answered: "the HPA
+writes while the fifth status write is in flight" without guessing at timings; `hold_answer` keeps a request
+unanswered until the test releases it: "answered after the client renewed its credential". `forbid` refuses a verb
 on a resource in a namespace with RBAC's own 403 message, naming the object, the user and the missing
 permission, as a missing Role does: `get` refuses every read (one object, a list, a watch); `list` and `watch`
 refuse only reads of a collection, or only its watches, in RBAC's words for that verb (`cannot list resource
@@ -19,7 +20,7 @@ import itertools
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from aiohttp import web
@@ -153,6 +154,26 @@ class Delay:
 
 
 @dataclass(slots=True)
+class HeldAnswer:
+    """Matching requests kept unanswered until `release()`; `hits` counts the requests it held."""
+
+    pattern: re.Pattern[str]
+    times: int | None
+    method: str | None
+    hits: int = 0
+    released: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def applies(self, method: str, path: str) -> bool:
+        if self.times is not None and self.hits >= self.times:
+            return False
+        return (self.method is None or self.method == method) and self.pattern.search(path) is not None
+
+    def release(self) -> None:
+        """Answer the held requests (and let later matches through unheld)."""
+        self.released.set()
+
+
+@dataclass(slots=True)
 class Trigger:
     """A test's action, run when a matching request arrives: the first `after` matches pass, the next `times`
     (None: all) run it. `hits` counts the requests it matched."""
@@ -193,6 +214,7 @@ class FaultInjection:
         self._answers = itertools.count()
         self.faults: list[Fault] = []
         self.delays: list[Delay] = []
+        self.held_answers: list[HeldAnswer] = []
         self.triggers: list[Trigger] = []
         self.forbidden: list[Forbidden] = []
 
@@ -222,6 +244,13 @@ class FaultInjection:
         self.delays.append(entry)
         return entry
 
+    def hold_answer(self, path_regex: str, times: int | None = 1, method: str | None = None) -> HeldAnswer:
+        """Keep the next `times` matching requests (None: all) unanswered until the returned `HeldAnswer.release()`
+        (or `clear_faults()`); then they are authenticated and answered as any other."""
+        entry = HeldAnswer(re.compile(path_regex), times, method.upper() if method else None)
+        self.held_answers.append(entry)
+        return entry
+
     def on_request(self, path_regex: str, action: Callable[[], object], *, method: str | None = None, after: int = 0,
                    times: int | None = 1) -> Trigger:
         """Run `action()` (a change to the store, a client's callback) when a matching request arrives, before it
@@ -243,6 +272,9 @@ class FaultInjection:
     def clear_faults(self) -> None:
         self.faults.clear()
         self.delays.clear()
+        for held in self.held_answers:
+            held.release()
+        self.held_answers.clear()
         self.triggers.clear()
         self.forbidden.clear()
 
@@ -299,6 +331,11 @@ class FaultInjection:
             if entry.applies(request.method, request.path):
                 entry.hits += 1
                 await asyncio.sleep(entry.seconds)
+                break
+        for held in self.held_answers:
+            if held.applies(request.method, request.path):
+                held.hits += 1
+                await held.released.wait()
                 break
         for fault in self.faults:
             if fault.applies(request.method, request.path):
