@@ -18,12 +18,16 @@ leader stopped writing a minute before its certificate expired); after that they
 `exec_plugin.SLOW_RUN_S` (a run longer than that is said once, naming the plugin's command), and one that gives up
 (its deadline) leaves the run to finish for the next. A new certificate, checked against its key first, is loaded
 into the client's TLS context and the idle connections the old one opened are closed. A response of 401 also closes
-its connection. When no new certificate can be had, requests go on with the last good one and the reason is logged
-once per change, as a WARNING. Closing the API client (`exec_plugin.end_renewal`, as the adapter stops) ends a run
-under way and the plugin's processes (`autoscaler.kube.exec_plugin`): a plugin waiting on its CA or a login
-outlived the adapter.
+its connection. A refusal counts against the certificate the request's connection presented: a request that went out
+with the certificate a renewal has since replaced, answered 401 after, says nothing of the new one (it marked the
+new one refused, and the next calls waited for another run). A plugin that hands the refused certificate back is
+said once, as for tokens (`refused_again`). When no new certificate can be had, requests go on with the last good
+one and the reason is logged once per change, as a WARNING. Closing the API client (`exec_plugin.end_renewal`, as
+the adapter stops) ends a run under way and the plugin's processes (`autoscaler.kube.exec_plugin`): a plugin waiting
+on its CA or a login outlived the adapter.
 
-The TLS context lives in aiohttp's connector (`_ssl`) and the idle connections in its pool (`_conns`): both
+The TLS context lives in aiohttp's connector (`_ssl`), the idle connections in its pool (`_conns`), and the
+connection a short answer came on, once back in the pool, in the response (`_protocol`): all
 private, read here only, so an aiohttp that changes them leaves the adapter as before (no reload, said once),
 never broken.
 """
@@ -49,6 +53,8 @@ from cryptography import x509
 from kubernetes.aio import client
 
 from autoscaler.kube.exec_plugin import PluginRun, plugin_command, run_exec_plugin
+from autoscaler.kube.raw import describe
+from autoscaler.kube.refused_again import RefusedAgain
 from autoscaler.kube.renewal_pace import RenewalPace
 from autoscaler.kube.timestamps import posix_seconds
 from autoscaler.kube.unauthorized import on_unauthorized
@@ -68,13 +74,13 @@ def watch_client_certificate(loader: Any, configuration: client.Configuration) -
     if not isinstance(cert_file, str) or not isinstance(key_file, str) or configuration.cert_file != cert_file:
         return False
     renewal = PluginCertificate(loader._user["exec"], configuration, (cert_file, key_file),
-                                _expiry_of(Path(cert_file).read_bytes()))
+                                x509.load_pem_x509_certificate(Path(cert_file).read_bytes()))
     configuration.trace_configs = [*(configuration.trace_configs or []), renewal.trace_config()]
     return True
 
 
-def _expiry_of(pem: bytes) -> float:
-    return x509.load_pem_x509_certificate(pem).not_valid_after_utc.timestamp()
+def _expiry_of(certificate: x509.Certificate) -> float:
+    return certificate.not_valid_after_utc.timestamp()
 
 
 class _Warnings:
@@ -99,17 +105,27 @@ class PluginCertificate:
     """The current certificate of one exec plugin and the TLS contexts that carry it (one per API client)."""
 
     def __init__(self, exec_config: Any, configuration: client.Configuration, files: tuple[str, str],
-                 expiry: float, clock: Callable[[], float] | None = None) -> None:
-        """`files`: the certificate and key files the library wrote at load, which `configuration` names."""
+                 certificate: x509.Certificate, clock: Callable[[], float] | None = None) -> None:
+        """`files`: the certificate and key files the library wrote at load, which `configuration` names, and
+        `certificate` the one they hold."""
         self._exec_config = exec_config
         self._configuration = configuration
         self._files = files
+        self._certificate = certificate
         self._clock = clock or (lambda: CLOCK())
-        self.pace = RenewalPace(self._clock, expiry)
-        self.plugin_run = PluginRun(self._renew, "exec-plugin-certificate", command=plugin_command(exec_config),
+        self.pace = RenewalPace(self._clock, _expiry_of(certificate))
+        command = plugin_command(exec_config)
+        self.plugin_run = PluginRun(self._renew, "exec-plugin-certificate", command=command,
                                     credential="client certificate")
+        self._refused_again = RefusedAgain(command, "client certificate",
+                                           "refuses (401 Unauthorized, or in the TLS handshake)")
         self._generation = 0
+        """Of the certificate in use: 0 the library's, then one more at each renewal."""
         self._loaded: weakref.WeakKeyDictionary[ssl.SSLContext, int] = weakref.WeakKeyDictionary()
+        """The generation each API client's TLS context holds."""
+        self._presented: weakref.WeakKeyDictionary[object, int] = weakref.WeakKeyDictionary()
+        """The generation each connection (its protocol) presented in its handshake: a pooled connection keeps
+        presenting the certificate it opened with, whatever its TLS context has loaded since."""
         self._folder: Path | None = None
         self._warnings = _Warnings()
         self._cannot_reload_said = False
@@ -118,14 +134,20 @@ class PluginCertificate:
         trace = _RenewalTrace(self.plugin_run)
         trace.on_request_start.append(self._on_request_start)
         trace.on_connection_create_end.append(self._on_connection_create_end)
+        trace.on_request_end.append(self._on_request_end)
         on_unauthorized(trace, self._on_unauthorized)
         trace.on_request_exception.append(self._on_request_exception)
         return trace
 
-    async def _on_request_start(self, session: aiohttp.ClientSession, _ctx: SimpleNamespace, _params: Any) -> None:
+    async def _on_request_start(self, session: aiohttp.ClientSession, ctx: SimpleNamespace, _params: Any) -> None:
         # A caller giving up leaves the run to the next request; a run ended by its client's close
         # (`end_renewal`) lets a caller of another client go on with the last certificate.
         await self.pace.before_request(self.plugin_run)
+        self._load_current(session)
+        ctx.generation = self._generation_in(session)  # what a connection opened for this request presents
+
+    def _load_current(self, session: aiohttp.ClientSession) -> None:
+        """Load the certificate in use into `session`'s TLS context, where it holds an older one."""
         if self._generation == 0:
             return  # the library's certificate, loaded by every client at its start
         context = getattr(session.connector, "_ssl", None)
@@ -141,35 +163,69 @@ class PluginCertificate:
         self._loaded[context] = self._generation
         _close_idle(session.connector)
 
-    def _on_unauthorized(self, params: aiohttp.TraceRequestEndParams) -> None:
-        self.pace.refused = True
-        connection = params.response.connection
-        if connection is not None and connection.protocol is not None:
-            connection.protocol.force_close()  # it may carry a certificate the server no longer takes
+    def _generation_in(self, session: aiohttp.ClientSession) -> int:
+        """The generation `session`'s TLS context holds, which a connection it opens now presents."""
+        context = getattr(session.connector, "_ssl", None)
+        if not isinstance(context, ssl.SSLContext):
+            return self._generation  # not known (said once): a refusal counts against the certificate in use
+        return self._loaded.get(context, 0)
 
-    async def _on_connection_create_end(self, _session: aiohttp.ClientSession, ctx: SimpleNamespace,
+    def _presented_by(self, ctx: SimpleNamespace, protocol: object | None) -> int:
+        """The generation of the certificate the request's connection (`protocol`) presented: noted when the
+        request opened it (`_on_connection_create_end`), else as that connection's first request noted it."""
+        if getattr(ctx, "new_connection", False):
+            if protocol is not None:
+                self._presented[protocol] = ctx.generation
+            return int(ctx.generation)
+        presented = self._presented.get(protocol) if protocol is not None else None
+        return presented if presented is not None else int(getattr(ctx, "generation", self._generation))
+
+    async def _on_request_end(self, _session: aiohttp.ClientSession, ctx: SimpleNamespace,
+                              params: aiohttp.TraceRequestEndParams) -> None:
+        self._presented_by(ctx, _protocol_of(params.response))  # noted for the requests that reuse the connection
+
+    def _on_unauthorized(self, params: aiohttp.TraceRequestEndParams, ctx: SimpleNamespace) -> None:
+        # Only a 401 to the certificate in use: one to a certificate already replaced (a request that went out
+        # while the plugin ran, or a pooled connection opened before) says nothing of the new one.
+        protocol = _protocol_of(params.response)
+        if self._presented_by(ctx, protocol) == self._generation:
+            self.pace.refused = True
+        # It carries a certificate the server no longer takes: closed, never reused. A short answer has already
+        # put its connection back in the pool (a force_close() there came too late, and the next request on it met
+        # the same 401); one still being read is closed once read.
+        if params.response.connection is not None and params.response.connection.protocol is not None:
+            params.response.connection.protocol.force_close()
+        elif protocol is not None and hasattr(protocol, "close"):
+            protocol.close()
+
+    async def _on_connection_create_end(self, session: aiohttp.ClientSession, ctx: SimpleNamespace,
                                         _params: object) -> None:
         ctx.new_connection = True
+        ctx.generation = self._generation_in(session)  # another request may have loaded a newer one meanwhile
 
     async def _on_request_exception(self, _session: aiohttp.ClientSession, ctx: SimpleNamespace,
                                     params: aiohttp.TraceRequestExceptionParams) -> None:
         # A server that checks the certificate in the handshake refuses it there: a TLS error in TLS 1.2; in
         # TLS 1.3 the client's handshake is done first, and the refusal is a connection closed at once.
         error = params.exception
-        if _is_tls_failure(error) or (getattr(ctx, "new_connection", False)
-                                      and isinstance(error, aiohttp.ServerDisconnectedError)):
-            self.pace.refused = True
+        refused = _is_tls_failure(error) or (getattr(ctx, "new_connection", False)
+                                             and isinstance(error, aiohttp.ServerDisconnectedError))
+        if refused and getattr(ctx, "generation", self._generation) == self._generation:
+            self.pace.refused = True  # the certificate in use, not one already replaced
 
-    async def _renew(self) -> None:
+    async def _renew(self) -> str | None:
         self.pace.run_started()
         try:
             status = await run_exec_plugin(self._exec_config)
-            cert, key, expiry = _certificate_in(status, self._clock())
+            certificate, cert, key, expiry = _certificate_in(status, self._clock())
             files = self._write(cert, key)  # a full or read-only /tmp: said and retried like a failed run
         except Exception as error:  # the library's and the plugin's errors end here: the last certificate stays
             self.pace.run_failed()
-            self._warnings.failed(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
-            return
+            reason = describe(error)
+            self._warnings.failed(reason)
+            return reason
+        self._refused_again.renewed(refused=self.pace.refused, same=certificate == self._certificate)
+        self._certificate = certificate
         old, self._files = self._files, files
         self._configuration.cert_file, self._configuration.key_file = self._files  # for clients made later
         if self._generation > 0:
@@ -180,6 +236,7 @@ class PluginCertificate:
         self._warnings.recovered()
         log.debug("Kubernetes credentials: the exec plugin's client certificate is renewed, valid until %s",
                  datetime.fromtimestamp(expiry).astimezone().isoformat(timespec="seconds"))
+        return None
 
     def _write(self, cert: bytes, key: bytes) -> tuple[str, str]:
         """The pair as private files (the TLS context loads only files), named by generation."""
@@ -205,9 +262,9 @@ class _RenewalTrace(aiohttp.TraceConfig):
         self.plugin_run = plugin_run
 
 
-def _certificate_in(status: Mapping[str, Any], now: float) -> tuple[bytes, bytes, float]:
-    """The certificate, key and expiry a plugin's `status` holds; ValueError when they are missing, do not
-    belong together, or are already expired."""
+def _certificate_in(status: Mapping[str, Any], now: float) -> tuple[x509.Certificate, bytes, bytes, float]:
+    """The certificate (parsed, and as PEM), key and expiry a plugin's `status` holds; ValueError when they are
+    missing, do not belong together, or are already expired."""
     cert, key = status.get("clientCertificateData"), status.get("clientKeyData")
     if not isinstance(cert, str) or not isinstance(key, str) or not cert or not key:
         raise ValueError("the plugin's answer has no clientCertificateData and clientKeyData")
@@ -219,7 +276,8 @@ def _certificate_in(status: Mapping[str, Any], now: float) -> tuple[bytes, bytes
             ssl.create_default_context().load_cert_chain(cert_path, key_path)
         except ssl.SSLError as error:
             raise ValueError(f"the plugin's certificate and key do not load: {error}") from error
-    expiry = _expiry_of(cert.encode())
+    certificate = x509.load_pem_x509_certificate(cert.encode())
+    expiry = _expiry_of(certificate)
     stated = status.get("expirationTimestamp")
     if stated:
         stated_s = posix_seconds(stated)
@@ -228,7 +286,7 @@ def _certificate_in(status: Mapping[str, Any], now: float) -> tuple[bytes, bytes
         expiry = min(expiry, stated_s)
     if expiry <= now:
         raise ValueError(f"the plugin's certificate expired at {datetime.fromtimestamp(expiry).isoformat()}")
-    return cert.encode(), key.encode(), expiry
+    return certificate, cert.encode(), key.encode(), expiry
 
 
 def _is_tls_failure(error: BaseException) -> bool:
@@ -238,6 +296,15 @@ def _is_tls_failure(error: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+def _protocol_of(response: aiohttp.ClientResponse) -> object | None:
+    """The connection (its protocol) that carried `response`: the response keeps it (`_protocol`, private, read
+    here only) after a short answer has put the connection back in the pool and `response.connection` is None."""
+    protocol = getattr(response, "_protocol", None)
+    if protocol is None and response.connection is not None:
+        protocol = response.connection.protocol
+    return protocol
 
 
 def _close_idle(connector: Any) -> None:

@@ -13,8 +13,9 @@ its token is within five minutes of its expiry (`expirationTimestamp`), or a fif
 shorter (the pace a client certificate keeps, `autoscaler.kube.renewal_pace`: a 5-minute token ran the plugin at
 every request), and a token without one five minutes after it came; at most every `EXEC_RETRY_S` while it keeps
 failing; and after a 401 Unauthorized to it (`autoscaler.kube.unauthorized`: a token revoked or rotated early, as
-kubectl does), at most every `EXEC_RETRY_S`, said once when the plugin hands out the refused token again (which
-then counts as taken until the next 401: the 401 may not have been the token's). Requests sent while a run that a
+kubectl does; only a 401 to the token in use), at most every `EXEC_RETRY_S`, said once (`refused_again`) when the
+plugin hands out the refused token again (which then counts as taken until the next 401: the 401 may not have been
+the token's). Requests sent while a run that a
 401 started is under way wait for it rather than go out with the refused token. The plugin runs as the library runs
 it, but as a task of its own (`exec_plugin.PluginRun`): while the current token is still valid, requests go out
 with it and do not wait for the run (the library's hook waited, outside aiohttp's request timeout, and a hung
@@ -33,12 +34,12 @@ at load, so a library that changes it leaves the adapter as it was before (no re
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
@@ -47,12 +48,13 @@ from kubernetes.aio import client
 from autoscaler.kube import client_certificate
 from autoscaler.kube.client_certificate import watch_client_certificate
 from autoscaler.kube.exec_plugin import PluginRun, plugin_command, run_exec_plugin
-from autoscaler.kube.renewal_pace import EXEC_RETRY_S, RenewalPace
+from autoscaler.kube.raw import describe
+from autoscaler.kube.refused_again import RefusedAgain
+from autoscaler.kube.renewal_pace import RenewalPace
 from autoscaler.kube.timestamps import posix_seconds
 from autoscaler.kube.token_file import RefreshWarnings, TokenFile
 from autoscaler.kube.unauthorized import on_unauthorized
 
-log = logging.getLogger("autoscaler.kube")
 
 @dataclass(frozen=True, slots=True)
 class TokenRefresh:
@@ -117,8 +119,8 @@ class _ExecToken:
         self._authorization = authorization
         self._clock = clock or (lambda: client_certificate.CLOCK())
         self.pace = RenewalPace(self._clock, expiry)
-        self._refused_again_said = False
         self._command = plugin_command(exec_config)
+        self._refused_again = RefusedAgain(self._command, "token", "answers 401 Unauthorized to")
         self._warnings = RefreshWarnings("token of the kubeconfig's exec plugin")
         self.plugin_run = PluginRun(self._renew, "exec-plugin-token", command=self._command,
                                     credential="token")
@@ -134,40 +136,29 @@ class _ExecToken:
         await self.pace.before_request(self.plugin_run)
         configuration.api_key["BearerToken"] = self._authorization
 
-    def _on_unauthorized(self, params: aiohttp.TraceRequestEndParams) -> None:
+    def _on_unauthorized(self, params: aiohttp.TraceRequestEndParams, _ctx: SimpleNamespace) -> None:
         # Only a 401 to the token in use: one to a token already replaced (a request answered after the run)
         # says nothing of the new one.
         if params.headers.get("Authorization") == self._authorization:
             self.pace.refused = True
 
-    async def _renew(self) -> None:
+    async def _renew(self) -> str | None:
         self.pace.run_started()
         try:
             token, expiry = _token_in(await run_exec_plugin(self._exec_config))
         except Exception as error:  # the library's and the plugin's errors end here: requests use the last token
             self.pace.run_failed()
-            self._warnings.failed(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
-            return
+            reason = describe(error)
+            self._warnings.failed(reason)
+            return reason
         authorization = f"Bearer {token}"
-        if self.pace.refused and authorization == self._authorization:
-            # The same token: taken again until the next 401 (which runs the plugin after EXEC_RETRY_S), as the
-            # 401 may not have been the token's; kept refused, every request waited for a run every EXEC_RETRY_S.
-            self._say_refused_again()
-        else:
-            self._refused_again_said = False
+        # The same token: taken again until the next 401 (which runs the plugin after EXEC_RETRY_S), as the 401 may
+        # not have been the token's; kept refused, every request waited for a run every EXEC_RETRY_S.
+        self._refused_again.renewed(refused=self.pace.refused, same=authorization == self._authorization)
         self._authorization = authorization
         self.pace.renewed(expiry)  # no expiry: asked for again after RENEW_BEFORE_S, or at a 401
         self._warnings.recovered()
-
-    def _say_refused_again(self) -> None:
-        if self._refused_again_said:
-            return
-        log.warning("Kubernetes credentials: the API server answers 401 Unauthorized to the token of the "
-                    "kubeconfig's exec plugin %s, and the plugin handed out the same token again (from a cache of "
-                    "its own, or the 401 is not the token's: the API server's authenticator); requests go on with "
-                    "it, and the plugin runs again after a 401 at most every %s s. Run the plugin by hand to see "
-                    "the token it gives, and clear its cache or log in again", self._command, f"{EXEC_RETRY_S:g}")
-        self._refused_again_said = True
+        return None
 
 
 def _token_in(status: Mapping[str, Any]) -> tuple[str, float | None]:

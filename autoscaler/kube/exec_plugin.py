@@ -15,7 +15,9 @@ request that gives up leaves the run to finish for the next, and closing the API
 While the current credential is still valid, requests go out with it and do not wait for the run: the run starts
 minutes before the expiry, and aiohttp's request timeout does not cover the wait (a hung `aws eks get-token` held a
 Lease renewal with a 3 s deadline for minutes, and the Lease blamed the API server). A request with no valid
-credential waits for the run at most `SLOW_RUN_S`; a run still going then is said once, naming the plugin's command.
+credential waits for the run at most `SLOW_RUN_S`; a run still going then is said once, naming the plugin's command,
+and when it ends, how (a new credential, or the failure: "answered" after a failed run read as a credential at
+last).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from typing import Any
 
 from kubernetes.aio.config.config_exception import ConfigException
 from kubernetes.aio.config.exec_provider import ExecProvider
+
+from autoscaler.kube.raw import describe
 
 log = logging.getLogger("autoscaler.kube")
 
@@ -106,17 +110,18 @@ class PluginRun:
     own: a request that gives up (its deadline, its task cancelled) leaves the run to finish for the next one,
     which then need not start the plugin again; `end()` ends it and the plugin's processes."""
 
-    def __init__(self, renew: Callable[[], Coroutine[Any, Any, None]], name: str, *, command: str,
+    def __init__(self, renew: Callable[[], Coroutine[Any, Any, str | None]], name: str, *, command: str,
                  credential: str) -> None:
-        """`renew`: one run of the plugin and what becomes of its answer; it keeps its own errors. `command`: the
-        plugin's (`plugin_command`), and `credential` what it renews ("token"), to say which run is slow."""
+        """`renew`: one run of the plugin and what becomes of its answer; it keeps its own errors and returns why
+        the run gave no new credential (None: it did). `command`: the plugin's (`plugin_command`), and
+        `credential` what it renews ("token"), to say which run is slow."""
         self._renew = renew
         self._name = name
         self._command = command
         self._credential = credential
-        self._task: asyncio.Task[None] | None = None
+        self._task: asyncio.Task[str | None] | None = None
 
-    def start(self) -> asyncio.Task[None]:
+    def start(self) -> asyncio.Task[str | None]:
         """The run under way, or a new one."""
         if self._task is None or self._task.done():
             loop = asyncio.get_running_loop()
@@ -151,8 +156,8 @@ class PluginRun:
             self._task.cancel()
             await asyncio.wait([self._task])
 
-    def _say_slow(self, run: asyncio.Task[None], started: float) -> None:
-        """Name the plugin that keeps the credential from being renewed, then say when it answers at last."""
+    def _say_slow(self, run: asyncio.Task[str | None], started: float) -> None:
+        """Name the plugin that keeps the credential from being renewed, then say when it ends, and how."""
         if run.done():  # it ended as the timer fired
             return
         log.warning("Kubernetes credentials: the kubeconfig's exec plugin %s has not answered in %s s; the %s it "
@@ -161,12 +166,19 @@ class PluginRun:
                     "what it waits for (its network, a login)", self._command, f"{SLOW_RUN_S:g}", self._credential,
                     self._credential, f"{SLOW_RUN_S:g}")
 
-        def answered(ended: asyncio.Task[None]) -> None:
-            if not ended.cancelled():
-                log.info("Kubernetes credentials: the exec plugin %s answered after %.1f s", self._command,
-                         time.monotonic() - started)
+        def ended(finished: asyncio.Task[str | None]) -> None:
+            if finished.cancelled():  # ended with the API client: nothing to wait for
+                return
+            took = time.monotonic() - started
+            error = finished.exception()
+            failure = describe(error) if error is not None else finished.result()
+            if failure is None:
+                log.info("Kubernetes credentials: the exec plugin %s answered after %.1f s", self._command, took)
+            else:
+                log.info("Kubernetes credentials: the exec plugin %s failed after %.1f s, without a new %s: %s",
+                         self._command, took, self._credential, failure)
 
-        run.add_done_callback(answered)
+        run.add_done_callback(ended)
 
 
 async def end_renewal(configuration: Any) -> None:

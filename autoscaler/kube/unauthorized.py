@@ -16,16 +16,17 @@ from types import SimpleNamespace
 
 import aiohttp
 
-Refused = Callable[[aiohttp.TraceRequestEndParams], None]
-"""Told of a request answered 401, with the request's headers (the `Authorization` it carried) and response."""
+Refused = Callable[[aiohttp.TraceRequestEndParams, SimpleNamespace], None]
+"""Told of a request answered 401, with the request's headers (the `Authorization` it carried) and response, and
+the request's trace context (what the renewal noted of it: the certificate its connection presented)."""
 
 
 def on_unauthorized(trace: aiohttp.TraceConfig, refused: Refused) -> None:
     """Tell `refused` of each request traced by `trace` that the API server answers 401 Unauthorized."""
 
-    async def request_end(_session: aiohttp.ClientSession, _ctx: SimpleNamespace,
+    async def request_end(_session: aiohttp.ClientSession, ctx: SimpleNamespace,
                           params: aiohttp.TraceRequestEndParams) -> None:
         if params.response.status == HTTPStatus.UNAUTHORIZED:
-            refused(params)
+            refused(params, ctx)
 
     trace.on_request_end.append(request_end)

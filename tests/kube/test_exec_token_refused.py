@@ -5,17 +5,20 @@ meanwhile was answered 401 Unauthorized."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from pathlib import Path
 
 import pytest
 
-from autoscaler.kube import renewal_pace
+from autoscaler.kube import client_certificate, renewal_pace
 from autoscaler.kube.client import KubeApiError, KubeClient
 from tests.fakes.kube import FakeKubeApi
 from tests.kube.client_cert_api import CertificatePlugin
 from tests.kube.exec_token_fixtures import kube, token_plugin
+from tests.support.clock import SteppedClock
+from tests.support.waiting import eventually
 
 __all__ = ["kube"]  # the fixture, taken from its module: the fake API taking token-1 alone
 
@@ -84,3 +87,46 @@ async def test_a_plugin_that_hands_out_the_refused_token_again_is_not_run_for_ev
         assert f"{plugin.exec_config()['command']}" in warnings[0]
     finally:
         await client.close()
+
+
+async def test_a_401_to_the_token_just_replaced_leaves_the_new_one_in_use(
+    kube: FakeKubeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call that went out with the old token while the plugin ran (the run is beside the calls) and is answered
+    401 once the new token is in: the new token is not refused, and the plugin does not run again for it."""
+    plugin = token_plugin(tmp_path, 240.0)  # its last fifth (48 s) is when the plugin runs again
+    client = await connect(kube, plugin)
+    clock = SteppedClock(time.time())
+    monkeypatch.setattr(client_certificate, "CLOCK", clock)
+    try:
+        assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        plugin.hand_out_token("token-2", time.time() + HOUR)
+        kube.tokens["token-2"] = ("adapter", [])  # the server takes both until token-1 is revoked
+        held = kube.hold_answer(r"/leases/modelmesh-autoscaler$", method="GET")
+        clock.advance(200.0)  # renewal due, token-1 still valid: the call starts the run and goes out with it
+
+        old_call = asyncio.create_task(client.get_lease("ml", "modelmesh-autoscaler"))
+        await eventually(lambda: held.hits == 1)
+        async with asyncio.timeout(30):  # a hang guard: the run lands between two calls
+            while kube.requests[-1].headers["Authorization"] != "Bearer token-2":
+                assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+                await asyncio.sleep(0.01)
+        runs = plugin.runs
+        kube.require_token = "token-2"  # token-1 revoked
+        held.release()
+        await refused_read_of(old_call)
+
+        clock.advance(renewal_pace.EXEC_RETRY_S + 1)  # a refusal of token-2 would run the plugin now
+        for _ in range(3):
+            assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+        assert kube.requests[-1].headers["Authorization"] == "Bearer token-2"
+        assert plugin.runs == runs, "the 401 to the old token ran the plugin again for the new one"
+    finally:
+        kube.clear_faults()
+        await client.close()
+
+
+async def refused_read_of(call: asyncio.Task[object]) -> None:
+    with pytest.raises(KubeApiError) as refused:
+        await call
+    assert refused.value.status == 401

@@ -110,3 +110,32 @@ async def test_a_request_with_an_expired_token_waits_for_the_hung_plugin_only_so
     finally:
         plugin.release()
         await client.close()
+
+
+async def test_a_slow_plugin_run_that_fails_is_not_said_to_have_answered(
+    kube: FakeKubeApi, plugin: CertificatePlugin, caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run said slow that then fails ("not logged in") was followed by "answered after 41.2 s", which reads as
+    a token at last: the line after it says the run ended without one, and why."""
+    monkeypatch.setattr(exec_plugin, "SLOW_RUN_S", 0.2)
+    client = await KubeClient.connect(plugin.kubeconfig(kube, "ml"), user_agent="modelmesh-autoscaler/test",
+                                      timeout_s=3.0)
+    monkeypatch.setattr(client_certificate, "CLOCK", lambda: time.time() + LATER_S)
+    plugin.hold()
+    plugin.credential.unlink()  # the plugin will fail: not logged in
+    try:
+        with caplog.at_level(logging.INFO, "autoscaler.kube"):
+            assert await client.get_lease("ml", "modelmesh-autoscaler") is None
+            await eventually(lambda: any(r.levelno == logging.WARNING for r in caplog.records))
+            plugin.release()
+            await eventually(lambda: len(caplog.records) >= 3)
+    finally:
+        plugin.release()
+        await client.close()
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "autoscaler.kube"]
+    assert not any("answered after" in message for _, message in said), said
+    ended = said[-1][1]
+    assert ended.startswith(f"Kubernetes credentials: the exec plugin {sys.executable} failed after "), said
+    assert "without a new token" in ended and "not logged in" in ended, ended
+
