@@ -50,6 +50,7 @@ from datetime import UTC, datetime
 from typing import Final, Protocol
 
 from autoscaler.kube.errors import KubeApiError
+from autoscaler.kube.plugin_waits import noting_plugin_waits
 from autoscaler.kube.raw import JSON
 
 log = logging.getLogger(__name__)
@@ -308,12 +309,15 @@ class LeaseElector:
         return self._retry_at - self._clock()
 
     async def _attempt(self, timeout_s: float) -> bool:
-        try:
-            async with asyncio.timeout(timeout_s):
-                return await self.try_acquire_or_renew()
-        except TimeoutError:
-            self._failed(f"no answer within {timeout_s:.1f} s")
-            return False
+        # A call may wait for the kubeconfig's exec plugin before it goes out (no valid token or certificate
+        # left): then the time went there, not to the API server, and the warning says so.
+        with noting_plugin_waits() as waits:
+            try:
+                async with asyncio.timeout(timeout_s):
+                    return await self.try_acquire_or_renew()
+            except TimeoutError:
+                self._failed(f"no answer within {timeout_s:.1f} s{waits.said()}")
+                return False
 
     def _failed(self, message: str, *, routine: bool = False) -> None:
         """Log a failed attempt. Attempts come every retry period (2 s by default): a failure is a warning when

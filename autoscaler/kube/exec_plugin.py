@@ -17,7 +17,7 @@ minutes before the expiry, and aiohttp's request timeout does not cover the wait
 Lease renewal with a 3 s deadline for minutes, and the Lease blamed the API server). A request with no valid
 credential waits for the run at most `SLOW_RUN_S`; a run still going then is said once, naming the plugin's command,
 and when it ends, how (a new credential, or the failure: "answered" after a failed run read as a credential at
-last).
+last). A caller with a deadline of its own learns that its call waited on the run (`plugin_waits`).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from typing import Any
 from kubernetes.aio.config.config_exception import ConfigException
 from kubernetes.aio.config.exec_provider import ExecProvider
 
+from autoscaler.kube.plugin_waits import waiting_for_plugin
 from autoscaler.kube.raw import describe
 
 log = logging.getLogger("autoscaler.kube")
@@ -114,7 +115,7 @@ class PluginRun:
                  credential: str) -> None:
         """`renew`: one run of the plugin and what becomes of its answer; it keeps its own errors and returns why
         the run gave no new credential (None: it did). `command`: the plugin's (`plugin_command`), and
-        `credential` what it renews ("token"), to say which run is slow."""
+        `credential` what it renews ("token"), to say which run is slow and what a call waited on."""
         self._renew = renew
         self._name = name
         self._command = command
@@ -148,7 +149,8 @@ class PluginRun:
         credential, as it does when the run ends without a new one or `end()` ends it. A caller cancelled meanwhile
         raises, and the run goes on for the next."""
         if self._task is not None:
-            await asyncio.wait([self._task], timeout=SLOW_RUN_S)
+            with waiting_for_plugin(self._command, self._credential):
+                await asyncio.wait([self._task], timeout=SLOW_RUN_S)
 
     async def end(self) -> None:
         """End the run under way, if any: its plugin killed and reaped."""

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from autoscaler.actuation.leader import LeaseConfig, LeaseElector
 from autoscaler.kube import client_certificate, exec_plugin
 from autoscaler.kube.client import KubeClient
 from tests.fakes.kube import FakeKubeApi
@@ -139,3 +140,31 @@ async def test_a_slow_plugin_run_that_fails_is_not_said_to_have_answered(
     assert ended.startswith(f"Kubernetes credentials: the exec plugin {sys.executable} failed after "), said
     assert "without a new token" in ended and "not logged in" in ended, ended
 
+
+async def test_a_lease_attempt_that_waits_for_the_plugin_says_so_rather_than_blame_the_api_server(
+    kube: FakeKubeApi, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With no valid token the Lease call waits for the plugin's run (up to `SLOW_RUN_S`, 30 s), longer than the
+    attempt's deadline: "no answer within 0.5 s" read as an API server that did not answer, though the call never
+    went out. The warning names the plugin it waited on."""
+    plugin = CertificatePlugin(tmp_path)
+    plugin.hand_out_token("token-1", time.time() - 60)  # expired: every call waits for the run
+    client = await KubeClient.connect(plugin.kubeconfig(kube, "ml"), user_agent="modelmesh-autoscaler/test",
+                                      timeout_s=3.0)
+    elector = LeaseElector(client, LeaseConfig("ml", "modelmesh-autoscaler", "replica-a", lease_duration_s=1.0,
+                                               renew_deadline_s=0.5, retry_period_s=0.4))
+    plugin.hold()
+    try:
+        with caplog.at_level(logging.WARNING, "autoscaler.actuation.leader"):
+            running = asyncio.create_task(elector.run())
+            await eventually(lambda: any(r.name == "autoscaler.actuation.leader" for r in caplog.records))
+            running.cancel()
+            plugin.release()  # the Lease released on the way out needs no 30 s wait
+            await asyncio.gather(running, return_exceptions=True)
+    finally:
+        plugin.release()
+        await client.close()
+    [warning, *_] = [r.getMessage() for r in caplog.records if r.name == "autoscaler.actuation.leader"]
+    assert warning.startswith("lease ml/modelmesh-autoscaler: no answer within 0.5 s"), warning
+    assert f"the kubeconfig's exec plugin {sys.executable}" in warning, warning
+    assert "token" in warning and "not sent" in warning, warning
