@@ -21,6 +21,7 @@ from operator import itemgetter
 from typing import Final, TypeVar
 
 from autoscaler.model import PodSample
+from autoscaler.policies.bounded_cache import stored
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.power_mean import power_mean_bounded, rate_summary
 from autoscaler.policies.ranking import ReadyTerms
@@ -489,7 +490,7 @@ _BY_CODES: dict[tuple[object, ...], _PerPod] = {}
 """(expected, *codes) → `_per_pod`'s result: shared, never mutated, bounded (`_BY_CODES_BOUND`)."""
 
 _BY_CODES_BOUND: Final = 4096
-"""`_BY_CODES` is cleared past this many entries (a few hundred bytes each, a megabyte or two in all); a cleared
+"""`_BY_CODES` is cleared at this many entries (a few hundred bytes each, a megabyte or two in all); a cleared
 cache only costs rebuilding its entries."""
 
 
@@ -505,9 +506,7 @@ def _per_pod_cached(
     key = (expected, *codes)
     found = _BY_CODES.get(key)
     if found is None:
-        found = _BY_CODES[key] = _per_pod(codes, expected, fresh, ready, gpu_absent)
-        if len(_BY_CODES) > _BY_CODES_BOUND:
-            _BY_CODES.clear()
+        found = stored(_BY_CODES, key, _per_pod(codes, expected, fresh, ready, gpu_absent), _BY_CODES_BOUND)
     return found
 
 

@@ -23,6 +23,7 @@ from autoscaler.policies.aggregation import (
     scan_pods,
     set_models_in_use,
 )
+from autoscaler.policies.bounded_cache import stored
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.ranking import (
     COST_BUCKETS,
@@ -98,9 +99,7 @@ def _weights_of(
     while cached (cleared at `_WEIGHTS_BY_ID_BOUND`)."""
     hit = (terms, _default_weights(terms))
     if type(terms) is tuple:  # (a list could change under its id; the weighted terms themselves are frozen)
-        if len(_WEIGHTS_BY_ID) >= _WEIGHTS_BY_ID_BOUND:
-            _WEIGHTS_BY_ID.clear()
-        _WEIGHTS_BY_ID[id(terms)] = hit
+        stored(_WEIGHTS_BY_ID, id(terms), hit, _WEIGHTS_BY_ID_BOUND)
     return hit
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from autoscaler.policies.bounded_cache import stored
+
 SIGNAL_GPU: Final = "gpu"
 SIGNAL_REQUESTS: Final = "requests"
 SIGNAL_QUEUE: Final = "queue"
@@ -83,14 +85,13 @@ def signal_stats(
     key = (*fresh, *expected, ready, gpu_absent)
     found = _BY_COUNTS.get(key)
     if found is None:
-        if len(_BY_COUNTS) >= _BY_COUNTS_BOUND:
-            _BY_COUNTS.clear()
-        found = _BY_COUNTS[key] = {}
+        found = {}
         for s, f, e in zip(SIGNALS, fresh, expected, strict=True):
             absent = gpu_absent if s == SIGNAL_GPU else 0
             judged = ready - absent  # the Ready pods that should have it
             found[s] = SignalStats(fresh=f, missing=judged - f if e else 0, coverage=f / judged if judged else 0.0,
                                    absent=absent)
+        stored(_BY_COUNTS, key, found, _BY_COUNTS_BOUND)
     return found
 
 
