@@ -41,9 +41,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Final, NamedTuple
 
-from autoscaler.model import PodSample, RuntimeSnapshot, RuntimeView, ServedValue
+from autoscaler.model import PodSample, PodViews, RuntimeKey, RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
 from autoscaler.policies.aggregation import Aggregate
+from autoscaler.policies.bounded_cache import stored
 from autoscaler.policies.gpu_forgetting import NO_GPU_COLLECTOR, forget_gpu, has_no_gpu, remembers_gpu
 from autoscaler.policies.models_forgetting import forget_models, forgets_models
 from autoscaler.policies.podviews import examine_pods
@@ -61,7 +62,7 @@ from autoscaler.policies.signals import (
     SignalStats,
 )
 from autoscaler.policies.slots import slot_builder, slot_twin
-from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, _state, smooth
+from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState, smooth, smooth_state
 from autoscaler.policies.unready_pods import (
     NO_CLOCKS,
     UnreadyClocks,
@@ -102,8 +103,9 @@ class RuntimeMemory:
 
 
 _NO_MEMORY: Final = RuntimeMemory()
-_NO_NAMES: Final[frozenset[str]] = frozenset()
 """A runtime's memory before its first refresh (immutable, so one object serves every runtime)."""
+_NO_NAMES: Final[frozenset[str]] = frozenset()
+"""No pod held not Ready (`RuntimeMemory.unready`): one shared empty set."""
 
 _DESIRED: Final = ServedMetric.DESIRED_REPLICAS
 _DESIRED_KEY: Final = _DESIRED.value
@@ -138,9 +140,9 @@ _DESCRIBED: Final = (("GPU busy", SIGNAL_GPU), ("request rate", SIGNAL_REQUESTS)
 
 def no_capacity_signal(agg: Aggregate, policy: RuntimePolicy) -> bool:
     """Whether the runtime has no capacity signal at all: no pod reports a GPU, fresh or not, and
-    `target_rps_per_pod` is not set. A GPU reading fresh on too few pods also leaves the recommendation at the
-    Ready pods, but the warning then named the wrong setting ("no pod reports a GPU ... set target_rps_per_pod")
-    where the reason already says the GPU is fresh on too few, and it is logged once a runtime, for good."""
+    `target_rps_per_pod` is not set. Not a GPU reading fresh on too few pods, though that too leaves the
+    recommendation at the Ready pods: the reason says so already, and this warning (logged once a runtime, for
+    good) would name the wrong setting."""
     gpu = agg.signals[SIGNAL_GPU]
     return gpu.fresh + gpu.missing == 0 and policy.target_rps_per_pod is None
 
@@ -205,8 +207,8 @@ def decide(
 
     `now` is the wall clock, which freshness is judged on (samples carry Unix times); `running` is the clock
     the values decay on (`autoscaler.running_clock`: time that passed with the adapter refreshing, which a
-    step of the wall clock or a stopped adapter does not advance), and what the memory's `updated_at` counts
-    in. None: `now` (one clock, as in the simulator, whose trace time is both).
+    step of the wall clock or a stopped adapter does not advance), and what the memory's smoothing states'
+    `updated_at` (`SmoothState`) count in. None: `now` (one clock, as in the simulator, whose trace time is both).
 
     Written for its fixed cost per runtime (at 5,000 runtimes of 2 pods that is nearly all of a refresh):
     frozen results built through their slots (`slots`), the per-signal stats read once and what follows
@@ -224,18 +226,11 @@ def decide(
     unready_clocks = NO_CLOCKS
     at = now if running is None else running
     if agg.ready != len(snapshot.pods):  # some pod is not Ready (rare): one that was serving counts as missing data
-        unready, unready_clocks = held_unready(snapshot.pods, now, at, memory.unready_clocks)
-        if unready:
-            unready_names = frozenset(pod.name for pod in unready)
-            agg, pods = examine_pods(counted_as_ready(snapshot.pods, unready_names), policy, now, memory.seen,
-                                     policy_terms)
-            pods = shown_unready(pods, unready_names)
-        if memory.unready:  # a pod held until now and left out (one Ready again or gone needs no word): said once
-            say_left_out(snapshot.key, memory.unready, unready_names, snapshot.pods, at, unready_clocks)
+        agg, pods, unready, unready_names, unready_clocks = _hold_unready(
+            snapshot, policy, memory, now, at, policy_terms, agg, pods)
     if (agg.signals[SIGNAL_GPU].absent and snapshot.source_ok and has_no_gpu(agg.signals[SIGNAL_GPU], agg.ready)
             and remembers_gpu(memory.seen, memory.proposals, memory.smoothed)):  # rare: once, as its pods move
-        kept = forget_gpu(snapshot.key, memory.seen, memory.proposals, memory.smoothed)
-        memory = replace(memory, seen=kept[0], proposals=kept[1], smoothed=kept[2])
+        memory = _forget_gpu(snapshot.key, memory)
     ready, n = agg.ready, agg.n
     min_coverage = policy.min_coverage
     known = snapshot.source_ok and ready > 0 and agg.coverage >= min_coverage
@@ -244,9 +239,7 @@ def decide(
         models_reported_at = at  # reported, or unread (a failing query ages nothing: `models_forgetting`)
     elif models_reported_at is not None and forgets_models(memory.seen, models_reported_at, known, at,
                                                            policy.target_lru_age_s):  # rare: once, as it goes
-        forgotten = forget_models(snapshot.key, memory.seen, memory.proposals, at - models_reported_at,
-                                  policy.target_lru_age_s)
-        memory = replace(memory, seen=forgotten[0], proposals=forgotten[1])
+        memory = _forget_models(snapshot.key, memory, at - models_reported_at, policy.target_lru_age_s)
         models_reported_at = None
     rec = recommend(agg, policy, memory.proposals)
     by_signal = agg.signals  # every signal of SIGNALS (`Aggregate.signals`)
@@ -273,11 +266,11 @@ def decide(
 
     warnings: tuple[str, ...] = ()
     no_capacity = known and rec.no_capacity and no_capacity_signal(agg, policy)
-    if no_capacity:
-        warnings = (_no_capacity_warning(snapshot.key),)  # said by the refresh, a fleet's in one line
     horizon = agg.recency_horizon_s
-    if horizon is not None and horizon < policy.target_lru_age_s:  # said by the refresh, once per change
-        warnings = (*warnings, short_horizon_warning(snapshot.key, horizon, policy.target_lru_age_s))
+    short_horizon = horizon is not None and horizon < policy.target_lru_age_s
+    if no_capacity or short_horizon:  # rare
+        warnings = _view_warnings(snapshot.key, no_capacity, horizon if short_horizon else None,
+                                  policy.target_lru_age_s)
 
     if complete and capacity_signals_present and not held and (memory.known or not memory.smoothed):
         reason = ""  # what `_reason` says when nothing is wrong, without the call
@@ -324,6 +317,53 @@ def decide(
     return view, next_memory
 
 
+def _hold_unready(
+    snapshot: RuntimeSnapshot, policy: RuntimePolicy, memory: RuntimeMemory, now: float, at: float,
+    policy_terms: tuple[WeightedTerm, ...], agg: Aggregate, pods: PodViews,
+) -> tuple[Aggregate, PodViews, tuple[PodSample, ...], frozenset[str], UnreadyClocks]:
+    """For a runtime with a pod not Ready (`unready_pods`): a pod that was serving is held as a Ready pod missing
+    its data, so the aggregate and the pod views are made again with it counted (and shown not Ready); the pod
+    held until now and left out is said once. The aggregate, the pod views, the pods held, their names and the
+    hold's clocks; `agg` and `pods` as given when no pod is held."""
+    unready, unready_clocks = held_unready(snapshot.pods, now, at, memory.unready_clocks)
+    unready_names = _NO_NAMES
+    if unready:
+        unready_names = frozenset(pod.name for pod in unready)
+        agg, pods = examine_pods(counted_as_ready(snapshot.pods, unready_names), policy, now, memory.seen,
+                                 policy_terms)
+        pods = shown_unready(pods, unready_names)
+    if memory.unready:  # a pod held until now and left out (one Ready again or gone needs no word): said once
+        say_left_out(snapshot.key, memory.unready, unready_names, snapshot.pods, at, unready_clocks)
+    return agg, pods, unready, unready_names, unready_clocks
+
+
+def _forget_gpu(key: RuntimeKey, memory: RuntimeMemory) -> RuntimeMemory:
+    """`memory` without the GPU, once every Ready pod says it has no GPU collector (`gpu_forgetting`, which logs
+    it)."""
+    seen, proposals, smoothed = forget_gpu(key, memory.seen, memory.proposals, memory.smoothed)
+    return replace(memory, seen=seen, proposals=proposals, smoothed=smoothed)
+
+
+def _forget_models(
+    key: RuntimeKey, memory: RuntimeMemory, unreported_s: float, target_lru_age_s: float,
+) -> RuntimeMemory:
+    """`memory` without per-model use, once no fresh Ready pod has reported it for `target_lru_age_s`
+    (`models_forgetting`, which logs it); `unreported_s`: for how long none has."""
+    seen, proposals = forget_models(key, memory.seen, memory.proposals, unreported_s, target_lru_age_s)
+    return replace(memory, seen=seen, proposals=proposals)
+
+
+def _view_warnings(
+    key: RuntimeKey, no_capacity: bool, short_horizon_s: float | None, target_lru_age_s: float,
+) -> tuple[str, ...]:
+    """The view's warnings, said by the refresh: no capacity signal (a fleet's in one line), and the exporters'
+    `short_horizon_s` below `target_lru_age_s` (once per change); None: not short."""
+    warnings: tuple[str, ...] = (_no_capacity_warning(key),) if no_capacity else ()
+    if short_horizon_s is not None:
+        warnings = (*warnings, short_horizon_warning(key, short_horizon_s, target_lru_age_s))
+    return warnings
+
+
 def _desired_value(
     target: float | None,
     may_fall: bool,
@@ -345,7 +385,7 @@ def _desired_value(
         # `tau * ln(value / cap)` before the HPA sees any change).
         cap = policy.max_replicas
         if cap is not None and state.value > cap:
-            state = _state(float(cap), state.updated_at)
+            state = smooth_state(float(cap), state.updated_at)
         smoothed[_DESIRED] = state
         if target is not None:
             if not may_fall and target < state.value:
@@ -461,17 +501,14 @@ def _profile(by_signal: Mapping[str, SignalStats]) -> SignalProfile:
     once per runtime: `signal_stats` hands the same mapping to every runtime with the same counts, refresh
     after refresh, so it is found by identity (the entry keeps the mapping alive, so its id is not reused
     while cached; cleared at `_PROFILES_BOUND`)."""
-    if len(_PROFILES) >= _PROFILES_BOUND:
-        _PROFILES.clear()
-    profile = _PROFILES[id(by_signal)] = SignalProfile(
+    return stored(_PROFILES, id(by_signal), SignalProfile(
         by_signal,
         _signal_coverage(by_signal),
         frozenset(signal for signal, stats in by_signal.items() if stats.fresh + stats.missing > 0),
         all(by_signal[signal].missing == 0 for signal in (SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_CACHE)),
         by_signal[SIGNAL_REQUESTS].missing == 0,
         all(by_signal[signal].fresh + by_signal[signal].missing > 0 for _, signal in _DESCRIBED),
-    )
-    return profile
+    ), _PROFILES_BOUND)
 
 
 def _signal_coverage(by_signal: Mapping[str, SignalStats]) -> dict[str, float]:
@@ -502,9 +539,7 @@ def _policy_terms(policy: RuntimePolicy) -> tuple[tuple[WeightedTerm, ...], tupl
         return hit[1], hit[2]
     terms = default_terms(policy)
     bounds = (lower_bound(policy), policy.max_replicas)
-    if len(_TERMS_BY_ID) >= _TERMS_BY_ID_BOUND:
-        _TERMS_BY_ID.clear()
-    _TERMS_BY_ID[id(policy)] = (policy, terms, bounds)
+    stored(_TERMS_BY_ID, id(policy), (policy, terms, bounds), _TERMS_BY_ID_BOUND)
     return terms, bounds
 
 

@@ -29,8 +29,8 @@ class SmoothState:
     updated_at: float
 
 
-_state: Final = slot_builder(SmoothState, ("value", "updated_at"))
-"""SmoothState(value, updated_at) through its slots (see `slots`)."""
+smooth_state: Final = slot_builder(SmoothState, ("value", "updated_at"))
+"""SmoothState(value, updated_at) through its slots (see `slots`): for the decision's hot path."""
 _twin: Final = slot_twin(SmoothState, ("value", "updated_at"))
 
 DESIRED_REPLICAS_SETTLE: Final = 0.1
