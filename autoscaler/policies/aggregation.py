@@ -93,7 +93,7 @@ class Aggregate:
     saturated: int = 0  # pods with q_i > target_queue_delay_s
     # Every signal of SIGNALS, in that order, when built by `aggregate` (`recommend` and `decide` read it as is).
     signals: Mapping[str, SignalStats] = field(default_factory=dict)
-    pod_signals: tuple[tuple[tuple[str, str], ...], ...] = ()  # per pod: (signal, state) for each signal
+    pod_signals: PodSignals = ()  # per pod: (signal, state) for each signal
     # The cache need (docs/design.md, Recommendation): the copies the Ready pods with fresh load data served
     # within `target_lru_age_s` of `now` (their `recent_models`; a model served on two pods counts twice, as a
     # scale-down's pre-shutdown moves both), None when none of them reports per-model use; a pod's capacity in
@@ -162,6 +162,9 @@ def scan_pods(
     Whether a signal is *expected* depends on all pods, so each pod's signal states are first kept as
     a small code (`signals.NOT_READY`) and turned into shared state tuples (`state_table`) once the pass is
     over.
+
+    Hand-optimised: its plain version is `plain_aggregate` in tests/policies/plain_policies.py, and
+    tests/policies/test_fast_path.py checks on random pods that both give the same aggregate.
     """
     p = policy.skew_order
     fresh_from = oldest_fresh(now, policy.max_staleness_s)  # `now - t <= max_staleness_s` is `t >= fresh_from`

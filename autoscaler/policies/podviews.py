@@ -114,7 +114,11 @@ def examine_pods(
     general way. When some Ready pod reports its recent models, the unique-copy term's counts
     (`UniqueCopyTerm.counts`, shown in /debug whatever the term's weight) are counted first and scored on the
     way as the fourth term (`unique_scores`' `u_i / max u`); when none does, the term drops out, and the rows
-    are those of the three signal terms."""
+    are those of the three signal terms.
+
+    Hand-optimised: its plain version is `plain_aggregate`, `plain_rank_pods` and `plain_pod_views` in
+    tests/policies/plain_policies.py, and tests/policies/test_fast_path.py checks on random pods that both give
+    the same aggregate and views."""
     hit = _WEIGHTS_BY_ID.get(id(terms))
     if hit is None or hit[0] is not terms:
         hit = _weights_of(terms)

@@ -151,7 +151,11 @@ def rate_summary(
     the counted ones). Both results divide every rate by the busiest (`top`), and here each quotient is
     computed once for both (for an order other than 1, 2 and inf, each quotient's power too). Once a runtime
     per refresh: a runtime of a few pods gets loops (a list comprehension's own cost is that of several
-    values), a large one comprehensions and builtins."""
+    values), a large one comprehensions and builtins.
+
+    Hand-optimised: its plain version is `plain_power_mean` (tests/policies/plain_policies.py) with
+    `request_weights`, and tests/policies/test_fast_path.py checks on random rates that both give the same
+    floats, to the bit."""
     if not p >= 1.0:
         raise ValueError(f"power mean order must be >= 1, got {p!r}")
     count = len(rates)
