@@ -7,7 +7,7 @@ file's `target_lru_age_s`, 600 s by default, raised for every runtime above the 
 default) is one line with the count, the first few named and one runtime's own line as an example (`log_lists`),
 not 5,000 lines at every start.
 
-Per runtime the refresh pays two truth tests (`Refresher.refresh_once`): a view without warnings, of a runtime not
+Per runtime the refresh pays two truth tests (`Refresher._decide_runtime`): a view without warnings, of a runtime not
 warned about, is not looked at.
 """
 

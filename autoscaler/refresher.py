@@ -16,13 +16,13 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Protocol
 
 from autoscaler.capacity_warnings import NoCapacityWarnings
 from autoscaler.horizon_log import ShortHorizonLog
 from autoscaler.log_lists import say_each_or_counted
-from autoscaler.model import RuntimeKey, RuntimeView
+from autoscaler.model import RuntimeKey, RuntimeSnapshot, RuntimeView
 from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.decision import RuntimeMemory
 from autoscaler.policies.warmup import WarmUp, decide_remembering
@@ -62,7 +62,27 @@ HpaBounds = Callable[[RuntimeKey], tuple[int | None, int | None]]
 """(minReplicas, maxReplicas) of the HPA that scales a runtime, (None, None) when none does."""
 
 
+@dataclasses.dataclass(slots=True)
+class _RefreshPass:
+    """What one refresh gathers runtime by runtime (`Refresher._decide_runtime`) for the steps after the loop."""
+
+    now: float  # the wall clock, which freshness is judged on
+    running: float  # the running clock, which values decay on (`autoscaler.running_clock`)
+    writes: RankingWrites | None  # the deletion-cost writer, as at the refresh's start
+    views: dict[RuntimeKey, RuntimeView] = dataclasses.field(default_factory=dict)
+    failed: set[RuntimeKey] = dataclasses.field(default_factory=set)  # runtimes whose decision raised
+    # What the writer sees: the views as decided, with the scale-downs a ranking hold keeps from the HPA.
+    decided: dict[RuntimeKey, RuntimeView] = dataclasses.field(default_factory=dict)
+    # Runtimes seeded after the grace period without their RuntimeScale's list (`_say_seeded_unasked`).
+    unasked: list[RuntimeKey] = dataclasses.field(default_factory=list)
+    no_capacity: NoCapacityWarnings = dataclasses.field(default_factory=NoCapacityWarnings)
+
+
 class Refresher:
+    """Runs the refresh loop (`run`) and keeps what lasts between refreshes: each runtime's memory or warm-up,
+    its Deployment's uid, and the views the API serves (`views`). Set after construction, where the process has
+    them: the HPAs' bounds, the RuntimeScales' asks, the deletion-cost writer, the discovery health."""
+
     def __init__(
         self,
         source: MetricSource,
@@ -117,91 +137,109 @@ class Refresher:
         return self.refreshes > 0
 
     async def refresh_once(self) -> None:
+        """One refresh: read every runtime, decide each (`_decide_runtime`), say what changed, forget the runtimes
+        gone, publish the views, and hand them to the listeners (a failing listener is logged, the rest run)."""
         started = time.perf_counter()
         reading = self._clock.read()
-        now, running = reading.wall, reading.running
-        snapshots = await self.source.collect(now)
-        views: dict[RuntimeKey, RuntimeView] = {}
-        failed: set[RuntimeKey] = set()
-        transitions = self._transitions
-        no_capacity = NoCapacityWarnings()
-        unasked: list[RuntimeKey] = []  # seeded after the grace period without their RuntimeScale's list
-        writes = self.cost_writes
-        decided: dict[RuntimeKey, RuntimeView] = {}  # what the writer sees: the scale-downs a hold keeps from the HPA
-        short_horizons = self._short_horizons
-        horizons_said = short_horizons.said
+        snapshots = await self.source.collect(reading.wall)
+        done = _RefreshPass(reading.wall, reading.running, self.cost_writes)
         for snapshot in snapshots:
-            policy = self.policies.policy_for(snapshot.key, snapshot.annotations)
-            if self.hpa_bounds is not None:
-                policy = self.policies.with_hpa_bounds(snapshot.key, policy, *self.hpa_bounds(snapshot.key))
-            if snapshot.uid is not None and self._uids.get(snapshot.key, snapshot.uid) != snapshot.uid:
-                self._forget_recreated(snapshot.key, snapshot.uid)
-            memory = self._memory.get(snapshot.key)
-            # What the HPA last asked for counts only for a runtime without memory (`warmup.replica_floor`).
-            asks = None if memory is not None else self.scale_asks
-            ask_unread = asks is not None and not asks.settled_for(snapshot.key)
-            scaled = None if asks is None or ask_unread else asks.replicas_for(snapshot.key)
-            warming = self._warming.get(snapshot.key)
-            warned_before = _warned_no_capacity(memory, warming)
-            try:
-                view, memory, warm = decide_remembering(
-                    snapshot, policy, memory, warming, now, self.window_s, scaled, running, ask_unread)
-            except Exception:
-                self._decision_failed(snapshot.key)
-                failed.add(snapshot.key)
-                continue
-            if ask_unread and memory is not None:
-                unasked.append(snapshot.key)
-            if writes is not None:
-                decided[snapshot.key] = view
-                view = self._ranking_hold.hold(view, self.views.get(snapshot.key), running, writes)
-            views[snapshot.key] = view
-            if memory is not None:
-                self._memory[snapshot.key] = memory
-            elif warm is None:  # scaled to zero: when it has pods again it warms up afresh
-                self._memory.pop(snapshot.key, None)
-            if warm is None:
-                self._warming.pop(snapshot.key, None)
-            else:
-                self._warming[snapshot.key] = warm
-            transitions.note(self.views.get(snapshot.key), view)
-            no_capacity.note(view, warned_before, _warned_no_capacity(memory, warm))
-            if view.warnings or (horizons_said and snapshot.key in horizons_said):  # rare: only those warned
-                short_horizons.note(view)
-        transitions.flush()
-        no_capacity.flush()
-        say_seeded_unasked(unasked)
-        if writes is not None:
-            self._ranking_hold.flush(views.keys())
-        if horizons_said:
-            short_horizons.forget_all_but(views.keys() | failed)
-        short_horizons.flush()
+            self._decide_runtime(snapshot, done)
+        self._flush_logs(done)
+        views = done.views
         for key, warning in self.configured_warnings.items():  # a few runtimes at most, not one per runtime
             if (warned := views.get(key)) is not None:
                 views[key] = dataclasses.replace(warned, warnings=(*warned.warnings, warning))
-        for gone in set(self._memory) - set(views) - failed:
-            del self._memory[gone]
-        for gone in set(self._warming) - set(views) - failed:
-            del self._warming[gone]
-        self._uids = {snapshot.key: snapshot.uid for snapshot in snapshots if snapshot.uid is not None}
-        self.policies.forget_all_but({snapshot.key for snapshot in snapshots})
+        self._forget_gone(snapshots, views, done.failed)
         self.policies.notice_file_change()  # an edited policy file: a restart applies it (logged once)
-        self._failing &= failed  # a runtime decided again (or gone) is logged again if it fails later
-        self.metrics.publish_runtimes(views.values())  # and removes the series of runtimes and values gone
-        if self.discovery_health is not None:
-            self.metrics.publish_discovery(self.discovery_health())
-        self.views = views
-        if writes is not None:
-            writes.offer(decided)
-        self.refreshes += 1
-        self.refreshed_monotonic = time.monotonic()
-        self._count_source_errors()
+        self._publish(views, done)
         self.metrics.refresh_seconds.observe(time.perf_counter() - started)
         for listener in self.listeners:
             try:
                 await listener(views)
             except Exception:
                 log.exception("refresh listener failed; metrics serving is unaffected")
+
+    def _decide_runtime(self, snapshot: RuntimeSnapshot, done: _RefreshPass) -> None:
+        """Decide one runtime of the refresh `done` gathers: its view into `done.views` (or its key into
+        `done.failed`), its memory or warm-up kept, and its view noted for the refresh's log lines."""
+        key = snapshot.key
+        policy = self.policies.policy_for(key, snapshot.annotations)
+        if self.hpa_bounds is not None:
+            policy = self.policies.with_hpa_bounds(key, policy, *self.hpa_bounds(key))
+        if snapshot.uid is not None and self._uids.get(key, snapshot.uid) != snapshot.uid:
+            self._forget_recreated(key, snapshot.uid)
+        memory = self._memory.get(key)
+        # What the HPA last asked for counts only for a runtime without memory (`warmup.replica_floor`).
+        asks = None if memory is not None else self.scale_asks
+        ask_unread = asks is not None and not asks.settled_for(key)
+        scaled = None if asks is None or ask_unread else asks.replicas_for(key)
+        warming = self._warming.get(key)
+        warned_before = _warned_no_capacity(memory, warming)
+        try:
+            view, memory, warm = decide_remembering(
+                snapshot, policy, memory, warming, done.now, self.window_s, scaled, done.running, ask_unread)
+        except Exception:
+            self._decision_failed(key)
+            done.failed.add(key)
+            return
+        if ask_unread and memory is not None:
+            done.unasked.append(key)
+        if done.writes is not None:
+            done.decided[key] = view
+            view = self._ranking_hold.hold(view, self.views.get(key), done.running, done.writes)
+        done.views[key] = view
+        if memory is not None:
+            self._memory[key] = memory
+        elif warm is None:  # scaled to zero: when it has pods again it warms up afresh
+            self._memory.pop(key, None)
+        if warm is None:
+            self._warming.pop(key, None)
+        else:
+            self._warming[key] = warm
+        self._transitions.note(self.views.get(key), view)
+        done.no_capacity.note(view, warned_before, _warned_no_capacity(memory, warm))
+        horizons_said = self._short_horizons.said
+        if view.warnings or (horizons_said and key in horizons_said):  # rare: only those warned
+            self._short_horizons.note(view)
+
+    def _flush_logs(self, done: _RefreshPass) -> None:
+        """Say what the refresh's runtimes changed, a line for each kind of news (or one for many runtimes)."""
+        self._transitions.flush()
+        done.no_capacity.flush()
+        _say_seeded_unasked(done.unasked)
+        if done.writes is not None:
+            self._ranking_hold.flush(done.views.keys())
+        short_horizons = self._short_horizons
+        if short_horizons.said:
+            short_horizons.forget_all_but(done.views.keys() | done.failed)
+        short_horizons.flush()
+
+    def _forget_gone(self, snapshots: Sequence[RuntimeSnapshot], views: Mapping[RuntimeKey, RuntimeView],
+                     failed: set[RuntimeKey]) -> None:
+        """Forget the runtimes the source no longer lists: their memory, warm-up, uid and policy. A runtime whose
+        decision failed keeps its memory for when it decides again; one decided again (or gone) is logged again
+        should it fail later."""
+        for gone in set(self._memory) - set(views) - failed:
+            del self._memory[gone]
+        for gone in set(self._warming) - set(views) - failed:
+            del self._warming[gone]
+        self._uids = {snapshot.key: snapshot.uid for snapshot in snapshots if snapshot.uid is not None}
+        self.policies.forget_all_but({snapshot.key for snapshot in snapshots})
+        self._failing &= failed
+
+    def _publish(self, views: dict[RuntimeKey, RuntimeView], done: _RefreshPass) -> None:
+        """Publish the refresh: the runtimes' self-metrics (removing the series of runtimes and values gone), the
+        views the API serves, the decided views to the deletion-cost writer, and the source's counters."""
+        self.metrics.publish_runtimes(views.values())
+        if self.discovery_health is not None:
+            self.metrics.publish_discovery(self.discovery_health())
+        self.views = views
+        if done.writes is not None:
+            done.writes.offer(done.decided)
+        self.refreshes += 1
+        self.refreshed_monotonic = time.monotonic()
+        self._publish_source_counters()
 
     def _forget_recreated(self, key: RuntimeKey, uid: str) -> None:
         """The runtime's Deployment was deleted and created again under its name: another runtime, whose memory
@@ -221,7 +259,9 @@ class Refresher:
             self._failing.add(key)
             log.exception("runtime %s: its decision failed; it is left out of the API until it succeeds", key)
 
-    def _count_source_errors(self) -> None:
+    def _publish_source_counters(self) -> None:
+        """Add to the source's self-metrics what it counted since the last refresh: reads, partial answers, errors
+        by reason."""
         reads = self.source.reads  # only the scrape source counts them
         if reads > self._reported_reads:
             self.metrics.source_reads.labels(self.source.name).inc(reads - self._reported_reads)
@@ -253,19 +293,19 @@ class Refresher:
             await asyncio.sleep(max(0.0, self.interval_s - (self._clock.monotonic() - started)))
 
 
-UNASKED = ("the RuntimeScale watch did not answer its first list within warmup_grace_s, so the warm-up started "
+_UNASKED = ("the RuntimeScale watch did not answer its first list within warmup_grace_s, so the warm-up started "
            "from the Deployment's replicas without what the HPA last asked of the RuntimeScale (a scale-up not "
            "carried yet may be served lower, and the HPA follow); the bridge's log lines say why the list is slow, "
            "and a longer warmup_grace_s waits longer for it")
 
 
-def say_seeded_unasked(keys: list[RuntimeKey]) -> None:
+def _say_seeded_unasked(keys: list[RuntimeKey]) -> None:
     """Warn of runtimes warmed up without what their HPA last asked of the RuntimeScale: the bridge's watch did
     not list within the warm-up grace (an API server that does not answer); a line a runtime, or one for many."""
     def one(key: RuntimeKey) -> str:
-        return f"runtime {key}: {UNASKED}"
+        return f"runtime {key}: {_UNASKED}"
 
-    say_each_or_counted(log, keys, one, lambda count, named: f"{count} runtimes ({named}): {UNASKED}",
+    say_each_or_counted(log, keys, one, lambda count, named: f"{count} runtimes ({named}): {_UNASKED}",
                         level=logging.WARNING)
 
 
