@@ -30,9 +30,10 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from autoscaler.sources.exporter_text import fast_samples  # noqa: E402
-from autoscaler.sources.exposition import library_samples, parse_exporter_text  # noqa: E402
+from autoscaler.sources.exposition import library_samples  # noqa: E402
 from bench.bench_fleet import STAMP  # noqa: E402
 from bench.fake_exporter import exporter_text  # noqa: E402
+from tests.support.exporter_texts import parse_exporter_text  # noqa: E402
 
 MODEL_SERVED_AT = 1234567800.0
 """When the benchmark's models were last served: a minute and a half before the exporter's clock (`STAMP`)."""

@@ -145,12 +145,6 @@ def debug_json(record: bytes) -> bytes:
         return json.dumps(jsonable(document)).encode()
 
 
-def debug_body(view: RuntimeView, policy: PolicyExplained | None = None, source: SourceState | None = None,
-               urls: PodUrls | None = None) -> bytes:
-    """The /debug answer of a view, made the way a serving worker makes it."""
-    return debug_json(debug_record(view, policy, source, urls))
-
-
 def _document(record: tuple[Any, ...]) -> dict[str, Any]:
     """`explanation`'s document from the plain fields (the view's, the policy's, the source's, the pods' URLs),
     keys in the same order."""

@@ -114,17 +114,6 @@ class Aggregate:
     # copies served within it: the cache term holds (`recommend`) and the view warns (`decide`).
     recency_horizon_s: float | None = None
 
-    @property
-    def request_load(self) -> float | None:
-        """`n_r * M_p(r)`: the effective request rate of the runtime (docs/design.md)."""
-        if self.request_rate is None:
-            return None
-        return self.stats(SIGNAL_REQUESTS).fresh * self.request_rate
-
-    def stats(self, signal: str) -> SignalStats:
-        """The coverage of one signal of SIGNALS (every aggregate carries all of them: `signals`)."""
-        return self.signals[signal]
-
 
 def aggregate(
     pods: Sequence[PodSample],

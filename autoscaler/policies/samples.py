@@ -89,11 +89,6 @@ def clean_sample(pod: PodSample) -> PodSample:
     )
 
 
-def is_fresh(pod: PodSample, now: float, max_staleness_s: float) -> bool:
-    """A pod's load data is fresh when no older than `max_staleness_s` (future stamps count as fresh)."""
-    return fresh_time(pod.sampled_at, now, max_staleness_s)
-
-
 def fresh_time(t: float | None, now: float, max_staleness_s: float) -> bool:
     """A timestamp no older than `max_staleness_s` at `now`; None and non-finite stamps are never fresh."""
     return t is not None and -_INF < t < _INF and now - t <= max_staleness_s

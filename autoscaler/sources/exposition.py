@@ -111,12 +111,6 @@ class ExporterReading(NamedTuple):
     load data; for the source to count the reads an exporter with `rates_pending` has made without a rate."""
 
 
-def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
-                        created_at: float | None = None) -> PodSample:
-    """The signals of one pod (`read_exporter_text`, without the clock offset)."""
-    return read_exporter_text(text, pod, ready, scraped_at, created_at).sample
-
-
 def read_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
                        created_at: float | None = None, requested_at: float | None = None) -> ExporterReading:
     """Read the signals of one pod.

@@ -13,7 +13,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.api.debug_document import debug_body, explanation
+from autoscaler.api.debug_document import explanation
 from autoscaler.model import PodSample, RuntimeSnapshot, ServedValue
 from autoscaler.names import ServedMetric
 from autoscaler.policies.config import PolicyBook
@@ -22,6 +22,7 @@ from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.samples import clean_sample
 from tests.api.builders import KEY, NOW
 from tests.policies.builders import PROPERTIES
+from tests.support.debug_answers import debug_body
 
 reading = st.one_of(st.none(), st.floats(min_value=0.0, max_value=1e3), st.sampled_from([math.nan, -1.0]))
 

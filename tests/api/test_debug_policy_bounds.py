@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.api.debug_document import debug_body, debug_json, explanation
+from autoscaler.api.debug_document import debug_json, explanation
 from autoscaler.api.render import render_snapshot
 from autoscaler.model import PodSample, RuntimeSnapshot
 from autoscaler.policies.config import PolicyBook
@@ -23,6 +23,7 @@ from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.base import SourceDefaults
 from tests.api.builders import KEY, NOW
+from tests.support.debug_answers import debug_body
 
 HPA_FILLED = "the HPA's {} (the config leaves it unset)"
 

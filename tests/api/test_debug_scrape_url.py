@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler.api.app import build_api_app
-from autoscaler.api.debug_document import debug_body, explanation
+from autoscaler.api.debug_document import explanation
 from autoscaler.model import RuntimeKey
 from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
@@ -25,6 +25,7 @@ from autoscaler.sources.prometheus import PrometheusSource
 from autoscaler.sources.scrape import ScrapeSource
 from tests.api.builders import runtime_view
 from tests.sources.static_discovery import StaticDiscovery
+from tests.support.debug_answers import debug_body
 from tests.support.ports import free_port
 
 Client = TestClient[Any, Any]

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler.api.app import build_api_app
-from autoscaler.api.debug_document import debug_body, debug_json, explanation
+from autoscaler.api.debug_document import debug_json, explanation
 from autoscaler.api.handlers import rfc3339
 from autoscaler.api.render import SnapshotPublisher
 from autoscaler.model import RuntimeKey
@@ -29,6 +29,7 @@ from autoscaler.sources.prometheus import PrometheusSource
 from autoscaler.sources.scrape import ScrapeSource
 from tests.api.builders import runtime_view
 from tests.sources.static_discovery import StaticDiscovery
+from tests.support.debug_answers import debug_body
 from tests.support.ports import free_port
 
 Client = TestClient[Any, Any]

@@ -25,13 +25,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.api.certs import CertificateFiles, generate_self_signed, server_context
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad, serve
-from autoscaler.sources.exposition import parse_exporter_text
 from exporter import names
 from exporter.app import REGISTRY_KEY, build_app
 from exporter.flag_values import seconds
 from exporter.pod_identity import PodIdentity
 from exporter.settings import ExporterSettings, build_parser, parse_settings
 from tests.fakes.prometheus import PROMTOOL_BIN
+from tests.support.exporter_texts import parse_exporter_text
 
 AiohttpClient = Callable[[web.Application], Awaitable[TestClient[web.Request, web.Application]]]
 

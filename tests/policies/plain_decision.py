@@ -48,6 +48,7 @@ from autoscaler.policies.recommendation import (
 )
 from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState
 from tests.policies.plain_policies import plain_smooth
+from tests.support.policy_readings import request_load, stats_of
 
 _METRICS: Final = tuple(ServedMetric)
 
@@ -57,7 +58,7 @@ def _hold(
     why: dict[str, str],
 ) -> float | None:
     """A term's proposal under the missing-data rules (§6), unrounded where computed this refresh."""
-    stats = agg.stats(SIGNAL_OF[term])
+    stats = stats_of(agg, SIGNAL_OF[term])
     last = held.get(term)
     if stats.complete and stats.fresh > 0 and not stats.absent:
         return computed
@@ -82,7 +83,7 @@ def plain_recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, in
     """Apply §6 to one aggregate; `held` are the last refresh's proposals (the decision's memory)."""
     held = held or {}
     why: dict[str, str] = {}
-    gpu_stats, rps_stats = agg.stats(SIGNAL_GPU), agg.stats(SIGNAL_REQUESTS)
+    gpu_stats, rps_stats = stats_of(agg, SIGNAL_GPU), stats_of(agg, SIGNAL_REQUESTS)
     gpu_demand: float | None = None
     if agg.gpu_busy is not None:
         gpu_demand = gpu_stats.fresh * agg.gpu_busy / policy.target_gpu_busy
@@ -102,7 +103,7 @@ def plain_recommend(agg: Aggregate, policy: RuntimePolicy, held: Mapping[str, in
 
     cache: float | None = None
     if agg.cache_full and agg.cache_pressure is not None:
-        cache = agg.stats(SIGNAL_CACHE).fresh * min(policy.cache_pressure_cap, agg.cache_pressure)
+        cache = stats_of(agg, SIGNAL_CACHE).fresh * min(policy.cache_pressure_cap, agg.cache_pressure)
     # The cache need: the pods whose caches hold the copies in use (two of a model at most), ceil(U / C); the
     # pressure term at most cache_pressure_cap times it.
     need: float | None = None
@@ -150,7 +151,7 @@ def _raw_values(agg: Aggregate, desired: int) -> dict[ServedMetric, float | None
     return {
         ServedMetric.DESIRED_REPLICAS: float(desired),
         ServedMetric.GPU_BUSY: agg.gpu_busy,
-        ServedMetric.REQUEST_LOAD: agg.request_load,
+        ServedMetric.REQUEST_LOAD: request_load(agg),
         ServedMetric.CACHE_PRESSURE: agg.cache_pressure,
     }
 
@@ -160,7 +161,7 @@ def _desired_signals(agg: Aggregate, policy: RuntimePolicy) -> list[str]:
     used = [SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_CACHE]
     if policy.target_rps_per_pod is not None:
         used.append(SIGNAL_REQUESTS)
-    return [s for s in used if agg.stats(s).present]
+    return [s for s in used if stats_of(agg, s).present]
 
 
 def _no_capacity_warning(key: object) -> str:
@@ -192,19 +193,19 @@ def _reason(
     if missing:
         parts.append(f"{missing} of {agg.ready} ready pods stale; holding values (may rise, not fall)")
     for signal in SIGNALS:
-        stats = agg.stats(signal)
+        stats = stats_of(agg, signal)
         # Load signals share the stale pods counted above; say only what those do not explain.
         extra = stats.missing if signal == SIGNAL_GPU else stats.missing - missing
         if stats.present and extra > 0:
             parts.append(f"{signal} missing on {stats.missing} of {agg.ready} ready pods; holding what uses it")
     parts.extend(f"{what} held: {why}" for what, why in held.items())
-    no_gpu = agg.ready > 0 and agg.stats(SIGNAL_GPU).absent == agg.ready
-    if not agg.stats(SIGNAL_GPU).present and no_gpu:
+    no_gpu = agg.ready > 0 and stats_of(agg, SIGNAL_GPU).absent == agg.ready
+    if not stats_of(agg, SIGNAL_GPU).present and no_gpu:
         parts.append("no ready pod has a GPU collector (its exporter runs with --no-gpu)")
     absent = [
         what
         for what, signal in (("GPU busy", SIGNAL_GPU), ("request rate", SIGNAL_REQUESTS), ("cache state", SIGNAL_CACHE))
-        if not agg.stats(signal).present and not (signal == SIGNAL_GPU and no_gpu)
+        if not stats_of(agg, signal).present and not (signal == SIGNAL_GPU and no_gpu)
     ]
     if absent:
         parts.append("no fresh pod reports " + ", ".join(absent))
@@ -229,7 +230,7 @@ def plain_decide(
     """Decide one runtime for the refresh at `now`; `window_s` is the aggregation window the API reports."""
     memory = memory or _NO_MEMORY
     agg = aggregate(snapshot.pods, policy, now, memory.seen)
-    if snapshot.source_ok and agg.ready > 0 and agg.stats(SIGNAL_GPU).absent == agg.ready:
+    if snapshot.source_ok and agg.ready > 0 and stats_of(agg, SIGNAL_GPU).absent == agg.ready:
         # Every Ready pod says it has no GPU collector: the runtime forgets its GPU.
         memory = replace(memory, seen=memory.seen - {SIGNAL_GPU},
                          proposals={t: v for t, v in memory.proposals.items() if t != GPU},
@@ -245,7 +246,7 @@ def plain_decide(
                          proposals={t: v for t, v in memory.proposals.items() if t != CACHE})
         reported_at = None
     rec = plain_recommend(agg, policy, memory.proposals)
-    by_signal = {s: agg.stats(s) for s in SIGNALS}
+    by_signal = {s: stats_of(agg, s) for s in SIGNALS}
     desired_signals = _desired_signals(agg, policy)
     desired_complete = known and agg.n == agg.ready and all(by_signal[s].complete for s in desired_signals)
     complete = desired_complete and all(st.complete for st in by_signal.values() if st.present)

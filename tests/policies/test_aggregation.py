@@ -14,10 +14,11 @@ from autoscaler.model import PodSample
 from autoscaler.policies.aggregation import aggregate
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.power_mean import power_mean
-from autoscaler.policies.samples import clean, clean_sample, fresh_time, gpu_time, is_fresh
+from autoscaler.policies.samples import clean, clean_sample, fresh_time, gpu_time
 from autoscaler.policies.signals import FRESH, SIGNAL_GPU
 from tests.policies.builders import NOW, PROPERTIES, pod, pods_with
 from tests.policies.test_fast_path import policies, runtimes
+from tests.support.policy_readings import is_fresh, request_load
 
 NAN = math.nan
 INF = math.inf
@@ -270,7 +271,7 @@ def test_aggregate(case: AggCase) -> None:
 
 def test_request_load_is_fresh_pods_times_the_power_mean() -> None:
     agg = aggregate(pods_with(rps=[90.0, 10.0, 10.0, 10.0]), RuntimePolicy(), NOW)
-    assert agg.request_load == pytest.approx(4 * math.sqrt(2100.0))
+    assert request_load(agg) == pytest.approx(4 * math.sqrt(2100.0))
 
 
 def test_invalid_signals_are_made_absent() -> None:

@@ -13,7 +13,6 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.api.debug_document import debug_body
 from autoscaler.model import PodSample, RuntimeView
 from autoscaler.names import ServedMetric
 from autoscaler.policies.aggregation import aggregate
@@ -21,6 +20,7 @@ from autoscaler.policies.decision import decide
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.recommendation import recommend
 from tests.policies.builders import NOW, PROPERTIES, pod, snapshot
+from tests.support.debug_answers import debug_body
 
 DESIRED = ServedMetric.DESIRED_REPLICAS
 WINDOW = 30.0

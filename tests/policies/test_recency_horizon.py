@@ -10,11 +10,11 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler.api.debug_document import debug_body
 from autoscaler.model import PodSample, RuntimeView
 from autoscaler.policies.decision import RuntimeMemory, decide
 from autoscaler.policies.policy import RuntimePolicy
 from tests.policies.builders import KEY, NOW, PROPERTIES, pod, snapshot
+from tests.support.debug_answers import debug_body
 
 WINDOW = 30.0
 

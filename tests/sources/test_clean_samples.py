@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from autoscaler.model import PodSample
 from autoscaler.policies.samples import clean_sample
 from autoscaler.simulation.pods import SimPod, sample
-from autoscaler.sources.exposition import parse_exporter_text
 from autoscaler.sources.prometheus_queries import valid_value
 from exporter import names
 from tests.policies.builders import PROPERTIES
+from tests.support.exporter_texts import parse_exporter_text
 
 SCRAPED_AT = 1_700_000_000.0
 

@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 
 from autoscaler.sources import exporter_text
 from autoscaler.sources.exporter_text import LABELLED, Sample, fast_samples, wanted
-from autoscaler.sources.exposition import library_samples, parse_exporter_text, read_exporter_text
+from autoscaler.sources.exposition import library_samples, read_exporter_text
 from exporter import names
 from exporter.pod_identity import POD_INFO_HELP
+from tests.support.exporter_texts import parse_exporter_text
 
 NAMES = [names.GPU_BUSY_RATIO, names.REQUESTS_PER_SECOND, names.QUEUE_DELAY_SECONDS, names.LRU_AGE_SECONDS,
          names.CACHE_USED_RATIO, names.MODELS_LOADED, names.LAST_SUCCESS_TIMESTAMP, names.COLLECTOR_SUCCESS,

@@ -14,9 +14,10 @@ from autoscaler.names import ServedMetric
 from autoscaler.policies.decision import decide
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.samples import CEILINGS
-from autoscaler.sources.exposition import SCALAR_FIELDS, parse_exporter_text
+from autoscaler.sources.exposition import SCALAR_FIELDS
 from exporter import names
 from tests.policies.builders import PROPERTIES
+from tests.support.exporter_texts import parse_exporter_text
 
 NOW = 1_700_000_000.0
 KEY = RuntimeKey("ml", "modelmesh-serving-x")

@@ -1,8 +1,10 @@
 """An exporter's `/metrics` text as the sidecar writes it, for tests that feed the adapter's reader (per-model use
-present, absent, or garbled)."""
+present, absent, or garbled), and that reader's sample of one pod (`parse_exporter_text`)."""
 
 from __future__ import annotations
 
+from autoscaler.model import PodSample
+from autoscaler.sources.exposition import read_exporter_text
 from exporter import names
 
 
@@ -32,3 +34,9 @@ def exporter_text(pod: int, now: float, model_times: str | None, declared: bool 
         lines += [f'{names.MODEL_LAST_SERVED_TIMESTAMP}{{{names.MODEL_ID_LABEL}="m-{pod}-{model}"}} {at}'
                   for model in range(10)]
     return "\n".join(lines) + "\n"
+
+
+def parse_exporter_text(text: str, pod: str, ready: bool, scraped_at: float,
+                        created_at: float | None = None) -> PodSample:
+    """The signals of one pod (`read_exporter_text`, without the clock offset)."""
+    return read_exporter_text(text, pod, ready, scraped_at, created_at).sample
