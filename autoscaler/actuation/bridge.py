@@ -41,7 +41,6 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
 from autoscaler.actuation.bridge_news import PassWrites, shown_replicas
@@ -67,6 +66,7 @@ from autoscaler.kube.backoff import exponential_delay, retry_delay
 from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.raw import object_key
+from autoscaler.kube.timestamps import rfc3339
 from autoscaler.log_lists import say_each_or_grouped
 from autoscaler.selfmetrics import AdapterMetrics
 
@@ -642,7 +642,7 @@ class ReplicaBridge:
             self._reasons[key] = outcome.reason
         if self._metrics is not None:
             self._metrics.set_runtime_scale_ready(namespace, name, outcome.ready, outcome.reason)
-        status = desired_status(scale, deployment, outcome, _rfc3339_now(), selects_pods=selects_pods)
+        status = desired_status(scale, deployment, outcome, rfc3339(time.time()), selects_pods=selects_pods)
         old = scale.get("status") or {}
         if {field: old.get(field) for field in status} != status:
             await self._patch("runtimescale_status", RUNTIME_SCALES, namespace, name, {"status": status},
@@ -824,8 +824,4 @@ def _by_name(listed: JSON) -> Objects:
     """A list's items by (namespace, name)."""
     return {object_key(item): item for item in listed.get("items") or [] if isinstance(item, dict)}
 
-
-def _rfc3339_now() -> str:
-    """`metav1.Time` as the API server writes it: UTC, whole seconds, `Z`."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

@@ -46,12 +46,12 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Final, Protocol
 
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.plugin_waits import noting_plugin_waits
 from autoscaler.kube.raw import JSON
+from autoscaler.kube.timestamps import micro_time
 
 log = logging.getLogger(__name__)
 
@@ -101,11 +101,6 @@ class LeaseConfig:
             raise ValueError("--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline")
         if not self.renew_deadline_s > JITTER_FACTOR * self.retry_period_s:
             raise ValueError("--leader-elect-renew-deadline must be greater than 1.2 x --leader-elect-retry-period")
-
-
-def micro_time(moment: float) -> str:
-    """Kubernetes MicroTime: RFC 3339 in UTC with exactly six fractional digits."""
-    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaseElector:

@@ -23,7 +23,7 @@ import math
 import operator
 from typing import Any, Final
 
-from autoscaler.api.handlers import rfc3339
+from autoscaler.kube.timestamps import rfc3339
 from autoscaler.model import POD_FIELDS, PodUrls, PodViews, RuntimeView, ServedValue
 from autoscaler.policies.policy_origins import PolicyExplained, policy_document, unknown_annotations
 from autoscaler.source_problems import SourceProblem

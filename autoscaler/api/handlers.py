@@ -4,8 +4,6 @@ every runtime's answers were rendered when the refresh published them (`autoscal
 
 from __future__ import annotations
 
-import datetime
-import functools
 import json
 import logging
 import time
@@ -37,6 +35,7 @@ from autoscaler.api.snapshot import (
 from autoscaler.api.stall import STALL_KEY, StallWatch
 from autoscaler.api.status import KUBE_HEADERS, ApiError, ApiResponse, json_answer
 from autoscaler.api.unserved import lasting_cause
+from autoscaler.kube.timestamps import rfc3339
 from autoscaler.log_lists import few
 from autoscaler.model import RuntimeView
 from autoscaler.names import (
@@ -51,16 +50,6 @@ from autoscaler.selfmetrics import AdapterMetrics
 from exporter.log_limit import LogLimiter
 
 METRICS_KEY: web.AppKey[AdapterMetrics] = web.AppKey("metrics", AdapterMetrics)
-
-
-def rfc3339(timestamp: float) -> str:
-    return _rfc3339_seconds(int(timestamp))
-
-
-@functools.lru_cache(maxsize=4096)
-def _rfc3339_seconds(seconds: int) -> str:
-    """Whole seconds, as metav1.Time serializes; cached because every runtime's values share a few stamps."""
-    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def metric_answer(view: RuntimeView, metric: ServedMetric) -> Answer:

@@ -25,7 +25,6 @@ from autoscaler.api.handlers import (
     METRICS_KEY,
     debug_path,
     respond,
-    rfc3339,
     runtime_answer,
     runtime_debug_record,
     source_age,
@@ -36,6 +35,7 @@ from autoscaler.api.snapshot import KEDA, SNAPSHOT_KEY, Answer, error_answer, un
 from autoscaler.api.stall import STALL_KEY
 from autoscaler.api.status import json_answer
 from autoscaler.api.unserved import lasting_cause
+from autoscaler.kube.timestamps import rfc3339
 from autoscaler.model import RuntimeView
 from autoscaler.names import ServedMetric, runtime_labels
 

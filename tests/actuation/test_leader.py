@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from autoscaler.actuation.leader import LeaseConfig, LeaseElector, micro_time
+from autoscaler.actuation.leader import LeaseConfig, LeaseElector
 from autoscaler.kube.client import JSON, KubeClient
 from autoscaler.kube.errors import KubeApiError
+from autoscaler.kube.timestamps import micro_time
 from tests.actuation.conftest import SteppedClock
 from tests.fakes.kube import FakeKubeApi
 

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from autoscaler.api.app import build_api_app
 from autoscaler.api.debug_document import debug_json, explanation
-from autoscaler.api.handlers import rfc3339
 from autoscaler.api.render import SnapshotPublisher
+from autoscaler.kube.timestamps import rfc3339
 from autoscaler.model import RuntimeKey
 from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher

@@ -14,9 +14,10 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoscaler.api.handlers import metric_answer, metric_answers, rfc3339
+from autoscaler.api.handlers import metric_answer, metric_answers
 from autoscaler.api.quantity import milli_quantity
 from autoscaler.api.snapshot import METRICS
+from autoscaler.kube.timestamps import rfc3339
 from autoscaler.model import RuntimeKey, RuntimeView, ServedValue
 from autoscaler.names import GROUP_VERSION, ServedMetric, runtime_labels
 from tests.api.builders import NOW, runtime_view

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autoscaler.actuation.leader import micro_time
 from autoscaler.kube.client import KubeClient
 from autoscaler.kube.errors import KubeApiError
+from autoscaler.kube.timestamps import micro_time
 from tests.fakes.kube import FakeKubeApi
 from tests.fakes.test_kube_custom_resources import kubectl
 

@@ -18,7 +18,7 @@ from aiohttp.test_utils import TestClient
 from pytest_aiohttp import AiohttpServer
 
 from autoscaler.api.app import build_api_app
-from autoscaler.api.handlers import rfc3339
+from autoscaler.kube.timestamps import rfc3339
 from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics

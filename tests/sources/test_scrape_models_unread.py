@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from pytest_aiohttp import AiohttpServer
 
 from autoscaler.api.app import build_api_app
-from autoscaler.api.handlers import rfc3339
+from autoscaler.kube.timestamps import rfc3339
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.names import ServedMetric
 from autoscaler.policies.config import PolicyBook
