@@ -62,7 +62,7 @@ from autoscaler.actuation.bridge_status import (
     verdict,
 )
 from autoscaler.actuation.bridge_watch import crd_missing
-from autoscaler.kube.backoff import exponential_delay, retry_delay
+from autoscaler.kube.backoff import ServerThrottle, exponential_delay, retry_delay
 from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.raw import object_key
@@ -199,7 +199,7 @@ class ReplicaBridge:
         self._pass_failed = False
         self._passed_at = -math.inf  # when the last pass started: retries due by then were looked at
         self._started_at = -math.inf  # when the pass (full or of the changed) now running started
-        self._hold_until = -math.inf  # no call before this: the server's Retry-After
+        self._throttle = ServerThrottle(self.settings.backoff_cap_s, clock)  # no call before it has passed
 
     def wake(self, scale: JSON | None = None) -> None:
         """Reconcile now: `scale` alone (a RuntimeScale the watch saw added or changed), or every one (None: a
@@ -237,7 +237,7 @@ class ReplicaBridge:
             self._log_changed_reasons()
 
     async def _sync_changed(self) -> int:
-        if self._held():
+        if self._throttled():
             return 0  # kept in `_changed`: the pass after the server's wait reads them all
         self._started_at = self._clock()
         todo = self._take_changed({})
@@ -274,7 +274,7 @@ class ReplicaBridge:
         for key, scale in todo.items():
             if not self._may_write():
                 return writes
-            if self._held():
+            if self._throttled():
                 self._changed = {**{k: v for k, v in todo.items() if k not in done}, **self._changed}
                 return writes
             done[key] = scale
@@ -356,7 +356,7 @@ class ReplicaBridge:
                 self._forget(key)
             self._owners, self._covered = RuntimeOwners(), set()  # not kept current while not leading
             return 0
-        if self._held():
+        if self._throttled():
             self._full = True  # due once the server's wait has passed
             return 0
         self._passed_at = self._started_at = self._clock()
@@ -396,7 +396,7 @@ class ReplicaBridge:
                 self._warn(f"cannot list RuntimeScales in {scope or 'all namespaces'}: {error}")
                 if self._metrics is not None:  # no status can say it: the bridge sees no RuntimeScale there
                     self._metrics.bridge_runtime_scale_list_failures.inc()
-            self._hold(error)
+            self._throttle.note(error)
             unlisted.add(scope)
             return 0, True
         items = _keyed(listed, scope)
@@ -407,7 +407,7 @@ class ReplicaBridge:
         writes = 0
         for key, scale in items:
             seen.add(key)
-            if self._changed and self._may_write() and not self._held():
+            if self._changed and self._may_write() and not self._throttled():
                 between = await self._between(this_scope, handed)
                 if between is None:
                     return writes, False
@@ -420,7 +420,7 @@ class ReplicaBridge:
                 continue
             if not self._may_write():
                 return writes, False
-            if self._held():  # the rest waits with it; nothing it held is forgotten
+            if self._throttled():  # the rest waits with it; nothing it held is forgotten
                 self._full = True
                 return writes, False
             writes += await self._reconcile_guarded(key, scale, known)
@@ -434,14 +434,14 @@ class ReplicaBridge:
         except KubeApiError as error:
             self._warn(f"cannot list ServingRuntimes in {scope or 'all namespaces'}, reading them one by one: "
                        f"{error}")
-            self._hold(error)
+            self._throttle.note(error)
             runtimes = None
         try:
             deployments: Objects | None = _by_name(
                 await self._client.list_deployments(scope, MODELMESH_DEPLOYMENTS))
         except KubeApiError as error:
             self._warn(f"cannot list Deployments in {scope or 'all namespaces'}, reading them one by one: {error}")
-            self._hold(error)
+            self._throttle.note(error)
             deployments = None
         return _Listed(runtimes, deployments)
 
@@ -474,7 +474,7 @@ class ReplicaBridge:
         except KubeApiError as error:
             if self._metrics is not None:
                 self._metrics.bridge_writes.labels(write, "retried" if error.retryable else "failed").inc()
-            self._hold(error)
+            self._throttle.note(error)
             raise
         if self._metrics is not None:
             self._metrics.bridge_writes.labels(write, "ok").inc()
@@ -726,7 +726,7 @@ class ReplicaBridge:
         retry = self._retries.setdefault(key, _Retry())
         retry.failures += 1
         now = self._clock()
-        self._hold(error)
+        self._throttle.note(error)
         if error.retryable:
             base, cap = self.settings.backoff_base_s, self.settings.backoff_cap_s
             start = self._started_at if -math.inf < self._started_at <= now else now
@@ -738,14 +738,8 @@ class ReplicaBridge:
         self._warn(f"RuntimeScale {key[0]}/{key[1]} not reconciled (next try in {max(0.0, retry.retry_at - now):.0f} "
                    f"s): {error}", kind=str(error.status))
 
-    def _hold(self, error: KubeApiError) -> None:
-        """No call of the bridge before the server's `Retry-After` (at most `backoff_cap_s`) has passed."""
-        if error.retry_after_s is not None and error.retry_after_s > 0:
-            wait = min(error.retry_after_s, self.settings.backoff_cap_s)
-            self._hold_until = max(self._hold_until, self._clock() + wait)
-
-    def _held(self) -> bool:
-        return self._clock() < self._hold_until
+    def _throttled(self) -> bool:
+        return self._throttle.remaining() > 0
 
     def _warn(self, message: str, kind: str | None = None) -> None:
         cause = kind or message
@@ -759,9 +753,9 @@ class ReplicaBridge:
         `Retry-After` while one holds the bridge; else the resync or the next retry the last pass did not look at
         (one due by then was tried, or its scope could not be listed, which the resync or a watch event tries
         again: not in a tight loop)."""
+        if (throttled := self._throttle.remaining()) > 0:
+            return throttled
         now = self._clock()
-        if now < self._hold_until:
-            return self._hold_until - now
         due = [retry.retry_at - now for retry in self._retries.values() if retry.retry_at > self._passed_at]
         return max(0.0, min([self.settings.resync_interval_s, *due]))
 

@@ -53,7 +53,7 @@ from autoscaler.actuation.deletion_cost_plan import (
     scale_down_pending,
 )
 from autoscaler.actuation.removal_order import PodCosts, carried_cost, misplaced_removals
-from autoscaler.kube.backoff import retry_delay
+from autoscaler.kube.backoff import ServerThrottle, retry_delay
 from autoscaler.kube.client import KubeApiError
 from autoscaler.log_lists import few
 from autoscaler.model import RuntimeKey, RuntimeView
@@ -134,7 +134,8 @@ class DeletionCostWriter:
         self._held: frozenset[RuntimeKey] = frozenset()  # held at the last refresh: their writes are urgent
         self._holding: set[RuntimeKey] = set()  # held so far in the refresh under way (`misordered`)
         self._next_slot = 0.0
-        self._hold_until = 0.0  # real monotonic time before which no patch is sent: the server's Retry-After
+        # No patch before the server's Retry-After has passed (real time: this is about load, not policy).
+        self._throttle = ServerThrottle(self.settings.backoff_cap_s)
         self._planned_at = -math.inf  # when the last pass planned: retries due by then were looked at
         self._failing: dict[FailureCause, set[PodId]] = {}  # causes warned about, with the pods still failing
         self._pass_failures: dict[FailureCause, list[tuple[PodId, str, float, KubeApiError]]] = {}
@@ -200,10 +201,10 @@ class DeletionCostWriter:
     def _cause(self, record: PodRecord | None) -> str:
         """Why this replica has not written a pod's cost yet, as the log and /debug say it."""
         if record is not None and record.failures and record.refused is not None:
-            if record.refused == 429 or self._hold_until > time.monotonic():
+            if record.refused == 429 or self._throttle.remaining() > 0:
                 return f"throttled by the API server ({record.refused}, Retry-After)"
             return f"refused with {record.refused}" if isinstance(record.refused, int) else "no answer"
-        if self._hold_until > time.monotonic():
+        if self._throttle.remaining() > 0:
             return "throttled by the API server (Retry-After)"
         return "queued"
 
@@ -371,8 +372,8 @@ class DeletionCostWriter:
     async def _pace(self) -> None:
         """At most `qps` patches a second, spread evenly, and none while the server's Retry-After lasts (real
         time: this is about load, not policy)."""
-        while (hold := self._hold_until - time.monotonic()) > 0:  # a 429 may arrive while we wait
-            await asyncio.sleep(hold)
+        while (throttled := self._throttle.remaining()) > 0:  # a 429 may arrive while we wait
+            await asyncio.sleep(throttled)
         if self.settings.qps is None:
             return
         now = time.monotonic()
@@ -409,9 +410,7 @@ class DeletionCostWriter:
             return
         record.failures += 1
         record.refused = error.status if error.status is not None else "no answer"
-        if error.retry_after_s is not None and error.retry_after_s > 0:
-            pause = min(error.retry_after_s, self.settings.backoff_cap_s)
-            self._hold_until = max(self._hold_until, time.monotonic() + pause)
+        self._throttle.note(error)
         if error.retryable:
             record.retry_at = now + retry_delay(record.failures, self.settings.backoff_base_s,
                                                 self.settings.backoff_cap_s, self._rand(), error.retry_after_s)

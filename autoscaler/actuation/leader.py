@@ -48,6 +48,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from autoscaler.kube.backoff import ServerThrottle
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.plugin_waits import noting_plugin_waits
 from autoscaler.kube.raw import JSON
@@ -128,7 +129,7 @@ class LeaseElector:
         self._observed_at = -math.inf  # our monotonic time when that spec last changed
         self._listeners: list[Callable[[bool], None]] = []
         self._failing: str | None = None  # the last failed attempt's error, until the API answers again
-        self._retry_at = -math.inf  # our monotonic time before which the server asked for no new attempt
+        self._throttle = ServerThrottle(clock=clock)  # the last failed attempt's Retry-After
         self.release_on_stop = True
         """Whether `run()` releases the Lease when cancelled. False: a write of this term may still land (it got
         no answer), so followers must wait until the Lease expires."""
@@ -172,11 +173,10 @@ class LeaseElector:
         try:
             result = await self._try_acquire_or_renew()
         except KubeApiError as error:
-            if error.retry_after_s is not None and error.retry_after_s > 0:
-                self._retry_at = self._clock() + error.retry_after_s
+            self._throttle.replace(error)
             self._failed(f"attempt failed: {error}", routine=error.status == 409)  # 409: a lost race
             return False
-        self._retry_at = -math.inf
+        self._throttle.clear()
         if self._failing is not None:  # only a whole attempt that went through: a read that works while the
             # write is refused (RBAC without create or update) is no recovery, and logging it as one said
             # "answers again" and the refusal anew every retry period
@@ -300,8 +300,8 @@ class LeaseElector:
                 return
 
     def _server_wait(self) -> float:
-        """Seconds until the last failed attempt's `Retry-After` has passed (0 or less: it has)."""
-        return self._retry_at - self._clock()
+        """Seconds until the last failed attempt's `Retry-After` has passed (0: it has)."""
+        return self._throttle.remaining()
 
     async def _attempt(self, timeout_s: float) -> bool:
         # A call may wait for the kubeconfig's exec plugin before it goes out (no valid token or certificate

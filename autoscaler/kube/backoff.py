@@ -1,13 +1,22 @@
-"""Exponential backoff, the one formula every retrying part of the adapter uses.
+"""Exponential backoff, the one formula every retrying part of the adapter uses, and the server's `Retry-After`.
 
 Jitter depends on what must not synchronise: list + watch loops across replicas spread their delay ±20%
 (`spread_delay`); the writers (deletion costs, the replica bridge), whose retries must not line up across pods
 and objects, use "equal jitter" and honour the server's Retry-After (`retry_delay`).
+
+A `Retry-After` (429 from API Priority and Fairness, some 503s) throttles the adapter's whole flow, not the one
+object the call was about: `ServerThrottle` keeps every call of a part (the bridge, the deletion-cost writer,
+the Lease elector) back until it has passed, instead of one doomed request per object.
 """
 
 from __future__ import annotations
 
+import math
 import random
+import time
+from collections.abc import Callable
+
+from autoscaler.kube.errors import KubeApiError
 
 
 def exponential_delay(failures: int, initial_s: float, cap_s: float) -> float:
@@ -26,3 +35,42 @@ def spread_delay(failures: int, initial_s: float, cap_s: float) -> float:
     """`exponential_delay` spread uniformly over ±20%, so replicas that lost the API server together do not
     come back to it in step."""
     return exponential_delay(failures, initial_s, cap_s) * (0.8 + 0.4 * random.random())
+
+
+class ServerThrottle:
+    """Until when the server asked a part to make no call (its `Retry-After`, at most `cap_s`)."""
+
+    def __init__(self, cap_s: float = math.inf, clock: Callable[[], float] = time.monotonic) -> None:
+        """`cap_s`: the longest wait honoured (a writer's longest backoff: a server asking for an hour must not
+        stop writes for an hour). `clock`: monotonic seconds, injectable for tests."""
+        self._cap_s = cap_s
+        self._clock = clock
+        self._until = -math.inf
+
+    def note(self, error: KubeApiError) -> None:
+        """Wait for `error`'s `Retry-After` as well as any earlier one: calls in flight together each bring
+        their own answer, and the longest wait counts. An error without one changes nothing."""
+        wait = self._wait(error)
+        if wait is not None:
+            self._until = max(self._until, self._clock() + wait)
+
+    def replace(self, error: KubeApiError) -> None:
+        """Wait for `error`'s `Retry-After` instead of any earlier one: for a part that makes one call at a time
+        (the Lease elector), whose newest answer is the server's latest word. An error without one changes
+        nothing."""
+        wait = self._wait(error)
+        if wait is not None:
+            self._until = self._clock() + wait
+
+    def clear(self) -> None:
+        """A call went through: the server no longer throttles."""
+        self._until = -math.inf
+
+    def remaining(self) -> float:
+        """Seconds until calls may go out again; 0 once they may."""
+        return max(0.0, self._until - self._clock())
+
+    def _wait(self, error: KubeApiError) -> float | None:
+        if error.retry_after_s is None or error.retry_after_s <= 0:
+            return None
+        return min(error.retry_after_s, self._cap_s)
