@@ -141,10 +141,6 @@ class DeletionCostWriter:
         self._pass_failures: dict[FailureCause, list[tuple[PodId, str, float, KubeApiError]]] = {}
         self._in_flight: set[asyncio.Task[None]] = set()
 
-    async def on_refresh(self, views: Mapping[RuntimeKey, RuntimeView]) -> None:
-        """The refresh loop's listener: hand the views over and return at once."""
-        self.offer(views)
-
     def offer(self, views: Mapping[RuntimeKey, RuntimeView]) -> None:
         """Put the newest views in the mailbox (replacing any not yet planned) and wake the writer. The refresh
         offers after it has asked `misordered` of every runtime: the runtimes it held are urgent until next time."""
@@ -395,7 +391,7 @@ class DeletionCostWriter:
             return
         record.cost, record.written_at, record.uid = patch.cost, self._clock(), uid
         record.failures, record.retry_at, record.refused = 0, -math.inf, None
-        self._written(pod)
+        self._clear_failure(pod)
         self._metrics.deletion_cost_patches.labels("ok").inc()
         self._metrics.pod_deletion_cost.labels(*pod).set(patch.cost)
 
@@ -406,10 +402,10 @@ class DeletionCostWriter:
             self._metrics.deletion_cost_patches.labels("not_found").inc()
             self._remove_series(pod, record)
             self.records[pod] = PodRecord(retry_at=now + self.settings.min_interval_s)
-            self._written(pod)  # nothing left to write: it no longer holds a failure open
+            self._clear_failure(pod)  # nothing left to write
             return
         record.failures += 1
-        record.refused = error.status if error.status is not None else "no answer"
+        record.refused = status = error.status if error.status is not None else "no answer"
         self._throttle.note(error)
         if error.retryable:
             record.retry_at = now + retry_delay(record.failures, self.settings.backoff_base_s,
@@ -420,11 +416,12 @@ class DeletionCostWriter:
             result = "failed"
         self._metrics.deletion_cost_patches.labels(result).inc()
         self._metrics.deletion_cost_patch_errors.labels(str(error.status) if error.status is not None else "none").inc()
-        status = error.status if error.status is not None else "no answer"
         cause = (status, None if error.retryable else pod[0])
         self._pass_failures.setdefault(cause, []).append((pod, result, record.retry_at - now, error))
 
-    def _written(self, pod: PodId) -> None:
+    def _clear_failure(self, pod: PodId) -> None:
+        """`pod` no longer holds a failure open (written, gone or forgotten): a cause whose pods are all cleared
+        is said to be over (`_report_failures`)."""
         for pods in self._failing.values():
             pods.discard(pod)
 
@@ -463,7 +460,7 @@ class DeletionCostWriter:
         """Forget pods whose records `_plan` took out: their series and any failure they held open."""
         for pod, record in gone:
             self._remove_series(pod, record)
-            self._written(pod)
+            self._clear_failure(pod)
 
     def _forget(self) -> None:
         for pod, record in self.records.items():

@@ -322,11 +322,11 @@ async def test_the_refresh_listener_returns_at_once_while_the_api_is_slow(
     writer = DeletionCostWriter(kube_client, AdapterMetrics(), settings=FAST)
     task = asyncio.create_task(writer.run())
     try:
-        await writer.on_refresh(views_of({"pod-a": 500, "pod-b": 100}))
+        writer.offer(views_of({"pod-a": 500, "pod-b": 100}))
         await asyncio.sleep(0.05)  # the writer is now waiting on the slow API
         started = time.monotonic()
         for cost in (200, 300, 400):
-            await writer.on_refresh(views_of({"pod-a": 500, "pod-b": cost}))
+            writer.offer(views_of({"pod-a": 500, "pod-b": cost}))
         assert time.monotonic() - started < 0.05
         async with asyncio.timeout(5):
             while costs_in(kube, "pod-a")["pod-a"] is None:
