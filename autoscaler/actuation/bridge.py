@@ -43,7 +43,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from autoscaler.actuation.bridge_news import PassWrites, shown_replicas
+from autoscaler.actuation.bridge_news import PassWrites, ReasonChanges, shown_replicas
 from autoscaler.actuation.bridge_owners import RuntimeOwners
 from autoscaler.actuation.bridge_status import (
     CLUSTER_SERVING_RUNTIMES,
@@ -67,7 +67,6 @@ from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.raw import object_key
 from autoscaler.kube.timestamps import rfc3339
-from autoscaler.log_lists import say_each_or_grouped
 from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
@@ -190,7 +189,7 @@ class ReplicaBridge:
         self._reasons: dict[ScaleId, str] = {}
         self._set_backs: dict[ScaleId, tuple[int | None, float]] = {}  # the last outside value set back, and when
         self._misplaced: dict[ScaleId, tuple[tuple[str, str], ...]] = {}  # policy annotations on the runtime, warned
-        self._reason_changes: list[tuple[bool, ScaleId, str, str]] = []  # new Ready reasons, logged after a pass
+        self._reason_changes = ReasonChanges()  # new Ready reasons, logged after a pass
         self._writes = PassWrites()  # replicas carried and adopted, logged after a pass
         # The causes warned about (a status, or a list's message) since the last pass that failed nowhere: one
         # WARNING each. Remembering only the last one warned again at every resync when two causes alternate (a
@@ -234,7 +233,7 @@ class ReplicaBridge:
             return await self._sync_changed()
         finally:
             self._writes.flush()
-            self._log_changed_reasons()
+            self._reason_changes.flush()
 
     async def _sync_changed(self) -> int:
         if self._throttled():
@@ -340,12 +339,7 @@ class ReplicaBridge:
             return await self._sync()
         finally:
             self._writes.flush()
-            self._log_changed_reasons()
-
-    def _log_changed_reasons(self) -> None:
-        changed, self._reason_changes = self._reason_changes, []
-        say_each_or_grouped(log, changed, one=_reason_line, state=_reason_state, many=_reasons_line,
-                            shown=_scale_name, level=_reason_level)
+            self._reason_changes.flush()
 
     async def _sync(self) -> int:
         self._full = False
@@ -638,7 +632,7 @@ class ReplicaBridge:
         `selects_pods` False: no `status.selector` (`desired_status`)."""
         namespace, name = key
         if self._reasons.get(key) != outcome.reason:
-            self._reason_changes.append((outcome.ready, key, outcome.reason, outcome.message))
+            self._reason_changes.changed(key, outcome)
             self._reasons[key] = outcome.reason
         if self._metrics is not None:
             self._metrics.set_runtime_scale_ready(namespace, name, outcome.ready, outcome.reason)
@@ -758,34 +752,6 @@ class ReplicaBridge:
         now = self._clock()
         due = [retry.retry_at - now for retry in self._retries.values() if retry.retry_at > self._passed_at]
         return max(0.0, min([self.settings.resync_interval_s, *due]))
-
-
-_ReasonChange = tuple[bool, ScaleId, str, str]
-"""A RuntimeScale whose `Ready` reason changed this pass: Ready or not, its key, the reason and its message."""
-
-
-def _reason_line(change: _ReasonChange) -> str:
-    _, (namespace, name), reason, message = change
-    return f"RuntimeScale {namespace}/{name}: {reason}: {message}"
-
-
-def _reason_state(change: _ReasonChange) -> tuple[bool, str]:
-    ready, _, reason, _ = change
-    return ready, reason
-
-
-def _reasons_line(count: int, state: tuple[bool, str], named: str, first: _ReasonChange) -> str:
-    _, (namespace, name), _, message = first
-    return f"{count} RuntimeScales now {state[1]}: {named} (e.g. {namespace}/{name}: {message})"
-
-
-def _scale_name(change: _ReasonChange) -> str:
-    namespace, name = change[1]
-    return f"{namespace}/{name}"
-
-
-def _reason_level(change: _ReasonChange) -> int:
-    return logging.INFO if change[0] else logging.WARNING
 
 
 def _uid(obj: JSON) -> str | None:

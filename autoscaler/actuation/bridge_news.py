@@ -1,4 +1,5 @@
-"""The replica bridge's lines about what one pass wrote to runtimes: replicas carried and replicas adopted.
+"""The replica bridge's lines about what one pass did: replicas carried and adopted (`PassWrites`), and the
+RuntimeScales whose `Ready` reason changed (`ReasonChanges`).
 
 A RuntimeScale's write is worth a line one at a time: `RuntimeScale ml/triton: ServingRuntime triton
 spec.replicas 2 -> 3`. But a pass writes to many at once in two ordinary events: the bridge installed on a running
@@ -7,14 +8,18 @@ RuntimeScale was 1,000 lines at 1,000 runtimes), and a swing in load that scales
 (200 lines up, 200 down). So the pass collects them and `flush` says them as `autoscaler.transition_log` says a
 refresh's changed runtimes: one line each up to `NAMED` of a kind, else one line with the count and the first few
 (`autoscaler.log_lists`); which RuntimeScales exactly is in their `status` and `kubectl get runtimescales`.
+Ready reasons change together just as often (a new leader's first pass finds them all, an outage fails them all),
+so they are said the same way, grouped by reason (`autoscaler.log_lists.say_each_or_grouped`).
 """
 
 from __future__ import annotations
 
 import logging
+from typing import NamedTuple
 
 from autoscaler.actuation.bridge_owners import ScaleId
-from autoscaler.log_lists import say_each_or_counted
+from autoscaler.actuation.bridge_status import Verdict
+from autoscaler.log_lists import say_each_or_counted, say_each_or_grouped
 
 log = logging.getLogger("autoscaler.actuation.bridge")
 
@@ -64,3 +69,52 @@ class PassWrites:
 def shown_replicas(replicas: int | None) -> str:
     """A ServingRuntime's `spec.replicas` as its YAML shows it to the user: absent is `unset`, not Python's None."""
     return "unset" if replicas is None else str(replicas)
+
+
+class ReasonChange(NamedTuple):
+    """A RuntimeScale whose `Ready` reason changed this pass."""
+
+    ready: bool
+    key: ScaleId
+    reason: str
+    message: str
+
+
+class ReasonChanges:
+    """Collects one pass's new `Ready` reasons (`changed`), then logs them (`flush`): one line each, or, when more
+    than ten changed, one line per reason with how many."""
+
+    def __init__(self) -> None:
+        self._changes: list[ReasonChange] = []
+
+    def changed(self, key: ScaleId, outcome: Verdict) -> None:
+        """RuntimeScale `key`'s `Ready` condition now has `outcome`'s reason, which it did not have before."""
+        self._changes.append(ReasonChange(outcome.ready, key, outcome.reason, outcome.message))
+
+    def flush(self) -> None:
+        changes, self._changes = self._changes, []
+        say_each_or_grouped(log, changes, one=_reason_line, state=_reason_state, many=_reasons_line,
+                            shown=_scale_name, level=_reason_level)
+
+
+def _reason_line(change: ReasonChange) -> str:
+    namespace, name = change.key
+    return f"RuntimeScale {namespace}/{name}: {change.reason}: {change.message}"
+
+
+def _reason_state(change: ReasonChange) -> tuple[bool, str]:
+    return change.ready, change.reason
+
+
+def _reasons_line(count: int, state: tuple[bool, str], named: str, first: ReasonChange) -> str:
+    namespace, name = first.key
+    return f"{count} RuntimeScales now {state[1]}: {named} (e.g. {namespace}/{name}: {first.message})"
+
+
+def _scale_name(change: ReasonChange) -> str:
+    namespace, name = change.key
+    return f"{namespace}/{name}"
+
+
+def _reason_level(change: ReasonChange) -> int:
+    return logging.INFO if change.ready else logging.WARNING
