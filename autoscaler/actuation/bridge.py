@@ -22,13 +22,11 @@ full pass runs is reconciled between two of the pass's RuntimeScales, not after 
 pass writes every status, one round trip each: an HPA's scale-up waited tens of seconds for it); the pass then
 skips it unless it listed a newer spec, so an older listed `spec.replicas` never overwrites the HPA's.
 Failures are per RuntimeScale: 409/429/5xx and no answer are retried with exponential backoff and jitter,
-others (403: RBAC) wait for the next resync. Retries wait at least half their backoff, counted from the start of
-the pass that failed, and the first one due starts a pass that takes every one whose half has passed: each
-retry due on its own started a pass of three fleet-wide lists for it alone, back to back while an outage failed
-every write. A `Retry-After` (429 from API Priority and Fairness, which throttles the adapter's whole flow)
-holds every call of the bridge until it has passed: the pass stops there, and an HPA write handed over meanwhile
-waits for the pass after it, instead of one doomed request per RuntimeScale. Only the leader writes; all state
-lives in the cluster, so a new leader (or a restarted adapter) simply carries on.
+others (403: RBAC) wait for the next resync, and the retries due go out together in one pass (`bridge_retries`
+has the schedule and why). A `Retry-After` (429 from API Priority and Fairness, which throttles the adapter's
+whole flow) holds every call of the bridge until it has passed: the pass stops there, and an HPA write handed
+over meanwhile waits for the pass after it, instead of one doomed request per RuntimeScale. Only the leader
+writes; all state lives in the cluster, so a new leader (or a restarted adapter) simply carries on.
 """
 
 from __future__ import annotations
@@ -36,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -45,6 +42,7 @@ from typing import Any, Final, Protocol
 
 from autoscaler.actuation.bridge_news import PassWrites, ReasonChanges, shown_replicas
 from autoscaler.actuation.bridge_owners import RuntimeOwners
+from autoscaler.actuation.bridge_retries import RetrySchedule
 from autoscaler.actuation.bridge_status import (
     CLUSTER_SERVING_RUNTIMES,
     RUNTIME_SCALES,
@@ -62,7 +60,7 @@ from autoscaler.actuation.bridge_status import (
     verdict,
 )
 from autoscaler.actuation.bridge_watch import crd_missing
-from autoscaler.kube.backoff import ServerThrottle, exponential_delay, retry_delay
+from autoscaler.kube.backoff import ServerThrottle
 from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.raw import object_key
@@ -128,15 +126,6 @@ class _Listed:
     deployments: Objects | None
 
 
-@dataclass(slots=True)
-class _Retry:
-    failures: int = 0
-    retry_at: float = 0.0
-    """When this retry wakes the bridge (jittered)."""
-    not_before: float = 0.0
-    """From when a pass retries it: half its backoff (or the server's Retry-After) after the pass that failed."""
-
-
 class ReplicaBridge:
     """Keeps every watched RuntimeScale and its ServingRuntime in step; run `run()` as its own task."""
 
@@ -158,7 +147,6 @@ class ReplicaBridge:
         self._metrics = metrics
         self._may_write = may_write
         self._clock = clock
-        self._rand = rand
         self._wake = asyncio.Event()
         self._full = True  # a full pass is due (first run, a relist, leadership)
         self._changed: dict[ScaleId, JSON] = {}  # RuntimeScales the watch saw change since the last pass
@@ -166,7 +154,6 @@ class ReplicaBridge:
         # reading its runtime again for it was two requests per status written (10,000 after a new leader's
         # first pass at 5,000 runtimes).
         self._written: dict[ScaleId, str] = {}
-        self._retries: dict[ScaleId, _Retry] = {}
         # The newest RuntimeScale spec reconciled, (uid, metadata.generation): a watch stream can lag behind the
         # pass's own consistent list, and its late event of an older spec wrote that older spec.replicas back
         # to the runtime (a pod started, then removed with its models when the next event came).
@@ -196,9 +183,10 @@ class ReplicaBridge:
         # ClusterRole without get/list on ServingRuntimes fails the list, then each RuntimeScale's read).
         self._warned: set[str] = set()
         self._pass_failed = False
-        self._passed_at = -math.inf  # when the last pass started: retries due by then were looked at
-        self._started_at = -math.inf  # when the pass (full or of the changed) now running started
         self._throttle = ServerThrottle(self.settings.backoff_cap_s, clock)  # no call before it has passed
+        self._retries = RetrySchedule(self._throttle, backoff_base_s=self.settings.backoff_base_s,
+                                      backoff_cap_s=self.settings.backoff_cap_s,
+                                      resync_interval_s=self.settings.resync_interval_s, clock=clock, rand=rand)
 
     def wake(self, scale: JSON | None = None) -> None:
         """Reconcile now: `scale` alone (a RuntimeScale the watch saw added or changed), or every one (None: a
@@ -238,7 +226,7 @@ class ReplicaBridge:
     async def _sync_changed(self) -> int:
         if self._throttled():
             return 0  # kept in `_changed`: the pass after the server's wait reads them all
-        self._started_at = self._clock()
+        self._retries.pass_started(full=False)
         todo = self._take_changed({})
         # All of them noted before any is reconciled: a RuntimeScale and its copy handed over together must not
         # each find itself alone on the runtime.
@@ -353,7 +341,7 @@ class ReplicaBridge:
         if self._throttled():
             self._full = True  # due once the server's wait has passed
             return 0
-        self._passed_at = self._started_at = self._clock()
+        self._retries.pass_started(full=True)
         self._pass_failed = False
         writes = 0
         seen: set[ScaleId] = set()
@@ -366,11 +354,11 @@ class ReplicaBridge:
                 return writes
         if None in unlisted:
             return writes
-        for key in {*self._reasons, *self._retries} - seen:
+        for key in {*self._reasons, *self._retries.keys()} - seen:
             if key[0] not in unlisted:
                 self._forget(key)
-                self._retries.pop(key, None)
-        if not self._pass_failed and not self._retries:  # a whole pass without a failure: causes are news again
+                self._retries.forget(key)
+        if not self._pass_failed and not self._retries.keys():  # a whole pass without a failure: causes are news again
             self._warned.clear()
         return writes
 
@@ -409,8 +397,7 @@ class ReplicaBridge:
             if ((key in handed and not _older_generation(_generation(handed[key]), _generation(scale)))
                     or _older_generation(_generation(scale), self._generations.get(key))):
                 continue  # reconciled from its hand-over during this pass: the listed spec is no newer
-            retry = self._retries.get(key)
-            if retry is not None and retry.not_before > self._clock():
+            if self._retries.waits(key):
                 continue
             if not self._may_write():
                 return writes, False
@@ -486,7 +473,7 @@ class ReplicaBridge:
         except KubeApiError as error:
             self._failed(key, error)
             return 0
-        self._retries.pop(key, None)
+        self._retries.forget(key)
         return writes
 
     async def _reconcile(self, key: ScaleId, scale: JSON, known: _Listed | None) -> int:
@@ -653,7 +640,7 @@ class ReplicaBridge:
         Also while a 429's `Retry-After` holds the bridge (this write's own 429 set it): skipping the status then
         left a runtime throttled pass after pass `Bridged` for good. It is one write per hold, the pass stops
         here."""
-        if self._first_retried(key, error):
+        if self._retries.first_retried(key, error):
             return
         outcome = not_written(scale, found, error, forbidden=error.status == 403, retried=error.retryable,
                               resync_s=self.settings.resync_interval_s)
@@ -666,18 +653,12 @@ class ReplicaBridge:
         Without it the last verdict stayed, `Bridged` and its gauge at 1, while the HPA's replicas reached
         nothing: a ClusterRole without get/list on ServingRuntimes fired no alert. Best effort, as there: the
         read's own failure is what is retried (and where the Deployment cannot be read either, nothing is said)."""
-        if self._first_retried(key, error):
+        if self._retries.first_retried(key, error):
             return
         outcome = not_read(scale, error, forbidden=error.status == 403, retried=error.retryable,
                            resync_s=self.settings.resync_interval_s)
         with contextlib.suppress(KubeApiError):  # the Deployment: the status's replicas and selector, still read
             await self._write_status(key, scale, await self._deployment(key, scale, known), outcome)
-
-    def _first_retried(self, key: ScaleId, error: KubeApiError) -> bool:
-        """Whether `error` is a retried failure (no answer, 409, 429, 5xx) with none before it in a row: not yet
-        worth a status, one 409 or 503 retried a second later would flap Ready."""
-        earlier = self._retries.get(key)
-        return error.retryable and (earlier is None or earlier.failures == 0)
 
     def _set_back_level(self, key: ScaleId, found: int | None) -> int:
         """WARNING for the first set-back of an episode, DEBUG for the rest: a GitOps tool with self-heal that
@@ -715,22 +696,10 @@ class ReplicaBridge:
             raise
 
     def _failed(self, key: ScaleId, error: KubeApiError) -> None:
-        """Schedule the RuntimeScale's retry. Counted from the start of the pass, so that the retries of one pass
-        share their earliest moment and go out in one pass (`next_pass_in_s`)."""
-        retry = self._retries.setdefault(key, _Retry())
-        retry.failures += 1
-        now = self._clock()
-        self._throttle.note(error)
-        if error.retryable:
-            base, cap = self.settings.backoff_base_s, self.settings.backoff_cap_s
-            start = self._started_at if -math.inf < self._started_at <= now else now
-            retry.retry_at = start + retry_delay(retry.failures, base, cap, self._rand(), error.retry_after_s)
-            retry.not_before = start + max(exponential_delay(retry.failures, base, cap) / 2,
-                                           error.retry_after_s or 0.0)
-        else:
-            retry.retry_at = retry.not_before = now + self.settings.resync_interval_s
-        self._warn(f"RuntimeScale {key[0]}/{key[1]} not reconciled (next try in {max(0.0, retry.retry_at - now):.0f} "
-                   f"s): {error}", kind=str(error.status))
+        """Schedule the RuntimeScale's retry (`bridge_retries`) and say why it failed."""
+        wait = self._retries.failed(key, error)
+        self._warn(f"RuntimeScale {key[0]}/{key[1]} not reconciled (next try in {wait:.0f} s): {error}",
+                   kind=str(error.status))
 
     def _throttled(self) -> bool:
         return self._throttle.remaining() > 0
@@ -743,15 +712,9 @@ class ReplicaBridge:
         log.log(level, "replica bridge: %s", message)
 
     def next_pass_in_s(self) -> float:
-        """Seconds until the next full pass (`run` waits that long for a watch event): the end of the server's
-        `Retry-After` while one holds the bridge; else the resync or the next retry the last pass did not look at
-        (one due by then was tried, or its scope could not be listed, which the resync or a watch event tries
-        again: not in a tight loop)."""
-        if (throttled := self._throttle.remaining()) > 0:
-            return throttled
-        now = self._clock()
-        due = [retry.retry_at - now for retry in self._retries.values() if retry.retry_at > self._passed_at]
-        return max(0.0, min([self.settings.resync_interval_s, *due]))
+        """Seconds until the next full pass (`run` waits that long for a watch event): the server's `Retry-After`,
+        the resync or the next retry due (`RetrySchedule.next_pass_in_s`)."""
+        return self._retries.next_pass_in_s()
 
 
 def _uid(obj: JSON) -> str | None:

@@ -1,0 +1,99 @@
+"""When the replica bridge tries a RuntimeScale again after a failed reconcile, and when it wakes up for it.
+
+A module of its own because the schedule is easy to get wrong and is the same for every kind of failure: 409,
+429, 5xx and no answer are retried with exponential backoff and jitter (`autoscaler.kube.backoff.retry_delay`),
+other refusals (403: RBAC) at the next resync. A retry waits at least half its backoff, counted from the start
+of the pass that failed, and the first one due starts a pass that takes every one whose half has passed: each
+retry due on its own started a pass of three fleet-wide lists for it alone, back to back while an outage failed
+every write. A server's `Retry-After` (`ServerThrottle`) holds the whole bridge, so the next pass waits for it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, KeysView
+from dataclasses import dataclass
+
+from autoscaler.actuation.bridge_owners import ScaleId
+from autoscaler.kube.backoff import ServerThrottle, exponential_delay, retry_delay
+from autoscaler.kube.errors import KubeApiError
+
+
+@dataclass(slots=True)
+class _Retry:
+    failures: int = 0
+    retry_at: float = 0.0
+    """When this retry wakes the bridge (jittered)."""
+    not_before: float = 0.0
+    """From when a pass retries it: half its backoff (or the server's Retry-After) after the pass that failed."""
+
+
+class RetrySchedule:
+    """The RuntimeScales to try again, each with its failures in a row and when it is due."""
+
+    def __init__(self, throttle: ServerThrottle, *, backoff_base_s: float, backoff_cap_s: float,
+                 resync_interval_s: float, clock: Callable[[], float], rand: Callable[[], float]) -> None:
+        """`throttle`: the bridge's, which every failure's `Retry-After` extends and the next pass waits for."""
+        self._throttle = throttle
+        self._base_s, self._cap_s, self._resync_s = backoff_base_s, backoff_cap_s, resync_interval_s
+        self._clock = clock
+        self._rand = rand
+        self._retries: dict[ScaleId, _Retry] = {}
+        self._passed_at = -math.inf  # when the last full pass started: retries due by then were looked at
+        self._started_at = -math.inf  # when the pass (full or of the changed) now running started
+
+    def pass_started(self, *, full: bool) -> None:
+        """A pass starts now: failures in it count their backoff from here; a `full` one looks at every retry."""
+        self._started_at = self._clock()
+        if full:
+            self._passed_at = self._started_at
+
+    def failed(self, key: ScaleId, error: KubeApiError) -> float:
+        """Schedule the RuntimeScale's retry; returns the seconds until it. Counted from the start of the pass, so
+        that the retries of one pass share their earliest moment and go out in one pass (`next_pass_in_s`)."""
+        retry = self._retries.setdefault(key, _Retry())
+        retry.failures += 1
+        now = self._clock()
+        self._throttle.note(error)
+        if error.retryable:
+            start = self._started_at if -math.inf < self._started_at <= now else now
+            retry.retry_at = start + retry_delay(retry.failures, self._base_s, self._cap_s, self._rand(),
+                                                 error.retry_after_s)
+            retry.not_before = start + max(exponential_delay(retry.failures, self._base_s, self._cap_s) / 2,
+                                           error.retry_after_s or 0.0)
+        else:
+            retry.retry_at = retry.not_before = now + self._resync_s
+        return max(0.0, retry.retry_at - now)
+
+    def forget(self, key: ScaleId) -> None:
+        """No retry of `key`: it went through, or the RuntimeScale is gone."""
+        self._retries.pop(key, None)
+
+    def clear(self) -> None:
+        """No retry at all: this replica stopped leading."""
+        self._retries.clear()
+
+    def keys(self) -> KeysView[ScaleId]:
+        """The RuntimeScales with a retry scheduled."""
+        return self._retries.keys()
+
+    def waits(self, key: ScaleId) -> bool:
+        """Whether a pass leaves `key` alone for now: less than half its backoff has passed."""
+        retry = self._retries.get(key)
+        return retry is not None and retry.not_before > self._clock()
+
+    def first_retried(self, key: ScaleId, error: KubeApiError) -> bool:
+        """Whether `error` is a retried failure (no answer, 409, 429, 5xx) with none before it in a row: not yet
+        worth a status, one 409 or 503 retried a second later would flap Ready."""
+        earlier = self._retries.get(key)
+        return error.retryable and (earlier is None or earlier.failures == 0)
+
+    def next_pass_in_s(self) -> float:
+        """Seconds until the next full pass: the end of the server's `Retry-After` while one holds the bridge;
+        else the resync or the next retry the last pass did not look at (one due by then was tried, or its scope
+        could not be listed, which the resync or a watch event tries again: not in a tight loop)."""
+        if (throttled := self._throttle.remaining()) > 0:
+            return throttled
+        now = self._clock()
+        due = [retry.retry_at - now for retry in self._retries.values() if retry.retry_at > self._passed_at]
+        return max(0.0, min([self._resync_s, *due]))
