@@ -40,8 +40,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from autoscaler.actuation.bridge_memory import ScaleMemory, generation, older_generation
 from autoscaler.actuation.bridge_news import PassWrites, ReasonChanges, shown_replicas
-from autoscaler.actuation.bridge_owners import RuntimeOwners
+from autoscaler.actuation.bridge_owners import RuntimeOwners, ScaleId
 from autoscaler.actuation.bridge_retries import RetrySchedule
 from autoscaler.actuation.bridge_status import (
     CLUSTER_SERVING_RUNTIMES,
@@ -70,8 +71,6 @@ from autoscaler.selfmetrics import AdapterMetrics
 log = logging.getLogger(__name__)
 
 JSON = dict[str, Any]
-ScaleId = tuple[str, str]
-"""(namespace, name) of a RuntimeScale."""
 
 
 class BridgeClient(Protocol):
@@ -109,11 +108,6 @@ MODELMESH_DEPLOYMENTS: Final = "modelmesh-service"
 """The label modelmesh-serving puts on every runtime Deployment: a full pass lists those (a RuntimeScale whose
 `spec.deployment` names another is read on its own)."""
 
-SET_BACK_EPISODE_S: Final = 600.0
-"""Set-backs of the same outside value of `ServingRuntime.spec.replicas` less than this apart (seconds) are one
-episode, warned about once (the rest at DEBUG): a tool that keeps applying a manifest is said once, not every
-resync."""
-
 Objects = dict[tuple[str, str], JSON]
 """Listed objects by (namespace, name)."""
 
@@ -150,32 +144,11 @@ class ReplicaBridge:
         self._wake = asyncio.Event()
         self._full = True  # a full pass is due (first run, a relist, leadership)
         self._changed: dict[ScaleId, JSON] = {}  # RuntimeScales the watch saw change since the last pass
-        # The resourceVersion our own last write to each RuntimeScale left: the watch hands that write back, and
-        # reading its runtime again for it was two requests per status written (10,000 after a new leader's
-        # first pass at 5,000 runtimes).
-        self._written: dict[ScaleId, str] = {}
-        # The newest RuntimeScale spec reconciled, (uid, metadata.generation): a watch stream can lag behind the
-        # pass's own consistent list, and its late event of an older spec wrote that older spec.replicas back
-        # to the runtime (a pod started, then removed with its models when the next event came).
-        self._generations: dict[ScaleId, tuple[str, int]] = {}
-        # The ServingRuntime and spec.replicas this replica last saw it hold as its RuntimeScale asked: the
-        # runtime found at another value while the RuntimeScale still asks for it was changed by someone else
-        # (said, as set back). The runtime is part of it: a RuntimeScale pointed at another runtime finds that
-        # one at its former owner's value, not a hand edit (and one that was a duplicate meanwhile, `_carried`
-        # dropped, finds its runtime at the owner's). Where this replica carried nothing yet (a new leader, a
-        # restarted adapter), the RuntimeScale's status says what the last leader carried (`bridged_spec`).
-        self._carried: dict[ScaleId, tuple[str, int]] = {}
-        # The uid of the ServingRuntime object `_carried` was seen on: one found under that name with another uid
-        # was deleted and created again (its manifest applied anew), a new object with its own spec.replicas,
-        # not a hand edit of the one carried to.
-        self._carried_uids: dict[ScaleId, str] = {}
+        self._memory: dict[ScaleId, ScaleMemory] = {}  # what each RuntimeScale's last reconciles left
         # Which RuntimeScale owns each ServingRuntime (one per runtime, the oldest): from each full pass's list of
         # a scope, kept current by the watch's hand-overs; deletions come with a full pass (the watch wakes one).
         self._owners = RuntimeOwners()
         self._covered: set[str | None] = set()  # namespaces (None: all) whose RuntimeScales `_owners` holds
-        self._reasons: dict[ScaleId, str] = {}
-        self._set_backs: dict[ScaleId, tuple[int | None, float]] = {}  # the last outside value set back, and when
-        self._misplaced: dict[ScaleId, tuple[tuple[str, str], ...]] = {}  # policy annotations on the runtime, warned
         self._reason_changes = ReasonChanges()  # new Ready reasons, logged after a pass
         self._writes = PassWrites()  # replicas carried and adopted, logged after a pass
         # The causes warned about (a status, or a list's message) since the last pass that failed nowhere: one
@@ -244,11 +217,12 @@ class ReplicaBridge:
         todo: dict[ScaleId, JSON] = {}
         for key, scale in changed.items():
             version = (scale.get("metadata") or {}).get("resourceVersion")
-            if version is not None and version == self._written.get(key):
+            memory = self._memory.get(key)
+            if version is not None and memory is not None and version == memory.written:
                 continue  # our own write, handed back
-            if _older_generation(_generation(scale), self._generations.get(key)):
+            if memory is not None and memory.reconciled_newer_than(scale):
                 continue  # a late event: a newer spec was reconciled already
-            if key in listed and _older_generation(_generation(scale), _generation(listed[key])):
+            if key in listed and older_generation(generation(scale), generation(listed[key])):
                 continue  # a late event: the pass has a newer spec listed
             todo[key] = scale
         return todo
@@ -334,7 +308,7 @@ class ReplicaBridge:
         self._changed.clear()  # this pass reads them all; a change from now on is handed over again
         if not self._may_write():
             self._retries.clear()
-            for key in list(self._reasons):
+            for key in list(self._memory):
                 self._forget(key)
             self._owners, self._covered = RuntimeOwners(), set()  # not kept current while not leading
             return 0
@@ -354,7 +328,7 @@ class ReplicaBridge:
                 return writes
         if None in unlisted:
             return writes
-        for key in {*self._reasons, *self._retries.keys()} - seen:
+        for key in {*self._memory, *self._retries.keys()} - seen:
             if key[0] not in unlisted:
                 self._forget(key)
                 self._retries.forget(key)
@@ -394,8 +368,9 @@ class ReplicaBridge:
                 if between is None:
                     return writes, False
                 writes += between
-            if ((key in handed and not _older_generation(_generation(handed[key]), _generation(scale)))
-                    or _older_generation(_generation(scale), self._generations.get(key))):
+            memory = self._memory.get(key)
+            if ((key in handed and not older_generation(generation(handed[key]), generation(scale)))
+                    or (memory is not None and memory.reconciled_newer_than(scale))):
                 continue  # reconciled from its hand-over during this pass: the listed spec is no newer
             if self._retries.waits(key):
                 continue
@@ -426,20 +401,15 @@ class ReplicaBridge:
             deployments = None
         return _Listed(runtimes, deployments)
 
-    def _note_reconciled(self, key: ScaleId, scale: JSON) -> None:
-        generation = _generation(scale)
-        seen = self._generations.get(key)
-        if generation is not None and (seen is None or seen[0] != generation[0] or seen[1] < generation[1]):
-            self._generations[key] = generation
+    def _remember(self, key: ScaleId) -> ScaleMemory:
+        """The RuntimeScale's memory, a new one where it has none."""
+        memory = self._memory.get(key)
+        if memory is None:
+            memory = self._memory[key] = ScaleMemory()
+        return memory
 
     def _forget(self, key: ScaleId) -> None:
-        self._generations.pop(key, None)
-        self._carried.pop(key, None)
-        self._carried_uids.pop(key, None)
-        self._set_backs.pop(key, None)
-        self._reasons.pop(key, None)
-        self._misplaced.pop(key, None)
-        self._written.pop(key, None)
+        self._memory.pop(key, None)
         if self._metrics is not None:
             self._metrics.forget_runtime_scale(*key)
 
@@ -461,7 +431,7 @@ class ReplicaBridge:
             self._metrics.bridge_writes.labels(write, "ok").inc()
         version = (result.get("metadata") or {}).get("resourceVersion")
         if resource is RUNTIME_SCALES and isinstance(version, str):
-            self._written[namespace, name] = version
+            self._remember((namespace, name)).written = version
         return result
 
     async def _reconcile_guarded(self, key: ScaleId, scale: JSON, known: _Listed | None) -> int:
@@ -512,6 +482,7 @@ class ReplicaBridge:
         replicas where the RuntimeScale has none); returns the RuntimeScale afterwards and the writes made."""
         namespace, name = key
         runtime_name = str((scale.get("spec") or {}).get("servingRuntime"))
+        memory = self._remember(key)
         writes = 0
         wanted = replicas_of(scale)
         if wanted is None:
@@ -523,7 +494,7 @@ class ReplicaBridge:
             if adopted is not None:
                 scale, writes = await self._adopt(key, scale, adopted)
                 wanted = replicas_of(scale)
-        self._note_reconciled(key, scale)
+        memory.note_reconciled(scale)
         found = replicas_of(runtime)
         if wanted is not None and found != wanted:
             try:
@@ -534,13 +505,14 @@ class ReplicaBridge:
                 raise
             writes += 1
             uid = _uid(runtime)
-            if self._carried.get(key) == (runtime_name, wanted) and self._carried_uids.get(key, uid) != uid:
+            if (memory.carried == (runtime_name, wanted) and memory.carried_uid is not None
+                    and memory.carried_uid != uid):
                 log.info("ServingRuntime %s/%s was deleted and created again (a new object, with spec.replicas %s): "
                          "set to %d, what RuntimeScale %s/%s asks (its HPA decides the runtime's replicas)",
                          namespace, runtime_name, shown_replicas(found), wanted, namespace, name)
-            elif self._carried.get(key, bridged_spec(scale)) == (runtime_name, wanted):
+            elif (memory.carried if memory.carried is not None else bridged_spec(scale)) == (runtime_name, wanted):
                 log.log(
-                    self._set_back_level(key, found),
+                    memory.set_back_level(found, self._clock()),
                     "ServingRuntime %s/%s spec.replicas was set to %s outside RuntimeScale %s/%s (by hand, or by "
                     "a tool that applies the ServingRuntime's manifest); set back to %d: the RuntimeScale, which "
                     "its HPA scales, decides the runtime's replicas. Change the HPA's minReplicas/maxReplicas "
@@ -549,12 +521,11 @@ class ReplicaBridge:
             else:
                 self._writes.carried(key, runtime_name, found, wanted)
         if wanted is None:
-            self._carried.pop(key, None)
-            self._carried_uids.pop(key, None)
+            memory.carried = memory.carried_uid = None
         else:
-            self._carried[key] = (runtime_name, wanted)
+            memory.carried = (runtime_name, wanted)
             if (uid := _uid(runtime)) is not None:
-                self._carried_uids[key] = uid
+                memory.carried_uid = uid
         return scale, writes
 
     async def _refuse_duplicate(self, key: ScaleId, scale: JSON, owner: ScaleId, known: _Listed | None) -> int:
@@ -563,10 +534,7 @@ class ReplicaBridge:
         Deployment (what `kubectl get runtimescale` shows is what runs), but it has no `status.selector`: the HPA
         controller stops every HPA whose pods two scales select, the owner's too. Logged once, as its Ready
         reason changes."""
-        self._carried.pop(key, None)  # what it carried before it was a duplicate is not what the runtime holds
-        self._carried_uids.pop(key, None)
-        self._set_backs.pop(key, None)
-        self._misplaced.pop(key, None)  # the owner warns about the runtime's annotations
+        self._remember(key).forget_carried()
         deployment = await self._deployment(key, scale, known)
         claim = self._owners.claim(owner)
         outcome = duplicate(scale, owner[1], "" if claim is None else claim.created)
@@ -618,9 +586,10 @@ class ReplicaBridge:
         """Note `outcome` (log, Ready gauge) and write the status it gives when it differs; returns the writes.
         `selects_pods` False: no `status.selector` (`desired_status`)."""
         namespace, name = key
-        if self._reasons.get(key) != outcome.reason:
+        memory = self._remember(key)
+        if memory.reason != outcome.reason:
             self._reason_changes.changed(key, outcome)
-            self._reasons[key] = outcome.reason
+            memory.reason = outcome.reason
         if self._metrics is not None:
             self._metrics.set_runtime_scale_ready(namespace, name, outcome.ready, outcome.reason)
         status = desired_status(scale, deployment, outcome, rfc3339(time.time()), selects_pods=selects_pods)
@@ -660,32 +629,19 @@ class ReplicaBridge:
         with contextlib.suppress(KubeApiError):  # the Deployment: the status's replicas and selector, still read
             await self._write_status(key, scale, await self._deployment(key, scale, known), outcome)
 
-    def _set_back_level(self, key: ScaleId, found: int | None) -> int:
-        """WARNING for the first set-back of an episode, DEBUG for the rest: a GitOps tool with self-heal that
-        applies the ServingRuntime's manifest puts its value back after every set-back, and a WARNING at every
-        resync (each 15 s, all day) buried every other line. An episode is the set-backs of one value less than
-        `SET_BACK_EPISODE_S` apart; another value, or the same after a quiet spell, is news again."""
-        now = self._clock()
-        last = self._set_backs.get(key)
-        self._set_backs[key] = (found, now)
-        same = last is not None and last[0] == found and now - last[1] < SET_BACK_EPISODE_S
-        return logging.DEBUG if same else logging.WARNING
-
     def _note_misplaced(self, key: ScaleId, runtime: JSON, deployment: JSON | None, deployment_called: str) -> None:
         """Warn once per change when the ServingRuntime, the object users edit, carries policy annotations its
         Deployment does not: the adapter reads the Deployment's only, and the user believes they apply."""
+        memory = self._remember(key)
         misplaced = tuple(sorted(misplaced_policy_annotations(runtime, deployment).items()))
-        if misplaced and self._misplaced.get(key) != misplaced:
+        if misplaced and memory.misplaced != misplaced:
             meta = runtime.get("metadata") or {}
             written = ", ".join(f"{name}={value!r}" for name, value in misplaced)
             log.warning("ServingRuntime %s/%s has %s, which the adapter does not read: policy annotations apply "
                         "on the runtime's Deployment %s/%s (annotate it, where your modelmesh-serving controller "
                         "keeps its annotations) or in a runtimes: entry of the policy file",
                         meta.get("namespace") or key[0], meta.get("name"), written, key[0], deployment_called)
-        if misplaced:
-            self._misplaced[key] = misplaced
-        else:
-            self._misplaced.pop(key, None)
+        memory.misplaced = misplaced
 
     async def _cluster_runtime_exists(self, name: str) -> bool:
         try:
@@ -721,21 +677,6 @@ def _uid(obj: JSON) -> str | None:
     """The object's `metadata.uid`, which a deleted and created again object does not keep."""
     uid = (obj.get("metadata") or {}).get("uid")
     return uid if isinstance(uid, str) and uid else None
-
-
-def _generation(scale: JSON) -> tuple[str, int] | None:
-    """(uid, metadata.generation) of a RuntimeScale: the generation counts its spec's changes (the API server
-    raises it on every write of spec.replicas, the HPA's through the scale subresource too)."""
-    meta = scale.get("metadata") or {}
-    uid, generation = meta.get("uid"), meta.get("generation")
-    if not isinstance(uid, str) or not isinstance(generation, int) or isinstance(generation, bool):
-        return None
-    return uid, generation
-
-
-def _older_generation(mine: tuple[str, int] | None, theirs: tuple[str, int] | None) -> bool:
-    """Whether `mine` (a `_generation`) is the same object as `theirs` with an older spec; None: not known."""
-    return mine is not None and theirs is not None and mine[0] == theirs[0] and mine[1] < theirs[1]
 
 
 def _keyed(listed: JSON, scope: str | None) -> list[tuple[ScaleId, JSON]]:

@@ -1,0 +1,94 @@
+"""What the replica bridge remembers of each RuntimeScale between passes, in one place.
+
+All of it is about one RuntimeScale and goes when it goes (deleted, or this replica stopped leading): kept in
+one record per RuntimeScale, forgetting it is one `pop`, where seven dicts each had to be cleared (and two
+places cleared different subsets). None of it is needed for correctness after a restart: all state lives in the
+cluster; this only saves requests and keeps the log from repeating itself.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Final
+
+SET_BACK_EPISODE_S: Final = 600.0
+"""Set-backs of the same outside value of `ServingRuntime.spec.replicas` less than this apart (seconds) are one
+episode, warned about once (the rest at DEBUG): a tool that keeps applying a manifest is said once, not every
+resync."""
+
+Generation = tuple[str, int]
+"""(uid, metadata.generation) of a RuntimeScale."""
+
+
+@dataclass(slots=True)
+class ScaleMemory:
+    """One RuntimeScale's memory (`ReplicaBridge._memory`)."""
+
+    written: str | None = None
+    """The resourceVersion our own last write to it left: the watch hands that write back, and reading its
+    runtime again for it was two requests per status written (10,000 after a new leader's first pass at 5,000
+    runtimes)."""
+    generation: Generation | None = None
+    """The newest spec reconciled: a watch stream can lag behind the pass's own consistent list, and its late
+    event of an older spec wrote that older spec.replicas back to the runtime (a pod started, then removed with
+    its models when the next event came)."""
+    carried: tuple[str, int] | None = None
+    """The ServingRuntime and spec.replicas this replica last saw it hold as the RuntimeScale asked: the runtime
+    found at another value while the RuntimeScale still asks for it was changed by someone else (said, as set
+    back). The runtime is part of it: a RuntimeScale pointed at another runtime finds that one at its former
+    owner's value, not a hand edit (and one that was a duplicate meanwhile, `forget_carried`, finds its runtime
+    at the owner's). Where this replica carried nothing yet (a new leader, a restarted adapter), the
+    RuntimeScale's status says what the last leader carried (`bridge_status.bridged_spec`)."""
+    carried_uid: str | None = None
+    """The uid of the ServingRuntime object `carried` was seen on: one found under that name with another uid was
+    deleted and created again (its manifest applied anew), a new object with its own spec.replicas, not a hand
+    edit of the one carried to."""
+    reason: str | None = None
+    """Its `Ready` reason as last written: a change is logged (`bridge_news.ReasonChanges`)."""
+    set_back: tuple[int | None, float] | None = None
+    """The last outside value set back, and when (`set_back_level`)."""
+    misplaced: tuple[tuple[str, str], ...] = ()
+    """The policy annotations on its runtime already warned about (they belong on the Deployment)."""
+
+    def reconciled_newer_than(self, scale: dict[str, Any]) -> bool:
+        """Whether a newer spec of this same RuntimeScale object than `scale`'s was reconciled already: `scale`
+        is a late event."""
+        return older_generation(generation(scale), self.generation)
+
+    def note_reconciled(self, scale: dict[str, Any]) -> None:
+        """`scale`'s spec is reconciled: later events of older ones are late."""
+        reconciled = generation(scale)
+        seen = self.generation
+        if reconciled is not None and (seen is None or seen[0] != reconciled[0] or seen[1] < reconciled[1]):
+            self.generation = reconciled
+
+    def forget_carried(self) -> None:
+        """It is now a duplicate of the runtime's owner: what it carried is not what the runtime holds, and the
+        owner warns about the runtime's annotations."""
+        self.carried = self.carried_uid = self.set_back = None
+        self.misplaced = ()
+
+    def set_back_level(self, found: int | None, now: float) -> int:
+        """WARNING for the first set-back of an episode, DEBUG for the rest: a GitOps tool with self-heal that
+        applies the ServingRuntime's manifest puts its value back after every set-back, and a WARNING at every
+        resync (each 15 s, all day) buried every other line. An episode is the set-backs of one value less than
+        `SET_BACK_EPISODE_S` apart; another value, or the same after a quiet spell, is news again."""
+        last, self.set_back = self.set_back, (found, now)
+        same = last is not None and last[0] == found and now - last[1] < SET_BACK_EPISODE_S
+        return logging.DEBUG if same else logging.WARNING
+
+
+def generation(scale: dict[str, Any]) -> Generation | None:
+    """(uid, metadata.generation) of a RuntimeScale: the generation counts its spec's changes (the API server
+    raises it on every write of spec.replicas, the HPA's through the scale subresource too)."""
+    meta = scale.get("metadata") or {}
+    uid, number = meta.get("uid"), meta.get("generation")
+    if not isinstance(uid, str) or not isinstance(number, int) or isinstance(number, bool):
+        return None
+    return uid, number
+
+
+def older_generation(mine: Generation | None, theirs: Generation | None) -> bool:
+    """Whether `mine` is the same object as `theirs` with an older spec; None: not known."""
+    return mine is not None and theirs is not None and mine[0] == theirs[0] and mine[1] < theirs[1]
