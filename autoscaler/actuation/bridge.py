@@ -37,7 +37,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from autoscaler.actuation.bridge_memory import ScaleMemory, generation, older_generation
@@ -120,6 +120,22 @@ class _Listed:
     deployments: Objects | None
 
 
+@dataclass(slots=True)
+class _Pass:
+    """What one full pass has done so far, scope after scope (`_sync_scope`)."""
+
+    writes: int = 0
+    seen: set[ScaleId] = field(default_factory=set)
+    """The RuntimeScales listed: one remembered but not among them, in a scope that was listed, is gone."""
+    handed: dict[ScaleId, JSON] = field(default_factory=dict)
+    """Reconciled from a hand-over during this pass (`_between`): their listed spec is skipped unless newer."""
+    unlisted: set[str | None] = field(default_factory=set)
+    """Scopes whose list failed: what they hold is unknown, not gone."""
+    failed: bool = False
+    """Whether anything failed in it (`_warn_and_fail_pass`, a list refused): only a pass that failed nowhere
+    makes the causes warned about news again."""
+
+
 class ReplicaBridge:
     """Keeps every watched RuntimeScale and its ServingRuntime in step; run `run()` as its own task."""
 
@@ -155,7 +171,7 @@ class ReplicaBridge:
         # WARNING each. Remembering only the last one warned again at every resync when two causes alternate (a
         # ClusterRole without get/list on ServingRuntimes fails the list, then each RuntimeScale's read).
         self._warned: set[str] = set()
-        self._pass_failed = False
+        self._pass = _Pass()  # the full pass running, or the last one
         self._throttle = ServerThrottle(self.settings.backoff_cap_s, clock)  # no call before it has passed
         self._retries = RetrySchedule(self._throttle, backoff_base_s=self.settings.backoff_base_s,
                                       backoff_cap_s=self.settings.backoff_cap_s,
@@ -316,58 +332,51 @@ class ReplicaBridge:
             self._full = True  # due once the server's wait has passed
             return 0
         self._retries.pass_started(full=True)
-        self._pass_failed = False
-        writes = 0
-        seen: set[ScaleId] = set()
-        handed: dict[ScaleId, JSON] = {}  # reconciled from a hand-over during this pass (`_between`)
-        unlisted: set[str | None] = set()  # scopes whose list failed: what they hold is unknown, not gone
+        this_pass = self._pass = _Pass()
         for scope in self.scopes:
-            scope_writes, goes_on = await self._sync_scope(scope, seen, handed, unlisted)
-            writes += scope_writes
-            if not goes_on:
-                return writes
-        if None in unlisted:
-            return writes
-        for key in {*self._memory, *self._retries.keys()} - seen:
-            if key[0] not in unlisted:
+            if not await self._sync_scope(scope, this_pass):
+                return this_pass.writes
+        if None in this_pass.unlisted:
+            return this_pass.writes
+        for key in {*self._memory, *self._retries.keys()} - this_pass.seen:
+            if key[0] not in this_pass.unlisted:
                 self._forget(key)
                 self._retries.forget(key)
-        if not self._pass_failed and not self._retries.keys():  # a whole pass without a failure: causes are news again
+        if not this_pass.failed and not self._retries.keys():  # a whole pass without a failure: causes are news again
             self._warned.clear()
-        return writes
+        return this_pass.writes
 
-    async def _sync_scope(self, scope: str | None, seen: set[ScaleId], handed: dict[ScaleId, JSON],
-                          unlisted: set[str | None]) -> tuple[int, bool]:
-        """The full pass over one scope: its RuntimeScales listed (each added to `seen`; the scope to `unlisted`
-        where the list fails) and reconciled from the scope's lists, with the hand-overs waiting reconciled in
-        between (into `handed`). Returns the writes made, and whether the pass goes on: not once this replica
-        stopped leading, the server's `Retry-After` holds the bridge, or a hand-over moved a runtime's owner."""
+    async def _sync_scope(self, scope: str | None, this_pass: _Pass) -> bool:
+        """The full pass over one scope: its RuntimeScales listed (each noted in `this_pass`, or the scope as
+        unlisted where the list fails) and reconciled from the scope's lists, with the hand-overs waiting
+        reconciled in between. Returns whether the pass goes on: not once this replica stopped leading, the
+        server's `Retry-After` holds the bridge, or a hand-over moved a runtime's owner."""
         try:
             listed = await self._client.list_custom(RUNTIME_SCALES, scope)
         except KubeApiError as error:
             if crd_missing(error):  # said at WARNING by the scope's watch, on every replica
-                self._pass_failed = True
+                this_pass.failed = True
                 log.debug("replica bridge: cannot list RuntimeScales in %s: %s", scope or "all namespaces", error)
             else:
-                self._warn(f"cannot list RuntimeScales in {scope or 'all namespaces'}: {error}")
+                self._warn_and_fail_pass(f"cannot list RuntimeScales in {scope or 'all namespaces'}: {error}")
                 if self._metrics is not None:  # no status can say it: the bridge sees no RuntimeScale there
                     self._metrics.bridge_runtime_scale_list_failures.inc()
             self._throttle.note(error)
-            unlisted.add(scope)
-            return 0, True
+            this_pass.unlisted.add(scope)
+            return True
         items = _keyed(listed, scope)
         self._owners.replace(scope, items)
         self._covered.add(scope)
         known = await self._list_targets(scope) if items else _Listed({}, {})
         this_scope = dict(items)
-        writes = 0
+        handed = this_pass.handed
         for key, scale in items:
-            seen.add(key)
+            this_pass.seen.add(key)
             if self._changed and self._may_write() and not self._throttled():
                 between = await self._between(this_scope, handed)
                 if between is None:
-                    return writes, False
-                writes += between
+                    return False
+                this_pass.writes += between
             memory = self._memory.get(key)
             if ((key in handed and not older_generation(generation(handed[key]), generation(scale)))
                     or (memory is not None and memory.reconciled_newer_than(scale))):
@@ -375,12 +384,12 @@ class ReplicaBridge:
             if self._retries.waits(key):
                 continue
             if not self._may_write():
-                return writes, False
+                return False
             if self._throttled():  # the rest waits with it; nothing it held is forgotten
                 self._full = True
-                return writes, False
-            writes += await self._reconcile_guarded(key, scale, known)
-        return writes, True
+                return False
+            this_pass.writes += await self._reconcile_guarded(key, scale, known)
+        return True
 
     async def _list_targets(self, scope: str | None) -> _Listed:
         """The ServingRuntimes and ModelMesh Deployments of `scope`, each by (namespace, name); a list that fails
@@ -388,15 +397,16 @@ class ReplicaBridge:
         try:
             runtimes: Objects | None = _by_name(await self._client.list_custom(SERVING_RUNTIMES, scope))
         except KubeApiError as error:
-            self._warn(f"cannot list ServingRuntimes in {scope or 'all namespaces'}, reading them one by one: "
-                       f"{error}")
+            self._warn_and_fail_pass(f"cannot list ServingRuntimes in {scope or 'all namespaces'}, reading them one "
+                                     f"by one: {error}")
             self._throttle.note(error)
             runtimes = None
         try:
             deployments: Objects | None = _by_name(
                 await self._client.list_deployments(scope, MODELMESH_DEPLOYMENTS))
         except KubeApiError as error:
-            self._warn(f"cannot list Deployments in {scope or 'all namespaces'}, reading them one by one: {error}")
+            self._warn_and_fail_pass(f"cannot list Deployments in {scope or 'all namespaces'}, reading them one by "
+                                     f"one: {error}")
             self._throttle.note(error)
             deployments = None
         return _Listed(runtimes, deployments)
@@ -654,17 +664,19 @@ class ReplicaBridge:
     def _failed(self, key: ScaleId, error: KubeApiError) -> None:
         """Schedule the RuntimeScale's retry (`bridge_retries`) and say why it failed."""
         wait = self._retries.failed(key, error)
-        self._warn(f"RuntimeScale {key[0]}/{key[1]} not reconciled (next try in {wait:.0f} s): {error}",
-                   kind=str(error.status))
+        self._warn_and_fail_pass(f"RuntimeScale {key[0]}/{key[1]} not reconciled (next try in {wait:.0f} s): "
+                                 f"{error}", kind=str(error.status))
 
     def _throttled(self) -> bool:
         return self._throttle.remaining() > 0
 
-    def _warn(self, message: str, kind: str | None = None) -> None:
+    def _warn_and_fail_pass(self, message: str, kind: str | None = None) -> None:
+        """Say a failure, at WARNING the first time its cause (`kind`, else the message) is met since the last
+        pass that failed nowhere, and mark the pass failed, which keeps the causes warned about until then."""
         cause = kind or message
         level = logging.WARNING if cause not in self._warned else logging.DEBUG
         self._warned.add(cause)
-        self._pass_failed = True
+        self._pass.failed = True
         log.log(level, "replica bridge: %s", message)
 
     def next_pass_in_s(self) -> float:
