@@ -9,15 +9,15 @@ from hypothesis import strategies as st
 from autoscaler.kube.backoff import ServerThrottle
 from autoscaler.kube.errors import KubeApiError
 
-waits = st.one_of(st.none(), st.floats(min_value=-5.0, max_value=500.0))
+seconds = st.integers(0, 100).map(float)  # whole seconds: the sums below are exact
+waits = st.one_of(st.none(), st.integers(-5, 500).map(float))
 
 
 def throttled(retry_after_s: float | None) -> KubeApiError:
     return KubeApiError("too many requests", 429, "TooManyRequests", retry_after_s)
 
 
-@given(st.lists(st.tuples(st.floats(min_value=0.0, max_value=100.0), waits), max_size=8),
-       st.floats(min_value=1.0, max_value=120.0))
+@given(st.lists(st.tuples(seconds, waits), max_size=8), st.integers(1, 120).map(float))
 def test_note_waits_for_the_longest_retry_after_noted_and_never_beyond_the_cap(
         answers: list[tuple[float, float | None]], cap_s: float) -> None:
     now = [0.0]
@@ -32,7 +32,8 @@ def test_note_waits_for_the_longest_retry_after_noted_and_never_beyond_the_cap(
     assert throttle.remaining() <= cap_s
 
 
-@given(st.floats(min_value=0.1, max_value=500.0), st.floats(min_value=0.1, max_value=500.0), waits)
+@given(st.floats(min_value=0.1, max_value=500.0), st.floats(min_value=0.1, max_value=500.0),
+       st.one_of(st.none(), st.floats(min_value=-5.0, max_value=500.0)))
 def test_replace_takes_the_newest_retry_after_and_an_answer_without_one_keeps_it(
         first: float, second: float, third: float | None) -> None:
     throttle = ServerThrottle(clock=lambda: 0.0)
