@@ -55,6 +55,7 @@ from urllib3.util.retry import Retry
 from autoscaler.policies.samples import clean
 from autoscaler.sources.cuttable_http import CuttableAdapter
 from autoscaler.sources.exposition import CLOCK_TOLERANCE_S, clock_offset
+from autoscaler.sources.prometheus_current import from_newest_scrape
 from autoscaler.sources.prometheus_answers import (
     REASON_CONNECT,
     REASON_HTTP,
@@ -133,10 +134,9 @@ def build_queries(
 ) -> tuple[SignalQuery, ...]:
     """The instant queries of one refresh, one per signal, each covering every pod Prometheus knows.
 
-    Non-GPU signals use `max by` only to collapse duplicate series (a pod scraped by two jobs) and to drop
-    labels we do not join on; GPU busy is the mean over a pod's GPUs (docs/design.md), each GPU's duplicates
-    collapsed first the same way (averaged with them, a slow job's older sample halved a rise for up to its
-    interval). NaN survives `avg`/`max` of a single series, so garbage still reaches the validation in Python
+    The exporter's signals are read only from each pod's newest scrape (`prometheus_current`: neither a series
+    the newest scrape dropped nor a slower job's older sample stands in for it); `max by` then only drops the
+    labels we do not join on. GPU busy is the mean over a pod's GPUs (docs/design.md). NaN survives `avg`/`max` of a single series, so garbage still reaches the validation in Python
     and is counted there.
     """
     by = f"{namespace_label}, {pod_label}"
@@ -174,20 +174,24 @@ def build_queries(
         # Not while the exporter says its GPU collector fails: the series left are the GPUs that still answer
         # (a lost one's are dropped), whose mean is not the pod's busy; a job that says so is enough.
         failing = f'min by ({by}) ({names.COLLECTOR_SUCCESS}{{collector="{names.COLLECTOR_GPU}"}}) == 0'
-        gpu = (f"avg by ({by}) (max by ({by}, {', '.join(names.GPU_LABELS)}) ({names.GPU_BUSY_RATIO}))"
+        busy = from_newest_scrape(names.GPU_BUSY_RATIO, by)
+        gpu = (f"avg by ({by}) (max by ({by}, {', '.join(names.GPU_LABELS)}) ({busy}))"
                f" unless on ({by}) ({failing})")
         gpu_freshness = newest(gpu_success)
     # A pod whose exporter reports no success time: the newest scrape of its request rate.
     freshness = f"{newest(last_success)} or max by ({by}) (timestamp({names.REQUESTS_PER_SECOND}))"
+    def signal(series: str) -> str:
+        return f"max by ({by}) ({from_newest_scrape(series, by)})"
+
     return (
         SignalQuery(FRESHNESS, freshness),
         SignalQuery("gpu_busy", gpu),
-        SignalQuery("requests_per_second", f"max by ({by}) ({names.REQUESTS_PER_SECOND})"),
-        SignalQuery("queue_delay_s", f"max by ({by}) ({names.QUEUE_DELAY_SECONDS})"),
-        SignalQuery("cache_misses_per_second", f"max by ({by}) ({names.CACHE_MISSES_PER_SECOND})"),
-        SignalQuery("lru_age_s", f"max by ({by}) ({names.LRU_AGE_SECONDS})"),
-        SignalQuery("cache_used_ratio", f"max by ({by}) ({names.CACHE_USED_RATIO})"),
-        SignalQuery("models_loaded", f"max by ({by}) ({names.MODELS_LOADED})"),
+        SignalQuery("requests_per_second", signal(names.REQUESTS_PER_SECOND)),
+        SignalQuery("queue_delay_s", signal(names.QUEUE_DELAY_SECONDS)),
+        SignalQuery("cache_misses_per_second", signal(names.CACHE_MISSES_PER_SECOND)),
+        SignalQuery("lru_age_s", signal(names.LRU_AGE_SECONDS)),
+        SignalQuery("cache_used_ratio", signal(names.CACHE_USED_RATIO)),
+        SignalQuery("models_loaded", signal(names.MODELS_LOADED)),
         SignalQuery(GPU_FRESHNESS, gpu_freshness),
     )
 
