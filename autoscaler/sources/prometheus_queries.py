@@ -15,7 +15,8 @@ time of its request rate. The GPU signal has its own freshness query:
 the exporter's `collector="gpu"` timestamp (same minimum), or with DCGM the series' own sample times
 (`DCGM_FI_DEV_GPU_UTIL` of whole GPUs, `DCGM_FI_PROF_GR_ENGINE_ACTIVE` of MIG instances).
 Those times are on Prometheus's clock; `PrometheusReader.clock_offset_s` says how far it is from the adapter's
-(each answer's evaluation time against when it was asked, as the scrape source reads an exporter's clock), so
+(the round's `time()` answer against when it was asked, as the scrape source reads an exporter's clock; every
+query of the round is then evaluated at that one instant, `prometheus_instant`), so
 that a Prometheus node whose clock is off neither makes every pod stale nor a stale pod fresh.
 
 Recent models. One more instant query (`build_models_query`) reads, per (namespace, pod, model_id), the time the
@@ -55,7 +56,6 @@ from urllib3.util.retry import Retry
 from autoscaler.policies.samples import clean
 from autoscaler.sources.cuttable_http import CuttableAdapter
 from autoscaler.sources.exposition import CLOCK_TOLERANCE_S, clock_offset
-from autoscaler.sources.prometheus_current import from_newest_scrape
 from autoscaler.sources.prometheus_answers import (
     REASON_CONNECT,
     REASON_HTTP,
@@ -66,6 +66,8 @@ from autoscaler.sources.prometheus_answers import (
     not_json,
     tls_failed,
 )
+from autoscaler.sources.prometheus_current import from_newest_scrape
+from autoscaler.sources.prometheus_instant import CLOCK_QUERY, evaluation_time, pinned
 from exporter import names
 from exporter.flag_values import without_password
 
@@ -136,8 +138,8 @@ def build_queries(
 
     The exporter's signals are read only from each pod's newest scrape (`prometheus_current`: neither a series
     the newest scrape dropped nor a slower job's older sample stands in for it); `max by` then only drops the
-    labels we do not join on. GPU busy is the mean over a pod's GPUs (docs/design.md). NaN survives `avg`/`max` of a single series, so garbage still reaches the validation in Python
-    and is counted there.
+    labels we do not join on. GPU busy is the mean over a pod's GPUs (docs/design.md). NaN survives `avg`/`max`
+    of a single series, so garbage still reaches the validation in Python and is counted there.
     """
     by = f"{namespace_label}, {pod_label}"
     last_success = f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_MODELMESH}"}}'
@@ -321,10 +323,11 @@ class PrometheusReader:
         try:
             async with asyncio.timeout(self._deadline_s):
                 loop = asyncio.get_running_loop()
-                models = (None if self.models_query is None
-                          else loop.run_in_executor(self._threads, self._query_models, self.models_query, round_))
+                params = await loop.run_in_executor(self._threads, self._round_params, round_)
+                models = (None if self.models_query is None else loop.run_in_executor(
+                    self._threads, self._query_models, self.models_query, round_, params))
                 outcomes, models_outcome = await asyncio.gather(
-                    asyncio.gather(*(loop.run_in_executor(self._threads, self._query, signal.promql, round_)
+                    asyncio.gather(*(loop.run_in_executor(self._threads, self._query, signal.promql, round_, params)
                                      for signal in self.signals), return_exceptions=True),
                     _outcome(models),
                 )
@@ -344,18 +347,23 @@ class PrometheusReader:
         else:
             self.models = models_outcome
         answers: Answers = {}
-        offsets: list[float] = []
         for signal, outcome in zip(self.signals, outcomes, strict=True):
             if isinstance(outcome, BaseException):
                 if isinstance(outcome, PrometheusSourceError):
                     raise outcome
                 raise PrometheusSourceError(REASON_PARSE, f"{signal.field}: {outcome!r}") from outcome
-            answers[signal.field], offset = outcome
-            if offset is not None:
-                offsets.append(offset)
-        # Each offset is the skew plus its query's wait (so errs towards older data): the smallest is the least wrong.
-        self.clock_offset_s = 0.0 if not offsets or 0.0 in offsets else min(offsets)
+            answers[signal.field] = outcome
         return answers
+
+    def _round_params(self, round_: int) -> dict[str, str]:
+        """The round's query parameters, pinned to Prometheus's now (`prometheus_instant`), and its clock offset
+        (measured from the send, so it errs towards older data)."""
+        asked_at = self._clock()
+        result = self._retrying(round_, CLOCK_QUERY, lambda: self._request(CLOCK_QUERY, self._params))
+        evaluated_at = evaluation_time(result)
+        self.clock_offset_s = (0.0 if evaluated_at is None
+                               else clock_offset(evaluated_at, asked_at, self._clock()))
+        return pinned(self._params, asked_at if evaluated_at is None else evaluated_at)
 
     def _warned(self, said: Sequence[str]) -> None:
         """`check_answer`'s sink for a partial answer's warnings (list appends are atomic across threads)."""
@@ -381,10 +389,14 @@ class PrometheusReader:
             self._client.headers["Authorization"] = f"Bearer {token}"
             self._token = token
 
-    def _query(self, promql: str, round_: int, key: Callable[[Mapping[str, str]], Any] | None = None
-               ) -> tuple[dict[Any, str], float | None]:
-        """One blocking instant query (run in a worker thread) of round `round_`, keyed by (namespace, pod), and
-        how far Prometheus's clock is from ours by its evaluation time (None for an empty answer, which has none).
+    def _query(self, promql: str, round_: int, params: dict[str, str],
+               key: Callable[[Mapping[str, str]], Any] | None = None) -> dict[Any, str]:
+        """One blocking instant query (run in a worker thread) of round `round_`, keyed by (namespace, pod)."""
+        result = self._retrying(round_, promql, lambda: self._request(promql, params))
+        return self._parse(promql, result, key or self._pod_key)
+
+    def _retrying(self, round_: int, promql: str, ask: Callable[[], Any]) -> Any:
+        """`ask()` (one request of round `round_`), retried as follows.
 
         A refused or reset connection is retried once, quietly, after a short pause: it covers a restart
         blip or a pooled connection the server just closed without turning the refresh into an outage.
@@ -395,12 +407,7 @@ class PrometheusReader:
             if round_ != self._round:
                 raise PrometheusSourceError(REASON_TIMEOUT, "the round was given up at its deadline")
             try:
-                asked_at = self._clock()
-                result = self._request(promql)
-                answered_at = self._clock()
-                values, evaluated_at = self._parse(promql, result, key or self._pod_key)
-                offset = None if evaluated_at is None else clock_offset(evaluated_at, asked_at, answered_at)
-                return values, offset
+                return ask()
             except PrometheusSourceError as error:
                 if error.reason != REASON_CONNECT or attempt + 1 == _CONNECT_ATTEMPTS:
                     raise
@@ -408,9 +415,9 @@ class PrometheusReader:
                 time.sleep(_CONNECT_RETRY_PAUSE_S)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _query_models(self, promql: str, round_: int) -> ModelAnswers:
+    def _query_models(self, promql: str, round_: int, params: dict[str, str]) -> ModelAnswers:
         """The models query (run in a worker thread), as `_query` runs a signal's, indexed by pod then model."""
-        values, _ = self._query(promql, round_, key=self._model_key)
+        values = self._query(promql, round_, params, key=self._model_key)
         models: ModelAnswers = {}
         for (namespace, pod, model), value in values.items():
             served = models.setdefault((namespace, pod), {})
@@ -422,10 +429,10 @@ class PrometheusReader:
     def _model_key(self, labels: Mapping[str, str]) -> tuple[str, str, str]:
         return labels[self._ns_label], labels[self._pod_label], labels.get(names.MODEL_ID_LABEL, "")
 
-    def _request(self, promql: str) -> Any:
+    def _request(self, promql: str, params: dict[str, str]) -> Any:
         """The library call, with every exception it can raise turned into a PrometheusSourceError."""
         try:
-            return self._client.custom_query(promql, params=self._params)
+            return self._client.custom_query(promql, params=params)
         except PrometheusSourceError:  # from `check_answer`: said already
             raise
         except requests.exceptions.JSONDecodeError as error:  # before RequestException and ValueError: it is both
@@ -447,25 +454,21 @@ class PrometheusReader:
     def _pod_key(self, labels: Mapping[str, str]) -> PodRef:
         return labels[self._ns_label], labels[self._pod_label]
 
-    def _parse(self, promql: str, result: Any, key: Callable[[Mapping[str, str]], Any]
-               ) -> tuple[dict[Any, str], float | None]:
-        """Check the shape of a vector result and index its raw values (validated on join); with the time
-        Prometheus evaluated it at, by its clock (every item of an instant query carries it), None if empty."""
+    def _parse(self, promql: str, result: Any, key: Callable[[Mapping[str, str]], Any]) -> dict[Any, str]:
+        """Check the shape of a vector result and index its raw values (validated on join)."""
         if not isinstance(result, list):
             raise PrometheusSourceError(REASON_PARSE, f"{promql}: result is {type(result).__name__}")
         values: dict[Any, str] = {}
-        evaluated_at: float | None = None
         for item in result:
             try:
                 labels, value = item["metric"], item["value"]
                 values[key(labels)] = value[1]
-                evaluated_at = _seconds(value[0], evaluated_at)
             except (KeyError, IndexError, TypeError) as error:
                 if isinstance(item, dict) and isinstance(item.get("metric"), dict) and "value" in item:
                     self.unlabelled.append(promql)  # a series without namespace/pod labels: not a pod we can join
                     continue
                 raise PrometheusSourceError(REASON_PARSE, f"{promql}: bad item {item!r}") from error
-        return values, evaluated_at
+        return values
 
 
 async def _outcome(future: asyncio.Future[ModelAnswers] | None) -> ModelAnswers | BaseException | None:
@@ -476,16 +479,6 @@ async def _outcome(future: asyncio.Future[ModelAnswers] | None) -> ModelAnswers 
         return await future
     except Exception as error:  # any failure of this query only leaves the models out
         return error
-
-
-def _seconds(raw: Any, default: float | None) -> float | None:
-    """A result's evaluation time as a number; `default` when it is not one (then only the clock check
-    loses it, not the value)."""
-    try:
-        seconds = float(raw)
-    except (TypeError, ValueError):
-        return default
-    return seconds if seconds == seconds and abs(seconds) != float("inf") else default
 
 
 _QUERY_STRING: Final = re.compile(r"(/api/v1/query)\?[^\s)'\"]*")
