@@ -32,8 +32,9 @@ async def test_every_signal_of_a_refresh_is_read_from_the_scrape_its_freshness_i
     aiohttp_server: AiohttpServer, tmp_path: Path
 ) -> None:
     """The exporter reports the time it was scraped as its last success, and as its request rate the seconds from
-    the test's start to then: read from one scrape, the pod's request rate is its `sampled_at` less that start. A front holds the request-rate query for
-    HELD_S before passing it on; unpinned, that query read a scrape seconds newer than the freshness query."""
+    the test's start to then: read from one scrape, the pod's request rate is its `sampled_at` less that start.
+    A front holds the request-rate query for HELD_S before passing it on; unpinned, that query read a scrape
+    seconds newer than the freshness query."""
 
     start = time.time()
 

@@ -56,7 +56,7 @@ class Thanos:
         async with aiohttp.ClientSession() as session, session.get(
                 f"{self.prometheus.url}/api/v1/query", params=request.query) as answer:
             payload = await answer.json()
-        if self.partial:
+        if self.partial and payload["data"]["resultType"] == "vector":  # not the scalar of `time()`
             payload["data"]["result"] = [item for item in payload["data"]["result"]
                                          if item["metric"].get("namespace") != MLSERVER.namespace]
             payload["warnings"] = [STORE_DOWN]
