@@ -62,12 +62,14 @@ from autoscaler.sources.base import (
 )
 from autoscaler.sources.exposition import SCALAR_FIELDS
 from autoscaler.sources.prometheus_answers import REASON_EMPTY, PrometheusSourceError
+from autoscaler.sources.prometheus_empty_answer import EmptyAfterGood
 from autoscaler.sources.prometheus_queries import (
     DCGM_GR_ENGINE_ACTIVE,
     FRESHNESS,
     GPU_FRESHNESS,
     RECENT_MODELS,
     RECENT_MODELS_WINDOW_S,
+    Answers,
     GpuSource,
     PodRef,
     PrometheusReader,
@@ -206,6 +208,7 @@ class PrometheusSource(SourceDefaults):
         self.last_error: PrometheusSourceError | None = None
         self._said_kinds: set[str] = set()  # the kinds of failure the current outage's lines said (each once)
         self._discovery_outage = DiscoveryOutage()
+        self._empty = EmptyAfterGood(self._url, FLAP_QUIET_S)
 
     @property
     def outage_since(self) -> float | None:
@@ -222,13 +225,20 @@ class PrometheusSource(SourceDefaults):
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
         """One snapshot per runtime in the inventory; never raises."""
         inventory = self._discovery.inventory()
+        held = False
         try:
-            answers = await self._reader.read_all()
-            seen = self._seen_pods(answers, inventory)
+            answers, seen = await self._read(inventory)
         except PrometheusSourceError as error:
-            self._failed(error)
-            answers, seen, backend_ok = {}, set(), False
+            if self._empty.holds(error):  # `prometheus_empty_answer`: held, not an outage
+                self._count(error.reason)
+                self._empty.held(error, now)
+                answers, seen, backend_ok, held = {}, set(), True, True
+            else:
+                self._failed(error)
+                self._empty.failed()
+                answers, seen, backend_ok = {}, set(), False
         else:
+            self._empty.answered(now)
             self._recovered()
             self._note_clock(self._reader.clock_offset_s)
             self._note_partial(self._reader.warnings)
@@ -242,7 +252,7 @@ class PrometheusSource(SourceDefaults):
             self._snapshot(runtime, answers, seen, now, backend_ok and outage.healthy(key.namespace))
             for key, runtime in inventory.items()
         ]
-        if backend_ok:
+        if backend_ok and not held:
             self._note_unseen(inventory, seen, now)
             if self._gpu_source == "dcgm":
                 self._note_dcgm_unmatched(answers["gpu_busy"], seen, now)
@@ -275,6 +285,19 @@ class PrometheusSource(SourceDefaults):
         self._reader.close()
 
     # ---- joining ----
+
+    async def _read(self, inventory: Mapping[RuntimeKey, RuntimeInventory]) -> tuple[Answers, set[PodRef]]:
+        """One round's answers and the inventory pods they have; an empty answer right after good ones is asked
+        once more at once (`prometheus_empty_answer`: behind a load balancer, another replica may answer)."""
+        try:
+            answers = await self._reader.read_all()
+            return answers, self._seen_pods(answers, inventory)
+        except PrometheusSourceError as error:
+            if not self._empty.holds(error):
+                raise
+            log.debug("Prometheus answered empty after good answers; asking again at once: %s", error.detail)
+        answers = await self._reader.read_all()
+        return answers, self._seen_pods(answers, inventory)
 
     def _seen_pods(
         self, answers: Mapping[str, Mapping[PodRef, str]], inventory: Mapping[RuntimeKey, RuntimeInventory]
