@@ -68,6 +68,7 @@ from autoscaler.sources.prometheus_answers import (
 )
 from autoscaler.sources.prometheus_current import from_newest_scrape
 from autoscaler.sources.prometheus_instant import CLOCK_QUERY, evaluation_time, pinned
+from autoscaler.sources.prometheus_limits import named
 from exporter import names
 from exporter.flag_values import without_password
 
@@ -341,7 +342,7 @@ class PrometheusReader:
                 + (f" (closed the {cut} connections still open)" if cut else "")
             ) from error
         if isinstance(models_outcome, PrometheusSourceError):
-            self.models_error = models_outcome
+            self.models_error = named(models_outcome, RECENT_MODELS)
         elif isinstance(models_outcome, BaseException):
             self.models_error = PrometheusSourceError(REASON_PARSE, f"{RECENT_MODELS}: {models_outcome!r}")
         else:
@@ -350,7 +351,7 @@ class PrometheusReader:
         for signal, outcome in zip(self.signals, outcomes, strict=True):
             if isinstance(outcome, BaseException):
                 if isinstance(outcome, PrometheusSourceError):
-                    raise outcome
+                    raise named(outcome, signal.field)
                 raise PrometheusSourceError(REASON_PARSE, f"{signal.field}: {outcome!r}") from outcome
             answers[signal.field] = outcome
         return answers
