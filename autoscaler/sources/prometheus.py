@@ -12,6 +12,8 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
 - the backend fails as a whole (connection refused, timeout, HTTP error, a body that is not the expected
   JSON, or no series at all for the inventory's pods while Ready pods exist): every snapshot of that refresh
   says `source_ok=False` and carries each pod's **last good** `PodSample`, never zeros, so the policies hold.
+  No series at all right after answers that had them is no outage (`prometheus_empty_answer`): asked again at
+  once, then every pod's last sample held with `source_ok` True, the likely causes logged once per run.
   The failure is logged once per outage with the backend's detail, and again when it recovers; an outage
   that starts again for the same reason within FLAP_QUIET_S of the last line is counted, not logged (nor its
   recovery), and the next line says how many there were: a backend failing every other refresh wrote two lines
