@@ -5,8 +5,6 @@ from __future__ import annotations
 import sys  # built in: with the package's own __init__, all that loads before main's Ctrl-C handling
 from typing import TYPE_CHECKING
 
-from autoscaler import __version__
-
 if TYPE_CHECKING:
     import argparse
     from typing import NoReturn
@@ -26,13 +24,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     from autoscaler.demo.arguments import add_demo_arguments
     from autoscaler.settings import SERVE_DESCRIPTION, add_serve_arguments
+    from exporter import build_info
     from exporter.flag_values import SECONDS_FORMS
 
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Skew-aware external metrics for scaling KServe ModelMesh runtimes with the Kubernetes HPA.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action="version", version=build_info.version_line("%(prog)s"))
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                      parser_class=_command_parser_class())
     serve = commands.add_parser(

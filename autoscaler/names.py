@@ -26,6 +26,10 @@ SELECTOR_DEPLOYMENT: Final = "deployment"
 SELECTOR_SERVINGRUNTIME: Final = "servingruntime"
 SERVINGRUNTIME_DEPLOYMENT_PREFIX: Final = "modelmesh-serving-"
 
+ADAPTER_BUILD_INFO: Final = "modelmesh_autoscaler_build_info"
+"""Which build the adapter runs, a gauge of 1 labelled `version` and `revision` (`exporter.names.BUILD_INFO_LABELS`),
+as `prometheus_build_info`: which replicas are still old during a rollout."""
+
 DELETION_COST_ANNOTATION: Final = "controller.kubernetes.io/pod-deletion-cost"
 POLICY_ANNOTATION_PREFIX: Final = "autoscaler.modelmesh.io/"
 

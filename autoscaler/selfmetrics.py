@@ -18,8 +18,11 @@ from collections.abc import Iterable, Mapping
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
 from autoscaler.model import RuntimeView
+from autoscaler.names import ADAPTER_BUILD_INFO
 from autoscaler.request_tally import RequestTally
 from autoscaler.runtime_gauges import RuntimeGauge
+from exporter import build_info
+from exporter.names import BUILD_INFO_LABELS
 
 
 class AdapterMetrics:
@@ -31,6 +34,11 @@ class AdapterMetrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self.tally = RequestTally()
         """The serving path counts into its series through this (`autoscaler.request_tally`)."""
+        self.build_info = Gauge(
+            ADAPTER_BUILD_INFO, "The build this adapter runs (its version and commit); always 1.",
+            list(BUILD_INFO_LABELS), registry=self.registry,
+        )
+        self.build_info.labels(build_info.version(), build_info.revision()).set(1)
         self.requests = Counter(
             "modelmesh_autoscaler_api_requests_total",
             "API requests by route and HTTP status code.",

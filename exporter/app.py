@@ -27,6 +27,7 @@ from prometheus_client.aiohttp import make_aiohttp_handler
 
 from exporter import names
 from exporter.accept_limit import quiet_accept_errors
+from exporter.collectors.build_info import BuildInfoCollector
 from exporter.collectors.health import CollectorHealth
 from exporter.collectors.modelmesh import ModelMeshCollector
 from exporter.collectors.pod import PodInfoCollector
@@ -88,6 +89,8 @@ def build_app(settings: ExporterSettings) -> web.Application:
         registry.register(gpu)
         loops.append(functools.partial(gpu.run, settings.gpu_interval_s))
     registry.register(health)
+    registry.register(BuildInfoCollector())
+    # The pod's family stays last: the adapter's fast reader looks for it there (autoscaler/sources/exporter_text.py)
     if settings.identity.labels():  # none given (a sidecar patched before the variables): no series, read as before
         registry.register(PodInfoCollector(settings.identity))
     return metrics_app(registry, health, loops)

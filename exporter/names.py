@@ -49,6 +49,11 @@ EXPORTER_TIME: Final = "modelmesh_exporter_time_seconds"
 MODEL_RECENCY_HORIZON: Final = "modelmesh_exporter_model_recency_horizon_seconds"
 """How long this exporter keeps a model in `MODEL_LAST_SERVED_TIMESTAMP` (`--model-recency-horizon`): the adapter's
 cache need reads that series within `target_lru_age_s`, and a shorter horizon would cut its count unseen."""
+BUILD_INFO: Final = "modelmesh_exporter_build_info"
+"""Which build the sidecar runs (a gauge of 1, as `prometheus_build_info`): during a rollout, the pods whose sidecar
+is still the old one are those of the old `revision` (`exporter.build_info`)."""
+BUILD_INFO_LABELS: Final = ("version", "revision")
+"""The labels of `BUILD_INFO` and of the adapter's own build-info series (`autoscaler.names.ADAPTER_BUILD_INFO`)."""
 POD_INFO: Final = "modelmesh_exporter_pod_info"
 """Which pod the exporter runs in (a gauge of 1, as kube-state-metrics' `kube_pod_info`): the adapter scrapes by
 pod IP, and an IP given again to another pod must not have that pod's load read as the one it scraped for."""

@@ -9,7 +9,6 @@ traceback at start-up or a silently ignored setting.
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import operator
 import os
 import uuid
@@ -18,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final, NoReturn
 
-from exporter import env_flags
+from exporter import build_info, env_flags
 from exporter.env_flags import DNS_SUBDOMAIN, EnvFlag, EnvFlagError, Switch, resolve_flags, settings_fields
 from exporter.flag_values import (
     LOG_LEVELS,
@@ -266,15 +265,6 @@ class _SidecarParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _installed_version() -> str:
-    """The package's version, as `modelmesh-autoscaler --version` says it (the sidecar and the adapter are one
-    package and one image: operations.md, Upgrading, keeps them on the same version)."""
-    try:
-        return importlib.metadata.version("modelmesh-autoscaler")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown (not installed)"
-
-
 def build_parser() -> _SidecarParser:
     """The `modelmesh-exporter` parser. Defaults are None here: `parse_settings` fills in each unset flag
     from its variable, then from `ExporterSettings`, so `--help` shows the real default, not the environment."""
@@ -289,7 +279,7 @@ def build_parser() -> _SidecarParser:
             f"turns it off. SECONDS is {SECONDS_FORMS}."
         ),
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_installed_version()}")
+    parser.add_argument("--version", action="version", version=build_info.version_line("%(prog)s"))
     groups: dict[str, argparse._ArgumentGroup] = {}
     for option in _OPTIONS:
         title = next((t for prefix, t in _GROUPS.items() if option.flag.startswith(prefix)), None)
