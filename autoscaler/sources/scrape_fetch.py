@@ -39,7 +39,10 @@ HOST_HINT: Final = ("the certificate chains to a trusted CA but does not name th
 SERVER_NAME_HINT: Final = ("the certificate chains to a trusted CA but does not carry --exporter-server-name {name}: "
                            "give the name the exporters' certificates carry (their dnsNames)")
 PLAIN_HINT: Final = ("nothing speaks TLS there (the exporter serves plain http unless given --tls-cert-file): give "
-                     "the exporter its certificate, or scrape it over http: a discovered pod is scraped over https "
+                     "the exporter its certificate; where it was given one, the sidecar is older than 5 December 2026 "
+                     "and ignores EXPORTER_TLS_* (its log says 'EXPORTER_TLS_CERT_FILE is not a setting; ignored'): "
+                     "set this release's image in the same edit as the TLS patch, or before it; or scrape it over "
+                     "http: a discovered pod is scraped over https "
                      "because its exporter port is named https or https-... (https-exporter, the TLS patch's; "
                      "--exporter-scheme auto) or --exporter-scheme https forces it: name the port exporter until the "
                      "sidecar serves TLS, or give --exporter-scheme http; in a targets file, write http://")

@@ -48,9 +48,11 @@ def debug(kubeconfig: Path) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def half_rolled_runtime(tmp_path: Path, pki: Pki, *adapter_flags: str) -> AsyncIterator[Path]:
+async def half_rolled_runtime(tmp_path: Path, pki: Pki, *adapter_flags: str,
+                              tls_served: bool = True) -> AsyncIterator[Path]:
     """The runtime's two pods, one of each sidecar patch, and the adapter given the exporters' TLS settings and
-    `adapter_flags`; yields the kubeconfig that reads the adapter."""
+    `adapter_flags`; yields the kubeconfig that reads the adapter. `tls_served` False: the pod whose port the TLS
+    patch named serves plain http, as a sidecar from before 5 December 2026 does (it ignores the TLS variables)."""
     exporter_port, adapter_port = free_port(), free_port()
     secret = client_secret(tmp_path / "client", pki.authority, "v1")
     async with FakeKubeApi() as kube:
@@ -59,7 +61,7 @@ async def half_rolled_runtime(tmp_path: Path, pki: Pki, *adapter_flags: str) -> 
             runners: list[web.AppRunner] = []
             try:
                 for name, (ip, port_name) in PODS.items():
-                    env = pki.exporter_env() if port_name.startswith("https") else None
+                    env = pki.exporter_env() if port_name.startswith("https") and tls_served else None
                     runners.append(await start_pod(
                         stack, kube, FakeModelMesh(ModelMeshLoad(requests_per_second=50)), namespace=NS, name=name,
                         ip=ip, labels=SELECTOR, exporter_port=exporter_port, logs=tmp_path, exporter_env=env,
@@ -110,3 +112,18 @@ async def test_a_forced_scheme_names_the_pods_whose_port_says_otherwise_and_what
     assert len(said) == 1 and f"{NS}/triton-plain" in said[0] and "triton-tls" not in said[0], said
     assert "Leave --exporter-scheme at auto" in said[0], said
     assert [problem["pod"] for problem in problems] == ["triton-plain"], problems
+
+
+async def test_a_plain_sidecar_on_the_tls_patchs_port_is_said_to_be_perhaps_too_old_for_tls(
+        tmp_path: Path, pki: Pki) -> None:
+    """The TLS patch applied to a sidecar of an older image (steps out of order in an upgrade, or a sidecar rolled
+    back first): it logs `EXPORTER_TLS_CERT_FILE is not a setting; ignored` and serves plain http on the port
+    named `https-exporter`. The adapter's reason said only "give the exporter its certificate", which it was
+    given; it names the other cause, the sidecar's image, and what its log says."""
+    async with half_rolled_runtime(tmp_path, pki, tls_served=False) as kubeconfig:
+        problems = await asyncio.to_thread(poll, lambda: debug(kubeconfig).get("source", {}).get("problems"), 30)
+    assert [problem["pod"] for problem in problems] == ["triton-tls"], problems
+    said = str(problems[0])
+    assert "nothing speaks TLS there" in said, problems
+    assert "older than 5 December 2026" in said and "EXPORTER_TLS_CERT_FILE is not a setting; ignored" in said, said
+    assert (tmp_path / "adapter.log").read_text().count("older than 5 December 2026") >= 1
