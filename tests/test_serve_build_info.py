@@ -1,6 +1,6 @@
 """`serve`'s /metrics names the build the adapter runs, `modelmesh_autoscaler_build_info{version, revision} 1`, as
 `prometheus_build_info` does: during a rollout, which replicas are still the old release. Every release said
-0.1.0 and no series named a build. The real `serve` runs here (in one process and with a serving worker, whose
+0.1.0 and no series named a build. The real `serve` runs here (in one process and with two serving workers, each of whose
 page carries the refresh process's series), from this checkout: its revision is the checkout's HEAD."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from tests.hardening.adapter import adapter_running
 from tests.support.processes import http_get, poll
 
 
-@pytest.mark.parametrize("workers", [0, 1])
+@pytest.mark.parametrize("workers", [0, 2])
 def test_the_adapters_metrics_name_its_build(tmp_path: Path, workers: int) -> None:
     with adapter_running(tmp_path, ["http://127.0.0.1:1/metrics"],
                          ["--refresh-interval", "3600", "--workers", str(workers)]) as adapter:
