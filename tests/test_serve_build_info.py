@@ -1,7 +1,7 @@
 """`serve`'s /metrics names the build the adapter runs, `modelmesh_autoscaler_build_info{version, revision} 1`, as
 `prometheus_build_info` does: during a rollout, which replicas are still the old release. Every release said
-0.1.0 and no series named a build. The real `serve` runs here (in one process and with two serving workers, each of whose
-page carries the refresh process's series), from this checkout: its revision is the checkout's HEAD."""
+0.1.0 and no series named a build. The real `serve` runs here (in one process, and with two serving workers each
+of whose pages carries the refresh process's series), from this checkout: its revision is the checkout's HEAD."""
 
 from __future__ import annotations
 
