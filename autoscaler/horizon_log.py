@@ -14,7 +14,6 @@ warned about, is not looked at.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
 
 from autoscaler.log_lists import say_each_or_counted
 from autoscaler.model import RuntimeKey, RuntimeView
@@ -44,10 +43,10 @@ class ShortHorizonLog:
             self.said[view.key] = warning
             self._new.append(warning)
 
-    def forget_all_but(self, keys: Collection[RuntimeKey]) -> None:
-        """Runtimes gone from the refresh are forgotten silently (a runtime deleted says nothing of its sidecars)."""
-        for gone in [key for key in self.said if key not in keys]:
-            del self.said[gone]
+    def forget(self, key: RuntimeKey) -> None:
+        """A runtime gone or created again is forgotten silently (a runtime deleted says nothing of its sidecars;
+        one created again is warned about afresh)."""
+        self.said.pop(key, None)
 
     def flush(self) -> None:
         new, self._new = self._new, []

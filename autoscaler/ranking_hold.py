@@ -26,10 +26,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from autoscaler.forgetting import ForgetsRuntimes
 from autoscaler.log_lists import count_of, few
 from autoscaler.model import RuntimeKey, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
@@ -66,8 +67,9 @@ class CostsPending:
                 f"({', '.join(self.causes)}); the ReplicaSet would remove {few(self.misplaced, NAMED_PODS)}")
 
 
-class RankingWrites(Protocol):
-    """What the hold needs from the deletion-cost writer (`DeletionCostWriter` has it), without importing it."""
+class RankingWrites(ForgetsRuntimes, Protocol):
+    """What the hold needs from the deletion-cost writer (`DeletionCostWriter` has it), without importing it; it
+    forgets a runtime gone or created again with the refresher's other memories (`autoscaler.forgetting`)."""
 
     def offer(self, views: Mapping[RuntimeKey, RuntimeView]) -> None:
         """Take the refresh's views as decided, before any hold: the writer must see the scale-down to hurry.
@@ -148,8 +150,14 @@ class RankingHold:
             view, values={**view.values, _DESIRED: ServedValue(floor, served.raw, served.timestamp)}, held=held,
             reason=f"{view.reason}; {part}" if view.reason else part)
 
-    def flush(self, present: Collection[RuntimeKey]) -> None:
-        """Say this refresh's news (one line each, a fleet's runtimes together) and forget runtimes gone."""
+    def forget(self, key: RuntimeKey) -> None:
+        """Drop the runtime's spell and the pods its last value removed: it is gone, or another object whose
+        scale-down starts now (`autoscaler.forgetting`)."""
+        self._spells.pop(key, None)
+        self._removing.pop(key, None)
+
+    def flush(self) -> None:
+        """Say this refresh's news (one line each, a fleet's runtimes together)."""
         waiting, self._waiting = self._waiting, []
         past, self._past = self._past, []
         written, self._written = self._written, []
@@ -168,7 +176,3 @@ class RankingHold:
         if written:
             log.info("deletion costs written: %s may fall again for %s", _DESIRED.value,
                      few([str(key) for key in written]))
-        for key in [key for key in self._spells if key not in present]:
-            del self._spells[key]
-        for key in [key for key in self._removing if key not in present]:
-            del self._removing[key]

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Protocol
 
 from autoscaler.capacity_warnings import NoCapacityWarnings
+from autoscaler.forgetting import ForgetsRuntimes
 from autoscaler.horizon_log import ShortHorizonLog
 from autoscaler.log_lists import say_each_or_counted
 from autoscaler.model import RuntimeKey, RuntimeSnapshot, RuntimeView
@@ -105,6 +106,7 @@ class Refresher:
         self._memory: dict[RuntimeKey, RuntimeMemory] = {}
         self._warming: dict[RuntimeKey, WarmUp] = {}  # runtimes with no memory yet (autoscaler.policies.warmup)
         self._uids: dict[RuntimeKey, str] = {}  # each runtime's Deployment uid, where discovery reads it
+        self._listed: set[RuntimeKey] = set()  # the runtimes the last refresh read: those missing now are gone
         self._failing: set[RuntimeKey] = set()  # runtimes whose last decision raised (logged once)
         self._transitions = RuntimeTransitions()  # kept: it remembers what each runtime's last line said was missing
         self._short_horizons = ShortHorizonLog()  # kept: it remembers each runtime's short-horizon warning said
@@ -150,7 +152,7 @@ class Refresher:
         for key, warning in self.configured_warnings.items():  # a few runtimes at most, not one per runtime
             if (warned := views.get(key)) is not None:
                 views[key] = dataclasses.replace(warned, warnings=(*warned.warnings, warning))
-        self._forget_gone(snapshots, views, done.failed)
+        self._forget_gone(snapshots, done.failed)
         self.policies.notice_file_change()  # an edited policy file: a restart applies it (logged once)
         self._publish(views, done)
         self.metrics.refresh_seconds.observe(time.perf_counter() - started)
@@ -164,11 +166,14 @@ class Refresher:
         """Decide one runtime of the refresh `done` gathers: its view into `done.views` (or its key into
         `done.failed`), its memory or warm-up kept, and its view noted for the refresh's log lines."""
         key = snapshot.key
+        recreated = False
+        if snapshot.uid is not None and self._uids.get(key, snapshot.uid) != snapshot.uid:
+            recreated = True  # forgotten before anything reads its memory: its policy annotations' too
+            self._forget_recreated(key, snapshot.uid)
         policy = self.policies.policy_for(key, snapshot.annotations)
         if self.hpa_bounds is not None:
             policy = self.policies.with_hpa_bounds(key, policy, *self.hpa_bounds(key))
-        if snapshot.uid is not None and self._uids.get(key, snapshot.uid) != snapshot.uid:
-            self._forget_recreated(key, snapshot.uid)
+        before = None if recreated else self.views.get(key)  # the view served of the old object is not its own
         memory = self._memory.get(key)
         # What the HPA last asked for counts only for a runtime without memory (`warmup.replica_floor`).
         asks = None if memory is not None else self.scale_asks
@@ -187,7 +192,7 @@ class Refresher:
             done.unasked.append(key)
         if done.writes is not None:
             done.decided[key] = view
-            view = self._ranking_hold.hold(view, self.views.get(key), done.running, done.writes)
+            view = self._ranking_hold.hold(view, before, done.running, done.writes)
         done.views[key] = view
         if memory is not None:
             self._memory[key] = memory
@@ -197,7 +202,7 @@ class Refresher:
             self._warming.pop(key, None)
         else:
             self._warming[key] = warm
-        self._transitions.note(self.views.get(key), view)
+        self._transitions.note(before, view)
         done.no_capacity.note(view, warned_before, _warned_no_capacity(memory, warm))
         horizons_said = self._short_horizons.said
         if view.warnings or (horizons_said and key in horizons_said):  # rare: only those warned
@@ -209,24 +214,37 @@ class Refresher:
         done.no_capacity.flush()
         _say_seeded_unasked(done.unasked)
         if done.writes is not None:
-            self._ranking_hold.flush(done.views.keys())
-        short_horizons = self._short_horizons
-        if short_horizons.said:
-            short_horizons.forget_all_but(done.views.keys() | done.failed)
-        short_horizons.flush()
+            self._ranking_hold.flush()
+        self._short_horizons.flush()
 
-    def _forget_gone(self, snapshots: Sequence[RuntimeSnapshot], views: Mapping[RuntimeKey, RuntimeView],
-                     failed: set[RuntimeKey]) -> None:
-        """Forget the runtimes the source no longer lists: their memory, warm-up, uid and policy. A runtime whose
-        decision failed keeps its memory for when it decides again; one decided again (or gone) is logged again
-        should it fail later."""
-        for gone in set(self._memory) - set(views) - failed:
-            del self._memory[gone]
-        for gone in set(self._warming) - set(views) - failed:
-            del self._warming[gone]
+    def _forget_gone(self, snapshots: Sequence[RuntimeSnapshot], failed: set[RuntimeKey]) -> None:
+        """Forget the runtimes the source no longer lists, from every memory (`runtime_memories`). A runtime whose
+        decision failed is listed, and keeps its memory for when it decides again; one decided again (or gone)
+        is logged again should it fail later."""
+        listed = {snapshot.key for snapshot in snapshots}
+        for gone in self._listed - listed:
+            self._forget_runtime(gone)
+        self._listed = listed
         self._uids = {snapshot.key: snapshot.uid for snapshot in snapshots if snapshot.uid is not None}
-        self.policies.forget_all_but({snapshot.key for snapshot in snapshots})
+        self.policies.warn_unmatched(listed)
         self._failing &= failed
+
+    def runtime_memories(self) -> tuple[ForgetsRuntimes, ...]:
+        """Everything that keeps something per runtime from one refresh to the next, besides the refresher's own
+        memory and warm-up: the one list a runtime gone or created again is forgotten from. Whatever comes to
+        keep something per runtime belongs here, or a runtime created within one refresh inherits it."""
+        kept: tuple[ForgetsRuntimes, ...] = (self.policies, self._ranking_hold, self._transitions,
+                                             self._short_horizons)
+        return kept if self.cost_writes is None else (*kept, self.cost_writes)
+
+    def _forget_runtime(self, key: RuntimeKey) -> None:
+        """Forget all the adapter remembers of a runtime: its memory, its warm-up, its failure said, and what each
+        of `runtime_memories` keeps (`autoscaler.forgetting`)."""
+        self._memory.pop(key, None)
+        self._warming.pop(key, None)
+        self._failing.discard(key)
+        for memory in self.runtime_memories():
+            memory.forget(key)
 
     def _publish(self, views: dict[RuntimeKey, RuntimeView], done: _RefreshPass) -> None:
         """Publish the refresh: the runtimes' self-metrics (removing the series of runtimes and values gone), the
@@ -244,9 +262,10 @@ class Refresher:
     def _forget_recreated(self, key: RuntimeKey, uid: str) -> None:
         """The runtime's Deployment was deleted and created again under its name: another runtime, whose memory
         starts again (warming up from what runs). Kept, the old runtime's slow fall was served at once for the new
-        one (4 replicas for the 2 that run and need 1) and its HPA scaled it up."""
-        self._memory.pop(key, None)
-        self._warming.pop(key, None)
+        one (4 replicas for the 2 that run and need 1) and its HPA scaled it up; and its policy annotations' last
+        good values read the new object's typo as the old one's floor. The view served of the old object is not
+        the new one's `before` either (`_decide_runtime`)."""
+        self._forget_runtime(key)
         log.info("runtime %s: its Deployment was deleted and created again (uid %s, was %s): the adapter's memory of "
                  "it starts again, from what runs", key, uid, self._uids[key])
 

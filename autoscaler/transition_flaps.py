@@ -117,6 +117,11 @@ class FlapWatch:
                 self._refresh - at < FLAP_REFRESHES for at, _, _ in record.said.values())):
             self._kept[key] = record
 
+    def forget(self, key: Hashable) -> None:
+        """The runtime was created again under its name: another object, whose lines do not return to the old one's."""
+        self._records.pop(key, None)
+        self._kept.pop(key, None)
+
     def end_refresh(self) -> None:
         """Runtimes not noted this refresh (gone) are forgotten, and so are those without a recent line."""
         self._records, self._kept = self._kept, {}

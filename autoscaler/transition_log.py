@@ -181,6 +181,12 @@ class RuntimeTransitions:
         if said:
             self._kept[key] = said
 
+    def forget(self, key: RuntimeKey) -> None:
+        """Drop what the last lines said of the runtime (a runtime gone is dropped at `flush` anyway: not noted)."""
+        self._said.pop(key, None)
+        self._kept.pop(key, None)
+        self._flaps.forget(key)
+
     def flush(self) -> None:
         views, self._views = self._views, []
         self._said, self._kept = self._kept, {}  # runtimes gone (not noted) are forgotten

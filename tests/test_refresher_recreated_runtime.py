@@ -5,10 +5,15 @@ of demand). It was served 4 at once, with the old runtime's GPU busy, and its HP
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
+from typing import Any
 
 import pytest
 
+from autoscaler.api.debug_document import debug_json
+from autoscaler.api.render import render_snapshot
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.names import ServedMetric
 from autoscaler.policies.config import PolicyBook
@@ -18,6 +23,7 @@ from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.base import SourceDefaults
 
 KEY = RuntimeKey("churn", "modelmesh-serving-rtprobe")
+MIN_REPLICAS = "autoscaler.modelmesh.io/min-replicas"
 
 
 class DeploymentSource(SourceDefaults):
@@ -64,3 +70,49 @@ async def test_a_deployment_created_again_under_the_same_name_starts_without_the
     assert values[ServedMetric.DESIRED_REPLICAS] == 2.0  # what runs, not the old runtime's 4
     assert values[ServedMetric.GPU_BUSY] == pytest.approx(0.1)
     assert any("created again" in r.getMessage() and str(KEY) in r.getMessage() for r in caplog.records)
+
+
+class AnnotatedDeployment(DeploymentSource):
+    """The same runtime, its Deployment annotated (`autoscaler.modelmesh.io/min-replicas` and the like)."""
+
+    def __init__(self, uid: str, pods: int, busy: float, annotations: dict[str, str]) -> None:
+        super().__init__(uid, pods, busy)
+        self.annotations = annotations
+
+    async def collect(self, now: float) -> list[RuntimeSnapshot]:
+        [snapshot] = await super().collect(now)
+        return [dataclasses.replace(snapshot, annotations=dict(self.annotations))]
+
+
+def debug_document(refresher: Refresher) -> dict[str, Any]:
+    """/debug/runtimes/NS/DEP as the serving worker answers it from the refresh's views."""
+    snapshot = render_snapshot(refresher.views, True, policies=refresher.policies)
+    record = snapshot.runtimes.debug_record((KEY.namespace, KEY.deployment))
+    assert record is not None
+    document: dict[str, Any] = json.loads(debug_json(record))
+    return document
+
+
+async def test_a_bad_annotation_on_a_deployment_created_again_is_not_read_as_the_old_ones_good_value(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """`kubectl replace --force` within one refresh: the old Deployment said `min-replicas: "3"`, the new one says
+    `"3x"`. The new runtime's annotation was never good, so the built-in applies (no floor): it was served the old
+    object's floor of 3 for its 2 pods, and /debug said "its last good value, '3'" until someone fixed the typo."""
+    clock = [1_700_000_000.0]
+    source = AnnotatedDeployment("uid-old", pods=2, busy=0.4, annotations={MIN_REPLICAS: "3"})
+    refresher = Refresher(source, PolicyBook(RuntimePolicy(warmup_grace_s=0.0)), AdapterMetrics(),
+                          clock=lambda: clock[0], monotonic=lambda: clock[0])
+    await refresher.refresh_once()
+    assert debug_document(refresher)["policy"]["min_replicas"]["value"] == 3
+    assert served(refresher)[ServedMetric.DESIRED_REPLICAS] == 3.0
+
+    clock[0] += 15.0
+    source.uid, source.annotations = "uid-new", {MIN_REPLICAS: "3x"}  # deleted and created again, with a typo
+    caplog.set_level(logging.INFO)
+    await refresher.refresh_once()
+    shown = debug_document(refresher)["policy"].get("min_replicas")
+    assert shown is None or (shown["value"] is None and "last good" not in shown["from"]), shown
+    assert served(refresher)[ServedMetric.DESIRED_REPLICAS] == 2.0  # what runs, no floor
+    ignored = [r.getMessage() for r in caplog.records if "'3x'" in r.getMessage()]
+    assert ignored and all("last good" not in message for message in ignored), ignored

@@ -131,6 +131,7 @@ class DeletionCostWriter:
         self._wake = asyncio.Event()
         self.records: dict[PodId, PodRecord] = {}
         self._scale_downs: dict[RuntimeKey, tuple[int, int]] = {}
+        self._forgetting: set[RuntimeKey] = set()  # runtimes gone or created again, forgotten at the next pass
         self._held: frozenset[RuntimeKey] = frozenset()  # held at the last refresh: their writes are urgent
         self._holding: set[RuntimeKey] = set()  # held so far in the refresh under way (`misordered`)
         self._next_slot = 0.0
@@ -204,6 +205,13 @@ class DeletionCostWriter:
             return "throttled by the API server (Retry-After)"
         return "queued"
 
+    def forget(self, key: RuntimeKey) -> None:
+        """The runtime is gone, or was created again under its name (`autoscaler.forgetting`): a scale-down of it
+        is news again, its costs written at once. Kept, the new object's first scale-down, the same as the old
+        one's last (3 of 4 replicas), was not urgent and waited for its pods' minute while the ranking hold held
+        it. Taken out at the next pass, on the event loop: a pass in progress plans in a thread."""
+        self._forgetting.add(key)
+
     def wake(self) -> None:
         """Plan again now (leadership changed)."""
         self._wake.set()
@@ -237,6 +245,9 @@ class DeletionCostWriter:
             return 0
         now = self._planned_at = self._clock()
         held = self._held
+        forgetting, self._forgetting = self._forgetting, set()
+        for key in forgetting:
+            self._scale_downs.pop(key, None)
         # In a thread: at 50,000 pods planning is 0.2-1 s of Python, which on the event loop held up every
         # HPA request at every refresh. Nothing else touches the records meanwhile: no patch is in flight
         # between passes, and this task is the only one that plans. The thread plans and takes out the records
@@ -266,8 +277,6 @@ class DeletionCostWriter:
             log.info("deletion costs: %d pods were deleted and created again under their names (a new uid, "
                      "without the annotation written on the old one); writing them as new pods: %s",
                      len(recreated), few([f"{ns}/{name}" for ns, name in recreated]))
-        for key in [key for key in self._scale_downs if key not in views]:
-            del self._scale_downs[key]
         return gone, plan_patches(views, self.records, self._urgent(views) | held, now,
                                       min_interval_s=self.settings.min_interval_s,
                                       max_interval_s=self.settings.max_interval_s)
@@ -467,6 +476,7 @@ class DeletionCostWriter:
             self._remove_series(pod, record)
         self.records.clear()
         self._scale_downs.clear()
+        self._forgetting.clear()
         self._failing.clear()
 
     def _remove_series(self, pod: PodId, record: PodRecord) -> None:

@@ -76,7 +76,7 @@ class PolicyBook:
         """Per runtime, its annotations (all: the snapshot's own mapping, never changed once handed over;
         comparing two dicts is cheaper than picking ours out every refresh), its policy annotations, the
         policy they made and where each value came from: one entry per runtime that exists
-        (`forget_all_but`), replaced when its annotations change."""
+        (`forget`), replaced when its annotations change."""
         self._memory: dict[RuntimeKey, AnnotationMemory] = {}
         """Per runtime, its annotations' last good values and the mistakes warned about (`apply_annotations`)."""
         self._hpa_notes: dict[RuntimeKey, tuple[str, str]] = {}
@@ -160,15 +160,17 @@ class PolicyBook:
         self._cache[key] = (annotations, ours, policy, explained)
         return policy
 
-    def forget_all_but(self, keys: Collection[RuntimeKey]) -> None:
-        """Drop the cached policies of runtimes not in `keys` (those the last refresh saw): runtimes come and go
-        for days, and a policy kept for each one ever seen grows without end."""
-        for gone in [key for key in self._cache if key not in keys]:
-            del self._cache[gone]
-        for gone in [key for key in self._memory if key not in keys]:
-            del self._memory[gone]
-        for gone in [key for key in self._hpa_notes if key not in keys]:
-            del self._hpa_notes[gone]
+    def forget(self, key: RuntimeKey) -> None:
+        """Drop what the book keeps of a runtime gone or created again (`autoscaler.forgetting`): its cached
+        policy, its annotations' last good values and the mistakes warned about, its HPA note. Runtimes come and
+        go for days (a policy kept for each one ever seen grows without end), and a Deployment created again is
+        another object: "an annotation that was never good uses the file's value" holds for it too."""
+        self._cache.pop(key, None)
+        self._memory.pop(key, None)
+        self._hpa_notes.pop(key, None)
+
+    def warn_unmatched(self, keys: Collection[RuntimeKey]) -> None:
+        """Called every refresh with the runtimes it saw: warns once of each `runtimes:` entry matching none."""
         if keys and len(self._unmatched) < len(self.runtimes):
             self._warn_unmatched(keys)
 

@@ -92,7 +92,7 @@ def test_a_file_entry_that_matches_no_runtime_is_warned_about_once_with_the_like
     book = PolicyBook(runtimes={RuntimeKey("default", "triton"): RuntimePolicy(target_rps_per_pod=120.0)})
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         for _ in range(3):  # every refresh
-            book.forget_all_but({TRITON})
+            book.warn_unmatched({TRITON})
     [record] = caplog.records
     message = record.getMessage()
     assert "default/triton" in message and "deployment: modelmesh-serving-triton" in message
@@ -101,8 +101,8 @@ def test_a_file_entry_that_matches_no_runtime_is_warned_about_once_with_the_like
 def test_a_file_entry_is_not_warned_about_before_anything_is_discovered(caplog: pytest.LogCaptureFixture) -> None:
     book = PolicyBook(runtimes={TRITON: RuntimePolicy()})
     with caplog.at_level(logging.WARNING, logger=LOGGER):
-        book.forget_all_but(set())
-        book.forget_all_but({TRITON})
+        book.warn_unmatched(set())
+        book.warn_unmatched({TRITON})
     assert caplog.records == []
 
 
