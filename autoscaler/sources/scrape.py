@@ -418,7 +418,8 @@ class ScrapeSource(SourceDefaults):
     async def _read(self, key: RuntimeKey, pod: PodTarget, url: str) -> ExporterReading:
         requested_at = self._clock()
         text = await fetch_exposition(self._client(), url, max_bytes=self._max_body_bytes,
-                                      server_name=self._server_name)
+                                      server_name=self._server_name,
+                                      answered_before=_pod_id(key, pod) in self._last_good)
         try:
             reading = read_exporter_text(text, pod.name, pod.ready, self._clock(), pod.created_at, requested_at)
         except ExpositionError as error:

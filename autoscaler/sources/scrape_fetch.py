@@ -70,6 +70,9 @@ PLAIN_TO_TLS_HINT: Final = ("an exporter serving HTTPS (given --tls-cert-file) r
                             "name its port https-exporter, as manifests/examples/exporter-tls does, for "
                             "--exporter-scheme auto (the default) to scrape it over https, or force "
                             "--exporter-scheme https; trust its CA with --exporter-ca-file")
+WENT_AWAY_HINT: Final = ("it answered over plain http before, so the scheme is not the cause: the pod or its exporter "
+                         "sidecar went away (the pod deleted, the sidecar restarting or OOM-killed; kubectl describe "
+                         "pod says which)")
 NOT_FOUND_HINT: Final = "no /metrics at that address: is the port the exporter's (9187), not ModelMesh's own?"
 CONNECT_HINT: Final = ("nothing accepts connections there: is the exporter sidecar in the pod and listening on "
                       "--exporter-port (default 9187), and does a NetworkPolicy let the adapter reach it?")
@@ -89,10 +92,11 @@ def scrape_timeout(total_s: float, connect_s: float = CONNECT_TIMEOUT_S) -> aioh
 
 
 async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_bytes: int = MAX_BODY_BYTES,
-                           server_name: str | None = None) -> str:
+                           server_name: str | None = None, answered_before: bool = False) -> str:
     """The body of `url` as text; raises `FetchError` with the reason for any failure. `server_name`: the name an
     https exporter's certificate is verified against, and sent as the TLS server name, instead of the URL's host
-    (`--exporter-server-name`)."""
+    (`--exporter-server-name`). `answered_before`: the pod's exporter answered a scrape before, so a connection
+    it closes is the pod going away, not an HTTPS exporter refusing plain HTTP (`closed_hint`)."""
     timeout = session.timeout
     try:
         async with session.get(url, server_hostname=server_name) as response:
@@ -120,7 +124,7 @@ async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_byte
         cause = ssl_cause(error)
         closed = (isinstance(error, aiohttp.ServerDisconnectedError) or error.errno == errno.ECONNRESET
                   or (cause is not None and cause.reason in CLIENT_CERTIFICATE_REFUSED))
-        hint = "" if not closed else f"; {CLOSED_HINT}" if url.startswith("https://") else f"; {PLAIN_TO_TLS_HINT}"
+        hint = f"; {closed_hint(url, answered_before)}" if closed else ""
         raise FetchError(names.REASON_CONNECT, f"{url}: {error}{hint}") from error
     except aiohttp.ClientPayloadError as error:
         raise FetchError(names.REASON_PARSE, f"incomplete body from {url}: {error}") from error
@@ -132,6 +136,15 @@ async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_byte
         return body.decode("utf-8")
     except UnicodeDecodeError as error:
         raise FetchError(names.REASON_PARSE, f"{url}: {error}") from error
+
+
+def closed_hint(url: str, answered_before: bool) -> str:
+    """What a connection closed (or reset) by the exporter means. Over https: a client certificate refused. Over
+    http: an exporter serving HTTPS, but only where the pod never answered over http; one that did (scraped fine
+    for minutes) went away, and the HTTPS hint sent operators to rename the ports of a fleet that worked."""
+    if url.startswith("https://"):
+        return CLOSED_HINT
+    return WENT_AWAY_HINT if answered_before else PLAIN_TO_TLS_HINT
 
 
 def tls_detail(url: str, error: BaseException, server_name: str | None = None) -> str:
