@@ -102,6 +102,10 @@ class RuntimeSnapshot:
     uid: str | None = None
     """The Deployment's uid, where discovery reads it: a runtime deleted and created again under the same name
     is another runtime, whose memory starts again (`Refresher`)."""
+    deleting: bool = False
+    """The Deployment carries a `metadata.deletionTimestamp` (discovery reads it): it is being deleted. Foreground
+    cascading deletion (`kubectl delete --cascade=foreground`, Argo CD, Flux) deletes its pods first and keeps the
+    Deployment readable until they are gone: no Ready pods then is the deletion, not a runtime failing."""
     models_unread: bool = False
     """The source asked for per-model use and could not read it this refresh (the Prometheus source's models
     query failed or answered partly; a pod, Prometheus's or a scraped exporter's, published last-served times
@@ -235,6 +239,14 @@ class RuntimeView:
     # `modelmesh_autoscaler_metric_freshness_seconds` measures. The values' `timestamp` also counts the last
     # sample of a stale Ready pod they are held for; None where no view said (the `timestamp` then stands).
     fresh_sample_at: float | None = None
+    # Its Deployment is being deleted and no pod is Ready (`RuntimeSnapshot.deleting`): nothing to judge.
+    being_deleted: bool = False
+
+    @property
+    def nothing_to_judge(self) -> bool:
+        """Scaled to zero, or being deleted without Ready pods: no values, and nothing missing to alert on (no
+        `runtime_values_known` series, no misses, an INFO line); still a 503, on which the HPA holds."""
+        return self.being_deleted or self.scaled_to_zero
 
     @property
     def scaled_to_zero(self) -> bool:

@@ -104,7 +104,7 @@ class AdapterMetrics:
             "modelmesh_autoscaler_runtime_values_known",
             "1 when the runtime's values are served, 0 while the API answers 503 for all of them (one metric no pod "
             "reports is 503 alone: its served_value is absent); absent while it is scaled to zero (its Deployment "
-            "asks for 0 replicas: nothing to know).",
+            "asks for 0 replicas: nothing to know) or being deleted without Ready pods.",
             ("namespace", "deployment"),
         )
         self.runtime_warming_up = RuntimeGauge(
@@ -254,7 +254,7 @@ class AdapterMetrics:
         for view in views:
             namespace, deployment = labels = (view.key.namespace, view.key.deployment)
             misses[labels] = view.consecutive_misses
-            if not view.scaled_to_zero:  # nothing to know: no "unknown" to alert on
+            if not view.nothing_to_judge:  # nothing to know (scaled to zero, being deleted): no "unknown" to alert on
                 known[labels] = 1 if view.known else 0
             warming[labels] = 1 if view.warming_up else 0
             if not view.known:

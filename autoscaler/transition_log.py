@@ -85,6 +85,8 @@ def worth_saying(said: Missing, now: Missing) -> bool:
 def _state(view: RuntimeView, missing: Missing) -> str:
     if view.scaled_to_zero:
         return "scaled to zero (nothing to judge; 503, the HPA holds)"
+    if view.being_deleted:
+        return "being deleted (nothing to judge; 503, the HPA holds)"
     if view.complete:
         return "serving"
     if view.warming_up.startswith(WAITING_FOR_ASK):
@@ -98,9 +100,9 @@ def _state(view: RuntimeView, missing: Missing) -> str:
 
 
 def _level(view: RuntimeView) -> int:
-    """INFO for a runtime served in full, scaled to zero, or waiting at start for the RuntimeScales' first list (a
-    round trip at every start: nothing is wrong); else WARNING."""
-    return (logging.INFO if view.complete or view.scaled_to_zero or view.warming_up.startswith(WAITING_FOR_ASK)
+    """INFO for a runtime served in full, scaled to zero, being deleted, or waiting at start for the RuntimeScales'
+    first list (a round trip at every start: nothing is wrong); else WARNING."""
+    return (logging.INFO if view.complete or view.nothing_to_judge or view.warming_up.startswith(WAITING_FOR_ASK)
             else logging.WARNING)
 
 
@@ -132,9 +134,9 @@ def _steady_note(steady: Steady) -> str:
 
 
 def _flap_state(view: RuntimeView, missing: Missing) -> tuple[object, ...]:
-    """What a runtime flaps between: served or not, complete, warming up, scaled to zero, its source down, and
-    which signals it misses (not on how many pods: a count that wavers is `worth_saying`'s)."""
-    return (view.known, view.complete, bool(view.warming_up), view.scaled_to_zero,
+    """What a runtime flaps between: served or not, complete, warming up, scaled to zero or being deleted, its
+    source down, and which signals it misses (not on how many pods: a count that wavers is `worth_saying`'s)."""
+    return (view.known, view.complete, bool(view.warming_up), view.scaled_to_zero, view.being_deleted,
             view.reason.startswith(SOURCE_DOWN), tuple(signal for signal, _ in missing))
 
 

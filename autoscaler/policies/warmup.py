@@ -61,6 +61,9 @@ _DESIRED = ServedMetric.DESIRED_REPLICAS
 SCALED_TO_ZERO = ("scaled to zero: the Deployment asks for 0 replicas (modelmesh-serving scales a runtime that no "
                   "InferenceService uses to zero); nothing to judge until it has pods; values unknown (503), HPA "
                   "holds")
+BEING_DELETED = ("being deleted: its Deployment has a deletionTimestamp and no pod is Ready (a foreground cascading "
+                 "deletion, as kubectl delete --cascade=foreground, Argo CD and Flux make, deletes the pods first); "
+                 "nothing to judge; values unknown (503), HPA holds")
 ASK_UNREAD = (f"warm-up grace period over before the first list of RuntimeScales: {_DESIRED.value} not below the "
               "Deployment's replicas, without what the HPA last asked for")
 """The reason's start for a runtime seeded without its RuntimeScale's ask (`decide_remembering`'s `ask_unread`)."""
@@ -131,8 +134,10 @@ def decide_remembering(
     warm-up state to keep (None once warm); neither (None, None) for a runtime scaled to zero, whose memory
     is to be forgotten.
     """
-    if snapshot.replicas == 0 and not any(pod.ready for pod in snapshot.pods):
+    if (snapshot.replicas == 0 or snapshot.deleting) and not any(pod.ready for pod in snapshot.pods):
         idle, _ = decide(snapshot, policy, None, now, window_s, running)
+        if snapshot.deleting:
+            return replace(idle, consecutive_misses=0, reason=BEING_DELETED, being_deleted=True), None, None
         return replace(idle, consecutive_misses=0, reason=SCALED_TO_ZERO), None, None
     if memory is not None:
         view, kept = decide(snapshot, policy, memory, now, window_s, running)

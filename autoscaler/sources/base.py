@@ -68,6 +68,8 @@ class RuntimeInventory:
     annotations: dict[str, str] = field(default_factory=dict)
     uid: str | None = None
     """The Deployment's uid (Kubernetes discovery): a new one under the same name is another runtime."""
+    deleting: bool = False
+    """Its Deployment is being deleted (`RuntimeSnapshot.deleting`)."""
 
 
 class PodDiscovery(Protocol):

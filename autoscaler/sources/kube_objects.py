@@ -75,6 +75,9 @@ class RuntimeRecord:
     annotations: dict[str, str] = field(default_factory=dict)
     uid: str | None = None
     """The Deployment's `metadata.uid` (None: no Deployment read, a configured runtime without one)."""
+    deleting: bool = False
+    """The Deployment carries a `metadata.deletionTimestamp`: it is being deleted, and stays readable meanwhile
+    where its dependents go first (foreground cascading deletion: `finalizers: [foregroundDeletion]`)."""
 
 
 def parse_pod(obj: Any) -> PodRecord | None:
@@ -203,7 +206,7 @@ def parse_deployment(deployment: JSON, key: RuntimeKey) -> RuntimeRecord:
     annotations = {str(k): str(v) for k, v in _mapping(metadata.get("annotations")).items()}
     uid = metadata.get("uid")
     return RuntimeRecord(key, selector, replicas if isinstance(replicas, int) else None, annotations,
-                         uid if isinstance(uid, str) else None)
+                         uid if isinstance(uid, str) else None, metadata.get("deletionTimestamp") is not None)
 
 
 def fallback_selector(key: RuntimeKey) -> dict[str, str]:
@@ -214,7 +217,8 @@ def fallback_selector(key: RuntimeKey) -> dict[str, str]:
 def runtime_table(runtimes: Mapping[RuntimeKey, RuntimeRecord]) -> dict[RuntimeKey, tuple[Any, ...]]:
     """The runtimes as comparable values: equal tables mean a Deployment read changed nothing."""
     return {
-        key: (tuple(sorted(r.selector.items())), r.replicas, tuple(sorted(r.annotations.items())), r.uid)
+        key: (tuple(sorted(r.selector.items())), r.replicas, tuple(sorted(r.annotations.items())), r.uid,
+              r.deleting)
         for key, r in runtimes.items()
     }
 
@@ -254,7 +258,8 @@ def build_inventory(
              if _selects(runtime.selector, pod) and _runs_under(key, pod)),
             key=lambda target: target.name,
         )
-        result[key] = RuntimeInventory(key, tuple(targets), runtime.replicas, dict(runtime.annotations), runtime.uid)
+        result[key] = RuntimeInventory(key, tuple(targets), runtime.replicas, dict(runtime.annotations), runtime.uid,
+                                       runtime.deleting)
     return result
 
 

@@ -358,6 +358,7 @@ class PrometheusSource(SourceDefaults):
             replicas=runtime.replicas,
             annotations=dict(runtime.annotations),
             uid=runtime.uid,
+            deleting=runtime.deleting,
             # No evidence that its pods stopped reporting per-model use (`RuntimeSnapshot.models_unread`): the models
             # query failed, the answers were partial (a store Thanos could not reach), or a pod's times all garbage.
             models_unread=(self._reader.models_error is not None or bool(self._reader.warnings)

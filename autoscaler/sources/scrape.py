@@ -192,6 +192,7 @@ class ScrapeSource(SourceDefaults):
                 replicas=runtime.replicas,
                 annotations=runtime.annotations,
                 uid=runtime.uid,
+                deleting=runtime.deleting,
                 models_unread=key in self._models_unread,
             )
             for key, runtime in inventory.items()

@@ -89,8 +89,24 @@ class ClusterControls(ObjectStore):
 
         return self.update_object("deployments", namespace, name, change)
 
-    def delete_deployment(self, namespace: str, name: str) -> JSON:
-        return self._delete(DEPLOYMENTS, (namespace, name))
+    def delete_deployment(self, namespace: str, name: str, propagation: str = "Background") -> JSON:
+        """Delete a Deployment (DELETED event), as `propagationPolicy: Background` (kubectl's default) does: its
+        dependents go after it. `Foreground` (`kubectl delete --cascade=foreground`, Argo CD, Flux): as
+        kube-apiserver does, only mark it (`metadata.deletionTimestamp`, `finalizers: [foregroundDeletion]`,
+        MODIFIED); it stays readable while the garbage collector deletes its pods (the test deletes them), and a
+        second call removes it, as the garbage collector does once they are gone."""
+        key = (namespace, name)
+        existing = self._objects[DEPLOYMENTS].get(key)
+        if propagation == "Foreground" and existing is not None and "deletionTimestamp" not in existing["metadata"]:
+            moment = self.clock()
+
+            def mark(obj: JSON) -> None:
+                obj["metadata"]["deletionTimestamp"] = rfc3339(moment)
+                obj["metadata"]["deletionGracePeriodSeconds"] = 0
+                obj["metadata"]["finalizers"] = [*obj["metadata"].get("finalizers", []), "foregroundDeletion"]
+
+            return self.update_object("deployments", namespace, name, mark)
+        return self._delete(DEPLOYMENTS, key)
 
     # ---- HorizontalPodAutoscalers ----------------------------------------------------------------------------
 
