@@ -11,6 +11,8 @@ import logging
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autoscaler.api.debug_document import debug_json
 from autoscaler.api.render import render_snapshot
@@ -116,3 +118,34 @@ async def test_a_bad_annotation_on_a_deployment_created_again_is_not_read_as_the
     assert served(refresher)[ServedMetric.DESIRED_REPLICAS] == 2.0  # what runs, no floor
     ignored = [r.getMessage() for r in caplog.records if "'3x'" in r.getMessage()]
     assert ignored and all("last good" not in message for message in ignored), ignored
+
+
+ANNOTATION_VALUES = st.sampled_from(["1", "3", "5", "3x", "-1", ""])
+ANNOTATIONS = st.dictionaries(st.sampled_from([MIN_REPLICAS, "autoscaler.modelmesh.io/max-replicas"]),
+                              ANNOTATION_VALUES, max_size=2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(olds=st.lists(ANNOTATIONS, min_size=1, max_size=3), new=ANNOTATIONS)
+async def test_a_deployment_created_again_is_served_as_by_an_adapter_that_never_saw_the_old_one(
+    olds: list[dict[str, str]], new: dict[str, str],
+) -> None:
+    """Whatever the old Deployment's annotations were over its life, the new one's /debug policy and served value
+    are those of a fresh adapter that sees only the new Deployment."""
+    clock = [1_700_000_000.0]
+    source = AnnotatedDeployment("uid-old", pods=2, busy=0.4, annotations={})
+    refresher = Refresher(source, PolicyBook(RuntimePolicy(warmup_grace_s=0.0)), AdapterMetrics(),
+                          clock=lambda: clock[0], monotonic=lambda: clock[0])
+    for written in olds:
+        source.annotations = written
+        await refresher.refresh_once()
+        clock[0] += 15.0
+    source.uid, source.annotations = "uid-new", new
+    await refresher.refresh_once()
+
+    fresh_source = AnnotatedDeployment("uid-new", pods=2, busy=0.4, annotations=new)
+    fresh = Refresher(fresh_source, PolicyBook(RuntimePolicy(warmup_grace_s=0.0)), AdapterMetrics(),
+                      clock=lambda: clock[0], monotonic=lambda: clock[0])
+    await fresh.refresh_once()
+    assert debug_document(refresher)["policy"] == debug_document(fresh)["policy"]
+    assert served(refresher) == served(fresh)
