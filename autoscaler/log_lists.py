@@ -18,14 +18,16 @@ NAMED: Final = 10
 """How many items one log line names before it only counts the rest."""
 
 
-def few(items: Collection[object], named: int = NAMED) -> str:
+def few(items: Collection[object], named: int = NAMED, *, sep: str = ", ", more: str = " and {} more") -> str:
     """`items` for a log line: all of them when there are at most `named`, else the first `named` and how many
-    more (`a, b and 4998 more`); `none` when empty."""
+    more (`a, b and 4998 more`); `none` when empty. Items that are sentences themselves are parted by `sep="; "`,
+    and `more` (the count's format, with its own separator) says what the rest are (`" and {} more runtimes"`),
+    so that every list in a log line is cut the same way."""
     if not items:
         return "none"
     shown = [str(item) for _, item in zip(range(named), items, strict=False)]
-    more = len(items) - len(shown)
-    return ", ".join(shown) + (f" and {more} more" if more else "")
+    left = len(items) - len(shown)
+    return sep.join(shown) + (more.format(left) if left else "")
 
 
 def count_of(count: int, noun: str) -> str:

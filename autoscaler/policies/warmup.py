@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from autoscaler.log_lists import few
 from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
 from autoscaler.policies.decision import SOURCE_DOWN, VALUE_SIGNAL, RuntimeMemory, decide
@@ -225,8 +226,7 @@ def whole_or_unknown(
 
 def _named(names: list[str]) -> str:
     """`pod-0, pod-1, pod-2 and 4 more`: a few names, the rest counted."""
-    shown = ", ".join(names[:_SHOWN_PODS])
-    return shown + (f" and {len(names) - _SHOWN_PODS} more" if len(names) > _SHOWN_PODS else "")
+    return few(names, _SHOWN_PODS)
 
 
 def _lacking_load(age_s: float | None) -> str:
@@ -248,8 +248,7 @@ def _unseen(view: RuntimeView) -> str:
             bad.append(_lacking_load(pod.age_s))
         if bad:
             lacking.append(f"{pod.name}: {', '.join(bad)}")
-    shown = "; ".join(lacking[:_SHOWN_PODS]) + (f"; {len(lacking) - _SHOWN_PODS} more" if len(lacking) > _SHOWN_PODS
-                                                else "")
+    shown = few(lacking, _SHOWN_PODS, sep="; ", more="; {} more") if lacking else ""
     if not view.ready_pods:
         return "no pod is ready"
     return f"{view.fresh_pods} of {view.ready_pods} ready pods fresh" + (f" ({shown})" if shown else "")

@@ -40,6 +40,7 @@ from autoscaler.kube.paths import HPAS, collection_endpoint
 from autoscaler.kube.raw import JSON, Scope, scope_name
 from autoscaler.kube.session import ClientFactory, KubeSession
 from autoscaler.kube.watch_news import ScopeLine, flushed_when_stopped, watch_news
+from autoscaler.log_lists import few
 from autoscaler.model import RuntimeKey
 
 log = logging.getLogger("autoscaler.sources.kube_hpas")
@@ -179,9 +180,7 @@ def describe_changes(before: Mapping[RuntimeKey, tuple[int, int]], after: Mappin
             changes.append(f"{key} {old} -> {new}")
     if len(before) == 0 and len(changes) > LOGGED_CHANGES:
         return f"{len(after)} runtimes scaled by HPAs"
-    shown = ", ".join(changes[:LOGGED_CHANGES])
-    more = len(changes) - LOGGED_CHANGES
-    return f"{shown} and {more} more runtimes" if more > 0 else shown
+    return few(changes, LOGGED_CHANGES, more=" and {} more runtimes")
 
 
 class HpaWatch:

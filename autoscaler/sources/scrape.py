@@ -341,8 +341,7 @@ class ScrapeSource(SourceDefaults):
                 started.append(f"{key}/{pod.name}: {detail}")
         if started:
             log.warning("%d pod(s) not scraped, their address taken by a newer pod: %s", len(started),
-                        "; ".join(started[:NAMED]) + (f"; and {len(started) - NAMED} more" if len(started) > NAMED
-                                                      else ""))
+                        few(started, sep="; ", more="; and {} more"))
         self._superseded = noted
         return taken
 
