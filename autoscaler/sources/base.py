@@ -17,7 +17,7 @@ Rules every implementation keeps (docs/design.md, Missing data):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Protocol, runtime_checkable
 
@@ -160,3 +160,19 @@ class SourceDefaults:
 
     def scrape_urls(self, key: RuntimeKey) -> PodUrls | None:
         return None
+
+    @staticmethod
+    def _note_discovery(outage: DiscoveryOutage, discovery: PodDiscovery, runtimes: Iterable[RuntimeKey],
+                        now: float) -> None:
+        """Note in `outage`, once a refresh and before any snapshot asks it, where `discovery` is out of date for
+        the namespaces of `runtimes` (the inventory's), with discovery's own words for /debug: a source holds
+        those runtimes (`source_ok=False`), never the fleet, whichever backend reads them."""
+        outage.note(discovery.healthy_for, (key.namespace for key in runtimes), now, discovery_problems(discovery))
+
+    @staticmethod
+    def _ongoing(before: SourceProblem | None, reason: str, detail: str, now: float,
+                 pod: str | None = None) -> SourceProblem:
+        """The problem a read has now (`reason`, `detail`), dated from the first of its run (`before`, the one it
+        had at the last read; None: it starts `now`): /debug says since when a pod fails, not since the last
+        refresh, and a reason that changes mid-run (refused, then a timeout) keeps the run's start."""
+        return SourceProblem(reason, detail, now if before is None else before.since, pod)

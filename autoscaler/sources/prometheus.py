@@ -60,7 +60,6 @@ from autoscaler.sources.base import (
     RuntimeInventory,
     SourceDefaults,
     SourceProblem,
-    discovery_problems,
 )
 from autoscaler.sources.exposition import SCALAR_FIELDS
 from autoscaler.sources.prometheus_answers import REASON_EMPTY, PrometheusSourceError
@@ -248,8 +247,7 @@ class PrometheusSource(SourceDefaults):
             self._note_models(self._reader.models_error)
             backend_ok = True
         outage = self._discovery_outage
-        outage.note(self._discovery.healthy_for, (key.namespace for key in inventory), now,
-                    discovery_problems(self._discovery))
+        self._note_discovery(outage, self._discovery, inventory, now)
         snapshots = [
             self._snapshot(runtime, answers, seen, now, backend_ok and outage.healthy(key.namespace))
             for key, runtime in inventory.items()
@@ -459,9 +457,7 @@ class PrometheusSource(SourceDefaults):
             ref = (runtime.key.namespace, target.name)
             detail = self._garbage_detail(self._refusing.get(ref), self._garbled.get(ref))
             if detail is not None:
-                known = before.get(target.name)
-                found[target.name] = SourceProblem(REASON_GARBAGE, detail, now if known is None else known.since,
-                                                   target.name)
+                found[target.name] = self._ongoing(before.get(target.name), REASON_GARBAGE, detail, now, target.name)
         if found:
             self._refused[runtime.key] = found
         else:

@@ -40,7 +40,6 @@ from autoscaler.sources.base import (
     RuntimeInventory,
     SourceDefaults,
     SourceProblem,
-    discovery_problems,
 )
 from autoscaler.sources.exposition import ExporterReading, ExpositionError, read_exporter_text
 from autoscaler.sources.pending_rates import PendingRates
@@ -152,8 +151,7 @@ class ScrapeSource(SourceDefaults):
             self._client_certificate.check()
         inventory = self._inventory = self._discovery.inventory()
         outage = self._discovery_outage
-        outage.note(self._discovery.healthy_for, (key.namespace for key in inventory), now,
-                    discovery_problems(self._discovery))
+        self._note_discovery(outage, self._discovery, inventory, now)
         pods = [(runtime.key, pod) for runtime in inventory.values() for pod in runtime.pods]
         self._note_without_exporter(pods, now)
         taken = self._note_superseded(pods, now)
@@ -239,7 +237,7 @@ class ScrapeSource(SourceDefaults):
         self._note_clock((key, pod.name), reading.clock_offset_s)
         unusable = self._unusable(key, pod, reading)
         if unusable is not None:
-            return key, self._garbled(key, pod, sample, now, unusable)
+            return key, self._count_garbled_and_hold(key, pod, sample, now, unusable)
         failing = self._failing.get(key)
         ended = failing.pop(pod.name, None) if failing is not None else None
         # Said where its start was: a streak of failed scrapes, a garbage answer, or a failure at a URL since
@@ -252,17 +250,18 @@ class ScrapeSource(SourceDefaults):
             # collector fails is said from its second scrape): not fresh yet, as a pod before its first read. Its
             # load signals are held, said by nobody and counted by nothing: it was a garbage WARNING and a source
             # error at every such start, a healthy rollout feeding ModelMeshAutoscalerSourceErrors.
-            return key, self._held(key, pod, sample)
+            return key, self._hold_last_load(key, pod, sample)
         self._last_good[_pod_id(key, pod)] = sample
         self._note_models_unread(key, pod, reading.models_unread, now)
         return key, sample
 
     def _unusable(self, key: RuntimeKey, pod: PodTarget, reading: ExporterReading) -> str | None:
-        """What makes an answer with no load data a problem to say (`_garbled`), or None for one that is not: a
-        value above its ceiling; from a pod read before (its first answer is not fresh yet, as ModelMesh may have
-        come up just after its exporter's last read), an exporter whose ModelMesh collector fails or never
-        worked, or a ModelMesh reading missing or garbled; an exporter whose rates have not come after a few of
-        its reads (`PendingRates`). An exporter before its second read (`rates_pending`) is none of these."""
+        """What makes an answer with no load data a problem to say (`_count_garbled_and_hold`), or None for one
+        that is not: a value above its ceiling; from a pod read before (its first answer is not fresh yet, as
+        ModelMesh may have come up just after its exporter's last read), an exporter whose ModelMesh collector
+        fails or never worked, or a ModelMesh reading missing or garbled; an exporter whose rates have not come
+        after a few of its reads (`PendingRates`). An exporter before its second read (`rates_pending`) is none
+        of these."""
         pod_id = _pod_id(key, pod)
         if not reading.rates_pending:
             self._pending_rates.ended(pod_id)
@@ -296,7 +295,8 @@ class ScrapeSource(SourceDefaults):
         self._models_unread.setdefault(key, {})[held] = unread_pods.get(held) or SourceProblem(
             REASON_GARBAGE, f"{_shown(pod)}: {_MODELS_UNREAD}", now, pod.name)
 
-    def _garbled(self, key: RuntimeKey, pod: PodTarget, sample: PodSample, now: float, detail: str) -> PodSample:
+    def _count_garbled_and_hold(self, key: RuntimeKey, pod: PodTarget, sample: PodSample, now: float,
+                                detail: str) -> PodSample:
         """An answer that parses but has no usable ModelMesh reading (a NaN rate, no ModelMesh success time),
         from a pod that had one, or one with a value above its ceiling (`refused`: a rate of 1e308 read as a
         million-fold load scaled the runtime to its maximum, silently): its load signals are held, as for a
@@ -308,9 +308,9 @@ class ScrapeSource(SourceDefaults):
         before = self._problem(key, pod, REASON_GARBAGE, detail, now)
         if before is None or before.reason != REASON_GARBAGE:
             self._news.failed(f"{key}/{pod.name}", REASON_GARBAGE, detail)
-        return self._held(key, pod, sample)
+        return self._hold_last_load(key, pod, sample)
 
-    def _held(self, key: RuntimeKey, pod: PodTarget, sample: PodSample) -> PodSample:
+    def _hold_last_load(self, key: RuntimeKey, pod: PodTarget, sample: PodSample) -> PodSample:
         """The pod's last good load signals, held for an answer without them (`sample`), with that answer's GPU
         reading, judged fresh on its own, and its word on whether it runs a GPU collector (the exporter's now);
         kept as the pod's last good sample."""
@@ -378,7 +378,7 @@ class ScrapeSource(SourceDefaults):
         returns the problem it had before, if any."""
         failing = self._failing.setdefault(key, {})
         before = failing.get(pod.name)
-        failing[pod.name] = SourceProblem(reason, detail, now if before is None else before.since, pod.name)
+        failing[pod.name] = self._ongoing(before, reason, detail, now, pod.name)
         return before
 
     def _failed(self, key: RuntimeKey, pod: PodTarget, reason: str, detail: str, now: float) -> None:
