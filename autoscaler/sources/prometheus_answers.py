@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import requests
 
+from autoscaler.sources.body_summary import SUMMARY_CHARS, body_summary
 from autoscaler.sources.tls_causes import HOST_MISMATCH, NOT_TLS, ssl_cause
 from exporter import names
 
@@ -30,11 +31,6 @@ REASON_TLS: Final = names.REASON_TLS  # the certificate did not verify (as the s
 REASON_HTTP: Final = "http"  # an HTTP error status (bad query, Prometheus not ready, proxy 5xx, refused credentials)
 REASON_PARSE: Final = "parse"  # the body is not the query API's JSON
 REASON_EMPTY: Final = "empty"  # Ready pods exist but Prometheus has no series for any of them
-
-SUMMARY_CHARS: Final = 200
-"""The most of a body quoted in a log line."""
-
-_TITLE: Final = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 
 CREDENTIALS_HINT: Final = (
     "the backend refused the request's credentials: give a token it accepts (--prometheus-token-file), a tenant "
@@ -101,16 +97,12 @@ def api_error(text: str) -> tuple[str, str] | None:
 
 
 def summary(text: str, content_type: str = "") -> str:
-    """A body in a few words: the query API's own error, an HTML page's title, or its start."""
-    stripped = text.strip()
-    error = api_error(stripped)
+    """A body in a few words: the query API's own error, else what any body is said as (`body_summary`: an HTML
+    page's title, or its start)."""
+    error = api_error(text.strip())
     if error is not None:
         return (f"{error[0]}: {error[1]}" if error[0] else error[1])[:SUMMARY_CHARS]
-    if "html" in content_type.lower() or stripped[:1] == "<":
-        title = _TITLE.search(stripped)
-        return f'an HTML page titled "{" ".join(title[1].split())[:SUMMARY_CHARS]}"' if title else "an HTML page"
-    first = " ".join(stripped.split())
-    return repr(first[:SUMMARY_CHARS] + ("..." if len(first) > SUMMARY_CHARS else ""))
+    return body_summary(text, content_type)
 
 
 def check_answer(
