@@ -4,15 +4,14 @@ served (or matched nothing) without a word, while `--namespaces` refused the sam
 
 from __future__ import annotations
 
-from exporter.env_flags import DNS_LABEL, DNS_SUBDOMAIN
+from exporter.kube_names import namespace_problem, object_name_problem
 
 
 def runtime_key_problem(namespace: str, deployment: str) -> str | None:
-    """What is wrong with a runtime's namespace or Deployment name as written, or None."""
-    if not DNS_LABEL.fullmatch(namespace):
-        return (f"namespace {namespace!r} cannot exist (a namespace name has lower-case letters, digits and '-', "
-                "at most 63)")
-    if not DNS_SUBDOMAIN.fullmatch(deployment):
-        return (f"deployment {deployment!r} cannot exist (a Deployment name has lower-case letters, digits, '-' "
-                "and '.', at most 253)")
+    """What is wrong with a runtime's namespace or Deployment name as written, or None (the rules are
+    `exporter.kube_names`', which the flags' checks say too)."""
+    if (rule := namespace_problem(namespace)) is not None:
+        return f"namespace {namespace!r} cannot exist (a namespace name has {rule})"
+    if (rule := object_name_problem(deployment)) is not None:
+        return f"deployment {deployment!r} cannot exist (a Deployment name has {rule})"
     return None

@@ -26,8 +26,6 @@ from typing import Any, Final, Literal
 from autoscaler.policies.policy import RuntimePolicy
 from exporter import env_flags
 from exporter.env_flags import (
-    DNS_LABEL,
-    DNS_SUBDOMAIN,
     EnvFlag,
     EnvFlagError,
     Switch,
@@ -57,6 +55,7 @@ from exporter.flag_values import (
     whole_number_within,
     without_password,
 )
+from exporter.kube_names import DNS_SUBDOMAIN, NAMESPACE_RULE, namespace_problem, object_name_problem
 
 ENV_PREFIX: Final = "AUTOSCALER_"
 MIN_STALL_S: Final = 10.0
@@ -284,18 +283,16 @@ def headers(value: str) -> tuple[tuple[str, str], ...]:
 def namespaces(value: str) -> tuple[str, ...]:
     """A `csv` of namespace names, each checked as `namespace` checks one."""
     names = csv(value)
-    if not all(DNS_LABEL.fullmatch(name) for name in names):
-        raise argparse.ArgumentTypeError(
-            f"expected namespace names (lower-case letters, digits and '-', at most 63 each), got {value!r}")
+    if any(namespace_problem(name) is not None for name in names):
+        raise argparse.ArgumentTypeError(f"expected namespace names ({NAMESPACE_RULE} each), got {value!r}")
     return names
 
 
 def object_name(value: str) -> str:
     """An object name (a DNS-1123 subdomain), such as the Lease's: the API server refuses to create another."""
     name = text(value)
-    if not DNS_SUBDOMAIN.fullmatch(name):
-        raise argparse.ArgumentTypeError(
-            f"expected an object name (lower-case letters, digits, '-' and '.', at most 253), got {value!r}")
+    if (rule := object_name_problem(name)) is not None:
+        raise argparse.ArgumentTypeError(f"expected an object name ({rule}), got {value!r}")
     return name
 
 

@@ -17,6 +17,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
+from exporter.kube_names import namespace_problem
+
 
 class EnvFlagError(ValueError):
     """A variable whose value its flag's converter refuses; the message names the variable."""
@@ -156,12 +158,6 @@ def unknown_variables(options: Iterable[EnvFlag], environ: Mapping[str, str], pr
     return said
 
 
-DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-"""A DNS-1123 label: what a Kubernetes namespace name is."""
-DNS_SUBDOMAIN: Final = re.compile(r"(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-"""A DNS-1123 subdomain, at most 253 characters: what a pod's, a Deployment's and a Lease's name is (`fullmatch`)."""
-
-
 def namespace(value: str) -> str:
     """A namespace name (a DNS-1123 label), for both programs' flags. The Kubernetes API answers a list in a
     namespace that cannot exist with no objects, and the kubelet finds no pod there, so a typo (`modelmesh_serving`)
@@ -169,7 +165,6 @@ def namespace(value: str) -> str:
     name = value.strip()
     if not name:
         raise argparse.ArgumentTypeError("expected a value, got an empty one")
-    if not DNS_LABEL.fullmatch(name):
-        raise argparse.ArgumentTypeError(
-            f"expected a namespace name (lower-case letters, digits and '-', at most 63), got {value!r}")
+    if (rule := namespace_problem(name)) is not None:
+        raise argparse.ArgumentTypeError(f"expected a namespace name ({rule}), got {value!r}")
     return name

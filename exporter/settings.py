@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Final, NoReturn
 
 from exporter import build_info, env_flags
-from exporter.env_flags import DNS_SUBDOMAIN, EnvFlag, EnvFlagError, Switch, resolve_flags, settings_fields
+from exporter.env_flags import EnvFlag, EnvFlagError, Switch, resolve_flags, settings_fields
 from exporter.flag_values import (
     LOG_LEVELS,
     SECONDS_FORMS,
@@ -32,6 +32,7 @@ from exporter.flag_values import (
     seconds_or_off,
     seconds_within,
 )
+from exporter.kube_names import object_name_problem
 from exporter.pod_identity import PodIdentity
 from exporter.pod_resources import DEFAULT_SOCKET, GKE_GPU, GPU_ID_PREFIXES
 from exporter.tls_files import pair_problem
@@ -151,10 +152,9 @@ def pod_name(value: str) -> str:
     """A pod's name as the downward API's metadata.name gives it: a name no pod can have (a template left
     unfilled, `$(POD_NAME)`) would name another pod than the adapter scraped for, and every answer be refused."""
     name = value.strip()
-    if not DNS_SUBDOMAIN.fullmatch(name):
+    if (rule := object_name_problem(name)) is not None:
         raise argparse.ArgumentTypeError(
-            f"expected a pod name (lower-case letters, digits, '-' and '.', at most 253), got {value!r}: set it from "
-            "the downward API's metadata.name")
+            f"expected a pod name ({rule}), got {value!r}: set it from the downward API's metadata.name")
     return name
 
 
