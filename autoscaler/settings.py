@@ -28,7 +28,6 @@ from exporter import env_flags
 from exporter.env_flags import (
     EnvFlag,
     EnvFlagError,
-    Switch,
     namespace,
     resolve_flags,
     settings_fields,
@@ -513,17 +512,7 @@ SERVE_DESCRIPTION: Final = (
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     """Add every `serve` flag. Defaults are None here: `settings_from_args` fills in each unset flag from
     its variable, then from `ServeSettings`, so `--help` shows the real default, not the environment."""
-    groups: dict[str, argparse._ArgumentGroup] = {}
-    for option in _OPTIONS:
-        target: argparse.ArgumentParser | argparse._ArgumentGroup = parser
-        if option.group is not None:
-            target = groups.setdefault(option.group, parser.add_argument_group(option.group))
-        help_text = f"{option.help} (default: {option.default_text}; env {option.env})"
-        if option.switch:
-            target.add_argument(option.flag, action=Switch, help=help_text)
-        else:
-            target.add_argument(option.flag, type=option.convert, default=None, metavar=option.metavar,
-                                help=help_text)
+    env_flags.add_flags(parser, _OPTIONS)
 
 
 def env_variables() -> tuple[str, ...]:

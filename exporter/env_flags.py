@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
+from exporter.flag_values import seconds
 from exporter.kube_names import namespace_problem
 
 
@@ -83,6 +84,31 @@ class Switch(argparse.Action):
 
     def format_usage(self) -> str:
         return " | ".join(self.option_strings)
+
+
+def own_group(option: EnvFlag) -> str | None:
+    """The `--help` group an option names itself (`EnvFlag.group`; None: the parser's own list)."""
+    return option.group
+
+
+def add_flags(parser: argparse.ArgumentParser, options: Iterable[EnvFlag],
+              group_of: Callable[[EnvFlag], str | None] = own_group) -> None:
+    """Add each option as both programs' `--help` shows it: its help with its default and its variable, under
+    the group `group_of` names, a switch with its off form (`Switch`), a duration as SECONDS unless it names its
+    own metavar. Defaults are None here, so that an unset flag can take its variable (`resolve_flags`) and
+    `--help` shows the real default, not the environment."""
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for option in options:
+        title = group_of(option)
+        target: argparse.ArgumentParser | argparse._ArgumentGroup = parser
+        if title is not None:
+            target = groups.setdefault(title, parser.add_argument_group(title))
+        help_text = f"{option.help} (default: {option.default_text}; env {option.env})"
+        if option.switch:
+            target.add_argument(option.flag, action=Switch, help=help_text)
+        else:
+            metavar = option.metavar or ("SECONDS" if option.convert is seconds else None)
+            target.add_argument(option.flag, type=option.convert, default=None, metavar=metavar, help=help_text)
 
 
 def resolve_flags(options: Iterable[EnvFlag], given: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:

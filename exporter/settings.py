@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Final, NoReturn
 
 from exporter import build_info, env_flags
-from exporter.env_flags import EnvFlag, EnvFlagError, Switch, resolve_flags, settings_fields
+from exporter.env_flags import EnvFlag, EnvFlagError, resolve_flags, settings_fields
 from exporter.flag_values import (
     LOG_LEVELS,
     SECONDS_FORMS,
@@ -280,19 +280,13 @@ def build_parser() -> _SidecarParser:
         ),
     )
     parser.add_argument("--version", action="version", version=build_info.version_line("%(prog)s"))
-    groups: dict[str, argparse._ArgumentGroup] = {}
-    for option in _OPTIONS:
-        title = next((t for prefix, t in _GROUPS.items() if option.flag.startswith(prefix)), None)
-        target: argparse.ArgumentParser | argparse._ArgumentGroup = parser
-        if title is not None:
-            target = groups.setdefault(title, parser.add_argument_group(title))
-        help_text = f"{option.help} (default: {option.default_text}; env {option.env})"
-        if option.switch:
-            target.add_argument(option.flag, action=Switch, help=help_text)
-        else:
-            metavar = option.metavar or ("SECONDS" if option.convert is seconds else None)
-            target.add_argument(option.flag, type=option.convert, default=None, metavar=metavar, help=help_text)
+    env_flags.add_flags(parser, _OPTIONS, _group_of)
     return parser
+
+
+def _group_of(option: EnvFlag) -> str | None:
+    """The `--help` group of an exporter flag, found by its name's start (`_GROUPS`)."""
+    return next((title for prefix, title in _GROUPS.items() if option.flag.startswith(prefix)), None)
 
 
 def parse_settings(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> ExporterSettings:
