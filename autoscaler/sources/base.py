@@ -32,7 +32,7 @@ from autoscaler.source_problems import (  # re-exported: the sources' seam
 
 __all__ = ["ALL_NAMESPACES", "REASON_DISCOVERY", "DiscoveryOutage", "DiscoveryScopes", "MetricSource", "PodDiscovery",
            "PodTarget", "RuntimeInventory", "SourceDefaults", "SourceProblem", "discovery_problems",
-           "source_problems"]
+           "ongoing_problem", "source_problems"]
 
 ALL_NAMESPACES: Final = "*"
 """The scope of a discovery of every namespace (no `--namespaces`) in `DiscoveryScopes.scope_health`: no
@@ -148,6 +148,14 @@ class MetricSource(Protocol):
     async def close(self) -> None: ...
 
 
+def ongoing_problem(before: SourceProblem | None, reason: str, detail: str, now: float,
+                    pod: str | None = None) -> SourceProblem:
+    """The problem a read has now (`reason`, `detail`), dated from the first of its run (`before`, the one it had
+    at the last read; None: it starts `now`): /debug says since when a pod fails, not since the last refresh, and
+    a reason that changes mid-run (refused, then a timeout) keeps the run's start."""
+    return SourceProblem(reason, detail, now if before is None else before.since, pod)
+
+
 class SourceDefaults:
     """The answers of a `MetricSource` that has nothing to say for some of what the protocol asks: no reads of
     its own counted, no partial answers, no problems, no URLs. A source inherits it and overrides what it has."""
@@ -168,11 +176,3 @@ class SourceDefaults:
         the namespaces of `runtimes` (the inventory's), with discovery's own words for /debug: a source holds
         those runtimes (`source_ok=False`), never the fleet, whichever backend reads them."""
         outage.note(discovery.healthy_for, (key.namespace for key in runtimes), now, discovery_problems(discovery))
-
-    @staticmethod
-    def _ongoing(before: SourceProblem | None, reason: str, detail: str, now: float,
-                 pod: str | None = None) -> SourceProblem:
-        """The problem a read has now (`reason`, `detail`), dated from the first of its run (`before`, the one it
-        had at the last read; None: it starts `now`): /debug says since when a pod fails, not since the last
-        refresh, and a reason that changes mid-run (refused, then a timeout) keeps the run's start."""
-        return SourceProblem(reason, detail, now if before is None else before.since, pod)

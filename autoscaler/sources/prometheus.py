@@ -35,7 +35,9 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
   (the unique-copy term drops out; nothing is lowered for it). Counted by its reason, logged once until it
   answers again. A garbled last-served time drops that model (counted as `garbage`, logged once per pod).
 
-The first two are counted in `errors` by reason, and passed to the optional `on_error` callback (self-metrics).
+The first two and the recent-models query's failures (and its garbled times) are counted in `errors` by
+reason, and passed to the optional `on_error` callback (self-metrics); partial answers and unseen runtimes
+are not.
 """
 
 from __future__ import annotations
@@ -46,7 +48,6 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import NamedTuple
 
 from urllib3.util.retry import Retry
 
@@ -64,6 +65,7 @@ from autoscaler.sources.base import (
 from autoscaler.sources.exposition import SCALAR_FIELDS
 from autoscaler.sources.prometheus_answers import REASON_EMPTY, PrometheusSourceError
 from autoscaler.sources.prometheus_empty_answer import EmptyAfterGood
+from autoscaler.sources.prometheus_garbage import PrometheusGarbage
 from autoscaler.sources.prometheus_queries import (
     DCGM_GR_ENGINE_ACTIVE,
     FRESHNESS,
@@ -103,15 +105,6 @@ FLAP_QUIET_S = 60.0
 UNSEEN_WARN_AFTER_S = 120.0
 """How long all of a runtime's Ready pods may lack series before the log names it: longer than Prometheus takes
 to discover and scrape a new pod (its service discovery, plus a 30 s scrape interval)."""
-
-
-class Garbled(NamedTuple):
-    """A pod's values this refresh that are no number a policy can use (NaN, infinite, negative, unparseable)."""
-
-    values: str
-    """Each series and its value as Prometheus wrote it (`modelmesh_pod_requests_per_second NaN`), for /debug."""
-    holds_sample: bool
-    """Whether one is the freshness series: without it the whole sample is held, not only those signals."""
 
 
 def _older(sample: PodSample, previous: PodSample | None) -> bool:
@@ -198,11 +191,7 @@ class PrometheusSource(SourceDefaults):
         self._unseen_since: dict[RuntimeKey, float] = {}  # runtimes none of whose Ready pods have series, since
         self._unseen_warned: set[RuntimeKey] = set()
         self._last: dict[PodRef, PodSample] = {}
-        self._garbage: set[tuple[str, str, str]] = set()
-        self._refusing: dict[PodRef, str] = {}  # pods whose last reading had a value above its ceiling, and why
-        self._models_garbled = False  # the snapshot being made has a pod whose model times were all garbage
-        self._garbled: dict[PodRef, Garbled] = {}  # pods whose last reading had NaN, infinite or negative values
-        self._refused: dict[RuntimeKey, dict[str, SourceProblem]] = {}  # both, for /debug, by runtime
+        self._garbage = PrometheusGarbage(self._url, self._count)
         self.errors: Counter[str] = Counter()
         """Failures by reason since start: whole-refresh reasons once per refresh, `garbage` per series."""
         self._outage = OutageLog(FLAP_QUIET_S)
@@ -278,7 +267,7 @@ class PrometheusSource(SourceDefaults):
                 f"pod of {key} while it has them for other runtimes' pods: a new pod not scraped yet, or is Prometheus "
                 f"not scraping namespace {key.namespace} (a PodMonitor's namespaceSelector, a scrape config's "
                 "relabelling, a NetworkPolicy on port 9187)?", unseen_since),)
-        return problems + tuple(self._refused.get(key, {}).values())
+        return problems + self._garbage.problems(key)
 
     async def close(self) -> None:
         """Release the HTTP connections."""
@@ -336,18 +325,19 @@ class PrometheusSource(SourceDefaults):
         source_ok: bool,
     ) -> RuntimeSnapshot:
         pods: list[PodSample] = []
-        self._models_garbled = False
+        models_garbled = False  # a pod whose model times were all garbage
         for target in runtime.pods:
             ref = (runtime.key.namespace, target.name)
             previous = self._last.get(ref)
-            sample = self._read_pod(ref, answers) if ref in seen else None
+            sample, garbled = self._read_pod(ref, answers) if ref in seen else (None, False)
+            models_garbled = models_garbled or garbled
             if sample is not None and not _older(sample, previous):
                 self._last[ref] = sample
             else:  # not seen, garbage freshness, or older than what we had: hold the last good sample
                 sample = previous or PodSample(name=target.name)
             pods.append(replace(sample, ready=target.ready, created_at=target.created_at,
                                 unready_since=target.unready_since))
-        self._note_garbled(runtime, now)
+        self._garbage.note_runtime(runtime, now)
         return RuntimeSnapshot(
             key=runtime.key,
             pods=tuple(pods),
@@ -360,11 +350,12 @@ class PrometheusSource(SourceDefaults):
             # No evidence that its pods stopped reporting per-model use (`RuntimeSnapshot.models_unread`): the models
             # query failed, the answers were partial (a store Thanos could not reach), or a pod's times all garbage.
             models_unread=(self._reader.models_error is not None or bool(self._reader.warnings)
-                           or self._models_garbled),
+                           or models_garbled),
         )
 
-    def _read_pod(self, ref: PodRef, answers: Mapping[str, Mapping[PodRef, str]]) -> PodSample | None:
-        """This refresh's sample of a pod; None when its freshness itself is garbage."""
+    def _read_pod(self, ref: PodRef, answers: Mapping[str, Mapping[PodRef, str]]) -> tuple[PodSample | None, bool]:
+        """This refresh's sample of a pod, None when its freshness itself is garbage; and whether the model times
+        it gave were all garbage (`_recent_models`)."""
         fields: dict[str, float | None] = {}
         refused: list[str] = []
         garbled: list[str] = []
@@ -374,25 +365,21 @@ class PrometheusSource(SourceDefaults):
             series = _SERIES.get(signal.field, signal.field)
             why = None if value is None else refusal(signal.field, value, series)
             bad = (raw is not None and value is None) or why is not None
-            self._note_garbage(ref, signal.field, bad=bad, raw=raw, why=why)
+            self._garbage.note(ref, signal.field, bad=bad, raw=raw, why=why)
             if why is not None:
                 refused.append(why)
             elif bad:
                 garbled.append(f"{series} {raw}")
             fields[signal.field] = value
-        if garbled:
-            self._garbled[ref] = Garbled(", ".join(garbled), fields[FRESHNESS] is None)
-        else:
-            self._garbled.pop(ref, None)
+        self._garbage.note_reading(ref, garbled, fields[FRESHNESS] is None, refused)
         if refused:  # a value no real pod reaches: the whole reading is garbage; the last good sample is held
-            self._refusing[ref] = "; ".join(refused)
-            return None
-        self._refusing.pop(ref, None)
+            return None, False
         sampled_at, gpu_sampled_at = fields[FRESHNESS], fields[GPU_FRESHNESS]
         if sampled_at is None:
-            return None
+            return None, False
         offset = self._reader.clock_offset_s  # Prometheus's clock to ours
         sampled_at -= offset
+        recent, models_garbled = self._recent_models(ref, offset, sampled_at)
         return PodSample(
             name=ref[1],
             sampled_at=sampled_at,
@@ -404,17 +391,18 @@ class PrometheusSource(SourceDefaults):
             lru_age_s=fields["lru_age_s"],
             cache_used_ratio=fields["cache_used_ratio"],
             models_loaded=fields["models_loaded"],
-            recent_models=self._recent_models(ref, offset, sampled_at),
-        )
+            recent_models=recent,
+        ), models_garbled
 
-    def _recent_models(self, ref: PodRef, offset: float, sampled_at: float) -> dict[str, float] | None:
+    def _recent_models(self, ref: PodRef, offset: float, sampled_at: float) -> tuple[dict[str, float] | None, bool]:
         """The pod's last-served times on our clock, never later than its `sampled_at` (as the scrape source
         reads them); {} when it publishes the series but served nothing in the window; None when it does not
-        publish it, the query failed or was not asked, or every time it gave is garbage."""
+        publish it, the query failed or was not asked, or every time it gave is garbage, which the second value
+        says (garbage is no word that the pod stopped reporting per-model use)."""
         answer = self._reader.models
         raw = None if answer is None else answer.get(ref)
         if raw is None:
-            return None
+            return None, False
         models: dict[str, float] = {}
         bad: str | None = None
         for model, text in raw.items():
@@ -424,70 +412,17 @@ class PrometheusSource(SourceDefaults):
                 bad = text
             else:
                 models[model] = min(at - offset, sampled_at)
-        self._note_garbage(ref, RECENT_MODELS, bad=bad is not None, raw=bad, counted=True)
+        self._garbage.note(ref, RECENT_MODELS, bad=bad is not None, raw=bad, counted=True)
         if bad is not None and not models:
-            self._models_garbled = True  # garbage is no word that the pod stopped reporting per-model use
-            return None
-        return models
-
-    def _note_garbage(self, ref: PodRef, field: str, *, bad: bool, raw: str | None, counted: bool = False,
-                      why: str | None = None) -> None:
-        key = (ref[0], ref[1], field)
-        if not bad:
-            self._garbage.discard(key)
-            return
-        if not counted:
-            self._count(REASON_GARBAGE)
-        if key not in self._garbage:
-            self._garbage.add(key)
-            if why is None:
-                log.warning("Prometheus gave %s/%s a %s of %r; leaving it absent", ref[0], ref[1], field, raw)
-            else:
-                log.warning("Prometheus gave %s/%s a %s of %r, which no real pod reaches (%s); holding the pod's "
-                            "last good sample (check its exporter and ModelMesh)", ref[0], ref[1], field, raw, why)
-
-    def _note_garbled(self, runtime: RuntimeInventory, now: float) -> None:
-        """Keep, for /debug, the runtime's pods whose reading had a value above its ceiling or values that are no
-        reading (NaN, infinite, negative: `_read_pod`), each a `garbage` problem since its first such reading: the
-        log says it once, at its start, and an operator at /debug an hour later should not need that line (the
-        scrape source shows its garbled answers so too)."""
-        before = self._refused.get(runtime.key, {})
-        found = {}
-        for target in runtime.pods:
-            ref = (runtime.key.namespace, target.name)
-            detail = self._garbage_detail(self._refusing.get(ref), self._garbled.get(ref))
-            if detail is not None:
-                found[target.name] = self._ongoing(before.get(target.name), REASON_GARBAGE, detail, now, target.name)
-        if found:
-            self._refused[runtime.key] = found
-        else:
-            self._refused.pop(runtime.key, None)
-
-    def _garbage_detail(self, refused: str | None, garbled: Garbled | None) -> str | None:
-        """What /debug says of a pod's garbage values: those above a ceiling hold its whole last good sample;
-        those that are no number it can use leave only their signals absent (unknown, never zero), but a garbled
-        freshness series holds the whole sample too."""
-        if refused is None and garbled is None:
-            return None
-        said = [f"a value no real pod reaches: {refused}"] if refused is not None else []
-        if garbled is not None:
-            said.append(f"values that are no reading (NaN, infinite or negative): {garbled.values}")
-        held = refused is not None or (garbled is not None and garbled.holds_sample)
-        outcome = ("holding its last good sample" if held else
-                   "leaving those signals absent (unknown, never zero), which holds the values that use them")
-        return (f"Prometheus at {self._url} gave the pod {'; and '.join(said)}; {outcome} until it gives good "
-                "ones (check its exporter and ModelMesh)")
+            return None, True
+        return models, False
 
     def _forget_vanished(self, inventory: Mapping[RuntimeKey, RuntimeInventory]) -> None:
         """Drop memory of pods discovery no longer lists, so it stays bounded as pods come and go."""
         known = {(key.namespace, pod.name) for key, runtime in inventory.items() for pod in runtime.pods}
         for ref in [ref for ref in self._last if ref not in known]:
             del self._last[ref]
-        self._garbage = {key for key in self._garbage if (key[0], key[1]) in known}
-        self._refusing = {ref: why for ref, why in self._refusing.items() if ref in known}
-        self._garbled = {ref: what for ref, what in self._garbled.items() if ref in known}
-        for key in [key for key in self._refused if key not in inventory]:
-            del self._refused[key]
+        self._garbage.forget(known, inventory)
         for key in [key for key in self._unseen_since if key not in inventory]:
             del self._unseen_since[key]
         self._unseen_warned &= inventory.keys()

@@ -40,6 +40,7 @@ from autoscaler.sources.base import (
     RuntimeInventory,
     SourceDefaults,
     SourceProblem,
+    ongoing_problem,
 )
 from autoscaler.sources.exposition import ExporterReading, ExpositionError, read_exporter_text
 from autoscaler.sources.pending_rates import PendingRates
@@ -378,7 +379,7 @@ class ScrapeSource(SourceDefaults):
         returns the problem it had before, if any."""
         failing = self._failing.setdefault(key, {})
         before = failing.get(pod.name)
-        failing[pod.name] = self._ongoing(before, reason, detail, now, pod.name)
+        failing[pod.name] = ongoing_problem(before, reason, detail, now, pod.name)
         return before
 
     def _failed(self, key: RuntimeKey, pod: PodTarget, reason: str, detail: str, now: float) -> None:
