@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from autoscaler.sources.exporter_text_limits import MAX_LABELS_PER_LINE
 from exporter import names
 from exporter.pod_identity import POD_INFO_HELP
 
@@ -57,17 +58,22 @@ _COMMENT = (rf"# HELP {_NAME} [^\\\n]*|# HELP {_NAME}"
 
 
 def _document(value: str) -> re.Pattern[str]:
-    """Every line empty, a comment or a sample of the shapes above: checked in one pass over the text."""
+    """Every line empty, a comment or a sample of the shapes above, with at most `MAX_LABELS_PER_LINE` labels:
+    checked in one pass over the text. A line with more is given up on, and refused before the library reads it
+    (`exporter_text_limits.over_limit`)."""
     label = rf'{_LABEL_NAME}="{value}"'
-    sample = rf"{_NAME}(?:\{{(?:{label}(?:,{label})*)?\}})? (?:{_NUMBER})(?: -?[0-9]+)?"
+    sample = rf"{_NAME}(?:\{{(?:{label}(?:,{label}){{0,{MAX_LABELS_PER_LINE - 1}}})?\}})? (?:{_NUMBER})(?: -?[0-9]+)?"
     line = rf"(?:{_COMMENT}|{sample})?"
     return re.compile(rf"{line}(?:\n{line})*")
 
 
 def _repeated_label(value: str) -> re.Pattern[str]:
-    """A sample line naming a label twice, which the library refuses."""
+    """A sample line naming a label twice, which the library refuses. Each label of a line is tried as the first
+    of the two against the labels after it, so its cost is the line's length times its labels: bounded, as in
+    `_document`, by `MAX_LABELS_PER_LINE` (unbounded, one tenant's line of 25,000 labels cost minutes)."""
     label = rf'{_LABEL_NAME}="{value}"'
-    return re.compile(rf'\n{_NAME}\{{(?:{label},)*({_LABEL_NAME})="{value}",(?:{label},)*\1="')
+    others = rf"(?:{label},){{0,{MAX_LABELS_PER_LINE - 2}}}"
+    return re.compile(rf'\n{_NAME}\{{{others}({_LABEL_NAME})="{value}",{others}\1="')
 
 
 _DOCUMENT, _ESCAPED_DOCUMENT = _document(_PLAIN_VALUE), _document(_VALUE_TEXT)

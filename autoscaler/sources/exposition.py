@@ -24,6 +24,7 @@ from autoscaler.model import PodSample
 from autoscaler.policies.samples import clean, refusal
 from autoscaler.sources.body_summary import body_summary
 from autoscaler.sources.exporter_text import Sample, fast_read
+from autoscaler.sources.exporter_text_limits import over_limit
 from exporter import names
 from exporter.pod_identity import PodIdentity
 
@@ -196,6 +197,8 @@ def _tally(text: str) -> _Tally:
     model_samples = 0
     model_series, model_label, intern = names.MODEL_LAST_SERVED_TIMESTAMP, names.MODEL_ID_LABEL, sys.intern
     fast = fast_read(text)  # never raises: it reads what it knows for certain, else gives up (None)
+    if fast is None and (problem := over_limit(text)) is not None:  # the library's parser: bounded cost
+        raise ExpositionError(problem)
     try:
         for name, labels, value in library_samples(text) if fast is None else fast[0]:
             if name == model_series:  # first: with per-model metrics, all but a dozen samples are these
