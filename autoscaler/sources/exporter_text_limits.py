@@ -13,6 +13,7 @@ with more labels than `MAX_LABELS_PER_LINE` is refused in any shape. A refused a
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Final
 
 MAX_LABELS_PER_LINE: Final = 16
@@ -33,10 +34,11 @@ def over_limit(text: str) -> str | None:
     """What is over which limit in an answer the fast reader did not read, or None to read it with the library:
     said for the log and /debug, with the limit's name, which `docs/configuration.md` describes."""
     if text.count(_LABEL_START) > MAX_LABELS_PER_LINE:  # else no line can be over it: one C pass, no lines made
-        for number, line in enumerate(text.split("\n"), 1):
-            labels = line.count(_LABEL_START)
-            if labels > MAX_LABELS_PER_LINE and not line.startswith("#"):
-                return (f"line {number} has {labels:,} labels, over the {MAX_LABELS_PER_LINE} a line the adapter "
+        lines = text.split("\n")
+        counts = list(map(str.count, lines, repeat(_LABEL_START)))  # in C: a Python loop cost 90 ms a MiB
+        for number, labels in enumerate(counts):
+            if labels > MAX_LABELS_PER_LINE and not lines[number].startswith("#"):
+                return (f"line {number + 1} has {labels:,} labels, over the {MAX_LABELS_PER_LINE} a line the adapter "
                         "reads (MAX_LABELS_PER_LINE; the exporter writes at most 3): not the exporter's metrics, "
                         "refused unread")
     size = len(text.encode())
