@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Final
 
 from autoscaler.sources.base import PodTarget
+from autoscaler.sources.exporter_said import quoted
 from exporter.pod_identity import PodIdentity
 
 REASON_OTHER_POD: Final = "other_pod"
@@ -33,8 +34,9 @@ def names_another_pod(answered: PodIdentity | None, namespace: str, pod: PodTarg
 
 
 def another_pod_said(url: str, answered: PodIdentity, namespace: str, pod: PodTarget) -> str:
-    """What /debug and the log say of a refused answer: both pods, by what an operator looks them up with."""
+    """What /debug and the log say of a refused answer: both pods, by what an operator looks them up with; the
+    one the exporter claims quoted and cut short (`exporter_said`): a tenant's words."""
     scraped = PodIdentity(namespace, pod.name, pod.uid)
-    return (f"{url} answered for pod {answered}, not {scraped}: this pod's IP was given to another pod, so what "
-            f"answers there is not this pod (its node lost and it not yet marked NotReady, or a pod watch behind); "
-            f"not counted, it holds its last good sample until it turns stale")
+    return (f"{url} answered for pod {quoted(str(answered))}, not {scraped}: this pod's IP was given to another "
+            f"pod, so what answers there is not this pod (its node lost and it not yet marked NotReady, or a pod watch "
+            f"behind); not counted, it holds its last good sample until it turns stale")

@@ -23,6 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from autoscaler.model import PodSample
 from autoscaler.policies.samples import clean, refusal
 from autoscaler.sources.body_summary import body_summary
+from autoscaler.sources.exporter_said import quoted
 from autoscaler.sources.exporter_text import Sample, fast_read
 from autoscaler.sources.exporter_text_limits import over_limit
 from exporter import names
@@ -249,7 +250,7 @@ def _tally(text: str) -> _Tally:
             elif name == names.MODEL_RECENCY_HORIZON:
                 horizon = clean(value)
     except (ValueError, TypeError, IndexError, KeyError) as error:
-        raise ExpositionError(f"unparseable exposition: {error}") from error
+        raise ExpositionError(f"unparseable exposition: {quoted(str(error))}") from error  # the text's own words
     if fast is not None and fast[1]:
         model_samples += len(fast[1])
         _add_models(models, fast[1], fast[2])
