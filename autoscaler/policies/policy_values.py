@@ -67,7 +67,9 @@ def parse_field(name: str, raw: object) -> float | int | None:
 
 _RATIOS: Final = frozenset({"target_gpu_busy", "cache_full_ratio", "min_coverage"})
 _SECONDS_PER: Final = {"ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
-_WITH_UNIT: Final = re.compile(r"([0-9]*\.?[0-9]+)\s*(ms|s|sec|m|min|h)")
+_WITH_UNIT: Final = re.compile(r"([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*(ms|s|sec|m|min|h)")
+"""A number and a unit of time. One way to read each text: `[0-9]*\\.?[0-9]+` tried every split of a run of
+digits between its two parts, so a 256 KiB annotation of digits held the refresh for about 20 minutes."""
 
 
 def _unit_hint(name: str, raw: object) -> str:
@@ -80,8 +82,8 @@ def _unit_hint(name: str, raw: object) -> str:
             return f"; it is a ratio: write {float(text[:-1]) / 100:g} for {raw}"
         except ValueError:
             return "; it is a ratio: 0.8 is 80%"
-    found = _WITH_UNIT.fullmatch(text)
-    if name.endswith("_s") and found:
+    found = _WITH_UNIT.fullmatch(text) if name.endswith("_s") else None
+    if found:
         return f"; it is in seconds: write {float(found[1]) * _SECONDS_PER[found[2]]:g} for {raw}"
     return ""
 
