@@ -17,7 +17,16 @@ from typing import Final
 from autoscaler.model import RuntimeKey
 from autoscaler.names import POLICY_ANNOTATION_PREFIX
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.policies.policy_values import FIELDS, closest_field, parse_field, policy_problem, show_value
+from autoscaler.policies.policy_values import (
+    ECHO_LIMIT,
+    FIELDS,
+    RefusedValue,
+    closest_field,
+    echoed,
+    parse_field,
+    policy_problem,
+    show_value,
+)
 
 log = logging.getLogger("autoscaler.policies.config")
 
@@ -129,9 +138,9 @@ def apply_annotations(
     memory.last_good = dict(chosen)  # a valid whole: what `_settle` kept
     return Annotated(
         policy,
-        {name: f"annotation {w.annotation}" + ("" if fresh.get(name) == w else f" (its last good value, {w.raw!r})")
-         for name, w in chosen.items()},
-        {name: "; ".join(f"{w.annotation}={w.raw!r}: {why}" for w, why in entries)
+        {name: f"annotation {w.annotation}"
+         + ("" if fresh.get(name) == w else f" (its last good value, {echoed(w.raw)})") for name, w in chosen.items()},
+        {name: "; ".join(f"{w.annotation}={echoed(w.raw)}: {why}" for w, why in entries)
          for name, entries in ignored.items()},
         tuple(unknown),
     )
@@ -155,7 +164,7 @@ def _read_one(key: RuntimeKey, annotation: str, raw: str, names: Collection[str]
             return
         close = closest_field(annotation.removeprefix(POLICY_ANNOTATION_PREFIX).replace("-", "_"))
         hint = f" (did you mean {POLICY_ANNOTATION_PREFIX}{close.replace('_', '-')}?)" if close else ""
-        unknown.append(f"{annotation}={raw!r}: no such policy annotation{hint}")
+        unknown.append(f"{annotation}={echoed(raw)}: no such policy annotation{hint}")
         warnings[(annotation, raw)] = f"runtime {key}: ignoring annotation {unknown[-1]}"
         if close is None:
             unsuggested.add((annotation, raw))
@@ -166,11 +175,15 @@ def _read_one(key: RuntimeKey, annotation: str, raw: str, names: Collection[str]
             ignored.setdefault(name, []).append((Written(annotation, raw, None), (
                 f"{documented} is written too, and the documented spelling applies over the file's")))
             return
+        fix = f"{documented}={raw}" if _plain(raw) else f"{documented} with that value"
         warnings[(annotation, raw)] = (
-            f"runtime {key}: annotation {annotation}={raw!r} applies as {documented}, as the policy file's key "
-            f"spelling read before: write {documented}={raw}, the documented spelling, instead")
+            f"runtime {key}: annotation {annotation}={echoed(raw)} applies as {documented}, as the policy file's key "
+            f"spelling read before: write {fix}, the documented spelling, instead")
     try:
         value = parse_field(name, raw)
+    except RefusedValue as exc:  # the line shows the value beside the annotation: the rule alone, not it again
+        ignored.setdefault(name, []).insert(0, (Written(annotation, raw, None), exc.rule))
+        return
     except ValueError as exc:
         ignored.setdefault(name, []).insert(0, (Written(annotation, raw, None), str(exc)))
         return
@@ -209,12 +222,18 @@ def _ignored_text(key: RuntimeKey, name: str, written: Written, why: str, kept: 
     if kept is not None and kept == fresh:  # a near miss beside the annotation as spelt, which applies
         now = f"the runtime uses {name} {show_value(value)} from {kept.annotation}: remove {written.annotation}"
     elif kept is not None and kept.value == value:
+        to_write = f"{read_as(kept.annotation)}={kept.raw if _plain(kept.raw) else echoed(kept.raw)}"
         now = (f"the runtime keeps {name} {show_value(value)}, the last good value of {kept.annotation}, until it "
-               f"is fixed: write {read_as(kept.annotation)}={kept.raw} to keep it, or remove the annotation for "
-               f"{below}")
+               f"is fixed: write {to_write} to keep it, or remove the annotation for {below}")
     else:
         now = f"the runtime uses {below} meanwhile: fix the annotation, or remove it to keep that"
-    return f"runtime {key}: ignoring annotation {written.annotation}={written.raw!r}: {why}; {now}"
+    return f"runtime {key}: ignoring annotation {written.annotation}={echoed(written.raw)}: {why}; {now}"
+
+
+def _plain(raw: str) -> bool:
+    """Whether a value can be shown as it is to write it (`key=value`): short and printable; else it is shown
+    quoted, escaped and cut short (`echoed`)."""
+    return len(raw) <= ECHO_LIMIT and raw.isprintable()
 
 
 def _warn_new(memory: AnnotationMemory, warnings: dict[tuple[str, str], str],

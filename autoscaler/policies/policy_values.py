@@ -31,6 +31,36 @@ def show_value(value: object) -> str:
     return "null" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
+ECHO_LIMIT: Final = 100
+"""The most of a value as written that a log line or /debug shows: annotations are written by whoever controls
+a Deployment, and a 100 KB one was logged whole, twice a line."""
+
+
+def echoed(raw: object) -> str:
+    """A value as written, for a log line or /debug: quoted (`repr`: a line break shows as `\\n`, never as a
+    line of its own), and when longer than `ECHO_LIMIT` characters shown (escapes included), its beginning and
+    `... (N characters)`."""
+    text = raw if isinstance(raw, str) else repr(raw)
+    shown = 0
+    for kept, character in enumerate(text):
+        shown += 1 if character.isprintable() else len(repr(character)) - 2
+        if shown > ECHO_LIMIT:
+            head = text[:kept]
+            return f"{head!r}... ({len(text):,} characters)" if isinstance(raw, str) else (
+                f"{head}... ({len(text):,} characters)")
+    return repr(raw)
+
+
+class RefusedValue(ValueError):
+    """A value that is not one the key takes: the message shows it (`echoed`) between what the key takes and
+    the fix (`hint`); `rule` says both without it, for a line that shows it already (an annotation's warning,
+    beside the annotation's name): a long value was shown twice there."""
+
+    def __init__(self, rule: str, raw: object, hint: str = "") -> None:
+        super().__init__(f"{rule}, got {echoed(raw)}{hint}")
+        self.rule = rule + hint
+
+
 _NULL_WORDS: Final = frozenset({"", "null", "none", "~"})
 
 
@@ -49,8 +79,9 @@ def parse_field(name: str, raw: object) -> float | int | None:
         if optional:
             return None
         raise ValueError(f"{name} may not be null")
+    kind = "whole number" if base is int else "number"
     if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
-        raise ValueError(f"{name} must be a {'whole number' if base is int else 'number'}, got {raw!r}")
+        raise RefusedValue(f"{name} must be a {kind}", raw)
     try:
         if base is int:
             if isinstance(raw, float):
@@ -58,10 +89,9 @@ def parse_field(name: str, raw: object) -> float | int | None:
             return int(raw)
         value = float(raw)
     except ValueError:
-        kind = "whole number" if base is int else "number"
-        raise ValueError(f"{name} must be a {kind}, got {raw!r}{_unit_hint(name, raw)}") from None
+        raise RefusedValue(f"{name} must be a {kind}", raw, _unit_hint(name, raw)) from None
     if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {raw!r}")
+        raise RefusedValue(f"{name} must be finite", raw)
     return value
 
 
@@ -75,16 +105,18 @@ digits between its two parts, so a 256 KiB annotation of digits held the refresh
 def _unit_hint(name: str, raw: object) -> str:
     """The fix for a number written with a unit, as people write them: `80%` for a ratio, `50ms` or `5m` for
     seconds. Said, not accepted: the key's unit is in its name and the docs, and one spelling reads the same
-    in the file, the annotations and /debug."""
+    in the file, the annotations and /debug. The value is named by its number as read (`80%`), never as
+    written: that may be long, and is shown once already (`echoed`)."""
     text = raw.strip().lower() if isinstance(raw, str) else ""
     if name in _RATIOS and text.endswith("%"):
         try:
-            return f"; it is a ratio: write {float(text[:-1]) / 100:g} for {raw}"
+            return f"; it is a ratio: write {float(text[:-1]) / 100:g} for {float(text[:-1]):.15g}%"
         except ValueError:
             return "; it is a ratio: 0.8 is 80%"
     found = _WITH_UNIT.fullmatch(text) if name.endswith("_s") else None
     if found:
-        return f"; it is in seconds: write {float(found[1]) * _SECONDS_PER[found[2]]:g} for {raw}"
+        number = float(found[1])
+        return f"; it is in seconds: write {number * _SECONDS_PER[found[2]]:g} for {number:.15g}{found[2]}"
     return ""
 
 
@@ -190,7 +222,7 @@ def policy_problem(policy: RuntimePolicy) -> tuple[str, str] | None:
             hint = _ratio_hint(name, value)
             if name == "max_replicas":  # the rule names a second field: say what it holds
                 hint = f"; min_replicas is {show_value(policy.min_replicas)}"
-            return name, f"{name} {rule}, got {show_value(value) if value is None else repr(value)}{hint}"
+            return name, f"{name} {rule}, got {show_value(value) if value is None else echoed(value)}{hint}"
     return None
 
 
