@@ -45,7 +45,7 @@ class PodSample:
 
     Values are already validated: every signal finite and non-negative, every time finite, else None. Each
     producer guarantees it where it reads the value, and reports garbage as it always has: the exporter text
-    reader (`sources.exposition`) and the Prometheus source (`sources.prometheus_queries.valid_value`, which
+    reader (`sources.exposition`) and the Prometheus source (`policies.samples.valid_value`, which
     also counts and logs it) leave a garbled value absent, and the simulator passes its samples through
     `policies.samples.clean_sample`. The policies rely on it and do not check again (a pass over 10,000 pods
     every refresh); tests/sources/test_clean_samples.py holds each source to it.

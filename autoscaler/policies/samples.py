@@ -28,6 +28,16 @@ def clean(x: float | None) -> float | None:
     return x
 
 
+def valid_value(raw: str) -> float | None:
+    """A sample value as text (Prometheus's answers) as the policies may use it: a number, then `clean`'s rule,
+    so that a value read from Prometheus is judged as one read from an exporter."""
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        return None
+    return clean(value)
+
+
 # The ceilings as plain floats: `clean_sample` runs for every pod at every refresh.
 _TOP_GPU: Final = CEILINGS["gpu_busy"].limit
 _TOP_RPS: Final = CEILINGS["requests_per_second"].limit

@@ -4,7 +4,8 @@
 - `targets`: pods from a static targets file; `kube_pods`, `kube_watch`, `kube_deployments`, `kube_objects`:
   pods and runtimes from the Kubernetes API (list + watch, through `autoscaler.kube`).
 - `scrape`: the exporters scraped directly; `exposition` reads their text format into `PodSample`s.
-- `prometheus`, `prometheus_queries`: the same signals queried from Prometheus (or DCGM's series).
+- `prometheus`: the same signals queried from Prometheus (or DCGM's series); `prometheus_promql` writes the
+  queries, `prometheus_reader` runs them, `prometheus_answers` says what answered instead.
 
 May import `kube`, `policies` (for types), `model`, `names`; never `api` or `actuation`.
 """

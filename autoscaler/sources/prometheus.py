@@ -1,8 +1,9 @@
 """`PrometheusSource`: every runtime's per-pod signals, read from Prometheus (docs/design.md).
 
 Where a cluster outgrows direct scraping, Prometheus (or Thanos, Mimir) already holds the exporters' series.
-Each refresh asks it one instant query per signal for all runtimes at once (`prometheus_queries`: the PromQL,
-the HTTP calls and the checks on the answers' shape) and joins the answers to discovery's inventory here.
+Each refresh asks it one instant query per signal for all runtimes at once (`prometheus_promql`: the PromQL;
+`prometheus_reader`: the HTTP calls and the checks on the answers' shape) and joins the answers to discovery's
+inventory here.
 Readiness, replicas and annotations come from discovery, never from Prometheus. A pod with no freshness
 series was not seen this refresh and keeps its last good sample.
 
@@ -53,7 +54,7 @@ from urllib3.util.retry import Retry
 
 from autoscaler.log_lists import few
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
-from autoscaler.policies.samples import refusal
+from autoscaler.policies.samples import refusal, valid_value
 from autoscaler.source_problems import REASON_GARBAGE
 from autoscaler.sources.base import (
     DiscoveryOutage,
@@ -66,20 +67,18 @@ from autoscaler.sources.exposition import SCALAR_FIELDS
 from autoscaler.sources.prometheus_answers import REASON_EMPTY, PrometheusSourceError
 from autoscaler.sources.prometheus_empty_answer import EmptyAfterGood
 from autoscaler.sources.prometheus_garbage import PrometheusGarbage
-from autoscaler.sources.prometheus_queries import (
+from autoscaler.sources.prometheus_promql import (
     DCGM_GR_ENGINE_ACTIVE,
     FRESHNESS,
     GPU_FRESHNESS,
     RECENT_MODELS,
     RECENT_MODELS_WINDOW_S,
-    Answers,
     GpuSource,
     PodRef,
-    PrometheusReader,
     build_models_query,
     build_queries,
-    valid_value,
 )
+from autoscaler.sources.prometheus_reader import Answers, PrometheusReader
 from exporter import names
 from exporter.flag_values import without_password
 from exporter.outage_log import OutageLog

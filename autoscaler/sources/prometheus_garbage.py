@@ -17,7 +17,7 @@ from typing import NamedTuple
 from autoscaler.model import RuntimeKey
 from autoscaler.source_problems import REASON_GARBAGE
 from autoscaler.sources.base import RuntimeInventory, SourceProblem, ongoing_problem
-from autoscaler.sources.prometheus_queries import PodRef
+from autoscaler.sources.prometheus_promql import PodRef
 
 log = logging.getLogger("autoscaler.sources.prometheus")  # the source's logger: operators filter on one name
 

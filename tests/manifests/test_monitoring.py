@@ -30,7 +30,7 @@ from autoscaler.demo.fake_modelmesh import ModelMeshLoad
 from autoscaler.names import ServedMetric
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
-from autoscaler.sources.prometheus_queries import DCGM_GR_ENGINE_ACTIVE
+from autoscaler.sources.prometheus_promql import DCGM_GR_ENGINE_ACTIVE
 from exporter import names
 from exporter.settings import ExporterSettings
 from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text

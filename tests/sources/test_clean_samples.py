@@ -15,9 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler.model import PodSample
-from autoscaler.policies.samples import clean_sample
+from autoscaler.policies.samples import clean_sample, valid_value
 from autoscaler.simulation.pods import SimPod, sample
-from autoscaler.sources.prometheus_queries import valid_value
 from exporter import names
 from tests.policies.builders import PROPERTIES
 from tests.support.exporter_texts import parse_exporter_text

@@ -15,7 +15,7 @@ from aiohttp import web
 from pytest_aiohttp import AiohttpServer
 
 from autoscaler.sources.prometheus import PrometheusSource
-from autoscaler.sources.prometheus_queries import build_queries
+from autoscaler.sources.prometheus_promql import build_queries
 from exporter import names
 from tests.fakes.prometheus import PrometheusServer
 from tests.sources.static_discovery import StaticDiscovery

@@ -18,7 +18,7 @@ from aiohttp.test_utils import TestServer
 
 from autoscaler.model import PodSample, RuntimeSnapshot
 from autoscaler.sources.prometheus import PrometheusSource
-from autoscaler.sources.prometheus_queries import RECENT_MODELS_WINDOW_S
+from autoscaler.sources.prometheus_promql import RECENT_MODELS_WINDOW_S
 from exporter import names
 from tests.fakes.prometheus import Sample
 from tests.sources.conftest import StartPrometheus

@@ -32,7 +32,7 @@ from autoscaler.settings import settings_from_args
 from autoscaler.sources import prometheus as source_module
 from autoscaler.sources.base import MetricSource
 from autoscaler.sources.prometheus import PrometheusSource
-from autoscaler.sources.prometheus_queries import GpuSource
+from autoscaler.sources.prometheus_promql import GpuSource
 from exporter import names
 from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text
 from tests.sources.conftest import StartPrometheus

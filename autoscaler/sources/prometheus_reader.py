@@ -1,35 +1,13 @@
-"""What `PrometheusSource` asks Prometheus, how it asks, and how it checks the answers (docs/design.md).
-
-**One instant query per signal for all runtimes at once** (nine queries, and one for the recent models,
-whatever the number of runtimes or pods), aggregated `by (namespace, pod)`: `build_queries` writes them,
-`PrometheusReader` runs them concurrently and indexes each answer's raw values by (namespace, pod).
-
-Freshness. An instant query stamps every result with the *evaluation* time, not the time of the sample it
-found (which may be up to the 5-minute lookback old), so the freshness query asks `timestamp()` for the
-scrape time and takes, per series, the minimum of that and the exporter's own
-`modelmesh_exporter_last_success_timestamp_seconds{collector="modelmesh"}`, moved onto Prometheus's clock by
-the exporter's clock offset (`modelmesh_exporter_time_seconds` against its scrape time, where the exporter
-reports it and it is off by more than a second), and per pod the newest of its series (a pod scraped by two
-jobs is as fresh as the later scrape); a pod whose exporter reports no such series falls back to the scrape
-time of its request rate. The GPU signal has its own freshness query:
-the exporter's `collector="gpu"` timestamp (same minimum), or with DCGM the series' own sample times
-(`DCGM_FI_DEV_GPU_UTIL` of whole GPUs, `DCGM_FI_PROF_GR_ENGINE_ACTIVE` of MIG instances).
-Those times are on Prometheus's clock; `PrometheusReader.clock_offset_s` says how far it is from the adapter's
-(the round's `time()` answer against when it was asked, as the scrape source reads an exporter's clock; every
-query of the round is then evaluated at that one instant, `prometheus_instant`), so
-that a Prometheus node whose clock is off neither makes every pod stale nor a stale pod fresh.
-
-Recent models. One more instant query (`build_models_query`) reads, per (namespace, pod, model_id), the time the
-pod last served the model (`modelmesh_pod_model_last_served_timestamp_seconds`), moved onto Prometheus's clock by
-the same exporter clock offset and kept only within `RECENT_MODELS_WINDOW_S` of Prometheus's now (in PromQL: the
-answer holds only what a policy can use), plus one marker series per pod that publishes the series at all, so
-that a pod that served nothing recently reads as such rather than as one that does not report per-model use. It
-is not one of the signals: its failure leaves every pod's `recent_models` absent and the round good.
+"""How `PrometheusSource` asks Prometheus, and how it checks the answers (docs/design.md): `PrometheusReader`
+runs one round of the queries `prometheus_promql` writes, concurrently, over one HTTP session, and indexes
+each answer's raw values by (namespace, pod); it measures Prometheus's clock against the adapter's
+(`PrometheusReader.clock_offset_s`: the round's `time()` answer against when it was asked; every query of the
+round is then evaluated at that one instant, `prometheus_instant`).
 
 Errors: every failure of the library or of an answer's shape is a `PrometheusSourceError` with one of the
 REASON_* values (the library's exception chained as its cause; what a proxy or gateway answered instead of
 the query API is said by `prometheus_answers`), and fails the whole round: partial answers would be worse
-than none. A well-shaped series with a garbage value is not an error here; `valid_value`
+than none. A well-shaped series with a garbage value is not an error here; `samples.valid_value`
 tells the source, which leaves only that signal absent.
 """
 
@@ -43,9 +21,8 @@ import re
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, cast
 
 import requests
 import urllib3
@@ -53,9 +30,8 @@ from prometheus_api_client.exceptions import PrometheusApiClientException
 from prometheus_api_client.prometheus_connect import PrometheusConnect
 from urllib3.util.retry import Retry
 
-from autoscaler.policies.samples import clean
 from autoscaler.sources.cuttable_http import CuttableAdapter
-from autoscaler.sources.exposition import CLOCK_TOLERANCE_S, clock_offset
+from autoscaler.sources.exposition import clock_offset
 from autoscaler.sources.prometheus_answers import (
     REASON_CONNECT,
     REASON_HTTP,
@@ -66,9 +42,9 @@ from autoscaler.sources.prometheus_answers import (
     not_json,
     tls_failed,
 )
-from autoscaler.sources.prometheus_current import from_newest_scrape
 from autoscaler.sources.prometheus_instant import CLOCK_QUERY, evaluation_time, pinned
 from autoscaler.sources.prometheus_limits import named
+from autoscaler.sources.prometheus_promql import RECENT_MODELS, PodRef, SignalQuery
 from exporter import names
 from exporter.flag_values import without_password
 
@@ -77,152 +53,12 @@ log = logging.getLogger("autoscaler.sources.prometheus")  # the source's logger:
 _CONNECT_ATTEMPTS: Final = 2
 _CONNECT_RETRY_PAUSE_S: Final = 0.1
 
-GpuSource = Literal["exporter", "dcgm"]
-PodRef = tuple[str, str]  # (namespace, pod)
 Answers = dict[str, dict[PodRef, str]]
 """One round's raw values: signal field → (namespace, pod) → the value as Prometheus wrote it."""
-
-FRESHNESS: Final = "sampled_at"
-"""The field of the freshness query: when the pod's load and cache signals were sampled."""
-
-DCGM_GR_ENGINE_ACTIVE: Final = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
-"""dcgm-exporter's graphics engine activity (a ratio, in its default counters): the busy of a MIG instance, which
-has no DCGM_FI_DEV_GPU_UTIL."""
-
-DCGM_INSTANCE_LABEL: Final = "GPU_I_ID"
-"""dcgm-exporter's label for a MIG GPU instance's id (absent on a whole GPU)."""
-
-GPU_FRESHNESS: Final = "gpu_sampled_at"
-"""The field of the GPU freshness query: when the pod's GPU busy was sampled (its own clock, docs/design.md:
-the GPU collector can fail or hang while the ModelMesh one works)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SignalQuery:
-    """One PodSample field and the PromQL that yields it, one series per (namespace, pod)."""
-
-    field: str
-    promql: str
-
-
-RECENT_MODELS: Final = "recent_models"
-"""The field the models query fills."""
-
-RECENT_MODELS_WINDOW_S: Final = 3600.0
-"""How far back the models query reads last-served times: the policies read only those within their own
-`target_lru_age_s` (600 s by default), which the source does not know (a runtime's annotation can set it), so a
-constant bounds the answer instead; one hour covers any `target_lru_age_s` up to an hour (a longer one sees the
-last hour). Each model served in it costs one series of the answer, about 150 bytes."""
 
 ModelAnswers = dict[PodRef, dict[str, str]]
 """The models query's raw values: (namespace, pod) → model id → last-served time as Prometheus wrote it (no
 model at all: the pod publishes the series but served nothing within the window)."""
-
-
-def _relabel(selector: str, *moves: tuple[str, str]) -> str:
-    """`selector` with each (source, target) label copied to `target` by `label_replace` (none when equal)."""
-    for source, target in moves:
-        if source != target:
-            selector = f'label_replace({selector}, "{target}", "$1", "{source}", "(.*)")'
-    return selector
-
-
-def build_queries(
-    gpu_source: GpuSource = "exporter",
-    *,
-    namespace_label: str = "namespace",
-    pod_label: str = "pod",
-    dcgm_namespace_label: str = "namespace",
-    dcgm_pod_label: str = "pod",
-) -> tuple[SignalQuery, ...]:
-    """The instant queries of one refresh, one per signal, each covering every pod Prometheus knows.
-
-    The exporter's signals are read only from each pod's newest scrape (`prometheus_current`: neither a series
-    the newest scrape dropped nor a slower job's older sample stands in for it); `max by` then only drops the
-    labels we do not join on. GPU busy is the mean over a pod's GPUs (docs/design.md). NaN survives `avg`/`max`
-    of a single series, so garbage still reaches the validation in Python and is counted there.
-    """
-    by = f"{namespace_label}, {pod_label}"
-    last_success = f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_MODELMESH}"}}'
-    gpu_success = f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_GPU}"}}'
-    offset = _exporter_clock_offset(by)
-
-    def newest(success: str) -> str:
-        """Per pod, the newest of its series' success times: each series (one per job that scrapes the pod) the
-        older of its reported time, moved onto Prometheus's clock, and its scrape time; then the newest series.
-        A pod scraped by a PodMonitor and by an annotation-based job at the 1-minute default is as fresh as the
-        PodMonitor's last scrape: the minimum over both jobs read it as the slow job's, and every pod went stale
-        once a minute (values held, 503 below `min_coverage`)."""
-        moved = f"({success} - on ({by}) group_left () {offset})"
-        per_series = (f'min without (freshness) (label_replace({moved}, "freshness", "reported", "", "")'
-                      f' or label_replace(timestamp({success}), "freshness", "scraped", "", ""))')
-        return f"max by ({by}) ({per_series})"
-
-    if gpu_source == "dcgm":
-        moves = ((dcgm_namespace_label, namespace_label), (dcgm_pod_label, pod_label))
-        # Per device: a whole GPU's DCGM_FI_DEV_GPU_UTIL (percent); a MIG instance (`GPU_I_ID` set) has none, or
-        # a constant 0 from older dcgm-exporters, so it and any GPU without that field read
-        # DCGM_FI_PROF_GR_ENGINE_ACTIVE (a ratio), matched on the device's pod and GPU (instance).
-        device = f"{dcgm_namespace_label}, {dcgm_pod_label}, gpu, {DCGM_INSTANCE_LABEL}"
-        whole = f'{names.DCGM_GPU_UTIL}{{{DCGM_INSTANCE_LABEL}=""}}'
-        busy = f"({whole} / 100 or on ({device}) {DCGM_GR_ENGINE_ACTIVE})"
-        gpu = f"avg by ({by}) ({_relabel(f'max by ({device}) {busy}', *moves)})"
-        # The series' own sample times: `timestamp()` must wrap the bare selector, as it gives a sample's time
-        # only for a selector; of any other expression (a `label_replace`) it gives the query's time. Per
-        # device the newest (a dcgm-exporter scraped by two jobs is as fresh as the later scrape), then the
-        # pod's stalest device.
-        sampled = f"(timestamp({whole}) or on ({device}) timestamp({DCGM_GR_ENGINE_ACTIVE}))"
-        gpu_freshness = f"min by ({by}) ({_relabel(f'max by ({device}) {sampled}', *moves)})"
-    else:
-        # Not while the exporter says its GPU collector fails: the series left are the GPUs that still answer
-        # (a lost one's are dropped), whose mean is not the pod's busy; a job that says so is enough.
-        failing = f'min by ({by}) ({names.COLLECTOR_SUCCESS}{{collector="{names.COLLECTOR_GPU}"}}) == 0'
-        busy = from_newest_scrape(names.GPU_BUSY_RATIO, by)
-        gpu = (f"avg by ({by}) (max by ({by}, {', '.join(names.GPU_LABELS)}) ({busy}))"
-               f" unless on ({by}) ({failing})")
-        gpu_freshness = newest(gpu_success)
-    # A pod whose exporter reports no success time: the newest scrape of its request rate.
-    freshness = f"{newest(last_success)} or max by ({by}) (timestamp({names.REQUESTS_PER_SECOND}))"
-    def signal(series: str) -> str:
-        return f"max by ({by}) ({from_newest_scrape(series, by)})"
-
-    return (
-        SignalQuery(FRESHNESS, freshness),
-        SignalQuery("gpu_busy", gpu),
-        SignalQuery("requests_per_second", signal(names.REQUESTS_PER_SECOND)),
-        SignalQuery("queue_delay_s", signal(names.QUEUE_DELAY_SECONDS)),
-        SignalQuery("cache_misses_per_second", signal(names.CACHE_MISSES_PER_SECOND)),
-        SignalQuery("lru_age_s", signal(names.LRU_AGE_SECONDS)),
-        SignalQuery("cache_used_ratio", signal(names.CACHE_USED_RATIO)),
-        SignalQuery("models_loaded", signal(names.MODELS_LOADED)),
-        SignalQuery(GPU_FRESHNESS, gpu_freshness),
-    )
-
-
-def _exporter_clock_offset(by: str) -> str:
-    """The exporter's clock against Prometheus's, per pod: its `modelmesh_exporter_time_seconds` less that
-    sample's scrape time, where more than CLOCK_TOLERANCE_S apart (as the scrape source judges it), else 0
-    (also for an exporter that does not report its clock). Each reported time is moved by it onto
-    Prometheus's clock, so that a node clock that is off does not make its data look stale or fresh."""
-    skew = f"max by ({by}) ({names.EXPORTER_TIME} - timestamp({names.EXPORTER_TIME}))"
-    return (f"(({skew} > {CLOCK_TOLERANCE_S:g}) or ({skew} < -{CLOCK_TOLERANCE_S:g}) "
-            f"or (max by ({by}) ({names.LAST_SUCCESS_TIMESTAMP}) * 0))")
-
-
-def build_models_query(window_s: float = RECENT_MODELS_WINDOW_S, *, namespace_label: str = "namespace",
-                       pod_label: str = "pod") -> str:
-    """Per (namespace, pod, model_id) the pod's last-served time on Prometheus's clock, within `window_s` of
-    Prometheus's now, and per pod publishing the series a marker without `model_id` (value 0).
-
-    `max by` collapses duplicates (a pod scraped by two jobs) and drops the target labels; the exporter's clock
-    offset moves the times as it moves the freshness times (a pod without the offset's series, no
-    `last_success_timestamp`, keeps its times as they are). NaN and negative times fail the window's comparison;
-    +Inf passes it and is left to `valid_value`, as any garbage is."""
-    by = f"{namespace_label}, {pod_label}"
-    served = f"max by ({by}, {names.MODEL_ID_LABEL}) ({names.MODEL_LAST_SERVED_TIMESTAMP})"
-    moved = f"({served} - on ({by}) group_left () {_exporter_clock_offset(by)})"
-    return (f"(({moved} or {served}) >= (time() - {window_s:g})) "
-            f"or (max by ({by}) ({names.MODEL_LAST_SERVED_TIMESTAMP}) * 0)")
 
 
 class PrometheusReader:
@@ -489,14 +325,6 @@ def _without_query(error: Exception) -> str:
     """The error's text with the URL-encoded PromQL left out of the URLs it quotes (urllib3 quotes the whole
     request URL, about 1.5 KB for the freshness query); the error's chained cause keeps everything."""
     return _QUERY_STRING.sub(r"\1?...", str(error))
-
-def valid_value(raw: str) -> float | None:
-    """A sample value as the policies may use it: finite and non-negative, else None."""
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        return None
-    return clean(value)
 
 
 def _timed_out(error: requests.exceptions.RequestException) -> bool:
