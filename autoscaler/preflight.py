@@ -92,6 +92,7 @@ def _check_flag_rules(settings: ServeSettings) -> None:
 
 _PROMETHEUS_ONLY = ("prometheus_url", "prometheus_ca_file", "prometheus_token_file", "prometheus_headers",
                     "prometheus_timeout_s", "prometheus_namespace_label", "prometheus_pod_label",
+                    "prometheus_series_selector",
                     "dcgm_pod_label", "dcgm_namespace_label")
 _SCRAPE_ONLY = ("scrape_timeout_s", "scrape_concurrency", "exporter_ca_file", "exporter_scheme",
                 "exporter_server_name", "exporter_client_cert_file", "exporter_client_key_file")

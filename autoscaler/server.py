@@ -121,6 +121,7 @@ def build_source(settings: ServeSettings, discovery: PodDiscovery) -> MetricSour
                                 timeout_s=settings.prometheus_timeout_s,
                                 namespace_label=settings.prometheus_namespace_label,
                                 pod_label=settings.prometheus_pod_label,
+                                series_selector=settings.prometheus_series_selector,
                                 dcgm_namespace_label=settings.dcgm_namespace_label,
                                 dcgm_pod_label=settings.dcgm_pod_label)
     if settings.gpu_source == "dcgm":

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.sources.prometheus_matchers import LABEL_NAME, parse_matchers
 from exporter import env_flags
 from exporter.env_flags import (
     EnvFlag,
@@ -91,6 +92,9 @@ class ServeSettings:
     prometheus_timeout_s: float = 5.0
     prometheus_namespace_label: str = "namespace"
     prometheus_pod_label: str = "pod"
+    prometheus_series_selector: tuple[str, ...] = ()
+    """PromQL label matchers every selector of the exporters' series carries (`prometheus_matchers`): the jobs
+    trusted to write them."""
     dcgm_namespace_label: str = "namespace"
     dcgm_pod_label: str = "pod"
     exporter_port: int = 9187
@@ -235,17 +239,23 @@ def token_file(value: str) -> Path:
     return path
 
 
-_LABEL_NAME: Final = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-
-
 def label_name(value: str) -> str:
     """A label name as PromQL takes it unquoted in `by (...)` and matchers: another one would fail every query
     with Prometheus's "parse error", which names no flag."""
     name = value.strip()
-    if not _LABEL_NAME.fullmatch(name):
+    if not LABEL_NAME.fullmatch(name):
         raise argparse.ArgumentTypeError(
             f"expected a Prometheus label name (letters, digits and _, not starting with a digit), got {value!r}")
     return name
+
+
+def label_matchers(value: str) -> tuple[str, ...]:
+    """PromQL label matchers (`job="modelmesh-exporter"`), checked as Prometheus would parse them: a typo would
+    fail every refresh with Prometheus's "parse error", which names no flag."""
+    try:
+        return parse_matchers(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected PromQL label matchers, got {value!r}: {error}") from None
 
 
 def prometheus_url(value: str) -> str:
@@ -429,6 +439,11 @@ _OPTIONS: Final = (
             "relabelling", _D.prometheus_namespace_label, "LABEL", _SOURCE),
     _Option("--prometheus-pod-label", label_name, "label naming the pod on the exporters' series in Prometheus: "
             "kubernetes_pod_name with the classic relabelling", _D.prometheus_pod_label, "LABEL", _SOURCE),
+    _Option("--prometheus-series-selector", label_matchers, "PromQL label matchers added to every selector of the "
+            "exporters' series the adapter sends (--source prometheus), as job=\"modelmesh-exporter\": only the "
+            "jobs they match are trusted, so that a job keeping the labels its targets write (a Pushgateway, a "
+            "PodMonitor with honorLabels) cannot write values for another namespace's pods", "none: every job's "
+            "series", "MATCHERS", _SOURCE),
     _Option("--dcgm-pod-label", label_name, "label naming the pod on DCGM's series in Prometheus: exported_pod where "
             "Prometheus does not honor the DCGM exporter's labels", _D.dcgm_pod_label, "LABEL", _SOURCE),
     _Option("--dcgm-namespace-label", label_name, "label naming the pod's namespace on DCGM's series in Prometheus: "

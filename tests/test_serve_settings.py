@@ -70,6 +70,8 @@ FLAG_CASES: list[tuple[str, str, str, Any]] = [
     ("--prometheus-timeout", "12s", "prometheus_timeout_s", 12.0),
     ("--prometheus-namespace-label", "kubernetes_namespace", "prometheus_namespace_label", "kubernetes_namespace"),
     ("--prometheus-pod-label", "kubernetes_pod_name", "prometheus_pod_label", "kubernetes_pod_name"),
+    ("--prometheus-series-selector", '{job="modelmesh-exporter", cluster=~"east|west",}', "prometheus_series_selector",
+     ('job="modelmesh-exporter"', 'cluster=~"east|west"')),
     ("--dcgm-pod-label", "exported_pod", "dcgm_pod_label", "exported_pod"),
     ("--dcgm-namespace-label", "exported_namespace", "dcgm_namespace_label", "exported_namespace"),
     ("--workers", "4", "workers", 4),
@@ -249,6 +251,15 @@ def test_an_unknown_flag_is_reported_with_its_commands_usage(
     ("--prometheus-namespace-label", "kubernetes-namespace", "expected a Prometheus label name"),
     ("--prometheus-pod-label", "pod name", "expected a Prometheus label name"),
     ("--dcgm-pod-label", "0pod", "expected a Prometheus label name"),
+    ("--prometheus-series-selector", "job=modelmesh-exporter", "expected PromQL label matchers, got "
+     "'job=modelmesh-exporter': no label matcher at 'job=modelmesh-exporter' (character 1): write label=\"value\""),
+    ("--prometheus-series-selector", 'job="a" cluster="b"', "expected PromQL label matchers"),
+    ("--prometheus-series-selector", 'job=~"exporter-\\d+"', "expected PromQL label matchers, got "
+     "'job=~\"exporter-\\\\d+\"': no label matcher at 'job=~\"exporter-\\\\d+\"' (character 1): write "
+     "label=\"value\" (or !=, =~, !~), separated by commas, as job=\"modelmesh-exporter\"; a backslash in a quoted "
+     "value is written twice (\\\\d), or write the value in backticks"),
+    ("--prometheus-series-selector", 'job=~"exporter-("', "expected PromQL label matchers, got 'job=~\"exporter-(\"': "
+     "job=~\"exporter-(\" is not a valid regular expression"),
     # Accepted, every query went to .../api/v1/api/v1/query: a 404 on every refresh.
     ("--prometheus-url", "http://prometheus:9090/api/v1", "give Prometheus's base URL, without /api/v1: "
                                                            "http://prometheus:9090"),

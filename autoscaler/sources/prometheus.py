@@ -67,6 +67,7 @@ from autoscaler.sources.exposition import SCALAR_FIELDS
 from autoscaler.sources.prometheus_answers import REASON_EMPTY, PrometheusSourceError
 from autoscaler.sources.prometheus_empty_answer import EmptyAfterGood
 from autoscaler.sources.prometheus_garbage import PrometheusGarbage
+from autoscaler.sources.prometheus_matchers import SeriesMatchers
 from autoscaler.sources.prometheus_promql import (
     DCGM_GR_ENGINE_ACTIVE,
     FRESHNESS,
@@ -135,6 +136,7 @@ class PrometheusSource(SourceDefaults):
         pod_label: str = "pod",
         dcgm_namespace_label: str = "namespace",
         dcgm_pod_label: str = "pod",
+        series_selector: Sequence[str] = (),
         on_error: Callable[[str], None] | None = None,
         recent_models_window_s: float | None = RECENT_MODELS_WINDOW_S,
     ) -> None:
@@ -149,7 +151,9 @@ class PrometheusSource(SourceDefaults):
         `namespace_label`/`pod_label` name the labels
         Prometheus puts on the exporters' series (a PodMonitor's defaults); `dcgm_namespace_label`/
         `dcgm_pod_label` those that name the pod on DCGM's series (`exported_pod` where Prometheus does not
-        honour the DCGM exporter's labels). `on_error(reason)` is called
+        honour the DCGM exporter's labels). `series_selector` holds PromQL label matchers
+        (`prometheus_matchers.parse_matchers`) that every selector of the exporters' series carries: the jobs
+        trusted to write them. `on_error(reason)` is called
         for every counted error (self-metrics). `recent_models_window_s` bounds how far back the models query
         reads last-served times (None: not asked, every pod's `recent_models` None). The discovery stays the
         caller's to close.
@@ -164,8 +168,10 @@ class PrometheusSource(SourceDefaults):
         self._dcgm_labels = (dcgm_namespace_label, dcgm_pod_label)
         self._dcgm_unmatched_since: float | None = None  # since when no seen pod has a DCGM GPU series
         self._dcgm_warned = False
+        matchers = SeriesMatchers.of(series_selector)
         self._signals = build_queries(gpu_source, namespace_label=namespace_label, pod_label=pod_label,
-                                      dcgm_namespace_label=dcgm_namespace_label, dcgm_pod_label=dcgm_pod_label)
+                                      dcgm_namespace_label=dcgm_namespace_label, dcgm_pod_label=dcgm_pod_label,
+                                      matchers=matchers)
         self._reader = PrometheusReader(
             url.rstrip("/"),
             self._signals,
@@ -178,7 +184,7 @@ class PrometheusSource(SourceDefaults):
             pod_label=pod_label,
             clock=clock,
             models_query=None if recent_models_window_s is None else build_models_query(
-                recent_models_window_s, namespace_label=namespace_label, pod_label=pod_label),
+                recent_models_window_s, namespace_label=namespace_label, pod_label=pod_label, matchers=matchers),
         )
         self._models_failing = False  # the models query's failure is logged
         self._clock_off_s = 0.0  # the Prometheus clock offset last logged

@@ -35,9 +35,11 @@ NEWEST_SCRAPE_SERIES = f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLE
 """The series whose scrape times say when each pod was last scraped (by any of its targets)."""
 
 
-def from_newest_scrape(selector: str, by: str) -> str:
+def from_newest_scrape(selector: str, by: str, scraped: str = NEWEST_SCRAPE_SERIES) -> str:
     """`selector`'s series, less those whose sample is older than the newest scrape of their pod (`by`: the
-    namespace and pod labels, comma-separated). Series keep all their labels, so the caller aggregates as
-    before; of the series left, several per pod only where two targets scraped it at the same millisecond."""
-    newest = f"max by ({by}) (timestamp({NEWEST_SCRAPE_SERIES}))"
+    namespace and pod labels, comma-separated) by `scraped` (NEWEST_SCRAPE_SERIES, with the matchers the
+    selector carries, so that an untrusted job's scrapes do not count either). Series keep all their labels, so
+    the caller aggregates as before; of the series left, several per pod only where two targets scraped it at
+    the same millisecond."""
+    newest = f"max by ({by}) (timestamp({scraped}))"
     return f"({selector} unless (timestamp({selector}) < on ({by}) group_left () {newest}))"

@@ -35,6 +35,7 @@ from typing import Final, Literal
 
 from autoscaler.sources.exposition import CLOCK_TOLERANCE_S
 from autoscaler.sources.prometheus_current import from_newest_scrape
+from autoscaler.sources.prometheus_matchers import EVERY_SERIES, SeriesMatchers
 from exporter import names
 
 GpuSource = Literal["exporter", "dcgm"]
@@ -87,8 +88,10 @@ def build_queries(
     pod_label: str = "pod",
     dcgm_namespace_label: str = "namespace",
     dcgm_pod_label: str = "pod",
+    matchers: SeriesMatchers = EVERY_SERIES,
 ) -> tuple[SignalQuery, ...]:
-    """The instant queries of one refresh, one per signal, each covering every pod Prometheus knows.
+    """The instant queries of one refresh, one per signal, each covering every pod Prometheus knows (or the pods
+    `matchers` leave: every selector carries them).
 
     The exporter's signals are read only from each pod's newest scrape (`prometheus_current`: neither a series
     the newest scrape dropped nor a slower job's older sample stands in for it); `max by` then only drops the
@@ -96,9 +99,10 @@ def build_queries(
     of a single series, so garbage still reaches the validation in Python and is counted there.
     """
     by = f"{namespace_label}, {pod_label}"
-    last_success = f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_MODELMESH}"}}'
-    gpu_success = f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_GPU}"}}'
-    offset = _exporter_clock_offset(by)
+    exporter = matchers.exporter_series
+    last_success = exporter(names.LAST_SUCCESS_TIMESTAMP, f'collector="{names.COLLECTOR_MODELMESH}"')
+    gpu_success = exporter(names.LAST_SUCCESS_TIMESTAMP, f'collector="{names.COLLECTOR_GPU}"')
+    offset = _exporter_clock_offset(by, matchers)
 
     def newest(success: str) -> str:
         """Per pod, the newest of its series' success times: each series (one per job that scrapes the pod) the
@@ -117,27 +121,30 @@ def build_queries(
         # a constant 0 from older dcgm-exporters, so it and any GPU without that field read
         # DCGM_FI_PROF_GR_ENGINE_ACTIVE (a ratio), matched on the device's pod and GPU (instance).
         device = f"{dcgm_namespace_label}, {dcgm_pod_label}, gpu, {DCGM_INSTANCE_LABEL}"
-        whole = f'{names.DCGM_GPU_UTIL}{{{DCGM_INSTANCE_LABEL}=""}}'
-        busy = f"({whole} / 100 or on ({device}) {DCGM_GR_ENGINE_ACTIVE})"
+        whole = matchers.dcgm_series(names.DCGM_GPU_UTIL, f'{DCGM_INSTANCE_LABEL}=""')
+        active = matchers.dcgm_series(DCGM_GR_ENGINE_ACTIVE)
+        busy = f"({whole} / 100 or on ({device}) {active})"
         gpu = f"avg by ({by}) ({_relabel(f'max by ({device}) {busy}', *moves)})"
         # The series' own sample times: `timestamp()` must wrap the bare selector, as it gives a sample's time
         # only for a selector; of any other expression (a `label_replace`) it gives the query's time. Per
         # device the newest (a dcgm-exporter scraped by two jobs is as fresh as the later scrape), then the
         # pod's stalest device.
-        sampled = f"(timestamp({whole}) or on ({device}) timestamp({DCGM_GR_ENGINE_ACTIVE}))"
+        sampled = f"(timestamp({whole}) or on ({device}) timestamp({active}))"
         gpu_freshness = f"min by ({by}) ({_relabel(f'max by ({device}) {sampled}', *moves)})"
     else:
         # Not while the exporter says its GPU collector fails: the series left are the GPUs that still answer
         # (a lost one's are dropped), whose mean is not the pod's busy; a job that says so is enough.
-        failing = f'min by ({by}) ({names.COLLECTOR_SUCCESS}{{collector="{names.COLLECTOR_GPU}"}}) == 0'
-        busy = from_newest_scrape(names.GPU_BUSY_RATIO, by)
+        gpu_collector = exporter(names.COLLECTOR_SUCCESS, f'collector="{names.COLLECTOR_GPU}"')
+        failing = f"min by ({by}) ({gpu_collector}) == 0"
+        busy = from_newest_scrape(exporter(names.GPU_BUSY_RATIO), by, last_success)
         gpu = (f"avg by ({by}) (max by ({by}, {', '.join(names.GPU_LABELS)}) ({busy}))"
                f" unless on ({by}) ({failing})")
         gpu_freshness = newest(gpu_success)
     # A pod whose exporter reports no success time: the newest scrape of its request rate.
-    freshness = f"{newest(last_success)} or max by ({by}) (timestamp({names.REQUESTS_PER_SECOND}))"
+    freshness = f"{newest(last_success)} or max by ({by}) (timestamp({exporter(names.REQUESTS_PER_SECOND)}))"
+
     def signal(series: str) -> str:
-        return f"max by ({by}) ({from_newest_scrape(series, by)})"
+        return f"max by ({by}) ({from_newest_scrape(exporter(series), by, last_success)})"
 
     return (
         SignalQuery(FRESHNESS, freshness),
@@ -152,18 +159,19 @@ def build_queries(
     )
 
 
-def _exporter_clock_offset(by: str) -> str:
+def _exporter_clock_offset(by: str, matchers: SeriesMatchers) -> str:
     """The exporter's clock against Prometheus's, per pod: its `modelmesh_exporter_time_seconds` less that
     sample's scrape time, where more than CLOCK_TOLERANCE_S apart (as the scrape source judges it), else 0
     (also for an exporter that does not report its clock). Each reported time is moved by it onto
     Prometheus's clock, so that a node clock that is off does not make its data look stale or fresh."""
-    skew = f"max by ({by}) ({names.EXPORTER_TIME} - timestamp({names.EXPORTER_TIME}))"
+    clock = matchers.exporter_series(names.EXPORTER_TIME)
+    skew = f"max by ({by}) ({clock} - timestamp({clock}))"
     return (f"(({skew} > {CLOCK_TOLERANCE_S:g}) or ({skew} < -{CLOCK_TOLERANCE_S:g}) "
-            f"or (max by ({by}) ({names.LAST_SUCCESS_TIMESTAMP}) * 0))")
+            f"or (max by ({by}) ({matchers.exporter_series(names.LAST_SUCCESS_TIMESTAMP)}) * 0))")
 
 
 def build_models_query(window_s: float = RECENT_MODELS_WINDOW_S, *, namespace_label: str = "namespace",
-                       pod_label: str = "pod") -> str:
+                       pod_label: str = "pod", matchers: SeriesMatchers = EVERY_SERIES) -> str:
     """Per (namespace, pod, model_id) the pod's last-served time on Prometheus's clock, within `window_s` of
     Prometheus's now, and per pod publishing the series a marker without `model_id` (value 0).
 
@@ -172,7 +180,8 @@ def build_models_query(window_s: float = RECENT_MODELS_WINDOW_S, *, namespace_la
     `last_success_timestamp`, keeps its times as they are). NaN and negative times fail the window's comparison;
     +Inf passes it and is left to `samples.valid_value`, as any garbage is."""
     by = f"{namespace_label}, {pod_label}"
-    served = f"max by ({by}, {names.MODEL_ID_LABEL}) ({names.MODEL_LAST_SERVED_TIMESTAMP})"
-    moved = f"({served} - on ({by}) group_left () {_exporter_clock_offset(by)})"
+    last_served = matchers.exporter_series(names.MODEL_LAST_SERVED_TIMESTAMP)
+    served = f"max by ({by}, {names.MODEL_ID_LABEL}) ({last_served})"
+    moved = f"({served} - on ({by}) group_left () {_exporter_clock_offset(by, matchers)})"
     return (f"(({moved} or {served}) >= (time() - {window_s:g})) "
-            f"or (max by ({by}) ({names.MODEL_LAST_SERVED_TIMESTAMP}) * 0)")
+            f"or (max by ({by}) ({last_served}) * 0)")

@@ -38,6 +38,7 @@ from tests.manifests.support import (
     EXAMPLES,
     PROMETHEUS,
     SERVICE_ACCOUNT_TOKEN,
+    commented_yaml,
     container,
     find,
     kustomize,
@@ -308,8 +309,13 @@ async def test_an_adapter_reading_this_prometheus_finds_every_pod(
         processes: tuple[Path, list[tuple[str, str]], str], prometheus: PrometheusServer) -> None:
     """`--source=prometheus` joins the exporters' series to its pods on the `namespace` and `pod` labels the
     shipped relabelling gives them: an adapter reading this Prometheus serves the runtime's request load, both
-    pods' rates (40 + 80 requests/s), as the one scraping the exporters does."""
+    pods' rates (40 + 80 requests/s), as the one scraping the exporters does. With the Deployment's commented
+    Prometheus arguments, whose --prometheus-series-selector must match the job the shipped scrape config creates
+    (a selector naming another job would leave every pod without series)."""
     workdir, _, _ = processes
+    shipped = [arg for arg in commented_yaml(BASE / "deployment.yaml", "read it instead:")
+               if not arg.startswith(("--source=", "--prometheus-url="))]
+    assert any(arg.startswith("--prometheus-series-selector=") for arg in shipped), shipped
     port = free_port()
     url = (f"https://127.0.0.1:{port}{EXTERNAL_METRICS}/namespaces/{RUNTIME_NAMESPACE}/modelmesh_request_load"
            f"?labelSelector=deployment%3D{RUNTIME_DEPLOYMENT}")
@@ -323,7 +329,7 @@ async def test_an_adapter_reading_this_prometheus_finds_every_pod(
 
     with running(["autoscaler.cli", "serve", "--insecure-dev", "--listen", f"127.0.0.1:{port}", "--targets",
                   str(workdir / "targets.yaml"), "--refresh-interval", "1", "--window", "3", "--source",
-                  "prometheus", "--prometheus-url", prometheus.url],
+                  "prometheus", "--prometheus-url", prometheus.url, *shipped],
                  f"https://127.0.0.1:{port}/healthz", workdir / "adapter-prometheus.log"):
         load = await asyncio.to_thread(poll, served, 30)
     assert load == pytest.approx(120, rel=0.1), (workdir / "adapter-prometheus.log").read_text()[-3000:]

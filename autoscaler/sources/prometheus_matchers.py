@@ -1,0 +1,110 @@
+"""The label matchers the Prometheus source adds to every series selector it sends (docs/operations.md).
+
+`--prometheus-series-selector` (`job="modelmesh-exporter"`) says which series to trust. Without it every query
+reads the exporters' metric names from *any* job, and a job that keeps the labels its targets write (a
+Pushgateway, a tenant's PodMonitor with `honorLabels: true`, a shared remote-write) lets a tenant write
+`modelmesh_pod_requests_per_second{namespace="A",pod="a-0"}` into another namespace's runtime, or a fresh
+success time that makes that runtime's hung exporter look fresh: `max by (namespace, pod)` takes it.
+
+The grammar is PromQL's (`label="value"`, `!=`, `=~`, `!~`, strings in double or single quotes or backticks),
+checked when the flag is read, so a typo is refused at start with the flag's name instead of failing every
+refresh with Prometheus's `parse error`, which names no flag.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+LABEL_NAME: Final = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+"""A label name as PromQL takes it unquoted, in `by (...)` and in matchers."""
+
+_ESCAPE: Final = r"""\\(?:[abfnrtv\\'"]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{3})"""
+"""The escapes PromQL's quoted strings take (Go's); any other backslash is its `unknown escape sequence`."""
+
+_MATCHER: Final = re.compile(
+    rf"""\s*(?P<label>{LABEL_NAME.pattern})\s*(?P<op>=~|!~|!=|=)\s*"""
+    rf"""(?P<value>"(?:[^"\\\n]|{_ESCAPE})*"|'(?:[^'\\\n]|{_ESCAPE})*'|`[^`]*`)\s*(?:,|\Z)""")
+
+MATCHERS_EXAMPLE: Final = 'job="modelmesh-exporter"'
+
+
+def parse_matchers(text: str) -> tuple[str, ...]:
+    """`text`'s PromQL label matchers, each as written (`job="x"`), in order; braces around them are optional.
+
+    Raises ValueError saying what is wrong and where. A regular expression (`=~`, `!~`) is checked with Python's
+    `re`, which takes what Prometheus's RE2 takes but also a few things RE2 refuses (look-arounds, back
+    references): Prometheus then says so at the first refresh."""
+    inside = text.strip()
+    if inside.startswith("{") and inside.endswith("}"):
+        inside = inside[1:-1].strip()
+    matchers: list[str] = []
+    at = 0
+    while at < len(inside):
+        found = _MATCHER.match(inside, at)
+        if found is None:
+            backslash = ("; a backslash in a quoted value is written twice (\\\\d), or write the value in backticks"
+                         if "\\" in inside[at:] else "")
+            raise ValueError(f"no label matcher at {inside[at:at + 40]!r} (character {at + 1}): write "
+                             f'label="value" (or !=, =~, !~), separated by commas, as {MATCHERS_EXAMPLE}'
+                             f"{backslash}")
+        label, op, value = found["label"], found["op"], found["value"]
+        if label == "__name__":
+            raise ValueError("__name__ cannot be matched: the adapter's queries name each series' metric")
+        if op in ("=~", "!~"):
+            try:
+                re.compile(_unquoted(value))
+            except re.error as error:
+                raise ValueError(f"{label}{op}{value} is not a valid regular expression: {error}") from None
+        matchers.append(f"{label}{op}{value}")
+        at = found.end()  # past its comma (a trailing one too, as PromQL allows)
+    if not matchers:
+        raise ValueError(f"expected at least one label matcher, as {MATCHERS_EXAMPLE}")
+    return tuple(matchers)
+
+
+def _unquoted(value: str) -> str:
+    """A PromQL string literal's text (the grammar above checked its escapes)."""
+    if value.startswith("`"):
+        return value[1:-1]
+    # Go's escapes are Python's; non-ASCII text survives the round trip as \\u escapes.
+    return value[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+
+
+def promql_string(value: str) -> str:
+    """`value` as a double-quoted PromQL string."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def selector(name: str, *matchers: str) -> str:
+    """The selector of metric `name` with `matchers` (empty ones left out): `name{a="1",b="2"}`, or bare."""
+    inside = ",".join(matcher for matcher in matchers if matcher)
+    return f"{name}{{{inside}}}" if inside else name
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesMatchers:
+    """What every selector of the exporters' series, and of DCGM's, carries besides its own matchers."""
+
+    exporter: tuple[str, ...] = ()
+    dcgm: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, series_selector: Sequence[str] = ()) -> SeriesMatchers:
+        """`series_selector` (`parse_matchers`) on the exporters' series. DCGM's series come from another job
+        (dcgm-exporter), so the exporters' selector, which names their job, is not added to them."""
+        return cls(exporter=tuple(series_selector))
+
+    def exporter_series(self, name: str, *own: str) -> str:
+        """The selector of the exporters' metric `name`, with its `own` matchers first."""
+        return selector(name, *own, *self.exporter)
+
+    def dcgm_series(self, name: str, *own: str) -> str:
+        """The selector of DCGM's metric `name`, with its `own` matchers first."""
+        return selector(name, *own, *self.dcgm)
+
+
+EVERY_SERIES: Final = SeriesMatchers()
+"""No matcher added: every job's series, in every namespace."""
