@@ -472,7 +472,7 @@ _OPTIONS: Final = (
             "FILE", _SOURCE),
     _Option("--namespaces", namespaces, "comma list of namespaces to discover runtimes, watch HPAs, bridge "
             "RuntimeScales and write pod-deletion costs in (a policy-file runtime outside them is served from its "
-            "pods only, with a warning); empty: all",
+            "pods only, with a warning), and, with --source prometheus, the pods the queries read; empty: all",
             "all namespaces", "NAMESPACE,...", _SOURCE),
     # Decisions.
     _Option("--refresh-interval", refresh_interval, "seconds between refreshes (read, aggregate, decide; 0.1 to 3600)",

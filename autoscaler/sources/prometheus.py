@@ -57,7 +57,9 @@ from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.policies.samples import refusal, valid_value
 from autoscaler.source_problems import REASON_GARBAGE
 from autoscaler.sources.base import (
+    ALL_NAMESPACES,
     DiscoveryOutage,
+    DiscoveryScopes,
     PodDiscovery,
     RuntimeInventory,
     SourceDefaults,
@@ -153,7 +155,8 @@ class PrometheusSource(SourceDefaults):
         `dcgm_pod_label` those that name the pod on DCGM's series (`exported_pod` where Prometheus does not
         honour the DCGM exporter's labels). `series_selector` holds PromQL label matchers
         (`prometheus_matchers.parse_matchers`) that every selector of the exporters' series carries: the jobs
-        trusted to write them. `on_error(reason)` is called
+        trusted to write them. Every selector also names the namespaces discovery reads, where it reads some
+        (`namespaces_read`). `on_error(reason)` is called
         for every counted error (self-metrics). `recent_models_window_s` bounds how far back the models query
         reads last-served times (None: not asked, every pod's `recent_models` None). The discovery stays the
         caller's to close.
@@ -168,7 +171,8 @@ class PrometheusSource(SourceDefaults):
         self._dcgm_labels = (dcgm_namespace_label, dcgm_pod_label)
         self._dcgm_unmatched_since: float | None = None  # since when no seen pod has a DCGM GPU series
         self._dcgm_warned = False
-        matchers = SeriesMatchers.of(series_selector)
+        matchers = SeriesMatchers.of(series_selector, namespaces_read(discovery), namespace_label=namespace_label,
+                                     dcgm_namespace_label=dcgm_namespace_label)
         self._signals = build_queries(gpu_source, namespace_label=namespace_label, pod_label=pod_label,
                                       dcgm_namespace_label=dcgm_namespace_label, dcgm_pod_label=dcgm_pod_label,
                                       matchers=matchers)
@@ -572,3 +576,12 @@ class PrometheusSource(SourceDefaults):
                 log.debug("Prometheus answers again after %.0f s (the outage was a flap, not logged)", down_s)
         self.last_error = None
 
+
+def namespaces_read(discovery: PodDiscovery) -> tuple[str, ...]:
+    """The namespaces whose pods `discovery` can know, its scopes (`--namespaces`, and the namespace of each
+    policy-file runtime outside them, whose pods are watched too); none where it reads every namespace or has
+    no scopes (a targets file, whose runtimes may be anywhere). The queries ask for those pods only."""
+    if not isinstance(discovery, DiscoveryScopes):
+        return ()
+    scopes = discovery.scope_health()
+    return () if ALL_NAMESPACES in scopes else tuple(sorted(scopes))

@@ -2,8 +2,9 @@
 
 Prometheus answers HTTP 422 `query processing would load too many samples into memory in query execution`
 when one query would hold more than its `--query.max-samples` (50,000,000 by default) at once. The answer names
-neither the query nor that flag, and the adapter's queries read every pod Prometheus has the exporters'
-series for, in every namespace, whatever `--namespaces` says: a large shared Prometheus is where it happens.
+neither the query nor that flag. The adapter's queries read every pod Prometheus has the exporters' series for
+in the namespaces discovery reads (`--namespaces` and the policy file's runtimes'; all of them without
+`--namespaces`): a large shared Prometheus is where it happens.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ TOO_MANY_SAMPLES: Final = "too many samples"
 
 MAX_SAMPLES_HINT: Final = (
     "Prometheus refused to load that many samples for one query (its --query.max-samples, 50000000 by default): "
-    "each of the adapter's queries reads every pod Prometheus has the exporters' series for, in every namespace, "
-    "not only those of --namespaces; raise --query.max-samples on Prometheus"
+    "each of the adapter's queries reads every pod Prometheus has the exporters' series for in the namespaces the "
+    "adapter serves (every namespace without --namespaces); raise --query.max-samples on Prometheus, or give the "
+    "adapter --namespaces where it serves some namespaces only"
 )
 
 

@@ -6,6 +6,10 @@ Pushgateway, a tenant's PodMonitor with `honorLabels: true`, a shared remote-wri
 `modelmesh_pod_requests_per_second{namespace="A",pod="a-0"}` into another namespace's runtime, or a fresh
 success time that makes that runtime's hung exporter look fresh: `max by (namespace, pod)` takes it.
 
+The namespaces discovery reads (`--namespaces`, and those of the policy file's runtimes) say which pods to read:
+without that matcher a large shared Prometheus was asked for every pod it knows, in every namespace, which cost
+its CPU and, past its `--query.max-samples`, ended in a 422 `too many samples` for every refresh.
+
 The grammar is PromQL's (`label="value"`, `!=`, `=~`, `!~`, strings in double or single quotes or backticks),
 checked when the flag is read, so a typo is refused at start with the flag's name instead of failing every
 refresh with Prometheus's `parse error`, which names no flag.
@@ -78,6 +82,22 @@ def promql_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+_REGEX_SPECIAL: Final = re.compile(r"[\\.+*?()|\[\]{}^$]")
+"""The characters RE2 reads as syntax outside a class: a namespace has none (`-` is plain there), a label
+value may."""
+
+
+def one_of(label: str, values: Sequence[str]) -> str:
+    """The matcher of `label` equal to one of `values` (none: no matcher, empty text): `=` for one, else an
+    anchored alternation of the values, each with its regex characters escaped."""
+    if not values:
+        return ""
+    if len(values) == 1:
+        return f"{label}={promql_string(values[0])}"
+    alternatives = "|".join(_REGEX_SPECIAL.sub(r"\\\g<0>", value) for value in values)
+    return f"{label}=~{promql_string(alternatives)}"
+
+
 def selector(name: str, *matchers: str) -> str:
     """The selector of metric `name` with `matchers` (empty ones left out): `name{a="1",b="2"}`, or bare."""
     inside = ",".join(matcher for matcher in matchers if matcher)
@@ -92,10 +112,13 @@ class SeriesMatchers:
     dcgm: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, series_selector: Sequence[str] = ()) -> SeriesMatchers:
-        """`series_selector` (`parse_matchers`) on the exporters' series. DCGM's series come from another job
-        (dcgm-exporter), so the exporters' selector, which names their job, is not added to them."""
-        return cls(exporter=tuple(series_selector))
+    def of(cls, series_selector: Sequence[str] = (), namespaces: Sequence[str] = (), *,
+           namespace_label: str = "namespace", dcgm_namespace_label: str = "namespace") -> SeriesMatchers:
+        """`series_selector` (`parse_matchers`) on the exporters' series, and `namespaces` (none: all) on both
+        sources' series by each one's namespace label. DCGM's series come from another job (dcgm-exporter), so
+        the exporters' selector, which names their job, is not added to them."""
+        return cls(exporter=(*series_selector, one_of(namespace_label, namespaces)),
+                   dcgm=(one_of(dcgm_namespace_label, namespaces),))
 
     def exporter_series(self, name: str, *own: str) -> str:
         """The selector of the exporters' metric `name`, with its `own` matchers first."""

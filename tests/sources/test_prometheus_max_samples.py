@@ -19,7 +19,7 @@ async def test_a_query_refused_for_too_many_samples_is_named_with_the_flag_that_
 ) -> None:
     """The log said `HTTP 422 from URL/api/v1/query: execution: query processing would load too many samples
     ...`: neither which query nor what to change. It now names the query's signal, Prometheus's
-    --query.max-samples, and that the queries read every namespace, not only --namespaces."""
+    --query.max-samples, and --namespaces, which narrows the queries (tests/sources/test_prometheus_namespaces.py)."""
     tsdb = create_blocks(openmetrics_text(cluster_samples(now)), tmp_path / "tsdb")
     async with PrometheusServer(tsdb_dir=tsdb, workdir=tmp_path, extra_args=["--query.max-samples=3"]) as prom:
         source = PrometheusSource(discovery(), prom.url)
@@ -32,4 +32,4 @@ async def test_a_query_refused_for_too_many_samples_is_named_with_the_flag_that_
     (line,) = caplog.messages
     assert "HTTP 422" in line and "too many samples" in line
     assert "the sampled_at query" in line  # the first of the round's queries, each refused alike
-    assert "--query.max-samples" in line and "not only those of --namespaces" in line
+    assert "raise --query.max-samples on Prometheus, or give the adapter --namespaces" in line
