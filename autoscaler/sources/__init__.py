@@ -5,7 +5,8 @@
   pods and runtimes from the Kubernetes API (list + watch, through `autoscaler.kube`).
 - `scrape`: the exporters scraped directly; `exposition` reads their text format into `PodSample`s.
 - `prometheus`: the same signals queried from Prometheus (or DCGM's series); `prometheus_promql` writes the
-  queries, `prometheus_reader` runs them, `prometheus_answers` says what answered instead.
+  queries (`prometheus_matchers`: the matchers every selector carries), `prometheus_reader` runs them,
+  `prometheus_answers` says what answered instead.
 
 May import `kube`, `policies` (for types), `model`, `names`; never `api` or `actuation`.
 """
