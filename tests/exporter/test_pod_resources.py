@@ -224,23 +224,26 @@ POD_VARIABLES = {"EXPORTER_POD_NAME": OUR_POD[1], "EXPORTER_POD_NAMESPACE": OUR_
 
 
 async def served_metrics(tmp_path: Path, answer: bytes, nvml: FakeNvml, get: KubeletGet = "absent",
-                         calls: list[str] | None = None, kubelet_after_s: float | None = None,
+                         calls: list[str] | None = None, kubelet_late: bool = False,
                          pod_env: dict[str, str] | None = None) -> str:
     """The exporter's /metrics after its first GPU pass, run as the sidecar is (`--gpu-pod-resources-socket`,
     this pod named by `pod_env`, by default the sidecar patch's downward API variables) beside a fake kubelet giving
-    `answer`, up from the start or `kubelet_after_s` later. Checked clean by `promtool check metrics`."""
+    `answer`, up from the start or, `kubelet_late`, only once the sidecar has said it waits for it (a fixed delay
+    was over before a loaded machine had started the sidecar). Checked clean by `promtool check metrics`."""
     port = free_port()
     socket = str(tmp_path / "kubelet.sock")
     async with contextlib.AsyncExitStack() as kubelet:
 
-        async def start_kubelet(after_s: float) -> None:
-            await asyncio.sleep(after_s)
+        async def start_kubelet(when_waited_for: bool) -> None:
+            log = tmp_path / "exporter.log"
+            while when_waited_for and not (log.exists() and "waiting for the kubelet" in log.read_text()):
+                await asyncio.sleep(0.05)
             await kubelet.enter_async_context(fake_kubelet(Path(socket), answer, get, calls))
 
-        if kubelet_after_s is None:
-            await start_kubelet(0)
+        if not kubelet_late:
+            await start_kubelet(False)
         else:  # the kubelet restarting as the sidecar starts: no socket yet
-            kubelet.push_async_callback(asyncio.wait_for, asyncio.create_task(start_kubelet(kubelet_after_s)), 30)
+            kubelet.push_async_callback(asyncio.wait_for, asyncio.create_task(start_kubelet(True)), 30)
         env = {**nvml.env(), **(POD_VARIABLES if pod_env is None else pod_env)}
         with contextlib.ExitStack() as stack:
             await asyncio.to_thread(stack.enter_context, running(
@@ -350,7 +353,7 @@ async def test_a_kubelet_restarting_as_the_sidecar_starts_is_waited_for(tmp_path
     and then waited out the kubelet's restart back-off with neither GPU nor ModelMesh series."""
     mine = default_uuid(1)
 
-    text = await served_metrics(tmp_path, node_answer((mine,)), node_with_gpus(tmp_path), kubelet_after_s=2.0)
+    text = await served_metrics(tmp_path, node_answer((mine,)), node_with_gpus(tmp_path), kubelet_late=True)
 
     assert busy_uuids(text) == {mine}
     assert "waiting for the kubelet" in (tmp_path / "exporter.log").read_text()
