@@ -13,8 +13,9 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
 - the backend fails as a whole (connection refused, timeout, HTTP error, a body that is not the expected
   JSON, or no series at all for the inventory's pods while Ready pods exist): every snapshot of that refresh
   says `source_ok=False` and carries each pod's **last good** `PodSample`, never zeros, so the policies hold.
-  No series at all right after answers that had them is no outage (`prometheus_empty_answer`): asked again at
-  once, then every pod's last sample held with `source_ok` True, the likely causes logged once per run.
+  No series at all right after answers that had them is no outage for up to HOLD_LIMIT_S
+  (`prometheus_empty_answer`): asked again at once, then every pod's last sample held with `source_ok` True,
+  the likely causes logged once per run; past the limit it is the outage, saying them.
   The failure is logged once per outage with the backend's detail, and again when it recovers; an outage
   that starts again for the same reason within FLAP_QUIET_S of the last line is counted, not logged (nor its
   recovery), and the next line says how many there were: a backend failing every other refresh wrote two lines
@@ -226,15 +227,14 @@ class PrometheusSource(SourceDefaults):
         inventory = self._discovery.inventory()
         held = False
         try:
-            answers, seen = await self._read(inventory)
+            answers, seen = await self._read(inventory, now)
         except PrometheusSourceError as error:
-            if self._empty.holds(error):  # `prometheus_empty_answer`: held, not an outage
+            if self._empty.holds(error, now):  # `prometheus_empty_answer`: held (for a while), not an outage
                 self._count(error.reason)
                 self._empty.held(error, now)
                 answers, seen, backend_ok, held = {}, set(), True, True
             else:
-                self._failed(error)
-                self._empty.failed()
+                self._failed(self._empty.failed(error, now))
                 answers, seen, backend_ok = {}, set(), False
         else:
             self._empty.answered(now)
@@ -284,14 +284,15 @@ class PrometheusSource(SourceDefaults):
 
     # ---- joining ----
 
-    async def _read(self, inventory: Mapping[RuntimeKey, RuntimeInventory]) -> tuple[Answers, set[PodRef]]:
-        """One round's answers and the inventory pods they have; an empty answer right after good ones is asked
-        once more at once (`prometheus_empty_answer`: behind a load balancer, another replica may answer)."""
+    async def _read(self, inventory: Mapping[RuntimeKey, RuntimeInventory],
+                    now: float) -> tuple[Answers, set[PodRef]]:
+        """One round's answers and the inventory pods they have; the first empty answer right after good ones is
+        asked once more at once (`prometheus_empty_answer`: behind a load balancer, another replica may answer)."""
         try:
             answers = await self._reader.read_all()
             return answers, self._seen_pods(answers, inventory)
         except PrometheusSourceError as error:
-            if not self._empty.holds(error):
+            if not self._empty.retries(error, now):
                 raise
             log.debug("Prometheus answered empty after good answers; asking again at once: %s", error.detail)
         answers = await self._reader.read_all()

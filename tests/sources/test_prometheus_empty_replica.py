@@ -14,7 +14,10 @@ import pytest
 from aiohttp import web
 from pytest_aiohttp import AiohttpServer
 
+from autoscaler.policies.decision import SOURCE_DOWN, decide
+from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.sources.prometheus import PrometheusSource
+from autoscaler.sources.prometheus_empty_answer import HOLD_LIMIT_S
 from tests.fakes.prometheus import PrometheusServer
 from tests.sources.conftest import StartPrometheus
 from tests.sources.static_discovery import StaticDiscovery
@@ -109,3 +112,73 @@ async def test_an_empty_answer_from_one_replica_is_asked_again_at_once(
     assert snapshot.source_ok and by_pod([snapshot])["team-a", "a-1"].requests_per_second == 40
     assert sent.count(freshness) == 2
     assert lines(caplog, logging.WARNING) == [] and source.errors == {}
+
+
+async def test_an_empty_answer_that_lasts_becomes_the_outage_it_is(
+    start_prometheus: StartPrometheus, empty_replica: PrometheusServer, aiohttp_server: AiohttpServer,
+    sources: list[PrometheusSource], caplog: pytest.LogCaptureFixture, now: float,
+) -> None:
+    """One good round, then every answer empty for minutes (a PodMonitor deleted, a NetworkPolicy stopping the
+    scrapes, Thanos with every store down). The hold never ended: source_ok stayed True, /debug showed no source
+    problem, the runtime read "coverage 0% < 50%" instead of "metric source down", and the log said "not an
+    outage" once, then nothing. Past the hold's limit it is the outage: `failed (empty)`, the runtime's values
+    503 for the source, and /debug says the hint and the likely causes."""
+    at = now - AGE_S
+    full = await start_prometheus(exporter_series("team-a", "a-1", at, signals(40, 0.1, 2, 0.9, 5, lru=120),
+                                                  last_success=at))
+    route: list[Replica] = [lambda params: full]
+    source = PrometheusSource(StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1"]}),
+                              await service(aiohttp_server, route))
+    sources.append(source)
+    await source.collect(now)
+
+    route[0] = lambda params: empty_replica
+    interval = 30.0
+    with caplog.at_level(logging.INFO, logger="autoscaler.sources.prometheus"):
+        (first,) = await source.collect(now + interval)
+        for refresh in range(2, int(HOLD_LIMIT_S // interval) + 3):
+            at_refresh = now + interval * refresh
+            (last,) = await source.collect(at_refresh)
+
+    assert first.source_ok  # a replica with an empty TSDB is still held at first
+    assert not last.source_ok
+    view, _ = decide(last, RuntimePolicy(), None, at_refresh, 60.0)
+    assert view.reason.startswith(SOURCE_DOWN), view.reason
+    (problem,) = source.problems(TRITON)
+    assert problem.reason == "empty"
+    assert "is Prometheus scraping the exporters" in problem.detail and "empty TSDB" in problem.detail
+    (outage,) = [line for line in lines(caplog, logging.WARNING) if "failed (empty)" in line]
+    assert "empty TSDB" in outage and "--query.lookback-delta" in outage
+
+
+async def test_a_run_of_empty_answers_is_asked_again_once_not_at_every_refresh(
+    start_prometheus: StartPrometheus, empty_replica: PrometheusServer, aiohttp_server: AiohttpServer,
+    sources: list[PrometheusSource], now: float,
+) -> None:
+    """While empty answers are held, each refresh sent every query twice (the immediate retry, meant for a load
+    balancer's other replica): once at the start of the run is enough."""
+    at = now - AGE_S
+    full = await start_prometheus(exporter_series("team-a", "a-1", at, signals(40, 0.1, 2, 0.9, 5, lru=120),
+                                                  last_success=at))
+    sent: list[str] = []
+
+    def to_the_empty_one(params: dict[str, str]) -> PrometheusServer:
+        sent.append(params["query"])
+        return empty_replica
+
+    route: list[Replica] = [lambda params: full]
+    source = PrometheusSource(StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1"]}),
+                              await service(aiohttp_server, route))
+    sources.append(source)
+    freshness = source.queries[0]
+    await source.collect(now)
+
+    route[0] = to_the_empty_one
+    asked = []
+    for refresh in (1, 2, 3):
+        (held,) = await source.collect(now + refresh)
+        assert held.source_ok
+        asked.append(sent.count(freshness))
+        sent.clear()
+
+    assert asked == [2, 1, 1]
