@@ -101,6 +101,7 @@ def build_queries(
     by = f"{namespace_label}, {pod_label}"
     exporter = matchers.exporter_series
     last_success = exporter(names.LAST_SUCCESS_TIMESTAMP, f'collector="{names.COLLECTOR_MODELMESH}"')
+    scraped_with_signals = exporter(names.MODELS_LOADED)  # the newest scrape that carries the signals
     gpu_success = exporter(names.LAST_SUCCESS_TIMESTAMP, f'collector="{names.COLLECTOR_GPU}"')
     offset = _exporter_clock_offset(by, matchers)
 
@@ -136,7 +137,7 @@ def build_queries(
         # (a lost one's are dropped), whose mean is not the pod's busy; a job that says so is enough.
         gpu_collector = exporter(names.COLLECTOR_SUCCESS, f'collector="{names.COLLECTOR_GPU}"')
         failing = f"min by ({by}) ({gpu_collector}) == 0"
-        busy = from_newest_scrape(exporter(names.GPU_BUSY_RATIO), by, last_success)
+        busy = from_newest_scrape(exporter(names.GPU_BUSY_RATIO), by, scraped_with_signals)
         gpu = (f"avg by ({by}) (max by ({by}, {', '.join(names.GPU_LABELS)}) ({busy}))"
                f" unless on ({by}) ({failing})")
         gpu_freshness = newest(gpu_success)
@@ -144,7 +145,7 @@ def build_queries(
     freshness = f"{newest(last_success)} or max by ({by}) (timestamp({exporter(names.REQUESTS_PER_SECOND)}))"
 
     def signal(series: str) -> str:
-        return f"max by ({by}) ({from_newest_scrape(exporter(series), by, last_success)})"
+        return f"max by ({by}) ({from_newest_scrape(exporter(series), by, scraped_with_signals)})"
 
     return (
         SignalQuery(FRESHNESS, freshness),

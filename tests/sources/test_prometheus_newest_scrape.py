@@ -95,26 +95,50 @@ async def test_a_stopped_ha_replicas_last_samples_do_not_stand_in_for_the_live_o
     assert (pod.lru_age_s, pod.cache_misses_per_second) == (30, 2)
 
 
-Scrape = tuple[float, float | None]
-"""One target's last scrape of a pod: how long ago, and the LRU age it had (None: the series was dropped)."""
+async def test_a_newer_job_that_keeps_only_the_exporters_own_series_does_not_blank_the_signals(
+    start_prometheus: StartPrometheus, sources: list[PrometheusSource], now: float
+) -> None:
+    """Our PodMonitor scraped f-1 20 s ago with every signal; a user's ServiceMonitor whose metricRelabelings keep
+    only `modelmesh_exporter_.*` scraped it 5 s ago. Every signal of the pod read None (the newest scrape had
+    none), which held the runtime's values for as long as that job scraped last."""
+    ours = exporter_series("team-a", "f-1", now - 20, signals(80, 0.2, 3, 0.95, 8, lru=900), gpus=[0.7],
+                           last_success=now - 20)
+    theirs = [sample for sample in other_target(
+        exporter_series("team-a", "f-1", now - 5, signals(80, 0.2, 3, 0.95, 8, lru=900), gpus=[0.7],
+                        last_success=now - 5), job="user-servicemonitor", instance="10.0.0.9:9187")
+        if sample.name.startswith("modelmesh_exporter_")]
+    prom = await start_prometheus([*ours, *theirs])
+    source = made(sources, prom.url, one_runtime("f-1"))
+
+    pod = by_pod(await source.collect(now))["team-a", "f-1"]
+
+    assert (pod.requests_per_second, pod.queue_delay_s, pod.cache_misses_per_second, pod.lru_age_s,
+            pod.cache_used_ratio, pod.models_loaded, pod.gpu_busy) == (80, 0.2, 3, 900, 0.95, 8, 0.7)
+
+
+Scrape = tuple[float, float | None, bool]
+"""One target's last scrape of a pod: how long ago, the LRU age it had (None: the series was dropped), and whether
+the target keeps the pod's signals (False: only the exporter's own `modelmesh_exporter_*` series)."""
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pods=st.lists(
-    st.lists(st.tuples(st.integers(1, 200), st.one_of(st.none(), st.integers(0, 3600).map(float))),
-             min_size=1, max_size=3, unique_by=lambda scrape: scrape[0]),
+    st.lists(st.tuples(st.integers(1, 200), st.one_of(st.none(), st.integers(0, 3600).map(float)), st.booleans()),
+             min_size=1, max_size=3, unique_by=lambda scrape: scrape[0]).filter(
+        lambda scrapes: any(keeps for _, _, keeps in scrapes)),
     min_size=1, max_size=6))
 async def test_every_pod_reads_what_its_newest_scrape_said(
     start_prometheus: StartPrometheus, now: float, pods: list[list[Scrape]]
 ) -> None:
     """Whatever each target (job) last scraped, and however long ago within the lookback, a pod's LRU age is its
-    newest scrape's, absent where that scrape had none."""
+    newest scrape's among the targets that keep its signals, absent where that scrape had none."""
     samples: list[Sample] = []
     for index, scrapes in enumerate(pods):
-        for job, (ago, lru) in enumerate(scrapes):
+        for job, (ago, lru, keeps) in enumerate(scrapes):
             at = now - ago
-            samples += other_target(exporter_series("team-a", f"p-{index}", at, signals(1, 0, 0, 1, 1, lru=lru),
-                                                    last_success=at), job=f"job-{job}")
+            scraped = other_target(exporter_series("team-a", f"p-{index}", at, signals(1, 0, 0, 1, 1, lru=lru),
+                                                   last_success=at), job=f"job-{job}")
+            samples += [sample for sample in scraped if keeps or sample.name.startswith("modelmesh_exporter_")]
     prom = await start_prometheus(samples)
     source = PrometheusSource(one_runtime(*(f"p-{index}" for index in range(len(pods)))), prom.url)
     try:
@@ -124,5 +148,6 @@ async def test_every_pod_reads_what_its_newest_scrape_said(
         await prom.close()
 
     for index, scrapes in enumerate(pods):
-        assert read["team-a", f"p-{index}"].lru_age_s == min(scrapes)[1]  # the fewest seconds ago: the newest
+        newest = min(scrape for scrape in scrapes if scrape[2])  # the fewest seconds ago of those keeping signals
+        assert read["team-a", f"p-{index}"].lru_age_s == newest[1]
 
