@@ -8,6 +8,11 @@ hold's spells, the deletion-cost writer's scale-downs, the log lines' memory) sa
 (`ForgetsRuntimes`), and the refresher lists them in one place (`Refresher.runtime_memories`) and forgets a
 runtime from all of them in both cases: a part that forgot only the gone ones kept, for a runtime created within
 one refresh, what the deleted object had asked for (a `min-replicas` floor the new Deployment never set).
+
+A metric source keeps per-runtime memory too (the Prometheus source: since when none of a runtime's Ready pods has
+had series). It is not in that list: the refresher learns of a new uid from the snapshots, after the source has
+read and noted them, so the source forgets a runtime created again itself, from the inventory it reads, before
+it notes anything (`autoscaler.sources.recreated_runtimes`), and a runtime gone when discovery stops listing it.
 """
 
 from __future__ import annotations

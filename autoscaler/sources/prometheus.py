@@ -83,6 +83,7 @@ from autoscaler.sources.prometheus_promql import (
     build_queries,
 )
 from autoscaler.sources.prometheus_reader import Answers, PrometheusReader
+from autoscaler.sources.recreated_runtimes import RecreatedRuntimes
 from exporter import names
 from exporter.flag_values import without_password
 from exporter.outage_log import OutageLog
@@ -209,6 +210,7 @@ class PrometheusSource(SourceDefaults):
         self._said_kinds: set[str] = set()  # the kinds of failure the current outage's lines said (each once)
         self._discovery_outage = DiscoveryOutage()
         self._empty = EmptyAfterGood(self._url, FLAP_QUIET_S)
+        self._recreated = RecreatedRuntimes()
 
     @property
     def outage_since(self) -> float | None:
@@ -225,6 +227,8 @@ class PrometheusSource(SourceDefaults):
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
         """One snapshot per runtime in the inventory; never raises."""
         inventory = self._discovery.inventory()
+        for key in self._recreated.created_again(inventory):  # another runtime: nothing of the old one is its own
+            self.forget(key)
         held = False
         try:
             answers, seen = await self._read(inventory, now)
@@ -433,9 +437,15 @@ class PrometheusSource(SourceDefaults):
         for ref in [ref for ref in self._last if ref not in known]:
             del self._last[ref]
         self._garbage.forget(known, inventory)
-        for key in [key for key in self._unseen_since if key not in inventory]:
-            del self._unseen_since[key]
-        self._unseen_warned &= inventory.keys()
+        for key in (self._unseen_since.keys() | self._unseen_warned) - inventory.keys():
+            self.forget(key)
+
+    def forget(self, key: RuntimeKey) -> None:
+        """Drop what is kept of runtime `key` itself (`autoscaler.forgetting`): it is gone, or created again (a new
+        Deployment uid, `recreated_runtimes`). What is kept per pod is the pod's: a new object's pods are other
+        pods, and a pod no longer listed is forgotten as such (`_forget_vanished`)."""
+        self._unseen_since.pop(key, None)
+        self._unseen_warned.discard(key)
 
     def _note_clock(self, offset_s: float) -> None:
         """Warn when Prometheus's clock is found off (or off by another minute), and say when it is right."""
