@@ -7,6 +7,7 @@ import logging
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -260,6 +261,9 @@ def test_an_unknown_flag_is_reported_with_its_commands_usage(
      "value is written twice (\\\\d), or write the value in backticks"),
     ("--prometheus-series-selector", 'job=~"exporter-("', "expected PromQL label matchers, got 'job=~\"exporter-(\"': "
      "job=~\"exporter-(\" is not a valid regular expression"),
+    # Accepted, Prometheus refuses an escaped quote of the other kind ("unknown escape sequence"): every query failed.
+    ("--prometheus-series-selector", r'''job="a\'b"''', "expected PromQL label matchers, got "),
+    ("--prometheus-series-selector", "job='a\\\"b'", "expected PromQL label matchers, got "),
     # Accepted, every query went to .../api/v1/api/v1/query: a 404 on every refresh.
     ("--prometheus-url", "http://prometheus:9090/api/v1", "give Prometheus's base URL, without /api/v1: "
                                                            "http://prometheus:9090"),
@@ -366,3 +370,16 @@ def test_a_staleness_derived_from_the_refresh_interval_is_not_a_flag_the_file_re
     and no `--max-staleness` was given to be replaced."""
     for argv, environ in ((["--refresh-interval", "5"], {}), ([], {"AUTOSCALER_REFRESH_INTERVAL": "5"})):
         assert replaced_flag_warnings(argv, environ, "defaults:\n  max_staleness_s: 45\n", tmp_path, caplog) == []
+
+
+@pytest.mark.parametrize("matcher", [
+    'pod=~"\\\\pL+-\\\\p{Greek}\\\\PN\\\\z"', 'job=~"\\\\Qmodelmesh.exporter\\\\E"', 'job=~"[[:alpha:]-]+"',
+])
+def test_a_series_selector_regex_of_re2_that_python_lacks_is_taken(matcher: str) -> None:
+    """Prometheus's regular expressions are RE2's: Unicode classes (`\\pL`, `\\p{Greek}`), `\\z`, `\\Q...\\E` and
+    POSIX classes, which Python's `re` refuses or warns about ("bad escape", a FutureWarning). They were refused
+    at start, though Prometheus takes them (promtool agrees)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert settings(["--prometheus-series-selector", matcher], environ={}).prometheus_series_selector == (
+            matcher,)

@@ -18,6 +18,7 @@ refresh with Prometheus's `parse error`, which names no flag.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -25,12 +26,31 @@ from typing import Final
 LABEL_NAME: Final = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 """A label name as PromQL takes it unquoted, in `by (...)` and in matchers."""
 
-_ESCAPE: Final = r"""\\(?:[abfnrtv\\'"]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{3})"""
-"""The escapes PromQL's quoted strings take (Go's); any other backslash is its `unknown escape sequence`."""
+_ESCAPE: Final = r"""\\(?:[abfnrtv\\]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{3})"""
+"""The escapes PromQL's quoted strings take (Go's), but for the quote: a string escapes only the quote it is in
+(`"a\\"b"`, `'a\\'b'`); any other backslash is Prometheus's `unknown escape sequence`."""
 
 _MATCHER: Final = re.compile(
     rf"""\s*(?P<label>{LABEL_NAME.pattern})\s*(?P<op>=~|!~|!=|=)\s*"""
-    rf"""(?P<value>"(?:[^"\\\n]|{_ESCAPE})*"|'(?:[^'\\\n]|{_ESCAPE})*'|`[^`]*`)\s*(?:,|\Z)""")
+    rf"""(?P<value>"(?:[^"\\\n]|{_ESCAPE}|\\")*"|'(?:[^'\\\n]|{_ESCAPE}|\\')*'|`[^`]*`)\s*(?:,|\Z)""")
+
+_RE2_ONLY: Final = re.compile(r"\\(?:[pP](?:\{[^}]*\}|[A-Za-z])|z|C|Q(?P<quoted>.*?)(?:\\E|\Z))|\\.", re.DOTALL)
+"""RE2's escapes that Python's `re` lacks (Unicode classes `\\pL` `\\p{Greek}`, `\\z`, `\\C`, `\\Q...\\E`),
+and every other escape pair, so that an escaped backslash is never read as the start of one."""
+
+
+def _as_python_regex(pattern: str) -> str:
+    """`pattern`, an RE2 expression as Prometheus reads it, with RE2's own escapes put as Python's `re` can check
+    them (a class as `.`, `\\z` as `\\Z`, a quoted run escaped), so that what RE2 takes is not refused here."""
+    def said(escape: re.Match[str]) -> str:
+        text = escape.group()
+        if escape["quoted"] is not None:
+            return re.escape(escape["quoted"])
+        if text[1] in "pPC":
+            return "."
+        return r"\Z" if text == r"\z" else text
+    return _RE2_ONLY.sub(said, pattern)
+
 
 MATCHERS_EXAMPLE: Final = 'job="modelmesh-exporter"'
 
@@ -39,8 +59,8 @@ def parse_matchers(text: str) -> tuple[str, ...]:
     """`text`'s PromQL label matchers, each as written (`job="x"`), in order; braces around them are optional.
 
     Raises ValueError saying what is wrong and where. A regular expression (`=~`, `!~`) is checked with Python's
-    `re`, which takes what Prometheus's RE2 takes but also a few things RE2 refuses (look-arounds, back
-    references): Prometheus then says so at the first refresh."""
+    `re`, RE2's own escapes put as `re` reads them (`_as_python_regex`); `re` also takes a few things RE2
+    refuses (look-arounds, back references): Prometheus then says so at the first refresh."""
     inside = text.strip()
     if inside.startswith("{") and inside.endswith("}"):
         inside = inside[1:-1].strip()
@@ -59,7 +79,9 @@ def parse_matchers(text: str) -> tuple[str, ...]:
             raise ValueError("__name__ cannot be matched: the adapter's queries name each series' metric")
         if op in ("=~", "!~"):
             try:
-                re.compile(_unquoted(value))
+                with warnings.catch_warnings():  # "possible nested set" for a POSIX class, which RE2 takes
+                    warnings.simplefilter("ignore", FutureWarning)
+                    re.compile(_as_python_regex(_unquoted(value)))
             except re.error as error:
                 raise ValueError(f"{label}{op}{value} is not a valid regular expression: {error}") from None
         matchers.append(f"{label}{op}{value}")
