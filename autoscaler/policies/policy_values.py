@@ -83,8 +83,8 @@ def parse_field(name: str, raw: object) -> float | int | None:
     if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
         raise RefusedValue(f"{name} must be a {kind}", raw)
     try:
-        if isinstance(raw, str) and not raw.isascii():  # int and float read any script's digits: '١٢' as 12
-            raise ValueError
+        if isinstance(raw, str) and not raw.strip().isascii():  # int and float read any script's digits ('١٢'
+            raise ValueError  # as 12) and strip any whitespace (a no-break space pasted from a page), as here
         if base is int:
             if isinstance(raw, float):
                 raise ValueError

@@ -43,3 +43,12 @@ def test_a_number_in_other_digits_is_ignored_in_an_annotation_with_a_warning(
     [record] = caplog.records
     assert (f"ignoring annotation {PREFIX}target-rps-per-pod={text!r}: target_rps_per_pod must be a number;"
             in record.getMessage()), record.getMessage()
+
+
+@pytest.mark.parametrize("text, value", [("12\u00a0", 12), ("\u2003 7", 7), ("\u30003\u3000", 3)])
+def test_a_number_with_whitespace_of_any_script_around_it_is_read(text: str, value: int) -> None:
+    """Whitespace around a number is not part of it, a no-break space pasted from a web page included: such a
+    value read as before the ASCII rule came, and an annotation pasted that way was then ignored."""
+    policy = PolicyBook().policy_for(TRITON, {PREFIX + "max-replicas": text})
+    assert policy.max_replicas == value
+    assert parse_policy_book({"defaults": {"min_replicas": text}}, "policy.yaml").defaults.min_replicas == value
