@@ -41,6 +41,12 @@ NOT_FOUND_HINT: Final = (
     "no Prometheus query API at that path: --prometheus-url is the base URL, with the route prefix Prometheus "
     "serves under if it has one (http://host:9090/prometheus) and without /api/v1"
 )
+URI_TOO_LONG_HINT: Final = (
+    "the query URL is too long for a proxy or gateway in front of Prometheus (the adapter sends each query as a "
+    "GET): every namespace of --namespaces and each matcher of --prometheus-series-selector is written into every "
+    "selector of it; raise the proxy's limit on request lines (nginx: large_client_header_buffers), or name "
+    "fewer namespaces"
+)
 TLS_HINT: Final = (
     "give the CA that signs Prometheus's certificate: --prometheus-ca-file (the service CA for Thanos Querier on "
     "OpenShift)"
@@ -140,7 +146,8 @@ def check_answer(
     if response.status_code == 200:
         raise PrometheusSourceError(REASON_PARSE, f"{where} answered {said}, not Prometheus's JSON: {LOGIN_HINT}",
                                     "HTTP 200 html")
-    hint = {401: CREDENTIALS_HINT, 403: CREDENTIALS_HINT, 404: NOT_FOUND_HINT}.get(response.status_code)
+    hint = {401: CREDENTIALS_HINT, 403: CREDENTIALS_HINT, 404: NOT_FOUND_HINT, 414: URI_TOO_LONG_HINT}.get(
+        response.status_code)
     error = api_error(text)
     raise PrometheusSourceError(
         _reason_of(error), f"HTTP {response.status_code} from {where}: {said}" + (f"; {hint}" if hint else ""),
