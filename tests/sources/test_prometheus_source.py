@@ -617,10 +617,12 @@ async def test_a_prometheus_that_trickles_its_answers_wedges_nothing(
         ssl=None if certificates is None else server_context(certificates.cert_file, certificates.key_file))
     port = server.sockets[0].getsockname()[1]
     disc = StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1"]}, not_ready=["a-1"])
-    source = make_source(f"{'https' if tls else 'http'}://127.0.0.1:{port}", disc, timeout_s=0.3,
+    # A read timeout well above the trickle's 50 ms between bytes, which never trips it, and above what a loaded
+    # machine takes to answer the healed round's queries (0.3 s timed them out: the suite's other processes).
+    source = make_source(f"{'https' if tls else 'http'}://127.0.0.1:{port}", disc, timeout_s=1.0,
                          verify=True if certificates is None else str(certificates.cert_file))
     try:
-        (stuck,) = await source.collect(now)  # returns only by the deadline (2 x 0.3 s + 1 s): the trickle never ends
+        (stuck,) = await source.collect(now)  # returns only by the deadline (2 x 1 s + 1 s): the trickle never ends
         assert not stuck.source_ok and source.errors == {"timeout": 1}
         await eventually(lambda: backend.trickling == 0)  # the adapter let go of every connection
 
