@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncIterator
 
 import pytest
+import trustme
 
 from autoscaler.kube.client import KubeClient
 from tests.kube.client_cert_api import CertificatePlugin, ClientCertKubeApi
@@ -40,3 +41,11 @@ async def connect(kube: ClientCertKubeApi, plugin: CertificatePlugin) -> KubeCli
     """The adapter's client for `kube`, its certificate from `plugin`, in namespace ml."""
     return await KubeClient.connect(plugin.kubeconfig(kube, "ml"), user_agent="modelmesh-autoscaler/test",
                                     timeout_s=5.0)
+
+
+async def connect_with_first(kube: ClientCertKubeApi, clock: SteppedClock,
+                             plugin: CertificatePlugin) -> tuple[KubeClient, trustme.LeafCert]:
+    """The adapter's client (`connect`), `plugin` handing out a first certificate valid an hour, and that one."""
+    first = kube.issue("adapter", clock.now + HOUR)
+    plugin.hand_out(first, clock.now + HOUR)
+    return await connect(kube, plugin), first

@@ -15,7 +15,7 @@ from autoscaler.kube import renewal_pace
 from autoscaler.kube.client import KubeApiError
 from tests.kube import client_cert_fixtures
 from tests.kube.client_cert_api import CertificatePlugin, ClientCertKubeApi, serial_of
-from tests.kube.client_cert_fixtures import HOUR, connect
+from tests.kube.client_cert_fixtures import HOUR, connect_with_first
 from tests.kube.test_client_certificate_rotation import call_until_served_with, refused_read, said_by_credentials
 from tests.support.clock import SteppedClock
 from tests.support.waiting import eventually
@@ -32,9 +32,7 @@ async def test_a_401_to_the_certificate_just_replaced_leaves_the_new_one_in_use(
     answered 401 once the new one is in: the old one revoked meanwhile, or expired. The new certificate is not
     refused: the calls go on with it, and the plugin does not run again."""
     plugin = CertificatePlugin(tmp_path)
-    first = kube.issue("adapter", clock.now + HOUR)
-    plugin.hand_out(first, clock.now + HOUR)
-    client = await connect(kube, plugin)
+    client, first = await connect_with_first(kube, clock, plugin)
     try:
         assert await client.get_lease("ml", "modelmesh-autoscaler") is None
         second = kube.issue("adapter", clock.now + 2 * HOUR)
@@ -71,9 +69,7 @@ async def test_a_plugin_that_hands_out_the_refused_certificate_again_is_said_onc
     in the words the token path uses."""
     monkeypatch.setattr(renewal_pace, "EXEC_RETRY_S", HOUR)
     plugin = CertificatePlugin(tmp_path)
-    first = kube.issue("adapter", clock.now + HOUR)
-    plugin.hand_out(first, clock.now + HOUR)
-    client = await connect(kube, plugin)
+    client, first = await connect_with_first(kube, clock, plugin)
     try:
         assert await client.get_lease("ml", "modelmesh-autoscaler") is None
         runs = plugin.runs

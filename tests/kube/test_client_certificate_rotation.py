@@ -20,7 +20,7 @@ from autoscaler.kube.client import KubeApiError, KubeClient
 from autoscaler.kube.renewal_pace import RENEW_BEFORE_S, renewal_time
 from tests.kube import client_cert_fixtures
 from tests.kube.client_cert_api import CertificatePlugin, ClientCertKubeApi, serial_of
-from tests.kube.client_cert_fixtures import HOUR, connect
+from tests.kube.client_cert_fixtures import HOUR, connect, connect_with_first
 from tests.support.clock import SteppedClock
 from tests.support.waiting import eventually
 
@@ -31,9 +31,7 @@ async def test_a_plugin_certificate_is_fetched_again_when_it_expires(
     kube: ClientCertKubeApi, clock: SteppedClock, tmp_path: Path
 ) -> None:
     plugin = CertificatePlugin(tmp_path)
-    first = kube.issue("adapter", clock.now + HOUR)
-    plugin.hand_out(first, clock.now + HOUR)
-    client = await connect(kube, plugin)
+    client, _ = await connect_with_first(kube, clock, plugin)
     try:
         assert await client.get_lease("ml", "modelmesh-autoscaler") is None  # 404: authenticated, nothing there
         second = kube.issue("adapter", clock.now + 2 * HOUR)
@@ -53,9 +51,7 @@ async def test_a_plugin_certificate_is_replaced_before_it_expires_and_old_connec
     """Renewed a few minutes ahead, so no call meets the expiry; connections the old certificate opened are
     closed, or a busy one would carry it past its expiry (the server judges each request by its connection)."""
     plugin = CertificatePlugin(tmp_path)
-    first = kube.issue("adapter", clock.now + HOUR)
-    plugin.hand_out(first, clock.now + HOUR)
-    client = await connect(kube, plugin)
+    client, _ = await connect_with_first(kube, clock, plugin)
     try:
         for _ in range(3):
             assert await client.get_lease("ml", "modelmesh-autoscaler") is None
@@ -82,9 +78,7 @@ async def test_a_slow_plugin_delays_no_call_while_the_certificate_is_still_valid
     renewal was abandoned with the run, and the leader stopped writing ("not renewed within"). The calls go on
     with the certificate that still works while the plugin runs; the ones after it use the new one."""
     plugin = CertificatePlugin(tmp_path)
-    first = kube.issue("adapter", clock.now + HOUR)
-    plugin.hand_out(first, clock.now + HOUR)
-    client = await connect(kube, plugin)
+    client, first = await connect_with_first(kube, clock, plugin)
     try:
         assert await client.get_lease("ml", "modelmesh-autoscaler") is None
         second = kube.issue("adapter", clock.now + 2 * HOUR)
@@ -120,9 +114,7 @@ async def test_a_call_given_up_while_the_plugin_runs_leaves_the_renewal_to_finis
     ended the plugin run with it, and the next call started another from scratch, as slow: under load none
     ever finished. The run goes on, and the next call has its certificate."""
     plugin = CertificatePlugin(tmp_path)
-    first = kube.issue("adapter", clock.now + HOUR)
-    plugin.hand_out(first, clock.now + HOUR)
-    client = await connect(kube, plugin)
+    client, _ = await connect_with_first(kube, clock, plugin)
     try:
         assert await client.get_lease("ml", "modelmesh-autoscaler") is None
         second = kube.issue("adapter", clock.now + 2 * HOUR)
@@ -163,9 +155,7 @@ async def test_a_plugin_that_fails_leaves_the_last_certificate_and_warns_once(
     kube: ClientCertKubeApi, clock: SteppedClock, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     plugin = CertificatePlugin(tmp_path)
-    first = kube.issue("adapter", clock.now + HOUR)
-    plugin.hand_out(first, clock.now + HOUR)
-    client = await connect(kube, plugin)
+    client, first = await connect_with_first(kube, clock, plugin)
     try:
         plugin.credential.unlink()  # the plugin now fails ("not logged in")
         clock.now += HOUR - 60
@@ -191,9 +181,7 @@ async def test_a_plugin_that_fails_leaves_the_last_certificate_and_warns_once(
 async def connect_and_revoke(kube: ClientCertKubeApi, clock: SteppedClock,
                              plugin: CertificatePlugin) -> tuple[KubeClient, trustme.LeafCert]:
     """A client whose first certificate served a call and was then revoked, and the second the plugin hands out."""
-    first = kube.issue("adapter", clock.now + HOUR)
-    plugin.hand_out(first, clock.now + HOUR)
-    client = await connect(kube, plugin)
+    client, first = await connect_with_first(kube, clock, plugin)
     assert await client.get_lease("ml", "modelmesh-autoscaler") is None
     kube.revoked.add(serial_of(first))
     second = kube.issue("adapter", clock.now + HOUR)
@@ -277,9 +265,7 @@ async def test_a_plugin_answer_that_cannot_be_used_leaves_the_last_certificate(
     """Loading a certificate with the wrong key into the live TLS context would leave it with neither pair:
     the answer is checked first, and the calls go on with the certificate that still works."""
     plugin = CertificatePlugin(tmp_path)
-    first = kube.issue("adapter", clock.now + HOUR)
-    plugin.hand_out(first, clock.now + HOUR)
-    client = await connect(kube, plugin)
+    client, first = await connect_with_first(kube, clock, plugin)
     try:
         clock.now += HOUR - 60
         if answer == "a key that is not the certificate's":
