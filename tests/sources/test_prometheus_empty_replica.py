@@ -46,6 +46,21 @@ async def service(aiohttp_server: AiohttpServer, route: list[Replica]) -> str:
     return await front(aiohttp_server, proxy)
 
 
+async def behind_service(start_prometheus: StartPrometheus, aiohttp_server: AiohttpServer,
+                         sources: list[PrometheusSource], now: float,
+                         ) -> tuple[PrometheusServer, list[Replica], PrometheusSource]:
+    """A full replica holding pod a-1's series (40 req/s, scraped `AGE_S` ago) behind a Service that sends every
+    query to it until the test swaps `route[0]`, and the source reading through that Service."""
+    at = now - AGE_S
+    full = await start_prometheus(exporter_series("team-a", "a-1", at, signals(40, 0.1, 2, 0.9, 5, lru=120),
+                                                  last_success=at))
+    route: list[Replica] = [lambda params: full]
+    source = PrometheusSource(StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1"]}),
+                              await service(aiohttp_server, route))
+    sources.append(source)
+    return full, route, source
+
+
 def lines(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:
     return [record.getMessage() for record in caplog.records if record.levelno == level]
 
@@ -58,13 +73,7 @@ async def test_a_replica_with_an_empty_tsdb_holds_the_last_samples_and_says_why(
     values were 503 "metric source down" and the log asked whether Prometheus scrapes the exporters at all. The
     pods now hold their last samples (the refresh is good, they turn stale as in any gap), and the log names the
     replica with an empty TSDB, the lookback, and still the old hint; then, answered again, says so."""
-    at = now - AGE_S
-    full = await start_prometheus(exporter_series("team-a", "a-1", at, signals(40, 0.1, 2, 0.9, 5, lru=120),
-                                                  last_success=at))
-    route: list[Replica] = [lambda params: full]
-    source = PrometheusSource(StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1"]}),
-                              await service(aiohttp_server, route))
-    sources.append(source)
+    full, route, source = await behind_service(start_prometheus, aiohttp_server, sources, now)
     (good,) = await source.collect(now)
 
     route[0] = lambda params: empty_replica
@@ -90,13 +99,7 @@ async def test_an_empty_answer_from_one_replica_is_asked_again_at_once(
 ) -> None:
     """The Service sends the first freshness query of a refresh to the empty replica, everything else to the full
     one: the refresh asks again at once and reads the pod's new values, with nothing to say."""
-    at = now - AGE_S
-    full = await start_prometheus(exporter_series("team-a", "a-1", at, signals(40, 0.1, 2, 0.9, 5, lru=120),
-                                                  last_success=at))
-    route: list[Replica] = [lambda params: full]
-    source = PrometheusSource(StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1"]}),
-                              await service(aiohttp_server, route))
-    sources.append(source)
+    full, route, source = await behind_service(start_prometheus, aiohttp_server, sources, now)
     freshness = source.queries[0]
     await source.collect(now)
     sent: list[str] = []
@@ -123,13 +126,7 @@ async def test_an_empty_answer_that_lasts_becomes_the_outage_it_is(
     problem, the runtime read "coverage 0% < 50%" instead of "metric source down", and the log said "not an
     outage" once, then nothing. Past the hold's limit it is the outage: `failed (empty)`, the runtime's values
     503 for the source, and /debug says the hint and the likely causes."""
-    at = now - AGE_S
-    full = await start_prometheus(exporter_series("team-a", "a-1", at, signals(40, 0.1, 2, 0.9, 5, lru=120),
-                                                  last_success=at))
-    route: list[Replica] = [lambda params: full]
-    source = PrometheusSource(StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1"]}),
-                              await service(aiohttp_server, route))
-    sources.append(source)
+    _, route, source = await behind_service(start_prometheus, aiohttp_server, sources, now)
     await source.collect(now)
 
     route[0] = lambda params: empty_replica
@@ -157,19 +154,13 @@ async def test_a_run_of_empty_answers_is_asked_again_once_not_at_every_refresh(
 ) -> None:
     """While empty answers are held, each refresh sent every query twice (the immediate retry, meant for a load
     balancer's other replica): once at the start of the run is enough."""
-    at = now - AGE_S
-    full = await start_prometheus(exporter_series("team-a", "a-1", at, signals(40, 0.1, 2, 0.9, 5, lru=120),
-                                                  last_success=at))
+    _, route, source = await behind_service(start_prometheus, aiohttp_server, sources, now)
     sent: list[str] = []
 
     def to_the_empty_one(params: dict[str, str]) -> PrometheusServer:
         sent.append(params["query"])
         return empty_replica
 
-    route: list[Replica] = [lambda params: full]
-    source = PrometheusSource(StaticDiscovery.of({(TRITON.namespace, TRITON.deployment): ["a-1"]}),
-                              await service(aiohttp_server, route))
-    sources.append(source)
     freshness = source.queries[0]
     await source.collect(now)
 
