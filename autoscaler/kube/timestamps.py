@@ -33,7 +33,7 @@ def rfc3339(moment: float) -> str:
 STAMPS_CACHED: Final = 256
 """Distinct seconds whose text is kept: every runtime's values of a refresh share the seconds of its last few
 minutes (their samples' times, at most `max_staleness` old), and an older second is never asked again. The
-cache kept 4,096 (about 800 kB), and the refresh process's memory grew for as many distinct seconds: an hour at a
+cache kept 4,096 (about 960 kB), and the refresh process's memory grew for as many distinct seconds: an hour at a
 1 s refresh, most of a day at 15 s (tests/kube/test_timestamps_memory.py)."""
 
 

@@ -2,7 +2,7 @@
 
 Every metric answer, /debug document and RuntimeScale status carries a stamp (`rfc3339`), and a running adapter
 stamps a new second at every refresh and bridge write. The stamps are cached, because every runtime's values
-share a few; the cache kept 4,096 of them (about 800 kB), so the refresh process's memory crept up for the
+share a few; the cache kept 4,096 of them (about 960 kB), so the refresh process's memory crept up for the
 first 4,096 distinct seconds: over an hour at a 1 s refresh, most of a day at the default 15 s (a churn soak
 saw it as a leak). Only the stamps of the last few minutes are shared; the older ones are never asked again.
 """
