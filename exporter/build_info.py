@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
-import subprocess
 from pathlib import Path
 from typing import Final
 
@@ -44,17 +43,34 @@ def revision() -> str:
 
 
 def _checkout_head() -> str | None:
-    """HEAD's short hash where the package is a git checkout's (`.git` a folder, or a worktree's file); asked once,
-    at start: git absent or failing is no answer."""
-    if not (CHECKOUT / ".git").exists():
-        return None
+    """HEAD's commit (its first 12 hex digits) where the package is a git checkout's, read from git's files (a
+    worktree's `.git` file naming its folder, a branch's ref, or packed-refs), or None. Read, not asked of `git`:
+    a process started at every start-up outlived a Ctrl-C that ended the exporter during it."""
+    git = CHECKOUT / ".git"
     try:
-        done = subprocess.run(["git", "-C", str(CHECKOUT), "rev-parse", "--short=12", "HEAD"],
-                              capture_output=True, text=True, timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
+        if git.is_file():  # a worktree: "gitdir: PATH"
+            git = (CHECKOUT / git.read_text().partition(":")[2].strip()).resolve()
+        head = (git / "HEAD").read_text().strip()
+        if not head.startswith("ref: "):
+            return _commit(head)  # a detached HEAD
+        ref = head.removeprefix("ref: ")
+        common = git / "commondir"  # a worktree's refs live in the main checkout's folder
+        shared = (git / common.read_text().strip()).resolve() if common.is_file() else git
+        for folder in (git, shared):
+            if (folder / ref).is_file():
+                return _commit((folder / ref).read_text())
+        for line in (shared / "packed-refs").read_text().splitlines():
+            if line.endswith(f" {ref}"):
+                return _commit(line.partition(" ")[0])
+    except (OSError, ValueError):
         return None
-    head = done.stdout.strip()
-    return head if done.returncode == 0 and head else None
+    return None
+
+
+def _commit(text: str) -> str | None:
+    """A commit's short form, or None where `text` is not a commit's hash."""
+    text = text.strip()
+    return text[:12] if len(text) >= 40 and all(c in "0123456789abcdef" for c in text) else None
 
 
 def version_line(prog: str) -> str:
