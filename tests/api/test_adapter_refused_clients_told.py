@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from autoscaler.settings import ServeSettings
 from tests.api.builders import Pki
 from tests.api.conftest import SecuredApi, secured_api
 from tests.fakes.kube import FakeKubeApi
+from tests.support.raw_http import read_until_closed
 
 DISCOVERY = "/apis/external.metrics.k8s.io/v1beta1"
 CONNECTIONS_LOGGER = "autoscaler.api.connections"
@@ -62,19 +62,8 @@ async def test_curl_with_http_is_answered_400_saying_to_use_https(secured: Secur
     assert answered == 401
 
 
-def _until_closed(port: int, request: bytes) -> bytes:
-    """Everything a plain HTTP client that never closes reads, up to the server's close (EOF); a client timeout
-    (well under the adapter's handshake timeout) where the server leaves the connection open."""
-    with socket.create_connection(("127.0.0.1", port), timeout=20) as client:
-        client.sendall(request)
-        received = b""
-        while chunk := client.recv(4096):
-            received += chunk
-    return received
-
-
 async def test_a_plain_http_client_that_does_not_close_reads_the_answer_then_eof(patient: SecuredApi) -> None:
-    received = await asyncio.to_thread(_until_closed, patient.port,
+    received = await asyncio.to_thread(read_until_closed, patient.port,
                                        f"GET {DISCOVERY} HTTP/1.1\r\nHost: adapter\r\n\r\n".encode())
     assert received.startswith(b"HTTP/1.0 400 Bad Request\r\n"), received
     assert received.endswith(b"\n"), received  # the whole answer, then the close
@@ -113,7 +102,7 @@ async def test_plain_http_is_one_warning_naming_the_peer_and_https(
     """The refusal log goes on saying whom and why, now that the client is answered and the adapter closes."""
     caplog.set_level(logging.INFO, CONNECTIONS_LOGGER)
     for _ in range(3):
-        await asyncio.to_thread(_until_closed, patient.port, b"GET /apis HTTP/1.1\r\nHost: adapter\r\n\r\n")
+        await asyncio.to_thread(read_until_closed, patient.port, b"GET /apis HTTP/1.1\r\nHost: adapter\r\n\r\n")
     for _ in range(20):
         await asyncio.sleep(0.01)
     lines = [record.getMessage() for record in caplog.records

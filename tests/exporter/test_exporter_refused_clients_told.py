@@ -8,7 +8,6 @@ Checked with the real exporter process, curl and openssl s_client, as an operato
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import urllib.request
 from pathlib import Path
@@ -22,6 +21,7 @@ from tests.exporter.test_exporter_client_certificates import client_certificate,
 from tests.exporter.test_exporter_serving_tls import Pki, curl, pki
 from tests.fakes.prometheus import PrometheusServer
 from tests.support.processes import poll
+from tests.support.raw_http import read_until_closed
 from tests.support.waiting import eventually
 
 __all__ = ["exporter", "pki"]  # the fixtures, taken from their modules (an HTTPS exporter asking for certificates)
@@ -37,17 +37,6 @@ def test_plain_http_to_the_https_port_is_answered_400_saying_to_use_https(pki: P
     assert "modelmesh_" not in answer.stdout
     healthz = to_exporter(f"{exporter}/healthz", pki)  # the port goes on serving HTTPS
     assert healthz.stdout == "ok\n\n200", healthz
-
-
-def read_until_closed(port: int, request: bytes) -> bytes:
-    """Everything a plain HTTP client that never closes reads, up to the exporter's close (EOF); a client timeout
-    (a third of asyncio's 60 s handshake timeout) where the exporter leaves the connection open."""
-    with socket.create_connection(("127.0.0.1", port), timeout=20) as client:
-        client.sendall(request)
-        received = b""
-        while chunk := client.recv(4096):
-            received += chunk
-    return received
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
