@@ -16,6 +16,7 @@ import trustme
 
 from autoscaler.kube.client import KubeClient
 from tests.kube.client_cert_api import CertificatePlugin, ClientCertKubeApi
+from tests.kube.exec_token_fixtures import connect
 from tests.support.clock import SteppedClock
 
 HOUR = 3600.0
@@ -37,15 +38,12 @@ async def kube(clock: SteppedClock) -> AsyncIterator[ClientCertKubeApi]:
         yield kube
 
 
-async def connect(kube: ClientCertKubeApi, plugin: CertificatePlugin) -> KubeClient:
-    """The adapter's client for `kube`, its certificate from `plugin`, in namespace ml."""
-    return await KubeClient.connect(plugin.kubeconfig(kube, "ml"), user_agent="modelmesh-autoscaler/test",
-                                    timeout_s=5.0)
 
 
 async def connect_with_first(kube: ClientCertKubeApi, clock: SteppedClock,
                              plugin: CertificatePlugin) -> tuple[KubeClient, trustme.LeafCert]:
-    """The adapter's client (`connect`), `plugin` handing out a first certificate valid an hour, and that one."""
+    """The adapter's client (`exec_token_fixtures.connect`), `plugin` handing out a first certificate valid an
+    hour, and that one."""
     first = kube.issue("adapter", clock.now + HOUR)
     plugin.hand_out(first, clock.now + HOUR)
     return await connect(kube, plugin), first

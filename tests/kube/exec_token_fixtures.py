@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from autoscaler.kube.client import KubeClient
 from tests.fakes.kube import FakeKubeApi
 from tests.kube.client_cert_api import CertificatePlugin
 
@@ -24,3 +25,11 @@ def token_plugin(folder: Path, valid_for_s: float) -> CertificatePlugin:
     plugin = CertificatePlugin(folder)
     plugin.hand_out_token("token-1", time.time() + valid_for_s)
     return plugin
+
+
+async def connect(kube: FakeKubeApi, plugin: CertificatePlugin, *, shell_wrapped: bool = False,
+                  timeout_s: float = 5.0) -> KubeClient:
+    """The adapter's client for `kube`, its credential from `plugin` (run through `sh -c` where `shell_wrapped`),
+    in namespace ml."""
+    return await KubeClient.connect(plugin.kubeconfig(kube, "ml", shell_wrapped=shell_wrapped),
+                                    user_agent="modelmesh-autoscaler/test", timeout_s=timeout_s)

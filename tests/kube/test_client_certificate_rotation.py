@@ -20,7 +20,8 @@ from autoscaler.kube.client import KubeApiError, KubeClient
 from autoscaler.kube.renewal_pace import RENEW_BEFORE_S, renewal_time
 from tests.kube import client_cert_fixtures
 from tests.kube.client_cert_api import CertificatePlugin, ClientCertKubeApi, serial_of
-from tests.kube.client_cert_fixtures import HOUR, connect, connect_with_first
+from tests.kube.client_cert_fixtures import HOUR, connect_with_first
+from tests.kube.exec_token_fixtures import connect
 from tests.support.clock import SteppedClock
 from tests.support.waiting import eventually
 

@@ -13,7 +13,8 @@ import pytest
 from autoscaler.kube.client import KubeClient
 from tests.kube import client_cert_fixtures
 from tests.kube.client_cert_api import CertificatePlugin, ClientCertKubeApi
-from tests.kube.client_cert_fixtures import HOUR, connect
+from tests.kube.client_cert_fixtures import HOUR
+from tests.kube.exec_token_fixtures import connect
 from tests.support.clock import SteppedClock
 from tests.support.processes import free_port, running
 from tests.support.waiting import eventually
@@ -62,8 +63,7 @@ async def test_closing_the_client_ends_a_shell_wrapped_plugin_with_its_shell(
     """`sh -c 'tsh kube credentials ...'`: the shell runs the plugin as its child, which ending the shell alone
     left running, and the close then waited for it (its output pipe still open): a stopping adapter hung."""
     plugin.hand_out(kube.issue("adapter", clock.now + HOUR), clock.now + HOUR)
-    client = await KubeClient.connect(plugin.kubeconfig(kube, "ml", shell_wrapped=True),
-                                      user_agent="modelmesh-autoscaler/test", timeout_s=5.0)
+    client = await connect(kube, plugin, shell_wrapped=True)
     try:
         await renewing(client, plugin, clock)
     finally:

@@ -16,7 +16,7 @@ from autoscaler.kube import client_certificate, renewal_pace
 from autoscaler.kube.client import KubeApiError, KubeClient
 from tests.fakes.kube import FakeKubeApi
 from tests.kube.client_cert_api import CertificatePlugin
-from tests.kube.exec_token_fixtures import kube, token_plugin
+from tests.kube.exec_token_fixtures import connect, kube, token_plugin
 from tests.support.clock import SteppedClock
 from tests.support.waiting import eventually
 
@@ -29,11 +29,6 @@ HOUR = 3600.0
 def plugin(tmp_path: Path) -> CertificatePlugin:
     """A plugin whose token-1 is valid for another hour: nothing but a 401 makes it run again."""
     return token_plugin(tmp_path, HOUR)
-
-
-async def connect(kube: FakeKubeApi, plugin: CertificatePlugin) -> KubeClient:
-    return await KubeClient.connect(plugin.kubeconfig(kube, "ml"), user_agent="modelmesh-autoscaler/test",
-                                    timeout_s=5.0)
 
 
 async def refused_read(client: KubeClient) -> None:

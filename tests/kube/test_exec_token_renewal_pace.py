@@ -16,8 +16,8 @@ import pytest
 from autoscaler.kube import exec_plugin, renewal_pace
 from tests.fakes.kube import FakeKubeApi
 from tests.kube.client_cert_api import CertificatePlugin
-from tests.kube.exec_token_fixtures import kube
-from tests.kube.test_exec_token_refused import HOUR, connect, plugin, refused_read
+from tests.kube.exec_token_fixtures import connect, kube
+from tests.kube.test_exec_token_refused import HOUR, plugin, refused_read
 from tests.support.waiting import eventually
 
 __all__ = ["kube", "plugin"]  # the fixtures, taken from their modules: the fake API taking token-1 alone, and a

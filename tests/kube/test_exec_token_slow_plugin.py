@@ -15,10 +15,9 @@ import pytest
 
 from autoscaler.actuation.leader import LeaseConfig, LeaseElector
 from autoscaler.kube import client_certificate, exec_plugin
-from autoscaler.kube.client import KubeClient
 from tests.fakes.kube import FakeKubeApi
 from tests.kube.client_cert_api import CertificatePlugin
-from tests.kube.exec_token_fixtures import kube, token_plugin
+from tests.kube.exec_token_fixtures import connect, kube, token_plugin
 from tests.support.waiting import eventually
 
 __all__ = ["kube"]  # the fixture, taken from its module: the fake API taking token-1 alone
@@ -40,8 +39,7 @@ def plugin(tmp_path: Path) -> CertificatePlugin:
 async def test_requests_go_out_with_the_valid_token_while_the_plugin_hangs(
     kube: FakeKubeApi, plugin: CertificatePlugin, shell_wrapped: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    client = await KubeClient.connect(plugin.kubeconfig(kube, "ml", shell_wrapped=shell_wrapped),
-                                      user_agent="modelmesh-autoscaler/test", timeout_s=3.0)
+    client = await connect(kube, plugin, shell_wrapped=shell_wrapped, timeout_s=3.0)
     monkeypatch.setattr(client_certificate, "CLOCK", lambda: time.time() + LATER_S)
     plugin.hold()
     try:
@@ -67,8 +65,7 @@ async def test_a_slow_plugin_run_is_said_once_naming_the_command_not_its_argumen
 ) -> None:
     """The plugin's arguments and environment may carry secrets (`--client-secret`): the command alone is said."""
     monkeypatch.setattr(exec_plugin, "SLOW_RUN_S", 0.2)
-    client = await KubeClient.connect(plugin.kubeconfig(kube, "ml"), user_agent="modelmesh-autoscaler/test",
-                                      timeout_s=3.0)
+    client = await connect(kube, plugin, timeout_s=3.0)
     monkeypatch.setattr(client_certificate, "CLOCK", lambda: time.time() + LATER_S)
     plugin.hold()
     try:
@@ -98,8 +95,7 @@ async def test_a_request_with_an_expired_token_waits_for_the_hung_plugin_only_so
     monkeypatch.setattr(exec_plugin, "SLOW_RUN_S", 0.2)
     plugin = CertificatePlugin(tmp_path)
     plugin.hand_out_token("token-1", time.time() - 60)
-    client = await KubeClient.connect(plugin.kubeconfig(kube, "ml"), user_agent="modelmesh-autoscaler/test",
-                                      timeout_s=3.0)
+    client = await connect(kube, plugin, timeout_s=3.0)
     plugin.hold()
     try:
         lease = asyncio.create_task(client.get_lease("ml", "modelmesh-autoscaler"))
@@ -120,8 +116,7 @@ async def test_a_slow_plugin_run_that_fails_is_not_said_to_have_answered(
     """A run said slow that then fails ("not logged in") was followed by "answered after 41.2 s", which reads as
     a token at last: the line after it says the run ended without one, and why."""
     monkeypatch.setattr(exec_plugin, "SLOW_RUN_S", 0.2)
-    client = await KubeClient.connect(plugin.kubeconfig(kube, "ml"), user_agent="modelmesh-autoscaler/test",
-                                      timeout_s=3.0)
+    client = await connect(kube, plugin, timeout_s=3.0)
     monkeypatch.setattr(client_certificate, "CLOCK", lambda: time.time() + LATER_S)
     plugin.hold()
     plugin.credential.unlink()  # the plugin will fail: not logged in
@@ -149,8 +144,7 @@ async def test_a_lease_attempt_that_waits_for_the_plugin_says_so_rather_than_bla
     went out. The warning names the plugin it waited on."""
     plugin = CertificatePlugin(tmp_path)
     plugin.hand_out_token("token-1", time.time() - 60)  # expired: every call waits for the run
-    client = await KubeClient.connect(plugin.kubeconfig(kube, "ml"), user_agent="modelmesh-autoscaler/test",
-                                      timeout_s=3.0)
+    client = await connect(kube, plugin, timeout_s=3.0)
     elector = LeaseElector(client, LeaseConfig("ml", "modelmesh-autoscaler", "replica-a", lease_duration_s=1.0,
                                                renew_deadline_s=0.5, retry_period_s=0.4))
     plugin.hold()

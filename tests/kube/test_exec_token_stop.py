@@ -15,7 +15,7 @@ import pytest
 from autoscaler.kube.client import KubeClient
 from tests.fakes.kube import FakeKubeApi
 from tests.kube.client_cert_api import CertificatePlugin
-from tests.kube.exec_token_fixtures import kube, token_plugin
+from tests.kube.exec_token_fixtures import connect, kube, token_plugin
 from tests.support.processes import free_port, running
 from tests.support.waiting import eventually
 
@@ -29,11 +29,6 @@ plugin again and waits for it; a token still valid goes out while the plugin run
 @pytest.fixture
 def plugin(tmp_path: Path) -> CertificatePlugin:
     return token_plugin(tmp_path, EXPIRED_S)
-
-
-async def connect(kube: FakeKubeApi, plugin: CertificatePlugin, *, shell_wrapped: bool = False) -> KubeClient:
-    return await KubeClient.connect(plugin.kubeconfig(kube, "ml", shell_wrapped=shell_wrapped),
-                                    user_agent="modelmesh-autoscaler/test", timeout_s=5.0)
 
 
 async def give_up_while_the_plugin_runs(client: KubeClient, plugin: CertificatePlugin) -> None:
