@@ -12,11 +12,13 @@ one refresh, what the deleted object had asked for (a `min-replicas` floor the n
 A metric source keeps per-runtime memory too (the Prometheus source: since when none of a runtime's Ready pods has
 had series). It is not in that list: the refresher learns of a new uid from the snapshots, after the source has
 read and noted them, so the source forgets a runtime created again itself, from the inventory it reads, before
-it notes anything (`autoscaler.sources.recreated_runtimes`), and a runtime gone when discovery stops listing it.
+it notes anything (`RecreatedRuntimes`, which the refresher asks as well), and a runtime gone when discovery
+stops listing it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol
 
 from autoscaler.model import RuntimeKey
@@ -28,3 +30,21 @@ class ForgetsRuntimes(Protocol):
     def forget(self, key: RuntimeKey) -> None:
         """Drop all it keeps of `key`, as for a runtime never seen: it is gone, or another object now."""
         ...
+
+
+class RecreatedRuntimes:
+    """The Deployment uid each runtime had at the last look (where discovery reads one: Kubernetes), to tell a
+    runtime created again under its name: the refresher asks from its snapshots, a source from the inventory it
+    reads, each before it reads or notes anything of the runtime."""
+
+    def __init__(self) -> None:
+        self._uids: dict[RuntimeKey, str] = {}
+
+    def created_again(self, uids: Iterable[tuple[RuntimeKey, str | None]]) -> dict[RuntimeKey, str]:
+        """The runtimes of `uids` whose uid is not the one the last look had, each with the uid it had then; then
+        remember these uids. A runtime without a uid (a targets file) is never created again; one not listed
+        before is new, not created again (what keeps runtimes forgets the ones gone anyway)."""
+        now = {key: uid for key, uid in uids if uid is not None}
+        again = {key: was for key, uid in now.items() if (was := self._uids.get(key, uid)) != uid}
+        self._uids = now
+        return again

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Protocol
 
 from autoscaler.capacity_warnings import NoCapacityWarnings
-from autoscaler.forgetting import ForgetsRuntimes
+from autoscaler.forgetting import ForgetsRuntimes, RecreatedRuntimes
 from autoscaler.horizon_log import ShortHorizonLog
 from autoscaler.log_lists import say_each_or_counted
 from autoscaler.model import RuntimeKey, RuntimeSnapshot, RuntimeView
@@ -77,6 +77,8 @@ class _RefreshPass:
     # Runtimes seeded after the grace period without their RuntimeScale's list (`_say_seeded_unasked`).
     unasked: list[RuntimeKey] = dataclasses.field(default_factory=list)
     no_capacity: NoCapacityWarnings = dataclasses.field(default_factory=NoCapacityWarnings)
+    # Runtimes whose Deployment was created again since the last refresh, with the uid the old one had.
+    recreated: dict[RuntimeKey, str] = dataclasses.field(default_factory=dict)
 
 
 class Refresher:
@@ -105,7 +107,7 @@ class Refresher:
         self._clock = RunningClock(interval_s, clock, monotonic)
         self._memory: dict[RuntimeKey, RuntimeMemory] = {}
         self._warming: dict[RuntimeKey, WarmUp] = {}  # runtimes with no memory yet (autoscaler.policies.warmup)
-        self._uids: dict[RuntimeKey, str] = {}  # each runtime's Deployment uid, where discovery reads it
+        self._recreated = RecreatedRuntimes()  # each runtime's Deployment uid, where discovery reads it
         self._listed: set[RuntimeKey] = set()  # the runtimes the last refresh read: those missing now are gone
         self._failing: set[RuntimeKey] = set()  # runtimes whose last decision raised (logged once)
         self._transitions = RuntimeTransitions()  # kept: it remembers what each runtime's last line said was missing
@@ -144,7 +146,8 @@ class Refresher:
         started = time.perf_counter()
         reading = self._clock.read()
         snapshots = await self.source.collect(reading.wall)
-        done = _RefreshPass(reading.wall, reading.running, self.cost_writes)
+        done = _RefreshPass(reading.wall, reading.running, self.cost_writes,
+                            recreated=self._recreated.created_again((s.key, s.uid) for s in snapshots))
         for snapshot in snapshots:
             self._decide_runtime(snapshot, done)
         self._flush_logs(done)
@@ -166,14 +169,12 @@ class Refresher:
         """Decide one runtime of the refresh `done` gathers: its view into `done.views` (or its key into
         `done.failed`), its memory or warm-up kept, and its view noted for the refresh's log lines."""
         key = snapshot.key
-        recreated = False
-        if snapshot.uid is not None and self._uids.get(key, snapshot.uid) != snapshot.uid:
-            recreated = True  # forgotten before anything reads its memory: its policy annotations' too
-            self._forget_recreated(key, snapshot.uid)
+        if (was := done.recreated.get(key)) is not None:  # forgotten before anything reads its memory: its
+            self._forget_recreated(key, snapshot.uid, was)  # policy annotations' too
         policy = self.policies.policy_for(key, snapshot.annotations)
         if self.hpa_bounds is not None:
             policy = self.policies.with_hpa_bounds(key, policy, *self.hpa_bounds(key))
-        before = None if recreated else self.views.get(key)  # the view served of the old object is not its own
+        before = None if was is not None else self.views.get(key)  # the view served of the old object is not its own
         memory = self._memory.get(key)
         # What the HPA last asked for counts only for a runtime without memory (`warmup.replica_floor`).
         asks = None if memory is not None else self.scale_asks
@@ -225,7 +226,6 @@ class Refresher:
         for gone in self._listed - listed:
             self._forget_runtime(gone)
         self._listed = listed
-        self._uids = {snapshot.key: snapshot.uid for snapshot in snapshots if snapshot.uid is not None}
         self.policies.warn_unmatched(listed)
         self._failing &= failed
 
@@ -259,7 +259,7 @@ class Refresher:
         self.refreshed_monotonic = time.monotonic()
         self._publish_source_counters()
 
-    def _forget_recreated(self, key: RuntimeKey, uid: str) -> None:
+    def _forget_recreated(self, key: RuntimeKey, uid: str | None, was: str) -> None:
         """The runtime's Deployment was deleted and created again under its name: another runtime, whose memory
         starts again (warming up from what runs). Kept, the old runtime's slow fall was served at once for the new
         one (4 replicas for the 2 that run and need 1) and its HPA scaled it up; and its policy annotations' last
@@ -267,7 +267,7 @@ class Refresher:
         the new one's `before` either (`_decide_runtime`)."""
         self._forget_runtime(key)
         log.info("runtime %s: its Deployment was deleted and created again (uid %s, was %s): the adapter's memory of "
-                 "it starts again, from what runs", key, uid, self._uids[key])
+                 "it starts again, from what runs", key, uid, was)
 
     def _decision_failed(self, key: RuntimeKey) -> None:
         """One runtime's decision raised (a bug, or a source that let a bad value through: `PodSample` says

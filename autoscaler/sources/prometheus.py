@@ -53,6 +53,7 @@ from pathlib import Path
 
 from urllib3.util.retry import Retry
 
+from autoscaler.forgetting import RecreatedRuntimes
 from autoscaler.log_lists import few
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.policies.samples import refusal, valid_value
@@ -83,7 +84,6 @@ from autoscaler.sources.prometheus_promql import (
     build_queries,
 )
 from autoscaler.sources.prometheus_reader import Answers, PrometheusReader
-from autoscaler.sources.recreated_runtimes import RecreatedRuntimes
 from exporter import names
 from exporter.flag_values import without_password
 from exporter.outage_log import OutageLog
@@ -227,7 +227,8 @@ class PrometheusSource(SourceDefaults):
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
         """One snapshot per runtime in the inventory; never raises."""
         inventory = self._discovery.inventory()
-        for key in self._recreated.created_again(inventory):  # another runtime: nothing of the old one is its own
+        uids = ((name, runtime.uid) for name, runtime in inventory.items())
+        for key in self._recreated.created_again(uids):  # another runtime: nothing of the old one is its own
             self.forget(key)
         held = False
         try:
@@ -442,8 +443,8 @@ class PrometheusSource(SourceDefaults):
 
     def forget(self, key: RuntimeKey) -> None:
         """Drop what is kept of runtime `key` itself (`autoscaler.forgetting`): it is gone, or created again (a new
-        Deployment uid, `recreated_runtimes`). What is kept per pod is the pod's: a new object's pods are other
-        pods, and a pod no longer listed is forgotten as such (`_forget_vanished`)."""
+        Deployment uid, `forgetting.RecreatedRuntimes`). What is kept per pod is the pod's: a new object's pods are
+        other pods, and a pod no longer listed is forgotten as such (`_forget_vanished`)."""
         self._unseen_since.pop(key, None)
         self._unseen_warned.discard(key)
 
