@@ -12,6 +12,7 @@ says the status, the path asked, a short summary of the body, and the flag that 
 from __future__ import annotations
 
 import json
+import os
 import re
 import ssl
 import urllib.parse
@@ -25,7 +26,7 @@ from autoscaler.sources.tls_causes import HOST_MISMATCH, NOT_TLS, ssl_cause
 from exporter import names
 
 # Reasons counted in `PrometheusSource.errors` (the first five are whole-refresh failures).
-REASON_CONNECT: Final = "connect"  # refused, reset, DNS: nothing answered
+REASON_CONNECT: Final = "connect"  # refused, reset, DNS: nothing answered; or the request could not be sent
 REASON_TIMEOUT: Final = "timeout"  # no answer within timeout_s, Prometheus's own "timeout" error, or a slow refresh
 REASON_TLS: Final = names.REASON_TLS  # the certificate did not verify (as the scrape source counts it)
 REASON_HTTP: Final = "http"  # an HTTP error status (bad query, Prometheus not ready, proxy 5xx, refused credentials)
@@ -221,6 +222,19 @@ def not_json(url: str, error: requests.exceptions.JSONDecodeError) -> Prometheus
     """A 200 whose body the library could not read as JSON (and that did not say it was HTML)."""
     return PrometheusSourceError(
         REASON_PARSE, f"{shown(url)} answered {summary(error.doc)}, not Prometheus's JSON: {LOGIN_HINT}")
+
+
+def not_sent(url: str, error: OSError, ca_file: str | None) -> PrometheusSourceError:
+    """An OSError that is none of requests' own: the request was never sent, so nothing answered (`connect`), and
+    no answer is to blame. requests raises one for a `ca_file` (`--prometheus-ca-file`) that is not there at the
+    time of a request (a mounted Secret being swapped, a path edited after the check at start): that is `tls`, as
+    a certificate that does not verify is, and says the flag and the file."""
+    if ca_file is not None and not os.path.exists(ca_file):
+        return PrometheusSourceError(
+            REASON_TLS, f"{shown(url)}: no CA bundle at {ca_file} (--prometheus-ca-file), which is read at every new "
+            "connection: mount it there again, or set --prometheus-ca-file to the path it has now", "ca file")
+    return PrometheusSourceError(REASON_CONNECT, f"{shown(url)}: the request could not be sent: {error!r}",
+                                 "not sent")
 
 
 def _content_type(response: requests.Response) -> str:

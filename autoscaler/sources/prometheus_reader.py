@@ -40,6 +40,7 @@ from autoscaler.sources.prometheus_answers import (
     PrometheusSourceError,
     check_answer,
     not_json,
+    not_sent,
     tls_failed,
 )
 from autoscaler.sources.prometheus_instant import CLOCK_QUERY, evaluation_time, pinned
@@ -104,6 +105,7 @@ class PrometheusReader:
                                                               thread_name_prefix="prometheus-query")
         self._session = requests.Session()
         self._session.verify = verify
+        self._ca_file = verify if isinstance(verify, str) else None
         # Proxies' and gateways' answers said as what they are (a login page, refused credentials, a wrong path).
         self._session.hooks["response"].append(
             functools.partial(check_answer, query_url=f"{url}/api/v1/query", on_warnings=self._warned))
@@ -287,6 +289,8 @@ class PrometheusReader:
             raise PrometheusSourceError(REASON_PARSE, f"{self.shown_url}: {error!r}") from error
         except requests.exceptions.RequestException as error:
             raise PrometheusSourceError(REASON_CONNECT, f"{self.shown_url}: {error!r}") from error
+        except OSError as error:  # after requests' own, which are OSErrors too; raised before anything was sent
+            raise not_sent(self.url, error, self._ca_file) from error
 
     def _pod_key(self, labels: Mapping[str, str]) -> PodRef:
         return labels[self._ns_label], labels[self._pod_label]
