@@ -19,6 +19,8 @@ from typing import Final
 
 import aiohttp
 
+from autoscaler.log_lists import few
+from autoscaler.sources.exporter_said import quoted
 from autoscaler.sources.tls_causes import HOST_MISMATCH, NOT_TLS, ssl_cause
 from exporter import names
 from exporter.refused_handshakes import GO_SAYS
@@ -130,6 +132,8 @@ async def fetch_exposition(session: aiohttp.ClientSession, url: str, *, max_byte
         raise FetchError(names.REASON_PARSE, f"incomplete body from {url}: {error}") from error
     except aiohttp.TooManyRedirects as error:
         raise FetchError(names.REASON_HTTP, f"{url}: {redirects_said(error)}") from error
+    except aiohttp.RedirectClientError as error:
+        raise FetchError(names.REASON_HTTP, f"{url}: {redirect_not_followed(error)}") from error
     except aiohttp.ClientError as error:
         raise FetchError(names.REASON_CONNECT, f"{url}: {error}") from error
     try:
@@ -166,9 +170,20 @@ def tls_detail(url: str, error: BaseException, server_name: str | None = None) -
 def redirects_said(error: aiohttp.TooManyRedirects) -> str:
     """A redirect loop, said with where it went, as the exporter says its own (`http`, not `connect`): aiohttp's
     words for it are `0, message=''`, and the exporter did answer, so the connect hint would point the wrong way.
-    Kept here rather than shared with `exporter.collectors.modelmesh`, whose wording names ModelMesh's port."""
-    targets = dict.fromkeys(response.headers.get(aiohttp.hdrs.LOCATION, "?") for response in error.history)
-    return f"too many redirects ({len(error.history)}), to {', '.join(targets)}"
+    Kept here rather than shared with `exporter.collectors.modelmesh`, whose wording names ModelMesh's port.
+    The Locations are the exporter's words (`exporter_said`): a new one of 8 KB at each of the ten hops made an
+    80 KB line."""
+    targets = dict.fromkeys(quoted(response.headers.get(aiohttp.hdrs.LOCATION, "")) for response in error.history)
+    return f"too many redirects ({len(error.history)}), to {few(targets, 3)}"
+
+
+def redirect_not_followed(error: aiohttp.RedirectClientError) -> str:
+    """A redirect to a Location aiohttp does not follow (another scheme, or no URL at all): the exporter answered,
+    so `http`, not `connect`, with the Location quoted (`exporter_said`): as aiohttp writes it, a terminal escape
+    in it reached the log as it was."""
+    location = str(error.args[0]) if error.args else ""
+    said_as = "not an http or https URL" if isinstance(error, aiohttp.NonHttpUrlRedirectClientError) else "not a URL"
+    return f"redirected to {quoted(location)}, {said_as}"
 
 
 async def _read_capped(response: aiohttp.ClientResponse, url: str, max_bytes: int) -> bytes:

@@ -88,5 +88,5 @@ async def test_a_redirect_loop_is_an_http_error_that_says_where_it_went(aiohttp_
     port = await serve(aiohttp_server, loop)
     reason, detail = await said(f"http://127.0.0.1:{port}/metrics")
     assert reason == "http"
-    assert "too many redirects (" in detail and "to /metrics" in detail, detail
+    assert "too many redirects (" in detail and "to '/metrics'" in detail, detail
     assert "message=''" not in detail, detail

@@ -10,8 +10,11 @@ Real exporter stand-ins on real sockets; what is checked is the log's lines and 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
+from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
@@ -33,8 +36,13 @@ LONGEST_LINE = 2_000
 async def said_of_a_refused_answer(aiohttp_server: AiohttpServer, text: str, caplog: pytest.LogCaptureFixture,
                                    reason: str) -> str:
     """The log's line of the pod whose exporter answered `text`, after checking /debug's problem says the same."""
+    return await said_of_a_failed_scrape(await serving(aiohttp_server, lambda: web.Response(text=text)), caplog,
+                                         reason)
+
+
+async def said_of_a_failed_scrape(url: str, caplog: pytest.LogCaptureFixture, reason: str) -> str:
+    """The log's line of the pod whose exporter is at `url`, after checking /debug's problem says the same."""
     caplog.set_level(logging.INFO, logger="autoscaler.sources.scrape")
-    url = await serving(aiohttp_server, lambda: web.Response(text=text))
     source = ScrapeSource(StaticDiscovery([RuntimeInventory(KEY, (PodTarget("b-0", True, url, uid="mine"),))]),
                           timeout_s=5.0)
     try:
@@ -46,7 +54,8 @@ async def said_of_a_refused_answer(aiohttp_server: AiohttpServer, text: str, cap
     lines = [record.getMessage() for record in caplog.records if record.name.startswith("autoscaler")]
     [said] = [line for line in lines if "b-0" in line]
     assert problem.detail in said
-    assert all("\n" not in line and "\r" not in line and len(line) < LONGEST_LINE for line in lines), lines
+    assert all("\n" not in line and "\r" not in line and "\x1b" not in line and len(line) < LONGEST_LINE
+               for line in lines), lines
     return said
 
 
@@ -75,3 +84,44 @@ async def test_what_the_library_could_not_read_stays_in_its_line_and_is_cut_shor
     said = await said_of_a_refused_answer(aiohttp_server, exposition("40", 0.5) + 'y{a="\\t"} 1\n' + bad + "\n",
                                           caplog, "parse")
     assert "unparseable exposition: 'Invalid labels: a=vvv" in said and "characters)" in said, said
+
+
+async def test_the_locations_of_a_redirect_loop_are_quoted_and_cut_short(
+        aiohttp_server: AiohttpServer, caplog: pytest.LogCaptureFixture) -> None:
+    """An exporter that redirects to a new 3,000-character Location each time made a 30 KB line."""
+    hops = iter(range(1, 100))
+    url = await serving(aiohttp_server, lambda: web.Response(
+        status=302, headers={"Location": f"/metrics?{next(hops)}{'x' * 3000}"}))
+    said = await said_of_a_failed_scrape(url, caplog, "http")
+    assert "too many redirects (10), to '/metrics?1xxx" in said and "...' (3,010 characters)" in said, said
+
+
+@contextlib.asynccontextmanager
+async def redirecting_to(location: bytes) -> AsyncIterator[str]:
+    """The /metrics URL of an exporter stand-in that answers a redirect to `location` as it is, bytes no HTTP
+    server library would send (aiohttp refuses control characters in a header)."""
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 302 Found\r\nLocation: " + location + b"\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/metrics"
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+@pytest.mark.parametrize(("location", "said_as"), [
+    (f"ftp://evil/\x1b[2K{FORGED}", "not an http or https URL"),
+    (f"http://[evil\x1b[2K{FORGED}", "not a URL"),
+])
+async def test_a_redirect_to_a_location_not_followed_is_quoted_and_counted_as_http(
+        caplog: pytest.LogCaptureFixture, location: str, said_as: str) -> None:
+    """Written as it came, the Location's terminal escapes reached the log (rewriting the line on a terminal),
+    and the failure was counted as `connect`, although the exporter had answered."""
+    async with redirecting_to(location.encode()) as url:
+        said = await said_of_a_failed_scrape(url, caplog, "http")
+    assert f"redirected to {location!r}, {said_as}" in said, said
