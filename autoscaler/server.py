@@ -57,7 +57,7 @@ def policy_book(settings: ServeSettings) -> PolicyBook:
     overrides: dict[str, object] = {
         "skew_order": settings.skew_order,
         "scale_down_tau_s": settings.scale_down_tau_s,
-        "max_staleness_s": settings.max_staleness_s or 3 * settings.refresh_interval_s,
+        "max_staleness_s": settings.default_max_staleness_s,
         "min_coverage": settings.min_coverage,
     }
     base = apply_overrides(RuntimePolicy(), {k: v for k, v in overrides.items() if v is not None})
@@ -119,6 +119,7 @@ def build_source(settings: ServeSettings, discovery: PodDiscovery) -> MetricSour
                                 token_file=settings.prometheus_token_file,
                                 headers=dict(settings.prometheus_headers),
                                 timeout_s=settings.prometheus_timeout_s,
+                                max_staleness_s=settings.default_max_staleness_s,
                                 namespace_label=settings.prometheus_namespace_label,
                                 pod_label=settings.prometheus_pod_label,
                                 series_selector=settings.prometheus_series_selector,

@@ -168,6 +168,11 @@ class ServeSettings:
         return self.listen_host
 
     @property
+    def default_max_staleness_s(self) -> float:
+        """The default policy's `max_staleness_s`: `--max-staleness`, else three refresh intervals."""
+        return self.max_staleness_s or 3 * self.refresh_interval_s
+
+    @property
     def stalled_after_s(self) -> float:
         """How long the serving side waits for the refresh's next values before it calls the refresh stalled
         (`autoscaler.api.stall`): the age at which the adapter calls data stale (`--max-staleness`, default three
@@ -176,7 +181,7 @@ class ServeSettings:
         a very short interval on a busy node does not get a working pod restarted."""
         slowest = 2 * self.prometheus_timeout_s if self.source == "prometheus" else 0.0
         return max(MIN_STALL_S,
-                   (self.max_staleness_s or 3 * self.refresh_interval_s) + max(self.refresh_interval_s, slowest))
+                   self.default_max_staleness_s + max(self.refresh_interval_s, slowest))
 
     @property
     def serving_url(self) -> str:

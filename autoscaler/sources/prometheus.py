@@ -33,6 +33,10 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
 - none of a runtime's Ready pods has series for UNSEEN_WARN_AFTER_S while other runtimes' pods have them
   (its namespace left out of what Prometheus scrapes): logged once, naming the runtime; not an error.
 
+- a refresh shows what Prometheus's `--query.lookback-delta` or the exporters' scrape interval would cause (no
+  series, a pod's series gone, a stale sample): `prometheus_lookback` measures both once and says what does not
+  fit; not an error.
+
 - the recent-models query alone fails: the refresh is good, every pod read this refresh has `recent_models` None
   (the unique-copy term drops out; nothing is lowered for it). Counted by its reason, logged once until it
   answers again. A garbled last-served time drops that model (counted as `garbage`, logged once per pod).
@@ -56,6 +60,7 @@ from urllib3.util.retry import Retry
 from autoscaler.forgetting import RecreatedRuntimes
 from autoscaler.log_lists import few
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
+from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.samples import refusal, valid_value
 from autoscaler.source_problems import REASON_GARBAGE
 from autoscaler.sources.base import (
@@ -71,7 +76,8 @@ from autoscaler.sources.exposition import SCALAR_FIELDS
 from autoscaler.sources.prometheus_answers import REASON_EMPTY, PrometheusSourceError
 from autoscaler.sources.prometheus_empty_answer import EmptyAfterGood
 from autoscaler.sources.prometheus_garbage import PrometheusGarbage
-from autoscaler.sources.prometheus_matchers import SeriesMatchers
+from autoscaler.sources.prometheus_lookback import LookbackCheck
+from autoscaler.sources.prometheus_matchers import SeriesMatchers, promql_string
 from autoscaler.sources.prometheus_promql import (
     DCGM_GR_ENGINE_ACTIVE,
     FRESHNESS,
@@ -143,6 +149,7 @@ class PrometheusSource(SourceDefaults):
         series_selector: Sequence[str] = (),
         on_error: Callable[[str], None] | None = None,
         recent_models_window_s: float | None = RECENT_MODELS_WINDOW_S,
+        max_staleness_s: float = RuntimePolicy().max_staleness_s,
     ) -> None:
         """`url` is Prometheus's base URL (no `/api/v1`); `timeout_s` bounds each HTTP request.
 
@@ -160,8 +167,9 @@ class PrometheusSource(SourceDefaults):
         trusted to write them. Every selector also names the namespaces discovery reads, where it reads some
         (`namespaces_read`). `on_error(reason)` is called
         for every counted error (self-metrics). `recent_models_window_s` bounds how far back the models query
-        reads last-served times (None: not asked, every pod's `recent_models` None). The discovery stays the
-        caller's to close.
+        reads last-served times (None: not asked, every pod's `recent_models` None). `max_staleness_s` is the
+        default policy's, which the exporters' scrape interval is checked against (`prometheus_lookback`). The
+        discovery stays the caller's to close.
         """
         self._discovery = discovery
         self._url = without_password(url.rstrip("/"))  # for logs only
@@ -175,6 +183,7 @@ class PrometheusSource(SourceDefaults):
         self._dcgm_warned = False
         matchers = SeriesMatchers.of(series_selector, namespaces_read(discovery), namespace_label=namespace_label,
                                      dcgm_namespace_label=dcgm_namespace_label)
+        self._matchers = matchers
         self._signals = build_queries(gpu_source, namespace_label=namespace_label, pod_label=pod_label,
                                       dcgm_namespace_label=dcgm_namespace_label, dcgm_pod_label=dcgm_pod_label,
                                       matchers=matchers)
@@ -211,6 +220,7 @@ class PrometheusSource(SourceDefaults):
         self._discovery_outage = DiscoveryOutage()
         self._empty = EmptyAfterGood(self._url, FLAP_QUIET_S)
         self._recreated = RecreatedRuntimes()
+        self._lookback = LookbackCheck(self._url, max_staleness_s)
 
     @property
     def outage_since(self) -> float | None:
@@ -241,7 +251,9 @@ class PrometheusSource(SourceDefaults):
             else:
                 self._failed(self._empty.failed(error, now))
                 answers, seen, backend_ok = {}, set(), False
+            reached = error.reason == REASON_EMPTY
         else:
+            reached = True
             self._empty.answered(now)
             self._recovered()
             self._note_clock(self._reader.clock_offset_s)
@@ -255,6 +267,8 @@ class PrometheusSource(SourceDefaults):
             self._snapshot(runtime, answers, seen, now, backend_ok and outage.healthy(key.namespace))
             for key, runtime in inventory.items()
         ]
+        if reached and self._lookback.due(now):
+            await self._check_scrapes(inventory, seen, now)
         if backend_ok and not held:
             self._note_unseen(inventory, seen, now)
             if self._gpu_source == "dcgm":
@@ -302,6 +316,26 @@ class PrometheusSource(SourceDefaults):
             log.debug("Prometheus answered empty after good answers; asking again at once: %s", error.detail)
         answers = await self._reader.read_all()
         return answers, self._seen_pods(answers, inventory)
+
+    async def _check_scrapes(self, inventory: Mapping[RuntimeKey, RuntimeInventory], seen: set[PodRef],
+                             now: float) -> None:
+        """`prometheus_lookback` where a round that reached Prometheus shows what its settings would cause: no
+        series at all (an empty answer), none for a Ready pod it had them for before (unless the answer said it was
+        partial, which says why), or a pod whose sample is already stale; on a pod the round
+        answered for, else on a Ready one. A healthy round asks nothing more."""
+        ready = [(key.namespace, pod.name) for key, runtime in inventory.items() for pod in runtime.pods if pod.ready]
+        sampled = (self._last[ref].sampled_at for ref in seen if ref in self._last)
+        stale = any(now - at > self._lookback.max_staleness_s for at in sampled if at is not None)
+        lost = not self._reader.warnings and any(ref not in seen and ref in self._last for ref in ready)
+        if seen and not stale and not lost:
+            return
+        pod = min(seen) if seen else min(ready, default=None)
+        if pod is None:
+            return
+        series = self._matchers.exporter_series(
+            names.LAST_SUCCESS_TIMESTAMP, f'collector="{names.COLLECTOR_MODELMESH}"',
+            f"{self._ns_label}={promql_string(pod[0])}", f"{self._pod_label}={promql_string(pod[1])}")
+        await self._lookback.run(self._reader, pod, series, now)
 
     def _seen_pods(
         self, answers: Mapping[str, Mapping[PodRef, str]], inventory: Mapping[RuntimeKey, RuntimeInventory]

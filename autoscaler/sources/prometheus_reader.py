@@ -96,6 +96,7 @@ class PrometheusReader:
         """How far Prometheus's clock was ahead of ours (negative: behind) at the last good round; 0 within
         CLOCK_TOLERANCE_S, or when no answer had a series to tell its evaluation time."""
         self._deadline_s = 2 * timeout_s + 1.0
+        self._timeout_s = timeout_s
         self._token_file = token_file
         self._token: str | None = None  # the token last read from it
         # One thread per query, owned here: asyncio's default executor has min(32, CPUs + 4) threads for the
@@ -193,6 +194,33 @@ class PrometheusReader:
                 raise PrometheusSourceError(REASON_PARSE, f"{signal.field}: {outcome!r}") from outcome
             answers[signal.field] = outcome
         return answers
+
+    async def flag(self, name: str) -> str | None:
+        """Prometheus's command-line flag `name` as /api/v1/status/flags says it; None where nothing says it
+        (Thanos, Mimir and VictoriaMetrics serve no such page, or a proxy refuses it)."""
+        return await asyncio.get_running_loop().run_in_executor(self._threads, self._flag, name)
+
+    def _flag(self, name: str) -> str | None:
+        try:
+            response = self._session.get(f"{self.url}/api/v1/status/flags", headers=self._client.headers,
+                                         timeout=self._timeout_s)
+            value = response.json()["data"][name] if response.status_code == 200 else None
+        except (PrometheusSourceError, OSError, ValueError, KeyError, TypeError):  # requests' own are OSErrors
+            return None
+        return value if isinstance(value, str) else None
+
+    async def sample_times(self, selector: str, window_s: float) -> list[float]:
+        """The times of the samples the first series of `selector` has in the last `window_s`, read with a range
+        selector (which no lookback-delta bounds); none where it has none, or the query fails."""
+        return await asyncio.get_running_loop().run_in_executor(self._threads, self._sample_times, selector,
+                                                                window_s)
+
+    def _sample_times(self, selector: str, window_s: float) -> list[float]:
+        try:
+            result = self._request(f"{selector}[{window_s:.0f}s]", self._params)
+            return [float(at) for at, _ in result[0]["values"]] if result else []
+        except (PrometheusSourceError, ValueError, KeyError, TypeError, IndexError):
+            return []
 
     def _round_params(self, round_: int) -> dict[str, str]:
         """The round's query parameters, pinned to Prometheus's now (`prometheus_instant`), and its clock offset
