@@ -30,9 +30,17 @@ no longer reports, read as the scrape source reads the same exposition (for the 
 used; for the others: unknown, which holds). What the rule removes is an older scrape's value standing in for
 the newest one, which raised or lowered values according to which target happened to be slower.
 
+The pod's freshness follows the same scrape (`scraped_after_newest_scrape`): its success times
+(`modelmesh_exporter_last_success_timestamp_seconds`, both collectors) are read only from series not scraped
+after the newest scrape with signals. The exporter-only job's later success time otherwise made the pod as fresh
+as that job's last scrape while its signals were our job's: a job with a long interval, or one that stopped (a
+Prometheus restarted without it writes no staleness marker), had its signals, up to the lookback old, served as
+fresh rather than held past `max_staleness_s`, and an old low value lowered what was served.
+
 Each reference is to bare selectors (`timestamp()` gives a sample's time only for a selector; of any other
 expression it gives the query's time), so the cost is three selectors per signal instead of one: two of the
-signal's series, one of the models-loaded series (one series per pod and target, as the success series is).
+signal's series, one of the models-loaded series (one series per pod and target, as the success series is);
+each freshness query two more (the success series' scrape times, the models-loaded series').
 """
 
 from __future__ import annotations
@@ -43,11 +51,23 @@ NEWEST_SCRAPE_SERIES = names.MODELS_LOADED
 """The series whose scrape times say when each pod was last scraped with its signals (by any of its targets)."""
 
 
+def _newest_scrape_time(by: str, scraped: str) -> str:
+    """Per pod (`by`), the scrape time of its newest scrape with signals (`scraped`: NEWEST_SCRAPE_SERIES)."""
+    return f"max by ({by}) (timestamp({scraped}))"
+
+
 def from_newest_scrape(selector: str, by: str, scraped: str = NEWEST_SCRAPE_SERIES) -> str:
     """`selector`'s series, less those whose sample is older than the newest scrape with signals of their pod
     (`by`: the namespace and pod labels, comma-separated) by `scraped` (NEWEST_SCRAPE_SERIES, with the matchers
     the selector carries, so that an untrusted job's scrapes do not count either). Series keep all their labels,
     so the caller aggregates as before; of the series left, several per pod only where two targets scraped it at
     the same millisecond."""
-    newest = f"max by ({by}) (timestamp({scraped}))"
-    return f"({selector} unless (timestamp({selector}) < on ({by}) group_left () {newest}))"
+    return f"({selector} unless (timestamp({selector}) < on ({by}) group_left () {_newest_scrape_time(by, scraped)}))"
+
+
+def scraped_after_newest_scrape(selector: str, by: str, scraped: str = NEWEST_SCRAPE_SERIES) -> str:
+    """The scrape times of `selector`'s series scraped after their pod's newest scrape with signals (a job that
+    keeps only the exporter's own series), labelled as `timestamp()` leaves them: what `unless` removes from an
+    expression over `selector` so that a pod's success times are those of the scrape its signals come from.
+    Nothing for a pod with no `scraped` series, whose success times are all read as they are."""
+    return f"(timestamp({selector}) > on ({by}) group_left () {_newest_scrape_time(by, scraped)})"

@@ -11,9 +11,12 @@ scrape time and takes, per series, the minimum of that and the exporter's own
 `modelmesh_exporter_last_success_timestamp_seconds{collector="modelmesh"}`, moved onto Prometheus's clock by
 the exporter's clock offset (`modelmesh_exporter_time_seconds` against its scrape time, where the exporter
 reports it and it is off by more than a second), and per pod the newest of its series (a pod scraped by two
-jobs is as fresh as the later scrape); a pod whose exporter reports no such series falls back to the scrape
-time of its request rate. The GPU signal has its own freshness query:
-the exporter's `collector="gpu"` timestamp (same minimum), or with DCGM the series' own sample times
+jobs is as fresh as the later scrape) that are not newer than the pod's newest scrape with signals
+(`prometheus_current`): the signals are read from that scrape, so the pod is as fresh as it, not as a later
+scrape of a job that keeps only the exporter's own series (whose success time passed a slow or stopped job's
+signals, up to the lookback old, as fresh). A pod whose exporter reports no such series (or whose scrape with
+signals has none) falls back to the scrape time of its request rate. The GPU signal has its own freshness query:
+the exporter's `collector="gpu"` timestamp (same minimum, same scrape), or with DCGM the series' own sample times
 (`DCGM_FI_DEV_GPU_UTIL` of whole GPUs, `DCGM_FI_PROF_GR_ENGINE_ACTIVE` of MIG instances).
 Those times are on Prometheus's clock; `PrometheusReader.clock_offset_s` says how far it is from the adapter's
 (the round's `time()` answer against when it was asked, as the scrape source reads an exporter's clock; every
@@ -34,7 +37,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from autoscaler.sources.exposition import CLOCK_TOLERANCE_S
-from autoscaler.sources.prometheus_current import from_newest_scrape
+from autoscaler.sources.prometheus_current import from_newest_scrape, scraped_after_newest_scrape
 from autoscaler.sources.prometheus_matchers import EVERY_SERIES, SeriesMatchers
 from exporter import names
 
@@ -114,7 +117,8 @@ def build_queries(
         moved = f"({success} - on ({by}) group_left () {offset})"
         per_series = (f'min without (freshness) (label_replace({moved}, "freshness", "reported", "", "")'
                       f' or label_replace(timestamp({success}), "freshness", "scraped", "", ""))')
-        return f"max by ({by}) ({per_series})"
+        of_signal_scrapes = f"{per_series} unless {scraped_after_newest_scrape(success, by, scraped_with_signals)}"
+        return f"max by ({by}) ({of_signal_scrapes})"
 
     if gpu_source == "dcgm":
         moves = ((dcgm_namespace_label, namespace_label), (dcgm_pod_label, pod_label))

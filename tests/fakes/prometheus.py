@@ -180,6 +180,7 @@ class PrometheusServer:
         start_timeout_s: float = 15.0,
         port: int | None = None,
         target_labels: Mapping[str, Mapping[str, str]] | None = None,
+        extra_scrape_configs: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         """`scrape_targets` are "host:port" (path /metrics) or URLs. `tsdb_dir` defaults to a directory in
         `workdir`; `workdir` (config, log) defaults to a temporary directory removed by `close()`.
@@ -187,6 +188,8 @@ class PrometheusServer:
         `port`: listen there (a client started earlier already points at it); default a free one.
         `target_labels`: "host:port" → labels Prometheus adds to that target's series (a static config's
         `labels`, as a PodMonitor adds `namespace` and `pod`).
+        `extra_scrape_configs`: more jobs as Prometheus's `scrape_configs` entries, written as they are (a user's
+        second job with its own interval or `metric_relabel_configs`).
         """
         self._targets = list(scrape_targets)
         self._scrape_interval = scrape_interval
@@ -200,6 +203,7 @@ class PrometheusServer:
         self.log_path = self.workdir / "prometheus.log"
         self.config_path = self.workdir / "prometheus.yml"
         self._target_labels = {k: dict(v) for k, v in (target_labels or {}).items()}
+        self._extra_scrape_configs = [dict(job) for job in extra_scrape_configs]
         self.port = port if port is not None else free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._proc: subprocess.Popen[bytes] | None = None
@@ -355,7 +359,7 @@ class PrometheusServer:
         interval = self._scrape_interval
         return {
             "global": {"scrape_interval": interval, "evaluation_interval": interval},
-            "scrape_configs": jobs,
+            "scrape_configs": [*jobs, *self._extra_scrape_configs],
         }
 
     async def _wait_ready(self) -> None:

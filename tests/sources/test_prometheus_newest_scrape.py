@@ -116,6 +116,27 @@ async def test_a_newer_job_that_keeps_only_the_exporters_own_series_does_not_bla
             pod.cache_used_ratio, pod.models_loaded, pod.gpu_busy) == (80, 0.2, 3, 900, 0.95, 8, 0.7)
 
 
+async def test_a_newer_job_that_keeps_only_the_exporters_own_series_does_not_make_old_signals_fresh(
+    start_prometheus: StartPrometheus, sources: list[PrometheusSource], now: float
+) -> None:
+    """Our PodMonitor last scraped f-1 40 s ago (its interval is long, or it stopped); a user's ServiceMonitor
+    that keeps only `modelmesh_exporter_.*` scraped it 2 s ago. The signals are the 40-s-old scrape's, but the pod
+    read as fresh as the user's job's scrape (2 s, and its GPU 12 s): served past `max_staleness_s` instead of
+    held. Each freshness is now the one the signal-carrying scrape reported."""
+    ours = exporter_series("team-a", "f-1", now - 40, signals(80, 0.2, 3, 0.95, 8), gpus=[0.7], last_success=now - 40)
+    theirs = [sample for sample in other_target(
+        exporter_series("team-a", "f-1", now - 2, signals(80, 0.2, 3, 0.95, 8), gpus=[0.7], last_success=now - 2),
+        job="user-servicemonitor", instance="10.0.0.9:9187") if sample.name.startswith("modelmesh_exporter_")]
+    prom = await start_prometheus([*ours, *theirs])
+    source = made(sources, prom.url, one_runtime("f-1"))
+
+    pod = by_pod(await source.collect(now))["team-a", "f-1"]
+
+    assert pod.sampled_at == pytest.approx(now - 40, abs=1e-3)
+    assert pod.gpu_sampled_at == pytest.approx(now - 50, abs=1e-3)  # our scrape's GPU success time
+    assert (pod.requests_per_second, pod.gpu_busy) == (80, 0.7)
+
+
 Scrape = tuple[float, float | None, bool]
 """One target's last scrape of a pod: how long ago, the LRU age it had (None: the series was dropped), and whether
 the target keeps the pod's signals (False: only the exporter's own `modelmesh_exporter_*` series)."""
@@ -131,7 +152,8 @@ async def test_every_pod_reads_what_its_newest_scrape_said(
     start_prometheus: StartPrometheus, now: float, pods: list[list[Scrape]]
 ) -> None:
     """Whatever each target (job) last scraped, and however long ago within the lookback, a pod's LRU age is its
-    newest scrape's among the targets that keep its signals, absent where that scrape had none."""
+    newest scrape's among the targets that keep its signals, absent where that scrape had none, and the pod is as
+    fresh as that scrape (not as a newer scrape of a job that keeps only the exporter's own series)."""
     samples: list[Sample] = []
     for index, scrapes in enumerate(pods):
         for job, (ago, lru, keeps) in enumerate(scrapes):
@@ -150,4 +172,5 @@ async def test_every_pod_reads_what_its_newest_scrape_said(
     for index, scrapes in enumerate(pods):
         newest = min(scrape for scrape in scrapes if scrape[2])  # the fewest seconds ago of those keeping signals
         assert read["team-a", f"p-{index}"].lru_age_s == newest[1]
+        assert read["team-a", f"p-{index}"].sampled_at == pytest.approx(now - newest[0], abs=1e-3)
 
