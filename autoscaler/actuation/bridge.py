@@ -279,7 +279,8 @@ class ReplicaBridge:
             self._retries.clear()
             for key in list(self._memory):
                 self._forget(key)
-            self._owners.clear()  # not kept current while not leading
+            # Not kept current while not leading: all forgotten, in place (the reconciler holds this object).
+            self._owners.replace(None, ())
             self._covered = set()
             return 0
         if self._throttled():

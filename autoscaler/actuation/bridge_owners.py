@@ -85,13 +85,6 @@ class RuntimeOwners:
             if not members:
                 del index[group]
 
-    def clear(self) -> None:
-        """Forget every RuntimeScale (this replica stopped leading: nothing keeps the claims current). Cleared in
-        place, as the bridge's reconciler holds this same object."""
-        self._claims.clear()
-        self._by_runtime.clear()
-        self._by_deployment.clear()
-
     def replace(self, namespace: str | None, scales: Iterable[tuple[ScaleId, Mapping[str, Any]]]) -> None:
         """A fresh list of the RuntimeScales of `namespace` (None: all namespaces): those not in it are gone."""
         listed = dict(scales)

@@ -33,3 +33,30 @@ async def test_no_write_of_a_reconcile_goes_out_after_leadership_is_lost(
     bridge = ReplicaBridge(kube_client, namespaces=[NS])
     await bridge.sync()
     assert (kube.stored("runtimescales", NS, "triton").get("status") or {}).get("replicas") is not None
+
+
+async def test_a_leader_again_finds_the_owner_deleted_while_it_did_not_lead(
+    kube: FakeKubeApi, kube_client: KubeClient
+) -> None:
+    """Who owns a runtime is forgotten while not leading and learnt again from the next term's lists: the copy of
+    a RuntimeScale deleted meanwhile owns the runtime then, and its replicas reach it (not "owned by" the gone one)."""
+    kube.add_serving_runtime(NS, "triton", replicas=2)
+    kube.add_modelmesh_runtime(NS, DEPLOYMENT, replicas=2)
+    kube.clock = lambda: 1_700_000_000
+    kube.add_runtime_scale(NS, "triton", replicas=5)
+    kube.clock = lambda: 1_700_000_100
+    kube.add_runtime_scale(NS, "copy", serving_runtime="triton", replicas=3)
+    leads = True
+    bridge = ReplicaBridge(kube_client, namespaces=[NS], may_write=lambda: leads)
+    await bridge.sync()
+    assert kube.serving_runtime_replicas(NS, "triton") == 5  # the older one owns it
+
+    leads = False
+    await bridge.sync()
+    kube.delete_object("runtimescales", NS, "triton")
+    leads = True
+    await bridge.sync()
+
+    assert kube.serving_runtime_replicas(NS, "triton") == 3
+    [ready] = [c for c in kube.stored("runtimescales", NS, "copy")["status"]["conditions"] if c["type"] == "Ready"]
+    assert ready["status"] == "True", ready
