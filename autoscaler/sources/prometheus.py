@@ -31,7 +31,8 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
   not an error, but counted (`partial_answers`, one per refresh) and, for the runtimes with a Ready pod missing
   from them, a `partial` problem in /debug (`problems`).
 - none of a runtime's Ready pods has series for UNSEEN_WARN_AFTER_S while other runtimes' pods have them
-  (its namespace left out of what Prometheus scrapes): logged once, naming the runtime; not an error.
+  (its namespace left out of what Prometheus scrapes): logged once, naming the runtime; not an error
+  (`prometheus_unseen`).
 
 - a refresh shows what Prometheus's `--query.lookback-delta` or the exporters' scrape interval would cause (no
   series, a pod's series gone, a stale sample): `prometheus_lookback` measures both once and says what does not
@@ -90,6 +91,7 @@ from autoscaler.sources.prometheus_promql import (
     build_queries,
 )
 from autoscaler.sources.prometheus_reader import Answers, PrometheusReader
+from autoscaler.sources.prometheus_unseen import UNSEEN_WARN_AFTER_S, UnseenRuntimes
 from exporter import names
 from exporter.flag_values import without_password
 from exporter.outage_log import OutageLog
@@ -105,17 +107,9 @@ _SERIES = {field: series for series, field in SCALAR_FIELDS.items()} | {
 
 REASON_PARTIAL = "partial"
 """A `SourceProblem`'s reason while the answers are partial and leave out Ready pods of the runtime (not an error)."""
-REASON_UNSEEN = "unseen"
-"""A `SourceProblem`'s reason while none of the runtime's Ready pods has series and other runtimes' pods have them
-(not an error: a new pod not scraped yet, or a namespace Prometheus does not scrape)."""
 
 FLAP_QUIET_S = 60.0
 """How long after an outage's line a new outage for the same reason is only counted (as the exporter does)."""
-
-UNSEEN_WARN_AFTER_S = 120.0
-"""How long all of a runtime's Ready pods may lack series before the log names it: longer than Prometheus takes
-to discover and scrape a new pod (its service discovery, plus a 30 s scrape interval)."""
-
 
 def _older(sample: PodSample, previous: PodSample | None) -> bool:
     """True when `sample` describes an earlier time than the one we hold (a restarted Prometheus that lost
@@ -208,8 +202,7 @@ class PrometheusSource(SourceDefaults):
         self._partial_left_out: frozenset[RuntimeKey] = frozenset()  # runtimes with Ready pods the answers lack
         self.partial_answers = 0
         """Refreshes answered partial so far (`modelmesh_autoscaler_source_partial_answers_total`)."""
-        self._unseen_since: dict[RuntimeKey, float] = {}  # runtimes none of whose Ready pods have series, since
-        self._unseen_warned: set[RuntimeKey] = set()
+        self._unseen = UnseenRuntimes(self._url)
         self._last: dict[PodRef, PodSample] = {}
         self._garbage = PrometheusGarbage(self._url, self._count)
         self.errors: Counter[str] = Counter()
@@ -270,7 +263,7 @@ class PrometheusSource(SourceDefaults):
         if reached and self._lookback.due(now):
             await self._check_scrapes(inventory, seen, now)
         if backend_ok and not held:
-            self._note_unseen(inventory, seen, now)
+            self._unseen.note(inventory, seen, now)
             if self._gpu_source == "dcgm":
                 self._note_dcgm_unmatched(answers["gpu_busy"], seen, now)
         self._forget_vanished(inventory)
@@ -289,12 +282,8 @@ class PrometheusSource(SourceDefaults):
                 REASON_PARTIAL, f"Prometheus at {self._url} answered partial data without some of this runtime's "
                 f"Ready pods (they hold their last good samples and turn stale): {'; '.join(sorted(self._partial))}",
                 self._partial_since),)
-        elif (unseen_since := self._unseen_since.get(key)) is not None:
-            problems += (SourceProblem(
-                REASON_UNSEEN, f"Prometheus at {self._url} has no {names.LAST_SUCCESS_TIMESTAMP} series for any Ready "
-                f"pod of {key} while it has them for other runtimes' pods: a new pod not scraped yet, or is Prometheus "
-                f"not scraping namespace {key.namespace} (a PodMonitor's namespaceSelector, a scrape config's "
-                "relabelling, a NetworkPolicy on port 9187)?", unseen_since),)
+        elif (unseen := self._unseen.problem(key)) is not None:
+            problems += (unseen,)
         return problems + self._garbage.problems(key)
 
     async def close(self) -> None:
@@ -472,15 +461,14 @@ class PrometheusSource(SourceDefaults):
         for ref in [ref for ref in self._last if ref not in known]:
             del self._last[ref]
         self._garbage.forget(known, inventory)
-        for key in (self._unseen_since.keys() | self._unseen_warned) - inventory.keys():
+        for key in self._unseen.runtimes() - inventory.keys():
             self.forget(key)
 
     def forget(self, key: RuntimeKey) -> None:
         """Drop what is kept of runtime `key` itself (`autoscaler.forgetting`): it is gone, or created again (a new
         Deployment uid, `forgetting.RecreatedRuntimes`). What is kept per pod is the pod's: a new object's pods are
         other pods, and a pod no longer listed is forgotten as such (`_forget_vanished`)."""
-        self._unseen_since.pop(key, None)
-        self._unseen_warned.discard(key)
+        self._unseen.forget(key)
 
     def _note_clock(self, offset_s: float) -> None:
         """Warn when Prometheus's clock is found off (or off by another minute), and say when it is right."""
@@ -492,28 +480,6 @@ class PrometheusSource(SourceDefaults):
         elif not offset_s and self._clock_off_s:
             log.info("Prometheus at %s has a clock that agrees with ours again", self._url)
         self._clock_off_s = offset_s
-
-    def _note_unseen(self, inventory: Mapping[RuntimeKey, RuntimeInventory], seen: set[PodRef], now: float) -> None:
-        """Name a runtime none of whose Ready pods has had series for UNSEEN_WARN_AFTER_S, once, while Prometheus
-        answers for others: the usual cause is its namespace left out of what Prometheus scrapes, and nothing
-        else would say so (its values are held, then 503, as for any pod without data)."""
-        for key, runtime in inventory.items():
-            ready = [pod.name for pod in runtime.pods if pod.ready]
-            if not ready or any((key.namespace, name) in seen for name in ready):
-                self._unseen_since.pop(key, None)
-                if key in self._unseen_warned:
-                    self._unseen_warned.discard(key)
-                    log.info("Prometheus has series for runtime %s/%s again", key.namespace, key.deployment)
-                continue
-            since = self._unseen_since.setdefault(key, now)
-            if now - since >= UNSEEN_WARN_AFTER_S and key not in self._unseen_warned:
-                self._unseen_warned.add(key)
-                log.warning(
-                    "Prometheus at %s has had no %s series for runtime %s/%s (%d Ready pods: %s) for %.0f s, while it "
-                    "has them for other runtimes: is it scraping that namespace's exporters (a PodMonitor's "
-                    "namespaceSelector, a scrape config's relabelling)? Its values are unknown until it does",
-                    self._url, names.LAST_SUCCESS_TIMESTAMP, key.namespace, key.deployment, len(ready),
-                    few(ready, 3), now - since)
 
     def _note_dcgm_unmatched(self, gpu: Mapping[PodRef, str], seen: set[PodRef], now: float) -> None:
         """With `--gpu-source dcgm`, say once when for UNSEEN_WARN_AFTER_S no pod Prometheus has series for has a

@@ -10,7 +10,8 @@ import pytest
 
 from autoscaler.model import RuntimeKey
 from autoscaler.sources.base import PodTarget, RuntimeInventory
-from autoscaler.sources.prometheus import REASON_UNSEEN, UNSEEN_WARN_AFTER_S, PrometheusSource
+from autoscaler.sources.prometheus import PrometheusSource
+from autoscaler.sources.prometheus_unseen import REASON_UNSEEN, UNSEEN_WARN_AFTER_S
 from tests.sources.conftest import StartPrometheus
 from tests.sources.static_discovery import StaticDiscovery
 from tests.sources.test_prometheus_source import AGE_S, TRITON, exporter_series, signals
