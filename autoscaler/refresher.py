@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Protocol
 
 from autoscaler.capacity_warnings import NoCapacityWarnings
+from autoscaler.costs_left_outside import CostsLeftOutside
 from autoscaler.forgetting import ForgetsRuntimes, RecreatedRuntimes
 from autoscaler.horizon_log import ShortHorizonLog
 from autoscaler.log_lists import say_each_or_counted
@@ -127,6 +128,9 @@ class Refresher:
         self.configured_warnings: Mapping[RuntimeKey, str] = {}
         """Set at start: what the settings leave a runtime without (a policy-file runtime outside --namespaces,
         `autoscaler.runtimes_outside_namespaces`), added to its view's `warnings` (its /debug) at every refresh."""
+        self.costs_left_outside: CostsLeftOutside | None = None
+        """Set where deletion costs are written and discovery watches pods: the `configured_warnings` runtimes
+        (outside --namespaces) get none, so /debug shows none, and the costs left on their pods are warned of."""
         self.cost_writes: RankingWrites | None = None
         """Set while deletion costs are written: handed each refresh's views as decided, and asked whether a
         runtime's ranking is on its pods before its replica count may fall (`autoscaler.ranking_hold`)."""
@@ -154,7 +158,8 @@ class Refresher:
         views = done.views
         for key, warning in self.configured_warnings.items():  # a few runtimes at most, not one per runtime
             if (warned := views.get(key)) is not None:
-                views[key] = dataclasses.replace(warned, warnings=(*warned.warnings, warning))
+                warned = dataclasses.replace(warned, warnings=(*warned.warnings, warning))
+                views[key] = warned if self.costs_left_outside is None else self.costs_left_outside.shown(warned)
         self._forget_gone(snapshots, done.failed)
         self.policies.notice_file_change()  # an edited policy file: a restart applies it (logged once)
         self._publish(views, done)
@@ -235,6 +240,8 @@ class Refresher:
         keep something per runtime belongs here, or a runtime created within one refresh inherits it."""
         kept: tuple[ForgetsRuntimes, ...] = (self.policies, self._ranking_hold, self._transitions,
                                              self._short_horizons)
+        if self.costs_left_outside is not None:
+            kept = (*kept, self.costs_left_outside)
         return kept if self.cost_writes is None else (*kept, self.cost_writes)
 
     def _forget_runtime(self, key: RuntimeKey) -> None:

@@ -12,8 +12,10 @@ Warned, not widened: the HPA watch and the bridge are not extended to that names
 ServingRuntimes there and `--namespaces` is where an operator says (and the namespaced overlay binds) where the
 adapter may act. For the same reason no pod-deletion cost is written on its pods
 (`autoscaler.actuation.writes_off.written_namespaces`): the leader wrote them, into a namespace nobody listed, or
-had each patch refused (403) at every pass. Warned, not refused (as `autoscaler.unused_settings`): an adapter
-that starts today keeps starting after an upgrade, and its operator learns what to add.
+had each patch refused (403) at every pass. Nor removed: those an earlier release wrote there stay, which
+`autoscaler.costs_left_outside` names with the command that removes them. Warned, not refused (as
+`autoscaler.unused_settings`): an adapter that starts today keeps starting after an upgrade, and its operator
+learns what to add.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def runtimes_outside_namespaces(settings: ServeSettings, runtimes: Iterable[Runt
     if not outside:
         return None
     flag = settings.given_as("namespaces")
-    setting = _as_given(flag, ",".join(served))
+    setting = namespaces_as_given(settings)
     config = _as_given(settings.given_as("config"), str(settings.config))
     missing = sorted({key.namespace for key in outside})
     one = len(outside) == 1
@@ -46,7 +48,9 @@ def runtimes_outside_namespaces(settings: ServeSettings, runtimes: Iterable[Runt
                   f"ServingRuntime{'' if one else 's'} (the {hpa} replicas go nowhere)")
     if settings.deletion_cost:
         lacks += (f"; no pod-deletion cost is written on {its} pods: the adapter writes nothing outside "
-                  f"{flag}")
+                  f"{flag}; costs an earlier release's leader wrote there stay, and the ReplicaSet keeps removing "
+                  f"pods by them: once the pod watch sees such costs, the log and /debug/runtimes name them "
+                  f"with the command that removes them")
     named = (f"runtime {outside[0]}, whose namespace" if one
              else f"runtimes {', '.join(map(str, outside))}, whose namespaces")
     return (f"{config} names {named} {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
@@ -62,6 +66,11 @@ def warnings_by_runtime(settings: ServeSettings, runtimes: Iterable[RuntimeKey])
     unbounded reads why there, not only in a start log long rotated away."""
     said = {key: runtimes_outside_namespaces(settings, [key]) for key in runtimes}
     return {key: warning for key, warning in said.items() if warning is not None}
+
+
+def namespaces_as_given(settings: ServeSettings) -> str:
+    """`--namespaces team-a,team-b` (or `AUTOSCALER_NAMESPACES=...`): the setting as the user wrote it."""
+    return _as_given(settings.given_as("namespaces"), ",".join(written_namespaces(settings)))
 
 
 def _as_given(name: str, value: str) -> str:

@@ -26,13 +26,14 @@ from autoscaler.actuation.cluster_pods import ClusterPods
 from autoscaler.actuation.writes_off import start_writing
 from autoscaler.api.app import build_served_app
 from autoscaler.api.certs import self_signed_server_context, server_context
+from autoscaler.costs_left_outside import CostsLeftOutside, PodCostsSeen
 from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.policy_origins import FLAG_DESTS, flag_origins
 from autoscaler.policies.policy_values import apply_overrides
 from autoscaler.refresher import Refresher
-from autoscaler.runtimes_outside_namespaces import warnings_by_runtime
+from autoscaler.runtimes_outside_namespaces import namespaces_as_given, warnings_by_runtime
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings, is_loopback
 from autoscaler.sources.base import DiscoveryScopes, MetricSource, PodDiscovery
@@ -174,6 +175,9 @@ class RefreshStack:
         self.refresher = ServingRefresher(self.source, policies, self.metrics,
                                           interval_s=settings.refresh_interval_s, window_s=settings.window_s)
         self.refresher.configured_warnings = warnings_by_runtime(settings, policies.runtimes)
+        if self.refresher.configured_warnings and settings.deletion_cost and isinstance(self.discovery, PodCostsSeen):
+            self.refresher.costs_left_outside = CostsLeftOutside(
+                settings.given_as("namespaces"), namespaces_as_given(settings), self.discovery)
         self.hpas = build_hpa_watch(settings)
         if self.hpas is not None:
             self.refresher.hpa_bounds = self.hpas.bounds

@@ -52,6 +52,7 @@ from autoscaler.sources.kube_objects import (
     MODELMESH_NAME_LABEL,
     MODELMESH_SERVICE_LABEL,
     build_inventory,
+    fallback_selector,
 )
 from autoscaler.sources.kube_watch import PodWatch
 
@@ -268,6 +269,13 @@ class KubePodDiscovery:
         a pod not watched). Read from the deletion-cost writer's planning thread: dict lookups, atomic."""
         watch = self._watch_of(namespace)
         return None if watch is None else watch.deletion_costs.get((namespace, pod))
+
+    def pod_selector(self, key: RuntimeKey) -> dict[str, str]:
+        """The labels that select the runtime's pods, as its Deployment last read says (ModelMesh's `name` label
+        before it is read): for the command that removes the deletion costs left outside `--namespaces`
+        (`autoscaler.costs_left_outside`)."""
+        record = self._deployments.runtimes.get(key)
+        return dict(record.selector) if record is not None else fallback_selector(key)
 
     def pod_uid(self, namespace: str, pod: str) -> str | None:
         """The `metadata.uid` of the pod of that name as last seen in the cluster (None: a pod not watched),
