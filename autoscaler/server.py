@@ -27,6 +27,7 @@ from autoscaler.actuation.writes_off import start_writing
 from autoscaler.api.app import build_served_app
 from autoscaler.api.certs import self_signed_server_context, server_context
 from autoscaler.costs_left_outside import CostsLeftOutside, PodCostsSeen
+from autoscaler.gcsettings import CollectAfterRefresh
 from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
@@ -178,6 +179,8 @@ class RefreshStack:
         if self.refresher.configured_warnings and settings.deletion_cost and isinstance(self.discovery, PodCostsSeen):
             self.refresher.costs_left_outside = CostsLeftOutside(
                 settings.given_as("namespaces"), namespaces_as_given(settings), self.discovery)
+        # first of the listeners: what publishing leaves in cycles is collected after the next refresh
+        self.refresher.listeners.append(CollectAfterRefresh().after_refresh)  # autoscaler/gcsettings.py
         self.hpas = build_hpa_watch(settings)
         if self.hpas is not None:
             self.refresher.hpa_bounds = self.hpas.bounds
