@@ -109,7 +109,10 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
                          f"https://127.0.0.1:{adapter_port}/healthz", tmp_path / "adapter.log"):
                 state.kubeconfig = write_kubeconfig(tmp_path / "adapter.kubeconfig",
                                                     f"https://127.0.0.1:{adapter_port}")
-                await eventually(lambda: _above(state, TRITON, "triton-a", 200), "triton-a's load is read")
+                # At its rate, not at its first reading: an exporter's first rates come from two reads half a second
+                # apart, and on a loaded machine they ran up to 1.4x (409 req/s for 300, 24 for 10), which the tests
+                # below then took for triton-a's load (its held sample, what the runtime serves).
+                await eventually(lambda: _within(state, TRITON, "triton-a", 250, 350), "triton-a's load is read")
                 yield state
         finally:
             for name in list(state.pods):
@@ -117,12 +120,33 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
 
 
 async def _above(cluster: Cluster, deployment: str, pod: str, rps: float) -> bool:
+    return await _within(cluster, deployment, pod, rps, float("inf"))
+
+
+async def _within(cluster: Cluster, deployment: str, pod: str, low: float, high: float) -> bool:
+    """Whether /debug shows `pod` fresh at a request rate above `low` and below `high` (False while it answers no
+    document yet)."""
     with contextlib.suppress(AssertionError):
-        return ((await cluster.pod_rps(deployment)).get(pod) or 0.0) > rps
+        return low < ((await cluster.pod_rps(deployment)).get(pod) or 0.0) < high
     return False
 
 
+async def served_load(cluster: Cluster, deployment: str) -> float:
+    """`modelmesh_request_load` of `deployment` as kubectl reads it."""
+    code, load = await asyncio.to_thread(
+        get_raw, cluster.kubeconfig,
+        f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NS}/modelmesh_request_load"
+        f"?labelSelector=deployment%3D{deployment}")
+    assert code == 0, load
+    value: str = load["items"][0]["value"]
+    return int(value[:-1]) / 1000 if value.endswith("m") else float(value)
+
+
 async def test_a_lost_pods_ip_taken_by_another_runtimes_pod_is_read_as_the_new_pod_only(cluster: Cluster) -> None:
+    # What kubectl reads before: about 424 = 2 x M2(300, 10) (triton-a at 300 req/s, triton-b at 10), more where
+    # triton-a's first readings ran high on a loaded machine, which the slow fall (300 s) keeps. Held from the loss
+    # on: triton-a holds its last good sample.
+    before = await served_load(cluster, TRITON)
     await cluster.lose_node_of("triton-a")
     await cluster.start_pod("onnx-new", ONNX, "127.0.0.71", 900.0)  # triton-a's IP, triton-a still listed Ready
     await eventually(lambda: _above(cluster, ONNX, "onnx-new", 600), "the new pod's load is read")
@@ -132,13 +156,11 @@ async def test_a_lost_pods_ip_taken_by_another_runtimes_pod_is_read_as_the_new_p
     assert (lost["requests_per_second"] or 0) < 600, "the other runtime's pod was read as triton-a"
     problems = {problem["pod"]: problem for problem in triton["source"]["problems"]}
     assert "onnx-new" in problems["triton-a"]["detail"], problems
-    code, load = await asyncio.to_thread(
-        get_raw, cluster.kubeconfig,
-        f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NS}/modelmesh_request_load"
-        f"?labelSelector=deployment%3D{TRITON}")
-    assert code == 0, load
-    value = load["items"][0]["value"]
-    assert (int(value[:-1]) / 1000 if value.endswith("m") else float(value)) < 600, value
+    # The new pod's 900 req/s read as triton-a's serves at least 2 x M2(600, 10) = 849 at once (a rise is served at
+    # once); the value held moves only with the last readings before the loss, a few percent. It was asserted below
+    # 600, which a loaded machine's first readings of triton-a passed with no address reused (704 in a run of
+    # tests/e2e at -n 3; 580 before the loss in a probe).
+    assert (after := await served_load(cluster, TRITON)) <= 1.1 * before, (before, after)
 
 
 async def test_a_lost_pods_ip_taken_by_a_pod_not_listed_yet_is_refused_by_the_pod_its_exporter_names(
