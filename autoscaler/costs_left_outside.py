@@ -19,8 +19,9 @@ from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
 from autoscaler.log_lists import few
-from autoscaler.model import PodViews, RuntimeKey, RuntimeView
+from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.names import DELETION_COST_ANNOTATION
+from autoscaler.unwritten_costs import without_costs
 
 log = logging.getLogger(__name__)
 
@@ -57,16 +58,16 @@ class CostsLeftOutside:
 
     def shown(self, view: RuntimeView) -> RuntimeView:
         """`view` as /debug shows it: no pod's `deletion_cost`, and a warning naming the costs left on its pods."""
-        pods = PodViews.of(dataclasses.replace(pod, deletion_cost=None) for pod in view.pods)  # a few runtimes
+        shown = without_costs(view)
         left = self._costs_left(view)
         if not left:
             self._warned.discard(view.key)  # removed: costs put back later are news again
-            return dataclasses.replace(view, pods=pods)
+            return shown
         warning = self._warning(view.key, left)
         if view.key not in self._warned:
             self._warned.add(view.key)
             log.warning("%s", warning)
-        return dataclasses.replace(view, pods=pods, warnings=(*view.warnings, warning))
+        return dataclasses.replace(shown, warnings=(*view.warnings, warning))
 
     def forget(self, key: RuntimeKey) -> None:
         """The runtime is gone, or another object: its costs left are news again."""

@@ -33,6 +33,7 @@ from autoscaler.running_clock import RunningClock
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.base import MetricSource
 from autoscaler.transition_log import RuntimeTransitions
+from autoscaler.unwritten_costs import without_costs
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +132,9 @@ class Refresher:
         self.costs_left_outside: CostsLeftOutside | None = None
         """Set where deletion costs are written and discovery watches pods: the `configured_warnings` runtimes
         (outside --namespaces) get none, so /debug shows none, and the costs left on their pods are warned of."""
+        self.costs_written = True
+        """False under `--deletion-cost off`: no pod-deletion cost is written, so the views published show none
+        (`autoscaler.unwritten_costs`), only each pod's `need`."""
         self.cost_writes: RankingWrites | None = None
         """Set while deletion costs are written: handed each refresh's views as decided, and asked whether a
         runtime's ranking is on its pods before its replica count may fall (`autoscaler.ranking_hold`)."""
@@ -160,6 +164,8 @@ class Refresher:
             if (warned := views.get(key)) is not None:
                 warned = dataclasses.replace(warned, warnings=(*warned.warnings, warning))
                 views[key] = warned if self.costs_left_outside is None else self.costs_left_outside.shown(warned)
+        if not self.costs_written:
+            views = {key: without_costs(view) for key, view in views.items()}
         self._forget_gone(snapshots, done.failed)
         self.policies.notice_file_change()  # an edited policy file: a restart applies it (logged once)
         self._publish(views, done)

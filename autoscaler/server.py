@@ -176,6 +176,7 @@ class RefreshStack:
         self.refresher = ServingRefresher(self.source, policies, self.metrics,
                                           interval_s=settings.refresh_interval_s, window_s=settings.window_s)
         self.refresher.configured_warnings = warnings_by_runtime(settings, policies.runtimes)
+        self.refresher.costs_written = settings.deletion_cost
         if self.refresher.configured_warnings and settings.deletion_cost and isinstance(self.discovery, PodCostsSeen):
             self.refresher.costs_left_outside = CostsLeftOutside(
                 settings.given_as("namespaces"), namespaces_as_given(settings), self.discovery)

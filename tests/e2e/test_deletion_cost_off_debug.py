@@ -1,0 +1,37 @@
+"""`--deletion-cost off`, as /debug shows it: no pod-deletion cost is written, so none is shown as if it were.
+
+Before, each pod's `deletion_cost` showed the ranking's cost all the same (0 / 900 on pods nobody annotated),
+which a platform engineer reads as the order the ReplicaSet removes pods in. The ranking itself is still
+shown, as each pod's `need`; the values the HPA reads do not depend on the setting."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import data_path_running
+from tests.e2e.test_missing_signal_e2e import debug_runtime
+from tests.e2e.test_unique_copies_e2e import ONLY_UNIQUE_COPIES, shown
+from tests.support.processes import poll
+
+pytestmark = pytest.mark.slow
+
+UNEVEN = [["--model-prefix", "alone"], ["--model-prefix", "shared"], ["--model-prefix", "shared"]]
+"""pod-0 alone serves its models, pod-1 and pod-2 share theirs: needs 1, 0, 0 (costs 900, 0, 0 where written)."""
+
+
+@pytest.mark.parametrize(("spelling", "env"), [(["--deletion-cost", "off"], {}),
+                                               ([], {"AUTOSCALER_DELETION_COST": "off"})])
+def test_deletion_cost_off_shows_each_pods_need_and_a_null_deletion_cost(
+        tmp_path: Path, spelling: list[str], env: dict[str, str]) -> None:
+    with data_path_running(tmp_path, pods=3, rps=30.0, policy=ONLY_UNIQUE_COPIES, modelmesh_args=UNEVEN,
+                           adapter_args=spelling, adapter_env=env) as path:
+        with contextlib.suppress(AssertionError):  # said below, with the needs seen last
+            poll(lambda: shown(path, "need") == {"pod-0": 1.0, "pod-1": 0.0, "pod-2": 0.0}, timeout=30)
+        assert shown(path, "need") == {"pod-0": 1.0, "pod-1": 0.0, "pod-2": 0.0}
+        assert shown(path, "deletion_cost") == {"pod-0": None, "pod-1": None, "pod-2": None}
+        assert debug_runtime(path)["known"] is True
+        code, desired = path.served("modelmesh_desired_replicas")
+        assert code == 0 and isinstance(desired, float) and desired >= 1, desired
