@@ -20,13 +20,16 @@ An HPA of ours (on a RuntimeScale, or on the adapter's metrics) named like the r
 gets a warning once too: modelmesh-serving manages the HPA of that name. While the ServingRuntime has no
 autoscaler class, its controller replaces the HPA with a CPU HPA on the Deployment (an update without a
 resourceVersion, which HPAs allow) and then deletes it, so the user's HPA vanishes (read in
-modelmesh-serving's `controllers/hpa/hpa_reconciler.go`).
+modelmesh-serving's `controllers/hpa/hpa_reconciler.go`). Once: while the HPA is there, and when it comes back
+while among the last `GONE_HPAS_REMEMBERED` such HPAs deleted (a GitOps tool applying it again), so that HPA
+churn does not grow what the watch remembers (`autoscaler.said_once`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import ChainMap
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -42,6 +45,7 @@ from autoscaler.kube.session import ClientFactory, KubeSession
 from autoscaler.kube.watch_news import ScopeLine, flushed_when_stopped, watch_news
 from autoscaler.log_lists import few
 from autoscaler.model import RuntimeKey
+from autoscaler.said_once import SaidOnce
 
 log = logging.getLogger("autoscaler.sources.kube_hpas")
 
@@ -58,6 +62,9 @@ WORKS_AGAIN = ScopeLine(
     ends=(FAILING,))
 
 RUNTIME_SCALE_KIND: Final = "RuntimeScale"
+GONE_HPAS_REMEMBERED: Final = 1000
+"""HPAs warned about and since deleted whose warning is not said again when they come back (`SaidOnce`): a
+GitOps tool re-creating the HPA modelmesh-serving's controller deleted, minutes later, is no news."""
 SERVING_RUNTIME_PREFIX: Final = "modelmesh-serving-"
 """The Deployment of ServingRuntime `<name>` is `modelmesh-serving-<name>` (docs/design.md)."""
 
@@ -129,7 +136,7 @@ def parse_hpa(obj: Mapping[str, Any]) -> HpaBounds | None:
 
 
 def bounds_by_runtime(hpas: Iterable[HpaBounds], warned: set[RuntimeKey] | None = None,
-                      warned_names: set[tuple[str, str]] | None = None) -> dict[RuntimeKey, tuple[int, int]]:
+                      warned_names: SaidOnce[tuple[str, str]] | None = None) -> dict[RuntimeKey, tuple[int, int]]:
     """(minReplicas, maxReplicas) per runtime; two HPAs on one runtime give the tighter bounds, with a
     warning (once per runtime when `warned` is kept by the caller), and an HPA of ours with
     modelmesh-serving's name for it gets a warning (once per HPA when `warned_names` is kept)."""
@@ -143,13 +150,11 @@ def bounds_by_runtime(hpas: Iterable[HpaBounds], warned: set[RuntimeKey] | None 
                 result[key] = (max(low, hpa.min_replicas), min(high, hpa.max_replicas))
             else:
                 result[key] = (hpa.min_replicas, hpa.max_replicas)
-        if hpa.controller_name and (warned_names is None or (hpa.namespace, hpa.name) not in warned_names):
+        if hpa.controller_name and (warned_names is None or warned_names.first_time((hpa.namespace, hpa.name))):
             log.warning("HPA %s/%s has the name of the runtime Deployment it scales, which is modelmesh-serving's: "
                         "while the ServingRuntime has no autoscaler class, its controller replaces this HPA with a "
                         "CPU HPA on the Deployment and then deletes it; give it another name (e.g. %s-autoscaler)",
                         hpa.namespace, hpa.name, hpa.name)
-            if warned_names is not None:  # kept: a GitOps tool that re-creates it is not a warning each time
-                warned_names.add((hpa.namespace, hpa.name))
     for key, names in owners.items():
         if len(names) > 1 and (warned is None or key not in warned):
             log.warning("runtime %s is scaled by %d HPAs (%s); using the tighter bounds", key, len(names),
@@ -200,7 +205,8 @@ class HpaWatch:
         self._hpas: dict[Scope, dict[tuple[str, str], HpaBounds]] = {scope: {} for scope in self._scopes}
         self._table: dict[RuntimeKey, tuple[int, int]] = {}
         self._warned: set[RuntimeKey] = set()
-        self._warned_names: set[tuple[str, str]] = set()
+        self._warned_names: SaidOnce[tuple[str, str]] = SaidOnce(GONE_HPAS_REMEMBERED)
+        """The HPAs named like their runtime Deployment, warned about: those there, and the latest gone."""
         self.ok = False
         """False until every scope was listed, and while a watch is failing (bounds stay as last seen)."""
         self._ok: dict[Scope, bool] = dict.fromkeys(self._scopes, False)
@@ -275,6 +281,7 @@ class HpaWatch:
             log.info("HPA bounds (minReplicas, maxReplicas): %s", describe_changes(self._table, table))
         self._table = table
         self._warned &= table.keys()  # a runtime gone from every HPA is warned about again if it comes back
+        self._warned_names.keep(ChainMap(*self._hpas.values()))
 
     def _replace(self, scope: Scope, items: list[JSON]) -> None:
         hpas: dict[tuple[str, str], HpaBounds] = {}
