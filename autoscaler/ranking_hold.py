@@ -7,8 +7,11 @@ the lowest `controller.kubernetes.io/pod-deletion-cost`. The writer patches the 
 refresh: a PATCH refused (503, 403), a `Retry-After` pausing the writer, or a fleet-wide drop queueing thousands of
 patches (20 a second) left the lower value served while the cluster still ranked the pod now most needed lowest,
 and that pod was removed. So, as for missing data ("never signal a scale-down on missing data"), the served
-value is held where it would remove a pod (`ceil` of it below both what was served before and the current replicas)
-that the ranking does not count among the least needed (`autoscaler.actuation.removal_order`).
+value is held where it would remove a pod (`ceil` of it below the current replicas) that the ranking does not
+count among the least needed (`autoscaler.actuation.removal_order`). At every refresh while it is below what runs,
+not only the one where it falls: the HPA acts at any sync (at once, with no scale-down stabilization), and a
+ranking that turned after the fall (the load moving onto the pod carrying the lowest cost) left the lower value
+served, the held value compared with itself, while the new costs waited for their per-pod minute.
 
 The order, not the values: waiting until every pod carried exactly this refresh's cost held scale-downs under
 ordinary load noise (a bucket moved, and the writer puts a changed bucket off for its per-pod minute) until the cap,
@@ -89,6 +92,15 @@ class _Spell:
     past: bool = False
 
 
+def _removing_none(earlier: ServedValue | None, current: int) -> float:
+    """The value a held runtime is served: the one served before where it removed no pod (a fraction above
+    `current - 1` is kept as it was), else what runs. Not the lower value served before: a ranking that turns
+    after the value fell is checked as well, and that value would hold nothing."""
+    if earlier is None or earlier.value is None or math.ceil(earlier.value) < current:
+        return float(current)
+    return min(earlier.value, float(current))
+
+
 class RankingHold:
     """Holds the served replica count of runtimes whose ranking is not yet written; keeps each spell's start."""
 
@@ -110,17 +122,14 @@ class RankingHold:
         if served is None or served.value is None or current is None:
             self._spells.pop(key, None)
             return view
-        earlier = before.values.get(_DESIRED) if before is not None else None
-        floor = float(current) if earlier is None or earlier.value is None else min(earlier.value, float(current))
         removing = current - math.ceil(served.value)  # as the HPA rounds it
         new = removing > self._removing.get(key, 0)
-        if removing > 0:
-            self._removing[key] = removing
-        else:
+        if removing <= 0:  # no pod would go on this value's account
             self._removing.pop(key, None)
-        if served.value >= floor or removing <= 0:  # no pod would go on this value's account
             self._spells.pop(key, None)
             return view
+        self._removing[key] = removing
+        floor = _removing_none(before.values.get(_DESIRED) if before is not None else None, current)
         pending = writes.misordered(key, view, removing, new)
         if pending is None:
             spell = self._spells.pop(key, None)

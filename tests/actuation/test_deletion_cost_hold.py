@@ -178,3 +178,32 @@ async def test_a_lasting_refusal_holds_the_scale_down_no_longer_than_the_bound(
     went = [r.getMessage() for r in caplog.records
             if r.levelno == logging.WARNING and "goes ahead with stale" in r.getMessage()]
     assert len(went) == 1 and "refused with 403" in went[0] and "Role without the verb patch" in went[0], went
+
+
+async def test_a_ranking_that_flips_after_the_value_fell_holds_it_until_the_new_costs_are_on_the_pods(
+        cluster: Cluster) -> None:
+    """The reviewer's `scale-down-tau-s: "0"` run: the value fell while the costs on the pods still ranked the
+    pods right, then the load moved onto the pod carrying the lowest cost. The value stayed below what runs, no
+    hold, while the HPA (with no scale-down stabilization) could remove that pod, now the busiest."""
+    cluster.source.load = {"pod-a": 100.0, "pod-b": 5.0, "pod-c": 50.0}  # 2 replicas; pod-b still least needed
+    await cluster.refresh()
+    assert await cluster.served() == 2.0
+    cluster.kube.fail(r"/pods/pod-b$", status=503, times=None, method="PATCH")
+    cluster.source.load = {"pod-a": 5.0, "pod-b": 100.0, "pod-c": 50.0}  # still 2; pod-b now the most needed
+    await cluster.refresh()  # the writer gets the new ranking now: one refresh may be load noise
+    await cluster.refresh()
+    assert cluster.least_needed_in_cluster() == ["pod-b"]
+    assert await cluster.served() == 3.0  # a scale-down now would remove pod-b
+    said = (await cluster.debug())["held"][ServedMetric.DESIRED_REPLICAS.value]
+    assert "the ReplicaSet would remove pod-b" in said, said
+    await cluster.until(lambda: cluster.patched("pod-b") >= 2, "tried pod-b's raise")  # urgent now
+    await cluster.refresh()
+    assert await cluster.served() == 3.0
+    said = (await cluster.debug())["held"][ServedMetric.DESIRED_REPLICAS.value]
+    assert "deletion costs of pod-b not written (refused with 503)" in said, said
+
+    cluster.kube.clear_faults()
+    await cluster.refresh(400.0)  # past any retry: the writer writes pod-b's raise
+    await cluster.until(lambda: "pod-b" not in cluster.least_needed_in_cluster(), "wrote pod-b's raise")
+    await cluster.refresh()
+    assert await cluster.served() == 2.0

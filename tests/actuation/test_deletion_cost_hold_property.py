@@ -1,9 +1,9 @@
 """Property: whatever the load does and whichever cost PATCHes are refused (503, 403) or throttled (429 with
-Retry-After), within `COST_HOLD_MAX_S` the served `modelmesh_desired_replicas` falls so that the HPA removes pods
-only when every choice the ReplicaSet may make by the costs on the pods removes least-needed pods: by this refresh's
-ranking, or, when the decided value already removed them at the last refresh (the writer had that ranking to write),
-by that refresh's ranking. Ties are equal both ways: pods of one carried cost may go in any order, pods of one
-ranked cost are equally needed.
+Retry-After), within `COST_HOLD_MAX_S` the served `modelmesh_desired_replicas` is below what runs (at the refresh
+it falls, and at every refresh after while the HPA has not acted) only when every choice the ReplicaSet may make by
+the costs on the pods removes least-needed pods: by this refresh's ranking, or, when the decided value already
+removed them at the last refresh (the writer had that ranking to write), by that refresh's ranking. Ties are equal
+both ways: pods of one carried cost may go in any order, pods of one ranked cost are equally needed.
 
 The refresher, the decision, the hold and the writer are the real ones; the pods' annotations are kept by a small
 stand-in for the API server's PATCH (the HTTP fake is too slow for hundreds of random runs)."""
@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping
 from itertools import combinations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
@@ -108,7 +108,7 @@ async def run(steps: list[tuple[tuple[float, ...], dict[str, int]]]) -> None:
         served, now = (v.values[ServedMetric.DESIRED_REPLICAS] for v in (before, view))
         assert served.value is not None and now.value is not None and served.raw is not None
         removing = 3 - math.ceil(now.value)
-        if now.value < min(served.value, 3) and removing > 0:
+        if removing > 0:  # below what runs: the HPA may act on it now, whatever it read before
             # With tau 0 `raw` is the value as decided, before any hold.
             handed = removing <= 3 - math.ceil(served.raw) and least_needed_go(ranking(before), api.costs, removing)
             assert handed or least_needed_go(ranking(view), api.costs, removing), (
@@ -120,6 +120,9 @@ async def run(steps: list[tuple[tuple[float, ...], dict[str, int]]]) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(STEPS)
+# The value fell with every pod idle, then the load came back onto one pod only: the costs on the pods rank it no
+# higher than the others, and the served value, already below what runs, kept removing pods (the reviewer's flip).
+@example([((0.0, 0.0, 0.0), {}), ((0.0, 0.0, 10.0), {}), ((0.0, 0.0, 10.0), {})])
 def test_the_served_replicas_fall_only_onto_an_order_that_removes_least_needed_pods(
         steps: list[tuple[tuple[float, ...], dict[str, int]]]) -> None:
     asyncio.run(run(steps))
