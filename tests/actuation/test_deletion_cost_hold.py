@@ -190,13 +190,16 @@ async def test_a_ranking_that_flips_after_the_value_fell_holds_it_until_the_new_
     assert await cluster.served() == 2.0
     cluster.kube.fail(r"/pods/pod-b$", status=503, times=None, method="PATCH")
     cluster.source.load = {"pod-a": 5.0, "pod-b": 100.0, "pod-c": 50.0}  # still 2; pod-b now the most needed
-    await cluster.refresh()  # the writer gets the new ranking now: one refresh may be load noise
     await cluster.refresh()
     assert cluster.least_needed_in_cluster() == ["pod-b"]
+    # pod-b is ranked two buckets above pod-a: no load noise, so the scale-down waits from this refresh on.
     assert await cluster.served() == 3.0  # a scale-down now would remove pod-b
     said = (await cluster.debug())["held"][ServedMetric.DESIRED_REPLICAS.value]
     assert "the ReplicaSet would remove pod-b" in said, said
-    await cluster.until(lambda: cluster.patched("pod-b") >= 2, "tried pod-b's raise")  # urgent now
+    await cluster.until(lambda: cluster.patched("pod-b") >= 1, "tried pod-b's raise")  # urgent: not its minute
+    await cluster.refresh()
+    assert await cluster.served() == 3.0
+    await cluster.until(lambda: cluster.patched("pod-b") >= 2, "tried pod-b's raise again")
     await cluster.refresh()
     assert await cluster.served() == 3.0
     said = (await cluster.debug())["held"][ServedMetric.DESIRED_REPLICAS.value]
@@ -206,4 +209,24 @@ async def test_a_ranking_that_flips_after_the_value_fell_holds_it_until_the_new_
     await cluster.refresh(400.0)  # past any retry: the writer writes pod-b's raise
     await cluster.until(lambda: "pod-b" not in cluster.least_needed_in_cluster(), "wrote pod-b's raise")
     await cluster.refresh()
+    assert await cluster.served() == 2.0
+
+
+async def test_a_ranking_that_turns_by_a_bucket_after_the_value_fell_is_not_held_and_written_at_its_minute(
+        cluster: Cluster) -> None:
+    """Load noise moves pods by a bucket at nearly every refresh: held each time (the writer leaving the turn to
+    the per-pod minute), the value went back up to the replicas that run at one refresh in four, and an HPA with
+    the default scale-down stabilization never scaled down."""
+    cluster.source.load = {"pod-a": 100.0, "pod-b": 5.0, "pod-c": 50.0}  # 2 replicas; costs 600/400/500 still right
+    await cluster.refresh()
+    assert await cluster.served() == 2.0
+    cluster.source.load = {"pod-a": 60.0, "pod-b": 45.0, "pod-c": 20.0}  # 600/500/400: pod-b a bucket over pod-c
+    for _ in range(2):
+        await cluster.refresh()
+        assert await cluster.served() == 2.0
+        assert ServedMetric.DESIRED_REPLICAS.value not in (await cluster.debug())["held"]
+    assert cluster.costs() == {"pod-a": 600, "pod-b": 400, "pod-c": 500}
+    await cluster.refresh()  # a minute after the costs were written
+    await cluster.until(lambda: cluster.costs() == {"pod-a": 600, "pod-b": 500, "pod-c": 400},
+                        "wrote the turned ranking at the pods' minute")
     assert await cluster.served() == 2.0
