@@ -33,6 +33,7 @@ from typing import Final, cast, overload
 import numpy as np
 
 from autoscaler.simulation.rate_check import RATE_CHECK_S
+from autoscaler.simulation.scrape_times import scatter_problem
 from autoscaler.simulation.shapes import SHAPE_PRESETS, Shape
 from autoscaler.simulation.synthetic_size import check_synthetic_size
 from autoscaler.simulation.timestamps import moment_text, seconds_text
@@ -43,6 +44,7 @@ from autoscaler.simulation.trace_checks import (
     jitter,
     mostly_gap,
     step_notes,
+    stray_allowance,
     strays,
 )
 from autoscaler.simulation.trace_file import (
@@ -301,6 +303,9 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
     distinct = np.unique(t)
     gaps = np.diff(distinct)
     interval = float(gaps.min()) if len(gaps) else 60.0
+    if len(gaps) and (scatter := scatter_problem(t, model, models, distinct, interval,
+                                                 stray_allowance(len(distinct)), line_of)):
+        raise TraceError(f"{name}: {scatter}")
     if not MIN_INTERVAL_S - 1e-9 <= interval <= MAX_INTERVAL_S + 1e-9:
         # Grafana's CSV export and many dashboards write epoch milliseconds: say so rather than leave a
         # user puzzling over "15000 s apart" in a trace of 15 s steps.

@@ -178,9 +178,14 @@ def strays(distinct: np.ndarray, gaps: np.ndarray, interval: float) -> tuple[flo
     residue[np.abs(residue - step) < 1e-6] = 0.0
     kinds, many = np.unique(residue, return_counts=True)
     off = np.abs(residue - kinds[np.argmax(many)]) > 1e-6
-    if not off.any() or off.sum() > min(STRAY_MAX, max(1, len(distinct) // 100)):
+    if not off.any() or off.sum() > stray_allowance(len(distinct)):
         return None
     return step, distinct[off]
+
+
+def stray_allowance(timestamps: int) -> int:
+    """How many of a trace's distinct timestamps off its step are strays to name, not the export's own times."""
+    return min(STRAY_MAX, max(1, timestamps // 100))
 
 
 def jitter(distinct: np.ndarray) -> tuple[float, float, float] | None:

@@ -1,0 +1,98 @@
+"""Rows at each model's own scrape time: the step a trace's models come at, where their timestamps scatter.
+
+Raw Prometheus samples, or an exporter per target, give every series its own timestamp: a few hundred
+milliseconds around the step, or at the target's own offset within it. The trace's interval is the smallest gap
+between distinct timestamps, which is then the milliseconds between two models' rows (refused as sub-second,
+with the advice to sum into 1 s), or, with whole-second timestamps (rows at 59, 60 and 61 s), 1 s: each
+minute's requests replayed within a second, 69 pods where 1-2 serve them. Each model's own spacing says the
+step; this module finds it, so the trace is refused naming it and how to round to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Final
+
+import numpy as np
+
+from autoscaler.simulation.timestamps import moment_text
+from autoscaler.simulation.trace_file import MAX_INTERVAL_S, MIN_INTERVAL_S
+
+REGULAR_SHARE: Final = 0.9
+"""The share of a trace's per-model gaps that must be a whole number of steps for the
+models' rows to be taken as scraped at that step (within a fifth of one, `REGULAR_WITHIN`): the gaps of
+traffic are scattered, a scraper's are not."""
+REGULAR_WITHIN: Final = 0.2
+"""How far, as a share of the step, a model's gap may miss a whole number of steps and still count as one: a
+second's rounding either side of a 15 s step, or seconds of jitter at a minute."""
+INEXACT_SHARE: Final = 0.1
+"""The share of those gaps that must miss their whole number of steps: exactly 300 s apart, each at its own
+minute, is a 60 s trace of timer functions (Azure Functions' trace has thousands), not scrape times."""
+CLUSTERED: Final = 0.25
+"""How far off the step, as a share of it, the farthest timestamp may be for the rows to be said to scatter
+around it; past that they are at the models' own offsets within the step."""
+
+
+def scatter_problem(t: np.ndarray, model: np.ndarray, models: Sequence[str], distinct: np.ndarray,
+                    interval: float, allowed_off: int, line_of: Callable[[int], int]) -> str | None:
+    """What to fix where each model's rows come a whole-second step apart but the models' timestamps scatter
+    around it (or sit at their own offsets in it), so that the smallest gap, taken for the interval, is under
+    half that step; None otherwise. `t` and `model`: the rows in time order; `allowed_off`: how many distinct
+    timestamps off the step are strays (`strays` names those), not scatter."""
+    step = _model_step(t, model, interval)
+    if step is None:
+        return None
+    phase = np.round(np.mod(distinct - distinct[0], step), 6)
+    phase[phase >= step - 1e-6] = 0.0
+    if len(distinct) - int(np.unique(phase, return_counts=True)[1].max()) <= allowed_off:
+        return None  # one grid but for a stray or three: named as strays
+    off = _off_centre(np.mod(t, step), step)
+    worst = int(np.argmax(off))
+    where = f"line {line_of(worst)}: model {models[int(model[worst])]!r} at {moment_text(float(t[worst]))}"
+    if off[worst] <= CLUSTERED * step:
+        how = (f"the models' rows scatter up to {float(off[worst]):.2g} s around it, as each target's own scrape "
+               f"time does ({where})")
+    else:
+        how = (f"the models' rows are spread over the step, each at its own offset in it, as each target's own "
+               f"scrape time is ({where})")
+    return (f"each model's rows are about {step:g} s apart, but {how}: read as they are, the step would be the "
+            f"smallest gap between two rows ({interval:.3g} s) and each row's requests would arrive within it; "
+            f"round every timestamp to the {step:g} s step (pandas: .dt.round('{step:g}s'), then sum by "
+            "timestamp_s and model), or export with query_range, whose steps are exact")
+
+
+def _model_step(t: np.ndarray, model: np.ndarray, interval: float) -> float | None:
+    """The whole-second step each model's rows come at, where it is at least twice the trace's interval, at
+    most 10 min, and the models' gaps are whole numbers of it give or take a little (`REGULAR_SHARE`), not
+    exactly (`INEXACT_SHARE`); None otherwise."""
+    rows_per_model = np.bincount(model)
+    span = float(t[-1] - t[0])
+    if span <= 0 or span / max(int(np.median(rows_per_model[rows_per_model > 0])), 2) < 2 * interval:
+        return None  # each model has rows about every interval: no coarser step to find (and no sort to pay)
+    by_model = np.argsort(model, kind="stable")  # rows are in time order: each model's rows stay so
+    same = model[by_model][1:] == model[by_model][:-1]
+    gaps = np.diff(t[by_model])[same]
+    if not len(gaps):
+        return None
+    typical = float(np.median(gaps))
+    if typical <= 0:
+        return None
+    steps = np.maximum(np.rint(gaps / typical), 1.0)
+    # Each model's span over the steps in it: a gap's jitter is the step's error over one gap, but over the span
+    # of all of them (the median of 20 gaps 5 s either side of 120 s read 119)
+    step = float(np.rint(gaps.sum() / steps.sum()))
+    if not (MIN_INTERVAL_S <= step <= MAX_INTERVAL_S and step >= 2 * interval):
+        return None
+    miss = np.abs(gaps - steps * step)
+    regular = miss <= REGULAR_WITHIN * step
+    if regular.mean() < REGULAR_SHARE or (miss[regular] > 1e-6).mean() < INEXACT_SHARE:
+        return None
+    return step
+
+
+def _off_centre(phase: np.ndarray, step: float) -> np.ndarray:
+    """How far each row's phase in the step is from where the rows gather: their circular mean, so that rows at
+    59.8 and 0.2 s gather at 0, not at 30."""
+    angle = phase / step * 2 * np.pi
+    centre = float(np.angle(np.mean(np.exp(1j * angle)))) / (2 * np.pi) * step
+    return np.abs(np.mod(phase - centre + step / 2, step) - step / 2)

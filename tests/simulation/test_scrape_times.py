@@ -1,0 +1,111 @@
+"""Traces whose rows carry each model's own scrape time: raw Prometheus samples or a per-target exporter give
+every series its own timestamp, a few hundred milliseconds around the step (or at its own offset in it). Read as
+they are, the smallest gap between two models' rows was taken for the step: refused as "0.001 s apart ... sum
+the rows into 1 s intervals", and that advice (or whole-second timestamps, rows at 59/60/61 s) replayed each
+minute's requests within one second, 69 pods where 1-2 serve them. Each now ends in one line naming the step
+the models' rows come at and how to round to it."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from autoscaler.simulation.trace import TraceError, read_csv
+from tests.simulation.runs import FAILED, simulate, write_trace
+
+EPOCH = 1764547200  # 2025-12-01T00:00:00Z
+
+
+def scraped(step: int, models: int, steps: int, jitter_s: float, seed: int) -> list[tuple[float, str, int]]:
+    """Rows every `step` s per model, each at its own time up to `jitter_s` off the step (a scraper's times)."""
+    rng = random.Random(seed)
+    return [(EPOCH + step * i + rng.uniform(-jitter_s, jitter_s), f"m{m}", 10 * (m + 1))
+            for i in range(steps) for m in range(models)]
+
+
+def written(rows: list[tuple[float, str, int]], how: str) -> str:
+    """The rows as a user's export writes them: `ms` (milliseconds kept), `whole` (rounded to whole seconds),
+    `floored` (the advice the error gave: floored to 1 s, then summed by timestamp and model)."""
+    if how == "ms":
+        return "".join(f"{t:.3f},{m},{r}\n" for t, m, r in rows)
+    if how == "whole":
+        return "".join(f"{round(t)},{m},{r}\n" for t, m, r in rows)
+    summed: Counter[tuple[int, str]] = Counter()
+    for t, m, r in rows:
+        summed[(math.floor(t), m)] += r
+    return "".join(f"{t},{m},{r}\n" for (t, m), r in sorted(summed.items()))
+
+
+@pytest.mark.parametrize("how", ["ms", "whole", "floored"])
+def test_rows_at_each_models_own_scrape_time_are_told_the_step_to_round_to(tmp_path: Path, how: str) -> None:
+    """Three models scraped every 60 s, each row up to 1.2 s off the minute: refused naming the 60 s step,
+    never read at 1 s (or 0.001 s) intervals nor told to sum into 1 s."""
+    trace = write_trace(tmp_path, written(scraped(60, 3, 240, 1.2, seed=1), how))
+    result = simulate(tmp_path, trace)
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith(FAILED + f"{trace}: each model's rows are about 60 s apart"), line
+    assert "round every timestamp to the 60 s step (pandas: .dt.round('60s'), then sum by timestamp_s and model)" \
+        in line, line
+    assert "floor('1s')" not in line and "1 s intervals" not in line, line
+    assert not (tmp_path / "out" / "report.json").exists()
+
+
+def test_rows_at_each_models_own_offset_in_the_minute_are_told_the_step_to_round_to(tmp_path: Path) -> None:
+    """Each series scraped at its own second of the minute (Prometheus spreads its targets so): the models'
+    rows are spread over the step, not around it, and the line says so."""
+    rng = random.Random(3)
+    offsets = [rng.uniform(0, 60) for _ in range(5)]
+    rows = "".join(f"{EPOCH + 60 * i + offsets[m] + rng.gauss(0, 0.2):.3f},m{m},{5 + m}\n"
+                   for i in range(120) for m in range(5))
+    trace = write_trace(tmp_path, rows)
+    result = simulate(tmp_path, trace)
+    assert result.returncode == 2, result.stderr
+    assert "each model's rows are about 60 s apart, but the models' rows are spread over the step" in result.stderr
+    assert ".dt.round('60s')" in result.stderr, result.stderr
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(step=st.sampled_from([5, 10, 15, 30, 60, 120]), models=st.integers(2, 6), steps=st.integers(20, 60),
+       share=st.floats(0.005, 0.03), how=st.sampled_from(["ms", "whole", "floored"]), seed=st.integers(0, 2**16))
+def test_scrape_times_are_refused_naming_their_step_and_its_rounding_reads_at_that_step(
+        tmp_path: Path, step: int, models: int, steps: int, share: float, how: str, seed: int) -> None:
+    """Whatever the step, the models, the scatter (up to 3% of the step, and a second or more where
+    whole seconds are written, at steps of 15 s or more) and how the times are written: refused naming the
+    step the models' rows come at, and the trace rounded as the line says reads at that step with every
+    request."""
+    if how != "ms":
+        step = max(step, 15)
+    jitter_s = max(share * step, 1.0) if how != "ms" else share * step
+    rows = scraped(step, models, steps, jitter_s, seed)
+    trace = write_trace(tmp_path, written(rows, how))
+    with pytest.raises(TraceError, match=f"each model's rows are about {step} s apart") as refused:
+        read_csv(trace)
+    assert f".dt.round('{step}s')" in str(refused.value)
+    rounded: Counter[tuple[int, str]] = Counter()
+    for t, m, r in rows:
+        rounded[(step * round((t - EPOCH) / step), m)] += r
+    read = read_csv(write_trace(tmp_path, "".join(f"{EPOCH + t},{m},{r}\n" for (t, m), r in rounded.items())))
+    assert read.interval_s == step
+    assert read.total_requests == sum(r for _, _, r in rows)
+
+
+def test_a_second_trace_with_bursts_every_minute_still_reads_at_one_second(tmp_path: Path) -> None:
+    """A model requested in 3 s bursts once a minute has rows a second apart: its step is 1 s, not a scrape's."""
+    rows = "".join(f"{EPOCH + 60 * i + s},m{m},{3 + s}\n" for i in range(30) for m in range(3) for s in range(3))
+    trace = read_csv(write_trace(tmp_path, rows))
+    assert trace.interval_s == 1.0
+
+
+def test_timer_functions_at_their_own_minutes_still_read_at_the_minute(tmp_path: Path) -> None:
+    """Azure Functions' timer triggers fire every 5 minutes, each at its own minute: rows exactly 300 s apart per
+    model on a 60 s grid are a 60 s trace, not scatter around a 300 s step."""
+    rows = "".join(f"{EPOCH + 300 * i + 60 * m},f{m},1\n" for i in range(40) for m in range(5))
+    trace = read_csv(write_trace(tmp_path, rows))
+    assert trace.interval_s == 60.0
