@@ -24,10 +24,15 @@ models' rows to be taken as scraped at that step (within a fifth of one, `REGULA
 traffic are scattered, a scraper's are not."""
 REGULAR_WITHIN: Final = 0.2
 """How far, as a share of the step, a model's gap may miss a whole number of steps and still count as one: a
-second's rounding either side of a 15 s step, or seconds of jitter at a minute."""
+second's rounding either side of a 15 s step."""
+SCRAPE_JITTER_S: Final = 5.0
+"""How far, in seconds, a model's gap may miss a whole number of steps and still count as one: scrape times
+stray milliseconds, a second with whole-second times; a job every 7 minutes give or take one, on a 60 s trace's
+grid, is traffic."""
 INEXACT_SHARE: Final = 0.1
-"""The share of those gaps that must miss their whole number of steps: exactly 300 s apart, each at its own
-minute, is a 60 s trace of timer functions (Azure Functions' trace has thousands), not scrape times."""
+"""The share of those gaps that must differ from a whole number of the models' median gap: exactly 300 s apart,
+each at its own minute, is a 60 s trace of timer functions (Azure Functions' trace has thousands), not scrape
+times."""
 CLUSTERED: Final = 0.25
 """How far off the step, as a share of it, the farthest timestamp may be for the rows to be said to scatter
 around it; past that they are at the models' own offsets within the step."""
@@ -78,14 +83,15 @@ def _model_step(t: np.ndarray, model: np.ndarray, interval: float) -> float | No
     if typical <= 0:
         return None
     steps = np.maximum(np.rint(gaps / typical), 1.0)
-    # Each model's span over the steps in it: a gap's jitter is the step's error over one gap, but over the span
+    near = np.abs(gaps - steps * typical) <= REGULAR_WITHIN * typical
+    # The gaps' span over the steps in them: a gap's jitter is the step's error over one gap, but over the span
     # of all of them (the median of 20 gaps 5 s either side of 120 s read 119)
-    step = float(np.rint(gaps.sum() / steps.sum()))
+    step = float(np.rint(gaps[near].sum() / steps[near].sum()))
     if not (MIN_INTERVAL_S <= step <= MAX_INTERVAL_S and step >= 2 * interval):
         return None
-    miss = np.abs(gaps - steps * step)
-    regular = miss <= REGULAR_WITHIN * step
-    if regular.mean() < REGULAR_SHARE or (miss[regular] > 1e-6).mean() < INEXACT_SHARE:
+    regular = np.abs(gaps - steps * step) <= min(REGULAR_WITHIN * step, SCRAPE_JITTER_S)
+    inexact = np.abs(gaps - steps * typical) > 1e-6
+    if regular.mean() < REGULAR_SHARE or inexact[regular].mean() < INEXACT_SHARE:
         return None
     return step
 

@@ -76,13 +76,13 @@ def test_rows_at_each_models_own_offset_in_the_minute_are_told_the_step_to_round
        share=st.floats(0.005, 0.03), how=st.sampled_from(["ms", "whole", "floored"]), seed=st.integers(0, 2**16))
 def test_scrape_times_are_refused_naming_their_step_and_its_rounding_reads_at_that_step(
         tmp_path: Path, step: int, models: int, steps: int, share: float, how: str, seed: int) -> None:
-    """Whatever the step, the models, the scatter (up to 3% of the step, and a second or more where
+    """Whatever the step, the models, the scatter (up to 3% of the step and 2 s, a second or more where
     whole seconds are written, at steps of 15 s or more) and how the times are written: refused naming the
     step the models' rows come at, and the trace rounded as the line says reads at that step with every
     request."""
     if how != "ms":
         step = max(step, 15)
-    jitter_s = max(share * step, 1.0) if how != "ms" else share * step
+    jitter_s = min(max(share * step, 1.0) if how != "ms" else share * step, 2.0)
     rows = scraped(step, models, steps, jitter_s, seed)
     trace = write_trace(tmp_path, written(rows, how))
     with pytest.raises(TraceError, match=f"each model's rows are about {step} s apart") as refused:
@@ -108,4 +108,16 @@ def test_timer_functions_at_their_own_minutes_still_read_at_the_minute(tmp_path:
     model on a 60 s grid are a 60 s trace, not scatter around a 300 s step."""
     rows = "".join(f"{EPOCH + 300 * i + 60 * m},f{m},1\n" for i in range(40) for m in range(5))
     trace = read_csv(write_trace(tmp_path, rows))
+    assert trace.interval_s == 60.0
+
+
+@pytest.mark.parametrize("wobble", [0, 1])
+def test_a_model_requested_every_few_minutes_on_a_minute_grid_still_reads_at_the_minute(tmp_path: Path,
+                                                                                          wobble: int) -> None:
+    """A job every 7 minutes (give or take one) in a 60 s trace with a row a minute apart at its start: its rows
+    are 420 s apart, exactly or by whole minutes, which is traffic on the trace's grid, not scrape times (read
+    as scattered around a 412 s step, it was refused)."""
+    rng = random.Random(2)
+    minutes = [0, 1, *(7 * i + rng.randint(-wobble, wobble) for i in range(1, 50))]
+    trace = read_csv(write_trace(tmp_path, "".join(f"{EPOCH + 60 * m},a,{rng.randint(1, 3)}\n" for m in minutes)))
     assert trace.interval_s == 60.0
