@@ -84,6 +84,8 @@ def _model_step(t: np.ndarray, model: np.ndarray, interval: float) -> float | No
         return None
     steps = np.maximum(np.rint(gaps / typical), 1.0)
     near = np.abs(gaps - steps * typical) <= REGULAR_WITHIN * typical
+    if not near.any():
+        return None
     # The gaps' span over the steps in them: a gap's jitter is the step's error over one gap, but over the span
     # of all of them (the median of 20 gaps 5 s either side of 120 s read 119)
     step = float(np.rint(gaps[near].sum() / steps[near].sum()))
