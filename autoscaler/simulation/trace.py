@@ -32,12 +32,14 @@ from typing import Final, cast, overload
 
 import numpy as np
 
+from autoscaler.simulation.missing_intervals import missing_notes
 from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.scrape_times import scatter_problem
 from autoscaler.simulation.shapes import SHAPE_PRESETS, Shape
 from autoscaler.simulation.synthetic_size import check_synthetic_size
 from autoscaler.simulation.timestamps import moment_text, seconds_text
 from autoscaler.simulation.trace_checks import (
+    QUIET_GAP_S,
     counter_notes,
     finer_grid,
     gap_notes,
@@ -267,6 +269,7 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     notes = [f"ignoring {len(others)} column{'s' if len(others) > 1 else ''} of the trace not used: "
              f"{', '.join(others)}"] if others else []
     notes += gap_notes(trace, ordered_lines)
+    notes += missing_notes(trace, ordered_lines, QUIET_GAP_S)
     notes += step_notes(trace, ordered_lines)
     notes += counter_notes(trace)
     return replace(trace, notes=trace.notes + tuple(notes)) if notes else trace
