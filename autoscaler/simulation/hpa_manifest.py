@@ -141,8 +141,9 @@ def behavior_from_manifest(document: Mapping[str, Any]) -> Behavior | None:
     Kubernetes' defaults; None for an HPA without one (`kubectl get hpa -o yaml` of an HPA created so)."""
     kind = document.get("kind")
     if kind is not None and kind != "HorizontalPodAutoscaler":
-        raise ValueError(f"a {kind}, not a HorizontalPodAutoscaler: give the HPA's manifest (kubectl get hpa NAME "
-                         "-o yaml) or a mapping with `behavior:`")
+        article = "an" if str(kind)[:1].upper() in "AEIOU" else "a"  # the adapter's APIService read "a APIService"
+        raise ValueError(f"{article} {kind}, not a HorizontalPodAutoscaler: give the HPA's manifest (kubectl get "
+                         "hpa NAME -o yaml) or a mapping with `behavior:`")
     if "spec" in document:
         spec = document["spec"]
         if not isinstance(spec, Mapping):

@@ -253,13 +253,15 @@ def test_a_yaml_mistake_in_the_hpa_file_is_one_line_with_its_line_and_column(tmp
     assert f"{tmp_path / 'hpa.yaml'}:1:1: not valid YAML: " in result.stderr, result.stderr
 
 
-def test_a_manifest_of_another_kind_is_named_as_such(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("kind", "named"), [("Deployment", "a Deployment"), ("APIService", "an APIService")])
+def test_a_manifest_of_another_kind_is_named_as_such(tmp_path: Path, kind: str, named: str) -> None:
     """A Deployment given for the HPA was refused as "spec: unknown field 'replicas' (did you mean
-    'minReplicas'?)", which sends the user to fix a field rather than pick the other file."""
-    result = run_with_behavior(tmp_path, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n"
+    'minReplicas'?)", which sends the user to fix a field rather than pick the other file; the adapter's
+    APIService (beside the HPA in manifests/) read "a APIService"."""
+    result = run_with_behavior(tmp_path, f"apiVersion: apps/v1\nkind: {kind}\nmetadata: {{name: x}}\n"
                                          "spec:\n  replicas: 3\n")
     assert result.returncode == 2, result.stderr
-    assert (f"{FAILED}{tmp_path / 'hpa.yaml'}: a Deployment, not a HorizontalPodAutoscaler: give the HPA's "
+    assert (f"{FAILED}{tmp_path / 'hpa.yaml'}: {named}, not a HorizontalPodAutoscaler: give the HPA's "
             "manifest (kubectl get hpa NAME -o yaml) or a mapping with `behavior:`") in result.stderr, result.stderr
 
 
