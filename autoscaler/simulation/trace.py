@@ -26,7 +26,7 @@ import math
 import os
 import sys
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, cast, overload
 
@@ -235,6 +235,7 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     # Packed arrays, not lists of Python objects: 32 bytes a row rather than 250 (a 2 GB export fits in memory)
     times, counts, models, lines = array("d"), array("d"), array("q"), array("q")
     index: dict[str, int] = {}
+    spaced: dict[str, tuple[str, int]] = {}  # a name written with spaces around it: as written, and its line
     for line, row in numbered:
         if len(row) != width:
             if not row or (len(row) == 1 and not row[0].strip()):
@@ -253,6 +254,8 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
         model = row[at_model].strip()
         if not model:
             raise TraceError(f"{name}: line {line}: model is empty")
+        if len(model) != len(row[at_model]) and model not in spaced:
+            spaced[model] = (row[at_model], line)
         times.append(t)
         models.append(index.setdefault(model, len(index)))
         counts.append(r)
@@ -265,7 +268,7 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
         raise TraceError(f"{name}: every row's requests is 0 ({len(counts):,} row{'s' if len(counts) > 1 else ''}): "
                          "nothing to replay; requests is the count of requests in each interval")
     trace, ordered_lines = _in_order(np.frombuffer(times), np.frombuffer(models, dtype=np.int64), tuple(index),
-                                     np.frombuffer(counts), name, np.frombuffer(lines, dtype=np.int64))
+                                     np.frombuffer(counts), name, np.frombuffer(lines, dtype=np.int64), spaced)
     notes = [f"ignoring {len(others)} column{'s' if len(others) > 1 else ''} of the trace not used: "
              f"{', '.join(others)}"] if others else []
     notes += gap_notes(trace, ordered_lines)
@@ -287,17 +290,18 @@ def from_rows(times: list[float], names: list[str], counts: list[float], name: s
 
 
 def _in_order(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: np.ndarray, name: str,
-              lines: np.ndarray) -> tuple[Trace, list[int]]:
+              lines: np.ndarray, spaced: Mapping[str, tuple[str, int]] | None = None) -> tuple[Trace, list[int]]:
     """`_checked` on the rows in one order whatever the file's: models numbered by name (`by_name`), rows by time,
-    then model (sums then come in one order too), and the file lines of the rows so ordered, for the notes."""
+    then model (sums then come in one order too), and the file lines of the rows so ordered, for the notes.
+    `spaced`: names written with spaces around them (as written, and the first line), for the error they cause."""
     models, model = by_name(models, model)
     rows = np.lexsort((model, t))  # stable: rows repeating a model and time keep their file order
     ordered: list[int] = lines[rows].tolist()
-    return _checked(t[rows], model[rows], models, counts[rows], name, ordered), ordered
+    return _checked(t[rows], model[rows], models, counts[rows], name, ordered, spaced or {}), ordered
 
 
 def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: np.ndarray, name: str,
-             lines: Sequence[int] | None) -> Trace:
+             lines: Sequence[int] | None, spaced: Mapping[str, tuple[str, int]]) -> Trace:
     """The Trace of rows as arrays (time, model index into `models`, requests); infers and checks the interval."""
 
     def line_of(row: int) -> int:
@@ -368,6 +372,11 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
         # triggers, files of two regions pasted together) repeats many, and was told only of the first
         extra = len(key) - len(uniq)
         more = f"; {extra:,} rows in all repeat a model and interval" if extra > 1 else ""
+        twice = models[int(model[dup])]
+        if twice in spaced:  # " m0" beside "m0": the line shown reads " m0", the error 'm0'
+            written, at = spaced[twice]
+            more += (f"; model names are read without the spaces around them: {written!r} on line {at} is "
+                     f"{twice!r}")
         raise TraceError(f"{name}: line {line_of(dup)}: model {models[int(model[dup])]!r} at "
                          f"{moment_text(float(t[dup]))} is listed twice{more} (one row per model and interval: sum "
                          "them first: pandas df.groupby(['timestamp_s', 'model'], as_index=False).sum(); an export "

@@ -61,7 +61,7 @@ def timestamp_field(text: str, where: str) -> float:
         value = parse_time(text)
     except ValueError:
         raise TraceError(f"{where}: timestamp_s must be seconds since the epoch or an ISO 8601 date-time, "
-                         f"got {text!r}") from None
+                         f"got {text!r}{_date_hint(text)}") from None
     if abs(value) < LATEST_S:
         return value
     # Epoch microseconds read "timestamps are 6e+07 s apart: export at a step of 10 min or less", and a stray
@@ -73,6 +73,15 @@ def timestamp_field(text: str, where: str) -> float:
                              f"{unit}; divide timestamp_s by {per_second}")
     raise TraceError(f"{where}: timestamp_s {text.strip()} is past the year 300,000 as seconds since the epoch: "
                      "write seconds since the epoch or since the trace's start")
+
+
+def _date_hint(text: str) -> str:
+    """How to write a date as a spreadsheet shows it (12/1/2025 0:00, 01.12.2025): which of day and month comes
+    first is the locale's, so an example of the form, not a reading of the value."""
+    if "/" not in text and text.count(".") < 2:
+        return ""
+    return (": write the date-time as ISO 8601, such as 2025-12-01T00:00:00 for 1 December 2025 (Excel: Format "
+            "Cells, Custom, yyyy-mm-ddThh:mm:ss, before saving), or as seconds since the epoch")
 
 
 GZIP_MAGIC: Final = b"\x1f\x8b"

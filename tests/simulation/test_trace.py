@@ -51,6 +51,14 @@ def test_a_csv_trace_is_read_with_its_interval_inferred(tmp_path: Path) -> None:
      "line 4: model 'a' at 1733011200 \\(2024-12-01T00:00:00Z\\) is listed twice"),
     ("timestamp_s,model,requests\n1733011200,a,5\n1733011240,a,6\n1733011300,a,4\n",
      "line 4: timestamp 1733011300 \\(2024-12-01T00:01:40Z\\) is not on the 40 s grid starting at 1733011200"),
+    # Excel's dates as a US locale shows them: say how to write one
+    ("timestamp_s,model,requests\n12/1/2025 0:00,a,1\n",
+     "got '12/1/2025 0:00': write the date-time as ISO 8601, such as 2025-12-01T00:00:00 for 1 December 2025 "
+     "\\(Excel: Format Cells, Custom, yyyy-mm-ddThh:mm:ss, before saving\\)"),
+    # a name with a space before it is the name without: said where two rows then repeat a model
+    ("timestamp_s,model,requests\n0,m0,1\n0, m0,2\n",
+     "line 3: model 'm0' at 0 is listed twice; model names are read without the spaces around them: ' m0' on "
+     "line 3 is 'm0'"),
     ("timestamp_s,model,requests\n0,,1\n", "line 2: model is empty"),
     ("timestamp_s,model,requests\n", "no rows after the header"),
     ("", "empty file; expected the header timestamp_s,model,requests"),
