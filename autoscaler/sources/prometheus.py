@@ -75,6 +75,7 @@ from autoscaler.sources.base import (
 )
 from autoscaler.sources.exposition import SCALAR_FIELDS
 from autoscaler.sources.prometheus_answers import REASON_EMPTY, PrometheusSourceError
+from autoscaler.sources.prometheus_current import NEWEST_SCRAPE_SERIES
 from autoscaler.sources.prometheus_empty_answer import EmptyAfterGood
 from autoscaler.sources.prometheus_garbage import PrometheusGarbage
 from autoscaler.sources.prometheus_lookback import LookbackCheck
@@ -321,9 +322,9 @@ class PrometheusSource(SourceDefaults):
         pod = min(seen) if seen else min(ready, default=None)
         if pod is None:
             return
-        series = self._matchers.exporter_series(
-            names.LAST_SUCCESS_TIMESTAMP, f'collector="{names.COLLECTOR_MODELMESH}"',
-            f"{self._ns_label}={promql_string(pod[0])}", f"{self._pod_label}={promql_string(pod[1])}")
+        series = self._matchers.exporter_series(  # the series with the pod's signals (`prometheus_lookback`)
+            NEWEST_SCRAPE_SERIES, f"{self._ns_label}={promql_string(pod[0])}",
+            f"{self._pod_label}={promql_string(pod[1])}")
         await self._lookback.run(self._reader, pod, series, now)
 
     def _seen_pods(

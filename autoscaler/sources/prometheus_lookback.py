@@ -4,15 +4,24 @@ scrape interval, measured once and said once when they do not fit.
 An instant query finds a series only if it has a sample within the lookback-delta before the query's time. With a
 lookback-delta shorter than the scrape interval, a query between two scrapes finds nothing: pods go absent and
 back (an empty answer, from the very first round, when the exporters are scraped at once), and the log asked
-whether Prometheus scrapes the exporters, which it does. With a scrape interval longer than `max_staleness_s`,
-every pod's sample turns stale before its next scrape: values 503 for part of every interval.
+whether Prometheus scrapes the exporters, which it does. With one as long as the interval, or longer but under
+twice it, one failed scrape does the same until the next (what Thanos's own help says: at least twice the slowest
+scrape interval). With a scrape interval longer than `max_staleness_s`, every pod's sample turns stale before its
+next scrape: values 503 for part of every interval.
 
-Neither is a guess here. The lookback-delta is Prometheus's own flag, as /api/v1/status/flags says it (Thanos,
-Mimir and VictoriaMetrics serve no such page: then it is not said). The scrape interval is the spacing of one pod's
-samples over the last `SPACING_WINDOW_S`, read with a range selector, which no lookback-delta bounds. The check
-runs at the first round that reaches Prometheus and shows what such settings cause (an empty answer, a Ready pod
-without series, a pod whose sample is older than `max_staleness_s`), and again every `RECHECK_S` until a spacing
-is measured (a pod scraped a minute ago has one sample): a few requests once a run, none while all is well.
+Neither is a guess here. The lookback-delta is the engine's own flag, as /api/v1/status/flags says it: Prometheus
+and Thanos Query serve the page (Mimir and VictoriaMetrics do not: then it is not said), and both read `0s`, which
+is also what Thanos Query's page says when the flag is not given, as PromQL's default of 5m. The flags tell the
+engines apart (`engine_of`), so the advice names the flag of the one that answers. The scrape interval is the
+spacing of the pod's samples of `NEWEST_SCRAPE_SERIES` over the last `SPACING_WINDOW_S`, read with a range
+selector (which no lookback-delta bounds): the series that says when the pod was last scraped with its signals,
+not the exporter's success time, which a job that keeps only the exporter's own series (beside ours, scraping
+more often) also has. The samples of all the pod's series of it (one per job) are taken together: a pod scraped by
+two jobs has its signals as often as both scrape it. The check runs at the first round that reaches Prometheus
+and shows what such settings cause (an empty answer, a Ready pod without series, a pod whose sample is older than
+`max_staleness_s`), and again, while that lasts, until a spacing is measured: `FIRST_RECHECK_S` later, then twice
+as long each time up to `RECHECK_S` (an adapter started with Prometheus finds no samples yet, and a pod scraped a
+minute ago has one): a few requests once a run, none while all is well.
 """
 
 from __future__ import annotations
@@ -22,7 +31,8 @@ import logging
 import math
 import re
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from autoscaler.sources.prometheus_promql import PodRef
@@ -36,8 +46,34 @@ LOOKBACK_FLAG: Final = "query.lookback-delta"
 SPACING_WINDOW_S: Final = 600.0
 """How far back one pod's samples are read to measure their spacing: ten scrapes of a 60 s interval."""
 
+FIRST_RECHECK_S: Final = 30.0
+"""How long after the first check that measured no spacing the next one runs (a few scrapes of a 15 s interval)."""
+
 RECHECK_S: Final = 300.0
-"""How long after a check that measured no spacing the next one runs."""
+"""The longest wait between checks that measured no spacing (each waits twice the one before, from
+`FIRST_RECHECK_S`)."""
+
+DEFAULT_LOOKBACK_S: Final = 300.0
+"""PromQL's lookback-delta where the flag reads `0s` (Prometheus's and Thanos Query's engines both)."""
+
+
+@dataclass(frozen=True)
+class QueryEngine:
+    """The engine behind the URL, as its flags show it, and how the advice tells its lookback-delta."""
+
+    name: str
+    """As the log names it."""
+    setting: str
+    """How to set the lookback-delta, with `{duration}` for the value to write."""
+
+
+PROMETHEUS: Final = QueryEngine("Prometheus", "Start Prometheus with --query.lookback-delta={duration} or more (twice "
+                                "the interval; its default is 5m; prometheus-operator: spec.query.lookbackDelta)")
+THANOS_QUERY: Final = QueryEngine("Thanos Query", "Start Thanos Query with --query.lookback-delta={duration} or more "
+                                  "(twice the interval; unset or 0s it is 5m)")
+OTHER_ENGINE: Final = QueryEngine("Prometheus", "Set the query engine's lookback-delta to {duration} or more (twice "
+                                  "the interval; Prometheus and Thanos Query: --query.lookback-delta={duration}; "
+                                  "PromQL's default is 5m)")
 
 _GO_DURATION: Final = re.compile(r"(\d+)(ms|y|w|d|h|m|s)")
 _GO_UNIT_MS: Final = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000,
@@ -61,6 +97,22 @@ def go_duration(seconds: float, *, at_most: bool = False) -> str:
     return f"{whole // 60}m" if whole % 60 == 0 else f"{whole}s"
 
 
+def engine_of(flags: Mapping[str, str]) -> QueryEngine:
+    """Thanos Query where the flags have its replica label's (it has no `config.file`); Prometheus where they have
+    `config.file` and not that; else an engine the advice names no command line of."""
+    if "query.replica-label" in flags:
+        return THANOS_QUERY
+    return PROMETHEUS if "config.file" in flags else OTHER_ENGINE
+
+
+def lookback_of(flags: Mapping[str, str]) -> float | None:
+    """The lookback-delta the engine applies, in seconds: `0s` is PromQL's default (Prometheus and Thanos Query
+    read it so); None where the flags do not say it."""
+    flag = flags.get(LOOKBACK_FLAG)
+    seconds = None if flag is None else prometheus_duration_s(flag)
+    return DEFAULT_LOOKBACK_S if seconds == 0 else seconds
+
+
 def spacing_s(times: Sequence[float]) -> float | None:
     """The usual time between consecutive samples (the median gap: a missed scrape makes one gap twice as long);
     None with fewer than two samples."""
@@ -69,17 +121,20 @@ def spacing_s(times: Sequence[float]) -> float | None:
     return statistics.median(gaps) if gaps else None
 
 
-def advice(lookback_s: float | None, spacing: float, max_staleness_s: float, pod: str) -> list[str]:
-    """What does not fit, each with what to write: the lookback-delta under the spacing of `pod`'s samples, the
-    spacing over `max_staleness_s`. Nothing where both fit, or the lookback-delta is not known."""
+def advice(lookback_s: float | None, spacing: float, max_staleness_s: float, pod: str,
+           engine: QueryEngine = PROMETHEUS) -> list[str]:
+    """What does not fit, each with what to write: the lookback-delta under twice the spacing of `pod`'s samples
+    (one failed scrape leaves the newest sample that old), the spacing over `max_staleness_s`. Nothing where both
+    fit, or the lookback-delta is not known."""
     said: list[str] = []
-    if lookback_s is not None and lookback_s < spacing:
+    if lookback_s is not None and lookback_s < 2 * spacing:
+        when = ("between two scrapes" if lookback_s < spacing
+                else "from the time a scrape fails until the next one succeeds")
         said.append(
-            f"its --query.lookback-delta {lookback_s:g} s is shorter than the exporters' scrape interval (the samples "
-            f"of {pod} are {spacing:.0f} s apart): an instant query between two scrapes finds no series, so pods go "
-            f"absent and back, or every pod at once (an empty answer). Start Prometheus with "
-            f"--query.lookback-delta={go_duration(2 * spacing)} or more (twice the interval; its default is 5m; "
-            "prometheus-operator: spec.query.lookbackDelta), or scrape the exporters more often")
+            f"its --query.lookback-delta {lookback_s:g} s is shorter than twice the exporters' scrape interval (the "
+            f"samples of {pod} are {spacing:.0f} s apart): an instant query finds no series {when}, so pods go "
+            f"absent and back, or every pod at once (an empty answer). "
+            f"{engine.setting.format(duration=go_duration(2 * spacing))}, or scrape the exporters more often")
     if spacing > max_staleness_s:
         said.append(
             f"the exporters' samples are {spacing:.0f} s apart (those of {pod}), longer than the default "
@@ -99,23 +154,27 @@ class LookbackCheck:
         self.max_staleness_s = max_staleness_s
         """The default policy's, which a stale sample is told by."""
         self._next_at: float | None = 0.0  # when the next check is due; None once one measured a spacing
+        self._wait_s = FIRST_RECHECK_S  # how long after a check that measured no spacing the next one runs
 
     def due(self, now: float) -> bool:
         return self._next_at is not None and now >= self._next_at
 
     async def run(self, reader: PrometheusReader, pod: PodRef, selector: str, now: float) -> None:
-        """Measure with `reader` (the spacing of `pod`'s series `selector`, with its labels) and warn for what
-        does not fit."""
-        spacing = spacing_s(await reader.sample_times(selector, SPACING_WINDOW_S))
+        """Measure with `reader` (the spacing of `pod`'s series `selector`, with its labels: all its series'
+        samples together) and warn for what does not fit."""
+        times = [at for series in await reader.sample_times(selector, SPACING_WINDOW_S) for at in series]
+        spacing = spacing_s(times)
         if spacing is None:
-            self._next_at = now + RECHECK_S
+            self._next_at = now + self._wait_s
             log.debug("no spacing of %s/%s's samples yet: checking the scrape interval again in %.0f s",
-                      *pod, RECHECK_S)
+                      *pod, self._wait_s)
+            self._wait_s = min(2 * self._wait_s, RECHECK_S)
             return
         self._next_at = None
-        flag = await reader.flag(LOOKBACK_FLAG)
-        lookback_s = None if flag is None else prometheus_duration_s(flag)
-        said = advice(lookback_s, spacing, self.max_staleness_s, "/".join(pod))
+        flags = await reader.flags()
+        engine = PROMETHEUS if flags is None else engine_of(flags)
+        lookback_s = None if flags is None else lookback_of(flags)
+        said = advice(lookback_s, spacing, self.max_staleness_s, "/".join(pod), engine)
         if said:
-            log.warning("Prometheus at %s cannot keep every pod's series in every answer: %s", self._url,
+            log.warning("%s at %s cannot keep every pod's series in every answer: %s", engine.name, self._url,
                         "; and ".join(said))

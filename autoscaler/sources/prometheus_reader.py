@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, Final, TypeVar, cast
 
 import requests
 import urllib3
@@ -50,6 +50,8 @@ from exporter import names
 from exporter.flag_values import without_password
 
 log = logging.getLogger("autoscaler.sources.prometheus")  # the source's logger: operators filter on one name
+
+T = TypeVar("T")
 
 _CONNECT_ATTEMPTS: Final = 2
 _CONNECT_RETRY_PAUSE_S: Final = 0.1
@@ -172,14 +174,7 @@ class PrometheusReader:
                     _outcome(models),
                 )
         except TimeoutError as error:
-            # Its threads may be in reads that never time out (an answer trickled a byte at a time): shut its
-            # connections, or they would hold every thread, and every later round would wait behind them.
-            self._round += 1
-            cut = self._adapter.cut()
-            raise PrometheusSourceError(
-                REASON_TIMEOUT, f"queries took longer than {self._deadline_s:.1f} s"
-                + (f" (closed the {cut} connections still open)" if cut else "")
-            ) from error
+            raise self._given_up("queries") from error
         if isinstance(models_outcome, PrometheusSourceError):
             self.models_error = named(models_outcome, RECENT_MODELS)
         elif isinstance(models_outcome, BaseException):
@@ -195,32 +190,57 @@ class PrometheusReader:
             answers[signal.field] = outcome
         return answers
 
-    async def flag(self, name: str) -> str | None:
-        """Prometheus's command-line flag `name` as /api/v1/status/flags says it; None where nothing says it
-        (Thanos, Mimir and VictoriaMetrics serve no such page, or a proxy refuses it)."""
-        return await asyncio.get_running_loop().run_in_executor(self._threads, self._flag, name)
+    async def flags(self) -> dict[str, str] | None:
+        """Prometheus's command-line flags as /api/v1/status/flags says them (Thanos Query serves the page too,
+        with its own flags); None where nothing says them (Mimir and VictoriaMetrics serve no such page, a proxy
+        refuses it, or it takes longer than a round may: `_bounded`)."""
+        return await self._bounded(self._flags, "reading /api/v1/status/flags", None)
 
-    def _flag(self, name: str) -> str | None:
+    def _flags(self) -> dict[str, str] | None:
         try:
             response = self._session.get(f"{self.url}/api/v1/status/flags", headers=self._client.headers,
                                          timeout=self._timeout_s)
-            value = response.json()["data"][name] if response.status_code == 200 else None
+            data = response.json()["data"] if response.status_code == 200 else None
         except (PrometheusSourceError, OSError, ValueError, KeyError, TypeError):  # requests' own are OSErrors
             return None
-        return value if isinstance(value, str) else None
+        if not isinstance(data, dict):
+            return None
+        return {name: value for name, value in data.items() if isinstance(value, str)}
 
-    async def sample_times(self, selector: str, window_s: float) -> list[float]:
-        """The times of the samples the first series of `selector` has in the last `window_s`, read with a range
-        selector (which no lookback-delta bounds); none where it has none, or the query fails."""
-        return await asyncio.get_running_loop().run_in_executor(self._threads, self._sample_times, selector,
-                                                                window_s)
+    async def sample_times(self, selector: str, window_s: float) -> list[list[float]]:
+        """The times of the samples each series of `selector` has in the last `window_s`, read with a range
+        selector (which no lookback-delta bounds), a list per series; none where it has none, or the query fails
+        or takes longer than a round may (`_bounded`)."""
+        return await self._bounded(functools.partial(self._sample_times, selector, window_s),
+                                   "reading the samples' spacing", [])
 
-    def _sample_times(self, selector: str, window_s: float) -> list[float]:
+    def _sample_times(self, selector: str, window_s: float) -> list[list[float]]:
         try:
             result = self._request(f"{selector}[{window_s:.0f}s]", self._params)
-            return [float(at) for at, _ in result[0]["values"]] if result else []
-        except (PrometheusSourceError, ValueError, KeyError, TypeError, IndexError):
+            return [[float(at) for at, _ in series["values"]] for series in result]
+        except (PrometheusSourceError, ValueError, KeyError, TypeError):
             return []
+
+    async def _bounded(self, ask: Callable[[], T], what: str, instead: T) -> T:
+        """`ask()` in a query thread, within a round's deadline and cut as a round is past it: a page trickled a
+        byte at a time would otherwise hold the refresh that asked, and a query thread, for ever. `instead` when
+        it was cut (said at debug level)."""
+        try:
+            async with asyncio.timeout(self._deadline_s):
+                return await asyncio.get_running_loop().run_in_executor(self._threads, ask)
+        except TimeoutError:
+            log.debug("Prometheus at %s: %s", self.shown_url, self._given_up(what).detail)
+            return instead
+
+    def _given_up(self, what: str) -> PrometheusSourceError:
+        """The error of requests past the round's deadline, their connections shut: their threads may be in reads
+        that never time out (an answer trickled a byte at a time), which would hold every thread, and every later
+        round would wait behind them."""
+        self._round += 1  # the given-up round's threads start no more requests
+        cut = self._adapter.cut()
+        return PrometheusSourceError(
+            REASON_TIMEOUT, f"{what} took longer than {self._deadline_s:.1f} s"
+            + (f" (closed the {cut} connections still open)" if cut else ""))
 
     def _round_params(self, round_: int) -> dict[str, str]:
         """The round's query parameters, pinned to Prometheus's now (`prometheus_instant`), and its clock offset

@@ -19,6 +19,7 @@ import pytest
 from autoscaler import cli
 from autoscaler.server import build_source
 from autoscaler.settings import settings_from_args
+from exporter import names
 from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text
 from tests.sources.test_prometheus_probe_backends import warnings
 from tests.sources.test_prometheus_source import discovery, exporter_series, signals
@@ -60,7 +61,7 @@ async def test_a_lookback_delta_shorter_than_the_scrape_interval_is_named_with_b
 
     [hint] = [line for line in lines if "lookback" in line]
     assert "--query.lookback-delta 30 s" in hint and "60 s apart" in hint, hint
-    assert "--query.lookback-delta=2m" in hint and "lookbackDelta" in hint, hint
+    assert "Start Prometheus with --query.lookback-delta=2m" in hint and "lookbackDelta" in hint, hint
 
 
 async def test_a_scrape_interval_longer_than_max_staleness_is_named_with_both_values(
@@ -84,3 +85,54 @@ async def test_scrapes_the_settings_keep_up_with_are_not_warned_about(
                        refreshes_at=(0, 15, 45))
 
     assert lines == [], lines
+
+
+async def test_a_lookback_delta_of_0s_is_read_as_the_5m_default_it_stands_for(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`--query.lookback-delta=0s` is PromQL's default, 5m, to Prometheus: it was read as 0 s and the hint said to
+    shorten the lookback to 30s."""
+    lines = await said(tmp_path, scrapes_every(15, 5, time.time()), caplog, ["--query.lookback-delta=0s"],
+                       refreshes_at=(0, 15, 45))
+
+    assert not any("lookback" in line for line in lines), lines
+
+
+async def test_a_lookback_delta_equal_to_the_scrape_interval_is_named_for_what_one_failed_scrape_does(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The newest scrape 70 s old, at a 60 s interval: one scrape failed, and a 1m lookback-delta finds no series
+    until the next; the hint's twice-the-interval is what keeps them."""
+    lines = await said(tmp_path, scrapes_every(60, 70, time.time()), caplog, ["--query.lookback-delta=1m"])
+
+    [hint] = [line for line in lines if "lookback" in line]
+    assert "--query.lookback-delta 60 s is shorter than twice" in hint and "60 s apart" in hint, hint
+    assert "a scrape fails" in hint and "Start Prometheus with --query.lookback-delta=2m" in hint, hint
+
+
+def exporter_only_job(job: str, interval_s: float, now: float) -> list[Sample]:
+    """Ten minutes of a job that keeps only the exporter's own series of the pods of `discovery()` (a user's
+    ServiceMonitor beside our PodMonitor), `interval_s` apart."""
+    samples: list[Sample] = []
+    for namespace, pod in (("team-a", "a-1"), ("team-a", "a-2"), ("team-b", "a-1"), ("team-b", "b-2")):
+        labels = {"namespace": namespace, "pod": pod, "job": job, "instance": f"{pod}:9187",
+                  "collector": names.COLLECTOR_MODELMESH}
+        at = now - 1
+        while at > now - 600:
+            samples.append(Sample(names.LAST_SUCCESS_TIMESTAMP, labels, at, at))
+            at -= interval_s
+    return samples
+
+
+@pytest.mark.parametrize("job", ["a-servicemonitor", "z-servicemonitor"])  # its series first, or ours
+async def test_the_scrape_interval_said_is_the_signals_not_a_faster_exporter_only_jobs_beside_them(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, job: str
+) -> None:
+    """Our job scrapes the signals every 60 s, a user's job the exporter's own series every 5 s: the spacing was
+    read from whichever success-time series came first, and the 5 s one hid the 60 s that makes pods stale."""
+    now = time.time()
+    lines = await said(tmp_path, scrapes_every(60, 10, now) + exporter_only_job(job, 5, now), caplog,
+                       refreshes_at=(0, 15, 40))
+
+    [hint] = [line for line in lines if "max_staleness_s" in line]
+    assert "60 s apart" in hint, hint
