@@ -33,7 +33,7 @@ from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.policy_origins import FLAG_DESTS, flag_origins
 from autoscaler.policies.policy_values import apply_overrides
-from autoscaler.refresher import Refresher
+from autoscaler.refresher import Refresher, RefreshListener
 from autoscaler.runtimes_outside_namespaces import namespaces_as_given, warnings_by_runtime
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings, is_loopback
@@ -180,13 +180,22 @@ class RefreshStack:
         if self.refresher.configured_warnings and settings.deletion_cost and isinstance(self.discovery, PodCostsSeen):
             self.refresher.costs_left_outside = CostsLeftOutside(
                 settings.given_as("namespaces"), namespaces_as_given(settings), self.discovery)
-        # first of the listeners: what publishing leaves in cycles is collected after the next refresh
-        self.refresher.listeners.append(CollectAfterRefresh().after_refresh)  # autoscaler/gcsettings.py
+        # the last of the listeners (`listen` adds the others before it): the serving workers get each refresh's
+        # snapshot before the full collection the refresh may end with, not after it; what publishing leaves in
+        # cycles is collected then, or after a later refresh
+        self._collect_after_refresh = CollectAfterRefresh().after_refresh  # autoscaler/gcsettings.py
+        self.refresher.listeners.append(self._collect_after_refresh)
         self.hpas = build_hpa_watch(settings)
         if self.hpas is not None:
             self.refresher.hpa_bounds = self.hpas.bounds
         if isinstance(self.discovery, DiscoveryScopes):  # asked by what it has: a targets file has no scopes
             self.refresher.discovery_health = self.discovery.scope_health
+
+    def listen(self, listener: RefreshListener) -> None:
+        """Hand each refresh's views to `listener` too, before the garbage collection that may end the refresh:
+        a full collection publishing waited behind delayed every refresh's values to the serving workers."""
+        listeners = self.refresher.listeners
+        listeners.insert(listeners.index(self._collect_after_refresh), listener)
 
     @property
     def cluster_pods(self) -> ClusterPods | None:

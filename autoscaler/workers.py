@@ -169,7 +169,7 @@ async def _refresh_process(settings: ServeSettings, pool: WorkerPool, starting: 
             log.debug("snapshot of %d runtimes (%d bytes) rendered and sent in %.3f s", len(views),
                       len(blob), time.perf_counter() - started)
 
-        refresher.listeners.append(publish)
+        stack.listen(publish)  # before the collection that may end the refresh
         return await _refresh_until_stopped(settings, pool, stack, publisher, stop, stopped_by)
 
 

@@ -127,3 +127,53 @@ def test_connections_that_outlive_a_collection_do_not_pile_up(tmp_path: Path) ->
     # garbage, which a young collection does not free)
     held = held_after(tmp_path, 2, [100, 400])
     assert max(held) <= HELD_AT_MOST, f"{held} closed connections held after 100 and 400 refreshes of {PODS} pods"
+
+
+PUBLISH_CHILD = textwrap.dedent("""
+    import asyncio, gc, sys
+    from pathlib import Path
+    from autoscaler.gcsettings import tune_for_refresh
+    from autoscaler.server import RefreshStack
+    from autoscaler.settings import ServeSettings
+
+    def full_collections() -> int:
+        return gc.get_stats()[2]["collections"]
+
+    async def main() -> None:
+        stack = RefreshStack(ServeSettings(targets=Path(sys.argv[1]), refresh_interval_s=1, window_s=3,
+                                           deletion_cost=False))
+        at_publish = []
+
+        async def publish(views) -> None:  # as the refresh process sends the snapshot to the serving workers
+            at_publish.append(full_collections())
+
+        stack.listen(publish)
+        await stack.start()
+        tune_for_refresh()  # as `serve` does once start-up is over
+        kept = []
+        for _ in range(int(sys.argv[2])):
+            before = full_collections()
+            await stack.refresher.refresh_once()
+            print(at_publish[-1] - before, full_collections() - before)
+            kept += [[] for _ in range(3_000)]  # what a refresh keeps: the young generation grows
+        await stack.close()
+
+    asyncio.run(main())
+""")
+
+
+def test_each_refreshs_snapshot_is_published_before_the_collection_the_refresh_ends_with(tmp_path: Path) -> None:
+    """The collection ran as the first refresh listener: every refresh that ended with a full collection sent its
+    snapshot to the serving workers only after it."""
+    targets = tmp_path / "targets.yaml"
+    with exporters_closing_after(1) as port:
+        pods = [{"name": f"modelmesh-serving-rt-5d9c8b7f6-{pod}", "url": f"http://127.0.0.1:{port}/metrics?pod={pod}"}
+                for pod in range(PODS)]
+        targets.write_text(yaml.safe_dump({"runtimes": [{"namespace": "team", "deployment": "modelmesh-serving-rt",
+                                                         "pods": pods}]}))
+        done = subprocess.run([sys.executable, "-c", PUBLISH_CHILD, str(targets), "6"], capture_output=True,
+                              text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = [tuple(map(int, line.split())) for line in done.stdout.splitlines()]
+    assert any(collected for _, collected in rows), rows  # some refresh ended with a full collection
+    assert [before_publish for before_publish, _ in rows] == [0] * len(rows), rows
