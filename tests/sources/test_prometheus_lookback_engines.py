@@ -117,3 +117,16 @@ async def test_a_flags_page_that_never_ends_is_cut_at_the_rounds_deadline_and_th
     assert [hint for hint in lines if "60 s apart" in hint and "max_staleness_s" in hint], lines
     assert not any("lookback" in line for line in lines), lines
     assert len(read) == 3 and all(read[-1].values()), read
+
+
+async def test_a_short_lookback_delta_behind_an_engine_the_flags_do_not_tell_is_told_generally(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, aiohttp_server: AiohttpServer
+) -> None:
+    async def page(request: web.Request) -> web.StreamResponse:
+        return web.json_response({"status": "success", "data": {"query.lookback-delta": "30s"}})
+
+    lines, _ = await said(tmp_path, 60, 40, page, aiohttp_server, caplog, refreshes_at=(0,),
+                          prometheus_args=["--query.lookback-delta=30s"])
+
+    [hint] = [line for line in lines if "lookback" in line]
+    assert "Set the query engine's lookback-delta to 2m" in hint and "Start " not in hint, hint
