@@ -7,20 +7,8 @@ the lowest `controller.kubernetes.io/pod-deletion-cost`. The writer patches the 
 refresh: a PATCH refused (503, 403), a `Retry-After` pausing the writer, or a fleet-wide drop queueing thousands of
 patches (20 a second) left the lower value served while the cluster still ranked the pod now most needed lowest,
 and that pod was removed. So, as for missing data ("never signal a scale-down on missing data"), the served
-value is held where it would remove a pod (`ceil` of it below the current replicas) that the ranking does not
-count among the least needed (`autoscaler.actuation.removal_order`).
-
-At every refresh while it is below what runs, not only the one where it falls: the HPA acts at any sync (at once,
-with no scale-down stabilization), and a ranking that turned after the fall (the load moving onto the pod carrying
-the lowest cost) left the lower value served, the held value compared with itself, while the new costs waited for
-their per-pod minute. But a turn is mostly load noise, which moves pods by a bucket at nearly every refresh: held
-at each (then the writer's minute kept the costs a bucket off), the value went back up to the replicas that run
-at one refresh in four, and an HPA with the default scale-down stabilization (the highest recommendation of 300 s)
-never scaled down. So after the refresh where it falls, a scale-down holds where the pod the ReplicaSet would
-remove is clearly needed, more than `TURN_SLACK` above a pod that stays (the reviewer's 0/0/60 req/s on pods
-carrying 700/600/600: the busy pod ranked 600, tied lowest, two buckets above the idle ones), or while the writes
-a hold hurried at the last refresh are still not on the pods (refused, throttled, queued); a turn by a bucket is
-written at the pod's minute, unheld.
+value is held where it would remove a pod (`ceil` of it below both what was served before and the current replicas)
+that the ranking does not count among the least needed (`autoscaler.actuation.removal_order`).
 
 The order, not the values: waiting until every pod carried exactly this refresh's cost held scale-downs under
 ordinary load noise (a bucket moved, and the writer puts a changed bucket off for its per-pod minute) until the cap,
@@ -46,7 +34,6 @@ from autoscaler.forgetting import ForgetsRuntimes
 from autoscaler.log_lists import count_of, few
 from autoscaler.model import RuntimeKey, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
-from autoscaler.policies.ranking import COST_SPACING
 
 log = logging.getLogger(__name__)
 
@@ -56,11 +43,6 @@ PATCH is tried again at least once meanwhile; four syncs of the HPA."""
 
 _DESIRED: Final = ServedMetric.DESIRED_REPLICAS
 
-
-TURN_SLACK: Final = COST_SPACING
-"""How far above a pod that stays (in cost) a ranking that turned after the writer's last turn must rank a pod the
-ReplicaSet would remove before the scale-down holds at once: one bucket is what ordinary load noise moves a pod
-by (40 to 60 req/s of a runtime's top rate, with the default weights); past that the pod is clearly needed."""
 
 NAMED_PODS: Final = 3
 """How many pods `held` names before it counts the rest: enough to find the PATCH to look at."""
@@ -96,9 +78,8 @@ class RankingWrites(ForgetsRuntimes, Protocol):
     def misordered(self, key: RuntimeKey, view: RuntimeView, removing: int, new: bool) -> CostsPending | None:
         """What waits to be written while the `removing` pods the ReplicaSet would remove are not the least
         needed by `view`'s ranking; None when they are, or nothing the writer was handed is left to write that
-        would change it and no such pod is needed by more than `TURN_SLACK`. `new`: the scale-down starts (or
-        grows) at this refresh, so the writer has not had this ranking yet. A runtime it answers for has its
-        writes made at once."""
+        would change it. `new`: the scale-down starts (or grows) at this refresh, so the writer has not had
+        this ranking yet. A runtime it answers for has its writes made at once."""
 
 
 @dataclass(slots=True)
@@ -106,15 +87,6 @@ class _Spell:
     since: float
     warned: bool = False
     past: bool = False
-
-
-def _removing_none(earlier: ServedValue | None, current: int) -> float:
-    """The value a held runtime is served: the one served before where it removed no pod (a fraction above
-    `current - 1` is kept as it was), else what runs. Not the lower value served before: a ranking that turns
-    after the value fell is checked as well, and that value would hold nothing."""
-    if earlier is None or earlier.value is None or math.ceil(earlier.value) < current:
-        return float(current)
-    return min(earlier.value, float(current))
 
 
 class RankingHold:
@@ -138,14 +110,17 @@ class RankingHold:
         if served is None or served.value is None or current is None:
             self._spells.pop(key, None)
             return view
+        earlier = before.values.get(_DESIRED) if before is not None else None
+        floor = float(current) if earlier is None or earlier.value is None else min(earlier.value, float(current))
         removing = current - math.ceil(served.value)  # as the HPA rounds it
         new = removing > self._removing.get(key, 0)
-        if removing <= 0:  # no pod would go on this value's account
+        if removing > 0:
+            self._removing[key] = removing
+        else:
             self._removing.pop(key, None)
+        if served.value >= floor or removing <= 0:  # no pod would go on this value's account
             self._spells.pop(key, None)
             return view
-        self._removing[key] = removing
-        floor = _removing_none(before.values.get(_DESIRED) if before is not None else None, current)
         pending = writes.misordered(key, view, removing, new)
         if pending is None:
             spell = self._spells.pop(key, None)

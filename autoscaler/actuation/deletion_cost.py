@@ -59,7 +59,7 @@ from autoscaler.log_lists import few
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.policies.ranking import COST_SPACING
-from autoscaler.ranking_hold import TURN_SLACK, CostsPending
+from autoscaler.ranking_hold import CostsPending
 from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
@@ -153,13 +153,11 @@ class DeletionCostWriter:
     def misordered(self, key: RuntimeKey, view: RuntimeView, removing: int, new: bool) -> CostsPending | None:
         """What a scale-down removing `removing` pods waits on (`autoscaler.ranking_hold`), or None: when the pods
         the ReplicaSet would remove by the costs on them are among the least needed by `view`'s ranking; when the
-        scale-down is not `new` (it was there at the last refresh), none of them is needed by more than
-        `TURN_SLACK` over a pod that stays, and no write the last refresh's hold hurried has failed (a ranking
-        that turns by a bucket after the fall is load noise, written at the pod's minute: waiting for it held
-        scale-downs at one refresh in four, and an HPA with the default scale-down stabilization never scaled
-        down); and when nothing can be known (a runtime outside `--namespaces`; a replica not leading, without
-        the pod watch: a targets file). The costs on the pods: what this replica wrote while leading, else the
-        pod watch's.
+        scale-down is not `new` (it was there at the last refresh) and they are among the least needed by the
+        ranking of the last refresh, which the writer had its turn to write (a newer ranking's moves are load
+        noise, written at the pod's minute: waiting for them held every scale-down under noise); and when
+        nothing can be known (a runtime outside `--namespaces`; a replica not leading, without the pod watch: a
+        targets file). The costs on the pods: what this replica wrote while leading, else the pod watch's.
 
         A replica not leading judges by the pod watch, within one cost bucket: the HPA reads every replica through
         the Service, and a replica that held nothing let a read of it remove the pod the leader's hold kept. Its
@@ -173,14 +171,13 @@ class DeletionCostWriter:
             return None
         slack = 0 if leading else COST_SPACING
         carried = {name: self._carried((key.namespace, name), leading) for name, *_ in view.pods.deletion_costs()}
-        pods = _pod_costs(view, carried)
-        misplaced = misplaced_removals(pods, removing, slack)
+        misplaced = misplaced_removals(_pod_costs(view, carried), removing, slack)
+        handed = self._latest.get(key) if self._latest is not None and not new else None
+        if handed is not None and not misplaced_removals(_pod_costs(handed, carried), removing, slack):
+            return None
         unwritten = [name for name, ready, fresh, cost in view.pods.deletion_costs()
                      if ready and fresh and cost is not None and cost != carried[name]]
         if not misplaced or not unwritten:
-            return None
-        if not new and not misplaced_removals(pods, removing, max(slack, TURN_SLACK)) and not self._failed_to_write(
-                key, removing, slack, carried):
             return None
         if leading:
             self._holding.add(key)
@@ -189,14 +186,6 @@ class DeletionCostWriter:
             causes = {"not on the pods as this replica's pod watch shows them; the leader writes them, and its "
                       "log says why not": None}
         return CostsPending(unwritten=tuple(unwritten), misplaced=tuple(misplaced), causes=tuple(causes))
-
-    def _failed_to_write(self, key: RuntimeKey, removing: int, slack: int, carried: Mapping[str, int]) -> bool:
-        """Whether the ranking handed over at the last refresh, written at once as its scale-down was held then,
-        is still not on the pods so that the ReplicaSet would remove a pod it needed more: a write refused,
-        throttled or queued. A ranking handed without a hold is written at the pod's minute: its absence is
-        no failure, and waiting for it held scale-downs under load noise."""
-        handed = self._latest.get(key) if self._latest is not None and key in self._held else None
-        return handed is not None and bool(misplaced_removals(_pod_costs(handed, carried), removing, slack))
 
     def _carried(self, pod: PodId, leading: bool) -> int:
         """The cost on the pod as the ReplicaSet reads it: what this replica wrote while leading (the pod watch
