@@ -523,11 +523,14 @@ def run_simulate(args: argparse.Namespace) -> int:
 
 def _print_summary(args: argparse.Namespace, report: dict[str, Any]) -> None:
     """The table and notes on stdout, flushed here so that a reader that has gone shows as BrokenPipeError."""
-    from autoscaler.simulation.report import bound_text, cache_text, goal_text, table
+    from autoscaler.simulation.report import BASELINE, bound_text, cache_text, goal_text, table
+    from autoscaler.simulation.stuck_baseline import stuck_text
 
     print(table(report))
     if goal := goal_text(report):
         print("\n" + goal)
+    if stuck := stuck_text(report, BASELINE):
+        print("\n" + stuck)
     if cache := cache_text(report):
         print("\n" + cache)
     if "bound" in report:

@@ -19,6 +19,7 @@ import numpy as np
 
 from autoscaler.simulation.cluster import Cluster, ClusterShape
 from autoscaler.simulation.hpa import SYNC_PERIOD_S
+from autoscaler.simulation.idle_watch import BucketUse, IdleWatch
 from autoscaler.simulation.loading import LoadWaits
 from autoscaler.simulation.policies import SimPolicy
 from autoscaler.simulation.trace import Bucket, Trace
@@ -38,12 +39,15 @@ class ScaleEvent:
 
 @dataclass
 class Timeline:
-    """One point per bucket: load, and per policy replicas, delayed requests and cold loads."""
+    """One point per bucket: load, and per policy replicas, delayed requests, cold loads and what the pods did
+    (idle ones beside full ones: stuck_baseline.py)."""
 
     t_s: list[float] = field(default_factory=list)
     replicas: list[int] = field(default_factory=list)
     delayed: list[float] = field(default_factory=list)
     cold_loads: list[int] = field(default_factory=list)
+    pods_use: list[BucketUse] = field(default_factory=list)
+    bucket_s: float = 0.0
 
 
 @dataclass
@@ -89,7 +93,8 @@ def simulate(buckets: Sequence[Bucket], bucket_s: float, tick_s: float, shape: C
     after it, not for the pods that serve it."""
     cluster = Cluster(shape, initial_replicas, tick_s)
     ticks = max(1, round(bucket_s / tick_s))
-    timeline = Timeline()
+    timeline = Timeline(bucket_s=bucket_s)
+    watch = IdleWatch()
     events: list[ScaleEvent] = []
     pod_seconds = overloaded = 0.0
     peak = cluster.replicas
@@ -124,12 +129,14 @@ def simulate(buckets: Sequence[Bucket], bucket_s: float, tick_s: float, shape: C
             stats = cluster.step(now)
             delayed_here += stats.delayed
             cold_here += stats.cold_loads
+            watch.tick(cluster.pods)
             if stats.overloaded:
                 overloaded += counted
         timeline.t_s.append(start)
         timeline.replicas.append(cluster.replicas)
         timeline.delayed.append(delayed_here)
         timeline.cold_loads.append(cold_here)
+        timeline.pods_use.append(watch.bucket_done())
         if progress is not None:
             progress(index + 1, total)
     served = cluster.served + cluster.queued()  # what is still queued at the end is served after it

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, TextIO
 
 from autoscaler.simulation.engine import Oracle, PolicyResult
 from autoscaler.simulation.goal import COLD, DELAYED, LABELS, POD_HOURS, QUIET_RATIO, QUIET_SLACK, SMALL_RATIO, judge
+from autoscaler.simulation.policies import MEAN_TARGET_PERCENT
 from autoscaler.simulation.run_size import BUSY
+from autoscaler.simulation.stuck_baseline import stuck_note, stuck_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -222,6 +224,11 @@ def build_report(info: RunInfo, results: Sequence[PolicyResult]) -> dict[str, An
         "unavoidable_cold_loads": info.oracle.first_loads,
         "policies": {r.name: policy_entry(r, baseline, info.oracle.first_loads) for r in results},
     }
+    if baseline is not None:  # only where it happened: a run whose mean-hpa scaled to the load reads as before
+        duration_s = float(info.trace["hours"]) * 3600.0
+        note = stuck_note(baseline.timeline, int(info.cluster["max_replicas"]), MEAN_TARGET_PERCENT / 100.0, duration_s)
+        if note is not None:
+            report["policies"][BASELINE]["stuck_below_target"] = note
     if bound is not None:
         report["bound"] = bound_entry(bound, baseline, int(info.cluster["max_replicas"]))
     report["warnings"] = list(info.warnings)  # always: `jq .warnings` on a run without any read null
@@ -315,6 +322,8 @@ def markdown(report: Mapping[str, Any]) -> str:
     ]
     if goal := goal_text(report):
         lines += [goal, ""]
+    if stuck := stuck_text(report, BASELINE):
+        lines += [stuck, ""]
     if cache := cache_text(report):
         lines += [cache, ""]
     if report.get("warnings"):
