@@ -71,6 +71,8 @@ async def test_every_signal_of_a_refresh_is_read_from_the_scrape_its_freshness_i
 
     (pod,) = snapshot.pods
     assert snapshot.source_ok and pod.sampled_at is not None and pod.requests_per_second is not None
-    assert start + pod.requests_per_second == pytest.approx(pod.sampled_at, abs=0.01), (
+    # `sampled_at` is the scrape's start (older than the exporter's `now`), the rate the exporter's `now`: they
+    # differ by the time the exporter took to be reached (tens of ms on a loaded machine); another scrape is 1 s off
+    assert start + pod.requests_per_second == pytest.approx(pod.sampled_at, abs=0.3), (
         f"the request rate was scraped {start + pod.requests_per_second - pod.sampled_at:.1f} s after the freshness")
     assert len({params.get("time") for params in asked if params["query"] != "time()"}) == 1, asked
