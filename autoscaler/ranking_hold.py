@@ -26,8 +26,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Final, Protocol
 
 from autoscaler.forgetting import ForgetsRuntimes
@@ -50,6 +51,33 @@ NAMED_PODS: Final = 3
 RBAC_HINT: Final = "a 403 is a Role without the verb patch on pods in that namespace"
 
 
+class HoldReason(StrEnum):
+    """What a held scale-down's writes wait on, as `modelmesh_autoscaler_scale_down_holds_total` counts it: a
+    single word an alert or a dashboard can split on, the most telling of the pods' causes (a refusal over a
+    queue). The listed order is that precedence, strongest first."""
+
+    REFUSED = "refused"
+    """A PATCH refused (403: a Role without `patch` on pods; 4xx, 5xx: a webhook, the API server)."""
+    THROTTLED = "throttled"
+    """The API server answered 429 or `Retry-After`: the writer pauses."""
+    NO_ANSWER = "no_answer"
+    """A PATCH that got no answer (timeout, connection)."""
+    LEADER = "leader"
+    """A replica not leading: the leader writes the costs, and its log says why not yet."""
+    QUEUED = "queued"
+    """Nothing failed: the writer has not had its turn yet (the usual hold, one refresh)."""
+
+    @classmethod
+    def strongest(cls, reasons: Iterable[HoldReason]) -> HoldReason:
+        """The one to count for a hold whose pods wait on several."""
+        order = list(cls)
+        return min(reasons, key=order.index, default=cls.QUEUED)
+
+
+EXPIRED: Final = "expired"
+"""The `reason` counted when a hold reaches `COST_HOLD_MAX_S` and the value falls with the costs as they are."""
+
+
 @dataclass(frozen=True, slots=True)
 class CostsPending:
     """Why a scale-down waits, as the writer knows it."""
@@ -60,6 +88,8 @@ class CostsPending:
     """The pods the ReplicaSet would remove now that the ranking does not count among the least needed."""
     causes: tuple[str, ...]
     """What the writes wait on: `refused with 503`, `throttled by the API server (...)`, `queued`, ..."""
+    reason: HoldReason = HoldReason.QUEUED
+    """The most telling of `causes`, in one word, for the hold counter."""
 
     def describe(self) -> str:
         """`deletion costs of pod-b not written (refused with 503)`: the pods and why, for /debug and the log."""
@@ -92,8 +122,12 @@ class _Spell:
 class RankingHold:
     """Holds the served replica count of runtimes whose ranking is not yet written; keeps each spell's start."""
 
-    def __init__(self, bound_s: float = COST_HOLD_MAX_S) -> None:
+    def __init__(self, bound_s: float = COST_HOLD_MAX_S, counted: Callable[[str], None] | None = None) -> None:
+        """`counted`: told the reason at each refresh that holds a runtime, and `EXPIRED` as a hold reaches
+        `bound_s` (the self-metric `modelmesh_autoscaler_scale_down_holds_total`): a hold of one refresh is never
+        logged, and without the count nothing said how often scale-downs waited, or on what."""
         self.bound_s = bound_s
+        self._counted = counted or (lambda reason: None)
         self._spells: dict[RuntimeKey, _Spell] = {}
         self._waiting: list[str] = []  # this refresh's new warnings, said by `flush`
         self._past: list[str] = []
@@ -133,6 +167,7 @@ class RankingHold:
         if waited > self.bound_s:
             if not spell.past:
                 spell.past = True
+                self._counted(EXPIRED)
                 self._past.append(f"{key} ({missing} for {waited:.0f} s; falls to {served.value:g})")
                 self._past_refused_403 |= "refused with 403" in pending.causes
             note = (f"{missing} for {waited:.0f} s, past the {self.bound_s:g} s a scale-down waits for them: "
@@ -141,6 +176,7 @@ class RankingHold:
         if waited > 0 and not spell.warned:
             spell.warned = True
             self._waiting.append(f"{key} (held at {floor:g}, not {served.value:g}; {missing})")
+        self._counted(pending.reason)
         why = (f"{missing}, not the least needed; held at {floor:g} (not {served.value:g}) so that the "
                f"scale-down removes the least needed pods, for at most {self.bound_s:g} s")
         held = dict(view.held)

@@ -138,7 +138,7 @@ class Refresher:
         self.cost_writes: RankingWrites | None = None
         """Set while deletion costs are written: handed each refresh's views as decided, and asked whether a
         runtime's ranking is on its pods before its replica count may fall (`autoscaler.ranking_hold`)."""
-        self._ranking_hold = RankingHold()
+        self._ranking_hold = RankingHold(counted=lambda reason: metrics.scale_down_holds.labels(reason).inc())
         self.discovery_health: Callable[[], Mapping[str, bool]] | None = None
         """Set where discovery watches the cluster (`DiscoveryScopes.scope_health`): published with each
         refresh's other self-metrics, so that the refresh process's /metrics says it as of that refresh."""

@@ -159,6 +159,14 @@ class AdapterMetrics:
             "answer): tells a missing Role (403) from a webhook or policy (400, 422, 500) or throttling (429).",
             ["code"], registry=self.registry,
         )
+        self.scale_down_holds = Counter(
+            "modelmesh_autoscaler_scale_down_holds_total",
+            "Refreshes at which a runtime's modelmesh_desired_replicas was held from falling until its pods carry "
+            "their new deletion costs, by what the writes waited on: queued (the writer's turn; usual, one "
+            "refresh), refused, throttled, no_answer, leader (a replica not leading waits for the leader's "
+            "writes); and expired, once a hold: it reached its bound and the value fell with the costs as they were.",
+            ["reason"], registry=self.registry,
+        )
         # The RuntimeScale bridge (docs/design.md, The RuntimeScale bridge).
         self.bridge_writes = Counter(
             "modelmesh_autoscaler_bridge_writes_total",

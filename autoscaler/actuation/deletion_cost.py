@@ -59,7 +59,7 @@ from autoscaler.log_lists import few
 from autoscaler.model import RuntimeKey, RuntimeView
 from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.policies.ranking import COST_SPACING
-from autoscaler.ranking_hold import CostsPending
+from autoscaler.ranking_hold import CostsPending, HoldReason
 from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
@@ -181,11 +181,15 @@ class DeletionCostWriter:
             return None
         if leading:
             self._holding.add(key)
-            causes = dict.fromkeys(self._cause(self.records.get((key.namespace, name))) for name in unwritten)
+            found = [self._cause(self.records.get((key.namespace, name))) for name in unwritten]
+            causes = dict.fromkeys(text for _, text in found)
+            reason = HoldReason.strongest(reason for reason, _ in found)
         else:
             causes = {"not on the pods as this replica's pod watch shows them; the leader writes them, and its "
                       "log says why not": None}
-        return CostsPending(unwritten=tuple(unwritten), misplaced=tuple(misplaced), causes=tuple(causes))
+            reason = HoldReason.LEADER
+        return CostsPending(unwritten=tuple(unwritten), misplaced=tuple(misplaced), causes=tuple(causes),
+                            reason=reason)
 
     def _carried(self, pod: PodId, leading: bool) -> int:
         """The cost on the pod as the ReplicaSet reads it: what this replica wrote while leading (the pod watch
@@ -195,15 +199,18 @@ class DeletionCostWriter:
             return record.cost
         return carried_cost(self._cluster.deletion_cost(*pod) if self._cluster is not None else None)
 
-    def _cause(self, record: PodRecord | None) -> str:
-        """Why this replica has not written a pod's cost yet, as the log and /debug say it."""
+    def _cause(self, record: PodRecord | None) -> tuple[HoldReason, str]:
+        """Why this replica has not written a pod's cost yet: in one word for the hold counter, and as the log and
+        /debug say it."""
         if record is not None and record.failures and record.refused is not None:
             if record.refused == 429 or self._throttle.remaining() > 0:
-                return f"throttled by the API server ({record.refused}, Retry-After)"
-            return f"refused with {record.refused}" if isinstance(record.refused, int) else "no answer"
+                return HoldReason.THROTTLED, f"throttled by the API server ({record.refused}, Retry-After)"
+            if isinstance(record.refused, int):
+                return HoldReason.REFUSED, f"refused with {record.refused}"
+            return HoldReason.NO_ANSWER, "no answer"
         if self._throttle.remaining() > 0:
-            return "throttled by the API server (Retry-After)"
-        return "queued"
+            return HoldReason.THROTTLED, "throttled by the API server (Retry-After)"
+        return HoldReason.QUEUED, "queued"
 
     def forget(self, key: RuntimeKey) -> None:
         """The runtime is gone, or was created again under its name (`autoscaler.forgetting`): a scale-down of it

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
+from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.actuation.actuator import DeletionCostActuator
 from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
@@ -33,6 +34,7 @@ from tests.actuation.conftest import KEY, SteppedClock, add_pods
 from tests.fakes.kube import FakeKubeApi
 
 T0 = 1_700_000_000.0
+HOLDS = "modelmesh_autoscaler_scale_down_holds_total"
 PODS = ("pod-a", "pod-b", "pod-c")
 BEFORE = {"pod-a": 120.0, "pod-b": 10.0, "pod-c": 90.0}  # 220 req/s at 100 a pod: 3 replicas
 AFTER = {"pod-a": 10.0, "pod-b": 90.0, "pod-c": 50.0}  # 150 req/s: 2, and pod-a is now the least needed
@@ -83,6 +85,10 @@ class Cluster:
         document: dict[str, Any] = await response.json()
         return document
 
+    async def holds_counted(self) -> dict[str, float]:
+        """`modelmesh_autoscaler_scale_down_holds_total` by reason, as Prometheus scrapes it from /metrics."""
+        return await holds_counted(self.api)
+
     def costs(self) -> dict[str, int | None]:
         """The pods' deletion costs as the ReplicaSet reads them."""
         found = {pod: self.kube.pod_annotations(KEY.namespace, pod).get(DELETION_COST_ANNOTATION) for pod in PODS}
@@ -103,6 +109,14 @@ class Cluster:
 
     def patched(self, pod: str) -> int:
         return sum(1 for patch in self.kube.patches if patch.name == pod)
+
+
+async def holds_counted(api: TestClient[Any, Any]) -> dict[str, float]:
+    """`modelmesh_autoscaler_scale_down_holds_total` by reason, as Prometheus scrapes it from `api`'s /metrics."""
+    response = await api.get("/metrics")
+    assert response.status == 200, await response.text()
+    return {sample.labels["reason"]: sample.value for family in text_string_to_metric_families(await response.text())
+            for sample in family.samples if sample.name == HOLDS}
 
 
 @pytest.fixture
@@ -152,6 +166,8 @@ async def test_a_refused_cost_patch_holds_the_scale_down_until_the_costs_are_on_
     waits = [r.getMessage() for r in caplog.records
              if r.levelno == logging.WARNING and "scale-down waits" in r.getMessage()]
     assert len(waits) == 1 and KEY.deployment in waits[0] and "60 s" in waits[0], waits
+    # Counted at each refresh held: first the writer's turn, then the refusal it met.
+    assert await cluster.holds_counted() == {"queued": 1.0, "refused": 1.0}
 
     cluster.kube.clear_faults()
     await cluster.refresh(400.0)  # past any retry: the writer writes pod-b's raise
@@ -178,3 +194,5 @@ async def test_a_lasting_refusal_holds_the_scale_down_no_longer_than_the_bound(
     went = [r.getMessage() for r in caplog.records
             if r.levelno == logging.WARNING and "goes ahead with stale" in r.getMessage()]
     assert len(went) == 1 and "refused with 403" in went[0] and "Role without the verb patch" in went[0], went
+    counted = await cluster.holds_counted()
+    assert counted["expired"] == 1.0 and counted["refused"] >= 1.0, counted

@@ -22,7 +22,7 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.refresher import Refresher
 from autoscaler.selfmetrics import AdapterMetrics
 from tests.actuation.conftest import SteppedClock, add_pods
-from tests.actuation.test_deletion_cost_hold import DEBUG, DESIRED, PODS, POLICY, T0, LoadSource
+from tests.actuation.test_deletion_cost_hold import DEBUG, DESIRED, PODS, POLICY, T0, LoadSource, holds_counted
 from tests.fakes.kube import FakeKubeApi
 
 REFRESHES = 12  # three minutes: three of the writer's per-pod minutes
@@ -34,6 +34,7 @@ async def test_load_noise_holds_a_scale_down_no_longer_than_a_refresh_and_warns_
     caplog.set_level(logging.INFO)
     add_pods(kube, PODS)
     longest: list[int] = []
+    held_refreshes = counted = 0.0
     for run in range(RUNS):
         noise = random.Random(run)
         clock = SteppedClock(T0)
@@ -55,11 +56,16 @@ async def test_load_noise_holds_a_scale_down_no_longer_than_a_refresh_and_warns_
             assert (await api.get(DESIRED)).status == 200
             held = (await (await api.get(DEBUG)).json())["held"]
             held_for = held_for + 1 if ServedMetric.DESIRED_REPLICAS.value in held else 0
+            held_refreshes += held_for > 0
             held_longest = max(held_longest, held_for)
             await writer.sync()
         longest.append(held_longest)
+        counted += sum((await holds_counted(api)).values())
+        assert set(await holds_counted(api)) <= {"queued"}, await holds_counted(api)
         await api.close()
     assert max(longest) <= 1, f"refreshes held in a row, per run: {longest}"
+    # Never logged, but counted: /metrics says how often a scale-down waited for its costs.
+    assert held_refreshes > 0 and counted == held_refreshes, (counted, held_refreshes)
     said = [r.getMessage() for r in caplog.records
             if r.name == "autoscaler.ranking_hold" and r.levelno >= logging.WARNING]
     assert said == [], said
