@@ -134,6 +134,7 @@ class RankingHold:
         self._past_refused_403 = False  # one of this refresh's runtimes past the bound had a write refused 403
         self._written: list[RuntimeKey] = []
         self._removing: dict[RuntimeKey, int] = {}  # pods the decided value removed at the last refresh
+        self._undecided: set[RuntimeKey] = set()  # runtimes whose last refresh decided no replica count
 
     def hold(self, view: RuntimeView, before: RuntimeView | None, now: float, writes: RankingWrites) -> RuntimeView:
         """The view to serve: `view`, or with its replica count held (and /debug's `held` and reason saying so).
@@ -142,12 +143,18 @@ class RankingHold:
         served = view.values.get(_DESIRED)
         current = view.current_replicas
         if served is None or served.value is None or current is None:
-            self._spells.pop(key, None)
+            # Not decided (its data stale, the API answers 503): the HPA keeps its replicas, and the hold keeps
+            # its spell and the pods judged. Dropped, a refresh without data ended a hold whose write was still
+            # refused, and restarted its bound.
+            self._undecided.add(key)
             return view
+        undecided = key in self._undecided
+        self._undecided.discard(key)
         earlier = before.values.get(_DESIRED) if before is not None else None
         floor = float(current) if earlier is None or earlier.value is None else min(earlier.value, float(current))
         removing = current - math.ceil(served.value)  # as the HPA rounds it
-        new = removing > self._removing.get(key, 0)
+        # After a refresh that decided nothing the writer was handed no ranking of the pods it missed: news.
+        new = removing > self._removing.get(key, 0) or undecided
         if removing > 0:
             self._removing[key] = removing
         else:
@@ -191,6 +198,7 @@ class RankingHold:
         scale-down starts now (`autoscaler.forgetting`)."""
         self._spells.pop(key, None)
         self._removing.pop(key, None)
+        self._undecided.discard(key)
 
     def flush(self) -> None:
         """Say this refresh's news (one line each, a fleet's runtimes together)."""

@@ -38,6 +38,7 @@ HOLDS = "modelmesh_autoscaler_scale_down_holds_total"
 PODS = ("pod-a", "pod-b", "pod-c")
 BEFORE = {"pod-a": 120.0, "pod-b": 10.0, "pod-c": 90.0}  # 220 req/s at 100 a pod: 3 replicas
 AFTER = {"pod-a": 10.0, "pod-b": 90.0, "pod-c": 50.0}  # 150 req/s: 2, and pod-a is now the least needed
+TURNED = {"pod-a": 60.0, "pod-b": 45.0, "pod-c": 20.0}  # 125 req/s: 2; pod-b now above pod-c, still costs least
 POLICY = RuntimePolicy(target_rps_per_pod=100.0, scale_down_tau_s=0.0)
 DESIRED = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{KEY.namespace}/{ServedMetric.DESIRED_REPLICAS.value}" \
           f"?labelSelector=deployment%3D{KEY.deployment}"
@@ -52,9 +53,12 @@ class LoadSource(SourceDefaults):
 
     def __init__(self) -> None:
         self.load = BEFORE
+        self.scrapes_failing: frozenset[str] = frozenset()
+        """Pods whose exporters' scrapes fail: their last samples, two minutes old, are not fresh."""
 
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
-        pods = tuple(PodSample(name, sampled_at=now - 1, requests_per_second=rps, queue_delay_s=0.0, lru_age_s=900.0,
+        pods = tuple(PodSample(name, sampled_at=now - (120 if name in self.scrapes_failing else 1),
+                               requests_per_second=rps, queue_delay_s=0.0, lru_age_s=900.0,
                                cache_used_ratio=0.5, models_loaded=3.0) for name, rps in self.load.items())
         return [RuntimeSnapshot(KEY, pods, now, replicas=3)]
 
@@ -196,3 +200,24 @@ async def test_a_lasting_refusal_holds_the_scale_down_no_longer_than_the_bound(
     assert len(went) == 1 and "refused with 403" in went[0] and "Role without the verb patch" in went[0], went
     counted = await cluster.holds_counted()
     assert counted["expired"] == 1.0 and counted["refused"] >= 1.0, counted
+
+
+async def test_a_refresh_without_data_does_not_end_a_hold_whose_write_is_still_refused(cluster: Cluster) -> None:
+    """Two of three exporters miss a scrape: that refresh answers 503 (coverage below half) and decides nothing;
+    at the next one pod-b's raise is still refused, and the ReplicaSet would still remove pod-b."""
+    cluster.kube.fail(r"/pods/pod-b$", status=503, times=None, method="PATCH")
+    cluster.source.load = TURNED
+    await cluster.refresh()
+    assert await cluster.served() == 3.0  # held: pod-b, ranked above pod-c, carries the lowest cost
+    await cluster.until(lambda: cluster.patched("pod-b") >= 2, "tried pod-b's raise")
+    await cluster.refresh()
+    assert "refused with 503" in (await cluster.debug())["held"][ServedMetric.DESIRED_REPLICAS.value]
+    cluster.source.scrapes_failing = frozenset({"pod-b", "pod-c"})
+    await cluster.refresh()
+    assert (await cluster.api.get(DESIRED)).status == 503  # nothing decided: the HPA keeps its replicas
+    cluster.source.scrapes_failing = frozenset()
+    await cluster.refresh()
+    assert "pod-b" in cluster.least_needed_in_cluster()  # the ReplicaSet may remove it
+    held = (await cluster.debug())["held"]
+    assert await cluster.served() == 3.0, f"pod-b's raise is still refused; held {held}"
+    assert "deletion costs of pod-b not written (refused with 503)" in held[ServedMetric.DESIRED_REPLICAS.value]
