@@ -37,6 +37,8 @@ def demo(*flags: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     ("--interval", "0", "must be greater than 0"),
     # Accepted, the demo ran its whole duration without printing a single table.
     ("--interval", "nan", "must be a finite number"),
+    ("--start-timeout", "0", "must be greater than 0"),
+    ("--start-timeout", "inf", "must be a finite number"),
 ])
 def test_a_value_the_demo_cannot_run_with_is_one_line_naming_the_flag(flag: str, value: str, says: str,
                                                                      tmp_path: Path) -> None:

@@ -23,11 +23,15 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     """The demo's flags, checked as `serve` checks its own (`autoscaler.settings`): a value it cannot run with
     (`--pods 0`, `--duration nan`) is one line naming the flag and the value, before anything starts."""
     parser.add_argument("--duration", type=seconds, default=60.0, metavar="SECONDS",
-                        help="seconds to run; Ctrl-C stops it earlier (default 60)")
+                        help="seconds the scenario runs, from the adapter's first served value (longer where the "
+                             "traffic drop waits for pods still starting); Ctrl-C stops it earlier (default 60)")
     parser.add_argument("--pods", type=demo_pods, default=4, metavar="N",
                         help=f"fake ModelMesh pods at the start, 1 to {DEMO_MAX_PODS} (default 4)")
     parser.add_argument("--max-pods", type=demo_pods, default=None, metavar="N",
                         help=f"the demo HPA's maxReplicas, at least --pods and at most {DEMO_MAX_PODS} (default 2 x "
                              f"--pods, at most {DEMO_MAX_PODS})")
+    parser.add_argument("--start-timeout", type=seconds, default=60.0, metavar="SECONDS",
+                        help="how long the demo waits for the adapter's first value before the scenario starts, "
+                             "and the traffic drop for pods still starting (default 60)")
     parser.add_argument("--interval", type=seconds, default=3.0, metavar="SECONDS",
                         help="seconds between printed tables (default 3)")

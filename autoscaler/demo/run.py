@@ -7,6 +7,9 @@ scrapes the exporters and serves the external metrics API. The HPA is the docume
 adapter's real API, and the demo really starts and stops pods, removing the one with the lowest deletion
 cost as the ReplicaSet would. Time is compressed: the adapter's scale-down time constant (300 s shipped, the
 one slow-down rail) is 5 s here, so a person sees replicas follow the hot model up and come down slowly.
+The phases count from the adapter's first served value, and the traffic drop waits for the pods a scale-up is
+still starting: on a slow machine the clock once started with the processes, and the story was over before the
+adapter served anything (`first_value`, `Phase.waits_for_starting_pods`).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import aiohttp
 
@@ -58,16 +61,21 @@ class DemoError(Exception):
 
 @dataclass(frozen=True)
 class Phase:
-    starts_at: float  # fraction of the demo's duration
+    starts_at: float  # fraction of the demo's duration, counted from the adapter's first served value
     title: str
     background_per_pod: float  # req/s per initial pod, spread over every Ready pod
     hot: float  # req/s of one hot model, all on the oldest pod
+    # Waits for the pods still starting (the scale-up's, on a slow machine): the drop that came while they
+    # started had them removed first, as the ReplicaSet removes a pod not Ready before any other, and the demo
+    # never showed the replicas it went up to.
+    waits_for_starting_pods: bool = False
 
 
 PHASES = (
     Phase(0.0, "even load: 90 req/s per pod (target 100)", 90, 0),
     Phase(0.2, "a hot model lands on the oldest pod: +300 req/s there", 90, 300),
-    Phase(0.5, "traffic drops: the HPA brings pods down slowly, least-needed first", 10, 30),
+    Phase(0.5, "traffic drops: the HPA brings pods down slowly, least-needed first", 10, 30,
+          waits_for_starting_pods=True),
 )
 
 
@@ -93,10 +101,25 @@ def average_hpa_wants(rates: list[float], target: float, min_replicas: int, max_
     return min(max_replicas, max(min_replicas, wanted, 1))
 
 
+def served_value(metric: ServedMetric, answered: tuple[int, dict[str, Any]] | None) -> tuple[str, float | None]:
+    """(what to print, the value or None when the API did not serve one) from its answer (`Demo.answer`)."""
+    if answered is None:
+        return "starting", None
+    status, body = answered
+    if status == 503 and metric is ServedMetric.GPU_BUSY:
+        return "n/a (no GPU on the fake pods)", None
+    if status != 200:
+        return f"{status} {body.get('reason', '')}", None
+    raw = str(body["items"][0]["value"])
+    value = int(raw.removesuffix("m")) / 1000 if raw.endswith("m") else float(raw)
+    return f"{value:g}", value
+
+
 class Demo:
-    def __init__(self, pods: int, duration: float, interval: float, workdir: Path, max_pods: int | None = None
-                 ) -> None:
+    def __init__(self, pods: int, duration: float, interval: float, workdir: Path, max_pods: int | None = None,
+                 start_timeout: float = 60.0) -> None:
         self.initial, self.duration, self.interval = pods, duration, interval
+        self.start_timeout = start_timeout
         self.spec = HpaSpec((DESIRED,), min_replicas=min(2, pods),
                             max_replicas=max_pods or min(2 * pods, DEMO_MAX_PODS), behavior=DEMO_BEHAVIOR)
         # In a cluster the adapter reads the HPA's bounds (docs/design.md); here they are handed to it.
@@ -106,6 +129,8 @@ class Demo:
                                          "max_replicas": self.spec.max_replicas})
         self.hpa = HorizontalPodAutoscaler(self.spec)
         self.started = time.monotonic()
+        self.held = 0.0  # seconds a phase waited for pods still starting: the scenario's clock stood still
+        self.held_for: Phase | None = None  # the phase that waited (it says so once)
         self.phase = PHASES[0]
 
     @property
@@ -113,10 +138,36 @@ class Demo:
         return self.fleet.workdir
 
     def elapsed(self) -> float:
+        """Seconds since the adapter served its first value: the time printed with each table."""
         return time.monotonic() - self.started
 
-    def apply_phase(self, elapsed: float) -> Phase:
-        self.phase = phase = [p for p in PHASES if elapsed >= p.starts_at * self.duration][-1]
+    def scenario_time(self, elapsed: float) -> float:
+        """Where the phases are at `elapsed`: less what a phase waited for starting pods."""
+        return elapsed - self.held
+
+    def next_phase(self, elapsed: float) -> Phase:
+        """The phase due at `elapsed`; one that waits for starting pods holds the scenario's clock at its start
+        while any pod is starting, for at most `start_timeout` (the pod still starting then is removed first)."""
+        due = [p for p in PHASES if self.scenario_time(elapsed) >= p.starts_at * self.duration][-1]
+        starting = [p.name for p in self.fleet.pods if not p.ready]
+        if due is self.phase or not due.waits_for_starting_pods or not starting:
+            return due
+        waited = self.scenario_time(elapsed) - due.starts_at * self.duration
+        if self.held + waited > self.start_timeout:
+            return due
+        if due is not self.held_for:
+            self.held_for = due
+            print(f"\n[{elapsed:4.0f}s] {due.title.split(':')[0]} once {', '.join(starting)} "
+                  f"{'has' if len(starting) == 1 else 'have'} started (waiting at most {self.start_timeout:g} s, "
+                  f"--start-timeout)")
+            sys.stdout.flush()
+        self.held += waited
+        return self.phase
+
+    def apply_phase(self, phase: Phase) -> None:
+        """Set every fake pod's load for `phase`: its background spread over the Ready pods, the hot model on the
+        oldest."""
+        self.phase = phase
         ready = [p for p in self.fleet.pods if p.ready]
         for pod in self.fleet.pods:
             rps = 0.0
@@ -127,27 +178,23 @@ class Demo:
             if pod.fake.load.requests_per_second != rps:
                 pod.fake.update(requests_per_second=rps, queue_delay_ms=80.0 if rps > 1.2 * TARGET_RPS_PER_POD
                                 else 2.0)
-        return phase
 
     def _url(self, path: str) -> str:
         return f"https://127.0.0.1:{self.fleet.adapter_port}{path}"
 
-    async def served(self, session: aiohttp.ClientSession, metric: ServedMetric) -> tuple[str, float | None]:
-        """(what to print, the value or None when the API did not serve one)."""
+    async def answer(self, session: aiohttp.ClientSession, metric: ServedMetric) -> tuple[int, dict[str, Any]] | None:
+        """The metrics API's status and body for the demo's runtime; None while the adapter does not answer."""
         url = self._url(f"/apis/{GROUP_VERSION}/namespaces/{NAMESPACE}/{metric.value}"
                         f"?labelSelector=deployment%3D{DEPLOYMENT}")
         try:
             async with session.get(url, ssl=False, timeout=aiohttp.ClientTimeout(total=2)) as response:
-                body = await response.json()
+                return response.status, await response.json()
         except (aiohttp.ClientError, TimeoutError, ValueError):
-            return "starting", None
-        if response.status == 503 and metric is ServedMetric.GPU_BUSY:
-            return "n/a (no GPU on the fake pods)", None
-        if response.status != 200:
-            return f"{response.status} {body.get('reason', '')}", None
-        raw = str(body["items"][0]["value"])
-        value = int(raw.removesuffix("m")) / 1000 if raw.endswith("m") else float(raw)
-        return f"{value:g}", value
+            return None
+
+    async def served(self, session: aiohttp.ClientSession, metric: ServedMetric) -> tuple[str, float | None]:
+        """(what to print, the value or None when the API did not serve one)."""
+        return served_value(metric, await self.answer(session, metric))
 
     async def exporter_rps(self, session: aiohttp.ClientSession, pod: DemoPod) -> float | None:
         try:
@@ -249,22 +296,53 @@ class Demo:
         return (f"demo: {pods}, {exporters}, adapter on https://127.0.0.1:{adapter_port} (logs in "
                 f"{self.workdir}/processes.log, kept if the demo fails)")
 
+    async def first_value(self, session: aiohttp.ClientSession) -> None:
+        """Wait for the adapter to serve the runtime's first desired replicas, the first pods' even load on them.
+
+        The scenario's clock starts then, not when the processes answer: on a slow machine the adapter answered
+        "starting", then 503, until 25 s of a 40 s run, and the hot model had gone before it served a value."""
+        print(f"waiting for the adapter's first value for {NAMESPACE}/{DEPLOYMENT} (at most "
+              f"{self.start_timeout:g} s, --start-timeout)")
+        sys.stdout.flush()
+        self.apply_phase(PHASES[0])
+        waiting_since = time.monotonic()
+        while True:
+            if (failure := self.fleet.adapter_failure()) is not None:
+                raise DemoError(failure)
+            answered = await self.answer(session, ServedMetric.DESIRED_REPLICAS)
+            shown, value = served_value(ServedMetric.DESIRED_REPLICAS, answered)
+            if value is not None:
+                print(f"the adapter serves desired_replicas={shown} after {time.monotonic() - waiting_since:.0f} s: "
+                      f"the scenario starts")
+                sys.stdout.flush()
+                return
+            if time.monotonic() - waiting_since >= self.start_timeout:
+                said = ("none (it does not take connections yet)" if answered is None else
+                        f"{shown}: {answered[1].get('message', '')}")
+                raise DemoError(f"the adapter served no {ServedMetric.DESIRED_REPLICAS.value} for {NAMESPACE}/"
+                                f"{DEPLOYMENT} within {self.start_timeout:g} s (--start-timeout; on a slower "
+                                f"machine give it longer, e.g. --start-timeout {2 * self.start_timeout:g}); its last "
+                                f"answer: {said}")
+            self.apply_phase(PHASES[0])  # the pods that became Ready meanwhile share the load
+            await asyncio.sleep(0.5)
+
     async def run(self) -> None:
         async with self.fleet.running(self.initial), aiohttp.ClientSession() as session:
-            self.started = time.monotonic()
             print(self.describe_start(self.fleet.adapter_port))
             print(self.describe_policy())
             print(f"try: curl -sk 'https://127.0.0.1:{self.fleet.adapter_port}/apis/{GROUP_VERSION}/namespaces/"
                   f"{NAMESPACE}/modelmesh_desired_replicas?labelSelector=deployment%3D{DEPLOYMENT}'")
             sys.stdout.flush()
+            await self.first_value(session)
+            self.started = time.monotonic()
             hpa = asyncio.create_task(self.autoscale(session))
             try:
                 next_report = self.interval
-                while (elapsed := self.elapsed()) < self.duration:
+                while (now := self.scenario_time(self.elapsed())) < self.duration:
                     if (failure := self.fleet.adapter_failure()) is not None:
                         raise DemoError(failure)
-                    self.apply_phase(elapsed)
-                    await asyncio.sleep(min(0.5, max(0.0, self.duration - elapsed)))
+                    self.apply_phase(self.next_phase(self.elapsed()))
+                    await asyncio.sleep(min(0.5, max(0.0, self.duration - now)))
                     if self.elapsed() >= next_report:
                         next_report += self.interval
                         await self.report(session)
@@ -323,7 +401,7 @@ def run_demo(args: argparse.Namespace) -> int:
     directory = Path(tempfile.mkdtemp(prefix="modelmesh-demo-"))
     failed = True
     try:
-        demo = Demo(args.pods, args.duration, args.interval, directory, args.max_pods)
+        demo = Demo(args.pods, args.duration, args.interval, directory, args.max_pods, args.start_timeout)
         code = asyncio.run(_run_until_signalled(demo))
         failed = code == 1
         return code

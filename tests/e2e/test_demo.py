@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -35,14 +37,96 @@ SETTINGS_LEFT_IN_THE_SHELL = {"AUTOSCALER_SOURCE": "prometheus", "EXPORTER_MODEL
 """Settings a user may have left in the shell, which the demo must not take (test_settings_left_in_the_shell_...)."""
 
 
+def adapter_pid(workdir: str, timeout: float = 45) -> int:
+    """The demo's adapter process, once started: the demo starts it after its exporters, which takes a while
+    on a loaded machine."""
+    deadline, found = time.monotonic() + timeout, list[str]()
+    while not found and time.monotonic() < deadline:
+        time.sleep(0.2)
+        found = subprocess.run(["pgrep", "-f", f"autoscaler.cli serve .*{workdir}"], capture_output=True,
+                               text=True).stdout.split()
+    assert found, processes_using(workdir)
+    return int(found[0])
+
+
+def start_demo(args: list[str], output: Path, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
+    """The demo started with its output in files under `output` (read whole at the end: a pipe read for the
+    first line loses what its buffer held beyond it), and its directory once its first line names it."""
+    with open(output / "stdout", "w") as stdout, open(output / "stderr", "w") as stderr:
+        demo = subprocess.Popen(args, stdout=stdout, stderr=stderr, text=True, env=env)
+    poll(lambda: "\n" in (output / "stdout").read_text() or demo.poll() is not None, timeout=60)
+    return demo, workdir_of((output / "stdout").read_text())
+
+
+ADAPTER_HELD_S = 20.0
+"""How long `full_run` holds the adapter stopped as it starts: half the run, as a busy laptop's adapter took
+(at load 15 on a 2-core machine it served its first value 25 s into a 40 s run)."""
+
+NEW_EXPORTER_HELD_S = 20.0
+"""How long `full_run` holds each exporter a scale-up starts: the pods the hot model brought were still starting
+when the traffic dropped at a fixed time, and the ReplicaSet removed them first, unranked."""
+
+
+def exporters_of(workdir: str) -> set[int]:
+    found = subprocess.run(["pgrep", "-f", f"exporter.cli .*{workdir}"], capture_output=True, text=True).stdout
+    return {int(pid) for pid in found.split()}
+
+
+def hold_new_exporters(workdir: str, seconds: float, done: threading.Event) -> None:
+    """Stop each exporter started from now on for `seconds` as it starts, as a busy machine starts a new pod
+    slowly; continue every one still held once `done` is set."""
+    seen, held = exporters_of(workdir), dict[int, float]()
+    try:
+        while not done.wait(0.2):
+            for pid in exporters_of(workdir) - seen:
+                seen.add(pid)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+                    held[pid] = time.monotonic()
+            for pid, since in list(held.items()):
+                if time.monotonic() - since >= seconds:
+                    del held[pid]
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGCONT)
+    finally:
+        for pid in held:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+
 @pytest.fixture(scope="module")
-def full_run() -> subprocess.CompletedProcess[str]:
+def full_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
     """One whole demo (even load, a hot model, the traffic drop), run once for the tests that read its output:
     a demo takes 40 s to show its scaling, and what they check does not change the run. It runs with settings
     left in the shell that the demo must ignore: the tests of the whole run then show that they change nothing,
-    which the demo of its own (15 s) run for that alone showed only by a served value above 0."""
-    return subprocess.run([*DEMO, "--duration", "40", "--interval", "4"], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, **SETTINGS_LEFT_IN_THE_SHELL})
+    which the demo of its own (15 s) run for that alone showed only by a served value above 0.
+
+    It runs as on a slow machine. Its adapter is held stopped for `ADAPTER_HELD_S` as it starts: the scenario's
+    clock started when the processes were started, and a slow adapter's first value came after the hot model
+    had gone; the scale-up came during the traffic drop and its pods were removed while still starting. And each
+    pod a scale-up starts is held `NEW_EXPORTER_HELD_S` before it answers: the traffic dropped at a fixed time
+    all the same, and the pods still starting were the first removed."""
+    args = [*DEMO, "--duration", "40", "--interval", "4"]
+    output = tmp_path_factory.mktemp("full-run")
+    done, holding = threading.Event(), None
+    demo, workdir = start_demo(args, output, {**os.environ, **SETTINGS_LEFT_IN_THE_SHELL})
+    try:
+        adapter = adapter_pid(workdir)
+        os.kill(adapter, signal.SIGSTOP)
+        time.sleep(ADAPTER_HELD_S)
+        os.kill(adapter, signal.SIGCONT)
+        holding = threading.Thread(target=hold_new_exporters, args=(workdir, NEW_EXPORTER_HELD_S, done))
+        holding.start()
+        demo.wait(timeout=240)
+    finally:
+        done.set()
+        if holding is not None:
+            holding.join()
+        if demo.poll() is None:  # a failed step above: leave no demo running into later tests
+            demo.send_signal(signal.SIGTERM)
+            demo.wait(timeout=30)
+    return subprocess.CompletedProcess(args, demo.returncode, (output / "stdout").read_text(),
+                                       (output / "stderr").read_text())
 
 
 def test_demo_prints_what_the_adapter_serves_and_stops_everything(full_run: subprocess.CompletedProcess[str]) -> None:
@@ -70,6 +154,14 @@ def test_replicas_follow_the_hot_model_up_and_come_down_slowly_least_needed_firs
     downs = re.findall(r"HPA: .*scale down (\d+) -> (\d+); removed (.*)", out)
     assert ups, out
     assert downs, out  # and down again once the traffic drops
+    # up while the hot model runs, not once the traffic has dropped: a table of the hot phase shows the pods added
+    hot = [int(n) for n in re.findall(r"\] a hot model lands.*\n  replicas (\d+) \(", out)]
+    assert hot and max(hot) > 4, out
+    # every pod removed had served and been ranked: none was removed while still starting ("removed demo-5
+    # (deletion cost 0)")
+    for _, _, names in downs:
+        for removal in re.split(r", (?=demo-)", names):
+            assert re.fullmatch(r"demo-\d+ \(deletion cost \d+, \d+ models? only it served\)", removal), out
     assert len(downs) >= 2, out  # in steps, as the adapter's served value falls
     said = re.findall(r"(demo-\d+) \(deletion cost \d+, (\d+) models? only it served\)",
                       " ".join(r for _, _, r in downs))
@@ -140,16 +232,12 @@ def test_an_adapter_that_stops_ends_the_demo_with_its_reason_and_keeps_the_log()
     try:
         assert demo.stdout is not None
         workdir = workdir_of(demo.stdout.readline())
-        deadline, adapter = time.monotonic() + 45, list[str]()
-        while not adapter and time.monotonic() < deadline:  # the demo starts it after its exporters: by load
-            time.sleep(0.2)
-            adapter = subprocess.run(["pgrep", "-f", f"autoscaler.cli serve .*{workdir}"], capture_output=True,
-                                     text=True).stdout.split()
-        assert adapter, processes_using(workdir)
+        adapter = adapter_pid(workdir)
+        deadline = time.monotonic() + 45
         log = Path(workdir) / "processes.log"
         while "serving external.metrics.k8s.io" not in log.read_text() and time.monotonic() < deadline:
             time.sleep(0.2)  # killed once it has logged, so that the log kept has something to show
-        os.kill(int(adapter[0]), signal.SIGKILL)
+        os.kill(adapter, signal.SIGKILL)
         _, err = demo.communicate(timeout=30)
     finally:
         if demo.poll() is None:  # a failed assertion above: leave no demo running into later tests
@@ -171,3 +259,36 @@ def test_a_demo_that_ends_removes_its_directory(full_run: subprocess.CompletedPr
     """Kept only where it failed: a finished demo leaves nothing behind, and its first line says so."""
     assert "kept if the demo fails" in full_run.stdout.splitlines()[0], full_run.stdout.splitlines()[0]
     assert not Path(workdir_of(full_run.stdout)).exists()
+
+
+def test_an_adapter_that_serves_no_value_in_time_ends_the_demo_naming_the_flag_that_waits_longer(
+        tmp_path: Path) -> None:
+    """The scenario starts once the adapter serves its first value; one that never comes (here: an adapter held
+    stopped) ends the demo with one line naming `--start-timeout` and what to write on a slower machine, not a
+    scenario that plays out to a table of 'starting'."""
+    demo, workdir = start_demo([*DEMO, "--duration", "30", "--start-timeout", "5"], tmp_path)
+    adapter = None
+    try:
+        adapter = adapter_pid(workdir)
+        os.kill(adapter, signal.SIGSTOP)
+        demo.wait(timeout=60)
+    finally:
+        if adapter is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(adapter, signal.SIGCONT)
+        if demo.poll() is None:
+            demo.send_signal(signal.SIGTERM)
+            demo.wait(timeout=30)
+    out, err = (tmp_path / "stdout").read_text(), (tmp_path / "stderr").read_text()
+    try:
+        assert demo.returncode == 1, out + err
+        assert "waiting for the adapter's first value" in out, out
+        assert re.fullmatch(r"demo: the adapter served no modelmesh_desired_replicas for "
+                            r"default/modelmesh-serving-demo within 5 s \(--start-timeout; on a slower machine give "
+                            r"it longer, e\.g\. --start-timeout 10\); its last answer: none \(it does not take "
+                            rf"connections yet\); every process stopped; their log is kept in {re.escape(workdir)}/"
+                            r"processes\.log\n", err), err
+        assert not re.search(r"^\[ *\d+s\]", out, re.MULTILINE), "no table: the scenario never started"
+        poll(lambda: processes_using(workdir) == "", timeout=30)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
