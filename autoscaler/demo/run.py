@@ -154,6 +154,9 @@ class Demo:
             return due
         waited = self.scenario_time(elapsed) - due.starts_at * self.duration
         if self.held + waited > self.start_timeout:
+            print(f"\n[{elapsed:4.0f}s] {due.title.split(':')[0]} with {', '.join(starting)} still starting after "
+                  f"{self.start_timeout:g} s (--start-timeout): a pod not Ready is the first a scale-down removes")
+            sys.stdout.flush()
             return due
         if due is not self.held_for:
             self.held_for = due

@@ -62,6 +62,10 @@ def test_the_traffic_drop_waits_for_starting_pods_at_most_the_start_timeout(
         previous = phase
     waited = any(phase is HOT and elapsed >= due for elapsed, _, phase in seen)
     assert printed.count("traffic drops once demo-4 has started") == (1 if waited else 0), printed
+    # a drop that gave up waiting says so, once
+    gave_up = any(phase is DROP and starting and elapsed - due > start_timeout and i > 0 and seen[i - 1][2] is HOT
+                  for i, (elapsed, starting, phase) in enumerate(seen))
+    assert printed.count("traffic drops with demo-4 still starting after") == (1 if gave_up else 0), printed
 
 
 @settings(max_examples=200, deadline=None)
