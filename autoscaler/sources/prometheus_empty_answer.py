@@ -40,7 +40,9 @@ HOLD_LIMIT_S: Final = 120.0
 LIKELY_CAUSES: Final = (
     "most likely a Prometheus replica with an empty TSDB (restarted without persistent storage) behind the "
     "Service or load balancer that --prometheus-url names, until its first scrapes; or Prometheus's "
-    "--query.lookback-delta shorter than the exporters' scrape interval (keep it above the interval)"
+    "--query.lookback-delta under twice the exporters' scrape interval (one under the interval loses every pod "
+    "between two scrapes, one under twice it from a failed scrape until the next: keep it at least twice the "
+    "interval)"
 )
 
 
