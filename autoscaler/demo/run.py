@@ -324,8 +324,8 @@ class Demo:
                         f"{shown}: {answered[1].get('message', '')}")
                 raise DemoError(f"the adapter served no {ServedMetric.DESIRED_REPLICAS.value} for {NAMESPACE}/"
                                 f"{DEPLOYMENT} within {self.start_timeout:g} s (--start-timeout; on a slower "
-                                f"machine give it longer, e.g. --start-timeout {2 * self.start_timeout:g}); its last "
-                                f"answer: {said}")
+                                f"machine give it longer, e.g. --start-timeout {max(2 * self.start_timeout, 60):g}); "
+                                f"its last answer: {said}")
             self.apply_phase(PHASES[0])  # the pods that became Ready meanwhile share the load
             await asyncio.sleep(0.5)
 

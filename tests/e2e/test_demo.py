@@ -285,7 +285,7 @@ def test_an_adapter_that_serves_no_value_in_time_ends_the_demo_naming_the_flag_t
         assert "waiting for the adapter's first value" in out, out
         assert re.fullmatch(r"demo: the adapter served no modelmesh_desired_replicas for "
                             r"default/modelmesh-serving-demo within 5 s \(--start-timeout; on a slower machine give "
-                            r"it longer, e\.g\. --start-timeout 10\); its last answer: none \(it does not take "
+                            r"it longer, e\.g\. --start-timeout 60\); its last answer: none \(it does not take "
                             rf"connections yet\); every process stopped; their log is kept in {re.escape(workdir)}/"
                             r"processes\.log\n", err), err
         assert not re.search(r"^\[ *\d+s\]", out, re.MULTILINE), "no table: the scenario never started"
