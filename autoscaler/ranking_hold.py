@@ -15,6 +15,11 @@ ordinary load noise (a bucket moved, and the writer puts a changed bucket off fo
 then blamed RBAC. A held runtime's writes are urgent, so the hold usually lasts one refresh: the refresh that lowers
 the value hands the writer the new ranking, which it writes within the next 15 s.
 
+A ranking that turns after the value fell (the load moves onto a pod carrying a low cost) is not held: holding a
+value already served, at every refresh below what runs, held scale-downs back under ordinary noise. Where it
+turned clearly (beyond `autoscaler.policies.load_noise`), the writer writes it at its next pass, not at each pod's
+minute, in time for an HPA without scale-down stabilization.
+
 For at most `COST_HOLD_MAX_S` (one writer backoff cap, four HPA syncs): a lasting failure (a Role without `patch` on
 `pods`) must not stop scale-downs for good. Past it the value falls with the costs as they are, and a warning says
 what the writes wait on. The log says it only when it lasts longer than a refresh (the writer had its chance), once
@@ -35,6 +40,8 @@ from autoscaler.forgetting import ForgetsRuntimes
 from autoscaler.log_lists import count_of, few
 from autoscaler.model import RuntimeKey, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
+from autoscaler.policies.load_noise import load_noise_need
+from autoscaler.policies.policy import RuntimePolicy
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +118,11 @@ class RankingWrites(ForgetsRuntimes, Protocol):
         would change it. `new`: the scale-down starts (or grows) at this refresh, so the writer has not had
         this ranking yet. A runtime it answers for has its writes made at once."""
 
+    def hurry_turned(self, key: RuntimeKey, view: RuntimeView, removing: int, slack: Callable[[], float]) -> bool:
+        """Make the runtime's writes urgent, holding nothing, when the `removing` pods the ReplicaSet would remove
+        include one whose need in `view` is more than `slack()` above that of a pod that stays (asked only where
+        the costs are misplaced: it reads every pod); True when it did."""
+
 
 @dataclass(slots=True)
 class _Spell:
@@ -133,12 +145,15 @@ class RankingHold:
         self._past: list[str] = []
         self._past_refused_403 = False  # one of this refresh's runtimes past the bound had a write refused 403
         self._written: list[RuntimeKey] = []
+        self._turned: list[str] = []  # runtimes whose clearly turned ranking is written at once (`_hurry_turn`)
         self._removing: dict[RuntimeKey, int] = {}  # pods the decided value removed at the last refresh
         self._undecided: set[RuntimeKey] = set()  # runtimes whose last refresh decided no replica count
 
-    def hold(self, view: RuntimeView, before: RuntimeView | None, now: float, writes: RankingWrites) -> RuntimeView:
+    def hold(self, view: RuntimeView, before: RuntimeView | None, now: float, writes: RankingWrites,
+             policy: RuntimePolicy) -> RuntimeView:
         """The view to serve: `view`, or with its replica count held (and /debug's `held` and reason saying so).
-        `before`: the view served at the last refresh; `now`: seconds on the clock the spell is timed on."""
+        `before`: the view served at the last refresh; `now`: seconds on the clock the spell is timed on;
+        `policy`: the runtime's, whose weights say how far load noise moves its ranking (`_hurry_turn`)."""
         key = view.key
         served = view.values.get(_DESIRED)
         current = view.current_replicas
@@ -159,14 +174,19 @@ class RankingHold:
             self._removing[key] = removing
         else:
             self._removing.pop(key, None)
-        if served.value >= floor or removing <= 0:  # no pod would go on this value's account
+        if removing <= 0:  # no pod would go
             self._spells.pop(key, None)
+            return view
+        if served.value >= floor:  # below what runs since an earlier refresh: judged then
+            self._spells.pop(key, None)
+            self._hurry_turn(view, removing, writes, policy)
             return view
         pending = writes.misordered(key, view, removing, new)
         if pending is None:
             spell = self._spells.pop(key, None)
             if spell is not None and spell.warned:
                 self._written.append(key)
+            self._hurry_turn(view, removing, writes, policy)
             return view
         spell = self._spells.setdefault(key, _Spell(now))
         waited = now - spell.since
@@ -193,6 +213,14 @@ class RankingHold:
             view, values={**view.values, _DESIRED: ServedValue(floor, served.raw, served.timestamp)}, held=held,
             reason=f"{view.reason}; {part}" if view.reason else part)
 
+    def _hurry_turn(self, view: RuntimeView, removing: int, writes: RankingWrites, policy: RuntimePolicy) -> None:
+        """A scale-down not held whose ranking clearly turned (the load moved onto a pod the ReplicaSet would
+        remove): its costs are written at the writer's next pass, not at each pod's minute. Only a turn beyond
+        load noise (`load_noise_need`): noise is written at the minute, as holding there held scale-downs back
+        and hurrying every turn sent two thirds more PATCHes."""
+        if writes.hurry_turned(view.key, view, removing, lambda: load_noise_need(policy, view)):
+            self._turned.append(str(view.key))
+
     def forget(self, key: RuntimeKey) -> None:
         """Drop the runtime's spell and the pods its last value removed: it is gone, or another object whose
         scale-down starts now (`autoscaler.forgetting`)."""
@@ -205,6 +233,7 @@ class RankingHold:
         waiting, self._waiting = self._waiting, []
         past, self._past = self._past, []
         written, self._written = self._written, []
+        turned, self._turned = self._turned, []
         if waiting:
             log.warning(
                 "scale-down waits for deletion costs: %s of %s held, as the costs of their new ranking are not on "
@@ -217,6 +246,10 @@ class RankingHold:
                 "remove a pod still needed. Fix what each names the writes wait on (the 'deletion costs ... not "
                 "written' lines of the leader's log%s): %s", count_of(len(past), "runtime"), self.bound_s,
                 f"; {RBAC_HINT}" if refused else "", few(past))
+        if turned:
+            log.info("ranking turned while %s is below the replicas (the load moved onto a pod the ReplicaSet would "
+                     "remove): writing deletion costs now, not at each pod's minute, for %s", _DESIRED.value,
+                     few(turned))
         if written:
             log.info("deletion costs written: %s may fall again for %s", _DESIRED.value,
                      few([str(key) for key in written]))

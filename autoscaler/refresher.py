@@ -204,7 +204,7 @@ class Refresher:
             done.unasked.append(key)
         if done.writes is not None:
             done.decided[key] = view
-            view = self._ranking_hold.hold(view, before, done.running, done.writes)
+            view = self._ranking_hold.hold(view, before, done.running, done.writes, policy)
         done.views[key] = view
         if memory is not None:
             self._memory[key] = memory

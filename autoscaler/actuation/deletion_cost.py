@@ -7,7 +7,10 @@ How (`DeletionCostWriter`): the refresh loop hands each refresh's views, as deci
 mailbox (`offer`: the newest views replace older ones; it never waits), and the writer's own task plans and
 patches. Since the patches land later (or fail), the refresh asks `misordered` before it lets a runtime's
 replica count fall: a scale-down waits while the ReplicaSet would remove a pod the ranking still needs and a write
-that fixes it is still to come (`autoscaler.ranking_hold`); such a runtime's writes are urgent. A pass
+that fixes it is still to come (`autoscaler.ranking_hold`); such a runtime's writes are urgent. So are those of
+a runtime whose ranking clearly turned after its value fell (`hurry_turned`: the load moved onto a pod the
+ReplicaSet would remove, by more than load noise moves it): nothing holds there, and an HPA without scale-down
+stabilization acts at its next sync, so the costs must not wait their per-pod minute. A pass
 writes at most `batch_size` pods, urgent ones first, with `concurrency` requests in flight and at most `qps` a
 second, and stops early when newer views arrive, so a slow API server delays only this task: never a refresh,
 never an HPA request. 404 means the pod is gone (normal: it was just removed); 409, 429 and 5xx (and no answer)
@@ -132,8 +135,8 @@ class DeletionCostWriter:
         self.records: dict[PodId, PodRecord] = {}
         self._scale_downs: dict[RuntimeKey, tuple[int, int]] = {}
         self._forgetting: set[RuntimeKey] = set()  # runtimes gone or created again, forgotten at the next pass
-        self._held: frozenset[RuntimeKey] = frozenset()  # held at the last refresh: their writes are urgent
-        self._holding: set[RuntimeKey] = set()  # held so far in the refresh under way (`misordered`)
+        self._held: frozenset[RuntimeKey] = frozenset()  # held or turned at the last refresh: urgent writes
+        self._holding: set[RuntimeKey] = set()  # held or turned so far in the refresh under way
         self._next_slot = 0.0
         # No patch before the server's Retry-After has passed (real time: this is about load, not policy).
         self._throttle = ServerThrottle(self.settings.backoff_cap_s)
@@ -144,7 +147,8 @@ class DeletionCostWriter:
 
     def offer(self, views: Mapping[RuntimeKey, RuntimeView]) -> None:
         """Put the newest views in the mailbox (replacing any not yet planned) and wake the writer. The refresh
-        offers after it has asked `misordered` of every runtime: the runtimes it held are urgent until next time."""
+        offers after it has asked `misordered` (or `hurry_turned`) of every runtime: the runtimes it held, and those
+        whose ranking clearly turned below what runs, are urgent until next time."""
         self._held, self._holding = frozenset(self._holding), set()
         self._latest = views
         self._generation += 1
@@ -163,14 +167,14 @@ class DeletionCostWriter:
         the Service, and a replica that held nothing let a read of it remove the pod the leader's hold kept. Its
         ranking comes from its own scrape, which may put a pod a bucket from where the leader put it, a
         difference the leader never writes away."""
-        if not view.known or (self._namespaces and key.namespace not in self._namespaces):
+        if not self._judges(key, view):
             return None
         leading = self._may_write()
         cluster = self._cluster
         if not leading and cluster is None:
             return None
         slack = 0 if leading else COST_SPACING
-        carried = {name: self._carried((key.namespace, name), leading) for name, *_ in view.pods.deletion_costs()}
+        carried = self._carried_by(key, view, leading)
         misplaced = misplaced_removals(_pod_costs(view, carried), removing, slack)
         handed = self._latest.get(key) if self._latest is not None and not new else None
         if handed is not None and not misplaced_removals(_pod_costs(handed, carried), removing, slack):
@@ -190,6 +194,35 @@ class DeletionCostWriter:
             reason = HoldReason.LEADER
         return CostsPending(unwritten=tuple(unwritten), misplaced=tuple(misplaced), causes=tuple(causes),
                             reason=reason)
+
+    def hurry_turned(self, key: RuntimeKey, view: RuntimeView, removing: int, slack: Callable[[], float]) -> bool:
+        """Make the runtime's writes urgent at the next pass when the ReplicaSet, removing `removing` pods by the
+        costs on them, would remove a pod `view` ranks above one that stays, and needs more than `slack()` more
+        (the load moved onto a pod carrying a low cost); True when it did. Nothing is held: holding a scale-down
+        already served held it back under ordinary noise. Without it the new costs waited their per-pod minute,
+        while an HPA without scale-down stabilization may act on the lower value at any sync. `slack`
+        (`autoscaler.policies.load_noise`, asked only where the costs are misplaced) keeps noise out: hurrying
+        every turn sent two thirds more PATCHes under ordinary noise, each a pod update sent to every pod
+        watcher. Only the leader writes, so only it hurries."""
+        if not self._judges(key, view) or not self._may_write():
+            return False
+        carried = self._carried_by(key, view, leading=True)
+        if not misplaced_removals(_pod_costs(view, carried), removing):  # writing would change nothing
+            return False
+        needs = [PodCosts(pod.name, pod.ready, pod.need if pod.ready and pod.fresh else None, carried[pod.name])
+                 for pod in view.pods]
+        if not misplaced_removals(needs, removing, slack()):
+            return False
+        self._holding.add(key)
+        return True
+
+    def _judges(self, key: RuntimeKey, view: RuntimeView) -> bool:
+        """Its values known and its pods written here (inside `--namespaces`): else nothing to judge."""
+        return view.known and not (self._namespaces and key.namespace not in self._namespaces)
+
+    def _carried_by(self, key: RuntimeKey, view: RuntimeView, leading: bool) -> dict[str, int]:
+        """The cost on each pod of `view` as the ReplicaSet reads it (`_carried`)."""
+        return {name: self._carried((key.namespace, name), leading) for name, *_ in view.pods.deletion_costs()}
 
     def _carried(self, pod: PodId, leading: bool) -> int:
         """The cost on the pod as the ReplicaSet reads it: what this replica wrote while leading (the pod watch

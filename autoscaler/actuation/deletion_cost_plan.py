@@ -13,7 +13,8 @@ A pod is written:
   Not at every small step of the slow scale-down: the served value falls a little at every refresh for
   minutes, and marking each step urgent wrote every changed cost every 15 s and logged every runtime's fall
   at every refresh. A runtime whose scale-down the refresh holds for its costs (`autoscaler.ranking_hold`) is
-  urgent too, for as long as it is held: else the hold waited out the minute;
+  urgent too, for as long as it is held: else the hold waited out the minute; and one whose ranking clearly
+  turned after its value fell, at that refresh (`DeletionCostWriter.hurry_turned`);
 - again every `max_interval_s` (5 minutes) even when unchanged, to repair hand edits and lost writes (the writer
   drops the rewrite where discovery's pod watch shows the pod still carrying the cost);
 - after a failed write, when its backoff has passed (a retry continues a write that was due; the minute counts

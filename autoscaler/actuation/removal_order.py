@@ -23,8 +23,9 @@ class PodCosts:
 
     name: str
     ready: bool
-    ranked: int | None
-    """The cost this refresh's ranking gives it (None: not ranked, e.g. its data is stale: its need is unknown)."""
+    ranked: float | None
+    """How much this refresh's ranking needs it: the cost it gives it, or its need (0..1) where a bucket's
+    rounding would blur a judgement (None: not ranked, e.g. its data is stale: its need is unknown)."""
     carried: int
     """The cost the pod carries in the cluster, as the ReplicaSet reads it (none, or not a number: 0)."""
 
@@ -37,18 +38,18 @@ def carried_cost(annotation: str | None) -> int:
         return 0
 
 
-def misplaced_removals(pods: Iterable[PodCosts], removing: int, slack: int = 0) -> list[str]:
+def misplaced_removals(pods: Iterable[PodCosts], removing: int, slack: float = 0) -> list[str]:
     """The pods that the ReplicaSet may remove when it removes `removing` of `pods` while a pod the ranking needs
-    less (by more than `slack` of a cost: how far two rankings of the same load may disagree) may stay; empty when
-    every choice it may make removes least-needed pods. A pod not ranked counts as least needed:
-    with no data on it nothing says it is needed."""
+    less (by more than `slack`, in `ranked`'s unit: how far two rankings of the same load may disagree) may stay;
+    empty when every choice it may make removes least-needed pods. A pod not ranked counts as least needed: with
+    no data on it nothing says it is needed."""
     pods = list(pods)
     removing -= sum(1 for pod in pods if not pod.ready)  # the ReplicaSet removes these first, whatever their costs
     ready = [pod for pod in pods if pod.ready]
     if removing <= 0 or removing >= len(ready):
         return []
 
-    def need(pod: PodCosts) -> int:
+    def need(pod: PodCosts) -> float:
         return pod.ranked if pod.ranked is not None else -1
 
     last_removed = sorted(pod.carried for pod in ready)[removing - 1]

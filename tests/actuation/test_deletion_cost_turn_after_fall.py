@@ -1,0 +1,100 @@
+"""A ranking that turns after `modelmesh_desired_replicas` fell: the load moves onto the pod carrying the lowest
+deletion cost while the lower value is already served (a reviewer's `scale-down-tau-s: "0"` run). The hold judges
+only the refresh where the value falls, and the new costs waited their per-pod minute, so an HPA with no scale-down
+stabilization (as the shipped example) removed the pod that had just become the busiest at its next sync.
+
+The real refresher, hold and writer (its pass after each refresh, as the actuator runs it), patching the fake
+Kubernetes API through the real client; the HPA is the simulator's with the shipped example's behavior, reading
+the API's answer, and the pod removed is the one the ReplicaSet controller picks by the costs on the pods."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import pytest
+
+from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
+from autoscaler.api.app import build_api_app
+from autoscaler.kube.client import KubeClient
+from autoscaler.names import DELETION_COST_ANNOTATION, ServedMetric
+from autoscaler.policies.config import PolicyBook
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.refresher import Refresher
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.simulation.hpa import (
+    DEFAULT_SCALE_UP,
+    Behavior,
+    HorizontalPodAutoscaler,
+    HpaPod,
+    HpaSpec,
+    MetricSpec,
+    ScalingPolicy,
+    ScalingRules,
+)
+from tests.actuation.conftest import KEY, SteppedClock, add_pods
+from tests.actuation.test_deletion_cost_hold import PODS, POLICY, T0, Cluster, LoadSource
+from tests.actuation.test_replicaset_choice import replicaset_removes
+from tests.fakes.kube import FakeKubeApi
+
+SHIPPED_EXAMPLE = Behavior(DEFAULT_SCALE_UP, ScalingRules(0, "Max", (ScalingPolicy("Percent", 100, 15),)))
+"""manifests/examples/hpa-triton.yaml: scale down at any sync, as far as the metric says."""
+DESIRED = ServedMetric.DESIRED_REPLICAS.value
+BUSY = {"pod-a": 150.0, "pod-b": 100.0, "pod-c": 40.0}  # 3 replicas; pod-c the least needed
+FALLEN = {"pod-a": 90.0, "pod-b": 60.0, "pod-c": 20.0}  # 2 replicas; pod-c still the least needed
+TURNED = {"pod-a": 20.0, "pod-b": 20.0, "pod-c": 90.0}  # still 2; pod-c now clearly the most needed
+
+
+POLICIES = {"default weights": POLICY, "need_weight_cache 0": RuntimePolicy(
+    target_rps_per_pod=100.0, scale_down_tau_s=0.0, need_weight_cache=0.0)}
+
+
+@pytest.mark.parametrize("weights", list(POLICIES))
+async def test_a_ranking_that_turns_after_the_fall_is_on_the_pods_before_the_hpa_next_acts(
+        weights: str, kube: FakeKubeApi, kube_client: KubeClient, aiohttp_client: Any,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    add_pods(kube, PODS)
+    clock = SteppedClock(T0)
+    source = LoadSource()
+    metrics = AdapterMetrics()
+    refresher = Refresher(source, PolicyBook(POLICIES[weights]), metrics, clock=clock, monotonic=clock)
+    writer = DeletionCostWriter(kube_client, metrics, settings=WriterSettings(qps=None), clock=clock,
+                                rand=lambda: 1.0)
+    refresher.cost_writes = writer  # as the actuator wires it; the writer's pass runs after each refresh
+    api = await aiohttp_client(build_api_app(refresher, metrics))
+    cluster = Cluster(kube, api, refresher, source, clock)
+    hpa = HorizontalPodAutoscaler(HpaSpec((MetricSpec(DESIRED, "External", "AverageValue", 1.0),),
+                                          max_replicas=len(PODS), behavior=SHIPPED_EXAMPLE))
+    hpa_pods = [HpaPod(name, ready=True) for name in PODS]
+
+    source.load = BUSY
+    await cluster.refresh(0.0)
+    await writer.sync()
+    assert hpa.sync(clock(), len(PODS), hpa_pods, {DESIRED: await cluster.served()}).desired == len(PODS)
+
+    # The adapter refreshes every 5 s (--refresh-interval 5), the HPA syncs every 15 s: two refreshes between.
+    source.load = FALLEN
+    await cluster.refresh(5.0)
+    await writer.sync()
+    assert await cluster.served() < len(PODS)  # the fall, pod-c rightly carrying the lowest cost
+    source.load = TURNED
+    await cluster.refresh(5.0)
+    await writer.sync()
+    assert await cluster.served() < len(PODS), (await cluster.debug())["reason"]
+
+    clock.advance(5.0)
+    desired = hpa.sync(clock(), len(PODS), hpa_pods, {DESIRED: await cluster.served()}).desired
+    assert desired < len(PODS)
+    pods = kube.objects("pods", KEY.namespace)
+    removed = replicaset_removes(pods, len(PODS) - desired, time.time())
+    carried = {pod["metadata"]["name"]: (pod["metadata"].get("annotations") or {}).get(DELETION_COST_ANNOTATION)
+               for pod in pods}
+    assert "pod-c" not in removed, (
+        f"the ReplicaSet removed {removed}, pod-c serving {TURNED['pod-c']:g} of "
+        f"{sum(TURNED.values()):g} req/s; costs on the pods {carried}; /debug held "
+        f"{(await cluster.debug())['held']}")
+    said = [r.getMessage() for r in caplog.records if "ranking turned" in r.getMessage()]
+    assert len(said) == 1 and KEY.deployment in said[0] and "writing deletion costs now" in said[0], said
+    await api.close()
