@@ -5,6 +5,10 @@ collector was down or scrapes were lost. `gap_notes` names stretches of an hour 
 shorter ones are named here where the traffic around them makes none at all implausible: in a day of 150
 requests/s, a 40-minute outage without rows flipped the verdict (mean-hpa scaled down through it and met the
 traffic after it: 3.1% of requests delayed became 48%) with no word, and 3% of the minutes lost went unnamed.
+
+A stretch is not named where it is the trace's own shape rather than loss: shorter than the HPA's sync (a policy
+cannot scale down through it; bursty 1 s traffic has seconds of nothing), or one of many as long (a model on
+and off by the half minute, a night cron's minutes between batches: 755 stretches were warned about).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
+from autoscaler.simulation.hpa import SYNC_PERIOD_S
 from autoscaler.simulation.timestamps import moment_text
 
 if TYPE_CHECKING:
@@ -25,6 +30,9 @@ BUSY_REQUESTS: Final = 20.0
 """The fewest requests each interval with rows around such a stretch must have for it to be named: at 20 an
 interval, none at all is as unlikely as chance gets (e^-20 for arrivals at random); quieter traffic has intervals
 of nothing of its own."""
+COMMON: Final = 4
+"""The most other stretches without rows in busy traffic, at least half as long, that a stretch may have and
+still be named: more are the trace's rhythm (on/off clients, batches every few minutes), not data lost."""
 
 
 def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float) -> list[str]:
@@ -43,6 +51,7 @@ def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float) -> list[
     lowest = np.lib.stride_tricks.sliding_window_view(padded, AROUND).min(axis=1)  # lowest[i]: slots i-AROUND..i-1
     busy = np.minimum(lowest[first], lowest[after + AROUND]) >= BUSY_REQUESTS
     busy &= (after - first + 1) * trace.interval_s <= longest_s  # as gap_notes measures: row to row
+    busy[busy] = _unlike_the_rest(after[busy] - first[busy], trace.interval_s)
     if not busy.any():
         return []
     first, after = first[busy], after[busy]
@@ -53,13 +62,23 @@ def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float) -> list[
             "all, this the longest") if len(first) > 1 else ""
     return [f"no rows at all for {_duration_text(float(after[widest] - first[widest]) * trace.interval_s)} between "
             f"the rows at {moment_text(before_s)} and at {moment_text(after_s)} (line {line}{many}), where the "
-            f"intervals with rows within {AROUND} either side have at least {BUSY_REQUESTS:g} requests each: "
-            "replayed as no "
-            "requests, so every policy scales down through it and meets the traffic after it with the pods left. "
+            f"intervals with rows within {AROUND} intervals either side have at least {BUSY_REQUESTS:g} requests "
+            "each and few other silences in the trace are half as long: replayed as no requests, so a policy may "
+            "scale down through it and meet the traffic after it with too few pods. "
             "If data is missing there (a collector down, scrapes lost), fill those intervals (from another export, "
             "or with the rows around them) or cut the trace at them; if the traffic did stop there, ignore this"]
 
 
+def _unlike_the_rest(lengths: np.ndarray, interval_s: float) -> np.ndarray:
+    """Which stretches (their lengths in intervals) are worth naming: at least an HPA sync long, and with at
+    most `COMMON` others at least half as long."""
+    ordered = np.sort(lengths)
+    as_long = len(ordered) - np.searchsorted(ordered, lengths / 2, side="left")  # each counts itself
+    return (lengths * interval_s >= SYNC_PERIOD_S) & (as_long - 1 <= COMMON)
+
+
 def _duration_text(seconds: float) -> str:
-    """A stretch under an hour in the unit a user reads it in."""
+    """A stretch or a total in the unit a user reads it in ("3.02e+03 min" read as a number for 50 hours)."""
+    if seconds >= 3600:
+        return f"{seconds / 3600:.3g} h"
     return f"{seconds / 60:.3g} min" if seconds >= 60 else f"{seconds:g} s"

@@ -67,3 +67,75 @@ def test_any_stretch_under_an_hour_lost_from_busy_traffic_is_named(tmp_path: Pat
     after = EPOCH + 60 * (first + minutes)
     assert f"no rows at all for {minutes} min between" in note, note
     assert f"and at {after} " in note and f"(line {2 + 4 * first})" in note, note
+
+
+def busy_seconds(silences: dict[int, int], seconds: int = 3600, rate: int = 200) -> str:
+    """An hour of one model at 1 s with about `rate` requests a second, no rows for `length` s from each
+    second in `silences` (second: length)."""
+    rng = random.Random(7)
+    quiet = {s for first, length in silences.items() for s in range(first, first + length)}
+    return "".join(f"{EPOCH + s},a,{rng.randint(rate // 2, rate)}\n" for s in range(seconds) if s not in quiet)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(length=st.integers(1, 14), every=st.integers(20, 600))
+def test_silences_shorter_than_an_hpa_sync_in_busy_traffic_are_not_warned_about(tmp_path: Path, length: int,
+                                                                                 every: int) -> None:
+    """A 1 s trace of bursty load averaging 40 requests/s has seconds of nothing of its own (8 stretches of a
+    few seconds were warned about as missing data): a stretch shorter than the HPA's 15 s sync cannot make a
+    policy scale down through it, so it is not named, however often it comes."""
+    trace = read_csv(write_trace(tmp_path, busy_seconds({s: length for s in range(30, 3500, every)})))
+    assert not [note for note in trace.notes if "no rows at all" in note], trace.notes
+
+
+def on_off(outage: tuple[int, int] | None = None, seed: int = 3) -> str:
+    """Two hours of one model at 1 s, on for 20-60 s at about 30 requests/s, then off for 1-29 s; no rows
+    for `outage` (first second, length) as well."""
+    rng = random.Random(seed)
+    rows, s = [], 0
+    while s < 7200:
+        for _ in range(rng.randint(20, 60)):
+            if outage is None or not outage[0] <= s < outage[0] + outage[1]:
+                rows.append(f"{EPOCH + s},a,{rng.randint(25, 36)}\n")
+            s += 1
+        s += rng.randint(1, 29)
+    return "".join(rows)
+
+
+def test_a_trace_of_on_and_off_traffic_is_not_warned_about(tmp_path: Path) -> None:
+    """One model on and off by the half minute: its silences are the trace's shape ("154 such stretches, 36.7
+    min" was warned about, and no policy made a scale event through them)."""
+    result = simulate(tmp_path, write_trace(tmp_path, on_off()), "--policies", "mean-hpa")
+    assert result.returncode == 0, result.stderr
+    assert "no rows at all" not in result.stderr, result.stderr
+    assert not [warning for warning in report(tmp_path)["warnings"] if "no rows at all" in warning]
+
+
+def test_an_outage_unlike_the_traces_own_silences_is_named_as_a_possibility(tmp_path: Path) -> None:
+    """Ten minutes without rows in the same on/off traffic is unlike any of its own silences (under 30 s): named,
+    saying what a policy may do through it, not that every policy does."""
+    result = simulate(tmp_path, write_trace(tmp_path, on_off(outage=(3000, 600))), "--policies", "mean-hpa")
+    assert result.returncode == 0, result.stderr
+    [said] = [line for line in result.stderr.splitlines() if "no rows at all" in line]
+    assert "such stretches" not in said, said
+    assert "within 5 intervals either side" in said, said
+    assert "every policy" not in said and "a policy may scale down through it" in said, said
+
+
+def test_a_night_cron_between_busy_days_is_not_warned_about(tmp_path: Path) -> None:
+    """Two days at 60 s, busy 07-22 h, and at night 100 requests every 5 minutes: the 4 minutes between the
+    night's batches are its shape (warned as "755 such stretches, 3.02e+03 min in all")."""
+    rng = random.Random(5)
+    rows = "".join(f"{EPOCH + 60 * i},a,{rng.randint(300, 600) if 7 <= i // 60 % 24 < 22 else 100}\n"
+                   for i in range(2 * 24 * 60) if 7 <= i // 60 % 24 < 22 or i % 5 == 0)
+    trace = read_csv(write_trace(tmp_path, rows))
+    assert not [note for note in trace.notes if "no rows at all" in note], trace.notes
+
+
+def test_hours_lost_in_all_are_said_in_hours(tmp_path: Path) -> None:
+    """Outages of 50, 45 and 40 min in six hours of steady traffic: 2.25 h in all, not "135 min" (and 3,020
+    min read "3.02e+03 min")."""
+    lost = set(range(60, 110)) | set(range(170, 215)) | set(range(270, 310))
+    trace = read_csv(write_trace(tmp_path, steady(lost)))
+    [note] = [note for note in trace.notes if "no rows at all" in note]
+    assert "(line 242; 3 such stretches, 2.25 h in all, this the longest)" in note, note
