@@ -5,7 +5,9 @@ milliseconds around the step, or at the target's own offset within it. The trace
 between distinct timestamps, which is then the milliseconds between two models' rows (refused as sub-second,
 with the advice to sum into 1 s), or, with whole-second timestamps (rows at 59, 60 and 61 s), 1 s: each
 minute's requests replayed within a second, 69 pods where 1-2 serve them. Each model's own spacing says the
-step; this module finds it, so the trace is refused naming it and how to round to it.
+step; this module finds it, so the trace is refused naming it and how to round to it. A genuine trace at the
+smallest gap whose models come at their own times (clients calling every 15 s, each at its own second) looks
+the same: it states its step as a sparse trace does, one model at its first two timestamps (a row of 0 there).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Final
 
 import numpy as np
 
-from autoscaler.simulation.timestamps import moment_text
+from autoscaler.simulation.timestamps import moment_text, seconds_text
 from autoscaler.simulation.trace_file import MAX_INTERVAL_S, MIN_INTERVAL_S
 
 REGULAR_SHARE: Final = 0.9
@@ -44,6 +46,8 @@ def scatter_problem(t: np.ndarray, model: np.ndarray, models: Sequence[str], dis
     around it (or sit at their own offsets in it), so that the smallest gap, taken for the interval, is under
     half that step; None otherwise. `t` and `model`: the rows in time order; `allowed_off`: how many distinct
     timestamps off the step are strays (`strays` names those), not scatter."""
+    if _states_its_step(t, model, distinct, interval):
+        return None
     step = _model_step(t, model, interval)
     if step is None:
         return None
@@ -60,10 +64,27 @@ def scatter_problem(t: np.ndarray, model: np.ndarray, models: Sequence[str], dis
     else:
         how = (f"the models' rows are spread over the step, each at its own offset in it, as each target's own "
                f"scrape time is ({where})")
+    keep = _keep_it(t, model, models, interval)
     return (f"each model's rows are about {step:g} s apart, but {how}: read as they are, the step would be the "
             f"smallest gap between two rows ({interval:.3g} s) and each row's requests would arrive within it; "
             f"round every timestamp to the {step:g} s step (pandas: .dt.round('{step:g}s'), then sum by "
-            "timestamp_s and model), or export with query_range, whose steps are exact")
+            f"timestamp_s and model), or export with query_range, whose steps are exact{keep}")
+
+
+def _states_its_step(t: np.ndarray, model: np.ndarray, distinct: np.ndarray, interval: float) -> bool:
+    """Whether one model has rows at the trace's first two timestamps, `interval` apart: no scraper gives one
+    series two rows a fraction of its step apart, and a sparse trace is told to pin its step so."""
+    if len(distinct) < 2 or abs(float(distinct[1] - distinct[0]) - interval) > 1e-9:
+        return False
+    return bool(np.intersect1d(model[t == distinct[0]], model[t == distinct[1]]).size)
+
+
+def _keep_it(t: np.ndarray, model: np.ndarray, models: Sequence[str], interval: float) -> str:
+    """How to keep a trace whose step truly is the smallest gap (whole seconds): the row of 0 that states it."""
+    if interval < MIN_INTERVAL_S - 1e-9:
+        return ""
+    return (f"; if the trace's step is {interval:g} s (each model requested at its own times), add a row of 0 "
+            f"requests for model {models[int(model[0])]!r} at {seconds_text(float(t[0]) + interval)} to state it")
 
 
 def _model_step(t: np.ndarray, model: np.ndarray, interval: float) -> float | None:

@@ -362,6 +362,15 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
         # The grid named, in whole seconds: the median gap (a 60.5/89.5 s trace read "floor('75s')") put two of
         # the smallest gap's intervals into one, and named a step the line did not.
         step = max(MIN_INTERVAL_S, float(np.floor(interval)))
+        if np.abs(gaps - np.rint(gaps)).max() <= 1e-6:
+            # Whole seconds on no common step (batches every 60 s, give or take 3): the smallest gap (57 s) is no
+            # step of the trace. The typical gap is, for an export whose times stray; 1 s is, for a sparse trace.
+            typical = float(np.rint(np.median(gaps)))
+            raise TraceError(f"{where}: the rows are typically {typical:g} s apart ({interval:g} s at the least): "
+                             f"if the trace's step is 1 s (rows only where requests came), add a row of 0 requests "
+                             f"at {seconds_text(start + 1)} (any model) to state it; if it is an export at about "
+                             f"{typical:g} s whose times stray, round every timestamp to the {typical:g} s step "
+                             f"(pandas: .dt.round('{typical:g}s'), then sum by timestamp_s and model)")
         raise TraceError(f"{where}: round every timestamp down to a {step:g} s step (pandas: "
                          f".dt.floor('{step:g}s'), then sum by timestamp_s and model)")
     key = slot * len(models) + model

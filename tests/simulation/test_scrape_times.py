@@ -7,8 +7,11 @@ the models' rows come at and how to round to it."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
+import re
+import statistics
 from collections import Counter
 from pathlib import Path
 
@@ -121,3 +124,54 @@ def test_a_model_requested_every_few_minutes_on_a_minute_grid_still_reads_at_the
     minutes = [0, 1, *(7 * i + rng.randint(-wobble, wobble) for i in range(1, 50))]
     trace = read_csv(write_trace(tmp_path, "".join(f"{EPOCH + 60 * m},a,{rng.randint(1, 3)}\n" for m in minutes)))
     assert trace.interval_s == 60.0
+
+
+def periodic_clients() -> str:
+    """A genuine 1 s trace: 30 models, each requested every 15 s (give or take a second) at its own phase."""
+    rng = random.Random(4)
+    phases = [rng.randint(0, 14) for _ in range(30)]
+    return "".join(f"{t},m{m},{rng.randint(1, 9)}\n" for t, m in sorted(
+        (EPOCH + 15 * i + phases[m] + rng.choice((-1, 0, 0, 0, 1)), m) for i in range(1, 240) for m in range(30)))
+
+
+def test_periodic_clients_in_a_one_second_trace_are_told_how_to_keep_it_and_then_read_at_one_second(
+        tmp_path: Path) -> None:
+    """Thirty clients each calling every ~15 s at its own second look like scrape times and are refused, but
+    the line says how to keep the 1 s step (it offered only rounding to 15 s); with the row of 0 it asks for,
+    the trace reads at 1 s with every request."""
+    rows = periodic_clients()
+    result = simulate(tmp_path, write_trace(tmp_path, rows))
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.splitlines()
+    assert "each model's rows are about 15 s apart" in line and ".dt.round('15s')" in line, line
+    asked = re.search(r"if the trace's step is 1 s \(each model requested at its own times\), add a row of 0 "
+                      r"requests for model '(\w+)' at (\d+) to state it", line)
+    assert asked, line
+    first = min(int(row.split(",")[0]) for row in rows.splitlines())
+    assert int(asked[2]) == first + 1 and f"{first},{asked[1]}," in rows, line
+    read = read_csv(write_trace(tmp_path, f"{asked[2]},{asked[1]},0\n" + rows))
+    assert read.interval_s == 1.0
+    assert read.total_requests == sum(int(row.split(",")[2]) for row in rows.splitlines())
+
+
+def test_a_one_second_trace_of_batches_a_minute_apart_is_told_the_typical_step_not_the_smallest_gap(
+        tmp_path: Path) -> None:
+    """One model's batches every 60 s, give or take 3, in whole seconds: refused with "round every timestamp down
+    to a 57 s step", the smallest gap, which is no step of the trace; now it names the typical gap (the median) and how
+    to keep the trace at 1 s, which then reads with every request."""
+    rng = random.Random(6)
+    times = [EPOCH]
+    while len(times) < 120:
+        times.append(times[-1] + 60 + rng.randint(-3, 3))
+    rows = "".join(f"{t},only,{rng.randint(50, 90)}\n" for t in times)
+    result = simulate(tmp_path, write_trace(tmp_path, rows))
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.splitlines()
+    assert "57 s step" not in line and "floor('57s')" not in line, line
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    typical = round(statistics.median(gaps))
+    assert 59 <= typical <= 61 and min(gaps) == 57
+    assert f"typically {typical} s apart" in line and f".dt.round('{typical}s')" in line, line
+    assert f"add a row of 0 requests at {EPOCH + 1} (any model) to state it" in line, line
+    read = read_csv(write_trace(tmp_path, f"{EPOCH + 1},only,0\n" + rows))
+    assert read.interval_s == 1.0 and read.total_requests == sum(int(r.split(",")[2]) for r in rows.splitlines())
