@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disa
 
 from autoscaler.model import RuntimeView
 from autoscaler.names import ADAPTER_BUILD_INFO
+from autoscaler.ranking_hold import EXPIRED, HoldReason
 from autoscaler.request_tally import RequestTally
 from autoscaler.runtime_gauges import RuntimeGauge
 from exporter import build_info
@@ -167,6 +168,10 @@ class AdapterMetrics:
             "writes); and expired, once a hold: it reached its bound and the value fell with the costs as they were.",
             ["reason"], registry=self.registry,
         )
+        # Every reason from 0: a series that first appears at 1 has no increase() in Prometheus, so the first
+        # expired hold of a replica would never reach ModelMeshScaleDownWithStaleDeletionCosts.
+        for reason in (*HoldReason, EXPIRED):
+            self.scale_down_holds.labels(reason)
         # The RuntimeScale bridge (docs/design.md, The RuntimeScale bridge).
         self.bridge_writes = Counter(
             "modelmesh_autoscaler_bridge_writes_total",

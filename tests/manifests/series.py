@@ -183,4 +183,5 @@ def adapter_step(metrics: AdapterMetrics, namespace: str, deployment: str, pods:
     for cost, pod in enumerate(pods):
         metrics.pod_deletion_cost.labels(namespace, pod).set(cost)
     metrics.deletion_cost_patches.labels("ok").inc()
+    metrics.scale_down_holds.labels("queued").inc()
     metrics.set_leader(True)

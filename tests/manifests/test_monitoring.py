@@ -22,17 +22,20 @@ import pytest
 import pytest_asyncio
 import yaml
 from prometheus_client.metrics_core import Metric
+from prometheus_client.parser import text_string_to_metric_families
 
 from autoscaler.api.app import EXTERNAL_METRIC_ROUTE, build_api_app
 from autoscaler.api.runtimes import KEDA_ROUTE
 from autoscaler.api.snapshot import SnapshotHolder
 from autoscaler.demo.fake_modelmesh import ModelMeshLoad
 from autoscaler.names import ServedMetric
+from autoscaler.ranking_hold import EXPIRED, HoldReason
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.settings import ServeSettings
 from autoscaler.sources.prometheus_promql import DCGM_GR_ENGINE_ACTIVE
 from exporter import names
 from exporter.settings import ExporterSettings
+from tests.api.builders import refresher_with
 from tests.fakes.prometheus import PrometheusServer, Sample, create_blocks, openmetrics_text
 from tests.manifests.series import ExporterPod, adapter_step, pod_discovery_labels, relabel, samples_of
 from tests.manifests.support import (
@@ -288,6 +291,19 @@ async def test_the_external_metric_request_counts_are_metric_reads_only(aiohttp_
                 assert not selects(matchers, {"path": path}), f"{where}: {selector} counts {path}"
 
 
+async def test_the_first_expired_hold_of_an_adapter_is_an_increase_prometheus_sees(aiohttp_client: Any) -> None:
+    """The stale-costs alert reads `increase(...{reason="expired"}[15m])`: a series that first appears at 1 has
+    no increase in Prometheus, so an adapter whose first hold expired never alerted. A fresh adapter's /metrics
+    carries every reason at 0 before any hold."""
+    metrics = AdapterMetrics()
+    client = await aiohttp_client(build_api_app(refresher_with(metrics=metrics), metrics))
+    response = await client.get("/metrics")
+    assert response.status == 200
+    holds = {sample.labels["reason"]: sample.value for family in text_string_to_metric_families(await response.text())
+             for sample in family.samples if sample.name == "modelmesh_autoscaler_scale_down_holds_total"}
+    assert holds == {reason: 0.0 for reason in (*HoldReason, EXPIRED)}
+
+
 def hpa_info_labels(namespace: str, name: str, target: dict[str, str]) -> dict[str, str]:
     """The labels kube-state-metrics gives `kube_horizontalpodautoscaler_info` for an HPA (internal/store/hpa.go:
     the scale target's kind and name, and its apiVersion when set)."""
@@ -467,6 +483,8 @@ def stored_series(now: float) -> Iterator[Sample]:
             adapter_step(metrics, RUNTIME_NAMESPACE, RUNTIME_DEPLOYMENT, list(pods), served.__getitem__)
             metrics.runtime_known.update({(RUNTIME_NAMESPACE, RUNTIME_DEPLOYMENT): 1,
                                           (RUNTIME_NAMESPACE, UNKNOWN_DEPLOYMENT): 0})
+            if step >= 12:
+                metrics.scale_down_holds.labels("expired").inc()
             yield from samples_of(metrics.registry, target, honor_adapter, at)
 
 
@@ -495,6 +513,18 @@ async def test_the_gpu_panel_shows_dcgm_busy_per_pod_as_the_adapter_reads_it(pro
     (expr,) = [expr for where, expr in dashboard_queries() if where == "panel 'GPU busy' B"]
     shown = {series["metric"]["pod"]: float(series["value"][1]) for series in await prometheus.query(expr)}
     assert shown == {f"{RUNTIME_DEPLOYMENT}-0": pytest.approx(0.85), f"{RUNTIME_DEPLOYMENT}-1": pytest.approx(0.3)}
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_panel_shows_scale_down_holds_by_reason(prometheus: PrometheusServer) -> None:
+    """`modelmesh_autoscaler_scale_down_holds_total` was on no panel: a scale-down that went ahead with stale
+    deletion costs (`expired`: the wrong pod may have been removed) showed only in a replica's /metrics."""
+    queries = [expr for _, expr in dashboard_queries() if "modelmesh_autoscaler_scale_down_holds_total" in expr]
+    assert queries, "no dashboard panel reads modelmesh_autoscaler_scale_down_holds_total"
+    shown = {series["metric"]["reason"]: float(series["value"][1])
+             for expr in queries for series in await prometheus.query(expr)}
+    assert set(shown) == {*HoldReason, EXPIRED} and shown["expired"] > 0 and shown["queued"] > 0, shown
+    assert not any(shown[reason] for reason in HoldReason if reason != HoldReason.QUEUED), shown
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
