@@ -55,7 +55,7 @@ from autoscaler.actuation.deletion_cost_plan import (
     plan_patches,
     scale_down_pending,
 )
-from autoscaler.actuation.removal_order import PodCosts, carried_cost, misplaced_removals
+from autoscaler.actuation.removal_order import PodCosts, carried_cost, misplaced_removals, turned_removals
 from autoscaler.kube.backoff import ServerThrottle, retry_delay
 from autoscaler.kube.client import KubeApiError
 from autoscaler.log_lists import few
@@ -198,20 +198,22 @@ class DeletionCostWriter:
     def hurry_turned(self, key: RuntimeKey, view: RuntimeView, removing: int, slack: Callable[[], float]) -> bool:
         """Make the runtime's writes urgent at the next pass when the ReplicaSet, removing `removing` pods by the
         costs on them, would remove a pod `view` ranks above one that stays, and needs more than `slack()` more
-        (the load moved onto a pod carrying a low cost); True when it did. Nothing is held: holding a scale-down
-        already served held it back under ordinary noise. Without it the new costs waited their per-pod minute,
-        while an HPA without scale-down stabilization may act on the lower value at any sync. `slack`
+        (the load moved onto a pod carrying a low cost); True when it did. Both pods ranked (`turned_removals`): a
+        pod whose scrape fails has no need to compare, and the writer leaves its cost as it is. Nothing is held:
+        holding a scale-down already served held it back under ordinary noise. Without it the new costs waited
+        their per-pod minute, while an HPA without scale-down stabilization may act on the lower value at any sync.
+        `slack`
         (`autoscaler.policies.load_noise`, asked only where the costs are misplaced) keeps noise out: hurrying
         every turn sent two thirds more PATCHes under ordinary noise, each a pod update sent to every pod
         watcher. Only the leader writes, so only it hurries."""
         if not self._judges(key, view) or not self._may_write():
             return False
         carried = self._carried_by(key, view, leading=True)
-        if not misplaced_removals(_pod_costs(view, carried), removing):  # writing would change nothing
+        if not turned_removals(_pod_costs(view, carried), removing):  # writing would change nothing
             return False
         needs = [PodCosts(pod.name, pod.ready, pod.need if pod.ready and pod.fresh else None, carried[pod.name])
                  for pod in view.pods]
-        if not misplaced_removals(needs, removing, slack()):
+        if not turned_removals(needs, removing, slack()):
             return False
         self._holding.add(key)
         return True

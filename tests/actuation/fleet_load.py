@@ -14,7 +14,8 @@ from tests.actuation.conftest import KEY
 class FleetLoad(SourceDefaults):
     """`pods` Ready with fresh data at the request rates of `load` (a Deployment of as many replicas). Without
     `cache_fill` the exporter reports no cache fill (it cannot read it); with `gpu_tracks_load` each pod's GPU is
-    busy in step with its load (busy = rps / 200), as on a runtime whose every request uses the GPU."""
+    busy in step with its load (busy = rps / 200), as on a runtime whose every request uses the GPU. The pods of
+    `scrapes_failing` stay Ready, their exporters' last samples two minutes old (not fresh)."""
 
     name = "stand-in"
     errors: dict[str, int] = {}
@@ -23,10 +24,12 @@ class FleetLoad(SourceDefaults):
         self.pods = tuple(pods)
         self.load: Mapping[str, float] = dict.fromkeys(self.pods, 90.0)
         self.cache_fill, self.gpu_tracks_load = cache_fill, gpu_tracks_load
+        self.scrapes_failing: frozenset[str] = frozenset()
 
     async def collect(self, now: float) -> list[RuntimeSnapshot]:
         samples = tuple(PodSample(
-            name, sampled_at=now - 1, requests_per_second=self.load[name], queue_delay_s=0.0, lru_age_s=900.0,
+            name, sampled_at=now - (120 if name in self.scrapes_failing else 1), requests_per_second=self.load[name],
+            queue_delay_s=0.0, lru_age_s=900.0,
             cache_used_ratio=0.5 if self.cache_fill else None, models_loaded=3.0,
             gpu_busy=min(1.0, self.load[name] / 200) if self.gpu_tracks_load else None) for name in self.pods)
         return [RuntimeSnapshot(KEY, samples, now, replicas=len(self.pods))]

@@ -10,6 +10,7 @@ the API's answer, and the pod removed is the one the ReplicaSet controller picks
 from __future__ import annotations
 
 import logging
+import random
 import time
 from typing import Any
 
@@ -34,6 +35,7 @@ from autoscaler.simulation.hpa import (
     ScalingRules,
 )
 from tests.actuation.conftest import KEY, SteppedClock, add_pods
+from tests.actuation.fleet_load import FleetLoad
 from tests.actuation.test_deletion_cost_hold import PODS, POLICY, T0, Cluster, LoadSource
 from tests.actuation.test_replicaset_choice import replicaset_removes
 from tests.fakes.kube import FakeKubeApi
@@ -98,3 +100,76 @@ async def test_a_ranking_that_turns_after_the_fall_is_on_the_pods_before_the_hpa
     said = [r.getMessage() for r in caplog.records if "ranking turned" in r.getMessage()]
     assert len(said) == 1 and KEY.deployment in said[0] and "writing deletion costs now" in said[0], said
     await api.close()
+
+
+async def test_a_ready_pod_whose_scrape_fails_is_no_turn(
+        kube: FakeKubeApi, kube_client: KubeClient, aiohttp_client: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """A reviewer's run: pod-a, the busiest, keeps the highest cost while its exporter's scrape fails. Counted as
+    the least needed pod beside the fresh ones, it made pod-b and pod-c look misplaced, and the line below was
+    said at every refresh while nothing turned."""
+    caplog.set_level(logging.INFO)
+    add_pods(kube, PODS)
+    clock = SteppedClock(T0)
+    source = LoadSource()
+    metrics = AdapterMetrics()
+    refresher = Refresher(source, PolicyBook(POLICY), metrics, clock=clock, monotonic=clock)
+    writer = DeletionCostWriter(kube_client, metrics, settings=WriterSettings(qps=None), clock=clock,
+                                rand=lambda: 1.0)
+    refresher.cost_writes = writer
+    api = await aiohttp_client(build_api_app(refresher, metrics))
+    cluster = Cluster(kube, api, refresher, source, clock)
+    source.load = BUSY
+    await cluster.refresh(0.0)
+    await writer.sync()
+    source.load = {"pod-a": 20.0, "pod-b": 15.0, "pod-c": 10.0}  # the fall, the ranking as before
+    for _ in range(3):
+        await cluster.refresh(15.0)
+        await writer.sync()
+    assert await cluster.served() < len(PODS)
+
+    source.scrapes_failing = frozenset({"pod-a"})
+    caplog.clear()
+    for _ in range(20):
+        await cluster.refresh(15.0)
+        await writer.sync()
+    said = [r.getMessage() for r in caplog.records if "ranking turned" in r.getMessage()]
+    assert said == [], f"said {len(said)} times over 20 refreshes; costs on the pods {cluster.costs()}"
+    await api.close()
+
+
+@pytest.mark.parametrize("pods", [20])
+async def test_under_load_noise_a_ready_pod_whose_scrape_fails_hurries_no_writes(
+        pods: int, kube: FakeKubeApi, kube_client: KubeClient, caplog: pytest.LogCaptureFixture) -> None:
+    """The same under 40-60 req/s noise: every fresh pod a little busier than the stale one looked misplaced, and
+    the noise's changed costs were written at every refresh, not at each pod's minute (a reviewer counted 20 pods'
+    PATCHes over 5 minutes go from 73 to 171)."""
+    caplog.set_level(logging.INFO)
+    names = [f"pod-{i:02d}" for i in range(pods)]
+    add_pods(kube, names)
+    clock = SteppedClock(T0)
+    source = FleetLoad(names)
+    metrics = AdapterMetrics()
+    refresher = Refresher(source, PolicyBook(POLICY), metrics, clock=clock, monotonic=clock)
+    writer = DeletionCostWriter(kube_client, metrics, settings=WriterSettings(qps=None), clock=clock,
+                                rand=lambda: 1.0)
+    refresher.cost_writes = writer
+    rates = random.Random(3)
+    source.load = {**dict.fromkeys(names, 98.0), names[0]: 150.0}  # pod-00 the busiest: the highest cost
+    await refresher.refresh_once()
+    await writer.sync()
+    for _ in range(3):  # the fall, pod-00 still the busiest
+        clock.advance(15.0)
+        source.load = {**{name: rates.choice((40.0, 50.0, 60.0)) for name in names}, names[0]: 90.0}
+        await refresher.refresh_once()
+        await writer.sync()
+
+    source.scrapes_failing = frozenset({names[0]})
+    caplog.clear()
+    start = len(kube.patches)
+    for _ in range(20):
+        clock.advance(15.0)
+        source.load = {name: rates.choice((40.0, 50.0, 60.0)) for name in names}
+        await refresher.refresh_once()
+        await writer.sync()
+    said = [r.getMessage() for r in caplog.records if "ranking turned" in r.getMessage()]
+    assert said == [], f"said {len(said)} times over 20 refreshes, {len(kube.patches) - start} cost PATCHes"
