@@ -18,7 +18,7 @@ the value hands the writer the new ranking, which it writes within the next 15 s
 A ranking that turns after the value fell (the load moves onto a pod carrying a low cost) is not held: holding a
 value already served, at every refresh below what runs, held scale-downs back under ordinary noise. Where it
 turned clearly (beyond `autoscaler.policies.load_noise`), the writer writes it at its next pass, not at each pod's
-minute, in time for an HPA without scale-down stabilization.
+minute, in time for an HPA without scale-down stabilization. The log names such a turn once, until it is over.
 
 For at most `COST_HOLD_MAX_S` (one writer backoff cap, four HPA syncs): a lasting failure (a Role without `patch` on
 `pods`) must not stop scale-downs for good. Past it the value falls with the costs as they are, and a warning says
@@ -146,6 +146,7 @@ class RankingHold:
         self._past_refused_403 = False  # one of this refresh's runtimes past the bound had a write refused 403
         self._written: list[RuntimeKey] = []
         self._turned: list[str] = []  # runtimes whose clearly turned ranking is written at once (`_hurry_turn`)
+        self._told_turned: set[RuntimeKey] = set()  # runtimes whose turn the log named, until it is over
         self._removing: dict[RuntimeKey, int] = {}  # pods the decided value removed at the last refresh
         self._undecided: set[RuntimeKey] = set()  # runtimes whose last refresh decided no replica count
 
@@ -176,6 +177,7 @@ class RankingHold:
             self._removing.pop(key, None)
         if removing <= 0:  # no pod would go
             self._spells.pop(key, None)
+            self._told_turned.discard(key)
             return view
         if served.value >= floor:  # below what runs since an earlier refresh: judged then
             self._spells.pop(key, None)
@@ -217,9 +219,16 @@ class RankingHold:
         """A scale-down not held whose ranking clearly turned (the load moved onto a pod the ReplicaSet would
         remove): its costs are written at the writer's next pass, not at each pod's minute. Only a turn beyond
         load noise (`load_noise_need`): noise is written at the minute, as holding there held scale-downs back
-        and hurrying every turn sent two thirds more PATCHes."""
-        if writes.hurry_turned(view.key, view, removing, lambda: load_noise_need(policy, view)):
-            self._turned.append(str(view.key))
+        and hurrying every turn sent two thirds more PATCHes. The log names a turn once, as the hold's warning
+        does, until it is over (the costs on the pods, or the turn within noise) or the value no longer removes a
+        pod: said at every refresh, it repeated itself 20 times in 5 minutes while the writes were refused, beside
+        the writer's own "next try in 300 s"."""
+        key = view.key
+        if not writes.hurry_turned(key, view, removing, lambda: load_noise_need(policy, view)):
+            self._told_turned.discard(key)
+        elif key not in self._told_turned:
+            self._told_turned.add(key)
+            self._turned.append(str(key))
 
     def forget(self, key: RuntimeKey) -> None:
         """Drop the runtime's spell and the pods its last value removed: it is gone, or another object whose
@@ -227,6 +236,7 @@ class RankingHold:
         self._spells.pop(key, None)
         self._removing.pop(key, None)
         self._undecided.discard(key)
+        self._told_turned.discard(key)
 
     def flush(self) -> None:
         """Say this refresh's news (one line each, a fleet's runtimes together)."""

@@ -173,3 +173,54 @@ async def test_under_load_noise_a_ready_pod_whose_scrape_fails_hurries_no_writes
         await writer.sync()
     said = [r.getMessage() for r in caplog.records if "ranking turned" in r.getMessage()]
     assert said == [], f"said {len(said)} times over 20 refreshes, {len(kube.patches) - start} cost PATCHes"
+
+
+async def test_a_turn_whose_writes_are_refused_is_said_once_until_its_costs_are_on_the_pods(
+        kube: FakeKubeApi, kube_client: KubeClient, aiohttp_client: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """A reviewer's run: the Role lacks `patch` on pods while the ranking turned after the fall. The line was said
+    at every refresh (20 times in 5 minutes), beside the writer's own "next try in 300 s"; it is said once for the
+    turn, and again for a turn after a refresh found its costs on the pods."""
+    caplog.set_level(logging.INFO)
+    add_pods(kube, PODS)
+    clock = SteppedClock(T0)
+    source = LoadSource()
+    metrics = AdapterMetrics()
+    refresher = Refresher(source, PolicyBook(POLICY), metrics, clock=clock, monotonic=clock)
+    writer = DeletionCostWriter(kube_client, metrics, settings=WriterSettings(qps=None), clock=clock,
+                                rand=lambda: 1.0)
+    refresher.cost_writes = writer
+    api = await aiohttp_client(build_api_app(refresher, metrics))
+    cluster = Cluster(kube, api, refresher, source, clock)
+    source.load = BUSY
+    await cluster.refresh(0.0)
+    await writer.sync()
+    source.load = FALLEN
+    await cluster.refresh(5.0)
+    await writer.sync()
+    assert await cluster.served() < len(PODS)
+
+    kube.forbid("patch", "pods")
+    source.load = TURNED
+    for _ in range(20):
+        await cluster.refresh(15.0)
+        await writer.sync()
+    said = [r.getMessage() for r in caplog.records if "ranking turned" in r.getMessage()]
+    assert len(said) == 1 and KEY.deployment in said[0], f"said {len(said)} times over 20 refreshes"
+
+    kube.clear_faults()  # the Role fixed: the writer's retry puts the turned ranking on the pods
+    for _ in range(40):
+        if max(PODS, key=lambda pod: cluster.costs()[pod] or 0) == "pod-c":
+            break
+        await cluster.refresh(15.0)
+        await writer.sync()
+    assert max(PODS, key=lambda pod: cluster.costs()[pod] or 0) == "pod-c", cluster.costs()
+    await cluster.refresh(15.0)  # a refresh finds them there: that turn is over
+    await writer.sync()
+    source.load = {"pod-a": 90.0, "pod-b": 20.0, "pod-c": 20.0}  # turns again, onto a pod carrying a low cost
+    for _ in range(3):
+        await cluster.refresh(15.0)
+        await writer.sync()
+    assert await cluster.served() < len(PODS)
+    said = [r.getMessage() for r in caplog.records if "ranking turned" in r.getMessage()]
+    assert len(said) == 2, f"said {len(said)} times; costs on the pods {cluster.costs()}"
+    await api.close()
