@@ -8,9 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
 from autoscaler.kube.client import KubeClient
 from autoscaler.model import PodView, PodViews, RuntimeKey, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
+from autoscaler.policies.config import PolicyBook
+from autoscaler.policies.policy import RuntimePolicy
+from autoscaler.refresher import Refresher
+from autoscaler.selfmetrics import AdapterMetrics
+from autoscaler.sources.base import MetricSource
 from tests.fakes.kube import FakeKubeApi
 from tests.support.clock import SteppedClock as SteppedClock  # re-exported: the actuation tests import it from here
 
@@ -80,3 +86,15 @@ def views_of(
 def add_pods(kube: FakeKubeApi, names: Iterable[str], namespace: str = KEY.namespace) -> None:
     for name in names:
         kube.add_pod(namespace, name, labels={"modelmesh-service": "modelmesh-serving", "name": KEY.deployment})
+
+
+def refresher_writing_costs(source: MetricSource, policy: RuntimePolicy, kube_client: KubeClient,
+                            clock: SteppedClock) -> tuple[Refresher, DeletionCostWriter, AdapterMetrics]:
+    """The real refresher and deletion-cost writer on `clock`, wired as the actuator wires them (the writer's pass
+    runs after each refresh), the writer unthrottled and its jitter fixed so that runs repeat."""
+    metrics = AdapterMetrics()
+    refresher = Refresher(source, PolicyBook(policy), metrics, clock=clock, monotonic=clock)
+    writer = DeletionCostWriter(kube_client, metrics, settings=WriterSettings(qps=None), clock=clock,
+                                rand=lambda: 1.0)
+    refresher.cost_writes = writer
+    return refresher, writer, metrics

@@ -15,14 +15,10 @@ from typing import Any
 
 import pytest
 
-from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
 from autoscaler.api.app import build_api_app
 from autoscaler.kube.client import KubeClient
 from autoscaler.names import ServedMetric
-from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.refresher import Refresher
-from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.simulation.hpa import (
     DOWNSCALE_STABILIZATION_S,
     SYNC_PERIOD_S,
@@ -31,7 +27,7 @@ from autoscaler.simulation.hpa import (
     HpaSpec,
     MetricSpec,
 )
-from tests.actuation.conftest import SteppedClock, add_pods
+from tests.actuation.conftest import SteppedClock, add_pods, refresher_writing_costs
 from tests.actuation.fleet_load import FleetLoad
 from tests.actuation.test_deletion_cost_hold import T0, Cluster
 from tests.fakes.kube import FakeKubeApi
@@ -84,11 +80,7 @@ async def test_under_load_noise_an_hpa_with_the_default_stabilization_scales_dow
     for run in range(noise.runs):
         clock = SteppedClock(T0)
         source = FleetLoad(names, cache_fill=noise.cache_fill, gpu_tracks_load=noise.gpu_tracks_load)
-        metrics = AdapterMetrics()
-        refresher = Refresher(source, PolicyBook(noise.policy), metrics, clock=clock, monotonic=clock)
-        writer = DeletionCostWriter(kube_client, metrics, settings=WriterSettings(qps=None), clock=clock,
-                                    rand=lambda: 1.0)
-        refresher.cost_writes = writer  # as the actuator wires it; the writer's pass runs after each refresh
+        refresher, writer, metrics = refresher_writing_costs(source, noise.policy, kube_client, clock)
         source.load = dict.fromkeys(names, 98.0)  # every replica needed: the HPA starts at the pods that run
         api = await aiohttp_client(build_api_app(refresher, metrics))
         await refresher.refresh_once()

@@ -14,14 +14,10 @@ from typing import Any
 
 import pytest
 
-from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
 from autoscaler.api.app import build_api_app
 from autoscaler.kube.client import KubeClient
 from autoscaler.names import ServedMetric
-from autoscaler.policies.config import PolicyBook
-from autoscaler.refresher import Refresher
-from autoscaler.selfmetrics import AdapterMetrics
-from tests.actuation.conftest import SteppedClock, add_pods
+from tests.actuation.conftest import SteppedClock, add_pods, refresher_writing_costs
 from tests.actuation.test_deletion_cost_hold import DEBUG, DESIRED, PODS, POLICY, T0, LoadSource, holds_counted
 from tests.fakes.kube import FakeKubeApi
 
@@ -39,11 +35,7 @@ async def test_load_noise_holds_a_scale_down_no_longer_than_a_refresh_and_warns_
         noise = random.Random(run)
         clock = SteppedClock(T0)
         source = LoadSource()
-        metrics = AdapterMetrics()
-        refresher = Refresher(source, PolicyBook(POLICY), metrics, clock=clock, monotonic=clock)
-        writer = DeletionCostWriter(kube_client, metrics, settings=WriterSettings(qps=None), clock=clock,
-                                    rand=lambda: 1.0)
-        refresher.cost_writes = writer  # as the actuator wires it; the writer's pass runs after each refresh
+        refresher, writer, metrics = refresher_writing_costs(source, POLICY, kube_client, clock)
         api = await aiohttp_client(build_api_app(refresher, metrics))
         source.load = dict.fromkeys(PODS, 90.0)
         await refresher.refresh_once()

@@ -16,14 +16,11 @@ from typing import Any
 
 import pytest
 
-from autoscaler.actuation.deletion_cost import DeletionCostWriter, WriterSettings
+from autoscaler.actuation.deletion_cost import DeletionCostWriter
 from autoscaler.api.app import build_api_app
 from autoscaler.kube.client import KubeClient
 from autoscaler.names import DELETION_COST_ANNOTATION, ServedMetric
-from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.refresher import Refresher
-from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.simulation.hpa import (
     DEFAULT_SCALE_UP,
     Behavior,
@@ -34,7 +31,7 @@ from autoscaler.simulation.hpa import (
     ScalingPolicy,
     ScalingRules,
 )
-from tests.actuation.conftest import KEY, SteppedClock, add_pods
+from tests.actuation.conftest import KEY, SteppedClock, add_pods, refresher_writing_costs
 from tests.actuation.fleet_load import FleetLoad
 from tests.actuation.test_deletion_cost_hold import PODS, POLICY, T0, Cluster, LoadSource
 from tests.actuation.test_replicaset_choice import replicaset_removes
@@ -60,11 +57,7 @@ async def test_a_ranking_that_turns_after_the_fall_is_on_the_pods_before_the_hpa
     add_pods(kube, PODS)
     clock = SteppedClock(T0)
     source = LoadSource()
-    metrics = AdapterMetrics()
-    refresher = Refresher(source, PolicyBook(POLICIES[weights]), metrics, clock=clock, monotonic=clock)
-    writer = DeletionCostWriter(kube_client, metrics, settings=WriterSettings(qps=None), clock=clock,
-                                rand=lambda: 1.0)
-    refresher.cost_writes = writer  # as the actuator wires it; the writer's pass runs after each refresh
+    refresher, writer, metrics = refresher_writing_costs(source, POLICIES[weights], kube_client, clock)
     api = await aiohttp_client(build_api_app(refresher, metrics))
     cluster = Cluster(kube, api, refresher, source, clock)
     hpa = HorizontalPodAutoscaler(HpaSpec((MetricSpec(DESIRED, "External", "AverageValue", 1.0),),
@@ -102,25 +95,28 @@ async def test_a_ranking_that_turns_after_the_fall_is_on_the_pods_before_the_hpa
     await api.close()
 
 
+async def busy_cluster(kube: FakeKubeApi, kube_client: KubeClient,
+                       aiohttp_client: Any) -> tuple[Cluster, DeletionCostWriter]:
+    """Three pods at `BUSY` load, refreshed once with their costs written: where the turn tests begin."""
+    add_pods(kube, PODS)
+    clock = SteppedClock(T0)
+    source = LoadSource()
+    refresher, writer, metrics = refresher_writing_costs(source, POLICY, kube_client, clock)
+    cluster = Cluster(kube, await aiohttp_client(build_api_app(refresher, metrics)), refresher, source, clock)
+    source.load = BUSY
+    await cluster.refresh(0.0)
+    await writer.sync()
+    return cluster, writer
+
+
 async def test_a_ready_pod_whose_scrape_fails_is_no_turn(
         kube: FakeKubeApi, kube_client: KubeClient, aiohttp_client: Any, caplog: pytest.LogCaptureFixture) -> None:
     """A reviewer's run: pod-a, the busiest, keeps the highest cost while its exporter's scrape fails. Counted as
     the least needed pod beside the fresh ones, it made pod-b and pod-c look misplaced, and the line below was
     said at every refresh while nothing turned."""
     caplog.set_level(logging.INFO)
-    add_pods(kube, PODS)
-    clock = SteppedClock(T0)
-    source = LoadSource()
-    metrics = AdapterMetrics()
-    refresher = Refresher(source, PolicyBook(POLICY), metrics, clock=clock, monotonic=clock)
-    writer = DeletionCostWriter(kube_client, metrics, settings=WriterSettings(qps=None), clock=clock,
-                                rand=lambda: 1.0)
-    refresher.cost_writes = writer
-    api = await aiohttp_client(build_api_app(refresher, metrics))
-    cluster = Cluster(kube, api, refresher, source, clock)
-    source.load = BUSY
-    await cluster.refresh(0.0)
-    await writer.sync()
+    cluster, writer = await busy_cluster(kube, kube_client, aiohttp_client)
+    source, api = cluster.source, cluster.api
     source.load = {"pod-a": 20.0, "pod-b": 15.0, "pod-c": 10.0}  # the fall, the ranking as before
     for _ in range(3):
         await cluster.refresh(15.0)
@@ -148,11 +144,7 @@ async def test_under_load_noise_a_ready_pod_whose_scrape_fails_hurries_no_writes
     add_pods(kube, names)
     clock = SteppedClock(T0)
     source = FleetLoad(names)
-    metrics = AdapterMetrics()
-    refresher = Refresher(source, PolicyBook(POLICY), metrics, clock=clock, monotonic=clock)
-    writer = DeletionCostWriter(kube_client, metrics, settings=WriterSettings(qps=None), clock=clock,
-                                rand=lambda: 1.0)
-    refresher.cost_writes = writer
+    refresher, writer, _ = refresher_writing_costs(source, POLICY, kube_client, clock)
     rates = random.Random(3)
     source.load = {**dict.fromkeys(names, 98.0), names[0]: 150.0}  # pod-00 the busiest: the highest cost
     await refresher.refresh_once()
@@ -181,19 +173,8 @@ async def test_a_turn_whose_writes_are_refused_is_said_once_until_its_costs_are_
     at every refresh (20 times in 5 minutes), beside the writer's own "next try in 300 s"; it is said once for the
     turn, and again for a turn after a refresh found its costs on the pods."""
     caplog.set_level(logging.INFO)
-    add_pods(kube, PODS)
-    clock = SteppedClock(T0)
-    source = LoadSource()
-    metrics = AdapterMetrics()
-    refresher = Refresher(source, PolicyBook(POLICY), metrics, clock=clock, monotonic=clock)
-    writer = DeletionCostWriter(kube_client, metrics, settings=WriterSettings(qps=None), clock=clock,
-                                rand=lambda: 1.0)
-    refresher.cost_writes = writer
-    api = await aiohttp_client(build_api_app(refresher, metrics))
-    cluster = Cluster(kube, api, refresher, source, clock)
-    source.load = BUSY
-    await cluster.refresh(0.0)
-    await writer.sync()
+    cluster, writer = await busy_cluster(kube, kube_client, aiohttp_client)
+    source, api = cluster.source, cluster.api
     source.load = FALLEN
     await cluster.refresh(5.0)
     await writer.sync()
