@@ -231,3 +231,33 @@ def test_reading_a_long_trace_says_how_far_it_got(tmp_path: Path, suffix: str) -
     assert all(total == size for _, total in seen)
     done = [d for d, _ in seen]
     assert done == sorted(done) and 0 < done[0] < size
+
+
+EPOCH = 1764547200  # 2025-12-01T00:00:00Z
+
+
+def night_cron(night_model: str) -> str:
+    """Two days at 60 s: five models busy 07-22 h, and at night 100 requests every 5 minutes for `night_model`."""
+    busy = range(7 * 60, 22 * 60)
+    return "".join(f"{EPOCH + 60 * i},m{m},{300 + (i * 7 + m) % 50}\n" if i % 1440 in busy else
+                   f"{EPOCH + 60 * i},{night_model},100\n"
+                   for i in range(2 * 1440) if i % 1440 in busy or i % 5 == 0
+                   for m in (range(5) if i % 1440 in busy else range(1)))
+
+
+def test_a_night_cron_on_the_minute_grid_is_not_told_the_exports_step_changed(tmp_path: Path) -> None:
+    """A 60 s trace busy by day whose nights hold only a job's batch every 5 minutes: every row is on the trace's
+    minute grid, and the job's model never came a minute apart, so no export's step changed there (it was told
+    "rows come every 300 s ... but every 60 s elsewhere ... export the whole trace at one step")."""
+    trace = read_csv(write(tmp_path / "t.csv", "timestamp_s,model,requests\n" + night_cron("batch")))
+    assert not [note for note in trace.notes if "rows come every" in note], trace.notes
+
+
+def test_a_stretch_exported_at_a_coarser_step_is_still_named(tmp_path: Path) -> None:
+    """Two hours of a 15 s export with an hour between at 60 s, the same models: the export's step changed."""
+    times = [*range(0, 3600, 15), *range(3600, 7200, 60), *range(7200, 10800, 15)]
+    rows = "".join(f"{EPOCH + t},m{m},{5 + m}\n" for t in times for m in range(3))
+    trace = read_csv(write(tmp_path / "t.csv", "timestamp_s,model,requests\n" + rows))
+    [note] = [note for note in trace.notes if "rows come every" in note]
+    assert "rows come every 60 s from 1764550800 (2025-12-01T01:00:00Z)" in note, note
+    assert "but every 15 s elsewhere" in note and "export the whole trace at one step" in note, note
