@@ -396,20 +396,31 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
 
 
 def write_csv(trace: Trace, path: str | os.PathLike[str]) -> None:
-    """Write a trace in the format `read_csv` reads: rows with requests, and a row of 0 in each of the first
-    two intervals that has none, which pin the start and the step where read back (a trace whose first
-    requests come an hour apart was read back as starting there, at a step of an hour)."""
-    busy = trace.requests > 0
-    used = set(trace.slot[busy].tolist())
-    pins = [s for s in range(min(2, trace.intervals)) if s not in used]
+    """Write a trace in the format `read_csv` reads, so that it reads back as it was: every row, those of 0 too
+    (a row of 0 is how a trace states its step: "add a row of 0 requests for model M at T"; dropped, a 1 s trace
+    of clients at their own seconds was refused when read again), and a row of 0 in each of the first two
+    intervals where one model needs it to come at both (a trace whose first requests come an hour apart was read
+    back as starting there, at a step of an hour)."""
     with open(path, "w", newline="", encoding="utf-8") as fh:
         out = csv.writer(fh)
         out.writerow(HEADER)
-        for s in pins:
-            out.writerow((seconds_text(trace.start_s + s * trace.interval_s), trace.models[0], "0"))
-        for s, m, r in zip(trace.slot[busy].tolist(), trace.model[busy].tolist(), trace.requests[busy].tolist(),
-                           strict=True):
+        for s, m in _step_pins(trace):
+            out.writerow((seconds_text(trace.start_s + s * trace.interval_s), trace.models[m], "0"))
+        for s, m, r in zip(trace.slot.tolist(), trace.model.tolist(), trace.requests.tolist(), strict=True):
             out.writerow((seconds_text(trace.start_s + s * trace.interval_s), trace.models[m], f"{r:.17g}"))
+
+
+def _step_pins(trace: Trace) -> list[tuple[int, int]]:
+    """(interval, model) of the rows of 0 that pin a trace's start and step where written: one model at the first
+    two intervals, as `scrape_times` asks a sparse trace to state its step (rows of two models there, each at its
+    own second, read as scrape times). None where a model already comes at both, or the trace is one interval."""
+    if trace.intervals < 2:
+        return []
+    at = [set(trace.model[trace.slot == s].tolist()) for s in (0, 1)]
+    if at[0] & at[1]:
+        return []
+    model = min(at[0] or at[1] or {0})
+    return [(s, model) for s in (0, 1) if model not in at[s]]
 
 
 def synthetic(models: int = 500, hours: float = 24.0, mean_rps: float = 150.0, shape: str | Shape = "mixed",

@@ -9,8 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from autoscaler.simulation.trace import TraceError, buckets, from_rows, read_csv, synthetic, write_csv
+from tests.simulation.test_scrape_times import periodic_clients
 
 
 def write(path: Path, text: str) -> Path:
@@ -261,3 +264,47 @@ def test_a_stretch_exported_at_a_coarser_step_is_still_named(tmp_path: Path) -> 
     [note] = [note for note in trace.notes if "rows come every" in note]
     assert "rows come every 60 s from 1764550800 (2025-12-01T01:00:00Z)" in note, note
     assert "but every 15 s elsewhere" in note and "export the whole trace at one step" in note, note
+
+
+def test_a_one_second_trace_kept_with_its_row_of_0_is_written_and_read_back_as_it_was(tmp_path: Path) -> None:
+    """A 1 s trace whose models each come every 15 s at their own second states its step with the row of 0 the
+    refusal asks for; write_csv dropped that row (and pinned the second interval with another model), so the
+    file it wrote was refused when read again."""
+    rows = periodic_clients()
+    first, model = rows.split(",")[:2]
+    kept = read_csv(write(tmp_path / "kept.csv", f"timestamp_s,model,requests\n{int(first) + 1},{model},0\n{rows}"))
+    assert kept.interval_s == 1.0
+    write_csv(kept, tmp_path / "again.csv")
+    again = subprocess.run([sys.executable, "-m", "autoscaler.cli", "simulate", "--trace", str(tmp_path / "again.csv"),
+                            "--out", str(tmp_path / "out"), "--no-plot", "--quiet", "--policies", "fixed"],
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert (read_csv(tmp_path / "again.csv").interval_s, read_csv(tmp_path / "again.csv").total_requests) == \
+        (1.0, kept.total_requests)
+
+
+ROWS = st.dictionaries(st.tuples(st.integers(0, 120), st.sampled_from("abc")),
+                       st.integers(0, 40) | st.floats(0.0, 1e6, allow_nan=False), min_size=1, max_size=60)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.filter_too_much])
+@given(rows=ROWS, step=st.sampled_from([1, 15, 60]))
+def test_a_trace_written_by_write_csv_reads_back_as_it_was_read(tmp_path: Path, rows: dict[tuple[int, str], float],
+                                                               step: int) -> None:
+    """Whatever trace read_csv reads, write_csv writes a file that reads back to it: the same start, step,
+    models and rows (rows of 0 kept), with at most a row of 0 in each of the first two intervals to pin them."""
+    text = "".join(f"{EPOCH + step * slot},{model},{requests!r}\n" for (slot, model), requests in rows.items())
+    try:
+        first = read_csv(write(tmp_path / "first.csv", "timestamp_s,model,requests\n" + text))
+    except TraceError:
+        assume(False)
+        raise
+    write_csv(first, tmp_path / "again.csv")
+    again = read_csv(tmp_path / "again.csv")
+    assert (again.models, again.start_s, again.interval_s, again.intervals) == \
+        (first.models, first.start_s, first.interval_s, first.intervals)
+    before = set(zip(first.slot.tolist(), first.model.tolist(), first.requests.tolist(), strict=True))
+    after = set(zip(again.slot.tolist(), again.model.tolist(), again.requests.tolist(), strict=True))
+    assert before <= after, sorted(before - after)
+    assert all(slot < 2 and requests == 0 for slot, _, requests in after - before), sorted(after - before)
