@@ -16,6 +16,7 @@ from autoscaler.policies.config import PolicyBook
 from autoscaler.policies.policy_origins import policy_document, unknown_annotations
 from autoscaler.policies.policy_values import ECHO_LIMIT
 from tests.policies.builders import PROPERTIES
+from tests.support.log_lines import LineCatcher
 
 TRITON = RuntimeKey("default", "modelmesh-serving-triton")
 PREFIX = "autoscaler.modelmesh.io/"
@@ -26,21 +27,10 @@ spellings; the log's line for a key of none, which lists every policy key), and 
 may write."""
 
 
-class _Collect(logging.Handler):
-    """The adapter's log lines about policies, as its log shows them (caplog is per test, not per example)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-
 def _shown(book: PolicyBook, steps: list[dict[str, str]]) -> tuple[list[str], list[str]]:
     """The log lines of the refreshes that see the runtime's annotations as in `steps`, and /debug's texts
     (its policy and its unknown annotations) after the last."""
-    handler = _Collect()
+    handler = LineCatcher()
     logging.getLogger(LOGGER).addHandler(handler)
     try:
         for annotations in steps:
@@ -49,7 +39,7 @@ def _shown(book: PolicyBook, steps: list[dict[str, str]]) -> tuple[list[str], li
         logging.getLogger(LOGGER).removeHandler(handler)
     explained = book.explain(TRITON)
     debug = [json.dumps(entry) for entry in (policy_document(explained) or {}).values()]
-    return handler.messages, debug + unknown_annotations(explained)
+    return handler.lines, debug + unknown_annotations(explained)
 
 
 def test_a_100_kb_bad_value_is_shown_once_a_line_and_cut_short() -> None:

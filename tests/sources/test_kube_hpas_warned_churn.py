@@ -10,12 +10,11 @@ import logging
 from collections.abc import AsyncIterator
 
 import pytest
-from kubernetes.aio.client import ApiClient, Configuration
 
 from autoscaler.model import RuntimeKey
 from autoscaler.sources.kube_hpas import GONE_HPAS_REMEMBERED, HpaWatch
 from tests.fakes.kube import FakeKubeApi
-from tests.sources.test_kube_hpas import NS, warnings_of
+from tests.sources.test_kube_hpas import NS, started_watch, warnings_of
 from tests.support.waiting import eventually
 
 LIVE = 3
@@ -48,9 +47,7 @@ async def kube() -> AsyncIterator[FakeKubeApi]:
 
 @pytest.fixture
 async def watch(kube: FakeKubeApi) -> AsyncIterator[HpaWatch]:
-    settings = Configuration()
-    settings.host = kube.url
-    subject = HpaWatch(lambda: ApiClient(settings), [NS], watch_timeout_s=30, backoff=lambda n: 0.02)
+    subject = started_watch(kube, backoff=lambda n: 0.02)
     await subject.start()
     yield subject
     await subject.close()
