@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 
 from autoscaler.simulation.hpa import SYNC_PERIOD_S
-from autoscaler.simulation.timestamps import moment_text
+from autoscaler.simulation.timestamps import moment_text, span_text
 
 if TYPE_CHECKING:
     from autoscaler.simulation.trace import Trace
@@ -58,9 +58,9 @@ def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float) -> list[
     widest = int(np.argmax(after - first))
     before_s, after_s = (trace.start_s + float(slot) * trace.interval_s for slot in (first[widest] - 1, after[widest]))
     line = lines[int(np.searchsorted(trace.slot, after[widest]))]
-    many = (f"; {len(first):,} such stretches, {_duration_text(float((after - first).sum()) * trace.interval_s)} in "
+    many = (f"; {len(first):,} such stretches, {span_text(float((after - first).sum()) * trace.interval_s)} in "
             "all, this the longest") if len(first) > 1 else ""
-    return [f"no rows at all for {_duration_text(float(after[widest] - first[widest]) * trace.interval_s)} between "
+    return [f"no rows at all for {span_text(float(after[widest] - first[widest]) * trace.interval_s)} between "
             f"the rows at {moment_text(before_s)} and at {moment_text(after_s)} (line {line}{many}), where the "
             f"intervals with rows within {AROUND} intervals either side have at least {BUSY_REQUESTS:g} requests "
             "each and few other silences in the trace are half as long: replayed as no requests, so a policy may "
@@ -76,9 +76,3 @@ def _unlike_the_rest(lengths: np.ndarray, interval_s: float) -> np.ndarray:
     as_long = len(ordered) - np.searchsorted(ordered, lengths / 2, side="left")  # each counts itself
     return (lengths * interval_s >= SYNC_PERIOD_S) & (as_long - 1 <= COMMON)
 
-
-def _duration_text(seconds: float) -> str:
-    """A stretch or a total in the unit a user reads it in ("3.02e+03 min" read as a number for 50 hours)."""
-    if seconds >= 3600:
-        return f"{seconds / 3600:.3g} h"
-    return f"{seconds / 60:.3g} min" if seconds >= 60 else f"{seconds:g} s"

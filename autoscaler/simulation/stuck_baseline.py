@@ -17,6 +17,7 @@ from typing import Any, Final
 from autoscaler.simulation.engine import Timeline
 from autoscaler.simulation.hpa import TOLERANCE
 from autoscaler.simulation.idle_watch import IDLE_BUSY, BucketUse
+from autoscaler.simulation.timestamps import span_text
 
 LONG_S: Final = 600.0
 """A stretch at least this long is said: a new pod waits for its first copies a minute or two, not ten."""
@@ -81,22 +82,18 @@ def stuck_note(timeline: Timeline, max_replicas: int, target: float, duration_s:
     }
 
 
-def hours_or_minutes(seconds: float) -> str:
-    return f"{seconds / 3600:.3g} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
-
-
 def stuck_text(report: Mapping[str, Any], policy: str) -> str | None:
     """The note in words, for the printed notes and report.md (None where `policy` was never stuck)."""
     note = report["policies"].get(policy, {}).get("stuck_below_target")
     if note is None:
         return None
     longest = note["longest"]
-    where = (f"from {hours_or_minutes(longest['from_s'])} to {hours_or_minutes(longest['to_s'])}"
+    where = (f"from {span_text(longest['from_s'])} to {span_text(longest['to_s'])}"
              if note["stretches"] == 1 else
-             f"in {note['stretches']} stretches, the longest from {hours_or_minutes(longest['from_s'])} to "
-             f"{hours_or_minutes(longest['to_s'])}")
+             f"in {note['stretches']} stretches, the longest from {span_text(longest['from_s'])} to "
+             f"{span_text(longest['to_s'])}")
     return (f"Note: {policy} was stuck below its {note['target_gpu_busy']:.0%} target for "
-            f"{hours_or_minutes(note['seconds'])} ({where}): {note['idle_pods']} of its {note['replicas']} pods "
+            f"{span_text(note['seconds'])} ({where}): {note['idle_pods']} of its {note['replicas']} pods "
             f"Ready and idle (under {IDLE_BUSY:.0%} busy) while the others queued requests, the mean GPU busy at "
             f"{longest['mean_gpu_busy']:.0%}, and it scales up only above {note['scales_up_above']:.0%} (the target "
             f"and the HPA's {TOLERANCE:.0%} tolerance). ModelMesh placed no copy of the queued models on the idle "

@@ -50,3 +50,11 @@ def moment_text(seconds: float) -> str:
         return seconds_text(seconds)
     moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC).replace(tzinfo=None)
     return f"{seconds_text(seconds)} ({moment.isoformat(timespec='seconds')}Z)"
+
+
+def span_text(seconds: float) -> str:
+    """A stretch of the replay or a total in the unit a user reads it in: hours from an hour ("50.3 h", where
+    minutes read "3.02e+03 min", a number), minutes from a minute, else seconds."""
+    if seconds >= 3600:
+        return f"{seconds / 3600:.3g} h"
+    return f"{seconds / 60:.3g} min" if seconds >= 60 else f"{seconds:g} s"
