@@ -523,6 +523,7 @@ def run_simulate(args: argparse.Namespace) -> int:
 
 def _print_summary(args: argparse.Namespace, report: dict[str, Any]) -> None:
     """The table and notes on stdout, flushed here so that a reader that has gone shows as BrokenPipeError."""
+    from autoscaler.simulation.goal_ceiling import goal_ceiling_text
     from autoscaler.simulation.report import BASELINE, bound_text, cache_text, goal_text, table
     from autoscaler.simulation.stuck_baseline import stuck_text
 
@@ -533,6 +534,8 @@ def _print_summary(args: argparse.Namespace, report: dict[str, Any]) -> None:
         print("\n" + stuck)
     if cache := cache_text(report):
         print("\n" + cache)
+    if ceiling := goal_ceiling_text(report, BASELINE):
+        print("\n" + ceiling)
     if "bound" in report:
         print("\n" + bound_text(report))
     print(f"\nreport: {args.out / 'report.md'}, {args.out / 'report.json'}"

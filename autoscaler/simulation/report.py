@@ -231,6 +231,11 @@ def build_report(info: RunInfo, results: Sequence[PolicyResult]) -> dict[str, An
             report["policies"][BASELINE]["stuck_below_target"] = note
     if bound is not None:
         report["bound"] = bound_entry(bound, baseline, int(info.cluster["max_replicas"]))
+    # here, not at the top: goal_ceiling writes its figures with this module's helpers
+    from autoscaler.simulation.goal_ceiling import FIELD, goal_ceiling_note
+
+    if (ceiling := goal_ceiling_note(report, BASELINE)) is not None:  # only where it is so, as stuck_below_target
+        report[FIELD] = ceiling
     report["warnings"] = list(info.warnings)  # always: `jq .warnings` on a run without any read null
     return report
 
@@ -326,6 +331,10 @@ def markdown(report: Mapping[str, Any]) -> str:
         lines += [stuck, ""]
     if cache := cache_text(report):
         lines += [cache, ""]
+    from autoscaler.simulation.goal_ceiling import goal_ceiling_text  # (as in build_report)
+
+    if ceiling := goal_ceiling_text(report, BASELINE):
+        lines += [ceiling, ""]
     if report.get("warnings"):
         lines += ["Warnings (how the run read what it was given):", "",
                   *(f"- {warning}" for warning in report["warnings"]), ""]
