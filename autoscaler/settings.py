@@ -17,14 +17,28 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
 from autoscaler.policies.policy import RuntimePolicy
-from autoscaler.sources.prometheus_matchers import LABEL_NAME, parse_matchers
+
+# Re-exported: where the refresh interval's bounds were read from before the converters moved.
+from autoscaler.serve_flag_values import REFRESH_INTERVAL_RANGE_S as REFRESH_INTERVAL_RANGE_S
+from autoscaler.serve_flag_values import (
+    headers,
+    label_matchers,
+    label_name,
+    namespaces,
+    niceness,
+    object_name,
+    prometheus_url,
+    refresh_interval,
+    server_name,
+    token_file,
+    workers,
+)
 from exporter import env_flags
 from exporter.env_flags import (
     EnvFlag,
@@ -45,17 +59,11 @@ from exporter.flag_values import (
     file_path,
     fraction,
     host_port,
-    metrics_url,
     order,
     port,
     seconds,
     seconds_from_zero,
-    seconds_within,
-    text,
-    whole_number_within,
-    without_password,
 )
-from exporter.kube_names import DNS_SUBDOMAIN, NAMESPACE_RULE, namespace_problem, object_name_problem
 
 ENV_PREFIX: Final = "AUTOSCALER_"
 MIN_STALL_S: Final = 10.0
@@ -200,125 +208,6 @@ def is_loopback(host: str) -> bool:
 
 class SettingsError(ValueError):
     """An `AUTOSCALER_*` variable holds a value its flag would refuse; the message names the variable."""
-
-
-# ---- this program's own converters (those both take: exporter.flag_values) ----
-
-
-MAX_WORKERS: Final = 64
-"""The most serving processes `--workers` starts: one per core the pod may use is the most that helps, and each
-adds about 35 MiB of memory; `--workers 100000` (a zero too many) forked them 20 a second until memory ran out."""
-
-
-def workers(value: str) -> int:
-    """0 (everything in one process) to `MAX_WORKERS` serving processes."""
-    return whole_number_within(value, 0, MAX_WORKERS, f"0 to {MAX_WORKERS}")
-
-
-REFRESH_INTERVAL_RANGE_S: Final = (0.1, 3600.0)
-"""The refresh intervals taken: a millisecond (a slip of unit) refreshed without pause and logged each time that
-the adapter was starved of CPU; 1e20 never refreshed after the first."""
-
-
-refresh_interval = seconds_within(*REFRESH_INTERVAL_RANGE_S)
-"""Seconds between refreshes, within `REFRESH_INTERVAL_RANGE_S`."""
-
-
-def niceness(value: str) -> int:
-    """A niceness increment for the refresh process: 0 (none) to 19 (the lowest priority)."""
-    return whole_number_within(value, 0, 19, "0 to 19")
-
-
-def token_file(value: str) -> Path:
-    """A file holding a bearer token, read now: a wrong path or an empty file (a Secret key not set) otherwise
-    started the adapter, which then failed every refresh with 401s or the same error while the HPA held. It is
-    read again at each refresh (the kubelet rotates projected tokens); this checks only that it is usable now."""
-    path = file_path(value)
-    try:
-        token = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        raise argparse.ArgumentTypeError(f"cannot read a token from '{path}': {reason}") from error
-    if not token:
-        raise argparse.ArgumentTypeError(f"cannot read a token from '{path}': the file is empty")
-    return path
-
-
-def label_name(value: str) -> str:
-    """A label name as PromQL takes it unquoted in `by (...)` and matchers: another one would fail every query
-    with Prometheus's "parse error", which names no flag."""
-    name = value.strip()
-    if not LABEL_NAME.fullmatch(name):
-        raise argparse.ArgumentTypeError(
-            f"expected a Prometheus label name (letters, digits and _, not starting with a digit), got {value!r}")
-    return name
-
-
-def label_matchers(value: str) -> tuple[str, ...]:
-    """PromQL label matchers (`job="modelmesh-exporter"`), checked as Prometheus would parse them: a typo would
-    fail every refresh with Prometheus's "parse error", which names no flag."""
-    try:
-        return parse_matchers(value)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"expected PromQL label matchers, got {value!r}: {error}") from None
-
-
-def prometheus_url(value: str) -> str:
-    """Prometheus's base URL: the queries add /api/v1/query, so a URL that ends in /api/v1 (as the HTTP API's
-    documentation writes it) would ask .../api/v1/api/v1/query and get a 404 at every refresh."""
-    url = metrics_url(value).rstrip("/")
-    for suffix in ("/api/v1/query", "/api/v1"):
-        if url.endswith(suffix):
-            raise argparse.ArgumentTypeError(
-                f"give Prometheus's base URL, without {suffix}: {without_password(url.removesuffix(suffix))}; "
-                f"got {without_password(value)!r}")
-    return metrics_url(value)
-
-
-_HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-"""An HTTP field name (RFC 9110's `token`)."""
-
-
-def headers(value: str) -> tuple[tuple[str, str], ...]:
-    """`Name=Value,Name2=Value2`: HTTP headers; a value may hold `=` (split at the first) but not `,`."""
-    pairs = []
-    for item in csv(value):
-        name, equals, header_value = item.partition("=")
-        name = name.strip()
-        if not equals or not _HEADER_NAME.fullmatch(name):
-            # Only the start: a header's value is often a token (`Authorization: Bearer ...` from a Secret).
-            start = re.split(r"[:=\s]", item, maxsplit=1)[0]
-            raise argparse.ArgumentTypeError(f"expected Name=Value pairs separated by commas, got an item "
-                                             f"beginning {start!r} (the rest not shown: it may be a secret)")
-        pairs.append((name, header_value.strip()))
-    return tuple(pairs)
-
-
-def namespaces(value: str) -> tuple[str, ...]:
-    """A `csv` of namespace names, each checked as `namespace` checks one."""
-    names = csv(value)
-    if any(namespace_problem(name) is not None for name in names):
-        raise argparse.ArgumentTypeError(f"expected namespace names ({NAMESPACE_RULE} each), got {value!r}")
-    return names
-
-
-def object_name(value: str) -> str:
-    """An object name (a DNS-1123 subdomain), such as the Lease's: the API server refuses to create another."""
-    name = text(value)
-    if (rule := object_name_problem(name)) is not None:
-        raise argparse.ArgumentTypeError(f"expected an object name ({rule}), got {value!r}")
-    return name
-
-
-def server_name(value: str) -> str:
-    """A DNS name a certificate carries, as `--exporter-server-name` checks the exporters' against: an IP or a
-    URL there would match no DNS subject alternative name, and every scrape would fail."""
-    name = text(value).lower()
-    if not DNS_SUBDOMAIN.fullmatch(name):
-        raise argparse.ArgumentTypeError(
-            f"expected a DNS name as the exporters' certificates carry it (lower-case letters, digits, '-' and '.', "
-            f"as modelmesh-exporter or modelmesh-exporter.modelmesh-serving.svc), got {value!r}")
-    return name
 
 
 class _Option(EnvFlag):

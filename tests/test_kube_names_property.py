@@ -11,7 +11,7 @@ from collections.abc import Callable
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoscaler import settings as autoscaler_settings
+from autoscaler import serve_flag_values
 from autoscaler.kube_names import runtime_key_problem
 from exporter import env_flags
 from exporter import settings as exporter_settings
@@ -34,7 +34,7 @@ def refusal(convert: Callable[[str], object], value: str) -> str | None:
 @given(NAMES)
 def test_a_namespace_is_refused_alike_by_every_check(name: str) -> None:
     flag = refusal(env_flags.namespace, name)
-    flags = refusal(autoscaler_settings.namespaces, name)
+    flags = refusal(serve_flag_values.namespaces, name)
     written = runtime_key_problem(name, "deployment")
     assert (flag is None) == (flags is None) == (written is None)
     if written is not None:
@@ -44,7 +44,7 @@ def test_a_namespace_is_refused_alike_by_every_check(name: str) -> None:
 
 @given(NAMES)
 def test_an_object_name_is_refused_alike_by_every_check(name: str) -> None:
-    lease = refusal(autoscaler_settings.object_name, name)
+    lease = refusal(serve_flag_values.object_name, name)
     pod = refusal(exporter_settings.pod_name, name)
     written = runtime_key_problem("namespace", name)
     assert (lease is None) == (pod is None) == (written is None)
