@@ -41,10 +41,11 @@ from autoscaler.simulation.timestamps import moment_text, seconds_text
 from autoscaler.simulation.trace_checks import (
     QUIET_GAP_S,
     counter_notes,
-    finer_grid,
     gap_notes,
-    jitter,
+    interval_problem,
     mostly_gap,
+    off_grid_problem,
+    repeated_problem,
     step_notes,
     stray_allowance,
     strays,
@@ -313,19 +314,8 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
     if len(gaps) and (scatter := scatter_problem(t, model, models, distinct, interval,
                                                  stray_allowance(len(distinct)), line_of)):
         raise TraceError(f"{name}: {scatter}")
-    if not MIN_INTERVAL_S - 1e-9 <= interval <= MAX_INTERVAL_S + 1e-9:
-        # Grafana's CSV export and many dashboards write epoch milliseconds: say so rather than leave a
-        # user puzzling over "15000 s apart" in a trace of 15 s steps.
-        millis = distinct[0] > 1e11 and MIN_INTERVAL_S <= interval / 1000.0 <= MAX_INTERVAL_S
-        if millis:
-            hint = ": these look like milliseconds since the epoch; divide timestamp_s by 1000"
-        elif interval > MAX_INTERVAL_S:
-            hint = (": export at a step of 10 min or less (an autoscaler acts within minutes, which coarser rows "
-                    "cannot show)")
-        else:
-            hint = (": sum the rows into 1 s intervals (pandas: .dt.floor('1s'), then sum by timestamp_s and model; "
-                    "a log of single requests: python -m autoscaler.simulation.request_log --interval 1)")
-        raise TraceError(f"{name}: timestamps are {interval:g} s apart; intervals must be 1 s to 10 min{hint}")
+    if (problem := interval_problem(distinct, interval)) is not None:
+        raise TraceError(f"{name}: {problem}")
     if len(gaps) and (problem := mostly_gap(distinct, gaps, interval, t, line_of)):
         raise TraceError(f"{name}: {problem}")
     if len(gaps) and (stray := strays(distinct, gaps, interval)) is not None:
@@ -340,56 +330,10 @@ def _checked(t: np.ndarray, model: np.ndarray, models: tuple[str, ...], counts: 
     position = (t - start) / interval
     slot = np.rint(position).astype(np.int64)
     off = np.abs(position - slot) > 1e-6
-    if off.any():
-        bad = int(np.argmax(off))
-        off_grid = jitter(distinct)
-        if off_grid is not None:
-            step, worst, at = off_grid
-            bad = int(np.argmax(t == at))
-            raise TraceError(f"{name}: timestamps are about {step:g} s apart but not exactly (up to {worst:.2g} s off, "
-                             f"as scrape times are; line {line_of(bad)}: {moment_text(at)}): round every "
-                             f"timestamp to the {step:g} s step (pandas: .dt.round('{step:g}s'), then sum by "
-                             "timestamp_s and model), or export with query_range, whose steps are exact")
-        where = (f"{name}: line {line_of(bad)}: timestamp {moment_text(float(t[bad]))} is not on the {interval:g} s "
-                 f"grid starting at {seconds_text(start)}")
-        if (fine := finer_grid(gaps)) is not None:
-            # A sparse trace (rows only where a model has requests) whose rows are never one step apart: flooring
-            # to the smallest gap, as said before, moved its requests and changed its step.
-            raise TraceError(f"{where}; every timestamp is on a {fine:g} s grid, but no two rows are {fine:g} s "
-                             f"apart, so the step read is the smallest gap: where the trace's step is {fine:g} s "
-                             f"(an interval without a row has no requests), add a row of 0 requests at "
-                             f"{seconds_text(start + fine)} (any model) to state it")
-        # The grid named, in whole seconds: the median gap (a 60.5/89.5 s trace read "floor('75s')") put two of
-        # the smallest gap's intervals into one, and named a step the line did not.
-        step = max(MIN_INTERVAL_S, float(np.floor(interval)))
-        if np.abs(gaps - np.rint(gaps)).max() <= 1e-6:
-            # Whole seconds on no common step (batches every 60 s, give or take 3): the smallest gap (57 s) is no
-            # step of the trace. The typical gap is, for an export whose times stray; 1 s is, for a sparse trace.
-            typical = float(np.rint(np.median(gaps)))
-            raise TraceError(f"{where}: the rows are typically {typical:g} s apart ({interval:g} s at the least): "
-                             f"if the trace's step is 1 s (rows only where requests came), add a row of 0 requests "
-                             f"at {seconds_text(start + 1)} (any model) to state it; if it is an export at about "
-                             f"{typical:g} s whose times stray, round every timestamp to the {typical:g} s step "
-                             f"(pandas: .dt.round('{typical:g}s'), then sum by timestamp_s and model)")
-        raise TraceError(f"{where}: round every timestamp down to a {step:g} s step (pandas: "
-                         f".dt.floor('{step:g}s'), then sum by timestamp_s and model)")
-    key = slot * len(models) + model
-    uniq, repeats = np.unique(key, return_counts=True)
-    if (repeats > 1).any():
-        dup = int(np.flatnonzero(key == uniq[int(np.argmax(repeats > 1))])[1])
-        # How many, and the pandas line beside PromQL's: a converted public trace (a function under two
-        # triggers, files of two regions pasted together) repeats many, and was told only of the first
-        extra = len(key) - len(uniq)
-        more = f"; {extra:,} rows in all repeat a model and interval" if extra > 1 else ""
-        twice = models[int(model[dup])]
-        if twice in spaced:  # " m0" beside "m0": the line shown reads " m0", the error 'm0'
-            written, at = spaced[twice]
-            more += (f"; model names are read without the spaces around them: {written!r} on line {at} is "
-                     f"{twice!r}")
-        raise TraceError(f"{name}: line {line_of(dup)}: model {models[int(model[dup])]!r} at "
-                         f"{moment_text(float(t[dup]))} is listed twice{more} (one row per model and interval: sum "
-                         "them first: pandas df.groupby(['timestamp_s', 'model'], as_index=False).sum(); an export "
-                         "per pod: sum by (model) in PromQL)")
+    if (problem := off_grid_problem(distinct, gaps, interval, t, off, line_of)) is not None:
+        raise TraceError(f"{name}: {problem}")
+    if (problem := repeated_problem(t, slot, model, models, spaced, line_of)) is not None:
+        raise TraceError(f"{name}: {problem}")
     notes = () if len(gaps) else (f"the trace has one timestamp, so no step to infer its interval from: taken as "
                                   f"{interval:g} s (the requests of each row arrive over {interval:g} s)",)
     return Trace(models, start, interval, int(slot.max()) + 1, slot, model, counts, notes)

@@ -3,17 +3,18 @@
 Warnings (`notes`: on stderr and in report.json's `warnings`) for what replays but may not be what the user
 meant: a long stretch without rows, a stretch at a coarser step, requests that only rise (a counter's running
 total). Refusals for what cannot replay into a figure: a stretch of nothing that is most of the trace (two time
-origins pasted together), timestamps a scraper's jitter keeps off the grid.
+origins pasted together), timestamps a scraper's jitter keeps off the grid, or any other timestamp off it, an
+interval outside 1 s to 10 min, a model listed twice in one interval.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
-from autoscaler.simulation.timestamps import moment_text
+from autoscaler.simulation.timestamps import moment_text, seconds_text
 from autoscaler.simulation.trace_file import MAX_INTERVAL_S, MIN_INTERVAL_S, SECONDS_PER_YEAR
 
 if TYPE_CHECKING:
@@ -215,3 +216,83 @@ def jitter(distinct: np.ndarray) -> tuple[float, float, float] | None:
     off = np.abs(distinct - np.rint(distinct / step) * step)
     worst = int(np.argmax(off))
     return (step, float(off[worst]), float(distinct[worst])) if off[worst] <= 0.1 * step else None
+
+
+def interval_problem(distinct: np.ndarray, interval: float) -> str | None:
+    """What to do where the smallest gap between timestamps is no interval the simulator replays (1 s to 10 min):
+    Grafana's CSV export and many dashboards write epoch milliseconds, so that is said rather than leave a user
+    puzzling over "15000 s apart" in a trace of 15 s steps."""
+    if MIN_INTERVAL_S - 1e-9 <= interval <= MAX_INTERVAL_S + 1e-9:
+        return None
+    millis = distinct[0] > 1e11 and MIN_INTERVAL_S <= interval / 1000.0 <= MAX_INTERVAL_S
+    if millis:
+        hint = ": these look like milliseconds since the epoch; divide timestamp_s by 1000"
+    elif interval > MAX_INTERVAL_S:
+        hint = (": export at a step of 10 min or less (an autoscaler acts within minutes, which coarser rows "
+                "cannot show)")
+    else:
+        hint = (": sum the rows into 1 s intervals (pandas: .dt.floor('1s'), then sum by timestamp_s and model; "
+                "a log of single requests: python -m autoscaler.simulation.request_log --interval 1)")
+    return f"timestamps are {interval:g} s apart; intervals must be 1 s to 10 min{hint}"
+
+
+def off_grid_problem(distinct: np.ndarray, gaps: np.ndarray, interval: float, t: np.ndarray, off: np.ndarray,
+                     line_of: Callable[[int], int]) -> str | None:
+    """How to put the rows `off` the grid of the smallest gap onto one, or None where none is: the fix depends on
+    why they are off (a scraper's jitter, a sparse trace that never states its step, whole seconds on no common
+    step), and flooring every trace alike moved requests and changed the step."""
+    if not off.any():
+        return None
+    bad = int(np.argmax(off))
+    off_grid = jitter(distinct)
+    if off_grid is not None:
+        step, worst, at = off_grid
+        bad = int(np.argmax(t == at))
+        return (f"timestamps are about {step:g} s apart but not exactly (up to {worst:.2g} s off, as scrape times "
+                f"are; line {line_of(bad)}: {moment_text(at)}): round every timestamp to the {step:g} s step "
+                f"(pandas: .dt.round('{step:g}s'), then sum by timestamp_s and model), or export with query_range, "
+                "whose steps are exact")
+    start = float(distinct[0])
+    where = (f"line {line_of(bad)}: timestamp {moment_text(float(t[bad]))} is not on the {interval:g} s grid "
+             f"starting at {seconds_text(start)}")
+    if (fine := finer_grid(gaps)) is not None:
+        # A sparse trace (rows only where a model has requests) whose rows are never one step apart: flooring
+        # to the smallest gap, as said before, moved its requests and changed its step.
+        return (f"{where}; every timestamp is on a {fine:g} s grid, but no two rows are {fine:g} s apart, so the "
+                f"step read is the smallest gap: where the trace's step is {fine:g} s (an interval without a row "
+                f"has no requests), add a row of 0 requests at {seconds_text(start + fine)} (any model) to state it")
+    # The grid named, in whole seconds: the median gap (a 60.5/89.5 s trace read "floor('75s')") put two of
+    # the smallest gap's intervals into one, and named a step the line did not.
+    step = max(MIN_INTERVAL_S, float(np.floor(interval)))
+    if np.abs(gaps - np.rint(gaps)).max() <= 1e-6:
+        # Whole seconds on no common step (batches every 60 s, give or take 3): the smallest gap (57 s) is no
+        # step of the trace. The typical gap is, for an export whose times stray; 1 s is, for a sparse trace.
+        typical = float(np.rint(np.median(gaps)))
+        return (f"{where}: the rows are typically {typical:g} s apart ({interval:g} s at the least): if the trace's "
+                f"step is 1 s (rows only where requests came), add a row of 0 requests at {seconds_text(start + 1)} "
+                f"(any model) to state it; if it is an export at about {typical:g} s whose times stray, round every "
+                f"timestamp to the {typical:g} s step (pandas: .dt.round('{typical:g}s'), then sum by timestamp_s "
+                "and model)")
+    return (f"{where}: round every timestamp down to a {step:g} s step (pandas: .dt.floor('{step:g}s'), then sum by "
+            "timestamp_s and model)")
+
+
+def repeated_problem(t: np.ndarray, slot: np.ndarray, model: np.ndarray, models: tuple[str, ...],
+                     spaced: Mapping[str, tuple[str, int]], line_of: Callable[[int], int]) -> str | None:
+    """The first row repeating a model and interval, how many do, and how to sum them, or None: a converted
+    public trace (a function under two triggers, files of two regions pasted together) repeats many, and was told
+    only of the first. `spaced`: names written with spaces around them (as written, and the first line)."""
+    key = slot * len(models) + model
+    uniq, repeats = np.unique(key, return_counts=True)
+    if not (repeats > 1).any():
+        return None
+    dup = int(np.flatnonzero(key == uniq[int(np.argmax(repeats > 1))])[1])
+    extra = len(key) - len(uniq)
+    more = f"; {extra:,} rows in all repeat a model and interval" if extra > 1 else ""
+    twice = models[int(model[dup])]
+    if twice in spaced:  # " m0" beside "m0": the line shown reads " m0", the error 'm0'
+        written, at = spaced[twice]
+        more += f"; model names are read without the spaces around them: {written!r} on line {at} is {twice!r}"
+    return (f"line {line_of(dup)}: model {twice!r} at {moment_text(float(t[dup]))} is listed twice{more} (one row "
+            "per model and interval: sum them first: pandas df.groupby(['timestamp_s', 'model'], as_index=False)"
+            ".sum(); an export per pod: sum by (model) in PromQL)")
