@@ -99,6 +99,31 @@ def _configured_of_others(gpu: nvml.Device, not_permitted: Sequence[str]) -> str
             f"({labels}: NVML gives this container no permission on them); {MIG_HINT}")
 
 
+def _selection_problems(inventory: nvml.Inventory, selection: nvml.Selection, mig_empty: Sequence[nvml.Device],
+                        uuids: Sequence[str]) -> list[str]:
+    """What the devices chosen (`selection` of `inventory`, by `uuids` if any) leave unsampled, each in the words that
+    send the operator to the right fix: GPUs in MIG mode with no MIG device yet (`mig_empty`), configured GPUs whose
+    MIG devices are all another container's, configured UUIDs not visible (with what this container does see), and
+    GPUs that failed while being enumerated. Apart from NVML's setup, so that each text reads beside its siblings."""
+    # Configured GPUs whose MIG devices are all another container's: seen, so not "not visible".
+    of_others = nvml.select_devices(inventory.mig_of_others, uuids).devices if uuids else ()
+    missing = [uuid for uuid in selection.missing
+               if not nvml.select_devices((*mig_empty, *of_others), [uuid]).devices]
+    problems = [f"GPU {gpu.label} {gpu.uuid} is in MIG mode with no MIG device: nothing to sample on it until "
+                "its MIG devices are created (looked for again at each retry)" for gpu in mig_empty]
+    problems.extend(_configured_of_others(gpu, inventory.not_permitted) for gpu in of_others)
+    problems.extend(f"configured GPU {uuid} is not visible" for uuid in missing)
+    if missing:
+        # Which UUIDs this container does see: a typo is then plain without exec-ing into the pod.
+        seen = ", ".join(d.uuid for d in inventory.devices) or "none"
+        problems.append(f"this container sees {seen}: the GPUs reported come from EXPORTER_GPU_UUIDS "
+                        "(--gpu-uuids) or, with EXPORTER_GPU_POD_RESOURCES_SOCKET, from the kubelet, and the "
+                        "sidecar sees the node's GPUs with NVIDIA_VISIBLE_DEVICES=all")
+    if not uuids or missing:
+        problems.extend(str(failure) for failure in inventory.failures)
+    return problems
+
+
 def _dropped(device: nvml.Device, error: nvml.NvmlError) -> str:
     """A GPU dropped after an error, with its cause, in the same words at the pass that drops it and at every pass
     until NVML re-initialises: a GPU that still enumerates is read again at each re-initialisation and fails again,
@@ -247,22 +272,7 @@ class GpuSampler:
         selection = nvml.select_devices(inventory.devices, self._uuids)
         # GPUs in MIG mode with no MIG device yet: not missing, not lost, not sampled; said as what they are.
         mig_empty = nvml.select_devices(inventory.mig_without_devices, self._uuids).devices
-        # Configured GPUs whose MIG devices are all another container's: seen, so not "not visible".
-        of_others = nvml.select_devices(inventory.mig_of_others, self._uuids).devices if self._uuids else ()
-        missing = [uuid for uuid in selection.missing
-                   if not nvml.select_devices((*mig_empty, *of_others), [uuid]).devices]
-        problems = [f"GPU {gpu.label} {gpu.uuid} is in MIG mode with no MIG device: nothing to sample on it until "
-                    "its MIG devices are created (looked for again at each retry)" for gpu in mig_empty]
-        problems.extend(_configured_of_others(gpu, inventory.not_permitted) for gpu in of_others)
-        problems.extend(f"configured GPU {uuid} is not visible" for uuid in missing)
-        if missing:
-            # Which UUIDs this container does see: a typo is then plain without exec-ing into the pod.
-            seen = ", ".join(d.uuid for d in inventory.devices) or "none"
-            problems.append(f"this container sees {seen}: the GPUs reported come from EXPORTER_GPU_UUIDS "
-                            "(--gpu-uuids) or, with EXPORTER_GPU_POD_RESOURCES_SOCKET, from the kubelet, and the "
-                            "sidecar sees the node's GPUs with NVIDIA_VISIBLE_DEVICES=all")
-        if not self._uuids or missing:
-            problems.extend(str(failure) for failure in inventory.failures)
+        problems = _selection_problems(inventory, selection, mig_empty, self._uuids)
         if not self._uuids and not inventory.failures:  # with failures, those are the problem said
             problems.extend(self._gone((*selection.devices, *mig_empty)))
         if not selection.devices and not problems:
