@@ -80,8 +80,6 @@ class Aggregate:
     coverage: float  # n / ready; 0 when no pod is Ready (nothing to judge by: unknown, never "idle")
     gpu_busy: float | None  # M_p(b) over pods with the GPU fresh; None when none has
     request_rate: float | None  # M_p(r) per pod; None when no pod has a fresh request rate
-    queue_delay_sum_s: float  # Σ q_i over pods with the queue fresh
-    queue_delay_max_s: float | None  # max q_i; None when no pod has a fresh queue delay
     # target_lru_age_s / global LRU age (docs/design.md, Aggregation); 0 when some pod has room; None when no fresh
     # pod reports its cache
     cache_pressure: float | None
@@ -168,9 +166,8 @@ def scan_pods(
     gpu_absent = 0  # fresh pods whose exporter has no GPU collector (`signals.ABSENT`)
     gpu: list[float] = []  # the fresh GPU busy of the pods that have it
     rps: list[float] = []  # one per pod: its fresh request rate, or 0.0 when it has none (`rate_summary`)
-    queue_sum = excess = 0.0
+    excess = 0.0
     saturated = 0
-    queue_max = -1.0  # below any clean delay: None unless some pod has it fresh
     oldest = inf  # None unless some signal is used
     held_at = inf  # the oldest last sample of a stale Ready pod or GPU reading that holds values
     room = full = False
@@ -221,12 +218,9 @@ def scan_pods(
                 rps_top = r
             if r < rps_low:
                 rps_low = r
-            queue_sum += q
             if q > target_q:
                 excess += q - target_q
                 saturated += 1
-            if q > queue_max:
-                queue_max = q
             caches = True
             if t < oldest:
                 oldest = t
@@ -293,13 +287,9 @@ def scan_pods(
                 else:
                     rps.append(0.0)
                     no_rate += 1
-                if q is not None:
-                    queue_sum += q
-                    if q > target_q:
-                        excess += q - target_q
-                        saturated += 1
-                    if q > queue_max:
-                        queue_max = q
+                if q is not None and q > target_q:
+                    excess += q - target_q
+                    saturated += 1
                 if r is not None and q is not None and c is not None:
                     # The usual pod: its request rate, queue delay and cache use all fresh (one add for their bits).
                     code += load_all
@@ -394,8 +384,6 @@ def scan_pods(
         n / ready if ready else 0.0,  # coverage
         gpu_busy,
         request_rate,
-        queue_sum,  # queue_delay_sum_s
-        queue_max if fresh_q else None,  # queue_delay_max_s
         pressure,  # cache_pressure
         pressure is not None and pressure > 0.0,  # cache_full
         held_at if held_at < oldest else (oldest if oldest < inf else None),  # oldest_sample_at
@@ -528,8 +516,8 @@ def _rated_pods(codes: list[int], rated: int) -> Sequence[int]:
 
 
 _aggregate: Final = slot_builder(Aggregate, (
-    "pods", "fresh", "weights", "ready", "n", "coverage", "gpu_busy", "request_rate", "queue_delay_sum_s",
-    "queue_delay_max_s", "cache_pressure", "cache_full", "oldest_sample_at", "queue_excess_s", "saturated",
+    "pods", "fresh", "weights", "ready", "n", "coverage", "gpu_busy", "request_rate", "cache_pressure",
+    "cache_full", "oldest_sample_at", "queue_excess_s", "saturated",
     "signals", "pod_signals", "models_in_use", "pod_capacity", "models_missing", "fresh_sample_at",
     "recency_horizon_s",
 ))

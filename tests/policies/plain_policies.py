@@ -84,9 +84,8 @@ def plain_aggregate(
     gpu: list[float] = []
     rps: list[float] = []
     rps_at: list[int] = []
-    queue_sum = excess = 0.0
+    excess = 0.0
     saturated = 0
-    queue_max: float | None = None
     oldest: float | None = None  # the `timestamp`: every sample the values stand on
     fresh_oldest: float | None = None  # the fresh signals used alone: the source's lag
     room = full = False
@@ -138,12 +137,9 @@ def plain_aggregate(
         if use[2]:
             q = pod.queue_delay_s
             assert q is not None
-            queue_sum += q
             if q > target_q:
                 excess += q - target_q
                 saturated += 1
-            if queue_max is None or q > queue_max:
-                queue_max = q
         if not use[3] or room:
             continue  # one pod with room settles the cache question for the runtime
         state = cache_state(pod, full_ratio)
@@ -195,8 +191,6 @@ def plain_aggregate(
         coverage=n / ready if ready else 0.0,
         gpu_busy=power_mean(gpu, p) if gpu else None,
         request_rate=power_mean(rps, p) if rps else None,
-        queue_delay_sum_s=queue_sum,
-        queue_delay_max_s=queue_max,
         cache_pressure=pressure,
         cache_full=pressure is not None and pressure > 0.0,
         oldest_sample_at=oldest,

@@ -136,7 +136,7 @@ AGG_CASES = [
     AggCase(
         "all_zero",
         pods_with(gpu=[0.0] * 3, rps=[0.0] * 3, queue=[0.0] * 3),
-        {"gpu_busy": 0.0, "request_rate": 0.0, "queue_delay_max_s": 0.0, "weights": (1 / 3,) * 3},
+        {"gpu_busy": 0.0, "request_rate": 0.0, "queue_excess_s": 0.0, "saturated": 0, "weights": (1 / 3,) * 3},
     ),
     AggCase(
         "single_pod",
@@ -190,13 +190,13 @@ AGG_CASES = [
     ),
     AggCase(
         "nan_negative_and_inf_inputs_are_absent_not_zero",  # as every source hands them over (`PodSample`)
-        cleaned(pods_with(gpu=[0.8, NAN, -0.1, INF], rps=[-5.0, 20.0, NAN, 20.0], queue=[NAN, 0.01, -1.0, INF])),
+        cleaned(pods_with(gpu=[0.8, NAN, -0.1, INF], rps=[-5.0, 20.0, NAN, 20.0], queue=[NAN, 0.15, -1.0, INF])),
         {
             "n": 4,
             "gpu_busy": 0.8,
             "request_rate": 20.0,
-            "queue_delay_sum_s": 0.01,
-            "queue_delay_max_s": 0.01,
+            "queue_excess_s": 0.15 - 0.05,  # the one clean delay's backlog over target_queue_delay_s
+            "saturated": 1,
             "weights": (0.0, 0.5, 0.0, 0.5),
         },
     ),
@@ -250,9 +250,9 @@ AGG_CASES = [
         {"saturated": 0, "queue_excess_s": 0.0},
     ),
     AggCase(
-        "queue_sum_and_max",
+        "queue_backlog_is_the_excess_over_target_of_the_pods_above_it",
         pods_with(queue=[0.2, 0.05, None, 0.0]),
-        {"queue_delay_sum_s": 0.25, "queue_delay_max_s": 0.2},
+        {"queue_excess_s": 0.2 - 0.05, "saturated": 1},
     ),
 ]
 
@@ -313,7 +313,7 @@ def test_freshness_is_judged_against_max_staleness(age: float | None, fresh: boo
 def test_aggregate_never_yields_nan_inf_or_negative(gpus: list[float | None]) -> None:
     pods = cleaned(pods_with(gpu=gpus, rps=gpus, queue=gpus, lru=gpus, cache=gpus))  # as sources hand them over
     agg = aggregate(pods, RuntimePolicy(), NOW)
-    for value in (agg.gpu_busy, agg.request_rate, agg.cache_pressure, agg.queue_delay_max_s, agg.coverage):
+    for value in (agg.gpu_busy, agg.request_rate, agg.cache_pressure, agg.queue_excess_s, agg.coverage):
         assert value is None or (math.isfinite(value) and value >= 0.0)
     assert all(math.isfinite(w) and 0.0 <= w <= 1.0 for w in agg.weights)
     if any(w > 0.0 for w in agg.weights):
