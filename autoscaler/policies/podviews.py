@@ -16,14 +16,9 @@ from itertools import repeat
 from typing import Final
 
 from autoscaler.model import PodRow, PodSample, PodViews
-from autoscaler.policies.aggregation import (
-    Aggregate,
-    counted_copies,
-    fresh_models_in_use,
-    scan_pods,
-    set_models_in_use,
-)
+from autoscaler.policies.aggregation import Aggregate, scan_pods, set_models_in_use
 from autoscaler.policies.bounded_cache import stored
+from autoscaler.policies.copies_in_use import counted_copies, fresh_models_in_use
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.ranking import (
     COST_BUCKETS,

@@ -52,16 +52,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from autoscaler.policies.aggregation import (
-    SIGNAL_CACHE,
-    SIGNAL_GPU,
-    SIGNAL_QUEUE,
-    SIGNAL_REQUESTS,
-    Aggregate,
-    SignalStats,
-)
+from autoscaler.policies.aggregation import Aggregate
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.recency_horizon import short_horizon_cause
+from autoscaler.policies.signals import SIGNAL_CACHE, SIGNAL_GPU, SIGNAL_QUEUE, SIGNAL_REQUESTS, SignalStats
 from autoscaler.policies.slots import slot_builder
 
 GPU: Final = "gpu"

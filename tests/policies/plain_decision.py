@@ -16,17 +16,7 @@ from typing import Final
 
 from autoscaler.model import RuntimeSnapshot, RuntimeView, ServedValue
 from autoscaler.names import ServedMetric
-from autoscaler.policies.aggregation import (
-    SIGNAL_CACHE,
-    SIGNAL_GPU,
-    SIGNAL_MODELS,
-    SIGNAL_QUEUE,
-    SIGNAL_REQUESTS,
-    SIGNALS,
-    Aggregate,
-    SignalStats,
-    aggregate,
-)
+from autoscaler.policies.aggregation import Aggregate, aggregate
 from autoscaler.policies.decision import _NO_MEMORY, VALUE_SIGNAL, RuntimeMemory, no_capacity_signal
 from autoscaler.policies.podviews import pod_views
 from autoscaler.policies.policy import RuntimePolicy, lower_bound
@@ -45,6 +35,15 @@ from autoscaler.policies.recommendation import (
     TERMS,
     Recommendation,
     ceil_pods,
+)
+from autoscaler.policies.signals import (
+    SIGNAL_CACHE,
+    SIGNAL_GPU,
+    SIGNAL_MODELS,
+    SIGNAL_QUEUE,
+    SIGNAL_REQUESTS,
+    SIGNALS,
+    SignalStats,
 )
 from autoscaler.policies.smoothing import DESIRED_REPLICAS_SETTLE, SmoothState
 from tests.policies.plain_policies import plain_smooth
