@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Protocol, runtime_checkable
 
-from autoscaler.model import PodUrls, RuntimeKey, RuntimeSnapshot
+from autoscaler.model import PodSample, PodUrls, RuntimeKey, RuntimeSnapshot
 from autoscaler.source_problems import (  # re-exported: the sources' seam
     REASON_DISCOVERY,
     DiscoveryOutage,
@@ -70,6 +70,23 @@ class RuntimeInventory:
     """The Deployment's uid (Kubernetes discovery): a new one under the same name is another runtime."""
     deleting: bool = False
     """Its Deployment is being deleted (`RuntimeSnapshot.deleting`)."""
+
+    def snapshot(self, pods: tuple[PodSample, ...], taken_at: float, source_ok: bool,
+                 models_unread: bool) -> RuntimeSnapshot:
+        """The refresh's snapshot of this runtime, with what discovery says of it (replicas, annotations, uid,
+        deletion): one place for every source, so that a field added to both is copied by each. The snapshot
+        gets its own copy of the annotations: what discovery does with its inventory later is not the refresh's."""
+        return RuntimeSnapshot(
+            key=self.key,
+            pods=pods,
+            taken_at=taken_at,
+            source_ok=source_ok,
+            replicas=self.replicas,
+            annotations=dict(self.annotations),
+            uid=self.uid,
+            deleting=self.deleting,
+            models_unread=models_unread,
+        )
 
 
 class PodDiscovery(Protocol):

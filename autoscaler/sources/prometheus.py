@@ -377,20 +377,10 @@ class PrometheusSource(SourceDefaults):
             pods.append(replace(sample, ready=target.ready, created_at=target.created_at,
                                 unready_since=target.unready_since))
         self._garbage.note_runtime(runtime, now)
-        return RuntimeSnapshot(
-            key=runtime.key,
-            pods=tuple(pods),
-            taken_at=now,
-            source_ok=source_ok,
-            replicas=runtime.replicas,
-            annotations=dict(runtime.annotations),
-            uid=runtime.uid,
-            deleting=runtime.deleting,
-            # No evidence that its pods stopped reporting per-model use (`RuntimeSnapshot.models_unread`): the models
-            # query failed, the answers were partial (a store Thanos could not reach), or a pod's times all garbage.
-            models_unread=(self._reader.models_error is not None or bool(self._reader.warnings)
-                           or models_garbled),
-        )
+        # No evidence that its pods stopped reporting per-model use (`RuntimeSnapshot.models_unread`): the models
+        # query failed, the answers were partial (a store Thanos could not reach), or a pod's times all garbage.
+        models_unread = self._reader.models_error is not None or bool(self._reader.warnings) or models_garbled
+        return runtime.snapshot(tuple(pods), now, source_ok, models_unread)
 
     def _read_pod(self, ref: PodRef, answers: Mapping[str, Mapping[PodRef, str]]) -> tuple[PodSample | None, bool]:
         """This refresh's sample of a pod, None when its freshness itself is garbage; and whether the model times

@@ -183,17 +183,7 @@ class ScrapeSource(SourceDefaults):
         for key, pod in pods:
             by_runtime[key].append(samples[key, pod.name])
         return [
-            RuntimeSnapshot(
-                key=key,
-                pods=tuple(by_runtime[key]),
-                taken_at=now,
-                source_ok=outage.healthy(key.namespace),
-                replicas=runtime.replicas,
-                annotations=runtime.annotations,
-                uid=runtime.uid,
-                deleting=runtime.deleting,
-                models_unread=key in self._models_unread,
-            )
+            runtime.snapshot(tuple(by_runtime[key]), now, outage.healthy(key.namespace), key in self._models_unread)
             for key, runtime in inventory.items()
         ]
 
