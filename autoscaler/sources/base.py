@@ -178,7 +178,10 @@ class SourceDefaults:
     its own counted, no partial answers, no problems, no URLs. A source inherits it and overrides what it has."""
 
     reads: int = 0
-    partial_answers: int = 0
+
+    @property
+    def partial_answers(self) -> int:
+        return 0
 
     def problems(self, key: RuntimeKey) -> tuple[SourceProblem, ...]:
         return ()

@@ -29,10 +29,12 @@ Errors are owned here (the one exception, `PrometheusSourceError` from `promethe
   `isPartial`): the refresh is good, the pods they leave out hold their last good samples as any pod missing from
   an answer does (and turn stale). Logged once per set of warnings, and when the answers are complete again;
   not an error, but counted (`partial_answers`, one per refresh) and, for the runtimes with a Ready pod missing
-  from them, a `partial` problem in /debug (`problems`).
+  from them, a `partial` problem in /debug (`problems`; `prometheus_partial`).
 - none of a runtime's Ready pods has series for UNSEEN_WARN_AFTER_S while other runtimes' pods have them
   (its namespace left out of what Prometheus scrapes): logged once, naming the runtime; not an error
   (`prometheus_unseen`).
+- with `--gpu-source dcgm`, no DCGM series names any pod Prometheus has series for for UNSEEN_WARN_AFTER_S
+  (dcgm-exporter without `--kubernetes`): logged once, saying what to set; not an error (`prometheus_dcgm`).
 
 - a refresh shows what Prometheus's `--query.lookback-delta` or the exporters' scrape interval would cause (no
   series, a pod's series gone, a stale sample): `prometheus_lookback` measures both once and says what does not
@@ -59,7 +61,6 @@ from pathlib import Path
 from urllib3.util.retry import Retry
 
 from autoscaler.forgetting import RecreatedRuntimes
-from autoscaler.log_lists import few
 from autoscaler.model import PodSample, RuntimeKey, RuntimeSnapshot
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.samples import refusal, valid_value
@@ -76,12 +77,13 @@ from autoscaler.sources.base import (
 from autoscaler.sources.exposition import SCALAR_FIELDS
 from autoscaler.sources.prometheus_answers import REASON_EMPTY, PrometheusSourceError
 from autoscaler.sources.prometheus_current import NEWEST_SCRAPE_SERIES
+from autoscaler.sources.prometheus_dcgm import DcgmUnmatched
 from autoscaler.sources.prometheus_empty_answer import EmptyAfterGood
 from autoscaler.sources.prometheus_garbage import PrometheusGarbage
 from autoscaler.sources.prometheus_lookback import LookbackCheck
 from autoscaler.sources.prometheus_matchers import SeriesMatchers, promql_string
+from autoscaler.sources.prometheus_partial import PartialAnswers
 from autoscaler.sources.prometheus_promql import (
-    DCGM_GR_ENGINE_ACTIVE,
     FRESHNESS,
     GPU_FRESHNESS,
     RECENT_MODELS,
@@ -92,7 +94,7 @@ from autoscaler.sources.prometheus_promql import (
     build_queries,
 )
 from autoscaler.sources.prometheus_reader import Answers, PrometheusReader
-from autoscaler.sources.prometheus_unseen import UNSEEN_WARN_AFTER_S, UnseenRuntimes
+from autoscaler.sources.prometheus_unseen import UnseenRuntimes
 from exporter import names
 from exporter.flag_values import without_password
 from exporter.outage_log import OutageLog
@@ -105,9 +107,6 @@ _SERIES = {field: series for series, field in SCALAR_FIELDS.items()} | {
     GPU_FRESHNESS: f'{names.LAST_SUCCESS_TIMESTAMP}{{collector="{names.COLLECTOR_GPU}"}}',
 }
 """The series a signal is read from, as /debug and the refusal of a value above its ceiling name it."""
-
-REASON_PARTIAL = "partial"
-"""A `SourceProblem`'s reason while the answers are partial and leave out Ready pods of the runtime (not an error)."""
 
 FLAP_QUIET_S = 60.0
 """How long after an outage's line a new outage for the same reason is only counted (as the exporter does)."""
@@ -173,9 +172,7 @@ class PrometheusSource(SourceDefaults):
         self._ns_label = namespace_label
         self._pod_label = pod_label
         self._gpu_source = gpu_source
-        self._dcgm_labels = (dcgm_namespace_label, dcgm_pod_label)
-        self._dcgm_unmatched_since: float | None = None  # since when no seen pod has a DCGM GPU series
-        self._dcgm_warned = False
+        self._dcgm_unmatched = DcgmUnmatched(self._url, (dcgm_namespace_label, dcgm_pod_label))
         matchers = SeriesMatchers.of(series_selector, namespaces_read(discovery), namespace_label=namespace_label,
                                      dcgm_namespace_label=dcgm_namespace_label)
         self._matchers = matchers
@@ -198,11 +195,7 @@ class PrometheusSource(SourceDefaults):
         )
         self._models_failing = False  # the models query's failure is logged
         self._clock_off_s = 0.0  # the Prometheus clock offset last logged
-        self._partial: frozenset[str] = frozenset()  # the partial-answer warnings last logged
-        self._partial_since: float | None = None  # when the answers turned partial; None while complete
-        self._partial_left_out: frozenset[RuntimeKey] = frozenset()  # runtimes with Ready pods the answers lack
-        self.partial_answers = 0
-        """Refreshes answered partial so far (`modelmesh_autoscaler_source_partial_answers_total`)."""
+        self._partial = PartialAnswers(self._url)
         self._unseen = UnseenRuntimes(self._url)
         self._last: dict[PodRef, PodSample] = {}
         self._garbage = PrometheusGarbage(self._url, self._count)
@@ -220,6 +213,11 @@ class PrometheusSource(SourceDefaults):
     def outage_since(self) -> float | None:
         """Clock time the current outage began; None while Prometheus answers."""
         return self._outage.since
+
+    @property
+    def partial_answers(self) -> int:
+        """Refreshes answered partial so far (`modelmesh_autoscaler_source_partial_answers_total`)."""
+        return self._partial.answers
 
     @property
     def queries(self) -> Sequence[str]:
@@ -251,8 +249,8 @@ class PrometheusSource(SourceDefaults):
             self._empty.answered(now)
             self._recovered()
             self._note_clock(self._reader.clock_offset_s)
-            self._note_partial(self._reader.warnings)
-            self._note_partial_runtimes(inventory, seen, now)
+            self._partial.note(self._reader.warnings)
+            self._partial.note_runtimes(inventory, seen, now)
             self._note_models(self._reader.models_error)
             backend_ok = True
         outage = self._discovery_outage
@@ -266,7 +264,7 @@ class PrometheusSource(SourceDefaults):
         if backend_ok and not held:
             self._unseen.note(inventory, seen, now)
             if self._gpu_source == "dcgm":
-                self._note_dcgm_unmatched(answers["gpu_busy"], seen, now)
+                self._dcgm_unmatched.note(answers["gpu_busy"], seen, now)
         self._forget_vanished(inventory)
         return snapshots
 
@@ -278,11 +276,8 @@ class PrometheusSource(SourceDefaults):
         problems = self._discovery_outage.problems(key.namespace)
         if self.last_error is not None and self.outage_since is not None:
             problems += (SourceProblem(self.last_error.reason, self.last_error.detail, self.outage_since),)
-        elif key in self._partial_left_out and self._partial_since is not None:
-            problems += (SourceProblem(
-                REASON_PARTIAL, f"Prometheus at {self._url} answered partial data without some of this runtime's "
-                f"Ready pods (they hold their last good samples and turn stale): {'; '.join(sorted(self._partial))}",
-                self._partial_since),)
+        elif (partial := self._partial.problem(key)) is not None:
+            problems += (partial,)
         elif (unseen := self._unseen.problem(key)) is not None:
             problems += (unseen,)
         return problems + self._garbage.problems(key)
@@ -471,59 +466,6 @@ class PrometheusSource(SourceDefaults):
         elif not offset_s and self._clock_off_s:
             log.info("Prometheus at %s has a clock that agrees with ours again", self._url)
         self._clock_off_s = offset_s
-
-    def _note_dcgm_unmatched(self, gpu: Mapping[PodRef, str], seen: set[PodRef], now: float) -> None:
-        """With `--gpu-source dcgm`, say once when for UNSEEN_WARN_AFTER_S no pod Prometheus has series for has a
-        DCGM series naming it: dcgm-exporter without `--kubernetes` names no pod (scraped honoring its labels its
-        series have none; not honoring them, the DCGM exporter's own), and nothing else would say why every pod's
-        GPU busy is unknown. Said again, at info, when some pod has one."""
-        if not seen or any(ref in gpu for ref in seen):
-            self._dcgm_unmatched_since = None
-            if self._dcgm_warned:
-                self._dcgm_warned = False
-                log.info("Prometheus has DCGM GPU series for runtime pods again")
-            return
-        if self._dcgm_unmatched_since is None:
-            self._dcgm_unmatched_since = now
-        if self._dcgm_warned or now - self._dcgm_unmatched_since < UNSEEN_WARN_AFTER_S:
-            return
-        self._dcgm_warned = True
-        others = sorted(f"{namespace}/{pod}" for namespace, pod in gpu)
-        ns_label, pod_label = self._dcgm_labels
-        named = (f"they name {len(others)} other pods ({few(others, 3)}"
-                 "): the DCGM exporter's own, where Prometheus does not honor its labels?" if others
-                 else f"none has {ns_label} and {pod_label} labels (or there are none)")
-        log.warning(
-            "--gpu-source dcgm: for %.0f s none of the %d pods Prometheus at %s has series for has a %s (or, MIG, "
-            "%s) series naming it in %s/%s; %s. GPU busy is unknown for every pod. Run dcgm-exporter with "
-            "--kubernetes (DCGM_EXPORTER_KUBERNETES=true) so that it labels each GPU with the pod using it; where "
-            "Prometheus does not honor its labels, set --dcgm-pod-label exported_pod --dcgm-namespace-label "
-            "exported_namespace", now - self._dcgm_unmatched_since, len(seen), self._url, names.DCGM_GPU_UTIL,
-            DCGM_GR_ENGINE_ACTIVE, ns_label, pod_label, named)
-
-    def _note_partial(self, warnings: Sequence[str]) -> None:
-        """Warn when the answers say they are partial (Thanos: stores it could not reach), once per set of
-        warnings; their pods then hold their last good samples, as for any pod missing from an answer."""
-        said = frozenset(warnings)
-        if said and not said <= self._partial:
-            log.warning("Prometheus at %s answered partial data (pods it left out hold their last good samples): %s",
-                        self._url, "; ".join(warnings))
-        elif not said and self._partial:
-            log.info("Prometheus at %s answers complete data again", self._url)
-        self._partial = said
-
-    def _note_partial_runtimes(self, inventory: Mapping[RuntimeKey, RuntimeInventory], seen: set[PodRef],
-                               now: float) -> None:
-        """Count a partial refresh, and keep which runtimes it left a Ready pod out of, for `problems`."""
-        if not self._partial:
-            self._partial_since, self._partial_left_out = None, frozenset()
-            return
-        self.partial_answers += 1
-        if self._partial_since is None:
-            self._partial_since = now
-        self._partial_left_out = frozenset(
-            key for key, runtime in inventory.items()
-            if any(pod.ready and (key.namespace, pod.name) not in seen for pod in runtime.pods))
 
     def _note_models(self, error: PrometheusSourceError | None) -> None:
         """Count every failed models query by its reason (as a failed round's), log the first of a run of them

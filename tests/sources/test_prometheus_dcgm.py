@@ -15,6 +15,7 @@ import pytest
 
 from autoscaler.model import PodSample, RuntimeKey
 from autoscaler.sources import prometheus as source_module
+from autoscaler.sources import prometheus_dcgm
 from autoscaler.sources.prometheus import PrometheusSource
 from exporter import names
 from tests.fakes.prometheus import Sample
@@ -121,7 +122,7 @@ async def test_dcgm_series_that_name_no_runtime_pod_are_said_in_the_log(
     have no pod at all, scraped without, the DCGM exporter's own pod. Either way no runtime pod has a GPU busy,
     and the log says why (once), instead of every GPU runtime quietly scaling on its other signals. It names the
     first three pods the series do name, and says how many more."""
-    monkeypatch.setattr(source_module, "UNSEEN_WARN_AFTER_S", 0.0)
+    monkeypatch.setattr(prometheus_dcgm, "UNSEEN_WARN_AFTER_S", 0.0)
     at = now - AGE_S
     targets = [{"namespace": "gpu-operator", "pod": f"nvidia-dcgm-exporter-{index}"} for index in range(exporters)]
     samples = [*freshness("a-0", at), *(Sample(names.DCGM_GPU_UTIL, gpu(index, f"GPU-5f1{index}") | target, 63, at)
