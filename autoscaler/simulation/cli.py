@@ -25,6 +25,7 @@ from autoscaler.policies.yaml_errors import yaml_error_text
 from autoscaler.simulation.hpa import SYNC_PERIOD_S, Behavior
 from autoscaler.simulation.hpa_manifest import behavior_from_manifest, hpa_of_scaled_object
 from autoscaler.simulation.outputs import discard, write_together
+from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.run_size import RunSize, fixed_why, short_of_cache, short_of_requests, sizing
 from autoscaler.simulation.shapes import SHAPES
@@ -248,7 +249,6 @@ def _synthetic(args: argparse.Namespace, name: str) -> Any:
 
 
 def _load_trace(args: argparse.Namespace) -> tuple[Trace, str]:
-    from autoscaler.simulation.report import ProgressBar
     from autoscaler.simulation.trace import STDIN, STDIN_NAME, read_csv, synthetic
 
     if args.trace is not None:
@@ -407,7 +407,6 @@ def _simulate_all(args: argparse.Namespace, policy: RuntimePolicy, behavior: Beh
     (`sized`: `sizing`'s fixed replicas, maxReplicas and the autoscaled policies' start)."""
     from autoscaler.simulation.engine import simulate
     from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SimPolicy, SkewAwarePolicy, max_bound
-    from autoscaler.simulation.report import ProgressBar
 
     fixed, maximum, start = sized
     # The adapter takes bounds it is not given from the HPA (docs/design.md); here the HPA is the simulated one.
@@ -508,8 +507,6 @@ def run_simulate(args: argparse.Namespace) -> int:
               ".venv/bin/pip install -e '.[simulate]')", file=sys.stderr)
         return 2
     except (ConfigError, ValueError) as error:  # TraceError is a ValueError
-        from autoscaler.simulation.report import ProgressBar
-
         _remove_made(made)  # a failure after `_check_out` (a write that failed): no empty directories left
         ProgressBar.end_line()  # a bar left short of its end (reading): the error on a line of its own
         print(f"{ERROR}{error}", file=sys.stderr)

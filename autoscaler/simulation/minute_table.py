@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.request_log import reading_progress
 from autoscaler.simulation.trace import Trace, read_csv, write_csv
 from autoscaler.simulation.trace_file import TraceError, open_csv, unpacking
@@ -156,8 +157,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not total:
             raise TraceError("every cell of every file is 0: nothing to replay")
     except TraceError as exc:
-        from autoscaler.simulation.report import ProgressBar  # as request_log: only when a bar may be drawn
-
         ProgressBar.end_line()  # a bar left short of its end: the error on a line of its own
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -5,7 +5,7 @@ timestamp per request. This converter bins such rows by time, per model, into `t
 with `timestamp_s` counted from the first request. A model comes either from a column of each row
 (`--model-column`) or from the file (`MODEL=FILE`, one file per model, as the Azure LLM inference traces
 come). Timestamps are Unix seconds or ISO 8601 date-times (any number of fractional digits; without a zone
-they are read as UTC, only differences matter). Reading shows `simulate`'s progress bar (report.ProgressBar) by
+they are read as UTC, only differences matter). Reading shows `simulate`'s progress bar (progress_bar.ProgressBar) by
 bytes of the inputs: 3 million requests take half a minute, which without a word looked like a hang.
 
     python -m autoscaler.simulation.request_log --out trace.csv [--interval 1] [--timestamp-column NAME] [--quiet]
@@ -26,6 +26,7 @@ from typing import Final, TextIO
 
 import numpy as np
 
+from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.timestamps import parse_time, seconds_text
 from autoscaler.simulation.trace import PROGRESS_ROWS
 from autoscaler.simulation.trace_file import (
@@ -195,8 +196,6 @@ def reading_progress(paths: Sequence[Path]) -> Callable[[int], Callable[[int], N
     """Per input (by its place in `paths`), the `progress` of `read_requests` that draws `simulate`'s reading
     bar over the bytes of all inputs; a file that cannot be read counts 0 (reading it says why). Past the
     last input (`len(paths)`), it finishes the bar, which a log file gets alone."""
-    from autoscaler.simulation.report import ProgressBar  # as cli.py: the report module only when it is used
-
     sizes = [_size(path) for path in paths]
     starts = [sum(sizes[:i]) for i in range(len(sizes) + 1)]
     total = sum(sizes)
@@ -245,8 +244,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if reading is not None:
             reading(len(sources))(0)
     except (OSError, TraceError) as exc:
-        from autoscaler.simulation.report import ProgressBar
-
         ProgressBar.end_line()  # a bar left short of its end: the error on a line of its own
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -1,6 +1,6 @@
 """The request-log converter's progress bar as a user sees it: on a terminal it moves while a big log is read
 (3 million requests took half a minute without a word), in a log file it is one finished line, `--quiet` none.
-The bar is `simulate`'s own (report.ProgressBar), so it reads as `simulate`'s does."""
+The bar is `simulate`'s own (progress_bar.ProgressBar), so it reads as `simulate`'s does."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autoscaler.simulation.report import ProgressBar
+from autoscaler.simulation.progress_bar import ProgressBar
 from autoscaler.simulation.trace import PROGRESS_ROWS, read_csv
 from tests.simulation.runs import FAILED, REPO, convert, write_trace
 
