@@ -22,6 +22,8 @@ from autoscaler.policies.config import ConfigError
 from autoscaler.policies.config_file import load_policy_book
 from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.yaml_errors import yaml_error_text
+from autoscaler.simulation.figures import figure
+from autoscaler.simulation.goal_ceiling import goal_ceiling_text
 from autoscaler.simulation.hpa import SYNC_PERIOD_S, Behavior
 from autoscaler.simulation.hpa_manifest import behavior_from_manifest, hpa_of_scaled_object
 from autoscaler.simulation.outputs import discard, write_together
@@ -435,7 +437,7 @@ def _run_info(args: argparse.Namespace, trace: Trace, source: str, shape: Cluste
               maximum: int, warnings: list[str]) -> RunInfo:
     """What the report says of the run besides the policies' results: the trace, the cluster, the oracle and
     the warnings."""
-    from autoscaler.simulation.report import RunInfo, figure
+    from autoscaler.simulation.report import RunInfo
 
     return RunInfo(
         trace={"source": source, "models": len(trace.models), "interval_s": trace.interval_s,
@@ -520,7 +522,6 @@ def run_simulate(args: argparse.Namespace) -> int:
 
 def _print_summary(args: argparse.Namespace, report: dict[str, Any]) -> None:
     """The table and notes on stdout, flushed here so that a reader that has gone shows as BrokenPipeError."""
-    from autoscaler.simulation.goal_ceiling import goal_ceiling_text
     from autoscaler.simulation.report import BASELINE, bound_text, cache_text, goal_text, table
     from autoscaler.simulation.stuck_baseline import stuck_text
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from autoscaler.simulation.figures import SMALL_RATIO
+
 POD_HOURS: Final = 1.15
 DELAYED: Final = 0.1
 COLD: Final = 0.25
 QUIET_RATIO: Final = 0.001
 """Below this delayed ratio mean-hpa delays too little for a ratio to mean much."""
 QUIET_SLACK: Final = 1.05
-SMALL_RATIO: Final = 0.001
-"""Ratios are written to 3 decimals; one below this keeps its significant digits, written "<0.001x" in text."""
 
 
 class Outcome(Protocol):

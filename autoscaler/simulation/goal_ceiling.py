@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from autoscaler.simulation.figures import figure, hours_text, ratio_figure, ratio_text
 from autoscaler.simulation.goal import POD_HOURS
-from autoscaler.simulation.report import figure, hours_text, ratio_figure, ratio_text
 
 FIELD: Final = "pod_hours_goal_below_cache_oracle"
 """report.json's field, present only where the goal's pod-hours is below the cache oracle."""

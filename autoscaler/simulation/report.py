@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from autoscaler.simulation.engine import Oracle, PolicyResult
-from autoscaler.simulation.goal import COLD, DELAYED, LABELS, POD_HOURS, QUIET_RATIO, QUIET_SLACK, SMALL_RATIO, judge
+from autoscaler.simulation.figures import figure, hours_column, hours_text, ratio_figure, ratio_text
+from autoscaler.simulation.goal import COLD, DELAYED, LABELS, POD_HOURS, QUIET_RATIO, QUIET_SLACK, judge
+from autoscaler.simulation.goal_ceiling import FIELD, goal_ceiling_note, goal_ceiling_text
 from autoscaler.simulation.policies import MEAN_TARGET_PERCENT
 from autoscaler.simulation.run_size import BUSY
 from autoscaler.simulation.stuck_baseline import stuck_note, stuck_text
@@ -26,51 +28,8 @@ BASELINE = "mean-hpa"
 BOUND = "fixed-max"
 
 
-def ratio_figure(ratio: float) -> float:
-    """`ratio` to 3 decimals, or to 3 significant digits below SMALL_RATIO: rounded to 3 decimals, 1 delayed
-    request against mean-hpa's 3,190 read 0.0 in report.json and "0x" in the table, taken for no delays."""
-    return float(f"{ratio:.3g}") if 0 < abs(ratio) < SMALL_RATIO else round(ratio, 3)
-
-
-def ratio_text(ratio: float) -> str:
-    """A ratio as the table and the bound's line write it: "0.087x", and "<0.001x" for one under SMALL_RATIO
-    (not 0, and no exponent)."""
-    return f"<{SMALL_RATIO:g}x" if 0 < ratio < SMALL_RATIO else f"{ratio:g}x"
-
-
 def _ratio(value: float, base: float) -> float | None:
     return ratio_figure(value / base) if base else None
-
-
-def figure(value: float) -> float:
-    """Six significant digits: a few minutes of trace run a few hundredths of a pod-hour, which three decimals
-    rounded by up to 1.5% (0.0333 written 0.033, and 2x the oracle read as 2.03x)."""
-    return float(f"{value:.6g}")
-
-
-def hours_text(value: float) -> str:
-    """Pod-hours (or hours) for the table: a tenth of an hour for a day's run, three digits for minutes."""
-    return f"{value:.1f}" if abs(value) >= 100 else f"{value:.3g}"
-
-
-SIGNIFICANT = 3
-MOST_DECIMALS = 6
-"""report.json keeps six significant digits: a column never shows more than it has."""
-
-
-def column_decimals(values: Sequence[float]) -> int:
-    """One number of decimals for a whole column, enough for three significant digits of its smallest value
-    (a tenth at 100 and above): each value with its own three digits printed "6" beside "5.58"."""
-    smallest = min((abs(v) for v in values if v), default=0.0)
-    if not smallest or smallest >= 100:
-        return 1
-    return min(MOST_DECIMALS, max(1, SIGNIFICANT - 1 - math.floor(math.log10(smallest))))
-
-
-def hours_column(values: Sequence[float]) -> list[str]:
-    """Pod-hours for the table's column, all to the same decimals (`column_decimals`)."""
-    decimals = column_decimals(values)
-    return [f"{v:.{decimals}f}" for v in values]
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,9 +153,6 @@ def build_report(info: RunInfo, results: Sequence[PolicyResult]) -> dict[str, An
             report["policies"][BASELINE]["stuck_below_target"] = note
     if bound is not None:
         report["bound"] = bound_entry(bound, baseline, int(info.cluster["max_replicas"]))
-    # here, not at the top: goal_ceiling writes its figures with this module's helpers
-    from autoscaler.simulation.goal_ceiling import FIELD, goal_ceiling_note
-
     if (ceiling := goal_ceiling_note(report, BASELINE)) is not None:  # only where it is so, as stuck_below_target
         report[FIELD] = ceiling
     report["warnings"] = list(info.warnings)  # always: `jq .warnings` on a run without any read null
@@ -294,8 +250,6 @@ def markdown(report: Mapping[str, Any]) -> str:
         lines += [stuck, ""]
     if cache := cache_text(report):
         lines += [cache, ""]
-    from autoscaler.simulation.goal_ceiling import goal_ceiling_text  # (as in build_report)
-
     if ceiling := goal_ceiling_text(report, BASELINE):
         lines += [ceiling, ""]
     if report.get("warnings"):

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from autoscaler.simulation.figures import figure
 from autoscaler.simulation.goal_ceiling import FIELD, goal_ceiling_note, goal_ceiling_text
-from autoscaler.simulation.report import figure
 from tests.simulation.runs import report, simulate, write_trace
 
 SAID = "Pod-hours goal below the cache oracle"

@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 
 from autoscaler.simulation.cluster import ClusterShape
 from autoscaler.simulation.engine import simulate
+from autoscaler.simulation.figures import hours_column
 from autoscaler.simulation.goal import judge
 from autoscaler.simulation.policies import FixedPolicy
-from autoscaler.simulation.report import COLORS, Counted, goal_text, hours_column, timeline_figure
+from autoscaler.simulation.report import COLORS, Counted, goal_text, timeline_figure
 from autoscaler.simulation.trace import buckets, synthetic
 from tests.simulation.runs import SIMULATE
 

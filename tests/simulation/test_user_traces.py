@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from autoscaler.simulation.report import bound_text, hours_text
+from autoscaler.simulation.figures import hours_text
+from autoscaler.simulation.report import bound_text
 from autoscaler.simulation.trace import read_csv
 from tests.simulation.runs import FAILED, HEADER, convert, report, run_module, simulate, write_trace
 
