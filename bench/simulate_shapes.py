@@ -32,7 +32,8 @@ from autoscaler.policies.policy import RuntimePolicy
 from autoscaler.policies.policy_values import apply_overrides
 from autoscaler.simulation.cluster import ClusterShape
 from autoscaler.simulation.engine import PolicyResult, oracle, simulate
-from autoscaler.simulation.goal import judge, times_text
+from autoscaler.simulation.figures import ratio_text
+from autoscaler.simulation.goal import judge
 from autoscaler.simulation.hpa import Behavior, ScalingPolicy, ScalingRules
 from autoscaler.simulation.policies import FixedPolicy, MeanHpaPolicy, SkewAwarePolicy, max_bound
 from autoscaler.simulation.run_size import peak_need, sizing
@@ -173,7 +174,7 @@ def main() -> None:
                 v = judge(r, base, floor)  # cold loads beyond the first loads of models that appear later
                 print(f"| {shape_name} | {seed} | {name} | {r.pod_hours:.1f} | {r.pod_hours / oracle_hours:.2f} | "
                       f"{r.delayed_ratio:.4f} | {r.cold_loads} ({r.migrated_loads}) | "
-                      f"{v.pod_hours:.2f}x / {times_text(v.delayed)} / {times_text(v.cold)} | "
+                      f"{v.pod_hours:.2f}x / {ratio_text(v.delayed, 3)} / {ratio_text(v.cold, 3)} | "
                       f"{'met' if v.met else 'delays met' if v.delays_met else 'missed'} |", flush=True)
             if args.hourly:
                 print(f"\n{shape_name}, seed {seed}, hour by hour:\n\n"

@@ -21,10 +21,15 @@ def ratio_figure(ratio: float) -> float:
     return float(f"{ratio:.3g}") if 0 < abs(ratio) < SMALL_RATIO else round(ratio, 3)
 
 
-def ratio_text(ratio: float) -> str:
-    """A ratio as the table and the bound's line write it: "0.087x", and "<0.001x" for one under SMALL_RATIO
-    (not 0, and no exponent)."""
-    return f"<{SMALL_RATIO:g}x" if 0 < ratio < SMALL_RATIO else f"{ratio:g}x"
+def ratio_text(ratio: float | None, decimals: int | None = None) -> str:
+    """A ratio as the report's table and notes write it ("0.087x", "1.5x"), or to `decimals` as bench/'s
+    tuning tables do ("1.500x", 0 as "0.000x"); either way "<0.001x" for one under SMALL_RATIO (not 0, and no
+    exponent: "0.000x" was read as none), and "n/a" for None: mean-hpa's figure was 0, so there is no ratio."""
+    if ratio is None:
+        return "n/a"
+    if 0 < ratio < SMALL_RATIO:
+        return f"<{SMALL_RATIO:g}x"
+    return f"{ratio:g}x" if decimals is None else f"{ratio:.{decimals}f}x"
 
 
 def figure(value: float) -> float:

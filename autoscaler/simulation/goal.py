@@ -13,8 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from autoscaler.simulation.figures import SMALL_RATIO
-
 POD_HOURS: Final = 1.15
 DELAYED: Final = 0.1
 COLD: Final = 0.25
@@ -88,11 +86,3 @@ def judge(result: Outcome, base: Outcome, unavoidable_cold: int) -> Verdict:
     delays_met = (delayed is not None and delayed <= DELAYED) or quiet
     return Verdict(pod_hours, delayed, cold, delays_met, pod_hours <= POD_HOURS and delays_met and cold_met,
                    quiet_baseline, cold_met)
-
-
-def times_text(ratio: float | None) -> str:
-    """A ratio as the tables print it: `0.592x`, `<0.001x` (it wrote 0.000x, read as none), or `n/a` where
-    mean-hpa's figure was 0."""
-    if ratio is None:
-        return "n/a"
-    return f"<{SMALL_RATIO:g}x" if 0 < ratio < SMALL_RATIO else f"{ratio:.3f}x"

@@ -170,8 +170,7 @@ def table(report: Mapping[str, Any]) -> str:
     hours = hours_column([p["pod_hours"] for p in policies.values()])
     for (name, p), pod_hours in zip(policies.items(), hours, strict=True):
         goal = p.get("goal")
-        versus = "—" if goal is None else " / ".join(
-            "n/a" if goal[key] is None else ratio_text(goal[key]) for key in LABELS)
+        versus = "—" if goal is None else " / ".join(ratio_text(goal[key]) for key in LABELS)
         times = p["pod_hours"] / oracle if oracle else 0.0
         rows.append(f"| {name} | {pod_hours} | {times:.2f} | {p['delayed_requests']} | "
                     f"{p['delayed_ratio']:.4f} | {p['cold_loads']} ({p['avoidable_cold_loads']}) | "

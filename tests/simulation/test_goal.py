@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from autoscaler.simulation.goal import judge, times_text
+from autoscaler.simulation.figures import ratio_text
+from autoscaler.simulation.goal import judge
 from autoscaler.simulation.report import bound_text
 
 
@@ -87,10 +88,10 @@ def test_the_report_says_when_mean_hpa_delays_too_little_for_a_ratio_of_delays_t
 
 def test_the_tuning_tables_write_a_tiny_ratio_as_under_a_thousandth_not_as_none() -> None:
     # bench/simulate_shapes.py's cells: 2 delayed requests against mean-hpa's 3,190 read "0.000x", taken for none.
-    assert times_text(2 / 3_190) == "<0.001x"
-    assert times_text(0.0) == "0.000x"
-    assert times_text(0.5921) == "0.592x"
-    assert times_text(None) == "n/a"
+    assert ratio_text(2 / 3_190, 3) == "<0.001x"
+    assert ratio_text(0.0, 3) == "0.000x"
+    assert ratio_text(0.5921, 3) == "0.592x"
+    assert ratio_text(None, 3) == "n/a"
 
 
 def test_where_mean_hpa_has_no_avoidable_cold_load_a_policy_that_has_some_has_no_ratio_and_misses() -> None:
