@@ -285,8 +285,9 @@ class UnionAuthenticator:
     def remembered(self, request: web.Request) -> tuple[UserInfo, str] | None:
         """(user, method) as the previous request on this connection, if this one must get the same answer:
         the same headers under the same CAs, and the connection's certificate (`ClientCertificateInspector`'s
-        memo, which the authentication that kept the identity made) valid now. `valid_now`'s test inline: two
-        Python calls and a second read of the protocol were 3,000 instructions of every request."""
+        memo, which the authentication that kept the identity made) valid now. `ClientCertificate.valid_at`'s
+        test inline: two Python calls and a second read of the protocol were 3,000 instructions of every
+        request."""
         protocol = request.protocol
         memo = getattr(protocol, "identity", None)
         inspector = self._inspector

@@ -7,9 +7,10 @@ front proxy, so each authenticator checks the peer's leaf itself: its issuer nam
 by an intermediate of the bundle is not accepted: kube-apiserver's front-proxy certificate is issued directly
 by the front-proxy CA.
 
-Validity dates are checked by OpenSSL during the handshake, and again on every request (`valid_now`), as
-kube-apiserver's x509 authenticator verifies the chain at the time of each request: a connection kept open
-past the expiry of its certificate, or of the CA that issued it, authenticates no longer.
+Validity dates are checked by OpenSSL during the handshake, and again on every request
+(`ClientCertificate.valid_at`), as kube-apiserver's x509 authenticator verifies the chain at the time of each
+request: a connection kept open past the expiry of its certificate, or of the CA that issued it,
+authenticates no longer.
 
 Parsing and checking a certificate costs tens of microseconds, so results are cached by the leaf's DER
 bytes, and each connection keeps its own result: a TLS connection has one peer certificate for its whole
@@ -55,10 +56,6 @@ class CertificateAuthorities:
         if not certificates:
             raise CertificateBundleError(f"{source}: not a PEM certificate bundle (no certificate in it)")
         return cls(certificates, data.decode("ascii", "replace"))
-
-    def issued(self, leaf: x509.Certificate) -> bool:
-        """True when one of these CAs signed `leaf` directly and the leaf may be used for client auth."""
-        return self.issuer(leaf) is not None
 
     def issuer(self, leaf: x509.Certificate) -> x509.Certificate | None:
         """The CA of these that signed `leaf` directly, if the leaf may be used for client auth; else None."""
@@ -157,12 +154,6 @@ class ClientCertificateInspector:
         if certificate is None or not certificate.valid_at(self.clock()):
             return None
         return certificate  # type: ignore[no-any-return]
-
-    def valid_now(self, request: web.Request) -> bool:
-        """Whether the certificate this connection's first request found (`inspect`) is still valid: what a
-        request whose identity the connection kept (`authn.UnionAuthenticator.remembered`) must check."""
-        memo = getattr(request.protocol, "peer_certificate", None)
-        return memo is not None and memo[1] is not None and memo[1].valid_at(self.clock())
 
     def classify(self, der: bytes) -> ClientCertificate | None:
         try:
