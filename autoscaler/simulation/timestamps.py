@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import datetime
 import math
+from typing import Final
+
+SECONDS_PER_YEAR: Final = 31_556_952.0
+"""The Gregorian calendar's mean year: timestamps read as a year, stretches of years said in years."""
 
 
 def parse_time(text: str) -> float:
@@ -58,3 +62,14 @@ def span_text(seconds: float) -> str:
     if seconds >= 3600:
         return f"{seconds / 3600:.3g} h"
     return f"{seconds / 60:.3g} min" if seconds >= 60 else f"{seconds:g} s"
+
+
+def long_span_text(seconds: float) -> str:
+    """A stretch that may run to years (a trace's rows with two time origins: 54 years between them) in the
+    unit a user thinks of it in: hours under two days, days under two years, else years. `span_text` says the
+    replay's own stretches, seconds to hours."""
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.3g} h"
+    if seconds < 730 * 86400:
+        return f"{seconds / 86400:.3g} days"
+    return f"{seconds / SECONDS_PER_YEAR:.3g} years"

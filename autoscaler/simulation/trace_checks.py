@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
-from autoscaler.simulation.timestamps import moment_text, seconds_text
-from autoscaler.simulation.trace_file import MAX_INTERVAL_S, MIN_INTERVAL_S, SECONDS_PER_YEAR
+from autoscaler.simulation.timestamps import long_span_text, moment_text, seconds_text
+from autoscaler.simulation.trace_file import MAX_INTERVAL_S, MIN_INTERVAL_S
 
 if TYPE_CHECKING:
     from autoscaler.simulation.trace import Trace
@@ -141,22 +141,13 @@ def mostly_gap(distinct: np.ndarray, gaps: np.ndarray, interval: float, t: np.nd
         return None
     before, after = float(distinct[widest]), float(distinct[widest + 1])
     line_before, line_after = (line_of(int(np.argmax(t == moment))) for moment in (before, after))
-    text = (f"line {line_after}: no rows for {span_text(gap - interval)} before {moment_text(after)}, after "
+    text = (f"line {line_after}: no rows for {long_span_text(gap - interval)} before {moment_text(after)}, after "
             f"{moment_text(before)} on line {line_before}: ")
     if before < EPOCH_FROM_S <= after:
         return text + ("the timestamps mix seconds from the trace's start with seconds since the epoch: write them "
                        "all one way")
-    return text + (f"replayed, that is {span_text(gap)} of nothing to simulate: cut the trace at the gap, or shift "
-                   "the rows after it to follow on")
-
-
-def span_text(seconds: float) -> str:
-    """A long stretch of time in the unit a user thinks of it in."""
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.3g} h"
-    if seconds < 730 * 86400:
-        return f"{seconds / 86400:.3g} days"
-    return f"{seconds / SECONDS_PER_YEAR:.3g} years"
+    return text + (f"replayed, that is {long_span_text(gap)} of nothing to simulate: cut the trace at the gap, or "
+                   "shift the rows after it to follow on")
 
 
 def finer_grid(gaps: np.ndarray) -> float | None:

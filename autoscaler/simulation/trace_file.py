@@ -21,7 +21,7 @@ from typing import BinaryIO, Final, TextIO
 
 import numpy as np
 
-from autoscaler.simulation.timestamps import parse_time
+from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, parse_time
 from autoscaler.simulation.trace_error import TraceError as TraceError  # its importers keep their import
 
 HEADER: Final = ("timestamp_s", "model", "requests")
@@ -52,7 +52,6 @@ def number_field(text: str, what: str, where: str, unit: str = "") -> float:
 LATEST_S: Final = 1e13
 """Seconds past the year 300,000: a timestamp_s this large is of a finer unit (epoch milliseconds, the one
 finer unit read as seconds and named by the interval they make, are under it) or no time at all."""
-SECONDS_PER_YEAR: Final = 31_556_952.0
 FINER: Final = ((1e17, "nanoseconds", 1_000_000_000), (1e14, "microseconds", 1_000_000))
 
 
