@@ -31,6 +31,8 @@ ADAPTER_BUILD_INFO: Final = "modelmesh_autoscaler_build_info"
 as `prometheus_build_info`: which replicas are still old during a rollout."""
 
 DELETION_COST_ANNOTATION: Final = "controller.kubernetes.io/pod-deletion-cost"
+MODELMESH_SERVICE_LABEL: Final = "modelmesh-service"
+"""The label modelmesh-controller puts on runtime Deployments and their pods."""
 POLICY_ANNOTATION_PREFIX: Final = "autoscaler.modelmesh.io/"
 
 

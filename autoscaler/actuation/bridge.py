@@ -34,7 +34,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import Protocol
 
 from autoscaler.actuation.bridge_memory import ScaleMemory, generation, older_generation
 from autoscaler.actuation.bridge_owners import RuntimeOwners, ScaleId
@@ -46,6 +46,7 @@ from autoscaler.kube.backoff import ServerThrottle
 from autoscaler.kube.client import CustomResource
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.raw import JSON, object_key
+from autoscaler.names import MODELMESH_SERVICE_LABEL
 from autoscaler.selfmetrics import AdapterMetrics
 
 log = logging.getLogger(__name__)
@@ -71,9 +72,6 @@ class BridgeSettings:
     """Longest retry delay."""
 
 
-MODELMESH_DEPLOYMENTS: Final = "modelmesh-service"
-"""The label modelmesh-serving puts on every runtime Deployment: a full pass lists those (a RuntimeScale whose
-`spec.deployment` names another is read on its own)."""
 
 @dataclass(slots=True)
 class _Pass:
@@ -357,8 +355,10 @@ class ReplicaBridge:
             self._throttle.note(error)
             runtimes = None
         try:
+            # A full pass lists the runtime Deployments (a RuntimeScale whose `spec.deployment` names another
+            # is read on its own).
             deployments: Objects | None = _by_name(
-                await self._client.list_deployments(scope, MODELMESH_DEPLOYMENTS))
+                await self._client.list_deployments(scope, MODELMESH_SERVICE_LABEL))
         except KubeApiError as error:
             self._warn_and_fail_pass(f"cannot list Deployments in {scope or 'all namespaces'}, reading them one by "
                                      f"one: {error}")

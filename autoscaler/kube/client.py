@@ -30,7 +30,7 @@ from kubernetes.aio.config.config_exception import ConfigException
 from autoscaler.kube.config import load_kube_settings
 from autoscaler.kube.errors import KubeApiError, KubeConfigError
 from autoscaler.kube.exec_plugin import end_renewal
-from autoscaler.kube.paths import DEPLOYMENTS, collection_endpoint, custom_endpoint
+from autoscaler.kube.paths import CUSTOM_RESOURCES, DEPLOYMENT, DEPLOYMENTS, collection_endpoint, custom_endpoint
 from autoscaler.kube.raw import CACHED, Endpoint, read_json, retry_wait, scope_name
 from autoscaler.kube.where import in_cluster
 
@@ -42,9 +42,6 @@ MERGE_PATCH: Final = "application/merge-patch+json"
 _POD: Final = "/api/v1/namespaces/{namespace}/pods/{name}"
 _LEASES: Final = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
 _LEASE: Final = _LEASES + "/{name}"
-_DEPLOYMENT: Final = "/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
-_NAMESPACED: Final = "/apis/{group}/{version}/namespaces/{namespace}/{plural}"
-_CLUSTER: Final = "/apis/{group}/{version}/{plural}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +99,7 @@ class KubeClient:
 
     async def get_deployment(self, namespace: str, name: str) -> JSON | None:
         """An `apps/v1` Deployment, or None when it does not exist."""
-        return await self._get_or_none(_DEPLOYMENT, {"namespace": namespace, "name": name})
+        return await self._get_or_none(DEPLOYMENT, {"namespace": namespace, "name": name})
 
     async def get_custom(self, resource: CustomResource, namespace: str | None, name: str) -> JSON | None:
         """One custom object (cluster-scoped when `namespace` is None), or None when it does not exist."""
@@ -177,8 +174,8 @@ class KubeClient:
 def _custom_path(resource: CustomResource, namespace: str | None) -> tuple[str, dict[str, str]]:
     params = {"group": resource.group, "version": resource.version, "plural": resource.plural}
     if namespace is None:
-        return _CLUSTER, params
-    return _NAMESPACED, {**params, "namespace": namespace}
+        return CUSTOM_RESOURCES.everywhere, params
+    return CUSTOM_RESOURCES.namespaced, {**params, "namespace": namespace}
 
 
 def _parse(raw: bytes) -> JSON:

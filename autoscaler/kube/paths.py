@@ -53,6 +53,9 @@ DEPLOYMENTS: Final = Collection("/apis/apps/v1/deployments", "/apis/apps/v1/name
 HPAS: Final = Collection("/apis/autoscaling/v2/horizontalpodautoscalers",
                          "/apis/autoscaling/v2/namespaces/{namespace}/horizontalpodautoscalers")
 DEPLOYMENT: Final = "/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
+CUSTOM_RESOURCES: Final = Collection("/apis/{group}/{version}/{plural}",
+                                     "/apis/{group}/{version}/namespaces/{namespace}/{plural}")
+"""Where a custom resource type is listed, with `{group}`, `{version}` and `{plural}` to fill as well."""
 
 
 def collection_endpoint(api: ApiClient, collection: Collection, scope: Scope) -> Endpoint:
@@ -66,9 +69,8 @@ def custom_endpoint(api: ApiClient, group: str, version: str, plural: str, scope
     """The list (and watch) of a namespaced custom resource in `scope` (None: all namespaces)."""
     params = {"group": group, "version": version, "plural": plural}
     if scope is None:
-        return partial(get, api, "/apis/{group}/{version}/{plural}", params)
-    return partial(get, api, "/apis/{group}/{version}/namespaces/{namespace}/{plural}",
-                   {**params, "namespace": scope})
+        return partial(get, api, CUSTOM_RESOURCES.everywhere, params)
+    return partial(get, api, CUSTOM_RESOURCES.namespaced, {**params, "namespace": scope})
 
 
 def deployment_endpoint(api: ApiClient, namespace: str, name: str) -> Endpoint:

@@ -27,7 +27,7 @@ from typing import Final, TextIO
 import numpy as np
 
 from autoscaler.simulation.progress_bar import ProgressBar
-from autoscaler.simulation.timestamps import parse_time, seconds_text
+from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, parse_time, seconds_text
 from autoscaler.simulation.trace import PROGRESS_ROWS
 from autoscaler.simulation.trace_file import (
     HEADER,
@@ -57,7 +57,6 @@ def _column(header: Sequence[str], wanted: str | None, defaults: Sequence[str], 
 
 UNITS: Final = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 """--timestamp-unit: seconds of one unit of a numeric timestamp."""
-SECONDS_PER_YEAR: Final = 31_556_952.0
 
 
 def _seconds(text: str, unit: str, where: str) -> float:

@@ -45,6 +45,7 @@ from autoscaler.kube.session import ClientFactory, KubeSession
 from autoscaler.kube.watch_news import ScopeLine, flushed_when_stopped, watch_news
 from autoscaler.log_lists import few
 from autoscaler.model import RuntimeKey
+from autoscaler.names import SERVINGRUNTIME_DEPLOYMENT_PREFIX
 from autoscaler.said_once import SaidOnce
 
 log = logging.getLogger("autoscaler.sources.kube_hpas")
@@ -65,8 +66,6 @@ RUNTIME_SCALE_KIND: Final = "RuntimeScale"
 GONE_HPAS_REMEMBERED: Final = 1000
 """HPAs warned about and since deleted whose warning is not said again when they come back (`SaidOnce`): a
 GitOps tool re-creating the HPA modelmesh-serving's controller deleted, minutes later, is no news."""
-SERVING_RUNTIME_PREFIX: Final = "modelmesh-serving-"
-"""The Deployment of ServingRuntime `<name>` is `modelmesh-serving-<name>` (docs/design.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +87,7 @@ def _deployment_of(labels: Mapping[str, Any]) -> str | None:
         return deployment
     runtime = labels.get("servingruntime")
     if isinstance(runtime, str) and runtime:
-        return SERVING_RUNTIME_PREFIX + runtime
+        return SERVINGRUNTIME_DEPLOYMENT_PREFIX + runtime
     return None
 
 
@@ -112,7 +111,7 @@ def parse_hpa(obj: Mapping[str, Any]) -> HpaBounds | None:
         if target.get("kind") == "Deployment":
             deployments.append(target["name"])
         elif target.get("kind") == RUNTIME_SCALE_KIND:
-            by_name = SERVING_RUNTIME_PREFIX + target["name"]
+            by_name = SERVINGRUNTIME_DEPLOYMENT_PREFIX + target["name"]
     targeted = len(deployments)  # names from the target, before the metrics' selectors
     for metric in spec.get("metrics") or ():
         if not isinstance(metric, Mapping) or metric.get("type") != "External":

@@ -28,8 +28,6 @@ from autoscaler.names import DELETION_COST_ANNOTATION
 from autoscaler.policies.slots import slot_builder
 from autoscaler.sources.base import PodTarget, RuntimeInventory
 
-MODELMESH_SERVICE_LABEL: Final = "modelmesh-service"
-"""The label modelmesh-controller puts on runtime Deployments and their pods."""
 MODELMESH_NAME_LABEL: Final = "name"
 """ModelMesh pods carry `name=<Deployment name>`: the selector used when a Deployment cannot be read."""
 

@@ -45,12 +45,12 @@ from autoscaler.kube.raw import Scope
 from autoscaler.kube.session import ClientFactory, KubeSession
 from autoscaler.kube.user_agent import user_agent
 from autoscaler.model import RuntimeKey
+from autoscaler.names import MODELMESH_SERVICE_LABEL
 from autoscaler.sources.base import ALL_NAMESPACES, RuntimeInventory
 from autoscaler.sources.forced_scheme import ForcedSchemeWarning
 from autoscaler.sources.kube_deployments import DeploymentResync
 from autoscaler.sources.kube_objects import (
     MODELMESH_NAME_LABEL,
-    MODELMESH_SERVICE_LABEL,
     build_inventory,
     fallback_selector,
 )

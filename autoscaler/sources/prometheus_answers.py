@@ -25,12 +25,13 @@ from autoscaler.sources.body_summary import SUMMARY_CHARS, body_summary
 from autoscaler.sources.tls_causes import HOST_MISMATCH, NOT_TLS, ssl_cause
 from exporter import names
 
-# Reasons counted in `PrometheusSource.errors` (the first five are whole-refresh failures).
-REASON_CONNECT: Final = "connect"  # refused, reset, DNS: nothing answered; or the request could not be sent
-REASON_TIMEOUT: Final = "timeout"  # no answer within timeout_s, Prometheus's own "timeout" error, or a slow refresh
-REASON_TLS: Final = names.REASON_TLS  # the certificate did not verify (as the scrape source counts it)
-REASON_HTTP: Final = "http"  # an HTTP error status (bad query, Prometheus not ready, proxy 5xx, refused credentials)
-REASON_PARSE: Final = "parse"  # the body is not the query API's JSON
+# Reasons counted in `PrometheusSource.errors` (the first five are whole-refresh failures, spelled as the scrape
+# source and the exporter spell them: `exporter.names`).
+REASON_CONNECT: Final = names.REASON_CONNECT  # refused, reset, DNS: nothing answered; or the request not sent
+REASON_TIMEOUT: Final = names.REASON_TIMEOUT  # no answer in timeout_s, Prometheus's "timeout" error, a slow refresh
+REASON_TLS: Final = names.REASON_TLS  # the certificate did not verify
+REASON_HTTP: Final = names.REASON_HTTP  # an HTTP error status (bad query, not ready, proxy 5xx, refused credentials)
+REASON_PARSE: Final = names.REASON_PARSE  # the body is not the query API's JSON
 REASON_EMPTY: Final = "empty"  # Ready pods exist but Prometheus has no series for any of them
 
 CREDENTIALS_HINT: Final = (
