@@ -348,7 +348,7 @@ class ReplicaBridge:
         """The ServingRuntimes and ModelMesh Deployments of `scope`, each by (namespace, name); a list that fails
         (say, a ClusterRole from before `list` on ServingRuntimes) leaves its objects to be read one by one."""
         try:
-            runtimes: Objects | None = _by_name(await self._client.list_custom(SERVING_RUNTIMES, scope))
+            runtimes: Objects | None = dict(_keyed(await self._client.list_custom(SERVING_RUNTIMES, scope), scope))
         except KubeApiError as error:
             self._warn_and_fail_pass(f"cannot list ServingRuntimes in {scope or 'all namespaces'}, reading them one "
                                      f"by one: {error}")
@@ -357,8 +357,8 @@ class ReplicaBridge:
         try:
             # A full pass lists the runtime Deployments (a RuntimeScale whose `spec.deployment` names another
             # is read on its own).
-            deployments: Objects | None = _by_name(
-                await self._client.list_deployments(scope, MODELMESH_SERVICE_LABEL))
+            deployments: Objects | None = dict(
+                _keyed(await self._client.list_deployments(scope, MODELMESH_SERVICE_LABEL), scope))
         except KubeApiError as error:
             self._warn_and_fail_pass(f"cannot list Deployments in {scope or 'all namespaces'}, reading them one by "
                                      f"one: {error}")
@@ -408,12 +408,8 @@ class ReplicaBridge:
 
 
 def _keyed(listed: JSON, scope: str | None) -> list[tuple[ScaleId, JSON]]:
-    """A list's RuntimeScales with their (namespace, name)."""
-    return [(object_key(scale, scope), scale) for scale in listed.get("items") or [] if isinstance(scale, dict)]
-
-
-def _by_name(listed: JSON) -> Objects:
-    """A list's items by (namespace, name)."""
-    return {object_key(item): item for item in listed.get("items") or [] if isinstance(item, dict)}
+    """A list's items (RuntimeScales, ServingRuntimes, Deployments) with their (namespace, name), the namespace
+    listed in where an item leaves it out; `dict(...)` of it holds them by that key."""
+    return [(object_key(item, scope), item) for item in listed.get("items") or [] if isinstance(item, dict)]
 
 
