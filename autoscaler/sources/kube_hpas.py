@@ -37,6 +37,7 @@ from typing import Any, Final
 
 import aiohttp
 
+from autoscaler.kube.backoff import exponential_delay
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.list_watch import ListWatch
 from autoscaler.kube.paths import HPAS, collection_endpoint
@@ -63,6 +64,9 @@ WORKS_AGAIN = ScopeLine(
     ends=(FAILING,))
 
 RUNTIME_SCALE_KIND: Final = "RuntimeScale"
+RETRY_BACKOFF: Final = partial(exponential_delay, initial_s=0.5, cap_s=30.0)
+"""The wait after the n-th failed list or watch in a row: 0.5 s doubling to 30 s, for however long the API server
+refuses (the exponent is capped, so a night of failures never overflows the float)."""
 GONE_HPAS_REMEMBERED: Final = 1000
 """HPAs warned about and since deleted whose warning is not said again when they come back (`SaidOnce`): a
 GitOps tool re-creating the HPA modelmesh-serving's controller deleted, minutes later, is no news."""
@@ -197,7 +201,7 @@ class HpaWatch:
         *,
         request_timeout_s: float = 10.0,
         watch_timeout_s: int = 60,
-        backoff: Callable[[int], float] = lambda n: min(30.0, 0.5 * 2 ** (n - 1)),
+        backoff: Callable[[int], float] = RETRY_BACKOFF,
     ) -> None:
         self._session = KubeSession(client, "the HPA watch")
         self._scopes: tuple[Scope, ...] = tuple(dict.fromkeys(namespaces)) if namespaces else (None,)
