@@ -9,6 +9,7 @@ interval outside 1 s to 10 min, a model listed twice in one interval.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
@@ -63,7 +64,7 @@ def step_notes(trace: Trace, lines: Sequence[int]) -> list[str]:
         return []
     longest = int(np.argmax(np.where(coarse, ends - starts, 0)))
     first, last = int(slots[starts[longest]]), int(slots[ends[longest] - 1])  # the last row at the coarse step
-    if not _fine_elsewhere(trace, first, last):
+    if not _fine_elsewhere(trace, first, last) or not _rate_carried_on(trace, first, last, int(gaps[starts[longest]])):
         return []
     row_of = {int(slot): row for row, slot in reversed(list(enumerate(trace.slot.tolist())))}
     step = int(gaps[starts[longest]]) * trace.interval_s
@@ -86,6 +87,26 @@ def _fine_elsewhere(trace: Trace, first: int, last: int) -> bool:
     apart = (np.diff(slot) == 1) & (model[1:] == model[:-1]) & outside[1:] & outside[:-1]
     inside = np.unique(model[~outside])
     return bool(np.isin(model[1:][apart], inside).any())
+
+
+def _rate_carried_on(trace: Trace, first: int, last: int, every: int) -> bool:
+    """Whether the requests per second next to each end of the stretch (rows `every` intervals apart from slot
+    `first` to `last`) are, within it, at least 1/sqrt(every) of those just outside it. An export at a coarser
+    step writes the same traffic in fewer rows, each holding `every` intervals' requests, so the rate carries on
+    across the change; a model that merely comes less often (a health check every 10 s at night in a request
+    log's 1 s trace, a cron's few requests a minute in a 15 s export) has rows no heavier than those around
+    them, and the rate falls `every` times or more: no export can be asked to change that."""
+    span = COARSE_RUN * every  # as many slots as the fewest coarse rows a stretch is named for
+    end = last + every  # the last coarse row holds `every` intervals
+    slot = trace.slot
+    inside = ((slot >= first) & (slot < first + span)) | ((slot >= end - span) & (slot < end))
+    outside = ((slot >= first - span) & (slot < first)) | ((slot >= end) & (slot < end + span))
+    outside_slots = min(span, first) + min(span, max(trace.intervals - end, 0))
+    if not outside_slots:  # nothing on either side to compare with
+        return True
+    rate_inside = float(trace.requests[inside].sum()) / min(2 * span, end - first)
+    rate_outside = float(trace.requests[outside].sum()) / outside_slots
+    return rate_inside * math.sqrt(every) >= rate_outside
 
 
 COUNTER_ROWS: Final = 10

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.simulation.trace import TraceError, buckets, from_rows, read_csv, synthetic, write_csv
+from tests.simulation.runs import simulate, write_trace
 from tests.simulation.test_scrape_times import periodic_clients
 
 
@@ -257,13 +258,51 @@ def test_a_night_cron_on_the_minute_grid_is_not_told_the_exports_step_changed(tm
 
 
 def test_a_stretch_exported_at_a_coarser_step_is_still_named(tmp_path: Path) -> None:
-    """Two hours of a 15 s export with an hour between at 60 s, the same models: the export's step changed."""
+    """Two hours of a 15 s export with an hour between at 60 s, the same models, each 60 s row holding four 15 s
+    rows' requests (as `increase(...[60s])` at a 60 s step writes them): the export's step changed."""
     times = [*range(0, 3600, 15), *range(3600, 7200, 60), *range(7200, 10800, 15)]
-    rows = "".join(f"{EPOCH + t},m{m},{5 + m}\n" for t in times for m in range(3))
+    rows = "".join(f"{EPOCH + t},m{m},{(5 + m) * (4 if 3600 <= t < 7200 else 1)}\n" for t in times for m in range(3))
     trace = read_csv(write(tmp_path / "t.csv", "timestamp_s,model,requests\n" + rows))
     [note] = [note for note in trace.notes if "rows come every" in note]
     assert "rows come every 60 s from 1764550800 (2025-12-01T01:00:00Z)" in note, note
     assert "but every 15 s elsewhere" in note and "export the whole trace at one step" in note, note
+
+
+def busy_then_sparse(interval: int, step: int, fine: int, coarse: int) -> str:
+    """One model at `interval` s: 40 intervals of `fine` requests a row (every seventh missing at 1 s, as a
+    request log has no row for a second without requests), 30 rows `step` s apart of `coarse` requests each,
+    then 40 intervals of `fine` again."""
+    times = [*range(0, 40 * interval, interval), *range(40 * interval, 40 * interval + 30 * step, step)]
+    times += range(times[-1] + step, times[-1] + step + 40 * interval, interval)
+    coarse_from, coarse_to = 40 * interval, 40 * interval + 30 * step
+    return "".join(f"{EPOCH + t},api,{coarse if coarse_from <= t < coarse_to else fine}\n" for i, t in
+                   enumerate(times) if coarse_from <= t < coarse_to or interval > 1 or i % 7)
+
+
+@pytest.mark.parametrize(("interval", "step", "fine", "coarse"), [(1, 10, 3, 1), (15, 60, 200, 5)],
+                         ids=["1s-log-health-check", "15s-export-cron"])
+def test_a_model_that_comes_less_often_for_a_while_is_not_told_the_exports_step_changed(
+        tmp_path: Path, interval: int, step: int, fine: int, coarse: int) -> None:
+    """The reviewer's traces, shortened: a 1 s trace from a request log whose model is busy, then only a health
+    check every 10 s, then busy again (and a 15 s export whose model gets a cron's few requests once a minute)
+    were told "rows come every 10 s ... but every 1 s elsewhere ... export the whole trace at one step", which a
+    request log cannot do. Rows carrying fewer requests than the rows next to them are traffic that sparse."""
+    result = simulate(tmp_path, write_trace(tmp_path, busy_then_sparse(interval, step, fine, coarse)),
+                      "--policies", "fixed")
+    assert result.returncode == 0, result.stderr
+    assert "rows come every" not in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(("interval", "step", "fine"), [(1, 10, 3), (15, 60, 200)], ids=["1s", "15s"])
+def test_a_stretch_whose_rows_carry_the_requests_of_a_coarser_step_is_named(
+        tmp_path: Path, interval: int, step: int, fine: int) -> None:
+    """The same shape where each coarse row holds `step / interval` times the requests of the rows next to it,
+    as an export at that step writes the same traffic: the export's step changed there, and it is said."""
+    trace = busy_then_sparse(interval, step, fine, fine * step // interval)
+    result = simulate(tmp_path, write_trace(tmp_path, trace), "--policies", "fixed")
+    assert result.returncode == 0, result.stderr
+    assert f"rows come every {step} s from {EPOCH + 40 * interval} " in result.stderr, result.stderr
+    assert f"but every {interval} s elsewhere" in result.stderr and "export the whole trace at one step" in result.stderr
 
 
 def test_a_one_second_trace_kept_with_its_row_of_0_is_written_and_read_back_as_it_was(tmp_path: Path) -> None:
@@ -308,3 +347,16 @@ def test_a_trace_written_by_write_csv_reads_back_as_it_was_read(tmp_path: Path, 
     after = set(zip(again.slot.tolist(), again.model.tolist(), again.requests.tolist(), strict=True))
     assert before <= after, sorted(before - after)
     assert all(slot < 2 and requests == 0 for slot, _, requests in after - before), sorted(after - before)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from([1, 15, 60]), st.integers(2, 10), st.integers(1, 500), st.booleans())
+def test_a_coarser_stretch_is_named_exactly_where_its_rows_hold_the_requests_of_their_step(
+        tmp_path: Path, interval: int, every: int, fine: int, exported: bool) -> None:
+    """Whatever the step and the load: rows `every` intervals apart that each hold `every` intervals' requests
+    (an export at that step) are named, and rows no heavier than the rows around them (traffic that comes less
+    often) are not."""
+    assume(every * interval <= 600)
+    trace = busy_then_sparse(interval, every * interval, fine, fine * every if exported else fine)
+    read = read_csv(write(tmp_path / "t.csv", "timestamp_s,model,requests\n" + trace))
+    assert any("rows come every" in note for note in read.notes) == exported, read.notes
