@@ -55,6 +55,7 @@ from autoscaler.simulation.trace_file import (
     LATEST_S,
     MAX_INTERVAL_S,
     MIN_INTERVAL_S,
+    LostScrapes,
     TraceError,
     by_name,
     columns,
@@ -237,6 +238,7 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     times, counts, models, lines = array("d"), array("d"), array("q"), array("q")
     index: dict[str, int] = {}
     spaced: dict[str, tuple[str, int]] = {}  # a name written with spaces around it: as written, and its line
+    lost = LostScrapes()
     for line, row in numbered:
         if len(row) != width:
             if not row or (len(row) == 1 and not row[0].strip()):
@@ -249,6 +251,9 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
         except ValueError:
             where = f"{name}: line {line}"
             t = timestamp_field(row[at_time], where)
+            if lost.holds(row[at_requests]):
+                lost.add(line)
+                continue
             r = number_field(row[at_requests], "requests", where)
             if r < 0:
                 raise TraceError(f"{where}: requests must be >= 0, got {row[at_requests]!r}") from None
@@ -264,7 +269,7 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
         if report is not None and not len(times) % PROGRESS_ROWS:
             report()
     if not times:
-        raise TraceError(f"{name}: no rows after the header")
+        raise TraceError(lost.refusal(name) or f"{name}: no rows after the header")
     if not np.frombuffer(counts).any():  # a report of nothing read as a result: 0 pod-hours, "0.00 x oracle"
         raise TraceError(f"{name}: every row's requests is 0 ({len(counts):,} row{'s' if len(counts) > 1 else ''}): "
                          "nothing to replay; requests is the count of requests in each interval")
@@ -272,6 +277,7 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
                                      np.frombuffer(counts), name, np.frombuffer(lines, dtype=np.int64), spaced)
     notes = [f"ignoring {len(others)} column{'s' if len(others) > 1 else ''} of the trace not used: "
              f"{', '.join(others)}"] if others else []
+    notes += lost.notes(len(times))
     notes += gap_notes(trace, ordered_lines)
     notes += missing_notes(trace, ordered_lines, QUIET_GAP_S)
     notes += step_notes(trace, ordered_lines)

@@ -49,6 +49,53 @@ def number_field(text: str, what: str, where: str, unit: str = "") -> float:
     return value
 
 
+LOST_LINES_SHOWN: Final = 5
+"""Lines of rows without a requests value named in the warning (then "..."): enough to open the file at."""
+
+
+class LostScrapes:
+    """Rows whose requests cell is empty or NaN: how Grafana's and pandas' CSV exports write a point that has no
+    value, a scrape that was lost. They are read as no row, and said once with their count and first lines.
+    Refused at the first, a user learnt of one line and nothing of how many or what to write, and would then
+    drop them all, which is what reading them as no row does; the warning tells those who would rather fill
+    them, and a trace that is nothing but such rows is refused (`refusal`)."""
+
+    def __init__(self) -> None:
+        self.lines: list[int] = []
+
+    @staticmethod
+    def holds(cell: str) -> bool:
+        """Whether a requests cell is empty or NaN (any case, as `float` reads it)."""
+        text = cell.strip()
+        return not text or text.lower().lstrip("+-") == "nan"
+
+    def add(self, line: int) -> None:
+        self.lines.append(line)
+
+    def _where(self) -> str:
+        shown = ", ".join(map(str, self.lines[:LOST_LINES_SHOWN]))
+        more = ", ..." if len(self.lines) > LOST_LINES_SHOWN else ""
+        return f"line{'s' if len(self.lines) > 1 else ''} {shown}{more}"
+
+    def notes(self, rows_read: int) -> list[str]:
+        """The warning for a trace read with `rows_read` rows besides these (none where there were none)."""
+        if not self.lines:
+            return []
+        lost = len(self.lines)
+        return [f"{lost:,} of {lost + rows_read:,} rows have requests empty or NaN ({self._where()}), as Grafana "
+                "and pandas write lost scrapes: read as no row, so their models replay no requests in those "
+                "intervals. Where traffic went on there, fill them (the model's value in the row before, say) and "
+                "run again; where there was none, write 0 or drop those rows"]
+
+    def refusal(self, name: str) -> str | None:
+        """The error for a trace whose every row is of these (None where there were none)."""
+        if not self.lines:
+            return None
+        count = len(self.lines)
+        return (f"{name}: every row's requests is empty or NaN ({count:,} row{'s' if count > 1 else ''}: "
+                f"{self._where()}): nothing to replay; fill them with the requests of each interval")
+
+
 LATEST_S: Final = 1e13
 """Seconds past the year 300,000: a timestamp_s this large is of a finer unit (epoch milliseconds, the one
 finer unit read as seconds and named by the interval they make, are under it) or no time at all."""

@@ -34,7 +34,8 @@ def test_a_csv_trace_is_read_with_its_interval_inferred(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("text", "message"), [
     ("time,model,requests\n0,a,1\n", "line 1: expected the header timestamp_s,model,requests"),
     ("timestamp_s,model,requests\n0,a,1\n60,a,-2\n", "line 3: requests must be >= 0"),
-    ("timestamp_s,model,requests\n0,a,nan\n", "line 2: requests must be finite"),
+    ("timestamp_s,model,requests\n0,a,inf\n", "line 2: requests must be finite"),
+    ("timestamp_s,model,requests\n0,a,nan\n", "every row's requests is empty or NaN \\(1 row: line 2\\)"),
     ("timestamp_s,model,requests\n0,a,1\n60,a\n", "line 3: expected 3 fields"),
     ("timestamp_s,model,requests\n0,a,1\n60,b,1\n90,b,1\n130,a,1\n", "line 5: timestamp 130 is not on the 30 s grid"),
     ("timestamp_s,model,requests\n0,a,1\n60,a,1\n0,a,4\n", "line 4: model 'a' at 0 is listed twice"),
@@ -302,7 +303,8 @@ def test_a_stretch_whose_rows_carry_the_requests_of_a_coarser_step_is_named(
     result = simulate(tmp_path, write_trace(tmp_path, trace), "--policies", "fixed")
     assert result.returncode == 0, result.stderr
     assert f"rows come every {step} s from {EPOCH + 40 * interval} " in result.stderr, result.stderr
-    assert f"but every {interval} s elsewhere" in result.stderr and "export the whole trace at one step" in result.stderr
+    assert f"but every {interval} s elsewhere" in result.stderr, result.stderr
+    assert "export the whole trace at one step" in result.stderr, result.stderr
 
 
 def test_a_one_second_trace_kept_with_its_row_of_0_is_written_and_read_back_as_it_was(tmp_path: Path) -> None:

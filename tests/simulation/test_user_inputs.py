@@ -235,6 +235,40 @@ def test_steady_or_rising_traffic_is_not_taken_for_a_counter(tmp_path: Path) -> 
     assert result.returncode == 0 and "running total" not in result.stderr, result.stderr
 
 
+LOST_AT = (10, 11, 40)
+"""The 15 s steps of `grafana_rows` whose scrapes were lost, for every model."""
+
+
+def grafana_rows(lost: str, models: int = 4, steps: int = 60) -> str:
+    """A Grafana (or pandas) CSV export at 15 s whose lost scrapes came out as `lost` (NaN, an empty cell)."""
+    return "".join(f"{1764547200 + 15 * step},m{m},{lost if step in LOST_AT else 30 + m}\n"
+                   for step in range(steps) for m in range(models))
+
+
+@pytest.mark.parametrize("lost", ["NaN", "", "nan"], ids=["NaN", "empty", "nan"])
+def test_lost_scrapes_written_as_nan_or_empty_cells_are_read_as_no_row_and_named(tmp_path: Path,
+                                                                                   lost: str) -> None:
+    """A Grafana export with three lost scrapes was refused with the first line only ("line 42: requests must be
+    finite, got 'NaN'"), no word of how many there were, what they were or what to write. Dropping those rows
+    is what nearly every user would then do, so the run does it, and says how many, where, and how to replay
+    them as traffic instead."""
+    result = simulate(tmp_path, grafana_rows(lost), "--policies", "fixed")
+    assert result.returncode == 0, result.stderr
+    [warning] = [line for line in result.stderr.splitlines() if "empty or NaN" in line]
+    assert "12 of 240 rows" in warning, warning
+    assert "lines 42, 43, 44, 45, 46, ..." in warning, warning  # step 10's four models, then step 11's first
+    assert "lost scrapes" in warning and "fill them" in warning and "drop those rows" in warning, warning
+    assert report(tmp_path)["trace"]["requests"] == (60 - len(LOST_AT)) * sum(30 + m for m in range(4))
+    assert any("empty or NaN" in w for w in report(tmp_path)["warnings"])
+
+
+def test_a_trace_whose_every_requests_cell_is_nan_is_refused_saying_so(tmp_path: Path) -> None:
+    result = simulate(tmp_path, "".join(f"{1764547200 + 15 * step},m{m},NaN\n" for step in range(3) for m in range(2)))
+    assert result.returncode == 2
+    assert result.stderr.startswith(FAILED), result.stderr
+    assert "every row's requests is empty or NaN (6 rows: lines 2, 3, 4, 5, 6, ...)" in result.stderr, result.stderr
+
+
 def run_with_behavior(tmp_path: Path, text: str) -> subprocess.CompletedProcess[str]:
     behavior = tmp_path / "hpa.yaml"
     behavior.write_text(text)
