@@ -451,6 +451,7 @@ def _run_info(args: argparse.Namespace, trace: Trace, source: str, shape: Cluste
                  "queue_timed": shape.queue_timed},
         oracle=best,
         warnings=warnings,
+        trace_start_s=trace.start_s,
     )
 
 

@@ -133,6 +133,8 @@ class RunInfo:
     warnings: Sequence[str] = ()
     """What the run did not take as given (hours without a row replayed as no traffic, columns left out, an
     HPA's bounds not simulated): said on stderr and kept with the report, which outlives the terminal."""
+    trace_start_s: float = 0.0
+    """The trace's first timestamp: notes name moments of the replay in the trace's own times."""
 
 
 def build_report(info: RunInfo, results: Sequence[PolicyResult]) -> dict[str, Any]:
@@ -148,7 +150,8 @@ def build_report(info: RunInfo, results: Sequence[PolicyResult]) -> dict[str, An
     }
     if baseline is not None:  # only where it happened: a run whose mean-hpa scaled to the load reads as before
         duration_s = float(info.trace["hours"]) * 3600.0
-        note = stuck_note(baseline.timeline, int(info.cluster["max_replicas"]), MEAN_TARGET_PERCENT / 100.0, duration_s)
+        note = stuck_note(baseline.timeline, int(info.cluster["max_replicas"]), MEAN_TARGET_PERCENT / 100.0,
+                          duration_s, info.trace_start_s)
         if note is not None:
             report["policies"][BASELINE]["stuck_below_target"] = note
     if bound is not None:

@@ -17,7 +17,7 @@ from typing import Any, Final
 from autoscaler.simulation.engine import Timeline
 from autoscaler.simulation.hpa import TOLERANCE
 from autoscaler.simulation.idle_watch import IDLE_BUSY, BucketUse
-from autoscaler.simulation.timestamps import span_text
+from autoscaler.simulation.timestamps import moment_text, span_text
 
 LONG_S: Final = 600.0
 """A stretch at least this long is said: a new pod waits for its first copies a minute or two, not ten."""
@@ -54,9 +54,12 @@ def stretches(timeline: Timeline, max_replicas: int, scales_up_above: float) -> 
     return runs
 
 
-def stuck_note(timeline: Timeline, max_replicas: int, target: float, duration_s: float) -> dict[str, Any] | None:
+def stuck_note(timeline: Timeline, max_replicas: int, target: float, duration_s: float,
+               start_s: float) -> dict[str, Any] | None:
     """report.json's note on a policy's replay (`timeline`) held under its mean-busy `target` by idle pods (None:
-    it never was)."""
+    it never was). `start_s`: the trace's first timestamp, so that the longest stretch is also given in the
+    trace's own times (`from_timestamp_s`, `to_timestamp_s`), which a user finds in the file and the other
+    notes name."""
     scales_up_above = target * (1.0 + TOLERANCE)
     runs = stretches(timeline, max_replicas, scales_up_above)
     if not runs:
@@ -67,10 +70,12 @@ def stuck_note(timeline: Timeline, max_replicas: int, target: float, duration_s:
     uses = timeline.pods_use[first:end]
     most = max(range(first, end), key=lambda i: timeline.pods_use[i].idle_pods)  # the bucket to name
     delayed = sum(sum(timeline.delayed[a:b]) for a, b in runs)
+    from_s, to_s = round(first * step, 1), round(min(end * step, duration_s), 1)
     return {
         "seconds": round(sum(min(b * step, duration_s) - a * step for a, b in runs), 1),
         "stretches": len(runs),
-        "longest": {"from_s": round(first * step, 1), "to_s": round(min(end * step, duration_s), 1),
+        "longest": {"from_s": from_s, "to_s": to_s, "from_timestamp_s": start_s + from_s,
+                    "to_timestamp_s": start_s + to_s,
                     "mean_gpu_busy": round(sum(u.mean_busy for u in uses) / len(uses), 3)},
         "idle_pods": timeline.pods_use[most].idle_pods,
         "replicas": timeline.replicas[most],
@@ -88,10 +93,11 @@ def stuck_text(report: Mapping[str, Any], policy: str) -> str | None:
     if note is None:
         return None
     longest = note["longest"]
-    where = (f"from {span_text(longest['from_s'])} to {span_text(longest['to_s'])}"
-             if note["stretches"] == 1 else
-             f"in {note['stretches']} stretches, the longest from {span_text(longest['from_s'])} to "
-             f"{span_text(longest['to_s'])}")
+    # The trace's own times, as the other notes say them: hours from its start to three digits read "from 101 h
+    # to 101 h" for a 20-minute stretch
+    stretch = (f"from {moment_text(longest['from_timestamp_s'])} to {moment_text(longest['to_timestamp_s'])}, "
+               f"{span_text(longest['from_s'])} into the trace")
+    where = stretch if note["stretches"] == 1 else f"in {note['stretches']} stretches, the longest {stretch}"
     return (f"Note: {policy} was stuck below its {note['target_gpu_busy']:.0%} target for "
             f"{span_text(note['seconds'])} ({where}): {note['idle_pods']} of its {note['replicas']} pods "
             f"Ready and idle (under {IDLE_BUSY:.0%} busy) while the others queued requests, the mean GPU busy at "

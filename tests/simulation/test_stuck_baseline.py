@@ -4,23 +4,27 @@ report divided skew-aware's delays by that baseline's with no word of it ("0.029
 
 from __future__ import annotations
 
+import datetime
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from autoscaler.simulation.engine import Timeline
 from autoscaler.simulation.idle_watch import BucketUse
-from autoscaler.simulation.stuck_baseline import LONG_S, stuck_note
+from autoscaler.simulation.stuck_baseline import LONG_S, stuck_note, stuck_text
 from tests.simulation.runs import report, simulate, write_trace
 
 MODELS = 10
 
 
-def step_trace(tmp_path: Path, before_rpm: int, after_rpm: int, minutes: int = 90, step_at: int = 20) -> Path:
-    """`MODELS` models, each `before_rpm` requests a minute until `step_at`, then `after_rpm`, in 60 s rows."""
-    rows = "".join(f"{60 * minute},m{m},{before_rpm if minute < step_at else after_rpm}\n"
+def step_trace(tmp_path: Path, before_rpm: int, after_rpm: int, minutes: int = 90, step_at: int = 20,
+               start: int = 0) -> Path:
+    """`MODELS` models, each `before_rpm` requests a minute until `step_at`, then `after_rpm`, in 60 s rows
+    from `start`."""
+    rows = "".join(f"{start + 60 * minute},m{m},{before_rpm if minute < step_at else after_rpm}\n"
                    for minute in range(minutes) for m in range(MODELS))
     return write_trace(tmp_path, rows)
 
@@ -46,6 +50,26 @@ def test_a_mean_hpa_held_below_its_target_by_an_idle_pod_is_said_in_every_output
         assert "ratios against mean-hpa" in text
 
 
+def test_the_stuck_stretch_is_named_by_the_traces_own_times_as_the_other_notes_name_times(tmp_path: Path) -> None:
+    """The note said where the stretch was as hours from the trace's start to three digits: a 20-minute stretch
+    at 101.1 h read "from 101 h to 101 h", and unlike every other note no timestamp to find in the file. It now
+    names the stretch's first and last moments as the trace writes them (epoch seconds with their UTC time)."""
+    epoch = 1764547200  # 2025-12-01T00:00:00Z
+    result = simulate(tmp_path, step_trace(tmp_path, 150, 1500, start=epoch), "--policies", "mean-hpa,skew-aware")
+    assert result.returncode == 0, result.stderr
+    longest = report(tmp_path)["policies"]["mean-hpa"]["stuck_below_target"]["longest"]
+    assert (longest["from_timestamp_s"], longest["to_timestamp_s"]) == (epoch + longest["from_s"],
+                                                                        epoch + longest["to_s"])
+
+    def said(seconds: float) -> str:
+        moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return f"{seconds:.15g} ({moment})"
+
+    stretch = f"from {said(epoch + longest['from_s'])} to {said(epoch + longest['to_s'])}"
+    for text in (result.stdout, (tmp_path / "out" / "report.md").read_text()):
+        assert stretch in text, text
+
+
 def test_no_such_note_where_mean_hpa_scales_to_the_load(tmp_path: Path) -> None:
     """The same jump where mean-hpa's new pods take requests: no idle pod, no note."""
     result = simulate(tmp_path, step_trace(tmp_path, 150, 600), "--policies", "mean-hpa,skew-aware")
@@ -65,12 +89,14 @@ RUNS = st.lists(st.tuples(st.integers(1, 25), BUCKET), max_size=8)
 """Runs of like buckets: long stretches of stuck ones, as a replay has, and short ones."""
 
 
-@given(RUNS, st.sampled_from([60.0, 300.0]), st.floats(0.0, 1.0))
+@given(RUNS, st.sampled_from([60.0, 300.0]), st.floats(0.0, 1.0), st.sampled_from([0.0, 363_000.0, 1764547200.0]))
 def test_the_note_counts_only_long_stretches_within_the_trace_and_a_share_of_the_delays(
-        runs: list[tuple[int, tuple[int, float, float, float, int]]], bucket_s: float, cut: float) -> None:
+        runs: list[tuple[int, tuple[int, float, float, float, int]]], bucket_s: float, cut: float,
+        start_s: float) -> None:
     """Whatever the pods did: a note's stretches are each at least ten minutes (less what the trace's end cuts
     off its last bucket), within the trace, at a mean busy under which the HPA does not scale up, with delays
-    that are a share of the policy's."""
+    that are a share of the policy's; and wherever the trace starts, its words name the longest stretch's first
+    and last moments as two different times of the trace, as far apart as the stretch is long."""
     timeline = Timeline(bucket_s=bucket_s)
     for length, (idle, full, busy, delayed, replicas) in runs:
         for _ in range(length):
@@ -79,7 +105,7 @@ def test_the_note_counts_only_long_stretches_within_the_trace_and_a_share_of_the
             timeline.delayed.append(delayed)
             timeline.replicas.append(replicas)
     duration = max(0.0, (len(timeline.t_s) - cut) * bucket_s)
-    note = stuck_note(timeline, 6, 0.8, duration)
+    note = stuck_note(timeline, 6, 0.8, duration, start_s)
     if note is None:
         return
     longest = note["longest"]
@@ -92,3 +118,8 @@ def test_the_note_counts_only_long_stretches_within_the_trace_and_a_share_of_the
     assert longest["mean_gpu_busy"] <= note["scales_up_above"] == 0.88
     assert note["idle_pods"] >= 1 and note["replicas"] < 6
     assert 0 < note["delayed_share"] <= 1 and note["delayed_requests"] <= sum(timeline.delayed)
+    said = stuck_text({"policies": {"mean-hpa": {"stuck_below_target": note}}}, "mean-hpa")
+    assert said is not None
+    [(began, ended)] = re.findall(r"from (\d+(?:\.\d+)?)(?: \([-:T\dZ]+\))? to (\d+(?:\.\d+)?)", said)
+    assert float(ended) - float(began) == pytest.approx(longest["to_s"] - longest["from_s"])
+    assert float(began) == pytest.approx(start_s + longest["from_s"])
