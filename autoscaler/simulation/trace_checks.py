@@ -4,7 +4,7 @@ Warnings (`notes`: on stderr and in report.json's `warnings`) for what replays b
 meant: a long stretch without rows, a stretch at a coarser step, requests that only rise (a counter's running
 total). Refusals for what cannot replay into a figure: a stretch of nothing that is most of the trace (two time
 origins pasted together), timestamps a scraper's jitter keeps off the grid, or any other timestamp off it, an
-interval outside 1 s to 10 min, a model listed twice in one interval.
+interval outside 1 s to 10 min, epoch milliseconds, a model listed twice in one interval.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
-from autoscaler.simulation.timestamps import long_span_text, moment_text, seconds_text
+from autoscaler.simulation.stated_step import sane_at
+from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, long_span_text, moment_text, seconds_text
 from autoscaler.simulation.trace_file import MAX_INTERVAL_S, MIN_INTERVAL_S
 
 if TYPE_CHECKING:
@@ -148,6 +149,9 @@ nothing is no quiet weekend, and replaying it costs a minute a policy for no fig
 about, QUIET_GAP_S: a log of a few requests two weeks apart still replays)."""
 EPOCH_FROM_S: Final = 1e8
 """Timestamps from here (1973) on are taken as the epoch's; under it, as seconds from a trace's start."""
+MILLIS_FROM_S: Final = EPOCH_FROM_S * 1000
+"""Timestamps from here (the year 5138 as seconds; 1973 as milliseconds) on are taken as epoch milliseconds."""
+MILLIS_HINT: Final = "these look like milliseconds since the epoch; divide timestamp_s by 1000"
 
 
 def mostly_gap(distinct: np.ndarray, gaps: np.ndarray, interval: float, t: np.ndarray,
@@ -231,15 +235,20 @@ def jitter(distinct: np.ndarray) -> tuple[float, float, float] | None:
 
 
 def interval_problem(distinct: np.ndarray, interval: float) -> str | None:
-    """What to do where the smallest gap between timestamps is no interval the simulator replays (1 s to 10 min):
-    Grafana's CSV export and many dashboards write epoch milliseconds, so that is said rather than leave a user
-    puzzling over "15000 s apart" in a trace of 15 s steps."""
-    if MIN_INTERVAL_S - 1e-9 <= interval <= MAX_INTERVAL_S + 1e-9:
+    """What to do where the timestamps are epoch milliseconds (Grafana's CSV export and many dashboards write
+    them), or the smallest gap between them is no interval the simulator replays (1 s to 10 min). Milliseconds
+    are named whatever their gaps: rows at each target's own offset in the step are a few hundred "seconds"
+    apart, were told to state a 1 s step with a row of 0, and 4 h read as 166 days of 1 s intervals."""
+    in_range = MIN_INTERVAL_S - 1e-9 <= interval <= MAX_INTERVAL_S + 1e-9
+    start = float(distinct[0])
+    if start >= MILLIS_FROM_S:
+        if not in_range:
+            return f"timestamps are {interval:g} s apart; intervals must be 1 s to 10 min: {MILLIS_HINT}"
+        return (f"timestamp_s {seconds_text(start)} is the year {1970 + int(start / SECONDS_PER_YEAR):,} as "
+                f"seconds since the epoch: {MILLIS_HINT}")
+    if in_range:
         return None
-    millis = distinct[0] > 1e11 and MIN_INTERVAL_S <= interval / 1000.0 <= MAX_INTERVAL_S
-    if millis:
-        hint = ": these look like milliseconds since the epoch; divide timestamp_s by 1000"
-    elif interval > MAX_INTERVAL_S:
+    if interval > MAX_INTERVAL_S:
         hint = (": export at a step of 10 min or less (an autoscaler acts within minutes, which coarser rows "
                 "cannot show)")
     else:
@@ -267,7 +276,7 @@ def off_grid_problem(distinct: np.ndarray, gaps: np.ndarray, interval: float, t:
     start = float(distinct[0])
     where = (f"line {line_of(bad)}: timestamp {moment_text(float(t[bad]))} is not on the {interval:g} s grid "
              f"starting at {seconds_text(start)}")
-    if (fine := finer_grid(gaps)) is not None:
+    if (fine := finer_grid(gaps)) is not None and sane_at(distinct, fine):
         # A sparse trace (rows only where a model has requests) whose rows are never one step apart: flooring
         # to the smallest gap, as said before, moved its requests and changed its step.
         return (f"{where}; every timestamp is on a {fine:g} s grid, but no two rows are {fine:g} s apart, so the "
@@ -280,11 +289,13 @@ def off_grid_problem(distinct: np.ndarray, gaps: np.ndarray, interval: float, t:
         # Whole seconds on no common step (batches every 60 s, give or take 3): the smallest gap (57 s) is no
         # step of the trace. The typical gap is, for an export whose times stray; 1 s is, for a sparse trace.
         typical = float(np.rint(np.median(gaps)))
+        rounding = (f"round every timestamp to the {typical:g} s step (pandas: .dt.round('{typical:g}s'), then sum "
+                    "by timestamp_s and model)")
+        if not sane_at(distinct, 1.0):  # rows minutes apart read as a 1 s trace: hours of empty seconds each
+            return f"{where}: the rows are typically {typical:g} s apart ({interval:g} s at the least): {rounding}"
         return (f"{where}: the rows are typically {typical:g} s apart ({interval:g} s at the least): if the trace's "
                 f"step is 1 s (rows only where requests came), add a row of 0 requests at {seconds_text(start + 1)} "
-                f"(any model) to state it; if it is an export at about {typical:g} s whose times stray, round every "
-                f"timestamp to the {typical:g} s step (pandas: .dt.round('{typical:g}s'), then sum by timestamp_s "
-                "and model)")
+                f"(any model) to state it; if it is an export at about {typical:g} s whose times stray, {rounding}")
     return (f"{where}: round every timestamp down to a {step:g} s step (pandas: .dt.floor('{step:g}s'), then sum by "
             "timestamp_s and model)")
 
