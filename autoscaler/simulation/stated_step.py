@@ -17,7 +17,10 @@ import numpy as np
 
 INTERVALS_PER_TIMESTAMP: Final = 1000
 """The most intervals a trace may read as, for each of its distinct timestamps, at a step a row of 0 states: a
-day of a job every 30 min in a 60 s trace is 30; milliseconds read as seconds at 1 s, thousands."""
+day of cron jobs every 30 min in a 60 s export is 30; milliseconds read as seconds at 1 s, thousands."""
+EXPORT_STEPS: Final = (60.0, 30.0, 15.0, 10.0, 5.0, 1.0)
+"""The steps a row of 0 is offered for where rows are further apart than any interval replayed, in the order
+tried: a minute first (Azure Functions' trace, most dashboards), then the finer steps exporters use."""
 
 
 def sane_at(distinct: np.ndarray, step: float) -> bool:
@@ -26,3 +29,14 @@ def sane_at(distinct: np.ndarray, step: float) -> bool:
     intervals = math.floor(float(distinct[-1] - distinct[0]) / step) + 1
     return intervals <= INTERVALS_PER_TIMESTAMP * len(distinct)
 
+
+def export_step(distinct: np.ndarray) -> float | None:
+    """The first of `EXPORT_STEPS` every timestamp is a whole number of from the first, at which the trace reads
+    at a sane length (`sane_at`), or None: rows 1800 s apart in whole minutes are a 60 s export's rows where
+    requests came (jobs at :00 and :30) as much as an export at 1800 s, and the user knows which."""
+    offsets = distinct - distinct[0]
+    whole = np.rint(offsets)
+    if np.abs(offsets - whole).max() > 1e-6:
+        return None
+    common = int(np.gcd.reduce(whole.astype(np.int64)))
+    return next((step for step in EXPORT_STEPS if common % int(step) == 0 and sane_at(distinct, step)), None)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
-from autoscaler.simulation.stated_step import sane_at
+from autoscaler.simulation.stated_step import export_step, sane_at
 from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, long_span_text, moment_text, seconds_text
 from autoscaler.simulation.trace_file import MAX_INTERVAL_S, MIN_INTERVAL_S
 
@@ -249,8 +249,14 @@ def interval_problem(distinct: np.ndarray, interval: float) -> str | None:
     if in_range:
         return None
     if interval > MAX_INTERVAL_S:
-        hint = (": export at a step of 10 min or less (an autoscaler acts within minutes, which coarser rows "
-                "cannot show)")
+        coarser = ("export at a step of 10 min or less (an autoscaler acts within minutes, which coarser rows "
+                   "cannot show)")
+        step = export_step(distinct)
+        # Rows only where requests came, from jobs every half hour, read 1800 s apart in a 60 s export
+        hint = f": {coarser}" if step is None else (
+            f": if the trace's step is {step:g} s, with rows only where requests came, add a row of 0 requests "
+            f"at {moment_text(start + step)} (any model) to state it; if it is an export at {interval:g} s, "
+            f"{coarser}")
     else:
         hint = (": sum the rows into 1 s intervals (pandas: .dt.floor('1s'), then sum by timestamp_s and model; "
                 "a log of single requests: python -m autoscaler.simulation.request_log --interval 1)")

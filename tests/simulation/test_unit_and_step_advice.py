@@ -3,7 +3,8 @@
 Epoch milliseconds whose rows sit at each target's own offset in the step were refused as whole seconds off a
 253 s grid and told to add a row of 0 requests one second after the first: followed, 4 h read as 14.4 million
 1 s intervals (166 days), still replaying after 45 s. Milliseconds on the grid were told "divide timestamp_s by
-1000"; these are now too.
+1000"; these are now too. A 60 s export with rows only where cron jobs at :00 and :30 ran read 1800 s apart and
+was told only to export at 10 min or less, which it already was: the row of 0 that states its step is named.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.simulation.trace import TraceError, read_csv
-from tests.simulation.runs import FAILED, simulate, write_trace
+from tests.simulation.runs import FAILED, report, simulate, write_trace
 
 EPOCH = 1764547200  # 2025-12-01T00:00:00Z
 MILLIS = "these look like milliseconds since the epoch; divide timestamp_s by 1000"
@@ -49,6 +50,36 @@ def test_epoch_milliseconds_at_each_targets_offset_are_told_to_divide_by_1000(tm
     result = simulate(tmp_path, write_trace(tmp_path, seconds))
     assert result.returncode == 2, result.stderr
     assert "each model's rows are about 15 s apart" in result.stderr and MILLIS not in result.stderr, result.stderr
+
+
+def cron_jobs(hours: int) -> str:
+    """A 60 s export with rows only where requests came: a cleanup job at :00 and :30, a report at :00."""
+    return "".join(f"{EPOCH + 60 * minute},cleanup,1\n" + (f"{EPOCH + 60 * minute},hourly-report,3\n"
+                                                            if minute % 60 == 0 else "")
+                   for minute in range(0, 60 * hours, 30))
+
+
+def test_a_60s_export_of_jobs_every_half_hour_is_told_the_row_of_0_that_states_its_step(tmp_path: Path) -> None:
+    trace = write_trace(tmp_path, cron_jobs(24))
+    result = simulate(tmp_path, trace)
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.splitlines()
+    assert "timestamps are 1800 s apart; intervals must be 1 s to 10 min" in line, line
+    assert f"add a row of 0 requests at {EPOCH + 60} (2025-12-01T00:01:00Z) (any model)" in line, line
+    assert "export at a step of 10 min or less" in line, line  # an hourly export is still told to export finer
+
+    followed = write_trace(tmp_path, cron_jobs(24) + f"{EPOCH + 60},cleanup,0\n")
+    result = simulate(tmp_path, followed)
+    assert result.returncode == 0, result.stderr
+    assert report(tmp_path)["trace"]["interval_s"] == 60
+
+
+def test_an_hourly_export_on_no_whole_minute_is_told_only_to_export_finer(tmp_path: Path) -> None:
+    """Rows 3600.5 s apart are no whole number of any step: no row of 0 states a step they sit on."""
+    trace = write_trace(tmp_path, "".join(f"{EPOCH + 3600.5 * i},a,10\n" for i in range(6)))
+    result = simulate(tmp_path, trace)
+    assert result.returncode == 2, result.stderr
+    assert "export at a step of 10 min or less" in result.stderr and "row of 0" not in result.stderr, result.stderr
 
 
 def follow(text: str, message: str) -> str | None:
