@@ -32,9 +32,15 @@ SCRAPE_JITTER_S: Final = 5.0
 stray milliseconds, a second with whole-second times; a job every 7 minutes give or take one, on a 60 s trace's
 grid, is traffic."""
 INEXACT_SHARE: Final = 0.1
-"""The share of those gaps that must differ from a whole number of the models' median gap: exactly 300 s apart,
-each at its own minute, is a 60 s trace of timer functions (Azure Functions' trace has thousands), not scrape
-times."""
+"""The share of those gaps that must differ from a whole number of the models' median gap for them to be taken
+as scrape times whatever the grid (`FILLED`): exactly 300 s apart, each at its own minute, is a 60 s trace of
+timer functions (Azure Functions' trace has thousands), not scrape times."""
+FILLED: Final = 0.9
+"""The share of the step's slots at the trace's interval (its minutes, in a 60 s trace) that must have rows for
+gaps of exactly a whole number of steps to be a trace at that interval: timer functions at their own minutes
+fill every minute of their step, while targets at their own offsets with times cut to whole seconds (`int(ts)`)
+sit at a few of the step's seconds and leave the rest without a row all trace long (12 targets every 60 s were
+read as a 1 s trace: 192 pods where 20 serve)."""
 CLUSTERED: Final = 0.25
 """How far off the step, as a share of it, the farthest timestamp may be for the rows to be said to scatter
 around it; past that they are at the models' own offsets within the step."""
@@ -48,7 +54,7 @@ def scatter_problem(t: np.ndarray, model: np.ndarray, models: Sequence[str], dis
     timestamps off the step are strays (`strays` names those), not scatter."""
     if _states_its_step(t, model, distinct, interval):
         return None
-    step = _model_step(t, model, interval)
+    step = _model_step(t, model, distinct, interval)
     if step is None:
         return None
     phase = np.round(np.mod(distinct - distinct[0], step), 6)
@@ -87,10 +93,10 @@ def _keep_it(t: np.ndarray, model: np.ndarray, models: Sequence[str], interval: 
             f"requests for model {models[int(model[0])]!r} at {seconds_text(float(t[0]) + interval)} to state it")
 
 
-def _model_step(t: np.ndarray, model: np.ndarray, interval: float) -> float | None:
+def _model_step(t: np.ndarray, model: np.ndarray, distinct: np.ndarray, interval: float) -> float | None:
     """The whole-second step each model's rows come at, where it is at least twice the trace's interval, at
-    most 10 min, and the models' gaps are whole numbers of it give or take a little (`REGULAR_SHARE`), not
-    exactly (`INEXACT_SHARE`); None otherwise."""
+    most 10 min, and the models' gaps are whole numbers of it give or take a little (`REGULAR_SHARE`), or exactly
+    with the step's slots at the interval mostly empty (`INEXACT_SHARE`, `FILLED`); None otherwise."""
     rows_per_model = np.bincount(model)
     span = float(t[-1] - t[0])
     if span <= 0 or span / max(int(np.median(rows_per_model[rows_per_model > 0])), 2) < 2 * interval:
@@ -114,9 +120,22 @@ def _model_step(t: np.ndarray, model: np.ndarray, interval: float) -> float | No
         return None
     regular = np.abs(gaps - steps * step) <= min(REGULAR_WITHIN * step, SCRAPE_JITTER_S)
     inexact = np.abs(gaps - steps * typical) > 1e-6
-    if regular.mean() < REGULAR_SHARE or inexact[regular].mean() < INEXACT_SHARE:
+    if regular.mean() < REGULAR_SHARE:
+        return None
+    if inexact[regular].mean() < INEXACT_SHARE and _fills_its_slots(distinct, step, interval):
         return None
     return step
+
+
+def _fills_its_slots(distinct: np.ndarray, step: float, interval: float) -> bool:
+    """Whether the trace's timestamps, over all its steps, have rows at nearly every slot of the step at the
+    trace's interval (`FILLED`): a trace at that interval whose models come a step apart, each at its own slot.
+    A step that is no whole number of intervals has no such slots: its rows cannot be on the interval's grid."""
+    slots = int(np.rint(step / interval))
+    if abs(step / interval - slots) > 1e-6:
+        return False
+    used = np.unique(np.mod(np.rint((distinct - distinct[0]) / interval), slots)).size
+    return used >= FILLED * slots
 
 
 def _off_centre(phase: np.ndarray, step: float) -> np.ndarray:

@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.simulation.trace import TraceError, read_csv
@@ -175,3 +175,55 @@ def test_a_one_second_trace_of_batches_a_minute_apart_is_told_the_typical_step_n
     assert f"add a row of 0 requests at {EPOCH + 1} (any model) to state it" in line, line
     read = read_csv(write_trace(tmp_path, f"{EPOCH + 1},only,0\n" + rows))
     assert read.interval_s == 1.0 and read.total_requests == sum(int(r.split(",")[2]) for r in rows.splitlines())
+
+
+def offsets_cut_to_whole_seconds(step: int, offsets: list[float], steps: int, seed: int) -> str:
+    """Each target scraped at its own offset in the step with milliseconds of jitter, the time cut to whole
+    seconds (`int(ts)`, as many exports write it): each model's rows come exactly `step` s apart."""
+    rng = random.Random(seed)
+    return "".join(f"{t},{m},{r}\n" for t, m, r in sorted(
+        (int(EPOCH + step * i + offset + rng.gauss(0, 0.003)), f"m{m}", rng.randint(600, 1200))
+        for i in range(steps) for m, offset in enumerate(offsets)))
+
+
+@pytest.mark.parametrize("step", [15, 60])
+def test_own_offsets_cut_to_whole_seconds_are_told_the_step_to_round_to(tmp_path: Path, step: int) -> None:
+    """Twelve targets each at its own second of the step, exactly a step apart once cut to whole seconds: read
+    as a 1 s trace with no word (only the --tick warning; maxReplicas 192 and 480 fixed pod-hours where 20 and 48
+    serve); now refused naming the step and how to round to it."""
+    rng = random.Random(11)
+    offsets = [rng.uniform(0, step) for _ in range(12)]
+    trace = write_trace(tmp_path, offsets_cut_to_whole_seconds(step, offsets, 3600 // step, seed=11))
+    result = simulate(tmp_path, trace)
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith(FAILED + f"{trace}: each model's rows are about {step} s apart, but the models' rows are "
+                           "spread over the step, each at its own offset in it"), line
+    assert f".dt.round('{step}s')" in line, line
+    assert not (tmp_path / "out" / "report.json").exists()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(step=st.sampled_from([15, 30, 60, 120, 300]), data=st.data(), seed=st.integers(0, 2**16))
+def test_any_targets_at_their_own_whole_seconds_are_refused_naming_their_step(tmp_path: Path, step: int,
+                                                                             data: st.DataObject, seed: int) -> None:
+    """Whatever the step and the targets' offsets (at two or more whole seconds, fewer than 9 in 10 of the
+    step's), cut to whole seconds: refused naming the step, never read at the smallest gap."""
+    offsets = data.draw(st.lists(st.floats(0, step, exclude_max=True), min_size=2, max_size=12))
+    seconds = {int(offset) for offset in offsets}
+    assume(2 <= len(seconds) < 0.9 * step)
+    trace = write_trace(tmp_path, offsets_cut_to_whole_seconds(step, offsets, 40, seed))
+    with pytest.raises(TraceError, match=f"each model's rows are about {step} s apart") as refused:
+        read_csv(trace)
+    assert f".dt.round('{step}s')" in str(refused.value)
+
+
+def test_timer_functions_every_few_minutes_at_their_own_minutes_still_read_at_the_minute(tmp_path: Path) -> None:
+    """A per-minute trace of timer functions every 5, 15 and 60 minutes, each at its own minute: rows exactly
+    a whole number of 5 minutes apart fill every minute of the 5, a 60 s trace, not targets at their offsets."""
+    rng = random.Random(8)
+    functions = [(every, rng.randrange(every)) for every in (5, 15, 60) for _ in range(20)]
+    rows = "".join(f"{EPOCH + 60 * minute},f{f},{rng.randint(1, 3)}\n" for minute in range(24 * 60)
+                   for f, (every, at) in enumerate(functions) if minute % every == at)
+    trace = read_csv(write_trace(tmp_path, rows))
+    assert trace.interval_s == 60.0
