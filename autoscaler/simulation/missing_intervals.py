@@ -7,7 +7,8 @@ requests/s, a 40-minute outage without rows flipped the verdict (mean-hpa scaled
 traffic after it: 3.1% of requests delayed became 48%) with no word, and 3% of the minutes lost went unnamed.
 
 A stretch is not named where it is the trace's own shape rather than loss: shorter than the HPA's sync (a policy
-cannot scale down through it; bursty 1 s traffic has seconds of nothing), or one of many as long (a model on
+cannot scale down through it; bursty 1 s traffic has seconds of nothing), between single rows (a report job's
+rows every 15 minutes through an evening), or one of many as long (a model on
 and off by the half minute, a night cron's minutes between batches: 755 stretches were warned about).
 """
 
@@ -30,6 +31,9 @@ BUSY_REQUESTS: Final = 20.0
 """The fewest requests each interval with rows around such a stretch must have for it to be named: at 20 an
 interval, none at all is as unlikely as chance gets (e^-20 for arrivals at random); quieter traffic has intervals
 of nothing of its own."""
+WITH_ROWS: Final = 2
+"""The fewest intervals with rows among the `AROUND` either side of a stretch for their traffic to say it is
+busy: one is a periodic job's row between its silences, not traffic that stopped."""
 COMMON: Final = 4
 """The most other stretches without rows in busy traffic, at least half as long, that a stretch may have and
 still be named: more are the trace's rhythm (on/off clients, batches every few minutes), not data lost."""
@@ -49,7 +53,10 @@ def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float) -> list[
     load[~has_rows] = np.inf  # an interval without rows around a stretch is left out of its traffic, not taken as 0
     padded = np.concatenate([np.full(AROUND, np.inf), load, np.full(AROUND, np.inf)])
     lowest = np.lib.stride_tricks.sliding_window_view(padded, AROUND).min(axis=1)  # lowest[i]: slots i-AROUND..i-1
+    rows = np.concatenate([np.zeros(AROUND, dtype=np.int64), has_rows, np.zeros(AROUND, dtype=np.int64)])
+    with_rows = np.lib.stride_tricks.sliding_window_view(rows, AROUND).sum(axis=1)  # as `lowest`: rows there
     busy = np.minimum(lowest[first], lowest[after + AROUND]) >= BUSY_REQUESTS
+    busy &= np.minimum(with_rows[first], with_rows[after + AROUND]) >= WITH_ROWS
     busy &= (after - first + 1) * trace.interval_s <= longest_s  # as gap_notes measures: row to row
     busy[busy] = _unlike_the_rest(after[busy] - first[busy], trace.interval_s)
     if not busy.any():
@@ -62,9 +69,9 @@ def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float) -> list[
             "all, this the longest") if len(first) > 1 else ""
     return [f"no rows at all for {span_text(float(after[widest] - first[widest]) * trace.interval_s)} between "
             f"the rows at {moment_text(before_s)} and at {moment_text(after_s)} (line {line}{many}), where the "
-            f"intervals with rows within {AROUND} intervals either side have at least {BUSY_REQUESTS:g} requests "
-            "each and few other silences in the trace are half as long: replayed as no requests, so a policy may "
-            "scale down through it and meet the traffic after it with too few pods. "
+            f"intervals with rows within {AROUND} intervals either side ({WITH_ROWS} or more each side) have at "
+            f"least {BUSY_REQUESTS:g} requests each and few other silences in the trace are half as long: replayed "
+            "as no requests, so a policy may scale down through it and meet the traffic after it with too few pods. "
             "If data is missing there (a collector down, scrapes lost), fill those intervals (from another export, "
             "or with the rows around them) or cut the trace at them; if the traffic did stop there, ignore this"]
 

@@ -139,3 +139,17 @@ def test_hours_lost_in_all_are_said_in_hours(tmp_path: Path) -> None:
     trace = read_csv(write_trace(tmp_path, steady(lost)))
     [note] = [note for note in trace.notes if "no rows at all" in note]
     assert "(line 242; 3 such stretches, 2.25 h in all, this the longest)" in note, note
+
+
+def test_a_report_job_through_the_evening_at_the_end_of_the_trace_is_not_warned_about(tmp_path: Path) -> None:
+    """A web model busy 08-20 h and a report job's 100 requests every 15 minutes, the export ending at 21 h: the
+    evening's 14 minutes between the job's rows were named as lost data ("4 such stretches, 49 min in all ... a
+    collector down"), the intervals with rows around each being one job row; to midnight nothing was said."""
+    rng = random.Random(19)
+    rows = "".join(f"{EPOCH + 60 * minute},{model},{count}\n" for minute in range(8 * 60, 21 * 60)
+                   for model, count in (("web", rng.randint(1000, 1400) if minute < 20 * 60 else 0),
+                                        ("report-job", rng.randint(80, 120) if minute % 15 == 7 else 0))
+                   if count)
+    result = simulate(tmp_path, write_trace(tmp_path, rows), "--policies", "mean-hpa")
+    assert result.returncode == 0, result.stderr
+    assert "no rows at all" not in result.stderr, result.stderr
