@@ -8,8 +8,10 @@ traffic after it: 3.1% of requests delayed became 48%) with no word, and 3% of t
 
 A stretch is not named where it is the trace's own shape rather than loss: shorter than the HPA's sync (a policy
 cannot scale down through it; bursty 1 s traffic has seconds of nothing), between single rows (a report job's
-rows every 15 minutes through an evening), or one of many as long (a model on
-and off by the half minute, a night cron's minutes between batches: 755 stretches were warned about).
+rows every 15 minutes through an evening), or one of a rhythm: silences as long at a regular spacing (a batch
+every 10 minutes), or silences that are a fifth of the busy traffic's time (a model on and off by the half
+minute). How many silences there are says nothing: six lost minutes went unsaid where five were named, and
+twelve collector restarts where six were.
 """
 
 from __future__ import annotations
@@ -34,9 +36,17 @@ of nothing of its own."""
 WITH_ROWS: Final = 2
 """The fewest intervals with rows among the `AROUND` either side of a stretch for their traffic to say it is
 busy: one is a periodic job's row between its silences, not traffic that stopped."""
-COMMON: Final = 4
-"""The most other stretches without rows in busy traffic, at least half as long, that a stretch may have and
-still be named: more are the trace's rhythm (on/off clients, batches every few minutes), not data lost."""
+RHYTHM_SHARE: Final = 0.2
+"""The share of the trace's intervals that its silences in busy traffic must fill for them to be its shape
+however spaced (a model on and off by the half minute is silent a quarter of the time; lost scrapes and
+restarts were 4-15%)."""
+RHYTHM_COUNT: Final = 5
+"""The fewest silences at least half as long as a stretch for them to be a rhythm it is one of."""
+SPACED_SHARE: Final = 0.8
+"""The share of the gaps between those silences' starts within `SPACED_WITHIN` of their median for the
+silences to be regularly spaced: a batch's schedule; lost scrapes fall where they fall."""
+SPACED_WITHIN: Final = 0.05
+"""How far, as a share of the median gap (and at least an interval), a gap between silences may be from it."""
 
 
 def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float) -> list[str]:
@@ -58,7 +68,7 @@ def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float) -> list[
     busy = np.minimum(lowest[first], lowest[after + AROUND]) >= BUSY_REQUESTS
     busy &= np.minimum(with_rows[first], with_rows[after + AROUND]) >= WITH_ROWS
     busy &= (after - first + 1) * trace.interval_s <= longest_s  # as gap_notes measures: row to row
-    busy[busy] = _unlike_the_rest(after[busy] - first[busy], trace.interval_s)
+    busy[busy] = _unlike_the_rest(first[busy], after[busy] - first[busy], trace.interval_s, trace.intervals)
     if not busy.any():
         return []
     first, after = first[busy], after[busy]
@@ -70,16 +80,33 @@ def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float) -> list[
     return [f"no rows at all for {span_text(float(after[widest] - first[widest]) * trace.interval_s)} between "
             f"the rows at {moment_text(before_s)} and at {moment_text(after_s)} (line {line}{many}), where the "
             f"intervals with rows within {AROUND} intervals either side ({WITH_ROWS} or more each side) have at "
-            f"least {BUSY_REQUESTS:g} requests each and few other silences in the trace are half as long: replayed "
-            "as no requests, so a policy may scale down through it and meet the traffic after it with too few pods. "
+            f"least {BUSY_REQUESTS:g} requests each, and the silences are not the trace's rhythm (regularly "
+            "spaced, or a fifth of its time): replayed as no requests, so a policy may "
+            "scale down through it and meet the traffic after it with too few pods. "
             "If data is missing there (a collector down, scrapes lost), fill those intervals (from another export, "
             "or with the rows around them) or cut the trace at them; if the traffic did stop there, ignore this"]
 
 
-def _unlike_the_rest(lengths: np.ndarray, interval_s: float) -> np.ndarray:
-    """Which stretches (their lengths in intervals) are worth naming: at least an HPA sync long, and with at
-    most `COMMON` others at least half as long."""
+def _unlike_the_rest(first: np.ndarray, lengths: np.ndarray, interval_s: float, intervals: int) -> np.ndarray:
+    """Which stretches (their first slots, in time order, and lengths in intervals) are worth naming: at least
+    an HPA sync long, and not one of a rhythm: `RHYTHM_COUNT` or more silences at least half as long, spaced
+    regularly or, where the silences fill `RHYTHM_SHARE` of the trace, however spaced (three long outages
+    filling a third of it are named)."""
     ordered = np.sort(lengths)
     as_long = len(ordered) - np.searchsorted(ordered, lengths / 2, side="left")  # each counts itself
-    return (lengths * interval_s >= SYNC_PERIOD_S) & (as_long - 1 <= COMMON)
+    dense = float(lengths.sum()) >= RHYTHM_SHARE * intervals
+    named = (lengths * interval_s >= SYNC_PERIOD_S) & ~(dense & (as_long >= RHYTHM_COUNT))
+    for length in np.unique(lengths[named]):
+        if _regularly_spaced(first[lengths >= length / 2]):
+            named &= lengths != length
+    return named
 
+
+def _regularly_spaced(starts: np.ndarray) -> bool:
+    """Whether silences starting at these slots (in order) come on a schedule: `RHYTHM_COUNT` or more, most of
+    the gaps between them (`SPACED_SHARE`) the same give or take `SPACED_WITHIN`."""
+    if len(starts) < RHYTHM_COUNT:
+        return False
+    gaps = np.diff(starts)
+    typical = float(np.median(gaps))
+    return bool(np.mean(np.abs(gaps - typical) <= max(1.0, SPACED_WITHIN * typical)) >= SPACED_SHARE)
