@@ -17,6 +17,7 @@ from typing import Final
 
 import numpy as np
 
+from autoscaler.simulation.stated_step import sane_at
 from autoscaler.simulation.timestamps import moment_text, seconds_text
 from autoscaler.simulation.trace_file import MAX_INTERVAL_S, MIN_INTERVAL_S
 
@@ -70,7 +71,7 @@ def scatter_problem(t: np.ndarray, model: np.ndarray, models: Sequence[str], dis
     else:
         how = (f"the models' rows are spread over the step, each at its own offset in it, as each target's own "
                f"scrape time is ({where})")
-    keep = _keep_it(t, model, models, interval)
+    keep = _keep_it(t, model, models, distinct)
     return (f"each model's rows are about {step:g} s apart, but {how}: read as they are, the step would be the "
             f"smallest gap between two rows ({interval:.3g} s) and each row's requests would arrive within it; "
             f"round every timestamp to the {step:g} s step (pandas: .dt.round('{step:g}s'), then sum by "
@@ -85,12 +86,19 @@ def _states_its_step(t: np.ndarray, model: np.ndarray, distinct: np.ndarray, int
     return bool(np.intersect1d(model[t == distinct[0]], model[t == distinct[1]]).size)
 
 
-def _keep_it(t: np.ndarray, model: np.ndarray, models: Sequence[str], interval: float) -> str:
-    """How to keep a trace whose step truly is the smallest gap (whole seconds): the row of 0 that states it."""
-    if interval < MIN_INTERVAL_S - 1e-9:
+def _keep_it(t: np.ndarray, model: np.ndarray, models: Sequence[str], distinct: np.ndarray) -> str:
+    """How to keep a trace whose step truly is fine (each model requested at its own whole seconds): the row of 0
+    that states the step every timestamp sits on, where the trace at it reads at a sane length. The smallest
+    gap was named before: rows at 0, 2, 4 and 9 s were told a 2 s step that 9 s is off, and followed, refused."""
+    offsets = distinct - distinct[0]
+    whole = np.rint(offsets)
+    if np.abs(offsets - whole).max() > 1e-6:
+        return ""  # times at fractions of a second: no whole-second step to state
+    step = float(np.gcd.reduce(whole.astype(np.int64)))
+    if step < MIN_INTERVAL_S or not sane_at(distinct, step):
         return ""
-    return (f"; if the trace's step is {interval:g} s (each model requested at its own times), add a row of 0 "
-            f"requests for model {models[int(model[0])]!r} at {seconds_text(float(t[0]) + interval)} to state it")
+    return (f"; if the trace's step is {step:g} s (each model requested at its own times), add a row of 0 "
+            f"requests for model {models[int(model[0])]!r} at {seconds_text(float(t[0]) + step)} to state it")
 
 
 def _model_step(t: np.ndarray, model: np.ndarray, distinct: np.ndarray, interval: float) -> float | None:
