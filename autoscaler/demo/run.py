@@ -250,22 +250,29 @@ class Demo:
             sys.stdout.flush()
 
     async def report(self, session: aiohttp.ClientSession) -> None:
-        pods = list(self.fleet.pods)
-        rates = await asyncio.gather(*(self.exporter_rps(session, pod) for pod in pods))
+        asked = list(self.fleet.pods)
+        rates = dict(zip(asked, await asyncio.gather(*(self.exporter_rps(session, pod) for pod in asked)),
+                         strict=True))
         answers = {m: await self.served(session, m) for m in ServedMetric}
         served = {m: shown for m, (shown, _) in answers.items()}
-        # the adapter ranks the pods of its last refresh: a pod removed since then is not in the table
+        adapter_ranked = await self.ranked_pods(session)
+        # The pods running now, once every answer is in: the HPA loop runs during those awaits, and a pod it removed
+        # meanwhile was listed (and counted) right under the line saying it was removed; one it started meanwhile
+        # is listed as starting, its exporter not asked. The adapter ranks the pods of its last refresh: a pod
+        # removed since then is not in the table, nor in the order below it.
+        pods = list(self.fleet.pods)
         listed = {pod.name for pod in pods}
-        ranked = {name: shown for name, shown in (await self.ranked_pods(session)).items() if name in listed}
+        ranked = {name: shown for name, shown in adapter_ranked.items() if name in listed}
         costs = {name: cost for name, (cost, _) in ranked.items()}
         ready = sum(1 for p in pods if p.ready)
         print(f"\n[{self.elapsed():4.0f}s] {self.phase.title}")
         print(f"  replicas {len(pods)} ({ready} ready)")
         print(POD_TABLE_HEADER)
-        for pod, rate in zip(pods, rates, strict=True):
+        for pod in pods:
             cost, unique = ranked.get(pod.name, (None, None))
-            print(pod_table_row(pod.name, pod.fake.load.requests_per_second, rate, cost, unique, pod.ready))
-        known = [r for r in rates if r is not None]
+            print(pod_table_row(pod.name, pod.fake.load.requests_per_second, rates.get(pod), cost, unique,
+                                pod.ready))
+        known = [rate for pod in pods if (rate := rates.get(pod)) is not None]
         if known:
             average_wants = average_hpa_wants(known, TARGET_RPS_PER_POD, self.spec.min_replicas,
                                               self.spec.max_replicas)
