@@ -31,6 +31,7 @@ import aiohttp
 
 from autoscaler.demo.arguments import DEMO_MAX_PODS
 from autoscaler.demo.fleet import DEPLOYMENT, NAMESPACE, DemoFleet, DemoPod
+from autoscaler.demo.removals import scale_down
 from autoscaler.names import GROUP_VERSION, ServedMetric
 from autoscaler.simulation.hpa import (
     Behavior,
@@ -42,7 +43,6 @@ from autoscaler.simulation.hpa import (
     ScalingRules,
 )
 from autoscaler.simulation.hpa_manifest import describe_behavior
-from autoscaler.simulation.replicaset import ReplicaPod, pods_to_remove
 
 TARGET_RPS_PER_POD = 100.0
 SCALE_DOWN_TAU_S = 5.0
@@ -239,12 +239,9 @@ class Demo:
                     await self.fleet.add_pod()
             else:
                 ranked = await self.ranked_pods(session)
-                view = [ReplicaPod(p.name, p.ready, ranked.get(p.name, (0, None))[0], p.created_at) for p in pods]
-                for gone in pods_to_remove(view, decision.current - decision.desired):
-                    unique = ranked.get(gone.name, (0, None))[1]
-                    alone = "" if unique is None else f", {unique} model{'' if unique == 1 else 's'} only it served"
-                    removed.append(f"{gone.name} (deletion cost {gone.deletion_cost}{alone})")
-                    await self.fleet.remove_pod(gone.name)
+                for name, words in scale_down(pods, ranked, decision.current - decision.desired):
+                    removed.append(words)
+                    await self.fleet.remove_pod(name)
             what = f"; removed {', '.join(removed)}" if removed else ""
             print(f"\n[{self.elapsed():4.0f}s] HPA: {decision.reason}{what}")
             sys.stdout.flush()

@@ -1,0 +1,87 @@
+"""What the demo's HPA line says of each pod a scale-down removes, as its user reads it.
+
+A Ready pod the adapter had not ranked yet (it joins the adapter's targets once its exporter answers, and is ranked
+at the adapter's next refresh) was removed first, as cost 0, as a real ReplicaSet reads a pod without the annotation;
+and the line read "removed demo-4 (deletion cost 0)": that the adapter ranked it the least needed. The order stays;
+the words say what happened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import aiohttp
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad
+from autoscaler.demo.fleet import DemoPod
+from autoscaler.demo.removals import NOT_RANKED, NOT_READY, Ranking, scale_down
+from autoscaler.demo.run import Demo
+
+
+@pytest.mark.slow
+async def test_a_ready_pod_the_adapter_has_not_ranked_is_removed_saying_so_not_as_deletion_cost_0(
+        tmp_path: Path) -> None:
+    """The demo's fleet, its real exporters and adapter, and its HPA loop: a fifth pod Ready in the demo but not
+    yet among the adapter's targets (as between its exporter's first answer and the adapter's next refresh) while
+    the adapter serves the four pods' even load, 4 replicas."""
+    demo = Demo(4, 60.0, 3.0, tmp_path, start_timeout=120.0)
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        async with demo.fleet.running(4), aiohttp.ClientSession() as session:
+            await demo.first_value(session)
+            unranked = await demo.fleet.add_pod(wait=False)
+            unranked.ready = True  # Ready, not yet in the targets the adapter reads
+            hpa = asyncio.create_task(demo.autoscale(session))
+            try:
+                async with asyncio.timeout(120):
+                    while "HPA: " not in printed.getvalue():
+                        await asyncio.sleep(0.2)
+            finally:
+                hpa.cancel()
+                await asyncio.gather(hpa, return_exceptions=True)
+    line = re.search(r"HPA: .*", printed.getvalue())
+    assert line, printed.getvalue()
+    assert re.search(r"scale down 5 -> \d; removed demo-4 \(not ranked yet: no deletion cost, read as 0 as the "
+                     r"ReplicaSet does\)", line.group()), line.group()
+
+
+def pod(name: str, ready: bool, created_at: float) -> DemoPod:
+    return DemoPod(name, FakeModelMesh(ModelMeshLoad(requests_per_second=0.0, models_loaded=6), model_prefix=name),
+                   0, 0, created_at=created_at, models=name)
+
+
+FLEETS = st.lists(st.tuples(st.booleans(), st.one_of(st.none(), st.tuples(st.integers(0, 1000),
+                                                                           st.one_of(st.none(), st.integers(0, 9))))),
+                  min_size=1, max_size=10)
+"""Each pod: Ready, and the adapter's (deletion cost, models only it served) or None where it has not ranked it."""
+
+
+@settings(max_examples=300, deadline=None)
+@given(FLEETS, st.integers(1, 10))
+def test_a_removed_pod_is_named_with_a_deletion_cost_only_where_the_adapter_ranked_it(
+        fleet: list[tuple[bool, tuple[int, int | None] | None]], count: int) -> None:
+    pods = [pod(f"demo-{i}", ready, float(i)) for i, (ready, _) in enumerate(fleet)]
+    ranked: Ranking = {f"demo-{i}": rank for i, (_, rank) in enumerate(fleet) if rank is not None}
+    removed = scale_down(pods, ranked, count)
+    assert len(removed) == min(count, len(pods))
+    for name, words in removed:
+        ready = next(p.ready for p in pods if p.name == name)
+        if not ready:
+            assert words == f"{name} ({NOT_READY})"
+        elif name not in ranked:
+            assert words == f"{name} ({NOT_RANKED})"
+        else:
+            cost, unique = ranked[name]
+            assert re.fullmatch(rf"{name} \(deletion cost {cost}(, {unique} models? only it served)?\)", words)
+            assert ("only it served" in words) == (unique is not None)
+    # the order is the ReplicaSet's: not Ready first, then the lowest cost, a pod without one read as 0
+    order = [(next(p.ready for p in pods if p.name == name), ranked.get(name, (0, None))[0]) for name, _ in removed]
+    assert order == sorted(order)
+    kept = [(p.ready, ranked.get(p.name, (0, None))[0]) for p in pods if p.name not in dict(removed)]
+    assert not order or not kept or order[-1] <= min(kept)
