@@ -82,7 +82,7 @@ class DemoFleet:
             for _ in range(initial_pods):
                 pod = await self.add_pod(wait=False, own_models=True)
                 pod.ready = True  # running before the demo began
-            self._write_targets()
+            self.write_targets()
             self._start_adapter()
             yield
         finally:
@@ -93,7 +93,7 @@ class DemoFleet:
             self._stop(self.processes)
             self._log.close()
 
-    def _write_targets(self) -> None:
+    def write_targets(self) -> None:
         ready = [p for p in self.pods if p.ready]
         targets = {"runtimes": [{
             "namespace": NAMESPACE, "deployment": DEPLOYMENT,
@@ -162,7 +162,7 @@ class DemoFleet:
                                            timeout=aiohttp.ClientTimeout(total=1)) as response:
                         if response.status == 200:
                             pod.ready = True
-                            self._write_targets()
+                            self.write_targets()
                             return
                 except (aiohttp.ClientError, TimeoutError):
                     pass
@@ -171,7 +171,7 @@ class DemoFleet:
     async def remove_pod(self, name: str) -> None:
         pod = next(p for p in self.pods if p.name == name)
         await self._stop_pod(pod)
-        self._write_targets()
+        self.write_targets()
 
     async def _stop_pod(self, pod: DemoPod) -> None:
         self.pods.remove(pod)

@@ -8,8 +8,9 @@ adapter's real API, and the demo really starts and stops pods, removing the one 
 cost as the ReplicaSet would. Time is compressed: the adapter's scale-down time constant (300 s shipped, the
 one slow-down rail) is 5 s here, so a person sees replicas follow the hot model up and come down slowly.
 The phases count from the adapter's first served value, and the traffic drop waits for the pods a scale-up is
-still starting: on a slow machine the clock once started with the processes, and the story was over before the
-adapter served anything (`first_value`, `Phase.waits_for_starting_pods`).
+still starting, and for the adapter to rank them (`Demo.unranked`): on a slow machine the clock once started with
+the processes, and the story was over before the adapter served anything (`first_value`,
+`Phase.waits_for_starting_pods`).
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ class Phase:
     hot: float  # req/s of one hot model, all on the oldest pod
     # Waits for the pods still starting (the scale-up's, on a slow machine): the drop that came while they
     # started had them removed first, as the ReplicaSet removes a pod not Ready before any other, and the demo
-    # never showed the replicas it went up to.
+    # never showed the replicas it went up to. And for the adapter to rank them: a Ready pod without a deletion
+    # cost is read as 0, and was removed first all the same.
     waits_for_starting_pods: bool = False
 
 
@@ -131,6 +133,9 @@ class Demo:
         self.started = time.monotonic()
         self.held = 0.0  # seconds a phase waited for pods still starting: the scenario's clock stood still
         self.held_for: Phase | None = None  # the phase that waited (it says so once)
+        # The pods the adapter gave a deletion cost in the last /debug read (`ranked_pods`): a Ready pod outside it
+        # is read as cost 0 by the ReplicaSet, so the drop waits for it as for a pod still starting.
+        self.ranked: frozenset[str] = frozenset()
         self.phase = PHASES[0]
 
     @property
@@ -145,27 +150,45 @@ class Demo:
         """Where the phases are at `elapsed`: less what a phase waited for starting pods."""
         return elapsed - self.held
 
+    def unranked(self) -> list[str]:
+        """The Ready pods the adapter had not ranked at the last look: it ranks a pod at its first refresh after the
+        pod's exporter answered, and until then the ReplicaSet reads the pod's missing cost as 0."""
+        return [p.name for p in self.fleet.pods if p.ready and p.name not in self.ranked]
+
     def next_phase(self, elapsed: float) -> Phase:
         """The phase due at `elapsed`; one that waits for starting pods holds the scenario's clock at its start
-        while any pod is starting, for at most `start_timeout` (the pod still starting then is removed first)."""
+        while any pod is starting or not yet ranked by the adapter (`unranked`), for at most `start_timeout` (the
+        pod still starting then is removed first, then one not ranked)."""
         due = [p for p in PHASES if self.scenario_time(elapsed) >= p.starts_at * self.duration][-1]
         starting = [p.name for p in self.fleet.pods if not p.ready]
-        if due is self.phase or not due.waits_for_starting_pods or not starting:
+        waiting = starting + self.unranked()
+        if due is self.phase or not due.waits_for_starting_pods or not waiting:
             return due
         waited = self.scenario_time(elapsed) - due.starts_at * self.duration
         if self.held + waited > self.start_timeout:
-            print(f"\n[{elapsed:4.0f}s] {due.title.split(':')[0]} with {', '.join(starting)} still starting after "
-                  f"{self.start_timeout:g} s (--start-timeout): a pod not Ready is the first a scale-down removes")
+            why = (f"{', '.join(starting)} still starting after {self.start_timeout:g} s (--start-timeout): a pod "
+                   "not Ready is the first a scale-down removes" if starting else
+                   f"{', '.join(waiting)} not ranked by the adapter after {self.start_timeout:g} s (--start-timeout): "
+                   "a pod without a deletion cost is read as 0, the first a scale-down removes")
+            print(f"\n[{elapsed:4.0f}s] {due.title.split(':')[0]} with {why}")
             sys.stdout.flush()
             return due
         if due is not self.held_for:
             self.held_for = due
-            print(f"\n[{elapsed:4.0f}s] {due.title.split(':')[0]} once {', '.join(starting)} "
-                  f"{'has' if len(starting) == 1 else 'have'} started (waiting at most {self.start_timeout:g} s, "
-                  f"--start-timeout)")
+            one = len(waiting) == 1
+            print(f"\n[{elapsed:4.0f}s] {due.title.split(':')[0]} once {', '.join(waiting)} "
+                  f"{'has' if one else 'have'} started and the adapter has ranked {'it' if one else 'them'} "
+                  f"(waiting at most {self.start_timeout:g} s, --start-timeout)")
             sys.stdout.flush()
         self.held += waited
         return self.phase
+
+    async def advance(self, session: aiohttp.ClientSession) -> None:
+        """Give the pods the load of the phase due now (`next_phase`): one step of the demo's loop. It reads the
+        adapter's ranking first while a Ready pod has none (just after a scale-up), for the drop that waits for it."""
+        if self.unranked():
+            await self.ranked_pods(session)
+        self.apply_phase(self.next_phase(self.elapsed()))
 
     def apply_phase(self, phase: Phase) -> None:
         """Set every fake pod's load for `phase`: its background spread over the Ready pods, the hot model on the
@@ -213,15 +236,19 @@ class Demo:
 
     async def ranked_pods(self, session: aiohttp.ClientSession) -> dict[str, tuple[int, int | None]]:
         """Each pod's deletion cost and unique copies (models only it served lately), from the adapter's
-        `/debug` explanation; pods it gives no cost are left out."""
+        `/debug` explanation; pods it gives no cost are left out. An answer also sets `ranked`."""
         try:
             async with session.get(self._url(f"/debug/runtimes/{NAMESPACE}/{DEPLOYMENT}"), ssl=False,
                                    timeout=aiohttp.ClientTimeout(total=2)) as response:
-                body = await response.json() if response.status == 200 else {}
+                if response.status != 200:
+                    return {}
+                body = await response.json()
         except (aiohttp.ClientError, TimeoutError, ValueError):
             return {}
-        return {pod["name"]: (pod["deletion_cost"], pod.get("unique_models")) for pod in body.get("pods", [])
-                if pod.get("deletion_cost") is not None}
+        ranked = {pod["name"]: (pod["deletion_cost"], pod.get("unique_models")) for pod in body.get("pods", [])
+                  if pod.get("deletion_cost") is not None}
+        self.ranked = frozenset(ranked)
+        return ranked
 
     async def autoscale(self, session: aiohttp.ClientSession) -> None:
         """The HPA controller: every sync, read the metric, decide, and act on the replicas."""
@@ -348,7 +375,7 @@ class Demo:
                 while (now := self.scenario_time(self.elapsed())) < self.duration:
                     if (failure := self.fleet.adapter_failure()) is not None:
                         raise DemoError(failure)
-                    self.apply_phase(self.next_phase(self.elapsed()))
+                    await self.advance(session)
                     await asyncio.sleep(min(0.5, max(0.0, self.duration - now)))
                     if self.elapsed() >= next_report:
                         next_report += self.interval
