@@ -46,7 +46,7 @@ from autoscaler.kube.session import ClientFactory, KubeSession
 from autoscaler.kube.watch_news import ScopeLine, flushed_when_stopped, watch_news
 from autoscaler.log_lists import few
 from autoscaler.model import RuntimeKey
-from autoscaler.names import SERVINGRUNTIME_DEPLOYMENT_PREFIX
+from autoscaler.names import SELECTOR_DEPLOYMENT, SELECTOR_SERVINGRUNTIME, SERVINGRUNTIME_DEPLOYMENT_PREFIX
 from autoscaler.said_once import SaidOnce
 
 log = logging.getLogger("autoscaler.sources.kube_hpas")
@@ -86,10 +86,12 @@ class HpaBounds:
 
 
 def _deployment_of(labels: Mapping[str, Any]) -> str | None:
-    deployment = labels.get("deployment")
+    """The runtime Deployment an HPA metric's selector names, by the same keys the adapter's API reads
+    (`autoscaler.names`): a spelling of their own here would drift from what the API serves."""
+    deployment = labels.get(SELECTOR_DEPLOYMENT)
     if isinstance(deployment, str) and deployment:
         return deployment
-    runtime = labels.get("servingruntime")
+    runtime = labels.get(SELECTOR_SERVINGRUNTIME)
     if isinstance(runtime, str) and runtime:
         return SERVINGRUNTIME_DEPLOYMENT_PREFIX + runtime
     return None
