@@ -12,6 +12,7 @@ JSON calls, list + watch, patches, Leases and access reviews.
 - `reviews`: TokenReview, SubjectAccessReview and the authentication ConfigMap, over `review_connection`: the
   connection settings as plain data, so that the serving workers of `serve --workers N` never load the library.
 - `backoff`: the capped, jittered exponential backoff every caller retries with.
+- `retry_guard`: `RetryGuard`, an owner's backoff and failure handler kept from ending its retrying loop.
 - `user_agent`: what every client calls itself (`modelmesh-autoscaler/VERSION (PART)`), for the audit log.
 
 Library exceptions never leave this package. May import `autoscaler.model`, `autoscaler.names` and

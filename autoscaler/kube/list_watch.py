@@ -22,7 +22,9 @@ What the objects mean stays with the owner, told through four callbacks: `on_lis
 with the listed objects, `on_event(type, object)` folds one ADDED/MODIFIED/DELETED event in, `on_synced()`
 says the copy is current (a list arrived, a watch opened), `on_failure(error, n)` says it is not (the owner
 logs and flags that its own way). Failures are `KubeApiError`s; anything else is logged with its traceback
-and retried too: a watch must never stop silently.
+and retried too: a watch must never stop silently. Nor can the owner's own `backoff` or `on_failure` stop it:
+one that raises (or a backoff that answers no wait) is said once at ERROR and the loop retries at
+`retry_guard.FALLBACK_BACKOFF` (`autoscaler.kube.retry_guard`).
 """
 
 from __future__ import annotations
@@ -37,16 +39,13 @@ from typing import Any, Final
 
 from autoscaler.kube.errors import KubeApiError, WatchExpiredError
 from autoscaler.kube.raw import JSON, Endpoint, Scope, describe, open_stream, read_json, scope_name, status_error
+from autoscaler.kube.retry_guard import RetryGuard
 
 SHORT_WATCH_S: Final = 1.0
 """A watch that ends sooner than this with nothing in it is a "very short watch" (client-go's reflector)."""
 
 
 def _nothing() -> None:
-    return None
-
-
-def _ignore(error: Exception, failures: int) -> None:
     return None
 
 
@@ -62,7 +61,7 @@ class ListWatch:
         on_list: Callable[[list[JSON]], None],
         on_event: Callable[[str, JSON], None],
         on_synced: Callable[[], None] = _nothing,
-        on_failure: Callable[[Exception, int], None] = _ignore,
+        on_failure: Callable[[Exception, int], None] | None = None,
         backoff: Callable[[int], float],
         request_timeout_s: float,
         watch_timeout_s: int,
@@ -85,8 +84,8 @@ class ListWatch:
         self._on_list = on_list
         self._on_event = on_event
         self._on_synced = on_synced
-        self._on_failure = on_failure
-        self._backoff = backoff
+        self._guard = RetryGuard(backoff, log=log, name=name, on_failure=on_failure)
+        """Neither the owner's backoff nor its failure handler can end the loop (`autoscaler.kube.retry_guard`)."""
         self._request_timeout_s = request_timeout_s
         self._watch_timeout_s = watch_timeout_s
         self._filters = dict(filters or {})
@@ -122,14 +121,14 @@ class ListWatch:
                 consistent = True
                 expiries += 1
                 if expiries > 1:  # expired again right after a fresh list: do not hammer the API server
-                    await self._sleep(self._backoff(expiries - 1))
+                    await self._sleep(self._guard.wait(expiries - 1))
             except Exception as error:
                 if not isinstance(error, KubeApiError):
                     self._log.exception("%s: unexpected error", self._name)
                 failures += 1
-                self._on_failure(error, failures)
+                self._guard.tell_failure(error, failures)
                 retry_after = error.retry_after_s if isinstance(error, KubeApiError) else None
-                await self._sleep(max(self._backoff(failures), retry_after or 0.0))
+                await self._sleep(self._guard.wait(failures, retry_after))
 
     async def _list(self, consistent: bool) -> str:
         """Hand a fresh list to `on_list`; returns its resourceVersion to watch from."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -191,3 +192,94 @@ async def test_a_throttled_list_or_watch_waits_as_long_as_the_server_asks(
 
     assert [r.status for r in kube.requests if r.resource == "pods"].count(429) == 1
     assert 7 in waits  # the server's Retry-After, not the loop's own 20 ms
+
+
+def overflowing(failures: int) -> float:
+    """A backoff written as the HPA watch's was before 0acde07, past its 1,025th failure: `2 ** n` as an int
+    too large for a float."""
+    return min(30.0, 0.5 * int(2 ** (failures + 1100)))
+
+
+async def test_a_backoff_that_raises_is_said_once_and_the_pods_come_back_when_the_server_answers(
+    kube: FakeKubeApi, api: ApiClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The owner's backoff raised inside the retry handler: the loop's task ended with the exception, which no
+    one reads, and the pods were never listed again. It now waits the fallback backoff and says so once."""
+    kube.add_pod(NS, "p1", labels=LABELS)
+    kube.fail(r"/pods$", status=503, times=3)
+    copy = Copy()
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        await asyncio.sleep(0)
+
+    loop = ListWatch(pods_of(api), "pods", NS, on_list=copy.replace, on_event=copy.apply, backoff=overflowing,
+                     request_timeout_s=2.0, watch_timeout_s=30, log=log, name="test pod watch", sleep=sleep)
+    with caplog.at_level(logging.DEBUG, logger=log.name):
+        async with running(loop):
+            await eventually(lambda: copy.names == {"p1"})
+    assert waits == [0.5, 1.0, 2.0]  # the fallback: 0.5 s doubling to 30 s
+    [record] = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert record.getMessage().startswith("test pod watch: its backoff raised OverflowError(")
+    assert "(failures in a row: 1)" in record.getMessage()
+    assert "waiting 0.5 s doubling to 30 s between retries instead" in record.getMessage()
+    assert record.exc_info is not None
+
+
+@pytest.mark.parametrize("answer", [math.inf, math.nan, -1.0])
+async def test_a_backoff_that_answers_no_wait_is_replaced_until_it_answers_one(
+    kube: FakeKubeApi, api: ApiClient, caplog: pytest.LogCaptureFixture, answer: float
+) -> None:
+    """An infinite wait stopped the watch for good without a word; NaN or a negative one slept not at all and
+    hammered the API server. The fallback waits instead, and the log says when the backoff works again."""
+    kube.add_pod(NS, "p1", labels=LABELS)
+    kube.fail(r"/pods$", status=503, times=4)
+    copy = Copy()
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        await asyncio.sleep(0)
+
+    def broken_twice(failures: int) -> float:
+        return answer if failures <= 2 else 0.25
+
+    loop = ListWatch(pods_of(api), "pods", NS, on_list=copy.replace, on_event=copy.apply, backoff=broken_twice,
+                     request_timeout_s=2.0, watch_timeout_s=30, log=log, name="test pod watch", sleep=sleep)
+    with caplog.at_level(logging.INFO, logger=log.name):
+        async with running(loop):
+            await eventually(lambda: copy.names == {"p1"})
+    assert waits == [0.5, 1.0, 0.25, 0.25]
+    said = [(r.levelno, r.getMessage()) for r in caplog.records if r.levelno >= logging.INFO]
+    assert said == [
+        (logging.ERROR, f"test pod watch: its backoff answered {answer!r} s, not a wait (failures in a row: 1); "
+                        "retrying anyway, waiting 0.5 s doubling to 30 s between retries instead, until it works "
+                        "again. This is a bug of the adapter: please report it with this message"),
+        (logging.INFO, "test pod watch: its backoff works again"),
+    ]
+
+
+async def test_an_owner_whose_failure_handler_raises_is_said_once_and_still_gets_its_pods(
+    kube: FakeKubeApi, api: ApiClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`on_failure` raised inside the retry handler: the loop ended and the owner's copy stayed as it was."""
+    kube.fail(r"/pods$", status=503, times=3)
+    kube.add_pod(NS, "p1", labels=LABELS)
+    copy = Copy()
+
+    def failing_handler(error: Exception, failures: int) -> None:
+        raise RuntimeError(f"owner bug at failure {failures}")
+
+    loop = ListWatch(pods_of(api), "pods", NS, on_list=copy.replace, on_event=copy.apply,
+                     on_failure=failing_handler, backoff=lambda n: 0.02, request_timeout_s=2.0, watch_timeout_s=30,
+                     log=log, name="test pod watch")
+    async with running(loop):
+        await eventually(lambda: copy.names == {"p1"})
+        kube.add_pod(NS, "p2", labels=LABELS)
+        await eventually(lambda: copy.names == {"p1", "p2"})  # and it watches
+    [record] = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert record.getMessage().startswith(
+        "test pod watch: its failure handler raised RuntimeError('owner bug at failure 1') when told of list pods in "
+        "namespace modelmesh-serving")
+    assert "its failure is not recorded" in record.getMessage()
