@@ -38,6 +38,7 @@ from kubernetes.aio.client import ApiClient
 from autoscaler.kube.errors import KubeApiError
 from autoscaler.kube.paths import DEPLOYMENTS, collection_endpoint, deployment_endpoint
 from autoscaler.kube.raw import Scope, read_json, scope_name
+from autoscaler.kube.retry_guard import RetryGuard
 from autoscaler.log_lists import added_and_removed
 from autoscaler.model import RuntimeKey
 from autoscaler.names import SERVINGRUNTIME_DEPLOYMENT_PREFIX
@@ -90,7 +91,8 @@ class DeploymentResync:
         self._label_selector = label_selector
         self._resync_interval_s = resync_interval_s
         self._request_timeout_s = request_timeout_s
-        self._backoff = backoff
+        self._guard = RetryGuard(backoff, log=log, name="Kubernetes discovery: the resync of runtime Deployments")
+        """The backoff cannot end the resync loop (`autoscaler.kube.retry_guard`)."""
         self._on_change = on_change
         self._sleep = sleep
         self.runtimes: dict[RuntimeKey, RuntimeRecord] = {
@@ -238,7 +240,7 @@ class DeploymentResync:
                 # than the resync.
                 retry_after = max((error.retry_after_s or 0.0 for error in errors.values()
                                    if isinstance(error, KubeApiError)), default=0.0)
-                delay = min(max(self._backoff(failures), retry_after), self._resync_interval_s)
+                delay = min(self._guard.wait(failures, retry_after), self._resync_interval_s)
             else:
                 failures = 0
                 delay = self._resync_interval_s

@@ -1,0 +1,64 @@
+"""Pod discovery's Deployment resync given a backoff that raises: the resync goes on at the fallback backoff,
+says so once, and reads the runtimes once the API server answers. Before, the exception ended its task in
+silence and the runtime table was never read again."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+from kubernetes.aio.client import ApiClient, Configuration
+
+from autoscaler.model import RuntimeKey
+from autoscaler.sources.kube_deployments import DeploymentResync
+from tests.fakes.kube import FakeKubeApi
+from tests.support.waiting import eventually
+
+NS = "modelmesh-serving"
+KEY = RuntimeKey(NS, "modelmesh-serving-triton")
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[tuple[FakeKubeApi, ApiClient]]:
+    async with FakeKubeApi() as kube:
+        settings = Configuration()
+        settings.host = kube.url
+        client = ApiClient(settings)
+        yield kube, client
+        await client.close()  # type: ignore[no-untyped-call]
+
+
+def broken_backoff(failures: int) -> float:
+    raise ZeroDivisionError("division by zero")
+
+
+async def test_the_runtimes_come_back_and_the_log_says_once_that_the_backoff_raised(
+    api: tuple[FakeKubeApi, ApiClient], caplog: pytest.LogCaptureFixture
+) -> None:
+    kube, client = api
+    kube.add_modelmesh_runtime(NS, KEY.deployment, replicas=2)
+    kube.fail("/deployments$", 503, times=3)
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        await asyncio.sleep(0)
+
+    resync = DeploymentResync(lambda: client, static=(), discover=True, namespaces=[NS],
+                              label_selector="modelmesh-service", resync_interval_s=30.0, request_timeout_s=2.0,
+                              backoff=broken_backoff, on_change=lambda: None, sleep=sleep)
+    task = asyncio.create_task(resync.run(asyncio.Event()))
+    try:
+        await eventually(lambda: resync.ok and KEY in resync.runtimes)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert waits[:3] == [0.5, 1.0, 2.0]  # the fallback backoff, then the resync interval
+    [error] = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert error.getMessage().startswith(
+        "Kubernetes discovery: the resync of runtime Deployments: its backoff raised ZeroDivisionError('division by "
+        "zero') (failures in a row: 1); retrying anyway, waiting 0.5 s doubling to 30 s between retries instead")
