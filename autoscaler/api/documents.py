@@ -11,6 +11,7 @@ from typing import Any
 
 from autoscaler import __version__
 from autoscaler.names import API_GROUP, API_VERSION, GROUP_VERSION, ServedMetric
+from exporter import build_info
 
 
 def _group() -> dict[str, Any]:
@@ -45,12 +46,15 @@ def api_resource_list() -> dict[str, Any]:
 
 
 def version_info() -> dict[str, str]:
+    """version.Info, every field a string: `gitCommit` is the revision `--version` and the build_info gauge name
+    (empty where it is unknown, as Kubernetes leaves it), so `kubectl get --raw /version` tells builds apart."""
+    revision = build_info.revision()
     major, minor, *_ = [*__version__.split("."), "0", "0"]
     return {
         "major": major,
         "minor": minor,
         "gitVersion": f"v{__version__}",
-        "gitCommit": "",
+        "gitCommit": "" if revision == build_info.UNKNOWN else revision,
         "gitTreeState": "",
         "buildDate": "",
         "goVersion": f"python{platform.python_version()}",
