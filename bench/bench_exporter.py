@@ -48,6 +48,7 @@ from prometheus_client.registry import Collector  # noqa: E402
 
 from autoscaler.demo.fake_modelmesh import FakeModelMesh, ModelMeshLoad  # noqa: E402
 from bench import stop_on_term  # noqa: E402
+from bench.tail_latency import p99  # noqa: E402
 from exporter import names  # noqa: E402
 from exporter.collectors.health import CollectorHealth  # noqa: E402
 from exporter.collectors.modelmesh import ModelMeshCollector  # noqa: E402
@@ -247,10 +248,6 @@ class Server:
         self.latencies, self.cpu_s = [], 0.0
         self.connection.close()
         self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-
-
-def p99(values: list[float]) -> float:
-    return statistics.quantiles(values, n=100)[98]
 
 
 def compare(servers: list[Server], scrapes: int, fresh: bool, block: int = 100) -> None:

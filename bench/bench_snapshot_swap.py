@@ -29,7 +29,6 @@ import gc
 import multiprocessing
 import os
 import pickle
-import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -49,6 +48,7 @@ from autoscaler.policies.decision import RuntimeMemory  # noqa: E402
 from autoscaler.policies.policy import RuntimePolicy  # noqa: E402
 from bench import stop_on_term  # noqa: E402
 from bench.bench_refresh import build_snapshots, refresh  # noqa: E402
+from bench.tail_latency import p99  # noqa: E402
 
 TICK_S = 0.001
 
@@ -208,8 +208,7 @@ def main() -> None:
             sender.join(5)
     print(f"loop stall during a swap ({args.swaps} swaps each, ticking every {TICK_S * 1e3:g} ms):")
     for name, values in gaps.items():
-        p99 = statistics.quantiles(values, n=100)[98]
-        print(f"  {name:30} longest {max(values) * 1e3:7.2f} ms   p99 {p99 * 1e3:6.2f} ms   "
+        print(f"  {name:30} longest {max(values) * 1e3:7.2f} ms   p99 {p99(values) * 1e3:6.2f} ms   "
               f"({len(values)} ticks)")
 
 
