@@ -33,7 +33,7 @@ from autoscaler.running_clock import RunningClock
 from autoscaler.selfmetrics import AdapterMetrics
 from autoscaler.sources.base import MetricSource
 from autoscaler.transition_log import RuntimeTransitions
-from autoscaler.unwritten_costs import without_costs
+from autoscaler.unwritten_costs import warned, without_costs
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +135,9 @@ class Refresher:
         self.costs_written = True
         """False under `--deletion-cost off`: no pod-deletion cost is written, so the views published show none
         (`autoscaler.unwritten_costs`), only each pod's `need`."""
+        self.costs_unwritten: str | None = None
+        """Set where deletion costs are asked for but nothing can write them (`--targets` without `--kubeconfig`
+        outside a cluster): added to every runtime's /debug `warnings`, beside the costs it shows."""
         self.cost_writes: RankingWrites | None = None
         """Set while deletion costs are written: handed each refresh's views as decided, and asked whether a
         runtime's ranking is on its pods before its replica count may fall (`autoscaler.ranking_hold`)."""
@@ -161,11 +164,14 @@ class Refresher:
         self._flush_logs(done)
         views = done.views
         for key, warning in self.configured_warnings.items():  # a few runtimes at most, not one per runtime
-            if (warned := views.get(key)) is not None:
-                warned = dataclasses.replace(warned, warnings=(*warned.warnings, warning))
-                views[key] = warned if self.costs_left_outside is None else self.costs_left_outside.shown(warned)
+            if (warned_view := views.get(key)) is not None:
+                warned_view = warned(warned_view, warning)
+                views[key] = warned_view if self.costs_left_outside is None else self.costs_left_outside.shown(
+                    warned_view)
         if not self.costs_written:
             views = {key: without_costs(view) for key, view in views.items()}
+        elif self.costs_unwritten is not None:
+            views = {key: warned(view, self.costs_unwritten) for key, view in views.items()}
         self._forget_gone(snapshots, done.failed)
         self.policies.notice_file_change()  # an edited policy file: a restart applies it (logged once)
         self._publish(views, done)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from autoscaler.actuation.cluster_pods import ClusterPods
-from autoscaler.actuation.writes_off import start_writing
+from autoscaler.actuation.writes_off import start_writing, unwritten_costs_warning
 from autoscaler.api.app import build_served_app
 from autoscaler.api.certs import self_signed_server_context, server_context
 from autoscaler.costs_left_outside import CostsLeftOutside, PodCostsSeen
@@ -177,6 +177,7 @@ class RefreshStack:
                                           interval_s=settings.refresh_interval_s, window_s=settings.window_s)
         self.refresher.configured_warnings = warnings_by_runtime(settings, policies.runtimes)
         self.refresher.costs_written = settings.deletion_cost
+        self.refresher.costs_unwritten = unwritten_costs_warning(settings)
         if self.refresher.configured_warnings and settings.deletion_cost and isinstance(self.discovery, PodCostsSeen):
             self.refresher.costs_left_outside = CostsLeftOutside(
                 settings.given_as("namespaces"), namespaces_as_given(settings), self.discovery)

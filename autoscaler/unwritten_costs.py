@@ -16,6 +16,11 @@ from autoscaler.model import POD_FIELDS, PodRow, PodViews, RuntimeView
 _COST: Final = POD_FIELDS.index("deletion_cost")
 
 
+def warned(view: RuntimeView, warning: str) -> RuntimeView:
+    """`view` with `warning` added to its /debug `warnings`."""
+    return dataclasses.replace(view, warnings=(*view.warnings, warning))
+
+
 def without_costs(view: RuntimeView) -> RuntimeView:
     """`view` with no pod's deletion cost: about 4 µs a runtime and a quarter of one a pod, on the rows
     (`PodViews`) rather than a `PodView` per pod, since under `--deletion-cost off` it runs for every runtime on

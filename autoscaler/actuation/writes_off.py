@@ -48,6 +48,18 @@ def why_nothing_is_written(settings: ServeSettings) -> str | None:
     return None
 
 
+def unwritten_costs_warning(settings: ServeSettings) -> str | None:
+    """Every runtime's /debug warning where deletion costs are asked for but nothing can write them (no Kubernetes
+    API named): its pods' `deletion_cost` is still shown, as the cost the adapter would write, since no ReplicaSet
+    reads pods a targets file names outside a cluster, the demo plays the ReplicaSet from those costs, and a
+    null would hide what a `--kubeconfig` would write. None where the costs are written or turned off."""
+    reason = why_nothing_is_written(settings) if settings.deletion_cost else None
+    if reason is None:
+        return None
+    return (f"{reason}: each pod's deletion_cost is the cost the adapter would write, on no pod; give --kubeconfig "
+            f"(or run in the cluster) to write them, or --deletion-cost off to show none")
+
+
 def elects_leader(settings: ServeSettings) -> bool:
     """Whether `serve` elects a leader (a Lease): only to write to Kubernetes, where `--leader-elect` is true, or
     unset in a cluster. Where it does not, the Lease's settings are used nowhere, so their rules do not apply."""

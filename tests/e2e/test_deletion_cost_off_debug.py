@@ -35,3 +35,15 @@ def test_deletion_cost_off_shows_each_pods_need_and_a_null_deletion_cost(
         assert debug_runtime(path)["known"] is True
         code, desired = path.served("modelmesh_desired_replicas")
         assert code == 0 and isinstance(desired, float) and desired >= 1, desired
+
+
+def test_costs_no_api_can_take_are_shown_as_the_ones_the_adapter_would_write_and_said_to_be_unwritten(
+        tmp_path: Path) -> None:
+    with data_path_running(tmp_path, pods=3, rps=30.0, policy=ONLY_UNIQUE_COPIES, modelmesh_args=UNEVEN) as path:
+        with contextlib.suppress(AssertionError):  # said below, with the costs seen last
+            poll(lambda: shown(path, "deletion_cost") == {"pod-0": 900, "pod-1": 0, "pod-2": 0}, timeout=30)
+        assert shown(path, "deletion_cost") == {"pod-0": 900, "pod-1": 0, "pod-2": 0}
+        warnings = [str(warning) for warning in debug_runtime(path)["warnings"]]  # type: ignore[attr-defined]
+    said = [warning for warning in warnings if "pod-deletion costs cannot be written" in warning]
+    assert len(said) == 1, warnings
+    assert "--kubeconfig" in said[0] and "deletion_cost" in said[0] and "--deletion-cost off" in said[0], said
