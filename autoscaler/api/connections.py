@@ -65,8 +65,11 @@ system quickly. Requests to this API are a few hundred bytes, so a serving proce
 @dataclass(frozen=True, slots=True)
 class ConnectionLimits:
     max_connections: int = 256
-    """Per serving process. About 300 KB each at most (asyncio's TLS buffers): 256 add about 80 MiB, well
-    inside the shipped 512 MiB limit. The aggregator keeps a handful of connections open."""
+    """Per serving process. An idle connection holds about 300 KB at most (asyncio's TLS buffers); one whose
+    client is sending its headers up to about 1.2 MB more (`max_header_bytes`). 256 idle ones add about 75 MB,
+    256 sending their largest headers at once about 380 MB (256 x 1.5 MB): inside the shipped 1Gi limit beside
+    5,000 runtimes' steady use (about 450 MiB) with one serving process, not with two. The aggregator keeps a
+    handful of connections open."""
     header_read_timeout_s: float = 10.0
     """For the TLS handshake, and for each request's headers. An HPA's request arrives in milliseconds."""
     keepalive_timeout_s: float = 60.0
