@@ -23,6 +23,7 @@ import numpy as np
 
 from autoscaler.simulation.hpa import SYNC_PERIOD_S
 from autoscaler.simulation.timestamps import moment_text, span_text
+from autoscaler.simulation.trace_file import NO_CELLS, LostCells
 
 if TYPE_CHECKING:
     from autoscaler.simulation.trace import Trace
@@ -49,13 +50,16 @@ SPACED_WITHIN: Final = 0.05
 """How far, as a share of the median gap (and at least an interval), a gap between silences may be from it."""
 
 
-def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float) -> list[str]:
+def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float, lost: LostCells = NO_CELLS) -> list[str]:
     """A warning naming the stretches without a row, rows up to `longest_s` apart (longer ones have their own), whose
     `AROUND` intervals either side that have rows carry `BUSY_REQUESTS` or more each: the longest of them, where
-    it is (the rows either side, the line after it), how many and how long in all, and what to do."""
+    it is (the rows either side, the line after it), how many and how long in all, and what to do. `lost`: rows
+    written with requests empty or NaN, named by their own warning: their intervals are not named again."""
     has_rows = np.zeros(trace.intervals, dtype=bool)
     has_rows[trace.slot] = True
-    edges = np.flatnonzero(np.diff(has_rows.astype(np.int8)))  # the first slot and the last have rows
+    written = has_rows.copy()  # an interval the export wrote, with or without a value
+    written[lost.slot] = True
+    edges = np.flatnonzero(np.diff(written.astype(np.int8)))  # the first slot and the last have rows
     first, after = edges[0::2] + 1, edges[1::2] + 1  # each stretch without rows: [first, after)
     if not len(first):
         return []

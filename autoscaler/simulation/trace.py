@@ -252,7 +252,7 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
             where = f"{name}: line {line}"
             t = timestamp_field(row[at_time], where)
             if lost.holds(row[at_requests]):
-                lost.add(line)
+                lost.add(line, t, row[at_model])
                 continue
             r = number_field(row[at_requests], "requests", where)
             if r < 0:
@@ -279,7 +279,7 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
              f"{', '.join(others)}"] if others else []
     notes += lost.notes(len(times))
     notes += gap_notes(trace, ordered_lines)
-    notes += missing_notes(trace, ordered_lines, QUIET_GAP_S)
+    notes += missing_notes(trace, ordered_lines, QUIET_GAP_S, lost.cells(trace))
     notes += step_notes(trace, ordered_lines)
     notes += counter_notes(trace)
     return replace(trace, notes=trace.notes + tuple(notes)) if notes else trace

@@ -17,12 +17,15 @@ import math
 import os
 import zlib
 from collections.abc import Iterator
-from typing import BinaryIO, Final, TextIO
+from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple, TextIO
 
 import numpy as np
 
 from autoscaler.simulation.timestamps import SECONDS_PER_YEAR, parse_time
 from autoscaler.simulation.trace_error import TraceError as TraceError  # its importers keep their import
+
+if TYPE_CHECKING:
+    from autoscaler.simulation.trace import Trace
 
 HEADER: Final = ("timestamp_s", "model", "requests")
 MIN_INTERVAL_S: Final = 1.0
@@ -49,6 +52,18 @@ def number_field(text: str, what: str, where: str, unit: str = "") -> float:
     return value
 
 
+class LostCells(NamedTuple):
+    """Rows whose requests is empty or NaN as the trace's intervals (`slot`), models (`model`: -1 for a model
+    with no other row) and file lines: what the checks for missing rows leave to `LostScrapes`' warning."""
+
+    slot: np.ndarray
+    model: np.ndarray
+    line: np.ndarray
+
+
+NO_CELLS: Final = LostCells(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+
 LOST_LINES_SHOWN: Final = 5
 """Lines of rows without a requests value named in the warning (then "..."): enough to open the file at."""
 
@@ -62,6 +77,8 @@ class LostScrapes:
 
     def __init__(self) -> None:
         self.lines: list[int] = []
+        self.times: list[float] = []
+        self.models: list[str] = []
 
     @staticmethod
     def holds(cell: str) -> bool:
@@ -69,8 +86,22 @@ class LostScrapes:
         text = cell.strip()
         return not text or text.lower().lstrip("+-") == "nan"
 
-    def add(self, line: int) -> None:
+    def add(self, line: int, time: float, model: str) -> None:
         self.lines.append(line)
+        self.times.append(time)
+        self.models.append(model.strip())
+
+    def cells(self, trace: Trace) -> LostCells:
+        """Where these rows fall in `trace`: a Grafana export's lost scrapes are also intervals without a row,
+        and were warned about twice, as NaN and as missing; the checks for missing rows count them as rows."""
+        if not self.lines:
+            return NO_CELLS
+        position = (np.asarray(self.times) - trace.start_s) / trace.interval_s
+        slot = np.rint(position).astype(np.int64)
+        on = (np.abs(position - slot) <= 1e-6) & (slot >= 0) & (slot < trace.intervals)
+        index = {name: i for i, name in enumerate(trace.models)}
+        model = np.fromiter((index.get(name, -1) for name in self.models), dtype=np.int64, count=len(self.models))
+        return LostCells(slot[on], model[on], np.asarray(self.lines, dtype=np.int64)[on])
 
     def _where(self) -> str:
         shown = ", ".join(map(str, self.lines[:LOST_LINES_SHOWN]))

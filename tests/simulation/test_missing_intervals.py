@@ -204,3 +204,23 @@ def test_batches_at_a_regular_spacing_through_busy_traffic_are_not_warned_about(
                    if not 120 <= minute < 240 or minute % 10 < 3)
     trace = read_csv(write_trace(tmp_path, rows))
     assert not [note for note in trace.notes if "no rows at all" in note], trace.notes
+
+
+def grafana(lost: set[tuple[int, int]], cell: str, intervals: int = 480, models: int = 4) -> str:
+    """A Grafana export at 15 s of `models` busy models, `cell` (NaN, empty) for requests at each (interval,
+    model) in `lost`."""
+    rng = random.Random(3)
+    return "".join(f"{EPOCH + 15 * i},m{m},{cell if (i, m) in lost else format(rng.uniform(200, 400), '.3f')}\n"
+                   for i in range(intervals) for m in range(models))
+
+
+@pytest.mark.parametrize("cell", ["NaN", ""])
+def test_lost_scrapes_written_as_nan_are_said_once(tmp_path: Path, cell: str) -> None:
+    """A Grafana export writing three lost scrapes of every model as NaN or empty: the NaN warning named them,
+    and the warning for intervals without any row named the same intervals again. Said once now."""
+    trace = write_trace(tmp_path, grafana({(i, m) for i in (100, 101, 250) for m in range(4)}, cell))
+    result = simulate(tmp_path, trace, "--policies", "mean-hpa")
+    assert result.returncode == 0, result.stderr
+    assert "12 of 1,920 rows have requests empty or NaN (lines 402, 403, 404, 405, 406, ...)" in result.stderr
+    assert "no rows at all" not in result.stderr, result.stderr
+
