@@ -72,7 +72,7 @@ def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float, lost: Lo
     busy = np.minimum(lowest[first], lowest[after + AROUND]) >= BUSY_REQUESTS
     busy &= np.minimum(with_rows[first], with_rows[after + AROUND]) >= WITH_ROWS
     busy &= (after - first + 1) * trace.interval_s <= longest_s  # as gap_notes measures: row to row
-    busy[busy] = _unlike_the_rest(first[busy], after[busy] - first[busy], trace.interval_s, trace.intervals)
+    busy[busy] = unlike_the_rest(first[busy], after[busy] - first[busy], trace.interval_s, trace.intervals)
     if not busy.any():
         return []
     first, after = first[busy], after[busy]
@@ -91,7 +91,7 @@ def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float, lost: Lo
             "or with the rows around them) or cut the trace at them; if the traffic did stop there, ignore this"]
 
 
-def _unlike_the_rest(first: np.ndarray, lengths: np.ndarray, interval_s: float, intervals: int) -> np.ndarray:
+def unlike_the_rest(first: np.ndarray, lengths: np.ndarray, interval_s: float, intervals: int) -> np.ndarray:
     """Which stretches (their first slots, in time order, and lengths in intervals) are worth naming: at least
     an HPA sync long, and not one of a rhythm: `RHYTHM_COUNT` or more silences at least half as long, spaced
     regularly or, where the silences fill `RHYTHM_SHARE` of the trace, however spaced (three long outages

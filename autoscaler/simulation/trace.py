@@ -36,6 +36,7 @@ from autoscaler.simulation.missing_intervals import missing_notes
 from autoscaler.simulation.rate_check import RATE_CHECK_S
 from autoscaler.simulation.scrape_times import scatter_problem
 from autoscaler.simulation.shapes import SHAPE_PRESETS, Shape
+from autoscaler.simulation.silent_models import silent_model_notes
 from autoscaler.simulation.synthetic_size import check_synthetic_size
 from autoscaler.simulation.timestamps import moment_text, seconds_text
 from autoscaler.simulation.trace_checks import (
@@ -279,7 +280,9 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
              f"{', '.join(others)}"] if others else []
     notes += lost.notes(len(times))
     notes += gap_notes(trace, ordered_lines)
-    notes += missing_notes(trace, ordered_lines, QUIET_GAP_S, lost.cells(trace))
+    cells = lost.cells(trace)
+    notes += missing_notes(trace, ordered_lines, QUIET_GAP_S, cells)
+    notes += silent_model_notes(trace, ordered_lines, cells)
     notes += step_notes(trace, ordered_lines)
     notes += counter_notes(trace)
     return replace(trace, notes=trace.notes + tuple(notes)) if notes else trace

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from autoscaler.simulation.timestamps import span_text
 from autoscaler.simulation.trace import read_csv
 from tests.simulation.runs import report, simulate, write_trace
 
@@ -206,6 +207,102 @@ def test_batches_at_a_regular_spacing_through_busy_traffic_are_not_warned_about(
     assert not [note for note in trace.notes if "no rows at all" in note], trace.notes
 
 
+def one_down(down: dict[int, tuple[int, int]], intervals: int = 720, step: int = 15, models: int = 6,
+             seed: int = 11) -> str:
+    """`intervals` at `step` s of `models` models, m0 the busiest (about 200 requests an interval, the others
+    about 30), no rows of model m<k> for `length` intervals from `first` for each k: (first, length) in `down`."""
+    rng = random.Random(seed)
+    return "".join(f"{EPOCH + step * i},m{m},{rng.randint(150, 250) if m == 0 else rng.randint(20, 40)}\n"
+                   for i in range(intervals) for m in range(models)
+                   if not (m in down and down[m][0] <= i < down[m][0] + down[m][1]))
+
+
+def test_one_busy_models_rows_lost_while_the_others_report_are_warned_about(tmp_path: Path) -> None:
+    """A 15 s export where the busiest model's target was down for 40 minutes while the five others reported
+    as usual: nothing was said (only intervals without any model's row were), and it was replayed as no
+    requests for that model. One line names the model, how long, its rows either side, the line after, and
+    what to do; the run goes on."""
+    trace = write_trace(tmp_path, one_down({0: (300, 160)}))
+    result = simulate(tmp_path, trace, "--policies", "mean-hpa")
+    assert result.returncode == 0, result.stderr
+    [said] = [line for line in result.stderr.splitlines() if "has no rows for" in line]
+    assert ("model 'm0' has no rows for 40 min between its rows at 1764551685 (2025-12-01T01:14:45Z) and at "
+            f"1764554100 (2025-12-01T01:55:00Z) (line {2 + 6 * 460 - 160}), while the trace's other models have "
+            "rows through it") in said, said
+    assert "replayed as no requests for 'm0'" in said and "fill those intervals" in said, said
+    assert "cut the trace at them" in said and "if its traffic did stop there, ignore this" in said, said
+    assert "no rows at all" not in result.stderr, result.stderr
+    assert any("model 'm0' has no rows for 40 min" in warning for warning in report(tmp_path)["warnings"])
+
+
+def test_several_models_lost_are_named_in_one_line(tmp_path: Path) -> None:
+    """m0 down for 40 minutes, m3 for 10 and m5 for 20 at other times: one line, the longest in full, the
+    other models named, how many stretches and how long in all."""
+    trace = read_csv(write_trace(tmp_path, one_down({0: (300, 160), 3: (100, 40), 5: (550, 80)})))
+    [note] = [note for note in trace.notes if "has no rows for" in note]
+    assert "model 'm0' has no rows for 40 min" in note, note
+    assert "; also models 'm3', 'm5'; 3 such stretches, 1.17 h in all, this the longest)" in note, note
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(model=st.integers(0, 3), first=st.integers(10, MINUTES - 120), minutes=st.integers(5, 110),
+       seed=st.integers(0, 2**16))
+def test_a_busy_models_silence_while_the_others_report_is_named_however_long(tmp_path: Path, model: int,
+                                                                               first: int, minutes: int,
+                                                                               seed: int) -> None:
+    """Whichever busy model loses its rows, wherever and for however long from the HPA's 5-minute scale-down
+    window, while the others report: named, with its length and the model."""
+    rng = random.Random(seed)
+    rows = "".join(f"{EPOCH + 60 * i},m{m},{rng.randint(75, 150)}\n" for i in range(MINUTES) for m in range(4)
+                   if not (m == model and first <= i < first + minutes))
+    trace = read_csv(write_trace(tmp_path, rows))
+    [note] = [note for note in trace.notes if "has no rows for" in note]
+    assert f"model 'm{model}' has no rows for {span_text(60 * minutes)} between" in note, note
+
+
+DAY_MINUTES = 2 * 24 * 60
+
+
+def sparse_model(kind: str, a: int, b: int, rng: random.Random) -> dict[int, int]:
+    """The requests of a model sparse by nature, by minute of two days: a timer every `a` minutes (a few
+    requests, or a batch of hundreds in one row), a night job busy `a` minutes from `b` each day, a model that
+    goes quiet for good or appears at minute `b`, one that fades out to nothing for `b` minutes and back, or
+    one busy `a` minutes of every `a + b` (a batch on a schedule)."""
+    if kind == "timer":
+        return {m: rng.randint(1, 3) for m in range(b % a, DAY_MINUTES, a)}
+    if kind == "timer-batch":
+        return {m: rng.randint(300, 600) for m in range(b % a, DAY_MINUTES, a)}
+    if kind == "night-job":
+        return {d * 1440 + m: rng.randint(500, 900) for d in range(2) for m in range(b, b + a)}
+    if kind == "quiet-for-good":
+        return {m: rng.randint(100, 200) for m in range(b)}
+    if kind == "appears-midway":
+        return {m: rng.randint(100, 200) for m in range(b, DAY_MINUTES)}
+    if kind == "fades":  # down by 10 requests a minute every `a` minutes, `b` minutes of nothing, back
+        middle = DAY_MINUTES // 2
+        count = {m: max(0, abs(m - middle) - b // 2) * 10 // a for m in range(DAY_MINUTES)}
+        return {m: c for m, c in count.items() if c}
+    return {m: rng.randint(100, 200) for m in range(DAY_MINUTES) if m % (a + b) < a}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kind=st.sampled_from(["timer", "timer-batch", "night-job", "quiet-for-good", "appears-midway", "fades",
+                             "schedule"]),
+       a=st.integers(5, 180), b=st.integers(10, 1200), seed=st.integers(0, 2**16))
+def test_a_model_sparse_by_nature_among_busy_ones_is_never_named(tmp_path: Path, kind: str, a: int, b: int,
+                                                                 seed: int) -> None:
+    """Timers, night jobs, a model that goes quiet for good or appears midway, traffic that fades out and back,
+    a batch on a schedule: their silences are their shape, not a target down, though two busy models report
+    through them."""
+    rng = random.Random(seed)
+    sparse = sparse_model(kind, a, b, rng)
+    rows = "".join(f"{EPOCH + 60 * minute},{model},{count}\n" for minute in range(DAY_MINUTES)
+                   for model, count in (("busy-a", rng.randint(300, 500)), ("busy-b", rng.randint(50, 90)),
+                                        ("sparse", sparse.get(minute, 0))) if count)
+    trace = read_csv(write_trace(tmp_path, rows))
+    assert not [note for note in trace.notes if "has no rows for" in note], trace.notes
+
+
 def grafana(lost: set[tuple[int, int]], cell: str, intervals: int = 480, models: int = 4) -> str:
     """A Grafana export at 15 s of `models` busy models, `cell` (NaN, empty) for requests at each (interval,
     model) in `lost`."""
@@ -224,3 +321,10 @@ def test_lost_scrapes_written_as_nan_are_said_once(tmp_path: Path, cell: str) ->
     assert "12 of 1,920 rows have requests empty or NaN (lines 402, 403, 404, 405, 406, ...)" in result.stderr
     assert "no rows at all" not in result.stderr, result.stderr
 
+
+def test_one_models_lost_scrapes_written_as_nan_are_not_named_again_as_its_silence(tmp_path: Path) -> None:
+    """m0's scrapes lost for 40 minutes, written as NaN, the others reporting: the NaN warning names them; the
+    warning for a model's silence does not repeat them."""
+    trace = read_csv(write_trace(tmp_path, grafana({(i, 0) for i in range(200, 360)}, "NaN")))
+    assert [note for note in trace.notes if "160 of 1,920 rows have requests empty or NaN" in note], trace.notes
+    assert not [note for note in trace.notes if "has no rows for" in note], trace.notes

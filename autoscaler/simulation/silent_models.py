@@ -1,0 +1,137 @@
+"""One busy model's rows missing while the trace's other models report: a target down, not a quiet model.
+
+`missing_intervals` names stretches where no model has a row; a Prometheus export where the busiest model's
+target was down for 40 minutes, the other models reporting as usual, went unsaid, and was replayed as no
+requests for that model: a policy scaled down through it and met its traffic after with too few pods.
+
+A model's silence is named where it is implausible as the model's own traffic and the trace's shape: the model
+had rows with `BUSY_REQUESTS` or more in (nearly) every one of the `AROUND` intervals either side, had rows in
+`NEARLY` of the intervals as far either side as the silence is long (a night job busy an hour a day has a day
+around its silence with an hour of rows), the trace's other models have rows in `NEARLY` of the silence's
+intervals (a trace that is silent as a whole is `missing_intervals`' to name), it lasts `LONG_S` or more, and
+it is not one of the model's rhythm (`unlike_the_rest`). A model that appears midway or goes quiet for good has
+no silence between its rows, so none is named; quiet models (timers, a client's request every few seconds)
+are under `BUSY_REQUESTS`. Works on the rows sorted by model, without a loop over models or intervals: a trace
+of 5,000 models reads in seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
+
+import numpy as np
+
+from autoscaler.simulation.hpa import DOWNSCALE_STABILIZATION_S
+from autoscaler.simulation.missing_intervals import AROUND, BUSY_REQUESTS, unlike_the_rest
+from autoscaler.simulation.timestamps import moment_text, span_text
+from autoscaler.simulation.trace_file import NO_CELLS, LostCells
+
+if TYPE_CHECKING:
+    from autoscaler.simulation.trace import Trace
+
+NEARLY: Final = 0.9
+"""The share of intervals with rows that is "nearly every": of the model's around a silence, of the other
+models' within it, and of the `AROUND` either side (4 of 5)."""
+LONG_S: Final = float(DOWNSCALE_STABILIZATION_S)
+"""The shortest silence of one model named: the HPA's scale-down window. One model among others silent for less
+moves the trace's load by its share for less time than the HPA waits before scaling down."""
+NAMES_SHOWN: Final = 5
+"""Models named in the warning (then how many more)."""
+
+
+def silent_model_notes(trace: Trace, lines: Sequence[int], lost: LostCells = NO_CELLS) -> list[str]:
+    """One warning naming the models whose rows stop for `LONG_S` or more inside their busy traffic while the
+    other models report: the longest such silence (the model, how long, its rows either side, the line after
+    it), the others' models, how many and how long in all, and what to do. `lost`: the rows written with
+    requests empty or NaN, named by their own warning: they count as rows here (their traffic left out), so
+    the same intervals are not named twice."""
+    slot, model, requests = trace.slot, trace.model, trace.requests
+    lost_lines = lost.line[lost.model >= 0]
+    if len(lost_lines):
+        known = lost.model >= 0
+        slot, model = np.concatenate([slot, lost.slot[known]]), np.concatenate([model, lost.model[known]])
+        requests = np.concatenate([requests, np.full(len(lost_lines), np.inf)])  # no traffic to judge: left out
+    order = np.lexsort((slot, model))
+    slot, model, requests = slot[order], model[order], requests[order]
+    last = np.flatnonzero((model[1:] == model[:-1]) & (np.diff(slot) > 1))  # row before each silence
+    # the cheap tests first: a trace of 5,000 models has many silences, most of quiet models
+    last = last[(requests[last] >= BUSY_REQUESTS) & (requests[last + 1] >= BUSY_REQUESTS)]
+    first, after = slot[last] + 1, slot[last + 1]  # each silence: [first, after) of model[last]
+    busy = ((after - first) * trace.interval_s >= LONG_S) & _others_report(trace, first, after)
+    last, first, after = last[busy], first[busy], after[busy]
+    busy = _busy_either_side(slot, model, requests, last) & _rows_around(slot, model, last, first, after,
+                                                                          trace.intervals)
+    last, first, after = last[busy], first[busy], after[busy]
+    if not len(last):
+        return []
+    named = np.zeros(len(last), dtype=bool)
+    for each in np.unique(model[last]):  # only models with a silence named so far: a few
+        of = np.flatnonzero(model[last] == each)
+        named[of] = unlike_the_rest(first[of], after[of] - first[of], trace.interval_s, trace.intervals)
+    if not named.any():
+        return []
+    row_after = order[last[named] + 1]  # the row after each silence, as read: the trace's, then those lost
+    line_after = [lines[row] if row < len(lines) else int(lost_lines[row - len(lines)]) for row in row_after]
+    return [_warning(trace, model[last[named]], first[named], after[named], line_after)]
+
+
+def _busy_either_side(slot: np.ndarray, model: np.ndarray, requests: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """Whether the model had rows in nearly every one of the `AROUND` intervals before its silence (ending at row
+    `last`) and after it, each with `BUSY_REQUESTS` or more (rows without a value left out of that)."""
+    busy = np.ones(len(last), dtype=bool)
+    for side, edge in ((-1, last), (1, last + 1)):
+        near = np.zeros(len(last), dtype=np.int64)
+        for step in range(AROUND):
+            row = np.clip(edge + side * step, 0, len(slot) - 1)
+            inside = (model[row] == model[edge]) & (np.abs(slot[row] - slot[edge]) < AROUND)
+            near += inside
+            busy &= ~inside | (requests[row] >= BUSY_REQUESTS)
+        busy &= near >= int(NEARLY * AROUND)
+    return busy
+
+
+def _others_report(trace: Trace, first: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """Whether the trace has rows (the other models', as this one has none) in nearly every interval of each
+    silence [first, after)."""
+    reported = np.zeros(trace.intervals, dtype=np.int64)
+    reported[trace.slot] = 1
+    running = np.concatenate([[0], np.cumsum(reported)])
+    reporting: np.ndarray = (running[after] - running[first]) >= NEARLY * (after - first)
+    return reporting
+
+
+def _rows_around(slot: np.ndarray, model: np.ndarray, last: np.ndarray, first: np.ndarray, after: np.ndarray,
+                 intervals: int) -> np.ndarray:
+    """Whether the model has rows in nearly every interval as far before and after its silence as the silence is
+    long (cut at the trace's ends, at least `AROUND`): a batch busy an hour a day has a day of few rows around
+    its silence, a target down for 40 minutes 40 minutes of rows either side."""
+    span = intervals + 1
+    key = model * (3 * span) + slot + span  # sorted, each model's block wide enough for windows past the ends
+    length = after - first
+    base = model[last] * (3 * span) + span
+    ok = np.ones(len(last), dtype=bool)
+    for lo, hi in ((np.maximum(first - length, 0), first), (after, np.minimum(after + length, intervals))):
+        count = np.searchsorted(key, base + hi) - np.searchsorted(key, base + lo)
+        ok &= (hi - lo >= AROUND) & (count >= NEARLY * (hi - lo))
+    return ok
+
+
+def _warning(trace: Trace, models: np.ndarray, first: np.ndarray, after: np.ndarray, line_after: list[int]) -> str:
+    """The one line for every silence named: the longest in full, the other models with one and the totals."""
+    widest = int(np.argmax(after - first))
+    name = repr(trace.models[int(models[widest])])
+    before_s, after_s = (trace.start_s + float(s) * trace.interval_s for s in (first[widest] - 1, after[widest]))
+    others = [repr(trace.models[int(m)]) for m in np.unique(models) if m != models[widest]]
+    more = f" and {len(others) - NAMES_SHOWN:,} more" if len(others) > NAMES_SHOWN else ""
+    also = f"; also model{'s' if len(others) > 1 else ''} {', '.join(others[:NAMES_SHOWN])}{more}" if others else ""
+    many = (f"; {len(first):,} such stretches, {span_text(float((after - first).sum()) * trace.interval_s)} in "
+            "all, this the longest") if len(first) > 1 else ""
+    return (f"model {name} has no rows for {span_text(float(after[widest] - first[widest]) * trace.interval_s)} "
+            f"between its rows at {moment_text(before_s)} and at {moment_text(after_s)} (line "
+            f"{line_after[widest]}{also}{many}), while the trace's other models have rows through it and {name} "
+            f"had rows in nearly every interval for as long before and after, with at least {BUSY_REQUESTS:g} "
+            f"requests each in the {AROUND} intervals either side: replayed as no requests for {name}, so a policy "
+            "may scale down through it and meet its traffic after it with too few pods. If its data is missing "
+            "there (its target down, its scrapes lost), fill those intervals (from another export, or with its "
+            "rows around them) or cut the trace at them; if its traffic did stop there, ignore this")
