@@ -20,10 +20,14 @@ value already served, at every refresh below what runs, held scale-downs back un
 turned clearly (beyond `autoscaler.policies.load_noise`), the writer writes it at its next pass, not at each pod's
 minute, in time for an HPA without scale-down stabilization. The log names such a turn once, until it is over.
 
-For at most `COST_HOLD_MAX_S` (one writer backoff cap, four HPA syncs): a lasting failure (a Role without `patch` on
-`pods`) must not stop scale-downs for good. Past it the value falls with the costs as they are, and a warning says
-what the writes wait on. The log says it only when it lasts longer than a refresh (the writer had its chance), once
-per runtime and spell, a fleet's runtimes in one line.
+Until the first refresh past `COST_HOLD_MAX_S` held (75 s, five HPA syncs, at a 15 s refresh): a lasting failure
+(a Role without `patch` on `pods`) must not stop scale-downs for good. Past it the value falls with the costs as
+they are, and a warning says what the writes wait on and how long it held. The log says it only when it lasts
+longer than a refresh (the writer had its chance), once per runtime and spell, a fleet's runtimes in one line. A
+data outage within the hold stops its clock (`_Spell.pause`), and the refresh after it holds at least once more
+(once a hold): the HPA keeps its replicas meanwhile, so the time a value is held with data stays bounded, the
+bound and two refreshes at most. Every replica holds and goes ahead, but only the one leading counts `expired`: the
+alert sums the replicas.
 """
 
 from __future__ import annotations
@@ -46,8 +50,8 @@ from autoscaler.policies.policy import RuntimePolicy
 log = logging.getLogger(__name__)
 
 COST_HOLD_MAX_S: Final = 60.0
-"""The longest a scale-down waits for its deletion costs (seconds): the writer's backoff cap, so that a failing
-PATCH is tried again at least once meanwhile; four syncs of the HPA."""
+"""How long a scale-down waits for its deletion costs (seconds, held with data), until the first refresh past it:
+the writer's backoff cap, so that a failing PATCH is tried again at least once meanwhile."""
 
 _DESIRED: Final = ServedMetric.DESIRED_REPLICAS
 
@@ -126,9 +130,50 @@ class RankingWrites(ForgetsRuntimes, Protocol):
 
 @dataclass(slots=True)
 class _Spell:
+    """One runtime's hold, from the refresh that first held it until its costs are on the pods."""
+
     since: float
+    """When the hold started, moved on by each data outage within it (`paused_at`): the bound counts only the
+    time the held value was served."""
     warned: bool = False
     past: bool = False
+    paused_at: float | None = None
+    """The first refresh of a data outage within the hold (it decided nothing); None while refreshes decide."""
+    paused_s: float = 0.0
+    """The outages' time within the hold, said with its length."""
+    before_outage: CostsPending | None = None
+    """What the writes waited on when the last outage started: after it they may read `queued` (the writer has not
+    tried since) where they waited on a refusal, and the log named nothing to fix."""
+    judged: CostsPending | None = None
+    """What the writes waited on at the last refresh that judged it."""
+    graced: bool = False
+    """A refresh after an outage held it past the bound, once: the writer had not been handed its ranking."""
+
+    def pause(self, now: float) -> None:
+        """A refresh decided nothing (its data stale): the HPA keeps its replicas, so the hold's clock stops."""
+        if self.paused_at is None:
+            self.paused_at = now
+            self.before_outage = self.judged
+
+    def resume(self, now: float) -> None:
+        """A refresh decides again: the outage's time is not the hold's."""
+        if self.paused_at is not None:
+            self.since += now - self.paused_at
+            self.paused_s += now - self.paused_at
+            self.paused_at = None
+
+    def waiting_on(self, pending: CostsPending) -> CostsPending:
+        """`pending`, and what the writes waited on before an outage where only queued now: the cause to fix."""
+        self.judged = pending
+        before = self.before_outage
+        if pending.reason is not HoldReason.QUEUED or before is None or before.reason is HoldReason.QUEUED:
+            return pending
+        return dataclasses.replace(pending, causes=(
+            *pending.causes, *(f"{cause} before the data outage" for cause in before.causes)))
+
+    def length(self, waited: float) -> str:
+        """`75 s`, or `75 s, not counting 300 s without data`: the time held, as the bound counts it."""
+        return f"{waited:.0f} s" + (f", not counting {self.paused_s:.0f} s without data" if self.paused_s else "")
 
 
 class RankingHold:
@@ -161,8 +206,12 @@ class RankingHold:
         if served is None or served.value is None or current is None:
             # Not decided (its data stale, the API answers 503): the HPA keeps its replicas, and the hold keeps
             # its spell and the pods judged. Dropped, a refresh without data ended a hold whose write was still
-            # refused, and restarted its bound.
+            # refused, and restarted its bound. Its clock stops meanwhile: running on, every runtime held when a
+            # Prometheus outage started went ahead together at the first refresh with data, before the writer
+            # had that refresh's ranking.
             self._undecided.add(key)
+            if (paused := self._spells.get(key)) is not None:
+                paused.pause(now)
             return view
         undecided = key in self._undecided
         self._undecided.discard(key)
@@ -180,7 +229,9 @@ class RankingHold:
             self._told_turned.discard(key)
             return view
         if served.value >= floor:  # below what runs since an earlier refresh: judged then
-            self._spells.pop(key, None)
+            spell = self._spells.pop(key, None)
+            if spell is not None and spell.past:  # the misplacement just let go, not a turn: said already
+                self._told_turned.add(key)
             self._hurry_turn(view, removing, writes, policy)
             return view
         pending = writes.misordered(key, view, removing, new)
@@ -191,23 +242,34 @@ class RankingHold:
             self._hurry_turn(view, removing, writes, policy)
             return view
         spell = self._spells.setdefault(key, _Spell(now))
+        spell.resume(now)
         waited = now - spell.since
+        pending = spell.waiting_on(pending)
         missing = pending.describe()
-        if waited > self.bound_s:
+        expired = waited > self.bound_s
+        if expired and undecided and not spell.graced:  # after an outage the writer has not had this ranking
+            spell.graced = True  # once a spell: refreshes that flap between data and none do not hold for ever
+            expired = False
+        if expired:
             if not spell.past:
                 spell.past = True
-                self._counted(EXPIRED)
-                self._past.append(f"{key} ({missing} for {waited:.0f} s; falls to {served.value:g})")
-                self._past_refused_403 |= "refused with 403" in pending.causes
-            note = (f"{missing} for {waited:.0f} s, past the {self.bound_s:g} s a scale-down waits for them: "
-                    f"{_DESIRED.value} falls with the costs as they are")
+                if pending.reason is not HoldReason.LEADER:
+                    # Counted by the replica that leads as it goes ahead: every replica holds, and all counting
+                    # it made one scale-down read 2 (the shipped 2 replicas) in the alert that sums them. Not
+                    # `max` over replicas: across a hand-over or a rolling upgrade each replica counts different
+                    # spells, and the largest undercounts.
+                    self._counted(EXPIRED)
+                self._past.append(f"{key} ({missing} for {spell.length(waited)}; falls to {served.value:g})")
+                self._past_refused_403 |= any("refused with 403" in cause for cause in pending.causes)
+            note = (f"{missing} for {spell.length(waited)}, past the {self.bound_s:g} s a scale-down waits for "
+                    f"them: {_DESIRED.value} falls with the costs as they are")
             return dataclasses.replace(view, reason=f"{view.reason}; {note}" if view.reason else note)
         if waited > 0 and not spell.warned:
             spell.warned = True
             self._waiting.append(f"{key} (held at {floor:g}, not {served.value:g}; {missing})")
         self._counted(pending.reason)
         why = (f"{missing}, not the least needed; held at {floor:g} (not {served.value:g}) so that the "
-               f"scale-down removes the least needed pods, for at most {self.bound_s:g} s")
+               f"scale-down removes the least needed pods, until the first refresh past {self.bound_s:g} s")
         held = dict(view.held)
         held[_DESIRED.value] = f"{held[_DESIRED.value]}; {why}" if _DESIRED.value in held else why
         part = f"{_DESIRED.value} held: {why}"
@@ -247,12 +309,13 @@ class RankingHold:
         if waiting:
             log.warning(
                 "scale-down waits for deletion costs: %s of %s held, as the costs of their new ranking are not on "
-                "the pods yet and the ReplicaSet would remove a pod still needed; for at most %g s, then it goes "
-                "ahead: %s", _DESIRED.value, count_of(len(waiting), "runtime"), self.bound_s, few(waiting))
+                "the pods yet and the ReplicaSet would remove a pod still needed; until the first refresh past %g s "
+                "held, then it goes ahead: %s",
+                _DESIRED.value, count_of(len(waiting), "runtime"), self.bound_s, few(waiting))
         if past:
             refused, self._past_refused_403 = self._past_refused_403, False
             log.warning(
-                "scale-down goes ahead with stale deletion costs: %s waited %g s for them; the ReplicaSet may "
+                "scale-down goes ahead with stale deletion costs: %s held past %g s for them; the ReplicaSet may "
                 "remove a pod still needed. Fix what each names the writes wait on (the 'deletion costs ... not "
                 "written' lines of the leader's log%s): %s", count_of(len(past), "runtime"), self.bound_s,
                 f"; {RBAC_HINT}" if refused else "", few(past))

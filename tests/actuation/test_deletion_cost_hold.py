@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -184,7 +185,10 @@ async def test_a_refused_cost_patch_holds_the_scale_down_until_the_costs_are_on_
 
 async def test_a_lasting_refusal_holds_the_scale_down_no_longer_than_the_bound(
         cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
-    """RBAC without `patch pods`: the scale-down waits a minute, then goes ahead, saying what to fix."""
+    """RBAC without `patch pods`: the scale-down waits a minute, then goes ahead, saying what to fix and how long
+    it held (the first refresh past the bound: it said 60 s where it held 75), and names no turn of the ranking
+    after it (the misplacement that just went ahead is not the load moving)."""
+    caplog.set_level(logging.INFO)
     cluster.kube.fail(r"/pods/pod-b$", status=403, times=None, method="PATCH")
     cluster.source.load = AFTER
     await cluster.refresh()
@@ -199,6 +203,11 @@ async def test_a_lasting_refusal_holds_the_scale_down_no_longer_than_the_bound(
     went = [r.getMessage() for r in caplog.records
             if r.levelno == logging.WARNING and "goes ahead with stale" in r.getMessage()]
     assert len(went) == 1 and "refused with 403" in went[0] and "Role without the verb patch" in went[0], went
+    turned = [r.getMessage() for r in caplog.records if "ranking turned" in r.getMessage()]
+    assert not turned, turned
+    held_s = 15 * (served.index(2.0) + 1)  # held from the refresh before these until the one that let it fall
+    said = [int(n) for n in re.findall(r"(?:waited|for) (\d+) s", went[0])]
+    assert said == [held_s], f"held {held_s} s: {went[0]}"
     counted = await cluster.holds_counted()
     assert counted["expired"] == 1.0 and counted["refused"] >= 1.0, counted
 
