@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from autoscaler.names import ServedMetric
 from tests.actuation.test_deletion_cost_hold import AFTER, DESIRED, Cluster, cluster
 
 __all__ = ["cluster"]
@@ -37,11 +38,15 @@ async def test_a_hold_open_when_data_stops_still_holds_when_it_returns(cluster: 
     for _ in range(held_before):
         await cluster.refresh()
         assert await cluster.served() == 3.0
+        await cluster.until(lambda: cluster.patched("pod-b") >= 1, "tried pod-b's raise")
     await _outage(cluster)
     cluster.kube.clear_faults()
     await cluster.refresh()
     # The ReplicaSet would still remove pod-b, now the most needed: the writer gets this ranking only now.
     assert await cluster.served() == 3.0, (await cluster.debug())["reason"]
+    # The writer has not tried since the outage; what it met before it is the cause to look at.
+    held = (await cluster.debug())["held"][ServedMetric.DESIRED_REPLICAS.value]
+    assert "refused with 503" in held, held
     await cluster.until(lambda: cluster.least_needed_in_cluster() == ["pod-a"], "wrote the new ranking")
     await cluster.refresh()
     assert await cluster.served() == 2.0
