@@ -8,10 +8,11 @@ traffic after it: 3.1% of requests delayed became 48%) with no word, and 3% of t
 
 A stretch is not named where it is the trace's own shape rather than loss: shorter than the HPA's sync (a policy
 cannot scale down through it; bursty 1 s traffic has seconds of nothing), between single rows (a report job's
-rows every 15 minutes through an evening), or one of a rhythm: silences as long at a regular spacing (a batch
-every 10 minutes), or silences that are a fifth of the busy traffic's time (a model on and off by the half
-minute). How many silences there are says nothing: six lost minutes went unsaid where five were named, and
-twelve collector restarts where six were.
+rows every 15 minutes through an evening), or one of a rhythm, judged among all the trace's silences, busy or
+not: silences as long on a schedule, starting or ending a period from another (a batch every 10 minutes, a
+batch each hour that ends when it is done), or silences that are a fifth of the trace's time (a model on and off
+by the half minute). Minutes lost off the schedule (inside a batch's runs) are named. How many silences there
+are says nothing: six lost minutes went unsaid where five were named, and twelve collector restarts where six were.
 """
 
 from __future__ import annotations
@@ -38,16 +39,17 @@ WITH_ROWS: Final = 2
 """The fewest intervals with rows among the `AROUND` either side of a stretch for their traffic to say it is
 busy: one is a periodic job's row between its silences, not traffic that stopped."""
 RHYTHM_SHARE: Final = 0.2
-"""The share of the trace's intervals that its silences in busy traffic must fill for them to be its shape
-however spaced (a model on and off by the half minute is silent a quarter of the time; lost scrapes and
-restarts were 4-15%)."""
+"""The share of the trace's intervals that its silences, busy or not, must fill for them to be its shape however
+spaced (a model on and off by the half minute is silent a quarter of the time; lost scrapes and restarts were
+4-15%)."""
 RHYTHM_COUNT: Final = 5
 """The fewest silences at least half as long as a stretch for them to be a rhythm it is one of."""
 SPACED_SHARE: Final = 0.8
-"""The share of the gaps between those silences' starts within `SPACED_WITHIN` of their median for the
-silences to be regularly spaced: a batch's schedule; lost scrapes fall where they fall."""
+"""The share of those silences that must have another one a period away (their starts, or their ends) for them
+to keep a schedule: a batch's; lost scrapes fall where they fall."""
 SPACED_WITHIN: Final = 0.05
-"""How far, as a share of the median gap (and at least an interval), a gap between silences may be from it."""
+"""How far, as a share of the period, a silence may be from one a period after another (exactly, under 20
+intervals: one either side is most of a short period's slots, where lost scrapes would keep a schedule)."""
 
 
 def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float, lost: LostCells = NO_CELLS) -> list[str]:
@@ -72,7 +74,7 @@ def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float, lost: Lo
     busy = np.minimum(lowest[first], lowest[after + AROUND]) >= BUSY_REQUESTS
     busy &= np.minimum(with_rows[first], with_rows[after + AROUND]) >= WITH_ROWS
     busy &= (after - first + 1) * trace.interval_s <= longest_s  # as gap_notes measures: row to row
-    busy[busy] = unlike_the_rest(first[busy], after[busy] - first[busy], trace.interval_s, trace.intervals)
+    busy &= unlike_the_rest(first, after - first, trace.interval_s, trace.intervals)  # judged among them all
     if not busy.any():
         return []
     first, after = first[busy], after[busy]
@@ -92,25 +94,44 @@ def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float, lost: Lo
 
 
 def unlike_the_rest(first: np.ndarray, lengths: np.ndarray, interval_s: float, intervals: int) -> np.ndarray:
-    """Which stretches (their first slots, in time order, and lengths in intervals) are worth naming: at least
-    an HPA sync long, and not one of a rhythm: `RHYTHM_COUNT` or more silences at least half as long, spaced
-    regularly or, where the silences fill `RHYTHM_SHARE` of the trace, however spaced (three long outages
-    filling a third of it are named)."""
+    """Which stretches (the first slots of all the trace's silences, in time order, and their lengths in
+    intervals) are worth naming: at least an HPA sync long, and not one of a rhythm. Judged among all the
+    silences, busy or not, then only the busy ones are named: judged among those whose neighbours happened to be
+    busy, a job on two minutes and off one at 25 requests a minute was a scatter of silences, "176 such
+    stretches". Of the silences at least half as long as a stretch (`RHYTHM_COUNT` or more), those on a schedule,
+    starting or ending one period from another (an hourly batch's silences start where each run ends, and all
+    end on the hour), are the rhythm and those off it are named (minutes lost inside a batch's runs); where
+    none keep a schedule, they are the rhythm if they fill `RHYTHM_SHARE` of the trace, however spaced (three
+    long outages filling a third of it are named)."""
     ordered = np.sort(lengths)
     as_long = len(ordered) - np.searchsorted(ordered, lengths / 2, side="left")  # each counts itself
     dense = float(lengths.sum()) >= RHYTHM_SHARE * intervals
-    named = (lengths * interval_s >= SYNC_PERIOD_S) & ~(dense & (as_long >= RHYTHM_COUNT))
-    for length in np.unique(lengths[named]):
-        if _regularly_spaced(first[lengths >= length / 2]):
-            named &= lengths != length
-    return named
+    rhythm = np.zeros(len(lengths), dtype=bool)
+    long_enough = lengths * interval_s >= SYNC_PERIOD_S
+    for length in np.unique(lengths[long_enough]):  # shorter ones are not named, rhythm or not
+        peers = np.flatnonzero(lengths >= length / 2)
+        scheduled = _on_schedule(first, peers) | _on_schedule(first + lengths, peers)
+        these = lengths[peers] == length
+        if scheduled.any():
+            rhythm[peers[these]] = scheduled[these]
+        else:
+            rhythm[lengths == length] = dense & (as_long[lengths == length] >= RHYTHM_COUNT)
+    return long_enough & ~rhythm
 
 
-def _regularly_spaced(starts: np.ndarray) -> bool:
-    """Whether silences starting at these slots (in order) come on a schedule: `RHYTHM_COUNT` or more, most of
-    the gaps between them (`SPACED_SHARE`) the same give or take `SPACED_WITHIN`."""
-    if len(starts) < RHYTHM_COUNT:
-        return False
-    gaps = np.diff(starts)
-    typical = float(np.median(gaps))
-    return bool(np.mean(np.abs(gaps - typical) <= max(1.0, SPACED_WITHIN * typical)) >= SPACED_SHARE)
+def _on_schedule(at: np.ndarray, peers: np.ndarray) -> np.ndarray:
+    """Which of the `peers` (indices into `at`: the slots where the silences start, or end, in order) keep the
+    silences' schedule: another silence, of any length, a period before or after, give or take `SPACED_WITHIN` of
+    it, where `SPACED_SHARE` of the peers or more do (the silences an hourly batch's shortest runs leave are
+    longer than half its longest, and still on the hour). The period is the silences' most common spacing, not
+    the median: minutes lost inside a batch's runs split the spacings they fall in. Lost scrapes fall where they
+    fall: few have another a period away. None where there are fewer than `RHYTHM_COUNT` peers."""
+    if len(peers) < RHYTHM_COUNT:
+        return np.zeros(len(peers), dtype=bool)
+    period = int(np.argmax(np.bincount(np.diff(at))))
+    within = int(SPACED_WITHIN * period)
+    partnered = np.zeros(len(peers), dtype=bool)
+    for shift in (-period, period):
+        lowest = np.searchsorted(at, at[peers] + shift - within, side="left")
+        partnered |= np.searchsorted(at, at[peers] + shift + within, side="right") > lowest
+    return partnered if partnered.mean() >= SPACED_SHARE else np.zeros(len(peers), dtype=bool)
