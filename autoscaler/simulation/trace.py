@@ -274,11 +274,18 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     if not np.frombuffer(counts).any():  # a report of nothing read as a result: 0 pod-hours, "0.00 x oracle"
         raise TraceError(f"{name}: every row's requests is 0 ({len(counts):,} row{'s' if len(counts) > 1 else ''}): "
                          "nothing to replay; requests is the count of requests in each interval")
+    read = len(times)
+    for line, t, model in zip(lost.lines, lost.times, lost.models, strict=True):  # their timestamps state the step
+        times.append(t)
+        models.append(index.setdefault(model, len(index)))
+        counts.append(0.0)
+        lines.append(line)
     trace, ordered_lines = _in_order(np.frombuffer(times), np.frombuffer(models, dtype=np.int64), tuple(index),
                                      np.frombuffer(counts), name, np.frombuffer(lines, dtype=np.int64), spaced)
+    trace, ordered_lines = _without_lines(trace, ordered_lines, lost.lines)
     notes = [f"ignoring {len(others)} column{'s' if len(others) > 1 else ''} of the trace not used: "
              f"{', '.join(others)}"] if others else []
-    notes += lost.notes(len(times))
+    notes += lost.notes(read, trace.models)
     notes += gap_notes(trace, ordered_lines)
     cells = lost.cells(trace)
     notes += missing_notes(trace, ordered_lines, QUIET_GAP_S, cells)
@@ -286,6 +293,21 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
     notes += step_notes(trace, ordered_lines)
     notes += counter_notes(trace)
     return replace(trace, notes=trace.notes + tuple(notes)) if notes else trace
+
+
+def _without_lines(trace: Trace, ordered_lines: list[int], dropped: Sequence[int]) -> tuple[Trace, list[int]]:
+    """The trace without the rows of these file lines (lost scrapes: read with the others for the step and the
+    trace's span, replayed as no row), and the lines of the rows left; models left without a row are dropped."""
+    if not dropped:
+        return trace, ordered_lines
+    keep = ~np.isin(np.asarray(ordered_lines, dtype=np.int64), np.asarray(dropped, dtype=np.int64))
+    model = trace.model[keep]
+    present = np.unique(model)
+    renumbered = np.full(len(trace.models), -1, dtype=np.int64)
+    renumbered[present] = np.arange(len(present), dtype=np.int64)
+    return (replace(trace, models=tuple(trace.models[i] for i in present.tolist()), slot=trace.slot[keep],
+                    model=renumbered[model], requests=trace.requests[keep]),
+            np.asarray(ordered_lines, dtype=np.int64)[keep].tolist())
 
 
 def from_rows(times: list[float], names: list[str], counts: list[float], name: str = "trace",

@@ -16,7 +16,8 @@ import io
 import math
 import os
 import zlib
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, BinaryIO, Final, NamedTuple, TextIO
 
 import numpy as np
@@ -69,11 +70,14 @@ LOST_LINES_SHOWN: Final = 5
 
 
 class LostScrapes:
-    """Rows whose requests cell is empty or NaN: how Grafana's and pandas' CSV exports write a point that has no
-    value, a scrape that was lost. They are read as no row, and said once with their count and first lines.
+    """Rows whose requests cell is empty, NaN or null: how Grafana's and pandas' CSV exports write a point that has
+    no value, a scrape that was lost. They are read as no row, and said once with their count and first lines.
     Refused at the first, a user learnt of one line and nothing of how many or what to write, and would then
     drop them all, which is what reading them as no row does; the warning tells those who would rather fill
-    them, and a trace that is nothing but such rows is refused (`refusal`)."""
+    them, and a trace that is nothing but such rows is refused (`refusal`). Their timestamps are the export's
+    still, and state its step (trace.py reads them for it): dropped, the one lost scrape a step after the first
+    row left a sparse export refused as off a 7-minute step. A model whose every row is one is named: it went
+    without a word."""
 
     def __init__(self) -> None:
         self.lines: list[int] = []
@@ -82,9 +86,9 @@ class LostScrapes:
 
     @staticmethod
     def holds(cell: str) -> bool:
-        """Whether a requests cell is empty or NaN (any case, as `float` reads it)."""
-        text = cell.strip()
-        return not text or text.lower().lstrip("+-") == "nan"
+        """Whether a requests cell is empty, NaN (any case, as `float` reads it) or Grafana's null."""
+        text = cell.strip().lower()
+        return not text or text.lstrip("+-") == "nan" or text == "null"
 
     def add(self, line: int, time: float, model: str) -> None:
         self.lines.append(line)
@@ -108,15 +112,22 @@ class LostScrapes:
         more = ", ..." if len(self.lines) > LOST_LINES_SHOWN else ""
         return f"line{'s' if len(self.lines) > 1 else ''} {shown}{more}"
 
-    def notes(self, rows_read: int) -> list[str]:
-        """The warning for a trace read with `rows_read` rows besides these (none where there were none)."""
+    def notes(self, rows_read: int, models_read: Collection[str]) -> list[str]:
+        """The warning for a trace read with `rows_read` rows besides these, of `models_read` (none where there
+        were none of these)."""
         if not self.lines:
             return []
         lost = len(self.lines)
-        return [f"{lost:,} of {lost + rows_read:,} rows have requests empty or NaN ({self._where()}), as Grafana "
-                "and pandas write lost scrapes: read as no row, so their models replay no requests in those "
-                "intervals. Where traffic went on there, fill them (the model's value in the row before, say) and "
-                "run again; where there was none, write 0 or drop those rows"]
+        counts = Counter(self.models)
+        unread = sorted(model for model in counts if model not in models_read)
+        named = "".join(f"; model {model!r} has no row with requests (all {counts[model]:,} of its rows), so it "
+                        "replays none" for model in unread[:LOST_LINES_SHOWN])
+        if len(unread) > LOST_LINES_SHOWN:
+            named += f", nor have {len(unread) - LOST_LINES_SHOWN:,} more models"
+        return [f"{lost:,} of {lost + rows_read:,} rows have requests empty or NaN (or null) ({self._where()}), as "
+                f"Grafana and pandas write lost scrapes: read as no row, so their models replay no requests in "
+                f"those intervals{named}. Where traffic went on there, fill them (the model's value in the row "
+                "before, say) and run again; where there was none, write 0 or drop those rows"]
 
     def refusal(self, name: str) -> str | None:
         """The error for a trace whose every row is of these (None where there were none)."""
