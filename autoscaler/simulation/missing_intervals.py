@@ -8,11 +8,12 @@ traffic after it: 3.1% of requests delayed became 48%) with no word, and 3% of t
 
 A stretch is not named where it is the trace's own shape rather than loss: shorter than the HPA's sync (a policy
 cannot scale down through it; bursty 1 s traffic has seconds of nothing), between single rows (a report job's
-rows every 15 minutes through an evening), or one of a rhythm, judged among all the trace's silences, busy or
-not: silences as long on a schedule, starting or ending a period from another (a batch every 10 minutes, a
-batch each hour that ends when it is done), or silences that are a fifth of the trace's time (a model on and off
-by the half minute). Minutes lost off the schedule (inside a batch's runs) are named. How many silences there
-are says nothing: six lost minutes went unsaid where five were named, and twelve collector restarts where six were.
+rows every 15 minutes through an evening), or one of a rhythm, judged among all the silences in traffic busy on
+average, not only those each of whose neighbours is: silences as long on a schedule, starting or ending a
+period from another (a batch every 10 minutes, a batch each hour that ends when it is done), or silences
+that are a fifth of the trace's time (a model on and off by the half minute). Minutes lost off the schedule
+(inside a batch's runs) are named. How many silences there are says nothing: six lost minutes went unsaid where
+five were named, and twelve collector restarts where six were.
 """
 
 from __future__ import annotations
@@ -39,9 +40,9 @@ WITH_ROWS: Final = 2
 """The fewest intervals with rows among the `AROUND` either side of a stretch for their traffic to say it is
 busy: one is a periodic job's row between its silences, not traffic that stopped."""
 RHYTHM_SHARE: Final = 0.2
-"""The share of the trace's intervals that its silences, busy or not, must fill for them to be its shape however
-spaced (a model on and off by the half minute is silent a quarter of the time; lost scrapes and restarts were
-4-15%)."""
+"""The share of the trace's intervals that its silences in traffic busy on average must fill for them to be its
+shape however spaced (a model on and off by the half minute is silent a quarter of the time; lost scrapes and
+restarts were 4-15%)."""
 RHYTHM_COUNT: Final = 5
 """The fewest silences at least half as long as a stretch for them to be a rhythm it is one of."""
 SPACED_SHARE: Final = 0.8
@@ -71,10 +72,13 @@ def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float, lost: Lo
     lowest = np.lib.stride_tricks.sliding_window_view(padded, AROUND).min(axis=1)  # lowest[i]: slots i-AROUND..i-1
     rows = np.concatenate([np.zeros(AROUND, dtype=np.int64), has_rows, np.zeros(AROUND, dtype=np.int64)])
     with_rows = np.lib.stride_tricks.sliding_window_view(rows, AROUND).sum(axis=1)  # as `lowest`: rows there
-    busy = np.minimum(lowest[first], lowest[after + AROUND]) >= BUSY_REQUESTS
-    busy &= np.minimum(with_rows[first], with_rows[after + AROUND]) >= WITH_ROWS
+    carried = np.lib.stride_tricks.sliding_window_view(np.where(np.isfinite(padded), padded, 0.0), AROUND).sum(axis=1)
+    mean = carried / np.maximum(with_rows, 1)  # as `lowest`: the mean of the intervals with rows there
+    steady = np.minimum(with_rows[first], with_rows[after + AROUND]) >= WITH_ROWS
+    steady &= np.minimum(mean[first], mean[after + AROUND]) >= BUSY_REQUESTS  # busy on average either side
+    busy = steady & (np.minimum(lowest[first], lowest[after + AROUND]) >= BUSY_REQUESTS)
     busy &= (after - first + 1) * trace.interval_s <= longest_s  # as gap_notes measures: row to row
-    busy &= unlike_the_rest(first, after - first, trace.interval_s, trace.intervals)  # judged among them all
+    busy &= unlike_the_rest(first, after - first, steady, trace.interval_s, trace.intervals)
     if not busy.any():
         return []
     first, after = first[busy], after[busy]
@@ -93,42 +97,45 @@ def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float, lost: Lo
             "or with the rows around them) or cut the trace at them; if the traffic did stop there, ignore this"]
 
 
-def unlike_the_rest(first: np.ndarray, lengths: np.ndarray, interval_s: float, intervals: int) -> np.ndarray:
+def unlike_the_rest(first: np.ndarray, lengths: np.ndarray, judged: np.ndarray, interval_s: float,
+                     intervals: int) -> np.ndarray:
     """Which stretches (the first slots of all the trace's silences, in time order, and their lengths in
-    intervals) are worth naming: at least an HPA sync long, and not one of a rhythm. Judged among all the
-    silences, busy or not, then only the busy ones are named: judged among those whose neighbours happened to be
-    busy, a job on two minutes and off one at 25 requests a minute was a scatter of silences, "176 such
-    stretches". Of the silences at least half as long as a stretch (`RHYTHM_COUNT` or more), those on a schedule,
-    starting or ending one period from another (an hourly batch's silences start where each run ends, and all
-    end on the hour), are the rhythm and those off it are named (minutes lost inside a batch's runs); where
-    none keep a schedule, they are the rhythm if they fill `RHYTHM_SHARE` of the trace, however spaced (three
-    long outages filling a third of it are named)."""
-    ordered = np.sort(lengths)
-    as_long = len(ordered) - np.searchsorted(ordered, lengths / 2, side="left")  # each counts itself
-    dense = float(lengths.sum()) >= RHYTHM_SHARE * intervals
+    intervals) are worth naming: at least an HPA sync long, and not one of a rhythm. The rhythm is judged among
+    the `judged` silences (those in traffic busy on average either side), then only those whose every neighbour
+    is busy are named: judged among those alone, a job on two minutes and off one at 25 requests a minute was a
+    scatter of silences, "176 such stretches"; judged among all silences however quiet, a night's chance ones
+    filled a fifth of a day and hid minutes lost by day. Of the judged silences at least half as long as a
+    stretch (`RHYTHM_COUNT` or more), those on a schedule, starting or ending one period from another silence
+    (an hourly batch's silences start where each run ends, and all end on the hour), are the rhythm and those
+    off it are named (minutes lost inside a batch's runs); where few keep a schedule, they are the rhythm if
+    the judged silences fill `RHYTHM_SHARE` of the trace, however spaced (three long outages filling a third of
+    it are named)."""
+    ordered = np.sort(lengths[judged])
+    as_long = len(ordered) - np.searchsorted(ordered, lengths / 2, side="left")  # each judged one counts itself
+    dense = float(ordered.sum()) >= RHYTHM_SHARE * intervals
     rhythm = np.zeros(len(lengths), dtype=bool)
-    long_enough = lengths * interval_s >= SYNC_PERIOD_S
+    long_enough = judged & (lengths * interval_s >= SYNC_PERIOD_S)
     for length in np.unique(lengths[long_enough]):  # shorter ones are not named, rhythm or not
-        peers = np.flatnonzero(lengths >= length / 2)
+        these = judged & (lengths == length)
+        peers = np.flatnonzero(judged & (lengths >= length / 2))
         scheduled = _on_schedule(first, peers) | _on_schedule(first + lengths, peers)
-        these = lengths[peers] == length
         if scheduled.any():
-            rhythm[peers[these]] = scheduled[these]
+            rhythm[peers] |= scheduled & these[peers]
         else:
-            rhythm[lengths == length] = dense & (as_long[lengths == length] >= RHYTHM_COUNT)
+            rhythm[these] = dense & (as_long[these] >= RHYTHM_COUNT)
     return long_enough & ~rhythm
 
 
 def _on_schedule(at: np.ndarray, peers: np.ndarray) -> np.ndarray:
-    """Which of the `peers` (indices into `at`: the slots where the silences start, or end, in order) keep the
-    silences' schedule: another silence, of any length, a period before or after, give or take `SPACED_WITHIN` of
-    it, where `SPACED_SHARE` of the peers or more do (the silences an hourly batch's shortest runs leave are
-    longer than half its longest, and still on the hour). The period is the silences' most common spacing, not
-    the median: minutes lost inside a batch's runs split the spacings they fall in. Lost scrapes fall where they
-    fall: few have another a period away. None where there are fewer than `RHYTHM_COUNT` peers."""
+    """Which of the `peers` (indices into `at`: the slots where the silences start, or end, in order) keep a
+    schedule: another silence, any of the trace's, a period before or after, give or take `SPACED_WITHIN` of it,
+    where `SPACED_SHARE` of the peers or more do (the silences an hourly batch's longest runs leave are under
+    half as long as those its shortest leave, and still on the hour). The period is the peers' most common
+    spacing, not the median: minutes lost inside a batch's runs split the spacings they fall in. Lost scrapes
+    fall where they fall: few have another a period away. None where there are fewer than `RHYTHM_COUNT` peers."""
     if len(peers) < RHYTHM_COUNT:
         return np.zeros(len(peers), dtype=bool)
-    period = int(np.argmax(np.bincount(np.diff(at))))
+    period = int(np.argmax(np.bincount(np.diff(at[peers]))))
     within = int(SPACED_WITHIN * period)
     partnered = np.zeros(len(peers), dtype=bool)
     for shift in (-period, period):

@@ -68,7 +68,8 @@ def silent_model_notes(trace: Trace, lines: Sequence[int], lost: LostCells = NO_
     named = np.zeros(len(last), dtype=bool)
     for each in np.unique(model[last]):  # only models with a silence named so far: a few
         of = np.flatnonzero(model[last] == each)
-        named[of] = unlike_the_rest(first[of], after[of] - first[of], trace.interval_s, trace.intervals)
+        named[of] = unlike_the_rest(first[of], after[of] - first[of], np.ones(len(of), dtype=bool), trace.interval_s,
+                                    trace.intervals)  # judged among this model's own silences
     if not named.any():
         return []
     row_after = order[last[named] + 1]  # the row after each silence, as read: the trace's, then those lost

@@ -98,3 +98,17 @@ def test_lost_minutes_that_break_an_on_off_rhythm_are_named(tmp_path: Path, peri
     [note] = [note for note in trace.notes if "no rows at all" in note]
     assert "no rows at all for 1 min between" in note, note
     assert (f"; {len(lost)} such stretches, {len(lost)} min in all" in note) == (len(lost) > 1), note
+
+
+def test_lost_minutes_in_a_busy_day_are_named_however_quiet_the_night(tmp_path: Path) -> None:
+    """A model busy 08-20 h and requested a few times an hour at night: the night's chance silences are no
+    rhythm of the day's traffic, so three minutes lost in the day are still named (judged among all silences,
+    the night's fill a fifth of the trace and hid them)."""
+    rng = np.random.default_rng(1)
+    lost = {600, 700, 900}
+    busy = {m: int(rng.integers(200, 400)) if 480 <= m < 1200 else int(rng.random() < 0.08)
+            for m in range(DAY) if m not in lost}
+    result = simulate(tmp_path, write_trace(tmp_path, minutes(busy)), "--policies", "mean-hpa")
+    assert result.returncode == 0, result.stderr
+    [said] = warned(result.stderr)
+    assert "no rows at all for 1 min between" in said and "3 such stretches, 3 min in all" in said, said
