@@ -296,17 +296,20 @@ def _parse(rows: Iterator[list[str]], name: str, report: Callable[[], None] | No
 
 
 def _without_lines(trace: Trace, ordered_lines: list[int], dropped: Sequence[int]) -> tuple[Trace, list[int]]:
-    """The trace without the rows of these file lines (lost scrapes: read with the others for the step and the
-    trace's span, replayed as no row), and the lines of the rows left; models left without a row are dropped."""
+    """The trace without the rows of these file lines (lost scrapes: read with the others for the step, replayed
+    as no row), and the lines of the rows left. Models left without a row are dropped, and the trace runs from
+    its first row left to its last, as every trace does."""
     if not dropped:
         return trace, ordered_lines
     keep = ~np.isin(np.asarray(ordered_lines, dtype=np.int64), np.asarray(dropped, dtype=np.int64))
-    model = trace.model[keep]
+    model, slot = trace.model[keep], trace.slot[keep]
     present = np.unique(model)
     renumbered = np.full(len(trace.models), -1, dtype=np.int64)
     renumbered[present] = np.arange(len(present), dtype=np.int64)
-    return (replace(trace, models=tuple(trace.models[i] for i in present.tolist()), slot=trace.slot[keep],
-                    model=renumbered[model], requests=trace.requests[keep]),
+    before = int(slot.min())
+    return (replace(trace, models=tuple(trace.models[i] for i in present.tolist()),
+                    start_s=trace.start_s + before * trace.interval_s, intervals=int(slot.max()) - before + 1,
+                    slot=slot - before, model=renumbered[model], requests=trace.requests[keep]),
             np.asarray(ordered_lines, dtype=np.int64)[keep].tolist())
 
 

@@ -31,15 +31,18 @@ def test_a_lost_scrape_that_stated_the_step_still_states_it(tmp_path: Path) -> N
 
 
 def test_a_model_whose_every_row_is_a_lost_scrape_is_named(tmp_path: Path) -> None:
-    """Grafana writes a series that was never scraped as NaN in every row: that model is named, as replaying no
-    requests, not left out without a word."""
-    rows = "".join(f"{EPOCH + 60 * k},{model},{'NaN' if model == 'never' else 30}\n"
+    """Grafana writes a series that was never scraped as NaN in every row (and here every series' first point):
+    that model is named, as replaying no requests, not left out without a word; the trace runs from the first
+    row with requests, as any does."""
+    rows = "".join(f"{EPOCH + 60 * k},{model},{'NaN' if model == 'never' or k == 0 else 30}\n"
                    for k in range(60) for model in ("never", "web", "api"))
     result = simulate(tmp_path, write_trace(tmp_path, rows), "--policies", "mean-hpa")
     assert result.returncode == 0, result.stderr
     [said] = warnings_of(result.stderr)
-    assert "60 of 180 rows" in said, said
+    assert "62 of 180 rows" in said, said
     assert "model 'never' has no row with requests (all 60 of its rows)" in said, said
+    assert report(tmp_path)["trace"]["models"] == 2
+    assert report(tmp_path)["trace"]["requests"] == 59 * 2 * 30
 
 
 @pytest.mark.parametrize("lost", ["null", "NULL", " null "])
