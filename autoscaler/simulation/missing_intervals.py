@@ -57,7 +57,7 @@ def missing_notes(trace: Trace, lines: Sequence[int], longest_s: float, lost: Lo
     """A warning naming the stretches without a row, rows up to `longest_s` apart (longer ones have their own), whose
     `AROUND` intervals either side that have rows carry `BUSY_REQUESTS` or more each: the longest of them, where
     it is (the rows either side, the line after it), how many and how long in all, and what to do. `lost`: rows
-    written with requests empty or NaN, named by their own warning: their intervals are not named again."""
+    written with requests empty, NaN or null, named by their own warning: their intervals are not named again."""
     has_rows = np.zeros(trace.intervals, dtype=bool)
     has_rows[trace.slot] = True
     written = has_rows.copy()  # an interval the export wrote, with or without a value

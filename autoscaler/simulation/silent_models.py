@@ -44,7 +44,7 @@ def silent_model_notes(trace: Trace, lines: Sequence[int], lost: LostCells = NO_
     """One warning naming the models whose rows stop for `LONG_S` or more inside their busy traffic while the
     other models report: the longest such silence (the model, how long, its rows either side, the line after
     it), the others' models, how many and how long in all, and what to do. `lost`: the rows written with
-    requests empty or NaN, named by their own warning: they count as rows here (their traffic left out), so
+    requests empty, NaN or null, named by their own warning: they count as rows here (their traffic left out), so
     the same intervals are not named twice."""
     slot, model, requests = trace.slot, trace.model, trace.requests
     lost_lines = lost.line[lost.model >= 0]

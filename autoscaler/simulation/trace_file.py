@@ -54,7 +54,7 @@ def number_field(text: str, what: str, where: str, unit: str = "") -> float:
 
 
 class LostCells(NamedTuple):
-    """Rows whose requests is empty or NaN as the trace's intervals (`slot`), models (`model`: -1 for a model
+    """Rows whose requests is empty, NaN or null as the trace's intervals (`slot`), models (`model`: -1 for a model
     with no other row) and file lines: what the checks for missing rows leave to `LostScrapes`' warning."""
 
     slot: np.ndarray
@@ -124,7 +124,7 @@ class LostScrapes:
                         "replays none" for model in unread[:LOST_LINES_SHOWN])
         if len(unread) > LOST_LINES_SHOWN:
             named += f", nor have {len(unread) - LOST_LINES_SHOWN:,} more models"
-        return [f"{lost:,} of {lost + rows_read:,} rows have requests empty or NaN (or null) ({self._where()}), as "
+        return [f"{lost:,} of {lost + rows_read:,} rows have requests empty, NaN or null ({self._where()}), as "
                 f"Grafana and pandas write lost scrapes: read as no row, so their models replay no requests in "
                 f"those intervals{named}. Where traffic went on there, fill them (the model's value in the row "
                 "before, say) and run again; where there was none, write 0 or drop those rows"]
@@ -134,7 +134,7 @@ class LostScrapes:
         if not self.lines:
             return None
         count = len(self.lines)
-        return (f"{name}: every row's requests is empty or NaN ({count:,} row{'s' if count > 1 else ''}: "
+        return (f"{name}: every row's requests is empty, NaN or null ({count:,} row{'s' if count > 1 else ''}: "
                 f"{self._where()}): nothing to replay; fill them with the requests of each interval")
 
 

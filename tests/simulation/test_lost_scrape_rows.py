@@ -15,7 +15,7 @@ EPOCH = 1764547200  # 2025-12-01T00:00:00Z
 
 
 def warnings_of(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if "empty or NaN" in line]
+    return [line for line in stderr.splitlines() if "empty, NaN or null" in line]
 
 
 def test_a_lost_scrape_that_stated_the_step_still_states_it(tmp_path: Path) -> None:

@@ -318,7 +318,7 @@ def test_lost_scrapes_written_as_nan_are_said_once(tmp_path: Path, cell: str) ->
     trace = write_trace(tmp_path, grafana({(i, m) for i in (100, 101, 250) for m in range(4)}, cell))
     result = simulate(tmp_path, trace, "--policies", "mean-hpa")
     assert result.returncode == 0, result.stderr
-    assert "12 of 1,920 rows have requests empty or NaN (lines 402, 403, 404, 405, 406, ...)" in result.stderr
+    assert "12 of 1,920 rows have requests empty, NaN or null (lines 402, 403, 404, 405, 406, ...)" in result.stderr
     assert "no rows at all" not in result.stderr, result.stderr
 
 
@@ -326,5 +326,5 @@ def test_one_models_lost_scrapes_written_as_nan_are_not_named_again_as_its_silen
     """m0's scrapes lost for 40 minutes, written as NaN, the others reporting: the NaN warning names them; the
     warning for a model's silence does not repeat them."""
     trace = read_csv(write_trace(tmp_path, grafana({(i, 0) for i in range(200, 360)}, "NaN")))
-    assert [note for note in trace.notes if "160 of 1,920 rows have requests empty or NaN" in note], trace.notes
+    assert [note for note in trace.notes if "160 of 1,920 rows have requests empty, NaN or null" in note], trace.notes
     assert not [note for note in trace.notes if "has no rows for" in note], trace.notes

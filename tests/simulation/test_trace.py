@@ -35,7 +35,7 @@ def test_a_csv_trace_is_read_with_its_interval_inferred(tmp_path: Path) -> None:
     ("time,model,requests\n0,a,1\n", "line 1: expected the header timestamp_s,model,requests"),
     ("timestamp_s,model,requests\n0,a,1\n60,a,-2\n", "line 3: requests must be >= 0"),
     ("timestamp_s,model,requests\n0,a,inf\n", "line 2: requests must be finite"),
-    ("timestamp_s,model,requests\n0,a,nan\n", "every row's requests is empty or NaN \\(1 row: line 2\\)"),
+    ("timestamp_s,model,requests\n0,a,nan\n", "every row's requests is empty, NaN or null \\(1 row: line 2\\)"),
     ("timestamp_s,model,requests\n0,a,1\n60,a\n", "line 3: expected 3 fields"),
     ("timestamp_s,model,requests\n0,a,1\n60,b,1\n90,b,1\n130,a,1\n", "line 5: timestamp 130 is not on the 30 s grid"),
     ("timestamp_s,model,requests\n0,a,1\n60,a,1\n0,a,4\n", "line 4: model 'a' at 0 is listed twice"),

@@ -254,19 +254,20 @@ def test_lost_scrapes_written_as_nan_or_empty_cells_are_read_as_no_row_and_named
     them as traffic instead."""
     result = simulate(tmp_path, grafana_rows(lost), "--policies", "fixed")
     assert result.returncode == 0, result.stderr
-    [warning] = [line for line in result.stderr.splitlines() if "empty or NaN" in line]
+    [warning] = [line for line in result.stderr.splitlines() if "empty, NaN or null" in line]
     assert "12 of 240 rows" in warning, warning
     assert "lines 42, 43, 44, 45, 46, ..." in warning, warning  # step 10's four models, then step 11's first
     assert "lost scrapes" in warning and "fill them" in warning and "drop those rows" in warning, warning
     assert report(tmp_path)["trace"]["requests"] == (60 - len(LOST_AT)) * sum(30 + m for m in range(4))
-    assert any("empty or NaN" in w for w in report(tmp_path)["warnings"])
+    assert any("empty, NaN or null" in w for w in report(tmp_path)["warnings"])
 
 
 def test_a_trace_whose_every_requests_cell_is_nan_is_refused_saying_so(tmp_path: Path) -> None:
     result = simulate(tmp_path, "".join(f"{1764547200 + 15 * step},m{m},NaN\n" for step in range(3) for m in range(2)))
     assert result.returncode == 2
     assert result.stderr.startswith(FAILED), result.stderr
-    assert "every row's requests is empty or NaN (6 rows: lines 2, 3, 4, 5, 6, ...)" in result.stderr, result.stderr
+    said = "every row's requests is empty, NaN or null (6 rows: lines 2, 3, 4, 5, 6, ...)"
+    assert said in result.stderr, result.stderr
 
 
 def run_with_behavior(tmp_path: Path, text: str) -> subprocess.CompletedProcess[str]:
