@@ -8,6 +8,8 @@ minute's requests replayed within a second, 69 pods where 1-2 serve them. Each m
 step; this module finds it, so the trace is refused naming it and how to round to it. A genuine trace at the
 smallest gap whose models come at their own times (clients calling every 15 s, each at its own second) looks
 the same: it states its step as a sparse trace does, one model at its first two timestamps (a row of 0 there).
+What no scraper writes is not refused: a model at several phases of its step (a poller and a user's requests
+between its polls), or rows all on whole minutes (a few timers, each at its own minute).
 """
 
 from __future__ import annotations
@@ -42,6 +44,24 @@ gaps of exactly a whole number of steps to be a trace at that interval: timer fu
 fill every minute of their step, while targets at their own offsets with times cut to whole seconds (`int(ts)`)
 sit at a few of the step's seconds and leave the rest without a row all trace long (12 targets every 60 s were
 read as a 1 s trace: 192 pods where 20 serve)."""
+PHASE_SPREAD: Final = 5.0
+"""How many times its rows' median distance from their phase in the step (and at least `PHASE_SLACK_S`) a
+model's row may be from that phase and still be at its one scrape offset: a scraper's jitter spreads every row
+alike (uniform within 2 s: the farthest is 2x the median; Gaussian: past 5x is one row in 10,000), while a
+request log's poller sits at one second, and a user's requests between its polls are seconds off it."""
+PHASELESS: Final = 0.125
+"""A model whose rows' median distance from their phase is past this share of the step sits at no one phase:
+rows at every phase of it (a client every 13 s in a trace whose step reads 7 s) are a quarter of the step off on
+median; a scraper's jitter (2 s at 15 s) an eighth at most."""
+PHASE_SLACK_S: Final = 1.5
+"""A second and a half either side of a model's phase is always that phase: times cut to whole seconds
+(`int(ts)`) move a scrape's row by one where most of the model's rows sit on one second (their median distance
+near 0), and the phase, their circular mean, sits a little off that second."""
+MINUTE_S: Final = 60.0
+"""Timestamps all a whole number of minutes from the first are no scrape offsets: a scraper's offset is any
+millisecond of the step, so targets at their own offsets, even cut to whole seconds, are never all on whole
+minutes. A few timers or cron jobs at their own minutes (four every 5 min at minutes 0-3) cannot fill
+`FILLED` of their step's minutes and were refused as targets at their own offsets."""
 CLUSTERED: Final = 0.25
 """How far off the step, as a share of it, the farthest timestamp may be for the rows to be said to scatter
 around it; past that they are at the models' own offsets within the step."""
@@ -53,29 +73,53 @@ def scatter_problem(t: np.ndarray, model: np.ndarray, models: Sequence[str], dis
     around it (or sit at their own offsets in it), so that the smallest gap, taken for the interval, is under
     half that step; None otherwise. `t` and `model`: the rows in time order; `allowed_off`: how many distinct
     timestamps off the step are strays (`strays` names those), not scatter."""
-    if _states_its_step(t, model, distinct, interval):
+    if _states_its_step(t, model, distinct, interval) or _on_whole_minutes(distinct):
         return None
     step = _model_step(t, model, distinct, interval)
     if step is None:
+        return None
+    if _at_several_phases(t, model, step) > allowed_off:
         return None
     phase = np.round(np.mod(distinct - distinct[0], step), 6)
     phase[phase >= step - 1e-6] = 0.0
     if len(distinct) - int(np.unique(phase, return_counts=True)[1].max()) <= allowed_off:
         return None  # one grid but for a stray or three: named as strays
-    off = _off_centre(np.mod(t, step), step)
+    off = _off_centre(np.mod(t, step), step, np.zeros_like(model))
     worst = int(np.argmax(off))
     where = f"line {line_of(worst)}: model {models[int(model[worst])]!r} at {moment_text(float(t[worst]))}"
+    keep = _keep_it(t, model, models, distinct)
+    either = ", or each client's own time in a request log" if keep else ""
     if off[worst] <= CLUSTERED * step:
         how = (f"the models' rows scatter up to {float(off[worst]):.2g} s around it, as each target's own scrape "
-               f"time does ({where})")
+               f"time does{either} ({where})")
     else:
         how = (f"the models' rows are spread over the step, each at its own offset in it, as each target's own "
-               f"scrape time is ({where})")
-    keep = _keep_it(t, model, models, distinct)
+               f"scrape time is{either} ({where})")
+    scraped = "if they are scrape times, round" if keep else "round"
     return (f"each model's rows are about {step:g} s apart, but {how}: read as they are, the step would be the "
             f"smallest gap between two rows ({interval:.3g} s) and each row's requests would arrive within it; "
-            f"round every timestamp to the {step:g} s step (pandas: .dt.round('{step:g}s'), then sum by "
+            f"{scraped} every timestamp to the {step:g} s step (pandas: .dt.round('{step:g}s'), then sum by "
             f"timestamp_s and model), or export with query_range, whose steps are exact{keep}")
+
+
+def _on_whole_minutes(distinct: np.ndarray) -> bool:
+    """Whether every timestamp is a whole number of minutes from the first (`MINUTE_S`): no scrape offsets."""
+    minutes = (distinct - distinct[0]) / MINUTE_S
+    return bool(np.abs(minutes - np.rint(minutes)).max() <= 1e-6)
+
+
+def _at_several_phases(t: np.ndarray, model: np.ndarray, step: float) -> int:
+    """How many rows sit off their model's own phase in the step (further from where its rows gather than a
+    scrape's jitter spreads them, `PHASE_SPREAD`): a scraper gives each series one offset, so more than a stray or
+    three are a request log's (a model polled every 10 s, and a user's requests between polls)."""
+    off = _off_centre(np.mod(t, step), step, model)
+    by_model = np.lexsort((off, model))
+    rows = np.bincount(model)
+    middle = by_model[(np.cumsum(rows) - rows + rows // 2)[rows > 0]]
+    typical = np.zeros(len(rows))
+    typical[rows > 0] = off[middle]
+    phaseless = typical[model] > PHASELESS * step
+    return int(((off > np.maximum(PHASE_SPREAD * typical[model], PHASE_SLACK_S)) | phaseless).sum())
 
 
 def _states_its_step(t: np.ndarray, model: np.ndarray, distinct: np.ndarray, interval: float) -> bool:
@@ -87,15 +131,16 @@ def _states_its_step(t: np.ndarray, model: np.ndarray, distinct: np.ndarray, int
 
 
 def _keep_it(t: np.ndarray, model: np.ndarray, models: Sequence[str], distinct: np.ndarray) -> str:
-    """How to keep a trace whose step truly is fine (each model requested at its own whole seconds): the row of 0
-    that states the step every timestamp sits on, where the trace at it reads at a sane length. The smallest
-    gap was named before: rows at 0, 2, 4 and 9 s were told a 2 s step that 9 s is off, and followed, refused."""
+    """How to keep a trace whose step truly is fine (a request log, each model requested at its own whole
+    seconds): the row of 0 that states 1 s, a request log's step, where the trace at it reads at a sane length.
+    The smallest gap was named before (rows at 0, 2, 4 and 9 s were told a 2 s step that 9 s is off, and
+    followed, refused), then the step every timestamp sits on (two pollers at seconds 0 and 5 of 20 were told
+    5 s, each request replayed over 5 s)."""
     offsets = distinct - distinct[0]
-    whole = np.rint(offsets)
-    if np.abs(offsets - whole).max() > 1e-6:
+    if np.abs(offsets - np.rint(offsets)).max() > 1e-6:
         return ""  # times at fractions of a second: no whole-second step to state
-    step = float(np.gcd.reduce(whole.astype(np.int64)))
-    if step < MIN_INTERVAL_S or not sane_at(distinct, step):
+    step = MIN_INTERVAL_S
+    if not sane_at(distinct, step):
         return ""
     return (f"; if the trace's step is {step:g} s (each model requested at its own times), add a row of 0 "
             f"requests for model {models[int(model[0])]!r} at {seconds_text(float(t[0]) + step)} to state it")
@@ -146,9 +191,11 @@ def _fills_its_slots(distinct: np.ndarray, step: float, interval: float) -> bool
     return used >= FILLED * slots
 
 
-def _off_centre(phase: np.ndarray, step: float) -> np.ndarray:
-    """How far each row's phase in the step is from where the rows gather: their circular mean, so that rows at
-    59.8 and 0.2 s gather at 0, not at 30."""
-    angle = phase / step * 2 * np.pi
-    centre = float(np.angle(np.mean(np.exp(1j * angle)))) / (2 * np.pi) * step
-    return np.abs(np.mod(phase - centre + step / 2, step) - step / 2)
+def _off_centre(phase: np.ndarray, step: float, group: np.ndarray) -> np.ndarray:
+    """How far each row's phase in the step is from where the rows of its `group` gather: their circular mean,
+    so that rows at 59.8 and 0.2 s gather at 0, not at 30."""
+    turn = np.exp(1j * phase / step * 2 * np.pi)
+    mean = np.bincount(group, weights=turn.real) + 1j * np.bincount(group, weights=turn.imag)
+    centre: np.ndarray = np.angle(mean)[group] / (2 * np.pi) * step
+    off: np.ndarray = np.abs(np.mod(phase - centre + step / 2, step) - step / 2)
+    return off

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from autoscaler.simulation.trace import TraceError, read_csv
-from tests.simulation.runs import FAILED, simulate, write_trace
+from tests.simulation.runs import FAILED, report, simulate, write_trace
 
 EPOCH = 1764547200  # 2025-12-01T00:00:00Z
 
@@ -212,6 +212,8 @@ def test_any_targets_at_their_own_whole_seconds_are_refused_naming_their_step(tm
     offsets = data.draw(st.lists(st.floats(0, step, exclude_max=True), min_size=2, max_size=12))
     seconds = {int(offset) for offset in offsets}
     assume(2 <= len(seconds) < 0.9 * step)
+    # Offsets all whole minutes apart are timers at their own minutes (MINUTE_S), as likely and read so.
+    assume(len({second % 60 for second in seconds}) >= 2)
     trace = write_trace(tmp_path, offsets_cut_to_whole_seconds(step, offsets, 40, seed))
     with pytest.raises(TraceError, match=f"each model's rows are about {step} s apart") as refused:
         read_csv(trace)
@@ -227,3 +229,74 @@ def test_timer_functions_every_few_minutes_at_their_own_minutes_still_read_at_th
                    for f, (every, at) in enumerate(functions) if minute % every == at)
     trace = read_csv(write_trace(tmp_path, rows))
     assert trace.interval_s == 60.0
+
+
+def poller_with_extras(seed: int) -> tuple[str, list[int]]:
+    """One model polled every 10 s for 3 h in a 1 s request log, and six requests besides at random seconds:
+    the rows and the extra requests' times."""
+    rng = random.Random(seed)
+    polls = {EPOCH + 10 * i for i in range(3 * 360)}
+    extras = sorted(t for t in rng.sample(range(EPOCH, EPOCH + 3 * 3600), 40) if (t - EPOCH) % 10 >= 3)[:6]
+    counts = Counter([*polls, *extras])
+    return "".join(f"{t},llama,{counts[t]}\n" for t in sorted(counts)), extras
+
+
+def test_one_model_polled_every_10s_with_a_few_other_requests_reads_at_one_second(tmp_path: Path) -> None:
+    """One series has one scrape offset: a model whose rows sit at several phases of its 10 s step (its
+    poller's, and six requests of a user's between polls) is a request log, not scrape times. It was refused
+    as "the models' rows are spread over the step, each at its own offset in it", naming an extra request."""
+    rows, extras = poller_with_extras(seed=3)
+    assert len(extras) == 6
+    result = simulate(tmp_path, write_trace(tmp_path, rows))
+    assert result.returncode == 0, result.stderr
+    assert report(tmp_path)["trace"]["interval_s"] == 1
+
+
+def test_clients_every_7s_and_13s_read_at_one_second(tmp_path: Path) -> None:
+    """A client every 7 s and another every 13 s: the 13 s one's rows fall at every second of a 7 s step, no
+    one scrape offset, so the log reads at 1 s (it was refused as targets each at its own offset)."""
+    rows = "".join(f"{t},{m},1\n" for t, m in sorted([(EPOCH + 7 * i, "a") for i in range(1500)]
+                                                    + [(EPOCH + 4 + 13 * i, "b") for i in range(800)]))
+    result = simulate(tmp_path, write_trace(tmp_path, rows))
+    assert result.returncode == 0, result.stderr
+    assert report(tmp_path)["trace"]["interval_s"] == 1
+
+
+def timers(every_at: list[tuple[int, int]], minutes: int) -> str:
+    """A 60 s export with rows only where timers fired: each (every, at) fires every `every` minutes at minute
+    `at` of it, with a few requests."""
+    rng = random.Random(5)
+    return "".join(f"{EPOCH + 60 * minute},t{every}_{at},{rng.randint(1, 40)}\n" for minute in range(minutes)
+                   for every, at in every_at if minute % every == at)
+
+
+@pytest.mark.parametrize("every_at", [
+    [(5, 0), (5, 1), (5, 2), (5, 3)],  # four timers every 5 min at minutes 0-3
+    [(5, 1), (10, 3), (15, 7)],  # every 5, 10, 15 min at their own minutes
+    [(3, 0), (3, 1), (6, 4)],  # cron */3 jobs at minutes 0 and 1, a */6 one at minute 4
+], ids=["4timers_5m", "timers_5_10_15", "cron3"])
+def test_a_few_timers_at_whole_minutes_read_at_the_minute(tmp_path: Path, every_at: list[tuple[int, int]]) -> None:
+    """A few timers or cron jobs at their own whole minutes cannot fill 90% of their step's minutes
+    (`FILLED`), and were refused as targets at their own offsets ("round every timestamp to the 300 s step"):
+    a scraper's offsets are at any millisecond of the step, never all on whole minutes."""
+    result = simulate(tmp_path, write_trace(tmp_path, timers(every_at, 24 * 60)))
+    assert result.returncode == 0, result.stderr
+    assert report(tmp_path)["trace"]["interval_s"] == 60
+
+
+def test_clients_at_their_own_seconds_are_told_both_readings_and_the_1s_row_of_0(tmp_path: Path) -> None:
+    """Two clients polling every 20 s at seconds 0 and 5 of it, in a request log: the refusal reads either way,
+    scrape times or a request log, and the row of 0 it offers keeps the log's 1 s step (it stated 5 s, the step
+    every timestamp sits on, which spread each request over 5 s)."""
+    rows = "".join(f"{EPOCH + 20 * i},a,2\n{EPOCH + 20 * i + 5},b,1\n" for i in range(540))
+    result = simulate(tmp_path, write_trace(tmp_path, rows))
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.splitlines()
+    assert "as each target's own scrape time does, or each client's own time in a request log" in line, line
+    assert "if they are scrape times, round every timestamp to the 20 s step" in line, line
+    asked = re.search(r"if the trace's step is 1 s \(each model requested at its own times\), add a row of 0 "
+                      r"requests for model '(\w+)' at (\d+) to state it", line)
+    assert asked and int(asked[2]) == EPOCH + 1, line
+    result = simulate(tmp_path, write_trace(tmp_path, f"{asked[2]},{asked[1]},0\n" + rows))
+    assert result.returncode == 0, result.stderr
+    assert report(tmp_path)["trace"]["interval_s"] == 1
